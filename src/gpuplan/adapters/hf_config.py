@@ -1,0 +1,250 @@
+"""Hugging Face ``config.json`` -> :class:`ModelSpec`.
+
+HF configs name the same thing many ways (``hidden_size``/``n_embd``/``d_model``,
+``num_local_experts``/``num_experts``/``n_routed_experts``, ...) and leave architectural facts
+implicit in ``model_type`` (GPT-2 has biases, Qwen2 has q/k/v biases, Gemma 2 has four norms per
+layer). The per-``model_type`` traits below mirror the corresponding ``modeling_<type>.py`` and
+``configuration_<type>.py`` files of transformers; an unknown type is read as Llama-style and
+the spec says so in its notes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuplan.core.model import AttentionSpec, MLPSpec, MoESpec, ModelSpec
+from gpuplan.errors import InputError
+
+
+@dataclass(frozen=True)
+class ArchTraits:
+    """What a model_type implies beyond its config fields (from transformers' modeling files)."""
+
+    gated_mlp: bool = True
+    norm: str = "rmsnorm"
+    norms_per_layer: int = 2
+    qkv_bias: bool = False
+    out_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: str = "none"
+    tie_default: bool = False  # the config class's default for tie_word_embeddings
+    parallel_residual: bool = False
+
+
+_GPT2 = ArchTraits(gated_mlp=False, norm="layernorm", qkv_bias=True, out_bias=True,
+                   mlp_bias=True, tie_default=True)
+_NEOX = ArchTraits(gated_mlp=False, norm="layernorm", qkv_bias=True, out_bias=True,
+                   mlp_bias=True, parallel_residual=True)
+_GEMMA2 = ArchTraits(norms_per_layer=4, tie_default=True)
+_GEMMA3 = ArchTraits(norms_per_layer=4, qk_norm="per_head", tie_default=True)
+TRAITS: dict[str, ArchTraits] = {
+    "llama": ArchTraits(), "mistral": ArchTraits(), "mixtral": ArchTraits(),
+    "phi3": ArchTraits(), "deepseek_v2": ArchTraits(), "deepseek_v3": ArchTraits(),
+    "qwen2": ArchTraits(qkv_bias=True), "qwen2_moe": ArchTraits(qkv_bias=True),
+    "qwen3": ArchTraits(qk_norm="per_head"), "qwen3_moe": ArchTraits(qk_norm="per_head"),
+    "olmo2": ArchTraits(qk_norm="full"),
+    "gemma": ArchTraits(tie_default=True), "gemma2": _GEMMA2,
+    "gemma3": _GEMMA3, "gemma3_text": _GEMMA3,
+    "gpt2": _GPT2, "gpt_neox": _NEOX,
+    "falcon": ArchTraits(gated_mlp=False, norm="layernorm", tie_default=True,
+                         parallel_residual=True),
+}
+LAYERNORM_MODEL_TYPES = {k for k, v in TRAITS.items() if v.norm == "layernorm"}
+
+
+def _first(cfg: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if cfg.get(key) is not None:
+            return cfg[key]
+    return None
+
+
+def _int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: int | None = None) -> int:
+    value = _first(cfg, *keys)
+    if value is None:
+        if required and default is None:
+            raise InputError(f"config.json: {keys[0]}", None,
+                             f"missing; need one of {', '.join(keys)} (a positive integer)")
+        return default if default is not None else 0
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value <= 0:
+        raise InputError(f"config.json: {keys[0]}", value, "must be a positive integer")
+    return int(value)
+
+
+def text_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The language-model part of a config: VLM configs nest it under ``text_config``."""
+    if not isinstance(config, dict):
+        raise InputError("config.json", type(config).__name__, "expected a JSON object")
+    inner = config.get("text_config")
+    if isinstance(inner, dict) and inner:
+        merged = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
+        merged.update(inner)
+        return merged
+    return config
+
+
+def _attention(cfg: dict[str, Any], t: ArchTraits, hidden: int) -> AttentionSpec:
+    heads = _int_field(cfg, "num_attention_heads", "n_head", "num_heads")
+    if cfg.get("model_type") == "falcon":
+        if cfg.get("new_decoder_architecture"):
+            kv_heads = _int_field(cfg, "num_kv_heads", default=heads)
+        else:
+            kv_heads = 1 if cfg.get("multi_query", True) else heads
+    else:
+        kv_heads = _int_field(cfg, "num_key_value_heads", "num_kv_heads", default=heads)
+    if cfg.get("head_dim") is None and hidden % heads:
+        raise InputError("config.json: num_attention_heads", heads,
+                         f"must divide hidden_size {hidden} (or give head_dim)")
+    if heads % kv_heads:
+        raise InputError("config.json: num_key_value_heads", kv_heads,
+                         f"must divide num_attention_heads {heads}")
+    head_dim = _int_field(cfg, "head_dim", default=hidden // heads)
+    bias = cfg.get("attention_bias", cfg.get("bias"))
+    mla = cfg.get("kv_lora_rank") is not None
+    return AttentionSpec(
+        num_heads=heads, num_kv_heads=heads if mla else kv_heads, head_dim=head_dim,
+        qkv_bias=t.qkv_bias if bias is None else bool(bias) or t.qkv_bias,
+        out_bias=t.out_bias if bias is None else bool(bias),
+        qk_norm=t.qk_norm,  # type: ignore[arg-type]
+        q_lora_rank=cfg.get("q_lora_rank"),
+        kv_lora_rank=_int_field(cfg, "kv_lora_rank") if mla else None,
+        qk_nope_head_dim=_int_field(cfg, "qk_nope_head_dim") if mla else 0,
+        qk_rope_head_dim=_int_field(cfg, "qk_rope_head_dim") if mla else 0,
+        v_head_dim=_int_field(cfg, "v_head_dim") if mla else 0,
+    )
+
+
+def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bool, ...]]:
+    experts = _first(cfg, "num_local_experts", "num_experts", "n_routed_experts")
+    if not experts:
+        return None, ()
+    experts = _int_field(cfg, "num_local_experts", "num_experts", "n_routed_experts")
+    top_k = _int_field(cfg, "num_experts_per_tok", "top_k", "moe_topk")
+    if top_k > experts:
+        raise InputError("config.json: num_experts_per_tok", top_k, f"must be <= the {experts} experts")
+    width = _int_field(cfg, "moe_intermediate_size", "intermediate_size")
+    shared = _int_field(cfg, "n_shared_experts", required=False) * width
+    shared = shared or _int_field(cfg, "shared_expert_intermediate_size", required=False)
+    moe = MoESpec(
+        num_experts=experts, experts_per_token=top_k, expert_intermediate_size=width,
+        shared_intermediate_size=shared,
+        shared_expert_gate=bool(cfg.get("shared_expert_intermediate_size")),
+        router_bias=cfg.get("topk_method") == "noaux_tc",  # DeepSeek-V3 e_score_correction_bias
+    )
+    first_dense = _int_field(cfg, "first_k_dense_replace", required=False)
+    every = _int_field(cfg, "moe_layer_freq", "decoder_sparse_step", default=1)
+    dense_only = set(cfg.get("mlp_only_layers") or ())
+    if "decoder_sparse_step" in cfg:  # Qwen-MoE: (i + 1) % step == 0
+        mask = tuple(i not in dense_only and (i + 1) % every == 0 for i in range(num_layers))
+    else:  # DeepSeek: i >= first_k_dense_replace and i % moe_layer_freq == 0
+        mask = tuple(i >= first_dense and i % every == 0 for i in range(num_layers))
+    return moe, mask
+
+
+def _layer_types(cfg: dict[str, Any], num_layers: int) -> tuple[int | None, tuple[str, ...]]:
+    """Sliding-window size and per-layer 'full'/'sliding' (empty when no layer slides)."""
+    window = cfg.get("sliding_window")
+    if not window or cfg.get("use_sliding_window") is False:  # Qwen2 ships a window it does not use
+        return None, ()
+    types = cfg.get("layer_types")
+    if types:
+        return int(window), tuple("sliding" if "sliding" in str(t) else "full" for t in types)
+    pattern = cfg.get("sliding_window_pattern")
+    if cfg.get("model_type") == "gemma2":
+        pattern = 2
+    if pattern:  # Gemma: every pattern-th layer is global
+        return int(window), tuple("full" if (i + 1) % int(pattern) == 0 else "sliding"
+                                  for i in range(num_layers))
+    return int(window), ("sliding",) * num_layers
+
+
+def model_spec_from_hf_config(config: dict[str, Any], name: str = "custom", source: str = "") -> ModelSpec:
+    """Build a ModelSpec from a parsed HF config.json (VLM configs: the ``text_config``)."""
+    cfg = text_config(config)
+    model_type = str(cfg.get("model_type", ""))
+    traits = TRAITS.get(model_type)
+    notes: list[str] = []
+    if traits is None:
+        traits = ArchTraits()
+        notes.append(f"model_type {model_type or '(none)'!r} not known: read as Llama-style "
+                     "(gated MLP, RMSNorm, no biases)")
+    hidden = _int_field(cfg, "hidden_size", "n_embd", "d_model")
+    layers = _int_field(cfg, "num_hidden_layers", "n_layer", "num_layers")
+    vocab = _int_field(cfg, "vocab_size")
+    attention = _attention(cfg, traits, hidden)
+    intermediate = _int_field(cfg, "intermediate_size", "n_inner", "ffn_hidden_size", default=4 * hidden)
+    mlp_bias = cfg.get("mlp_bias", cfg.get("bias"))
+    mlp = MLPSpec(intermediate_size=intermediate, gated=traits.gated_mlp,
+                  bias=traits.mlp_bias if mlp_bias is None else bool(mlp_bias),
+                  activation=str(_first(cfg, "hidden_act", "hidden_activation",
+                                        "activation_function") or "silu"))
+    moe, moe_mask = _moe(cfg, layers)
+    norms_per_layer = traits.norms_per_layer
+    if model_type == "falcon" and not cfg.get("new_decoder_architecture"):
+        norms_per_layer = 1 if cfg.get("parallel_attn", True) else 2
+    window, layer_types = _layer_types(cfg, layers)
+    tie = cfg.get("tie_word_embeddings")
+    return ModelSpec(
+        name=name, hidden_size=hidden, num_layers=layers, vocab_size=vocab,
+        attention=attention, mlp=mlp, moe=moe, moe_layers=moe_mask,
+        tie_embeddings=traits.tie_default if tie is None else bool(tie),
+        learned_positions=_int_field(cfg, "n_positions") if model_type == "gpt2" else 0,
+        max_position_embeddings=_int_field(cfg, "max_position_embeddings", "n_positions",
+                                           "seq_length", default=2048),
+        norm=traits.norm,  # type: ignore[arg-type]
+        norms_per_layer=norms_per_layer,
+        parallel_residual=traits.parallel_residual or bool(cfg.get("use_parallel_residual")),
+        sliding_window=window, layer_types=layer_types,
+        dtype=str(_first(cfg, "torch_dtype", "dtype") or "bfloat16"),
+        source=source, notes=tuple(notes),
+    )
+
+
+def load_hf_config(path: str | Path) -> dict[str, Any]:
+    """Read a config.json, or the config.json inside a folder. Bad files raise InputError."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
+    if not p.is_file():
+        raise InputError("model", str(path), "no such file; give a catalog name, a config.json "
+                         "or a folder holding one")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError("config.json", str(p), f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise InputError("config.json", str(p), "expected a JSON object at the top level")
+    return data
+
+
+def generic_dense_spec(n_params: float) -> ModelSpec:
+    """A Llama-style dense shape for a bare parameter count (``--params 7B``).
+
+    Documented generic shape: head_dim 128, hidden = 128 x layers (Llama-2-7B's aspect ratio),
+    SwiGLU width 8/3 x hidden rounded up to 256, vocab 32000, untied embeddings, RMSNorm, MHA.
+    The layer count is the one whose exact count is closest to N. 6ND uses N itself
+    (``declared_params``); shape-dependent terms (attention, activations) use this shape.
+    7B gives exactly Llama-2-7B's shape (32 layers, hidden 4096, 6.74B counted).
+    """
+    from gpuplan.core.model import count_parameters
+
+    best: ModelSpec | None = None
+    for layers in range(2, 257):
+        hidden = 128 * layers
+        inter = -(-8 * hidden // 3 // 256) * 256
+        spec = ModelSpec(
+            name=f"generic-{n_params / 1e9:g}B", hidden_size=hidden, num_layers=layers,
+            vocab_size=32000, attention=AttentionSpec(layers, layers, 128),
+            mlp=MLPSpec(intermediate_size=inter), declared_params=float(n_params),
+            source="gpuplan generic dense shape (see adapters.hf_config.generic_dense_spec)",
+            notes=("generic Llama-style shape for a bare parameter count",))
+        if best is None or abs(count_parameters(spec).total - n_params) < abs(
+                count_parameters(best).total - n_params):
+            best = spec
+        elif count_parameters(spec).total > n_params:
+            break
+    assert best is not None
+    return best

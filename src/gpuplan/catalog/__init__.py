@@ -1,0 +1,110 @@
+"""Catalog data files (models, hardware, reference runs), read through importlib.resources.
+
+Every entry names its source. Loading is lazy and cached: nothing is read at import time.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from gpuplan.core.hardware import Accelerator
+from gpuplan.core.model import ModelSpec
+from gpuplan.errors import InputError, unknown_name_error
+
+_GB = 1e9
+
+
+def _files(folder: str, suffix: str):
+    root = resources.files("gpuplan.catalog") / folder
+    return sorted((p for p in root.iterdir() if p.name.endswith(suffix)), key=lambda p: p.name)
+
+
+@cache
+def model_entries() -> dict[str, dict[str, Any]]:
+    """All model catalog entries by id (the trimmed config.json plus source metadata)."""
+    entries = {}
+    for path in _files("models", ".json"):
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        entries[entry["id"]] = entry
+    return entries
+
+
+def model_entry(name: str) -> dict[str, Any]:
+    """The catalog entry for ``name`` (case-insensitive id); InputError with suggestions."""
+    entries = model_entries()
+    key = name.strip().lower()
+    if key in entries:
+        return entries[key]
+    raise unknown_name_error("model", name, entries)
+
+
+def load_model(name: str) -> ModelSpec:
+    """ModelSpec for a catalog model id."""
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    entry = model_entry(name)
+    return model_spec_from_hf_config(entry["config"], name=entry["id"], source=entry["config_source"])
+
+
+@cache
+def hardware_entries() -> dict[str, dict[str, Any]]:
+    """All accelerator catalog entries (parsed TOML) by id."""
+    entries = {}
+    for path in _files("hardware", ".toml"):
+        entry = tomllib.loads(path.read_text(encoding="utf-8"))
+        entries[entry["id"]] = entry
+    return entries
+
+
+@cache
+def _gpu_aliases() -> dict[str, str]:
+    table = {}
+    for gpu_id, entry in hardware_entries().items():
+        table[gpu_id] = gpu_id
+        for alias in entry.get("aliases", []):
+            table[alias.lower()] = gpu_id
+    return table
+
+
+def accelerator_from_entry(entry: dict[str, Any]) -> Accelerator:
+    """Convert a catalog entry (vendor units) to an Accelerator (base units)."""
+    peaks = tuple((k, float(v) * 1e12) for k, v in entry.get("peak_tflops", {}).items() if v)
+    up = entry.get("scale_up", {})
+    out = entry.get("scale_out", {})
+    return Accelerator(
+        id=entry["id"], name=entry["name"], vendor=entry.get("vendor", ""),
+        memory_bytes=float(entry.get("memory_bytes") or entry["memory_gb"] * _GB),
+        memory_bandwidth=float(entry["memory_bandwidth_tbps"]) * 1e12,
+        peak_flops=peaks, tdp_w=entry.get("tdp_w"),
+        devices_per_node=entry.get("devices_per_node"),
+        scale_up_bandwidth=(up["bandwidth_gbyte_s_bidirectional"] * _GB
+                            if up.get("bandwidth_gbyte_s_bidirectional") else None),
+        scale_up_domain=up.get("domain_size"),
+        scale_out_bandwidth=(out["gbit_s_per_device"] * _GB / 8 if out.get("gbit_s_per_device") else None),
+        confidence=entry.get("confidence", "medium"), aliases=tuple(entry.get("aliases", [])),
+        sources=tuple(entry.get("sources", [])), notes=entry.get("notes", ""),
+    )
+
+
+def load_accelerator(name: str) -> Accelerator:
+    """Accelerator by id or alias (case-insensitive); InputError with suggestions."""
+    key = name.strip().lower()
+    gpu_id = _gpu_aliases().get(key)
+    if gpu_id is None:
+        raise unknown_name_error("gpu", name, _gpu_aliases())
+    return accelerator_from_entry(hardware_entries()[gpu_id])
+
+
+def reference_runs() -> dict[str, Any]:
+    """The packaged reference set of published training runs (see reference/README)."""
+    import yaml
+
+    text = (resources.files("gpuplan.catalog") / "reference" / "training_runs.yaml").read_text("utf-8")
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict) or "runs" not in data:
+        raise InputError("reference runs", "training_runs.yaml", "expected a mapping with 'runs'")
+    return data

@@ -1,0 +1,153 @@
+"""Command line: each command is a few lines over the public API.
+
+Bad input anywhere (our InputError, or click's usage errors) prints one line on stderr and
+exits with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from gpuplan.errors import InputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
+                  help="Plan the compute, memory, time and cost of training and serving LLMs.")
+catalog_app = typer.Typer(add_completion=False, help="List the model and accelerator catalogs.")
+app.add_typer(catalog_app, name="catalog")
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or markdown")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+
+
+def emit(report, fmt: OutputFormat, as_json: bool) -> None:
+    from gpuplan.report import render
+
+    if as_json or fmt is OutputFormat.json:
+        sys.stdout.write(render.to_json(report) + "\n")
+    elif fmt is OutputFormat.markdown:
+        sys.stdout.write(render.to_markdown(report))
+    else:
+        render.print_rich(report)
+
+
+@app.command()
+def train(
+    target: Annotated[Optional[str], typer.Argument(
+        help="A plan file (.yaml/.yml/.toml), or a model: catalog name or config.json path.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Catalog name, config.json or folder holding one.")] = None,
+    params: Annotated[Optional[str], typer.Option(help="Bare parameter count instead of a model, e.g. 7B.")] = None,
+    tokens: Annotated[Optional[str], typer.Option(help="Training tokens, e.g. 2T. Default 2T.")] = None,
+    gpu: Annotated[Optional[str], typer.Option(help="Accelerator name (see `gpuplan catalog gpus`). Default a100.")] = None,
+    gpus: Annotated[Optional[str], typer.Option(help="GPU count (solve time or MFU).")] = None,
+    days: Annotated[Optional[str], typer.Option(help="Wall-clock deadline: 7, 7d, 36h (solve GPUs or MFU).")] = None,
+    mfu: Annotated[Optional[str], typer.Option(help="Model FLOPs utilisation, 0.4 or 40%. Default 0.40.")] = None,
+    dtype: Annotated[Optional[str], typer.Option(help="Compute dtype for the peak: bf16, fp16, fp8, tf32, fp32.")] = None,
+    flops_method: Annotated[Optional[str], typer.Option(help="6nd (article) or exact.")] = None,
+    seq_len: Annotated[Optional[str], typer.Option(help="Sequence length for the exact count. Default 4096.")] = None,
+    attention: Annotated[Optional[str], typer.Option(help="Attention FLOPs: full (PaLM convention) or causal.")] = None,
+    recompute: Annotated[Optional[str], typer.Option(help="none, selective or full.")] = None,
+    comm_allowance: Annotated[Optional[str], typer.Option(help="Communication allowance, e.g. 0.2 or 20%.")] = None,
+    contingency: Annotated[Optional[str], typer.Option(help="Contingency budget, e.g. 0.2.")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+) -> None:
+    """Training compute, GPU count or time, and allowances. With no arguments: the article's
+    example (7B parameters, 2T tokens, A100, 40% MFU, 7 days)."""
+    from gpuplan.adapters.plan_file import is_plan_file, read_plan_file, validate_plan_fields
+    from gpuplan.train_inputs import train_plan_model, training_inputs_from_raw
+    from gpuplan.training import estimate_training
+
+    raw: dict = {}
+    if is_plan_file(target):
+        raw = validate_plan_fields(read_plan_file(target), train_plan_model(), str(target))
+    elif target:
+        model = model or target
+    flags = dict(model=model, params=params, tokens=tokens, gpu=gpu, gpus=gpus, days=days, mfu=mfu,
+                 dtype=dtype, flops_method=flops_method, seq_len=seq_len, attention=attention,
+                 recompute=recompute, comm_allowance=comm_allowance, contingency=contingency)
+    raw.update({k: v for k, v in flags.items() if v is not None})
+    if model or params:  # a model given on the command line replaces the plan's model
+        raw = {k: v for k, v in raw.items() if k not in ("model", "params")} | {
+            k: v for k, v in (("model", model), ("params", params)) if v is not None}
+    inputs, defaults_used = training_inputs_from_raw(raw)
+    report = estimate_training(inputs)
+    if defaults_used:
+        from dataclasses import replace
+
+        report = replace(report, notes=report.notes + (f"built-in defaults used: {', '.join(defaults_used)}",))
+    emit(report, fmt, as_json)
+
+
+@catalog_app.command("models")
+def catalog_models(search: Annotated[Optional[str], typer.Option(help="Filter by text.")] = None,
+                   fmt: FormatOpt = OutputFormat.table, as_json: JsonOpt = False) -> None:
+    """Catalog models with counted and published parameter counts."""
+    from gpuplan.catalog_listing import model_catalog_report
+
+    emit(model_catalog_report(search), fmt, as_json)
+
+
+@catalog_app.command("gpus")
+def catalog_gpus(search: Annotated[Optional[str], typer.Option(help="Filter by text.")] = None,
+                 fmt: FormatOpt = OutputFormat.table, as_json: JsonOpt = False) -> None:
+    """Catalog accelerators with dense peaks, memory and bandwidth."""
+    from gpuplan.catalog_listing import gpu_catalog_report
+
+    emit(gpu_catalog_report(search), fmt, as_json)
+
+
+@app.command()
+def validate(
+    write: Annotated[Optional[str], typer.Option(help="Also write the accuracy table (Markdown) here, "
+                                                 "e.g. docs/accuracy.md.")] = None,
+    fmt: FormatOpt = OutputFormat.table, as_json: JsonOpt = False,
+) -> None:
+    """Run the estimators over the packaged reference set of published runs; print errors."""
+    from gpuplan.validation import accuracy_markdown, validation_report
+
+    report = validation_report()
+    if write:
+        from pathlib import Path
+
+        Path(write).write_text(accuracy_markdown(report), encoding="utf-8")
+    emit(report, fmt, as_json)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the app; bad input -> one line on stderr, exit status 2."""
+    try:  # typer >= 0.26 vendors click; older typer uses the click package
+        from typer._click import exceptions as click_errors
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click import exceptions as click_errors
+
+    try:
+        result = app(args=argv, standalone_mode=False, prog_name="gpuplan")
+    except InputError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except click_errors.ClickException as exc:
+        sys.stderr.write(f"error: {exc.format_message()}\n")
+        return 2
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        return 1
+    except typer.Exit as exc:
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

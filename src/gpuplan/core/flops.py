@@ -1,0 +1,127 @@
+"""Training FLOPs: the article's 6·N·D and an exact per-token count.
+
+Exact count per token, forward pass (each multiply-accumulate = 2 FLOPs):
+  * every matmul weight used by the token: 2 FLOPs per weight (q/k/v/o or MLA projections,
+    the dense MLP or the router + top-k + shared experts, and the LM head). The input
+    embedding is a lookup (0 FLOPs); norms, biases, activations and softmax are ignored
+    (< 1% at these sizes, as in Kaplan et al. 2020 Table 1 and PaLM App. B).
+  * attention scores QK^T and context AV: 2·heads·(d_qk + d_v) FLOPs per attended key.
+    'full' convention counts every key of the sequence (PaLM App. B: 6N + 12·L·H·Q·T per
+    token for training; Megatron, Narayanan et al. 2021 eq. 3); 'causal' counts only the
+    keys a causal mask lets through, (s+1)/2 on average, as flash-attention kernels execute.
+    Sliding-window layers attend to at most `window` keys.
+Backward = 2 x forward for both matmuls and attention (PaLM App. B, Megatron), so model
+FLOPs = 3 x forward. Hardware FLOPs add recomputation: full recompute re-runs each layer's
+forward (LM head excluded) -> ~4/3 x model FLOPs, the article's "about 33% more compute";
+selective recompute (Korthikanti et al. 2022) re-runs only the attention core.
+Units: FLOPs. Functions accept Python numbers or numpy arrays for seq_len.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuplan.core.model import AttentionSpec, ModelSpec, expert_params, mlp_params
+
+AttentionConvention = Literal["full", "causal"]
+Recompute = Literal["none", "selective", "full"]
+
+
+def flops_6nd(n_params: float, tokens: float) -> float:
+    """The article's total training compute: 6 FLOPs per parameter per token (Kaplan 2020:
+    2 forward + 4 backward per weight)."""
+    return 6.0 * n_params * tokens
+
+
+def attention_matmul_weights(attn: AttentionSpec, hidden: int) -> int:
+    """Weights of the attention projections that take part in matmuls (no biases, no norms)."""
+    if attn.is_mla:
+        q_out = attn.num_heads * attn.qk_head_dim
+        q = hidden * attn.q_lora_rank + attn.q_lora_rank * q_out if attn.q_lora_rank else hidden * q_out
+        latent = attn.kv_lora_rank or 0
+        kv = hidden * (latent + attn.qk_rope_head_dim) + latent * attn.num_heads * (
+            attn.qk_nope_head_dim + attn.v_head_dim)
+        return q + kv + attn.num_heads * attn.v_head_dim * hidden
+    q_width = attn.num_heads * attn.head_dim
+    return 2 * hidden * q_width + 2 * hidden * attn.num_kv_heads * attn.head_dim
+
+
+def layer_matmul_weights_per_token(spec: ModelSpec) -> int:
+    """Matmul weights one token passes through in all transformer layers (MoE: active only)."""
+    h = spec.hidden_size
+    weights = spec.num_layers * attention_matmul_weights(spec.attention, h)
+    weights += spec.num_dense_layers * mlp_params(spec.mlp.intermediate_size, h, spec.mlp.gated)
+    if spec.moe is not None and spec.num_moe_layers:
+        moe = spec.moe
+        per_layer = (h * moe.num_experts + moe.experts_per_token * expert_params(moe, h)
+                     + mlp_params(moe.shared_intermediate_size, h, gated=True))
+        weights += spec.num_moe_layers * per_layer
+    return weights
+
+
+def mean_attended_keys(seq_len, window: int | None, convention: AttentionConvention):
+    """Keys each query attends to, averaged over the sequence.
+
+    'full': s (or the window). 'causal': position i sees min(i, window) keys, so the mean is
+    (s+1)/2 without a window and (w(w+1)/2 + (s-w)·w)/s when w < s.
+    """
+    if convention == "full":
+        return seq_len if window is None else _minimum(seq_len, window)
+    if window is None:
+        return (seq_len + 1) / 2
+    w = _minimum(seq_len, window)
+    return (w * (w + 1) / 2 + (seq_len - w) * w) / seq_len
+
+
+def _minimum(a, b):
+    """min() that also works elementwise when ``a`` is a numpy array."""
+    try:
+        return min(a, b)
+    except ValueError:  # numpy array: truth value ambiguous
+        return a - (a - b) * (a > b)
+
+
+def attention_core_flops_per_token(spec: ModelSpec, seq_len, convention: AttentionConvention = "full"):
+    """Forward FLOPs of QK^T and AV per token, summed over layers (sliding layers capped)."""
+    attn = spec.attention
+    per_key = 2 * attn.num_heads * (attn.qk_head_dim + attn.value_head_dim)
+    sliding = spec.num_sliding_layers
+    full_layers = spec.num_layers - sliding
+    total = full_layers * per_key * mean_attended_keys(seq_len, None, convention)
+    if sliding:
+        total = total + sliding * per_key * mean_attended_keys(seq_len, spec.sliding_window, convention)
+    return total
+
+
+@dataclass(frozen=True)
+class FlopsPerToken:
+    """Training FLOPs per token by part. ``model`` counts forward+backward once; ``hardware``
+    adds recomputation. Units: FLOPs per token."""
+
+    layer_matmuls_forward: float
+    attention_core_forward: float
+    lm_head_forward: float
+    recompute_forward: float
+
+    @property
+    def forward(self) -> float:
+        return self.layer_matmuls_forward + self.attention_core_forward + self.lm_head_forward
+
+    @property
+    def model(self) -> float:
+        return 3.0 * self.forward
+
+    @property
+    def hardware(self) -> float:
+        return self.model + self.recompute_forward
+
+
+def training_flops_per_token(spec: ModelSpec, seq_len, convention: AttentionConvention = "full",
+                             recompute: Recompute = "none") -> FlopsPerToken:
+    """Exact training FLOPs per token for sequences of ``seq_len`` tokens."""
+    layers = 2.0 * layer_matmul_weights_per_token(spec)
+    attention = attention_core_flops_per_token(spec, seq_len, convention)
+    lm_head = 2.0 * spec.vocab_size * spec.hidden_size
+    extra = {"none": 0.0, "selective": attention, "full": layers + attention}[recompute]
+    return FlopsPerToken(layers, attention, lm_head, extra)

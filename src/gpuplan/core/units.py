@@ -1,0 +1,123 @@
+"""Parse and print quantities: counts ("7B", "2T"), bytes ("80GiB", "98 GB"), durations ("7d").
+
+Decimal (SI) and binary prefixes are kept apart explicitly: ``GB`` = 1e9 bytes, ``GiB`` =
+2**30 bytes. Counts use the ML convention K/M/B(=G)/T for 1e3/1e6/1e9/1e12. Internally every
+quantity is a plain number in base units (parameters, tokens, bytes, seconds, FLOPs).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from gpuplan.errors import InputError
+
+COUNT_SUFFIXES = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
+BYTE_UNITS = {
+    "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15,
+    "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "PIB": 2**50,
+}
+SECONDS_PER = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hr": 3600.0,
+               "d": 86400.0, "day": 86400.0, "days": 86400.0, "w": 604800.0, "wk": 604800.0}
+SECONDS_PER_DAY = 86400.0
+SECONDS_PER_HOUR = 3600.0
+
+_NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+_COUNT_RE = re.compile(rf"^\s*{_NUMBER}\s*([KMBGTP]?)\s*$", re.IGNORECASE)
+_BYTES_RE = re.compile(rf"^\s*{_NUMBER}\s*([KMGTP]I?B|B)?\s*$", re.IGNORECASE)
+_DURATION_RE = re.compile(rf"^\s*{_NUMBER}\s*([a-z]*)\s*$", re.IGNORECASE)
+
+
+def _positive(field: str, text: object, value: float) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(field, text, "must be a positive, finite number")
+    return value
+
+
+def parse_count(text: str | int | float, field: str = "count") -> float:
+    """'7B' -> 7e9, '2T' -> 2e12, '1.5e12' -> 1.5e12, 350 -> 350.0. Must be > 0."""
+    if isinstance(text, bool):
+        raise InputError(field, text, "expected a number such as 7B, 2T or 1.5e12")
+    if isinstance(text, int | float):
+        return _positive(field, text, float(text))
+    match = _COUNT_RE.match(str(text))
+    if not match:
+        raise InputError(field, text, "expected a number with an optional K/M/B/T suffix, e.g. 7B or 2T")
+    return _positive(field, text, float(match.group(1)) * COUNT_SUFFIXES[match.group(2).upper()])
+
+
+def parse_bytes(text: str | int | float, field: str = "bytes") -> float:
+    """'80GiB' -> 85899345920, '98 GB' -> 9.8e10; a bare number is bytes."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return _positive(field, text, float(text))
+    match = _BYTES_RE.match(str(text))
+    if not match:
+        raise InputError(field, text, "expected a size such as 80GB (1e9 bytes) or 80GiB (2**30 bytes)")
+    unit = (match.group(2) or "B").upper()
+    return _positive(field, text, float(match.group(1)) * BYTE_UNITS[unit])
+
+
+def parse_duration(text: str | int | float, field: str = "duration") -> float:
+    """'7d' -> 604800 s, '36h' -> 129600 s; a bare number is days (the planner's unit)."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return _positive(field, text, float(text) * SECONDS_PER_DAY)
+    match = _DURATION_RE.match(str(text))
+    if not match or match.group(2).lower() not in SECONDS_PER | {"": 0}:
+        raise InputError(field, text, "expected a duration such as 7d, 36h, 90min or 2w")
+    unit = match.group(2).lower() or "d"
+    return _positive(field, text, float(match.group(1)) * SECONDS_PER[unit])
+
+
+def parse_fraction(text: str | int | float, field: str = "fraction") -> float:
+    """'40%' -> 0.4, '0.4' -> 0.4. Must lie in (0, 1]."""
+    raw = str(text).strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise InputError(field, text, "expected a fraction such as 0.4 or 40%") from None
+    if not (0 < value <= 1):
+        raise InputError(field, text, "must be between 0 and 1 (or 0% and 100%)")
+    return value
+
+
+def format_count(value: float, digits: int = 3) -> str:
+    """7.24e9 -> '7.24B'; 8.4e22 -> '8.40e+22' (counts past the T suffix print as exponents)."""
+    for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(value) >= scale:
+            if abs(value) >= 1e15:
+                return f"{value:.{digits - 1}e}"
+            return f"{value / scale:.{digits}g}{suffix}"
+    return f"{value:.{digits}g}"
+
+
+def format_bytes(value: float, binary: bool = True) -> str:
+    """Print bytes labelled: binary=True gives GiB (2**30), else GB (1e9)."""
+    units = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)) if binary else (
+        ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3))
+    for name, scale in units:
+        if abs(value) >= scale:
+            return f"{value / scale:.2f} {name}"
+    return f"{value:.0f} B"
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as the largest sensible unit: '7.00 days', '3.1 h', '42 s'."""
+    if seconds >= SECONDS_PER_DAY:
+        return f"{seconds / SECONDS_PER_DAY:.2f} days"
+    if seconds >= SECONDS_PER_HOUR:
+        return f"{seconds / SECONDS_PER_HOUR:.2f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:.3g} s"
+
+
+def parse_allowance(text: str | int | float, field: str = "allowance") -> float:
+    """An overhead fraction that may be 0 or exceed 1: '20%' -> 0.2, '0' -> 0.0, 1.5 -> 1.5."""
+    raw = str(text).strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise InputError(field, text, "expected a fraction such as 0.2 or 20%") from None
+    if not (math.isfinite(value) and 0 <= value <= 5):
+        raise InputError(field, text, "must be between 0 and 5 (0.2 = 20%)")
+    return value

@@ -1,0 +1,37 @@
+"""The one exception type for bad input.
+
+Every check on user input raises :class:`InputError`. The CLI prints its message as a single
+line and exits with status 2; the Python API lets it propagate. It names the field, the value
+that was given, and what would be valid, so the user can fix the input without reading code.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class InputError(ValueError):
+    """Invalid user input: names the field, the offending value, and what would be valid."""
+
+    def __init__(self, field: str, value: object, expected: str):
+        self.field = field
+        self.value = value
+        self.expected = expected
+        super().__init__(f"{field}: got {value!r}; {expected}")
+
+
+def closest_names(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
+    """Up to ``n`` catalog names closest to ``name`` (case-insensitive), best first."""
+    pool = {c.lower(): c for c in candidates}
+    hits = difflib.get_close_matches(name.lower(), list(pool), n=n, cutoff=0.5)
+    if not hits:  # fall back to substring matches ("llama" -> "llama-2-7b", ...)
+        hits = [k for k in pool if name.lower() in k][:n]
+    return [pool[h] for h in hits]
+
+
+def unknown_name_error(field: str, name: str, candidates: Iterable[str]) -> InputError:
+    """An InputError for a name not in a catalog, suggesting the closest names."""
+    near = closest_names(name, candidates)
+    hint = f"did you mean {', '.join(near)}?" if near else "see `gpuplan catalog` for valid names"
+    return InputError(field, name, f"not in the catalog; {hint}")

@@ -1,0 +1,102 @@
+"""The Report: what every command, the Python API and (later) the web API return.
+
+A report is inputs + assumptions (each with its source and the flag that changes it) +
+sections of result lines (each with its unit and the formula that produced it). Renderers only
+format; they never compute, so a number cannot differ between the CLI, JSON and Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Line:
+    """One reported quantity. ``value`` is in base units (``unit``); ``text`` is for display."""
+
+    key: str
+    label: str
+    value: Any
+    unit: str = ""
+    text: str = ""
+    formula: str = ""
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def display(self) -> str:
+        if self.text:
+            return self.text
+        if isinstance(self.value, float):
+            return f"{self.value:.4g} {self.unit}".strip()
+        return f"{self.value} {self.unit}".strip()
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A default or user-set input that the result depends on, with where it comes from."""
+
+    key: str
+    label: str
+    value: Any
+    source: str
+    flag: str = ""
+    user_set: bool = False
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    lines: tuple[Line, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of like items (catalog entries, validation cases). Cells are plain values."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row)) for row in self.rows]
+
+
+@dataclass(frozen=True)
+class Report:
+    kind: str
+    title: str
+    inputs: tuple[Line, ...]
+    assumptions: tuple[Assumption, ...]
+    sections: tuple[Section, ...]
+    notes: tuple[str, ...] = field(default=())
+    tables: tuple[Table, ...] = field(default=())
+
+    def line(self, key: str) -> Line:
+        """The result line with ``key`` (searched across sections and inputs)."""
+        for section in self.sections:
+            for line in section.lines:
+                if line.key == key:
+                    return line
+        for line in self.inputs:
+            if line.key == key:
+                return line
+        raise KeyError(key)
+
+    def value(self, key: str) -> Any:
+        return self.line(key).value
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form for JSON: ``results`` maps each key to its value in base units."""
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "inputs": {line.key: line.value for line in self.inputs},
+            "assumptions": [asdict(a) for a in self.assumptions],
+            "results": {line.key: line.value for s in self.sections for line in s.lines},
+            "sections": [{"title": s.title, "lines": [asdict(line) for line in s.lines]}
+                         for s in self.sections],
+            "tables": {t.title: t.records() for t in self.tables},
+            "notes": list(self.notes),
+        }

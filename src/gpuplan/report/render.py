@@ -1,0 +1,104 @@
+"""Render a Report as a rich table (terminal), JSON, or Markdown. Formatting only."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from gpuplan.report.model import Report
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def to_json(report: Report) -> str:
+    return json.dumps(report.to_dict(), indent=2, default=_json_default, allow_nan=False)
+
+
+def _range_text(line) -> str:
+    if line.low is None or line.high is None:
+        return ""
+    return f"{line.low:.4g} – {line.high:.4g}"
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+def table_markdown(table) -> list[str]:
+    out = [f"### {table.title}", "", "| " + " | ".join(table.columns) + " |",
+           "|" + "---|" * len(table.columns)]
+    out += ["| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |" for row in table.rows]
+    return out + [""]
+
+
+def to_markdown(report: Report) -> str:
+    out = [f"# {report.title}", ""]
+    if report.inputs:
+        out += ["## Inputs", "", "| input | value |", "|---|---|"]
+        out += [f"| {line.label} | {line.display} |" for line in report.inputs] + [""]
+    if report.assumptions:
+        out += ["## Assumptions", "", "| assumption | value | source | flag |", "|---|---|---|---|"]
+        out += [f"| {a.label} | {a.value}{' (set)' if a.user_set else ''} | {a.source} | `{a.flag}` |"
+                for a in report.assumptions]
+    for section in report.sections:
+        out += ["", f"## {section.title}", "", "| quantity | value | range | formula |",
+                "|---|---|---|---|"]
+        out += [f"| {line.label} | {line.display} | {_range_text(line)} | {line.formula} |"
+                for line in section.lines]
+    for table in report.tables:
+        out += [""] + table_markdown(table)
+    if report.notes:
+        out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+    return "\n".join(out) + "\n"
+
+
+def print_rich(report: Report) -> None:
+    """Print the report as tables on the terminal (rich imported here, not at start-up)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{report.title}[/bold]")
+    if report.inputs:
+        inputs = Table(title="Inputs", show_header=False, title_justify="left")
+        inputs.add_column("input", style="cyan")
+        inputs.add_column("value")
+        for line in report.inputs:
+            inputs.add_row(escape(line.label), escape(line.display))
+        console.print(inputs)
+    if report.assumptions:
+        assumptions = Table(title="Assumptions", title_justify="left")
+        for column in ("assumption", "value", "source", "flag"):
+            assumptions.add_column(column, overflow="fold")
+        for a in report.assumptions:
+            value = escape(f"{a.value}") + (" [green](set)[/green]" if a.user_set else "")
+            assumptions.add_row(escape(a.label), value, escape(a.source), escape(a.flag))
+        console.print(assumptions)
+    for section in report.sections:
+        table = Table(title=section.title, title_justify="left")
+        table.add_column("quantity", style="cyan")
+        table.add_column("value", justify="right")
+        table.add_column("range", justify="right")
+        table.add_column("formula", style="dim", overflow="fold")
+        for line in section.lines:
+            table.add_row(escape(line.label), escape(line.display), _range_text(line), escape(line.formula))
+        console.print(table)
+    for item in report.tables:
+        table = Table(title=item.title, title_justify="left")
+        for column in item.columns:
+            table.add_column(column, overflow="fold")
+        for row in item.rows:
+            table.add_row(*(escape(_cell(v)) for v in row))
+        console.print(table)
+    for note in report.notes:
+        console.print(f"[yellow]note:[/yellow] {note}")

@@ -1,0 +1,63 @@
+"""Build TrainingInputs from raw strings (CLI flags, plan files, web forms) in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.core.units import (SECONDS_PER_DAY, parse_allowance, parse_count, parse_duration,
+                                parse_fraction)
+from gpuplan.training import TrainingInputs
+
+# Built-in defaults: the article's example (7B, 2T tokens, A100, 7 days, 40% MFU).
+BUILTIN_DEFAULTS = {"params": "7B", "tokens": "2T", "gpu": "a100", "days": "7d"}
+
+Scalar = str | int | float
+
+
+def train_plan_model() -> type:
+    """The pydantic model of a training plan file (built on first use: pydantic is not
+    imported on the CLI's start-up path)."""
+    from pydantic import ConfigDict, create_model
+
+    fields = {name: (Scalar | None, None) for name in TRAIN_FIELDS}
+    return create_model("TrainPlan", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+TRAIN_FIELDS = ("model", "params", "tokens", "gpu", "gpus", "days", "mfu", "dtype", "flops_method",
+                "seq_len", "attention", "recompute", "comm_allowance", "contingency")
+
+
+def training_inputs_from_raw(raw: dict[str, Any]) -> tuple[TrainingInputs, list[str]]:
+    """Parse raw values ('2T', '7d', '40%') into TrainingInputs; fill built-in defaults.
+
+    Returns the inputs and the names of the built-in defaults that were used.
+    """
+    fields = {k: v for k, v in raw.items() if v is not None and v != ""}
+    used = []
+    if "model" not in fields and "params" not in fields:
+        fields["params"] = BUILTIN_DEFAULTS["params"]
+        used.append("params=7B")
+    for key in ("tokens", "gpu"):
+        if key not in fields:
+            fields[key] = BUILTIN_DEFAULTS[key]
+            used.append(f"{key}={BUILTIN_DEFAULTS[key]}")
+    if "gpus" not in fields and "days" not in fields:
+        fields["days"] = BUILTIN_DEFAULTS["days"]
+        used.append("days=7")
+    out: dict[str, Any] = {k: str(fields[k]) for k in ("model", "gpu", "dtype", "flops_method", "attention",
+                                                   "recompute") if k in fields}
+    out["tokens"] = parse_count(fields["tokens"], "tokens")
+    if "params" in fields:
+        out["params"] = parse_count(fields["params"], "params")
+    if "gpus" in fields:
+        out["gpus"] = parse_count(fields["gpus"], "gpus")
+    if "days" in fields:
+        out["days"] = parse_duration(fields["days"], "days") / SECONDS_PER_DAY
+    if "mfu" in fields:
+        out["mfu"] = parse_fraction(fields["mfu"], "mfu")
+    if "seq_len" in fields:
+        out["seq_len"] = int(parse_count(fields["seq_len"], "seq_len"))
+    for key in ("comm_allowance", "contingency"):
+        if key in fields:
+            out[key] = parse_allowance(fields[key], key)
+    return TrainingInputs(**out), used

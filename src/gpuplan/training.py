@@ -1,0 +1,187 @@
+"""Training compute and time estimate: the Python API behind ``gpuplan train``.
+
+``estimate_training(TrainingInputs(...))`` returns the Report the CLI renders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.core import flops as F
+from gpuplan.core.gpu_time import comm_share_of_time, solve_compute_budget, with_allowance
+from gpuplan.core.model import count_parameters, params_for_6nd
+from gpuplan.core.units import SECONDS_PER_DAY, format_count, format_duration
+from gpuplan.errors import InputError
+from gpuplan.report.model import Assumption, Line, Report, Section
+from gpuplan.resolve import resolve_gpu, resolve_model
+
+# Defaults, each shown in the report's assumptions with its source.
+DEFAULT_MFU = 0.40  # article: industry 30-50%, its example uses 40% on A100
+DEFAULT_COMM_ALLOWANCE = (0.10, 0.20, 0.30)  # article: add 10-30% at scale; midpoint expected
+DEFAULT_CONTINGENCY = 0.20  # article: 20% for restarts, tuning and hardware failures
+DEFAULT_SEQ_LEN = 4096
+
+
+@dataclass(frozen=True)
+class TrainingInputs:
+    """What a training estimate needs. Give exactly two of gpus / days / mfu (mfu defaults to
+    0.40 when only one of gpus / days is given)."""
+
+    tokens: float
+    gpu: str = "a100"
+    model: str | None = None
+    params: float | str | None = None
+    gpus: float | None = None
+    days: float | None = None
+    mfu: float | None = None
+    dtype: str = "bf16"
+    flops_method: str = "6nd"
+    """'6nd' (the article's 6·N·D) or 'exact' (per-token count incl. attention and LM head)."""
+    seq_len: int = DEFAULT_SEQ_LEN
+    attention: str = "full"
+    """'full' (PaLM/Megatron MFU convention) or 'causal' (halved, as kernels execute)."""
+    recompute: str = "none"
+    comm_allowance: float | None = None
+    contingency: float = DEFAULT_CONTINGENCY
+
+    def validate(self) -> None:
+        choices = {"flops_method": ("6nd", "exact"), "attention": ("full", "causal"),
+                   "recompute": ("none", "selective", "full")}
+        for name, valid in choices.items():
+            if getattr(self, name) not in valid:
+                raise InputError(name, getattr(self, name), f"must be one of {', '.join(valid)}")
+        for name in ("tokens", "gpus", "days", "seq_len"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise InputError(name, value, "must be a positive number")
+        if self.mfu is not None and not 0 < self.mfu <= 1:
+            raise InputError("mfu", self.mfu, "must be between 0 and 1 (e.g. 0.4)")
+        for name in ("comm_allowance", "contingency"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 5:
+                raise InputError(name, value, "must be a fraction between 0 and 5 (0.2 = 20%)")
+
+
+def _solve_inputs(inputs: TrainingInputs) -> tuple[float | None, float | None, float | None]:
+    gpus, days, mfu = inputs.gpus, inputs.days, inputs.mfu
+    if gpus is not None and days is not None and mfu is not None:
+        raise InputError("gpus/days/mfu", "all three", "give at most two; the third is solved")
+    if mfu is None and (gpus is None or days is None):
+        mfu = DEFAULT_MFU
+    if gpus is None and days is None:
+        raise InputError("gpus/days", "neither", "give --gpus (to get the time) or --days (to get the GPU count)")
+    return gpus, days, mfu
+
+
+def estimate_training(inputs: TrainingInputs) -> Report:
+    """Compute, GPU-time and allowance lines for one training run."""
+    inputs.validate()
+    spec = resolve_model(inputs.model, inputs.params)
+    gpu = resolve_gpu(inputs.gpu)
+    peak = gpu.peak(inputs.dtype)
+    counts = count_parameters(spec)
+    n_6nd = params_for_6nd(spec)
+    per_token = F.training_flops_per_token(spec, inputs.seq_len, inputs.attention, inputs.recompute)  # type: ignore[arg-type]
+    flops_6nd = F.flops_6nd(n_6nd, inputs.tokens)
+    flops_exact = per_token.model * inputs.tokens
+    total = flops_6nd if inputs.flops_method == "6nd" else flops_exact
+    hw_ratio = per_token.hardware / per_token.model
+    gpus, days, mfu = _solve_inputs(inputs)
+    budget = solve_compute_budget(total, peak, gpus=gpus, mfu=mfu,
+                                  wall_seconds=None if days is None else days * SECONDS_PER_DAY)
+    low, mid, high = ((inputs.comm_allowance,) * 3 if inputs.comm_allowance is not None
+                      else DEFAULT_COMM_ALLOWANCE)
+    compute = Section("Compute", (
+        Line("params_total", "parameters (counted)", counts.total, "params", format_count(counts.total),
+             "sum of every weight, bias and norm"),
+        Line("params_active", "parameters active per token", counts.active, "params",
+             format_count(counts.active), "MoE: top-k + shared experts"),
+        Line("params_non_embedding", "non-embedding parameters", counts.non_embedding, "params",
+             format_count(counts.non_embedding), "total - embeddings - untied LM head"),
+        Line("flops_6nd", "training FLOPs, 6·N·D", flops_6nd, "FLOPs", f"{flops_6nd:.3e}",
+             f"6 x {format_count(n_6nd)} x {format_count(inputs.tokens)}"),
+        Line("flops_exact", "training FLOPs, exact count", flops_exact, "FLOPs", f"{flops_exact:.3e}",
+             f"3 x forward/token x D; attention '{inputs.attention}', s={inputs.seq_len}, LM head incl."),
+        Line("exact_over_6nd", "exact / 6ND", flops_exact / flops_6nd, "x", f"{flops_exact / flops_6nd:.3f}"),
+        Line("flops_hardware", "hardware FLOPs (with recompute)", total * hw_ratio, "FLOPs",
+             f"{total * hw_ratio:.3e}", f"recompute '{inputs.recompute}': x{hw_ratio:.3f} of model FLOPs"),
+        Line("flops_used", "FLOPs used for time", total, "FLOPs", f"{total:.3e}", f"method '{inputs.flops_method}'"),
+    ))
+    solved = budget.solved_for
+    time = Section("GPU time", (
+        Line("peak_flops", f"dense {inputs.dtype} peak per GPU", peak, "FLOP/s", f"{peak / 1e12:.4g} TFLOP/s", gpu.name),
+        Line("mfu", "MFU" + (" (solved)" if solved == "mfu" else ""), budget.mfu, "fraction",
+             f"{budget.mfu:.1%}", "model FLOPs / (GPUs x peak x time)"),
+        Line("hfu", "HFU (hardware FLOPs utilisation)", budget.mfu * hw_ratio, "fraction",
+             f"{budget.mfu * hw_ratio:.1%}", "MFU x hardware/model FLOPs"),
+        Line("flops_per_gpu_day", "useful FLOPs per GPU-day", budget.flops_per_gpu_day, "FLOPs",
+             f"{budget.flops_per_gpu_day:.3e}", "peak x MFU x 86400 s"),
+        Line("gpu_days", "GPU-days", budget.gpu_days, "GPU-days", f"{budget.gpu_days:,.0f}", "FLOPs / FLOPs per GPU-day"),
+        Line("gpu_hours", "GPU-hours", budget.gpu_hours, "GPU-hours", f"{budget.gpu_hours:,.0f}", "GPU-days x 24"),
+        Line("gpus", "GPUs" + (" (solved)" if solved == "gpus" else ""), budget.gpus, "GPUs",
+             f"{budget.gpus:,.1f} -> {budget.gpus_whole:,} GPUs" if solved == "gpus" else f"{budget.gpus:,.0f}",
+             "GPU-days / days" if solved == "gpus" else "given"),
+        Line("wall_days", "wall-clock" + (" (solved)" if solved == "days" else ""),
+             budget.wall_seconds / SECONDS_PER_DAY, "days", format_duration(budget.wall_seconds),
+             "GPU-days / GPUs" if solved == "days" else "given"),
+    ))
+    wall = budget.wall_seconds / SECONDS_PER_DAY
+    gpu_hours_comm = with_allowance(budget.gpu_hours, mid)
+    allowances = Section("Allowances (article defaults until comm is modelled)", (
+        Line("comm_allowance", "communication allowance", mid, "fraction of compute time", f"+{mid:.0%}",
+             "comm/compute; the article's 10-30% at scale", low, high),
+        Line("comm_share", "comm / (compute + comm)", comm_share_of_time(mid), "fraction",
+             f"{comm_share_of_time(mid):.1%}", "the article's communication-overhead ratio"),
+        Line("wall_days_with_comm", "wall-clock with comm allowance", with_allowance(wall, mid), "days",
+             f"{with_allowance(wall, mid):.2f} days", "wall-clock x (1 + allowance)",
+             with_allowance(wall, low), with_allowance(wall, high)),
+        Line("gpus_with_comm", "GPUs for the same deadline with comm", with_allowance(budget.gpus, mid), "GPUs",
+             f"{with_allowance(budget.gpus, mid):,.0f}", "GPUs x (1 + allowance)",
+             with_allowance(budget.gpus, low), with_allowance(budget.gpus, high)),
+        Line("gpu_hours_with_comm", "GPU-hours with comm allowance", gpu_hours_comm, "GPU-hours",
+             f"{gpu_hours_comm:,.0f}", "GPU-hours x (1 + allowance)",
+             with_allowance(budget.gpu_hours, low), with_allowance(budget.gpu_hours, high)),
+        Line("gpu_hours_budget", "GPU-hours budget incl. contingency",
+             with_allowance(gpu_hours_comm, inputs.contingency), "GPU-hours",
+             f"{with_allowance(gpu_hours_comm, inputs.contingency):,.0f}",
+             f"with comm x (1 + {inputs.contingency:.0%} contingency: restarts, tuning, failures)",
+             with_allowance(with_allowance(budget.gpu_hours, low), inputs.contingency),
+             with_allowance(with_allowance(budget.gpu_hours, high), inputs.contingency)),
+    ))
+    model_label = spec.name + (f" ({spec.source})" if spec.source and spec.declared_params is None else "")
+    report_inputs = (
+        Line("model", "model", spec.name, text=model_label),
+        Line("tokens", "training tokens", inputs.tokens, "tokens", format_count(inputs.tokens)),
+        Line("gpu", "accelerator", gpu.id, text=f"{gpu.name} ({gpu.id})"),
+        Line("dtype", "compute dtype", inputs.dtype),
+    )
+    assumptions = (
+        Assumption("mfu", "MFU", f"{budget.mfu:.2f}" if solved != "mfu" else "solved",
+                   "article: industry 30-50%, 40% in its A100 example", "--mfu", inputs.mfu is not None),
+        Assumption("flops_method", "FLOPs method", inputs.flops_method,
+                   "6ND: Kaplan et al. 2020 / the article; exact: PaLM App. B with LM head", "--flops-method",
+                   inputs.flops_method != "6nd"),
+        Assumption("attention", "attention FLOPs convention", inputs.attention,
+                   "full = PaLM/Megatron MFU convention (no causal halving)", "--attention", inputs.attention != "full"),
+        Assumption("seq_len", "sequence length (exact FLOPs)", inputs.seq_len, "gpuplan default 4096", "--seq-len",
+                   inputs.seq_len != DEFAULT_SEQ_LEN),
+        Assumption("recompute", "activation recompute", inputs.recompute,
+                   "full ~ +33% compute (article; Korthikanti et al. 2022)", "--recompute", inputs.recompute != "none"),
+        Assumption("comm_allowance", "communication allowance", f"{mid:.0%} ({low:.0%}-{high:.0%})",
+                   "article: add 10-30% for communication at scale", "--comm-allowance",
+                   inputs.comm_allowance is not None),
+        Assumption("contingency", "contingency budget", f"{inputs.contingency:.0%}",
+                   "article: 20% for restarts, tuning, hardware failures", "--contingency",
+                   inputs.contingency != DEFAULT_CONTINGENCY),
+        Assumption("peak", f"dense {inputs.dtype} peak", f"{peak / 1e12:.4g} TFLOP/s",
+                   "; ".join(gpu.sources[:1]) or "hardware catalog", "--gpu / --dtype"),
+    )
+    notes = list(spec.notes)
+    if spec.declared_params is not None:
+        notes.append(f"bare parameter count: 6ND uses N={format_count(n_6nd)}; the exact count uses a generic "
+                     f"Llama-style shape ({spec.num_layers} layers, hidden {spec.hidden_size}, "
+                     f"{format_count(counts.total)} params)")
+    notes.append("MFU here is compute-only efficiency (the article's convention); communication is the "
+                 "separate allowance. If your MFU was measured end-to-end, set --comm-allowance 0.")
+    return Report("train", f"Training estimate: {spec.name} on {format_count(inputs.tokens)} tokens, {gpu.name}",
+                  report_inputs, assumptions, (compute, time, allowances), tuple(notes))

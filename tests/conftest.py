@@ -1,0 +1,27 @@
+import json
+
+import pytest
+
+from gpuplan.cli import main
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run the CLI in-process: returns (exit status, stdout, stderr)."""
+
+    def run(*args: str):
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture
+def run_json(run_cli):
+    def run(*args: str) -> dict:
+        code, out, err = run_cli(*args, "--json")
+        assert code == 0, err
+        return json.loads(out)
+
+    return run
