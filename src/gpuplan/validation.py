@@ -93,7 +93,7 @@ def validation_report() -> Report:
     return Report(
         "validate", "Accuracy against published runs", (), (), (),
         notes=("error = (predicted - measured) / measured; mean and max are of |error|",),
-        tables=(Table("summary", ("kind", "cases", "mean |error|", "max |error|"), tuple(summary)),
+        tables=(Table("summary", ("kind", "cases", "mean abs error", "max abs error"), tuple(summary)),
                 Table("cases", ("run", "kind", "measured", "predicted", "error", "basis", "note"), rows),
                 Table("excluded", ("run", "reason"), excluded)))
 

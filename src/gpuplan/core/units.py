@@ -81,12 +81,12 @@ def parse_fraction(text: str | int | float, field: str = "fraction") -> float:
 
 
 def format_count(value: float, digits: int = 3) -> str:
-    """7.24e9 -> '7.24B'; 8.4e22 -> '8.40e+22' (counts past the T suffix print as exponents)."""
+    """7.24e9 -> '7.24B', 999,885,952 -> '1B'; counts of 1e15 and more print as exponents."""
+    if abs(value) >= 999.5e12:
+        return f"{value:.{digits - 1}e}"
     for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(value) >= scale:
-            if abs(value) >= 1e15:
-                return f"{value:.{digits - 1}e}"
-            return f"{value / scale:.{digits}g}{suffix}"
+        if abs(float(f"{value:.{digits}g}")) >= scale:
+            return f"{float(f'{value:.{digits}g}') / scale:.{digits}g}{suffix}"
     return f"{value:.{digits}g}"
 
 

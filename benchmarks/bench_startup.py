@@ -1,0 +1,75 @@
+"""Start-up and single-estimate latency. Run: python benchmarks/bench_startup.py [--write docs/performance.md]
+
+Measures, on this machine:
+  * `python -c "import gpuplan"` wall time (subprocess, median of N)
+  * `gpuplan train ... --json` cold start (subprocess, median of N)
+  * one training estimate in-process (catalog cached), median over many calls
+Goals (issue #2): CLI cold start < 0.3 s, one estimate < 1 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+
+def wall(cmd: list[str], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def heavy_modules_imported() -> list[str]:
+    code = ("import sys, gpuplan.cli; "
+            "print(','.join(m for m in ('torch','transformers','matplotlib','fastapi','pydantic','yaml') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    return [m for m in out.strip().split(",") if m]
+
+
+def estimate_latency(calls: int) -> float:
+    from gpuplan import TrainingInputs, estimate_training
+
+    inputs = TrainingInputs(model="llama-3.1-70b", tokens=15e12, gpu="h100", gpus=2048, mfu=0.4)
+    estimate_training(inputs)  # warm the catalog cache
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        estimate_training(inputs)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--write", help="append the result table to this Markdown file")
+    args = parser.parse_args()
+    cli = [sys.executable, "-m", "gpuplan.cli", "train", "--model", "llama-3.1-8b", "--tokens", "15T",
+           "--gpu", "h100", "--gpus", "1024", "--json"]
+    rows = [
+        ("import gpuplan", f"{wall([sys.executable, '-c', 'import gpuplan'], args.repeats) * 1e3:.0f} ms", "-"),
+        ("python -c pass (interpreter alone)", f"{wall([sys.executable, '-c', 'pass'], args.repeats) * 1e3:.0f} ms", "-"),
+        ("gpuplan train ... --json (cold start)", f"{wall(cli, args.repeats) * 1e3:.0f} ms", "< 300 ms"),
+        ("one training estimate (in-process)", f"{estimate_latency(2000) * 1e6:.0f} µs", "< 1 ms"),
+        ("heavy modules after importing the CLI", ", ".join(heavy_modules_imported()) or "none", "none"),
+    ]
+    table = [f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
+             f"median of {args.repeats} runs", "", "| what | measured | goal |", "|---|---|---|"]
+    table += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    text = "\n".join(table)
+    print(text)
+    if args.write:
+        with open(args.write, "a", encoding="utf-8") as fh:
+            fh.write("\n" + text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Every accelerator entry: parses, is sourced, dense peaks are sane, names are unique."""
+
+import pytest
+
+from gpuplan.catalog import hardware_entries, load_accelerator
+from gpuplan.errors import InputError
+
+ENTRIES = hardware_entries()
+
+
+def test_catalog_has_at_least_25_accelerators():
+    assert len(ENTRIES) >= 25
+
+
+@pytest.mark.parametrize("gpu_id", sorted(ENTRIES))
+def test_entry_is_sourced_and_consistent(gpu_id):
+    entry = ENTRIES[gpu_id]
+    gpu = load_accelerator(gpu_id)
+    assert entry["sources"], "every entry names its source"
+    assert entry["confidence"] in ("high", "medium", "low")
+    assert gpu.memory_bytes > 1e9 and gpu.memory_bandwidth > 1e11
+    peaks = dict(gpu.peak_flops)
+    assert peaks, "at least one dense peak"
+    # dense tensor paths: fp16 >= tf32 and fp8 >= bf16 where both exist (never the reverse)
+    if "fp8" in peaks and "bf16" in peaks:
+        assert peaks["fp8"] >= peaks["bf16"]
+    if "tf32" in peaks and "fp16" in peaks:
+        assert peaks["fp16"] >= peaks["tf32"]
+    # no part ships a dense BF16 peak above 10 PFLOP/s per device (GB300-class is ~2.5)
+    assert peaks.get("bf16", 0) < 10e15
+
+
+def test_aliases_are_unique():
+    seen = {}
+    for gpu_id, entry in ENTRIES.items():
+        for alias in [gpu_id, *entry.get("aliases", [])]:
+            assert alias.lower() not in seen, f"{alias} used by {seen.get(alias.lower())} and {gpu_id}"
+            seen[alias.lower()] = gpu_id
+
+
+@pytest.mark.parametrize("alias, gpu_id", [("a100", "a100-sxm4-80gb"), ("H100", "h100-sxm"), ("h200", "h200-sxm")])
+def test_common_aliases(alias, gpu_id):
+    assert load_accelerator(alias).id == gpu_id
+
+
+def test_article_a100_figures():
+    a100 = load_accelerator("a100")
+    assert a100.peak("bf16") == 312e12 and a100.peak("fp16") == 312e12  # dense, A100 datasheet
+    assert a100.memory_bytes >= 80e9
+
+
+def test_unknown_gpu_suggests_names():
+    with pytest.raises(InputError, match="did you mean"):
+        load_accelerator("h10")
