@@ -138,3 +138,15 @@ def test_generic_shape_is_close_to_the_requested_count(n):
     spec = generic_dense_spec(n)
     # hidden = 128·layers: neighbouring layer counts differ by ~3/L in size, so within 8%
     assert count_parameters(spec).total == pytest.approx(n, rel=0.08)
+
+
+def test_official_gemma3_4b_config_relies_on_class_defaults():
+    # google/gemma-3-4b-pt's config.json text_config omits heads, kv heads, head_dim, vocab and the
+    # sliding pattern; Gemma3TextConfig supplies 8, 4, 256, 262208 and every 6th layer global.
+    cfg = {"model_type": "gemma3", "text_config": {"hidden_size": 2560, "intermediate_size": 10240,
+                                                   "model_type": "gemma3_text", "num_hidden_layers": 34,
+                                                   "sliding_window": 1024}}
+    spec = model_spec_from_hf_config(cfg)
+    assert (spec.attention.num_heads, spec.attention.num_kv_heads, spec.attention.head_dim) == (8, 4, 256)
+    assert spec.vocab_size == 262208 and spec.sliding_window == 1024
+    assert spec.layer_types.count("full") == 5 and spec.layer_types[5] == "full"  # layers 6, 12, ..., 30

@@ -54,6 +54,12 @@ TRAITS: dict[str, ArchTraits] = {
 }
 LAYERNORM_MODEL_TYPES = {k for k, v in TRAITS.items() if v.norm == "layernorm"}
 
+# Config-class defaults that official config.json files rely on (fields they leave out).
+# Gemma 3: transformers configuration_gemma3.py, Gemma3TextConfig.__init__ defaults.
+_GEMMA3_DEFAULTS = {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4,
+                    "head_dim": 256, "sliding_window": 4096, "sliding_window_pattern": 6}
+CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {"gemma3": _GEMMA3_DEFAULTS, "gemma3_text": _GEMMA3_DEFAULTS}
+
 
 def _first(cfg: dict[str, Any], *keys: str) -> Any:
     for key in keys:
@@ -81,6 +87,8 @@ def text_config(config: dict[str, Any]) -> dict[str, Any]:
     inner = config.get("text_config")
     if isinstance(inner, dict) and inner:
         merged = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
+        if config.get("model_type") == "gemma3":  # the nested text config is a gemma3_text one
+            merged["model_type"] = "gemma3_text"
         merged.update(inner)
         return merged
     return config
@@ -165,6 +173,7 @@ def model_spec_from_hf_config(config: dict[str, Any], name: str = "custom", sour
     """Build a ModelSpec from a parsed HF config.json (VLM configs: the ``text_config``)."""
     cfg = text_config(config)
     model_type = str(cfg.get("model_type", ""))
+    cfg = {**CONFIG_DEFAULTS.get(model_type, {}), **{k: v for k, v in cfg.items() if v is not None}}
     traits = TRAITS.get(model_type)
     notes: list[str] = []
     if traits is None:
