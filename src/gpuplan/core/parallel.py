@@ -1,0 +1,102 @@
+"""The parallel layout of a training run and the checks that say whether it can exist.
+
+Degrees follow Megatron-LM / torchtitan naming: world = dp x tp x pp x cp GPUs; experts are
+split over ep ranks carved out of dp x cp (Megatron-Core MoE); ZeRO stage 0-3 (3 = FSDP full
+shard) shards model states over the data-parallel group, or over ``shard_group`` ranks of it
+(HSDP: shard within the group, replicate across groups).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuplan.core.model import ModelSpec
+from gpuplan.errors import InputError
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    """One training layout. Batch sizes are in sequences."""
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    vpp: int = 1
+    """Virtual stages per pipeline rank (interleaved 1F1B when > 1)."""
+    cp: int = 1
+    ep: int = 1
+    zero: int = 0
+    """0 = replicated (DDP), 1 = optimizer states, 2 = + gradients, 3 = + parameters (FSDP)."""
+    shard_group: int | None = None
+    """Ranks that shard model states (HSDP); None = the whole data-parallel group."""
+    micro_batch: int = 1
+    global_batch: int | None = None
+    """Sequences per optimizer step; None = micro_batch x dp (no gradient accumulation)."""
+    sequence_parallel: bool = True
+    """Megatron sequence parallelism (activations outside the TP regions split by tp)."""
+
+    @property
+    def world(self) -> int:
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def batch(self) -> int:
+        return self.global_batch if self.global_batch is not None else self.micro_batch * self.dp
+
+    @property
+    def micro_batches_per_step(self) -> int:
+        """Micro-batches each data-parallel rank runs per optimizer step."""
+        return self.batch // (self.micro_batch * self.dp)
+
+    @property
+    def state_shards(self) -> int:
+        """Ranks over which ZeRO/FSDP shards model states (dense parameters)."""
+        return self.shard_group or self.dp * self.cp
+
+    @property
+    def expert_state_shards(self) -> int:
+        """Ranks over which expert states are sharded: the data-parallel ranks left beside ep."""
+        return max(1, self.state_shards // self.ep)
+
+
+def layers_per_stage(num_layers: int, pp: int) -> int:
+    """Layers on the fullest pipeline stage (Megatron puts ceil(L/pp) on each but the last)."""
+    return math.ceil(num_layers / pp)
+
+
+def check_layout(spec: ModelSpec, layout: ParallelLayout, gpus: int | None = None,
+                 seq_len: int | None = None) -> None:
+    """Raise InputError naming the first constraint the layout breaks."""
+    attn = spec.attention
+    for name in ("dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch"):
+        value = getattr(layout, name)
+        if not isinstance(value, int) or value < 1:
+            raise InputError(name, value, "must be a positive integer")
+    if layout.zero not in (0, 1, 2, 3):
+        raise InputError("zero", layout.zero, "must be 0, 1, 2 or 3")
+    if gpus is not None and layout.world != gpus:
+        raise InputError("layout", f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp} x cp {layout.cp}",
+                         f"= {layout.world} GPUs, but the plan has {gpus}; dp·tp·pp·cp must equal the GPU count")
+    if attn.num_heads % layout.tp:
+        raise InputError("tp", layout.tp, f"must divide the {attn.num_heads} attention heads")
+    if not attn.is_mla and attn.num_kv_heads % layout.tp:
+        raise InputError("tp", layout.tp, f"must divide the {attn.num_kv_heads} key/value heads "
+                         "(Megatron and torchtitan split K/V heads, they do not replicate them)")
+    if layout.pp * layout.vpp > spec.num_layers:
+        raise InputError("pp", layout.pp if layout.vpp == 1 else f"{layout.pp} x vpp {layout.vpp}",
+                         f"pipeline stages cannot exceed the {spec.num_layers} layers")
+    if layout.ep > 1:
+        experts = spec.moe.num_experts if spec.moe else 0
+        if not experts or experts % layout.ep:
+            raise InputError("ep", layout.ep, f"must divide the number of experts ({experts})")
+        if (layout.dp * layout.cp) % layout.ep:
+            raise InputError("ep", layout.ep, f"must divide dp x cp = {layout.dp * layout.cp} "
+                             "(expert parallelism is carved out of the data-parallel ranks)")
+    if layout.shard_group is not None and (layout.dp * layout.cp) % layout.shard_group:
+        raise InputError("shard_group", layout.shard_group, f"must divide dp x cp = {layout.dp * layout.cp}")
+    if layout.global_batch is not None and layout.global_batch % (layout.micro_batch * layout.dp):
+        raise InputError("global_batch", layout.global_batch,
+                         f"must be a multiple of micro_batch x dp = {layout.micro_batch * layout.dp}")
+    if seq_len is not None and seq_len % layout.cp:
+        raise InputError("cp", layout.cp, f"must divide the sequence length {seq_len}")

@@ -1,0 +1,253 @@
+"""Per-GPU training memory: the Python API behind ``gpuplan memory`` (and train's memory section).
+
+``estimate_memory(MemoryInputs(...))`` returns a Report: the recipe's bytes per parameter, the
+worst GPU's peak by category and phase, overheads and the safety margin, a fits / does-not-fit
+verdict per GPU type with the largest micro-batch that fits, and — when it does not fit — the
+cheapest single changes that would (the article's rule: a shortfall is met first with ZeRO-3 or
+recomputation; headroom goes to a bigger micro-batch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from gpuplan.core import memory as M
+from gpuplan.core.hardware import Accelerator
+from gpuplan.core.model import ModelSpec
+from gpuplan.core.parallel import ParallelLayout, check_layout
+from gpuplan.core.units import format_bytes
+from gpuplan.errors import InputError
+from gpuplan.report.model import Assumption, Line, Report, Section, Table
+from gpuplan.resolve import resolve_gpu, resolve_model
+
+GiB = 2**30
+DEFAULT_VERDICT_GPUS = ("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200-sxm", "b200", "mi300x")
+
+
+@dataclass(frozen=True)
+class MemoryInputs:
+    """A model, a layout and how the step runs. ``gpus`` fixes the world size (dp is derived)."""
+
+    model: str | None = None
+    params: float | str | None = None
+    gpu: str = "a100"
+    compare_gpus: tuple[str, ...] = DEFAULT_VERDICT_GPUS
+    gpus: int | None = None
+    layout: ParallelLayout = field(default_factory=ParallelLayout)
+    settings: M.MemorySettings = field(default_factory=lambda: M.MemorySettings(recipe="mixed"))
+    overheads: M.Overheads = field(default_factory=M.Overheads)
+
+
+def resolve_layout(spec: ModelSpec, inputs: MemoryInputs) -> ParallelLayout:
+    """Derive dp from ``gpus`` when given, then check every constraint."""
+    layout = inputs.layout
+    if inputs.gpus is not None:
+        rest = layout.tp * layout.pp * layout.cp
+        if inputs.gpus % rest:
+            raise InputError("gpus", inputs.gpus, f"must be a multiple of tp x pp x cp = {rest}")
+        layout = replace(layout, dp=inputs.gpus // rest)
+    check_layout(spec, layout, inputs.gpus, inputs.settings.seq_len)
+    return layout
+
+
+def _validate_settings(settings: M.MemorySettings) -> None:
+    M.lookup(M.RECIPES, settings.recipe, "recipe")
+    M.lookup(M.OPTIMIZERS, settings.optimizer, "optimizer")
+    choices = {"implementation": ("hf", "megatron", "torchtitan"), "attention_kernel": ("flash", "eager"),
+               "recompute": ("none", "selective", "full"), "finetune": ("full", "lora", "qlora")}
+    for name, valid in choices.items():
+        if getattr(settings, name) not in valid:
+            raise InputError(name, getattr(settings, name), f"must be one of {', '.join(valid)}")
+    if settings.seq_len < 1:
+        raise InputError("seq_len", settings.seq_len, "must be a positive integer")
+    if not 0 <= settings.dropout < 1:
+        raise InputError("dropout", settings.dropout, "must be in [0, 1)")
+
+
+def verdict(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings, overheads: M.Overheads,
+            gpu: Accelerator) -> tuple[bool, float, int]:
+    """(fits, headroom bytes, largest micro-batch) on ``gpu``."""
+    budget = M.usable_bytes(gpu.memory_bytes, overheads, layout)
+    peak = M.peak_memory(spec, layout, settings).allocated
+    return peak <= budget, budget - peak, M.largest_micro_batch(spec, layout, settings, budget)
+
+
+def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings):
+    """Single changes to try when it does not fit, cheapest first (the article's order)."""
+    data_ranks = layout.dp * layout.cp
+    if layout.micro_batch > 1:
+        yield "micro-batch 1", layout, replace(layout, micro_batch=1), settings, "more steps of accumulation"
+    for stage, cost in ((1, "no extra communication"), (2, "no extra communication"),
+                        (3, "parameter all-gathers: ~1.5x the DP communication volume")):
+        if data_ranks > 1 and layout.zero < stage:
+            yield f"ZeRO-{stage}", layout, replace(layout, zero=stage), settings, cost
+    if settings.recompute == "none":
+        yield "full recompute", layout, layout, replace(settings, recompute="full"), "~33% more compute"
+    if data_ranks == 1:
+        yield "ZeRO-3 over 8 GPUs", layout, replace(layout, dp=8, zero=3), settings, \
+            "8x the GPUs per replica; parameter all-gathers"
+    heads, kv = spec.attention.num_heads, spec.attention.num_kv_heads
+    for tp in (2, 4, 8):
+        if tp > layout.tp and heads % tp == 0 and (spec.attention.is_mla or kv % tp == 0):
+            new = _take_from_dp(layout, tp=tp)
+            yield f"TP {tp}", layout, new, settings, f"{new.world} GPUs; TP all-reduces every layer (keep inside a node)"
+    for pp in (2, 4, 8):
+        if pp > layout.pp and pp <= spec.num_layers:
+            new = _take_from_dp(layout, pp=pp)
+            yield f"PP {pp}", layout, new, settings, f"{new.world} GPUs; pipeline bubble (p-1)/m"
+    if layout.zero >= 1 or data_ranks == 1:
+        yield "CPU optimizer offload", layout, layout, replace(settings, offload_optimizer=True), \
+            "optimizer step on the CPU; PCIe traffic per step"
+
+
+def _take_from_dp(layout: ParallelLayout, **degree: int) -> ParallelLayout:
+    """Raise a model-parallel degree, taking the GPUs from dp where it divides, else adding GPUs."""
+    (name, value), = degree.items()
+    factor = value // getattr(layout, name)
+    dp = layout.dp // factor if layout.dp % factor == 0 else layout.dp
+    return replace(layout, dp=dp, global_batch=None, **degree)
+
+
+def suggestions(spec, layout, settings, overheads, gpu) -> list[tuple[str, float, str]]:
+    """(change, new peak bytes, cost) for each single change that makes it fit on ``gpu``."""
+    budget = M.usable_bytes(gpu.memory_bytes, overheads, layout)
+    found = []
+    for name, _, new_layout, new_settings, cost in _candidate_changes(spec, layout, settings):
+        peak = M.peak_memory(spec, new_layout, new_settings).allocated
+        if peak <= M.usable_bytes(gpu.memory_bytes, overheads, new_layout):
+            found.append((name, peak, cost))
+    if not found and settings.recompute == "none" and layout.dp * layout.cp > 1:
+        both = M.peak_memory(spec, replace(layout, zero=3), replace(settings, recompute="full")).allocated
+        if both <= budget:
+            found.append(("ZeRO-3 + full recompute", both, "both costs above"))
+    return found[:4]
+
+
+def _gib(value: float) -> str:
+    return format_bytes(value)
+
+
+def _recipe_section(spec: ModelSpec, settings: M.MemorySettings) -> Section:
+    recipe = M.RECIPES[settings.recipe]
+    optimizer = M.OPTIMIZERS[settings.optimizer]
+    states = optimizer.matrix_states if optimizer.name not in ("adafactor",) else 0.0
+    state_bytes = (optimizer.fixed_state_bytes or recipe.state_bytes) * states + optimizer.overhead_bytes_per_param
+    per_param = recipe.weight_bytes + recipe.grad_bytes + recipe.master_bytes + state_bytes
+    n = M.stage_params(spec, ParallelLayout(), 0).total
+    return Section(f"Model states: recipe '{recipe.name}', optimizer '{optimizer.name}' (unsharded)", (
+        Line("bytes_weights", "weights", recipe.weight_bytes, "B/param", f"{recipe.weight_bytes:g} B/param"),
+        Line("bytes_grads", "gradients", recipe.grad_bytes, "B/param", f"{recipe.grad_bytes:g} B/param"),
+        Line("bytes_master", "fp32 master weights", recipe.master_bytes, "B/param", f"{recipe.master_bytes:g} B/param"),
+        Line("bytes_optimizer", "optimizer states", state_bytes, "B/param", f"{state_bytes:g} B/param",
+             optimizer.source),
+        Line("bytes_per_param", "model states per parameter", per_param, "B/param", f"{per_param:g} B/param",
+             recipe.source),
+        Line("model_states_total", "model states, whole model", per_param * n, "bytes",
+             f"{per_param * n / 1e9:,.1f} GB ({_gib(per_param * n)})", f"{per_param:g} x {n:,.0f} params"),
+    ))
+
+
+def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: ParallelLayout,
+                  gpu: Accelerator) -> Section:
+    fixed = overheads.fixed_bytes(layout)
+    total = peak.allocated + fixed
+    budget = gpu.memory_bytes * (1 - overheads.margin)
+    rows = [("weights", peak.weights), ("grads", peak.grads), ("master", peak.master),
+            ("optimizer", peak.optimizer), ("activations", peak.activations),
+            ("outside_layers", peak.outside_layers), ("temporaries", peak.temporaries),
+            ("fsdp_working_set", peak.fsdp_working_set)]
+    lines = [Line(f"peak_{k}", k.replace("_", " "), v, "bytes", _gib(v)) for k, v in rows]
+    lines += [
+        Line("peak_allocated", "allocated peak (PyTorch tensors)", peak.allocated, "bytes", _gib(peak.allocated),
+             f"at {peak.peak_phase}, pipeline stage {peak.stage}"),
+        Line("overheads", "CUDA context + NCCL buffers", fixed, "bytes", _gib(fixed),
+             "outside the allocator; see assumptions"),
+        Line("peak_total", "peak incl. overheads", total, "bytes", _gib(total)),
+        Line("capacity", f"{gpu.name} memory", gpu.memory_bytes, "bytes", _gib(gpu.memory_bytes)),
+        Line("margin", "safety margin (fragmentation, framework)", gpu.memory_bytes * overheads.margin, "bytes",
+             f"{_gib(gpu.memory_bytes * overheads.margin)} ({overheads.margin:.0%})", "the article: keep 15-20% free"),
+        Line("headroom", "headroom after margin", budget - total, "bytes", _gib(budget - total)),
+        Line("fits", "fits", total <= budget, "", "yes" if total <= budget else "NO"),
+    ]
+    return Section(f"Per-GPU peak on {gpu.name} (worst GPU: pipeline stage {peak.stage}, {peak.peak_phase})",
+                   tuple(lines))
+
+
+def estimate_memory(inputs: MemoryInputs) -> Report:
+    """Per-GPU training memory with verdicts; raises InputError on impossible layouts."""
+    _validate_settings(inputs.settings)
+    spec = resolve_model(inputs.model, inputs.params)
+    gpu = resolve_gpu(inputs.gpu)
+    layout = resolve_layout(spec, inputs)
+    settings, overheads = inputs.settings, inputs.overheads
+    peak = M.peak_memory(spec, layout, settings)
+    sections = [_recipe_section(spec, settings), _peak_section(peak, overheads, layout, gpu)]
+    fits, headroom, best_mb = verdict(spec, layout, settings, overheads, gpu)
+    advice = []
+    if fits:
+        advice.append(Line("largest_micro_batch", "largest micro-batch that fits", best_mb, "sequences",
+                           str(best_mb), "the article: spend headroom on a bigger micro-batch"))
+    else:
+        for name, new_peak, cost in suggestions(spec, layout, settings, overheads, gpu):
+            advice.append(Line(f"fix_{name.lower().replace(' ', '_')}", f"fits with {name}", new_peak, "bytes",
+                               f"peak {_gib(new_peak)}", cost))
+        if not advice:
+            advice.append(Line("fix_none", "no single change fits", None, text="combine ZeRO-3, recompute, TP/PP, "
+                               "or use more or larger GPUs"))
+    sections.append(Section("Advice", tuple(advice)))
+    table = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare_gpus))
+    layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}" + (f" (vpp {layout.vpp})" if layout.vpp > 1 else "")
+                   + f" x cp {layout.cp}, ep {layout.ep}, ZeRO-{layout.zero}, micro-batch {layout.micro_batch}")
+    report_inputs = (
+        Line("model", "model", spec.name),
+        Line("gpu", "accelerator", gpu.id, text=f"{gpu.name} ({_gib(gpu.memory_bytes)})"),
+        Line("layout", "layout", layout_text),
+        Line("seq_len", "sequence length", settings.seq_len, "tokens"),
+        Line("finetune", "training", settings.finetune if settings.finetune == "full" else
+             f"{settings.finetune} (rank {settings.lora_rank})"),
+    )
+    return Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
+                  _assumptions(settings, overheads), tuple(sections), _notes(spec, settings), (table,))
+
+
+def _verdict_table(spec, layout, settings, overheads, gpu_ids) -> Table:
+    rows = []
+    for gpu_id in dict.fromkeys(gpu_ids):
+        gpu = resolve_gpu(gpu_id)
+        fits, headroom, best = verdict(spec, layout, settings, overheads, gpu)
+        rows.append((gpu.id, _gib(gpu.memory_bytes), "fits" if fits else "does not fit", _gib(headroom), best))
+    return Table("verdict per GPU type", ("gpu", "memory", "verdict", "headroom after margin",
+                                          "largest micro-batch"), tuple(rows))
+
+
+def _assumptions(settings: M.MemorySettings, overheads: M.Overheads) -> tuple[Assumption, ...]:
+    recipe = M.RECIPES[settings.recipe]
+    return (
+        Assumption("recipe", "precision recipe", settings.recipe, recipe.source, "--recipe"),
+        Assumption("optimizer", "optimizer", settings.optimizer, M.OPTIMIZERS[settings.optimizer].source, "--optimizer"),
+        Assumption("optimizer_impl", "optimizer kernel", recipe.optimizer_impl,
+                   "foreach = PyTorch's CUDA default (one param-sized temporary); fused = Megatron/DeepSpeed", "--recipe"),
+        Assumption("implementation", "activation implementation", settings.implementation,
+                   "hf = transformers modules (measured); megatron = Korthikanti et al. 2022 with flash attention",
+                   "--implementation"),
+        Assumption("attention_kernel", "attention kernel", settings.attention_kernel,
+                   "flash/SDPA saves q, k, v, out + logsumexp; eager saves s x s scores", "--attention-kernel"),
+        Assumption("recompute", "activation recompute", settings.recompute, "full keeps each layer input (2·sbh)",
+                   "--recompute"),
+        Assumption("cuda_context", "CUDA context", _gib(overheads.cuda_context),
+                   "~300 MB with lazy loading (pytorch/pytorch#107667) + cuBLAS workspaces", "--cuda-context-gib"),
+        Assumption("comm_buffers", "NCCL buffers per parallel group", _gib(overheads.comm_per_group),
+                   "NVIDIA/nccl#864 (1.6 GB for one communicator on 8 GPUs), #986", "--comm-buffer-gib"),
+        Assumption("margin", "safety margin", f"{overheads.margin:.0%}", "the article: keep 15-20% free", "--margin"),
+    )
+
+
+def _notes(spec: ModelSpec, settings: M.MemorySettings) -> tuple[str, ...]:
+    notes = list(spec.notes)
+    if spec.declared_params is not None:
+        notes.append("bare parameter count: model states use N; activations use the generic Llama-style shape")
+    if settings.implementation == "torchtitan":
+        notes.append("torchtitan activations are an estimate (no measurement on this machine: needs CUDA + compile)")
+    notes.append("steady state: optimizer states exist (after the first step); the peak is the larger of the start "
+                 "of backward and the optimizer step")
+    return tuple(notes)
