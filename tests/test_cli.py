@@ -98,3 +98,41 @@ def test_console_script_runs_without_traceback():
     proc = subprocess.run([sys.executable, "-m", "gpuplan.cli", "train", "--gpu", "nope"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.startswith("error: gpu:") and "Traceback" not in proc.stderr
+
+
+def test_memory_command_article_example(run_json):
+    data = run_json("memory", "--params", "7B", "--recipe", "article", "--gpu", "a100")
+    assert data["results"]["model_states_total"] == pytest.approx(98e9)
+    assert data["results"]["fits"] is False
+    fixes = [k for k in data["results"] if k.startswith("fix_")]
+    assert fixes, "a shortfall comes with changes that would fit"
+    verdicts = {row["gpu"]: row["verdict"] for row in data["tables"]["verdict per GPU type"]}
+    assert verdicts["a100-sxm4-80gb"] == "does not fit"
+
+
+def test_memory_plan_file_and_flags(run_json, tmp_path):
+    plan = tmp_path / "mem.yaml"
+    plan.write_text("model: llama-2-7b\ngpu: h100\ngpus: 8\nzero: 3\nrecipe: bf16\nseq_len: 4096\n")
+    data = run_json("memory", str(plan))
+    assert data["results"]["peak_allocated"] / 2**30 == pytest.approx(30.9, abs=0.2)
+    more = run_json("memory", str(plan), "--micro-batch", "2")
+    assert more["results"]["peak_allocated"] > data["results"]["peak_allocated"]
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("memory", "--model", "llama-2-7b", "--tp", "3"), "tp: got 3; must divide the 32 attention heads"),
+    (("memory", "--model", "llama-3.1-8b", "--gpus", "10", "--tp", "4"), "gpus: got 10"),
+    (("memory", "--model", "mixtral-8x7b", "--gpus", "8", "--ep", "3"), "ep: got 3"),
+    (("memory", "--model", "llama-2-7b", "--pp", "40"), "pp: got 40"),
+    (("memory", "--model", "llama-2-7b", "--dp", "4", "--micro-batch", "3", "--global-batch", "16"), "global_batch"),
+    (("memory", "--recipe", "fp64"), "recipe: got 'fp64'"),
+    (("memory", "--zero", "5"), "zero: got 5"),
+])
+def test_memory_bad_layouts(run_cli, args, fragment):
+    code, out, err = run_cli(*args)
+    assert code == 2 and fragment in err and err.count("\n") == 1 and out == ""
+
+
+def test_train_has_a_memory_section(run_json):
+    data = run_json("train")
+    assert data["results"]["mem_fits"] is True  # 7B, ZeRO-1 over 1,113 A100s, mixed precision, s=4096

@@ -59,23 +59,29 @@ def train(
     recompute: Annotated[Optional[str], typer.Option(help="none, selective or full.")] = None,
     comm_allowance: Annotated[Optional[str], typer.Option(help="Communication allowance, e.g. 0.2 or 20%.")] = None,
     contingency: Annotated[Optional[str], typer.Option(help="Contingency budget, e.g. 0.2.")] = None,
+    recipe: Annotated[Optional[str], typer.Option(help="Memory section: precision recipe. Default mixed.")] = None,
+    zero: Annotated[Optional[str], typer.Option(help="Memory section: ZeRO stage. Default 1.")] = None,
+    micro_batch: Annotated[Optional[str], typer.Option(help="Memory section: micro-batch. Default 1.")] = None,
+    tp: Annotated[Optional[str], typer.Option(help="Memory section: tensor parallel. Default 1.")] = None,
+    pp: Annotated[Optional[str], typer.Option(help="Memory section: pipeline parallel. Default 1.")] = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
 ) -> None:
     """Training compute, GPU count or time, and allowances. With no arguments: the article's
     example (7B parameters, 2T tokens, A100, 40% MFU, 7 days)."""
     from gpuplan.adapters.plan_file import is_plan_file, read_plan_file, validate_plan_fields
-    from gpuplan.train_inputs import train_plan_model, training_inputs_from_raw
+    from gpuplan.train_inputs import TRAIN_FIELDS, plan_model, training_inputs_from_raw
     from gpuplan.training import estimate_training
 
     raw: dict = {}
     if is_plan_file(target):
-        raw = validate_plan_fields(read_plan_file(target), train_plan_model(), str(target))
+        raw = validate_plan_fields(read_plan_file(target), plan_model(TRAIN_FIELDS), str(target))
     elif target:
         model = model or target
     flags = dict(model=model, params=params, tokens=tokens, gpu=gpu, gpus=gpus, days=days, mfu=mfu,
                  dtype=dtype, flops_method=flops_method, seq_len=seq_len, attention=attention,
-                 recompute=recompute, comm_allowance=comm_allowance, contingency=contingency)
+                 recompute=recompute, comm_allowance=comm_allowance, contingency=contingency, recipe=recipe,
+                 zero=zero, micro_batch=micro_batch, tp=tp, pp=pp)
     raw.update({k: v for k, v in flags.items() if v is not None})
     if model or params:  # a model given on the command line replaces the plan's model
         raw = {k: v for k, v in raw.items() if k not in ("model", "params")} | {
@@ -87,6 +93,59 @@ def train(
 
         report = replace(report, notes=report.notes + (f"built-in defaults used: {', '.join(defaults_used)}",))
     emit(report, fmt, as_json)
+
+
+@app.command()
+def memory(
+    target: Annotated[Optional[str], typer.Argument(help="A plan file (.yaml/.toml) or a model name/config.json.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Catalog name, config.json or folder holding one.")] = None,
+    params: Annotated[Optional[str], typer.Option(help="Bare parameter count, e.g. 7B (default when no model).")] = None,
+    gpu: Annotated[Optional[str], typer.Option(help="Accelerator for the breakdown. Default a100.")] = None,
+    compare: Annotated[Optional[str], typer.Option(help="Comma-separated GPUs for the verdict table.")] = None,
+    gpus: Annotated[Optional[str], typer.Option(help="World size; dp = gpus / (tp x pp x cp).")] = None,
+    seq_len: Annotated[Optional[str], typer.Option(help="Sequence length. Default 4096.")] = None,
+    micro_batch: Annotated[Optional[str], typer.Option(help="Sequences per micro-batch. Default 1.")] = None,
+    global_batch: Annotated[Optional[str], typer.Option(help="Sequences per optimizer step.")] = None,
+    dp: Annotated[Optional[str], typer.Option(help="Data-parallel degree (if --gpus not given).")] = None,
+    tp: Annotated[Optional[str], typer.Option(help="Tensor-parallel degree.")] = None,
+    pp: Annotated[Optional[str], typer.Option(help="Pipeline-parallel degree.")] = None,
+    vpp: Annotated[Optional[str], typer.Option(help="Virtual pipeline stages per rank (interleaved).")] = None,
+    cp: Annotated[Optional[str], typer.Option(help="Context-parallel degree.")] = None,
+    ep: Annotated[Optional[str], typer.Option(help="Expert-parallel degree.")] = None,
+    zero: Annotated[Optional[str], typer.Option(help="ZeRO stage 0-3 (3 = FSDP full shard).")] = None,
+    shard_group: Annotated[Optional[str], typer.Option(help="HSDP: shard states within this many ranks.")] = None,
+    sequence_parallel: Annotated[Optional[str], typer.Option(help="Megatron sequence parallelism (true/false).")] = None,
+    recipe: Annotated[Optional[str], typer.Option(help="article, mixed, megatron, fsdp2, amp, bf16, fp32, fp8.")] = None,
+    optimizer: Annotated[Optional[str], typer.Option(help="adamw, adam8bit, sgd, lion, adafactor, muon.")] = None,
+    implementation: Annotated[Optional[str], typer.Option(help="Activation implementation: hf, megatron, torchtitan.")] = None,
+    attention_kernel: Annotated[Optional[str], typer.Option(help="flash (SDPA) or eager.")] = None,
+    recompute: Annotated[Optional[str], typer.Option(help="none, selective or full.")] = None,
+    dropout: Annotated[Optional[str], typer.Option(help="Dropout probability (masks saved when > 0).")] = None,
+    finetune: Annotated[Optional[str], typer.Option(help="full, lora or qlora.")] = None,
+    lora_rank: Annotated[Optional[str], typer.Option(help="LoRA rank (all linear layers). Default 16.")] = None,
+    offload_optimizer: Annotated[Optional[str], typer.Option(help="Optimizer states on the CPU (true/false).")] = None,
+    margin: Annotated[Optional[str], typer.Option(help="Safety margin, e.g. 0.15 or 20%.")] = None,
+    cuda_context_gib: Annotated[Optional[str], typer.Option(help="CUDA context GiB. Default 0.5.")] = None,
+    comm_buffer_gib: Annotated[Optional[str], typer.Option(help="NCCL buffers per parallel group, GiB. Default 0.75.")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+) -> None:
+    """Per-GPU training memory: states by recipe, activations, overheads, verdict per GPU type,
+    largest micro-batch, and what would make it fit."""
+    from gpuplan.adapters.plan_file import is_plan_file, read_plan_file, validate_plan_fields
+    from gpuplan.memory_estimate import estimate_memory
+    from gpuplan.memory_inputs import MEMORY_FIELDS, memory_inputs_from_raw
+    from gpuplan.train_inputs import plan_model
+
+    flags = {k: v for k, v in locals().items() if k in MEMORY_FIELDS and v is not None}
+    raw: dict = {}
+    if is_plan_file(target):
+        raw = validate_plan_fields(read_plan_file(target), plan_model(MEMORY_FIELDS), str(target))
+    elif target:
+        flags.setdefault("model", target)
+    if "model" in flags or "params" in flags:
+        raw = {k: v for k, v in raw.items() if k not in ("model", "params")}
+    emit(estimate_memory(memory_inputs_from_raw(raw | flags)), fmt, as_json)
 
 
 @catalog_app.command("models")

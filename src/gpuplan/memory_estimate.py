@@ -251,3 +251,24 @@ def _notes(spec: ModelSpec, settings: M.MemorySettings) -> tuple[str, ...]:
     notes.append("steady state: optimizer states exist (after the first step); the peak is the larger of the start "
                  "of backward and the optimizer step")
     return tuple(notes)
+
+
+def memory_summary_section(spec: ModelSpec, gpu: Accelerator, layout: ParallelLayout,
+                           settings: M.MemorySettings, overheads: M.Overheads | None = None) -> Section:
+    """The short memory section that ``gpuplan train`` shows (details: ``gpuplan memory``)."""
+    overheads = overheads or M.Overheads()
+    check_layout(spec, layout, seq_len=settings.seq_len)
+    peak = M.peak_memory(spec, layout, settings)
+    fits, headroom, best = verdict(spec, layout, settings, overheads, gpu)
+    total = peak.allocated + overheads.fixed_bytes(layout)
+    title = (f"Memory per GPU (dp {layout.dp} x tp {layout.tp} x pp {layout.pp}, ZeRO-{layout.zero}, "
+             f"recipe '{settings.recipe}', micro-batch {layout.micro_batch}, s={settings.seq_len})")
+    return Section(title, (
+        Line("mem_peak_allocated", "allocated peak", peak.allocated, "bytes", _gib(peak.allocated),
+             f"at {peak.peak_phase}; `gpuplan memory` for the breakdown"),
+        Line("mem_peak_total", "peak incl. CUDA context + NCCL", total, "bytes", _gib(total)),
+        Line("mem_capacity", "GPU memory", gpu.memory_bytes, "bytes", _gib(gpu.memory_bytes)),
+        Line("mem_fits", f"fits with {overheads.margin:.0%} margin", fits, "", "yes" if fits else "NO",
+             f"headroom {_gib(headroom)}"),
+        Line("mem_largest_micro_batch", "largest micro-batch that fits", best, "sequences", str(best)),
+    ))

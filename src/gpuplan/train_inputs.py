@@ -14,17 +14,18 @@ BUILTIN_DEFAULTS = {"params": "7B", "tokens": "2T", "gpu": "a100", "days": "7d"}
 Scalar = str | int | float
 
 
-def train_plan_model() -> type:
-    """The pydantic model of a training plan file (built on first use: pydantic is not
-    imported on the CLI's start-up path)."""
+def plan_model(field_names: tuple[str, ...]) -> type:
+    """The pydantic model of a plan file with these fields (built on first use: pydantic is
+    not imported on the CLI's start-up path). Values are scalars; units are parsed later."""
     from pydantic import ConfigDict, create_model
 
-    fields = {name: (Scalar | None, None) for name in TRAIN_FIELDS}
-    return create_model("TrainPlan", __config__=ConfigDict(extra="forbid"), **fields)
+    fields = {name: (Scalar | bool | None, None) for name in field_names}
+    return create_model("Plan", __config__=ConfigDict(extra="forbid"), **fields)
 
 
 TRAIN_FIELDS = ("model", "params", "tokens", "gpu", "gpus", "days", "mfu", "dtype", "flops_method",
-                "seq_len", "attention", "recompute", "comm_allowance", "contingency")
+                "seq_len", "attention", "recompute", "comm_allowance", "contingency", "recipe", "zero",
+                "micro_batch", "tp", "pp")
 
 
 def training_inputs_from_raw(raw: dict[str, Any]) -> tuple[TrainingInputs, list[str]]:
@@ -45,7 +46,10 @@ def training_inputs_from_raw(raw: dict[str, Any]) -> tuple[TrainingInputs, list[
         fields["days"] = BUILTIN_DEFAULTS["days"]
         used.append("days=7")
     out: dict[str, Any] = {k: str(fields[k]) for k in ("model", "gpu", "dtype", "flops_method", "attention",
-                                                   "recompute") if k in fields}
+                                                   "recompute", "recipe") if k in fields}
+    for key in ("zero", "micro_batch", "tp", "pp"):
+        if key in fields:
+            out[key] = int(parse_count(fields[key], key)) if str(fields[key]).strip() != "0" else 0
     out["tokens"] = parse_count(fields["tokens"], "tokens")
     if "params" in fields:
         out["params"] = parse_count(fields["params"], "params")

@@ -43,6 +43,12 @@ class TrainingInputs:
     recompute: str = "none"
     comm_allowance: float | None = None
     contingency: float = DEFAULT_CONTINGENCY
+    recipe: str = "mixed"
+    """Precision recipe for the memory section (see `gpuplan memory --recipe`)."""
+    zero: int = 1
+    micro_batch: int = 1
+    tp: int = 1
+    pp: int = 1
 
     def validate(self) -> None:
         choices = {"flops_method": ("6nd", "exact"), "attention": ("full", "causal"),
@@ -148,6 +154,10 @@ def estimate_training(inputs: TrainingInputs) -> Report:
              with_allowance(with_allowance(budget.gpu_hours, low), inputs.contingency),
              with_allowance(with_allowance(budget.gpu_hours, high), inputs.contingency)),
     ))
+    sections = [compute, time, allowances]
+    memory = _memory_section(spec, gpu, budget.gpus_whole, inputs)
+    if memory is not None:
+        sections.append(memory)
     model_label = spec.name + (f" ({spec.source})" if spec.source and spec.declared_params is None else "")
     report_inputs = (
         Line("model", "model", spec.name, text=model_label),
@@ -184,4 +194,17 @@ def estimate_training(inputs: TrainingInputs) -> Report:
     notes.append("MFU here is compute-only efficiency (the article's convention); communication is the "
                  "separate allowance. If your MFU was measured end-to-end, set --comm-allowance 0.")
     return Report("train", f"Training estimate: {spec.name} on {format_count(inputs.tokens)} tokens, {gpu.name}",
-                  report_inputs, assumptions, (compute, time, allowances), tuple(notes))
+                  report_inputs, assumptions, tuple(sections), tuple(notes))
+
+
+def _memory_section(spec, gpu, gpus: int, inputs: TrainingInputs):
+    """Memory per GPU for the solved GPU count, data-parallel over what tp x pp leaves."""
+    from gpuplan.core.memory import MemorySettings
+    from gpuplan.core.parallel import ParallelLayout
+    from gpuplan.memory_estimate import memory_summary_section
+
+    dp = max(1, gpus // (inputs.tp * inputs.pp))
+    layout = ParallelLayout(dp=dp, tp=inputs.tp, pp=inputs.pp, zero=inputs.zero if dp > 1 else 0,
+                            micro_batch=inputs.micro_batch)
+    settings = MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe, recompute=inputs.recompute)
+    return memory_summary_section(spec, gpu, layout, settings)
