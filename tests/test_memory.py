@@ -65,6 +65,16 @@ def test_whole_llama2_7b_matches_measured_peaks(recipe, phase, measured_gib):
     assert peak.allocated / GiB == pytest.approx(measured_gib, rel=0.005)
 
 
+@pytest.mark.parametrize("recipe, measured_gib", [("bf16", 30.175), ("fsdp2", 34.881)])
+def test_fsdp2_world_8_matches_measured(recipe, measured_gib):
+    # gpuplan measure, FSDP2 fully_shard per block + root over a fake process group of 8, Llama-2-7B,
+    # b=1, s=4096; fsdp2 = fp32 sharded params + MixedPrecisionPolicy(bf16, reduce fp32)
+    layout = ParallelLayout(dp=8, zero=3)
+    peak = M.peak_memory(load_model("llama-2-7b"), layout, M.MemorySettings(seq_len=4096, recipe=recipe))
+    assert peak.peak_phase == "backward start"
+    assert peak.allocated / GiB == pytest.approx(measured_gib, rel=0.002)
+
+
 def test_llama2_7b_backward_start_matches_measured_for_loop_peak():
     # foreach=False: peak 62.26 GiB at the start of backward (params 12.55, opt 25.10, act 23.63, temp 0.98)
     peak = M.peak_memory(load_model("llama-2-7b"), ParallelLayout(), M.MemorySettings(seq_len=4096, recipe="bf16"))
