@@ -148,6 +148,37 @@ def memory(
     emit(estimate_memory(memory_inputs_from_raw(raw | flags)), fmt, as_json)
 
 
+@app.command()
+def measure(
+    model: Annotated[str, typer.Argument(help="Catalog name, config.json or folder holding one.")],
+    seq_len: Annotated[int, typer.Option(help="Sequence length.")] = 2048,
+    micro_batch: Annotated[int, typer.Option(help="Sequences per micro-batch.")] = 1,
+    precision: Annotated[str, typer.Option(help="bf16 (pure) or fp32-autocast (fp32 params, bf16 compute).")] = "bf16",
+    recompute: Annotated[str, typer.Option(help="none or full (HF gradient checkpointing).")] = "none",
+    attention: Annotated[str, typer.Option(help="sdpa or eager.")] = "sdpa",
+    world_size: Annotated[int, typer.Option(help="> 1: FSDP2 over a fake process group; rank 0 reported.")] = 1,
+    layers: Annotated[Optional[str], typer.Option(help="Two reduced depths to extrapolate from, e.g. 2,4 "
+                                                   "(4,8 with FSDP).")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure a real training step's memory on the CPU (needs the profile extra) and compare it
+    with the estimate, category by category."""
+    from gpuplan.measure_command import MeasureInputs, measure_report
+
+    depths = None
+    if layers:
+        try:
+            depths = tuple(int(x) for x in layers.split(","))
+        except ValueError:
+            depths = ()
+        if len(depths) != 2:
+            raise InputError("layers", layers, "two depths separated by a comma, e.g. 2,4")
+    emit(measure_report(MeasureInputs(model=model, seq_len=seq_len, micro_batch=micro_batch, precision=precision,
+                                      recompute=recompute, attention=attention, world_size=world_size,
+                                      layers=depths)), fmt, as_json)
+
+
 @catalog_app.command("models")
 def catalog_models(search: Annotated[Optional[str], typer.Option(help="Filter by text.")] = None,
                    fmt: FormatOpt = OutputFormat.table, as_json: JsonOpt = False) -> None:

@@ -60,7 +60,7 @@ def _validate_settings(settings: M.MemorySettings) -> None:
             raise InputError(name, getattr(settings, name), f"must be one of {', '.join(valid)}")
     if settings.seq_len < 1:
         raise InputError("seq_len", settings.seq_len, "must be a positive integer")
-    if not 0 <= settings.dropout < 1:
+    if settings.dropout is not None and not 0 <= settings.dropout < 1:
         raise InputError("dropout", settings.dropout, "must be in [0, 1)")
 
 
@@ -248,6 +248,10 @@ def _notes(spec: ModelSpec, settings: M.MemorySettings) -> tuple[str, ...]:
         notes.append("bare parameter count: model states use N; activations use the generic Llama-style shape")
     if settings.implementation == "torchtitan":
         notes.append("torchtitan activations are an estimate (no measurement on this machine: needs CUDA + compile)")
+    dropout = spec.dropout if settings.dropout is None else settings.dropout
+    if dropout > 0 and settings.implementation == "hf" and settings.attention_kernel == "flash":
+        notes.append(f"dropout {dropout:g}: HF's SDPA with dropout falls back to the math kernel on some backends, "
+                     "which saves far more than flash (measured 3x on GPT-2, CPU); check with `gpuplan measure`")
     notes.append("steady state: optimizer states exist (after the first step); the peak is the larger of the start "
                  "of backward and the optimizer step")
     return tuple(notes)

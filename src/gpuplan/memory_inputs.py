@@ -53,7 +53,7 @@ def memory_inputs_from_raw(raw: dict[str, Any]) -> MemoryInputs:
                             sequence_parallel=_bool(f.get("sequence_parallel", True), "sequence_parallel"))
     settings = MemorySettings(
         seq_len=_int(f.get("seq_len", 4096), "seq_len"),
-        dropout=_float(f.get("dropout", 0), "dropout", 0, 0.99),
+        dropout=_float(f["dropout"], "dropout", 0, 0.99) if "dropout" in f else None,
         lora_rank=_int(f.get("lora_rank", 16), "lora_rank"),
         offload_optimizer=_bool(f.get("offload_optimizer", False), "offload_optimizer"),
         **{k: str(f[k]) for k in SETTING_FIELDS if k in f},

@@ -58,7 +58,17 @@ LAYERNORM_MODEL_TYPES = {k for k, v in TRAITS.items() if v.norm == "layernorm"}
 # Gemma 3: transformers configuration_gemma3.py, Gemma3TextConfig.__init__ defaults.
 _GEMMA3_DEFAULTS = {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4,
                     "head_dim": 256, "sliding_window": 4096, "sliding_window_pattern": 6}
-CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {"gemma3": _GEMMA3_DEFAULTS, "gemma3_text": _GEMMA3_DEFAULTS}
+# GPT-2: configuration_gpt2.py, GPT2Config.__init__ (dropouts 0.1, activation gelu_new).
+_GPT2_DEFAULTS = {"resid_pdrop": 0.1, "attn_pdrop": 0.1, "embd_pdrop": 0.1, "activation_function": "gelu_new"}
+CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {"gemma3": _GEMMA3_DEFAULTS, "gemma3_text": _GEMMA3_DEFAULTS,
+                                              "gpt2": _GPT2_DEFAULTS}
+DROPOUT_KEYS = ("resid_pdrop", "hidden_dropout", "hidden_dropout_prob", "attention_dropout", "attn_pdrop")
+
+
+def config_dropout(cfg: dict[str, Any]) -> float:
+    """The largest residual/attention dropout probability the config trains with."""
+    values = [float(cfg[k]) for k in DROPOUT_KEYS if isinstance(cfg.get(k), int | float)]
+    return max(values, default=0.0)
 
 
 def _first(cfg: dict[str, Any], *keys: str) -> Any:
@@ -208,6 +218,7 @@ def model_spec_from_hf_config(config: dict[str, Any], name: str = "custom", sour
         parallel_residual=traits.parallel_residual or bool(cfg.get("use_parallel_residual")),
         sliding_window=window, layer_types=layer_types,
         dtype=str(_first(cfg, "torch_dtype", "dtype") or "bfloat16"),
+        dropout=config_dropout(cfg), eager_softmax_fp32=model_type != "gpt2",
         source=source, notes=tuple(notes),
     )
 

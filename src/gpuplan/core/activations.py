@@ -37,6 +37,8 @@ AttentionKernel = Literal["flash", "eager"]
 RecomputeMode = Literal["none", "selective", "full"]
 
 FP32 = 4  # bytes of an fp32 element (norm statistics, logsumexp, upcasts)
+# transformers activations written as Python formulas (several saved intermediates), not one op
+PYTHON_GELUS = ("gelu_new", "gelu_fast")
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,10 @@ def _attention_bytes(spec: ModelSpec, seq_len, impl: str, kernel: str, c: int, d
     saved = c * (q + k + v + out)
     if kernel == "flash":
         saved += FP32 * a.num_heads  # logsumexp
-    elif impl == "hf":  # eager: scores, fp32 softmax, probabilities per key (measured 6·a·s - 4·a)
-        saved += 6 * a.num_heads * seq_len - 4 * a.num_heads
+    elif impl == "hf":  # eager: probabilities per key; Llama-style fp32 softmax saves the fp32 output
+        # and its bf16 copy (measured 6·a·s - 4·a on Llama-2-7B), GPT-2's bf16 softmax only 2·a·s
+        per_key = 6 if spec.eager_softmax_fp32 else 2
+        saved += per_key * a.num_heads * seq_len - 4 * a.num_heads
     else:  # Korthikanti: softmax output 2·a·s (+ dropout mask a·s and output 2·a·s)
         saved += (5 if dropout > 0 else 2) * a.num_heads * seq_len
     if a.qk_norm != "none" and impl == "hf":  # RMSNorm on q and k: fp32 upcast + normalised copy
@@ -100,6 +104,8 @@ def _mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int) -> float:
         inner = 4 * c * intermediate if impl == "hf" else 3 * c * intermediate
     else:  # fc1 output (activation input) and activation output (fc2 input)
         inner = 2 * c * intermediate
+    if impl == "hf" and spec.mlp.activation in PYTHON_GELUS:
+        inner += 3 * c * intermediate  # x**3, the tanh output and 1 + tanh are saved (measured on GPT-2)
     return inner
 
 

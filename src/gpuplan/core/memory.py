@@ -273,7 +273,8 @@ class MemorySettings:
     implementation: str = "hf"
     attention_kernel: str = "flash"
     recompute: str = "none"
-    dropout: float = 0.0
+    dropout: float | None = None
+    """Dropout probability; None = what the model's config trains with (ModelSpec.dropout)."""
     finetune: str = "full"
     """'full', 'lora' (frozen bf16 base + adapters) or 'qlora' (frozen 4-bit NF4 base + adapters)."""
     lora_rank: int = 16
@@ -323,7 +324,8 @@ def stage_memory(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettin
     per_token = A.saved_bytes_per_token(
         spec, settings.seq_len, params.layers, params.moe_layers, impl=settings.implementation,
         kernel=settings.attention_kernel, recompute=settings.recompute, compute_bytes=recipe.compute_bytes,
-        tp=layout.tp, sequence_parallel=layout.sequence_parallel, dropout=settings.dropout)
+        tp=layout.tp, sequence_parallel=layout.sequence_parallel,
+        dropout=spec.dropout if settings.dropout is None else settings.dropout)
     in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, layout.micro_batches_per_step)
     in_flight = max(1.0, in_flight - stage) if layout.vpp == 1 else in_flight  # 1F1B: stage i holds p - i
     activations = per_token * tokens * in_flight

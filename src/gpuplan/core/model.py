@@ -118,6 +118,10 @@ class ModelSpec:
     layer_types: tuple[str, ...] = ()
     """Per layer 'full' or 'sliding'; empty = every layer full attention."""
     dtype: str = "bfloat16"
+    dropout: float = 0.0
+    """Residual/attention dropout the config trains with (GPT-2 defaults to 0.1; modern LLMs 0)."""
+    eager_softmax_fp32: bool = True
+    """Eager attention upcasts the softmax to fp32 (Llama family) or not (GPT-2)."""
     declared_params: float | None = None
     """Set only for a bare ``--params`` model: the user's N, used for 6ND instead of the count."""
     source: str = ""
