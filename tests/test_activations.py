@@ -51,11 +51,30 @@ def test_tensor_and_sequence_parallel_split():
 
 
 def test_full_recompute_keeps_layer_inputs():
-    # HF gradient checkpointing measured 2.000·sbh per layer (the bf16 layer input)
+    # HF gradient checkpointing measured 2.000·sbh per layer (the bf16 layer input); the one layer
+    # recomputed during backward is a separate, later moment of the step
     spec = model_spec_from_hf_config(LLAMA2_7B)
-    per_token = A.saved_bytes_per_token(spec, 4096, 32, 0, recompute="full")
-    one_layer = A.layer_activations(spec, 4096).total
-    assert per_token == 32 * 2 * 4096 + one_layer
+    assert A.saved_bytes_per_token(spec, 4096, 32, 0, recompute="full") == 32 * 2 * 4096
+    assert A.recomputed_layer_bytes_per_token(spec, 4096, 0) == A.layer_activations(spec, 4096).total
+
+
+def test_autocast_norms_keep_fp32_and_per_consumer_casts():
+    # fp32 params + autocast: each RMSNorm keeps x and the normalised tensor in fp32 (8h) and each
+    # consuming linear its own bf16 cast (q, k, v: 6h; gate, up: 4h) -> +10h per Llama layer vs bf16
+    spec = model_spec_from_hf_config(LLAMA2_7B)
+    bf16 = A.layer_activations(spec, 4096).total
+    amp = A.layer_activations(spec, 4096, autocast=True).total
+    assert amp - bf16 == 10 * 4096
+
+
+def test_fused_qkv_with_rope_keeps_the_fused_buffer():
+    # GPT-NeoX: v is a view of the fused qkv output, RoPE writes new q and k -> +c·(q + k) = +4h
+    neox = dict(model_type="gpt_neox", hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                num_attention_heads=8, vocab_size=50304, tie_word_embeddings=False)
+    spec = model_spec_from_hf_config(neox)
+    gpt2_like = model_spec_from_hf_config({**neox, "model_type": "gpt2", "n_positions": 2048})
+    assert (A.layer_activations(spec, 2048).attention - A.layer_activations(gpt2_like, 2048).attention
+            == 4 * 2048)
 
 
 def test_outside_layers_llama2_vocab():

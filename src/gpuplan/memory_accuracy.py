@@ -105,14 +105,18 @@ def memory_cases() -> list[MemoryCase]:
 
 
 def _activations_end_of_forward(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings) -> float:
-    """Activations held after forward + loss (layers and the logits/loss tensors), one micro-batch."""
+    """Activations held after forward + loss (layers, logits/loss tensors and, under autocast, the
+    bf16 weight copies saved for backward), one micro-batch on one GPU."""
     from gpuplan.core import activations as A
 
     recipe = M.RECIPES[settings.recipe]
+    autocast = recipe.autocast_weight_copies
     tokens = layout.micro_batch * settings.seq_len
+    kw = dict(kernel=settings.attention_kernel, compute_bytes=recipe.compute_bytes, dropout=spec.dropout,
+              autocast=autocast)
     per_token = A.saved_bytes_per_token(spec, settings.seq_len, spec.num_layers, spec.num_moe_layers,
-                                        kernel=settings.attention_kernel, recompute=settings.recompute,
-                                        compute_bytes=recipe.compute_bytes, dropout=spec.dropout)
-    if settings.recompute == "full":  # the one recomputed layer exists only during backward
-        per_token -= A.layer_activations(spec, settings.seq_len, compute_bytes=recipe.compute_bytes).total
-    return (per_token + A.outside_layer_bytes(spec, compute_bytes=recipe.compute_bytes).saved) * tokens
+                                        recompute=settings.recompute, **kw)
+    outside = A.outside_layer_bytes(spec, compute_bytes=recipe.compute_bytes, autocast=autocast).saved
+    params = M.stage_params(spec, layout, 0)
+    copies = 2.0 * (params.matrices + spec.vocab_size * spec.hidden_size) if autocast else 0.0
+    return (per_token + outside) * tokens + copies

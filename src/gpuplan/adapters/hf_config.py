@@ -32,25 +32,28 @@ class ArchTraits:
     qk_norm: str = "none"
     tie_default: bool = False  # the config class's default for tie_word_embeddings
     parallel_residual: bool = False
+    fused_qkv: bool = False
+    fused_gate_up: bool = False
+    gemma_norm: bool = False
 
 
 _GPT2 = ArchTraits(gated_mlp=False, norm="layernorm", qkv_bias=True, out_bias=True,
-                   mlp_bias=True, tie_default=True)
+                   mlp_bias=True, tie_default=True, fused_qkv=True)
 _NEOX = ArchTraits(gated_mlp=False, norm="layernorm", qkv_bias=True, out_bias=True,
-                   mlp_bias=True, parallel_residual=True)
-_GEMMA2 = ArchTraits(norms_per_layer=4, tie_default=True)
-_GEMMA3 = ArchTraits(norms_per_layer=4, qk_norm="per_head", tie_default=True)
+                   mlp_bias=True, parallel_residual=True, fused_qkv=True)
+_GEMMA2 = ArchTraits(norms_per_layer=4, tie_default=True, gemma_norm=True)
+_GEMMA3 = ArchTraits(norms_per_layer=4, qk_norm="per_head", tie_default=True, gemma_norm=True)
 TRAITS: dict[str, ArchTraits] = {
     "llama": ArchTraits(), "mistral": ArchTraits(), "mixtral": ArchTraits(),
-    "phi3": ArchTraits(), "deepseek_v2": ArchTraits(), "deepseek_v3": ArchTraits(),
+    "phi3": ArchTraits(fused_qkv=True, fused_gate_up=True), "deepseek_v2": ArchTraits(), "deepseek_v3": ArchTraits(),
     "qwen2": ArchTraits(qkv_bias=True), "qwen2_moe": ArchTraits(qkv_bias=True),
     "qwen3": ArchTraits(qk_norm="per_head"), "qwen3_moe": ArchTraits(qk_norm="per_head"),
     "olmo2": ArchTraits(qk_norm="full"),
-    "gemma": ArchTraits(tie_default=True), "gemma2": _GEMMA2,
+    "gemma": ArchTraits(tie_default=True, gemma_norm=True), "gemma2": _GEMMA2,
     "gemma3": _GEMMA3, "gemma3_text": _GEMMA3,
     "gpt2": _GPT2, "gpt_neox": _NEOX,
     "falcon": ArchTraits(gated_mlp=False, norm="layernorm", tie_default=True,
-                         parallel_residual=True),
+                         parallel_residual=True, fused_qkv=True),
 }
 LAYERNORM_MODEL_TYPES = {k for k, v in TRAITS.items() if v.norm == "layernorm"}
 
@@ -219,6 +222,9 @@ def model_spec_from_hf_config(config: dict[str, Any], name: str = "custom", sour
         sliding_window=window, layer_types=layer_types,
         dtype=str(_first(cfg, "torch_dtype", "dtype") or "bfloat16"),
         dropout=config_dropout(cfg), eager_softmax_fp32=model_type != "gpt2",
+        fused_qkv=traits.fused_qkv, fused_gate_up=traits.fused_gate_up, rotary=model_type != "gpt2",
+        gemma_norm=traits.gemma_norm, attn_logit_softcap=cfg.get("attn_logit_softcapping"),
+        final_logit_softcap=cfg.get("final_logit_softcapping"),
         source=source, notes=tuple(notes),
     )
 

@@ -58,16 +58,43 @@ class LayerActivations:
         return self.norms + self.attention + self.mlp + self.dropout + self.linear_inputs
 
 
-def _norm_bytes(spec: ModelSpec, impl: str, c: int) -> float:
-    """One norm module over hidden states, per token."""
+def _norm_bytes(spec: ModelSpec, impl: str, c: int, *, feeds_matmul: bool = True, consumers: int = 1,
+                autocast: bool = False) -> float:
+    """One norm module over hidden states, per token.
+
+    HF Llama-style RMSNorm (bf16): the fp32 upcast (4h, kept for pow/mean), the normalised bf16
+    tensor (2h, kept by the weight multiply) and the output (2h, the next matmul's input) + rstd.
+    Gemma's RMSNorm stays fp32 until the end: 4h + 4h (+ 2h output when a matmul reads it).
+    Under torch.autocast with fp32 parameters the residual stream is fp32: the normalised tensor
+    is fp32 and every consuming linear saves its own bf16 cast of the output (q, k, v: three).
+    """
     h = spec.hidden_size
     if impl != "hf":  # fused kernels save the input and fp32 statistics (mean and/or rstd)
         return c * h + (2 * FP32 if spec.norm == "layernorm" else FP32)
-    if spec.norm == "layernorm":  # native_layer_norm saves input, mean, rstd; output feeds a matmul
-        return 2 * c * h + 2 * FP32
-    # HF RMSNorm: hidden.to(fp32) saved for pow/mean, normalised tensor, weight*normalised output
+    stats = 2 * FP32 if spec.norm == "layernorm" else FP32
+    if autocast:
+        output = consumers * 2 * h if feeds_matmul else 0
+        kept = FP32 * h if spec.norm == "layernorm" else 2 * FP32 * h
+        return kept + output + stats
+    output = c * h if feeds_matmul else 0
+    if spec.norm == "layernorm":  # native_layer_norm keeps its input; output feeds the matmul
+        return c * h + output + stats
     upcast = FP32 * h if c < FP32 else 0
-    return upcast + 2 * c * h + FP32
+    normalised = FP32 * h if spec.gemma_norm else c * h
+    return upcast + normalised + output + stats
+
+
+def _layer_norms(spec: ModelSpec, impl: str, c: int, autocast: bool) -> float:
+    """All norms of one layer: the two that feed the attention and MLP matmuls (Falcon-7B: one
+    feeding both), plus post-norms that feed residual adds only (Gemma 2/3: two)."""
+    attn_consumers = 1 if spec.fused_qkv else 3
+    mlp_consumers = 1 if (spec.fused_gate_up or not spec.mlp.gated) else 2
+    if spec.norms_per_layer == 1:
+        return _norm_bytes(spec, impl, c, consumers=attn_consumers + mlp_consumers, autocast=autocast)
+    pre = (_norm_bytes(spec, impl, c, consumers=attn_consumers, autocast=autocast)
+           + _norm_bytes(spec, impl, c, consumers=mlp_consumers, autocast=autocast))
+    post = (spec.norms_per_layer - 2) * _norm_bytes(spec, impl, c, feeds_matmul=False, autocast=autocast)
+    return pre + post
 
 
 def _attention_bytes(spec: ModelSpec, seq_len, impl: str, kernel: str, c: int, dropout: float) -> float:
@@ -79,16 +106,19 @@ def _attention_bytes(spec: ModelSpec, seq_len, impl: str, kernel: str, c: int, d
     v = kv_heads * a.value_head_dim
     out = a.num_heads * a.value_head_dim
     saved = c * (q + k + v + out)
+    if impl == "hf" and spec.fused_qkv and spec.rotary:  # v is a view of the fused q/k/v output, which
+        saved += c * (q + k)  # stays alive; RoPE writes new q and k (measured +4h on Pythia)
     if kernel == "flash":
         saved += FP32 * a.num_heads  # logsumexp
     elif impl == "hf":  # eager: probabilities per key; Llama-style fp32 softmax saves the fp32 output
         # and its bf16 copy (measured 6·a·s - 4·a on Llama-2-7B), GPT-2's bf16 softmax only 2·a·s
-        per_key = 6 if spec.eager_softmax_fp32 else 2
-        saved += per_key * a.num_heads * seq_len - 4 * a.num_heads
+        per_key = (6 if spec.eager_softmax_fp32 else 2) + (2 if spec.attn_logit_softcap else 0)
+        saved += per_key * a.num_heads * seq_len - 4 * a.num_heads  # softcap: + tanh output (Gemma 2)
     else:  # Korthikanti: softmax output 2·a·s (+ dropout mask a·s and output 2·a·s)
         saved += (5 if dropout > 0 else 2) * a.num_heads * seq_len
     if a.qk_norm != "none" and impl == "hf":  # RMSNorm on q and k: fp32 upcast + normalised copy
-        saved += (FP32 + c) * (q + k) + FP32 * (a.num_heads + kv_heads)
+        normalised = FP32 if spec.gemma_norm else c
+        saved += (FP32 + normalised) * (q + k) + FP32 * (a.num_heads + kv_heads)
     if a.is_mla:  # latent kv (+ its RMSNorm) and, with q_lora, the q latent and its norm
         latent = (a.kv_lora_rank or 0) + a.qk_rope_head_dim
         saved += c * latent + (FP32 + 2 * c) * (a.kv_lora_rank or 0)
@@ -122,10 +152,11 @@ def _moe_bytes(spec: ModelSpec, impl: str, c: int) -> float:
 
 
 def layer_activations(spec: ModelSpec, seq_len, *, moe_layer: bool = False, impl: str = "hf",
-                      kernel: str = "flash", compute_bytes: int = 2, dropout: float = 0.0) -> LayerActivations:
+                      kernel: str = "flash", compute_bytes: int = 2, dropout: float = 0.0,
+                      autocast: bool = False) -> LayerActivations:
     """Bytes saved per token by one layer (no recompute, no tensor parallelism)."""
     c = compute_bytes
-    norms = spec.norms_per_layer * _norm_bytes(spec, impl, c)
+    norms = _layer_norms(spec, impl, c, autocast)
     attention = _attention_bytes(spec, seq_len, impl, kernel, c, dropout)
     if moe_layer and spec.moe is not None:
         mlp = _moe_bytes(spec, impl, c)
@@ -140,12 +171,14 @@ def layer_activations(spec: ModelSpec, seq_len, *, moe_layer: bool = False, impl
 
 def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int, *, impl: str = "hf",
                           kernel: str = "flash", recompute: str = "none", compute_bytes: int = 2,
-                          tp: int = 1, sequence_parallel: bool = True, dropout: float = 0.0) -> float:
+                          tp: int = 1, sequence_parallel: bool = True, dropout: float = 0.0,
+                          autocast: bool = False) -> float:
     """Activation bytes per token held by ``layers`` layers (``moe_layers`` of them MoE) at the
     end of the forward pass, on one tensor-parallel rank.
 
-    Full recompute keeps only each layer's input (Korthikanti eq. 6: 2·sbh per layer) plus one
-    layer's full set while it is recomputed in backward. Selective recompute drops what the
+    Full recompute keeps only each layer's input (Korthikanti eq. 6: 2·sbh per layer; one
+    layer's full set exists again while it is recomputed in backward, see
+    ``recomputed_layer_bytes_per_token``). Selective recompute drops what the
     attention core saves beyond q/k/v/out (only the eager s² terms: flash saves none).
     Tensor parallelism divides the layer's tensors by tp; without sequence parallelism the
     norm inputs and dropout masks are replicated (Korthikanti Sec. 4.2.2: 10·sbh of 34).
@@ -153,9 +186,9 @@ def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int
     if recompute == "selective" and kernel == "eager":
         kernel = "flash"  # selective recompute keeps exactly what a flash kernel would
     dense = layer_activations(spec, seq_len, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
-                              dropout=dropout)
+                              dropout=dropout, autocast=autocast)
     moe = layer_activations(spec, seq_len, moe_layer=True, impl=impl, kernel=kernel,
-                            compute_bytes=compute_bytes, dropout=dropout)
+                            compute_bytes=compute_bytes, dropout=dropout, autocast=autocast)
 
     def on_rank(part: LayerActivations) -> float:
         if tp == 1 or sequence_parallel:
@@ -163,10 +196,21 @@ def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int
         return (part.attention + part.mlp) / tp + part.norms + part.dropout + part.linear_inputs
 
     if recompute == "full":
-        layer_input = compute_bytes * spec.hidden_size / (tp if sequence_parallel else 1)
-        largest = max(on_rank(dense), on_rank(moe) if moe_layers else 0.0)
-        return layers * layer_input + largest
+        residual = FP32 if autocast else compute_bytes
+        return layers * residual * spec.hidden_size / (tp if sequence_parallel else 1)
     return (layers - moe_layers) * on_rank(dense) + moe_layers * on_rank(moe)
+
+
+def recomputed_layer_bytes_per_token(spec: ModelSpec, seq_len, moe_layers: int, *, impl: str = "hf",
+                                     kernel: str = "flash", compute_bytes: int = 2, tp: int = 1,
+                                     dropout: float = 0.0, autocast: bool = False) -> float:
+    """Full recompute: the activations of the one layer being recomputed during backward."""
+    parts = [layer_activations(spec, seq_len, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
+                               dropout=dropout, autocast=autocast).total]
+    if moe_layers:
+        parts.append(layer_activations(spec, seq_len, moe_layer=True, impl=impl, kernel=kernel,
+                                       compute_bytes=compute_bytes, dropout=dropout, autocast=autocast).total)
+    return max(parts) / tp
 
 
 @dataclass(frozen=True)
@@ -179,7 +223,8 @@ class OutsideLayers:
     """Transient at the start of backward: the loss's gradient w.r.t. the logits."""
 
 
-def outside_layer_bytes(spec: ModelSpec, *, impl: str = "hf", compute_bytes: int = 2, tp: int = 1) -> OutsideLayers:
+def outside_layer_bytes(spec: ModelSpec, *, impl: str = "hf", compute_bytes: int = 2, tp: int = 1,
+                        autocast: bool = False) -> OutsideLayers:
     """Final norm + LM head + cross-entropy (HF ForCausalLMLoss upcasts logits to fp32).
 
     Saved: bf16 logits (2V) and fp32 log-softmax (4V); backward temp: fp32 gradient of the
@@ -187,8 +232,9 @@ def outside_layer_bytes(spec: ModelSpec, *, impl: str = "hf", compute_bytes: int
     GiB saved and ~1 GiB temp. Vocab-parallel (tp) splits all of it.
     """
     v = spec.vocab_size / tp
-    final_norm = _norm_bytes(spec, impl, compute_bytes)
-    return OutsideLayers(saved=final_norm + compute_bytes * v + FP32 * v, backward_temp=2 * FP32 * v)
+    final_norm = _norm_bytes(spec, impl, compute_bytes, autocast=autocast)
+    softcap = compute_bytes * v if spec.final_logit_softcap else 0.0  # tanh output (Gemma 2)
+    return OutsideLayers(saved=final_norm + compute_bytes * v + FP32 * v + softcap, backward_temp=2 * FP32 * v)
 
 
 def pipeline_micro_batches_in_flight(pp: int, vpp: int, micro_batches: int) -> float:

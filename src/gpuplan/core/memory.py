@@ -321,25 +321,31 @@ def stage_memory(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettin
     if settings.offload_optimizer:
         states = replace(states, master=0.0, optimizer=0.0)
     tokens = layout.micro_batch * settings.seq_len / layout.cp
-    per_token = A.saved_bytes_per_token(
-        spec, settings.seq_len, params.layers, params.moe_layers, impl=settings.implementation,
-        kernel=settings.attention_kernel, recompute=settings.recompute, compute_bytes=recipe.compute_bytes,
-        tp=layout.tp, sequence_parallel=layout.sequence_parallel,
-        dropout=spec.dropout if settings.dropout is None else settings.dropout)
+    dropout = spec.dropout if settings.dropout is None else settings.dropout
+    autocast = recipe.autocast_weight_copies
+    kw = dict(impl=settings.implementation, kernel=settings.attention_kernel, compute_bytes=recipe.compute_bytes,
+              tp=layout.tp, dropout=dropout, autocast=autocast)
+    per_token = A.saved_bytes_per_token(spec, settings.seq_len, params.layers, params.moe_layers,
+                                        recompute=settings.recompute, sequence_parallel=layout.sequence_parallel, **kw)
     in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, layout.micro_batches_per_step)
     in_flight = max(1.0, in_flight - stage) if layout.vpp == 1 else in_flight  # 1F1B: stage i holds p - i
     activations = per_token * tokens * in_flight
     outside = saved_outside = loss_temp = 0.0
     if stage == layout.pp - 1:
         out = A.outside_layer_bytes(spec, impl=settings.implementation, compute_bytes=recipe.compute_bytes,
-                                    tp=layout.tp)
+                                    tp=layout.tp, autocast=autocast)
         saved_outside, loss_temp = out.saved * tokens, out.backward_temp * tokens
         outside = saved_outside
-    weight_copies = params.matrices * (2.0 * recipe.autocast_weight_copies + recipe.fp8_weight_bytes)
+    head = spec.vocab_size * spec.hidden_size / layout.tp * declared_scale(spec) if stage == layout.pp - 1 else 0.0
+    # autocast keeps a bf16 copy of every matmul weight (LM head included) for backward
+    weight_copies = params.matrices * recipe.fp8_weight_bytes + (params.matrices + head) * 2.0 * autocast
     working = fsdp_working_set_bytes(params, layout, recipe)
     grads_in_forward = states.grads if (recipe.persistent_grads or layout.micro_batches_per_step > 1) else 0.0
     resident = states.weights + states.master + states.optimizer
     backward_start = resident + grads_in_forward + working + activations + outside + loss_temp + weight_copies
+    if settings.recompute == "full":  # later in backward: the loss gradient is gone, one layer recomputed
+        layer = A.recomputed_layer_bytes_per_token(spec, settings.seq_len, params.moe_layers, **kw) * tokens
+        backward_start = max(backward_start, backward_start - loss_temp + layer)
     largest_tensor = spec.vocab_size * spec.hidden_size / layout.tp
     step_temp = 0.0
     if settings.finetune == "full" and not settings.offload_optimizer:

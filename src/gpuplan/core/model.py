@@ -122,6 +122,16 @@ class ModelSpec:
     """Residual/attention dropout the config trains with (GPT-2 defaults to 0.1; modern LLMs 0)."""
     eager_softmax_fp32: bool = True
     """Eager attention upcasts the softmax to fp32 (Llama family) or not (GPT-2)."""
+    fused_qkv: bool = False
+    """One q/k/v projection (GPT-2 c_attn, GPT-NeoX, Falcon, Phi-3) rather than three."""
+    fused_gate_up: bool = False
+    """One gate/up projection (Phi-3) rather than two."""
+    rotary: bool = True
+    """RoPE on q and k (False: learned absolute positions, GPT-2)."""
+    gemma_norm: bool = False
+    """Gemma's RMSNorm computes in fp32 throughout and scales by (1 + weight)."""
+    attn_logit_softcap: float | None = None
+    final_logit_softcap: float | None = None
     declared_params: float | None = None
     """Set only for a bare ``--params`` model: the user's N, used for 6ND instead of the count."""
     source: str = ""
