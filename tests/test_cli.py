@@ -137,3 +137,21 @@ def test_memory_bad_layouts(run_cli, args, fragment):
 def test_train_has_a_memory_section(run_json):
     data = run_json("train")
     assert data["results"]["mem_fits"] is True  # 7B, ZeRO-1 over 1,113 A100s, mixed precision, s=4096
+
+
+def test_measure_without_the_profile_extra_says_which_install(run_cli, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
+    code, out, err = run_cli("measure", "gpt2", "--seq-len", "128")
+    assert code == 2 and "pip install 'gpuplan[profile]'" in err and err.count("\n") == 1
+
+
+def test_measure_command_side_by_side(run_json):
+    pytest.importorskip("torch", reason="needs the profile extra")
+    pytest.importorskip("transformers", reason="needs the profile extra")
+    data = run_json("measure", "pythia-70m", "--seq-len", "256", "--micro-batch", "2")
+    # the estimate and the measurement of the same step agree within the memory goal (8%)
+    assert abs(data["results"]["error"]) < 0.08
+    categories = {row["category"] for row in data["tables"]["measured vs estimated (GiB, allocated)"]}
+    assert {"param", "grad", "optimizer_state", "activation", "temp", "peak"} <= categories

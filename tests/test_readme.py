@@ -20,7 +20,7 @@ def test_readme_has_commands():
 @pytest.mark.parametrize("command", COMMANDS)
 def test_readme_command_runs(run_cli, command, monkeypatch):
     monkeypatch.chdir(ROOT)
-    code, out, err = run_cli(*shlex.split(command)[1:])
+    code, out, err = run_cli(*shlex.split(command, comments=True)[1:])
     assert code == 0, err
     assert out
 
