@@ -90,3 +90,14 @@ def test_pipeline_in_flight():
     assert A.pipeline_micro_batches_in_flight(8, 1, 64) == 8
     assert A.pipeline_micro_batches_in_flight(8, 4, 64) == pytest.approx(8 * (1 + 7 / 32))
     assert A.pipeline_micro_batches_in_flight(8, 1, 4) == 4
+
+
+def test_moe_capacity_factor_scales_routed_part():
+    mixtral = dict(LLAMA2_7B, model_type="mixtral", num_key_value_heads=8, intermediate_size=14336,
+                   num_local_experts=8, num_experts_per_tok=2)
+    spec = model_spec_from_hf_config(mixtral)
+    one = A.layer_activations(spec, 4096, moe_layer=True).mlp
+    padded = A.layer_activations(spec, 4096, moe_layer=True, capacity_factor=1.25).mlp
+    # per routed token: gathered input 2h + expert MLP 8i + weighted output 2h, for top-2 experts
+    routed = 2 * (2 * 2 * 4096 + 8 * 14336)
+    assert padded - one == pytest.approx(0.25 * routed)

@@ -124,6 +124,7 @@ def memory(
     finetune: Annotated[Optional[str], typer.Option(help="full, lora or qlora.")] = None,
     lora_rank: Annotated[Optional[str], typer.Option(help="LoRA rank (all linear layers). Default 16.")] = None,
     offload_optimizer: Annotated[Optional[str], typer.Option(help="Optimizer states on the CPU (true/false).")] = None,
+    moe_capacity_factor: Annotated[Optional[str], typer.Option(help="MoE expert capacity factor. Default 1.0.")] = None,
     margin: Annotated[Optional[str], typer.Option(help="Safety margin, e.g. 0.15 or 20%.")] = None,
     cuda_context_gib: Annotated[Optional[str], typer.Option(help="CUDA context GiB. Default 0.5.")] = None,
     comm_buffer_gib: Annotated[Optional[str], typer.Option(help="NCCL buffers per parallel group, GiB. Default 0.75.")] = None,

@@ -14,7 +14,7 @@ GiB = 2**30
 LAYOUT_FIELDS = ("dp", "tp", "pp", "vpp", "cp", "ep", "zero", "shard_group", "micro_batch", "global_batch")
 SETTING_FIELDS = ("recipe", "optimizer", "implementation", "attention_kernel", "recompute", "finetune")
 MEMORY_FIELDS = ("model", "params", "gpu", "gpus", "compare", "seq_len", *LAYOUT_FIELDS, "sequence_parallel",
-                 *SETTING_FIELDS, "dropout", "lora_rank", "offload_optimizer", "margin", "cuda_context_gib",
+                 *SETTING_FIELDS, "dropout", "lora_rank", "offload_optimizer", "moe_capacity_factor", "margin", "cuda_context_gib",
                  "comm_buffer_gib")
 
 
@@ -56,6 +56,7 @@ def memory_inputs_from_raw(raw: dict[str, Any]) -> MemoryInputs:
         dropout=_float(f["dropout"], "dropout", 0, 0.99) if "dropout" in f else None,
         lora_rank=_int(f.get("lora_rank", 16), "lora_rank"),
         offload_optimizer=_bool(f.get("offload_optimizer", False), "offload_optimizer"),
+        moe_capacity_factor=_float(f.get("moe_capacity_factor", 1.0), "moe_capacity_factor", 1.0, 16.0),
         **{k: str(f[k]) for k in SETTING_FIELDS if k in f},
         **({} if "recipe" in f else {"recipe": "mixed"}))
     overheads = Overheads(

@@ -139,27 +139,29 @@ def _mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int) -> float:
     return inner
 
 
-def _moe_bytes(spec: ModelSpec, impl: str, c: int) -> float:
+def _moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0) -> float:
     """Router, per-token expert inputs/outputs and the top-k experts' MLPs (HF loop over experts:
-    each routed token is gathered (h), run through the expert, weighted (h))."""
+    each routed token is gathered (h), run through the expert, weighted (h)). With a capacity
+    factor (Switch Transformer, Fedus et al. 2021, eq. 3; Megatron --moe-expert-capacity-factor)
+    experts are padded to capacity_factor x their fair share of tokens."""
     moe = spec.moe
     assert moe is not None
     h = spec.hidden_size
     router = FP32 * moe.num_experts + c * moe.num_experts  # logits and fp32 softmax
     per_routed = 2 * c * h + _mlp_bytes(spec, moe.expert_intermediate_size, impl, c)
     shared = _mlp_bytes(spec, moe.shared_intermediate_size, impl, c) if moe.shared_intermediate_size else 0
-    return router + moe.experts_per_token * per_routed + shared
+    return router + capacity_factor * moe.experts_per_token * per_routed + shared
 
 
 def layer_activations(spec: ModelSpec, seq_len, *, moe_layer: bool = False, impl: str = "hf",
                       kernel: str = "flash", compute_bytes: int = 2, dropout: float = 0.0,
-                      autocast: bool = False) -> LayerActivations:
+                      autocast: bool = False, capacity_factor: float = 1.0) -> LayerActivations:
     """Bytes saved per token by one layer (no recompute, no tensor parallelism)."""
     c = compute_bytes
     norms = _layer_norms(spec, impl, c, autocast)
     attention = _attention_bytes(spec, seq_len, impl, kernel, c, dropout)
     if moe_layer and spec.moe is not None:
-        mlp = _moe_bytes(spec, impl, c)
+        mlp = _moe_bytes(spec, impl, c, capacity_factor)
     else:
         mlp = _mlp_bytes(spec, spec.mlp.intermediate_size, impl, c)
     masks = 2 * spec.hidden_size if dropout > 0 else 0.0  # two residual dropouts, 1-byte masks
@@ -172,7 +174,7 @@ def layer_activations(spec: ModelSpec, seq_len, *, moe_layer: bool = False, impl
 def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int, *, impl: str = "hf",
                           kernel: str = "flash", recompute: str = "none", compute_bytes: int = 2,
                           tp: int = 1, sequence_parallel: bool = True, dropout: float = 0.0,
-                          autocast: bool = False) -> float:
+                          autocast: bool = False, capacity_factor: float = 1.0) -> float:
     """Activation bytes per token held by ``layers`` layers (``moe_layers`` of them MoE) at the
     end of the forward pass, on one tensor-parallel rank.
 
@@ -188,7 +190,8 @@ def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int
     dense = layer_activations(spec, seq_len, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
                               dropout=dropout, autocast=autocast)
     moe = layer_activations(spec, seq_len, moe_layer=True, impl=impl, kernel=kernel,
-                            compute_bytes=compute_bytes, dropout=dropout, autocast=autocast)
+                            compute_bytes=compute_bytes, dropout=dropout, autocast=autocast,
+                            capacity_factor=capacity_factor)
 
     def on_rank(part: LayerActivations) -> float:
         if tp == 1 or sequence_parallel:

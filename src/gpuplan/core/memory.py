@@ -278,6 +278,8 @@ class MemorySettings:
     finetune: str = "full"
     """'full', 'lora' (frozen bf16 base + adapters) or 'qlora' (frozen 4-bit NF4 base + adapters)."""
     lora_rank: int = 16
+    moe_capacity_factor: float = 1.0
+    """MoE expert capacity factor (1.0 = no padding; Megatron's dropless default)."""
     offload_optimizer: bool = False
     """ZeRO-Offload: optimizer states and master weights live in CPU memory; the step runs there."""
 
@@ -326,7 +328,8 @@ def stage_memory(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettin
     kw = dict(impl=settings.implementation, kernel=settings.attention_kernel, compute_bytes=recipe.compute_bytes,
               tp=layout.tp, dropout=dropout, autocast=autocast)
     per_token = A.saved_bytes_per_token(spec, settings.seq_len, params.layers, params.moe_layers,
-                                        recompute=settings.recompute, sequence_parallel=layout.sequence_parallel, **kw)
+                                        recompute=settings.recompute, sequence_parallel=layout.sequence_parallel,
+                                        capacity_factor=settings.moe_capacity_factor, **kw)
     in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, layout.micro_batches_per_step)
     in_flight = max(1.0, in_flight - stage) if layout.vpp == 1 else in_flight  # 1F1B: stage i holds p - i
     activations = per_token * tokens * in_flight
