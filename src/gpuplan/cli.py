@@ -7,7 +7,6 @@ exits with status 2; no traceback.
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from typing import Annotated, Optional
 
 import typer
@@ -20,25 +19,7 @@ catalog_app = typer.Typer(add_completion=False, help="List the model and acceler
 app.add_typer(catalog_app, name="catalog")
 
 
-class OutputFormat(str, Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-
-
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or markdown")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
-
-
-def emit(report, fmt: OutputFormat, as_json: bool) -> None:
-    from gpuplan.report import render
-
-    if as_json or fmt is OutputFormat.json:
-        sys.stdout.write(render.to_json(report) + "\n")
-    elif fmt is OutputFormat.markdown:
-        sys.stdout.write(render.to_markdown(report))
-    else:
-        render.print_rich(report)
+from gpuplan.commands.options import FormatOpt, JsonOpt, OutputFormat, emit  # noqa: E402
 
 
 @app.command()
@@ -213,6 +194,15 @@ def validate(
 
         Path(write).write_text(accuracy_markdown(report), encoding="utf-8")
     emit(report, fmt, as_json)
+
+
+def _register_commands() -> None:
+    from gpuplan.commands import plan as plan_command
+
+    plan_command.register(app)
+
+
+_register_commands()
 
 
 def main(argv: list[str] | None = None) -> int:

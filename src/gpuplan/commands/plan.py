@@ -1,0 +1,92 @@
+"""`gpuplan plan`: search every valid layout and rank them."""
+
+from typing import Annotated, Optional
+
+import typer
+
+from gpuplan.commands.options import FormatOpt, JsonOpt, OutputFormat, emit
+
+PLAN_FIELDS = ("model", "params", "tokens", "gpu", "gpus", "days", "global_batch_tokens", "seq_len", "recipe",
+               "implementation", "dtype", "rank_by", "top", "price_per_gpu_hour", "margin")
+
+
+def parse_gpu_counts(text: str) -> tuple:
+    """'1024' -> (1024,), '512-4096' -> powers of two in range, '256,512,1024' -> those."""
+    from gpuplan.core.units import parse_count
+    from gpuplan.errors import InputError
+
+    text = str(text).strip()
+    if "-" in text and not text.startswith("-"):
+        low, high = (int(parse_count(x, "gpus")) for x in text.split("-", 1))
+        if low > high:
+            raise InputError("gpus", text, "a range low-high with low <= high, e.g. 512-4096")
+        counts = tuple(c for c in (2**k for k in range(0, 21)) if low <= c <= high) or (low,)
+        return counts
+    values = tuple(parse_count(x, "gpus") for x in text.split(","))
+    if any(v != int(v) for v in values):
+        raise InputError("gpus", text, "whole GPU counts, e.g. 1024 or 256,512 or 512-4096")
+    return tuple(int(v) for v in values)
+
+
+def plan_inputs_from_raw(raw: dict):
+    from gpuplan.core.memory import Overheads
+    from gpuplan.core.units import SECONDS_PER_DAY, parse_count, parse_duration, parse_fraction
+    from gpuplan.plan_estimate import PlanInputs
+
+    f = {k: v for k, v in raw.items() if v is not None and v != ""}
+    kw = {k: str(f[k]) for k in ("model", "gpu", "recipe", "implementation", "dtype", "rank_by") if k in f}
+    if "params" in f:
+        kw["params"] = parse_count(f["params"], "params")
+    if "model" not in kw and "params" not in kw:
+        kw["params"] = 7e9
+    kw["tokens"] = parse_count(f.get("tokens", "2T"), "tokens")
+    if "gpus" in f:
+        kw["gpu_counts"] = parse_gpu_counts(f["gpus"])
+    if "days" in f:
+        kw["days"] = parse_duration(f["days"], "days") / SECONDS_PER_DAY
+    for key in ("global_batch_tokens", "price_per_gpu_hour"):
+        if key in f:
+            kw[key] = parse_count(f[key], key)
+    for key in ("seq_len", "top"):
+        if key in f:
+            kw[key] = int(parse_count(f[key], key))
+    if "margin" in f:
+        kw["overheads"] = Overheads(margin=parse_fraction(f["margin"], "margin"))
+    return PlanInputs(**kw)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def plan(
+        target: Annotated[Optional[str], typer.Argument(help="A plan file (.yaml/.toml) or a model name.")] = None,
+        model: Annotated[Optional[str], typer.Option(help="Catalog name or config.json.")] = None,
+        params: Annotated[Optional[str], typer.Option(help="Bare parameter count, e.g. 70B.")] = None,
+        tokens: Annotated[Optional[str], typer.Option(help="Training tokens. Default 2T.")] = None,
+        gpu: Annotated[Optional[str], typer.Option(help="Accelerator. Default h100.")] = None,
+        gpus: Annotated[Optional[str], typer.Option(help="1024, 256,512,1024 or a range 512-4096.")] = None,
+        days: Annotated[Optional[str], typer.Option(help="Deadline: only layouts that finish in time.")] = None,
+        global_batch_tokens: Annotated[Optional[str], typer.Option(help="Tokens per step. Default 4M.")] = None,
+        seq_len: Annotated[Optional[str], typer.Option(help="Sequence length. Default 4096.")] = None,
+        recipe: Annotated[Optional[str], typer.Option(help="Precision recipe. Default megatron.")] = None,
+        implementation: Annotated[Optional[str], typer.Option(help="hf, megatron or torchtitan.")] = None,
+        dtype: Annotated[Optional[str], typer.Option(help="Compute dtype (bf16, fp8).")] = None,
+        rank_by: Annotated[Optional[str], typer.Option(help="time, cost or gpus.")] = None,
+        top: Annotated[Optional[str], typer.Option(help="Layouts to show. Default 10.")] = None,
+        price_per_gpu_hour: Annotated[Optional[str], typer.Option(help="USD per GPU-hour.")] = None,
+        margin: Annotated[Optional[str], typer.Option(help="Memory safety margin. Default 0.15.")] = None,
+        fmt: FormatOpt = OutputFormat.table,
+        as_json: JsonOpt = False,
+    ) -> None:
+        """Search every valid parallel layout (dp, tp, pp, vpp, cp, ep, ZeRO, micro-batch, recompute),
+        drop those that do not fit memory, rank the rest; Pareto front of GPUs vs days vs cost."""
+        from gpuplan.adapters.plan_file import is_plan_file, read_plan_file, validate_plan_fields
+        from gpuplan.plan_estimate import plan_report
+        from gpuplan.train_inputs import plan_model
+
+        flags = {k: v for k, v in locals().items() if k in PLAN_FIELDS and v is not None}
+        raw: dict = {}
+        if is_plan_file(target):
+            raw = validate_plan_fields(read_plan_file(target), plan_model(PLAN_FIELDS), str(target))
+        elif target:
+            flags.setdefault("model", target)
+        emit(plan_report(plan_inputs_from_raw(raw | flags)), fmt, as_json)

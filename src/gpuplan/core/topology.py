@@ -1,0 +1,66 @@
+"""Cluster topology: nodes of G accelerators, a scale-up fabric inside a node and a scale-out
+network between nodes, each with an achievable-bandwidth efficiency and a latency (alpha-beta).
+
+Units: bytes/s per GPU per direction, seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.core.hardware import Accelerator
+from gpuplan.errors import InputError
+
+# NCCL's own figures: ring busbw on 8x H100 NVLink ~370 GB/s of 450 GB/s per direction (~80%,
+# NVIDIA maintainer, NVIDIA/nccl-tests#212); per NDR 400G NIC 46-48 GB/s of 50 (~93%,
+# NVIDIA/nccl-tests#290); per HDR 200G NIC 24 GB/s of 25 (96%, nccl-tests#160).
+DEFAULT_SCALE_UP_EFFICIENCY = 0.80
+DEFAULT_SCALE_OUT_EFFICIENCY = 0.90
+# Latency per collective step: ~2-10 us inside a node (NVLink), ~10-20 us across IB. Rounded
+# alpha terms of the alpha-beta model (Thakur et al. 2005, "Optimization of collective
+# communication operations in MPICH"); they matter only for small messages.
+DEFAULT_SCALE_UP_LATENCY = 5e-6
+DEFAULT_SCALE_OUT_LATENCY = 15e-6
+# A typical InfiniBand NDR rail-optimised node: one 400 Gb/s NIC per GPU (DGX H100 BasePOD).
+DEFAULT_NIC_GBIT_PER_GPU = 400.0
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """``nodes`` x ``gpus_per_node`` accelerators."""
+
+    gpu: Accelerator
+    gpus_per_node: int
+    scale_up_bandwidth: float
+    """Per GPU, per direction, bytes/s (NVLink: half the catalog's bidirectional figure)."""
+    scale_out_bandwidth: float
+    """Per GPU, per direction, bytes/s (NIC bandwidth divided among the node's GPUs)."""
+    scale_up_efficiency: float = DEFAULT_SCALE_UP_EFFICIENCY
+    scale_out_efficiency: float = DEFAULT_SCALE_OUT_EFFICIENCY
+    scale_up_latency: float = DEFAULT_SCALE_UP_LATENCY
+    scale_out_latency: float = DEFAULT_SCALE_OUT_LATENCY
+
+    def link(self, group_span: int) -> tuple[float, float]:
+        """(achievable bandwidth per GPU per direction, latency) for a group spanning
+        ``group_span`` consecutive ranks: inside a node it rides the scale-up fabric."""
+        if group_span <= self.gpus_per_node:
+            return self.scale_up_bandwidth * self.scale_up_efficiency, self.scale_up_latency
+        return self.scale_out_bandwidth * self.scale_out_efficiency, self.scale_out_latency
+
+
+def cluster_for(gpu: Accelerator, gpus_per_node: int | None = None, nic_gbit_per_gpu: float | None = None,
+                scale_up_efficiency: float = DEFAULT_SCALE_UP_EFFICIENCY,
+                scale_out_efficiency: float = DEFAULT_SCALE_OUT_EFFICIENCY) -> Cluster:
+    """A cluster of ``gpu`` with catalog defaults: node size and scale-up bandwidth from the
+    hardware catalog, scale-out from the catalog's per-device NIC figure or 400 Gb/s."""
+    per_node = gpus_per_node or gpu.devices_per_node or 8
+    if per_node < 1:
+        raise InputError("gpus_per_node", per_node, "must be a positive integer")
+    up = (gpu.scale_up_bandwidth or 64e9) / 2  # catalog figures are both directions summed
+    if nic_gbit_per_gpu is not None:
+        if nic_gbit_per_gpu <= 0:
+            raise InputError("nic_gbit_per_gpu", nic_gbit_per_gpu, "must be positive (Gb/s per GPU)")
+        out = nic_gbit_per_gpu * 1e9 / 8
+    else:
+        out = gpu.scale_out_bandwidth or DEFAULT_NIC_GBIT_PER_GPU * 1e9 / 8
+    return Cluster(gpu, per_node, up, out, scale_up_efficiency, scale_out_efficiency)

@@ -1,0 +1,1 @@
+"""Search over parallel layouts (vectorised with numpy through the core formulas)."""
