@@ -57,7 +57,7 @@ def _price(inputs: PlanInputs, gpu_id: str) -> tuple[float | None, str]:
     return (found[0], found[1]) if found else (None, f"no price for {gpu_id}")
 
 
-def search(inputs: PlanInputs):
+def search(inputs: PlanInputs, progress=None):
     """(spec, gpu, table of fitting layouts with days/gpu-hours/cost, searched count, seconds, price)."""
     if inputs.rank_by not in RANK_BY:
         raise InputError("rank_by", inputs.rank_by, f"must be one of {', '.join(RANK_BY)}")
@@ -72,7 +72,7 @@ def search(inputs: PlanInputs):
     space = SearchSpace(gpu_counts=counts, global_batch=global_batch, seq_len=inputs.seq_len)
     memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe, implementation=inputs.implementation)
     start = time.perf_counter()
-    table = evaluate_layouts(spec, cluster, space, memory, inputs.step, inputs.overheads)
+    table = evaluate_layouts(spec, cluster, space, memory, inputs.step, inputs.overheads, progress)
     seconds = time.perf_counter() - start
     if not len(table):
         near = _usable_counts_near(spec, cluster, space, memory, inputs, counts)
@@ -183,8 +183,8 @@ def _explain(t: LayoutTable, i: int, gpu, overheads: M.Overheads, full: LayoutTa
     return tuple(lines)
 
 
-def plan_report(inputs: PlanInputs) -> Report:
-    spec, gpu, table, searched, seconds, (price, price_source), global_batch, full = search(inputs)
+def plan_report(inputs: PlanInputs, progress=None) -> Report:
+    spec, gpu, table, searched, seconds, (price, price_source), global_batch, full = search(inputs, progress)
     order = _order(table, inputs.rank_by)
     top = order[: inputs.top]
     best = int(top[0])

@@ -89,4 +89,33 @@ def register(app: typer.Typer) -> None:
             raw = validate_plan_fields(read_plan_file(target), plan_model(PLAN_FIELDS), str(target))
         elif target:
             flags.setdefault("model", target)
-        emit(plan_report(plan_inputs_from_raw(raw | flags)), fmt, as_json)
+        with _LateProgress() as progress:
+            report = plan_report(plan_inputs_from_raw(raw | flags), progress)
+        emit(report, fmt, as_json)
+
+
+class _LateProgress:
+    """A rich progress bar on stderr that appears only once a search has run for a second."""
+
+    def __init__(self) -> None:
+        import time
+
+        self._start, self._bar, self._task, self._clock = time.perf_counter(), None, None, time.perf_counter
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None and self._clock() - self._start > 1.0:
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self._bar = Progress(console=Console(stderr=True), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task("searching layouts", total=total)
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done)
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -83,12 +83,15 @@ def _grid(space: SearchSpace, spec: ModelSpec, cluster: Cluster, recompute: str)
 
 
 def evaluate_layouts(spec: ModelSpec, cluster: Cluster, space: SearchSpace, memory: M.MemorySettings,
-                     step: StepSettings, overheads: M.Overheads) -> LayoutTable:
-    """Every valid layout with its step time, memory, MFU and whether it fits."""
+                     step: StepSettings, overheads: M.Overheads, progress=None) -> LayoutTable:
+    """Every valid layout with its step time, memory, MFU and whether it fits. ``progress`` is
+    called as progress(done, total) before each chunk (one per recompute mode)."""
     from dataclasses import replace
 
     parts = []
-    for mode in space.recompute:
+    for done, mode in enumerate(space.recompute):
+        if progress is not None:
+            progress(done, len(space.recompute))
         g = _grid(space, spec, cluster, mode)
         if not len(g["dp"]):
             continue
