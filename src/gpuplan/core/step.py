@@ -110,7 +110,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     """Forward + backward (+ recompute) seconds for one micro-batch on one GPU of a stage with
     ``layers`` layers (``head``: the LM head lives here)."""
     gpu = cluster.gpu
-    peak = gpu.peak(settings.dtype)
+    peak = gpu.peak(settings.dtype)  # matmuls run at the compute dtype's peak (FP8 linears) ...
+    attn_peak = gpu.peak("bf16") if gpu.has_dtype("bf16") else peak  # ... attention stays in bf16
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
     gemm_flops = 2.0 * F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp
@@ -119,7 +120,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     act = A.layer_activations(spec, settings.seq_len, impl="megatron").total / tp
     t_gemm = gemm_flops / (peak * e_gemm)
     e_attn = settings.attention_efficiency or ATTENTION_EFFICIENCY.get(gpu.id, DEFAULT_ATTENTION_EFFICIENCY)
-    t_attn = attn_flops / (peak * e_attn)
+    t_attn = attn_flops / (attn_peak * e_attn)
     t_elem = settings.elementwise_factor * act / (gpu.memory_bandwidth * settings.hbm_efficiency)
     fwd = tokens * (t_gemm + t_attn + t_elem / 3)
     bwd = tokens * (2 * t_gemm + 2.5 * t_attn + 2 * t_elem / 3)
@@ -149,9 +150,11 @@ def params_per_gpu(spec: ModelSpec, tp, pp, ep):
 
 
 def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1, tp=1, pp=1, vpp=1, cp=1,
-              ep=1, zero=0, micro_batch=1, micro_batches=1) -> StepBreakdown:
+              ep=1, zero=0, micro_batch=1, micro_batches=1, shard_group=None) -> StepBreakdown:
     """Seconds per optimizer step. Rank order tp (innermost), cp, dp, pp (Megatron's default
-    'tp-cp-ep-dp-pp'): a group rides NVLink when it spans no more than a node."""
+    'tp-cp-ep-dp-pp'): a group rides NVLink when it spans no more than a node. ``shard_group``
+    (HSDP): ZeRO shards within groups of that many data-parallel ranks and all-reduces the
+    shards across the groups (PyTorch HYBRID_SHARD)."""
     layers = -(-spec.num_layers // pp)  # ceil: the fullest (first) stage
     t_mb, t_attn_mb, t_bwd_gemm_mb = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
                                                               layers, head=(pp == 1))
@@ -178,15 +181,19 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     pp_exposed = 2 * (pp - 1) * pp_one
     # DP / ZeRO over dp x cp ranks
     data = dp * cp
-    dp_bw, dp_lat = _link(cluster, tp * data)
+    shard = data if shard_group is None else shard_group
+    replicas = data / shard
+    dp_bw, dp_lat = _link(cluster, tp * shard)
+    rep_bw, rep_lat = _link(cluster, tp * data)
     params = params_per_gpu(spec, tp, pp, ep)
     grads = params * settings.grad_comm_bytes
     weights = params * settings.weight_comm_bytes
     zero3 = zero >= 3
-    sync = (1 - zero3) * (C.reduce_scatter_time(grads, data, dp_bw, dp_lat)
-                          + C.all_gather_time(weights, data, dp_bw, dp_lat))  # == all-reduce volume at zero 0
-    gathers = zero3 * micro_batches * 2 * C.all_gather_time(weights, data, dp_bw, dp_lat)
-    dp_total = sync + gathers + zero3 * C.reduce_scatter_time(grads, data, dp_bw, dp_lat)
+    sync = (1 - zero3) * (C.reduce_scatter_time(grads, shard, dp_bw, dp_lat)
+                          + C.all_gather_time(weights, shard, dp_bw, dp_lat))  # == all-reduce volume at zero 0
+    gathers = zero3 * micro_batches * 2 * C.all_gather_time(weights, shard, dp_bw, dp_lat)
+    across = C.all_reduce_time(grads / shard, replicas, rep_bw, rep_lat)  # HSDP: shards across groups
+    dp_total = sync + gathers + zero3 * C.reduce_scatter_time(grads, shard, dp_bw, dp_lat) + across
     window = t_bwd_gemm_mb + zero3 * compute
     dp_exposed = C.exposed(dp_total, window, settings.dp_overlap)
     # CP: ring of K/V blocks, overlapped with attention (Liu et al. 2023, Ring Attention)
