@@ -38,6 +38,8 @@ class PlanInputs:
     rank_by: str = "time"
     top: int = 10
     price_per_gpu_hour: float | None = None
+    gpus_per_node: int | None = None
+    nic_gbit_per_gpu: float | None = None
     step: StepSettings = field(default_factory=StepSettings)
     overheads: M.Overheads = field(default_factory=M.Overheads)
 
@@ -64,7 +66,7 @@ def search(inputs: PlanInputs, progress=None):
     spec = resolve_model(inputs.model, inputs.params)
     gpu = resolve_gpu(inputs.gpu)
     gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
-    cluster = cluster_for(gpu)
+    cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
     # sequences per step: the power of two nearest the requested tokens, so that it splits
     # evenly over power-of-two data-parallel degrees and micro-batches
     global_batch = 2 ** max(0, round(np.log2(max(inputs.global_batch_tokens / inputs.seq_len, 1))))
@@ -198,6 +200,10 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
         Line("best_days", "wall-clock", float(table["days"][best]), "days", f"{table['days'][best]:.2f} days"),
         Line("best_mfu", "predicted MFU", float(table["mfu"][best]), "fraction", f"{table['mfu'][best]:.1%}",
              "gpuplan definition: exact model FLOPs, attention without causal halving, LM head"),
+        Line("best_hfu", "predicted HFU", float(table["hfu"][best]), "fraction", f"{table['hfu'][best]:.1%}",
+             "counts recomputed FLOPs"),
+        Line("best_tokens_per_second", "throughput", float(table["tokens_per_second"][best]), "tokens/s",
+             f"{table['tokens_per_second'][best]:,.0f} tokens/s"),
         Line("best_step_seconds", "step time", float(table["step_seconds"][best]), "s",
              f"{table['step_seconds'][best]:.3f} s", f"{global_batch} sequences x {inputs.seq_len} tokens"),
         Line("best_gpu_hours", "GPU-hours", float(table["gpu_hours"][best]), "GPU-hours",

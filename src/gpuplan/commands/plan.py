@@ -7,7 +7,8 @@ import typer
 from gpuplan.commands.options import FormatOpt, JsonOpt, OutputFormat, emit
 
 PLAN_FIELDS = ("model", "params", "tokens", "gpu", "gpus", "days", "global_batch_tokens", "seq_len", "recipe",
-               "implementation", "dtype", "rank_by", "top", "price_per_gpu_hour", "margin")
+               "implementation", "dtype", "rank_by", "top", "price_per_gpu_hour", "margin", "gpus_per_node",
+               "nic_gbit_per_gpu", "dp_overlap", "tp_overlap", "attention_efficiency")
 
 
 def parse_gpu_counts(text: str) -> tuple:
@@ -52,6 +53,15 @@ def plan_inputs_from_raw(raw: dict):
             kw[key] = int(parse_count(f[key], key))
     if "margin" in f:
         kw["overheads"] = Overheads(margin=parse_fraction(f["margin"], "margin"))
+    if "gpus_per_node" in f:
+        kw["gpus_per_node"] = int(parse_count(f["gpus_per_node"], "gpus_per_node"))
+    if "nic_gbit_per_gpu" in f:
+        kw["nic_gbit_per_gpu"] = parse_count(f["nic_gbit_per_gpu"], "nic_gbit_per_gpu")
+    step = {k: parse_fraction(f[k], k) for k in ("dp_overlap", "tp_overlap", "attention_efficiency") if k in f}
+    if step:
+        from gpuplan.core.step import StepSettings
+
+        kw["step"] = StepSettings(**step)
     return PlanInputs(**kw)
 
 
@@ -74,6 +84,11 @@ def register(app: typer.Typer) -> None:
         top: Annotated[Optional[str], typer.Option(help="Layouts to show. Default 10.")] = None,
         price_per_gpu_hour: Annotated[Optional[str], typer.Option(help="USD per GPU-hour.")] = None,
         margin: Annotated[Optional[str], typer.Option(help="Memory safety margin. Default 0.15.")] = None,
+        gpus_per_node: Annotated[Optional[str], typer.Option(help="GPUs per node (scale-up domain).")] = None,
+        nic_gbit_per_gpu: Annotated[Optional[str], typer.Option(help="Scale-out Gb/s per GPU. Default catalog/400.")] = None,
+        dp_overlap: Annotated[Optional[str], typer.Option(help="Share of DP/FSDP comm hidden by overlap. Default 0.9.")] = None,
+        tp_overlap: Annotated[Optional[str], typer.Option(help="Share of TP comm hidden. Default 0.")] = None,
+        attention_efficiency: Annotated[Optional[str], typer.Option(help="Attention kernel efficiency of peak.")] = None,
         fmt: FormatOpt = OutputFormat.table,
         as_json: JsonOpt = False,
     ) -> None:

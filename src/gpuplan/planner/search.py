@@ -114,6 +114,13 @@ def evaluate_layouts(spec: ModelSpec, cluster: Cluster, space: SearchSpace, memo
         tokens_per_step = space.global_batch * space.seq_len
         flops = model_flops_per_token(spec, space.seq_len) * tokens_per_step
         columns["mfu"] = flops / (columns["step_seconds"] * columns["gpus"] * cluster.gpu.peak(step.dtype))
+        # HFU adds the recomputed forward: layers' matmuls + attention (full), attention (selective)
+        from gpuplan.core.flops import training_flops_per_token
+
+        hw_ratio = np.array([training_flops_per_token(spec, space.seq_len, "full", mode).hardware
+                             / training_flops_per_token(spec, space.seq_len, "full", mode).model
+                             for mode in RECOMPUTE_MODES])
+        columns["hfu"] = columns["mfu"] * hw_ratio[columns["recompute"]]
         columns["tokens_per_second"] = tokens_per_step / columns["step_seconds"]
     return LayoutTable(columns)
 
