@@ -18,7 +18,10 @@ def test_table_and_markdown_render(run_cli):
     code, out, _ = run_cli("train", "--params", "7B", "--tokens", "2T", "--gpu", "a100", "--days", "7")
     assert code == 0 and "GPU-days" in out and "1,113" in out
     code, out, _ = run_cli("train", "--format", "markdown")
-    assert code == 0 and out.startswith("# Training estimate") and "| GPUs (solved) |" in out
+    assert code == 0 and out.startswith("# Training budget") and "| GPUs (solved) |" in out
+    for section in ("## Compute", "## Memory per GPU", "## Data loading", "## Checkpoints", "## Failures and goodput",
+                    "## Cost (on-demand vs spot)", "## Contingency budget"):
+        assert section in out  # one view: the budget report of issue #5
 
 
 def test_positional_model_name(run_json):

@@ -48,11 +48,13 @@ def train(
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
 ) -> None:
-    """Training compute, GPU count or time, and allowances. With no arguments: the article's
-    example (7B parameters, 2T tokens, A100, 40% MFU, 7 days)."""
+    """The training budget in one view: compute, GPU count or time, memory per GPU, data loading,
+    checkpoints, failures, cost (on-demand vs spot) and contingency. With no arguments: the
+    article's example (7B parameters, 2T tokens, A100, 40% MFU, 7 days). `gpuplan budget` takes
+    the same inputs plus every budget assumption as a flag."""
     from gpuplan.adapters.plan_file import is_plan_file, read_plan_file, validate_plan_fields
+    from gpuplan.budget import estimate_budget
     from gpuplan.train_inputs import TRAIN_FIELDS, plan_model, training_inputs_from_raw
-    from gpuplan.training import estimate_training
 
     raw: dict = {}
     if is_plan_file(target):
@@ -68,7 +70,7 @@ def train(
         raw = {k: v for k, v in raw.items() if k not in ("model", "params")} | {
             k: v for k, v in (("model", model), ("params", params)) if v is not None}
     inputs, defaults_used = training_inputs_from_raw(raw)
-    report = estimate_training(inputs)
+    report = estimate_budget(inputs)
     if defaults_used:
         from dataclasses import replace
 
@@ -197,9 +199,11 @@ def validate(
 
 
 def _register_commands() -> None:
+    from gpuplan.commands import budget as budget_command
     from gpuplan.commands import plan as plan_command
 
     plan_command.register(app)
+    budget_command.register(app)
 
 
 _register_commands()

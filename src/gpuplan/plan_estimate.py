@@ -238,6 +238,20 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                      Line("gpu_counts", "GPU counts", ",".join(map(str, inputs.gpu_counts or _default_counts()))),
                      Line("deadline", "deadline", inputs.days, "days", "none" if inputs.days is None else
                           f"{inputs.days:g} days"))
+    budget = _budget_for(spec, gpu, table, best, inputs, global_batch)
     return Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
-                  report_inputs, assumptions, (summary,), (f"search: {searched:,} layouts in {seconds * 1e3:.0f} ms",),
-                  tables)
+                  report_inputs, assumptions + budget.assumptions, (summary,) + budget.sections,
+                  (f"search: {searched:,} layouts in {seconds * 1e3:.0f} ms",) + budget.notes,
+                  tables + budget.tables)
+
+
+def _budget_for(spec, gpu, t: LayoutTable, i: int, inputs: PlanInputs, global_batch: int):
+    """Data loading, checkpoints, failures, cost and contingency for the recommended layout."""
+    from gpuplan.budget import BudgetSettings, compute_budget
+
+    settings = BudgetSettings(price=inputs.price_per_gpu_hour) if inputs.price_per_gpu_hour else None
+    return compute_budget(spec, gpu, gpus=float(t["gpus"][i]), wall_seconds=float(t["days"][i]) * SECONDS_PER_DAY,
+                          gpu_hours=float(t["gpu_hours"][i]), tokens=inputs.tokens,
+                          global_batch_tokens=float(global_batch * inputs.seq_len),
+                          step_seconds=float(t["step_seconds"][i]), recipe=inputs.recipe, zero=int(t["zero"][i]),
+                          model_parallel=int(t["tp"][i] * t["pp"][i]), settings=settings)

@@ -1,0 +1,202 @@
+"""The budget report: the article's 7B example, Llama 3 405B, the Python API and the CLI."""
+
+import json
+import math
+
+import pytest
+
+from gpuplan.budget import BudgetSettings, budget_assumptions, budget_sections, compute_budget, estimate_budget
+from gpuplan.commands.budget import register
+from gpuplan.core import reliability as R
+from gpuplan.resolve import resolve_gpu, resolve_model
+from gpuplan.training import TrainingInputs, estimate_training
+
+ARTICLE = TrainingInputs(params="7B", tokens=2e12, gpu="a100", days=7, mfu=0.4)
+LLAMA3 = TrainingInputs(model="llama-3.1-405b", tokens=15.6e12, gpu="h100", gpus=16_384, mfu=0.41, comm_allowance=0)
+TITLES = ("Data loading", "Checkpoints", "Failures and goodput", "Cost (on-demand vs spot)", "Contingency budget")
+
+
+@pytest.fixture(scope="module")
+def article():
+    return estimate_budget(ARTICLE)
+
+
+@pytest.fixture(scope="module")
+def llama3():
+    return estimate_budget(LLAMA3, global_batch_tokens=16 * 2**20)  # Llama 3: 16M-token batches at 8K
+
+
+@pytest.fixture(scope="module", autouse=True)
+def budget_command():
+    from gpuplan import cli
+
+    if not any(getattr(c.callback, "__name__", "") == "budget" for c in cli.app.registered_commands):
+        register(cli.app)  # until the lead wires commands.budget into cli.py
+
+
+def test_article_7b_budget(article):
+    train = estimate_training(ARTICLE)
+    assert [s.title for s in article.sections][-5:] == list(TITLES)
+    assert article.value("gpus_rented") == 1113
+    assert article.value("ckpt_bytes_total") == 98e9            # 14 B/param x 7e9
+    # wall-clock with the 20% comm allowance: 7 d x 1.2 x 1112.9 / 1113 GPUs; tokens/s = 2e12 / wall;
+    # step = 4,194,304 / tokens/s = 1.522 s
+    wall = 7 * 1.2 * 86_400 * train.value("gpus") / 1113
+    assert article.value("io_step_seconds") == pytest.approx(4_194_304 / (2e12 / wall))
+    assert article.value("io_bound") == "gpu"
+    # MTBI = 1 / (1,113 x 1.9733e-5 per GPU-hour) = 45.53 h
+    assert article.value("fail_mtbi_seconds") / 3600 == pytest.approx(1 / (1113 * R.DEFAULT_FAILURE_RATE))
+    assert 0.98 < article.value("fail_goodput") < 1.0
+
+
+def test_article_money_lines_add_up(article):
+    train = estimate_training(ARTICLE)
+    run_hours = 1113 * article.value("fail_wall_seconds") / 3600 / (1 / article.value("fail_goodput"))
+    billed = article.value("cost_gpu_hours_on_demand")
+    assert article.value("cost_on_demand_usd") == pytest.approx(billed * article.value("cost_price_on_demand"))
+    assert article.value("contingency_restarts") == pytest.approx(0.05 * train.value("gpu_hours_with_comm"))
+    assert article.value("contingency_failures") == pytest.approx(billed - run_hours)
+    total = sum(article.value(f"contingency_{n}") for n in ("restarts", "tuning", "failures", "evaluation"))
+    assert article.value("contingency_total") == pytest.approx(total)
+    assert article.value("budget_gpu_hours") == pytest.approx(run_hours + total)
+    assert article.value("budget_usd_on_demand") == pytest.approx(
+        article.value("budget_gpu_hours") * article.value("cost_price_on_demand"))
+    assert article.value("cost_spot_usd") < article.value("cost_on_demand_usd")
+
+
+def test_llama3_405b_reproduces_the_published_reliability(llama3):
+    # MTBI 54 x 24 / 419 = 3.09 h; Llama 3 reports "higher than 90% effective training time"
+    assert llama3.value("fail_mtbi_seconds") / 3600 == pytest.approx(3.093, rel=1e-3)
+    assert 0.88 < llama3.value("fail_goodput") < 0.95
+    # step = 6 x 405.85e9 x 16,777,216 / (16,384 x 989.4e12 x 0.41) = 6.15 s (paper: ~400 TFLOP/s per GPU)
+    assert llama3.value("io_step_seconds") == pytest.approx(6.147, rel=1e-3)
+    assert llama3.value("ckpt_bytes_total") == pytest.approx(405_853_388_800 * 14)
+    # write: 5.68 TB at 2,048 nodes x 0.98 GB/s (Tectonic's 2 TB/s sustained) = 2.8 s
+    assert llama3.value("ckpt_write_seconds") == pytest.approx(5.682e12 / (2048 * 0.98e9), rel=1e-3)
+
+
+def test_time_for_space_trades_days_for_fewer_failures(llama3):
+    quarter = llama3.value("cost_time_for_space_0.25x")
+    assert quarter < llama3.value("cost_on_demand_usd")
+    table = llama3.tables[0].records()
+    assert [r["gpus"] for r in table] == [4096, 8192, 16384, 32768, 65536]
+    assert all(a["goodput"] > b["goodput"] and a["days"] > b["days"] for a, b in zip(table, table[1:]))
+
+
+def test_python_api_takes_plain_numbers():
+    spec, gpu = resolve_model(params="7B"), resolve_gpu("a100")
+    sections = budget_sections(spec, gpu, gpus=1024, wall_seconds=30 * 86_400, gpu_hours=1024 * 720, tokens=2e12,
+                               step_seconds=2.0, settings=BudgetSettings(provider="lambda"))
+    assert tuple(s.title for s in sections) == TITLES
+    lines = {line.key: line for s in sections for line in s.lines}
+    assert lines["io_step_seconds"].value == 2.0
+    assert lines["cost_price_on_demand"].value == 2.79  # Lambda 8x A100 SXM 80GB
+
+
+def test_async_checkpoint_cuts_the_stall_and_floors_the_interval():
+    spec, gpu = resolve_model("llama-3.1-405b"), resolve_gpu("h100")
+    kw = dict(gpus=16_384, wall_seconds=66 * 86_400, gpu_hours=16_384 * 66 * 24, tokens=15.6e12)
+    sync = compute_budget(spec, gpu, **kw).sections
+    asyn = compute_budget(spec, gpu, **kw, settings=BudgetSettings(async_checkpoint=True)).sections
+    value = lambda secs, key: next(l.value for s in secs for l in s.lines if l.key == key)  # noqa: E731,E741
+    assert value(asyn, "ckpt_stall_seconds") < value(sync, "ckpt_stall_seconds") / 100
+    assert value(asyn, "ckpt_interval_seconds") >= value(asyn, "ckpt_write_seconds")
+    assert value(asyn, "fail_goodput") > value(sync, "fail_goodput")
+
+
+def test_slow_storage_makes_data_loading_the_bound():
+    spec, gpu = resolve_model(params="125M"), resolve_gpu("h100")
+    sections = budget_sections(spec, gpu, gpus=8, wall_seconds=3600, gpu_hours=8, tokens=2e10,
+                               settings=BudgetSettings(storage_read=1e6))  # 1 MB/s per node
+    lines = {line.key: line for s in sections for line in s.lines}
+    assert lines["io_bound"].value == "storage" and "DATA LOADING" in lines["io_bound"].text
+    assert lines["io_data_bound_step_seconds"].value > lines["io_step_seconds"].value
+
+
+def test_gpu_without_a_price_still_reports():
+    report = estimate_budget(TrainingInputs(params="7B", tokens=1e12, gpu="tpu-v4", gpus=256))
+    assert report.value("cost_on_demand_usd") is None
+    assert any("--price" in n for n in report.notes)
+
+
+def test_every_setting_is_an_assumption_with_source_and_flag():
+    defaults = budget_assumptions()
+    assert len({a.key for a in defaults}) == len(defaults)
+    assert all(a.source and a.flag.startswith("--") for a in defaults)
+    assert not any(a.user_set for a in defaults[1:])
+    changed = budget_assumptions(BudgetSettings(restart_seconds=300, async_checkpoint=True))
+    assert {a.key for a in changed if a.user_set} == {"budget_restart_seconds", "budget_async_checkpoint"}
+
+
+def test_cli_defaults_are_the_article_example(run_json):
+    data = run_json("budget")
+    assert data["kind"] == "budget"
+    assert data["results"]["ckpt_bytes_total"] == 98e9
+    assert data["results"]["gpus"] == pytest.approx(1112.9, abs=0.1)
+    assert any("built-in defaults" in n for n in data["notes"])
+    assert data["tables"]["Cluster size: wall-clock, failures and cost (time for space)"]
+
+
+def test_cli_405b_with_flags(run_json):
+    data = run_json("budget", "llama-3.1-405b", "--tokens", "15.6T", "--gpu", "h100", "--gpus", "16384",
+                    "--mfu", "0.41", "--comm-allowance", "0", "--seq-len", "8192", "--global-batch", "2048",
+                    "--provider", "gcp", "--async-checkpoint", "--restart", "10min")
+    r = data["results"]
+    assert r["io_global_batch_tokens"] == 2048 * 8192
+    assert r["cost_price_spot"] == pytest.approx(6.571)  # GCP publishes the H100 spot price
+    assert r["fail_restart_seconds"] > 600               # 10 min + the async write in flight
+
+
+def test_cli_markdown_and_plan_file(run_cli, tmp_path):
+    code, out, _ = run_cli("budget", "--format", "markdown")
+    assert code == 0 and out.startswith("# Training budget") and "## Contingency budget" in out
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("params: 7B\ntokens: 2T\ngpu: a100\ndays: 14\nstorage: object_store\nprice: 2.0\n")
+    code, out, err = run_cli("budget", str(plan), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["results"]["cost_price_on_demand"] == 2.0
+    assert math.isclose(data["results"]["gpus"], 556.5, abs_tol=0.1)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("--storage", "tape"), "storage: got 'tape'"),
+    (("--checkpoint-interval", "30"), "give a unit"),
+    (("--spot-discount", "150%"), "spot_discount"),
+    (("--provider", "ibm"), "provider: got 'ibm'"),
+    (("--contingency-tuning", "lots"), "contingency_tuning"),
+    (("--global-batch", "1024", "--global-batch-tokens", "4M"), "not both"),
+    (("--optimizer", "adamax"), "optimizer: got 'adamax'"),
+    (("--format", "xml"), "format: got 'xml'"),
+    (("--failure-rate", "-1"), "failure_rate"),
+])
+def test_cli_bad_input_one_line_exit_2(run_cli, args, fragment):
+    code, out, err = run_cli("budget", *args)
+    assert code == 2 and out == ""
+    assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+ALTERNATIVES = dict(storage="local_nvme", checkpoint_storage="object_store", storage_read=1e9, storage_write=1e9,
+                    token_bytes=4, tokenize_on_the_fly=True, raw_bytes_per_token=3.5, tokens_per_s_per_core=2e6,
+                    cpu_cores_per_node=64, optimizer="sgd", checkpoint_interval=1800.0, async_checkpoint=True,
+                    keep_checkpoints=3, host_copy=50e9, failure_rate=3e-5, restart_seconds=300.0, provider="aws",
+                    price=2.0, spot_price=1.0, spot_discount=0.5, spot_preemptions=0.05,
+                    contingency=(("restarts", 0.1),))
+
+
+def test_no_setting_is_hidden_from_the_assumptions():
+    from dataclasses import fields
+
+    assert {f.name for f in fields(BudgetSettings)} == set(ALTERNATIVES)
+    for name, value in ALTERNATIVES.items():
+        changed = [a.key for a in budget_assumptions(BudgetSettings(**{name: value})) if a.user_set]
+        assert changed, f"setting {name} changes no assumption"
+
+
+def test_command_module_imports_only_typer():
+    import subprocess
+    import sys
+
+    code = "import sys, gpuplan.commands.budget; print(sorted(m for m in sys.modules if m.startswith('gpuplan')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "gpuplan.budget" not in out and "gpuplan.pricing" not in out
