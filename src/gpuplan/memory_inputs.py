@@ -6,7 +6,7 @@ from typing import Any
 
 from gpuplan.core.memory import MemorySettings, Overheads
 from gpuplan.core.parallel import ParallelLayout
-from gpuplan.core.units import parse_count, parse_fraction
+from gpuplan.core.units import parse_bool, parse_count, parse_fraction
 from gpuplan.errors import InputError
 from gpuplan.memory_estimate import DEFAULT_VERDICT_GPUS, MemoryInputs
 
@@ -35,27 +35,18 @@ def _float(value: Any, field: str, low: float, high: float) -> float:
     return number
 
 
-def _bool(value: Any, field: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise InputError(field, value, "must be true or false")
 
 
 def memory_inputs_from_raw(raw: dict[str, Any]) -> MemoryInputs:
     """Parse raw values into MemoryInputs. Missing model -> the article's bare 7B."""
     f = {k: v for k, v in raw.items() if v is not None and v != ""}
     layout = ParallelLayout(**{k: _int(f[k], k, 0 if k == "zero" else 1) for k in LAYOUT_FIELDS if k in f},
-                            sequence_parallel=_bool(f.get("sequence_parallel", True), "sequence_parallel"))
+                            sequence_parallel=parse_bool(f.get("sequence_parallel", True), "sequence_parallel"))
     settings = MemorySettings(
         seq_len=_int(f.get("seq_len", 4096), "seq_len"),
         dropout=_float(f["dropout"], "dropout", 0, 0.99) if "dropout" in f else None,
         lora_rank=_int(f.get("lora_rank", 16), "lora_rank"),
-        offload_optimizer=_bool(f.get("offload_optimizer", False), "offload_optimizer"),
+        offload_optimizer=parse_bool(f.get("offload_optimizer", False), "offload_optimizer"),
         moe_capacity_factor=_float(f.get("moe_capacity_factor", 1.0), "moe_capacity_factor", 1.0, 16.0),
         **{k: str(f[k]) for k in SETTING_FIELDS if k in f},
         **({} if "recipe" in f else {"recipe": "mixed"}))

@@ -33,17 +33,6 @@ def _number(value: Any, field: str, low: float = 0.0, high: float = float("inf")
     return number
 
 
-def _bool(value: Any, field: str) -> bool:
-    from gpuplan.errors import InputError
-
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise InputError(field, value, "must be true or false")
 
 
 def _seconds(value: Any, field: str) -> float:
@@ -65,6 +54,7 @@ def _fraction(value: Any, field: str) -> float:
 
 def _contingency(f: dict[str, Any]) -> tuple[tuple[str, float | None], ...]:
     from gpuplan.budget import BudgetSettings
+    from gpuplan.core.units import parse_bool
 
     shares = dict(BudgetSettings().contingency)
     for name in CONTINGENCY_NAMES:
@@ -88,7 +78,7 @@ def budget_settings_from_raw(f: dict[str, Any]):
         kw["token_bytes"] = int(_number(f["token_bytes"], "token_bytes"))
     for key, name in (("tokenize", "tokenize_on_the_fly"), ("async_checkpoint", "async_checkpoint")):
         if key in f:
-            kw[name] = _bool(f[key], key)
+            kw[name] = parse_bool(f[key], key)
     numbers = (("bytes_per_token", "raw_bytes_per_token"), ("tokens_per_core", "tokens_per_s_per_core"),
                ("failure_rate", "failure_rate"), ("price", "price"), ("spot_price", "spot_price"))
     kw.update({name: _number(f[key], key) for key, name in numbers if key in f})

@@ -121,3 +121,15 @@ def parse_allowance(text: str | int | float, field: str = "allowance") -> float:
     if not (math.isfinite(value) and 0 <= value <= 5):
         raise InputError(field, text, "must be between 0 and 5 (0.2 = 20%)")
     return value
+
+
+def parse_bool(value: object, field: str = "flag") -> bool:
+    """'true'/'yes'/'on'/'1' -> True, 'false'/'no'/'off'/'0' -> False; anything else is an error."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise InputError(field, value, "must be true or false")
