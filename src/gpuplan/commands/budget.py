@@ -54,7 +54,6 @@ def _fraction(value: Any, field: str) -> float:
 
 def _contingency(f: dict[str, Any]) -> tuple[tuple[str, float | None], ...]:
     from gpuplan.budget import BudgetSettings
-    from gpuplan.core.units import parse_bool
 
     shares = dict(BudgetSettings().contingency)
     for name in CONTINGENCY_NAMES:
@@ -68,6 +67,7 @@ def _contingency(f: dict[str, Any]) -> tuple[tuple[str, float | None], ...]:
 def budget_settings_from_raw(f: dict[str, Any]):
     """BudgetSettings from raw values (flags or plan-file fields named as in BUDGET_KEYS)."""
     from gpuplan.budget import BudgetSettings
+    from gpuplan.core.units import parse_bool
 
     gb = 1e9
     kw: dict[str, Any] = {k: str(f[k]) for k in ("optimizer", "storage", "checkpoint_storage", "provider") if k in f}
