@@ -15,6 +15,13 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "TrainingInputs": "gpuplan.training",
+    "estimate_budget": "gpuplan.budget",
+    "MemoryInputs": "gpuplan.memory_estimate",
+    "estimate_memory": "gpuplan.memory_estimate",
+    "PlanInputs": "gpuplan.plan_estimate",
+    "plan_report": "gpuplan.plan_estimate",
+    "InferenceInputs": "gpuplan.inference_estimate",
+    "estimate_inference": "gpuplan.inference_estimate",
     "estimate_training": "gpuplan.training",
     "resolve_model": "gpuplan.resolve",
     "resolve_gpu": "gpuplan.resolve",

@@ -200,10 +200,12 @@ def validate(
 
 def _register_commands() -> None:
     from gpuplan.commands import budget as budget_command
+    from gpuplan.commands import infer as infer_command
     from gpuplan.commands import plan as plan_command
 
     plan_command.register(app)
     budget_command.register(app)
+    infer_command.register(app)
 
 
 _register_commands()

@@ -102,8 +102,16 @@ def throughput_validation_cases() -> list[Case]:
     return out
 
 
+def inference_validation() -> tuple[list[Case], list[tuple[str, str]]]:
+    """Inference cases (KV capacity, weights, decode speed) and their exclusions."""
+    from gpuplan.inference_validation import inference_excluded, inference_validation_cases
+
+    return [Case(*c) for c in inference_validation_cases()], list(inference_excluded())
+
+
 def validation_report() -> Report:
-    cases = validation_cases() + memory_validation_cases() + throughput_validation_cases()
+    inference_cases, inference_excluded = inference_validation()
+    cases = validation_cases() + memory_validation_cases() + throughput_validation_cases() + inference_cases
     kinds = sorted({c.kind for c in cases})
     summary = []
     for kind in kinds:
@@ -111,7 +119,8 @@ def validation_report() -> Report:
         summary.append((kind, len(errors), f"{mean(errors):.1%}", f"{max(errors):.1%}"))
     rows = tuple((c.id, c.kind, _amount(c), _amount(c, predicted=True), f"{c.error:+.1%}", c.basis, c.note)
                  for c in cases)
-    excluded = tuple((e["id"], e["reason"]) for e in reference_runs().get("excluded", []))
+    excluded = tuple((e["id"], e["reason"]) for e in reference_runs().get("excluded", [])) + tuple(
+        tuple(x) for x in inference_excluded)
     return Report(
         "validate", "Accuracy against published runs", (), (), (),
         notes=("error = (predicted - measured) / measured; mean and max are of |error|",),
@@ -122,8 +131,12 @@ def validation_report() -> Report:
 
 def _amount(case: Case, predicted: bool = False) -> str:
     value = case.predicted if predicted else case.measured
-    if case.kind.startswith("memory"):
+    if case.kind.startswith(("memory", "inference: weights")):
         return f"{value / 2**30:.2f} GiB"
+    if case.kind.startswith("inference: batch latency"):
+        return f"{value:.2f} s"
+    if case.kind.startswith("inference: batch-1 decode"):
+        return f"{value:.1f}"
     if case.kind.startswith("throughput"):
         return f"{value:.3f}" if value < 1 else f"{value:.1f}"
     return f"{value:,.0f}"
@@ -156,6 +169,10 @@ def accuracy_markdown(report: Report) -> str:
            "(marked *fitted*); the other families are *held out*. Known misses (docs/step.md): DeepSpeed ZeRO-3",
            "(2021) exposes far more parameter-gather time than the FSDP-style 90% overlap gpuplan assumes;",
            "FP8 rows lose to casting overheads the model does not count. Goal: mean <= 10%, max <= 25%.",
+           "",
+           "Inference kinds: KV-cache capacity and weights per GPU against serving-engine logs, decode speed",
+           "against published measurements (`src/gpuplan/catalog/reference/inference_measurements.yaml`; every",
+           "case quotes its GitHub issue or PR; see docs/inference.md).",
            ""]
     for table in report.tables:
         out += table_markdown(table)

@@ -1,0 +1,447 @@
+"""Serving estimate: the Python API behind ``gpuplan infer``.
+
+``estimate_inference(InferenceInputs(...))`` returns a Report: weights by format, the KV cache
+per token and per sequence, runtime memory and the KV budget per GPU; how many sequences fit at
+a context and how long a context fits at a batch; TTFT, time per output token, throughput vs
+batch and cost per million tokens (roofline with efficiency factors); the GPU memory the
+article's rule asks for; and the catalog configurations (GPU type x TP) that serve the load,
+smallest and cheapest first. Formulas: core/inference.py and core/kv_cache.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gpuplan.core import inference as I
+from gpuplan.core import kv_cache as K
+from gpuplan.core.hardware import Accelerator
+from gpuplan.core.units import format_bytes
+from gpuplan.errors import InputError
+from gpuplan.report.model import Assumption, Line, Report, Section, Table
+
+if TYPE_CHECKING:
+    from gpuplan.inference_inputs import Plan
+
+SEARCH_TP = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class InferenceInputs:
+    """A model, a GPU and a layout, the load (context and concurrent sequences), and how it runs."""
+
+    model: str | None = None
+    params: float | str | None = None
+    gpu: str = "a100"
+    context: int | None = None
+    """Tokens per sequence, prompt + output (default: min(4096, the model's maximum))."""
+    output_tokens: int | None = None
+    """Generated tokens per sequence (default: min(256, context // 2)); the prompt is the rest."""
+    batch: int = 1
+    """Concurrent sequences decoding together (the target concurrency of the search)."""
+    quantization: str = "auto"
+    """auto (the model's quantization_config, else its dtype; bare --params: fp16), fp32, bf16,
+    fp16, fp8, int8, int4."""
+    group_size: int | None = 128
+    kv_dtype: str = "auto"
+    tp: int = 1
+    pp: int = 1
+    runtime: I.Runtime = field(default_factory=I.Runtime)
+    block_size: int = K.DEFAULT_BLOCK_SIZE
+    efficiency: I.Efficiency = field(default_factory=I.Efficiency)
+    price_per_gpu_hour: float | None = None
+    search: bool = True
+    user_set: frozenset[str] = frozenset()
+    """Names of the inputs the user gave (marks assumptions as set)."""
+
+
+@dataclass(frozen=True)
+class Serving:
+    """One configuration evaluated: memory, capacity, speed (expected, low, high)."""
+
+    tp: int
+    pp: int
+    memory: I.Memory
+    layout: K.KVLayout
+    max_sequences: int
+    max_context: float
+    kv_tokens: int
+    ttft: tuple[I.StepTime, I.StepTime, I.StepTime]
+    tpot: tuple[I.StepTime, I.StepTime, I.StepTime]
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+
+def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serving:
+    """Memory, capacity and speed of ``plan`` on tp x pp ``gpu``s with ``batch`` sequences."""
+    spec, setup = plan.spec, plan.setup
+    memory = I.serving_memory(spec, plan.groups, gpu.memory_bytes, setup, tp, pp, gpu.name)
+    layout = K.kv_layout(spec, setup.kv_bytes, tp, pp, setup.block_size)
+    peak = gpu.peak(setup.fmt.compute_dtype)
+    kv_seq = layout.bytes_per_sequence(plan.decode_context)
+    link = gpu.scale_up_bandwidth
+    common = dict(tp=tp, pp=pp, bandwidth=gpu.memory_bandwidth, peak=peak, link=link)
+    tpot = tuple(I.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
+                               which=w, **common) for w in (0, 1, 2))
+    ttft = tuple(I.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, which=w, **common) for w in (0, 1, 2))
+    return Serving(tp, pp, memory, layout, K.max_sequences(layout, memory.kv_budget, plan.context),
+                   K.max_context(layout, memory.kv_budget, batch), K.tokens_in(layout, memory.kv_budget),
+                   ttft, tpot)
+
+
+def estimate_inference(inputs: InferenceInputs) -> Report:
+    """Serving memory, capacity, speed and cost; raises InputError on impossible requests."""
+    from gpuplan.inference_inputs import resolve_plan
+
+    _check(inputs)
+    plan = resolve_plan(inputs)
+    serving = evaluate(plan, plan.gpu, inputs.tp, inputs.pp, inputs.batch)
+    rows = search_configurations(plan, inputs.batch) if inputs.search else []
+    return build_report(inputs, plan, serving, rows)
+
+
+def _check(inputs: InferenceInputs) -> None:
+    for name in ("batch", "tp", "pp", "block_size"):
+        value = getattr(inputs, name)
+        if not isinstance(value, int) or value < 1:
+            raise InputError(name, value, "must be a positive integer")
+    if not 0 < inputs.runtime.gpu_memory_utilization <= 1:
+        raise InputError("gpu_memory_utilization", inputs.runtime.gpu_memory_utilization, "must be in (0, 1]")
+
+
+def price_for(gpu_id: str, given: float | None) -> tuple[float | None, str]:
+    """USD per GPU-hour: the user's, else the price catalog's (gpuplan.pricing when installed)."""
+    if given is not None:
+        return given, "--price-per-gpu-hour"
+    try:
+        from gpuplan.pricing import lookup_price
+    except ImportError:
+        return None, "no price catalog (gpuplan.pricing) in this version"
+    try:
+        found = lookup_price(gpu_id, "on_demand")
+    except InputError:  # the price catalog does not know this accelerator
+        found = None
+    if found is None:
+        return None, f"no on-demand price for {gpu_id} in the price catalog"
+    return float(found[0]), str(found[1])
+
+
+def search_configurations(plan: Plan, batch: int) -> list[tuple[Accelerator, Serving, float | None, str]]:
+    """For every catalog GPU that runs the format: the smallest TP in {1, 2, 4, 8} (within one
+    node) whose KV cache holds ``batch`` sequences of the plan's context."""
+    from gpuplan.catalog import hardware_entries, load_accelerator
+
+    found = []
+    for gpu_id in hardware_entries():
+        gpu = load_accelerator(gpu_id)
+        if not gpu.has_dtype(plan.setup.fmt.compute_dtype):
+            continue
+        for tp in SEARCH_TP:
+            if tp > (gpu.devices_per_node or 8):
+                break
+            try:
+                serving = evaluate(plan, gpu, tp, 1, batch)
+            except InputError:  # tp does not fit the heads
+                continue
+            if serving.max_sequences >= batch:
+                price, source = price_for(gpu.id, None)
+                found.append((gpu, serving, price, source))
+                break
+    return sorted(found, key=lambda r: (r[1].gpus, r[1].gpus * r[0].memory_bytes))
+
+
+# ----------------------------------------------------------------------------- report
+GB = 1e9
+
+
+def _gb(value: float) -> str:
+    return f"{value / GB:,.2f} GB ({format_bytes(value)})"
+
+
+def _range_line(key: str, label: str, steps, formula: str) -> Line:
+    expected, slow, fast = (s.total for s in steps)
+    text = f"{expected * 1e3:,.1f} ms ({fast * 1e3:,.1f}-{slow * 1e3:,.1f})"
+    return Line(key, label, expected, "s", text, formula, low=fast, high=slow)
+
+
+def build_report(inputs: InferenceInputs, plan: Plan, serving: Serving, rows: list) -> Report:
+    spec, gpu, fmt = plan.spec, plan.gpu, plan.setup.fmt
+    n = serving.gpus
+    sections = [_weights_section(plan, serving), _kv_section(plan, serving, inputs.batch),
+                _memory_section(plan, serving, inputs.batch), _capacity_section(plan, serving, inputs.batch),
+                _article_section(plan, inputs.batch), _speed_section(plan, serving, inputs)]
+    tables = [_curve_table(plan, serving, inputs)]
+    if inputs.search:
+        tables.append(_search_table(plan, rows, inputs))
+        sections.append(_search_section(rows, inputs))
+    report_inputs = (
+        Line("model", "model", spec.name),
+        Line("gpu", "accelerator", gpu.id, text=f"{gpu.name} ({format_bytes(gpu.memory_bytes)})"),
+        Line("layout", "layout", f"tp {serving.tp} x pp {serving.pp}",
+             text=f"tp {serving.tp} x pp {serving.pp} = {n} GPUs"),
+        Line("context", "context per sequence", plan.context, "tokens",
+             f"{plan.context:,} tokens ({plan.prompt:,} prompt + {plan.output:,} output)"),
+        Line("batch", "concurrent sequences", inputs.batch, "sequences"),
+        Line("quantization", "weight format", fmt.name, text=f"{fmt.name} ({plan.fmt_origin})"),
+        Line("kv_dtype", "KV-cache dtype", plan.kv_dtype),
+    )
+    title = f"Serving {spec.name} on {n} x {gpu.name}"
+    return Report("infer", title, report_inputs, _assumptions(plan, inputs), tuple(sections),
+                  _notes(plan, serving, inputs), tuple(tables))
+
+
+def _weights_section(plan: Plan, serving: Serving) -> Section:
+    fmt, groups = plan.setup.fmt, plan.groups
+    total = I.weight_bytes_total(groups, fmt)
+    params = groups.dense_linear + groups.routed + groups.embedding + groups.lm_head + groups.norms + groups.router
+    return Section(f"Weights ({fmt.name})", (
+        Line("params", "parameters", params, "params", f"{params / 1e9:,.2f}B"),
+        Line("bits_per_weight", "bits per quantized weight", fmt.bits_per_weight, "bits",
+             f"{fmt.bits_per_weight:.4g}", fmt.source),
+        Line("weights_total", "weights, whole model", total, "bytes", _gb(total),
+             "layer weights x bits/8 + embeddings, LM head, norms in 16-bit" if fmt.keep_16bit
+             else "parameters x bytes"),
+        Line("weights_per_gpu", "weights per GPU", serving.memory.weights, "bytes", _gb(serving.memory.weights),
+             f"layers / (tp {serving.tp}) on ceil(L/pp) layers + embedding / LM head / tp"),
+    ))
+
+
+def _kv_section(plan: Plan, serving: Serving, batch: int) -> Section:
+    spec, layout = plan.spec, serving.layout
+    whole = K.kv_layout(spec, plan.setup.kv_bytes, 1, 1, 1).bytes_per_token
+    per_seq = layout.bytes_per_sequence(plan.context)
+    attn = spec.attention
+    shape = (f"MLA: ({attn.kv_lora_rank} + {attn.qk_rope_head_dim}) x {spec.num_layers} layers x "
+             f"{plan.setup.kv_bytes:g} B" if attn.is_mla else
+             f"2 x {spec.num_layers} layers x {attn.num_kv_heads} KV heads x {attn.head_dim} x "
+             f"{plan.setup.kv_bytes:g} B")
+    lines = [
+        Line("kv_bytes_per_token", f"KV cache per token ({attn.kind.upper()}, whole model)", whole, "bytes",
+             f"{whole / 1024:,.1f} KiB", shape),
+        Line("kv_bytes_per_token_gpu", "KV cache per token per GPU", layout.bytes_per_token, "bytes",
+             f"{layout.bytes_per_token / 1024:,.1f} KiB", f"tp {serving.tp}, pp {serving.pp}"),
+        Line("kv_bytes_per_sequence", f"KV cache per sequence at {plan.context:,} tokens, per GPU", per_seq,
+             "bytes", _gb(per_seq), f"rounded up to blocks of {layout.block_size} tokens"),
+        Line("kv_bytes_batch", f"KV cache for {batch} sequence(s), per GPU", batch * per_seq, "bytes",
+             _gb(batch * per_seq)),
+    ]
+    if layout.window:
+        lines.append(Line("sliding_window", "sliding-window layers keep", layout.window, "tokens",
+                          f"{layout.window:,} tokens ({spec.num_sliding_layers} of {spec.num_layers} layers)"))
+    return Section("KV cache", tuple(lines))
+
+
+def _memory_section(plan: Plan, serving: Serving, batch: int) -> Section:
+    m = serving.memory
+    needed = m.weights + m.activations + m.fixed + batch * serving.layout.bytes_per_sequence(plan.context)
+    fits = needed <= m.usable
+    util = plan.setup.runtime.gpu_memory_utilization
+    return Section(f"Memory per GPU ({plan.gpu.name})", (
+        Line("usable", f"usable at gpu_memory_utilization {util:g}", m.usable, "bytes", _gb(m.usable),
+             "(device total - driver reserve) x utilization"),
+        Line("weights", "weights", m.weights, "bytes", _gb(m.weights)),
+        Line("activations", "activation peak (profiled prefill / sampler)", m.activations, "bytes",
+             _gb(m.activations), "max(prefill tokens x (3I/tp + 3h) x 2 B, seqs x vocab x 16 B)"),
+        Line("runtime", "CUDA context, comm buffers, CUDA graphs", m.fixed, "bytes", _gb(m.fixed)),
+        Line("kv_budget", "left for the KV cache", m.kv_budget, "bytes", _gb(m.kv_budget),
+             "usable - weights - activations - runtime"),
+        Line("needed", f"needed for {batch} sequence(s) at {plan.context:,} tokens", needed, "bytes", _gb(needed)),
+        Line("fits", "fits", fits, "", "yes" if fits else "NO" + (" (weights alone exceed it)"
+                                                                  if m.weights > m.usable else "")),
+    ))
+
+
+def _capacity_section(plan: Plan, serving: Serving, batch: int) -> Section:
+    ctx = serving.max_context
+    ctx_text = "unbounded (every layer slides)" if ctx == float("inf") else f"{ctx:,.0f} tokens"
+    if ctx != float("inf") and ctx > plan.spec.max_position_embeddings:
+        ctx_text += f" (memory only; the model's maximum is {plan.spec.max_position_embeddings:,})"
+    return Section(f"Capacity on {serving.gpus} GPU(s)", (
+        Line("max_sequences", f"concurrent sequences at {plan.context:,} tokens", serving.max_sequences,
+             "sequences", f"{serving.max_sequences:,}", "floor(KV budget / KV per sequence)"),
+        Line("max_context", f"longest context for {batch} sequence(s)", None if ctx == float("inf") else ctx,
+             "tokens", ctx_text,
+             "KV budget / batch, inverted through the block-rounded cache size"),
+        Line("kv_tokens", "KV-cache capacity", serving.kv_tokens, "tokens", f"{serving.kv_tokens:,} tokens",
+             "whole blocks x block size (vLLM's 'GPU KV cache size')"),
+    ))
+
+
+def memory_classes(dtype: str) -> list[tuple[float, float]]:
+    """(marketed GB, device bytes) of the catalog accelerators that compute in ``dtype``, smallest first."""
+    from gpuplan.catalog import hardware_entries
+
+    return sorted({(float(e["memory_gb"]), float(e.get("memory_bytes") or e["memory_gb"] * GB))
+                   for e in hardware_entries().values() if (e.get("peak_tflops") or {}).get(dtype)})
+
+
+def _article_section(plan: Plan, batch: int) -> Section:
+    """The article's check on one GPU: weights + KV cache (+ runtime) -> the memory to recommend."""
+    one = plan.setup
+    memory = I.serving_memory(plan.spec, plan.groups, 0.0, one, 1, 1)
+    kv = batch * K.kv_layout(plan.spec, one.kv_bytes, 1, 1, one.block_size).bytes_per_sequence(plan.context)
+    runtime = one.runtime
+    need = (memory.weights + kv + memory.activations + memory.fixed) / runtime.gpu_memory_utilization
+    need += runtime.driver_reserved
+    fitting = [gb for gb, size in memory_classes(one.fmt.compute_dtype) if size >= need]
+    rec = fitting[0] if fitting else None
+    return Section("GPU memory to serve it on one GPU (the article's check)", (
+        Line("weights_plus_kv", "weights + KV cache", memory.weights + kv, "bytes",
+             f"{memory.weights / GB:,.1f} GB weights + {kv / GB:,.2f} GB KV cache"),
+        Line("gpu_memory_needed", "device memory needed", need, "bytes", _gb(need),
+             "(weights + KV + activations + runtime) / utilization + driver reserve"),
+        Line("recommended_gpu_memory_gb", "recommend a GPU with at least", rec, "GB",
+             f">= {rec:g} GB" if rec else "more than any single catalog GPU: use tensor parallelism",
+             "smallest catalog memory size that holds it"),
+    ))
+
+
+def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Section:
+    tpot, ttft, batch = serving.tpot[0], serving.ttft, inputs.batch
+    rate = batch / tpot.total
+    price, source = price_for(plan.gpu.id, inputs.price_per_gpu_hour)
+    cost = I.cost_per_million_tokens(price, serving.gpus, rate) if price is not None else None
+    comm = tpot.comm_s
+    lines = [
+        _range_line("ttft", f"time to first token ({plan.prompt:,}-token prompt)", ttft,
+                    "max(FLOPs / (tp x peak x eff), weights / (bandwidth x eff)) + all-reduces; "
+                    f"{ttft[0].bound}-bound"),
+        _range_line("tpot", f"time per output token (batch {batch}, {plan.decode_context:,.0f} cached tokens)",
+                    serving.tpot, f"max((weights + batch x KV) / (bandwidth x eff), FLOPs / (peak x eff)) + "
+                    f"all-reduces; {tpot.bound}-bound"),
+        Line("tokens_per_s_sequence", "output tokens/s per sequence", 1 / tpot.total, "tokens/s",
+             f"{1 / tpot.total:,.1f}", low=1 / serving.tpot[1].total, high=1 / serving.tpot[2].total),
+        Line("tokens_per_s", f"output tokens/s, all {batch} sequences", rate, "tokens/s", f"{rate:,.0f}",
+             low=batch / serving.tpot[1].total, high=batch / serving.tpot[2].total),
+        Line("allreduce_per_token", "TP all-reduce time per output token", comm, "s",
+             f"{comm * 1e3:,.2f} ms" if serving.gpus > 1 else "none (1 GPU)",
+             f"{2 * plan.spec.num_layers} all-reduces of batch x hidden x 2 B over "
+             f"{(plan.gpu.scale_up_bandwidth or 0) / GB:,.0f} GB/s" if serving.gpus > 1 else ""),
+        Line("request_latency", f"latency of one request ({plan.prompt:,} in, {plan.output:,} out)",
+             ttft[0].total + (plan.output - 1) * tpot.total, "s",
+             f"{ttft[0].total + (plan.output - 1) * tpot.total:,.2f} s", "TTFT + (output - 1) x TPOT"),
+    ]
+    if cost is None:
+        lines.append(Line("cost_per_million_tokens", "cost per million output tokens", None, "USD",
+                          "not available: no price known (give --price-per-gpu-hour)", source))
+    else:
+        lines.append(Line("cost_per_million_tokens", "cost per million output tokens", cost, "USD",
+                          f"${cost:,.3f} (at ${price:,.2f}/GPU-hour x {serving.gpus})", source))
+    return Section("Speed (roofline; range = efficiency range)", tuple(lines))
+
+
+def _curve_table(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Table:
+    gpu, price = plan.gpu, price_for(plan.gpu.id, inputs.price_per_gpu_hour)[0]
+    kv_seq = serving.layout.bytes_per_sequence(plan.decode_context)
+    link = gpu.scale_up_bandwidth
+    rows = []
+    for b in I.batch_sizes(max(serving.max_sequences, 1)):
+        step = I.decode_step(plan.spec, plan.groups, plan.setup, kv_seq, tp=serving.tp, pp=serving.pp, batch=b,
+                             context=plan.decode_context, bandwidth=gpu.memory_bandwidth,
+                             peak=gpu.peak(plan.setup.fmt.compute_dtype), link=link)
+        rate = b / step.total
+        cost = f"{I.cost_per_million_tokens(price, serving.gpus, rate):,.3f}" if price is not None else "n/a"
+        rows.append((b, f"{step.total * 1e3:,.2f}", f"{rate:,.0f}", f"{rate / serving.gpus:,.0f}", step.bound, cost))
+    note = "" if serving.max_sequences >= 1 else " (nothing fits: shown for batch 1)"
+    return Table(f"throughput vs batch at {plan.decode_context:,.0f} cached tokens{note}",
+                 ("batch", "TPOT ms", "tokens/s", "tokens/s per GPU", "bound", "USD per 1M tokens"), tuple(rows))
+
+
+def _search_table(plan: Plan, rows: list, inputs: InferenceInputs) -> Table:
+    out = []
+    for gpu, s, price, _ in rows:
+        rate = inputs.batch / s.tpot[0].total
+        cost = f"{I.cost_per_million_tokens(price, s.gpus, rate):,.3f}" if price is not None else "n/a"
+        out.append((gpu.id, f"{gpu.memory_bytes / GB:,.0f} GB", s.tp, s.max_sequences,
+                    f"{s.tpot[0].total * 1e3:,.1f}", f"{rate:,.0f}", "n/a" if price is None else f"{price:,.2f}", cost))
+    return Table(f"catalog configurations that hold {inputs.batch} x {plan.context:,} tokens (smallest TP per GPU)",
+                 ("gpu", "memory", "tp", "max sequences", "TPOT ms", "tokens/s", "USD/GPU-h", "USD per 1M tokens"),
+                 tuple(out))
+
+
+def _search_section(rows: list, inputs: InferenceInputs) -> Section:
+    if not rows:
+        return Section("Smallest and cheapest configuration", (
+            Line("smallest_config", "smallest configuration", None, text="none within one node (TP <= 8)"),))
+    gpu, s, _, _ = rows[0]
+    lines = [Line("smallest_config", "smallest configuration", f"{s.tp} x {gpu.id}",
+                  text=f"{s.tp} x {gpu.name} (fewest GPUs, then least memory)")]
+    priced = [(price * s.gpus, gpu, s) for gpu, s, price, _ in rows if price is not None]
+    if priced:
+        hourly, gpu, s = min(priced, key=lambda r: r[0])
+        lines.append(Line("cheapest_config", "cheapest configuration", f"{s.tp} x {gpu.id}",
+                          text=f"{s.tp} x {gpu.name} at ${hourly:,.2f}/hour"))
+    else:
+        lines.append(Line("cheapest_config", "cheapest configuration", None,
+                          text="not available: no prices known (price catalog not installed)"))
+    return Section("Smallest and cheapest configuration", tuple(lines))
+
+
+def _assumptions(plan: Plan, inputs: InferenceInputs) -> tuple[Assumption, ...]:
+    r, e, fmt, u = plan.setup.runtime, plan.setup.efficiency, plan.setup.fmt, inputs.user_set
+    gib = lambda v: f"{v / 2**30:.2f} GiB"  # noqa: E731
+    price, source = price_for(plan.gpu.id, inputs.price_per_gpu_hour)
+    limits = r.batch_limits(plan.gpu.memory_bytes, plan.gpu.name)
+    return (
+        Assumption("quantization", "weight format", f"{fmt.name} ({fmt.bits_per_weight:.4g} bits/weight)",
+                   fmt.source, "--quantization / --group-size", "quantization" in u),
+        Assumption("kv_dtype", "KV-cache dtype", plan.kv_dtype, "vLLM --kv-cache-dtype auto = model dtype",
+                   "--kv-dtype", "kv_dtype" in u),
+        Assumption("gpu_memory_utilization", "gpu_memory_utilization", r.gpu_memory_utilization,
+                   "vLLM default 0.9 (newer releases 0.92)", "--gpu-memory-utilization", "gpu_memory_utilization" in u),
+        Assumption("driver_reserved", "memory not visible to CUDA", gib(r.driver_reserved),
+                   "vLLM total_gpu_memory logs (vllm#10517: 23.58 of 24 GiB)", "--driver-reserved-gib",
+                   "driver_reserved_gib" in u),
+        Assumption("non_torch", "CUDA context + cuBLAS", gib(r.non_torch),
+                   "vLLM non_torch_memory 0.35 GiB (vllm#10517)", "--runtime-gib", "runtime_gib" in u),
+        Assumption("comm_buffers", "communication buffers (tp·pp > 1)", gib(r.comm_buffers),
+                   "gpuplan assumption (vllm#16570, NVIDIA/nccl#864)", "--comm-buffer-gib", "comm_buffer_gib" in u),
+        Assumption("cuda_graphs", "CUDA-graph memory", gib(r.cuda_graphs),
+                   "counted since vLLM 0.21: ~0.5 GiB (noonghunna/club-3090#104); 0 = eager / older vLLM",
+                   "--cuda-graph-gib", "cuda_graph_gib" in u),
+        Assumption("prefill_tokens", "tokens per prefill step (activation profile)", limits[0],
+                   "vLLM serve default: 8192 on >= 70 GiB non-A100 GPUs, else 2048", "--prefill-tokens",
+                   "prefill_tokens" in u),
+        Assumption("max_num_seqs", "max sequences per step (sampler profile)", limits[1],
+                   "vLLM serve default: 1024 on >= 70 GiB non-A100 GPUs, else 256", "--max-num-seqs",
+                   "max_num_seqs" in u),
+        Assumption("block_size", "KV block size", inputs.block_size, "vLLM default 16 tokens (PagedAttention)",
+                   "--block-size", "block_size" in u),
+        Assumption("bandwidth_efficiency", "decode memory-bandwidth efficiency",
+                   f"{e.bandwidth[0]:.2f} ({e.bandwidth[1]:.2f}-{e.bandwidth[2]:.2f})",
+                   "6 published batch-1 decodes imply 0.51-0.82 (docs/inference.md)", "--bandwidth-efficiency",
+                   "bandwidth_efficiency" in u),
+        Assumption("compute_efficiency", "prefill compute efficiency (MFU)",
+                   f"{e.compute[0]:.2f} ({e.compute[1]:.2f}-{e.compute[2]:.2f})", "gpuplan prior",
+                   "--compute-efficiency", "compute_efficiency" in u),
+        Assumption("allreduce_latency", "all-reduce latency", f"{e.latency(plan.gpu.scale_up_bandwidth) * 1e6:.0f} us",
+                   "vLLM custom all-reduce on H100 (sgl-project/sglang#2904); x3 without NVLink",
+                   "--allreduce-latency-us", "allreduce_latency_us" in u),
+        Assumption("context", "context per sequence", plan.context, "default min(4096, the model's maximum)",
+                   "--context", "context" in u),
+        Assumption("output_tokens", "output tokens per sequence", plan.output, "default min(256, context / 2); "
+                   "TPOT is taken at prompt + output / 2 cached tokens", "--output-tokens", "output_tokens" in u),
+        Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:,.2f}", source,
+                   "--price-per-gpu-hour", "price_per_gpu_hour" in u),
+    )
+
+
+def _notes(plan: Plan, serving: Serving, inputs: InferenceInputs) -> tuple[str, ...]:
+    notes = list(plan.notes) + list(plan.spec.notes)
+    if serving.memory.kv_budget <= 0:
+        notes.append("no memory left for the KV cache on this layout: use more GPUs (tp), a smaller format "
+                     "(int4, fp8) or a larger GPU")
+    elif serving.max_sequences < inputs.batch:
+        notes.append(f"only {serving.max_sequences} sequence(s) of {plan.context:,} tokens fit, not {inputs.batch}: "
+                     "the engine would queue or preempt the rest")
+    if serving.pp > 1:
+        notes.append("pipeline parallel: per-token latency crosses every stage; throughput can be up to pp x higher "
+                     "when pp batches are in flight (not modelled)")
+    if plan.spec.moe is not None:
+        notes.append("MoE decode reads only the experts the batch routes to: 1 - (1 - k/E)^batch of them "
+                     "(uniform routing assumed)")
+    notes.append("speeds are a roofline with efficiency factors, not a measurement; calibrate with "
+                 "--bandwidth-efficiency / --compute-efficiency from one measured run")
+    return tuple(notes)

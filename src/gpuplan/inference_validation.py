@@ -1,0 +1,132 @@
+"""Inference kinds of ``gpuplan validate``: the serving estimate against published engine logs
+and measurements (catalog/reference/inference_measurements.yaml, every entry quoting its source).
+
+``inference_validation_cases()`` returns (case id, kind, measured, predicted, basis, note) tuples;
+error = (predicted - measured) / measured, as for the training kinds. Each case is predicted with
+the same core functions ``gpuplan infer`` uses, with the engine settings the source states and the
+defaults for everything else (bandwidth efficiency 0.65, compute efficiency 0.5).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from gpuplan.core import inference as I
+from gpuplan.core import kv_cache as K
+from gpuplan.errors import InputError
+
+GiB = 2**30
+KIND_KV = "inference: KV tokens in the logged KV memory"
+KIND_CAPACITY = "inference: KV capacity (tokens) from GPU + settings"
+KIND_WEIGHTS = "inference: weights per GPU (bytes)"
+KIND_DECODE = "inference: batch-1 decode tokens/s"
+KIND_LATENCY = "inference: batch latency (s), prefill + decode"
+Case = tuple[str, str, float, float, str, str]
+
+
+@cache
+def reference_measurements() -> dict[str, Any]:
+    """The packaged inference reference set (parsed YAML)."""
+    import yaml
+
+    text = (resources.files("gpuplan.catalog") / "reference" / "inference_measurements.yaml").read_text("utf-8")
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict) or "kv_tokens" not in data:
+        raise InputError("reference", "inference_measurements.yaml", "expected a mapping with 'kv_tokens'")
+    return data
+
+
+def _model(name: str):
+    from gpuplan.catalog import load_model
+
+    return load_model(name)
+
+
+def _gpu(name: str):
+    from gpuplan.catalog import load_accelerator
+
+    return load_accelerator(name)
+
+
+def _format(entry: dict[str, Any]) -> I.WeightFormat:
+    return I.weight_format(entry["quantization"], entry.get("group_size", 128), entry.get("zero_point", True))
+
+
+def _kv_case(e: dict[str, Any]) -> Case:
+    spec = _model(e["model"])
+    layout = K.kv_layout(spec, K.KV_DTYPE_BYTES[e["kv_dtype"]], e["tp"], 1, e["block_size"])
+    predicted = K.tokens_in(layout, e["logged_kv_gib"] * GiB)
+    basis = f"{e['logged_kv_gib']} GiB / {layout.bytes_per_token:,.0f} B per token per GPU, blocks of {e['block_size']}"
+    return e["id"], KIND_KV, float(e["measured_tokens"]), float(predicted), basis, e.get("engine", "")
+
+
+def _capacity_case(e: dict[str, Any]) -> Case:
+    spec, gpu = _model(e["model"]), _gpu(e["gpu"])
+    runtime = I.Runtime(gpu_memory_utilization=e["gpu_memory_utilization"], cuda_graphs=e["cuda_graph_gib"] * GiB,
+                        prefill_tokens=e["prefill_tokens"], max_num_seqs=e["max_num_seqs"])
+    setup = I.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], runtime)
+    memory = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name)
+    predicted = K.tokens_in(K.kv_layout(spec, setup.kv_bytes, e["tp"], 1, 16), memory.kv_budget)
+    basis = (f"{gpu.id} x{e['tp']}, util {e['gpu_memory_utilization']}: weights {memory.weights / GiB:.2f} + "
+             f"activations {memory.activations / GiB:.2f} + runtime {memory.fixed / GiB:.2f} GiB -> "
+             f"KV {memory.kv_budget / GiB:.2f} GiB")
+    return e["id"], KIND_CAPACITY, float(e["measured_tokens"]), float(predicted), basis, e.get("engine", "")
+
+
+def _weights_case(e: dict[str, Any]) -> Case:
+    spec = _model(e["model"])
+    fmt = _format(e)
+    predicted = I.weight_bytes_per_gpu(I.param_groups(spec), fmt, spec.num_layers, e["tp"], 1)
+    basis = f"{fmt.name}, tp {e['tp']}: layers x {fmt.bits_per_weight:g} bits + 16-bit embeddings, / tp"
+    return e["id"], KIND_WEIGHTS, e["measured_gib"] * GiB, predicted, basis, ""
+
+
+def _decode_case(e: dict[str, Any]) -> Case:
+    spec, gpu, fmt = _model(e["model"]), _gpu(e["gpu"]), _format(e)
+    setup = I.ServingSetup(fmt, K.KV_DTYPE_BYTES["fp16"])
+    layout = K.kv_layout(spec, setup.kv_bytes, 1, 1, 16)
+    step = I.decode_step(spec, I.param_groups(spec), setup, layout.bytes_per_sequence(e["context"]), tp=1, pp=1,
+                         batch=1, context=e["context"], bandwidth=gpu.memory_bandwidth,
+                         peak=gpu.peak(fmt.compute_dtype), link=gpu.scale_up_bandwidth)
+    predicted = 1.0 / step.total
+    implied = setup.efficiency.bandwidth[0] * e["measured_tokens_per_s"] / predicted
+    basis = (f"{fmt.name} ({fmt.bits_per_weight:g} bits) on {gpu.id} at {gpu.memory_bandwidth / 1e12:g} TB/s x 0.65; "
+             f"implied bandwidth efficiency {implied:.2f}")
+    return e["id"], KIND_DECODE, float(e["measured_tokens_per_s"]), predicted, basis, e.get("engine", "")
+
+
+def _latency_case(e: dict[str, Any]) -> Case:
+    spec, gpu, fmt = _model(e["model"]), _gpu(e["gpu"]), _format(e)
+    setup, tp, batch = I.ServingSetup(fmt, K.KV_DTYPE_BYTES["fp16"]), e["tp"], e["batch"]
+    groups, peak, link = I.param_groups(spec), gpu.peak(fmt.compute_dtype), gpu.scale_up_bandwidth
+    prompt, output = e["prompt_tokens"], e["output_tokens"]
+    eff = setup.efficiency
+    prefill = I.step_time(I.decode_weight_bytes_read(spec, groups, fmt, tp, batch * prompt),
+                          batch * I.prefill_flops(spec, prompt), batch * prompt, spec, tp=tp, pp=1,
+                          bandwidth=gpu.memory_bandwidth, peak=peak, link=link, bw_eff=eff.bandwidth[0],
+                          compute_eff=eff.compute[0], latency_s=eff.latency(link))
+    context = prompt + output / 2
+    kv_seq = K.kv_layout(spec, setup.kv_bytes, tp, 1, 16).bytes_per_sequence(context)
+    decode = I.decode_step(spec, groups, setup, kv_seq, tp=tp, pp=1, batch=batch, context=context,
+                           bandwidth=gpu.memory_bandwidth, peak=peak, link=link)
+    predicted = prefill.total + (output - 1) * decode.total
+    basis = (f"prefill {prefill.total:.2f} s ({prefill.bound}) + {output - 1} x {decode.total * 1e3:.1f} ms "
+             f"({decode.bound}, all-reduce {decode.comm_s * 1e3:.1f} ms)")
+    return e["id"], KIND_LATENCY, float(e["measured_seconds"]), predicted, basis, e.get("engine", "")
+
+
+_BUILDERS = {"kv_tokens": _kv_case, "capacity": _capacity_case, "weights": _weights_case,
+             "decode": _decode_case, "latency": _latency_case}
+
+
+def inference_validation_cases() -> list[Case]:
+    """Every inference reference case as (id, kind, measured, predicted, basis, note)."""
+    data = reference_measurements()
+    return [build(entry) for section, build in _BUILDERS.items() for entry in data.get(section, [])]
+
+
+def inference_excluded() -> list[tuple[str, str]]:
+    """(id, reason) of reference entries kept out of the summary."""
+    return [(e["id"], e["reason"]) for e in reference_measurements().get("excluded", [])]

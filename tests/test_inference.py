@@ -1,0 +1,273 @@
+"""Serving formulas by hand: weights by format, KV cache (MHA/GQA/MQA/MLA/sliding/fp8/TP/PP),
+runtime memory and capacity, the decode/prefill roofline, all-reduce, cost, and the article's 7B."""
+
+import math
+
+import pytest
+
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core import inference as I
+from gpuplan.core import kv_cache as K
+from gpuplan.core.model import count_parameters
+from gpuplan.errors import InputError
+from gpuplan.inference_estimate import InferenceInputs, estimate_inference
+
+GiB = 2**30
+
+
+def report(**kw):
+    return estimate_inference(InferenceInputs(search=False, **kw))
+
+
+# ----------------------------------------------------------------------------- the article
+def test_article_7b_fp16_is_14_gb_plus_kv_and_wants_24_gb():
+    r = report(params="7B")
+    assert r.value("weights_total") == pytest.approx(14e9)  # 7e9 parameters x 2 bytes
+    # generic 7B = Llama-2-7B shape (32 layers, 32 KV heads of 128): 2 x 32 x 32 x 128 x 2 B = 512 KiB/token
+    assert r.value("kv_bytes_per_token") == 524_288
+    assert r.value("kv_bytes_per_sequence") == 4096 * 524_288  # default context 4,096 tokens: 2 GiB
+    assert r.value("recommended_gpu_memory_gb") == 24
+    # (14 GB + 2.15 GB KV + activations + runtime) / 0.9 + 0.5 GiB is above 16 GB, below 24 GB
+    assert 16e9 < r.value("gpu_memory_needed") < 24e9
+
+
+def test_recommendation_only_counts_accelerators_that_run_the_format():
+    # Gemma-2-9B int4 + fp8 KV needs ~10 GB: the 16 GB TPU v5e has no fp16 path, so 24 GB is the answer
+    r = report(model="gemma-2-9b", gpu="l4", context=8192, batch=4, quantization="int4", kv_dtype="fp8")
+    assert r.value("gpu_memory_needed") < 16e9
+    assert r.value("recommended_gpu_memory_gb") == 24
+
+
+# ----------------------------------------------------------------------------- weights by format
+@pytest.mark.parametrize("name, group, zero, bits", [
+    ("int4", 128, True, 4 + (16 + 4) / 128),  # GPTQ/AWQ: 4.15625 bits per weight
+    ("int4", 32, False, 4 + 16 / 32),         # llama.cpp Q4_0 / MLC q4f16_1: 4.5
+    ("int4", None, True, 4.0),                # per-channel: scales negligible
+    ("int8", 128, True, 8.0), ("fp8", 128, True, 8.0), ("bf16", 128, True, 16.0), ("fp32", 128, True, 32.0),
+])
+def test_bits_per_weight(name, group, zero, bits):
+    assert I.weight_format(name, group, zero).bits_per_weight == pytest.approx(bits)
+
+
+def test_int4_keeps_embeddings_and_lm_head_in_16_bit():
+    spec = load_model("llama-3.1-8b")
+    c = count_parameters(spec)
+    groups = I.param_groups(spec)
+    fmt = I.weight_format("int4", 128)
+    emb_head = c.embedding + c.lm_head  # 2 x 128,256 x 4,096
+    layers = c.total - emb_head - c.norms
+    expected = layers * 4.15625 / 8 + (emb_head + c.norms) * 2
+    assert I.weight_bytes_total(groups, fmt) == pytest.approx(expected)
+    assert I.weight_bytes_total(groups, I.FORMATS["bf16"]) == 2 * c.total
+
+
+def test_weights_split_over_tp_and_pp():
+    spec = load_model("llama-2-7b")
+    groups, fmt = I.param_groups(spec), I.FORMATS["fp16"]
+    total = I.weight_bytes_total(groups, fmt)
+    emb = 32000 * 4096 * 2  # untied: embedding and LM head both 262 MB
+    norms = groups.norms * 2
+    assert I.weight_bytes_per_gpu(groups, fmt, 32, tp=2) == pytest.approx((total - norms) / 2 + norms)
+    # pp 2: 16 of 32 layers, plus the larger of the first stage's embedding and the last's LM head
+    layers = total - 2 * emb
+    assert I.weight_bytes_per_gpu(groups, fmt, 32, pp=2) == pytest.approx(layers / 2 + emb, rel=1e-4)
+
+
+# ----------------------------------------------------------------------------- KV cache
+@pytest.mark.parametrize("model, per_token", [
+    ("llama-2-7b", 2 * 32 * 32 * 128 * 2),       # MHA
+    ("llama-3.1-8b", 2 * 32 * 8 * 128 * 2),      # GQA: 131,072 B
+    ("falcon-7b", 2 * 32 * 1 * 64 * 2),          # MQA: one KV head
+    ("deepseek-v2-lite", (512 + 64) * 27 * 2),   # MLA: latent 512 + RoPE key 64 per layer (DeepSeek-V2 Sec. 2.1)
+    ("deepseek-v3", (512 + 64) * 61 * 2),        # 70,272 B for 61 layers of a 671B model
+])
+def test_kv_bytes_per_token(model, per_token):
+    assert K.kv_layout(load_model(model), 2).bytes_per_token == per_token
+
+
+def test_fp8_kv_halves_the_cache_and_tp_splits_kv_heads():
+    spec = load_model("llama-3.1-70b")  # 80 layers, 8 KV heads of 128
+    assert K.kv_layout(spec, 1).bytes_per_token == 2 * 80 * 8 * 128 * 1
+    assert K.kv_layout(spec, 2, tp=8).bytes_per_token == 2 * 80 * 1 * 128 * 2  # one KV head per GPU
+    assert K.kv_layout(spec, 2, tp=16).bytes_per_token == 2 * 80 * 1 * 128 * 2  # replicated, not smaller
+    assert K.kv_layout(spec, 2, pp=2).bytes_per_token == 2 * 40 * 8 * 128 * 2  # 40 layers per stage
+
+
+def test_mla_latent_is_replicated_over_tp():
+    spec = load_model("deepseek-v3")
+    assert K.kv_layout(spec, 2, tp=8).bytes_per_token == (512 + 64) * 61 * 2
+
+
+def test_tp_not_dividing_kv_heads_is_an_input_error():
+    with pytest.raises(InputError, match="key/value heads"):  # Qwen2.5-7B: 28 heads, 4 KV heads
+        K.kv_layout(load_model("qwen2.5-7b"), 2, tp=7)
+    with pytest.raises(InputError, match="attention heads"):
+        K.kv_layout(load_model("llama-3.1-8b"), 2, tp=3)
+
+
+def test_block_rounding():
+    layout = K.kv_layout(load_model("llama-3.1-8b"), 2)
+    assert layout.bytes_per_sequence(4097) == 4112 * 131_072  # 257 blocks of 16 tokens
+    assert K.tokens_in(layout, 16 * 131_072 * 10 + 1) == 160  # whole blocks only
+
+
+def test_sliding_window_layers_hold_at_most_the_window():
+    spec = load_model("gemma-2-9b")  # 42 layers alternating sliding (4,096) / full; 8 KV heads of 256
+    layout = K.kv_layout(spec, 2)
+    per_layer = 2 * 8 * 256 * 2  # 8,192 B per token per layer
+    assert layout.bytes_per_sequence(2048) == 42 * 2048 * per_layer
+    assert layout.bytes_per_sequence(8192) == (21 * 8192 + 21 * 4096) * per_layer
+    budget = 3 * layout.bytes_per_sequence(8192)
+    assert K.max_sequences(layout, budget, 8192) == 3
+    assert K.max_context(layout, budget, 3) == 8192  # the inversion round-trips
+    # every Mistral-7B-v0.1 layer slides (window 4,096): memory never limits the context
+    assert K.max_context(K.kv_layout(load_model("mistral-7b-v0.1"), 2), 10 * GiB, 4) == math.inf
+
+
+def test_max_context_full_attention():
+    layout = K.kv_layout(load_model("llama-3.1-8b"), 2)
+    # 10 GiB for 4 sequences: 2.5 GiB each / 131,072 B = 20,480 tokens
+    assert K.max_context(layout, 10 * GiB, 4) == 20480
+
+
+# ----------------------------------------------------------------------------- memory and capacity
+def test_activation_profile_matches_vllm_10517():
+    # vLLM profile of Llama-3.1-8B on an RTX 3090: peak_torch - weights = 17.06 - 14.99 = 2.07 GiB
+    # at 20,000 tokens; 20,000 x 2 B x (3 x 14,336 + 3 x 4,096) = 2,211,840,000 B = 2.06 GiB
+    spec = load_model("llama-3.1-8b")
+    assert I.activation_peak_bytes(spec, 20000, 256) == 2_211_840_000
+    assert I.activation_peak_bytes(spec, 20000, 256) / GiB == pytest.approx(2.07, abs=0.02)
+
+
+def test_kv_budget_by_hand():
+    spec, gpu = load_model("llama-3.1-8b"), load_accelerator("rtx-3090")
+    runtime = I.Runtime(cuda_graphs=0, prefill_tokens=20000, max_num_seqs=256)
+    memory = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, I.ServingSetup(I.FORMATS["bf16"], 2,
+                                                                                              runtime), 1, 1)
+    usable = (24 * GiB - 0.5 * GiB) * 0.9  # 21.15 GiB
+    weights = 2 * 8_030_261_248  # Llama-3.1-8B bf16
+    assert memory.kv_budget == pytest.approx(usable - weights - 2_211_840_000 - 0.35 * GiB)
+    assert memory.kv_budget / GiB == pytest.approx(3.81, abs=0.05)  # vLLM logged kv_cache_size=3.81GiB
+
+
+def test_vllm_serve_batch_defaults_by_gpu():
+    runtime = I.Runtime()
+    assert runtime.batch_limits(load_accelerator("h100").memory_bytes, "NVIDIA H100") == (8192, 1024)
+    assert runtime.batch_limits(load_accelerator("a100").memory_bytes, "NVIDIA A100 80GB") == (2048, 256)
+    assert runtime.batch_limits(24 * GiB, "L4") == (2048, 256)
+
+
+def test_capacity_in_report_is_consistent():
+    r = report(model="llama-3.1-8b", gpu="h100", context=8192, batch=8)
+    budget, per_seq = r.value("kv_budget"), r.value("kv_bytes_per_sequence")
+    assert r.value("max_sequences") == budget // per_seq
+    assert r.value("kv_tokens") == (budget // (16 * 131_072)) * 16
+    assert r.value("fits") is True
+
+
+# ----------------------------------------------------------------------------- speed
+def test_decode_batch1_is_weights_plus_kv_over_bandwidth():
+    spec, gpu = load_model("llama-2-7b"), load_accelerator("a100")
+    setup = I.ServingSetup(I.FORMATS["fp16"], 2)
+    kv = K.kv_layout(spec, 2).bytes_per_sequence(1024)
+    step = I.decode_step(spec, I.param_groups(spec), setup, kv, tp=1, pp=1, batch=1, context=1024,
+                         bandwidth=gpu.memory_bandwidth, peak=gpu.peak("fp16"), link=gpu.scale_up_bandwidth)
+    # every weight but the input embedding (a row lookup) once, plus 1,024 tokens x 512 KiB of KV
+    read = 2 * (6_738_415_616 - 32000 * 4096) + 1024 * 524_288
+    assert step.memory_s == pytest.approx(read / (2.039e12 * 0.65))  # 10.4 ms
+    assert step.bound == "memory" and step.comm_s == 0
+
+
+def test_prefill_is_compute_bound_flops_over_peak():
+    spec, gpu = load_model("llama-2-7b"), load_accelerator("a100")
+    step = I.prefill_step(spec, I.param_groups(spec), I.ServingSetup(I.FORMATS["fp16"], 2), tp=1, pp=1, prompt=2048,
+                          bandwidth=gpu.memory_bandwidth, peak=gpu.peak("fp16"), link=None)
+    # 2 FLOPs per matmul weight per token (6.48e9 weights in the layers), causal attention
+    # 2 x 32 heads x 256 x (2049/2) keys x 32 layers, LM head once: 2 x 32000 x 4096
+    layers = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)
+    flops = 2048 * (2 * layers + 2 * 32 * 256 * 2049 / 2 * 32) + 2 * 32000 * 4096
+    assert step.bound == "compute"
+    assert step.compute_s == pytest.approx(flops / (312e12 * 0.5))
+
+
+def test_moe_decode_reads_only_touched_experts():
+    assert I.expected_expert_fraction(8, 2, 1) == pytest.approx(0.25)
+    assert I.expected_expert_fraction(8, 2, 2) == pytest.approx(1 - 0.75**2)
+    spec = load_model("mixtral-8x7b")
+    groups, fmt = I.param_groups(spec), I.FORMATS["bf16"]
+    one = I.decode_weight_bytes_read(spec, groups, fmt, 1, 1)
+    assert one == pytest.approx(2 * (groups.dense_linear + 0.25 * groups.routed + groups.router + groups.lm_head
+                                     + groups.norms))
+
+
+def test_allreduce_ring_cost():
+    # 1 MB over NVLink 900 GB/s (450 per direction), tp 2: 8 us + 2 x 1/2 x 1e6 / 450e9
+    assert I.allreduce_seconds(1e6, 2, 900e9, 8e-6) == pytest.approx(8e-6 + 1e6 / 450e9)
+    assert I.allreduce_seconds(1e6, 1, 900e9, 8e-6) == 0.0
+    assert I.Efficiency().latency(64e9) == pytest.approx(24e-6)  # PCIe: x3
+
+
+def test_tp_adds_allreduce_time_per_token():
+    r = report(model="llama-3.1-70b", gpu="h100", tp=4, context=4096, batch=1)
+    # 160 all-reduces of 1 x 8,192 x 2 B: 160 x (8 us + 1.5 x 16,384 / 450e9)
+    assert r.value("allreduce_per_token") == pytest.approx(160 * (8e-6 + 1.5 * 16384 / 450e9))
+
+
+def test_cost_per_million_tokens():
+    # $2/GPU-hour x 8 GPUs at 1,000 tokens/s: 16 $/h / 3.6e6 tokens/h x 1e6
+    assert I.cost_per_million_tokens(2.0, 8, 1000.0) == pytest.approx(16 / 3.6)
+
+
+def test_throughput_curve_rises_with_batch():
+    r = report(model="llama-3.1-8b", gpu="h100", context=4096, price_per_gpu_hour=2.0)
+    rows = r.tables[0].rows
+    rates = [float(row[2].replace(",", "")) for row in rows]
+    assert rows[0][0] == 1 and rates == sorted(rates) and rates[-1] > 10 * rates[0]
+    assert r.value("cost_per_million_tokens") == pytest.approx(
+        I.cost_per_million_tokens(2.0, 1, r.value("tokens_per_s")))
+
+
+def test_cost_not_available_without_price(monkeypatch):
+    import gpuplan.inference_estimate as E
+
+    monkeypatch.setattr(E, "price_for", lambda gpu_id, given: (None, "no price"))
+    r = report(model="llama-3.1-8b", gpu="h100")
+    assert r.value("cost_per_million_tokens") is None
+    assert "not available" in r.line("cost_per_million_tokens").text
+
+
+# ----------------------------------------------------------------------------- examples from the issue
+def test_70b_on_2_to_8_gpus():
+    sequences = {}
+    for tp in (2, 4, 8):
+        r = report(model="llama-3.1-70b", gpu="h100", tp=tp, context=8192, batch=16)
+        sequences[tp] = r.value("max_sequences")
+        assert r.value("weights_per_gpu") == pytest.approx(2 * 70.55e9 / tp, rel=0.01)
+    assert sequences[2] < 16 <= sequences[4] < sequences[8]
+
+
+def test_mla_and_moe_examples_run():
+    r = report(model="deepseek-v2-lite", gpu="a100", context=32768, batch=16)
+    assert r.value("kv_bytes_per_sequence") == 32768 * 31_104  # 0.95 GiB, as vLLM reports (vllm#15871)
+    r = report(model="qwen3-30b-a3b", gpu="h100", context=32768, batch=4)
+    assert r.value("kv_bytes_per_token") == 2 * 48 * 4 * 128 * 2
+    assert r.value("weights_total") == pytest.approx(2 * 30.53e9, rel=0.001)
+
+
+def test_search_finds_smallest_configuration():
+    r = estimate_inference(InferenceInputs(model="llama-3.1-70b", gpu="h100", context=8192, batch=16))
+    table = next(t for t in r.tables if t.title.startswith("catalog configurations"))
+    first = table.records()[0]
+    assert first["max sequences"] >= 16
+    gpus = [rec["tp"] for rec in table.records()]
+    assert gpus == sorted(gpus)  # fewest GPUs first
+    assert r.value("smallest_config") == f"{first['tp']} x {first['gpu']}"
+
+
+@pytest.mark.parametrize("model", sorted(__import__("gpuplan.catalog", fromlist=["x"]).model_entries()))
+def test_every_catalog_model_estimates(model):
+    from gpuplan.report.render import to_json, to_markdown
+
+    r = report(model=model, gpu="h200")
+    assert r.value("kv_bytes_per_token") > 0 and r.value("weights_total") > 0 and r.value("tpot") > 0
+    assert to_json(r) and to_markdown(r)  # no inf/NaN reaches the JSON
