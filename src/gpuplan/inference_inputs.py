@@ -12,7 +12,7 @@ from gpuplan.core import inference as I
 from gpuplan.core import kv_cache as K
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
-from gpuplan.core.units import parse_count, parse_fraction
+from gpuplan.core.units import parse_bool, parse_count, parse_fraction
 from gpuplan.errors import InputError
 from gpuplan.inference_estimate import InferenceInputs
 
@@ -95,16 +95,9 @@ def inference_inputs_from_raw(raw: dict[str, Any]) -> InferenceInputs:
         (_int(f["group_size"], "group_size") if "group_size" in f else 128),
         price_per_gpu_hour=_number(f["price_per_gpu_hour"], "price_per_gpu_hour", 0, 1e4)
         if "price_per_gpu_hour" in f else None,
-        search=_bool(f.get("search", True), "search"), user_set=frozenset(f), **ints)
+        search=parse_bool(f.get("search", True), "search"), user_set=frozenset(f), **ints)
 
 
-def _bool(value: Any, field: str) -> bool:
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise InputError(field, value, "must be true or false")
 
 
 # ----------------------------------------------------------------------------- resolution
