@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from gpuplan.budget import BudgetSettings, budget_assumptions, budget_sections, compute_budget, estimate_budget
+from gpuplan.budget import BudgetSettings, budget_sections, compute_budget, estimate_budget
+from gpuplan.budget_sections import budget_assumptions
 from gpuplan.commands.budget import register
 from gpuplan.core import reliability as R
 from gpuplan.resolve import resolve_gpu, resolve_model

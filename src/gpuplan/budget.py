@@ -3,7 +3,7 @@
 ``budget_sections(spec, gpu, gpus=..., wall_seconds=..., gpu_hours=..., tokens=...)`` takes the
 numbers a training estimate already has and returns the report sections "Data loading",
 "Checkpoints", "Failures and goodput", "Cost (on-demand vs spot)" and "Contingency budget";
-``budget_assumptions(settings)`` lists every default they use with its source and flag.
+``budget_sections.budget_assumptions(settings)`` lists every default they use with its source and flag.
 ``compute_budget`` returns sections, assumptions, tables and notes together.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
@@ -23,7 +23,6 @@ from gpuplan.core import reliability as R
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
 from gpuplan.errors import InputError
-from gpuplan.core.units import format_duration
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
 
 # Llama 2 (arXiv:2307.09288, Sec. 2.2): "a global batch-size of 4M tokens".
@@ -265,6 +264,10 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
                    recipe: str = "mixed", zero: int = 1, model_parallel: int = 1,
                    settings: BudgetSettings | None = None) -> Budget:
     """All budget sections, their assumptions, the cluster-size table and notes for one run."""
+    from gpuplan.budget_sections import (_checkpoint_section, _contingency_section, _cost_section,
+                                         _data_section, _failure_section, _notes, _scaling_table,
+                                         budget_assumptions)
+
     s = settings or BudgetSettings()
     validate_settings(s)
     run = run_facts(spec, gpu, gpus=gpus, wall_seconds=wall_seconds, gpu_hours=gpu_hours, tokens=tokens,
@@ -290,346 +293,6 @@ def budget_sections(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seco
                           global_batch_tokens=global_batch_tokens, step_seconds=step_seconds, recipe=recipe,
                           zero=zero, model_parallel=model_parallel, settings=settings).sections
 
-
-# ---- formatting -----------------------------------------------------------------------------
-
-def _gb(n: float) -> str:
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
-        if n >= 0.1 * scale:
-            return f"{n / scale:,.2f} {unit}"
-    return f"{n / 1e3:,.2f} KB"
-
-
-def _rate(n: float) -> str:
-    return f"{_gb(n)}/s"
-
-
-def _usd(x: float | None) -> str:
-    return "n/a (no price: give --price)" if x is None else f"${x:,.0f}"
-
-
-def _days(seconds: float) -> str:
-    return f"{seconds / 86400:,.2f} days"
-
-
-def _pct(x: float) -> str:
-    return f"{x:.1%}"
-
-
-# ---- sections -------------------------------------------------------------------------------
-
-def _data_section(run: RunFacts, s: BudgetSettings) -> Section:
-    id_bytes = s.token_bytes or IO.token_id_bytes(run.spec.vocab_size)
-    read_bytes = s.raw_bytes_per_token if s.tokenize_on_the_fly else id_bytes
-    store = storage_spec(s.storage)
-    read_node = s.storage_read or store.read_per_node()
-    need = IO.data_loading(IO.required_tokens_per_s(run.global_batch_tokens, run.step_seconds), run.nodes, read_bytes,
-                           read_node, s.tokenize_on_the_fly, s.tokens_per_s_per_core, s.cpu_cores_per_node)
-    per_node = need.tokens_per_s_per_node
-    cores = IO.cores_needed(per_node, s.tokens_per_s_per_core)
-    step_src = "given" if run.step_given else f"global batch / (tokens / wall-clock) = {run.global_batch_tokens:,.0f} " \
-        f"/ ({run.tokens:.3g} / {run.wall_seconds:,.0f} s)"
-    lines = [
-        Line("io_global_batch_tokens", "global batch", run.global_batch_tokens, "tokens", f"{run.global_batch_tokens:,.0f}"),
-        Line("io_step_seconds", "step time", run.step_seconds, "s", f"{run.step_seconds:.3g} s", step_src),
-        Line("io_tokens_per_s", "required input rate (whole job)", need.tokens_per_s, "tokens/s",
-             f"{need.tokens_per_s:,.0f} tokens/s", "global batch / step time"),
-        Line("io_nodes", "nodes", run.nodes, "nodes", f"{run.nodes:,}",
-             f"{run.gpus:,.0f} GPUs / {run.devices_per_node} per node"),
-        Line("io_tokens_per_s_per_node", "input rate per node", per_node, "tokens/s", f"{per_node:,.0f} tokens/s"),
-        Line("io_bytes_per_s_pretokenized", "read rate per node, pre-tokenised", per_node * id_bytes, "bytes/s",
-             _rate(per_node * id_bytes), f"tokens/s x {id_bytes} B token id ({'uint16' if id_bytes == 2 else 'int32'}; "
-             f"vocab {run.spec.vocab_size:,})"),
-        Line("io_bytes_per_s_raw", "read rate per node, raw text", per_node * s.raw_bytes_per_token, "bytes/s",
-             _rate(per_node * s.raw_bytes_per_token), f"tokens/s x {s.raw_bytes_per_token:g} B of text per token",
-             per_node * IO.RAW_BYTES_PER_TOKEN_RANGE[0], per_node * IO.RAW_BYTES_PER_TOKEN_RANGE[1]),
-        Line("io_cpu_cores_per_node", "CPU cores per node to tokenise on the fly", cores, "cores",
-             f"{cores:.2g} of {s.cpu_cores_per_node}" + ("" if s.tokenize_on_the_fly else " (data is pre-tokenised)"),
-             f"tokens/s per node / {s.tokens_per_s_per_core:.3g} tokens/s per core",
-             per_node / IO.TOKENS_PER_S_PER_CORE_RANGE[1], per_node / IO.TOKENS_PER_S_PER_CORE_RANGE[0]),
-        Line("io_storage_read_per_node", f"storage read per node ({store.kind})", read_node, "bytes/s", _rate(read_node),
-             "given" if s.storage_read else "min(node link, shared bandwidth / node) - catalog/storage.toml"),
-        Line("io_headroom", "input supply / need", need.headroom, "x", f"{need.headroom:,.0f}x",
-             "min(storage / bytes per token, cores x tokens/s per core) / need"),
-        Line("io_bound", "what bounds the step", need.bound_by, "", _verdict(need, run)),
-    ]
-    if need.bound_by != "gpu":
-        slow = need.data_bound_step_seconds(run.global_batch_tokens, run.nodes)
-        lines.append(Line("io_data_bound_step_seconds", "step time set by data loading", slow, "s", f"{slow:.3g} s",
-                          "global batch / (supply per node x nodes)"))
-    return Section("Data loading", tuple(lines))
-
-
-def _verdict(need: IO.DataLoading, run: RunFacts) -> str:
-    if need.bound_by == "gpu":
-        return f"the GPUs: input supply is {need.headroom:,.0f}x the need"
-    slow = need.data_bound_step_seconds(run.global_batch_tokens, run.nodes)
-    return f"DATA LOADING ({need.bound_by}): step {slow:.3g} s instead of {run.step_seconds:.3g} s"
-
-
-def _checkpoint_section(run: RunFacts, s: BudgetSettings, sc: Scenario) -> Section:
-    size, plan = sc.size, sc.on_demand
-    bpp = size.bytes_per_param
-    kind = s.checkpoint_storage or s.storage
-    stall = plan.checkpoint_cost
-    return Section("Checkpoints", (
-        Line("ckpt_bytes_weights", "weights", size.weights, "bytes", _gb(size.weights),
-             f"{size.weights / size.params:g} B/param x {size.params:.4g} params"),
-        Line("ckpt_bytes_master", "fp32 master weights", size.master, "bytes", _gb(size.master),
-             f"{size.master / size.params:g} B/param (recipe '{run.recipe}')"),
-        Line("ckpt_bytes_optimizer", "optimizer states", size.optimizer, "bytes", _gb(size.optimizer),
-             f"{size.optimizer / size.params:g} B/param ({s.optimizer})"),
-        Line("ckpt_bytes_total", "checkpoint size", size.total, "bytes", _gb(size.total),
-             f"{bpp:g} B/param: weights + master + optimizer (gradients are not saved)"),
-        Line("ckpt_writers", "ranks writing a shard", size.writers, "ranks", f"{size.writers:,}",
-             "every rank (ZeRO/FSDP shards states)" if run.zero >= 1 else "one replica: tp x pp ranks (DDP)"),
-        Line("ckpt_shard_bytes", "shard per writing rank", size.shard, "bytes", _gb(size.shard), "size / writers"),
-        Line("ckpt_write_bandwidth", f"write bandwidth ({kind})", sc.write_bandwidth, "bytes/s", _rate(sc.write_bandwidth),
-             "writer nodes x min(node link, shared bandwidth / node)"),
-        Line("ckpt_write_seconds", "write time", sc.write_seconds, "s", f"{sc.write_seconds:.3g} s", "size / bandwidth"),
-        Line("ckpt_stall_sync_seconds", "GPU stall, synchronous save", sc.stall_sync, "s", f"{sc.stall_sync:.3g} s",
-             "= write time"),
-        Line("ckpt_stall_async_seconds", "GPU stall, asynchronous save", sc.stall_async, "s", f"{sc.stall_async:.3g} s",
-             f"shard / {s.host_copy / 1e9:g} GB/s device-to-host copy"),
-        Line("ckpt_stall_seconds", "stall per checkpoint used", stall, "s", f"{stall:.3g} s",
-             "asynchronous" if s.async_checkpoint else "synchronous (--async-checkpoint to change)"),
-        Line("ckpt_interval_seconds", "checkpoint interval", plan.interval, "s", format_duration(plan.interval),
-             "Daly 2006 optimum (see failures)" if plan.optimal else "given"),
-        Line("ckpt_count", "checkpoints over the run", plan.checkpoints, "checkpoints", f"{plan.checkpoints:,.0f}",
-             "failure-free time / interval"),
-        Line("ckpt_written_bytes", "bytes written over the run", plan.checkpoints * size.total, "bytes",
-             _gb(plan.checkpoints * size.total)),
-        Line("ckpt_retention_bytes", f"space to keep the last {s.keep_checkpoints}", C.retention_bytes(
-            size.total, s.keep_checkpoints), "bytes", _gb(C.retention_bytes(size.total, s.keep_checkpoints)),
-             "kept x size (torchtitan keep_latest_k default 10)"),
-    ))
-
-
-def _failure_section(run: RunFacts, sc: Scenario, ranges: dict[str, Scenario],
-                     scaled: list[tuple[float, Scenario]]) -> Section:
-    plan, lo, hi = sc.on_demand, ranges["low"].on_demand, ranges["high"].on_demand
-    lost = K.billed_gpu_hours(run.gpus, plan.wall_seconds - plan.work_seconds)
-    young = R.young_interval(plan.checkpoint_cost, plan.mtbi)
-    lines = [
-        Line("fail_mtbi_seconds", "mean time between interruptions", plan.mtbi, "s", format_duration(plan.mtbi),
-             f"1 / ({run.gpus:,.0f} GPUs x {3600 / plan.mtbi / run.gpus:.3g} interruptions per GPU-hour)",
-             hi.mtbi, lo.mtbi),
-        Line("fail_interruptions", "interruptions expected", plan.interruptions, "interruptions",
-             f"{plan.interruptions:,.1f} ({86400 / plan.mtbi:.2g} per day)", "expected wall-clock / MTBI",
-             lo.interruptions, hi.interruptions),
-        Line("fail_interval_young_seconds", "optimal interval, Young", young, "s", format_duration(young),
-             f"sqrt(2 x {plan.checkpoint_cost:.3g} s stall x MTBI)"),
-        Line("fail_interval_daly_seconds", "optimal interval, Daly", R.daly_interval(plan.checkpoint_cost, plan.mtbi),
-             "s", format_duration(R.daly_interval(plan.checkpoint_cost, plan.mtbi)), "Young + higher-order terms - stall"),
-        Line("fail_restart_seconds", "restart time per interruption", plan.restart, "s", format_duration(plan.restart),
-             "detect + reschedule + reload (+ async write in flight)"),
-        Line("fail_lost_work_seconds", "work lost per interruption", plan.lost_work, "s", format_duration(plan.lost_work),
-             "(interval + stall) / 2"),
-        Line("fail_checkpoint_overhead", "checkpoint stall share", plan.checkpoint_overhead, "fraction",
-             _pct(plan.checkpoint_overhead), "stall / interval"),
-        Line("fail_goodput", "goodput (effective training time)", plan.goodput, "fraction", _pct(plan.goodput),
-             "failure-free time / expected wall-clock (Daly 2006)", hi.goodput, lo.goodput),
-        Line("fail_wall_seconds", "expected wall-clock with failures", plan.wall_seconds, "s", _days(plan.wall_seconds),
-             f"M e^(R/M) (e^((tau+delta)/M) - 1) T_s / tau; failure-free {_days(plan.work_seconds)}",
-             lo.wall_seconds, hi.wall_seconds),
-        Line("fail_gpu_hours_lost", "GPU-hours lost to failures and checkpoints", lost, "GPU-hours", f"{lost:,.0f}",
-             "GPUs x (expected - failure-free wall-clock)"),
-    ]
-    for factor, other in scaled:
-        if factor in (0.5, 2.0):
-            p = other.on_demand
-            lines.append(Line(f"fail_wall_seconds_{factor:g}x_gpus", f"wall-clock at {factor:g}x GPUs ({other.gpus:,.0f})",
-                              p.wall_seconds, "s", f"{_days(p.wall_seconds)} (goodput {_pct(p.goodput)})",
-                              f"failure-free {_days(p.work_seconds)}; MTBI {format_duration(p.mtbi)}"))
-    return Section("Failures and goodput", tuple(lines))
-
-
-def _cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[float, Scenario]]) -> Section:
-    od, spot = sc.on_demand, sc.spot
-    cost_od = None if p.on_demand is None else K.cost_usd(sc.billed_on_demand, p.on_demand)
-    cost_spot = None if p.spot is None else K.cost_usd(sc.billed_spot, p.spot)
-    lines = [
-        Line("cost_price_on_demand", "on-demand price", p.on_demand, "USD/GPU-hour",
-             "n/a" if p.on_demand is None else f"${p.on_demand:.2f}/GPU-h", p.on_demand_source,
-             p.on_demand_low, p.on_demand_high),
-        Line("cost_price_spot", "spot price", p.spot, "USD/GPU-hour", "n/a" if p.spot is None else f"${p.spot:.2f}/GPU-h",
-             p.spot_source),
-        Line("cost_gpu_hours_on_demand", "GPU-hours billed, on-demand", sc.billed_on_demand, "GPU-hours",
-             f"{sc.billed_on_demand:,.0f}", f"{run.gpus:,.0f} GPUs x {_days(od.wall_seconds)} (failures included)"),
-        Line("cost_on_demand_usd", "cost, on-demand", cost_od, "USD", _usd(cost_od), "GPU-hours x price",
-             None if cost_od is None else sc.billed_on_demand * p.on_demand_low,
-             None if cost_od is None else sc.billed_on_demand * p.on_demand_high),
-    ]
-    if p.reserved is not None:
-        cost_res = K.cost_usd(sc.billed_on_demand, p.reserved)
-        lines.append(Line("cost_reserved_usd", "cost, reserved/committed", cost_res, "USD", _usd(cost_res),
-                          f"GPU-hours x ${p.reserved:.2f}: {p.reserved_source}"))
-    lines += [
-        Line("cost_spot_interruptions_per_day", "spot: interruptions per day", 86400 / spot.mtbi, "per day",
-             f"{86400 / spot.mtbi:.3g}", "hardware failures + nodes x reclaims per node-month / 730 h"),
-        Line("cost_spot_goodput", "spot: goodput", spot.goodput, "fraction", _pct(spot.goodput),
-             "Daly 2006, re-optimised interval"),
-        Line("cost_spot_wall_seconds", "spot: expected wall-clock", spot.wall_seconds, "s", _days(spot.wall_seconds)),
-        Line("cost_spot_gpu_hours", "spot: GPU-hours billed", sc.billed_spot, "GPU-hours", f"{sc.billed_spot:,.0f}"),
-        Line("cost_spot_usd", "cost, spot", cost_spot, "USD", _usd(cost_spot), "spot GPU-hours x spot price"),
-    ]
-    if cost_od and cost_spot is not None:
-        lines.append(Line("cost_spot_saving", "spot saving vs on-demand", 1 - cost_spot / cost_od, "fraction",
-                          _pct(1 - cost_spot / cost_od), "after the extra restarts and lost work"))
-    for factor, other in scaled:
-        if factor in (0.25, 0.5) and p.on_demand is not None:
-            usd = K.cost_usd(other.billed_on_demand, p.on_demand)
-            lines.append(Line(f"cost_time_for_space_{factor:g}x", f"time for space: {other.gpus:,.0f} GPUs", usd, "USD",
-                              f"{_usd(usd)} in {_days(other.on_demand.wall_seconds)} ({usd / cost_od - 1:+.1%})",
-                              "fewer GPUs for longer: fewer interruptions per day, higher goodput"))
-    return Section("Cost (on-demand vs spot)", tuple(lines))
-
-
-def _contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Prices) -> Section:
-    run_hours = K.billed_gpu_hours(run.gpus, run.wall_seconds)
-    modelled = sc.billed_on_demand - run_hours
-    parts = K.contingency_lines(run.gpu_hours, s.contingency, modelled)
-    spot_parts = K.contingency_lines(run.gpu_hours, s.contingency, sc.billed_spot - run_hours)
-    money = (lambda h: "") if p.on_demand is None else (lambda h: ", " + _usd(h * p.on_demand))
-    lines = [Line(f"contingency_{c.name}", c.name, c.gpu_hours, "GPU-hours",
-                  f"{c.gpu_hours:,.0f} GPU-h ({_pct(c.share)}){money(c.gpu_hours)}",
-                  "failure model: expected - failure-free GPU-hours" if c.modelled else f"{c.share:.0%} of compute GPU-hours")
-             for c in parts]
-    total = K.contingency_total(parts)
-    budget = run_hours + total
-    spot_total = run_hours + K.contingency_total(spot_parts)
-    lines += [
-        Line("contingency_total", "contingency total", total, "GPU-hours",
-             f"{total:,.0f} GPU-h ({_pct(total / run.gpu_hours)})",
-             f"the article's flat {K.ARTICLE_CONTINGENCY:.0%} would be {run.gpu_hours * K.ARTICLE_CONTINGENCY:,.0f}"),
-        Line("budget_gpu_hours", "GPU-hours budget", budget, "GPU-hours", f"{budget:,.0f}",
-             "run (failure-free) + contingency lines"),
-        Line("budget_usd_on_demand", "budget, on-demand", None if p.on_demand is None else budget * p.on_demand, "USD",
-             _usd(None if p.on_demand is None else budget * p.on_demand), "GPU-hours budget x on-demand price"),
-        Line("budget_usd_spot", "budget, spot", None if p.spot is None else spot_total * p.spot, "USD",
-             _usd(None if p.spot is None else spot_total * p.spot), "same lines with spot failures, x spot price"),
-    ]
-    return Section("Contingency budget", tuple(lines))
-
-
-def _scaling_table(run: RunFacts, scaled: list[tuple[float, Scenario]], p: Prices) -> Table:
-    rows = []
-    for _, sc in scaled:
-        plan = sc.on_demand
-        rows.append((int(sc.gpus), round(plan.work_seconds / 86400, 1), round(plan.mtbi / 3600, 1),
-                     round(plan.goodput, 3), round(plan.wall_seconds / 86400, 1), round(sc.billed_on_demand),
-                     None if p.on_demand is None else round(sc.billed_on_demand * p.on_demand),
-                     None if p.spot is None else round(sc.billed_spot * p.spot)))
-    return Table("Cluster size: wall-clock, failures and cost (time for space)",
-                 ("gpus", "ideal days", "MTBI h", "goodput", "days", "GPU-hours", "on-demand USD", "spot USD"),
-                 tuple(rows))
-
-
-# ---- assumptions and notes ------------------------------------------------------------------
-
-Row = tuple[str, str, object, str, str, tuple[str, ...]]  # key, label, value, source, flag, settings read
-
-
-def budget_assumptions(settings: BudgetSettings | None = None,
-                       global_batch_tokens: float | None = None) -> tuple[Assumption, ...]:
-    """Every default the budget sections use, with its source and the flag that changes it
-    (user_set when any setting behind it differs from its default)."""
-    s = settings or BudgetSettings()
-    user = changed_settings(s)
-    batch = Assumption("budget_global_batch", "global batch",
-                       f"{global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS:,.0f} tokens",
-                       "given" if global_batch_tokens else "Llama 2 (arXiv:2307.09288 Sec. 2.2): 4M tokens",
-                       "--global-batch / --seq-len", global_batch_tokens is not None)
-    rows = _data_assumptions(s) + _failure_and_money_assumptions(s)
-    return (batch,) + tuple(Assumption(f"budget_{key}", label, value, source, flag, bool(user & set(names)))
-                            for key, label, value, source, flag, names in rows)
-
-
-def _data_assumptions(s: BudgetSettings) -> list[Row]:
-    store, ckpt = storage_spec(s.storage), storage_spec(s.checkpoint_storage or s.storage)
-    read = _rate(s.storage_read or store.read_per_node())
-    write = _rate(s.storage_write or ckpt.write_per_node())
-    return [
-        ("storage", "data storage", f"{store.name}: {read} read per node", "; ".join(store.sources),
-         "--storage / --storage-read", ("storage", "storage_read")),
-        ("checkpoint_storage", "checkpoint storage", f"{ckpt.name}: {write} write per node", "; ".join(ckpt.sources),
-         "--checkpoint-storage / --storage-write", ("checkpoint_storage", "storage_write")),
-        ("token_bytes", "token id bytes", s.token_bytes or "2 if vocab < 65,500 else 4",
-         "Megatron-LM indexed_dataset.py DType.optimal_dtype", "--token-bytes", ("token_bytes",)),
-        ("tokenize_on_the_fly", "tokenise on the fly", s.tokenize_on_the_fly, "default: pre-tokenised data",
-         "--tokenize", ("tokenize_on_the_fly",)),
-        ("raw_bytes_per_token", "raw text per token", f"{s.raw_bytes_per_token:g} B",
-         "Llama 3 tokenizer: 3.94 characters/token on English (arXiv:2407.21783 Sec. 3.2)", "--bytes-per-token",
-         ("raw_bytes_per_token",)),
-        ("tokens_per_s_per_core", "tokenizer speed per core", f"{s.tokens_per_s_per_core:.3g} tokens/s",
-         "HF tokenizers 4.2 MB/s single thread (huggingface/tokenizers#1584) / 4 B per token", "--tokens-per-core",
-         ("tokens_per_s_per_core",)),
-        ("cpu_cores_per_node", "CPU cores per node", s.cpu_cores_per_node,
-         "DGX H100: 2 x 56-core Xeon (DGX SuperPOD reference architecture)", "--cpu-cores", ("cpu_cores_per_node",)),
-        ("optimizer", "optimizer (checkpoint states)", s.optimizer, M.OPTIMIZERS[s.optimizer].source, "--optimizer",
-         ("optimizer",)),
-        ("keep_checkpoints", "checkpoints kept", s.keep_checkpoints, "torchtitan keep_latest_k default 10",
-         "--keep-checkpoints", ("keep_checkpoints",)),
-        ("async_checkpoint", "asynchronous checkpointing", s.async_checkpoint,
-         "torch.distributed.checkpoint.async_save: stage to CPU, write in a thread", "--async-checkpoint",
-         ("async_checkpoint",)),
-        ("host_copy", "device-to-host copy per GPU", _rate(s.host_copy),
-         "nvbandwidth: A100 25.1 GB/s (NVIDIA/nvbandwidth#42), H100 52.8 GB/s (#24)", "--host-copy", ("host_copy",)),
-    ]
-
-
-def _failure_and_money_assumptions(s: BudgetSettings) -> list[Row]:
-    rate = s.failure_rate
-    interval = "Daly optimum" if s.checkpoint_interval is None else format_duration(s.checkpoint_interval)
-    shares = ", ".join(f"{n} {'modelled' if v is None else format(v, '.0%')}" for n, v in s.contingency)
-    price = f"${s.price:.2f}/GPU-h" if s.price else s.provider or "median over providers"
-    spot = (f"${s.spot_price:.2f}/GPU-h" if s.spot_price else _pct(s.spot_discount) if s.spot_discount is not None
-            else "published spot prices / spot-on-demand pairs")
-    return [
-        ("checkpoint_interval", "checkpoint interval", interval, "Young 1974 / Daly 2006: sqrt(2 x stall x MTBI)",
-         "--checkpoint-interval", ("checkpoint_interval",)),
-        ("failure_rate", "interruptions per GPU-hour", f"{rate:.3g} (MTBI {1 / (rate * R.LLAMA3_GPUS):.2f} h at 16,384)",
-         "Llama 3 405B: 419 unexpected interruptions in 54 days on 16,384 H100 (arXiv:2407.21783 Sec. 3.3.4, "
-         "Table 5); range 1.22e-5..3.39e-5 from Meta RSC-2/RSC-1 (arXiv:2410.21680)", "--failure-rate",
-         ("failure_rate",)),
-        ("restart_seconds", "restart time", format_duration(s.restart_seconds),
-         "MegaScale (arXiv:2402.15627): back to pre-crash progress within 15 minutes", "--restart",
-         ("restart_seconds",)),
-        ("price", "on-demand price basis", price, "catalog/prices/*.toml (dated rows per provider)",
-         "--provider / --price", ("provider", "price")),
-        ("spot", "spot price basis", spot, "catalog spot rows; else on-demand less the published discount; "
-         "else the article's 60%", "--spot-price / --spot-discount", ("spot_price", "spot_discount")),
-        ("spot_preemptions", "spot reclaims per node-month", f"{s.spot_preemptions:g}",
-         "AWS Spot Instance Advisor: p5 (H100) 10-20%, p4d (A100) 5-10% (thundercompute.com, 2025-05 and 2026-02)",
-         "--spot-preemption", ("spot_preemptions",)),
-        ("contingency", "contingency shares", shares, "the article: 20% for restarts, tuning and failures; split "
-         "evenly by gpuplan, evaluation added, failures from the model", "--contingency-<name>", ("contingency",)),
-    ]
-
-
-def changed_settings(s: BudgetSettings) -> set[str]:
-    """Names of the settings that differ from their defaults (shown as user-set)."""
-    default = BudgetSettings()
-    return {f.name for f in fields(BudgetSettings) if getattr(s, f.name) != getattr(default, f.name)}
-
-
-def _notes(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Prices) -> tuple[str, ...]:
-    notes = []
-    if (s.checkpoint_storage or s.storage) == "local_nvme":
-        notes.append("checkpoints on node-local NVMe are lost with their node; copy them to shared storage")
-    if s.async_checkpoint and sc.on_demand.interval <= sc.write_seconds * 1.001:
-        notes.append("async checkpoints: the interval is held at the background write time (a save must finish "
-                     "before the next starts)")
-    if p.on_demand is None:
-        notes.append(f"no published price for {run.gpu.id}; give --price (USD per GPU-hour)")
-    notes.append("spot: capacity for a large synchronous job is rarely available at once, and a reclaimed node "
-                 "must be replaced before the job resumes; the spot lines assume it is")
-    notes.append("failure model: Poisson interruptions, each restarting the whole job (Daly 2006); the Llama 3 "
-                 "census counts every unexpected interruption, hardware and software")
-    return tuple(notes)
-
-
-# ---- the standalone report ------------------------------------------------------------------
 
 def estimate_budget(inputs, settings: BudgetSettings | None = None, global_batch_tokens: float | None = None,
                     step_seconds: float | None = None) -> Report:
