@@ -1,6 +1,5 @@
 """Inference accuracy cases: every reference entry cites its source; errors stay within stated bounds."""
 
-import pytest
 
 from gpuplan.inference_validation import (KIND_CAPACITY, KIND_DECODE, KIND_KV, KIND_LATENCY, KIND_WEIGHTS,
                                           inference_excluded, inference_validation_cases,

@@ -8,7 +8,7 @@ runs are held out. Reference data: catalog/reference/throughput_runs.yaml (each 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 

@@ -129,7 +129,6 @@ def _attention_bytes(spec: ModelSpec, seq_len, impl: str, kernel: str, c: int, d
 
 def _mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int) -> float:
     """A dense (or one expert's) MLP per token routed through it."""
-    h = spec.hidden_size
     if spec.mlp.gated:  # gate, act(gate), up, act(gate)*up (the down-projection input)
         inner = 4 * c * intermediate if impl == "hf" else 3 * c * intermediate
     else:  # fc1 output (activation input) and activation output (fc2 input)
