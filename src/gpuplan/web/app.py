@@ -1,0 +1,90 @@
+"""The FastAPI application: the JSON API under /api, the static page at /, the OpenAPI schema
+at /openapi.json. Built by :func:`create_app`; ``gpuplan serve`` runs it with uvicorn.
+
+Errors: bad input (InputError from a parser, or a schema violation) -> 422 naming the field;
+a body over the limit -> 413. Swagger UI and ReDoc are off: they load from a CDN, and the page
+must work with no internet; the schema itself is served.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from gpuplan import __version__
+from gpuplan.errors import InputError
+from gpuplan.web.limits import MAX_BODY_BYTES, Guard
+
+STATIC = Path(__file__).resolve().parent / "static"
+DESCRIPTION = """Plan GPUs for training and serving LLMs. Every estimator takes the same fields as
+its CLI command (raw values such as "2T", "7d", "40%") and returns the command's report
+(`Report.to_dict()`, what `--json` prints) plus chart series. Bad input: HTTP 422 with `field`
+naming the input. Add `?lang=zh` for Chinese labels (numbers and units unchanged)."""
+
+
+def create_app(allowed_hosts: list[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> Any:
+    """The ASGI app. ``allowed_hosts``: Host header names to accept (``gpuplan serve`` passes the
+    loopback names, which stops DNS-rebinding pages from reaching a local server); None = any."""
+    from gpuplan.web.routes import api_router
+
+    app = FastAPI(title="gpuplan", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None)
+    app.add_exception_handler(InputError, _input_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.include_router(api_router())
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    if allowed_hosts:
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
+    app.add_middleware(Guard, max_bytes=max_body_bytes)
+    return app
+
+
+def error_body(field: str | None, message: str, loc: list, kind: str, value: Any = None) -> dict[str, Any]:
+    """The 422 body: FastAPI's validation-error shape plus ``field`` and a one-line ``message``."""
+    return {"detail": [{"loc": loc, "msg": message, "type": kind, "input": jsonable_encoder(value)}],
+            "field": field, "message": message}
+
+
+async def _input_error(request: Request, exc: InputError) -> JSONResponse:
+    where = "query" if exc.field == "lang" else "body"
+    value = exc.value if isinstance(exc.value, int | float | str | bool | type(None)) else repr(exc.value)
+    return JSONResponse(error_body(str(exc.field), str(exc), [where, str(exc.field)], "input_error", value), 422)
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    names = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path")]
+    field = names[0] if names else None
+    detail = [{"loc": [p if isinstance(p, int) else str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")),
+               "type": str(e.get("type", "")), "input": _safe(e.get("input"))} for e in errors]
+    message = f"{field}: {first.get('msg')}" if field else str(first.get("msg"))
+    return JSONResponse({"detail": detail, "field": field, "message": message}, 422)
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    """Other HTTP errors (400 for a body that is not JSON, 404, 405) in the same shape."""
+    message = str(exc.detail)
+    return JSONResponse({"detail": message, "field": None, "message": message}, exc.status_code,
+                        headers=getattr(exc, "headers", None))
+
+
+def _safe(value: Any) -> Any:
+    try:
+        return jsonable_encoder(value)
+    except (TypeError, ValueError):
+        return repr(value)

@@ -1,0 +1,213 @@
+"""End to end in a real headless Chromium: Debian's `chromium` package driven by Playwright
+through `executable_path` (no browser download). Fill the form, read the results, check the
+charts rendered, share the URL, switch language, see errors inline.
+
+Skipped, with the reason, only when Playwright or a Chromium binary is absent. Set
+GPUPLAN_SCREENSHOT=docs/web.png to also save the screenshot used in docs/web.md.
+"""
+
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/lib/chromium/chromium", "/usr/bin/chromium-browser")
+
+
+def chromium_path() -> str | None:
+    candidates = [os.environ.get("GPUPLAN_CHROMIUM"), *CHROMIUM_PATHS, shutil.which("chromium"),
+                  shutil.which("chromium-browser")]
+    return next((c for c in candidates if c and Path(c).is_file() and os.access(c, os.X_OK)), None)
+
+
+CHROMIUM = chromium_path()
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium binary (apt-get install chromium, or set "
+                                "GPUPLAN_CHROMIUM)")
+TIMEOUT_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def server():
+    import uvicorn
+
+    from gpuplan.web import create_app
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(allowed_hosts=["127.0.0.1", "localhost"]), host="127.0.0.1", port=port,
+                            log_level="warning")
+    instance = uvicorn.Server(config)
+    thread = threading.Thread(target=instance.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not instance.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/"
+    instance.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        # --no-sandbox: CI containers run as root, where Chromium's sandbox cannot start
+        instance = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 1800})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.set_default_timeout(TIMEOUT_MS)
+    yield page
+    context.close()
+    assert errors == [], errors  # no JavaScript errors on the page
+
+
+def open_page(page, url):
+    page.goto(url)
+    page.wait_for_selector("body[data-started=true]")
+    page.wait_for_function("document.querySelectorAll('#model option').length > 10")  # the catalog arrived
+
+
+def calculate(page):
+    page.evaluate("delete document.body.dataset.ready")
+    page.click("#calculate")
+    page.wait_for_selector("body[data-ready=true]")
+
+
+def card(page, panel, key) -> str:
+    return page.text_content(f"#panel-{panel} .card[data-key={key}] .value").strip()
+
+
+def api(name, body, lang="en"):
+    from gpuplan.web import service
+
+    return service.estimate(name, body, lang)
+
+
+def line_text(data, key):
+    return next(line["text"] for s in data["sections"] for line in s["lines"] if line["key"] == key)
+
+
+def test_fill_the_form_read_results_and_charts(server, page):
+    open_page(page, server)
+    page.select_option("#model", "llama-3.1-8b")
+    page.select_option("#gpu", "h100-sxm")
+    page.fill("#tokens", "1T")
+    page.fill("#gpus", "64")
+    page.select_option("#zero", "3")
+    page.fill("#plan_gpus", "32-256")
+    page.fill("#batch", "16")
+    calculate(page)
+
+    # the numbers on the page are the API's (and so the CLI's)
+    memory = api("memory", {"model": "llama-3.1-8b", "gpu": "h100-sxm", "gpus": "64", "zero": "3"})
+    assert card(page, "memory", "peak_total") == line_text(memory, "peak_total")
+    assert card(page, "memory", "fits") == "yes"
+    budget = api("budget", {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tokens": "1T", "gpus": "64", "zero": "3"})
+    assert card(page, "budget", "wall_days") == line_text(budget, "wall_days")
+    assert page.text_content("#panel-plan .status").startswith("Layout plan: llama-3.1-8b, 1T tokens")
+
+    # charts rendered: stacked bars against capacity with the margin, lines, the Pareto front
+    gpus = len(memory["charts"]["memory"]["gpus"])
+    assert page.locator("#panel-memory figure[data-chart=memory] g.bar").count() == gpus
+    assert page.locator("#panel-memory g.bar rect[data-part]").count() >= 4 * gpus
+    assert page.locator("#panel-memory g.bar line.capacity").count() == gpus
+    assert page.locator("#panel-memory g.bar rect.margin").count() == gpus
+    assert page.locator("#panel-budget figure[data-chart=cluster-time] g.series circle").count() == 5
+    assert page.locator("#panel-plan figure[data-chart=layouts] g[data-series=front] path").count() == 1
+    assert page.locator("#panel-inference figure[data-chart=capacity] g.series path").count() == 1
+    box = page.locator("#panel-memory figure[data-chart=memory] svg").bounding_box()
+    assert box["width"] > 300 and box["height"] > 100  # drawn, not just present
+
+    # the state is in the URL
+    assert "model=llama-3.1-8b" in page.url and "gpus=64" in page.url and "zero=3" in page.url
+    if os.environ.get("GPUPLAN_SCREENSHOT"):
+        page.screenshot(path=os.environ["GPUPLAN_SCREENSHOT"], full_page=True)
+
+
+def test_a_shared_link_restores_the_form_and_the_results(server, page, browser):
+    link = (f"{server}#lang=en&source=catalog&model=qwen2.5-7b&gpu=a100-sxm4-80gb&tokens=500B&gpus=128"
+            "&plan_gpus=64-128&batch=8")
+    page.goto(link)
+    page.wait_for_selector("body[data-ready=true]")  # results without a click
+    assert page.input_value("#model") == "qwen2.5-7b" and page.input_value("#gpus") == "128"
+    assert "qwen2.5-7b" in page.text_content("#panel-budget .status")
+    assert card(page, "budget", "gpus_rented") == "128"
+
+
+def test_errors_are_shown_inline_next_to_the_field(server, page):
+    open_page(page, server)
+    page.fill("#tokens", "lots")
+    calculate(page)
+    assert "tokens: got 'lots'" in page.text_content("#tokens-error")
+    assert page.get_attribute("#tokens", "aria-invalid") == "true"
+    assert page.is_visible("#panel-budget .error-box")
+    # memory does not take tokens: its panel still shows results
+    assert page.get_attribute("#panel-memory", "data-state") == "done"
+
+    page.fill("#tokens", "1T")
+    page.fill("#plan_gpus", "64-32")
+    calculate(page)
+    assert page.text_content("#tokens-error") == "" and page.get_attribute("#tokens", "aria-invalid") is None
+    # the plan's "gpus" is the search range field on the page, not the training GPU count
+    assert "gpus: got '64-32'" in page.text_content("#plan_gpus-error")
+    assert page.text_content("#gpus-error") == ""
+    assert page.get_attribute("#panel-budget", "data-state") == "done"
+
+
+def test_pasted_config_json(server, page):
+    open_page(page, server)
+    page.check("input[name=source][value=config]")
+    page.fill("#config", (ROOT / "examples/llama-2-7b/config.json").read_text())
+    page.fill("#gpus", "64")
+    calculate(page)
+    assert page.get_attribute("#panel-memory", "data-state") == "done"
+    assert "llama" in page.text_content("#panel-budget .status")
+    assert "config=" in page.url and "model=" not in page.url
+    page.fill("#config", "{not json")
+    calculate(page)
+    assert "config.json is not valid JSON" in page.text_content("#config-error")
+    page.click("#copy-link")  # the link keeps what was typed; no script error (checked by the fixture)
+    assert "config=" in page.url
+
+
+def test_language_switch_changes_words_not_numbers(server, page):
+    open_page(page, server + "#lang=en&model=llama-3.1-8b&gpu=h100-sxm&gpus=64&plan_gpus=64-128")
+    page.wait_for_selector("body[data-ready=true]")
+    english = card(page, "budget", "wall_days")
+    page.evaluate("delete document.body.dataset.ready")
+    page.select_option("#lang", "zh")
+    page.wait_for_selector("body[data-ready=true]")
+    assert page.text_content("#panel-budget h2") == "训练预算"
+    assert page.text_content("#calculate") == "计算"
+    assert page.text_content("#panel-budget .card[data-key=wall_days] .label") == "墙钟时间"
+    assert card(page, "budget", "wall_days") == english
+    assert "lang=zh" in page.url
+    assert page.get_attribute("html", "lang") == "zh-CN"
+
+
+def test_the_catalogs_fill_the_selects(server, page):
+    from gpuplan.catalog import hardware_entries, model_entries
+
+    open_page(page, server)
+    assert page.locator("#model option").count() == len(model_entries())
+    assert page.locator("#gpu option").count() == len(hardware_entries())
+    assert json.loads(page.evaluate("JSON.stringify(document.querySelector('#gpu').value)")) == "h100-sxm"
