@@ -1,0 +1,398 @@
+"""Measured step time, throughput and memory from real training logs (stdlib only).
+
+Formats (the source that each parser follows is cited at the parser; tests/fixtures/logs holds a
+real excerpt of each):
+
+* torchtitan console lines, ``step: 10  loss: 7.2  grad_norm: ...  memory: 33.10GiB(41.86%)
+  tps: 6,234  tflops: 362.40  mfu: 36.60%`` (older versions print ``wps:``). ``memory`` is the
+  allocator's *reserved* peak since the previous log line, ``tps`` tokens per second per device.
+* Megatron-LM ``iteration 10/ 100 | ... | elapsed time per iteration (ms): 1234.5 |
+  throughput per GPU (TFLOP/s/GPU): 180.1 | ... | global batch size: 128 | lm loss: ...`` and the
+  per-rank memory report ``[Rank 0] (after 10 iterations) memory (MB) | allocated: ... |
+  max allocated: ... | reserved: ... | max reserved: ...`` (MB = 2**20 bytes).
+* Hugging Face Trainer: ``trainer_state.json`` (``log_history``) or the dicts the Trainer prints
+  (``{'loss': ...}``, ``{'train_runtime': ..., 'train_samples_per_second': ...,
+  'train_steps_per_second': ..., ...}``; transformers 5 prints the values as strings).
+* A simple table, CSV or JSON (a list of objects, ``{"records": [...]}`` or JSON Lines), with
+  the columns of :data:`TABLE_COLUMNS`.
+
+An unreadable or unrecognised file raises InputError naming the file and what was expected.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import json
+import math
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuplan.errors import InputError
+
+GiB = 2**30
+MiB = 2**20
+FORMATS = ("torchtitan", "megatron", "hf-trainer", "table")
+# column -> meaning; 'step' and at least one measured column are required
+TABLE_COLUMNS = {
+    "step": "optimizer step number",
+    "step_time_s": "seconds per optimizer step",
+    "tokens_per_s": "tokens per second, whole job (all devices)",
+    "tokens_per_s_per_device": "tokens per second per device",
+    "memory_gib": "peak allocated memory per device, GiB (2**30 bytes)",
+    "memory_reserved_gib": "peak reserved memory per device, GiB",
+    "tflops": "achieved TFLOP/s per device",
+    "mfu": "model FLOPs utilisation, fraction (0.4) or percent ('40%')",
+    "loss": "training loss",
+}
+EXPECTED = ("a training log: torchtitan lines ('step: 10  loss: ...  memory: ...GiB(..%)  tps: ...'), "
+            "Megatron-LM lines ('iteration 10/ 100 | ... | elapsed time per iteration (ms): ...'), a Hugging "
+            "Face trainer_state.json or printed Trainer dicts, or a CSV/JSON table with columns "
+            "step, step_time_s, tokens_per_s, memory_gib (docs/calibration.md)")
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One logged step (or interval ending at ``step``); None where the log does not say."""
+
+    step: int
+    step_time_s: float | None = None
+    tokens_per_s: float | None = None
+    tokens_per_s_per_device: float | None = None
+    tflops_per_device: float | None = None
+    mfu: float | None = None
+    memory_bytes: float | None = None
+    memory_kind: str | None = None
+    loss: float | None = None
+
+
+@dataclass(frozen=True)
+class TrainingLog:
+    source: str
+    format: str
+    records: tuple[LogRecord, ...]
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Run-level facts read from the log (global batch, samples per step, memory report ...)."""
+
+
+@dataclass(frozen=True)
+class LogSummary:
+    """Medians over the records after the first ``skipped`` (warm-up / compilation)."""
+
+    records_used: int
+    skipped: int
+    step_time_s: float | None
+    step_time_stdev_s: float | None
+    tokens_per_s: float | None
+    tokens_per_s_per_device: float | None
+    tflops_per_device: float | None
+    mfu: float | None
+    memory_bytes: float | None
+    memory_kind: str | None
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NUM = r"([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
+
+
+def _num(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(str(text).replace(",", "").strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _field(line: str, pattern: str) -> float | None:
+    match = re.search(pattern, line)
+    return _num(match.group(1)) if match else None
+
+
+# ---------------------------------------------------------------------------------------------
+# torchtitan: torchtitan/components/metrics.py, MetricsProcessor.log (pytorch/torchtitan)
+
+_TITAN_STEP = re.compile(r"(?<!validate )\bstep:\s*(\d+)\s+loss:")
+_TITAN_RANK = re.compile(r"\[rank(\d+)\]")
+
+
+def parse_torchtitan(text: str, source: str) -> TrainingLog:
+    by_step: dict[int, tuple[int, LogRecord]] = {}
+    for raw in text.splitlines():
+        line = _ANSI.sub("", raw)
+        match = _TITAN_STEP.search(line)
+        if not match:
+            continue
+        rank_match = _TITAN_RANK.search(line)
+        rank = int(rank_match.group(1)) if rank_match else 0
+        step = int(match.group(1))
+        memory = re.search(r"memory:\s*([\d.]+)\s*GiB", line)
+        record = LogRecord(
+            step=step, loss=_field(line, rf"loss:\s*{_NUM}"),
+            memory_bytes=float(memory.group(1)) * GiB if memory else None,
+            memory_kind="reserved" if memory else None,
+            tokens_per_s_per_device=_field(line, rf"\b(?:tps|wps):\s*{_NUM}"),
+            tflops_per_device=_field(line, rf"tflops:\s*{_NUM}"),
+            mfu=_percent(_field(line, rf"mfu:\s*{_NUM}\s*%")))
+        # several ranks print the same step: keep the lowest rank's line
+        if step not in by_step or rank < by_step[step][0]:
+            by_step[step] = (rank, record)
+    records = tuple(r for _, (_, r) in sorted(by_step.items()))
+    if not records:
+        raise InputError("file", source, "has no torchtitan 'step: N  loss: ...' lines; expected " + EXPECTED)
+    if all(r.tokens_per_s_per_device is None and r.memory_bytes is None for r in records):
+        raise InputError("file", source, "torchtitan lines carry neither 'tps:' nor 'memory:'; nothing to measure")
+    return TrainingLog(source, "torchtitan", records)
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else value / 100.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Megatron-LM: megatron/training/training.py training_log() and megatron/training/utils.py
+# report_memory() (NVIDIA/Megatron-LM); memory in MB = 2**20 bytes (utils.py divides by 1024*1024)
+
+_MEGA_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+")
+_MEGA_MEMORY = re.compile(r"(?:\[Rank\s+(\d+)\]\s*)?\(?after\s+(\d+)\s+iterations\)?\s+memory\s+\(MB\)\s*\|"
+                          r"\s*allocated:\s*([\d.]+)\s*\|\s*max allocated:\s*([\d.]+)\s*\|"
+                          r"\s*reserved:\s*([\d.]+)\s*\|\s*max reserved:\s*([\d.]+)")
+
+
+def parse_megatron(text: str, source: str) -> TrainingLog:
+    records: dict[int, LogRecord] = {}
+    batches: set[int] = set()
+    max_allocated = max_reserved = None
+    for line in text.splitlines():
+        memory = _MEGA_MEMORY.search(line)
+        if memory:
+            allocated, reserved = float(memory.group(4)) * MiB, float(memory.group(6)) * MiB
+            max_allocated = max(allocated, max_allocated or 0.0)  # worst rank
+            max_reserved = max(reserved, max_reserved or 0.0)
+            continue
+        match = _MEGA_ITER.search(line)
+        elapsed = _field(line, rf"elapsed time per iteration \(ms\):\s*{_NUM}")
+        if not match or elapsed is None:
+            continue
+        batch = _field(line, rf"global batch size:\s*{_NUM}")
+        if batch:
+            batches.add(int(batch))
+        step = int(match.group(1))
+        records.setdefault(step, LogRecord(
+            step=step, step_time_s=elapsed / 1000.0,
+            tflops_per_device=_field(line, rf"throughput per GPU \(TFLOP/s/GPU\):\s*{_NUM}"),
+            loss=_field(line, rf"lm loss:\s*{_NUM}")))
+    if not records:
+        raise InputError("file", source, "has no Megatron-LM 'iteration N/ M | ... | elapsed time per iteration (ms):' "
+                         "lines; expected " + EXPECTED)
+    meta: dict[str, Any] = {}
+    if len(batches) == 1:
+        meta["global_batch"] = batches.pop()
+    elif batches:
+        meta["global_batch_values"] = sorted(batches)  # batch-size ramp-up: ambiguous
+    if max_allocated is not None:
+        meta.update(memory_bytes=max_allocated, memory_kind="allocated", memory_reserved_bytes=max_reserved)
+    return TrainingLog(source, "megatron", tuple(records[k] for k in sorted(records)), meta)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hugging Face Trainer: transformers/trainer_utils.py speed_metrics() (train_runtime,
+# train_samples_per_second, train_steps_per_second; huggingface/transformers#11818) and
+# TrainerState.log_history. train_runtime covers the whole train() call, evaluation included.
+
+def parse_hf_entries(entries: list[dict], source: str, global_step: int | None = None) -> TrainingLog:
+    final = next((e for e in reversed(entries) if "train_runtime" in e), None)
+    if final is None:
+        raise InputError("file", source, "has Trainer logs but no final 'train_runtime' entry (the run did not "
+                         "finish, or this is a checkpoint's trainer_state.json); expected " + EXPECTED)
+    runtime = _num(final.get("train_runtime"))
+    steps_per_s = _num(final.get("train_steps_per_second"))
+    samples_per_s = _num(final.get("train_samples_per_second"))
+    steps = _num(final.get("step")) or global_step
+    if not steps and runtime and steps_per_s:
+        steps = round(runtime * steps_per_s)  # printed dicts carry no step number
+    if not runtime or not steps:
+        raise InputError("file", source, "the final Trainer entry lacks train_runtime or the step count")
+    eval_seconds = sum(_num(e.get("eval_runtime")) or 0.0 for e in entries if "eval_runtime" in e)
+    losses = [_num(e.get("loss")) for e in entries if "loss" in e]
+    record = LogRecord(step=int(steps), step_time_s=(runtime - eval_seconds) / steps,
+                       loss=next((x for x in reversed(losses) if x is not None), None))
+    meta = {"train_runtime": runtime, "eval_seconds": eval_seconds, "steps": int(steps)}
+    if samples_per_s and steps_per_s:
+        meta["global_batch"] = round(samples_per_s / steps_per_s)  # sequences per optimizer step
+    return TrainingLog(source, "hf-trainer", (record,), meta)
+
+
+_HF_DICT = re.compile(r"\{'[^{}]*\}")
+
+
+def parse_hf_printed(text: str, source: str) -> TrainingLog:
+    entries = []
+    for match in _HF_DICT.finditer(text):
+        try:
+            value = ast.literal_eval(match.group(0))
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(value, dict):
+            entries.append(value)
+    if not entries:
+        raise InputError("file", source, "has no printed Trainer dicts; expected " + EXPECTED)
+    return parse_hf_entries(entries, source)
+
+
+# ---------------------------------------------------------------------------------------------
+# the documented table (CSV / JSON / JSON Lines)
+
+def parse_table(rows: list[dict], source: str) -> TrainingLog:
+    records = []
+    for i, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise InputError("file", source, f"row {i} is not an object with columns {', '.join(TABLE_COLUMNS)}")
+        unknown = sorted(set(row) - set(TABLE_COLUMNS))
+        if unknown:
+            raise InputError("file", source, f"row {i}: unknown column(s) {', '.join(unknown)}; "
+                             f"columns are {', '.join(TABLE_COLUMNS)}")
+        values = {k: _cell(row.get(k), k, i, source) for k in TABLE_COLUMNS}
+        if values["step"] is None:
+            raise InputError("file", source, f"row {i} has no 'step'")
+        if all(values[k] is None for k in ("step_time_s", "tokens_per_s", "tokens_per_s_per_device",
+                                           "memory_gib", "memory_reserved_gib")):
+            raise InputError("file", source, f"row {i} has no step_time_s, tokens_per_s or memory_gib")
+        memory, kind = values["memory_gib"], "allocated"
+        if memory is None and values["memory_reserved_gib"] is not None:
+            memory, kind = values["memory_reserved_gib"], "reserved"
+        records.append(LogRecord(
+            step=int(values["step"]), step_time_s=values["step_time_s"], tokens_per_s=values["tokens_per_s"],
+            tokens_per_s_per_device=values["tokens_per_s_per_device"], tflops_per_device=values["tflops"],
+            mfu=values["mfu"], memory_bytes=None if memory is None else memory * GiB,
+            memory_kind=None if memory is None else kind, loss=values["loss"]))
+    if not records:
+        raise InputError("file", source, "has no rows; expected " + EXPECTED)
+    return TrainingLog(source, "table", tuple(sorted(records, key=lambda r: r.step)))
+
+
+def _cell(value: Any, column: str, row: int, source: str) -> float | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    text = str(value).strip()
+    percent = text.endswith("%")
+    number = _num(text.rstrip("%"))
+    if number is None or isinstance(value, bool):
+        raise InputError("file", source, f"row {row}, column '{column}': {value!r} is not a number")
+    if column == "mfu" and (percent or number > 1):
+        number /= 100.0
+    return number
+
+
+# ---------------------------------------------------------------------------------------------
+# entry points
+
+def read_text(path: str | Path) -> str:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError("file", str(path), "no such file; expected " + EXPECTED) from None
+    except OSError as exc:
+        why = f"cannot be read ({exc.__class__.__name__}); expected "
+        raise InputError("file", str(path), why + EXPECTED) from None
+    if b"\x00" in data[:4096]:
+        raise InputError("file", str(path), "is binary; expected " + EXPECTED)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def parse_log_text(text: str, source: str, fmt: str | None = None) -> TrainingLog:
+    """Parse log text of format ``fmt`` (detected when None)."""
+    stripped = text.lstrip()
+    suffix = Path(source).suffix.lower()
+    if fmt is None:
+        fmt = detect_format(text, source)
+    if fmt == "table" or (fmt == "hf-trainer" and _JSON_OBJECT.match(stripped)):
+        data = _structured(text, source, suffix)
+        if isinstance(data, dict) and isinstance(data.get("log_history"), list):
+            return parse_hf_entries(data["log_history"], source, data.get("global_step"))
+        if isinstance(data, dict) and isinstance(data.get("records"), list):
+            data = data["records"]
+        if not isinstance(data, list):
+            why = "is JSON but neither a trainer_state.json nor a table; expected "
+            raise InputError("file", source, why + EXPECTED)
+        return parse_table(data, source)
+    parsers = {"torchtitan": parse_torchtitan, "megatron": parse_megatron, "hf-trainer": parse_hf_printed}
+    if fmt not in parsers:
+        raise InputError("format", fmt, f"one of {', '.join(FORMATS)}")
+    return parsers[fmt](text, source)
+
+
+def detect_format(text: str, source: str) -> str:
+    stripped = text.lstrip()
+    suffix = Path(source).suffix.lower()
+    first_line = stripped.split("\n", 1)[0]
+    if suffix in (".csv", ".jsonl") or _JSON_ARRAY.match(stripped) or _JSON_OBJECT.match(stripped):
+        return "table"  # JSON objects: a trainer_state.json or a table, told apart after parsing
+    if "," in first_line and "step" in [c.strip() for c in first_line.split(",")]:
+        return "table"  # a CSV header
+    plain = _ANSI.sub("", text)
+    if "elapsed time per iteration (ms)" in plain:
+        return "megatron"
+    if _TITAN_STEP.search(plain):
+        return "torchtitan"
+    if "'train_runtime'" in plain or "{'loss'" in plain:
+        return "hf-trainer"
+    raise InputError("file", source, "is not a format gpuplan recognises; expected " + EXPECTED)
+
+
+_JSON_OBJECT = re.compile(r'\{\s*"')
+_JSON_ARRAY = re.compile(r"\[\s*[{\]]")
+
+
+def _structured(text: str, source: str, suffix: str) -> Any:
+    stripped = text.lstrip()
+    if suffix == ".csv" or not stripped.startswith(("[", "{")):
+        try:
+            rows = list(csv.DictReader(io.StringIO(text)))
+        except csv.Error as exc:
+            raise InputError("file", source, f"is not valid CSV ({exc}); expected " + EXPECTED) from None
+        return [{k.strip(): v for k, v in row.items() if k is not None} for row in rows]
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        if suffix == ".jsonl" or "\n{" in stripped:
+            try:
+                return [json.loads(line) for line in text.splitlines() if line.strip()]
+            except json.JSONDecodeError as exc:
+                raise InputError("file", source, f"is not valid JSON Lines (line {exc.lineno})") from None
+        raise InputError("file", source, "is not valid JSON; expected " + EXPECTED) from None
+
+
+def read_training_log(path: str | Path, fmt: str | None = None) -> TrainingLog:
+    """Read a training log file; InputError naming the file and what was expected."""
+    return parse_log_text(read_text(path), str(path), fmt)
+
+
+def summarize(log: TrainingLog, skip_first: int = 1) -> LogSummary:
+    """Medians over the records, skipping the first ``skip_first`` (warm-up, compilation) when
+    more than that many remain; memory is the largest logged peak."""
+    records = list(log.records)
+    skipped = skip_first if len(records) > skip_first else 0
+    used = records[skipped:]
+
+    def median(name: str) -> float | None:
+        values = [getattr(r, name) for r in used if getattr(r, name) is not None]
+        return statistics.median(values) if values else None
+
+    times = [r.step_time_s for r in used if r.step_time_s is not None]
+    memories = [(r.memory_bytes, r.memory_kind) for r in records if r.memory_bytes is not None]
+    memory, kind = max(memories) if memories else (log.meta.get("memory_bytes"), log.meta.get("memory_kind"))
+    return LogSummary(
+        records_used=len(used), skipped=skipped, step_time_s=median("step_time_s"),
+        step_time_stdev_s=statistics.stdev(times) if len(times) > 1 else None,
+        tokens_per_s=median("tokens_per_s"), tokens_per_s_per_device=median("tokens_per_s_per_device"),
+        tflops_per_device=median("tflops_per_device"), mfu=median("mfu"), memory_bytes=memory, memory_kind=kind)

@@ -1,0 +1,123 @@
+"""Use a Calibration in gpuplan's estimates: the helpers train / plan / memory call.
+
+Time. The step model's compute per micro-batch is GEMMs at MAMF x d / (d + d_half) of peak,
+attention at ``attention_efficiency`` of peak, elementwise ops and the optimizer step at
+``hbm_efficiency`` of the memory bandwidth (core/step.py). A compute factor f (measured /
+predicted) is applied by
+
+    gemm_d_half'     = f x (d_ref + d_half) - d_ref    (GEMM time x f at the calibrated dimension d_ref)
+    hbm_efficiency'  = hbm_efficiency / f              (elementwise + optimizer time x f)
+
+and the attention factor g by ``attention_efficiency' = attention_efficiency / g``. At the
+measured GEMM dimension this scales the predicted compute exactly by f; at other dimensions
+(another tp, micro-batch or model) the saturating shape d / (d + d_half) carries it, which is
+an extrapolation. d_half' is floored at 0 (a measurement faster than MAMF allows cannot be
+represented; the report says so). The communication factor k divides the scale-up and
+scale-out efficiencies of the Cluster (exposed communication ~ x k; exact when nothing overlaps).
+
+Memory. ``apply_to_memory`` scales the activation-like bytes at the start of backward by the
+activation factor and adds the fixed overhead to the allocated peak. For the vectorised planner
+(core/memory.bulk_peak_memory has no per-part output) ``apply_to_overheads`` adds the fixed
+overhead to the per-GPU fixed bytes, and ``apply_to_memory_settings`` sets
+``MemorySettings.activation_scale`` when core/memory.py has that field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from gpuplan.calibrate import predict as P
+from gpuplan.calibrate.model import Calibration
+from gpuplan.core import memory as M
+from gpuplan.core import step as S
+from gpuplan.core.model import ModelSpec
+from gpuplan.core.parallel import ParallelLayout
+from gpuplan.core.topology import Cluster
+
+
+def apply_to_step_settings(cal: Calibration, settings: S.StepSettings, gpu_id: str | None = None) -> S.StepSettings:
+    """StepSettings whose predicted compute time is the calibrated one (see the module docstring).
+    ``gpu_id``: the accelerator planned for (its default attention efficiency is scaled)."""
+    f, g = cal.compute_time.value, cal.attention_time.value
+    d = cal.reference.gemm_dim
+    gpu = gpu_id or (cal.reference.gpus[0] if cal.reference.gpus else "")
+    e_attn = settings.attention_efficiency or S.ATTENTION_EFFICIENCY.get(gpu, S.DEFAULT_ATTENTION_EFFICIENCY)
+    return replace(settings, gemm_d_half=max(0.0, f * (d + settings.gemm_d_half) - d),
+                   hbm_efficiency=settings.hbm_efficiency / f, attention_efficiency=e_attn / g)
+
+
+def gemm_floor_reached(cal: Calibration, settings: S.StepSettings | None = None) -> bool:
+    """True when the compute factor asks for GEMMs faster than MAMF (d_half' would be < 0)."""
+    d = cal.reference.gemm_dim
+    d_half = (settings or S.StepSettings()).gemm_d_half
+    return cal.compute_time.value * (d + d_half) - d < 0
+
+
+def apply_to_cluster(cal: Calibration, cluster: Cluster) -> Cluster:
+    """A Cluster whose communication takes ``comm_time`` times as long."""
+    k = cal.comm_time.value
+    return replace(cluster, scale_up_efficiency=cluster.scale_up_efficiency / k,
+                   scale_out_efficiency=cluster.scale_out_efficiency / k)
+
+
+def calibrated_step_seconds(cal: Calibration, case: P.Case, world_size: int) -> float:
+    """Calibrated seconds per step for a measured case (the same path plan would take)."""
+    cluster = apply_to_cluster(cal, P.cluster_of(case, world_size))
+    settings = apply_to_step_settings(cal, case.step, case.gpu.id if case.gpu else None)
+    return P.step_parts(case, settings, cluster).total
+
+
+@dataclass(frozen=True)
+class CalibratedMemory:
+    """Allocated peak per GPU before and after calibration (bytes)."""
+
+    default_bytes: float
+    calibrated_bytes: float
+    low_bytes: float | None
+    high_bytes: float | None
+    phase: str
+
+
+def apply_to_memory(cal: Calibration, spec: ModelSpec, layout: ParallelLayout,
+                    settings: M.MemorySettings) -> CalibratedMemory:
+    """The calibrated allocated peak (activation factor and fixed overhead applied); low/high
+    from the factors' ranges where known."""
+    case = P.Case(spec, layout, settings, S.StepSettings(seq_len=settings.seq_len), None)
+    parts = P.memory_parts(case)
+    a, c = cal.activation_memory, cal.memory_overhead
+    value = parts.peak(a.value, c.value)
+    low = high = None
+    if a.low is not None or c.low is not None:
+        low = parts.peak(a.low if a.low is not None else a.value, c.low if c.low is not None else c.value)
+        high = parts.peak(a.high if a.high is not None else a.value, c.high if c.high is not None else c.value)
+    phase = "backward start" if parts.at_backward(a.value) else "optimizer step"
+    return CalibratedMemory(parts.peak(), value, low, high, phase)
+
+
+def apply_to_overheads(cal: Calibration, overheads: M.Overheads) -> M.Overheads:
+    """Overheads with the fitted fixed memory overhead added to the per-GPU fixed bytes."""
+    return replace(overheads, cuda_context=overheads.cuda_context + cal.memory_overhead.value)
+
+
+def apply_to_memory_settings(cal: Calibration, settings: M.MemorySettings) -> M.MemorySettings:
+    """MemorySettings with ``activation_scale`` set, when core/memory.py has that field (for the
+    vectorised planner); unchanged otherwise."""
+    if "activation_scale" in {f.name for f in fields(settings)}:
+        return replace(settings, activation_scale=cal.activation_memory.value)
+    return settings
+
+
+def calibrated_mfu(cal: Calibration, spec: ModelSpec, gpu, layout: ParallelLayout,
+                   settings: S.StepSettings) -> tuple[float, float]:
+    """(default, calibrated) MFU the step model predicts for ``layout`` on ``gpu`` (for `train`,
+    whose MFU is an input: the calibrated value can replace the 0.40 default). gpuplan's MFU
+    definition (core/step.model_flops_per_token); communication included."""
+    from gpuplan.core.topology import cluster_for
+
+    case = P.Case(spec, layout, M.MemorySettings(seq_len=settings.seq_len), settings, gpu)
+    cluster = cluster_for(gpu)
+    flops = S.model_flops_per_token(spec, settings.seq_len) * layout.batch * settings.seq_len
+    peak = gpu.peak(settings.dtype) * layout.world
+    default = P.step_parts(case, settings, cluster).total
+    calibrated = P.step_parts(case, apply_to_step_settings(cal, settings, gpu.id), apply_to_cluster(cal, cluster)).total
+    return flops / (default * peak), flops / (calibrated * peak)

@@ -1,0 +1,251 @@
+"""Fit correction factors to measurements (weighted least squares on relative errors).
+
+Time, for each measurement i with gpuplan's predicted parts C_i (compute), A_i (attention),
+X_i (exposed communication) and the measured seconds per step y_i:
+
+    y_i = f * C_i + g * A_i + k * X_i                         (f, g, k > 0)
+
+Memory, with the predicted allocated bytes at the start of backward B_i (of which act_i are
+activations) and in the optimizer step O_i, and the measured peak y_i:
+
+    y_i = max(B_i + (a - 1) * act_i, O_i) + c                 (a > 0; c bytes, any sign)
+
+Rows are divided by y_i, so the fit minimises relative errors. A factor the measurements do
+not identify (a column that is zero or nearly proportional to another, or more factors than
+measurements) is dropped: attention is tied to compute (g = f), communication and the memory
+factors keep their defaults. With as many measurements as fitted factors the fit is exact and
+the uncertainty unknown; with more, stderr = sqrt(diag(s^2 (D^T D)^-1)) and the range is
+value +- 2 stderr.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from gpuplan.calibrate import predict as P
+from gpuplan.calibrate.measurement import Measurement
+from gpuplan.calibrate.model import Calibration, Factor, MeasurementFit, Reference, default_factor
+from gpuplan.core import step as S
+from gpuplan.errors import InputError
+
+MAX_CONDITION = 30.0
+"""Largest condition number of the column-normalised design matrix accepted as 'identified'
+(above it two factors trade off against each other and their values are noise)."""
+
+
+@dataclass(frozen=True)
+class _Row:
+    m: Measurement
+    case: P.Case
+    step: P.StepParts | None
+    memory: P.MemoryParts | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class _Solution:
+    values: dict[str, float]
+    stderr: dict[str, float | None]
+    n: int
+
+
+def _solve(columns: dict[str, list[float]], target: list[float], scale: list[float]) -> _Solution | None:
+    """Least squares of target ~ sum(value * column), rows divided by ``scale``. None when the
+    columns are not identifiable (fewer rows than columns, or ill-conditioned)."""
+    import numpy as np
+
+    names = list(columns)
+    w = 1.0 / np.asarray(scale, dtype=float)
+    design = np.asarray([columns[n] for n in names], dtype=float).T * w[:, None]
+    rhs = np.asarray(target, dtype=float) * w
+    n, p = design.shape
+    norms = np.linalg.norm(design, axis=0)
+    if n < p or not np.all(norms > 0) or np.linalg.cond(design / norms) > MAX_CONDITION:
+        return None
+    beta, *_ = np.linalg.lstsq(design, rhs, rcond=None)
+    stderr: dict[str, float | None] = dict.fromkeys(names)
+    if n > p:
+        resid = design @ beta - rhs
+        cov = float(resid @ resid) / (n - p) * np.linalg.inv(design.T @ design)
+        stderr = {name: float(np.sqrt(max(cov[j, j], 0.0))) for j, name in enumerate(names)}
+    return _Solution({name: float(b) for name, b in zip(names, beta)}, stderr, n)
+
+
+def _factor(name: str, solution: _Solution, key: str, sources: tuple[str, ...], note: str = "") -> Factor:
+    value, err = solution.values[key], solution.stderr[key]
+    base = default_factor(name)
+    status = "fitted" if err is not None else "single"
+    low = high = None
+    if err is not None:
+        low, high = value - 2 * err, value + 2 * err
+        if base.unit == "x":
+            low = max(low, 0.0)
+    if err is None:
+        note = (note + "; " if note else "") + (
+            f"{solution.n} measurement(s) for as many factors: exact fit, uncertainty unknown")
+    return Factor(value, base.default, base.unit, status, err, low, high, solution.n, sources, note)
+
+
+# ---------------------------------------------------------------------------------------------
+# time
+
+def _fit_time(rows: list[_Row]) -> dict[str, Factor]:
+    used = [r for r in rows if r.step is not None]
+    if not used:
+        return {k: default_factor(k, "no measurement with a step time on a predictable device")
+                for k in ("compute_time", "attention_time", "comm_time")}
+    y = [r.m.step_time_s for r in used]
+    C = [r.step.compute for r in used]
+    A = [r.step.attention for r in used]
+    X = [r.step.comm for r in used]
+    sources = tuple(r.m.source for r in used)
+    has_comm = any(x > 0 for x in X)
+    attempts = ((True, has_comm), (False, has_comm), (True, False), (False, False))
+    for separate, comm in dict.fromkeys(attempts):
+        cols = {"compute": C if separate else [c + a for c, a in zip(C, A)]}
+        if separate:
+            cols["attention"] = A
+        if comm:
+            cols["comm"] = X
+        target = y if comm else [yi - xi for yi, xi in zip(y, X)]
+        sol = _solve(cols, target, y)
+        if sol is None or any(v <= 0 for v in sol.values.values()):
+            continue
+        compute = _factor("compute_time", sol, "compute", sources)
+        attention = _factor("attention_time", sol, "attention", sources) if separate else replace(
+            compute, status="tied", note="not separately identifiable (the measurements' attention shares "
+                                         f"are {_shares(C, A)}); tied to compute_time")
+        comm_factor = _factor("comm_time", sol, "comm", sources) if comm else default_factor(
+            "comm_time", "no measurement with predicted exposed communication" if not has_comm
+            else "not identifiable from these measurements; kept at 1")
+        return {"compute_time": compute, "attention_time": attention, "comm_time": comm_factor}
+    return {k: default_factor(k, "the measurements give no positive fit") for k in
+            ("compute_time", "attention_time", "comm_time")}
+
+
+def _shares(C: list[float], A: list[float]) -> str:
+    shares = sorted(a / (c + a) for c, a in zip(C, A) if c + a > 0)
+    return f"{shares[0]:.1%}" if shares[0] == shares[-1] else f"{shares[0]:.1%}-{shares[-1]:.1%}"
+
+
+# ---------------------------------------------------------------------------------------------
+# memory
+
+def _fit_memory(rows: list[_Row]) -> dict[str, Factor]:
+    used = [r for r in rows if r.memory is not None]
+    if not used:
+        return {k: default_factor(k, "no measurement with a memory peak")
+                for k in ("activation_memory", "memory_overhead")}
+    y = [r.m.peak_memory_bytes for r in used]
+    sources = tuple(r.m.source for r in used)
+    a, c, result = 1.0, 0.0, None
+    for _ in range(5):  # the phase of each peak depends on a: refit until it stops moving
+        phases = [r.memory.at_backward(a) for r in used]
+        act = [r.memory.activations if b else 0.0 for r, b in zip(used, phases)]
+        fixed = [r.memory.backward_start - r.memory.activations if b else r.memory.optimizer_step
+                 for r, b in zip(used, phases)]
+        for names in (("a", "c"), ("a",), ("c",)):
+            cols = {"a": act, "c": [1.0] * len(used)}
+            known = act if "a" not in names else [0.0] * len(used)  # a = 1 when not fitted
+            target = [yi - fi - ki for yi, fi, ki in zip(y, fixed, known)]
+            sol = _solve({k: cols[k] for k in names}, target, y)
+            if sol is not None and sol.values.get("a", 1.0) > 0:
+                break
+        else:
+            sol = None
+        if sol is None:
+            break
+        a, c, result = sol.values.get("a", 1.0), sol.values.get("c", 0.0), sol
+        if [r.memory.at_backward(a) for r in used] == phases:
+            break
+    if result is None:
+        return {k: default_factor(k, "the measurements give no positive fit")
+                for k in ("activation_memory", "memory_overhead")}
+    kinds = sorted({r.m.memory_kind or "?" for r in used})
+    note = f"memory kind: {', '.join(kinds)}" + ("; 'reserved' includes the allocator's cache"
+                                                 if "reserved" in kinds else "")
+    activation = _factor("activation_memory", result, "a", sources, note) if "a" in result.values else \
+        default_factor("activation_memory", "no measured peak at the start of backward, or no spread in "
+                       "activation size with a fixed overhead to separate")
+    overhead = _factor("memory_overhead", result, "c", sources, note) if "c" in result.values else \
+        default_factor("memory_overhead", "one measured peak (or activations of one size): attributed to the "
+                       "activation factor, fixed overhead kept at 0")
+    return {"activation_memory": activation, "memory_overhead": overhead}
+
+
+# ---------------------------------------------------------------------------------------------
+
+def _row(m: Measurement) -> _Row:
+    case = P.case_of(m)
+    step = memory = None
+    note = ""
+    if m.step_time_s:
+        if case.gpu is None:
+            note = "step time not used: no catalog accelerator (and no CPU microbenchmarks) to predict it"
+        elif m.device == "cpu" and m.world_size > 1:
+            note = "step time not used: CPU multi-process runs communicate through gloo, which gpuplan does not model"
+        else:
+            step = P.step_parts(case, world_size=m.world_size)
+    if m.peak_memory_bytes:
+        memory = P.memory_parts(case)
+    return _Row(m, case, step, memory, note)
+
+
+def _reference(rows: list[_Row]) -> Reference:
+    timed = [r for r in rows if r.step is not None] or rows
+    gpus = tuple(dict.fromkeys((r.case.gpu.id if r.case.gpu else r.m.device) for r in timed))
+    e_attn = S.ATTENTION_EFFICIENCY.get(gpus[0], S.DEFAULT_ATTENTION_EFFICIENCY)
+    return Reference(gpus=gpus, models=tuple(dict.fromkeys(r.m.model for r in rows)),
+                     gemm_dim=statistics.median(P.gemm_dimension(r.case) for r in timed), attention_efficiency=e_attn)
+
+
+PLAUSIBLE_RATIO = (0.5, 2.0)
+"""A fitted ratio outside this range, or a fixed overhead above a quarter of the measured peak,
+is reported as a likely mismatch between the measured run and its description."""
+
+
+def _plausibility(cal: Calibration) -> list[str]:
+    notes = []
+    for name in ("compute_time", "attention_time", "comm_time", "activation_memory"):
+        f = cal.factor(name)
+        if f.applied and not PLAUSIBLE_RATIO[0] <= f.value <= PLAUSIBLE_RATIO[1]:
+            notes.append(f"{name} = {f.value:.3g}: a large correction; check that the flags describe the run")
+    peaks = [m.memory_measured_bytes for m in cal.measurements if m.memory_measured_bytes]
+    if cal.memory_overhead.applied and peaks and abs(cal.memory_overhead.value) > 0.25 * statistics.median(peaks):
+        notes.append(f"memory_overhead = {cal.memory_overhead.value / 2**30:+.3g} GiB, over a quarter of the measured "
+                     "peak: the layout probably differs from the flags (ZeRO stage / distributed optimizer, expert "
+                     "parallelism, recipe, sequence length); check before using it")
+    return notes
+
+
+def fit_calibration(measurements: Sequence[Measurement]) -> Calibration:
+    """Factors fitted to ``measurements`` (see the module docstring), with each measurement's
+    default and calibrated prediction for the report."""
+    from gpuplan.calibrate.apply import calibrated_step_seconds
+
+    if not measurements:
+        raise InputError("measurements", 0, "at least one measurement")
+    rows = [_row(m) for m in measurements]
+    cal = Calibration(**_fit_time(rows), **_fit_memory(rows), reference=_reference(rows))
+    fits = []
+    for r in rows:
+        m = r.m
+        used = tuple(k for k, part in (("time", r.step), ("memory", r.memory)) if part is not None)
+        fit = MeasurementFit(source=m.source, kind=m.kind, model=m.model,
+                             gpu=r.case.gpu.id if r.case.gpu else m.device, world_size=m.world_size,
+                             memory_kind=m.memory_kind, used_for=used, note=r.note)
+        if r.step is not None:
+            fit = replace(fit, step_measured_s=m.step_time_s, step_default_s=r.step.total,
+                          step_calibrated_s=calibrated_step_seconds(cal, r.case, m.world_size))
+        if r.memory is not None:
+            fit = replace(fit, memory_measured_bytes=m.peak_memory_bytes, memory_default_bytes=r.memory.peak(),
+                          memory_calibrated_bytes=r.memory.peak(cal.activation_memory.value, cal.memory_overhead.value))
+        fits.append(fit)
+    cal = replace(cal, measurements=tuple(fits))
+    notes = _plausibility(cal)
+    if cal.reference.gpus == ("cpu",):
+        notes.append("measured on the CPU stand-in: the time factors describe this CPU, not a GPU; "
+                     "apply them to GPU plans only as a rough guide")
+    return replace(cal, notes=tuple(notes))

@@ -1,0 +1,136 @@
+"""One measured training run, from a trial file or a training log, in the terms gpuplan predicts.
+
+A :class:`Measurement` carries what was run (model, accelerator, layout, precision, sequence)
+and what was measured (seconds per optimizer step, peak memory per GPU). Trial files carry all
+of it; logs carry the measured numbers, and the run's description comes from the flags of
+``gpuplan calibrate`` (:class:`LogContext`). Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.errors import InputError
+
+# trial precision -> (memory recipe, compute dtype of the matmuls). FSDP2 with fp32 parameters
+# and a bf16 MixedPrecisionPolicy is the 'fsdp2' recipe; plain torch.autocast is 'amp'.
+_PRECISION_RECIPES = {"bf16": ("bf16", "bf16"), "fp32": ("fp32", "fp32"), "fp32-autocast": ("amp", "bf16")}
+# the memory model knows these optimizers; Adam keeps the same states as AdamW
+_OPTIMIZERS = {"adamw": "adamw", "adam": "adamw", "sgd": "sgd"}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A measured run: its description (model, layout, precision) and its measured numbers."""
+
+    source: str
+    kind: str
+    """'trial' (gpuplan profile), 'torchtitan', 'megatron', 'hf-trainer' or 'table'."""
+    model: str
+    """Catalog id or config.json path (used when ``hf_config`` is None)."""
+    seq_len: int
+    world_size: int = 1
+    hf_config: dict | None = None
+    """The exact HF config measured (trials: with the reduced depth)."""
+    gpu: str | None = None
+    """Hardware-catalog id; None for CPU trials and uncatalogued GPUs."""
+    device: str = "cuda"
+    cpu_matmul_flops: float | None = None
+    """CPU trials: measured large-GEMM FLOP/s in the run's dtype (stands in for the peak)."""
+    cpu_copy_bandwidth: float | None = None
+    """CPU trials: measured memory copy bytes/s (stands in for HBM bandwidth)."""
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    zero: int = 0
+    micro_batch: int = 1
+    global_batch: int | None = None
+    """Sequences per optimizer step; None = micro_batch x dp."""
+    recipe: str = "bf16"
+    implementation: str = "hf"
+    dtype: str = "bf16"
+    recompute: str = "none"
+    optimizer: str = "adamw"
+    step_time_s: float | None = None
+    step_time_stdev_s: float | None = None
+    peak_memory_bytes: float | None = None
+    memory_kind: str | None = None
+    """'allocated' (torch.cuda.max_memory_allocated / Megatron 'max allocated'), 'tracked' (CPU
+    MemTracker: allocated tensor bytes) or 'reserved' (allocator reserve, e.g. torchtitan)."""
+    samples: int = 0
+    """Timed steps (trials) or log records used."""
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def dp(self) -> int:
+        return max(1, self.world_size // (self.tp * self.pp))
+
+    @property
+    def label(self) -> str:
+        where = self.gpu or self.device
+        return f"{self.source} ({self.kind}, {self.model}, {self.world_size} x {where})"
+
+
+def measurement_from_trial(data: dict, source: str) -> Measurement:
+    """A validated trial file (see gpuplan.profile.measurement_file) as a Measurement."""
+    env, config, results = data["environment"], data["config"], data["results"]
+    s = config["settings"]
+    recipe, dtype = _PRECISION_RECIPES.get(s["precision"], (None, None))
+    if recipe is None:
+        raise InputError("file", source, f"unknown precision {s['precision']!r} in config.settings")
+    parallelism = s["parallelism"]
+    if parallelism == "fsdp2" and recipe == "amp":
+        recipe = "fsdp2"
+    bench = env.get("cpu_microbenchmarks") or {}
+    memory = results["memory"]
+    world = int(env["world_size"])
+    return Measurement(
+        source=source, kind="trial", model=str(config["model"]), seq_len=int(s["seq_len"]), world_size=world,
+        hf_config=config.get("hf_config"), gpu=env.get("catalog_gpu"), device=str(env["device_type"]),
+        cpu_matmul_flops=bench.get("matmul_flops_per_s"), cpu_copy_bandwidth=bench.get("copy_bytes_per_s"),
+        zero=3 if parallelism == "fsdp2" else 0, micro_batch=int(s["micro_batch"]),
+        global_batch=int(s["micro_batch"]) * world, recipe=recipe, implementation="hf", dtype=dtype,
+        recompute=str(s["recompute"]), optimizer=_OPTIMIZERS.get(str(s.get("optimizer", "adamw")), "adamw"),
+        step_time_s=float(results["step_time_s"]["median"]),
+        step_time_stdev_s=results["step_time_s"].get("stdev"),
+        peak_memory_bytes=memory.get("peak_allocated_bytes"),
+        memory_kind="allocated" if env["device_type"] == "cuda" else "tracked",
+        samples=int(s.get("steps", 0)),
+    )
+
+
+@dataclass(frozen=True)
+class LogContext:
+    """What a training log does not say about its run (the flags of ``gpuplan calibrate``)."""
+
+    model: str | None = None
+    gpu: str | None = None
+    gpus: int | None = None
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    zero: int | None = None
+    micro_batch: int = 1
+    global_batch: int | None = None
+    seq_len: int | None = None
+    recipe: str | None = None
+    recompute: str = "none"
+    dtype: str = "bf16"
+
+
+# Per log format: (memory recipe, activation implementation, ZeRO stage) when not given.
+LOG_DEFAULTS: dict[str, tuple[str, str, int]] = {
+    "torchtitan": ("fsdp2", "torchtitan", 3),  # torchtitan default: FSDP2 with fp32 params + bf16 MP
+    "megatron": ("megatron", "megatron", 0),  # Megatron-LM without --use-distributed-optimizer
+    "hf-trainer": ("amp", "hf", 0),  # Trainer with bf16=True: fp32 params + autocast, DDP
+    "table": ("bf16", "hf", 0),
+}
+
+
+def require(context: LogContext, name: str, source: str, fmt: str) -> Any:
+    value = getattr(context, name)
+    if value is None:
+        flag = "--" + name.replace("_", "-")
+        raise InputError(flag, None, f"needed for {source} ({fmt} log): the log does not say it")
+    return value

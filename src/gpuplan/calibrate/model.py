@@ -1,0 +1,161 @@
+"""The Calibration object and its JSON file.
+
+Every factor is defined against gpuplan's own prediction for the same model, layout and
+accelerator (see gpuplan.calibrate.predict):
+
+* ``compute_time``      measured / predicted seconds of matmuls, elementwise ops, LM head and
+                        optimizer step (1 = the step model was right)
+* ``attention_time``    measured / predicted seconds of the attention kernels
+* ``comm_time``         measured / predicted exposed communication seconds
+* ``activation_memory`` measured / predicted activation bytes at the start of backward
+* ``memory_overhead``   bytes measured above the prediction that do not scale with activations
+                        (allocator rounding, workspaces, what the model leaves out), per GPU
+
+A factor that the measurements cannot identify keeps its default (1, or 0 bytes) with status
+'not identified'; one fitted from as many measurements as factors has an unknown uncertainty
+(stderr None, status 'single').
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from gpuplan.errors import InputError
+
+SCHEMA_VERSION = 1
+KIND = "gpuplan.calibration"
+FACTOR_NAMES = ("compute_time", "attention_time", "comm_time", "activation_memory", "memory_overhead")
+STATUSES = ("fitted", "single", "tied", "not identified")
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One correction factor with its uncertainty and provenance."""
+
+    value: float
+    default: float
+    unit: str
+    """'x' (a ratio) or 'bytes'."""
+    status: str = "not identified"
+    stderr: float | None = None
+    """Standard error from the fit's residuals; None when unknown (no residual degrees of freedom)."""
+    low: float | None = None
+    high: float | None = None
+    """value +- 2 stderr, or the spread of the per-measurement ratios; None when unknown."""
+    n_measurements: int = 0
+    sources: tuple[str, ...] = ()
+    note: str = ""
+
+    @property
+    def applied(self) -> bool:
+        """False when the factor is the default (not identified by the measurements)."""
+        return self.status != "not identified"
+
+
+def default_factor(name: str, note: str = "no measurement identifies it") -> Factor:
+    unit = "bytes" if name == "memory_overhead" else "x"
+    return Factor(0.0 if unit == "bytes" else 1.0, 0.0 if unit == "bytes" else 1.0, unit, note=note)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Where the factors were measured: they are exact there and extrapolated elsewhere."""
+
+    gpus: tuple[str, ...]
+    """Catalog accelerator ids ('cpu' for the CPU stand-in)."""
+    models: tuple[str, ...]
+    gemm_dim: float
+    """Smallest GEMM dimension per GPU of the measurements (median): the GEMM efficiency is
+    calibrated at this dimension and carried to others by the step model's d/(d + d_half)."""
+    attention_efficiency: float
+    """The step model's default attention efficiency on the reference accelerator."""
+
+
+@dataclass(frozen=True)
+class MeasurementFit:
+    """One measurement: measured, gpuplan's default prediction, and the calibrated prediction."""
+
+    source: str
+    kind: str
+    model: str
+    gpu: str
+    world_size: int
+    step_measured_s: float | None = None
+    step_default_s: float | None = None
+    step_calibrated_s: float | None = None
+    memory_measured_bytes: float | None = None
+    memory_default_bytes: float | None = None
+    memory_calibrated_bytes: float | None = None
+    memory_kind: str | None = None
+    used_for: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    compute_time: Factor
+    attention_time: Factor
+    comm_time: Factor
+    activation_memory: Factor
+    memory_overhead: Factor
+    reference: Reference
+    measurements: tuple[MeasurementFit, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+    schema_version: int = SCHEMA_VERSION
+
+    def factor(self, name: str) -> Factor:
+        return getattr(self, name)
+
+
+def calibration_to_dict(cal: Calibration) -> dict[str, Any]:
+    return {"schema_version": cal.schema_version, "kind": KIND,
+            **{k: v for k, v in asdict(cal).items() if k != "schema_version"}}
+
+
+def calibration_from_dict(data: Any, source: str) -> Calibration:
+    expected = "a gpuplan calibration file (written by `gpuplan calibrate --out`)"
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        raise InputError("calibration", source, f"is not {expected}")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise InputError("calibration", source, f"has schema_version {data.get('schema_version')!r}; "
+                         f"this gpuplan reads {SCHEMA_VERSION}")
+    try:
+        factors = {name: _factor(data[name]) for name in FACTOR_NAMES}
+        reference = _build(Reference, data["reference"])
+        measurements = tuple(_build(MeasurementFit, m) for m in data.get("measurements", ()))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError("calibration", source, f"is incomplete or malformed ({exc}); expected {expected}") from None
+    return Calibration(**factors, reference=reference, measurements=measurements,
+                       notes=tuple(data.get("notes", ())))
+
+
+def _factor(raw: dict) -> Factor:
+    factor = _build(Factor, raw)
+    if factor.status not in STATUSES or not math.isfinite(factor.value):
+        raise ValueError(f"bad factor {raw!r}")
+    if factor.unit == "x" and factor.value <= 0:
+        raise ValueError(f"a ratio factor must be positive, got {factor.value}")
+    return factor
+
+
+def _build(cls, raw: dict):
+    names = {f.name for f in fields(cls)}
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items() if k in names}
+    return cls(**values)
+
+
+def save_calibration(cal: Calibration, path: str | Path) -> Path:
+    """Write the calibration JSON atomically (a temporary file renamed over ``path``)."""
+    from gpuplan.profile.measurement_file import write_json_atomic
+
+    return write_json_atomic(path, calibration_to_dict(cal))
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    """Read a calibration file; InputError naming the file when it is not one."""
+    from gpuplan.profile.measurement_file import read_json
+
+    return calibration_from_dict(read_json(path, "a gpuplan calibration JSON"), str(path))

@@ -1,0 +1,159 @@
+"""gpuplan's own predictions for a measured run: the yardstick every calibration factor divides by.
+
+A measurement becomes a ModelSpec, a ParallelLayout, MemorySettings, StepSettings and an
+accelerator; the step time comes from ``gpuplan.core.step.step_time`` and the memory from
+``gpuplan.core.memory.peak_memory`` — the same functions ``train``, ``memory`` and ``plan`` use.
+
+CPU trials have no catalog accelerator. They are predicted on a *CPU stand-in*: an Accelerator
+whose achievable matmul rate (peak x MAMF) equals the trial's measured large-GEMM FLOP/s and
+whose achievable memory bandwidth (bandwidth x HBM efficiency) equals its measured copy
+bandwidth, so the step model runs unchanged on the CPU the trial used. Factors fitted on it
+describe that CPU; the report says so when they are applied to a GPU plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from gpuplan.core import memory as M
+from gpuplan.core import step as S
+from gpuplan.core.hardware import Accelerator
+from gpuplan.core.model import ModelSpec
+from gpuplan.core.parallel import ParallelLayout, check_layout
+from gpuplan.core.topology import Cluster, cluster_for
+from gpuplan.errors import InputError
+
+CPU_ID = "cpu"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A measurement in gpuplan's inputs."""
+
+    spec: ModelSpec
+    layout: ParallelLayout
+    memory: M.MemorySettings
+    step: S.StepSettings
+    gpu: Accelerator | None
+    """None: the step time cannot be predicted (uncatalogued GPU, CPU without microbenchmarks)."""
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """Predicted seconds per optimizer step, split the way the calibration scales them."""
+
+    compute: float
+    """Matmuls, elementwise ops, LM head, pipeline bubble share and the optimizer step."""
+    attention: float
+    """The attention kernels (score/context) including their bubble share."""
+    comm: float
+    """Communication left on the critical path after overlap."""
+
+    @property
+    def total(self) -> float:
+        return self.compute + self.attention + self.comm
+
+
+@dataclass(frozen=True)
+class MemoryParts:
+    """Predicted allocated bytes on the worst GPU."""
+
+    backward_start: float
+    optimizer_step: float
+    activations: float
+    """Activation-like bytes at the start of backward (micro-batch x growth per sequence)."""
+
+    def peak(self, activation_factor: float = 1.0, overhead: float = 0.0) -> float:
+        backward = self.backward_start + (activation_factor - 1.0) * self.activations
+        return max(backward, self.optimizer_step) + overhead
+
+    def at_backward(self, activation_factor: float = 1.0) -> bool:
+        return self.backward_start + (activation_factor - 1.0) * self.activations >= self.optimizer_step
+
+
+def cpu_accelerator(matmul_flops: float, copy_bandwidth: float, memory_bytes: float = 0.0) -> Accelerator:
+    """The CPU stand-in: achievable rates equal the measured ones (see the module docstring)."""
+    mamf = S.MAMF_FRACTION.get(CPU_ID, S.DEFAULT_MAMF_FRACTION)
+    peak = matmul_flops / mamf
+    hbm = S.StepSettings().hbm_efficiency
+    return Accelerator(id=CPU_ID, name="CPU (measured stand-in)", vendor="", memory_bytes=memory_bytes,
+                       memory_bandwidth=copy_bandwidth / hbm,
+                       peak_flops=(("bf16", peak), ("fp32", peak), ("fp16", peak)),
+                       devices_per_node=1, confidence="low",
+                       sources=("trial microbenchmarks: large GEMM and memory copy on this CPU",))
+
+
+def spec_of(measurement) -> ModelSpec:
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+    from gpuplan.resolve import resolve_model
+
+    if measurement.hf_config:
+        return model_spec_from_hf_config(measurement.hf_config, name=measurement.model, source=measurement.source)
+    return resolve_model(measurement.model)
+
+
+def accelerator_of(measurement) -> Accelerator | None:
+    from gpuplan.resolve import resolve_gpu
+
+    if measurement.gpu:
+        return resolve_gpu(measurement.gpu)
+    if measurement.device == "cpu" and measurement.cpu_matmul_flops and measurement.cpu_copy_bandwidth:
+        return cpu_accelerator(measurement.cpu_matmul_flops, measurement.cpu_copy_bandwidth)
+    return None
+
+
+def case_of(measurement) -> Case:
+    """gpuplan's inputs for a measurement; InputError when the layout cannot exist."""
+    spec = spec_of(measurement)
+    m = measurement
+    if m.world_size % (m.tp * m.pp):
+        raise InputError("gpus", m.world_size, f"must be a multiple of tp x pp = {m.tp * m.pp} ({m.source})")
+    batch = m.global_batch if m.global_batch else m.micro_batch * m.dp
+    layout = ParallelLayout(dp=m.dp, tp=m.tp, pp=m.pp, ep=m.ep, zero=m.zero, micro_batch=m.micro_batch,
+                            global_batch=batch)
+    check_layout(spec, layout, seq_len=m.seq_len)
+    memory = M.MemorySettings(seq_len=m.seq_len, recipe=m.recipe, optimizer=m.optimizer,
+                              implementation=m.implementation, recompute=m.recompute)
+    step = S.StepSettings(seq_len=m.seq_len, recompute=m.recompute, dtype=m.dtype)
+    return Case(spec, layout, memory, step, accelerator_of(m))
+
+
+def cluster_of(case: Case, world_size: int) -> Cluster:
+    if case.gpu is None:
+        raise InputError("gpu", None, "a catalog accelerator (or a CPU trial with microbenchmarks) to predict time")
+    per_node = world_size if case.gpu.id == CPU_ID else None  # CPU ranks share one host
+    return cluster_for(case.gpu, per_node)
+
+
+def step_parts(case: Case, settings: S.StepSettings | None = None, cluster: Cluster | None = None,
+               world_size: int | None = None) -> StepParts:
+    """Predicted step time split into compute, attention and exposed communication.
+
+    The attention share comes from the step model itself: the compute time is linear in
+    1/attention_efficiency, so halving the attention time (doubling its efficiency) and taking
+    twice the difference isolates it exactly."""
+    settings = settings or case.step
+    cluster = cluster or cluster_of(case, world_size or case.layout.world)
+    lay = case.layout
+    kw = dict(dp=lay.dp, tp=lay.tp, pp=lay.pp, vpp=lay.vpp, cp=lay.cp, ep=lay.ep, zero=lay.zero,
+              micro_batch=lay.micro_batch, micro_batches=lay.micro_batches_per_step)
+    base = S.step_time(case.spec, cluster, settings, **kw)
+    e_attn = settings.attention_efficiency or S.ATTENTION_EFFICIENCY.get(cluster.gpu.id, S.DEFAULT_ATTENTION_EFFICIENCY)
+    faster = S.step_time(case.spec, cluster, replace(settings, attention_efficiency=2 * e_attn), **kw)
+    on_path = base.compute + base.bubble
+    attention = 2.0 * (on_path - (faster.compute + faster.bubble))
+    comm = base.exposed_comm
+    return StepParts(compute=on_path - attention + base.optimizer, attention=attention,
+                     comm=comm if comm > 1e-12 * base.total else 0.0)  # float dust -> 0
+
+
+def memory_parts(case: Case) -> MemoryParts:
+    peak = M.peak_memory(case.spec, case.layout, case.memory)
+    per_sequence = M.activation_bytes_per_sample(case.spec, case.layout, case.memory)
+    return MemoryParts(peak.backward_start_total, peak.optimizer_step_total, per_sequence * case.layout.micro_batch)
+
+
+def gemm_dimension(case: Case) -> float:
+    """The smallest GEMM dimension per GPU the step model uses: min(hidden / tp, tokens)."""
+    tokens = case.layout.micro_batch * case.memory.seq_len / case.layout.cp
+    return float(min(case.spec.hidden_size / case.layout.tp, tokens))

@@ -1,0 +1,142 @@
+"""Report lines for calibrations: calibrated vs default values, per-measurement fit, extrapolation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpuplan.calibrate import predict as P
+from gpuplan.calibrate.apply import apply_to_cluster, apply_to_step_settings, gemm_floor_reached
+from gpuplan.calibrate.measurement import Measurement
+from gpuplan.calibrate.model import Calibration, Factor
+from gpuplan.core import step as S
+from gpuplan.core.topology import DEFAULT_SCALE_OUT_EFFICIENCY, DEFAULT_SCALE_UP_EFFICIENCY
+from gpuplan.core.units import format_bytes
+from gpuplan.errors import InputError
+from gpuplan.report.model import Assumption, Line, Report, Section, Table
+
+_LABELS = {
+    "compute_time": "compute time (GEMMs, elementwise, optimizer): measured / gpuplan",
+    "attention_time": "attention kernel time: measured / gpuplan",
+    "comm_time": "exposed communication time: measured / gpuplan",
+    "activation_memory": "activation memory: measured / gpuplan",
+    "memory_overhead": "fixed memory overhead per GPU (measured - gpuplan)",
+}
+
+
+def _uncertainty(f: Factor) -> str:
+    if f.status == "not identified":
+        return f"default ({f.note})" if f.note else "default"
+    if f.status == "tied":
+        return "tied to compute time"
+    n = f"{f.n_measurements} measurement{'s' if f.n_measurements != 1 else ''}"
+    if f.stderr is None:
+        return f"{n}, uncertainty unknown"
+    if f.stderr <= 1e-9 * max(abs(f.value), 1.0):
+        return f"{n}, residuals 0"
+    spread = format_bytes(f.stderr) if f.unit == "bytes" else f"{f.stderr:.3g}"
+    return f"+-{spread} (1 s.e.), {n}"
+
+
+def _factor_line(name: str, f: Factor) -> Line:
+    shown = (("+" if f.value >= 0 else "-") + format_bytes(abs(f.value))) if f.unit == "bytes" else f"{f.value:.3f}x"
+    return Line(f"cal_{name}", _LABELS[name], f.value, "bytes" if f.unit == "bytes" else "x",
+                f"{shown} ({_uncertainty(f)})", f"default {f.default:g}; {f.status}", f.low, f.high)
+
+
+def calibrated_vs_default_lines(cal: Calibration) -> tuple[Line, ...]:
+    """Every factor, and what it does to the step model's knobs, calibrated vs default."""
+    lines = [_factor_line(name, cal.factor(name)) for name in _LABELS]
+    ref = cal.reference
+    gpu = ref.gpus[0] if ref.gpus else ""
+    d, f = ref.gemm_dim, cal.compute_time.value
+    e_default = S.gemm_efficiency(gpu, d, S.StepSettings().gemm_d_half)
+    floor = " (floored: faster than MAMF allows)" if gemm_floor_reached(cal) else ""
+    e_cal = S.gemm_efficiency(gpu, d, apply_to_step_settings(cal, S.StepSettings(), gpu).gemm_d_half)
+    lines.append(Line("cal_gemm_efficiency", f"achievable GEMM efficiency at d={d:g} on {gpu}", e_cal, "fraction",
+                      f"{e_default:.1%} default -> {e_cal:.1%} calibrated{floor}",
+                      "MAMF x d / (d + d_half); d_half' = f x (d + d_half) - d"))
+    e_attn = ref.attention_efficiency / cal.attention_time.value
+    lines.append(Line("cal_attention_efficiency", f"attention efficiency on {gpu}", e_attn, "fraction",
+                      f"{ref.attention_efficiency:.1%} default -> {e_attn:.1%} calibrated",
+                      "executed attention FLOP/s / peak = default / attention factor"))
+    k = cal.comm_time.value
+    lines.append(Line("cal_link_efficiency", "interconnect efficiency (scale-up / scale-out)",
+                      DEFAULT_SCALE_UP_EFFICIENCY / k, "fraction",
+                      f"{DEFAULT_SCALE_UP_EFFICIENCY:.0%} / {DEFAULT_SCALE_OUT_EFFICIENCY:.0%} default -> "
+                      f"{DEFAULT_SCALE_UP_EFFICIENCY / k:.0%} / {DEFAULT_SCALE_OUT_EFFICIENCY / k:.0%} calibrated",
+                      "default / communication factor"))
+    lines.append(Line("cal_reference", "measured on", ", ".join(ref.gpus),
+                      text=f"{', '.join(ref.gpus)}; models {', '.join(ref.models)}"))
+    return tuple(lines)
+
+
+def measurement_table(cal: Calibration) -> Table:
+    def trio(a, b, c, fmt):
+        return "" if a is None and b is None else " / ".join("-" if x is None else fmt(x) for x in (a, b, c))
+
+    rows = tuple((m.source, f"{m.world_size} x {m.gpu}",
+                  trio(m.step_measured_s, m.step_default_s, m.step_calibrated_s, lambda x: f"{x:.4g}"),
+                  trio(m.memory_measured_bytes, m.memory_default_bytes, m.memory_calibrated_bytes, format_bytes),
+                  m.note) for m in cal.measurements)
+    return Table("measured / gpuplan default / calibrated", ("file", "devices", "step seconds", "peak memory", "note"),
+                 rows)
+
+
+def extrapolation_lines(cal: Calibration, m: Measurement, target_gpus: int) -> tuple[Line, ...]:
+    """The measured configuration weak-scaled to ``target_gpus`` (same micro-batch and sequences
+    per GPU, data parallelism grown): default vs calibrated step time, throughput and MFU."""
+    case = P.case_of(m)
+    if case.gpu is None or case.gpu.id == P.CPU_ID:
+        raise InputError("target_gpus", target_gpus, "a measurement on a catalog GPU to extrapolate from "
+                         "(CPU trials describe the CPU, not a cluster)")
+    lay = case.layout
+    per_dp = lay.tp * lay.pp * lay.cp
+    if target_gpus % per_dp:
+        raise InputError("target_gpus", target_gpus, f"a multiple of tp x pp x cp = {per_dp}")
+    scale = (target_gpus // per_dp) / lay.dp
+    target = replace(case, layout=replace(lay, dp=target_gpus // per_dp, global_batch=round(lay.batch * scale)))
+    lines = []
+    node = case.gpu.devices_per_node or 8
+    for label, c, gpus in (("measured size", case, m.world_size), ("target", target, target_gpus)):
+        cluster = P.cluster_of(c, gpus)
+        default = P.step_parts(c, c.step, cluster).total
+        calibrated = P.step_parts(c, apply_to_step_settings(cal, c.step, case.gpu.id),
+                                  apply_to_cluster(cal, cluster)).total
+        tokens = c.layout.batch * c.memory.seq_len
+        flops = S.model_flops_per_token(c.spec, c.memory.seq_len) * tokens
+        peak = case.gpu.peak(c.step.dtype)
+        nodes = f"{gpus:,} GPUs ({gpus / node:g} nodes of {node})"
+        measured = f"; measured {m.step_time_s:.4g} s" if label == "measured size" and m.step_time_s else ""
+        lines += [
+            Line(f"x_{label[:6]}_step", f"step time at {label}: {nodes}", calibrated, "s",
+                 f"{default:.4g} s default -> {calibrated:.4g} s calibrated{measured}",
+                 f"{c.layout.batch} sequences x {c.memory.seq_len} tokens per step"),
+            Line(f"x_{label[:6]}_mfu", f"MFU at {label}", flops / (calibrated * gpus * peak), "fraction",
+                 f"{flops / (default * gpus * peak):.1%} default -> "
+                 f"{flops / (calibrated * gpus * peak):.1%} calibrated"),
+            Line(f"x_{label[:6]}_tokens", f"throughput at {label}", tokens / calibrated, "tokens/s",
+                 f"{tokens / default:,.0f} default -> {tokens / calibrated:,.0f} calibrated tokens/s"),
+        ]
+    return tuple(lines)
+
+
+def calibration_report(cal: Calibration, written_to: str | None = None,
+                       extrapolation: tuple[Line, ...] = ()) -> Report:
+    sections = [Section("Calibration factors (calibrated vs default)", calibrated_vs_default_lines(cal))]
+    if extrapolation:
+        sections.append(Section("Extrapolation with the calibrated step model", extrapolation))
+    inputs = (Line("files", "measurements", len(cal.measurements), text=", ".join(m.source for m in cal.measurements)),
+              Line("written_to", "calibration file", written_to or "", text=written_to or "not written (use --out)"))
+    assumptions = (
+        Assumption("time_model", "time factors", "y = f C + g A + k X",
+                   "gpuplan.core.step predictions for the measured model, layout and accelerator", ""),
+        Assumption("memory_model", "memory factors", "y = max(B + (a-1) act, O) + c",
+                   "gpuplan.core.memory peak for the measured layout", ""),
+        Assumption("skip", "log warm-up", "first logged step skipped", "compilation / warm-up", ""),
+    )
+    notes = list(cal.notes) + [
+        "use it with: gpuplan train|plan|memory ... --calibration FILE",
+        "factors are exact at the measured configuration; elsewhere the step and memory models carry them "
+        "(an extrapolation): measure near the target layout where you can"]
+    return Report("calibrate", "Calibration from measurements", inputs, assumptions, tuple(sections), tuple(notes),
+                  (measurement_table(cal),))

@@ -1,0 +1,113 @@
+"""The trial measurement file: schema, atomic write and validated read (stdlib only).
+
+``gpuplan profile`` (and ``python -m gpuplan.profile.trial`` under torchrun) writes one JSON
+object; ``gpuplan calibrate`` reads it back. The layout is documented in docs/calibration.md:
+
+    {"schema_version": 1, "kind": "gpuplan.trial", "created": "...Z",
+     "environment": {python, torch, transformers, gpuplan, platform, device_type, device_name,
+                     device_count, world_size, backend, catalog_gpu, peak_flops, peak_source,
+                     device_memory_bytes, cpu_microbenchmarks},
+     "config": {"model": ..., "model_source": ..., "hf_config": {...}, "summary": {...},
+                "settings": {...}},
+     "results": {"step_time_s": {...}, "tokens_per_s": ..., "flops": {...}, "mfu": ..., ...,
+                 "memory": {...}, "estimate": {...}}}
+
+A file is written to a temporary name in the target folder and renamed over the target
+(``os.replace``, atomic on POSIX and Windows), so a crash or an error never leaves a partial
+measurement file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from gpuplan.errors import InputError
+
+SCHEMA_VERSION = 1
+KIND = "gpuplan.trial"
+_REQUIRED = {
+    "environment": ("device_type", "world_size"),
+    "config": ("model", "settings"),
+    "results": ("step_time_s", "tokens_per_s", "memory"),
+}
+_REQUIRED_SETTINGS = ("micro_batch", "seq_len", "precision", "recompute", "parallelism")
+
+
+def write_json_atomic(path: str | Path, data: Any) -> Path:
+    """Write ``data`` as JSON to ``path`` via a temporary file + os.replace (never partial)."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError("out", str(path), f"a file in an existing folder ({folder} does not exist)")
+    text = json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+def is_trial_measurement(data: Any) -> bool:
+    return isinstance(data, dict) and data.get("kind") == KIND
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """Parse a JSON file; InputError naming the file and ``what`` was expected."""
+    p = Path(path)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("file", str(path), f"no such file; expected {what}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError("file", str(path), f"cannot be read ({exc.__class__.__name__}); expected {what}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError("file", str(path), f"is not valid JSON (line {exc.lineno}); expected {what}") from None
+
+
+def validate_measurement(data: Any, source: str) -> dict:
+    """Check a parsed trial measurement; InputError naming the file and the missing part."""
+    expected = "a gpuplan trial measurement (schema_version 1, written by `gpuplan profile`)"
+    if not is_trial_measurement(data):
+        raise InputError("file", source, f"is not {expected}")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise InputError("file", source, f"has schema_version {version!r}; this gpuplan reads {SCHEMA_VERSION}")
+    for part, keys in _REQUIRED.items():
+        block = data.get(part)
+        if not isinstance(block, dict):
+            raise InputError("file", source, f"has no '{part}' object; expected {expected}")
+        missing = [k for k in keys if k not in block]
+        if missing:
+            raise InputError("file", source, f"'{part}' lacks {', '.join(missing)}; expected {expected}")
+    settings = data["config"]["settings"]
+    missing = [k for k in _REQUIRED_SETTINGS if k not in settings]
+    if missing:
+        raise InputError("file", source, f"'config.settings' lacks {', '.join(missing)}")
+    step = data["results"]["step_time_s"]
+    if not isinstance(step, dict) or not _positive(step.get("median")):
+        raise InputError("file", source, "'results.step_time_s.median' must be a positive number of seconds")
+    return data
+
+
+def read_measurement(path: str | Path) -> dict:
+    """Read and validate one trial measurement file."""
+    return validate_measurement(read_json(path, "a gpuplan trial measurement JSON"), str(path))
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0

@@ -1,0 +1,299 @@
+"""Trial runs: train a model briefly for real and record step time, throughput, MFU and memory.
+
+    gpuplan profile llama-3.2-1b --layers 4 --seq-len 2048 --out trial.json        # one process
+    torchrun --nproc-per-node 8 -m gpuplan.profile.trial llama-3.2-1b --out trial.json   # FSDP2
+
+The model is built from a catalog name or a config.json with random weights (nothing is
+downloaded); ``--layers`` keeps the width and cuts the depth. Synthetic tokens, N timed steps
+after the warm-up steps, on CUDA when present else CPU. Definitions (also in the file):
+
+* step time: wall seconds of forward + loss, backward, optimizer step, zero_grad, per step,
+  CUDA-synchronised; in multi-process runs the slowest rank's time per step. Median reported.
+* model FLOPs: gpuplan.core.step.model_flops_per_token (exact matmul FLOPs incl. LM head,
+  attention without causal halving = the PaLM/Megatron MFU convention) x tokens; hardware FLOPs
+  add the recomputed forward. MFU/HFU = achieved FLOP/s per device / dense peak of the device
+  (hardware catalog, matched by torch.cuda.get_device_name; ``--peak-tflops`` overrides). CPU:
+  no catalog peak, MFU null unless ``--peak-tflops`` is given.
+* memory: CUDA torch.cuda.max_memory_allocated / max_memory_reserved over the timed steps; CPU
+  one more (untimed) step under a MemTracker from torch.distributed._tools on the real tensors
+  (allocated tensor bytes, the same accounting as gpuplan measure), largest over ranks.
+
+The measurement file is written by rank 0 only, atomically: an error leaves no file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import resource
+import statistics
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from gpuplan.errors import InputError
+from gpuplan.profile.measurement_file import KIND, SCHEMA_VERSION, write_json_atomic
+from gpuplan.profile.trial_plan import (
+    TrialSettings,
+    check_fits,
+    config_with_layers,
+    layer_count,
+    model_config,
+)
+
+FLOPS_DEFINITION = ("gpuplan.core.step.model_flops_per_token: exact matmul FLOPs per token (LM head included, "
+                    "input embedding a lookup) + attention scores/context without causal halving (PaLM/Megatron "
+                    "MFU convention), x3 for forward+backward; hardware FLOPs add recomputation")
+
+
+def run_trial(settings: TrialSettings, out: str | Path | None = None) -> dict:
+    """Run the trial in this process (alone, or as one rank of a torchrun job) and return the
+    measurement dict; rank 0 writes it to ``out`` (atomically) when given."""
+    settings.validate()
+    config, model_id = model_config(settings.model)
+    full_layers = layer_count(config)
+    measured_config = config_with_layers(config, settings.layers)
+    from gpuplan.profile import _trial_runtime as R
+
+    torch, transformers = R.import_backends()
+    rt = R.start(torch, settings.device)
+    try:
+        parallelism = "none" if rt.world_size == 1 else (
+            "fsdp2" if settings.parallelism == "auto" else settings.parallelism)
+        usable, usable_how = R.device_memory(rt)
+        sharing = rt.local_world_size if rt.device_type == "cpu" else 1
+        estimate = check_fits(settings, config, model_id, rt.world_size, parallelism, rt.device_type, usable, sharing)
+        data = _measure(rt, transformers, settings, measured_config, parallelism)
+        data["config"].update(model=model_id, model_source=settings.model, config_num_layers=full_layers,
+                              hf_config=measured_config)
+        data["environment"]["planned_memory"] = {"usable_bytes": usable, "how": usable_how,
+                                                 "estimated_peak_bytes_per_rank": estimate}
+        data["results"]["estimate"] = _estimate(data)
+        if out is not None and rt.rank == 0:
+            write_json_atomic(out, data)
+        return data
+    finally:
+        rt.close()
+
+
+def _measure(rt, transformers, settings: TrialSettings, hf_config: dict, parallelism: str) -> dict:
+    from gpuplan.profile import _trial_runtime as R
+
+    torch = rt.torch
+    param_dtype = torch.bfloat16 if settings.precision == "bf16" else torch.float32
+    compute_dtype = torch.float32 if settings.precision == "fp32" else torch.bfloat16
+    model, text_cfg = R.build_model(rt, transformers, hf_config, settings.attention, param_dtype,
+                                    settings.recompute, settings.seed)
+    num_params = sum(p.numel() for p in model.parameters())
+    model = R.parallelize(rt, model, parallelism, settings.precision)
+    optimizer = R.make_optimizer(torch, model, settings.optimizer)
+    generator = torch.Generator(device="cpu").manual_seed(settings.seed + rt.rank)
+    input_ids = torch.randint(0, text_cfg.vocab_size, (settings.micro_batch, settings.seq_len),
+                              generator=generator).to(rt.device)
+
+    def cast():
+        return R.autocast(rt, settings.precision, parallelism)
+
+    times, losses = [], []
+    for i in range(settings.warmup + settings.steps):
+        if i == settings.warmup and rt.device_type == "cuda":
+            torch.cuda.reset_peak_memory_stats(rt.device)
+        rt.sync()
+        t0 = time.perf_counter()
+        losses.append(R.train_step(model, optimizer, input_ids, cast()))
+        rt.sync()
+        if i >= settings.warmup:
+            times.append(time.perf_counter() - t0)
+    times = R.reduce_max(rt, times)
+    memory = _memory(rt, model, optimizer, input_ids, cast, parallelism)
+    bench = R.cpu_microbenchmarks(torch, compute_dtype) if rt.device_type == "cpu" else None
+    env = _environment(rt, transformers, settings, parallelism, bench)
+    return {
+        "schema_version": SCHEMA_VERSION, "kind": KIND,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "environment": env,
+        "config": {"summary": _summary(text_cfg, num_params),
+                   "settings": {**asdict(settings), "parallelism": parallelism, "world_size": rt.world_size,
+                                "loop": "out = model(input_ids, labels=input_ids, use_cache=False); "
+                                        "out.loss.backward(); optimizer.step(); optimizer.zero_grad(set_to_none=True)",
+                                "foreach": True}},
+        "results": _results(settings, hf_config, times, losses, memory, env, rt.world_size),
+    }
+
+
+def _memory(rt, model, optimizer, input_ids, cast, parallelism: str) -> dict:
+    from gpuplan.profile import _trial_runtime as R
+
+    torch = rt.torch
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    if rt.device_type == "cuda":
+        allocated = R.gather(rt, float(torch.cuda.max_memory_allocated(rt.device)))
+        reserved = R.gather(rt, float(torch.cuda.max_memory_reserved(rt.device)))
+        return {"method": "torch.cuda.max_memory_allocated / max_memory_reserved over the timed steps "
+                          "(peak stats reset after the warm-up); largest rank",
+                "summary": "torch.cuda.max_memory_allocated / max_memory_reserved",
+                "peak_allocated_bytes": max(allocated), "peak_reserved_bytes": max(reserved),
+                "per_rank_peak_allocated_bytes": allocated, "per_rank_peak_reserved_bytes": reserved,
+                "process_max_rss_bytes": rss}
+    tracked = R.tracked_step(rt, model, optimizer, input_ids, cast, parallelism)
+    per_rank = R.gather(rt, float(tracked["peak_bytes"]))
+    method = ("MemTracker (torch.distributed._tools, gpuplan.profile._trackers.FastMemTracker) on the real "
+              "tensors of one more untimed steady-state step: allocated tensor bytes; largest rank")
+    if parallelism == "ddp":
+        method += "; DDP's gradient buckets, allocated when the model is wrapped, are not included"
+    return {"method": method, "summary": "MemTracker on the real tensors (one extra untimed step)",
+            "peak_allocated_bytes": max(per_rank), "peak_reserved_bytes": None,
+            "per_rank_peak_allocated_bytes": per_rank, "peak_phase": tracked["peak_phase"],
+            "at_peak_rank0": tracked["at_peak"], "process_max_rss_bytes": rss}
+
+
+def _environment(rt, transformers, settings: TrialSettings, parallelism: str, bench: dict | None) -> dict:
+    import gpuplan
+    from gpuplan.profile.device_match import catalog_gpu_for
+
+    torch = rt.torch
+    dtype = "fp32" if settings.precision == "fp32" else "bf16"
+    if rt.device_type == "cuda":
+        props = torch.cuda.get_device_properties(rt.device)
+        name, memory = torch.cuda.get_device_name(rt.device), float(props.total_memory)
+        catalog = catalog_gpu_for(name, memory)
+    else:
+        name, memory, catalog = _cpu_name(), None, None
+    peak, source = _peak(catalog, dtype, settings.peak_tflops, rt.device_type, name)
+    return {"python": platform.python_version(), "torch": torch.__version__,
+            "transformers": transformers.__version__, "gpuplan": getattr(gpuplan, "__version__", "unknown"),
+            "platform": platform.platform(), "device_type": rt.device_type, "device_name": name,
+            "device_count": torch.cuda.device_count() if rt.device_type == "cuda" else 1,
+            "device_memory_bytes": memory, "world_size": rt.world_size, "backend": rt.backend,
+            "parallelism": parallelism, "cpu_threads": torch.get_num_threads(), "catalog_gpu": catalog,
+            "peak_flops": peak, "peak_dtype": dtype, "peak_source": source, "cpu_microbenchmarks": bench}
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def _peak(catalog: str | None, dtype: str, peak_tflops: float | None, device_type: str, name: str):
+    if peak_tflops is not None:
+        return peak_tflops * 1e12, "--peak-tflops"
+    if catalog is not None:
+        from gpuplan.resolve import resolve_gpu
+
+        gpu = resolve_gpu(catalog)
+        if gpu.has_dtype(dtype):
+            return gpu.peak(dtype), f"hardware catalog {catalog} (dense {dtype})"
+    if device_type == "cpu":
+        return None, "CPU: no catalog peak; MFU/HFU null (give --peak-tflops for them)"
+    return None, f"{name!r} is not in the hardware catalog; MFU/HFU null (give --peak-tflops)"
+
+
+def _summary(text_cfg, num_params: int) -> dict:
+    keys = ("model_type", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
+            "num_hidden_layers", "vocab_size")
+    return {**{k: getattr(text_cfg, k, None) for k in keys}, "num_params": num_params}
+
+
+def _results(settings: TrialSettings, hf_config: dict, times: list[float], losses: list[float], memory: dict,
+             env: dict, world: int) -> dict:
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+    from gpuplan.core.flops import flops_6nd, training_flops_per_token
+    from gpuplan.core.model import params_for_6nd
+
+    spec = model_spec_from_hf_config(hf_config, name=settings.model)
+    per_token = training_flops_per_token(spec, settings.seq_len, "full", settings.recompute)
+    median = statistics.median(times)
+    tokens = settings.micro_batch * settings.seq_len * world  # data parallel over every rank
+    achieved = per_token.model * tokens / median / world
+    peak = env["peak_flops"]
+    return {
+        "step_time_s": {"median": median, "mean": statistics.fmean(times), "min": min(times), "max": max(times),
+                        "stdev": statistics.stdev(times) if len(times) > 1 else None, "per_step": times},
+        "tokens_per_step": tokens, "tokens_per_s": tokens / median, "tokens_per_s_per_device": tokens / median / world,
+        "flops": {"definition": FLOPS_DEFINITION, "model_flops_per_token": per_token.model,
+                  "hardware_flops_per_token": per_token.hardware,
+                  "six_n_flops_per_token": flops_6nd(params_for_6nd(spec), 1.0)},
+        "achieved_tflops_per_device": achieved / 1e12,
+        "mfu": None if peak is None else achieved / peak,
+        "hfu": None if peak is None else achieved * per_token.hardware / per_token.model / peak,
+        "mfu_note": env["peak_source"],
+        "loss": {"first": losses[0], "last": losses[-1]},
+        "memory": memory,
+    }
+
+
+def _estimate(data: dict) -> dict:
+    """gpuplan's own prediction for this run, and the error of each against the measurement."""
+    from gpuplan.calibrate import predict as P
+    from gpuplan.calibrate.measurement import measurement_from_trial
+
+    m = measurement_from_trial(data, "(this trial)")
+    case = P.case_of(m)
+    memory = P.memory_parts(case).peak()
+    out = {"memory_peak_allocated_bytes": memory, "memory_recipe": m.recipe,
+           "memory_error": (memory - m.peak_memory_bytes) / m.peak_memory_bytes if m.peak_memory_bytes else None}
+    if case.gpu is not None and not (m.device == "cpu" and m.world_size > 1):
+        step = P.step_parts(case, world_size=m.world_size).total
+        out.update(step_time_s=step, step_device=case.gpu.id, step_error=(step - m.step_time_s) / m.step_time_s)
+    else:
+        out.update(step_time_s=None, step_device=None, step_error=None,
+                   step_note="not predicted: " + ("gloo communication between CPU ranks is not modelled"
+                                                  if m.device == "cpu" else "the GPU is not in the hardware catalog"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the torchrun entry point: python -m gpuplan.profile.trial MODEL [options]
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m gpuplan.profile.trial",
+                                description="Trial run (works under torchrun); writes a measurement JSON.")
+    p.add_argument("model", help="catalog name, config.json or a folder holding one")
+    p.add_argument("--layers", type=int, help="decoder layers (same width); default: the model's")
+    for name, default in (("micro-batch", 1), ("seq-len", 1024), ("steps", 10), ("warmup", 3), ("seed", 0)):
+        p.add_argument(f"--{name}", type=int, default=default)
+    p.add_argument("--precision", default="bf16")
+    p.add_argument("--recompute", default="none")
+    p.add_argument("--optimizer", default="adamw")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--parallelism", default="auto", help="fsdp2 (default with several ranks) or ddp")
+    p.add_argument("--attention", default="sdpa")
+    p.add_argument("--peak-tflops", type=float)
+    p.add_argument("--out", default="gpuplan-trial.json")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    import os
+
+    args = _parser().parse_args(argv)
+    settings = TrialSettings(model=args.model, layers=args.layers, micro_batch=args.micro_batch,
+                             seq_len=args.seq_len, steps=args.steps, warmup=args.warmup, precision=args.precision,
+                             recompute=args.recompute, optimizer=args.optimizer, device=args.device,
+                             parallelism=args.parallelism, attention=args.attention, peak_tflops=args.peak_tflops,
+                             seed=args.seed)
+    rank = int(os.environ.get("RANK", "0"))
+    try:
+        data = run_trial(settings, args.out)
+    except InputError as exc:
+        if rank == 0:
+            sys.stderr.write(f"error: {exc}\n")
+        return 2
+    if rank == 0:
+        r = data["results"]
+        mfu = "n/a" if r["mfu"] is None else f"{r['mfu']:.1%}"
+        sys.stdout.write(f"{args.out}: step {r['step_time_s']['median']:.4g} s, {r['tokens_per_s']:,.0f} tokens/s, "
+                         f"MFU {mfu}, peak {r['memory']['peak_allocated_bytes'] / 2**30:.3f} GiB "
+                         f"({data['environment']['world_size']} x {data['environment']['device_name']})\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
