@@ -198,17 +198,28 @@ def validate(
     emit(report, fmt, as_json)
 
 
-def _register_commands() -> None:
-    from gpuplan.commands import budget as budget_command
-    from gpuplan.commands import infer as infer_command
-    from gpuplan.commands import plan as plan_command
-
-    plan_command.register(app)
-    budget_command.register(app)
-    infer_command.register(app)
+# Commands that live in gpuplan/commands/<name>.py, registered on demand: building a Typer
+# command costs a few ms per option, so the CLI registers only the one being invoked (all of
+# them for --help or an unknown name).
+LAZY_COMMANDS = ("plan", "budget", "infer", "report", "serve", "profile", "calibrate")
 
 
-_register_commands()
+def _register_commands(argv: list[str]) -> None:
+    import importlib
+
+    invoked = next((a for a in argv if not a.startswith("-")), None)
+    names = (invoked,) if invoked in LAZY_COMMANDS else LAZY_COMMANDS
+    if invoked is not None and invoked not in LAZY_COMMANDS and invoked in _builtin_command_names():
+        names = ()  # a built-in command: nothing to register
+    present = _builtin_command_names()
+    for name in names:
+        if name not in present:
+            importlib.import_module(f"gpuplan.commands.{name}").register(app)
+
+
+def _builtin_command_names() -> set[str]:
+    """Commands already on the app (cli.py's own, and any registered before)."""
+    return {c.name or c.callback.__name__ for c in app.registered_commands} | {"catalog"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:  # pragma: no cover - depends on the installed typer
         from click import exceptions as click_errors
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _register_commands(argv)
     try:
         result = app(args=argv, standalone_mode=False, prog_name="gpuplan")
     except InputError as exc:

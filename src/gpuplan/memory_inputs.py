@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from gpuplan.core.memory import MemorySettings, Overheads
@@ -42,6 +43,9 @@ def memory_inputs_from_raw(raw: dict[str, Any]) -> MemoryInputs:
     f = {k: v for k, v in raw.items() if v is not None and v != ""}
     layout = ParallelLayout(**{k: _int(f[k], k, 0 if k == "zero" else 1) for k in LAYOUT_FIELDS if k in f},
                             sequence_parallel=parse_bool(f.get("sequence_parallel", True), "sequence_parallel"))
+    if "zero" not in f:  # the same default as `gpuplan train`: ZeRO-1 (distributed optimizer) when data-parallel
+        data_parallel = (layout.dp > 1 or _int(f.get("gpus", 1), "gpus") > layout.tp * layout.pp * layout.cp)
+        layout = replace(layout, zero=1 if data_parallel else 0)
     settings = MemorySettings(
         seq_len=_int(f.get("seq_len", 4096), "seq_len"),
         dropout=_float(f["dropout"], "dropout", 0, 0.99) if "dropout" in f else None,

@@ -6,6 +6,7 @@ from typing import Any
 
 from gpuplan.core.units import (SECONDS_PER_DAY, parse_allowance, parse_count, parse_duration,
                                 parse_fraction)
+from gpuplan.errors import InputError
 from gpuplan.training import TrainingInputs
 
 # Built-in defaults: the article's example (7B, 2T tokens, A100, 7 days, 40% MFU).
@@ -47,9 +48,17 @@ def training_inputs_from_raw(raw: dict[str, Any]) -> tuple[TrainingInputs, list[
         used.append("days=7")
     out: dict[str, Any] = {k: str(fields[k]) for k in ("model", "gpu", "dtype", "flops_method", "attention",
                                                    "recompute", "recipe") if k in fields}
-    for key in ("zero", "micro_batch", "tp", "pp"):
+    if "zero" in fields:
+        zero = str(fields["zero"]).strip()
+        if zero not in ("0", "1", "2", "3"):
+            raise InputError("zero", fields["zero"], "must be 0, 1, 2 or 3")
+        out["zero"] = int(zero)
+    for key in ("micro_batch", "tp", "pp"):
         if key in fields:
-            out[key] = int(parse_count(fields[key], key)) if str(fields[key]).strip() != "0" else 0
+            value = parse_count(fields[key], key)
+            if value != int(value):
+                raise InputError(key, fields[key], "must be a whole number >= 1")
+            out[key] = int(value)
     out["tokens"] = parse_count(fields["tokens"], "tokens")
     if "params" in fields:
         out["params"] = parse_count(fields["params"], "params")

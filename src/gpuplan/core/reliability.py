@@ -20,6 +20,8 @@ accept numpy arrays (the planner's vectorised search); the rest take floats.
 from __future__ import annotations
 
 import math
+
+from gpuplan.errors import InputError
 from dataclasses import dataclass
 
 SECONDS_PER_HOUR = 3600.0
@@ -72,12 +74,22 @@ def daly_interval(checkpoint_cost: float, mtbi: float) -> float:
     return young_interval(checkpoint_cost, mtbi) * (1.0 + x ** 0.5 / 3.0 + x / 9.0) - checkpoint_cost
 
 
+# exp(50) ~ 5e21: beyond this the expected wall-clock is astronomically long anyway
+MAX_FAILURE_EXPONENT = 50.0
+
+
 def expected_wall_seconds(work_seconds: float, interval: float, checkpoint_cost: float, restart: float,
                           mtbi: float) -> float:
     """Daly 2006's expected wall-clock for ``work_seconds`` of failure-free compute split into
     segments of ``interval`` each followed by a checkpoint costing ``checkpoint_cost``, with
     exponential failures (mean ``mtbi``) that may strike anywhere, each costing ``restart`` plus
-    the work since the last checkpoint."""
+    the work since the last checkpoint. Raises InputError when failures come so often that no
+    progress is possible (the exponentials overflow: hundreds of restarts per checkpoint period)."""
+    exponent = max(restart, interval + checkpoint_cost) / mtbi
+    if exponent > MAX_FAILURE_EXPONENT:
+        raise InputError("gpus/failure_rate", f"MTBI {mtbi:.3g} s",
+                         "failures come faster than a checkpoint period plus a restart; no run completes "
+                         "(fewer GPUs, a lower --failure-rate or a shorter restart)")
     return mtbi * math.exp(restart / mtbi) * math.expm1((interval + checkpoint_cost) / mtbi) * work_seconds / interval
 
 
