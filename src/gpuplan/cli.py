@@ -45,6 +45,7 @@ def train(
     micro_batch: Annotated[Optional[str], typer.Option(help="Memory section: micro-batch. Default 1.")] = None,
     tp: Annotated[Optional[str], typer.Option(help="Memory section: tensor parallel. Default 1.")] = None,
     pp: Annotated[Optional[str], typer.Option(help="Memory section: pipeline parallel. Default 1.")] = None,
+    calibration: Annotated[Optional[str], typer.Option(help="Calibration file from `gpuplan calibrate`.")] = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
 ) -> None:
@@ -64,7 +65,7 @@ def train(
     flags = dict(model=model, params=params, tokens=tokens, gpu=gpu, gpus=gpus, days=days, mfu=mfu,
                  dtype=dtype, flops_method=flops_method, seq_len=seq_len, attention=attention,
                  recompute=recompute, comm_allowance=comm_allowance, contingency=contingency, recipe=recipe,
-                 zero=zero, micro_batch=micro_batch, tp=tp, pp=pp)
+                 zero=zero, micro_batch=micro_batch, tp=tp, pp=pp, calibration=calibration)
     raw.update({k: v for k, v in flags.items() if v is not None})
     if model or params:  # a model given on the command line replaces the plan's model
         raw = {k: v for k, v in raw.items() if k not in ("model", "params")} | {
@@ -111,6 +112,7 @@ def memory(
     margin: Annotated[Optional[str], typer.Option(help="Safety margin, e.g. 0.15 or 20%.")] = None,
     cuda_context_gib: Annotated[Optional[str], typer.Option(help="CUDA context GiB. Default 0.5.")] = None,
     comm_buffer_gib: Annotated[Optional[str], typer.Option(help="NCCL buffers per parallel group, GiB. Default 0.75.")] = None,
+    calibration: Annotated[Optional[str], typer.Option(help="Calibration file from `gpuplan calibrate`.")] = None,
     fmt: FormatOpt = OutputFormat.table,
     as_json: JsonOpt = False,
 ) -> None:

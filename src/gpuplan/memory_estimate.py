@@ -36,6 +36,8 @@ class MemoryInputs:
     layout: ParallelLayout = field(default_factory=ParallelLayout)
     settings: M.MemorySettings = field(default_factory=lambda: M.MemorySettings(recipe="mixed"))
     overheads: M.Overheads = field(default_factory=M.Overheads)
+    calibration: object = None
+    """A gpuplan.calibrate Calibration: activation factor and fixed overhead from measurements."""
 
 
 def resolve_layout(spec: ModelSpec, inputs: MemoryInputs) -> ParallelLayout:
@@ -180,6 +182,15 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     gpu = resolve_gpu(inputs.gpu)
     layout = resolve_layout(spec, inputs)
     settings, overheads = inputs.settings, inputs.overheads
+    calibration_sections: tuple[Section, ...] = ()
+    if inputs.calibration is not None:
+        from gpuplan.calibrate.apply import apply_to_overheads
+        from gpuplan.calibrate.report import calibrated_vs_default_lines
+
+        settings = replace(settings, activation_scale=inputs.calibration.activation_memory.value)
+        overheads = apply_to_overheads(inputs.calibration, overheads)
+        calibration_sections = (Section("Calibration (measured factors replace the defaults)",
+                                        calibrated_vs_default_lines(inputs.calibration)),)
     peak = M.peak_memory(spec, layout, settings)
     sections = [_recipe_section(spec, settings), _peak_section(peak, overheads, layout, gpu)]
     fits, headroom, best_mb = verdict(spec, layout, settings, overheads, gpu)
@@ -195,6 +206,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
             advice.append(Line("fix_none", "no single change fits", None, text="combine ZeRO-3, recompute, TP/PP, "
                                "or use more or larger GPUs"))
     sections.append(Section("Advice", tuple(advice)))
+    sections.extend(calibration_sections)
     table = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare_gpus))
     layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}" + (f" (vpp {layout.vpp})" if layout.vpp > 1 else "")
                    + f" x cp {layout.cp}, ep {layout.ep}, ZeRO-{layout.zero}, micro-batch {layout.micro_batch}")

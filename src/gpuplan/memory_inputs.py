@@ -15,8 +15,8 @@ GiB = 2**30
 LAYOUT_FIELDS = ("dp", "tp", "pp", "vpp", "cp", "ep", "zero", "shard_group", "micro_batch", "global_batch")
 SETTING_FIELDS = ("recipe", "optimizer", "implementation", "attention_kernel", "recompute", "finetune")
 MEMORY_FIELDS = ("model", "params", "gpu", "gpus", "compare", "seq_len", *LAYOUT_FIELDS, "sequence_parallel",
-                 *SETTING_FIELDS, "dropout", "lora_rank", "offload_optimizer", "moe_capacity_factor", "margin", "cuda_context_gib",
-                 "comm_buffer_gib")
+                 *SETTING_FIELDS, "dropout", "lora_rank", "offload_optimizer", "moe_capacity_factor", "margin",
+                 "cuda_context_gib", "comm_buffer_gib", "calibration")
 
 
 def _int(value: Any, field: str, minimum: int = 1) -> int:
@@ -64,6 +64,11 @@ def memory_inputs_from_raw(raw: dict[str, Any]) -> MemoryInputs:
     model, params = f.get("model"), f.get("params")
     if model is None and params is None:
         params = "7B"
-    return MemoryInputs(model=model, params=params, gpu=str(f.get("gpu", "a100")), compare_gpus=compare,
+    calibration = None
+    if "calibration" in f:
+        from gpuplan.calibrate.model import load_calibration
+
+        calibration = load_calibration(str(f["calibration"]))
+    return MemoryInputs(model=model, params=params, calibration=calibration, gpu=str(f.get("gpu", "a100")), compare_gpus=compare,
                         gpus=_int(f["gpus"], "gpus") if "gpus" in f else None,
                         layout=layout, settings=settings, overheads=overheads)

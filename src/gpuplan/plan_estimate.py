@@ -42,6 +42,8 @@ class PlanInputs:
     nic_gbit_per_gpu: float | None = None
     step: StepSettings = field(default_factory=StepSettings)
     overheads: M.Overheads = field(default_factory=M.Overheads)
+    calibration: object = None
+    """A gpuplan.calibrate Calibration: its factors replace the step model's and memory defaults."""
 
 
 def _default_counts() -> tuple[int, ...]:
@@ -67,14 +69,25 @@ def search(inputs: PlanInputs, progress=None):
     gpu = resolve_gpu(inputs.gpu)
     gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
+    step_settings, overheads = inputs.step, inputs.overheads
+    memory_scale = 1.0
+    if inputs.calibration is not None:
+        from gpuplan.calibrate.apply import apply_to_cluster, apply_to_overheads, apply_to_step_settings
+
+        cal = inputs.calibration
+        step_settings = apply_to_step_settings(cal, step_settings, gpu.id)
+        cluster = apply_to_cluster(cal, cluster)
+        overheads = apply_to_overheads(cal, overheads)
+        memory_scale = cal.activation_memory.value
     # sequences per step: the power of two nearest the requested tokens, so that it splits
     # evenly over power-of-two data-parallel degrees and micro-batches
     global_batch = 2 ** max(0, round(np.log2(max(inputs.global_batch_tokens / inputs.seq_len, 1))))
     counts = inputs.gpu_counts or _default_counts()
     space = SearchSpace(gpu_counts=counts, global_batch=global_batch, seq_len=inputs.seq_len)
-    memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe, implementation=inputs.implementation)
+    memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe, implementation=inputs.implementation,
+                              activation_scale=memory_scale)
     start = time.perf_counter()
-    table = evaluate_layouts(spec, cluster, space, memory, inputs.step, inputs.overheads, progress)
+    table = evaluate_layouts(spec, cluster, space, memory, step_settings, overheads, progress)
     seconds = time.perf_counter() - start
     if not len(table):
         near = _usable_counts_near(spec, cluster, space, memory, inputs, counts)
@@ -87,7 +100,7 @@ def search(inputs: PlanInputs, progress=None):
         best = int(np.argmin(table["total_bytes"]))
         raise InputError("memory", f"{table['total_bytes'][best] / 2**30:.1f} GiB at best",
                          f"no layout fits {gpu.name} ({format_bytes(gpu.memory_bytes)}) with the "
-                         f"{inputs.overheads.margin:.0%} margin; try more GPUs, a bigger GPU or a shorter sequence")
+                         f"{overheads.margin:.0%} margin; try more GPUs, a bigger GPU or a shorter sequence")
     price, price_source = _price(inputs, gpu.id)
     steps = inputs.tokens / (global_batch * inputs.seq_len)
     wall = fitting["step_seconds"] * steps
@@ -224,8 +237,11 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                    "--implementation"),
         Assumption("global_batch", "global batch", f"{global_batch} x {inputs.seq_len} tokens",
                    "gpuplan default ~4M tokens (Llama 2/3 pre-training used 4M-16M)", "--global-batch-tokens"),
-        Assumption("efficiency", "GEMM / attention efficiency", "MAMF x d/(d+512); attention per GPU type",
-                   "stas00/ml-engineering MAMF table; fitted on llm-foundry benchmarks (docs/step.md)", "--calibration"),
+        Assumption("efficiency", "GEMM / attention efficiency",
+                   "calibrated" if inputs.calibration is not None else "MAMF x d/(d+512); attention per GPU type",
+                   "measurements (see the Calibration section)" if inputs.calibration is not None else
+                   "stas00/ml-engineering MAMF table; fitted on llm-foundry benchmarks (docs/step.md)",
+                   "--calibration", inputs.calibration is not None),
         Assumption("overlap", "DP/FSDP overlap", f"{inputs.step.dp_overlap:.0%}", "bucketed all-reduce / prefetch",
                    ""),
         Assumption("margin", "memory safety margin", f"{inputs.overheads.margin:.0%}", "the article", "--margin"),
@@ -239,8 +255,14 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                      Line("deadline", "deadline", inputs.days, "days", "none" if inputs.days is None else
                           f"{inputs.days:g} days"))
     budget = _budget_for(spec, gpu, table, best, inputs, global_batch)
+    calibration = ()
+    if inputs.calibration is not None:
+        from gpuplan.calibrate.report import calibrated_vs_default_lines
+
+        calibration = (Section("Calibration (measured factors replace the defaults)",
+                               calibrated_vs_default_lines(inputs.calibration)),)
     return Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
-                  report_inputs, assumptions + budget.assumptions, (summary,) + budget.sections,
+                  report_inputs, assumptions + budget.assumptions, (summary,) + calibration + budget.sections,
                   (f"search: {searched:,} layouts in {seconds * 1e3:.0f} ms",) + budget.notes,
                   tables + budget.tables)
 

@@ -26,7 +26,7 @@ def plan_model(field_names: tuple[str, ...]) -> type:
 
 TRAIN_FIELDS = ("model", "params", "tokens", "gpu", "gpus", "days", "mfu", "dtype", "flops_method",
                 "seq_len", "attention", "recompute", "comm_allowance", "contingency", "recipe", "zero",
-                "micro_batch", "tp", "pp")
+                "micro_batch", "tp", "pp", "calibration")
 
 
 def training_inputs_from_raw(raw: dict[str, Any]) -> tuple[TrainingInputs, list[str]]:
@@ -73,4 +73,8 @@ def training_inputs_from_raw(raw: dict[str, Any]) -> tuple[TrainingInputs, list[
     for key in ("comm_allowance", "contingency"):
         if key in fields:
             out[key] = parse_allowance(fields[key], key)
+    if "calibration" in fields:
+        from gpuplan.calibrate.model import load_calibration
+
+        out["calibration"] = load_calibration(str(fields["calibration"]))
     return TrainingInputs(**out), used

@@ -49,6 +49,9 @@ class TrainingInputs:
     micro_batch: int = 1
     tp: int = 1
     pp: int = 1
+    calibration: object = None
+    """A gpuplan.calibrate Calibration: without --mfu, the MFU comes from the calibrated step model
+    (communication included, so the comm allowance is 0); the memory section uses its factors."""
 
     def validate(self) -> None:
         choices = {"flops_method": ("6nd", "exact"), "attention": ("full", "causal"),
@@ -66,6 +69,20 @@ class TrainingInputs:
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 5:
                 raise InputError(name, value, "must be a fraction between 0 and 5 (0.2 = 20%)")
+
+
+def _calibrated_mfu(inputs: TrainingInputs) -> float:
+    """The MFU of the best layout the planner finds with the calibrated step model, on the given
+    GPUs (or one node when the GPU count is to be solved). gpuplan's MFU definition (exact FLOPs,
+    attention without causal halving), communication included."""
+    from gpuplan.plan_estimate import PlanInputs, plan_report
+    from gpuplan.resolve import resolve_gpu
+
+    gpus = int(inputs.gpus or resolve_gpu(inputs.gpu).devices_per_node or 8)
+    report = plan_report(PlanInputs(tokens=inputs.tokens, model=inputs.model, params=inputs.params, gpu=inputs.gpu,
+                                    gpu_counts=(gpus,), seq_len=inputs.seq_len, recipe=inputs.recipe,
+                                    dtype=inputs.dtype, calibration=inputs.calibration, top=1))
+    return float(report.value("best_mfu"))
 
 
 def _solve_inputs(inputs: TrainingInputs) -> tuple[float | None, float | None, float | None]:
@@ -93,6 +110,15 @@ def estimate_training(inputs: TrainingInputs) -> Report:
     total = flops_6nd if inputs.flops_method == "6nd" else flops_exact
     hw_ratio = per_token.hardware / per_token.model
     gpus, days, mfu = _solve_inputs(inputs)
+    calibrated = inputs.calibration is not None and inputs.mfu is None and not (gpus and days)
+    if calibrated:  # the planner's MFU pays for communication and counts FLOPs exactly
+        from dataclasses import replace
+
+        mfu = _calibrated_mfu(inputs)
+        inputs = replace(inputs, comm_allowance=0.0, flops_method="exact", attention="full")
+        per_token = F.training_flops_per_token(spec, inputs.seq_len, inputs.attention, inputs.recompute)  # type: ignore[arg-type]
+        flops_exact = per_token.model * inputs.tokens
+        total = flops_exact
     budget = solve_compute_budget(total, peak, gpus=gpus, mfu=mfu,
                                   wall_seconds=None if days is None else days * SECONDS_PER_DAY)
     low, mid, high = ((inputs.comm_allowance,) * 3 if inputs.comm_allowance is not None
@@ -167,7 +193,9 @@ def estimate_training(inputs: TrainingInputs) -> Report:
     )
     assumptions = (
         Assumption("mfu", "MFU", f"{budget.mfu:.2f}" if solved != "mfu" else "solved",
-                   "article: industry 30-50%, 40% in its A100 example", "--mfu", inputs.mfu is not None),
+                   "calibrated step model (gpuplan calibrate), communication included" if calibrated else
+                   "article: industry 30-50%, 40% in its A100 example", "--mfu / --calibration",
+                   inputs.mfu is not None or calibrated),
         Assumption("flops_method", "FLOPs method", inputs.flops_method,
                    "6ND: Kaplan et al. 2020 / the article; exact: PaLM App. B with LM head", "--flops-method",
                    inputs.flops_method != "6nd"),
@@ -207,4 +235,13 @@ def _memory_section(spec, gpu, gpus: int, inputs: TrainingInputs):
     layout = ParallelLayout(dp=dp, tp=inputs.tp, pp=inputs.pp, zero=inputs.zero if dp > 1 else 0,
                             micro_batch=inputs.micro_batch)
     settings = MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe, recompute=inputs.recompute)
-    return memory_summary_section(spec, gpu, layout, settings)
+    overheads = None
+    if inputs.calibration is not None:
+        from dataclasses import replace
+
+        from gpuplan.calibrate.apply import apply_to_overheads
+        from gpuplan.core.memory import Overheads
+
+        settings = replace(settings, activation_scale=inputs.calibration.activation_memory.value)
+        overheads = apply_to_overheads(inputs.calibration, Overheads())
+    return memory_summary_section(spec, gpu, layout, settings, overheads)

@@ -8,7 +8,7 @@ from gpuplan.commands.options import FormatOpt, JsonOpt, OutputFormat, emit
 
 PLAN_FIELDS = ("model", "params", "tokens", "gpu", "gpus", "days", "global_batch_tokens", "seq_len", "recipe",
                "implementation", "dtype", "rank_by", "top", "price_per_gpu_hour", "margin", "gpus_per_node",
-               "nic_gbit_per_gpu", "dp_overlap", "tp_overlap", "attention_efficiency")
+               "nic_gbit_per_gpu", "dp_overlap", "tp_overlap", "attention_efficiency", "calibration")
 
 
 def parse_gpu_counts(text: str) -> tuple:
@@ -62,6 +62,10 @@ def plan_inputs_from_raw(raw: dict):
         from gpuplan.core.step import StepSettings
 
         kw["step"] = StepSettings(**step)
+    if "calibration" in f:
+        from gpuplan.calibrate.model import load_calibration
+
+        kw["calibration"] = load_calibration(str(f["calibration"]))
     return PlanInputs(**kw)
 
 
@@ -89,6 +93,7 @@ def register(app: typer.Typer) -> None:
         dp_overlap: Annotated[Optional[str], typer.Option(help="Share of DP/FSDP comm hidden by overlap. Default 0.9.")] = None,
         tp_overlap: Annotated[Optional[str], typer.Option(help="Share of TP comm hidden. Default 0.")] = None,
         attention_efficiency: Annotated[Optional[str], typer.Option(help="Attention kernel efficiency of peak.")] = None,
+        calibration: Annotated[Optional[str], typer.Option(help="Calibration file from `gpuplan calibrate`.")] = None,
         fmt: FormatOpt = OutputFormat.table,
         as_json: JsonOpt = False,
     ) -> None:

@@ -282,6 +282,9 @@ class MemorySettings:
     """MoE expert capacity factor (1.0 = no padding; Megatron's dropless default)."""
     offload_optimizer: bool = False
     """ZeRO-Offload: optimizer states and master weights live in CPU memory; the step runs there."""
+    activation_scale: float = 1.0
+    """Calibrated factor on activations, logits/loss tensors and the loss gradient (gpuplan
+    calibrate: measured / predicted); 1.0 = the model as derived."""
 
 
 # QLoRA (Dettmers et al. 2023, Sec. 3): NF4 with double quantisation costs 4.127 bits per weight.
@@ -332,12 +335,13 @@ def stage_memory(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettin
                                         capacity_factor=settings.moe_capacity_factor, **kw)
     in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, layout.micro_batches_per_step)
     in_flight = max(1.0, in_flight - stage) if layout.vpp == 1 else in_flight  # 1F1B: stage i holds p - i
-    activations = per_token * tokens * in_flight
+    activations = per_token * tokens * in_flight * settings.activation_scale
     outside = saved_outside = loss_temp = 0.0
     if stage == layout.pp - 1:
         out = A.outside_layer_bytes(spec, impl=settings.implementation, compute_bytes=recipe.compute_bytes,
                                     tp=layout.tp, autocast=autocast)
-        saved_outside, loss_temp = out.saved * tokens, out.backward_temp * tokens
+        saved_outside = out.saved * tokens * settings.activation_scale
+        loss_temp = out.backward_temp * tokens * settings.activation_scale
         outside = saved_outside
     head = spec.vocab_size * spec.hidden_size / layout.tp * declared_scale(spec) if stage == layout.pp - 1 else 0.0
     # autocast keeps a bf16 copy of every matmul weight (LM head included) for backward
@@ -347,7 +351,8 @@ def stage_memory(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettin
     resident = states.weights + states.master + states.optimizer
     backward_start = resident + grads_in_forward + working + activations + outside + loss_temp + weight_copies
     if settings.recompute == "full":  # later in backward: the loss gradient is gone, one layer recomputed
-        layer = A.recomputed_layer_bytes_per_token(spec, settings.seq_len, params.moe_layers, **kw) * tokens
+        layer = A.recomputed_layer_bytes_per_token(spec, settings.seq_len, params.moe_layers, **kw) * tokens \
+            * settings.activation_scale
         backward_start = max(backward_start, backward_start - loss_temp + layer)
     largest_tensor = spec.vocab_size * spec.hidden_size / layout.tp
     step_temp = 0.0
@@ -467,9 +472,10 @@ def bulk_peak_memory(spec: ModelSpec, settings: MemorySettings, *, dp, tp, pp, v
         master = 0.0 if settings.offload_optimizer else recipe.master_bytes * sharded(1)
         opt = 0.0 if settings.offload_optimizer else per_param_opt * sharded(1)
         stage_in_flight = in_flight if first else _bulk_max(1.0, in_flight - (pp - 1) * (vpp == 1))
-        acts = act_token_layer * layers / tp * tokens * stage_in_flight
-        out_saved = last * outside.saved / tp * tokens
-        loss_temp = last * outside.backward_temp / tp * tokens
+        scale = settings.activation_scale
+        acts = act_token_layer * layers / tp * tokens * stage_in_flight * scale
+        out_saved = last * outside.saved / tp * tokens * scale
+        loss_temp = last * outside.backward_temp / tp * tokens * scale
         head = last * k * spec.vocab_size * h / tp
         copies = matrices * recipe.fp8_weight_bytes + (matrices + head) * 2.0 * autocast
         largest = layer_dense / tp + moe_share * experts_total / L / ep
@@ -480,7 +486,7 @@ def bulk_peak_memory(spec: ModelSpec, settings: MemorySettings, *, dp, tp, pp, v
         resident = weights + master + opt
         bwd = resident + grads_fwd + working + acts + out_saved + loss_temp + copies
         if settings.recompute == "full":
-            bwd = _bulk_max(bwd, bwd - loss_temp + recomputed / tp * tokens)
+            bwd = _bulk_max(bwd, bwd - loss_temp + recomputed / tp * tokens * scale)
         step_temp = 0.0
         if settings.finetune == "full" and not settings.offload_optimizer and recipe.optimizer_impl == "foreach":
             step_temp = (zero >= 1) * total / shards + (zero < 1) * total

@@ -1,0 +1,47 @@
+"""--calibration in train, plan and memory: measured factors replace the defaults and the
+reports say so (the loop of docs/calibration.md, from a real Megatron log excerpt)."""
+
+from pathlib import Path
+
+import pytest
+
+FIXTURE = Path(__file__).parent / "fixtures" / "logs" / "megatron_mixtral.log"
+
+
+@pytest.fixture(scope="module")
+def calibration_file(tmp_path_factory):
+    from gpuplan.cli import main
+
+    out = tmp_path_factory.mktemp("cal") / "calibration.json"
+    code = main(["calibrate", str(FIXTURE), "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16",
+                 "--seq-len", "2048", "--global-batch", "256", "--ep", "4", "--zero", "1", "--out", str(out),
+                 "--json"])
+    assert code == 0 and out.is_file()
+    return str(out)
+
+
+def test_plan_uses_the_calibration(run_json, calibration_file):
+    args = ("plan", "mixtral-8x7b", "--tokens", "1T", "--gpu", "h100", "--gpus", "256")
+    default = run_json(*args)
+    calibrated = run_json(*args, "--calibration", calibration_file)
+    assert any(s["title"].startswith("Calibration") for s in calibrated["sections"])
+    efficiency = next(a for a in calibrated["assumptions"] if a["key"] == "efficiency")
+    assert efficiency["user_set"] and efficiency["value"] == "calibrated"
+    # the log's step was faster than gpuplan predicted (factor < 1), so the plan gets faster
+    assert calibrated["results"]["best_step_seconds"] < default["results"]["best_step_seconds"]
+
+
+def test_memory_uses_the_calibration(run_json, calibration_file):
+    data = run_json("memory", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--ep", "4",
+                    "--calibration", calibration_file)
+    assert any(s["title"].startswith("Calibration") for s in data["sections"])
+
+
+def test_train_takes_its_mfu_from_the_calibrated_planner(run_json, calibration_file):
+    data = run_json("train", "mixtral-8x7b", "--tokens", "1T", "--gpu", "h100", "--gpus", "256",
+                    "--calibration", calibration_file)
+    mfu = next(a for a in data["assumptions"] if a["key"] == "mfu")
+    assert mfu["user_set"] and "calibrated" in mfu["source"]
+    assert data["results"]["comm_allowance"] == 0  # the planner's MFU already pays for communication
+    assert data["results"]["flops_used"] == data["results"]["flops_exact"]
+    assert 0.05 < data["results"]["mfu"] < 0.8
