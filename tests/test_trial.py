@@ -57,24 +57,9 @@ def _trial(model: str, **kw) -> TrialSettings:
 
 
 @pytest.fixture
-def run_cmd(monkeypatch, capsys):
-    """The real gpuplan.cli.main over an app that has profile and calibrate registered."""
-    import typer
-
-    import gpuplan.cli as cli
-    from gpuplan.commands import calibrate, profile
-
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    profile.register(app)
-    calibrate.register(app)
-    monkeypatch.setattr(cli, "app", app)
-
-    def run(*args: str):
-        code = cli.main(list(args))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+def run_cmd(run_cli):
+    """The real gpuplan.cli.main (profile and calibrate are registered on demand)."""
+    return run_cli
 
 
 @needs_backend
