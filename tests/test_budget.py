@@ -7,7 +7,6 @@ import pytest
 
 from gpuplan.budget import BudgetSettings, budget_sections, compute_budget, estimate_budget
 from gpuplan.budget_sections import budget_assumptions
-from gpuplan.commands.budget import register
 from gpuplan.core import reliability as R
 from gpuplan.resolve import resolve_gpu, resolve_model
 from gpuplan.training import TrainingInputs, estimate_training
@@ -25,14 +24,6 @@ def article():
 @pytest.fixture(scope="module")
 def llama3():
     return estimate_budget(LLAMA3, global_batch_tokens=16 * 2**20)  # Llama 3: 16M-token batches at 8K
-
-
-@pytest.fixture(scope="module", autouse=True)
-def budget_command():
-    from gpuplan import cli
-
-    if not any(getattr(c.callback, "__name__", "") == "budget" for c in cli.app.registered_commands):
-        register(cli.app)  # until the lead wires commands.budget into cli.py
 
 
 def test_article_7b_budget(article):

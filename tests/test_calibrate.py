@@ -32,7 +32,6 @@ from gpuplan.calibrate import (
 from gpuplan.calibrate import predict as P
 from gpuplan.core import memory as M
 from gpuplan.core import step as S
-from gpuplan.core.parallel import ParallelLayout
 from gpuplan.errors import InputError
 
 HAVE_BACKEND = all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuplan import i18n
-from gpuplan.cli import app, main
+from gpuplan.cli import main
 from gpuplan.commands import report as report_command
 from gpuplan.report.plots import number
 
@@ -20,8 +20,6 @@ ARTICLE = ROOT / "examples/article-7b.yaml"
 @pytest.fixture
 def run_report(capsys):
     """`gpuplan report ...` through the CLI's main (one line + exit 2 on bad input)."""
-    if "report" not in [c.callback.__name__ for c in app.registered_commands]:
-        report_command.register(app)
 
     def run(*args):
         code = main(["report", *map(str, args)])
