@@ -148,3 +148,10 @@ def test_gqa_tp_must_divide_kv_heads():
 def test_world_size_must_match():
     with pytest.raises(InputError, match="dp·tp·pp·cp must equal"):
         check_layout(load_model("llama-2-7b"), ParallelLayout(dp=2, tp=2), gpus=8)
+
+
+def test_learned_positions_are_held_with_the_embedding():
+    # GPT-2's wpe (n_positions x hidden = 1024 x 768) lives on the first stage with wte
+    spec = load_model("gpt2")
+    first = M.stage_params(spec, ParallelLayout(), 0)
+    assert first.total == pytest.approx(124_439_808, rel=1e-9)  # every parameter on one GPU

@@ -145,8 +145,8 @@ def stage_params(spec: ModelSpec, layout: ParallelLayout, stage: int) -> StagePa
         experts_per_layer = moe.num_experts * expert_params(moe, h) / layout.ep
     dense = counts[stage] * (attn + norms) + n_dense * dense_mlp + n_moe * (shared + router)
     root = 0.0
-    if stage == 0:
-        root += spec.vocab_size * h / tp
+    if stage == 0:  # vocab-parallel embedding, plus a learned position table (GPT-2) replicated
+        root += spec.vocab_size * h / tp + spec.learned_positions * h
     if stage == layout.pp - 1:
         root += norm_params(spec, h)
         if not spec.tie_embeddings or layout.pp > 1:  # a tied head on another stage keeps a copy
@@ -427,7 +427,7 @@ def bulk_peak_memory(spec: ModelSpec, settings: MemorySettings, *, dp, tp, pp, v
     one = stage_params(spec, ParallelLayout(), 0)  # whole model on one GPU, for per-layer figures
     h, L = spec.hidden_size, spec.num_layers
     k = declared_scale(spec)
-    root_embed = k * spec.vocab_size * h
+    root_embed = k * (spec.vocab_size + spec.learned_positions) * h  # positions: split by tp here (tiny)
     root_head = k * (norm_params(spec, h) + (spec.vocab_size * h if not spec.tie_embeddings else 0))
     experts_total = one.experts
     layer_dense = (one.dense - root_embed - root_head) / L  # attention + norms + dense MLP/shared/router
