@@ -96,91 +96,44 @@ def _solve_inputs(inputs: TrainingInputs) -> tuple[float | None, float | None, f
     return gpus, days, mfu
 
 
+@dataclass(frozen=True)
+class _Flops:
+    """The FLOP counts of one run (FLOPs), and which one sets the time."""
+
+    n_6nd: float
+    six_nd: float
+    exact: float
+    used: float
+    hardware_ratio: float
+
+
+def _count_flops(spec, inputs: TrainingInputs) -> _Flops:
+    n_6nd = params_for_6nd(spec)
+    per_token = F.training_flops_per_token(spec, inputs.seq_len, inputs.attention, inputs.recompute)  # type: ignore[arg-type]
+    six_nd, exact = F.flops_6nd(n_6nd, inputs.tokens), per_token.model * inputs.tokens
+    used = six_nd if inputs.flops_method == "6nd" else exact
+    return _Flops(n_6nd, six_nd, exact, used, per_token.hardware / per_token.model)
+
+
 def estimate_training(inputs: TrainingInputs) -> Report:
-    """Compute, GPU-time and allowance lines for one training run."""
+    """Compute, GPU-time, allowance and memory lines for one training run."""
+    from dataclasses import replace
+
     inputs.validate()
     spec = resolve_model(inputs.model, inputs.params)
     gpu = resolve_gpu(inputs.gpu)
     peak = gpu.peak(inputs.dtype)
-    counts = count_parameters(spec)
-    n_6nd = params_for_6nd(spec)
-    per_token = F.training_flops_per_token(spec, inputs.seq_len, inputs.attention, inputs.recompute)  # type: ignore[arg-type]
-    flops_6nd = F.flops_6nd(n_6nd, inputs.tokens)
-    flops_exact = per_token.model * inputs.tokens
-    total = flops_6nd if inputs.flops_method == "6nd" else flops_exact
-    hw_ratio = per_token.hardware / per_token.model
     gpus, days, mfu = _solve_inputs(inputs)
     calibrated = inputs.calibration is not None and inputs.mfu is None and not (gpus and days)
     if calibrated:  # the planner's MFU pays for communication and counts FLOPs exactly
-        from dataclasses import replace
-
         mfu = _calibrated_mfu(inputs)
         inputs = replace(inputs, comm_allowance=0.0, flops_method="exact", attention="full")
-        per_token = F.training_flops_per_token(spec, inputs.seq_len, inputs.attention, inputs.recompute)  # type: ignore[arg-type]
-        flops_exact = per_token.model * inputs.tokens
-        total = flops_exact
-    budget = solve_compute_budget(total, peak, gpus=gpus, mfu=mfu,
+    flops = _count_flops(spec, inputs)
+    budget = solve_compute_budget(flops.used, peak, gpus=gpus, mfu=mfu,
                                   wall_seconds=None if days is None else days * SECONDS_PER_DAY)
-    low, mid, high = ((inputs.comm_allowance,) * 3 if inputs.comm_allowance is not None
-                      else DEFAULT_COMM_ALLOWANCE)
-    compute = Section("Compute", (
-        Line("params_total", "parameters (counted)", counts.total, "params", format_count(counts.total),
-             "sum of every weight, bias and norm"),
-        Line("params_active", "parameters active per token", counts.active, "params",
-             format_count(counts.active), "MoE: top-k + shared experts"),
-        Line("params_non_embedding", "non-embedding parameters", counts.non_embedding, "params",
-             format_count(counts.non_embedding), "total - embeddings - untied LM head"),
-        Line("flops_6nd", "training FLOPs, 6·N·D", flops_6nd, "FLOPs", f"{flops_6nd:.3e}",
-             f"6 x {format_count(n_6nd)} x {format_count(inputs.tokens)}"),
-        Line("flops_exact", "training FLOPs, exact count", flops_exact, "FLOPs", f"{flops_exact:.3e}",
-             f"3 x forward/token x D; attention '{inputs.attention}', s={inputs.seq_len}, LM head incl."),
-        Line("exact_over_6nd", "exact / 6ND", flops_exact / flops_6nd, "x", f"{flops_exact / flops_6nd:.3f}"),
-        Line("flops_hardware", "hardware FLOPs (with recompute)", total * hw_ratio, "FLOPs",
-             f"{total * hw_ratio:.3e}", f"recompute '{inputs.recompute}': x{hw_ratio:.3f} of model FLOPs"),
-        Line("flops_used", "FLOPs used for time", total, "FLOPs", f"{total:.3e}", f"method '{inputs.flops_method}'"),
-    ))
-    solved = budget.solved_for
-    time = Section("GPU time", (
-        Line("peak_flops", f"dense {inputs.dtype} peak per GPU", peak, "FLOP/s", f"{peak / 1e12:.4g} TFLOP/s", gpu.name),
-        Line("mfu", "MFU" + (" (solved)" if solved == "mfu" else ""), budget.mfu, "fraction",
-             f"{budget.mfu:.1%}", "model FLOPs / (GPUs x peak x time)"),
-        Line("hfu", "HFU (hardware FLOPs utilisation)", budget.mfu * hw_ratio, "fraction",
-             f"{budget.mfu * hw_ratio:.1%}", "MFU x hardware/model FLOPs"),
-        Line("flops_per_gpu_day", "useful FLOPs per GPU-day", budget.flops_per_gpu_day, "FLOPs",
-             f"{budget.flops_per_gpu_day:.3e}", "peak x MFU x 86400 s"),
-        Line("gpu_days", "GPU-days", budget.gpu_days, "GPU-days", f"{budget.gpu_days:,.0f}", "FLOPs / FLOPs per GPU-day"),
-        Line("gpu_hours", "GPU-hours", budget.gpu_hours, "GPU-hours", f"{budget.gpu_hours:,.0f}", "GPU-days x 24"),
-        Line("gpus", "GPUs" + (" (solved)" if solved == "gpus" else ""), budget.gpus, "GPUs",
-             f"{budget.gpus:,.1f} -> {budget.gpus_whole:,} GPUs" if solved == "gpus" else f"{budget.gpus:,.0f}",
-             "GPU-days / days" if solved == "gpus" else "given"),
-        Line("wall_days", "wall-clock" + (" (solved)" if solved == "days" else ""),
-             budget.wall_seconds / SECONDS_PER_DAY, "days", format_duration(budget.wall_seconds),
-             "GPU-days / GPUs" if solved == "days" else "given"),
-    ))
-    wall = budget.wall_seconds / SECONDS_PER_DAY
-    gpu_hours_comm = with_allowance(budget.gpu_hours, mid)
-    allowances = Section("Allowances (article defaults until comm is modelled)", (
-        Line("comm_allowance", "communication allowance", mid, "fraction of compute time", f"+{mid:.0%}",
-             "comm/compute; the article's 10-30% at scale", low, high),
-        Line("comm_share", "comm / (compute + comm)", comm_share_of_time(mid), "fraction",
-             f"{comm_share_of_time(mid):.1%}", "the article's communication-overhead ratio"),
-        Line("wall_days_with_comm", "wall-clock with comm allowance", with_allowance(wall, mid), "days",
-             f"{with_allowance(wall, mid):.2f} days", "wall-clock x (1 + allowance)",
-             with_allowance(wall, low), with_allowance(wall, high)),
-        Line("gpus_with_comm", "GPUs for the same deadline with comm", with_allowance(budget.gpus, mid), "GPUs",
-             f"{with_allowance(budget.gpus, mid):,.0f}", "GPUs x (1 + allowance)",
-             with_allowance(budget.gpus, low), with_allowance(budget.gpus, high)),
-        Line("gpu_hours_with_comm", "GPU-hours with comm allowance", gpu_hours_comm, "GPU-hours",
-             f"{gpu_hours_comm:,.0f}", "GPU-hours x (1 + allowance)",
-             with_allowance(budget.gpu_hours, low), with_allowance(budget.gpu_hours, high)),
-        Line("gpu_hours_budget", "GPU-hours budget incl. contingency",
-             with_allowance(gpu_hours_comm, inputs.contingency), "GPU-hours",
-             f"{with_allowance(gpu_hours_comm, inputs.contingency):,.0f}",
-             f"with comm x (1 + {inputs.contingency:.0%} contingency: restarts, tuning, failures)",
-             with_allowance(with_allowance(budget.gpu_hours, low), inputs.contingency),
-             with_allowance(with_allowance(budget.gpu_hours, high), inputs.contingency)),
-    ))
-    sections = [compute, time, allowances]
+    counts = count_parameters(spec)
+    sections = [_compute_section(counts, flops, inputs), _time_section(gpu, peak, budget, flops, inputs),
+                _allowance_section(budget, inputs)]
     memory = _memory_section(spec, gpu, budget.gpus_whole, inputs)
     if memory is not None:
         sections.append(memory)
@@ -191,8 +144,93 @@ def estimate_training(inputs: TrainingInputs) -> Report:
         Line("gpu", "accelerator", gpu.id, text=f"{gpu.name} ({gpu.id})"),
         Line("dtype", "compute dtype", inputs.dtype),
     )
-    assumptions = (
-        Assumption("mfu", "MFU", f"{budget.mfu:.2f}" if solved != "mfu" else "solved",
+    return Report("train", f"Training estimate: {spec.name} on {format_count(inputs.tokens)} tokens, {gpu.name}",
+                  report_inputs, _assumptions(inputs, gpu, peak, budget, calibrated), tuple(sections),
+                  _notes(spec, counts, flops))
+
+
+def _compute_section(counts, flops: _Flops, inputs: TrainingInputs) -> Section:
+    ratio = flops.hardware_ratio
+    return Section("Compute", (
+        Line("params_total", "parameters (counted)", counts.total, "params", format_count(counts.total),
+             "sum of every weight, bias and norm"),
+        Line("params_active", "parameters active per token", counts.active, "params",
+             format_count(counts.active), "MoE: top-k + shared experts"),
+        Line("params_non_embedding", "non-embedding parameters", counts.non_embedding, "params",
+             format_count(counts.non_embedding), "total - embeddings - untied LM head"),
+        Line("flops_6nd", "training FLOPs, 6·N·D", flops.six_nd, "FLOPs", f"{flops.six_nd:.3e}",
+             f"6 x {format_count(flops.n_6nd)} x {format_count(inputs.tokens)}"),
+        Line("flops_exact", "training FLOPs, exact count", flops.exact, "FLOPs", f"{flops.exact:.3e}",
+             f"3 x forward/token x D; attention '{inputs.attention}', s={inputs.seq_len}, LM head incl."),
+        Line("exact_over_6nd", "exact / 6ND", flops.exact / flops.six_nd, "x", f"{flops.exact / flops.six_nd:.3f}"),
+        Line("flops_hardware", "hardware FLOPs (with recompute)", flops.used * ratio, "FLOPs",
+             f"{flops.used * ratio:.3e}", f"recompute '{inputs.recompute}': x{ratio:.3f} of model FLOPs"),
+        Line("flops_used", "FLOPs used for time", flops.used, "FLOPs", f"{flops.used:.3e}",
+             f"method '{inputs.flops_method}'"),
+    ))
+
+
+def _time_section(gpu, peak: float, budget, flops: _Flops, inputs: TrainingInputs) -> Section:
+    solved = budget.solved_for
+    hfu = budget.mfu * flops.hardware_ratio
+    return Section("GPU time", (
+        Line("peak_flops", f"dense {inputs.dtype} peak per GPU", peak, "FLOP/s", f"{peak / 1e12:.4g} TFLOP/s",
+             gpu.name),
+        Line("mfu", "MFU" + (" (solved)" if solved == "mfu" else ""), budget.mfu, "fraction",
+             f"{budget.mfu:.1%}", "model FLOPs / (GPUs x peak x time)"),
+        Line("hfu", "HFU (hardware FLOPs utilisation)", hfu, "fraction", f"{hfu:.1%}", "MFU x hardware/model FLOPs"),
+        Line("flops_per_gpu_day", "useful FLOPs per GPU-day", budget.flops_per_gpu_day, "FLOPs",
+             f"{budget.flops_per_gpu_day:.3e}", "peak x MFU x 86400 s"),
+        Line("gpu_days", "GPU-days", budget.gpu_days, "GPU-days", f"{budget.gpu_days:,.0f}",
+             "FLOPs / FLOPs per GPU-day"),
+        Line("gpu_hours", "GPU-hours", budget.gpu_hours, "GPU-hours", f"{budget.gpu_hours:,.0f}", "GPU-days x 24"),
+        Line("gpus", "GPUs" + (" (solved)" if solved == "gpus" else ""), budget.gpus, "GPUs",
+             f"{budget.gpus:,.1f} -> {budget.gpus_whole:,} GPUs" if solved == "gpus" else f"{budget.gpus:,.0f}",
+             "GPU-days / days" if solved == "gpus" else "given"),
+        Line("wall_days", "wall-clock" + (" (solved)" if solved == "days" else ""),
+             budget.wall_seconds / SECONDS_PER_DAY, "days", format_duration(budget.wall_seconds),
+             "GPU-days / GPUs" if solved == "days" else "given"),
+    ))
+
+
+def _comm_range(inputs: TrainingInputs) -> tuple[float, float, float]:
+    if inputs.comm_allowance is not None:
+        return (inputs.comm_allowance,) * 3
+    return DEFAULT_COMM_ALLOWANCE
+
+
+def _allowance_section(budget, inputs: TrainingInputs) -> Section:
+    low, mid, high = _comm_range(inputs)
+    wall = budget.wall_seconds / SECONDS_PER_DAY
+    hours = budget.gpu_hours
+    with_comm = with_allowance(hours, mid)
+    c = inputs.contingency
+
+    def grown(value, fraction, extra=0.0):
+        return with_allowance(with_allowance(value, fraction), extra)
+
+    return Section("Allowances (article defaults until comm is modelled)", (
+        Line("comm_allowance", "communication allowance", mid, "fraction of compute time", f"+{mid:.0%}",
+             "comm/compute; the article's 10-30% at scale", low, high),
+        Line("comm_share", "comm / (compute + comm)", comm_share_of_time(mid), "fraction",
+             f"{comm_share_of_time(mid):.1%}", "the article's communication-overhead ratio"),
+        Line("wall_days_with_comm", "wall-clock with comm allowance", grown(wall, mid), "days",
+             f"{grown(wall, mid):.2f} days", "wall-clock x (1 + allowance)", grown(wall, low), grown(wall, high)),
+        Line("gpus_with_comm", "GPUs for the same deadline with comm", grown(budget.gpus, mid), "GPUs",
+             f"{grown(budget.gpus, mid):,.0f}", "GPUs x (1 + allowance)", grown(budget.gpus, low),
+             grown(budget.gpus, high)),
+        Line("gpu_hours_with_comm", "GPU-hours with comm allowance", with_comm, "GPU-hours", f"{with_comm:,.0f}",
+             "GPU-hours x (1 + allowance)", grown(hours, low), grown(hours, high)),
+        Line("gpu_hours_budget", "GPU-hours budget incl. contingency", grown(hours, mid, c), "GPU-hours",
+             f"{grown(hours, mid, c):,.0f}", f"with comm x (1 + {c:.0%} contingency: restarts, tuning, failures)",
+             grown(hours, low, c), grown(hours, high, c)),
+    ))
+
+
+def _assumptions(inputs: TrainingInputs, gpu, peak: float, budget, calibrated: bool) -> tuple[Assumption, ...]:
+    low, mid, high = _comm_range(inputs)
+    return (
+        Assumption("mfu", "MFU", f"{budget.mfu:.2f}" if budget.solved_for != "mfu" else "solved",
                    "calibrated step model (gpuplan calibrate), communication included" if calibrated else
                    "article: industry 30-50%, 40% in its A100 example", "--mfu / --calibration",
                    inputs.mfu is not None or calibrated),
@@ -214,15 +252,17 @@ def estimate_training(inputs: TrainingInputs) -> Report:
         Assumption("peak", f"dense {inputs.dtype} peak", f"{peak / 1e12:.4g} TFLOP/s",
                    "; ".join(gpu.sources[:1]) or "hardware catalog", "--gpu / --dtype"),
     )
+
+
+def _notes(spec, counts, flops: _Flops) -> tuple[str, ...]:
     notes = list(spec.notes)
     if spec.declared_params is not None:
-        notes.append(f"bare parameter count: 6ND uses N={format_count(n_6nd)}; the exact count uses a generic "
+        notes.append(f"bare parameter count: 6ND uses N={format_count(flops.n_6nd)}; the exact count uses a generic "
                      f"Llama-style shape ({spec.num_layers} layers, hidden {spec.hidden_size}, "
                      f"{format_count(counts.total)} params)")
     notes.append("MFU here is compute-only efficiency (the article's convention); communication is the "
                  "separate allowance. If your MFU was measured end-to-end, set --comm-allowance 0.")
-    return Report("train", f"Training estimate: {spec.name} on {format_count(inputs.tokens)} tokens, {gpu.name}",
-                  report_inputs, assumptions, tuple(sections), tuple(notes))
+    return tuple(notes)
 
 
 def _memory_section(spec, gpu, gpus: int, inputs: TrainingInputs):
