@@ -63,3 +63,15 @@ def test_bad_inputs_raise_input_error(kwargs, field):
     with pytest.raises(InputError) as exc:
         estimate_training(TrainingInputs(**{**base, **kwargs}))
     assert str(exc.value).startswith(field)
+
+
+def test_predicted_mfu_comes_from_the_planner():
+    from gpuplan.plan_estimate import PlanInputs, plan_report
+
+    report = estimate_training(TrainingInputs(model="llama-3.1-70b", tokens=15e12, gpu="h100", gpus=2048,
+                                              predict_mfu=True))
+    plan = plan_report(PlanInputs(tokens=15e12, model="llama-3.1-70b", gpu="h100", gpu_counts=(2048,),
+                                  seq_len=4096, recipe="mixed", top=1))
+    assert report.value("mfu") == pytest.approx(plan.value("best_mfu"))
+    assert report.value("comm_allowance") == 0  # the planner's MFU includes communication
+    assert report.value("flops_used") == report.value("flops_exact")  # the planner's MFU definition

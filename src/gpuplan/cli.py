@@ -32,7 +32,8 @@ def train(
     gpu: Annotated[Optional[str], typer.Option(help="Accelerator name (see `gpuplan catalog gpus`). Default a100.")] = None,
     gpus: Annotated[Optional[str], typer.Option(help="GPU count (solve time or MFU).")] = None,
     days: Annotated[Optional[str], typer.Option(help="Wall-clock deadline: 7, 7d, 36h (solve GPUs or MFU).")] = None,
-    mfu: Annotated[Optional[str], typer.Option(help="Model FLOPs utilisation, 0.4 or 40%. Default 0.40.")] = None,
+    mfu: Annotated[Optional[str], typer.Option(help="Model FLOPs utilisation, 0.4 or 40%, or 'predicted' "
+                                               "(the planner's best layout). Default 0.40.")] = None,
     dtype: Annotated[Optional[str], typer.Option(help="Compute dtype for the peak: bf16, fp16, fp8, tf32, fp32.")] = None,
     flops_method: Annotated[Optional[str], typer.Option(help="6nd (article) or exact.")] = None,
     seq_len: Annotated[Optional[str], typer.Option(help="Sequence length for the exact count. Default 4096.")] = None,

@@ -67,7 +67,14 @@ def training_inputs_from_raw(raw: dict[str, Any]) -> tuple[TrainingInputs, list[
     if "days" in fields:
         out["days"] = parse_duration(fields["days"], "days") / SECONDS_PER_DAY
     if "mfu" in fields:
-        out["mfu"] = parse_fraction(fields["mfu"], "mfu")
+        if str(fields["mfu"]).strip().lower() == "predicted":
+            out["predict_mfu"] = True
+        else:
+            try:
+                out["mfu"] = parse_fraction(fields["mfu"], "mfu")
+            except InputError:
+                raise InputError("mfu", fields["mfu"], "expected a fraction such as 0.4 or 40%, or 'predicted'") \
+                    from None
     if "seq_len" in fields:
         out["seq_len"] = int(parse_count(fields["seq_len"], "seq_len"))
     for key in ("comm_allowance", "contingency"):

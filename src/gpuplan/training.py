@@ -52,6 +52,8 @@ class TrainingInputs:
     calibration: object = None
     """A gpuplan.calibrate Calibration: without --mfu, the MFU comes from the calibrated step model
     (communication included, so the comm allowance is 0); the memory section uses its factors."""
+    predict_mfu: bool = False
+    """`--mfu predicted`: take the MFU of the best layout `gpuplan plan` finds on these GPUs."""
 
     def validate(self) -> None:
         choices = {"flops_method": ("6nd", "exact"), "attention": ("full", "causal"),
@@ -71,9 +73,9 @@ class TrainingInputs:
                 raise InputError(name, value, "must be a fraction between 0 and 5 (0.2 = 20%)")
 
 
-def _calibrated_mfu(inputs: TrainingInputs) -> float:
-    """The MFU of the best layout the planner finds with the calibrated step model, on the given
-    GPUs (or one node when the GPU count is to be solved). gpuplan's MFU definition (exact FLOPs,
+def _planned_mfu(inputs: TrainingInputs) -> float:
+    """The MFU of the best layout the planner finds (with the calibrated step model when a
+    calibration is given), on the given GPUs (or one node when the GPU count is to be solved). gpuplan's MFU definition (exact FLOPs,
     attention without causal halving), communication included."""
     from gpuplan.plan_estimate import PlanInputs, plan_report
     from gpuplan.resolve import resolve_gpu
@@ -125,8 +127,9 @@ def estimate_training(inputs: TrainingInputs) -> Report:
     peak = gpu.peak(inputs.dtype)
     gpus, days, mfu = _solve_inputs(inputs)
     calibrated = inputs.calibration is not None and inputs.mfu is None and not (gpus and days)
-    if calibrated:  # the planner's MFU pays for communication and counts FLOPs exactly
-        mfu = _calibrated_mfu(inputs)
+    predicted = calibrated or (inputs.predict_mfu and not (gpus and days))
+    if predicted:  # the planner's MFU pays for communication and counts FLOPs exactly
+        mfu = _planned_mfu(inputs)
         inputs = replace(inputs, comm_allowance=0.0, flops_method="exact", attention="full")
     flops = _count_flops(spec, inputs)
     budget = solve_compute_budget(flops.used, peak, gpus=gpus, mfu=mfu,
@@ -145,7 +148,7 @@ def estimate_training(inputs: TrainingInputs) -> Report:
         Line("dtype", "compute dtype", inputs.dtype),
     )
     return Report("train", f"Training estimate: {spec.name} on {format_count(inputs.tokens)} tokens, {gpu.name}",
-                  report_inputs, _assumptions(inputs, gpu, peak, budget, calibrated), tuple(sections),
+                  report_inputs, _assumptions(inputs, gpu, peak, budget, calibrated, predicted), tuple(sections),
                   _notes(spec, counts, flops))
 
 
@@ -227,13 +230,18 @@ def _allowance_section(budget, inputs: TrainingInputs) -> Section:
     ))
 
 
-def _assumptions(inputs: TrainingInputs, gpu, peak: float, budget, calibrated: bool) -> tuple[Assumption, ...]:
+def _assumptions(inputs: TrainingInputs, gpu, peak: float, budget, calibrated: bool,
+                 predicted: bool) -> tuple[Assumption, ...]:
     low, mid, high = _comm_range(inputs)
+    if calibrated:
+        mfu_source = "calibrated step model (gpuplan calibrate), best layout, communication included"
+    elif predicted:
+        mfu_source = "predicted: the best layout of `gpuplan plan` on these GPUs, communication included"
+    else:
+        mfu_source = "article: industry 30-50%, 40% in its A100 example"
     return (
-        Assumption("mfu", "MFU", f"{budget.mfu:.2f}" if budget.solved_for != "mfu" else "solved",
-                   "calibrated step model (gpuplan calibrate), communication included" if calibrated else
-                   "article: industry 30-50%, 40% in its A100 example", "--mfu / --calibration",
-                   inputs.mfu is not None or calibrated),
+        Assumption("mfu", "MFU", f"{budget.mfu:.2f}" if budget.solved_for != "mfu" else "solved", mfu_source,
+                   "--mfu (0.4 or predicted), --calibration", inputs.mfu is not None or predicted),
         Assumption("flops_method", "FLOPs method", inputs.flops_method,
                    "6ND: Kaplan et al. 2020 / the article; exact: PaLM App. B with LM head", "--flops-method",
                    inputs.flops_method != "6nd"),
