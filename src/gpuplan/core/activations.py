@@ -79,7 +79,9 @@ def _norm_bytes(spec: ModelSpec, impl: str, c: int, *, feeds_matmul: bool = True
     output = c * h if feeds_matmul else 0
     if spec.norm == "layernorm":  # native_layer_norm keeps its input; output feeds the matmul
         return c * h + output + stats
-    upcast = FP32 * h if c < FP32 else 0
+    # bf16: hidden.to(fp32) is a new tensor kept for pow/mean; fp32: .to() is a no-op and the
+    # norm keeps its input (the residual stream) alive instead: 4h either way
+    upcast = FP32 * h
     normalised = FP32 * h if spec.gemma_norm else c * h
     return upcast + normalised + output + stats
 
