@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+from results import publish  # benchmarks/results.py; a script's own folder is on sys.path
+
 
 def median_seconds(fn, calls: int) -> float:
     fn()
@@ -51,11 +53,7 @@ def main() -> None:
             ("full memory report incl. 7-GPU verdict table and advice", f"{report * 1e3:.1f} ms", "-"),
             ("gpuplan measure: import torch + transformers", f"{float(out[0]):.1f} s", "-"),
             ("gpuplan measure: 2-layer Llama-2-7B, s=4096 (first call)", f"{float(out[1]):.1f} s", "well under 60 s")]
-    text = "\n".join(["| what | measured | goal |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows])
-    print(text)
-    if args.write:
-        with open(args.write, "a", encoding="utf-8") as fh:
-            fh.write("\n## Memory (`python benchmarks/bench_memory.py`)\n\n" + text + "\n")
+    publish(rows, args.write, "Memory (`python benchmarks/bench_memory.py`)")
 
 
 if __name__ == "__main__":

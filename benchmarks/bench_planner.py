@@ -12,6 +12,8 @@ import os
 import statistics
 import time
 
+from results import publish  # benchmarks/results.py; a script's own folder is on sys.path
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -45,11 +47,7 @@ def main() -> None:
     rows = [(f"layouts evaluated per second (70B, 12 GPU counts, {count:,} valid layouts)",
              f"{statistics.median(rates):,.0f}", ">= 1,000,000"),
             ("full search + report, 405B on 16,384 H100", f"{statistics.median(full) * 1e3:.0f} ms", "< 2 s")]
-    text = "\n".join(["| what | measured | goal |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows])
-    print(text)
-    if args.write:
-        with open(args.write, "a", encoding="utf-8") as fh:
-            fh.write("\n## Planner (`OMP_NUM_THREADS=1 python benchmarks/bench_planner.py`)\n\n" + text + "\n")
+    publish(rows, args.write, "Planner (`OMP_NUM_THREADS=1 python benchmarks/bench_planner.py`)")
 
 
 if __name__ == "__main__":

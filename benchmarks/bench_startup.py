@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 
+from results import publish  # benchmarks/results.py; a script's own folder is on sys.path
+
 
 def wall(cmd: list[str], repeats: int) -> float:
     times = []
@@ -61,14 +63,9 @@ def main() -> None:
         ("one training estimate (in-process)", f"{estimate_latency(2000) * 1e6:.0f} µs", "< 1 ms"),
         ("heavy modules after importing the CLI", ", ".join(heavy_modules_imported()) or "none", "none"),
     ]
-    table = [f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
-             f"median of {args.repeats} runs", "", "| what | measured | goal |", "|---|---|---|"]
-    table += [f"| {a} | {b} | {c} |" for a, b, c in rows]
-    text = "\n".join(table)
-    print(text)
-    if args.write:
-        with open(args.write, "a", encoding="utf-8") as fh:
-            fh.write("\n" + text + "\n")
+    preface = (f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
+               f"median of {args.repeats} runs")
+    publish(rows, args.write, preface=preface)
 
 
 if __name__ == "__main__":

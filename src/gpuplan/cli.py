@@ -54,24 +54,12 @@ def train(
     checkpoints, failures, cost (on-demand vs spot) and contingency. With no arguments: the
     article's example (7B parameters, 2T tokens, A100, 40% MFU, 7 days). `gpuplan budget` takes
     the same inputs plus every budget assumption as a flag."""
-    from gpuplan.adapters.plan_file import is_plan_file, read_plan_file, validate_plan_fields
+    from gpuplan.adapters.plan_file import plan_and_flags
     from gpuplan.budget import estimate_budget
-    from gpuplan.train_inputs import TRAIN_FIELDS, plan_model, training_inputs_from_raw
+    from gpuplan.train_inputs import TRAIN_FIELDS, training_inputs_from_raw
 
-    raw: dict = {}
-    if is_plan_file(target):
-        raw = validate_plan_fields(read_plan_file(target), plan_model(TRAIN_FIELDS), str(target))
-    elif target:
-        model = model or target
-    flags = dict(model=model, params=params, tokens=tokens, gpu=gpu, gpus=gpus, days=days, mfu=mfu,
-                 dtype=dtype, flops_method=flops_method, seq_len=seq_len, attention=attention,
-                 recompute=recompute, comm_allowance=comm_allowance, contingency=contingency, recipe=recipe,
-                 zero=zero, micro_batch=micro_batch, tp=tp, pp=pp, calibration=calibration)
-    raw.update({k: v for k, v in flags.items() if v is not None})
-    if model or params:  # a model given on the command line replaces the plan's model
-        raw = {k: v for k, v in raw.items() if k not in ("model", "params")} | {
-            k: v for k, v in (("model", model), ("params", params)) if v is not None}
-    inputs, defaults_used = training_inputs_from_raw(raw)
+    flags = {k: v for k, v in locals().items() if k in TRAIN_FIELDS}
+    inputs, defaults_used = training_inputs_from_raw(plan_and_flags(target, flags, TRAIN_FIELDS))
     report = estimate_budget(inputs)
     if defaults_used:
         from dataclasses import replace
@@ -119,20 +107,12 @@ def memory(
 ) -> None:
     """Per-GPU training memory: states by recipe, activations, overheads, verdict per GPU type,
     largest micro-batch, and what would make it fit."""
-    from gpuplan.adapters.plan_file import is_plan_file, read_plan_file, validate_plan_fields
+    from gpuplan.adapters.plan_file import plan_and_flags
     from gpuplan.memory_estimate import estimate_memory
     from gpuplan.memory_inputs import MEMORY_FIELDS, memory_inputs_from_raw
-    from gpuplan.train_inputs import plan_model
 
-    flags = {k: v for k, v in locals().items() if k in MEMORY_FIELDS and v is not None}
-    raw: dict = {}
-    if is_plan_file(target):
-        raw = validate_plan_fields(read_plan_file(target), plan_model(MEMORY_FIELDS), str(target))
-    elif target:
-        flags.setdefault("model", target)
-    if "model" in flags or "params" in flags:
-        raw = {k: v for k, v in raw.items() if k not in ("model", "params")}
-    emit(estimate_memory(memory_inputs_from_raw(raw | flags)), fmt, as_json)
+    flags = {k: v for k, v in locals().items() if k in MEMORY_FIELDS}
+    emit(estimate_memory(memory_inputs_from_raw(plan_and_flags(target, flags, MEMORY_FIELDS))), fmt, as_json)
 
 
 @app.command()

@@ -12,18 +12,6 @@ from gpuplan.training import TrainingInputs
 # Built-in defaults: the article's example (7B, 2T tokens, A100, 7 days, 40% MFU).
 BUILTIN_DEFAULTS = {"params": "7B", "tokens": "2T", "gpu": "a100", "days": "7d"}
 
-Scalar = str | int | float
-
-
-def plan_model(field_names: tuple[str, ...]) -> type:
-    """The pydantic model of a plan file with these fields (built on first use: pydantic is
-    not imported on the CLI's start-up path). Values are scalars; units are parsed later."""
-    from pydantic import ConfigDict, create_model
-
-    fields = {name: (Scalar | bool | None, None) for name in field_names}
-    return create_model("Plan", __config__=ConfigDict(extra="forbid"), **fields)
-
-
 TRAIN_FIELDS = ("model", "params", "tokens", "gpu", "gpus", "days", "mfu", "dtype", "flops_method",
                 "seq_len", "attention", "recompute", "comm_allowance", "contingency", "recipe", "zero",
                 "micro_batch", "tp", "pp", "calibration")

@@ -55,7 +55,6 @@ TRAITS: dict[str, ArchTraits] = {
     "falcon": ArchTraits(gated_mlp=False, norm="layernorm", tie_default=True,
                          parallel_residual=True, fused_qkv=True),
 }
-LAYERNORM_MODEL_TYPES = {k for k, v in TRAITS.items() if v.norm == "layernorm"}
 
 # Config-class defaults that official config.json files rely on (fields they leave out).
 # Gemma 3: transformers configuration_gemma3.py, Gemma3TextConfig.__init__ defaults.

@@ -57,3 +57,30 @@ def validate_plan_fields(data: dict[str, Any], model_class: type, where: str) ->
             raise InputError(f"{where}: {field}", err.get("input"), f"unknown field; valid fields: {valid}") from None
         raise InputError(f"{where}: {field}", err.get("input"), err["msg"]) from None
     return checked.model_dump(exclude_none=True)
+
+
+Scalar = str | int | float
+
+
+def plan_model(field_names: tuple[str, ...]) -> type:
+    """The pydantic model of a plan file with these fields (built on first use: pydantic is
+    not imported on the CLI's start-up path). Values are scalars; units are parsed later."""
+    from pydantic import ConfigDict, create_model
+
+    fields = {name: (Scalar | bool | None, None) for name in field_names}
+    return create_model("Plan", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def plan_and_flags(target: str | None, flags: dict[str, Any], field_names: tuple[str, ...]) -> dict[str, Any]:
+    """The raw inputs of a command: the plan file's fields (when ``target`` is a plan file)
+    overridden by the flags given (``None`` = not given). A ``target`` that is not a plan file is
+    the model; a model or parameter count from the command line replaces the plan's."""
+    given = {k: v for k, v in flags.items() if v is not None}
+    raw: dict[str, Any] = {}
+    if is_plan_file(target):
+        raw = validate_plan_fields(read_plan_file(target), plan_model(field_names), str(target))
+    elif target:
+        given.setdefault("model", target)
+    if "model" in given or "params" in given:
+        raw = {k: v for k, v in raw.items() if k not in ("model", "params")}
+    return raw | given

@@ -179,39 +179,16 @@ def register(app: typer.Typer) -> None:
         on-demand vs spot, and the named contingency. Defaults: the article's 7B example."""
         from dataclasses import replace
 
+        from gpuplan.adapters.plan_file import plan_and_flags
         from gpuplan.budget import estimate_budget
-        from gpuplan.cli import OutputFormat, emit
+        from gpuplan.commands.options import emit, parse_format
 
-        flags = {k: v for k, v in locals().items() if k in BUDGET_FIELDS and v is not None}
-        raw = _plan_fields(target, flags)
+        flags = {k: v for k, v in locals().items() if k in BUDGET_FIELDS}
+        raw = plan_and_flags(target, flags, BUDGET_FIELDS)
         inputs, settings, batch, step, used = budget_inputs_from_raw(raw)
         report = estimate_budget(inputs, settings, batch, step)
         if used:
             report = replace(report, notes=report.notes + (f"built-in defaults used: {', '.join(used)}",))
-        emit(report, _format(fmt, OutputFormat), as_json)
+        emit(report, parse_format(fmt), as_json)
 
 
-def _format(fmt: str | None, output_format):
-    from gpuplan.errors import InputError
-
-    if fmt is None:
-        return output_format.table
-    try:
-        return output_format(fmt)
-    except ValueError:
-        raise InputError("format", fmt, "must be table, json or markdown") from None
-
-
-def _plan_fields(target: str | None, flags: dict[str, Any]) -> dict[str, Any]:
-    """Plan-file fields overridden by flags; a model on the command line replaces the plan's."""
-    from gpuplan.adapters.plan_file import is_plan_file, read_plan_file, validate_plan_fields
-    from gpuplan.train_inputs import plan_model
-
-    raw: dict[str, Any] = {}
-    if is_plan_file(target):
-        raw = validate_plan_fields(read_plan_file(target), plan_model(BUDGET_FIELDS), str(target))
-    elif target:
-        flags.setdefault("model", target)
-    if "model" in flags or "params" in flags:
-        raw = {k: v for k, v in raw.items() if k not in ("model", "params")}
-    return raw | flags

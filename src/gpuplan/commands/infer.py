@@ -53,23 +53,10 @@ def register(app: typer.Typer) -> None:
         context at a batch), TTFT / time per output token / throughput vs batch, cost per million
         tokens, and the smallest and cheapest catalog configuration. No arguments: the article's
         7B in FP16 (14 GB of weights plus KV cache -> a GPU of at least 24 GB)."""
-        from gpuplan.adapters.plan_file import is_plan_file, read_plan_file, validate_plan_fields
-        from gpuplan.cli import OutputFormat, emit
-        from gpuplan.errors import InputError
+        from gpuplan.adapters.plan_file import plan_and_flags
+        from gpuplan.commands.options import emit, parse_format
         from gpuplan.inference_estimate import estimate_inference
         from gpuplan.inference_inputs import INFER_FIELDS, inference_inputs_from_raw
-        from gpuplan.train_inputs import plan_model
 
-        flags = {k: v for k, v in locals().items() if k in INFER_FIELDS and v is not None}
-        raw: dict = {}
-        if is_plan_file(target):
-            raw = validate_plan_fields(read_plan_file(target), plan_model(INFER_FIELDS), str(target))
-        elif target:
-            flags.setdefault("model", target)
-        if "model" in flags or "params" in flags:
-            raw = {k: v for k, v in raw.items() if k not in ("model", "params")}
-        try:
-            output = OutputFormat(fmt or "table")
-        except ValueError:
-            raise InputError("format", fmt, "must be table, json or markdown") from None
-        emit(estimate_inference(inference_inputs_from_raw(raw | flags)), output, as_json)
+        raw = plan_and_flags(target, {k: v for k, v in locals().items() if k in INFER_FIELDS}, INFER_FIELDS)
+        emit(estimate_inference(inference_inputs_from_raw(raw)), parse_format(fmt), as_json)

@@ -99,18 +99,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Search every valid parallel layout (dp, tp, pp, vpp, cp, ep, ZeRO, micro-batch, recompute),
         drop those that do not fit memory, rank the rest; Pareto front of GPUs vs days vs cost."""
-        from gpuplan.adapters.plan_file import is_plan_file, read_plan_file, validate_plan_fields
+        from gpuplan.adapters.plan_file import plan_and_flags
         from gpuplan.plan_estimate import plan_report
-        from gpuplan.train_inputs import plan_model
 
-        flags = {k: v for k, v in locals().items() if k in PLAN_FIELDS and v is not None}
-        raw: dict = {}
-        if is_plan_file(target):
-            raw = validate_plan_fields(read_plan_file(target), plan_model(PLAN_FIELDS), str(target))
-        elif target:
-            flags.setdefault("model", target)
+        flags = {k: v for k, v in locals().items() if k in PLAN_FIELDS}
         with _LateProgress() as progress:
-            report = plan_report(plan_inputs_from_raw(raw | flags), progress)
+            report = plan_report(plan_inputs_from_raw(plan_and_flags(target, flags, PLAN_FIELDS)), progress)
         emit(report, fmt, as_json)
 
 

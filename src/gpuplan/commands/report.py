@@ -38,9 +38,9 @@ def parse_sections(text: str | None, has_serving: bool) -> tuple[str, ...]:
 def reports_for_plan(data: dict[str, Any], where: str, sections: str | None = None) -> list:
     """Run each section's estimator on the plan-file fields it takes; InputError on unknown
     fields (naming them) or bad values."""
-    from gpuplan.adapters.plan_file import validate_plan_fields
+    from gpuplan.adapters.plan_file import plan_model, validate_plan_fields
     from gpuplan.errors import InputError
-    from gpuplan.train_inputs import BUILTIN_DEFAULTS, plan_model
+    from gpuplan.train_inputs import BUILTIN_DEFAULTS
     from gpuplan.web.estimators import ESTIMATORS, fields_of
 
     data = dict(data)

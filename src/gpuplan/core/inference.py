@@ -207,14 +207,6 @@ class Runtime:
         return self.prefill_tokens or tokens, self.max_num_seqs or seqs
 
 
-def kv_budget_bytes(memory_bytes: float, runtime: Runtime, weights: float, activations: float,
-                    gpus: int) -> float:
-    """KV-cache bytes per GPU, as vLLM sizes it (worker determine_available_memory):
-    (device total x gpu_memory_utilization) - weights - activation peak - non-torch memory."""
-    visible = memory_bytes - runtime.driver_reserved
-    return visible * runtime.gpu_memory_utilization - weights - activations - runtime.fixed_bytes(gpus)
-
-
 @dataclass(frozen=True)
 class Efficiency:
     """Achievable fractions of the peaks (expected, low, high); calibrate from a measurement."""
@@ -327,6 +319,8 @@ class Memory:
     usable: float
     """(device total - driver reserve) x gpu_memory_utilization."""
     kv_budget: float
+    """What vLLM leaves for the KV cache (worker determine_available_memory): usable - weights -
+    activation peak - non-torch memory."""
 
 
 def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,

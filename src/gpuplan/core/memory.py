@@ -6,7 +6,6 @@ Units: bytes. All functions are pure; the planner calls the same ones with other
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from gpuplan.core import activations as A
@@ -408,9 +407,6 @@ def usable_bytes(capacity: float, overheads: Overheads, layout: ParallelLayout) 
     """What the allocator may use: capacity x (1 - margin) - CUDA context - NCCL buffers."""
     return capacity * (1 - overheads.margin) - overheads.fixed_bytes(layout)
 
-
-def ceil_div(a: float, b: float) -> int:
-    return math.ceil(a / b)
 
 
 def bulk_peak_memory(spec: ModelSpec, settings: MemorySettings, *, dp, tp, pp, vpp, cp, ep, zero, micro_batch,

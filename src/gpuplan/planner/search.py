@@ -9,7 +9,6 @@ single estimate (core.step.step_time, core.memory.bulk_peak_memory) run on whole
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,11 +134,3 @@ def pareto_front(table: LayoutTable, objectives: tuple[str, ...]) -> np.ndarray:
         if not any(np.all(values[j] <= values[i]) for j in front):
             front.append(int(i))
     return np.array(front, dtype=int)
-
-
-def layouts_per_second_note(count: int, seconds: float) -> str:
-    return f"{count:,} layouts in {seconds * 1e3:.1f} ms ({count / max(seconds, 1e-9):,.0f} layouts/s)"
-
-
-def ceil_log2(n: int) -> int:
-    return max(0, math.ceil(math.log2(max(n, 1))))
