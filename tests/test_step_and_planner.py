@@ -94,6 +94,8 @@ def test_planner_recommends_layouts_that_exist_and_fit(model, tokens, gpu, gpus)
     rows = report.tables[0].records()
     assert rows, "at least one layout"
     best = report.value("best_gpus")
+    # within the span of measured BF16 MFUs in the reference set (throughput_runs.yaml: 0.26-0.64),
+    # with a margin for models and scales it does not cover
     assert best in gpus and 0.2 < report.value("best_mfu") < 0.75
     assert report.value("best_peak_bytes") <= load_accelerator(gpu).memory_bytes * 0.85
     assert report.value("best_cost") == pytest.approx(report.value("best_gpu_hours") * 2.0)

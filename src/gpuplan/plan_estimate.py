@@ -129,6 +129,11 @@ def _usable_counts_near(spec, cluster, space, memory, inputs, counts) -> str:
     return ", ".join(f"{c:,}" for c in usable[:3]) or "none nearby"
 
 
+def best_layout(table: LayoutTable, rank_by: str = "time") -> int:
+    """Index of the layout ranked first."""
+    return int(_order(table, rank_by)[0])
+
+
 def _order(table: LayoutTable, rank_by: str) -> np.ndarray:
     if rank_by == "gpus":
         return np.lexsort((table["days"], table["gpus"]))

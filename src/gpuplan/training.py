@@ -77,14 +77,15 @@ def _planned_mfu(inputs: TrainingInputs) -> float:
     """The MFU of the best layout the planner finds (with the calibrated step model when a
     calibration is given), on the given GPUs (or one node when the GPU count is to be solved). gpuplan's MFU definition (exact FLOPs,
     attention without causal halving), communication included."""
-    from gpuplan.plan_estimate import PlanInputs, plan_report
+    from gpuplan.plan_estimate import PlanInputs, best_layout, search
     from gpuplan.resolve import resolve_gpu
 
     gpus = int(inputs.gpus or resolve_gpu(inputs.gpu).devices_per_node or 8)
-    report = plan_report(PlanInputs(tokens=inputs.tokens, model=inputs.model, params=inputs.params, gpu=inputs.gpu,
-                                    gpu_counts=(gpus,), seq_len=inputs.seq_len, recipe=inputs.recipe,
-                                    dtype=inputs.dtype, calibration=inputs.calibration, top=1))
-    return float(report.value("best_mfu"))
+    plan = PlanInputs(tokens=inputs.tokens, model=inputs.model, params=inputs.params, gpu=inputs.gpu,
+                      gpu_counts=(gpus,), seq_len=inputs.seq_len, recipe=inputs.recipe, dtype=inputs.dtype,
+                      calibration=inputs.calibration)
+    table = search(plan)[2]  # the layout search alone: no report, no budget sections
+    return float(table["mfu"][best_layout(table, plan.rank_by)])
 
 
 def _solve_inputs(inputs: TrainingInputs) -> tuple[float | None, float | None, float | None]:
