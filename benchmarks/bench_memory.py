@@ -14,7 +14,9 @@ import subprocess
 import sys
 import time
 
-from results import publish  # benchmarks/results.py; a script's own folder is on sys.path
+from results import (
+    publish,  # benchmarks/results.py; a script's own folder is on sys.path
+)
 
 
 def median_seconds(fn, calls: int) -> float:
@@ -34,7 +36,7 @@ def main() -> None:
     from gpuplan.catalog import load_model
     from gpuplan.core.memory import MemorySettings, peak_memory
     from gpuplan.core.parallel import ParallelLayout
-    from gpuplan.memory_estimate import MemoryInputs, estimate_memory
+    from gpuplan.jobs.memory.estimate import MemoryInputs, estimate_memory
 
     spec = load_model("llama-3.1-70b")
     layout = ParallelLayout(dp=8, tp=8, pp=2, zero=1, micro_batch=1, global_batch=64)

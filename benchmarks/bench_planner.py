@@ -26,7 +26,8 @@ def main() -> None:
     from gpuplan.core.memory import MemorySettings, Overheads
     from gpuplan.core.step import StepSettings
     from gpuplan.core.topology import cluster_for
-    from gpuplan.plan_estimate import PlanInputs, plan_report
+    from gpuplan.jobs.plan.estimate import plan_report
+from gpuplan.jobs.plan.search import PlanInputs
     from gpuplan.planner.search import SearchSpace, evaluate_layouts
 
     spec, cluster = load_model("llama-3.1-70b"), cluster_for(load_accelerator("h100"))

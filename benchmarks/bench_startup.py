@@ -16,7 +16,9 @@ import subprocess
 import sys
 import time
 
-from results import publish  # benchmarks/results.py; a script's own folder is on sys.path
+from results import (
+    publish,  # benchmarks/results.py; a script's own folder is on sys.path
+)
 
 
 def wall(cmd: list[str], repeats: int) -> float:

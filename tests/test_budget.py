@@ -5,11 +5,13 @@ import math
 
 import pytest
 
-from gpuplan.budget import BudgetSettings, budget_sections, compute_budget, estimate_budget
-from gpuplan.budget_sections import budget_assumptions
+from gpuplan.adapters.resolve import resolve_gpu, resolve_model
 from gpuplan.core import reliability as R
-from gpuplan.resolve import resolve_gpu, resolve_model
-from gpuplan.training import TrainingInputs, estimate_training
+from gpuplan.jobs.budget.compute import budget_sections, compute_budget
+from gpuplan.jobs.budget.estimate import estimate_budget
+from gpuplan.jobs.budget.model import BudgetSettings
+from gpuplan.jobs.budget.sections import budget_assumptions
+from gpuplan.jobs.training.estimate import TrainingInputs, estimate_training
 
 ARTICLE = TrainingInputs(params="7B", tokens=2e12, gpu="a100", days=7, mfu=0.4)
 LLAMA3 = TrainingInputs(model="llama-3.1-405b", tokens=15.6e12, gpu="h100", gpus=16_384, mfu=0.41, comm_allowance=0)
@@ -191,4 +193,4 @@ def test_command_module_imports_only_typer():
 
     code = "import sys, gpuplan.commands.budget; print(sorted(m for m in sys.modules if m.startswith('gpuplan')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "gpuplan.budget" not in out and "gpuplan.pricing" not in out
+    assert "gpuplan.jobs.budget.model" not in out and "gpuplan.catalog.pricing" not in out

@@ -153,8 +153,8 @@ def test_apply_to_memory_and_overheads():
 
 
 def test_calibrated_mfu_is_the_inverse_of_the_step_time_ratio():
+    from gpuplan.adapters.resolve import resolve_gpu
     from gpuplan.calibrate import calibrated_mfu
-    from gpuplan.resolve import resolve_gpu
 
     cal = fit_calibration([_with_time(_m(s), f=1.25, g=1.25) for s in (4096,)])
     case = P.case_of(_m(4096))

@@ -2,10 +2,10 @@
 
 import pytest
 
+from gpuplan.adapters.resolve import resolve_model
 from gpuplan.catalog import load_model
 from gpuplan.core import checkpoint as C
 from gpuplan.core import memory as M
-from gpuplan.resolve import resolve_model
 
 SEVEN_B = resolve_model(params="7B")
 

@@ -6,10 +6,19 @@ import statistics
 import pytest
 
 from gpuplan.catalog import hardware_entries
+from gpuplan.catalog.pricing import (
+    KINDS,
+    lookup_price,
+    price_rows,
+    price_table,
+    priced_gpus,
+    provider_info,
+    provider_prices,
+    providers,
+    spot_discount,
+)
 from gpuplan.core import cost as K
 from gpuplan.errors import InputError
-from gpuplan.pricing import (KINDS, lookup_price, price_rows, price_table, priced_gpus, provider_info, provider_prices,
-                             providers, spot_discount)
 
 ROWS = price_rows()
 

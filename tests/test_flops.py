@@ -1,7 +1,8 @@
 """FLOPs: hand-worked tiny model, Megatron's closed form, the article's 6ND, properties."""
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpuplan.adapters.hf_config import model_spec_from_hf_config
 from gpuplan.core import flops as F

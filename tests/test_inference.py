@@ -10,7 +10,8 @@ from gpuplan.core import inference as I
 from gpuplan.core import kv_cache as K
 from gpuplan.core.model import count_parameters
 from gpuplan.errors import InputError
-from gpuplan.inference_estimate import InferenceInputs, estimate_inference
+from gpuplan.jobs.inference.estimate import estimate_inference
+from gpuplan.jobs.inference.inputs import InferenceInputs
 
 GiB = 2**30
 
@@ -228,7 +229,7 @@ def test_throughput_curve_rises_with_batch():
 
 
 def test_cost_not_available_without_price(monkeypatch):
-    import gpuplan.inference_estimate as E
+    import gpuplan.jobs.inference.estimate as E
 
     monkeypatch.setattr(E, "price_for", lambda gpu_id, given: (None, "no price"))
     r = report(model="llama-3.1-8b", gpu="h100")

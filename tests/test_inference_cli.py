@@ -148,7 +148,7 @@ def test_bad_quantization_config(infer, tmp_path):
      4.125, "fp16"),
 ])
 def test_quantization_config_formats(qcfg, bits, compute):
-    from gpuplan.inference_inputs import weight_format_from_hf
+    from gpuplan.jobs.inference.resolve import weight_format_from_hf
 
     fmt = weight_format_from_hf(qcfg)
     assert fmt.bits_per_weight == pytest.approx(bits) and fmt.compute_dtype == compute

@@ -1,9 +1,16 @@
 """Inference accuracy cases: every reference entry cites its source; errors stay within stated bounds."""
 
 
-from gpuplan.inference_validation import (KIND_CAPACITY, KIND_DECODE, KIND_KV, KIND_LATENCY, KIND_WEIGHTS,
-                                          inference_excluded, inference_validation_cases,
-                                          reference_measurements)
+from gpuplan.jobs.validation.inference import (
+    KIND_CAPACITY,
+    KIND_DECODE,
+    KIND_KV,
+    KIND_LATENCY,
+    KIND_WEIGHTS,
+    inference_excluded,
+    inference_validation_cases,
+    reference_measurements,
+)
 
 CASES = inference_validation_cases()
 

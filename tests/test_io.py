@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpuplan.budget import storage_kinds, storage_spec
+from gpuplan.catalog.storage import storage_kinds, storage_spec
 from gpuplan.core import io as IO
 
 

@@ -6,7 +6,7 @@ from gpuplan.catalog import load_model
 from gpuplan.core import memory as M
 from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.errors import InputError
-from gpuplan.memory_estimate import MemoryInputs, estimate_memory
+from gpuplan.jobs.memory.estimate import MemoryInputs, estimate_memory
 
 GiB = 2**30
 N_LLAMA2_7B = 6_738_415_616

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.memory_accuracy import memory_cases, memory_reference
+from gpuplan.jobs.validation.memory import memory_cases, memory_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +44,8 @@ def test_packaged_measurements_reproduce(case_id):
     pytest.importorskip("torch", reason="re-measuring needs the profile extra (torch + transformers)")
     pytest.importorskip("transformers", reason="re-measuring needs the profile extra (torch + transformers)")
     sys.path.insert(0, str(ROOT / "scripts"))
-    from measure_memory_matrix import CASES, case_id as id_of, measure_case
+    from measure_memory_matrix import CASES, measure_case
+    from measure_memory_matrix import case_id as id_of
 
     case = next(c for c in CASES if id_of(c) == case_id)
     stored = next(c for c in memory_reference()["cases"] if c["id"] == case_id)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan import i18n
 from gpuplan.cli import main
 from gpuplan.commands import report as report_command
+from gpuplan.report import i18n
 from gpuplan.report.plots import number
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,7 +149,7 @@ def test_not_a_plan_file(run_report, tmp_path):
 
 
 def test_serving_fields_add_the_inference_section(tmp_path):
-    pytest.importorskip("gpuplan.inference_estimate", reason="inference estimator not importable")
+    pytest.importorskip("gpuplan.jobs.inference.estimate", reason="inference estimator not importable")
     data = {"model": "llama-3.1-8b", "tokens": "1T", "gpu": "h100", "gpus": 64, "context": "8K",
             "inference": {"tp": 2, "batch": 16}}
     reports = report_command.reports_for_plan(data, "plan.yaml")

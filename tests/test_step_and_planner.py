@@ -10,7 +10,8 @@ from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.core.step import StepSettings, gemm_efficiency, step_time
 from gpuplan.core.topology import cluster_for
 from gpuplan.errors import InputError
-from gpuplan.plan_estimate import PlanInputs, plan_report
+from gpuplan.jobs.plan.estimate import plan_report
+from gpuplan.jobs.plan.search import PlanInputs
 from gpuplan.planner.search import LayoutTable, pareto_front
 
 

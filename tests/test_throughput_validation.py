@@ -2,7 +2,7 @@
 
 import statistics
 
-from gpuplan.throughput_validation import throughput_cases
+from gpuplan.jobs.validation.throughput import throughput_cases
 
 
 def by_family(predicate):

@@ -66,7 +66,8 @@ def test_bad_inputs_raise_input_error(kwargs, field):
 
 
 def test_predicted_mfu_comes_from_the_planner():
-    from gpuplan.plan_estimate import PlanInputs, plan_report
+    from gpuplan.jobs.plan.estimate import plan_report
+    from gpuplan.jobs.plan.search import PlanInputs
 
     report = estimate_training(TrainingInputs(model="llama-3.1-70b", tokens=15e12, gpu="h100", gpus=2048,
                                               predict_mfu=True))

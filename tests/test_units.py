@@ -1,7 +1,8 @@
 import math
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpuplan.core import units
 from gpuplan.errors import InputError

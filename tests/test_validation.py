@@ -4,7 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.validation import KIND_GIVEN, KIND_PRIOR, accuracy_markdown, validation_cases, validation_report
+from gpuplan.jobs.validation.estimate import (
+    KIND_GIVEN,
+    KIND_PRIOR,
+    accuracy_markdown,
+    validation_cases,
+    validation_report,
+)
 
 
 def cases_by(kind):

@@ -21,15 +21,15 @@ N_LLAMA2_7B = 6_738_415_616  # Llama 2 7B, counted (tests/test_model_counting.py
 
 def _inference_available() -> bool:
     try:
-        import gpuplan.inference_estimate  # noqa: F401
-        import gpuplan.inference_inputs  # noqa: F401
+        import gpuplan.jobs.inference.estimate  # noqa: F401
+        import gpuplan.jobs.inference.inputs  # noqa: F401
     except ImportError:
         return False
     return True
 
 
 needs_inference = pytest.mark.skipif(not _inference_available(),
-                                     reason="gpuplan.inference_estimate / inference_inputs not importable")
+                                     reason="gpuplan.jobs.inference.estimate / inference_inputs not importable")
 
 
 @pytest.fixture(scope="module")
@@ -311,7 +311,7 @@ def test_serve_bad_port_is_one_line_exit_2():
 
 
 def test_import_and_cli_start_up_stay_free_of_web_and_plot_libraries():
-    code = ("import sys, gpuplan, gpuplan.cli, gpuplan.i18n, gpuplan.web, gpuplan.commands.serve, "
+    code = ("import sys, gpuplan, gpuplan.cli, gpuplan.report.i18n, gpuplan.web, gpuplan.commands.serve, "
             "gpuplan.commands.report\n"
             "heavy = [m for m in ('fastapi', 'starlette', 'uvicorn', 'matplotlib', 'pydantic') if m in sys.modules]\n"
             "print(','.join(heavy))")

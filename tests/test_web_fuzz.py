@@ -11,8 +11,12 @@ pytest.importorskip("fastapi")
 schemathesis = pytest.importorskip("schemathesis")
 
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
-from schemathesis.checks import (content_type_conformance, not_a_server_error,  # noqa: E402
-                                 response_schema_conformance, status_code_conformance)
+from schemathesis.checks import (  # noqa: E402
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from gpuplan.web import create_app  # noqa: E402
 

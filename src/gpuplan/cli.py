@@ -55,8 +55,8 @@ def train(
     article's example (7B parameters, 2T tokens, A100, 40% MFU, 7 days). `gpuplan budget` takes
     the same inputs plus every budget assumption as a flag."""
     from gpuplan.adapters.plan_file import plan_and_flags
-    from gpuplan.budget import estimate_budget
-    from gpuplan.train_inputs import TRAIN_FIELDS, training_inputs_from_raw
+    from gpuplan.jobs.budget.estimate import estimate_budget
+    from gpuplan.jobs.training.inputs import TRAIN_FIELDS, training_inputs_from_raw
 
     flags = {k: v for k, v in locals().items() if k in TRAIN_FIELDS}
     inputs, defaults_used = training_inputs_from_raw(plan_and_flags(target, flags, TRAIN_FIELDS))
@@ -108,8 +108,8 @@ def memory(
     """Per-GPU training memory: states by recipe, activations, overheads, verdict per GPU type,
     largest micro-batch, and what would make it fit."""
     from gpuplan.adapters.plan_file import plan_and_flags
-    from gpuplan.memory_estimate import estimate_memory
-    from gpuplan.memory_inputs import MEMORY_FIELDS, memory_inputs_from_raw
+    from gpuplan.jobs.memory.estimate import estimate_memory
+    from gpuplan.jobs.memory.inputs import MEMORY_FIELDS, memory_inputs_from_raw
 
     flags = {k: v for k, v in locals().items() if k in MEMORY_FIELDS}
     emit(estimate_memory(memory_inputs_from_raw(plan_and_flags(target, flags, MEMORY_FIELDS))), fmt, as_json)
@@ -131,7 +131,7 @@ def measure(
 ) -> None:
     """Measure a real training step's memory on the CPU (needs the profile extra) and compare it
     with the estimate, category by category."""
-    from gpuplan.measure_command import MeasureInputs, measure_report
+    from gpuplan.jobs.measure.estimate import MeasureInputs, measure_report
 
     depths = None
     if layers:
@@ -150,7 +150,7 @@ def measure(
 def catalog_models(search: Annotated[Optional[str], typer.Option(help="Filter by text.")] = None,
                    fmt: FormatOpt = OutputFormat.table, as_json: JsonOpt = False) -> None:
     """Catalog models with counted and published parameter counts."""
-    from gpuplan.catalog_listing import model_catalog_report
+    from gpuplan.jobs.catalog.listing import model_catalog_report
 
     emit(model_catalog_report(search), fmt, as_json)
 
@@ -159,7 +159,7 @@ def catalog_models(search: Annotated[Optional[str], typer.Option(help="Filter by
 def catalog_gpus(search: Annotated[Optional[str], typer.Option(help="Filter by text.")] = None,
                  fmt: FormatOpt = OutputFormat.table, as_json: JsonOpt = False) -> None:
     """Catalog accelerators with dense peaks, memory and bandwidth."""
-    from gpuplan.catalog_listing import gpu_catalog_report
+    from gpuplan.jobs.catalog.listing import gpu_catalog_report
 
     emit(gpu_catalog_report(search), fmt, as_json)
 
@@ -171,7 +171,7 @@ def validate(
     fmt: FormatOpt = OutputFormat.table, as_json: JsonOpt = False,
 ) -> None:
     """Run the estimators over the packaged reference set of published runs; print errors."""
-    from gpuplan.validation import accuracy_markdown, validation_report
+    from gpuplan.jobs.validation.estimate import accuracy_markdown, validation_report
 
     report = validation_report()
     if write:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuplan.core.model import AttentionSpec, MLPSpec, MoESpec, ModelSpec
+from gpuplan.core.model import AttentionSpec, MLPSpec, ModelSpec, MoESpec
 from gpuplan.errors import InputError
 
 

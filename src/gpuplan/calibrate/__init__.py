@@ -17,10 +17,29 @@ from gpuplan.calibrate.apply import (
     calibrated_mfu,
 )
 from gpuplan.calibrate.fit import fit_calibration
-from gpuplan.calibrate.measurement import LogContext, Measurement, measurement_from_trial
-from gpuplan.calibrate.model import Calibration, Factor, MeasurementFit, Reference, load_calibration, save_calibration
-from gpuplan.calibrate.report import calibrated_vs_default_lines, calibration_report, extrapolation_lines
-from gpuplan.calibrate.sources import load_measurement, load_measurements, measurement_from_log
+from gpuplan.calibrate.measurement import (
+    LogContext,
+    Measurement,
+    measurement_from_trial,
+)
+from gpuplan.calibrate.model import (
+    Calibration,
+    Factor,
+    MeasurementFit,
+    Reference,
+    load_calibration,
+    save_calibration,
+)
+from gpuplan.calibrate.report import (
+    calibrated_vs_default_lines,
+    calibration_report,
+    extrapolation_lines,
+)
+from gpuplan.calibrate.sources import (
+    load_measurement,
+    load_measurements,
+    measurement_from_log,
+)
 
 __all__ = [
     "CalibratedMemory", "Calibration", "Factor", "LogContext", "Measurement", "MeasurementFit", "Reference",

@@ -26,7 +26,13 @@ from dataclasses import dataclass, replace
 
 from gpuplan.calibrate import predict as P
 from gpuplan.calibrate.measurement import Measurement
-from gpuplan.calibrate.model import Calibration, Factor, MeasurementFit, Reference, default_factor
+from gpuplan.calibrate.model import (
+    Calibration,
+    Factor,
+    MeasurementFit,
+    Reference,
+    default_factor,
+)
 from gpuplan.core import step as S
 from gpuplan.errors import InputError
 

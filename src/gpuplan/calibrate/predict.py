@@ -85,7 +85,7 @@ def cpu_accelerator(matmul_flops: float, copy_bandwidth: float, memory_bytes: fl
 
 def spec_of(measurement) -> ModelSpec:
     from gpuplan.adapters.hf_config import model_spec_from_hf_config
-    from gpuplan.resolve import resolve_model
+    from gpuplan.adapters.resolve import resolve_model
 
     if measurement.hf_config:
         return model_spec_from_hf_config(measurement.hf_config, name=measurement.model, source=measurement.source)
@@ -93,7 +93,7 @@ def spec_of(measurement) -> ModelSpec:
 
 
 def accelerator_of(measurement) -> Accelerator | None:
-    from gpuplan.resolve import resolve_gpu
+    from gpuplan.adapters.resolve import resolve_gpu
 
     if measurement.gpu:
         return resolve_gpu(measurement.gpu)

@@ -5,11 +5,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpuplan.calibrate import predict as P
-from gpuplan.calibrate.apply import apply_to_cluster, apply_to_step_settings, gemm_floor_reached
+from gpuplan.calibrate.apply import (
+    apply_to_cluster,
+    apply_to_step_settings,
+    gemm_floor_reached,
+)
 from gpuplan.calibrate.measurement import Measurement
 from gpuplan.calibrate.model import Calibration, Factor
 from gpuplan.core import step as S
-from gpuplan.core.topology import DEFAULT_SCALE_OUT_EFFICIENCY, DEFAULT_SCALE_UP_EFFICIENCY
+from gpuplan.core.topology import (
+    DEFAULT_SCALE_OUT_EFFICIENCY,
+    DEFAULT_SCALE_UP_EFFICIENCY,
+)
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
 from gpuplan.report.model import Assumption, Line, Report, Section, Table

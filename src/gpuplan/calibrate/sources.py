@@ -6,7 +6,12 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from gpuplan.adapters.training_logs import TrainingLog, parse_log_text, read_text, summarize
+from gpuplan.adapters.training_logs import (
+    TrainingLog,
+    parse_log_text,
+    read_text,
+    summarize,
+)
 from gpuplan.calibrate.measurement import (
     LOG_DEFAULTS,
     LogContext,
@@ -20,7 +25,7 @@ from gpuplan.errors import InputError
 def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
     """A parsed log plus what the flags say about the run, as one Measurement (medians over the
     logged steps after the first; the memory is the largest logged peak)."""
-    from gpuplan.resolve import resolve_gpu
+    from gpuplan.adapters.resolve import resolve_gpu
 
     fmt, source = log.format, log.source
     summary = summarize(log)
@@ -55,7 +60,10 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
 def load_measurement(path: str | Path, context: LogContext | None = None, fmt: str | None = None) -> Measurement:
     """One file: a gpuplan trial measurement, or a training log of a supported format."""
     from gpuplan.calibrate.model import KIND as CALIBRATION_KIND
-    from gpuplan.profile.measurement_file import is_trial_measurement, validate_measurement
+    from gpuplan.profile.measurement_file import (
+        is_trial_measurement,
+        validate_measurement,
+    )
 
     source = str(path)
     text = read_text(path)

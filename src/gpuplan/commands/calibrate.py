@@ -40,8 +40,13 @@ def register(app: typer.Typer) -> None:
         """Fit compute, attention, communication and memory factors against gpuplan's own
         predictions for the measured runs; show calibrated vs default and, with --out, save them
         for gpuplan train|plan|memory --calibration FILE."""
-        from gpuplan.calibrate import calibration_report, extrapolation_lines, fit_calibration, load_measurements
-        from gpuplan.calibrate import save_calibration
+        from gpuplan.calibrate import (
+            calibration_report,
+            extrapolation_lines,
+            fit_calibration,
+            load_measurements,
+            save_calibration,
+        )
         from gpuplan.calibrate.inputs import log_context_from_raw, target_gpus_from_raw
         from gpuplan.errors import InputError
 

@@ -55,8 +55,11 @@ def register(app: typer.Typer) -> None:
         7B in FP16 (14 GB of weights plus KV cache -> a GPU of at least 24 GB)."""
         from gpuplan.adapters.plan_file import plan_and_flags
         from gpuplan.commands.options import emit, parse_format
-        from gpuplan.inference_estimate import estimate_inference
-        from gpuplan.inference_inputs import INFER_FIELDS, inference_inputs_from_raw
+        from gpuplan.jobs.inference.estimate import estimate_inference
+        from gpuplan.jobs.inference.inputs import (
+            INFER_FIELDS,
+            inference_inputs_from_raw,
+        )
 
         raw = plan_and_flags(target, {k: v for k, v in locals().items() if k in INFER_FIELDS}, INFER_FIELDS)
         emit(estimate_inference(inference_inputs_from_raw(raw)), parse_format(fmt), as_json)

@@ -40,7 +40,7 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | None = No
     fields (naming them) or bad values."""
     from gpuplan.adapters.plan_file import plan_model, validate_plan_fields
     from gpuplan.errors import InputError
-    from gpuplan.train_inputs import BUILTIN_DEFAULTS
+    from gpuplan.jobs.training.inputs import BUILTIN_DEFAULTS
     from gpuplan.web.estimators import ESTIMATORS, fields_of
 
     data = dict(data)
@@ -93,8 +93,8 @@ def register(app: typer.Typer) -> None:
 
         from gpuplan.adapters.plan_file import is_plan_file, read_plan_file
         from gpuplan.errors import InputError
-        from gpuplan.i18n import check_lang, translator
         from gpuplan.report.html import build_documents
+        from gpuplan.report.i18n import check_lang, translator
 
         language = check_lang(lang)
         if not is_plan_file(plan):

@@ -10,7 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuplan.core.flops import attention_core_flops_per_token, layer_matmul_weights_per_token
+from gpuplan.core.flops import (
+    attention_core_flops_per_token,
+    layer_matmul_weights_per_token,
+)
 from gpuplan.core.model import ModelSpec, count_parameters
 from gpuplan.core.parallel import layers_per_stage
 from gpuplan.errors import InputError

@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpuplan.core import activations as A
-from gpuplan.core.model import ModelSpec, attention_params, expert_params, mlp_params, norm_params
+from gpuplan.core.model import (
+    ModelSpec,
+    attention_params,
+    expert_params,
+    mlp_params,
+    norm_params,
+)
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.errors import InputError
 

@@ -20,9 +20,9 @@ accept numpy arrays (the planner's vectorised search); the rest take floats.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from gpuplan.errors import InputError
-from dataclasses import dataclass
 
 SECONDS_PER_HOUR = 3600.0
 

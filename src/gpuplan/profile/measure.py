@@ -419,8 +419,8 @@ def _measure(
 
 def _enter_fake_process_group(stack, world_size, patch_sharding_fake_mode: bool):
     import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
     import torch.distributed.tensor._sharding_prop as sharding_prop
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     if dist.is_initialized():

@@ -185,7 +185,7 @@ def _peak(catalog: str | None, dtype: str, peak_tflops: float | None, device_typ
     if peak_tflops is not None:
         return peak_tflops * 1e12, "--peak-tflops"
     if catalog is not None:
-        from gpuplan.resolve import resolve_gpu
+        from gpuplan.adapters.resolve import resolve_gpu
 
         gpu = resolve_gpu(catalog)
         if gpu.has_dtype(dtype):

@@ -73,7 +73,7 @@ class TrialSettings:
 
 def model_config(model: str) -> tuple[dict[str, Any], str]:
     """(HF config dict, model id) for a catalog name, a config.json or a folder holding one."""
-    from gpuplan.measure_command import model_config as resolve
+    from gpuplan.jobs.measure.estimate import model_config as resolve
 
     return resolve(model)
 

@@ -3,7 +3,7 @@
 
 The HTML file needs nothing else: styles are inline and each plot is an SVG image embedded as a
 data URI. The Markdown file links its plots as SVG files in a folder beside it. Labels come
-from :mod:`gpuplan.i18n` (``lang``); values, units and formulas are the report's own. Rendering
+from :mod:`gpuplan.report.i18n` (``lang``); values, units and formulas are the report's own. Rendering
 only: every number is read from the Report.
 """
 
@@ -44,7 +44,7 @@ def build_documents(reports: list[Report], lang: str = "en", plots: bool = True,
     """Translate ``reports`` into ``lang``, draw their charts (``plots``), and lay out both
     documents. matplotlib is needed only when ``plots`` is true."""
     from gpuplan import __version__
-    from gpuplan.i18n import check_lang, translate_report, translator
+    from gpuplan.report.i18n import check_lang, translate_report, translator
 
     lang = check_lang(lang)
     t = translator(lang)
@@ -63,7 +63,7 @@ def build_documents(reports: list[Report], lang: str = "en", plots: bool = True,
 
 def _draw_all(reports: list[Report], lang: str):
     """SVG figures per report; Chinese labels only with a CJK font (else English + a note)."""
-    from gpuplan.i18n import translator
+    from gpuplan.report.i18n import translator
     from gpuplan.report.plots import chart_series, cjk_font, draw
 
     font = cjk_font() if lang == "zh" else None

@@ -33,68 +33,68 @@ def _with_defaults_note(report: Report, used: list[str]) -> Report:
 
 
 def _training_fields() -> tuple[str, ...]:
-    from gpuplan.train_inputs import TRAIN_FIELDS
+    from gpuplan.jobs.training.inputs import TRAIN_FIELDS
 
     return TRAIN_FIELDS
 
 
 def _training(raw: dict[str, Any]) -> Report:
-    from gpuplan.train_inputs import training_inputs_from_raw
-    from gpuplan.training import estimate_training
+    from gpuplan.jobs.training.estimate import estimate_training
+    from gpuplan.jobs.training.inputs import training_inputs_from_raw
 
     inputs, used = training_inputs_from_raw(raw)
     return _with_defaults_note(estimate_training(inputs), used)
 
 
 def _budget_fields() -> tuple[str, ...]:
-    from gpuplan.commands.budget import BUDGET_FIELDS
+    from gpuplan.jobs.budget.inputs import BUDGET_FIELDS
 
     return BUDGET_FIELDS
 
 
 def _budget(raw: dict[str, Any]) -> Report:
-    from gpuplan.budget import estimate_budget
-    from gpuplan.commands.budget import budget_inputs_from_raw
+    from gpuplan.jobs.budget.estimate import estimate_budget
+    from gpuplan.jobs.budget.inputs import budget_inputs_from_raw
 
     inputs, settings, batch, step, used = budget_inputs_from_raw(raw)
     return _with_defaults_note(estimate_budget(inputs, settings, batch, step), used)
 
 
 def _memory_fields() -> tuple[str, ...]:
-    from gpuplan.memory_inputs import MEMORY_FIELDS
+    from gpuplan.jobs.memory.inputs import MEMORY_FIELDS
 
     return MEMORY_FIELDS
 
 
 def _memory(raw: dict[str, Any]) -> Report:
-    from gpuplan.memory_estimate import estimate_memory
-    from gpuplan.memory_inputs import memory_inputs_from_raw
+    from gpuplan.jobs.memory.estimate import estimate_memory
+    from gpuplan.jobs.memory.inputs import memory_inputs_from_raw
 
     return estimate_memory(memory_inputs_from_raw(raw))
 
 
 def _plan_fields() -> tuple[str, ...]:
-    from gpuplan.commands.plan import PLAN_FIELDS
+    from gpuplan.jobs.plan.inputs import PLAN_FIELDS
 
     return PLAN_FIELDS
 
 
 def _plan(raw: dict[str, Any]) -> Report:
-    from gpuplan.commands.plan import plan_inputs_from_raw
-    from gpuplan.plan_estimate import plan_report
+    from gpuplan.jobs.plan.estimate import plan_report
+    from gpuplan.jobs.plan.inputs import plan_inputs_from_raw
 
     return plan_report(plan_inputs_from_raw(raw))
 
 
 def _inference_fields() -> tuple[str, ...]:
-    from gpuplan.inference_inputs import INFER_FIELDS
+    from gpuplan.jobs.inference.inputs import INFER_FIELDS
 
     return INFER_FIELDS
 
 
 def _inference(raw: dict[str, Any]) -> Report:
-    from gpuplan.inference_estimate import estimate_inference
-    from gpuplan.inference_inputs import inference_inputs_from_raw
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.inputs import inference_inputs_from_raw
 
     return estimate_inference(inference_inputs_from_raw(raw))
 

@@ -80,7 +80,7 @@ def plain(value: Any) -> Any:
 def estimate(name: str, body: dict[str, Any], lang: str = "en") -> dict[str, Any]:
     """The Report of estimator ``name`` for a request body (field -> raw value, plus an optional
     ``config`` mapping) as ``Report.to_dict()`` with ``charts`` and ``lang`` added."""
-    from gpuplan.i18n import check_lang, translate_report
+    from gpuplan.report.i18n import check_lang, translate_report
     from gpuplan.report.plots import chart_series
 
     lang = check_lang(lang)
@@ -97,8 +97,8 @@ def estimate(name: str, body: dict[str, Any], lang: str = "en") -> dict[str, Any
 
 def catalog(kind: str, search: str | None, lang: str = "en") -> dict[str, Any]:
     """The model or GPU catalog listing (``gpuplan catalog models|gpus``) as JSON data."""
-    from gpuplan.catalog_listing import gpu_catalog_report, model_catalog_report
-    from gpuplan.i18n import check_lang, translate_report
+    from gpuplan.jobs.catalog.listing import gpu_catalog_report, model_catalog_report
+    from gpuplan.report.i18n import check_lang, translate_report
 
     lang = check_lang(lang)
     key = json.dumps(["catalog", kind, search, lang])

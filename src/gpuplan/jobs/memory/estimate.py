@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from gpuplan.adapters.resolve import resolve_gpu, resolve_model
 from gpuplan.core import memory as M
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
@@ -18,7 +19,6 @@ from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
-from gpuplan.resolve import resolve_gpu, resolve_model
 
 GiB = 2**30
 DEFAULT_VERDICT_GPUS = ("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200-sxm", "b200", "mi300x")

@@ -9,7 +9,7 @@ from gpuplan.core.memory import MemorySettings, Overheads
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.units import parse_bool, parse_count, parse_fraction
 from gpuplan.errors import InputError
-from gpuplan.memory_estimate import DEFAULT_VERDICT_GPUS, MemoryInputs
+from gpuplan.jobs.memory.estimate import DEFAULT_VERDICT_GPUS, MemoryInputs
 
 GiB = 2**30
 LAYOUT_FIELDS = ("dp", "tp", "pp", "vpp", "cp", "ep", "zero", "shard_group", "micro_batch", "global_batch")

@@ -14,12 +14,16 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Any
 
+from gpuplan.adapters.resolve import resolve_gpu, resolve_model
 from gpuplan.catalog import reference_runs
 from gpuplan.core import flops as F
 from gpuplan.core.model import params_for_6nd
+from gpuplan.jobs.training.estimate import (
+    DEFAULT_MFU,
+    TrainingInputs,
+    estimate_training,
+)
 from gpuplan.report.model import Report, Table
-from gpuplan.resolve import resolve_gpu, resolve_model
-from gpuplan.training import DEFAULT_MFU, TrainingInputs, estimate_training
 
 KIND_GIVEN = "gpu_hours (given reported throughput)"
 KIND_PRIOR = "gpu_hours (default MFU 0.40)"
@@ -84,7 +88,7 @@ def validation_cases() -> list[Case]:
 
 def memory_validation_cases() -> list[Case]:
     """Estimate vs the packaged `gpuplan measure` matrix (implementation 'hf')."""
-    from gpuplan.memory_accuracy import memory_cases
+    from gpuplan.jobs.validation.memory import memory_cases
 
     kinds = {"peak": KIND_MEMORY_PEAK, "activations": KIND_MEMORY_ACT}
     return [Case(c.id, kinds[c.quantity], c.measured, c.estimated, c.method) for c in memory_cases()]
@@ -92,7 +96,7 @@ def memory_validation_cases() -> list[Case]:
 
 def throughput_validation_cases() -> list[Case]:
     """Predicted MFU / hardware TFLOP/s of published runs, per source family (core/step.py)."""
-    from gpuplan.throughput_validation import throughput_cases
+    from gpuplan.jobs.validation.throughput import throughput_cases
 
     out = []
     for c in throughput_cases():
@@ -104,7 +108,10 @@ def throughput_validation_cases() -> list[Case]:
 
 def inference_validation() -> tuple[list[Case], list[tuple[str, str]]]:
     """Inference cases (KV capacity, weights, decode speed) and their exclusions."""
-    from gpuplan.inference_validation import inference_excluded, inference_validation_cases
+    from gpuplan.jobs.validation.inference import (
+        inference_excluded,
+        inference_validation_cases,
+    )
 
     return [Case(*c) for c in inference_validation_cases()], list(inference_excluded())
 

@@ -9,12 +9,9 @@ numbers a training estimate already has and returns the report sections "Data lo
 
 from __future__ import annotations
 
-import math
-import tomllib
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 
+from gpuplan.catalog.storage import storage_spec
 from gpuplan.core import checkpoint as C
 from gpuplan.core import cost as K
 from gpuplan.core import io as IO
@@ -23,7 +20,7 @@ from gpuplan.core import reliability as R
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
 from gpuplan.errors import InputError
-from gpuplan.report.model import Assumption, Line, Report, Section, Table
+from gpuplan.report.model import Assumption, Section, Table
 
 # Llama 2 (arXiv:2307.09288, Sec. 2.2): "a global batch-size of 4M tokens".
 DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
@@ -72,30 +69,6 @@ class BudgetSettings:
     """Named shares of compute GPU-hours; None = the failure model's estimate."""
 
 
-@cache
-def _storage_entries() -> dict[str, dict]:
-    text = (resources.files("gpuplan.catalog") / "storage.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
-
-
-def storage_kinds() -> tuple[str, ...]:
-    return tuple(_storage_entries())
-
-
-def storage_spec(kind: str) -> IO.StorageSpec:
-    """The storage tier ``kind`` from catalog/storage.toml, in bytes/s."""
-    entries = _storage_entries()
-    if kind not in entries:
-        raise InputError("storage", kind, f"must be one of {', '.join(entries)}")
-    e = entries[kind]
-    gb = 1e9
-    return IO.StorageSpec(kind=kind, name=e["name"], node_read=e["node_read"] * gb, node_write=e["node_write"] * gb,
-                          shared_per_node=e["shared_per_node"] * gb if "shared_per_node" in e else None,
-                          shared_per_node_high=e["shared_per_node_high"] * gb if "shared_per_node_high" in e else None,
-                          confidence=e.get("confidence", "medium"), sources=tuple(e.get("sources", ())),
-                          notes=e.get("notes", ""))
-
-
 def validate_settings(s: BudgetSettings) -> None:
     storage_spec(s.storage)
     if s.checkpoint_storage:
@@ -118,7 +91,7 @@ def validate_settings(s: BudgetSettings) -> None:
         if share is not None and not 0 <= share <= 5:
             raise InputError(f"contingency_{name}", share, "must be a fraction between 0 and 5")
     if s.provider is not None:
-        from gpuplan.pricing import resolve_provider
+        from gpuplan.catalog.pricing import resolve_provider
 
         resolve_provider(s.provider)
 
@@ -140,7 +113,7 @@ class Prices:
 def resolve_prices(gpu_id: str, s: BudgetSettings) -> Prices:
     """On-demand from the catalog (or --price); spot published for the provider, else on-demand
     less the published spot discount (this GPU's, else the catalog's), else the article's 60%."""
-    from gpuplan.pricing import lookup_price, provider_prices, spot_discount
+    from gpuplan.catalog.pricing import lookup_price, provider_prices, spot_discount
 
     found = lookup_price(gpu_id, "on_demand", s.provider)
     od, od_src = (s.price, "given (--price)") if s.price else (found if found else (None, "no published price"))
@@ -257,68 +230,3 @@ class Budget:
     assumptions: tuple[Assumption, ...]
     tables: tuple[Table, ...]
     notes: tuple[str, ...]
-
-
-def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seconds: float, gpu_hours: float,
-                   tokens: float, global_batch_tokens: float | None = None, step_seconds: float | None = None,
-                   recipe: str = "mixed", zero: int = 1, model_parallel: int = 1,
-                   settings: BudgetSettings | None = None) -> Budget:
-    """All budget sections, their assumptions, the cluster-size table and notes for one run."""
-    from gpuplan.budget_sections import (_checkpoint_section, _contingency_section, _cost_section,
-                                         _data_section, _failure_section, _notes, _scaling_table,
-                                         budget_assumptions)
-
-    s = settings or BudgetSettings()
-    validate_settings(s)
-    run = run_facts(spec, gpu, gpus=gpus, wall_seconds=wall_seconds, gpu_hours=gpu_hours, tokens=tokens,
-                    global_batch_tokens=global_batch_tokens, step_seconds=step_seconds, recipe=recipe, zero=zero,
-                    model_parallel=model_parallel)
-    main = scenario(run, s, run.gpus)
-    ranges = {k: scenario(run, s, run.gpus, rate=r) for k, r in zip(("low", "high"), R.FAILURE_RATE_RANGE)}
-    scaled = [(f, scenario(run, s, max(1.0, round(run.gpus * f)))) for f in SCALING_FACTORS]
-    prices = resolve_prices(gpu.id, s)
-    sections = (_data_section(run, s), _checkpoint_section(run, s, main), _failure_section(run, main, ranges, scaled),
-                _cost_section(run, main, prices, scaled), _contingency_section(run, s, main, prices))
-    return Budget(sections, budget_assumptions(s, global_batch_tokens), (_scaling_table(run, scaled, prices),),
-                  _notes(run, s, main, prices))
-
-
-def budget_sections(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seconds: float, gpu_hours: float,
-                    tokens: float, global_batch_tokens: float | None = None, step_seconds: float | None = None,
-                    recipe: str = "mixed", zero: int = 1, model_parallel: int = 1,
-                    settings: BudgetSettings | None = None) -> tuple[Section, ...]:
-    """The five budget sections (module docstring). ``wall_seconds``: failure-free wall-clock;
-    ``gpu_hours``: the compute GPU-hours of the training estimate (the contingency base)."""
-    return compute_budget(spec, gpu, gpus=gpus, wall_seconds=wall_seconds, gpu_hours=gpu_hours, tokens=tokens,
-                          global_batch_tokens=global_batch_tokens, step_seconds=step_seconds, recipe=recipe,
-                          zero=zero, model_parallel=model_parallel, settings=settings).sections
-
-
-def estimate_budget(inputs, settings: BudgetSettings | None = None, global_batch_tokens: float | None = None,
-                    step_seconds: float | None = None) -> Report:
-    """`gpuplan budget`: the training estimate's compute and time lines (``inputs`` is a
-    gpuplan.training.TrainingInputs), then the five budget sections on the GPUs it rents and
-    its wall-clock with the communication allowance."""
-    from gpuplan.resolve import resolve_gpu, resolve_model
-    from gpuplan.training import estimate_training
-
-    train = estimate_training(inputs)
-    spec, gpu = resolve_model(inputs.model, inputs.params), resolve_gpu(inputs.gpu)
-    gpus = max(1, math.ceil(train.value("gpus") - 1e-9))
-    wall = train.value("wall_days_with_comm") * 86400 * train.value("gpus") / gpus
-    result = compute_budget(spec, gpu, gpus=gpus, wall_seconds=wall, gpu_hours=train.value("gpu_hours_with_comm"),
-                            tokens=inputs.tokens, global_batch_tokens=global_batch_tokens, step_seconds=step_seconds,
-                            recipe=inputs.recipe, zero=inputs.zero, model_parallel=inputs.tp * inputs.pp,
-                            settings=settings)
-    keep = {"Compute", "GPU time"}
-    time_sections = tuple(sec for sec in train.sections if sec.title in keep)
-    memory = tuple(sec for sec in train.sections if sec.title.startswith("Memory per GPU"))
-    comm = next((sec for sec in train.sections if sec.title.startswith("Allowances")), None)
-    if comm is not None:  # the bare contingency multiplier is replaced by the named contingency lines
-        time_sections += (Section("Communication allowance", tuple(
-            line for line in comm.lines if line.key != "gpu_hours_budget")),)
-    inputs_lines = train.inputs + (Line("gpus_rented", "GPUs rented", gpus, "GPUs", f"{gpus:,}"),)
-    assumptions = tuple(a for a in train.assumptions if a.key != "contingency") + result.assumptions
-    title = f"Training budget: {spec.name} on {train.line('tokens').text} tokens, {gpus:,} x {gpu.name}"
-    return Report("budget", title, inputs_lines, assumptions, time_sections + memory + result.sections,
-                  train.notes + result.notes, result.tables)

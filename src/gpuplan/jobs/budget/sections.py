@@ -1,21 +1,26 @@
 """The report sections of the training budget (data loading, checkpoints, failures and goodput,
-cost, contingency), their assumptions and notes. The numbers come from gpuplan.budget's
+cost, contingency), their assumptions and notes. The numbers come from gpuplan.jobs.budget.model's
 RunFacts / Scenario / Prices (which call the core formulas); this module only lays them out."""
 
 from __future__ import annotations
 
 from dataclasses import fields
 
-from gpuplan.budget import (DEFAULT_GLOBAL_BATCH_TOKENS, BudgetSettings, Prices, RunFacts, Scenario,
-                            storage_spec)
+from gpuplan.catalog.storage import storage_spec
 from gpuplan.core import checkpoint as C
 from gpuplan.core import cost as K
 from gpuplan.core import io as IO
 from gpuplan.core import memory as M
 from gpuplan.core import reliability as R
 from gpuplan.core.units import format_duration
+from gpuplan.jobs.budget.model import (
+    DEFAULT_GLOBAL_BATCH_TOKENS,
+    BudgetSettings,
+    Prices,
+    RunFacts,
+    Scenario,
+)
 from gpuplan.report.model import Assumption, Line, Section, Table
-
 
 # ---- formatting -----------------------------------------------------------------------------
 
@@ -44,7 +49,7 @@ def _pct(x: float) -> str:
 
 # ---- sections -------------------------------------------------------------------------------
 
-def _data_section(run: RunFacts, s: BudgetSettings) -> Section:
+def data_section(run: RunFacts, s: BudgetSettings) -> Section:
     id_bytes = s.token_bytes or IO.token_id_bytes(run.spec.vocab_size)
     read_bytes = s.raw_bytes_per_token if s.tokenize_on_the_fly else id_bytes
     store = storage_spec(s.storage)
@@ -93,7 +98,7 @@ def _verdict(need: IO.DataLoading, run: RunFacts) -> str:
     return f"DATA LOADING ({need.bound_by}): step {slow:.3g} s instead of {run.step_seconds:.3g} s"
 
 
-def _checkpoint_section(run: RunFacts, s: BudgetSettings, sc: Scenario) -> Section:
+def checkpoint_section(run: RunFacts, s: BudgetSettings, sc: Scenario) -> Section:
     size, plan = sc.size, sc.on_demand
     bpp = size.bytes_per_param
     kind = s.checkpoint_storage or s.storage
@@ -131,7 +136,7 @@ def _checkpoint_section(run: RunFacts, s: BudgetSettings, sc: Scenario) -> Secti
     ))
 
 
-def _failure_section(run: RunFacts, sc: Scenario, ranges: dict[str, Scenario],
+def failure_section(run: RunFacts, sc: Scenario, ranges: dict[str, Scenario],
                      scaled: list[tuple[float, Scenario]]) -> Section:
     plan, lo, hi = sc.on_demand, ranges["low"].on_demand, ranges["high"].on_demand
     lost = K.billed_gpu_hours(run.gpus, plan.wall_seconds - plan.work_seconds)
@@ -170,7 +175,7 @@ def _failure_section(run: RunFacts, sc: Scenario, ranges: dict[str, Scenario],
     return Section("Failures and goodput", tuple(lines))
 
 
-def _cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[float, Scenario]]) -> Section:
+def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[float, Scenario]]) -> Section:
     od, spot = sc.on_demand, sc.spot
     cost_od = None if p.on_demand is None else K.cost_usd(sc.billed_on_demand, p.on_demand)
     cost_spot = None if p.spot is None else K.cost_usd(sc.billed_spot, p.spot)
@@ -211,7 +216,7 @@ def _cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[flo
     return Section("Cost (on-demand vs spot)", tuple(lines))
 
 
-def _contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Prices) -> Section:
+def contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Prices) -> Section:
     run_hours = K.billed_gpu_hours(run.gpus, run.wall_seconds)
     modelled = sc.billed_on_demand - run_hours
     parts = K.contingency_lines(run.gpu_hours, s.contingency, modelled)
@@ -238,7 +243,7 @@ def _contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Pric
     return Section("Contingency budget", tuple(lines))
 
 
-def _scaling_table(run: RunFacts, scaled: list[tuple[float, Scenario]], p: Prices) -> Table:
+def scaling_table(run: RunFacts, scaled: list[tuple[float, Scenario]], p: Prices) -> Table:
     rows = []
     for _, sc in scaled:
         plan = sc.on_demand
@@ -339,7 +344,7 @@ def changed_settings(s: BudgetSettings) -> set[str]:
     return {f.name for f in fields(BudgetSettings) if getattr(s, f.name) != getattr(default, f.name)}
 
 
-def _notes(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Prices) -> tuple[str, ...]:
+def budget_notes(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Prices) -> tuple[str, ...]:
     notes = []
     if (s.checkpoint_storage or s.storage) == "local_nvme":
         notes.append("checkpoints on node-local NVMe are lost with their node; copy them to shared storage")

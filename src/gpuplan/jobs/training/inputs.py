@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuplan.core.units import (SECONDS_PER_DAY, parse_allowance, parse_count, parse_duration,
-                                parse_fraction)
+from gpuplan.core.units import (
+    SECONDS_PER_DAY,
+    parse_allowance,
+    parse_count,
+    parse_duration,
+    parse_fraction,
+)
 from gpuplan.errors import InputError
-from gpuplan.training import TrainingInputs
+from gpuplan.jobs.training.estimate import TrainingInputs
 
 # Built-in defaults: the article's example (7B, 2T tokens, A100, 7 days, 40% MFU).
 BUILTIN_DEFAULTS = {"params": "7B", "tokens": "2T", "gpu": "a100", "days": "7d"}

@@ -8,7 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.errors import InputError
-from gpuplan.memory_accuracy import comparison_table, estimate_inputs, estimated_categories
+from gpuplan.jobs.validation.memory import (
+    comparison_table,
+    estimate_inputs,
+    estimated_categories,
+)
 from gpuplan.report.model import Line, Report, Section
 
 
@@ -66,7 +70,7 @@ def run_measurement(inputs: MeasureInputs) -> tuple[dict[str, Any], dict[str, An
 
 
 def measure_report(inputs: MeasureInputs) -> Report:
-    from gpuplan.resolve import resolve_model
+    from gpuplan.adapters.resolve import resolve_model
 
     config, measured, how = run_measurement(inputs)
     from gpuplan.adapters.hf_config import model_spec_from_hf_config

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from gpuplan.catalog import hardware_entries, load_accelerator, load_model, model_entries
+from gpuplan.catalog import (
+    hardware_entries,
+    load_accelerator,
+    load_model,
+    model_entries,
+)
 from gpuplan.core.model import count_parameters
 from gpuplan.core.units import format_count
 from gpuplan.report.model import Report, Table

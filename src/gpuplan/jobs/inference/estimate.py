@@ -10,49 +10,18 @@ smallest and cheapest first. Formulas: core/inference.py and core/kv_cache.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from gpuplan.core import inference as I
 from gpuplan.core import kv_cache as K
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
+from gpuplan.jobs.inference.inputs import InferenceInputs
+from gpuplan.jobs.inference.resolve import Plan, resolve_plan
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
 
-if TYPE_CHECKING:
-    from gpuplan.inference_inputs import Plan
-
 SEARCH_TP = (1, 2, 4, 8)
-
-
-@dataclass(frozen=True)
-class InferenceInputs:
-    """A model, a GPU and a layout, the load (context and concurrent sequences), and how it runs."""
-
-    model: str | None = None
-    params: float | str | None = None
-    gpu: str = "a100"
-    context: int | None = None
-    """Tokens per sequence, prompt + output (default: min(4096, the model's maximum))."""
-    output_tokens: int | None = None
-    """Generated tokens per sequence (default: min(256, context // 2)); the prompt is the rest."""
-    batch: int = 1
-    """Concurrent sequences decoding together (the target concurrency of the search)."""
-    quantization: str = "auto"
-    """auto (the model's quantization_config, else its dtype; bare --params: fp16), fp32, bf16,
-    fp16, fp8, int8, int4."""
-    group_size: int | None = 128
-    kv_dtype: str = "auto"
-    tp: int = 1
-    pp: int = 1
-    runtime: I.Runtime = field(default_factory=I.Runtime)
-    block_size: int = K.DEFAULT_BLOCK_SIZE
-    efficiency: I.Efficiency = field(default_factory=I.Efficiency)
-    price_per_gpu_hour: float | None = None
-    search: bool = True
-    user_set: frozenset[str] = frozenset()
-    """Names of the inputs the user gave (marks assumptions as set)."""
 
 
 @dataclass(frozen=True)
@@ -93,8 +62,6 @@ def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serv
 
 def estimate_inference(inputs: InferenceInputs) -> Report:
     """Serving memory, capacity, speed and cost; raises InputError on impossible requests."""
-    from gpuplan.inference_inputs import resolve_plan
-
     _check(inputs)
     plan = resolve_plan(inputs)
     serving = evaluate(plan, plan.gpu, inputs.tp, inputs.pp, inputs.batch)
@@ -112,13 +79,13 @@ def _check(inputs: InferenceInputs) -> None:
 
 
 def price_for(gpu_id: str, given: float | None) -> tuple[float | None, str]:
-    """USD per GPU-hour: the user's, else the price catalog's (gpuplan.pricing when installed)."""
+    """USD per GPU-hour: the user's, else the price catalog's (gpuplan.catalog.pricing when installed)."""
     if given is not None:
         return given, "--price-per-gpu-hour"
     try:
-        from gpuplan.pricing import lookup_price
+        from gpuplan.catalog.pricing import lookup_price
     except ImportError:
-        return None, "no price catalog (gpuplan.pricing) in this version"
+        return None, "no price catalog (gpuplan.catalog.pricing) in this version"
     try:
         found = lookup_price(gpu_id, "on_demand")
     except InputError:  # the price catalog does not know this accelerator

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuplan.adapters.resolve import resolve_gpu, resolve_model
 from gpuplan.core import flops as F
-from gpuplan.core.gpu_time import comm_share_of_time, solve_compute_budget, with_allowance
+from gpuplan.core.gpu_time import (
+    comm_share_of_time,
+    solve_compute_budget,
+    with_allowance,
+)
 from gpuplan.core.model import count_parameters, params_for_6nd
 from gpuplan.core.units import SECONDS_PER_DAY, format_count, format_duration
 from gpuplan.errors import InputError
 from gpuplan.report.model import Assumption, Line, Report, Section
-from gpuplan.resolve import resolve_gpu, resolve_model
 
 # Defaults, each shown in the report's assumptions with its source.
 DEFAULT_MFU = 0.40  # article: industry 30-50%, its example uses 40% on A100
@@ -77,8 +81,8 @@ def _planned_mfu(inputs: TrainingInputs) -> float:
     """The MFU of the best layout the planner finds (with the calibrated step model when a
     calibration is given), on the given GPUs (or one node when the GPU count is to be solved). gpuplan's MFU definition (exact FLOPs,
     attention without causal halving), communication included."""
-    from gpuplan.plan_estimate import PlanInputs, best_layout, search
-    from gpuplan.resolve import resolve_gpu
+    from gpuplan.adapters.resolve import resolve_gpu
+    from gpuplan.jobs.plan.search import PlanInputs, best_layout, search
 
     gpus = int(inputs.gpus or resolve_gpu(inputs.gpu).devices_per_node or 8)
     plan = PlanInputs(tokens=inputs.tokens, model=inputs.model, params=inputs.params, gpu=inputs.gpu,
@@ -278,7 +282,7 @@ def _memory_section(spec, gpu, gpus: int, inputs: TrainingInputs):
     """Memory per GPU for the solved GPU count, data-parallel over what tp x pp leaves."""
     from gpuplan.core.memory import MemorySettings
     from gpuplan.core.parallel import ParallelLayout
-    from gpuplan.memory_estimate import memory_summary_section
+    from gpuplan.jobs.memory.estimate import memory_summary_section
 
     dp = max(1, gpus // (inputs.tp * inputs.pp))
     layout = ParallelLayout(dp=dp, tp=inputs.tp, pp=inputs.pp, zero=inputs.zero if dp > 1 else 0,
