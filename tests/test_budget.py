@@ -10,8 +10,10 @@ from gpuplan.core import reliability as R
 from gpuplan.jobs.budget.compute import budget_sections, compute_budget
 from gpuplan.jobs.budget.estimate import estimate_budget
 from gpuplan.jobs.budget.model import BudgetSettings
+from gpuplan.jobs.budget.schema import BudgetInputs
 from gpuplan.jobs.budget.sections import budget_assumptions
-from gpuplan.jobs.training.estimate import TrainingInputs, estimate_training
+from gpuplan.jobs.training.estimate import estimate_training
+from gpuplan.jobs.training.schema import TrainingInputs
 
 ARTICLE = TrainingInputs(params="7B", tokens=2e12, gpu="a100", days=7, mfu=0.4)
 LLAMA3 = TrainingInputs(model="llama-3.1-405b", tokens=15.6e12, gpu="h100", gpus=16_384, mfu=0.41, comm_allowance=0)
@@ -25,7 +27,8 @@ def article():
 
 @pytest.fixture(scope="module")
 def llama3():
-    return estimate_budget(LLAMA3, global_batch_tokens=16 * 2**20)  # Llama 3: 16M-token batches at 8K
+    # Llama 3: 16M-token batches at 8K
+    return estimate_budget(BudgetInputs(**LLAMA3.given_values(), global_batch_tokens=16 * 2**20))
 
 
 def test_article_7b_budget(article):

@@ -300,7 +300,7 @@ def test_cli_extrapolates_a_gpu_measurement(tmp_path, run_cmd):
     ((str(LOGS / "not_a_log.txt"),), "not_a_log.txt'; is not a format gpuplan recognises"),
     ((str(LOGS / "megatron_mixtral.log"),), "--model: got None; needed for"),
     ((str(LOGS / "megatron_mixtral.log"), "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "sixteen"),
-     "--gpus: got 'sixteen'"),
+     "gpus: got 'sixteen'"),
     ((str(LOGS / "table.csv"), "--model", "llama-3.2-1b", "--gpu", "h100", "--gpus", "8", "--tp", "4",
       "--seq-len", "4096", "--target-gpus", "1002"), "target_gpus: got 1002; a multiple of tp x pp x cp = 4"),
 ])

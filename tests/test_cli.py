@@ -115,7 +115,8 @@ def test_memory_command_article_example(run_json):
 
 def test_memory_plan_file_and_flags(run_json, tmp_path):
     plan = tmp_path / "mem.yaml"
-    plan.write_text("model: llama-2-7b\ngpu: h100\ngpus: 8\nzero: 3\nrecipe: bf16\nseq_len: 4096\n")
+    plan.write_text("model: llama-2-7b\ngpu: h100\ngpus: 8\nzero: 3\nrecipe: bf16\nseq_len: 4096\n"
+                    "implementation: hf\n")
     data = run_json("memory", str(plan))
     # gpuplan measure (FSDP2, fake process group of 8, logits kept through backward): 30.175 GiB
     assert data["results"]["peak_allocated"] / 2**30 == pytest.approx(30.175, rel=0.005)
@@ -130,7 +131,7 @@ def test_memory_plan_file_and_flags(run_json, tmp_path):
     (("memory", "--model", "llama-2-7b", "--pp", "40"), "pp: got 40"),
     (("memory", "--model", "llama-2-7b", "--dp", "4", "--micro-batch", "3", "--global-batch", "16"), "global_batch"),
     (("memory", "--recipe", "fp64"), "recipe: got 'fp64'"),
-    (("memory", "--zero", "5"), "zero: got 5"),
+    (("memory", "--zero", "5"), "zero: got '5'"),
 ])
 def test_memory_bad_layouts(run_cli, args, fragment):
     code, out, err = run_cli(*args)

@@ -11,7 +11,7 @@ from gpuplan.core import kv_cache as K
 from gpuplan.core.model import count_parameters
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.estimate import estimate_inference
-from gpuplan.jobs.inference.inputs import InferenceInputs
+from gpuplan.jobs.inference.schema import InferenceInputs
 
 GiB = 2**30
 
@@ -220,7 +220,7 @@ def test_cost_per_million_tokens():
 
 
 def test_throughput_curve_rises_with_batch():
-    r = report(model="llama-3.1-8b", gpu="h100", context=4096, price_per_gpu_hour=2.0)
+    r = report(model="llama-3.1-8b", gpu="h100", context=4096, price=2.0)
     rows = r.tables[0].rows
     rates = [float(row[2].replace(",", "")) for row in rows]
     assert rows[0][0] == 1 and rates == sorted(rates) and rates[-1] > 10 * rates[0]

@@ -3,23 +3,13 @@
 import json
 
 import pytest
-import typer
 
 from gpuplan import cli
-from gpuplan.commands.infer import register
 
 
 @pytest.fixture
-def infer(capsys, monkeypatch):
-    """Run `gpuplan infer ...` through cli.main on an app that has the command registered."""
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    register(app)
-
-    @app.command("noop")  # a second command keeps `infer` a subcommand
-    def _noop() -> None:
-        pass
-
-    monkeypatch.setattr(cli, "app", app)
+def infer(capsys):
+    """Run `gpuplan infer ...` through cli.main."""
 
     def run(*args: str):
         code = cli.main(["infer", *args])
@@ -30,7 +20,7 @@ def infer(capsys, monkeypatch):
 
 
 def test_default_is_the_articles_7b(infer):
-    code, out, err = infer("--json", "--search", "false")
+    code, out, err = infer("--json", "--no-search")
     assert code == 0, err
     data = json.loads(out)
     assert data["results"]["weights_total"] == pytest.approx(14e9)
@@ -39,7 +29,7 @@ def test_default_is_the_articles_7b(infer):
 
 
 def test_table_and_markdown(infer):
-    code, out, _ = infer("llama-3.1-8b", "--gpu", "l4", "--context", "8K", "--search", "false")
+    code, out, _ = infer("llama-3.1-8b", "--gpu", "l4", "--context", "8K", "--no-search")
     assert code == 0 and "KV cache" in out and "Speed (roofline" in out and "Traceback" not in out
     code, out, _ = infer("--model", "mixtral-8x7b", "--gpus", "2", "--gpu", "h100", "--format", "markdown")
     assert code == 0 and out.startswith("# Serving mixtral-8x7b on 2 x") and "| smallest configuration |" in out
@@ -47,7 +37,7 @@ def test_table_and_markdown(infer):
 
 def test_allreduce_latency_flag(infer):
     code, out, err = infer("llama-3.1-70b", "--gpu", "h100", "--tp", "4", "--allreduce-latency-us", "20", "--json",
-                           "--search", "false")
+                           "--no-search")
     assert code == 0, err
     # 160 all-reduces of 8,192 x 2 B at batch 1: 160 x (20 us + 1.5 x 16,384 B / 450 GB/s)
     assert json.loads(out)["results"]["allreduce_per_token"] == pytest.approx(160 * (20e-6 + 1.5 * 16384 / 450e9))
@@ -55,7 +45,7 @@ def test_allreduce_latency_flag(infer):
 
 def test_context_k_means_1024_and_gpus_sets_tp(infer):
     code, out, err = infer("llama-3.1-70b", "--gpu", "h100", "--gpus", "4", "--context", "32K", "--json",
-                           "--search", "false")
+                           "--no-search")
     assert code == 0, err
     data = json.loads(out)
     assert data["inputs"]["context"] == 32768
@@ -64,7 +54,7 @@ def test_context_k_means_1024_and_gpus_sets_tp(infer):
 
 def test_unbounded_context_is_json_null(infer):
     # every Mistral-7B-v0.1 layer slides (window 4,096): no memory limit on the context
-    code, out, err = infer("mistral-7b-v0.1", "--json", "--search", "false")
+    code, out, err = infer("mistral-7b-v0.1", "--json", "--no-search")
     assert code == 0, err
     assert json.loads(out)["results"]["max_context"] is None
 
@@ -81,10 +71,10 @@ def test_plan_file(infer, tmp_path):
 
 
 def test_context_beyond_the_maximum_warns_with_rope_scaling(infer):
-    code, out, _ = infer("llama-2-7b", "--context", "8192", "--json", "--search", "false")
+    code, out, _ = infer("llama-2-7b", "--context", "8192", "--json", "--no-search")
     notes = " ".join(json.loads(out)["notes"])
     assert code == 0 and "exceeds the model's maximum of 4,096" in notes and "YaRN factor 2" in notes
-    code, out, _ = infer("deepseek-v2-lite", "--context", "200K", "--json", "--search", "false")
+    code, out, _ = infer("deepseek-v2-lite", "--context", "200K", "--json", "--no-search")
     notes = " ".join(json.loads(out)["notes"])
     assert "already extended by yarn rope_scaling (factor 40)" in notes
 
@@ -96,7 +86,7 @@ def test_model_quantization_config_is_used(infer, tmp_path):
     config["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    code, out, err = infer(str(path), "--json", "--search", "false")
+    code, out, err = infer(str(path), "--json", "--no-search")
     assert code == 0, err
     data = json.loads(out)
     assert data["results"]["bits_per_weight"] == pytest.approx(4.15625)
@@ -113,7 +103,7 @@ def test_model_quantization_config_is_used(infer, tmp_path):
     (("--model", "llama-3.1-8b", "--gpu", "h1000"), "gpu: got 'h1000'; not in the catalog"),
     (("--model", "llama-3.1-8b", "--quantization", "int3"), "quantization: got 'int3'"),
     (("--model", "llama-3.1-8b", "--kv-dtype", "int2"), "kv_dtype: got 'int2'"),
-    (("--model", "llama-3.1-8b", "--gpus", "3", "--tp", "2"), "gpus: got '3'"),
+    (("--model", "llama-3.1-8b", "--gpus", "3", "--tp", "2"), "gpus: got 3"),
     (("--model", "llama-3.1-8b", "--gpu-memory-utilization", "1.5"), "gpu_memory_utilization: got '1.5'"),
     (("--model", "llama-3.1-8b", "--context", "4096", "--output-tokens", "4096"), "output_tokens: got 4096"),
 ])

@@ -6,7 +6,8 @@ from gpuplan.catalog import load_model
 from gpuplan.core import memory as M
 from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.errors import InputError
-from gpuplan.jobs.memory.estimate import MemoryInputs, estimate_memory
+from gpuplan.jobs.memory.estimate import estimate_memory
+from gpuplan.jobs.memory.schema import MemoryInputs
 
 GiB = 2**30
 N_LLAMA2_7B = 6_738_415_616
@@ -47,7 +48,7 @@ def test_optimizers_change_state_bytes(optimizer, extra):
 
 
 def test_article_7b_needs_98_gb_and_does_not_fit_an_a100_80gb():
-    report = estimate_memory(MemoryInputs(params="7B", gpu="a100", settings=M.MemorySettings(recipe="article")))
+    report = estimate_memory(MemoryInputs(params="7B", gpu="a100", recipe="article", implementation="hf"))
     assert report.value("bytes_per_param") == 14
     assert report.value("model_states_total") == pytest.approx(98e9)
     assert report.value("fits") is False

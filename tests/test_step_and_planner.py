@@ -89,8 +89,8 @@ def test_pareto_front():
     ("mixtral-8x7b", 1e12, "h100", (256,)),
 ])
 def test_planner_recommends_layouts_that_exist_and_fit(model, tokens, gpu, gpus):
-    report = plan_report(PlanInputs(tokens=tokens, model=model, gpu=gpu, gpu_counts=gpus, top=3,
-                                    price_per_gpu_hour=2.0))
+    report = plan_report(PlanInputs(tokens=tokens, model=model, gpu=gpu, gpus=gpus, top=3,
+                                    price=2.0))
     spec = load_model(model)
     rows = report.tables[0].records()
     assert rows, "at least one layout"
@@ -112,10 +112,10 @@ def test_planner_recommends_layouts_that_exist_and_fit(model, tokens, gpu, gpus)
 
 def test_planner_bad_input():
     with pytest.raises(InputError, match="closest usable"):
-        plan_report(PlanInputs(tokens=2e12, model="llama-2-7b", gpu="a100", gpu_counts=(1113,)))
+        plan_report(PlanInputs(tokens=2e12, model="llama-2-7b", gpu="a100", gpus=(1113,)))
     with pytest.raises(InputError, match="days"):
         plan_report(PlanInputs(tokens=2e12, params=70e9, gpu="h100", days=2))
     with pytest.raises(InputError, match="no layout fits"):
-        plan_report(PlanInputs(tokens=2e12, model="llama-3.1-405b", gpu="a10", gpu_counts=(8,)))
+        plan_report(PlanInputs(tokens=2e12, model="llama-3.1-405b", gpu="a10", gpus=(8,)))
     with pytest.raises(InputError, match="fp8"):
         plan_report(PlanInputs(tokens=2e12, model="llama-2-7b", gpu="a100", dtype="fp8"))

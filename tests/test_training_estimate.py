@@ -70,8 +70,8 @@ def test_predicted_mfu_comes_from_the_planner():
     from gpuplan.jobs.plan.search import PlanInputs
 
     report = estimate_training(TrainingInputs(model="llama-3.1-70b", tokens=15e12, gpu="h100", gpus=2048,
-                                              predict_mfu=True))
-    plan = plan_report(PlanInputs(tokens=15e12, model="llama-3.1-70b", gpu="h100", gpu_counts=(2048,),
+                                              mfu="predicted"))
+    plan = plan_report(PlanInputs(tokens=15e12, model="llama-3.1-70b", gpu="h100", gpus=(2048,),
                                   seq_len=4096, recipe="mixed", top=1))
     assert report.value("mfu") == pytest.approx(plan.value("best_mfu"))
     assert report.value("comm_allowance") == 0  # the planner's MFU includes communication

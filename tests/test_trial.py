@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from gpuplan.errors import InputError
-from gpuplan.profile.measurement_file import read_measurement, write_json_atomic
+from gpuplan.adapters.files import write_json_atomic
+from gpuplan.profile.measurement_file import read_measurement
 from gpuplan.profile.trial_plan import TrialSettings, check_fits, config_with_layers
 
 HAVE_BACKEND = all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
@@ -137,11 +138,11 @@ def test_reduced_depth_of_a_catalog_model():
 def test_two_processes_under_torchrun_with_gloo(tiny, tmp_path, parallelism):
     out = tmp_path / f"{parallelism}.json"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "gpuplan.profile.trial", tiny, "--seq-len", "128", "--micro-batch", "2", "--steps", "3",
+           "-m", "gpuplan", "profile", tiny, "--seq-len", "128", "--micro-batch", "2", "--steps", "3",
            "--warmup", "1", "--parallelism", parallelism, "--out", str(out)]
     code, stdout, stderr = _run_group(cmd, timeout=60)
     assert code == 0, stderr[-2000:]
-    assert stdout.count(f"{out}: step") == 1  # rank 0 reports and writes
+    assert stdout.count("Trial run: ") == 1  # rank 0 reports and writes
     data = read_measurement(out)
     env_, res = data["environment"], data["results"]
     assert (env_["world_size"], env_["backend"], data["config"]["settings"]["parallelism"]) == (2, "gloo", parallelism)
@@ -254,11 +255,11 @@ def test_atomic_write_never_leaves_a_partial_file(tmp_path):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (("--precision", "fp16"), "precision: got 'fp16'; one of bf16, fp32, fp32-autocast"),
-    (("--steps", "0"), "steps: got 0; a positive integer"),
-    (("--seq-len", "lots"), "seq-len: got 'lots'; a whole number"),
+    (("--precision", "fp16"), "precision: got 'fp16'; must be one of bf16, fp32, fp32-autocast"),
+    (("--steps", "0"), "steps: got '0'; must be a positive, finite number"),
+    (("--seq-len", "lots"), "seq_len: got 'lots'; expected a number"),
     (("--device", "tpu"), "device: got 'tpu'"),
-    (("--peak-tflops", "fast"), "peak-tflops: got 'fast'"),
+    (("--peak-tflops", "fast"), "peak_tflops: got 'fast'"),
 ])
 def test_bad_flags_one_line_exit_2(tiny, tmp_path, run_cmd, args, fragment):
     out = tmp_path / "t.json"

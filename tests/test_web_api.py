@@ -92,7 +92,7 @@ def test_api_returns_the_cli_report(client, run_cli, endpoint, command, args):
     ("memory", {"gpu": "a1000"}, "gpu", "did you mean"),
     ("plan", {"rank_by": "speed"}, "rank_by", "must be one of time, cost, gpus"),
     ("training", {"mfu": 1.4}, "mfu", "mfu: got 1.4"),
-    ("memory", {"nonsense": 1}, "nonsense", "Extra inputs are not permitted"),
+    ("memory", {"nonsense": 1}, "nonsense", "nonsense: got 1; unknown field"),
     ("budget", {"gpus": [1, 2]}, "gpus", "gpus"),
     ("budget", {"model": "llama-2-8b"}, "model", "not in the catalog; did you mean"),
 ])
@@ -266,48 +266,66 @@ def test_requests_are_cached(client):
 
 # ----------------------------------------------------------------------------- gpuplan serve
 @pytest.fixture
-def serve_cli(monkeypatch):
-    """`gpuplan serve` on a fresh Typer app, with uvicorn.run captured instead of serving."""
-    import typer
+def serve_cli(monkeypatch, run_cli):
+    """`gpuplan serve` through cli.main, with uvicorn.run captured instead of serving."""
     import uvicorn
-    from typer.testing import CliRunner
-
-    from gpuplan.commands.serve import register
 
     calls = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append((app, kw)))
-    app = typer.Typer()
-    register(app)
-    app.command("noop", hidden=True)(lambda: None)  # keep `serve` a subcommand
+    monkeypatch.setenv("GPUPLAN_ALLOWED_HOSTS", "")
 
     def run(*args):
-        return CliRunner().invoke(app, ["serve", *args]), calls
+        return run_cli("serve", *args), calls
 
     return run
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def test_serve_binds_loopback_by_default(serve_cli):
-    result, calls = serve_cli()
-    assert result.exit_code == 0, result.output
-    (_, options), = calls
-    assert options["host"] == "127.0.0.1" and options["port"] == 8000
-    assert "http://127.0.0.1:8000/" in result.output
+    port = _free_port()
+    (code, out, err), calls = serve_cli("--port", str(port))
+    assert code == 0, err
+    (app, options), = calls
+    assert app == "gpuplan.web:create_app_from_env" and options["factory"] is True
+    assert options["host"] == "127.0.0.1" and options["port"] == port
+    assert f"http://127.0.0.1:{port}/" in err
+    import os
+
+    assert "127.0.0.1" in os.environ["GPUPLAN_ALLOWED_HOSTS"].split(",")
 
 
 def test_serve_on_all_interfaces_warns(serve_cli):
-    result, calls = serve_cli("--host", "0.0.0.0", "--port", "8080")
-    assert calls[0][1] == {"host": "0.0.0.0", "port": 8080, "log_level": "warning"}
-    assert "warning: serving on 0.0.0.0" in result.output
+    port = _free_port()
+    (code, out, err), calls = serve_cli("--host", "0.0.0.0", "--port", str(port))
+    assert code == 0, err
+    assert calls[0][1] == {"factory": True, "host": "0.0.0.0", "port": port, "log_level": "warning"}
+    assert "warning: serving on 0.0.0.0" in err
 
 
 def test_serve_bad_port_is_one_line_exit_2():
-    code = subprocess.run([sys.executable, "-c", (
-        "import sys, typer\nfrom gpuplan.cli import main, app\nfrom gpuplan.commands.serve import register\n"
-        "names = [c.callback.__name__ for c in app.registered_commands]\n"
-        "'serve' in names or register(app)\nsys.exit(main(['serve', '--port', '99999']))")],
-        capture_output=True, text=True)
+    code = subprocess.run([sys.executable, "-m", "gpuplan", "serve", "--port", "99999"], capture_output=True,
+                          text=True)
     assert code.returncode == 2
-    assert code.stderr == "error: port: got '99999'; must be a whole number from 1 to 65535\n"
+    assert code.stderr == "error: port: got '99999'; must be >= 1 and <= 65535\n"
+
+
+def test_serve_on_a_busy_port_is_one_line_exit_2(run_cli):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, out, err = run_cli("serve", "--port", str(port))
+    assert code == 2 and err.startswith(f"error: port: got {port}; cannot serve on 127.0.0.1:{port}")
+    assert "serving on" not in out + err
 
 
 def test_import_and_cli_start_up_stay_free_of_web_and_plot_libraries():

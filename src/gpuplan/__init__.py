@@ -3,31 +3,36 @@
 The public API is imported lazily so that ``import gpuplan`` stays fast::
 
     from gpuplan import TrainingInputs, estimate_training
-    report = estimate_training(TrainingInputs(params="7B", tokens=2e12, gpu="a100", days=7))
+    report = estimate_training(TrainingInputs(params="7B", tokens="2T", gpu="a100", days=7))
     report.value("gpus")
+
+Each ``*Inputs`` class is the job's one input schema: the same fields, units and checks as the
+CLI options, plan-file keys and web API bodies (raw text such as "7B" or "8K" is accepted).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
-    "TrainingInputs": "gpuplan.jobs.training.estimate",
-    "estimate_budget": "gpuplan.jobs.budget.estimate",
-    "MemoryInputs": "gpuplan.jobs.memory.estimate",
-    "estimate_memory": "gpuplan.jobs.memory.estimate",
-    "PlanInputs": "gpuplan.jobs.plan.search",
-    "plan_report": "gpuplan.jobs.plan.estimate",
-    "InferenceInputs": "gpuplan.jobs.inference.inputs",
-    "estimate_inference": "gpuplan.jobs.inference.estimate",
+    "TrainingInputs": "gpuplan.jobs.training.schema",
     "estimate_training": "gpuplan.jobs.training.estimate",
+    "BudgetInputs": "gpuplan.jobs.budget.schema",
+    "estimate_budget": "gpuplan.jobs.budget.estimate",
+    "MemoryInputs": "gpuplan.jobs.memory.schema",
+    "estimate_memory": "gpuplan.jobs.memory.estimate",
+    "PlanInputs": "gpuplan.jobs.plan.schema",
+    "plan_report": "gpuplan.jobs.plan.estimate",
+    "InferenceInputs": "gpuplan.jobs.inference.schema",
+    "estimate_inference": "gpuplan.jobs.inference.estimate",
     "resolve_model": "gpuplan.adapters.resolve",
     "resolve_gpu": "gpuplan.adapters.resolve",
     "count_parameters": "gpuplan.core.model",
     "InputError": "gpuplan.errors",
     "Report": "gpuplan.report.model",
+    "JOBS": "gpuplan.jobs",
 }
 __all__ = sorted(_LAZY)
 

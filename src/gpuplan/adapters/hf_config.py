@@ -10,7 +10,6 @@ the spec says so in its notes.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -230,16 +229,16 @@ def model_spec_from_hf_config(config: dict[str, Any], name: str = "custom", sour
 
 def load_hf_config(path: str | Path) -> dict[str, Any]:
     """Read a config.json, or the config.json inside a folder. Bad files raise InputError."""
+    from gpuplan.adapters.files import MAX_BYTES, parse_json, read_text
+
     p = Path(path)
-    if p.is_dir():
-        p = p / "config.json"
-    if not p.is_file():
-        raise InputError("model", str(path), "no such file; give a catalog name, a config.json "
-                         "or a folder holding one")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError("config.json", str(p), f"is not valid JSON ({exc})") from None
+        if p.is_dir():
+            p = p / "config.json"
+    except OSError:  # a name too long for the file system
+        raise InputError("model", str(path), "no such file; give a catalog name, a config.json "
+                         "or a folder holding one") from None
+    data = parse_json(read_text(p, "config", MAX_BYTES["config"]), "config.json", p)
     if not isinstance(data, dict):
         raise InputError("config.json", str(p), "expected a JSON object at the top level")
     return data

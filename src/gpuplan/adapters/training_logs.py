@@ -292,15 +292,11 @@ def _cell(value: Any, column: str, row: int, source: str) -> float | None:
 # ---------------------------------------------------------------------------------------------
 # entry points
 
-def read_text(path: str | Path) -> str:
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError("file", str(path), "no such file; expected " + EXPECTED) from None
-    except OSError as exc:
-        why = f"cannot be read ({exc.__class__.__name__}); expected "
-        raise InputError("file", str(path), why + EXPECTED) from None
+def read_text(path: str | Path, max_bytes: int | None = None) -> str:
+    """A log or measurement file as text (regular files only, size-capped: adapters.files)."""
+    from gpuplan.adapters.files import MAX_BYTES, read_bytes
+
+    data = read_bytes(path, "log", max_bytes or MAX_BYTES["log"])
     if b"\x00" in data[:4096]:
         raise InputError("file", str(path), "is binary; expected " + EXPECTED)
     try:

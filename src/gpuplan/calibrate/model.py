@@ -149,13 +149,13 @@ def _build(cls, raw: dict):
 
 def save_calibration(cal: Calibration, path: str | Path) -> Path:
     """Write the calibration JSON atomically (a temporary file renamed over ``path``)."""
-    from gpuplan.profile.measurement_file import write_json_atomic
+    from gpuplan.adapters.files import write_json_atomic
 
     return write_json_atomic(path, calibration_to_dict(cal))
 
 
 def load_calibration(path: str | Path) -> Calibration:
     """Read a calibration file; InputError naming the file when it is not one."""
-    from gpuplan.profile.measurement_file import read_json
+    from gpuplan.adapters.files import read_json
 
-    return calibration_from_dict(read_json(path, "a gpuplan calibration JSON"), str(path))
+    return calibration_from_dict(read_json(path, "calibration"), str(path))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -57,7 +56,8 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
         memory_kind=summary.memory_kind, samples=summary.records_used, notes=tuple(notes))
 
 
-def load_measurement(path: str | Path, context: LogContext | None = None, fmt: str | None = None) -> Measurement:
+def load_measurement(path: str | Path, context: LogContext | None = None, fmt: str | None = None,
+                     max_bytes: int | None = None) -> Measurement:
     """One file: a gpuplan trial measurement, or a training log of a supported format."""
     from gpuplan.calibrate.model import KIND as CALIBRATION_KIND
     from gpuplan.profile.measurement_file import (
@@ -65,12 +65,14 @@ def load_measurement(path: str | Path, context: LogContext | None = None, fmt: s
         validate_measurement,
     )
 
+    from gpuplan.adapters.files import parse_json
+
     source = str(path)
-    text = read_text(path)
+    text = read_text(path, max_bytes)
     if fmt is None and text.lstrip().startswith("{"):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
+            data = parse_json(text, "file", source)
+        except InputError:
             data = None
         if is_trial_measurement(data):
             return measurement_from_trial(validate_measurement(data, source), source)
@@ -81,8 +83,8 @@ def load_measurement(path: str | Path, context: LogContext | None = None, fmt: s
 
 
 def load_measurements(paths: Iterable[str | Path], context: LogContext | None = None,
-                      fmt: str | None = None) -> list[Measurement]:
-    found = [load_measurement(p, context, fmt) for p in paths]
+                      fmt: str | None = None, max_bytes: int | None = None) -> list[Measurement]:
+    found = [load_measurement(p, context, fmt, max_bytes) for p in paths]
     if not found:
         raise InputError("files", "none", "at least one measurement file (gpuplan profile --out) or training log")
     return found

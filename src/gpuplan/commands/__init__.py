@@ -1,2 +1,3 @@
-"""CLI command modules. Each exposes ``register(app)`` adding its Typer command(s); cli.py
-calls them. Modules here import only typer at import time (heavy work inside the commands)."""
+"""The CLI faces: one module per command, each exposing ``command()`` that builds its click
+command from a job schema (gpuplan.commands.build). Modules import only click at import time;
+the work happens inside the command."""

@@ -1,28 +1,17 @@
 """`gpuplan serve`: the web page and JSON API on a local port (optional ``web`` extra).
 
-Only typer is imported at module import; FastAPI and uvicorn are imported when the command
-runs. Binds 127.0.0.1 by default; on a loopback address only loopback Host headers are
-accepted (a page on another site cannot reach the server through DNS rebinding).
+The CLI does not import the web layer: uvicorn imports the app by name
+(``gpuplan.web:create_app_from_env``) and the options travel in the environment. Binds
+127.0.0.1 by default; on a loopback address only loopback Host headers are accepted (a page on
+another site cannot reach the server through DNS rebinding).
 """
 
-import sys
-from typing import Annotated, Optional
+import click
 
-import typer
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 ANY_ADDRESS = ("0.0.0.0", "::", "[::]")
-
-
-def parse_port(value: str | None) -> int:
-    from gpuplan.errors import InputError
-
-    text = str(DEFAULT_PORT if value is None else value).strip()
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise InputError("port", value, "must be a whole number from 1 to 65535")
-    return int(text)
+HELP = ("Serve the web page and the JSON API (OpenAPI schema at /openapi.json). Needs the web extra: "
+        "pip install 'gpuplan[web]'.")
 
 
 def allowed_hosts(host: str) -> list[str] | None:
@@ -33,34 +22,79 @@ def allowed_hosts(host: str) -> list[str] | None:
     return list(dict.fromkeys([*LOOPBACK, host.strip("[]"), host]))
 
 
-def register(app: typer.Typer) -> None:
-    """Add `serve` to ``app``."""
+def check_port_free(host: str, port: int) -> None:
+    """InputError when the address cannot be bound (in use, or not an address of this machine)."""
+    import socket
 
-    @app.command()
-    def serve(
-        host: Annotated[Optional[str], typer.Option(help="Address to bind. Default 127.0.0.1 (this machine "
-                                                    "only); 0.0.0.0 makes the page reachable from the network.")] = None,
-        port: Annotated[Optional[str], typer.Option(help="Port. Default 8000.")] = None,
-    ) -> None:
-        """Serve the web page and the JSON API (OpenAPI schema at /openapi.json). Needs the web
-        extra: pip install 'gpuplan[web]'."""
+    from gpuplan.errors import InputError
+
+    bind = host.strip("[]")
+    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((bind, port))
+        except OSError as exc:
+            raise InputError("port", port, f"cannot serve on {host}:{port} ({exc.strerror or exc}); choose "
+                             "another --port or --host") from None
+
+
+def serve_schema() -> type:
+    """The options of `serve` (a pydantic schema like every command's)."""
+    from typing import Annotated, Any
+
+    from gpuplan.errors import InputError
+    from gpuplan.schema import types as T
+    from gpuplan.schema import vocabulary as V
+    from gpuplan.schema.base import JobInputs
+
+    def folder(value: Any, info) -> str:
+        from pathlib import Path
+
+        text = T.name(value, info)
+        if not Path(text).is_dir():
+            raise InputError("calibration_dir", text, "is not an existing folder")
+        return text
+
+    class ServeInputs(JobInputs):
+        host: Annotated[T.Name, V.field("127.0.0.1", "Address to bind: 127.0.0.1 is this machine only; 0.0.0.0 "
+                                                     "makes the page reachable from the network.")]
+        port: Annotated[T.typed(int, T.number(1, 65535, whole=True)), V.field(8000, "Port.")]
+        calibration_dir: Annotated[T.typed(str, folder, {"type": "string"}) | None, V.field(
+            None, "A folder of calibration files the API may use by name (requests name a file, never a path).",
+            "none")]
+
+    return ServeInputs
+
+
+def command():
+    from gpuplan.commands.build import schema_options
+
+    ServeInputs = serve_schema()
+
+    def callback(**flags):
+        import os
+        import sys
+
         from gpuplan.errors import InputError
 
-        bind = (host or DEFAULT_HOST).strip()
-        if not bind:
-            raise InputError("host", host, "give an address such as 127.0.0.1")
-        number = parse_port(port)
+        inputs = ServeInputs.parse(flags)
         try:
+            import fastapi  # noqa: F401
             import uvicorn
-
-            from gpuplan.web import create_app
-            application = create_app(allowed_hosts=allowed_hosts(bind))
         except ImportError as exc:
             raise InputError("web extra", exc.name or "fastapi", "is not installed; "
                              "pip install 'gpuplan[web]'") from None
-        if bind not in LOOPBACK:
-            sys.stderr.write(f"warning: serving on {bind}: anyone who can reach this address can use the page "
-                             "(no authentication)\n")
-        shown = f"[{bind}]" if ":" in bind and not bind.startswith("[") else bind
-        sys.stderr.write(f"gpuplan: serving on http://{shown}:{number}/ (Ctrl+C to stop)\n")
-        uvicorn.run(application, host=bind.strip("[]"), port=number, log_level="warning")
+        check_port_free(inputs.host, inputs.port)
+        os.environ["GPUPLAN_ALLOWED_HOSTS"] = ",".join(allowed_hosts(inputs.host) or [])
+        os.environ["GPUPLAN_CALIBRATION_DIR"] = inputs.calibration_dir or ""
+        if inputs.host not in LOOPBACK:
+            sys.stderr.write(f"warning: serving on {inputs.host}: anyone who can reach this address can use the "
+                             "page (no authentication)\n")
+        shown = f"[{inputs.host}]" if ":" in inputs.host and not inputs.host.startswith("[") else inputs.host
+        sys.stderr.write(f"gpuplan: serving on http://{shown}:{inputs.port}/ (Ctrl+C to stop)\n")
+        uvicorn.run("gpuplan.web:create_app_from_env", factory=True, host=inputs.host.strip("[]"),
+                    port=inputs.port, log_level="warning")
+
+    return click.Command("serve", callback=callback, params=schema_options(ServeInputs), help=HELP,
+                         short_help="The web page and JSON API.")

@@ -19,10 +19,7 @@ measurement file behind.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -38,45 +35,8 @@ _REQUIRED = {
 _REQUIRED_SETTINGS = ("micro_batch", "seq_len", "precision", "recompute", "parallelism")
 
 
-def write_json_atomic(path: str | Path, data: Any) -> Path:
-    """Write ``data`` as JSON to ``path`` via a temporary file + os.replace (never partial)."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError("out", str(path), f"a file in an existing folder ({folder} does not exist)")
-    text = json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return target
-
-
 def is_trial_measurement(data: Any) -> bool:
     return isinstance(data, dict) and data.get("kind") == KIND
-
-
-def read_json(path: str | Path, what: str) -> Any:
-    """Parse a JSON file; InputError naming the file and ``what`` was expected."""
-    p = Path(path)
-    try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("file", str(path), f"no such file; expected {what}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError("file", str(path), f"cannot be read ({exc.__class__.__name__}); expected {what}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError("file", str(path), f"is not valid JSON (line {exc.lineno}); expected {what}") from None
 
 
 def validate_measurement(data: Any, source: str) -> dict:
@@ -106,7 +66,9 @@ def validate_measurement(data: Any, source: str) -> dict:
 
 def read_measurement(path: str | Path) -> dict:
     """Read and validate one trial measurement file."""
-    return validate_measurement(read_json(path, "a gpuplan trial measurement JSON"), str(path))
+    from gpuplan.adapters.files import read_json
+
+    return validate_measurement(read_json(path, "measurement"), str(path))
 
 
 def _positive(value: Any) -> bool:

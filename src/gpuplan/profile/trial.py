@@ -1,7 +1,7 @@
 """Trial runs: train a model briefly for real and record step time, throughput, MFU and memory.
 
     gpuplan profile llama-3.2-1b --layers 4 --seq-len 2048 --out trial.json        # one process
-    torchrun --nproc-per-node 8 -m gpuplan.profile.trial llama-3.2-1b --out trial.json   # FSDP2
+    torchrun --nproc-per-node 8 -m gpuplan profile llama-3.2-1b --out trial.json          # FSDP2
 
 The model is built from a catalog name or a config.json with random weights (nothing is
 downloaded); ``--layers`` keeps the width and cuts the depth. Synthetic tokens, N timed steps
@@ -23,7 +23,6 @@ The measurement file is written by rank 0 only, atomically: an error leaves no f
 
 from __future__ import annotations
 
-import argparse
 import platform
 import resource
 import statistics
@@ -33,7 +32,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from gpuplan.errors import InputError
-from gpuplan.profile.measurement_file import KIND, SCHEMA_VERSION, write_json_atomic
+from gpuplan.adapters.files import write_json_atomic
+from gpuplan.profile.measurement_file import KIND, SCHEMA_VERSION
 from gpuplan.profile.trial_plan import (
     TrialSettings,
     check_fits,
@@ -247,53 +247,3 @@ def _estimate(data: dict) -> dict:
                    step_note="not predicted: " + ("gloo communication between CPU ranks is not modelled"
                                                   if m.device == "cpu" else "the GPU is not in the hardware catalog"))
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# the torchrun entry point: python -m gpuplan.profile.trial MODEL [options]
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m gpuplan.profile.trial",
-                                description="Trial run (works under torchrun); writes a measurement JSON.")
-    p.add_argument("model", help="catalog name, config.json or a folder holding one")
-    p.add_argument("--layers", type=int, help="decoder layers (same width); default: the model's")
-    for name, default in (("micro-batch", 1), ("seq-len", 1024), ("steps", 10), ("warmup", 3), ("seed", 0)):
-        p.add_argument(f"--{name}", type=int, default=default)
-    p.add_argument("--precision", default="bf16")
-    p.add_argument("--recompute", default="none")
-    p.add_argument("--optimizer", default="adamw")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--parallelism", default="auto", help="fsdp2 (default with several ranks) or ddp")
-    p.add_argument("--attention", default="sdpa")
-    p.add_argument("--peak-tflops", type=float)
-    p.add_argument("--out", default="gpuplan-trial.json")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    import os
-
-    args = _parser().parse_args(argv)
-    settings = TrialSettings(model=args.model, layers=args.layers, micro_batch=args.micro_batch,
-                             seq_len=args.seq_len, steps=args.steps, warmup=args.warmup, precision=args.precision,
-                             recompute=args.recompute, optimizer=args.optimizer, device=args.device,
-                             parallelism=args.parallelism, attention=args.attention, peak_tflops=args.peak_tflops,
-                             seed=args.seed)
-    rank = int(os.environ.get("RANK", "0"))
-    try:
-        data = run_trial(settings, args.out)
-    except InputError as exc:
-        if rank == 0:
-            sys.stderr.write(f"error: {exc}\n")
-        return 2
-    if rank == 0:
-        r = data["results"]
-        mfu = "n/a" if r["mfu"] is None else f"{r['mfu']:.1%}"
-        sys.stdout.write(f"{args.out}: step {r['step_time_s']['median']:.4g} s, {r['tokens_per_s']:,.0f} tokens/s, "
-                         f"MFU {mfu}, peak {r['memory']['peak_allocated_bytes'] / 2**30:.3f} GiB "
-                         f"({data['environment']['world_size']} x {data['environment']['device_name']})\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -150,28 +150,3 @@ def check_fits(settings: TrialSettings, config: dict[str, Any], model_id: str, w
         low, high = (mid, high) if need(mid) <= usable_bytes else (low, mid)
     raise InputError("layers", requested, f"~{format_bytes(required)} needed at {requested} layers ({shape}) but "
                      f"{format_bytes(usable_bytes)} usable on the {device}; it fits up to --layers {low}")
-
-
-def trial_settings_from_raw(raw: dict[str, Any]) -> TrialSettings:
-    """CLI strings -> TrialSettings (InputError naming the flag on a bad value)."""
-    f = {k: v for k, v in raw.items() if v is not None and v != ""}
-    ints = {}
-    for name in ("layers", "micro_batch", "seq_len", "steps", "warmup", "seed"):
-        if name in f:
-            text = str(f[name]).strip()
-            if not text.isdigit():
-                raise InputError(name.replace("_", "-"), f[name], "a whole number")
-            ints[name] = int(text)
-    peak = None
-    if "peak_tflops" in f:
-        try:
-            peak = float(f["peak_tflops"])
-        except ValueError:
-            raise InputError("peak-tflops", f["peak_tflops"], "a number of dense TFLOP/s, e.g. 989") from None
-    words = {k: str(f[k]).strip().lower() for k in ("precision", "recompute", "optimizer", "device", "parallelism",
-                                                    "attention") if k in f}
-    settings = TrialSettings(model=str(f.get("model", "")), peak_tflops=peak, **ints, **words)
-    if not settings.model:
-        raise InputError("model", None, "a catalog name (see `gpuplan catalog models`) or a config.json path")
-    settings.validate()
-    return settings

@@ -76,4 +76,6 @@ def trial_report(data: dict, written_to: str | None) -> Report:
     notes = [f"measurement written to {written_to}" if written_to else "measurement not written (--out)",
              "several GPUs or nodes: torchrun --nproc-per-node N -m gpuplan.profile.trial MODEL ... (FSDP2; "
              "--parallelism ddp)", "next: gpuplan calibrate FILE... --out calibration.json"]
-    return Report("profile", f"Trial run: {cfg['model']}", inputs, assumptions, (measured, estimate), tuple(notes))
+    return Report("profile", f"Trial run: {cfg['model']}", inputs, assumptions, (measured, estimate), tuple(notes),
+                  headline=("step_time_s", "tokens_per_s", "achieved_tflops", "mfu", "peak_allocated", "peak_reserved",
+                            "est_memory", "est_step_time"))

@@ -72,6 +72,10 @@ class Report:
     sections: tuple[Section, ...]
     notes: tuple[str, ...] = field(default=())
     tables: tuple[Table, ...] = field(default=())
+    headline: tuple[str, ...] = field(default=())
+    """Keys of the lines that answer the question, in the order the answer-first view shows them."""
+    key_assumptions: tuple[str, ...] = field(default=())
+    """Keys of the (at most three) assumptions that move the headline most."""
 
     def line(self, key: str) -> Line:
         """The result line with ``key`` (searched across sections and inputs)."""
@@ -99,4 +103,18 @@ class Report:
                          for s in self.sections],
             "tables": {t.title: t.records() for t in self.tables},
             "notes": list(self.notes),
+            "headline": list(self.headline),
         }
+
+    def lines(self, keys: tuple[str, ...]) -> list[Line]:
+        """The lines with these keys that exist, in that order."""
+        found = []
+        for key in keys:
+            try:
+                found.append(self.line(key))
+            except KeyError:
+                continue
+        return found
+
+    def assumption(self, key: str) -> Assumption | None:
+        return next((a for a in self.assumptions if a.key == key), None)

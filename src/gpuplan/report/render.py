@@ -21,10 +21,41 @@ def to_json(report: Report) -> str:
     return json.dumps(report.to_dict(), indent=2, default=_json_default, allow_nan=False)
 
 
+COUNT_UNITS = ("GPU-hours", "GPU-days", "GPUs", "tokens", "nodes", "cores", "sequences", "params", "checkpoints",
+               "interruptions", "ranks", "tokens/s")
+
+
+def value_text(value: float, unit: str) -> str:
+    """A number printed in its unit the way the report prints such values (for ranges)."""
+    from gpuplan.core.units import format_bytes, format_duration
+
+    if unit == "days":
+        return f"{value:,.2f} days"
+    if unit in COUNT_UNITS:
+        return f"{value:,.0f}" + ("" if unit in ("GPU-hours", "GPU-days", "GPUs") else f" {unit}")
+    if unit == "s":
+        return format_duration(value)
+    if unit == "bytes":
+        return format_bytes(value)
+    if unit == "bytes/s":
+        return f"{value / 1e9:,.2f} GB/s" if value >= 1e8 else f"{value / 1e6:,.2f} MB/s"
+    if unit.startswith("fraction"):
+        return f"{value:.1%}"
+    if unit == "USD":
+        return f"${value:,.0f}"
+    if unit in ("USD/GPU-hour",):
+        return f"${value:,.2f}"
+    if unit == "x":
+        return f"{value:,.3g}x"
+    if unit == "FLOPs":
+        return f"{value:.3e}"
+    return f"{value:.4g} {unit}".strip()
+
+
 def _range_text(line) -> str:
     if line.low is None or line.high is None:
         return ""
-    return f"{line.low:.4g} – {line.high:.4g}"
+    return f"{value_text(line.low, line.unit)} – {value_text(line.high, line.unit)}"
 
 
 def _cell(value: Any) -> str:
@@ -59,6 +90,43 @@ def to_markdown(report: Report) -> str:
     if report.notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
     return "\n".join(out) + "\n"
+
+
+SUMMARY_NOTES = 3
+
+
+def print_summary(report: Report, width: int | None = None) -> None:
+    """The answer first: the headline lines, the assumptions that move them most, the warnings;
+    a hint to --full for everything else (well under 40 lines at 100 columns)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table, box
+
+    headline = report.lines(report.headline)
+    if not headline:
+        print_rich(report)
+        return
+    console = Console(width=width)
+    console.print(f"[bold]{escape(report.title)}[/bold]")
+    answer = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
+    answer.add_column("answer", style="cyan", overflow="fold")
+    answer.add_column("value", justify="right", overflow="fold")
+    answer.add_column("range", justify="right", overflow="fold")
+    for line in headline:
+        answer.add_row(escape(line.label), escape(line.display), _range_text(line))
+    console.print(answer)
+    moving = [a for a in (report.assumption(k) for k in report.key_assumptions) if a is not None][:3]
+    if moving:
+        console.print("[bold]assumptions that move it most[/bold]")
+        for a in moving:
+            console.print(f"  {escape(a.label)}: {escape(str(a.value))}" + (" (set)" if a.user_set else "")
+                          + f"  [dim]{escape(a.flag)}[/dim]", overflow="ellipsis", no_wrap=True)
+    for note in report.notes[:SUMMARY_NOTES]:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", overflow="ellipsis", no_wrap=True)
+    hidden = sum(len(s.lines) for s in report.sections) - len(headline)
+    console.print(f"[dim]--full: {len(report.sections)} sections ({hidden} more lines), "
+                  f"{len(report.assumptions)} assumptions with sources, {len(report.notes)} notes; "
+                  "--json: everything in base units[/dim]")
 
 
 def print_rich(report: Report) -> None:

@@ -7,7 +7,11 @@ catalogs live in ``static/`` and are read through importlib.resources.
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+ALLOWED_HOSTS_ENV = "GPUPLAN_ALLOWED_HOSTS"
+CALIBRATION_DIR_ENV = "GPUPLAN_CALIBRATION_DIR"
 
 
 def create_app(**options: Any):
@@ -17,4 +21,13 @@ def create_app(**options: Any):
     return build(**options)
 
 
-__all__ = ["create_app"]
+def create_app_from_env():
+    """The application as ``gpuplan serve`` configures it (uvicorn factory
+    ``gpuplan.web:create_app_from_env``): allowed Host names and the calibration folder come
+    from GPUPLAN_ALLOWED_HOSTS (comma-separated; empty = any) and GPUPLAN_CALIBRATION_DIR."""
+    hosts = os.environ.get(ALLOWED_HOSTS_ENV, "")
+    return create_app(allowed_hosts=[h for h in hosts.split(",") if h] or None,
+                      calibration_dir=os.environ.get(CALIBRATION_DIR_ENV) or None)
+
+
+__all__ = ["create_app", "create_app_from_env"]

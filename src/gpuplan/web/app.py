@@ -29,7 +29,8 @@ its CLI command (raw values such as "2T", "7d", "40%") and returns the command's
 naming the input. Add `?lang=zh` for Chinese labels (numbers and units unchanged)."""
 
 
-def create_app(allowed_hosts: list[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> Any:
+def create_app(allowed_hosts: list[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
+               calibration_dir: str | None = None) -> Any:
     """The ASGI app. ``allowed_hosts``: Host header names to accept (``gpuplan serve`` passes the
     loopback names, which stops DNS-rebinding pages from reaching a local server); None = any."""
     from gpuplan.web.routes import api_router
@@ -66,13 +67,24 @@ async def _input_error(request: Request, exc: InputError) -> JSONResponse:
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """A schema violation: the same one-line message the CLI prints for that value."""
+    from gpuplan.jobs import JOBS
+    from gpuplan.schema.base import error_from_detail
+
     errors = exc.errors()
     first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
     names = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path")]
     field = names[0] if names else None
+    job = JOBS.get(request.url.path.rstrip("/").rsplit("/", 1)[-1])
+    valid = tuple(job.schema.model_fields) + ("config",) if job is not None else ()
+    message = str(first.get("msg"))
+    if first.get("type"):
+        error = error_from_detail(first, valid)
+        message, field = str(error), str(error.field) if error.field != "inputs" else field
     detail = [{"loc": [p if isinstance(p, int) else str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")),
                "type": str(e.get("type", "")), "input": _safe(e.get("input"))} for e in errors]
-    message = f"{field}: {first.get('msg')}" if field else str(first.get("msg"))
+    if detail and field and field not in detail[0]["loc"]:
+        detail[0]["loc"].append(field)  # raised by the schema as a whole: name the field it found
     return JSONResponse({"detail": detail, "field": field, "message": message}, 422)
 
 

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 
 from gpuplan import __version__
 from gpuplan.web import service
-from gpuplan.web.estimators import ESTIMATORS, Estimator, fields_of
+from gpuplan.jobs import JOBS, Job
 from gpuplan.web.models import ErrorResponse, Health, ReportResponse, request_model
 
 Lang = Annotated[Literal["en", "zh"], Query(description="Language of labels and titles; numbers are unchanged.")]
@@ -28,8 +28,7 @@ def api_router() -> APIRouter:
 
     @router.get("/health", response_model=Health, summary="Version and available estimators")
     def health() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__,
-                "estimators": {name: fields_of(name) is not None for name in ESTIMATORS}}
+        return {"status": "ok", "version": __version__, "estimators": {name: _available(job) for name, job in JOBS.items()}}
 
     @router.get("/catalog/models", response_model=ReportResponse, responses=ERRORS,
                 summary="The model catalog (gpuplan catalog models)")
@@ -41,31 +40,39 @@ def api_router() -> APIRouter:
     def catalog_gpus(search: Search = None, lang: Lang = "en") -> JSONResponse:
         return JSONResponse(service.catalog("gpus", search, lang))
 
-    for estimator in ESTIMATORS.values():
-        _add_estimator(router, estimator)
+    for job in JOBS.values():
+        _add_job(router, job)
     return router
 
 
-def _add_estimator(router: APIRouter, estimator: Estimator) -> None:
-    """POST /api/<name>: the request model from the command's fields; 503 when the estimator's
-    module is not installed in this build."""
-    fields = fields_of(estimator.name)
-    name = estimator.name
-    if fields is None:
+def _available(job: Job) -> bool:
+    try:
+        job.schema  # noqa: B018 - imports the job's package
+    except ImportError:
+        return False
+    return True
+
+
+def _add_job(router: APIRouter, job: Job) -> None:
+    """POST /api/<name>: the job's schema is the request model; 503 when the job's package is
+    not installed in this build."""
+    name = job.name
+    if not _available(job):
         def unavailable(body: Annotated[dict[str, Any], Body()], lang: Lang = "en") -> JSONResponse:
             message = f"the {name} estimator is not installed in this build"
             return JSONResponse({"detail": message, "field": None, "message": message}, 503)
 
         unavailable.__name__ = f"estimate_{name}"
-        router.add_api_route(f"/{name}", unavailable, methods=["POST"], summary=estimator.summary,
+        router.add_api_route(f"/{name}", unavailable, methods=["POST"], summary=job.summary,
                              responses={503: {"model": ErrorResponse}})
         return
-    model = request_model(name, fields)
+    model = request_model(name, job.schema)
 
     def endpoint(body: model, lang: Lang = "en") -> JSONResponse:  # type: ignore[valid-type]
-        return JSONResponse(service.estimate(name, body.model_dump(exclude_none=True), lang))
+        return JSONResponse(service.estimate(name, body.model_dump(exclude_unset=True), lang))
 
     endpoint.__name__ = f"estimate_{name}"
     router.add_api_route(f"/{name}", endpoint, methods=["POST"], response_model=ReportResponse, responses=ERRORS,
-                         summary=f"{estimator.summary.split(' (')[0]}",
-                         description=f"{estimator.summary}\n\nFields: the flags of `gpuplan {estimator.command}`.")
+                         summary=f"{job.summary.split(' (')[0]}",
+                         description=f"{job.summary}\n\nFields: the options of `gpuplan {job.command}` "
+                                     "(the same schema).")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.errors import InputError
-from gpuplan.web.estimators import ESTIMATORS
+from gpuplan.jobs import JOBS
 
 CACHE_SIZE = 64
 _log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ def run(name: str, body: dict[str, Any]):
 
 
 def _run(name: str, body: dict[str, Any]):
-    estimator = ESTIMATORS[name]
+    job = JOBS[name]
     raw = {k: v for k, v in body.items() if k != "config" and v is not None}
     config = body.get("config")
     if config is None:
@@ -134,14 +134,14 @@ def _run(name: str, body: dict[str, Any]):
             from gpuplan.catalog import model_entry
 
             raw["model"] = model_entry(str(raw["model"]))["id"]
-        return estimator.run(raw)
+        return job.run(job.schema.parse(raw))
     if raw.get("model") not in (None, "") or raw.get("params") not in (None, ""):
         raise InputError("config", "config.json", "give a catalog model, a parameter count or a pasted "
                          "config.json, not two of them")
     with pasted_config(config) as path:
         raw["model"] = str(path)
         try:
-            return estimator.run(raw)
+            return job.run(job.schema.parse(raw))
         except InputError as exc:
             raise _without_path(exc, path) from None
 

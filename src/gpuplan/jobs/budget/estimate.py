@@ -6,26 +6,30 @@ from __future__ import annotations
 import math
 
 from gpuplan.jobs.budget.compute import compute_budget
-from gpuplan.jobs.budget.model import BudgetSettings
+from gpuplan.jobs.budget.schema import BudgetInputs
+from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.report.model import Line, Report, Section
 
 
-def estimate_budget(inputs, settings: BudgetSettings | None = None, global_batch_tokens: float | None = None,
-                    step_seconds: float | None = None) -> Report:
-    """`gpuplan budget`: the training estimate's compute and time lines (``inputs`` is a
-    gpuplan.training.TrainingInputs), then the five budget sections on the GPUs it rents and
-    its wall-clock with the communication allowance."""
+def estimate_budget(inputs: TrainingInputs) -> Report:
+    """`gpuplan train` / `gpuplan budget`: the training estimate's compute and time lines, then
+    the five budget sections on the GPUs it rents and its wall-clock with the communication
+    allowance. ``inputs``: BudgetInputs (a plain TrainingInputs takes the budget defaults)."""
     from gpuplan.adapters.resolve import resolve_gpu, resolve_model
     from gpuplan.jobs.training.estimate import estimate_training
 
+    if not isinstance(inputs, BudgetInputs):
+        inputs = BudgetInputs(**inputs.given_values())
     train = estimate_training(inputs)
-    spec, gpu = resolve_model(inputs.model, inputs.params), resolve_gpu(inputs.gpu)
+    spec, gpu = resolve_model(*inputs.model_params), resolve_gpu(inputs.gpu)
+    tp, pp = inputs.tp or 1, inputs.pp or 1
     gpus = max(1, math.ceil(train.value("gpus") - 1e-9))
     wall = train.value("wall_days_with_comm") * 86400 * train.value("gpus") / gpus
     result = compute_budget(spec, gpu, gpus=gpus, wall_seconds=wall, gpu_hours=train.value("gpu_hours_with_comm"),
-                            tokens=inputs.tokens, global_batch_tokens=global_batch_tokens, step_seconds=step_seconds,
-                            recipe=inputs.recipe, zero=inputs.zero, model_parallel=inputs.tp * inputs.pp,
-                            settings=settings)
+                            tokens=inputs.tokens, global_batch_tokens=inputs.global_batch_tokens_value(),
+                            step_seconds=inputs.step_time, recipe=inputs.recipe_name,
+                            zero=1 if inputs.zero is None else inputs.zero, model_parallel=tp * pp,
+                            settings=inputs.budget_settings())
     keep = {"Compute", "GPU time"}
     time_sections = tuple(sec for sec in train.sections if sec.title in keep)
     memory = tuple(sec for sec in train.sections if sec.title.startswith("Memory per GPU"))
@@ -37,4 +41,23 @@ def estimate_budget(inputs, settings: BudgetSettings | None = None, global_batch
     assumptions = tuple(a for a in train.assumptions if a.key != "contingency") + result.assumptions
     title = f"Training budget: {spec.name} on {train.line('tokens').text} tokens, {gpus:,} x {gpu.name}"
     return Report("budget", title, inputs_lines, assumptions, time_sections + memory + result.sections,
-                  train.notes + result.notes, result.tables)
+                  train.notes + result.notes, result.tables, headline=TRAIN_HEADLINE,
+                  key_assumptions=("mfu", "comm_allowance", "budget_price"))
+
+
+# The answer-first view of `gpuplan train`: the article's numbers first (FLOPs, GPU-days, GPUs or
+# days, MFU), then the layout and memory verdict, the time with allowances, and the money.
+TRAIN_HEADLINE = ("flops_used", "gpu_days", "gpus", "wall_days", "mfu", "mem_layout", "mem_peak_total", "mem_fits",
+                  "wall_days_with_comm", "gpu_hours_with_comm", "fail_wall_seconds", "cost_on_demand_usd",
+                  "cost_spot_usd", "budget_gpu_hours", "budget_usd_on_demand", "budget_usd_spot")
+BUDGET_HEADLINE = ("cost_price_on_demand", "cost_price_spot", "cost_on_demand_usd", "cost_spot_usd",
+                   "cost_spot_saving", "contingency_total", "budget_gpu_hours", "budget_usd_on_demand",
+                   "budget_usd_spot", "fail_goodput", "fail_wall_seconds", "gpus", "wall_days_with_comm",
+                   "ckpt_interval_seconds", "io_bound")
+
+
+def with_cost_headline(report: Report) -> Report:
+    """`gpuplan budget`: the same report, its answer-first view headed by the cost lines."""
+    from dataclasses import replace
+
+    return replace(report, headline=BUDGET_HEADLINE, key_assumptions=("budget_price", "budget_spot", "mfu"))

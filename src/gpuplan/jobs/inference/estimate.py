@@ -17,7 +17,7 @@ from gpuplan.core import kv_cache as K
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
-from gpuplan.jobs.inference.inputs import InferenceInputs
+from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.resolve import Plan, resolve_plan
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
 
@@ -62,26 +62,16 @@ def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serv
 
 def estimate_inference(inputs: InferenceInputs) -> Report:
     """Serving memory, capacity, speed and cost; raises InputError on impossible requests."""
-    _check(inputs)
     plan = resolve_plan(inputs)
-    serving = evaluate(plan, plan.gpu, inputs.tp, inputs.pp, inputs.batch)
+    serving = evaluate(plan, plan.gpu, inputs.tp_degree, inputs.pp_degree, inputs.batch)
     rows = search_configurations(plan, inputs.batch) if inputs.search else []
     return build_report(inputs, plan, serving, rows)
-
-
-def _check(inputs: InferenceInputs) -> None:
-    for name in ("batch", "tp", "pp", "block_size"):
-        value = getattr(inputs, name)
-        if not isinstance(value, int) or value < 1:
-            raise InputError(name, value, "must be a positive integer")
-    if not 0 < inputs.runtime.gpu_memory_utilization <= 1:
-        raise InputError("gpu_memory_utilization", inputs.runtime.gpu_memory_utilization, "must be in (0, 1]")
 
 
 def price_for(gpu_id: str, given: float | None) -> tuple[float | None, str]:
     """USD per GPU-hour: the user's, else the price catalog's (gpuplan.catalog.pricing when installed)."""
     if given is not None:
-        return given, "--price-per-gpu-hour"
+        return given, "--price"
     try:
         from gpuplan.catalog.pricing import lookup_price
     except ImportError:
@@ -268,7 +258,7 @@ def _article_section(plan: Plan, batch: int) -> Section:
 def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Section:
     tpot, ttft, batch = serving.tpot[0], serving.ttft, inputs.batch
     rate = batch / tpot.total
-    price, source = price_for(plan.gpu.id, inputs.price_per_gpu_hour)
+    price, source = price_for(plan.gpu.id, inputs.price)
     cost = I.cost_per_million_tokens(price, serving.gpus, rate) if price is not None else None
     comm = tpot.comm_s
     lines = [
@@ -300,7 +290,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
 
 
 def _curve_table(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Table:
-    gpu, price = plan.gpu, price_for(plan.gpu.id, inputs.price_per_gpu_hour)[0]
+    gpu, price = plan.gpu, price_for(plan.gpu.id, inputs.price)[0]
     kv_seq = serving.layout.bytes_per_sequence(plan.decode_context)
     link = gpu.scale_up_bandwidth
     rows = []
@@ -347,9 +337,9 @@ def _search_section(rows: list, inputs: InferenceInputs) -> Section:
 
 
 def _assumptions(plan: Plan, inputs: InferenceInputs) -> tuple[Assumption, ...]:
-    r, e, fmt, u = plan.setup.runtime, plan.setup.efficiency, plan.setup.fmt, inputs.user_set
+    r, e, fmt, u = plan.setup.runtime, plan.setup.efficiency, plan.setup.fmt, inputs.given
     gib = lambda v: f"{v / 2**30:.2f} GiB"  # noqa: E731
-    price, source = price_for(plan.gpu.id, inputs.price_per_gpu_hour)
+    price, source = price_for(plan.gpu.id, inputs.price)
     limits = r.batch_limits(plan.gpu.memory_bytes, plan.gpu.name)
     return (
         Assumption("quantization", "weight format", f"{fmt.name} ({fmt.bits_per_weight:.4g} bits/weight)",
@@ -362,9 +352,9 @@ def _assumptions(plan: Plan, inputs: InferenceInputs) -> tuple[Assumption, ...]:
                    "vLLM total_gpu_memory logs (vllm#10517: 23.58 of 24 GiB)", "--driver-reserved-gib",
                    "driver_reserved_gib" in u),
         Assumption("non_torch", "CUDA context + cuBLAS", gib(r.non_torch),
-                   "vLLM non_torch_memory 0.35 GiB (vllm#10517)", "--runtime-gib", "runtime_gib" in u),
+                   "vLLM non_torch_memory 0.35 GiB (vllm#10517)", "--non-torch-gib", "non_torch_gib" in u),
         Assumption("comm_buffers", "communication buffers (tp·pp > 1)", gib(r.comm_buffers),
-                   "gpuplan assumption (vllm#16570, NVIDIA/nccl#864)", "--comm-buffer-gib", "comm_buffer_gib" in u),
+                   "gpuplan assumption (vllm#16570, NVIDIA/nccl#864)", "--nccl-gib", "nccl_gib" in u),
         Assumption("cuda_graphs", "CUDA-graph memory", gib(r.cuda_graphs),
                    "counted since vLLM 0.21: ~0.5 GiB (noonghunna/club-3090#104); 0 = eager / older vLLM",
                    "--cuda-graph-gib", "cuda_graph_gib" in u),
@@ -391,7 +381,7 @@ def _assumptions(plan: Plan, inputs: InferenceInputs) -> tuple[Assumption, ...]:
         Assumption("output_tokens", "output tokens per sequence", plan.output, "default min(256, context / 2); "
                    "TPOT is taken at prompt + output / 2 cached tokens", "--output-tokens", "output_tokens" in u),
         Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:,.2f}", source,
-                   "--price-per-gpu-hour", "price_per_gpu_hour" in u),
+                   "--price", "price" in u),
     )
 
 

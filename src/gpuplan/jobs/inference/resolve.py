@@ -12,7 +12,7 @@ from gpuplan.core import kv_cache as K
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
 from gpuplan.errors import InputError
-from gpuplan.jobs.inference.inputs import InferenceInputs
+from gpuplan.jobs.inference.schema import InferenceInputs
 
 
 @dataclass(frozen=True)
@@ -40,22 +40,22 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     """Resolve names, the format and the load; InputError on anything impossible."""
     from gpuplan.adapters.resolve import resolve_gpu, resolve_model
 
-    spec = resolve_model(inputs.model, inputs.params)
+    spec = resolve_model(*inputs.model_params)
     gpu = resolve_gpu(inputs.gpu)
-    raw = raw_model_config(inputs.model, inputs.params)
+    raw = raw_model_config(*inputs.model_params)
     fmt, origin, notes = resolve_format(inputs.quantization, inputs.group_size, spec, raw, gpu)
     kv_dtype = _kv_dtype(inputs.kv_dtype, fmt, spec)
     context = inputs.context or min(4096, spec.max_position_embeddings)
     output = inputs.output_tokens if inputs.output_tokens is not None else min(256, context // 2)
     if not 1 <= output < context:
         raise InputError("output_tokens", output, f"must be at least 1 and below the context ({context})")
-    K.kv_heads_per_gpu(spec.attention, inputs.tp)  # tp vs heads / KV heads: one clear line
-    if inputs.pp > spec.num_layers:
-        raise InputError("pp", inputs.pp, f"pipeline stages cannot exceed the {spec.num_layers} layers")
+    K.kv_heads_per_gpu(spec.attention, inputs.tp_degree)  # tp vs heads / KV heads: one clear line
+    if inputs.pp_degree > spec.num_layers:
+        raise InputError("pp", inputs.pp_degree, f"pipeline stages cannot exceed the {spec.num_layers} layers")
     notes += context_notes(spec, raw, context)
     kv_heads = spec.attention.num_kv_heads
-    if not spec.attention.is_mla and inputs.tp > kv_heads:
-        notes.append(f"tp {inputs.tp} > {kv_heads} KV heads: each KV head is replicated on {inputs.tp // kv_heads} "
+    if not spec.attention.is_mla and inputs.tp_degree > kv_heads:
+        notes.append(f"tp {inputs.tp_degree} > {kv_heads} KV heads: each KV head is replicated on {inputs.tp_degree // kv_heads} "
                      "GPUs (vLLM), so the cache per GPU stops shrinking")
     setup = I.ServingSetup(fmt, K.KV_DTYPE_BYTES[kv_dtype], inputs.runtime, inputs.efficiency, inputs.block_size)
     return Plan(spec, gpu, I.param_groups(spec), setup, origin, kv_dtype, context, context - output, output,

@@ -3,30 +3,17 @@ weights, no GPU) and show it beside the analytic estimate, category by category.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuplan.errors import InputError
+from gpuplan.jobs.measure.schema import MeasureInputs
 from gpuplan.jobs.validation.memory import (
     comparison_table,
     estimate_inputs,
     estimated_categories,
 )
 from gpuplan.report.model import Line, Report, Section
-
-
-@dataclass(frozen=True)
-class MeasureInputs:
-    model: str
-    seq_len: int = 2048
-    micro_batch: int = 1
-    precision: str = "bf16"
-    recompute: str = "none"
-    attention: str = "sdpa"
-    world_size: int = 1
-    layers: tuple[int, int] | None = None
-    """Measure at these two reduced depths and extrapolate to the full depth."""
 
 
 def model_config(model: str) -> tuple[dict[str, Any], str]:
@@ -51,16 +38,15 @@ def run_measurement(inputs: MeasureInputs) -> tuple[dict[str, Any], dict[str, An
     from gpuplan.profile import extrapolate_to_depth, measure_training_memory
 
     config, _ = model_config(inputs.model)
-    kwargs = dict(seq_len=inputs.seq_len, micro_batch=inputs.micro_batch, precision=inputs.precision,
-                  recompute=inputs.recompute, attention=inputs.attention, world_size=inputs.world_size)
+    kwargs = inputs.case()
     full = _layers_of(config)
-    if inputs.layers is None:
+    if inputs.depths is None:
         m = measure_training_memory(config, **kwargs)
         return config, {"peak_bytes": m.peak_bytes, "peak_phase": m.peak_phase, "at_peak": m.at_peak,
                         "versions": m.versions, "wall_seconds": m.wall_seconds}, f"full depth ({full} layers)"
-    a, b = inputs.layers
-    if not 0 < a < b < full:
-        raise InputError("layers", f"{a},{b}", f"two increasing depths below the model's {full} layers, e.g. 2,4")
+    a, b = inputs.depths
+    if not b < full:
+        raise InputError("depths", f"{a},{b}", f"two increasing depths below the model's {full} layers, e.g. 2,4")
     ma = measure_training_memory(config, num_layers=a, **kwargs)
     mb = measure_training_memory(config, num_layers=b, **kwargs)
     ext = extrapolate_to_depth(ma, mb, full)
@@ -76,9 +62,7 @@ def measure_report(inputs: MeasureInputs) -> Report:
     from gpuplan.adapters.hf_config import model_spec_from_hf_config
 
     spec = model_spec_from_hf_config(config, name=resolve_model(inputs.model).name)
-    case = dict(seq_len=inputs.seq_len, micro_batch=inputs.micro_batch, precision=inputs.precision,
-                recompute=inputs.recompute, attention=inputs.attention, world_size=inputs.world_size)
-    layout, settings = estimate_inputs(case)
+    layout, settings = estimate_inputs(inputs.case())
     estimated = estimated_categories(spec, layout, settings)
     error = (estimated["peak"] - measured["peak_bytes"]) / measured["peak_bytes"]
     versions = ", ".join(f"{k} {v}" for k, v in measured["versions"].items())
@@ -91,7 +75,7 @@ def measure_report(inputs: MeasureInputs) -> Report:
         Line("wall_seconds", "measurement time", measured["wall_seconds"], "s", f"{measured['wall_seconds']:.1f} s"),
         Line("versions", "versions", versions),
     ))
-    report_inputs = tuple(Line(k, k.replace("_", " "), v) for k, v in {"model": spec.name, **case}.items())
+    report_inputs = tuple(Line(k, k.replace("_", " "), v) for k, v in {"model": spec.name, **inputs.case()}.items())
     return Report("measure", f"Measured training memory: {spec.name} (CPU, FakeTensorMode)", report_inputs, (),
                   (section,), ("allocated bytes of PyTorch tensors; a GPU adds the CUDA context, NCCL buffers and "
                                "allocator caching (see `gpuplan memory`)",), (comparison_table(measured, estimated),))

@@ -18,37 +18,16 @@ from gpuplan.core.model import ModelSpec
 from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
+from gpuplan.jobs.memory.schema import MemoryInputs
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
 
 GiB = 2**30
-DEFAULT_VERDICT_GPUS = ("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200-sxm", "b200", "mi300x")
-
-
-@dataclass(frozen=True)
-class MemoryInputs:
-    """A model, a layout and how the step runs. ``gpus`` fixes the world size (dp is derived)."""
-
-    model: str | None = None
-    params: float | str | None = None
-    gpu: str = "a100"
-    compare_gpus: tuple[str, ...] = DEFAULT_VERDICT_GPUS
-    gpus: int | None = None
-    layout: ParallelLayout = field(default_factory=ParallelLayout)
-    settings: M.MemorySettings = field(default_factory=lambda: M.MemorySettings(recipe="mixed"))
-    overheads: M.Overheads = field(default_factory=M.Overheads)
-    calibration: object = None
-    """A gpuplan.calibrate Calibration: activation factor and fixed overhead from measurements."""
 
 
 def resolve_layout(spec: ModelSpec, inputs: MemoryInputs) -> ParallelLayout:
-    """Derive dp from ``gpus`` when given, then check every constraint."""
-    layout = inputs.layout
-    if inputs.gpus is not None:
-        rest = layout.tp * layout.pp * layout.cp
-        if inputs.gpus % rest:
-            raise InputError("gpus", inputs.gpus, f"must be a multiple of tp x pp x cp = {rest}")
-        layout = replace(layout, dp=inputs.gpus // rest)
-    check_layout(spec, layout, inputs.gpus, inputs.settings.seq_len)
+    """The inputs' layout (dp derived from ``gpus`` when given), every constraint checked."""
+    layout = inputs.layout()
+    check_layout(spec, layout, inputs.gpus, inputs.seq_len)
     return layout
 
 
@@ -177,11 +156,11 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
 
 def estimate_memory(inputs: MemoryInputs) -> Report:
     """Per-GPU training memory with verdicts; raises InputError on impossible layouts."""
-    _validate_settings(inputs.settings)
-    spec = resolve_model(inputs.model, inputs.params)
+    settings, overheads = inputs.settings(), inputs.overheads()
+    _validate_settings(settings)
+    spec = resolve_model(*inputs.model_params)
     gpu = resolve_gpu(inputs.gpu)
     layout = resolve_layout(spec, inputs)
-    settings, overheads = inputs.settings, inputs.overheads
     calibration_sections: tuple[Section, ...] = ()
     if inputs.calibration is not None:
         from gpuplan.calibrate.apply import apply_to_overheads
@@ -207,7 +186,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
                                "or use more or larger GPUs"))
     sections.append(Section("Advice", tuple(advice)))
     sections.extend(calibration_sections)
-    table = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare_gpus))
+    table = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare))
     layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}" + (f" (vpp {layout.vpp})" if layout.vpp > 1 else "")
                    + f" x cp {layout.cp}, ep {layout.ep}, ZeRO-{layout.zero}, micro-batch {layout.micro_batch}")
     report_inputs = (
@@ -279,7 +258,10 @@ def memory_summary_section(spec: ModelSpec, gpu: Accelerator, layout: ParallelLa
     total = peak.allocated + overheads.fixed_bytes(layout)
     title = (f"Memory per GPU (dp {layout.dp} x tp {layout.tp} x pp {layout.pp}, ZeRO-{layout.zero}, "
              f"recipe '{settings.recipe}', micro-batch {layout.micro_batch}, s={settings.seq_len})")
+    layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}, ZeRO-{layout.zero}, micro-batch "
+                   f"{layout.micro_batch}")
     return Section(title, (
+        Line("mem_layout", "layout (memory)", layout_text),
         Line("mem_peak_allocated", "allocated peak", peak.allocated, "bytes", _gib(peak.allocated),
              f"at {peak.peak_phase}; `gpuplan memory` for the breakdown"),
         Line("mem_peak_total", "peak incl. CUDA context + NCCL", total, "bytes", _gib(total)),

@@ -7,7 +7,7 @@ import numpy as np
 
 from gpuplan.core import memory as M
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count
-from gpuplan.jobs.plan.search import PlanInputs, _default_counts, _order, search
+from gpuplan.jobs.plan.search import PlanInputs, _order, search
 from gpuplan.planner.search import RECOMPUTE_MODES, LayoutTable, pareto_front
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
 
@@ -102,12 +102,13 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
              format_bytes(table["total_bytes"][best]), "allocated + CUDA context + NCCL buffers"),
         Line("searched", "layouts searched", searched, "", f"{searched:,}",
              f"{len(table):,} fit; {searched / max(seconds, 1e-9):,.0f} layouts/s"),
-    ) + _explain(table, best, gpu, inputs.overheads, full))
+    ) + _explain(table, best, gpu, inputs.overheads(), full))
     tables = (Table(f"top {len(top)} layouts (ranked by {inputs.rank_by})", COLUMNS, _rows(table, top)),
               Table("Pareto front (GPUs vs days" + (" vs cost)" if price is not None else ")"), COLUMNS,
                     _rows(table, front[:20])))
     assumptions = (
-        Assumption("recipe", "precision recipe", inputs.recipe, M.RECIPES[inputs.recipe].source, "--recipe"),
+        Assumption("recipe", "precision recipe", inputs.recipe_name, M.RECIPES[inputs.recipe_name].source,
+                   "--recipe", "recipe" in inputs.given),
         Assumption("implementation", "activation implementation", inputs.implementation, "docs/memory.md",
                    "--implementation"),
         Assumption("global_batch", "global batch", f"{global_batch} x {inputs.seq_len} tokens",
@@ -117,16 +118,16 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                    "measurements (see the Calibration section)" if inputs.calibration is not None else
                    "stas00/ml-engineering MAMF table; fitted on llm-foundry benchmarks (docs/step.md)",
                    "--calibration", inputs.calibration is not None),
-        Assumption("overlap", "DP/FSDP overlap", f"{inputs.step.dp_overlap:.0%}", "bucketed all-reduce / prefetch",
-                   ""),
-        Assumption("margin", "memory safety margin", f"{inputs.overheads.margin:.0%}", "the article", "--margin"),
+        Assumption("overlap", "DP/FSDP overlap", f"{inputs.dp_overlap:.0%}", "bucketed all-reduce / prefetch",
+                   "--dp-overlap", "dp_overlap" in inputs.given),
+        Assumption("margin", "memory safety margin", f"{inputs.margin:.0%}", "the article", "--margin"),
         Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:.2f}", price_source,
-                   "--price-per-gpu-hour"),
+                   "--price"),
     )
     report_inputs = (Line("model", "model", spec.name), Line("tokens", "tokens", inputs.tokens, "tokens",
                                                              format_count(inputs.tokens)),
                      Line("gpu", "accelerator", gpu.id, text=gpu.name),
-                     Line("gpu_counts", "GPU counts", ",".join(map(str, inputs.gpu_counts or _default_counts()))),
+                     Line("gpu_counts", "GPU counts", ",".join(map(str, inputs.gpu_counts))),
                      Line("deadline", "deadline", inputs.days, "days", "none" if inputs.days is None else
                           f"{inputs.days:g} days"))
     budget = _budget_for(spec, gpu, table, best, inputs, global_batch)
@@ -147,9 +148,9 @@ def _budget_for(spec, gpu, t: LayoutTable, i: int, inputs: PlanInputs, global_ba
     from gpuplan.jobs.budget.compute import compute_budget
     from gpuplan.jobs.budget.model import BudgetSettings
 
-    settings = BudgetSettings(price=inputs.price_per_gpu_hour) if inputs.price_per_gpu_hour else None
+    settings = BudgetSettings(price=inputs.price) if inputs.price else None
     return compute_budget(spec, gpu, gpus=float(t["gpus"][i]), wall_seconds=float(t["days"][i]) * SECONDS_PER_DAY,
                           gpu_hours=float(t["gpu_hours"][i]), tokens=inputs.tokens,
                           global_batch_tokens=float(global_batch * inputs.seq_len),
-                          step_seconds=float(t["step_seconds"][i]), recipe=inputs.recipe, zero=int(t["zero"][i]),
+                          step_seconds=float(t["step_seconds"][i]), recipe=inputs.recipe_name, zero=int(t["zero"][i]),
                           model_parallel=int(t["tp"][i] * t["pp"][i]), settings=settings)

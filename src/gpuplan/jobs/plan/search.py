@@ -4,54 +4,21 @@ every valid layout evaluated on the GPUs given, the ones that fit, ranked."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from gpuplan.adapters.resolve import resolve_gpu, resolve_model
 from gpuplan.core import memory as M
-from gpuplan.core.step import StepSettings
 from gpuplan.core.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
+from gpuplan.jobs.plan.schema import RANK_BY, PlanInputs
 from gpuplan.planner.search import LayoutTable, SearchSpace, evaluate_layouts
 
-RANK_BY = ("time", "cost", "gpus")
-
-
-@dataclass(frozen=True)
-class PlanInputs:
-    tokens: float
-    model: str | None = None
-    params: float | str | None = None
-    gpu: str = "h100"
-    gpu_counts: tuple[int, ...] = ()
-    """GPU counts to consider; empty = powers of two from 8 to 16,384 (with a deadline: the
-    smallest that meets it)."""
-    days: float | None = None
-    global_batch_tokens: float = 4e6
-    seq_len: int = 4096
-    recipe: str = "megatron"
-    implementation: str = "megatron"
-    dtype: str = "bf16"
-    rank_by: str = "time"
-    top: int = 10
-    price_per_gpu_hour: float | None = None
-    gpus_per_node: int | None = None
-    nic_gbit_per_gpu: float | None = None
-    step: StepSettings = field(default_factory=StepSettings)
-    overheads: M.Overheads = field(default_factory=M.Overheads)
-    calibration: object = None
-    """A gpuplan.calibrate Calibration: its factors replace the step model's and memory defaults."""
-
-
-def _default_counts() -> tuple[int, ...]:
-    return tuple(2**k for k in range(3, 15))
 
 
 def _price(inputs: PlanInputs, gpu_id: str) -> tuple[float | None, str]:
-    if inputs.price_per_gpu_hour is not None:
-        return inputs.price_per_gpu_hour, "--price-per-gpu-hour"
+    if inputs.price is not None:
+        return inputs.price, "--price"
     try:
         from gpuplan.catalog.pricing import lookup_price
     except ImportError:
@@ -64,11 +31,11 @@ def search(inputs: PlanInputs, progress=None):
     """(spec, gpu, table of fitting layouts with days/gpu-hours/cost, searched count, seconds, price)."""
     if inputs.rank_by not in RANK_BY:
         raise InputError("rank_by", inputs.rank_by, f"must be one of {', '.join(RANK_BY)}")
-    spec = resolve_model(inputs.model, inputs.params)
+    spec = resolve_model(*inputs.model_params)
     gpu = resolve_gpu(inputs.gpu)
     gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
-    step_settings, overheads = inputs.step, inputs.overheads
+    step_settings, overheads = inputs.step_settings(), inputs.overheads()
     memory_scale = 1.0
     if inputs.calibration is not None:
         from gpuplan.calibrate.apply import (
@@ -84,10 +51,10 @@ def search(inputs: PlanInputs, progress=None):
         memory_scale = cal.activation_memory.value
     # sequences per step: the power of two nearest the requested tokens, so that it splits
     # evenly over power-of-two data-parallel degrees and micro-batches
-    global_batch = 2 ** max(0, round(np.log2(max(inputs.global_batch_tokens / inputs.seq_len, 1))))
-    counts = inputs.gpu_counts or _default_counts()
+    global_batch = 2 ** max(0, round(np.log2(max(inputs.batch_tokens / inputs.seq_len, 1))))
+    counts = inputs.gpu_counts
     space = SearchSpace(gpu_counts=counts, global_batch=global_batch, seq_len=inputs.seq_len)
-    memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe, implementation=inputs.implementation,
+    memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe_name, implementation=inputs.implementation,
                               activation_scale=memory_scale)
     start = time.perf_counter()
     table = evaluate_layouts(spec, cluster, space, memory, step_settings, overheads, progress)
@@ -128,7 +95,7 @@ def _usable_counts_near(spec, cluster, space, memory, inputs, counts) -> str:
     candidates = sorted({max(8, 8 * round(target * f / 8)) for f in (0.75, 0.8, 0.875, 0.9, 1.0, 1.125, 1.25)}
                         | {2 ** round(np.log2(target))}, key=lambda c: abs(c - target))
     usable = [c for c in candidates if len(evaluate_layouts(spec, cluster, replace(space, gpu_counts=(c,)), memory,
-                                                             inputs.step, inputs.overheads))]
+                                                             inputs.step_settings(), inputs.overheads()))]
     return ", ".join(f"{c:,}" for c in usable[:3]) or "none nearby"
 
 

@@ -17,65 +17,9 @@ from gpuplan.core.gpu_time import (
 from gpuplan.core.model import count_parameters, params_for_6nd
 from gpuplan.core.units import SECONDS_PER_DAY, format_count, format_duration
 from gpuplan.errors import InputError
+from gpuplan.jobs.training.schema import (DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, DEFAULT_DAYS, DEFAULT_MFU,
+                                          TrainingInputs)
 from gpuplan.report.model import Assumption, Line, Report, Section
-
-# Defaults, each shown in the report's assumptions with its source.
-DEFAULT_MFU = 0.40  # article: industry 30-50%, its example uses 40% on A100
-DEFAULT_COMM_ALLOWANCE = (0.10, 0.20, 0.30)  # article: add 10-30% at scale; midpoint expected
-DEFAULT_CONTINGENCY = 0.20  # article: 20% for restarts, tuning and hardware failures
-DEFAULT_SEQ_LEN = 4096
-
-
-@dataclass(frozen=True)
-class TrainingInputs:
-    """What a training estimate needs. Give exactly two of gpus / days / mfu (mfu defaults to
-    0.40 when only one of gpus / days is given)."""
-
-    tokens: float
-    gpu: str = "a100"
-    model: str | None = None
-    params: float | str | None = None
-    gpus: float | None = None
-    days: float | None = None
-    mfu: float | None = None
-    dtype: str = "bf16"
-    flops_method: str = "6nd"
-    """'6nd' (the article's 6·N·D) or 'exact' (per-token count incl. attention and LM head)."""
-    seq_len: int = DEFAULT_SEQ_LEN
-    attention: str = "full"
-    """'full' (PaLM/Megatron MFU convention) or 'causal' (halved, as kernels execute)."""
-    recompute: str = "none"
-    comm_allowance: float | None = None
-    contingency: float = DEFAULT_CONTINGENCY
-    recipe: str = "mixed"
-    """Precision recipe for the memory section (see `gpuplan memory --recipe`)."""
-    zero: int = 1
-    micro_batch: int = 1
-    tp: int = 1
-    pp: int = 1
-    calibration: object = None
-    """A gpuplan.calibrate Calibration: without --mfu, the MFU comes from the calibrated step model
-    (communication included, so the comm allowance is 0); the memory section uses its factors."""
-    predict_mfu: bool = False
-    """`--mfu predicted`: take the MFU of the best layout `gpuplan plan` finds on these GPUs."""
-
-    def validate(self) -> None:
-        choices = {"flops_method": ("6nd", "exact"), "attention": ("full", "causal"),
-                   "recompute": ("none", "selective", "full")}
-        for name, valid in choices.items():
-            if getattr(self, name) not in valid:
-                raise InputError(name, getattr(self, name), f"must be one of {', '.join(valid)}")
-        for name in ("tokens", "gpus", "days", "seq_len"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise InputError(name, value, "must be a positive number")
-        if self.mfu is not None and not 0 < self.mfu <= 1:
-            raise InputError("mfu", self.mfu, "must be between 0 and 1 (e.g. 0.4)")
-        for name in ("comm_allowance", "contingency"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value <= 5:
-                raise InputError(name, value, "must be a fraction between 0 and 5 (0.2 = 20%)")
-
 
 def _planned_mfu(inputs: TrainingInputs) -> float:
     """The MFU of the best layout the planner finds (with the calibrated step model when a
@@ -85,21 +29,20 @@ def _planned_mfu(inputs: TrainingInputs) -> float:
     from gpuplan.jobs.plan.search import PlanInputs, best_layout, search
 
     gpus = int(inputs.gpus or resolve_gpu(inputs.gpu).devices_per_node or 8)
-    plan = PlanInputs(tokens=inputs.tokens, model=inputs.model, params=inputs.params, gpu=inputs.gpu,
-                      gpu_counts=(gpus,), seq_len=inputs.seq_len, recipe=inputs.recipe, dtype=inputs.dtype,
+    model, params = inputs.model_params
+    plan = PlanInputs(tokens=inputs.tokens, model=model, params=params, gpu=inputs.gpu,
+                      gpus=(gpus,), seq_len=inputs.seq_len, recipe=inputs.recipe_name, dtype=inputs.dtype,
                       calibration=inputs.calibration)
     table = search(plan)[2]  # the layout search alone: no report, no budget sections
     return float(table["mfu"][best_layout(table, plan.rank_by)])
 
 
 def _solve_inputs(inputs: TrainingInputs) -> tuple[float | None, float | None, float | None]:
-    gpus, days, mfu = inputs.gpus, inputs.days, inputs.mfu
-    if gpus is not None and days is not None and mfu is not None:
-        raise InputError("gpus/days/mfu", "all three", "give at most two; the third is solved")
+    gpus, days, mfu = inputs.gpus, inputs.days, inputs.mfu_value
+    if gpus is None and days is None:
+        days = DEFAULT_DAYS  # the article: "to finish in 7 days"
     if mfu is None and (gpus is None or days is None):
         mfu = DEFAULT_MFU
-    if gpus is None and days is None:
-        raise InputError("gpus/days", "neither", "give --gpus (to get the time) or --days (to get the GPU count)")
     return gpus, days, mfu
 
 
@@ -116,7 +59,8 @@ class _Flops:
 
 def _count_flops(spec, inputs: TrainingInputs) -> _Flops:
     n_6nd = params_for_6nd(spec)
-    per_token = F.training_flops_per_token(spec, inputs.seq_len, inputs.attention, inputs.recompute)  # type: ignore[arg-type]
+    per_token = F.training_flops_per_token(spec, inputs.seq_len, inputs.attention_flops,  # type: ignore[arg-type]
+                                           inputs.recompute_mode)
     six_nd, exact = F.flops_6nd(n_6nd, inputs.tokens), per_token.model * inputs.tokens
     used = six_nd if inputs.flops_method == "6nd" else exact
     return _Flops(n_6nd, six_nd, exact, used, per_token.hardware / per_token.model)
@@ -124,10 +68,7 @@ def _count_flops(spec, inputs: TrainingInputs) -> _Flops:
 
 def estimate_training(inputs: TrainingInputs) -> Report:
     """Compute, GPU-time, allowance and memory lines for one training run."""
-    from dataclasses import replace
-
-    inputs.validate()
-    spec = resolve_model(inputs.model, inputs.params)
+    spec = resolve_model(*inputs.model_params)
     gpu = resolve_gpu(inputs.gpu)
     peak = gpu.peak(inputs.dtype)
     gpus, days, mfu = _solve_inputs(inputs)
@@ -135,7 +76,7 @@ def estimate_training(inputs: TrainingInputs) -> Report:
     predicted = calibrated or (inputs.predict_mfu and not (gpus and days))
     if predicted:  # the planner's MFU pays for communication and counts FLOPs exactly
         mfu = _planned_mfu(inputs)
-        inputs = replace(inputs, comm_allowance=0.0, flops_method="exact", attention="full")
+        inputs = inputs.replace(comm_allowance=0.0, flops_method="exact", attention_flops="full")
     flops = _count_flops(spec, inputs)
     budget = solve_compute_budget(flops.used, peak, gpus=gpus, mfu=mfu,
                                   wall_seconds=None if days is None else days * SECONDS_PER_DAY)
@@ -154,7 +95,7 @@ def estimate_training(inputs: TrainingInputs) -> Report:
     )
     return Report("train", f"Training estimate: {spec.name} on {format_count(inputs.tokens)} tokens, {gpu.name}",
                   report_inputs, _assumptions(inputs, gpu, peak, budget, calibrated, predicted), tuple(sections),
-                  _notes(spec, counts, flops))
+                  _notes(spec, counts, flops, inputs.builtin_defaults_used()))
 
 
 def _compute_section(counts, flops: _Flops, inputs: TrainingInputs) -> Section:
@@ -169,10 +110,10 @@ def _compute_section(counts, flops: _Flops, inputs: TrainingInputs) -> Section:
         Line("flops_6nd", "training FLOPs, 6·N·D", flops.six_nd, "FLOPs", f"{flops.six_nd:.3e}",
              f"6 x {format_count(flops.n_6nd)} x {format_count(inputs.tokens)}"),
         Line("flops_exact", "training FLOPs, exact count", flops.exact, "FLOPs", f"{flops.exact:.3e}",
-             f"3 x forward/token x D; attention '{inputs.attention}', s={inputs.seq_len}, LM head incl."),
+             f"3 x forward/token x D; attention '{inputs.attention_flops}', s={inputs.seq_len}, LM head incl."),
         Line("exact_over_6nd", "exact / 6ND", flops.exact / flops.six_nd, "x", f"{flops.exact / flops.six_nd:.3f}"),
         Line("flops_hardware", "hardware FLOPs (with recompute)", flops.used * ratio, "FLOPs",
-             f"{flops.used * ratio:.3e}", f"recompute '{inputs.recompute}': x{ratio:.3f} of model FLOPs"),
+             f"{flops.used * ratio:.3e}", f"recompute '{inputs.recompute_mode}': x{ratio:.3f} of model FLOPs"),
         Line("flops_used", "FLOPs used for time", flops.used, "FLOPs", f"{flops.used:.3e}",
              f"method '{inputs.flops_method}'"),
     ))
@@ -250,12 +191,14 @@ def _assumptions(inputs: TrainingInputs, gpu, peak: float, budget, calibrated: b
         Assumption("flops_method", "FLOPs method", inputs.flops_method,
                    "6ND: Kaplan et al. 2020 / the article; exact: PaLM App. B with LM head", "--flops-method",
                    inputs.flops_method != "6nd"),
-        Assumption("attention", "attention FLOPs convention", inputs.attention,
-                   "full = PaLM/Megatron MFU convention (no causal halving)", "--attention", inputs.attention != "full"),
+        Assumption("attention_flops", "attention FLOPs convention", inputs.attention_flops,
+                   "full = PaLM/Megatron MFU convention (no causal halving)", "--attention-flops",
+                   inputs.attention_flops != "full"),
         Assumption("seq_len", "sequence length (exact FLOPs)", inputs.seq_len, "gpuplan default 4096", "--seq-len",
-                   inputs.seq_len != DEFAULT_SEQ_LEN),
-        Assumption("recompute", "activation recompute", inputs.recompute,
-                   "full ~ +33% compute (article; Korthikanti et al. 2022)", "--recompute", inputs.recompute != "none"),
+                   "seq_len" in inputs.given),
+        Assumption("recompute", "activation recompute", inputs.recompute_mode,
+                   "full ~ +33% compute (article; Korthikanti et al. 2022)", "--recompute",
+                   inputs.recompute_mode != "none"),
         Assumption("comm_allowance", "communication allowance", f"{mid:.0%} ({low:.0%}-{high:.0%})",
                    "article: add 10-30% for communication at scale", "--comm-allowance",
                    inputs.comm_allowance is not None),
@@ -267,7 +210,7 @@ def _assumptions(inputs: TrainingInputs, gpu, peak: float, budget, calibrated: b
     )
 
 
-def _notes(spec, counts, flops: _Flops) -> tuple[str, ...]:
+def _notes(spec, counts, flops: _Flops, defaults_used: list[str]) -> tuple[str, ...]:
     notes = list(spec.notes)
     if spec.declared_params is not None:
         notes.append(f"bare parameter count: 6ND uses N={format_count(flops.n_6nd)}; the exact count uses a generic "
@@ -275,6 +218,8 @@ def _notes(spec, counts, flops: _Flops) -> tuple[str, ...]:
                      f"{format_count(counts.total)} params)")
     notes.append("MFU here is compute-only efficiency (the article's convention); communication is the "
                  "separate allowance. If your MFU was measured end-to-end, set --comm-allowance 0.")
+    if defaults_used:
+        notes.append(f"built-in defaults used: {', '.join(defaults_used)}")
     return tuple(notes)
 
 
@@ -282,12 +227,15 @@ def _memory_section(spec, gpu, gpus: int, inputs: TrainingInputs):
     """Memory per GPU for the solved GPU count, data-parallel over what tp x pp leaves."""
     from gpuplan.core.memory import MemorySettings
     from gpuplan.core.parallel import ParallelLayout
+    from gpuplan.schema.vocabulary import DEFAULT_IMPLEMENTATION
     from gpuplan.jobs.memory.estimate import memory_summary_section
 
-    dp = max(1, gpus // (inputs.tp * inputs.pp))
-    layout = ParallelLayout(dp=dp, tp=inputs.tp, pp=inputs.pp, zero=inputs.zero if dp > 1 else 0,
-                            micro_batch=inputs.micro_batch)
-    settings = MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe, recompute=inputs.recompute)
+    tp, pp = inputs.tp or 1, inputs.pp or 1
+    dp = max(1, gpus // (tp * pp))
+    zero = (1 if inputs.zero is None else inputs.zero) if dp > 1 else 0
+    layout = ParallelLayout(dp=dp, tp=tp, pp=pp, zero=zero, micro_batch=inputs.micro_batch or 1)
+    settings = MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe_name, recompute=inputs.recompute_mode,
+                              implementation=DEFAULT_IMPLEMENTATION)
     overheads = None
     if inputs.calibration is not None:
         from dataclasses import replace

@@ -1,0 +1,231 @@
+"""Reading and writing the user's files safely: the only place gpuplan opens a path.
+
+Reads: only regular files (a FIFO, a device such as /dev/zero, a directory or /proc/self/mem is
+refused before it is opened), at most a size cap per kind of file, strict UTF-8, and for JSON
+and YAML a nesting limit and no duplicate keys; YAML anchors/aliases are refused outright (the
+"billion laughs" bomb needs them, and no gpuplan file uses them). Writes: a temporary file in the
+target folder, fsync, then os.replace, so a failure never leaves a half-written or truncated
+file; a missing folder is an error, not created.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from gpuplan.errors import InputError
+
+KiB, MiB = 1 << 10, 1 << 20
+# Size caps by kind of file (bytes). Real Hugging Face config.json files are < 100 KiB; plan files
+# a few KiB; calibration and measurement files < 1 MiB; training logs can be large (--max-log-mib).
+MAX_BYTES = {"config": 4 * MiB, "plan file": 1 * MiB, "calibration": 16 * MiB, "measurement": 64 * MiB,
+             "log": 256 * MiB}
+MAX_DEPTH = 64
+"""Nesting levels of lists/mappings accepted in JSON, YAML and TOML (HF configs use < 6)."""
+
+
+def _fail(field: str, path: Any, why: str) -> InputError:
+    return InputError(field, str(path), why)
+
+
+def check_readable(path: str | Path, field: str, max_bytes: int) -> Path:
+    """``path`` as a regular file of at most ``max_bytes``, checked before it is opened."""
+    p = Path(path)
+    try:
+        info = p.stat()
+    except FileNotFoundError:
+        raise _fail(field, path, "no such file") from None
+    except (OSError, ValueError) as exc:
+        raise _fail(field, path, f"cannot be read ({getattr(exc, 'strerror', None) or exc.__class__.__name__})") \
+            from None
+    if stat.S_ISDIR(info.st_mode):
+        raise _fail(field, path, "is a directory; expected a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise _fail(field, path, "is not a regular file (a device, FIFO or socket); expected a file")
+    if info.st_size > max_bytes:
+        raise _fail(field, path, f"is {info.st_size / MiB:,.1f} MiB; the limit for a {field} is "
+                    f"{max_bytes / MiB:,.0f} MiB")
+    return p
+
+
+def read_bytes(path: str | Path, field: str, max_bytes: int) -> bytes:
+    p = check_readable(path, field, max_bytes)
+    try:
+        with open(p, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise _fail(field, path, f"cannot be read ({exc.strerror or exc.__class__.__name__})") from None
+    if len(data) > max_bytes:  # grew after the check
+        raise _fail(field, path, f"is larger than the {max_bytes / MiB:,.0f} MiB limit for a {field}")
+    return data
+
+
+def read_text(path: str | Path, field: str, max_bytes: int) -> str:
+    data = read_bytes(path, field, max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(field, path, f"is not UTF-8 text (byte {exc.start})") from None
+
+
+def _depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """Nesting depth of lists/dicts (iterative: no recursion limit on hostile input)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if deepest > limit:
+                return deepest
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def parse_json(text: str, field: str, where: Any) -> Any:
+    """JSON text -> data; InputError on malformed JSON, duplicate keys, NaN/Infinity or deep nesting."""
+    def refuse_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=refuse_constant)
+    except RecursionError:
+        raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
+    except json.JSONDecodeError as exc:
+        raise _fail(field, where, f"is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except ValueError as exc:
+        raise _fail(field, where, f"is not valid JSON ({exc})") from None
+    if _depth(data) > MAX_DEPTH:
+        raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep")
+    return data
+
+
+def read_json(path: str | Path, field: str, max_bytes: int | None = None) -> Any:
+    return parse_json(read_text(path, field, max_bytes or MAX_BYTES.get(field, 16 * MiB)), field, path)
+
+
+def _yaml_loader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """SafeLoader without aliases, with a depth limit and no duplicate mapping keys."""
+
+        def compose_node(self, parent, index):  # noqa: ANN001
+            if self.check_event(yaml.events.AliasEvent):
+                event = self.peek_event()
+                raise yaml.constructor.ConstructorError(None, None, "anchors and aliases are not accepted",
+                                                        event.start_mark)
+            self._depth = getattr(self, "_depth", 0) + 1
+            try:
+                if self._depth > MAX_DEPTH:
+                    raise yaml.constructor.ConstructorError(None, None, f"nested more than {MAX_DEPTH} levels",
+                                                            self.peek_event().start_mark)
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+        def construct_mapping(self, node, deep=False):  # noqa: ANN001
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
+
+
+def parse_yaml(text: str, field: str, where: Any) -> Any:
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
+    except yaml.YAMLError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1})" if mark is not None else ""
+        raise _fail(field, where, f"is not valid YAML{at}: {first}") from None
+
+
+def parse_toml(text: str, field: str, where: Any) -> Any:
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise _fail(field, where, f"is not valid TOML: {str(exc).splitlines()[0]}") from None
+    if _depth(data) > MAX_DEPTH:
+        raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep")
+    return data
+
+
+# ---- writing --------------------------------------------------------------------------------
+
+def check_writable(path: str | Path, field: str = "out") -> Path:
+    """Refuse an output path before any work: its folder must exist and be writable, and the
+    path must not be a directory."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise _fail(field, path, "is a directory; give a file name")
+    if not folder.is_dir():
+        raise _fail(field, path, f"is in a folder that does not exist ({folder}); create it first")
+    if not os.access(folder, os.W_OK):
+        raise _fail(field, path, f"cannot be written: no permission in {folder}")
+    if target.exists() and not target.is_file():
+        raise _fail(field, path, "is not a regular file")
+    return target
+
+
+def write_atomic(path: str | Path, data: bytes | str, field: str = "out") -> Path:
+    """Write ``data`` to ``path`` via a temporary file in the same folder + os.replace."""
+    target = check_writable(path, field)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise _fail(field, path, f"cannot be written ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
+        os.replace(tmp, target)
+    except OSError as exc:
+        _remove(tmp)
+        raise _fail(field, path, f"cannot be written ({exc.strerror or exc})") from None
+    except BaseException:
+        _remove(tmp)
+        raise
+    return target
+
+
+def _remove(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def write_json_atomic(path: str | Path, data: Any, field: str = "out") -> Path:
+    return write_atomic(path, json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n", field)

@@ -1,0 +1,65 @@
+"""The inputs of ``gpuplan calibrate``: measurement files and training logs, what a log does not
+say about its run (shared options: same names as everywhere), and where to write the result."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from gpuplan.errors import InputError
+from gpuplan.schema import types as T
+from gpuplan.schema import vocabulary as V
+from gpuplan.schema.base import JobInputs
+
+MAX_FILES = 256
+LOG_FORMATS = ("torchtitan", "megatron", "hf-trainer", "table")
+
+
+def _files(value: Any, info) -> tuple[str, ...]:
+    items = value if isinstance(value, list | tuple) else [value]
+    names = tuple(T.name(str(x), info) for x in items)
+    if not names or len(names) > MAX_FILES:
+        raise InputError("files", len(names), f"1 to {MAX_FILES} measurement JSONs (gpuplan profile --out) or "
+                         "training logs")
+    return names
+
+
+def _f(default, help: str, shown: str | None = None):
+    return V.field(default, help, shown)
+
+
+class CalibrateInputs(JobInputs):
+    """Files to fit, the logged run's facts a log does not state, and the output."""
+
+    files: Annotated[T.typed(tuple[str, ...], _files, {"type": "array", "items": {"type": "string"}}), _f(
+        (), "Measurement JSONs (gpuplan profile) and/or training logs (torchtitan, Megatron-LM, HF Trainer, "
+            "CSV/JSON table).", "none")]
+    out: V.Out
+    model: V.Model
+    gpu: V.Gpu
+    gpus: V.GpuCount
+    tp: V.Tp
+    pp: V.Pp
+    ep: V.Ep
+    zero: V.ZeroStage
+    micro_batch: V.MicroBatch
+    global_batch: V.GlobalBatch
+    seq_len: V.SeqLen
+    recipe: V.Recipe
+    recompute: V.Recompute
+    dtype: V.Dtype
+    log_format: Annotated[T.choice(*LOG_FORMATS) | None, _f(None, "torchtitan, megatron, hf-trainer or table.",
+                                                            "detected")]
+    max_log_mib: Annotated[T.typed(int, T.count(1 << 16, whole=True)), _f(
+        256, "Largest training log to read, MiB (logs are read whole).")]
+    target_gpus: Annotated[V.Gpus | None, _f(None, "Also extrapolate the first GPU measurement to this many GPUs "
+                                                   "(weak scaling), default vs calibrated.", "none")]
+
+    def log_context(self):
+        """What the logs do not say, from the options given (the rest: the log format's defaults)."""
+        from gpuplan.calibrate.measurement import LogContext
+
+        given = self.given
+        kw = {name: getattr(self, name) for name in ("model", "gpu", "gpus", "tp", "pp", "ep", "zero", "micro_batch",
+                                                     "global_batch", "seq_len", "recipe", "recompute", "dtype")
+              if name in given and getattr(self, name) is not None}
+        return LogContext(**kw)

@@ -1,0 +1,153 @@
+"""Build a click command from a job schema: one option per schema field, one help text.
+
+Every option takes the raw text ("2T", "8K", "40%") and hands it to the schema, so the CLI
+refuses exactly what a plan file or the API refuses, with the same message. A boolean field
+becomes a ``--name/--no-name`` flag. Each option's help is the field's description plus its
+default, so ``--help`` shows every default.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from gpuplan.errors import InputError
+
+FORMATS = ("table", "json", "markdown")
+
+
+def flag_name(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def default_text(info: Any) -> str:
+    """The default as --help prints it."""
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    if "default_text" in extra:
+        return str(extra["default_text"])
+    default = info.default
+    if default is None:
+        return "none"
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    if isinstance(default, tuple):
+        return ",".join(map(str, default))
+    if isinstance(default, float) and default >= 1e5:
+        return f"{default:g}"
+    return str(default)
+
+
+def is_bool(info: Any) -> bool:
+    return info.annotation is bool
+
+
+def schema_options(schema: type, skip: tuple[str, ...] = ()) -> list[click.Option]:
+    """One click option per field of ``schema`` (raw text; booleans as on/off flags)."""
+    options = []
+    for name, info in schema.model_fields.items():
+        if name in skip:
+            continue
+        help_text = f"{info.description or ''} [default: {default_text(info)}]"
+        if is_bool(info):
+            options.append(click.Option([f"{flag_name(name)}/--no-{name.replace('_', '-')}", name], default=None,
+                                        help=help_text))
+        else:
+            options.append(click.Option([flag_name(name), name], type=str, default=None, help=help_text,
+                                        metavar=_metavar(info)))
+    return options
+
+
+def _metavar(info: Any) -> str:
+    from typing import Literal, get_args, get_origin
+
+    def literals(annotation: Any) -> list[str]:
+        found: list[str] = []
+        for arg in get_args(annotation) or ():
+            if get_origin(arg) is Literal:
+                found += [str(v) for v in get_args(arg)]
+            else:
+                found += literals(arg)
+        if get_origin(annotation) is Literal:
+            found += [str(v) for v in get_args(annotation)]
+        return found
+
+    values = literals(info.annotation)
+    if values and len(values) <= 8 and all(isinstance(v, str) for v in values):
+        return "[" + "|".join(dict.fromkeys(values)) + "]"
+    return "TEXT"
+
+
+def _check_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if value not in FORMATS:
+        raise InputError("format", value, f"must be one of {', '.join(FORMATS)}")
+    return value
+
+
+def format_options(with_full: bool = True) -> list[click.Option]:
+    """Output options of every report-printing command."""
+    options = [
+        click.Option(["--format", "-f", "fmt"], type=str, default="table", callback=_check_format,
+                     metavar="[table|json|markdown]", help="table, json or markdown. [default: table]"),
+        click.Option(["--json", "as_json"], is_flag=True, default=False, help="Same as --format json."),
+    ]
+    if with_full:
+        options.append(click.Option(["--full"], is_flag=True, default=False,
+                                    help="Show every section and every assumption (default: the answer first)."))
+    return options
+
+
+def emit(report: Any, fmt: str = "table", as_json: bool = False, full: bool = False) -> None:
+    """Render a Report to stdout in the chosen format."""
+    from gpuplan.report import render
+
+    if as_json or fmt == "json":
+        sys.stdout.write(render.to_json(report) + "\n")
+    elif fmt == "markdown":
+        sys.stdout.write(render.to_markdown(report))
+    elif full:
+        render.print_rich(report)
+    else:
+        render.print_summary(report)
+
+
+def raw_inputs(target: str | None, flags: dict[str, Any], schema: type) -> tuple[dict[str, Any], str | None]:
+    """The raw inputs of a job command: a plan file's fields (when ``target`` is one) overridden
+    by the flags given; a ``target`` that is not a plan file is the model. Returns (raw, where)."""
+    from gpuplan.adapters.plan_file import is_plan_file, read_plan_file
+
+    given = {k: v for k, v in flags.items() if v is not None}
+    raw: dict[str, Any] = {}
+    where = None
+    if is_plan_file(target):
+        raw, where = read_plan_file(target), str(target)
+        unknown = [k for k in raw if k not in schema.model_fields]
+        if unknown:
+            schema.parse({unknown[0]: raw[unknown[0]]}, where)  # raises: unknown field, with the valid ones
+    elif target is not None:
+        if "model" in given:
+            raise InputError("model", given["model"], f"given twice (also as the argument {target!r})")
+        given["model"] = target
+    if "model" in given or "params" in given:
+        raw = {k: v for k, v in raw.items() if k not in ("model", "params")}
+    return raw | given, where
+
+
+def job_command(name: str, schema: type, run: Callable[[Any], Any], help: str,
+                target_help: str = "A plan file (.yaml/.yml/.toml) or a model (catalog name, Hugging Face id, "
+                                   "config.json).") -> click.Command:
+    """A command that reads ``schema`` from a plan file and flags, runs ``run`` and prints its Report."""
+
+    def callback(target: str | None = None, fmt: str = "table", as_json: bool = False, full: bool = False,
+                 **flags: Any) -> None:
+        raw, where = raw_inputs(target, flags, schema)
+        report = run(schema.parse(raw, where))
+        if report is not None:
+            emit(report, fmt, as_json, full)
+
+    params: list[click.Parameter] = [click.Argument(["target"], required=False, metavar="[TARGET]")]
+    params += schema_options(schema) + format_options()
+    return click.Command(name, callback=callback, params=params, help=f"{help}\n\nTARGET: {target_help}",
+                         short_help=help.split(". ")[0].rstrip("."))

@@ -1,0 +1,29 @@
+"""`gpuplan validate`: the estimators against the packaged published runs."""
+
+import click
+
+HELP = ("Run the estimators over the packaged reference set of published runs and measurements; print the "
+        "error per kind. --out FILE also writes the accuracy tables (Markdown, e.g. docs/accuracy.md).")
+
+
+def command():
+    from gpuplan.commands.build import emit, format_options, schema_options
+    from gpuplan.jobs.validation.schema import ValidateInputs
+
+    def callback(fmt="table", as_json=False, full=False, **flags):
+        from gpuplan.jobs.validation.estimate import accuracy_markdown, validation_report
+
+        inputs = ValidateInputs.parse(flags)
+        if inputs.out:
+            from gpuplan.adapters.files import check_writable
+
+            check_writable(inputs.out)
+        report = validation_report()
+        if inputs.out:
+            from gpuplan.adapters.files import write_atomic
+
+            write_atomic(inputs.out, accuracy_markdown(report))
+        emit(report, fmt, as_json, full)
+
+    return click.Command("validate", callback=callback, params=schema_options(ValidateInputs) + format_options(),
+                         help=HELP, short_help="The estimators against published runs.")

@@ -1,0 +1,129 @@
+"""The inputs of ``gpuplan infer``: a model, a GPU and a layout, the load (context and
+concurrent sequences), the engine's memory settings and the efficiency factors."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import model_validator
+
+from gpuplan.core import inference as I
+from gpuplan.core import kv_cache as K
+from gpuplan.errors import InputError
+from gpuplan.schema import types as T
+from gpuplan.schema import vocabulary as V
+from gpuplan.schema.base import JobInputs
+
+GiB = 2**30
+QUANTIZATIONS = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
+KV_DTYPES = ("auto", *K.KV_DTYPE_BYTES)
+
+
+def _group(value: Any, info) -> int | None:
+    if isinstance(value, str) and value.strip().lower() in ("-1", "none"):
+        return None
+    if value == -1:
+        return None
+    return T.count(1 << 16, whole=True)(value, info)
+
+
+def _f(default, help: str, shown: str | None = None):
+    return V.field(default, help, shown)
+
+
+def _scaled(triple: tuple[float, float, float], value: float) -> tuple[float, float, float]:
+    """A user-set efficiency keeps the default's relative range around it."""
+    expected, low, high = triple
+    return value, value * low / expected, min(1.0, value * high / expected)
+
+
+ServingGib = T.typed(float, T.number(0, 64))
+
+
+class InferenceInputs(JobInputs):
+    """A model, a GPU and a layout, the load, and how the engine runs it."""
+
+    model: V.Model
+    params: V.Params
+    gpu: V.Gpu
+    gpus: V.GpuCount
+    tp: V.Tp
+    pp: V.Pp
+    context: Annotated[V.TokenLength | None, _f(None, "Tokens per sequence, prompt + output (e.g. 32K).",
+                                                "min(4096, model maximum)")]
+    output_tokens: Annotated[V.TokenLength | None, _f(None, "Generated tokens per sequence.",
+                                                      "min(256, context / 2)")]
+    batch: Annotated[V.Sequences, _f(1, "Concurrent sequences decoding together.")]
+    quantization: Annotated[T.choice(*QUANTIZATIONS), _f("auto", "Weight format: auto (the model's "
+                            "quantization_config or dtype), fp32, bf16, fp16, fp8, int8, int4.")]
+    group_size: Annotated[T.typed(int | None, _group), _f(128, "int4 group size (scale + zero per group); -1 = "
+                                                                "per channel.")]
+    kv_dtype: Annotated[T.choice(*KV_DTYPES), _f("auto", "KV-cache dtype: auto (the model's), bf16, fp16, fp8, "
+                                                          "fp32.")]
+    gpu_memory_utilization: Annotated[T.Fraction, _f(I.Runtime.gpu_memory_utilization, "vLLM-style share of "
+                                                     "GPU memory the engine may use.")]
+    block_size: Annotated[T.typed(int, T.count(1 << 16, whole=True)), _f(K.DEFAULT_BLOCK_SIZE,
+                                                                          "KV block size in tokens.")]
+    prefill_tokens: Annotated[V.TokenLength | None, _f(None, "Tokens per prefill step (max_num_batched_tokens).",
+                                                       "vLLM default for the GPU")]
+    max_num_seqs: Annotated[V.Sequences | None, _f(None, "Max sequences per step (the sampler profile).",
+                                                   "vLLM default for the GPU")]
+    cuda_graph_gib: Annotated[ServingGib, _f(I.Runtime.cuda_graphs / GiB, "CUDA-graph memory, GiB (0 = eager).")]
+    non_torch_gib: Annotated[ServingGib, _f(I.Runtime.non_torch / GiB, "Non-torch memory (CUDA context, "
+                                                                        "cuBLAS), GiB per GPU.")]
+    nccl_gib: Annotated[ServingGib, _f(I.Runtime.comm_buffers / GiB, "NCCL / custom all-reduce buffers when "
+                                                                      "tp·pp > 1, GiB per GPU.")]
+    driver_reserved_gib: Annotated[ServingGib, _f(I.Runtime.driver_reserved / GiB, "Memory not visible to CUDA, "
+                                                                                    "GiB.")]
+    bandwidth_efficiency: Annotated[T.Fraction | None, _f(None, "Decode HBM-bandwidth efficiency.", "0.65")]
+    compute_efficiency: Annotated[T.Fraction | None, _f(None, "Prefill compute efficiency (MFU).", "0.5")]
+    allreduce_latency_us: Annotated[T.typed(float, T.number(0, 1e4)) | None, _f(
+        None, "All-reduce latency over NVLink, us (x3 on PCIe).", "8")]
+    price: V.Price
+    search: Annotated[T.Bool, _f(True, "Search catalog GPUs x TP for configurations that serve the load.")]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> InferenceInputs:
+        if self.model is not None and self.params is not None:
+            raise InputError("model/params", f"{self.model} / {self.params:g}", "give either a model or --params, "
+                             "not both")
+        if self.gpus is not None and self.tp is not None and self.tp * (self.pp or 1) != self.gpus:
+            raise InputError("gpus", self.gpus, f"must equal tp x pp = {self.tp} x {self.pp or 1}")
+        if self.gpus is not None and self.tp is None and self.gpus % (self.pp or 1):
+            raise InputError("gpus", self.gpus, f"must be a multiple of pp = {self.pp}")
+        return self
+
+    @property
+    def model_params(self) -> tuple[str | None, float | None]:
+        if self.model is None and self.params is None:
+            return None, 7e9  # the article's 7B
+        return self.model, self.params
+
+    @property
+    def tp_degree(self) -> int:
+        """tp as given, else --gpus / pp, else 1."""
+        if self.tp is not None:
+            return self.tp
+        return (self.gpus or 1) // (self.pp or 1)
+
+    @property
+    def pp_degree(self) -> int:
+        return self.pp or 1
+
+    @property
+    def runtime(self) -> I.Runtime:
+        return I.Runtime(gpu_memory_utilization=self.gpu_memory_utilization,
+                         driver_reserved=self.driver_reserved_gib * GiB, non_torch=self.non_torch_gib * GiB,
+                         comm_buffers=self.nccl_gib * GiB, cuda_graphs=self.cuda_graph_gib * GiB,
+                         prefill_tokens=self.prefill_tokens, max_num_seqs=self.max_num_seqs)
+
+    @property
+    def efficiency(self) -> I.Efficiency:
+        eff = I.Efficiency()
+        if self.bandwidth_efficiency is not None:
+            eff = I.Efficiency(_scaled(eff.bandwidth, self.bandwidth_efficiency), eff.compute)
+        if self.compute_efficiency is not None:
+            eff = I.Efficiency(eff.bandwidth, _scaled(eff.compute, self.compute_efficiency))
+        if self.allreduce_latency_us is not None:
+            eff = I.Efficiency(eff.bandwidth, eff.compute, self.allreduce_latency_us * 1e-6)
+        return eff

@@ -1,0 +1,122 @@
+"""The inputs of ``gpuplan memory``: a model, a layout, how the step runs, and the overheads."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import model_validator
+
+from gpuplan.errors import InputError
+from gpuplan.schema import types as T
+from gpuplan.schema import vocabulary as V
+from gpuplan.schema.base import JobInputs
+
+GiB = 2**30
+DEFAULT_VERDICT_GPUS = ("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200-sxm", "b200", "mi300x")
+
+
+def _gpu_list(value, info) -> tuple[str, ...]:
+    items = value if isinstance(value, list | tuple) else str(value).split(",")
+    names = tuple(T.name(str(x), info) for x in items if str(x).strip())
+    if not names or len(names) > 64:
+        raise InputError("compare", value, "1 to 64 GPU names separated by commas, e.g. h100,b200")
+    return names
+
+
+def _f(default, help: str, shown: str | None = None):
+    return V.field(default, help, shown)
+
+
+class MemoryInputs(JobInputs):
+    """A model, a layout and how the step runs. ``gpus`` fixes the world size (dp is derived)."""
+
+    model: V.Model
+    params: V.Params
+    gpu: V.Gpu
+    compare: Annotated[T.typed(tuple[str, ...], _gpu_list, {"type": "string", "maxLength": 1000}),
+                       _f(DEFAULT_VERDICT_GPUS, "GPUs for the verdict table, separated by commas.")]
+    gpus: V.GpuCount
+    seq_len: V.SeqLen
+    micro_batch: V.MicroBatch
+    global_batch: V.GlobalBatch
+    dp: Annotated[V.Degree | None, _f(None, "Data-parallel degree (when --gpus is not given).", "gpus / (tp·pp·cp)")]
+    tp: V.Tp
+    pp: V.Pp
+    vpp: Annotated[V.Degree, _f(1, "Virtual pipeline stages per rank (interleaved schedule; needs pp > 1).")]
+    cp: Annotated[V.Degree, _f(1, "Context-parallel degree.")]
+    ep: V.Ep
+    zero: V.ZeroStage
+    shard_group: Annotated[V.Degree | None, _f(None, "HSDP: shard model states within this many ranks.",
+                                               "all data-parallel ranks")]
+    sequence_parallel: Annotated[T.Bool, _f(True, "Megatron sequence parallelism with tp > 1.")]
+    recipe: V.Recipe
+    optimizer: V.Optimizer
+    implementation: V.Implementation
+    attention_kernel: V.AttentionKernel
+    recompute: V.Recompute
+    dropout: Annotated[T.typed(float, T.number(0, 0.99)) | None, _f(None, "Dropout probability (masks are saved "
+                                                                       "when > 0).", "the model config's")]
+    finetune: Annotated[T.choice(*V.FINETUNES), _f("full", "full, lora or qlora (frozen base + adapters).")]
+    lora_rank: Annotated[V.Degree, _f(16, "LoRA rank (adapters on every linear layer).")]
+    offload_optimizer: Annotated[T.Bool, _f(False, "Optimizer states and master weights on the CPU "
+                                                   "(ZeRO-Offload).")]
+    moe_capacity_factor: Annotated[T.typed(float, T.number(1, 16)), _f(1.0, "MoE expert capacity factor "
+                                                                            "(1.0 = dropless, no padding).")]
+    margin: V.Margin
+    cuda_context_gib: Annotated[V.Gib, _f(0.5, "CUDA context + cuBLAS workspaces, GiB per GPU.")]
+    comm_buffer_gib: Annotated[V.Gib, _f(0.75, "NCCL buffers per parallel group in use, GiB per GPU.")]
+    calibration: V.Calibration
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MemoryInputs:
+        if self.model is not None and self.params is not None:
+            raise InputError("model/params", f"{self.model} / {self.params:g}", "give either a model or --params, "
+                             "not both")
+        if self.gpus is not None and self.dp is not None and self.dp * self.rest != self.gpus:
+            raise InputError("dp", self.dp, f"conflicts with --gpus {self.gpus}: dp x tp x pp x cp = "
+                             f"{self.dp * self.rest}; give one of --gpus and --dp")
+        if self.vpp > 1 and (self.pp or 1) == 1:
+            raise InputError("vpp", self.vpp, "needs pipeline parallelism (--pp > 1)")
+        return self
+
+    @property
+    def rest(self) -> int:
+        """GPUs per data-parallel replica: tp x pp x cp."""
+        return (self.tp or 1) * (self.pp or 1) * self.cp
+
+    @property
+    def model_params(self) -> tuple[str | None, float | None]:
+        if self.model is None and self.params is None:
+            return None, 7e9  # the article's 7B
+        return self.model, self.params
+
+    def layout(self):
+        """The ParallelLayout (dp from --gpus when given); ZeRO-1 by default when data-parallel."""
+        from gpuplan.core.parallel import ParallelLayout
+
+        if self.gpus is not None:
+            if self.gpus % self.rest:
+                raise InputError("gpus", self.gpus, f"must be a multiple of tp x pp x cp = {self.rest}")
+            dp = self.gpus // self.rest
+        else:
+            dp = self.dp or 1
+        zero = self.zero if self.zero is not None else (1 if dp * self.cp > 1 else 0)
+        return ParallelLayout(dp=dp, tp=self.tp or 1, pp=self.pp or 1, vpp=self.vpp, cp=self.cp, ep=self.ep or 1,
+                              zero=zero, shard_group=self.shard_group, micro_batch=self.micro_batch or 1,
+                              global_batch=self.global_batch, sequence_parallel=self.sequence_parallel)
+
+    def settings(self):
+        from gpuplan.core.memory import MemorySettings
+
+        return MemorySettings(seq_len=self.seq_len, recipe=self.recipe or V.DEFAULT_RECIPE, optimizer=self.optimizer,
+                              implementation=self.implementation,
+                              attention_kernel="eager" if self.attention_kernel == "eager" else "flash",
+                              recompute=self.recompute or "none", dropout=self.dropout, finetune=self.finetune,
+                              lora_rank=self.lora_rank, moe_capacity_factor=self.moe_capacity_factor,
+                              offload_optimizer=self.offload_optimizer)
+
+    def overheads(self):
+        from gpuplan.core.memory import Overheads
+
+        return Overheads(margin=self.margin, cuda_context=self.cuda_context_gib * GiB,
+                         comm_per_group=self.comm_buffer_gib * GiB)

@@ -1,0 +1,119 @@
+"""The inputs of ``gpuplan plan``: a model, a token budget, a GPU type and the GPU counts (or a
+deadline) to search, and the knobs of the step model."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import model_validator
+
+from gpuplan.errors import InputError
+from gpuplan.schema import types as T
+from gpuplan.schema import vocabulary as V
+from gpuplan.schema.base import JobInputs
+
+RANK_BY = ("time", "cost", "gpus")
+MAX_COUNTS = 4096
+"""GPU counts one plan may search (a list or a range): bounds the work per request."""
+
+
+def _one(value: Any, field: str) -> int:
+    return int(T.count(V.MAX_GPUS, whole=True)(value, None)) if not isinstance(value, str) else \
+        int(T.count(V.MAX_GPUS, whole=True)(value.strip(), None))
+
+
+def gpu_counts(value: Any, info=None) -> tuple[int, ...]:
+    """'1024' -> (1024,), '512-4096' -> the powers of two in range, '256,512,1024' -> those."""
+    try:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return (_one(value, "gpus"),)
+        if isinstance(value, list | tuple):
+            counts = tuple(_one(v, "gpus") for v in value)
+        else:
+            text = str(value).strip()
+            if "-" in text and not text.startswith("-"):
+                low, high = (_one(x, "gpus") for x in text.split("-", 1))
+                if low > high:
+                    raise InputError("gpus", text, "a range low-high with low <= high, e.g. 512-4096")
+                counts = tuple(c for c in (2**k for k in range(0, 24)) if low <= c <= high) or (low,)
+            else:
+                counts = tuple(_one(x, "gpus") for x in text.split(","))
+    except InputError as exc:
+        raise InputError("gpus", value, "whole GPU counts, e.g. 1024 or 256,512 or 512-4096"
+                         if "expected" in exc.expected else exc.expected) from None
+    if not counts or len(counts) > MAX_COUNTS:
+        raise InputError("gpus", value, f"1 to {MAX_COUNTS:,} GPU counts")
+    return tuple(dict.fromkeys(counts))
+
+
+def _f(default, help: str, shown: str | None = None):
+    return V.field(default, help, shown)
+
+
+GpuCounts = T.typed(tuple[int, ...], gpu_counts)
+Overlap = T.typed(float, T.number(0, 1))
+
+
+class PlanInputs(JobInputs):
+    """What the layout search needs."""
+
+    model: V.Model
+    params: V.Params
+    tokens: V.Tokens
+    gpu: V.Gpu
+    gpus: Annotated[GpuCounts | None, V.GPU_COUNT]
+    days: V.Days
+    global_batch_tokens: V.GlobalBatchTokens
+    seq_len: V.SeqLen
+    recipe: V.Recipe
+    implementation: V.Implementation
+    dtype: V.Dtype
+    rank_by: Annotated[T.choice(*RANK_BY), _f("time", "Rank layouts by time, cost or gpus.")]
+    top: Annotated[T.typed(int, T.count(1000, whole=True)), _f(10, "Layouts to show.")]
+    price: V.Price
+    margin: V.Margin
+    gpus_per_node: Annotated[V.Degree | None, _f(None, "GPUs per node (the scale-up domain).", "catalog")]
+    nic_gbit_per_gpu: Annotated[T.typed(float, T.number(0, 1e5, low_open=True)) | None, _f(
+        None, "Scale-out Gb/s per GPU.", "catalog, else 400")]
+    dp_overlap: Annotated[Overlap, _f(0.9, "Share of DP/FSDP communication hidden by overlap.")]
+    tp_overlap: Annotated[Overlap, _f(0.0, "Share of TP communication hidden (TP comm overlap, async TP).")]
+    attention_efficiency: Annotated[T.Fraction | None, _f(None, "Attention kernel efficiency of the dense peak.",
+                                                          "per GPU type")]
+    calibration: V.Calibration
+
+    @model_validator(mode="after")
+    def _one_model(self) -> PlanInputs:
+        if self.model is not None and self.params is not None:
+            raise InputError("model/params", f"{self.model} / {self.params:g}", "give either a model or --params, "
+                             "not both")
+        return self
+
+    @property
+    def model_params(self) -> tuple[str | None, float | None]:
+        if self.model is None and self.params is None:
+            return None, 7e9  # the article's 7B
+        return self.model, self.params
+
+    @property
+    def gpu_counts(self) -> tuple[int, ...]:
+        """Counts to search; not given: powers of two from 8 to 16,384."""
+        return self.gpus or tuple(2**k for k in range(3, 15))
+
+    @property
+    def batch_tokens(self) -> float:
+        return self.global_batch_tokens or 4 * 2**20  # Llama 2 (arXiv:2307.09288 Sec. 2.2): 4M tokens
+
+    @property
+    def recipe_name(self) -> str:
+        return self.recipe or V.DEFAULT_RECIPE
+
+    def step_settings(self):
+        from gpuplan.core.step import StepSettings
+
+        return StepSettings(dp_overlap=self.dp_overlap, tp_overlap=self.tp_overlap,
+                            attention_efficiency=self.attention_efficiency)
+
+    def overheads(self):
+        from gpuplan.core.memory import Overheads
+
+        return Overheads(margin=self.margin)

@@ -1,0 +1,106 @@
+"""The inputs of the training estimate (``gpuplan train``'s compute and time part; the Python
+API ``estimate_training``). Every field is a CLI flag, a plan-file key and an API body field."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import model_validator
+
+from gpuplan.errors import InputError
+from gpuplan.schema import types as T
+from gpuplan.schema import vocabulary as V
+from gpuplan.schema.base import JobInputs
+
+# Defaults, each shown in the report's assumptions with its source.
+DEFAULT_MFU = 0.40  # article: industry 30-50%, its example uses 40% on A100
+DEFAULT_COMM_ALLOWANCE = (0.10, 0.20, 0.30)  # article: add 10-30% at scale; midpoint expected
+DEFAULT_CONTINGENCY = 0.20  # article: 20% for restarts, tuning and hardware failures
+DEFAULT_DAYS = 7.0  # article: "to finish in 7 days"
+DEFAULT_PARAMS = 7e9  # article: the 7B example
+
+
+def _mfu(value: Any, info) -> Any:
+    if isinstance(value, str) and value.strip().lower() == "predicted":
+        return "predicted"
+    return T.fraction(value, info)
+
+
+Mfu = T.typed(float | Literal["predicted"], _mfu)
+
+
+class TrainingInputs(JobInputs):
+    """What a training estimate needs. Give at most two of gpus / days / mfu: the third is
+    solved (mfu defaults to 0.40 when only one of gpus / days is given; with neither, the
+    article's 7 days)."""
+
+    model: V.Model
+    params: V.Params
+    tokens: V.Tokens
+    gpu: V.Gpu
+    gpus: V.GpuCount
+    days: V.Days
+    mfu: Annotated[Mfu | None, V.field(None, "Model FLOPs utilisation, 0.4 or 40%, or 'predicted' (the MFU of "
+                                       "the planner's best layout on these GPUs).", "0.40 (the article)")]
+    dtype: V.Dtype
+    flops_method: Annotated[T.choice("6nd", "exact"), V.field("6nd", "FLOPs count: 6nd (the article's 6·N·D) or "
+                                                              "exact (attention and LM head included).")]
+    seq_len: V.SeqLen
+    attention_flops: Annotated[T.choice("full", "causal"), V.field(
+        "full", "Attention FLOPs convention of the exact count: full (PaLM/Megatron MFU) or causal (halved).")]
+    recompute: V.Recompute
+    comm_allowance: Annotated[V.Share | None, V.field(None, "Communication allowance on compute time, e.g. 0.2 or "
+                                                      "20% (0: the MFU is end-to-end).", "20% (10-30%)")]
+    contingency: Annotated[V.Share, V.field(DEFAULT_CONTINGENCY, "Bare contingency share of the compute "
+                                            "GPU-hours (the article's 20%).")]
+    recipe: V.Recipe
+    zero: V.ZeroStage
+    micro_batch: V.MicroBatch
+    tp: V.Tp
+    pp: V.Pp
+    calibration: V.Calibration
+
+    @model_validator(mode="after")
+    def _two_of_three(self) -> TrainingInputs:
+        if self.model is not None and self.params is not None:
+            raise InputError("model/params", f"{self.model} / {self.params:g}", "give either a model or --params, "
+                             "not both")
+        if self.gpus is not None and self.days is not None and self.mfu is not None:
+            raise InputError("gpus/days/mfu", "all three", "give at most two; the third is solved")
+        return self
+
+    # ---- resolved values (defaults that depend on other inputs) ---------------------------
+    @property
+    def model_params(self) -> tuple[str | None, float | None]:
+        """(model, params) with the article's bare 7B when neither was given."""
+        if self.model is None and self.params is None:
+            return None, DEFAULT_PARAMS
+        return self.model, self.params
+
+    @property
+    def predict_mfu(self) -> bool:
+        return self.mfu == "predicted"
+
+    @property
+    def mfu_value(self) -> float | None:
+        return None if self.mfu in (None, "predicted") else float(self.mfu)  # type: ignore[arg-type]
+
+    @property
+    def recipe_name(self) -> str:
+        return self.recipe or V.DEFAULT_RECIPE
+
+    @property
+    def recompute_mode(self) -> str:
+        return self.recompute or "none"
+
+    def builtin_defaults_used(self) -> list[str]:
+        """The article's defaults that filled missing inputs (shown as a note)."""
+        used = []
+        if self.model is None and self.params is None:
+            used.append("params=7B")
+        for name, text in (("tokens", "tokens=2T"), ("gpu", "gpu=a100")):
+            if name not in self.given:
+                used.append(text)
+        if self.gpus is None and self.days is None:
+            used.append("days=7")
+        return used

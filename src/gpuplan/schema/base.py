@@ -1,0 +1,97 @@
+"""The base of every job's input schema, and the translation of schema violations into the one
+error gpuplan shows everywhere (InputError: field, value, what would be valid).
+
+A job schema is a frozen pydantic model whose fields come from gpuplan.schema.vocabulary (shared
+options: same name, meaning and default in every command) or are the job's own. The CLI builds
+its options from the fields, plan files are checked against them, FastAPI uses the model as the
+request body, and the Python API constructs it directly: one schema, one set of messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from gpuplan.errors import InputError, closest_names
+
+
+def _where(loc: tuple, prefix: str | None) -> str:
+    field = ".".join(str(part) for part in loc) or "inputs"
+    return f"{prefix}: {field}" if prefix else field
+
+
+def input_error(exc: ValidationError, schema: type[BaseModel], prefix: str | None = None) -> InputError:
+    """The first violation of ``exc`` as an InputError naming the field (``prefix``: where the
+    value came from, e.g. a plan file's name)."""
+    return error_from_detail(exc.errors(include_url=False)[0], tuple(schema.model_fields), prefix)
+
+
+def error_from_detail(err: Mapping[str, Any], valid: tuple[str, ...] = (), prefix: str | None = None) -> InputError:
+    """One pydantic error (a dict of ``ValidationError.errors()``) as an InputError; ``valid``
+    names the fields to suggest for an unknown one. FastAPI's 422 uses this too, so the API and
+    the CLI print the same message."""
+    loc = tuple(part for part in err.get("loc", ()) if part not in ("body", "query"))
+    kind, value = err.get("type", ""), err.get("input")
+    original = (err.get("ctx") or {}).get("error")
+    if isinstance(original, InputError):
+        field = original.field if not loc else _where(loc, None)
+        if prefix:
+            field = f"{prefix}: {field}"
+        return InputError(field, original.value, original.expected)
+    field = _where(loc, prefix)
+    if kind == "extra_forbidden":
+        near = closest_names(str(loc[-1]) if loc else "", valid)
+        hint = f"did you mean {', '.join(near)}? " if near else ""
+        listing = f"valid fields: {', '.join(valid)}" if valid else "see the schema for the valid fields"
+        return InputError(field, value, f"unknown field; {hint}{listing}")
+    if kind == "literal_error":
+        expected = str((err.get("ctx") or {}).get("expected", "")).replace("'", "")
+        return InputError(field, value, f"must be one of {expected.replace(' or ', ', ')}")
+    if kind == "missing":
+        return InputError(field, None, "is required")
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return InputError(field, value, err.get("msg", "has the wrong type").lower())
+    message = str(err.get("msg", "is invalid"))
+    return InputError(field, value, message[len("Value error, "):] if message.startswith("Value error, ") else message)
+
+
+class JobInputs(BaseModel):
+    """Base of the job schemas: unknown fields refused, values immutable after checking.
+
+    Construct directly (``TrainingInputs(params="7B", tokens="2T")``) or with :meth:`parse` from
+    raw values; both raise InputError naming the first bad field."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True,
+                              validate_default=False, protected_namespaces=())
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise input_error(exc, type(self)) from None
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], where: str | None = None) -> Self:
+        """Check raw values (flags, plan-file fields, an API body); ``None`` means not given."""
+        if not isinstance(raw, Mapping):
+            raise InputError(where or "inputs", type(raw).__name__, "expected a mapping of field names to values")
+        data = {k: v for k, v in raw.items() if v is not None}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise input_error(exc, cls, where) from None
+
+    @property
+    def given(self) -> frozenset[str]:
+        """The fields the user set (the rest are defaults): marks assumptions as set."""
+        return frozenset(self.model_fields_set)
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` applied and checked again."""
+        return type(self)(**(self.given_values() | changes))
+
+    def given_values(self) -> dict[str, Any]:
+        """The fields the user set, as checked values (objects kept as they are)."""
+        return {name: getattr(self, name) for name in self.model_fields_set}

@@ -1,0 +1,201 @@
+"""Field types of the job schemas: what a user may type for each kind of quantity.
+
+Every type accepts the raw text of a flag or plan-file value ("7B", "2T", "8K", "40%", "7d",
+"true") and the JSON number or boolean an API body sends, and turns it into the base unit
+(parameters, tokens, seconds, days, fractions, bytes). Parsing is done by gpuplan.core.units, so
+the CLI, plan files, the web API and the Python API read a value the same way and refuse the
+same values with the same message (field, value, what would be valid).
+
+Refused everywhere: empty text, NaN and infinities (also "1e400", which overflows to inf),
+negative or zero counts, fractions where a whole number is needed ("4096.7"), doubled suffixes
+("8KK"), and values over a field's stated upper bound (so no count can overflow int64 later).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
+
+from gpuplan.core import units
+from gpuplan.errors import InputError
+
+# JSON schema of a value that may be typed with a unit ("2T") or sent as a number (2e12).
+NUMBER_OR_TEXT = {"anyOf": [{"type": "number"}, {"type": "string", "maxLength": 64}]}
+BOOL_OR_TEXT = {"anyOf": [{"type": "boolean"}, {"type": "string", "maxLength": 8}]}
+MAX_TEXT = 256
+"""Longest text value accepted (a model name, a path, a provider): longer is refused."""
+
+
+def _name(info: ValidationInfo | None) -> str:
+    return info.field_name if info is not None and info.field_name else "value"
+
+
+def _text(value: Any, field: str) -> str:
+    """A raw value as text; refuses empty text and over-long values."""
+    text = str(value).strip()
+    if not text:
+        raise InputError(field, value, "must not be empty")
+    if len(text) > 64:
+        raise InputError(field, value[:40] + "..." if isinstance(value, str) else value,
+                         "is too long for a number (at most 64 characters)")
+    return text
+
+
+def _finite(value: Any, field: str) -> None:
+    if isinstance(value, bool):
+        raise InputError(field, value, "expected a number, not true/false")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(field, value, "must be a finite number")
+
+
+def _bounded(number: float, value: Any, field: str, low: float, high: float, low_open: bool) -> float:
+    if not math.isfinite(number):
+        raise InputError(field, value, "must be a finite number")
+    if (number <= low if low_open else number < low) or number > high:
+        low_text = f"> {low:g}" if low_open else f">= {low:g}"
+        raise InputError(field, value, f"must be {low_text} and <= {high:g}")
+    return number
+
+
+def count(high: float, *, whole: bool = False, suffix_base: float = 1000.0):
+    """A positive count with an optional K/M/B/T suffix ("7B", "2T", 1.5e12), at most ``high``.
+    ``whole``: refuse fractions. ``suffix_base`` 1024 reads K/M as 2**10/2**20 (token lengths:
+    "8K" = 8,192, "128K" = 131,072 as model cards name contexts)."""
+
+    def parse(value: Any, info: ValidationInfo) -> float | int:
+        field = _name(info)
+        _finite(value, field)
+        if suffix_base == 1024 and not isinstance(value, int | float):
+            text = _text(value, field)
+            match = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*([kKmM])", text)
+            if match:
+                value = float(match.group(1)) * (1024 if match.group(2) in "kK" else 2**20)
+        elif not isinstance(value, int | float):
+            _text(value, field)
+        number = _bounded(units.parse_count(value, field), value, field, 0, high, True)
+        if whole:
+            if number != int(number):
+                raise InputError(field, value, "must be a whole number")
+            return int(number)
+        return number
+
+    return parse
+
+
+def number(low: float, high: float, *, low_open: bool = False, whole: bool = False):
+    """A plain number in [low, high] (or (low, high] with ``low_open``); no unit suffixes."""
+
+    def parse(value: Any, info: ValidationInfo) -> float | int:
+        field = _name(info)
+        _finite(value, field)
+        text = value if isinstance(value, int | float) else _text(value, field)
+        try:
+            parsed = float(text)
+        except (TypeError, ValueError):
+            raise InputError(field, value, f"expected a number between {low:g} and {high:g}") from None
+        parsed = _bounded(parsed, value, field, low, high, low_open)
+        if whole:
+            if parsed != int(parsed):
+                raise InputError(field, value, "must be a whole number")
+            return int(parsed)
+        return parsed
+
+    return parse
+
+
+def fraction(value: Any, info: ValidationInfo) -> float:
+    """'40%' or 0.4, in (0, 1]."""
+    field = _name(info)
+    _finite(value, field)
+    return units.parse_fraction(value if isinstance(value, int | float) else _text(value, field), field)
+
+
+def share(high: float = 5.0):
+    """An overhead share that may be 0 or above 1: '20%', 0.2, 0, 1.5 (at most ``high``)."""
+
+    def parse(value: Any, info: ValidationInfo) -> float:
+        field = _name(info)
+        _finite(value, field)
+        parsed = units.parse_allowance(value if isinstance(value, int | float) else _text(value, field), field)
+        return _bounded(parsed, value, field, 0, high, False)
+
+    return parse
+
+
+def days(value: Any, info: ValidationInfo) -> float:
+    """A wall-clock duration in days: 7, '7d', '36h', '2w' (a bare number is days)."""
+    field = _name(info)
+    _finite(value, field)
+    seconds = units.parse_duration(value if isinstance(value, int | float) else _text(value, field), field)
+    return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, 36_500, True)
+
+
+def seconds(high: float):
+    """A duration with a unit ('30min', '2h', '90s'); bare text such as '30' is refused (minutes
+    or days?), but 0 is 0 and a JSON number is seconds (the base unit)."""
+
+    def parse(value: Any, info: ValidationInfo) -> float:
+        field = _name(info)
+        _finite(value, field)
+        if isinstance(value, int | float):
+            return _bounded(float(value), value, field, 0, high, False)
+        text = _text(value, field)
+        if text in ("0", "0s"):
+            return 0.0
+        if re.fullmatch(r"[0-9]*\.?[0-9]+", text):
+            raise InputError(field, value, "give a unit, e.g. 30min, 2h or 90s")
+        return _bounded(units.parse_duration(text, field), value, field, 0, high, True)
+
+    return parse
+
+
+def boolean(value: Any, info: ValidationInfo) -> bool:
+    """true/false, yes/no, on/off, 1/0."""
+    field = _name(info)
+    if isinstance(value, bool):
+        return value
+    return units.parse_bool(_text(value, field) if not isinstance(value, int | float) else value, field)
+
+
+def word(value: Any, info: ValidationInfo) -> Any:
+    """A choice as typed: trimmed and lower-cased text (the Literal check follows)."""
+    if isinstance(value, str):
+        stripped = value.strip().lower()
+        if not stripped:
+            raise InputError(_name(info), value, "must not be empty")
+        return stripped
+    return value
+
+
+def name(value: Any, info: ValidationInfo) -> str:
+    """A catalog name, a Hugging Face id or a path: non-empty text without control characters."""
+    field = _name(info)
+    if not isinstance(value, str):
+        raise InputError(field, value, "expected a name (text)")
+    text = value.strip()
+    if not text:
+        raise InputError(field, value, "must not be empty")
+    if len(text) > MAX_TEXT:
+        raise InputError(field, text[:40] + "...", f"is longer than {MAX_TEXT} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise InputError(field, text, "must not contain control characters")
+    return text
+
+
+def choice(*values: str) -> Any:
+    """``Literal[values]`` read case-insensitively (the annotation of a choice field)."""
+    return Annotated[Literal[values], BeforeValidator(word)]  # type: ignore[valid-type]
+
+
+def typed(kind: Any, parser, schema: dict | None = None) -> Any:
+    """``kind`` parsed from raw text by ``parser``, with the JSON schema an API client sees."""
+    return Annotated[kind, BeforeValidator(parser), WithJsonSchema(schema or NUMBER_OR_TEXT)]
+
+
+Name = Annotated[str, BeforeValidator(name), WithJsonSchema({"type": "string", "maxLength": MAX_TEXT})]
+Bool = typed(bool, boolean, BOOL_OR_TEXT)
+Fraction = typed(float, fraction)
+Days = typed(float, days)

@@ -1,0 +1,125 @@
+"""The shared vocabulary: every option that more than one command takes, defined once.
+
+A job schema declares such a field with the alias below (``seq_len: SeqLen``), so the name,
+type, unit, range, default and help text are the same in every command, plan file and API body.
+tests/test_vocabulary.py walks every command and fails when an option name appears in two
+commands with different definitions; docs/cli.md lists this table.
+
+Where "not given" leads somewhere different per command, the help says so in one sentence.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, WithJsonSchema
+
+from gpuplan.core import memory as M
+from gpuplan.errors import InputError
+from gpuplan.schema import types as T
+
+DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+RECOMPUTE = ("none", "selective", "full")
+IMPLEMENTATIONS = ("hf", "megatron", "torchtitan")
+ATTENTION_KERNELS = ("flash", "sdpa", "eager")
+PRECISIONS = ("bf16", "fp32", "fp32-autocast")
+FINETUNES = ("full", "lora", "qlora")
+DEFAULT_RECIPE = "mixed"
+"""ZeRO paper Sec. 3.1: fp16/bf16 params and grads, fp32 master and Adam = 16 B/param."""
+DEFAULT_IMPLEMENTATION = "megatron"
+"""Flash attention with Korthikanti et al. 2022's per-layer accounting (docs/memory.md)."""
+
+# Upper bounds: far above any real run, low enough that no product overflows int64 or a float.
+MAX_GPUS = 10_000_000
+MAX_DEGREE = 1 << 20
+MAX_TOKENS = 1e18
+MAX_SEQ_LEN = 1 << 24
+MAX_BATCH = 1 << 30
+
+
+def field(default: Any, help: str, shown: str | None = None, **extra: Any) -> Any:
+    """A Field with its help text; ``shown`` is the default as --help prints it when the schema
+    default is None (derived from other inputs)."""
+    schema_extra = {"default_text": shown} if shown is not None else {}
+    return Field(default=default, description=help, json_schema_extra=schema_extra or None, **extra)
+
+
+def option(kind: Any, default: Any, help: str, shown: str | None = None) -> Any:
+    """A shared option: ``kind`` (an annotated type) with its Field."""
+    return Annotated[kind, field(default, help, shown)]
+
+
+def _calibration(value: Any, info) -> Any:
+    """A calibration: a Calibration, its JSON document (a mapping), or a path to one."""
+    from gpuplan.calibrate.model import Calibration, calibration_from_dict, load_calibration
+
+    if value is None or isinstance(value, Calibration):
+        return value
+    if isinstance(value, dict):
+        return calibration_from_dict(value, "calibration")
+    if isinstance(value, str):
+        return load_calibration(T.name(value, info))
+    raise InputError("calibration", type(value).__name__, "expected a calibration file path or its JSON document")
+
+
+Count = T.typed(float, T.count(MAX_TOKENS))
+Gpus = T.typed(int, T.count(MAX_GPUS, whole=True))
+Degree = T.typed(int, T.count(MAX_DEGREE, whole=True))
+TokenLength = T.typed(int, T.count(MAX_SEQ_LEN, whole=True, suffix_base=1024))
+Sequences = T.typed(int, T.count(MAX_BATCH, whole=True))
+Zero = T.typed(int, T.number(0, 3, whole=True))
+Usd = T.typed(float, T.number(0, 1e6, low_open=True))
+Share = T.typed(float, T.share())
+Gib = T.typed(float, T.number(0, 4096))
+CalibrationDoc = Annotated[Any, BeforeValidator(_calibration),
+                           WithJsonSchema({"anyOf": [{"type": "object"}, {"type": "string", "maxLength": 256}]})]
+
+# ---- what is trained or served --------------------------------------------------------------
+Model = option(T.Name | None, None, "Model: a catalog name (`gpuplan catalog models`), a Hugging Face id "
+               "(org/name), or a config.json or a folder holding one.", "--params 7B (the article's)")
+Params = option(Count | None, None, "Bare parameter count instead of a model, e.g. 7B (a generic Llama-style "
+                "shape whose heads divide 8).")
+Tokens = option(Count, 2e12, "Training tokens, e.g. 2T.", "2T")
+SeqLen = option(TokenLength, 4096, "Tokens per sequence; K = 1,024 (8K = 8,192).")
+
+# ---- hardware and time ----------------------------------------------------------------------
+Gpu = option(T.Name, "a100", "Accelerator: catalog id or alias (`gpuplan catalog gpus`).")
+GPU_COUNT = field(None, "Total GPUs; `plan` also takes a list (256,512) or a range (512-4096). Not given: "
+                  "solved from --days (train), searched by `plan`, 1 elsewhere.", "derived")
+GpuCount = Annotated[Gpus | None, GPU_COUNT]
+Days = option(T.Days | None, None, "Wall-clock deadline: 7, 7d, 36h or 2w (a bare number is days).")
+Dtype = option(T.choice(*DTYPES), "bf16", "Compute dtype whose dense peak FLOP/s is used: bf16, fp16, fp8, tf32, "
+               "fp32.")
+Price = option(Usd | None, None, "On-demand USD per GPU-hour (overrides the price catalog).", "price catalog")
+
+# ---- layout ---------------------------------------------------------------------------------
+Tp = option(Degree | None, None, "Tensor-parallel degree. Not given: searched by `plan`, 1 elsewhere.", "1")
+Pp = option(Degree | None, None, "Pipeline-parallel degree. Not given: searched by `plan`, 1 elsewhere.", "1")
+Ep = option(Degree | None, None, "Expert-parallel degree (MoE). Not given: searched by `plan`, 1 elsewhere.", "1")
+ZeroStage = option(Zero | None, None, "ZeRO stage 0-3 (3 = FSDP full shard). Not given: 1 when data-parallel, "
+                   "else 0 (calibrate: the log format's).", "1 if data-parallel")
+MicroBatch = option(Sequences | None, None, "Sequences per micro-batch. Not given: searched by `plan`, 1 "
+                    "elsewhere.", "1")
+GlobalBatch = option(Sequences | None, None, "Sequences per optimizer step (x --seq-len tokens).", "derived")
+GlobalBatchTokens = option(T.typed(float, T.count(1e12)) | None, None, "Tokens per optimizer step, e.g. 4M "
+                           "(Llama 2's 4M tokens = 4 x 2^20).", "4,194,304")
+Recompute = option(T.choice(*RECOMPUTE) | None, None, "Activation recompute: none, selective or full. Not given: "
+                   "searched by `plan`, none elsewhere.", "none")
+
+# ---- precision and memory -------------------------------------------------------------------
+Recipe = option(T.choice(*M.RECIPES) | None, None, f"Precision recipe of the model states: {', '.join(M.RECIPES)}. "
+                "Not given: mixed (calibrate: the log format's).", "mixed")
+Optimizer = option(T.choice(*M.OPTIMIZERS), "adamw", f"Optimizer: {', '.join(M.OPTIMIZERS)}.")
+Implementation = option(T.choice(*IMPLEMENTATIONS), DEFAULT_IMPLEMENTATION, "Activation implementation: hf (transformers "
+                        "modules), megatron or torchtitan.")
+AttentionKernel = option(T.choice(*ATTENTION_KERNELS), "flash", "Attention kernel: flash (= sdpa: saves q, k, v, "
+                         "out and the log-sum-exp) or eager (materialised s x s scores).")
+Precision = option(T.choice(*PRECISIONS), "bf16", "Trial precision: bf16 (pure), fp32, or fp32-autocast (fp32 "
+                   "params, bf16 compute).")
+Margin = option(T.typed(float, T.share(0.9)), 0.15, "Memory kept free for fragmentation and framework overhead, "
+                "e.g. 0.15 or 15% (the article: 15-20%).")
+Calibration = option(CalibrationDoc | None, None, "Calibration from `gpuplan calibrate` (a file path; the API "
+                     "takes the JSON document).")
+
+# ---- outputs --------------------------------------------------------------------------------
+Out = option(T.Name | None, None, "File to write (atomically: a temporary file renamed into place).")
