@@ -93,7 +93,7 @@ def test_malformed_config_json(run_cli, tmp_path):
 def test_catalog_listings(run_json):
     models = run_json("catalog", "models")["tables"]["models"]
     assert len(models) >= 40
-    gpus = run_json("catalog", "gpus", "--search", "h100")["tables"]["accelerators"]
+    gpus = run_json("catalog", "gpus", "--filter", "h100")["tables"]["accelerators"]
     assert {g["id"] for g in gpus} >= {"h100-sxm", "h100-pcie"}
 
 

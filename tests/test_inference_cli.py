@@ -29,8 +29,10 @@ def test_default_is_the_articles_7b(infer):
 
 
 def test_table_and_markdown(infer):
-    code, out, _ = infer("llama-3.1-8b", "--gpu", "l4", "--context", "8K", "--no-search")
+    code, out, _ = infer("llama-3.1-8b", "--gpu", "l4", "--context", "8K", "--no-search", "--full")
     assert code == 0 and "KV cache" in out and "Speed (roofline" in out and "Traceback" not in out
+    code, out, _ = infer("llama-3.1-8b", "--gpu", "l4", "--context", "8K", "--no-search")
+    assert code == 0 and "time per output token" in out and "--full:" in out  # the answer first
     code, out, _ = infer("--model", "mixtral-8x7b", "--gpus", "2", "--gpu", "h100", "--format", "markdown")
     assert code == 0 and out.startswith("# Serving mixtral-8x7b on 2 x") and "| smallest configuration |" in out
 

@@ -6,6 +6,7 @@ import pytest
 from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core import comm as C
 from gpuplan.core import memory as M
+from gpuplan.core.memory_bulk import bulk_peak_memory
 from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.core.step import StepSettings, gemm_efficiency, step_time
 from gpuplan.core.topology import cluster_for
@@ -71,7 +72,7 @@ def test_bulk_memory_equals_the_single_estimate(layout, recompute):
     check_layout(spec, layout)
     scalar = M.peak_memory(spec, layout, settings).allocated
     f = lambda v: np.array([float(v)])  # noqa: E731
-    bulk = M.bulk_peak_memory(spec, settings, dp=f(layout.dp), tp=f(layout.tp), pp=f(layout.pp), vpp=f(layout.vpp),
+    bulk = bulk_peak_memory(spec, settings, dp=f(layout.dp), tp=f(layout.tp), pp=f(layout.pp), vpp=f(layout.vpp),
                               cp=f(layout.cp), ep=f(layout.ep), zero=np.array([layout.zero]),
                               micro_batch=f(layout.micro_batch), micro_batches=f(layout.micro_batches_per_step))
     assert bulk[0] == pytest.approx(scalar, rel=2e-3)  # norms are split by tp in bulk only (<0.1%)

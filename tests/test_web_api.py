@@ -227,7 +227,7 @@ def test_catalogs(client):
     from gpuplan.catalog import hardware_entries, model_entries
 
     models = client.get("/api/catalog/models").json()["tables"]["models"]
-    gpus = client.get("/api/catalog/gpus", params={"search": "h100"}).json()["tables"]["accelerators"]
+    gpus = client.get("/api/catalog/gpus", params={"filter": "h100"}).json()["tables"]["accelerators"]
     assert len(models) == len(model_entries())
     assert gpus and all("h100" in (r["id"] + r["aliases"]).lower() for r in gpus)
     assert len(gpus) < len(hardware_entries())

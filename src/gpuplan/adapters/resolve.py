@@ -1,9 +1,12 @@
-"""Turn what a user typed (a catalog name, a config.json path, a bare parameter count, a GPU
-name) into core specs. The only place that decides how a model or GPU name is looked up."""
+"""Turn what a user typed (a catalog name, a Hugging Face id, a config.json path, a bare
+parameter count, a GPU name) into core specs. The only place that decides how a model or GPU
+name is looked up, in this order: a catalog id, a catalog model's ``hf_repo``, an existing file
+or folder, a Hub id (its config.json fetched), else "not in the catalog" with suggestions."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
@@ -11,10 +14,39 @@ from gpuplan.core.units import parse_count
 from gpuplan.errors import InputError
 
 
+def _is_path(model: str) -> bool:
+    if model.endswith(".json"):
+        return True
+    try:
+        return Path(model).exists()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
+
+
+def model_config(model: str) -> tuple[dict[str, Any], str, str]:
+    """(HF config dict, model name, source) for a catalog name or hf_repo, a config.json (or a
+    folder holding one), or a Hub id."""
+    from gpuplan.adapters import hub
+    from gpuplan.adapters.hf_config import load_hf_config
+    from gpuplan.catalog import find_model_entry, model_entry
+
+    entry = find_model_entry(model)
+    if entry is not None:
+        return entry["config"], entry["id"], entry["config_source"]
+    if _is_path(model):
+        path = Path(model)
+        return load_hf_config(path), path.stem if path.is_file() else path.name, str(path)
+    if hub.is_hub_id(model):
+        config, where = hub.fetch_config(model)
+        return config, model.rsplit("/", 1)[-1], f"huggingface.co/{model} (config.json, cached at {where})"
+    entry = model_entry(model)  # raises: not in the catalog, with suggestions
+    return entry["config"], entry["id"], entry["config_source"]
+
+
 def resolve_model(model: str | None = None, params: str | float | None = None) -> ModelSpec:
-    """A catalog id, a config.json (or folder holding one), or a bare parameter count."""
+    """A catalog id or hf_repo, a config.json (or folder holding one), a Hub id, or a bare
+    parameter count."""
     from gpuplan.adapters import hf_config
-    from gpuplan.catalog import load_model
 
     if model and params:
         raise InputError("model/params", f"{model} / {params}", "give either a model or --params, not both")
@@ -22,13 +54,9 @@ def resolve_model(model: str | None = None, params: str | float | None = None) -
         return hf_config.generic_dense_spec(parse_count(params, "params"))
     if not model:
         raise InputError("model", model, "give a catalog name (see `gpuplan catalog models`), "
-                         "a config.json path, or --params such as 7B")
-    path = Path(model)
-    if model.endswith(".json") or path.is_dir() or path.is_file():
-        config = hf_config.load_hf_config(path)
-        return hf_config.model_spec_from_hf_config(config, name=path.stem if path.is_file() else path.name,
-                                                   source=str(path))
-    return load_model(model)
+                         "a Hugging Face id, a config.json path, or --params such as 7B")
+    config, name, source = model_config(model)
+    return hf_config.model_spec_from_hf_config(config, name=name, source=source)
 
 
 def resolve_gpu(gpu: str) -> Accelerator:

@@ -33,13 +33,28 @@ def model_entries() -> dict[str, dict[str, Any]]:
     return entries
 
 
-def model_entry(name: str) -> dict[str, Any]:
-    """The catalog entry for ``name`` (case-insensitive id); InputError with suggestions."""
-    entries = model_entries()
+@cache
+def _hf_repos() -> dict[str, str]:
+    """Lower-cased Hugging Face id -> catalog id."""
+    return {str(e["hf_repo"]).lower(): model_id for model_id, e in model_entries().items() if e.get("hf_repo")}
+
+
+def find_model_entry(name: str) -> dict[str, Any] | None:
+    """The catalog entry whose id or Hugging Face id is ``name`` (case-insensitive), else None."""
     key = name.strip().lower()
+    entries = model_entries()
     if key in entries:
         return entries[key]
-    raise unknown_name_error("model", name, entries)
+    model_id = _hf_repos().get(key)
+    return entries[model_id] if model_id else None
+
+
+def model_entry(name: str) -> dict[str, Any]:
+    """The catalog entry for ``name`` (id or hf_repo, case-insensitive); InputError with suggestions."""
+    entry = find_model_entry(name)
+    if entry is None:
+        raise unknown_name_error("model", name, model_entries())
+    return entry
 
 
 def load_model(name: str) -> ModelSpec:

@@ -15,7 +15,7 @@ def command():
             from gpuplan.jobs.catalog.listing import gpu_catalog_report, model_catalog_report
 
             inputs = CatalogInputs.parse(flags)
-            report = (model_catalog_report if kind == "models" else gpu_catalog_report)(inputs.search)
+            report = (model_catalog_report if kind == "models" else gpu_catalog_report)(inputs.filter)
             emit(report, fmt, as_json, True)  # a listing is its own answer: always in full
 
         return click.Command(kind, callback=callback, params=schema_options(CatalogInputs) + format_options(with_full=False),

@@ -17,89 +17,15 @@ from gpuplan.core.model import (
     norm_params,
 )
 from gpuplan.core.parallel import ParallelLayout
-from gpuplan.errors import InputError
+from gpuplan.core.precision import (  # noqa: F401 - the recipe tables are part of this module's vocabulary
+    OPTIMIZERS,
+    RECIPES,
+    OptimizerSpec,
+    PrecisionRecipe,
+    lookup,
+)
 
 GiB = 2**30
-
-
-@dataclass(frozen=True)
-class PrecisionRecipe:
-    """Bytes per parameter of each model-state copy."""
-
-    name: str
-    weight_bytes: float
-    """The parameters as the module holds them."""
-    grad_bytes: float
-    master_bytes: float
-    """A separate fp32 master copy (0 when the parameters themselves are the master)."""
-    state_bytes: float
-    """One optimizer state element (Adam keeps two per parameter)."""
-    compute_bytes: int = 2
-    """Activations and gathered FSDP units (bf16 = 2)."""
-    persistent_grads: bool = False
-    """Gradient buffers live for the whole step (Megatron/DeepSpeed contiguous buffers) rather
-    than being freed by zero_grad(set_to_none=True)."""
-    autocast_weight_copies: bool = False
-    """fp32 parameters under torch.autocast: bf16 copies of matmul weights are saved for backward."""
-    fp8_weight_bytes: float = 0.0
-    """Transformer Engine keeps FP8 copies (and transposes) of linear weights."""
-    optimizer_impl: str = "foreach"
-    source: str = ""
-
-    def bytes_per_param(self, states: float) -> float:
-        return self.weight_bytes + self.grad_bytes + self.master_bytes + states * self.state_bytes
-
-
-RECIPES: dict[str, PrecisionRecipe] = {r.name: r for r in (
-    PrecisionRecipe("article", 2, 4, 0, 4, optimizer_impl="fused",
-                    source="the article: weights 2Ψ + gradients 4Ψ + AdamW states 8Ψ = 14Ψ"),
-    PrecisionRecipe("mixed", 2, 2, 4, 4, persistent_grads=True, optimizer_impl="fused",
-                    source="ZeRO (Rajbhandari et al. 2020) Sec. 3.1: fp16 params + grads, fp32 master + Adam = 16Ψ"),
-    PrecisionRecipe("megatron", 2, 4, 4, 4, persistent_grads=True, optimizer_impl="fused",
-                    source="Megatron-LM distributed-optimizer docs: bf16 params, fp32 main grads, fp32 master + "
-                           "Adam = 18 B/param; --zero 1 gives the distributed optimizer's 6 + 12/d"),
-    PrecisionRecipe("fsdp2", 4, 4, 0, 4, source="torchtitan default: fp32 sharded params, "
-                    "MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)"),
-    PrecisionRecipe("amp", 4, 4, 0, 4, autocast_weight_copies=True,
-                    source="plain PyTorch: fp32 params + torch.autocast(bf16)"),
-    PrecisionRecipe("bf16", 2, 2, 0, 2, source="pure bf16: params, grads and optimizer states in bf16"),
-    PrecisionRecipe("fp32", 4, 4, 0, 4, compute_bytes=4, source="fp32 everything"),
-    PrecisionRecipe("fp8", 2, 4, 4, 4, persistent_grads=True, fp8_weight_bytes=2.0, optimizer_impl="fused",
-                    source="Transformer Engine FP8 linears (fp8 weight + transpose caches) with Megatron's "
-                           "bf16/fp32 optimizer"),
-)}
-
-
-@dataclass(frozen=True)
-class OptimizerSpec:
-    name: str
-    matrix_states: float
-    """State elements per parameter of a 2-D hidden weight matrix."""
-    other_states: float
-    """State elements per parameter of embeddings, LM head, norms and biases."""
-    fixed_state_bytes: float | None = None
-    """Bytes per state element when the optimizer fixes it (8-bit Adam: 1)."""
-    overhead_bytes_per_param: float = 0.0
-    source: str = ""
-
-
-OPTIMIZERS: dict[str, OptimizerSpec] = {o.name: o for o in (
-    OptimizerSpec("adamw", 2, 2, source="Loshchilov & Hutter 2019: exp_avg and exp_avg_sq"),
-    OptimizerSpec("adam8bit", 2, 2, fixed_state_bytes=1, overhead_bytes_per_param=2 * 4 / 2048,
-                  source="Dettmers et al. 2022 (bitsandbytes): 8-bit states, one fp32 absmax per 2048-block"),
-    OptimizerSpec("sgd", 1, 1, source="SGD with momentum: one buffer"),
-    OptimizerSpec("lion", 1, 1, source="Chen et al. 2023 (Lion): one momentum buffer"),
-    OptimizerSpec("adafactor", 0, 1, source="Shazeer & Stern 2018: factored second moment, O(rows+cols) per "
-                  "matrix (counted as 2/hidden per parameter), no momentum"),
-    OptimizerSpec("muon", 1, 2, source="Jordan et al. 2024 (Muon): momentum on hidden matrices; AdamW on "
-                  "embeddings, head, norms (Moonlight, Liu et al. 2025)"),
-)}
-
-
-def lookup(table: dict, name: str, field: str):
-    if name not in table:
-        raise InputError(field, name, f"must be one of {', '.join(table)}")
-    return table[name]
 
 
 @dataclass(frozen=True)
@@ -412,94 +338,3 @@ def largest_micro_batch(spec: ModelSpec, layout: ParallelLayout, settings: Memor
 def usable_bytes(capacity: float, overheads: Overheads, layout: ParallelLayout) -> float:
     """What the allocator may use: capacity x (1 - margin) - CUDA context - NCCL buffers."""
     return capacity * (1 - overheads.margin) - overheads.fixed_bytes(layout)
-
-
-
-def bulk_peak_memory(spec: ModelSpec, settings: MemorySettings, *, dp, tp, pp, vpp, cp, ep, zero, micro_batch,
-                     micro_batches):
-    """``peak_memory`` for many layouts at once (numpy arrays of degrees; sequence parallelism on).
-
-    Built from the same component functions as the scalar path (params per layer, activation bytes
-    per token, outside-layer bytes, FSDP working set, optimizer temporaries) so the two agree;
-    tests/test_planner.py checks them against each other. MoE layers are spread evenly over stages.
-    Returns allocated peak bytes on the worst of the first and last stage.
-    """
-    recipe = lookup(RECIPES, settings.recipe, "recipe")
-    optimizer = lookup(OPTIMIZERS, settings.optimizer, "optimizer")
-    one = stage_params(spec, ParallelLayout(), 0)  # whole model on one GPU, for per-layer figures
-    h, L = spec.hidden_size, spec.num_layers
-    k = declared_scale(spec)
-    root_embed = k * (spec.vocab_size + spec.learned_positions) * h  # positions: split by tp here (tiny)
-    root_head = k * (norm_params(spec, h) + (spec.vocab_size * h if not spec.tie_embeddings else 0))
-    experts_total = one.experts
-    layer_dense = (one.dense - root_embed - root_head) / L  # attention + norms + dense MLP/shared/router
-    layer_matrix_dense = (one.matrices - experts_total) / L
-    moe_share = spec.num_moe_layers / L
-    dropout = spec.dropout if settings.dropout is None else settings.dropout
-    autocast = recipe.autocast_weight_copies
-    kw = dict(impl=settings.implementation, kernel=settings.attention_kernel, compute_bytes=recipe.compute_bytes,
-              dropout=dropout, autocast=autocast)
-    act_token_layer = A.saved_bytes_per_token(spec, settings.seq_len, L, spec.num_moe_layers,
-                                              recompute=settings.recompute,
-                                              capacity_factor=settings.moe_capacity_factor, **kw) / L
-    recomputed = A.recomputed_layer_bytes_per_token(spec, settings.seq_len, spec.num_moe_layers, **kw)
-    outside = A.outside_layer_bytes(spec, impl=settings.implementation, compute_bytes=recipe.compute_bytes,
-                                    autocast=autocast)
-    matrix_share_states = optimizer.matrix_states if optimizer.name != "adafactor" else 2 / h
-    state_elem = optimizer.fixed_state_bytes or recipe.state_bytes
-    shards = dp * cp
-    expert_shards = (shards // ep) + (shards < ep)
-    tokens = micro_batch * settings.seq_len / cp
-    in_flight_raw = pp * (1 + (pp - 1) / (pp * vpp)) * (vpp > 1) + pp * (vpp == 1)
-    in_flight = _bulk_min(in_flight_raw, micro_batches)
-    base, extra = L // pp, L % pp
-    results = []
-    for first, last in ((True, pp == 1), (False, True)):
-        layers = base + (extra > 0) if first else base + (pp == 1) * extra
-        dense = layers * layer_dense / tp + (root_embed / tp if first else 0) + last * (
-            root_head / tp + (spec.tie_embeddings and True) * (pp > 1) * root_embed / tp)
-        experts = layers * moe_share * experts_total / L / ep
-        matrices = layers * (layer_matrix_dense / tp + moe_share * experts_total / L / ep)
-        total = dense + experts
-        matrix_frac = matrices / total
-        states_per = matrix_frac * matrix_share_states + (1 - matrix_frac) * optimizer.other_states
-        per_param_opt = states_per * state_elem + optimizer.overhead_bytes_per_param
-
-        def sharded(stage):
-            on = zero >= stage
-            return on * (dense / shards + experts / expert_shards) + (1 - on) * total
-
-        weights = recipe.weight_bytes * sharded(3)
-        grads = recipe.grad_bytes * sharded(2)
-        master = 0.0 if settings.offload_optimizer else recipe.master_bytes * sharded(1)
-        opt = 0.0 if settings.offload_optimizer else per_param_opt * sharded(1)
-        stage_in_flight = in_flight if first else _bulk_max(1.0, in_flight - (pp - 1) * (vpp == 1))
-        scale = settings.activation_scale
-        acts = act_token_layer * layers / tp * tokens * stage_in_flight * scale
-        out_saved = last * outside.saved / tp * tokens * scale
-        loss_temp = last * outside.backward_temp / tp * tokens * scale
-        head = last * k * spec.vocab_size * h / tp
-        copies = matrices * recipe.fp8_weight_bytes + (matrices + head) * 2.0 * autocast
-        largest = layer_dense / tp + moe_share * experts_total / L / ep
-        root = (root_embed / tp if first else 0) + last * root_head / tp
-        working = (zero >= 3) * (shards > 1) * recipe.compute_bytes * (root + largest)
-        grads_fwd = grads * (recipe.persistent_grads or False) + grads * (not recipe.persistent_grads) * (
-            micro_batches > 1)
-        resident = weights + master + opt
-        bwd = resident + grads_fwd + working + acts + out_saved + loss_temp + copies
-        if settings.recompute == "full":
-            bwd = _bulk_max(bwd, bwd - loss_temp + recomputed / tp * tokens * scale)
-        step_temp = 0.0
-        if settings.finetune == "full" and not settings.offload_optimizer and recipe.optimizer_impl == "foreach":
-            step_temp = (zero >= 1) * total / shards + (zero < 1) * total
-            step_temp = step_temp * max(recipe.state_bytes, recipe.master_bytes or recipe.weight_bytes)
-        results.append(_bulk_max(bwd, resident + grads + step_temp))
-    return _bulk_max(results[0], results[1])
-
-
-def _bulk_min(a, b):
-    return a - (a - b) * (a > b)
-
-
-def _bulk_max(a, b):
-    return a + (b - a) * (b > a)

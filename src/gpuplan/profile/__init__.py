@@ -4,11 +4,11 @@
 extra) are imported when :func:`measure_training_memory` runs. See docs/measure.md.
 """
 
+from gpuplan.profile.extrapolate import extrapolate_to_depth
 from gpuplan.profile.measure import (
     CATEGORIES,
     PHASES,
     MemoryMeasurement,
-    extrapolate_to_depth,
     measure_training_memory,
 )
 

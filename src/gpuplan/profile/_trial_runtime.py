@@ -156,13 +156,13 @@ def parallelize(rt: Runtime, model, parallelism: str, precision: str):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    from gpuplan.profile.measure import _decoder_layers
+    from gpuplan.profile.fake_distributed import decoder_layers
 
     mesh = init_device_mesh(rt.device_type, (rt.world_size,))
     mp = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
           if precision == "fp32-autocast" else MixedPrecisionPolicy())
     n_layers = model.config.get_text_config().num_hidden_layers
-    layers = _decoder_layers(model, n_layers)
+    layers = decoder_layers(model, n_layers)
     if len(layers) != n_layers:
         raise InputError("parallelism", "fsdp2", f"a model whose {n_layers} decoder layers can be found; use ddp")
     for layer in layers:

@@ -26,6 +26,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from gpuplan.errors import InputError
+from gpuplan.profile.fake_distributed import enter_fake_process_group, shard
 
 PRECISIONS = ("bf16", "fp32-autocast")
 OPTIMIZERS = ("adamw", "adam", "sgd")
@@ -155,20 +156,6 @@ def _build_config(transformers, hf_config: Mapping, num_layers: int | None):
     return config, text, full_layers
 
 
-def _decoder_layers(model, n_layers: int):
-    """The repeated decoder blocks: HF's _no_split_modules classes, else the longest ModuleList."""
-    import torch
-
-    names = set(getattr(model, "_no_split_modules", None) or ())
-    layers = [m for m in model.modules() if type(m).__name__ in names]
-    if len(layers) == n_layers:
-        return layers
-    lists = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == n_layers]
-    if lists:
-        return list(lists[0])
-    return layers
-
-
 def _make_optimizer(torch, params, optimizer: str, foreach: bool):
     if optimizer == "adamw":
         return torch.optim.AdamW(params, lr=1e-4, foreach=foreach)
@@ -277,7 +264,7 @@ def _measure(
 
         mesh = None
         if fsdp:  # the device mesh is built from a real tensor: before FakeTensorMode
-            mesh = _enter_fake_process_group(stack, world_size, _patch_sharding_fake_mode)
+            mesh = enter_fake_process_group(stack, world_size, _patch_sharding_fake_mode)
 
         # Trap 6: device stays "cpu"; fake "cuda" aborts the process on a CPU build of torch.
         stack.enter_context(FakeTensorMode())
@@ -308,7 +295,7 @@ def _measure(
 
         mixed = "none" if precision == "bf16" else ("fsdp-mp-policy" if fsdp else "autocast")
         if fsdp:
-            _shard(model, n_layers, mesh, torch, precision)
+            shard(model, n_layers, mesh, torch, precision)
 
         opt = _make_optimizer(torch, model.parameters(), optimizer, foreach)
         input_ids = torch.randint(0, vocab, (micro_batch, seq_len), dtype=torch.long)
@@ -415,126 +402,3 @@ def _measure(
         phase_max_by_category=phase_max,
         raw_at_peak=raw_at_peak,
     )
-
-
-def _enter_fake_process_group(stack, world_size, patch_sharding_fake_mode: bool):
-    import torch.distributed as dist
-    import torch.distributed.tensor._sharding_prop as sharding_prop
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.testing._internal.distributed.fake_pg import FakeStore
-
-    if dist.is_initialized():
-        raise InputError("world_size", world_size,
-                         "1 while torch.distributed is already initialised in this process "
-                         "(the measurement needs its own fake process group)")
-    dist.init_process_group("fake", rank=0, world_size=world_size, store=FakeStore())
-    stack.callback(dist.destroy_process_group)
-    # Trap 4: DTensor sharding propagation would reuse our FakeTensorMode, and the tracker (which
-    # skips ops run under a *different* fake mode) would then count global-shape tensors as
-    # allocations, e.g. unsharded optimizer states in opt.step. Force a private fake mode.
-    if patch_sharding_fake_mode:
-        orig = sharding_prop.detect_fake_mode
-        sharding_prop.detect_fake_mode = lambda *a, **k: None
-        stack.callback(setattr, sharding_prop, "detect_fake_mode", orig)
-    return init_device_mesh("cpu", (world_size,))
-
-
-def _shard(model, n_layers, mesh, torch, precision) -> None:
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-
-    if precision == "bf16":
-        mp = MixedPrecisionPolicy()
-    else:
-        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    layers = _decoder_layers(model, n_layers)
-    if len(layers) != n_layers:
-        raise InputError("world_size", mesh.size(),
-                         f"1 for this model: its {n_layers} decoder layers could not be found to shard")
-    for layer in layers:
-        fully_shard(layer, mesh=mesh, mp_policy=mp)
-    fully_shard(model, mesh=mesh, mp_policy=mp)
-
-
-def extrapolate_to_depth(shallow: MemoryMeasurement, deeper: MemoryMeasurement,
-                         target_layers: int) -> dict:
-    """Linearly extrapolate two reduced-depth measurements to ``target_layers`` decoder layers.
-
-    Every quantity is ``a + b * layers`` through the two points. The peak is extrapolated per
-    phase (forward, backward, optimizer step) and the largest wins, so a peak that moves from
-    backward to the optimizer step with depth is still found. Valid for models whose layers are
-    identical (dense decoders); the two runs must differ only in depth. With FSDP use 4 and 8
-    layers: shallower runs have not reached the steady prefetch/reduce-scatter overlap. The
-    result's ``warnings`` list says when either caveat applies.
-    """
-    _positive_int("target_layers", target_layers)
-    for name, m in (("shallow", shallow), ("deeper", deeper)):
-        if not isinstance(m, MemoryMeasurement):
-            raise InputError(name, type(m).__name__, "a MemoryMeasurement")
-    l1, l2 = shallow.settings["num_layers"], deeper.settings["num_layers"]
-    if not l2 > l1:
-        raise InputError("deeper", l2, f"a measurement with more layers than the shallow one ({l1})")
-    s1 = {k: v for k, v in shallow.settings.items() if k not in _DEPTH_KEYS}
-    s2 = {k: v for k, v in deeper.settings.items() if k not in _DEPTH_KEYS}
-    if s1 != s2:
-        diff = sorted(k for k in set(s1) | set(s2) if s1.get(k) != s2.get(k))
-        raise InputError("deeper", diff, "two measurements that differ only in num_layers")
-
-    def line(a: float, b: float) -> int:
-        return round(a + (b - a) * (target_layers - l1) / (l2 - l1))
-
-    def per_layer(a: float, b: float) -> float:
-        return (b - a) / (l2 - l1)
-
-    phases = {}
-    for phase in PHASES:
-        if phase in shallow.phase_peaks and phase in deeper.phase_peaks:
-            p1, p2 = shallow.phase_peaks[phase], deeper.phase_peaks[phase]
-            phases[phase] = {k: line(p1[k], p2[k]) for k in p1}
-    if phases:
-        peak_phase = max(phases, key=lambda p: phases[p]["total"])
-        peak_bytes = phases[peak_phase]["total"]
-        at_peak = {k: v for k, v in phases[peak_phase].items() if k != "total"}
-    else:  # measurements without per-phase detail
-        peak_phase = deeper.peak_phase
-        peak_bytes = line(shallow.peak_bytes, deeper.peak_bytes)
-        at_peak = {k: line(shallow.at_peak[k], deeper.at_peak[k]) for k in CATEGORIES}
-    # A category's maximum can be the larger of two lines (e.g. temp: the constant logit
-    # gradient in backward vs the 2-bytes-per-parameter foreach temporary in the optimizer
-    # step), so extrapolate per phase and take the largest.
-    both = [p for p in PHASES if p in shallow.phase_max_by_category and p in deeper.phase_max_by_category]
-    if both:
-        max_by_category = {k: max(line(shallow.phase_max_by_category[p][k],
-                                       deeper.phase_max_by_category[p][k]) for p in both)
-                           for k in CATEGORIES}
-    else:
-        max_by_category = {k: line(shallow.max_by_category[k], deeper.max_by_category[k])
-                           for k in CATEGORIES}
-    warnings = []
-    if deeper.settings.get("world_size", 1) > 1 and l1 < 4:
-        warnings.append(
-            "FSDP: all-gather prefetch and reduce-scatter overlap span a few layers, so runs "
-            "shallower than 4 layers are not yet on the line (temp maximum); use 4 and 8 layers")
-    if shallow.peak_phase != deeper.peak_phase:
-        warnings.append(f"the peak moves from {shallow.peak_phase} to {deeper.peak_phase} "
-                        "between the two runs; extrapolated per phase")
-    return {
-        "target_layers": target_layers,
-        "from_layers": [l1, l2],
-        "peak_bytes": peak_bytes,
-        "peak_phase": peak_phase,
-        "at_peak": at_peak,
-        "max_by_category": max_by_category,
-        "activation_bytes_end_of_forward": line(shallow.activation_bytes_end_of_forward,
-                                                deeper.activation_bytes_end_of_forward),
-        "phase_peaks": phases,
-        "per_layer": {
-            "peak_bytes": per_layer(shallow.peak_bytes, deeper.peak_bytes),
-            "activation_bytes_end_of_forward": per_layer(shallow.activation_bytes_end_of_forward,
-                                                         deeper.activation_bytes_end_of_forward),
-            **{k: per_layer(shallow.max_by_category[k], deeper.max_by_category[k]) for k in CATEGORIES},
-        },
-        "warnings": warnings,
-        "settings": {**deeper.settings, "num_layers": target_layers,
-                     "num_params": line(shallow.settings["num_params"], deeper.settings["num_params"]),
-                     "extrapolated_from_layers": [l1, l2]},
-    }

@@ -26,12 +26,10 @@ from __future__ import annotations
 import platform
 import resource
 import statistics
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
-from gpuplan.errors import InputError
 from gpuplan.adapters.files import write_json_atomic
 from gpuplan.profile.measurement_file import KIND, SCHEMA_VERSION
 from gpuplan.profile.trial_plan import (

@@ -72,10 +72,11 @@ class TrialSettings:
 
 
 def model_config(model: str) -> tuple[dict[str, Any], str]:
-    """(HF config dict, model id) for a catalog name, a config.json or a folder holding one."""
-    from gpuplan.jobs.measure.estimate import model_config as resolve
+    """(HF config dict, model id) for a catalog name, a Hub id, a config.json or a folder holding one."""
+    from gpuplan.adapters.resolve import model_config as resolve
 
-    return resolve(model)
+    config, name, _ = resolve(model)
+    return config, name
 
 
 def _text_part(config: dict[str, Any]) -> dict[str, Any]:

@@ -76,6 +76,10 @@ class Report:
     """Keys of the lines that answer the question, in the order the answer-first view shows them."""
     key_assumptions: tuple[str, ...] = field(default=())
     """Keys of the (at most three) assumptions that move the headline most."""
+    summary_table: str = ""
+    """Title of a table whose first rows the answer-first view shows (e.g. the ranked layouts)."""
+    summary_columns: tuple[str, ...] = field(default=())
+    """The columns of that table the answer-first view shows (all when empty)."""
 
     def line(self, key: str) -> Line:
         """The result line with ``key`` (searched across sections and inputs)."""

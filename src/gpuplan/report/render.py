@@ -34,7 +34,7 @@ def value_text(value: float, unit: str) -> str:
     if unit in COUNT_UNITS:
         return f"{value:,.0f}" + ("" if unit in ("GPU-hours", "GPU-days", "GPUs") else f" {unit}")
     if unit == "s":
-        return format_duration(value)
+        return f"{value * 1e3:.3g} ms" if value < 1 else format_duration(value)
     if unit == "bytes":
         return format_bytes(value)
     if unit == "bytes/s":
@@ -93,6 +93,7 @@ def to_markdown(report: Report) -> str:
 
 
 SUMMARY_NOTES = 3
+SUMMARY_ROWS = 5
 
 
 def print_summary(report: Report, width: int | None = None) -> None:
@@ -115,6 +116,16 @@ def print_summary(report: Report, width: int | None = None) -> None:
     for line in headline:
         answer.add_row(escape(line.label), escape(line.display), _range_text(line))
     console.print(answer)
+    table = next((t for t in report.tables if t.title == report.summary_table), None)
+    if table is not None and table.rows:
+        shown = Table(title=f"{table.title} (first {min(SUMMARY_ROWS, len(table.rows))})", title_justify="left",
+                      box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        keep = [i for i, c in enumerate(table.columns) if not report.summary_columns or c in report.summary_columns]
+        for i in keep:
+            shown.add_column(table.columns[i], overflow="fold")
+        for row in table.rows[:SUMMARY_ROWS]:
+            shown.add_row(*(escape(_cell(row[i])) for i in keep))
+        console.print(shown)
     moving = [a for a in (report.assumption(k) for k in report.key_assumptions) if a is not None][:3]
     if moving:
         console.print("[bold]assumptions that move it most[/bold]")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 EXAMPLES = {
     "training": {"params": "7B", "tokens": "2T", "gpu": "a100", "days": 7, "mfu": "40%"},

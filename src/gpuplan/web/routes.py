@@ -15,7 +15,7 @@ from gpuplan.jobs import JOBS, Job
 from gpuplan.web.models import ErrorResponse, Health, ReportResponse, request_model
 
 Lang = Annotated[Literal["en", "zh"], Query(description="Language of labels and titles; numbers are unchanged.")]
-Search = Annotated[Optional[str], Query(max_length=100, description="Case-insensitive text filter.")]
+Filter = Annotated[Optional[str], Query(max_length=100, description="Case-insensitive text filter.")]
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorResponse, "description": "The body is not JSON."},
     422: {"model": ErrorResponse, "description": "Invalid input; `field` names it."},
@@ -32,13 +32,13 @@ def api_router() -> APIRouter:
 
     @router.get("/catalog/models", response_model=ReportResponse, responses=ERRORS,
                 summary="The model catalog (gpuplan catalog models)")
-    def catalog_models(search: Search = None, lang: Lang = "en") -> JSONResponse:
-        return JSONResponse(service.catalog("models", search, lang))
+    def catalog_models(filter: Filter = None, lang: Lang = "en") -> JSONResponse:  # noqa: A002
+        return JSONResponse(service.catalog("models", filter, lang))
 
     @router.get("/catalog/gpus", response_model=ReportResponse, responses=ERRORS,
                 summary="The accelerator catalog (gpuplan catalog gpus)")
-    def catalog_gpus(search: Search = None, lang: Lang = "en") -> JSONResponse:
-        return JSONResponse(service.catalog("gpus", search, lang))
+    def catalog_gpus(filter: Filter = None, lang: Lang = "en") -> JSONResponse:  # noqa: A002
+        return JSONResponse(service.catalog("gpus", filter, lang))
 
     for job in JOBS.values():
         _add_job(router, job)

@@ -12,4 +12,4 @@ from gpuplan.schema.base import JobInputs
 class CatalogInputs(JobInputs):
     """A text filter over the catalog."""
 
-    search: Annotated[T.Name | None, V.field(None, "Case-insensitive text filter (id, name, family).")]
+    filter: Annotated[T.Name | None, V.field(None, "Case-insensitive text filter (id, name, family).")]

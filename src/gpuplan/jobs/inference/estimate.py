@@ -146,7 +146,15 @@ def build_report(inputs: InferenceInputs, plan: Plan, serving: Serving, rows: li
     )
     title = f"Serving {spec.name} on {n} x {gpu.name}"
     return Report("infer", title, report_inputs, _assumptions(plan, inputs), tuple(sections),
-                  _notes(plan, serving, inputs), tuple(tables))
+                  _notes(plan, serving, inputs), tuple(tables), headline=INFER_HEADLINE,
+                  key_assumptions=("quantization", "bandwidth_efficiency", "gpu_memory_utilization"))
+
+
+# The answer-first view of `gpuplan infer`: memory and capacity, the article's GPU-size check,
+# latency, throughput and cost, and the configurations that serve the load.
+INFER_HEADLINE = ("weights_per_gpu", "kv_bytes_per_token", "kv_budget", "fits", "max_sequences", "max_context",
+                  "recommended_gpu_memory_gb", "ttft", "tpot", "tokens_per_s", "cost_per_million_tokens",
+                  "smallest_config", "cheapest_config")
 
 
 def _weights_section(plan: Plan, serving: Serving) -> Section:

@@ -77,17 +77,10 @@ def raw_model_config(model: str | None, params: Any) -> dict[str, Any]:
     """The model's own config.json fields (catalog entries keep the trimmed HF config)."""
     if params is not None or not model:
         return {}
-    from pathlib import Path
+    from gpuplan.adapters.hf_config import text_config
+    from gpuplan.adapters.resolve import model_config
 
-    from gpuplan.adapters.hf_config import load_hf_config, text_config
-
-    path = Path(model)
-    if model.endswith(".json") or path.is_dir() or path.is_file():
-        config = load_hf_config(path)
-    else:
-        from gpuplan.catalog import model_entry
-
-        config = model_entry(model)["config"]
+    config = model_config(model)[0]
     qcfg = config.get("quantization_config")
     merged = dict(text_config(config))
     if qcfg is not None:

@@ -3,7 +3,6 @@ weights, no GPU) and show it beside the analytic estimate, category by category.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from gpuplan.errors import InputError
@@ -17,15 +16,11 @@ from gpuplan.report.model import Line, Report, Section
 
 
 def model_config(model: str) -> tuple[dict[str, Any], str]:
-    """The HF config dict of a catalog model or a config.json (or folder holding one)."""
-    from gpuplan.adapters.hf_config import load_hf_config
-    from gpuplan.catalog import model_entry
+    """The HF config dict and name of a catalog model, a Hub id or a config.json."""
+    from gpuplan.adapters.resolve import model_config as resolve
 
-    path = Path(model)
-    if model.endswith(".json") or path.exists():
-        return load_hf_config(path), path.stem if path.is_file() else path.name
-    entry = model_entry(model)
-    return entry["config"], entry["id"]
+    config, name, _ = resolve(model)
+    return config, name
 
 
 def _layers_of(config: dict[str, Any]) -> int:
@@ -78,4 +73,6 @@ def measure_report(inputs: MeasureInputs) -> Report:
     report_inputs = tuple(Line(k, k.replace("_", " "), v) for k, v in {"model": spec.name, **inputs.case()}.items())
     return Report("measure", f"Measured training memory: {spec.name} (CPU, FakeTensorMode)", report_inputs, (),
                   (section,), ("allocated bytes of PyTorch tensors; a GPU adds the CUDA context, NCCL buffers and "
-                               "allocator caching (see `gpuplan memory`)",), (comparison_table(measured, estimated),))
+                               "allocator caching (see `gpuplan memory`)",), (comparison_table(measured, estimated),),
+                  headline=("measured_peak", "estimated_peak", "error", "wall_seconds"),
+                  summary_table=comparison_table(measured, estimated).title)

@@ -9,7 +9,7 @@ recomputation; headroom goes to a bigger micro-batch).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from gpuplan.adapters.resolve import resolve_gpu, resolve_model
 from gpuplan.core import memory as M
@@ -197,8 +197,17 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
         Line("finetune", "training", settings.finetune if settings.finetune == "full" else
              f"{settings.finetune} (rank {settings.lora_rank})"),
     )
+    headline = MEMORY_HEADLINE + tuple(line.key for line in advice)
     return Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
-                  _assumptions(settings, overheads), tuple(sections), _notes(spec, settings), (table,))
+                  _assumptions(settings, overheads), tuple(sections), _notes(spec, settings), (table,),
+                  headline=headline, key_assumptions=("recipe", "implementation", "margin"),
+                  summary_table=table.title)
+
+
+# The answer-first view of `gpuplan memory`: the layout, the states per parameter, the peak by its
+# big categories, the capacity and the verdict; then the advice lines.
+MEMORY_HEADLINE = ("layout", "bytes_per_param", "model_states_total", "peak_activations", "peak_allocated",
+                   "peak_total", "capacity", "headroom", "fits")
 
 
 def _verdict_table(spec, layout, settings, overheads, gpu_ids) -> Table:

@@ -140,7 +140,15 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     return Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
                   report_inputs, assumptions + budget.assumptions, (summary,) + calibration + budget.sections,
                   (f"search: {searched:,} layouts in {seconds * 1e3:.0f} ms",) + budget.notes,
-                  tables + budget.tables)
+                  tables + budget.tables, headline=PLAN_HEADLINE,
+                  key_assumptions=("efficiency", "global_batch", "price"), summary_table=tables[0].title,
+                  summary_columns=("GPUs", "layout", "step s", "MFU", "days", "cost", "peak/GPU"))
+
+
+# The answer-first view of `gpuplan plan`: the winner, its time, MFU, money and memory, and why.
+PLAN_HEADLINE = ("best_layout", "best_gpus", "best_days", "best_mfu", "best_step_seconds", "best_gpu_hours",
+                 "best_cost", "best_peak_bytes", "why_shortfall", "comm_ratio_exposed", "bubble_share",
+                 "budget_usd_on_demand", "searched")
 
 
 def _budget_for(spec, gpu, t: LayoutTable, i: int, inputs: PlanInputs, global_batch: int):

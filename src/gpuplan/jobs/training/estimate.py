@@ -16,7 +16,6 @@ from gpuplan.core.gpu_time import (
 )
 from gpuplan.core.model import count_parameters, params_for_6nd
 from gpuplan.core.units import SECONDS_PER_DAY, format_count, format_duration
-from gpuplan.errors import InputError
 from gpuplan.jobs.training.schema import (DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, DEFAULT_DAYS, DEFAULT_MFU,
                                           TrainingInputs)
 from gpuplan.report.model import Assumption, Line, Report, Section
