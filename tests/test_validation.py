@@ -41,4 +41,4 @@ def test_prior_kind_covers_every_run():
 def test_docs_accuracy_is_generated_from_the_current_code():
     doc = Path(__file__).resolve().parents[1] / "docs" / "accuracy.md"
     assert doc.read_text(encoding="utf-8") == accuracy_markdown(validation_report()), (
-        "docs/accuracy.md is stale: run `gpuplan validate --write docs/accuracy.md`")
+        "docs/accuracy.md is stale: run `gpuplan validate --out docs/accuracy.md`")

@@ -63,8 +63,10 @@ class JobInputs(BaseModel):
     Construct directly (``TrainingInputs(params="7B", tokens="2T")``) or with :meth:`parse` from
     raw values; both raise InputError naming the first bad field."""
 
+    # defer_build: a schema's validator is built on first use, so a command pays only for its own
+    # schema (not for the bases and siblings it imports) at start-up.
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True,
-                              validate_default=False, protected_namespaces=())
+                              validate_default=False, protected_namespaces=(), defer_build=True)
 
     def __init__(self, **data: Any) -> None:
         try:

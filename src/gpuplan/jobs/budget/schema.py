@@ -15,6 +15,7 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
+from gpuplan.schema.base import JobInputs
 
 CONTINGENCY_NAMES = ("restarts", "tuning", "failures", "evaluation")
 WEEK = 7 * 86400.0
@@ -48,13 +49,12 @@ def _f(default: Any, help: str, shown: str | None = None) -> Any:
     return V.field(default, help, shown)
 
 
-class BudgetInputs(TrainingInputs):
-    """Training inputs plus the budget's own assumptions (each also a flag of train and budget)."""
+class BudgetFields(JobInputs):
+    """The budget's own assumptions: data, checkpoints, failures, prices, spot, contingency.
+    Shared by `train`/`budget` and `plan` (whose budget is that of its chosen layout)."""
 
     global_batch: V.GlobalBatch
     global_batch_tokens: V.GlobalBatchTokens
-    step_time: Annotated[T.typed(float, T.seconds(WEEK)) | None, _f(None, "Measured step time, e.g. 6s.",
-                                                                      "derived")]
     optimizer: V.Optimizer
     storage: Annotated[T.Name, _f("parallel_fs", "Where training data is read from: local_nvme, parallel_fs or "
                                   "object_store.")]
@@ -132,7 +132,7 @@ class BudgetInputs(TrainingInputs):
             spot_preemptions=self.spot_preemption, contingency=shares)
 
     @model_validator(mode="after")
-    def _one_batch(self) -> BudgetInputs:
+    def _one_batch(self) -> BudgetFields:
         if self.global_batch is not None and self.global_batch_tokens is not None:
             raise InputError("global_batch", self.global_batch, "give --global-batch (sequences) or "
                              "--global-batch-tokens, not both")
@@ -141,5 +141,12 @@ class BudgetInputs(TrainingInputs):
     def global_batch_tokens_value(self) -> float | None:
         """Tokens per step: --global-batch-tokens, or --global-batch x --seq-len; None = default."""
         if self.global_batch is not None:
-            return float(self.global_batch * self.seq_len)
+            return float(self.global_batch * self.seq_len)  # type: ignore[attr-defined]
         return self.global_batch_tokens
+
+
+class BudgetInputs(TrainingInputs, BudgetFields):
+    """Training inputs plus the budget's own assumptions (each also a flag of train and budget)."""
+
+    step_time: Annotated[T.typed(float, T.seconds(WEEK)) | None, _f(None, "Measured step time, e.g. 6s.",
+                                                                      "derived")]

@@ -334,7 +334,8 @@ def _failure_and_money_assumptions(s: BudgetSettings) -> list[Row]:
          "AWS Spot Instance Advisor: p5 (H100) 10-20%, p4d (A100) 5-10% (thundercompute.com, 2025-05 and 2026-02)",
          "--spot-preemption", ("spot_preemptions",)),
         ("contingency", "contingency shares", shares, "the article: 20% for restarts, tuning and failures; split "
-         "evenly by gpuplan, evaluation added, failures from the model", "--contingency-<name>", ("contingency",)),
+         "evenly by gpuplan, evaluation added, failures from the model", "--contingency-restarts / "
+         "--contingency-tuning / --contingency-failures / --contingency-evaluation", ("contingency",)),
     ]
 
 

@@ -154,9 +154,8 @@ PLAN_HEADLINE = ("best_layout", "best_gpus", "best_days", "best_mfu", "best_step
 def _budget_for(spec, gpu, t: LayoutTable, i: int, inputs: PlanInputs, global_batch: int):
     """Data loading, checkpoints, failures, cost and contingency for the recommended layout."""
     from gpuplan.jobs.budget.compute import compute_budget
-    from gpuplan.jobs.budget.model import BudgetSettings
 
-    settings = BudgetSettings(price=inputs.price) if inputs.price else None
+    settings = inputs.budget_settings()
     return compute_budget(spec, gpu, gpus=float(t["gpus"][i]), wall_seconds=float(t["days"][i]) * SECONDS_PER_DAY,
                           gpu_hours=float(t["gpu_hours"][i]), tokens=inputs.tokens,
                           global_batch_tokens=float(global_batch * inputs.seq_len),

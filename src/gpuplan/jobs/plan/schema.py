@@ -8,9 +8,9 @@ from typing import Annotated, Any
 from pydantic import model_validator
 
 from gpuplan.errors import InputError
+from gpuplan.jobs.budget.schema import BudgetFields
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
-from gpuplan.schema.base import JobInputs
 
 RANK_BY = ("time", "cost", "gpus")
 MAX_COUNTS = 4096
@@ -54,8 +54,8 @@ GpuCounts = T.typed(tuple[int, ...], gpu_counts)
 Overlap = T.typed(float, T.number(0, 1))
 
 
-class PlanInputs(JobInputs):
-    """What the layout search needs."""
+class PlanInputs(BudgetFields):
+    """What the layout search needs, plus the budget assumptions of the chosen layout."""
 
     model: V.Model
     params: V.Params
@@ -63,7 +63,6 @@ class PlanInputs(JobInputs):
     gpu: V.Gpu
     gpus: Annotated[GpuCounts | None, V.GPU_COUNT]
     days: V.Days
-    global_batch_tokens: V.GlobalBatchTokens
     seq_len: V.SeqLen
     recipe: V.Recipe
     implementation: V.Implementation
@@ -101,7 +100,8 @@ class PlanInputs(JobInputs):
 
     @property
     def batch_tokens(self) -> float:
-        return self.global_batch_tokens or 4 * 2**20  # Llama 2 (arXiv:2307.09288 Sec. 2.2): 4M tokens
+        """Tokens per step asked for (--global-batch-tokens or --global-batch x --seq-len)."""
+        return self.global_batch_tokens_value() or 4 * 2**20  # Llama 2 (arXiv:2307.09288 Sec. 2.2): 4M tokens
 
     @property
     def recipe_name(self) -> str:

@@ -17,14 +17,12 @@ from gpuplan.planner.search import LayoutTable, SearchSpace, evaluate_layouts
 
 
 def _price(inputs: PlanInputs, gpu_id: str) -> tuple[float | None, str]:
-    if inputs.price is not None:
-        return inputs.price, "--price"
-    try:
-        from gpuplan.catalog.pricing import lookup_price
-    except ImportError:
-        return None, "no price catalog"
-    found = lookup_price(gpu_id)
-    return (found[0], found[1]) if found else (None, f"no price for {gpu_id}")
+    """On-demand USD per GPU-hour as the budget prices it (--price, --provider, else the median
+    over providers in the price catalog)."""
+    from gpuplan.jobs.budget.model import resolve_prices
+
+    prices = resolve_prices(gpu_id, inputs.budget_settings())
+    return prices.on_demand, prices.on_demand_source
 
 
 def search(inputs: PlanInputs, progress=None):
@@ -54,7 +52,8 @@ def search(inputs: PlanInputs, progress=None):
     global_batch = 2 ** max(0, round(np.log2(max(inputs.batch_tokens / inputs.seq_len, 1))))
     counts = inputs.gpu_counts
     space = SearchSpace(gpu_counts=counts, global_batch=global_batch, seq_len=inputs.seq_len)
-    memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe_name, implementation=inputs.implementation,
+    memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe_name, optimizer=inputs.optimizer,
+                              implementation=inputs.implementation,
                               activation_scale=memory_scale)
     start = time.perf_counter()
     table = evaluate_layouts(spec, cluster, space, memory, step_settings, overheads, progress)
