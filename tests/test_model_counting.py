@@ -100,10 +100,12 @@ def test_falcon_multi_query_and_new_architecture():
     assert forty.attention.num_kv_heads == 8 and forty.norms_per_layer == 2
 
 
-def test_unknown_model_type_is_read_as_llama_with_a_note():
-    spec = model_spec_from_hf_config(dict(LLAMA2_7B, model_type="brand_new"))
+def test_unknown_model_type_is_refused_unless_read_as_llama():
+    with pytest.raises(InputError, match="brand_new.*not supported.*--model-type llama"):
+        model_spec_from_hf_config(dict(LLAMA2_7B, model_type="brand_new"))
+    spec = model_spec_from_hf_config(dict(LLAMA2_7B, model_type="brand_new"), model_type="llama")
     assert count_parameters(spec).total == 6_738_415_616
-    assert any("brand_new" in n for n in spec.notes)
+    assert any("brand_new" in n and "llama" in n for n in spec.notes)
 
 
 @pytest.mark.parametrize("change, field", [
@@ -150,3 +152,56 @@ def test_official_gemma3_4b_config_relies_on_class_defaults():
     assert (spec.attention.num_heads, spec.attention.num_kv_heads, spec.attention.head_dim) == (8, 4, 256)
     assert spec.vocab_size == 262208 and spec.sliding_window == 1024
     assert spec.layer_types.count("full") == 5 and spec.layer_types[5] == "full"  # layers 6, 12, ..., 30
+
+
+# ---- Llama 4 and DBRX config readers (hand counts from transformers' modeling_llama4.py / modeling_dbrx.py)
+SCOUT_TEXT = {"model_type": "llama4_text", "hidden_size": 5120, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+              "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+              "vocab_size": 202048, "num_local_experts": 16, "num_experts_per_tok": 1, "interleave_moe_layer_step": 1,
+              "tie_word_embeddings": False, "max_position_embeddings": 10485760, "use_qk_norm": True}
+# meta-llama/Llama-4-Scout-17B-16E config.json (text_config); Maverick: 128 experts, MoE every 2nd layer
+
+
+def test_llama4_scout_counts_like_its_modeling_code():
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    counts = count_parameters(model_spec_from_hf_config({"model_type": "llama4", "text_config": SCOUT_TEXT}))
+    embed = 2 * 202048 * 5120  # untied embedding + LM head
+    attention = 48 * (2 * 5120 * 5120 + 2 * 5120 * 8 * 128)  # q, o + k, v (L2 qk-norm has no weights)
+    expert = 3 * 5120 * 8192  # gate_up_proj [h, 2i] + down_proj [i, h]
+    moe = 48 * (16 * expert + expert + 5120 * 16)  # routed + shared expert + router
+    norms = 48 * 2 * 5120 + 5120
+    assert counts.total == embed + attention + moe + norms == 107_769_861_120
+    # active: one routed expert + the shared one per layer; Meta: "17B active"
+    assert counts.active == embed + attention + 48 * (2 * expert + 5120 * 16) + norms
+    assert counts.active / 17e9 == pytest.approx(1.0, abs=0.011)
+    # Meta's 109B counts the vision encoder too (~0.9B); the text model is 0.2% under a round 108B
+    assert counts.total / 108e9 == pytest.approx(1.0, abs=0.003)
+
+
+def test_llama4_maverick_interleaves_dense_and_moe_layers():
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    config = {**SCOUT_TEXT, "num_local_experts": 128, "interleave_moe_layer_step": 2}
+    spec = model_spec_from_hf_config(config)
+    assert spec.moe_layers == tuple(i % 2 == 1 for i in range(48))  # range(step - 1, layers, step)
+    assert spec.mlp.intermediate_size == 16384  # dense layers: intermediate_size_mlp
+    counts = count_parameters(spec)
+    assert counts.total / 400e9 == pytest.approx(1.0, abs=0.005)  # Meta: 400B total (text ~400.7B)
+    assert counts.active / 17e9 == pytest.approx(1.0, abs=0.011)  # 17B active
+
+
+def test_dbrx_nested_config():
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    # databricks/dbrx-base config.json: attention and FFN settings nested under attn_config / ffn_config
+    config = {"model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40, "max_seq_len": 32768,
+              "vocab_size": 100352, "attn_config": {"kv_n_heads": 8, "clip_qkv": 8, "rope_theta": 500000},
+              "ffn_config": {"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4},
+              "tie_word_embeddings": False}
+    counts = count_parameters(model_spec_from_hf_config(config))
+    expert = 3 * 6144 * 10752
+    layer = 6144 * (6144 + 2 * 1024) + 6144 * 6144 + 16 * expert + 6144 * 16 + 2 * 6144  # Wqkv, out, experts, router, 2 LN
+    assert counts.total == 2 * 100352 * 6144 + 40 * layer + 6144
+    assert counts.total / 132e9 == pytest.approx(1.0, abs=0.005)  # Databricks: 132B total
+    assert counts.active / 36e9 == pytest.approx(1.0, abs=0.015)  # 36B active (4 of 16 experts)

@@ -51,7 +51,7 @@ def test_docs_cli_lists_the_shared_options_as_the_code_defines_them():
     text = DOCS.read_text(encoding="utf-8")
     start, end = "<!-- shared-options:start -->\n", "<!-- shared-options:end -->"
     assert text[text.index(start) + len(start):text.index(end)] == shared_options_markdown(), \
-        "regenerate with: python -m gpuplan.commands.reference"
+        "regenerate with: python -m gpuplan.commands.reference docs/cli.md"
 
 
 def test_version_and_bare_gpuplan(run_cli):

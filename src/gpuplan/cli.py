@@ -7,6 +7,7 @@ line on stderr and exits with status 2; no traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -29,6 +30,9 @@ COMMANDS = {
     "report": "A self-contained HTML (and Markdown) report of a plan file, with plots.",
     "serve": "The web page and JSON API on a local port.",
 }
+
+
+INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h): distinct from bad input (2)
 
 
 class LazyGroup(click.Group):
@@ -83,6 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    except Exception as exc:  # a bug, not bad input: one line, and the traceback on request
+        if os.environ.get("GPUPLAN_DEBUG"):
+            raise
+        sys.stderr.write(f"internal error: {type(exc).__name__}: {str(exc)[:200]} (a gpuplan bug: please report it "
+                         "with the command; GPUPLAN_DEBUG=1 shows the traceback)\n")
+        return INTERNAL_ERROR
     return result if isinstance(result, int) else 0
 
 

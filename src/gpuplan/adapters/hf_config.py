@@ -4,12 +4,15 @@ HF configs name the same thing many ways (``hidden_size``/``n_embd``/``d_model``
 ``num_local_experts``/``num_experts``/``n_routed_experts``, ...) and leave architectural facts
 implicit in ``model_type`` (GPT-2 has biases, Qwen2 has q/k/v biases, Gemma 2 has four norms per
 layer). The per-``model_type`` traits below mirror the corresponding ``modeling_<type>.py`` and
-``configuration_<type>.py`` files of transformers; an unknown type is read as Llama-style and
-the spec says so in its notes.
+``configuration_<type>.py`` files of transformers. An unknown ``model_type`` is refused with the
+supported families (``--model-type llama`` reads it as Llama-style); hybrid state-space models
+are refused until modelled. Every numeric field is checked (a positive finite integer within a
+bound), so a malformed or hostile config gets one line naming the field.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,7 @@ class ArchTraits:
     fused_qkv: bool = False
     fused_gate_up: bool = False
     gemma_norm: bool = False
+    norm_bias: bool = True
 
 
 _GPT2 = ArchTraits(gated_mlp=False, norm="layernorm", qkv_bias=True, out_bias=True,
@@ -53,7 +57,20 @@ TRAITS: dict[str, ArchTraits] = {
     "gpt2": _GPT2, "gpt_neox": _NEOX,
     "falcon": ArchTraits(gated_mlp=False, norm="layernorm", tie_default=True,
                          parallel_residual=True, fused_qkv=True),
+    # Llama 4 (modeling_llama4.py): RMSNorm, weightless L2 qk-norm, MoE with a shared expert
+    "llama4_text": ArchTraits(),
+    # DBRX (modeling_dbrx.py): LayerNorm without bias, fused Wqkv, 16 experts top-4; nested config
+    "dbrx": ArchTraits(norm="layernorm", norm_bias=False, fused_qkv=True),
 }
+# Hybrid state-space / recurrent families: their state memory and FLOPs are not modelled yet.
+STATE_SPACE = ("mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "bamba", "nemotron_h", "rwkv",
+               "recurrent_gemma", "granitemoehybrid", "falcon_h1", "lfm2", "minimax")
+# Upper bounds per config field: far above any released model, low enough that per-layer tuples
+# and products stay small (a config asking for 10^9 layers is refused, not built).
+LIMITS = {"num_hidden_layers": 10_000, "hidden_size": 1 << 20, "vocab_size": 1 << 27,
+          "num_attention_heads": 1 << 16, "num_key_value_heads": 1 << 16, "head_dim": 1 << 16,
+          "intermediate_size": 1 << 24, "num_local_experts": 100_000, "max_position_embeddings": 1 << 31}
+DEFAULT_LIMIT = 1 << 31
 
 # Config-class defaults that official config.json files rely on (fields they leave out).
 # Gemma 3: transformers configuration_gemma3.py, Gemma3TextConfig.__init__ defaults.
@@ -68,7 +85,13 @@ DROPOUT_KEYS = ("resid_pdrop", "hidden_dropout", "hidden_dropout_prob", "attenti
 
 def config_dropout(cfg: dict[str, Any]) -> float:
     """The largest residual/attention dropout probability the config trains with."""
-    values = [float(cfg[k]) for k in DROPOUT_KEYS if isinstance(cfg.get(k), int | float)]
+    values = []
+    for key in DROPOUT_KEYS:
+        value = cfg.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if not (math.isfinite(value) and 0 <= value < 1):
+                raise InputError(f"config.json: {key}", value, "must be a probability in [0, 1)")
+            values.append(float(value))
     return max(values, default=0.0)
 
 
@@ -86,8 +109,12 @@ def _int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: 
             raise InputError(f"config.json: {keys[0]}", None,
                              f"missing; need one of {', '.join(keys)} (a positive integer)")
         return default if default is not None else 0
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value != int(value) or value <= 0:
         raise InputError(f"config.json: {keys[0]}", value, "must be a positive integer")
+    limit = LIMITS.get(keys[0], DEFAULT_LIMIT)
+    if value > limit:
+        raise InputError(f"config.json: {keys[0]}", value, f"must be at most {limit:,}")
     return int(value)
 
 
@@ -154,8 +181,14 @@ def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bo
         router_bias=cfg.get("topk_method") == "noaux_tc",  # DeepSeek-V3 e_score_correction_bias
     )
     first_dense = _int_field(cfg, "first_k_dense_replace", required=False)
-    every = _int_field(cfg, "moe_layer_freq", "decoder_sparse_step", default=1)
-    dense_only = set(cfg.get("mlp_only_layers") or ())
+    every = _int_field(cfg, "moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", default=1)
+    dense_only = set(cfg.get("mlp_only_layers") or ()) if isinstance(cfg.get("mlp_only_layers"), list) else set()
+    if cfg.get("model_type") == "llama4_text":
+        # Llama4TextConfig: moe_layers = range(step - 1, layers, step); each MoE block also has a
+        # shared expert of the routed width (Llama4TextMoe.shared_expert = Llama4TextMLP(config)).
+        moe = MoESpec(num_experts=experts, experts_per_token=top_k, expert_intermediate_size=width,
+                      shared_intermediate_size=width)
+        return moe, tuple((i + 1) % every == 0 for i in range(num_layers))
     if "decoder_sparse_step" in cfg:  # Qwen-MoE: (i + 1) % step == 0
         mask = tuple(i not in dense_only and (i + 1) % every == 0 for i in range(num_layers))
     else:  # DeepSeek: i >= first_k_dense_replace and i % moe_layer_freq == 0
@@ -165,37 +198,86 @@ def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bo
 
 def _layer_types(cfg: dict[str, Any], num_layers: int) -> tuple[int | None, tuple[str, ...]]:
     """Sliding-window size and per-layer 'full'/'sliding' (empty when no layer slides)."""
-    window = cfg.get("sliding_window")
-    if not window or cfg.get("use_sliding_window") is False:  # Qwen2 ships a window it does not use
+    if not cfg.get("sliding_window") or cfg.get("use_sliding_window") is False:  # Qwen2 ships an unused window
         return None, ()
+    window = _int_field(cfg, "sliding_window")
     types = cfg.get("layer_types")
     if types:
-        return int(window), tuple("sliding" if "sliding" in str(t) else "full" for t in types)
-    pattern = cfg.get("sliding_window_pattern")
-    if cfg.get("model_type") == "gemma2":
-        pattern = 2
+        if not isinstance(types, list) or len(types) != num_layers or not all(isinstance(t, str) for t in types):
+            raise InputError("config.json: layer_types", types if not isinstance(types, list) else f"{len(types)} "
+                             "entries", f"must be a list of {num_layers} layer-type names (one per layer)")
+        return window, tuple("sliding" if "sliding" in t else "full" for t in types)
+    pattern = 2 if cfg.get("model_type") == "gemma2" else (
+        _int_field(cfg, "sliding_window_pattern") if cfg.get("sliding_window_pattern") else None)
     if pattern:  # Gemma: every pattern-th layer is global
-        return int(window), tuple("full" if (i + 1) % int(pattern) == 0 else "sliding"
-                                  for i in range(num_layers))
-    return int(window), ("sliding",) * num_layers
+        return window, tuple("full" if (i + 1) % pattern == 0 else "sliding" for i in range(num_layers))
+    return window, ("sliding",) * num_layers
 
 
-def model_spec_from_hf_config(config: dict[str, Any], name: str = "custom", source: str = "") -> ModelSpec:
-    """Build a ModelSpec from a parsed HF config.json (VLM configs: the ``text_config``)."""
-    cfg = text_config(config)
-    model_type = str(cfg.get("model_type", ""))
-    cfg = {**CONFIG_DEFAULTS.get(model_type, {}), **{k: v for k, v in cfg.items() if v is not None}}
-    traits = TRAITS.get(model_type)
-    notes: list[str] = []
-    if traits is None:
-        traits = ArchTraits()
-        notes.append(f"model_type {model_type or '(none)'!r} not known: read as Llama-style "
+def model_spec_from_hf_config(config: dict[str, Any], name: str = "custom", source: str = "",
+                              model_type: str | None = None) -> ModelSpec:
+    """Build a ModelSpec from a parsed HF config.json (VLM configs: the ``text_config``).
+    ``model_type`` overrides the config's own (e.g. 'llama' to read an unsupported type
+    Llama-style). A malformed config raises InputError naming the field, never another error."""
+    try:
+        return _model_spec(config, name, source, model_type)
+    except InputError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, ArithmeticError, RecursionError) as exc:
+        raise InputError("config.json", name, f"could not be read as a Hugging Face config ({type(exc).__name__}: "
+                         f"{str(exc)[:120]})") from None
+
+
+def supported_model_types() -> tuple[str, ...]:
+    return tuple(sorted(TRAITS))
+
+
+def _model_type(cfg: dict[str, Any], override: str | None) -> tuple[str, list[str]]:
+    given = str(cfg.get("model_type") or "")
+    if override:
+        chosen = override.strip().lower()
+        if chosen not in TRAITS:
+            raise InputError("model_type", override, f"must be one of {', '.join(supported_model_types())}")
+        return chosen, ([f"model_type {given or '(none)'!r} read as {chosen!r} (--model-type)"]
+                        if chosen != given else [])
+    if given in TRAITS:
+        return given, []
+    if given in STATE_SPACE or "mamba" in given:
+        raise InputError("config.json: model_type", given, "hybrid state-space / recurrent models (Mamba, Jamba, "
+                         "...) are not modelled yet: their state memory and FLOPs differ from attention layers")
+    raise InputError("config.json: model_type", given or None, f"is not supported; supported: "
+                     f"{', '.join(supported_model_types())}; --model-type llama reads it as Llama-style "
                      "(gated MLP, RMSNorm, no biases)")
+
+
+def _dbrx_flat(cfg: dict[str, Any]) -> dict[str, Any]:
+    """DBRX nests attention and FFN settings (configuration_dbrx.py: attn_config, ffn_config)."""
+    attn, ffn = cfg.get("attn_config") or {}, cfg.get("ffn_config") or {}
+    if not isinstance(attn, dict) or not isinstance(ffn, dict):
+        raise InputError("config.json: attn_config/ffn_config", type(attn).__name__, "expected mappings (DBRX)")
+    flat = dict(cfg)
+    flat.update({"num_hidden_layers": cfg.get("n_layers"), "num_attention_heads": cfg.get("n_heads"),
+                 "num_key_value_heads": attn.get("kv_n_heads"), "intermediate_size": ffn.get("ffn_hidden_size"),
+                 "num_local_experts": ffn.get("moe_num_experts"), "num_experts_per_tok": ffn.get("moe_top_k"),
+                 "max_position_embeddings": cfg.get("max_seq_len")})
+    return flat
+
+
+def _model_spec(config: dict[str, Any], name: str, source: str, override: str | None) -> ModelSpec:
+    cfg = text_config(config)
+    model_type, notes = _model_type(cfg, override)
+    cfg = {**CONFIG_DEFAULTS.get(model_type, {}), **{k: v for k, v in cfg.items() if v is not None},
+           "model_type": model_type}
+    if model_type == "dbrx":
+        cfg = _dbrx_flat(cfg)
+    traits = TRAITS[model_type]
     hidden = _int_field(cfg, "hidden_size", "n_embd", "d_model")
     layers = _int_field(cfg, "num_hidden_layers", "n_layer", "num_layers")
     vocab = _int_field(cfg, "vocab_size")
     attention = _attention(cfg, traits, hidden)
-    intermediate = _int_field(cfg, "intermediate_size", "n_inner", "ffn_hidden_size", default=4 * hidden)
+    dense_width_keys = ("intermediate_size_mlp",) if model_type == "llama4_text" else ()  # Llama 4 dense layers
+    intermediate = _int_field(cfg, *dense_width_keys, "intermediate_size", "n_inner", "ffn_hidden_size",
+                              default=4 * hidden)
     mlp_bias = cfg.get("mlp_bias", cfg.get("bias"))
     mlp = MLPSpec(intermediate_size=intermediate, gated=traits.gated_mlp,
                   bias=traits.mlp_bias if mlp_bias is None else bool(mlp_bias),
@@ -214,7 +296,7 @@ def model_spec_from_hf_config(config: dict[str, Any], name: str = "custom", sour
         learned_positions=_int_field(cfg, "n_positions") if model_type == "gpt2" else 0,
         max_position_embeddings=_int_field(cfg, "max_position_embeddings", "n_positions",
                                            "seq_length", default=2048),
-        norm=traits.norm,  # type: ignore[arg-type]
+        norm=traits.norm, norm_bias=traits.norm_bias,  # type: ignore[arg-type]
         norms_per_layer=norms_per_layer,
         parallel_residual=traits.parallel_residual or bool(cfg.get("use_parallel_residual")),
         sliding_window=window, layer_types=layer_types,

@@ -43,9 +43,11 @@ def model_config(model: str) -> tuple[dict[str, Any], str, str]:
     return entry["config"], entry["id"], entry["config_source"]
 
 
-def resolve_model(model: str | None = None, params: str | float | None = None) -> ModelSpec:
+def resolve_model(model: str | None = None, params: str | float | None = None,
+                  model_type: str | None = None) -> ModelSpec:
     """A catalog id or hf_repo, a config.json (or folder holding one), a Hub id, or a bare
-    parameter count."""
+    parameter count. ``model_type`` reads the config as that type (e.g. an unsupported one as
+    'llama')."""
     from gpuplan.adapters import hf_config
 
     if model and params:
@@ -56,7 +58,7 @@ def resolve_model(model: str | None = None, params: str | float | None = None) -
         raise InputError("model", model, "give a catalog name (see `gpuplan catalog models`), "
                          "a Hugging Face id, a config.json path, or --params such as 7B")
     config, name, source = model_config(model)
-    return hf_config.model_spec_from_hf_config(config, name=name, source=source)
+    return hf_config.model_spec_from_hf_config(config, name=name, source=source, model_type=model_type)
 
 
 def resolve_gpu(gpu: str) -> Accelerator:

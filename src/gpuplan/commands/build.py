@@ -149,5 +149,11 @@ def job_command(name: str, schema: type, run: Callable[[Any], Any], help: str,
 
     params: list[click.Parameter] = [click.Argument(["target"], required=False, metavar="[TARGET]")]
     params += schema_options(schema) + format_options()
-    return click.Command(name, callback=callback, params=params, help=f"{help}\n\nTARGET: {target_help}",
-                         short_help=help.split(". ")[0].rstrip("."))
+    return with_schema(click.Command(name, callback=callback, params=params, help=f"{help}\n\nTARGET: {target_help}",
+                                     short_help=help.split(". ")[0].rstrip(".")), schema)
+
+
+def with_schema(command: click.Command, schema: type) -> click.Command:
+    """Remember which schema a command's options come from (docs and the vocabulary tests read it)."""
+    command.gpuplan_schema = schema  # type: ignore[attr-defined]
+    return command

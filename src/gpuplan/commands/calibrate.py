@@ -2,18 +2,25 @@
 
 import click
 
-HELP = ("Fit compute, attention, communication and memory factors against gpuplan's own predictions for the "
-        "measured runs; show calibrated vs default and, with --out, save them for gpuplan train|plan|memory "
-        "--calibration FILE.")
+HELP = (
+    "Fit compute, attention, communication and memory factors against gpuplan's own predictions for the "
+    "measured runs; show calibrated vs default and, with --out, save them for gpuplan train|plan|memory "
+    "--calibration FILE."
+)
 
 
 def command():
-    from gpuplan.commands.build import emit, format_options, schema_options
+    from gpuplan.commands.build import emit, format_options, schema_options, with_schema
     from gpuplan.calibrate.schema import CalibrateInputs
 
     def callback(files, fmt="table", as_json=False, full=False, **flags):
-        from gpuplan.calibrate import (calibration_report, extrapolation_lines, fit_calibration,
-                                       load_measurements, save_calibration)
+        from gpuplan.calibrate import (
+            calibration_report,
+            extrapolation_lines,
+            fit_calibration,
+            load_measurements,
+            save_calibration,
+        )
         from gpuplan.errors import InputError
 
         inputs = CalibrateInputs.parse({"files": list(files) or None, **flags})
@@ -23,8 +30,9 @@ def command():
             check_writable(inputs.out)  # before any work
         if not inputs.files:
             raise InputError("files", "none", "at least one measurement JSON (gpuplan profile --out) or training log")
-        measurements = load_measurements(inputs.files, inputs.log_context(), inputs.log_format,
-                                         inputs.max_log_mib << 20)
+        measurements = load_measurements(
+            inputs.files, inputs.log_context(), inputs.log_format, inputs.max_log_mib << 20
+        )
         cal = fit_calibration(measurements)
         extrapolation = ()
         if inputs.target_gpus is not None:
@@ -37,5 +45,13 @@ def command():
         emit(calibration_report(cal, inputs.out, extrapolation), fmt, as_json, full)
 
     params = [click.Argument(["files"], nargs=-1)] + schema_options(CalibrateInputs, skip=("files",)) + format_options()
-    return click.Command("calibrate", callback=callback, params=params, help=HELP + "\n\nFILES: " +
-                         CalibrateInputs.model_fields["files"].description, short_help="Fit correction factors.")
+    return with_schema(
+        click.Command(
+            "calibrate",
+            callback=callback,
+            params=params,
+            help=HELP + "\n\nFILES: " + CalibrateInputs.model_fields["files"].description,
+            short_help="Fit correction factors.",
+        ),
+        CalibrateInputs,
+    )

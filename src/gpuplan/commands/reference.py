@@ -67,7 +67,23 @@ def shared_options_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
-if __name__ == "__main__":
+START, END = "<!-- shared-options:start -->\n", "<!-- shared-options:end -->"
+
+
+def update_doc(path: str) -> None:
+    """Rewrite the table between the markers of ``path`` (docs/cli.md)."""
+    from pathlib import Path
+
+    doc = Path(path)
+    text = doc.read_text(encoding="utf-8")
+    head, rest = text.split(START, 1)
+    doc.write_text(head + START + shared_options_markdown() + END + rest.split(END, 1)[1], encoding="utf-8")
+
+
+if __name__ == "__main__":  # python -m gpuplan.commands.reference [docs/cli.md]
     import sys
 
-    sys.stdout.write(shared_options_markdown())
+    if len(sys.argv) > 1:
+        update_doc(sys.argv[1])
+    else:
+        sys.stdout.write(shared_options_markdown())

@@ -16,8 +16,10 @@ import click
 
 TRAINING_SECTIONS = ("budget", "memory", "plan")
 SHARED_WITH_INFERENCE = ("model", "params", "gpu", "price")
-HELP = ("Write a self-contained HTML report (and Markdown) of a plan file, with plots: memory per GPU against "
-        "capacity, time and cost vs GPU count, ranked layouts and the Pareto front, and the serving capacity curve.")
+HELP = (
+    "Write a self-contained HTML report (and Markdown) of a plan file, with plots: memory per GPU against "
+    "capacity, time and cost vs GPU count, ranked layouts and the Pareto front, and the serving capacity curve."
+)
 
 
 def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str, ...] | None = None) -> list:
@@ -40,8 +42,11 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
     serving_only = fields["inference"] - training
     unknown = sorted(set(data) - training - serving_only)
     if unknown:
-        raise InputError(f"{where}: {unknown[0]}", data[unknown[0]], "unknown field; valid fields: "
-                         + ", ".join(sorted(training | serving_only)))
+        raise InputError(
+            f"{where}: {unknown[0]}",
+            data[unknown[0]],
+            "unknown field; valid fields: " + ", ".join(sorted(training | serving_only)),
+        )
     if sections is None:
         has_serving = bool(nested) or any(k in serving_only for k in data)
         sections = DEFAULT_SECTIONS + (("inference",) if has_serving else ())
@@ -58,7 +63,7 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
 
 
 def command():
-    from gpuplan.commands.build import schema_options
+    from gpuplan.commands.build import schema_options, with_schema
     from gpuplan.report.schema import ReportInputs
 
     def callback(plan: str, **flags: Any) -> None:
@@ -81,8 +86,9 @@ def command():
             try:
                 import matplotlib  # noqa: F401
             except ImportError:
-                raise InputError("plots", "matplotlib", "is not installed; pip install 'gpuplan[plot]' "
-                                 "or pass --no-plots") from None
+                raise InputError(
+                    "plots", "matplotlib", "is not installed; pip install 'gpuplan[plot]' or pass --no-plots"
+                ) from None
         reports = reports_for_plan(read_plan_file(inputs.plan), inputs.plan, inputs.sections)
         md_path = Path(inputs.markdown) if inputs.markdown else None
         image_dir = f"{md_path.stem}-plots" if md_path else "report-plots"
@@ -102,5 +108,13 @@ def command():
             sys.stdout.write(docs.html)
 
     params = [click.Argument(["plan"])] + schema_options(ReportInputs, skip=("plan",))
-    return click.Command("report", callback=callback, params=params, help=HELP + "\n\nPLAN: " +
-                         ReportInputs.model_fields["plan"].description, short_help="A report of a plan file.")
+    return with_schema(
+        click.Command(
+            "report",
+            callback=callback,
+            params=params,
+            help=HELP + "\n\nPLAN: " + ReportInputs.model_fields["plan"].description,
+            short_help="A report of a plan file.",
+        ),
+        ReportInputs,
+    )

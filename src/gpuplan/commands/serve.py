@@ -10,8 +10,10 @@ import click
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 ANY_ADDRESS = ("0.0.0.0", "::", "[::]")
-HELP = ("Serve the web page and the JSON API (OpenAPI schema at /openapi.json). Needs the web extra: "
-        "pip install 'gpuplan[web]'.")
+HELP = (
+    "Serve the web page and the JSON API (OpenAPI schema at /openapi.json). Needs the web extra: "
+    "pip install 'gpuplan[web]'."
+)
 
 
 def allowed_hosts(host: str) -> list[str] | None:
@@ -35,8 +37,9 @@ def check_port_free(host: str, port: int) -> None:
         try:
             probe.bind((bind, port))
         except OSError as exc:
-            raise InputError("port", port, f"cannot serve on {host}:{port} ({exc.strerror or exc}); choose "
-                             "another --port or --host") from None
+            raise InputError(
+                "port", port, f"cannot serve on {host}:{port} ({exc.strerror or exc}); choose another --port or --host"
+            ) from None
 
 
 def serve_schema() -> type:
@@ -57,18 +60,28 @@ def serve_schema() -> type:
         return text
 
     class ServeInputs(JobInputs):
-        host: Annotated[T.Name, V.field("127.0.0.1", "Address to bind: 127.0.0.1 is this machine only; 0.0.0.0 "
-                                                     "makes the page reachable from the network.")]
+        host: Annotated[
+            T.Name,
+            V.field(
+                "127.0.0.1",
+                "Address to bind: 127.0.0.1 is this machine only; 0.0.0.0 makes the page reachable from the network.",
+            ),
+        ]
         port: Annotated[T.typed(int, T.number(1, 65535, whole=True)), V.field(8000, "Port.")]
-        calibration_dir: Annotated[T.typed(str, folder, {"type": "string"}) | None, V.field(
-            None, "A folder of calibration files the API may use by name (requests name a file, never a path).",
-            "none")]
+        calibration_dir: Annotated[
+            T.typed(str, folder, {"type": "string"}) | None,
+            V.field(
+                None,
+                "A folder of calibration files the API may use by name (requests name a file, never a path).",
+                "none",
+            ),
+        ]
 
     return ServeInputs
 
 
 def command():
-    from gpuplan.commands.build import schema_options
+    from gpuplan.commands.build import schema_options, with_schema
 
     ServeInputs = serve_schema()
 
@@ -83,18 +96,34 @@ def command():
             import fastapi  # noqa: F401
             import uvicorn
         except ImportError as exc:
-            raise InputError("web extra", exc.name or "fastapi", "is not installed; "
-                             "pip install 'gpuplan[web]'") from None
+            raise InputError(
+                "web extra", exc.name or "fastapi", "is not installed; pip install 'gpuplan[web]'"
+            ) from None
         check_port_free(inputs.host, inputs.port)
         os.environ["GPUPLAN_ALLOWED_HOSTS"] = ",".join(allowed_hosts(inputs.host) or [])
         os.environ["GPUPLAN_CALIBRATION_DIR"] = inputs.calibration_dir or ""
         if inputs.host not in LOOPBACK:
-            sys.stderr.write(f"warning: serving on {inputs.host}: anyone who can reach this address can use the "
-                             "page (no authentication)\n")
+            sys.stderr.write(
+                f"warning: serving on {inputs.host}: anyone who can reach this address can use the "
+                "page (no authentication)\n"
+            )
         shown = f"[{inputs.host}]" if ":" in inputs.host and not inputs.host.startswith("[") else inputs.host
         sys.stderr.write(f"gpuplan: serving on http://{shown}:{inputs.port}/ (Ctrl+C to stop)\n")
-        uvicorn.run("gpuplan.web:create_app_from_env", factory=True, host=inputs.host.strip("[]"),
-                    port=inputs.port, log_level="warning")
+        uvicorn.run(
+            "gpuplan.web:create_app_from_env",
+            factory=True,
+            host=inputs.host.strip("[]"),
+            port=inputs.port,
+            log_level="warning",
+        )
 
-    return click.Command("serve", callback=callback, params=schema_options(ServeInputs), help=HELP,
-                         short_help="The web page and JSON API.")
+    return with_schema(
+        click.Command(
+            "serve",
+            callback=callback,
+            params=schema_options(ServeInputs),
+            help=HELP,
+            short_help="The web page and JSON API.",
+        ),
+        ServeInputs,
+    )

@@ -2,12 +2,14 @@
 
 import click
 
-HELP = ("Run the estimators over the packaged reference set of published runs and measurements; print the "
-        "error per kind. --out FILE also writes the accuracy tables (Markdown, e.g. docs/accuracy.md).")
+HELP = (
+    "Run the estimators over the packaged reference set of published runs and measurements; print the "
+    "error per kind. --out FILE also writes the accuracy tables (Markdown, e.g. docs/accuracy.md)."
+)
 
 
 def command():
-    from gpuplan.commands.build import emit, format_options, schema_options
+    from gpuplan.commands.build import emit, format_options, schema_options, with_schema
     from gpuplan.jobs.validation.schema import ValidateInputs
 
     def callback(fmt="table", as_json=False, full=False, **flags):
@@ -25,5 +27,13 @@ def command():
             write_atomic(inputs.out, accuracy_markdown(report))
         emit(report, fmt, as_json, full)
 
-    return click.Command("validate", callback=callback, params=schema_options(ValidateInputs) + format_options(),
-                         help=HELP, short_help="The estimators against published runs.")
+    return with_schema(
+        click.Command(
+            "validate",
+            callback=callback,
+            params=schema_options(ValidateInputs) + format_options(),
+            help=HELP,
+            short_help="The estimators against published runs.",
+        ),
+        ValidateInputs,
+    )

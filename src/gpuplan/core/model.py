@@ -109,6 +109,8 @@ class ModelSpec:
     """Rows of a learned absolute position table (GPT-2: n_positions); 0 for RoPE/ALiBi."""
     max_position_embeddings: int = 4096
     norm: NormKind = "rmsnorm"
+    norm_bias: bool = True
+    """LayerNorm with a bias (GPT-2, NeoX); DBRX's LayerNorms have none (modeling_dbrx.py)."""
     norms_per_layer: int = 2
     """Norm modules per layer: 2 usual; 1 Falcon-7B (shared by parallel attn/MLP); 4 Gemma 2/3."""
     final_norm: bool = True
@@ -179,7 +181,7 @@ class ParameterCount:
 
 def norm_params(spec: ModelSpec, width: int) -> int:
     """One norm module over ``width`` features: RMSNorm has a weight, LayerNorm weight + bias."""
-    return width * (2 if spec.norm == "layernorm" else 1)
+    return width * (2 if spec.norm == "layernorm" and spec.norm_bias else 1)
 
 
 def attention_params(attn: AttentionSpec, hidden: int) -> int:

@@ -82,6 +82,18 @@ def _grid(space: SearchSpace, spec: ModelSpec, cluster: Cluster, recompute: str)
     return g
 
 
+MAX_CANDIDATES = 6_000_000
+"""Candidate layouts (before masking) one search may enumerate: bounds its time (~3 s) and memory
+(~0.5 GB of transient arrays). More GPU counts than that allows are refused, naming the limit."""
+
+
+def candidate_count(spec: ModelSpec, space: SearchSpace) -> int:
+    """Size of the grid ``evaluate_layouts`` would build (all recompute modes)."""
+    ep = len([e for e in space.ep if spec.moe is not None and spec.moe.num_experts % e == 0] or [1])
+    return (len(space.gpu_counts) * len(space.tp) * len(space.pp) * len(space.vpp) * len(space.cp) * ep
+            * len(space.zero) * len(space.micro_batch) * len(space.recompute))
+
+
 def evaluate_layouts(spec: ModelSpec, cluster: Cluster, space: SearchSpace, memory: M.MemorySettings,
                      step: StepSettings, overheads: M.Overheads, progress=None) -> LayoutTable:
     """Every valid layout with its step time, memory, MFU and whether it fits. ``progress`` is

@@ -61,6 +61,21 @@ def validate_measurement(data: Any, source: str) -> dict:
     step = data["results"]["step_time_s"]
     if not isinstance(step, dict) or not _positive(step.get("median")):
         raise InputError("file", source, "'results.step_time_s.median' must be a positive number of seconds")
+    for where, block, key, limit in (("config.settings", settings, "micro_batch", 1 << 30),
+                                     ("config.settings", settings, "seq_len", 1 << 24),
+                                     ("environment", data["environment"], "world_size", 10_000_000)):
+        value = block.get(key)
+        if not (_positive(value) and value == int(value) and value <= limit):
+            raise InputError("file", source, f"'{where}.{key}' must be a whole number from 1 to {limit:,}, "
+                             f"not {value!r}")
+    if not _positive(data["results"]["tokens_per_s"]):
+        raise InputError("file", source, "'results.tokens_per_s' must be a positive number")
+    memory = data["results"]["memory"]
+    if not isinstance(memory, dict):
+        raise InputError("file", source, "'results.memory' must be an object")
+    for key, value in memory.items():
+        if key.endswith("_bytes") and value is not None and not _non_negative(value):
+            raise InputError("file", source, f"'results.memory.{key}' must be a non-negative number of bytes")
     return data
 
 
@@ -69,6 +84,12 @@ def read_measurement(path: str | Path) -> dict:
     from gpuplan.adapters.files import read_json
 
     return validate_measurement(read_json(path, "measurement"), str(path))
+
+
+def _non_negative(value: Any) -> bool:
+    if isinstance(value, list):
+        return all(_non_negative(v) for v in value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 def _positive(value: Any) -> bool:

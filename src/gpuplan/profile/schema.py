@@ -10,6 +10,7 @@ from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
+from gpuplan.schema.model_fields import ModelFields
 
 
 def _f(default, help: str, shown: str | None = None):
@@ -19,10 +20,9 @@ def _f(default, help: str, shown: str | None = None):
 Steps = T.typed(int, T.count(1_000_000, whole=True))
 
 
-class TrialInputs(JobInputs):
+class TrialInputs(ModelFields):
     """A short real training run: the model (random weights), its depth, the step and the device."""
 
-    model: V.Model
     layers: Annotated[T.typed(int, T.count(1 << 12, whole=True)) | None, _f(
         None, "Decoder layers to build (same width): measure a huge model small.", "all")]
     micro_batch: V.MicroBatch

@@ -60,10 +60,10 @@ def _bounded(number: float, value: Any, field: str, low: float, high: float, low
     return number
 
 
-def count(high: float, *, whole: bool = False, suffix_base: float = 1000.0):
-    """A positive count with an optional K/M/B/T suffix ("7B", "2T", 1.5e12), at most ``high``.
-    ``whole``: refuse fractions. ``suffix_base`` 1024 reads K/M as 2**10/2**20 (token lengths:
-    "8K" = 8,192, "128K" = 131,072 as model cards name contexts)."""
+def count(high: float, *, low: float = 0.0, whole: bool = False, suffix_base: float = 1000.0):
+    """A positive count with an optional K/M/B/T suffix ("7B", "2T", 1.5e12), in (0, ``high``]
+    (or [``low``, ``high``]). ``whole``: refuse fractions. ``suffix_base`` 1024 reads K/M as
+    2**10/2**20 (token lengths: "8K" = 8,192, "128K" = 131,072 as model cards name contexts)."""
 
     def parse(value: Any, info: ValidationInfo) -> float | int:
         field = _name(info)
@@ -75,7 +75,7 @@ def count(high: float, *, whole: bool = False, suffix_base: float = 1000.0):
                 value = float(match.group(1)) * (1024 if match.group(2) in "kK" else 2**20)
         elif not isinstance(value, int | float):
             _text(value, field)
-        number = _bounded(units.parse_count(value, field), value, field, 0, high, True)
+        number = _bounded(units.parse_count(value, field), value, field, low, high, low == 0)
         if whole:
             if number != int(number):
                 raise InputError(field, value, "must be a whole number")

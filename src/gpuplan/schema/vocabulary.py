@@ -77,9 +77,10 @@ CalibrationDoc = Annotated[Any, BeforeValidator(_calibration),
 # ---- what is trained or served --------------------------------------------------------------
 Model = option(T.Name | None, None, "Model: a catalog name (`gpuplan catalog models`), a Hugging Face id "
                "(org/name), or a config.json or a folder holding one.", "--params 7B (the article's)")
-Params = option(Count | None, None, "Bare parameter count instead of a model, e.g. 7B (a generic Llama-style "
+ParamCount = T.typed(float, T.count(1e15, low=1e6))
+Params = option(ParamCount | None, None, "Bare parameter count instead of a model, e.g. 7B (a generic Llama-style "
                 "shape whose heads divide 8).")
-Tokens = option(Count, 2e12, "Training tokens, e.g. 2T.", "2T")
+Tokens = option(T.typed(float, T.count(MAX_TOKENS, low=1e3)), 2e12, "Training tokens, e.g. 2T.", "2T")
 SeqLen = option(TokenLength, 4096, "Tokens per sequence; K = 1,024 (8K = 8,192).")
 
 # ---- hardware and time ----------------------------------------------------------------------

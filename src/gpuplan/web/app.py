@@ -8,6 +8,7 @@ must work with no internet; the schema itself is served.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gpuplan import __version__
 from gpuplan.errors import InputError
-from gpuplan.web.limits import MAX_BODY_BYTES, Guard
+from gpuplan.web.limits import MAX_BODY_BYTES, Busy, Guard
+from gpuplan.web.service import ResponseTooLarge
 
 STATIC = Path(__file__).resolve().parent / "static"
 DESCRIPTION = """Plan GPUs for training and serving LLMs. Every estimator takes the same fields as
@@ -36,7 +38,10 @@ def create_app(allowed_hosts: list[str] | None = None, max_body_bytes: int = MAX
     from gpuplan.web.routes import api_router
 
     app = FastAPI(title="gpuplan", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None)
+    app.state.calibration_dir = calibration_dir
     app.add_exception_handler(InputError, _input_error)
+    app.add_exception_handler(Busy, _busy)
+    app.add_exception_handler(ResponseTooLarge, _too_large)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.include_router(api_router())
@@ -56,7 +61,7 @@ def create_app(allowed_hosts: list[str] | None = None, max_body_bytes: int = MAX
 
 def error_body(field: str | None, message: str, loc: list, kind: str, value: Any = None) -> dict[str, Any]:
     """The 422 body: FastAPI's validation-error shape plus ``field`` and a one-line ``message``."""
-    return {"detail": [{"loc": loc, "msg": message, "type": kind, "input": jsonable_encoder(value)}],
+    return {"detail": [{"loc": loc, "msg": message, "type": kind, "input": _safe(value)}],
             "field": field, "message": message}
 
 
@@ -88,6 +93,14 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
     return JSONResponse({"detail": detail, "field": field, "message": message}, 422)
 
 
+async def _busy(request: Request, exc: Busy) -> JSONResponse:
+    return JSONResponse({"detail": str(exc), "field": None, "message": str(exc)}, 503, headers={"Retry-After": "5"})
+
+
+async def _too_large(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc), "field": None, "message": str(exc)}, 413)
+
+
 async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     """Other HTTP errors (400 for a body that is not JSON, 404, 405) in the same shape."""
     message = str(exc.detail)
@@ -96,7 +109,14 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
 
 
 def _safe(value: Any) -> Any:
+    """A value as JSON can carry it: NaN and infinities as text, anything odd as its repr."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {str(k): _safe(v) for k, v in list(value.items())[:50]}
+    if isinstance(value, list | tuple):
+        return [_safe(v) for v in list(value)[:50]]
     try:
         return jsonable_encoder(value)
     except (TypeError, ValueError):
-        return repr(value)
+        return repr(value)[:200]

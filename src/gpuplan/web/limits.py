@@ -1,12 +1,52 @@
-"""ASGI middleware that guards the server: a request-body size limit (413) and response
-headers that keep the page to its own origin (no CDN, no framing, no sniffing)."""
+"""What guards the server: a request-body size limit (413) and response headers that keep the
+page to its own origin (no CDN, no framing, no sniffing) as ASGI middleware; a time budget and a
+cap on estimates running at once (503 naming the limit) around each estimate."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from typing import Any, Callable
 
 MAX_BODY_BYTES = 256 * 1024
+REQUEST_SECONDS = 20.0
+"""Time budget of one estimate; past it the request is answered 503 (the work is bounded by the
+schema and the planner's layout cap, so this is a backstop, not the normal path)."""
+MAX_CONCURRENT = 4
+"""Estimates running at once (2-core machines: more only queue); further requests get 503."""
+
+
+class Busy(Exception):
+    """Too many estimates at once, or one over its time budget (answered 503)."""
+
+
+def _slots(app: Any) -> threading.BoundedSemaphore:
+    if not hasattr(app.state, "estimate_slots"):
+        app.state.estimate_slots = threading.BoundedSemaphore(MAX_CONCURRENT)
+    return app.state.estimate_slots
+
+
+async def guarded(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run ``fn(*args)`` in a worker thread within REQUEST_SECONDS and MAX_CONCURRENT slots. A
+    slot is released when the work ends, even after its request has been answered 503, so slow
+    work cannot pile up."""
+    slots = _slots(app)
+    if not slots.acquire(blocking=False):
+        raise Busy(f"{MAX_CONCURRENT} estimates are already running; try again in a moment")
+
+    def work() -> Any:
+        try:
+            return fn(*args)
+        finally:
+            slots.release()
+
+    loop = asyncio.get_running_loop()
+    try:
+        return await asyncio.wait_for(asyncio.shield(loop.run_in_executor(None, work)), REQUEST_SECONDS)
+    except asyncio.TimeoutError:
+        raise Busy(f"the estimate took longer than the {REQUEST_SECONDS:.0f} s limit; narrow the request "
+                   "(fewer GPU counts, a smaller top)") from None
 SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),

@@ -7,9 +7,9 @@ value is refused by the schema with the message the CLI prints (HTTP 422 naming 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 EXAMPLES = {
     "training": {"params": "7B", "tokens": "2T", "gpu": "a100", "days": 7, "mfu": "40%"},
@@ -18,6 +18,8 @@ EXAMPLES = {
     "plan": {"model": "llama-3.1-8b", "tokens": "1T", "gpu": "h100", "gpus": "64-256"},
     "inference": {"model": "llama-3.1-8b", "gpu": "h100", "context": "8K", "batch": 32},
 }
+CALIBRATION_HELP = ("A calibration from `gpuplan calibrate`: its JSON document, or the name of a file in the "
+                    "folder the server was started with (`gpuplan serve --calibration-dir DIR`). Never a path.")
 CONFIG_HELP = ("A Hugging Face config.json pasted as a JSON object, instead of model or params "
                "(VLM configs: the text_config is used).")
 
@@ -26,9 +28,16 @@ def request_model(name: str, schema: type[BaseModel]) -> type[BaseModel]:
     """The request body of job ``name``: the job's own schema (the CLI's options and plan-file
     keys: same types, ranges and messages) plus ``config``, a pasted config.json."""
     example = EXAMPLES.get(name)
+    annotations: dict[str, Any] = {"config": dict[str, Any] | None}
+    fields: dict[str, Any] = {"config": Field(default=None, description=CONFIG_HELP)}
+    if "calibration" in schema.model_fields:
+        # Over HTTP a calibration is its JSON document or a name in the operator's folder: the
+        # request model never reads a file (the CLI's schema would open a path given as text).
+        annotations["calibration"] = dict[str, Any] | Annotated[str, StringConstraints(max_length=128)] | None
+        fields["calibration"] = Field(default=None, description=CALIBRATION_HELP)
     namespace = {
-        "__annotations__": {"config": dict[str, Any] | None},
-        "config": Field(default=None, description=CONFIG_HELP),
+        "__annotations__": annotations,
+        **fields,
         "model_config": ConfigDict(**{**schema.model_config,
                                       "json_schema_extra": {"examples": [example]} if example else None}),
         "__doc__": schema.__doc__,

@@ -6,12 +6,13 @@ generated endpoint from its annotation object.
 
 from typing import Annotated, Any, Literal, Optional
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse
 
 from gpuplan import __version__
 from gpuplan.web import service
 from gpuplan.jobs import JOBS, Job
+from gpuplan.web.limits import guarded
 from gpuplan.web.models import ErrorResponse, Health, ReportResponse, request_model
 
 Lang = Annotated[Literal["en", "zh"], Query(description="Language of labels and titles; numbers are unchanged.")]
@@ -68,8 +69,12 @@ def _add_job(router: APIRouter, job: Job) -> None:
         return
     model = request_model(name, job.schema)
 
-    def endpoint(body: model, lang: Lang = "en") -> JSONResponse:  # type: ignore[valid-type]
-        return JSONResponse(service.estimate(name, body.model_dump(exclude_unset=True), lang))
+    async def endpoint(request: Request, body: model, lang: Lang = "en") -> JSONResponse:  # type: ignore[valid-type]
+        # `body` is checked by FastAPI for the schema (and documents it); the estimate re-reads the
+        # raw JSON through the same schema, so a value means what it means on the CLI.
+        raw = await request.json()
+        result = await guarded(request.app, service.estimate, name, raw, lang, request.app.state.calibration_dir)
+        return JSONResponse(result)
 
     endpoint.__name__ = f"estimate_{name}"
     router.add_api_route(f"/{name}", endpoint, methods=["POST"], response_model=ReportResponse, responses=ERRORS,

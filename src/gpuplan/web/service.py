@@ -25,6 +25,14 @@ from gpuplan.errors import InputError
 from gpuplan.jobs import JOBS
 
 CACHE_SIZE = 64
+CACHE_BYTES = 64 << 20
+"""Results kept for shared links and language switches: at most 64 MiB of JSON in all."""
+CACHE_ENTRY_BYTES = 8 << 20
+MAX_RESPONSE_BYTES = 8 << 20
+"""A response larger than this is refused (413) instead of sent: lower --top or the GPU counts."""
+MAX_API_TOP = 100
+MAX_API_GPU_COUNTS = 256
+CALIBRATION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _log = logging.getLogger(__name__)
 # A pasted config may not ask for more layers or experts than this: the adapter builds per-layer
 # tuples, so a config with 10^9 layers would hold the server. The largest catalog model has 126
@@ -38,23 +46,35 @@ CONFIG_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, Ar
 
 
 class _LRU:
-    def __init__(self, size: int) -> None:
-        self._items: OrderedDict[str, Any] = OrderedDict()
-        self._size, self._lock = size, threading.Lock()
+    """Least-recently-used results, bounded by entry count and by total bytes (a result's JSON
+    size); a result larger than ``max_entry`` is not kept at all."""
+
+    def __init__(self, size: int, max_bytes: int = CACHE_BYTES, max_entry: int = CACHE_ENTRY_BYTES) -> None:
+        self._items: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._size, self._max_bytes, self._max_entry = size, max_bytes, max_entry
+        self._bytes, self._lock = 0, threading.Lock()
+
+    @property
+    def total_bytes(self) -> int:
+        return self._bytes
 
     def get(self, key: str) -> Any:
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
-                return self._items[key]
+                return self._items[key][0]
         return None
 
-    def put(self, key: str, value: Any) -> None:
+    def put(self, key: str, value: Any, nbytes: int) -> None:
+        if nbytes > self._max_entry:
+            return
         with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+            if key in self._items:
+                self._bytes -= self._items.pop(key)[1]
+            self._items[key] = (value, nbytes)
+            self._bytes += nbytes
+            while self._items and (len(self._items) > self._size or self._bytes > self._max_bytes):
+                self._bytes -= self._items.popitem(last=False)[1][1]
 
 
 _CACHE = _LRU(CACHE_SIZE)
@@ -77,22 +97,73 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def estimate(name: str, body: dict[str, Any], lang: str = "en") -> dict[str, Any]:
+class ResponseTooLarge(Exception):
+    """The result would exceed MAX_RESPONSE_BYTES (answered 413)."""
+
+
+def estimate(name: str, body: dict[str, Any], lang: str = "en", calibration_dir: str | None = None) -> dict[str, Any]:
     """The Report of estimator ``name`` for a request body (field -> raw value, plus an optional
     ``config`` mapping) as ``Report.to_dict()`` with ``charts`` and ``lang`` added."""
     from gpuplan.report.i18n import check_lang, translate_report
     from gpuplan.report.plots import chart_series
 
     lang = check_lang(lang)
-    key = json.dumps([name, lang, body], sort_keys=True, default=repr)
+    key = json.dumps([name, lang, body, calibration_dir], sort_keys=True, default=repr)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    report = run(name, body)
+    report = run(name, request_limits(name, body, calibration_dir))
     result = plain(translate_report(report, lang).to_dict())
     result |= {"charts": plain(chart_series(report)), "lang": lang}
-    _CACHE.put(key, result)
+    size = len(json.dumps(result))
+    if size > MAX_RESPONSE_BYTES:
+        raise ResponseTooLarge(f"the response would be {size / 2**20:.1f} MiB, over the {MAX_RESPONSE_BYTES >> 20} MiB "
+                               "limit; ask for fewer layouts (top) or GPU counts")
+    _CACHE.put(key, result, size)
     return result
+
+
+def request_limits(name: str, body: dict[str, Any], calibration_dir: str | None) -> dict[str, Any]:
+    """The API's own bounds on top of the schema's (one request must stay cheap to answer), and
+    the calibration as a document: the server never opens a path a request names."""
+    body = dict(body)
+    top = body.get("top")
+    if name == "plan" and isinstance(top, int | float) and not isinstance(top, bool) and top > MAX_API_TOP:
+        raise InputError("top", top, f"must be at most {MAX_API_TOP} over the API")
+    if name == "plan" and body.get("gpus") is not None:
+        from gpuplan.jobs.plan.schema import gpu_counts
+
+        counts = gpu_counts(body["gpus"])
+        if len(counts) > MAX_API_GPU_COUNTS:
+            raise InputError("gpus", body["gpus"], f"at most {MAX_API_GPU_COUNTS} GPU counts over the API "
+                             f"(this asks for {len(counts):,})")
+    if body.get("calibration") is not None:
+        body["calibration"] = calibration_document(body["calibration"], calibration_dir)
+    return body
+
+
+def calibration_document(value: Any, folder: str | None) -> dict[str, Any]:
+    """A calibration over HTTP: the JSON document itself, or the name of a file in the folder the
+    operator gave (`gpuplan serve --calibration-dir DIR`); never a path."""
+    if isinstance(value, dict):
+        return value
+    if not isinstance(value, str) or not CALIBRATION_NAME.match(value) or ".." in value:
+        raise InputError("calibration", value if isinstance(value, str) else type(value).__name__,
+                         "give the calibration JSON document itself, or a file name (letters, digits, '.', '_', "
+                         "'-'; no folders) from the server's --calibration-dir")
+    if folder is None:
+        raise InputError("calibration", value, "this server has no --calibration-dir; send the calibration JSON "
+                         "document itself")
+    from gpuplan.adapters.files import read_json
+
+    candidates = [Path(folder) / value, Path(folder) / f"{value}.json"]
+    path = next((c for c in candidates if c.is_file()), None)
+    if path is None:
+        raise InputError("calibration", value, "no such calibration in the server's --calibration-dir")
+    try:
+        return read_json(path, "calibration")
+    except InputError as exc:
+        raise InputError("calibration", value, exc.expected.replace(str(path), value)) from None
 
 
 def catalog(kind: str, search: str | None, lang: str = "en") -> dict[str, Any]:
@@ -104,9 +175,12 @@ def catalog(kind: str, search: str | None, lang: str = "en") -> dict[str, Any]:
     key = json.dumps(["catalog", kind, search, lang])
     cached = _CACHE.get(key)
     if cached is None:
-        report = (model_catalog_report if kind == "models" else gpu_catalog_report)(search)
+        from gpuplan.jobs.catalog.schema import CatalogInputs
+
+        text = CatalogInputs.parse({"filter": search}).filter
+        report = (model_catalog_report if kind == "models" else gpu_catalog_report)(text)
         cached = plain(translate_report(report, lang).to_dict()) | {"charts": {}, "lang": lang}
-        _CACHE.put(key, cached)
+        _CACHE.put(key, cached, len(json.dumps(cached)))
     return cached
 
 

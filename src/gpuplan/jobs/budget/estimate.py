@@ -15,13 +15,13 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
     """`gpuplan train` / `gpuplan budget`: the training estimate's compute and time lines, then
     the five budget sections on the GPUs it rents and its wall-clock with the communication
     allowance. ``inputs``: BudgetInputs (a plain TrainingInputs takes the budget defaults)."""
-    from gpuplan.adapters.resolve import resolve_gpu, resolve_model
+    from gpuplan.adapters.resolve import resolve_gpu
     from gpuplan.jobs.training.estimate import estimate_training
 
     if not isinstance(inputs, BudgetInputs):
         inputs = BudgetInputs(**inputs.given_values())
     train = estimate_training(inputs)
-    spec, gpu = resolve_model(*inputs.model_params), resolve_gpu(inputs.gpu)
+    spec, gpu = inputs.spec(), resolve_gpu(inputs.gpu)
     tp, pp = inputs.tp or 1, inputs.pp or 1
     gpus = max(1, math.ceil(train.value("gpus") - 1e-9))
     wall = train.value("wall_days_with_comm") * 86400 * train.value("gpus") / gpus

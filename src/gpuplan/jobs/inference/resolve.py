@@ -40,7 +40,7 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     """Resolve names, the format and the load; InputError on anything impossible."""
     from gpuplan.adapters.resolve import resolve_gpu, resolve_model
 
-    spec = resolve_model(*inputs.model_params)
+    spec = inputs.spec()
     gpu = resolve_gpu(inputs.gpu)
     raw = raw_model_config(*inputs.model_params)
     fmt, origin, notes = resolve_format(inputs.quantization, inputs.group_size, spec, raw, gpu)

@@ -13,6 +13,7 @@ from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
+from gpuplan.schema.model_fields import ModelFields
 
 GiB = 2**30
 QUANTIZATIONS = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
@@ -40,11 +41,9 @@ def _scaled(triple: tuple[float, float, float], value: float) -> tuple[float, fl
 ServingGib = T.typed(float, T.number(0, 64))
 
 
-class InferenceInputs(JobInputs):
+class InferenceInputs(ModelFields):
     """A model, a GPU and a layout, the load, and how the engine runs it."""
 
-    model: V.Model
-    params: V.Params
     gpu: V.Gpu
     gpus: V.GpuCount
     tp: V.Tp
@@ -84,20 +83,11 @@ class InferenceInputs(JobInputs):
 
     @model_validator(mode="after")
     def _consistent(self) -> InferenceInputs:
-        if self.model is not None and self.params is not None:
-            raise InputError("model/params", f"{self.model} / {self.params:g}", "give either a model or --params, "
-                             "not both")
         if self.gpus is not None and self.tp is not None and self.tp * (self.pp or 1) != self.gpus:
             raise InputError("gpus", self.gpus, f"must equal tp x pp = {self.tp} x {self.pp or 1}")
         if self.gpus is not None and self.tp is None and self.gpus % (self.pp or 1):
             raise InputError("gpus", self.gpus, f"must be a multiple of pp = {self.pp}")
         return self
-
-    @property
-    def model_params(self) -> tuple[str | None, float | None]:
-        if self.model is None and self.params is None:
-            return None, 7e9  # the article's 7B
-        return self.model, self.params
 
     @property
     def tp_degree(self) -> int:

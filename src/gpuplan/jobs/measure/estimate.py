@@ -51,12 +51,8 @@ def run_measurement(inputs: MeasureInputs) -> tuple[dict[str, Any], dict[str, An
 
 
 def measure_report(inputs: MeasureInputs) -> Report:
-    from gpuplan.adapters.resolve import resolve_model
-
     config, measured, how = run_measurement(inputs)
-    from gpuplan.adapters.hf_config import model_spec_from_hf_config
-
-    spec = model_spec_from_hf_config(config, name=resolve_model(inputs.model).name)
+    spec = inputs.spec()
     layout, settings = estimate_inputs(inputs.case())
     estimated = estimated_categories(spec, layout, settings)
     error = (estimated["peak"] - measured["peak_bytes"]) / measured["peak_bytes"]

@@ -10,6 +10,7 @@ from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
+from gpuplan.schema.model_fields import ModelFields
 
 
 def _depths(value: Any, info) -> tuple[int, int]:
@@ -23,11 +24,10 @@ def _depths(value: Any, info) -> tuple[int, int]:
     return depths  # type: ignore[return-value]
 
 
-class MeasureInputs(JobInputs):
+class MeasureInputs(ModelFields):
     """What to measure: the model, the step's shape and, optionally, two reduced depths to
     extrapolate from."""
 
-    model: V.Model
     seq_len: V.SeqLen
     micro_batch: V.MicroBatch
     precision: V.Precision

@@ -158,7 +158,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     """Per-GPU training memory with verdicts; raises InputError on impossible layouts."""
     settings, overheads = inputs.settings(), inputs.overheads()
     _validate_settings(settings)
-    spec = resolve_model(*inputs.model_params)
+    spec = inputs.spec()
     gpu = resolve_gpu(inputs.gpu)
     layout = resolve_layout(spec, inputs)
     calibration_sections: tuple[Section, ...] = ()

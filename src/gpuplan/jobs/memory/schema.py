@@ -10,6 +10,7 @@ from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
+from gpuplan.schema.model_fields import ModelFields
 
 GiB = 2**30
 DEFAULT_VERDICT_GPUS = ("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200-sxm", "b200", "mi300x")
@@ -27,11 +28,9 @@ def _f(default, help: str, shown: str | None = None):
     return V.field(default, help, shown)
 
 
-class MemoryInputs(JobInputs):
+class MemoryInputs(ModelFields):
     """A model, a layout and how the step runs. ``gpus`` fixes the world size (dp is derived)."""
 
-    model: V.Model
-    params: V.Params
     gpu: V.Gpu
     compare: Annotated[T.typed(tuple[str, ...], _gpu_list, {"type": "string", "maxLength": 1000}),
                        _f(DEFAULT_VERDICT_GPUS, "GPUs for the verdict table, separated by commas.")]
@@ -69,9 +68,6 @@ class MemoryInputs(JobInputs):
 
     @model_validator(mode="after")
     def _consistent(self) -> MemoryInputs:
-        if self.model is not None and self.params is not None:
-            raise InputError("model/params", f"{self.model} / {self.params:g}", "give either a model or --params, "
-                             "not both")
         if self.gpus is not None and self.dp is not None and self.dp * self.rest != self.gpus:
             raise InputError("dp", self.dp, f"conflicts with --gpus {self.gpus}: dp x tp x pp x cp = "
                              f"{self.dp * self.rest}; give one of --gpus and --dp")
@@ -83,12 +79,6 @@ class MemoryInputs(JobInputs):
     def rest(self) -> int:
         """GPUs per data-parallel replica: tp x pp x cp."""
         return (self.tp or 1) * (self.pp or 1) * self.cp
-
-    @property
-    def model_params(self) -> tuple[str | None, float | None]:
-        if self.model is None and self.params is None:
-            return None, 7e9  # the article's 7B
-        return self.model, self.params
 
     def layout(self):
         """The ParallelLayout (dp from --gpus when given); ZeRO-1 by default when data-parallel."""

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import model_validator
-
 from gpuplan.errors import InputError
 from gpuplan.jobs.budget.schema import BudgetFields
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
+from gpuplan.schema.model_fields import ModelFields
 
 RANK_BY = ("time", "cost", "gpus")
 MAX_COUNTS = 4096
@@ -54,11 +53,9 @@ GpuCounts = T.typed(tuple[int, ...], gpu_counts)
 Overlap = T.typed(float, T.number(0, 1))
 
 
-class PlanInputs(BudgetFields):
+class PlanInputs(ModelFields, BudgetFields):
     """What the layout search needs, plus the budget assumptions of the chosen layout."""
 
-    model: V.Model
-    params: V.Params
     tokens: V.Tokens
     gpu: V.Gpu
     gpus: Annotated[GpuCounts | None, V.GPU_COUNT]
@@ -79,19 +76,6 @@ class PlanInputs(BudgetFields):
     attention_efficiency: Annotated[T.Fraction | None, _f(None, "Attention kernel efficiency of the dense peak.",
                                                           "per GPU type")]
     calibration: V.Calibration
-
-    @model_validator(mode="after")
-    def _one_model(self) -> PlanInputs:
-        if self.model is not None and self.params is not None:
-            raise InputError("model/params", f"{self.model} / {self.params:g}", "give either a model or --params, "
-                             "not both")
-        return self
-
-    @property
-    def model_params(self) -> tuple[str | None, float | None]:
-        if self.model is None and self.params is None:
-            return None, 7e9  # the article's 7B
-        return self.model, self.params
 
     @property
     def gpu_counts(self) -> tuple[int, ...]:

@@ -12,7 +12,7 @@ from gpuplan.core.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
 from gpuplan.jobs.plan.schema import RANK_BY, PlanInputs
-from gpuplan.planner.search import LayoutTable, SearchSpace, evaluate_layouts
+from gpuplan.planner.search import MAX_CANDIDATES, LayoutTable, SearchSpace, candidate_count, evaluate_layouts
 
 
 
@@ -29,7 +29,7 @@ def search(inputs: PlanInputs, progress=None):
     """(spec, gpu, table of fitting layouts with days/gpu-hours/cost, searched count, seconds, price)."""
     if inputs.rank_by not in RANK_BY:
         raise InputError("rank_by", inputs.rank_by, f"must be one of {', '.join(RANK_BY)}")
-    spec = resolve_model(*inputs.model_params)
+    spec = inputs.spec()
     gpu = resolve_gpu(inputs.gpu)
     gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
@@ -55,6 +55,10 @@ def search(inputs: PlanInputs, progress=None):
     memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe_name, optimizer=inputs.optimizer,
                               implementation=inputs.implementation,
                               activation_scale=memory_scale)
+    candidates = candidate_count(spec, space)
+    if candidates > MAX_CANDIDATES:
+        raise InputError("gpus", f"{len(counts):,} GPU counts", f"the search would enumerate {candidates:,} layouts, "
+                         f"over the limit of {MAX_CANDIDATES:,}; give fewer GPU counts")
     start = time.perf_counter()
     table = evaluate_layouts(spec, cluster, space, memory, step_settings, overheads, progress)
     seconds = time.perf_counter() - start

@@ -29,7 +29,7 @@ def _planned_mfu(inputs: TrainingInputs) -> float:
 
     gpus = int(inputs.gpus or resolve_gpu(inputs.gpu).devices_per_node or 8)
     model, params = inputs.model_params
-    plan = PlanInputs(tokens=inputs.tokens, model=model, params=params, gpu=inputs.gpu,
+    plan = PlanInputs(tokens=inputs.tokens, model=model, params=params, model_type=inputs.model_type, gpu=inputs.gpu,
                       gpus=(gpus,), seq_len=inputs.seq_len, recipe=inputs.recipe_name, dtype=inputs.dtype,
                       calibration=inputs.calibration)
     table = search(plan)[2]  # the layout search alone: no report, no budget sections
@@ -67,7 +67,7 @@ def _count_flops(spec, inputs: TrainingInputs) -> _Flops:
 
 def estimate_training(inputs: TrainingInputs) -> Report:
     """Compute, GPU-time, allowance and memory lines for one training run."""
-    spec = resolve_model(*inputs.model_params)
+    spec = inputs.spec()
     gpu = resolve_gpu(inputs.gpu)
     peak = gpu.peak(inputs.dtype)
     gpus, days, mfu = _solve_inputs(inputs)

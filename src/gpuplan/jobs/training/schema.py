@@ -11,6 +11,7 @@ from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
+from gpuplan.schema.model_fields import ModelFields
 
 # Defaults, each shown in the report's assumptions with its source.
 DEFAULT_MFU = 0.40  # article: industry 30-50%, its example uses 40% on A100
@@ -29,13 +30,11 @@ def _mfu(value: Any, info) -> Any:
 Mfu = T.typed(float | Literal["predicted"], _mfu)
 
 
-class TrainingInputs(JobInputs):
+class TrainingInputs(ModelFields):
     """What a training estimate needs. Give at most two of gpus / days / mfu: the third is
     solved (mfu defaults to 0.40 when only one of gpus / days is given; with neither, the
     article's 7 days)."""
 
-    model: V.Model
-    params: V.Params
     tokens: V.Tokens
     gpu: V.Gpu
     gpus: V.GpuCount
@@ -62,21 +61,11 @@ class TrainingInputs(JobInputs):
 
     @model_validator(mode="after")
     def _two_of_three(self) -> TrainingInputs:
-        if self.model is not None and self.params is not None:
-            raise InputError("model/params", f"{self.model} / {self.params:g}", "give either a model or --params, "
-                             "not both")
         if self.gpus is not None and self.days is not None and self.mfu is not None:
             raise InputError("gpus/days/mfu", "all three", "give at most two; the third is solved")
         return self
 
     # ---- resolved values (defaults that depend on other inputs) ---------------------------
-    @property
-    def model_params(self) -> tuple[str | None, float | None]:
-        """(model, params) with the article's bare 7B when neither was given."""
-        if self.model is None and self.params is None:
-            return None, DEFAULT_PARAMS
-        return self.model, self.params
-
     @property
     def predict_mfu(self) -> bool:
         return self.mfu == "predicted"

@@ -1,0 +1,50 @@
+"""The fields that name the model of a job: a catalog name / Hugging Face id / config.json, or a
+bare parameter count, and how to read a config.json whose model_type gpuplan does not know."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import model_validator
+
+from gpuplan.errors import InputError
+from gpuplan.schema import types as T
+from gpuplan.schema import vocabulary as V
+from gpuplan.schema.base import JobInputs
+
+DEFAULT_PARAMS = 7e9  # the article's 7B example
+
+ModelType = Annotated[T.Name | None, V.field(
+    None, "Read the config.json as this model_type when its own is not supported, e.g. llama (Llama-style: "
+          "gated MLP, RMSNorm, no biases).", "the config's own")]
+
+
+class ModelFields(JobInputs):
+    """model | params, and the model_type override."""
+
+    model: V.Model
+    params: V.Params
+    model_type: ModelType
+
+    @model_validator(mode="after")
+    def _one_model(self) -> ModelFields:
+        if self.model is not None and self.params is not None:
+            raise InputError("model/params", f"{self.model} / {self.params:g}", "give either a model or --params, "
+                             "not both")
+        if self.model_type is not None and self.model is None:
+            raise InputError("model_type", self.model_type, "applies to a model's config.json (give --model)")
+        return self
+
+    @property
+    def model_params(self) -> tuple[str | None, float | None]:
+        """(model, params) with the article's bare 7B when neither was given."""
+        if self.model is None and self.params is None:
+            return None, DEFAULT_PARAMS
+        return self.model, self.params
+
+    def spec(self):
+        """The ModelSpec these fields name."""
+        from gpuplan.adapters.resolve import resolve_model
+
+        model, params = self.model_params
+        return resolve_model(model, params, model_type=self.model_type)
