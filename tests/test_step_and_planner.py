@@ -120,3 +120,22 @@ def test_planner_bad_input():
         plan_report(PlanInputs(tokens=2e12, model="llama-3.1-405b", gpu="a10", gpus=(8,)))
     with pytest.raises(InputError, match="fp8"):
         plan_report(PlanInputs(tokens=2e12, model="llama-2-7b", gpu="a100", dtype="fp8"))
+
+
+def _pareto_by_definition(values: np.ndarray) -> list[int]:
+    """The front by its definition: a point is kept unless an earlier one (lexicographic order) is
+    <= on every objective (so of identical points the first stays)."""
+    order, front = np.lexsort(values.T[::-1]), []
+    for i in order:
+        if not any(np.all(values[j] <= values[i]) for j in front):
+            front.append(int(i))
+    return sorted(front)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_vectorised_pareto_front_equals_the_definition(seed):
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(1, 80)), int(rng.integers(2, 4))
+    values = rng.integers(0, 6, size=(n, k)).astype(float)  # small integers: many ties
+    table = LayoutTable({f"o{i}": values[:, i] for i in range(k)})
+    assert sorted(pareto_front(table, tuple(f"o{i}" for i in range(k))).tolist()) == _pareto_by_definition(values)
