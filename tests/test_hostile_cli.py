@@ -137,3 +137,54 @@ def test_an_internal_error_is_one_line_not_a_traceback(capsys, monkeypatch):
     with pytest.raises(ZeroDivisionError):
         main(["train"])
     assert "GPUPLAN_DEBUG" in os.environ
+
+
+# The reproducers reported against the landed code (issue 12), each refused in one line.
+REPRODUCERS = [
+    ("train", "--params", "0.001"), ("train", "--gpus", "0.5"), ("train", "--seq-len", "4096.7"),
+    ("budget", "--token-bytes", "1.5"), ("budget", "--price", "inf"), ("budget", "--keep-checkpoints", "1e400"),
+    ("budget", "--host-copy", "inf"), ("infer", "--context", "8KK"), ("train", "--dtype", "int8"),
+    ("memory", "--gpus", "8", "--dp", "4"), ("memory", "--vpp", "2"), ("plan", "--implementation", "jax"),
+    ("train", "--model", "x" * 300), ("train", "--gpu", ""), ("train", "--tokens", ""),
+    ("plan", "--gpus", "1-1048576", "--top", "1000000000"), ("train", "--mfu", "predicted", "--gpus", str(2**60)),
+]
+
+
+@pytest.mark.parametrize("args", REPRODUCERS, ids=lambda a: " ".join(a)[:60])
+def test_reported_reproducers_are_refused(capsys, args):
+    code, out, err, seconds = run(capsys, *args)
+    check(code, out, err, seconds)
+    assert code == 2
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"config": {"settings": {"seq_len": "abc"}}}, "seq_len"), ({"config": {"settings": {"seq_len": 0}}}, "seq_len"),
+    ({"config": {"settings": {"seq_len": -64}}}, "seq_len"), ({"environment": {"world_size": "two"}}, "world_size"),
+    ({"environment": {"world_size": 0}}, "world_size"),
+    ({"results": {"memory": {"peak_allocated_bytes": -5}}}, "peak_allocated_bytes"),
+])
+def test_bad_measurement_files(capsys, tmp_path, change, fragment):
+    import json
+
+    data = {"schema_version": 1, "kind": "gpuplan.trial",
+            "environment": {"device_type": "cpu", "world_size": 1},
+            "config": {"model": "pythia-70m", "settings": {"micro_batch": 1, "seq_len": 64, "precision": "bf16",
+                                                          "recompute": "none", "parallelism": "auto"}},
+            "results": {"step_time_s": {"median": 0.5}, "tokens_per_s": 128.0,
+                        "memory": {"peak_allocated_bytes": 1000}}}
+    for part, values in change.items():
+        for key, value in values.items():
+            if isinstance(value, dict):
+                data[part][key].update(value)
+            else:
+                data[part][key] = value
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(data))
+    code, out, err, seconds = run(capsys, "calibrate", str(path))
+    check(code, out, err, seconds)
+    assert code == 2 and fragment in err
+
+
+def test_calibrate_checks_its_output_first(capsys, tmp_path):
+    code, out, err, seconds = run(capsys, "calibrate", "nonexistent.json", "--out", str(tmp_path))
+    assert code == 2 and "is a directory" in err

@@ -38,7 +38,8 @@ def request_model(name: str, schema: type[BaseModel]) -> type[BaseModel]:
     namespace = {
         "__annotations__": annotations,
         **fields,
-        "model_config": ConfigDict(**{**schema.model_config,
+        # built at once: FastAPI wraps the body model in a TypeAdapter, which a deferred build upsets
+        "model_config": ConfigDict(**{**schema.model_config, "defer_build": False,
                                       "json_schema_extra": {"examples": [example]} if example else None}),
         "__doc__": schema.__doc__,
         "__module__": __name__,
