@@ -6,7 +6,6 @@ import pytest
 from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core import comm as C
 from gpuplan.core import memory as M
-from gpuplan.core.memory_bulk import bulk_peak_memory
 from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.core.step import StepSettings, gemm_efficiency, step_time
 from gpuplan.core.topology import cluster_for
@@ -66,16 +65,17 @@ def test_full_recompute_costs_about_a_third_more_compute():
     ParallelLayout(dp=2, cp=4, tp=8, zero=3),
 ])
 @pytest.mark.parametrize("recompute", ["none", "full"])
-def test_bulk_memory_equals_the_single_estimate(layout, recompute):
+def test_planner_memory_equals_the_single_estimate(layout, recompute):
     spec = load_model("llama-3.1-70b")
     settings = M.MemorySettings(seq_len=8192, recipe="megatron", implementation="megatron", recompute=recompute)
     check_layout(spec, layout)
     scalar = M.peak_memory(spec, layout, settings).allocated
-    f = lambda v: np.array([float(v)])  # noqa: E731
-    bulk = bulk_peak_memory(spec, settings, dp=f(layout.dp), tp=f(layout.tp), pp=f(layout.pp), vpp=f(layout.vpp),
-                              cp=f(layout.cp), ep=f(layout.ep), zero=np.array([layout.zero]),
-                              micro_batch=f(layout.micro_batch), micro_batches=f(layout.micro_batches_per_step))
-    assert bulk[0] == pytest.approx(scalar, rel=2e-3)  # norms are split by tp in bulk only (<0.1%)
+    a = lambda v: np.array([v, v])  # noqa: E731 - the same layout twice, as arrays
+    arrays = ParallelLayout(dp=a(layout.dp), tp=a(layout.tp), pp=a(layout.pp), vpp=a(layout.vpp), cp=a(layout.cp),
+                            ep=a(layout.ep), zero=a(layout.zero), micro_batch=a(layout.micro_batch),
+                            global_batch=a(layout.batch))
+    bulk = M.peak_allocated(spec, arrays, settings)
+    assert bulk.tolist() == pytest.approx([scalar, scalar], rel=1e-12)  # one function: the same number
 
 
 def test_pareto_front():

@@ -17,7 +17,7 @@ scale-out efficiencies of the Cluster (exposed communication ~ x k; exact when n
 
 Memory. ``apply_to_memory`` scales the activation-like bytes at the start of backward by the
 activation factor and adds the fixed overhead to the allocated peak. For the vectorised planner
-(core/memory_bulk.bulk_peak_memory has no per-part output) ``apply_to_overheads`` adds the fixed
+(the planner's core/memory.peak_allocated has no per-part output) ``apply_to_overheads`` adds the fixed
 overhead to the per-GPU fixed bytes, and ``apply_to_memory_settings`` sets
 ``MemorySettings.activation_scale`` when core/memory.py has that field.
 """

@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from gpuplan.core.model import ModelSpec
 
 Implementation = Literal["hf", "megatron", "torchtitan"]
@@ -194,8 +196,8 @@ def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int
                             compute_bytes=compute_bytes, dropout=dropout, autocast=autocast,
                             capacity_factor=capacity_factor)
 
-    def on_rank(part: LayerActivations) -> float:
-        if tp == 1 or sequence_parallel:
+    def on_rank(part: LayerActivations):
+        if sequence_parallel:  # (with tp = 1 both forms are the same)
             return part.total / tp
         return (part.attention + part.mlp) / tp + part.norms + part.dropout + part.linear_inputs
 
@@ -205,16 +207,17 @@ def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int
     return (layers - moe_layers) * on_rank(dense) + moe_layers * on_rank(moe)
 
 
-def recomputed_layer_bytes_per_token(spec: ModelSpec, seq_len, moe_layers: int, *, impl: str = "hf",
+def recomputed_layer_bytes_per_token(spec: ModelSpec, seq_len, moe_layers, *, impl: str = "hf",
                                      kernel: str = "flash", compute_bytes: int = 2, tp: int = 1,
                                      dropout: float = 0.0, autocast: bool = False) -> float:
     """Full recompute: the activations of the one layer being recomputed during backward."""
-    parts = [layer_activations(spec, seq_len, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
-                               dropout=dropout, autocast=autocast).total]
-    if moe_layers:
-        parts.append(layer_activations(spec, seq_len, moe_layer=True, impl=impl, kernel=kernel,
-                                       compute_bytes=compute_bytes, dropout=dropout, autocast=autocast).total)
-    return max(parts) / tp
+    dense = layer_activations(spec, seq_len, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
+                              dropout=dropout, autocast=autocast).total
+    if spec.moe is None:
+        return dense / tp
+    moe = layer_activations(spec, seq_len, moe_layer=True, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
+                            dropout=dropout, autocast=autocast).total
+    return np.where(np.asarray(moe_layers) > 0, max(dense, moe), dense) / tp
 
 
 @dataclass(frozen=True)
@@ -247,7 +250,6 @@ def pipeline_micro_batches_in_flight(pp: int, vpp: int, micro_batches: int) -> f
     1F1B: up to pp (Narayanan et al. 2021, Sec. 2.2); interleaved with v virtual stages:
     pp·(1 + (pp-1)/(pp·v)) (Korthikanti et al. 2022, Sec. 4.2.3). Never more than the step has.
     """
-    if pp == 1:
-        return 1.0
-    in_flight = pp * (1 + (pp - 1) / (pp * vpp)) if vpp > 1 else float(pp)
-    return min(in_flight, float(micro_batches))
+    interleaved = pp * (1 + (pp - 1) / (pp * vpp))
+    in_flight = np.where(pp == 1, 1.0, np.where(vpp > 1, interleaved, pp * 1.0))
+    return np.minimum(in_flight, micro_batches * 1.0)

@@ -4,7 +4,7 @@ A layout = (GPUs, dp, tp, pp, vpp, cp, ep, ZeRO stage, micro-batch, recompute). 
 built with numpy, invalid combinations are masked out (tp must divide the attention and K/V
 heads and fit in a node, pp·vpp <= layers, dp·tp·pp·cp = GPUs, the global batch must split into
 whole micro-batches, ep divides the experts and dp·cp), then the same core formulas as the
-single estimate (core.step.step_time, core.memory_bulk.bulk_peak_memory) run on whole arrays.
+single estimate (core.step.step_time, core.memory.peak_allocated) run on whole arrays.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuplan.core import memory as M
-from gpuplan.core.memory_bulk import bulk_peak_memory
 from gpuplan.core.model import ModelSpec
+from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.step import StepSettings, model_flops_per_token, step_time
 from gpuplan.core.topology import Cluster
 
@@ -111,11 +111,11 @@ def evaluate_layouts(spec: ModelSpec, cluster: Cluster, space: SearchSpace, memo
         t = step_time(spec, cluster, replace(step, seq_len=space.seq_len, recompute=mode), dp=f["dp"], tp=f["tp"],
                       pp=f["pp"], vpp=f["vpp"], cp=f["cp"], ep=f["ep"], zero=g["zero"], micro_batch=f["micro_batch"],
                       micro_batches=f["micro_batches"])
-        peak = bulk_peak_memory(spec, replace(memory, seq_len=space.seq_len, recompute=mode), dp=f["dp"],
-                                  tp=f["tp"], pp=f["pp"], vpp=f["vpp"], cp=f["cp"], ep=f["ep"], zero=g["zero"],
-                                  micro_batch=f["micro_batch"], micro_batches=f["micro_batches"])
-        groups = (f["dp"] * f["cp"] > 1).astype(float) + (f["tp"] > 1) + (f["pp"] > 1)
-        fixed = overheads.cuda_context + groups * overheads.comm_per_group + (f["ep"] > 1) * overheads.all_to_all
+        layout = ParallelLayout(dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"],
+                                zero=g["zero"], micro_batch=g["micro_batch"],
+                                global_batch=g["micro_batch"] * g["dp"] * g["micro_batches"])
+        peak = M.peak_allocated(spec, layout, replace(memory, seq_len=space.seq_len, recompute=mode))
+        fixed = overheads.fixed_bytes(layout)
         budget = cluster.gpu.memory_bytes * (1 - overheads.margin)
         g.update(step_seconds=t.total, compute_seconds=t.compute, bubble_seconds=t.bubble,
                  exposed_comm_seconds=t.exposed_comm, comm_seconds=t.comm_total * np.ones_like(t.total),
