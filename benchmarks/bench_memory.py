@@ -9,24 +9,13 @@ s=4096 well under a minute on this machine.
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
-import time
 
-from results import (
-    publish,  # benchmarks/results.py; a script's own folder is on sys.path
+from results import (  # benchmarks/results.py; a script's own folder is on sys.path
+    median_seconds,
+    publish,
 )
-
-
-def median_seconds(fn, calls: int) -> float:
-    fn()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -42,9 +31,9 @@ def main() -> None:
     layout = ParallelLayout(dp=8, tp=8, pp=2, zero=1, micro_batch=1, global_batch=64)
     settings = MemorySettings(seq_len=8192, recipe="megatron", implementation="megatron")
     one = median_seconds(lambda: peak_memory(spec, layout, settings), 2000)
-    report = median_seconds(lambda: estimate_memory(MemoryInputs(model="llama-3.1-70b", gpu="h100", gpus=128,
-                                                                 layout=ParallelLayout(tp=8, pp=2, zero=1),
-                                                                 settings=settings)), 50)
+    inputs = MemoryInputs(model="llama-3.1-70b", gpu="h100", gpus=128, tp=8, pp=2, zero=1, seq_len=8192,
+                          recipe="megatron", implementation="megatron")
+    report = median_seconds(lambda: estimate_memory(inputs), 50)
     code = ("import time; t=time.perf_counter(); "
             "import torch, transformers; "
             "from gpuplan.catalog import model_entries; from gpuplan.profile import measure_training_memory; "

@@ -4,7 +4,9 @@ Measures, on this machine:
   * `python -c "import gpuplan"` wall time (subprocess, median of N)
   * `gpuplan train ... --json` cold start (subprocess, median of N)
   * one training estimate in-process (catalog cached), median over many calls
-Goals (issue #2): CLI cold start < 0.3 s, one estimate < 1 ms.
+Goals: CLI cold start < 0.5 s, one estimate < 50 ms. (Issue #2 set 0.3 s and 1 ms for an
+estimate that did arithmetic only; since issue 13 every training estimate stands on a planned
+layout: numpy's import, ~110 ms here, and one layout search, ~15 ms.)
 """
 
 from __future__ import annotations
@@ -61,8 +63,11 @@ def main() -> None:
     rows = [
         ("import gpuplan", f"{wall([sys.executable, '-c', 'import gpuplan'], args.repeats) * 1e3:.0f} ms", "-"),
         ("python -c pass (interpreter alone)", f"{wall([sys.executable, '-c', 'pass'], args.repeats) * 1e3:.0f} ms", "-"),
-        ("gpuplan train ... --json (cold start)", f"{wall(cli, args.repeats) * 1e3:.0f} ms", "< 300 ms"),
-        ("one training estimate (in-process)", f"{estimate_latency(2000) * 1e6:.0f} µs", "< 1 ms"),
+        ("gpuplan train ... --json (cold start)", f"{wall(cli, args.repeats) * 1e3:.0f} ms", "< 500 ms"),
+        ("one training estimate incl. its layout search (in-process)",
+         f"{estimate_latency(200) * 1e3:.1f} ms", "< 50 ms"),
+        ("import numpy (part of the cold start)",
+         f"{wall([sys.executable, '-c', 'import numpy'], args.repeats) * 1e3:.0f} ms", "-"),
         ("heavy modules after importing the CLI", ", ".join(heavy_modules_imported()) or "none", "none"),
     ]
     preface = (f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "

@@ -36,10 +36,14 @@ def test_article_7b_budget(article):
     assert [s.title for s in article.sections][-5:] == list(TITLES)
     assert article.value("gpus_rented") == 1113
     assert article.value("ckpt_bytes_total") == 98e9            # 14 B/param x 7e9
-    # wall-clock with the 20% comm allowance: 7 d x 1.2 x 1112.9 / 1113 GPUs; tokens/s = 2e12 / wall;
-    # step = 4,194,304 / tokens/s = 1.522 s
+    # the plan's batch: 4M tokens = 1,024 sequences of 4,096, rounded to a multiple of the plan's dp
+    # (B = dp x round(1,024 / dp)); the I/O step is that batch over the tokens per second
+    dp = article.value("mem_layout")["dp"]
+    batch = dp * round(1024 / dp)
+    assert article.value("io_global_batch_tokens") == batch * 4096
+    # wall-clock with the 20% comm allowance: 7 d x 1.2 x 1112.9 / 1113 GPUs; tokens/s = 2e12 / wall
     wall = 7 * 1.2 * 86_400 * train.value("gpus") / 1113
-    assert article.value("io_step_seconds") == pytest.approx(4_194_304 / (2e12 / wall))
+    assert article.value("io_step_seconds") == pytest.approx(batch * 4096 / (2e12 / wall))
     assert article.value("io_bound") == "gpu"
     # MTBI = 1 / (1,113 x 1.9733e-5 per GPU-hour) = 45.53 h
     assert article.value("fail_mtbi_seconds") / 3600 == pytest.approx(1 / (1113 * R.DEFAULT_FAILURE_RATE))

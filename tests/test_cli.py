@@ -19,7 +19,7 @@ def test_table_and_markdown_render(run_cli):
     assert code == 0 and "GPU-days" in out and "1,113" in out
     code, out, _ = run_cli("train", "--format", "markdown")
     assert code == 0 and out.startswith("# Training budget") and "| GPUs (solved) |" in out
-    for section in ("## Compute", "## Memory per GPU", "## Data loading", "## Checkpoints", "## Failures and goodput",
+    for section in ("## Compute", "## Layout and memory per GPU", "## Data loading", "## Checkpoints", "## Failures and goodput",
                     "## Cost (on-demand vs spot)", "## Contingency budget"):
         assert section in out  # one view: the budget report of issue #5
 

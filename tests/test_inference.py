@@ -270,5 +270,23 @@ def test_every_catalog_model_estimates(model):
     from gpuplan.report.render import to_json, to_markdown
 
     r = report(model=model, gpu="h200")
-    assert r.value("kv_bytes_per_token") > 0 and r.value("weights_total") > 0 and r.value("tpot") > 0
+    assert r.value("kv_bytes_per_token") > 0 and r.value("weights_total") > 0
+    keys = {line.key for s in r.sections for line in s.lines}
+    if r.value("max_sequences") >= 1:
+        assert r.value("tpot") > 0 and "instead_gpus" not in keys
+    else:  # does not fit one H200 (141 GB): no speed or cost, what would fit instead
+        assert not keys & {"tpot", "tokens_per_s", "cost_per_million_tokens"} and "instead_gpus" in keys
+        assert r.value("weights_per_gpu") > 0.9 * 141e9 or r.value("kv_budget") <= 0
     assert to_json(r) and to_markdown(r)  # no inf/NaN reaches the JSON
+
+
+def test_a_setup_that_does_not_fit_says_what_would():
+    # 70B in bf16: 141.1 GB of weights; one H100 (80 GiB = 85.9 GB) cannot hold them; at tp 2 each
+    # GPU holds 70.6 GB of 0.9 x 85.9 = 77.3 GB usable, leaving 2.65 GB after the runtime: 3
+    # sequences of 4,096 tokens at 160 KiB per token per GPU (0.67 GB each)
+    r = report(model="llama-3.1-70b", gpu="h100")
+    keys = {line.key for s in r.sections for line in s.lines}
+    assert r.value("fits") is False and not keys & {"tpot", "tokens_per_s", "cost_per_million_tokens"}
+    assert r.value("instead_gpus") == 2 and r.line("instead_gpus").text.startswith("tp 2 x pp 1")
+    assert "(holds 3 sequences)" in r.line("instead_gpus").text
+    assert r.tables == ()  # no throughput curve for a setup that holds no sequence

@@ -2,7 +2,8 @@
 
 import pytest
 
-from gpuplan.adapters.hf_config import generic_dense_spec, model_spec_from_hf_config
+from gpuplan.adapters.generic_shape import generic_dense_spec
+from gpuplan.adapters.hf_config import model_spec_from_hf_config
 from gpuplan.core.model import count_parameters
 from gpuplan.errors import InputError
 

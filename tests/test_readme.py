@@ -30,3 +30,35 @@ def test_readme_python_blocks_run(monkeypatch):
     for lang, body in BLOCKS:
         if lang == "python":
             exec(compile(body, "README.md", "exec"), {})
+
+
+CONSOLE = [line.strip()[2:] for lang, body in BLOCKS if lang == "console"
+           for line in body.splitlines() if line.strip().startswith("$ ")]
+
+
+def test_the_trial_loop_runs_in_order_on_a_cpu(tmp_path):
+    """The README's console block, as a user runs it: each command in a fresh process (torchrun
+    with 2 gloo ranks), in one folder, each reading the file the one before wrote. `serve`
+    blocks until Ctrl-C, so it is the one line not run."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import shutil
+    import subprocess
+    import sys
+
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    bin_dir = Path(sys.executable).parent
+    ran = []
+    for command in CONSOLE:
+        argv = shlex.split(command, comments=True)
+        if argv[:2] == ["gpuplan", "serve"]:
+            continue
+        tool = shutil.which(argv[0], path=str(bin_dir)) or shutil.which(argv[0])
+        assert tool, f"{argv[0]} not installed"
+        done = subprocess.run([tool, *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                              env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+        assert done.returncode == 0, f"{command}\n{done.stderr[-2000:]}"
+        out = [a for a in argv if a.endswith((".json", ".html")) and argv[argv.index(a) - 1] == "--out"]
+        assert all((tmp_path / name).is_file() for name in out), command
+        ran.append(argv[0] + " " + argv[1] if argv[0] == "gpuplan" else argv[0])
+    assert ran == ["gpuplan profile", "torchrun", "gpuplan calibrate", "gpuplan plan", "gpuplan report"]

@@ -207,7 +207,8 @@ def test_every_report_label_has_a_chinese_translation():
 
     bodies = {"budget": {}, "memory": {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8},
               "plan": {"model": "llama-3.1-8b", "tokens": "1T", "gpu": "h100", "gpus": "64-128"},
-              "inference": {"model": "llama-3.1-8b", "gpu": "h100"}}
+              "inference": {"model": "llama-3.1-8b", "gpu": "h100"},
+              "training": {"model": "llama-3.1-70b", "gpu": "h100", "gpus": 1113, "tp": 8, "pp": 4, "vpp": 2}}
     missing = []
     for name, body in bodies.items():
         job = JOBS[name]

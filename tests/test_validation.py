@@ -42,3 +42,27 @@ def test_docs_accuracy_is_generated_from_the_current_code():
     doc = Path(__file__).resolve().parents[1] / "docs" / "accuracy.md"
     assert doc.read_text(encoding="utf-8") == accuracy_markdown(validation_report()), (
         "docs/accuracy.md is stale: run `gpuplan validate --out docs/accuracy.md`")
+
+
+def test_packaged_prediction_band_is_the_held_out_error_of_the_current_code():
+    from importlib import resources
+
+    from gpuplan.jobs.validation.band import band_toml, held_out_errors
+
+    packaged = (resources.files("gpuplan.catalog") / "reference" / "prediction_band.toml").read_text("utf-8")
+    assert packaged == band_toml(), "regenerate with: python -m gpuplan.jobs.validation.band"
+    errors = held_out_errors()
+    assert len(errors["bf16"]) >= 10 and len(errors["fp8"]) >= 5  # enough runs to call it a band
+
+
+def test_plan_headline_carries_the_band():
+    from gpuplan.catalog import prediction_band
+    from gpuplan.jobs.plan.estimate import plan_report
+    from gpuplan.jobs.plan.schema import PlanInputs
+
+    report = plan_report(PlanInputs(model="llama-3.1-70b", tokens="15T", gpu="h100", gpus=1024, price=2.0))
+    error, _ = prediction_band("bf16")
+    days = report.line("best_days")
+    assert (days.low, days.high) == pytest.approx((days.value * (1 - error), days.value * (1 + error)))
+    cost = report.line("best_cost")
+    assert cost.low < cost.value < cost.high and cost.high / cost.low == pytest.approx((1 + error) / (1 - error))

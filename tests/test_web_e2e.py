@@ -117,12 +117,17 @@ def test_fill_the_form_read_results_and_charts(server, page):
     page.fill("#batch", "16")
     calculate(page)
 
-    # the numbers on the page are the API's (and so the CLI's)
-    memory = api("memory", {"model": "llama-3.1-8b", "gpu": "h100-sxm", "gpus": "64", "zero": "3"})
-    assert card(page, "memory", "peak_total") == line_text(memory, "peak_total")
-    assert card(page, "memory", "fits") == "yes"
+    # the numbers on the page are the API's (and so the CLI's); one plan through the panels: the
+    # memory panel checks the budget's own layout, and its peak is the budget's
     budget = api("budget", {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tokens": "1T", "gpus": "64", "zero": "3"})
     assert card(page, "budget", "wall_days") == line_text(budget, "wall_days")
+    assert card(page, "budget", "mem_layout") == line_text(budget, "mem_layout")
+    layout = next(line["value"] for s in budget["sections"] for line in s["lines"] if line["key"] == "mem_layout")
+    fields = ("gpus", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "recompute", "global_batch")
+    memory = api("memory", {"model": "llama-3.1-8b", "gpu": "h100-sxm"} | {k: layout[k] for k in fields})
+    assert card(page, "memory", "peak_total") == line_text(memory, "peak_total")
+    assert card(page, "memory", "fits") == "yes" and layout["zero"] == 3
+    assert memory["results"]["peak_total"] == pytest.approx(budget["results"]["mem_peak_total"], rel=1e-3)
     assert page.text_content("#panel-plan .status").startswith("Layout plan: llama-3.1-8b, 1T tokens")
 
     # charts rendered: stacked bars against capacity with the margin, lines, the Pareto front
@@ -211,3 +216,15 @@ def test_the_catalogs_fill_the_selects(server, page):
     assert page.locator("#model option").count() == len(model_entries())
     assert page.locator("#gpu option").count() == len(hardware_entries())
     assert json.loads(page.evaluate("JSON.stringify(document.querySelector('#gpu').value)")) == "h100-sxm"
+
+
+def test_one_plan_through_the_panels_and_no_speed_for_a_serving_setup_that_does_not_fit(server, page):
+    # issue 13: a 70B on 1,024 H100 fits on the planner's layout in both the budget and the memory
+    # panel; on one H100 it cannot be served, so the page says what would fit instead of a speed
+    page.goto(server + "#lang=en&model=llama-3.1-70b&gpu=h100-sxm&tokens=15T&gpus=1024&plan_gpus=1024&batch=1")
+    page.wait_for_selector("body[data-ready=true]")
+    assert card(page, "budget", "mem_fits") == "yes" and card(page, "memory", "fits") == "yes"
+    assert "tp" in card(page, "budget", "mem_layout") and "on 1,024 GPUs" in card(page, "budget", "mem_layout")
+    assert page.locator("#panel-inference .card[data-key=tokens_per_s]").count() == 0
+    assert page.locator("#panel-inference .card[data-key=cost_per_million_tokens]").count() == 0
+    assert card(page, "inference", "instead_gpus").startswith("tp ")

@@ -324,33 +324,3 @@ def load_hf_config(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError("config.json", str(p), "expected a JSON object at the top level")
     return data
-
-
-def generic_dense_spec(n_params: float) -> ModelSpec:
-    """A Llama-style dense shape for a bare parameter count (``--params 7B``).
-
-    Documented generic shape: head_dim 128, hidden = 128 x layers (Llama-2-7B's aspect ratio),
-    SwiGLU width 8/3 x hidden rounded up to 256, vocab 32000, untied embeddings, RMSNorm, MHA.
-    The layer count is the one whose exact count is closest to N. 6ND uses N itself
-    (``declared_params``); shape-dependent terms (attention, activations) use this shape.
-    7B gives exactly Llama-2-7B's shape (32 layers, hidden 4096, 6.74B counted).
-    """
-    from gpuplan.core.model import count_parameters
-
-    best: ModelSpec | None = None
-    for layers in range(2, 257):
-        hidden = 128 * layers
-        inter = -(-8 * hidden // 3 // 256) * 256
-        spec = ModelSpec(
-            name=f"generic-{n_params / 1e9:g}B", hidden_size=hidden, num_layers=layers,
-            vocab_size=32000, attention=AttentionSpec(layers, layers, 128),
-            mlp=MLPSpec(intermediate_size=inter), declared_params=float(n_params),
-            source="gpuplan generic dense shape (see adapters.hf_config.generic_dense_spec)",
-            notes=("generic Llama-style shape for a bare parameter count",))
-        if best is None or abs(count_parameters(spec).total - n_params) < abs(
-                count_parameters(best).total - n_params):
-            best = spec
-        elif count_parameters(spec).total > n_params:
-            break
-    assert best is not None
-    return best

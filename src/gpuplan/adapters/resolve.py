@@ -53,7 +53,9 @@ def resolve_model(model: str | None = None, params: str | float | None = None,
     if model and params:
         raise InputError("model/params", f"{model} / {params}", "give either a model or --params, not both")
     if params is not None:
-        return hf_config.generic_dense_spec(parse_count(params, "params"))
+        from gpuplan.adapters.generic_shape import generic_dense_spec
+
+        return generic_dense_spec(parse_count(params, "params"))
     if not model:
         raise InputError("model", model, "give a catalog name (see `gpuplan catalog models`), "
                          "a Hugging Face id, a config.json path, or --params such as 7B")

@@ -11,7 +11,8 @@ Exact count per token, forward pass (each multiply-accumulate = 2 FLOPs):
     keys a causal mask lets through, (s+1)/2 on average, as flash-attention kernels execute.
     Sliding-window layers attend to at most `window` keys.
 Backward = 2 x forward for both matmuls and attention (PaLM App. B, Megatron), so model
-FLOPs = 3 x forward. Hardware FLOPs add recomputation: full recompute re-runs each layer's
+FLOPs = 3 x forward. Fine-tuning with a frozen base (LoRA/QLoRA) skips the weight gradients of
+the base's matmuls: 2 x forward for them, 3 x for attention and the adapters (core/finetune.py). Hardware FLOPs add recomputation: full recompute re-runs each layer's
 forward (LM head excluded) -> ~4/3 x model FLOPs, the article's "about 33% more compute";
 selective recompute (Korthikanti et al. 2022) re-runs only the attention core.
 Units: FLOPs. Functions accept Python numbers or numpy arrays for seq_len.
@@ -103,14 +104,18 @@ class FlopsPerToken:
     attention_core_forward: float
     lm_head_forward: float
     recompute_forward: float
+    frozen_base: bool = False
+    """LoRA/QLoRA: the base's weights get no gradient (2 x forward for its matmuls, not 3)."""
+    adapter_forward: float = 0.0
 
     @property
     def forward(self) -> float:
-        return self.layer_matmuls_forward + self.attention_core_forward + self.lm_head_forward
+        return self.layer_matmuls_forward + self.attention_core_forward + self.lm_head_forward + self.adapter_forward
 
     @property
     def model(self) -> float:
-        return 3.0 * self.forward
+        weights = self.layer_matmuls_forward + self.lm_head_forward
+        return (2.0 if self.frozen_base else 3.0) * weights + 3.0 * (self.attention_core_forward + self.adapter_forward)
 
     @property
     def hardware(self) -> float:
@@ -118,10 +123,15 @@ class FlopsPerToken:
 
 
 def training_flops_per_token(spec: ModelSpec, seq_len, convention: AttentionConvention = "full",
-                             recompute: Recompute = "none") -> FlopsPerToken:
-    """Exact training FLOPs per token for sequences of ``seq_len`` tokens."""
+                             recompute: Recompute = "none", finetune: str = "full",
+                             lora_rank: int = 16) -> FlopsPerToken:
+    """Exact training FLOPs per token for sequences of ``seq_len`` tokens (``finetune`` lora or
+    qlora: a frozen base plus rank-``lora_rank`` adapters on every linear)."""
+    from gpuplan.core.finetune import adapter_flops_per_token
+
     layers = 2.0 * layer_matmul_weights_per_token(spec)
     attention = attention_core_flops_per_token(spec, seq_len, convention)
     lm_head = 2.0 * spec.vocab_size * spec.hidden_size
     extra = {"none": 0.0, "selective": attention, "full": layers + attention}[recompute]
-    return FlopsPerToken(layers, attention, lm_head, extra)
+    adapters = adapter_flops_per_token(spec, finetune, lora_rank) / 3.0  # forward share of the 6 per weight
+    return FlopsPerToken(layers, attention, lm_head, extra, frozen_base=finetune != "full", adapter_forward=adapters)

@@ -69,6 +69,10 @@ class StepSettings:
     grad_comm_bytes: float = 2.0
     """Bytes per gradient element on the wire (bf16 = 2; fp32 reduction = 4)."""
     weight_comm_bytes: float = 2.0
+    finetune: str = "full"
+    """'full', or 'lora'/'qlora': a frozen base (no weight-gradient matmuls, gradients and
+    optimizer step for the adapters only; core/finetune.py)."""
+    lora_rank: int = 16
 
 
 @dataclass(frozen=True)
@@ -123,12 +127,15 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     t_attn = attn_flops / (attn_peak * e_attn)
     t_elem = settings.elementwise_factor * act / (gpu.memory_bandwidth * settings.hbm_efficiency)
     fwd = tokens * (t_gemm + t_attn + t_elem / 3)
-    bwd = tokens * (2 * t_gemm + 2.5 * t_attn + 2 * t_elem / 3)
+    weight_grads = 1.0 if settings.finetune == "full" else 0.0  # a frozen base computes input gradients only
+    bwd = tokens * ((1 + weight_grads) * t_gemm + 2.5 * t_attn + 2 * t_elem / 3)
     extra = {"none": 0.0, "selective": tokens * t_attn, "full": fwd}[settings.recompute]
     per_layer = fwd + bwd + extra
     head_flops = 2.0 * spec.vocab_size * h / tp
-    head_time = 3 * tokens * head_flops / (peak * gemm_efficiency(gpu.id, _min(h, tokens), settings.gemm_d_half))
-    return layers * per_layer + head * head_time, layers * tokens * (t_attn * 3.5), layers * tokens * 2 * t_gemm
+    head_time = (2 + weight_grads) * tokens * head_flops / (peak * gemm_efficiency(gpu.id, _min(h, tokens),
+                                                                                    settings.gemm_d_half))
+    return (layers * per_layer + head * head_time, layers * tokens * (t_attn * 3.5),
+            layers * tokens * (1 + weight_grads) * t_gemm)
 
 
 def _link(cluster: Cluster, span):
@@ -149,18 +156,26 @@ def params_per_gpu(spec: ModelSpec, tp, pp, ep):
     return dense / (tp * pp) + counts.routed_experts / (ep * pp)
 
 
+def _adapters_per_gpu(spec: ModelSpec, settings: StepSettings, tp, pp):
+    from gpuplan.core.finetune import lora_params_per_layer
+
+    return spec.num_layers * lora_params_per_layer(spec, settings.lora_rank, tp) / pp
+
+
 def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1, tp=1, pp=1, vpp=1, cp=1,
               ep=1, zero=0, micro_batch=1, micro_batches=1, shard_group=None) -> StepBreakdown:
     """Seconds per optimizer step. Rank order tp (innermost), cp, dp, pp (Megatron's default
     'tp-cp-ep-dp-pp'): a group rides NVLink when it spans no more than a node. ``shard_group``
     (HSDP): ZeRO shards within groups of that many data-parallel ranks and all-reduces the
     shards across the groups (PyTorch HYBRID_SHARD)."""
-    layers = -(-spec.num_layers // pp)  # ceil: the fullest (first) stage
+    # uneven stages (core.memory.stage_layer_counts): the first ones take the remainder, the last
+    # (with the LM head) never has more; the slowest stage sets the pipeline's pace
+    base, extra = spec.num_layers // pp, spec.num_layers % pp
+    layers = base + (extra > 0)  # the first (fullest) stage
+    last_layers = base + (pp == 1) * extra
     t_mb, t_attn_mb, t_bwd_gemm_mb = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
                                                               layers, head=(pp == 1))
-    # the last stage adds the LM head; the slowest stage sets the pipeline's pace
-    t_last, _, _ = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
-                                           spec.num_layers - (pp - 1) * layers, head=True)
+    t_last, _, _ = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True)
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
     compute = t_mb * micro_batches
     bubble = t_mb * (pp - 1) / vpp
@@ -186,7 +201,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     dp_bw, dp_lat = _link(cluster, tp * shard)
     rep_bw, rep_lat = _link(cluster, tp * data)
     params = params_per_gpu(spec, tp, pp, ep)
-    grads = params * settings.grad_comm_bytes
+    trained = params if settings.finetune == "full" else _adapters_per_gpu(spec, settings, tp, pp)
+    grads = trained * settings.grad_comm_bytes
     weights = params * settings.weight_comm_bytes
     zero3 = zero >= 3
     sync = (1 - zero3) * (C.reduce_scatter_time(grads, shard, dp_bw, dp_lat)
@@ -212,12 +228,13 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     ep_exposed = (1 - settings.ep_overlap) * ep_total
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)
     shards = data * (zero >= 1) + (zero < 1)
-    optimizer = 2 * 16.0 * params / shards / (cluster.gpu.memory_bandwidth * settings.hbm_efficiency)
+    optimizer = 2 * 16.0 * trained / shards / (cluster.gpu.memory_bandwidth * settings.hbm_efficiency)
     return StepBreakdown(compute, bubble, tp_exposed, pp_exposed, dp_exposed, cp_exposed, ep_exposed, optimizer,
                          comm_total=tp_total + pp_total + dp_total + cp_total + ep_total)
 
 
-def model_flops_per_token(spec: ModelSpec, seq_len) -> float:
+def model_flops_per_token(spec: ModelSpec, seq_len, finetune: str = "full", lora_rank: int = 16) -> float:
     """gpuplan's MFU numerator: exact training FLOPs per token with the PaLM/Megatron 'full'
-    attention convention (no causal halving), LM head included, embeddings a lookup."""
-    return F.training_flops_per_token(spec, seq_len, "full").model
+    attention convention (no causal halving), LM head included, embeddings a lookup; with a
+    frozen base (LoRA/QLoRA) the FLOPs a frozen base needs."""
+    return F.training_flops_per_token(spec, seq_len, "full", finetune=finetune, lora_rank=lora_rank).model

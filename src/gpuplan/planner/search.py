@@ -1,42 +1,35 @@
-"""Enumerate every valid layout for a model on a GPU type and evaluate them in bulk.
+"""Evaluate every valid layout for a model on a GPU type in bulk, and pick among them.
 
-A layout = (GPUs, dp, tp, pp, vpp, cp, ep, ZeRO stage, micro-batch, recompute). The grid is
-built with numpy, invalid combinations are masked out (tp must divide the attention and K/V
-heads and fit in a node, pp·vpp <= layers, dp·tp·pp·cp = GPUs, the global batch must split into
-whole micro-batches, ep divides the experts and dp·cp), then the same core formulas as the
-single estimate (core.step.step_time, core.memory.peak_allocated) run on whole arrays.
+The layouts come from planner.space (divisors: any GPU count). Each is evaluated with the same
+core formulas as a single estimate — core.step.step_time and core.memory.peak_allocated run on
+whole numpy arrays — so the planner's numbers for a layout are the numbers `gpuplan memory` and
+the training report give for it.
+
+Pruning, and why it is sound: memory falls and step time rises from no recompute to selective to
+full, so for each layout only the least recompute that fits can be the fastest (or the cheapest
+on the same GPUs); the others are not timed. Layouts that do not fit are not timed either.
+``exhaustive=True`` times every mode of every layout; tests/test_planner_space.py checks both
+give the same best step time.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from gpuplan.core import memory as M
+from gpuplan.core.flops import training_flops_per_token
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.step import StepSettings, model_flops_per_token, step_time
 from gpuplan.core.topology import Cluster
+from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, enumerate_layouts
 
-RECOMPUTE_MODES = ("none", "selective", "full")
-
-
-@dataclass(frozen=True)
-class SearchSpace:
-    """What to enumerate. Batch sizes in sequences."""
-
-    gpu_counts: tuple[int, ...]
-    global_batch: int
-    seq_len: int
-    tp: tuple[int, ...] = (1, 2, 4, 8)
-    pp: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
-    vpp: tuple[int, ...] = (1, 2, 4)
-    cp: tuple[int, ...] = (1, 2, 4, 8)
-    ep: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
-    zero: tuple[int, ...] = (0, 1, 2, 3)
-    micro_batch: tuple[int, ...] = (1, 2, 4, 8, 16)
-    recompute: tuple[str, ...] = RECOMPUTE_MODES
+MAX_CANDIDATES = 6_000_000
+"""Candidate layouts (x recompute modes) one search may consider: bounds its time and memory.
+More GPU counts than that allows are refused, naming the limit."""
+STEP_PARTS = ("compute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer")
 
 
 @dataclass(frozen=True)
@@ -51,90 +44,122 @@ class LayoutTable:
     def __getitem__(self, name: str) -> np.ndarray:
         return self.columns[name]
 
-    def take(self, index) -> "LayoutTable":
+    def take(self, index) -> LayoutTable:
         return LayoutTable({k: v[index] for k, v in self.columns.items()})
 
-
-def _grid(space: SearchSpace, spec: ModelSpec, cluster: Cluster, recompute: str) -> dict:
-    ep_values = [e for e in space.ep if spec.moe is not None and spec.moe.num_experts % e == 0] or [1]
-    axes = np.meshgrid(np.array(space.gpu_counts), np.array(space.tp), np.array(space.pp), np.array(space.vpp),
-                       np.array(space.cp), np.array(ep_values), np.array(space.zero), np.array(space.micro_batch),
-                       indexing="ij")
-    names = ("gpus", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch")
-    g = {n: a.ravel() for n, a in zip(names, axes)}
-    a = spec.attention
-    kv = a.num_heads if a.is_mla else a.num_kv_heads
-    per_replica = g["tp"] * g["pp"] * g["cp"]
-    ok = (g["gpus"] % per_replica == 0) & (a.num_heads % g["tp"] == 0) & (kv % g["tp"] == 0)
-    ok &= g["tp"] <= cluster.gpus_per_node
-    ok &= g["pp"] * g["vpp"] <= spec.num_layers
-    ok &= (g["vpp"] == 1) | ((g["pp"] > 1) & (spec.num_layers % np.maximum(g["pp"] * g["vpp"], 1) == 0))
-    ok &= space.seq_len % g["cp"] == 0
-    dp = np.where(ok, g["gpus"] // np.maximum(per_replica, 1), 0)
-    ok &= dp >= 1
-    ok &= ((dp * g["cp"]) % g["ep"] == 0) & (g["ep"] <= dp * g["cp"])
-    ok &= (g["zero"] == 0) | (dp * g["cp"] > 1)
-    ok &= space.global_batch % np.maximum(g["micro_batch"] * dp, 1) == 0
-    g = {k: v[ok] for k, v in g.items()}
-    g["dp"] = dp[ok]
-    g["micro_batches"] = space.global_batch // (g["micro_batch"] * g["dp"])
-    g["recompute"] = np.full(len(g["dp"]), RECOMPUTE_MODES.index(recompute))
-    return g
+    @staticmethod
+    def concat(parts: list[LayoutTable]) -> LayoutTable:
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return LayoutTable({})
+        return LayoutTable({k: np.concatenate([p[k] for p in parts]) for k in parts[0].columns})
 
 
-MAX_CANDIDATES = 6_000_000
-"""Candidate layouts (before masking) one search may enumerate: bounds its time (~3 s) and memory
-(~0.5 GB of transient arrays). More GPU counts than that allows are refused, naming the limit."""
+@dataclass(frozen=True)
+class Evaluator:
+    """What every layout of one search shares: the model, the cluster and the settings."""
 
+    spec: ModelSpec
+    cluster: Cluster
+    memory: M.MemorySettings
+    step: StepSettings
+    overheads: M.Overheads
 
-def candidate_count(spec: ModelSpec, space: SearchSpace) -> int:
-    """Size of the grid ``evaluate_layouts`` would build (all recompute modes)."""
-    ep = len([e for e in space.ep if spec.moe is not None and spec.moe.num_experts % e == 0] or [1])
-    return (len(space.gpu_counts) * len(space.tp) * len(space.pp) * len(space.vpp) * len(space.cp) * ep
-            * len(space.zero) * len(space.micro_batch) * len(space.recompute))
+    @property
+    def budget(self) -> float:
+        return self.cluster.gpu.memory_bytes * (1 - self.overheads.margin)
 
+    def layout(self, g: dict) -> ParallelLayout:
+        return ParallelLayout(dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"],
+                              zero=g["zero"], micro_batch=g["micro_batch"], global_batch=g["global_batch"])
 
-def evaluate_layouts(spec: ModelSpec, cluster: Cluster, space: SearchSpace, memory: M.MemorySettings,
-                     step: StepSettings, overheads: M.Overheads, progress=None) -> LayoutTable:
-    """Every valid layout with its step time, memory, MFU and whether it fits. ``progress`` is
-    called as progress(done, total) before each chunk (one per recompute mode)."""
-    from dataclasses import replace
+    def memory_of(self, g: dict, mode: str) -> tuple[np.ndarray, np.ndarray]:
+        """(allocated peak, peak + CUDA context + NCCL buffers) per layout."""
+        layout = self.layout(g)
+        peak = np.asarray(M.peak_allocated(self.spec, layout, replace(self.memory, recompute=mode)), dtype=float)
+        return peak, peak + self.overheads.fixed_bytes(layout)
 
-    parts = []
-    for done, mode in enumerate(space.recompute):
-        if progress is not None:
-            progress(done, len(space.recompute))
-        g = _grid(space, spec, cluster, mode)
-        if not len(g["dp"]):
-            continue
+    def time_of(self, g: dict, mode: str) -> dict[str, np.ndarray]:
         f = {k: g[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch", "micro_batches")}
-        t = step_time(spec, cluster, replace(step, seq_len=space.seq_len, recompute=mode), dp=f["dp"], tp=f["tp"],
-                      pp=f["pp"], vpp=f["vpp"], cp=f["cp"], ep=f["ep"], zero=g["zero"], micro_batch=f["micro_batch"],
+        t = step_time(self.spec, self.cluster, replace(self.step, recompute=mode), dp=f["dp"], tp=f["tp"], pp=f["pp"],
+                      vpp=f["vpp"], cp=f["cp"], ep=f["ep"], zero=g["zero"], micro_batch=f["micro_batch"],
                       micro_batches=f["micro_batches"])
-        layout = ParallelLayout(dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"],
-                                zero=g["zero"], micro_batch=g["micro_batch"],
-                                global_batch=g["micro_batch"] * g["dp"] * g["micro_batches"])
-        peak = M.peak_allocated(spec, layout, replace(memory, seq_len=space.seq_len, recompute=mode))
-        fixed = overheads.fixed_bytes(layout)
-        budget = cluster.gpu.memory_bytes * (1 - overheads.margin)
-        g.update(step_seconds=t.total, compute_seconds=t.compute, bubble_seconds=t.bubble,
-                 exposed_comm_seconds=t.exposed_comm, comm_seconds=t.comm_total * np.ones_like(t.total),
-                 peak_bytes=peak, total_bytes=peak + fixed, fits=(peak + fixed) <= budget)
-        parts.append(g)
-    columns = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
-    if columns:
-        tokens_per_step = space.global_batch * space.seq_len
-        flops = model_flops_per_token(spec, space.seq_len) * tokens_per_step
-        columns["mfu"] = flops / (columns["step_seconds"] * columns["gpus"] * cluster.gpu.peak(step.dtype))
-        # HFU adds the recomputed forward: layers' matmuls + attention (full), attention (selective)
-        from gpuplan.core.flops import training_flops_per_token
+        ones = np.ones(len(g["dp"]))
+        parts = {f"{name}_seconds": np.asarray(getattr(t, name), dtype=float) * ones for name in STEP_PARTS}
+        return parts | {"step_seconds": np.asarray(t.total) * ones, "exposed_comm_seconds": t.exposed_comm * ones,
+                        "comm_seconds": t.comm_total * ones}
 
-        hw_ratio = np.array([training_flops_per_token(spec, space.seq_len, "full", mode).hardware
-                             / training_flops_per_token(spec, space.seq_len, "full", mode).model
-                             for mode in RECOMPUTE_MODES])
-        columns["hfu"] = columns["mfu"] * hw_ratio[columns["recompute"]]
-        columns["tokens_per_second"] = tokens_per_step / columns["step_seconds"]
-    return LayoutTable(columns)
+    def evaluate(self, g: dict, mode: str, timed: bool = True,
+                 memory: tuple[np.ndarray, np.ndarray] | None = None) -> LayoutTable:
+        """Memory (or the ``memory`` already computed for these rows), and the step time when
+        ``timed`` (else NaN), of every layout ``g`` in recompute ``mode``."""
+        peak, total = memory if memory is not None else self.memory_of(g, mode)
+        columns = dict(g) | {"recompute": np.full(len(peak), RECOMPUTE_MODES.index(mode)), "peak_bytes": peak,
+                             "total_bytes": total, "fits": total <= self.budget}
+        if timed:
+            columns |= self.time_of(g, mode)
+        else:
+            columns |= {name: np.full(len(peak), np.nan) for name in self._time_columns()}
+        return LayoutTable(columns)
+
+    @staticmethod
+    def _time_columns() -> tuple[str, ...]:
+        return tuple(f"{n}_seconds" for n in STEP_PARTS) + ("step_seconds", "exposed_comm_seconds", "comm_seconds")
+
+    def rates(self, table: LayoutTable) -> LayoutTable:
+        """MFU (on the compute dtype's dense peak), HFU and tokens/s of each timed layout."""
+        if not len(table):
+            return table
+        seq = self.memory.seq_len
+        tokens = table["global_batch"] * seq
+        flops = model_flops_per_token(self.spec, seq, self.step.finetune, self.step.lora_rank) * tokens
+        peak = self.cluster.gpu.peak(self.step.dtype)
+        mfu = flops / (table["step_seconds"] * table["gpus"] * peak)
+        per_mode = [training_flops_per_token(self.spec, seq, "full", mode, self.step.finetune, self.step.lora_rank)
+                    for mode in RECOMPUTE_MODES]
+        ratio = np.array([f.hardware / f.model for f in per_mode])
+        return LayoutTable(table.columns | {"mfu": mfu, "hfu": mfu * ratio[table["recompute"]],
+                                            "tokens_per_second": tokens / table["step_seconds"]})
+
+
+def _take(g: dict, index) -> dict:
+    return {k: v[index] for k, v in g.items()}
+
+
+def search_layouts(evaluator: Evaluator, counts: tuple[int, ...], target_batch: float, max_tp: int,
+                   limits: SpaceLimits | None = None, exhaustive: bool = False, progress=None) -> LayoutTable:
+    """Every valid layout on ``counts`` GPUs with its memory, and the step time and rates of those
+    that fit (pruned: the least recompute that fits; ``exhaustive``: every mode timed). Layouts
+    that fit in no mode are kept untimed (step NaN), so a caller can say how close they came."""
+    limits = limits or SpaceLimits()
+    spec, seq = evaluator.spec, evaluator.memory.seq_len
+    modes = tuple(m for m in RECOMPUTE_MODES if m in limits.recompute)
+    grid = enumerate_layouts(spec, counts, seq, target_batch, max_tp, limits, MAX_CANDIDATES // max(1, len(modes)))
+    parts, remaining = [], grid
+    for done, mode in enumerate(modes):
+        if progress is not None:
+            progress(done, len(modes))
+        if not len(remaining["gpus"]):
+            break
+        if exhaustive:
+            parts.append(evaluator.evaluate(grid, mode))
+            continue
+        peak, total = evaluator.memory_of(remaining, mode)
+        fits = total <= evaluator.budget
+        if fits.any():
+            parts.append(evaluator.evaluate(_take(remaining, fits), mode, memory=(peak[fits], total[fits])))
+        if done == len(modes) - 1 and not fits.all():  # fits in no mode: kept, untimed
+            parts.append(evaluator.evaluate(_take(remaining, ~fits), mode, False, (peak[~fits], total[~fits])))
+        remaining = _take(remaining, ~fits)
+    table = LayoutTable.concat(parts)
+    return evaluator.rates(table) if len(table) else table  # untimed rows: NaN rates
+
+
+def candidate_count(evaluator: Evaluator, counts: tuple[int, ...], target_batch: float, max_tp: int,
+                    limits: SpaceLimits | None = None) -> int:
+    """Layouts x recompute modes a search would consider."""
+    grid = enumerate_layouts(evaluator.spec, counts, evaluator.memory.seq_len, target_batch, max_tp, limits)
+    return len(grid["gpus"]) * len((limits or SpaceLimits()).recompute)
 
 
 def pareto_front(table: LayoutTable, objectives: tuple[str, ...]) -> np.ndarray:
@@ -174,3 +199,7 @@ def _staircase(b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     best = np.concatenate(([np.inf], np.minimum.accumulate(c[:-1])))
     keep = c < best
     return b[keep], c[keep]
+
+
+__all__ = ["DEGREES", "RECOMPUTE_MODES", "Evaluator", "LayoutTable", "MAX_CANDIDATES", "SpaceLimits",
+           "candidate_count", "pareto_front", "search_layouts"]

@@ -94,18 +94,25 @@ Dtype = option(T.choice(*DTYPES), "bf16", "Compute dtype whose dense peak FLOP/s
 Price = option(Usd | None, None, "On-demand USD per GPU-hour (overrides the price catalog).", "price catalog")
 
 # ---- layout ---------------------------------------------------------------------------------
-Tp = option(Degree | None, None, "Tensor-parallel degree. Not given: searched by `plan`, 1 elsewhere.", "1")
-Pp = option(Degree | None, None, "Pipeline-parallel degree. Not given: searched by `plan`, 1 elsewhere.", "1")
-Ep = option(Degree | None, None, "Expert-parallel degree (MoE). Not given: searched by `plan`, 1 elsewhere.", "1")
-ZeroStage = option(Zero | None, None, "ZeRO stage 0-3 (3 = FSDP full shard). Not given: 1 when data-parallel, "
-                   "else 0 (calibrate: the log format's).", "1 if data-parallel")
-MicroBatch = option(Sequences | None, None, "Sequences per micro-batch. Not given: searched by `plan`, 1 "
-                    "elsewhere.", "1")
+NOT_GIVEN = "Not given: the planner's choice (train, budget, plan); {memory} for `memory`."
+Tp = option(Degree | None, None, "Tensor-parallel degree. " + NOT_GIVEN.format(memory="1"), "planner")
+Pp = option(Degree | None, None, "Pipeline-parallel degree (stages may be uneven). " + NOT_GIVEN.format(memory="1"),
+            "planner")
+Vpp = option(Degree | None, None, "Virtual pipeline stages per rank (interleaved 1F1B; needs pp > 1). "
+             + NOT_GIVEN.format(memory="1"), "planner")
+Cp = option(Degree | None, None, "Context-parallel degree. " + NOT_GIVEN.format(memory="1"), "planner")
+Ep = option(Degree | None, None, "Expert-parallel degree (MoE). " + NOT_GIVEN.format(memory="1"), "planner")
+ZeroStage = option(Zero | None, None, "ZeRO stage 0-3 (3 = FSDP full shard). Not given: the planner's choice "
+                   "(train, budget, plan); 1 when data-parallel, else 0, for `memory` (calibrate: the log "
+                   "format's).", "planner")
+MicroBatch = option(Sequences | None, None, "Sequences per micro-batch. Not given: the planner's choice (train, "
+                    "budget, plan); 1 elsewhere.", "planner")
 GlobalBatch = option(Sequences | None, None, "Sequences per optimizer step (x --seq-len tokens).", "derived")
 GlobalBatchTokens = option(T.typed(float, T.count(1e12)) | None, None, "Tokens per optimizer step, e.g. 4M "
-                           "(Llama 2's 4M tokens = 4 x 2^20).", "4,194,304")
+                           "(Llama 2's 4M tokens = 4 x 2^20); the planner rounds the sequences to a multiple of "
+                           "dp.", "4,194,304")
 Recompute = option(T.choice(*RECOMPUTE) | None, None, "Activation recompute: none, selective or full. Not given: "
-                   "searched by `plan`, none elsewhere.", "none")
+                   "the planner's choice (train, budget, plan); none elsewhere.", "planner")
 
 # ---- precision and memory -------------------------------------------------------------------
 Recipe = option(T.choice(*M.RECIPES) | None, None, f"Precision recipe of the model states: {', '.join(M.RECIPES)}. "
@@ -117,6 +124,9 @@ AttentionKernel = option(T.choice(*ATTENTION_KERNELS), "flash", "Attention kerne
                          "out and the log-sum-exp) or eager (materialised s x s scores).")
 Precision = option(T.choice(*PRECISIONS), "bf16", "Trial precision: bf16 (pure), fp32, or fp32-autocast (fp32 "
                    "params, bf16 compute).")
+Finetune = option(T.choice(*FINETUNES), "full", "full, lora or qlora (a frozen base + adapters: no "
+                  "weight-gradient matmuls for the base, its states not trained).")
+LoraRank = option(Degree, 16, "LoRA rank (adapters on every linear layer).")
 Margin = option(T.typed(float, T.share(0.9)), 0.15, "Memory kept free for fragmentation and framework overhead, "
                 "e.g. 0.15 or 15% (the article: 15-20%).")
 Calibration = option(CalibrationDoc | None, None, "Calibration from `gpuplan calibrate` (a file path; the API "

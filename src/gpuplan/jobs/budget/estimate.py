@@ -16,23 +16,21 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
     the five budget sections on the GPUs it rents and its wall-clock with the communication
     allowance. ``inputs``: BudgetInputs (a plain TrainingInputs takes the budget defaults)."""
     from gpuplan.adapters.resolve import resolve_gpu
-    from gpuplan.jobs.training.estimate import estimate_training
+    from gpuplan.jobs.training.estimate import training_report
 
     if not isinstance(inputs, BudgetInputs):
         inputs = BudgetInputs(**inputs.given_values())
-    train = estimate_training(inputs)
-    spec, gpu = inputs.spec(), resolve_gpu(inputs.gpu)
-    tp, pp = inputs.tp or 1, inputs.pp or 1
+    train, plan, used = training_report(inputs)
+    spec, gpu = plan_spec(train, inputs), resolve_gpu(inputs.gpu)
     gpus = max(1, math.ceil(train.value("gpus") - 1e-9))
     wall = train.value("wall_days_with_comm") * 86400 * train.value("gpus") / gpus
     result = compute_budget(spec, gpu, gpus=gpus, wall_seconds=wall, gpu_hours=train.value("gpu_hours_with_comm"),
-                            tokens=inputs.tokens, global_batch_tokens=inputs.global_batch_tokens_value(),
-                            step_seconds=inputs.step_time, recipe=inputs.recipe_name,
-                            zero=1 if inputs.zero is None else inputs.zero, model_parallel=tp * pp,
-                            settings=inputs.budget_settings())
+                            tokens=inputs.tokens, global_batch_tokens=float(plan.global_batch * inputs.seq_len),
+                            step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
+                            model_parallel=plan.layout.tp * plan.layout.pp, settings=used.budget_settings())
     keep = {"Compute", "GPU time"}
     time_sections = tuple(sec for sec in train.sections if sec.title in keep)
-    memory = tuple(sec for sec in train.sections if sec.title.startswith("Memory per GPU"))
+    memory = tuple(sec for sec in train.sections if sec.title.startswith("Layout and memory"))
     comm = next((sec for sec in train.sections if sec.title.startswith("Allowances")), None)
     if comm is not None:  # the bare contingency multiplier is replaced by the named contingency lines
         time_sections += (Section("Communication allowance", tuple(
@@ -43,6 +41,10 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
     return Report("budget", title, inputs_lines, assumptions, time_sections + memory + result.sections,
                   train.notes + result.notes, result.tables, headline=TRAIN_HEADLINE,
                   key_assumptions=("mfu", "comm_allowance", "budget_price"))
+
+
+def plan_spec(train: Report, inputs: BudgetInputs):
+    return inputs.spec()
 
 
 # The answer-first view of `gpuplan train`: the article's numbers first (FLOPs, GPU-days, GPUs or

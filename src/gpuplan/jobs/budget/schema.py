@@ -53,8 +53,6 @@ class BudgetFields(JobInputs):
     """The budget's own assumptions: data, checkpoints, failures, prices, spot, contingency.
     Shared by `train`/`budget` and `plan` (whose budget is that of its chosen layout)."""
 
-    global_batch: V.GlobalBatch
-    global_batch_tokens: V.GlobalBatchTokens
     optimizer: V.Optimizer
     storage: Annotated[T.Name, _f("parallel_fs", "Where training data is read from: local_nvme, parallel_fs or "
                                   "object_store.")]
@@ -118,6 +116,8 @@ class BudgetFields(JobInputs):
         gb = 1e9
         shares = tuple((name, None if getattr(self, f"contingency_{name}") == "modelled"
                         else float(getattr(self, f"contingency_{name}"))) for name in CONTINGENCY_NAMES)
+        if "contingency" in self.given:  # the article's bare share replaces the named ones
+            shares = (("given", float(self.contingency)),)  # type: ignore[attr-defined]
         return BudgetSettings(
             storage=self.storage, checkpoint_storage=self.checkpoint_storage,
             storage_read=None if self.storage_read is None else self.storage_read * gb,
@@ -131,22 +131,18 @@ class BudgetFields(JobInputs):
             provider=self.provider, price=self.price, spot_price=self.spot_price, spot_discount=self.spot_discount,
             spot_preemptions=self.spot_preemption, contingency=shares)
 
-    @model_validator(mode="after")
-    def _one_batch(self) -> BudgetFields:
-        if self.global_batch is not None and self.global_batch_tokens is not None:
-            raise InputError("global_batch", self.global_batch, "give --global-batch (sequences) or "
-                             "--global-batch-tokens, not both")
-        return self
-
-    def global_batch_tokens_value(self) -> float | None:
-        """Tokens per step: --global-batch-tokens, or --global-batch x --seq-len; None = default."""
-        if self.global_batch is not None:
-            return float(self.global_batch * self.seq_len)  # type: ignore[attr-defined]
-        return self.global_batch_tokens
-
 
 class BudgetInputs(TrainingInputs, BudgetFields):
-    """Training inputs plus the budget's own assumptions (each also a flag of train and budget)."""
+    """Training inputs plus the budget's own assumptions (each also a flag of train and budget).
+    ``--contingency X`` replaces the named contingency shares with one bare share X."""
+
+    @model_validator(mode="after")
+    def _one_contingency(self) -> BudgetInputs:
+        named = [f"contingency_{n}" for n in CONTINGENCY_NAMES if f"contingency_{n}" in self.given]
+        if "contingency" in self.given and named:
+            raise InputError("contingency", self.contingency, f"give the bare share or the named ones "
+                             f"({', '.join(named)}), not both")
+        return self
 
     step_time: Annotated[T.typed(float, T.seconds(WEEK)) | None, _f(None, "Measured step time, e.g. 6s.",
                                                                       "derived")]

@@ -10,54 +10,14 @@ smallest and cheapest first. Formulas: core/inference.py and core/kv_cache.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpuplan.core import inference as I
 from gpuplan.core import kv_cache as K
-from gpuplan.core.hardware import Accelerator
 from gpuplan.core.units import format_bytes
-from gpuplan.errors import InputError
-from gpuplan.jobs.inference.schema import InferenceInputs
+from gpuplan.jobs.inference.alternatives import instead_section, search_section, search_table
 from gpuplan.jobs.inference.resolve import Plan, resolve_plan
+from gpuplan.jobs.inference.schema import InferenceInputs
+from gpuplan.jobs.inference.serving import Serving, evaluate, price_for, search_configurations
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
-
-SEARCH_TP = (1, 2, 4, 8)
-
-
-@dataclass(frozen=True)
-class Serving:
-    """One configuration evaluated: memory, capacity, speed (expected, low, high)."""
-
-    tp: int
-    pp: int
-    memory: I.Memory
-    layout: K.KVLayout
-    max_sequences: int
-    max_context: float
-    kv_tokens: int
-    ttft: tuple[I.StepTime, I.StepTime, I.StepTime]
-    tpot: tuple[I.StepTime, I.StepTime, I.StepTime]
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.pp
-
-
-def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serving:
-    """Memory, capacity and speed of ``plan`` on tp x pp ``gpu``s with ``batch`` sequences."""
-    spec, setup = plan.spec, plan.setup
-    memory = I.serving_memory(spec, plan.groups, gpu.memory_bytes, setup, tp, pp, gpu.name)
-    layout = K.kv_layout(spec, setup.kv_bytes, tp, pp, setup.block_size)
-    peak = gpu.peak(setup.fmt.compute_dtype)
-    kv_seq = layout.bytes_per_sequence(plan.decode_context)
-    link = gpu.scale_up_bandwidth
-    common = dict(tp=tp, pp=pp, bandwidth=gpu.memory_bandwidth, peak=peak, link=link)
-    tpot = tuple(I.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
-                               which=w, **common) for w in (0, 1, 2))
-    ttft = tuple(I.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, which=w, **common) for w in (0, 1, 2))
-    return Serving(tp, pp, memory, layout, K.max_sequences(layout, memory.kv_budget, plan.context),
-                   K.max_context(layout, memory.kv_budget, batch), K.tokens_in(layout, memory.kv_budget),
-                   ttft, tpot)
 
 
 def estimate_inference(inputs: InferenceInputs) -> Report:
@@ -66,47 +26,6 @@ def estimate_inference(inputs: InferenceInputs) -> Report:
     serving = evaluate(plan, plan.gpu, inputs.tp_degree, inputs.pp_degree, inputs.batch)
     rows = search_configurations(plan, inputs.batch) if inputs.search else []
     return build_report(inputs, plan, serving, rows)
-
-
-def price_for(gpu_id: str, given: float | None) -> tuple[float | None, str]:
-    """USD per GPU-hour: the user's, else the price catalog's (gpuplan.catalog.pricing when installed)."""
-    if given is not None:
-        return given, "--price"
-    try:
-        from gpuplan.catalog.pricing import lookup_price
-    except ImportError:
-        return None, "no price catalog (gpuplan.catalog.pricing) in this version"
-    try:
-        found = lookup_price(gpu_id, "on_demand")
-    except InputError:  # the price catalog does not know this accelerator
-        found = None
-    if found is None:
-        return None, f"no on-demand price for {gpu_id} in the price catalog"
-    return float(found[0]), str(found[1])
-
-
-def search_configurations(plan: Plan, batch: int) -> list[tuple[Accelerator, Serving, float | None, str]]:
-    """For every catalog GPU that runs the format: the smallest TP in {1, 2, 4, 8} (within one
-    node) whose KV cache holds ``batch`` sequences of the plan's context."""
-    from gpuplan.catalog import hardware_entries, load_accelerator
-
-    found = []
-    for gpu_id in hardware_entries():
-        gpu = load_accelerator(gpu_id)
-        if not gpu.has_dtype(plan.setup.fmt.compute_dtype):
-            continue
-        for tp in SEARCH_TP:
-            if tp > (gpu.devices_per_node or 8):
-                break
-            try:
-                serving = evaluate(plan, gpu, tp, 1, batch)
-            except InputError:  # tp does not fit the heads
-                continue
-            if serving.max_sequences >= batch:
-                price, source = price_for(gpu.id, None)
-                found.append((gpu, serving, price, source))
-                break
-    return sorted(found, key=lambda r: (r[1].gpus, r[1].gpus * r[0].memory_bytes))
 
 
 # ----------------------------------------------------------------------------- report
@@ -126,13 +45,16 @@ def _range_line(key: str, label: str, steps, formula: str) -> Line:
 def build_report(inputs: InferenceInputs, plan: Plan, serving: Serving, rows: list) -> Report:
     spec, gpu, fmt = plan.spec, plan.gpu, plan.setup.fmt
     n = serving.gpus
+    fits = serving.max_sequences >= inputs.batch
     sections = [_weights_section(plan, serving), _kv_section(plan, serving, inputs.batch),
                 _memory_section(plan, serving, inputs.batch), _capacity_section(plan, serving, inputs.batch),
-                _article_section(plan, inputs.batch), _speed_section(plan, serving, inputs)]
-    tables = [_curve_table(plan, serving, inputs)]
+                _article_section(plan, inputs.batch),
+                _speed_section(plan, serving, inputs) if fits else instead_section(plan, serving, inputs)]
+    # no speed or cost for a setup that does not hold the load: the curve stops at what fits
+    tables = [_curve_table(plan, serving, inputs)] if serving.max_sequences >= 1 else []
     if inputs.search:
-        tables.append(_search_table(plan, rows, inputs))
-        sections.append(_search_section(rows, inputs))
+        tables.append(search_table(plan, rows, inputs))
+        sections.append(search_section(rows, inputs))
     report_inputs = (
         Line("model", "model", spec.name),
         Line("gpu", "accelerator", gpu.id, text=f"{gpu.name} ({format_bytes(gpu.memory_bytes)})"),
@@ -154,7 +76,7 @@ def build_report(inputs: InferenceInputs, plan: Plan, serving: Serving, rows: li
 # latency, throughput and cost, and the configurations that serve the load.
 INFER_HEADLINE = ("weights_per_gpu", "kv_bytes_per_token", "kv_budget", "fits", "max_sequences", "max_context",
                   "recommended_gpu_memory_gb", "ttft", "tpot", "tokens_per_s", "cost_per_million_tokens",
-                  "smallest_config", "cheapest_config")
+                  "instead_gpus", "instead_batch", "instead_context", "smallest_config", "cheapest_config")
 
 
 def _weights_section(plan: Plan, serving: Serving) -> Section:
@@ -312,36 +234,6 @@ def _curve_table(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Table
     note = "" if serving.max_sequences >= 1 else " (nothing fits: shown for batch 1)"
     return Table(f"throughput vs batch at {plan.decode_context:,.0f} cached tokens{note}",
                  ("batch", "TPOT ms", "tokens/s", "tokens/s per GPU", "bound", "USD per 1M tokens"), tuple(rows))
-
-
-def _search_table(plan: Plan, rows: list, inputs: InferenceInputs) -> Table:
-    out = []
-    for gpu, s, price, _ in rows:
-        rate = inputs.batch / s.tpot[0].total
-        cost = f"{I.cost_per_million_tokens(price, s.gpus, rate):,.3f}" if price is not None else "n/a"
-        out.append((gpu.id, f"{gpu.memory_bytes / GB:,.0f} GB", s.tp, s.max_sequences,
-                    f"{s.tpot[0].total * 1e3:,.1f}", f"{rate:,.0f}", "n/a" if price is None else f"{price:,.2f}", cost))
-    return Table(f"catalog configurations that hold {inputs.batch} x {plan.context:,} tokens (smallest TP per GPU)",
-                 ("gpu", "memory", "tp", "max sequences", "TPOT ms", "tokens/s", "USD/GPU-h", "USD per 1M tokens"),
-                 tuple(out))
-
-
-def _search_section(rows: list, inputs: InferenceInputs) -> Section:
-    if not rows:
-        return Section("Smallest and cheapest configuration", (
-            Line("smallest_config", "smallest configuration", None, text="none within one node (TP <= 8)"),))
-    gpu, s, _, _ = rows[0]
-    lines = [Line("smallest_config", "smallest configuration", f"{s.tp} x {gpu.id}",
-                  text=f"{s.tp} x {gpu.name} (fewest GPUs, then least memory)")]
-    priced = [(price * s.gpus, gpu, s) for gpu, s, price, _ in rows if price is not None]
-    if priced:
-        hourly, gpu, s = min(priced, key=lambda r: r[0])
-        lines.append(Line("cheapest_config", "cheapest configuration", f"{s.tp} x {gpu.id}",
-                          text=f"{s.tp} x {gpu.name} at ${hourly:,.2f}/hour"))
-    else:
-        lines.append(Line("cheapest_config", "cheapest configuration", None,
-                          text="not available: no prices known (price catalog not installed)"))
-    return Section("Smallest and cheapest configuration", tuple(lines))
 
 
 def _assumptions(plan: Plan, inputs: InferenceInputs) -> tuple[Assumption, ...]:

@@ -38,7 +38,7 @@ class Plan:
 
 def resolve_plan(inputs: InferenceInputs) -> Plan:
     """Resolve names, the format and the load; InputError on anything impossible."""
-    from gpuplan.adapters.resolve import resolve_gpu, resolve_model
+    from gpuplan.adapters.resolve import resolve_gpu
 
     spec = inputs.spec()
     gpu = resolve_gpu(inputs.gpu)

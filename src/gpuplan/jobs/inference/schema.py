@@ -12,7 +12,6 @@ from gpuplan.core import kv_cache as K
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
-from gpuplan.schema.base import JobInputs
 from gpuplan.schema.model_fields import ModelFields
 
 GiB = 2**30

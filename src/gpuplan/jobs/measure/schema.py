@@ -9,7 +9,6 @@ from pydantic import model_validator
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
-from gpuplan.schema.base import JobInputs
 from gpuplan.schema.model_fields import ModelFields
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpuplan.adapters.resolve import resolve_gpu, resolve_model
+from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core import memory as M
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec

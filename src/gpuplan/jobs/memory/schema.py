@@ -9,8 +9,8 @@ from pydantic import model_validator
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
-from gpuplan.schema.base import JobInputs
 from gpuplan.schema.model_fields import ModelFields
+from gpuplan.schema.training_fields import LayoutFields, SetupFields
 
 GiB = 2**30
 DEFAULT_VERDICT_GPUS = ("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200-sxm", "b200", "mi300x")
@@ -28,7 +28,7 @@ def _f(default, help: str, shown: str | None = None):
     return V.field(default, help, shown)
 
 
-class MemoryInputs(ModelFields):
+class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     """A model, a layout and how the step runs. ``gpus`` fixes the world size (dp is derived)."""
 
     gpu: V.Gpu
@@ -36,49 +36,37 @@ class MemoryInputs(ModelFields):
                        _f(DEFAULT_VERDICT_GPUS, "GPUs for the verdict table, separated by commas.")]
     gpus: V.GpuCount
     seq_len: V.SeqLen
-    micro_batch: V.MicroBatch
-    global_batch: V.GlobalBatch
     dp: Annotated[V.Degree | None, _f(None, "Data-parallel degree (when --gpus is not given).", "gpus / (tp·pp·cp)")]
-    tp: V.Tp
-    pp: V.Pp
-    vpp: Annotated[V.Degree, _f(1, "Virtual pipeline stages per rank (interleaved schedule; needs pp > 1).")]
-    cp: Annotated[V.Degree, _f(1, "Context-parallel degree.")]
-    ep: V.Ep
-    zero: V.ZeroStage
     shard_group: Annotated[V.Degree | None, _f(None, "HSDP: shard model states within this many ranks.",
                                                "all data-parallel ranks")]
     sequence_parallel: Annotated[T.Bool, _f(True, "Megatron sequence parallelism with tp > 1.")]
-    recipe: V.Recipe
-    optimizer: V.Optimizer
-    implementation: V.Implementation
     attention_kernel: V.AttentionKernel
-    recompute: V.Recompute
     dropout: Annotated[T.typed(float, T.number(0, 0.99)) | None, _f(None, "Dropout probability (masks are saved "
                                                                        "when > 0).", "the model config's")]
-    finetune: Annotated[T.choice(*V.FINETUNES), _f("full", "full, lora or qlora (frozen base + adapters).")]
-    lora_rank: Annotated[V.Degree, _f(16, "LoRA rank (adapters on every linear layer).")]
     offload_optimizer: Annotated[T.Bool, _f(False, "Optimizer states and master weights on the CPU "
                                                    "(ZeRO-Offload).")]
     moe_capacity_factor: Annotated[T.typed(float, T.number(1, 16)), _f(1.0, "MoE expert capacity factor "
                                                                             "(1.0 = dropless, no padding).")]
-    margin: V.Margin
     cuda_context_gib: Annotated[V.Gib, _f(0.5, "CUDA context + cuBLAS workspaces, GiB per GPU.")]
     comm_buffer_gib: Annotated[V.Gib, _f(0.75, "NCCL buffers per parallel group in use, GiB per GPU.")]
     calibration: V.Calibration
 
     @model_validator(mode="after")
     def _consistent(self) -> MemoryInputs:
+        if self.global_batch_tokens is not None:
+            raise InputError("global_batch_tokens", self.global_batch_tokens, "memory takes --global-batch "
+                             "(sequences per step)")
         if self.gpus is not None and self.dp is not None and self.dp * self.rest != self.gpus:
             raise InputError("dp", self.dp, f"conflicts with --gpus {self.gpus}: dp x tp x pp x cp = "
                              f"{self.dp * self.rest}; give one of --gpus and --dp")
-        if self.vpp > 1 and (self.pp or 1) == 1:
+        if (self.vpp or 1) > 1 and (self.pp or 1) == 1:
             raise InputError("vpp", self.vpp, "needs pipeline parallelism (--pp > 1)")
         return self
 
     @property
     def rest(self) -> int:
         """GPUs per data-parallel replica: tp x pp x cp."""
-        return (self.tp or 1) * (self.pp or 1) * self.cp
+        return (self.tp or 1) * (self.pp or 1) * (self.cp or 1)
 
     def layout(self):
         """The ParallelLayout (dp from --gpus when given); ZeRO-1 by default when data-parallel."""
@@ -90,15 +78,16 @@ class MemoryInputs(ModelFields):
             dp = self.gpus // self.rest
         else:
             dp = self.dp or 1
-        zero = self.zero if self.zero is not None else (1 if dp * self.cp > 1 else 0)
-        return ParallelLayout(dp=dp, tp=self.tp or 1, pp=self.pp or 1, vpp=self.vpp, cp=self.cp, ep=self.ep or 1,
+        cp = self.cp or 1
+        zero = self.zero if self.zero is not None else (1 if dp * cp > 1 else 0)
+        return ParallelLayout(dp=dp, tp=self.tp or 1, pp=self.pp or 1, vpp=self.vpp or 1, cp=cp, ep=self.ep or 1,
                               zero=zero, shard_group=self.shard_group, micro_batch=self.micro_batch or 1,
                               global_batch=self.global_batch, sequence_parallel=self.sequence_parallel)
 
     def settings(self):
         from gpuplan.core.memory import MemorySettings
 
-        return MemorySettings(seq_len=self.seq_len, recipe=self.recipe or V.DEFAULT_RECIPE, optimizer=self.optimizer,
+        return MemorySettings(seq_len=self.seq_len, recipe=self.recipe_name, optimizer=self.optimizer,
                               implementation=self.implementation,
                               attention_kernel="eager" if self.attention_kernel == "eager" else "flash",
                               recompute=self.recompute or "none", dropout=self.dropout, finetune=self.finetune,

@@ -1,118 +1,149 @@
 """``gpuplan plan``: search every valid layout for a model, token budget and GPU type, drop the
-ones that do not fit in memory with the safety margin, rank the rest, and explain the winner."""
+ones that do not fit in memory with the safety margin, rank the rest, explain the winner and
+budget it. With degrees given (``--tp 8 --pp 4``) it checks that layout: its breakdown, its
+memory, where it ranks against the planner's best and why it loses."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from gpuplan.catalog import prediction_band
 from gpuplan.core import memory as M
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count
-from gpuplan.jobs.plan.search import PlanInputs, _order, search
-from gpuplan.planner.search import RECOMPUTE_MODES, LayoutTable, pareto_front
+from gpuplan.jobs.plan.explain import comparison_lines, memory_lines, step_lines, why_lines
+from gpuplan.jobs.plan.schema import PlanInputs
+from gpuplan.jobs.plan.search import PlanSearch, best_index, search
+from gpuplan.planner.plan import Plan, evaluate_layout, layout_text, ranking, row_layout
+from gpuplan.planner.search import LayoutTable, pareto_front
+from gpuplan.planner.space import RECOMPUTE_MODES
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
 
-
-def _layout_text(t: LayoutTable, i: int) -> str:
-    parts = [f"dp{int(t['dp'][i])}", f"tp{int(t['tp'][i])}", f"pp{int(t['pp'][i])}"]
-    if t["vpp"][i] > 1:
-        parts.append(f"vpp{int(t['vpp'][i])}")
-    if t["cp"][i] > 1:
-        parts.append(f"cp{int(t['cp'][i])}")
-    if t["ep"][i] > 1:
-        parts.append(f"ep{int(t['ep'][i])}")
-    return " ".join(parts) + f" ZeRO-{int(t['zero'][i])} mb{int(t['micro_batch'][i])} " + \
-        RECOMPUTE_MODES[int(t["recompute"][i])]
+COLUMNS = ("GPUs", "layout", "step s", "MFU", "days", "GPU-hours", "cost", "peak/GPU", "exposed comm", "bubble")
+# The answer-first view of `gpuplan plan`: the winner, its time, MFU, money and memory, and why.
+PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "best_days", "best_mfu",
+                 "best_step_seconds", "best_gpu_hours", "best_cost", "best_peak_bytes", "check_rank",
+                 "check_loses_by", "why_shortfall", "comm_ratio_exposed", "bubble_share", "budget_usd_on_demand",
+                 "searched")
 
 
 def _rows(t: LayoutTable, idx) -> tuple:
-    return tuple((int(t["gpus"][i]), _layout_text(t, i), f"{t['step_seconds'][i]:.2f}", f"{t['mfu'][i]:.1%}",
-                  f"{t['days'][i]:.1f}", f"{t['gpu_hours'][i]:,.0f}",
-                  "" if np.isnan(t["cost"][i]) else f"${t['cost'][i]:,.0f}",
-                  format_bytes(t["total_bytes"][i]),
+    return tuple((int(t["gpus"][i]), layout_text(*row_layout(t, i)), f"{t['step_seconds'][i]:.2f}",
+                  f"{t['mfu'][i]:.1%}", f"{t['days'][i]:.1f}", f"{t['gpu_hours'][i]:,.0f}",
+                  "" if np.isnan(t["cost"][i]) else f"${t['cost'][i]:,.0f}", format_bytes(t["total_bytes"][i]),
                   f"{t['exposed_comm_seconds'][i] / t['step_seconds'][i]:.0%}",
                   f"{t['bubble_seconds'][i] / t['step_seconds'][i]:.0%}") for i in idx)
 
 
-COLUMNS = ("GPUs", "layout", "step s", "MFU", "days", "GPU-hours", "cost", "peak/GPU", "exposed comm",
-           "bubble")
+def chosen_plan(result: PlanSearch, i: int) -> Plan:
+    """Row ``i`` of the search as a Plan (re-evaluated on the single-layout path: same numbers)."""
+    layout, recompute = row_layout(result.table, i)
+    return evaluate_layout(result.evaluator, layout, recompute, result.target_batch,
+                           int(result.table["gpus_asked"][i]))
 
 
-def _needed_for_memory(full: LayoutTable, t: LayoutTable, i: int) -> bool:
-    """Would the same layout without ZeRO-3 and without recompute still fit?"""
-    same = np.ones(len(full), dtype=bool)
-    for key in ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch"):
-        same &= full[key] == t[key][i]
-    plain = same & (full["zero"] < 3) & (full["recompute"] == 0)
-    return not bool(full["fits"][plain].any())
+def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -> tuple[Line, ...]:
+    t, price = result.table, result.price
+    dtype = inputs.dtype
+    peak = result.evaluator.cluster.gpu.peak(dtype)
+    asked = plan.target_batch
+    error, band_source = prediction_band(dtype)
+
+    def band(value: float) -> tuple[float, float]:
+        """Time-like values scale as 1 / MFU: the MFU band (mfu/(1+e), mfu/(1-e)) gives x(1-e), x(1+e)."""
+        return value * (1 - error), value * (1 + error)
+
+    days, hours = float(t["days"][i]), float(t["gpu_hours"][i])
+    cost = None if price is None else float(t["cost"][i])
+    return (
+        Line("best_layout", "your layout (best with the degrees given)" if inputs.layout_given else "best layout",
+             plan.text(), text=f"{plan.gpus:,} GPUs, {plan.text()}: {t['days'][i]:.1f} days, MFU {plan.mfu:.1%}",
+             formula=f"ranked by {inputs.rank_by}"),
+        Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
+        Line("idle_gpus", "GPUs left idle", plan.idle_gpus, "GPUs",
+             f"{plan.idle_gpus:,} of {plan.gpus_asked:,}" if plan.idle_gpus else "none",
+             "faster on fewer (no layout on all of them is as fast), or none fits / is valid on all of them"
+             if plan.idle_gpus else ""),
+        Line("global_batch", "global batch", plan.global_batch, "sequences",
+             f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({plan.batch_difference:+.1%} vs {asked:,.0f} asked)",
+             "the batch asked, rounded to a multiple of dp"),
+        Line("best_days", "wall-clock", days, "days", f"{days:.2f} days", f"band ±{error:.1%}: {band_source}",
+             *band(days)),
+        Line("best_mfu", f"predicted MFU ({dtype} basis)", plan.mfu, "fraction", f"{plan.mfu:.1%}",
+             f"exact model FLOPs (full-attention convention, LM head) / dense {dtype} peak "
+             f"{peak / 1e12:,.0f} TFLOP/s", plan.mfu / (1 + error), min(1.0, plan.mfu / (1 - error))),
+        Line("best_hfu", "predicted HFU", plan.hfu, "fraction", f"{plan.hfu:.1%}", "counts recomputed FLOPs"),
+        Line("best_tokens_per_second", "throughput", plan.tokens_per_second, "tokens/s",
+             f"{plan.tokens_per_second:,.0f} tokens/s"),
+        Line("best_step_seconds", "step time", plan.step_seconds, "s", f"{plan.step_seconds:.3f} s",
+             f"{plan.global_batch:,} sequences x {inputs.seq_len:,} tokens"),
+        Line("best_gpu_hours", "GPU-hours", hours, "GPU-hours", f"{hours:,.0f}", "", *band(hours)),
+        Line("best_cost", "cost", cost, "USD", "n/a (no price)" if cost is None else f"${cost:,.0f}",
+             result.price_source, *(band(cost) if cost is not None else (None, None))),
+        Line("best_peak_bytes", "peak memory per GPU", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
+             "allocated + CUDA context + NCCL buffers (= gpuplan memory of this layout)"),
+        Line("searched", "layouts searched", result.searched, "", f"{result.searched:,}",
+             f"{len(result.table):,} fit; {result.searched / max(result.seconds, 1e-9):,.0f} layouts/s"),
+    )
 
 
-def _explain(t: LayoutTable, i: int, gpu, overheads: M.Overheads, full: LayoutTable) -> tuple[Line, ...]:
-    """The recommendation in the article's terms."""
-    budget = gpu.memory_bytes * (1 - overheads.margin)
-    headroom = budget - t["total_bytes"][i]
-    step, compute = t["step_seconds"][i], t["compute_seconds"][i]
-    comm, exposed = t["comm_seconds"][i], t["exposed_comm_seconds"][i]
-    lines = [Line("why_headroom", "memory headroom after the margin", headroom, "bytes", format_bytes(headroom),
-                  "the article: spend headroom on a bigger micro-batch" if headroom > 0.25 * budget else
-                  "little headroom left")]
-    mode = RECOMPUTE_MODES[int(t["recompute"][i])]
-    if (mode != "none" or t["zero"][i] == 3) and _needed_for_memory(full, t, i):
-        lines.append(Line("why_shortfall", "memory shortfall met with",
-                          ("ZeRO-3 " if t["zero"][i] == 3 else "") + (f"{mode} recompute" if mode != "none" else ""),
-                          text=("ZeRO-3 " if t["zero"][i] == 3 else "") + (f"{mode} recompute" if mode != "none" else ""),
-                          formula="the article: ZeRO-3 or recomputation first; full recompute costs ~33% compute, "
-                                  "ZeRO-3 ~1.5x the DP communication volume"))
-    lines += [
-        Line("comm_ratio_total", "communication / (compute + communication), total", comm / (compute + comm),
-             "fraction", f"{comm / (compute + comm):.1%}", "the article's ratio, before overlap"),
-        Line("comm_ratio_exposed", "communication on the critical path / step", exposed / step, "fraction",
-             f"{exposed / step:.1%}", "after bucketing/prefetch overlap (DP 90%), TP/EP not overlapped"),
-        Line("bubble_share", "pipeline bubble / step", t["bubble_seconds"][i] / step, "fraction",
-             f"{t['bubble_seconds'][i] / step:.1%}", "(p-1)/(v·m) of the compute"),
-    ]
-    return tuple(lines)
+def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tuple[Section, ...]:
+    """The user's layout against the planner's free choice on the same GPU counts."""
+    free = search(inputs.replace(**{k: None for k in ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch",
+                                                       "recompute")}))
+    best = chosen_plan(free, best_index(free, "time"))
+    return (Section(f"Your layout: {mine.text()} on {mine.gpus:,} GPUs",
+                    step_lines(mine, "mine") + memory_lines(mine, "mine") + comparison_lines(mine, best, free.table)),)
 
 
 def plan_report(inputs: PlanInputs, progress=None) -> Report:
-    spec, gpu, table, searched, seconds, (price, price_source), global_batch, full = search(inputs, progress)
-    order = _order(table, inputs.rank_by)
+    result = search(inputs, progress)
+    table, price = result.table, result.price
+    order = ranking(table, inputs.rank_by, table["cost"])
     top = order[: inputs.top]
     best = int(top[0])
+    plan = chosen_plan(result, best)
+    spec, gpu = result.evaluator.spec, result.evaluator.cluster.gpu
     front = pareto_front(table, ("gpus", "days") + (("cost",) if price is not None else ()))
-    best_line = (f"{int(table['gpus'][best]):,} GPUs, {_layout_text(table, best)}: "
-                 f"{table['days'][best]:.1f} days, MFU {table['mfu'][best]:.1%}")
-    summary = Section("Recommendation", (
-        Line("best_layout", "best layout", _layout_text(table, best), text=best_line,
-             formula=f"ranked by {inputs.rank_by}"),
-        Line("best_gpus", "GPUs", int(table["gpus"][best])),
-        Line("best_days", "wall-clock", float(table["days"][best]), "days", f"{table['days'][best]:.2f} days"),
-        Line("best_mfu", "predicted MFU", float(table["mfu"][best]), "fraction", f"{table['mfu'][best]:.1%}",
-             "gpuplan definition: exact model FLOPs, attention without causal halving, LM head"),
-        Line("best_hfu", "predicted HFU", float(table["hfu"][best]), "fraction", f"{table['hfu'][best]:.1%}",
-             "counts recomputed FLOPs"),
-        Line("best_tokens_per_second", "throughput", float(table["tokens_per_second"][best]), "tokens/s",
-             f"{table['tokens_per_second'][best]:,.0f} tokens/s"),
-        Line("best_step_seconds", "step time", float(table["step_seconds"][best]), "s",
-             f"{table['step_seconds'][best]:.3f} s", f"{global_batch} sequences x {inputs.seq_len} tokens"),
-        Line("best_gpu_hours", "GPU-hours", float(table["gpu_hours"][best]), "GPU-hours",
-             f"{table['gpu_hours'][best]:,.0f}"),
-        Line("best_cost", "cost", None if price is None else float(table["cost"][best]), "USD",
-             "n/a (no price)" if price is None else f"${table['cost'][best]:,.0f}", price_source),
-        Line("best_peak_bytes", "peak memory per GPU", float(table["total_bytes"][best]), "bytes",
-             format_bytes(table["total_bytes"][best]), "allocated + CUDA context + NCCL buffers"),
-        Line("searched", "layouts searched", searched, "", f"{searched:,}",
-             f"{len(table):,} fit; {searched / max(seconds, 1e-9):,.0f} layouts/s"),
-    ) + _explain(table, best, gpu, inputs.overheads(), full))
+    summary = Section("Recommendation", recommendation(plan, inputs, result, best) + why_lines(plan, result.all))
+    checked = _check_my_layout(inputs, result, plan) if inputs.layout_given else ()
+    breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best"))
     tables = (Table(f"top {len(top)} layouts (ranked by {inputs.rank_by})", COLUMNS, _rows(table, top)),
               Table("Pareto front (GPUs vs days" + (" vs cost)" if price is not None else ")"), COLUMNS,
                     _rows(table, front[:20])))
-    assumptions = (
+    budget = _budget_for(plan, inputs, result, float(table["days"][best]) * SECONDS_PER_DAY,
+                         float(table["gpu_hours"][best]))
+    calibration = ()
+    if inputs.calibration is not None:
+        from gpuplan.calibrate.report import calibrated_vs_default_lines
+
+        calibration = (Section("Calibration (measured factors replace the defaults)",
+                               calibrated_vs_default_lines(inputs.calibration)),)
+    report_inputs = (Line("model", "model", spec.name), Line("tokens", "tokens", inputs.tokens, "tokens",
+                                                             format_count(inputs.tokens)),
+                     Line("gpu", "accelerator", gpu.id, text=gpu.name),
+                     Line("gpu_counts", "GPU counts", ",".join(map(str, result.counts))),
+                     Line("deadline", "deadline", inputs.days, "days", "none" if inputs.days is None else
+                          f"{inputs.days:g} days"))
+    return Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
+                  report_inputs, _assumptions(inputs, plan, result) + budget.assumptions,
+                  (summary,) + checked + (breakdown,) + calibration + budget.sections,
+                  (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",) + budget.notes,
+                  tables + budget.tables, headline=PLAN_HEADLINE,
+                  key_assumptions=("efficiency", "global_batch", "price"), summary_table=tables[0].title,
+                  summary_columns=("GPUs", "layout", "step s", "MFU", "days", "cost", "peak/GPU"))
+
+
+def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[Assumption, ...]:
+    price = result.price
+    return (
         Assumption("recipe", "precision recipe", inputs.recipe_name, M.RECIPES[inputs.recipe_name].source,
                    "--recipe", "recipe" in inputs.given),
         Assumption("implementation", "activation implementation", inputs.implementation, "docs/memory.md",
-                   "--implementation"),
-        Assumption("global_batch", "global batch", f"{global_batch} x {inputs.seq_len} tokens",
-                   "gpuplan default ~4M tokens (Llama 2/3 pre-training used 4M-16M)", "--global-batch-tokens"),
+                   "--implementation", "implementation" in inputs.given),
+        Assumption("global_batch", "global batch", f"{plan.global_batch:,} x {inputs.seq_len:,} tokens",
+                   "asked: ~4M tokens by default (Llama 2); rounded to a multiple of dp",
+                   "--global-batch / --global-batch-tokens", "global_batch" in inputs.given or
+                   "global_batch_tokens" in inputs.given),
         Assumption("efficiency", "GEMM / attention efficiency",
                    "calibrated" if inputs.calibration is not None else "MAMF x d/(d+512); attention per GPU type",
                    "measurements (see the Calibration section)" if inputs.calibration is not None else
@@ -120,44 +151,26 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                    "--calibration", inputs.calibration is not None),
         Assumption("overlap", "DP/FSDP overlap", f"{inputs.dp_overlap:.0%}", "bucketed all-reduce / prefetch",
                    "--dp-overlap", "dp_overlap" in inputs.given),
-        Assumption("margin", "memory safety margin", f"{inputs.margin:.0%}", "the article", "--margin"),
-        Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:.2f}", price_source,
-                   "--price"),
+        Assumption("margin", "memory safety margin", f"{inputs.margin:.0%}", "the article", "--margin",
+                   "margin" in inputs.given),
+        Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:.2f}", result.price_source,
+                   "--price / --provider", "price" in inputs.given or "provider" in inputs.given),
+        Assumption("search", "layout search", "exhaustive" if inputs.exhaustive else "pruned (least recompute "
+                   "that fits)", "planner/search.py: memory falls and time rises with recompute", "--exhaustive",
+                   inputs.exhaustive),
     )
-    report_inputs = (Line("model", "model", spec.name), Line("tokens", "tokens", inputs.tokens, "tokens",
-                                                             format_count(inputs.tokens)),
-                     Line("gpu", "accelerator", gpu.id, text=gpu.name),
-                     Line("gpu_counts", "GPU counts", ",".join(map(str, inputs.gpu_counts))),
-                     Line("deadline", "deadline", inputs.days, "days", "none" if inputs.days is None else
-                          f"{inputs.days:g} days"))
-    budget = _budget_for(spec, gpu, table, best, inputs, global_batch)
-    calibration = ()
-    if inputs.calibration is not None:
-        from gpuplan.calibrate.report import calibrated_vs_default_lines
-
-        calibration = (Section("Calibration (measured factors replace the defaults)",
-                               calibrated_vs_default_lines(inputs.calibration)),)
-    return Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
-                  report_inputs, assumptions + budget.assumptions, (summary,) + calibration + budget.sections,
-                  (f"search: {searched:,} layouts in {seconds * 1e3:.0f} ms",) + budget.notes,
-                  tables + budget.tables, headline=PLAN_HEADLINE,
-                  key_assumptions=("efficiency", "global_batch", "price"), summary_table=tables[0].title,
-                  summary_columns=("GPUs", "layout", "step s", "MFU", "days", "cost", "peak/GPU"))
 
 
-# The answer-first view of `gpuplan plan`: the winner, its time, MFU, money and memory, and why.
-PLAN_HEADLINE = ("best_layout", "best_gpus", "best_days", "best_mfu", "best_step_seconds", "best_gpu_hours",
-                 "best_cost", "best_peak_bytes", "why_shortfall", "comm_ratio_exposed", "bubble_share",
-                 "budget_usd_on_demand", "searched")
-
-
-def _budget_for(spec, gpu, t: LayoutTable, i: int, inputs: PlanInputs, global_batch: int):
+def _budget_for(plan: Plan, inputs: PlanInputs, result: PlanSearch, wall_seconds: float, gpu_hours: float):
     """Data loading, checkpoints, failures, cost and contingency for the recommended layout."""
     from gpuplan.jobs.budget.compute import compute_budget
 
-    settings = inputs.budget_settings()
-    return compute_budget(spec, gpu, gpus=float(t["gpus"][i]), wall_seconds=float(t["days"][i]) * SECONDS_PER_DAY,
-                          gpu_hours=float(t["gpu_hours"][i]), tokens=inputs.tokens,
-                          global_batch_tokens=float(global_batch * inputs.seq_len),
-                          step_seconds=float(t["step_seconds"][i]), recipe=inputs.recipe_name, zero=int(t["zero"][i]),
-                          model_parallel=int(t["tp"][i] * t["pp"][i]), settings=settings)
+    layout, ev = plan.layout, result.evaluator
+    return compute_budget(ev.spec, ev.cluster.gpu, gpus=float(plan.gpus), wall_seconds=wall_seconds,
+                          gpu_hours=gpu_hours, tokens=inputs.tokens,
+                          global_batch_tokens=float(plan.global_batch * inputs.seq_len),
+                          step_seconds=plan.step_seconds, recipe=inputs.recipe_name, zero=layout.zero,
+                          model_parallel=layout.tp * layout.pp, settings=inputs.budget_settings())
+
+
+__all__ = ["RECOMPUTE_MODES", "chosen_plan", "plan_report"]

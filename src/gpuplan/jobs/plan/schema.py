@@ -10,6 +10,7 @@ from gpuplan.jobs.budget.schema import BudgetFields
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
+from gpuplan.schema.training_fields import LayoutFields, SetupFields, StepFields
 
 RANK_BY = ("time", "cost", "gpus")
 MAX_COUNTS = 4096
@@ -50,32 +51,23 @@ def _f(default, help: str, shown: str | None = None):
 
 
 GpuCounts = T.typed(tuple[int, ...], gpu_counts)
-Overlap = T.typed(float, T.number(0, 1))
 
 
-class PlanInputs(ModelFields, BudgetFields):
-    """What the layout search needs, plus the budget assumptions of the chosen layout."""
+class PlanInputs(ModelFields, LayoutFields, SetupFields, StepFields, BudgetFields):
+    """What the layout search needs (degrees given are fixed: `plan --tp 8 --pp 4` checks that
+    layout), plus the budget assumptions of the chosen layout."""
 
     tokens: V.Tokens
     gpu: V.Gpu
     gpus: Annotated[GpuCounts | None, V.GPU_COUNT]
     days: V.Days
     seq_len: V.SeqLen
-    recipe: V.Recipe
-    implementation: V.Implementation
     dtype: V.Dtype
     rank_by: Annotated[T.choice(*RANK_BY), _f("time", "Rank layouts by time, cost or gpus.")]
     top: Annotated[T.typed(int, T.count(1000, whole=True)), _f(10, "Layouts to show.")]
-    price: V.Price
-    margin: V.Margin
-    gpus_per_node: Annotated[V.Degree | None, _f(None, "GPUs per node (the scale-up domain).", "catalog")]
-    nic_gbit_per_gpu: Annotated[T.typed(float, T.number(0, 1e5, low_open=True)) | None, _f(
-        None, "Scale-out Gb/s per GPU.", "catalog, else 400")]
-    dp_overlap: Annotated[Overlap, _f(0.9, "Share of DP/FSDP communication hidden by overlap.")]
-    tp_overlap: Annotated[Overlap, _f(0.0, "Share of TP communication hidden (TP comm overlap, async TP).")]
-    attention_efficiency: Annotated[T.Fraction | None, _f(None, "Attention kernel efficiency of the dense peak.",
-                                                          "per GPU type")]
     calibration: V.Calibration
+    exhaustive: Annotated[T.Bool, _f(False, "Time every layout and recompute mode (no pruning): the reference the "
+                                            "pruned search is tested against.")]
 
     @property
     def gpu_counts(self) -> tuple[int, ...]:
@@ -85,19 +77,4 @@ class PlanInputs(ModelFields, BudgetFields):
     @property
     def batch_tokens(self) -> float:
         """Tokens per step asked for (--global-batch-tokens or --global-batch x --seq-len)."""
-        return self.global_batch_tokens_value() or 4 * 2**20  # Llama 2 (arXiv:2307.09288 Sec. 2.2): 4M tokens
-
-    @property
-    def recipe_name(self) -> str:
-        return self.recipe or V.DEFAULT_RECIPE
-
-    def step_settings(self):
-        from gpuplan.core.step import StepSettings
-
-        return StepSettings(dp_overlap=self.dp_overlap, tp_overlap=self.tp_overlap,
-                            attention_efficiency=self.attention_efficiency)
-
-    def overheads(self):
-        from gpuplan.core.memory import Overheads
-
-        return Overheads(margin=self.margin)
+        return self.target_batch(self.seq_len) * self.seq_len

@@ -1,22 +1,84 @@
-"""The layout search of ``gpuplan plan`` (also behind ``train --mfu predicted``): PlanInputs,
-every valid layout evaluated on the GPUs given, the ones that fit, ranked."""
+"""The layout search behind ``gpuplan plan``, ``train``/``budget`` (their layout) and the web page:
+the Evaluator a job's inputs describe, the search over the GPU counts asked (a count where nothing
+fits falls back to the largest smaller one that works, the rest idle), and days, GPU-hours and
+cost for every layout that fits."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+
 import numpy as np
 
-from gpuplan.adapters.resolve import resolve_gpu, resolve_model
 from gpuplan.core import memory as M
+from gpuplan.core.step import StepSettings
 from gpuplan.core.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
-from gpuplan.jobs.plan.schema import RANK_BY, PlanInputs
-from gpuplan.planner.search import MAX_CANDIDATES, LayoutTable, SearchSpace, candidate_count, evaluate_layouts
+from gpuplan.jobs.plan.schema import PlanInputs
+from gpuplan.planner.plan import asked_column, counts_with_alternatives, fallback_counts, ranking
+from gpuplan.planner.search import Evaluator, LayoutTable, search_layouts
+from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, is_common_size
 
 
+def evaluator_for(inputs) -> Evaluator:
+    """The model, cluster and settings a training job's inputs describe (PlanInputs or
+    TrainingInputs: both carry the setup and step fields), calibrated when a calibration is given."""
+    spec = inputs.spec()
+    from gpuplan.adapters.resolve import resolve_gpu
 
-def _price(inputs: PlanInputs, gpu_id: str) -> tuple[float | None, str]:
+    gpu = resolve_gpu(inputs.gpu)
+    gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
+    cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
+    step = StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=inputs.dp_overlap,
+                        tp_overlap=inputs.tp_overlap, attention_efficiency=inputs.attention_efficiency,
+                        finetune=inputs.finetune, lora_rank=inputs.lora_rank)
+    overheads, scale = inputs.overheads(), 1.0
+    if inputs.calibration is not None:
+        from gpuplan.calibrate.apply import apply_to_cluster, apply_to_overheads, apply_to_step_settings
+
+        cal = inputs.calibration
+        step = apply_to_step_settings(cal, step, gpu.id)
+        cluster = apply_to_cluster(cal, cluster)
+        overheads = apply_to_overheads(cal, overheads)
+        scale = cal.activation_memory.value
+    memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe_name, optimizer=inputs.optimizer,
+                              implementation=inputs.implementation, finetune=inputs.finetune,
+                              lora_rank=inputs.lora_rank, activation_scale=scale)
+    return Evaluator(spec, cluster, memory, step, overheads)
+
+
+def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
+    """The degrees the user fixed narrow the search to them (`plan --tp 8 --pp 4`: that layout)."""
+    recompute = (inputs.recompute,) if inputs.recompute is not None else RECOMPUTE_MODES
+    return SpaceLimits(fixed=inputs.fixed_degrees(), recompute=recompute, exact_batch=inputs.global_batch is not None)
+
+
+@dataclass(frozen=True)
+class PlanSearch:
+    """The searched layouts of a plan: ``table`` holds those that fit (timed, with days, GPU-hours
+    and cost), ``all`` every layout considered."""
+
+    evaluator: Evaluator
+    table: LayoutTable
+    all: LayoutTable
+    seconds: float
+    price: float | None
+    price_source: str
+    counts: tuple[int, ...]
+    target_batch: float
+
+    @property
+    def searched(self) -> int:
+        return len(self.all)
+
+
+def max_tp(evaluator: Evaluator) -> int:
+    """Tensor parallelism stays inside the scale-up domain."""
+    return evaluator.cluster.gpus_per_node
+
+
+def price_of(inputs, gpu_id: str) -> tuple[float | None, str]:
     """On-demand USD per GPU-hour as the budget prices it (--price, --provider, else the median
     over providers in the price catalog)."""
     from gpuplan.jobs.budget.model import resolve_prices
@@ -25,58 +87,51 @@ def _price(inputs: PlanInputs, gpu_id: str) -> tuple[float | None, str]:
     return prices.on_demand, prices.on_demand_source
 
 
-def search(inputs: PlanInputs, progress=None):
-    """(spec, gpu, table of fitting layouts with days/gpu-hours/cost, searched count, seconds, price)."""
-    if inputs.rank_by not in RANK_BY:
-        raise InputError("rank_by", inputs.rank_by, f"must be one of {', '.join(RANK_BY)}")
-    spec = inputs.spec()
-    gpu = resolve_gpu(inputs.gpu)
-    gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
-    cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
-    step_settings, overheads = inputs.step_settings(), inputs.overheads()
-    memory_scale = 1.0
-    if inputs.calibration is not None:
-        from gpuplan.calibrate.apply import (
-            apply_to_cluster,
-            apply_to_overheads,
-            apply_to_step_settings,
-        )
+def _with_fallbacks(ev: Evaluator, counts: tuple[int, ...], table: LayoutTable, target: float,
+                    limits: SpaceLimits, exhaustive: bool) -> LayoutTable:
+    """Each asked count where nothing fits is replaced by the largest smaller count that has a
+    fitting layout (its rows carry ``gpus_asked``: the difference stays idle). A common cluster
+    size whose layouts exist but do not fit gets none: fewer GPUs hold more per GPU."""
+    extra = []
+    for count in counts:
+        mine = table["gpus_asked"] == count if len(table) else np.zeros(0, dtype=bool)
+        if (table["fits"] & mine).any() if len(table) else False:
+            continue
+        if is_common_size(count) and mine.any():
+            continue
+        for smaller in fallback_counts(count, ev.cluster.gpus_per_node):
+            rows = search_layouts(ev, (smaller,), target, max_tp(ev), limits, exhaustive)
+            if len(rows) and rows["fits"].any():
+                rows.columns["gpus_asked"] = np.full(len(rows), count)
+                extra.append(rows)
+                break
+    return LayoutTable.concat([table] + extra) if extra else table
 
-        cal = inputs.calibration
-        step_settings = apply_to_step_settings(cal, step_settings, gpu.id)
-        cluster = apply_to_cluster(cal, cluster)
-        overheads = apply_to_overheads(cal, overheads)
-        memory_scale = cal.activation_memory.value
-    # sequences per step: the power of two nearest the requested tokens, so that it splits
-    # evenly over power-of-two data-parallel degrees and micro-batches
-    global_batch = 2 ** max(0, round(np.log2(max(inputs.batch_tokens / inputs.seq_len, 1))))
+
+def search(inputs: PlanInputs, progress=None) -> PlanSearch:
+    """Every layout on the counts asked, those that fit timed and costed; a deadline keeps only
+    the layouts that meet it."""
+    ev = evaluator_for(inputs)
+    target = inputs.target_batch(inputs.seq_len)
+    limits = space_limits(inputs)
     counts = inputs.gpu_counts
-    space = SearchSpace(gpu_counts=counts, global_batch=global_batch, seq_len=inputs.seq_len)
-    memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe_name, optimizer=inputs.optimizer,
-                              implementation=inputs.implementation,
-                              activation_scale=memory_scale)
-    candidates = candidate_count(spec, space)
-    if candidates > MAX_CANDIDATES:
-        raise InputError("gpus", f"{len(counts):,} GPU counts", f"the search would enumerate {candidates:,} layouts, "
-                         f"over the limit of {MAX_CANDIDATES:,}; give fewer GPU counts")
     start = time.perf_counter()
-    table = evaluate_layouts(spec, cluster, space, memory, step_settings, overheads, progress)
+    searched, asked = counts_with_alternatives(counts, ev.cluster.gpus_per_node)
+    table = search_layouts(ev, searched, target, max_tp(ev), limits, inputs.exhaustive, progress)
+    table.columns["gpus_asked"] = asked_column(table, searched, asked)
+    table = _with_fallbacks(ev, counts, table, target, limits, inputs.exhaustive)
     seconds = time.perf_counter() - start
     if not len(table):
-        near = _usable_counts_near(spec, cluster, space, memory, inputs, counts)
-        raise InputError("gpus", ",".join(map(str, counts)), "no layout can use these GPU counts for this model "
-                         f"and a global batch of {global_batch} sequences; closest usable: {near}")
-    searched = len(table)
-    full = table
+        raise InputError("gpus", ",".join(map(str, counts)), "no layout can use these GPU counts (or any smaller "
+                         "usable count) for this model" + (" with the degrees given" if limits.fixed else ""))
     fitting = table.take(table["fits"])
     if not len(fitting):
-        best = int(np.argmin(table["total_bytes"]))
+        best = int(np.nanargmin(table["total_bytes"]))
         raise InputError("memory", f"{table['total_bytes'][best] / 2**30:.1f} GiB at best",
-                         f"no layout fits {gpu.name} ({format_bytes(gpu.memory_bytes)}) with the "
-                         f"{overheads.margin:.0%} margin; try more GPUs, a bigger GPU or a shorter sequence")
-    price, price_source = _price(inputs, gpu.id)
-    steps = inputs.tokens / (global_batch * inputs.seq_len)
-    wall = fitting["step_seconds"] * steps
+                         f"no layout fits {ev.cluster.gpu.name} ({format_bytes(ev.cluster.gpu.memory_bytes)}) with "
+                         f"the {ev.overheads.margin:.0%} margin; try more GPUs, a bigger GPU or a shorter sequence")
+    price, price_source = price_of(inputs, ev.cluster.gpu.id)
+    wall = inputs.tokens / fitting["tokens_per_second"]
     fitting.columns["days"] = wall / SECONDS_PER_DAY
     fitting.columns["gpu_hours"] = wall * fitting["gpus"] / 3600
     fitting.columns["cost"] = fitting["gpu_hours"] * (price if price is not None else np.nan)
@@ -87,29 +142,9 @@ def search(inputs: PlanInputs, progress=None):
             raise InputError("days", inputs.days, f"no searched GPU count meets it: the fastest layout needs "
                              f"{fitting['days'][quickest]:.1f} days on {int(fitting['gpus'][quickest]):,} GPUs")
         fitting = fitting.take(meets)
-    return spec, gpu, fitting, searched, seconds, (price, price_source), global_batch, full
+    return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target)
 
 
-def _usable_counts_near(spec, cluster, space, memory, inputs, counts) -> str:
-    """The nearest GPU counts (multiples of 8 within +-25%) that admit at least one layout."""
-    from dataclasses import replace
-
-    target = counts[0]
-    candidates = sorted({max(8, 8 * round(target * f / 8)) for f in (0.75, 0.8, 0.875, 0.9, 1.0, 1.125, 1.25)}
-                        | {2 ** round(np.log2(target))}, key=lambda c: abs(c - target))
-    usable = [c for c in candidates if len(evaluate_layouts(spec, cluster, replace(space, gpu_counts=(c,)), memory,
-                                                             inputs.step_settings(), inputs.overheads()))]
-    return ", ".join(f"{c:,}" for c in usable[:3]) or "none nearby"
-
-
-def best_layout(table: LayoutTable, rank_by: str = "time") -> int:
-    """Index of the layout ranked first."""
-    return int(_order(table, rank_by)[0])
-
-
-def _order(table: LayoutTable, rank_by: str) -> np.ndarray:
-    if rank_by == "gpus":
-        return np.lexsort((table["days"], table["gpus"]))
-    if rank_by == "cost" and not np.isnan(table["cost"]).all():
-        return np.argsort(table["cost"], kind="stable")
-    return np.lexsort((table["gpus"], table["days"]))
+def best_index(result: PlanSearch, rank_by: str) -> int:
+    """Row of ``result.table`` ranked first."""
+    return int(ranking(result.table, rank_by, result.table["cost"])[0])

@@ -10,8 +10,8 @@ from pydantic import model_validator
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
-from gpuplan.schema.base import JobInputs
 from gpuplan.schema.model_fields import ModelFields
+from gpuplan.schema.training_fields import LayoutFields, SetupFields, StepFields
 
 # Defaults, each shown in the report's assumptions with its source.
 DEFAULT_MFU = 0.40  # article: industry 30-50%, its example uses 40% on A100
@@ -22,15 +22,27 @@ DEFAULT_PARAMS = 7e9  # article: the 7B example
 
 
 def _mfu(value: Any, info) -> Any:
+    """0.4, 40%, 'predicted', or a range '30-50%' / '0.3-0.5' (low, high)."""
     if isinstance(value, str) and value.strip().lower() == "predicted":
         return "predicted"
-    return T.fraction(value, info)
+    if isinstance(value, list | tuple) and len(value) == 2:
+        low, high = (T.fraction(v, info) for v in value)
+    elif isinstance(value, str) and "-" in value.strip()[1:]:
+        text = value.strip()
+        percent = text.endswith("%")
+        left, right = text.rstrip("%").split("-", 1)
+        low, high = (T.fraction(part.strip() + ("%" if percent else ""), info) for part in (left, right))
+    else:
+        return T.fraction(value, info)
+    if not low < high:
+        raise InputError("mfu", value, "a range low-high with low < high, e.g. 30-50%")
+    return (low, high)
 
 
-Mfu = T.typed(float | Literal["predicted"], _mfu)
+Mfu = T.typed(float | Literal["predicted"] | tuple[float, float], _mfu)
 
 
-class TrainingInputs(ModelFields):
+class TrainingInputs(ModelFields, LayoutFields, SetupFields, StepFields):
     """What a training estimate needs. Give at most two of gpus / days / mfu: the third is
     solved (mfu defaults to 0.40 when only one of gpus / days is given; with neither, the
     article's 7 days)."""
@@ -39,24 +51,20 @@ class TrainingInputs(ModelFields):
     gpu: V.Gpu
     gpus: V.GpuCount
     days: V.Days
-    mfu: Annotated[Mfu | None, V.field(None, "Model FLOPs utilisation, 0.4 or 40%, or 'predicted' (the MFU of "
-                                       "the planner's best layout on these GPUs).", "0.40 (the article)")]
+    mfu: Annotated[Mfu | None, V.field(None, "Model FLOPs utilisation: 0.4 or 40%, a range 30-50% (low / "
+                                       "expected / high), or 'predicted' (the planner's layout on these GPUs, "
+                                       "with the validation band).", "0.40 (the article)")]
     dtype: V.Dtype
     flops_method: Annotated[T.choice("6nd", "exact"), V.field("6nd", "FLOPs count: 6nd (the article's 6·N·D) or "
                                                               "exact (attention and LM head included).")]
     seq_len: V.SeqLen
     attention_flops: Annotated[T.choice("full", "causal"), V.field(
         "full", "Attention FLOPs convention of the exact count: full (PaLM/Megatron MFU) or causal (halved).")]
-    recompute: V.Recompute
     comm_allowance: Annotated[V.Share | None, V.field(None, "Communication allowance on compute time, e.g. 0.2 or "
                                                       "20% (0: the MFU is end-to-end).", "20% (10-30%)")]
     contingency: Annotated[V.Share, V.field(DEFAULT_CONTINGENCY, "Bare contingency share of the compute "
-                                            "GPU-hours (the article's 20%).")]
-    recipe: V.Recipe
-    zero: V.ZeroStage
-    micro_batch: V.MicroBatch
-    tp: V.Tp
-    pp: V.Pp
+                                            "GPU-hours (the article's 20%); given, it replaces the budget's "
+                                            "named shares.", "20%; budget: named shares")]
     calibration: V.Calibration
 
     @model_validator(mode="after")
@@ -72,11 +80,16 @@ class TrainingInputs(ModelFields):
 
     @property
     def mfu_value(self) -> float | None:
-        return None if self.mfu in (None, "predicted") else float(self.mfu)  # type: ignore[arg-type]
+        """The MFU to plan with: as given, the middle of a range, None when predicted or solved."""
+        if self.mfu is None or self.mfu == "predicted":
+            return None
+        if isinstance(self.mfu, tuple):
+            return sum(self.mfu) / 2
+        return float(self.mfu)
 
     @property
-    def recipe_name(self) -> str:
-        return self.recipe or V.DEFAULT_RECIPE
+    def mfu_band(self) -> tuple[float, float] | None:
+        return self.mfu if isinstance(self.mfu, tuple) else None
 
     @property
     def recompute_mode(self) -> str:

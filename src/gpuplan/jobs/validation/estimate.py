@@ -17,12 +17,10 @@ from typing import Any
 from gpuplan.adapters.resolve import resolve_gpu, resolve_model
 from gpuplan.catalog import reference_runs
 from gpuplan.core import flops as F
+from gpuplan.core.gpu_time import solve_compute_budget
 from gpuplan.core.model import params_for_6nd
-from gpuplan.jobs.training.estimate import (
-    DEFAULT_MFU,
-    TrainingInputs,
-    estimate_training,
-)
+from gpuplan.jobs.training.schema import DEFAULT_MFU, TrainingInputs
+from gpuplan.jobs.training.timing import count_flops
 from gpuplan.report.model import Report, Table
 
 KIND_GIVEN = "gpu_hours (given reported throughput)"
@@ -65,10 +63,13 @@ def implied_mfu(run: dict[str, Any]) -> tuple[float, str] | None:
 
 
 def _predict_gpu_hours(run: dict[str, Any], mfu: float) -> float:
+    """GPU-hours of the training estimate's time formula (6ND at ``mfu``; the layout is not needed)."""
     inputs = TrainingInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"),
-                            params=run.get("params"), gpus=float(run.get("gpus", 1024)), mfu=mfu,
+                            params=run.get("params"), gpus=int(run.get("gpus", 1024)), mfu=mfu,
                             dtype=run.get("dtype", "bf16"))
-    return float(estimate_training(inputs).value("gpu_hours"))
+    flops = count_flops(inputs.spec(), inputs, "none").used
+    peak = resolve_gpu(inputs.gpu).peak(inputs.dtype)
+    return solve_compute_budget(flops, peak, gpus=inputs.gpus, mfu=mfu).gpu_hours
 
 
 def validation_cases() -> list[Case]:

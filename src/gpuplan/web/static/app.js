@@ -10,7 +10,7 @@ const FORM_FIELDS = ["model", "config", "params", "tokens", "gpus", "days", "mfu
 // Which form field goes to which API field, per estimator (the API takes the CLI's names).
 const ENDPOINTS = {
   budget: {tokens: "tokens", gpu: "gpu", gpus: "gpus", days: "days", mfu: "mfu", dtype: "dtype", seq_len: "seq_len",
-    recompute: "recompute", recipe: "recipe", zero: "zero", tp: "tp", pp: "pp"},
+    recompute: "recompute", recipe: "recipe", zero: "zero", tp: "tp", pp: "pp", micro_batch: "micro_batch"},
   memory: {gpu: "gpu", gpus: "gpus", seq_len: "seq_len", micro_batch: "micro_batch", tp: "tp", pp: "pp", zero: "zero",
     recipe: "recipe", recompute: "recompute"},
   plan: {tokens: "tokens", gpu: "gpu", plan_gpus: "gpus", days: "days", seq_len: "seq_len", recipe: "recipe",
@@ -19,12 +19,16 @@ const ENDPOINTS = {
 };
 // The result lines shown as cards above each panel's charts (keys of the report).
 const SUMMARY = {
-  budget: ["gpus_rented", "wall_days", "gpu_hours", "mem_fits", "fail_goodput", "cost_on_demand_usd", "cost_spot_usd",
-    "budget_usd_on_demand"],
-  memory: ["peak_total", "capacity", "headroom", "fits", "largest_micro_batch"],
+  budget: ["gpus_rented", "wall_days", "gpu_hours", "mem_layout", "mem_fits", "fail_goodput", "cost_on_demand_usd",
+    "cost_spot_usd", "budget_usd_on_demand"],
+  memory: ["layout", "peak_total", "capacity", "headroom", "fits", "largest_micro_batch"],
   plan: ["best_layout", "best_gpus", "best_days", "best_mfu", "best_cost", "searched"],
-  inference: ["weights_per_gpu", "max_sequences", "ttft", "tpot", "tokens_per_s", "cost_per_million_tokens"],
+  inference: ["weights_per_gpu", "max_sequences", "ttft", "tpot", "tokens_per_s", "cost_per_million_tokens",
+    "instead_gpus", "instead_batch", "instead_context"],
 };
+// The memory panel checks the budget's own layout (one plan through every panel): these fields of
+// the budget's "mem_layout" line become the memory request's.
+const PLAN_LAYOUT_FIELDS = ["gpus", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "recompute", "global_batch"];
 
 const state = {lang: "en", messages: {}, english: {}, results: {}};
 const $ = (selector, root = document) => root.querySelector(selector);
@@ -174,9 +178,21 @@ async function runAll(pushState = true) {
   }
   if (pushState) history.replaceState(null, "", encodeState(values));
   $("#calculate").disabled = true;
-  await Promise.all(Object.entries(bodies).map(([name, body]) => runOne(name, body)));
+  const others = ["plan", "inference"].map((name) => runOne(name, bodies[name]));
+  await runOne("budget", bodies.budget);
+  await runOne("memory", withPlanLayout(bodies.memory));
+  await Promise.all(others);
   $("#calculate").disabled = false;
   document.body.dataset.ready = "true";
+}
+
+function withPlanLayout(body) {
+  const budget = state.results.budget;
+  const line = budget ? findLine(budget, "mem_layout") : null;
+  if (!line || typeof line.value !== "object" || line.value === null) return body;
+  const out = {...body};
+  PLAN_LAYOUT_FIELDS.forEach((field) => { if (line.value[field] !== undefined) out[field] = line.value[field]; });
+  return out;
 }
 
 async function runOne(name, body) {

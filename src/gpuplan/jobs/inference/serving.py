@@ -1,0 +1,92 @@
+"""One serving configuration evaluated (memory, capacity, speed with its low / high), the price
+of a GPU-hour, and the search over catalog GPUs for configurations that hold a load.
+Formulas: core/inference.py and core/kv_cache.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.core import inference as I
+from gpuplan.core import kv_cache as K
+from gpuplan.core.hardware import Accelerator
+from gpuplan.errors import InputError
+from gpuplan.jobs.inference.resolve import Plan
+
+SEARCH_TP = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class Serving:
+    """One configuration evaluated: memory, capacity, speed (expected, low, high)."""
+
+    tp: int
+    pp: int
+    memory: I.Memory
+    layout: K.KVLayout
+    max_sequences: int
+    max_context: float
+    kv_tokens: int
+    ttft: tuple[I.StepTime, I.StepTime, I.StepTime]
+    tpot: tuple[I.StepTime, I.StepTime, I.StepTime]
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+
+def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serving:
+    """Memory, capacity and speed of ``plan`` on tp x pp ``gpu``s with ``batch`` sequences."""
+    spec, setup = plan.spec, plan.setup
+    memory = I.serving_memory(spec, plan.groups, gpu.memory_bytes, setup, tp, pp, gpu.name)
+    layout = K.kv_layout(spec, setup.kv_bytes, tp, pp, setup.block_size)
+    peak = gpu.peak(setup.fmt.compute_dtype)
+    kv_seq = layout.bytes_per_sequence(plan.decode_context)
+    link = gpu.scale_up_bandwidth
+    common = dict(tp=tp, pp=pp, bandwidth=gpu.memory_bandwidth, peak=peak, link=link)
+    tpot = tuple(I.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
+                               which=w, **common) for w in (0, 1, 2))
+    ttft = tuple(I.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, which=w, **common) for w in (0, 1, 2))
+    return Serving(tp, pp, memory, layout, K.max_sequences(layout, memory.kv_budget, plan.context),
+                   K.max_context(layout, memory.kv_budget, batch), K.tokens_in(layout, memory.kv_budget),
+                   ttft, tpot)
+
+
+def price_for(gpu_id: str, given: float | None) -> tuple[float | None, str]:
+    """USD per GPU-hour: the user's, else the price catalog's (gpuplan.catalog.pricing when installed)."""
+    if given is not None:
+        return given, "--price"
+    try:
+        from gpuplan.catalog.pricing import lookup_price
+    except ImportError:
+        return None, "no price catalog (gpuplan.catalog.pricing) in this version"
+    try:
+        found = lookup_price(gpu_id, "on_demand")
+    except InputError:  # the price catalog does not know this accelerator
+        found = None
+    if found is None:
+        return None, f"no on-demand price for {gpu_id} in the price catalog"
+    return float(found[0]), str(found[1])
+
+
+def search_configurations(plan: Plan, batch: int) -> list[tuple[Accelerator, Serving, float | None, str]]:
+    """For every catalog GPU that runs the format: the smallest TP in {1, 2, 4, 8} (within one
+    node) whose KV cache holds ``batch`` sequences of the plan's context."""
+    from gpuplan.catalog import hardware_entries, load_accelerator
+
+    found = []
+    for gpu_id in hardware_entries():
+        gpu = load_accelerator(gpu_id)
+        if not gpu.has_dtype(plan.setup.fmt.compute_dtype):
+            continue
+        for tp in SEARCH_TP:
+            if tp > (gpu.devices_per_node or 8):
+                break
+            try:
+                serving = evaluate(plan, gpu, tp, 1, batch)
+            except InputError:  # tp does not fit the heads
+                continue
+            if serving.max_sequences >= batch:
+                price, source = price_for(gpu.id, None)
+                found.append((gpu, serving, price, source))
+                break
+    return sorted(found, key=lambda r: (r[1].gpus, r[1].gpus * r[0].memory_bytes))

@@ -1,0 +1,96 @@
+"""What a plan report says about a layout: its lines (time, MFU, memory), why the planner chose
+it in the article's terms, and — for a layout the user fixed — where it ranks and why it loses."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuplan.core.units import format_bytes
+from gpuplan.planner.plan import Plan
+from gpuplan.planner.search import LayoutTable
+from gpuplan.report.model import Line
+
+STEP_PARTS = (("compute", "compute"), ("bubble", "pipeline bubble"), ("tp_comm", "exposed TP communication"),
+              ("pp_comm", "exposed PP communication"), ("dp_comm", "exposed DP/FSDP communication"),
+              ("cp_comm", "exposed CP communication"), ("ep_comm", "exposed EP all-to-all"),
+              ("optimizer", "optimizer step"))
+
+
+def step_lines(plan: Plan, prefix: str) -> tuple[Line, ...]:
+    """The step-time breakdown of ``plan`` (seconds on the critical path)."""
+    lines = [Line(f"{prefix}_step_{key}", label, float(getattr(plan.step, key)), "s",
+                  f"{float(getattr(plan.step, key)):.3f} s", f"{float(getattr(plan.step, key)) / plan.step_seconds:.0%} "
+                  "of the step") for key, label in STEP_PARTS if float(getattr(plan.step, key)) > 0]
+    return tuple(lines)
+
+
+def memory_lines(plan: Plan, prefix: str) -> tuple[Line, ...]:
+    m = plan.memory
+    parts = (("weights", m.weights), ("grads", m.grads), ("master", m.master), ("optimizer", m.optimizer),
+             ("activations", m.activations), ("outside_layers", m.outside_layers),
+             ("temporaries", m.temporaries), ("fsdp_working_set", m.fsdp_working_set))
+    lines = [Line(f"{prefix}_mem_{k}", k.replace("_", " "), v, "bytes", format_bytes(v)) for k, v in parts if v]
+    lines += [Line(f"{prefix}_mem_fixed", "CUDA context + NCCL buffers", plan.fixed_bytes, "bytes",
+                   format_bytes(plan.fixed_bytes)),
+              Line(f"{prefix}_mem_total", "peak per GPU", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
+                   f"at {m.peak_phase}, pipeline stage {m.stage}"),
+              Line(f"{prefix}_mem_fits", f"fits with the margin ({format_bytes(plan.budget_bytes)} usable)", plan.fits,
+                   "", "yes" if plan.fits else f"NO: {format_bytes(plan.total_bytes - plan.budget_bytes)} over")]
+    return tuple(lines)
+
+
+def why_lines(plan: Plan, table: LayoutTable) -> tuple[Line, ...]:
+    """The recommendation in the article's terms."""
+    headroom = plan.budget_bytes - plan.total_bytes
+    lines = [Line("why_headroom", "memory headroom after the margin", headroom, "bytes", format_bytes(headroom),
+                  "the article: spend headroom on a bigger micro-batch" if headroom > 0.25 * plan.budget_bytes else
+                  "little headroom left")]
+    if plan.recompute != "none" or plan.layout.zero == 3:
+        same = np.ones(len(table), dtype=bool)
+        for key in ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch"):
+            same &= table[key] == getattr(plan.layout, key, plan.gpus if key == "gpus" else None)
+        plain = same & (table["zero"] < 3) & (table["recompute"] == 0)
+        if not bool(table["fits"][plain].any()):
+            used = ("ZeRO-3 " if plan.layout.zero == 3 else "") + (f"{plan.recompute} recompute"
+                                                                     if plan.recompute != "none" else "")
+            lines.append(Line("why_shortfall", "memory shortfall met with", used.strip(), text=used.strip(),
+                              formula="the article: ZeRO-3 or recomputation first; full recompute costs ~33% "
+                                      "compute, ZeRO-3 ~1.5x the DP communication volume"))
+    step, comm = plan.step_seconds, float(plan.step.comm_total)
+    compute = float(plan.step.compute)
+    lines += [
+        Line("comm_ratio_total", "communication / (compute + communication), total", comm / (compute + comm),
+             "fraction", f"{comm / (compute + comm):.1%}", "the article's ratio, before overlap"),
+        Line("comm_ratio_exposed", "communication on the critical path / step", float(plan.step.exposed_comm) / step,
+             "fraction", f"{float(plan.step.exposed_comm) / step:.1%}", "after bucketing/prefetch overlap"),
+        Line("bubble_share", "pipeline bubble / step", float(plan.step.bubble) / step, "fraction",
+             f"{float(plan.step.bubble) / step:.1%}", "(p-1)/(v·m) of the compute"),
+    ]
+    return tuple(lines)
+
+
+def comparison_lines(mine: Plan, best: Plan, free: LayoutTable) -> tuple[Line, ...]:
+    """Where the user's layout ranks among the planner's and what it loses to its best, part by
+    part (seconds per token, so layouts with different global batches compare fairly)."""
+    per_token = free["step_seconds"] / free["global_batch"]
+    mine_per_token = mine.step_seconds / mine.global_batch
+    rank = int(np.sum(per_token < mine_per_token * (1 - 1e-9))) + 1
+    slower = mine_per_token / (best.step_seconds / best.global_batch) - 1
+    lines = [Line("check_rank", "rank among the fitting layouts on these GPUs", rank, "",
+                  f"#{rank:,} of {len(free):,}" + ("" if mine.fits else " (yours does not fit)"),
+                  "by time per token")]
+    if slower > 1e-6:
+        gaps = []
+        for key, label in STEP_PARTS:
+            gap = (float(getattr(mine.step, key)) / mine.global_batch
+                   - float(getattr(best.step, key)) / best.global_batch) * mine.global_batch
+            if gap > 0.02 * mine.step_seconds:
+                gaps.append((gap, label))
+        reason = ", ".join(f"{label} +{gap:.3f} s" for gap, label in sorted(gaps, reverse=True)[:3]) or \
+            "small differences everywhere"
+        lines.append(Line("check_loses_by", "slower than the planner's best", slower, "fraction", f"{slower:+.1%}",
+                          f"per step of your batch: {reason} (best: {best.text()})"))
+    else:
+        lines.append(Line("check_loses_by", "slower than the planner's best", 0.0, "fraction", "it is the best",
+                          best.text()))
+    return tuple(lines)

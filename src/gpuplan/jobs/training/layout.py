@@ -1,0 +1,47 @@
+"""The layout a training estimate stands on: the planner's best for the GPUs (or the user's own
+degrees), or — to meet a deadline with a predicted MFU — the fewest GPUs whose best layout meets
+it. The memory verdict, and in predicted mode the step time and MFU, come from this one Plan."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuplan.errors import InputError
+from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
+from gpuplan.jobs.training.schema import TrainingInputs
+from gpuplan.planner.plan import Plan, best_plan, evaluate_layout, ranking, row_layout
+from gpuplan.planner.search import search_layouts
+from gpuplan.planner.space import range_counts
+
+DEADLINE_COUNTS_MAX = 131_072
+"""Largest GPU count the deadline search considers (it tries the common cluster sizes up to it)."""
+
+
+def layout_for_gpus(inputs: TrainingInputs, gpus: int, rank_by: str = "time") -> Plan:
+    """The planner's best layout on ``gpus`` GPUs with the degrees the user fixed."""
+    ev = evaluator_for(inputs)
+    plan, _ = best_plan(ev, gpus, inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs), rank_by)
+    return plan
+
+
+def layout_for_deadline(inputs: TrainingInputs, days: float) -> Plan:
+    """The fewest GPUs (of the common cluster sizes) whose best layout trains ``inputs.tokens``
+    within ``days``; the fastest layout on that count."""
+    ev = evaluator_for(inputs)
+    target = inputs.target_batch(inputs.seq_len)
+    counts = range_counts(ev.cluster.gpus_per_node, DEADLINE_COUNTS_MAX)
+    table = search_layouts(ev, counts, target, max_tp(ev), space_limits(inputs))
+    fitting = table.take(table["fits"]) if len(table) else table
+    if not len(fitting):
+        raise InputError("days", days, f"no layout fits {ev.cluster.gpu.name} at any GPU count up to "
+                         f"{DEADLINE_COUNTS_MAX:,}")
+    days_of = inputs.tokens / fitting["tokens_per_second"] / 86400
+    meets = days_of <= days
+    if not meets.any():
+        quickest = int(np.argmin(days_of))
+        raise InputError("days", days, f"no layout meets it: the fastest needs {days_of[quickest]:.1f} days on "
+                         f"{int(fitting['gpus'][quickest]):,} GPUs")
+    chosen = fitting.take(meets)
+    i = int(ranking(chosen, "gpus")[0])
+    layout, recompute = row_layout(chosen, i)
+    return evaluate_layout(ev, layout, recompute, target)

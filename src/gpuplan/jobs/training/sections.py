@@ -1,0 +1,210 @@
+"""The sections of the training estimate: compute, GPU time (with low / high when an MFU band is
+known), the article's allowances, the layout with its memory verdict, assumptions and notes."""
+
+from __future__ import annotations
+
+from gpuplan.core.gpu_time import ComputeBudget, comm_share_of_time, with_allowance
+from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_duration
+from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, TrainingInputs
+from gpuplan.jobs.training.timing import Flops, TimeEstimate
+from gpuplan.planner.plan import Plan
+from gpuplan.report.model import Assumption, Line, Section
+
+
+def compute_section(counts, flops: Flops, inputs: TrainingInputs) -> Section:
+    ratio = flops.hardware_ratio
+    frozen = inputs.finetune != "full"
+    return Section("Compute", (
+        Line("params_total", "parameters (counted)", counts.total, "params", format_count(counts.total),
+             "sum of every weight, bias and norm"),
+        Line("params_active", "parameters active per token", counts.active, "params",
+             format_count(counts.active), "MoE: top-k + shared experts"),
+        Line("params_non_embedding", "non-embedding parameters", counts.non_embedding, "params",
+             format_count(counts.non_embedding), "total - embeddings - untied LM head"),
+        Line("flops_6nd", "training FLOPs, 6·N·D", flops.six_nd, "FLOPs", f"{flops.six_nd:.3e}",
+             f"6 x {format_count(flops.n_6nd)} x {format_count(inputs.tokens)}"),
+        Line("flops_exact", "training FLOPs, exact count", flops.exact, "FLOPs", f"{flops.exact:.3e}",
+             ("frozen base: 2 x forward for its matmuls (no weight gradients), 3 x for attention and adapters; "
+              if frozen else "3 x forward/token x D; ") +
+             f"attention '{inputs.attention_flops}', s={inputs.seq_len}, LM head incl."),
+        Line("exact_over_6nd", "exact / 6ND", flops.exact / flops.six_nd, "x", f"{flops.exact / flops.six_nd:.3f}"),
+        Line("flops_hardware", "hardware FLOPs (with recompute)", flops.used * ratio, "FLOPs",
+             f"{flops.used * ratio:.3e}", f"x{ratio:.3f} of model FLOPs"),
+        Line("flops_used", "FLOPs used for time", flops.used, "FLOPs", f"{flops.used:.3e}",
+             "exact (a frozen base does not do 6ND)" if frozen and inputs.flops_method == "6nd"
+             else f"method '{inputs.flops_method}'"),
+    ))
+
+
+def _band(time: TimeEstimate, attribute: str) -> tuple[float | None, float | None]:
+    """(low, high) of a budget attribute over the MFU band (None when no band)."""
+    if time.fast is None or time.slow is None:
+        return None, None
+    a, b = getattr(time.fast, attribute), getattr(time.slow, attribute)
+    return min(a, b), max(a, b)
+
+
+def time_section(gpu, peak: float, time: TimeEstimate, flops: Flops, inputs: TrainingInputs, plan: Plan) -> Section:
+    budget = time.expected
+    solved = budget.solved_for
+    hfu = budget.mfu * flops.hardware_ratio
+    basis = f"model FLOPs / (GPUs x dense {inputs.dtype} peak x time)"
+    source = {"article": "given" if inputs.mfu is not None else "the article's 40%",
+              "predicted": f"predicted: {plan.text()} on {plan.gpus:,} GPUs (step model, communication included)",
+              "solved": "solved from GPUs and days"}[time.mode]
+    days = budget.wall_seconds / SECONDS_PER_DAY
+    days_band = [v / SECONDS_PER_DAY if v is not None else None for v in _band(time, "wall_seconds")]
+    return Section("GPU time", (
+        Line("peak_flops", f"dense {inputs.dtype} peak per GPU", peak, "FLOP/s", f"{peak / 1e12:.4g} TFLOP/s",
+             gpu.name),
+        Line("mfu", f"MFU ({inputs.dtype} basis)" + (" (solved)" if solved == "mfu" else ""), budget.mfu, "fraction",
+             f"{budget.mfu:.1%}", f"{basis}; {source}", *_mfu_band(time)),
+        Line("hfu", "HFU (hardware FLOPs utilisation)", hfu, "fraction", f"{hfu:.1%}", "MFU x hardware/model FLOPs"),
+        Line("flops_per_gpu_day", "useful FLOPs per GPU-day", budget.flops_per_gpu_day, "FLOPs",
+             f"{budget.flops_per_gpu_day:.3e}", "peak x MFU x 86400 s"),
+        Line("gpu_days", "GPU-days", budget.gpu_days, "GPU-days", f"{budget.gpu_days:,.0f}",
+             "FLOPs / FLOPs per GPU-day", *_band(time, "gpu_days")),
+        Line("gpu_hours", "GPU-hours", budget.gpu_hours, "GPU-hours", f"{budget.gpu_hours:,.0f}", "GPU-days x 24",
+             *_band(time, "gpu_hours")),
+        Line("gpus", "GPUs" + (" (solved)" if solved == "gpus" else ""), budget.gpus, "GPUs",
+             f"{budget.gpus:,.1f} -> {budget.gpus_whole:,} GPUs" if solved == "gpus" else f"{budget.gpus:,.0f}",
+             "GPU-days / days" if solved == "gpus" else ("the layout's" if time.mode == "predicted" else "given"),
+             *(_band(time, "gpus") if solved == "gpus" else (None, None))),
+        Line("wall_days", "wall-clock" + (" (solved)" if solved == "days" else ""), days, "days",
+             format_duration(budget.wall_seconds), "GPU-days / GPUs" if solved == "days" else "given",
+             *(days_band if solved == "days" else (None, None))),
+    ))
+
+
+def _mfu_band(time: TimeEstimate) -> tuple[float | None, float | None]:
+    if time.fast is None or time.slow is None:
+        return None, None
+    return time.slow.mfu, time.fast.mfu
+
+
+def _comm_range(inputs: TrainingInputs) -> tuple[float, float, float]:
+    if inputs.comm_allowance is not None:
+        return (inputs.comm_allowance,) * 3
+    return DEFAULT_COMM_ALLOWANCE
+
+
+def allowance_section(time: TimeEstimate, inputs: TrainingInputs) -> Section:
+    """The article's allowances: communication on top of compute time, then contingency. The
+    range combines the allowance range with the MFU band."""
+    low, mid, high = _comm_range(inputs)
+    budget = time.expected
+    c = inputs.contingency
+    fast, slow = time.fast or budget, time.slow or budget
+
+    def grown(get, fraction, extra=0.0):
+        return with_allowance(with_allowance(get(budget), fraction), extra)
+
+    def ranged(get, extra=0.0) -> tuple[float, float]:
+        return (with_allowance(with_allowance(get(fast), low), extra),
+                with_allowance(with_allowance(get(slow), high), extra))
+
+    def wall(b: ComputeBudget) -> float:
+        return b.wall_seconds / SECONDS_PER_DAY
+
+    def gpus(b: ComputeBudget) -> float:
+        return b.gpus
+
+    def hours(b: ComputeBudget) -> float:
+        return b.gpu_hours
+
+    with_comm = grown(hours, mid)
+    title = "Allowances (the article's; 0 when the MFU is predicted: communication is modelled)"
+    return Section(title, (
+        Line("comm_allowance", "communication allowance", mid, "fraction of compute time", f"+{mid:.0%}",
+             "comm/compute; the article's 10-30% at scale", low, high),
+        Line("comm_share", "comm / (compute + comm)", comm_share_of_time(mid), "fraction",
+             f"{comm_share_of_time(mid):.1%}", "the article's communication-overhead ratio"),
+        Line("wall_days_with_comm", "wall-clock with comm allowance", grown(wall, mid), "days",
+             f"{grown(wall, mid):.2f} days", "wall-clock x (1 + allowance)", *ranged(wall)),
+        Line("gpus_with_comm", "GPUs for the same deadline with comm", grown(gpus, mid), "GPUs",
+             f"{grown(gpus, mid):,.0f}", "GPUs x (1 + allowance)", *ranged(gpus)),
+        Line("gpu_hours_with_comm", "GPU-hours with comm allowance", with_comm, "GPU-hours", f"{with_comm:,.0f}",
+             "GPU-hours x (1 + allowance)", *ranged(hours)),
+        Line("gpu_hours_budget", "GPU-hours budget incl. contingency", grown(hours, mid, c), "GPU-hours",
+             f"{grown(hours, mid, c):,.0f}", f"with comm x (1 + {c:.0%} contingency: restarts, tuning, failures)",
+             *ranged(hours, c)),
+    ))
+
+
+def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
+    """The layout the estimate stands on and its memory verdict (= `gpuplan memory` of it)."""
+    idle = f", {plan.idle_gpus:,} of {plan.gpus_asked:,} GPUs idle" if plan.idle_gpus else ""
+    source = "your degrees" if inputs.layout_given else "the planner's best"
+    m = plan.memory
+    return Section(f"Layout and memory per GPU ({source}{idle})", (
+        Line("mem_layout", "layout", plan.degrees(), text=f"{plan.text()} on {plan.gpus:,} GPUs"
+             + (f" ({plan.idle_gpus:,} idle)" if plan.idle_gpus else ""),
+             formula=f"{source}; step {plan.step_seconds:.3f} s, modelled MFU {plan.mfu:.1%}"),
+        Line("mem_global_batch", "global batch", plan.global_batch, "sequences",
+             f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({plan.batch_difference:+.1%} vs asked)"),
+        Line("mem_peak_allocated", "allocated peak", m.allocated, "bytes", format_bytes(m.allocated),
+             f"at {m.peak_phase}, pipeline stage {m.stage}; `gpuplan memory` of this layout gives the same"),
+        Line("mem_peak_total", "peak incl. CUDA context + NCCL", plan.total_bytes, "bytes",
+             format_bytes(plan.total_bytes)),
+        Line("mem_capacity", "usable memory (after the margin)", plan.budget_bytes, "bytes",
+             format_bytes(plan.budget_bytes), f"{inputs.margin:.0%} kept free (the article)"),
+        Line("mem_fits", "fits", plan.fits, "", "yes" if plan.fits else "NO",
+             f"headroom {format_bytes(plan.budget_bytes - plan.total_bytes)}"),
+    ))
+
+
+def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate) -> tuple[Assumption, ...]:
+    low, mid, high = _comm_range(inputs)
+    budget = time.expected
+    mfu_source = {"predicted": ("predicted by the step model" + (" calibrated on your log" if inputs.calibration
+                                                                 else "") + " on the layout (communication "
+                               "included); band = the held-out error of that model on published runs "
+                               "(docs/accuracy.md)"),
+                  "solved": "solved from the GPUs and days given",
+                  "article": "article: industry 30-50%, 40% in its A100 example"}[time.mode]
+    mfu_value = "solved" if budget.solved_for == "mfu" else f"{budget.mfu:.2f}"
+    if time.fast is not None and time.slow is not None:
+        mfu_value += f" ({time.slow.mfu:.2f}-{time.fast.mfu:.2f})"
+    return (
+        Assumption("mfu", "MFU", mfu_value, mfu_source, "--mfu (0.4, 30-50% or predicted), --calibration",
+                   inputs.mfu is not None or time.mode == "predicted"),
+        Assumption("flops_method", "FLOPs method", inputs.flops_method,
+                   "6ND: Kaplan et al. 2020 / the article; exact: PaLM App. B with LM head", "--flops-method",
+                   inputs.flops_method != "6nd"),
+        Assumption("attention_flops", "attention FLOPs convention", inputs.attention_flops,
+                   "full = PaLM/Megatron MFU convention (no causal halving)", "--attention-flops",
+                   inputs.attention_flops != "full"),
+        Assumption("seq_len", "sequence length", inputs.seq_len, "gpuplan default 4096", "--seq-len",
+                   "seq_len" in inputs.given),
+        Assumption("comm_allowance", "communication allowance", f"{mid:.0%} ({low:.0%}-{high:.0%})",
+                   "article: add 10-30% for communication at scale", "--comm-allowance",
+                   inputs.comm_allowance is not None),
+        Assumption("contingency", "contingency budget", f"{inputs.contingency:.0%}",
+                   "article: 20% for restarts, tuning, hardware failures", "--contingency",
+                   inputs.contingency != DEFAULT_CONTINGENCY),
+        Assumption("peak", f"dense {inputs.dtype} peak", f"{peak / 1e12:.4g} TFLOP/s",
+                   "; ".join(gpu.sources[:1]) or "hardware catalog", "--gpu / --dtype", "dtype" in inputs.given),
+        Assumption("layout", "layout", "your degrees" if inputs.layout_given else "the planner's best",
+                   "gpuplan plan on these GPUs (docs/step.md)", "--tp / --pp / --vpp / --cp / --ep / --zero / "
+                   "--micro-batch / --recompute", inputs.layout_given),
+        Assumption("recipe", "precision recipe", inputs.recipe_name, "core/precision.py", "--recipe",
+                   "recipe" in inputs.given),
+    )
+
+
+def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan) -> tuple[str, ...]:
+    out = list(spec.notes)
+    if spec.declared_params is not None:
+        out.append(f"bare parameter count: 6ND uses N={format_count(flops.n_6nd)}; the exact count uses a generic "
+                   f"Llama-style shape ({spec.num_layers} layers, hidden {spec.hidden_size}, "
+                   f"{format_count(counts.total)} params)")
+    if not plan.fits:
+        out.append(f"the layout does not fit: {format_bytes(plan.total_bytes)} per GPU of "
+                   f"{format_bytes(plan.budget_bytes)} usable; see `gpuplan memory` for what would make it fit")
+    if inputs.comm_allowance != 0.0:
+        out.append("MFU here is compute-only efficiency (the article's convention); communication is the "
+                   "separate allowance. If your MFU was measured end-to-end, set --comm-allowance 0.")
+    used = inputs.builtin_defaults_used()
+    if used:
+        out.append(f"built-in defaults used: {', '.join(used)}")
+    return tuple(out)

@@ -1,0 +1,196 @@
+"""A plan: one evaluated layout — its memory, step time, MFU and what a run of N tokens takes —
+from the same functions the layout search uses, so the search's figure for a layout and the
+plan's are the same number. ``best_plan`` is the planner's choice for a GPU count (any count:
+when no layout can use all of them, the largest count that works, with the rest idle)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpuplan.core import memory as M
+from gpuplan.core.parallel import ParallelLayout
+from gpuplan.core.step import StepBreakdown, step_time
+from gpuplan.core.units import SECONDS_PER_DAY
+from gpuplan.errors import InputError
+from gpuplan.planner.search import Evaluator, LayoutTable, search_layouts
+from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, is_common_size, range_counts
+
+RANK_BY = ("time", "cost", "gpus")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One layout on one cluster, evaluated."""
+
+    layout: ParallelLayout
+    recompute: str
+    step: StepBreakdown
+    memory: M.MemoryBreakdown
+    fixed_bytes: float
+    """CUDA context + NCCL buffers (outside the allocator)."""
+    budget_bytes: float
+    """Capacity x (1 - margin)."""
+    mfu: float
+    hfu: float
+    seq_len: int
+    target_batch: float
+    """Sequences per step asked for (the layout's global batch is it rounded to a multiple of dp)."""
+    gpus_asked: int
+
+    @property
+    def gpus(self) -> int:
+        return self.layout.world
+
+    @property
+    def idle_gpus(self) -> int:
+        return max(0, self.gpus_asked - self.gpus)
+
+    @property
+    def global_batch(self) -> int:
+        return self.layout.batch
+
+    @property
+    def step_seconds(self) -> float:
+        return float(self.step.total)
+
+    @property
+    def total_bytes(self) -> float:
+        return self.memory.allocated + self.fixed_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.budget_bytes
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.global_batch * self.seq_len / self.step_seconds
+
+    def days(self, tokens: float) -> float:
+        return tokens / self.tokens_per_second / SECONDS_PER_DAY
+
+    def gpu_hours(self, tokens: float) -> float:
+        return self.days(tokens) * 24 * self.gpus
+
+    @property
+    def batch_difference(self) -> float:
+        """(chosen - asked) / asked sequences per step."""
+        return self.global_batch / self.target_batch - 1
+
+    def text(self) -> str:
+        return layout_text(self.layout, self.recompute)
+
+    def degrees(self) -> dict[str, int | str]:
+        """The layout as the fields of a request (gpus, dp, tp, pp, vpp, cp, ep, zero, micro_batch,
+        recompute, global_batch) plus the GPUs left idle: what `gpuplan memory` takes to check it."""
+        lay = self.layout
+        return {"gpus": self.gpus, "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "vpp": lay.vpp, "cp": lay.cp,
+                "ep": lay.ep, "zero": lay.zero, "micro_batch": lay.micro_batch, "recompute": self.recompute,
+                "global_batch": self.global_batch, "idle_gpus": self.idle_gpus}
+
+
+def layout_text(layout: ParallelLayout, recompute: str) -> str:
+    parts = [f"dp{layout.dp}", f"tp{layout.tp}", f"pp{layout.pp}"]
+    parts += [f"vpp{layout.vpp}"] if layout.vpp > 1 else []
+    parts += [f"cp{layout.cp}"] if layout.cp > 1 else []
+    parts += [f"ep{layout.ep}"] if layout.ep > 1 else []
+    again = "no recompute" if recompute == "none" else f"{recompute} recompute"
+    return " ".join(parts) + f" ZeRO-{layout.zero} mb{layout.micro_batch}, {again}"
+
+
+def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, target_batch: float,
+                    gpus_asked: int | None = None) -> Plan:
+    """The plan of exactly ``layout`` (the single-layout path of the same formulas)."""
+    step = step_time(ev.spec, ev.cluster, replace(ev.step, recompute=recompute), dp=layout.dp, tp=layout.tp,
+                     pp=layout.pp, vpp=layout.vpp, cp=layout.cp, ep=layout.ep, zero=layout.zero,
+                     micro_batch=layout.micro_batch, micro_batches=layout.micro_batches_per_step)
+    memory = M.peak_memory(ev.spec, layout, replace(ev.memory, recompute=recompute))
+    rated = ev.rates(LayoutTable({"global_batch": np.array([layout.batch]), "gpus": np.array([layout.world]),
+                                  "step_seconds": np.array([float(step.total)]),
+                                  "recompute": np.array([RECOMPUTE_MODES.index(recompute)])}))
+    return Plan(layout, recompute, step, memory, float(ev.overheads.fixed_bytes(layout)), ev.budget,
+                float(rated["mfu"][0]), float(rated["hfu"][0]), ev.memory.seq_len, target_batch,
+                gpus_asked or layout.world)
+
+
+def row_layout(table: LayoutTable, i: int) -> tuple[ParallelLayout, str]:
+    """The layout and recompute mode of row ``i`` of a search table."""
+    def get(name: str) -> int:
+        return int(table[name][i])
+
+    layout = ParallelLayout(dp=get("dp"), tp=get("tp"), pp=get("pp"), vpp=get("vpp"), cp=get("cp"), ep=get("ep"),
+                            zero=get("zero"), micro_batch=get("micro_batch"), global_batch=get("global_batch"))
+    return layout, RECOMPUTE_MODES[get("recompute")]
+
+
+def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) -> np.ndarray:
+    """Row order, best first: by step time per token (time), cost, or GPUs then time."""
+    seconds_per_token = table["step_seconds"] / (table["global_batch"] * 1.0)
+    if rank_by == "gpus":
+        return np.lexsort((seconds_per_token, table["gpus"]))
+    if rank_by == "cost" and cost is not None and not np.isnan(cost).all():
+        return np.argsort(cost, kind="stable")
+    return np.lexsort((table["gpus"], seconds_per_token))
+
+
+def fallback_counts(gpus: int, per_node: int) -> list[int]:
+    """Smaller counts to try when no layout uses all ``gpus``: multiples of the node, of 64, and
+    the common cluster sizes below it, largest first."""
+    found = {gpus - gpus % step for step in (per_node, 64, 256) if gpus - gpus % step > 0}
+    found |= {c for c in range_counts(1, gpus)}
+    return sorted((c for c in found if 0 < c < gpus), reverse=True)[:12]
+
+
+def alternative_counts(gpus: int, per_node: int) -> tuple[int, ...]:
+    """Counts just below an irregular ``gpus`` that the search also weighs, leaving the rest idle:
+    1,113 = 3 x 7 x 53 allows only layouts like dp 371 x pp 3, while 1,024 of them run dp 1,024
+    faster. The largest multiple of the node, of 64 and of 256, and the largest common cluster
+    size (2^k, 3 x 2^k) below it; none for a count that is itself a common size."""
+    if gpus <= per_node or is_common_size(gpus):
+        return ()
+    below = max(c for c in range_counts(1, gpus - 1) if is_common_size(c))
+    found = {gpus - gpus % step for step in (per_node, 64, 256)} | {below}
+    return tuple(sorted((c for c in found if 0 < c < gpus), reverse=True))
+
+
+def counts_with_alternatives(counts: tuple[int, ...], per_node: int) -> tuple[tuple[int, ...], np.ndarray]:
+    """The counts to search for ``counts`` asked, with the asked count each stands for (an asked
+    count stands for itself; an alternative for the asked count it is below)."""
+    asked_of: dict[int, int] = {c: c for c in counts}
+    for c in counts:
+        for alt in alternative_counts(c, per_node):
+            asked_of.setdefault(alt, c)
+    searched = tuple(sorted(asked_of))
+    return searched, np.array([asked_of[c] for c in searched], dtype=np.int64)
+
+
+def asked_column(table: LayoutTable, searched: tuple[int, ...], asked: np.ndarray) -> np.ndarray:
+    """For each row, the GPU count asked that its count stands for."""
+    if not len(table):
+        return np.zeros(0, dtype=np.int64)
+    return asked[np.searchsorted(np.array(searched), table["gpus"])]
+
+
+def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits: SpaceLimits | None = None,
+              rank_by: str = "time") -> tuple[Plan, LayoutTable]:
+    """The planner's best layout on ``gpus`` GPUs — weighed against the counts just below an
+    irregular ``gpus`` (alternative_counts), or on the largest smaller count where some layout
+    fits — and the fitting rows it was chosen from."""
+    searched, asked = counts_with_alternatives((gpus,), ev.cluster.gpus_per_node)
+    tried = list(searched)
+    tables = [(searched, search_layouts(ev, searched, target_batch, max_tp, limits))]
+    tables += [((count,), None) for count in fallback_counts(gpus, ev.cluster.gpus_per_node) if count < min(searched)]
+    for counts, table in tables:
+        table = table if table is not None else search_layouts(ev, counts, target_batch, max_tp, limits)
+        fitting = table.take(table["fits"]) if len(table) else table
+        if len(fitting):
+            i = int(ranking(fitting, rank_by)[0])
+            layout, recompute = row_layout(fitting, i)
+            return evaluate_layout(ev, layout, recompute, target_batch, gpus), fitting
+        tried += [c for c in counts if c not in tried]
+        if is_common_size(gpus) and len(table):
+            break  # layouts exist but none fits: fewer GPUs hold more per GPU
+    raise InputError("gpus", gpus, f"no layout fits {ev.cluster.gpu.name} on {gpus:,} GPUs or fewer (tried "
+                     f"{', '.join(f'{c:,}' for c in sorted(tried, reverse=True)[:6])}); use more memory per GPU, a "
+                     "shorter sequence, or more GPUs")

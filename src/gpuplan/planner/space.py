@@ -1,0 +1,169 @@
+"""The layout space: every (GPUs, dp, tp, pp, vpp, cp, ep, ZeRO, micro-batch) a model can run on.
+
+Degrees come from divisors, so any GPU count works (96, 1,113, 100,000), with the constraints the
+frameworks impose (Megatron-Core / torchtitan):
+
+* tp divides the GPU count, the attention heads and the K/V heads (MLA: the heads), and fits in
+  the scale-up domain (a node; 72 on NVL72);
+* cp divides what tp leaves, and the sequence in 2·cp chunks (Megatron's load-balanced ring
+  attention splits each sequence into 2·cp pieces), up to 32;
+* pp divides what tp·cp leave and is at most the layer count; stages may be uneven (the first
+  ones take the remainder: core.memory.stage_layer_counts);
+* vpp (interleaved 1F1B) divides layers / pp when pp > 1 (Megatron: layers % (pp·vpp) == 0);
+* dp = GPUs / (tp·cp·pp); ep divides the experts and dp·cp (experts are carved out of the
+  data-parallel ranks); ZeRO 0-3 when there is more than one data-parallel rank;
+* every data-parallel rank gets at least one sequence (dp <= the requested batch); a batch given
+  in sequences (--global-batch) is kept exactly, so dp divides it (Megatron asserts
+  global_batch % (micro_batch x dp) == 0), while a batch given in tokens (or the 4M default) is a
+  target rounded to a multiple of dp (B = dp·round(target/dp)); the micro-batch is any divisor
+  of B / dp.
+
+Arrays are built with numpy; the planner evaluates them in bulk (planner.search).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from itertools import product
+
+import numpy as np
+
+from gpuplan.core.model import ModelSpec
+from gpuplan.errors import InputError
+
+RECOMPUTE_MODES = ("none", "selective", "full")
+DEGREES = ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "micro_batches", "global_batch")
+
+
+@dataclass(frozen=True)
+class SpaceLimits:
+    """What to enumerate; a fixed degree (the user's layout) narrows that axis to one value."""
+
+    max_tp: int | None = None
+    """Largest tensor-parallel degree (default: the scale-up domain, i.e. GPUs per node)."""
+    max_cp: int = 32
+    max_micro_batch: int | None = None
+    zero: tuple[int, ...] = (0, 1, 2, 3)
+    recompute: tuple[str, ...] = RECOMPUTE_MODES
+    fixed: dict = field(default_factory=dict)
+    """Degrees the user fixed: tp, pp, vpp, cp, ep, zero, micro_batch, dp."""
+    exact_batch: bool = False
+    """The requested batch is exact (sequences given): dp must divide it, no rounding."""
+
+
+@cache
+def divisors(n: int) -> tuple[int, ...]:
+    """Positive divisors of n, ascending: from its prime factors (trial division stops once the
+    cofactor's square root is passed, so n <= 10^7 costs at most ~1,600 steps)."""
+    factors: list[tuple[int, int]] = []
+    rest, p = n, 2
+    while p * p <= rest:
+        power = 0
+        while rest % p == 0:
+            rest //= p
+            power += 1
+        if power:
+            factors.append((p, power))
+        p += 1 if p == 2 else 2
+    if rest > 1:
+        factors.append((rest, 1))
+    found = [1]
+    for prime, power in factors:
+        found = [d * prime**k for d in found for k in range(power + 1)]
+    return tuple(sorted(found))
+
+
+def tp_options(spec: ModelSpec, gpus: int, max_tp: int) -> list[int]:
+    a = spec.attention
+    kv = a.num_heads if a.is_mla else a.num_kv_heads
+    return [t for t in divisors(gpus) if t <= max_tp and a.num_heads % t == 0 and kv % t == 0]
+
+
+def batch_for(dp: int, target: float) -> int:
+    """Sequences per step: the target rounded to a multiple of dp (at least dp)."""
+    return dp * max(1, round(target / dp))
+
+
+def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: SpaceLimits):
+    """(tp, cp, pp, vpp, dp) of every structure ``gpus`` GPUs allow (Python loops: a few hundred)."""
+    fixed = limits.fixed
+    L = spec.num_layers
+    for tp in tp_options(spec, gpus, max_tp):
+        if "tp" in fixed and tp != fixed["tp"]:
+            continue
+        for cp in divisors(gpus // tp):
+            if cp > limits.max_cp or (cp > 1 and seq_len % (2 * cp)) or ("cp" in fixed and cp != fixed["cp"]):
+                continue
+            for pp in divisors(gpus // (tp * cp)):
+                if pp > L or ("pp" in fixed and pp != fixed["pp"]):
+                    continue
+                dp = gpus // (tp * cp * pp)
+                if "dp" in fixed and dp != fixed["dp"]:
+                    continue
+                vpps = [1] + ([v for v in divisors(L // pp) if v > 1] if pp > 1 and L % pp == 0 else [])
+                for vpp in vpps:
+                    if "vpp" in fixed and vpp != fixed["vpp"]:
+                        continue
+                    yield tp, cp, pp, vpp, dp
+
+
+def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, target_batch: float,
+                      max_tp: int, limits: SpaceLimits | None = None,
+                      max_rows: int | None = None) -> dict[str, np.ndarray]:
+    """Every valid layout (without the recompute axis) as parallel int64 arrays (DEGREES).
+    ``max_rows``: refuse (InputError) before building more rows than that."""
+    limits = limits or SpaceLimits()
+    fixed = limits.fixed
+    experts = spec.moe.num_experts if spec.moe is not None else 0
+    # one (head, grid) block per structure; the (ep, ZeRO, micro-batch) grids repeat across
+    # structures, so each distinct one is built once and the rows are assembled in two numpy calls
+    heads: list[tuple[int, ...]] = []
+    grids: list[np.ndarray] = []
+    built: dict[tuple, np.ndarray] = {}
+    total = 0
+    for gpus in counts:
+        for tp, cp, pp, vpp, dp in structures(spec, gpus, seq_len, max_tp, limits):
+            if dp > target_batch or (limits.exact_batch and round(target_batch) % dp):
+                continue
+            batch = batch_for(dp, target_batch)
+            per_rank = batch // dp
+            eps = [e for e in divisors(experts) if (dp * cp) % e == 0] if experts else [1]
+            eps = [e for e in eps if "ep" not in fixed or e == fixed["ep"]]
+            zeros = [z for z in limits.zero if (z == 0 or dp * cp > 1) and ("zero" not in fixed or z == fixed["zero"])]
+            mbs = [m for m in divisors(per_rank) if (limits.max_micro_batch is None or m <= limits.max_micro_batch)
+                   and ("micro_batch" not in fixed or m == fixed["micro_batch"])]
+            key = (tuple(eps), tuple(zeros), tuple(mbs))
+            grid = built.get(key)
+            if grid is None:
+                grid = built[key] = np.array(list(product(eps, zeros, mbs)), dtype=np.int64).reshape(-1, 3)
+            if not len(grid):
+                continue
+            total += len(grid)
+            if max_rows is not None and total > max_rows:
+                raise InputError("gpus", f"{len(counts):,} GPU count(s)", f"the search would consider more than "
+                                 f"{max_rows:,} layouts; give fewer GPU counts, a smaller global batch or fix some "
+                                 "degrees (--tp, --pp, --micro-batch)")
+            heads.append((gpus, dp, tp, pp, vpp, cp, batch, per_rank))
+            grids.append(grid)
+    if not grids:
+        return {name: np.zeros(0, dtype=np.int64) for name in DEGREES}
+    sizes = np.fromiter((len(g) for g in grids), dtype=np.int64, count=len(grids))
+    gpus, dp, tp, pp, vpp, cp, batch, per_rank = np.repeat(np.array(heads, dtype=np.int64), sizes, axis=0).T
+    ep, zero, mb = np.concatenate(grids).T
+    columns = dict(gpus=gpus, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero, micro_batch=mb,
+                   micro_batches=per_rank // mb, global_batch=batch)
+    return {name: np.ascontiguousarray(columns[name]) for name in DEGREES}
+
+
+def is_common_size(n: int) -> bool:
+    """A common cluster size: a power of two or 3 x one (..., 512, 768, 1024, 1536, ...)."""
+    core = n // 3 if n % 3 == 0 else n
+    return n > 0 and core & (core - 1) == 0
+
+
+def range_counts(low: int, high: int) -> tuple[int, ...]:
+    """GPU counts a range stands for: the common cluster sizes in it — powers of two and 1.5x
+    powers of two (512, 768, 1024, 1536, ...) — plus its two ends."""
+    sizes = {c for k in range(0, 24) for c in (2**k, 3 * 2**k) if low <= c <= high}
+    return tuple(sorted(sizes | {low, high}))

@@ -1,0 +1,103 @@
+"""Field groups the training jobs share (train, budget, plan, memory): the parallel layout a user
+may fix, how the step runs, and the cluster and overlap knobs of the step model. Each field is a
+vocabulary entry, so it means the same in every command that takes it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import model_validator
+
+from gpuplan.errors import InputError
+from gpuplan.schema import types as T
+from gpuplan.schema import vocabulary as V
+from gpuplan.schema.base import JobInputs
+
+DEFAULT_BATCH_TOKENS = 4 * 2**20
+"""Llama 2 (arXiv:2307.09288 Sec. 2.2): "a global batch-size of 4M tokens"."""
+LAYOUT_DEGREES = ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch")
+
+
+class LayoutFields(JobInputs):
+    """The degrees of a parallel layout and the batch. Given ones are fixed; the planner chooses
+    the rest (``gpuplan memory``: 1 / none / ZeRO-1 when data-parallel)."""
+
+    tp: V.Tp
+    pp: V.Pp
+    vpp: V.Vpp
+    cp: V.Cp
+    ep: V.Ep
+    zero: V.ZeroStage
+    micro_batch: V.MicroBatch
+    recompute: V.Recompute
+    global_batch: V.GlobalBatch
+    global_batch_tokens: V.GlobalBatchTokens
+
+    @model_validator(mode="after")
+    def _layout_rules(self) -> LayoutFields:
+        if self.vpp is not None and self.vpp > 1 and self.pp is not None and self.pp == 1:
+            raise InputError("vpp", self.vpp, "needs pipeline parallelism (--pp > 1)")
+        if self.global_batch is not None and self.global_batch_tokens is not None:
+            raise InputError("global_batch", self.global_batch, "give --global-batch (sequences) or "
+                             "--global-batch-tokens, not both")
+        return self
+
+    def fixed_degrees(self) -> dict[str, int]:
+        """The degrees the user gave (the planner searches the others)."""
+        return {name: getattr(self, name) for name in LAYOUT_DEGREES if getattr(self, name) is not None}
+
+    @property
+    def layout_given(self) -> bool:
+        return bool(self.fixed_degrees()) or self.recompute is not None
+
+    def global_batch_tokens_value(self) -> float | None:
+        """Tokens per step: --global-batch-tokens, or --global-batch x --seq-len; None = default."""
+        if self.global_batch is not None:
+            return float(self.global_batch * self.seq_len)  # type: ignore[attr-defined]
+        return self.global_batch_tokens
+
+    def target_batch(self, seq_len: int) -> float:
+        """Sequences per step asked for (the planner rounds it to a multiple of dp)."""
+        if self.global_batch is not None:
+            return float(self.global_batch)
+        return (self.global_batch_tokens or DEFAULT_BATCH_TOKENS) / seq_len
+
+
+class SetupFields(JobInputs):
+    """How the step runs: precision recipe, activation implementation, optimizer, fine-tuning,
+    and the memory kept free."""
+
+    recipe: V.Recipe
+    implementation: V.Implementation
+    optimizer: V.Optimizer
+    finetune: V.Finetune
+    lora_rank: V.LoraRank
+    margin: V.Margin
+
+    @property
+    def recipe_name(self) -> str:
+        return self.recipe or V.DEFAULT_RECIPE
+
+    def overheads(self):
+        from gpuplan.core.memory import Overheads
+
+        return Overheads(margin=self.margin)
+
+
+Overlap = T.typed(float, T.number(0, 1))
+
+
+def _f(default: Any, help: str, shown: str | None = None) -> Any:
+    return V.field(default, help, shown)
+
+
+class StepFields(JobInputs):
+    """The cluster and the overlap knobs of the step model (core/step.py, core/topology.py)."""
+
+    gpus_per_node: Annotated[V.Degree | None, _f(None, "GPUs per node (the scale-up domain).", "catalog")]
+    nic_gbit_per_gpu: Annotated[T.typed(float, T.number(0, 1e5, low_open=True)) | None, _f(
+        None, "Scale-out Gb/s per GPU.", "catalog, else 400")]
+    dp_overlap: Annotated[Overlap, _f(0.9, "Share of DP/FSDP communication hidden by overlap.")]
+    tp_overlap: Annotated[Overlap, _f(0.0, "Share of TP communication hidden (TP comm overlap, async TP).")]
+    attention_efficiency: Annotated[T.Fraction | None, _f(None, "Attention kernel efficiency of the dense peak.",
+                                                          "per GPU type")]

@@ -1,0 +1,195 @@
+"""The planner at the heart of every answer (issue 13): any GPU count, uneven stages, a sound
+pruned search, one memory function with `gpuplan memory`, dtype in the step model, layouts the
+user fixes, ranges, fine-tuning and generic shapes."""
+
+import numpy as np
+import pytest
+
+from gpuplan.catalog import load_model
+from gpuplan.core.memory import stage_layer_counts
+from gpuplan.jobs.plan.schema import PlanInputs
+from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
+from gpuplan.planner.plan import alternative_counts, best_plan
+from gpuplan.planner.search import search_layouts
+from gpuplan.planner.space import SpaceLimits, divisors, enumerate_layouts, is_common_size, range_counts
+
+
+def test_divisors_and_ranges():
+    assert divisors(1113) == (1, 3, 7, 21, 53, 159, 371, 1113)
+    assert divisors(96) == (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96)
+    assert range_counts(512, 4096) == (512, 768, 1024, 1536, 2048, 3072, 4096)
+
+
+@pytest.mark.parametrize("layers, pp", [(80, 32), (80, 3), (126, 16), (7, 7), (32, 5)])
+def test_uneven_stages_are_never_negative(layers, pp):
+    counts = stage_layer_counts(layers, pp)
+    assert sum(counts) == layers and min(counts) >= layers // pp and max(counts) - min(counts) <= 1
+    assert counts == sorted(counts, reverse=True)  # the last stage (with the LM head) never has more
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-405b", "llama-3.1-70b"])
+@pytest.mark.parametrize("gpus", [96, 768, 1113, 1152, 1536, 3072, 24576, 100000])
+def test_any_gpu_count_plans(model, gpus):
+    inputs = PlanInputs(model=model, tokens="15T", gpu="h100", gpus=gpus)
+    ev = evaluator_for(inputs)
+    plan, _ = best_plan(ev, gpus, inputs.target_batch(inputs.seq_len), max_tp(ev))
+    assert plan.fits and 0 <= plan.idle_gpus < gpus and plan.gpus + plan.idle_gpus == gpus
+    assert plan.layout.dp * plan.layout.tp * plan.layout.pp * plan.layout.cp == plan.gpus
+    assert plan.global_batch % plan.layout.dp == 0
+    if gpus in (96, 768, 1152, 1536, 3072, 24576):
+        assert plan.idle_gpus == 0  # multiples of the 8-GPU node: every GPU used
+
+
+def test_1113_gpus_weighs_all_of_them_against_the_counts_just_below():
+    inputs = PlanInputs(params="7B", tokens="2T", gpu="a100", gpus=1113)
+    ev = evaluator_for(inputs)
+    target = inputs.target_batch(inputs.seq_len)  # 4M tokens / 4,096 = 1,024 sequences
+    # 1,113 = 3 x 7 x 53 and 32 heads: tp 1, cp 1 (4,096 % 6 != 0), so dp x pp = 1,113 with dp <= 1,024
+    alone = search_layouts(ev, (1113,), target, max_tp(ev))
+    assert set(alone["dp"].tolist()) <= {371, 159, 53, 21, 7, 3, 1} and (alone["dp"] * alone["pp"] == 1113).all()
+    assert alternative_counts(1113, 8) == (1112, 1088, 1024)  # node multiple, 64 (and 256 = 2^10) below
+    plan, _ = best_plan(ev, 1113, target, max_tp(ev))
+    assert plan.gpus in (1113, 1112, 1088, 1024) and plan.idle_gpus == 1113 - plan.gpus
+    fitting = alone.take(alone["fits"])
+    fastest_on_all = float((fitting["step_seconds"] / fitting["global_batch"]).min())
+    assert plan.step_seconds / plan.global_batch <= fastest_on_all  # never slower than using all 1,113
+    assert plan.global_batch % plan.layout.dp == 0 and abs(plan.batch_difference) < 0.5
+
+
+def test_a_batch_in_sequences_is_kept_exactly_and_one_in_tokens_is_a_target():
+    exact = PlanInputs(model="llama-3.1-405b", tokens="15T", gpu="h100", gpus=16384, seq_len=8192, global_batch=2048)
+    ev = evaluator_for(exact)
+    plan, table = best_plan(ev, 16384, exact.target_batch(exact.seq_len), max_tp(ev), space_limits(exact))
+    assert plan.global_batch == 2048 and (table["global_batch"] == 2048).all() and (2048 % table["dp"] == 0).all()
+    loose = PlanInputs(model="llama-3.1-405b", tokens="15T", gpu="h100", gpus=16384, seq_len=8192,
+                       global_batch_tokens=2048 * 8192)
+    _, table = best_plan(ev, 16384, loose.target_batch(loose.seq_len), max_tp(ev), space_limits(loose))
+    # every dp rank has a sequence (dp <= 2,048) and B = dp x round(2,048 / dp)
+    assert (table["dp"] <= 2048).all()
+    assert (table["global_batch"] == table["dp"] * np.round(2048 / table["dp"])).all()
+
+
+def test_a_common_size_has_no_alternatives():
+    assert alternative_counts(1024, 8) == alternative_counts(1536, 8) == alternative_counts(8, 8) == ()
+    assert is_common_size(3072) and is_common_size(1) and not is_common_size(1113) and not is_common_size(0)
+
+
+@pytest.mark.parametrize("model, seq_len, gpus", [
+    ("llama-2-7b", 4096, (64, 128)),  # dense, multi-head attention
+    ("llama-3.1-70b", 4096, (256, 512)),  # grouped-query attention
+    ("mixtral-8x7b", 4096, (64, 128)),  # mixture of experts
+    ("deepseek-v2-lite", 4096, (32, 64)),  # multi-head latent attention (and MoE)
+    ("llama-3.1-8b", 65536, (64, 128)),  # long context: context parallelism
+])
+def test_pruned_search_finds_the_exhaustive_best(model, seq_len, gpus):
+    inputs = PlanInputs(model=model, tokens="1T", gpu="h100", gpus=",".join(map(str, gpus)), seq_len=seq_len)
+    ev = evaluator_for(inputs)
+    target = inputs.target_batch(seq_len)
+    pruned = search_layouts(ev, gpus, target, max_tp(ev))
+    full = search_layouts(ev, gpus, target, max_tp(ev), exhaustive=True)
+    per_token = {}
+    for name, table in (("pruned", pruned), ("full", full)):
+        fits = table.take(table["fits"])
+        per_token[name] = float(np.min(fits["step_seconds"] / fits["global_batch"]))
+    assert per_token["pruned"] == pytest.approx(per_token["full"], rel=1e-12)
+    assert len(full) > len(pruned.take(~np.isnan(pruned["step_seconds"])))  # it did prune
+
+
+def test_the_space_has_vpp_over_divisors_cp_up_to_32_and_every_micro_batch():
+    spec = load_model("llama-3.1-70b")  # 80 layers
+    grid = enumerate_layouts(spec, (1024,), 8192, 1024, 8)
+    pp4 = grid["pp"] == 4
+    assert set(grid["vpp"][pp4]) == set(divisors(20))  # 80 / 4 = 20 layers per stage
+    assert set(grid["cp"]) == {1, 2, 4, 8, 16, 32}
+    dp8 = (grid["dp"] == 8)
+    assert set(grid["micro_batch"][dp8]) == set(divisors(1024 // 8))
+
+
+def test_fixed_degrees_narrow_the_space():
+    spec = load_model("llama-3.1-70b")
+    grid = enumerate_layouts(spec, (1024,), 4096, 1024, 8, SpaceLimits(fixed={"tp": 8, "pp": 4, "vpp": 2}))
+    assert set(grid["tp"]) == {8} and set(grid["pp"]) == {4} and set(grid["vpp"]) == {2}
+
+
+def test_fp8_is_faster_than_bf16_and_train_agrees_with_plan(run_json):
+    common = ("llama-3.1-70b", "--tokens", "15T", "--gpu", "h100", "--gpus", "1024")
+    bf16 = run_json("plan", *common)
+    fp8 = run_json("plan", *common, "--dtype", "fp8")
+    assert fp8["results"]["best_days"] < bf16["results"]["best_days"]
+    # MFU on each dtype's own peak: fp8's basis is twice bf16's, so its MFU is lower
+    assert fp8["results"]["best_mfu"] < bf16["results"]["best_mfu"]
+    train = run_json("train", *common, "--dtype", "fp8", "--mfu", "predicted")
+    assert train["results"]["gpu_hours"] == pytest.approx(fp8["results"]["best_gpu_hours"], rel=1e-6)
+    assert train["results"]["mfu"] == pytest.approx(fp8["results"]["best_mfu"], rel=1e-9)
+
+
+def test_check_my_layout(run_json):
+    data = run_json("plan", "llama-3.1-70b", "--tokens", "15T", "--gpu", "h100", "--gpus", "1024", "--tp", "8",
+                    "--pp", "4", "--vpp", "2")
+    r = data["results"]
+    assert r["best_layout"].startswith("dp32 tp8 pp4 vpp2")
+    assert r["check_rank"] >= 1 and r["check_loses_by"] >= 0
+    assert any(s["title"].startswith("Your layout: dp32 tp8 pp4 vpp2") for s in data["sections"])
+    assert r["mine_step_compute"] > 0 and r["mine_mem_total"] > 0
+
+
+def test_train_stands_on_the_planners_layout(run_json):
+    data = run_json("train", "llama-3.1-70b", "--tokens", "15T", "--gpu", "h100", "--gpus", "1024")
+    r = data["results"]
+    assert r["mem_fits"] is True and r["mem_layout"]["tp"] * r["mem_layout"]["pp"] > 1  # not tp1 pp1: a 70B needs model parallelism
+    more = run_json("train", "llama-3.1-70b", "--tokens", "15T", "--gpu", "h100", "--gpus", "1024",
+                    "--contingency", "0.5")
+    assert more["results"]["budget_gpu_hours"] > r["budget_gpu_hours"]
+
+
+def test_the_bare_article_example_is_unchanged(run_json):
+    r = run_json("train")["results"]
+    assert r["flops_used"] == pytest.approx(8.4e22) and round(r["gpus"], 1) == 1112.9
+    assert r["mfu"] == 0.4 and r["gpu_days"] == pytest.approx(8.4e22 / (312e12 * 0.4 * 86400))
+
+
+def test_mfu_range_gives_low_expected_high(run_json):
+    data = run_json("train", "--mfu", "30-50%", "--gpus", "1024")
+    lines = {line["key"]: line for s in data["sections"] for line in s["lines"]}
+    days = lines["wall_days"]
+    assert days["value"] == pytest.approx(8.4e22 / (312e12 * 0.4 * 1024) / 86400)
+    assert days["low"] == pytest.approx(8.4e22 / (312e12 * 0.5 * 1024) / 86400)
+    assert days["high"] == pytest.approx(8.4e22 / (312e12 * 0.3 * 1024) / 86400)
+    assert lines["gpu_days"]["low"] < lines["gpu_days"]["value"] < lines["gpu_days"]["high"]
+
+
+def test_predicted_mfu_carries_the_validation_band(run_json):
+    data = run_json("train", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "64", "--mfu", "predicted")
+    mfu = next(line for s in data["sections"] for line in s["lines"] if line["key"] == "mfu")
+    assert mfu["low"] < mfu["value"] < mfu["high"]
+
+
+def test_lora_frozen_base_flops():
+    from gpuplan.core.flops import training_flops_per_token
+
+    spec = load_model("llama-2-7b")
+    full, lora = training_flops_per_token(spec, 4096), training_flops_per_token(spec, 4096, finetune="lora")
+    weights = full.layer_matmuls_forward + full.lm_head_forward
+    # frozen base: 2 x forward for weights (no weight gradients) instead of 3; attention unchanged
+    assert full.model - lora.model == pytest.approx(weights - 3 * lora.adapter_forward)
+
+
+def test_lora_plan_is_faster_per_token(run_json):
+    common = ("llama-3.1-8b", "--tokens", "10B", "--gpu", "h100", "--gpus", "8")
+    full = run_json("plan", *common)["results"]
+    lora = run_json("plan", *common, "--finetune", "lora")["results"]
+    assert lora["best_days"] < full["best_days"]
+
+
+def test_generic_70b_has_llama2_70b_shape_and_tensor_parallelism():
+    from gpuplan.adapters.generic_shape import generic_dense_spec
+
+    spec = generic_dense_spec(70e9)
+    a = spec.attention
+    assert (spec.num_layers, spec.hidden_size, a.num_heads, a.num_kv_heads) == (80, 8192, 64, 8)
+    assert a.num_heads % 8 == 0 and a.num_kv_heads % 8 == 0
+
+
+def test_a_bare_70b_plans_with_tensor_parallelism(run_json):
+    r = run_json("plan", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--days", "30")["results"]
+    assert " tp1 " not in f" {r['best_layout']} " and r["best_mfu"] > 0.25
