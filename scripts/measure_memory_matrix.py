@@ -58,16 +58,28 @@ CASES = [
     dict(model="llama-3.2-1b", seq_len=4096, micro_batch=2, world_size=8),
     dict(model="qwen2.5-1.5b", seq_len=4096, micro_batch=2, recompute="full"),
     dict(model="qwen2.5-1.5b", seq_len=2048, micro_batch=4, precision="fp32-autocast"),
+    # the CPU-oracle misses of issue 14: eager attention with dropout (GPT-2's default 0.1), the
+    # eager backward peak at long sequence, HF SDPA's materialised sliding-window mask, and the
+    # for-loop AdamW step (MoE: its fused expert tensors are the largest; the step peak does not
+    # depend on routing)
+    dict(model="gpt2", seq_len=1024, micro_batch=4, attention="eager"),
+    dict(model="llama-2-7b", seq_len=4096, attention="eager"),
+    dict(model="mistral-7b-v0.1", seq_len=8192),
+    dict(model="phi-3-mini-4k", seq_len=4096),
+    dict(model="mixtral-8x7b", seq_len=512, foreach=False),
+    dict(model="llama-2-7b", seq_len=1024, foreach=False),
 ]
-# MoE models are not in the set: under fake tensors the router's top-k is data-free, so which
-# experts run (and how many tokens each sees) is not what a real step does.
+# MoE models are in the set only where the peak is the optimizer step: under fake tensors the
+# router's top-k is data-free, so which experts run (and how many tokens each sees) is not what a
+# real step does.
 FULL_DEPTH_BELOW_PARAMS = 2.5e9  # measure small models at full depth (also covers Gemma 3's 5:1 pattern)
 
 
 def case_id(case: dict) -> str:
     c = {**BASE, **case}
     return (f"{c['model']}_s{c['seq_len']}_b{c['micro_batch']}_{c['precision']}_{c['recompute']}"
-            f"_{c['attention']}_w{c['world_size']}" + ("_nodropout" if "config_overrides" in c else ""))
+            f"_{c['attention']}_w{c['world_size']}" + ("_nodropout" if "config_overrides" in c else "")
+            + ("_forloop" if c.get("foreach") is False else ""))
 
 
 def measure_case(case: dict) -> dict:
@@ -78,6 +90,7 @@ def measure_case(case: dict) -> dict:
     layers = cfg.get("num_hidden_layers") or cfg.get("n_layer")
     small = entry["published_params"] < FULL_DEPTH_BELOW_PARAMS
     kwargs = {k: c[k] for k in ("seq_len", "micro_batch", "precision", "recompute", "attention", "world_size")}
+    kwargs["foreach"] = c.get("foreach", True)
     start = time.perf_counter()
     if small:
         m = measure_training_memory(config, **kwargs)
@@ -113,6 +126,13 @@ def main() -> None:
         except Exception as exc:  # keep going; record what could not be measured and why
             failures.append({"id": case_id(case), "reason": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"})
             print(f"{case_id(case)}: FAILED {failures[-1]['reason']}", flush=True)
+    if args.only and Path(args.out).is_file():  # a partial run replaces its cases, keeps the others
+        old = yaml.safe_load(Path(args.out).read_text(encoding="utf-8"))
+        done = {r["id"] for r in results} | {f["id"] for f in failures}
+        order = [case_id(c) for c in CASES]
+        kept = [r for r in old.get("cases", []) if r["id"] not in done]
+        results = sorted(kept + results, key=lambda r: order.index(r["id"]) if r["id"] in order else len(order))
+        failures = [f for f in old.get("not_measured", []) if f["id"] not in done] + failures
     doc = {"generated_by": "scripts/measure_memory_matrix.py (gpuplan measure: FakeTensorMode + MemTracker, CPU)",
            "units": "bytes, allocated (PyTorch tensors; no CUDA context, no allocator caching)",
            "cases": results, "not_measured": failures}

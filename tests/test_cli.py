@@ -116,7 +116,7 @@ def test_memory_command_article_example(run_json):
 def test_memory_plan_file_and_flags(run_json, tmp_path):
     plan = tmp_path / "mem.yaml"
     plan.write_text("model: llama-2-7b\ngpu: h100\ngpus: 8\nzero: 3\nrecipe: bf16\nseq_len: 4096\n"
-                    "implementation: hf\n")
+                    "framework: hf\noptimizer_impl: foreach\n")  # what measure runs: HF modules, foreach AdamW
     data = run_json("memory", str(plan))
     # gpuplan measure (FSDP2, fake process group of 8, logits kept through backward): 30.175 GiB
     assert data["results"]["peak_allocated"] / 2**30 == pytest.approx(30.175, rel=0.005)

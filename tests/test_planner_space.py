@@ -7,6 +7,7 @@ import pytest
 
 from gpuplan.catalog import load_model
 from gpuplan.core.memory import stage_layer_counts
+from gpuplan.errors import InputError
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
 from gpuplan.planner.plan import alternative_counts, best_plan
@@ -30,7 +31,11 @@ def test_uneven_stages_are_never_negative(layers, pp):
 @pytest.mark.parametrize("model", ["llama-3.1-405b", "llama-3.1-70b"])
 @pytest.mark.parametrize("gpus", [96, 768, 1113, 1152, 1536, 3072, 24576, 100000])
 def test_any_gpu_count_plans(model, gpus):
-    inputs = PlanInputs(model=model, tokens="15T", gpu="h100", gpus=gpus)
+    # 405B on 96 x H100 is at the edge (Megatron: 405e9 x 18 B / 96 = 76 GB of states; FSDP2's
+    # 16 B sharded = 67.6 GB before activations): planned here on H200 (141 GB); the next tests
+    # hold H100
+    gpu = "h200" if (model, gpus) == ("llama-3.1-405b", 96) else "h100"
+    inputs = PlanInputs(model=model, tokens="15T", gpu=gpu, gpus=gpus)
     ev = evaluator_for(inputs)
     plan, _ = best_plan(ev, gpus, inputs.target_batch(inputs.seq_len), max_tp(ev))
     assert plan.fits and 0 <= plan.idle_gpus < gpus and plan.gpus + plan.idle_gpus == gpus
@@ -67,6 +72,28 @@ def test_a_batch_in_sequences_is_kept_exactly_and_one_in_tokens_is_a_target():
     # every dp rank has a sequence (dp <= 2,048) and B = dp x round(2,048 / dp)
     assert (table["dp"] <= 2048).all()
     assert (table["global_batch"] == table["dp"] * np.round(2048 / table["dp"])).all()
+
+
+@pytest.mark.parametrize("framework, allocator", [("megatron", None), ("torchtitan", "caching")])
+def test_405b_on_96_h100_is_refused_in_one_line(framework, allocator):
+    # Megatron: 76 GB of states > 0.95 x 85.5 GB - runtime; torchtitan with the default caching
+    # allocator: >= 67.6 GB of states x 1.10 reserve + 1.25 GiB runtime > 81.2 GB
+    inputs = PlanInputs(model="llama-3.1-405b", tokens="15T", gpu="h100", gpus=96, framework=framework,
+                        allocator=allocator)
+    ev = evaluator_for(inputs)
+    with pytest.raises(InputError, match="no layout fits"):
+        best_plan(ev, 96, inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs))
+
+
+def test_405b_on_96_h100_fits_torchtitan_with_expandable_segments():
+    # torchtitan's launcher sets expandable segments (reserve x 1.03): ZeRO-3 + full recompute fits,
+    # reserved + runtime within 95% of the 79.6 GiB
+    inputs = PlanInputs(model="llama-3.1-405b", tokens="15T", gpu="h100", gpus=96, framework="torchtitan")
+    ev = evaluator_for(inputs)
+    plan, _ = best_plan(ev, 96, inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs))
+    assert plan.fits and plan.layout.zero == 3 and plan.recompute == "full"
+    assert plan.reserved_bytes == pytest.approx(plan.memory.allocated * 1.03)
+    assert plan.total_bytes <= 0.95 * 79.65 * 2**30
 
 
 def test_a_common_size_has_no_alternatives():

@@ -16,9 +16,18 @@ implementation is a named input:
   flash attention replaces the 5·a·s²·b term by q/k/v/out + fp32 logsumexp; GQA shrinks k/v;
   SwiGLU saves the fused gate/up output (4i bytes) and the product (2i); dropout masks only when
   dropout > 0 (modern LLM configs use none). With TP and sequence parallelism everything is /t.
-* ``torchtitan`` — torch.compile'd torchtitan: like ``megatron`` (fused norms save input +
-  rstd) without dropout. Not validated against a measurement on this machine (needs CUDA +
-  compile); treat as an estimate.
+* ``megatron-local`` — Megatron-Core's TE-free local layer (``get_gpt_layer_local_spec``;
+  core 0.16.1): torch RMSNorm with an fp32 weight, which torch's fused kernel refuses, so it
+  keeps an fp32 upcast and an fp32 normalised tensor (10h per norm with the bf16 output); RoPE
+  keeps 4 cos/sin slices (4·c·d); the unfused SwiGLU keeps the fc1 output and three i-sized
+  tensors (5·c·i); k and v are expanded to every head before the attention core. 63.3·sbh per
+  Llama-3-8B layer, as measured on Megatron's own code.
+* ``torchtitan`` — torchtitan's eager Llama (0.3.0, models/common): nn.RMSNorm, whose CUDA
+  kernel (aten::_fused_rms_norm) keeps its input and rstd while the bf16 output is kept by the
+  next matmul; q/k/v after RoPE, the attention output and logsumexp; w1 out, silu out, w3 out
+  and their product (4i). On the CPU (``device="cpu"``: the fake-tensor runs of torchtitan's own
+  code) torch.rms_norm decomposes and keeps an fp32 upcast and an fp32 normalised tensor
+  instead: 53.0·sbh per Llama-3-8B layer measured, 41.0·sbh on CUDA by the same count.
 
 Units: bytes per token per layer (multiply by s·b for a micro-batch). Compute dtype bytes
 ``c`` is 2 for bf16/fp16 activations and 4 for fp32.
@@ -33,8 +42,9 @@ import numpy as np
 
 from gpuplan.core.model import ModelSpec
 
-Implementation = Literal["hf", "megatron", "torchtitan"]
-IMPLEMENTATIONS: tuple[str, ...] = ("hf", "megatron", "torchtitan")
+Implementation = Literal["hf", "megatron", "megatron-local", "torchtitan"]
+IMPLEMENTATIONS: tuple[str, ...] = ("hf", "megatron", "megatron-local", "torchtitan")
+UNFUSED_RMSNORM = ("torchtitan-cpu", "megatron-local")
 AttentionKernel = Literal["flash", "eager"]
 RecomputeMode = Literal["none", "selective", "full"]
 
@@ -71,6 +81,13 @@ def _norm_bytes(spec: ModelSpec, impl: str, c: int, *, feeds_matmul: bool = True
     is fp32 and every consuming linear saves its own bf16 cast of the output (q, k, v: three).
     """
     h = spec.hidden_size
+    if impl in UNFUSED_RMSNORM and spec.norm != "layernorm":  # torch.rms_norm's composite path
+        # (CPU, meta; Megatron's local spec everywhere: its torch norm has an fp32 weight, which
+        # the fused kernel refuses): fp32 upcast and fp32 normalised (4h + 4h), the bf16 output
+        return 2 * FP32 * h + (c * h if feeds_matmul else 0) + FP32
+    if impl == "torchtitan":  # nn.RMSNorm on CUDA: aten::_fused_rms_norm keeps its input + rstd;
+        # the output is a new tensor the next matmul keeps (torch >= 2.8, _fused_rms_norm_cuda)
+        return c * h + (c * h if feeds_matmul else 0) + (2 * FP32 if spec.norm == "layernorm" else FP32)
     if impl != "hf":  # fused kernels save the input and fp32 statistics (mean and/or rstd)
         return c * h + (2 * FP32 if spec.norm == "layernorm" else FP32)
     stats = 2 * FP32 if spec.norm == "layernorm" else FP32
@@ -101,15 +118,40 @@ def _layer_norms(spec: ModelSpec, impl: str, c: int, autocast: bool) -> float:
     return pre + post
 
 
-def _attention_bytes(spec: ModelSpec, seq_len, impl: str, kernel: str, c: int, dropout: float) -> float:
-    """q/k/v as seen by the kernel, the output (= output-projection input), and softmax stats."""
+def sliding_mask_applies(spec: ModelSpec, seq_len) -> bool:
+    """HF builds a materialised sliding-window mask once the sequence reaches the window
+    (measured: Mistral window 4,096 at s 4,096 has it, at s 2,048 not; Phi-3 window 2,047 at 2,048)."""
+    return bool(spec.sliding_window) and seq_len >= spec.sliding_window
+
+
+def _sdpa_mask_bytes(spec: ModelSpec, seq_len, impl: str, kernel: str, c: int) -> float:
+    """HF SDPA with a mask (sliding window reached): SDPA turns the boolean mask into an additive
+    one in the compute dtype per call (torch convert_boolean_attn_mask) and saves it: c·s per
+    token per layer; and with a mask present HF repeats k and v to every head (repeat_kv: its
+    use_gqa_in_sdpa needs mask None), 2·(a − kv)·d·c. Measured (CPU oracle, bf16): Phi-3-mini
+    +2·s, Mistral-7B +2·s + 3h (a 32, kv 8, d 128) per token per layer."""
+    if impl != "hf" or kernel == "eager" or not sliding_mask_applies(spec, seq_len):
+        return 0.0
+    a = spec.attention
+    repeat = 0 if a.is_mla else 2 * (a.num_heads - a.num_kv_heads) * a.qk_head_dim * c
+    share = spec.num_sliding_layers / spec.num_layers if spec.layer_types else 1.0  # mixed: sliding ones
+    return share * (c * seq_len + repeat)
+
+
+def _attention_bytes(spec: ModelSpec, seq_len, impl: str, kernel: str, c: int, dropout: float,
+                     mask_bytes: float = 1) -> float:
+    """q/k/v as seen by the kernel, the output (= output-projection input), and softmax stats.
+    ``mask_bytes``: bytes per element of a dropout mask (1: CUDA's fused native_dropout keeps a
+    bool mask; the CPU path multiplies by a noise tensor of the input dtype and keeps that)."""
     a = spec.attention
     q = a.num_heads * a.qk_head_dim
-    kv_heads = a.num_heads if a.is_mla else a.num_kv_heads
+    kv_heads = a.num_heads if (a.is_mla or impl == "megatron-local") else a.num_kv_heads
     k = kv_heads * a.qk_head_dim
     v = kv_heads * a.value_head_dim
     out = a.num_heads * a.value_head_dim
     saved = c * (q + k + v + out)
+    if impl == "megatron-local" and spec.rotary:  # cos/sin slices kept by apply_rotary_pos_emb
+        saved += 4 * c * a.qk_head_dim
     if impl == "hf" and spec.fused_qkv and spec.rotary:  # v is a view of the fused q/k/v output, which
         saved += c * (q + k)  # stays alive; RoPE writes new q and k (measured +4h on Pythia)
     if kernel == "flash":
@@ -117,9 +159,14 @@ def _attention_bytes(spec: ModelSpec, seq_len, impl: str, kernel: str, c: int, d
     elif impl == "hf":  # eager: probabilities per key; Llama-style fp32 softmax saves the fp32 output
         # and its bf16 copy (measured 6·a·s - 4·a on Llama-2-7B), GPT-2's bf16 softmax only 2·a·s
         per_key = (6 if spec.eager_softmax_fp32 else 2) + (2 if spec.attn_logit_softcap else 0)
+        if dropout > 0:  # the dropout mask and the dropped probabilities the P·V matmul keeps
+            per_key += mask_bytes + c  # (measured on the CPU oracle, GPT-2: +4·a·s with a bf16 noise mask)
         saved += per_key * a.num_heads * seq_len - 4 * a.num_heads  # softcap: + tanh output (Gemma 2)
+    elif impl == "megatron-local":  # unfused softmax in fp32 (4·a·s) + its bf16 copy (2·a·s) and
+        saved += 6 * a.num_heads * seq_len + seq_len  # the [s, s] bool causal mask each layer keeps
     else:  # Korthikanti: softmax output 2·a·s (+ dropout mask a·s and output 2·a·s)
-        saved += (5 if dropout > 0 else 2) * a.num_heads * seq_len
+        saved += (2 + (mask_bytes + 2 if dropout > 0 else 0)) * a.num_heads * seq_len
+    saved += _sdpa_mask_bytes(spec, seq_len, impl, kernel, c)
     if a.qk_norm != "none" and impl == "hf":  # RMSNorm on q and k: fp32 upcast + normalised copy
         normalised = FP32 if spec.gemma_norm else c
         saved += (FP32 + normalised) * (q + k) + FP32 * (a.num_heads + kv_heads)
@@ -134,7 +181,7 @@ def _attention_bytes(spec: ModelSpec, seq_len, impl: str, kernel: str, c: int, d
 def _mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int) -> float:
     """A dense (or one expert's) MLP per token routed through it."""
     if spec.mlp.gated:  # gate, act(gate), up, act(gate)*up (the down-projection input)
-        inner = 4 * c * intermediate if impl == "hf" else 3 * c * intermediate
+        inner = {"megatron": 3, "megatron-local": 5}.get(impl, 4) * c * intermediate
     else:  # fc1 output (activation input) and activation output (fc2 input)
         inner = 2 * c * intermediate
     if impl == "hf" and spec.mlp.activation in PYTHON_GELUS:
@@ -156,28 +203,56 @@ def _moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0)
     return router + capacity_factor * moe.experts_per_token * per_routed + shared
 
 
+def lora_layer_activations(spec: ModelSpec, seq_len, rank: int, adapter_input_bytes: float, *,
+                           kernel: str = "flash", compute_bytes: int = 2, dropout: float = 0.0,
+                           mask_bytes: float = 1) -> LayerActivations:
+    """A PEFT LoRA layer on a frozen transformers base (adapters on every linear layer), per token.
+
+    A frozen matmul keeps no input (its weight gets no gradient) and a frozen norm weight keeps
+    no normalised tensor, so the base keeps the norms' fp32 upcast + rstd, q/k/v/out + logsumexp
+    and gate/silu(gate)/up (3i). Each adapter keeps its own copy of its input for lora_A
+    (``adapter_input_bytes`` per element: 4 for PEFT's fp32 adapters, which cast the input; 2
+    under autocast, which casts it to bf16 per module) and lora_A's output (r). Llama-3-8B, r 16,
+    PEFT 0.21 (tuners/lora/layer.py): 72.14·sbh measured, 53.24 under autocast (q, k, v cast apart)."""
+    c, h, a = compute_bytes, spec.hidden_size, spec.attention
+    norms = 2 * (FP32 * h + FP32)
+    attention = _attention_bytes(spec, seq_len, "hf", kernel, c, dropout, mask_bytes)
+    i = spec.mlp.intermediate_size
+    mlp = (3 if spec.mlp.gated else 1) * c * i
+    attn_inputs = [h] * (1 if spec.fused_qkv else 3) + [a.num_heads * a.value_head_dim]
+    mlp_inputs = ([h] * (1 if spec.fused_gate_up else 2) if spec.mlp.gated else [h]) + [i]
+    adapters = sum(adapter_input_bytes * (width + rank) for width in attn_inputs + mlp_inputs)
+    return LayerActivations(norms, attention, mlp, 0.0, adapters)
+
+
 def layer_activations(spec: ModelSpec, seq_len, *, moe_layer: bool = False, impl: str = "hf",
                       kernel: str = "flash", compute_bytes: int = 2, dropout: float = 0.0,
-                      autocast: bool = False, capacity_factor: float = 1.0) -> LayerActivations:
-    """Bytes saved per token by one layer (no recompute, no tensor parallelism)."""
+                      autocast: bool = False, capacity_factor: float = 1.0,
+                      mask_bytes: float = 1, lora: tuple[int, float] | None = None) -> LayerActivations:
+    """Bytes saved per token by one layer (no recompute, no tensor parallelism). ``lora``:
+    (rank, adapter input bytes) of a PEFT LoRA layer on a frozen HF base."""
     c = compute_bytes
+    if lora is not None and impl == "hf":
+        return lora_layer_activations(spec, seq_len, lora[0], lora[1], kernel=kernel, compute_bytes=c,
+                                      dropout=dropout, mask_bytes=mask_bytes)
     norms = _layer_norms(spec, impl, c, autocast)
-    attention = _attention_bytes(spec, seq_len, impl, kernel, c, dropout)
+    attention = _attention_bytes(spec, seq_len, impl, kernel, c, dropout, mask_bytes)
     if moe_layer and spec.moe is not None:
         mlp = _moe_bytes(spec, impl, c, capacity_factor)
     else:
         mlp = _mlp_bytes(spec, spec.mlp.intermediate_size, impl, c)
-    masks = 2 * spec.hidden_size if dropout > 0 else 0.0  # two residual dropouts, 1-byte masks
+    masks = 2 * mask_bytes * spec.hidden_size if dropout > 0 else 0.0  # two residual dropouts
     # fused norm+linear kernels save the normalised input of the QKV and first MLP matmuls;
     # HF's unfused RMSNorm output already is that tensor (counted in norms)
-    inputs = 0.0 if impl == "hf" else 2 * c * spec.hidden_size
+    inputs = 2 * c * spec.hidden_size if impl == "megatron" else 0.0  # torchtitan: counted with its norms
     return LayerActivations(norms, attention, mlp, masks, inputs)
 
 
 def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int, *, impl: str = "hf",
                           kernel: str = "flash", recompute: str = "none", compute_bytes: int = 2,
                           tp: int = 1, sequence_parallel: bool = True, dropout: float = 0.0,
-                          autocast: bool = False, capacity_factor: float = 1.0) -> float:
+                          autocast: bool = False, capacity_factor: float = 1.0, mask_bytes: float = 1,
+                          lora: tuple[int, float] | None = None) -> float:
     """Activation bytes per token held by ``layers`` layers (``moe_layers`` of them MoE) at the
     end of the forward pass, on one tensor-parallel rank.
 
@@ -191,12 +266,16 @@ def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int
     if recompute == "selective" and kernel == "eager":
         kernel = "flash"  # selective recompute keeps exactly what a flash kernel would
     dense = layer_activations(spec, seq_len, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
-                              dropout=dropout, autocast=autocast)
+                              dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora)
     moe = layer_activations(spec, seq_len, moe_layer=True, impl=impl, kernel=kernel,
                             compute_bytes=compute_bytes, dropout=dropout, autocast=autocast,
-                            capacity_factor=capacity_factor)
+                            capacity_factor=capacity_factor, mask_bytes=mask_bytes, lora=lora)
 
     def on_rank(part: LayerActivations):
+        if sequence_parallel and impl.startswith("torchtitan"):  # its SequenceParallel norms hand the
+            # column-parallel matmuls an all-gathered input, which they keep at full sequence
+            gathered = 2 * compute_bytes * spec.hidden_size * (1 - 1 / np.asarray(tp, dtype=float))
+            return part.total / tp + gathered
         if sequence_parallel:  # (with tp = 1 both forms are the same)
             return part.total / tp
         return (part.attention + part.mlp) / tp + part.norms + part.dropout + part.linear_inputs
@@ -209,14 +288,15 @@ def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int
 
 def recomputed_layer_bytes_per_token(spec: ModelSpec, seq_len, moe_layers, *, impl: str = "hf",
                                      kernel: str = "flash", compute_bytes: int = 2, tp: int = 1,
-                                     dropout: float = 0.0, autocast: bool = False) -> float:
+                                     dropout: float = 0.0, autocast: bool = False, mask_bytes: float = 1,
+                                     lora: tuple[int, float] | None = None) -> float:
     """Full recompute: the activations of the one layer being recomputed during backward."""
     dense = layer_activations(spec, seq_len, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
-                              dropout=dropout, autocast=autocast).total
+                              dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora).total
     if spec.moe is None:
         return dense / tp
     moe = layer_activations(spec, seq_len, moe_layer=True, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
-                            dropout=dropout, autocast=autocast).total
+                            dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora).total
     return np.where(np.asarray(moe_layers) > 0, max(dense, moe), dense) / tp
 
 

@@ -32,6 +32,8 @@ class Plan:
     """CUDA context + NCCL buffers (outside the allocator)."""
     budget_bytes: float
     """Capacity x (1 - margin)."""
+    fragmentation: float
+    """The caching allocator's reserve over the allocated peak (core.device_memory)."""
     mfu: float
     hfu: float
     seq_len: int
@@ -56,8 +58,13 @@ class Plan:
         return float(self.step.total)
 
     @property
+    def reserved_bytes(self) -> float:
+        return self.memory.allocated * (1 + self.fragmentation)
+
+    @property
     def total_bytes(self) -> float:
-        return self.memory.allocated + self.fixed_bytes
+        """What the GPU must hold: reserved + runtime."""
+        return self.reserved_bytes + self.fixed_bytes
 
     @property
     def fits(self) -> bool:
@@ -109,7 +116,7 @@ def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, targe
     rated = ev.rates(LayoutTable({"global_batch": np.array([layout.batch]), "gpus": np.array([layout.world]),
                                   "step_seconds": np.array([float(step.total)]),
                                   "recompute": np.array([RECOMPUTE_MODES.index(recompute)])}))
-    return Plan(layout, recompute, step, memory, float(ev.overheads.fixed_bytes(layout)), ev.budget,
+    return Plan(layout, recompute, step, memory, float(ev.overheads.fixed_bytes(layout)), ev.budget, ev.overheads.fragmentation,
                 float(rated["mfu"][0]), float(rated["hfu"][0]), ev.memory.seq_len, target_batch,
                 gpus_asked or layout.world)
 

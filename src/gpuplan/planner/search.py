@@ -67,17 +67,17 @@ class Evaluator:
 
     @property
     def budget(self) -> float:
-        return self.cluster.gpu.memory_bytes * (1 - self.overheads.margin)
+        return self.overheads.budget_bytes(self.cluster.gpu.memory_bytes)
 
     def layout(self, g: dict) -> ParallelLayout:
         return ParallelLayout(dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"],
                               zero=g["zero"], micro_batch=g["micro_batch"], global_batch=g["global_batch"])
 
     def memory_of(self, g: dict, mode: str) -> tuple[np.ndarray, np.ndarray]:
-        """(allocated peak, peak + CUDA context + NCCL buffers) per layout."""
+        """(allocated peak, reserved peak + CUDA context + NCCL buffers) per layout."""
         layout = self.layout(g)
         peak = np.asarray(M.peak_allocated(self.spec, layout, replace(self.memory, recompute=mode)), dtype=float)
-        return peak, peak + self.overheads.fixed_bytes(layout)
+        return peak, self.overheads.device_bytes(peak, layout)
 
     def time_of(self, g: dict, mode: str) -> dict[str, np.ndarray]:
         f = {k: g[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch", "micro_batches")}

@@ -22,10 +22,10 @@ from typing import Any, Callable
 # The stacked categories of the memory report's peak section (keys peak_<name>), bottom first,
 # then what lives outside the allocator; colours shared with the page through the series.
 MEMORY_PARTS = ("weights", "grads", "master", "optimizer", "activations", "outside_layers", "temporaries",
-                "fsdp_working_set", "overheads")
+                "fsdp_working_set", "allocator_reserve", "overheads")
 COLORS = {"weights": "#4e79a7", "grads": "#f28e2b", "master": "#76b7b2", "optimizer": "#e15759",
           "activations": "#59a14f", "outside_layers": "#edc948", "temporaries": "#b07aa1",
-          "fsdp_working_set": "#ff9da7", "overheads": "#9c755f", "on_demand": "#4e79a7", "spot": "#f28e2b",
+          "fsdp_working_set": "#ff9da7", "allocator_reserve": "#d4a6c8", "overheads": "#9c755f", "on_demand": "#4e79a7", "spot": "#f28e2b",
           "top": "#bab0ac", "front": "#e15759", "throughput": "#4e79a7", "latency": "#e15759"}
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
@@ -62,8 +62,12 @@ def memory_series(report) -> dict[str, Any] | None:
     capacity (bytes, from the catalog) and verdict; the margin as a share of capacity."""
     from gpuplan.catalog import load_accelerator
 
-    keys = {name: ("overheads" if name == "overheads" else f"peak_{name}") for name in MEMORY_PARTS}
+    keys = {name: ("overheads" if name == "overheads" else f"peak_{name}") for name in MEMORY_PARTS
+            if name != "allocator_reserve"}
     values = {name: _value(report, key) for name, key in keys.items()}
+    reserved, allocated = _value(report, "peak_reserved"), _value(report, "peak_allocated")
+    values["allocator_reserve"] = None if reserved is None or allocated is None else reserved - allocated
+    values = {name: values[name] for name in MEMORY_PARTS}
     capacity, margin, total = (_value(report, k) for k in ("capacity", "margin", "peak_total"))
     if None in values.values() or not capacity or margin is None or total is None:
         return None

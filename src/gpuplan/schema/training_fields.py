@@ -67,21 +67,47 @@ class SetupFields(JobInputs):
     """How the step runs: precision recipe, activation implementation, optimizer, fine-tuning,
     and the memory kept free."""
 
+    framework: V.Framework
     recipe: V.Recipe
     implementation: V.Implementation
     optimizer: V.Optimizer
+    optimizer_impl: V.OptimizerImpl
+    loss: V.Loss
     finetune: V.Finetune
     lora_rank: V.LoraRank
     margin: V.Margin
+    allocator: V.Allocator
+
+    @model_validator(mode="after")
+    def _framework_rules(self) -> SetupFields:
+        if getattr(self, "recompute", None) == "selective" and self.profile.selective == "none":
+            raise InputError("recompute", "selective", f"--framework {self.framework} has no selective recompute "
+                             "(gradient checkpointing is per layer): give none or full")
+        return self
+
+    @property
+    def profile(self):
+        """The framework profile (core.frameworks)."""
+        from gpuplan.core.frameworks import framework
+
+        return framework(self.framework)
 
     @property
     def recipe_name(self) -> str:
-        return self.recipe or V.DEFAULT_RECIPE
+        return self.recipe or self.profile.recipe
+
+    @property
+    def implementation_name(self) -> str:
+        return self.implementation or self.profile.implementation
+
+    @property
+    def expandable_segments(self) -> bool:
+        return (self.allocator or ("expandable" if self.profile.expandable_segments else "caching")) == "expandable"
 
     def overheads(self):
-        from gpuplan.core.memory import Overheads
+        from gpuplan.core.device_memory import Overheads, fragmentation
 
-        return Overheads(margin=self.margin)
+        return Overheads(margin=self.margin, fragmentation=fragmentation(self.expandable_segments))
 
 
 Overlap = T.typed(float, T.number(0, 1))

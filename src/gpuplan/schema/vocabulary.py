@@ -15,12 +15,13 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from gpuplan.core import memory as M
+from gpuplan.core.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
 RECOMPUTE = ("none", "selective", "full")
-IMPLEMENTATIONS = ("hf", "megatron", "torchtitan")
+IMPLEMENTATIONS = ("hf", "megatron", "megatron-local", "torchtitan")
 ATTENTION_KERNELS = ("flash", "sdpa", "eager")
 PRECISIONS = ("bf16", "fp32", "fp32-autocast")
 FINETUNES = ("full", "lora", "qlora")
@@ -103,8 +104,8 @@ Vpp = option(Degree | None, None, "Virtual pipeline stages per rank (interleaved
 Cp = option(Degree | None, None, "Context-parallel degree. " + NOT_GIVEN.format(memory="1"), "planner")
 Ep = option(Degree | None, None, "Expert-parallel degree (MoE). " + NOT_GIVEN.format(memory="1"), "planner")
 ZeroStage = option(Zero | None, None, "ZeRO stage 0-3 (3 = FSDP full shard). Not given: the planner's choice "
-                   "(train, budget, plan); 1 when data-parallel, else 0, for `memory` (calibrate: the log "
-                   "format's).", "planner")
+                   "(train, budget, plan); for `memory`, the framework's when data-parallel (torchtitan 3, hf 0, "
+                   "others 1), else 0 (calibrate: the log format's).", "planner")
 MicroBatch = option(Sequences | None, None, "Sequences per micro-batch. Not given: the planner's choice (train, "
                     "budget, plan); 1 elsewhere.", "planner")
 GlobalBatch = option(Sequences | None, None, "Sequences per optimizer step (x --seq-len tokens).", "derived")
@@ -115,11 +116,21 @@ Recompute = option(T.choice(*RECOMPUTE) | None, None, "Activation recompute: non
                    "the planner's choice (train, budget, plan); none elsewhere.", "planner")
 
 # ---- precision and memory -------------------------------------------------------------------
+Framework = option(T.choice(*FRAMEWORKS), DEFAULT_FRAMEWORK, "Training framework whose memory behaviour is modelled: "
+                   f"{', '.join(FRAMEWORKS)} (generic: gpuplan's framework-neutral model). It sets the defaults of "
+                   "--recipe, --implementation and --optimizer-impl.")
+Loss = option(T.choice("hf-ce", "fp32-ce", "vocab-parallel-ce", "chunked") | None, None, "Loss memory: hf-ce (HF keeps the bf16 logits "
+              "and the fp32 log-softmax), fp32-ce (the fp32 log-softmax only), vocab-parallel-ce (Megatron: fp32 softmax, "
+              "backward in place) or chunked (torchtitan: LM head + "
+              "CE in 8 chunks). Not given: the framework's.", "the framework's")
 Recipe = option(T.choice(*M.RECIPES) | None, None, f"Precision recipe of the model states: {', '.join(M.RECIPES)}. "
-                "Not given: mixed (calibrate: the log format's).", "mixed")
+                "Not given: the framework's (megatron: megatron; calibrate: the log format's).", "the framework's")
 Optimizer = option(T.choice(*M.OPTIMIZERS), "adamw", f"Optimizer: {', '.join(M.OPTIMIZERS)}.")
-Implementation = option(T.choice(*IMPLEMENTATIONS), DEFAULT_IMPLEMENTATION, "Activation implementation: hf (transformers "
-                        "modules), megatron or torchtitan.")
+OptimizerImpl = option(T.choice("foreach", "fused", "forloop") | None, None, "Optimizer kernel: foreach (one "
+                       "parameter-sized step buffer), fused (none) or forloop (two of the largest tensor). Not "
+                       "given: the framework's.", "the framework's")
+Implementation = option(T.choice(*IMPLEMENTATIONS) | None, None, "Activation implementation: hf (transformers "
+                        "modules), megatron (Transformer Engine), megatron-local (Megatron-Core without TE) or torchtitan. Not given: the framework's.", "the framework's")
 AttentionKernel = option(T.choice(*ATTENTION_KERNELS), "flash", "Attention kernel: flash (= sdpa: saves q, k, v, "
                          "out and the log-sum-exp) or eager (materialised s x s scores).")
 Precision = option(T.choice(*PRECISIONS), "bf16", "Trial precision: bf16 (pure), fp32, or fp32-autocast (fp32 "
@@ -127,8 +138,12 @@ Precision = option(T.choice(*PRECISIONS), "bf16", "Trial precision: bf16 (pure),
 Finetune = option(T.choice(*FINETUNES), "full", "full, lora or qlora (a frozen base + adapters: no "
                   "weight-gradient matmuls for the base, its states not trained).")
 LoraRank = option(Degree, 16, "LoRA rank (adapters on every linear layer).")
-Margin = option(T.typed(float, T.share(0.9)), 0.15, "Memory kept free for fragmentation and framework overhead, "
-                "e.g. 0.15 or 15% (the article: 15-20%).")
+Margin = option(T.typed(float, T.share(0.9)), 0.05, "Memory kept free beyond the modelled allocator reserve and "
+                "CUDA/NCCL runtime, e.g. 0.05 or 5% (with those, the article's 15-20%).")
+Allocator = option(T.choice("caching", "expandable") | None, None, "PyTorch caching-allocator segments: caching "
+                   "(the default: reserved = allocated x 1.12) or expandable (PYTORCH_CUDA_ALLOC_CONF="
+                   "expandable_segments:True: x 1.03). Not given: the framework's (torchtitan: expandable).",
+                   "the framework's")
 Calibration = option(CalibrationDoc | None, None, "Calibration from `gpuplan calibrate` (a file path; the API "
                      "takes the JSON document).")
 

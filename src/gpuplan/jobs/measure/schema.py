@@ -33,6 +33,7 @@ class MeasureInputs(ModelFields):
     recompute: V.Recompute
     attention_kernel: V.AttentionKernel
     gpus: V.GpuCount
+    optimizer_impl: V.OptimizerImpl
     depths: Annotated[T.typed(tuple[int, int], _depths, {"type": "string"}) | None, V.field(
         None, "Measure at two reduced depths and extrapolate to the full depth, e.g. 2,4 (4,8 with FSDP).",
         "full depth")]
@@ -43,6 +44,8 @@ class MeasureInputs(ModelFields):
             raise InputError("model", None, "give a model: a catalog name, a Hugging Face id or a config.json")
         if self.precision == "fp32":
             raise InputError("precision", self.precision, "measure supports bf16 or fp32-autocast")
+        if self.optimizer_impl == "fused":
+            raise InputError("optimizer_impl", self.optimizer_impl, "measure supports foreach or forloop")
         if self.recompute == "selective":
             raise InputError("recompute", self.recompute, "measure supports none or full (HF gradient "
                              "checkpointing)")
@@ -60,4 +63,5 @@ class MeasureInputs(ModelFields):
     def case(self) -> dict[str, Any]:
         """The measurement case as gpuplan.jobs.validation.memory reads it."""
         return dict(seq_len=self.seq_len, micro_batch=self.micro_batch or 1, precision=self.precision,
-                    recompute=self.recompute or "none", attention=self.attention, world_size=self.world_size)
+                    recompute=self.recompute or "none", attention=self.attention, world_size=self.world_size,
+                    foreach=self.optimizer_impl != "forloop")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpuplan.adapters.resolve import resolve_gpu
+from gpuplan.core import frameworks as F
 from gpuplan.core import memory as M
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
@@ -34,7 +35,7 @@ def resolve_layout(spec: ModelSpec, inputs: MemoryInputs) -> ParallelLayout:
 def _validate_settings(settings: M.MemorySettings) -> None:
     M.lookup(M.RECIPES, settings.recipe, "recipe")
     M.lookup(M.OPTIMIZERS, settings.optimizer, "optimizer")
-    choices = {"implementation": ("hf", "megatron", "torchtitan"), "attention_kernel": ("flash", "eager"),
+    choices = {"implementation": ("hf", "megatron", "megatron-local", "torchtitan"), "attention_kernel": ("flash", "eager"),
                "recompute": ("none", "selective", "full"), "finetune": ("full", "lora", "qlora")}
     for name, valid in choices.items():
         if getattr(settings, name) not in valid:
@@ -50,7 +51,8 @@ def verdict(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings,
     """(fits, headroom bytes, largest micro-batch) on ``gpu``."""
     budget = M.usable_bytes(gpu.memory_bytes, overheads, layout)
     peak = M.peak_memory(spec, layout, settings).allocated
-    return peak <= budget, budget - peak, M.largest_micro_batch(spec, layout, settings, budget)
+    headroom = overheads.budget_bytes(gpu.memory_bytes) - overheads.device_bytes(peak, layout)
+    return peak <= budget, headroom, M.largest_micro_batch(spec, layout, settings, budget)
 
 
 def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings):
@@ -131,8 +133,9 @@ def _recipe_section(spec: ModelSpec, settings: M.MemorySettings) -> Section:
 def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: ParallelLayout,
                   gpu: Accelerator) -> Section:
     fixed = overheads.fixed_bytes(layout)
-    total = peak.allocated + fixed
-    budget = gpu.memory_bytes * (1 - overheads.margin)
+    reserved = overheads.reserved_bytes(peak.allocated)
+    total = reserved + fixed
+    budget = overheads.budget_bytes(gpu.memory_bytes)
     rows = [("weights", peak.weights), ("grads", peak.grads), ("master", peak.master),
             ("optimizer", peak.optimizer), ("activations", peak.activations),
             ("outside_layers", peak.outside_layers), ("temporaries", peak.temporaries),
@@ -141,14 +144,19 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
     lines += [
         Line("peak_allocated", "allocated peak (PyTorch tensors)", peak.allocated, "bytes", _gib(peak.allocated),
              f"at {peak.peak_phase}, pipeline stage {peak.stage}"),
+        Line("peak_reserved", "reserved peak (caching allocator)", reserved, "bytes", _gib(reserved),
+             f"allocated x {1 + overheads.fragmentation:.2f}: fragmentation of the allocator's cached blocks "
+             "(core/device_memory.py)"),
         Line("overheads", "CUDA context + NCCL buffers", fixed, "bytes", _gib(fixed),
              "outside the allocator; see assumptions"),
-        Line("peak_total", "peak incl. overheads", total, "bytes", _gib(total)),
+        Line("peak_total", "device memory needed (reserved + runtime)", total, "bytes", _gib(total)),
         Line("capacity", f"{gpu.name} memory", gpu.memory_bytes, "bytes", _gib(gpu.memory_bytes)),
-        Line("margin", "safety margin (fragmentation, framework)", gpu.memory_bytes * overheads.margin, "bytes",
-             f"{_gib(gpu.memory_bytes * overheads.margin)} ({overheads.margin:.0%})", "the article: keep 15-20% free"),
+        Line("margin", "safety margin", gpu.memory_bytes * overheads.margin, "bytes",
+             f"{_gib(gpu.memory_bytes * overheads.margin)} ({overheads.margin:.0%})",
+             "kept free beyond the modelled reserve and runtime"),
         Line("headroom", "headroom after margin", budget - total, "bytes", _gib(budget - total)),
-        Line("fits", "fits", total <= budget, "", "yes" if total <= budget else "NO"),
+        Line("fits", "fits", total <= budget, "", "yes" if total <= budget else "NO",
+             "reserved + runtime <= capacity x (1 - margin)"),
     ]
     return Section(f"Per-GPU peak on {gpu.name} (worst GPU: pipeline stage {peak.stage}, {peak.peak_phase})",
                    tuple(lines))
@@ -156,10 +164,11 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
 
 def estimate_memory(inputs: MemoryInputs) -> Report:
     """Per-GPU training memory with verdicts; raises InputError on impossible layouts."""
-    settings, overheads = inputs.settings(), inputs.overheads()
+    settings = inputs.settings()
     _validate_settings(settings)
     spec = inputs.spec()
     gpu = resolve_gpu(inputs.gpu)
+    overheads = inputs.overheads().for_gpu(gpu.scale_up_bandwidth)
     layout = resolve_layout(spec, inputs)
     calibration_sections: tuple[Section, ...] = ()
     if inputs.calibration is not None:
@@ -207,6 +216,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
 # The answer-first view of `gpuplan memory`: the layout, the states per parameter, the peak by its
 # big categories, the capacity and the verdict; then the advice lines.
 MEMORY_HEADLINE = ("layout", "bytes_per_param", "model_states_total", "peak_activations", "peak_allocated",
+                   "peak_reserved",
                    "peak_total", "capacity", "headroom", "fits")
 
 
@@ -214,7 +224,7 @@ def _verdict_table(spec, layout, settings, overheads, gpu_ids) -> Table:
     rows = []
     for gpu_id in dict.fromkeys(gpu_ids):
         gpu = resolve_gpu(gpu_id)
-        fits, headroom, best = verdict(spec, layout, settings, overheads, gpu)
+        fits, headroom, best = verdict(spec, layout, settings, overheads.for_gpu(gpu.scale_up_bandwidth), gpu)
         rows.append((gpu.id, _gib(gpu.memory_bytes), "fits" if fits else "does not fit", _gib(headroom), best))
     return Table("verdict per GPU type", ("gpu", "memory", "verdict", "headroom after margin",
                                           "largest micro-batch"), tuple(rows))
@@ -225,8 +235,13 @@ def _assumptions(settings: M.MemorySettings, overheads: M.Overheads) -> tuple[As
     return (
         Assumption("recipe", "precision recipe", settings.recipe, recipe.source, "--recipe"),
         Assumption("optimizer", "optimizer", settings.optimizer, M.OPTIMIZERS[settings.optimizer].source, "--optimizer"),
-        Assumption("optimizer_impl", "optimizer kernel", recipe.optimizer_impl,
-                   "foreach = PyTorch's CUDA default (one param-sized temporary); fused = Megatron/DeepSpeed", "--recipe"),
+        Assumption("framework", "framework profile", settings.framework,
+                   "; ".join(F.framework(settings.framework).sources[:2]), "--framework"),
+        Assumption("optimizer_impl", "optimizer kernel", F.optimizer_impl_of(settings, recipe),
+                   "foreach = PyTorch's CUDA default (one param-sized temporary); fused = none; forloop = two of the "
+                   "largest tensor", "--optimizer-impl"),
+        Assumption("loss", "loss memory", F.loss_of(settings), "hf-ce keeps the bf16 logits and the fp32 "
+                   "log-softmax; fp32-ce the fp32 log-softmax; chunked one chunk at a time", "--loss"),
         Assumption("implementation", "activation implementation", settings.implementation,
                    "hf = transformers modules (measured); megatron = Korthikanti et al. 2022 with flash attention",
                    "--implementation"),
@@ -236,9 +251,18 @@ def _assumptions(settings: M.MemorySettings, overheads: M.Overheads) -> tuple[As
                    "--recompute"),
         Assumption("cuda_context", "CUDA context", _gib(overheads.cuda_context),
                    "~300 MB with lazy loading (pytorch/pytorch#107667) + cuBLAS workspaces", "--cuda-context-gib"),
-        Assumption("comm_buffers", "NCCL buffers per parallel group", _gib(overheads.comm_per_group),
-                   "NVIDIA/nccl#864 (1.6 GB for one communicator on 8 GPUs), #986", "--comm-buffer-gib"),
-        Assumption("margin", "safety margin", f"{overheads.margin:.0%}", "the article: keep 15-20% free", "--margin"),
+        Assumption("comm_buffers", "NCCL buffers per communicator",
+                   _gib(overheads.comm_per_group) if overheads.comm_per_group is not None else
+                   f"by GPU and group size: {0.688 * overheads.channel_scale:.2f} GB per group, "
+                   f"{0.544 * overheads.channel_scale:.2f} GB per pair, all-to-all "
+                   f"{0.469 * overheads.channel_scale / 1.5:.2f} GB per peer",
+                   "NVIDIA/nccl#964 (A100: 688 MB per group, 544 MB per pair), #986 (linear in channels, "
+                   "more for faster NVLink), #1685 (all-to-all on 8x H100: +3.28 GB)", "--comm-buffer-gib"),
+        Assumption("allocator", "caching-allocator reserve", f"+{overheads.fragmentation:.0%} over allocated",
+                   "fragmentation of cached blocks (expandable segments: +3%); fitted on published rows that report "
+                   "both peaks (docs/accuracy.md)", "--allocator"),
+        Assumption("margin", "safety margin", f"{overheads.margin:.0%}", "beyond the modelled reserve and runtime "
+                   "(together the article's 15-20%)", "--margin"),
     )
 
 
@@ -255,27 +279,3 @@ def _notes(spec: ModelSpec, settings: M.MemorySettings) -> tuple[str, ...]:
     notes.append("steady state: optimizer states exist (after the first step); the peak is the larger of the start "
                  "of backward and the optimizer step")
     return tuple(notes)
-
-
-def memory_summary_section(spec: ModelSpec, gpu: Accelerator, layout: ParallelLayout,
-                           settings: M.MemorySettings, overheads: M.Overheads | None = None) -> Section:
-    """The short memory section that ``gpuplan train`` shows (details: ``gpuplan memory``)."""
-    overheads = overheads or M.Overheads()
-    check_layout(spec, layout, seq_len=settings.seq_len)
-    peak = M.peak_memory(spec, layout, settings)
-    fits, headroom, best = verdict(spec, layout, settings, overheads, gpu)
-    total = peak.allocated + overheads.fixed_bytes(layout)
-    title = (f"Memory per GPU (dp {layout.dp} x tp {layout.tp} x pp {layout.pp}, ZeRO-{layout.zero}, "
-             f"recipe '{settings.recipe}', micro-batch {layout.micro_batch}, s={settings.seq_len})")
-    layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}, ZeRO-{layout.zero}, micro-batch "
-                   f"{layout.micro_batch}")
-    return Section(title, (
-        Line("mem_layout", "layout (memory)", layout_text),
-        Line("mem_peak_allocated", "allocated peak", peak.allocated, "bytes", _gib(peak.allocated),
-             f"at {peak.peak_phase}; `gpuplan memory` for the breakdown"),
-        Line("mem_peak_total", "peak incl. CUDA context + NCCL", total, "bytes", _gib(total)),
-        Line("mem_capacity", "GPU memory", gpu.memory_bytes, "bytes", _gib(gpu.memory_bytes)),
-        Line("mem_fits", f"fits with {overheads.margin:.0%} margin", fits, "", "yes" if fits else "NO",
-             f"headroom {_gib(headroom)}"),
-        Line("mem_largest_micro_batch", "largest micro-batch that fits", best, "sequences", str(best)),
-    ))

@@ -48,7 +48,8 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     moe_capacity_factor: Annotated[T.typed(float, T.number(1, 16)), _f(1.0, "MoE expert capacity factor "
                                                                             "(1.0 = dropless, no padding).")]
     cuda_context_gib: Annotated[V.Gib, _f(0.5, "CUDA context + cuBLAS workspaces, GiB per GPU.")]
-    comm_buffer_gib: Annotated[V.Gib, _f(0.75, "NCCL buffers per parallel group in use, GiB per GPU.")]
+    comm_buffer_gib: Annotated[V.Gib | None, _f(None, "NCCL buffers per communicator in use, GiB per GPU.",
+                                                "by GPU type and group size")]
     calibration: V.Calibration
 
     @model_validator(mode="after")
@@ -69,7 +70,9 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         return (self.tp or 1) * (self.pp or 1) * (self.cp or 1)
 
     def layout(self):
-        """The ParallelLayout (dp from --gpus when given); ZeRO-1 by default when data-parallel."""
+        """The ParallelLayout (dp from --gpus when given); when data-parallel, the framework's sharding
+        by default (torchtitan FSDP2: ZeRO-3; megatron's distributed optimizer, deepspeed, generic:
+        ZeRO-1; hf Trainer's DDP: none)."""
         from gpuplan.core.parallel import ParallelLayout
 
         if self.gpus is not None:
@@ -79,7 +82,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         else:
             dp = self.dp or 1
         cp = self.cp or 1
-        zero = self.zero if self.zero is not None else (1 if dp * cp > 1 else 0)
+        zero = self.zero if self.zero is not None else (self.profile.default_zero if dp * cp > 1 else 0)
         return ParallelLayout(dp=dp, tp=self.tp or 1, pp=self.pp or 1, vpp=self.vpp or 1, cp=cp, ep=self.ep or 1,
                               zero=zero, shard_group=self.shard_group, micro_batch=self.micro_batch or 1,
                               global_batch=self.global_batch, sequence_parallel=self.sequence_parallel)
@@ -88,14 +91,15 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         from gpuplan.core.memory import MemorySettings
 
         return MemorySettings(seq_len=self.seq_len, recipe=self.recipe_name, optimizer=self.optimizer,
-                              implementation=self.implementation,
+                              implementation=self.implementation_name, framework=self.framework,
+                              loss=self.loss,
                               attention_kernel="eager" if self.attention_kernel == "eager" else "flash",
                               recompute=self.recompute or "none", dropout=self.dropout, finetune=self.finetune,
                               lora_rank=self.lora_rank, moe_capacity_factor=self.moe_capacity_factor,
-                              offload_optimizer=self.offload_optimizer)
+                              offload_optimizer=self.offload_optimizer, optimizer_impl=self.optimizer_impl)
 
     def overheads(self):
-        from gpuplan.core.memory import Overheads
+        from dataclasses import replace
 
-        return Overheads(margin=self.margin, cuda_context=self.cuda_context_gib * GiB,
-                         comm_per_group=self.comm_buffer_gib * GiB)
+        return replace(super().overheads(), cuda_context=self.cuda_context_gib * GiB,
+                       comm_per_group=None if self.comm_buffer_gib is None else self.comm_buffer_gib * GiB)

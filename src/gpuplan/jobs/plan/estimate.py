@@ -138,7 +138,9 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
     return (
         Assumption("recipe", "precision recipe", inputs.recipe_name, M.RECIPES[inputs.recipe_name].source,
                    "--recipe", "recipe" in inputs.given),
-        Assumption("implementation", "activation implementation", inputs.implementation, "docs/memory.md",
+        Assumption("framework", "framework profile", inputs.framework, "; ".join(inputs.profile.sources[:2]),
+                   "--framework", "framework" in inputs.given),
+        Assumption("implementation", "activation implementation", inputs.implementation_name, "docs/memory.md",
                    "--implementation", "implementation" in inputs.given),
         Assumption("global_batch", "global batch", f"{plan.global_batch:,} x {inputs.seq_len:,} tokens",
                    "asked: ~4M tokens by default (Llama 2); rounded to a multiple of dp",

@@ -30,9 +30,13 @@ def memory_lines(plan: Plan, prefix: str) -> tuple[Line, ...]:
              ("activations", m.activations), ("outside_layers", m.outside_layers),
              ("temporaries", m.temporaries), ("fsdp_working_set", m.fsdp_working_set))
     lines = [Line(f"{prefix}_mem_{k}", k.replace("_", " "), v, "bytes", format_bytes(v)) for k, v in parts if v]
-    lines += [Line(f"{prefix}_mem_fixed", "CUDA context + NCCL buffers", plan.fixed_bytes, "bytes",
+    lines += [Line(f"{prefix}_mem_allocated", "allocated peak (PyTorch tensors)", m.allocated, "bytes",
+                   format_bytes(m.allocated)),
+              Line(f"{prefix}_mem_reserved", "reserved peak (caching allocator)", plan.reserved_bytes, "bytes",
+                   format_bytes(plan.reserved_bytes), f"allocated x {1 + plan.fragmentation:.2f}"),
+              Line(f"{prefix}_mem_fixed", "CUDA context + NCCL buffers", plan.fixed_bytes, "bytes",
                    format_bytes(plan.fixed_bytes)),
-              Line(f"{prefix}_mem_total", "peak per GPU", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
+              Line(f"{prefix}_mem_total", "device memory needed (reserved + runtime)", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
                    f"at {m.peak_phase}, pipeline stage {m.stage}"),
               Line(f"{prefix}_mem_fits", f"fits with the margin ({format_bytes(plan.budget_bytes)} usable)", plan.fits,
                    "", "yes" if plan.fits else f"NO: {format_bytes(plan.total_bytes - plan.budget_bytes)} over")]

@@ -33,7 +33,7 @@ def evaluator_for(inputs) -> Evaluator:
     step = StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=inputs.dp_overlap,
                         tp_overlap=inputs.tp_overlap, attention_efficiency=inputs.attention_efficiency,
                         finetune=inputs.finetune, lora_rank=inputs.lora_rank)
-    overheads, scale = inputs.overheads(), 1.0
+    overheads, scale = inputs.overheads().for_gpu(gpu.scale_up_bandwidth), 1.0
     if inputs.calibration is not None:
         from gpuplan.calibrate.apply import apply_to_cluster, apply_to_overheads, apply_to_step_settings
 
@@ -43,14 +43,17 @@ def evaluator_for(inputs) -> Evaluator:
         overheads = apply_to_overheads(cal, overheads)
         scale = cal.activation_memory.value
     memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe_name, optimizer=inputs.optimizer,
-                              implementation=inputs.implementation, finetune=inputs.finetune,
-                              lora_rank=inputs.lora_rank, activation_scale=scale)
+                              implementation=inputs.implementation_name, finetune=inputs.finetune,
+                              framework=inputs.framework, loss=inputs.loss,
+                              lora_rank=inputs.lora_rank, activation_scale=scale,
+                              optimizer_impl=inputs.optimizer_impl)
     return Evaluator(spec, cluster, memory, step, overheads)
 
 
 def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     """The degrees the user fixed narrow the search to them (`plan --tp 8 --pp 4`: that layout)."""
-    recompute = (inputs.recompute,) if inputs.recompute is not None else RECOMPUTE_MODES
+    modes = tuple(m for m in RECOMPUTE_MODES if m != "selective" or inputs.profile.selective != "none")
+    recompute = (inputs.recompute,) if inputs.recompute is not None else modes
     return SpaceLimits(fixed=inputs.fixed_degrees(), recompute=recompute, exact_batch=inputs.global_batch is not None)
 
 

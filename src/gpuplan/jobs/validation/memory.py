@@ -31,7 +31,9 @@ def estimate_inputs(case: dict[str, Any]) -> tuple[ParallelLayout, M.MemorySetti
     recipe = ("fsdp2" if world > 1 else "amp") if fp32_params else "bf16"
     layout = ParallelLayout(dp=world, zero=3 if world > 1 else 0, micro_batch=int(case.get("micro_batch", 1)))
     settings = M.MemorySettings(seq_len=int(case["seq_len"]), recipe=recipe, recompute=case.get("recompute", "none"),
-                                attention_kernel="eager" if case.get("attention") == "eager" else "flash")
+                                attention_kernel="eager" if case.get("attention") == "eager" else "flash",
+                                optimizer_impl="foreach" if case.get("foreach", True) else "forloop",
+                                device="cpu")  # the oracle runs on the CPU (dropout keeps noise tensors)
     return layout, settings
 
 
@@ -113,7 +115,7 @@ def _activations_end_of_forward(spec: ModelSpec, layout: ParallelLayout, setting
     autocast = recipe.autocast_weight_copies
     tokens = layout.micro_batch * settings.seq_len
     kw = dict(kernel=settings.attention_kernel, compute_bytes=recipe.compute_bytes, dropout=spec.dropout,
-              autocast=autocast)
+              autocast=autocast, mask_bytes=1 if settings.device == "cuda" else recipe.compute_bytes)
     per_token = A.saved_bytes_per_token(spec, settings.seq_len, spec.num_layers, spec.num_moe_layers,
                                         recompute=settings.recompute, **kw)
     outside = A.outside_layer_bytes(spec, compute_bytes=recipe.compute_bytes, autocast=autocast).saved

@@ -1,0 +1,126 @@
+"""Device memory beyond PyTorch's allocated tensors: the caching allocator's reserve and the
+runtime outside the allocator (CUDA context, NCCL buffers), and the fit rule built on them.
+
+What a GPU must hold = reserved + runtime, where reserved = allocated x (1 + fragmentation).
+The fit verdict is ``reserved + runtime <= capacity x (1 - margin)``: the margin is only a safety
+band now that fragmentation and runtime are modelled (the article's 15-20% "for fragmentation
+and framework overhead" is split into those two terms plus this band; docs/memory.md).
+
+Units: bytes. Degrees of a layout may be numbers or numpy arrays (the planner).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpuplan.core.parallel import ParallelLayout
+
+GiB = 2**30
+
+# PyTorch CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): requests above 1 MiB are
+# served from segments of 20 MiB (1-10 MiB requests) or cudaMalloc'ed rounded to 2 MiB; freed
+# blocks stay cached and are split for later requests, so the reserved peak exceeds the
+# allocated peak by the blocks that a step's changing sizes cannot reuse. With
+# expandable_segments:True (pytorch/pytorch#96995) a segment grows in 2 MiB pages instead, which
+# removes most of that. The default-segments fraction is fitted: the median reserved/allocated of
+# the 'fit' rows of catalog/reference/allocator_ratios.yaml (Megatron memory logs; held-out rows
+# scored in docs/accuracy.md). No published run reports both peaks with expandable segments: 0.03
+# is an assumption (2 MiB page granularity leaves little unusable), to be replaced by
+# scripts/gpu_memory_check.py's `_expseg` pair when it runs on a GPU.
+FRAGMENTATION_DEFAULT_SEGMENTS = 0.12
+FRAGMENTATION_EXPANDABLE_SEGMENTS = 0.03
+
+
+def fragmentation(expandable_segments: bool) -> float:
+    """Reserved / allocated - 1 of a training step's peak."""
+    return FRAGMENTATION_EXPANDABLE_SEGMENTS if expandable_segments else FRAGMENTATION_DEFAULT_SEGMENTS
+
+
+# NCCL buffers, per communicator, on the GPU (NCCL allocates them at the first collective and keeps
+# them for the communicator's life). Anchor: 4x A100 with NVLink, one all-reduce each
+# (NVIDIA/nccl#964): 688 MB for a group of more than 2 ranks, 544 MB for 2. NCCL's maintainers
+# (NVIDIA/nccl#986): memory is linear in the number of channels, which NCCL raises to reach faster
+# NVLink (H100's 350 GB/s needs more than A100's), stops growing beyond 2 nodes, and Ring keeps 2
+# connections at any scale. So the anchor scales with scale-up bandwidth over A100's 600 GB/s,
+# capped at H100's 900 GB/s (NCCL's 32-channel limit: H100 already opens 32 per peer for
+# all-to-all, NVIDIA/nccl#1685). All-to-all connects every pair: +3.28 GB on 8x H100 (#1685),
+# 0.47 GB per peer.
+NCCL_GROUP_BYTES_A100 = 688e6
+NCCL_PAIR_BYTES_A100 = 544e6
+NCCL_ALL_TO_ALL_PEER_BYTES_H100 = 3.28e9 / 7
+A100_SCALE_UP = 600e9
+H100_SCALE_UP = 900e9
+
+
+def nccl_channel_scale(scale_up_bandwidth: float | None) -> float:
+    """NCCL buffer memory relative to A100's (1.0; H100 and later 1.5; no NVLink data: 1.0)."""
+    if not scale_up_bandwidth:
+        return 1.0
+    return max(1.0, min(scale_up_bandwidth, H100_SCALE_UP) / A100_SCALE_UP)
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """Memory outside PyTorch's allocated tensors, bytes per GPU, and the safety margin."""
+
+    cuda_context: float = 0.5 * GiB
+    """CUDA context + cuBLAS workspace: ~300 MB with lazy module loading (CUDA >= 11.7; PyTorch
+    maintainers, pytorch/pytorch#107667), more with cuBLAS/cuDNN handles."""
+    comm_per_group: float | None = None
+    """NCCL buffers per communicator in use; None: by GPU type and group size (above)."""
+    channel_scale: float = 1.5
+    """nccl_channel_scale of the GPU (the default: H100's)."""
+    margin: float = 0.05
+    """Safety band of capacity kept free beyond the modelled reserve and runtime."""
+    fragmentation: float = FRAGMENTATION_DEFAULT_SEGMENTS
+    """Caching-allocator reserve over the allocated peak (reserved / allocated - 1)."""
+
+    def for_gpu(self, scale_up_bandwidth: float | None) -> Overheads:
+        """The same overheads on a GPU with this scale-up bandwidth (bytes/s)."""
+        return replace(self, channel_scale=nccl_channel_scale(scale_up_bandwidth))
+
+    def _group(self, ranks):
+        ranks = np.asarray(ranks)
+        if self.comm_per_group is not None:
+            return (ranks > 1) * self.comm_per_group
+        per = np.where(ranks == 2, NCCL_PAIR_BYTES_A100, NCCL_GROUP_BYTES_A100)
+        return (ranks > 1) * per * self.channel_scale
+
+    def nccl_bytes(self, layout: ParallelLayout):
+        """NCCL buffers of the communicators a rank uses: data (dp x cp), tensor, pipeline (one
+        pair per neighbouring stage: 1 or 2) and expert all-to-all (every peer)."""
+        data = self._group(layout.dp * layout.cp)
+        tensor = self._group(layout.tp)
+        pp = np.asarray(layout.pp)
+        pipeline = np.minimum(2, pp - 1) * (self._group(2) if self.comm_per_group is None
+                                            else self.comm_per_group)
+        ep = np.asarray(layout.ep)
+        experts = (ep - 1) * NCCL_ALL_TO_ALL_PEER_BYTES_H100 * self.channel_scale / 1.5
+        return data + tensor + pipeline + experts
+
+    def fixed_bytes(self, layout: ParallelLayout):
+        """Runtime outside the allocator: CUDA context + NCCL buffers."""
+        return _plain(self.cuda_context + self.nccl_bytes(layout))
+
+    def reserved_bytes(self, allocated):
+        """The caching allocator's reserved peak for an allocated peak."""
+        return _plain(np.asarray(allocated, dtype=float) * (1 + self.fragmentation))
+
+    def device_bytes(self, allocated, layout: ParallelLayout):
+        """What the GPU must hold: reserved + runtime."""
+        return _plain(self.reserved_bytes(allocated) + self.fixed_bytes(layout))
+
+    def budget_bytes(self, capacity: float) -> float:
+        """Capacity x (1 - margin): what reserved + runtime may reach."""
+        return capacity * (1 - self.margin)
+
+
+def usable_bytes(capacity: float, overheads: Overheads, layout: ParallelLayout):
+    """The largest *allocated* peak that fits: (capacity x (1 - margin) - runtime) / (1 + fragmentation)."""
+    return _plain((overheads.budget_bytes(capacity) - overheads.fixed_bytes(layout)) / (1 + overheads.fragmentation))
+
+
+def _plain(value):
+    return float(value) if np.ndim(value) == 0 else value

@@ -1,0 +1,171 @@
+"""Framework profiles: what a named training framework keeps, shards and recomputes, beyond the
+architecture. ``--framework`` picks one; each field below is one behaviour, with the framework
+version and source file it mirrors (read from the frameworks' code; the fake-tensor runs of their
+own code are in catalog/reference/framework_measurements.yaml).
+
+Units: bytes, elements per token where named. Degrees may be numbers or numpy arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuplan.core.model import ModelSpec
+from gpuplan.core.parallel import ParallelLayout
+from gpuplan.errors import InputError
+
+FP32 = 4
+
+
+@dataclass(frozen=True)
+class FrameworkProfile:
+    """One framework's memory behaviour (all defaults are the framework's own)."""
+
+    name: str
+    version: str
+    sources: tuple[str, ...]
+    recipe: str
+    """Precision recipe of the model states by default (core.precision.RECIPES)."""
+    implementation: str
+    """Activation implementation (core.activations): which tensors a layer saves."""
+    optimizer_impl: str
+    """Default optimizer kernel: foreach, fused or forloop ('recipe': the precision recipe's)."""
+    selective: str
+    """What --recompute selective keeps: 'op-sac' (every other matmul output + attention output),
+    'core-attn' (drops only the attention core's s x s tensors) or 'none' (no selective mode)."""
+    loss: str
+    """'hf-ce' (HF's output object keeps the bf16 logits; the loss saves its fp32 log-softmax),
+    'fp32-ce' (only the fp32 log-softmax is saved: torchtitan's cross_entropy(pred.float()) with
+    `del pred`), 'vocab-parallel-ce' (Megatron: the fp32 softmax, whose backward works in place) or
+    'chunked' (LM head + CE per chunk)."""
+    pp_keeps_unsharded: bool = False
+    """FSDP under pipeline parallelism keeps the stage's params unsharded (bf16) and accumulates
+    unsharded fp32 grads across micro-batches."""
+    bucket_elements: float = 0.0
+    """Gradient-reduction bucket(s) outside the model states (DeepSpeed IPG buffers), elements."""
+    step_fp32_grads: bool = False
+    """The optimizer step converts the gradient partition to fp32 first (DeepSpeed ZeRO)."""
+    fp32_adapters: bool = False
+    """LoRA adapters kept in fp32 (PEFT autocast_adapter_dtype) whatever the base dtype."""
+    loss_parallel: bool = False
+    """With TP the loss runs on vocab-sharded logits through DTensor's loss_parallel (torchtitan)."""
+    default_zero: int = 1
+    """Sharding when data-parallel and none is given (FSDP2: 3; distributed optimizer: 1; DDP: 0)."""
+    embedding_own_fsdp_unit: bool = False
+    """The token embedding is its own FSDP unit, resharded after forward, so backward's working set
+    holds only the head's unit (torchtitan apply_fsdp); otherwise embedding and head share the root."""
+    expandable_segments: bool = False
+    """Its launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (core.device_memory)."""
+    reports: str = "allocated and reserved"
+    """What its memory log line prints."""
+
+
+LOSS_CHUNKS = 8  # torchtitan ChunkedLossWrapper(num_chunks=8), components/loss.py (HEAD b5bcd76)
+
+FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
+    FrameworkProfile(
+        "generic", "gpuplan", ("gpuplan's framework-neutral model (docs/memory.md)",),
+        recipe="mixed", implementation="megatron", optimizer_impl="recipe", selective="core-attn", loss="hf-ce"),
+    FrameworkProfile(
+        "torchtitan", "0.3.0 (git b5bcd76)",
+        ("torchtitan/distributed/fsdp.py: MixedPrecisionPolicy(bf16, fp32), reshard_after_forward = not pp",
+         "torchtitan/distributed/activation_checkpoint.py: op-level SAC, every other mm recomputed",
+         "torch/distributed/pipelining/stage.py: set_reshard_after_backward(False) per micro-batch",
+         "torchtitan/components/loss.py: ChunkedLossWrapper(num_chunks=8)",
+         "torchtitan/components/optimizer.py: AdamW implementation 'fused' (PR #881)",
+         "run_train.sh: PYTORCH_ALLOC_CONF=expandable_segments:True"),
+        recipe="fsdp2", implementation="torchtitan", optimizer_impl="fused", selective="op-sac", loss="chunked",
+        pp_keeps_unsharded=True, expandable_segments=True, embedding_own_fsdp_unit=True, default_zero=3,
+        loss_parallel=True, reports="reserved (its log line 'memory: X GiB' is max_reserved)"),
+    FrameworkProfile(
+        "megatron", "megatron-core 0.16.1",
+        ("megatron/core/distributed/param_and_grad_buffer.py: fp32 grad buffer of all local params",
+         "megatron/core/optimizer/distrib_optimizer.py: fp32 main params + Adam on 1/d (6 + 12/d B/param)",
+         "megatron/core/transformer/transformer_config.py: recompute_modules ['core_attn']",
+         "megatron/core/tensor_parallel/cross_entropy.py: vocab-parallel CE in fp32"),
+        recipe="megatron", implementation="megatron", optimizer_impl="fused", selective="core-attn",
+        loss="vocab-parallel-ce"),
+    FrameworkProfile(
+        "deepspeed", "0.19.x (git edaa722)",
+        ("deepspeed/runtime/zero/config.py: reduce_bucket_size 5e8, overlap_comm only for stage 3",
+         "deepspeed/runtime/zero/stage_1_and_2.py: IPG buffer(s); fp32 grad partition at step",
+         "deepspeed/runtime/zero/stage3.py: grad partitions + IPG bucket; fp32 sub-group grads at step",
+         "transformers gradient checkpointing (full only)"),
+        recipe="mixed", implementation="hf", optimizer_impl="fused", selective="none", loss="hf-ce",
+        bucket_elements=5e8, step_fp32_grads=True),
+    FrameworkProfile(
+        "hf", "transformers 5.24 / peft 0.21 / accelerate 1.15",
+        ("transformers/modeling_utils.py: gradient checkpointing per decoder layer (full only)",
+         "transformers/loss/loss_utils.py: ForCausalLMLoss upcasts logits to fp32",
+         "peft/tuners/tuners_utils.py: cast_adapter_dtype (adapters in fp32)",
+         "transformers/training_args.py: optim adamw_torch_fused (torch >= 2.8)"),
+        recipe="amp", implementation="hf", optimizer_impl="fused", selective="none", loss="hf-ce",
+        fp32_adapters=True, default_zero=0),
+)}
+DEFAULT_FRAMEWORK = "megatron"
+
+
+def framework(name: str) -> FrameworkProfile:
+    """The profile called ``name``; InputError naming the choices."""
+    if name not in FRAMEWORKS:
+        raise InputError("framework", name, f"one of {', '.join(FRAMEWORKS)}")
+    return FRAMEWORKS[name]
+
+
+def op_sac_bytes_per_token(spec: ModelSpec, c: int, tp, fused_qkv: bool = True) -> float:
+    """Op-level selective activation checkpointing (torchtitan): per layer, every other matmul
+    output in forward order is saved (the first, third, ...), plus the attention output and its
+    fp32 logsumexp; norms, RoPE, SiLU and the SwiGLU product are recomputed. Llama-3-8B (fused
+    wqkv, ffn 3.5h): qkv 3h + w1 7h + w2 2h + attention 2h = 14·sbh, as measured on torchtitan's
+    own code (14.0·sbh). Under TP (with sequence parallel) column-parallel outputs are sharded,
+    a row-parallel output is the full-size partial sum, and the reduce-scatter outputs after wo
+    and w2 are saved too (on the save list): 10.0·sbh at tp 2, measured."""
+    a = spec.attention
+    h = spec.hidden_size
+    q, kv = a.num_heads * a.qk_head_dim, a.num_kv_heads * a.qk_head_dim
+    v = a.num_kv_heads * a.value_head_dim
+    attn = [(q + kv + v, False)] if fused_qkv else [(q, False), (kv, False), (v, False)]
+    mlp = [(spec.mlp.intermediate_size, False)] * (2 if spec.mlp.gated else 1) + [(h, True)]
+    outputs = attn + [(a.num_heads * a.value_head_dim, True)] + mlp  # (size, row-parallel)
+    tp = np.asarray(tp, dtype=float)
+    kept = sum(size if row else size / tp for size, row in outputs[0::2]) * c
+    attention = (c * a.num_heads * a.value_head_dim + FP32 * a.num_heads) / tp
+    reduce_scattered = (tp > 1) * 2 * c * h / tp
+    return kept + attention + reduce_scattered
+
+
+def chunked_loss_bytes(spec: ModelSpec, tp) -> tuple[float, float, float]:
+    """torchtitan's chunked loss: (saved per token, transient per token, constant bytes). Saved:
+    the fp32 accumulator of the hidden-state gradient (4h); transient: one chunk's bf16 logits,
+    fp32 copy and fp32 gradient, (2 + 4 + 8)·V / 8; constant: the LM head's gradient accumulated
+    unsharded in fp32 plus the bf16 per-chunk gradient, 6·V·h (divided by tp)."""
+    v = spec.vocab_size / tp
+    return FP32 * spec.hidden_size, (2 + 4 + 8) * v / LOSS_CHUNKS, 6 * v * spec.hidden_size
+
+
+def pp_unsharded_stage_bytes(profile: FrameworkProfile, layout: ParallelLayout, stage_params_total, compute_bytes):
+    """(unsharded params, unsharded fp32 grads) a pipeline stage keeps under FSDP (torchtitan):
+    2 + 4 B per stage parameter when pp > 1 and the states are sharded (ZeRO-3)."""
+    on = np.logical_and(profile.pp_keeps_unsharded, np.logical_and(np.asarray(layout.pp) > 1, layout.zero >= 3))
+    return np.where(on, compute_bytes * stage_params_total, 0.0), np.where(on, FP32 * stage_params_total, 0.0)
+
+
+def bucket_bytes(profile: FrameworkProfile, layout: ParallelLayout, compute_bytes):
+    """DeepSpeed's reduction buckets: reduce_bucket_size elements in the model dtype, two when
+    overlap_comm is on (its default only for ZeRO-3), none without ZeRO."""
+    buffers = np.where(layout.zero >= 3, 2, np.where(layout.zero >= 1, 1, 0))
+    return buffers * profile.bucket_elements * compute_bytes
+
+
+def optimizer_impl_of(settings, recipe) -> str:
+    """The optimizer kernel a run uses: the setting, else the framework's, else the recipe's."""
+    profile = framework(settings.framework)
+    return settings.optimizer_impl or (recipe.optimizer_impl if profile.optimizer_impl == "recipe"
+                                       else profile.optimizer_impl)
+
+
+def loss_of(settings) -> str:
+    """The loss memory kind a run uses: the setting, else the framework's."""
+    return settings.loss or framework(settings.framework).loss

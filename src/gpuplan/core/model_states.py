@@ -1,0 +1,140 @@
+"""Model states on one GPU: the parameters a pipeline stage holds after TP / EP division, and
+their bytes by precision recipe and optimizer after ZeRO/FSDP sharding. Degrees may be Python
+numbers or numpy arrays (the planner). Units: parameters (counts) and bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuplan.core.model import (
+    ModelSpec,
+    attention_params,
+    expert_params,
+    mlp_params,
+    norm_params,
+)
+from gpuplan.core.parallel import ParallelLayout
+from gpuplan.core.precision import OptimizerSpec, PrecisionRecipe
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """Parameters held by one GPU of one pipeline stage (after TP / EP division). Numbers, or
+    numpy arrays when the layout's degrees are arrays."""
+
+    layers: object
+    moe_layers: object
+    dense: object
+    """Attention, dense MLP, shared experts, routers, norms, embeddings/head on this stage."""
+    experts: object
+    """Routed expert parameters on this rank (divided by ep)."""
+    matrices: object
+    """Of dense + experts: the 2-D hidden weight matrices (for Muon/Adafactor)."""
+    largest_layer: object
+    """Parameters of the largest layer on this rank (an FSDP unit)."""
+    root: object
+    """Embedding / LM head / final norm on this stage (the FSDP root unit)."""
+
+    @property
+    def total(self):
+        return self.dense + self.experts
+
+
+def stage_layer_counts(num_layers: int, pp: int) -> list[int]:
+    """Layers per pipeline stage: an even split, the first stages taking the remainder (so the
+    last stage, which also holds the LM head, never has more; Megatron's uneven split with
+    --decoder-last-pipeline-num-layers, torchtitan's split points). Never negative."""
+    base, extra = divmod(num_layers, pp)
+    return [base + (1 if i < extra else 0) for i in range(pp)]
+
+
+def _stage_span(num_layers: int, pp, stage):
+    """(first layer index, layer count) of ``stage`` under stage_layer_counts (array-friendly)."""
+    base, extra = num_layers // pp, num_layers % pp
+    count = base + (stage < extra)
+    start = stage * base + np.minimum(stage, extra)
+    return start, count
+
+
+def _prefix(mask: tuple[bool, ...], num_layers: int) -> np.ndarray:
+    return np.concatenate(([0], np.cumsum(np.asarray(mask or (False,) * num_layers, dtype=float))))
+
+
+def stage_params(spec: ModelSpec, layout: ParallelLayout, stage) -> StageParams:
+    """Parameters on one GPU of pipeline ``stage`` (0 = first; degrees may be arrays)."""
+    h, tp, pp = spec.hidden_size, layout.tp, layout.pp
+    start, count = _stage_span(spec.num_layers, pp, stage)
+    moe_prefix = _prefix(spec.moe_layers, spec.num_layers)
+    n_moe = moe_prefix[start + count] - moe_prefix[start]
+    n_dense = count - n_moe
+    attn = attention_params(spec.attention, h) / tp
+    norms = spec.norms_per_layer * norm_params(spec, h)
+    dense_mlp = mlp_params(spec.mlp.intermediate_size, h, spec.mlp.gated, spec.mlp.bias) / tp
+    moe = spec.moe
+    shared = router = experts_per_layer = 0.0
+    if moe is not None:
+        shared = mlp_params(moe.shared_intermediate_size, h, True) / tp
+        router = h * moe.num_experts
+        experts_per_layer = moe.num_experts * expert_params(moe, h) / layout.ep
+    dense = count * (attn + norms) + n_dense * dense_mlp + n_moe * (shared + router)
+    first, last = stage == 0, stage == pp - 1
+    # vocab-parallel embedding (+ a learned position table, replicated) on the first stage; the
+    # final norm and the LM head on the last (a tied head on another stage keeps its own copy)
+    head = np.where(np.logical_or(not spec.tie_embeddings, pp > 1), spec.vocab_size * h / tp, 0.0)
+    root = first * (spec.vocab_size * h / tp + spec.learned_positions * h) + last * (norm_params(spec, h) + head)
+    matrices = count * attn + n_dense * dense_mlp + n_moe * (shared + router + experts_per_layer)
+    moe_block = np.where(n_moe > 0, shared + router + experts_per_layer, 0.0)
+    largest = attn + norms + np.maximum(np.where(n_dense > 0, dense_mlp, 0.0), moe_block)
+    k = declared_scale(spec)  # a bare --params N: states follow N, in the generic shape's proportions
+    return StageParams(count, n_moe, k * (dense + root), k * n_moe * experts_per_layer, k * matrices,
+                       k * largest, k * root)
+
+
+def declared_scale(spec: ModelSpec) -> float:
+    """declared N / counted N for a bare parameter count (1 for real architectures)."""
+    if spec.declared_params is None:
+        return 1.0
+    from gpuplan.core.model import count_parameters
+
+    return spec.declared_params / count_parameters(spec).total
+
+
+def state_shards(layout: ParallelLayout):
+    """Ranks over which ZeRO/FSDP shards dense model states (HSDP: the shard group)."""
+    return layout.shard_group or layout.dp * layout.cp
+
+
+def expert_state_shards(layout: ParallelLayout):
+    """Ranks over which expert states are sharded: the data-parallel ranks left beside ep."""
+    return np.maximum(1, state_shards(layout) // layout.ep)
+
+
+@dataclass(frozen=True)
+class ModelStates:
+    """Bytes of model states on one GPU."""
+
+    weights: object
+    grads: object
+    master: object
+    optimizer: object
+
+
+def model_state_bytes(params: StageParams, layout: ParallelLayout, recipe: PrecisionRecipe,
+                      optimizer: OptimizerSpec, hidden: int) -> ModelStates:
+    """States after ZeRO/FSDP sharding (stage 1: optimizer + master, 2: + grads, 3: + weights)."""
+    dense, experts = params.dense, params.experts
+    shards, expert_shards = state_shards(layout), expert_state_shards(layout)
+
+    def sharded(stage: int):
+        return np.where(layout.zero >= stage, dense / shards + experts / expert_shards, dense + experts)
+
+    total = params.total
+    matrix_share = np.where(total > 0, params.matrices / np.where(total > 0, total, 1), 0.0)
+    matrix_states = optimizer.matrix_states if optimizer.name != "adafactor" else 2 / hidden
+    states = matrix_share * matrix_states + (1 - matrix_share) * optimizer.other_states
+    state_bytes = optimizer.fixed_state_bytes or recipe.state_bytes
+    per_param = states * state_bytes + optimizer.overhead_bytes_per_param
+    return ModelStates(weights=recipe.weight_bytes * sharded(3), grads=recipe.grad_bytes * sharded(2),
+                       master=recipe.master_bytes * sharded(1), optimizer=per_param * sharded(1))
