@@ -61,6 +61,27 @@ def layer_matmul_weights_per_token(spec: ModelSpec) -> int:
     return weights
 
 
+def layer_gemm_widths_per_token(spec: ModelSpec) -> float:
+    """Input + output widths of the matmuls one token passes through in an average layer
+    (elements per token; MoE: the routed experts and shared expert), for FP8 operand casts."""
+    h, a = spec.hidden_size, spec.attention
+    q, kv = a.num_heads * a.qk_head_dim, a.num_kv_heads * a.qk_head_dim
+    out = a.num_heads * a.value_head_dim
+    attention = (h + q + 2 * kv) + (out + h)  # fused qkv, output projection
+
+    def mlp(i: float, gated: bool) -> float:
+        return (h + (2 if gated else 1) * i) + (i + h)
+
+    dense = mlp(spec.mlp.intermediate_size, spec.mlp.gated)
+    total = spec.num_layers * attention + spec.num_dense_layers * dense
+    if spec.moe is not None and spec.num_moe_layers:
+        moe = spec.moe
+        experts = moe.experts_per_token * mlp(moe.expert_intermediate_size, True)
+        shared = mlp(moe.shared_intermediate_size, True) if moe.shared_intermediate_size else 0.0
+        total += spec.num_moe_layers * (experts + shared)
+    return total / spec.num_layers
+
+
 def mean_attended_keys(seq_len, window: int | None, convention: AttentionConvention):
     """Keys each query attends to, averaged over the sequence.
 

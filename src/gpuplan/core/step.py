@@ -24,6 +24,7 @@ from gpuplan.core import activations as A
 from gpuplan.core import comm as C
 from gpuplan.core import flops as F
 from gpuplan.core.model import ModelSpec
+from gpuplan.core.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.topology import Cluster
 
 # Maximum achievable matmul FLOPS as a fraction of dense peak (BF16), measured with
@@ -35,6 +36,20 @@ MAMF_FRACTION = {
     "gh200": 0.836, "b200": 0.776, "gb200": 0.776, "mi250x": 0.767, "mi300x": 0.601, "gaudi2": 0.969,
 }
 DEFAULT_MAMF_FRACTION = 0.75  # parts without a published MAMF measurement
+# The same measurement for FP8 (e4m3) GEMMs, as a fraction of the dense FP8 peak: H100 SXM reaches
+# 70.9% (stas00/ml-engineering MAMF table), against 80.3% in BF16; parts without an FP8 figure
+# take their BF16 fraction scaled by the H100 ratio (0.709 / 0.803).
+MAMF_FP8_FRACTION = {"h100-sxm": 0.709, "h800-sxm": 0.709, "h200-sxm": 0.709}
+FP8_MAMF_RATIO = 0.709 / 0.803
+# FP8 training (Transformer Engine / torchao, current or delayed tensorwise scaling) casts every
+# GEMM operand: forward X (read bf16 2 B + write fp8 1 B + amax read 2 B), backward dY the same,
+# and the fp8 transposes of X and dY for the weight gradient (read 1 + write 1): 7 B per element of
+# each GEMM's input and output width per token; weights 5 B per parameter per micro-batch. All
+# memory-bound (TE's cast_transpose kernels; Micikevicius et al. 2022, "FP8 formats for deep
+# learning", Sec. 4). The LM head, embeddings and attention stay in BF16 (TE and torchao keep
+# the output layer in high precision by default).
+FP8_CAST_BYTES_PER_ELEMENT = 7.0
+FP8_WEIGHT_CAST_BYTES = 5.0
 
 # Executed (causal) attention FLOPs per second / dense peak, forward+backward of the fused
 # attention kernel, fitted with the two GEMM constants below to the 209 llm-foundry MPT BF16
@@ -73,6 +88,10 @@ class StepSettings:
     """'full', or 'lora'/'qlora': a frozen base (no weight-gradient matmuls, gradients and
     optimizer step for the adapters only; core/finetune.py)."""
     lora_rank: int = 16
+    selective: str = "core-attn"
+    """What --recompute selective re-runs (the framework's, core.frameworks): 'core-attn'
+    (Megatron: the attention core) or 'op-sac' (torchtitan: every other matmul and all
+    elementwise work of the forward; attention outputs are saved)."""
 
 
 @dataclass(frozen=True)
@@ -100,9 +119,26 @@ class StepBreakdown:
         return self.tp_comm + self.pp_comm + self.dp_comm + self.cp_comm + self.ep_comm
 
 
+def op_sac_recomputed_share(spec: ModelSpec) -> float:
+    """Share of a layer's forward matmul FLOPs that torchtitan's op-level SAC re-runs in backward:
+    the matmuls in even forward positions (wo and w3 of a Llama layer with fused wqkv; the odd
+    ones' outputs are saved, torchtitan/distributed/activation_checkpoint.py): 35% on Llama-3-8B."""
+    h, a = spec.hidden_size, spec.attention
+    i = spec.mlp.intermediate_size
+    qkv = h * (a.num_heads * a.qk_head_dim + a.num_kv_heads * (a.qk_head_dim + a.value_head_dim))
+    wo = a.num_heads * a.value_head_dim * h
+    mlp = [h * i] * (2 if spec.mlp.gated else 1) + [i * h]
+    flops = [qkv, wo, *mlp]
+    return sum(flops[1::2]) / sum(flops)
+
+
+def _mamf(gpu_id: str) -> float:
+    return MAMF_FRACTION.get(gpu_id, DEFAULT_MAMF_FRACTION)
+
+
 def gemm_efficiency(gpu_id: str, smallest_dim, d_half: float):
     """Fraction of dense peak a GEMM reaches: MAMF x d / (d + d_half)."""
-    return MAMF_FRACTION.get(gpu_id, DEFAULT_MAMF_FRACTION) * smallest_dim / (smallest_dim + d_half)
+    return _mamf(gpu_id) * smallest_dim / (smallest_dim + d_half)
 
 
 def _min(a, b):
@@ -115,45 +151,39 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     ``layers`` layers (``head``: the LM head lives here)."""
     gpu = cluster.gpu
     peak = gpu.peak(settings.dtype)  # matmuls run at the compute dtype's peak (FP8 linears) ...
-    attn_peak = gpu.peak("bf16") if gpu.has_dtype("bf16") else peak  # ... attention stays in bf16
+    bf16_peak = gpu.peak("bf16") if gpu.has_dtype("bf16") else peak  # ... attention and the LM head in bf16
+    attn_peak = bf16_peak
+    fp8 = settings.dtype == "fp8"
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
     gemm_flops = 2.0 * F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp
     attn_flops = F.attention_core_flops_per_token(spec, settings.seq_len, "causal") / spec.num_layers / tp
     e_gemm = gemm_efficiency(gpu.id, _min(h / tp, tokens), settings.gemm_d_half)
+    if fp8:
+        e_gemm = e_gemm * MAMF_FP8_FRACTION.get(gpu.id, FP8_MAMF_RATIO * _mamf(gpu.id)) / _mamf(gpu.id)
     act = A.layer_activations(spec, settings.seq_len, impl="megatron").total / tp
     t_gemm = gemm_flops / (peak * e_gemm)
     e_attn = settings.attention_efficiency or ATTENTION_EFFICIENCY.get(gpu.id, DEFAULT_ATTENTION_EFFICIENCY)
     t_attn = attn_flops / (attn_peak * e_attn)
     t_elem = settings.elementwise_factor * act / (gpu.memory_bandwidth * settings.hbm_efficiency)
+    if fp8:  # operand casts (forward third, backward two thirds, like the other elementwise work)
+        widths = F.layer_gemm_widths_per_token(spec) / tp
+        weights = F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp
+        cast = FP8_CAST_BYTES_PER_ELEMENT * widths + FP8_WEIGHT_CAST_BYTES * weights / tokens
+        t_elem = t_elem + cast / (gpu.memory_bandwidth * settings.hbm_efficiency)
     fwd = tokens * (t_gemm + t_attn + t_elem / 3)
     weight_grads = 1.0 if settings.finetune == "full" else 0.0  # a frozen base computes input gradients only
     bwd = tokens * ((1 + weight_grads) * t_gemm + 2.5 * t_attn + 2 * t_elem / 3)
-    extra = {"none": 0.0, "selective": tokens * t_attn, "full": fwd}[settings.recompute]
+    if settings.recompute == "selective" and settings.selective == "op-sac":
+        extra = tokens * (op_sac_recomputed_share(spec) * t_gemm + t_elem / 3)
+    else:
+        extra = {"none": 0.0, "selective": tokens * t_attn, "full": fwd}[settings.recompute]
     per_layer = fwd + bwd + extra
     head_flops = 2.0 * spec.vocab_size * h / tp
-    head_time = (2 + weight_grads) * tokens * head_flops / (peak * gemm_efficiency(gpu.id, _min(h, tokens),
-                                                                                    settings.gemm_d_half))
+    head_time = (2 + weight_grads) * tokens * head_flops / (bf16_peak * gemm_efficiency(gpu.id, _min(h, tokens),
+                                                                                         settings.gemm_d_half))
     return (layers * per_layer + head * head_time, layers * tokens * (t_attn * 3.5),
             layers * tokens * (1 + weight_grads) * t_gemm)
-
-
-def _link(cluster: Cluster, span):
-    """Bandwidth and latency for groups spanning ``span`` consecutive ranks (array-friendly)."""
-    up_bw, up_lat = cluster.link(1)
-    out_bw, out_lat = cluster.link(cluster.gpus_per_node + 1)
-    inside = span <= cluster.gpus_per_node
-    return inside * up_bw + (1 - inside) * out_bw, inside * up_lat + (1 - inside) * out_lat
-
-
-def params_per_gpu(spec: ModelSpec, tp, pp, ep):
-    """Parameters one GPU holds before ZeRO sharding: dense weights / (tp x pp), experts /
-    (ep x pp) (approximation used for communication volumes)."""
-    from gpuplan.core.model import count_parameters
-
-    counts = count_parameters(spec)
-    dense = counts.total - counts.routed_experts
-    return dense / (tp * pp) + counts.routed_experts / (ep * pp)
 
 
 def _adapters_per_gpu(spec: ModelSpec, settings: StepSettings, tp, pp):
@@ -179,58 +209,20 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
     compute = t_mb * micro_batches
     bubble = t_mb * (pp - 1) / vpp
-    tokens = micro_batch * settings.seq_len / cp
-    h = spec.hidden_size
-    act_bytes = tokens * h * 2.0
-    # TP: 2 all-reduces forward + 2 backward per layer (Megatron, Shoeybi et al. 2019 Fig. 4);
-    # with sequence parallelism reduce-scatter + all-gather of the same volume; +2 on recompute
-    per_layer_collectives = 4 + 2 * (settings.recompute == "full")
-    tp_bw, tp_lat = _link(cluster, tp)
-    tp_total = micro_batches * layers * per_layer_collectives * C.all_reduce_time(act_bytes, tp, tp_bw, tp_lat)
-    tp_exposed = (1 - settings.tp_overlap) * tp_total
-    # PP: activations (scattered over tp) forward and gradients backward at each boundary; only the
-    # fill and drain transfers are exposed
-    pp_bw, pp_lat = _link(cluster, tp * cp * dp * pp)
-    pp_one = C.p2p_time(act_bytes / tp, pp_bw, pp_lat)
-    pp_total = 2 * micro_batches * (pp > 1) * pp_one
-    pp_exposed = 2 * (pp - 1) * pp_one
-    # DP / ZeRO over dp x cp ranks
     data = dp * cp
-    shard = data if shard_group is None else shard_group
-    replicas = data / shard
-    dp_bw, dp_lat = _link(cluster, tp * shard)
-    rep_bw, rep_lat = _link(cluster, tp * data)
     params = params_per_gpu(spec, tp, pp, ep)
     trained = params if settings.finetune == "full" else _adapters_per_gpu(spec, settings, tp, pp)
-    grads = trained * settings.grad_comm_bytes
-    weights = params * settings.weight_comm_bytes
-    zero3 = zero >= 3
-    sync = (1 - zero3) * (C.reduce_scatter_time(grads, shard, dp_bw, dp_lat)
-                          + C.all_gather_time(weights, shard, dp_bw, dp_lat))  # == all-reduce volume at zero 0
-    gathers = zero3 * micro_batches * 2 * C.all_gather_time(weights, shard, dp_bw, dp_lat)
-    across = C.all_reduce_time(grads / shard, replicas, rep_bw, rep_lat)  # HSDP: shards across groups
-    dp_total = sync + gathers + zero3 * C.reduce_scatter_time(grads, shard, dp_bw, dp_lat) + across
-    window = t_bwd_gemm_mb + zero3 * compute
-    dp_exposed = C.exposed(dp_total, window, settings.dp_overlap)
-    # CP: ring of K/V blocks, overlapped with attention (Liu et al. 2023, Ring Attention)
-    a = spec.attention
-    kv_width = (a.num_heads if a.is_mla else a.num_kv_heads) * (a.qk_head_dim + a.value_head_dim)
-    cp_bw, cp_lat = _link(cluster, tp * cp)
-    cp_total = micro_batches * layers * 3 * (cp - 1) * C.p2p_time(tokens * kv_width * 2.0 / tp, cp_bw, cp_lat)
-    cp_exposed = C.exposed(cp_total, micro_batches * t_attn_mb, 1.0)
-    # EP: dispatch + combine all-to-all per MoE layer, forward and backward
-    ep_total = 0.0
-    if spec.moe is not None:
-        ep_bw, ep_lat = _link(cluster, tp * cp * ep)
-        moe_layers = spec.num_moe_layers * layers / spec.num_layers
-        routed = tokens * spec.moe.experts_per_token * h * 2.0
-        ep_total = micro_batches * moe_layers * 4 * C.all_to_all_time(routed, ep, ep_bw, ep_lat)
-    ep_exposed = (1 - settings.ep_overlap) * ep_total
+    costs = step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
+                               micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
+                               layers=layers, trained_params=trained, t_attn_mb=t_attn_mb,
+                               t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute)
+    exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
+    comm_total = sum((c.total for c in costs), 0.0)
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)
     shards = data * (zero >= 1) + (zero < 1)
     optimizer = 2 * 16.0 * trained / shards / (cluster.gpu.memory_bandwidth * settings.hbm_efficiency)
-    return StepBreakdown(compute, bubble, tp_exposed, pp_exposed, dp_exposed, cp_exposed, ep_exposed, optimizer,
-                         comm_total=tp_total + pp_total + dp_total + cp_total + ep_total)
+    return StepBreakdown(compute, bubble, exposed["TP"], exposed["PP"], exposed["DP"], exposed["CP"], exposed["EP"],
+                         optimizer, comm_total=comm_total)
 
 
 def model_flops_per_token(spec: ModelSpec, seq_len, finetune: str = "full", lora_rank: int = 16) -> float:

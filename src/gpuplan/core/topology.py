@@ -51,9 +51,11 @@ class Cluster:
 def cluster_for(gpu: Accelerator, gpus_per_node: int | None = None, nic_gbit_per_gpu: float | None = None,
                 scale_up_efficiency: float = DEFAULT_SCALE_UP_EFFICIENCY,
                 scale_out_efficiency: float = DEFAULT_SCALE_OUT_EFFICIENCY) -> Cluster:
-    """A cluster of ``gpu`` with catalog defaults: node size and scale-up bandwidth from the
+    """A cluster of ``gpu`` with catalog defaults: scale-up domain and bandwidth from the
     hardware catalog, scale-out from the catalog's per-device NIC figure or 400 Gb/s."""
-    per_node = gpus_per_node or gpu.devices_per_node or 8
+    # the link model's "node" is the scale-up (NVLink) domain: 8 on HGX, 72 on GB200 NVL72, where a
+    # compute tray holds 4 GPUs but every GPU reaches the other 71 over NVLink 5 switches
+    per_node = gpus_per_node or gpu.scale_up_domain or gpu.devices_per_node or 8
     if per_node < 1:
         raise InputError("gpus_per_node", per_node, "must be a positive integer")
     up = (gpu.scale_up_bandwidth or 64e9) / 2  # catalog figures are both directions summed

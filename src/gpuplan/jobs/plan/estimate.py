@@ -10,7 +10,7 @@ import numpy as np
 from gpuplan.catalog import prediction_band
 from gpuplan.core import memory as M
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count
-from gpuplan.jobs.plan.explain import comparison_lines, memory_lines, step_lines, why_lines
+from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.search import PlanSearch, best_index, search
 from gpuplan.planner.plan import Plan, evaluate_layout, layout_text, ranking, row_layout
@@ -80,7 +80,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
         Line("best_cost", "cost", cost, "USD", "n/a (no price)" if cost is None else f"${cost:,.0f}",
              result.price_source, *(band(cost) if cost is not None else (None, None))),
         Line("best_peak_bytes", "peak memory per GPU", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
-             "allocated + CUDA context + NCCL buffers (= gpuplan memory of this layout)"),
+             "reserved + CUDA context + NCCL buffers (= gpuplan memory of this layout)"),
         Line("searched", "layouts searched", result.searched, "", f"{result.searched:,}",
              f"{len(result.table):,} fit; {result.searched / max(result.seconds, 1e-9):,.0f} layouts/s"),
     )
@@ -109,7 +109,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best"))
     tables = (Table(f"top {len(top)} layouts (ranked by {inputs.rank_by})", COLUMNS, _rows(table, top)),
               Table("Pareto front (GPUs vs days" + (" vs cost)" if price is not None else ")"), COLUMNS,
-                    _rows(table, front[:20])))
+                    _rows(table, front[:20])),
+              communication_table(plan, result.evaluator))
     budget = _budget_for(plan, inputs, result, float(table["days"][best]) * SECONDS_PER_DAY,
                          float(table["gpu_hours"][best]))
     calibration = ()
@@ -129,8 +130,10 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
                   (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",) + budget.notes,
                   tables + budget.tables, headline=PLAN_HEADLINE,
-                  key_assumptions=("efficiency", "global_batch", "price"), summary_table=tables[0].title,
-                  summary_columns=("GPUs", "layout", "step s", "MFU", "days", "cost", "peak/GPU"))
+                  key_assumptions=("efficiency", "global_batch", "price"),
+                  summary_table=tables[2].title if inputs.explain else tables[0].title,
+                  summary_columns=() if inputs.explain else ("GPUs", "layout", "step s", "MFU", "days", "cost",
+                                                              "peak/GPU"))
 
 
 def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[Assumption, ...]:

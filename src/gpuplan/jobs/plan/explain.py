@@ -3,12 +3,14 @@ it in the article's terms, and — for a layout the user fixed — where it rank
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from gpuplan.core.units import format_bytes
 from gpuplan.planner.plan import Plan
 from gpuplan.planner.search import LayoutTable
-from gpuplan.report.model import Line
+from gpuplan.report.model import Line, Table
 
 STEP_PARTS = (("compute", "compute"), ("bubble", "pipeline bubble"), ("tp_comm", "exposed TP communication"),
               ("pp_comm", "exposed PP communication"), ("dp_comm", "exposed DP/FSDP communication"),
@@ -98,3 +100,38 @@ def comparison_lines(mine: Plan, best: Plan, free: LayoutTable) -> tuple[Line, .
         lines.append(Line("check_loses_by", "slower than the planner's best", 0.0, "fraction", "it is the best",
                           best.text()))
     return tuple(lines)
+
+
+COMMUNICATION_COLUMNS = ("group", "collective", "calls", "bytes each", "link", "s/step", "exposed s")
+
+
+def communication_table(plan: Plan, ev) -> Table:
+    """The plan's communication, collective by collective (core.step_comm), for `plan --explain`."""
+    from gpuplan.core.step import _adapters_per_gpu, microbatch_compute_time, params_per_gpu
+    from gpuplan.core.step_comm import step_communication
+
+    lay, cluster = plan.layout, ev.cluster
+    settings = replace(ev.step, recompute=plan.recompute)
+    base, extra = ev.spec.num_layers // lay.pp, ev.spec.num_layers % lay.pp
+    layers = base + (extra > 0)
+    t_mb, t_attn, t_bwd = microbatch_compute_time(ev.spec, cluster, settings, lay.tp, lay.cp, lay.micro_batch, layers,
+                                                  head=lay.pp == 1)
+    trained = (params_per_gpu(ev.spec, lay.tp, lay.pp, lay.ep) if settings.finetune == "full"
+               else _adapters_per_gpu(ev.spec, settings, lay.tp, lay.pp))
+    m = lay.micro_batches_per_step
+    costs = step_communication(ev.spec, cluster, settings, dp=lay.dp, tp=lay.tp, pp=lay.pp, vpp=lay.vpp, cp=lay.cp,
+                               ep=lay.ep, zero=lay.zero, micro_batch=lay.micro_batch, micro_batches=m,
+                               shard_group=lay.shard_group, layers=layers, trained_params=trained, t_attn_mb=t_attn,
+                               t_bwd_gemm_mb=t_bwd, compute=float(plan.step.compute))
+    rows = []
+    for c in costs:
+        if float(c.calls) <= 0:
+            continue
+        where = "NVLink" if float(c.span) <= cluster.gpus_per_node else "network"
+        rows.append((c.parallelism, c.collective, f"{float(c.calls):,.0f}", format_bytes(float(c.bytes_per_call)),
+                     where, f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
+    total = sum(float(c.total) for c in costs)
+    exposed = sum(float(c.exposed) for c in costs)
+    rows.append(("all", "", "", "", "", f"{total:.3f}", f"{exposed:.3f}"))
+    return Table(f"Communication per step ({plan.step_seconds:.3f} s) of {plan.text()}", COMMUNICATION_COLUMNS,
+                 tuple(rows))

@@ -66,6 +66,8 @@ class PlanInputs(ModelFields, LayoutFields, SetupFields, StepFields, BudgetField
     rank_by: Annotated[T.choice(*RANK_BY), _f("time", "Rank layouts by time, cost or gpus.")]
     top: Annotated[T.typed(int, T.count(1000, whole=True)), _f(10, "Layouts to show.")]
     calibration: V.Calibration
+    explain: Annotated[T.Bool, _f(False, "Show the chosen layout's communication collective by collective (bytes, "
+                                         "link, time, exposed time) instead of the top layouts.")]
     exhaustive: Annotated[T.Bool, _f(False, "Time every layout and recompute mode (no pruning): the reference the "
                                             "pruned search is tested against.")]
 

@@ -32,7 +32,8 @@ def evaluator_for(inputs) -> Evaluator:
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
     step = StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=inputs.dp_overlap,
                         tp_overlap=inputs.tp_overlap, attention_efficiency=inputs.attention_efficiency,
-                        finetune=inputs.finetune, lora_rank=inputs.lora_rank)
+                        finetune=inputs.finetune, lora_rank=inputs.lora_rank,
+                        selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn")
     overheads, scale = inputs.overheads().for_gpu(gpu.scale_up_bandwidth), 1.0
     if inputs.calibration is not None:
         from gpuplan.calibrate.apply import apply_to_cluster, apply_to_overheads, apply_to_step_settings

@@ -107,6 +107,21 @@ def throughput_validation_cases() -> list[Case]:
     return out
 
 
+def published_throughput_validation() -> tuple[list[Case], list[tuple[str, str]]]:
+    """Tokens/s/GPU of recent published runs (NeMo / Megatron-Bridge, torchtitan), all held out."""
+    from gpuplan.jobs.validation.published_throughput import published_throughput_cases
+
+    cases, excluded = published_throughput_cases()
+    out = []
+    for c in cases:
+        source = "torchtitan" if c.family.startswith("torchtitan") else "NeMo/Megatron-Bridge"
+        hardware = "Blackwell" if any(g in c.family for g in ("b200", "b300", "gb200")) else "Hopper"
+        kind = (f"throughput: {source} {hardware} {'MoE' if c.moe else 'dense'} "
+                f"{'FP8' if c.precision == 'fp8' else 'BF16'} (held out)")
+        out.append(Case(c.id, kind, c.measured, c.predicted, "tokens/s/GPU", c.family))
+    return out, excluded
+
+
 def inference_validation() -> tuple[list[Case], list[tuple[str, str]]]:
     """Inference cases (KV capacity, weights, decode speed) and their exclusions."""
     from gpuplan.jobs.validation.inference import (
@@ -164,8 +179,9 @@ def _framework_tables() -> tuple[Table, ...]:
 
 def validation_report() -> Report:
     inference_cases, inference_excluded = inference_validation()
+    published, published_excluded = published_throughput_validation()
     cases = (validation_cases() + memory_validation_cases() + framework_validation_cases() + published_memory_cases()
-             + allocator_cases() + throughput_validation_cases() + inference_cases)
+             + allocator_cases() + throughput_validation_cases() + published + inference_cases)
     kinds = sorted({c.kind for c in cases})
     summary = []
     for kind in kinds:
@@ -174,7 +190,7 @@ def validation_report() -> Report:
     rows = tuple((c.id, c.kind, _amount(c), _amount(c, predicted=True), f"{c.error:+.1%}", c.basis, c.note)
                  for c in cases)
     excluded = tuple((e["id"], e["reason"]) for e in reference_runs().get("excluded", [])) + tuple(
-        tuple(x) for x in inference_excluded)
+        tuple(x) for x in inference_excluded) + tuple(published_excluded)
     return Report(
         "validate", "Accuracy against published runs", (), (), (),
         notes=("error = (predicted - measured) / measured; mean and max are of |error|",),
@@ -193,7 +209,7 @@ def _amount(case: Case, predicted: bool = False) -> str:
     if case.kind.startswith("inference: batch-1 decode"):
         return f"{value:.1f}"
     if case.kind.startswith("throughput"):
-        return f"{value:.3f}" if value < 1 else f"{value:.1f}"
+        return f"{value:.3f}" if value < 1 else f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
     return f"{value:,.0f}"
 
 
@@ -228,6 +244,12 @@ def accuracy_markdown(report: Report) -> str:
            "(`published_memory.yaml`), compared in the unit each reports (reserved vs gpuplan's reserved,",
            "allocated vs allocated); scored only. The allocator kind: Megatron logs printing both peaks",
            "(`allocator_ratios.yaml`); its `fit` rows set the reserve constant, the held-out rows are scored.",
+           "",
+           "Published throughput kinds (issue 15): tokens/s/GPU of recent runs at their exact layouts",
+           "(`published_throughput.yaml`: NeMo / Megatron-Bridge performance summaries on H100, B200, B300 and",
+           "GB200 NVL72, torchtitan benchmarks on H100/H200; dense and MoE, BF16 and FP8). All held out: no",
+           "constant was fitted on them. MoE rows are force-balanced upper bounds whose published figures move",
+           "by up to 2x between releases of the same layout; NVFP4, FP8 rowwise and incomplete rows are excluded.",
            "",
            "Throughput kinds: the step-time model (core/step.py) predicts each published run's MFU (llm-foundry,",
            "IBM: their own formula 6N + 12·L·h·s per token) or hardware TFLOP/s (Megatron 2021: eq. 3 with",

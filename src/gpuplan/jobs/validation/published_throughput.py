@@ -1,0 +1,90 @@
+"""Tokens per second per GPU of recent published runs with full layouts
+(catalog/reference/published_throughput.yaml: NeMo / Megatron-Bridge performance summaries on
+H100, B200, B300, GB200, torchtitan benchmarks on H100/H200; dense and MoE, BF16 and FP8),
+predicted by the step model at each run's exact layout. Every family is held out: no constant
+was fitted on these rows. Rows the model cannot express are listed as excluded with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from gpuplan.catalog import load_accelerator
+from gpuplan.core.step import StepSettings, step_time
+from gpuplan.core.topology import cluster_for
+from gpuplan.jobs.validation.throughput import run_spec
+
+# What the step model runs each precision label as: MXFP8 (Blackwell block scaling) and FP8
+# tensorwise/current/delayed scaling all as FP8 GEMMs with operand casts (core/step.py).
+PRECISION = {"bf16": "bf16", "fp8": "fp8", "fp8-tensorwise": "fp8", "fp8-delayed": "fp8", "mxfp8": "fp8"}
+# torchtitan's "selective" is op-level SAC (its configs' default); NeMo/Megatron's is core_attn
+SELECTIVE = {"torchtitan": "op-sac"}
+
+
+@dataclass(frozen=True)
+class PublishedThroughputCase:
+    id: str
+    family: str
+    precision: str
+    moe: bool
+    measured: float
+    """Tokens per second per GPU, as published."""
+    predicted: float
+
+    @property
+    def error(self) -> float:
+        return (self.predicted - self.measured) / self.measured
+
+
+def published_throughput_rows() -> list[dict[str, Any]]:
+    import yaml
+
+    text = (resources.files("gpuplan.catalog") / "reference" / "published_throughput.yaml").read_text("utf-8")
+    return yaml.safe_load(text)["runs"]
+
+
+def why_not(run: dict[str, Any]) -> str:
+    """Why a row cannot be predicted ('' when it can)."""
+    if PRECISION.get(run.get("precision")) is None:
+        return f"precision {run.get('precision')}: no step model for it yet"
+    lay, model = run["layout"], run["model"]
+    if not model.get("catalog") and any(model.get(k) is None for k in ("layers", "hidden", "heads", "ffn", "vocab")):
+        return "model shape incomplete (vocabulary not stated)"
+    if not run["measured"].get("tokens_per_s_per_gpu"):
+        return "no tokens/s/GPU published"
+    if any(lay.get(k) is None for k in ("tp", "pp", "dp", "micro_batch", "global_batch")):
+        return "layout incomplete"
+    return ""
+
+
+def predict_tokens_per_gpu_s(run: dict[str, Any]) -> float:
+    """Tokens per second per GPU the step model predicts at the run's layout."""
+    spec = run_spec(run["model"])
+    gpu = load_accelerator(run["gpu"])
+    cluster = cluster_for(gpu)
+    lay = run["layout"]
+    settings = StepSettings(seq_len=run["model"]["seq_len"], recompute=lay.get("recompute") or "none",
+                            dtype=PRECISION[run["precision"]],
+                            selective=SELECTIVE.get(run["family"].split("-")[0], "core-attn"))
+    micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
+    step = step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
+                     cp=lay.get("cp") or 1, ep=lay.get("ep") or 1, zero=lay.get("zero") or 0,
+                     micro_batch=lay["micro_batch"], micro_batches=micro_batches).total
+    return lay["global_batch"] * run["model"]["seq_len"] / step / run["gpus"]
+
+
+def published_throughput_cases() -> tuple[list[PublishedThroughputCase], list[tuple[str, str]]]:
+    """(cases, excluded (id, reason))."""
+    cases, excluded = [], []
+    for run in published_throughput_rows():
+        why = why_not(run)
+        if why:
+            excluded.append((run["id"], why))
+            continue
+        spec = run_spec(run["model"])
+        cases.append(PublishedThroughputCase(run["id"], run["family"], PRECISION[run["precision"]],
+                                             spec.moe is not None, float(run["measured"]["tokens_per_s_per_gpu"]),
+                                             predict_tokens_per_gpu_s(run)))
+    return cases, excluded

@@ -1,0 +1,114 @@
+"""Communication collective by collective (core/step_comm.py), `plan --explain`, and the FP8
+operand-cast cost (core/step.py): hand-computed volumes and the sums step_time reports."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.adapters.hf_config import model_spec_from_hf_config
+from gpuplan.adapters.resolve import resolve_gpu
+from gpuplan.catalog import model_entries
+from gpuplan.core import flops as F
+from gpuplan.core.step import StepSettings, microbatch_compute_time, params_per_gpu, step_time
+from gpuplan.core.step_comm import step_communication
+from gpuplan.core.topology import cluster_for
+
+
+def _spec(name):
+    return model_spec_from_hf_config(model_entries()[name]["config"], name=name)
+
+
+LAYOUT = dict(dp=4, tp=2, pp=2, vpp=2, cp=1, ep=4, zero=1, micro_batch=1, micro_batches=8, shard_group=None)
+
+
+def _costs(spec, settings, **layout):
+    cluster = cluster_for(resolve_gpu("h100"))
+    lay = {**LAYOUT, **layout}
+    layers = spec.num_layers // lay["pp"]
+    t_mb, t_attn, t_bwd = microbatch_compute_time(spec, cluster, settings, lay["tp"], lay["cp"], lay["micro_batch"],
+                                                  layers, head=False)
+    return step_communication(spec, cluster, settings, **lay, layers=layers,
+                              trained_params=params_per_gpu(spec, lay["tp"], lay["pp"], lay["ep"]),
+                              t_attn_mb=t_attn, t_bwd_gemm_mb=t_bwd, compute=t_mb * lay["micro_batches"])
+
+
+def test_volumes_are_the_hand_counts():
+    spec = _spec("mixtral-8x7b")  # h 4096, 32 layers, top-2 of 8 experts
+    costs = {c.parallelism + ":" + c.collective: c for c in _costs(spec, StepSettings(seq_len=4096))}
+    tokens = 4096
+    # TP: 4 collectives per layer x 16 layers of the stage x 8 micro-batches, b·s·h·2 bytes each
+    tp = costs["TP:all-reduce / AG+RS (SP)"]
+    assert tp.calls == 4 * 16 * 8 and tp.bytes_per_call == tokens * 4096 * 2
+    # PP: forward and backward send per micro-batch, twice as many boundaries with vpp 2
+    pp = costs["PP:send/recv"]
+    assert pp.calls == 2 * 8 * 2 and pp.bytes_per_call == tokens * 4096 * 2 / 2
+    # EP: each TP rank dispatches its s/tp tokens x top-2 x h x 2 bytes, 4 all-to-alls per MoE layer
+    ep = costs["EP:all-to-all"]
+    assert ep.bytes_per_call == tokens / 2 * 2 * 4096 * 2 and ep.calls == 4 * 16 * 8
+    assert ep.span == 2 * 4  # tp x cp x ep consecutive ranks: inside an 8-GPU node
+
+
+def test_step_time_is_the_sum_of_the_collectives():
+    spec = _spec("mixtral-8x7b")
+    settings = StepSettings(seq_len=4096)
+    costs = _costs(spec, settings)
+    cluster = cluster_for(resolve_gpu("h100"))
+    step = step_time(spec, cluster, settings, **LAYOUT)
+    assert step.exposed_comm == pytest.approx(sum(c.exposed for c in costs))
+    assert step.comm_total == pytest.approx(sum(c.total for c in costs))
+    assert step.ep_comm == pytest.approx(sum(c.exposed for c in costs if c.parallelism == "EP"))
+
+
+def test_fp8_pays_for_its_operand_casts():
+    spec = _spec("llama-3.1-8b")
+    cluster = cluster_for(resolve_gpu("h100"))
+    bf16 = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096, dtype="bf16"), 1, 1, 1, 32, head=False)
+    fp8 = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096, dtype="fp8"), 1, 1, 1, 32, head=False)
+    # the casts alone: 32 layers x 4096 tokens x (7 B x widths + 5 B x weights / tokens) / (3.35 TB/s x 0.75)
+    widths = F.layer_gemm_widths_per_token(spec)
+    weights = F.layer_matmul_weights_per_token(spec) / 32
+    cast = 32 * 4096 * (7 * widths + 5 * weights / 4096) / (3.35e12 * 0.75)
+    gemm_bf16 = bf16[2]  # backward GEMM seconds (2 x forward)
+    gemm_fp8 = fp8[2]
+    # FP8 GEMMs: the FP8 peak (1978.9 vs 989.4 TFLOP/s) at 0.709 / 0.803 of the efficiency
+    assert gemm_fp8 == pytest.approx(gemm_bf16 * 989.4 / 1978.9 / (0.709 / 0.803))
+    assert fp8[0] - bf16[0] == pytest.approx(cast + 1.5 * (gemm_fp8 - gemm_bf16), rel=1e-6)
+    assert widths == (4096 + 4096 + 2 * 1024) + (4096 + 4096) + (4096 + 2 * 14336) + (14336 + 4096)
+
+
+def test_plan_explain_prints_the_communication_table(capsys):
+    from gpuplan.cli import main
+
+    assert main(["plan", "mixtral-8x7b", "--tokens", "2T", "--gpu", "h100", "--gpus", "256", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "Communication per step" in out and "all-to-all" in out and "exposed s" in out
+
+
+def test_op_sac_recomputes_every_other_matmul():
+    from gpuplan.core.step import op_sac_recomputed_share
+
+    # Llama-3.1-8B forward matmuls per token: wqkv 4096 x 6144, wo 4096 x 4096, w1, w3, w2 4096 x 14336;
+    # op-level SAC saves wqkv, w1, w2 and re-runs wo and w3: (16.78M + 58.72M) / 218.10M = 34.6%
+    share = op_sac_recomputed_share(_spec("llama-3.1-8b"))
+    assert share == pytest.approx((4096 * 4096 + 4096 * 14336) / (4096 * 6144 + 4096 * 4096 + 3 * 4096 * 14336))
+    assert share == pytest.approx(0.3462, abs=1e-4)
+
+
+def test_nvl72_is_one_scale_up_domain():
+    # GB200 NVL72: trays of 4 GPUs, but all 72 share NVLink 5 switches: a group of 64 rides NVLink
+    cluster = cluster_for(resolve_gpu("gb200"))
+    assert cluster.gpus_per_node == 72
+    from gpuplan.core.step_comm import link
+
+    assert link(cluster, 64) == cluster.link(1)
+    assert link(cluster, 73) == cluster.link(73)
+
+
+def test_published_throughput_rows_are_scored_or_excluded_with_a_reason():
+    from gpuplan.jobs.validation.published_throughput import published_throughput_cases, published_throughput_rows
+
+    rows = published_throughput_rows()
+    cases, excluded = published_throughput_cases()
+    assert len(cases) + len(excluded) == len(rows) >= 120
+    assert all(reason for _, reason in excluded)
+    assert sum(c.moe for c in cases) >= 40 and sum(c.precision == "fp8" for c in cases) >= 60
