@@ -112,3 +112,28 @@ def test_published_throughput_rows_are_scored_or_excluded_with_a_reason():
     assert len(cases) + len(excluded) == len(rows) >= 120
     assert all(reason for _, reason in excluded)
     assert sum(c.moe for c in cases) >= 40 and sum(c.precision == "fp8" for c in cases) >= 60
+
+
+@pytest.mark.parametrize("model, gpu, gpus", [
+    ("llama-3.1-8b", "h100", 64), ("llama-3.1-70b", "h100", 1024), ("llama-3.1-405b", "h100", 16384),
+    ("llama-3.1-70b", "b200", 512), ("mixtral-8x7b", "h100", 256), ("deepseek-v3", "h100", 2048),
+])
+def test_plans_beyond_the_best_published_mfu_say_so(model, gpu, gpus):
+    from gpuplan.catalog import prediction_band
+    from gpuplan.jobs.plan.estimate import plan_report
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.validation.mfu_ceiling import best_published_mfu, hardware_class
+
+    report = plan_report(PlanInputs(model=model, tokens="2T", gpu=gpu, gpus=(gpus,)))
+    mfu = report.value("best_mfu")
+    band, _ = prediction_band("bf16")
+    moe = model in ("mixtral-8x7b", "deepseek-v3")
+    table = best_published_mfu()
+    best = table.get((hardware_class(resolve_gpu(gpu).id), moe, "bf16"))
+    if best is None:  # only FP8 published: its throughput in BF16-peak terms bounds BF16
+        best_mfu = table[(hardware_class(resolve_gpu(gpu).id), moe, "fp8")].mfu * 2
+    else:
+        best_mfu = best.mfu
+    warned = any("above the best published" in note for note in report.notes)
+    assert mfu <= best_mfu * (1 + band) * 1.001 or warned
+    assert warned == (mfu > best_mfu * (1 + band) * 1.001) or abs(mfu - best_mfu * (1 + band)) < 0.01

@@ -49,6 +49,8 @@ class FrameworkProfile:
     """The optimizer step converts the gradient partition to fp32 first (DeepSpeed ZeRO)."""
     fp32_adapters: bool = False
     """LoRA adapters kept in fp32 (PEFT autocast_adapter_dtype) whatever the base dtype."""
+    hopper_tuned_attention: bool = False
+    """Runs FA3-class attention on Hopper (TE's cuDNN fused attention): core.step.attention_efficiency."""
     loss_parallel: bool = False
     """With TP the loss runs on vocab-sharded logits through DTensor's loss_parallel (torchtitan)."""
     default_zero: int = 1
@@ -84,9 +86,10 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
         ("megatron/core/distributed/param_and_grad_buffer.py: fp32 grad buffer of all local params",
          "megatron/core/optimizer/distrib_optimizer.py: fp32 main params + Adam on 1/d (6 + 12/d B/param)",
          "megatron/core/transformer/transformer_config.py: recompute_modules ['core_attn']",
-         "megatron/core/tensor_parallel/cross_entropy.py: vocab-parallel CE in fp32"),
+         "megatron/core/tensor_parallel/cross_entropy.py: vocab-parallel CE in fp32",
+         "megatron/core/extensions/transformer_engine.py: TEDotProductAttention (cuDNN fused attention)"),
         recipe="megatron", implementation="megatron", optimizer_impl="fused", selective="core-attn",
-        loss="vocab-parallel-ce"),
+        loss="vocab-parallel-ce", hopper_tuned_attention=True),
     FrameworkProfile(
         "deepspeed", "0.19.x (git edaa722)",
         ("deepspeed/runtime/zero/config.py: reduce_bucket_size 5e8, overlap_comm only for stage 3",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.catalog import prediction_band
+from gpuplan.jobs.validation.mfu_ceiling import ceiling_note
 from gpuplan.core import memory as M
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
@@ -125,10 +126,13 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                      Line("gpu_counts", "GPU counts", ",".join(map(str, result.counts))),
                      Line("deadline", "deadline", inputs.days, "days", "none" if inputs.days is None else
                           f"{inputs.days:g} days"))
+    error, _ = prediction_band(inputs.dtype if inputs.dtype in ("bf16", "fp8") else "bf16")
+    ceiling = ceiling_note(gpu.id, spec.moe is not None, "fp8" if inputs.dtype == "fp8" else "bf16", plan.mfu, error)
     return Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
                   report_inputs, _assumptions(inputs, plan, result) + budget.assumptions,
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
-                  (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",) + budget.notes,
+                  (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",)
+                  + ((ceiling,) if ceiling else ()) + budget.notes,
                   tables + budget.tables, headline=PLAN_HEADLINE,
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuplan.core import memory as M
-from gpuplan.core.step import StepSettings
+from gpuplan.core.step import StepSettings, attention_efficiency
 from gpuplan.core.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
@@ -31,9 +31,11 @@ def evaluator_for(inputs) -> Evaluator:
     gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
     step = StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=inputs.dp_overlap,
-                        tp_overlap=inputs.tp_overlap, attention_efficiency=inputs.attention_efficiency,
-                        finetune=inputs.finetune, lora_rank=inputs.lora_rank,
-                        selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn")
+                        tp_overlap=inputs.tp_overlap, finetune=inputs.finetune, lora_rank=inputs.lora_rank,
+                        selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
+                        attention_efficiency=inputs.attention_efficiency or (
+                            attention_efficiency(gpu.id, hopper_tuned=True)
+                            if inputs.profile.hopper_tuned_attention else None))
     overheads, scale = inputs.overheads().for_gpu(gpu.scale_up_bandwidth), 1.0
     if inputs.calibration is not None:
         from gpuplan.calibrate.apply import apply_to_cluster, apply_to_overheads, apply_to_step_settings

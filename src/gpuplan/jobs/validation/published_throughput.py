@@ -12,7 +12,7 @@ from importlib import resources
 from typing import Any
 
 from gpuplan.catalog import load_accelerator
-from gpuplan.core.step import StepSettings, step_time
+from gpuplan.core.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 
@@ -65,9 +65,16 @@ def predict_tokens_per_gpu_s(run: dict[str, Any]) -> float:
     gpu = load_accelerator(run["gpu"])
     cluster = cluster_for(gpu)
     lay = run["layout"]
+    torchtitan = run["family"].startswith("torchtitan")
     settings = StepSettings(seq_len=run["model"]["seq_len"], recompute=lay.get("recompute") or "none",
                             dtype=PRECISION[run["precision"]],
-                            selective=SELECTIVE.get(run["family"].split("-")[0], "core-attn"))
+                            selective=SELECTIVE.get(run["family"].split("-")[0], "core-attn"),
+                            # NeMo / Megatron-Bridge run Transformer Engine's cuDNN fused attention
+                            attention_efficiency=attention_efficiency(gpu.id, hopper_tuned=not torchtitan),
+                            # torchtitan without torch.compile runs its eager modules (unfused norms,
+                            # SwiGLU); with compile, or under TE, the fused kernels
+                            implementation="torchtitan" if torchtitan and "compile" not in run["framework"] else
+                            "megatron")
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     step = step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
                      cp=lay.get("cp") or 1, ep=lay.get("ep") or 1, zero=lay.get("zero") or 0,
