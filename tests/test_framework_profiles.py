@@ -162,3 +162,25 @@ def test_unknown_allocator_is_one_line_exit_2(capsys):
     assert main(["memory", "--model", "llama-3.1-8b", "--allocator", "buddy"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: allocator: got 'buddy'; must be one of caching, expandable"]
+
+
+def test_offload_needs_host_memory_per_gpu_and_node():
+    from gpuplan.jobs import JOBS
+
+    job = JOBS["memory"]
+    report = job.run(job.schema.parse({"model": "llama-2-7b", "gpu": "h100", "gpus": 8, "zero": 2,
+                                       "offload_optimizer": True}))
+    params = M.stage_params(_spec("llama-2-7b"), ParallelLayout(), 0).total
+    # 14 B per parameter (fp16 grads + fp32 master + Adam moments, ZeRO-Offload) over 8 ranks; 8 GPUs a node
+    assert report.value("host_per_gpu") == pytest.approx(14 * params / 8)
+    assert report.value("host_per_node") == pytest.approx(14 * params)
+
+
+def test_deepspeed_zero3_gathers_its_prefetch_bucket_ahead():
+    spec = _spec("llama-2-7b")
+    layout = ParallelLayout(dp=8, zero=3)
+    base = M.MemorySettings(seq_len=4096, recipe="mixed", framework="generic", implementation="hf")
+    ds = M.MemorySettings(seq_len=4096, recipe="mixed", framework="deepspeed", implementation="hf")
+    # stage3_prefetch_bucket_size 5e7 elements in the compute dtype (2 B) on top of FSDP's working set
+    assert (M.peak_memory(spec, layout, ds).fsdp_working_set
+            - M.peak_memory(spec, layout, base).fsdp_working_set) == pytest.approx(5e7 * 2)

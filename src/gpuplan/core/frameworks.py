@@ -45,6 +45,9 @@ class FrameworkProfile:
     unsharded fp32 grads across micro-batches."""
     bucket_elements: float = 0.0
     """Gradient-reduction bucket(s) outside the model states (DeepSpeed IPG buffers), elements."""
+    zero3_prefetch_elements: float = 0.0
+    """Parameters ZeRO-3 gathers ahead of use beyond the layer running (DeepSpeed
+    stage3_prefetch_bucket_size), elements."""
     step_fp32_grads: bool = False
     """The optimizer step converts the gradient partition to fp32 first (DeepSpeed ZeRO)."""
     fp32_adapters: bool = False
@@ -95,9 +98,11 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
         ("deepspeed/runtime/zero/config.py: reduce_bucket_size 5e8, overlap_comm only for stage 3",
          "deepspeed/runtime/zero/stage_1_and_2.py: IPG buffer(s); fp32 grad partition at step",
          "deepspeed/runtime/zero/stage3.py: grad partitions + IPG bucket; fp32 sub-group grads at step",
+         "deepspeed/runtime/zero/config.py: stage3_prefetch_bucket_size 5e7 (gathered ahead); "
+         "stage3_param_persistence_threshold 1e5 (norm weights stay whole: < 0.01% of a Llama's parameters)",
          "transformers gradient checkpointing (full only)"),
         recipe="mixed", implementation="hf", optimizer_impl="fused", selective="none", loss="hf-ce",
-        bucket_elements=5e8, step_fp32_grads=True),
+        bucket_elements=5e8, step_fp32_grads=True, zero3_prefetch_elements=5e7),
     FrameworkProfile(
         "hf", "transformers 5.24 / peft 0.21 / accelerate 1.15",
         ("transformers/modeling_utils.py: gradient checkpointing per decoder layer (full only)",

@@ -209,6 +209,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
         embedding = (np.asarray(stage) == 0) * spec.vocab_size * spec.hidden_size / layout.tp * declared_scale(spec)
         params = replace(params, root=params.root - embedding)
     working = fsdp_working_set_bytes(params, layout, recipe)
+    working = working + (working > 0) * profile.zero3_prefetch_elements * recipe.compute_bytes
     stage_unsharded, stage_grads = F.pp_unsharded_stage_bytes(profile, layout, params.total, recipe.compute_bytes)
     working = np.maximum(working, stage_unsharded)
     grads_in_forward = states.grads * np.logical_or(recipe.persistent_grads, micro_batches > 1) + stage_grads

@@ -138,3 +138,16 @@ def model_state_bytes(params: StageParams, layout: ParallelLayout, recipe: Preci
     per_param = states * state_bytes + optimizer.overhead_bytes_per_param
     return ModelStates(weights=recipe.weight_bytes * sharded(3), grads=recipe.grad_bytes * sharded(2),
                        master=recipe.master_bytes * sharded(1), optimizer=per_param * sharded(1))
+
+
+# ZeRO-Offload (Ren et al. 2021, "ZeRO-Offload: Democratizing Billion-Scale Model Training",
+# Sec. 4.1): the CPU holds the fp16 gradients (2 B), the fp32 master parameters and Adam's two
+# fp32 moments (12 B) of each parameter the rank owns, and runs the step there.
+OFFLOAD_HOST_BYTES_PER_PARAM = 2 + 12
+
+
+def offload_host_bytes(params_on_rank, layout) -> float:
+    """Pinned host memory one GPU's optimizer offload needs (bytes): 14 B per parameter of its
+    ZeRO partition (the partition over data-parallel ranks when ZeRO >= 1)."""
+    shards = state_shards(layout) if layout.zero >= 1 else 1
+    return OFFLOAD_HOST_BYTES_PER_PARAM * params_on_rank / shards

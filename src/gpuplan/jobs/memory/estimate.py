@@ -162,6 +162,21 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
                    tuple(lines))
 
 
+def _host_section(spec: ModelSpec, layout: ParallelLayout, gpu: Accelerator) -> Section:
+    """Host memory the CPU optimizer offload needs (ZeRO-Offload)."""
+    from gpuplan.core.model_states import OFFLOAD_HOST_BYTES_PER_PARAM, offload_host_bytes
+
+    per_gpu = offload_host_bytes(M.stage_params(spec, layout, 0).total, layout)
+    per_node = per_gpu * (gpu.devices_per_node or 8)
+    return Section("Host memory (CPU optimizer offload)", (
+        Line("host_per_gpu", "pinned host memory per GPU", per_gpu, "bytes", _gib(per_gpu),
+             f"{OFFLOAD_HOST_BYTES_PER_PARAM} B/param of the rank's ZeRO partition: fp16 grads + fp32 master + "
+             "Adam moments (Ren et al. 2021, ZeRO-Offload Sec. 4.1)"),
+        Line("host_per_node", "per node", per_node, "bytes", _gib(per_node),
+             f"x {gpu.devices_per_node or 8} GPUs per node; keep headroom for the data loader and pinned buffers"),
+    ))
+
+
 def estimate_memory(inputs: MemoryInputs) -> Report:
     """Per-GPU training memory with verdicts; raises InputError on impossible layouts."""
     settings = inputs.settings()
@@ -181,6 +196,8 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
                                         calibrated_vs_default_lines(inputs.calibration)),)
     peak = M.peak_memory(spec, layout, settings)
     sections = [_recipe_section(spec, settings), _peak_section(peak, overheads, layout, gpu)]
+    if settings.offload_optimizer:
+        sections.append(_host_section(spec, layout, gpu))
     fits, headroom, best_mb = verdict(spec, layout, settings, overheads, gpu)
     advice = []
     if fits:
