@@ -134,6 +134,15 @@ class StepBreakdown:
         return self.tp_comm + self.pp_comm + self.dp_comm + self.cp_comm + self.ep_comm
 
 
+def routed_expert_weights_per_token(spec: ModelSpec) -> float:
+    """Matmul weights of the routed experts one token passes through, all layers (0 when dense)."""
+    from gpuplan.core.model import expert_params
+
+    if spec.moe is None or not spec.num_moe_layers:
+        return 0.0
+    return spec.num_moe_layers * spec.moe.experts_per_token * expert_params(spec.moe, spec.hidden_size)
+
+
 def op_sac_recomputed_share(spec: ModelSpec) -> float:
     """Share of a layer's forward matmul FLOPs that torchtitan's op-level SAC re-runs in backward:
     the matmuls in even forward positions (wo and w3 of a Llama layer with fused wqkv; the odd
@@ -161,7 +170,7 @@ def _min(a, b):
 
 
 def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, tp, cp, micro_batch,
-                            layers, head: bool):
+                            layers, head: bool, ep=1):
     """Forward + backward (+ recompute) seconds for one micro-batch on one GPU of a stage with
     ``layers`` layers (``head``: the LM head lives here)."""
     gpu = cluster.gpu
@@ -171,13 +180,24 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     fp8 = settings.dtype == "fp8"
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
-    gemm_flops = 2.0 * F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp
+    weights = F.layer_matmul_weights_per_token(spec)
+    routed = routed_expert_weights_per_token(spec)
+    gemm_flops = 2.0 * (weights - routed) / spec.num_layers / tp
+    expert_flops = 2.0 * routed / spec.num_layers / tp
     attn_flops = F.attention_core_flops_per_token(spec, settings.seq_len, "causal") / spec.num_layers / tp
     e_gemm = gemm_efficiency(gpu.id, _min(h / tp, tokens), settings.gemm_d_half)
     if fp8:
         e_gemm = e_gemm * MAMF_FP8_FRACTION.get(gpu.id, FP8_MAMF_RATIO * _mamf(gpu.id)) / _mamf(gpu.id)
     act = A.layer_activations(spec, settings.seq_len, impl=settings.implementation).total / tp
     t_gemm = gemm_flops / (peak * e_gemm)
+    if spec.moe is not None and routed:  # grouped expert GEMMs: the expert width and the tokens each
+        # expert receives bound the shape (ep x tokens x top-k / experts per expert)
+        moe = spec.moe
+        per_expert = tokens * ep * moe.experts_per_token / moe.num_experts
+        e_expert = gemm_efficiency(gpu.id, _min(_min(h / tp, moe.expert_intermediate_size), per_expert),
+                                   settings.gemm_d_half) * e_gemm / gemm_efficiency(gpu.id, _min(h / tp, tokens),
+                                                                                    settings.gemm_d_half)
+        t_gemm = t_gemm + expert_flops / (peak * e_expert)
     e_attn = settings.attention_efficiency or attention_efficiency(gpu.id)
     t_attn = attn_flops / (attn_peak * e_attn)
     t_elem = settings.elementwise_factor * act / (gpu.memory_bandwidth * settings.hbm_efficiency)
@@ -219,8 +239,9 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     layers = base + (extra > 0)  # the first (fullest) stage
     last_layers = base + (pp == 1) * extra
     t_mb, t_attn_mb, t_bwd_gemm_mb = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
-                                                              layers, head=(pp == 1))
-    t_last, _, _ = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True)
+                                                              layers, head=(pp == 1), ep=ep)
+    t_last, _, _ = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
+                                           ep=ep)
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
     compute = t_mb * micro_batches
     bubble = t_mb * (pp - 1) / vpp
