@@ -228,3 +228,21 @@ def test_one_plan_through_the_panels_and_no_speed_for_a_serving_setup_that_does_
     assert page.locator("#panel-inference .card[data-key=tokens_per_s]").count() == 0
     assert page.locator("#panel-inference .card[data-key=cost_per_million_tokens]").count() == 0
     assert card(page, "inference", "instead_gpus").startswith("tp ")
+
+
+def test_sizing_from_a_target_on_the_page(server, page):
+    # the serving fields size a deployment; the cards are the API's (and the CLI's) numbers
+    open_page(page, server)
+    page.select_option("#model", "llama-3.1-8b")
+    page.fill("#tokens", "1T")
+    page.fill("#rps", "20")
+    page.fill("#ttft_p99", "500ms")
+    page.fill("#tpot", "50ms")
+    page.fill("#prompt", "2K")
+    page.fill("#output_tokens", "512")
+    calculate(page)
+    data = api("inference", {"model": "llama-3.1-8b", "rps": "20", "ttft_p99": "500ms", "tpot": "50ms",
+                             "prompt": "2K", "output_tokens": "512", "batch": "16"})
+    assert card(page, "inference", "sized_config") == line_text(data, "sized_config")
+    assert card(page, "inference", "sized_ttft_p99") == line_text(data, "sized_ttft_p99")
+    assert data["results"]["sized_ttft_p99"] <= 0.5 and data["results"]["sized_tpot"] <= 0.05

@@ -25,7 +25,21 @@ def estimate_inference(inputs: InferenceInputs) -> Report:
     plan = resolve_plan(inputs)
     serving = evaluate(plan, plan.gpu, inputs.tp_degree, inputs.pp_degree, inputs.batch)
     rows = search_configurations(plan, inputs.batch) if inputs.search else []
-    return build_report(inputs, plan, serving, rows)
+    report = build_report(inputs, plan, serving, rows)
+    if inputs.rps is None:
+        return report
+    from dataclasses import replace
+
+    from gpuplan.core.serving_load import LoadTarget
+    from gpuplan.jobs.inference.sizing import size_for_target, sizing_section, sizing_table
+
+    target = LoadTarget(inputs.ttft_p99 or float("inf"), inputs.tpot or float("inf"), inputs.rps)
+    configs = size_for_target(plan, target, inputs.price)
+    section = sizing_section(plan, target, configs)
+    title = f"Sizing {plan.spec.name} for {inputs.rps:g} requests/s"
+    return replace(report, title=title, sections=(section, *report.sections), tables=(sizing_table(configs), *report.tables),
+                   headline=tuple(line.key for line in section.lines),
+                   summary_table="Configurations meeting the target (cheapest TP per GPU type)")
 
 
 # ----------------------------------------------------------------------------- report

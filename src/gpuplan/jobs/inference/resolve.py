@@ -45,8 +45,12 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     raw = raw_model_config(*inputs.model_params)
     fmt, origin, notes = resolve_format(inputs.quantization, inputs.group_size, spec, raw, gpu)
     kv_dtype = _kv_dtype(inputs.kv_dtype, fmt, spec)
-    context = inputs.context or min(4096, spec.max_position_embeddings)
-    output = inputs.output_tokens if inputs.output_tokens is not None else min(256, context // 2)
+    if inputs.prompt is not None:  # prompt + output make the context
+        output = inputs.output_tokens if inputs.output_tokens is not None else 256
+        context = inputs.prompt + output
+    else:
+        context = inputs.context or min(4096, spec.max_position_embeddings)
+        output = inputs.output_tokens if inputs.output_tokens is not None else min(256, context // 2)
     if not 1 <= output < context:
         raise InputError("output_tokens", output, f"must be at least 1 and below the context ({context})")
     K.kv_heads_per_gpu(spec.attention, inputs.tp_degree)  # tp vs heads / KV heads: one clear line

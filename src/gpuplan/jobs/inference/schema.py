@@ -79,11 +79,24 @@ class InferenceInputs(ModelFields):
         None, "All-reduce latency over NVLink, us (x3 on PCIe).", "8")]
     price: V.Price
     search: Annotated[T.Bool, _f(True, "Search catalog GPUs x TP for configurations that serve the load.")]
+    prompt: Annotated[V.TokenLength | None, _f(None, "Prompt tokens per request (with --output-tokens: the "
+                                                     "context is their sum), e.g. 2K.", "context - output")]
+    rps: Annotated[T.typed(float, T.number(0, 1e7, low_open=True)) | None, _f(
+        None, "Requests per second to serve: sizes the cheapest GPU type, count and TP that meet --ttft-p99 and "
+              "--tpot (docs/inference.md).", "no sizing")]
+    ttft_p99: Annotated[T.typed(float, T.seconds(3600)) | None, _f(None, "Target p99 time to first token, e.g. "
+                                                                         "500ms (with --rps).", "no limit")]
+    tpot: Annotated[T.typed(float, T.seconds(60)) | None, _f(None, "Target time per output token, e.g. 50ms "
+                                                                   "(with --rps).", "no limit")]
 
     @model_validator(mode="after")
     def _consistent(self) -> InferenceInputs:
         if self.gpus is not None and self.tp is not None and self.tp * (self.pp or 1) != self.gpus:
             raise InputError("gpus", self.gpus, f"must equal tp x pp = {self.tp} x {self.pp or 1}")
+        if self.rps is None and (self.ttft_p99 is not None or self.tpot is not None):
+            raise InputError("rps", None, "give the request rate (--rps) to size for a latency target")
+        if self.prompt is not None and self.context is not None:
+            raise InputError("prompt", self.prompt, "give --prompt (with --output-tokens) or --context, not both")
         if self.gpus is not None and self.tp is None and self.gpus % (self.pp or 1):
             raise InputError("gpus", self.gpus, f"must be a multiple of pp = {self.pp}")
         return self

@@ -6,7 +6,7 @@
 const SOURCES = ["catalog", "config", "params"];
 const FORM_FIELDS = ["model", "config", "params", "tokens", "gpus", "days", "mfu", "gpu", "tp", "pp", "zero",
   "micro_batch", "seq_len", "recompute", "recipe", "dtype", "plan_gpus", "rank_by", "context", "batch",
-  "quantization", "infer_tp"];
+  "quantization", "infer_tp", "rps", "ttft_p99", "tpot", "prompt", "output_tokens"];
 // Which form field goes to which API field, per estimator (the API takes the CLI's names).
 const ENDPOINTS = {
   budget: {tokens: "tokens", gpu: "gpu", gpus: "gpus", days: "days", mfu: "mfu", dtype: "dtype", seq_len: "seq_len",
@@ -15,7 +15,8 @@ const ENDPOINTS = {
     recipe: "recipe", recompute: "recompute"},
   plan: {tokens: "tokens", gpu: "gpu", plan_gpus: "gpus", days: "days", seq_len: "seq_len", recipe: "recipe",
     dtype: "dtype", rank_by: "rank_by"},
-  inference: {gpu: "gpu", context: "context", batch: "batch", quantization: "quantization", infer_tp: "tp"},
+  inference: {gpu: "gpu", context: "context", batch: "batch", quantization: "quantization", infer_tp: "tp",
+    rps: "rps", ttft_p99: "ttft_p99", tpot: "tpot", prompt: "prompt", output_tokens: "output_tokens"},
 };
 // The result lines shown as cards above each panel's charts (keys of the report).
 const SUMMARY = {
@@ -23,7 +24,8 @@ const SUMMARY = {
     "cost_spot_usd", "budget_usd_on_demand"],
   memory: ["layout", "peak_total", "capacity", "headroom", "fits", "largest_micro_batch"],
   plan: ["best_layout", "best_gpus", "best_days", "best_mfu", "best_cost", "searched"],
-  inference: ["weights_per_gpu", "max_sequences", "ttft", "tpot", "tokens_per_s", "cost_per_million_tokens",
+  inference: ["sized_config", "sized_ttft_p99", "sized_tpot", "sized_cost_per_hour", "sized_cost_per_million_tokens",
+    "weights_per_gpu", "max_sequences", "ttft", "tpot", "tokens_per_s", "cost_per_million_tokens",
     "instead_gpus", "instead_batch", "instead_context"],
 };
 // The memory panel checks the budget's own layout (one plan through every panel): these fields of

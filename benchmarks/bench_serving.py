@@ -1,0 +1,47 @@
+"""Serving sizing latency: `gpuplan infer --rps --ttft-p99 --tpot` searches every catalog GPU type
+and TP degree, a binary search on the request rate each.
+
+    python benchmarks/bench_serving.py [--write docs/performance.md]
+
+Goal (issue 16): the README's sizing example finishes in under a second, CLI start-up included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+from results import (  # benchmarks/results.py; a script's own folder is on sys.path
+    median_seconds,
+    publish,
+)
+
+COMMAND = ["infer", "llama-3.1-8b", "--rps", "20", "--ttft-p99", "500ms", "--tpot", "50ms", "--prompt", "2K",
+           "--output-tokens", "512"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--write")
+    args = parser.parse_args()
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    inputs = InferenceInputs(model="llama-3.1-8b", rps=20, ttft_p99="500ms", tpot="50ms", prompt="2K",
+                             output_tokens=512)
+    estimate = median_seconds(lambda: estimate_inference(inputs), 10)
+    walls = []
+    for _ in range(3):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "gpuplan", *COMMAND], check=True, capture_output=True)
+        walls.append(time.perf_counter() - start)
+    walls.sort()
+    publish([("sizing estimate (Python API, median of 10)", f"{estimate * 1e3:.0f} ms", "< 1 s"),
+             ("`gpuplan infer ... --rps 20` wall time, start-up included (median of 3)", f"{walls[1]:.2f} s",
+              "< 1 s")], args.write, "Serving sizing (benchmarks/bench_serving.py)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""One serving replica under a steady request load: how many requests per second it sustains
+while meeting a p99 time-to-first-token and a time-per-output-token target, and what it then
+holds in flight.
+
+The replica is one engine instance (tp x pp GPUs) doing continuous batching with chunked
+prefill (vLLM's default scheduler, SGLang's too): every step decodes one token for each running
+sequence and spends the rest of its budget on waiting prompts. So
+
+  prefill utilisation  rho   = rate x t_prefill                  (share of GPU time on prompts)
+  time per output token TPOT = t_decode(B) / (1 - rho)            (decode gets the rest)
+  requests in flight    B    = rate x (TTFT_mean + output x TPOT) (Little's law)
+  TTFT                       = t_prefill + queueing wait, the wait from an M/M/1 queue of
+                               prompts (Kleinrock 1975, Queueing Systems I, Ch. 3, M/M/1:
+                               P(W > t) = rho exp(-(1 - rho) t / t_prefill)), so
+                               W_mean = rho t_prefill / (1 - rho),
+                               W_p99  = t_prefill ln(100 rho) / (1 - rho)   (0 when rho <= 0.01)
+
+Exponential service overstates the spread of same-length prompts, so the p99 is on the safe
+side. t_prefill and t_decode come from core/inference.py (roofline with efficiency factors).
+Units: seconds, requests per second, sequences.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+P99_LN = math.log(100.0)
+
+
+@dataclass(frozen=True)
+class LoadTarget:
+    """What the service must meet: p99 TTFT and TPOT (seconds), and the aggregate request rate."""
+
+    ttft_p99: float
+    tpot: float
+    requests_per_s: float
+
+
+@dataclass(frozen=True)
+class ReplicaLoad:
+    """One replica at ``rate`` requests/s."""
+
+    rate: float
+    prefill_utilisation: float
+    ttft_mean: float
+    ttft_p99: float
+    tpot: float
+    in_flight: float
+
+    def meets(self, target: LoadTarget) -> bool:
+        return self.ttft_p99 <= target.ttft_p99 * (1 + 1e-9) and self.tpot <= target.tpot * (1 + 1e-9)
+
+
+def queue_wait(prefill_s: float, rho: float) -> tuple[float, float]:
+    """(mean, p99) wait of a prompt before its prefill, M/M/1 at utilisation ``rho``."""
+    if rho <= 0:
+        return 0.0, 0.0
+    mean = rho * prefill_s / (1 - rho)
+    p99 = prefill_s * math.log(100 * rho) / (1 - rho) if rho > 0.01 else 0.0
+    return mean, p99
+
+
+def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], output: int) -> ReplicaLoad | None:
+    """The steady state of one replica at ``rate`` requests/s (None when prompts alone saturate
+    it). ``decode_s(batch)``: seconds of one decode step at that many sequences."""
+    rho = rate * prefill_s
+    if rho >= 1:
+        return None
+    wait_mean, wait_p99 = queue_wait(prefill_s, rho)
+    ttft_mean = prefill_s + wait_mean
+    in_flight = rate * (ttft_mean + output * decode_s(1) / (1 - rho))
+    for _ in range(50):  # fixed point: more sequences in flight, slower steps, more in flight
+        tpot = decode_s(max(1, math.ceil(in_flight))) / (1 - rho)
+        new = rate * (ttft_mean + output * tpot)
+        if abs(new - in_flight) < 1e-6 * max(1.0, new):
+            break
+        in_flight = new
+    tpot = decode_s(max(1, math.ceil(in_flight))) / (1 - rho)
+    return ReplicaLoad(rate, rho, ttft_mean, prefill_s + wait_p99, tpot, in_flight)
+
+
+def max_rate(target: LoadTarget, prefill_s: float, decode_s: Callable[[int], float], output: int,
+             max_sequences: int) -> ReplicaLoad | None:
+    """The highest rate one replica sustains within the target and its KV capacity
+    (``max_sequences`` in flight); None when even a trickle misses the target."""
+    def ok(rate: float) -> ReplicaLoad | None:
+        load = replica_at(rate, prefill_s, decode_s, output)
+        return load if load and load.meets(target) and load.in_flight <= max_sequences else None
+
+    low = ok(1e-6)
+    if low is None:
+        return None
+    lo, hi = 1e-6, 1.0 / prefill_s
+    while hi - lo > 1e-4 * lo:  # feasibility is monotone in the rate; 0.01% is plenty
+        mid = (lo + hi) / 2
+        if ok(mid) is not None:
+            lo = mid
+        else:
+            hi = mid
+    return ok(lo)
+
+
+def replicas_for(target: LoadTarget, per_replica: ReplicaLoad) -> int:
+    """Replicas needed for the aggregate rate (each at most ``per_replica.rate``)."""
+    return max(1, math.ceil(target.requests_per_s / per_replica.rate - 1e-9))

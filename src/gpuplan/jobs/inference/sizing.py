@@ -1,0 +1,132 @@
+"""Sizing from a target: for every catalog GPU type and TP degree, the requests per second one
+replica sustains within the p99 TTFT and TPOT targets (core/serving_load.py) and its KV cache,
+the replicas the aggregate rate needs, and what they cost; the cheapest wins (the fewest GPUs
+when no price is known)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gpuplan.core import inference as I
+from gpuplan.core import kv_cache as K
+from gpuplan.core.hardware import Accelerator
+from gpuplan.core.serving_load import LoadTarget, ReplicaLoad, max_rate, replicas_for
+from gpuplan.errors import InputError
+from gpuplan.jobs.inference.resolve import Plan
+from gpuplan.jobs.inference.serving import SEARCH_TP, evaluate, price_for
+from gpuplan.report.model import Line, Section, Table
+
+DEFAULT_MAX_NUM_SEQS = 256
+"""vLLM's default max_num_seqs (engine args): sequences one replica schedules at once."""
+
+
+@dataclass(frozen=True)
+class SizedConfig:
+    gpu: Accelerator
+    tp: int
+    replica: ReplicaLoad
+    replicas: int
+    price: float | None
+    price_source: str
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * self.tp
+
+    @property
+    def cost_per_hour(self) -> float | None:
+        return None if self.price is None else self.price * self.gpus
+
+
+def _step_times(plan: Plan, gpu: Accelerator, tp: int):
+    """(prefill seconds of one prompt, decode-step seconds as a function of the batch)."""
+    spec, setup = plan.spec, plan.setup
+    layout = K.kv_layout(spec, setup.kv_bytes, tp, 1, setup.block_size)
+    kv_seq = layout.bytes_per_sequence(plan.decode_context)
+    common = dict(tp=tp, pp=1, bandwidth=gpu.memory_bandwidth, peak=gpu.peak(setup.fmt.compute_dtype),
+                  link=gpu.scale_up_bandwidth)
+    prefill = I.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, **common).total
+
+    @lru_cache(maxsize=None)  # the rate search asks for the same integer batches again and again
+    def decode(batch: int) -> float:
+        return I.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
+                             **common).total
+
+    return prefill, decode
+
+
+def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None) -> list[SizedConfig]:
+    """Every (GPU type, TP) that meets the target, cheapest first."""
+    from gpuplan.catalog import hardware_entries, load_accelerator
+
+    found = []
+    for gpu_id in hardware_entries():
+        gpu = load_accelerator(gpu_id)
+        if not gpu.has_dtype(plan.setup.fmt.compute_dtype):
+            continue
+        for tp in SEARCH_TP:
+            if tp > (gpu.devices_per_node or 8):
+                break
+            try:
+                serving = evaluate(plan, gpu, tp, 1, 1)
+            except InputError:  # tp does not divide the heads
+                continue
+            cap = min(serving.max_sequences, plan.setup.runtime.max_num_seqs or DEFAULT_MAX_NUM_SEQS)
+            if cap < 1:
+                continue
+            prefill, decode = _step_times(plan, gpu, tp)
+            replica = max_rate(target, prefill, decode, plan.output, cap)
+            if replica is None:
+                continue
+            cost, source = price_for(gpu.id, price)
+            found.append(SizedConfig(gpu, tp, replica, replicas_for(target, replica), cost, source))
+    return sorted(found, key=lambda c: (c.cost_per_hour is None, c.cost_per_hour or 0.0, c.gpus))
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.0f} ms"
+
+
+def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig]) -> Section:
+    """The chosen configuration against the target."""
+    ttft = "no limit" if target.ttft_p99 == float("inf") else _ms(target.ttft_p99)
+    tpot = "no limit" if target.tpot == float("inf") else _ms(target.tpot)
+    title = (f"Sizing for {target.requests_per_s:g} requests/s of {plan.prompt:,} + {plan.output:,} tokens "
+             f"(TTFT p99 {ttft}, TPOT {tpot})")
+    if not configs:
+        return Section(title, (Line("sized_config", "configuration", None, text="none meets the target on one "
+                                    "node per replica: relax the latency targets, shorten prompts or quantise"),))
+    best = configs[0]
+    r = best.replica
+    tokens_per_hour = target.requests_per_s * (plan.prompt + plan.output) * 3600
+    per_million = None if best.cost_per_hour is None else best.cost_per_hour / tokens_per_hour * 1e6
+    return Section(title, (
+        Line("sized_config", "cheapest configuration", {"gpu": best.gpu.id, "tp": best.tp, "replicas": best.replicas},
+             text=f"{best.replicas} x (tp {best.tp} on {best.gpu.name}) = {best.gpus} GPUs",
+             formula="replicas = ceil(rate / rate one replica sustains within the targets)"),
+        Line("sized_rate_per_replica", "requests/s per replica", r.rate, "requests/s", f"{r.rate:,.2f}",
+             f"{r.in_flight:,.1f} in flight, prefill {r.prefill_utilisation:.0%} of GPU time"),
+        Line("sized_ttft_p99", "TTFT p99", r.ttft_p99, "s", f"{_ms(r.ttft_p99)} (target {ttft})",
+             "prefill + M/M/1 queueing wait p99 (docs/inference.md)"),
+        Line("sized_tpot", "time per output token", r.tpot, "s", f"{_ms(r.tpot)} (target {tpot})",
+             "decode step at the batch in flight / (1 - prefill share)"),
+        Line("sized_cost_per_hour", "cost", best.cost_per_hour, "USD/h",
+             "n/a (no price)" if best.cost_per_hour is None else f"${best.cost_per_hour:,.2f}/h", best.price_source),
+        Line("sized_cost_per_million_tokens", "cost per million tokens", per_million, "USD",
+             "n/a" if per_million is None else f"${per_million:,.3f}", "prompt + output tokens served"),
+    ))
+
+
+def sizing_table(configs: list[SizedConfig]) -> Table:
+    """The cheapest TP per GPU type that meets the target."""
+    seen, rows = set(), []
+    for c in configs:
+        if c.gpu.id in seen:
+            continue
+        seen.add(c.gpu.id)
+        rows.append((c.gpu.id, f"tp {c.tp}", f"{c.replicas}", f"{c.gpus}", f"{c.replica.rate:,.2f}",
+                     _ms(c.replica.ttft_p99), _ms(c.replica.tpot),
+                     "n/a" if c.cost_per_hour is None else f"${c.cost_per_hour:,.2f}"))
+    return Table("Configurations meeting the target (cheapest TP per GPU type)",
+                 ("gpu", "tp", "replicas", "GPUs", "req/s per replica", "TTFT p99", "TPOT", "cost/h"), tuple(rows))

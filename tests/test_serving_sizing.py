@@ -1,0 +1,78 @@
+"""Sizing a serving deployment from a target (core/serving_load.py, jobs/inference/sizing.py):
+the queueing formulas by hand, the search meeting its targets, and the input rules."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuplan.core.serving_load import LoadTarget, max_rate, queue_wait, replica_at, replicas_for
+
+
+def test_mm1_wait_by_hand():
+    # prefill 0.1 s at 50% utilisation: mean wait rho t / (1 - rho) = 0.1 s; p99 t ln(100 rho) / (1 - rho)
+    mean, p99 = queue_wait(0.1, 0.5)
+    assert mean == pytest.approx(0.1)
+    assert p99 == pytest.approx(0.1 * math.log(50) / 0.5)
+    assert queue_wait(0.1, 0.005) == pytest.approx((0.1 * 0.005 / 0.995, 0.0))  # below 1%: no p99 wait
+
+
+def test_replica_steady_state_by_hand():
+    # a constant 20 ms decode step: at 2 req/s with 0.1 s prompts (rho 0.2) and 100 output tokens,
+    # TPOT = 0.02 / 0.8 = 25 ms, TTFT mean = 0.1 + 0.2 x 0.1 / 0.8 = 0.125 s,
+    # in flight = 2 x (0.125 + 100 x 0.025) = 5.25 sequences (Little's law)
+    load = replica_at(2.0, 0.1, lambda batch: 0.02, 100)
+    assert load.tpot == pytest.approx(0.025)
+    assert load.ttft_mean == pytest.approx(0.125)
+    assert load.in_flight == pytest.approx(5.25)
+    assert load.ttft_p99 == pytest.approx(0.1 + 0.1 * math.log(20) / 0.8)
+    assert replica_at(10.0, 0.1, lambda batch: 0.02, 100) is None  # prompts alone fill the GPU
+
+
+def test_max_rate_is_the_edge_of_the_target():
+    target = LoadTarget(ttft_p99=0.5, tpot=0.05, requests_per_s=30)
+    decode = lambda batch: 0.02 + 0.0001 * batch  # noqa: E731 - a step that grows with the batch
+    best = max_rate(target, 0.1, decode, 200, max_sequences=10_000)
+    assert best.meets(target)
+    # a little faster and one target breaks
+    worse = replica_at(best.rate * 1.01, 0.1, decode, 200)
+    assert worse is None or not worse.meets(target)
+    assert replicas_for(target, best) == math.ceil(30 / best.rate)
+
+
+def test_kv_capacity_caps_the_rate():
+    target = LoadTarget(ttft_p99=10, tpot=1, requests_per_s=1)
+    capped = max_rate(target, 0.01, lambda batch: 0.02, 500, max_sequences=8)
+    assert capped.in_flight <= 8 and capped.in_flight == pytest.approx(8, rel=1e-3)
+
+
+def test_sizing_from_the_cli_meets_its_targets():
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    report = estimate_inference(InferenceInputs(model="llama-3.1-8b", rps=20, ttft_p99="500ms", tpot="50ms",
+                                                prompt="2K", output_tokens=512))
+    assert report.value("sized_ttft_p99") <= 0.5 and report.value("sized_tpot") <= 0.05
+    config = report.value("sized_config")
+    rate = report.value("sized_rate_per_replica")
+    assert config["replicas"] == math.ceil(20 / rate)
+    table = next(t for t in report.tables if t.title.startswith("Configurations meeting"))
+    costs = [float(row[-1].strip("$").replace(",", "")) for row in table.rows if row[-1] != "n/a"]
+    assert costs == sorted(costs)  # cheapest first, the first is the one chosen
+    per_million = report.value("sized_cost_per_million_tokens")
+    assert per_million == pytest.approx(report.value("sized_cost_per_hour") / (20 * (2048 + 512) * 3600) * 1e6)
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--ttft-p99", "500ms"], "rps"),
+    (["--rps", "5", "--prompt", "2K", "--context", "8K"], "prompt"),
+    (["--rps", "5", "--tpot", "50"], "tpot"),
+    (["--rps", "-3"], "rps"),
+])
+def test_bad_targets_are_one_line(args, field, capsys):
+    from gpuplan.cli import main
+
+    assert main(["infer", "llama-3.1-8b", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and field in err[0]
