@@ -61,6 +61,10 @@ TRAITS: dict[str, ArchTraits] = {
     "llama4_text": ArchTraits(),
     # DBRX (modeling_dbrx.py): LayerNorm without bias, fused Wqkv, 16 experts top-4; nested config
     "dbrx": ArchTraits(norm="layernorm", norm_bias=False, fused_qkv=True),
+    # gpt-oss (modeling_gpt_oss.py): biased q/k/v/o, RMSNorm, MoE of gated experts (their biases and
+    # the per-head attention sinks are < 0.1% of the parameters and not counted), alternating
+    # sliding-window (128) and full attention through layer_types
+    "gpt_oss": ArchTraits(qkv_bias=True, out_bias=True),
 }
 # Hybrid state-space / recurrent families: their state memory and FLOPs are not modelled yet.
 STATE_SPACE = ("mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "bamba", "nemotron_h", "rwkv",

@@ -36,6 +36,9 @@ class WeightFormat:
     keep_16bit: bool = True
     """Embeddings, LM head, norms and router stay in 16-bit (GPTQ/AWQ/FP8 checkpoints skip
     them: AutoGPTQ/AutoAWQ quantize nn.Linear inside the blocks only; vLLM Fp8LinearMethod)."""
+    quantized: str = "all"
+    """Which layer matmuls are stored in this format, the rest in 16-bit: 'all', 'mlp' (the
+    checkpoint's ignore list keeps attention in 16-bit) or 'experts' (only routed experts)."""
     source: str = ""
 
     @property
@@ -60,6 +63,13 @@ FORMATS = {
     # SmoothQuant W8A8 (Xiao et al. 2023): int8 weights, one fp16 scale per output channel (negligible)
     "int8": WeightFormat("int8", 8, "int8", source="W8A8 INT8 (SmoothQuant, arXiv:2211.10438)"),
 }
+# OCP Microscaling Formats (MX) v1.0: MXFP4 = E2M1 elements with one E8M0 (8-bit) scale per 32.
+MXFP4 = WeightFormat("mxfp4", 4, "bf16", 32, 8, 0, source="OCP MX v1.0 MXFP4: 4-bit E2M1 + one 8-bit E8M0 scale per "
+                     "32 weights = 4.25 bits; served weight-only (dequantised to bf16) where no FP4 tensor cores")
+# NVIDIA NVFP4 (TensorRT Model Optimizer; Blackwell FP4 tensor cores): E2M1 with one FP8 E4M3 scale per
+# 16 weights plus one fp32 scale per tensor (negligible) = 4.5 bits.
+NVFP4 = WeightFormat("nvfp4", 4, "fp4", 16, 8, 0, source="NVIDIA NVFP4: 4-bit E2M1 + one FP8 E4M3 scale per 16 "
+                     "weights (+ an fp32 per-tensor scale) = 4.5 bits")
 INT4_SOURCE = ("GPTQ/AWQ packing (AutoGPTQ qweight/qzeros/scales; AutoAWQ): 4-bit weights, one fp16 scale and "
                "one packed 4-bit zero point per group -> 4 + (16 + 4)/group bits (4.156 at group 128)")
 
@@ -86,6 +96,8 @@ class ParamGroups:
     dense_linear: float
     routed: float
     tied: bool
+    attention: float = 0.0
+    """The attention projections' share of ``dense_linear``."""
 
     @property
     def layer_params(self) -> float:
@@ -99,13 +111,26 @@ def param_groups(spec: ModelSpec) -> ParamGroups:
     if spec.declared_params is not None:  # the user's N, not the generic shape's count
         linear = spec.declared_params - c.embedding - c.position_embedding - c.lm_head - c.norms - c.router
         linear -= c.routed_experts
+    attention = c.attention * (linear / (c.attention + c.dense_mlp + c.shared_experts or 1))
     return ParamGroups(c.embedding + c.position_embedding, c.lm_head, c.norms, c.router, linear,
-                       c.routed_experts, spec.tie_embeddings)
+                       c.routed_experts, spec.tie_embeddings, attention)
+
+
+def layer_linear_bytes(groups: ParamGroups, fmt: WeightFormat, routed: float | None = None) -> float:
+    """Bytes of the layer matmuls (dense + ``routed`` experts, default all of them) in ``fmt``,
+    the groups it leaves unquantized in 16-bit."""
+    routed = groups.routed if routed is None else routed
+    q = fmt.bits_per_weight / 8
+    if fmt.quantized == "experts":
+        return groups.dense_linear * 2.0 + routed * q
+    if fmt.quantized == "mlp":
+        return groups.attention * 2.0 + (groups.dense_linear - groups.attention + routed) * q
+    return (groups.dense_linear + routed) * q
 
 
 def weight_bytes_total(groups: ParamGroups, fmt: WeightFormat) -> float:
     """Bytes of the whole model in ``fmt`` (one copy)."""
-    quantized = (groups.dense_linear + groups.routed) * fmt.bits_per_weight / 8
+    quantized = layer_linear_bytes(groups, fmt)
     return quantized + (groups.embedding + groups.lm_head + groups.norms + groups.router) * fmt.other_bytes
 
 
@@ -116,7 +141,7 @@ def weight_bytes_per_gpu(groups: ParamGroups, fmt: WeightFormat, num_layers: int
     2019, Sec. 3; vLLM VocabParallelEmbedding); norms replicated. Tied embeddings are kept on the
     last stage too when pp > 1 (vLLM PP: the LM head needs them)."""
     frac = layers_per_stage(num_layers, pp) / num_layers
-    quantized = (groups.dense_linear + groups.routed) * fmt.bits_per_weight / 8
+    quantized = layer_linear_bytes(groups, fmt)
     layers = (quantized + groups.router * fmt.other_bytes) * frac / tp + groups.norms * fmt.other_bytes * frac
     embedding = groups.embedding * fmt.other_bytes / tp
     head = (groups.embedding if groups.tied else groups.lm_head) * fmt.other_bytes / tp
@@ -134,12 +159,11 @@ def expected_expert_fraction(experts: int, top_k: int, batch) -> float:
 def decode_weight_bytes_read(spec: ModelSpec, groups: ParamGroups, fmt: WeightFormat, tp: int, batch) -> float:
     """Weight bytes one TP rank reads per decode step, summed over pipeline stages: every layer
     weight except untouched experts, plus the LM head; the input embedding is a row lookup."""
-    quantized = fmt.bits_per_weight / 8
     routed = groups.routed
     if spec.moe is not None and routed:
         routed *= expected_expert_fraction(spec.moe.num_experts, spec.moe.experts_per_token, batch)
     head = groups.embedding if groups.tied else groups.lm_head
-    return ((groups.dense_linear + routed) * quantized
+    return (layer_linear_bytes(groups, fmt, routed)
             + (groups.router + head) * fmt.other_bytes) / tp + groups.norms * fmt.other_bytes
 
 

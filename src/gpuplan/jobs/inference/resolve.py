@@ -4,7 +4,7 @@ checkpoint's ``quantization_config``), the KV dtype, the load, and what to warn 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuplan.core import inference as I
@@ -111,6 +111,10 @@ def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: di
             fmt, origin = I.FORMATS["fp16"], origin + " (cast to fp16)"
     else:
         fmt, origin = I.weight_format(choice, group_size), "--quantization"
+    if fmt.compute_dtype == "fp4" and not gpu.has_dtype("fp4"):
+        notes.append(f"{gpu.name} has no FP4 tensor cores: {fmt.name} weights are dequantised to bf16 for the "
+                     "matmuls (weight-only, as vLLM's Marlin FP4 kernels do); memory as stored")
+        fmt = replace(fmt, compute_dtype="bf16")
     if not gpu.has_dtype(fmt.compute_dtype):
         have = ", ".join(k for k, _ in gpu.peak_flops)
         raise InputError("quantization", fmt.name, f"{gpu.name} has no {fmt.compute_dtype} compute path "
@@ -118,11 +122,43 @@ def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: di
     return fmt, origin, notes
 
 
+ATTENTION_NAMES = ("self_attn", "attn", "attention", "q_proj", "k_proj", "v_proj", "o_proj", "qkv")
+IGNORE_KEYS = ("modules_to_not_convert", "ignore", "exclude_modules", "ignored_layers")
+
+
+def keeps_attention_16bit(qcfg: dict[str, Any]) -> bool:
+    """Whether the checkpoint's ignore list (transformers modules_to_not_convert, compressed-tensors
+    ignore, ModelOpt exclude_modules) names the attention projections."""
+    listed = []
+    for key in IGNORE_KEYS:
+        value = qcfg.get(key)
+        if isinstance(value, list):
+            listed += [str(v).lower() for v in value]
+    return any(name in entry for entry in listed for name in ATTENTION_NAMES)
+
+
 def weight_format_from_hf(qcfg: dict[str, Any]) -> I.WeightFormat:
-    """A checkpoint's ``quantization_config`` (transformers / vLLM field names) as a WeightFormat."""
+    """A checkpoint's ``quantization_config`` (transformers / vLLM field names) as a WeightFormat,
+    with the layer groups its ignore list keeps in 16-bit."""
     if not isinstance(qcfg, dict):
         raise InputError("quantization_config", qcfg, "expected a mapping")
+    fmt = _format_of(qcfg)
+    if fmt.quantized == "all" and keeps_attention_16bit(qcfg):
+        fmt = replace(fmt, quantized="mlp", name=fmt.name + " (attention bf16)")
+    return fmt
+
+
+def _format_of(qcfg: dict[str, Any]) -> I.WeightFormat:
     method = str(qcfg.get("quant_method", "")).lower()
+    if method == "mxfp4":  # transformers integrations/mxfp4.py converts the MoE experts only (gpt-oss)
+        return replace(I.MXFP4, quantized="experts")
+    if method == "modelopt":  # TensorRT Model Optimizer: quant_algo at the top or under "quantization"
+        algo = str(qcfg.get("quant_algo") or (qcfg.get("quantization") or {}).get("quant_algo") or "").upper()
+        if algo == "NVFP4":
+            return I.NVFP4
+        if algo.startswith("FP8"):
+            return I.FORMATS["fp8"]
+        raise InputError("quantization_config.quant_algo", algo or None, "supported ModelOpt algorithms: NVFP4, FP8")
     if method in ("gptq", "awq", "gptq_marlin", "awq_marlin", "marlin"):
         bits = int(qcfg.get("bits") or qcfg.get("w_bit") or 4)
         group = int(qcfg.get("group_size") or qcfg.get("q_group_size") or 128)
@@ -139,7 +175,8 @@ def weight_format_from_hf(qcfg: dict[str, Any]) -> I.WeightFormat:
     if method == "compressed-tensors":
         return _compressed_tensors(qcfg)
     raise InputError("quantization_config.quant_method", method or None,
-                     "supported: gptq, awq, fp8, bitsandbytes, compressed-tensors; or pass --quantization")
+                     "supported: gptq, awq, fp8, bitsandbytes, compressed-tensors, mxfp4, modelopt (NVFP4, FP8); "
+                     "or pass --quantization")
 
 
 def _grouped_int(bits: int, group: int | None, zero: bool, origin: str) -> I.WeightFormat:
@@ -155,6 +192,8 @@ def _compressed_tensors(qcfg: dict[str, Any]) -> I.WeightFormat:
     scheme = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
     weights = scheme.get("weights") or {}
     bits, kind = int(weights.get("num_bits", 8)), str(weights.get("type", "int"))
+    if bits == 4 and kind == "float" and weights.get("group_size") == 16:  # compressed-tensors nvfp4 preset
+        return I.NVFP4
     if bits == 8 and scheme.get("input_activations"):
         return I.FORMATS["fp8" if kind == "float" else "int8"]
     group = weights.get("group_size") if weights.get("strategy") == "group" else None
