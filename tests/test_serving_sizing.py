@@ -76,3 +76,34 @@ def test_bad_targets_are_one_line(args, field, capsys):
     assert main(["infer", "llama-3.1-8b", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and field in err[0]
+
+
+def test_sglang_memory_fraction_by_hand():
+    from gpuplan.core.engines import sglang_mem_fraction_static
+
+    # H100 (81,559 MiB, < 90 GB tier: chunked prefill 8192, CUDA-graph max batch 256 at tp 1):
+    # reserve 512 + 8192 x 1.5 + 256 x 2 + 1/8 x 1024 = 13,440 MiB -> (81,559 - 13,440) / 81,559 = 0.835
+    assert sglang_mem_fraction_static(81559 * 2**20, tp=1) == 0.835
+    # tp 8: graph max batch 512, + 8/8 GiB: 512 + 12,288 + 1,024 + 1,024 = 14,848 MiB -> 0.818
+    assert sglang_mem_fraction_static(81559 * 2**20, tp=8) == round((81559 - 14848) / 81559, 3)
+    # RTX 4090 (24,564 MiB, < 35 GB: 2048 and 24): 512 + 3072 + 48 + 128 = 3,760 -> 0.847 (no 10 GiB floor)
+    assert sglang_mem_fraction_static(24564 * 2**20, tp=1) == round((24564 - 3760) / 24564, 3)
+
+
+def test_sglang_kv_pool_is_the_fraction_minus_weights():
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    report = estimate_inference(InferenceInputs(model="llama-3.1-8b", gpu="h100", engine="sglang", search=False))
+    weights = report.value("weights_per_gpu")
+    # 0.835 x 85,520,809,984 B (H100 as CUDA reports it) - weights - 0.35 GiB non-torch memory
+    assert report.value("kv_budget") == pytest.approx(0.835 * 85_520_809_984 - weights - 0.35 * 2**30)
+
+
+def test_bare_pp_means_one_gpu_per_stage():
+    """`infer --pp 2` without --gpus or --tp: tp 1 on two GPUs (found by the hostile-input fuzzer:
+    it divided by a tp of 0)."""
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    inputs = InferenceInputs(model="llama-3.1-8b", pp=2)
+    assert (inputs.tp_degree, inputs.pp_degree) == (1, 2)

@@ -205,6 +205,10 @@ class Runtime:
     gpu_memory_utilization: float = 0.90
     """vLLM default 0.9 (engine args; newer releases 0.92): the share of the GPU's memory the
     instance may use for weights + activations + KV cache."""
+    engine: str = "vllm"
+    """'vllm' or 'sglang' (core/engines.py): how the memory is split."""
+    mem_fraction_static: float | None = None
+    """SGLang: (weights + KV pool) / device memory; None = SGLang's own default for the GPU."""
     driver_reserved: float = 0.5 * GiB
     """Memory CUDA does not report as the device total: vLLM logs total_gpu_memory 23.58 GiB on a
     24 GiB RTX 3090 (vllm#10517), 79.11-79.25 GiB on an H100 of 79.65 GiB, 79.15 GiB on an A100 80GB."""
@@ -354,6 +358,14 @@ def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
                    tp: int, pp: int, gpu_name: str = "") -> Memory:
     runtime = setup.runtime
     weights = weight_bytes_per_gpu(groups, setup.fmt, spec.num_layers, tp, pp)
+    if runtime.engine == "sglang":  # weights + KV pool = mem_fraction_static x device memory; its
+        # activations and CUDA graphs live in the rest (ModelRunner.profile_max_num_token)
+        from gpuplan.core.engines import sglang_mem_fraction_static
+
+        fraction = runtime.mem_fraction_static or sglang_mem_fraction_static(memory_bytes, tp, pp)
+        usable = memory_bytes * fraction
+        fixed = runtime.fixed_bytes(tp * pp) - runtime.cuda_graphs  # graphs are in SGLang's reserve
+        return Memory(weights, 0.0, fixed, usable, usable - weights - fixed)
     tokens, seqs = runtime.batch_limits(memory_bytes, gpu_name)
     activations = activation_peak_bytes(spec, tokens, seqs, tp)
     usable = (memory_bytes - runtime.driver_reserved) * runtime.gpu_memory_utilization

@@ -58,8 +58,13 @@ class InferenceInputs(ModelFields):
                                                                 "per channel.")]
     kv_dtype: Annotated[T.choice(*KV_DTYPES), _f("auto", "KV-cache dtype: auto (the model's), bf16, fp16, fp8, "
                                                           "fp32.")]
+    engine: Annotated[T.choice("vllm", "sglang"), _f("vllm", "Serving engine whose memory split is modelled: vllm "
+                                                      "(gpu_memory_utilization after a profiled activation peak) or "
+                                                      "sglang (mem_fraction_static for weights + KV pool).")]
     gpu_memory_utilization: Annotated[T.Fraction, _f(I.Runtime.gpu_memory_utilization, "vLLM-style share of "
                                                      "GPU memory the engine may use.")]
+    mem_fraction_static: Annotated[T.Fraction | None, _f(None, "SGLang: share of GPU memory for weights + KV "
+                                                               "pool.", "SGLang's default for the GPU")]
     block_size: Annotated[T.typed(int, T.count(1 << 16, whole=True)), _f(K.DEFAULT_BLOCK_SIZE,
                                                                           "KV block size in tokens.")]
     prefill_tokens: Annotated[V.TokenLength | None, _f(None, "Tokens per prefill step (max_num_batched_tokens).",
@@ -103,10 +108,10 @@ class InferenceInputs(ModelFields):
 
     @property
     def tp_degree(self) -> int:
-        """tp as given, else --gpus / pp, else 1."""
+        """tp as given, else --gpus / pp, else 1 (a bare --pp N means N GPUs, one per stage)."""
         if self.tp is not None:
             return self.tp
-        return (self.gpus or 1) // (self.pp or 1)
+        return self.gpus // (self.pp or 1) if self.gpus is not None else 1
 
     @property
     def pp_degree(self) -> int:
@@ -114,7 +119,8 @@ class InferenceInputs(ModelFields):
 
     @property
     def runtime(self) -> I.Runtime:
-        return I.Runtime(gpu_memory_utilization=self.gpu_memory_utilization,
+        return I.Runtime(gpu_memory_utilization=self.gpu_memory_utilization, engine=self.engine,
+                         mem_fraction_static=self.mem_fraction_static,
                          driver_reserved=self.driver_reserved_gib * GiB, non_torch=self.non_torch_gib * GiB,
                          comm_buffers=self.nccl_gib * GiB, cuda_graphs=self.cuda_graph_gib * GiB,
                          prefill_tokens=self.prefill_tokens, max_num_seqs=self.max_num_seqs)
