@@ -25,8 +25,9 @@ def test_every_entry_cites_a_source():
 
 
 def test_case_tuples_have_the_agreed_shape():
-    assert len(CASES) == sum(len(reference_measurements()[s]) for s in
-                             ("kv_tokens", "capacity", "weights", "decode", "latency"))
+    non_kv = sum("logged_non_kv_gib" in e for e in reference_measurements()["capacity"])
+    assert len(CASES) == non_kv + sum(len(reference_measurements()[s]) for s in
+                                      ("kv_tokens", "capacity", "weights", "decode", "latency", "speculative"))
     for case in CASES:
         case_id, kind, measured, predicted, basis, note = case
         assert kind.startswith("inference: ") and measured > 0 and predicted > 0 and basis
@@ -37,13 +38,29 @@ def _errors(kind):
     return {c[0]: (c[3] - c[2]) / c[2] for c in CASES if c[1] == kind}
 
 
+def test_speculative_speedup_is_optimistic_by_at_most_20_percent():
+    """vLLM EAGLE at batch 1 (vllm#16035): the roofline speedup with the logged acceptance length
+    is 1.58x / 1.49x against 1.36x / 1.29x measured: +16% (engine overhead per draft step and the
+    rejection sampler are not modelled; docs/inference.md says so)."""
+    from gpuplan.jobs.validation.inference import KIND_SPECULATIVE
+
+    errors = _errors(KIND_SPECULATIVE)
+    assert len(errors) == 2 and all(0.10 < e < 0.20 for e in errors.values()), errors
+
+
 def test_kv_per_token_formula_matches_engine_logs_within_2_percent():
     # MHA/GQA (vLLM), MLA latent (DeepSeek-V2-Lite), fp8 KV with 32-token blocks (TensorRT-LLM)
     assert all(abs(e) < 0.02 for e in _errors(KIND_KV).values()), _errors(KIND_KV)
 
 
-def test_weights_per_gpu_match_engine_logs_within_half_a_percent():
-    assert all(abs(e) < 0.005 for e in _errors(KIND_WEIGHTS).values()), _errors(KIND_WEIGHTS)
+def test_weights_per_gpu_match_engine_logs():
+    """Within 0.5% for TP 1 and TP 4; the two Qwen2.5 TP 2 logs (vLLM 0.7.1, 32B and 14B) show
+    0.19-0.20 GiB more per rank than the parameters hold, the same amount at both sizes, so not a
+    weight term: within 1.5%."""
+    errors = _errors(KIND_WEIGHTS)
+    tp2 = {"vllm15815-qwen2.5-32b-tp2", "vllm13061-r1-distill-qwen-14b-tp2"}
+    assert all(abs(e) < 0.005 for k, e in errors.items() if k not in tp2), errors
+    assert all(-0.015 < errors[k] < 0 for k in tp2), errors
 
 
 def test_capacity_from_settings():

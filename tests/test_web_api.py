@@ -119,6 +119,13 @@ def test_model_is_a_catalog_name_never_a_server_path(client, model):
     assert "not in the catalog" in response.json()["message"]
 
 
+@pytest.mark.parametrize("draft", ["/etc/passwd", "examples/llama-2-7b/config.json"])
+def test_draft_model_is_a_catalog_name_never_a_server_path(client, draft):
+    response = post(client, "inference", {"model": "llama-3.1-8b", "speculative": "draft", "draft_model": draft})
+    assert response.status_code == 422
+    assert "not in the catalog" in response.json()["message"]
+
+
 def test_pasted_config_counts_like_the_catalog_model(client):
     pasted = post(client, "training", {"config": LLAMA2_CONFIG, "tokens": "2T", "gpus": 64}).json()
     catalog = post(client, "training", {"model": "llama-2-7b", "tokens": "2T", "gpus": 64}).json()

@@ -1,4 +1,5 @@
-"""Serving: weight bytes by format, runtime memory, and the prefill / decode roofline.
+"""Serving: runtime memory, and the prefill / decode roofline (weight formats and bytes:
+``core/weights.py``, re-exported here).
 
 Units: bytes, bytes/s, FLOPs, FLOP/s, seconds, tokens. The KV cache itself is in
 ``core/kv_cache.py``. Sources are named next to each formula and constant; the engine modelled is
@@ -14,157 +15,24 @@ from gpuplan.core.flops import (
     attention_core_flops_per_token,
     layer_matmul_weights_per_token,
 )
-from gpuplan.core.model import ModelSpec, count_parameters
-from gpuplan.core.parallel import layers_per_stage
-from gpuplan.errors import InputError
-
+from gpuplan.core.model import ModelSpec
+from gpuplan.core.speculative import Speculation
+from gpuplan.core.weights import (  # noqa: F401 (re-exported: callers use I.<name>)
+    FORMATS,
+    INT4_SOURCE,
+    MXFP4,
+    NVFP4,
+    ParamGroups,
+    WeightFormat,
+    decode_weight_bytes_read,
+    expected_expert_fraction,
+    layer_linear_bytes,
+    param_groups,
+    weight_bytes_per_gpu,
+    weight_bytes_total,
+    weight_format,
+)
 GiB = 2**30
-
-
-@dataclass(frozen=True)
-class WeightFormat:
-    """How matmul weights are stored. ``bits`` is the payload; group-wise formats add one
-    ``scale_bits`` scale and one ``zero_bits`` zero point per ``group_size`` weights."""
-
-    name: str
-    bits: float
-    compute_dtype: str
-    """Dtype whose dense peak the matmuls run at (weight-only int4 dequantizes to fp16)."""
-    group_size: int | None = None
-    scale_bits: int = 0
-    zero_bits: int = 0
-    keep_16bit: bool = True
-    """Embeddings, LM head, norms and router stay in 16-bit (GPTQ/AWQ/FP8 checkpoints skip
-    them: AutoGPTQ/AutoAWQ quantize nn.Linear inside the blocks only; vLLM Fp8LinearMethod)."""
-    quantized: str = "all"
-    """Which layer matmuls are stored in this format, the rest in 16-bit: 'all', 'mlp' (the
-    checkpoint's ignore list keeps attention in 16-bit) or 'experts' (only routed experts)."""
-    source: str = ""
-
-    @property
-    def bits_per_weight(self) -> float:
-        overhead = (self.scale_bits + self.zero_bits) / self.group_size if self.group_size else 0.0
-        return self.bits + overhead
-
-    @property
-    def other_bytes(self) -> float:
-        """Bytes per embedding / LM-head / norm parameter."""
-        if self.keep_16bit:
-            return 2.0
-        return self.bits_per_weight / 8
-
-
-FORMATS = {
-    "fp32": WeightFormat("fp32", 32, "fp32", keep_16bit=False, source="IEEE fp32: 4 bytes/parameter"),
-    "bf16": WeightFormat("bf16", 16, "bf16", source="the article: FP16/BF16 = 2 bytes/parameter"),
-    "fp16": WeightFormat("fp16", 16, "fp16", source="the article: FP16/BF16 = 2 bytes/parameter"),
-    # per-channel or 128x128 block scales: 32 bits per 16,384 weights, < 0.01% (DeepSeek-V3 tech. report Sec. 3.3)
-    "fp8": WeightFormat("fp8", 8, "fp8", source="W8A8 FP8 (vLLM fp8 / compressed-tensors); scales negligible"),
-    # SmoothQuant W8A8 (Xiao et al. 2023): int8 weights, one fp16 scale per output channel (negligible)
-    "int8": WeightFormat("int8", 8, "int8", source="W8A8 INT8 (SmoothQuant, arXiv:2211.10438)"),
-}
-# OCP Microscaling Formats (MX) v1.0: MXFP4 = E2M1 elements with one E8M0 (8-bit) scale per 32.
-MXFP4 = WeightFormat("mxfp4", 4, "bf16", 32, 8, 0, source="OCP MX v1.0 MXFP4: 4-bit E2M1 + one 8-bit E8M0 scale per "
-                     "32 weights = 4.25 bits; served weight-only (dequantised to bf16) where no FP4 tensor cores")
-# NVIDIA NVFP4 (TensorRT Model Optimizer; Blackwell FP4 tensor cores): E2M1 with one FP8 E4M3 scale per
-# 16 weights plus one fp32 scale per tensor (negligible) = 4.5 bits.
-NVFP4 = WeightFormat("nvfp4", 4, "fp4", 16, 8, 0, source="NVIDIA NVFP4: 4-bit E2M1 + one FP8 E4M3 scale per 16 "
-                     "weights (+ an fp32 per-tensor scale) = 4.5 bits")
-INT4_SOURCE = ("GPTQ/AWQ packing (AutoGPTQ qweight/qzeros/scales; AutoAWQ): 4-bit weights, one fp16 scale and "
-               "one packed 4-bit zero point per group -> 4 + (16 + 4)/group bits (4.156 at group 128)")
-
-
-def weight_format(name: str, group_size: int | None = 128, zero_point: bool = True) -> WeightFormat:
-    """A named format: fp32, bf16, fp16, fp8, int8 or int4 (group-wise, GPTQ/AWQ style)."""
-    key = name.strip().lower()
-    if key == "int4":
-        return WeightFormat("int4" + (f"-g{group_size}" if group_size else ""), 4, "fp16", group_size,
-                            16 if group_size else 0, 4 if (zero_point and group_size) else 0, source=INT4_SOURCE)
-    if key not in FORMATS:
-        raise InputError("quantization", name, f"must be one of {', '.join([*FORMATS, 'int4'])} (or auto)")
-    return FORMATS[key]
-
-
-@dataclass(frozen=True)
-class ParamGroups:
-    """Parameters by how they are stored and read (counts). ``routed`` = MoE routed experts."""
-
-    embedding: float
-    lm_head: float
-    norms: float
-    router: float
-    dense_linear: float
-    routed: float
-    tied: bool
-    attention: float = 0.0
-    """The attention projections' share of ``dense_linear``."""
-
-    @property
-    def layer_params(self) -> float:
-        return self.dense_linear + self.routed + self.router + self.norms
-
-
-def param_groups(spec: ModelSpec) -> ParamGroups:
-    """Split the exact count; a bare ``--params N`` puts N minus the shape's embeddings in layers."""
-    c = count_parameters(spec)
-    linear = c.attention + c.dense_mlp + c.shared_experts
-    if spec.declared_params is not None:  # the user's N, not the generic shape's count
-        linear = spec.declared_params - c.embedding - c.position_embedding - c.lm_head - c.norms - c.router
-        linear -= c.routed_experts
-    attention = c.attention * (linear / (c.attention + c.dense_mlp + c.shared_experts or 1))
-    return ParamGroups(c.embedding + c.position_embedding, c.lm_head, c.norms, c.router, linear,
-                       c.routed_experts, spec.tie_embeddings, attention)
-
-
-def layer_linear_bytes(groups: ParamGroups, fmt: WeightFormat, routed: float | None = None) -> float:
-    """Bytes of the layer matmuls (dense + ``routed`` experts, default all of them) in ``fmt``,
-    the groups it leaves unquantized in 16-bit."""
-    routed = groups.routed if routed is None else routed
-    q = fmt.bits_per_weight / 8
-    if fmt.quantized == "experts":
-        return groups.dense_linear * 2.0 + routed * q
-    if fmt.quantized == "mlp":
-        return groups.attention * 2.0 + (groups.dense_linear - groups.attention + routed) * q
-    return (groups.dense_linear + routed) * q
-
-
-def weight_bytes_total(groups: ParamGroups, fmt: WeightFormat) -> float:
-    """Bytes of the whole model in ``fmt`` (one copy)."""
-    quantized = layer_linear_bytes(groups, fmt)
-    return quantized + (groups.embedding + groups.lm_head + groups.norms + groups.router) * fmt.other_bytes
-
-
-def weight_bytes_per_gpu(groups: ParamGroups, fmt: WeightFormat, num_layers: int, tp: int = 1,
-                         pp: int = 1) -> float:
-    """Bytes on the fullest GPU: layers split over pp stages (ceil(L/pp) on the fullest), every
-    matmul and the vocab-parallel embedding / LM head split over tp (Megatron-LM, Shoeybi et al.
-    2019, Sec. 3; vLLM VocabParallelEmbedding); norms replicated. Tied embeddings are kept on the
-    last stage too when pp > 1 (vLLM PP: the LM head needs them)."""
-    frac = layers_per_stage(num_layers, pp) / num_layers
-    quantized = layer_linear_bytes(groups, fmt)
-    layers = (quantized + groups.router * fmt.other_bytes) * frac / tp + groups.norms * fmt.other_bytes * frac
-    embedding = groups.embedding * fmt.other_bytes / tp
-    head = (groups.embedding if groups.tied else groups.lm_head) * fmt.other_bytes / tp
-    if pp == 1:
-        return layers + embedding + (0.0 if groups.tied else head)
-    return layers + max(embedding, head)
-
-
-def expected_expert_fraction(experts: int, top_k: int, batch) -> float:
-    """Share of routed experts a decode step of ``batch`` tokens touches, routing uniform and
-    independent: 1 - (1 - k/E)^b (each expert is missed by one token with probability 1 - k/E)."""
-    return 1.0 - (1.0 - top_k / experts) ** batch
-
-
-def decode_weight_bytes_read(spec: ModelSpec, groups: ParamGroups, fmt: WeightFormat, tp: int, batch) -> float:
-    """Weight bytes one TP rank reads per decode step, summed over pipeline stages: every layer
-    weight except untouched experts, plus the LM head; the input embedding is a row lookup."""
-    routed = groups.routed
-    if spec.moe is not None and routed:
-        routed *= expected_expert_fraction(spec.moe.num_experts, spec.moe.experts_per_token, batch)
-    head = groups.embedding if groups.tied else groups.lm_head
-    return (layer_linear_bytes(groups, fmt, routed)
-            + (groups.router + head) * fmt.other_bytes) / tp + groups.norms * fmt.other_bytes
 
 
 def activation_elements_per_token(spec: ModelSpec, tp: int = 1) -> float:
@@ -281,10 +149,15 @@ class StepTime:
     memory_s: float
     compute_s: float
     comm_s: float
+    draft_s: float = 0.0
+    """Speculative decoding: the proposer's k draft steps before this (verify) step."""
+    tokens_per_step: float = 1.0
+    """Output tokens the step yields per sequence (speculative decoding: the mean accepted length)."""
 
     @property
     def total(self) -> float:
-        return max(self.memory_s, self.compute_s) + self.comm_s
+        """Seconds per output token."""
+        return (max(self.memory_s, self.compute_s) + self.comm_s + self.draft_s) / self.tokens_per_step
 
     @property
     def bound(self) -> str:
@@ -338,6 +211,13 @@ class ServingSetup:
     runtime: Runtime = Runtime()
     efficiency: Efficiency = Efficiency()
     block_size: int = 16
+    speculation: Speculation | None = None
+    """Speculative decoding (core/speculative.py); None = plain decoding."""
+    prefix_hit: float = 0.0
+    """Share of each prompt found in the prefix cache (vLLM automatic prefix caching, SGLang
+    RadixAttention, Zheng et al. 2024, arXiv:2312.07104): those tokens skip prefill compute and,
+    coming from a prefix every sequence shares, are cached once (an assumption: hits from
+    per-user history are not shared)."""
 
 
 @dataclass(frozen=True)
@@ -351,10 +231,51 @@ class Memory:
     """(device total - driver reserve) x gpu_memory_utilization."""
     kv_budget: float
     """What vLLM leaves for the KV cache (worker determine_available_memory): usable - weights -
-    activation peak - non-torch memory."""
+    activation peak - non-torch memory; with a speculative proposer, the target's share of it."""
+    draft_weights: float = 0.0
+    """A speculative proposer's weights (included in ``weights``)."""
+    draft_kv: float = 0.0
+    """The proposer's share of the KV memory (its cache grows with the target's, token for token)."""
+
+
+def draft_weight_bytes_per_gpu(s: Speculation, fmt: WeightFormat, tp: int) -> float:
+    """The proposer's weights per GPU, split over tp like the target (vLLM runs the draft at the
+    target's TP): a draft model whole, an EAGLE / MTP layer without the shared embedding and head."""
+    if s.draft is None:
+        return 0.0
+    groups = param_groups(s.draft)
+    if s.shares_embeddings:
+        groups = ParamGroups(0.0, 0.0, groups.norms, groups.router, groups.dense_linear, groups.routed, True,
+                             groups.attention)
+    return weight_bytes_per_gpu(groups, fmt, s.draft.num_layers, tp, 1)
+
+
+def draft_kv_share(spec: ModelSpec, s: Speculation | None, kv_bytes: float, tp: int, pp: int) -> float:
+    """Share of the KV memory the proposer's cache takes: its bytes per token over the sum of
+    both (vLLM allocates both caches from one pool, block for block)."""
+    if s is None or s.draft is None:
+        return 0.0
+    from gpuplan.core.kv_cache import kv_layout
+
+    target = kv_layout(spec, kv_bytes, tp, pp).bytes_per_token
+    draft = kv_layout(s.draft, kv_bytes, tp, 1).bytes_per_token
+    return draft / (target + draft)
 
 
 def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,
+                   tp: int, pp: int, gpu_name: str = "") -> Memory:
+    memory = _engine_memory(spec, groups, memory_bytes, setup, tp, pp, gpu_name)
+    s = setup.speculation
+    if s is None or s.draft is None:
+        return memory
+    draft_w = draft_weight_bytes_per_gpu(s, setup.fmt, tp)
+    left = memory.kv_budget - draft_w
+    share = draft_kv_share(spec, s, setup.kv_bytes, tp, pp)
+    return Memory(memory.weights + draft_w, memory.activations, memory.fixed, memory.usable, left * (1 - share),
+                  draft_w, left * share)
+
+
+def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,
                    tp: int, pp: int, gpu_name: str = "") -> Memory:
     runtime = setup.runtime
     weights = weight_bytes_per_gpu(groups, setup.fmt, spec.num_layers, tp, pp)
@@ -380,19 +301,45 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     experts the batch touches) and every sequence's KV read once per step, or the FLOPs when
     the batch is large, plus the TP all-reduces. ``which``: 0 expected, 1 low, 2 high efficiency."""
     eff = setup.efficiency
+    s = setup.speculation
+    positions = 1 + (s.tokens if s else 0)  # a verify step scores k proposed tokens + one of its own
     kv_read = batch * kv_per_sequence * pp  # kv_per_sequence is per stage; a token crosses all stages
-    bytes_read = decode_weight_bytes_read(spec, groups, setup.fmt, tp, batch) + kv_read
-    flops = batch * decode_flops_per_token(spec, context)
-    return step_time(bytes_read, flops, batch, spec, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link,
-                     bw_eff=eff.bandwidth[which], compute_eff=eff.compute[which], latency_s=eff.latency(link))
+    bytes_read = decode_weight_bytes_read(spec, groups, setup.fmt, tp, batch * positions) + kv_read
+    flops = batch * positions * decode_flops_per_token(spec, context)
+    step = step_time(bytes_read, flops, batch * positions, spec, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak,
+                     link=link, bw_eff=eff.bandwidth[which], compute_eff=eff.compute[which],
+                     latency_s=eff.latency(link))
+    if s is None:
+        return step
+    draft_s = 0.0
+    if s.draft is not None:  # k proposer steps at the batch, plain decoding of the draft shape
+        from dataclasses import replace
+
+        plain = replace(setup, speculation=None)
+        draft_groups = param_groups(s.draft)
+        if s.shares_embeddings:  # EAGLE / MTP read the target's LM head, not a head of their own
+            draft_groups = replace(draft_groups, embedding=groups.embedding, lm_head=groups.lm_head,
+                                   tied=groups.tied)
+        share = draft_kv_share(spec, s, setup.kv_bytes, tp, pp)
+        draft_kv = kv_per_sequence * share / (1 - share) if share < 1 else 0.0
+        draft_s = s.tokens * decode_step(s.draft, draft_groups, plain, draft_kv, tp=tp, pp=1, batch=batch,
+                                         context=context, bandwidth=bandwidth, peak=peak, link=link,
+                                         which=which).total
+    return StepTime(step.memory_s, step.compute_s, step.comm_s, draft_s, s.mean_accepted_length)
 
 
 def prefill_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, tp: int, pp: int, prompt,
                  bandwidth: float, peak: float, link: float | None, which: int = 0) -> StepTime:
-    """Time to first token for one prompt: compute-bound matmuls + attention, weights read once."""
+    """Time to first token for one prompt: compute-bound matmuls + attention, weights read once.
+    With prefix caching only the uncached suffix is computed: causal FLOPs of the whole prompt
+    minus those of the cached prefix (the suffix still attends to every cached key)."""
     eff = setup.efficiency
-    bytes_read = decode_weight_bytes_read(spec, groups, setup.fmt, tp, prompt)
-    return step_time(bytes_read, prefill_flops(spec, prompt), prompt, spec, tp=tp, pp=pp, bandwidth=bandwidth,
+    cached = math.floor(setup.prefix_hit * prompt)
+    new = max(1, prompt - cached)
+    flops = prefill_flops(spec, prompt) - (prefill_flops(spec, cached) - 2.0 * spec.vocab_size * spec.hidden_size
+                                           if cached else 0.0)
+    bytes_read = decode_weight_bytes_read(spec, groups, setup.fmt, tp, new)
+    return step_time(bytes_read, flops, new, spec, tp=tp, pp=pp, bandwidth=bandwidth,
                      peak=peak, link=link, bw_eff=eff.bandwidth[which], compute_eff=eff.compute[which],
                      latency_s=eff.latency(link))
 

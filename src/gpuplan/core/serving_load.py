@@ -105,3 +105,40 @@ def max_rate(target: LoadTarget, prefill_s: float, decode_s: Callable[[int], flo
 def replicas_for(target: LoadTarget, per_replica: ReplicaLoad) -> int:
     """Replicas needed for the aggregate rate (each at most ``per_replica.rate``)."""
     return max(1, math.ceil(target.requests_per_s / per_replica.rate - 1e-9))
+
+
+# Disaggregated serving (DistServe, Zhong et al. OSDI 2024; Splitwise, Patel et al. ISCA 2024):
+# prompts run on prefill-only instances, which send each prompt's KV cache to decode-only
+# instances. Prefill then queues alone (TTFT = prefill + M/M/1 wait + KV transfer) and decode
+# steps are never interrupted by prompts (TPOT = t_decode(B), no 1 / (1 - rho) stretch).
+
+
+def prefill_pool_rate(ttft_p99: float, prefill_s: float, transfer_s: float) -> float | None:
+    """The highest rate (requests/s) one prefill-only instance takes with its p99 TTFT (prefill
+    + queueing wait p99 + KV transfer) within ``ttft_p99``; None when an idle one misses it."""
+    def p99(rate: float) -> float:
+        return prefill_s + queue_wait(prefill_s, rate * prefill_s)[1] + transfer_s
+
+    if p99(0.0) > ttft_p99 * (1 + 1e-9):
+        return None
+    lo, hi = 0.0, 1.0 / prefill_s
+    while hi - lo > 1e-4 * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if p99(mid) <= ttft_p99 else (lo, mid)
+    return lo if lo > 0 else None
+
+
+def decode_pool_rate(tpot: float, decode_s: Callable[[int], float], output: int,
+                     max_sequences: int) -> tuple[float, float, float] | None:
+    """(rate, sequences in flight, TPOT) of one decode-only instance at the highest rate whose
+    step at the batch in flight (Little's law: B = rate x output x TPOT) meets ``tpot`` within
+    its KV capacity; None when even batch 1 misses it."""
+    if decode_s(1) > tpot * (1 + 1e-9) or max_sequences < 1:
+        return None
+    # the batch is what limits: the largest B whose step meets the target, then rate = B / (output x step)
+    lo, hi = 1, max_sequences
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if decode_s(mid) <= tpot * (1 + 1e-9) else (lo, mid - 1)
+    step = decode_s(lo)
+    return lo / (output * step), float(lo), step

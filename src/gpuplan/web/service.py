@@ -203,6 +203,10 @@ def _run(name: str, body: dict[str, Any]):
     job = JOBS[name]
     raw = {k: v for k, v in body.items() if k != "config" and v is not None}
     config = body.get("config")
+    if raw.get("draft_model") not in (None, ""):  # a catalog name only, as for the model: never a path
+        from gpuplan.catalog import model_entry
+
+        raw["draft_model"] = model_entry(str(raw["draft_model"]))["id"]
     if config is None:
         if raw.get("model") not in (None, ""):
             from gpuplan.catalog import model_entry

@@ -31,14 +31,18 @@ def estimate_inference(inputs: InferenceInputs) -> Report:
     from dataclasses import replace
 
     from gpuplan.core.serving_load import LoadTarget
-    from gpuplan.jobs.inference.sizing import size_for_target, sizing_section, sizing_table
+    from gpuplan.jobs.inference import sizing
 
     target = LoadTarget(inputs.ttft_p99 or float("inf"), inputs.tpot or float("inf"), inputs.rps)
-    configs = size_for_target(plan, target, inputs.price)
-    section = sizing_section(plan, target, configs)
+    configs = sizing.size_for_target(plan, target, inputs.price)
+    sections = [sizing.sizing_section(plan, target, configs)]
+    if inputs.disaggregate:
+        pools = sizing.size_disaggregated(plan, target, inputs.price)
+        sections.insert(0, sizing.disaggregated_section(plan, target, pools, configs))
     title = f"Sizing {plan.spec.name} for {inputs.rps:g} requests/s"
-    return replace(report, title=title, sections=(section, *report.sections), tables=(sizing_table(configs), *report.tables),
-                   headline=tuple(line.key for line in section.lines),
+    return replace(report, title=title, sections=(*sections, *report.sections),
+                   tables=(sizing.sizing_table(configs), *report.tables),
+                   headline=tuple(line.key for section in sections for line in section.lines),
                    summary_table="Configurations meeting the target (cheapest TP per GPU type)")
 
 
@@ -138,11 +142,19 @@ def _memory_section(plan: Plan, serving: Serving, batch: int) -> Section:
     m = serving.memory
     needed = m.weights + m.activations + m.fixed + batch * serving.layout.bytes_per_sequence(plan.context)
     fits = needed <= m.usable
-    util = plan.setup.runtime.gpu_memory_utilization
+    runtime = plan.setup.runtime
+    if runtime.engine == "sglang":
+        fraction = m.usable / plan.gpu.memory_bytes
+        usable = Line("usable", f"weights + KV pool at mem_fraction_static {fraction:.3f}", m.usable, "bytes",
+                      _gb(m.usable), "device total x mem_fraction_static (SGLang; activations and CUDA graphs "
+                      "live in the rest)")
+    else:
+        usable = Line("usable", f"usable at gpu_memory_utilization {runtime.gpu_memory_utilization:g}", m.usable,
+                      "bytes", _gb(m.usable), "(device total - driver reserve) x utilization")
     return Section(f"Memory per GPU ({plan.gpu.name})", (
-        Line("usable", f"usable at gpu_memory_utilization {util:g}", m.usable, "bytes", _gb(m.usable),
-             "(device total - driver reserve) x utilization"),
-        Line("weights", "weights", m.weights, "bytes", _gb(m.weights)),
+        usable,
+        Line("weights", "weights", m.weights, "bytes", _gb(m.weights),
+             f"incl. the speculative proposer's {_gb(m.draft_weights)}" if m.draft_weights else ""),
         Line("activations", "activation peak (profiled prefill / sampler)", m.activations, "bytes",
              _gb(m.activations), "max(prefill tokens x (3I/tp + 3h) x 2 B, seqs x vocab x 16 B)"),
         Line("runtime", "CUDA context, comm buffers, CUDA graphs", m.fixed, "bytes", _gb(m.fixed)),
@@ -220,6 +232,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
              f"{comm * 1e3:,.2f} ms" if serving.gpus > 1 else "none (1 GPU)",
              f"{2 * plan.spec.num_layers} all-reduces of batch x hidden x 2 B over "
              f"{(plan.gpu.scale_up_bandwidth or 0) / GB:,.0f} GB/s" if serving.gpus > 1 else ""),
+        *_speculation_lines(plan, tpot),
         Line("request_latency", f"latency of one request ({plan.prompt:,} in, {plan.output:,} out)",
              ttft[0].total + (plan.output - 1) * tpot.total, "s",
              f"{ttft[0].total + (plan.output - 1) * tpot.total:,.2f} s", "TTFT + (output - 1) x TPOT"),
@@ -231,6 +244,20 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
         lines.append(Line("cost_per_million_tokens", "cost per million output tokens", cost, "USD",
                           f"${cost:,.3f} (at ${price:,.2f}/GPU-hour x {serving.gpus})", source))
     return Section("Speed (roofline; range = efficiency range)", tuple(lines))
+
+
+def _speculation_lines(plan: Plan, tpot: I.StepTime) -> tuple[Line, ...]:
+    spec = plan.setup.speculation
+    if spec is None:
+        return ()
+    verify = max(tpot.memory_s, tpot.compute_s) + tpot.comm_s
+    return (Line("spec_accepted_length", f"tokens per verify step ({spec.method}, k = {spec.tokens}, "
+                 f"acceptance {spec.acceptance:g})", spec.mean_accepted_length, "tokens",
+                 f"{spec.mean_accepted_length:.2f}", f"(1 - a^(k+1)) / (1 - a), Leviathan et al. 2023 Eq. 1; "
+                 f"acceptance: {spec.source}"),
+            Line("spec_step", "verify step + draft steps", verify + tpot.draft_s, "s",
+                 f"{verify * 1e3:,.2f} ms + {tpot.draft_s * 1e3:,.2f} ms",
+                 "TPOT = (verify over k + 1 positions + k draft steps) / tokens per step"))
 
 
 def _curve_table(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Table:
@@ -260,8 +287,13 @@ def _assumptions(plan: Plan, inputs: InferenceInputs) -> tuple[Assumption, ...]:
                    fmt.source, "--quantization / --group-size", "quantization" in u),
         Assumption("kv_dtype", "KV-cache dtype", plan.kv_dtype, "vLLM --kv-cache-dtype auto = model dtype",
                    "--kv-dtype", "kv_dtype" in u),
+        Assumption("engine", "serving engine (memory split)", r.engine,
+                   "vLLM: gpu_memory_utilization after a profiled activation peak; SGLang: mem_fraction_static "
+                   "(core/engines.py)", "--engine", "engine" in u),
         Assumption("gpu_memory_utilization", "gpu_memory_utilization", r.gpu_memory_utilization,
-                   "vLLM default 0.9 (newer releases 0.92)", "--gpu-memory-utilization", "gpu_memory_utilization" in u),
+                   "vLLM default 0.9 (newer releases 0.92)" + ("; not used by SGLang" if r.engine == "sglang"
+                                                               else ""),
+                   "--gpu-memory-utilization", "gpu_memory_utilization" in u),
         Assumption("driver_reserved", "memory not visible to CUDA", gib(r.driver_reserved),
                    "vLLM total_gpu_memory logs (vllm#10517: 23.58 of 24 GiB)", "--driver-reserved-gib",
                    "driver_reserved_gib" in u),

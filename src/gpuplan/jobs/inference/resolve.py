@@ -61,9 +61,25 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     if not spec.attention.is_mla and inputs.tp_degree > kv_heads:
         notes.append(f"tp {inputs.tp_degree} > {kv_heads} KV heads: each KV head is replicated on {inputs.tp_degree // kv_heads} "
                      "GPUs (vLLM), so the cache per GPU stops shrinking")
-    setup = I.ServingSetup(fmt, K.KV_DTYPE_BYTES[kv_dtype], inputs.runtime, inputs.efficiency, inputs.block_size)
+    setup = I.ServingSetup(fmt, K.KV_DTYPE_BYTES[kv_dtype], inputs.runtime, inputs.efficiency, inputs.block_size,
+                           _speculation(inputs, spec, raw), inputs.prefix_hit)
     return Plan(spec, gpu, I.param_groups(spec), setup, origin, kv_dtype, context, context - output, output,
                 tuple(notes))
+
+
+def _speculation(inputs: InferenceInputs, spec: ModelSpec, raw: dict[str, Any]):
+    """The speculative-decoding setup the inputs name (core/speculative.py), or None."""
+    from gpuplan.core.speculative import speculation
+
+    draft = None
+    if inputs.draft_model is not None:
+        from gpuplan.adapters.resolve import resolve_model
+
+        draft = resolve_model(inputs.draft_model, None)
+    if inputs.speculative == "mtp" and not raw.get("num_nextn_predict_layers"):
+        raise InputError("speculative", "mtp", f"{spec.name}'s config declares no multi-token-prediction layer "
+                         "(num_nextn_predict_layers, as DeepSeek-V3 / R1 do); use eagle, draft or ngram")
+    return speculation(inputs.speculative, inputs.spec_tokens, inputs.spec_acceptance, spec, draft)
 
 
 def _kv_dtype(choice: str, fmt: I.WeightFormat, spec: ModelSpec) -> str:

@@ -9,6 +9,7 @@ from pydantic import model_validator
 
 from gpuplan.core import inference as I
 from gpuplan.core import kv_cache as K
+from gpuplan.core import speculative as S
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
@@ -93,6 +94,21 @@ class InferenceInputs(ModelFields):
                                                                          "500ms (with --rps).", "no limit")]
     tpot: Annotated[T.typed(float, T.seconds(60)) | None, _f(None, "Target time per output token, e.g. 50ms "
                                                                    "(with --rps).", "no limit")]
+    disaggregate: Annotated[T.Bool, _f(False, "With --rps: size separate prefill and decode pools (DistServe, "
+                                              "Splitwise) instead of colocated replicas; TTFT includes the KV "
+                                              "transfer over the network.")]
+    speculative: Annotated[T.choice(*S.METHODS), _f("none", "Speculative decoding: none, draft (a draft model, "
+                                                    "--draft-model), eagle, eagle3, mtp (the model's own MTP "
+                                                    "layer), ngram (prompt lookup; needs --spec-acceptance).")]
+    draft_model: Annotated[T.Name | None, _f(None, "Draft model for --speculative draft: a catalog name or Hugging "
+                                                   "Face id sharing the target's tokenizer.", "none")]
+    spec_tokens: Annotated[T.typed(int, T.number(1, 16, whole=True)), _f(3, "Tokens proposed per speculative step "
+                                                                           "(num_speculative_tokens).")]
+    spec_acceptance: Annotated[T.Fraction | None, _f(None, "Per-token acceptance rate of proposed tokens (0-1).",
+                                                     "eagle 0.55, eagle3 0.58, mtp 0.85, draft 0.6")]
+    prefix_hit: Annotated[T.typed(float, T.number(0, 0.99)), _f(0.0, "Share of each prompt found in the prefix "
+                                                                      "cache (0-0.99): that prefill is skipped and "
+                                                                      "the cached prefix is shared by all sequences.")]
 
     @model_validator(mode="after")
     def _consistent(self) -> InferenceInputs:
@@ -102,6 +118,11 @@ class InferenceInputs(ModelFields):
             raise InputError("rps", None, "give the request rate (--rps) to size for a latency target")
         if self.prompt is not None and self.context is not None:
             raise InputError("prompt", self.prompt, "give --prompt (with --output-tokens) or --context, not both")
+        if self.draft_model is not None and self.speculative != "draft":
+            raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
+        if self.disaggregate and (self.rps is None or self.ttft_p99 is None or self.tpot is None):
+            raise InputError("disaggregate", True, "sizes prefill and decode pools for a load: give --rps, "
+                             "--ttft-p99 and --tpot")
         if self.gpus is not None and self.tp is None and self.gpus % (self.pp or 1):
             raise InputError("gpus", self.gpus, f"must be a multiple of pp = {self.pp}")
         return self

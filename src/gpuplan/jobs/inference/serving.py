@@ -46,9 +46,19 @@ def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serv
     tpot = tuple(I.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
                                which=w, **common) for w in (0, 1, 2))
     ttft = tuple(I.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, which=w, **common) for w in (0, 1, 2))
-    return Serving(tp, pp, memory, layout, K.max_sequences(layout, memory.kv_budget, plan.context),
+    return Serving(tp, pp, memory, layout, max_sequences(plan, layout, memory.kv_budget),
                    K.max_context(layout, memory.kv_budget, batch), K.tokens_in(layout, memory.kv_budget),
                    ttft, tpot)
+
+
+def max_sequences(plan: Plan, layout: K.KVLayout, kv_budget: float) -> int:
+    """Sequences of the plan's context whose cache fits; with prefix caching the cached share of
+    the prompt is stored once (shared blocks, vLLM automatic prefix caching) and each sequence
+    holds only the rest."""
+    shared = int(plan.setup.prefix_hit * plan.prompt)
+    if not shared:
+        return K.max_sequences(layout, kv_budget, plan.context)
+    return K.max_sequences(layout, kv_budget - layout.bytes_per_sequence(shared), plan.context - shared)
 
 
 def price_for(gpu_id: str, given: float | None) -> tuple[float | None, str]:

@@ -11,7 +11,15 @@ from functools import lru_cache
 from gpuplan.core import inference as I
 from gpuplan.core import kv_cache as K
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.serving_load import LoadTarget, ReplicaLoad, max_rate, replicas_for
+from gpuplan.core.serving_load import (
+    LoadTarget,
+    ReplicaLoad,
+    decode_pool_rate,
+    max_rate,
+    prefill_pool_rate,
+    queue_wait,
+    replicas_for,
+)
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.serving import SEARCH_TP, evaluate, price_for
@@ -82,6 +90,135 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None) 
             cost, source = price_for(gpu.id, price)
             found.append(SizedConfig(gpu, tp, replica, replicas_for(target, replica), cost, source))
     return sorted(found, key=lambda c: (c.cost_per_hour is None, c.cost_per_hour or 0.0, c.gpus))
+
+
+DEFAULT_NIC_BYTES_PER_S = 100e9 / 8
+"""KV transfer link per GPU where the catalog names no scale-out network: 100 Gb/s Ethernet (a
+gpuplan assumption for PCIe cards and cloud instances without RDMA)."""
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Identical instances of one role in a disaggregated deployment."""
+
+    role: str
+    gpu: Accelerator
+    tp: int
+    rate_per_instance: float
+    instances: int
+    price: float | None
+    price_source: str
+    latency_s: float
+    """prefill: p99 TTFT incl. KV transfer; decode: TPOT at the batch in flight."""
+    transfer_s: float = 0.0
+    in_flight: float = 0.0
+
+    @property
+    def gpus(self) -> int:
+        return self.instances * self.tp
+
+    @property
+    def cost_per_hour(self) -> float | None:
+        return None if self.price is None else self.price * self.gpus
+
+
+def kv_transfer_seconds(plan: Plan, gpu: Accelerator, tp: int) -> float:
+    """One prompt's KV cache (every layer, every KV head) sent between instances whose narrower
+    side has ``tp`` GPUs, each sending its shard over its own NIC (Splitwise, Patel et al. 2024,
+    Sec. 4: per-layer transfer over InfiniBand)."""
+    whole = K.kv_layout(plan.spec, plan.setup.kv_bytes, 1, 1, 1).bytes_per_token * plan.prompt
+    return whole / (tp * (gpu.scale_out_bandwidth or DEFAULT_NIC_BYTES_PER_S))
+
+
+def size_disaggregated(plan: Plan, target: LoadTarget, price: float | None = None) -> tuple[Pool, Pool] | None:
+    """The cheapest prefill pool + decode pool on one GPU type (a homogeneous cluster, each phase
+    with its own TP, as in DistServe) that meet the targets together; None when nothing does.
+    The KV transfer runs over min(tp_prefill, tp_decode) NICs."""
+    from gpuplan.catalog import hardware_entries, load_accelerator
+
+    best: tuple[Pool, Pool] | None = None
+
+    def cost(pools: tuple[Pool, Pool]) -> tuple:
+        hourly = [p.cost_per_hour for p in pools]
+        return (None in hourly, sum(h or 0.0 for h in hourly), sum(p.gpus for p in pools))
+
+    for gpu_id in hardware_entries():
+        gpu = load_accelerator(gpu_id)
+        if not gpu.has_dtype(plan.setup.fmt.compute_dtype):
+            continue
+        price_h, source = price_for(gpu.id, price)
+        steps = {}
+        for tp in SEARCH_TP:
+            if tp > (gpu.devices_per_node or 8):
+                break
+            try:
+                serving = evaluate(plan, gpu, tp, 1, 1)
+            except InputError:
+                continue
+            cap = min(serving.max_sequences, plan.setup.runtime.max_num_seqs or DEFAULT_MAX_NUM_SEQS)
+            if cap >= 1:
+                steps[tp] = (*_step_times(plan, gpu, tp), cap)
+        decodes = {}
+        for tp, (_, decode, cap) in steps.items():
+            found = decode_pool_rate(target.tpot, decode, plan.output, cap)
+            if found:
+                rate, in_flight, step = found
+                decodes[tp] = Pool("decode", gpu, tp, rate, replicas_for(target, _rated(rate)), price_h, source,
+                                   step, in_flight=in_flight)
+        for tp_p, (prefill, _, _) in steps.items():
+            for tp_d, decode_pool in decodes.items():
+                transfer = kv_transfer_seconds(plan, gpu, min(tp_p, tp_d))
+                rate = prefill_pool_rate(target.ttft_p99, prefill, transfer)
+                if not rate:
+                    continue
+                ttft = prefill + transfer + queue_wait(prefill, rate * prefill)[1]
+                pools = (Pool("prefill", gpu, tp_p, rate, replicas_for(target, _rated(rate)), price_h, source, ttft,
+                              transfer), decode_pool)
+                if best is None or cost(pools) < cost(best):
+                    best = pools
+    return best
+
+
+def _rated(rate: float) -> ReplicaLoad:
+    return ReplicaLoad(rate, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def disaggregated_section(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool] | None,
+                          colocated: list[SizedConfig]) -> Section:
+    """Prefill and decode pools against the target, and what colocated replicas would cost."""
+    # (pools share a GPU type; the colocated answer may use another)
+    title = (f"Disaggregated prefill / decode for {target.requests_per_s:g} requests/s of {plan.prompt:,} + "
+             f"{plan.output:,} tokens (TTFT p99 {_ms(target.ttft_p99)}, TPOT {_ms(target.tpot)})")
+    if pools is None:
+        return Section(title, (Line("disagg_config", "configuration", None, text="no prefill or no decode "
+                                    "instance meets the target on one node: relax the targets"),))
+    prefill, decode = pools
+    costs = [p.cost_per_hour for p in pools]
+    total = None if None in costs else sum(costs)
+    tokens_per_hour = target.requests_per_s * (plan.prompt + plan.output) * 3600
+    together = colocated[0].cost_per_hour if colocated else None
+    return Section(title, (
+        Line("disagg_prefill", "prefill pool", {"gpu": prefill.gpu.id, "tp": prefill.tp,
+                                               "instances": prefill.instances},
+             text=f"{prefill.instances} x (tp {prefill.tp} on {prefill.gpu.name}) = {prefill.gpus} GPUs",
+             formula=f"{prefill.rate_per_instance:,.2f} requests/s each: prefill + M/M/1 wait p99 + KV transfer "
+                     "within the TTFT target"),
+        Line("disagg_decode", "decode pool", {"gpu": decode.gpu.id, "tp": decode.tp, "instances": decode.instances},
+             text=f"{decode.instances} x (tp {decode.tp} on {decode.gpu.name}) = {decode.gpus} GPUs",
+             formula=f"{decode.rate_per_instance:,.2f} requests/s each at {decode.in_flight:,.0f} sequences in "
+                     "flight (Little's law), decode steps never interrupted by prompts"),
+        Line("disagg_ttft_p99", "TTFT p99", prefill.latency_s, "s", f"{_ms(prefill.latency_s)} (target "
+             f"{_ms(target.ttft_p99)})", f"includes the KV transfer, {prefill.transfer_s * 1e3:,.1f} ms "
+             "(prompt KV / (tp x NIC bandwidth))"),
+        Line("disagg_tpot", "time per output token", decode.latency_s, "s",
+             f"{_ms(decode.latency_s)} (target {_ms(target.tpot)})", "decode step at the batch in flight"),
+        Line("disagg_cost_per_hour", "cost", total, "USD/h", "n/a (no price)" if total is None else
+             f"${total:,.2f}/h" + ("" if together is None else f" (colocated: ${together:,.2f}/h)"),
+             f"{prefill.price_source}; {decode.price_source}"),
+        Line("disagg_cost_per_million_tokens", "cost per million tokens", None if total is None else
+             total / tokens_per_hour * 1e6, "USD",
+             "n/a" if total is None else f"${total / tokens_per_hour * 1e6:,.3f}", "prompt + output tokens served"),
+    ))
 
 
 def _ms(seconds: float) -> str:

@@ -202,12 +202,14 @@ def validation_report() -> Report:
 
 def _amount(case: Case, predicted: bool = False) -> str:
     value = case.predicted if predicted else case.measured
-    if case.kind.startswith(("memory", "inference: weights")):
+    if case.kind.startswith(("memory", "inference: weights", "inference: non-KV")):
         return f"{value / 2**30:.2f} GiB"
     if case.kind.startswith("inference: batch latency"):
         return f"{value:.2f} s"
     if case.kind.startswith("inference: batch-1 decode"):
         return f"{value:.1f}"
+    if case.kind.startswith("inference: speculative"):
+        return f"{value:.2f}x"
     if case.kind.startswith("throughput"):
         return f"{value:.3f}" if value < 1 else f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
     return f"{value:,.0f}"

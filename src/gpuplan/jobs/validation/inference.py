@@ -21,8 +21,10 @@ GiB = 2**30
 KIND_KV = "inference: KV tokens in the logged KV memory"
 KIND_CAPACITY = "inference: KV capacity (tokens) from GPU + settings"
 KIND_WEIGHTS = "inference: weights per GPU (bytes)"
+KIND_NON_KV = "inference: non-KV memory (weights + activation peak + non-torch) from settings"
 KIND_DECODE = "inference: batch-1 decode tokens/s"
 KIND_LATENCY = "inference: batch latency (s), prefill + decode"
+KIND_SPECULATIVE = "inference: speculative-decoding speedup at batch 1"
 Case = tuple[str, str, float, float, str, str]
 
 
@@ -75,6 +77,22 @@ def _capacity_case(e: dict[str, Any]) -> Case:
     return e["id"], KIND_CAPACITY, float(e["measured_tokens"]), float(predicted), basis, e.get("engine", "")
 
 
+def _non_kv_cases(e: dict[str, Any]) -> list[Case]:
+    """The engine's own non-KV total (weights + activation peak + non-torch memory, as its log
+    prints them) against gpuplan's, for capacity entries whose log has all three."""
+    if "logged_non_kv_gib" not in e:
+        return []
+    spec, gpu = _model(e["model"]), _gpu(e["gpu"])
+    runtime = I.Runtime(gpu_memory_utilization=e["gpu_memory_utilization"], cuda_graphs=e["cuda_graph_gib"] * GiB,
+                        prefill_tokens=e["prefill_tokens"], max_num_seqs=e["max_num_seqs"])
+    setup = I.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], runtime)
+    m = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name)
+    predicted = m.weights + m.activations + m.fixed
+    basis = (f"weights {m.weights / GiB:.2f} + activations {m.activations / GiB:.2f} + runtime {m.fixed / GiB:.2f} "
+             "GiB")
+    return [(e["id"], KIND_NON_KV, e["logged_non_kv_gib"] * GiB, predicted, basis, e.get("engine", ""))]
+
+
 def _weights_case(e: dict[str, Any]) -> Case:
     spec = _model(e["model"])
     fmt = _format(e)
@@ -117,14 +135,49 @@ def _latency_case(e: dict[str, Any]) -> Case:
     return e["id"], KIND_LATENCY, float(e["measured_seconds"]), predicted, basis, e.get("engine", "")
 
 
+def acceptance_for_length(length: float, tokens: int) -> float:
+    """The per-token acceptance rate whose mean accepted length (Leviathan et al. Eq. 1) is
+    ``length`` at ``tokens`` proposed per step (bisection; the length grows with the rate)."""
+    from gpuplan.core.speculative import Speculation
+
+    lo, hi = 0.0, 0.999999
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if Speculation("x", tokens, mid, "").mean_accepted_length < length else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _speculative_case(e: dict[str, Any]) -> Case:
+    from dataclasses import replace
+
+    from gpuplan.core.speculative import speculation
+
+    spec, gpu = _model(e["model"]), _gpu(e["gpu"])
+    alpha = acceptance_for_length(e["accepted_length"], e["spec_tokens"])
+    plain = I.ServingSetup(I.FORMATS["bf16"], K.KV_DTYPE_BYTES["bf16"])
+    spec_setup = replace(plain, speculation=speculation(e["method"], e["spec_tokens"], alpha, spec))
+    groups, context = I.param_groups(spec), 512
+    kv_seq = K.kv_layout(spec, plain.kv_bytes, 1, 1, 16).bytes_per_sequence(context)
+    common = dict(tp=1, pp=1, batch=1, context=context, bandwidth=gpu.memory_bandwidth,
+                  peak=gpu.peak("bf16"), link=gpu.scale_up_bandwidth)
+    base = I.decode_step(spec, groups, plain, kv_seq, **common)
+    fast = I.decode_step(spec, groups, spec_setup, kv_seq, **common)
+    basis = (f"{e['method']} k={e['spec_tokens']}, logged length {e['accepted_length']} (alpha {alpha:.3f}): "
+             f"{base.total * 1e3:.2f} ms / (({fast.total * fast.tokens_per_step * 1e3:.2f} ms verify + draft) / "
+             f"{fast.tokens_per_step:.2f})")
+    return e["id"], KIND_SPECULATIVE, float(e["measured_speedup"]), base.total / fast.total, basis, e.get("engine", "")
+
+
 _BUILDERS = {"kv_tokens": _kv_case, "capacity": _capacity_case, "weights": _weights_case,
-             "decode": _decode_case, "latency": _latency_case}
+             "decode": _decode_case, "latency": _latency_case,
+             "speculative": _speculative_case}
 
 
 def inference_validation_cases() -> list[Case]:
     """Every inference reference case as (id, kind, measured, predicted, basis, note)."""
     data = reference_measurements()
-    return [build(entry) for section, build in _BUILDERS.items() for entry in data.get(section, [])]
+    cases = [build(entry) for section, build in _BUILDERS.items() for entry in data.get(section, [])]
+    return cases + [case for entry in data.get("capacity", []) for case in _non_kv_cases(entry)]
 
 
 def inference_excluded() -> list[tuple[str, str]]:
