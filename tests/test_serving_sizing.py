@@ -107,3 +107,31 @@ def test_bare_pp_means_one_gpu_per_stage():
 
     inputs = InferenceInputs(model="llama-3.1-8b", pp=2)
     assert (inputs.tp_degree, inputs.pp_degree) == (1, 2)
+
+
+def test_trtllm_kv_is_the_free_fraction_of_what_is_left():
+    """TensorRT-LLM (kvCacheManager.cpp calculateFreeMemBytes): KV = 0.9 x (visible - engine
+    weights - execution context - runtime buffers), the context sized for max_num_tokens 8192."""
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    report = estimate_inference(InferenceInputs(model="llama-3.1-8b", gpu="h100", engine="trtllm", search=False))
+    weights = report.value("weights_per_gpu")
+    visible = 85_520_809_984 - 0.5 * 2**30
+    context = 8192 * (3 * 14336 + 3 * 4096) * 2  # activation peak of an 8,192-token forward, bf16
+    runtime = 0.35 * 2**30 + (43.29 + 180.30) * 2**20  # CUDA context + TRT-LLM runtime buffers and decoder
+    free = visible - weights - context - runtime
+    assert report.value("kv_budget") == pytest.approx(0.9 * free, rel=1e-9)
+    assert report.value("engine_headroom") == pytest.approx(0.1 * free, rel=1e-9)
+    # TensorRT-LLM's own memory guide (docs/source/reference/memory.md): 79.10 GiB total, 70.48 GiB
+    # available -> 'Allocated 63.44 GiB for max tokens in paged KV cache' = 0.9 x 70.48
+    assert 0.9 * 70.48 == pytest.approx(63.44, abs=0.01)  # the log rounds both to 0.01 GiB
+
+
+def test_engine_settings_belong_to_their_engine(capsys):
+    from gpuplan.cli import main
+
+    assert main(["infer", "llama-3.1-8b", "--mem-fraction-static", "0.8"]) == 2
+    assert "--engine sglang" in capsys.readouterr().err
+    assert main(["infer", "llama-3.1-8b", "--free-gpu-memory-fraction", "0.8"]) == 2
+    assert "--engine trtllm" in capsys.readouterr().err

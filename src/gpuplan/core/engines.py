@@ -2,11 +2,18 @@
 what it keeps outside them. vLLM's split lives in core/inference.py (``gpu_memory_utilization``
 of the device after a profiled activation peak); this module holds the engines whose rule is
 different. Units: bytes (the engines' own MiB arithmetic where they use it).
+
+- SGLang (python/sglang/srt/server_args.py, model_executor/model_runner.py): weights + KV pool
+  = mem_fraction_static x device memory; activations and CUDA graphs live in the rest.
+- TensorRT-LLM (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp, calculateFreeMemBytes;
+  KvCacheConfig::kDefaultGpuMemFraction = 0.9): KV = free_gpu_memory_fraction x the memory still
+  free once the engine (weights), its execution context (activations sized for max_num_tokens)
+  and the runtime buffers are allocated.
 """
 
 from __future__ import annotations
 
-ENGINES = ("vllm", "sglang")
+ENGINES = ("vllm", "sglang", "trtllm")
 DEFAULT_ENGINE = "vllm"
 MIB = 2**20
 
@@ -39,3 +46,12 @@ def sglang_mem_fraction_static(total_bytes: float, tp: int, pp: int = 1) -> floa
     if gpu_mem > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((gpu_mem - reserved) / gpu_mem, 3)
+
+
+TRTLLM_FREE_FRACTION = 0.9
+"""TensorRT-LLM's default free_gpu_memory_fraction (KvCacheConfig::kDefaultGpuMemFraction)."""
+TRTLLM_MAX_NUM_TOKENS = 8192
+"""trtllm-build / trtllm-serve default max_num_tokens: the execution context is sized for it."""
+TRTLLM_RUNTIME_BUFFERS = (43.29 + 180.30) * 2**20
+"""Runtime buffers + decoder state: 43.29 MB + 180.30 MB in TensorRT-LLM's memory guide
+(docs/source/reference/memory.md, the 'Allocated ... for runtime buffers / for decoder' lines)."""

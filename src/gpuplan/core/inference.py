@@ -77,6 +77,9 @@ class Runtime:
     """'vllm' or 'sglang' (core/engines.py): how the memory is split."""
     mem_fraction_static: float | None = None
     """SGLang: (weights + KV pool) / device memory; None = SGLang's own default for the GPU."""
+    free_gpu_memory_fraction: float | None = None
+    """TensorRT-LLM: share of the memory left after weights and activations that goes to the KV
+    cache; None = its default 0.9."""
     driver_reserved: float = 0.5 * GiB
     """Memory CUDA does not report as the device total: vLLM logs total_gpu_memory 23.58 GiB on a
     24 GiB RTX 3090 (vllm#10517), 79.11-79.25 GiB on an H100 of 79.65 GiB, 79.15 GiB on an A100 80GB."""
@@ -232,6 +235,10 @@ class Memory:
     kv_budget: float
     """What vLLM leaves for the KV cache (worker determine_available_memory): usable - weights -
     activation peak - non-torch memory; with a speculative proposer, the target's share of it."""
+    headroom: float = 0.0
+    """Memory the engine leaves unused on purpose (vLLM: 1 - utilization of the device; SGLang:
+    the reserve outside mem_fraction_static, where activations and CUDA graphs also live;
+    TensorRT-LLM: 1 - free_gpu_memory_fraction of what was free)."""
     draft_weights: float = 0.0
     """A speculative proposer's weights (included in ``weights``)."""
     draft_kv: float = 0.0
@@ -272,7 +279,7 @@ def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
     left = memory.kv_budget - draft_w
     share = draft_kv_share(spec, s, setup.kv_bytes, tp, pp)
     return Memory(memory.weights + draft_w, memory.activations, memory.fixed, memory.usable, left * (1 - share),
-                  draft_w, left * share)
+                  memory.headroom, draft_w, left * share)
 
 
 def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,
@@ -286,12 +293,22 @@ def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
         fraction = runtime.mem_fraction_static or sglang_mem_fraction_static(memory_bytes, tp, pp)
         usable = memory_bytes * fraction
         fixed = runtime.fixed_bytes(tp * pp) - runtime.cuda_graphs  # graphs are in SGLang's reserve
-        return Memory(weights, 0.0, fixed, usable, usable - weights - fixed)
+        return Memory(weights, 0.0, fixed, usable, usable - weights - fixed, memory_bytes - usable)
+    if runtime.engine == "trtllm":  # KV = fraction x what is free after engine, context, buffers
+        from gpuplan.core import engines as E
+
+        visible = memory_bytes - runtime.driver_reserved
+        activations = activation_peak_bytes(spec, runtime.prefill_tokens or E.TRTLLM_MAX_NUM_TOKENS, 0, tp)
+        fixed = runtime.fixed_bytes(tp * pp) - runtime.cuda_graphs + E.TRTLLM_RUNTIME_BUFFERS
+        free = visible - weights - activations - fixed
+        fraction = runtime.free_gpu_memory_fraction or E.TRTLLM_FREE_FRACTION
+        return Memory(weights, activations, fixed, visible, free * fraction, free * (1 - fraction))
     tokens, seqs = runtime.batch_limits(memory_bytes, gpu_name)
     activations = activation_peak_bytes(spec, tokens, seqs, tp)
     usable = (memory_bytes - runtime.driver_reserved) * runtime.gpu_memory_utilization
     fixed = runtime.fixed_bytes(tp * pp)
-    return Memory(weights, activations, fixed, usable, usable - weights - activations - fixed)
+    return Memory(weights, activations, fixed, usable, usable - weights - activations - fixed,
+                  memory_bytes - runtime.driver_reserved - usable)
 
 
 def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_per_sequence: float, *,

@@ -148,6 +148,9 @@ def _memory_section(plan: Plan, serving: Serving, batch: int) -> Section:
         usable = Line("usable", f"weights + KV pool at mem_fraction_static {fraction:.3f}", m.usable, "bytes",
                       _gb(m.usable), "device total x mem_fraction_static (SGLang; activations and CUDA graphs "
                       "live in the rest)")
+    elif runtime.engine == "trtllm":
+        usable = Line("usable", "visible to CUDA", m.usable, "bytes", _gb(m.usable), "device total - driver "
+                      "reserve; KV = free_gpu_memory_fraction x (visible - weights - activations - runtime)")
     else:
         usable = Line("usable", f"usable at gpu_memory_utilization {runtime.gpu_memory_utilization:g}", m.usable,
                       "bytes", _gb(m.usable), "(device total - driver reserve) x utilization")
@@ -159,7 +162,12 @@ def _memory_section(plan: Plan, serving: Serving, batch: int) -> Section:
              _gb(m.activations), "max(prefill tokens x (3I/tp + 3h) x 2 B, seqs x vocab x 16 B)"),
         Line("runtime", "CUDA context, comm buffers, CUDA graphs", m.fixed, "bytes", _gb(m.fixed)),
         Line("kv_budget", "left for the KV cache", m.kv_budget, "bytes", _gb(m.kv_budget),
-             "usable - weights - activations - runtime"),
+             {"sglang": "usable - weights - runtime", "trtllm": "fraction x (visible - weights - activations - "
+              "runtime)"}.get(runtime.engine, "usable - weights - activations - runtime")),
+        Line("engine_headroom", "left unused by the engine's rule", m.headroom, "bytes", _gb(m.headroom),
+             {"sglang": "device x (1 - mem_fraction_static); activations and CUDA graphs come out of it",
+              "trtllm": "(1 - free_gpu_memory_fraction) x what was free"}.get(
+                 runtime.engine, "(device - driver reserve) x (1 - gpu_memory_utilization)")),
         Line("needed", f"needed for {batch} sequence(s) at {plan.context:,} tokens", needed, "bytes", _gb(needed)),
         Line("fits", "fits", fits, "", "yes" if fits else "NO" + (" (weights alone exceed it)"
                                                                   if m.weights > m.usable else "")),

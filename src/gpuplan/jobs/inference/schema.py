@@ -59,13 +59,17 @@ class InferenceInputs(ModelFields):
                                                                 "per channel.")]
     kv_dtype: Annotated[T.choice(*KV_DTYPES), _f("auto", "KV-cache dtype: auto (the model's), bf16, fp16, fp8, "
                                                           "fp32.")]
-    engine: Annotated[T.choice("vllm", "sglang"), _f("vllm", "Serving engine whose memory split is modelled: vllm "
-                                                      "(gpu_memory_utilization after a profiled activation peak) or "
-                                                      "sglang (mem_fraction_static for weights + KV pool).")]
+    engine: Annotated[T.choice("vllm", "sglang", "trtllm"), _f(
+        "vllm", "Serving engine whose memory split is modelled: vllm (gpu_memory_utilization after a profiled "
+                "activation peak), sglang (mem_fraction_static for weights + KV pool) or trtllm "
+                "(free_gpu_memory_fraction of what weights and activations leave).")]
     gpu_memory_utilization: Annotated[T.Fraction, _f(I.Runtime.gpu_memory_utilization, "vLLM-style share of "
                                                      "GPU memory the engine may use.")]
     mem_fraction_static: Annotated[T.Fraction | None, _f(None, "SGLang: share of GPU memory for weights + KV "
                                                                "pool.", "SGLang's default for the GPU")]
+    free_gpu_memory_fraction: Annotated[T.Fraction | None, _f(None, "TensorRT-LLM: share of the memory left after "
+                                                                    "weights and activations for the KV cache.",
+                                                              "0.9")]
     block_size: Annotated[T.typed(int, T.count(1 << 16, whole=True)), _f(K.DEFAULT_BLOCK_SIZE,
                                                                           "KV block size in tokens.")]
     prefill_tokens: Annotated[V.TokenLength | None, _f(None, "Tokens per prefill step (max_num_batched_tokens).",
@@ -118,6 +122,10 @@ class InferenceInputs(ModelFields):
             raise InputError("rps", None, "give the request rate (--rps) to size for a latency target")
         if self.prompt is not None and self.context is not None:
             raise InputError("prompt", self.prompt, "give --prompt (with --output-tokens) or --context, not both")
+        if self.mem_fraction_static is not None and self.engine != "sglang":
+            raise InputError("mem_fraction_static", self.mem_fraction_static, "applies to --engine sglang")
+        if self.free_gpu_memory_fraction is not None and self.engine != "trtllm":
+            raise InputError("free_gpu_memory_fraction", self.free_gpu_memory_fraction, "applies to --engine trtllm")
         if self.draft_model is not None and self.speculative != "draft":
             raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
         if self.disaggregate and (self.rps is None or self.ttft_p99 is None or self.tpot is None):
@@ -142,6 +150,7 @@ class InferenceInputs(ModelFields):
     def runtime(self) -> I.Runtime:
         return I.Runtime(gpu_memory_utilization=self.gpu_memory_utilization, engine=self.engine,
                          mem_fraction_static=self.mem_fraction_static,
+                         free_gpu_memory_fraction=self.free_gpu_memory_fraction,
                          driver_reserved=self.driver_reserved_gib * GiB, non_torch=self.non_torch_gib * GiB,
                          comm_buffers=self.nccl_gib * GiB, cuda_graphs=self.cuda_graph_gib * GiB,
                          prefill_tokens=self.prefill_tokens, max_num_seqs=self.max_num_seqs)
