@@ -137,3 +137,48 @@ def test_plans_beyond_the_best_published_mfu_say_so(model, gpu, gpus):
     warned = any("above the best published" in note for note in report.notes)
     assert mfu <= best_mfu * (1 + band) * 1.001 or warned
     assert warned == (mfu > best_mfu * (1 + band) * 1.001) or abs(mfu - best_mfu * (1 + band)) < 0.01
+
+
+def test_expert_all_to_all_inside_one_domain_is_the_flat_all_to_all():
+    from gpuplan.core import comm as C
+
+    # 8 ranks in one NVLink domain: every remote copy rides NVLink, 7/8 of k x tokens x h x 2 bytes
+    flat = C.all_to_all_time(1024 * 8 * 8192, 8, 360e9, 5e-6)
+    assert C.expert_all_to_all_time(1024, 8192, 8, 8, 8, 360e9, 45e9, 5e-6, 15e-6) == pytest.approx(flat)
+
+
+def test_expert_all_to_all_across_two_nodes_by_hand():
+    from gpuplan.core import comm as C
+
+    # ep 16 over two 8-GPU nodes, top-8, 1,024 tokens of 8,192 bytes. NCCL all-to-all: 7/16 of the 8
+    # copies stay on NVLink (3.5 x 8 MiB = 28 MiB at 360 GB/s), 8/16 cross the network (4 x 8 MiB at
+    # 45 GB/s); the two run at once, the network is the longer: 33,554,432 / 45e9 + 1 x 15 us
+    tokens, hb = 1024, 8192
+    plain = C.expert_all_to_all_time(tokens, hb, 8, 16, 8, 360e9, 45e9, 5e-6, 15e-6)
+    assert plain == pytest.approx(tokens * 4 * hb / 45e9 + 15e-6)
+    # DeepEP-style: one copy per remote node, 1 - (1/2)^8 = 0.996 of a token crosses the network
+    flex = C.expert_all_to_all_time(tokens, hb, 8, 16, 8, 360e9, 45e9, 5e-6, 15e-6, deduplicate=True)
+    intra = tokens * 8 * 7 / 16 * hb / 360e9 + 7 * 5e-6
+    inter = tokens * (1 - 0.5 ** 8) * hb / 45e9 + 15e-6
+    assert flex == pytest.approx(max(intra, inter))
+    assert C.expected_remote_nodes(4, 8) == pytest.approx(3 * (1 - 0.75 ** 8))
+
+
+def test_expert_tensor_parallel_one_keeps_a_64_rank_expert_group_on_nvl72():
+    """tp 2, ep 64 on GB200 NVL72: with Megatron-Core's default etp = tp the expert group spans
+    128 ranks, past the 72-GPU domain; Megatron-Bridge's MoE recipes set etp = 1: 64 ranks, NVLink."""
+    spec = _spec("qwen3-30b-a3b")
+    cluster = cluster_for(resolve_gpu("gb200"))
+    common = dict(dp=32, tp=2, pp=1, vpp=1, cp=1, ep=64, zero=1, micro_batch=1, micro_batches=4, shard_group=None)
+
+    def ep_cost(settings):
+        layers = spec.num_layers
+        t_mb, t_attn, t_bwd = microbatch_compute_time(spec, cluster, settings, 2, 1, 1, layers, head=False)
+        costs = step_communication(spec, cluster, settings, **common, layers=layers,
+                                   trained_params=params_per_gpu(spec, 2, 1, 64), t_attn_mb=t_attn,
+                                   t_bwd_gemm_mb=t_bwd, compute=t_mb * 4)
+        return next(c for c in costs if c.parallelism == "EP")
+
+    default, bridge = ep_cost(StepSettings(seq_len=4096)), ep_cost(StepSettings(seq_len=4096, expert_tp=1))
+    assert (default.span, bridge.span) == (128, 64)
+    assert bridge.total < default.total

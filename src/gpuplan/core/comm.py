@@ -55,3 +55,39 @@ def _minimum(a, b):
         return min(a, b)
     except (ValueError, TypeError):  # numpy arrays
         return a - (a - b) * (a > b)
+
+
+def expected_remote_nodes(nodes, top_k):
+    """Distinct other nodes one token's ``top_k`` experts land on, experts spread evenly over
+    ``nodes`` nodes and chosen independently: (N - 1) x (1 - (1 - 1/N)^k)."""
+    return (nodes - 1) * (1 - (1 - 1 / nodes) ** top_k)
+
+
+def expert_all_to_all_time(tokens, hidden_bytes, top_k, ep, ranks_per_domain, up_bandwidth, out_bandwidth,
+                           up_latency=0.0, out_latency=0.0, deduplicate=False):
+    """One MoE dispatch (or combine) all-to-all from one rank: ``tokens`` tokens of
+    ``hidden_bytes`` each, every token to ``top_k`` experts spread evenly over ``ep`` ranks, of
+    which ``ranks_per_domain`` share a scale-up domain (NVLink) and the rest sit in
+    ceil(ep / ranks_per_domain) domains reached over the network. The two parts run concurrently
+    (NVLink and the NICs are separate links): time = max(intra / NVLink, inter / NIC) + latency.
+
+    Plain NCCL all-to-all (Megatron-Core 'alltoall' dispatcher) sends one copy per remote expert:
+    k x (ep - local) / ep copies per token cross the network. DeepEP / HybridEP ('flex'
+    dispatcher; deepseek-ai/DeepEP README: forwarding from the RDMA domain to the NVLink domain;
+    DeepSeek-V3 report Sec. 3.2.2: a token crosses IB once per target node, then NVLink) send one
+    copy per remote node: expected_remote_nodes copies. ``deduplicate`` selects the latter."""
+    local = _minimum(ranks_per_domain, ep)
+    nodes = ep / local
+    intra = tokens * top_k * (local - 1) / ep * hidden_bytes
+    copies = expected_remote_nodes(nodes, top_k) if deduplicate else top_k * (ep - local) / ep
+    inter = tokens * copies * hidden_bytes
+    t_intra = intra / up_bandwidth + (local - 1) * up_latency
+    t_inter = inter / out_bandwidth + (nodes - 1) * out_latency
+    return _maximum(t_intra, t_inter)
+
+
+def _maximum(a, b):
+    try:
+        return max(a, b)
+    except (ValueError, TypeError):  # numpy arrays
+        return a + (b - a) * (b > a)

@@ -93,6 +93,12 @@ class StepSettings:
     tp_overlap: float = 0.0
     """Megatron TP collectives sit on the critical path unless TP comm overlap is enabled."""
     ep_overlap: float = 0.0
+    expert_tp: int | None = None
+    """Expert tensor parallelism: None = tp (Megatron-Core's default for
+    --expert-tensor-parallel-size); Megatron-Bridge's MoE recipes set 1."""
+    ep_dispatcher: str = "alltoall"
+    """'alltoall' (NCCL all-to-all: one copy per remote expert) or 'flex' (DeepEP / HybridEP: one
+    copy per remote node, then NVLink), core/comm.expert_all_to_all_time."""
     grad_comm_bytes: float = 2.0
     """Bytes per gradient element on the wire (bf16 = 2; fp32 reduction = 4)."""
     weight_comm_bytes: float = 2.0

@@ -123,15 +123,23 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
                                 C.exposed(cp_total, micro_batches * t_attn_mb, 1.0)))
     # EP: dispatch + combine all-to-all per MoE layer, forward and backward (4 per layer). With
     # TP and sequence parallelism each TP rank dispatches its own s/tp tokens (Megatron-Core
-    # token_dispatcher.py, MoEAlltoAllTokenDispatcher); the group spans tp x cp x ep ranks.
+    # token_dispatcher.py, MoEAlltoAllTokenDispatcher). The expert group is etp x ep consecutive
+    # ranks (Megatron-Core parallel_state: expert RankGenerator order 'tp-ep-dp-pp' with tp =
+    # expert_tensor_parallel_size); ranks in one scale-up domain exchange over NVLink, the rest over
+    # the network, both at once (comm.expert_all_to_all_time).
     if spec.moe is not None:
-        ep_bw, ep_lat = link(cluster, tp * cp * ep)
+        etp = tp if settings.expert_tp is None else settings.expert_tp
+        up_bw, up_lat = cluster.link(1)
+        out_bw, out_lat = cluster.link(cluster.gpus_per_node + 1)
+        per_domain = np.maximum(1, cluster.gpus_per_node // etp)
         moe_layers = spec.num_moe_layers * layers / spec.num_layers
         routed = tokens / tp * spec.moe.experts_per_token * h * 2.0
         ep_calls = micro_batches * moe_layers * 4 * (np.asarray(ep) > 1)
-        ep_total = ep_calls * C.all_to_all_time(routed, ep, ep_bw, ep_lat)
+        one = C.expert_all_to_all_time(tokens / tp, h * 2.0, spec.moe.experts_per_token, ep, per_domain, up_bw,
+                                       out_bw, up_lat, out_lat, deduplicate=settings.ep_dispatcher == "flex")
+        ep_total = ep_calls * one * (np.asarray(ep) > 1)
         costs.append(CollectiveCost("EP", "all-to-all", ep_calls, routed,
-                                    tp * cp * ep, ep_total, (1 - settings.ep_overlap) * ep_total))
+                                    etp * ep, ep_total, (1 - settings.ep_overlap) * ep_total))
     return tuple(costs)
 
 

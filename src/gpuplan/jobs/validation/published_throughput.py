@@ -38,6 +38,32 @@ class PublishedThroughputCase:
         return (self.predicted - self.measured) / self.measured
 
 
+def release(family: str) -> tuple[int, ...]:
+    """Release order of a NeMo / Megatron-Bridge family ('nemo-26.04.01-gb200' -> (26, 4, 1));
+    () for families without one (torchtitan)."""
+    import re
+
+    match = re.match(r"nemo-(\d+)\.(\d+)(?:\.(\d+))?-", family)
+    return tuple(int(x or 0) for x in match.groups()) if match else ()
+
+
+def newest_releases(cases: list[PublishedThroughputCase]) -> set[str]:
+    """Ids of the NeMo / Megatron-Bridge rows that are the newest release of their
+    configuration (model, GPU type, GPU count, precision label). Performance summaries republish
+    the same configuration release after release, its figure moving by up to 3x as the software
+    changes; the newest is what the current stack achieves."""
+    rows = {r["id"]: r for r in published_throughput_rows()}
+    newest: dict[tuple, tuple[tuple[int, ...], str]] = {}
+    for c in cases:
+        r = rows[c.id]
+        if not release(r["family"]):
+            continue
+        key = (r["model"].get("catalog") or r["model"]["name"], r["gpu"], r["gpus"], r["precision"])
+        if key not in newest or release(r["family"]) > newest[key][0]:
+            newest[key] = (release(r["family"]), c.id)
+    return {case_id for _, case_id in newest.values()}
+
+
 def published_throughput_rows() -> list[dict[str, Any]]:
     import yaml
 
@@ -74,7 +100,10 @@ def predict_tokens_per_gpu_s(run: dict[str, Any]) -> float:
                             # torchtitan without torch.compile runs its eager modules (unfused norms,
                             # SwiGLU); with compile, or under TE, the fused kernels
                             implementation="torchtitan" if torchtitan and "compile" not in run["framework"] else
-                            "megatron")
+                            "megatron",
+                            # Megatron-Bridge / NeMo MoE recipes set expert_tensor_parallel_size = 1
+                            # (src/megatron/bridge/recipes/qwen/*/qwen3_moe.py, perf_recipes/*)
+                            expert_tp=None if torchtitan else 1)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     step = step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
                      cp=lay.get("cp") or 1, ep=lay.get("ep") or 1, zero=lay.get("zero") or 0,
