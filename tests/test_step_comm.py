@@ -182,3 +182,17 @@ def test_expert_tensor_parallel_one_keeps_a_64_rank_expert_group_on_nvl72():
     default, bridge = ep_cost(StepSettings(seq_len=4096)), ep_cost(StepSettings(seq_len=4096, expert_tp=1))
     assert (default.span, bridge.span) == (128, 64)
     assert bridge.total < default.total
+
+
+def test_train_with_a_predicted_mfu_carries_the_ceiling_note_too():
+    """`train --mfu predicted` plans with the same step model as `plan`, so it warns the same way:
+    Mixtral on 256 H100 is predicted at 56.6% MFU against the best published Hopper MoE run
+    (36.8% in BF16-peak terms, an FP8 run)."""
+    from gpuplan.jobs.training.estimate import estimate_training
+    from gpuplan.jobs.training.schema import TrainingInputs
+
+    report = estimate_training(TrainingInputs(model="mixtral-8x7b", tokens=1e12, gpu="h100", gpus=256,
+                                              mfu="predicted"))
+    assert any("treat this plan's time as optimistic" in note for note in report.notes)
+    plain = estimate_training(TrainingInputs(model="mixtral-8x7b", tokens=1e12, gpu="h100", gpus=256))
+    assert not any("optimistic" in note for note in plain.notes)  # a given MFU is the user's call

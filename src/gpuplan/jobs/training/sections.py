@@ -206,6 +206,17 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan) -> tup
     if inputs.comm_allowance != 0.0:
         out.append("MFU here is compute-only efficiency (the article's convention); communication is the "
                    "separate allowance. If your MFU was measured end-to-end, set --comm-allowance 0.")
+    if inputs.predict_mfu:  # as `plan` does: a predicted MFU past every published run says so
+        from gpuplan.catalog import prediction_band
+        from gpuplan.jobs.validation.mfu_ceiling import ceiling_note
+
+        dtype = "fp8" if inputs.dtype == "fp8" else "bf16"
+        from gpuplan.adapters.resolve import resolve_gpu
+
+        ceiling = ceiling_note(resolve_gpu(inputs.gpu).id, spec.moe is not None, dtype, plan.mfu,
+                               prediction_band(dtype)[0])
+        if ceiling:
+            out.append(ceiling)
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")

@@ -25,6 +25,7 @@ from gpuplan.report.model import Report, Table
 
 KIND_GIVEN = "gpu_hours (given reported throughput)"
 KIND_PRIOR = "gpu_hours (default MFU 0.40)"
+KIND_PREDICTED = "gpu_hours (--mfu predicted: the planner's layout on the run's GPUs)"
 KIND_MEMORY_PEAK = "memory: allocated peak vs gpuplan measure"
 KIND_MEMORY_ACT = "memory: activations (end of forward) vs gpuplan measure"
 
@@ -84,7 +85,24 @@ def validation_cases() -> list[Case]:
                               f"{basis} -> MFU {mfu:.3f}", note))
         cases.append(Case(run["id"], KIND_PRIOR, measured, _predict_gpu_hours(run, DEFAULT_MFU),
                           "MFU 0.40", note))
+        predicted = _planned_gpu_hours(run)
+        if predicted is not None:
+            cases.append(Case(run["id"], KIND_PREDICTED, measured, predicted[0], predicted[1], note))
     return cases
+
+
+def _planned_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
+    """GPU-hours of ``train --mfu predicted`` on the run's GPU count (runs that state one): the
+    planner's best layout and the step model, as a user would get them; None without a count."""
+    if "gpus" not in run:
+        return None
+    from gpuplan.jobs.training.estimate import estimate_training
+
+    inputs = TrainingInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"),
+                            params=run.get("params"), gpus=int(run["gpus"]), mfu="predicted",
+                            dtype=run.get("dtype", "bf16"), seq_len=int(run.get("seq_len", 2048)))
+    report = estimate_training(inputs)
+    return report.value("gpu_hours"), f"predicted MFU {report.value('mfu'):.3f}"
 
 
 def memory_validation_cases() -> list[Case]:
