@@ -32,6 +32,8 @@ def main() -> None:
     inputs = InferenceInputs(model="llama-3.1-8b", rps=20, ttft_p99="500ms", tpot="50ms", prompt="2K",
                              output_tokens=512)
     estimate = median_seconds(lambda: estimate_inference(inputs), 10)
+    split = inputs.model_copy(update={"disaggregate": True})
+    disaggregated = median_seconds(lambda: estimate_inference(split), 5)
     walls = []
     for _ in range(3):
         start = time.perf_counter()
@@ -39,6 +41,8 @@ def main() -> None:
         walls.append(time.perf_counter() - start)
     walls.sort()
     publish([("sizing estimate (Python API, median of 10)", f"{estimate * 1e3:.0f} ms", "< 1 s"),
+             ("the same with --disaggregate: prefill and decode pools (median of 5)",
+              f"{disaggregated * 1e3:.0f} ms", "< 1 s"),
              ("`gpuplan infer ... --rps 20` wall time, start-up included (median of 3)", f"{walls[1]:.2f} s",
               "< 1 s")], args.write, "Serving sizing (benchmarks/bench_serving.py)")
 
