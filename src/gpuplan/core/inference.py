@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpuplan.core import lora_serving as L
 from gpuplan.core.flops import (
     attention_core_flops_per_token,
     layer_matmul_weights_per_token,
@@ -221,6 +222,8 @@ class ServingSetup:
     RadixAttention, Zheng et al. 2024, arXiv:2312.07104): those tokens skip prefill compute and,
     coming from a prefix every sequence shares, are cached once (an assumption: hits from
     per-user history are not shared)."""
+    lora: L.LoraServing | None = None
+    """Multi-LoRA serving (core/lora_serving.py): adapter slots on every GPU; None = no LoRA."""
 
 
 @dataclass(frozen=True)
@@ -243,6 +246,8 @@ class Memory:
     """A speculative proposer's weights (included in ``weights``)."""
     draft_kv: float = 0.0
     """The proposer's share of the KV memory (its cache grows with the target's, token for token)."""
+    lora_slots: float = 0.0
+    """Multi-LoRA adapter slots (included in ``weights``: engines allocate them at model load)."""
 
 
 def draft_weight_bytes_per_gpu(s: Speculation, fmt: WeightFormat, tp: int) -> float:
@@ -271,15 +276,21 @@ def draft_kv_share(spec: ModelSpec, s: Speculation | None, kv_bytes: float, tp: 
 
 def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,
                    tp: int, pp: int, gpu_name: str = "") -> Memory:
+    from dataclasses import replace
+
     memory = _engine_memory(spec, groups, memory_bytes, setup, tp, pp, gpu_name)
+    if setup.lora is not None:  # slots are allocated with the weights, before the KV cache is sized
+        slots = L.slot_bytes_per_gpu(spec, setup.lora, tp, pp)
+        memory = replace(memory, weights=memory.weights + slots, kv_budget=memory.kv_budget - slots,
+                         lora_slots=slots)
     s = setup.speculation
     if s is None or s.draft is None:
         return memory
     draft_w = draft_weight_bytes_per_gpu(s, setup.fmt, tp)
     left = memory.kv_budget - draft_w
     share = draft_kv_share(spec, s, setup.kv_bytes, tp, pp)
-    return Memory(memory.weights + draft_w, memory.activations, memory.fixed, memory.usable, left * (1 - share),
-                  memory.headroom, draft_w, left * share)
+    return replace(memory, weights=memory.weights + draft_w, kv_budget=left * (1 - share), draft_weights=draft_w,
+                   draft_kv=left * share)
 
 
 def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,
@@ -323,6 +334,9 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     kv_read = batch * kv_per_sequence * pp  # kv_per_sequence is per stage; a token crosses all stages
     bytes_read = decode_weight_bytes_read(spec, groups, setup.fmt, tp, batch * positions) + kv_read
     flops = batch * positions * decode_flops_per_token(spec, context)
+    if setup.lora is not None:  # the active adapter slots are read too, and shrink + expand run per token
+        bytes_read += L.step_bytes(spec, setup.lora, tp, batch)
+        flops += batch * positions * L.flops_per_token(spec, setup.lora)
     step = step_time(bytes_read, flops, batch * positions, spec, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak,
                      link=link, bw_eff=eff.bandwidth[which], compute_eff=eff.compute[which],
                      latency_s=eff.latency(link))
@@ -332,7 +346,7 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     if s.draft is not None:  # k proposer steps at the batch, plain decoding of the draft shape
         from dataclasses import replace
 
-        plain = replace(setup, speculation=None)
+        plain = replace(setup, speculation=None, lora=None)  # adapters wrap the target only
         draft_groups = param_groups(s.draft)
         if s.shares_embeddings:  # EAGLE / MTP read the target's LM head, not a head of their own
             draft_groups = replace(draft_groups, embedding=groups.embedding, lm_head=groups.lm_head,
@@ -356,6 +370,9 @@ def prefill_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, t
     flops = prefill_flops(spec, prompt) - (prefill_flops(spec, cached) - 2.0 * spec.vocab_size * spec.hidden_size
                                            if cached else 0.0)
     bytes_read = decode_weight_bytes_read(spec, groups, setup.fmt, tp, new)
+    if setup.lora is not None:
+        bytes_read += L.step_bytes(spec, setup.lora, tp, 1)
+        flops += new * L.flops_per_token(spec, setup.lora)
     return step_time(bytes_read, flops, new, spec, tp=tp, pp=pp, bandwidth=bandwidth,
                      peak=peak, link=link, bw_eff=eff.bandwidth[which], compute_eff=eff.compute[which],
                      latency_s=eff.latency(link))

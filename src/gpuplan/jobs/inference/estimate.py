@@ -156,8 +156,10 @@ def _memory_section(plan: Plan, serving: Serving, batch: int) -> Section:
                       "bytes", _gb(m.usable), "(device total - driver reserve) x utilization")
     return Section(f"Memory per GPU ({plan.gpu.name})", (
         usable,
-        Line("weights", "weights", m.weights, "bytes", _gb(m.weights),
-             f"incl. the speculative proposer's {_gb(m.draft_weights)}" if m.draft_weights else ""),
+        Line("weights", "weights", m.weights, "bytes", _gb(m.weights), "; ".join(
+            ([f"incl. the speculative proposer's {_gb(m.draft_weights)}"] if m.draft_weights else []) +
+            ([f"incl. LoRA adapter slots {_gb(m.lora_slots)}"] if m.lora_slots else []))),
+        *_lora_lines(plan, m),
         Line("activations", "activation peak (profiled prefill / sampler)", m.activations, "bytes",
              _gb(m.activations), "max(prefill tokens x (3I/tp + 3h) x 2 B, seqs x vocab x 16 B)"),
         Line("runtime", "CUDA context, comm buffers, CUDA graphs", m.fixed, "bytes", _gb(m.fixed)),
@@ -172,6 +174,20 @@ def _memory_section(plan: Plan, serving: Serving, batch: int) -> Section:
         Line("fits", "fits", fits, "", "yes" if fits else "NO" + (" (weights alone exceed it)"
                                                                   if m.weights > m.usable else "")),
     ))
+
+
+def _lora_lines(plan: Plan, m: I.Memory) -> tuple[Line, ...]:
+    lora = plan.setup.lora
+    if lora is None:
+        return ()
+    from gpuplan.core.lora_serving import adapter_bytes
+
+    host = lora.cpu_loras * adapter_bytes(plan.spec, lora)
+    return (Line("lora_slots", f"LoRA slots: {lora.max_loras} adapter(s) at rank {lora.rank}", m.lora_slots, "bytes",
+                 _gb(m.lora_slots), "max_loras x (A: rank x input, B: output x rank) per wrapped linear, column-"
+                 "parallel B and row-parallel A split over tp (vllm/lora/layers create_lora_weights)"),
+            Line("lora_host_cache", f"LoRA host cache: {lora.cpu_loras} adapter(s), host RAM", host, "bytes",
+                 _gb(host), "max_cpu_loras x one adapter at the padded rank, unsharded"))
 
 
 def _capacity_section(plan: Plan, serving: Serving, batch: int) -> Section:
@@ -336,6 +352,23 @@ def _assumptions(plan: Plan, inputs: InferenceInputs) -> tuple[Assumption, ...]:
                    "TPOT is taken at prompt + output / 2 cached tokens", "--output-tokens", "output_tokens" in u),
         Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:,.2f}", source,
                    "--price", "price" in u),
+    ) + _lora_assumptions(plan, u)
+
+
+def _lora_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:
+    lora = plan.setup.lora
+    if lora is None:
+        return ()
+    return (
+        Assumption("max_loras", "LoRA slots per GPU (adapters one batch mixes)", lora.max_loras,
+                   "vLLM --max-loras default 1; SGLang --max-loras-per-batch default 8", "--max-loras",
+                   "max_loras" in u),
+        Assumption("max_lora_rank", "rank every slot is padded to", lora.rank,
+                   "vLLM default 16; kernels read the padded rank (vLLM docs/features/lora.md)", "--max-lora-rank",
+                   "max_lora_rank" in u),
+        Assumption("lora_traffic", "distinct adapters per decode step", "min(batch, max_loras)",
+                   "gpuplan assumption: requests spread over the adapters (most bytes read)", "--max-loras",
+                   False),
     )
 
 

@@ -9,6 +9,7 @@ from pydantic import model_validator
 
 from gpuplan.core import inference as I
 from gpuplan.core import kv_cache as K
+from gpuplan.core import lora_serving as L
 from gpuplan.core import speculative as S
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
@@ -113,6 +114,16 @@ class InferenceInputs(ModelFields):
     prefix_hit: Annotated[T.typed(float, T.number(0, 0.99)), _f(0.0, "Share of each prompt found in the prefix "
                                                                       "cache (0-0.99): that prefill is skipped and "
                                                                       "the cached prefix is shared by all sequences.")]
+    enable_lora: Annotated[T.Bool, _f(False, "Serve LoRA adapters on the base model (vLLM / SGLang --enable-lora): "
+                                             "the engine preallocates adapter slots on every GPU.")]
+    max_loras: Annotated[T.typed(int, T.number(1, 4096, whole=True)) | None, _f(
+        None, "Adapters one batch can mix (vLLM --max-loras, SGLang --max-loras-per-batch); implies --enable-lora.",
+        "vLLM 1, SGLang 8")]
+    max_lora_rank: Annotated[T.typed(int, T.number(1, 512, whole=True)), _f(
+        L.DEFAULT_RANK, "Rank every adapter slot is padded to (vLLM --max-lora-rank: 1, 8, 16, 32, 64, 128, 256, "
+                        "320 or 512).")]
+    max_cpu_loras: Annotated[T.typed(int, T.number(1, 1 << 20, whole=True)) | None, _f(
+        None, "Adapters cached in host memory (vLLM --max-cpu-loras).", "max_loras")]
 
     @model_validator(mode="after")
     def _consistent(self) -> InferenceInputs:
@@ -131,9 +142,39 @@ class InferenceInputs(ModelFields):
         if self.disaggregate and (self.rps is None or self.ttft_p99 is None or self.tpot is None):
             raise InputError("disaggregate", True, "sizes prefill and decode pools for a load: give --rps, "
                              "--ttft-p99 and --tpot")
+        self._check_lora()
         if self.gpus is not None and self.tp is None and self.gpus % (self.pp or 1):
             raise InputError("gpus", self.gpus, f"must be a multiple of pp = {self.pp}")
         return self
+
+    def _check_lora(self) -> None:
+        lora_fields = {"max_lora_rank", "max_cpu_loras"} & self.model_fields_set
+        if not self.lora_enabled:
+            if lora_fields:
+                name = sorted(lora_fields)[0]
+                raise InputError(name, getattr(self, name), "applies with --enable-lora (or --max-loras)")
+            return
+        if self.engine == "trtllm":
+            raise InputError("enable_lora", True, "multi-LoRA memory is modelled for --engine vllm and sglang "
+                             "(TensorRT-LLM sizes its LoRA cache from its own fractions)")
+        if self.engine == "vllm":
+            L.check_rank(self.max_lora_rank)
+        slots = self.lora.max_loras
+        if self.max_cpu_loras is not None and self.max_cpu_loras < slots:
+            raise InputError("max_cpu_loras", self.max_cpu_loras, f"must be at least max_loras ({slots}), as "
+                             "vLLM requires")
+
+    @property
+    def lora_enabled(self) -> bool:
+        return self.enable_lora or self.max_loras is not None
+
+    @property
+    def lora(self) -> L.LoraServing | None:
+        """The multi-LoRA setup (core/lora_serving.py), or None when LoRA is off."""
+        if not self.lora_enabled:
+            return None
+        slots = self.max_loras or L.DEFAULT_MAX_LORAS.get(self.engine, 1)
+        return L.LoraServing(slots, self.max_lora_rank, self.max_cpu_loras or slots)
 
     @property
     def tp_degree(self) -> int:

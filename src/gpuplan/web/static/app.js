@@ -7,7 +7,7 @@ const SOURCES = ["catalog", "config", "params"];
 const FORM_FIELDS = ["model", "config", "params", "tokens", "gpus", "days", "mfu", "gpu", "tp", "pp", "zero",
   "micro_batch", "seq_len", "recompute", "recipe", "dtype", "plan_gpus", "rank_by", "context", "batch",
   "quantization", "infer_tp", "rps", "ttft_p99", "tpot", "prompt", "output_tokens", "engine", "speculative",
-  "prefix_hit"];
+  "prefix_hit", "max_loras", "max_lora_rank"];
 // Which form field goes to which API field, per estimator (the API takes the CLI's names).
 const ENDPOINTS = {
   budget: {tokens: "tokens", gpu: "gpu", gpus: "gpus", days: "days", mfu: "mfu", dtype: "dtype", seq_len: "seq_len",
@@ -18,7 +18,8 @@ const ENDPOINTS = {
     dtype: "dtype", rank_by: "rank_by"},
   inference: {gpu: "gpu", context: "context", batch: "batch", quantization: "quantization", infer_tp: "tp",
     rps: "rps", ttft_p99: "ttft_p99", tpot: "tpot", prompt: "prompt", output_tokens: "output_tokens",
-    engine: "engine", speculative: "speculative", prefix_hit: "prefix_hit"},
+    engine: "engine", speculative: "speculative", prefix_hit: "prefix_hit", max_loras: "max_loras",
+    max_lora_rank: "max_lora_rank"},
 };
 // The result lines shown as cards above each panel's charts (keys of the report).
 const SUMMARY = {
