@@ -25,6 +25,7 @@ KIND_NON_KV = "inference: non-KV memory (weights + activation peak + non-torch) 
 KIND_DECODE = "inference: batch-1 decode tokens/s"
 KIND_LATENCY = "inference: batch latency (s), prefill + decode"
 KIND_SPECULATIVE = "inference: speculative-decoding speedup at batch 1"
+KIND_THROUGHPUT = "inference: static-batch throughput (output tokens/s per GPU), held out"
 Case = tuple[str, str, float, float, str, str]
 
 
@@ -115,9 +116,13 @@ def _decode_case(e: dict[str, Any]) -> Case:
     return e["id"], KIND_DECODE, float(e["measured_tokens_per_s"]), predicted, basis, e.get("engine", "")
 
 
-def _latency_case(e: dict[str, Any]) -> Case:
+def _static_batch(e: dict[str, Any]) -> tuple[I.StepTime, I.StepTime]:
+    """(prefill of the whole batch, one decode step at the mean context) for a static batch: the
+    prompts of ``batch`` sequences in one forward (weights read once), then decode steps at
+    prompt + output / 2 cached tokens."""
     spec, gpu, fmt = _model(e["model"]), _gpu(e["gpu"]), _format(e)
-    setup, tp, batch = I.ServingSetup(fmt, K.KV_DTYPE_BYTES["fp16"]), e["tp"], e["batch"]
+    kv_bytes = K.KV_DTYPE_BYTES[e.get("kv_dtype", "fp16")]
+    setup, tp, batch = I.ServingSetup(fmt, kv_bytes), e["tp"], e["batch"]
     groups, peak, link = I.param_groups(spec), gpu.peak(fmt.compute_dtype), gpu.scale_up_bandwidth
     prompt, output = e["prompt_tokens"], e["output_tokens"]
     eff = setup.efficiency
@@ -129,10 +134,26 @@ def _latency_case(e: dict[str, Any]) -> Case:
     kv_seq = K.kv_layout(spec, setup.kv_bytes, tp, 1, 16).bytes_per_sequence(context)
     decode = I.decode_step(spec, groups, setup, kv_seq, tp=tp, pp=1, batch=batch, context=context,
                            bandwidth=gpu.memory_bandwidth, peak=peak, link=link)
+    return prefill, decode
+
+
+def _latency_case(e: dict[str, Any]) -> Case:
+    prefill, decode = _static_batch(e)
+    output = e["output_tokens"]
     predicted = prefill.total + (output - 1) * decode.total
     basis = (f"prefill {prefill.total:.2f} s ({prefill.bound}) + {output - 1} x {decode.total * 1e3:.1f} ms "
              f"({decode.bound}, all-reduce {decode.comm_s * 1e3:.1f} ms)")
     return e["id"], KIND_LATENCY, float(e["measured_seconds"]), predicted, basis, e.get("engine", "")
+
+
+def _throughput_case(e: dict[str, Any]) -> Case:
+    prefill, decode = _static_batch(e)
+    batch, output, tp = e["batch"], e["output_tokens"], e["tp"]
+    seconds = prefill.total + output * decode.total
+    predicted = batch * output / seconds / tp
+    basis = (f"{batch} x {output} tokens / (prefill {prefill.total:.2f} s {prefill.bound} + {output} x "
+             f"{decode.total * 1e3:.1f} ms {decode.bound}) / tp {tp}")
+    return e["id"], KIND_THROUGHPUT, float(e["measured_tokens_per_s_per_gpu"]), predicted, basis, e.get("engine", "")
 
 
 def acceptance_for_length(length: float, tokens: int) -> float:
@@ -170,7 +191,7 @@ def _speculative_case(e: dict[str, Any]) -> Case:
 
 _BUILDERS = {"kv_tokens": _kv_case, "capacity": _capacity_case, "weights": _weights_case,
              "decode": _decode_case, "latency": _latency_case,
-             "speculative": _speculative_case}
+             "speculative": _speculative_case, "throughput": _throughput_case}
 
 
 def inference_validation_cases() -> list[Case]:
