@@ -59,6 +59,31 @@ def test_step_time_is_the_sum_of_the_collectives():
     assert step.ep_comm == pytest.approx(sum(c.exposed for c in costs if c.parallelism == "EP"))
 
 
+def test_tp_comm_overlap_leaves_one_chunk_in_tp_exposed():
+    """TE userbuffers / async TP split each TP collective into tp chunks pipelined with the GEMM:
+    the same bytes and total time, 1/tp of it exposed (tp 2 here: half)."""
+    spec = _spec("mixtral-8x7b")
+    plain = {c.parallelism: c for c in _costs(spec, StepSettings(seq_len=4096))}["TP"]
+    chunked = {c.parallelism: c for c in _costs(spec, StepSettings(seq_len=4096, tp_comm_overlap=True))}["TP"]
+    assert chunked.total == pytest.approx(plain.total) and plain.exposed == pytest.approx(plain.total)
+    assert chunked.exposed == pytest.approx(plain.total / 2)
+    both = {c.parallelism: c for c in _costs(spec, StepSettings(seq_len=4096, tp_overlap=0.5,
+                                                                tp_comm_overlap=True))}["TP"]
+    assert both.exposed == pytest.approx(plain.total * 0.5 / 2)
+
+
+def test_published_recipes_overlap_tp_as_their_code_says():
+    """Megatron-Bridge Llama 3 recipes with TP > 1 set userbuffers; its MoE and Llama 2 recipes do
+    not; torchtitan only in the rows run with AsyncTP."""
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows, tp_comm_overlapped
+
+    rows = {r["id"]: r for r in published_throughput_rows()}
+    assert tp_comm_overlapped(rows["mbridge-26.04.01-llama-3-70b-h100-sxm-64g-fp8cs"])
+    assert not tp_comm_overlapped(rows["mbridge-26.04.01-qwen3-235b-a22b-h100-sxm-256g-fp8cs"])
+    assert tp_comm_overlapped(rows["torchtitan-2506-llama-3.1-70b-256g-bf16-async-tp"])
+    assert not tp_comm_overlapped(rows["torchtitan-2506-llama-3.1-70b-256g-bf16-vanilla-tp"])
+
+
 def test_fp8_pays_for_its_operand_casts():
     spec = _spec("llama-3.1-8b")
     cluster = cluster_for(resolve_gpu("h100"))

@@ -92,6 +92,13 @@ class StepSettings:
     """Fraction of DP/FSDP communication that bucketing and prefetch can hide behind compute."""
     tp_overlap: float = 0.0
     """Megatron TP collectives sit on the critical path unless TP comm overlap is enabled."""
+    tp_comm_overlap: bool = False
+    """TP collectives split into tp chunks and pipelined with the GEMMs they feed: Transformer
+    Engine userbuffers (Megatron --tp-comm-overlap; ring-exchange all-gather / reduce-scatter,
+    transformer_engine/pytorch/module/base.py initialize_ub) and PyTorch async TP
+    (torch.ops.symm_mem.fused_all_gather_matmul / fused_matmul_reduce_scatter, torchtitan
+    enable_async_tensor_parallel). The local chunk's GEMM runs while the remote chunks arrive, so
+    one chunk in tp stays exposed: TP time x 1/tp (x (1 - tp_overlap) on top)."""
     ep_overlap: float = 0.0
     expert_tp: int | None = None
     """Expert tensor parallelism: None = tp (Megatron-Core's default for

@@ -76,8 +76,12 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     tp_bw, tp_lat = link(cluster, tp)
     tp_calls = micro_batches * layers * per_layer * (np.asarray(tp) > 1)
     tp_total = tp_calls * C.all_reduce_time(act_bytes, tp, tp_bw, tp_lat)
-    costs.append(CollectiveCost("TP", "all-reduce / AG+RS (SP)",
-                                tp_calls, act_bytes, tp, tp_total, (1 - settings.tp_overlap) * tp_total))
+    tp_exposed = (1 - settings.tp_overlap) * tp_total
+    if settings.tp_comm_overlap:  # chunked AG/RS pipelined with the GEMMs: one chunk in tp exposed
+        tp_exposed = tp_exposed / np.maximum(np.asarray(tp, dtype=float), 1.0)
+    costs.append(CollectiveCost("TP", "all-reduce / AG+RS (SP)" + (", chunked with GEMMs" if settings.tp_comm_overlap
+                                                                   else ""),
+                                tp_calls, act_bytes, tp, tp_total, tp_exposed))
     # PP: activations forward and gradients backward at each stage boundary; interleaving crosses
     # vpp times as many boundaries (Narayanan et al. 2021 Sec. 2.2); only fill and drain are exposed
     pp_bw, pp_lat = link(cluster, tp * cp * dp * pp)

@@ -125,5 +125,8 @@ class StepFields(JobInputs):
         None, "Scale-out Gb/s per GPU.", "catalog, else 400")]
     dp_overlap: Annotated[Overlap, _f(0.9, "Share of DP/FSDP communication hidden by overlap.")]
     tp_overlap: Annotated[Overlap, _f(0.0, "Share of TP communication hidden (TP comm overlap, async TP).")]
+    tp_comm_overlap: Annotated[T.Bool, _f(False, "TP collectives chunked and pipelined with their GEMMs (Megatron "
+                                                 "--tp-comm-overlap / TE userbuffers, torchtitan async TP): 1/tp "
+                                                 "of the TP time stays exposed.")]
     attention_efficiency: Annotated[T.Fraction | None, _f(None, "Attention kernel efficiency of the dense peak.",
                                                           "per GPU type")]

@@ -85,6 +85,22 @@ def why_not(run: dict[str, Any]) -> str:
     return ""
 
 
+def tp_comm_overlapped(run: dict[str, Any]) -> bool:
+    """Whether the run's recipe pipelines its TP collectives with the GEMMs (StepSettings.
+    tp_comm_overlap). torchtitan: only the rows run with AsyncTP (its benchmark tables say so).
+    NeMo / Megatron-Bridge: the Llama 3 / 3.1 pretraining recipes with TP > 1 set TE userbuffers
+    (Megatron-Bridge @067f987 recipes/llama/h100/llama3.py CommOverlapConfig(tp_comm_overlap=True,
+    tp_comm_overlap_cfg=userbuffers_*), perf_recipes/llama/{h100,b200,gb200}/llama3*.py
+    tp_comm_overlap_cfg = userbuffers_*); the Llama 2 recipe (recipes/llama/h100/llama2.py) and
+    the MoE recipes (qwen3_moe, deepseek) set tp_comm_overlap=False."""
+    if run["layout"]["tp"] <= 1:
+        return False
+    if run["family"].startswith("torchtitan"):
+        return "AsyncTP" in run["framework"]
+    name = run["model"].get("catalog") or ""
+    return name.startswith(("llama-3-", "llama-3.1-")) and run_spec(run["model"]).moe is None
+
+
 def predict_tokens_per_gpu_s(run: dict[str, Any]) -> float:
     """Tokens per second per GPU the step model predicts at the run's layout."""
     spec = run_spec(run["model"])
@@ -103,7 +119,8 @@ def predict_tokens_per_gpu_s(run: dict[str, Any]) -> float:
                             "megatron",
                             # Megatron-Bridge / NeMo MoE recipes set expert_tensor_parallel_size = 1
                             # (src/megatron/bridge/recipes/qwen/*/qwen3_moe.py, perf_recipes/*)
-                            expert_tp=None if torchtitan else 1)
+                            expert_tp=None if torchtitan else 1,
+                            tp_comm_overlap=tp_comm_overlapped(run))
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     step = step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
                      cp=lay.get("cp") or 1, ep=lay.get("ep") or 1, zero=lay.get("zero") or 0,
