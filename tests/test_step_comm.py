@@ -72,6 +72,20 @@ def test_tp_comm_overlap_leaves_one_chunk_in_tp_exposed():
     assert both.exposed == pytest.approx(plain.total * 0.5 / 2)
 
 
+def test_ep_overlap_and_dispatcher_are_user_inputs(run_cli):
+    """--ep-overlap hides that share of the all-to-all; --ep-dispatcher flex sends one copy per
+    remote node: never more network time than alltoall. Both reach the planner from the CLI."""
+    spec = _spec("mixtral-8x7b")
+    plain = {c.parallelism: c for c in _costs(spec, StepSettings(seq_len=4096), ep=16)}["EP"]
+    hidden = {c.parallelism: c for c in _costs(spec, StepSettings(seq_len=4096, ep_overlap=0.75), ep=16)}["EP"]
+    flex = {c.parallelism: c for c in _costs(spec, StepSettings(seq_len=4096, ep_dispatcher="flex"), ep=16)}["EP"]
+    assert hidden.total == pytest.approx(plain.total) and hidden.exposed == pytest.approx(0.25 * plain.total)
+    assert flex.total <= plain.total
+    code, _, err = run_cli("plan", "mixtral-8x7b", "--tokens", "1T", "--gpu", "h100", "--gpus", "256",
+                           "--ep-dispatcher", "nccl")
+    assert code == 2 and "ep_dispatcher" in err and "alltoall, flex" in err
+
+
 def test_published_recipes_overlap_tp_as_their_code_says():
     """Megatron-Bridge Llama 3 recipes with TP > 1 set userbuffers; its MoE and Llama 2 recipes do
     not; torchtitan only in the rows run with AsyncTP."""

@@ -125,6 +125,11 @@ class StepFields(JobInputs):
         None, "Scale-out Gb/s per GPU.", "catalog, else 400")]
     dp_overlap: Annotated[Overlap, _f(0.9, "Share of DP/FSDP communication hidden by overlap.")]
     tp_overlap: Annotated[Overlap, _f(0.0, "Share of TP communication hidden (TP comm overlap, async TP).")]
+    ep_overlap: Annotated[Overlap, _f(0.0, "Share of the expert-parallel all-to-all hidden behind compute (Megatron "
+                                           "--overlap-moe-expert-parallel-comm, DualPipe-style schedules).")]
+    ep_dispatcher: Annotated[T.choice("alltoall", "flex"), _f(
+        "alltoall", "MoE token dispatcher: alltoall (NCCL, one copy per remote expert) or flex (DeepEP / HybridEP: "
+                    "one copy per remote node, then NVLink).")]
     tp_comm_overlap: Annotated[T.Bool, _f(False, "TP collectives chunked and pipelined with their GEMMs (Megatron "
                                                  "--tp-comm-overlap / TE userbuffers, torchtitan async TP): 1/tp "
                                                  "of the TP time stays exposed.")]
