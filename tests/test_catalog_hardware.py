@@ -52,3 +52,20 @@ def test_article_a100_figures():
 def test_unknown_gpu_suggests_names():
     with pytest.raises(InputError, match="did you mean"):
         load_accelerator("h10")
+
+
+def test_kernels_like_names_a_catalog_part_and_carries_its_efficiencies():
+    """A same-die variant (the power-capped Grand Teton H100 of torchtitan's runs) takes the H100's
+    measured kernel fractions: MAMF 0.803 and FA2-era attention 0.20, not the defaults 0.75 / 0.30."""
+    from gpuplan.catalog import hardware_entries, load_accelerator
+    from gpuplan.core import step as S
+
+    entries = hardware_entries()
+    for gpu_id, entry in entries.items():
+        if entry.get("kernels_like"):
+            assert entry["kernels_like"] in entries, gpu_id
+    gt = load_accelerator("h100-sxm-96gb-500w")
+    assert gt.kernels_like == "h100-sxm"
+    assert S.gemm_efficiency(gt, 1e9, 0.0) == S.MAMF_FRACTION["h100-sxm"] == 0.803
+    assert S.attention_efficiency(gt) == 0.20
+    assert S.attention_efficiency(gt, hopper_tuned=True) == 0.20 * S.HOPPER_TUNED_ATTENTION_SPEEDUP

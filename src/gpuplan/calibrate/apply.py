@@ -35,13 +35,24 @@ from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.topology import Cluster
 
 
+def _accelerator(gpu_id: str):
+    """The catalog part for ``gpu_id`` (its kernel efficiencies follow ``kernels_like``), else the bare id."""
+    from gpuplan.catalog import load_accelerator
+    from gpuplan.errors import InputError
+
+    try:
+        return load_accelerator(gpu_id) if gpu_id else gpu_id
+    except InputError:
+        return gpu_id
+
+
 def apply_to_step_settings(cal: Calibration, settings: S.StepSettings, gpu_id: str | None = None) -> S.StepSettings:
     """StepSettings whose predicted compute time is the calibrated one (see the module docstring).
     ``gpu_id``: the accelerator planned for (its default attention efficiency is scaled)."""
     f, g = cal.compute_time.value, cal.attention_time.value
     d = cal.reference.gemm_dim
     gpu = gpu_id or (cal.reference.gpus[0] if cal.reference.gpus else "")
-    e_attn = settings.attention_efficiency or S.ATTENTION_EFFICIENCY.get(gpu, S.DEFAULT_ATTENTION_EFFICIENCY)
+    e_attn = settings.attention_efficiency or S.attention_efficiency(_accelerator(gpu))
     return replace(settings, gemm_d_half=max(0.0, f * (d + settings.gemm_d_half) - d),
                    hbm_efficiency=settings.hbm_efficiency / f, attention_efficiency=e_attn / g)
 

@@ -202,7 +202,8 @@ def _row(m: Measurement) -> _Row:
 def _reference(rows: list[_Row]) -> Reference:
     timed = [r for r in rows if r.step is not None] or rows
     gpus = tuple(dict.fromkeys((r.case.gpu.id if r.case.gpu else r.m.device) for r in timed))
-    e_attn = S.ATTENTION_EFFICIENCY.get(gpus[0], S.DEFAULT_ATTENTION_EFFICIENCY)
+    first = next((r.case.gpu for r in timed if r.case.gpu), gpus[0])
+    e_attn = S.attention_efficiency(first)
     return Reference(gpus=gpus, models=tuple(dict.fromkeys(r.m.model for r in rows)),
                      gemm_dim=statistics.median(P.gemm_dimension(r.case) for r in timed), attention_efficiency=e_attn)
 

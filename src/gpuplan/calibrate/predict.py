@@ -138,7 +138,7 @@ def step_parts(case: Case, settings: S.StepSettings | None = None, cluster: Clus
     kw = dict(dp=lay.dp, tp=lay.tp, pp=lay.pp, vpp=lay.vpp, cp=lay.cp, ep=lay.ep, zero=lay.zero,
               micro_batch=lay.micro_batch, micro_batches=lay.micro_batches_per_step)
     base = S.step_time(case.spec, cluster, settings, **kw)
-    e_attn = settings.attention_efficiency or S.ATTENTION_EFFICIENCY.get(cluster.gpu.id, S.DEFAULT_ATTENTION_EFFICIENCY)
+    e_attn = settings.attention_efficiency or S.attention_efficiency(cluster.gpu)
     faster = S.step_time(case.spec, cluster, replace(settings, attention_efficiency=2 * e_attn), **kw)
     on_path = base.compute + base.bubble
     attention = 2.0 * (on_path - (faster.compute + faster.bubble))

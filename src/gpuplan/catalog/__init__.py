@@ -100,6 +100,7 @@ def accelerator_from_entry(entry: dict[str, Any]) -> Accelerator:
                             if up.get("bandwidth_gbyte_s_bidirectional") else None),
         scale_up_domain=up.get("domain_size"),
         scale_out_bandwidth=(out["gbit_s_per_device"] * _GB / 8 if out.get("gbit_s_per_device") else None),
+        kernels_like=entry.get("kernels_like"),
         confidence=entry.get("confidence", "medium"), aliases=tuple(entry.get("aliases", [])),
         sources=tuple(entry.get("sources", [])), notes=entry.get("notes", ""),
     )

@@ -32,6 +32,9 @@ class Accelerator:
     scale_up_domain: int | None = None
     scale_out_bandwidth: float | None = None
     """Scale-out network per device, bytes/s per direction."""
+    kernels_like: str | None = None
+    """Id of the catalog part whose measured kernel efficiencies (MAMF, attention) this one shares
+    because it is the same die (a power-capped or repackaged variant); None = its own or defaults."""
     confidence: str = "medium"
     aliases: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()

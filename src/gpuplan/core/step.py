@@ -66,11 +66,25 @@ DEFAULT_ATTENTION_EFFICIENCY = 0.30
 HOPPER_TUNED_ATTENTION_SPEEDUP = 1.75
 
 
-def attention_efficiency(gpu_id: str, hopper_tuned: bool = False) -> float:
-    """Executed attention FLOPs / peak on ``gpu_id``; ``hopper_tuned``: the framework runs
-    FA3-class kernels, which only changes the Hopper parts (the table's FA2-era 0.20)."""
-    base = ATTENTION_EFFICIENCY.get(gpu_id, DEFAULT_ATTENTION_EFFICIENCY)
-    return base * HOPPER_TUNED_ATTENTION_SPEEDUP if hopper_tuned and gpu_id in ATTENTION_EFFICIENCY else base
+def _kernel_ids(gpu) -> tuple[str, ...]:
+    """The ids whose measured kernel efficiencies apply to ``gpu`` (an Accelerator or an id): its
+    own, then the part whose die it shares (catalog ``kernels_like``: the Grand Teton H100 and
+    GH200 run the H100's kernels; the tables hold fractions of each part's own peak)."""
+    if isinstance(gpu, str):
+        return (gpu,)
+    return (gpu.id,) + ((gpu.kernels_like,) if gpu.kernels_like else ())
+
+
+def _lookup(table: dict[str, float], gpu, default: float) -> float:
+    return next((table[i] for i in _kernel_ids(gpu) if i in table), default)
+
+
+def attention_efficiency(gpu, hopper_tuned: bool = False) -> float:
+    """Executed attention FLOPs / peak on ``gpu`` (an Accelerator or an id); ``hopper_tuned``: the
+    framework runs FA3-class kernels, which only changes the Hopper parts (the table's FA2-era 0.20)."""
+    base = _lookup(ATTENTION_EFFICIENCY, gpu, DEFAULT_ATTENTION_EFFICIENCY)
+    hopper = any(i in ATTENTION_EFFICIENCY for i in _kernel_ids(gpu))
+    return base * HOPPER_TUNED_ATTENTION_SPEEDUP if hopper_tuned and hopper else base
 
 
 @dataclass(frozen=True)
@@ -169,13 +183,13 @@ def op_sac_recomputed_share(spec: ModelSpec) -> float:
     return sum(flops[1::2]) / sum(flops)
 
 
-def _mamf(gpu_id: str) -> float:
-    return MAMF_FRACTION.get(gpu_id, DEFAULT_MAMF_FRACTION)
+def _mamf(gpu) -> float:
+    return _lookup(MAMF_FRACTION, gpu, DEFAULT_MAMF_FRACTION)
 
 
-def gemm_efficiency(gpu_id: str, smallest_dim, d_half: float):
-    """Fraction of dense peak a GEMM reaches: MAMF x d / (d + d_half)."""
-    return _mamf(gpu_id) * smallest_dim / (smallest_dim + d_half)
+def gemm_efficiency(gpu, smallest_dim, d_half: float):
+    """Fraction of dense peak a GEMM reaches on ``gpu`` (an Accelerator or an id): MAMF x d / (d + d_half)."""
+    return _mamf(gpu) * smallest_dim / (smallest_dim + d_half)
 
 
 def _min(a, b):
@@ -198,20 +212,20 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     gemm_flops = 2.0 * (weights - routed) / spec.num_layers / tp
     expert_flops = 2.0 * routed / spec.num_layers / tp
     attn_flops = F.attention_core_flops_per_token(spec, settings.seq_len, "causal") / spec.num_layers / tp
-    e_gemm = gemm_efficiency(gpu.id, _min(h / tp, tokens), settings.gemm_d_half)
+    e_gemm = gemm_efficiency(gpu, _min(h / tp, tokens), settings.gemm_d_half)
     if fp8:
-        e_gemm = e_gemm * MAMF_FP8_FRACTION.get(gpu.id, FP8_MAMF_RATIO * _mamf(gpu.id)) / _mamf(gpu.id)
+        e_gemm = e_gemm * _lookup(MAMF_FP8_FRACTION, gpu, FP8_MAMF_RATIO * _mamf(gpu)) / _mamf(gpu)
     act = A.layer_activations(spec, settings.seq_len, impl=settings.implementation).total / tp
     t_gemm = gemm_flops / (peak * e_gemm)
     if spec.moe is not None and routed:  # grouped expert GEMMs: the expert width and the tokens each
         # expert receives bound the shape (ep x tokens x top-k / experts per expert)
         moe = spec.moe
         per_expert = tokens * ep * moe.experts_per_token / moe.num_experts
-        e_expert = gemm_efficiency(gpu.id, _min(_min(h / tp, moe.expert_intermediate_size), per_expert),
-                                   settings.gemm_d_half) * e_gemm / gemm_efficiency(gpu.id, _min(h / tp, tokens),
+        e_expert = gemm_efficiency(gpu, _min(_min(h / tp, moe.expert_intermediate_size), per_expert),
+                                   settings.gemm_d_half) * e_gemm / gemm_efficiency(gpu, _min(h / tp, tokens),
                                                                                     settings.gemm_d_half)
         t_gemm = t_gemm + expert_flops / (peak * e_expert)
-    e_attn = settings.attention_efficiency or attention_efficiency(gpu.id)
+    e_attn = settings.attention_efficiency or attention_efficiency(gpu)
     t_attn = attn_flops / (attn_peak * e_attn)
     t_elem = settings.elementwise_factor * act / (gpu.memory_bandwidth * settings.hbm_efficiency)
     if fp8:  # operand casts (forward third, backward two thirds, like the other elementwise work)
@@ -228,7 +242,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         extra = {"none": 0.0, "selective": tokens * t_attn, "full": fwd}[settings.recompute]
     per_layer = fwd + bwd + extra
     head_flops = 2.0 * spec.vocab_size * h / tp
-    head_time = (2 + weight_grads) * tokens * head_flops / (bf16_peak * gemm_efficiency(gpu.id, _min(h, tokens),
+    head_time = (2 + weight_grads) * tokens * head_flops / (bf16_peak * gemm_efficiency(gpu, _min(h, tokens),
                                                                                          settings.gemm_d_half))
     return (layers * per_layer + head * head_time, layers * tokens * (t_attn * 3.5),
             layers * tokens * (1 + weight_grads) * t_gemm)

@@ -35,7 +35,7 @@ def evaluator_for(inputs) -> Evaluator:
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher, finetune=inputs.finetune, lora_rank=inputs.lora_rank,
                         selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
                         attention_efficiency=inputs.attention_efficiency or (
-                            attention_efficiency(gpu.id, hopper_tuned=True)
+                            attention_efficiency(gpu, hopper_tuned=True)
                             if inputs.profile.hopper_tuned_attention else None))
     overheads, scale = inputs.overheads().for_gpu(gpu.scale_up_bandwidth), 1.0
     if inputs.calibration is not None:

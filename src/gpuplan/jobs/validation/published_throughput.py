@@ -112,7 +112,7 @@ def predict_tokens_per_gpu_s(run: dict[str, Any]) -> float:
                             dtype=PRECISION[run["precision"]],
                             selective=SELECTIVE.get(run["family"].split("-")[0], "core-attn"),
                             # NeMo / Megatron-Bridge run Transformer Engine's cuDNN fused attention
-                            attention_efficiency=attention_efficiency(gpu.id, hopper_tuned=not torchtitan),
+                            attention_efficiency=attention_efficiency(gpu, hopper_tuned=not torchtitan),
                             # torchtitan without torch.compile runs its eager modules (unfused norms,
                             # SwiGLU); with compile, or under TE, the fused kernels
                             implementation="torchtitan" if torchtitan and "compile" not in run["framework"] else
