@@ -50,6 +50,16 @@ FP8_MAMF_RATIO = 0.709 / 0.803
 # the output layer in high precision by default).
 FP8_CAST_BYTES_PER_ELEMENT = 7.0
 FP8_WEIGHT_CAST_BYTES = 5.0
+# NVFP4 (dtype "fp4", Blackwell): Megatron-Bridge's bf16_with_nvfp4_mixed recipe runs every
+# Transformer Engine linear layer in NVFP4 (training/mixed_precision.py: fp4 = "e2m1", fp4_recipe
+# "nvfp4"; Llama recipes keep no layers in BF16) at the FP4 dense peak; attention and the LM head
+# stay BF16. No FP4 MAMF measurement is published: the FP8 fraction (MAMF_FP8_FRACTION /
+# FP8_MAMF_RATIO) is used, and the operand casts are costed like FP8's (NVFP4 writes 0.5 B +
+# one e4m3 scale per 16 elements instead of 1 B, but re-quantises the transposed operands and
+# applies a random Hadamard transform to the weight-gradient inputs: NVIDIA, "Pretraining Large
+# Language Models with NVFP4", arXiv:2509.25149, Sec. 4). Checked on three published GB200 NVFP4
+# runs (docs/step.md).
+LOW_PRECISION = ("fp8", "fp4")
 
 # Executed (causal) attention FLOPs per second / dense peak, forward+backward of the fused
 # attention kernel, fitted with the two GEMM constants below to the 209 llm-foundry MPT BF16
@@ -204,7 +214,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     peak = gpu.peak(settings.dtype)  # matmuls run at the compute dtype's peak (FP8 linears) ...
     bf16_peak = gpu.peak("bf16") if gpu.has_dtype("bf16") else peak  # ... attention and the LM head in bf16
     attn_peak = bf16_peak
-    fp8 = settings.dtype == "fp8"
+    fp8 = settings.dtype in LOW_PRECISION  # FP8 or NVFP4 linears: scaled GEMMs with operand casts
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
     weights = F.layer_matmul_weights_per_token(spec)

@@ -19,7 +19,7 @@ from gpuplan.core.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 
-DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+DTYPES = ("bf16", "fp16", "fp8", "fp4", "tf32", "fp32")
 RECOMPUTE = ("none", "selective", "full")
 IMPLEMENTATIONS = ("hf", "megatron", "megatron-local", "torchtitan")
 ATTENTION_KERNELS = ("flash", "sdpa", "eager")
@@ -90,8 +90,8 @@ GPU_COUNT = field(None, "Total GPUs; `plan` also takes a list (256,512) or a ran
                   "solved from --days (train), searched by `plan`, 1 elsewhere.", "derived")
 GpuCount = Annotated[Gpus | None, GPU_COUNT]
 Days = option(T.Days | None, None, "Wall-clock deadline: 7, 7d, 36h or 2w (a bare number is days).")
-Dtype = option(T.choice(*DTYPES), "bf16", "Compute dtype whose dense peak FLOP/s is used: bf16, fp16, fp8, tf32, "
-               "fp32.")
+Dtype = option(T.choice(*DTYPES), "bf16", "Compute dtype whose dense peak FLOP/s is used: bf16, fp16, fp8, fp4 "
+               "(NVFP4 linear layers, Blackwell), tf32, fp32.")
 Price = option(Usd | None, None, "On-demand USD per GPU-hour (overrides the price catalog).", "price catalog")
 
 # ---- layout ---------------------------------------------------------------------------------

@@ -126,8 +126,9 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                      Line("gpu_counts", "GPU counts", ",".join(map(str, result.counts))),
                      Line("deadline", "deadline", inputs.days, "days", "none" if inputs.days is None else
                           f"{inputs.days:g} days"))
-    error, _ = prediction_band(inputs.dtype if inputs.dtype in ("bf16", "fp8") else "bf16")
-    ceiling = ceiling_note(gpu.id, spec.moe is not None, "fp8" if inputs.dtype == "fp8" else "bf16", plan.mfu, error)
+    low = inputs.dtype if inputs.dtype in ("fp8", "fp4") else "bf16"
+    error, _ = prediction_band(low)
+    ceiling = ceiling_note(gpu.id, spec.moe is not None, low, plan.mfu, error)
     return Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
                   report_inputs, _assumptions(inputs, plan, result) + budget.assumptions,
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,

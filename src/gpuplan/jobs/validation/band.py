@@ -6,8 +6,8 @@ it. Packaged as catalog/reference/prediction_band.toml; regenerate after a model
 Which held-out families count: every throughput family marked *held out* in docs/accuracy.md,
 except DeepSpeed ZeRO-3 (2021), a documented miss of an implementation gpuplan does not model
 (its exposed parameter gathers; docs/step.md), and the MoE rows (force-balanced upper bounds
-that move by up to 2x between releases; reported in docs/accuracy.md, not banded). BF16 and FP8
-rows give separate bands.
+that move by up to 2x between releases; reported in docs/accuracy.md, not banded). BF16 rows and
+low-precision rows (FP8, NVFP4) give separate bands.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def held_out_errors() -> dict[str, list[float]]:
     for case in throughput_validation_cases() + published_throughput_validation()[0]:
         if "(held out)" not in case.kind or any(f in case.kind for f in EXCLUDED_FAMILIES):
             continue
-        errors["fp8" if "FP8" in case.kind else "bf16"].append(abs(case.error))
+        errors["fp8" if ("FP8" in case.kind or "NVFP4" in case.kind) else "bf16"].append(abs(case.error))
     return errors
 
 

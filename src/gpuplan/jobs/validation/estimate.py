@@ -136,7 +136,7 @@ def published_throughput_validation() -> tuple[list[Case], list[tuple[str, str]]
         source = "torchtitan" if c.family.startswith("torchtitan") else "NeMo/Megatron-Bridge"
         hardware = "Blackwell" if any(g in c.family for g in ("b200", "b300", "gb200")) else "Hopper"
         kind = (f"throughput: {source} {hardware} {'MoE' if c.moe else 'dense'} "
-                f"{'FP8' if c.precision == 'fp8' else 'BF16'} (held out)")
+                f"{ {'fp8': 'FP8', 'fp4': 'NVFP4'}.get(c.precision, 'BF16')} (held out)")
         out.append(Case(c.id, kind, c.measured, c.predicted, "tokens/s/GPU", c.family))
         if c.id in newest:  # the same row again, in the newest-release view of its family
             out.append(Case(c.id, kind.replace("(held out)", "newest release (held out)"), c.measured, c.predicted,
@@ -271,9 +271,9 @@ def accuracy_markdown(report: Report) -> str:
            "",
            "Published throughput kinds (issue 15): tokens/s/GPU of recent runs at their exact layouts",
            "(`published_throughput.yaml`: NeMo / Megatron-Bridge performance summaries on H100, B200, B300 and",
-           "GB200 NVL72, torchtitan benchmarks on H100/H200; dense and MoE, BF16 and FP8). All held out: no",
+           "GB200 NVL72, torchtitan benchmarks on H100/H200; dense and MoE, BF16, FP8 and NVFP4). All held out: no",
            "constant was fitted on them. MoE rows are force-balanced upper bounds whose published figures move",
-           "by up to 2x between releases of the same layout; NVFP4, FP8 rowwise and incomplete rows are excluded.",
+           "by up to 2x between releases of the same layout; FP8 rowwise and incomplete rows are excluded.",
            "",
            "Throughput kinds: the step-time model (core/step.py) predicts each published run's MFU (llm-foundry,",
            "IBM: their own formula 6N + 12·L·h·s per token) or hardware TFLOP/s (Megatron 2021: eq. 3 with",
