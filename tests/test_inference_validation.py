@@ -1,5 +1,6 @@
 """Inference accuracy cases: every reference entry cites its source; errors stay within stated bounds."""
 
+import pytest
 
 from gpuplan.jobs.validation.inference import (
     KIND_CAPACITY,
@@ -97,7 +98,7 @@ def test_static_batch_throughput_by_hand():
     (case,) = [c for c in CASES if c[0] == "trtllm061-llama2-7b-a100-fp16-b60-128-2048"]
     assert case[1] == KIND_THROUGHPUT and case[2] == 1928
     decode_s = (6.74e9 * 2 + 60 * 1152 * 524_288) / (2.039e12 * 0.65)
-    assert decode_s == __import__("pytest").approx(0.0375, rel=0.01)
+    assert decode_s == pytest.approx(0.0375, rel=0.01)
     upper = 60 * 2048 / (2048 * decode_s)  # without the prefill: an upper bound within 3%
     assert 0.97 * upper < case[3] < upper * 1.01
 

@@ -9,7 +9,7 @@ vLLM (PagedAttention, ``gpu_memory_utilization``); other engines differ in the o
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuplan.core import lora_serving as L
 from gpuplan.core.flops import (
@@ -276,8 +276,6 @@ def draft_kv_share(spec: ModelSpec, s: Speculation | None, kv_bytes: float, tp: 
 
 def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,
                    tp: int, pp: int, gpu_name: str = "") -> Memory:
-    from dataclasses import replace
-
     memory = _engine_memory(spec, groups, memory_bytes, setup, tp, pp, gpu_name)
     if setup.lora is not None:  # slots are allocated with the weights, before the KV cache is sized
         slots = L.slot_bytes_per_gpu(spec, setup.lora, tp, pp)
@@ -344,8 +342,6 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
         return step
     draft_s = 0.0
     if s.draft is not None:  # k proposer steps at the batch, plain decoding of the draft shape
-        from dataclasses import replace
-
         plain = replace(setup, speculation=None, lora=None)  # adapters wrap the target only
         draft_groups = param_groups(s.draft)
         if s.shares_embeddings:  # EAGLE / MTP read the target's LM head, not a head of their own

@@ -52,7 +52,14 @@ class LoraServing:
     """lora_dtype 'auto' = the model's activation dtype (bf16 / fp16)."""
 
 
-def _gated_mlp_elements(h: int, inter: int, rank: int, tp: int, gated: bool) -> float:
+def check_supported(spec: ModelSpec) -> None:
+    """InputError for shapes whose LoRA projections are not modelled (MLA attention)."""
+    if spec.attention.is_mla:
+        raise InputError("max_loras", "lora", f"{spec.name} uses MLA attention, whose LoRA projections "
+                         "gpuplan does not model; multi-LoRA sizing covers MHA / GQA models")
+
+
+def _mlp_elements(h: int, inter: int, rank: int, tp: int, gated: bool = True) -> float:
     """One slot's A and B for an MLP on one TP rank: gate/up (two slices when gated) column-parallel,
     down row-parallel."""
     slices = 2 if gated else 1
@@ -61,46 +68,53 @@ def _gated_mlp_elements(h: int, inter: int, rank: int, tp: int, gated: bool) -> 
     return up + down
 
 
-def slot_elements_per_layer(spec: ModelSpec, rank: int, tp: int, moe_layer: bool) -> float:
-    """Elements of one adapter slot in one decoder layer on one TP rank (vLLM shapes, module doc)."""
-    attn, h = spec.attention, spec.hidden_size
-    if attn.is_mla:
-        raise InputError("max_loras", "lora", f"{spec.name} uses MLA attention, whose LoRA projections "
-                         "gpuplan does not model; multi-LoRA sizing covers MHA / GQA models")
+def _attention_elements(spec: ModelSpec, rank: int, tp: int) -> float:
+    """One slot's A and B for q, k, v (three slices, column-parallel) and o_proj (row-parallel)."""
     from gpuplan.core.kv_cache import kv_heads_per_gpu
 
+    attn, h = spec.attention, spec.hidden_size
     q_local = attn.num_heads // tp * attn.head_dim
     kv_local = kv_heads_per_gpu(attn, tp) * attn.head_dim
-    qkv = 3 * rank * h + rank * (q_local + 2 * kv_local)  # three slices: q, k, v
-    o_proj = rank * q_local + h * rank
+    return 3 * rank * h + rank * (q_local + 2 * kv_local) + rank * q_local + h * rank
+
+
+def _moe_mlp_elements(spec: ModelSpec, rank: int, tp: int, experts: float) -> float:
+    """``experts`` routed experts' A and B (all local experts for the slots, top-k for a token's
+    FLOPs) plus the shared expert."""
+    moe, h = spec.moe, spec.hidden_size
+    mlp = experts * _mlp_elements(h, moe.expert_intermediate_size, rank, tp)
+    if moe.shared_intermediate_size:
+        mlp += _mlp_elements(h, moe.shared_intermediate_size, rank, tp)
+    return mlp
+
+
+def slot_elements_per_layer(spec: ModelSpec, rank: int, tp: int, moe_layer: bool) -> float:
+    """Elements of one adapter slot in one decoder layer on one TP rank (vLLM shapes, module doc)."""
+    check_supported(spec)
     if moe_layer and spec.moe is not None:
-        moe = spec.moe
-        mlp = moe.num_experts * _gated_mlp_elements(h, moe.expert_intermediate_size, rank, tp, True)
-        if moe.shared_intermediate_size:
-            mlp += _gated_mlp_elements(h, moe.shared_intermediate_size, rank, tp, True)
+        mlp = _moe_mlp_elements(spec, rank, tp, spec.moe.num_experts)
     else:
-        mlp = _gated_mlp_elements(h, spec.mlp.intermediate_size, rank, tp, spec.mlp.gated)
-    return qkv + o_proj + mlp
+        mlp = _mlp_elements(spec.hidden_size, spec.mlp.intermediate_size, rank, tp, spec.mlp.gated)
+    return _attention_elements(spec, rank, tp) + mlp
 
 
-def _layer_kinds(spec: ModelSpec) -> list[bool]:
-    if spec.moe is None:
-        return [False] * spec.num_layers
-    flags = list(spec.moe_layers) or [True] * spec.num_layers
-    return flags + [False] * (spec.num_layers - len(flags))
+def _model_elements(spec: ModelSpec, rank: int, tp: int) -> float:
+    """One slot over every decoder layer (dense and MoE layers) on one TP rank."""
+    dense = spec.num_dense_layers * slot_elements_per_layer(spec, rank, tp, False) if spec.num_dense_layers else 0.0
+    moe = spec.num_moe_layers * slot_elements_per_layer(spec, rank, tp, True) if spec.num_moe_layers else 0.0
+    return dense + moe
 
 
 def slot_bytes_per_gpu(spec: ModelSpec, lora: LoraServing, tp: int, pp: int = 1) -> float:
-    """Bytes of all ``max_loras`` slots on one GPU of the fullest pipeline stage."""
-    kinds = _layer_kinds(spec)
-    per_stage = math.ceil(len(kinds) / pp)
-    total = sum(slot_elements_per_layer(spec, lora.rank, tp, moe) for moe in kinds)
-    return lora.max_loras * lora.dtype_bytes * total * per_stage / len(kinds)
+    """Bytes of all ``max_loras`` slots on one GPU of the fullest pipeline stage (ceil(L / pp) of
+    the L layers, at the model's mix of dense and MoE layers)."""
+    stage_share = math.ceil(spec.num_layers / pp) / spec.num_layers
+    return lora.max_loras * lora.dtype_bytes * _model_elements(spec, lora.rank, tp) * stage_share
 
 
 def adapter_bytes(spec: ModelSpec, lora: LoraServing) -> float:
     """One adapter at the padded rank, unsharded (what the host cache keeps per adapter)."""
-    return lora.dtype_bytes * sum(slot_elements_per_layer(spec, lora.rank, 1, moe) for moe in _layer_kinds(spec))
+    return lora.dtype_bytes * _model_elements(spec, lora.rank, 1)
 
 
 def active_adapters(lora: LoraServing, batch: int) -> int:
@@ -111,27 +125,20 @@ def active_adapters(lora: LoraServing, batch: int) -> int:
 
 def step_bytes(spec: ModelSpec, lora: LoraServing, tp: int, batch: int) -> float:
     """Adapter bytes one forward reads on a TP rank: each active slot once (summed over stages)."""
-    per_slot = slot_bytes_per_gpu(spec, lora, tp) / lora.max_loras
-    return active_adapters(lora, batch) * per_slot
+    return active_adapters(lora, batch) * lora.dtype_bytes * _model_elements(spec, lora.rank, tp)
 
 
 def flops_per_token(spec: ModelSpec, lora: LoraServing) -> float:
     """Shrink + expand FLOPs of one token through every wrapped layer, whole model: 2 per A and B
-    element of one slot (x A then (x A) B), at the padded rank."""
-    return 2.0 * sum(_active_elements(spec, lora.rank, moe) for moe in _layer_kinds(spec))
-
-
-def _active_elements(spec: ModelSpec, rank: int, moe_layer: bool) -> float:
-    """A token passes only its top-k experts (and the shared one) in a MoE layer."""
-    if not moe_layer or spec.moe is None:
-        return slot_elements_per_layer(spec, rank, 1, moe_layer)
-    moe, h = spec.moe, spec.hidden_size
-    attn_only = slot_elements_per_layer(spec, rank, 1, False) - _gated_mlp_elements(
-        h, spec.mlp.intermediate_size, rank, 1, spec.mlp.gated)
-    mlp = moe.experts_per_token * _gated_mlp_elements(h, moe.expert_intermediate_size, rank, 1, True)
-    if moe.shared_intermediate_size:
-        mlp += _gated_mlp_elements(h, moe.shared_intermediate_size, rank, 1, True)
-    return attn_only + mlp
+    element of one slot (x A then (x A) B), at the padded rank; in a MoE layer only the token's
+    top-k experts (and the shared one)."""
+    check_supported(spec)
+    rank, h = lora.rank, spec.hidden_size
+    dense = spec.num_dense_layers * (_attention_elements(spec, rank, 1) + _mlp_elements(
+        h, spec.mlp.intermediate_size, rank, 1, spec.mlp.gated)) if spec.num_dense_layers else 0.0
+    moe = spec.num_moe_layers * (_attention_elements(spec, rank, 1) + _moe_mlp_elements(
+        spec, rank, 1, spec.moe.experts_per_token)) if spec.num_moe_layers else 0.0
+    return 2.0 * (dense + moe)
 
 
 def check_rank(rank: int) -> int:

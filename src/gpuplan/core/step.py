@@ -61,6 +61,12 @@ FP8_WEIGHT_CAST_BYTES = 5.0
 # runs (docs/step.md).
 LOW_PRECISION = ("fp8", "fp4")
 
+
+def precision_class(dtype: str) -> str:
+    """The key published-MFU ceilings and the prediction band use for a compute dtype: 'fp8' or
+    'fp4' as themselves, every 16-bit or wider dtype as 'bf16'."""
+    return dtype if dtype in LOW_PRECISION else "bf16"
+
 # Executed (causal) attention FLOPs per second / dense peak, forward+backward of the fused
 # attention kernel, fitted with the two GEMM constants below to the 209 llm-foundry MPT BF16
 # benchmark runs (mosaicml/llm-foundry scripts/train/benchmarking/README.md; Triton/Flash

@@ -79,9 +79,8 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     tp_exposed = (1 - settings.tp_overlap) * tp_total
     if settings.tp_comm_overlap:  # chunked AG/RS pipelined with the GEMMs: one chunk in tp exposed
         tp_exposed = tp_exposed / np.maximum(np.asarray(tp, dtype=float), 1.0)
-    costs.append(CollectiveCost("TP", "all-reduce / AG+RS (SP)" + (", chunked with GEMMs" if settings.tp_comm_overlap
-                                                                   else ""),
-                                tp_calls, act_bytes, tp, tp_total, tp_exposed))
+    tp_what = "all-reduce / AG+RS (SP)" + (", chunked with GEMMs" if settings.tp_comm_overlap else "")
+    costs.append(CollectiveCost("TP", tp_what, tp_calls, act_bytes, tp, tp_total, tp_exposed))
     # PP: activations forward and gradients backward at each stage boundary; interleaving crosses
     # vpp times as many boundaries (Narayanan et al. 2021 Sec. 2.2); only fill and drain are exposed
     pp_bw, pp_lat = link(cluster, tp * cp * dp * pp)

@@ -61,10 +61,10 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     if not spec.attention.is_mla and inputs.tp_degree > kv_heads:
         notes.append(f"tp {inputs.tp_degree} > {kv_heads} KV heads: each KV head is replicated on {inputs.tp_degree // kv_heads} "
                      "GPUs (vLLM), so the cache per GPU stops shrinking")
-    if inputs.lora is not None:  # MLA and other unmodelled shapes: one clear line before any search
-        from gpuplan.core.lora_serving import slot_bytes_per_gpu
+    if inputs.lora is not None:  # MLA: one clear line before any search
+        from gpuplan.core.lora_serving import check_supported
 
-        slot_bytes_per_gpu(spec, inputs.lora, inputs.tp_degree, inputs.pp_degree)
+        check_supported(spec)
     setup = I.ServingSetup(fmt, K.KV_DTYPE_BYTES[kv_dtype], inputs.runtime, inputs.efficiency, inputs.block_size,
                            _speculation(inputs, spec, raw), inputs.prefix_hit, inputs.lora)
     return Plan(spec, gpu, I.param_groups(spec), setup, origin, kv_dtype, context, context - output, output,

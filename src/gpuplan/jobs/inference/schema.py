@@ -151,7 +151,7 @@ class InferenceInputs(ModelFields):
         lora_fields = {"max_lora_rank", "max_cpu_loras"} & self.model_fields_set
         if not self.lora_enabled:
             if lora_fields:
-                name = sorted(lora_fields)[0]
+                name = min(lora_fields)
                 raise InputError(name, getattr(self, name), "applies with --enable-lora (or --max-loras)")
             return
         if self.engine == "trtllm":

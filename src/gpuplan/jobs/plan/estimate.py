@@ -126,7 +126,9 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                      Line("gpu_counts", "GPU counts", ",".join(map(str, result.counts))),
                      Line("deadline", "deadline", inputs.days, "days", "none" if inputs.days is None else
                           f"{inputs.days:g} days"))
-    low = inputs.dtype if inputs.dtype in ("fp8", "fp4") else "bf16"
+    from gpuplan.core.step import precision_class
+
+    low = precision_class(inputs.dtype)
     error, _ = prediction_band(low)
     ceiling = ceiling_note(gpu.id, spec.moe is not None, low, plan.mfu, error)
     return Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",

@@ -32,7 +32,8 @@ def evaluator_for(inputs) -> Evaluator:
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
     step = StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=inputs.dp_overlap,
                         tp_overlap=inputs.tp_overlap, tp_comm_overlap=inputs.tp_comm_overlap,
-                        ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher, finetune=inputs.finetune, lora_rank=inputs.lora_rank,
+                        ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
+                        finetune=inputs.finetune, lora_rank=inputs.lora_rank,
                         selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
                         attention_efficiency=inputs.attention_efficiency or (
                             attention_efficiency(gpu, hopper_tuned=True)

@@ -210,7 +210,9 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan) -> tup
         from gpuplan.catalog import prediction_band
         from gpuplan.jobs.validation.mfu_ceiling import ceiling_note
 
-        dtype = inputs.dtype if inputs.dtype in ("fp8", "fp4") else "bf16"
+        from gpuplan.core.step import precision_class
+
+        dtype = precision_class(inputs.dtype)
         from gpuplan.adapters.resolve import resolve_gpu
 
         ceiling = ceiling_note(resolve_gpu(inputs.gpu).id, spec.moe is not None, dtype, plan.mfu,

@@ -23,13 +23,18 @@ newest-release view repeats rows already counted)."""
 
 def held_out_errors() -> dict[str, list[float]]:
     """|error| of the held-out throughput cases, by precision ('bf16', 'fp8')."""
-    from gpuplan.jobs.validation.estimate import published_throughput_validation, throughput_validation_cases
+    from gpuplan.jobs.validation.estimate import (
+        PRECISION_LABEL,
+        published_throughput_validation,
+        throughput_validation_cases,
+    )
 
     errors: dict[str, list[float]] = {"bf16": [], "fp8": []}
     for case in throughput_validation_cases() + published_throughput_validation()[0]:
         if "(held out)" not in case.kind or any(f in case.kind for f in EXCLUDED_FAMILIES):
             continue
-        errors["fp8" if ("FP8" in case.kind or "NVFP4" in case.kind) else "bf16"].append(abs(case.error))
+        low = any(label in case.kind for label in PRECISION_LABEL.values())
+        errors["fp8" if low else "bf16"].append(abs(case.error))
     return errors
 
 

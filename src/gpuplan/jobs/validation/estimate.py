@@ -125,6 +125,10 @@ def throughput_validation_cases() -> list[Case]:
     return out
 
 
+PRECISION_LABEL = {"fp8": "FP8", "fp4": "NVFP4"}
+"""How a published family names its step-model dtype (band.py groups FP8 and NVFP4 as low precision)."""
+
+
 def published_throughput_validation() -> tuple[list[Case], list[tuple[str, str]]]:
     """Tokens/s/GPU of recent published runs (NeMo / Megatron-Bridge, torchtitan), all held out."""
     from gpuplan.jobs.validation.published_throughput import newest_releases, published_throughput_cases
@@ -136,7 +140,7 @@ def published_throughput_validation() -> tuple[list[Case], list[tuple[str, str]]
         source = "torchtitan" if c.family.startswith("torchtitan") else "NeMo/Megatron-Bridge"
         hardware = "Blackwell" if any(g in c.family for g in ("b200", "b300", "gb200")) else "Hopper"
         kind = (f"throughput: {source} {hardware} {'MoE' if c.moe else 'dense'} "
-                f"{ {'fp8': 'FP8', 'fp4': 'NVFP4'}.get(c.precision, 'BF16')} (held out)")
+                f"{PRECISION_LABEL.get(c.precision, 'BF16')} (held out)")
         out.append(Case(c.id, kind, c.measured, c.predicted, "tokens/s/GPU", c.family))
         if c.id in newest:  # the same row again, in the newest-release view of its family
             out.append(Case(c.id, kind.replace("(held out)", "newest release (held out)"), c.measured, c.predicted,
