@@ -65,8 +65,18 @@ class FrameworkProfile:
     """Its launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (core.device_memory)."""
     reports: str = "allocated and reserved"
     """What its memory log line prints."""
+    zero3_regathers_on_recompute: bool = False
+    """ZeRO-3 gathers parameters again for the recomputed forward (core/zero3_gathers.py)."""
+    zero3_overlap: float | None = None
+    """Share of ZeRO-3 communication hidden behind compute, where it differs from --dp-overlap."""
 
 
+# DeepSpeed ZeRO-3 hides far less of its parameter traffic than FSDP's prefetch: fitted on the
+# three GPT-3 174B ZeRO-3 rows of Narayanan et al. 2021, Table 2 (384, 768, 1,536 A100s: 10.0%
+# mean |error| at 0.25, with the recompute re-gathers above), held out on the three 529B rows
+# (9.0%); docs/step.md. Its fetches are driven by module hooks, one submodule at a time
+# (stage3_prefetch_bucket_size 5e7 elements is below one submodule of these models).
+DEEPSPEED_ZERO3_OVERLAP = 0.25
 LOSS_CHUNKS = 8  # torchtitan ChunkedLossWrapper(num_chunks=8), components/loss.py (HEAD b5bcd76)
 
 FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
@@ -100,9 +110,11 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "deepspeed/runtime/zero/stage3.py: grad partitions + IPG bucket; fp32 sub-group grads at step",
          "deepspeed/runtime/zero/config.py: stage3_prefetch_bucket_size 5e7 (gathered ahead); "
          "stage3_param_persistence_threshold 1e5 (norm weights stay whole: < 0.01% of a Llama's parameters)",
-         "transformers gradient checkpointing (full only)"),
+         "transformers gradient checkpointing (full only)",
+         "deepspeed/runtime/zero/parameter_offload.py: module hooks re-gather for the recomputed forward"),
         recipe="mixed", implementation="hf", optimizer_impl="fused", selective="none", loss="hf-ce",
-        bucket_elements=5e8, step_fp32_grads=True, zero3_prefetch_elements=5e7),
+        bucket_elements=5e8, step_fp32_grads=True, zero3_prefetch_elements=5e7,
+        zero3_regathers_on_recompute=True, zero3_overlap=DEEPSPEED_ZERO3_OVERLAP),
     FrameworkProfile(
         "hf", "transformers 5.24 / peft 0.21 / accelerate 1.15",
         ("transformers/modeling_utils.py: gradient checkpointing per decoder layer (full only)",

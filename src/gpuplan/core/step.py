@@ -120,6 +120,12 @@ class StepSettings:
     """HBM bytes moved by elementwise ops per byte of saved activations (fitted, see above)."""
     dp_overlap: float = 0.9
     """Fraction of DP/FSDP communication that bucketing and prefetch can hide behind compute."""
+    zero3_regathers: bool = False
+    """The framework gathers ZeRO-3 parameters again for the recomputed forward (DeepSpeed; FSDP
+    does not): core/zero3_gathers.py."""
+    zero3_overlap: float | None = None
+    """Fraction of ZeRO-3 communication hidden behind compute when the framework's own figure
+    differs from dp_overlap (DeepSpeed's hook-driven fetches, core/frameworks.py); None = dp_overlap."""
     tp_overlap: float = 0.0
     """Megatron TP collectives sit on the critical path unless TP comm overlap is enabled."""
     tp_comm_overlap: bool = False

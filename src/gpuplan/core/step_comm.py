@@ -18,6 +18,7 @@ import numpy as np
 from gpuplan.core import comm as C
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.topology import Cluster
+from gpuplan.core.zero3_gathers import gathers_per_micro_batch
 
 
 @dataclass(frozen=True)
@@ -100,18 +101,22 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     zero3 = np.asarray(zero) >= 3
     many = np.asarray(shard) > 1
     rs = C.reduce_scatter_time(grads, shard, dp_bw, dp_lat)
+    # ZeRO-3 gathers each layer forward and backward; DeepSpeed also for the recomputed forward
+    gathers = gathers_per_micro_batch(spec, settings.zero3_regathers, settings.recompute, tp)
     ag = C.all_gather_time(weights, shard, dp_bw, dp_lat)
     parts = {  # (collective, calls, bytes, span, seconds)
         "grads": ("grad reduce-scatter", many * 1.0, grads, tp * shard, rs),
         "weights": ("param all-gather",
-                    many * np.where(zero3, 2 * micro_batches, 1), weights, tp * shard,
-                    np.where(zero3, 2 * micro_batches, 1) * ag),
+                    many * np.where(zero3, gathers * micro_batches, 1), weights, tp * shard,
+                    np.where(zero3, gathers * micro_batches, 1) * ag),
         "across": ("HSDP all-reduce", (replicas > 1) * 1.0, grads / shard, tp * data,
                    C.all_reduce_time(grads / shard, replicas, rep_bw, rep_lat)),
     }
     dp_total = sum(p[4] for p in parts.values())
     window = t_bwd_gemm_mb + zero3 * compute
-    dp_exposed = C.exposed(dp_total, window, settings.dp_overlap)
+    overlap = settings.dp_overlap if settings.zero3_overlap is None else np.where(
+        zero3, settings.zero3_overlap, settings.dp_overlap)
+    dp_exposed = C.exposed(dp_total, window, overlap)
     for name, (what, calls, size, span, seconds) in parts.items():
         costs.append(CollectiveCost("DP", what, calls, size, span, seconds, _share(dp_total, seconds, dp_exposed)))
     # CP: ring of K/V blocks per layer (forward, and K/V + their gradients backward), overlapped

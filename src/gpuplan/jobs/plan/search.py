@@ -34,6 +34,8 @@ def evaluator_for(inputs) -> Evaluator:
                         tp_overlap=inputs.tp_overlap, tp_comm_overlap=inputs.tp_comm_overlap,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
                         finetune=inputs.finetune, lora_rank=inputs.lora_rank,
+                        zero3_regathers=inputs.profile.zero3_regathers_on_recompute,
+                        zero3_overlap=None if "dp_overlap" in inputs.given else inputs.profile.zero3_overlap,
                         selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
                         attention_efficiency=inputs.attention_efficiency or (
                             attention_efficiency(gpu, hopper_tuned=True)

@@ -8,11 +8,12 @@ runs are held out. Reference data: catalog/reference/throughput_runs.yaml (each 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
 from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core.frameworks import framework
 from gpuplan.core.model import AttentionSpec, MLPSpec, ModelSpec, count_parameters
 from gpuplan.core.step import StepSettings, step_time
 from gpuplan.core.topology import cluster_for
@@ -68,6 +69,9 @@ def predict_step_seconds(run: dict[str, Any]) -> float:
     lay = run["layout"]
     dtype = "fp8" if run.get("precision") == "fp8" else "bf16"
     settings = StepSettings(seq_len=run["model"]["seq_len"], recompute=lay["recompute"], dtype=dtype)
+    if "DeepSpeed" in run.get("framework", ""):  # the deepspeed profile's ZeRO-3 behaviour
+        ds = framework("deepspeed")
+        settings = replace(settings, zero3_regathers=ds.zero3_regathers_on_recompute, zero3_overlap=ds.zero3_overlap)
     micro_batches = lay["global_batch"] // (lay["micro_batch"] * lay["dp"])
     return step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
                      cp=lay.get("cp", 1), zero=lay["zero"], micro_batch=lay["micro_batch"],
