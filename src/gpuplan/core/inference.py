@@ -234,7 +234,8 @@ class Memory:
     activations: float
     fixed: float
     usable: float
-    """(device total - driver reserve) x gpu_memory_utilization."""
+    """(device total - driver reserve) x gpu_memory_utilization; SGLang: (that - CUDA context and
+    communicators) x mem_fraction_static, the budget of weights + KV pool."""
     kv_budget: float
     """What vLLM leaves for the KV cache (worker determine_available_memory): usable - weights -
     activation peak - non-torch memory; with a speculative proposer, the target's share of it."""
@@ -295,14 +296,17 @@ def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
                    tp: int, pp: int, gpu_name: str = "") -> Memory:
     runtime = setup.runtime
     weights = weight_bytes_per_gpu(groups, setup.fmt, spec.num_layers, tp, pp)
-    if runtime.engine == "sglang":  # weights + KV pool = mem_fraction_static x device memory; its
-        # activations and CUDA graphs live in the rest (ModelRunner.profile_max_num_token)
+    if runtime.engine == "sglang":  # KV pool = free after loading - total x (1 - mem_fraction_static)
+        # (ModelRunner.profile_max_num_token), total = the memory free once the CUDA context and the
+        # communicators exist: the pool is fraction x total - weights; activations and CUDA graphs
+        # live in the rest
         from gpuplan.core.engines import sglang_mem_fraction_static
 
         fraction = runtime.mem_fraction_static or sglang_mem_fraction_static(memory_bytes, tp, pp)
-        usable = memory_bytes * fraction
         fixed = runtime.fixed_bytes(tp * pp) - runtime.cuda_graphs  # graphs are in SGLang's reserve
-        return Memory(weights, 0.0, fixed, usable, usable - weights - fixed, memory_bytes - usable)
+        usable = (memory_bytes - runtime.driver_reserved - fixed) * fraction
+        return Memory(weights, 0.0, fixed, usable, usable - weights,
+                      memory_bytes - runtime.driver_reserved - fixed - usable)
     if runtime.engine == "trtllm":  # KV = fraction x what is free after engine, context, buffers
         from gpuplan.core import engines as E
 

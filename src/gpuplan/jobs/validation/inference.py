@@ -65,14 +65,24 @@ def _kv_case(e: dict[str, Any]) -> Case:
     return e["id"], KIND_KV, float(e["measured_tokens"]), float(predicted), basis, e.get("engine", "")
 
 
+def _runtime(e: dict[str, Any]) -> I.Runtime:
+    """The engine settings a capacity entry's log states; a null ``cuda_graph_gib`` takes
+    gpuplan's default estimate (engines that count graph memory before the KV cache)."""
+    graphs = I.Runtime().cuda_graphs if e["cuda_graph_gib"] is None else e["cuda_graph_gib"] * GiB
+    return I.Runtime(gpu_memory_utilization=e.get("gpu_memory_utilization", 0.9), cuda_graphs=graphs,
+                     engine=e.get("serving_engine", "vllm"), mem_fraction_static=e.get("mem_fraction_static"),
+                     prefill_tokens=e["prefill_tokens"], max_num_seqs=e["max_num_seqs"])
+
+
 def _capacity_case(e: dict[str, Any]) -> Case:
     spec, gpu = _model(e["model"]), _gpu(e["gpu"])
-    runtime = I.Runtime(gpu_memory_utilization=e["gpu_memory_utilization"], cuda_graphs=e["cuda_graph_gib"] * GiB,
-                        prefill_tokens=e["prefill_tokens"], max_num_seqs=e["max_num_seqs"])
+    runtime = _runtime(e)
     setup = I.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], runtime)
     memory = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name)
     predicted = K.tokens_in(K.kv_layout(spec, setup.kv_bytes, e["tp"], 1, 16), memory.kv_budget)
-    basis = (f"{gpu.id} x{e['tp']}, util {e['gpu_memory_utilization']}: weights {memory.weights / GiB:.2f} + "
+    share = (f"mem_fraction_static {runtime.mem_fraction_static}" if runtime.engine == "sglang"
+             else f"util {runtime.gpu_memory_utilization}")
+    basis = (f"{gpu.id} x{e['tp']}, {share}: weights {memory.weights / GiB:.2f} + "
              f"activations {memory.activations / GiB:.2f} + runtime {memory.fixed / GiB:.2f} GiB -> "
              f"KV {memory.kv_budget / GiB:.2f} GiB")
     return e["id"], KIND_CAPACITY, float(e["measured_tokens"]), float(predicted), basis, e.get("engine", "")
@@ -84,9 +94,7 @@ def _non_kv_cases(e: dict[str, Any]) -> list[Case]:
     if "logged_non_kv_gib" not in e:
         return []
     spec, gpu = _model(e["model"]), _gpu(e["gpu"])
-    runtime = I.Runtime(gpu_memory_utilization=e["gpu_memory_utilization"], cuda_graphs=e["cuda_graph_gib"] * GiB,
-                        prefill_tokens=e["prefill_tokens"], max_num_seqs=e["max_num_seqs"])
-    setup = I.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], runtime)
+    setup = I.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], _runtime(e))
     m = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name)
     predicted = m.weights + m.activations + m.fixed
     basis = (f"weights {m.weights / GiB:.2f} + activations {m.activations / GiB:.2f} + runtime {m.fixed / GiB:.2f} "
