@@ -184,3 +184,21 @@ def test_deepspeed_zero3_gathers_its_prefetch_bucket_ahead():
     # stage3_prefetch_bucket_size 5e7 elements in the compute dtype (2 B) on top of FSDP's working set
     assert (M.peak_memory(spec, layout, ds).fsdp_working_set
             - M.peak_memory(spec, layout, base).fsdp_working_set) == pytest.approx(5e7 * 2)
+
+
+def test_deepspeed_pipelines_only_with_zero_0_or_1(run_cli):
+    """DeepSpeed's PipelineEngine asserts ZeRO < 2 (deepspeed/runtime/pipe/engine.py): the planner
+    never pairs pp > 1 with ZeRO-2/3 under --framework deepspeed, and asking for it is refused."""
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
+    from gpuplan.planner.space import enumerate_layouts
+
+    inputs = PlanInputs(model="llama-3.1-70b", gpu="h100", gpus="256", framework="deepspeed")
+    ev = evaluator_for(inputs)
+    rows = enumerate_layouts(ev.spec, (256,), inputs.seq_len, 1024, max_tp(ev), space_limits(inputs))
+    piped = rows["pp"] > 1
+    assert piped.any() and (rows["zero"][piped] <= 1).all()
+    assert (rows["zero"][~piped] == 3).any()  # ZeRO-3 stays available without pipelining
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "256", "--framework", "deepspeed",
+                             "--pp", "4", "--zero", "2")
+    assert code == 2 and out == "" and "zero" in err and "ZeRO 0-1" in err

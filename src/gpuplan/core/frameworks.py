@@ -65,6 +65,10 @@ class FrameworkProfile:
     """Its launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (core.device_memory)."""
     reports: str = "allocated and reserved"
     """What its memory log line prints."""
+    max_zero_with_pp: int = 3
+    """Highest ZeRO stage the framework runs with pipeline parallelism (DeepSpeed's PipelineEngine
+    asserts "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism",
+    deepspeed/runtime/pipe/engine.py)."""
     zero3_regathers_on_recompute: bool = False
     """ZeRO-3 gathers parameters again for the recomputed forward (core/zero3_gathers.py)."""
     zero3_overlap: float | None = None
@@ -111,10 +115,11 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "deepspeed/runtime/zero/config.py: stage3_prefetch_bucket_size 5e7 (gathered ahead); "
          "stage3_param_persistence_threshold 1e5 (norm weights stay whole: < 0.01% of a Llama's parameters)",
          "transformers gradient checkpointing (full only)",
-         "deepspeed/runtime/zero/parameter_offload.py: module hooks re-gather for the recomputed forward"),
+         "deepspeed/runtime/zero/parameter_offload.py: module hooks re-gather for the recomputed forward",
+         "deepspeed/runtime/pipe/engine.py: pipeline parallelism only with ZeRO 0 or 1"),
         recipe="mixed", implementation="hf", optimizer_impl="fused", selective="none", loss="hf-ce",
         bucket_elements=5e8, step_fp32_grads=True, zero3_prefetch_elements=5e7,
-        zero3_regathers_on_recompute=True, zero3_overlap=DEEPSPEED_ZERO3_OVERLAP),
+        zero3_regathers_on_recompute=True, zero3_overlap=DEEPSPEED_ZERO3_OVERLAP, max_zero_with_pp=1),
     FrameworkProfile(
         "hf", "transformers 5.24 / peft 0.21 / accelerate 1.15",
         ("transformers/modeling_utils.py: gradient checkpointing per decoder layer (full only)",

@@ -45,6 +45,8 @@ class SpaceLimits:
     max_cp: int = 32
     max_micro_batch: int | None = None
     zero: tuple[int, ...] = (0, 1, 2, 3)
+    max_zero_with_pp: int = 3
+    """Highest ZeRO stage combined with pipeline parallelism (the framework's limit)."""
     recompute: tuple[str, ...] = RECOMPUTE_MODES
     fixed: dict = field(default_factory=dict)
     """Degrees the user fixed: tp, pp, vpp, cp, ep, zero, micro_batch, dp."""
@@ -130,7 +132,8 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
             per_rank = batch // dp
             eps = [e for e in divisors(experts) if (dp * cp) % e == 0] if experts else [1]
             eps = [e for e in eps if "ep" not in fixed or e == fixed["ep"]]
-            zeros = [z for z in limits.zero if (z == 0 or dp * cp > 1) and ("zero" not in fixed or z == fixed["zero"])]
+            zeros = [z for z in limits.zero if (z == 0 or dp * cp > 1) and ("zero" not in fixed or z == fixed["zero"])
+                     and (pp == 1 or z <= limits.max_zero_with_pp)]
             mbs = [m for m in divisors(per_rank) if (limits.max_micro_batch is None or m <= limits.max_micro_batch)
                    and ("micro_batch" not in fixed or m == fixed["micro_batch"])]
             key = (tuple(eps), tuple(zeros), tuple(mbs))

@@ -83,6 +83,11 @@ class SetupFields(JobInputs):
         if getattr(self, "recompute", None) == "selective" and self.profile.selective == "none":
             raise InputError("recompute", "selective", f"--framework {self.framework} has no selective recompute "
                              "(gradient checkpointing is per layer): give none or full")
+        zero, pp = getattr(self, "zero", None), getattr(self, "pp", None)
+        limit = self.profile.max_zero_with_pp
+        if zero is not None and pp is not None and pp > 1 and zero > limit:
+            raise InputError("zero", zero, f"--framework {self.framework} runs pipeline parallelism with ZeRO "
+                             f"0-{limit} only (give --zero {limit} or lower, or --pp 1)")
         return self
 
     @property

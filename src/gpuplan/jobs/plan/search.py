@@ -61,7 +61,8 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     """The degrees the user fixed narrow the search to them (`plan --tp 8 --pp 4`: that layout)."""
     modes = tuple(m for m in RECOMPUTE_MODES if m != "selective" or inputs.profile.selective != "none")
     recompute = (inputs.recompute,) if inputs.recompute is not None else modes
-    return SpaceLimits(fixed=inputs.fixed_degrees(), recompute=recompute, exact_batch=inputs.global_batch is not None)
+    return SpaceLimits(fixed=inputs.fixed_degrees(), recompute=recompute, exact_batch=inputs.global_batch is not None,
+                       max_zero_with_pp=inputs.profile.max_zero_with_pp)
 
 
 @dataclass(frozen=True)
