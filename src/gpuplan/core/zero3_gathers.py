@@ -61,12 +61,12 @@ def deepspeed_regathered_share(spec: ModelSpec, tp=1, max_reuse_distance: float 
     submodules released after the recomputed forward because their backward lies further than
     ``max_reuse_distance`` parameters ahead in the trace (submodule i's backward comes after its
     own forward, the forward of every later submodule and their backward, in reverse order)."""
-    sizes = layer_submodule_params(spec)
-    total = float(sum(sizes))
+    sizes = np.asarray(layer_submodule_params(spec), dtype=float)
+    later = np.cumsum(sizes[::-1])[::-1] - sizes  # numel of the submodules after each one
+    distance = sizes + 2 * later
     tp = np.asarray(tp, dtype=float)
-    released = sum(size * ((size + 2 * sum(sizes[i + 1:])) / tp >= max_reuse_distance)
-                   for i, size in enumerate(sizes))
-    return released / total if total else 0.0 * tp
+    released = (sizes * (distance / tp[..., None] >= max_reuse_distance)).sum(axis=-1)
+    return released / sizes.sum()
 
 
 def gathers_per_micro_batch(spec: ModelSpec, framework_regathers: bool, recompute: str, tp=1):
