@@ -6,6 +6,7 @@ import pytest
 
 from gpuplan.jobs.validation.estimate import (
     KIND_GIVEN,
+    KIND_PREDICTED,
     KIND_PRIOR,
     accuracy_markdown,
     validation_cases,
@@ -36,6 +37,14 @@ def test_prior_kind_covers_every_run():
     assert len(cases_by(KIND_PRIOR)) == 18
     # Llama 2 7B, hand: 6 x 6,738,415,616 x 2e12 / (312e12 x 0.4 x 3600) = 179,979 vs 184,320 reported
     assert cases_by(KIND_PRIOR)["llama2-7b"].predicted == pytest.approx(179_979, abs=1)
+
+
+def test_predicted_gpu_hours_note_matches_the_packaged_runs():
+    """`train --mfu predicted` says the packaged 2022-23 runs used 1.2-2.1x their predicted
+    GPU-hours (jobs/training/sections.py): that range is the data's (measured / predicted)."""
+    ratios = [c.measured / c.predicted for c in cases_by(KIND_PREDICTED).values()]
+    assert len(ratios) == 5
+    assert 1.15 <= min(ratios) < 1.25 and 2.05 <= max(ratios) < 2.15
 
 
 def test_docs_accuracy_is_generated_from_the_current_code():

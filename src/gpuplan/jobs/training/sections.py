@@ -207,18 +207,20 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan) -> tup
         out.append("MFU here is compute-only efficiency (the article's convention); communication is the "
                    "separate allowance. If your MFU was measured end-to-end, set --comm-allowance 0.")
     if inputs.predict_mfu:  # as `plan` does: a predicted MFU past every published run says so
+        from gpuplan.adapters.resolve import resolve_gpu
         from gpuplan.catalog import prediction_band
+        from gpuplan.core.step import precision_class
         from gpuplan.jobs.validation.mfu_ceiling import ceiling_note
 
-        from gpuplan.core.step import precision_class
-
         dtype = precision_class(inputs.dtype)
-        from gpuplan.adapters.resolve import resolve_gpu
-
         ceiling = ceiling_note(resolve_gpu(inputs.gpu).id, spec.moe is not None, dtype, plan.mfu,
                                prediction_band(dtype)[0])
         if ceiling:
             out.append(ceiling)
+        out.append("--mfu predicted is the steady state of the planner's layout on current kernels; whole "
+                   "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
+                   "(the packaged 2022-23 runs used 1.2-2.1x their predicted GPU-hours: docs/accuracy.md); the "
+                   "budget's contingency lines hold part of that")
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")
