@@ -61,9 +61,10 @@ class InferenceInputs(ModelFields):
     kv_dtype: Annotated[T.choice(*KV_DTYPES), _f("auto", "KV-cache dtype: auto (the model's), bf16, fp16, fp8, "
                                                           "fp32.")]
     engine: Annotated[T.choice("vllm", "sglang", "trtllm"), _f(
-        "vllm", "Serving engine whose memory split is modelled: vllm (gpu_memory_utilization after a profiled "
-                "activation peak), sglang (mem_fraction_static for weights + KV pool) or trtllm "
-                "(free_gpu_memory_fraction of what weights and activations leave).")]
+        "vllm", "Serving engine whose memory split is modelled: vllm (>= 0.21, warm boot: "
+                "gpu_memory_utilization after a profiled activation peak and CUDA graphs; older releases: "
+                "--cuda-graph-gib 0), sglang (mem_fraction_static of the memory free at start-up for weights "
+                "+ KV pool) or trtllm (free_gpu_memory_fraction of what weights and activations leave).")]
     gpu_memory_utilization: Annotated[T.Fraction, _f(I.Runtime.gpu_memory_utilization, "vLLM-style share of "
                                                      "GPU memory the engine may use.")]
     mem_fraction_static: Annotated[T.Fraction | None, _f(None, "SGLang: share of GPU memory for weights + KV "
