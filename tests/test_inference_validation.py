@@ -79,6 +79,7 @@ def test_capacity_from_settings():
     # free after the CUDA context, less the weights): within 10%, over; vLLM 0.28 V1 after a warm
     # boot, with CUDA-graph memory counted: within 10%, under (gpuplan's fixed terms are larger)
     assert 0.0 < errors["sglang21348-qwen3-235b-a22b-fp8-tp4-h100"] < 0.10
+    assert 0.0 < errors["sglang-aisim263-deepseek-r1-fp8-tp8-h200"] < 0.10
     assert -0.10 < errors["vllm54479-qwen3-32b-awq-tp2-rtx4090-warm"] < 0.0
 
 
