@@ -36,8 +36,9 @@ DEEPSPEED_MAX_REUSE_DISTANCE = 1e9  # stage3_max_reuse_distance default (deepspe
 
 def layer_submodule_params(spec: ModelSpec) -> tuple[int, ...]:
     """Weights of one layer's linear submodules in forward order (before tensor parallelism): q, k, v
-    (or one fused qkv), the output projection, then the MLP's gate, up, down (or up, down); a MoE
-    layer lists each routed expert's projections after the shared ones. Norms are left out
+    (or one fused qkv), the output projection, then the MLP's gate, up, down (or up, down). For a
+    MoE model every layer is taken as a MoE layer whose MLP is its routed experts, one module each
+    (an approximation: shared experts and leading dense layers are left out). Norms are left out
     (h parameters each)."""
     h, a = spec.hidden_size, spec.attention
     q = h * a.num_heads * a.qk_head_dim
