@@ -80,6 +80,8 @@ def test_capacity_from_settings():
     # boot, with CUDA-graph memory counted: within 10%, under (gpuplan's fixed terms are larger)
     assert 0.0 < errors["sglang21348-qwen3-235b-a22b-fp8-tp4-h100"] < 0.10
     assert 0.0 < errors["sglang-aisim263-deepseek-r1-fp8-tp8-h200"] < 0.10
+    # a dense bf16 SGLang log with every term printed (4x L4): within 3%
+    assert abs(errors["sglang-qwq-32b-tp4-l4"]) < 0.03
     assert -0.10 < errors["vllm54479-qwen3-32b-awq-tp2-rtx4090-warm"] < 0.0
 
 
