@@ -74,6 +74,10 @@ class FrameworkProfile:
     zero3_overlap: float | None = None
     """Share of ZeRO-3 communication hidden behind compute, where it differs from --dp-overlap."""
 
+    def zero3_step_settings(self) -> dict:
+        """Its ZeRO-3 behaviour as core.step.StepSettings fields (re-gathers, overlap)."""
+        return {"zero3_regathers": self.zero3_regathers_on_recompute, "zero3_overlap": self.zero3_overlap}
+
 
 # DeepSpeed ZeRO-3 hides far less of its parameter traffic than FSDP's prefetch: fitted on the
 # three GPT-3 174B ZeRO-3 rows of Narayanan et al. 2021, Table 2 (384, 768, 1,536 A100s: 10.0%

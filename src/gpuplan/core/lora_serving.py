@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpuplan.core.kv_cache import kv_heads_per_gpu
 from gpuplan.core.model import ModelSpec
 from gpuplan.errors import InputError
 
@@ -70,8 +71,6 @@ def _mlp_elements(h: int, inter: int, rank: int, tp: int, gated: bool = True) ->
 
 def _attention_elements(spec: ModelSpec, rank: int, tp: int) -> float:
     """One slot's A and B for q, k, v (three slices, column-parallel) and o_proj (row-parallel)."""
-    from gpuplan.core.kv_cache import kv_heads_per_gpu
-
     attn, h = spec.attention, spec.hidden_size
     q_local = attn.num_heads // tp * attn.head_dim
     kv_local = kv_heads_per_gpu(attn, tp) * attn.head_dim
@@ -88,20 +87,24 @@ def _moe_mlp_elements(spec: ModelSpec, rank: int, tp: int, experts: float) -> fl
     return mlp
 
 
-def slot_elements_per_layer(spec: ModelSpec, rank: int, tp: int, moe_layer: bool) -> float:
-    """Elements of one adapter slot in one decoder layer on one TP rank (vLLM shapes, module doc)."""
+def slot_elements_per_layer(spec: ModelSpec, rank: int, tp: int, moe_layer: bool,
+                            experts: float | None = None) -> float:
+    """Elements of one adapter slot in one decoder layer on one TP rank (vLLM shapes, module doc);
+    a MoE layer counts ``experts`` routed experts (default all of them: the slot holds every local
+    expert)."""
     check_supported(spec)
     if moe_layer and spec.moe is not None:
-        mlp = _moe_mlp_elements(spec, rank, tp, spec.moe.num_experts)
+        mlp = _moe_mlp_elements(spec, rank, tp, spec.moe.num_experts if experts is None else experts)
     else:
         mlp = _mlp_elements(spec.hidden_size, spec.mlp.intermediate_size, rank, tp, spec.mlp.gated)
     return _attention_elements(spec, rank, tp) + mlp
 
 
-def _model_elements(spec: ModelSpec, rank: int, tp: int) -> float:
+def _model_elements(spec: ModelSpec, rank: int, tp: int, experts: float | None = None) -> float:
     """One slot over every decoder layer (dense and MoE layers) on one TP rank."""
     dense = spec.num_dense_layers * slot_elements_per_layer(spec, rank, tp, False) if spec.num_dense_layers else 0.0
-    moe = spec.num_moe_layers * slot_elements_per_layer(spec, rank, tp, True) if spec.num_moe_layers else 0.0
+    moe = (spec.num_moe_layers * slot_elements_per_layer(spec, rank, tp, True, experts)
+           if spec.num_moe_layers else 0.0)
     return dense + moe
 
 
@@ -132,13 +135,8 @@ def flops_per_token(spec: ModelSpec, lora: LoraServing) -> float:
     """Shrink + expand FLOPs of one token through every wrapped layer, whole model: 2 per A and B
     element of one slot (x A then (x A) B), at the padded rank; in a MoE layer only the token's
     top-k experts (and the shared one)."""
-    check_supported(spec)
-    rank, h = lora.rank, spec.hidden_size
-    dense = spec.num_dense_layers * (_attention_elements(spec, rank, 1) + _mlp_elements(
-        h, spec.mlp.intermediate_size, rank, 1, spec.mlp.gated)) if spec.num_dense_layers else 0.0
-    moe = spec.num_moe_layers * (_attention_elements(spec, rank, 1) + _moe_mlp_elements(
-        spec, rank, 1, spec.moe.experts_per_token)) if spec.num_moe_layers else 0.0
-    return 2.0 * (dense + moe)
+    top_k = spec.moe.experts_per_token if spec.moe is not None else None
+    return 2.0 * _model_elements(spec, lora.rank, 1, top_k)
 
 
 def check_rank(rank: int) -> int:

@@ -234,7 +234,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     gemm_flops = 2.0 * (weights - routed) / spec.num_layers / tp
     expert_flops = 2.0 * routed / spec.num_layers / tp
     attn_flops = F.attention_core_flops_per_token(spec, settings.seq_len, "causal") / spec.num_layers / tp
-    e_gemm = gemm_efficiency(gpu, _min(h / tp, tokens), settings.gemm_d_half)
+    e_dense = gemm_efficiency(gpu, _min(h / tp, tokens), settings.gemm_d_half)
+    e_gemm = e_dense
     if fp8:
         e_gemm = e_gemm * _lookup(MAMF_FP8_FRACTION, gpu, FP8_MAMF_RATIO * _mamf(gpu)) / _mamf(gpu)
     act = A.layer_activations(spec, settings.seq_len, impl=settings.implementation).total / tp
@@ -244,8 +245,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         moe = spec.moe
         per_expert = tokens * ep * moe.experts_per_token / moe.num_experts
         e_expert = gemm_efficiency(gpu, _min(_min(h / tp, moe.expert_intermediate_size), per_expert),
-                                   settings.gemm_d_half) * e_gemm / gemm_efficiency(gpu, _min(h / tp, tokens),
-                                                                                    settings.gemm_d_half)
+                                   settings.gemm_d_half) * e_gemm / e_dense
         t_gemm = t_gemm + expert_flops / (peak * e_expert)
     e_attn = settings.attention_efficiency or attention_efficiency(gpu)
     t_attn = attn_flops / (attn_peak * e_attn)

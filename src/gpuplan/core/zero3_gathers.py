@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model import ModelSpec, expert_params
 
 DEEPSPEED_MAX_REUSE_DISTANCE = 1e9  # stage3_max_reuse_distance default (deepspeed/runtime/zero/config.py)
 
@@ -50,8 +50,6 @@ def layer_submodule_params(spec: ModelSpec) -> tuple[int, ...]:
     mlp = ([2 * h * i] if spec.fused_gate_up else [h * i, h * i]) if spec.mlp.gated else [h * i]
     mlp.append(i * h)
     if spec.moe is not None and spec.num_moe_layers:
-        from gpuplan.core.model import expert_params
-
         per_expert = expert_params(spec.moe, h)
         mlp = [per_expert] * spec.moe.num_experts
     return tuple(attention + mlp)

@@ -30,12 +30,14 @@ def evaluator_for(inputs) -> Evaluator:
     gpu = resolve_gpu(inputs.gpu)
     gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
+    zero3 = inputs.profile.zero3_step_settings()
+    if "dp_overlap" in inputs.given:  # an explicit --dp-overlap covers ZeRO-3 traffic too
+        zero3["zero3_overlap"] = None
     step = StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=inputs.dp_overlap,
                         tp_overlap=inputs.tp_overlap, tp_comm_overlap=inputs.tp_comm_overlap,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
                         finetune=inputs.finetune, lora_rank=inputs.lora_rank,
-                        zero3_regathers=inputs.profile.zero3_regathers_on_recompute,
-                        zero3_overlap=None if "dp_overlap" in inputs.given else inputs.profile.zero3_overlap,
+                        **zero3,
                         selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
                         attention_efficiency=inputs.attention_efficiency or (
                             attention_efficiency(gpu, hopper_tuned=True)

@@ -6,8 +6,7 @@ it. Packaged as catalog/reference/prediction_band.toml; regenerate after a model
 Which held-out families count: every throughput family marked *held out* in docs/accuracy.md
 (DeepSpeed ZeRO-3 2021 529B included: its overlap was fitted on the 174B rows only), except the
 MoE rows (force-balanced upper bounds that move by up to 2x between releases; reported in
-docs/accuracy.md, not banded). BF16 rows and
-low-precision rows (FP8, NVFP4) give separate bands.
+docs/accuracy.md, not banded). BF16 rows and low-precision rows (FP8, NVFP4) give separate bands.
 """
 
 from __future__ import annotations

@@ -70,8 +70,7 @@ def predict_step_seconds(run: dict[str, Any]) -> float:
     dtype = "fp8" if run.get("precision") == "fp8" else "bf16"
     settings = StepSettings(seq_len=run["model"]["seq_len"], recompute=lay["recompute"], dtype=dtype)
     if "DeepSpeed" in run.get("framework", ""):  # the deepspeed profile's ZeRO-3 behaviour
-        ds = framework("deepspeed")
-        settings = replace(settings, zero3_regathers=ds.zero3_regathers_on_recompute, zero3_overlap=ds.zero3_overlap)
+        settings = replace(settings, **framework("deepspeed").zero3_step_settings())
     micro_batches = lay["global_batch"] // (lay["micro_batch"] * lay["dp"])
     return step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
                      cp=lay.get("cp", 1), zero=lay["zero"], micro_batch=lay["micro_batch"],
