@@ -242,8 +242,9 @@ def test_train_with_a_predicted_mfu_carries_the_ceiling_note_too():
 
 def test_nvfp4_runs_linears_at_the_fp4_peak_with_fp8_style_casts(run_cli):
     """dtype fp4 (NVFP4, Megatron-Bridge bf16_with_nvfp4_mixed): the linear GEMMs at the FP4 peak,
-    attention and LM head in BF16, operand casts as FP8 -> faster than FP8, less than 2x. The three
-    published GB200 NVFP4 runs come out +9% to +12% (as the MXFP8 runs at the same layouts do)."""
+    block-scaled (the MXFP8 factor), attention and LM head in BF16, operand casts as FP8 -> faster
+    than FP8, less than 2x. The three published GB200 NVFP4 runs are held out for the block-scaled
+    factor: +1.9% to +5.2% (+9% to +12% without it)."""
     from gpuplan.jobs.validation.published_throughput import published_throughput_cases
 
     spec = _spec("llama-3.1-70b")
@@ -253,6 +254,57 @@ def test_nvfp4_runs_linears_at_the_fp4_peak_with_fp8_style_casts(run_cli):
     fp4 = step_time(spec, cluster, StepSettings(seq_len=8192, dtype="fp4"), **kw).compute
     assert fp8 / 2 < fp4 < fp8
     cases = [c for c in published_throughput_cases()[0] if c.precision == "fp4"]
-    assert len(cases) == 3 and all(0.05 < c.error < 0.15 for c in cases), [(c.id, c.error) for c in cases]
+    assert len(cases) == 3 and all(0.0 < c.error < 0.07 for c in cases), [(c.id, c.error) for c in cases]
     code, _, err = run_cli("plan", "llama-3.1-70b", "--tokens", "1T", "--gpu", "h100", "--gpus", "64", "--dtype", "fp4")
     assert code == 2 and "fp4" in err
+
+
+def test_mxfp8_casts_by_hand_and_block_scaled_gemms_cost_the_fitted_factor():
+    """MXFP8 writes a rowwise and a columnwise copy with one E8M0 scale per 32 elements and needs no
+    amax pass: 2 + 2 x (1 + 1/32) = 4.0625 B per element (per-tensor: 7). Its GEMMs take
+    BLOCK_SCALED_GEMM_TIME_FACTOR x the per-tensor FP8 time: forward GEMM + backward GEMM + casts."""
+    from gpuplan.core import step as S
+
+    assert S.MXFP8_CAST_BYTES_PER_ELEMENT == 4.0625
+    spec = _spec("llama-3.1-8b")
+    cluster = cluster_for(resolve_gpu("b200"))
+    tw = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096, dtype="fp8"), 1, 1, 1, 32, head=False)
+    mx = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096, dtype="fp8", fp8_recipe="mxfp8"),
+                                 1, 1, 1, 32, head=False)
+    widths = F.layer_gemm_widths_per_token(spec)
+    weights = F.layer_matmul_weights_per_token(spec) / 32
+    bw = 8.0e12 * 0.75  # B200 HBM x hbm_efficiency
+    cast_tw = 32 * 4096 * (7 * widths + 5 * weights / 4096) / bw
+    cast_mx = 32 * 4096 * 4.0625 * (widths + weights / 4096) / bw
+    assert mx[2] == pytest.approx(tw[2] * S.BLOCK_SCALED_GEMM_TIME_FACTOR)  # backward GEMM seconds
+    assert mx[0] - tw[0] == pytest.approx(1.5 * (mx[2] - tw[2]) + cast_mx - cast_tw, rel=1e-6)
+    assert mx[0] > tw[0]  # slower overall: the GEMMs outweigh the cheaper casts
+
+
+def test_block_scaled_factor_is_the_fit_of_its_named_subset_and_holds_out():
+    """Refit from the packaged rows: the three 25.09 dense one-layout pairs give 1.157 (constant
+    1.16); the seven held-out one-layout pairs' FP8-CS / MXFP8 ratios come out within 5.1%, mean
+    2.2% (4.1% when both recipes are predicted alike)."""
+    from gpuplan.core.step import BLOCK_SCALED_GEMM_TIME_FACTOR
+    from gpuplan.jobs.validation.fp8_recipes import fit_block_scaled_gemm_time_factor, recipe_pairs
+
+    pairs = recipe_pairs()
+    fit = [p for p in pairs if p.in_fit_subset]
+    assert sorted(p.id for p in fit) == ["mbridge-25.09-llama-3-8b-b200-8g-mxfp8",
+                                         "mbridge-25.09-llama-3-8b-gb200-8g-mxfp8",
+                                         "mbridge-25.09-llama-3.1-405b-b200-128g-mxfp8"]
+    assert fit_block_scaled_gemm_time_factor(fit) == pytest.approx(BLOCK_SCALED_GEMM_TIME_FACTOR, abs=0.01)
+    held = [abs(p.predicted_ratio() / p.measured_ratio - 1) for p in pairs if p.same_layout and not p.in_fit_subset]
+    assert len(held) == 7 and max(held) < 0.06 and sum(held) / len(held) < 0.03, held
+
+
+def test_fp8_recipe_is_checked_at_the_input_boundary(run_cli):
+    code, _, err = run_cli("plan", "llama-3-8b", "--tokens", "1T", "--gpu", "b200", "--gpus", "64",
+                           "--fp8-recipe", "mxfp8")
+    assert code == 2 and err.startswith("error: fp8_recipe:") and "--dtype fp8" in err
+    code, _, err = run_cli("plan", "llama-3-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "64",
+                           "--dtype", "fp8", "--fp8-recipe", "mxfp8")
+    assert code == 2 and err.startswith("error: fp8_recipe:") and "block-scaled" in err
+    code, out, _ = run_cli("plan", "llama-3-8b", "--tokens", "1T", "--gpu", "b200", "--gpus", "64",
+                           "--dtype", "fp8", "--fp8-recipe", "mxfp8")
+    assert code == 0 and "best layout" in out

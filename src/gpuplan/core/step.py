@@ -59,6 +59,22 @@ FP8_WEIGHT_CAST_BYTES = 5.0
 # applies a random Hadamard transform to the weight-gradient inputs: NVIDIA, "Pretraining Large
 # Language Models with NVFP4", arXiv:2509.25149, Sec. 4). Checked on three published GB200 NVFP4
 # runs (docs/step.md).
+# MXFP8 (fp8_recipe "mxfp8": OCP MX block scaling, one E8M0 scale per 32 elements; Blackwell's
+# block-scaled tensor cores; Megatron-Bridge "bf16_with_mxfp8_mixed", Transformer Engine
+# MXFP8BlockScaling). A block's scale comes from the block itself (no tensor-wide amax pass), and
+# because the scaling blocks run along the GEMM's reduction dimension, a transposed operand cannot
+# reuse the rowwise copy: TE's MXFP8 quantiser writes the rowwise and the columnwise copy in one
+# pass over the bf16 tensor (transformer_engine/common/util/cast_kernels.cuh, rowwise + colwise
+# scaling). Per element: read 2 B, write 2 x (1 B + 1/32 B of scales); the same per weight.
+MXFP8_CAST_BYTES_PER_ELEMENT = 2.0 + 2 * (1.0 + 1.0 / 32)
+# Block-scaled GEMMs (MXFP8, and NVFP4, whose tensor-core path is block-scaled too: 16-element
+# blocks) run slower than per-tensor FP8 ones at the same layout: every published dense pair
+# with both labels (8/8 NeMo / Megatron-Bridge configurations) has MXFP8 2-8% fewer tokens/s. No
+# kernel-level figure is published, so GEMM time x BLOCK_SCALED_GEMM_TIME_FACTOR is fitted on
+# the FP8-CS / MXFP8 ratio of the three 25.09 dense pairs with one layout (Llama 3 8B on 8 B200
+# and 8 GB200, Llama 3.1 405B on 128 B200; jobs/validation/fp8_recipes.py): 1.157. Held out: the
+# other pairs' ratios, and the NVFP4 family (docs/step.md, docs/accuracy.md).
+BLOCK_SCALED_GEMM_TIME_FACTOR = 1.16
 LOW_PRECISION = ("fp8", "fp4")
 
 
@@ -156,6 +172,14 @@ class StepSettings:
     """What --recompute selective re-runs (the framework's, core.frameworks): 'core-attn'
     (Megatron: the attention core) or 'op-sac' (torchtitan: every other matmul and all
     elementwise work of the forward; attention outputs are saved)."""
+    fp8_recipe: str = "tensorwise"
+    """FP8 scaling of the linears when dtype is 'fp8': 'tensorwise' (per-tensor current or delayed
+    scaling: TE Float8CurrentScaling / DelayedScaling, torchao tensorwise) or 'mxfp8' (MX
+    32-element block scaling, Blackwell-class parts): FP8_CAST_BYTES_PER_ELEMENT vs
+    MXFP8_CAST_BYTES_PER_ELEMENT and block_scaled_gemm_time_factor."""
+    block_scaled_gemm_time_factor: float = BLOCK_SCALED_GEMM_TIME_FACTOR
+    """GEMM time of a block-scaled GEMM (MXFP8, NVFP4) / a per-tensor FP8 one at the same shape and
+    peak (fitted, BLOCK_SCALED_GEMM_TIME_FACTOR)."""
 
 
 @dataclass(frozen=True)
@@ -236,8 +260,12 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     attn_flops = F.attention_core_flops_per_token(spec, settings.seq_len, "causal") / spec.num_layers / tp
     e_dense = gemm_efficiency(gpu, _min(h / tp, tokens), settings.gemm_d_half)
     e_gemm = e_dense
+    mx = settings.dtype == "fp8" and settings.fp8_recipe == "mxfp8"
+    block_scaled = mx or settings.dtype == "fp4"  # NVFP4 GEMMs are block-scaled too (16-element blocks)
     if fp8:
         e_gemm = e_gemm * _lookup(MAMF_FP8_FRACTION, gpu, FP8_MAMF_RATIO * _mamf(gpu)) / _mamf(gpu)
+    if block_scaled:
+        e_gemm = e_gemm / settings.block_scaled_gemm_time_factor
     act = A.layer_activations(spec, settings.seq_len, impl=settings.implementation).total / tp
     t_gemm = gemm_flops / (peak * e_gemm)
     if spec.moe is not None and routed:  # grouped expert GEMMs: the expert width and the tokens each
@@ -253,7 +281,10 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     if fp8:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
         weights = F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp
-        cast = FP8_CAST_BYTES_PER_ELEMENT * widths + FP8_WEIGHT_CAST_BYTES * weights / tokens
+        if mx:
+            cast = MXFP8_CAST_BYTES_PER_ELEMENT * (widths + weights / tokens)
+        else:
+            cast = FP8_CAST_BYTES_PER_ELEMENT * widths + FP8_WEIGHT_CAST_BYTES * weights / tokens
         t_elem = t_elem + cast / (gpu.memory_bandwidth * settings.hbm_efficiency)
     fwd = tokens * (t_gemm + t_attn + t_elem / 3)
     weight_grads = 1.0 if settings.finetune == "full" else 0.0  # a frozen base computes input gradients only

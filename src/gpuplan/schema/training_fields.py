@@ -135,8 +135,19 @@ class StepFields(JobInputs):
     ep_dispatcher: Annotated[T.choice("alltoall", "flex"), _f(
         "alltoall", "MoE token dispatcher: alltoall (NCCL, one copy per remote expert) or flex (DeepEP / HybridEP: "
                     "one copy per remote node, then NVLink).")]
+    fp8_recipe: Annotated[T.choice("tensorwise", "mxfp8"), _f(
+        "tensorwise", "FP8 scaling of the linears with --dtype fp8: tensorwise (per-tensor current or delayed "
+                      "scaling) or mxfp8 (MX 32-element block scaling; parts with block-scaled tensor cores: "
+                      "Blackwell, MI355X).")]
     tp_comm_overlap: Annotated[T.Bool, _f(False, "TP collectives chunked and pipelined with their GEMMs (Megatron "
                                                  "--tp-comm-overlap / TE userbuffers, torchtitan async TP): 1/tp "
                                                  "of the TP time stays exposed.")]
     attention_efficiency: Annotated[T.Fraction | None, _f(None, "Attention kernel efficiency of the dense peak.",
                                                           "per GPU type")]
+
+    @model_validator(mode="after")
+    def _fp8_recipe_needs_fp8(self) -> StepFields:
+        dtype = getattr(self, "dtype", "fp8")
+        if self.fp8_recipe == "mxfp8" and dtype != "fp8":
+            raise InputError("fp8_recipe", "mxfp8", f"applies to --dtype fp8 (not {dtype}); use --dtype fp8")
+        return self

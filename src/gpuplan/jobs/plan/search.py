@@ -29,6 +29,10 @@ def evaluator_for(inputs) -> Evaluator:
 
     gpu = resolve_gpu(inputs.gpu)
     gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
+    if inputs.fp8_recipe == "mxfp8" and not gpu.has_dtype("fp4"):
+        # MX block-scaled tensor cores came with the FP4 ones (NVIDIA Blackwell sm_100, AMD CDNA4)
+        raise InputError("fp8_recipe", "mxfp8", f"{gpu.name} has no block-scaled (MX) tensor cores; "
+                         "use tensorwise, or a Blackwell-class part (b200, gb200, b300, mi355x)")
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
     zero3 = inputs.profile.zero3_step_settings()
     if "dp_overlap" in inputs.given:  # an explicit --dp-overlap covers ZeRO-3 traffic too
@@ -36,6 +40,7 @@ def evaluator_for(inputs) -> Evaluator:
     step = StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=inputs.dp_overlap,
                         tp_overlap=inputs.tp_overlap, tp_comm_overlap=inputs.tp_comm_overlap,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
+                        fp8_recipe=inputs.fp8_recipe,
                         finetune=inputs.finetune, lora_rank=inputs.lora_rank,
                         **zero3,
                         selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",

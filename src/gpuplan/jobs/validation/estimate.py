@@ -151,6 +151,20 @@ def published_throughput_validation() -> tuple[list[Case], list[tuple[str, str]]
     return out, excluded
 
 
+def fp8_recipe_cases() -> list[Case]:
+    """FP8-CS / MXFP8 tokens/s of configurations published with both recipes: the fit of
+    core.step.BLOCK_SCALED_GEMM_TIME_FACTOR (25.09 dense, same layout) and the held-out pairs."""
+    from gpuplan.jobs.validation.fp8_recipes import recipe_pairs
+
+    out = []
+    for p in recipe_pairs():
+        held = "fitted" if p.in_fit_subset else "held out"
+        layout = "same layout" if p.same_layout else "layouts differ: the layout model's error too"
+        out.append(Case(p.id, f"throughput: FP8-CS / MXFP8 tokens/s ratio, one configuration ({held}, {layout})",
+                        p.measured_ratio, p.predicted_ratio(), "ratio", "MoE" if p.moe else "dense"))
+    return out
+
+
 def inference_validation() -> tuple[list[Case], list[tuple[str, str]]]:
     """Inference cases (KV capacity, weights, decode speed) and their exclusions."""
     from gpuplan.jobs.validation.inference import (
@@ -210,7 +224,7 @@ def validation_report() -> Report:
     inference_cases, inference_excluded = inference_validation()
     published, published_excluded = published_throughput_validation()
     cases = (validation_cases() + memory_validation_cases() + framework_validation_cases() + published_memory_cases()
-             + allocator_cases() + throughput_validation_cases() + published + inference_cases)
+             + allocator_cases() + throughput_validation_cases() + published + fp8_recipe_cases() + inference_cases)
     kinds = sorted({c.kind for c in cases})
     summary = []
     for kind in kinds:
@@ -231,6 +245,8 @@ def validation_report() -> Report:
 
 def _amount(case: Case, predicted: bool = False) -> str:
     value = case.predicted if predicted else case.measured
+    if case.basis == "ratio":
+        return f"{value:.3f}"
     if case.kind.startswith(("memory", "inference: weights", "inference: non-KV")):
         return f"{value / 2**30:.2f} GiB"
     if case.kind.startswith("inference: batch latency"):
@@ -278,8 +294,10 @@ def accuracy_markdown(report: Report) -> str:
            "",
            "Published throughput kinds (issue 15): tokens/s/GPU of recent runs at their exact layouts",
            "(`published_throughput.yaml`: NeMo / Megatron-Bridge performance summaries on H100, B200, B300 and",
-           "GB200 NVL72, torchtitan benchmarks on H100/H200; dense and MoE, BF16, FP8 and NVFP4). All held out: no",
-           "constant was fitted on them. MoE rows are force-balanced upper bounds whose published figures move",
+           "GB200 NVL72, torchtitan benchmarks on H100/H200; dense and MoE, BF16, FP8 and NVFP4). All held out but",
+           "one ratio: MXFP8's GEMM-time factor (core/step.py) was fitted on the FP8-CS / MXFP8 tokens/s ratio of",
+           "the three 25.09 dense configurations published with both recipes at one layout (the *FP8-CS / MXFP8",
+           "ratio* kind; every other pair is held out). MoE rows are force-balanced upper bounds whose published figures move",
            "by up to 2x between releases of the same layout; FP8 rowwise and incomplete rows are excluded.",
            "",
            "Throughput kinds: the step-time model (core/step.py) predicts each published run's MFU (llm-foundry,",

@@ -1,8 +1,10 @@
 """Tokens per second per GPU of recent published runs with full layouts
 (catalog/reference/published_throughput.yaml: NeMo / Megatron-Bridge performance summaries on
 H100, B200, B300, GB200, torchtitan benchmarks on H100/H200; dense and MoE, BF16 and FP8),
-predicted by the step model at each run's exact layout. Every family is held out: no constant
-was fitted on these rows. Rows the model cannot express are listed as excluded with the reason.
+predicted by the step model at each run's exact layout. Every family is held out; the one constant
+fitted on these rows is MXFP8's GEMM-time factor, on the FP8-CS / MXFP8 ratio of three 25.09 dense
+configurations (jobs/validation/fp8_recipes.py). Rows the model cannot express are listed as
+excluded with the reason.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from gpuplan.core.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 
 # What the step model runs each precision label as: MXFP8 (Blackwell block scaling) and FP8
-# tensorwise/current/delayed scaling all as FP8 GEMMs with operand casts (core/step.py).
+# tensorwise/current/delayed scaling all as FP8 GEMMs with operand casts (core/step.py) ...
 PRECISION = {"bf16": "bf16", "fp8": "fp8", "fp8-tensorwise": "fp8", "fp8-delayed": "fp8", "mxfp8": "fp8",
              "nvfp4": "fp4"}
+# ... and which FP8 scaling recipe (StepSettings.fp8_recipe) the FP8 labels run
+FP8_RECIPE = {"mxfp8": "mxfp8"}
 # torchtitan's "selective" is op-level SAC (its configs' default); NeMo/Megatron's is core_attn
 SELECTIVE = {"torchtitan": "op-sac"}
 
@@ -105,8 +109,9 @@ def tp_comm_overlapped(run: dict[str, Any]) -> bool:
     return name.startswith(("llama-3-", "llama-3.1-")) and run_spec(run["model"]).moe is None
 
 
-def predict_tokens_per_gpu_s(run: dict[str, Any]) -> float:
-    """Tokens per second per GPU the step model predicts at the run's layout."""
+def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> float:
+    """Tokens per second per GPU the step model predicts at the run's layout (``step_overrides``:
+    StepSettings fields to change, e.g. while fitting a constant)."""
     spec = run_spec(run["model"])
     gpu = load_accelerator(run["gpu"])
     cluster = cluster_for(gpu)
@@ -124,7 +129,8 @@ def predict_tokens_per_gpu_s(run: dict[str, Any]) -> float:
                             # Megatron-Bridge / NeMo MoE recipes set expert_tensor_parallel_size = 1
                             # (src/megatron/bridge/recipes/qwen/*/qwen3_moe.py, perf_recipes/*)
                             expert_tp=None if torchtitan else 1,
-                            tp_comm_overlap=tp_comm_overlapped(run))
+                            tp_comm_overlap=tp_comm_overlapped(run),
+                            fp8_recipe=FP8_RECIPE.get(run["precision"], "tensorwise"), **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     step = step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
                      cp=lay.get("cp") or 1, ep=lay.get("ep") or 1, zero=lay.get("zero") or 0,
