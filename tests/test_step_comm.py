@@ -308,3 +308,16 @@ def test_fp8_recipe_is_checked_at_the_input_boundary(run_cli):
     code, out, _ = run_cli("plan", "llama-3-8b", "--tokens", "1T", "--gpu", "b200", "--gpus", "64",
                            "--dtype", "fp8", "--fp8-recipe", "mxfp8")
     assert code == 0 and "best layout" in out
+
+
+def test_plan_states_how_its_low_precision_linears_are_costed():
+    from gpuplan.jobs.plan.estimate import plan_report
+    from gpuplan.jobs.plan.schema import PlanInputs
+
+    def assumption(**kw):
+        report = plan_report(PlanInputs(model="llama-3-8b", tokens=1e12, gpu="b200", gpus="8", **kw))
+        return {a.key: a.value for a in report.assumptions}.get("fp8_recipe")
+
+    assert assumption() is None  # bf16: nothing to say
+    assert assumption(dtype="fp8").startswith("per-tensor FP8: casts 7 B/element")
+    assert assumption(dtype="fp8", fp8_recipe="mxfp8").startswith("MXFP8: casts 4.0625 B/element, block-scaled GEMMs x1.16")

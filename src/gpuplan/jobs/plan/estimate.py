@@ -161,6 +161,7 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
                    "measurements (see the Calibration section)" if inputs.calibration is not None else
                    "stas00/ml-engineering MAMF table; fitted on llm-foundry benchmarks (docs/step.md)",
                    "--calibration", inputs.calibration is not None),
+        *_low_precision_assumption(inputs),
         Assumption("overlap", "DP/FSDP overlap", f"{inputs.dp_overlap:.0%}", "bucketed all-reduce / prefetch",
                    "--dp-overlap", "dp_overlap" in inputs.given),
         Assumption("margin", "memory safety margin", f"{inputs.margin:.0%}", "the article", "--margin",
@@ -171,6 +172,24 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
                    "that fits)", "planner/search.py: memory falls and time rises with recompute", "--exhaustive",
                    inputs.exhaustive),
     )
+
+
+def _low_precision_assumption(inputs: PlanInputs) -> tuple[Assumption, ...]:
+    """How the FP8 / NVFP4 linears are costed (core/step.py), shown only for those dtypes."""
+    from gpuplan.core import step as S
+
+    block = f"block-scaled GEMMs x{S.BLOCK_SCALED_GEMM_TIME_FACTOR:g} (fitted on FP8-CS / MXFP8 pairs)"
+    if inputs.dtype == "fp8" and inputs.fp8_recipe == "mxfp8":
+        value = f"MXFP8: casts {S.MXFP8_CAST_BYTES_PER_ELEMENT:g} B/element, {block}"
+    elif inputs.dtype == "fp8":
+        value = f"per-tensor FP8: casts {S.FP8_CAST_BYTES_PER_ELEMENT:g} B/element, {S.FP8_WEIGHT_CAST_BYTES:g} B/weight"
+    elif inputs.dtype == "fp4":
+        value = f"NVFP4 at the FP4 peak: casts as FP8, {block}"
+    else:
+        return ()
+    return (Assumption("fp8_recipe", "low-precision linears", value, "docs/step.md (Transformer Engine recipes; "
+                       "NeMo / Megatron-Bridge pairs)", "--fp8-recipe" if inputs.dtype == "fp8" else "--dtype",
+                       "fp8_recipe" in inputs.given),)
 
 
 def _budget_for(plan: Plan, inputs: PlanInputs, result: PlanSearch, wall_seconds: float, gpu_hours: float):
