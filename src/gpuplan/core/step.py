@@ -76,6 +76,15 @@ MXFP8_CAST_BYTES_PER_ELEMENT = 2.0 + 2 * (1.0 + 1.0 / 32)
 # other pairs' ratios, and the NVFP4 family (docs/step.md, docs/accuracy.md).
 BLOCK_SCALED_GEMM_TIME_FACTOR = 1.16
 LOW_PRECISION = ("fp8", "fp4")
+BLOCK_SCALED = ("mxfp8", "nvfp4")
+
+
+def low_precision_recipe(dtype: str, fp8_recipe: str = "tensorwise") -> str | None:
+    """How the linears are quantised: the FP8 recipe ('tensorwise', 'mxfp8') for dtype 'fp8',
+    'nvfp4' for 'fp4', None for 16-bit and wider dtypes. BLOCK_SCALED ones take the GEMM factor."""
+    if dtype == "fp8":
+        return fp8_recipe
+    return "nvfp4" if dtype == "fp4" else None
 
 
 def precision_class(dtype: str) -> str:
@@ -260,11 +269,10 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     attn_flops = F.attention_core_flops_per_token(spec, settings.seq_len, "causal") / spec.num_layers / tp
     e_dense = gemm_efficiency(gpu, _min(h / tp, tokens), settings.gemm_d_half)
     e_gemm = e_dense
-    mx = settings.dtype == "fp8" and settings.fp8_recipe == "mxfp8"
-    block_scaled = mx or settings.dtype == "fp4"  # NVFP4 GEMMs are block-scaled too (16-element blocks)
+    recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
     if fp8:
         e_gemm = e_gemm * _lookup(MAMF_FP8_FRACTION, gpu, FP8_MAMF_RATIO * _mamf(gpu)) / _mamf(gpu)
-    if block_scaled:
+    if recipe in BLOCK_SCALED:
         e_gemm = e_gemm / settings.block_scaled_gemm_time_factor
     act = A.layer_activations(spec, settings.seq_len, impl=settings.implementation).total / tp
     t_gemm = gemm_flops / (peak * e_gemm)
@@ -281,7 +289,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     if fp8:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
         weights = F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp
-        if mx:
+        if recipe == "mxfp8":
             cast = MXFP8_CAST_BYTES_PER_ELEMENT * (widths + weights / tokens)
         else:
             cast = FP8_CAST_BYTES_PER_ELEMENT * widths + FP8_WEIGHT_CAST_BYTES * weights / tokens

@@ -178,17 +178,16 @@ def _low_precision_assumption(inputs: PlanInputs) -> tuple[Assumption, ...]:
     """How the FP8 / NVFP4 linears are costed (core/step.py), shown only for those dtypes."""
     from gpuplan.core import step as S
 
-    block = f"block-scaled GEMMs x{S.BLOCK_SCALED_GEMM_TIME_FACTOR:g} (fitted on FP8-CS / MXFP8 pairs)"
-    if inputs.dtype == "fp8" and inputs.fp8_recipe == "mxfp8":
-        value = f"MXFP8: casts {S.MXFP8_CAST_BYTES_PER_ELEMENT:g} B/element, {block}"
-    elif inputs.dtype == "fp8":
-        value = f"per-tensor FP8: casts {S.FP8_CAST_BYTES_PER_ELEMENT:g} B/element, {S.FP8_WEIGHT_CAST_BYTES:g} B/weight"
-    elif inputs.dtype == "fp4":
-        value = f"NVFP4 at the FP4 peak: casts as FP8, {block}"
-    else:
+    recipe = S.low_precision_recipe(inputs.dtype, inputs.fp8_recipe)
+    if recipe is None:
         return ()
+    block = f"block-scaled GEMMs x{S.BLOCK_SCALED_GEMM_TIME_FACTOR:g} (fitted on FP8-CS / MXFP8 pairs)"
+    value = {"tensorwise": f"per-tensor FP8: casts {S.FP8_CAST_BYTES_PER_ELEMENT:g} B/element, "
+                           f"{S.FP8_WEIGHT_CAST_BYTES:g} B/weight",
+             "mxfp8": f"MXFP8: casts {S.MXFP8_CAST_BYTES_PER_ELEMENT:g} B/element, {block}",
+             "nvfp4": f"NVFP4 at the FP4 peak: casts as FP8, {block}"}[recipe]
     return (Assumption("fp8_recipe", "low-precision linears", value, "docs/step.md (Transformer Engine recipes; "
-                       "NeMo / Megatron-Bridge pairs)", "--fp8-recipe" if inputs.dtype == "fp8" else "--dtype",
+                       "NeMo / Megatron-Bridge pairs)", "--dtype" if recipe == "nvfp4" else "--fp8-recipe",
                        "fp8_recipe" in inputs.given),)
 
 

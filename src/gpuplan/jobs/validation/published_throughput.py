@@ -19,11 +19,10 @@ from gpuplan.core.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 
 # What the step model runs each precision label as: MXFP8 (Blackwell block scaling) and FP8
-# tensorwise/current/delayed scaling all as FP8 GEMMs with operand casts (core/step.py) ...
+# tensorwise/current/delayed scaling all as FP8 GEMMs with operand casts (core/step.py; MXFP8 with
+# its own recipe, StepSettings.fp8_recipe).
 PRECISION = {"bf16": "bf16", "fp8": "fp8", "fp8-tensorwise": "fp8", "fp8-delayed": "fp8", "mxfp8": "fp8",
              "nvfp4": "fp4"}
-# ... and which FP8 scaling recipe (StepSettings.fp8_recipe) the FP8 labels run
-FP8_RECIPE = {"mxfp8": "mxfp8"}
 # torchtitan's "selective" is op-level SAC (its configs' default); NeMo/Megatron's is core_attn
 SELECTIVE = {"torchtitan": "op-sac"}
 
@@ -130,7 +129,7 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # (src/megatron/bridge/recipes/qwen/*/qwen3_moe.py, perf_recipes/*)
                             expert_tp=None if torchtitan else 1,
                             tp_comm_overlap=tp_comm_overlapped(run),
-                            fp8_recipe=FP8_RECIPE.get(run["precision"], "tensorwise"), **step_overrides)
+                            fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise", **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     step = step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
                      cp=lay.get("cp") or 1, ep=lay.get("ep") or 1, zero=lay.get("zero") or 0,
