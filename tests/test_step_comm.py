@@ -25,11 +25,12 @@ def _costs(spec, settings, **layout):
     cluster = cluster_for(resolve_gpu("h100"))
     lay = {**LAYOUT, **layout}
     layers = spec.num_layers // lay["pp"]
-    t_mb, t_attn, t_bwd = microbatch_compute_time(spec, cluster, settings, lay["tp"], lay["cp"], lay["micro_batch"],
-                                                  layers, head=False)
+    t_mb, t_attn, t_bwd, phases = microbatch_compute_time(spec, cluster, settings, lay["tp"], lay["cp"],
+                                                          lay["micro_batch"], layers, head=False, ep=lay["ep"])
     return step_communication(spec, cluster, settings, **lay, layers=layers,
                               trained_params=params_per_gpu(spec, lay["tp"], lay["pp"], lay["ep"]),
-                              t_attn_mb=t_attn, t_bwd_gemm_mb=t_bwd, compute=t_mb * lay["micro_batches"])
+                              t_attn_mb=t_attn, t_bwd_gemm_mb=t_bwd, compute=t_mb * lay["micro_batches"],
+                              moe_phases=phases)
 
 
 def test_volumes_are_the_hand_counts():
@@ -215,7 +216,7 @@ def test_expert_tensor_parallel_one_keeps_a_64_rank_expert_group_on_nvl72():
 
     def ep_cost(settings):
         layers = spec.num_layers
-        t_mb, t_attn, t_bwd = microbatch_compute_time(spec, cluster, settings, 2, 1, 1, layers, head=False)
+        t_mb, t_attn, t_bwd, _ = microbatch_compute_time(spec, cluster, settings, 2, 1, 1, layers, head=False)
         costs = step_communication(spec, cluster, settings, **common, layers=layers,
                                    trained_params=params_per_gpu(spec, 2, 1, 64), t_attn_mb=t_attn,
                                    t_bwd_gemm_mb=t_bwd, compute=t_mb * 4)

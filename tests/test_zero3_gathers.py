@@ -61,7 +61,7 @@ def test_step_communication_counts_the_regathers():
     lay = dict(dp=384, tp=1, pp=1, vpp=1, cp=1, ep=1, zero=3, micro_batch=4, micro_batches=2, shard_group=None)
 
     def gather(settings):
-        t_mb, t_attn, t_bwd = microbatch_compute_time(spec, cluster, settings, 1, 1, 4, 96, head=False)
+        t_mb, t_attn, t_bwd, _ = microbatch_compute_time(spec, cluster, settings, 1, 1, 4, 96, head=False)
         costs = step_communication(spec, cluster, settings, **lay, layers=96,
                                    trained_params=params_per_gpu(spec, 1, 1, 1), t_attn_mb=t_attn,
                                    t_bwd_gemm_mb=t_bwd, compute=t_mb * 2)

@@ -19,11 +19,13 @@ Units: seconds, FLOPs, bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpuplan.core import activations as A
 from gpuplan.core import comm as C
 from gpuplan.core import flops as F
 from gpuplan.core.model import ModelSpec
+from gpuplan.core.moe_overlap import MoeLayerPhases
 from gpuplan.core.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.topology import Cluster
 
@@ -75,6 +77,11 @@ MXFP8_CAST_BYTES_PER_ELEMENT = 2.0 + 2 * (1.0 + 1.0 / 32)
 # and 8 GB200, Llama 3.1 405B on 128 B200; jobs/validation/fp8_recipes.py): 1.157. Held out: the
 # other pairs' ratios, and the NVFP4 family (docs/step.md, docs/accuracy.md).
 BLOCK_SCALED_GEMM_TIME_FACTOR = 1.16
+# SMs the MoE dispatcher kernels hold while they run beside compute (core.moe_overlap): DeepEP's
+# default 20 (Megatron-Core transformer_config.py moe_deepep_num_sms, "historical default 20") of
+# an H100's 132 is 0.15; the Megatron-Bridge perf recipes give HybridEP 32 (perf_recipes/*/common.py
+# moe_hybridep_num_sms = 32) of a B200's 148, 0.22. One share for both: 0.2.
+EP_COMM_SM_SHARE = 0.2
 LOW_PRECISION = ("fp8", "fp4")
 BLOCK_SCALED = ("mxfp8", "nvfp4")
 
@@ -161,6 +168,13 @@ class StepSettings:
     enable_async_tensor_parallel). The local chunk's GEMM runs while the remote chunks arrive, so
     one chunk in tp stays exposed: TP time x 1/tp (x (1 - tp_overlap) on top)."""
     ep_overlap: float = 0.0
+    """Share of the EP all-to-all hidden behind compute (a plain fraction; see ep_a2a_overlap)."""
+    ep_a2a_overlap: bool = False
+    """Megatron-Core's combined 1F1B schedule (--overlap-moe-expert-parallel-comm): each
+    all-to-all runs beside the other micro-batch's compute, phase by phase (core.moe_overlap);
+    replaces ep_overlap."""
+    ep_comm_sm_share: float = EP_COMM_SM_SHARE
+    """Share of the SMs the dispatcher kernels hold while they run beside compute."""
     expert_tp: int | None = None
     """Expert tensor parallelism: None = tp (Megatron-Core's default for
     --expert-tensor-parallel-size); Megatron-Bridge's MoE recipes set 1."""
@@ -251,8 +265,21 @@ def _min(a, b):
     return C._minimum(a, b)
 
 
+class MicroBatchTimes(NamedTuple):
+    """Seconds of one micro-batch on one GPU of a stage."""
+
+    total: object
+    """Forward + backward (+ recompute) of the stage's layers (and the LM head when it is there)."""
+    attention: object
+    """The attention core's share, forward and backward (the CP ring hides behind it)."""
+    backward_gemm: object
+    """The backward matmuls (the window DP gradient reduction overlaps with)."""
+    moe_phases: MoeLayerPhases
+    """One layer's work split at the MoE all-to-alls (core.moe_overlap)."""
+
+
 def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, tp, cp, micro_batch,
-                            layers, head: bool, ep=1):
+                            layers, head: bool, ep=1) -> MicroBatchTimes:
     """Forward + backward (+ recompute) seconds for one micro-batch on one GPU of a stage with
     ``layers`` layers (``head``: the LM head lives here)."""
     gpu = cluster.gpu
@@ -297,6 +324,14 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     fwd = tokens * (t_gemm + t_attn + t_elem / 3)
     weight_grads = 1.0 if settings.finetune == "full" else 0.0  # a frozen base computes input gradients only
     bwd = tokens * ((1 + weight_grads) * t_gemm + 2.5 * t_attn + 2 * t_elem / 3)
+    # the same work split at a MoE layer's all-to-alls (core.moe_overlap): attention projections,
+    # the attention core and half the elementwise work before the dispatch, the rest in the MLP
+    t_attn_gemm = 2.0 * F.attention_matmul_weights(spec.attention, h) / tp / (peak * e_gemm)
+    phases = MoeLayerPhases(
+        pre_dispatch_forward=tokens * (t_attn_gemm + t_attn + t_elem / 6),
+        pre_dispatch_backward=tokens * ((1 + weight_grads) * t_attn_gemm + 2.5 * t_attn + t_elem / 3),
+        mlp_forward=tokens * (t_gemm - t_attn_gemm + t_elem / 6),
+        mlp_backward=tokens * ((1 + weight_grads) * (t_gemm - t_attn_gemm) + t_elem / 3))
     if settings.recompute == "selective" and settings.selective == "op-sac":
         extra = tokens * (op_sac_recomputed_share(spec) * t_gemm + t_elem / 3)
     else:
@@ -305,8 +340,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     head_flops = 2.0 * spec.vocab_size * h / tp
     head_time = (2 + weight_grads) * tokens * head_flops / (bf16_peak * gemm_efficiency(gpu, _min(h, tokens),
                                                                                          settings.gemm_d_half))
-    return (layers * per_layer + head * head_time, layers * tokens * (t_attn * 3.5),
-            layers * tokens * (1 + weight_grads) * t_gemm)
+    return MicroBatchTimes(layers * per_layer + head * head_time, layers * tokens * (t_attn * 3.5),
+                           layers * tokens * (1 + weight_grads) * t_gemm, phases)
 
 
 def _adapters_per_gpu(spec: ModelSpec, settings: StepSettings, tp, pp):
@@ -326,10 +361,10 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     base, extra = spec.num_layers // pp, spec.num_layers % pp
     layers = base + (extra > 0)  # the first (fullest) stage
     last_layers = base + (pp == 1) * extra
-    t_mb, t_attn_mb, t_bwd_gemm_mb = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
-                                                              layers, head=(pp == 1), ep=ep)
-    t_last, _, _ = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
-                                           ep=ep)
+    t_mb, t_attn_mb, t_bwd_gemm_mb, phases = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
+                                                                      layers, head=(pp == 1), ep=ep)
+    t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
+                                     ep=ep).total
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
     compute = t_mb * micro_batches
     bubble = t_mb * (pp - 1) / vpp
@@ -339,7 +374,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     costs = step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
                                micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
                                layers=layers, trained_params=trained, t_attn_mb=t_attn_mb,
-                               t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute)
+                               t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases)
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
     comm_total = sum((c.total for c in costs), 0.0)
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)

@@ -17,6 +17,7 @@ import numpy as np
 
 from gpuplan.core import comm as C
 from gpuplan.core.model import ModelSpec
+from gpuplan.core.moe_overlap import MoeLayerPhases, exposed_all_to_all
 from gpuplan.core.topology import Cluster
 from gpuplan.core.zero3_gathers import gathers_per_micro_batch
 
@@ -65,7 +66,8 @@ def _share(total, part, exposed):
 
 def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, pp, vpp, cp, ep, zero,
                        micro_batch, micro_batches, shard_group, layers, trained_params, t_attn_mb,
-                       t_bwd_gemm_mb, compute) -> tuple[CollectiveCost, ...]:
+                       t_bwd_gemm_mb, compute, moe_phases: MoeLayerPhases | None = None
+                       ) -> tuple[CollectiveCost, ...]:
     """Every collective of one step on the slowest pipeline stage (``layers`` of them)."""
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
@@ -146,8 +148,13 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
         one = C.expert_all_to_all_time(tokens / tp, h * 2.0, spec.moe.experts_per_token, ep, per_domain, up_bw,
                                        out_bw, up_lat, out_lat, deduplicate=settings.ep_dispatcher == "flex")
         ep_total = ep_calls * one * (np.asarray(ep) > 1)
-        costs.append(CollectiveCost("EP", "all-to-all", ep_calls, routed,
-                                    etp * ep, ep_total, (1 - settings.ep_overlap) * ep_total))
+        ep_exposed = (1 - settings.ep_overlap) * ep_total
+        what = "all-to-all" + (" (DeepEP/HybridEP)" if settings.ep_dispatcher == "flex" else "")
+        if settings.ep_a2a_overlap and moe_phases is not None:  # combined 1F1B schedule (core.moe_overlap)
+            ep_exposed = (np.asarray(ep) > 1) * exposed_all_to_all(
+                one, 4, moe_layers, micro_batches, pp, vpp, moe_phases, settings.ep_comm_sm_share)
+            what += ", 1F1B-overlapped"
+        costs.append(CollectiveCost("EP", what, ep_calls, routed, etp * ep, ep_total, ep_exposed))
     return tuple(costs)
 
 

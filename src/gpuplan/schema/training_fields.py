@@ -135,6 +135,10 @@ class StepFields(JobInputs):
     ep_dispatcher: Annotated[T.choice("alltoall", "flex"), _f(
         "alltoall", "MoE token dispatcher: alltoall (NCCL, one copy per remote expert) or flex (DeepEP / HybridEP: "
                     "one copy per remote node, then NVLink).")]
+    ep_a2a_overlap: Annotated[T.Bool, _f(False, "MoE all-to-all under Megatron-Core's combined 1F1B schedule "
+                                                "(--overlap-moe-expert-parallel-comm): each dispatch / combine runs "
+                                                "beside the other micro-batch's compute, phase by phase; replaces "
+                                                "--ep-overlap.")]
     fp8_recipe: Annotated[T.choice("tensorwise", "mxfp8"), _f(
         "tensorwise", "FP8 scaling of the linears with --dtype fp8: tensorwise (per-tensor current or delayed "
                       "scaling) or mxfp8 (MX 32-element block scaling; parts with block-scaled tensor cores: "

@@ -114,15 +114,15 @@ def communication_table(plan: Plan, ev) -> Table:
     settings = replace(ev.step, recompute=plan.recompute)
     base, extra = ev.spec.num_layers // lay.pp, ev.spec.num_layers % lay.pp
     layers = base + (extra > 0)
-    t_mb, t_attn, t_bwd = microbatch_compute_time(ev.spec, cluster, settings, lay.tp, lay.cp, lay.micro_batch, layers,
-                                                  head=lay.pp == 1, ep=lay.ep)
+    t_mb, t_attn, t_bwd, phases = microbatch_compute_time(ev.spec, cluster, settings, lay.tp, lay.cp,
+                                                          lay.micro_batch, layers, head=lay.pp == 1, ep=lay.ep)
     trained = (params_per_gpu(ev.spec, lay.tp, lay.pp, lay.ep) if settings.finetune == "full"
                else _adapters_per_gpu(ev.spec, settings, lay.tp, lay.pp))
     m = lay.micro_batches_per_step
     costs = step_communication(ev.spec, cluster, settings, dp=lay.dp, tp=lay.tp, pp=lay.pp, vpp=lay.vpp, cp=lay.cp,
                                ep=lay.ep, zero=lay.zero, micro_batch=lay.micro_batch, micro_batches=m,
                                shard_group=lay.shard_group, layers=layers, trained_params=trained, t_attn_mb=t_attn,
-                               t_bwd_gemm_mb=t_bwd, compute=float(plan.step.compute))
+                               t_bwd_gemm_mb=t_bwd, compute=float(plan.step.compute), moe_phases=phases)
     rows = []
     for c in costs:
         if float(c.calls) <= 0:

@@ -40,6 +40,7 @@ def evaluator_for(inputs) -> Evaluator:
     step = StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=inputs.dp_overlap,
                         tp_overlap=inputs.tp_overlap, tp_comm_overlap=inputs.tp_comm_overlap,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
+                        ep_a2a_overlap=inputs.ep_a2a_overlap,
                         fp8_recipe=inputs.fp8_recipe,
                         finetune=inputs.finetune, lora_rank=inputs.lora_rank,
                         **zero3,

@@ -1,0 +1,76 @@
+"""The expert-parallel all-to-all under Megatron-Core's combined 1F1B schedule
+(``--overlap-moe-expert-parallel-comm``): how much of it stays on the critical path.
+
+Megatron-Core runs the forward of one micro-batch beside the backward of the previous one, layer
+by layer, on two CUDA streams (megatron/core/models/common/model_chunk_schedule_plan.py,
+TransformerLayerSchedulePlan.run; pipeline_parallel/combined_1f1b.py for pp = 1):
+
+    comm stream:    combine bwd       | dispatch fwd -> dispatch bwd        | combine fwd
+    compute stream: pre-dispatch fwd  | MLP bwd -> MLP wgrad -> MLP fwd     | pre-dispatch bwd
+
+("pre-dispatch" is attention, its norms and the router; "MLP" the experts and shared experts).
+Each phase lasts as long as the longer of its two streams. The dispatcher kernels run on SMs the
+GEMMs then lack (DeepEP / HybridEP reserve a fixed number; NCCL's all-to-all its channels), so the
+compute beside a running all-to-all advances at (1 - sm_share) of its speed: a phase with
+``comm`` seconds of all-to-all and ``compute`` seconds of work takes max(comm, compute +
+sm_share x comm). Micro-batches the schedule cannot pair (the pipeline's warm-up forwards and
+cool-down backwards) pay their all-to-alls in full.
+
+Values may be numbers or numpy arrays (the planner evaluates layouts in bulk). Units: seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.core.comm import _maximum, _minimum
+
+
+@dataclass(frozen=True)
+class MoeLayerPhases:
+    """Seconds of one MoE layer for one micro-batch on one GPU, split at the all-to-alls."""
+
+    pre_dispatch_forward: object
+    pre_dispatch_backward: object
+    mlp_forward: object
+    mlp_backward: object
+    """Input and weight gradients of the experts and shared experts."""
+
+
+def paired_phase_seconds(comm, compute, sm_share):
+    """One phase of the schedule: ``comm`` seconds of all-to-all beside ``compute`` seconds of
+    work that runs at (1 - sm_share) speed while the all-to-all holds its SMs."""
+    return _maximum(comm, compute + sm_share * comm)
+
+
+def paired_layer_exposed(call_seconds, phases: MoeLayerPhases, sm_share):
+    """All-to-all seconds one forward + backward layer pair adds over its compute: combine bwd
+    beside pre-dispatch fwd, dispatch fwd + bwd beside MLP bwd + fwd, combine fwd beside
+    pre-dispatch bwd (each all-to-all takes ``call_seconds``)."""
+    mlp = phases.mlp_backward + phases.mlp_forward
+    return (paired_phase_seconds(call_seconds, phases.pre_dispatch_forward, sm_share) - phases.pre_dispatch_forward
+            + paired_phase_seconds(2 * call_seconds, mlp, sm_share) - mlp
+            + paired_phase_seconds(call_seconds, phases.pre_dispatch_backward, sm_share)
+            - phases.pre_dispatch_backward)
+
+
+def unpaired_micro_batches(pp, vpp, micro_batches):
+    """Micro-batches (in whole-stage units) whose forward and backward run alone on the first
+    pipeline stage: pp = 1 runs the first forward and the last backward alone (one micro-batch's
+    worth, combined_1f1b_schedule_for_no_pipelining); with a pipeline, the warm-up forwards and
+    cool-down backwards. Megatron-Core schedules.py: warm-up = pp - 1 non-interleaved, else
+    2 (pp - 1) + (vpp - 1) x pp virtual micro-batches (microbatch_group_size_per_vp_stage = pp),
+    +1 when the all-to-all overlap is on; a virtual micro-batch covers 1/vpp of the stage."""
+    interleaved = vpp > 1
+    warmup = (pp - 1) + interleaved * ((pp - 1) + (vpp - 1) * pp) + 1
+    return _minimum(warmup / vpp, micro_batches)
+
+
+def exposed_all_to_all(call_seconds, calls_per_layer_pass, moe_layers, micro_batches, pp, vpp,
+                       phases: MoeLayerPhases, sm_share):
+    """EP all-to-all seconds per step left on the critical path of the first stage (``moe_layers``
+    MoE layers on it, ``calls_per_layer_pass`` = 4: dispatch + combine, forward and backward)."""
+    alone = unpaired_micro_batches(pp, vpp, micro_batches)
+    paired = micro_batches - alone
+    return moe_layers * (paired * paired_layer_exposed(call_seconds, phases, sm_share)
+                         + alone * calls_per_layer_pass * call_seconds)
