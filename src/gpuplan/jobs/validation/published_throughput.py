@@ -9,7 +9,7 @@ excluded with the reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
@@ -116,6 +116,7 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
     cluster = cluster_for(gpu)
     lay = run["layout"]
     torchtitan = run["family"].startswith("torchtitan")
+    moe_comm = run.get("moe_comm") or {}
     settings = StepSettings(seq_len=run["model"]["seq_len"], recompute=lay.get("recompute") or "none",
                             dtype=PRECISION[run["precision"]],
                             selective=SELECTIVE.get(run["family"].split("-")[0], "core-attn"),
@@ -129,7 +130,12 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # (src/megatron/bridge/recipes/qwen/*/qwen3_moe.py, perf_recipes/*)
                             expert_tp=None if torchtitan else 1,
                             tp_comm_overlap=tp_comm_overlapped(run),
-                            fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise", **step_overrides)
+                            # the MoE dispatcher and the combined 1F1B all-to-all overlap of the
+                            # release's recipe (the row's moe_comm, read from Megatron-Bridge at its tag)
+                            ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",
+                            ep_a2a_overlap=bool(moe_comm.get("a2a_overlap")),
+                            fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise")
+    settings = replace(settings, **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     step = step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
                      cp=lay.get("cp") or 1, ep=lay.get("ep") or 1, zero=lay.get("zero") or 0,
