@@ -265,6 +265,17 @@ def _min(a, b):
     return C._minimum(a, b)
 
 
+def layer_activation_bytes(spec: ModelSpec, seq_len, implementation: str) -> float:
+    """Activation bytes per token of the mean layer (what its elementwise work reads and writes):
+    a MoE layer's router, the top-k copies of each token and the experts' MLPs where the model has
+    MoE layers (core.activations._moe_bytes), the dense MLP's in the others."""
+    dense = A.layer_activations(spec, seq_len, impl=implementation).total
+    if spec.moe is None or not spec.num_moe_layers:
+        return dense
+    moe = A.layer_activations(spec, seq_len, impl=implementation, moe_layer=True).total
+    return (spec.num_moe_layers * moe + (spec.num_layers - spec.num_moe_layers) * dense) / spec.num_layers
+
+
 class MicroBatchTimes(NamedTuple):
     """Seconds of one micro-batch on one GPU of a stage."""
 
@@ -301,7 +312,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         e_gemm = e_gemm * _lookup(MAMF_FP8_FRACTION, gpu, FP8_MAMF_RATIO * _mamf(gpu)) / _mamf(gpu)
     if recipe in BLOCK_SCALED:
         e_gemm = e_gemm / settings.block_scaled_gemm_time_factor
-    act = A.layer_activations(spec, settings.seq_len, impl=settings.implementation).total / tp
+    act = layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
     t_gemm = gemm_flops / (peak * e_gemm)
     if spec.moe is not None and routed:  # grouped expert GEMMs: the expert width and the tokens each
         # expert receives bound the shape (ep x tokens x top-k / experts per expert)
