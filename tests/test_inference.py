@@ -290,3 +290,33 @@ def test_a_setup_that_does_not_fit_says_what_would():
     assert r.value("instead_gpus") == 2 and r.line("instead_gpus").text.startswith("tp 2 x pp 1")
     assert "(holds 3 sequences)" in r.line("instead_gpus").text
     assert r.tables == ()  # no throughput curve for a setup that holds no sequence
+
+
+def test_a_per_query_head_decode_kernel_reads_a_gqa_cache_group_times():
+    """core.inference.kv_reads_per_step: Llama-2-70B has 64 query heads on 8 KV heads, so a kernel
+    with one thread block per query head (vLLM paged_attention, TensorRT-LLM before XQA) reads each
+    cached element 8 times per step; MHA and MLA caches once; the decode step's memory time grows
+    by exactly the extra 7 reads."""
+    from gpuplan.catalog import load_accelerator, load_model
+    from gpuplan.core import inference as I
+    from gpuplan.core import kv_cache as K
+
+    llama70, llama7, dsv2 = load_model("llama-2-70b"), load_model("llama-2-7b"), load_model("deepseek-v2-lite")
+    assert I.kv_reads_per_step(llama70, "per-query-head") == 8
+    assert I.kv_reads_per_step(llama70, "grouped") == 1
+    assert I.kv_reads_per_step(llama7, "per-query-head") == 1
+    assert I.kv_reads_per_step(dsv2, "per-query-head") == 1
+    gpu = load_accelerator("h100-sxm")
+    groups = I.param_groups(llama70)
+    steps = {}
+    for kernel in I.DECODE_ATTENTION:
+        setup = I.ServingSetup(I.FORMATS["bf16"], K.KV_DTYPE_BYTES["bf16"], decode_attention=kernel)
+        steps[kernel] = I.decode_step(llama70, groups, setup, 1e9, tp=4, pp=1, batch=16, context=4096,
+                                      bandwidth=gpu.memory_bandwidth, peak=gpu.peak("bf16"), link=None)
+    extra = steps["per-query-head"].memory_s - steps["grouped"].memory_s
+    assert extra == pytest.approx(16 * 1e9 * 7 / (gpu.memory_bandwidth * 0.65), rel=1e-9)
+
+
+def test_decode_attention_is_checked_at_the_input_boundary(run_cli):
+    code, _, err = run_cli("infer", "llama-2-70b", "--gpu", "h100", "--tp", "4", "--decode-attention", "paged")
+    assert code == 2 and "decode_attention" in err and "grouped, per-query-head" in err

@@ -113,13 +113,29 @@ def test_static_batch_throughput_by_hand():
 
 
 def test_static_batch_throughput_errors_as_documented():
-    """Held out (docs/inference.md section 7): the MHA Llama-2-7B rows within 30% (-30% to +26%); the
-    GQA Llama-2-70B decode-heavy rows far too fast (+97%, +222%): TensorRT-LLM v0.6.1 decoded GQA at
-    2-3x the roofline's time, which gpuplan does not model."""
+    """Held out (docs/inference.md section 7): TensorRT-LLM v0.6.1's static-batch table, 21 rows.
+    The MHA Llama-2-7B rows within 30%; the GQA rows (Llama-2-70B, 8 KV heads; Falcon-180B, 8 KV
+    heads for 232 query heads) within 40% once the decode kernel reads the cache once per query
+    head (that release's masked multi-head attention) — 2-3x too fast when it is read once."""
     from gpuplan.jobs.validation.inference import KIND_THROUGHPUT
 
     errors = _errors(KIND_THROUGHPUT)
-    assert len(errors) == 11
+    assert len(errors) == 21
     seven = {k: e for k, e in errors.items() if "llama2-7b" in k}
-    assert len(seven) == 7 and all(abs(e) < 0.31 for e in seven.values()), seven
-    assert errors["trtllm061-llama2-70b-h100-fp8-tp4-b480-128-2048"] > 1.0
+    assert len(seven) == 8 and all(abs(e) < 0.31 for e in seven.values()), seven
+    gqa = {k: e for k, e in errors.items() if "llama2-70b" in k or "falcon-180b" in k}
+    assert len(gqa) == 13 and all(abs(e) < 0.4 for e in gqa.values()), gqa
+    assert sum(abs(e) for e in errors.values()) / len(errors) < 0.2
+
+
+def test_reading_the_cache_once_per_kv_head_is_what_makes_old_gqa_decode_2_to_3x_too_fast():
+    """The same 13 GQA rows with a grouped decode kernel (the modern default): the decode-heavy
+    ones (2048 output tokens) come out 1.85x-3.2x too fast."""
+    from gpuplan.jobs.validation import inference as V
+
+    data = V.reference_measurements()["throughput"]
+    long_gqa = [e for e in data if e["output_tokens"] == 2048 and ("70b" in e["id"] or "falcon" in e["id"])]
+    assert len(long_gqa) == 6
+    for e in long_gqa:
+        grouped = V._throughput_case({**e, "decode_attention": "grouped"})
+        assert grouped[3] / grouped[2] > 1.8, e["id"]

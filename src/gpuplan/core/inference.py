@@ -205,6 +205,27 @@ def cost_per_million_tokens(price_per_gpu_hour: float, gpus: int, tokens_per_s: 
     return price_per_gpu_hour * gpus / 3600.0 / tokens_per_s * 1e6
 
 
+DECODE_ATTENTION = ("grouped", "per-query-head")
+"""How the decode attention kernel reads the KV cache (kv_reads_per_step)."""
+
+
+def kv_reads_per_step(spec: ModelSpec, decode_attention: str = "grouped") -> float:
+    """How many times one decode step reads each cached K/V element from HBM.
+
+    'grouped': once — the kernel serves every query head of a KV head from one load
+    (FlashAttention / FlashInfer decode, TensorRT-LLM's XQA, "reducing data loading": its blog
+    docs/source/blogs/XQA-kernel.md). 'per-query-head': num_heads / num_kv_heads times — the
+    kernel runs one thread block per (query head, sequence) and each loads its KV head's cache:
+    TensorRT-LLM's masked multi-head attention before XQA (decoderMaskedMultiheadAttention
+    mmha_launch_kernel_ex, grid {num_heads, batch_size}) and vLLM's paged attention kernels
+    (csrc/attention paged_attention_v1/v2 launchers, grid (num_heads, num_seqs)). MHA and MLA
+    read once either way."""
+    a = spec.attention
+    if decode_attention == "grouped" or a.is_mla:
+        return 1.0
+    return a.num_heads / a.num_kv_heads
+
+
 @dataclass(frozen=True)
 class ServingSetup:
     """Everything about how the model is served, apart from the GPU, layout and load."""
@@ -224,6 +245,8 @@ class ServingSetup:
     per-user history are not shared)."""
     lora: L.LoraServing | None = None
     """Multi-LoRA serving (core/lora_serving.py): adapter slots on every GPU; None = no LoRA."""
+    decode_attention: str = "grouped"
+    """How the decode kernel reads the KV cache of a GQA / MQA model (kv_reads_per_step)."""
 
 
 @dataclass(frozen=True)
@@ -333,7 +356,9 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     eff = setup.efficiency
     s = setup.speculation
     positions = 1 + (s.tokens if s else 0)  # a verify step scores k proposed tokens + one of its own
-    kv_read = batch * kv_per_sequence * pp  # kv_per_sequence is per stage; a token crosses all stages
+    # kv_per_sequence is per stage (a token crosses all stages); a per-query-head kernel reads it
+    # once per query head of each KV head
+    kv_read = batch * kv_per_sequence * pp * kv_reads_per_step(spec, setup.decode_attention)
     bytes_read = decode_weight_bytes_read(spec, groups, setup.fmt, tp, batch * positions) + kv_read
     flops = batch * positions * decode_flops_per_token(spec, context)
     if setup.lora is not None:  # the active adapter slots are read too, and shrink + expand run per token

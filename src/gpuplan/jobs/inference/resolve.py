@@ -66,7 +66,7 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
 
         check_supported(spec)
     setup = I.ServingSetup(fmt, K.KV_DTYPE_BYTES[kv_dtype], inputs.runtime, inputs.efficiency, inputs.block_size,
-                           _speculation(inputs, spec, raw), inputs.prefix_hit, inputs.lora)
+                           _speculation(inputs, spec, raw), inputs.prefix_hit, inputs.lora, inputs.decode_attention)
     return Plan(spec, gpu, I.param_groups(spec), setup, origin, kv_dtype, context, context - output, output,
                 tuple(notes))
 

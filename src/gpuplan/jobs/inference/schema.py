@@ -115,6 +115,10 @@ class InferenceInputs(ModelFields):
     prefix_hit: Annotated[T.typed(float, T.number(0, 0.99)), _f(0.0, "Share of each prompt found in the prefix "
                                                                       "cache (0-0.99): that prefill is skipped and "
                                                                       "the cached prefix is shared by all sequences.")]
+    decode_attention: Annotated[T.choice(*I.DECODE_ATTENTION), _f(
+        "grouped", "How the decode kernel reads a GQA / MQA model's KV cache: grouped (once per KV head: "
+                   "FlashAttention / FlashInfer decode, TensorRT-LLM XQA) or per-query-head (once per query head: "
+                   "vLLM's paged_attention kernels, TensorRT-LLM before XQA).")]
     enable_lora: Annotated[T.Bool, _f(False, "Serve LoRA adapters on the base model (vLLM / SGLang --enable-lora): "
                                              "the engine preallocates adapter slots on every GPU.")]
     max_loras: Annotated[T.typed(int, T.number(1, 4096, whole=True)) | None, _f(

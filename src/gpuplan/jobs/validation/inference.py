@@ -47,6 +47,16 @@ def _model(name: str):
     return load_model(name)
 
 
+def _model_of(entry: dict[str, Any]):
+    """The case's model: its catalog entry, or the Hugging Face config the case quotes
+    (``model_config``, with ``model_config_source``) for a model the catalog does not hold."""
+    if "model_config" in entry:
+        from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+        return model_spec_from_hf_config(entry["model_config"], name=entry["model"])
+    return _model(entry["model"])
+
+
 def _gpu(name: str):
     from gpuplan.catalog import load_accelerator
 
@@ -128,9 +138,12 @@ def _static_batch(e: dict[str, Any]) -> tuple[I.StepTime, I.StepTime]:
     """(prefill of the whole batch, one decode step at the mean context) for a static batch: the
     prompts of ``batch`` sequences in one forward (weights read once), then decode steps at
     prompt + output / 2 cached tokens."""
-    spec, gpu, fmt = _model(e["model"]), _gpu(e["gpu"]), _format(e)
+    spec, gpu, fmt = _model_of(e), _gpu(e["gpu"]), _format(e)
     kv_bytes = K.KV_DTYPE_BYTES[e.get("kv_dtype", "fp16")]
-    setup, tp, batch = I.ServingSetup(fmt, kv_bytes), e["tp"], e["batch"]
+    # the engine's decode kernel (core.inference.kv_reads_per_step): TensorRT-LLM v0.6.1 and
+    # vLLM's 2023 paged attention read a GQA cache once per query head
+    setup = I.ServingSetup(fmt, kv_bytes, decode_attention=e.get("decode_attention", "grouped"))
+    tp, batch = e["tp"], e["batch"]
     groups, peak, link = I.param_groups(spec), gpu.peak(fmt.compute_dtype), gpu.scale_up_bandwidth
     prompt, output = e["prompt_tokens"], e["output_tokens"]
     eff = setup.efficiency
