@@ -139,3 +139,22 @@ def test_moe_layers_move_their_own_activations_through_elementwise_work():
     assert layer_activation_bytes(spec, 4096, "megatron") == pytest.approx((58 * moe + 3 * dense) / 61)
     llama = model_spec_from_hf_config(model_entries()["llama-3.1-8b"]["config"], name="llama-3.1-8b")
     assert layer_activation_bytes(llama, 4096, "megatron") == A.layer_activations(llama, 4096, impl="megatron").total
+
+
+def test_plan_states_how_its_moe_all_to_all_is_costed(run_cli):
+    """A MoE plan carries an assumption row naming the dispatcher and the overlap, with the flags
+    that change it; a dense plan has none."""
+    import json
+
+    def rows(*args):
+        code, out, _ = run_cli("plan", *args, "--json")
+        assert code == 0
+        return {a["key"]: a for a in json.loads(out)["assumptions"]}
+
+    moe = rows("qwen3-30b-a3b", "--gpu", "gb200", "--gpus", "8", "--ep", "8", "--ep-dispatcher", "flex",
+               "--ep-a2a-overlap")["ep_comm"]
+    assert "one copy per remote node" in moe["value"] and "1F1B" in moe["value"] and "20%" in moe["value"]
+    assert "--ep-a2a-overlap" in moe["flag"]
+    default = rows("qwen3-30b-a3b", "--gpu", "gb200", "--gpus", "8")["ep_comm"]
+    assert "one copy per remote expert" in default["value"] and "not overlapped" in default["value"]
+    assert "ep_comm" not in rows("llama-3.1-8b", "--gpu", "h100", "--gpus", "8")

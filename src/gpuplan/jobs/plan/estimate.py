@@ -162,6 +162,7 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
                    "stas00/ml-engineering MAMF table; fitted on llm-foundry benchmarks (docs/step.md)",
                    "--calibration", inputs.calibration is not None),
         *_low_precision_assumption(inputs),
+        *_moe_all_to_all_assumption(inputs, result),
         Assumption("overlap", "DP/FSDP overlap", f"{inputs.dp_overlap:.0%}", "bucketed all-reduce / prefetch",
                    "--dp-overlap", "dp_overlap" in inputs.given),
         Assumption("margin", "memory safety margin", f"{inputs.margin:.0%}", "the article", "--margin",
@@ -189,6 +190,26 @@ def _low_precision_assumption(inputs: PlanInputs) -> tuple[Assumption, ...]:
     return (Assumption("fp8_recipe", "low-precision linears", value, "docs/step.md (Transformer Engine recipes; "
                        "NeMo / Megatron-Bridge pairs)", "--dtype" if recipe == "nvfp4" else "--fp8-recipe",
                        "fp8_recipe" in inputs.given),)
+
+
+def _moe_all_to_all_assumption(inputs: PlanInputs, result: PlanSearch) -> tuple[Assumption, ...]:
+    """How the expert-parallel all-to-all is costed (core/step_comm.py, core/moe_overlap.py), MoE only."""
+    from gpuplan.core import step as S
+
+    if result.evaluator.spec.moe is None:
+        return ()
+    copies = ("DeepEP / HybridEP: one copy per remote node" if inputs.ep_dispatcher == "flex"
+              else "NCCL all-to-all: one copy per remote expert")
+    if inputs.ep_a2a_overlap:
+        hidden = f"combined 1F1B overlap, dispatcher SMs {S.EP_COMM_SM_SHARE:.0%}"
+    elif inputs.ep_overlap:
+        hidden = f"{inputs.ep_overlap:.0%} hidden"
+    else:
+        hidden = "not overlapped (Megatron-Core's default)"
+    given = any(k in inputs.given for k in ("ep_dispatcher", "ep_a2a_overlap", "ep_overlap"))
+    return (Assumption("ep_comm", "MoE all-to-all", f"{copies}; {hidden}",
+                       "docs/step.md (Megatron-Core token dispatchers, model_chunk_schedule_plan.py)",
+                       "--ep-dispatcher / --ep-a2a-overlap / --ep-overlap", given),)
 
 
 def _budget_for(plan: Plan, inputs: PlanInputs, result: PlanSearch, wall_seconds: float, gpu_hours: float):
