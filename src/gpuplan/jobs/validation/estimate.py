@@ -141,7 +141,8 @@ def published_throughput_validation() -> tuple[list[Case], list[tuple[str, str]]
     out = []
     for c in cases:
         source = "torchtitan" if c.family.startswith("torchtitan") else "NeMo/Megatron-Bridge"
-        hardware = "Blackwell" if any(g in c.family for g in ("b200", "b300", "gb200")) else "Hopper"
+        hardware = ("Blackwell Ultra GB300" if "gb300" in c.family else
+                    "Blackwell" if any(g in c.family for g in ("b200", "b300", "gb200")) else "Hopper")
         kind = (f"throughput: {source} {hardware} {'MoE' if c.moe else 'dense'} "
                 f"{PRECISION_LABEL.get(c.precision, 'BF16')} (held out)")
         out.append(Case(c.id, kind, c.measured, c.predicted, "tokens/s/GPU", c.family))
@@ -296,8 +297,8 @@ def accuracy_markdown(report: Report) -> str:
            "(`allocator_ratios.yaml`); its `fit` rows set the reserve constant, the held-out rows are scored.",
            "",
            "Published throughput kinds (issue 15): tokens/s/GPU of recent runs at their exact layouts",
-           "(`published_throughput.yaml`: NeMo / Megatron-Bridge performance summaries on H100, B200, B300 and",
-           "GB200 NVL72, torchtitan benchmarks on H100/H200; dense and MoE, BF16, FP8 and NVFP4). All held out but",
+           "(`published_throughput.yaml`: NeMo / Megatron-Bridge performance summaries on H100, B200, B300, GB200",
+           "and GB300 NVL72, torchtitan benchmarks on H100/H200; dense and MoE, BF16, FP8 and NVFP4). All held out but",
            "one ratio: MXFP8's GEMM-time factor (core/step.py) was fitted on the FP8-CS / MXFP8 tokens/s ratio of",
            "the three 25.09 dense configurations published with both recipes at one layout (the *FP8-CS / MXFP8",
            "ratio* kind; every other pair is held out). MoE rows are force-balanced upper bounds whose published figures move",

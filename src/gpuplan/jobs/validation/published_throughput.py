@@ -80,6 +80,8 @@ def why_not(run: dict[str, Any]) -> str:
     if run.get("precision") == "fp8-rowwise":
         return ("torchao float8 rowwise: no step model for its scaling yet, and the benchmark itself flags these "
                 "vanilla-TP rowwise figures as a known low baseline (slower than BF16 on the 8B; pytorch/torchtitan#1207)")
+    if run.get("known_regression"):
+        return f"measured on a release its own page flags: {run['known_regression']}"
     if PRECISION.get(run.get("precision")) is None:
         return f"precision {run.get('precision')}: no step model for it yet"
     lay, model = run["layout"], run["model"]
