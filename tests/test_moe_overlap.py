@@ -48,8 +48,8 @@ def test_unpaired_micro_batches_follow_megatron_warmup():
 
 def test_exposed_all_to_all_by_hand():
     # 2 MoE layers, 4 micro-batches at pp 1: 3 paired (hidden) + 1 alone (4 calls x 1 s) per layer
-    assert exposed_all_to_all(1.0, 4, 2, 4, 1, 1, PHASES, 0.0) == pytest.approx(2 * 4.0)
-    assert exposed_all_to_all(1.0, 4, 2, 4, 1, 1, PHASES, 0.2) == pytest.approx(2 * (3 * 0.8 + 4.0))
+    assert exposed_all_to_all(1.0, 2, 4, 1, 1, PHASES, 0.0) == pytest.approx(2 * 4.0)
+    assert exposed_all_to_all(1.0, 2, 4, 1, 1, PHASES, 0.2) == pytest.approx(2 * (3 * 0.8 + 4.0))
 
 
 def _qwen3_30b():

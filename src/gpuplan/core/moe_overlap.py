@@ -26,6 +26,11 @@ from dataclasses import dataclass
 from gpuplan.core.comm import _maximum, _minimum
 
 
+ALL_TO_ALLS_PER_LAYER = 4
+"""Dispatch and combine, forward and backward: one MoE layer's all-to-alls per micro-batch (the
+four the paired schedule below places, and what core.step_comm counts)."""
+
+
 @dataclass(frozen=True)
 class MoeLayerPhases:
     """Seconds of one MoE layer for one micro-batch on one GPU, split at the all-to-alls."""
@@ -66,11 +71,10 @@ def unpaired_micro_batches(pp, vpp, micro_batches):
     return _minimum(warmup / vpp, micro_batches)
 
 
-def exposed_all_to_all(call_seconds, calls_per_layer_pass, moe_layers, micro_batches, pp, vpp,
-                       phases: MoeLayerPhases, sm_share):
+def exposed_all_to_all(call_seconds, moe_layers, micro_batches, pp, vpp, phases: MoeLayerPhases, sm_share):
     """EP all-to-all seconds per step left on the critical path of the first stage (``moe_layers``
-    MoE layers on it, ``calls_per_layer_pass`` = 4: dispatch + combine, forward and backward)."""
+    MoE layers on it, ALL_TO_ALLS_PER_LAYER calls of ``call_seconds`` each per micro-batch)."""
     alone = unpaired_micro_batches(pp, vpp, micro_batches)
     paired = micro_batches - alone
     return moe_layers * (paired * paired_layer_exposed(call_seconds, phases, sm_share)
-                         + alone * calls_per_layer_pass * call_seconds)
+                         + alone * ALL_TO_ALLS_PER_LAYER * call_seconds)

@@ -17,7 +17,7 @@ import numpy as np
 
 from gpuplan.core import comm as C
 from gpuplan.core.model import ModelSpec
-from gpuplan.core.moe_overlap import MoeLayerPhases, exposed_all_to_all
+from gpuplan.core.moe_overlap import ALL_TO_ALLS_PER_LAYER, MoeLayerPhases, exposed_all_to_all
 from gpuplan.core.topology import Cluster
 from gpuplan.core.zero3_gathers import gathers_per_micro_batch
 
@@ -144,15 +144,15 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
         per_domain = np.maximum(1, cluster.gpus_per_node // etp)
         moe_layers = spec.num_moe_layers * layers / spec.num_layers
         routed = tokens / tp * spec.moe.experts_per_token * h * 2.0
-        ep_calls = micro_batches * moe_layers * 4 * (np.asarray(ep) > 1)
+        ep_calls = micro_batches * moe_layers * ALL_TO_ALLS_PER_LAYER * (np.asarray(ep) > 1)
         one = C.expert_all_to_all_time(tokens / tp, h * 2.0, spec.moe.experts_per_token, ep, per_domain, up_bw,
                                        out_bw, up_lat, out_lat, deduplicate=settings.ep_dispatcher == "flex")
-        ep_total = ep_calls * one * (np.asarray(ep) > 1)
+        ep_total = ep_calls * one  # ep_calls is 0 without expert parallelism
         ep_exposed = (1 - settings.ep_overlap) * ep_total
         what = "all-to-all" + (" (DeepEP/HybridEP)" if settings.ep_dispatcher == "flex" else "")
         if settings.ep_a2a_overlap and moe_phases is not None:  # combined 1F1B schedule (core.moe_overlap)
             ep_exposed = (np.asarray(ep) > 1) * exposed_all_to_all(
-                one, 4, moe_layers, micro_batches, pp, vpp, moe_phases, settings.ep_comm_sm_share)
+                one, moe_layers, micro_batches, pp, vpp, moe_phases, settings.ep_comm_sm_share)
             what += ", 1F1B-overlapped"
         costs.append(CollectiveCost("EP", what, ep_calls, routed, etp * ep, ep_total, ep_exposed))
     return tuple(costs)

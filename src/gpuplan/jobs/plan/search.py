@@ -32,7 +32,7 @@ def evaluator_for(inputs) -> Evaluator:
     if inputs.fp8_recipe == "mxfp8" and not gpu.has_dtype("fp4"):
         # MX block-scaled tensor cores came with the FP4 ones (NVIDIA Blackwell sm_100, AMD CDNA4)
         raise InputError("fp8_recipe", "mxfp8", f"{gpu.name} has no block-scaled (MX) tensor cores; "
-                         "use tensorwise, or a Blackwell-class part (b200, gb200, b300, mi355x)")
+                         "use tensorwise, or a Blackwell-class part (b200, gb200, b300, gb300, mi355x)")
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
     zero3 = inputs.profile.zero3_step_settings()
     if "dp_overlap" in inputs.given:  # an explicit --dp-overlap covers ZeRO-3 traffic too
