@@ -190,3 +190,19 @@ def test_bad_measurement_files(capsys, tmp_path, change, fragment):
 def test_calibrate_checks_its_output_first(capsys, tmp_path):
     code, out, err, seconds = run(capsys, "calibrate", "nonexistent.json", "--out", str(tmp_path))
     assert code == 2 and "is a directory" in err
+
+
+@pytest.mark.parametrize("args, field, reason", [
+    (("plan", "--model", "llama-3.1-8b", "--gpus", "16", "--ep", "2"), "ep", "no experts"),
+    (("train", "--model", "llama-3.1-8b", "--gpus", "16", "--ep", "2", "--mfu", "predicted"), "ep", "no experts"),
+    (("plan", "--model", "qwen3-30b-a3b", "--gpus", "72", "--ep", "7"), "ep", "number of experts (128)"),
+    (("budget", "--model", "llama-3.1-8b", "--gpus", "16", "--tp", "5"), "tp", "32 attention heads"),
+    (("plan", "--model", "llama-3.1-8b", "--gpus", "64", "--pp", "64"), "pp", "32 layers"),
+    (("plan", "--model", "llama-3.1-8b", "--gpus", "64", "--cp", "3"), "cp", "sequence length 4096"),
+])
+def test_a_fixed_degree_the_model_rules_out_is_named(capsys, args, field, reason):
+    """A degree the model itself forbids is named, not reported as 'no layout can use these GPU
+    counts' (which sends the user looking at the GPU count)."""
+    code, out, err, seconds = run(capsys, *args)
+    check(code, out, err, seconds)
+    assert code == 2 and err.startswith(f"error: {field}: got ") and reason in err, err
