@@ -11,6 +11,8 @@ Functions accept Python numbers or numpy arrays (the planner evaluates layouts i
 
 from __future__ import annotations
 
+from gpuplan.core.bulk import maximum, minimum
+
 
 def _ring_fraction(n):
     """(n-1)/n, 0 for a group of one; works elementwise on arrays."""
@@ -47,14 +49,7 @@ def exposed(comm_time, window, overlap):
     bucketing/prefetch hides, e.g. the last gradient bucket), and all that does not fit in the
     compute ``window`` it overlaps with."""
     hidden_cap = overlap * comm_time
-    return comm_time - _minimum(hidden_cap, window)
-
-
-def _minimum(a, b):
-    try:
-        return min(a, b)
-    except (ValueError, TypeError):  # numpy arrays
-        return a - (a - b) * (a > b)
+    return comm_time - minimum(hidden_cap, window)
 
 
 def expected_remote_nodes(nodes, top_k):
@@ -76,18 +71,11 @@ def expert_all_to_all_time(tokens, hidden_bytes, top_k, ep, ranks_per_domain, up
     dispatcher; deepseek-ai/DeepEP README: forwarding from the RDMA domain to the NVLink domain;
     DeepSeek-V3 report Sec. 3.2.2: a token crosses IB once per target node, then NVLink) send one
     copy per remote node: expected_remote_nodes copies. ``deduplicate`` selects the latter."""
-    local = _minimum(ranks_per_domain, ep)
+    local = minimum(ranks_per_domain, ep)
     nodes = ep / local
     intra = tokens * top_k * (local - 1) / ep * hidden_bytes
     copies = expected_remote_nodes(nodes, top_k) if deduplicate else top_k * (ep - local) / ep
     inter = tokens * copies * hidden_bytes
     t_intra = intra / up_bandwidth + (local - 1) * up_latency
     t_inter = inter / out_bandwidth + (nodes - 1) * out_latency
-    return _maximum(t_intra, t_inter)
-
-
-def _maximum(a, b):
-    try:
-        return max(a, b)
-    except (ValueError, TypeError):  # numpy arrays
-        return a + (b - a) * (b > a)
+    return maximum(t_intra, t_inter)

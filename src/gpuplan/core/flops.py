@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuplan.core.bulk import minimum
 from gpuplan.core.model import AttentionSpec, ModelSpec, expert_params, mlp_params
 
 AttentionConvention = Literal["full", "causal"]
@@ -89,19 +90,13 @@ def mean_attended_keys(seq_len, window: int | None, convention: AttentionConvent
     (s+1)/2 without a window and (w(w+1)/2 + (s-w)·w)/s when w < s.
     """
     if convention == "full":
-        return seq_len if window is None else _minimum(seq_len, window)
+        return seq_len if window is None else minimum(seq_len, window)
     if window is None:
         return (seq_len + 1) / 2
-    w = _minimum(seq_len, window)
+    w = minimum(seq_len, window)
     return (w * (w + 1) / 2 + (seq_len - w) * w) / seq_len
 
 
-def _minimum(a, b):
-    """min() that also works elementwise when ``a`` is a numpy array."""
-    try:
-        return min(a, b)
-    except ValueError:  # numpy array: truth value ambiguous
-        return a - (a - b) * (a > b)
 
 
 def attention_core_flops_per_token(spec: ModelSpec, seq_len, convention: AttentionConvention = "full"):

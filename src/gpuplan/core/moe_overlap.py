@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.core.comm import _maximum, _minimum
-
+from gpuplan.core.bulk import maximum, minimum
 
 ALL_TO_ALLS_PER_LAYER = 4
 """Dispatch and combine, forward and backward: one MoE layer's all-to-alls per micro-batch (the
@@ -45,7 +44,7 @@ class MoeLayerPhases:
 def paired_phase_seconds(comm, compute, sm_share):
     """One phase of the schedule: ``comm`` seconds of all-to-all beside ``compute`` seconds of
     work that runs at (1 - sm_share) speed while the all-to-all holds its SMs."""
-    return _maximum(comm, compute + sm_share * comm)
+    return maximum(comm, compute + sm_share * comm)
 
 
 def paired_layer_exposed(call_seconds, phases: MoeLayerPhases, sm_share):
@@ -68,7 +67,7 @@ def unpaired_micro_batches(pp, vpp, micro_batches):
     +1 when the all-to-all overlap is on; a virtual micro-batch covers 1/vpp of the stage."""
     interleaved = vpp > 1
     warmup = (pp - 1) + interleaved * ((pp - 1) + (vpp - 1) * pp) + 1
-    return _minimum(warmup / vpp, micro_batches)
+    return minimum(warmup / vpp, micro_batches)
 
 
 def exposed_all_to_all(call_seconds, moe_layers, micro_batches, pp, vpp, phases: MoeLayerPhases, sm_share):

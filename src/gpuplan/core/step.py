@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from gpuplan.core import activations as A
-from gpuplan.core import comm as C
 from gpuplan.core import flops as F
+from gpuplan.core.bulk import minimum
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.moe_overlap import MoeLayerPhases
 from gpuplan.core.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
@@ -261,10 +261,6 @@ def gemm_efficiency(gpu, smallest_dim, d_half: float):
     return _mamf(gpu) * smallest_dim / (smallest_dim + d_half)
 
 
-def _min(a, b):
-    return C._minimum(a, b)
-
-
 def layer_activation_bytes(spec: ModelSpec, seq_len, implementation: str) -> float:
     """Activation bytes per token of the mean layer (what its elementwise work reads and writes):
     a MoE layer's router, the top-k copies of each token and the experts' MLPs where the model has
@@ -305,7 +301,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     gemm_flops = 2.0 * (weights - routed) / spec.num_layers / tp
     expert_flops = 2.0 * routed / spec.num_layers / tp
     attn_flops = F.attention_core_flops_per_token(spec, settings.seq_len, "causal") / spec.num_layers / tp
-    e_dense = gemm_efficiency(gpu, _min(h / tp, tokens), settings.gemm_d_half)
+    e_dense = gemm_efficiency(gpu, minimum(h / tp, tokens), settings.gemm_d_half)
     e_gemm = e_dense
     recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
     if fp8:
@@ -318,7 +314,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         # expert receives bound the shape (ep x tokens x top-k / experts per expert)
         moe = spec.moe
         per_expert = tokens * ep * moe.experts_per_token / moe.num_experts
-        e_expert = gemm_efficiency(gpu, _min(_min(h / tp, moe.expert_intermediate_size), per_expert),
+        e_expert = gemm_efficiency(gpu, minimum(minimum(h / tp, moe.expert_intermediate_size), per_expert),
                                    settings.gemm_d_half) * e_gemm / e_dense
         t_gemm = t_gemm + expert_flops / (peak * e_expert)
     e_attn = settings.attention_efficiency or attention_efficiency(gpu)
@@ -349,7 +345,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         extra = {"none": 0.0, "selective": tokens * t_attn, "full": fwd}[settings.recompute]
     per_layer = fwd + bwd + extra
     head_flops = 2.0 * spec.vocab_size * h / tp
-    head_time = (2 + weight_grads) * tokens * head_flops / (bf16_peak * gemm_efficiency(gpu, _min(h, tokens),
+    head_time = (2 + weight_grads) * tokens * head_flops / (bf16_peak * gemm_efficiency(gpu, minimum(h, tokens),
                                                                                          settings.gemm_d_half))
     return MicroBatchTimes(layers * per_layer + head * head_time, layers * tokens * (t_attn * 3.5),
                            layers * tokens * (1 + weight_grads) * t_gemm, phases)

@@ -1,0 +1,21 @@
+"""min / max for the step and communication models, whose layout degrees may be scalars or numpy
+arrays (the planner evaluates every layout of a search in one call). Builtin ``min``/``max`` on an
+array raise (ambiguous truth value); numpy's would force arrays on scalar callers."""
+
+from __future__ import annotations
+
+
+def minimum(a, b):
+    """min(a, b) for scalars; elementwise when either is a numpy array."""
+    try:
+        return min(a, b)
+    except (ValueError, TypeError):  # numpy array: truth value ambiguous
+        return a - (a - b) * (a > b)
+
+
+def maximum(a, b):
+    """max(a, b) for scalars; elementwise when either is a numpy array."""
+    try:
+        return max(a, b)
+    except (ValueError, TypeError):  # numpy array: truth value ambiguous
+        return a + (b - a) * (b > a)
