@@ -97,8 +97,6 @@ def mean_attended_keys(seq_len, window: int | None, convention: AttentionConvent
     return (w * (w + 1) / 2 + (seq_len - w) * w) / seq_len
 
 
-
-
 def attention_core_flops_per_token(spec: ModelSpec, seq_len, convention: AttentionConvention = "full"):
     """Forward FLOPs of QK^T and AV per token, summed over layers (sliding layers capped)."""
     attn = spec.attention

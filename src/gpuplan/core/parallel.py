@@ -65,10 +65,34 @@ def layers_per_stage(num_layers: int, pp: int) -> int:
     return math.ceil(num_layers / pp)
 
 
+def check_model_degrees(spec: ModelSpec, *, tp: int = 1, pp: int = 1, vpp: int = 1, ep: int = 1, cp: int = 1,
+                        seq_len: int | None = None) -> None:
+    """Raise InputError naming the first degree the model itself rules out, whatever the GPU
+    count: tp not dividing the (key/value) heads, pp·vpp beyond the layers, ep on a dense model
+    or not dividing the experts, cp not dividing the sequence. The planner checks the degrees a
+    user fixed with it before any count is searched; check_layout applies it to a whole layout."""
+    attn = spec.attention
+    if attn.num_heads % tp:
+        raise InputError("tp", tp, f"must divide the {attn.num_heads} attention heads")
+    if not attn.is_mla and attn.num_kv_heads % tp:
+        raise InputError("tp", tp, f"must divide the {attn.num_kv_heads} key/value heads "
+                         "(Megatron and torchtitan split K/V heads, they do not replicate them)")
+    if pp * vpp > spec.num_layers:
+        raise InputError("pp", pp if vpp == 1 else f"{pp} x vpp {vpp}",
+                         f"pipeline stages cannot exceed the {spec.num_layers} layers")
+    if ep > 1:
+        experts = spec.moe.num_experts if spec.moe else 0
+        if not experts:
+            raise InputError("ep", ep, f"{spec.name} has no experts (dense); expert parallelism must be 1")
+        if experts % ep:
+            raise InputError("ep", ep, f"must divide the number of experts ({experts})")
+    if seq_len is not None and seq_len % cp:
+        raise InputError("cp", cp, f"must divide the sequence length {seq_len}")
+
+
 def check_layout(spec: ModelSpec, layout: ParallelLayout, gpus: int | None = None,
                  seq_len: int | None = None) -> None:
     """Raise InputError naming the first constraint the layout breaks."""
-    attn = spec.attention
     for name in ("dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch"):
         value = getattr(layout, name)
         if not isinstance(value, int) or value < 1:
@@ -78,18 +102,9 @@ def check_layout(spec: ModelSpec, layout: ParallelLayout, gpus: int | None = Non
     if gpus is not None and layout.world != gpus:
         raise InputError("layout", f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp} x cp {layout.cp}",
                          f"= {layout.world} GPUs, but the plan has {gpus}; dp·tp·pp·cp must equal the GPU count")
-    if attn.num_heads % layout.tp:
-        raise InputError("tp", layout.tp, f"must divide the {attn.num_heads} attention heads")
-    if not attn.is_mla and attn.num_kv_heads % layout.tp:
-        raise InputError("tp", layout.tp, f"must divide the {attn.num_kv_heads} key/value heads "
-                         "(Megatron and torchtitan split K/V heads, they do not replicate them)")
-    if layout.pp * layout.vpp > spec.num_layers:
-        raise InputError("pp", layout.pp if layout.vpp == 1 else f"{layout.pp} x vpp {layout.vpp}",
-                         f"pipeline stages cannot exceed the {spec.num_layers} layers")
+    check_model_degrees(spec, tp=layout.tp, pp=layout.pp, vpp=layout.vpp, ep=layout.ep, cp=layout.cp,
+                        seq_len=seq_len)
     if layout.ep > 1:
-        experts = spec.moe.num_experts if spec.moe else 0
-        if not experts or experts % layout.ep:
-            raise InputError("ep", layout.ep, f"must divide the number of experts ({experts})")
         if (layout.dp * layout.cp) % layout.ep:
             raise InputError("ep", layout.ep, f"must divide dp x cp = {layout.dp * layout.cp} "
                              "(expert parallelism is carved out of the data-parallel ranks)")
@@ -98,5 +113,3 @@ def check_layout(spec: ModelSpec, layout: ParallelLayout, gpus: int | None = Non
     if layout.global_batch is not None and layout.global_batch % (layout.micro_batch * layout.dp):
         raise InputError("global_batch", layout.global_batch,
                          f"must be a multiple of micro_batch x dp = {layout.micro_batch * layout.dp}")
-    if seq_len is not None and seq_len % layout.cp:
-        raise InputError("cp", layout.cp, f"must divide the sequence length {seq_len}")

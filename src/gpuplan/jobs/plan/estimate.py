@@ -194,14 +194,12 @@ def _low_precision_assumption(inputs: PlanInputs) -> tuple[Assumption, ...]:
 
 def _moe_all_to_all_assumption(inputs: PlanInputs, result: PlanSearch) -> tuple[Assumption, ...]:
     """How the expert-parallel all-to-all is costed (core/step_comm.py, core/moe_overlap.py), MoE only."""
-    from gpuplan.core import step as S
-
     if result.evaluator.spec.moe is None:
         return ()
     copies = ("DeepEP / HybridEP: one copy per remote node" if inputs.ep_dispatcher == "flex"
               else "NCCL all-to-all: one copy per remote expert")
     if inputs.ep_a2a_overlap:
-        hidden = f"combined 1F1B overlap, dispatcher SMs {S.EP_COMM_SM_SHARE:.0%}"
+        hidden = f"combined 1F1B overlap, dispatcher SMs {result.evaluator.step.ep_comm_sm_share:.0%}"
     elif inputs.ep_overlap:
         hidden = f"{inputs.ep_overlap:.0%} hidden"
     else:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuplan.core import memory as M
+from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.step import StepSettings, attention_efficiency
 from gpuplan.core.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
@@ -25,6 +26,9 @@ def evaluator_for(inputs) -> Evaluator:
     """The model, cluster and settings a training job's inputs describe (PlanInputs or
     TrainingInputs: both carry the setup and step fields), calibrated when a calibration is given."""
     spec = inputs.spec()
+    # a degree the user fixed that the model rules out is named before any GPU count is searched
+    fixed = {k: v for k, v in inputs.fixed_degrees().items() if k in ("tp", "pp", "vpp", "ep", "cp")}
+    check_model_degrees(spec, **fixed, seq_len=inputs.seq_len)
     from gpuplan.adapters.resolve import resolve_gpu
 
     gpu = resolve_gpu(inputs.gpu)
@@ -69,9 +73,7 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     """The degrees the user fixed narrow the search to them (`plan --tp 8 --pp 4`: that layout)."""
     modes = tuple(m for m in RECOMPUTE_MODES if m != "selective" or inputs.profile.selective != "none")
     recompute = (inputs.recompute,) if inputs.recompute is not None else modes
-    fixed = inputs.fixed_degrees()
-    check_fixed_degrees(inputs.spec(), fixed, inputs.seq_len)
-    return SpaceLimits(fixed=fixed, recompute=recompute, exact_batch=inputs.global_batch is not None,
+    return SpaceLimits(fixed=inputs.fixed_degrees(), recompute=recompute, exact_batch=inputs.global_batch is not None,
                        max_zero_with_pp=inputs.profile.max_zero_with_pp)
 
 
@@ -127,30 +129,6 @@ def _with_fallbacks(ev: Evaluator, counts: tuple[int, ...], table: LayoutTable, 
                 extra.append(rows)
                 break
     return LayoutTable.concat([table] + extra) if extra else table
-
-
-def check_fixed_degrees(spec, fixed: dict, seq_len: int) -> None:
-    """Raise InputError naming a degree the user fixed that the model itself rules out (before
-    any GPU count is tried): ep on a dense model or not dividing the experts, tp not dividing the
-    heads, pp·vpp beyond the layers, cp not dividing the sequence (core.parallel.check_layout's
-    rules that do not depend on the GPU count)."""
-    attn = spec.attention
-    tp, ep, cp = fixed.get("tp"), fixed.get("ep"), fixed.get("cp")
-    if ep is not None and ep > 1:
-        experts = spec.moe.num_experts if spec.moe else 0
-        if not experts:
-            raise InputError("ep", ep, f"{spec.name} has no experts (dense); expert parallelism must be 1")
-        if experts % ep:
-            raise InputError("ep", ep, f"must divide the number of experts ({experts})")
-    if tp is not None and attn.num_heads % tp:
-        raise InputError("tp", tp, f"must divide the {attn.num_heads} attention heads")
-    if tp is not None and not attn.is_mla and attn.num_kv_heads % tp:
-        raise InputError("tp", tp, f"must divide the {attn.num_kv_heads} key/value heads")
-    stages = fixed.get("pp", 1) * fixed.get("vpp", 1)
-    if stages > spec.num_layers:
-        raise InputError("pp", stages, f"pipeline stages (pp x vpp) cannot exceed the {spec.num_layers} layers")
-    if cp is not None and seq_len % cp:
-        raise InputError("cp", cp, f"must divide the sequence length {seq_len}")
 
 
 def search(inputs: PlanInputs, progress=None) -> PlanSearch:
