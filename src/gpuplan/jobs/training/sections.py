@@ -219,8 +219,9 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan) -> tup
             out.append(ceiling)
         out.append("--mfu predicted is the steady state of the planner's layout on current kernels; whole "
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
-                   "(the packaged 2022-23 runs used 1.2-2.1x their predicted GPU-hours: docs/accuracy.md); the "
-                   "budget's contingency lines hold part of that")
+                   "(the packaged 2022-23 runs, older kernels, used 1.2-2.1x their predicted GPU-hours; Llama 3.1 "
+                   "405B and DeepSeek-V3, 2024, 0.86-1.13x: docs/accuracy.md); the budget's contingency lines hold "
+                   "part of that")
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")

@@ -93,14 +93,16 @@ def validation_cases() -> list[Case]:
 
 def _planned_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
     """GPU-hours of ``train --mfu predicted`` on the run's GPU count (runs that state one): the
-    planner's best layout and the step model, as a user would get them; None without a count."""
+    planner's best layout and the step model, as a user would get them, given what the run's
+    source states about its shape (sequence length, global batch); None without a count."""
     if "gpus" not in run:
         return None
     from gpuplan.jobs.training.estimate import estimate_training
 
+    batch = {"global_batch": int(run["global_batch"])} if "global_batch" in run else {}
     inputs = TrainingInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"),
                             params=run.get("params"), gpus=int(run["gpus"]), mfu="predicted",
-                            dtype=run.get("dtype", "bf16"), seq_len=int(run.get("seq_len", 2048)))
+                            dtype=run.get("dtype", "bf16"), seq_len=int(run.get("seq_len", 2048)), **batch)
     report = estimate_training(inputs)
     return report.value("gpu_hours"), f"predicted MFU {report.value('mfu'):.3f}"
 
