@@ -12,7 +12,14 @@ from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
 from gpuplan.planner.plan import alternative_counts, best_plan
 from gpuplan.planner.search import search_layouts
-from gpuplan.planner.space import SpaceLimits, divisors, enumerate_layouts, is_common_size, range_counts
+from gpuplan.planner.space import (
+    SpaceLimits,
+    batch_target,
+    divisors,
+    enumerate_layouts,
+    is_common_size,
+    range_counts,
+)
 
 
 def test_divisors_and_ranges():
@@ -72,6 +79,38 @@ def test_a_batch_in_sequences_is_kept_exactly_and_one_in_tokens_is_a_target():
     # every dp rank has a sequence (dp <= 2,048) and B = dp x round(2,048 / dp)
     assert (table["dp"] <= 2048).all()
     assert (table["global_batch"] == table["dp"] * np.round(2048 / table["dp"])).all()
+
+
+def test_the_default_batch_grows_past_4096_gpus_and_a_given_one_holds():
+    """No batch given: 4M tokens (Llama 2), at least 1,024 tokens per GPU (Llama 3 405B's 16M on
+    16,384 H100, Table 4; MegaScale's 12.6M on 12,288). Hand: 16,384 x 1,024 / 8,192 = 2,048
+    sequences; 1,024 x 4,096 / 4,096 = 1,024 = the 4M default, so 1,024 GPUs keep it."""
+    big = PlanInputs(model="llama-3.1-405b", tokens="15T", gpu="h100", gpus=16384, seq_len=8192)
+    limits = space_limits(big)
+    assert limits.batch_per_gpu == pytest.approx(1024 / 8192)
+    assert batch_target(big.target_batch(8192), 16384, limits) == pytest.approx(2048)
+    assert batch_target(big.target_batch(8192), 1024, limits) == pytest.approx(512)  # 4M / 8,192
+    ev = evaluator_for(big)
+    plan, table = best_plan(ev, 16384, big.target_batch(8192), max_tp(ev), limits)
+    assert plan.global_batch == 2048 and (table["global_batch"] == table["dp"] * np.round(2048 / table["dp"])).all()
+    assert plan.batch_difference == pytest.approx(0.0)
+    # a batch the user gives is kept at every count: 4M tokens on 16,384 GPUs = 512 sequences
+    given = PlanInputs(model="llama-3.1-405b", tokens="15T", gpu="h100", gpus=16384, seq_len=8192,
+                       global_batch_tokens=4 * 2**20)
+    assert space_limits(given).batch_per_gpu == 0
+    plan, _ = best_plan(ev, 16384, given.target_batch(8192), max_tp(ev), space_limits(given))
+    assert plan.global_batch <= 512
+
+
+def test_the_default_batch_gives_llama3_405b_its_published_mfu(run_json):
+    """Llama 3.1 405B on 16,384 H100 at 8K with no batch given: the default (2,048 sequences) is
+    the paper's 16M tokens, and the predicted MFU lands in Table 4's 38-43% (+ the 10% band);
+    with the bare 4M tokens the planner could only fill the GPUs with deep pipelines (29%)."""
+    out = run_json("train", "--model", "llama-3.1-405b", "--tokens", "15.6T", "--gpu", "h100", "--gpus", "16384",
+                   "--seq-len", "8192", "--mfu", "predicted")
+    lines = {line["key"]: line for section in out["sections"] for line in section["lines"]}
+    assert 0.38 <= lines["mfu"]["value"] <= 0.47
+    assert lines["mem_global_batch"]["value"] == 2048
 
 
 @pytest.mark.parametrize("framework, allocator", [("megatron", None), ("torchtitan", "caching")])

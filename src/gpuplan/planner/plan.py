@@ -15,7 +15,7 @@ from gpuplan.core.step import StepBreakdown, step_time
 from gpuplan.core.units import SECONDS_PER_DAY
 from gpuplan.errors import InputError
 from gpuplan.planner.search import Evaluator, LayoutTable, search_layouts
-from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, is_common_size, range_counts
+from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size, range_counts
 
 RANK_BY = ("time", "cost", "gpus")
 
@@ -194,7 +194,8 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
         if len(fitting):
             i = int(ranking(fitting, rank_by)[0])
             layout, recompute = row_layout(fitting, i)
-            return evaluate_layout(ev, layout, recompute, target_batch, gpus), fitting
+            return evaluate_layout(ev, layout, recompute, batch_target(target_batch, layout.world, limits),
+                                   gpus), fitting
         tried += [c for c in counts if c not in tried]
         if is_common_size(gpus) and len(table):
             break  # layouts exist but none fits: fewer GPUs hold more per GPU

@@ -52,6 +52,15 @@ class SpaceLimits:
     """Degrees the user fixed: tp, pp, vpp, cp, ep, zero, micro_batch, dp."""
     exact_batch: bool = False
     """The requested batch is exact (sequences given): dp must divide it, no rounding."""
+    batch_per_gpu: float = 0.0
+    """Sequences per GPU a default batch is raised to at each count (0: the asked batch holds)."""
+
+
+def batch_target(target_batch: float, gpus: int, limits: SpaceLimits | None) -> float:
+    """Sequences per step asked for on ``gpus`` GPUs: the asked batch, at least
+    ``limits.batch_per_gpu`` per GPU when the batch is the default."""
+    floor = limits.batch_per_gpu * gpus if limits is not None else 0.0
+    return max(target_batch, floor)
 
 
 @cache
@@ -125,10 +134,11 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
     built: dict[tuple, np.ndarray] = {}
     total = 0
     for gpus in counts:
+        target = batch_target(target_batch, gpus, limits)
         for tp, cp, pp, vpp, dp in structures(spec, gpus, seq_len, max_tp, limits):
-            if dp > target_batch or (limits.exact_batch and round(target_batch) % dp):
+            if dp > target or (limits.exact_batch and round(target) % dp):
                 continue
-            batch = batch_for(dp, target_batch)
+            batch = batch_for(dp, target)
             per_rank = batch // dp
             eps = [e for e in divisors(experts) if (dp * cp) % e == 0] if experts else [1]
             eps = [e for e in eps if "ep" not in fixed or e == fixed["ep"]]

@@ -15,6 +15,11 @@ from gpuplan.schema.base import JobInputs
 
 DEFAULT_BATCH_TOKENS = 4 * 2**20
 """Llama 2 (arXiv:2307.09288 Sec. 2.2): "a global batch-size of 4M tokens"."""
+DEFAULT_BATCH_TOKENS_PER_GPU = 1024
+"""Where no batch is given, each GPU count's batch is at least this many tokens per GPU: runs past
+4,096 GPUs scale the batch with the cluster — Llama 3 405B, 16M tokens on 8,192 and 16,384 H100
+(arXiv:2407.21783 Table 4: 2,048 and 1,024 per GPU), MegaScale's GPT-3 175B, 6,144 x 2,048 tokens
+on 12,288 GPUs (arXiv:2402.15627 Table 2: 1,024 per GPU). Below 4,096 GPUs the 4M default holds."""
 LAYOUT_DEGREES = ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch")
 
 
@@ -57,10 +62,18 @@ class LayoutFields(JobInputs):
         return self.global_batch_tokens
 
     def target_batch(self, seq_len: int) -> float:
-        """Sequences per step asked for (the planner rounds it to a multiple of dp)."""
+        """Sequences per step asked for (the planner rounds it to a multiple of dp); without a
+        batch, the 4M-token default, which ``batch_per_gpu`` raises on large clusters."""
         if self.global_batch is not None:
             return float(self.global_batch)
         return (self.global_batch_tokens or DEFAULT_BATCH_TOKENS) / seq_len
+
+    def batch_per_gpu(self, seq_len: int) -> float:
+        """Sequences per GPU the default batch holds at least at each GPU count (0 when a batch
+        was given: it holds at every count)."""
+        if self.global_batch is not None or self.global_batch_tokens is not None:
+            return 0.0
+        return DEFAULT_BATCH_TOKENS_PER_GPU / seq_len
 
 
 class SetupFields(JobInputs):

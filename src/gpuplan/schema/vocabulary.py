@@ -111,7 +111,8 @@ MicroBatch = option(Sequences | None, None, "Sequences per micro-batch. Not give
 GlobalBatch = option(Sequences | None, None, "Sequences per optimizer step (x --seq-len tokens).", "derived")
 GlobalBatchTokens = option(T.typed(float, T.count(1e12)) | None, None, "Tokens per optimizer step, e.g. 4M "
                            "(Llama 2's 4M tokens = 4 x 2^20); the planner rounds the sequences to a multiple of "
-                           "dp.", "4,194,304")
+                           "dp. Not given: 4M, at least 1,024 per GPU past 4,096 GPUs (Llama 3 405B, MegaScale).",
+                           "4,194,304")
 Recompute = option(T.choice(*RECOMPUTE) | None, None, "Activation recompute: none, selective or full. Not given: "
                    "the planner's choice (train, budget, plan); none elsewhere.", "planner")
 

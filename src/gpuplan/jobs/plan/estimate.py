@@ -38,7 +38,7 @@ def _rows(t: LayoutTable, idx) -> tuple:
 def chosen_plan(result: PlanSearch, i: int) -> Plan:
     """Row ``i`` of the search as a Plan (re-evaluated on the single-layout path: same numbers)."""
     layout, recompute = row_layout(result.table, i)
-    return evaluate_layout(result.evaluator, layout, recompute, result.target_batch,
+    return evaluate_layout(result.evaluator, layout, recompute, result.target_for(layout.world),
                            int(result.table["gpus_asked"][i]))
 
 
@@ -153,7 +153,8 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
         Assumption("implementation", "activation implementation", inputs.implementation_name, "docs/memory.md",
                    "--implementation", "implementation" in inputs.given),
         Assumption("global_batch", "global batch", f"{plan.global_batch:,} x {inputs.seq_len:,} tokens",
-                   "asked: ~4M tokens by default (Llama 2); rounded to a multiple of dp",
+                   "asked: ~4M tokens by default (Llama 2), at least 1,024 per GPU (Llama 3 405B Table 4, "
+                   "MegaScale Table 2: past 4,096 GPUs); rounded to a multiple of dp",
                    "--global-batch / --global-batch-tokens", "global_batch" in inputs.given or
                    "global_batch_tokens" in inputs.given),
         Assumption("efficiency", "GEMM / attention efficiency",

@@ -19,7 +19,7 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.planner.plan import asked_column, counts_with_alternatives, fallback_counts, ranking
 from gpuplan.planner.search import Evaluator, LayoutTable, search_layouts
-from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, is_common_size
+from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
 
 
 def evaluator_for(inputs) -> Evaluator:
@@ -74,7 +74,8 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     modes = tuple(m for m in RECOMPUTE_MODES if m != "selective" or inputs.profile.selective != "none")
     recompute = (inputs.recompute,) if inputs.recompute is not None else modes
     return SpaceLimits(fixed=inputs.fixed_degrees(), recompute=recompute, exact_batch=inputs.global_batch is not None,
-                       max_zero_with_pp=inputs.profile.max_zero_with_pp)
+                       max_zero_with_pp=inputs.profile.max_zero_with_pp,
+                       batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len))
 
 
 @dataclass(frozen=True)
@@ -90,10 +91,16 @@ class PlanSearch:
     price_source: str
     counts: tuple[int, ...]
     target_batch: float
+    """Sequences per step asked for (before the default's per-GPU floor: ``target_for``)."""
+    limits: SpaceLimits
 
     @property
     def searched(self) -> int:
         return len(self.all)
+
+    def target_for(self, gpus: int) -> float:
+        """Sequences per step asked for on ``gpus`` GPUs."""
+        return batch_target(self.target_batch, gpus, self.limits)
 
 
 def max_tp(evaluator: Evaluator) -> int:
@@ -165,7 +172,7 @@ def search(inputs: PlanInputs, progress=None) -> PlanSearch:
             raise InputError("days", inputs.days, f"no searched GPU count meets it: the fastest layout needs "
                              f"{fitting['days'][quickest]:.1f} days on {int(fitting['gpus'][quickest]):,} GPUs")
         fitting = fitting.take(meets)
-    return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target)
+    return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits)
 
 
 def best_index(result: PlanSearch, rank_by: str) -> int:

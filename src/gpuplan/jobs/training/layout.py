@@ -11,7 +11,7 @@ from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.planner.plan import Plan, best_plan, evaluate_layout, ranking, row_layout
 from gpuplan.planner.search import search_layouts
-from gpuplan.planner.space import range_counts
+from gpuplan.planner.space import batch_target, range_counts
 
 DEADLINE_COUNTS_MAX = 131_072
 """Largest GPU count the deadline search considers (it tries the common cluster sizes up to it)."""
@@ -44,4 +44,4 @@ def layout_for_deadline(inputs: TrainingInputs, days: float) -> Plan:
     chosen = fitting.take(meets)
     i = int(ranking(chosen, "gpus")[0])
     layout, recompute = row_layout(chosen, i)
-    return evaluate_layout(ev, layout, recompute, target)
+    return evaluate_layout(ev, layout, recompute, batch_target(target, layout.world, space_limits(inputs)))
