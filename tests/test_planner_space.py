@@ -7,6 +7,7 @@ import pytest
 
 from gpuplan.catalog import load_model
 from gpuplan.core.memory import stage_layer_counts
+from gpuplan.core.parallel import check_model_degrees
 from gpuplan.errors import InputError
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
@@ -17,6 +18,8 @@ from gpuplan.planner.space import (
     batch_target,
     divisors,
     enumerate_layouts,
+    interleaving_buildable,
+    interleaving_options,
     is_common_size,
     range_counts,
 )
@@ -175,6 +178,26 @@ def test_fixed_degrees_narrow_the_space():
     spec = load_model("llama-3.1-70b")
     grid = enumerate_layouts(spec, (1024,), 4096, 1024, 8, SpaceLimits(fixed={"tp": 8, "pp": 4, "vpp": 2}))
     assert set(grid["tp"]) == {8} and set(grid["pp"]) == {4} and set(grid["vpp"]) == {2}
+
+
+def test_a_fixed_vpp_megatron_builds_with_the_embedding_and_loss_split_is_checked():
+    """Megatron-Bridge runs Llama 3.1 405B (126 layers) as PP 16 x VP 8: with the embedding and
+    the loss counted as a layer each, (126 + 2) / (16 x 8) = 1 layer per virtual stage, the first
+    and last building none (megatron/core/transformer/transformer_block.py). The free search keeps
+    Megatron's even split (126 % 16 != 0: no interleaving at pp 16); a --vpp the user fixes is
+    evaluated if it can be built (pp x vpp <= layers, or = layers + 2 dividing it)."""
+    assert interleaving_options(126, 16) == (1,)
+    assert interleaving_options(80, 4) == (1, 2, 4, 5, 10, 20)
+    assert interleaving_buildable(126, 16, 8) and interleaving_buildable(126, 16, 3)  # 48 <= 126: uneven
+    assert not interleaving_buildable(126, 16, 9) and not interleaving_buildable(126, 1, 2)
+    spec = load_model("llama-3.1-405b")
+    grid = enumerate_layouts(spec, (16384,), 8192, 2048, 8, SpaceLimits(fixed={"tp": 8, "pp": 16, "vpp": 8, "cp": 1}))
+    assert len(grid["vpp"]) and set(grid["vpp"]) == {8} and set(grid["dp"]) == {128}
+    free = enumerate_layouts(spec, (16384,), 8192, 2048, 8, SpaceLimits(fixed={"tp": 8, "pp": 16}))
+    assert set(free["vpp"]) == {1}
+    check_model_degrees(spec, tp=8, pp=16, vpp=8)  # 128 virtual stages for 126 layers: accepted
+    with pytest.raises(InputError, match="cannot exceed the 126 layers"):
+        check_model_degrees(spec, tp=8, pp=16, vpp=9)
 
 
 def test_fp8_is_faster_than_bf16_and_train_agrees_with_plan(run_json):

@@ -77,7 +77,10 @@ def check_model_degrees(spec: ModelSpec, *, tp: int = 1, pp: int = 1, vpp: int =
     if not attn.is_mla and attn.num_kv_heads % tp:
         raise InputError("tp", tp, f"must divide the {attn.num_kv_heads} key/value heads "
                          "(Megatron and torchtitan split K/V heads, they do not replicate them)")
-    if pp * vpp > spec.num_layers:
+    # Megatron-Core's embedding/loss split counts the embedding and the loss as a layer each, so
+    # pp x vpp may reach layers + 2 (megatron/core/transformer/transformer_block.py)
+    split = vpp > 1 and (spec.num_layers + 2) % (pp * vpp) == 0
+    if pp * vpp > spec.num_layers + 2 * split:
         raise InputError("pp", pp if vpp == 1 else f"{pp} x vpp {vpp}",
                          f"pipeline stages cannot exceed the {spec.num_layers} layers")
     if ep > 1:

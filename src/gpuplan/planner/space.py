@@ -96,6 +96,31 @@ def batch_for(dp: int, target: float) -> int:
     return dp * max(1, round(target / dp))
 
 
+@cache
+def interleaving_options(num_layers: int, pp: int) -> tuple[int, ...]:
+    """Virtual-pipeline sizes the planner searches for ``pp`` stages (1 = no interleaving): the
+    divisors of the layers per stage when pp divides the layers (Megatron-Core's even split)."""
+    if pp == 1 or num_layers % pp:
+        return (1,)
+    return (1,) + tuple(v for v in divisors(num_layers // pp) if v > 1)
+
+
+def interleaving_buildable(num_layers: int, pp: int, vpp: int) -> bool:
+    """Whether a virtual-pipeline size a user fixed can be built on ``pp`` stages: pp > 1 and
+    pp x vpp virtual stages for the layers, or for layers + 2 when they divide it (Megatron-Core's
+    account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split count the
+    embedding and the loss as a layer each, the first and last virtual stage building one layer
+    fewer: megatron/core/transformer/transformer_block.py get_num_layers_to_build; Megatron-Bridge's
+    Llama 3.1 405B recipes run 126 layers as PP 16 x VP 8 that way,
+    src/megatron/bridge/recipes/llama/h100/llama3.py; torchtitan splits stages unevenly). Only a
+    fixed --vpp gets these: searched freely they moved the Llama 3.1 405B GPU-hours row from -11%
+    to -24% (docs/step.md)."""
+    if vpp == 1:
+        return True
+    split = (num_layers + 2) % (pp * vpp) == 0
+    return pp > 1 and pp * vpp <= num_layers + 2 * split
+
+
 def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: SpaceLimits):
     """(tp, cp, pp, vpp, dp) of every structure ``gpus`` GPUs allow (Python loops: a few hundred)."""
     fixed = limits.fixed
@@ -112,10 +137,11 @@ def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: Sp
                 dp = gpus // (tp * cp * pp)
                 if "dp" in fixed and dp != fixed["dp"]:
                     continue
-                vpps = [1] + ([v for v in divisors(L // pp) if v > 1] if pp > 1 and L % pp == 0 else [])
+                if "vpp" in fixed:
+                    vpps = (fixed["vpp"],) if interleaving_buildable(L, pp, fixed["vpp"]) else ()
+                else:
+                    vpps = interleaving_options(L, pp)
                 for vpp in vpps:
-                    if "vpp" in fixed and vpp != fixed["vpp"]:
-                        continue
                     yield tp, cp, pp, vpp, dp
 
 
