@@ -65,6 +65,16 @@ def layers_per_stage(num_layers: int, pp: int) -> int:
     return math.ceil(num_layers / pp)
 
 
+def virtual_stages_fit(num_layers: int, pp: int, vpp: int) -> bool:
+    """Whether pp x vpp (virtual) pipeline stages can hold ``num_layers``: at most one per layer,
+    or up to layers + 2 when pp x vpp divides that — Megatron-Core's embedding/loss split
+    (account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split) counts the
+    embedding and the loss as a layer each, the first and last virtual stage building one layer
+    fewer (megatron/core/transformer/transformer_block.py get_num_layers_to_build)."""
+    split = vpp > 1 and (num_layers + 2) % (pp * vpp) == 0
+    return pp * vpp <= num_layers + 2 * split
+
+
 def check_model_degrees(spec: ModelSpec, *, tp: int = 1, pp: int = 1, vpp: int = 1, ep: int = 1, cp: int = 1,
                         seq_len: int | None = None) -> None:
     """Raise InputError naming the first degree the model itself rules out, whatever the GPU
@@ -77,10 +87,7 @@ def check_model_degrees(spec: ModelSpec, *, tp: int = 1, pp: int = 1, vpp: int =
     if not attn.is_mla and attn.num_kv_heads % tp:
         raise InputError("tp", tp, f"must divide the {attn.num_kv_heads} key/value heads "
                          "(Megatron and torchtitan split K/V heads, they do not replicate them)")
-    # Megatron-Core's embedding/loss split counts the embedding and the loss as a layer each, so
-    # pp x vpp may reach layers + 2 (megatron/core/transformer/transformer_block.py)
-    split = vpp > 1 and (spec.num_layers + 2) % (pp * vpp) == 0
-    if pp * vpp > spec.num_layers + 2 * split:
+    if not virtual_stages_fit(spec.num_layers, pp, vpp):
         raise InputError("pp", pp if vpp == 1 else f"{pp} x vpp {vpp}",
                          f"pipeline stages cannot exceed the {spec.num_layers} layers")
     if ep > 1:

@@ -30,6 +30,7 @@ from itertools import product
 import numpy as np
 
 from gpuplan.core.model import ModelSpec
+from gpuplan.core.parallel import virtual_stages_fit
 from gpuplan.errors import InputError
 
 RECOMPUTE_MODES = ("none", "selective", "full")
@@ -106,19 +107,13 @@ def interleaving_options(num_layers: int, pp: int) -> tuple[int, ...]:
 
 
 def interleaving_buildable(num_layers: int, pp: int, vpp: int) -> bool:
-    """Whether a virtual-pipeline size a user fixed can be built on ``pp`` stages: pp > 1 and
-    pp x vpp virtual stages for the layers, or for layers + 2 when they divide it (Megatron-Core's
-    account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split count the
-    embedding and the loss as a layer each, the first and last virtual stage building one layer
-    fewer: megatron/core/transformer/transformer_block.py get_num_layers_to_build; Megatron-Bridge's
-    Llama 3.1 405B recipes run 126 layers as PP 16 x VP 8 that way,
-    src/megatron/bridge/recipes/llama/h100/llama3.py; torchtitan splits stages unevenly). Only a
-    fixed --vpp gets these: searched freely they moved the Llama 3.1 405B GPU-hours row from -11%
-    to -24% (docs/step.md)."""
-    if vpp == 1:
-        return True
-    split = (num_layers + 2) % (pp * vpp) == 0
-    return pp > 1 and pp * vpp <= num_layers + 2 * split
+    """Whether a virtual-pipeline size a user fixed can be built on ``pp`` stages: interleaving
+    needs pp > 1, and the virtual stages must fit the layers (core.parallel.virtual_stages_fit:
+    uneven splits as torchtitan makes them, or Megatron-Core's embedding/loss split, how
+    Megatron-Bridge's Llama 3.1 405B recipes run 126 layers as PP 16 x VP 8,
+    src/megatron/bridge/recipes/llama/h100/llama3.py). Only a fixed --vpp gets these: searched
+    freely they moved the Llama 3.1 405B GPU-hours row from -11% to -24% (docs/step.md)."""
+    return vpp == 1 or (pp > 1 and virtual_stages_fit(num_layers, pp, vpp))
 
 
 def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: SpaceLimits):

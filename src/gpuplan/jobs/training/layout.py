@@ -28,9 +28,9 @@ def layout_for_deadline(inputs: TrainingInputs, days: float) -> Plan:
     """The fewest GPUs (of the common cluster sizes) whose best layout trains ``inputs.tokens``
     within ``days``; the fastest layout on that count."""
     ev = evaluator_for(inputs)
-    target = inputs.target_batch(inputs.seq_len)
+    target, limits = inputs.target_batch(inputs.seq_len), space_limits(inputs)
     counts = range_counts(ev.cluster.gpus_per_node, DEADLINE_COUNTS_MAX)
-    table = search_layouts(ev, counts, target, max_tp(ev), space_limits(inputs))
+    table = search_layouts(ev, counts, target, max_tp(ev), limits)
     fitting = table.take(table["fits"]) if len(table) else table
     if not len(fitting):
         raise InputError("days", days, f"no layout fits {ev.cluster.gpu.name} at any GPU count up to "
@@ -44,4 +44,4 @@ def layout_for_deadline(inputs: TrainingInputs, days: float) -> Plan:
     chosen = fitting.take(meets)
     i = int(ranking(chosen, "gpus")[0])
     layout, recompute = row_layout(chosen, i)
-    return evaluate_layout(ev, layout, recompute, batch_target(target, layout.world, space_limits(inputs)))
+    return evaluate_layout(ev, layout, recompute, batch_target(target, layout.world, limits))
