@@ -56,15 +56,32 @@ def activation_elements_per_token(spec: ModelSpec, tp: int = 1) -> float:
     return max(moe_layer, dense if spec.num_dense_layers else 0.0)
 
 
+# Bytes the profiled sampler step holds per element of its [max_num_seqs, vocab] logits.
+# 'torch-sort': vLLM V1's PyTorch-native top-k/top-p path, which _dummy_sampler_run exercises
+# (top_p 0.9, top_k vocab - 1: vllm/v1/worker/gpu_model_runner.py, vllm/v1/sample/sampler.py and
+# ops/topk_topp_sampler.py apply_top_k_top_p at v0.10.0; the path runs when FlashInfer is not
+# installed, which a plain `pip install vllm` of that era did not pull in). Live at the peak, inside
+# logits.sort(): the model-dtype logits (2 B) and their fp32 copy (4), the sorted values (4) and
+# int64 indices (8), and PyTorch's segmented sort for rows longer than 4,096 with >= 128 rows
+# (aten/src/ATen/native/cuda/SortStable.cu segmented_sort_pairs): an int64 index input (8) plus
+# cub's alternate key (4) and value (8) buffers = 38 B. Checked on vllm#21429 (Qwen3-235B-A22B-FP8,
+# TP 4, 1,024 x 151,936 logits): 'torch peak memory increase: 5.62GiB' against 5.51 predicted.
+# 'estimate': four fp32 buffers (logits, probabilities, log-probabilities, sort), a gpuplan
+# assumption kept as the default: current vLLM samples with FlashInfer or Triton kernels whose
+# profile peak no log shows yet.
+SAMPLER_BYTES_PER_LOGIT = {"estimate": 16.0, "torch-sort": 38.0}
+SAMPLERS = tuple(SAMPLER_BYTES_PER_LOGIT)
+
+
 def activation_peak_bytes(spec: ModelSpec, prefill_tokens: int, max_num_seqs: int, tp: int = 1,
-                          act_bytes: int = 2) -> float:
+                          act_bytes: int = 2, sampler: str = "estimate") -> float:
     """vLLM's profiled activation peak: the larger of a ``prefill_tokens`` forward
-    (max_num_batched_tokens) and the sampler on ``max_num_seqs`` rows of fp32 logits (four
-    [seqs, vocab] fp32 buffers: logits, probabilities, log-probabilities, sort; gpu_model_runner
-    profiles the sampler with max_num_seqs dummy requests)."""
+    (max_num_batched_tokens) and the sampler step on ``max_num_seqs`` rows of logits
+    (gpu_model_runner profiles the sampler with max_num_seqs dummy requests; the full vocabulary
+    on every TP rank after the logits all-gather), SAMPLER_BYTES_PER_LOGIT[``sampler``] per logit."""
     forward = prefill_tokens * act_bytes * activation_elements_per_token(spec, tp)
-    sampler = max_num_seqs * spec.vocab_size * 4 * 4
-    return max(forward, sampler)
+    sampler_peak = max_num_seqs * spec.vocab_size * SAMPLER_BYTES_PER_LOGIT[sampler]
+    return max(forward, sampler_peak)
 
 
 @dataclass(frozen=True)
@@ -97,6 +114,8 @@ class Runtime:
     """max_num_batched_tokens the activation profile runs; None = vLLM serve's default for the GPU."""
     max_num_seqs: int | None = None
     """Sequences per step (the sampler profile); None = vLLM serve's default for the GPU."""
+    sampler: str = "estimate"
+    """Which sampler the profile runs (SAMPLER_BYTES_PER_LOGIT): 'estimate' or 'torch-sort'."""
 
     def fixed_bytes(self, gpus: int) -> float:
         return self.non_torch + (self.comm_buffers if gpus > 1 else 0.0) + self.cuda_graphs
@@ -340,7 +359,7 @@ def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
         fraction = runtime.free_gpu_memory_fraction or E.TRTLLM_FREE_FRACTION
         return Memory(weights, activations, fixed, visible, free * fraction, free * (1 - fraction))
     tokens, seqs = runtime.batch_limits(memory_bytes, gpu_name)
-    activations = activation_peak_bytes(spec, tokens, seqs, tp)
+    activations = activation_peak_bytes(spec, tokens, seqs, tp, sampler=runtime.sampler)
     usable = (memory_bytes - runtime.driver_reserved) * runtime.gpu_memory_utilization
     fixed = runtime.fixed_bytes(tp * pp)
     return Memory(weights, activations, fixed, usable, usable - weights - activations - fixed,

@@ -334,6 +334,10 @@ def _assumptions(plan: Plan, inputs: InferenceInputs) -> tuple[Assumption, ...]:
         Assumption("max_num_seqs", "max sequences per step (sampler profile)", limits[1],
                    "vLLM serve default: 1024 on >= 70 GiB non-A100 GPUs, else 256", "--max-num-seqs",
                    "max_num_seqs" in u),
+        Assumption("sampler", "sampler profile bytes per logit (max_num_seqs x vocab)",
+                   f"{r.sampler}: {I.SAMPLER_BYTES_PER_LOGIT[r.sampler]:.0f} B",
+                   "estimate: four fp32 buffers (assumption); torch-sort: vLLM V1's native top-k/top-p sort, "
+                   "from its code (vllm#21429: 5.62 GiB logged, 5.51 predicted)", "--sampler", "sampler" in u),
         Assumption("block_size", "KV block size", inputs.block_size, "vLLM default 16 tokens (PagedAttention)",
                    "--block-size", "block_size" in u),
         Assumption("bandwidth_efficiency", "decode memory-bandwidth efficiency",

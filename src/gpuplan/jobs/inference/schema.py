@@ -78,6 +78,10 @@ class InferenceInputs(ModelFields):
                                                        "vLLM default for the GPU")]
     max_num_seqs: Annotated[V.Sequences | None, _f(None, "Max sequences per step (the sampler profile).",
                                                    "vLLM default for the GPU")]
+    sampler: Annotated[T.choice(*I.SAMPLERS), _f(
+        "estimate", "Sampler step vLLM profiles on max_num_seqs rows of logits: estimate (four fp32 buffers, an "
+                    "assumption) or torch-sort (vLLM V1's PyTorch-native top-k/top-p sort, v0.8-v0.10 without "
+                    "FlashInfer: 38 B per logit, from its code; docs/inference.md).")]
     cuda_graph_gib: Annotated[ServingGib, _f(I.Runtime.cuda_graphs / GiB, "CUDA-graph memory, GiB (0 = eager).")]
     non_torch_gib: Annotated[ServingGib, _f(I.Runtime.non_torch / GiB, "Non-torch memory (CUDA context, "
                                                                         "cuBLAS), GiB per GPU.")]
@@ -199,7 +203,7 @@ class InferenceInputs(ModelFields):
                          free_gpu_memory_fraction=self.free_gpu_memory_fraction,
                          driver_reserved=self.driver_reserved_gib * GiB, non_torch=self.non_torch_gib * GiB,
                          comm_buffers=self.nccl_gib * GiB, cuda_graphs=self.cuda_graph_gib * GiB,
-                         prefill_tokens=self.prefill_tokens, max_num_seqs=self.max_num_seqs)
+                         prefill_tokens=self.prefill_tokens, max_num_seqs=self.max_num_seqs, sampler=self.sampler)
 
     @property
     def efficiency(self) -> I.Efficiency:

@@ -81,7 +81,8 @@ def _runtime(e: dict[str, Any]) -> I.Runtime:
     graphs = I.Runtime().cuda_graphs if e["cuda_graph_gib"] is None else e["cuda_graph_gib"] * GiB
     return I.Runtime(gpu_memory_utilization=e.get("gpu_memory_utilization", 0.9), cuda_graphs=graphs,
                      engine=e.get("serving_engine", "vllm"), mem_fraction_static=e.get("mem_fraction_static"),
-                     prefill_tokens=e["prefill_tokens"], max_num_seqs=e["max_num_seqs"])
+                     prefill_tokens=e["prefill_tokens"], max_num_seqs=e["max_num_seqs"],
+                     sampler=e.get("sampler", "estimate"))
 
 
 def _capacity_case(e: dict[str, Any]) -> Case:
@@ -219,7 +220,8 @@ def inference_validation_cases() -> list[Case]:
     """Every inference reference case as (id, kind, measured, predicted, basis, note)."""
     data = reference_measurements()
     cases = [build(entry) for section, build in _BUILDERS.items() for entry in data.get(section, [])]
-    return cases + [case for entry in data.get("capacity", []) for case in _non_kv_cases(entry)]
+    logged = data.get("capacity", []) + data.get("non_kv", [])  # non_kv: logs with the split but no token count
+    return cases + [case for entry in logged for case in _non_kv_cases(entry)]
 
 
 def inference_excluded() -> list[tuple[str, str]]:
