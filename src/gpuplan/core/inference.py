@@ -16,6 +16,12 @@ from gpuplan.core.flops import (
     attention_core_flops_per_token,
     layer_matmul_weights_per_token,
 )
+from gpuplan.core.engines import (  # noqa: F401 (re-exported: callers use I.<name>)
+    SAMPLER_BYTES_PER_LOGIT,
+    SAMPLERS,
+    activation_elements_per_token,
+    activation_peak_bytes,
+)
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.speculative import Speculation
 from gpuplan.core.weights import (  # noqa: F401 (re-exported: callers use I.<name>)
@@ -34,54 +40,6 @@ from gpuplan.core.weights import (  # noqa: F401 (re-exported: callers use I.<na
     weight_format,
 )
 GiB = 2**30
-
-
-def activation_elements_per_token(spec: ModelSpec, tp: int = 1) -> float:
-    """Peak live activation elements per prefill token in one layer, one TP rank.
-
-    Dense: gate+up output (2I/tp), the activated product (I/tp) and three hidden-size tensors
-    (residual, normed input, layer output) = 3I/tp + 3h. Fitted exactly by vLLM's profile of
-    Llama-3.1-8B (vllm-project/vllm#10517: peak_torch - weights = 2.07 GiB at 20,000 tokens and
-    2.99 GiB at 29,000; 3·14336 + 3·4096 elements x 2 bytes gives 2.06 and 2.99 GiB).
-    MoE: vLLM fused_moe intermediate caches [M, k, 2N], [M·k, N], [M, k, h] with N = I_e/tp,
-    plus a shared expert, plus the 3h hidden tensors.
-    """
-    h = spec.hidden_size
-    dense = 3 * spec.mlp.intermediate_size / tp + 3 * h
-    if spec.moe is None or not spec.num_moe_layers:
-        return dense
-    moe = spec.moe
-    routed = moe.experts_per_token * (3 * moe.expert_intermediate_size / tp + h)
-    moe_layer = routed + 3 * moe.shared_intermediate_size / tp + 3 * h
-    return max(moe_layer, dense if spec.num_dense_layers else 0.0)
-
-
-# Bytes the profiled sampler step holds per element of its [max_num_seqs, vocab] logits.
-# 'torch-sort': vLLM V1's PyTorch-native top-k/top-p path, which _dummy_sampler_run exercises
-# (top_p 0.9, top_k vocab - 1: vllm/v1/worker/gpu_model_runner.py, vllm/v1/sample/sampler.py and
-# ops/topk_topp_sampler.py apply_top_k_top_p at v0.10.0; the path runs when FlashInfer is not
-# installed, which a plain `pip install vllm` of that era did not pull in). Live at the peak, inside
-# logits.sort(): the model-dtype logits (2 B) and their fp32 copy (4), the sorted values (4) and
-# int64 indices (8), and PyTorch's segmented sort for rows longer than 4,096 with >= 128 rows
-# (aten/src/ATen/native/cuda/SortStable.cu segmented_sort_pairs): an int64 index input (8) plus
-# cub's alternate key (4) and value (8) buffers = 38 B. Checked on vllm#21429 (Qwen3-235B-A22B-FP8,
-# TP 4, 1,024 x 151,936 logits): 'torch peak memory increase: 5.62GiB' against 5.51 predicted.
-# 'estimate': four fp32 buffers (logits, probabilities, log-probabilities, sort), a gpuplan
-# assumption kept as the default: current vLLM samples with FlashInfer or Triton kernels whose
-# profile peak no log shows yet.
-SAMPLER_BYTES_PER_LOGIT = {"estimate": 16.0, "torch-sort": 38.0}
-SAMPLERS = tuple(SAMPLER_BYTES_PER_LOGIT)
-
-
-def activation_peak_bytes(spec: ModelSpec, prefill_tokens: int, max_num_seqs: int, tp: int = 1,
-                          act_bytes: int = 2, sampler: str = "estimate") -> float:
-    """vLLM's profiled activation peak: the larger of a ``prefill_tokens`` forward
-    (max_num_batched_tokens) and the sampler step on ``max_num_seqs`` rows of logits
-    (gpu_model_runner profiles the sampler with max_num_seqs dummy requests; the full vocabulary
-    on every TP rank after the logits all-gather), SAMPLER_BYTES_PER_LOGIT[``sampler``] per logit."""
-    forward = prefill_tokens * act_bytes * activation_elements_per_token(spec, tp)
-    sampler_peak = max_num_seqs * spec.vocab_size * SAMPLER_BYTES_PER_LOGIT[sampler]
-    return max(forward, sampler_peak)
 
 
 @dataclass(frozen=True)
