@@ -90,7 +90,7 @@ def test_capacity_from_settings():
 
 def test_v1_sampler_profile_by_hand():
     """vllm#21429: Qwen3-235B-A22B-FP8, TP 4, 1,024 dummy requests x 151,936 logits; V1's native
-    sort path holds 38 B per logit (core/inference.py): 1024 x 151936 x 38 / 2^30 = 5.506 GiB
+    sort path holds 38 B per logit (core/engines.py): 1024 x 151936 x 38 / 2^30 = 5.506 GiB
     against the logged 'torch peak memory increase: 5.62GiB' (-2.0%); with weights 55.04 GiB
     (55.13 logged) and 0.60 GiB of runtime memory the non-KV total is 61.15 GiB against 62.79
     logged (-2.6%; the logged non-torch memory is 2.04 GiB)."""

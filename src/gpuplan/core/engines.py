@@ -52,10 +52,11 @@ def activation_elements_per_token(spec: ModelSpec, tp: int = 1) -> float:
 # profile peak no log shows yet.
 SAMPLER_BYTES_PER_LOGIT = {"estimate": 16.0, "torch-sort": 38.0}
 SAMPLERS = tuple(SAMPLER_BYTES_PER_LOGIT)
+DEFAULT_SAMPLER = "estimate"
 
 
 def activation_peak_bytes(spec: ModelSpec, prefill_tokens: int, max_num_seqs: int, tp: int = 1,
-                          act_bytes: int = 2, sampler: str = "estimate") -> float:
+                          act_bytes: int = 2, sampler: str = DEFAULT_SAMPLER) -> float:
     """vLLM's profiled activation peak: the larger of a ``prefill_tokens`` forward
     (max_num_batched_tokens) and the sampler step on ``max_num_seqs`` rows of logits
     (gpu_model_runner profiles the sampler with max_num_seqs dummy requests; the full vocabulary

@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from gpuplan.core import engines as E
 from gpuplan.core import lora_serving as L
 from gpuplan.core.flops import (
     attention_core_flops_per_token,
     layer_matmul_weights_per_token,
 )
 from gpuplan.core.engines import (  # noqa: F401 (re-exported: callers use I.<name>)
+    DEFAULT_SAMPLER,
     SAMPLER_BYTES_PER_LOGIT,
     SAMPLERS,
     activation_elements_per_token,
@@ -72,7 +74,7 @@ class Runtime:
     """max_num_batched_tokens the activation profile runs; None = vLLM serve's default for the GPU."""
     max_num_seqs: int | None = None
     """Sequences per step (the sampler profile); None = vLLM serve's default for the GPU."""
-    sampler: str = "estimate"
+    sampler: str = DEFAULT_SAMPLER
     """Which sampler the profile runs (SAMPLER_BYTES_PER_LOGIT): 'estimate' or 'torch-sort'."""
 
     def fixed_bytes(self, gpus: int) -> float:
@@ -300,16 +302,12 @@ def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
         # (ModelRunner.profile_max_num_token), total = the memory free once the CUDA context and the
         # communicators exist: the pool is fraction x total - weights; activations and CUDA graphs
         # live in the rest
-        from gpuplan.core.engines import sglang_mem_fraction_static
-
-        fraction = runtime.mem_fraction_static or sglang_mem_fraction_static(memory_bytes, tp, pp)
+        fraction = runtime.mem_fraction_static or E.sglang_mem_fraction_static(memory_bytes, tp, pp)
         fixed = runtime.fixed_bytes(tp * pp) - runtime.cuda_graphs  # graphs are in SGLang's reserve
         usable = (memory_bytes - runtime.driver_reserved - fixed) * fraction
         return Memory(weights, 0.0, fixed, usable, usable - weights,
                       memory_bytes - runtime.driver_reserved - fixed - usable)
     if runtime.engine == "trtllm":  # KV = fraction x what is free after engine, context, buffers
-        from gpuplan.core import engines as E
-
         visible = memory_bytes - runtime.driver_reserved
         activations = activation_peak_bytes(spec, runtime.prefill_tokens or E.TRTLLM_MAX_NUM_TOKENS, 0, tp)
         fixed = runtime.fixed_bytes(tp * pp) - runtime.cuda_graphs + E.TRTLLM_RUNTIME_BUFFERS

@@ -79,7 +79,7 @@ class InferenceInputs(ModelFields):
     max_num_seqs: Annotated[V.Sequences | None, _f(None, "Max sequences per step (the sampler profile).",
                                                    "vLLM default for the GPU")]
     sampler: Annotated[T.choice(*I.SAMPLERS), _f(
-        "estimate", "Sampler step vLLM profiles on max_num_seqs rows of logits: estimate (four fp32 buffers, an "
+        I.Runtime.sampler, "Sampler step vLLM profiles on max_num_seqs rows of logits: estimate (four fp32 buffers, an "
                     "assumption) or torch-sort (vLLM V1's PyTorch-native top-k/top-p sort, v0.8-v0.10 without "
                     "FlashInfer: 38 B per logit, from its code; docs/inference.md).")]
     cuda_graph_gib: Annotated[ServingGib, _f(I.Runtime.cuda_graphs / GiB, "CUDA-graph memory, GiB (0 = eager).")]
