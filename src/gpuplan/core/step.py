@@ -5,7 +5,7 @@ Compute per micro-batch on one GPU:
   matmuls    FLOPs / (peak x e_gemm), e_gemm = MAMF x d / (d + d_half)  with d the smallest GEMM
              dimension per GPU (hidden/tp or tokens); MAMF = the measured "maximum achievable
              matmul FLOPS" fraction of peak (stas00/ml-engineering, compute/accelerator README:
-             A100 SXM 86.9%, H100 SXM 80.3%, MI300X 60.1%, ...), d_half calibrated (docs/step.md)
+             A100 SXM 86.9%, H100 SXM 80.3%, B200 77.6%, MI300X 51.4%, ...), d_half calibrated (docs/step.md)
   attention  executed (causal) score/context FLOPs / (peak x e_attn); backward = 2.5 x forward
              (FlashAttention recomputes the scores; Dao 2023, FlashAttention-2 Sec. 3.1)
   elementwise  norms, activations, RoPE, residuals: memory-bound; bytes ~ 3 x the activation bytes
@@ -30,18 +30,23 @@ from gpuplan.core.step_comm import by_parallelism, params_per_gpu, step_communic
 from gpuplan.core.topology import Cluster
 
 # Maximum achievable matmul FLOPS as a fraction of dense peak (BF16), measured with
-# mamf-finder.py (stas00/ml-engineering, compute/accelerator/README.md, MAMF table).
+# mamf-finder.py (stas00/ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul
+# FLOPS comparison table", revision 744d01e of 2026-08-22). That revision re-measured MI300X at
+# 51.4% (ROCm 6.3; an earlier revision's 60.1% is now listed as the MI325X's 60.4%) and added
+# B300, GB200, MI325X, MI355X and Gaudi 3.
 MAMF_FRACTION = {
     "a100-sxm4-80gb": 0.869, "a100-sxm4-40gb": 0.869, "a800-sxm4-80gb": 0.869,
     "a100-pcie-80gb": 0.811, "a100-pcie-40gb": 0.811,
     "h100-sxm": 0.803, "h800-sxm": 0.803, "h200-sxm": 0.803, "h100-pcie": 0.80, "h100-nvl": 0.80,
-    "gh200": 0.836, "b200": 0.776, "gb200": 0.776, "mi250x": 0.767, "mi300x": 0.601, "gaudi2": 0.969,
+    "gh200": 0.838, "b200": 0.776, "b300": 0.786, "gb200": 0.729, "mi250x": 0.767, "mi300x": 0.514,
+    "mi325x": 0.604, "mi355x": 0.680, "gaudi2": 0.969, "gaudi3": 0.741,
 }
 DEFAULT_MAMF_FRACTION = 0.75  # parts without a published MAMF measurement
-# The same measurement for FP8 (e4m3) GEMMs, as a fraction of the dense FP8 peak: H100 SXM reaches
-# 70.9% (stas00/ml-engineering MAMF table), against 80.3% in BF16; parts without an FP8 figure
-# take their BF16 fraction scaled by the H100 ratio (0.709 / 0.803).
-MAMF_FP8_FRACTION = {"h100-sxm": 0.709, "h800-sxm": 0.709, "h200-sxm": 0.709}
+# The same measurement for FP8 (e4m3) GEMMs, as a fraction of the dense FP8 peak (same table):
+# H100 SXM 70.9%, H200 73.4%, GH200 77.6%, B200 76.3%, B300 74.5%, GB200 72.3%. Parts without an
+# FP8 figure take their BF16 fraction scaled by the H100 ratio (0.709 / 0.803).
+MAMF_FP8_FRACTION = {"h100-sxm": 0.709, "h800-sxm": 0.709, "h200-sxm": 0.734, "gh200": 0.776,
+                     "b200": 0.763, "b300": 0.745, "gb200": 0.723}
 FP8_MAMF_RATIO = 0.709 / 0.803
 # FP8 training (Transformer Engine / torchao, current or delayed tensorwise scaling) casts every
 # GEMM operand: forward X (read bf16 2 B + write fp8 1 B + amax read 2 B), backward dY the same,
