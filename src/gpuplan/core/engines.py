@@ -66,6 +66,23 @@ def activation_peak_bytes(spec: ModelSpec, prefill_tokens: int, max_num_seqs: in
     return max(forward, sampler_peak)
 
 
+def held_allreduce_input_bytes(spec: ModelSpec, prefill_tokens: int, tp: int, act_bytes: int = 2) -> float:
+    """Bytes the profile forward leaves unusable when every tensor-parallel all-reduce input stays
+    held until the host synchronises (vLLM 0.2.x after PR 2031, before 0.3.3 set
+    TORCH_NCCL_AVOID_RECORD_STREAMS=1): ProcessGroupNCCL records each all-reduce tensor on its NCCL
+    stream, and PyTorch's caching allocator, on freeing such a block, waits for that stream's event
+    before reusing it (c10/cuda/CUDACachingAllocator.cpp free -> insert_events), so the pool grows by
+    one message per all-reduce while the host runs ahead of the GPU; vLLM 0.2.5's profile reads the
+    device memory in use after the forward (worker.py profile_num_available_blocks, mem_get_info).
+    One message of prefill_tokens x hidden per all-reduce: the embedding's and two per layer
+    (vllm/model_executor/layers: VocabParallelEmbedding and RowParallelLinear, o_proj and down_proj).
+    Assumes the host is ahead for the whole forward (a prefill of thousands of tokens is GPU-bound),
+    so all of them are held at once. 0 without tensor parallelism."""
+    if tp <= 1:
+        return 0.0
+    return (2 * spec.num_layers + 1) * prefill_tokens * spec.hidden_size * act_bytes
+
+
 ENGINES = ("vllm", "sglang", "trtllm")
 DEFAULT_ENGINE = "vllm"
 MIB = 2**20

@@ -76,6 +76,9 @@ class Runtime:
     """Sequences per step (the sampler profile); None = vLLM serve's default for the GPU."""
     sampler: str = DEFAULT_SAMPLER
     """Which sampler the profile runs (SAMPLER_BYTES_PER_LOGIT): 'estimate' or 'torch-sort'."""
+    holds_allreduce_inputs: bool = False
+    """vLLM 0.2.x after PR 2031 (before 0.3.3): the profile counts the all-reduce inputs the caching
+    allocator cannot reuse yet (core.engines.held_allreduce_input_bytes) in its peak."""
 
     def fixed_bytes(self, gpus: int) -> float:
         return self.non_torch + (self.comm_buffers if gpus > 1 else 0.0) + self.cuda_graphs
@@ -316,6 +319,8 @@ def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
         return Memory(weights, activations, fixed, visible, free * fraction, free * (1 - fraction))
     tokens, seqs = runtime.batch_limits(memory_bytes, gpu_name)
     activations = activation_peak_bytes(spec, tokens, seqs, tp, sampler=runtime.sampler)
+    if runtime.holds_allreduce_inputs:
+        activations += E.held_allreduce_input_bytes(spec, tokens, tp)
     usable = (memory_bytes - runtime.driver_reserved) * runtime.gpu_memory_utilization
     fixed = runtime.fixed_bytes(tp * pp)
     return Memory(weights, activations, fixed, usable, usable - weights - activations - fixed,

@@ -82,7 +82,8 @@ def _runtime(e: dict[str, Any]) -> I.Runtime:
     return I.Runtime(gpu_memory_utilization=e.get("gpu_memory_utilization", 0.9), cuda_graphs=graphs,
                      engine=e.get("serving_engine", "vllm"), mem_fraction_static=e.get("mem_fraction_static"),
                      prefill_tokens=e["prefill_tokens"], max_num_seqs=e["max_num_seqs"],
-                     sampler=e.get("sampler", I.Runtime.sampler))
+                     sampler=e.get("sampler", I.Runtime.sampler),
+                     holds_allreduce_inputs=e.get("holds_allreduce_inputs", False))
 
 
 def _capacity_case(e: dict[str, Any]) -> Case:
