@@ -61,6 +61,15 @@ def nccl_channel_scale(scale_up_bandwidth: float | None) -> float:
     return max(1.0, min(scale_up_bandwidth, H100_SCALE_UP) / A100_SCALE_UP)
 
 
+def nccl_group_bytes(ranks, scale_up_bandwidth: float | None):
+    """NCCL buffers of one communicator of ``ranks`` ranks on a GPU with this scale-up bandwidth
+    (bytes/s, both directions): the A100 anchor (2 ranks: 544 MB, more: 688 MB) x
+    nccl_channel_scale; 0 for a single rank. Training and serving use the same figure."""
+    ranks = np.asarray(ranks)
+    per = np.where(ranks == 2, NCCL_PAIR_BYTES_A100, NCCL_GROUP_BYTES_A100)
+    return _plain((ranks > 1) * per * nccl_channel_scale(scale_up_bandwidth))
+
+
 @dataclass(frozen=True)
 class Overheads:
     """Memory outside PyTorch's allocated tensors, bytes per GPU, and the safety margin."""

@@ -83,6 +83,25 @@ def held_allreduce_input_bytes(spec: ModelSpec, prefill_tokens: int, tp: int, ac
     return (2 * spec.num_layers + 1) * prefill_tokens * spec.hidden_size * act_bytes
 
 
+# NCCL communicators of one tensor-parallel group whose buffers an engine's KV sizing sees.
+# vLLM (V0 0.6+ and V1; vllm/distributed/device_communicators/cuda_communicator.py at v0.10.0): the
+# TP group's PyNcclCommunicator (created and warmed up at start-up; large all-reduces) and the
+# group's torch ProcessGroupNCCL, which NCCL initialises at its first collective, the logits
+# all-gather / gather of the profile run (base_device_communicator.all_gather -> torch.distributed
+# on device_group): 2. vLLM 0.2.5 likewise had 2 (the default group's warm-up all-reduce in
+# worker._init_distributed_environment and the TP group's). SGLang sizes its pool from the memory
+# free before the weights load, when only the eagerly created PyNccl communicator exists (the torch
+# group's comes later, out of the reserve): 1. TensorRT-LLM: its NCCL plugin's one communicator: 1.
+ENGINE_COMMUNICATORS = {"vllm": 2, "sglang": 1, "trtllm": 1}
+# Without NVLink (PCIe cards) NCCL opens few channels (memory is linear in channels, NVIDIA/nccl#986):
+# the per-communicator anchor above does not apply. 0.25 GiB for all of them, a gpuplan assumption
+# next to vllm#15815's logged 0.30 GiB of non-torch memory at TP 2 on L40s (context included) and
+# vllm#16570's 0.34-0.43 GiB per rank at TP 4.
+PCIE_COMM_BYTES = 0.25 * 2**30
+# Scale-up links faster than PCIe Gen5 x16 (128 GB/s both directions) are NVLink-class.
+NVLINK_MIN_BANDWIDTH = 200e9
+
+
 ENGINES = ("vllm", "sglang", "trtllm")
 DEFAULT_ENGINE = "vllm"
 MIB = 2**20

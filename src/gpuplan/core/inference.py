@@ -63,9 +63,10 @@ class Runtime:
     24 GiB RTX 3090 (vllm#10517), 79.11-79.25 GiB on an H100 of 79.65 GiB, 79.15 GiB on an A100 80GB."""
     non_torch: float = 0.35 * GiB
     """CUDA context, cuBLAS workspace: vLLM 'non_torch_memory=0.35GiB' (vllm#10517, TP 1)."""
-    comm_buffers: float = 0.25 * GiB
-    """NCCL / custom all-reduce buffers when tp·pp > 1 (vllm#16570 logs 0.34-0.43 GiB non-torch per
-    rank at TP 4; NCCL's per-communicator buffers, NVIDIA/nccl#864). A gpuplan assumption."""
+    comm_buffers: float | None = None
+    """NCCL buffers when tp·pp > 1; None = derived (comm_bytes): on NVLink, the engine's
+    communicators (core.engines.ENGINE_COMMUNICATORS) x NCCL's per-communicator buffers, the figure
+    training uses (core.device_memory.nccl_group_bytes); without NVLink 0.25 GiB (PCIE_COMM_BYTES)."""
     cuda_graphs: float = 0.5 * GiB
     """CUDA-graph pool, counted before the KV cache since vLLM 0.21 (log in noonghunna/club-3090#104:
     utilization 0.88 behaves as 0.8592 without it, 0.49 GiB of a 24 GiB card). 0 when eager or on
@@ -80,8 +81,25 @@ class Runtime:
     """vLLM 0.2.x after PR 2031 (before 0.3.3): the profile counts the all-reduce inputs the caching
     allocator cannot reuse yet (core.engines.held_allreduce_input_bytes) in its peak."""
 
-    def fixed_bytes(self, gpus: int) -> float:
-        return self.non_torch + (self.comm_buffers if gpus > 1 else 0.0) + self.cuda_graphs
+    profile_counts_runtime: bool = True
+    """False for vLLM <= 0.2.4, whose profile counted PyTorch's allocated peak only (worker.py
+    torch.cuda.max_memory_allocated, replaced by PR 2031): the KV cache is sized as if the CUDA
+    context, NCCL buffers and CUDA graphs took nothing."""
+
+    def comm_bytes(self, tp: int, pp: int = 1, scale_up_bandwidth: float | None = None) -> float:
+        """NCCL buffers per GPU: the tensor-parallel group's communicators and, with pipeline
+        stages, the neighbouring pairs' (one or two per stage)."""
+        if tp * pp <= 1:
+            return 0.0
+        if self.comm_buffers is not None:
+            return self.comm_buffers
+        if not scale_up_bandwidth or scale_up_bandwidth < E.NVLINK_MIN_BANDWIDTH:
+            return E.PCIE_COMM_BYTES
+        from gpuplan.core.device_memory import nccl_group_bytes
+
+        pairs = min(2, pp - 1)
+        groups = nccl_group_bytes(tp, scale_up_bandwidth) + pairs * nccl_group_bytes(2, scale_up_bandwidth)
+        return E.ENGINE_COMMUNICATORS[self.engine] * float(groups)
 
     def batch_limits(self, memory_bytes: float, gpu_name: str = "") -> tuple[int, int]:
         """(max_num_batched_tokens, max_num_seqs): the user's, else vLLM ``vllm serve`` defaults
@@ -254,6 +272,8 @@ class Memory:
     """The proposer's share of the KV memory (its cache grows with the target's, token for token)."""
     lora_slots: float = 0.0
     """Multi-LoRA adapter slots (included in ``weights``: engines allocate them at model load)."""
+    comm: float = 0.0
+    """NCCL buffers (included in ``fixed``: Runtime.comm_bytes)."""
 
 
 def draft_weight_bytes_per_gpu(s: Speculation, fmt: WeightFormat, tp: int) -> float:
@@ -281,8 +301,10 @@ def draft_kv_share(spec: ModelSpec, s: Speculation | None, kv_bytes: float, tp: 
 
 
 def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,
-                   tp: int, pp: int, gpu_name: str = "") -> Memory:
-    memory = _engine_memory(spec, groups, memory_bytes, setup, tp, pp, gpu_name)
+                   tp: int, pp: int, gpu_name: str = "", scale_up_bandwidth: float | None = None) -> Memory:
+    """Memory per GPU and the KV budget on tp x pp GPUs of ``memory_bytes`` (``gpu_name`` picks
+    vLLM's batch defaults; ``scale_up_bandwidth``, bytes/s both directions, its NCCL buffers)."""
+    memory = _engine_memory(spec, groups, memory_bytes, setup, tp, pp, gpu_name, scale_up_bandwidth)
     if setup.lora is not None:  # slots are allocated with the weights, before the KV cache is sized
         slots = L.slot_bytes_per_gpu(spec, setup.lora, tp, pp)
         memory = replace(memory, weights=memory.weights + slots, kv_budget=memory.kv_budget - slots,
@@ -298,33 +320,35 @@ def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
 
 
 def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,
-                   tp: int, pp: int, gpu_name: str = "") -> Memory:
+                   tp: int, pp: int, gpu_name: str = "", scale_up_bandwidth: float | None = None) -> Memory:
     runtime = setup.runtime
     weights = weight_bytes_per_gpu(groups, setup.fmt, spec.num_layers, tp, pp)
+    comm = runtime.comm_bytes(tp, pp, scale_up_bandwidth)
     if runtime.engine == "sglang":  # KV pool = free after loading - total x (1 - mem_fraction_static)
         # (ModelRunner.profile_max_num_token), total = the memory free once the CUDA context and the
         # communicators exist: the pool is fraction x total - weights; activations and CUDA graphs
         # live in the rest
         fraction = runtime.mem_fraction_static or E.sglang_mem_fraction_static(memory_bytes, tp, pp)
-        fixed = runtime.fixed_bytes(tp * pp) - runtime.cuda_graphs  # graphs are in SGLang's reserve
+        fixed = runtime.non_torch + comm  # graphs are in SGLang's reserve
         usable = (memory_bytes - runtime.driver_reserved - fixed) * fraction
         return Memory(weights, 0.0, fixed, usable, usable - weights,
-                      memory_bytes - runtime.driver_reserved - fixed - usable)
+                      memory_bytes - runtime.driver_reserved - fixed - usable, comm=comm)
     if runtime.engine == "trtllm":  # KV = fraction x what is free after engine, context, buffers
         visible = memory_bytes - runtime.driver_reserved
         activations = activation_peak_bytes(spec, runtime.prefill_tokens or E.TRTLLM_MAX_NUM_TOKENS, 0, tp)
-        fixed = runtime.fixed_bytes(tp * pp) - runtime.cuda_graphs + E.TRTLLM_RUNTIME_BUFFERS
+        fixed = runtime.non_torch + comm + E.TRTLLM_RUNTIME_BUFFERS
         free = visible - weights - activations - fixed
         fraction = runtime.free_gpu_memory_fraction or E.TRTLLM_FREE_FRACTION
-        return Memory(weights, activations, fixed, visible, free * fraction, free * (1 - fraction))
+        return Memory(weights, activations, fixed, visible, free * fraction, free * (1 - fraction), comm=comm)
     tokens, seqs = runtime.batch_limits(memory_bytes, gpu_name)
     activations = activation_peak_bytes(spec, tokens, seqs, tp, sampler=runtime.sampler)
     if runtime.holds_allreduce_inputs:
         activations += E.held_allreduce_input_bytes(spec, tokens, tp)
     usable = (memory_bytes - runtime.driver_reserved) * runtime.gpu_memory_utilization
-    fixed = runtime.fixed_bytes(tp * pp)
-    return Memory(weights, activations, fixed, usable, usable - weights - activations - fixed,
-                  memory_bytes - runtime.driver_reserved - usable)
+    fixed = runtime.non_torch + comm + runtime.cuda_graphs
+    counted = fixed if runtime.profile_counts_runtime else 0.0
+    return Memory(weights, activations, fixed, usable, usable - weights - activations - counted,
+                  memory_bytes - runtime.driver_reserved - usable, comm=comm)
 
 
 def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_per_sequence: float, *,

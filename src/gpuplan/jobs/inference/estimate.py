@@ -10,6 +10,7 @@ smallest and cheapest first. Formulas: core/inference.py and core/kv_cache.py.
 
 from __future__ import annotations
 
+from gpuplan.core import engines as E
 from gpuplan.core import inference as I
 from gpuplan.core import kv_cache as K
 from gpuplan.core.units import format_bytes
@@ -85,7 +86,7 @@ def build_report(inputs: InferenceInputs, plan: Plan, serving: Serving, rows: li
         Line("kv_dtype", "KV-cache dtype", plan.kv_dtype),
     )
     title = f"Serving {spec.name} on {n} x {gpu.name}"
-    return Report("infer", title, report_inputs, _assumptions(plan, inputs), tuple(sections),
+    return Report("infer", title, report_inputs, _assumptions(plan, inputs, serving), tuple(sections),
                   _notes(plan, serving, inputs), tuple(tables), headline=INFER_HEADLINE,
                   key_assumptions=("quantization", "bandwidth_efficiency", "gpu_memory_utilization"))
 
@@ -301,7 +302,7 @@ def _curve_table(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Table
                  ("batch", "TPOT ms", "tokens/s", "tokens/s per GPU", "bound", "USD per 1M tokens"), tuple(rows))
 
 
-def _assumptions(plan: Plan, inputs: InferenceInputs) -> tuple[Assumption, ...]:
+def _assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[Assumption, ...]:
     r, e, fmt, u = plan.setup.runtime, plan.setup.efficiency, plan.setup.fmt, inputs.given
     gib = lambda v: f"{v / 2**30:.2f} GiB"  # noqa: E731
     price, source = price_for(plan.gpu.id, inputs.price)
@@ -323,8 +324,8 @@ def _assumptions(plan: Plan, inputs: InferenceInputs) -> tuple[Assumption, ...]:
                    "driver_reserved_gib" in u),
         Assumption("non_torch", "CUDA context + cuBLAS", gib(r.non_torch),
                    "vLLM non_torch_memory 0.35 GiB (vllm#10517)", "--non-torch-gib", "non_torch_gib" in u),
-        Assumption("comm_buffers", "communication buffers (tp·pp > 1)", gib(r.comm_buffers),
-                   "gpuplan assumption (vllm#16570, NVIDIA/nccl#864)", "--nccl-gib", "nccl_gib" in u),
+        Assumption("comm_buffers", "NCCL buffers (tp·pp > 1)", gib(serving.memory.comm),
+                   _comm_source(plan, serving), "--nccl-gib", "nccl_gib" in u),
         Assumption("cuda_graphs", "CUDA-graph memory", gib(r.cuda_graphs),
                    "counted since vLLM 0.21: ~0.5 GiB (noonghunna/club-3090#104); 0 = eager / older vLLM",
                    "--cuda-graph-gib", "cuda_graph_gib" in u),
@@ -357,6 +358,17 @@ def _assumptions(plan: Plan, inputs: InferenceInputs) -> tuple[Assumption, ...]:
         Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:,.2f}", source,
                    "--price", "price" in u),
     ) + _lora_assumptions(plan, u)
+
+
+def _comm_source(plan: Plan, serving: Serving) -> str:
+    r, link = plan.setup.runtime, plan.gpu.scale_up_bandwidth
+    if r.comm_buffers is not None or serving.gpus == 1:
+        return "given" if r.comm_buffers is not None else "one GPU: no communicator"
+    if not link or link < E.NVLINK_MIN_BANDWIDTH:
+        return "without NVLink: 0.25 GiB, a gpuplan assumption (vllm#15815 logs 0.30 GiB non-torch at TP 2)"
+    return (f"{E.ENGINE_COMMUNICATORS[r.engine]} NCCL communicator(s) the {r.engine} KV sizing sees x NCCL's "
+            "per-communicator buffers (688 MB on 4x A100 NVLink, NVIDIA/nccl#964, x channel scale; "
+            "core/engines.py, core/device_memory.py)")
 
 
 def _lora_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:

@@ -85,8 +85,9 @@ class InferenceInputs(ModelFields):
     cuda_graph_gib: Annotated[ServingGib, _f(I.Runtime.cuda_graphs / GiB, "CUDA-graph memory, GiB (0 = eager).")]
     non_torch_gib: Annotated[ServingGib, _f(I.Runtime.non_torch / GiB, "Non-torch memory (CUDA context, "
                                                                         "cuBLAS), GiB per GPU.")]
-    nccl_gib: Annotated[ServingGib, _f(I.Runtime.comm_buffers / GiB, "NCCL / custom all-reduce buffers when "
-                                                                      "tp·pp > 1, GiB per GPU.")]
+    nccl_gib: Annotated[ServingGib | None, _f(None, "NCCL buffers when tp·pp > 1, GiB per GPU.",
+                                              "derived: the engine's communicators x NCCL's per-communicator "
+                                              "buffers on NVLink, 0.25 on PCIe")]
     driver_reserved_gib: Annotated[ServingGib, _f(I.Runtime.driver_reserved / GiB, "Memory not visible to CUDA, "
                                                                                     "GiB.")]
     bandwidth_efficiency: Annotated[T.Fraction | None, _f(None, "Decode HBM-bandwidth efficiency.", "0.65")]
@@ -202,7 +203,7 @@ class InferenceInputs(ModelFields):
                          mem_fraction_static=self.mem_fraction_static,
                          free_gpu_memory_fraction=self.free_gpu_memory_fraction,
                          driver_reserved=self.driver_reserved_gib * GiB, non_torch=self.non_torch_gib * GiB,
-                         comm_buffers=self.nccl_gib * GiB, cuda_graphs=self.cuda_graph_gib * GiB,
+                         comm_buffers=None if self.nccl_gib is None else self.nccl_gib * GiB, cuda_graphs=self.cuda_graph_gib * GiB,
                          prefill_tokens=self.prefill_tokens, max_num_seqs=self.max_num_seqs, sampler=self.sampler)
 
     @property

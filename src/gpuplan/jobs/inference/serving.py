@@ -37,7 +37,7 @@ class Serving:
 def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serving:
     """Memory, capacity and speed of ``plan`` on tp x pp ``gpu``s with ``batch`` sequences."""
     spec, setup = plan.spec, plan.setup
-    memory = I.serving_memory(spec, plan.groups, gpu.memory_bytes, setup, tp, pp, gpu.name)
+    memory = I.serving_memory(spec, plan.groups, gpu.memory_bytes, setup, tp, pp, gpu.name, gpu.scale_up_bandwidth)
     layout = K.kv_layout(spec, setup.kv_bytes, tp, pp, setup.block_size)
     peak = gpu.peak(setup.fmt.compute_dtype)
     kv_seq = layout.bytes_per_sequence(plan.decode_context)

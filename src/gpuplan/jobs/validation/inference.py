@@ -83,19 +83,22 @@ def _runtime(e: dict[str, Any]) -> I.Runtime:
                      engine=e.get("serving_engine", "vllm"), mem_fraction_static=e.get("mem_fraction_static"),
                      prefill_tokens=e["prefill_tokens"], max_num_seqs=e["max_num_seqs"],
                      sampler=e.get("sampler", I.Runtime.sampler),
-                     holds_allreduce_inputs=e.get("holds_allreduce_inputs", False))
+                     holds_allreduce_inputs=e.get("holds_allreduce_inputs", False),
+                     profile_counts_runtime=e.get("profile_counts_runtime", True))
 
 
 def _capacity_case(e: dict[str, Any]) -> Case:
     spec, gpu = _model(e["model"]), _gpu(e["gpu"])
     runtime = _runtime(e)
     setup = I.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], runtime)
-    memory = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name)
+    memory = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name,
+                              gpu.scale_up_bandwidth)
     predicted = K.tokens_in(K.kv_layout(spec, setup.kv_bytes, e["tp"], 1, 16), memory.kv_budget)
     share = (f"mem_fraction_static {runtime.mem_fraction_static}" if runtime.engine == "sglang"
              else f"util {runtime.gpu_memory_utilization}")
     basis = (f"{gpu.id} x{e['tp']}, {share}: weights {memory.weights / GiB:.2f} + "
-             f"activations {memory.activations / GiB:.2f} + runtime {memory.fixed / GiB:.2f} GiB -> "
+             f"activations {memory.activations / GiB:.2f} + runtime {memory.fixed / GiB:.2f} GiB"
+             f"{'' if runtime.profile_counts_runtime else ' (not counted by this profile)'} -> "
              f"KV {memory.kv_budget / GiB:.2f} GiB")
     return e["id"], KIND_CAPACITY, float(e["measured_tokens"]), float(predicted), basis, e.get("engine", "")
 
@@ -107,7 +110,8 @@ def _non_kv_cases(e: dict[str, Any]) -> list[Case]:
         return []
     spec, gpu = _model(e["model"]), _gpu(e["gpu"])
     setup = I.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], _runtime(e))
-    m = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name)
+    m = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name,
+                         gpu.scale_up_bandwidth)
     predicted = m.weights + m.activations + m.fixed
     basis = (f"weights {m.weights / GiB:.2f} + activations {m.activations / GiB:.2f} + runtime {m.fixed / GiB:.2f} "
              "GiB")
