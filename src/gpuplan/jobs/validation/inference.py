@@ -19,9 +19,12 @@ from gpuplan.errors import InputError
 
 GiB = 2**30
 KIND_KV = "inference: KV tokens in the logged KV memory"
-KIND_CAPACITY = "inference: KV capacity (tokens) from GPU + settings"
+KIND_CAPACITY = "inference: KV capacity (tokens) from GPU + settings (held out)"
+KIND_CAPACITY_FITTED = "inference: KV capacity (tokens) from GPU + settings (fitted: the log that set a constant)"
 KIND_WEIGHTS = "inference: weights per GPU (bytes)"
-KIND_NON_KV = "inference: non-KV memory (weights + activation peak + non-torch) from settings"
+KIND_NON_KV = "inference: non-KV memory (weights + activation peak + non-torch) from settings (held out)"
+KIND_NON_KV_FITTED = ("inference: non-KV memory (weights + activation peak + non-torch) from settings (fitted: the log "
+                      "that set a constant)")
 KIND_DECODE = "inference: batch-1 decode tokens/s"
 KIND_LATENCY = "inference: batch latency (s), prefill + decode"
 KIND_SPECULATIVE = "inference: speculative-decoding speedup at batch 1"
@@ -100,7 +103,8 @@ def _capacity_case(e: dict[str, Any]) -> Case:
              f"activations {memory.activations / GiB:.2f} + runtime {memory.fixed / GiB:.2f} GiB"
              f"{'' if runtime.profile_counts_runtime else ' (not counted by this profile)'} -> "
              f"KV {memory.kv_budget / GiB:.2f} GiB")
-    return e["id"], KIND_CAPACITY, float(e["measured_tokens"]), float(predicted), basis, e.get("engine", "")
+    kind = KIND_CAPACITY_FITTED if e.get("sets_constants") else KIND_CAPACITY
+    return e["id"], kind, float(e["measured_tokens"]), float(predicted), basis, e.get("engine", "")
 
 
 def _non_kv_cases(e: dict[str, Any]) -> list[Case]:
@@ -115,7 +119,8 @@ def _non_kv_cases(e: dict[str, Any]) -> list[Case]:
     predicted = m.weights + m.activations + m.fixed
     basis = (f"weights {m.weights / GiB:.2f} + activations {m.activations / GiB:.2f} + runtime {m.fixed / GiB:.2f} "
              "GiB")
-    return [(e["id"], KIND_NON_KV, e["logged_non_kv_gib"] * GiB, predicted, basis, e.get("engine", ""))]
+    kind = KIND_NON_KV_FITTED if e.get("sets_constants") else KIND_NON_KV
+    return [(e["id"], kind, e["logged_non_kv_gib"] * GiB, predicted, basis, e.get("engine", ""))]
 
 
 def _weights_case(e: dict[str, Any]) -> Case:
