@@ -321,3 +321,15 @@ def test_a_per_query_head_decode_kernel_reads_a_gqa_cache_group_times():
 def test_decode_attention_is_checked_at_the_input_boundary(run_cli):
     code, _, err = run_cli("infer", "llama-2-70b", "--gpu", "h100", "--tp", "4", "--decode-attention", "paged")
     assert code == 2 and "decode_attention" in err and "grouped, per-query-head" in err
+
+
+def test_runtime_memory_by_category():
+    """The runtime line names its parts: on 4 NVLink H100s under vLLM, non-torch 0.35 GiB, two NCCL
+    communicators of 688 MB x 1.5 (2 x 1.032e9 B = 1.92 GiB) and 0.50 GiB of CUDA graphs; SGLang
+    counts one communicator and keeps its graphs in the reserve."""
+    vllm = report(model="llama-3.1-70b", gpu="h100", tp=4).line("runtime")
+    assert vllm.value == pytest.approx((0.35 + 0.5) * 2**30 + 2 * 688e6 * 1.5)
+    assert vllm.formula == ("non-torch (CUDA context, cuBLAS) 0.35 GiB + NCCL buffers 1.92 GiB + "
+                            "CUDA graphs 0.50 GiB")
+    sglang = report(model="llama-3.1-70b", gpu="h100", tp=4, engine="sglang").line("runtime")
+    assert sglang.formula == "non-torch (CUDA context, cuBLAS) 0.35 GiB + NCCL buffers 0.96 GiB"

@@ -162,8 +162,10 @@ def _memory_section(plan: Plan, serving: Serving, batch: int) -> Section:
             ([f"incl. LoRA adapter slots {_gb(m.lora_slots)}"] if m.lora_slots else []))),
         *_lora_lines(plan, m),
         Line("activations", "activation peak (profiled prefill / sampler)", m.activations, "bytes",
-             _gb(m.activations), "max(prefill tokens x (3I/tp + 3h) x 2 B, seqs x vocab x 16 B)"),
-        Line("runtime", "CUDA context, comm buffers, CUDA graphs", m.fixed, "bytes", _gb(m.fixed)),
+             _gb(m.activations), "max(prefill tokens x (3I/tp + 3h) x 2 B, seqs x vocab x "
+             f"{E.SAMPLER_BYTES_PER_LOGIT[runtime.sampler]:g} B)"),
+        Line("runtime", "CUDA context, NCCL buffers, CUDA graphs", m.fixed, "bytes", _gb(m.fixed),
+             _runtime_split(runtime, m)),
         Line("kv_budget", "left for the KV cache", m.kv_budget, "bytes", _gb(m.kv_budget),
              {"sglang": "usable - weights - runtime", "trtllm": "fraction x (visible - weights - activations - "
               "runtime)"}.get(runtime.engine, "usable - weights - activations - runtime")),
@@ -175,6 +177,15 @@ def _memory_section(plan: Plan, serving: Serving, batch: int) -> Section:
         Line("fits", "fits", fits, "", "yes" if fits else "NO" + (" (weights alone exceed it)"
                                                                   if m.weights > m.usable else "")),
     ))
+
+
+def _runtime_split(runtime: I.Runtime, m: I.Memory) -> str:
+    """The runtime line by category, GiB: non-torch (context, cuBLAS), NCCL, CUDA graphs (counted
+    by vLLM only; SGLang keeps them in its reserve) and TensorRT-LLM's own runtime buffers."""
+    graphs = runtime.cuda_graphs if runtime.engine == "vllm" else 0.0
+    parts = [("non-torch (CUDA context, cuBLAS)", runtime.non_torch), ("NCCL buffers", m.comm),
+             ("CUDA graphs", graphs), ("engine runtime buffers", m.fixed - runtime.non_torch - m.comm - graphs)]
+    return " + ".join(f"{name} {value / 2**30:.2f} GiB" for name, value in parts if value > 2**20)
 
 
 def _lora_lines(plan: Plan, m: I.Memory) -> tuple[Line, ...]:
