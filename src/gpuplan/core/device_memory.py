@@ -65,9 +65,13 @@ def nccl_group_bytes(ranks, scale_up_bandwidth: float | None):
     """NCCL buffers of one communicator of ``ranks`` ranks on a GPU with this scale-up bandwidth
     (bytes/s, both directions): the A100 anchor (2 ranks: 544 MB, more: 688 MB) x
     nccl_channel_scale; 0 for a single rank. Training and serving use the same figure."""
+    return _plain(_a100_group_bytes(ranks) * nccl_channel_scale(scale_up_bandwidth))
+
+
+def _a100_group_bytes(ranks):
+    """The A100 anchor for a communicator of ``ranks`` ranks (0 for one rank)."""
     ranks = np.asarray(ranks)
-    per = np.where(ranks == 2, NCCL_PAIR_BYTES_A100, NCCL_GROUP_BYTES_A100)
-    return _plain((ranks > 1) * per * nccl_channel_scale(scale_up_bandwidth))
+    return (ranks > 1) * np.where(ranks == 2, NCCL_PAIR_BYTES_A100, NCCL_GROUP_BYTES_A100)
 
 
 @dataclass(frozen=True)
@@ -94,8 +98,7 @@ class Overheads:
         ranks = np.asarray(ranks)
         if self.comm_per_group is not None:
             return (ranks > 1) * self.comm_per_group
-        per = np.where(ranks == 2, NCCL_PAIR_BYTES_A100, NCCL_GROUP_BYTES_A100)
-        return (ranks > 1) * per * self.channel_scale
+        return _a100_group_bytes(ranks) * self.channel_scale
 
     def nccl_bytes(self, layout: ParallelLayout):
         """NCCL buffers of the communicators a rank uses: data (dp x cp), tensor, pipeline (one
