@@ -102,6 +102,25 @@ PCIE_COMM_BYTES = 0.25 * 2**30
 NVLINK_MIN_BANDWIDTH = 200e9
 
 
+def comm_rule(gpus: int, given: float | None, scale_up_bandwidth: float | None) -> str:
+    """Which rule sizes the NCCL buffers of tp x pp = ``gpus`` GPUs: 'none' (one GPU), 'given'
+    (the user's figure), 'pcie' (PCIE_COMM_BYTES) or 'nvlink' (communicators x per-communicator)."""
+    if gpus <= 1:
+        return "none"
+    if given is not None:
+        return "given"
+    return "nvlink" if scale_up_bandwidth and scale_up_bandwidth >= NVLINK_MIN_BANDWIDTH else "pcie"
+
+
+def comm_basis(rule: str, engine: str) -> str:
+    """The source of the NCCL-buffer figure a comm_rule gives, for the report's assumptions."""
+    return {"none": "one GPU: no communicator", "given": "given",
+            "pcie": "without NVLink: 0.25 GiB, a gpuplan assumption (vllm#15815 logs 0.30 GiB non-torch at TP 2)",
+            "nvlink": f"{ENGINE_COMMUNICATORS[engine]} NCCL communicator(s) the {engine} KV sizing sees x NCCL's "
+                      "per-communicator buffers (688 MB on 4x A100 NVLink, NVIDIA/nccl#964, x channel scale; "
+                      "core/engines.py, core/device_memory.py)"}[rule]
+
+
 ENGINES = ("vllm", "sglang", "trtllm")
 DEFAULT_ENGINE = "vllm"
 MIB = 2**20

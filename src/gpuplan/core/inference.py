@@ -13,16 +13,16 @@ from dataclasses import dataclass, replace
 
 from gpuplan.core import engines as E
 from gpuplan.core import lora_serving as L
-from gpuplan.core.flops import (
-    attention_core_flops_per_token,
-    layer_matmul_weights_per_token,
-)
 from gpuplan.core.engines import (  # noqa: F401 (re-exported: callers use I.<name>)
     DEFAULT_SAMPLER,
     SAMPLER_BYTES_PER_LOGIT,
     SAMPLERS,
     activation_elements_per_token,
     activation_peak_bytes,
+)
+from gpuplan.core.flops import (
+    attention_core_flops_per_token,
+    layer_matmul_weights_per_token,
 )
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.speculative import Speculation
@@ -41,6 +41,7 @@ from gpuplan.core.weights import (  # noqa: F401 (re-exported: callers use I.<na
     weight_bytes_total,
     weight_format,
 )
+
 GiB = 2**30
 
 
@@ -89,12 +90,10 @@ class Runtime:
     def comm_bytes(self, tp: int, pp: int = 1, scale_up_bandwidth: float | None = None) -> float:
         """NCCL buffers per GPU: the tensor-parallel group's communicators and, with pipeline
         stages, the neighbouring pairs' (one or two per stage)."""
-        if tp * pp <= 1:
-            return 0.0
-        if self.comm_buffers is not None:
-            return self.comm_buffers
-        if not scale_up_bandwidth or scale_up_bandwidth < E.NVLINK_MIN_BANDWIDTH:
-            return E.PCIE_COMM_BYTES
+        rule = E.comm_rule(tp * pp, self.comm_buffers, scale_up_bandwidth)
+        if rule != "nvlink":
+            return {"none": 0.0, "given": self.comm_buffers, "pcie": E.PCIE_COMM_BYTES}[rule]
+        # imported here: device_memory pulls in numpy, which importing core.inference does not
         from gpuplan.core.device_memory import nccl_group_bytes
 
         pairs = min(2, pp - 1)
@@ -274,6 +273,8 @@ class Memory:
     """Multi-LoRA adapter slots (included in ``weights``: engines allocate them at model load)."""
     comm: float = 0.0
     """NCCL buffers (included in ``fixed``: Runtime.comm_bytes)."""
+    cuda_graphs: float = 0.0
+    """CUDA-graph memory the engine counts (included in ``fixed``; vLLM only)."""
 
 
 def draft_weight_bytes_per_gpu(s: Speculation, fmt: WeightFormat, tp: int) -> float:
@@ -348,7 +349,7 @@ def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
     fixed = runtime.non_torch + comm + runtime.cuda_graphs
     counted = fixed if runtime.profile_counts_runtime else 0.0
     return Memory(weights, activations, fixed, usable, usable - weights - activations - counted,
-                  memory_bytes - runtime.driver_reserved - usable, comm=comm)
+                  memory_bytes - runtime.driver_reserved - usable, comm=comm, cuda_graphs=runtime.cuda_graphs)
 
 
 def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_per_sequence: float, *,

@@ -182,9 +182,9 @@ def _memory_section(plan: Plan, serving: Serving, batch: int) -> Section:
 def _runtime_split(runtime: I.Runtime, m: I.Memory) -> str:
     """The runtime line by category, GiB: non-torch (context, cuBLAS), NCCL, CUDA graphs (counted
     by vLLM only; SGLang keeps them in its reserve) and TensorRT-LLM's own runtime buffers."""
-    graphs = runtime.cuda_graphs if runtime.engine == "vllm" else 0.0
     parts = [("non-torch (CUDA context, cuBLAS)", runtime.non_torch), ("NCCL buffers", m.comm),
-             ("CUDA graphs", graphs), ("engine runtime buffers", m.fixed - runtime.non_torch - m.comm - graphs)]
+             ("CUDA graphs", m.cuda_graphs),
+             ("engine runtime buffers", m.fixed - runtime.non_torch - m.comm - m.cuda_graphs)]
     return " + ".join(f"{name} {value / 2**30:.2f} GiB" for name, value in parts if value > 2**20)
 
 
@@ -336,7 +336,8 @@ def _assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple
         Assumption("non_torch", "CUDA context + cuBLAS", gib(r.non_torch),
                    "vLLM non_torch_memory 0.35 GiB (vllm#10517)", "--non-torch-gib", "non_torch_gib" in u),
         Assumption("comm_buffers", "NCCL buffers (tp·pp > 1)", gib(serving.memory.comm),
-                   _comm_source(plan, serving), "--nccl-gib", "nccl_gib" in u),
+                   E.comm_basis(E.comm_rule(serving.gpus, r.comm_buffers, plan.gpu.scale_up_bandwidth), r.engine),
+                   "--nccl-gib", "nccl_gib" in u),
         Assumption("cuda_graphs", "CUDA-graph memory", gib(r.cuda_graphs),
                    "counted since vLLM 0.21: ~0.5 GiB (noonghunna/club-3090#104); 0 = eager / older vLLM",
                    "--cuda-graph-gib", "cuda_graph_gib" in u),
@@ -369,17 +370,6 @@ def _assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple
         Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:,.2f}", source,
                    "--price", "price" in u),
     ) + _lora_assumptions(plan, u)
-
-
-def _comm_source(plan: Plan, serving: Serving) -> str:
-    r, link = plan.setup.runtime, plan.gpu.scale_up_bandwidth
-    if r.comm_buffers is not None or serving.gpus == 1:
-        return "given" if r.comm_buffers is not None else "one GPU: no communicator"
-    if not link or link < E.NVLINK_MIN_BANDWIDTH:
-        return "without NVLink: 0.25 GiB, a gpuplan assumption (vllm#15815 logs 0.30 GiB non-torch at TP 2)"
-    return (f"{E.ENGINE_COMMUNICATORS[r.engine]} NCCL communicator(s) the {r.engine} KV sizing sees x NCCL's "
-            "per-communicator buffers (688 MB on 4x A100 NVLink, NVIDIA/nccl#964, x channel scale; "
-            "core/engines.py, core/device_memory.py)")
 
 
 def _lora_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:

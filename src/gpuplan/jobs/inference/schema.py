@@ -203,7 +203,8 @@ class InferenceInputs(ModelFields):
                          mem_fraction_static=self.mem_fraction_static,
                          free_gpu_memory_fraction=self.free_gpu_memory_fraction,
                          driver_reserved=self.driver_reserved_gib * GiB, non_torch=self.non_torch_gib * GiB,
-                         comm_buffers=None if self.nccl_gib is None else self.nccl_gib * GiB, cuda_graphs=self.cuda_graph_gib * GiB,
+                         comm_buffers=None if self.nccl_gib is None else self.nccl_gib * GiB,
+                         cuda_graphs=self.cuda_graph_gib * GiB,
                          prefill_tokens=self.prefill_tokens, max_num_seqs=self.max_num_seqs, sampler=self.sampler)
 
     @property

@@ -90,12 +90,19 @@ def _runtime(e: dict[str, Any]) -> I.Runtime:
                      profile_counts_runtime=e.get("profile_counts_runtime", True))
 
 
-def _capacity_case(e: dict[str, Any]) -> Case:
+def _logged_memory(e: dict[str, Any]):
+    """(spec, gpu, setup, memory) of a logged start-up: the entry's model and GPU at its TP under
+    the engine settings its log states."""
     spec, gpu = _model(e["model"]), _gpu(e["gpu"])
-    runtime = _runtime(e)
-    setup = I.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], runtime)
+    setup = I.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], _runtime(e))
     memory = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name,
                               gpu.scale_up_bandwidth)
+    return spec, gpu, setup, memory
+
+
+def _capacity_case(e: dict[str, Any]) -> Case:
+    spec, gpu, setup, memory = _logged_memory(e)
+    runtime = setup.runtime
     predicted = K.tokens_in(K.kv_layout(spec, setup.kv_bytes, e["tp"], 1, 16), memory.kv_budget)
     share = (f"mem_fraction_static {runtime.mem_fraction_static}" if runtime.engine == "sglang"
              else f"util {runtime.gpu_memory_utilization}")
@@ -112,10 +119,7 @@ def _non_kv_cases(e: dict[str, Any]) -> list[Case]:
     prints them) against gpuplan's, for capacity entries whose log has all three."""
     if "logged_non_kv_gib" not in e:
         return []
-    spec, gpu = _model(e["model"]), _gpu(e["gpu"])
-    setup = I.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], _runtime(e))
-    m = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name,
-                         gpu.scale_up_bandwidth)
+    m = _logged_memory(e)[3]
     predicted = m.weights + m.activations + m.fixed
     basis = (f"weights {m.weights / GiB:.2f} + activations {m.activations / GiB:.2f} + runtime {m.fixed / GiB:.2f} "
              "GiB")
