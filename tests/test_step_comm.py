@@ -169,8 +169,8 @@ def test_plans_beyond_the_best_published_mfu_say_so(model, gpu, gpus):
 
     report = plan_report(PlanInputs(model=model, tokens="2T", gpu=gpu, gpus=(gpus,)))
     mfu = report.value("best_mfu")
-    band, _ = prediction_band("bf16")
     moe = model in ("mixtral-8x7b", "deepseek-v3")
+    band, _ = prediction_band("bf16", moe=moe)
     table = best_published_mfu()
     best = table.get((hardware_class(resolve_gpu(gpu).id), moe, "bf16"))
     if best is None:  # only FP8 published: its throughput in BF16-peak terms bounds BF16

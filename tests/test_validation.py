@@ -81,7 +81,22 @@ def test_packaged_prediction_band_is_the_held_out_error_of_the_current_code():
     packaged = (resources.files("gpuplan.catalog") / "reference" / "prediction_band.toml").read_text("utf-8")
     assert packaged == band_toml(), "regenerate with: python -m gpuplan.jobs.validation.band"
     errors = held_out_errors()
-    assert len(errors["bf16"]) >= 10 and len(errors["fp8"]) >= 5  # enough runs to call it a band
+    assert len(errors["bf16"]) >= 10 and len(errors["fp8"]) >= 5 and len(errors["moe"]) >= 10  # enough runs
+
+
+def test_moe_plans_carry_the_moe_band_and_dense_plans_do_not():
+    """A MoE plan's range is the MoE rows' held-out error (wider: releases move the same MoE
+    layout by up to 2x), a dense plan's the dense rows' of its precision."""
+    from gpuplan.catalog import prediction_band
+    from gpuplan.jobs.plan.estimate import plan_report
+    from gpuplan.jobs.plan.schema import PlanInputs
+
+    moe_error, source = prediction_band("bf16", moe=True)
+    assert moe_error == prediction_band("fp8", moe=True)[0] and "MoE" in source
+    assert moe_error > 2 * prediction_band("bf16")[0] and moe_error > 2 * prediction_band("fp8")[0]
+    for model, error in (("mixtral-8x7b", moe_error), ("llama-3.1-8b", prediction_band("bf16")[0])):
+        days = plan_report(PlanInputs(model=model, tokens="1T", gpu="h100", gpus=256)).line("best_days")
+        assert (days.low, days.high) == pytest.approx((days.value * (1 - error), days.value * (1 + error)))
 
 
 def test_plan_headline_carries_the_band():

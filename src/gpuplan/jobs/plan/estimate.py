@@ -47,7 +47,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
     dtype = inputs.dtype
     peak = result.evaluator.cluster.gpu.peak(dtype)
     asked = plan.target_batch
-    error, band_source = prediction_band(dtype)
+    error, band_source = prediction_band(dtype, moe=result.evaluator.spec.moe is not None)
 
     def band(value: float) -> tuple[float, float]:
         """Time-like values scale as 1 / MFU: the MFU band (mfu/(1+e), mfu/(1-e)) gives x(1-e), x(1+e)."""
@@ -129,7 +129,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     from gpuplan.core.step import precision_class
 
     low = precision_class(inputs.dtype)
-    error, _ = prediction_band(low)
+    error, _ = prediction_band(low, moe=spec.moe is not None)
     ceiling = ceiling_note(gpu.id, spec.moe is not None, low, plan.mfu, error)
     return Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
                   report_inputs, _assumptions(inputs, plan, result) + budget.assumptions,

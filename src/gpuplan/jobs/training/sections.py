@@ -214,7 +214,7 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan) -> tup
 
         dtype = precision_class(inputs.dtype)
         ceiling = ceiling_note(resolve_gpu(inputs.gpu).id, spec.moe is not None, dtype, plan.mfu,
-                               prediction_band(dtype)[0])
+                               prediction_band(dtype, moe=spec.moe is not None)[0])
         if ceiling:
             out.append(ceiling)
         out.append("--mfu predicted is the steady state of the planner's layout on current kernels; whole "

@@ -78,7 +78,7 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float) -> tuple[TimeEstima
         plan = layout_for_gpus(inputs, gpus) if gpus is not None else layout_for_deadline(inputs, days)
         inputs = inputs.replace(comm_allowance=0.0, flops_method="exact", attention_flops="full")
         flops = count_flops(spec, inputs, plan.recompute)
-        error, source = prediction_band(inputs.dtype)
+        error, source = prediction_band(inputs.dtype, moe=spec.moe is not None)
         band = (plan.mfu / (1 + error), min(1.0, plan.mfu / max(1e-9, 1 - error)))
         return (_budgets(flops.used, peak, plan.gpus, None, plan.mfu, band, source, "predicted"), plan, inputs, flops)
     if gpus is not None and days is not None:
