@@ -44,14 +44,14 @@ MODERN_RUNS = ("llama3.1-405b", "deepseek-v3")
 
 def test_predicted_gpu_hours_note_matches_the_packaged_runs():
     """`train --mfu predicted` says the packaged 2022-23 runs used 1.2-2.1x their predicted
-    GPU-hours and the two 2024 runs 0.86-1.13x (jobs/training/sections.py): those ranges are the
+    GPU-hours and the two 2024 runs 0.84-1.13x (jobs/training/sections.py): those ranges are the
     data's (measured / predicted)."""
     cases = cases_by(KIND_PREDICTED)
     old = [c.measured / c.predicted for i, c in cases.items() if i not in MODERN_RUNS]
     new = [cases[i].measured / cases[i].predicted for i in MODERN_RUNS]
     assert len(old) == 5
     assert 1.15 <= min(old) < 1.25 and 2.05 <= max(old) < 2.15
-    assert 0.85 <= min(new) < 0.87 and 1.12 <= max(new) < 1.14
+    assert 0.83 <= min(new) < 0.85 and 1.12 <= max(new) < 1.14
 
 
 def test_predicted_gpu_hours_uses_the_runs_stated_batch():

@@ -73,7 +73,8 @@ STATE_SPACE = ("mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "b
 # and products stay small (a config asking for 10^9 layers is refused, not built).
 LIMITS = {"num_hidden_layers": 10_000, "hidden_size": 1 << 20, "vocab_size": 1 << 27,
           "num_attention_heads": 1 << 16, "num_key_value_heads": 1 << 16, "head_dim": 1 << 16,
-          "intermediate_size": 1 << 24, "num_local_experts": 100_000, "max_position_embeddings": 1 << 31}
+          "intermediate_size": 1 << 24, "num_local_experts": 100_000, "max_position_embeddings": 1 << 31,
+          "num_nextn_predict_layers": 64}
 DEFAULT_LIMIT = 1 << 31
 
 # Config-class defaults that official config.json files rely on (fields they leave out).
@@ -309,6 +310,8 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         fused_qkv=traits.fused_qkv, fused_gate_up=traits.fused_gate_up, rotary=model_type != "gpt2",
         gemma_norm=traits.gemma_norm, attn_logit_softcap=cfg.get("attn_logit_softcapping"),
         final_logit_softcap=cfg.get("final_logit_softcapping"),
+        mtp_layers=0 if cfg.get("num_nextn_predict_layers") in (None, 0) else _int_field(
+            cfg, "num_nextn_predict_layers"),
         source=source, notes=tuple(notes),
     )
 

@@ -73,6 +73,8 @@ class FrameworkProfile:
     """ZeRO-3 gathers parameters again for the recomputed forward (core/zero3_gathers.py)."""
     zero3_overlap: float | None = None
     """Share of ZeRO-3 communication hidden behind compute, where it differs from --dp-overlap."""
+    trains_mtp: bool = False
+    """Computes the MTP modules a config declares (num_nextn_predict_layers) by default (core.mtp)."""
 
     def zero3_step_settings(self) -> dict:
         """Its ZeRO-3 behaviour as core.step.StepSettings fields (re-gathers, overlap)."""
@@ -90,7 +92,8 @@ LOSS_CHUNKS = 8  # torchtitan ChunkedLossWrapper(num_chunks=8), components/loss.
 FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
     FrameworkProfile(
         "generic", "gpuplan", ("gpuplan's framework-neutral model (docs/memory.md)",),
-        recipe="mixed", implementation="megatron", optimizer_impl="recipe", selective="core-attn", loss="hf-ce"),
+        recipe="mixed", implementation="megatron", optimizer_impl="recipe", selective="core-attn", loss="hf-ce",
+        trains_mtp=True),
     FrameworkProfile(
         "torchtitan", "0.3.0 (git b5bcd76)",
         ("torchtitan/distributed/fsdp.py: MixedPrecisionPolicy(bf16, fp32), reshard_after_forward = not pp",
@@ -108,9 +111,10 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "megatron/core/optimizer/distrib_optimizer.py: fp32 main params + Adam on 1/d (6 + 12/d B/param)",
          "megatron/core/transformer/transformer_config.py: recompute_modules ['core_attn']",
          "megatron/core/tensor_parallel/cross_entropy.py: vocab-parallel CE in fp32",
-         "megatron/core/extensions/transformer_engine.py: TEDotProductAttention (cuDNN fused attention)"),
+         "megatron/core/extensions/transformer_engine.py: TEDotProductAttention (cuDNN fused attention)",
+         "megatron/core/transformer/multi_token_prediction.py: MTP modules on the last stage (core.mtp)"),
         recipe="megatron", implementation="megatron", optimizer_impl="fused", selective="core-attn",
-        loss="vocab-parallel-ce", hopper_tuned_attention=True),
+        loss="vocab-parallel-ce", hopper_tuned_attention=True, trains_mtp=True),
     FrameworkProfile(
         "deepspeed", "0.19.x (git edaa722)",
         ("deepspeed/runtime/zero/config.py: reduce_bucket_size 5e8, overlap_comm only for stage 3",

@@ -23,12 +23,12 @@ from gpuplan.core.model import ModelSpec
 from gpuplan.core.model_states import (  # noqa: F401 - re-exported: memory's vocabulary
     ModelStates,
     StageParams,
-    _stage_span,
     declared_scale,
     expert_state_shards,
     model_state_bytes,
     stage_layer_counts,
     stage_params,
+    stage_span,
     state_shards,
 )
 from gpuplan.core.parallel import ParallelLayout
@@ -101,6 +101,9 @@ class MemorySettings:
     loss: str | None = None
     """'hf-ce' (logits kept in the output + fp32 log-softmax), 'fp32-ce' (fp32 log-softmax only)
     or 'chunked' (torchtitan); None = the framework's."""
+    mtp_layers: int = 0
+    """MTP modules trained on the last stage (core.mtp; the job resolves the model's and the
+    framework's default): their parameters, one block's activations and their own logits / loss."""
     device: str = "cuda"
     """Where the step runs: 'cuda' (fused dropout keeps 1-byte masks) or 'cpu' (the CPU oracle
     of `gpuplan measure`: dropout keeps a noise tensor of the input dtype)."""
@@ -151,7 +154,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     temporaries). ``layout``'s degrees and ``stage`` may be numpy arrays (many layouts)."""
     recipe = lookup(RECIPES, settings.recipe, "recipe")
     optimizer = lookup(OPTIMIZERS, settings.optimizer, "optimizer")
-    params = stage_params(spec, layout, stage)
+    params = stage_params(spec, layout, stage, settings.mtp_layers)
     if settings.finetune == "full":
         states = model_state_bytes(params, layout, recipe, optimizer, spec.hidden_size)
     else:
@@ -200,8 +203,9 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     elif loss == "chunked":
         kept, loss_per_token, loss_fixed = F.chunked_loss_bytes(spec, layout.tp)
         saved = out.saved - logits - A.FP32 * spec.vocab_size / layout.tp + kept
-    outside = last * saved * tokens * settings.activation_scale
-    loss_temp = last * (loss_per_token * tokens * settings.activation_scale + loss_fixed)
+    heads = last * (1 + settings.mtp_layers)  # each MTP module computes logits and a loss of its own
+    outside = heads * saved * tokens * settings.activation_scale
+    loss_temp = heads * (loss_per_token * tokens * settings.activation_scale + loss_fixed)
     head = last * spec.vocab_size * spec.hidden_size / layout.tp * declared_scale(spec)
     # autocast keeps a bf16 copy of every matmul weight (LM head included) for backward
     weight_copies = params.matrices * recipe.fp8_weight_bytes + (params.matrices + head) * 2.0 * autocast

@@ -134,6 +134,10 @@ class ModelSpec:
     """Gemma's RMSNorm computes in fp32 throughout and scales by (1 + weight)."""
     attn_logit_softcap: float | None = None
     final_logit_softcap: float | None = None
+    mtp_layers: int = 0
+    """Multi-token-prediction modules the config declares (HF ``num_nextn_predict_layers``:
+    DeepSeek-V3 1). Not in the parameter count (the main model's, the published N); training
+    runs them where the framework does (core.mtp), serving only with --speculative mtp."""
     declared_params: float | None = None
     """Set only for a bare ``--params`` model: the user's N, used for 6ND instead of the count."""
     source: str = ""

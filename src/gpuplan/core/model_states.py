@@ -42,30 +42,51 @@ class StageParams:
         return self.dense + self.experts
 
 
-def stage_layer_counts(num_layers: int, pp: int) -> list[int]:
+def stage_layer_counts(num_layers: int, pp: int, shed: int = 0) -> list[int]:
     """Layers per pipeline stage: an even split, the first stages taking the remainder (so the
     last stage, which also holds the LM head, never has more; Megatron's uneven split with
-    --decoder-last-pipeline-num-layers, torchtitan's split points). Never negative."""
-    base, extra = divmod(num_layers, pp)
-    return [base + (1 if i < extra else 0) for i in range(pp)]
+    --decoder-last-pipeline-num-layers, torchtitan's split points). ``shed``: layers the last
+    stage gives up to the others (it holds the MTP modules, core.mtp). Never negative."""
+    return [int(stage_span(num_layers, pp, i, shed)[1]) for i in range(pp)]
 
 
-def _stage_span(num_layers: int, pp, stage):
-    """(first layer index, layer count) of ``stage`` under stage_layer_counts (array-friendly)."""
-    base, extra = num_layers // pp, num_layers % pp
-    count = base + (stage < extra)
-    start = stage * base + np.minimum(stage, extra)
-    return start, count
+def stage_span(num_layers: int, pp, stage, shed=0):
+    """(first layer index, layer count) of ``stage`` under stage_layer_counts (array-friendly).
+    Without ``shed`` the last stage holds num_layers // pp layers and the others split the rest,
+    the first ones taking the remainder. With ``shed`` (MTP modules on the last stage, core.mtp)
+    the stages split num_layers + shed layer slots: the others take ceil((num_layers + shed) / pp)
+    each, the last what is left (at least 0) next to its MTP modules."""
+    pp = np.asarray(pp)
+    stage = np.asarray(stage)
+    others = np.maximum(pp - 1, 1)
+    balanced = np.minimum(num_layers, -(-(num_layers + shed) // pp) * others)  # the others' share
+    last = np.where(pp > 1, np.where(shed > 0, num_layers - balanced, num_layers // pp), num_layers)
+    rest = num_layers - last
+    each, extra = rest // others, rest % others
+    is_last = stage == pp - 1
+    count = np.where(is_last, last, each + (stage < extra))
+    start = np.where(is_last, rest, stage * each + np.minimum(stage, extra))
+    return _plain(start), _plain(count)
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
 
 
 def _prefix(mask: tuple[bool, ...], num_layers: int) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(np.asarray(mask or (False,) * num_layers, dtype=float))))
 
 
-def stage_params(spec: ModelSpec, layout: ParallelLayout, stage) -> StageParams:
-    """Parameters on one GPU of pipeline ``stage`` (0 = first; degrees may be arrays)."""
+def stage_params(spec: ModelSpec, layout: ParallelLayout, stage, mtp: int = 0) -> StageParams:
+    """Parameters on one GPU of pipeline ``stage`` (0 = first; degrees may be arrays); ``mtp``
+    MTP modules on the last stage (core.mtp), which then sheds decoder layers to the others."""
+    from gpuplan.core.mtp import (
+        mtp_block_is_moe,
+        mtp_module_params,
+        mtp_stage_layer_shed,
+    )
     h, tp, pp = spec.hidden_size, layout.tp, layout.pp
-    start, count = _stage_span(spec.num_layers, pp, stage)
+    start, count = stage_span(spec.num_layers, pp, stage, mtp_stage_layer_shed(spec, mtp))
     moe_prefix = _prefix(spec.moe_layers, spec.num_layers)
     n_moe = moe_prefix[start + count] - moe_prefix[start]
     n_dense = count - n_moe
@@ -87,9 +108,19 @@ def stage_params(spec: ModelSpec, layout: ParallelLayout, stage) -> StageParams:
     matrices = count * attn + n_dense * dense_mlp + n_moe * (shared + router + experts_per_layer)
     moe_block = np.where(n_moe > 0, shared + router + experts_per_layer, 0.0)
     largest = attn + norms + np.maximum(np.where(n_dense > 0, dense_mlp, 0.0), moe_block)
+    experts = n_moe * experts_per_layer
+    if mtp:  # the MTP modules (their block, projection, norms) and, with pp > 1, the embedding
+        # copy Megatron builds on the MTP stage (gpt_model.py: pre_process or mtp_process)
+        mtp_dense, mtp_experts = mtp_module_params(spec, tp, layout.ep)
+        moe_block = mtp_block_is_moe(spec)
+        dense = dense + last * mtp * mtp_dense
+        experts = experts + last * mtp * mtp_experts
+        root = root + last * (pp > 1) * spec.vocab_size * h / tp
+        matrices = matrices + last * mtp * (mtp_dense + mtp_experts)
+        count = count + last * mtp
+        n_moe = n_moe + last * mtp * moe_block
     k = declared_scale(spec)  # a bare --params N: states follow N, in the generic shape's proportions
-    return StageParams(count, n_moe, k * (dense + root), k * n_moe * experts_per_layer, k * matrices,
-                       k * largest, k * root)
+    return StageParams(count, n_moe, k * (dense + root), k * experts, k * matrices, k * largest, k * root)
 
 
 def declared_scale(spec: ModelSpec) -> float:

@@ -25,7 +25,9 @@ from gpuplan.core import activations as A
 from gpuplan.core import flops as F
 from gpuplan.core.bulk import minimum
 from gpuplan.core.model import ModelSpec
+from gpuplan.core.model_states import stage_span
 from gpuplan.core.moe_overlap import MoeLayerPhases
+from gpuplan.core.mtp import mtp_stage_layer_shed
 from gpuplan.core.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.topology import Cluster
 
@@ -291,9 +293,9 @@ class MicroBatchTimes(NamedTuple):
 
 
 def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, tp, cp, micro_batch,
-                            layers, head: bool, ep=1) -> MicroBatchTimes:
+                            layers, head: bool, ep=1, mtp: int = 0) -> MicroBatchTimes:
     """Forward + backward (+ recompute) seconds for one micro-batch on one GPU of a stage with
-    ``layers`` layers (``head``: the LM head lives here)."""
+    ``layers`` layers (``head``: the LM head lives here; ``mtp``: MTP modules too, core.mtp)."""
     gpu = cluster.gpu
     peak = gpu.peak(settings.dtype)  # matmuls run at the compute dtype's peak (FP8 linears) ...
     bf16_peak = gpu.peak("bf16") if gpu.has_dtype("bf16") else peak  # ... attention and the LM head in bf16
@@ -352,8 +354,12 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     head_flops = 2.0 * spec.vocab_size * h / tp
     head_time = (2 + weight_grads) * tokens * head_flops / (bf16_peak * gemm_efficiency(gpu, minimum(h, tokens),
                                                                                          settings.gemm_d_half))
-    return MicroBatchTimes(layers * per_layer + head * head_time, layers * tokens * (t_attn * 3.5),
-                           layers * tokens * (1 + weight_grads) * t_gemm, phases)
+    # an MTP module: one block (the mean layer's time), the 2h -> h projection at the linears'
+    # speed, and the shared LM head once more (core.mtp)
+    mtp_time = mtp * (per_layer + (2 + weight_grads) * tokens * 4.0 * h * h / tp / (peak * e_gemm) + head_time)
+    return MicroBatchTimes(layers * per_layer + head * head_time + mtp_time,
+                           (layers + mtp) * tokens * (t_attn * 3.5),
+                           (layers + mtp) * tokens * (1 + weight_grads) * t_gemm, phases)
 
 
 def _adapters_per_gpu(spec: ModelSpec, settings: StepSettings, tp, pp):
@@ -369,14 +375,17 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     (HSDP): ZeRO shards within groups of that many data-parallel ranks and all-reduces the
     shards across the groups (PyTorch HYBRID_SHARD)."""
     # uneven stages (core.memory.stage_layer_counts): the first ones take the remainder, the last
-    # (with the LM head) never has more; the slowest stage sets the pipeline's pace
-    base, extra = spec.num_layers // pp, spec.num_layers % pp
-    layers = base + (extra > 0)  # the first (fullest) stage
-    last_layers = base + (pp == 1) * extra
+    # (with the LM head and any MTP modules, which shed layers to the others: core.mtp) never has
+    # more; the slowest stage sets the pipeline's pace
+    mtp = spec.mtp_layers
+    shed = mtp_stage_layer_shed(spec, mtp)
+    layers = stage_span(spec.num_layers, pp, 0, shed)[1]  # the first (fullest) stage
+    last_layers = stage_span(spec.num_layers, pp, pp - 1, shed)[1]
     t_mb, t_attn_mb, t_bwd_gemm_mb, phases = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
-                                                                      layers, head=(pp == 1), ep=ep)
+                                                                      layers, head=(pp == 1), ep=ep,
+                                                                      mtp=mtp * (pp == 1))
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
-                                     ep=ep).total
+                                     ep=ep, mtp=mtp).total
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
     compute = t_mb * micro_batches
     bubble = t_mb * (pp - 1) / vpp

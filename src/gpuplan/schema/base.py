@@ -85,6 +85,11 @@ class JobInputs(BaseModel):
         except ValidationError as exc:
             raise input_error(exc, cls, where) from None
 
+    def adjust_spec(self, spec):
+        """A job's own reading of the model it names (ModelFields.spec); as is unless a job's
+        fields say otherwise (training: SetupFields, the MTP modules trained)."""
+        return spec
+
     @property
     def given(self) -> frozenset[str]:
         """The fields the user set (the rest are defaults): marks assumptions as set."""

@@ -47,4 +47,5 @@ class ModelFields(JobInputs):
         from gpuplan.adapters.resolve import resolve_model
 
         model, params = self.model_params
-        return resolve_model(model, params, model_type=self.model_type)
+        spec = resolve_model(model, params, model_type=self.model_type)
+        return self.adjust_spec(spec)  # JobInputs: as is; SetupFields: the MTP modules trained

@@ -90,6 +90,7 @@ class SetupFields(JobInputs):
     lora_rank: V.LoraRank
     margin: V.Margin
     allocator: V.Allocator
+    mtp_layers: V.MtpLayers
 
     @model_validator(mode="after")
     def _framework_rules(self) -> SetupFields:
@@ -109,6 +110,15 @@ class SetupFields(JobInputs):
         from gpuplan.core.frameworks import framework
 
         return framework(self.framework)
+
+    def adjust_spec(self, spec):
+        """The model as this run trains it: the MTP modules the framework computes (core.mtp)."""
+        from dataclasses import replace
+
+        from gpuplan.core.mtp import trained_mtp_layers
+
+        mtp = trained_mtp_layers(spec, self.profile.trains_mtp, self.mtp_layers)
+        return spec if mtp == spec.mtp_layers else replace(spec, mtp_layers=mtp)
 
     @property
     def recipe_name(self) -> str:

@@ -113,6 +113,10 @@ GlobalBatchTokens = option(T.typed(float, T.count(1e12)) | None, None, "Tokens p
                            "(Llama 2's 4M tokens = 4 x 2^20); the planner rounds the sequences to a multiple of "
                            "dp. Not given: 4M, at least 1,024 per GPU past 4,096 GPUs (Llama 3 405B, MegaScale).",
                            "4,194,304")
+MtpLayers = option(T.typed(int, T.number(0, 64, whole=True)) | None, None, "Multi-token-prediction modules "
+                   "trained after the main model (DeepSeek-V3: 1; 0 switches them off). Not given: the config's "
+                   "num_nextn_predict_layers where the framework trains them (megatron, generic), else 0.",
+                   "the framework's")
 Recompute = option(T.choice(*RECOMPUTE) | None, None, "Activation recompute: none, selective or full. Not given: "
                    "the planner's choice (train, budget, plan); none elsewhere.", "planner")
 

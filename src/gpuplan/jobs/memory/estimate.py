@@ -19,6 +19,7 @@ from gpuplan.core.model import ModelSpec
 from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
+from gpuplan.jobs.assumptions import mtp_assumption
 from gpuplan.jobs.memory.schema import MemoryInputs
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
 
@@ -179,9 +180,9 @@ def _host_section(spec: ModelSpec, layout: ParallelLayout, gpu: Accelerator) -> 
 
 def estimate_memory(inputs: MemoryInputs) -> Report:
     """Per-GPU training memory with verdicts; raises InputError on impossible layouts."""
-    settings = inputs.settings()
-    _validate_settings(settings)
     spec = inputs.spec()
+    settings = inputs.settings(spec)
+    _validate_settings(settings)
     gpu = resolve_gpu(inputs.gpu)
     overheads = inputs.overheads().for_gpu(gpu.scale_up_bandwidth)
     layout = resolve_layout(spec, inputs)
@@ -254,6 +255,7 @@ def _assumptions(settings: M.MemorySettings, overheads: M.Overheads) -> tuple[As
         Assumption("optimizer", "optimizer", settings.optimizer, M.OPTIMIZERS[settings.optimizer].source, "--optimizer"),
         Assumption("framework", "framework profile", settings.framework,
                    "; ".join(F.framework(settings.framework).sources[:2]), "--framework"),
+        *mtp_assumption(settings.mtp_layers, False),
         Assumption("optimizer_impl", "optimizer kernel", F.optimizer_impl_of(settings, recipe),
                    "foreach = PyTorch's CUDA default (one param-sized temporary); fused = none; forloop = two of the "
                    "largest tensor", "--optimizer-impl"),

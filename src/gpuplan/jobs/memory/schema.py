@@ -87,10 +87,13 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
                               zero=zero, shard_group=self.shard_group, micro_batch=self.micro_batch or 1,
                               global_batch=self.global_batch, sequence_parallel=self.sequence_parallel)
 
-    def settings(self):
+    def settings(self, spec=None):
+        """The memory model's settings; ``spec`` (the model this job trains, ``self.spec()`` when
+        not passed) sets the MTP modules."""
         from gpuplan.core.memory import MemorySettings
 
-        return MemorySettings(seq_len=self.seq_len, recipe=self.recipe_name, optimizer=self.optimizer,
+        mtp = (spec if spec is not None else self.spec()).mtp_layers
+        return MemorySettings(mtp_layers=mtp, seq_len=self.seq_len, recipe=self.recipe_name, optimizer=self.optimizer,
                               implementation=self.implementation_name, framework=self.framework,
                               loss=self.loss,
                               attention_kernel="eager" if self.attention_kernel == "eager" else "flash",

@@ -65,7 +65,7 @@ def evaluator_for(inputs) -> Evaluator:
                               implementation=inputs.implementation_name, finetune=inputs.finetune,
                               framework=inputs.framework, loss=inputs.loss,
                               lora_rank=inputs.lora_rank, activation_scale=scale,
-                              optimizer_impl=inputs.optimizer_impl)
+                              optimizer_impl=inputs.optimizer_impl, mtp_layers=spec.mtp_layers)
     return Evaluator(spec, cluster, memory, step, overheads)
 
 

@@ -46,7 +46,7 @@ def training_report(inputs: TrainingInputs):
              f"{inputs.finetune} (rank {inputs.lora_rank}, frozen base)"),
     )
     report = Report("train", f"Training estimate: {spec.name} on {format_count(inputs.tokens)} tokens, {gpu.name}",
-                    report_inputs, S.assumptions(inputs, gpu, peak, time), sections,
+                    report_inputs, S.assumptions(inputs, gpu, peak, time, spec.mtp_layers), sections,
                     S.notes(spec, counts, flops, inputs, plan), headline=TRAINING_HEADLINE,
                     key_assumptions=("mfu", "comm_allowance", "peak"))
     return report, plan, inputs

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpuplan.core.gpu_time import ComputeBudget, comm_share_of_time, with_allowance
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_duration
+from gpuplan.jobs.assumptions import mtp_assumption
 from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, TrainingInputs
 from gpuplan.jobs.training.timing import Flops, TimeEstimate
 from gpuplan.planner.plan import Plan
@@ -155,7 +156,8 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
     ))
 
 
-def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate) -> tuple[Assumption, ...]:
+def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
+                mtp_layers: int = 0) -> tuple[Assumption, ...]:
     low, mid, high = _comm_range(inputs)
     budget = time.expected
     mfu_source = {"predicted": ("predicted by the step model" + (" calibrated on your log" if inputs.calibration
@@ -191,7 +193,7 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate) ->
                    "--micro-batch / --recompute", inputs.layout_given),
         Assumption("recipe", "precision recipe", inputs.recipe_name, "core/precision.py", "--recipe",
                    "recipe" in inputs.given),
-    )
+    ) + mtp_assumption(mtp_layers, "mtp_layers" in inputs.given)
 
 
 def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan) -> tuple[str, ...]:
@@ -220,7 +222,7 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan) -> tup
         out.append("--mfu predicted is the steady state of the planner's layout on current kernels; whole "
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
                    "(the packaged 2022-23 runs, older kernels, used 1.2-2.1x their predicted GPU-hours; Llama 3.1 "
-                   "405B and DeepSeek-V3, 2024, 0.86-1.13x: docs/accuracy.md); the budget's contingency lines hold "
+                   "405B and DeepSeek-V3, 2024, 0.84-1.13x: docs/accuracy.md); the budget's contingency lines hold "
                    "part of that")
     used = inputs.builtin_defaults_used()
     if used:
