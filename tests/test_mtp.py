@@ -100,3 +100,18 @@ def test_memory_of_the_last_stage_carries_the_mtp_module():
         2 * without.outside_layers)  # the MTP module's own logits and loss
     second = M.stage_memory(spec, layout, replace(settings, mtp_layers=1), 1)
     assert second.weights > M.stage_memory(spec, layout, settings, 1).weights  # 16 layers, not 15
+
+
+def test_mtp_collectives_are_one_more_layers_on_a_single_stage():
+    """pp 1: the step's expert all-to-alls follow 61 + 1 layers (step.py passes the MTP block to
+    step_communication); pp > 1: the first stage's 16 layers already outnumber the MTP stage's 13 + 1."""
+    from gpuplan.core.step import step_time
+
+    spec, cluster = load_model("deepseek-v3"), cluster_for(load_accelerator("b200"))
+    kw = {"dp": 8, "ep": 8, "micro_batch": 1, "micro_batches": 4}
+    plain = step_time(replace(spec, mtp_layers=0), cluster, StepSettings(), **kw)
+    mtp = step_time(spec, cluster, StepSettings(), **kw)
+    assert mtp.ep_comm == pytest.approx(plain.ep_comm * 62 / 61, rel=1e-9)
+    staged = {"pp": 4, "dp": 2, "ep": 2, "micro_batch": 1, "micro_batches": 8}
+    assert step_time(spec, cluster, StepSettings(), **staged).ep_comm == pytest.approx(
+        step_time(replace(spec, mtp_layers=0), cluster, StepSettings(), **staged).ep_comm, rel=1e-9)
