@@ -123,6 +123,18 @@ def _int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: 
     return int(value)
 
 
+def _mtp_layers(cfg: dict[str, Any]) -> int:
+    """Multi-token-prediction modules (DeepSeek-V3 ``num_nextn_predict_layers``): 0 when absent."""
+    value = cfg.get("num_nextn_predict_layers")
+    if value is None:
+        return 0
+    limit = LIMITS["num_nextn_predict_layers"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value != int(value) or not 0 <= value <= limit:
+        raise InputError("config.json: num_nextn_predict_layers", value, f"must be a whole number 0-{limit}")
+    return int(value)
+
+
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
     """The language-model part of a config: VLM configs nest it under ``text_config``."""
     if not isinstance(config, dict):
@@ -310,8 +322,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         fused_qkv=traits.fused_qkv, fused_gate_up=traits.fused_gate_up, rotary=model_type != "gpt2",
         gemma_norm=traits.gemma_norm, attn_logit_softcap=cfg.get("attn_logit_softcapping"),
         final_logit_softcap=cfg.get("final_logit_softcapping"),
-        mtp_layers=0 if cfg.get("num_nextn_predict_layers") in (None, 0) else _int_field(
-            cfg, "num_nextn_predict_layers"),
+        mtp_layers=_mtp_layers(cfg),
         source=source, notes=tuple(notes),
     )
 
