@@ -206,3 +206,18 @@ def test_a_fixed_degree_the_model_rules_out_is_named(capsys, args, field, reason
     code, out, err, seconds = run(capsys, *args)
     check(code, out, err, seconds)
     assert code == 2 and err.startswith(f"error: {field}: got ") and reason in err, err
+
+
+@pytest.mark.parametrize("args, field", [
+    (("plan", "--nic-gbit-per-gpu", "1e-300"), "nic_gbit_per_gpu"),
+    (("plan", "--nic-gbit-per-gpu", "0.5"), "nic_gbit_per_gpu"),
+    (("plan", "--attention-efficiency", "1e-300"), "attention_efficiency"),
+    (("infer", "--bandwidth-efficiency", "1e-9"), "bandwidth_efficiency"),
+    (("infer", "--compute-efficiency", "0.0005"), "compute_efficiency"),
+])
+def test_vanishing_speeds_are_refused_not_overflowed(capsys, args, field):
+    """A 1e-300 Gb/s NIC or kernel efficiency used to overflow the time model into a plan of
+    infinite days with numpy warnings; efficiencies start at 0.1%, NICs at 1 Gb/s."""
+    code, out, err, seconds = run(capsys, *args)
+    check(code, out, err, seconds)
+    assert code == 2 and err.startswith(f"error: {field}:") and "Warning" not in err

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from gpuplan.core import activations as A
 from gpuplan.core import flops as F
+from gpuplan.core.attention_time import attention_seconds_per_token
 from gpuplan.core.bulk import minimum
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.model_states import stage_span
@@ -202,6 +203,10 @@ class StepSettings:
     """What --recompute selective re-runs (the framework's, core.frameworks): 'core-attn'
     (Megatron: the attention core) or 'op-sac' (torchtitan: every other matmul and all
     elementwise work of the forward; attention outputs are saved)."""
+    attention_kernel: str = "flash"
+    """'flash' (fused) or 'eager' (unfused: Megatron-LM 2021, transformers): core.attention_time."""
+    attention_dropout: float = 0.0
+    """Attention dropout probability (eager kernels move a mask and a dropped copy)."""
     fp8_recipe: str = "tensorwise"
     """FP8 scaling of the linears when dtype is 'fp8': 'tensorwise' (per-tensor current or delayed
     scaling: TE Float8CurrentScaling / DelayedScaling, torchao tensorwise) or 'mxfp8' (MX
@@ -307,7 +312,6 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     routed = routed_expert_weights_per_token(spec)
     gemm_flops = 2.0 * (weights - routed) / spec.num_layers / tp
     expert_flops = 2.0 * routed / spec.num_layers / tp
-    attn_flops = F.attention_core_flops_per_token(spec, settings.seq_len, "causal") / spec.num_layers / tp
     e_dense = gemm_efficiency(gpu, minimum(h / tp, tokens), settings.gemm_d_half)
     e_gemm = e_dense
     recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
@@ -325,7 +329,10 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
                                    settings.gemm_d_half) * e_gemm / e_dense
         t_gemm = t_gemm + expert_flops / (peak * e_expert)
     e_attn = settings.attention_efficiency or attention_efficiency(gpu)
-    t_attn = attn_flops / (attn_peak * e_attn)
+    t_attn, t_attn_bwd = attention_seconds_per_token(
+        spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn,
+        mamf=_mamf(gpu), hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency,
+        dropout=settings.attention_dropout)
     t_elem = settings.elementwise_factor * act / (gpu.memory_bandwidth * settings.hbm_efficiency)
     if fp8:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
@@ -337,13 +344,13 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         t_elem = t_elem + cast / (gpu.memory_bandwidth * settings.hbm_efficiency)
     fwd = tokens * (t_gemm + t_attn + t_elem / 3)
     weight_grads = 1.0 if settings.finetune == "full" else 0.0  # a frozen base computes input gradients only
-    bwd = tokens * ((1 + weight_grads) * t_gemm + 2.5 * t_attn + 2 * t_elem / 3)
+    bwd = tokens * ((1 + weight_grads) * t_gemm + t_attn_bwd + 2 * t_elem / 3)
     # the same work split at a MoE layer's all-to-alls (core.moe_overlap): attention projections,
     # the attention core and half the elementwise work before the dispatch, the rest in the MLP
     t_attn_gemm = 2.0 * F.attention_matmul_weights(spec.attention, h) / tp / (peak * e_gemm)
     phases = MoeLayerPhases(
         pre_dispatch_forward=tokens * (t_attn_gemm + t_attn + t_elem / 6),
-        pre_dispatch_backward=tokens * ((1 + weight_grads) * t_attn_gemm + 2.5 * t_attn + t_elem / 3),
+        pre_dispatch_backward=tokens * ((1 + weight_grads) * t_attn_gemm + t_attn_bwd + t_elem / 3),
         mlp_forward=tokens * (t_gemm - t_attn_gemm + t_elem / 6),
         mlp_backward=tokens * ((1 + weight_grads) * (t_gemm - t_attn_gemm) + t_elem / 3))
     if settings.recompute == "selective" and settings.selective == "op-sac":
@@ -358,7 +365,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     # speed, and the shared LM head once more (core.mtp)
     mtp_time = mtp * (per_layer + (2 + weight_grads) * tokens * 4.0 * h * h / tp / (peak * e_gemm) + head_time)
     return MicroBatchTimes(layers * per_layer + head * head_time + mtp_time,
-                           (layers + mtp) * tokens * (t_attn * 3.5),
+                           (layers + mtp) * tokens * (t_attn + t_attn_bwd),
                            (layers + mtp) * tokens * (1 + weight_grads) * t_gemm, phases)
 
 

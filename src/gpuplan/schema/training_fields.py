@@ -149,8 +149,8 @@ class StepFields(JobInputs):
     """The cluster and the overlap knobs of the step model (core/step.py, core/topology.py)."""
 
     gpus_per_node: Annotated[V.Degree | None, _f(None, "GPUs per node (the scale-up domain).", "catalog")]
-    nic_gbit_per_gpu: Annotated[T.typed(float, T.number(0, 1e5, low_open=True)) | None, _f(
-        None, "Scale-out Gb/s per GPU.", "catalog, else 400")]
+    nic_gbit_per_gpu: Annotated[T.typed(float, T.number(1, 1e5)) | None, _f(
+        None, "Scale-out Gb/s per GPU (1 to 100,000).", "catalog, else 400")]
     dp_overlap: Annotated[Overlap, _f(0.9, "Share of DP/FSDP communication hidden by overlap.")]
     tp_overlap: Annotated[Overlap, _f(0.0, "Share of TP communication hidden (TP comm overlap, async TP).")]
     ep_overlap: Annotated[Overlap, _f(0.0, "Share of the expert-parallel all-to-all hidden behind compute (Megatron "
@@ -169,8 +169,9 @@ class StepFields(JobInputs):
     tp_comm_overlap: Annotated[T.Bool, _f(False, "TP collectives chunked and pipelined with their GEMMs (Megatron "
                                                  "--tp-comm-overlap / TE userbuffers, torchtitan async TP): 1/tp "
                                                  "of the TP time stays exposed.")]
-    attention_efficiency: Annotated[T.Fraction | None, _f(None, "Attention kernel efficiency of the dense peak.",
+    attention_efficiency: Annotated[T.Efficiency | None, _f(None, "Attention kernel efficiency of the dense peak.",
                                                           "per GPU type")]
+    attention_kernel: V.AttentionKernel
 
     @model_validator(mode="after")
     def _fp8_recipe_needs_fp8(self) -> StepFields:

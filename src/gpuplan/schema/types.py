@@ -113,6 +113,13 @@ def fraction(value: Any, info: ValidationInfo) -> float:
     return units.parse_fraction(value if isinstance(value, int | float) else _text(value, field), field)
 
 
+def efficiency(value: Any, info: ValidationInfo) -> float:
+    """A kernel or link efficiency: '40%' or 0.4, in [0.001, 1] (below 0.1% no step finishes: a
+    smaller value only overflows the time model)."""
+    parsed = fraction(value, info)
+    return _bounded(parsed, value, _name(info), 0.001, 1, False)
+
+
 def share(high: float = 5.0):
     """An overhead share that may be 0 or above 1: '20%', 0.2, 0, 1.5 (at most ``high``)."""
 
@@ -198,4 +205,5 @@ def typed(kind: Any, parser, schema: dict | None = None) -> Any:
 Name = Annotated[str, BeforeValidator(name), WithJsonSchema({"type": "string", "maxLength": MAX_TEXT})]
 Bool = typed(bool, boolean, BOOL_OR_TEXT)
 Fraction = typed(float, fraction)
+Efficiency = typed(float, efficiency)
 Days = typed(float, days)

@@ -90,8 +90,8 @@ class InferenceInputs(ModelFields):
                                               "buffers on NVLink, 0.25 on PCIe")]
     driver_reserved_gib: Annotated[ServingGib, _f(I.Runtime.driver_reserved / GiB, "Memory not visible to CUDA, "
                                                                                     "GiB.")]
-    bandwidth_efficiency: Annotated[T.Fraction | None, _f(None, "Decode HBM-bandwidth efficiency.", "0.65")]
-    compute_efficiency: Annotated[T.Fraction | None, _f(None, "Prefill compute efficiency (MFU).", "0.5")]
+    bandwidth_efficiency: Annotated[T.Efficiency | None, _f(None, "Decode HBM-bandwidth efficiency.", "0.65")]
+    compute_efficiency: Annotated[T.Efficiency | None, _f(None, "Prefill compute efficiency (MFU).", "0.5")]
     allreduce_latency_us: Annotated[T.typed(float, T.number(0, 1e4)) | None, _f(
         None, "All-reduce latency over NVLink, us (x3 on PCIe).", "8")]
     price: V.Price

@@ -38,6 +38,7 @@ def evaluator_for(inputs) -> Evaluator:
         raise InputError("fp8_recipe", "mxfp8", f"{gpu.name} has no block-scaled (MX) tensor cores; "
                          "use tensorwise, or a Blackwell-class part (b200, gb200, b300, gb300, mi355x)")
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
+    kernel = "eager" if inputs.attention_kernel == "eager" else "flash"  # sdpa = flash
     zero3 = inputs.profile.zero3_step_settings()
     if "dp_overlap" in inputs.given:  # an explicit --dp-overlap covers ZeRO-3 traffic too
         zero3["zero3_overlap"] = None
@@ -46,6 +47,7 @@ def evaluator_for(inputs) -> Evaluator:
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
                         ep_a2a_overlap=inputs.ep_a2a_overlap,
                         fp8_recipe=inputs.fp8_recipe,
+                        attention_kernel=kernel, attention_dropout=spec.dropout,
                         finetune=inputs.finetune, lora_rank=inputs.lora_rank,
                         **zero3,
                         selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
@@ -65,7 +67,8 @@ def evaluator_for(inputs) -> Evaluator:
                               implementation=inputs.implementation_name, finetune=inputs.finetune,
                               framework=inputs.framework, loss=inputs.loss,
                               lora_rank=inputs.lora_rank, activation_scale=scale,
-                              optimizer_impl=inputs.optimizer_impl, mtp_layers=spec.mtp_layers)
+                              optimizer_impl=inputs.optimizer_impl, mtp_layers=spec.mtp_layers,
+                              attention_kernel=kernel)
     return Evaluator(spec, cluster, memory, step, overheads)
 
 

@@ -71,6 +71,10 @@ def predict_step_seconds(run: dict[str, Any]) -> float:
     settings = StepSettings(seq_len=run["model"]["seq_len"], recompute=lay["recompute"], dtype=dtype)
     if "DeepSpeed" in run.get("framework", ""):  # the deepspeed profile's ZeRO-3 behaviour
         settings = replace(settings, **framework("deepspeed").zero3_step_settings())
+    if run.get("framework", "").startswith("Megatron-LM"):  # the 2021 code: unfused attention
+        # (megatron/model/transformer.py @fda81a2: baddbmm, FusedScaleMaskSoftmax, dropout, bmm) with
+        # --attention-dropout at its 0.1 default (megatron/arguments.py; examples/sc21/CONFIG.sh sets none)
+        settings = replace(settings, attention_kernel="eager", attention_dropout=0.1)
     micro_batches = lay["global_batch"] // (lay["micro_batch"] * lay["dp"])
     return step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
                      cp=lay.get("cp", 1), zero=lay["zero"], micro_batch=lay["micro_batch"],
