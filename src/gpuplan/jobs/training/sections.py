@@ -219,9 +219,11 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan) -> tup
                                prediction_band(dtype, moe=spec.moe is not None)[0])
         if ceiling:
             out.append(ceiling)
-        out.append("--mfu predicted is the steady state of the planner's layout on current kernels; whole "
+        out.append("--mfu predicted is the steady state of the planner's layout on the kernels given (flash attention unless "
+                   "--attention-kernel eager); whole "
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
-                   "(the packaged 2022-23 runs, older kernels, used 1.2-2.1x their predicted GPU-hours; Llama 3.1 "
+                   "(the packaged 2022-23 runs used 1.05-1.47x their predicted GPU-hours with the recompute, attention "
+                   "kernel and network their sources state; Llama 3.1 "
                    "405B and DeepSeek-V3, 2024, 0.84-1.13x: docs/accuracy.md); the budget's contingency lines hold "
                    "part of that")
     used = inputs.builtin_defaults_used()

@@ -94,15 +94,17 @@ def validation_cases() -> list[Case]:
 def _planned_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
     """GPU-hours of ``train --mfu predicted`` on the run's GPU count (runs that state one): the
     planner's best layout and the step model, as a user would get them, given what the run's
-    source states about its shape (sequence length, global batch); None without a count."""
+    source states about its shape (sequence length, global batch) and, where it states them, its
+    recompute, attention kernel and network (training_runs.yaml); None without a count."""
     if "gpus" not in run:
         return None
     from gpuplan.jobs.training.estimate import estimate_training
 
     batch = {"global_batch": int(run["global_batch"])} if "global_batch" in run else {}
+    stated = {k: run[k] for k in ("recompute", "attention_kernel", "nic_gbit_per_gpu") if k in run}
     inputs = TrainingInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"),
                             params=run.get("params"), gpus=int(run["gpus"]), mfu="predicted",
-                            dtype=run.get("dtype", "bf16"), seq_len=int(run.get("seq_len", 2048)), **batch)
+                            dtype=run.get("dtype", "bf16"), seq_len=int(run.get("seq_len", 2048)), **batch, **stated)
     report = estimate_training(inputs)
     return report.value("gpu_hours"), f"predicted MFU {report.value('mfu'):.3f}"
 
@@ -312,7 +314,7 @@ def accuracy_markdown(report: Report) -> str:
            "IBM: their own formula 6N + 12·L·h·s per token) or hardware TFLOP/s (Megatron 2021: eq. 3 with",
            "recompute) from its layout. Its three fitted constants were fitted on the llm-foundry BF16 rows",
            "(marked *fitted*); the other families are *held out*. DeepSpeed ZeRO-3 (2021): the deepspeed",
-           "profile's parameter re-gathers under recompute come from its code, its overlap (0.25) was fitted on",
+           "profile's parameter re-gathers under recompute come from its code, its overlap (0.30) was fitted on",
            "the 174B rows (*fitted*), the 529B rows are held out (docs/step.md). Goal: mean <= 10%, max <= 25%.",
            "",
            "Inference kinds: KV-cache capacity and weights per GPU against serving-engine logs, decode speed",
