@@ -202,3 +202,21 @@ def test_deepspeed_pipelines_only_with_zero_0_or_1(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "256", "--framework", "deepspeed",
                              "--pp", "4", "--zero", "2")
     assert code == 2 and out == "" and "zero" in err and "ZeRO 0-1" in err
+
+
+def test_deepspeed_plans_no_interleaved_pipeline():
+    """DeepSpeed's PipelineEngine runs plain 1F1B (deepspeed/runtime/pipe/schedule.py
+    TrainSchedule: 2 x (micro_batches + stages - 1) steps over whole stages): the planner offers
+    it no virtual stages and a given --vpp > 1 is refused with the reason."""
+    import pytest
+
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import search
+
+    result = search(PlanInputs(params="176B", tokens="366B", gpu="a100-sxm4-80gb", gpus=384, framework="deepspeed"))
+    assert (result.all["pp"] > 1).any() and (result.all["vpp"] == 1).all()
+    megatron = search(PlanInputs(params="176B", tokens="366B", gpu="a100-sxm4-80gb", gpus=384))
+    assert (megatron.all["vpp"] > 1).any()
+    with pytest.raises(InputError, match="interleaved"):
+        PlanInputs(framework="deepspeed", pp=4, vpp=2)

@@ -69,6 +69,10 @@ class FrameworkProfile:
     """Highest ZeRO stage the framework runs with pipeline parallelism (DeepSpeed's PipelineEngine
     asserts "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism",
     deepspeed/runtime/pipe/engine.py)."""
+    interleaved_pipeline: bool = True
+    """Runs the interleaved 1F1B schedule (vpp > 1). DeepSpeed's PipelineEngine does not: its
+    TrainSchedule steps 2 x (micro_batches + stages - 1) over whole stages
+    (deepspeed/runtime/pipe/schedule.py)."""
     zero3_regathers_on_recompute: bool = False
     """ZeRO-3 gathers parameters again for the recomputed forward (core/zero3_gathers.py)."""
     zero3_overlap: float | None = None
@@ -125,10 +129,12 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "stage3_param_persistence_threshold 1e5 (norm weights stay whole: < 0.01% of a Llama's parameters)",
          "transformers gradient checkpointing (full only)",
          "deepspeed/runtime/zero/parameter_offload.py: module hooks re-gather for the recomputed forward",
-         "deepspeed/runtime/pipe/engine.py: pipeline parallelism only with ZeRO 0 or 1"),
+         "deepspeed/runtime/pipe/engine.py: pipeline parallelism only with ZeRO 0 or 1",
+         "deepspeed/runtime/pipe/schedule.py: TrainSchedule is plain 1F1B (no virtual stages)"),
         recipe="mixed", implementation="hf", optimizer_impl="fused", selective="none", loss="hf-ce",
         bucket_elements=5e8, step_fp32_grads=True, zero3_prefetch_elements=5e7,
-        zero3_regathers_on_recompute=True, zero3_overlap=DEEPSPEED_ZERO3_OVERLAP, max_zero_with_pp=1),
+        zero3_regathers_on_recompute=True, zero3_overlap=DEEPSPEED_ZERO3_OVERLAP, max_zero_with_pp=1,
+        interleaved_pipeline=False),
     FrameworkProfile(
         "hf", "transformers 5.24 / peft 0.21 / accelerate 1.15",
         ("transformers/modeling_utils.py: gradient checkpointing per decoder layer (full only)",

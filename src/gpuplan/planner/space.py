@@ -48,6 +48,8 @@ class SpaceLimits:
     zero: tuple[int, ...] = (0, 1, 2, 3)
     max_zero_with_pp: int = 3
     """Highest ZeRO stage combined with pipeline parallelism (the framework's limit)."""
+    interleaved_pipeline: bool = True
+    """The framework runs virtual pipeline stages (vpp > 1)."""
     recompute: tuple[str, ...] = RECOMPUTE_MODES
     fixed: dict = field(default_factory=dict)
     """Degrees the user fixed: tp, pp, vpp, cp, ep, zero, micro_batch, dp."""
@@ -134,8 +136,10 @@ def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: Sp
                     continue
                 if "vpp" in fixed:
                     vpps = (fixed["vpp"],) if interleaving_buildable(L, pp, fixed["vpp"]) else ()
-                else:
+                elif limits.interleaved_pipeline:
                     vpps = interleaving_options(L, pp)
+                else:
+                    vpps = (1,)
                 for vpp in vpps:
                     yield tp, cp, pp, vpp, dp
 

@@ -102,6 +102,10 @@ class SetupFields(JobInputs):
         if zero is not None and pp is not None and pp > 1 and zero > limit:
             raise InputError("zero", zero, f"--framework {self.framework} runs pipeline parallelism with ZeRO "
                              f"0-{limit} only (give --zero {limit} or lower, or --pp 1)")
+        vpp = getattr(self, "vpp", None)
+        if vpp is not None and vpp > 1 and not self.profile.interleaved_pipeline:
+            raise InputError("vpp", vpp, f"--framework {self.framework} has no interleaved pipeline schedule "
+                             "(plain 1F1B): give --vpp 1")
         return self
 
     @property

@@ -78,6 +78,7 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     recompute = (inputs.recompute,) if inputs.recompute is not None else modes
     return SpaceLimits(fixed=inputs.fixed_degrees(), recompute=recompute, exact_batch=inputs.global_batch is not None,
                        max_zero_with_pp=inputs.profile.max_zero_with_pp,
+                       interleaved_pipeline=inputs.profile.interleaved_pipeline,
                        batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len))
 
 
