@@ -56,6 +56,9 @@ def stage_span(num_layers: int, pp, stage, shed=0):
     the first ones taking the remainder. With ``shed`` (MTP modules on the last stage, core.mtp)
     the stages split num_layers + shed layer slots: the others take ceil((num_layers + shed) / pp)
     each, the last what is left (at least 0) next to its MTP modules."""
+    if not shed:  # the plain split (the planner's hot path: a few array operations)
+        base, extra = num_layers // pp, num_layers % pp
+        return stage * base + np.minimum(stage, extra), base + (stage < extra)
     pp = np.asarray(pp)
     stage = np.asarray(stage)
     others = np.maximum(pp - 1, 1)
