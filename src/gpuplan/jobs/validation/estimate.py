@@ -95,14 +95,15 @@ def _planned_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
     """GPU-hours of ``train --mfu predicted`` on the run's GPU count (runs that state one): the
     planner's best layout and the step model, as a user would get them, given what the run's
     source states about its shape (sequence length, global batch) and, where it states them, its
-    recompute, attention kernel, network and framework (training_runs.yaml); None without a count."""
+    recompute, attention kernel, network, framework and MoE all-to-all (training_runs.yaml); None
+    without a count."""
     if "gpus" not in run:
         return None
     from gpuplan.jobs.training.estimate import estimate_training
 
     batch = {"global_batch": int(run["global_batch"])} if "global_batch" in run else {}
-    stated = {k: run[k] for k in ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation")
-              if k in run}
+    stated = {k: run[k] for k in ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation",
+                                  "ep_a2a_overlap", "ep_dispatcher") if k in run}
     inputs = TrainingInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"),
                             params=run.get("params"), gpus=int(run["gpus"]), mfu="predicted",
                             dtype=run.get("dtype", "bf16"), seq_len=int(run.get("seq_len", 2048)), **batch, **stated)
