@@ -32,6 +32,12 @@ EAGER_DROPOUT_BYTES = 5.0
 ATTENTION_KERNELS = ("flash", "eager")
 
 
+def execution_kernel(option: str | None) -> str:
+    """The kernel an --attention-kernel option runs: 'eager' stays eager, 'flash' and 'sdpa' (its
+    flash path) are 'flash'."""
+    return "eager" if option == "eager" else "flash"
+
+
 def attention_seconds_per_token(spec, seq_len, tp, *, kernel: str, peak: float, efficiency: float,
                                 mamf: float, hbm_bytes_per_s: float, dropout: float = 0.0) -> tuple[object, object]:
     """(forward, backward) seconds per token for one layer's attention core on one GPU.

@@ -49,16 +49,23 @@ def attention_matmul_weights(attn: AttentionSpec, hidden: int) -> int:
     return 2 * hidden * q_width + 2 * hidden * attn.num_kv_heads * attn.head_dim
 
 
+def mlp_matmul_weights_per_token(spec: ModelSpec, moe_layer: bool) -> int:
+    """Matmul weights one token passes through in one layer's MLP: the dense MLP, or the router,
+    the top-k routed experts and the shared expert of an MoE layer."""
+    h = spec.hidden_size
+    if not moe_layer:
+        return mlp_params(spec.mlp.intermediate_size, h, spec.mlp.gated)
+    moe = spec.moe
+    return (h * moe.num_experts + moe.experts_per_token * expert_params(moe, h)
+            + mlp_params(moe.shared_intermediate_size, h, gated=True))
+
+
 def layer_matmul_weights_per_token(spec: ModelSpec) -> int:
     """Matmul weights one token passes through in all transformer layers (MoE: active only)."""
-    h = spec.hidden_size
-    weights = spec.num_layers * attention_matmul_weights(spec.attention, h)
-    weights += spec.num_dense_layers * mlp_params(spec.mlp.intermediate_size, h, spec.mlp.gated)
+    weights = spec.num_layers * attention_matmul_weights(spec.attention, spec.hidden_size)
+    weights += spec.num_dense_layers * mlp_matmul_weights_per_token(spec, moe_layer=False)
     if spec.moe is not None and spec.num_moe_layers:
-        moe = spec.moe
-        per_layer = (h * moe.num_experts + moe.experts_per_token * expert_params(moe, h)
-                     + mlp_params(moe.shared_intermediate_size, h, gated=True))
-        weights += spec.num_moe_layers * per_layer
+        weights += spec.num_moe_layers * mlp_matmul_weights_per_token(spec, moe_layer=True)
     return weights
 
 

@@ -63,7 +63,7 @@ def stage_span(num_layers: int, pp, stage, shed=0):
     stage = np.asarray(stage)
     others = np.maximum(pp - 1, 1)
     balanced = np.minimum(num_layers, -(-(num_layers + shed) // pp) * others)  # the others' share
-    last = np.where(pp > 1, np.where(shed > 0, num_layers - balanced, num_layers // pp), num_layers)
+    last = np.where(pp > 1, num_layers - balanced, num_layers)
     rest = num_layers - last
     each, extra = rest // others, rest % others
     is_last = stage == pp - 1

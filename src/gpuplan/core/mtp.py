@@ -78,16 +78,13 @@ def mtp_module_params(spec: ModelSpec, tp=1, ep=1) -> tuple[object, object]:
 def mtp_module_matmul_weights(spec: ModelSpec) -> float:
     """Matmul weights one token passes through in one MTP module: the projection, the block
     (MoE: router, top-k and shared experts) and the shared output head run again."""
-    from gpuplan.core.flops import attention_matmul_weights
+    from gpuplan.core.flops import (
+        attention_matmul_weights,
+        mlp_matmul_weights_per_token,
+    )
 
     h = spec.hidden_size
-    block = attention_matmul_weights(spec.attention, h)
-    if mtp_block_is_moe(spec):
-        moe = spec.moe
-        block += h * moe.num_experts + moe.experts_per_token * expert_params(moe, h) \
-            + mlp_params(moe.shared_intermediate_size, h, gated=True)
-    else:
-        block += mlp_params(spec.mlp.intermediate_size, h, spec.mlp.gated)
+    block = attention_matmul_weights(spec.attention, h) + mlp_matmul_weights_per_token(spec, mtp_block_is_moe(spec))
     return 2 * h * h + block + spec.vocab_size * h
 
 

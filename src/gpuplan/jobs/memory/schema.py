@@ -90,13 +90,14 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     def settings(self, spec=None):
         """The memory model's settings; ``spec`` (the model this job trains, ``self.spec()`` when
         not passed) sets the MTP modules."""
+        from gpuplan.core.attention_time import execution_kernel
         from gpuplan.core.memory import MemorySettings
 
         mtp = (spec if spec is not None else self.spec()).mtp_layers
         return MemorySettings(mtp_layers=mtp, seq_len=self.seq_len, recipe=self.recipe_name, optimizer=self.optimizer,
                               implementation=self.implementation_name, framework=self.framework,
                               loss=self.loss,
-                              attention_kernel="eager" if self.attention_kernel == "eager" else "flash",
+                              attention_kernel=execution_kernel(self.attention_kernel),
                               recompute=self.recompute or "none", dropout=self.dropout, finetune=self.finetune,
                               lora_rank=self.lora_rank, moe_capacity_factor=self.moe_capacity_factor,
                               offload_optimizer=self.offload_optimizer, optimizer_impl=self.optimizer_impl)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuplan.core import memory as M
+from gpuplan.core.attention_time import execution_kernel
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.step import StepSettings, attention_efficiency
 from gpuplan.core.topology import cluster_for
@@ -38,7 +39,7 @@ def evaluator_for(inputs) -> Evaluator:
         raise InputError("fp8_recipe", "mxfp8", f"{gpu.name} has no block-scaled (MX) tensor cores; "
                          "use tensorwise, or a Blackwell-class part (b200, gb200, b300, gb300, mi355x)")
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
-    kernel = "eager" if inputs.attention_kernel == "eager" else "flash"  # sdpa = flash
+    kernel = execution_kernel(inputs.attention_kernel)
     zero3 = inputs.profile.zero3_step_settings()
     if "dp_overlap" in inputs.given:  # an explicit --dp-overlap covers ZeRO-3 traffic too
         zero3["zero3_overlap"] = None
