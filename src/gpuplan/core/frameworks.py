@@ -73,6 +73,11 @@ class FrameworkProfile:
     """Runs the interleaved 1F1B schedule (vpp > 1). DeepSpeed's PipelineEngine does not: its
     TrainSchedule steps 2 x (micro_batches + stages - 1) over whole stages
     (deepspeed/runtime/pipe/schedule.py)."""
+    interleaved_needs_pp_micro_batches: bool = False
+    """Its interleaved schedule needs at least pp micro-batches per step: Megatron-Core raises
+    unless microbatch_group_size_per_vp_stage (default pp) lies in [pp, m]
+    (megatron/core/pipeline_parallel/schedules.py); PyTorch's ScheduleInterleaved1F1B runs fewer
+    in one round (core.pipeline_schedule prices the idle time)."""
     zero3_regathers_on_recompute: bool = False
     """ZeRO-3 gathers parameters again for the recomputed forward (core/zero3_gathers.py)."""
     zero3_overlap: float | None = None
@@ -117,9 +122,11 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "megatron/core/transformer/transformer_config.py: recompute_modules ['core_attn']",
          "megatron/core/tensor_parallel/cross_entropy.py: vocab-parallel CE in fp32",
          "megatron/core/extensions/transformer_engine.py: TEDotProductAttention (cuDNN fused attention)",
-         "megatron/core/transformer/multi_token_prediction.py: MTP modules on the last stage (core.mtp)"),
+         "megatron/core/transformer/multi_token_prediction.py: MTP modules on the last stage (core.mtp)",
+         "megatron/core/pipeline_parallel/schedules.py: interleaved 1F1B needs >= pp micro-batches"),
         recipe="megatron", implementation="megatron", optimizer_impl="fused", selective="core-attn",
-        loss="vocab-parallel-ce", hopper_tuned_attention=True, trains_mtp=True),
+        loss="vocab-parallel-ce", hopper_tuned_attention=True, trains_mtp=True,
+        interleaved_needs_pp_micro_batches=True),
     FrameworkProfile(
         "deepspeed", "0.19.x (git edaa722)",
         ("deepspeed/runtime/zero/config.py: reduce_bucket_size 5e8, overlap_comm only for stage 3",

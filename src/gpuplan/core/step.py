@@ -11,9 +11,8 @@ Compute per micro-batch on one GPU:
   elementwise  norms, activations, RoPE, residuals: memory-bound; bytes ~ 3 x the activation bytes
              a layer saves (written in forward, read and written in backward) / HBM bandwidth
 Backward matmuls = 2 x forward. Full recompute re-runs each layer's forward; selective re-runs
-attention. Pipeline: t = t_microbatch x (m + (p-1)/v) (Narayanan et al. 2021, eq. 1 and Sec. 2.2).
-Scalars or numpy arrays may be passed for the layout degrees (the planner evaluates in bulk).
-Units: seconds, FLOPs, bytes.
+attention. Pipeline: t = t_microbatch x (m + bubble), core.pipeline_schedule. Layout degrees may
+be scalars or numpy arrays (the planner evaluates in bulk). Units: seconds, FLOPs, bytes.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from gpuplan.core.model import ModelSpec
 from gpuplan.core.model_states import stage_span
 from gpuplan.core.moe_overlap import MoeLayerPhases
 from gpuplan.core.mtp import mtp_stage_layer_shed
+from gpuplan.core.pipeline_schedule import pipeline_bubble_fraction
 from gpuplan.core.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.topology import Cluster
 
@@ -396,7 +396,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                      ep=ep, mtp=mtp).total
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
     compute = t_mb * micro_batches
-    bubble = t_mb * (pp - 1) / vpp
+    bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
     data = dp * cp
     params = params_per_gpu(spec, tp, pp, ep)
     trained = params if settings.finetune == "full" else _adapters_per_gpu(spec, settings, tp, pp)

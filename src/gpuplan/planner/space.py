@@ -50,6 +50,8 @@ class SpaceLimits:
     """Highest ZeRO stage combined with pipeline parallelism (the framework's limit)."""
     interleaved_pipeline: bool = True
     """The framework runs virtual pipeline stages (vpp > 1)."""
+    interleaved_needs_pp_micro_batches: bool = False
+    """Interleaved layouts need at least pp micro-batches per step (Megatron-Core)."""
     recompute: tuple[str, ...] = RECOMPUTE_MODES
     fixed: dict = field(default_factory=dict)
     """Degrees the user fixed: tp, pp, vpp, cp, ep, zero, micro_batch, dp."""
@@ -170,7 +172,8 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
             zeros = [z for z in limits.zero if (z == 0 or dp * cp > 1) and ("zero" not in fixed or z == fixed["zero"])
                      and (pp == 1 or z <= limits.max_zero_with_pp)]
             mbs = [m for m in divisors(per_rank) if (limits.max_micro_batch is None or m <= limits.max_micro_batch)
-                   and ("micro_batch" not in fixed or m == fixed["micro_batch"])]
+                   and ("micro_batch" not in fixed or m == fixed["micro_batch"])
+                   and (vpp == 1 or not limits.interleaved_needs_pp_micro_batches or per_rank // m >= pp)]
             key = (tuple(eps), tuple(zeros), tuple(mbs))
             grid = built.get(key)
             if grid is None:

@@ -80,6 +80,7 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     return SpaceLimits(fixed=inputs.fixed_degrees(), recompute=recompute, exact_batch=inputs.global_batch is not None,
                        max_zero_with_pp=inputs.profile.max_zero_with_pp,
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
+                       interleaved_needs_pp_micro_batches=inputs.profile.interleaved_needs_pp_micro_batches,
                        batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len))
 
 
