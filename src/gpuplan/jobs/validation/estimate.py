@@ -203,6 +203,13 @@ def published_memory_cases() -> list[Case]:
             for c in published_cases() if c.estimated is not None]
 
 
+def communication_cases() -> list[Case]:
+    """Measured collective busbw by payload against core/comm.py (jobs/validation/collectives.py)."""
+    from gpuplan.jobs.validation.collectives import collective_cases
+
+    return [Case(c.id, c.kind, c.measured, c.predicted, "busbw", c.source) for c in collective_cases()]
+
+
 def allocator_cases() -> list[Case]:
     from gpuplan.core.device_memory import FRAGMENTATION_DEFAULT_SEGMENTS
     from gpuplan.jobs.validation.allocator import allocator_rows
@@ -234,7 +241,8 @@ def validation_report() -> Report:
     inference_cases, inference_excluded = inference_validation()
     published, published_excluded = published_throughput_validation()
     cases = (validation_cases() + memory_validation_cases() + framework_validation_cases() + published_memory_cases()
-             + allocator_cases() + throughput_validation_cases() + published + fp8_recipe_cases(published) + inference_cases)
+             + allocator_cases() + throughput_validation_cases() + published + fp8_recipe_cases(published) + inference_cases
+             + communication_cases())
     kinds = sorted({c.kind for c in cases})
     summary = []
     for kind in kinds:
@@ -265,6 +273,8 @@ def _amount(case: Case, predicted: bool = False) -> str:
         return f"{value:.1f}"
     if case.kind.startswith("inference: speculative"):
         return f"{value:.2f}x"
+    if case.kind.startswith("communication"):
+        return f"{value / 1e9:,.2f} GB/s"
     if case.kind.startswith("throughput"):
         return f"{value:.3f}" if value < 1 else f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
     return f"{value:,.0f}"
@@ -322,6 +332,10 @@ def accuracy_markdown(report: Report) -> str:
            "Inference kinds: KV-cache capacity and weights per GPU against serving-engine logs, decode speed",
            "against published measurements (`src/gpuplan/catalog/reference/inference_measurements.yaml`; every",
            "case quotes its GitHub issue or PR; see docs/inference.md).",
+           "",
+           "Communication kinds: all-reduce bus bandwidth by payload, measured on 1 and 4 nodes of 8 B200",
+           "(`src/gpuplan/catalog/reference/collective_measurements.yaml`, stas00/ml-engineering), against",
+           "core/comm.py's ring on core/topology.py's two-level cluster; nothing fitted on them (docs/step.md).",
            ""]
     for table in report.tables:
         out += table_markdown(table)
