@@ -80,3 +80,18 @@ def test_megatron_search_offers_no_starved_interleaved_layout():
         starved = (rows["vpp"] > 1) & (rows["micro_batches"] < rows["pp"])
         assert bool(starved.any()) is expect_starved
         assert bool(((rows["vpp"] > 1) & (rows["micro_batches"] >= rows["pp"])).any())
+
+
+def test_fixed_starved_interleaving_under_megatron_says_why_gpus_idle():
+    """tp 8 pp 4 vpp 2 on 64 GPUs with a 4-sequence batch leaves 2 micro-batches per rank at dp 2:
+    Megatron-Core cannot run that, so the plan takes 32 GPUs (dp 1, 4 micro-batches) and says why."""
+    from gpuplan.jobs.plan.estimate import plan_report
+    from gpuplan.jobs.plan.schema import PlanInputs
+
+    common = {"model": "llama-3-70b", "gpu": "h100", "gpus": 64, "tp": 8, "pp": 4, "vpp": 2, "cp": 1,
+              "micro_batch": 1, "global_batch": 4}
+    report = plan_report(PlanInputs(**common))
+    idle = report.line("idle_gpus")
+    assert idle.value == 32 and "needs at least pp micro-batches" in idle.formula
+    titan = plan_report(PlanInputs(**common, framework="torchtitan"))
+    assert titan.line("idle_gpus").value == 0  # PyTorch's schedule runs it, at its bubble

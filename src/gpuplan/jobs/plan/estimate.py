@@ -43,6 +43,15 @@ def chosen_plan(result: PlanSearch, i: int) -> Plan:
                            int(result.table["gpus_asked"][i]))
 
 
+def _why_idle(inputs: PlanInputs) -> str:
+    why = "faster on fewer (no layout on all of them is as fast), or none fits / is valid on all of them"
+    vpp = inputs.fixed_degrees().get("vpp", 1)
+    if vpp > 1 and inputs.profile.interleaved_needs_pp_micro_batches:
+        why += (f"; --framework {inputs.framework}'s interleaved schedule (vpp {vpp}) needs at least pp "
+                "micro-batches per step (Megatron-Core schedules.py)")
+    return why
+
+
 def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -> tuple[Line, ...]:
     t, price = result.table, result.price
     dtype = inputs.dtype
@@ -63,8 +72,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
         Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
         Line("idle_gpus", "GPUs left idle", plan.idle_gpus, "GPUs",
              f"{plan.idle_gpus:,} of {plan.gpus_asked:,}" if plan.idle_gpus else "none",
-             "faster on fewer (no layout on all of them is as fast), or none fits / is valid on all of them"
-             if plan.idle_gpus else ""),
+             _why_idle(inputs) if plan.idle_gpus else ""),
         Line("global_batch", "global batch", plan.global_batch, "sequences",
              f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({plan.batch_difference:+.1%} vs {asked:,.0f} asked)",
              "the batch asked, rounded to a multiple of dp"),
