@@ -107,7 +107,8 @@ def _first(cfg: dict[str, Any], *keys: str) -> Any:
     return None
 
 
-def _int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: int | None = None) -> int:
+def _int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: int | None = None,
+               minimum: int = 1) -> int:
     value = _first(cfg, *keys)
     if value is None:
         if required and default is None:
@@ -115,23 +116,12 @@ def _int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: 
                              f"missing; need one of {', '.join(keys)} (a positive integer)")
         return default if default is not None else 0
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value != int(value) or value <= 0:
-        raise InputError(f"config.json: {keys[0]}", value, "must be a positive integer")
+            or value != int(value) or value < minimum:
+        raise InputError(f"config.json: {keys[0]}", value, "must be a positive integer" if minimum == 1
+                         else f"must be a whole number >= {minimum}")
     limit = LIMITS.get(keys[0], DEFAULT_LIMIT)
     if value > limit:
         raise InputError(f"config.json: {keys[0]}", value, f"must be at most {limit:,}")
-    return int(value)
-
-
-def _mtp_layers(cfg: dict[str, Any]) -> int:
-    """Multi-token-prediction modules (DeepSeek-V3 ``num_nextn_predict_layers``): 0 when absent."""
-    value = cfg.get("num_nextn_predict_layers")
-    if value is None:
-        return 0
-    limit = LIMITS["num_nextn_predict_layers"]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value != int(value) or not 0 <= value <= limit:
-        raise InputError("config.json: num_nextn_predict_layers", value, f"must be a whole number 0-{limit}")
     return int(value)
 
 
@@ -322,7 +312,8 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         fused_qkv=traits.fused_qkv, fused_gate_up=traits.fused_gate_up, rotary=model_type != "gpt2",
         gemma_norm=traits.gemma_norm, attn_logit_softcap=cfg.get("attn_logit_softcapping"),
         final_logit_softcap=cfg.get("final_logit_softcapping"),
-        mtp_layers=_mtp_layers(cfg),
+        # multi-token-prediction modules (DeepSeek-V3 num_nextn_predict_layers): 0 when absent
+        mtp_layers=_int_field(cfg, "num_nextn_predict_layers", required=False, default=0, minimum=0),
         source=source, notes=tuple(notes),
     )
 

@@ -15,6 +15,7 @@ from gpuplan.core.model import (
     mlp_params,
     norm_params,
 )
+from gpuplan.core.mtp import mtp_block_is_moe, mtp_module_params, mtp_stage_layer_shed
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.precision import OptimizerSpec, PrecisionRecipe
 
@@ -83,11 +84,6 @@ def _prefix(mask: tuple[bool, ...], num_layers: int) -> np.ndarray:
 def stage_params(spec: ModelSpec, layout: ParallelLayout, stage, mtp: int = 0) -> StageParams:
     """Parameters on one GPU of pipeline ``stage`` (0 = first; degrees may be arrays); ``mtp``
     MTP modules on the last stage (core.mtp), which then sheds decoder layers to the others."""
-    from gpuplan.core.mtp import (
-        mtp_block_is_moe,
-        mtp_module_params,
-        mtp_stage_layer_shed,
-    )
     h, tp, pp = spec.hidden_size, layout.tp, layout.pp
     start, count = stage_span(spec.num_layers, pp, stage, mtp_stage_layer_shed(spec, mtp))
     moe_prefix = _prefix(spec.moe_layers, spec.num_layers)
@@ -115,13 +111,12 @@ def stage_params(spec: ModelSpec, layout: ParallelLayout, stage, mtp: int = 0) -
     if mtp:  # the MTP modules (their block, projection, norms) and, with pp > 1, the embedding
         # copy Megatron builds on the MTP stage (gpt_model.py: pre_process or mtp_process)
         mtp_dense, mtp_experts = mtp_module_params(spec, tp, layout.ep)
-        moe_block = mtp_block_is_moe(spec)
         dense = dense + last * mtp * mtp_dense
         experts = experts + last * mtp * mtp_experts
         root = root + last * (pp > 1) * spec.vocab_size * h / tp
         matrices = matrices + last * mtp * (mtp_dense + mtp_experts)
         count = count + last * mtp
-        n_moe = n_moe + last * mtp * moe_block
+        n_moe = n_moe + last * mtp * mtp_block_is_moe(spec)
     k = declared_scale(spec)  # a bare --params N: states follow N, in the generic shape's proportions
     return StageParams(count, n_moe, k * (dense + root), k * experts, k * matrices, k * largest, k * root)
 

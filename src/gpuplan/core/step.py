@@ -383,15 +383,15 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     shards across the groups (PyTorch HYBRID_SHARD)."""
     # uneven stages (core.memory.stage_layer_counts): the first ones take the remainder, the last
     # (with the LM head and any MTP modules, which shed layers to the others: core.mtp) never has
-    # more; the slowest stage sets the pipeline's pace. Its collectives are the first stage's layers'
-    # (with pp > 1 the MTP stage's layers + modules never outnumber them; with pp 1 they add up)
+    # more; the slowest stage sets the pace. Collectives follow the first stage's layers (pp > 1:
+    # never fewer than the MTP stage's layers + modules; pp 1: the modules join them, mtp_on_first)
     mtp = spec.mtp_layers
+    mtp_on_first = mtp * (pp == 1)
     shed = mtp_stage_layer_shed(spec, mtp)
     layers = stage_span(spec.num_layers, pp, 0, shed)[1]  # the first (fullest) stage
     last_layers = stage_span(spec.num_layers, pp, pp - 1, shed)[1]
     t_mb, t_attn_mb, t_bwd_gemm_mb, phases = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
-                                                                      layers, head=(pp == 1), ep=ep,
-                                                                      mtp=mtp * (pp == 1))
+                                                                      layers, pp == 1, ep, mtp_on_first)
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
                                      ep=ep, mtp=mtp).total
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
@@ -402,7 +402,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     trained = params if settings.finetune == "full" else _adapters_per_gpu(spec, settings, tp, pp)
     costs = step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
                                micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
-                               layers=layers + mtp * (pp == 1), trained_params=trained, t_attn_mb=t_attn_mb,
+                               layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
                                t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases)
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
     comm_total = sum((c.total for c in costs), 0.0)

@@ -32,16 +32,23 @@ def collective_sweeps() -> list[dict]:
     return yaml.safe_load(text)["sweeps"]
 
 
-def model_bus_bandwidth(sweep: dict, payload_bytes: int) -> float:
-    """The model's all-reduce busbw (bytes/s) for one sweep's cluster and payload."""
+def sweep_link(sweep: dict) -> tuple[int, float, float]:
+    """(ranks, bandwidth bytes/s, latency s) of the link a sweep's all-reduce group rides."""
     from gpuplan.catalog import load_accelerator
-    from gpuplan.core.comm import all_reduce_time
     from gpuplan.core.topology import cluster_for
 
     cluster = cluster_for(load_accelerator(sweep["gpu"]), gpus_per_node=sweep["gpus_per_node"],
                           nic_gbit_per_gpu=sweep["nic_gbit_per_gpu"])
     ranks = sweep["nodes"] * sweep["gpus_per_node"]
-    bandwidth, latency = cluster.link(ranks)
+    return (ranks, *cluster.link(ranks))
+
+
+def model_bus_bandwidth(sweep: dict, payload_bytes: int, link: tuple[int, float, float] | None = None) -> float:
+    """The model's all-reduce busbw (bytes/s) for one sweep's cluster and payload (``link``:
+    sweep_link(sweep), when the caller already has it)."""
+    from gpuplan.core.comm import all_reduce_time
+
+    ranks, bandwidth, latency = link or sweep_link(sweep)
     factor = 2 * (ranks - 1) / ranks
     return factor * payload_bytes / all_reduce_time(payload_bytes, ranks, bandwidth, latency)
 
@@ -49,11 +56,12 @@ def model_bus_bandwidth(sweep: dict, payload_bytes: int) -> float:
 def collective_cases() -> list[CollectiveCase]:
     cases = []
     for sweep in collective_sweeps():
+        link = sweep_link(sweep)
         where = ("one node, NVLink" if sweep["nodes"] == 1 else
                  f"{sweep['nodes']} nodes, one NIC per GPU in the model")
         for payload, busbw in sweep["points"]:
             regime = "< 16 MiB" if payload < LATENCY_REGIME_BELOW_BYTES else ">= 16 MiB"
             kind = f"communication: {sweep['collective'].replace('_', '-')} busbw, {where}, payload {regime} (held out)"
             cases.append(CollectiveCase(f"{sweep['id']}-{payload}", kind, busbw * 1e9,
-                                        model_bus_bandwidth(sweep, payload), sweep["cite"]))
+                                        model_bus_bandwidth(sweep, payload, link), sweep["cite"]))
     return cases
