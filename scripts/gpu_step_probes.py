@@ -16,6 +16,8 @@ The open items of docs/step.md ("Not yet modelled") that one GPU can settle:
   are small-expert FP8 GEMMs on Hopper slower than BF16 ones, as the published FP8-CS rows imply?
 * ``launch``: host microseconds per eager op (a 1-element add, and a small linear under autograd):
   the per-op host cost a host-launch model for layers without CUDA graphs would need.
+* ``kernel``: GPU microseconds per tiny kernel replayed from a CUDA graph (no host in the way):
+  the fixed cost per kernel that per-expert quantisation and GEMM launches would add on the GPU.
 * ``attention``: causal SDPA forward and backward at head dim 128 and 64 (same width): the head-dim
   question GPT-OSS 120B raises (docs/step.md, "Attention efficiency by head dimension").
 
@@ -209,6 +211,29 @@ def launch_probes(torch, device, count: int) -> list[ProbeResult]:
     return out
 
 
+def kernel_probe(torch, device: str, count: int) -> list[ProbeResult]:
+    """GPU seconds per tiny kernel with no host in the way: ``count`` 1-element adds captured in
+    one CUDA graph and replayed (the fixed cost a per-expert, per-quantisation kernel count would
+    be charged at; the step model has none)."""
+    note = "GPU seconds per kernel, CUDA-graph replay; no step-model term"
+    if device != "cuda":
+        return [ProbeResult("kernel", f"{count} graphed 1-element adds", "fp32", None, None,
+                            "not measured: CUDA graphs need a GPU")]
+    x = torch.ones(1, device=device)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            x.add_(1.0)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(count):
+            x.add_(1.0)
+    seconds = _timer(torch, device)(graph.replay) / count
+    return [ProbeResult("kernel", f"{count} graphed 1-element adds", "fp32", seconds, None, note)]
+
+
 def attention_probes(torch, device, gpu, timer, seq: int, width: int) -> list[ProbeResult]:
     import torch.nn.functional as F
 
@@ -275,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     results = (gemm_probes(torch, device, gpu, timer, 64 if dry else 8192)
                + expert_probes(torch, device, gpu, timer, TINY_EXPERTS if dry else EXPERT_SHAPES)
                + launch_probes(torch, device, 200 if dry else 5000)
+               + kernel_probe(torch, device, 1000)
                + attention_probes(torch, device, gpu, timer, 64 if dry else 4096, 256 if dry else 4096))
     name = "CPU dry run (measured = CPU seconds, not a GPU figure)" if dry else torch.cuda.get_device_name(0)
     header = f"{name}; predictions for {gpu.id}; torch {torch.__version__}"

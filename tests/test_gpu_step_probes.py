@@ -45,8 +45,11 @@ def test_dry_run_writes_every_probe(tmp_path, capsys):
     assert data["dry_run"] is True and data["catalog_gpu"] == "h100-sxm"
     kinds = [r["probe"] for r in data["results"]]
     assert kinds.count("gemm") == 2 and kinds.count("experts") == 2 and kinds.count("launch") == 2
-    assert kinds.count("attention") == 4
-    assert all(r["measured_s"] > 0 for r in data["results"])
+    assert kinds.count("attention") == 4 and kinds.count("kernel") == 1
+    # the CPU run measures everything but the CUDA-graph probe, which says why not
+    kernel = next(r for r in data["results"] if r["probe"] == "kernel")
+    assert kernel["measured_s"] is None and "need a GPU" in kernel["note"]
+    assert all(r["measured_s"] > 0 for r in data["results"] if r["probe"] != "kernel")
     assert "CPU dry run" in (tmp_path / "step-probes.md").read_text()
     assert not list(tmp_path.glob("*.tmp"))
 
