@@ -98,7 +98,9 @@ def test_published_moe_rows_carry_their_release_recipe_settings():
     rows = {r["id"]: r for r in published_throughput_rows()}
     moe = [r for r in rows.values() if r["id"].startswith("mbridge-") and "moe_comm" in r]
     releases = [r for r in moe if r["family"].startswith("nemo-")]
-    assert len(releases) == 43 + 21  # + the GB300 / GPT-OSS rows of 26.04.01-26.08
+    # 43, + the GB300 / GPT-OSS rows of 26.04.01-26.08 (21), + the GPT-OSS B200 / B300 / H100 rows of
+    # 26.04.01 / 26.06 (4), + the 26.04 (18), 26.02.01 (18) and 26.02 (19) tables
+    assert len(releases) == 43 + 21 + 4 + 18 + 18 + 19
     for r in releases:
         assert r["moe_comm"]["dispatcher"] in ("alltoall", "flex")
         assert "Megatron-Bridge v0." in r["derived"]["moe_comm"] and ".py@v0." in r["derived"]["moe_comm"]
@@ -113,6 +115,15 @@ def test_published_moe_rows_carry_their_release_recipe_settings():
     assert rows["mbridge-26.06-qwen3-30b-a3b-h100-sxm-16g-fp8cs"]["moe_comm"]["a2a_overlap"] is False
     # v0.4.2 Qwen3-235B-A22B on B200: NCCL all-to-all
     assert rows["mbridge-26.04.01-qwen3-235b-a22b-b200-256g-mxfp8"]["moe_comm"]["dispatcher"] == "alltoall"
+    # v0.4.0 GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2: hybridep with the overlap; H100: no backend
+    assert rows["mbridge-26.04-gpt-oss-120b-gb200-64g-bf16"]["moe_comm"] == {
+        "dispatcher": "flex", "backend": "hybridep", "a2a_overlap": True}
+    assert rows["mbridge-26.04-gpt-oss-120b-h100-sxm-64g-bf16"]["moe_comm"]["dispatcher"] == "alltoall"
+    # v0.3.1 qwen3_235b_a22b_pretrain_config_b300 sets moe_token_dispatcher_type = "alltoall" itself
+    assert rows["mbridge-26.02.01-qwen3-235b-a22b-b300-256g-mxfp8"]["moe_comm"]["dispatcher"] == "alltoall"
+    # v0.3.0 QWEN3_30B_A3B H100 FP8-CS preset: DeepEP (applied by the recipe on Hopper) with the overlap
+    assert rows["mbridge-26.02-qwen3-30b-a3b-h100-sxm-16g-fp8cs"]["moe_comm"] == {
+        "dispatcher": "flex", "backend": "deepep", "a2a_overlap": True}
 
 
 def test_newest_gb200_moe_rows_with_their_overlap():

@@ -255,12 +255,16 @@ def test_nvfp4_runs_linears_at_the_fp4_peak_with_fp8_style_casts(run_cli):
     fp8 = step_time(spec, cluster, StepSettings(seq_len=8192, dtype="fp8"), **kw).compute
     fp4 = step_time(spec, cluster, StepSettings(seq_len=8192, dtype="fp4"), **kw).compute
     assert fp8 / 2 < fp4 < fp8
-    cases = [c for c in published_throughput_cases()[0] if c.precision == "fp4" and c.id.find("gb300") < 0]
-    assert len(cases) == 3 and all(0.0 < c.error < 0.075 for c in cases), [(c.id, c.error) for c in cases]
+    gb200 = [c for c in published_throughput_cases()[0] if c.precision == "fp4" and "gb300" not in c.id]
+    newer = [c for c in gb200 if c.family in ("nemo-26.04.01-gb200", "nemo-26.06-gb200")]
+    assert len(newer) == 3 and all(0.0 < c.error < 0.075 for c in newer), [(c.id, c.error) for c in newer]
+    # the same GB200 configurations in the 26.02 / 26.02.01 / 26.04 tables: all over-predicted,
+    # +6.3% (26.04) to +16.8% (26.02): NVFP4 got faster release by release
+    assert len(gb200) == 9 and all(0.0 < c.error < 0.17 for c in gb200), [(c.id, c.error) for c in gb200]
     # GB300 (Blackwell Ultra, FP4 peak 15 PF, the B300's kernel fractions) NVFP4 rows, held out:
-    # -9.5% to +13.0%
+    # -14.2% to +14.7% over the 26.02-26.06 tables
     ultra = [c for c in published_throughput_cases()[0] if c.precision == "fp4" and "gb300" in c.id]
-    assert len(ultra) == 3 and all(abs(c.error) < 0.17 for c in ultra), [(c.id, c.error) for c in ultra]
+    assert len(ultra) == 9 and all(abs(c.error) < 0.15 for c in ultra), [(c.id, c.error) for c in ultra]
     code, _, err = run_cli("plan", "llama-3.1-70b", "--tokens", "1T", "--gpu", "h100", "--gpus", "64", "--dtype", "fp4")
     assert code == 2 and "fp4" in err
 
@@ -289,8 +293,8 @@ def test_mxfp8_casts_by_hand_and_block_scaled_gemms_cost_the_fitted_factor():
 
 def test_block_scaled_factor_is_the_fit_of_its_named_subset_and_holds_out():
     """Refit from the packaged rows: the three 25.09 dense one-layout pairs give 1.157 (constant
-    1.16); the seven held-out one-layout pairs' FP8-CS / MXFP8 ratios come out within 5.1%, mean
-    2.2% (4.1% when both recipes are predicted alike)."""
+    1.16); the eight held-out one-layout pairs' FP8-CS / MXFP8 ratios come out within 4.6%, mean
+    2.0% (the eighth, 26.02.01 Llama 3.1 405B on GB300: -0.1%)."""
     from gpuplan.core.step import BLOCK_SCALED_GEMM_TIME_FACTOR
     from gpuplan.jobs.validation.fp8_recipes import fit_block_scaled_gemm_time_factor, recipe_pairs
 
@@ -301,7 +305,7 @@ def test_block_scaled_factor_is_the_fit_of_its_named_subset_and_holds_out():
                                          "mbridge-25.09-llama-3.1-405b-b200-128g-mxfp8"]
     assert fit_block_scaled_gemm_time_factor(fit) == pytest.approx(BLOCK_SCALED_GEMM_TIME_FACTOR, abs=0.01)
     held = [abs(p.predicted_ratio() / p.measured_ratio - 1) for p in pairs if p.same_layout and not p.in_fit_subset]
-    assert len(held) == 7 and max(held) < 0.06 and sum(held) / len(held) < 0.03, held
+    assert len(held) == 8 and max(held) < 0.05 and sum(held) / len(held) < 0.025, held
 
 
 def test_fp8_recipe_is_checked_at_the_input_boundary(run_cli):
