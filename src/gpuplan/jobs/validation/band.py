@@ -65,6 +65,10 @@ def main() -> None:
     path = resources.files("gpuplan.catalog") / "reference" / "prediction_band.toml"
     write_atomic(str(path), band_toml())
     print(f"wrote {path}")
+    # each model's own record, from the same runs
+    from gpuplan.jobs.validation.track_record import main as write_track_record
+
+    write_track_record()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,47 @@
+"""Each model's own track record on its published runs (jobs/validation/track_record.py): the
+packaged file is the current code's figure, and a plan for a model whose runs sit outside the
+prediction band says so."""
+
+import json
+from importlib import resources
+
+import pytest
+
+from gpuplan.jobs.validation.track_record import model_track_records, track_record_toml
+
+
+def test_packaged_track_record_is_the_current_code():
+    packaged = (resources.files("gpuplan.catalog") / "reference" / "model_track_record.toml").read_text("utf-8")
+    assert packaged == track_record_toml(), "regenerate with: python -m gpuplan.jobs.validation.band"
+
+
+def test_gpt_oss_runs_all_slower_than_predicted():
+    """docs/accuracy.md: the 25 GPT-OSS 120B rows (Megatron-Bridge 26.02-26.08, five GPU types)
+    are +22.6% to +100.9%, mean +56.5%; Llama 3.1 405B's 50 rows average +2.2%."""
+    records = model_track_records()
+    oss = records["gpt-oss-120b"]
+    assert oss.cases == 25 and oss.mean_error == pytest.approx(0.565, abs=0.005)
+    assert oss.low == pytest.approx(0.226, abs=0.005) and oss.high == pytest.approx(1.009, abs=0.005)
+    assert records["llama-3.1-405b"].cases == 50 and abs(records["llama-3.1-405b"].mean_error) < 0.03
+
+
+def _notes(run_cli, *args):
+    code, out, err = run_cli(*args, "--json")
+    assert code == 0, err
+    return " ".join(json.loads(out)["notes"])
+
+
+def test_a_plan_quotes_its_models_record_only_outside_the_band(run_cli, tmp_path):
+    notes = _notes(run_cli, "plan", "gpt-oss-120b", "--gpu", "b200", "--gpus", "64", "--global-batch", "1280")
+    assert "25 published runs of gpt-oss-120b" in notes and "+57% on average" in notes and "optimistic" in notes
+    # Llama 3 70B's 36 runs average -1.6%: inside the band, no note
+    assert "published runs of" not in _notes(run_cli, "plan", "llama-3-70b", "--gpu", "h100", "--gpus", "64")
+    # train --mfu predicted carries the same note
+    assert "25 published runs of gpt-oss-120b" in _notes(run_cli, "train", "gpt-oss-120b", "--gpu", "b200",
+                                                          "--gpus", "64", "--mfu", "predicted")
+    # the same architecture from a user's config.json is not the catalog model: no record quoted
+    from gpuplan.catalog import model_entry
+
+    path = tmp_path / "gpt-oss-120b.json"
+    path.write_text(json.dumps(model_entry("gpt-oss-120b")["config"]), encoding="utf-8")
+    assert "published runs of" not in _notes(run_cli, "plan", str(path), "--gpu", "b200", "--gpus", "64")
