@@ -49,9 +49,11 @@ def throughput_reference() -> dict[str, Any]:
 
 
 def run_spec(model: dict[str, Any]) -> ModelSpec:
-    """The run's architecture: the catalog entry, or a GPT-style shape (LayerNorm, biases)."""
+    """The run's architecture: the catalog entry (with the MTP modules the run trained, where the
+    row states them: ``mtp_layers``), or a GPT-style shape (LayerNorm, biases)."""
     if model.get("catalog"):
-        return load_model(model["catalog"])
+        spec = load_model(model["catalog"])
+        return replace(spec, mtp_layers=int(model["mtp_layers"])) if "mtp_layers" in model else spec
     heads, h = model["heads"], model["hidden"]
     return ModelSpec(
         name=model.get("name", "run"), hidden_size=h, num_layers=model["layers"], vocab_size=model["vocab"],
