@@ -87,12 +87,9 @@ class ProbeResult:
 
 
 def gemm_fraction(gpu, smallest_dim: float, dtype: str) -> float:
-    """The step model's GEMM efficiency (core.step: MAMF x d / (d + d_half)), FP8 scaled to the
-    FP8 MAMF fraction as microbatch_compute_time does."""
-    e = S.gemm_efficiency(gpu, smallest_dim, S.StepSettings().gemm_d_half)
-    if dtype == "fp8":
-        e = e * S._lookup(S.MAMF_FP8_FRACTION, gpu, S.FP8_MAMF_RATIO * S._mamf(gpu)) / S._mamf(gpu)
-    return e
+    """The step model's GEMM efficiency (core.step.gemm_efficiency: MAMF x d / (d + d_half), the FP8
+    MAMF fraction for FP8)."""
+    return S.gemm_efficiency(gpu, smallest_dim, S.StepSettings().gemm_d_half, low_precision=dtype == "fp8")
 
 
 def predicted_gemm_s(gpu, m: int, k: int, n: int, dtype: str) -> float:

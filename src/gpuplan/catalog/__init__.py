@@ -127,9 +127,9 @@ def reference_runs() -> dict[str, Any]:
 
 
 @cache
-def _prediction_bands() -> dict[str, Any]:
-    text = (resources.files("gpuplan.catalog") / "reference" / "prediction_band.toml").read_text("utf-8")
-    return tomllib.loads(text)
+def reference_toml(name: str) -> dict[str, Any]:
+    """A generated TOML file of catalog/reference (prediction_band.toml, model_track_record.toml)."""
+    return tomllib.loads((resources.files("gpuplan.catalog") / "reference" / name).read_text("utf-8"))
 
 
 def prediction_band(dtype: str, moe: bool = False) -> tuple[float, str]:
@@ -140,5 +140,5 @@ def prediction_band(dtype: str, moe: bool = False) -> tuple[float, str]:
     from gpuplan.core.step import precision_class
 
     key = "moe" if moe else "bf16" if precision_class(dtype) == "bf16" else "fp8"  # low precision: one band
-    entry = _prediction_bands()[key]
+    entry = reference_toml("prediction_band.toml")[key]
     return float(entry["held_out_mean_abs_error"]), str(entry["source"])

@@ -268,9 +268,11 @@ def _mamf(gpu) -> float:
     return _lookup(MAMF_FRACTION, gpu, DEFAULT_MAMF_FRACTION)
 
 
-def gemm_efficiency(gpu, smallest_dim, d_half: float):
-    """Fraction of dense peak a GEMM reaches on ``gpu`` (an Accelerator or an id): MAMF x d / (d + d_half)."""
-    return _mamf(gpu) * smallest_dim / (smallest_dim + d_half)
+def gemm_efficiency(gpu, smallest_dim, d_half: float, low_precision: bool = False):
+    """Fraction of dense peak a GEMM reaches on ``gpu`` (an Accelerator or an id): MAMF x d / (d + d_half),
+    with the FP8 MAMF fraction for ``low_precision`` (FP8 / NVFP4) GEMMs."""
+    mamf = _lookup(MAMF_FP8_FRACTION, gpu, FP8_MAMF_RATIO * _mamf(gpu)) if low_precision else _mamf(gpu)
+    return mamf * smallest_dim / (smallest_dim + d_half)
 
 
 def layer_activation_bytes(spec: ModelSpec, seq_len, implementation: str) -> float:
@@ -313,10 +315,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     gemm_flops = 2.0 * (weights - routed) / spec.num_layers / tp
     expert_flops = 2.0 * routed / spec.num_layers / tp
     e_dense = gemm_efficiency(gpu, minimum(h / tp, tokens), settings.gemm_d_half)
-    e_gemm = e_dense
+    e_gemm = gemm_efficiency(gpu, minimum(h / tp, tokens), settings.gemm_d_half, fp8)
     recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
-    if fp8:
-        e_gemm = e_gemm * _lookup(MAMF_FP8_FRACTION, gpu, FP8_MAMF_RATIO * _mamf(gpu)) / _mamf(gpu)
     if recipe in BLOCK_SCALED:
         e_gemm = e_gemm / settings.block_scaled_gemm_time_factor
     act = layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp

@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.catalog import prediction_band
-from gpuplan.jobs.validation.mfu_ceiling import ceiling_note
-from gpuplan.jobs.validation.track_record import track_record_note
+from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
 from gpuplan.core import memory as M
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count
 from gpuplan.jobs.assumptions import mtp_assumption
@@ -140,13 +139,12 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
 
     low = precision_class(inputs.dtype)
     error, _ = prediction_band(low, moe=spec.moe is not None)
-    ceiling = ceiling_note(gpu.id, spec.moe is not None, low, plan.mfu, error)
-    record = track_record_note(spec, error)
+    caveats = predicted_mfu_notes(gpu.id, spec, low, plan.mfu, error)
     return Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
                   report_inputs, _assumptions(inputs, plan, result) + budget.assumptions,
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
                   (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",)
-                  + ((ceiling,) if ceiling else ()) + ((record,) if record else ()) + budget.notes,
+                  + caveats + budget.notes,
                   tables + budget.tables, headline=PLAN_HEADLINE,
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,

@@ -212,15 +212,11 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan) -> tup
         from gpuplan.adapters.resolve import resolve_gpu
         from gpuplan.catalog import prediction_band
         from gpuplan.core.step import precision_class
-        from gpuplan.jobs.validation.mfu_ceiling import ceiling_note
-
-        from gpuplan.jobs.validation.track_record import track_record_note
+        from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
 
         dtype = precision_class(inputs.dtype)
         band = prediction_band(dtype, moe=spec.moe is not None)[0]
-        ceiling = ceiling_note(resolve_gpu(inputs.gpu).id, spec.moe is not None, dtype, plan.mfu, band)
-        record = track_record_note(spec, band)
-        out.extend(note for note in (ceiling, record) if note)
+        out.extend(predicted_mfu_notes(resolve_gpu(inputs.gpu).id, spec, dtype, plan.mfu, band))
         out.append("--mfu predicted is the steady state of the planner's layout on the kernels given (flash attention unless "
                    "--attention-kernel eager); whole "
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "

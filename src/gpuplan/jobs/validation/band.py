@@ -62,13 +62,12 @@ def band_toml() -> str:
 def main() -> None:
     from importlib import resources
 
-    path = resources.files("gpuplan.catalog") / "reference" / "prediction_band.toml"
-    write_atomic(str(path), band_toml())
-    print(f"wrote {path}")
-    # each model's own record, from the same runs
-    from gpuplan.jobs.validation.track_record import main as write_track_record
+    from gpuplan.jobs.validation.track_record import track_record_toml  # each model's own record
 
-    write_track_record()
+    for name, text in (("prediction_band.toml", band_toml()), ("model_track_record.toml", track_record_toml())):
+        path = resources.files("gpuplan.catalog") / "reference" / name
+        write_atomic(str(path), text)
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

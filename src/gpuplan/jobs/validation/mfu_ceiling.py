@@ -81,3 +81,13 @@ def ceiling_note(gpu_id: str, moe: bool, dtype: str, mfu: float, band: float) ->
     kind = "MoE" if moe else "dense"
     return (f"predicted MFU {mfu:.1%} is above the best published {kind} {dtype} MFU on {hardware_class(gpu_id)} "
             f"({best.mfu:.1%}, {best.run}) by more than the ±{band:.0%} band: treat this plan's time as optimistic")
+
+
+def predicted_mfu_notes(gpu_id: str, spec, dtype: str, mfu: float, band: float) -> tuple[str, ...]:
+    """The caveats a predicted MFU carries (plan, train --mfu predicted): beyond the best published
+    run of its class (ceiling_note), and the model's own published record outside the band
+    (jobs/validation/track_record.py)."""
+    from gpuplan.jobs.validation.track_record import track_record_note
+
+    notes = (ceiling_note(gpu_id, spec.moe is not None, dtype, mfu, band), track_record_note(spec, band))
+    return tuple(n for n in notes if n)

@@ -11,10 +11,7 @@ Error convention as docs/accuracy.md: predicted / measured - 1 (positive: predic
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from statistics import mean
 
 MIN_CASES = 3
@@ -59,19 +56,13 @@ def track_record_toml() -> str:
     return "\n".join(lines) + "\n"
 
 
-@cache
-def _packaged() -> dict[str, dict]:
-    text = (resources.files("gpuplan.catalog") / "reference" / "model_track_record.toml").read_text("utf-8")
-    return tomllib.loads(text)
-
-
 def track_record_note(spec, band: float) -> str | None:
     """A note when ``spec`` (a catalog model, read from the catalog's own config) has published
     runs whose mean error lies outside the prediction ``band`` of its kind."""
-    from gpuplan.catalog import find_model_entry
+    from gpuplan.catalog import find_model_entry, reference_toml
 
     entry = find_model_entry(spec.name)
-    rec = _packaged().get(spec.name)
+    rec = reference_toml("model_track_record.toml").get(spec.name)
     if rec is None or entry is None or spec.source != entry["config_source"] or abs(rec["mean_error"]) <= band:
         return None
     slower = rec["mean_error"] > 0
@@ -80,10 +71,3 @@ def track_record_note(spec, band: float) -> str | None:
             f"average ({rec['low']:+.0%} to {rec['high']:+.0%}), beyond the ±{band:.0%} band of its kind; treat this "
             f"plan's time as {'optimistic' if slower else 'pessimistic'} by about that much (docs/step.md)")
 
-
-def main() -> None:
-    from gpuplan.adapters.files import write_atomic
-
-    path = resources.files("gpuplan.catalog") / "reference" / "model_track_record.toml"
-    write_atomic(str(path), track_record_toml())
-    print(f"wrote {path}")
