@@ -185,7 +185,10 @@ def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bo
         num_experts=experts, experts_per_token=top_k, expert_intermediate_size=width,
         shared_intermediate_size=shared,
         shared_expert_gate=bool(cfg.get("shared_expert_intermediate_size")),
-        router_bias=cfg.get("topk_method") == "noaux_tc",  # DeepSeek-V3 e_score_correction_bias
+        # one value per expert: DeepSeek-V3's e_score_correction_bias, GptOssTopKRouter.bias
+        router_bias=cfg.get("topk_method") == "noaux_tc" or cfg.get("model_type") == "gpt_oss",
+        # GptOssExperts.gate_up_proj_bias / down_proj_bias (transformers models/gpt_oss/modeling_gpt_oss.py)
+        expert_bias=cfg.get("model_type") == "gpt_oss",
     )
     first_dense = _int_field(cfg, "first_k_dense_replace", required=False)
     every = _int_field(cfg, "moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", default=1)

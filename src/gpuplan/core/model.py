@@ -88,7 +88,9 @@ class MoESpec:
     shared_expert_gate: bool = False
     """Qwen2-MoE's sigmoid gate on the shared expert (a hidden_size x 1 matrix)."""
     router_bias: bool = False
-    """DeepSeek-V3's e_score_correction_bias (one value per expert)."""
+    """One value per expert: DeepSeek-V3's e_score_correction_bias, GPT-OSS's router bias."""
+    expert_bias: bool = False
+    """The routed experts' linears carry biases (GPT-OSS: gate_up_proj_bias, down_proj_bias)."""
 
 
 @dataclass(frozen=True)
@@ -229,8 +231,8 @@ def mlp_params(intermediate: int, hidden: int, gated: bool, bias: bool = False) 
 
 
 def expert_params(moe: MoESpec, hidden: int) -> int:
-    """One routed expert: a gated MLP without bias."""
-    return mlp_params(moe.expert_intermediate_size, hidden, gated=True)
+    """One routed expert: a gated MLP, with biases where the model has them (MoESpec.expert_bias)."""
+    return mlp_params(moe.expert_intermediate_size, hidden, gated=True, bias=moe.expert_bias)
 
 
 def count_parameters(spec: ModelSpec) -> ParameterCount:

@@ -25,6 +25,12 @@ from dataclasses import dataclass
 
 from gpuplan.core.bulk import maximum, minimum
 
+# SMs the MoE dispatcher kernels hold while they run beside compute (the phases below): DeepEP's
+# default 20 (Megatron-Core transformer_config.py moe_deepep_num_sms, "historical default 20") of
+# an H100's 132 is 0.15; the Megatron-Bridge perf recipes give HybridEP 32 (perf_recipes/*/common.py
+# moe_hybridep_num_sms = 32) of a B200's 148, 0.22. One share for both: 0.2.
+EP_COMM_SM_SHARE = 0.2
+
 ALL_TO_ALLS_PER_LAYER = 4
 """Dispatch and combine, forward and backward: one MoE layer's all-to-alls per micro-batch (the
 four the paired schedule below places, and what core.step_comm counts)."""

@@ -24,9 +24,10 @@ from gpuplan.core import activations as A
 from gpuplan.core import flops as F
 from gpuplan.core.attention_time import attention_seconds_per_token
 from gpuplan.core.bulk import minimum
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model import ModelSpec, mlp_params
 from gpuplan.core.model_states import stage_span
-from gpuplan.core.moe_overlap import MoeLayerPhases
+from gpuplan.core.expert_bias import eager_expert_bias_bytes_per_token
+from gpuplan.core.moe_overlap import EP_COMM_SM_SHARE, MoeLayerPhases
 from gpuplan.core.mtp import mtp_stage_layer_shed
 from gpuplan.core.pipeline_schedule import pipeline_bubble_fraction
 from gpuplan.core.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
@@ -85,11 +86,6 @@ MXFP8_CAST_BYTES_PER_ELEMENT = 2.0 + 2 * (1.0 + 1.0 / 32)
 # and 8 GB200, Llama 3.1 405B on 128 B200; jobs/validation/fp8_recipes.py): 1.157. Held out: the
 # other pairs' ratios, and the NVFP4 family (docs/step.md, docs/accuracy.md).
 BLOCK_SCALED_GEMM_TIME_FACTOR = 1.16
-# SMs the MoE dispatcher kernels hold while they run beside compute (core.moe_overlap): DeepEP's
-# default 20 (Megatron-Core transformer_config.py moe_deepep_num_sms, "historical default 20") of
-# an H100's 132 is 0.15; the Megatron-Bridge perf recipes give HybridEP 32 (perf_recipes/*/common.py
-# moe_hybridep_num_sms = 32) of a B200's 148, 0.22. One share for both: 0.2.
-EP_COMM_SM_SHARE = 0.2
 LOW_PRECISION = ("fp8", "fp4")
 BLOCK_SCALED = ("mxfp8", "nvfp4")
 
@@ -183,6 +179,9 @@ class StepSettings:
     replaces ep_overlap."""
     ep_comm_sm_share: float = EP_COMM_SM_SHARE
     """Share of the SMs the dispatcher kernels hold while they run beside compute."""
+    expert_bias_probs: str | None = None
+    """Megatron-Core's unfused expert fc2 bias and its probabilities' dtype ('bf16' / 'fp32',
+    core.expert_bias); None: fused, or a framework that does not run it."""
     expert_tp: int | None = None
     """Expert tensor parallelism: None = tp (Megatron-Core's default for
     --expert-tensor-parallel-size); Megatron-Bridge's MoE recipes set 1."""
@@ -244,11 +243,10 @@ class StepBreakdown:
 
 def routed_expert_weights_per_token(spec: ModelSpec) -> float:
     """Matmul weights of the routed experts one token passes through, all layers (0 when dense)."""
-    from gpuplan.core.model import expert_params
-
     if spec.moe is None or not spec.num_moe_layers:
         return 0.0
-    return spec.num_moe_layers * spec.moe.experts_per_token * expert_params(spec.moe, spec.hidden_size)
+    return spec.num_moe_layers * spec.moe.experts_per_token * mlp_params(  # matrices only, no biases
+        spec.moe.expert_intermediate_size, spec.hidden_size, gated=True)
 
 
 def op_sac_recomputed_share(spec: ModelSpec) -> float:
@@ -333,7 +331,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn,
         mamf=_mamf(gpu), hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency,
         dropout=settings.attention_dropout)
-    t_elem = settings.elementwise_factor * act / (gpu.memory_bandwidth * settings.hbm_efficiency)
+    t_elem = (settings.elementwise_factor * act + eager_expert_bias_bytes_per_token(spec, settings.expert_bias_probs)
+              / tp) / (gpu.memory_bandwidth * settings.hbm_efficiency)
     if fp8:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
         weights = F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp

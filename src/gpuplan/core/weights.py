@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.core.model import ModelSpec, count_parameters
+from gpuplan.core.model import ModelSpec, count_parameters, expert_params, mlp_params
 from gpuplan.core.parallel import layers_per_stage
 from gpuplan.errors import InputError
 
@@ -85,6 +85,8 @@ class ParamGroups:
     lm_head: float
     norms: float
     router: float
+    """The routers, and the routed experts' biases where they have them (GPT-OSS: quantised
+    checkpoints keep them in 16-bit, only the weight matrices are MXFP4 blocks)."""
     dense_linear: float
     routed: float
     tied: bool
@@ -104,8 +106,14 @@ def param_groups(spec: ModelSpec) -> ParamGroups:
         linear = spec.declared_params - c.embedding - c.position_embedding - c.lm_head - c.norms - c.router
         linear -= c.routed_experts
     attention = c.attention * (linear / (c.attention + c.dense_mlp + c.shared_experts or 1))
-    return ParamGroups(c.embedding + c.position_embedding, c.lm_head, c.norms, c.router, linear,
-                       c.routed_experts, spec.tie_embeddings, attention)
+    biases = 0
+    if spec.moe is not None:  # routed experts' biases (MoESpec.expert_bias): 16-bit with the routers
+        moe = spec.moe
+        per_expert = expert_params(moe, spec.hidden_size) - mlp_params(moe.expert_intermediate_size,
+                                                                         spec.hidden_size, gated=True)
+        biases = spec.num_moe_layers * moe.num_experts * per_expert
+    return ParamGroups(c.embedding + c.position_embedding, c.lm_head, c.norms, c.router + biases, linear,
+                       c.routed_experts - biases, spec.tie_embeddings, attention)
 
 
 def layer_linear_bytes(groups: ParamGroups, fmt: WeightFormat, routed: float | None = None) -> float:
