@@ -167,7 +167,39 @@ def _attention(cfg: dict[str, Any], t: ArchTraits, hidden: int) -> AttentionSpec
         qk_nope_head_dim=_int_field(cfg, "qk_nope_head_dim") if mla else 0,
         qk_rope_head_dim=_int_field(cfg, "qk_rope_head_dim") if mla else 0,
         v_head_dim=_int_field(cfg, "v_head_dim") if mla else 0,
+        rope_attention_factor=_yarn_attention_factor(cfg.get("rope_scaling")),
     )
+
+
+def _yarn_attention_factor(scaling: Any) -> float:
+    """YaRN's attention factor from ``rope_scaling`` (transformers modeling_rope_utils.
+    _compute_yarn_parameters: ``attention_factor`` if given, else get_mscale(factor, mscale) /
+    get_mscale(factor, mscale_all_dim) when both are given, else get_mscale(factor); get_mscale(s, m)
+    = 0.1 m ln s + 1 for s > 1, else 1). 1 for any other RoPE type."""
+    if not isinstance(scaling, dict) or (scaling.get("rope_type") or scaling.get("type")) != "yarn":
+        return 1.0
+
+    def number(key: str, default: float | None, zero_ok: bool = False) -> float | None:
+        value = scaling.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+                or value < 0 or (value == 0 and not zero_ok):
+            raise InputError(f"config.json: rope_scaling.{key}", value,
+                             "must be a number >= 0" if zero_ok else "must be a positive number")
+        return float(value)
+
+    def mscale(s: float, m: float) -> float:
+        return 0.1 * m * math.log(s) + 1.0 if s > 1 else 1.0
+
+    given = number("attention_factor", None)
+    if given is not None:
+        return given
+    factor = number("factor", 1.0)
+    m, m_all = number("mscale", None, zero_ok=True), number("mscale_all_dim", None, zero_ok=True)
+    if m is not None and m_all is not None:
+        return mscale(factor, m) / mscale(factor, m_all)
+    return mscale(factor, 1.0)
 
 
 def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bool, ...]]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuplan.core.eager_fallbacks import MEGATRON_EAGER_FALLBACKS
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.errors import InputError
@@ -84,9 +85,9 @@ class FrameworkProfile:
     """Share of ZeRO-3 communication hidden behind compute, where it differs from --dp-overlap."""
     trains_mtp: bool = False
     """Computes the MTP modules a config declares (num_nextn_predict_layers) by default (core.mtp)."""
-    unfused_expert_bias: bool = False
-    """Adds biased experts' second bias eagerly, per local expert (Megatron-Core's TEGroupedMLP
-    without the TE op fuser, the default: core.expert_bias)."""
+    eager_fallbacks: tuple[str, ...] = ()
+    """Paths it runs as eager PyTorch ops for models that have them (core.eager_fallbacks:
+    Megatron-Core's expert fc2 bias without the TE op fuser, RoPE with a YaRN attention factor)."""
 
     def zero3_step_settings(self) -> dict:
         """Its ZeRO-3 behaviour as core.step.StepSettings fields (re-gathers, overlap)."""
@@ -127,10 +128,11 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "megatron/core/extensions/transformer_engine.py: TEDotProductAttention (cuDNN fused attention)",
          "megatron/core/transformer/multi_token_prediction.py: MTP modules on the last stage (core.mtp)",
          "megatron/core/pipeline_parallel/schedules.py: interleaved 1F1B needs >= pp micro-batches",
-         "megatron/core/transformer/moe/experts.py: TEGroupedMLP._apply_bias, eager expert fc2 bias"),
+         "megatron/core/transformer/moe/experts.py: TEGroupedMLP._apply_bias, eager expert fc2 bias",
+         "megatron/core/models/common/embeddings/rope_utils.py: unfused RoPE when YaRN mscale != 1"),
         recipe="megatron", implementation="megatron", optimizer_impl="fused", selective="core-attn",
         loss="vocab-parallel-ce", hopper_tuned_attention=True, trains_mtp=True,
-        interleaved_needs_pp_micro_batches=True, unfused_expert_bias=True),
+        interleaved_needs_pp_micro_batches=True, eager_fallbacks=MEGATRON_EAGER_FALLBACKS),
     FrameworkProfile(
         "deepspeed", "0.19.x (git edaa722)",
         ("deepspeed/runtime/zero/config.py: reduce_bucket_size 5e8, overlap_comm only for stage 3",

@@ -40,6 +40,11 @@ class AttentionSpec:
     qk_nope_head_dim: int = 0
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
+    rope_attention_factor: float = 1.0
+    """YaRN's attention factor ("concentration", "mscale") on the rotary cos and sin: 0.1 ln(factor)
+    + 1, or the ratio of the mscale / mscale_all_dim terms where both are given (transformers
+    modeling_rope_utils._compute_yarn_parameters; Megatron-Core _yarn_get_concentration_factor);
+    1 without YaRN (core.eager_fallbacks)."""
 
     @property
     def is_mla(self) -> bool:

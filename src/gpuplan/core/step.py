@@ -26,7 +26,7 @@ from gpuplan.core.attention_time import attention_seconds_per_token
 from gpuplan.core.bulk import minimum
 from gpuplan.core.model import ModelSpec, mlp_params
 from gpuplan.core.model_states import stage_span
-from gpuplan.core.expert_bias import eager_expert_bias_bytes_per_token
+from gpuplan.core.eager_fallbacks import eager_fallback_bytes_per_token
 from gpuplan.core.moe_overlap import EP_COMM_SM_SHARE, MoeLayerPhases
 from gpuplan.core.mtp import mtp_stage_layer_shed
 from gpuplan.core.pipeline_schedule import pipeline_bubble_fraction
@@ -179,9 +179,9 @@ class StepSettings:
     replaces ep_overlap."""
     ep_comm_sm_share: float = EP_COMM_SM_SHARE
     """Share of the SMs the dispatcher kernels hold while they run beside compute."""
-    expert_bias_probs: str | None = None
-    """Megatron-Core's unfused expert fc2 bias and its probabilities' dtype ('bf16' / 'fp32',
-    core.expert_bias); None: fused, or a framework that does not run it."""
+    eager_fallbacks: tuple[str, ...] = ()
+    """Megatron-Core paths the run takes as eager ops where the model has them: 'expert-bias',
+    'yarn-rope' (core.eager_fallbacks); () for fused kernels or another framework."""
     expert_tp: int | None = None
     """Expert tensor parallelism: None = tp (Megatron-Core's default for
     --expert-tensor-parallel-size); Megatron-Bridge's MoE recipes set 1."""
@@ -331,8 +331,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn,
         mamf=_mamf(gpu), hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency,
         dropout=settings.attention_dropout)
-    t_elem = (settings.elementwise_factor * act + eager_expert_bias_bytes_per_token(spec, settings.expert_bias_probs)
-              / tp) / (gpu.memory_bandwidth * settings.hbm_efficiency)
+    eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp
+    t_elem = (settings.elementwise_factor * act + eager) / (gpu.memory_bandwidth * settings.hbm_efficiency)
     if fp8:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
         weights = F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp

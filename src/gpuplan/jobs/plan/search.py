@@ -12,7 +12,6 @@ import numpy as np
 
 from gpuplan.core import memory as M
 from gpuplan.core.attention_time import execution_kernel
-from gpuplan.core.expert_bias import routing_probs_dtype
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.step import StepSettings, attention_efficiency
 from gpuplan.core.topology import cluster_for
@@ -48,8 +47,7 @@ def evaluator_for(inputs) -> Evaluator:
                         tp_overlap=inputs.tp_overlap, tp_comm_overlap=inputs.tp_comm_overlap,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
                         ep_a2a_overlap=inputs.ep_a2a_overlap,
-                        expert_bias_probs=routing_probs_dtype(inputs.ep_dispatcher)
-                        if inputs.profile.unfused_expert_bias else None,
+                        eager_fallbacks=inputs.profile.eager_fallbacks,
                         fp8_recipe=inputs.fp8_recipe,
                         attention_kernel=kernel, attention_dropout=spec.dropout,
                         finetune=inputs.finetune, lora_rank=inputs.lora_rank,

@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Any
 
 from gpuplan.catalog import load_accelerator
-from gpuplan.core.expert_bias import routing_probs_dtype
+from gpuplan.core.eager_fallbacks import MEGATRON_EAGER_FALLBACKS, YARN_ROPE
 from gpuplan.core.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
@@ -137,10 +137,10 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # release's recipe (the row's moe_comm, read from Megatron-Bridge at its tag)
                             ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",
                             ep_a2a_overlap=bool(moe_comm.get("a2a_overlap")),
-                            # biased experts (GPT-OSS): Megatron-Core adds the fc2 bias eagerly unless
-                            # the recipe runs TE's fused grouped MLP (core.expert_bias)
-                            expert_bias_probs=None if torchtitan or moe_comm.get("fused_grouped_mlp") else
-                            routing_probs_dtype(moe_comm.get("dispatcher") or "alltoall"),
+                            # Megatron-Core's eager fallbacks (core.eager_fallbacks); a recipe that runs
+                            # TE's fused grouped MLP adds the experts' bias there
+                            eager_fallbacks=() if torchtitan else (YARN_ROPE,) if moe_comm.get(
+                                "fused_grouped_mlp") else MEGATRON_EAGER_FALLBACKS,
                             fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise")
     settings = replace(settings, **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))

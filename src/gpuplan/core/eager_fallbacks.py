@@ -1,0 +1,88 @@
+"""HBM traffic of two Megatron-Core paths that fall back to eager PyTorch ops for GPT-OSS-like models.
+
+**Expert fc2 bias** (``"expert-bias"``). Models whose experts carry biases (GPT-OSS:
+``gate_up_proj_bias`` / ``down_proj_bias``, transformers ``models/gpt_oss/modeling_gpt_oss.py``) run,
+in Megatron-Core's ``TEGroupedMLP`` without the Transformer Engine op fuser, the first linear's
+bias inside the fused activation (``weighted_bias_quick_geglu_impl``) but the second one eagerly,
+per local expert: ``torch.cat([t + b * p for t, b, p in zip(split(out), biases, split(probs))])
+.to(out.dtype)`` (``megatron/core/transformer/moe/experts.py``, ``TEGroupedMLP._apply_bias``, the
+same at core_v0.16.0, 0.17.0, 0.18.0 and 0.19.0). With ``use_transformer_engine_op_fuser`` (core >=
+0.18, TE >= 2.14; the Megatron-Bridge presets' ``cutedsl_fused_grouped_mlp``) the bias goes into
+TE's grouped linear op instead. Bytes per element of one expert output row (each routed copy of a
+token is a row of hidden-size elements), read from the ops and their autograd backward:
+
+* probabilities in bf16 (the router's dtype when ``moe_router_dtype`` is unset, which the NCCL
+  ``alltoall`` dispatcher keeps): forward ``b * p`` writes 2, ``t + .`` reads 2 + 2 and writes 2,
+  ``cat`` reads 2 and writes 2 (``.to`` is a no-op): 12; backward the bias gradient ``g * p``
+  (read 2, write 2) summed over rows (read 2) and the probability gradient ``g * b`` likewise:
+  12. Total 24.
+* probabilities in fp32 (DeepEP and HybridEP convert them: ``token_dispatcher.py``, "HybridEP only
+  supports float32 probs"), so the sum is promoted to fp32: forward ``b * p`` writes 4, ``t + .``
+  reads 2 + 4 and writes 4, ``cat`` reads 4 and writes 4, ``.to(bf16)`` reads 4 and writes 2: 28;
+  backward the cast back (read 2, write 4), the gradient of ``t`` cast to bf16 (read 4, write 2)
+  and the two products and sums above in fp32 (12 each): 36. Total 64.
+
+**YaRN RoPE with an attention factor** (``"yarn-rope"``). ``apply_rotary_pos_emb`` takes TE's fused
+RoPE only when the YaRN concentration factor ("mscale") is 1: otherwise it logs "mscale=... is not
+supported by TE's fused RoPE. Using unfused implementation" and runs ``_apply_rotary_pos_emb_bshd``
+on the query and the key (``megatron/core/models/common/embeddings/rope_utils.py``, the same at
+core_v0.16.0-0.19.0; ``attention.py`` passes ``_yarn_get_concentration_factor_from_config``).
+GPT-OSS's Megatron-Bridge bridge sets YaRN factor 32 with ``yarn_mscale`` / ``yarn_mscale_all_dim``
+None (``models/gpt_oss/gpt_oss_bridge.py``, v0.3.0-v0.6.0), so the factor is 0.1 ln 32 + 1 = 1.35.
+Per element of q or k (bf16): forward ``t * cos`` 4, ``_rotate_half`` (negate half: 2, ``cat``: 4)
+6, ``* sin`` 4, the sum 6, the closing ``cat`` 4: 24; backward the two products' gradients 4 + 4,
+the rotation's (negate 2, re-assembling the halves 4) 6, summing the two paths 6, and the slice
+``t[..., :rot_dim]`` (zeros, then a copy) 6: 26. Total 50, of which a fused RoPE kernel's own
+read-and-write, forward and backward (8), is already in the elementwise term: 42 extra.
+
+Units: bytes per token per layer.
+"""
+
+from __future__ import annotations
+
+from gpuplan.core.model import ModelSpec
+
+EXPERT_BIAS = "expert-bias"
+YARN_ROPE = "yarn-rope"
+MEGATRON_EAGER_FALLBACKS = (EXPERT_BIAS, YARN_ROPE)
+"""What Megatron-Core runs eagerly by default (no TE op fuser), for a model that has each path."""
+EAGER_FC2_BIAS_BYTES_PER_ELEMENT = {"bf16": 24.0, "fp32": 64.0}
+"""HBM bytes per element of an expert output row, forward + backward, by probability dtype."""
+EAGER_ROPE_EXTRA_BYTES_PER_ELEMENT = 50.0 - 8.0
+"""HBM bytes per element of q and k beyond a fused RoPE kernel's, forward + backward."""
+
+
+def routing_probs_dtype(ep_dispatcher: str) -> str:
+    """The dtype of the routing probabilities the experts see under Megatron-Core's dispatcher:
+    'fp32' for 'flex' (DeepEP / HybridEP), 'bf16' for the NCCL 'alltoall' one (router unset)."""
+    return "fp32" if ep_dispatcher == "flex" else "bf16"
+
+
+def eager_expert_bias_bytes_per_token(spec: ModelSpec, probs_dtype: str) -> float:
+    """HBM bytes per token of the mean layer that the unfused expert fc2 bias moves, forward +
+    backward (0 when the experts have no bias)."""
+    moe = spec.moe
+    if moe is None or not moe.expert_bias or not spec.num_moe_layers:
+        return 0.0
+    per_row = EAGER_FC2_BIAS_BYTES_PER_ELEMENT[probs_dtype] * spec.hidden_size
+    return per_row * moe.experts_per_token * spec.num_moe_layers / spec.num_layers
+
+
+def eager_rope_bytes_per_token(spec: ModelSpec) -> float:
+    """HBM bytes per token and layer the unfused RoPE moves beyond the fused kernel's (0 without a
+    YaRN attention factor; multi-latent attention takes Megatron's MLA RoPE path, not this one)."""
+    attn = spec.attention
+    if attn.rope_attention_factor == 1.0 or attn.is_mla:
+        return 0.0
+    return EAGER_ROPE_EXTRA_BYTES_PER_ELEMENT * (attn.num_heads + attn.num_kv_heads) * attn.head_dim
+
+
+def eager_fallback_bytes_per_token(spec: ModelSpec, fallbacks: tuple[str, ...], ep_dispatcher: str) -> float:
+    """Bytes per token of the mean layer (one GPU's share before tensor parallelism) that the
+    ``fallbacks`` a run takes move beyond what the elementwise term already charges."""
+    total = 0.0
+    if EXPERT_BIAS in fallbacks:
+        total += eager_expert_bias_bytes_per_token(spec, routing_probs_dtype(ep_dispatcher))
+    if YARN_ROPE in fallbacks:
+        total += eager_rope_bytes_per_token(spec)
+    return total

@@ -1,0 +1,129 @@
+"""Megatron-Core's eager fallbacks (core/eager_fallbacks.py): GPT-OSS's biased experts and its YaRN
+RoPE with an attention factor, the bytes the unfused paths move, where the planner and the
+published rows charge them, and the parameter count that now includes the biases."""
+
+import math
+
+import pytest
+
+from gpuplan.adapters.hf_config import model_spec_from_hf_config
+from gpuplan.catalog import load_model
+from gpuplan.core.eager_fallbacks import (
+    MEGATRON_EAGER_FALLBACKS,
+    eager_expert_bias_bytes_per_token,
+    eager_fallback_bytes_per_token,
+    eager_rope_bytes_per_token,
+    routing_probs_dtype,
+)
+from gpuplan.core.model import count_parameters
+from gpuplan.core.step import StepSettings, microbatch_compute_time
+from gpuplan.core.topology import cluster_for
+from gpuplan.core.weights import param_groups
+from gpuplan.errors import InputError
+
+
+def _gpu(name):
+    from gpuplan.adapters.resolve import resolve_gpu
+
+    return resolve_gpu(name)
+
+
+def test_gpt_oss_has_both_paths_and_other_models_neither():
+    oss = load_model("gpt-oss-120b")
+    assert oss.moe.expert_bias
+    # rope_scaling {"rope_type": "yarn", "factor": 32.0}: 0.1 ln 32 + 1
+    assert oss.attention.rope_attention_factor == pytest.approx(0.1 * math.log(32) + 1)
+    qwen = load_model("qwen3-30b-a3b")
+    assert not qwen.moe.expert_bias and qwen.attention.rope_attention_factor == 1.0
+    assert eager_fallback_bytes_per_token(qwen, MEGATRON_EAGER_FALLBACKS, "flex") == 0.0
+
+
+def test_expert_bias_bytes_by_hand():
+    """GPT-OSS 120B: hidden 2,880, top-4, every one of its 36 layers MoE. bf16 probabilities
+    (NCCL alltoall): 24 B per element of each of the 4 output rows = 276,480 B per token and layer;
+    fp32 (DeepEP / HybridEP): 64 B -> 737,280."""
+    spec = load_model("gpt-oss-120b")
+    assert eager_expert_bias_bytes_per_token(spec, "bf16") == 24 * 2880 * 4 == 276_480
+    assert eager_expert_bias_bytes_per_token(spec, "fp32") == 64 * 2880 * 4 == 737_280
+    assert routing_probs_dtype("flex") == "fp32" and routing_probs_dtype("alltoall") == "bf16"
+
+
+def test_rope_bytes_by_hand():
+    """q is 64 heads x 64, k 8 x 64: 4,608 elements per token and layer x (50 - 8) B = 193,536 B."""
+    spec = load_model("gpt-oss-120b")
+    assert eager_rope_bytes_per_token(spec) == 42 * (64 + 8) * 64 == 193_536
+    assert eager_fallback_bytes_per_token(spec, MEGATRON_EAGER_FALLBACKS, "alltoall") == 276_480 + 193_536
+    assert eager_fallback_bytes_per_token(spec, ("yarn-rope",), "flex") == 193_536  # TE's fused grouped MLP
+    assert eager_fallback_bytes_per_token(spec, (), "flex") == 0.0
+
+
+@pytest.mark.parametrize(("scaling", "factor"), [
+    ({"rope_type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0}, 1.0),  # DeepSeek-V3
+    ({"type": "yarn", "factor": 40, "mscale": 0.707, "mscale_all_dim": 0.707}, 1.0),  # DeepSeek-V2
+    ({"rope_type": "yarn", "factor": 4.0}, 0.1 * math.log(4) + 1),  # Qwen's long-context recipe
+    ({"rope_type": "yarn", "factor": 4.0, "attention_factor": 1.2}, 1.2),
+    ({"rope_type": "linear", "factor": 4.0}, 1.0),
+    (None, 1.0),
+])
+def test_yarn_attention_factor_from_config(scaling, factor):
+    cfg = {"model_type": "llama", "hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 8,
+           "intermediate_size": 4096, "vocab_size": 1000, "rope_scaling": scaling}
+    assert model_spec_from_hf_config(cfg).attention.rope_attention_factor == pytest.approx(factor)
+
+
+@pytest.mark.parametrize("bad", [{"rope_type": "yarn", "factor": "32"}, {"rope_type": "yarn", "factor": -2},
+                                 {"rope_type": "yarn", "factor": 4, "mscale": float("nan"), "mscale_all_dim": 1}])
+def test_malformed_yarn_scaling_is_refused(bad):
+    cfg = {"model_type": "llama", "hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 8,
+           "intermediate_size": 4096, "vocab_size": 1000, "rope_scaling": bad}
+    with pytest.raises(InputError, match="rope_scaling"):
+        model_spec_from_hf_config(cfg)
+
+
+def test_step_time_adds_the_bytes_at_hbm_speed():
+    """One micro-batch of 4 x 4,096 tokens on one B200, 36 layers, NCCL alltoall: both paths add
+    tokens x layers x (276,480 + 193,536) B / (bandwidth x 0.75 HBM efficiency)."""
+    spec = load_model("gpt-oss-120b")
+    cluster = cluster_for(_gpu("b200"))
+    args = {"tp": 1, "cp": 1, "micro_batch": 4, "layers": 36, "head": False, "ep": 64}
+    fused = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096), **args).total
+    eager = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096, eager_fallbacks=MEGATRON_EAGER_FALLBACKS),
+                                    **args).total
+    expected = 4 * 4096 * 36 * (276_480 + 193_536) / (cluster.gpu.memory_bandwidth * 0.75)
+    assert eager - fused == pytest.approx(expected, rel=1e-9)
+
+
+def test_planner_charges_them_under_megatron_only():
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    megatron = evaluator_for(PlanInputs(model="gpt-oss-120b", gpu="b200", gpus="64"))  # the default framework
+    assert megatron.step.eager_fallbacks == MEGATRON_EAGER_FALLBACKS
+    for other in ("torchtitan", "hf", "deepspeed"):
+        ev = evaluator_for(PlanInputs(model="gpt-oss-120b", gpu="b200", gpus="64", framework=other))
+        assert ev.step.eager_fallbacks == ()
+
+
+def test_parameter_count_includes_the_biases_kept_16_bit():
+    """Per expert 2 x 2,880 (gate_up_proj_bias) + 2,880 (down_proj_bias) = 8,640; x 128 experts x
+    36 layers = 39,813,120 on top of the matrices; serving keeps them 16-bit with the routers."""
+    spec = load_model("gpt-oss-120b")
+    counts = count_parameters(spec)
+    matrices = 36 * 128 * 3 * 2880 * 2880
+    assert counts.routed_experts == matrices + 36 * 128 * 8640
+    groups = param_groups(spec)
+    assert groups.routed == matrices
+    # routers (GptOssTopKRouter has a bias) + the expert biases
+    assert groups.router == 36 * (2880 * 128 + 128) + 36 * 128 * 8640
+    assert counts.total == pytest.approx(116.83e9, rel=0.002)  # model card: 116.8B
+
+
+def test_published_rows_mark_the_fused_grouped_mlp_recipes():
+    """Megatron-Bridge's GB200 / GB300 MXFP8 GPT-OSS presets of 26.06, 26.06.01 and 26.08 set
+    cutedsl_fused_grouped_mlp / use_transformer_engine_op_fuser; every other GPT-OSS row runs the
+    eager bias (the B300 MXFP8 preset of 26.06 is the BF16 one)."""
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    fused = {r["id"] for r in published_throughput_rows() if (r.get("moe_comm") or {}).get("fused_grouped_mlp")}
+    assert fused == {f"mbridge-{rel}-gpt-oss-120b-{gpu}-64g-mxfp8"
+                     for rel in ("26.06", "26.06.01", "26.08") for gpu in ("gb200", "gb300")}
