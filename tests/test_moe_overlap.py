@@ -99,8 +99,9 @@ def test_published_moe_rows_carry_their_release_recipe_settings():
     moe = [r for r in rows.values() if r["id"].startswith("mbridge-") and "moe_comm" in r]
     releases = [r for r in moe if r["family"].startswith("nemo-")]
     # 43, + the GB300 / GPT-OSS rows of 26.04.01-26.08 (21), + the GPT-OSS B200 / B300 / H100 rows of
-    # 26.04.01 / 26.06 (4), + the 26.04 (18), 26.02.01 (18) and 26.02 (19) tables
-    assert len(releases) == 43 + 21 + 4 + 18 + 18 + 19
+    # 26.04.01 / 26.06 (4), + the 26.04 (18), 26.02.01 (18) and 26.02 (19) tables, + 25.11's GB300 MoE
+    # rows (5) and GPT-OSS on GB200 / B200 / H100 (3)
+    assert len(releases) == 43 + 21 + 4 + 18 + 18 + 19 + 5 + 3
     for r in releases:
         assert r["moe_comm"]["dispatcher"] in ("alltoall", "flex")
         assert "Megatron-Bridge v0." in r["derived"]["moe_comm"] and ".py@v0." in r["derived"]["moe_comm"]
@@ -111,6 +112,9 @@ def test_published_moe_rows_carry_their_release_recipe_settings():
     # v0.6.0 perf_recipes/qwen/gb200/qwen3_moe.py: HybridEP, _enable_hybridep_full_iteration_mxfp8 -> overlap
     assert rows["mbridge-26.08-qwen3-30b-a3b-gb200-8g-mxfp8"]["moe_comm"] == {
         "dispatcher": "flex", "backend": "hybridep", "a2a_overlap": True}
+    # v0.2.2 GPT-OSS: no preset backend, recipe never applies one -> the provider's NCCL alltoall
+    assert rows["mbridge-25.11-gpt-oss-120b-gb300-64g-bf16"]["moe_comm"] == {
+        "dispatcher": "alltoall", "backend": None, "a2a_overlap": False}
     # v0.5.0 qwen3 H100 FP8-CS preset: HybridEP without the overlap
     assert rows["mbridge-26.06-qwen3-30b-a3b-h100-sxm-16g-fp8cs"]["moe_comm"]["a2a_overlap"] is False
     # v0.4.2 Qwen3-235B-A22B on B200: NCCL all-to-all

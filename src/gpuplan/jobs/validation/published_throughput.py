@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Any
 
 from gpuplan.catalog import load_accelerator
-from gpuplan.core.eager_fallbacks import MEGATRON_EAGER_FALLBACKS, YARN_ROPE
+from gpuplan.core.eager_fallbacks import EXPERT_BIAS, YARN_ROPE
 from gpuplan.core.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
@@ -111,6 +111,16 @@ def tp_comm_overlapped(run: dict[str, Any]) -> bool:
     return name.startswith(("llama-3-", "llama-3.1-")) and run_spec(run["model"]).moe is None
 
 
+def megatron_eager_fallbacks(run: dict[str, Any]) -> tuple[str, ...]:
+    """The Megatron-Core paths a NeMo / Megatron-Bridge row ran as eager ops (core.eager_fallbacks):
+    the experts' fc2 bias unless the recipe runs TE's fused grouped MLP (the row's
+    moe_comm.fused_grouped_mlp); the YaRN RoPE from Megatron-Core 0.16 (containers 26.02 on): before,
+    apply_rope_fusion ran TE's fused RoPE whatever the mscale (rope_utils.py@core_v0.15.0), and
+    NeMo 25.11 shipped core 0.15."""
+    bias = () if (run.get("moe_comm") or {}).get("fused_grouped_mlp") else (EXPERT_BIAS,)
+    return bias + ((YARN_ROPE,) if release(run["family"]) >= (26,) else ())
+
+
 def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> float:
     """Tokens per second per GPU the step model predicts at the run's layout (``step_overrides``:
     StepSettings fields to change, e.g. while fitting a constant)."""
@@ -137,10 +147,7 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # release's recipe (the row's moe_comm, read from Megatron-Bridge at its tag)
                             ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",
                             ep_a2a_overlap=bool(moe_comm.get("a2a_overlap")),
-                            # Megatron-Core's eager fallbacks (core.eager_fallbacks); a recipe that runs
-                            # TE's fused grouped MLP adds the experts' bias there
-                            eager_fallbacks=() if torchtitan else (YARN_ROPE,) if moe_comm.get(
-                                "fused_grouped_mlp") else MEGATRON_EAGER_FALLBACKS,
+                            eager_fallbacks=() if torchtitan else megatron_eager_fallbacks(run),
                             fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise")
     settings = replace(settings, **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
