@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpuplan.core.bulk import minimum
-from gpuplan.core.model import AttentionSpec, ModelSpec, mlp_params
+from gpuplan.core.model import AttentionSpec, ModelSpec, expert_matrix_params, mlp_params
 
 AttentionConvention = Literal["full", "causal"]
 Recompute = Literal["none", "selective", "full"]
@@ -56,7 +56,7 @@ def mlp_matmul_weights_per_token(spec: ModelSpec, moe_layer: bool) -> int:
     if not moe_layer:
         return mlp_params(spec.mlp.intermediate_size, h, spec.mlp.gated)
     moe = spec.moe
-    return (h * moe.num_experts + moe.experts_per_token * mlp_params(moe.expert_intermediate_size, h, gated=True)
+    return (h * moe.num_experts + moe.experts_per_token * expert_matrix_params(moe, h)
             + mlp_params(moe.shared_intermediate_size, h, gated=True))
 
 

@@ -240,6 +240,16 @@ def expert_params(moe: MoESpec, hidden: int) -> int:
     return mlp_params(moe.expert_intermediate_size, hidden, gated=True, bias=moe.expert_bias)
 
 
+def expert_matrix_params(moe: MoESpec, hidden: int) -> int:
+    """One routed expert's three weight matrices: what its matmuls multiply by (no biases)."""
+    return mlp_params(moe.expert_intermediate_size, hidden, gated=True)
+
+
+def expert_bias_params(moe: MoESpec, hidden: int) -> int:
+    """One routed expert's biases (0 unless MoESpec.expert_bias)."""
+    return expert_params(moe, hidden) - expert_matrix_params(moe, hidden)
+
+
 def count_parameters(spec: ModelSpec) -> ParameterCount:
     """Exact parameter count of ``spec`` by component."""
     h, moe = spec.hidden_size, spec.moe

@@ -24,9 +24,9 @@ from gpuplan.core import activations as A
 from gpuplan.core import flops as F
 from gpuplan.core.attention_time import attention_seconds_per_token
 from gpuplan.core.bulk import minimum
-from gpuplan.core.model import ModelSpec, mlp_params
-from gpuplan.core.model_states import stage_span
 from gpuplan.core.eager_fallbacks import eager_fallback_bytes_per_token
+from gpuplan.core.model import ModelSpec, expert_matrix_params
+from gpuplan.core.model_states import stage_span
 from gpuplan.core.moe_overlap import EP_COMM_SM_SHARE, MoeLayerPhases
 from gpuplan.core.mtp import mtp_stage_layer_shed
 from gpuplan.core.pipeline_schedule import pipeline_bubble_fraction
@@ -245,8 +245,7 @@ def routed_expert_weights_per_token(spec: ModelSpec) -> float:
     """Matmul weights of the routed experts one token passes through, all layers (0 when dense)."""
     if spec.moe is None or not spec.num_moe_layers:
         return 0.0
-    return spec.num_moe_layers * spec.moe.experts_per_token * mlp_params(  # matrices only, no biases
-        spec.moe.expert_intermediate_size, spec.hidden_size, gated=True)
+    return spec.num_moe_layers * spec.moe.experts_per_token * expert_matrix_params(spec.moe, spec.hidden_size)
 
 
 def op_sac_recomputed_share(spec: ModelSpec) -> float:

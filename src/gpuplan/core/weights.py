@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.core.model import ModelSpec, count_parameters, expert_params, mlp_params
+from gpuplan.core.model import ModelSpec, count_parameters, expert_bias_params
 from gpuplan.core.parallel import layers_per_stage
 from gpuplan.errors import InputError
 
@@ -106,12 +106,9 @@ def param_groups(spec: ModelSpec) -> ParamGroups:
         linear = spec.declared_params - c.embedding - c.position_embedding - c.lm_head - c.norms - c.router
         linear -= c.routed_experts
     attention = c.attention * (linear / (c.attention + c.dense_mlp + c.shared_experts or 1))
-    biases = 0
-    if spec.moe is not None:  # routed experts' biases (MoESpec.expert_bias): 16-bit with the routers
-        moe = spec.moe
-        per_expert = expert_params(moe, spec.hidden_size) - mlp_params(moe.expert_intermediate_size,
-                                                                         spec.hidden_size, gated=True)
-        biases = spec.num_moe_layers * moe.num_experts * per_expert
+    # routed experts' biases (MoESpec.expert_bias) are stored 16-bit, with the routers
+    biases = 0 if spec.moe is None else (spec.num_moe_layers * spec.moe.num_experts
+                                         * expert_bias_params(spec.moe, spec.hidden_size))
     return ParamGroups(c.embedding + c.position_embedding, c.lm_head, c.norms, c.router + biases, linear,
                        c.routed_experts - biases, spec.tie_embeddings, attention)
 
