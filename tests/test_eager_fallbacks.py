@@ -1,5 +1,5 @@
-"""Megatron-Core's eager fallbacks (core/eager_fallbacks.py): GPT-OSS's biased experts and its YaRN
-RoPE with an attention factor, the bytes the unfused paths move, where the planner and the
+"""Megatron-Core's eager fallbacks (core/eager_fallbacks.py): GPT-OSS's biased experts, its YaRN
+RoPE with an attention factor and its clamped expert activation, the bytes the unfused paths move, where the planner and the
 published rows charge them, and the parameter count that now includes the biases."""
 
 import math
@@ -12,6 +12,7 @@ from gpuplan.core.eager_fallbacks import (
     MEGATRON_EAGER_FALLBACKS,
     eager_expert_bias_bytes_per_token,
     eager_fallback_bytes_per_token,
+    eager_glu_clamp_bytes_per_token,
     eager_rope_bytes_per_token,
     routing_probs_dtype,
 )
@@ -28,13 +29,14 @@ def _gpu(name):
     return resolve_gpu(name)
 
 
-def test_gpt_oss_has_both_paths_and_other_models_neither():
+def test_gpt_oss_has_the_three_paths_and_other_models_none():
     oss = load_model("gpt-oss-120b")
-    assert oss.moe.expert_bias
+    assert oss.moe.expert_bias and oss.moe.activation_clamp == 7.0  # config.json swiglu_limit
     # rope_scaling {"rope_type": "yarn", "factor": 32.0}: 0.1 ln 32 + 1
     assert oss.attention.rope_attention_factor == pytest.approx(0.1 * math.log(32) + 1)
     qwen = load_model("qwen3-30b-a3b")
     assert not qwen.moe.expert_bias and qwen.attention.rope_attention_factor == 1.0
+    assert qwen.moe.activation_clamp is None
     assert eager_fallback_bytes_per_token(qwen, MEGATRON_EAGER_FALLBACKS, "flex") == 0.0
 
 
@@ -52,8 +54,18 @@ def test_rope_bytes_by_hand():
     """q is 64 heads x 64, k 8 x 64: 4,608 elements per token and layer x (50 - 8) B = 193,536 B."""
     spec = load_model("gpt-oss-120b")
     assert eager_rope_bytes_per_token(spec) == 42 * (64 + 8) * 64 == 193_536
-    assert eager_fallback_bytes_per_token(spec, MEGATRON_EAGER_FALLBACKS, "alltoall") == 276_480 + 193_536
+    assert eager_fallback_bytes_per_token(spec, ("expert-bias", "yarn-rope"), "alltoall") == 276_480 + 193_536
     assert eager_fallback_bytes_per_token(spec, ("yarn-rope",), "flex") == 193_536  # TE's fused grouped MLP
+
+
+def test_glu_clamp_bytes_by_hand():
+    """Each of the 4 routed rows has a first-linear output of 2 x 2,880 bf16 elements; clamps + cat
+    forward 8 B, clamp_backward + the chunk's re-assembly 15 B: 23 x 5,760 x 4 = 529,920 B per token
+    and layer; all three paths under NCCL alltoall 276,480 + 193,536 + 529,920 = 999,936."""
+    spec = load_model("gpt-oss-120b")
+    assert eager_glu_clamp_bytes_per_token(spec) == 23 * 5760 * 4 == 529_920
+    assert eager_fallback_bytes_per_token(spec, MEGATRON_EAGER_FALLBACKS, "alltoall") == 999_936
+    assert eager_glu_clamp_bytes_per_token(load_model("qwen3-30b-a3b")) == 0.0
     assert eager_fallback_bytes_per_token(spec, (), "flex") == 0.0
 
 
@@ -71,6 +83,15 @@ def test_yarn_attention_factor_from_config(scaling, factor):
     assert model_spec_from_hf_config(cfg).attention.rope_attention_factor == pytest.approx(factor)
 
 
+@pytest.mark.parametrize("limit", ["7", -1.0, 0, float("nan"), float("inf"), True, [7.0]])
+def test_malformed_swiglu_limit_is_refused(limit):
+    cfg = {"model_type": "gpt_oss", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 64, "vocab_size": 100,
+           "num_local_experts": 4, "num_experts_per_tok": 2, "swiglu_limit": limit}
+    with pytest.raises(InputError, match="swiglu_limit"):
+        model_spec_from_hf_config(cfg)
+
+
 @pytest.mark.parametrize("bad", [{"rope_type": "yarn", "factor": "32"}, {"rope_type": "yarn", "factor": -2},
                                  {"rope_type": "yarn", "factor": 4, "mscale": float("nan"), "mscale_all_dim": 1}])
 def test_malformed_yarn_scaling_is_refused(bad):
@@ -81,15 +102,15 @@ def test_malformed_yarn_scaling_is_refused(bad):
 
 
 def test_step_time_adds_the_bytes_at_hbm_speed():
-    """One micro-batch of 4 x 4,096 tokens on one B200, 36 layers, NCCL alltoall: both paths add
-    tokens x layers x (276,480 + 193,536) B / (bandwidth x 0.75 HBM efficiency)."""
+    """One micro-batch of 4 x 4,096 tokens on one B200, 36 layers, NCCL alltoall: the three paths add
+    tokens x layers x (276,480 + 193,536 + 529,920) B / (bandwidth x 0.75 HBM efficiency)."""
     spec = load_model("gpt-oss-120b")
     cluster = cluster_for(_gpu("b200"))
     args = {"tp": 1, "cp": 1, "micro_batch": 4, "layers": 36, "head": False, "ep": 64}
     fused = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096), **args).total
     eager = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096, eager_fallbacks=MEGATRON_EAGER_FALLBACKS),
                                     **args).total
-    expected = 4 * 4096 * 36 * (276_480 + 193_536) / (cluster.gpu.memory_bandwidth * 0.75)
+    expected = 4 * 4096 * 36 * (276_480 + 193_536 + 529_920) / (cluster.gpu.memory_bandwidth * 0.75)
     assert eager - fused == pytest.approx(expected, rel=1e-9)
 
 
@@ -121,9 +142,16 @@ def test_parameter_count_includes_the_biases_kept_16_bit():
 def test_published_rows_mark_the_fused_grouped_mlp_recipes():
     """Megatron-Bridge's GB200 / GB300 MXFP8 GPT-OSS presets of 26.06, 26.06.01 and 26.08 set
     cutedsl_fused_grouped_mlp / use_transformer_engine_op_fuser; every other GPT-OSS row runs the
-    eager bias (the B300 MXFP8 preset of 26.06 is the BF16 one)."""
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+    eager bias and clamp (the B300 MXFP8 preset of 26.06 is the BF16 one)."""
+    from gpuplan.jobs.validation.published_throughput import (
+        megatron_eager_fallbacks,
+        published_throughput_rows,
+    )
 
     fused = {r["id"] for r in published_throughput_rows() if (r.get("moe_comm") or {}).get("fused_grouped_mlp")}
     assert fused == {f"mbridge-{rel}-gpt-oss-120b-{gpu}-64g-mxfp8"
                      for rel in ("26.06", "26.06.01", "26.08") for gpu in ("gb200", "gb300")}
+    for row in published_throughput_rows():
+        if row["model"].get("catalog") == "gpt-oss-120b":
+            paths = megatron_eager_fallbacks(row)
+            assert ("expert-bias" in paths) == ("clamped-glu" in paths) == (row["id"] not in fused)

@@ -202,6 +202,16 @@ def _yarn_attention_factor(scaling: Any) -> float:
     return mscale(factor, 1.0)
 
 
+def _activation_clamp(cfg: dict[str, Any]) -> float | None:
+    """GPT-OSS's ``swiglu_limit`` (GptOssConfig; GptOssExperts clamps gate and linear halves at it)."""
+    limit = cfg.get("swiglu_limit")
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit) or limit <= 0:
+        raise InputError("config.json: swiglu_limit", limit, "must be a positive number (GPT-OSS: 7.0)")
+    return float(limit)
+
+
 def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bool, ...]]:
     experts = _first(cfg, "num_local_experts", "num_experts", "n_routed_experts")
     if not experts:
@@ -221,6 +231,7 @@ def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bo
         router_bias=cfg.get("topk_method") == "noaux_tc" or cfg.get("model_type") == "gpt_oss",
         # GptOssExperts.gate_up_proj_bias / down_proj_bias (transformers models/gpt_oss/modeling_gpt_oss.py)
         expert_bias=cfg.get("model_type") == "gpt_oss",
+        activation_clamp=_activation_clamp(cfg),
     )
     first_dense = _int_field(cfg, "first_k_dense_replace", required=False)
     every = _int_field(cfg, "moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", default=1)

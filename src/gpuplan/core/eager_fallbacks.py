@@ -1,4 +1,4 @@
-"""HBM traffic of two Megatron-Core paths that fall back to eager PyTorch ops for GPT-OSS-like models.
+"""HBM traffic of three Megatron-Core paths that fall back to eager PyTorch ops for GPT-OSS-like models.
 
 **Expert fc2 bias** (``"expert-bias"``). Models whose experts carry biases (GPT-OSS:
 ``gate_up_proj_bias`` / ``down_proj_bias``, transformers ``models/gpt_oss/modeling_gpt_oss.py``) run,
@@ -35,6 +35,20 @@ the rotation's (negate 2, re-assembling the halves 4) 6, summing the two paths 6
 ``t[..., :rot_dim]`` (zeros, then a copy) 6: 26. Total 50, of which a fused RoPE kernel's own
 read-and-write, forward and backward (8), is already in the elementwise term: 42 extra.
 
+**Clamped GLU activation** (``"clamped-glu"``). GPT-OSS clamps its expert activation's inputs
+(``swiglu_limit`` 7.0; Megatron-Bridge sets ``activation_func_clamp_value`` 7.0 in its GPT-OSS
+provider / bridge at every tag v0.2.2-v0.6.0). ``TEGroupedMLP.bias_act_func`` calls
+``weighted_bias_quick_geglu_impl`` (``megatron/core/fusions/fused_bias_geglu.py``, the same at
+core_v0.15.0-0.19.0), which fuses the activation itself (``jit_fuser`` = torch.compile) but clamps
+eagerly first: ``x_glu, x_linear = input.chunk(2, -1)``, ``torch.cat((x_glu.clamp(max=v),
+x_linear.clamp(min=-v, max=v)), -1)``. Per element of the first linear's output (bf16, 2 x expert
+width per routed row): forward the clamps read 2 and write 2, the ``cat`` reads 2 and writes 2: 8;
+backward ``clamp_backward`` (torch ``FunctionsManual.cpp``: ``where(self <= max, grad, 0)`` for
+the gate half: compare 2 + 1, ``where`` 1 + 2 + 2 = 8; the linear half's two compares,
+``logical_and_`` and ``where``: 14; mean 11) and the chunk's backward re-assembling the two
+gradients (read 2, write 2): 15. Total 23. TE's op fuser runs ``ScaledClampedQGeGLU`` instead
+(``experts.py`` at core 0.18-0.19), with no eager clamp.
+
 Units: bytes per token per layer.
 """
 
@@ -44,12 +58,16 @@ from gpuplan.core.model import ModelSpec
 
 EXPERT_BIAS = "expert-bias"
 YARN_ROPE = "yarn-rope"
-MEGATRON_EAGER_FALLBACKS = (EXPERT_BIAS, YARN_ROPE)
+CLAMPED_GLU = "clamped-glu"
+MEGATRON_EAGER_FALLBACKS = (EXPERT_BIAS, YARN_ROPE, CLAMPED_GLU)
 """What Megatron-Core runs eagerly by default (no TE op fuser), for a model that has each path."""
 EAGER_FC2_BIAS_BYTES_PER_ELEMENT = {"bf16": 24.0, "fp32": 64.0}
 """HBM bytes per element of an expert output row, forward + backward, by probability dtype."""
 EAGER_ROPE_EXTRA_BYTES_PER_ELEMENT = 50.0 - 8.0
 """HBM bytes per element of q and k beyond a fused RoPE kernel's, forward + backward."""
+EAGER_GLU_CLAMP_FORWARD_BYTES_PER_ELEMENT = 8.0
+EAGER_GLU_CLAMP_BYTES_PER_ELEMENT = EAGER_GLU_CLAMP_FORWARD_BYTES_PER_ELEMENT + 15.0
+"""HBM bytes per element of an expert's first-linear output (bf16), forward (8) + backward (15)."""
 
 
 def routing_probs_dtype(ep_dispatcher: str) -> str:
@@ -77,6 +95,16 @@ def eager_rope_bytes_per_token(spec: ModelSpec) -> float:
     return EAGER_ROPE_EXTRA_BYTES_PER_ELEMENT * (attn.num_heads + attn.num_kv_heads) * attn.head_dim
 
 
+def eager_glu_clamp_bytes_per_token(spec: ModelSpec) -> float:
+    """HBM bytes per token of the mean layer that the eager clamp of the experts' gated activation
+    moves, forward + backward (0 when the experts' activation has no clamp)."""
+    moe = spec.moe
+    if moe is None or moe.activation_clamp is None or not spec.num_moe_layers:
+        return 0.0
+    per_row = EAGER_GLU_CLAMP_BYTES_PER_ELEMENT * 2 * moe.expert_intermediate_size
+    return per_row * moe.experts_per_token * spec.num_moe_layers / spec.num_layers
+
+
 def eager_fallback_bytes_per_token(spec: ModelSpec, fallbacks: tuple[str, ...], ep_dispatcher: str) -> float:
     """Bytes per token of the mean layer (one GPU's share before tensor parallelism) that the
     ``fallbacks`` a run takes move beyond what the elementwise term already charges."""
@@ -85,4 +113,6 @@ def eager_fallback_bytes_per_token(spec: ModelSpec, fallbacks: tuple[str, ...], 
         total += eager_expert_bias_bytes_per_token(spec, routing_probs_dtype(ep_dispatcher))
     if YARN_ROPE in fallbacks:
         total += eager_rope_bytes_per_token(spec)
+    if CLAMPED_GLU in fallbacks:
+        total += eager_glu_clamp_bytes_per_token(spec)
     return total

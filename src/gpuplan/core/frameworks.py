@@ -87,7 +87,8 @@ class FrameworkProfile:
     """Computes the MTP modules a config declares (num_nextn_predict_layers) by default (core.mtp)."""
     eager_fallbacks: tuple[str, ...] = ()
     """Paths it runs as eager PyTorch ops for models that have them (core.eager_fallbacks:
-    Megatron-Core's expert fc2 bias without the TE op fuser, RoPE with a YaRN attention factor)."""
+    Megatron-Core's expert fc2 bias and activation clamp without the TE op fuser, RoPE with a YaRN
+    attention factor)."""
 
     def zero3_step_settings(self) -> dict:
         """Its ZeRO-3 behaviour as core.step.StepSettings fields (re-gathers, overlap)."""
@@ -138,8 +139,8 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
         ("deepspeed/runtime/zero/config.py: reduce_bucket_size 5e8, overlap_comm only for stage 3",
          "deepspeed/runtime/zero/stage_1_and_2.py: IPG buffer(s); fp32 grad partition at step",
          "deepspeed/runtime/zero/stage3.py: grad partitions + IPG bucket; fp32 sub-group grads at step",
-         "deepspeed/runtime/zero/config.py: stage3_prefetch_bucket_size 5e7 (gathered ahead); "
-         "stage3_param_persistence_threshold 1e5 (norm weights stay whole: < 0.01% of a Llama's parameters)",
+         ("deepspeed/runtime/zero/config.py: stage3_prefetch_bucket_size 5e7 (gathered ahead); "
+         "stage3_param_persistence_threshold 1e5 (norm weights stay whole: < 0.01% of a Llama's parameters)"),
          "transformers gradient checkpointing (full only)",
          "deepspeed/runtime/zero/parameter_offload.py: module hooks re-gather for the recomputed forward",
          "deepspeed/runtime/pipe/engine.py: pipeline parallelism only with ZeRO 0 or 1",

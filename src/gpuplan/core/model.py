@@ -96,6 +96,9 @@ class MoESpec:
     """One value per expert: DeepSeek-V3's e_score_correction_bias, GPT-OSS's router bias."""
     expert_bias: bool = False
     """The routed experts' linears carry biases (GPT-OSS: gate_up_proj_bias, down_proj_bias)."""
+    activation_clamp: float | None = None
+    """The experts' gated activation clamps its inputs at this limit (GPT-OSS ``swiglu_limit`` 7.0:
+    the gate at most +limit, the linear half within +-limit; GptOssExperts); None = no clamp."""
 
 
 @dataclass(frozen=True)

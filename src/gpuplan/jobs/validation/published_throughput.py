@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Any
 
 from gpuplan.catalog import load_accelerator
-from gpuplan.core.eager_fallbacks import EXPERT_BIAS, YARN_ROPE
+from gpuplan.core.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE
 from gpuplan.core.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
@@ -113,12 +113,12 @@ def tp_comm_overlapped(run: dict[str, Any]) -> bool:
 
 def megatron_eager_fallbacks(run: dict[str, Any]) -> tuple[str, ...]:
     """The Megatron-Core paths a NeMo / Megatron-Bridge row ran as eager ops (core.eager_fallbacks):
-    the experts' fc2 bias unless the recipe runs TE's fused grouped MLP (the row's
-    moe_comm.fused_grouped_mlp); the YaRN RoPE from Megatron-Core 0.16 (containers 26.02 on): before,
+    the experts' fc2 bias and the clamp of their gated activation unless the recipe runs TE's fused
+    grouped MLP (the row's moe_comm.fused_grouped_mlp); the YaRN RoPE from Megatron-Core 0.16 (containers 26.02 on): before,
     apply_rope_fusion ran TE's fused RoPE whatever the mscale (rope_utils.py@core_v0.15.0), and
     NeMo 25.11 shipped core 0.15."""
-    bias = () if (run.get("moe_comm") or {}).get("fused_grouped_mlp") else (EXPERT_BIAS,)
-    return bias + ((YARN_ROPE,) if release(run["family"]) >= (26,) else ())
+    experts = () if (run.get("moe_comm") or {}).get("fused_grouped_mlp") else (EXPERT_BIAS, CLAMPED_GLU)
+    return experts + ((YARN_ROPE,) if release(run["family"]) >= (26,) else ())
 
 
 def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> float:
