@@ -128,7 +128,7 @@ def test_plan_explain_prints_the_communication_table(capsys):
 
 
 def test_op_sac_recomputes_every_other_matmul():
-    from gpuplan.core.step import op_sac_recomputed_share
+    from gpuplan.core.recompute import op_sac_recomputed_share
 
     # Llama-3.1-8B forward matmuls per token: wqkv 4096 x 6144, wo 4096 x 4096, w1, w3, w2 4096 x 14336;
     # op-level SAC saves wqkv, w1, w2 and re-runs wo and w3: (16.78M + 58.72M) / 218.10M = 34.6%

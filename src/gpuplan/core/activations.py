@@ -189,6 +189,26 @@ def _mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int) -> float:
     return inner
 
 
+def clamped_glu_extra_bytes(spec: ModelSpec, impl: str, c: int) -> float:
+    """Per routed row: Megatron-Core's eager clamp of a clamped expert activation (GPT-OSS;
+    core.eager_fallbacks 'clamped-glu') saves its input, the first linear's output (2 x width),
+    beside the clamped copy the fused activation saves: 2·c·i more (0 elsewhere)."""
+    moe = spec.moe
+    if impl != "megatron" or moe is None or moe.activation_clamp is None:
+        return 0.0
+    return 2.0 * c * moe.expert_intermediate_size
+
+
+def mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int) -> float:
+    """What one dense MLP (or one expert, per routed row) saves per token (see _mlp_bytes)."""
+    return _mlp_bytes(spec, intermediate, impl, c)
+
+
+def moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0) -> float:
+    """What one MoE block saves per token (see _moe_bytes)."""
+    return _moe_bytes(spec, impl, c, capacity_factor)
+
+
 def _moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0) -> float:
     """Router, per-token expert inputs/outputs and the top-k experts' MLPs (HF loop over experts:
     each routed token is gathered (h), run through the expert, weighted (h)). With a capacity
@@ -198,7 +218,8 @@ def _moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0)
     assert moe is not None
     h = spec.hidden_size
     router = FP32 * moe.num_experts + c * moe.num_experts  # logits and fp32 softmax
-    per_routed = 2 * c * h + _mlp_bytes(spec, moe.expert_intermediate_size, impl, c)
+    per_routed = 2 * c * h + _mlp_bytes(spec, moe.expert_intermediate_size, impl, c) \
+        + clamped_glu_extra_bytes(spec, impl, c)
     shared = _mlp_bytes(spec, moe.shared_intermediate_size, impl, c) if moe.shared_intermediate_size else 0
     return router + capacity_factor * moe.experts_per_token * per_routed + shared
 

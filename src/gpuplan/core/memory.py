@@ -16,6 +16,7 @@ import numpy as np
 
 from gpuplan.core import activations as A
 from gpuplan.core import frameworks as F
+from gpuplan.core import recompute as R
 from gpuplan.core.finetune import QLORA_BASE_BYTES, lora_params_per_layer
 from gpuplan.core.frameworks import framework
 from gpuplan.core.device_memory import Overheads, usable_bytes  # noqa: F401 - re-exported
@@ -82,6 +83,11 @@ class MemorySettings:
     implementation: str = "hf"
     attention_kernel: str = "flash"
     recompute: str = "none"
+    recompute_layers: int | None = None
+    """With recompute 'full': Megatron's block method over the first N layers of each virtual
+    pipeline chunk (core.recompute); None = every layer."""
+    recompute_modules: tuple[str, ...] = ()
+    """With recompute 'selective': Megatron's --recompute-modules (core.recompute); () = core_attn."""
     dropout: float | None = None
     """Dropout probability; None = what the model's config trains with (ModelSpec.dropout)."""
     finetune: str = "full"
@@ -148,6 +154,28 @@ class StageMemory:
         return np.maximum(self.backward_start, self.optimizer_step)
 
 
+def _saved_per_token(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, params: StageParams, kw):
+    """Activation bytes per token a stage saves, with Megatron's block recompute of N layers per
+    virtual chunk (the rest keep everything) and its selective modules (core.recompute)."""
+    modules = settings.recompute_modules
+    mode = settings.recompute
+    if mode == "selective" and modules and "core_attn" not in modules:
+        mode = "none"  # the attention core's own tensors stay (core.recompute.discarded_bytes_per_token)
+
+    def saved(recompute: str):
+        return A.saved_bytes_per_token(spec, settings.seq_len, params.layers, params.moe_layers, recompute=recompute,
+                                       sequence_parallel=layout.sequence_parallel,
+                                       capacity_factor=settings.moe_capacity_factor, **kw)
+    per_token = saved(mode)
+    if settings.recompute == "full" and settings.recompute_layers is not None:
+        share = R.block_recompute_share(settings.recompute_layers, params.layers, layout.vpp)
+        per_token = share * per_token + (1 - share) * saved("none")
+    if settings.recompute == "selective" and modules:
+        dense, routed = R.discarded_bytes_per_token(spec, modules, kw["compute_bytes"], settings.moe_capacity_factor)
+        per_token = per_token - ((params.layers - params.moe_layers) * dense + params.moe_layers * routed) / layout.tp
+    return per_token
+
+
 def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, stage) -> StageMemory:
     """Allocated bytes on one GPU of pipeline ``stage`` at the start of backward (all activations
     held, the loss gradient allocated) and inside optimizer.step() (gradients complete, step
@@ -180,9 +208,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     if settings.recompute == "selective" and profile.selective == "op-sac":
         per_token = params.layers * F.op_sac_bytes_per_token(spec, recipe.compute_bytes, layout.tp)
     else:
-        per_token = A.saved_bytes_per_token(spec, settings.seq_len, params.layers, params.moe_layers,
-                                            recompute=settings.recompute, sequence_parallel=layout.sequence_parallel,
-                                            capacity_factor=settings.moe_capacity_factor, **kw)
+        per_token = _saved_per_token(spec, layout, settings, params, kw)
     micro_batches = layout.micro_batches_per_step
     in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, micro_batches)
     in_flight = np.where(layout.vpp == 1, np.maximum(1.0, in_flight - stage), in_flight)  # 1F1B: stage i holds p - i

@@ -24,12 +24,13 @@ from gpuplan.core import activations as A
 from gpuplan.core import flops as F
 from gpuplan.core.attention_time import attention_seconds_per_token
 from gpuplan.core.bulk import minimum
-from gpuplan.core.eager_fallbacks import eager_fallback_bytes_per_token
+from gpuplan.core.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token
 from gpuplan.core.model import ModelSpec, expert_matrix_params
 from gpuplan.core.model_states import stage_span
 from gpuplan.core.moe_overlap import EP_COMM_SM_SHARE, MoeLayerPhases
 from gpuplan.core.mtp import mtp_stage_layer_shed
 from gpuplan.core.pipeline_schedule import pipeline_bubble_fraction
+from gpuplan.core.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.topology import Cluster
 
@@ -145,6 +146,11 @@ class StepSettings:
 
     seq_len: int = 4096
     recompute: str = "none"
+    recompute_layers: int | None = None
+    """With recompute 'full': Megatron's block method, the first N layers of each virtual pipeline
+    chunk (--recompute-num-layers; core.recompute); None = every layer."""
+    recompute_modules: tuple[str, ...] = ()
+    """With recompute 'selective' under Megatron: --recompute-modules (core.recompute); () = core_attn."""
     dtype: str = "bf16"
     gemm_d_half: float = 512.0
     """GEMM dimension at which efficiency is half of MAMF (saturating shape model; fitted with
@@ -181,7 +187,7 @@ class StepSettings:
     """Share of the SMs the dispatcher kernels hold while they run beside compute."""
     eager_fallbacks: tuple[str, ...] = ()
     """Megatron-Core paths the run takes as eager ops where the model has them: 'expert-bias',
-    'yarn-rope' (core.eager_fallbacks); () for fused kernels or another framework."""
+    'yarn-rope', 'clamped-glu' (core.eager_fallbacks); () for fused kernels or another framework."""
     expert_tp: int | None = None
     """Expert tensor parallelism: None = tp (Megatron-Core's default for
     --expert-tensor-parallel-size); Megatron-Bridge's MoE recipes set 1."""
@@ -248,19 +254,6 @@ def routed_expert_weights_per_token(spec: ModelSpec) -> float:
     return spec.num_moe_layers * spec.moe.experts_per_token * expert_matrix_params(spec.moe, spec.hidden_size)
 
 
-def op_sac_recomputed_share(spec: ModelSpec) -> float:
-    """Share of a layer's forward matmul FLOPs that torchtitan's op-level SAC re-runs in backward:
-    the matmuls in even forward positions (wo and w3 of a Llama layer with fused wqkv; the odd
-    ones' outputs are saved, torchtitan/distributed/activation_checkpoint.py): 35% on Llama-3-8B."""
-    h, a = spec.hidden_size, spec.attention
-    i = spec.mlp.intermediate_size
-    qkv = h * (a.num_heads * a.qk_head_dim + a.num_kv_heads * (a.qk_head_dim + a.value_head_dim))
-    wo = a.num_heads * a.value_head_dim * h
-    mlp = [h * i] * (2 if spec.mlp.gated else 1) + [i * h]
-    flops = [qkv, wo, *mlp]
-    return sum(flops[1::2]) / sum(flops)
-
-
 def _mamf(gpu) -> float:
     return _lookup(MAMF_FRACTION, gpu, DEFAULT_MAMF_FRACTION)
 
@@ -275,11 +268,13 @@ def gemm_efficiency(gpu, smallest_dim, d_half: float, low_precision: bool = Fals
 def layer_activation_bytes(spec: ModelSpec, seq_len, implementation: str) -> float:
     """Activation bytes per token of the mean layer (what its elementwise work reads and writes):
     a MoE layer's router, the top-k copies of each token and the experts' MLPs where the model has
-    MoE layers (core.activations._moe_bytes), the dense MLP's in the others."""
+    MoE layers (core.activations._moe_bytes), the dense MLP's in the others. The clamp input the
+    eager activation clamp keeps is left out: its traffic is core.eager_fallbacks'."""
     dense = A.layer_activations(spec, seq_len, impl=implementation).total
     if spec.moe is None or not spec.num_moe_layers:
         return dense
-    moe = A.layer_activations(spec, seq_len, impl=implementation, moe_layer=True).total
+    moe = A.layer_activations(spec, seq_len, impl=implementation, moe_layer=True).total \
+        - spec.moe.experts_per_token * A.clamped_glu_extra_bytes(spec, implementation, 2)
     return (spec.num_moe_layers * moe + (spec.num_layers - spec.num_moe_layers) * dense) / spec.num_layers
 
 
@@ -297,7 +292,7 @@ class MicroBatchTimes(NamedTuple):
 
 
 def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, tp, cp, micro_batch,
-                            layers, head: bool, ep=1, mtp: int = 0) -> MicroBatchTimes:
+                            layers, head: bool, ep=1, mtp: int = 0, vpp=1) -> MicroBatchTimes:
     """Forward + backward (+ recompute) seconds for one micro-batch on one GPU of a stage with
     ``layers`` layers (``head``: the LM head lives here; ``mtp``: MTP modules too, core.mtp)."""
     gpu = cluster.gpu
@@ -318,13 +313,15 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         e_gemm = e_gemm / settings.block_scaled_gemm_time_factor
     act = layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
     t_gemm = gemm_flops / (peak * e_gemm)
+    t_routed = 0.0
     if spec.moe is not None and routed:  # grouped expert GEMMs: the expert width and the tokens each
         # expert receives bound the shape (ep x tokens x top-k / experts per expert)
         moe = spec.moe
         per_expert = tokens * ep * moe.experts_per_token / moe.num_experts
         e_expert = gemm_efficiency(gpu, minimum(minimum(h / tp, moe.expert_intermediate_size), per_expert),
                                    settings.gemm_d_half) * e_gemm / e_dense
-        t_gemm = t_gemm + expert_flops / (peak * e_expert)
+        t_routed = expert_flops / (peak * e_expert)
+        t_gemm = t_gemm + t_routed
     e_attn = settings.attention_efficiency or attention_efficiency(gpu)
     t_attn, t_attn_bwd = attention_seconds_per_token(
         spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn,
@@ -351,10 +348,10 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         pre_dispatch_backward=tokens * ((1 + weight_grads) * t_attn_gemm + t_attn_bwd + t_elem / 3),
         mlp_forward=tokens * (t_gemm - t_attn_gemm + t_elem / 6),
         mlp_backward=tokens * ((1 + weight_grads) * (t_gemm - t_attn_gemm) + t_elem / 3))
-    if settings.recompute == "selective" and settings.selective == "op-sac":
-        extra = tokens * (op_sac_recomputed_share(spec) * t_gemm + t_elem / 3)
-    else:
-        extra = {"none": 0.0, "selective": tokens * t_attn, "full": fwd}[settings.recompute]
+    rates = ForwardRates(1.0 / (peak * e_gemm), t_routed, t_attn, gpu.memory_bandwidth * settings.hbm_efficiency, tp,
+                         CLAMPED_GLU in settings.eager_fallbacks)
+    extra = tokens * recompute_seconds_per_token(spec, settings, rates, forward=fwd / tokens, matmuls=t_gemm,
+                                                 elementwise=t_elem, stage_layers=layers, vpp=vpp)
     per_layer = fwd + bwd + extra
     head_flops = 2.0 * spec.vocab_size * h / tp
     head_time = (2 + weight_grads) * tokens * head_flops / (bf16_peak * gemm_efficiency(gpu, minimum(h, tokens),
@@ -389,9 +386,9 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     layers = stage_span(spec.num_layers, pp, 0, shed)[1]  # the first (fullest) stage
     last_layers = stage_span(spec.num_layers, pp, pp - 1, shed)[1]
     t_mb, t_attn_mb, t_bwd_gemm_mb, phases = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
-                                                                      layers, pp == 1, ep, mtp_on_first)
+                                                                      layers, pp == 1, ep, mtp_on_first, vpp)
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
-                                     ep=ep, mtp=mtp).total
+                                     ep=ep, mtp=mtp, vpp=vpp).total
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
     compute = t_mb * micro_batches
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)

@@ -114,7 +114,8 @@ def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, targe
                      micro_batch=layout.micro_batch, micro_batches=layout.micro_batches_per_step)
     memory = M.peak_memory(ev.spec, layout, replace(ev.memory, recompute=recompute))
     rated = ev.rates(LayoutTable({"global_batch": np.array([layout.batch]), "gpus": np.array([layout.world]),
-                                  "step_seconds": np.array([float(step.total)]),
+                                  "step_seconds": np.array([float(step.total)]), "pp": np.array([layout.pp]),
+                                  "vpp": np.array([layout.vpp]),
                                   "recompute": np.array([RECOMPUTE_MODES.index(recompute)])}))
     return Plan(layout, recompute, step, memory, float(ev.overheads.fixed_bytes(layout)), ev.budget, ev.overheads.fragmentation,
                 float(rated["mfu"][0]), float(rated["hfu"][0]), ev.memory.seq_len, target_batch,

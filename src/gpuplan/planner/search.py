@@ -22,6 +22,7 @@ from gpuplan.core import memory as M
 from gpuplan.core.flops import training_flops_per_token
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
+from gpuplan.core.recompute import block_recompute_share, recomputed_forward_flops_per_token
 from gpuplan.core.step import StepSettings, model_flops_per_token, step_time
 from gpuplan.core.topology import Cluster
 from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, enumerate_layouts
@@ -115,10 +116,14 @@ class Evaluator:
         flops = model_flops_per_token(self.spec, seq, self.step.finetune, self.step.lora_rank) * tokens
         peak = self.cluster.gpu.peak(self.step.dtype)
         mfu = flops / (table["step_seconds"] * table["gpus"] * peak)
-        per_mode = [training_flops_per_token(self.spec, seq, "full", mode, self.step.finetune, self.step.lora_rank)
-                    for mode in RECOMPUTE_MODES]
-        ratio = np.array([f.hardware / f.model for f in per_mode])
-        return LayoutTable(table.columns | {"mfu": mfu, "hfu": mfu * ratio[table["recompute"]],
+        base = training_flops_per_token(self.spec, seq, "full", "none", self.step.finetune, self.step.lora_rank)
+        extra = np.array([recomputed_forward_flops_per_token(self.spec, seq, mode, self.step.recompute_modules)
+                          for mode in RECOMPUTE_MODES])[table["recompute"]]
+        if self.step.recompute_layers is not None:  # Megatron's block method: a share of each chunk
+            share = block_recompute_share(self.step.recompute_layers, self.spec.num_layers / table["pp"], table["vpp"])
+            extra = np.where(table["recompute"] == RECOMPUTE_MODES.index("full"), extra * share, extra)
+        ratio = (base.model + extra) / base.model
+        return LayoutTable(table.columns | {"mfu": mfu, "hfu": mfu * ratio,
                                             "tokens_per_second": tokens / table["step_seconds"]})
 
 

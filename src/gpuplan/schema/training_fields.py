@@ -35,6 +35,8 @@ class LayoutFields(JobInputs):
     zero: V.ZeroStage
     micro_batch: V.MicroBatch
     recompute: V.Recompute
+    recompute_modules: V.RecomputeModules
+    recompute_layers: V.RecomputeLayers
     global_batch: V.GlobalBatch
     global_batch_tokens: V.GlobalBatchTokens
 
@@ -42,6 +44,18 @@ class LayoutFields(JobInputs):
     def _layout_rules(self) -> LayoutFields:
         if self.vpp is not None and self.vpp > 1 and self.pp is not None and self.pp == 1:
             raise InputError("vpp", self.vpp, "needs pipeline parallelism (--pp > 1)")
+        if self.recompute_modules is not None and self.recompute not in (None, "selective"):
+            raise InputError("recompute_modules", ",".join(self.recompute_modules), "go with --recompute selective "
+                             f"(not {self.recompute})")
+        if self.recompute_layers is not None and self.recompute not in (None, "full"):
+            raise InputError("recompute_layers", self.recompute_layers, f"go with --recompute full (not {self.recompute})")
+        if self.recompute_modules is not None and self.recompute_layers is not None:
+            raise InputError("recompute_layers", self.recompute_layers, "give --recompute-modules (selective) or "
+                             "--recompute-layers (full), not both")
+        seq_len = getattr(self, "seq_len", None)
+        if self.global_batch_tokens is not None and seq_len and self.global_batch_tokens < seq_len:
+            raise InputError("global_batch_tokens", self.global_batch_tokens, f"must hold at least one sequence of "
+                             f"--seq-len {seq_len:,} tokens")
         if self.global_batch is not None and self.global_batch_tokens is not None:
             raise InputError("global_batch", self.global_batch, "give --global-batch (sequences) or "
                              "--global-batch-tokens, not both")
@@ -53,7 +67,17 @@ class LayoutFields(JobInputs):
 
     @property
     def layout_given(self) -> bool:
-        return bool(self.fixed_degrees()) or self.recompute is not None
+        return bool(self.fixed_degrees()) or self.recompute_given is not None
+
+    @property
+    def recompute_given(self) -> str | None:
+        """The recompute mode asked for: --recompute, or the one --recompute-modules (selective) or
+        --recompute-layers (full) imply; None = the planner's choice."""
+        if self.recompute is not None:
+            return self.recompute
+        if self.recompute_modules is not None:
+            return "selective"
+        return "full" if self.recompute_layers is not None else None
 
     def global_batch_tokens_value(self) -> float | None:
         """Tokens per step: --global-batch-tokens, or --global-batch x --seq-len; None = default."""
@@ -94,6 +118,12 @@ class SetupFields(JobInputs):
 
     @model_validator(mode="after")
     def _framework_rules(self) -> SetupFields:
+        for name in ("recompute_modules", "recompute_layers"):
+            value = getattr(self, name, None)
+            if value is not None and self.framework != "megatron":
+                shown = ",".join(value) if isinstance(value, tuple) else value
+                raise InputError(name, shown, f"is Megatron-Core's option: give --framework megatron "
+                                 f"(not {self.framework})")
         if getattr(self, "recompute", None) == "selective" and self.profile.selective == "none":
             raise InputError("recompute", "selective", f"--framework {self.framework} has no selective recompute "
                              "(gradient checkpointing is per layer): give none or full")
@@ -116,10 +146,22 @@ class SetupFields(JobInputs):
         return framework(self.framework)
 
     def adjust_spec(self, spec):
-        """The model as this run trains it: the MTP modules the framework computes (core.mtp)."""
+        """The model as this run trains it: the MTP modules the framework computes (core.mtp).
+        Refuses options that cannot apply to this model (MoE all-to-all knobs on a dense model, a
+        LoRA rank wider than the hidden size); an explicit --mtp-layers is taken as asked."""
         from dataclasses import replace
 
         from gpuplan.core.mtp import trained_mtp_layers
+
+        given = self.given
+        if spec.moe is None:
+            for name in ("ep_dispatcher", "ep_a2a_overlap", "ep_overlap"):
+                if name in given:
+                    raise InputError(name, getattr(self, name), f"applies to mixture-of-experts models; "
+                                     f"{spec.name} is dense (no expert all-to-all)")
+        if self.finetune != "full" and self.lora_rank > spec.hidden_size:
+            raise InputError("lora_rank", self.lora_rank, f"must be at most the hidden size {spec.hidden_size:,} "
+                             "(an adapter's rank is below the widths it adapts)")
 
         mtp = trained_mtp_layers(spec, self.profile.trains_mtp, self.mtp_layers)
         return spec if mtp == spec.mtp_layers else replace(spec, mtp_layers=mtp)
@@ -176,6 +218,18 @@ class StepFields(JobInputs):
     attention_efficiency: Annotated[T.Efficiency | None, _f(None, "Attention kernel efficiency of the dense peak.",
                                                           "per GPU type")]
     attention_kernel: V.AttentionKernel
+
+    @model_validator(mode="after")
+    def _ep_options(self) -> StepFields:
+        if self.ep_a2a_overlap and "ep_overlap" in self.given:
+            raise InputError("ep_overlap", self.ep_overlap, "--ep-a2a-overlap replaces it (the combined 1F1B "
+                             "schedule times the overlap itself): give one of the two")
+        if getattr(self, "ep", None) == 1:
+            for name in ("ep_a2a_overlap", "ep_dispatcher"):
+                if name in self.given and getattr(self, name) not in (False, "alltoall"):
+                    raise InputError(name, getattr(self, name), "needs expert parallelism (--ep > 1): with --ep 1 "
+                                     "there is no all-to-all")
+        return self
 
     @model_validator(mode="after")
     def _fp8_recipe_needs_fp8(self) -> StepFields:

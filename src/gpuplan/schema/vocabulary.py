@@ -16,6 +16,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from gpuplan.core import memory as M
 from gpuplan.core.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
+from gpuplan.core.recompute import MEGATRON_RECOMPUTE_MODULES
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 
@@ -119,6 +120,25 @@ MtpLayers = option(T.typed(int, T.number(0, 64, whole=True)) | None, None, "Mult
                    "the framework's")
 Recompute = option(T.choice(*RECOMPUTE) | None, None, "Activation recompute: none, selective or full. Not given: "
                    "the planner's choice (train, budget, plan); none elsewhere.", "planner")
+
+
+def _recompute_modules(value: Any, info) -> tuple[str, ...]:
+    """Megatron module names separated by commas (or a list), each once."""
+    items = value if isinstance(value, list | tuple) else T.name(value, info).split(",")
+    names = tuple(str(x).strip().lower() for x in items)
+    valid = ", ".join(MEGATRON_RECOMPUTE_MODULES)
+    if not names or any(n not in MEGATRON_RECOMPUTE_MODULES for n in names) or len(set(names)) != len(names):
+        raise InputError("recompute_modules", value, f"distinct names separated by commas, from: {valid}")
+    return names
+
+
+RecomputeModules = option(T.typed(tuple[str, ...], _recompute_modules, {"type": "string", "maxLength": 200}) | None,
+                          None, "Megatron's --recompute-modules (implies --recompute selective; --framework "
+                          "megatron): which parts of each layer selective recompute re-runs, e.g. moe_act,layernorm "
+                          f"({', '.join(MEGATRON_RECOMPUTE_MODULES)}).", "core_attn")
+RecomputeLayers = option(Degree | None, None, "Megatron's --recompute-num-layers with the block method (implies "
+                         "--recompute full; --framework megatron): only the first N layers of each virtual pipeline "
+                         "chunk are recomputed.", "every layer")
 
 # ---- precision and memory -------------------------------------------------------------------
 Framework = option(T.choice(*FRAMEWORKS), DEFAULT_FRAMEWORK, "Training framework whose memory behaviour is modelled: "

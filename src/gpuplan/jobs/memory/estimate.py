@@ -17,6 +17,7 @@ from gpuplan.core import memory as M
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.parallel import ParallelLayout, check_layout
+from gpuplan.core.recompute import recompute_label
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
 from gpuplan.jobs.assumptions import mtp_assumption
@@ -240,8 +241,11 @@ MEMORY_HEADLINE = ("layout", "bytes_per_param", "model_states_total", "peak_acti
 
 def _verdict_table(spec, layout, settings, overheads, gpu_ids) -> Table:
     rows = []
-    for gpu_id in dict.fromkeys(gpu_ids):
-        gpu = resolve_gpu(gpu_id)
+    for i, gpu_id in enumerate(dict.fromkeys(gpu_ids)):
+        try:
+            gpu = resolve_gpu(gpu_id)
+        except InputError as exc:  # the first id is --gpu's; the others are --compare's
+            raise InputError("compare" if i else "gpu", gpu_id, exc.expected) from None
         fits, headroom, best = verdict(spec, layout, settings, overheads.for_gpu(gpu.scale_up_bandwidth), gpu)
         rows.append((gpu.id, _gib(gpu.memory_bytes), "fits" if fits else "does not fit", _gib(headroom), best))
     return Table("verdict per GPU type", ("gpu", "memory", "verdict", "headroom after margin",
@@ -266,8 +270,10 @@ def _assumptions(settings: M.MemorySettings, overheads: M.Overheads) -> tuple[As
                    "--implementation"),
         Assumption("attention_kernel", "attention kernel", settings.attention_kernel,
                    "flash/SDPA saves q, k, v, out + logsumexp; eager saves s x s scores", "--attention-kernel"),
-        Assumption("recompute", "activation recompute", settings.recompute, "full keeps each layer input (2·sbh)",
-                   "--recompute"),
+        Assumption("recompute", "activation recompute",
+                   recompute_label(settings.recompute, settings.recompute_modules, settings.recompute_layers),
+                   "full keeps each layer input (2·sbh); Megatron's modules free what core/recompute.py lists",
+                   "--recompute / --recompute-modules / --recompute-layers"),
         Assumption("cuda_context", "CUDA context", _gib(overheads.cuda_context),
                    "~300 MB with lazy loading (pytorch/pytorch#107667) + cuBLAS workspaces", "--cuda-context-gib"),
         Assumption("comm_buffers", "NCCL buffers per communicator",

@@ -115,7 +115,7 @@ def communication_table(plan: Plan, ev) -> Table:
     base, extra = ev.spec.num_layers // lay.pp, ev.spec.num_layers % lay.pp
     layers = base + (extra > 0)
     t_mb, t_attn, t_bwd, phases = microbatch_compute_time(ev.spec, cluster, settings, lay.tp, lay.cp,
-                                                          lay.micro_batch, layers, head=lay.pp == 1, ep=lay.ep)
+                                                          lay.micro_batch, layers, head=lay.pp == 1, ep=lay.ep, vpp=lay.vpp)
     trained = (params_per_gpu(ev.spec, lay.tp, lay.pp, lay.ep) if settings.finetune == "full"
                else _adapters_per_gpu(ev.spec, settings, lay.tp, lay.pp))
     m = lay.micro_batches_per_step

@@ -51,6 +51,7 @@ def evaluator_for(inputs) -> Evaluator:
                         fp8_recipe=inputs.fp8_recipe,
                         attention_kernel=kernel, attention_dropout=spec.dropout,
                         finetune=inputs.finetune, lora_rank=inputs.lora_rank,
+                        recompute_modules=inputs.recompute_modules or (), recompute_layers=inputs.recompute_layers,
                         **zero3,
                         selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
                         attention_efficiency=inputs.attention_efficiency or (
@@ -70,14 +71,15 @@ def evaluator_for(inputs) -> Evaluator:
                               framework=inputs.framework, loss=inputs.loss,
                               lora_rank=inputs.lora_rank, activation_scale=scale,
                               optimizer_impl=inputs.optimizer_impl, mtp_layers=spec.mtp_layers,
-                              attention_kernel=kernel)
+                              attention_kernel=kernel, recompute_modules=inputs.recompute_modules or (),
+                              recompute_layers=inputs.recompute_layers)
     return Evaluator(spec, cluster, memory, step, overheads)
 
 
 def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     """The degrees the user fixed narrow the search to them (`plan --tp 8 --pp 4`: that layout)."""
     modes = tuple(m for m in RECOMPUTE_MODES if m != "selective" or inputs.profile.selective != "none")
-    recompute = (inputs.recompute,) if inputs.recompute is not None else modes
+    recompute = (inputs.recompute_given,) if inputs.recompute_given is not None else modes
     return SpaceLimits(fixed=inputs.fixed_degrees(), recompute=recompute, exact_batch=inputs.global_batch is not None,
                        max_zero_with_pp=inputs.profile.max_zero_with_pp,
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,

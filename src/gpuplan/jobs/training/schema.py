@@ -3,6 +3,7 @@ API ``estimate_training``). Every field is a CLI flag, a plan-file key and an AP
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import model_validator
@@ -21,17 +22,27 @@ DEFAULT_DAYS = 7.0  # article: "to finish in 7 days"
 DEFAULT_PARAMS = 7e9  # article: the 7B example
 
 
+MFU_RANGE = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(%?)\s*-\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(%?)")
+"""'30-50%', '30%-50%', '0.3-0.5': two plain numbers (no exponents, no signs) and a dash."""
+
+
 def _mfu(value: Any, info) -> Any:
     """0.4, 40%, 'predicted', or a range '30-50%' / '0.3-0.5' (low, high)."""
     if isinstance(value, str) and value.strip().lower() == "predicted":
         return "predicted"
     if isinstance(value, list | tuple) and len(value) == 2:
         low, high = (T.fraction(v, info) for v in value)
-    elif isinstance(value, str) and "-" in value.strip()[1:]:
-        text = value.strip()
-        percent = text.endswith("%")
-        left, right = text.rstrip("%").split("-", 1)
-        low, high = (T.fraction(part.strip() + ("%" if percent else ""), info) for part in (left, right))
+    elif isinstance(value, str) and (match := MFU_RANGE.fullmatch(value.strip())):
+        left, left_percent, right, right_percent = match.groups()
+        if left_percent and not right_percent:
+            raise InputError("mfu", value, "a range low-high with both ends in the same unit, e.g. 30-50% or 0.3-0.5")
+        percent = "%" if right_percent else ""
+        try:
+            low, high = (T.fraction(part + percent, info) for part in (left, right))
+        except InputError:
+            raise InputError("mfu", value, "a range low-high inside (0, 100%], e.g. 30-50% or 0.3-0.5") from None
+    elif isinstance(value, str) and "-" in value.strip()[1:] and "e" not in value.lower():
+        raise InputError("mfu", value, "expected 0.4, 40%, a range such as 30-50% or 0.3-0.5, or predicted")
     else:
         return T.fraction(value, info)
     if not low < high:
@@ -93,7 +104,7 @@ class TrainingInputs(ModelFields, LayoutFields, SetupFields, StepFields):
 
     @property
     def recompute_mode(self) -> str:
-        return self.recompute or "none"
+        return self.recompute_given or "none"
 
     def builtin_defaults_used(self) -> list[str]:
         """The article's defaults that filled missing inputs (shown as a note)."""

@@ -190,7 +190,7 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
                    "; ".join(gpu.sources[:1]) or "hardware catalog", "--gpu / --dtype", "dtype" in inputs.given),
         Assumption("layout", "layout", "your degrees" if inputs.layout_given else "the planner's best",
                    "gpuplan plan on these GPUs (docs/step.md)", "--tp / --pp / --vpp / --cp / --ep / --zero / "
-                   "--micro-batch / --recompute", inputs.layout_given),
+                   "--micro-batch / --recompute / --recompute-modules / --recompute-layers", inputs.layout_given),
         Assumption("recipe", "precision recipe", inputs.recipe_name, "core/precision.py", "--recipe",
                    "recipe" in inputs.given),
     ) + mtp_assumption(mtp_layers, "mtp_layers" in inputs.given)

@@ -121,6 +121,22 @@ def megatron_eager_fallbacks(run: dict[str, Any]) -> tuple[str, ...]:
     return experts + ((YARN_ROPE,) if release(run["family"]) >= (26,) else ())
 
 
+def recipe_recompute(run: dict[str, Any]) -> dict[str, Any]:
+    """StepSettings recompute fields of a row: the layout's where the source prints it (torchtitan),
+    else the Megatron-Bridge recipe's (``recipe_recompute``, read at the row's tag; core.recompute):
+    block recompute of N layers per chunk, or the selective modules (an empty list recomputes nothing)."""
+    given = run["layout"].get("recompute")
+    rc = run.get("recipe_recompute")
+    if given or not rc or rc["granularity"] is None:
+        return {"recompute": given or "none"}
+    if rc["granularity"] == "full":
+        return {"recompute": "full", "recompute_layers": rc["num_layers"] if rc["method"] == "block" else None}
+    modules = rc["modules"]
+    if modules is not None and not modules:
+        return {"recompute": "none"}
+    return {"recompute": "selective", "recompute_modules": tuple(modules or ("core_attn",))}
+
+
 def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> float:
     """Tokens per second per GPU the step model predicts at the run's layout (``step_overrides``:
     StepSettings fields to change, e.g. while fitting a constant)."""
@@ -130,7 +146,7 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
     lay = run["layout"]
     torchtitan = run["family"].startswith("torchtitan")
     moe_comm = run.get("moe_comm") or {}
-    settings = StepSettings(seq_len=run["model"]["seq_len"], recompute=lay.get("recompute") or "none",
+    settings = StepSettings(seq_len=run["model"]["seq_len"], **recipe_recompute(run),
                             dtype=PRECISION[run["precision"]],
                             selective=SELECTIVE.get(run["family"].split("-")[0], "core-attn"),
                             # NeMo / Megatron-Bridge run Transformer Engine's cuDNN fused attention
