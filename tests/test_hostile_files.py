@@ -113,7 +113,7 @@ def test_duplicate_keys(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("field, value, fragment", [
-    ("hidden_size", 1e400, "hidden_size: got inf"), ("hidden_size", float("nan"), "NaN is not a JSON number"),
+    ("hidden_size", 1e400, "hidden_size: got '1e400'"), ("hidden_size", float("nan"), "hidden_size: got 'NaN'"),
     ("num_hidden_layers", 1e9, "at most 10,000"), ("sliding_window", "abc", "sliding_window"),
     ("layer_types", 5, "layer_types"), ("num_key_value_heads", 3, "must divide"),
     ("vocab_size", -5, "vocab_size"), ("hidden_dropout", 2.0, "probability"),

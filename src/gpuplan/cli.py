@@ -7,6 +7,7 @@ line on stderr and exits with status 2; no traceback.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -33,6 +34,8 @@ COMMANDS = {
 
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h): distinct from bad input (2)
+OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+"""Errors of writing the answer (stdout on a full device): one line, like bad input."""
 
 
 class LazyGroup(click.Group):
@@ -66,9 +69,28 @@ def app(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
+def repeated_option(argv: list[str]) -> str | None:
+    """The first long option given twice (``--model a --model b``; click would keep the last
+    silently). No gpuplan option takes several values by repetition."""
+    seen: set[str] = set()
+    for arg in argv:
+        if arg == "--":
+            break
+        if arg.startswith("--") and len(arg) > 2:
+            name = arg.split("=", 1)[0]
+            if name in seen:
+                return name
+            seen.add(name)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; bad input -> one line on stderr, exit status 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    twice = repeated_option(argv)
+    if twice is not None:
+        sys.stderr.write(f"error: {twice[2:].replace('-', '_')}: given twice ({twice}); give it once\n")
+        return 2
     try:
         result = app.main(args=argv, prog_name="gpuplan", standalone_mode=False)
     except InputError as exc:
@@ -87,16 +109,35 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.errno not in OUTPUT_ERRNOS:
+            return _internal_error(exc)
+        _silence_stdout()  # what is still buffered cannot be written either
+        sys.stderr.write(f"error: output: cannot be written ({exc.strerror}); write to a device with space\n")
+        return 2
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
     except Exception as exc:  # a bug, not bad input: one line, and the traceback on request
-        if os.environ.get("GPUPLAN_DEBUG"):
-            raise
-        sys.stderr.write(f"internal error: {type(exc).__name__}: {str(exc)[:200]} (a gpuplan bug: please report it "
-                         "with the command; GPUPLAN_DEBUG=1 shows the traceback)\n")
-        return INTERNAL_ERROR
+        return _internal_error(exc)
     return result if isinstance(result, int) else 0
+
+
+def _internal_error(exc: Exception) -> int:
+    if os.environ.get("GPUPLAN_DEBUG"):
+        raise exc
+    sys.stderr.write(f"internal error: {type(exc).__name__}: {str(exc)[:200]} (a gpuplan bug: please report it "
+                     "with the command; GPUPLAN_DEBUG=1 shows the traceback)\n")
+    return INTERNAL_ERROR
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush raises nothing more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

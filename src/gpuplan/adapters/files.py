@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -94,13 +95,43 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def parse_json(text: str, field: str, where: Any) -> Any:
-    """JSON text -> data; InputError on malformed JSON, duplicate keys, NaN/Infinity or deep nesting."""
-    def refuse_constant(name: str) -> Any:
-        raise ValueError(f"{name} is not a JSON number")
+class _NotANumber:
+    """Where a JSON text had NaN, Infinity or a number beyond float range (1e400)."""
 
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _json_float(text: str) -> Any:
+    value = float(text)
+    return value if value not in (float("inf"), float("-inf")) else _NotANumber(text)
+
+
+def _json_int(text: str) -> Any:
+    return int(text) if len(text) <= 64 else _NotANumber(text[:20] + "...")  # far past any real count
+
+
+def _first_bad_number(data: Any) -> tuple[str, str] | None:
+    """(dotted key path, text) of the first _NotANumber in parsed JSON (iterative)."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, _NotANumber):
+            return path or "(top level)", item.text
+        if isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def parse_json(text: str, field: str, where: Any) -> Any:
+    """JSON text -> data; InputError on malformed JSON, duplicate keys, NaN/Infinity (and numbers
+    that overflow to them, or integers of more than 64 digits: the error names the key) or deep
+    nesting."""
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=refuse_constant)
+        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_NotANumber,
+                          parse_float=_json_float, parse_int=_json_int)
     except RecursionError:
         raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
     except json.JSONDecodeError as exc:
@@ -109,6 +140,9 @@ def parse_json(text: str, field: str, where: Any) -> Any:
         raise _fail(field, where, f"is not valid JSON ({exc})") from None
     if _depth(data) > MAX_DEPTH:
         raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep")
+    bad = _first_bad_number(data)
+    if bad is not None:
+        raise InputError(f"{field}: {bad[0]}", bad[1], "must be a finite JSON number")
     return data
 
 
@@ -140,12 +174,35 @@ def _yaml_loader():
             seen = set()
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, str):
+                    raise yaml.constructor.ConstructorError(None, None, f"keys must be names (text), got {key!r:.40}",
+                                                            key_node.start_mark)
                 if key in seen:
                     raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
+    # YAML 1.2's core schema for numbers: YAML 1.1's base-60 ("1:04" = 64) and other legacy forms
+    # stay text, so the schema refuses them instead of reading a different number
+    Loader.yaml_implicit_resolvers = {k: [(tag, rx) for tag, rx in v if tag not in (INT_TAG, FLOAT_TAG)]
+                                      for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Loader.add_implicit_resolver(INT_TAG, YAML12_INT, list("-+0123456789"))
+    Loader.add_implicit_resolver(FLOAT_TAG, YAML12_FLOAT, list("-+.0123456789"))
+
+    def construct_int(loader, node):
+        text = loader.construct_scalar(node)
+        if len(text.lstrip("+-")) > 64:
+            raise yaml.constructor.ConstructorError(None, None, "an integer of more than 64 digits", node.start_mark)
+        return int(text, 16) if text.lstrip("+-").startswith("0x") else int(text, 8) if "0o" in text else int(text)
+
+    Loader.add_constructor(INT_TAG, construct_int)
     return Loader
+
+
+INT_TAG, FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+YAML12_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+YAML12_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
+                          r"|\.(?:nan|NaN|NAN))$")
 
 
 def parse_yaml(text: str, field: str, where: Any) -> Any:
@@ -171,6 +228,8 @@ def parse_toml(text: str, field: str, where: Any) -> Any:
         raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
     except tomllib.TOMLDecodeError as exc:
         raise _fail(field, where, f"is not valid TOML: {str(exc).splitlines()[0]}") from None
+    except ValueError as exc:  # an integer past Python's 4,300-digit conversion limit
+        raise _fail(field, where, f"is not valid TOML: {str(exc).splitlines()[0][:80]}") from None
     if _depth(data) > MAX_DEPTH:
         raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep")
     return data
@@ -191,6 +250,12 @@ def check_writable(path: str | Path, field: str = "out") -> Path:
         raise _fail(field, path, f"cannot be written: no permission in {folder}")
     if target.exists() and not target.is_file():
         raise _fail(field, path, "is not a regular file")
+    try:  # the write goes through a temporary file in the folder: try one now (/proc, a read-only mount)
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=folder)
+    except OSError as exc:
+        raise _fail(field, path, f"cannot be written in {folder} ({exc.strerror or exc})") from None
+    os.close(fd)
+    _remove(probe)
     return target
 
 

@@ -12,11 +12,21 @@ bound), so a malformed or hostile config gets one line naming the field.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuplan.adapters.config_fields import (
+    KNOWN_LAYER_TYPES,
+    activation_clamp,
+    check_flags,
+    check_rope_scaling,
+    config_dropout,
+    first,
+    int_field,
+    layer_indices,
+    yarn_attention_factor,
+)
 from gpuplan.core.model import AttentionSpec, MLPSpec, ModelSpec, MoESpec
 from gpuplan.errors import InputError
 
@@ -69,14 +79,6 @@ TRAITS: dict[str, ArchTraits] = {
 # Hybrid state-space / recurrent families: their state memory and FLOPs are not modelled yet.
 STATE_SPACE = ("mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "bamba", "nemotron_h", "rwkv",
                "recurrent_gemma", "granitemoehybrid", "falcon_h1", "lfm2", "minimax")
-# Upper bounds per config field: far above any released model, low enough that per-layer tuples
-# and products stay small (a config asking for 10^9 layers is refused, not built).
-LIMITS = {"num_hidden_layers": 10_000, "hidden_size": 1 << 20, "vocab_size": 1 << 27,
-          "num_attention_heads": 1 << 16, "num_key_value_heads": 1 << 16, "head_dim": 1 << 16,
-          "intermediate_size": 1 << 24, "num_local_experts": 100_000, "max_position_embeddings": 1 << 31,
-          "num_nextn_predict_layers": 64}
-DEFAULT_LIMIT = 1 << 31
-
 # Config-class defaults that official config.json files rely on (fields they leave out).
 # Gemma 3: transformers configuration_gemma3.py, Gemma3TextConfig.__init__ defaults.
 _GEMMA3_DEFAULTS = {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4,
@@ -85,44 +87,6 @@ _GEMMA3_DEFAULTS = {"vocab_size": 262208, "num_attention_heads": 8, "num_key_val
 _GPT2_DEFAULTS = {"resid_pdrop": 0.1, "attn_pdrop": 0.1, "embd_pdrop": 0.1, "activation_function": "gelu_new"}
 CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {"gemma3": _GEMMA3_DEFAULTS, "gemma3_text": _GEMMA3_DEFAULTS,
                                               "gpt2": _GPT2_DEFAULTS}
-DROPOUT_KEYS = ("resid_pdrop", "hidden_dropout", "hidden_dropout_prob", "attention_dropout", "attn_pdrop")
-
-
-def config_dropout(cfg: dict[str, Any]) -> float:
-    """The largest residual/attention dropout probability the config trains with."""
-    values = []
-    for key in DROPOUT_KEYS:
-        value = cfg.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if not (math.isfinite(value) and 0 <= value < 1):
-                raise InputError(f"config.json: {key}", value, "must be a probability in [0, 1)")
-            values.append(float(value))
-    return max(values, default=0.0)
-
-
-def _first(cfg: dict[str, Any], *keys: str) -> Any:
-    for key in keys:
-        if cfg.get(key) is not None:
-            return cfg[key]
-    return None
-
-
-def _int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: int | None = None,
-               minimum: int = 1) -> int:
-    value = _first(cfg, *keys)
-    if value is None:
-        if required and default is None:
-            raise InputError(f"config.json: {keys[0]}", None,
-                             f"missing; need one of {', '.join(keys)} (a positive integer)")
-        return default if default is not None else 0
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value != int(value) or value < minimum:
-        raise InputError(f"config.json: {keys[0]}", value, "must be a positive integer" if minimum == 1
-                         else f"must be a whole number >= {minimum}")
-    limit = LIMITS.get(keys[0], DEFAULT_LIMIT)
-    if value > limit:
-        raise InputError(f"config.json: {keys[0]}", value, f"must be at most {limit:,}")
-    return int(value)
 
 
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -130,6 +94,8 @@ def text_config(config: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise InputError("config.json", type(config).__name__, "expected a JSON object")
     inner = config.get("text_config")
+    if inner is not None and not isinstance(inner, dict):
+        raise InputError("config.json: text_config", type(inner).__name__, "expected a mapping (a VLM's language model)")
     if isinstance(inner, dict) and inner:
         merged = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
         if config.get("model_type") == "gemma3":  # the nested text config is a gemma3_text one
@@ -140,21 +106,21 @@ def text_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _attention(cfg: dict[str, Any], t: ArchTraits, hidden: int) -> AttentionSpec:
-    heads = _int_field(cfg, "num_attention_heads", "n_head", "num_heads")
+    heads = int_field(cfg, "num_attention_heads", "n_head", "num_heads")
     if cfg.get("model_type") == "falcon":
         if cfg.get("new_decoder_architecture"):
-            kv_heads = _int_field(cfg, "num_kv_heads", default=heads)
+            kv_heads = int_field(cfg, "num_kv_heads", default=heads)
         else:
             kv_heads = 1 if cfg.get("multi_query", True) else heads
     else:
-        kv_heads = _int_field(cfg, "num_key_value_heads", "num_kv_heads", default=heads)
+        kv_heads = int_field(cfg, "num_key_value_heads", "num_kv_heads", default=heads)
     if cfg.get("head_dim") is None and hidden % heads:
         raise InputError("config.json: num_attention_heads", heads,
                          f"must divide hidden_size {hidden} (or give head_dim)")
     if heads % kv_heads:
         raise InputError("config.json: num_key_value_heads", kv_heads,
                          f"must divide num_attention_heads {heads}")
-    head_dim = _int_field(cfg, "head_dim", default=hidden // heads)
+    head_dim = int_field(cfg, "head_dim", default=hidden // heads)
     bias = cfg.get("attention_bias", cfg.get("bias"))
     mla = cfg.get("kv_lora_rank") is not None
     return AttentionSpec(
@@ -162,67 +128,36 @@ def _attention(cfg: dict[str, Any], t: ArchTraits, hidden: int) -> AttentionSpec
         qkv_bias=t.qkv_bias if bias is None else bool(bias) or t.qkv_bias,
         out_bias=t.out_bias if bias is None else bool(bias),
         qk_norm=t.qk_norm,  # type: ignore[arg-type]
-        q_lora_rank=cfg.get("q_lora_rank"),
-        kv_lora_rank=_int_field(cfg, "kv_lora_rank") if mla else None,
-        qk_nope_head_dim=_int_field(cfg, "qk_nope_head_dim") if mla else 0,
-        qk_rope_head_dim=_int_field(cfg, "qk_rope_head_dim") if mla else 0,
-        v_head_dim=_int_field(cfg, "v_head_dim") if mla else 0,
-        rope_attention_factor=_yarn_attention_factor(cfg.get("rope_scaling")),
+        q_lora_rank=int_field(cfg, "q_lora_rank") if mla and cfg.get("q_lora_rank") is not None else None,
+        kv_lora_rank=int_field(cfg, "kv_lora_rank") if mla else None,
+        qk_nope_head_dim=int_field(cfg, "qk_nope_head_dim") if mla else 0,
+        qk_rope_head_dim=int_field(cfg, "qk_rope_head_dim") if mla else 0,
+        v_head_dim=int_field(cfg, "v_head_dim") if mla else 0,
+        rope_attention_factor=yarn_attention_factor(cfg.get("rope_scaling")),
     )
 
 
-def _yarn_attention_factor(scaling: Any) -> float:
-    """YaRN's attention factor from ``rope_scaling`` (transformers modeling_rope_utils.
-    _compute_yarn_parameters: ``attention_factor`` if given, else get_mscale(factor, mscale) /
-    get_mscale(factor, mscale_all_dim) when both are given, else get_mscale(factor); get_mscale(s, m)
-    = 0.1 m ln s + 1 for s > 1, else 1). 1 for any other RoPE type."""
-    if not isinstance(scaling, dict) or (scaling.get("rope_type") or scaling.get("type")) != "yarn":
-        return 1.0
-
-    def number(key: str, default: float | None, zero_ok: bool = False) -> float | None:
-        value = scaling.get(key, default)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-                or value < 0 or (value == 0 and not zero_ok):
-            raise InputError(f"config.json: rope_scaling.{key}", value,
-                             "must be a number >= 0" if zero_ok else "must be a positive number")
-        return float(value)
-
-    def mscale(s: float, m: float) -> float:
-        return 0.1 * m * math.log(s) + 1.0 if s > 1 else 1.0
-
-    given = number("attention_factor", None)
-    if given is not None:
-        return given
-    factor = number("factor", 1.0)
-    m, m_all = number("mscale", None, zero_ok=True), number("mscale_all_dim", None, zero_ok=True)
-    if m is not None and m_all is not None:
-        return mscale(factor, m) / mscale(factor, m_all)
-    return mscale(factor, 1.0)
-
-
-def _activation_clamp(cfg: dict[str, Any]) -> float | None:
-    """GPT-OSS's ``swiglu_limit`` (GptOssConfig; GptOssExperts clamps gate and linear halves at it)."""
-    limit = cfg.get("swiglu_limit")
-    if limit is None:
-        return None
-    if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit) or limit <= 0:
-        raise InputError("config.json: swiglu_limit", limit, "must be a positive number (GPT-OSS: 7.0)")
-    return float(limit)
+MOE_MODEL_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "dbrx",
+                   "llama4_text")
+"""Architectures that are mixtures of experts by definition (their configs must name experts)."""
 
 
 def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bool, ...]]:
-    experts = _first(cfg, "num_local_experts", "num_experts", "n_routed_experts")
+    experts = first(cfg, "num_local_experts", "num_experts", "n_routed_experts")
     if not experts:
+        if cfg.get("model_type") in MOE_MODEL_TYPES:
+            key = next((k for k in ("num_local_experts", "num_experts", "n_routed_experts") if k in cfg),
+                       "num_local_experts")
+            raise InputError(f"config.json: {key}", experts, f"a {cfg['model_type']} model routes to experts: "
+                             "a positive integer")
         return None, ()
-    experts = _int_field(cfg, "num_local_experts", "num_experts", "n_routed_experts")
-    top_k = _int_field(cfg, "num_experts_per_tok", "top_k", "moe_topk")
+    experts = int_field(cfg, "num_local_experts", "num_experts", "n_routed_experts")
+    top_k = int_field(cfg, "num_experts_per_tok", "top_k", "moe_topk")
     if top_k > experts:
         raise InputError("config.json: num_experts_per_tok", top_k, f"must be <= the {experts} experts")
-    width = _int_field(cfg, "moe_intermediate_size", "intermediate_size")
-    shared = _int_field(cfg, "n_shared_experts", required=False) * width
-    shared = shared or _int_field(cfg, "shared_expert_intermediate_size", required=False)
+    width = int_field(cfg, "moe_intermediate_size", "intermediate_size")
+    shared = int_field(cfg, "n_shared_experts", required=False) * width
+    shared = shared or int_field(cfg, "shared_expert_intermediate_size", required=False)
     moe = MoESpec(
         num_experts=experts, experts_per_token=top_k, expert_intermediate_size=width,
         shared_intermediate_size=shared,
@@ -231,37 +166,42 @@ def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bo
         router_bias=cfg.get("topk_method") == "noaux_tc" or cfg.get("model_type") == "gpt_oss",
         # GptOssExperts.gate_up_proj_bias / down_proj_bias (transformers models/gpt_oss/modeling_gpt_oss.py)
         expert_bias=cfg.get("model_type") == "gpt_oss",
-        activation_clamp=_activation_clamp(cfg),
+        activation_clamp=activation_clamp(cfg),
     )
-    first_dense = _int_field(cfg, "first_k_dense_replace", required=False)
-    every = _int_field(cfg, "moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", default=1)
-    dense_only = set(cfg.get("mlp_only_layers") or ()) if isinstance(cfg.get("mlp_only_layers"), list) else set()
+    first_dense = int_field(cfg, "first_k_dense_replace", required=False)
+    every = int_field(cfg, "moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", default=1)
+    dense_only = layer_indices(cfg, "mlp_only_layers", num_layers)
     if cfg.get("model_type") == "llama4_text":
         # Llama4TextConfig: moe_layers = range(step - 1, layers, step); each MoE block also has a
         # shared expert of the routed width (Llama4TextMoe.shared_expert = Llama4TextMLP(config)).
         moe = MoESpec(num_experts=experts, experts_per_token=top_k, expert_intermediate_size=width,
                       shared_intermediate_size=width)
-        return moe, tuple((i + 1) % every == 0 for i in range(num_layers))
-    if "decoder_sparse_step" in cfg:  # Qwen-MoE: (i + 1) % step == 0
+        mask = tuple((i + 1) % every == 0 for i in range(num_layers))
+    elif "decoder_sparse_step" in cfg:  # Qwen-MoE: (i + 1) % step == 0
         mask = tuple(i not in dense_only and (i + 1) % every == 0 for i in range(num_layers))
     else:  # DeepSeek: i >= first_k_dense_replace and i % moe_layer_freq == 0
         mask = tuple(i >= first_dense and i % every == 0 for i in range(num_layers))
+    if not any(mask):
+        raise InputError("config.json: num_experts", experts, f"is set but no layer of {num_layers} would be MoE "
+                         "(check first_k_dense_replace, decoder_sparse_step / moe_layer_freq, mlp_only_layers)")
     return moe, mask
 
 
 def _layer_types(cfg: dict[str, Any], num_layers: int) -> tuple[int | None, tuple[str, ...]]:
     """Sliding-window size and per-layer 'full'/'sliding' (empty when no layer slides)."""
+    types = cfg.get("layer_types")
+    if types is not None and (not isinstance(types, list) or len(types) != num_layers
+                              or not all(t in KNOWN_LAYER_TYPES for t in types)):
+        raise InputError("config.json: layer_types", types if not isinstance(types, list) else f"{len(types)} "
+                         "entries", f"must be a list of {num_layers} layer types (one per layer: "
+                         f"{' or '.join(KNOWN_LAYER_TYPES)})")
     if not cfg.get("sliding_window") or cfg.get("use_sliding_window") is False:  # Qwen2 ships an unused window
         return None, ()
-    window = _int_field(cfg, "sliding_window")
-    types = cfg.get("layer_types")
+    window = int_field(cfg, "sliding_window")
     if types:
-        if not isinstance(types, list) or len(types) != num_layers or not all(isinstance(t, str) for t in types):
-            raise InputError("config.json: layer_types", types if not isinstance(types, list) else f"{len(types)} "
-                             "entries", f"must be a list of {num_layers} layer-type names (one per layer)")
         return window, tuple("sliding" if "sliding" in t else "full" for t in types)
     pattern = 2 if cfg.get("model_type") == "gemma2" else (
-        _int_field(cfg, "sliding_window_pattern") if cfg.get("sliding_window_pattern") else None)
+        int_field(cfg, "sliding_window_pattern") if cfg.get("sliding_window_pattern") else None)
     if pattern:  # Gemma: every pattern-th layer is global
         return window, tuple("full" if (i + 1) % pattern == 0 else "sliding" for i in range(num_layers))
     return window, ("sliding",) * num_layers
@@ -324,17 +264,19 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     if model_type == "dbrx":
         cfg = _dbrx_flat(cfg)
     traits = TRAITS[model_type]
-    hidden = _int_field(cfg, "hidden_size", "n_embd", "d_model")
-    layers = _int_field(cfg, "num_hidden_layers", "n_layer", "num_layers")
-    vocab = _int_field(cfg, "vocab_size")
+    check_rope_scaling(cfg.get("rope_scaling"))
+    check_flags(cfg)
+    hidden = int_field(cfg, "hidden_size", "n_embd", "d_model")
+    layers = int_field(cfg, "num_hidden_layers", "n_layer", "num_layers")
+    vocab = int_field(cfg, "vocab_size")
     attention = _attention(cfg, traits, hidden)
     dense_width_keys = ("intermediate_size_mlp",) if model_type == "llama4_text" else ()  # Llama 4 dense layers
-    intermediate = _int_field(cfg, *dense_width_keys, "intermediate_size", "n_inner", "ffn_hidden_size",
+    intermediate = int_field(cfg, *dense_width_keys, "intermediate_size", "n_inner", "ffn_hidden_size",
                               default=4 * hidden)
     mlp_bias = cfg.get("mlp_bias", cfg.get("bias"))
     mlp = MLPSpec(intermediate_size=intermediate, gated=traits.gated_mlp,
                   bias=traits.mlp_bias if mlp_bias is None else bool(mlp_bias),
-                  activation=str(_first(cfg, "hidden_act", "hidden_activation",
+                  activation=str(first(cfg, "hidden_act", "hidden_activation",
                                         "activation_function") or "silu"))
     moe, moe_mask = _moe(cfg, layers)
     norms_per_layer = traits.norms_per_layer
@@ -346,20 +288,20 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         name=name, hidden_size=hidden, num_layers=layers, vocab_size=vocab,
         attention=attention, mlp=mlp, moe=moe, moe_layers=moe_mask,
         tie_embeddings=traits.tie_default if tie is None else bool(tie),
-        learned_positions=_int_field(cfg, "n_positions") if model_type == "gpt2" else 0,
-        max_position_embeddings=_int_field(cfg, "max_position_embeddings", "n_positions",
+        learned_positions=int_field(cfg, "n_positions") if model_type == "gpt2" else 0,
+        max_position_embeddings=int_field(cfg, "max_position_embeddings", "n_positions",
                                            "seq_length", default=2048),
         norm=traits.norm, norm_bias=traits.norm_bias,  # type: ignore[arg-type]
         norms_per_layer=norms_per_layer,
         parallel_residual=traits.parallel_residual or bool(cfg.get("use_parallel_residual")),
         sliding_window=window, layer_types=layer_types,
-        dtype=str(_first(cfg, "torch_dtype", "dtype") or "bfloat16"),
+        dtype=str(first(cfg, "torch_dtype", "dtype") or "bfloat16").replace("auto", "bfloat16"),
         dropout=config_dropout(cfg), eager_softmax_fp32=model_type != "gpt2",
         fused_qkv=traits.fused_qkv, fused_gate_up=traits.fused_gate_up, rotary=model_type != "gpt2",
         gemma_norm=traits.gemma_norm, attn_logit_softcap=cfg.get("attn_logit_softcapping"),
         final_logit_softcap=cfg.get("final_logit_softcapping"),
         # multi-token-prediction modules (DeepSeek-V3 num_nextn_predict_layers): 0 when absent
-        mtp_layers=_int_field(cfg, "num_nextn_predict_layers", required=False, default=0, minimum=0),
+        mtp_layers=int_field(cfg, "num_nextn_predict_layers", required=False, default=0, minimum=0),
         source=source, notes=tuple(notes),
     )
 

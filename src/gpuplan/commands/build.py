@@ -142,6 +142,8 @@ def job_command(name: str, schema: type, run: Callable[[Any], Any], help: str,
 
     def callback(target: str | None = None, fmt: str = "table", as_json: bool = False, full: bool = False,
                  **flags: Any) -> None:
+        if as_json and fmt not in ("table", "json"):
+            raise InputError("format", fmt, "--json asks for JSON; give --json or --format markdown, not both")
         raw, where = raw_inputs(target, flags, schema)
         report = run(schema.parse(raw, where))
         if report is not None:

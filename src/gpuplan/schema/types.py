@@ -41,6 +41,8 @@ def _text(value: Any, field: str) -> str:
     if len(text) > 64:
         raise InputError(field, value[:40] + "..." if isinstance(value, str) else value,
                          "is too long for a number (at most 64 characters)")
+    if not text.isascii():  # float() reads other scripts' digits ("١٢" = 12): refuse them
+        raise InputError(field, value, "must be written with ASCII digits")
     return text
 
 
@@ -96,6 +98,9 @@ def number(low: float, high: float, *, low_open: bool = False, whole: bool = Fal
             parsed = float(text)
         except (TypeError, ValueError):
             raise InputError(field, value, f"expected a number between {low:g} and {high:g}") from None
+        if parsed == 0 and isinstance(text, str) and re.search(r"[1-9]", text.lower().split("e")[0]):
+            raise InputError(field, value, f"is too small to tell from 0; expected a number between {low:g} and "
+                             f"{high:g}")  # "1e-400" underflows to 0.0
         parsed = _bounded(parsed, value, field, low, high, low_open)
         if whole:
             if parsed != int(parsed):

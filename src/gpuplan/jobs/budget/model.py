@@ -212,7 +212,7 @@ def run_facts(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seconds: f
     """Check the inputs and derive the step time: global batch / (tokens / wall-clock) unless given."""
     for name, value in (("gpus", gpus), ("wall_seconds", wall_seconds), ("gpu_hours", gpu_hours),
                         ("tokens", tokens), ("global_batch_tokens", global_batch_tokens),
-                        ("step_seconds", step_seconds), ("model_parallel", model_parallel)):
+                        ("step_time", step_seconds), ("model_parallel", model_parallel)):
         if value is not None and not value > 0:
             raise InputError(name, value, "must be a positive number")
     M.lookup(M.RECIPES, recipe, "recipe")

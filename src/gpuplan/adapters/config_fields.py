@@ -1,0 +1,175 @@
+"""Reading single fields of a Hugging Face ``config.json``: whole numbers within bounds, flags,
+dropout probabilities, RoPE scaling, layer lists and the GPT-OSS activation clamp. Every value is
+checked (hostile or malformed input gets one InputError naming the ``config.json`` field); the
+architecture is assembled from them in adapters/hf_config.py.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gpuplan.errors import InputError
+
+# Upper bounds per config field: far above any released model, low enough that per-layer tuples
+# and products stay small (a config asking for 10^9 layers is refused, not built).
+LIMITS = {"num_hidden_layers": 10_000, "hidden_size": 1 << 20, "vocab_size": 1 << 27,
+          "num_attention_heads": 1 << 16, "num_key_value_heads": 1 << 16, "head_dim": 1 << 16,
+          "intermediate_size": 1 << 24, "num_local_experts": 100_000, "max_position_embeddings": 1 << 31,
+          "num_nextn_predict_layers": 64}
+DEFAULT_LIMIT = 1 << 31
+
+DROPOUT_KEYS = ("resid_pdrop", "hidden_dropout", "hidden_dropout_prob", "attention_dropout", "attn_pdrop")
+
+
+def config_dropout(cfg: dict[str, Any]) -> float:
+    """The largest residual/attention dropout probability the config trains with."""
+    values = []
+    for key in DROPOUT_KEYS:
+        value = cfg.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise InputError(f"config.json: {key}", value, "must be a probability in [0, 1) (a number)")
+        if value is not None:
+            if not (math.isfinite(value) and 0 <= value < 1):
+                raise InputError(f"config.json: {key}", value, "must be a probability in [0, 1)")
+            values.append(float(value))
+    return max(values, default=0.0)
+
+
+def first(cfg: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if cfg.get(key) is not None:
+            return cfg[key]
+    return None
+
+
+def int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: int | None = None,
+               minimum: int = 1) -> int:
+    value = first(cfg, *keys)
+    present = next((key for key in keys if cfg.get(key) is not None), keys[0])
+    if value is None:
+        if required and default is None:
+            raise InputError(f"config.json: {keys[0]}", None,
+                             f"missing; need one of {', '.join(keys)} (a positive integer)")
+        return default if default is not None else 0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value != int(value) or value < minimum:
+        raise InputError(f"config.json: {present}", value, "must be a positive integer" if minimum == 1
+                         else f"must be a whole number >= {minimum}")
+    limit = LIMITS.get(keys[0], DEFAULT_LIMIT)
+    if value > limit:
+        raise InputError(f"config.json: {present}", value, f"must be at most {limit:,}")
+    return int(value)
+
+
+MAX_ROPE_FACTOR = 1024.0
+"""Largest RoPE scaling factor accepted (published configs use up to 64: Llama 4's 16 x 4, YaRN 32-40)."""
+KNOWN_LAYER_TYPES = ("full_attention", "sliding_attention")
+"""transformers' layer_types values gpuplan models (configuration_utils.ALLOWED_LAYER_TYPES holds
+more: chunked, linear and state-space layers, which it does not)."""
+DTYPES = ("bfloat16", "float16", "float32", "auto")
+"""torch_dtype / dtype values of a config.json (transformers writes the torch dtype's name)."""
+
+
+ROPE_SCALING_NUMBERS = ("original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
+                        "attention_factor", "low_freq_factor", "high_freq_factor")
+
+
+def check_rope_scaling(scaling: Any) -> None:
+    """``rope_scaling`` is absent, null, or a mapping whose ``factor`` (where given) is a number in
+    (0, MAX_ROPE_FACTOR] and whose type is text."""
+    if scaling is None:
+        return
+    if not isinstance(scaling, dict):
+        raise InputError("config.json: rope_scaling", type(scaling).__name__,
+                         'expected a mapping, e.g. {"rope_type": "yarn", "factor": 4.0}, or null')
+    kind = scaling.get("rope_type", scaling.get("type"))
+    if kind is not None and not isinstance(kind, str):
+        raise InputError("config.json: rope_scaling.rope_type", kind, "expected text (linear, dynamic, yarn, llama3, ...)")
+    factor = scaling.get("factor")
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int | float)
+                               or not math.isfinite(factor) or not 0 < factor <= MAX_ROPE_FACTOR):
+        raise InputError("config.json: rope_scaling.factor", factor, f"must be a number in (0, {MAX_ROPE_FACTOR:g}]")
+    for key in ROPE_SCALING_NUMBERS:  # YaRN / Llama 3 / LongRoPE parameters (transformers modeling_rope_utils)
+        value = scaling.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value) or value < 0
+                                  or (key == "original_max_position_embeddings" and (value < 1 or value != int(value)))):
+            raise InputError(f"config.json: rope_scaling.{key}", value,
+                             "must be a positive whole number" if key == "original_max_position_embeddings"
+                             else "must be a number >= 0")
+
+
+def check_flags(cfg: dict[str, Any]) -> None:
+    """Boolean switches must be booleans, norm epsilons positive numbers, the dtype a float dtype."""
+    for key in ("tie_word_embeddings", "attention_bias", "mlp_bias", "bias", "use_parallel_residual",
+                "new_decoder_architecture", "multi_query", "parallel_attn", "use_sliding_window"):
+        value = cfg.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise InputError(f"config.json: {key}", value, "must be true or false")
+    for key in ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"):
+        value = cfg.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value) or not 0 < value < 1):
+            raise InputError(f"config.json: {key}", value, "must be a small positive number (e.g. 1e-5)")
+    for key in ("attn_logit_softcapping", "final_logit_softcapping"):
+        value = cfg.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value) or value <= 0):
+            raise InputError(f"config.json: {key}", value, "must be a positive number or null")
+    dtype = first(cfg, "torch_dtype", "dtype")
+    if dtype is not None and dtype not in DTYPES:
+        raise InputError("config.json: torch_dtype", dtype, f"one of {', '.join(DTYPES)}")
+
+
+def yarn_attention_factor(scaling: Any) -> float:
+    """YaRN's attention factor from ``rope_scaling`` (transformers modeling_rope_utils.
+    _compute_yarn_parameters: ``attention_factor`` if given, else get_mscale(factor, mscale) /
+    get_mscale(factor, mscale_all_dim) when both are given, else get_mscale(factor); get_mscale(s, m)
+    = 0.1 m ln s + 1 for s > 1, else 1). 1 for any other RoPE type."""
+    if not isinstance(scaling, dict) or (scaling.get("rope_type") or scaling.get("type")) != "yarn":
+        return 1.0
+
+    def number(key: str, default: float | None, zero_ok: bool = False) -> float | None:
+        value = scaling.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+                or value < 0 or (value == 0 and not zero_ok):
+            raise InputError(f"config.json: rope_scaling.{key}", value,
+                             "must be a number >= 0" if zero_ok else "must be a positive number")
+        return float(value)
+
+    def mscale(s: float, m: float) -> float:
+        return 0.1 * m * math.log(s) + 1.0 if s > 1 else 1.0
+
+    given = number("attention_factor", None)
+    if given is not None:
+        return given
+    factor = number("factor", 1.0)
+    m, m_all = number("mscale", None, zero_ok=True), number("mscale_all_dim", None, zero_ok=True)
+    if m is not None and m_all is not None:
+        return mscale(factor, m) / mscale(factor, m_all)
+    return mscale(factor, 1.0)
+
+
+def activation_clamp(cfg: dict[str, Any]) -> float | None:
+    """GPT-OSS's ``swiglu_limit`` (GptOssConfig; GptOssExperts clamps gate and linear halves at it)."""
+    limit = cfg.get("swiglu_limit")
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit) or limit <= 0:
+        raise InputError("config.json: swiglu_limit", limit, "must be a positive number (GPT-OSS: 7.0)")
+    return float(limit)
+
+
+def layer_indices(cfg: dict[str, Any], key: str, num_layers: int) -> set[int]:
+    """A list of layer indices (Qwen-MoE mlp_only_layers): whole numbers in [0, layers)."""
+    value = cfg.get(key)
+    if value is None:
+        return set()
+    if not isinstance(value, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < num_layers
+                                          for i in value):
+        raise InputError(f"config.json: {key}", value if not isinstance(value, list) else f"{len(value)} entries",
+                         f"must be a list of layer indices in 0..{num_layers - 1}")
+    return set(value)
