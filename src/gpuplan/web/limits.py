@@ -12,13 +12,18 @@ from typing import Any, Callable
 MAX_BODY_BYTES = 256 * 1024
 REQUEST_SECONDS = 20.0
 """Time budget of one estimate; past it the request is answered 503 (the work is bounded by the
-schema and the planner's layout cap, so this is a backstop, not the normal path)."""
+schema and the API's search caps (web/bounds.py), so this is a backstop, not the normal path)."""
 MAX_CONCURRENT = 4
 """Estimates running at once (2-core machines: more only queue); further requests get 503."""
 
 
 class Busy(Exception):
     """Too many estimates at once, or one over its time budget (answered 503)."""
+
+
+class Stopped(Exception):
+    """Raised inside an estimate, at a checkpoint, once its request has been answered 503: the
+    rest of the work is dropped and its slot freed."""
 
 
 def _slots(app: Any) -> threading.BoundedSemaphore:
@@ -28,16 +33,20 @@ def _slots(app: Any) -> threading.BoundedSemaphore:
 
 
 async def guarded(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
-    """Run ``fn(*args)`` in a worker thread within REQUEST_SECONDS and MAX_CONCURRENT slots. A
-    slot is released when the work ends, even after its request has been answered 503, so slow
-    work cannot pile up."""
+    """Run ``fn(*args, stop)`` in a worker thread within REQUEST_SECONDS and MAX_CONCURRENT slots.
+    ``stop`` is a threading.Event set when the request is answered 503 for time: work that checks
+    it (raising Stopped) ends early. A slot is released when the work ends, even after its request
+    has been answered 503, so slow work cannot pile up."""
     slots = _slots(app)
     if not slots.acquire(blocking=False):
         raise Busy(f"{MAX_CONCURRENT} estimates are already running; try again in a moment")
+    stop = threading.Event()
 
     def work() -> Any:
         try:
-            return fn(*args)
+            return fn(*args, stop)
+        except Stopped:
+            return None  # its request was answered 503 already
         finally:
             slots.release()
 
@@ -45,8 +54,11 @@ async def guarded(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
     try:
         return await asyncio.wait_for(asyncio.shield(loop.run_in_executor(None, work)), REQUEST_SECONDS)
     except asyncio.TimeoutError:
+        stop.set()
         raise Busy(f"the estimate took longer than the {REQUEST_SECONDS:.0f} s limit; narrow the request "
                    "(fewer GPU counts, a smaller top)") from None
+
+
 SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),

@@ -88,14 +88,17 @@ class ReportResponse(BaseModel):
 
 
 class ErrorItem(BaseModel):
+    """One violation: where (``loc``), a short message, its kind. The value itself is never
+    echoed whole: at most a short prefix inside ``msg``."""
+
     loc: list[str | int]
     msg: str
     type: str
-    input: Any = None
 
 
 class ErrorResponse(BaseModel):
-    """422: ``field`` names the input; ``detail`` has FastAPI's validation-error shape."""
+    """422: ``field`` names the input (or ``body``); ``detail`` has FastAPI's validation-error
+    shape (without the raw input)."""
 
     detail: list[ErrorItem] | str
     field: str | None = None

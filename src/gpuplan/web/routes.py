@@ -1,31 +1,53 @@
-"""The /api routes: health, the two catalogs, and one POST per estimator.
+"""The /api routes: health, the two catalogs, and one POST per estimator. A route with a body
+reads it strictly (web/body.py) before FastAPI validates it: duplicate keys, deep nesting, lone
+surrogates and anything but one JSON object are 422 naming the field or the body.
 
 No ``from __future__ import annotations`` here: FastAPI reads the request model of each
 generated endpoint from its annotation object.
 """
 
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Callable, Literal, Optional
 
 from fastapi import APIRouter, Body, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 
 from gpuplan import __version__
 from gpuplan.web import service
 from gpuplan.jobs import JOBS, Job
+from gpuplan.web.body import read_body
 from gpuplan.web.limits import guarded
 from gpuplan.web.models import ErrorResponse, Health, ReportResponse, request_model
 
 Lang = Annotated[Literal["en", "zh"], Query(description="Language of labels and titles; numbers are unchanged.")]
 Filter = Annotated[Optional[str], Query(max_length=100, description="Case-insensitive text filter.")]
 ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorResponse, "description": "The body is not JSON."},
-    422: {"model": ErrorResponse, "description": "Invalid input; `field` names it."},
+    400: {"model": ErrorResponse, "description": "A malformed request (a body that is not JSON is 422, `field` "
+                                                 "`body`)."},
+    422: {"model": ErrorResponse, "description": "Invalid input, or a body that is not one JSON object; `field` "
+                                                 "names the field (or `body`)."},
     413: {"model": ErrorResponse, "description": "Request body over the size limit."},
 }
 
 
+class StrictBodyRoute(APIRoute):
+    """A route whose JSON body is read by :func:`read_body` first (FastAPI's documented custom
+    route class); the checked body is left in ``request.state.body``."""
+
+    def get_route_handler(self) -> Callable:
+        handler = super().get_route_handler()
+        if self.body_field is None:
+            return handler
+
+        async def strict(request: Request) -> Response:
+            request.state.body = read_body(await request.body(), request.headers.get("content-type"))
+            return await handler(request)
+
+        return strict
+
+
 def api_router() -> APIRouter:
-    router = APIRouter(prefix="/api")
+    router = APIRouter(prefix="/api", route_class=StrictBodyRoute)
 
     @router.get("/health", response_model=Health, summary="Version and available estimators")
     def health() -> dict[str, Any]:
@@ -71,8 +93,9 @@ def _add_job(router: APIRouter, job: Job) -> None:
 
     async def endpoint(request: Request, body: model, lang: Lang = "en") -> JSONResponse:  # type: ignore[valid-type]
         # `body` is checked by FastAPI for the schema (and documents it); the estimate re-reads the
-        # raw JSON through the same schema, so a value means what it means on the CLI.
-        raw = await request.json()
+        # raw JSON (as read_body left it) through the same schema, so a value means what it means
+        # on the CLI.
+        raw = request.state.body
         result = await guarded(request.app, service.estimate, name, raw, lang, request.app.state.calibration_dir)
         return JSONResponse(result)
 

@@ -30,8 +30,6 @@ CACHE_BYTES = 64 << 20
 CACHE_ENTRY_BYTES = 8 << 20
 MAX_RESPONSE_BYTES = 8 << 20
 """A response larger than this is refused (413) instead of sent: lower --top or the GPU counts."""
-MAX_API_TOP = 100
-MAX_API_GPU_COUNTS = 256
 CALIBRATION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _log = logging.getLogger(__name__)
 # A pasted config may not ask for more layers or experts than this: the adapter builds per-layer
@@ -101,9 +99,11 @@ class ResponseTooLarge(Exception):
     """The result would exceed MAX_RESPONSE_BYTES (answered 413)."""
 
 
-def estimate(name: str, body: dict[str, Any], lang: str = "en", calibration_dir: str | None = None) -> dict[str, Any]:
+def estimate(name: str, body: dict[str, Any], lang: str = "en", calibration_dir: str | None = None,
+             stop: threading.Event | None = None) -> dict[str, Any]:
     """The Report of estimator ``name`` for a request body (field -> raw value, plus an optional
-    ``config`` mapping) as ``Report.to_dict()`` with ``charts`` and ``lang`` added."""
+    ``config`` mapping) as ``Report.to_dict()`` with ``charts`` and ``lang`` added. ``stop``: set
+    when the request has been answered already; a plan search then stops at its next stage."""
     from gpuplan.report.i18n import check_lang, translate_report
     from gpuplan.report.plots import chart_series
 
@@ -112,7 +112,7 @@ def estimate(name: str, body: dict[str, Any], lang: str = "en", calibration_dir:
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    report = run(name, request_limits(name, body, calibration_dir))
+    report = run(name, request_limits(body, calibration_dir), stop)
     result = plain(translate_report(report, lang).to_dict())
     result |= {"charts": plain(chart_series(report)), "lang": lang}
     size = len(json.dumps(result))
@@ -123,20 +123,10 @@ def estimate(name: str, body: dict[str, Any], lang: str = "en", calibration_dir:
     return result
 
 
-def request_limits(name: str, body: dict[str, Any], calibration_dir: str | None) -> dict[str, Any]:
-    """The API's own bounds on top of the schema's (one request must stay cheap to answer), and
-    the calibration as a document: the server never opens a path a request names."""
+def request_limits(body: dict[str, Any], calibration_dir: str | None) -> dict[str, Any]:
+    """The calibration as a document: the server never opens a path a request names. (The API's
+    bounds on the work of a request are checked on the parsed inputs: web/bounds.py.)"""
     body = dict(body)
-    top = body.get("top")
-    if name == "plan" and isinstance(top, int | float) and not isinstance(top, bool) and top > MAX_API_TOP:
-        raise InputError("top", top, f"must be at most {MAX_API_TOP} over the API")
-    if name == "plan" and body.get("gpus") is not None:
-        from gpuplan.jobs.plan.schema import gpu_counts
-
-        counts = gpu_counts(body["gpus"])
-        if len(counts) > MAX_API_GPU_COUNTS:
-            raise InputError("gpus", body["gpus"], f"at most {MAX_API_GPU_COUNTS} GPU counts over the API "
-                             f"(this asks for {len(counts):,})")
     if body.get("calibration") is not None:
         body["calibration"] = calibration_document(body["calibration"], calibration_dir)
     return body
@@ -184,14 +174,14 @@ def catalog(kind: str, search: str | None, lang: str = "en") -> dict[str, Any]:
     return cached
 
 
-def run(name: str, body: dict[str, Any]):
+def run(name: str, body: dict[str, Any], stop: threading.Event | None = None):
     """Run estimator ``name`` on ``body``; InputError on bad input (with no server path in it).
 
     An arithmetic failure inside an estimator (a zero degree, an exponent that overflows on an
     absurd count) is a value no parser refused yet: it is answered as bad input naming the
     values given, never as a server error, and logged with its traceback for the maintainers."""
     try:
-        return _run(name, body)
+        return _run(name, body, stop)
     except ArithmeticError as exc:
         _log.warning("estimator %s failed on %r", name, body, exc_info=True)
         given = {k: v for k, v in body.items() if k != "config" and v not in (None, "")}
@@ -199,7 +189,7 @@ def run(name: str, body: dict[str, Any]):
                          "check for a zero degree or an extreme count") from None
 
 
-def _run(name: str, body: dict[str, Any]):
+def _run(name: str, body: dict[str, Any], stop: threading.Event | None):
     job = JOBS[name]
     raw = {k: v for k, v in body.items() if k != "config" and v is not None}
     config = body.get("config")
@@ -212,16 +202,34 @@ def _run(name: str, body: dict[str, Any]):
             from gpuplan.catalog import model_entry
 
             raw["model"] = model_entry(str(raw["model"]))["id"]
-        return job.run(job.schema.parse(raw))
+        return _report(name, job.schema.parse(raw), stop)
     if raw.get("model") not in (None, "") or raw.get("params") not in (None, ""):
         raise InputError("config", "config.json", "give a catalog model, a parameter count or a pasted "
                          "config.json, not two of them")
     with pasted_config(config) as path:
         raw["model"] = str(path)
         try:
-            return job.run(job.schema.parse(raw))
+            return _report(name, job.schema.parse(raw), stop)
         except InputError as exc:
             raise _without_path(exc, path) from None
+
+
+def _report(name: str, inputs: Any, stop: threading.Event | None):
+    """The job's Report for checked inputs; a plan within the API's bounds, its search checking
+    ``stop`` between stages."""
+    if name != "plan":
+        return JOBS[name].run(inputs)
+    from gpuplan.jobs.plan.estimate import plan_report
+    from gpuplan.web.bounds import check_plan
+    from gpuplan.web.limits import Stopped
+
+    check_plan(inputs)
+
+    def checkpoint(done: int, total: int) -> None:
+        if stop is not None and stop.is_set():
+            raise Stopped(f"plan stopped after {done} of {total} stages: its request was answered already")
+
+    return plan_report(inputs, checkpoint)
 
 
 def check_config(config: Any) -> None:

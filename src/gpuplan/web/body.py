@@ -1,0 +1,104 @@
+"""The request body of an estimate, read strictly before the schema sees it: one JSON object (sent
+as application/json), no key twice, at most MAX_DEPTH levels of nesting, and text that is valid
+Unicode (no lone surrogate such as ``"\\ud800"``, which no UTF-8 response could carry back).
+
+Framework-free: :func:`read_body` raises InputError naming the field (or ``body``), which the API
+answers 422 like any other bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpuplan.errors import InputError
+
+MAX_DEPTH = 32
+"""Nesting levels of objects/lists in a body, the body itself included (a pasted config.json
+uses fewer than 6); deeper bodies are refused before validation."""
+PREVIEW_CHARS = 80
+"""Characters of a refused value quoted back in an error message (web/errors.py cuts values)."""
+EXAMPLE = '{"model": "llama-3.1-8b", "gpu": "h100"}'
+JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+EXPECTED = f"send one JSON object of field names to values (Content-Type: application/json), e.g. {EXAMPLE}"
+
+
+def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """The first ``limit`` characters of ``text`` (then "…"), lone surrogates escaped as \\udXXX."""
+    short = text if len(text) <= limit else text[:limit] + "…"
+    return short.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def is_json_type(content_type: str | None) -> bool:
+    """application/json or application/*+json, as FastAPI reads bodies (strict: a body with no
+    Content-Type is not JSON; a form a page in another origin may post has none of these)."""
+    if not content_type:
+        return False
+    kind = content_type.split(";", 1)[0].strip().lower()
+    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise InputError(preview(key), value, "is given more than once in the JSON body; give each "
+                             "field once")
+        out[key] = value
+    return out
+
+
+def read_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
+    """The body as a dict of field -> value; InputError naming ``body`` (or the field) when it is
+    not one strict JSON object."""
+    if not is_json_type(content_type):
+        raise InputError("body", f"Content-Type {preview(content_type, 40) if content_type else '(none)'}", EXPECTED)
+    if not raw.strip():
+        raise InputError("body", "", f"is empty; {EXPECTED}")
+    try:
+        data = json.loads(raw, object_pairs_hook=_unique_keys)
+    except InputError:
+        raise
+    except RecursionError:
+        raise InputError("body", f"more than {MAX_DEPTH} levels of nesting",
+                         f"is nested too deeply (at most {MAX_DEPTH} levels); {EXPECTED}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError("body", exc.doc if isinstance(exc.doc, str) else "",
+                         f"is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); {EXPECTED}") from None
+    except ValueError as exc:  # not UTF-8/16/32, or an integer past Python's digit limit
+        why = f"is not valid JSON ({preview(str(exc))}); {EXPECTED}"
+        raise InputError("body", raw.decode("utf-8", "replace"), why) from None
+    if not isinstance(data, dict):
+        kind = JSON_TYPES.get(type(data), type(data).__name__)
+        raise InputError("body", raw.decode("utf-8", "replace").strip(), f"is a JSON {kind}, not an object; {EXPECTED}")
+    _check_tree(data)
+    return data
+
+
+def _check_tree(data: dict[str, Any]) -> None:
+    """Refuse nesting past MAX_DEPTH and lone surrogates, naming the top-level field of the first
+    one (depth-first in document order; iterative: no recursion on hostile input)."""
+    stack: list[tuple[Any, int, str]] = [(data, 1, "body")]
+    while stack:
+        item, level, field = stack.pop()
+        if isinstance(item, str):
+            _check_text(item, field)
+        elif isinstance(item, dict | list):
+            if level > MAX_DEPTH:
+                raise InputError(preview(field), f"more than {MAX_DEPTH} levels of nesting",
+                                 f"is nested too deeply: a body may nest objects and lists at most {MAX_DEPTH} "
+                                 "levels deep")
+            if isinstance(item, dict):
+                for key in item:
+                    _check_text(key, field)
+                stack.extend((value, level + 1, key if level == 1 else field) for key, value in reversed(item.items()))
+            else:
+                stack.extend((value, level + 1, field) for value in reversed(item))
+
+
+def _check_text(text: str, field: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(preview(field), text, "is not valid Unicode text (a lone surrogate such as "
+                         "\\ud800); send UTF-8 text") from None
