@@ -12,6 +12,10 @@ from gpuplan.core import kv_cache as K
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
 from gpuplan.errors import InputError
+from gpuplan.jobs.inference.quant_config import (  # noqa: F401 (re-exported: callers import them from here)
+    keeps_attention_16bit,
+    weight_format_from_hf,
+)
 from gpuplan.jobs.inference.schema import InferenceInputs
 
 
@@ -57,6 +61,11 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     if inputs.pp_degree > spec.num_layers:
         raise InputError("pp", inputs.pp_degree, f"pipeline stages cannot exceed the {spec.num_layers} layers")
     notes += context_notes(spec, raw, context)
+    seqs = inputs.runtime.batch_limits(gpu.memory_bytes, gpu.name)[1]
+    if inputs.engine == "vllm" and inputs.max_num_seqs is None and inputs.batch > seqs:
+        notes.append(f"batch {inputs.batch:,} exceeds vLLM's default max_num_seqs {seqs:,} on {gpu.name}: it "
+                     f"schedules at most {seqs:,} sequences per step and queues the rest; set --max-num-seqs "
+                     "to run them together (shown as if it did)")
     kv_heads = spec.attention.num_kv_heads
     if not spec.attention.is_mla and inputs.tp_degree > kv_heads:
         notes.append(f"tp {inputs.tp_degree} > {kv_heads} KV heads: each KV head is replicated on {inputs.tp_degree // kv_heads} "
@@ -79,7 +88,12 @@ def _speculation(inputs: InferenceInputs, spec: ModelSpec, raw: dict[str, Any]):
     if inputs.draft_model is not None:
         from gpuplan.adapters.resolve import resolve_model
 
-        draft = resolve_model(inputs.draft_model, None)
+        try:
+            draft = resolve_model(inputs.draft_model, None)
+        except InputError as exc:  # the resolver names "model": say which model
+            if exc.field != "model":
+                raise
+            raise InputError("draft_model", exc.value, exc.expected) from None
     if inputs.speculative == "mtp" and not raw.get("num_nextn_predict_layers"):
         raise InputError("speculative", "mtp", f"{spec.name}'s config declares no multi-token-prediction layer "
                          "(num_nextn_predict_layers, as DeepSeek-V3 / R1 do); use eagle, draft or ngram")
@@ -131,6 +145,9 @@ def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: di
             fmt, origin = I.FORMATS["fp16"], origin + " (cast to fp16)"
     else:
         fmt, origin = I.weight_format(choice, group_size), "--quantization"
+    if fmt.quantized == "experts" and spec.moe is None:
+        raise InputError("quantization_config.quant_method", "mxfp4", "MXFP4 checkpoints quantise the MoE experts "
+                         f"only (gpt-oss); {spec.name} has no experts: give --quantization for its format")
     if fmt.compute_dtype == "fp4" and not gpu.has_dtype("fp4"):
         notes.append(f"{gpu.name} has no FP4 tensor cores: {fmt.name} weights are dequantised to bf16 for the "
                      "matmuls (weight-only, as vLLM's Marlin FP4 kernels do); memory as stored")
@@ -140,84 +157,6 @@ def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: di
         raise InputError("quantization", fmt.name, f"{gpu.name} has no {fmt.compute_dtype} compute path "
                          f"(it has {have}); choose a format it runs, e.g. int4 or {have.split(', ')[-1]}")
     return fmt, origin, notes
-
-
-ATTENTION_NAMES = ("self_attn", "attn", "attention", "q_proj", "k_proj", "v_proj", "o_proj", "qkv")
-IGNORE_KEYS = ("modules_to_not_convert", "ignore", "exclude_modules", "ignored_layers")
-
-
-def keeps_attention_16bit(qcfg: dict[str, Any]) -> bool:
-    """Whether the checkpoint's ignore list (transformers modules_to_not_convert, compressed-tensors
-    ignore, ModelOpt exclude_modules) names the attention projections."""
-    listed = []
-    for key in IGNORE_KEYS:
-        value = qcfg.get(key)
-        if isinstance(value, list):
-            listed += [str(v).lower() for v in value]
-    return any(name in entry for entry in listed for name in ATTENTION_NAMES)
-
-
-def weight_format_from_hf(qcfg: dict[str, Any]) -> I.WeightFormat:
-    """A checkpoint's ``quantization_config`` (transformers / vLLM field names) as a WeightFormat,
-    with the layer groups its ignore list keeps in 16-bit."""
-    if not isinstance(qcfg, dict):
-        raise InputError("quantization_config", qcfg, "expected a mapping")
-    fmt = _format_of(qcfg)
-    if fmt.quantized == "all" and keeps_attention_16bit(qcfg):
-        fmt = replace(fmt, quantized="mlp", name=fmt.name + " (attention bf16)")
-    return fmt
-
-
-def _format_of(qcfg: dict[str, Any]) -> I.WeightFormat:
-    method = str(qcfg.get("quant_method", "")).lower()
-    if method == "mxfp4":  # transformers integrations/mxfp4.py converts the MoE experts only (gpt-oss)
-        return replace(I.MXFP4, quantized="experts")
-    if method == "modelopt":  # TensorRT Model Optimizer: quant_algo at the top or under "quantization"
-        algo = str(qcfg.get("quant_algo") or (qcfg.get("quantization") or {}).get("quant_algo") or "").upper()
-        if algo == "NVFP4":
-            return I.NVFP4
-        if algo.startswith("FP8"):
-            return I.FORMATS["fp8"]
-        raise InputError("quantization_config.quant_algo", algo or None, "supported ModelOpt algorithms: NVFP4, FP8")
-    if method in ("gptq", "awq", "gptq_marlin", "awq_marlin", "marlin"):
-        bits = int(qcfg.get("bits") or qcfg.get("w_bit") or 4)
-        group = int(qcfg.get("group_size") or qcfg.get("q_group_size") or 128)
-        zero = method.startswith("gptq") or bool(qcfg.get("zero_point", True))  # GPTQ always stores qzeros
-        return _grouped_int(bits, None if group == -1 else group, zero, f"{method} quantization_config")
-    if method == "fp8":
-        return I.FORMATS["fp8"]
-    if method == "bitsandbytes":
-        if qcfg.get("load_in_4bit"):  # NF4: one absmax per 64 weights (fp32, or 8-bit with double quant)
-            scale = 8 + 32 / 256 if qcfg.get("bnb_4bit_use_double_quant") else 32
-            return I.WeightFormat("nf4", 4, "bf16", 64, int(round(scale)), 0,
-                                  source="bitsandbytes NF4, blocksize 64 (Dettmers et al. 2023, QLoRA Sec. 3)")
-        return I.WeightFormat("int8-llm.int8", 8, "fp16", source="bitsandbytes LLM.int8 (row-wise scales)")
-    if method == "compressed-tensors":
-        return _compressed_tensors(qcfg)
-    raise InputError("quantization_config.quant_method", method or None,
-                     "supported: gptq, awq, fp8, bitsandbytes, compressed-tensors, mxfp4, modelopt (NVFP4, FP8); "
-                     "or pass --quantization")
-
-
-def _grouped_int(bits: int, group: int | None, zero: bool, origin: str) -> I.WeightFormat:
-    if bits not in (2, 3, 4, 8):
-        raise InputError("quantization_config.bits", bits, "must be 2, 3, 4 or 8")
-    return I.WeightFormat(f"int{bits}" + (f"-g{group}" if group else ""), bits, "fp16", group,
-                          16 if group else 0, bits if (zero and group) else 0,
-                          source=f"{origin}: {I.INT4_SOURCE.split(':', 1)[1].strip()}")
-
-
-def _compressed_tensors(qcfg: dict[str, Any]) -> I.WeightFormat:
-    groups = qcfg.get("config_groups") or {}
-    scheme = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
-    weights = scheme.get("weights") or {}
-    bits, kind = int(weights.get("num_bits", 8)), str(weights.get("type", "int"))
-    if bits == 4 and kind == "float" and weights.get("group_size") == 16:  # compressed-tensors nvfp4 preset
-        return I.NVFP4
-    if bits == 8 and scheme.get("input_activations"):
-        return I.FORMATS["fp8" if kind == "float" else "int8"]
-    group = weights.get("group_size") if weights.get("strategy") == "group" else None
-    return _grouped_int(bits, group, not weights.get("symmetric", True), "compressed-tensors")
 
 
 def context_notes(spec: ModelSpec, raw: dict[str, Any], context: int) -> list[str]:

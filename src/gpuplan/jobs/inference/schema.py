@@ -33,6 +33,52 @@ def _f(default, help: str, shown: str | None = None):
     return V.field(default, help, shown)
 
 
+MIN_ENGINE_FRACTION = 0.01
+"""Floor of the engines' memory shares. vLLM accepts (0, 1] (config/cache.py: gt=0, le=1); gpuplan
+floors it at 1%, far below any working setting, since the memory needed is divided by it (a share
+of 5e-324 made it infinite)."""
+
+
+def _engine_fraction(value: Any, info) -> float:
+    parsed = T.fraction(value, info)
+    if parsed < MIN_ENGINE_FRACTION:
+        raise InputError(info.field_name or "fraction", value,
+                         f"must be between {MIN_ENGINE_FRACTION:g} and 1 (e.g. 0.9 or 90%)")
+    return parsed
+
+
+MIN_TARGET_S = 1e-6
+"""A latency target below a microsecond is 0 in all but name (no GPU step is that fast)."""
+
+
+def _target(high: float):
+    """A latency target: a positive duration (0 is refused: omit the target for no limit)."""
+    parse = T.seconds(high)
+
+    def check(value: Any, info) -> float:
+        seconds = parse(value, info)
+        if seconds < MIN_TARGET_S:
+            raise InputError(info.field_name or "target", value, "must be a positive duration, at least 0.001ms (e.g. "
+                             "500ms); omit it for no limit")
+        return seconds
+
+    return check
+
+
+BLOCK_SIZES = tuple(2**i for i in range(9))
+"""KV block sizes: powers of two up to 256 (TensorRT-LLM: tokens_per_block a power of two; SGLang
+page_size, default 1); vLLM takes 1, 8, 16, 32, 64, 128, 256 (vllm/config/cache.py BlockSize)."""
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
+
+
+def _block_size(value: Any, info) -> int:
+    size = T.count(1 << 16, whole=True)(value, info)
+    if size not in BLOCK_SIZES:
+        raise InputError("block_size", value, "must be a power of two from 1 to 256 (vLLM: 1, 8, 16, 32, 64, 128 "
+                         "or 256)")
+    return size
+
+
 def _scaled(triple: tuple[float, float, float], value: float) -> tuple[float, float, float]:
     """A user-set efficiency keeps the default's relative range around it."""
     expected, low, high = triple
@@ -40,6 +86,7 @@ def _scaled(triple: tuple[float, float, float], value: float) -> tuple[float, fl
 
 
 ServingGib = T.typed(float, T.number(0, 64))
+EngineFraction = T.typed(float, _engine_fraction)
 
 
 class InferenceInputs(ModelFields):
@@ -65,15 +112,15 @@ class InferenceInputs(ModelFields):
                 "gpu_memory_utilization after a profiled activation peak and CUDA graphs; older releases: "
                 "--cuda-graph-gib 0), sglang (mem_fraction_static of the memory free at start-up for weights "
                 "+ KV pool) or trtllm (free_gpu_memory_fraction of what weights and activations leave).")]
-    gpu_memory_utilization: Annotated[T.Fraction, _f(I.Runtime.gpu_memory_utilization, "vLLM-style share of "
+    gpu_memory_utilization: Annotated[EngineFraction, _f(I.Runtime.gpu_memory_utilization, "vLLM-style share of "
                                                      "GPU memory the engine may use.")]
-    mem_fraction_static: Annotated[T.Fraction | None, _f(None, "SGLang: share of GPU memory for weights + KV "
+    mem_fraction_static: Annotated[EngineFraction | None, _f(None, "SGLang: share of GPU memory for weights + KV "
                                                                "pool.", "SGLang's default for the GPU")]
-    free_gpu_memory_fraction: Annotated[T.Fraction | None, _f(None, "TensorRT-LLM: share of the memory left after "
+    free_gpu_memory_fraction: Annotated[EngineFraction | None, _f(None, "TensorRT-LLM: share of the memory left after "
                                                                     "weights and activations for the KV cache.",
                                                               "0.9")]
-    block_size: Annotated[T.typed(int, T.count(1 << 16, whole=True)), _f(K.DEFAULT_BLOCK_SIZE,
-                                                                          "KV block size in tokens.")]
+    block_size: Annotated[T.typed(int, _block_size), _f(K.DEFAULT_BLOCK_SIZE, "KV block size in tokens: a power of "
+                                                        "two up to 256 (vLLM: 1, 8, 16, ..., 256).")]
     prefill_tokens: Annotated[V.TokenLength | None, _f(None, "Tokens per prefill step (max_num_batched_tokens).",
                                                        "vLLM default for the GPU")]
     max_num_seqs: Annotated[V.Sequences | None, _f(None, "Max sequences per step (the sampler profile).",
@@ -98,13 +145,13 @@ class InferenceInputs(ModelFields):
     search: Annotated[T.Bool, _f(True, "Search catalog GPUs x TP for configurations that serve the load.")]
     prompt: Annotated[V.TokenLength | None, _f(None, "Prompt tokens per request (with --output-tokens: the "
                                                      "context is their sum), e.g. 2K.", "context - output")]
-    rps: Annotated[T.typed(float, T.number(0, 1e7, low_open=True)) | None, _f(
+    rps: Annotated[T.typed(float, T.number(1e-6, 1e7)) | None, _f(
         None, "Requests per second to serve: sizes the cheapest GPU type, count and TP that meet --ttft-p99 and "
               "--tpot (docs/inference.md).", "no sizing")]
-    ttft_p99: Annotated[T.typed(float, T.seconds(3600)) | None, _f(None, "Target p99 time to first token, e.g. "
-                                                                         "500ms (with --rps).", "no limit")]
-    tpot: Annotated[T.typed(float, T.seconds(60)) | None, _f(None, "Target time per output token, e.g. 50ms "
-                                                                   "(with --rps).", "no limit")]
+    ttft_p99: Annotated[T.typed(float, _target(3600)) | None, _f(None, "Target p99 time to first token, e.g. "
+                                                                        "500ms (with --rps).", "no limit")]
+    tpot: Annotated[T.typed(float, _target(60)) | None, _f(None, "Target time per output token, e.g. 50ms "
+                                                                  "(with --rps).", "no limit")]
     disaggregate: Annotated[T.Bool, _f(False, "With --rps: size separate prefill and decode pools (DistServe, "
                                               "Splitwise) instead of colocated replicas; TTFT includes the KV "
                                               "transfer over the network.")]
@@ -149,6 +196,18 @@ class InferenceInputs(ModelFields):
             raise InputError("free_gpu_memory_fraction", self.free_gpu_memory_fraction, "applies to --engine trtllm")
         if self.draft_model is not None and self.speculative != "draft":
             raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
+        for name in ("spec_tokens", "spec_acceptance"):
+            if name in self.model_fields_set and self.speculative == "none":
+                raise InputError(name, getattr(self, name), "applies with --speculative (draft, eagle, eagle3, mtp "
+                                 "or ngram)")
+        if "group_size" in self.model_fields_set and self.quantization != "int4":
+            raise InputError("group_size", self.group_size if self.group_size is not None else -1,
+                             "applies to --quantization int4 (a checkpoint's quantization_config sets its own)")
+        if self.max_num_seqs is not None and self.batch > self.max_num_seqs:
+            raise InputError("batch", self.batch, f"must be at most max_num_seqs ({self.max_num_seqs}): the engine "
+                             "schedules at most max_num_seqs sequences per step (vLLM SchedulerConfig)")
+        if self.engine == "vllm" and self.block_size not in VLLM_BLOCK_SIZES:
+            raise InputError("block_size", self.block_size, "vLLM takes 1, 8, 16, 32, 64, 128 or 256")
         if self.disaggregate and (self.rps is None or self.ttft_p99 is None or self.tpot is None):
             raise InputError("disaggregate", True, "sizes prefill and decode pools for a load: give --rps, "
                              "--ttft-p99 and --tpot")
