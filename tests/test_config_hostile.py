@@ -44,6 +44,16 @@ CASES = [
     ("qwen3-30b-a3b", {"mlp_only_layers": [1000, -1]}, "mlp_only_layers"),
     ("qwen3-30b-a3b", {"mlp_only_layers": ["x"]}, "mlp_only_layers"),
     ("gpt-oss-120b", {"layer_types": ["banana"] * 36}, "layer_types"),
+    ("llama-3.1-8b", {"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 0,
+                                       "high_freq_factor": 4.0}}, "rope_scaling.high_freq_factor"),
+    ("llama-3.1-8b", {"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0,
+                                       "high_freq_factor": 4.0}}, "rope_scaling.high_freq_factor"),
+    ("llama-3.1-8b", {"architectures": ["LlamaForCausalLM", 1e-3]}, "architectures"),
+    ("deepseek-v3", {"routed_scaling_factor": "abc"}, "routed_scaling_factor"),
+    ("deepseek-v3", {"topk_method": 5}, "topk_method"),
+    ("deepseek-v3", {"scoring_func": []}, "scoring_func"),
+    ("deepseek-v3", {"n_group": 0}, "n_group"),
+    ("deepseek-v3", {"topk_group": 100}, "topk_group"),
 ]
 
 

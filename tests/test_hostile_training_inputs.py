@@ -110,3 +110,49 @@ def test_a_full_stdout_is_one_line(tmp_path):
                               stdout=full, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
     assert done.returncode == 2
     assert done.stderr.startswith("error: output: cannot be written") and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("value", ["!!int abc", "!!int '0b101'", "!!int ''", "!!float abc", "!!float ''",
+                                   "!!bool abc", "!!timestamp abc", "!!binary NA==", "!!omap [{a: 1}]"])
+def test_yaml_tags_that_do_not_parse_are_one_line(run_cli, tmp_path, value):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(f"model: llama-3-8b\ngpus: 64\nglobal_batch: {value}\n")
+    _refused(run_cli, "train", str(plan), field="plan file")
+
+
+def test_plain_yaml_values_still_read(run_cli, tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("model: llama-3-8b\ngpus: !!int 64\ncontingency: 20%\nmfu: !!float 0.4\n")
+    code, _, err = run_cli("train", str(plan))
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (("--recompute-modules", "mla_up_proj"), "recompute_modules"),  # no multi-latent attention in Llama
+    (("--recompute-modules", "moe_act"), "recompute_modules"),  # no routed experts
+    (("--recompute-layers", "33"), "recompute_layers"),  # 32 layers
+])
+def test_recompute_options_the_model_cannot_take(run_cli, args, field):
+    _refused(run_cli, "memory", "--model", "llama-3-8b", "--gpus", "8", *args, field=field)
+
+
+def test_bounds_are_printed_as_written(run_cli):
+    err = _refused(run_cli, "memory", "--model", "llama-3-8b", "--gpus", "8", "--recompute-layers", "1000000000",
+                   field="recompute_layers")
+    assert "<= 1048576" in err
+
+
+def test_field_names_cannot_break_the_line(run_cli, tmp_path):
+    """A key with a newline or a right-to-left override in a plan file is escaped in the error."""
+    from gpuplan.errors import InputError
+
+    assert str(InputError("gp\nu", "h100", "unknown field")).startswith("gp\\u000au: got")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text('model: llama-3-8b\n"\\u202egpus": 4\n')
+    code, _, err = run_cli("train", str(plan))
+    assert code == 2 and "\u202e" not in err and "\\u202egpus" in err and err.count("\n") == 1
+
+
+def test_degrees_needing_more_gpus_name_the_degree(run_cli):
+    err = _refused(run_cli, "plan", "--model", "llama-3-8b", "--gpus", "8", "--tp", "2", "--pp", "8", field="pp")
+    assert "at least 16 GPUs" in err

@@ -83,7 +83,7 @@ def test_duplicate_keys_are_422_naming_the_key(client, job):
 
 def test_duplicate_key_inside_a_pasted_config_is_422(client):
     data = post(client, "memory", '{"config": {"hidden_size": 4096, "hidden_size": 8192}}')
-    assert data["field"] == "hidden_size" and "more than once" in data["message"]
+    assert data["field"] == "body" and "'hidden_size' twice" in data["message"]
 
 
 @pytest.mark.parametrize("content", [b"{abc", b'{"model": "llama-3.1-8b",', b"\xff\xfe\x00{",

@@ -15,10 +15,19 @@ class InputError(ValueError):
     """Invalid user input: names the field, the offending value, and what would be valid."""
 
     def __init__(self, field: str, value: object, expected: str):
-        self.field = field
+        self.field = printable(field)
         self.value = value
         self.expected = expected
-        super().__init__(f"{field}: got {value!r}; {expected}")
+        super().__init__(f"{self.field}: got {value!r}; {expected}")
+
+
+def printable(text: str) -> str:
+    """``text`` with control, format (bidi overrides, zero-width) and line-separator characters
+    escaped as \\uXXXX: a field name from a hostile file or body can neither break the one-line
+    error nor reorder what a terminal shows."""
+    if not isinstance(text, str) or text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
 def closest_names(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:

@@ -98,6 +98,32 @@ def check_rope_scaling(scaling: Any) -> None:
             raise InputError(f"config.json: rope_scaling.{key}", value,
                              "must be a positive whole number" if key == "original_max_position_embeddings"
                              else "must be a number >= 0")
+    if kind == "llama3":  # transformers _compute_llama3_parameters divides by both and by their difference
+        low, high = scaling.get("low_freq_factor", 1.0), scaling.get("high_freq_factor", 4.0)
+        if not (isinstance(low, int | float) and isinstance(high, int | float) and 0 < low < high):
+            raise InputError("config.json: rope_scaling.high_freq_factor", high,
+                             f"must be above low_freq_factor ({low}), both positive (Llama 3.1: 1.0 and 4.0)")
+
+
+def check_routing(cfg: dict[str, Any]) -> None:
+    """DeepSeek-style routing fields (configuration_deepseek_v3.py): names are text, the scaling
+    factor a positive number, the expert groups positive whole numbers with topk_group <= n_group."""
+    for key in ("topk_method", "scoring_func"):
+        value = cfg.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"config.json: {key}", value, "expected text (e.g. noaux_tc, sigmoid)")
+    factor = cfg.get("routed_scaling_factor")
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int | float)
+                               or not math.isfinite(factor) or factor <= 0):
+        raise InputError("config.json: routed_scaling_factor", factor, "must be a positive number (DeepSeek-V3: 2.5)")
+    groups = int_field(cfg, "n_group", required=False, default=1) if cfg.get("n_group") is not None else None
+    picked = int_field(cfg, "topk_group", required=False, default=1) if cfg.get("topk_group") is not None else None
+    if groups is not None and picked is not None and picked > groups:
+        raise InputError("config.json: topk_group", picked, f"must be at most n_group ({groups})")
+    names = cfg.get("architectures")
+    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
+        raise InputError("config.json: architectures", names if not isinstance(names, list) else f"{len(names)} "
+                         "entries", 'must be a list of class names, e.g. ["LlamaForCausalLM"]')
 
 
 def check_flags(cfg: dict[str, Any]) -> None:

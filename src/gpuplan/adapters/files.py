@@ -184,18 +184,40 @@ def _yaml_loader():
 
     # YAML 1.2's core schema for numbers: YAML 1.1's base-60 ("1:04" = 64) and other legacy forms
     # stay text, so the schema refuses them instead of reading a different number
-    Loader.yaml_implicit_resolvers = {k: [(tag, rx) for tag, rx in v if tag not in (INT_TAG, FLOAT_TAG)]
+    dropped = (INT_TAG, FLOAT_TAG, "tag:yaml.org,2002:timestamp")  # a date stays text: no field takes one
+    Loader.yaml_implicit_resolvers = {k: [(tag, rx) for tag, rx in v if tag not in dropped]
                                       for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
     Loader.add_implicit_resolver(INT_TAG, YAML12_INT, list("-+0123456789"))
     Loader.add_implicit_resolver(FLOAT_TAG, YAML12_FLOAT, list("-+.0123456789"))
 
     def construct_int(loader, node):
         text = loader.construct_scalar(node)
-        if len(text.lstrip("+-")) > 64:
-            raise yaml.constructor.ConstructorError(None, None, "an integer of more than 64 digits", node.start_mark)
+        if not YAML12_INT.match(text) or len(text.lstrip("+-")) > 64:  # an explicit !!int tag on other text
+            raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not an integer (at most 64 "
+                                                    "digits)", node.start_mark)
         return int(text, 16) if text.lstrip("+-").startswith("0x") else int(text, 8) if "0o" in text else int(text)
 
+    def construct_float(loader, node):
+        text = loader.construct_scalar(node)
+        if not (YAML12_FLOAT.match(text) or YAML12_INT.match(text)):
+            raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not a number", node.start_mark)
+        return yaml.SafeLoader.construct_yaml_float(loader, node)
+
+    def construct_bool(loader, node):
+        text = loader.construct_scalar(node)
+        if text.lower() not in yaml.SafeLoader.bool_values:  # true/false, yes/no, on/off
+            raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not true or false", node.start_mark)
+        return yaml.SafeLoader.bool_values[text.lower()]
+
+    def refuse_tag(loader, node):
+        raise yaml.constructor.ConstructorError(None, None, f"the tag {node.tag} is not accepted (plain text, "
+                                                "numbers, true/false, lists and mappings only)", node.start_mark)
+
     Loader.add_constructor(INT_TAG, construct_int)
+    Loader.add_constructor(FLOAT_TAG, construct_float)
+    Loader.add_constructor("tag:yaml.org,2002:bool", construct_bool)
+    for tag in ("timestamp", "binary", "omap", "pairs", "set"):  # Python objects a plan file has no use for
+        Loader.add_constructor(f"tag:yaml.org,2002:{tag}", refuse_tag)
     return Loader
 
 
@@ -232,7 +254,20 @@ def parse_toml(text: str, field: str, where: Any) -> Any:
         raise _fail(field, where, f"is not valid TOML: {str(exc).splitlines()[0][:80]}") from None
     if _depth(data) > MAX_DEPTH:
         raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep")
-    return data
+    return _dates_as_text(data)
+
+
+def _dates_as_text(value: Any) -> Any:
+    """TOML dates and times as their ISO text (no field takes one; an error then quotes the text)."""
+    import datetime
+
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _dates_as_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_dates_as_text(v) for v in value]
+    return value
 
 
 # ---- writing --------------------------------------------------------------------------------

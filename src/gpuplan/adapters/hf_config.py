@@ -21,6 +21,7 @@ from gpuplan.adapters.config_fields import (
     activation_clamp,
     check_flags,
     check_rope_scaling,
+    check_routing,
     config_dropout,
     first,
     int_field,
@@ -266,6 +267,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     traits = TRAITS[model_type]
     check_rope_scaling(cfg.get("rope_scaling"))
     check_flags(cfg)
+    check_routing(cfg)
     hidden = int_field(cfg, "hidden_size", "n_embd", "d_model")
     layers = int_field(cfg, "num_hidden_layers", "n_layer", "num_layers")
     vocab = int_field(cfg, "vocab_size")

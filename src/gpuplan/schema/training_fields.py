@@ -159,6 +159,19 @@ class SetupFields(JobInputs):
                 if name in given:
                     raise InputError(name, getattr(self, name), f"applies to mixture-of-experts models; "
                                      f"{spec.name} is dense (no expert all-to-all)")
+        layers = getattr(self, "recompute_layers", None)
+        if layers is not None and layers > spec.num_layers:
+            raise InputError("recompute_layers", layers, f"must be at most the model's {spec.num_layers} layers "
+                             "(the first N of each virtual chunk are recomputed)")
+        for module in getattr(self, "recompute_modules", None) or ():
+            missing = {"moe_act": spec.moe is None, "moe": spec.moe is None,
+                       "shared_experts": spec.moe is None or not spec.moe.shared_intermediate_size,
+                       "mla_up_proj": not spec.attention.is_mla, "mlp": spec.num_dense_layers == 0}[module] \
+                if module != "core_attn" and module != "layernorm" else False
+            if missing:
+                raise InputError("recompute_modules", module, f"{spec.name} has no such part (moe_act / moe: routed "
+                                 "experts; shared_experts: a shared expert; mla_up_proj: multi-latent attention; "
+                                 "mlp: dense MLP layers)")
         if self.finetune != "full" and self.lora_rank > spec.hidden_size:
             raise InputError("lora_rank", self.lora_rank, f"must be at most the hidden size {spec.hidden_size:,} "
                              "(an adapter's rank is below the widths it adapts)")

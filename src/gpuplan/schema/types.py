@@ -53,12 +53,17 @@ def _finite(value: Any, field: str) -> None:
         raise InputError(field, value, "must be a finite number")
 
 
+def _plain(bound: float) -> str:
+    """A bound as written in full, 1048576 rather than 1.04858e+06; past 10^12, 1e+18 stays short."""
+    return f"{int(bound)}" if bound == int(bound) and abs(bound) < 1e12 else f"{bound:g}"
+
+
 def _bounded(number: float, value: Any, field: str, low: float, high: float, low_open: bool) -> float:
     if not math.isfinite(number):
         raise InputError(field, value, "must be a finite number")
     if (number <= low if low_open else number < low) or number > high:
-        low_text = f"> {low:g}" if low_open else f">= {low:g}"
-        raise InputError(field, value, f"must be {low_text} and <= {high:g}")
+        low_text = f"> {_plain(low)}" if low_open else f">= {_plain(low)}"
+        raise InputError(field, value, f"must be {low_text} and <= {_plain(high)}")
     return number
 
 

@@ -38,14 +38,33 @@ def is_json_type(content_type: str | None) -> bool:
     return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise InputError(preview(key), value, "is given more than once in the JSON body; give each "
-                             "field once")
-        out[key] = value
-    return out
+class _KeysOnce:
+    """A json object_pairs_hook that keeps each object's pairs and notes the keys it saw twice, by
+    object: nested objects finish first, so the last object closed is the body itself."""
+
+    def __init__(self) -> None:
+        self.objects = 0
+        self.twice: list[tuple[int, str]] = []
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                self.twice.append((self.objects, key))
+            out[key] = value
+        self.objects += 1
+        return out
+
+    def check(self) -> None:
+        """A repeated top-level key is named as the field; one inside a value names the body."""
+        for index, key in self.twice:
+            if index == self.objects - 1:
+                raise InputError(preview(key), "twice", "is given more than once in the JSON body; give each "
+                                 "field once")
+        if self.twice:
+            key = self.twice[0][1]
+            raise InputError("body", f"key {preview(key, 40)!r} twice", "a JSON object gives each key once (at "
+                             "every level, a pasted config included)")
 
 
 def read_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
@@ -55,10 +74,9 @@ def read_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
         raise InputError("body", f"Content-Type {preview(content_type, 40) if content_type else '(none)'}", EXPECTED)
     if not raw.strip():
         raise InputError("body", "", f"is empty; {EXPECTED}")
+    keys = _KeysOnce()
     try:
-        data = json.loads(raw, object_pairs_hook=_unique_keys)
-    except InputError:
-        raise
+        data = json.loads(raw, object_pairs_hook=keys)
     except RecursionError:
         raise InputError("body", f"more than {MAX_DEPTH} levels of nesting",
                          f"is nested too deeply (at most {MAX_DEPTH} levels); {EXPECTED}") from None
@@ -68,6 +86,7 @@ def read_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
     except ValueError as exc:  # not UTF-8/16/32, or an integer past Python's digit limit
         why = f"is not valid JSON ({preview(str(exc))}); {EXPECTED}"
         raise InputError("body", raw.decode("utf-8", "replace"), why) from None
+    keys.check()
     if not isinstance(data, dict):
         kind = JSON_TYPES.get(type(data), type(data).__name__)
         raise InputError("body", raw.decode("utf-8", "replace").strip(), f"is a JSON {kind}, not an object; {EXPECTED}")

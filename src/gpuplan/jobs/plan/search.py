@@ -161,6 +161,12 @@ def search(inputs: PlanInputs, progress=None) -> PlanSearch:
     table = _with_fallbacks(ev, counts, table, target, limits, inputs.exhaustive)
     seconds = time.perf_counter() - start
     if not len(table):
+        fixed = {k: v for k, v in limits.fixed.items() if k in ("tp", "pp", "cp")}
+        needed = int(np.prod(list(fixed.values()))) if fixed else 1
+        if needed > max(counts):  # the degrees given already need more GPUs than asked
+            name = max(fixed, key=fixed.get)
+            raise InputError(name, fixed[name], f"with {' x '.join(f'{k} {v}' for k, v in fixed.items())} a layout "
+                             f"needs at least {needed:,} GPUs; --gpus gave at most {max(counts):,}")
         raise InputError("gpus", ",".join(map(str, counts)), "no layout can use these GPU counts (or any smaller "
                          "usable count) for this model" + (" with the degrees given" if limits.fixed else ""))
     fitting = table.take(table["fits"])
