@@ -155,3 +155,27 @@ def test_published_rows_mark_the_fused_grouped_mlp_recipes():
         if row["model"].get("catalog") == "gpt-oss-120b":
             paths = megatron_eager_fallbacks(row)
             assert ("expert-bias" in paths) == ("clamped-glu" in paths) == (row["id"] not in fused)
+
+
+def test_exponentials_bind_the_attention_forward_on_blackwell_at_head_dim_64():
+    """Tensor FLOPs per exponential per SM and clock: B200 8,192 / 16 = 512; one score of a head
+    dim 64 model costs 2 x (64 + 64) = 256 FLOPs -> the forward takes 2x its FLOPs' time; Llama's
+    head dim 128 (512 FLOPs) and H100 (4,096 / 16 = 256) are not stretched; GB300 takes the B300's
+    doubled exponentials (256) through kernels_like."""
+    from gpuplan.core.attention_time import TENSOR_FLOPS_PER_EXP, exp_bound_stretch
+    from gpuplan.core.step import _lookup
+
+    oss, llama = load_model("gpt-oss-120b"), load_model("llama-3.1-8b")
+    assert exp_bound_stretch(oss, TENSOR_FLOPS_PER_EXP["b200"]) == 2.0
+    assert exp_bound_stretch(llama, TENSOR_FLOPS_PER_EXP["b200"]) == 1.0
+    assert exp_bound_stretch(oss, TENSOR_FLOPS_PER_EXP["h100-sxm"]) == 1.0
+    assert _lookup(TENSOR_FLOPS_PER_EXP, _gpu("gb300"), 0.0) == 256.0
+    assert _lookup(TENSOR_FLOPS_PER_EXP, _gpu("a100-sxm4-80gb"), 0.0) == 0.0  # no roof: never binds
+    cluster_b200, cluster_b300 = cluster_for(_gpu("b200")), cluster_for(_gpu("b300"))
+    args = {"tp": 1, "cp": 1, "micro_batch": 1, "layers": 1, "head": False}
+    b200 = microbatch_compute_time(oss, cluster_b200, StepSettings(seq_len=4096), **args)
+    b300 = microbatch_compute_time(oss, cluster_b300, StepSettings(seq_len=4096), **args)
+    # attention = forward + 2.5 x forward; on B200 the forward doubles: (2 + 2.5) / 3.5 of the B300's,
+    # both parts at the same default flash efficiency and bf16 peak (2.25 vs 2.25 PFLOP/s dense)
+    assert b200.attention / b300.attention == pytest.approx(4.5 / 3.5 * _gpu("b300").peak("bf16")
+                                                            / _gpu("b200").peak("bf16"), rel=1e-6)

@@ -18,6 +18,19 @@ through HBM. Bytes per score element, each read or write of a 16-bit tensor 2 B:
   dropout p > 0 adds 5 each way: forward reads P, writes the dropped copy and a 1-byte mask;
            backward reads the gradient and the mask, writes the gradient.
 The roofline is summed, not maxed (the matmuls and the elementwise kernels run one after another).
+
+A second roof on the flash forward: every score needs one exponential, computed by the SFUs
+(MUFU.EX2), while its two matmuls cost 2·(d_qk + d_v) FLOPs on the tensor cores. Where the tensor
+cores do more FLOPs per clock than that per exponential, the forward waits on the exponentials
+(Zadouri, Hoehnerbach, Shah, Liu, Thakkar and Dao 2026, "FlashAttention-4: Algorithm and Kernel
+Pipelining Co-Design for Asymmetric Hardware Scaling", together.ai/blog/flashattention-4: from H100
+to B200 BF16 tensor throughput grows from 1 to 2.25 PFLOP/s while the SFU count stays, making the
+softmax exponential the forward's bottleneck; per SM and clock that is 989.4e12 / (132 x 1.83e9) =
+4,096 FLOPs on H100 and 2.25e15 / (148 x ~1.86e9) = 8,192 on B200 against 16 exponentials (the
+CUDA programming guide's MUFU rate); NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell
+Ultra": B300 / GB300 double the exponentials). The forward is stretched by
+max(1, ratio / (2·(d_qk + d_v))): at head dim 64 a B200 / GB200 forward takes 2x its FLOPs' time,
+at 128 (Llama) nothing changes; the backward (shared-memory bound on B200 per FA4) is left as is.
 Units: seconds per token per layer.
 """
 
@@ -26,6 +39,12 @@ from __future__ import annotations
 from gpuplan.core import flops as F
 
 FLASH_BACKWARD_RATIO = 2.5
+TENSOR_FLOPS_PER_EXP = {"h100-sxm": 256.0, "h100-pcie": 256.0, "h100-nvl": 256.0, "h200-sxm": 256.0,
+                        "h800-sxm": 256.0, "b200": 512.0, "gb200": 512.0, "b300": 256.0}
+"""Dense BF16 tensor FLOPs per SFU exponential, per SM and clock (above: H100 4,096 / 16, B200
+8,192 / 16, Blackwell Ultra 8,192 / 32). Parts absent (Ampere: 2,048 / 16 = 128,
+never binding at head dim >= 32) have no exponential roof; parts sharing a die look up their twin
+(catalog kernels_like: GB300 -> B300)."""
 EAGER_FORWARD_BYTES = 8.0
 EAGER_BACKWARD_BYTES = 14.0
 EAGER_DROPOUT_BYTES = 5.0
@@ -38,15 +57,22 @@ def execution_kernel(option: str | None) -> str:
     return "eager" if option == "eager" else "flash"
 
 
+def exp_bound_stretch(spec, tensor_flops_per_exp: float) -> float:
+    """How much longer than its FLOPs the flash forward takes when exponentials bind (>= 1)."""
+    a = spec.attention
+    return max(1.0, tensor_flops_per_exp / (2.0 * (a.qk_head_dim + a.value_head_dim)))
+
+
 def attention_seconds_per_token(spec, seq_len, tp, *, kernel: str, peak: float, efficiency: float,
-                                mamf: float, hbm_bytes_per_s: float, dropout: float = 0.0) -> tuple[object, object]:
+                                mamf: float, hbm_bytes_per_s: float, dropout: float = 0.0,
+                                tensor_flops_per_exp: float = 0.0) -> tuple[object, object]:
     """(forward, backward) seconds per token for one layer's attention core on one GPU.
     ``peak``: the attention's dense FLOP/s (bf16); ``efficiency``: the flash kernel's fraction
     of it; ``mamf``: the batched matmuls' fraction (eager); ``hbm_bytes_per_s``: achievable HBM
-    bandwidth (eager scores)."""
+    bandwidth (eager scores); ``tensor_flops_per_exp``: the part's TENSOR_FLOPS_PER_EXP (0: none)."""
     if kernel == "flash":
         forward = F.attention_core_flops_per_token(spec, seq_len, "causal") / spec.num_layers / tp / (peak * efficiency)
-        return forward, FLASH_BACKWARD_RATIO * forward
+        return forward * exp_bound_stretch(spec, tensor_flops_per_exp), FLASH_BACKWARD_RATIO * forward
     if kernel != "eager":
         raise ValueError(f"attention kernel {kernel!r}: one of {', '.join(ATTENTION_KERNELS)}")
     matmuls = F.attention_core_flops_per_token(spec, seq_len, "full") / spec.num_layers / tp / (peak * mamf)

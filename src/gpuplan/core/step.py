@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from gpuplan.core import activations as A
 from gpuplan.core import flops as F
-from gpuplan.core.attention_time import attention_seconds_per_token
+from gpuplan.core.attention_time import TENSOR_FLOPS_PER_EXP, attention_seconds_per_token
 from gpuplan.core.bulk import minimum
 from gpuplan.core.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token
 from gpuplan.core.model import ModelSpec, expert_matrix_params
@@ -326,7 +326,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     t_attn, t_attn_bwd = attention_seconds_per_token(
         spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn,
         mamf=_mamf(gpu), hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency,
-        dropout=settings.attention_dropout)
+        dropout=settings.attention_dropout, tensor_flops_per_exp=_lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0))
     eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp
     t_elem = (settings.elementwise_factor * act + eager) / (gpu.memory_bandwidth * settings.hbm_efficiency)
     if fp8:  # operand casts (forward third, backward two thirds, like the other elementwise work)
