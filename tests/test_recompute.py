@@ -11,7 +11,9 @@ from gpuplan.core.recompute import (
     ForwardRates,
     block_recompute_share,
     discarded_bytes_per_token,
+    effective_modules,
     mla_up_projection_weights,
+    module_applies,
     module_forward_seconds_per_token,
     recompute_label,
     recomputed_forward_flops_per_token,
@@ -116,6 +118,29 @@ def test_hardware_flops_of_the_modules():
         pytest.approx(2 * 61 * 54_525_952)
     assert recomputed_forward_flops_per_token(spec, 4096, "selective", ("moe_act", "layernorm")) == 0.0
     assert recomputed_forward_flops_per_token(spec, 4096, "none") == 0.0
+
+
+def test_moe_supersedes_its_parts_in_time_and_flops():
+    """'moe' re-runs the whole MoE block: moe_act and shared_experts beside it add nothing, in step
+    time as in FLOPs and memory. DeepSeek-V3: 58 MoE layers, router 7,168 x 256, shared expert
+    3 x 7,168 x 2,048, 8 routed experts of 3 x 7,168 x 2,048 per token."""
+    spec = load_model("deepseek-v3")
+    assert effective_modules(("moe", "moe_act", "shared_experts", "core_attn")) == ("moe", "core_attn")
+    assert effective_modules(()) == ("core_attn",)
+    moe = _microbatch(spec, recompute="selective", recompute_modules=("moe",))
+    assert _microbatch(spec, recompute="selective", recompute_modules=("moe", "moe_act", "shared_experts")) == \
+        pytest.approx(moe)
+    per_layer = 7168 * 256 + 3 * 7168 * 2048 + 8 * 3 * 7168 * 2048
+    assert recomputed_forward_flops_per_token(spec, 4096, "selective", ("moe", "shared_experts")) == \
+        pytest.approx(2 * 58 * per_layer)
+
+
+def test_which_modules_a_model_has():
+    dense, dsv3, oss = load_model("llama-3-8b"), load_model("deepseek-v3"), load_model("gpt-oss-120b")
+    assert [m for m in ("core_attn", "layernorm", "mlp", "moe", "moe_act", "shared_experts", "mla_up_proj")
+            if module_applies(dense, m)] == ["core_attn", "layernorm", "mlp"]
+    assert all(module_applies(dsv3, m) for m in ("mlp", "moe", "moe_act", "shared_experts", "mla_up_proj"))
+    assert not module_applies(oss, "mlp") and not module_applies(oss, "shared_experts")
 
 
 def test_labels():

@@ -246,3 +246,35 @@ def test_sizing_from_a_target_on_the_page(server, page):
     assert card(page, "inference", "sized_config") == line_text(data, "sized_config")
     assert card(page, "inference", "sized_ttft_p99") == line_text(data, "sized_ttft_p99")
     assert data["results"]["sized_ttft_p99"] <= 0.5 and data["results"]["sized_tpot"] <= 0.05
+
+
+def test_recompute_scope_reaches_every_training_panel(server, page):
+    # Megatron's --recompute-modules / --recompute-num-layers on the page: the budget, the memory
+    # panel (the budget's own layout) and the plan all take them, so the panels agree
+    open_page(page, server)
+    page.select_option("#model", "llama-3.1-8b")
+    page.select_option("#gpu", "h100-sxm")
+    page.fill("#tokens", "1T")
+    page.fill("#gpus", "64")
+    page.fill("#plan_gpus", "64")
+    page.select_option("#zero", "1")
+    page.fill("#recompute_modules", "core_attn,mlp")
+    calculate(page)
+    body = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tokens": "1T", "gpus": "64", "zero": "1",
+            "recompute_modules": "core_attn,mlp"}
+    budget = api("budget", body)
+    assert card(page, "budget", "mem_layout") == line_text(budget, "mem_layout")
+    layout = next(line["value"] for s in budget["sections"] for line in s["lines"] if line["key"] == "mem_layout")
+    assert layout["recompute"] == "selective"  # the modules imply selective recompute
+    fields = ("gpus", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "recompute", "global_batch")
+    memory = api("memory", {"model": "llama-3.1-8b", "gpu": "h100-sxm", "recompute_modules": "core_attn,mlp"}
+                 | {k: layout[k] for k in fields})
+    assert card(page, "memory", "peak_total") == line_text(memory, "peak_total")
+    # the MLP's recompute reached the memory estimate: less than selective with core_attn alone
+    plain = api("memory", {"model": "llama-3.1-8b", "gpu": "h100-sxm"} | {k: layout[k] for k in fields})
+    assert memory["results"]["peak_total"] < plain["results"]["peak_total"]
+    assert "recompute_modules=core_attn%2Cmlp" in page.url or "recompute_modules=core_attn,mlp" in page.url
+
+    page.fill("#recompute_modules", "attention")
+    calculate(page)
+    assert "recompute_modules: got 'attention'" in page.text_content("#recompute_modules-error")

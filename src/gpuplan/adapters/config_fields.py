@@ -22,15 +22,18 @@ DEFAULT_LIMIT = 1 << 31
 DROPOUT_KEYS = ("resid_pdrop", "hidden_dropout", "hidden_dropout_prob", "attention_dropout", "attn_pdrop")
 
 
+def is_finite_number(value: Any) -> bool:
+    """An int or float (not a boolean) that is finite: what every numeric config field must be."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
 def config_dropout(cfg: dict[str, Any]) -> float:
     """The largest residual/attention dropout probability the config trains with."""
     values = []
     for key in DROPOUT_KEYS:
         value = cfg.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise InputError(f"config.json: {key}", value, "must be a probability in [0, 1) (a number)")
         if value is not None:
-            if not (math.isfinite(value) and 0 <= value < 1):
+            if not (is_finite_number(value) and 0 <= value < 1):
                 raise InputError(f"config.json: {key}", value, "must be a probability in [0, 1)")
             values.append(float(value))
     return max(values, default=0.0)
@@ -52,8 +55,7 @@ def int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: i
             raise InputError(f"config.json: {keys[0]}", None,
                              f"missing; need one of {', '.join(keys)} (a positive integer)")
         return default if default is not None else 0
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value != int(value) or value < minimum:
+    if not is_finite_number(value) or value != int(value) or value < minimum:
         raise InputError(f"config.json: {present}", value, "must be a positive integer" if minimum == 1
                          else f"must be a whole number >= {minimum}")
     limit = LIMITS.get(keys[0], DEFAULT_LIMIT)
@@ -87,13 +89,11 @@ def check_rope_scaling(scaling: Any) -> None:
     if kind is not None and not isinstance(kind, str):
         raise InputError("config.json: rope_scaling.rope_type", kind, "expected text (linear, dynamic, yarn, llama3, ...)")
     factor = scaling.get("factor")
-    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int | float)
-                               or not math.isfinite(factor) or not 0 < factor <= MAX_ROPE_FACTOR):
+    if factor is not None and not (is_finite_number(factor) and 0 < factor <= MAX_ROPE_FACTOR):
         raise InputError("config.json: rope_scaling.factor", factor, f"must be a number in (0, {MAX_ROPE_FACTOR:g}]")
     for key in ROPE_SCALING_NUMBERS:  # YaRN / Llama 3 / LongRoPE parameters (transformers modeling_rope_utils)
         value = scaling.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                  or not math.isfinite(value) or value < 0
+        if value is not None and (not is_finite_number(value) or value < 0
                                   or (key == "original_max_position_embeddings" and (value < 1 or value != int(value)))):
             raise InputError(f"config.json: rope_scaling.{key}", value,
                              "must be a positive whole number" if key == "original_max_position_embeddings"
@@ -113,8 +113,7 @@ def check_routing(cfg: dict[str, Any]) -> None:
         if value is not None and not isinstance(value, str):
             raise InputError(f"config.json: {key}", value, "expected text (e.g. noaux_tc, sigmoid)")
     factor = cfg.get("routed_scaling_factor")
-    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int | float)
-                               or not math.isfinite(factor) or factor <= 0):
+    if factor is not None and not (is_finite_number(factor) and factor > 0):
         raise InputError("config.json: routed_scaling_factor", factor, "must be a positive number (DeepSeek-V3: 2.5)")
     groups = int_field(cfg, "n_group", required=False, default=1) if cfg.get("n_group") is not None else None
     picked = int_field(cfg, "topk_group", required=False, default=1) if cfg.get("topk_group") is not None else None
@@ -135,13 +134,11 @@ def check_flags(cfg: dict[str, Any]) -> None:
             raise InputError(f"config.json: {key}", value, "must be true or false")
     for key in ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"):
         value = cfg.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                  or not math.isfinite(value) or not 0 < value < 1):
+        if value is not None and not (is_finite_number(value) and 0 < value < 1):
             raise InputError(f"config.json: {key}", value, "must be a small positive number (e.g. 1e-5)")
     for key in ("attn_logit_softcapping", "final_logit_softcapping"):
         value = cfg.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                  or not math.isfinite(value) or value <= 0):
+        if value is not None and not (is_finite_number(value) and value > 0):
             raise InputError(f"config.json: {key}", value, "must be a positive number or null")
     dtype = first(cfg, "torch_dtype", "dtype")
     if dtype is not None and dtype not in DTYPES:
@@ -160,8 +157,7 @@ def yarn_attention_factor(scaling: Any) -> float:
         value = scaling.get(key, default)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-                or value < 0 or (value == 0 and not zero_ok):
+        if not is_finite_number(value) or value < 0 or (value == 0 and not zero_ok):
             raise InputError(f"config.json: rope_scaling.{key}", value,
                              "must be a number >= 0" if zero_ok else "must be a positive number")
         return float(value)
@@ -184,7 +180,7 @@ def activation_clamp(cfg: dict[str, Any]) -> float | None:
     limit = cfg.get("swiglu_limit")
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit) or limit <= 0:
+    if not (is_finite_number(limit) and limit > 0):
         raise InputError("config.json: swiglu_limit", limit, "must be a positive number (GPT-OSS: 7.0)")
     return float(limit)
 

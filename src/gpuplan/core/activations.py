@@ -178,8 +178,8 @@ def _attention_bytes(spec: ModelSpec, seq_len, impl: str, kernel: str, c: int, d
     return saved
 
 
-def _mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int) -> float:
-    """A dense (or one expert's) MLP per token routed through it."""
+def mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int) -> float:
+    """What one dense MLP (or one expert, per routed row) saves per token routed through it."""
     if spec.mlp.gated:  # gate, act(gate), up, act(gate)*up (the down-projection input)
         inner = {"megatron": 3, "megatron-local": 5}.get(impl, 4) * c * intermediate
     else:  # fc1 output (activation input) and activation output (fc2 input)
@@ -199,17 +199,7 @@ def clamped_glu_extra_bytes(spec: ModelSpec, impl: str, c: int) -> float:
     return 2.0 * c * moe.expert_intermediate_size
 
 
-def mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int) -> float:
-    """What one dense MLP (or one expert, per routed row) saves per token (see _mlp_bytes)."""
-    return _mlp_bytes(spec, intermediate, impl, c)
-
-
 def moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0) -> float:
-    """What one MoE block saves per token (see _moe_bytes)."""
-    return _moe_bytes(spec, impl, c, capacity_factor)
-
-
-def _moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0) -> float:
     """Router, per-token expert inputs/outputs and the top-k experts' MLPs (HF loop over experts:
     each routed token is gathered (h), run through the expert, weighted (h)). With a capacity
     factor (Switch Transformer, Fedus et al. 2021, eq. 3; Megatron --moe-expert-capacity-factor)
@@ -218,9 +208,9 @@ def _moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0)
     assert moe is not None
     h = spec.hidden_size
     router = FP32 * moe.num_experts + c * moe.num_experts  # logits and fp32 softmax
-    per_routed = 2 * c * h + _mlp_bytes(spec, moe.expert_intermediate_size, impl, c) \
+    per_routed = 2 * c * h + mlp_bytes(spec, moe.expert_intermediate_size, impl, c) \
         + clamped_glu_extra_bytes(spec, impl, c)
-    shared = _mlp_bytes(spec, moe.shared_intermediate_size, impl, c) if moe.shared_intermediate_size else 0
+    shared = mlp_bytes(spec, moe.shared_intermediate_size, impl, c) if moe.shared_intermediate_size else 0
     return router + capacity_factor * moe.experts_per_token * per_routed + shared
 
 
@@ -259,9 +249,9 @@ def layer_activations(spec: ModelSpec, seq_len, *, moe_layer: bool = False, impl
     norms = _layer_norms(spec, impl, c, autocast)
     attention = _attention_bytes(spec, seq_len, impl, kernel, c, dropout, mask_bytes)
     if moe_layer and spec.moe is not None:
-        mlp = _moe_bytes(spec, impl, c, capacity_factor)
+        mlp = moe_bytes(spec, impl, c, capacity_factor)
     else:
-        mlp = _mlp_bytes(spec, spec.mlp.intermediate_size, impl, c)
+        mlp = mlp_bytes(spec, spec.mlp.intermediate_size, impl, c)
     masks = 2 * mask_bytes * spec.hidden_size if dropout > 0 else 0.0  # two residual dropouts
     # fused norm+linear kernels save the normalised input of the QKV and first MLP matmuls;
     # HF's unfused RMSNorm output already is that tensor (counted in norms)

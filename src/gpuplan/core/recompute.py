@@ -51,8 +51,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuplan.core import activations as A
+from gpuplan.core import flops as F
 from gpuplan.core.eager_fallbacks import EAGER_GLU_CLAMP_FORWARD_BYTES_PER_ELEMENT
-from gpuplan.core.model import ModelSpec, mlp_params
+from gpuplan.core.model import ModelSpec, expert_matrix_params, mlp_params
 
 MEGATRON_RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
 NORM_FORWARD_BYTES_PER_ELEMENT = 4.0
@@ -87,19 +88,59 @@ def mla_up_projection_weights(spec: ModelSpec) -> int:
     return q_up + a.kv_lora_rank * a.num_heads * (a.qk_nope_head_dim + a.v_head_dim)
 
 
+def _moe_share(spec: ModelSpec) -> float:
+    """Share of the layers that are MoE layers (0 for a dense model)."""
+    return spec.num_moe_layers / spec.num_layers if spec.moe is not None else 0.0
+
+
+def module_applies(spec: ModelSpec, module: str) -> bool:
+    """Whether the model has the part a Megatron recompute module names (``core_attn`` and
+    ``layernorm`` always; ``moe_act`` / ``moe`` routed experts; ``shared_experts`` a shared expert;
+    ``mla_up_proj`` multi-latent attention; ``mlp`` dense MLP layers)."""
+    moe = spec.moe
+    return {"core_attn": True, "layernorm": True, "moe_act": moe is not None, "moe": moe is not None,
+            "shared_experts": moe is not None and bool(moe.shared_intermediate_size),
+            "mla_up_proj": spec.attention.is_mla, "mlp": spec.num_dense_layers > 0}[module]
+
+
+def effective_modules(modules) -> tuple[str, ...]:
+    """The modules that run again: ``moe`` re-runs the whole MoE block, so ``moe_act`` and
+    ``shared_experts`` beside it add nothing (none given: Megatron's default ["core_attn"])."""
+    modules = tuple(modules or ("core_attn",))
+    if "moe" in modules:
+        return tuple(m for m in modules if m not in ("moe_act", "shared_experts"))
+    return modules
+
+
+def module_matmul_weights(spec: ModelSpec, module: str) -> float:
+    """Matmul weights per token of the mean layer that recomputing ``module`` runs again, the
+    routed experts excluded (``moe``: the router and the shared expert; core_attn, moe_act and
+    layernorm have no matmuls with weights)."""
+    h, moe = spec.hidden_size, spec.moe
+    moe_share = _moe_share(spec)
+    if module == "mla_up_proj":
+        return float(mla_up_projection_weights(spec))
+    if module == "mlp":
+        return (1.0 - moe_share) * mlp_params(spec.mlp.intermediate_size, h, spec.mlp.gated)
+    if module == "shared_experts" and moe is not None:
+        return moe_share * mlp_params(moe.shared_intermediate_size, h, gated=True)
+    if module == "moe" and moe is not None:
+        return moe_share * (h * moe.num_experts + mlp_params(moe.shared_intermediate_size, h, gated=True))
+    return 0.0
+
+
 def _standalone_norms_per_layer(spec: ModelSpec) -> float:
     """Norms of the mean layer that are modules of their own under Transformer Engine."""
-    moe_share = spec.num_moe_layers / spec.num_layers if spec.moe is not None else 0.0
-    return moe_share + (1.0 if spec.attention.is_mla else 0.0)
+    return _moe_share(spec) + (1.0 if spec.attention.is_mla else 0.0)
 
 
 def module_forward_seconds_per_token(spec: ModelSpec, module: str, rates: ForwardRates) -> float:
     """Forward seconds per token of the mean layer that recomputing ``module`` repeats."""
-    h, tp = spec.hidden_size, rates.tp
-    moe = spec.moe
-    moe_share = spec.num_moe_layers / spec.num_layers if moe is not None else 0.0
-    dense_share = 1.0 - moe_share
-    gemm = 2.0 * rates.seconds_per_gemm_flop / tp  # seconds per weight per token (forward)
+    if module not in MEGATRON_RECOMPUTE_MODULES:
+        raise ValueError(f"recompute module {module!r}: one of {', '.join(MEGATRON_RECOMPUTE_MODULES)}")
+    h, tp, moe = spec.hidden_size, rates.tp, spec.moe
+    moe_share = _moe_share(spec)
+    seconds = module_matmul_weights(spec, module) * 2.0 * rates.seconds_per_gemm_flop / tp
     activation = 0.0
     if moe is not None:  # per element of a routed row's activation output (its fc1 output is twice as wide)
         clamp = rates.clamped_glu and moe.activation_clamp is not None
@@ -107,25 +148,17 @@ def module_forward_seconds_per_token(spec: ModelSpec, module: str, rates: Forwar
         activation = moe_share * moe.experts_per_token * moe.expert_intermediate_size * per_element / tp \
             / rates.bytes_per_second
     if module == "core_attn":
-        return rates.attention_core
-    if module == "moe_act":
-        return activation
-    if module == "layernorm":
-        return _standalone_norms_per_layer(spec) * NORM_FORWARD_BYTES_PER_ELEMENT * h / tp / rates.bytes_per_second
-    if module == "mla_up_proj":
-        return mla_up_projection_weights(spec) * gemm
-    if module == "mlp":
-        dense = mlp_params(spec.mlp.intermediate_size, h, spec.mlp.gated)
+        seconds += rates.attention_core
+    elif module == "moe_act":
+        seconds += activation
+    elif module == "layernorm":
+        seconds += _standalone_norms_per_layer(spec) * NORM_FORWARD_BYTES_PER_ELEMENT * h / tp / rates.bytes_per_second
+    elif module == "mlp":
         width = spec.mlp.intermediate_size * ACTIVATION_FORWARD_BYTES_PER_ELEMENT / tp / rates.bytes_per_second
-        return dense_share * (dense * gemm + width)
-    if module == "shared_experts":
-        return moe_share * mlp_params(moe.shared_intermediate_size, h, gated=True) * gemm if moe else 0.0
-    if module == "moe":
-        if moe is None:
-            return 0.0
-        router_and_shared = h * moe.num_experts + mlp_params(moe.shared_intermediate_size, h, gated=True)
-        return moe_share * router_and_shared * gemm + rates.routed_experts + activation
-    raise ValueError(f"recompute module {module!r}: one of {', '.join(MEGATRON_RECOMPUTE_MODULES)}")
+        seconds += (1.0 - moe_share) * width
+    elif module == "moe" and moe is not None:
+        seconds += rates.routed_experts + activation
+    return seconds
 
 
 def block_recompute_share(recompute_layers: int, stage_layers, vpp):
@@ -162,8 +195,7 @@ def recompute_seconds_per_token(spec: ModelSpec, settings, rates: ForwardRates, 
         return 0.0
     if settings.selective == "op-sac":
         return op_sac_recomputed_share(spec) * matmuls + elementwise / 3
-    modules = settings.recompute_modules or ("core_attn",)
-    return sum(module_forward_seconds_per_token(spec, m, rates) for m in modules)
+    return sum(module_forward_seconds_per_token(spec, m, rates) for m in effective_modules(settings.recompute_modules))
 
 
 def discarded_bytes_per_token(spec: ModelSpec, modules, c: int = 2, capacity_factor: float = 1.0
@@ -197,25 +229,16 @@ def recomputed_forward_flops_per_token(spec: ModelSpec, seq_len, mode: str, modu
     """Forward FLOPs per token (all layers, 'full' attention convention) a recompute mode re-runs:
     'full' every layer (scale by block_recompute_share for --recompute-layers), 'selective' the
     attention core or, given Megatron modules, their matmuls (moe_act and layernorm are elementwise)."""
-    from gpuplan.core import flops as F
-
     attention = F.attention_core_flops_per_token(spec, seq_len, "full")
     if mode == "full":
         return 2.0 * F.layer_matmul_weights_per_token(spec) + attention
     if mode != "selective":
         return 0.0
-    modules = modules or ("core_attn",)
-    moe, h = spec.moe, spec.hidden_size
+    modules = effective_modules(modules)
     flops = attention if "core_attn" in modules else 0.0
-    if "mla_up_proj" in modules:
-        flops += 2.0 * spec.num_layers * mla_up_projection_weights(spec)
-    if "mlp" in modules:
-        flops += 2.0 * spec.num_dense_layers * mlp_params(spec.mlp.intermediate_size, h, spec.mlp.gated)
-    if moe is not None and spec.num_moe_layers:
-        if "moe" in modules:
-            flops += 2.0 * spec.num_moe_layers * F.mlp_matmul_weights_per_token(spec, moe_layer=True)
-        elif "shared_experts" in modules:
-            flops += 2.0 * spec.num_moe_layers * mlp_params(moe.shared_intermediate_size, h, gated=True)
+    flops += 2.0 * spec.num_layers * sum(module_matmul_weights(spec, m) for m in modules)
+    if "moe" in modules and spec.moe is not None:  # the routed experts (module_matmul_weights leaves them out)
+        flops += 2.0 * spec.num_moe_layers * spec.moe.experts_per_token * expert_matrix_params(spec.moe, spec.hidden_size)
     return flops
 
 

@@ -268,7 +268,7 @@ def gemm_efficiency(gpu, smallest_dim, d_half: float, low_precision: bool = Fals
 def layer_activation_bytes(spec: ModelSpec, seq_len, implementation: str) -> float:
     """Activation bytes per token of the mean layer (what its elementwise work reads and writes):
     a MoE layer's router, the top-k copies of each token and the experts' MLPs where the model has
-    MoE layers (core.activations._moe_bytes), the dense MLP's in the others. The clamp input the
+    MoE layers (core.activations.moe_bytes), the dense MLP's in the others. The clamp input the
     eager activation clamp keeps is left out: its traffic is core.eager_fallbacks'."""
     dense = A.layer_activations(spec, seq_len, impl=implementation).total
     if spec.moe is None or not spec.num_moe_layers:

@@ -79,6 +79,11 @@ class LayoutFields(JobInputs):
             return "selective"
         return "full" if self.recompute_layers is not None else None
 
+    def recompute_settings(self) -> dict:
+        """The Megatron recompute options as the step and memory settings take them
+        (core.step.StepSettings, core.memory.MemorySettings): modules () = Megatron's default."""
+        return {"recompute_modules": self.recompute_modules or (), "recompute_layers": self.recompute_layers}
+
     def global_batch_tokens_value(self) -> float | None:
         """Tokens per step: --global-batch-tokens, or --global-batch x --seq-len; None = default."""
         if self.global_batch is not None:
@@ -152,6 +157,7 @@ class SetupFields(JobInputs):
         from dataclasses import replace
 
         from gpuplan.core.mtp import trained_mtp_layers
+        from gpuplan.core.recompute import module_applies
 
         given = self.given
         if spec.moe is None:
@@ -164,11 +170,7 @@ class SetupFields(JobInputs):
             raise InputError("recompute_layers", layers, f"must be at most the model's {spec.num_layers} layers "
                              "(the first N of each virtual chunk are recomputed)")
         for module in getattr(self, "recompute_modules", None) or ():
-            missing = {"moe_act": spec.moe is None, "moe": spec.moe is None,
-                       "shared_experts": spec.moe is None or not spec.moe.shared_intermediate_size,
-                       "mla_up_proj": not spec.attention.is_mla, "mlp": spec.num_dense_layers == 0}[module] \
-                if module != "core_attn" and module != "layernorm" else False
-            if missing:
+            if not module_applies(spec, module):
                 raise InputError("recompute_modules", module, f"{spec.name} has no such part (moe_act / moe: routed "
                                  "experts; shared_experts: a shared expert; mla_up_proj: multi-latent attention; "
                                  "mlp: dense MLP layers)")

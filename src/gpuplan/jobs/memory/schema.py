@@ -99,7 +99,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
                               loss=self.loss,
                               attention_kernel=execution_kernel(self.attention_kernel),
                               recompute=self.recompute_given or "none", dropout=self.dropout, finetune=self.finetune,
-                              recompute_modules=self.recompute_modules or (), recompute_layers=self.recompute_layers,
+                              **self.recompute_settings(),
                               lora_rank=self.lora_rank, moe_capacity_factor=self.moe_capacity_factor,
                               offload_optimizer=self.offload_optimizer, optimizer_impl=self.optimizer_impl)
 

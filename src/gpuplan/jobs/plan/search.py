@@ -51,7 +51,7 @@ def evaluator_for(inputs) -> Evaluator:
                         fp8_recipe=inputs.fp8_recipe,
                         attention_kernel=kernel, attention_dropout=spec.dropout,
                         finetune=inputs.finetune, lora_rank=inputs.lora_rank,
-                        recompute_modules=inputs.recompute_modules or (), recompute_layers=inputs.recompute_layers,
+                        **inputs.recompute_settings(),
                         **zero3,
                         selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
                         attention_efficiency=inputs.attention_efficiency or (
@@ -71,8 +71,7 @@ def evaluator_for(inputs) -> Evaluator:
                               framework=inputs.framework, loss=inputs.loss,
                               lora_rank=inputs.lora_rank, activation_scale=scale,
                               optimizer_impl=inputs.optimizer_impl, mtp_layers=spec.mtp_layers,
-                              attention_kernel=kernel, recompute_modules=inputs.recompute_modules or (),
-                              recompute_layers=inputs.recompute_layers)
+                              attention_kernel=kernel, **inputs.recompute_settings())
     return Evaluator(spec, cluster, memory, step, overheads)
 
 

@@ -5,17 +5,21 @@
 
 const SOURCES = ["catalog", "config", "params"];
 const FORM_FIELDS = ["model", "config", "params", "tokens", "gpus", "days", "mfu", "gpu", "tp", "pp", "zero",
-  "micro_batch", "seq_len", "recompute", "recipe", "dtype", "plan_gpus", "rank_by", "context", "batch",
+  "micro_batch", "seq_len", "recompute", "recompute_modules", "recompute_layers", "recipe", "dtype", "plan_gpus", "rank_by", "context", "batch",
   "quantization", "infer_tp", "rps", "ttft_p99", "tpot", "prompt", "output_tokens", "engine", "speculative",
   "prefix_hit", "max_loras", "max_lora_rank"];
+// Megatron-style recompute scope (selective modules, or full recompute of the first N layers per
+// stage): every training estimator takes them, so the panels agree on what is recomputed.
+const RECOMPUTE_PARTS = {recompute_modules: "recompute_modules", recompute_layers: "recompute_layers"};
 // Which form field goes to which API field, per estimator (the API takes the CLI's names).
 const ENDPOINTS = {
   budget: {tokens: "tokens", gpu: "gpu", gpus: "gpus", days: "days", mfu: "mfu", dtype: "dtype", seq_len: "seq_len",
-    recompute: "recompute", recipe: "recipe", zero: "zero", tp: "tp", pp: "pp", micro_batch: "micro_batch"},
+    recompute: "recompute", recipe: "recipe", zero: "zero", tp: "tp", pp: "pp", micro_batch: "micro_batch",
+    ...RECOMPUTE_PARTS},
   memory: {gpu: "gpu", gpus: "gpus", seq_len: "seq_len", micro_batch: "micro_batch", tp: "tp", pp: "pp", zero: "zero",
-    recipe: "recipe", recompute: "recompute"},
+    recipe: "recipe", recompute: "recompute", ...RECOMPUTE_PARTS},
   plan: {tokens: "tokens", gpu: "gpu", plan_gpus: "gpus", days: "days", seq_len: "seq_len", recipe: "recipe",
-    dtype: "dtype", rank_by: "rank_by"},
+    dtype: "dtype", rank_by: "rank_by", ...RECOMPUTE_PARTS},
   inference: {gpu: "gpu", context: "context", batch: "batch", quantization: "quantization", infer_tp: "tp",
     rps: "rps", ttft_p99: "ttft_p99", tpot: "tpot", prompt: "prompt", output_tokens: "output_tokens",
     engine: "engine", speculative: "speculative", prefix_hit: "prefix_hit", max_loras: "max_loras",
