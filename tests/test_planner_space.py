@@ -11,7 +11,7 @@ from gpuplan.core.parallel import check_model_degrees
 from gpuplan.errors import InputError
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
-from gpuplan.planner.plan import alternative_counts, best_plan
+from gpuplan.planner.plan import alternative_counts, best_plan, larger_counts, smallest_fitting_count
 from gpuplan.planner.search import search_layouts
 from gpuplan.planner.space import (
     SpaceLimits,
@@ -125,6 +125,22 @@ def test_405b_on_96_h100_is_refused_in_one_line(framework, allocator):
     ev = evaluator_for(inputs)
     with pytest.raises(InputError, match="no layout fits"):
         best_plan(ev, 96, inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs))
+
+
+def test_the_refusal_names_the_smallest_cluster_that_fits():
+    # common sizes above 96 up to 64 x 96: 2^k and 3 x 2^k
+    assert larger_counts(96) == (128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144)
+    inputs = PlanInputs(model="llama-3.1-405b", tokens="15T", gpu="h100", gpus=96, framework="megatron")
+    ev = evaluator_for(inputs)
+    target, limits = inputs.target_batch(inputs.seq_len), space_limits(inputs)
+    with pytest.raises(InputError, match=r"the smallest common cluster size that fits is 128 GPUs \(--gpus 128\)"):
+        best_plan(ev, 96, target, max_tp(ev), limits)
+    plan, _ = best_plan(ev, 128, target, max_tp(ev), limits)  # and it does fit there
+    assert plan.gpus == 128 and plan.fits and plan.total_bytes <= plan.budget_bytes
+    # nothing fits anywhere up to 64x: the hint says so instead of naming a count
+    tiny = PlanInputs(model="llama-3.1-405b", tokens="15T", gpu="a100-40gb", gpus=8, seq_len="1M")
+    ev = evaluator_for(tiny)
+    assert smallest_fitting_count(ev, 8, tiny.target_batch(tiny.seq_len), max_tp(ev), space_limits(tiny)) is None
 
 
 def test_405b_on_96_h100_fits_torchtitan_with_expandable_segments():

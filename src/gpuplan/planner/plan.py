@@ -150,6 +150,12 @@ def fallback_counts(gpus: int, per_node: int) -> list[int]:
     return sorted((c for c in found if 0 < c < gpus), reverse=True)[:12]
 
 
+def larger_counts(gpus: int, most: int = 2**24) -> tuple[int, ...]:
+    """Common cluster sizes above ``gpus`` (up to 64x it, at most ``most``), smallest first: where to
+    look for the smallest cluster that holds a model when nothing fits on ``gpus``."""
+    return tuple(c for c in range_counts(gpus + 1, min(64 * gpus, most)) if is_common_size(c))
+
+
 def alternative_counts(gpus: int, per_node: int) -> tuple[int, ...]:
     """Counts just below an irregular ``gpus`` that the search also weighs, leaving the rest idle:
     1,113 = 3 x 7 x 53 allows only layouts like dp 371 x pp 3, while 1,024 of them run dp 1,024
@@ -180,6 +186,25 @@ def asked_column(table: LayoutTable, searched: tuple[int, ...], asked: np.ndarra
     return asked[np.searchsorted(np.array(searched), table["gpus"])]
 
 
+def smallest_fitting_count(ev: Evaluator, gpus: int, target_batch: float, max_tp: int,
+                           limits: SpaceLimits | None = None) -> int | None:
+    """The smallest common cluster size above ``gpus`` (larger_counts) with a layout that fits, from
+    one pruned search over those sizes; None when none does."""
+    counts = larger_counts(gpus)
+    rows = search_layouts(ev, counts, target_batch, max_tp, limits) if counts else None
+    if rows is None or not len(rows) or not rows["fits"].any():
+        return None
+    return int(rows["gpus"][rows["fits"]].min())
+
+
+def more_gpus_hint(enough: int | None) -> str:
+    """What to try when nothing fits: the smallest common cluster size that does, when one was found."""
+    if enough is None:
+        return "use more GPUs, more memory per GPU or a shorter sequence"
+    return (f"the smallest common cluster size that fits is {enough:,} GPUs (--gpus {enough}); or use more memory "
+            "per GPU or a shorter sequence")
+
+
 def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits: SpaceLimits | None = None,
               rank_by: str = "time") -> tuple[Plan, LayoutTable]:
     """The planner's best layout on ``gpus`` GPUs — weighed against the counts just below an
@@ -201,5 +226,5 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
         if is_common_size(gpus) and len(table):
             break  # layouts exist but none fits: fewer GPUs hold more per GPU
     raise InputError("gpus", gpus, f"no layout fits {ev.cluster.gpu.name} on {gpus:,} GPUs or fewer (tried "
-                     f"{', '.join(f'{c:,}' for c in sorted(tried, reverse=True)[:6])}); use more memory per GPU, a "
-                     "shorter sequence, or more GPUs")
+                     f"{', '.join(f'{c:,}' for c in sorted(tried, reverse=True)[:6])}); "
+                     + more_gpus_hint(smallest_fitting_count(ev, gpus, target_batch, max_tp, limits)))

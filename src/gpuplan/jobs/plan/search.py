@@ -18,7 +18,8 @@ from gpuplan.core.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
 from gpuplan.jobs.plan.schema import PlanInputs
-from gpuplan.planner.plan import asked_column, counts_with_alternatives, fallback_counts, ranking
+from gpuplan.planner.plan import (asked_column, counts_with_alternatives, fallback_counts, more_gpus_hint,
+                                  ranking, smallest_fitting_count)
 from gpuplan.planner.search import Evaluator, LayoutTable, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
 
@@ -171,9 +172,10 @@ def search(inputs: PlanInputs, progress=None) -> PlanSearch:
     fitting = table.take(table["fits"])
     if not len(fitting):
         best = int(np.nanargmin(table["total_bytes"]))
+        enough = smallest_fitting_count(ev, max(counts), target, max_tp(ev), limits)
         raise InputError("memory", f"{table['total_bytes'][best] / 2**30:.1f} GiB at best",
                          f"no layout fits {ev.cluster.gpu.name} ({format_bytes(ev.cluster.gpu.memory_bytes)}) with "
-                         f"the {ev.overheads.margin:.0%} margin; try more GPUs, a bigger GPU or a shorter sequence")
+                         f"the {ev.overheads.margin:.0%} margin on {max(counts):,} GPUs; {more_gpus_hint(enough)}")
     price, price_source = price_of(inputs, ev.cluster.gpu.id)
     wall = inputs.tokens / fitting["tokens_per_second"]
     fitting.columns["days"] = wall / SECONDS_PER_DAY
