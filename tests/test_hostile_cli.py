@@ -198,7 +198,7 @@ def test_calibrate_checks_its_output_first(capsys, tmp_path):
     (("plan", "--model", "qwen3-30b-a3b", "--gpus", "72", "--ep", "7"), "ep", "number of experts (128)"),
     (("budget", "--model", "llama-3.1-8b", "--gpus", "16", "--tp", "5"), "tp", "32 attention heads"),
     (("plan", "--model", "llama-3.1-8b", "--gpus", "64", "--pp", "64"), "pp", "32 layers"),
-    (("plan", "--model", "llama-3.1-8b", "--gpus", "64", "--cp", "3"), "cp", "sequence length 4096"),
+    (("plan", "--model", "llama-3.1-8b", "--gpus", "64", "--cp", "3"), "cp", "2 x cp must divide the sequence length 4,096"),
 ])
 def test_a_fixed_degree_the_model_rules_out_is_named(capsys, args, field, reason):
     """A degree the model itself forbids is named, not reported as 'no layout can use these GPU

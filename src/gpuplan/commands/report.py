@@ -51,15 +51,16 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
         has_serving = bool(nested) or any(k in serving_only for k in data)
         sections = DEFAULT_SECTIONS + (("inference",) if has_serving else ())
     data.setdefault("gpu", JOBS["budget"].schema.model_fields["gpu"].default)  # one GPU type for every section
-    reports = []
-    for name in sections:
+
+    def raw_for(name: str) -> dict[str, Any]:
         if name == "inference":
-            raw = {k: v for k, v in data.items() if k in serving_only or k in SHARED_WITH_INFERENCE} | (nested or {})
-        else:
-            raw = {k: v for k, v in data.items() if k in fields[name]}
-        job = JOBS[name]
-        reports.append(job.run(job.schema.parse(raw, where)))
-    return reports
+            return {k: v for k, v in data.items() if k in serving_only or k in SHARED_WITH_INFERENCE} | (nested or {})
+        return {k: v for k, v in data.items() if k in fields[name]}
+
+    if "inference" not in sections and (nested or any(k in serving_only for k in data)):
+        # serving fields in a report without its inference section are still checked, not ignored
+        JOBS["inference"].run(JOBS["inference"].schema.parse(raw_for("inference"), where))
+    return [JOBS[name].run(JOBS[name].schema.parse(raw_for(name), where)) for name in sections]
 
 
 def command():
@@ -82,6 +83,14 @@ def command():
         for target in (inputs.out, inputs.markdown):
             if target:
                 check_writable(target)  # before any work
+        if inputs.out and inputs.markdown and Path(inputs.out).resolve() == Path(inputs.markdown).resolve():
+            raise InputError("markdown", inputs.markdown, "names the same file as --out; give the Markdown and the "
+                             "HTML report different paths")
+        if inputs.markdown and inputs.plots:
+            folder = Path(inputs.markdown).parent / f"{Path(inputs.markdown).stem}-plots"
+            if folder.exists() and not folder.is_dir():
+                raise InputError("markdown", inputs.markdown, f"its plots go in {folder}, which exists and is not a "
+                                 "folder; move that file, choose another --markdown name, or pass --no-plots")
         if inputs.plots:
             try:
                 import matplotlib  # noqa: F401

@@ -79,7 +79,7 @@ def check_model_degrees(spec: ModelSpec, *, tp: int = 1, pp: int = 1, vpp: int =
                         seq_len: int | None = None) -> None:
     """Raise InputError naming the first degree the model itself rules out, whatever the GPU
     count: tp not dividing the (key/value) heads, pp·vpp beyond the layers, ep on a dense model
-    or not dividing the experts, cp not dividing the sequence. The planner checks the degrees a
+    or not dividing the experts, 2·cp not dividing the sequence. The planner checks the degrees a
     user fixed with it before any count is searched; check_layout applies it to a whole layout."""
     attn = spec.attention
     if attn.num_heads % tp:
@@ -96,8 +96,12 @@ def check_model_degrees(spec: ModelSpec, *, tp: int = 1, pp: int = 1, vpp: int =
             raise InputError("ep", ep, f"{spec.name} has no experts (dense); expert parallelism must be 1")
         if experts % ep:
             raise InputError("ep", ep, f"must divide the number of experts ({experts})")
-    if seq_len is not None and seq_len % cp:
-        raise InputError("cp", cp, f"must divide the sequence length {seq_len}")
+    if seq_len is not None and cp > 1 and seq_len % (2 * cp):
+        # Megatron-Core's load-balanced ring attention cuts each sequence into 2·cp chunks
+        # (megatron/core/utils.py get_batch_on_this_cp_rank); torch's context_parallel load
+        # balancer does the same (torch/distributed/tensor/experimental/_attention.py)
+        raise InputError("cp", cp, f"2 x cp must divide the sequence length {seq_len:,} (each sequence is cut "
+                         f"into 2·cp load-balanced chunks)")
 
 
 def check_layout(spec: ModelSpec, layout: ParallelLayout, gpus: int | None = None,

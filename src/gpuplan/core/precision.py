@@ -86,3 +86,16 @@ def lookup(table: dict, name: str, field: str):
     if name not in table:
         raise InputError(field, name, f"must be one of {', '.join(table)}")
     return table[name]
+
+
+RECIPE_COMPUTE_DTYPE = {"bf16": "bf16", "fp8": "fp8"}
+"""Recipes whose name is their compute dtype (the others run bf16 or fp16 autocast, which every
+training GPU has): the accelerator must have a path for it (V100 has no bf16, A100 no fp8)."""
+
+
+def check_recipe_runs_on(recipe: str, gpu) -> None:
+    """InputError naming ``recipe`` when ``gpu`` (core.hardware.Accelerator) cannot compute in it."""
+    dtype = RECIPE_COMPUTE_DTYPE.get(recipe)
+    if dtype is not None and not gpu.has_dtype(dtype):
+        raise InputError("recipe", recipe, f"computes in {dtype}, which {gpu.name} has no path for (it has "
+                         f"{', '.join(d for d, _ in gpu.peak_flops)}); choose another --recipe or --gpu")

@@ -31,7 +31,8 @@ class ModelFields(JobInputs):
         if self.model is not None and self.params is not None:
             raise InputError("model/params", f"{self.model} / {self.params:g}", "give either a model or --params, "
                              "not both")
-        if self.model_type is not None and self.model is None:
+        pasted = getattr(self, "config", None) is not None  # the API's request model: a pasted config.json
+        if self.model_type is not None and self.model is None and not pasted:
             raise InputError("model_type", self.model_type, "applies to a model's config.json (give --model)")
         return self
 

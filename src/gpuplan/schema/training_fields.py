@@ -21,6 +21,14 @@ DEFAULT_BATCH_TOKENS_PER_GPU = 1024
 (arXiv:2407.21783 Table 4: 2,048 and 1,024 per GPU), MegaScale's GPT-3 175B, 6,144 x 2,048 tokens
 on 12,288 GPUs (arXiv:2402.15627 Table 2: 1,024 per GPU). Below 4,096 GPUs the 4M default holds."""
 LAYOUT_DEGREES = ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch")
+A2A_OVERLAP_FRAMEWORKS = ("generic", "megatron")
+"""Where --ep-a2a-overlap exists: Megatron-Core's --overlap-moe-expert-parallel-comm (combined 1F1B);
+generic is gpuplan's framework-neutral model."""
+FLEX_DISPATCH_FRAMEWORKS = ("generic", "megatron", "torchtitan")
+"""Where a DeepEP / HybridEP dispatcher exists: Megatron-Core's moe_token_dispatcher_type "flex"
+(megatron/core/transformer/moe/token_dispatcher.py), torchtitan's
+parallelism.expert_parallel_comm_backend (torchtitan/distributed/deepep/). DeepSpeed-MoE and the
+Hugging Face Trainer send tokens with plain all-to-all."""
 
 
 class LayoutFields(JobInputs):
@@ -137,6 +145,15 @@ class SetupFields(JobInputs):
         if zero is not None and pp is not None and pp > 1 and zero > limit:
             raise InputError("zero", zero, f"--framework {self.framework} runs pipeline parallelism with ZeRO "
                              f"0-{limit} only (give --zero {limit} or lower, or --pp 1)")
+        if "lora_rank" in self.given and self.finetune == "full":
+            raise InputError("lora_rank", self.lora_rank, "applies to adapters: give --finetune lora or qlora "
+                             "(full fine-tuning and pre-training train every weight)")
+        if getattr(self, "ep_a2a_overlap", False) and self.framework not in A2A_OVERLAP_FRAMEWORKS:
+            raise InputError("ep_a2a_overlap", True, f"is Megatron-Core's combined 1F1B schedule: give --framework "
+                             f"megatron (not {self.framework})")
+        if getattr(self, "ep_dispatcher", "alltoall") == "flex" and self.framework not in FLEX_DISPATCH_FRAMEWORKS:
+            raise InputError("ep_dispatcher", "flex", f"--framework {self.framework} has no DeepEP / HybridEP "
+                             f"dispatcher; frameworks that do: {', '.join(FLEX_DISPATCH_FRAMEWORKS)}")
         vpp = getattr(self, "vpp", None)
         if vpp is not None and vpp > 1 and not self.profile.interleaved_pipeline:
             raise InputError("vpp", vpp, f"--framework {self.framework} has no interleaved pipeline schedule "
@@ -161,14 +178,18 @@ class SetupFields(JobInputs):
 
         given = self.given
         if spec.moe is None:
-            for name in ("ep_dispatcher", "ep_a2a_overlap", "ep_overlap"):
+            for name in ("ep_dispatcher", "ep_a2a_overlap", "ep_overlap", "moe_capacity_factor"):
                 if name in given:
                     raise InputError(name, getattr(self, name), f"applies to mixture-of-experts models; "
                                      f"{spec.name} is dense (no expert all-to-all)")
         layers = getattr(self, "recompute_layers", None)
-        if layers is not None and layers > spec.num_layers:
-            raise InputError("recompute_layers", layers, f"must be at most the model's {spec.num_layers} layers "
-                             "(the first N of each virtual chunk are recomputed)")
+        chunks = (getattr(self, "pp", None) or 1) * (getattr(self, "vpp", None) or 1)
+        most = -(-spec.num_layers // chunks)  # the largest chunk (uneven stages: the first take the remainder)
+        if layers is not None and layers > most:
+            where = f"the {most} layers of the largest pipeline chunk" if chunks > 1 else \
+                f"the model's {spec.num_layers} layers"
+            raise InputError("recompute_layers", layers, f"must be at most {where} (the first N of each virtual "
+                             "chunk are recomputed)")
         for module in getattr(self, "recompute_modules", None) or ():
             if not module_applies(spec, module):
                 raise InputError("recompute_modules", module, f"{spec.name} has no such part (moe_act / moe: routed "
@@ -236,6 +257,9 @@ class StepFields(JobInputs):
 
     @model_validator(mode="after")
     def _ep_options(self) -> StepFields:
+        if self.tp_comm_overlap and "tp_overlap" in self.given:
+            raise InputError("tp_overlap", self.tp_overlap, "--tp-comm-overlap replaces it (the chunked GEMM + "
+                             "collective pipeline leaves 1/tp of the TP time exposed): give one of the two")
         if self.ep_a2a_overlap and "ep_overlap" in self.given:
             raise InputError("ep_overlap", self.ep_overlap, "--ep-a2a-overlap replaces it (the combined 1F1B "
                              "schedule times the overlap itself): give one of the two")

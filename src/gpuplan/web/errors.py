@@ -55,7 +55,7 @@ def error_body(field: str | None, message: str, loc: list, kind: str) -> dict[st
 
 async def input_error(request: Request, exc: InputError) -> JSONResponse:
     field = preview(str(exc.field))
-    where = "query" if field == "lang" else "body"
+    where = "query" if field == "lang" or field in request.query_params else "body"
     return JSONResponse(error_body(field, one_line(exc), [where] + ([field] if field != "body" else []),
                                    "input_error"), 422)
 

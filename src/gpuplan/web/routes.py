@@ -15,7 +15,8 @@ from fastapi.routing import APIRoute
 from gpuplan import __version__
 from gpuplan.web import service
 from gpuplan.jobs import JOBS, Job
-from gpuplan.web.body import read_body
+from gpuplan.errors import InputError
+from gpuplan.web.body import preview, read_body
 from gpuplan.web.limits import guarded
 from gpuplan.web.models import ErrorResponse, Health, ReportResponse, request_model
 
@@ -36,14 +37,27 @@ class StrictBodyRoute(APIRoute):
 
     def get_route_handler(self) -> Callable:
         handler = super().get_route_handler()
-        if self.body_field is None:
-            return handler
+        allowed = {param.alias for param in self.dependant.query_params}
+        has_body = self.body_field is not None
 
         async def strict(request: Request) -> Response:
-            request.state.body = read_body(await request.body(), request.headers.get("content-type"))
+            _known_query(request, allowed)
+            if has_body:
+                request.state.body = read_body(await request.body(), request.headers.get("content-type"))
             return await handler(request)
 
         return strict
+
+
+def _known_query(request: Request, allowed: set[str]) -> None:
+    """A query parameter the route does not declare is refused (422 naming it), not ignored: the
+    estimators' fields go in the JSON body."""
+    for key in request.query_params:
+        if key not in allowed:
+            valid = ", ".join(sorted(allowed)) or "none"
+            raise InputError(preview(key, 40), preview(request.query_params[key], 40),
+                             f"is not a query parameter of {request.url.path} (it takes: {valid}); send "
+                             "estimate fields in the JSON body")
 
 
 def api_router() -> APIRouter:

@@ -206,7 +206,7 @@ def _run(name: str, body: dict[str, Any], stop: threading.Event | None):
     if raw.get("model") not in (None, "") or raw.get("params") not in (None, ""):
         raise InputError("config", "config.json", "give a catalog model, a parameter count or a pasted "
                          "config.json, not two of them")
-    with pasted_config(config) as path:
+    with pasted_config(config, raw.get("model_type")) as path:
         raw["model"] = str(path)
         try:
             return _report(name, job.schema.parse(raw), stop)
@@ -232,8 +232,9 @@ def _report(name: str, inputs: Any, stop: threading.Event | None):
     return plan_report(inputs, checkpoint)
 
 
-def check_config(config: Any) -> None:
-    """Raise InputError unless ``config`` reads as a Hugging Face config.json within limits."""
+def check_config(config: Any, model_type: Any = None) -> None:
+    """Raise InputError unless ``config`` reads as a Hugging Face config.json within limits (read
+    as ``model_type`` when one is given, as --model-type does on the CLI)."""
     from gpuplan.adapters.hf_config import model_spec_from_hf_config, text_config
 
     if not isinstance(config, dict):
@@ -245,7 +246,8 @@ def check_config(config: Any) -> None:
             if isinstance(value, int | float) and not isinstance(value, bool) and value > limit:
                 raise InputError(f"config.json: {key}", value, f"must be at most {limit:,} here")
     try:
-        model_spec_from_hf_config(config, name="pasted-config")
+        model_spec_from_hf_config(config, name="pasted-config",
+                                  model_type=model_type if isinstance(model_type, str) and model_type else None)
     except InputError:
         raise
     except CONFIG_ERRORS as exc:
@@ -254,9 +256,9 @@ def check_config(config: Any) -> None:
 
 
 @contextmanager
-def pasted_config(config: dict[str, Any]) -> Iterator[Path]:
+def pasted_config(config: dict[str, Any], model_type: Any = None) -> Iterator[Path]:
     """The checked config written to a private temporary folder (removed afterwards)."""
-    check_config(config)
+    check_config(config, model_type)
     with tempfile.TemporaryDirectory(prefix="gpuplan-config-") as folder:
         path = Path(folder) / f"{config_name(config)}.json"
         path.write_text(json.dumps(config), encoding="utf-8")

@@ -142,7 +142,12 @@ class BudgetInputs(TrainingInputs, BudgetFields):
         if "contingency" in self.given and named:
             raise InputError("contingency", self.contingency, f"give the bare share or the named ones "
                              f"({', '.join(named)}), not both")
+        if self.spot_price is not None and self.spot_discount is not None:
+            raise InputError("spot_discount", self.spot_discount, "give --spot-price (USD per GPU-hour) or "
+                             "--spot-discount (off on-demand), not both")
         return self
 
-    step_time: Annotated[T.typed(float, T.seconds(WEEK)) | None, _f(None, "Measured step time, e.g. 6s.",
+    step_time: Annotated[T.typed(float, T.seconds(WEEK)) | None, _f(None, "Measured step time, e.g. 6s: sets the "
+                                                                      "input-rate check of the I/O section only (the "
+                                                                      "wall-clock comes from --mfu or the planner).",
                                                                       "derived")]

@@ -125,7 +125,9 @@ def checkpoint_section(run: RunFacts, s: BudgetSettings, sc: Scenario) -> Sectio
         Line("ckpt_stall_seconds", "stall per checkpoint used", stall, "s", f"{stall:.3g} s",
              "asynchronous" if s.async_checkpoint else "synchronous (--async-checkpoint to change)"),
         Line("ckpt_interval_seconds", "checkpoint interval", plan.interval, "s", format_duration(plan.interval),
-             "Daly 2006 optimum (see failures)" if plan.optimal else "given"),
+             "Daly 2006 optimum (see failures)" if plan.optimal else
+             "given" if plan.interval <= s.checkpoint_interval * 1.001 else
+             f"given {format_duration(s.checkpoint_interval)}, held at the floor (one save per step or write)"),
         Line("ckpt_count", "checkpoints over the run", plan.checkpoints, "checkpoints", f"{plan.checkpoints:,.0f}",
              "failure-free time / interval"),
         Line("ckpt_written_bytes", "bytes written over the run", plan.checkpoints * size.total, "bytes",
@@ -352,6 +354,10 @@ def budget_notes(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Prices) -> t
     if s.async_checkpoint and sc.on_demand.interval <= sc.write_seconds * 1.001:
         notes.append("async checkpoints: the interval is held at the background write time (a save must finish "
                      "before the next starts)")
+    given = s.checkpoint_interval
+    if given is not None and sc.on_demand.interval > given * 1.001:
+        notes.append(f"--checkpoint-interval {format_duration(given)} is shorter than a step (or an async save's "
+                     f"write): held at {format_duration(sc.on_demand.interval)}")
     if p.on_demand is None:
         notes.append(f"no published price for {run.gpu.id}; give --price (USD per GPU-hour)")
     notes.append("spot: capacity for a large synchronous job is rarely available at once, and a reclaimed node "

@@ -17,6 +17,7 @@ from gpuplan.core import memory as M
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.parallel import ParallelLayout, check_layout
+from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.recompute import recompute_label
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
@@ -185,6 +186,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     settings = inputs.settings(spec)
     _validate_settings(settings)
     gpu = resolve_gpu(inputs.gpu)
+    check_recipe_runs_on(settings.recipe, gpu)
     overheads = inputs.overheads().for_gpu(gpu.scale_up_bandwidth)
     layout = resolve_layout(spec, inputs)
     calibration_sections: tuple[Section, ...] = ()

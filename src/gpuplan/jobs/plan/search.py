@@ -13,6 +13,7 @@ import numpy as np
 from gpuplan.core import memory as M
 from gpuplan.core.attention_time import execution_kernel
 from gpuplan.core.parallel import check_model_degrees
+from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.step import StepSettings, attention_efficiency
 from gpuplan.core.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
@@ -35,6 +36,7 @@ def evaluator_for(inputs) -> Evaluator:
 
     gpu = resolve_gpu(inputs.gpu)
     gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
+    check_recipe_runs_on(inputs.recipe_name, gpu)
     if inputs.fp8_recipe == "mxfp8" and not gpu.has_dtype("fp4"):
         # MX block-scaled tensor cores came with the FP4 ones (NVIDIA Blackwell sm_100, AMD CDNA4)
         raise InputError("fp8_recipe", "mxfp8", f"{gpu.name} has no block-scaled (MX) tensor cores; "
