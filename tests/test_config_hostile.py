@@ -47,7 +47,7 @@ CASES = [
     ("llama-3.1-8b", {"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 0,
                                        "high_freq_factor": 4.0}}, "rope_scaling.high_freq_factor"),
     ("llama-3.1-8b", {"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0,
-                                       "high_freq_factor": 4.0}}, "rope_scaling.high_freq_factor"),
+                                       "high_freq_factor": 2.0}}, "rope_scaling.high_freq_factor"),
     ("llama-3.1-8b", {"architectures": ["LlamaForCausalLM", 1e-3]}, "architectures"),
     ("deepseek-v3", {"routed_scaling_factor": "abc"}, "routed_scaling_factor"),
     ("deepseek-v3", {"topk_method": 5}, "topk_method"),
@@ -66,7 +66,8 @@ def test_refused_with_the_field_named(model, change, field):
 
 def test_real_values_still_parse():
     llama = _config("llama-3.1-8b")
-    for ok in ({"rope_scaling": None}, {"rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
+    for ok in ({"rope_scaling": None}, {"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                         "high_freq_factor": 4.0}},
                {"torch_dtype": "auto"}, {"torch_dtype": "float16"}, {"tie_word_embeddings": True}):
         model_spec_from_hf_config({**llama, **ok})
     lite = {**_config("deepseek-v3"), "q_lora_rank": None}  # DeepSeek-V2-Lite: q projected directly

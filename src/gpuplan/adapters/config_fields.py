@@ -77,20 +77,38 @@ ROPE_SCALING_NUMBERS = ("original_max_position_embeddings", "beta_fast", "beta_s
                         "attention_factor", "low_freq_factor", "high_freq_factor")
 
 
+ROPE_TYPES = {"default": (), "linear": ("factor",), "dynamic": ("factor",), "yarn": ("factor",),
+              "longrope": ("short_factor", "long_factor"), "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
+              "su": ("short_factor", "long_factor"), "mrope": ()}
+"""RoPE types transformers knows (modeling_rope_utils ``_validate_<type>_rope_parameters``) and the keys
+each requires from config.json (original_max_position_embeddings and rope_theta are filled in from
+the config); 'su' is Phi-3's older name for longrope, 'mrope' Qwen2-VL's for default."""
+
+
 def check_rope_scaling(scaling: Any) -> None:
-    """``rope_scaling`` is absent, null, or a mapping whose ``factor`` (where given) is a number in
-    (0, MAX_ROPE_FACTOR] and whose type is text."""
+    """``rope_scaling`` is absent, null, or a mapping of a known type with the keys that type
+    requires, whose ``factor`` (where given) is a number in (0, MAX_ROPE_FACTOR]."""
     if scaling is None:
         return
     if not isinstance(scaling, dict):
         raise InputError("config.json: rope_scaling", type(scaling).__name__,
                          'expected a mapping, e.g. {"rope_type": "yarn", "factor": 4.0}, or null')
     kind = scaling.get("rope_type", scaling.get("type"))
-    if kind is not None and not isinstance(kind, str):
-        raise InputError("config.json: rope_scaling.rope_type", kind, "expected text (linear, dynamic, yarn, llama3, ...)")
+    if kind is not None and (not isinstance(kind, str) or kind not in ROPE_TYPES):
+        raise InputError("config.json: rope_scaling.rope_type", kind, f"must be one of {', '.join(ROPE_TYPES)}")
+    for key in ROPE_TYPES[kind or "default"]:
+        if scaling.get(key) is None:
+            valid = (f"a number in (0, {MAX_ROPE_FACTOR:g}]" if key == "factor" else "a list of numbers"
+                     if key in ("short_factor", "long_factor") else "a positive number")
+            raise InputError(f"config.json: rope_scaling.{key}", None, f"rope_type {kind} requires it: {valid}")
     factor = scaling.get("factor")
     if factor is not None and not (is_finite_number(factor) and 0 < factor <= MAX_ROPE_FACTOR):
         raise InputError("config.json: rope_scaling.factor", factor, f"must be a number in (0, {MAX_ROPE_FACTOR:g}]")
+    for key in ("short_factor", "long_factor"):  # LongRoPE: one rescale per rotary frequency
+        value = scaling.get(key)
+        if value is not None and (not isinstance(value, list) or not all(is_finite_number(v) for v in value)):
+            raise InputError(f"config.json: rope_scaling.{key}", type(value).__name__ if not isinstance(value, list)
+                             else f"{len(value)} entries", "must be a list of numbers (one per rotary frequency)")
     for key in ROPE_SCALING_NUMBERS:  # YaRN / Llama 3 / LongRoPE parameters (transformers modeling_rope_utils)
         value = scaling.get(key)
         if value is not None and (not is_finite_number(value) or value < 0
@@ -98,11 +116,11 @@ def check_rope_scaling(scaling: Any) -> None:
             raise InputError(f"config.json: rope_scaling.{key}", value,
                              "must be a positive whole number" if key == "original_max_position_embeddings"
                              else "must be a number >= 0")
-    if kind == "llama3":  # transformers _compute_llama3_parameters divides by both and by their difference
-        low, high = scaling.get("low_freq_factor", 1.0), scaling.get("high_freq_factor", 4.0)
-        if not (isinstance(low, int | float) and isinstance(high, int | float) and 0 < low < high):
+    if kind == "llama3":  # Llama 4 Scout ships low = high = 1.0 (no smoothed band); high < low is inverted
+        low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+        if not 0 < low <= high:
             raise InputError("config.json: rope_scaling.high_freq_factor", high,
-                             f"must be above low_freq_factor ({low}), both positive (Llama 3.1: 1.0 and 4.0)")
+                             f"must be at least low_freq_factor ({low}), both positive (Llama 3.1: 1.0 and 4.0)")
 
 
 def check_routing(cfg: dict[str, Any]) -> None:
@@ -190,8 +208,39 @@ def layer_indices(cfg: dict[str, Any], key: str, num_layers: int) -> set[int]:
     value = cfg.get(key)
     if value is None:
         return set()
-    if not isinstance(value, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < num_layers
-                                          for i in value):
-        raise InputError(f"config.json: {key}", value if not isinstance(value, list) else f"{len(value)} entries",
-                         f"must be a list of layer indices in 0..{num_layers - 1}")
+    if (not isinstance(value, list) or len(set(map(repr, value))) != len(value)
+            or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < num_layers for i in value)):
+        raise InputError(f"config.json: {key}", value if not isinstance(value, list) or len(value) <= 8
+                         else f"{len(value)} entries", f"must be a list of distinct layer indices in 0..{num_layers - 1}")
     return set(value)
+
+
+def check_expert_groups(cfg: dict[str, Any], experts: int, top_k: int) -> None:
+    """DeepSeek group-limited routing (modeling_deepseek_v3 DeepseekV3TopkRouter: scores viewed as
+    n_group groups of n_routed_experts // n_group, the best topk_group groups kept, top-k picked
+    among their experts): n_group divides the experts and the kept groups hold at least top-k."""
+    if cfg.get("n_group") is None or cfg.get("topk_method") == "greedy":  # DeepSeek-V2 greedy: no groups
+        return
+    groups = int(cfg["n_group"])  # both checked positive whole numbers by check_routing
+    picked = None if cfg.get("topk_group") is None else int(cfg["topk_group"])
+    if experts % groups:
+        raise InputError("config.json: n_group", groups, f"must divide the {experts} routed experts into equal "
+                         "groups (DeepSeek-V3: 8 groups of 32)")
+    if picked is not None and picked * (experts // groups) < top_k:
+        raise InputError("config.json: topk_group", picked, f"its groups hold {picked * (experts // groups)} experts, "
+                         f"fewer than num_experts_per_tok ({top_k}); need at least "
+                         f"{-(-top_k // (experts // groups))}")
+
+
+def sliding_window(cfg: dict[str, Any]) -> int | None:
+    """The sliding-window size: null (or use_sliding_window false, as Qwen2 ships) for none."""
+    pattern = cfg.get("sliding_window_pattern")  # Gemma 3: every pattern-th layer is global
+    if pattern is not None and not (is_finite_number(pattern) and pattern == int(pattern) and pattern >= 1):
+        raise InputError("config.json: sliding_window_pattern", pattern, "must be a positive integer (every n-th "
+                         "layer is global; Gemma 3: 6)")
+    window = cfg.get("sliding_window")
+    if window is None or cfg.get("use_sliding_window") is False:
+        return None
+    if not (is_finite_number(window) and window == int(window) and window >= 1):
+        raise InputError("config.json: sliding_window", window, "null for no window, or a positive token count")
+    return int_field(cfg, "sliding_window")

@@ -19,6 +19,7 @@ from typing import Any
 from gpuplan.adapters.config_fields import (
     KNOWN_LAYER_TYPES,
     activation_clamp,
+    check_expert_groups,
     check_flags,
     check_rope_scaling,
     check_routing,
@@ -26,8 +27,10 @@ from gpuplan.adapters.config_fields import (
     first,
     int_field,
     layer_indices,
+    sliding_window,
     yarn_attention_factor,
 )
+from gpuplan.adapters.quant_fields import check_quantization_config
 from gpuplan.core.model import AttentionSpec, MLPSpec, ModelSpec, MoESpec
 from gpuplan.errors import InputError
 
@@ -156,6 +159,7 @@ def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bo
     top_k = int_field(cfg, "num_experts_per_tok", "top_k", "moe_topk")
     if top_k > experts:
         raise InputError("config.json: num_experts_per_tok", top_k, f"must be <= the {experts} experts")
+    check_expert_groups(cfg, experts, top_k)
     width = int_field(cfg, "moe_intermediate_size", "intermediate_size")
     shared = int_field(cfg, "n_shared_experts", required=False) * width
     shared = shared or int_field(cfg, "shared_expert_intermediate_size", required=False)
@@ -196,9 +200,9 @@ def _layer_types(cfg: dict[str, Any], num_layers: int) -> tuple[int | None, tupl
         raise InputError("config.json: layer_types", types if not isinstance(types, list) else f"{len(types)} "
                          "entries", f"must be a list of {num_layers} layer types (one per layer: "
                          f"{' or '.join(KNOWN_LAYER_TYPES)})")
-    if not cfg.get("sliding_window") or cfg.get("use_sliding_window") is False:  # Qwen2 ships an unused window
+    window = sliding_window(cfg)
+    if window is None:
         return None, ()
-    window = int_field(cfg, "sliding_window")
     if types:
         return window, tuple("sliding" if "sliding" in t else "full" for t in types)
     pattern = 2 if cfg.get("model_type") == "gemma2" else (
@@ -266,11 +270,12 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         cfg = _dbrx_flat(cfg)
     traits = TRAITS[model_type]
     check_rope_scaling(cfg.get("rope_scaling"))
+    check_quantization_config(config.get("quantization_config"))  # the checkpoint's own, as infer reads it
     check_flags(cfg)
     check_routing(cfg)
     hidden = int_field(cfg, "hidden_size", "n_embd", "d_model")
     layers = int_field(cfg, "num_hidden_layers", "n_layer", "num_layers")
-    vocab = int_field(cfg, "vocab_size")
+    vocab = int_field(cfg, "vocab_size", minimum=2)  # one token: nothing to predict
     attention = _attention(cfg, traits, hidden)
     dense_width_keys = ("intermediate_size_mlp",) if model_type == "llama4_text" else ()  # Llama 4 dense layers
     intermediate = int_field(cfg, *dense_width_keys, "intermediate_size", "n_inner", "ffn_hidden_size",
