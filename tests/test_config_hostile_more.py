@@ -190,3 +190,18 @@ def test_the_api_refuses_a_pasted_malformed_quantization_config():
     assert bad.status_code == 422 and bad.json()["field"] == "config.json: quantization_config.quant_method"
     good = client.post("/api/memory", json={"config": {**LLAMA2, "quantization_config": {"quant_method": "fp8"}}})
     assert good.status_code == 200
+
+
+def test_infer_quantization_replaces_an_unknown_checkpoint_format(run_cli, tmp_path):
+    # an HQQ checkpoint: its quantization_config is refused by name, unless --quantization sets the
+    # format (the checkpoint's own is then not read)
+    config = json.loads((ROOT / "examples/llama-2-7b/config.json").read_text())
+    config["quantization_config"] = {"quant_method": "hqq", "nbits": 4}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    code, _, err = run_cli("infer", "--model", str(path))
+    assert code == 2 and err.startswith("error: config.json: quantization_config.quant_method: got 'hqq'"), err
+    assert "--quantization" in err and err.count("\n") == 1
+    code, out, err = run_cli("infer", "--model", str(path), "--quantization", "int4", "--json")
+    assert code == 0, err
+    assert json.loads(out)["inputs"]["quantization"].startswith("int4")

@@ -107,7 +107,7 @@ def test_model_is_a_catalog_name_never_a_server_path(client, model):
 def test_draft_model_is_a_catalog_name_never_a_server_path(client, draft):
     response = post(client, "inference", {"model": "llama-3.1-8b", "speculative": "draft", "draft_model": draft})
     assert response.status_code == 422
-    assert "not in the catalog" in response.json()["message"]
+    assert "not in the catalog" in response.json()["message"] and response.json()["field"] == "draft_model"
 
 
 def test_pasted_config_counts_like_the_catalog_model(client):

@@ -213,12 +213,14 @@ def _layer_types(cfg: dict[str, Any], num_layers: int) -> tuple[int | None, tupl
 
 
 def model_spec_from_hf_config(config: dict[str, Any], name: str = "custom", source: str = "",
-                              model_type: str | None = None) -> ModelSpec:
+                              model_type: str | None = None, *, checkpoint_format: bool = True) -> ModelSpec:
     """Build a ModelSpec from a parsed HF config.json (VLM configs: the ``text_config``).
     ``model_type`` overrides the config's own (e.g. 'llama' to read an unsupported type
-    Llama-style). A malformed config raises InputError naming the field, never another error."""
+    Llama-style); ``checkpoint_format`` False skips the quantization_config check (``infer
+    --quantization`` replaces the checkpoint's format). A malformed config raises InputError naming
+    the field, never another error."""
     try:
-        return _model_spec(config, name, source, model_type)
+        return _model_spec(config, name, source, model_type, checkpoint_format)
     except InputError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, IndexError, ArithmeticError, RecursionError) as exc:
@@ -261,7 +263,8 @@ def _dbrx_flat(cfg: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-def _model_spec(config: dict[str, Any], name: str, source: str, override: str | None) -> ModelSpec:
+def _model_spec(config: dict[str, Any], name: str, source: str, override: str | None,
+                checkpoint_format: bool = True) -> ModelSpec:
     cfg = text_config(config)
     model_type, notes = _model_type(cfg, override)
     cfg = {**CONFIG_DEFAULTS.get(model_type, {}), **{k: v for k, v in cfg.items() if v is not None},
@@ -270,7 +273,8 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         cfg = _dbrx_flat(cfg)
     traits = TRAITS[model_type]
     check_rope_scaling(cfg.get("rope_scaling"))
-    check_quantization_config(config.get("quantization_config"))  # the checkpoint's own, as infer reads it
+    if checkpoint_format:
+        check_quantization_config(config.get("quantization_config"))  # the checkpoint's own, as infer reads it
     check_flags(cfg)
     check_routing(cfg)
     hidden = int_field(cfg, "hidden_size", "n_embd", "d_model")

@@ -70,7 +70,8 @@ def check_quantization_config(qcfg: Any) -> None:
     method = qcfg.get("quant_method")
     name = method.strip().lower() if isinstance(method, str) else None
     if name not in QUANT_METHODS:
-        raise InputError(f"{QC}.quant_method", method, f"supported: {', '.join(QUANT_METHODS)}")
+        raise InputError(f"{QC}.quant_method", method, f"supported: {', '.join(QUANT_METHODS)} (infer "
+                         "--quantization sets the weight format instead)")
     if name in GROUPED_BITS:
         awq = name.startswith("awq")
         for key in ("w_bit", "bits") if awq else ("bits", "w_bit"):

@@ -44,7 +44,7 @@ def model_config(model: str) -> tuple[dict[str, Any], str, str]:
 
 
 def resolve_model(model: str | None = None, params: str | float | None = None,
-                  model_type: str | None = None) -> ModelSpec:
+                  model_type: str | None = None, *, checkpoint_format: bool = True) -> ModelSpec:
     """A catalog id or hf_repo, a config.json (or folder holding one), a Hub id, or a bare
     parameter count. ``model_type`` reads the config as that type (e.g. an unsupported one as
     'llama')."""
@@ -60,7 +60,8 @@ def resolve_model(model: str | None = None, params: str | float | None = None,
         raise InputError("model", model, "give a catalog name (see `gpuplan catalog models`), "
                          "a Hugging Face id, a config.json path, or --params such as 7B")
     config, name, source = model_config(model)
-    return hf_config.model_spec_from_hf_config(config, name=name, source=source, model_type=model_type)
+    return hf_config.model_spec_from_hf_config(config, name=name, source=source, model_type=model_type,
+                                               checkpoint_format=checkpoint_format)
 
 
 def resolve_gpu(gpu: str) -> Accelerator:

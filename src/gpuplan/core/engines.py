@@ -123,6 +123,52 @@ def comm_basis(rule: str, engine: str) -> str:
 
 ENGINES = ("vllm", "sglang", "trtllm")
 DEFAULT_ENGINE = "vllm"
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+
+# The options of `gpuplan infer` only some engines' memory rules read, and which (the rest of the
+# runtime, the driver reserve, non-torch memory and NCCL buffers, every rule reads):
+# - gpu_memory_utilization, the sampler profile and CUDA graphs counted before the KV cache: vLLM's
+#   rule (core/inference.py); SGLang keeps activations and graphs in its reserve outside
+#   mem_fraction_static, TensorRT-LLM sizes its KV from what is still free.
+# - mem_fraction_static: SGLang; free_gpu_memory_fraction: TensorRT-LLM.
+# - prefill_tokens: vLLM's profiled forward (max_num_batched_tokens) and TensorRT-LLM's execution
+#   context (max_num_tokens); SGLang's reserve is sized from its own chunked_prefill_size default.
+ENGINE_OPTIONS = {"gpu_memory_utilization": ("vllm",), "sampler": ("vllm",), "cuda_graph_gib": ("vllm",),
+                  "mem_fraction_static": ("sglang",), "free_gpu_memory_fraction": ("trtllm",),
+                  "prefill_tokens": ("vllm", "trtllm")}
+# What each engine reads instead of another engine's memory share.
+ENGINE_SHARE = {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static",
+                "trtllm": "--free-gpu-memory-fraction"}
+
+
+def option_refusal(option: str, engine: str) -> str | None:
+    """Why ``option`` does nothing under ``engine`` (None when the engine reads it)."""
+    readers = ENGINE_OPTIONS.get(option)
+    if readers is None or engine in readers:
+        return None
+    why = f"applies to --engine {' or '.join(readers)}; {ENGINE_NAMES[engine]}'s memory rule does not read it"
+    if option in ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction"):
+        why += f" (its share is {ENGINE_SHARE[engine]})"
+    return why
+
+
+# Accelerator vendors an engine runs on; an engine not listed runs on every vendor in the catalog
+# (vLLM: CUDA, ROCm, TPU and the Gaudi / Ascend plugins; SGLang: CUDA, ROCm, Ascend, TPU).
+# TensorRT-LLM builds TensorRT engines from CUDA kernels: NVIDIA GPUs only (its README, "optimize
+# inference on NVIDIA GPUs"; the support matrix lists NVIDIA architectures only).
+ENGINE_VENDORS = {"trtllm": ("NVIDIA",)}
+
+
+def engines_on(vendor: str) -> tuple[str, ...]:
+    """The engines that run on accelerators of ``vendor`` (catalog ``vendor`` field)."""
+    return tuple(e for e in ENGINES if e not in ENGINE_VENDORS or vendor in ENGINE_VENDORS[e])
+
+
+def runs_on(engine: str, vendor: str) -> bool:
+    """Whether ``engine`` runs on ``vendor``'s accelerators (an accelerator of no stated vendor: yes)."""
+    return not vendor or engine in engines_on(vendor)
+
+
 MIB = 2**20
 
 

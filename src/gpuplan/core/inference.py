@@ -315,7 +315,7 @@ def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
         return memory
     draft_w = draft_weight_bytes_per_gpu(s, setup.fmt, tp)
     left = memory.kv_budget - draft_w
-    share = draft_kv_share(spec, s, setup.kv_bytes, tp, pp)
+    share = draft_kv_share(spec, s, setup.kv_bytes, tp, pp) if left > 0 else 0.0  # a shortfall is the target's
     return replace(memory, weights=memory.weights + draft_w, kv_budget=left * (1 - share), draft_weights=draft_w,
                    draft_kv=left * share)
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model import ModelSpec, count_parameters
 from gpuplan.errors import InputError
 
 METHODS = ("none", "draft", "eagle", "eagle3", "mtp", "ngram")
@@ -81,6 +81,17 @@ def one_layer_head(spec: ModelSpec) -> ModelSpec:
                    layer_types=(), declared_params=None)
 
 
+def check_smaller(draft: ModelSpec, target: ModelSpec) -> None:
+    """A draft model proposes because it is cheaper than the target: one with as many parameters
+    or more makes every proposed token cost a target step or more (and holds that much memory)."""
+    size, limit = count_parameters(draft).total, count_parameters(target).total
+    if size >= limit:
+        same = " (the target itself)" if draft.name == target.name else ""
+        raise InputError("draft_model", draft.name, f"has {size / 1e9:,.2f}B parameters{same}, not fewer than the "
+                         f"target {target.name}'s {limit / 1e9:,.2f}B: a draft model must be smaller than the target "
+                         "(a small model of its family sharing its tokenizer)")
+
+
 def speculation(method: str, tokens: int, acceptance: float | None, target: ModelSpec,
                 draft: ModelSpec | None = None) -> Speculation | None:
     """The setup for ``method`` (None for 'none'); InputError when something it needs is missing."""
@@ -102,6 +113,7 @@ def speculation(method: str, tokens: int, acceptance: float | None, target: Mode
         if draft.vocab_size != target.vocab_size:
             raise InputError("draft_model", draft.name, f"vocabulary {draft.vocab_size:,} differs from the "
                              f"target's {target.vocab_size:,}; a draft model must share the tokenizer")
+        check_smaller(draft, target)
         return Speculation(method, tokens, acceptance, source, draft)
     if method == "ngram":
         return Speculation(method, tokens, acceptance, source)

@@ -48,5 +48,8 @@ class ModelFields(JobInputs):
         from gpuplan.adapters.resolve import resolve_model
 
         model, params = self.model_params
-        spec = resolve_model(model, params, model_type=self.model_type)
+        # infer --quantization other than auto replaces the checkpoint's format: its
+        # quantization_config is then not read, so not checked either
+        checkpoint_format = getattr(self, "quantization", "auto") == "auto"
+        spec = resolve_model(model, params, model_type=self.model_type, checkpoint_format=checkpoint_format)
         return self.adjust_spec(spec)  # JobInputs: as is; SetupFields: the MTP modules trained

@@ -196,7 +196,10 @@ def _run(name: str, body: dict[str, Any], stop: threading.Event | None):
     if raw.get("draft_model") not in (None, ""):  # a catalog name only, as for the model: never a path
         from gpuplan.catalog import model_entry
 
-        raw["draft_model"] = model_entry(str(raw["draft_model"]))["id"]
+        try:
+            raw["draft_model"] = model_entry(str(raw["draft_model"]))["id"]
+        except InputError as exc:
+            raise InputError("draft_model", exc.value, exc.expected) from None
     if config is None:
         if raw.get("model") not in (None, ""):
             from gpuplan.catalog import model_entry

@@ -166,10 +166,11 @@ def _memory_section(plan: Plan, serving: Serving, batch: int) -> Section:
              f"{E.SAMPLER_BYTES_PER_LOGIT[runtime.sampler]:g} B)"),
         Line("runtime", "CUDA context, NCCL buffers, CUDA graphs", m.fixed, "bytes", _gb(m.fixed),
              _runtime_split(runtime, m)),
-        Line("kv_budget", "left for the KV cache", m.kv_budget, "bytes", _gb(m.kv_budget),
+        Line("kv_budget", "left for the KV cache", max(m.kv_budget, 0.0), "bytes", _left(m.kv_budget),
              {"sglang": "usable - weights - runtime", "trtllm": "fraction x (visible - weights - activations - "
               "runtime)"}.get(runtime.engine, "usable - weights - activations - runtime")),
-        Line("engine_headroom", "left unused by the engine's rule", m.headroom, "bytes", _gb(m.headroom),
+        Line("engine_headroom", "left unused by the engine's rule", max(m.headroom, 0.0), "bytes",
+             _gb(max(m.headroom, 0.0)),
              {"sglang": "device x (1 - mem_fraction_static); activations and CUDA graphs come out of it",
               "trtllm": "(1 - free_gpu_memory_fraction) x what was free"}.get(
                  runtime.engine, "(device - driver reserve) x (1 - gpu_memory_utilization)")),
@@ -177,6 +178,11 @@ def _memory_section(plan: Plan, serving: Serving, batch: int) -> Section:
         Line("fits", "fits", fits, "", "yes" if fits else "NO" + (" (weights alone exceed it)"
                                                                   if m.weights > m.usable else "")),
     ))
+
+
+def _left(budget: float) -> str:
+    """The KV budget, never below 0: a shortfall is said as one (the fits line says NO)."""
+    return _gb(budget) if budget > 0 else f"none ({abs(budget) / GB:,.2f} GB short)"
 
 
 def _runtime_split(runtime: I.Runtime, m: I.Memory) -> str:

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpuplan.core import engines as E
 from gpuplan.core import inference as I
 from gpuplan.core import kv_cache as K
 from gpuplan.core.hardware import Accelerator
@@ -16,7 +17,7 @@ from gpuplan.jobs.inference.quant_config import (  # noqa: F401 (re-exported: ca
     keeps_attention_16bit,
     weight_format_from_hf,
 )
-from gpuplan.jobs.inference.schema import InferenceInputs
+from gpuplan.jobs.inference.schema import QUANTIZATIONS, InferenceInputs
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,15 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
 
     spec = inputs.spec()
     gpu = resolve_gpu(inputs.gpu)
+    if not E.runs_on(inputs.engine, gpu.vendor):
+        valid = " or ".join(E.engines_on(gpu.vendor))
+        raise InputError("engine", inputs.engine, f"{E.ENGINE_NAMES[inputs.engine]} runs on "
+                         f"{' or '.join(E.ENGINE_VENDORS[inputs.engine])} GPUs only ({gpu.name}: vendor "
+                         f"{gpu.vendor}); use --engine {valid}")
     raw = raw_model_config(*inputs.model_params)
     fmt, origin, notes = resolve_format(inputs.quantization, inputs.group_size, spec, raw, gpu)
+    if inputs.quantization == "int4" and inputs.group_size is not None:
+        notes += group_size_check(inputs.group_size, spec, "group_size" in inputs.given)
     kv_dtype = _kv_dtype(inputs.kv_dtype, fmt, spec)
     if inputs.prompt is not None:  # prompt + output make the context
         output = inputs.output_tokens if inputs.output_tokens is not None else 256
@@ -90,10 +98,9 @@ def _speculation(inputs: InferenceInputs, spec: ModelSpec, raw: dict[str, Any]):
 
         try:
             draft = resolve_model(inputs.draft_model, None)
-        except InputError as exc:  # the resolver names "model": say which model
-            if exc.field != "model":
-                raise
-            raise InputError("draft_model", exc.value, exc.expected) from None
+        except InputError as exc:  # the resolver names the model, its file or a config field: say which model
+            field = "draft_model" if exc.field in ("model", "config", "config.json") else f"draft_model: {exc.field}"
+            raise InputError(field, exc.value, exc.expected) from None
     if inputs.speculative == "mtp" and not raw.get("num_nextn_predict_layers"):
         raise InputError("speculative", "mtp", f"{spec.name}'s config declares no multi-token-prediction layer "
                          "(num_nextn_predict_layers, as DeepSeek-V3 / R1 do); use eagle, draft or ngram")
@@ -154,9 +161,51 @@ def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: di
         fmt = replace(fmt, compute_dtype="bf16")
     if not gpu.has_dtype(fmt.compute_dtype):
         have = ", ".join(k for k, _ in gpu.peak_flops)
+        runs = [q for q in QUANTIZATIONS if q != "auto" and gpu.has_dtype(I.weight_format(q).compute_dtype)]
+        listed = ", ".join(runs[:-1]) + " or " + runs[-1] if len(runs) > 1 else "".join(runs)
+        hint = f"choose a format it runs: --quantization {listed}" if runs else "no weight format runs on it"
         raise InputError("quantization", fmt.name, f"{gpu.name} has no {fmt.compute_dtype} compute path "
-                         f"(it has {have}); choose a format it runs, e.g. int4 or {have.split(', ')[-1]}")
+                         f"(it has {have}); {hint}")
     return fmt, origin, notes
+
+
+def group_size_check(group: int, spec: ModelSpec, given: bool) -> list[str]:
+    """int4 groups must tile the input dimension of every quantised matrix: vLLM's GPTQ and AWQ
+    refuse a layer whose input size is not a multiple of group_size ("The input size is not
+    aligned with the quantized weight shape", quantization/gptq.py and awq.py create_weights).
+    A given --group-size that does not is refused; the default 128 is kept with a note."""
+    dims = quantized_input_dims(spec)
+    bad = {name: size for name, size in dims.items() if size % group}
+    if not bad:
+        return []
+    common = math.gcd(*dims.values())
+    fits = [g for g in (32, 64, 128, 256) if common % g == 0] or [d for d in range(min(common, 256), 1, -1)
+                                                                     if common % d == 0][:3] or [1]
+    shown = ", ".join(f"{name} {size:,}" for name, size in bad.items())
+    valid = f"{', '.join(map(str, fits))} or -1 (per channel)"
+    if given:
+        raise InputError("group_size", group, f"must divide the input size of every quantised matrix ({spec.name}: "
+                         f"{shown}; vLLM's GPTQ / AWQ refuse a layer otherwise), e.g. {valid}")
+    return [(f"int4 group size {group} (the default) does not divide {spec.name}'s {shown}: vLLM's GPTQ / AWQ "
+             f"refuse such layers; shown as if they ran (a checkpoint of it uses --group-size {valid})")]
+
+
+def quantized_input_dims(spec: ModelSpec) -> dict[str, int]:
+    """Input size of each kind of quantised linear layer (the dimension groups run along)."""
+    a = spec.attention
+    dims = {"hidden_size": spec.hidden_size}
+    if a.is_mla:  # q_a / kv_a read the hidden state, q_b / kv_b the compressed ranks
+        dims |= {"q_lora_rank": a.q_lora_rank or 0, "kv_lora_rank": a.kv_lora_rank or 0,
+                 "o_proj input": a.num_heads * a.v_head_dim}
+    else:
+        dims["o_proj input"] = a.num_heads * a.head_dim
+    if spec.num_dense_layers:
+        dims["intermediate_size"] = spec.mlp.intermediate_size
+    if spec.moe is not None and spec.num_moe_layers:
+        dims["moe_intermediate_size"] = spec.moe.expert_intermediate_size
+        if spec.moe.shared_intermediate_size:
+            dims["shared_expert_intermediate_size"] = spec.moe.shared_intermediate_size
+    return {name: int(size) for name, size in dims.items() if size}
 
 
 def context_notes(spec: ModelSpec, raw: dict[str, Any], context: int) -> list[str]:

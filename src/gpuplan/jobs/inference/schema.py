@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import model_validator
 
+from gpuplan.core import engines as E
 from gpuplan.core import inference as I
 from gpuplan.core import kv_cache as K
 from gpuplan.core import lora_serving as L
@@ -190,10 +191,7 @@ class InferenceInputs(ModelFields):
             raise InputError("rps", None, "give the request rate (--rps) to size for a latency target")
         if self.prompt is not None and self.context is not None:
             raise InputError("prompt", self.prompt, "give --prompt (with --output-tokens) or --context, not both")
-        if self.mem_fraction_static is not None and self.engine != "sglang":
-            raise InputError("mem_fraction_static", self.mem_fraction_static, "applies to --engine sglang")
-        if self.free_gpu_memory_fraction is not None and self.engine != "trtllm":
-            raise InputError("free_gpu_memory_fraction", self.free_gpu_memory_fraction, "applies to --engine trtllm")
+        self._check_engine_options()
         if self.draft_model is not None and self.speculative != "draft":
             raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
         for name in ("spec_tokens", "spec_acceptance"):
@@ -216,7 +214,20 @@ class InferenceInputs(ModelFields):
             raise InputError("gpus", self.gpus, f"must be a multiple of pp = {self.pp}")
         return self
 
+    def _check_engine_options(self) -> None:
+        """An option only another engine's memory rule reads (core/engines.py ENGINE_OPTIONS) is
+        refused rather than ignored."""
+        for name in E.ENGINE_OPTIONS:
+            if name in self.model_fields_set and getattr(self, name) is not None:
+                why = E.option_refusal(name, self.engine)
+                if why:
+                    raise InputError(name, getattr(self, name), why)
+
     def _check_lora(self) -> None:
+        if self.max_loras is not None and "enable_lora" in self.model_fields_set and not self.enable_lora:
+            raise InputError("max_loras", self.max_loras, "contradicts enable_lora false (--no-enable-lora): "
+                             "max_loras turns LoRA serving on; drop --no-enable-lora, or --max-loras to serve "
+                             "without adapters")
         lora_fields = {"max_lora_rank", "max_cpu_loras"} & self.model_fields_set
         if not self.lora_enabled:
             if lora_fields:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuplan.core import engines as E
 from gpuplan.core import inference as I
 from gpuplan.core import kv_cache as K
 from gpuplan.core.hardware import Accelerator
@@ -78,6 +79,12 @@ def price_for(gpu_id: str, given: float | None) -> tuple[float | None, str]:
     return float(found[0]), str(found[1])
 
 
+def serves(plan: Plan, gpu: Accelerator) -> bool:
+    """Whether a catalog ``gpu`` runs the plan at all: its weight format's compute dtype, and an
+    engine built for its vendor (TensorRT-LLM: NVIDIA only, core/engines.py ENGINE_VENDORS)."""
+    return gpu.has_dtype(plan.setup.fmt.compute_dtype) and E.runs_on(plan.setup.runtime.engine, gpu.vendor)
+
+
 def search_configurations(plan: Plan, batch: int) -> list[tuple[Accelerator, Serving, float | None, str]]:
     """For every catalog GPU that runs the format: the smallest TP in {1, 2, 4, 8} (within one
     node) whose KV cache holds ``batch`` sequences of the plan's context."""
@@ -86,7 +93,7 @@ def search_configurations(plan: Plan, batch: int) -> list[tuple[Accelerator, Ser
     found = []
     for gpu_id in hardware_entries():
         gpu = load_accelerator(gpu_id)
-        if not gpu.has_dtype(plan.setup.fmt.compute_dtype):
+        if not serves(plan, gpu):
             continue
         for tp in SEARCH_TP:
             if tp > (gpu.devices_per_node or 8):

@@ -22,7 +22,7 @@ from gpuplan.core.serving_load import (
 )
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan
-from gpuplan.jobs.inference.serving import SEARCH_TP, evaluate, price_for
+from gpuplan.jobs.inference.serving import SEARCH_TP, evaluate, price_for, serves
 from gpuplan.report.model import Line, Section, Table
 
 DEFAULT_MAX_NUM_SEQS = 256
@@ -71,7 +71,7 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None) 
     found = []
     for gpu_id in hardware_entries():
         gpu = load_accelerator(gpu_id)
-        if not gpu.has_dtype(plan.setup.fmt.compute_dtype):
+        if not serves(plan, gpu):
             continue
         for tp in SEARCH_TP:
             if tp > (gpu.devices_per_node or 8):
@@ -144,7 +144,7 @@ def size_disaggregated(plan: Plan, target: LoadTarget, price: float | None = Non
 
     for gpu_id in hardware_entries():
         gpu = load_accelerator(gpu_id)
-        if not gpu.has_dtype(plan.setup.fmt.compute_dtype):
+        if not serves(plan, gpu):
             continue
         price_h, source = price_for(gpu.id, price)
         steps = {}
