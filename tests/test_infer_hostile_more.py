@@ -216,3 +216,14 @@ def test_format_suggestions_all_run_on_the_accelerator(run_cli):
         assert code == 0, err
     err = _refused(run_cli, "--gpu", "gaudi3", "--quantization", "int8")
     assert err.endswith("choose a format it runs: --quantization bf16 or fp8\n"), err
+
+
+def test_the_one_gpu_recommendation_only_names_gpus_the_engine_runs_on(run_cli):
+    # 405B in int4 needs ~246-249 GB on one GPU: vLLM runs on AMD's 256 GB MI325X, TensorRT-LLM
+    # (NVIDIA only) needs the next NVIDIA class (B300, 279 GB in the catalog)
+    picks = {}
+    for engine in ("vllm", "trtllm"):
+        code, out, err = run_cli("infer", "llama-3.1-405b", "--quantization", "int4", "--engine", engine, "--json")
+        assert code == 0, err
+        picks[engine] = json.loads(out)["results"]["recommended_gpu_memory_gb"]
+    assert picks == {"vllm": 256.0, "trtllm": 279.0}

@@ -224,12 +224,14 @@ def _capacity_section(plan: Plan, serving: Serving, batch: int) -> Section:
     ))
 
 
-def memory_classes(dtype: str) -> list[tuple[float, float]]:
-    """(marketed GB, device bytes) of the catalog accelerators that compute in ``dtype``, smallest first."""
+def memory_classes(dtype: str, engine: str = E.DEFAULT_ENGINE) -> list[tuple[float, float]]:
+    """(marketed GB, device bytes) of the catalog accelerators that compute in ``dtype`` and run
+    ``engine`` (TensorRT-LLM: NVIDIA only), smallest first."""
     from gpuplan.catalog import hardware_entries
 
     return sorted({(float(e["memory_gb"]), float(e.get("memory_bytes") or e["memory_gb"] * GB))
-                   for e in hardware_entries().values() if (e.get("peak_tflops") or {}).get(dtype)})
+                   for e in hardware_entries().values()
+                   if (e.get("peak_tflops") or {}).get(dtype) and E.runs_on(engine, str(e.get("vendor") or ""))})
 
 
 def _article_section(plan: Plan, batch: int) -> Section:
@@ -240,7 +242,7 @@ def _article_section(plan: Plan, batch: int) -> Section:
     runtime = one.runtime
     need = (memory.weights + kv + memory.activations + memory.fixed) / runtime.gpu_memory_utilization
     need += runtime.driver_reserved
-    fitting = [gb for gb, size in memory_classes(one.fmt.compute_dtype) if size >= need]
+    fitting = [gb for gb, size in memory_classes(one.fmt.compute_dtype, runtime.engine) if size >= need]
     rec = fitting[0] if fitting else None
     return Section("GPU memory to serve it on one GPU (the article's check)", (
         Line("weights_plus_kv", "weights + KV cache", memory.weights + kv, "bytes",
