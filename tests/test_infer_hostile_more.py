@@ -227,3 +227,16 @@ def test_the_one_gpu_recommendation_only_names_gpus_the_engine_runs_on(run_cli):
         assert code == 0, err
         picks[engine] = json.loads(out)["results"]["recommended_gpu_memory_gb"]
     assert picks == {"vllm": 256.0, "trtllm": 279.0}
+
+
+@pytest.mark.parametrize(("model", "tp", "slice_text"), [
+    ("llama-2-7b", "4", "intermediate_size 11,008 / 4 = 2,752"),  # 2,752 = 21.5 groups of 128
+    ("qwen3-30b-a3b", "4", "moe_intermediate_size 768 / 4 = 192"),  # 1.5 groups
+])
+def test_int4_groups_must_tile_each_gpus_row_parallel_slice(run_cli, model, tp, slice_text):
+    # vLLM's GPTQ / AWQ: "The input size is not aligned with the quantized weight shape. This can
+    # be caused by too large tensor parallel size."
+    code, _, err = run_cli("infer", model, "--quantization", "int4", "--tp", tp)
+    assert code == 2 and err.startswith(f"error: tp: got {tp};") and slice_text in err and err.count("\n") == 1, err
+    code, _, err = run_cli("infer", model, "--quantization", "int4", "--tp", "2")  # 5,504 = 43 groups; 384 = 3
+    assert code == 0, err

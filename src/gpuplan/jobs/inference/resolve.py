@@ -190,6 +190,28 @@ def group_size_check(group: int, spec: ModelSpec, given: bool) -> list[str]:
              f"refuse such layers; shown as if they ran (a checkpoint of it uses --group-size {valid})")]
 
 
+ROW_PARALLEL_INPUTS = ("o_proj input", "intermediate_size", "moe_intermediate_size",
+                       "shared_expert_intermediate_size")
+"""Layers whose input tensor parallelism splits (row-parallel: o_proj, down_proj, the experts' w2
+under vLLM's fused MoE with TP): each GPU's slice of the input must hold whole groups."""
+
+
+def group_tp_check(spec: ModelSpec, fmt, tp: int) -> None:
+    """InputError naming ``tp`` when a group-wise integer format's groups do not tile a row-parallel
+    layer's per-GPU input: vLLM's GPTQ / AWQ create_weights raise "The input size is not aligned
+    with the quantized weight shape. This can be caused by too large tensor parallel size."
+    Layers whose whole input the groups do not tile are the default group size's note, not this."""
+    group = fmt.group_size
+    if tp == 1 or not group or group < 0 or not fmt.name.startswith("int"):
+        return
+    dims = quantized_input_dims(spec)
+    split = {n: s for n, s in dims.items() if n in ROW_PARALLEL_INPUTS and s % group == 0 and (s // tp) % group}
+    if split:
+        shown = ", ".join(f"{name} {size:,} / {tp} = {size / tp:,.0f}" for name, size in split.items())
+        raise InputError("tp", tp, f"splits {spec.name}'s row-parallel inputs into slices that int4 groups of "
+                         f"{group} do not tile ({shown}; vLLM's GPTQ / AWQ refuse it): use a smaller tp or group")
+
+
 def quantized_input_dims(spec: ModelSpec) -> dict[str, int]:
     """Input size of each kind of quantised linear layer (the dimension groups run along)."""
     a = spec.attention

@@ -11,7 +11,7 @@ from gpuplan.core import inference as I
 from gpuplan.core import kv_cache as K
 from gpuplan.core.hardware import Accelerator
 from gpuplan.errors import InputError
-from gpuplan.jobs.inference.resolve import Plan
+from gpuplan.jobs.inference.resolve import Plan, group_tp_check
 
 SEARCH_TP = (1, 2, 4, 8)
 
@@ -38,6 +38,7 @@ class Serving:
 def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serving:
     """Memory, capacity and speed of ``plan`` on tp x pp ``gpu``s with ``batch`` sequences."""
     spec, setup = plan.spec, plan.setup
+    group_tp_check(spec, setup.fmt, tp)
     memory = I.serving_memory(spec, plan.groups, gpu.memory_bytes, setup, tp, pp, gpu.name, gpu.scale_up_bandwidth)
     layout = K.kv_layout(spec, setup.kv_bytes, tp, pp, setup.block_size)
     peak = gpu.peak(setup.fmt.compute_dtype)
