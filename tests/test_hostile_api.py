@@ -165,3 +165,20 @@ def test_generated_bodies_never_500(client, target, value):
     if response.status_code == 200:
         assert all(v is None or not isinstance(v, float) or math.isfinite(v)
                    for v in response.json()["results"].values())
+
+
+def test_a_symbolic_link_in_the_calibration_folder_is_not_followed(tmp_path, calibration_doc):
+    # a link out of the folder (or to /etc/passwd) is "no such calibration": the server never opens it
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps(calibration_doc))
+    folder = tmp_path / "cal"
+    folder.mkdir()
+    (folder / "outside.json").symlink_to(outside)
+    (folder / "passwd").symlink_to("/etc/passwd")
+    (folder / "inside.json").write_text(json.dumps(calibration_doc))
+    client = TestClient(create_app(calibration_dir=str(folder)))
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8}
+    for name in ("outside", "passwd"):
+        response = client.post("/api/memory", json=body | {"calibration": name})
+        assert response.status_code == 422 and "no such calibration" in response.json()["message"]
+    assert client.post("/api/memory", json=body | {"calibration": "inside"}).status_code == 200

@@ -87,6 +87,11 @@ def repeated_option(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; bad input -> one line on stderr, exit status 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is None:  # started with stdout closed (`>&-`): the answer has nowhere to go
+        if sys.stderr is not None:
+            sys.stderr.write("error: output: stdout is closed; give the command somewhere to write (a file: "
+                             "> answer.txt, or /dev/null)\n")
+        return 2
     twice = repeated_option(argv)
     if twice is not None:
         sys.stderr.write(f"error: {twice[2:].replace('-', '_')}: given twice ({twice}); give it once\n")
@@ -124,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _internal_error(exc: Exception) -> int:
-    if os.environ.get("GPUPLAN_DEBUG"):
+    if os.environ.get("GPUPLAN_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off"):
         raise exc
     sys.stderr.write(f"internal error: {type(exc).__name__}: {str(exc)[:200]} (a gpuplan bug: please report it "
                      "with the command; GPUPLAN_DEBUG=1 shows the traceback)\n")

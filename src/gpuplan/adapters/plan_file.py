@@ -26,11 +26,12 @@ def read_plan_file(path: str | Path) -> dict[str, Any]:
 
     text = read_text(path, "plan file", MAX_BYTES["plan file"])
     if str(path).lower().endswith(".toml"):
-        data = parse_toml(text, "plan file", path)
+        data = parse_toml(text.removeprefix("\ufeff"), "plan file", path)  # a BOM, as YAML allows it
     else:
         data = parse_yaml(text, "plan file", path)
-    if data is None:
-        return {}
+    if data is None or data == {}:  # empty, comments only, or `null`: nothing was planned
+        raise InputError("plan file", str(path), "has no fields; a plan file maps input names to values, e.g. "
+                         "model: llama-3.1-8b")
     if not isinstance(data, dict):
         raise InputError("plan file", str(path), "expected a mapping of input names to values")
     return data

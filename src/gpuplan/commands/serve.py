@@ -26,19 +26,27 @@ def allowed_hosts(host: str) -> list[str] | None:
 
 def check_port_free(host: str, port: int) -> None:
     """InputError when the address cannot be bound (in use, or not an address of this machine)."""
+    import errno
     import socket
 
     from gpuplan.errors import InputError
 
     bind = host.strip("[]")
     family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    try:  # a host that is no address (999.1.1.1, 127.0.0.1:8000, a name that does not resolve)
+        socket.getaddrinfo(bind, port, family, socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise InputError("host", host, f"is not an address this machine can bind ({why}); give an IP address or "
+                         "name without a port, e.g. 127.0.0.1 or ::1") from None
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((bind, port))
         except OSError as exc:
+            field, value = ("port", port) if exc.errno == errno.EADDRINUSE else ("host", host)
             raise InputError(
-                "port", port, f"cannot serve on {host}:{port} ({exc.strerror or exc}); choose another --port or --host"
+                field, value, f"cannot serve on {host}:{port} ({exc.strerror or exc}); choose another --port or --host"
             ) from None
 
 

@@ -18,7 +18,11 @@ def command():
         inputs = ValidateInputs.parse(flags)
         if inputs.out:
             from gpuplan.adapters.files import check_writable
+            from gpuplan.errors import InputError
 
+            if not inputs.out.lower().endswith((".md", ".markdown")):
+                raise InputError("out", inputs.out, "is where the accuracy tables go, in Markdown: give a .md path "
+                                 "(--json / --format choose what is printed, not what --out holds)")
             check_writable(inputs.out)
         report = validation_report()
         if inputs.out:

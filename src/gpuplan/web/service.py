@@ -146,8 +146,10 @@ def calibration_document(value: Any, folder: str | None) -> dict[str, Any]:
                          "document itself")
     from gpuplan.adapters.files import read_json
 
+    # a name is a regular file of the folder itself: a symbolic link (to /etc/passwd, or out of the
+    # folder) is not followed, so a request can never make the server open a path elsewhere
     candidates = [Path(folder) / value, Path(folder) / f"{value}.json"]
-    path = next((c for c in candidates if c.is_file()), None)
+    path = next((c for c in candidates if not c.is_symlink() and c.is_file()), None)
     if path is None:
         raise InputError("calibration", value, "no such calibration in the server's --calibration-dir")
     try:

@@ -17,6 +17,14 @@ def _matches(search: str | None, *texts: object) -> bool:
     return not search or any(search.lower() in str(t).lower() for t in texts)
 
 
+def _no_match(search: str | None, rows: list, what: str) -> tuple[str, ...]:
+    """A note when a filter matched nothing: filters are plain text, not patterns."""
+    if not search or rows:
+        return ()
+    return (f"no {what} matches {search!r}: the filter is plain text found anywhere in the name, case-insensitive "
+            "(no wildcards or regular expressions); run without --filter to list all",)
+
+
 def model_catalog_report(search: str | None = None) -> Report:
     rows = []
     for model_id, entry in model_entries().items():
@@ -34,7 +42,7 @@ def model_catalog_report(search: str | None = None) -> Report:
     columns = ("id", "name", "attention", "mlp", "layers", "hidden", "params", "active",
                "published", "diff", "published source")
     return Report("catalog-models", f"Model catalog ({len(rows)} models)", (), (), (),
-                  tables=(Table("models", columns, tuple(rows)),))
+                  notes=_no_match(search, rows, "model"), tables=(Table("models", columns, tuple(rows)),))
 
 
 def gpu_catalog_report(search: str | None = None) -> Report:
@@ -52,4 +60,4 @@ def gpu_catalog_report(search: str | None = None) -> Report:
     columns = ("id", "name", "memory", "HBM", "bf16 TF", "fp16 TF", "fp8 TF", "int8 TOPS",
                "scale-up", "confidence", "aliases")
     return Report("catalog-gpus", f"Accelerator catalog ({len(rows)} accelerators, dense peaks)", (), (), (),
-                  tables=(Table("accelerators", columns, tuple(rows)),))
+                  notes=_no_match(search, rows, "accelerator"), tables=(Table("accelerators", columns, tuple(rows)),))

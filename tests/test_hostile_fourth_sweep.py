@@ -1,0 +1,69 @@
+"""Hostile inputs found by a fourth sweep (2026-12-04) outside the main options: a closed stdout,
+the debug switch, empty plan files, serve hosts, validate's output, catalog filters."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def _closed_stdout(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run gpuplan with file descriptor 1 closed (the shell's `>&-`)."""
+    return subprocess.run([sys.executable, "-m", "gpuplan", *args], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, timeout=60, preexec_fn=lambda: os.close(1), env=env)
+
+
+@pytest.mark.parametrize("args", [("train", "--json"), ("train",), ("--version",)])
+def test_a_closed_stdout_is_one_line_exit_2_not_a_crash_or_silence(args):
+    done = _closed_stdout(*args)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: output: stdout is closed") and done.stderr.count("\n") == 1
+
+
+def test_gpuplan_debug_0_keeps_tracebacks_off(monkeypatch, capsys):
+    from gpuplan import cli
+
+    monkeypatch.setenv("GPUPLAN_DEBUG", "0")
+    assert cli._internal_error(RuntimeError("boom")) == cli.INTERNAL_ERROR  # no raise: 0 means off
+    assert capsys.readouterr().err.startswith("internal error: RuntimeError: boom")
+    monkeypatch.setenv("GPUPLAN_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        cli._internal_error(RuntimeError("boom"))
+
+
+@pytest.mark.parametrize(("name", "text"), [("empty.yaml", ""), ("comments.yaml", "# nothing here\n"),
+                                            ("null.yaml", "null\n"), ("empty.toml", "# nothing\n")])
+def test_an_empty_plan_file_is_refused_not_read_as_the_defaults(run_cli, tmp_path, name, text):
+    plan = tmp_path / name
+    plan.write_text(text)
+    code, _, err = run_cli("train", str(plan))
+    assert code == 2 and err.startswith("error: plan file: got ") and "has no fields" in err, err
+
+
+def test_a_toml_plan_file_with_a_byte_order_mark_reads_like_yaml(run_cli, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_bytes(b'\xef\xbb\xbfmodel = "llama-3-8b"\n')
+    code, out, err = run_cli("train", str(plan))
+    assert code == 0 and "llama-3-8b" in out, err
+
+
+@pytest.mark.parametrize("host", ["999.1.1.1", "127.0.0.1:8000", "no-such-host.invalid"])
+def test_serve_names_a_bad_host_not_the_port(run_cli, host):
+    code, _, err = run_cli("serve", "--host", host, "--port", "8765")
+    assert code == 2 and err.startswith(f"error: host: got '{host}'") and err.count("\n") == 1, err
+
+
+def test_validate_out_is_markdown(run_cli, tmp_path):
+    code, _, err = run_cli("validate", "--out", str(tmp_path / "v.html"))
+    assert code == 2 and err.startswith("error: out: got ") and ".md" in err, err
+    assert not (tmp_path / "v.html").exists()
+
+
+def test_a_catalog_filter_that_matches_nothing_says_filters_are_plain_text(run_cli):
+    code, out, err = run_cli("catalog", "models", "--filter", ".*", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["tables"]["models"] == []
+    assert any("plain text" in note for note in data["notes"])
