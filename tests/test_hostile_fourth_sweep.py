@@ -67,3 +67,22 @@ def test_a_catalog_filter_that_matches_nothing_says_filters_are_plain_text(run_c
     data = json.loads(out)
     assert data["tables"]["models"] == []
     assert any("plain text" in note for note in data["notes"])
+
+
+def test_a_plan_file_reads_relative_paths_from_its_own_folder(run_cli, tmp_path, monkeypatch):
+    # `model: sub/config.json` beside the plan file works from any working directory; a catalog
+    # name stays a name; a plan file given as the model is named as such
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "config.json").write_text((root / "examples/llama-2-7b/config.json").read_text())
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("model: sub/config.json\ngpus: 64\n")
+    monkeypatch.chdir(root)
+    code, out, err = run_cli("train", str(plan), "--json")
+    assert code == 0, err
+    assert json.loads(out)["results"]["params_total"] == 6_738_415_616  # Llama-2-7B's published count
+    plan.write_text(f"model: {plan}\n")
+    code, _, err = run_cli("train", str(plan))
+    assert code == 2 and err.startswith("error: model: got ") and "is a plan file" in err, err

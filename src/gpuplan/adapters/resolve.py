@@ -35,6 +35,9 @@ def model_config(model: str) -> tuple[dict[str, Any], str, str]:
         return entry["config"], entry["id"], entry["config_source"]
     if _is_path(model):
         path = Path(model)
+        if path.suffix.lower() in (".yaml", ".yml", ".toml"):
+            raise InputError("model", model, "is a plan file, not a model; give a plan file as the command's first "
+                             "argument (gpuplan train plan.yaml) and a model as a catalog name or a config.json")
         return load_hf_config(path), path.stem if path.is_file() else path.name, str(path)
     if hub.is_hub_id(model):
         config, where = hub.fetch_config(model)

@@ -113,6 +113,32 @@ def emit(report: Any, fmt: str = "table", as_json: bool = False, full: bool = Fa
         render.print_summary(report)
 
 
+PATH_FIELDS = ("model", "draft_model", "calibration")
+"""Plan-file fields that may name a file (a config.json, a calibration)."""
+
+
+def plan_relative_paths(raw: dict[str, Any], plan: str) -> dict[str, Any]:
+    """A relative path in a plan file is read from the plan file's folder when it is there (as a
+    compose or CI file's paths are), else as given (from the working directory). Only values that
+    look like paths move: a catalog name or a Hugging Face id stays a name."""
+    from pathlib import Path
+
+    folder = Path(plan).parent
+    out = dict(raw)
+    for name in PATH_FIELDS:
+        value = raw.get(name)
+        if not isinstance(value, str) or Path(value).is_absolute():
+            continue
+        looks_like_path = value.endswith(".json") or value.startswith(".") or "/" in value
+        try:
+            beside = folder / value
+            if looks_like_path and beside.exists() and not Path(value).exists():
+                out[name] = str(beside)
+        except (OSError, ValueError):  # a name no file system can hold: the schema names it
+            continue
+    return out
+
+
 def raw_inputs(target: str | None, flags: dict[str, Any], schema: type) -> tuple[dict[str, Any], str | None]:
     """The raw inputs of a job command: a plan file's fields (when ``target`` is one) overridden
     by the flags given; a ``target`` that is not a plan file is the model. Returns (raw, where)."""
@@ -122,7 +148,7 @@ def raw_inputs(target: str | None, flags: dict[str, Any], schema: type) -> tuple
     raw: dict[str, Any] = {}
     where = None
     if is_plan_file(target):
-        raw, where = read_plan_file(target), str(target)
+        raw, where = plan_relative_paths(read_plan_file(target), target), str(target)
         unknown = [k for k in raw if k not in schema.model_fields]
         if unknown:
             schema.parse({unknown[0]: raw[unknown[0]]}, where)  # raises: unknown field, with the valid ones

@@ -64,7 +64,7 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
 
 
 def command():
-    from gpuplan.commands.build import schema_options, with_schema
+    from gpuplan.commands.build import plan_relative_paths, schema_options, with_schema
     from gpuplan.report.schema import ReportInputs
 
     def callback(plan: str, **flags: Any) -> None:
@@ -98,7 +98,8 @@ def command():
                 raise InputError(
                     "plots", "matplotlib", "is not installed; pip install 'gpuplan[plot]' or pass --no-plots"
                 ) from None
-        reports = reports_for_plan(read_plan_file(inputs.plan), inputs.plan, inputs.sections)
+        raw = plan_relative_paths(read_plan_file(inputs.plan), inputs.plan)
+        reports = reports_for_plan(raw, inputs.plan, inputs.sections)
         md_path = Path(inputs.markdown) if inputs.markdown else None
         image_dir = f"{md_path.stem}-plots" if md_path else "report-plots"
         docs = build_documents(reports, inputs.lang, inputs.plots, source=Path(inputs.plan).name, image_dir=image_dir)
