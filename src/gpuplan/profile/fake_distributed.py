@@ -3,6 +3,8 @@ functions only): what gpuplan measure needs to track one rank of a sharded run."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gpuplan.errors import InputError
 
 
@@ -39,7 +41,47 @@ def enter_fake_process_group(stack, world_size, patch_sharding_fake_mode: bool):
         orig = sharding_prop.detect_fake_mode
         sharding_prop.detect_fake_mode = lambda *a, **k: None
         stack.callback(setattr, sharding_prop, "detect_fake_mode", orig)
+    _patch_chunking(stack)
     return init_device_mesh("cpu", (world_size,))
+
+
+class LazyChunks(Sequence):
+    """``torch.chunk(tensor, n, dim)`` padded with empty tensors to ``n`` (FSDP2's
+    ``_chunk_with_empty``), each chunk made only when indexed. FSDP2 builds every rank's chunk of
+    every parameter and then reads rank 0's (and chunk 0's size); under a fake process group of
+    world size N that is N tensors per parameter, seconds per thousand ranks. Made on demand, the
+    cost no longer grows with N; the chunks read are the same views (trap 11, docs/measure.md)."""
+
+    def __init__(self, tensor, num_chunks: int, dim: int):
+        self.tensor, self.num_chunks, self.dim = tensor, num_chunks, dim
+        size = tensor.size(dim)
+        self.step = -(-size // num_chunks) if size else 0  # torch.chunk's split size
+
+    def __len__(self) -> int:
+        return self.num_chunks
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.num_chunks))]
+        i = index + self.num_chunks if index < 0 else index
+        if not 0 <= i < self.num_chunks:
+            raise IndexError(index)
+        size, start = self.tensor.size(self.dim), i * self.step
+        if size == 0:  # torch.chunk gives n empty chunks of the tensor's shape
+            return self.tensor.narrow(self.dim, 0, 0)
+        if start < size:
+            return self.tensor.narrow(self.dim, start, min(self.step, size - start))
+        return self[0].new_empty(0)  # past the last chunk: padding, as _chunk_with_empty appends
+
+
+def _patch_chunking(stack) -> None:
+    import torch.distributed.fsdp._fully_shard._fsdp_param as fsdp_param
+
+    orig = getattr(fsdp_param, "_chunk_with_empty", None)
+    if orig is None:  # another torch: FSDP2 chunks as it does (slower for large world sizes)
+        return
+    fsdp_param._chunk_with_empty = LazyChunks
+    stack.callback(setattr, fsdp_param, "_chunk_with_empty", orig)
 
 
 def shard(model, n_layers, mesh, torch, precision) -> None:

@@ -1,25 +1,65 @@
-"""The inputs of ``gpuplan profile`` (also under ``torchrun -m gpuplan profile``)."""
+"""The inputs of ``gpuplan profile`` (also under ``torchrun -m gpuplan profile``), and the model
+fields it shares with ``gpuplan measure``: both run a real model, so both need a model (no bare
+--params) and offer only the choices they run (the help lists those, nothing more)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, get_args
 
 from pydantic import model_validator
 
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
-from gpuplan.schema.model_fields import ModelFields
+from gpuplan.schema.base import JobInputs
+from gpuplan.schema.model_fields import ModelType
 
 
 def _f(default, help: str, shown: str | None = None):
     return V.field(default, help, shown)
 
 
+def narrowed(alias: Any, *choices: str, optional: bool = True) -> Any:
+    """The shared option ``alias`` (same flag, help and default) taking only ``choices``: the
+    command's --help lists, and its schema accepts, only what the command can run."""
+    info = get_args(alias)[-1]
+    kind = T.choice(*choices)
+    return Annotated[kind | None, info] if optional else Annotated[kind, info]
+
+
+def supported_model_types() -> tuple[str, ...]:
+    from gpuplan.adapters.hf_config import supported_model_types as supported  # stdlib only, no torch
+
+    return supported()
+
+
+SupportedModelType = narrowed(ModelType, *supported_model_types())
+"""--model-type, checked against gpuplan's model types before anything is built."""
+
+
+class RealModelInputs(JobInputs):
+    """A job that builds the model for real: a catalog name, a Hugging Face id or a config.json."""
+
+    model: V.Model
+
+    @model_validator(mode="after")
+    def _need_model(self) -> RealModelInputs:
+        if self.model is None:
+            raise InputError("model", None, "give a model: a catalog name, a Hugging Face id or a config.json "
+                             "(a bare --params count has no model to build)")
+        return self
+
+    def spec(self):
+        """The ModelSpec of the model (read as --model-type where the job takes one)."""
+        from gpuplan.adapters.resolve import resolve_model
+
+        return self.adjust_spec(resolve_model(self.model, None, model_type=getattr(self, "model_type", None)))
+
+
 Steps = T.typed(int, T.count(1_000_000, whole=True))
 
 
-class TrialInputs(ModelFields):
+class TrialInputs(RealModelInputs):
     """A short real training run: the model (random weights), its depth, the step and the device."""
 
     layers: Annotated[T.typed(int, T.count(1 << 12, whole=True)) | None, _f(
@@ -29,8 +69,8 @@ class TrialInputs(ModelFields):
     steps: Annotated[Steps, _f(10, "Timed steps.")]
     warmup: Annotated[T.typed(int, T.number(0, 1_000_000, whole=True)), _f(3, "Untimed warm-up steps first.")]
     precision: V.Precision
-    recompute: V.Recompute
-    optimizer: V.Optimizer
+    recompute: narrowed(V.Recompute, "none", "full")  # full = HF gradient checkpointing
+    optimizer: narrowed(V.Optimizer, "adamw", "sgd", optional=False)
     device: Annotated[T.choice("auto", "cpu", "cuda"), _f("auto", "cpu, cuda or auto (CUDA when present).")]
     parallelism: Annotated[T.choice("auto", "fsdp2", "ddp"), _f("auto", "Several ranks (torchrun): fsdp2 "
                                                                 "(default) or ddp.")]
@@ -39,16 +79,6 @@ class TrialInputs(ModelFields):
         None, "Dense peak TFLOP/s for MFU (CPU, or a GPU not in the catalog).", "catalog")]
     seed: Annotated[T.typed(int, T.number(0, 2**31 - 1, whole=True)), _f(0, "Random seed (weights, tokens).")]
     out: V.Out
-
-    @model_validator(mode="after")
-    def _supported(self) -> TrialInputs:
-        if self.model is None:
-            raise InputError("model", None, "give a model: a catalog name, a Hugging Face id or a config.json")
-        if self.recompute == "selective":
-            raise InputError("recompute", self.recompute, "a trial runs none or full (HF gradient checkpointing)")
-        if self.optimizer not in ("adamw", "sgd"):
-            raise InputError("optimizer", self.optimizer, "a trial runs adamw or sgd")
-        return self
 
     def settings(self):
         """The core-facing TrialSettings."""

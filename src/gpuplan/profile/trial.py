@@ -31,6 +31,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from gpuplan.adapters.files import write_json_atomic
+from gpuplan.errors import InputError
 from gpuplan.profile.measurement_file import KIND, SCHEMA_VERSION
 from gpuplan.profile.trial_plan import (
     TrialSettings,
@@ -51,6 +52,9 @@ def run_trial(settings: TrialSettings, out: str | Path | None = None) -> dict:
     settings.validate()
     config, model_id = model_config(settings.model)
     full_layers = layer_count(config)
+    if settings.layers is not None and settings.layers > full_layers:  # before torch: nothing built yet
+        raise InputError("layers", settings.layers, f"at most the model's {full_layers} layers ({model_id}); "
+                         "--layers builds fewer layers of the same width, not more")
     measured_config = config_with_layers(config, settings.layers)
     from gpuplan.profile import _trial_runtime as R
 

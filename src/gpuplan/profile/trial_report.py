@@ -74,7 +74,7 @@ def trial_report(data: dict, written_to: str | None) -> Report:
                    env["peak_source"], "--peak-tflops", env["peak_source"] == "--peak-tflops"),
     )
     notes = [f"measurement written to {written_to}" if written_to else "measurement not written (--out)",
-             "several GPUs or nodes: torchrun --nproc-per-node N -m gpuplan.profile.trial MODEL ... (FSDP2; "
+             "several GPUs or nodes: torchrun --nproc-per-node N -m gpuplan profile MODEL ... (FSDP2; "
              "--parallelism ddp)", "next: gpuplan calibrate FILE... --out calibration.json"]
     return Report("profile", f"Trial run: {cfg['model']}", inputs, assumptions, (measured, estimate), tuple(notes),
                   headline=("step_time_s", "tokens_per_s", "achieved_tflops", "mfu", "peak_allocated", "peak_reserved",

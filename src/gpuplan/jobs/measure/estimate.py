@@ -12,7 +12,10 @@ from gpuplan.jobs.validation.memory import (
     estimate_inputs,
     estimated_categories,
 )
-from gpuplan.report.model import Line, Report, Section
+from gpuplan.report.model import Line, Report, Section, Table
+
+SHOWN_ZERO_GIB = 0.0005
+"""Below this a measured category prints as 0.000 GiB: a percentage against it says nothing."""
 
 
 def model_config(model: str) -> tuple[dict[str, Any], str]:
@@ -50,25 +53,39 @@ def run_measurement(inputs: MeasureInputs) -> tuple[dict[str, Any], dict[str, An
                     "versions": ma.versions, "wall_seconds": ma.wall_seconds + mb.wall_seconds}, how
 
 
+def comparison(measured: dict[str, Any], estimated: dict[str, Any]) -> Table:
+    """The category table, with "n/a" for the difference where the measurement prints as 0.000
+    GiB (a nearly empty category: -100% or +37,000% would be noise, not an error)."""
+    table = comparison_table(measured, estimated)
+    rows = []
+    for row in table.rows:
+        category, shown, _, diff = row
+        if category != "phase of the peak" and diff not in ("", "0") and float(shown) < SHOWN_ZERO_GIB:
+            row = (*row[:3], "n/a")
+        rows.append(row)
+    return Table(table.title, table.columns, tuple(rows))
+
+
 def measure_report(inputs: MeasureInputs) -> Report:
+    spec = inputs.spec()  # first: a config gpuplan cannot read is refused before the measurement
     config, measured, how = run_measurement(inputs)
-    spec = inputs.spec()
     layout, settings = estimate_inputs(inputs.case())
     estimated = estimated_categories(spec, layout, settings)
-    error = (estimated["peak"] - measured["peak_bytes"]) / measured["peak_bytes"]
+    error = (estimated["peak"] - measured["peak_bytes"]) / measured["peak_bytes"] if measured["peak_bytes"] else None
     versions = ", ".join(f"{k} {v}" for k, v in measured["versions"].items())
     section = Section("Measurement", (
         Line("measured_peak", "measured allocated peak", measured["peak_bytes"], "bytes",
              f"{measured['peak_bytes'] / 2**30:.3f} GiB", how),
         Line("estimated_peak", "estimated allocated peak", estimated["peak"], "bytes",
              f"{estimated['peak'] / 2**30:.3f} GiB", f"recipe '{settings.recipe}', implementation 'hf'"),
-        Line("error", "estimate error", error, "fraction", f"{error:+.2%}", "(estimated - measured) / measured"),
+        Line("error", "estimate error", error, "fraction", "n/a" if error is None else f"{error:+.2%}",
+             "(estimated - measured) / measured"),
         Line("wall_seconds", "measurement time", measured["wall_seconds"], "s", f"{measured['wall_seconds']:.1f} s"),
         Line("versions", "versions", versions),
     ))
+    table = comparison(measured, estimated)
     report_inputs = tuple(Line(k, k.replace("_", " "), v) for k, v in {"model": spec.name, **inputs.case()}.items())
     return Report("measure", f"Measured training memory: {spec.name} (CPU, FakeTensorMode)", report_inputs, (),
                   (section,), ("allocated bytes of PyTorch tensors; a GPU adds the CUDA context, NCCL buffers and "
-                               "allocator caching (see `gpuplan memory`)",), (comparison_table(measured, estimated),),
-                  headline=("measured_peak", "estimated_peak", "error", "wall_seconds"),
-                  summary_table=comparison_table(measured, estimated).title)
+                               "allocator caching (see `gpuplan memory`)",), (table,),
+                  headline=("measured_peak", "estimated_peak", "error", "wall_seconds"), summary_table=table.title)

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import model_validator
-
 from gpuplan.errors import InputError
+from gpuplan.profile.schema import RealModelInputs, SupportedModelType, narrowed
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
-from gpuplan.schema.model_fields import ModelFields
+
+MAX_DEPTH = 1 << 12
 
 
 def _depths(value: Any, info) -> tuple[int, int]:
     items = value if isinstance(value, list | tuple) else str(value).split(",")
     try:
-        depths = tuple(int(T.count(1 << 12, whole=True)(str(x).strip(), info)) for x in items)
+        depths = tuple(int(T.count(MAX_DEPTH, whole=True)(str(x).strip(), info)) for x in items)
     except InputError:
         depths = ()
     if len(depths) != 2 or not depths[0] < depths[1]:
@@ -23,33 +23,22 @@ def _depths(value: Any, info) -> tuple[int, int]:
     return depths  # type: ignore[return-value]
 
 
-class MeasureInputs(ModelFields):
+class MeasureInputs(RealModelInputs):
     """What to measure: the model, the step's shape and, optionally, two reduced depths to
-    extrapolate from."""
+    extrapolate from. Only the choices the measurement runs are offered (precision: no pure fp32;
+    recompute: none or full, HF gradient checkpointing; optimizer kernel: no fused)."""
 
+    model_type: SupportedModelType
     seq_len: V.SeqLen
     micro_batch: V.MicroBatch
-    precision: V.Precision
-    recompute: V.Recompute
+    precision: narrowed(V.Precision, "bf16", "fp32-autocast", optional=False)
+    recompute: narrowed(V.Recompute, "none", "full")
     attention_kernel: V.AttentionKernel
     gpus: V.GpuCount
-    optimizer_impl: V.OptimizerImpl
+    optimizer_impl: narrowed(V.OptimizerImpl, "foreach", "forloop")
     depths: Annotated[T.typed(tuple[int, int], _depths, {"type": "string"}) | None, V.field(
         None, "Measure at two reduced depths and extrapolate to the full depth, e.g. 2,4 (4,8 with FSDP).",
         "full depth")]
-
-    @model_validator(mode="after")
-    def _supported(self) -> MeasureInputs:
-        if self.model is None:
-            raise InputError("model", None, "give a model: a catalog name, a Hugging Face id or a config.json")
-        if self.precision == "fp32":
-            raise InputError("precision", self.precision, "measure supports bf16 or fp32-autocast")
-        if self.optimizer_impl == "fused":
-            raise InputError("optimizer_impl", self.optimizer_impl, "measure supports foreach or forloop")
-        if self.recompute == "selective":
-            raise InputError("recompute", self.recompute, "measure supports none or full (HF gradient "
-                             "checkpointing)")
-        return self
 
     @property
     def attention(self) -> str:
