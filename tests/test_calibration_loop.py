@@ -14,7 +14,7 @@ def calibration_file(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("cal") / "calibration.json"
     code = main(["calibrate", str(FIXTURE), "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16",
-                 "--seq-len", "2048", "--global-batch", "256", "--ep", "4", "--zero", "1", "--out", str(out),
+                 "--seq-len", "2048", "--ep", "4", "--zero", "1", "--out", str(out),
                  "--json"])
     assert code == 0 and out.is_file()
     return str(out)
@@ -27,8 +27,9 @@ def test_plan_uses_the_calibration(run_json, calibration_file):
     assert any(s["title"].startswith("Calibration") for s in calibrated["sections"])
     efficiency = next(a for a in calibrated["assumptions"] if a["key"] == "efficiency")
     assert efficiency["user_set"] and efficiency["value"] == "calibrated"
-    # the log's step was faster than gpuplan predicted (factor < 1), so the plan gets faster
-    assert calibrated["results"]["best_step_seconds"] < default["results"]["best_step_seconds"]
+    # the log's own batch is 128 sequences: its step was slower than gpuplan predicts for that
+    # batch (compute factor ~1.8 > 1), so the calibrated plan is slower than the default one
+    assert calibrated["results"]["best_step_seconds"] > default["results"]["best_step_seconds"]
 
 
 def test_memory_uses_the_calibration(run_json, calibration_file):

@@ -73,7 +73,7 @@ def calibration_doc(tmp_path_factory):
     log = Path(__file__).parent / "fixtures" / "logs" / "megatron_mixtral.log"
     out = tmp_path_factory.mktemp("cal") / "calibration.json"
     assert main(["calibrate", str(log), "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--seq-len", "2048",
-                 "--global-batch", "256", "--ep", "4", "--zero", "1", "--out", str(out), "--json"]) == 0
+                 "--ep", "4", "--zero", "1", "--out", str(out), "--json"]) == 0
     return json.loads(out.read_text())
 
 
@@ -182,3 +182,18 @@ def test_a_symbolic_link_in_the_calibration_folder_is_not_followed(tmp_path, cal
         response = client.post("/api/memory", json=body | {"calibration": name})
         assert response.status_code == 422 and "no such calibration" in response.json()["message"]
     assert client.post("/api/memory", json=body | {"calibration": "inside"}).status_code == 200
+
+
+@pytest.mark.parametrize(("factor", "value", "fragment"), [("memory_overhead", 1e300, "within +-1 TiB"),
+                                                             ("activation_memory", 1e6, "within 0.001 to 1000")])
+def test_a_calibration_with_an_absurd_factor_is_refused(tmp_path, calibration_doc, run_cli, factor, value, fragment):
+    # a fixed overhead of 1e300 bytes gave "device memory needed" ~1e300 before
+    doc = json.loads(json.dumps(calibration_doc))
+    doc[factor]["value"] = value
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(doc))
+    code, _, err = run_cli("memory", "llama-3.1-8b", "--gpu", "h100", "--calibration", str(path))
+    assert code == 2 and err.startswith("error: calibration: got ") and fragment in err, err
+    client = TestClient(create_app())
+    response = client.post("/api/memory", json={"model": "llama-3.1-8b", "gpu": "h100", "calibration": doc})
+    assert response.status_code == 422 and response.json()["field"] == "calibration"

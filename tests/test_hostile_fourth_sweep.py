@@ -86,3 +86,9 @@ def test_a_plan_file_reads_relative_paths_from_its_own_folder(run_cli, tmp_path,
     plan.write_text(f"model: {plan}\n")
     code, _, err = run_cli("train", str(plan))
     assert code == 2 and err.startswith("error: model: got ") and "is a plan file" in err, err
+
+
+@pytest.mark.parametrize("command", [("catalog", "gpus"), ("validate",), ("calibrate", "x.csv"), ("train",)])
+def test_json_with_format_markdown_is_refused_by_every_command(run_cli, command):
+    code, _, err = run_cli(*command, "--json", "--format", "markdown")
+    assert code == 2 and err.startswith("error: format: got 'markdown'") and err.count("\n") == 1, err

@@ -1,22 +1,12 @@
-"""Measured step time, throughput and memory from real training logs (stdlib only).
+"""Measured step time, throughput and memory from real training logs (stdlib only): torchtitan
+console lines, Megatron-LM ``iteration N/ M | ... | elapsed time per iteration (ms): ...`` lines and
+memory reports, Hugging Face Trainer ``trainer_state.json`` or printed dicts, and a CSV/JSON table
+(:data:`TABLE_COLUMNS`). docs/calibration.md section 2 shows each format; each parser cites its
+source, and tests/fixtures/logs holds a real excerpt of each.
 
-Formats (the source that each parser follows is cited at the parser; tests/fixtures/logs holds a
-real excerpt of each):
-
-* torchtitan console lines, ``step: 10  loss: 7.2  grad_norm: ...  memory: 33.10GiB(41.86%)
-  tps: 6,234  tflops: 362.40  mfu: 36.60%`` (older versions print ``wps:``). ``memory`` is the
-  allocator's *reserved* peak since the previous log line, ``tps`` tokens per second per device.
-* Megatron-LM ``iteration 10/ 100 | ... | elapsed time per iteration (ms): 1234.5 |
-  throughput per GPU (TFLOP/s/GPU): 180.1 | ... | global batch size: 128 | lm loss: ...`` and the
-  per-rank memory report ``[Rank 0] (after 10 iterations) memory (MB) | allocated: ... |
-  max allocated: ... | reserved: ... | max reserved: ...`` (MB = 2**20 bytes).
-* Hugging Face Trainer: ``trainer_state.json`` (``log_history``) or the dicts the Trainer prints
-  (``{'loss': ...}``, ``{'train_runtime': ..., 'train_samples_per_second': ...,
-  'train_steps_per_second': ..., ...}``; transformers 5 prints the values as strings).
-* A simple table, CSV or JSON (a list of objects, ``{"records": [...]}`` or JSON Lines), with
-  the columns of :data:`TABLE_COLUMNS`.
-
-An unreadable or unrecognised file raises InputError naming the file and what was expected.
+An unreadable or unrecognised file raises InputError naming the file and what was expected; so does
+a step or batch that is not a positive whole number, or a step logged twice. Values no real run logs
+(negative, non-finite, absurd) are refused by gpuplan.calibrate.log_checks, by the log's name.
 """
 
 from __future__ import annotations
@@ -39,20 +29,15 @@ MiB = 2**20
 FORMATS = ("torchtitan", "megatron", "hf-trainer", "table")
 # column -> meaning; 'step' and at least one measured column are required
 TABLE_COLUMNS = {
-    "step": "optimizer step number",
-    "step_time_s": "seconds per optimizer step",
-    "tokens_per_s": "tokens per second, whole job (all devices)",
-    "tokens_per_s_per_device": "tokens per second per device",
-    "memory_gib": "peak allocated memory per device, GiB (2**30 bytes)",
-    "memory_reserved_gib": "peak reserved memory per device, GiB",
-    "tflops": "achieved TFLOP/s per device",
-    "mfu": "model FLOPs utilisation, fraction (0.4) or percent ('40%')",
-    "loss": "training loss",
-}
-EXPECTED = ("a training log: torchtitan lines ('step: 10  loss: ...  memory: ...GiB(..%)  tps: ...'), "
-            "Megatron-LM lines ('iteration 10/ 100 | ... | elapsed time per iteration (ms): ...'), a Hugging "
-            "Face trainer_state.json or printed Trainer dicts, or a CSV/JSON table with columns "
-            "step, step_time_s, tokens_per_s, memory_gib (docs/calibration.md)")
+    "step": "optimizer step number", "step_time_s": "seconds per optimizer step",
+    "tokens_per_s": "tokens per second, whole job (all devices)", "tokens_per_s_per_device": "tokens per second "
+    "per device", "memory_gib": "peak allocated memory per device, GiB (2**30 bytes)", "memory_reserved_gib": "peak "
+    "reserved memory per device, GiB", "tflops": "achieved TFLOP/s per device", "mfu": "model FLOPs utilisation, "
+    "fraction (0.4) or percent ('40%')", "loss": "training loss"}
+EXPECTED = ("a torchtitan, Megatron-LM or Hugging Face Trainer log, or a CSV/JSON table with columns step, "
+            "step_time_s, tokens_per_s, memory_gib (docs/calibration.md)")
+MAX_WHOLE = 10**9  # largest step number or batch of sequences believed
+_UNITS = {"GiB": GiB, "MiB": MiB, "KiB": 2**10, "GB": 1e9, "MB": 1e6, "TiB": 2**40}
 
 
 @dataclass(frozen=True)
@@ -99,47 +84,59 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NUM = r"([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
 
 
-def _num(text: str | None) -> float | None:
-    if text is None:
+def _num(text: Any) -> float | None:
+    """A number (non-finite ones kept, for the checks to refuse by name); None if not one."""
+    if text is None or isinstance(text, bool):
         return None
     try:
-        value = float(str(text).replace(",", "").strip())
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
+        return float(str(text).replace(",", "").strip())
+    except (ValueError, OverflowError):
+        return float("inf") if isinstance(text, int) else None
+
+
+def whole(value: Any, label: str, source: str, where: str = "") -> int:
+    """A positive whole number up to MAX_WHOLE (a step or a batch of sequences), else InputError."""
+    number = _num(value) if isinstance(value, str | int | float) else None
+    if number is None or not 1 <= number <= MAX_WHOLE or number != int(number):
+        raise InputError(label, value, f"in {source}{where}: must be a whole number from 1 to {MAX_WHOLE:,}")
+    return int(number)
 
 
 def _field(line: str, pattern: str) -> float | None:
-    match = re.search(pattern, line)
-    return _num(match.group(1)) if match else None
+    return _num(match.group(1)) if (match := re.search(pattern, line)) else None
 
 
 # ---------------------------------------------------------------------------------------------
 # torchtitan: torchtitan/components/metrics.py, MetricsProcessor.log (pytorch/torchtitan)
 
 _TITAN_STEP = re.compile(r"(?<!validate )\bstep:\s*(\d+)\s+loss:")
+_TITAN_MEMORY = re.compile(rf"memory:\s*{_NUM}\s*([A-Za-z]*)")
 _TITAN_RANK = re.compile(r"\[rank(\d+)\]")
 
 
 def parse_torchtitan(text: str, source: str) -> TrainingLog:
     by_step: dict[int, tuple[int, LogRecord]] = {}
+    seen: set[tuple[int, int]] = set()
     for raw in text.splitlines():
         line = _ANSI.sub("", raw)
         match = _TITAN_STEP.search(line)
         if not match:
             continue
-        rank_match = _TITAN_RANK.search(line)
-        rank = int(rank_match.group(1)) if rank_match else 0
-        step = int(match.group(1))
-        memory = re.search(r"memory:\s*([\d.]+)\s*GiB", line)
+        rank = int(rank_match.group(1)) if (rank_match := _TITAN_RANK.search(line)) else 0
+        step = whole(match.group(1), "step", source)
+        memory = _TITAN_MEMORY.search(line)
+        if memory and memory.group(2) not in _UNITS:
+            raise InputError("memory", memory.group(0)[7:].strip(), f"in {source}: a size in {', '.join(_UNITS)}")
         record = LogRecord(
             step=step, loss=_field(line, rf"loss:\s*{_NUM}"),
-            memory_bytes=float(memory.group(1)) * GiB if memory else None,
+            memory_bytes=_num(memory.group(1)) * _UNITS[memory.group(2)] if memory else None,
             memory_kind="reserved" if memory else None,
             tokens_per_s_per_device=_field(line, rf"\b(?:tps|wps):\s*{_NUM}"),
             tflops_per_device=_field(line, rf"tflops:\s*{_NUM}"),
-            mfu=_percent(_field(line, rf"mfu:\s*{_NUM}\s*%")))
-        # several ranks print the same step: keep the lowest rank's line
+            mfu=None if (mfu := _field(line, rf"mfu:\s*{_NUM}\s*%")) is None else mfu / 100.0)
+        # several ranks print the same step: keep the lowest rank's line; a [rankN] prints it once
+        if rank_match and ((rank, step) in seen or seen.add((rank, step))):
+            raise InputError("step", step, f"in {source}: logged twice by rank {rank}; give one run's log")
         if step not in by_step or rank < by_step[step][0]:
             by_step[step] = (rank, record)
     records = tuple(r for _, (_, r) in sorted(by_step.items()))
@@ -148,10 +145,6 @@ def parse_torchtitan(text: str, source: str) -> TrainingLog:
     if all(r.tokens_per_s_per_device is None and r.memory_bytes is None for r in records):
         raise InputError("file", source, "torchtitan lines carry neither 'tps:' nor 'memory:'; nothing to measure")
     return TrainingLog(source, "torchtitan", records)
-
-
-def _percent(value: float | None) -> float | None:
-    return None if value is None else value / 100.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,7 +164,7 @@ def parse_megatron(text: str, source: str) -> TrainingLog:
     for line in text.splitlines():
         memory = _MEGA_MEMORY.search(line)
         if memory:
-            allocated, reserved = float(memory.group(4)) * MiB, float(memory.group(6)) * MiB
+            allocated, reserved = _num(memory.group(4)) * MiB, _num(memory.group(6)) * MiB
             max_allocated = max(allocated, max_allocated or 0.0)  # worst rank
             max_reserved = max(reserved, max_reserved or 0.0)
             continue
@@ -179,14 +172,15 @@ def parse_megatron(text: str, source: str) -> TrainingLog:
         elapsed = _field(line, rf"elapsed time per iteration \(ms\):\s*{_NUM}")
         if not match or elapsed is None:
             continue
-        batch = _field(line, rf"global batch size:\s*{_NUM}")
+        batch = re.search(rf"global batch size:\s*{_NUM}", line)
         if batch:
-            batches.add(int(batch))
-        step = int(match.group(1))
-        records.setdefault(step, LogRecord(
-            step=step, step_time_s=elapsed / 1000.0,
-            tflops_per_device=_field(line, rf"throughput per GPU \(TFLOP/s/GPU\):\s*{_NUM}"),
-            loss=_field(line, rf"lm loss:\s*{_NUM}")))
+            batches.add(whole(batch.group(1), "global batch size", source, " (a batch of sequences)"))
+        step = whole(match.group(1), "iteration", source)
+        if step in records:
+            raise InputError("iteration", step, f"in {source}: logged twice; give one run's log, each iteration once")
+        records[step] = LogRecord(
+            step=step, step_time_s=elapsed / 1000.0, loss=_field(line, rf"lm loss:\s*{_NUM}"),
+            tflops_per_device=_field(line, rf"throughput per GPU \(TFLOP/s/GPU\):\s*{_NUM}"))
     if not records:
         raise InputError("file", source, "has no Megatron-LM 'iteration N/ M | ... | elapsed time per iteration (ms):' "
                          "lines; expected " + EXPECTED)
@@ -205,41 +199,59 @@ def parse_megatron(text: str, source: str) -> TrainingLog:
 # train_samples_per_second, train_steps_per_second; huggingface/transformers#11818) and
 # TrainerState.log_history. train_runtime covers the whole train() call, evaluation included.
 
-def parse_hf_entries(entries: list[dict], source: str, global_step: int | None = None) -> TrainingLog:
+def parse_hf_entries(entries: list, source: str, global_step: Any = None) -> TrainingLog:
+    for bad in (e for e in entries if not isinstance(e, dict)):
+        raise InputError("log_history", bad, f"in {source}: every entry must be an object ({{'loss': ...}})")
     final = next((e for e in reversed(entries) if "train_runtime" in e), None)
     if final is None:
         raise InputError("file", source, "has Trainer logs but no final 'train_runtime' entry (the run did not "
                          "finish, or this is a checkpoint's trainer_state.json); expected " + EXPECTED)
-    runtime = _num(final.get("train_runtime"))
-    steps_per_s = _num(final.get("train_steps_per_second"))
-    samples_per_s = _num(final.get("train_samples_per_second"))
-    steps = _num(final.get("step")) or global_step
-    if not steps and runtime and steps_per_s:
-        steps = round(runtime * steps_per_s)  # printed dicts carry no step number
+    runtime, steps_per_s, samples_per_s = (_hf_rate(final, k, source) for k in (
+        "train_runtime", "train_steps_per_second", "train_samples_per_second"))
+    global_step = None if global_step is None else whole(global_step, "global_step", source)
+    if final.get("step") is not None:
+        steps = whole(final["step"], "step", source, " (the final entry's)")
+    elif global_step or not (runtime and steps_per_s):
+        steps = global_step
+    else:  # printed dicts carry no step number
+        steps = whole(round(runtime * steps_per_s), "train_runtime x train_steps_per_second", source, " (steps)")
     if not runtime or not steps:
         raise InputError("file", source, "the final Trainer entry lacks train_runtime or the step count")
-    eval_seconds = sum(_num(e.get("eval_runtime")) or 0.0 for e in entries if "eval_runtime" in e)
+    eval_seconds = sum(_hf_rate(e, "eval_runtime", source) or 0.0 for e in entries)
+    if eval_seconds >= runtime:
+        raise InputError("eval_runtime", eval_seconds, f"in {source}: evaluation (summed) must take less than "
+                         f"train_runtime, {runtime:g} s, which includes it")
     losses = [_num(e.get("loss")) for e in entries if "loss" in e]
     record = LogRecord(step=int(steps), step_time_s=(runtime - eval_seconds) / steps,
                        loss=next((x for x in reversed(losses) if x is not None), None))
     meta = {"train_runtime": runtime, "eval_seconds": eval_seconds, "steps": int(steps)}
-    if samples_per_s and steps_per_s:
-        meta["global_batch"] = round(samples_per_s / steps_per_s)  # sequences per optimizer step
+    if samples_per_s and steps_per_s:  # sequences per optimizer step
+        ratio = samples_per_s / steps_per_s
+        meta["global_batch"] = whole(round(ratio) if ratio < 1e15 else ratio, "train_samples_per_second / "
+                                      "train_steps_per_second", source, " (sequences per step)")
     return TrainingLog(source, "hf-trainer", (record,), meta)
+
+
+def _hf_rate(entry: dict, key: str, source: str) -> float | None:
+    """A Trainer speed metric (number or, transformers 5, text): positive and finite, or absent."""
+    value, number = entry.get(key), _num(entry.get(key))
+    if value is not None and (number is None or not 0 <= number < math.inf or (number == 0 and key != "eval_runtime")):
+        raise InputError(key, value, f"in {source}: must be a positive, finite number")
+    return number
 
 
 _HF_DICT = re.compile(r"\{'[^{}]*\}")
 
 
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
 def parse_hf_printed(text: str, source: str) -> TrainingLog:
-    entries = []
-    for match in _HF_DICT.finditer(text):
-        try:
-            value = ast.literal_eval(match.group(0))
-        except (ValueError, SyntaxError):
-            continue
-        if isinstance(value, dict):
-            entries.append(value)
+    entries = [e for e in map(_literal, _HF_DICT.findall(text)) if isinstance(e, dict)]
     if not entries:
         raise InputError("file", source, "has no printed Trainer dicts; expected " + EXPECTED)
     return parse_hf_entries(entries, source)
@@ -267,7 +279,8 @@ def parse_table(rows: list[dict], source: str) -> TrainingLog:
         if memory is None and values["memory_reserved_gib"] is not None:
             memory, kind = values["memory_reserved_gib"], "reserved"
         records.append(LogRecord(
-            step=int(values["step"]), step_time_s=values["step_time_s"], tokens_per_s=values["tokens_per_s"],
+            step=whole(values["step"], "step", source, f", row {i}"), step_time_s=values["step_time_s"],
+            tokens_per_s=values["tokens_per_s"],
             tokens_per_s_per_device=values["tokens_per_s_per_device"], tflops_per_device=values["tflops"],
             mfu=values["mfu"], memory_bytes=None if memory is None else memory * GiB,
             memory_kind=None if memory is None else kind, loss=values["loss"]))
@@ -282,7 +295,7 @@ def _cell(value: Any, column: str, row: int, source: str) -> float | None:
     text = str(value).strip()
     percent = text.endswith("%")
     number = _num(text.rstrip("%"))
-    if number is None or isinstance(value, bool):
+    if number is None or isinstance(value, bool) or not math.isfinite(number):
         raise InputError("file", source, f"row {row}, column '{column}': {value!r} is not a number")
     if column == "mfu" and (percent or number > 1):
         number /= 100.0
@@ -297,6 +310,7 @@ def read_text(path: str | Path, max_bytes: int | None = None) -> str:
     from gpuplan.adapters.files import MAX_BYTES, read_bytes
 
     data = read_bytes(path, "log", max_bytes or MAX_BYTES["log"])
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark (Excel's CSV)
     if b"\x00" in data[:4096]:
         raise InputError("file", str(path), "is binary; expected " + EXPECTED)
     try:
@@ -353,19 +367,31 @@ def _structured(text: str, source: str, suffix: str) -> Any:
     stripped = text.lstrip()
     if suffix == ".csv" or not stripped.startswith(("[", "{")):
         try:
-            rows = list(csv.DictReader(io.StringIO(text)))
+            rows = list(reader := csv.DictReader(io.StringIO(text)))
         except csv.Error as exc:
             raise InputError("file", source, f"is not valid CSV ({exc}); expected " + EXPECTED) from None
-        return [{k.strip(): v for k, v in row.items() if k is not None} for row in rows]
+        header = [str(c).strip() for c in reader.fieldnames or ()]
+        if len(set(header)) < len(header):
+            twice = next(c for c in header if header.count(c) > 1)
+            raise InputError("file", source, f"has the column {twice!r} twice; give each column once")
+        extra = next((i for i, row in enumerate(rows, start=1) if None in row), None)
+        if extra is not None:
+            raise InputError("file", source, f"row {extra} has more cells than the header's {len(header)} columns")
+        return [{k.strip(): v for k, v in row.items()} for row in rows]
     try:
         return json.loads(text)
     except json.JSONDecodeError:
-        if suffix == ".jsonl" or "\n{" in stripped:
-            try:
-                return [json.loads(line) for line in text.splitlines() if line.strip()]
-            except json.JSONDecodeError as exc:
-                raise InputError("file", source, f"is not valid JSON Lines (line {exc.lineno})") from None
-        raise InputError("file", source, "is not valid JSON; expected " + EXPECTED) from None
+        if suffix != ".jsonl" and "\n{" not in stripped:
+            raise InputError("file", source, "is not valid JSON; expected " + EXPECTED) from None
+    except ValueError:  # int() refuses a number of over 4,300 digits
+        raise InputError("file", source, "has a number of over 4,300 digits; no training log has one") from None
+    rows = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        try:
+            rows += [json.loads(line)] if line.strip() else []
+        except ValueError:
+            raise InputError("file", source, f"is not valid JSON Lines (line {n})") from None
+    return rows
 
 
 def read_training_log(path: str | Path, fmt: str | None = None) -> TrainingLog:

@@ -133,6 +133,8 @@ def _fit_time(rows: list[_Row]) -> dict[str, Factor]:
 
 def _shares(C: list[float], A: list[float]) -> str:
     shares = sorted(a / (c + a) for c, a in zip(C, A) if c + a > 0)
+    if not shares:
+        return "unknown"
     return f"{shares[0]:.1%}" if shares[0] == shares[-1] else f"{shares[0]:.1%}-{shares[-1]:.1%}"
 
 

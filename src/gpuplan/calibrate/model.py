@@ -123,7 +123,7 @@ def calibration_from_dict(data: Any, source: str) -> Calibration:
         raise InputError("calibration", source, f"has schema_version {data.get('schema_version')!r}; "
                          f"this gpuplan reads {SCHEMA_VERSION}")
     try:
-        factors = {name: _factor(data[name]) for name in FACTOR_NAMES}
+        factors = {name: _factor(data[name], name) for name in FACTOR_NAMES}
         reference = _build(Reference, data["reference"])
         measurements = tuple(_build(MeasurementFit, m) for m in data.get("measurements", ()))
     except (KeyError, TypeError, ValueError) as exc:
@@ -132,12 +132,21 @@ def calibration_from_dict(data: Any, source: str) -> Calibration:
                        notes=tuple(data.get("notes", ())))
 
 
-def _factor(raw: dict) -> Factor:
+MAX_RATIO = 1e3
+"""A fitted ratio factor beyond 1000x (or below 1/1000) is no correction but a different run: the
+fitter's own notes call 0.27 a large one."""
+MAX_OVERHEAD_BYTES = float(2**40)
+"""A fixed memory overhead beyond 1 TiB either way is more than any accelerator holds."""
+
+
+def _factor(raw: dict, name: str = "factor") -> Factor:
     factor = _build(Factor, raw)
     if factor.status not in STATUSES or not math.isfinite(factor.value):
         raise ValueError(f"bad factor {raw!r}")
-    if factor.unit == "x" and factor.value <= 0:
-        raise ValueError(f"a ratio factor must be positive, got {factor.value}")
+    if factor.unit == "x" and not 1 / MAX_RATIO <= factor.value <= MAX_RATIO:
+        raise ValueError(f"{name} {factor.value:g}: a ratio factor must be within 0.001 to 1000")
+    if factor.unit == "bytes" and abs(factor.value) > MAX_OVERHEAD_BYTES:
+        raise ValueError(f"{name} {factor.value:g} bytes: must be within +-1 TiB")
     return factor
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -11,6 +12,12 @@ from gpuplan.adapters.training_logs import (
     read_text,
     summarize,
 )
+from gpuplan.calibrate.log_checks import (
+    check_against_gpu,
+    check_log,
+    check_step_time,
+    label,
+)
 from gpuplan.calibrate.measurement import (
     LOG_DEFAULTS,
     LogContext,
@@ -18,6 +25,7 @@ from gpuplan.calibrate.measurement import (
     measurement_from_trial,
     require,
 )
+from gpuplan.calibrate.trial_checks import check_trial, check_trial_memory
 from gpuplan.errors import InputError
 
 
@@ -25,32 +33,45 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
     """A parsed log plus what the flags say about the run, as one Measurement (medians over the
     logged steps after the first; the memory is the largest logged peak)."""
     from gpuplan.adapters.resolve import resolve_gpu
+    from gpuplan.core.precision import check_recipe_runs_on
 
     fmt, source = log.format, log.source
-    summary = summarize(log)
+    summary = summarize(check_log(log))
     model = require(context, "model", source, fmt)
-    gpu = resolve_gpu(require(context, "gpu", source, fmt)).id
+    accelerator = resolve_gpu(require(context, "gpu", source, fmt))
+    gpu = accelerator.id
     gpus = int(require(context, "gpus", source, fmt))
     seq_len = int(require(context, "seq_len", source, fmt))
     recipe, implementation, zero = LOG_DEFAULTS[fmt]
+    recipe = context.recipe or recipe
+    check_recipe_runs_on(recipe, accelerator)
+    check_against_gpu(log, accelerator, source)
+    logged = log.meta.get("global_batch")
+    if context.global_batch is not None and logged is not None and context.global_batch != logged:
+        raise InputError("global_batch", context.global_batch, f"{source} logs a global batch of {logged} "
+                         f"sequences; give --global-batch {logged} or leave it out")
+    if summary.tokens_per_s and summary.tokens_per_s / gpus > 1e8:
+        raise InputError(label(fmt, "tokens_per_s")[0], summary.tokens_per_s, f"in {source}: over 1e8 tokens/s per "
+                         f"GPU on {gpus} GPUs; a real run logs less (check the log and --gpus)")
     dp = max(1, gpus // (context.tp * context.pp))
-    batch = context.global_batch or log.meta.get("global_batch") or context.micro_batch * dp
+    batch = context.global_batch or logged or context.micro_batch * dp
     step = summary.step_time_s
     notes = []
     if step is None:  # throughput only (torchtitan tps, or a table with tokens/s): time = tokens / rate
         tokens = batch * seq_len
         if summary.tokens_per_s:
-            step = tokens / summary.tokens_per_s
+            step, rate = tokens / summary.tokens_per_s, "tokens_per_s"
         elif summary.tokens_per_s_per_device:
-            step = tokens / (summary.tokens_per_s_per_device * gpus)
+            step, rate = tokens / (summary.tokens_per_s_per_device * gpus), "tokens_per_s_per_device"
         if step is not None:
+            check_step_time(step, source, label(fmt, rate)[0], getattr(summary, rate))
             notes.append(f"step time = {batch} sequences x {seq_len} tokens / logged tokens per second")
     if step is None and summary.memory_bytes is None:
         raise InputError("file", source, "gives neither a step time, a throughput nor a memory peak")
     return Measurement(
         source=source, kind=fmt, model=model, seq_len=seq_len, world_size=gpus, gpu=gpu, device="cuda",
         tp=context.tp, pp=context.pp, ep=context.ep, zero=zero if context.zero is None else context.zero,
-        micro_batch=context.micro_batch, global_batch=batch, recipe=context.recipe or recipe,
+        micro_batch=context.micro_batch, global_batch=batch, recipe=recipe,
         implementation=implementation, dtype=context.dtype, recompute=context.recompute, step_time_s=step,
         step_time_stdev_s=summary.step_time_stdev_s, peak_memory_bytes=summary.memory_bytes,
         memory_kind=summary.memory_kind, samples=summary.records_used, notes=tuple(notes))
@@ -59,13 +80,12 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
 def load_measurement(path: str | Path, context: LogContext | None = None, fmt: str | None = None,
                      max_bytes: int | None = None) -> Measurement:
     """One file: a gpuplan trial measurement, or a training log of a supported format."""
+    from gpuplan.adapters.files import parse_json
     from gpuplan.calibrate.model import KIND as CALIBRATION_KIND
     from gpuplan.profile.measurement_file import (
         is_trial_measurement,
         validate_measurement,
     )
-
-    from gpuplan.adapters.files import parse_json
 
     source = str(path)
     text = read_text(path, max_bytes)
@@ -75,7 +95,12 @@ def load_measurement(path: str | Path, context: LogContext | None = None, fmt: s
         except InputError:
             data = None
         if is_trial_measurement(data):
-            return measurement_from_trial(validate_measurement(data, source), source)
+            m = measurement_from_trial(check_trial(validate_measurement(data, source), source), source)
+            if m.gpu is not None:
+                from gpuplan.adapters.resolve import resolve_gpu
+
+                check_trial_memory(m.peak_memory_bytes, resolve_gpu(m.gpu), source)
+            return m
         if isinstance(data, dict) and data.get("kind") == CALIBRATION_KIND:
             raise InputError("file", source, "is a calibration file; give measurement files or logs to calibrate, "
                              "and the calibration to train/plan/memory with --calibration")
@@ -84,7 +109,20 @@ def load_measurement(path: str | Path, context: LogContext | None = None, fmt: s
 
 def load_measurements(paths: Iterable[str | Path], context: LogContext | None = None,
                       fmt: str | None = None, max_bytes: int | None = None) -> list[Measurement]:
-    found = [load_measurement(p, context, fmt, max_bytes) for p in paths]
+    """Each file once, all of one model on one kind of device (a fit across them would mix them)."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        key = os.path.realpath(path)
+        if key in seen:
+            raise InputError("files", str(path), f"given twice (also as {seen[key]!r}); give each file once")
+        seen[key] = str(path)
+    found = [load_measurement(p, context, fmt, max_bytes) for p in seen.values()]
     if not found:
         raise InputError("files", "none", "at least one measurement file (gpuplan profile --out) or training log")
+    first = found[0]
+    for m in found[1:]:
+        for what in ("device", "gpu", "model"):
+            if getattr(m, what) != getattr(first, what):
+                raise InputError("files", m.source, f"measures {what} {getattr(m, what)!r}, but {first.source} "
+                                 f"measures {getattr(first, what)!r}; calibrate one model on one GPU type at a time")
     return found

@@ -99,9 +99,17 @@ def format_options(with_full: bool = True) -> list[click.Option]:
     return options
 
 
+def check_format(fmt: str, as_json: bool) -> None:
+    """--json with --format markdown asks for two answers: refused (every command, before any work)."""
+    if as_json and fmt not in ("table", "json"):
+        raise InputError("format", fmt, "--json asks for JSON; give --json or --format markdown, not both")
+
+
 def emit(report: Any, fmt: str = "table", as_json: bool = False, full: bool = False) -> None:
     """Render a Report to stdout in the chosen format."""
     from gpuplan.report import render
+
+    check_format(fmt, as_json)
 
     if as_json or fmt == "json":
         sys.stdout.write(render.to_json(report) + "\n")
@@ -168,8 +176,7 @@ def job_command(name: str, schema: type, run: Callable[[Any], Any], help: str,
 
     def callback(target: str | None = None, fmt: str = "table", as_json: bool = False, full: bool = False,
                  **flags: Any) -> None:
-        if as_json and fmt not in ("table", "json"):
-            raise InputError("format", fmt, "--json asks for JSON; give --json or --format markdown, not both")
+        check_format(fmt, as_json)
         raw, where = raw_inputs(target, flags, schema)
         report = run(schema.parse(raw, where))
         if report is not None:

@@ -10,7 +10,7 @@ HELP = (
 
 
 def command():
-    from gpuplan.commands.build import emit, format_options, schema_options, with_schema
+    from gpuplan.commands.build import check_format, emit, format_options, schema_options, with_schema
     from gpuplan.calibrate.schema import CalibrateInputs
 
     def callback(files, fmt="table", as_json=False, full=False, **flags):
@@ -23,13 +23,12 @@ def command():
         )
         from gpuplan.errors import InputError
 
+        check_format(fmt, as_json)
         inputs = CalibrateInputs.parse({"files": list(files) or None, **flags})
-        if inputs.out:
-            from gpuplan.adapters.files import check_writable
-
-            check_writable(inputs.out)  # before any work
         if not inputs.files:
             raise InputError("files", "none", "at least one measurement JSON (gpuplan profile --out) or training log")
+        if inputs.out:
+            _check_out(str(inputs.out), inputs.files)  # before any work
         measurements = load_measurements(
             inputs.files, inputs.log_context(), inputs.log_format, inputs.max_log_mib << 20
         )
@@ -55,3 +54,18 @@ def command():
         ),
         CalibrateInputs,
     )
+
+
+def _check_out(out: str, files) -> None:
+    """--out names a new file (not a folder, not one of the inputs) in a writable folder."""
+    import os
+
+    from gpuplan.adapters.files import check_writable
+    from gpuplan.errors import InputError
+
+    if out.endswith(("/", os.sep)) or (os.altsep and out.endswith(os.altsep)):
+        raise InputError("out", out, "ends in a path separator, so names a folder; give a file name (calibration.json)")
+    same = next((f for f in files if os.path.realpath(f) == os.path.realpath(out)), None)
+    if same is not None:
+        raise InputError("out", out, f"is also an input ({same}); write the calibration to another file")
+    check_writable(out)

@@ -9,12 +9,13 @@ HELP = (
 
 
 def command():
-    from gpuplan.commands.build import emit, format_options, schema_options, with_schema
+    from gpuplan.commands.build import check_format, emit, format_options, schema_options, with_schema
     from gpuplan.jobs.validation.schema import ValidateInputs
 
     def callback(fmt="table", as_json=False, full=False, **flags):
         from gpuplan.jobs.validation.estimate import accuracy_markdown, validation_report
 
+        check_format(fmt, as_json)  # before any work
         inputs = ValidateInputs.parse(flags)
         if inputs.out:
             from gpuplan.adapters.files import check_writable

@@ -1,0 +1,95 @@
+"""Values a real run can log: refuse the rest, naming the log's own field (one line, exit 2).
+
+A step time, rate or memory peak that is negative, zero, not finite or beyond physics (a step
+faster than 0.1 ms or slower than 11 days, an MFU above 100 %, TFLOP/s above the GPU's peak,
+memory above its capacity) is an error in the log or in the flags, never a measurement to fit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gpuplan.adapters.training_logs import GiB, MiB, TrainingLog
+from gpuplan.errors import InputError
+
+# record field -> (lowest, highest, lowest allowed itself?) in SI units
+BOUNDS = {"step_time_s": (1e-4, 1e6, True), "tokens_per_s": (0.0, 1e14, False),
+          "tokens_per_s_per_device": (0.0, 1e8, False), "tflops_per_device": (0.0, 1e5, True),
+          "mfu": (0.0, 1.0, True), "memory_bytes": (0.0, 1e14, False)}
+# per format: record field -> (the log's name for it, factor from SI to the log's unit)
+LABELS: dict[str, dict[str, tuple[str, float]]] = {
+    "torchtitan": {"tokens_per_s_per_device": ("tps", 1.0), "tflops_per_device": ("tflops", 1.0),
+                   "mfu": ("mfu (%)", 100.0), "memory_bytes": ("memory (GiB)", 1 / GiB)},
+    "megatron": {"step_time_s": ("elapsed time per iteration (ms)", 1000.0),
+                 "memory_bytes": ("max allocated (MB)", 1 / MiB),
+                 "tflops_per_device": ("throughput per GPU (TFLOP/s/GPU)", 1.0)},
+    "hf-trainer": {"step_time_s": ("train_runtime / steps (s)", 1.0)},
+    "table": {"tflops_per_device": ("tflops", 1.0), "memory_bytes": ("memory_gib", 1 / GiB),
+              **{k: (k, 1.0) for k in ("step_time_s", "tokens_per_s", "tokens_per_s_per_device", "mfu")}},
+}
+
+
+def label(fmt: str, name: str, kind: str | None = None) -> tuple[str, float]:
+    """The log's name for record field ``name`` and the factor from SI units to the log's unit."""
+    if fmt == "table" and name == "memory_bytes" and kind == "reserved":
+        return "memory_reserved_gib", 1 / GiB
+    return LABELS.get(fmt, {}).get(name, (name, 1.0))
+
+
+def check_value(value: float | None, name: str, fmt: str, source: str, where: str = "",
+                kind: str | None = None) -> None:
+    """InputError naming the log's field when ``value`` (record field ``name``, SI units) is not
+    one a real run logs: not finite, negative, zero where that is impossible, or absurd."""
+    if value is None:
+        return
+    low, high, closed = BOUNDS[name]
+    if math.isfinite(value) and (low <= value if closed else low < value) and value <= high:
+        return
+    field, scale = label(fmt, name, kind)
+    lowest = f"from {low * scale:g}" if closed else f"above {low * scale:g}"
+    raise InputError(field, _round(value * scale), f"in {source}{where}: a real run logs a finite number {lowest} "
+                     f"to {high * scale:.4g}")
+
+
+def check_log(log: TrainingLog) -> TrainingLog:
+    """Every logged value a real run can log; each step once."""
+    seen: set[int] = set()
+    for r in log.records:
+        if r.step in seen:
+            raise InputError("step", r.step, f"in {log.source}: logged twice; give one run's log, each step once")
+        seen.add(r.step)
+        for name in BOUNDS:
+            check_value(getattr(r, name), name, log.format, log.source, f", step {r.step}", r.memory_kind)
+    check_value(log.meta.get("memory_bytes"), "memory_bytes", log.format, log.source)
+    return log
+
+
+def check_against_gpu(log: TrainingLog, gpu: Any, source: str) -> None:
+    """Per-device TFLOP/s within the GPU's peak (any dtype) and memory within its capacity."""
+    peak = max(flops for dtype, flops in gpu.peak_flops if not dtype.startswith("int")) / 1e12
+    for r in log.records:
+        if r.tflops_per_device is not None and r.tflops_per_device > peak:
+            field, _ = label(log.format, "tflops_per_device")
+            raise InputError(field, r.tflops_per_device, f"in {source}, step {r.step}: above the {gpu.name}'s peak, "
+                             f"{peak:g} TFLOP/s; check --gpu")
+    memories = [(r.memory_bytes, r.memory_kind, f", step {r.step}") for r in log.records if r.memory_bytes]
+    if log.meta.get("memory_bytes"):
+        memories.append((log.meta["memory_bytes"], log.meta.get("memory_kind"), ""))
+    for memory, kind, where in memories:
+        if memory > gpu.memory_bytes:
+            field, scale = label(log.format, "memory_bytes", kind)
+            raise InputError(field, _round(memory * scale), f"in {source}{where}: above the capacity of the "
+                             f"{gpu.name}, {gpu.memory_bytes * scale:.4g}; check --gpu and the unit")
+
+
+def check_step_time(step: float, source: str, field: str, rate: float) -> None:
+    """A step time derived from a throughput (tokens / rate) within 0.1 ms .. 1e6 s."""
+    low, high, _ = BOUNDS["step_time_s"]
+    if not low <= step <= high:
+        raise InputError(field, rate, f"in {source} (median): implies {step:.3g} s per step (batch x sequence / "
+                         f"rate); a real step takes {low:g} to {high:g} s; check the log and --global-batch/--seq-len")
+
+
+def _round(value: float) -> float:
+    return float(f"{value:.12g}") if math.isfinite(value) else value
