@@ -4,8 +4,8 @@
 (one line naming the field), as ``infer`` refuses it: a mapping whose ``quant_method`` is one the
 inference reader knows, with widths, group sizes and block sizes that method defines. The full
 reading (text enums such as ``fmt`` or ``strategy``, the bits each stores) stays in
-jobs/inference/quant_config.py; the method names and widths below are the same lists (a test keeps
-them equal).
+jobs/inference/quant_config.py, which takes the method widths, limits and number checks below from
+here (one list, one check).
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ GROUPED_BITS = {"gptq": (2, 3, 4, 8), "gptq_marlin": (4, 8), "awq": (4,), "awq_m
 CT_BITS = (2, 3, 4, 8)
 """compressed-tensors weights.num_bits (int 2/3/4/8, float 4/8)."""
 MAX_GROUP = 1 << 16
+"""Largest group / block dimension accepted: far above any checkpoint (GPTQ / AWQ use 32-128)."""
 IGNORE_KEYS = ("modules_to_not_convert", "ignore", "exclude_modules", "ignored_layers")
 QC = "config.json: quantization_config"
 
 
-def _integer(value: Any) -> int | None:
+def whole_number(value: Any) -> int | None:
     """A JSON whole number (4 or 4.0) as an int; None for anything else (true, 4.7, "4", inf)."""
     if isinstance(value, bool):
         return None
@@ -38,7 +39,8 @@ def _integer(value: Any) -> int | None:
     return None
 
 
-def _listing(values: tuple) -> str:
+def listing(values: tuple) -> str:
+    """'a, b or c'."""
     items = [str(v) for v in values]
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
@@ -48,12 +50,24 @@ def _shown(value: Any) -> Any:
     return f"{len(value)} entries" if isinstance(value, list | dict) and len(value) > 4 else value
 
 
-def _group(value: Any, field: str) -> None:
-    """Weights per group, 1 to 65,536, or -1 (one scale per output channel)."""
-    n = _integer(value)
-    if n != -1 and (n is None or not 1 <= n <= MAX_GROUP):
-        raise InputError(field, value, f"must be a whole number of weights per group, 1 to {MAX_GROUP:,} "
-                         "or -1 (per channel)")
+def group_size(value: Any, field: str, per_channel: bool = True) -> int | None:
+    """Weights per group, 1 to 65,536; -1 (per output channel) -> None where allowed."""
+    n = whole_number(value)
+    if per_channel and n == -1:
+        return None
+    if n is None or not 1 <= n <= MAX_GROUP:
+        minus = " or -1 (per channel)" if per_channel else ""
+        raise InputError(field, value, f"must be a whole number of weights per group, 1 to {MAX_GROUP:,}{minus}")
+    return n
+
+
+def weight_block(block: Any, field: str) -> tuple[int, int]:
+    """An FP8 checkpoint's weight_block_size: two powers of two from 16 to 65,536."""
+    dims = [whole_number(d) for d in block] if isinstance(block, list) else []
+    if len(dims) != 2 or any(d is None or not 16 <= d <= MAX_GROUP or d & (d - 1) for d in dims):
+        raise InputError(field, _shown(block), f"must be two powers of two from 16 to {MAX_GROUP:,} "
+                         "(output x input block, e.g. [128, 128])")
+    return dims[0], dims[1]
 
 
 def check_quantization_config(qcfg: Any) -> None:
@@ -76,19 +90,15 @@ def check_quantization_config(qcfg: Any) -> None:
         awq = name.startswith("awq")
         for key in ("w_bit", "bits") if awq else ("bits", "w_bit"):
             if key in qcfg:
-                if _integer(qcfg[key]) not in GROUPED_BITS[name]:
-                    raise InputError(f"{QC}.{key}", qcfg[key], f"must be {_listing(GROUPED_BITS[name])} for {name}")
+                if whole_number(qcfg[key]) not in GROUPED_BITS[name]:
+                    raise InputError(f"{QC}.{key}", qcfg[key], f"must be {listing(GROUPED_BITS[name])} for {name}")
                 break
         for key in ("q_group_size", "group_size") if awq else ("group_size", "q_group_size"):
             if key in qcfg:
-                _group(qcfg[key], f"{QC}.{key}")
+                group_size(qcfg[key], f"{QC}.{key}")
                 break
     elif name == "fp8" and qcfg.get("weight_block_size") is not None:
-        block = qcfg["weight_block_size"]
-        dims = [_integer(d) for d in block] if isinstance(block, list) else []
-        if len(dims) != 2 or any(d is None or not 16 <= d <= MAX_GROUP or d & (d - 1) for d in dims):
-            raise InputError(f"{QC}.weight_block_size", _shown(block), f"must be two powers of two from 16 to {MAX_GROUP:,} "
-                             "(output x input block, e.g. [128, 128])")
+        weight_block(qcfg["weight_block_size"], f"{QC}.weight_block_size")
     elif name == "bitsandbytes":
         _bitsandbytes(qcfg)
     elif name == "compressed-tensors":
@@ -120,7 +130,7 @@ def _config_groups(groups: Any) -> None:
             raise InputError(where + (".weights" if isinstance(scheme, dict) else ""),
                              _shown(weights if isinstance(scheme, dict) else scheme),
                              "expected a scheme: a mapping with weights (num_bits, type, strategy, group_size)")
-        if _integer(weights.get("num_bits", 8)) not in CT_BITS:
-            raise InputError(f"{where}.weights.num_bits", weights.get("num_bits"), f"must be {_listing(CT_BITS)}")
+        if whole_number(weights.get("num_bits", 8)) not in CT_BITS:
+            raise InputError(f"{where}.weights.num_bits", weights.get("num_bits"), f"must be {listing(CT_BITS)}")
         if weights.get("group_size") is not None:
-            _group(weights["group_size"], f"{where}.weights.group_size")
+            group_size(weights["group_size"], f"{where}.weights.group_size")

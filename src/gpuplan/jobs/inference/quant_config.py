@@ -22,18 +22,21 @@ takes the format's default (GPTQ / AWQ: 4 bits, group 128). Where each rule come
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Any
 
+from gpuplan.adapters.quant_fields import (
+    GROUPED_BITS,
+    IGNORE_KEYS,
+    group_size,
+    listing,
+    weight_block,
+    whole_number,
+)
 from gpuplan.core import inference as I
 from gpuplan.errors import InputError
 
 QC = "quantization_config"
-MAX_GROUP = 1 << 16
-"""Largest group / block dimension accepted: far above any checkpoint (GPTQ / AWQ use 32-128)."""
-
-GROUPED_BITS = {"gptq": (2, 3, 4, 8), "gptq_marlin": (4, 8), "awq": (4,), "awq_marlin": (4,), "marlin": (4,)}
 CT_STRATEGIES = ("tensor", "channel", "group", "block", "token", "tensor_group", "attn_head")
 CT_BITS = {"int": (2, 3, 4, 8), "float": (4, 8)}
 FP8_ELEMENT_FORMATS = ("e4m3", "e5m2", "hybrid")
@@ -41,7 +44,6 @@ FP8_ELEMENT_FORMATS = ("e4m3", "e5m2", "hybrid")
 METHODS = "gptq, awq, fp8, bitsandbytes, compressed-tensors, mxfp4, modelopt (NVFP4, FP8)"
 
 ATTENTION_NAMES = ("self_attn", "attn", "attention", "q_proj", "k_proj", "v_proj", "o_proj", "qkv")
-IGNORE_KEYS = ("modules_to_not_convert", "ignore", "exclude_modules", "ignored_layers")
 
 
 def _field(*path: str) -> str:
@@ -52,22 +54,6 @@ def _label(key: Any) -> str:
     """A config_groups key as it may appear in a field name (short, printable)."""
     text = str(key)
     return text if len(text) <= 40 and text.isprintable() else "<group>"
-
-
-def _listing(values: tuple) -> str:
-    items = [str(v) for v in values]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
-
-
-def _integer(value: Any) -> int | None:
-    """A JSON whole number (4 or 4.0) as an int; None for anything else (true, 4.7, "4", inf)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    return None
 
 
 def _flag(mapping: dict[str, Any], key: str, default: bool | None, *path: str) -> bool | None:
@@ -82,17 +68,6 @@ def _flag(mapping: dict[str, Any], key: str, default: bool | None, *path: str) -
 
 def _first_key(qcfg: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     return next((k for k in keys if k in qcfg), None)
-
-
-def _group_size(value: Any, field: str, per_channel: bool = True) -> int | None:
-    """Weights per group, 1 to 65,536; -1 (per output channel) -> None where allowed."""
-    n = _integer(value)
-    if per_channel and n == -1:
-        return None
-    if n is None or not 1 <= n <= MAX_GROUP:
-        minus = " or -1 (per channel)" if per_channel else ""
-        raise InputError(field, value, f"must be a whole number of weights per group, 1 to {MAX_GROUP:,}{minus}")
-    return n
 
 
 def ignore_list(qcfg: dict[str, Any], key: str) -> list[str]:
@@ -168,11 +143,11 @@ def _gptq_awq(qcfg: dict[str, Any], method: str) -> I.WeightFormat:
     bits_key = _first_key(qcfg, ("w_bit", "bits") if awq else ("bits", "w_bit"))
     bits = 4
     if bits_key is not None:
-        bits = _integer(qcfg[bits_key])
+        bits = whole_number(qcfg[bits_key])
         if bits not in allowed:
-            raise InputError(_field(bits_key), qcfg[bits_key], f"must be {_listing(allowed)} for {method}")
+            raise InputError(_field(bits_key), qcfg[bits_key], f"must be {listing(allowed)} for {method}")
     group_key = _first_key(qcfg, ("q_group_size", "group_size") if awq else ("group_size", "q_group_size"))
-    group = 128 if group_key is None else _group_size(qcfg[group_key], _field(group_key))
+    group = 128 if group_key is None else group_size(qcfg[group_key], _field(group_key))
     # GPTQ always stores qzeros; AWQ only with zero_point (its default)
     zero = method.startswith("gptq") or bool(_flag(qcfg, "zero_point", True))
     return grouped_int(bits, group, zero, f"{method} quantization_config")
@@ -190,22 +165,14 @@ def grouped_int(bits: int, group: int | None, zero: bool, origin: str) -> I.Weig
 def _fp8(qcfg: dict[str, Any]) -> I.WeightFormat:
     element = qcfg.get("fmt")
     if element is not None and (not isinstance(element, str) or element.strip().lower() not in FP8_ELEMENT_FORMATS):
-        raise InputError(_field("fmt"), element, f"an FP8 element format: {_listing(FP8_ELEMENT_FORMATS)}")
+        raise InputError(_field("fmt"), element, f"an FP8 element format: {listing(FP8_ELEMENT_FORMATS)}")
     scheme = qcfg.get("activation_scheme")
     if scheme is not None and (not isinstance(scheme, str) or scheme.strip().lower() not in ("static", "dynamic")):
         raise InputError(_field("activation_scheme"), scheme, "must be static or dynamic (vLLM Fp8Config)")
     block = qcfg.get("weight_block_size")
     if block is not None:
-        _weight_block(block)
+        weight_block(block, _field("weight_block_size"))
     return I.FORMATS["fp8"]
-
-
-def _weight_block(block: Any) -> tuple[int, int]:
-    dims = [_integer(d) for d in block] if isinstance(block, list) else []
-    if len(dims) != 2 or any(d is None or not 16 <= d <= MAX_GROUP or d & (d - 1) for d in dims):
-        raise InputError(_field("weight_block_size"), block, f"must be two powers of two from 16 to {MAX_GROUP:,} "
-                         "(output x input block, e.g. [128, 128])")
-    return dims[0], dims[1]
 
 
 def _bitsandbytes(qcfg: dict[str, Any]) -> I.WeightFormat:
@@ -249,12 +216,12 @@ def _ct_scheme(name: str, scheme: Any) -> I.WeightFormat:
     kind = weights.get("type", "int")
     if kind not in CT_BITS:
         raise InputError(_field(*path, "type"), kind, "must be int or float")
-    bits = _integer(weights.get("num_bits", 8))
+    bits = whole_number(weights.get("num_bits", 8))
     if bits not in CT_BITS[kind]:
         raise InputError(_field(*path, "num_bits"), weights.get("num_bits"),
-                         f"must be {_listing(CT_BITS[kind])} for type {kind}")
+                         f"must be {listing(CT_BITS[kind])} for type {kind}")
     group_value = weights.get("group_size")
-    group = None if group_value is None else _group_size(group_value, _field(*path, "group_size"))
+    group = None if group_value is None else group_size(group_value, _field(*path, "group_size"))
     if group_value is not None and group is None:
         group = -1  # compressed-tensors: -1 = per channel
     strategy = weights.get("strategy")
