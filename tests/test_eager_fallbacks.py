@@ -19,7 +19,7 @@ from gpuplan.core.eager_fallbacks import (
 from gpuplan.core.model import count_parameters
 from gpuplan.core.step import StepSettings, microbatch_compute_time
 from gpuplan.core.topology import cluster_for
-from gpuplan.core.weights import param_groups
+from gpuplan.core.serving.weights import param_groups
 from gpuplan.errors import InputError
 
 

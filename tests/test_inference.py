@@ -6,8 +6,12 @@ import math
 import pytest
 
 from gpuplan.catalog import load_accelerator, load_model
-from gpuplan.core import inference as I
-from gpuplan.core import kv_cache as K
+from gpuplan.core.serving import engines as E
+from gpuplan.core.serving import memory as M
+from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving import setup as SU
+from gpuplan.core.serving import weights as W
+from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.model import count_parameters
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.estimate import estimate_inference
@@ -47,31 +51,31 @@ def test_recommendation_only_counts_accelerators_that_run_the_format():
     ("int8", 128, True, 8.0), ("fp8", 128, True, 8.0), ("bf16", 128, True, 16.0), ("fp32", 128, True, 32.0),
 ])
 def test_bits_per_weight(name, group, zero, bits):
-    assert I.weight_format(name, group, zero).bits_per_weight == pytest.approx(bits)
+    assert W.weight_format(name, group, zero).bits_per_weight == pytest.approx(bits)
 
 
 def test_int4_keeps_embeddings_and_lm_head_in_16_bit():
     spec = load_model("llama-3.1-8b")
     c = count_parameters(spec)
-    groups = I.param_groups(spec)
-    fmt = I.weight_format("int4", 128)
+    groups = W.param_groups(spec)
+    fmt = W.weight_format("int4", 128)
     emb_head = c.embedding + c.lm_head  # 2 x 128,256 x 4,096
     layers = c.total - emb_head - c.norms
     expected = layers * 4.15625 / 8 + (emb_head + c.norms) * 2
-    assert I.weight_bytes_total(groups, fmt) == pytest.approx(expected)
-    assert I.weight_bytes_total(groups, I.FORMATS["bf16"]) == 2 * c.total
+    assert W.weight_bytes_total(groups, fmt) == pytest.approx(expected)
+    assert W.weight_bytes_total(groups, W.FORMATS["bf16"]) == 2 * c.total
 
 
 def test_weights_split_over_tp_and_pp():
     spec = load_model("llama-2-7b")
-    groups, fmt = I.param_groups(spec), I.FORMATS["fp16"]
-    total = I.weight_bytes_total(groups, fmt)
+    groups, fmt = W.param_groups(spec), W.FORMATS["fp16"]
+    total = W.weight_bytes_total(groups, fmt)
     emb = 32000 * 4096 * 2  # untied: embedding and LM head both 262 MB
     norms = groups.norms * 2
-    assert I.weight_bytes_per_gpu(groups, fmt, 32, tp=2) == pytest.approx((total - norms) / 2 + norms)
+    assert W.weight_bytes_per_gpu(groups, fmt, 32, tp=2) == pytest.approx((total - norms) / 2 + norms)
     # pp 2: 16 of 32 layers, plus the larger of the first stage's embedding and the last's LM head
     layers = total - 2 * emb
-    assert I.weight_bytes_per_gpu(groups, fmt, 32, pp=2) == pytest.approx(layers / 2 + emb, rel=1e-4)
+    assert W.weight_bytes_per_gpu(groups, fmt, 32, pp=2) == pytest.approx(layers / 2 + emb, rel=1e-4)
 
 
 # ----------------------------------------------------------------------------- KV cache
@@ -136,14 +140,14 @@ def test_activation_profile_matches_vllm_10517():
     # vLLM profile of Llama-3.1-8B on an RTX 3090: peak_torch - weights = 17.06 - 14.99 = 2.07 GiB
     # at 20,000 tokens; 20,000 x 2 B x (3 x 14,336 + 3 x 4,096) = 2,211,840,000 B = 2.06 GiB
     spec = load_model("llama-3.1-8b")
-    assert I.activation_peak_bytes(spec, 20000, 256) == 2_211_840_000
-    assert I.activation_peak_bytes(spec, 20000, 256) / GiB == pytest.approx(2.07, abs=0.02)
+    assert E.activation_peak_bytes(spec, 20000, 256) == 2_211_840_000
+    assert E.activation_peak_bytes(spec, 20000, 256) / GiB == pytest.approx(2.07, abs=0.02)
 
 
 def test_kv_budget_by_hand():
     spec, gpu = load_model("llama-3.1-8b"), load_accelerator("rtx-3090")
-    runtime = I.Runtime(cuda_graphs=0, prefill_tokens=20000, max_num_seqs=256)
-    memory = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, I.ServingSetup(I.FORMATS["bf16"], 2,
+    runtime = SU.Runtime(cuda_graphs=0, prefill_tokens=20000, max_num_seqs=256)
+    memory = M.serving_memory(spec, W.param_groups(spec), gpu.memory_bytes, SU.ServingSetup(W.FORMATS["bf16"], 2,
                                                                                               runtime), 1, 1)
     usable = (24 * GiB - 0.5 * GiB) * 0.9  # 21.15 GiB
     weights = 2 * 8_030_261_248  # Llama-3.1-8B bf16
@@ -152,7 +156,7 @@ def test_kv_budget_by_hand():
 
 
 def test_vllm_serve_batch_defaults_by_gpu():
-    runtime = I.Runtime()
+    runtime = SU.Runtime()
     assert runtime.batch_limits(load_accelerator("h100").memory_bytes, "NVIDIA H100") == (8192, 1024)
     assert runtime.batch_limits(load_accelerator("a100").memory_bytes, "NVIDIA A100 80GB") == (2048, 256)
     assert runtime.batch_limits(24 * GiB, "L4") == (2048, 256)
@@ -169,9 +173,9 @@ def test_capacity_in_report_is_consistent():
 # ----------------------------------------------------------------------------- speed
 def test_decode_batch1_is_weights_plus_kv_over_bandwidth():
     spec, gpu = load_model("llama-2-7b"), load_accelerator("a100")
-    setup = I.ServingSetup(I.FORMATS["fp16"], 2)
+    setup = SU.ServingSetup(W.FORMATS["fp16"], 2)
     kv = K.kv_layout(spec, 2).bytes_per_sequence(1024)
-    step = I.decode_step(spec, I.param_groups(spec), setup, kv, tp=1, pp=1, batch=1, context=1024,
+    step = R.decode_step(spec, W.param_groups(spec), setup, kv, tp=1, pp=1, batch=1, context=1024,
                          bandwidth=gpu.memory_bandwidth, peak=gpu.peak("fp16"), link=gpu.scale_up_bandwidth)
     # every weight but the input embedding (a row lookup) once, plus 1,024 tokens x 512 KiB of KV
     read = 2 * (6_738_415_616 - 32000 * 4096) + 1024 * 524_288
@@ -181,7 +185,7 @@ def test_decode_batch1_is_weights_plus_kv_over_bandwidth():
 
 def test_prefill_is_compute_bound_flops_over_peak():
     spec, gpu = load_model("llama-2-7b"), load_accelerator("a100")
-    step = I.prefill_step(spec, I.param_groups(spec), I.ServingSetup(I.FORMATS["fp16"], 2), tp=1, pp=1, prompt=2048,
+    step = R.prefill_step(spec, W.param_groups(spec), SU.ServingSetup(W.FORMATS["fp16"], 2), tp=1, pp=1, prompt=2048,
                           bandwidth=gpu.memory_bandwidth, peak=gpu.peak("fp16"), link=None)
     # 2 FLOPs per matmul weight per token (6.48e9 weights in the layers), causal attention
     # 2 x 32 heads x 256 x (2049/2) keys x 32 layers, LM head once: 2 x 32000 x 4096
@@ -192,20 +196,20 @@ def test_prefill_is_compute_bound_flops_over_peak():
 
 
 def test_moe_decode_reads_only_touched_experts():
-    assert I.expected_expert_fraction(8, 2, 1) == pytest.approx(0.25)
-    assert I.expected_expert_fraction(8, 2, 2) == pytest.approx(1 - 0.75**2)
+    assert W.expected_expert_fraction(8, 2, 1) == pytest.approx(0.25)
+    assert W.expected_expert_fraction(8, 2, 2) == pytest.approx(1 - 0.75**2)
     spec = load_model("mixtral-8x7b")
-    groups, fmt = I.param_groups(spec), I.FORMATS["bf16"]
-    one = I.decode_weight_bytes_read(spec, groups, fmt, 1, 1)
+    groups, fmt = W.param_groups(spec), W.FORMATS["bf16"]
+    one = W.decode_weight_bytes_read(spec, groups, fmt, 1, 1)
     assert one == pytest.approx(2 * (groups.dense_linear + 0.25 * groups.routed + groups.router + groups.lm_head
                                      + groups.norms))
 
 
 def test_allreduce_ring_cost():
     # 1 MB over NVLink 900 GB/s (450 per direction), tp 2: 8 us + 2 x 1/2 x 1e6 / 450e9
-    assert I.allreduce_seconds(1e6, 2, 900e9, 8e-6) == pytest.approx(8e-6 + 1e6 / 450e9)
-    assert I.allreduce_seconds(1e6, 1, 900e9, 8e-6) == 0.0
-    assert I.Efficiency().latency(64e9) == pytest.approx(24e-6)  # PCIe: x3
+    assert R.allreduce_seconds(1e6, 2, 900e9, 8e-6) == pytest.approx(8e-6 + 1e6 / 450e9)
+    assert R.allreduce_seconds(1e6, 1, 900e9, 8e-6) == 0.0
+    assert SU.Efficiency().latency(64e9) == pytest.approx(24e-6)  # PCIe: x3
 
 
 def test_tp_adds_allreduce_time_per_token():
@@ -216,7 +220,7 @@ def test_tp_adds_allreduce_time_per_token():
 
 def test_cost_per_million_tokens():
     # $2/GPU-hour x 8 GPUs at 1,000 tokens/s: 16 $/h / 3.6e6 tokens/h x 1e6
-    assert I.cost_per_million_tokens(2.0, 8, 1000.0) == pytest.approx(16 / 3.6)
+    assert R.cost_per_million_tokens(2.0, 8, 1000.0) == pytest.approx(16 / 3.6)
 
 
 def test_throughput_curve_rises_with_batch():
@@ -225,7 +229,7 @@ def test_throughput_curve_rises_with_batch():
     rates = [float(row[2].replace(",", "")) for row in rows]
     assert rows[0][0] == 1 and rates == sorted(rates) and rates[-1] > 10 * rates[0]
     assert r.value("cost_per_million_tokens") == pytest.approx(
-        I.cost_per_million_tokens(2.0, 1, r.value("tokens_per_s")))
+        R.cost_per_million_tokens(2.0, 1, r.value("tokens_per_s")))
 
 
 def test_cost_not_available_without_price(monkeypatch):
@@ -294,25 +298,27 @@ def test_a_setup_that_does_not_fit_says_what_would():
 
 
 def test_a_per_query_head_decode_kernel_reads_a_gqa_cache_group_times():
-    """core.inference.kv_reads_per_step: Llama-2-70B has 64 query heads on 8 KV heads, so a kernel
+    """core.serving.roofline.kv_reads_per_step: Llama-2-70B has 64 query heads on 8 KV heads, so a kernel
     with one thread block per query head (vLLM paged_attention, TensorRT-LLM before XQA) reads each
     cached element 8 times per step; MHA and MLA caches once; the decode step's memory time grows
     by exactly the extra 7 reads."""
     from gpuplan.catalog import load_accelerator, load_model
-    from gpuplan.core import inference as I
-    from gpuplan.core import kv_cache as K
+    from gpuplan.core.serving import roofline as R
+    from gpuplan.core.serving import setup as SU
+    from gpuplan.core.serving import weights as W
+    from gpuplan.core.serving import kv_cache as K
 
     llama70, llama7, dsv2 = load_model("llama-2-70b"), load_model("llama-2-7b"), load_model("deepseek-v2-lite")
-    assert I.kv_reads_per_step(llama70, "per-query-head") == 8
-    assert I.kv_reads_per_step(llama70, "grouped") == 1
-    assert I.kv_reads_per_step(llama7, "per-query-head") == 1
-    assert I.kv_reads_per_step(dsv2, "per-query-head") == 1
+    assert R.kv_reads_per_step(llama70, "per-query-head") == 8
+    assert R.kv_reads_per_step(llama70, "grouped") == 1
+    assert R.kv_reads_per_step(llama7, "per-query-head") == 1
+    assert R.kv_reads_per_step(dsv2, "per-query-head") == 1
     gpu = load_accelerator("h100-sxm")
-    groups = I.param_groups(llama70)
+    groups = W.param_groups(llama70)
     steps = {}
-    for kernel in I.DECODE_ATTENTION:
-        setup = I.ServingSetup(I.FORMATS["bf16"], K.KV_DTYPE_BYTES["bf16"], decode_attention=kernel)
-        steps[kernel] = I.decode_step(llama70, groups, setup, 1e9, tp=4, pp=1, batch=16, context=4096,
+    for kernel in R.DECODE_ATTENTION:
+        setup = SU.ServingSetup(W.FORMATS["bf16"], K.KV_DTYPE_BYTES["bf16"], decode_attention=kernel)
+        steps[kernel] = R.decode_step(llama70, groups, setup, 1e9, tp=4, pp=1, batch=16, context=4096,
                                       bandwidth=gpu.memory_bandwidth, peak=gpu.peak("bf16"), link=None)
     extra = steps["per-query-head"].memory_s - steps["grouped"].memory_s
     assert extra == pytest.approx(16 * 1e9 * 7 / (gpu.memory_bandwidth * 0.65), rel=1e-9)

@@ -97,16 +97,18 @@ def test_held_allreduce_inputs_by_hand():
     holds one [4096 x 8192] fp16 message (64 MiB) per all-reduce, the embedding's and two per layer:
     161 x 64 MiB = 10.0625 GiB; nothing without tensor parallelism or with the flag off."""
     from gpuplan.catalog import load_model
-    from gpuplan.core import engines as E
-    from gpuplan.core import inference as I
+    from gpuplan.core.serving import engines as E
+    from gpuplan.core.serving import memory as M
+    from gpuplan.core.serving import setup as SU
+    from gpuplan.core.serving import weights as W
 
     spec = load_model("llama-2-70b")
     assert E.held_allreduce_input_bytes(spec, 4096, 4) == 161 * 64 * 2**20
     assert E.held_allreduce_input_bytes(spec, 4096, 1) == 0.0
-    setup = I.ServingSetup(I.weight_format("fp16"), 2, I.Runtime(prefill_tokens=4096, max_num_seqs=256))
+    setup = SU.ServingSetup(W.weight_format("fp16"), 2, SU.Runtime(prefill_tokens=4096, max_num_seqs=256))
     held = replace(setup, runtime=replace(setup.runtime, holds_allreduce_inputs=True))
-    args = (spec, I.param_groups(spec), 80 * 2**30)
-    plain, kept = I.serving_memory(*args, setup, 4, 1), I.serving_memory(*args, held, 4, 1)
+    args = (spec, W.param_groups(spec), 80 * 2**30)
+    plain, kept = M.serving_memory(*args, setup, 4, 1), M.serving_memory(*args, held, 4, 1)
     assert kept.activations - plain.activations == 161 * 64 * 2**20
     assert kept.kv_budget == plain.kv_budget - 161 * 64 * 2**20
 
@@ -116,35 +118,35 @@ def test_nccl_buffers_by_hand():
     544 MB for 2, on A100 NVLink, NVIDIA/nccl#964; x900/600 on H100-class links, core.device_memory)
     times the communicators the engine's KV sizing sees (vLLM 2, SGLang 1); 0.25 GiB without NVLink;
     nothing on one GPU; a given figure wins."""
-    from gpuplan.core import inference as I
+    from gpuplan.core.serving import setup as SU
 
     h100, a100, pcie = 900e9, 600e9, 128e9
-    vllm, sglang = I.Runtime(), I.Runtime(engine="sglang")
+    vllm, sglang = SU.Runtime(), SU.Runtime(engine="sglang")
     assert vllm.comm_bytes(4, 1, h100) == pytest.approx(2 * 688e6 * 1.5)
     assert sglang.comm_bytes(8, 1, h100) == pytest.approx(688e6 * 1.5)
     assert vllm.comm_bytes(2, 1, a100) == pytest.approx(2 * 544e6)
     assert vllm.comm_bytes(4, 2, a100) == pytest.approx(2 * (688e6 + 544e6))  # + one stage pair
     assert vllm.comm_bytes(4, 1, pcie) == 0.25 * 2**30
     assert vllm.comm_bytes(1, 1, h100) == 0.0
-    assert I.Runtime(comm_buffers=1e9).comm_bytes(4, 1, h100) == 1e9
+    assert SU.Runtime(comm_buffers=1e9).comm_bytes(4, 1, h100) == 1e9
 
 
 def test_v1_sampler_profile_by_hand():
     """vllm#21429: Qwen3-235B-A22B-FP8, TP 4, 1,024 dummy requests x 151,936 logits; V1's native
-    sort path holds 38 B per logit (core/engines.py): 1024 x 151936 x 38 / 2^30 = 5.506 GiB
+    sort path holds 38 B per logit (core/serving/engines.py): 1024 x 151936 x 38 / 2^30 = 5.506 GiB
     against the logged 'torch peak memory increase: 5.62GiB' (-2.0%); with weights 55.04 GiB
     (55.13 logged) and 2.27 GiB of runtime memory (CUDA context 0.35 + two NCCL communicators of
     688 MB x 1.5 on an NVLink H200, 1.92 GiB) the non-KV total is 62.82 GiB against 62.79 logged
     (+0.05%; the logged non-torch memory is 2.04 GiB; -2.6% with the old 0.25 GiB comm assumption)."""
     from gpuplan.catalog import load_model
-    from gpuplan.core import inference as I
+    from gpuplan.core.serving import engines as E
     from gpuplan.jobs.validation.inference import KIND_NON_KV
 
     qwen = load_model("qwen3-235b-a22b")
-    peak = I.activation_peak_bytes(qwen, 8192, 1024, tp=4, sampler="torch-sort")
+    peak = E.activation_peak_bytes(qwen, 8192, 1024, tp=4, sampler="torch-sort")
     assert peak == 1024 * 151_936 * 38
     assert peak / 2**30 == pytest.approx(5.62, rel=0.025)
-    assert I.activation_peak_bytes(qwen, 8192, 1024, tp=4) == 1024 * 151_936 * 16  # the default estimate
+    assert E.activation_peak_bytes(qwen, 8192, 1024, tp=4) == 1024 * 151_936 * 16  # the default estimate
     (case,) = [c for c in CASES if c[0] == "vllm21429-qwen3-235b-a22b-fp8-tp4-h200"]
     assert case[1] == KIND_NON_KV and (case[3] - case[2]) / case[2] == pytest.approx(0.0005, abs=0.005)
 

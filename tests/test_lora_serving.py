@@ -1,12 +1,12 @@
 """Multi-LoRA serving: the adapter slots vLLM preallocates, worked out by hand from the tensor
-shapes in vllm/lora/layers (create_lora_weights; core/lora_serving.py), and what they change."""
+shapes in vllm/lora/layers (create_lora_weights; core/serving/lora.py), and what they change."""
 
 from __future__ import annotations
 
 import pytest
 
 from gpuplan.cli import main
-from gpuplan.core import lora_serving as L
+from gpuplan.core.serving import lora as L
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.estimate import estimate_inference
 from gpuplan.jobs.inference.resolve import resolve_plan

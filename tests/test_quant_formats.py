@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.core import inference as I
+from gpuplan.core.serving import weights as W
 from gpuplan.jobs.inference.resolve import weight_format_from_hf
 
 
@@ -19,13 +19,13 @@ def test_gpt_oss_20b_weights_by_hand():
     from gpuplan.catalog import load_model
 
     spec = load_model("gpt-oss-20b")
-    groups = I.param_groups(spec)
+    groups = W.param_groups(spec)
     fmt = weight_format_from_hf({"quant_method": "mxfp4"})
     # experts: 24 layers x 32 x 3 x 2880 x 2880 weights at 4.25 bits; everything else bf16
     experts = 24 * 32 * 3 * 2880 * 2880
     assert groups.routed == experts
     total = sum((groups.embedding, groups.lm_head, groups.norms, groups.router, groups.dense_linear, groups.routed))
-    assert I.weight_bytes_total(groups, fmt) == pytest.approx(experts * 4.25 / 8 + (total - experts) * 2)
+    assert W.weight_bytes_total(groups, fmt) == pytest.approx(experts * 4.25 / 8 + (total - experts) * 2)
     assert total == pytest.approx(20.91e9, rel=0.001)  # gpt-oss model card: 20.91B
 
 
@@ -48,12 +48,12 @@ def test_fp8_checkpoint_that_keeps_attention_in_bf16():
                     "input_activations": {"num_bits": 8, "type": "float"}}}}
     fmt = weight_format_from_hf(qcfg)
     assert fmt.quantized == "mlp"
-    groups = I.param_groups(load_model("llama-3.1-8b"))
+    groups = W.param_groups(load_model("llama-3.1-8b"))
     # Llama-3.1-8B attention: 32 layers x (4096 x 6144 + 4096 x 4096) = 1.342e9 weights stay at 2 B
     attention = 32 * (4096 * 6144 + 4096 * 4096)
     assert groups.attention == pytest.approx(attention)
-    all_fp8 = I.layer_linear_bytes(groups, I.FORMATS["fp8"])
-    assert I.layer_linear_bytes(groups, fmt) - all_fp8 == pytest.approx(attention * 1.0)
+    all_fp8 = W.layer_linear_bytes(groups, W.FORMATS["fp8"])
+    assert W.layer_linear_bytes(groups, fmt) - all_fp8 == pytest.approx(attention * 1.0)
 
 
 def test_nvfp4_on_hopper_is_weight_only(tmp_path):

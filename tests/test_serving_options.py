@@ -1,5 +1,5 @@
 """Speculative decoding, prefix caching and disaggregated prefill / decode: numbers worked out
-by hand from the formulas' sources (core/speculative.py, core/serving_load.py)."""
+by hand from the formulas' sources (core/serving/speculative.py, core/serving/load.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import math
 import pytest
 
 from gpuplan.cli import main
-from gpuplan.core import inference as I
-from gpuplan.core.serving_load import decode_pool_rate, prefill_pool_rate, queue_wait
-from gpuplan.core.speculative import Speculation
+
+from gpuplan.core.serving.load import decode_pool_rate, prefill_pool_rate, queue_wait
+from gpuplan.core.serving.speculative import Speculation
 from gpuplan.jobs.inference.estimate import estimate_inference
 from gpuplan.jobs.inference.schema import InferenceInputs
 

@@ -1,4 +1,4 @@
-"""Sizing a serving deployment from a target (core/serving_load.py, jobs/inference/sizing.py):
+"""Sizing a serving deployment from a target (core/serving/load.py, jobs/inference/sizing.py):
 the queueing formulas by hand, the search meeting its targets, and the input rules."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from gpuplan.core.serving_load import LoadTarget, max_rate, queue_wait, replica_at, replicas_for
+from gpuplan.core.serving.load import LoadTarget, max_rate, queue_wait, replica_at, replicas_for
 
 
 def test_mm1_wait_by_hand():
@@ -79,7 +79,7 @@ def test_bad_targets_are_one_line(args, field, capsys):
 
 
 def test_sglang_memory_fraction_by_hand():
-    from gpuplan.core.engines import sglang_mem_fraction_static
+    from gpuplan.core.serving.engines import sglang_mem_fraction_static
 
     # H100 (81,559 MiB, < 90 GB tier: chunked prefill 8192, CUDA-graph max batch 256 at tp 1):
     # reserve 512 + 8192 x 1.5 + 256 x 2 + 1/8 x 1024 = 13,440 MiB -> (81,559 - 13,440) / 81,559 = 0.835

@@ -4,7 +4,7 @@ do, smallest and cheapest first."""
 
 from __future__ import annotations
 
-from gpuplan.core import inference as I
+from gpuplan.core.serving import roofline as R
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
@@ -52,7 +52,7 @@ def search_table(plan: Plan, rows: list, inputs: InferenceInputs) -> Table:
     out = []
     for gpu, s, price, _ in rows:
         rate = inputs.batch / s.tpot[0].total
-        cost = f"{I.cost_per_million_tokens(price, s.gpus, rate):,.3f}" if price is not None else "n/a"
+        cost = f"{R.cost_per_million_tokens(price, s.gpus, rate):,.3f}" if price is not None else "n/a"
         out.append((gpu.id, f"{gpu.memory_bytes / GB:,.0f} GB", s.tp, s.max_sequences,
                     f"{s.tpot[0].total * 1e3:,.1f}", f"{rate:,.0f}", "n/a" if price is None else f"{price:,.2f}", cost))
     return Table(f"catalog configurations that hold {inputs.batch} x {plan.context:,} tokens (smallest TP per GPU)",

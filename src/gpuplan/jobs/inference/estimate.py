@@ -5,14 +5,17 @@ per token and per sequence, runtime memory and the KV budget per GPU; how many s
 a context and how long a context fits at a batch; TTFT, time per output token, throughput vs
 batch and cost per million tokens (roofline with efficiency factors); the GPU memory the
 article's rule asks for; and the catalog configurations (GPU type x TP) that serve the load,
-smallest and cheapest first. Formulas: core/inference.py and core/kv_cache.py.
+smallest and cheapest first. Formulas: core/serving/ (memory.py, roofline.py, kv_cache.py).
 """
 
 from __future__ import annotations
 
-from gpuplan.core import engines as E
-from gpuplan.core import inference as I
-from gpuplan.core import kv_cache as K
+from gpuplan.core.serving import engines as E
+from gpuplan.core.serving import memory as M
+from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving import setup as SU
+from gpuplan.core.serving import weights as W
+from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.units import format_bytes
 from gpuplan.jobs.inference.alternatives import instead_section, search_section, search_table
 from gpuplan.jobs.inference.resolve import Plan, resolve_plan
@@ -31,7 +34,7 @@ def estimate_inference(inputs: InferenceInputs) -> Report:
         return report
     from dataclasses import replace
 
-    from gpuplan.core.serving_load import LoadTarget
+    from gpuplan.core.serving.load import LoadTarget
     from gpuplan.jobs.inference import sizing
 
     target = LoadTarget(inputs.ttft_p99 or float("inf"), inputs.tpot or float("inf"), inputs.rps)
@@ -100,7 +103,7 @@ INFER_HEADLINE = ("weights_per_gpu", "kv_bytes_per_token", "kv_budget", "fits", 
 
 def _weights_section(plan: Plan, serving: Serving) -> Section:
     fmt, groups = plan.setup.fmt, plan.groups
-    total = I.weight_bytes_total(groups, fmt)
+    total = W.weight_bytes_total(groups, fmt)
     params = groups.dense_linear + groups.routed + groups.embedding + groups.lm_head + groups.norms + groups.router
     return Section(f"Weights ({fmt.name})", (
         Line("params", "parameters", params, "params", f"{params / 1e9:,.2f}B"),
@@ -185,7 +188,7 @@ def _left(budget: float) -> str:
     return _gb(budget) if budget > 0 else f"none ({abs(budget) / GB:,.2f} GB short)"
 
 
-def _runtime_split(runtime: I.Runtime, m: I.Memory) -> str:
+def _runtime_split(runtime: SU.Runtime, m: M.Memory) -> str:
     """The runtime line by category, GiB: non-torch (context, cuBLAS), NCCL, CUDA graphs (counted
     by vLLM only; SGLang keeps them in its reserve) and TensorRT-LLM's own runtime buffers."""
     parts = [("non-torch (CUDA context, cuBLAS)", runtime.non_torch), ("NCCL buffers", m.comm),
@@ -194,11 +197,11 @@ def _runtime_split(runtime: I.Runtime, m: I.Memory) -> str:
     return " + ".join(f"{name} {value / 2**30:.2f} GiB" for name, value in parts if value > 2**20)
 
 
-def _lora_lines(plan: Plan, m: I.Memory) -> tuple[Line, ...]:
+def _lora_lines(plan: Plan, m: M.Memory) -> tuple[Line, ...]:
     lora = plan.setup.lora
     if lora is None:
         return ()
-    from gpuplan.core.lora_serving import adapter_bytes
+    from gpuplan.core.serving.lora import adapter_bytes
 
     host = lora.cpu_loras * adapter_bytes(plan.spec, lora)
     return (Line("lora_slots", f"LoRA slots: {lora.max_loras} adapter(s) at rank {lora.rank}", m.lora_slots, "bytes",
@@ -237,7 +240,7 @@ def memory_classes(dtype: str, engine: str = E.DEFAULT_ENGINE) -> list[tuple[flo
 def _article_section(plan: Plan, batch: int) -> Section:
     """The article's check on one GPU: weights + KV cache (+ runtime) -> the memory to recommend."""
     one = plan.setup
-    memory = I.serving_memory(plan.spec, plan.groups, 0.0, one, 1, 1)
+    memory = M.serving_memory(plan.spec, plan.groups, 0.0, one, 1, 1)
     kv = batch * K.kv_layout(plan.spec, one.kv_bytes, 1, 1, one.block_size).bytes_per_sequence(plan.context)
     runtime = one.runtime
     need = (memory.weights + kv + memory.activations + memory.fixed) / runtime.gpu_memory_utilization
@@ -259,7 +262,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
     tpot, ttft, batch = serving.tpot[0], serving.ttft, inputs.batch
     rate = batch / tpot.total
     price, source = price_for(plan.gpu.id, inputs.price)
-    cost = I.cost_per_million_tokens(price, serving.gpus, rate) if price is not None else None
+    cost = R.cost_per_million_tokens(price, serving.gpus, rate) if price is not None else None
     comm = tpot.comm_s
     lines = [
         _range_line("ttft", f"time to first token ({plan.prompt:,}-token prompt)", ttft,
@@ -290,7 +293,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
     return Section("Speed (roofline; range = efficiency range)", tuple(lines))
 
 
-def _speculation_lines(plan: Plan, tpot: I.StepTime) -> tuple[Line, ...]:
+def _speculation_lines(plan: Plan, tpot: R.StepTime) -> tuple[Line, ...]:
     spec = plan.setup.speculation
     if spec is None:
         return ()
@@ -309,12 +312,12 @@ def _curve_table(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Table
     kv_seq = serving.layout.bytes_per_sequence(plan.decode_context)
     link = gpu.scale_up_bandwidth
     rows = []
-    for b in I.batch_sizes(max(serving.max_sequences, 1)):
-        step = I.decode_step(plan.spec, plan.groups, plan.setup, kv_seq, tp=serving.tp, pp=serving.pp, batch=b,
+    for b in R.batch_sizes(max(serving.max_sequences, 1)):
+        step = R.decode_step(plan.spec, plan.groups, plan.setup, kv_seq, tp=serving.tp, pp=serving.pp, batch=b,
                              context=plan.decode_context, bandwidth=gpu.memory_bandwidth,
                              peak=gpu.peak(plan.setup.fmt.compute_dtype), link=link)
         rate = b / step.total
-        cost = f"{I.cost_per_million_tokens(price, serving.gpus, rate):,.3f}" if price is not None else "n/a"
+        cost = f"{R.cost_per_million_tokens(price, serving.gpus, rate):,.3f}" if price is not None else "n/a"
         rows.append((b, f"{step.total * 1e3:,.2f}", f"{rate:,.0f}", f"{rate / serving.gpus:,.0f}", step.bound, cost))
     note = "" if serving.max_sequences >= 1 else " (nothing fits: shown for batch 1)"
     return Table(f"throughput vs batch at {plan.decode_context:,.0f} cached tokens{note}",
@@ -333,7 +336,7 @@ def _assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple
                    "--kv-dtype", "kv_dtype" in u),
         Assumption("engine", "serving engine (memory split)", r.engine,
                    "vLLM: gpu_memory_utilization after a profiled activation peak; SGLang: mem_fraction_static "
-                   "(core/engines.py)", "--engine", "engine" in u),
+                   "(core/serving/engines.py)", "--engine", "engine" in u),
         Assumption("gpu_memory_utilization", "gpu_memory_utilization", r.gpu_memory_utilization,
                    "vLLM default 0.9 (newer releases 0.92)" + ("; not used by SGLang" if r.engine == "sglang"
                                                                else ""),
@@ -356,7 +359,7 @@ def _assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple
                    "vLLM serve default: 1024 on >= 70 GiB non-A100 GPUs, else 256", "--max-num-seqs",
                    "max_num_seqs" in u),
         Assumption("sampler", "sampler profile bytes per logit (max_num_seqs x vocab)",
-                   f"{r.sampler}: {I.SAMPLER_BYTES_PER_LOGIT[r.sampler]:.0f} B",
+                   f"{r.sampler}: {E.SAMPLER_BYTES_PER_LOGIT[r.sampler]:.0f} B",
                    "estimate: four fp32 buffers (assumption); torch-sort: vLLM V1's native top-k/top-p sort, "
                    "from its code (vllm#21429: 5.62 GiB logged, 5.51 predicted)", "--sampler", "sampler" in u),
         Assumption("block_size", "KV block size", inputs.block_size, "vLLM default 16 tokens (PagedAttention)",

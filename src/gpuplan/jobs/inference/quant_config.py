@@ -33,7 +33,7 @@ from gpuplan.adapters.quant_fields import (
     weight_block,
     whole_number,
 )
-from gpuplan.core import inference as I
+from gpuplan.core.serving import weights as W
 from gpuplan.errors import InputError
 
 QC = "quantization_config"
@@ -87,7 +87,7 @@ def keeps_attention_16bit(qcfg: dict[str, Any]) -> bool:
     return any(name in entry for entry in listed for name in ATTENTION_NAMES)
 
 
-def weight_format_from_hf(qcfg: Any) -> I.WeightFormat:
+def weight_format_from_hf(qcfg: Any) -> W.WeightFormat:
     """A checkpoint's ``quantization_config`` as a WeightFormat, with the layer groups its ignore
     list keeps in 16-bit; InputError naming the field for anything it cannot read."""
     if not isinstance(qcfg, dict):
@@ -99,13 +99,13 @@ def weight_format_from_hf(qcfg: Any) -> I.WeightFormat:
     return fmt
 
 
-def format_of(qcfg: dict[str, Any]) -> I.WeightFormat:
+def format_of(qcfg: dict[str, Any]) -> W.WeightFormat:
     method = qcfg.get("quant_method")
     if not isinstance(method, str) or not method.strip():
         raise InputError(_field("quant_method"), method, f"supported: {METHODS}; or pass --quantization")
     method = method.strip().lower()
     if method == "mxfp4":  # transformers integrations/mxfp4.py converts the MoE experts only (gpt-oss)
-        return replace(I.MXFP4, quantized="experts")
+        return replace(W.MXFP4, quantized="experts")
     if method == "modelopt":
         return _modelopt(qcfg)
     if method in GROUPED_BITS:
@@ -119,7 +119,7 @@ def format_of(qcfg: dict[str, Any]) -> I.WeightFormat:
     raise InputError(_field("quant_method"), method, f"supported: {METHODS}; or pass --quantization")
 
 
-def _modelopt(qcfg: dict[str, Any]) -> I.WeightFormat:
+def _modelopt(qcfg: dict[str, Any]) -> W.WeightFormat:
     """TensorRT Model Optimizer: quant_algo at the top or under "quantization"."""
     nested = qcfg.get("quantization")
     if nested is not None and not isinstance(nested, dict):
@@ -131,13 +131,13 @@ def _modelopt(qcfg: dict[str, Any]) -> I.WeightFormat:
         raise InputError(_field("quant_algo"), algo, "supported ModelOpt algorithms: NVFP4, FP8")
     algo = (algo or "").strip().upper()
     if algo == "NVFP4":
-        return I.NVFP4
+        return W.NVFP4
     if algo.startswith("FP8"):
-        return I.FORMATS["fp8"]
+        return W.FORMATS["fp8"]
     raise InputError(_field("quant_algo"), algo or None, "supported ModelOpt algorithms: NVFP4, FP8")
 
 
-def _gptq_awq(qcfg: dict[str, Any], method: str) -> I.WeightFormat:
+def _gptq_awq(qcfg: dict[str, Any], method: str) -> W.WeightFormat:
     awq = method.startswith("awq")
     allowed = GROUPED_BITS[method]
     bits_key = _first_key(qcfg, ("w_bit", "bits") if awq else ("bits", "w_bit"))
@@ -153,16 +153,16 @@ def _gptq_awq(qcfg: dict[str, Any], method: str) -> I.WeightFormat:
     return grouped_int(bits, group, zero, f"{method} quantization_config")
 
 
-def grouped_int(bits: int, group: int | None, zero: bool, origin: str) -> I.WeightFormat:
+def grouped_int(bits: int, group: int | None, zero: bool, origin: str) -> W.WeightFormat:
     """Group-wise integer weights: one fp16 scale (and a packed zero point) per group."""
     if bits not in (2, 3, 4, 8):
         raise InputError(_field("bits"), bits, "must be 2, 3, 4 or 8")
-    return I.WeightFormat(f"int{bits}" + (f"-g{group}" if group else ""), bits, "fp16", group,
+    return W.WeightFormat(f"int{bits}" + (f"-g{group}" if group else ""), bits, "fp16", group,
                           16 if group else 0, bits if (zero and group) else 0,
-                          source=f"{origin}: {I.INT4_SOURCE.split(':', 1)[1].strip()}")
+                          source=f"{origin}: {W.INT4_SOURCE.split(':', 1)[1].strip()}")
 
 
-def _fp8(qcfg: dict[str, Any]) -> I.WeightFormat:
+def _fp8(qcfg: dict[str, Any]) -> W.WeightFormat:
     element = qcfg.get("fmt")
     if element is not None and (not isinstance(element, str) or element.strip().lower() not in FP8_ELEMENT_FORMATS):
         raise InputError(_field("fmt"), element, f"an FP8 element format: {listing(FP8_ELEMENT_FORMATS)}")
@@ -172,10 +172,10 @@ def _fp8(qcfg: dict[str, Any]) -> I.WeightFormat:
     block = qcfg.get("weight_block_size")
     if block is not None:
         weight_block(block, _field("weight_block_size"))
-    return I.FORMATS["fp8"]
+    return W.FORMATS["fp8"]
 
 
-def _bitsandbytes(qcfg: dict[str, Any]) -> I.WeightFormat:
+def _bitsandbytes(qcfg: dict[str, Any]) -> W.WeightFormat:
     four, eight = _flag(qcfg, "load_in_4bit", False), _flag(qcfg, "load_in_8bit", None)
     if four and eight:
         raise InputError(_field("load_in_8bit"), True, "load_in_4bit and load_in_8bit cannot both be true")
@@ -184,15 +184,15 @@ def _bitsandbytes(qcfg: dict[str, Any]) -> I.WeightFormat:
         if kind is not None and kind not in ("nf4", "fp4"):
             raise InputError(_field("bnb_4bit_quant_type"), kind, "must be nf4 or fp4")
         scale = 8 + 32 / 256 if _flag(qcfg, "bnb_4bit_use_double_quant", False) else 32
-        return I.WeightFormat("nf4", 4, "bf16", 64, round(scale), 0,
+        return W.WeightFormat("nf4", 4, "bf16", 64, round(scale), 0,
                               source="bitsandbytes NF4, blocksize 64 (Dettmers et al. 2023, QLoRA Sec. 3)")
     if eight is False:
         raise InputError(_field("load_in_4bit"), qcfg.get("load_in_4bit"), "one of load_in_4bit / load_in_8bit "
                          "must be true for a bitsandbytes checkpoint")
-    return I.WeightFormat("int8-llm.int8", 8, "fp16", source="bitsandbytes LLM.int8 (row-wise scales)")
+    return W.WeightFormat("int8-llm.int8", 8, "fp16", source="bitsandbytes LLM.int8 (row-wise scales)")
 
 
-def _compressed_tensors(qcfg: dict[str, Any]) -> I.WeightFormat:
+def _compressed_tensors(qcfg: dict[str, Any]) -> W.WeightFormat:
     groups = qcfg.get("config_groups")
     if not isinstance(groups, dict) or not groups:
         raise InputError(_field("config_groups"), groups, "expected a mapping of scheme names to schemes with "
@@ -201,7 +201,7 @@ def _compressed_tensors(qcfg: dict[str, Any]) -> I.WeightFormat:
     return formats[0]  # the first scheme stands for the model (mixed schemes are not modelled)
 
 
-def _ct_scheme(name: str, scheme: Any) -> I.WeightFormat:
+def _ct_scheme(name: str, scheme: Any) -> W.WeightFormat:
     where = ("config_groups", name)
     if not isinstance(scheme, dict):
         raise InputError(_field(*where), scheme, "expected a scheme: a mapping with weights")
@@ -233,7 +233,7 @@ def _ct_scheme(name: str, scheme: Any) -> I.WeightFormat:
         raise InputError(_field(*path, "group_size"), group_value, f"strategy {strategy} needs a positive group_size")
     symmetric = _flag(weights, "symmetric", True, *path)
     if bits == 4 and kind == "float" and group == 16:  # compressed-tensors nvfp4 preset
-        return I.NVFP4
+        return W.NVFP4
     if bits == 8 and acts:
-        return I.FORMATS["fp8" if kind == "float" else "int8"]
+        return W.FORMATS["fp8" if kind == "float" else "int8"]
     return grouped_int(bits, group if strategy == "group" else None, not symmetric, "compressed-tensors")

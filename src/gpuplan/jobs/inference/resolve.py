@@ -7,9 +7,10 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpuplan.core import engines as E
-from gpuplan.core import inference as I
-from gpuplan.core import kv_cache as K
+from gpuplan.core.serving import engines as E
+from gpuplan.core.serving import setup as SU
+from gpuplan.core.serving import weights as W
+from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
 from gpuplan.errors import InputError
@@ -26,8 +27,8 @@ class Plan:
 
     spec: ModelSpec
     gpu: Accelerator
-    groups: I.ParamGroups
-    setup: I.ServingSetup
+    groups: W.ParamGroups
+    setup: SU.ServingSetup
     fmt_origin: str
     kv_dtype: str
     context: int
@@ -79,18 +80,18 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
         notes.append(f"tp {inputs.tp_degree} > {kv_heads} KV heads: each KV head is replicated on {inputs.tp_degree // kv_heads} "
                      "GPUs (vLLM), so the cache per GPU stops shrinking")
     if inputs.lora is not None:  # MLA: one clear line before any search
-        from gpuplan.core.lora_serving import check_supported
+        from gpuplan.core.serving.lora import check_supported
 
         check_supported(spec)
-    setup = I.ServingSetup(fmt, K.KV_DTYPE_BYTES[kv_dtype], inputs.runtime, inputs.efficiency, inputs.block_size,
+    setup = SU.ServingSetup(fmt, K.KV_DTYPE_BYTES[kv_dtype], inputs.runtime, inputs.efficiency, inputs.block_size,
                            _speculation(inputs, spec, raw), inputs.prefix_hit, inputs.lora, inputs.decode_attention)
-    return Plan(spec, gpu, I.param_groups(spec), setup, origin, kv_dtype, context, context - output, output,
+    return Plan(spec, gpu, W.param_groups(spec), setup, origin, kv_dtype, context, context - output, output,
                 tuple(notes))
 
 
 def _speculation(inputs: InferenceInputs, spec: ModelSpec, raw: dict[str, Any]):
-    """The speculative-decoding setup the inputs name (core/speculative.py), or None."""
-    from gpuplan.core.speculative import speculation
+    """The speculative-decoding setup the inputs name (core/serving/speculative.py), or None."""
+    from gpuplan.core.serving.speculative import speculation
 
     draft = None
     if inputs.draft_model is not None:
@@ -107,7 +108,7 @@ def _speculation(inputs: InferenceInputs, spec: ModelSpec, raw: dict[str, Any]):
     return speculation(inputs.speculative, inputs.spec_tokens, inputs.spec_acceptance, spec, draft)
 
 
-def _kv_dtype(choice: str, fmt: I.WeightFormat, spec: ModelSpec) -> str:
+def _kv_dtype(choice: str, fmt: W.WeightFormat, spec: ModelSpec) -> str:
     """'auto' caches in the model's activation dtype (vLLM --kv-cache-dtype auto)."""
     if choice != "auto":
         if choice not in K.KV_DTYPE_BYTES:
@@ -137,21 +138,21 @@ _DTYPE_FORMAT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 
 def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: dict[str, Any],
-                   gpu: Accelerator) -> tuple[I.WeightFormat, str, list[str]]:
+                   gpu: Accelerator) -> tuple[W.WeightFormat, str, list[str]]:
     """The weight format, where it came from, and notes; InputError if ``gpu`` cannot run it."""
     notes: list[str] = []
     if choice == "auto":
         if "quantization_config" in raw:
             fmt, origin = weight_format_from_hf(raw["quantization_config"]), "the model's quantization_config"
         elif spec.declared_params is not None:
-            fmt, origin = I.FORMATS["fp16"], "auto: the article's FP16 for a bare parameter count"
+            fmt, origin = W.FORMATS["fp16"], "auto: the article's FP16 for a bare parameter count"
         else:
-            fmt, origin = I.FORMATS[_DTYPE_FORMAT.get(spec.dtype, "bf16")], f"auto: the model's dtype {spec.dtype}"
+            fmt, origin = W.FORMATS[_DTYPE_FORMAT.get(spec.dtype, "bf16")], f"auto: the model's dtype {spec.dtype}"
         if not gpu.has_dtype(fmt.compute_dtype) and fmt.compute_dtype == "bf16" and gpu.has_dtype("fp16"):
             notes.append(f"{gpu.name} has no bf16 path: served in fp16, as vLLM casts it")
-            fmt, origin = I.FORMATS["fp16"], origin + " (cast to fp16)"
+            fmt, origin = W.FORMATS["fp16"], origin + " (cast to fp16)"
     else:
-        fmt, origin = I.weight_format(choice, group_size), "--quantization"
+        fmt, origin = W.weight_format(choice, group_size), "--quantization"
     if fmt.quantized == "experts" and spec.moe is None:
         raise InputError("quantization_config.quant_method", "mxfp4", "MXFP4 checkpoints quantise the MoE experts "
                          f"only (gpt-oss); {spec.name} has no experts: give --quantization for its format")
@@ -161,7 +162,7 @@ def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: di
         fmt = replace(fmt, compute_dtype="bf16")
     if not gpu.has_dtype(fmt.compute_dtype):
         have = ", ".join(k for k, _ in gpu.peak_flops)
-        runs = [q for q in QUANTIZATIONS if q != "auto" and gpu.has_dtype(I.weight_format(q).compute_dtype)]
+        runs = [q for q in QUANTIZATIONS if q != "auto" and gpu.has_dtype(W.weight_format(q).compute_dtype)]
         listed = ", ".join(runs[:-1]) + " or " + runs[-1] if len(runs) > 1 else "".join(runs)
         hint = f"choose a format it runs: --quantization {listed}" if runs else "no weight format runs on it"
         raise InputError("quantization", fmt.name, f"{gpu.name} has no {fmt.compute_dtype} compute path "

@@ -7,11 +7,12 @@ from typing import Annotated, Any
 
 from pydantic import model_validator
 
-from gpuplan.core import engines as E
-from gpuplan.core import inference as I
-from gpuplan.core import kv_cache as K
-from gpuplan.core import lora_serving as L
-from gpuplan.core import speculative as S
+from gpuplan.core.serving import engines as E
+from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving import setup as SU
+from gpuplan.core.serving import kv_cache as K
+from gpuplan.core.serving import lora as L
+from gpuplan.core.serving import speculative as S
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
@@ -113,7 +114,7 @@ class InferenceInputs(ModelFields):
                 "gpu_memory_utilization after a profiled activation peak and CUDA graphs; older releases: "
                 "--cuda-graph-gib 0), sglang (mem_fraction_static of the memory free at start-up for weights "
                 "+ KV pool) or trtllm (free_gpu_memory_fraction of what weights and activations leave).")]
-    gpu_memory_utilization: Annotated[EngineFraction, _f(I.Runtime.gpu_memory_utilization, "vLLM-style share of "
+    gpu_memory_utilization: Annotated[EngineFraction, _f(SU.Runtime.gpu_memory_utilization, "vLLM-style share of "
                                                      "GPU memory the engine may use.")]
     mem_fraction_static: Annotated[EngineFraction | None, _f(None, "SGLang: share of GPU memory for weights + KV "
                                                                "pool.", "SGLang's default for the GPU")]
@@ -126,17 +127,17 @@ class InferenceInputs(ModelFields):
                                                        "vLLM default for the GPU")]
     max_num_seqs: Annotated[V.Sequences | None, _f(None, "Max sequences per step (the sampler profile).",
                                                    "vLLM default for the GPU")]
-    sampler: Annotated[T.choice(*I.SAMPLERS), _f(
-        I.Runtime.sampler, "Sampler step vLLM profiles on max_num_seqs rows of logits: estimate (four fp32 buffers, an "
+    sampler: Annotated[T.choice(*E.SAMPLERS), _f(
+        SU.Runtime.sampler, "Sampler step vLLM profiles on max_num_seqs rows of logits: estimate (four fp32 buffers, an "
                     "assumption) or torch-sort (vLLM V1's PyTorch-native top-k/top-p sort, v0.8-v0.10 without "
                     "FlashInfer: 38 B per logit, from its code; docs/inference.md).")]
-    cuda_graph_gib: Annotated[ServingGib, _f(I.Runtime.cuda_graphs / GiB, "CUDA-graph memory, GiB (0 = eager).")]
-    non_torch_gib: Annotated[ServingGib, _f(I.Runtime.non_torch / GiB, "Non-torch memory (CUDA context, "
+    cuda_graph_gib: Annotated[ServingGib, _f(SU.Runtime.cuda_graphs / GiB, "CUDA-graph memory, GiB (0 = eager).")]
+    non_torch_gib: Annotated[ServingGib, _f(SU.Runtime.non_torch / GiB, "Non-torch memory (CUDA context, "
                                                                         "cuBLAS), GiB per GPU.")]
     nccl_gib: Annotated[ServingGib | None, _f(None, "NCCL buffers when tp·pp > 1, GiB per GPU.",
                                               "derived: the engine's communicators x NCCL's per-communicator "
                                               "buffers on NVLink, 0.25 on PCIe")]
-    driver_reserved_gib: Annotated[ServingGib, _f(I.Runtime.driver_reserved / GiB, "Memory not visible to CUDA, "
+    driver_reserved_gib: Annotated[ServingGib, _f(SU.Runtime.driver_reserved / GiB, "Memory not visible to CUDA, "
                                                                                     "GiB.")]
     bandwidth_efficiency: Annotated[T.Efficiency | None, _f(None, "Decode HBM-bandwidth efficiency.", "0.65")]
     compute_efficiency: Annotated[T.Efficiency | None, _f(None, "Prefill compute efficiency (MFU).", "0.5")]
@@ -168,7 +169,7 @@ class InferenceInputs(ModelFields):
     prefix_hit: Annotated[T.typed(float, T.number(0, 0.99)), _f(0.0, "Share of each prompt found in the prefix "
                                                                       "cache (0-0.99): that prefill is skipped and "
                                                                       "the cached prefix is shared by all sequences.")]
-    decode_attention: Annotated[T.choice(*I.DECODE_ATTENTION), _f(
+    decode_attention: Annotated[T.choice(*R.DECODE_ATTENTION), _f(
         "grouped", "How the decode kernel reads a GQA / MQA model's KV cache: grouped (once per KV head: "
                    "FlashAttention / FlashInfer decode, TensorRT-LLM XQA) or per-query-head (once per query head: "
                    "vLLM's paged_attention kernels, TensorRT-LLM before XQA).")]
@@ -215,7 +216,7 @@ class InferenceInputs(ModelFields):
         return self
 
     def _check_engine_options(self) -> None:
-        """An option only another engine's memory rule reads (core/engines.py ENGINE_OPTIONS) is
+        """An option only another engine's memory rule reads (core/serving/engines.py ENGINE_OPTIONS) is
         refused rather than ignored."""
         for name in E.ENGINE_OPTIONS:
             if name in self.model_fields_set and getattr(self, name) is not None:
@@ -250,7 +251,7 @@ class InferenceInputs(ModelFields):
 
     @property
     def lora(self) -> L.LoraServing | None:
-        """The multi-LoRA setup (core/lora_serving.py), or None when LoRA is off."""
+        """The multi-LoRA setup (core/serving/lora.py), or None when LoRA is off."""
         if not self.lora_enabled:
             return None
         slots = self.max_loras or L.DEFAULT_MAX_LORAS.get(self.engine, 1)
@@ -268,8 +269,8 @@ class InferenceInputs(ModelFields):
         return self.pp or 1
 
     @property
-    def runtime(self) -> I.Runtime:
-        return I.Runtime(gpu_memory_utilization=self.gpu_memory_utilization, engine=self.engine,
+    def runtime(self) -> SU.Runtime:
+        return SU.Runtime(gpu_memory_utilization=self.gpu_memory_utilization, engine=self.engine,
                          mem_fraction_static=self.mem_fraction_static,
                          free_gpu_memory_fraction=self.free_gpu_memory_fraction,
                          driver_reserved=self.driver_reserved_gib * GiB, non_torch=self.non_torch_gib * GiB,
@@ -278,12 +279,12 @@ class InferenceInputs(ModelFields):
                          prefill_tokens=self.prefill_tokens, max_num_seqs=self.max_num_seqs, sampler=self.sampler)
 
     @property
-    def efficiency(self) -> I.Efficiency:
-        eff = I.Efficiency()
+    def efficiency(self) -> SU.Efficiency:
+        eff = SU.Efficiency()
         if self.bandwidth_efficiency is not None:
-            eff = I.Efficiency(_scaled(eff.bandwidth, self.bandwidth_efficiency), eff.compute)
+            eff = SU.Efficiency(_scaled(eff.bandwidth, self.bandwidth_efficiency), eff.compute)
         if self.compute_efficiency is not None:
-            eff = I.Efficiency(eff.bandwidth, _scaled(eff.compute, self.compute_efficiency))
+            eff = SU.Efficiency(eff.bandwidth, _scaled(eff.compute, self.compute_efficiency))
         if self.allreduce_latency_us is not None:
-            eff = I.Efficiency(eff.bandwidth, eff.compute, self.allreduce_latency_us * 1e-6)
+            eff = SU.Efficiency(eff.bandwidth, eff.compute, self.allreduce_latency_us * 1e-6)
         return eff

@@ -1,14 +1,15 @@
 """One serving configuration evaluated (memory, capacity, speed with its low / high), the price
 of a GPU-hour, and the search over catalog GPUs for configurations that hold a load.
-Formulas: core/inference.py and core/kv_cache.py."""
+Formulas: core/serving/ (memory.py, roofline.py, kv_cache.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.core import engines as E
-from gpuplan.core import inference as I
-from gpuplan.core import kv_cache as K
+from gpuplan.core.serving import engines as E
+from gpuplan.core.serving import memory as M
+from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan, group_tp_check
@@ -22,13 +23,13 @@ class Serving:
 
     tp: int
     pp: int
-    memory: I.Memory
+    memory: M.Memory
     layout: K.KVLayout
     max_sequences: int
     max_context: float
     kv_tokens: int
-    ttft: tuple[I.StepTime, I.StepTime, I.StepTime]
-    tpot: tuple[I.StepTime, I.StepTime, I.StepTime]
+    ttft: tuple[R.StepTime, R.StepTime, R.StepTime]
+    tpot: tuple[R.StepTime, R.StepTime, R.StepTime]
 
     @property
     def gpus(self) -> int:
@@ -39,15 +40,15 @@ def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serv
     """Memory, capacity and speed of ``plan`` on tp x pp ``gpu``s with ``batch`` sequences."""
     spec, setup = plan.spec, plan.setup
     group_tp_check(spec, setup.fmt, tp)
-    memory = I.serving_memory(spec, plan.groups, gpu.memory_bytes, setup, tp, pp, gpu.name, gpu.scale_up_bandwidth)
+    memory = M.serving_memory(spec, plan.groups, gpu.memory_bytes, setup, tp, pp, gpu.name, gpu.scale_up_bandwidth)
     layout = K.kv_layout(spec, setup.kv_bytes, tp, pp, setup.block_size)
     peak = gpu.peak(setup.fmt.compute_dtype)
     kv_seq = layout.bytes_per_sequence(plan.decode_context)
     link = gpu.scale_up_bandwidth
     common = dict(tp=tp, pp=pp, bandwidth=gpu.memory_bandwidth, peak=peak, link=link)
-    tpot = tuple(I.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
+    tpot = tuple(R.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
                                which=w, **common) for w in (0, 1, 2))
-    ttft = tuple(I.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, which=w, **common) for w in (0, 1, 2))
+    ttft = tuple(R.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, which=w, **common) for w in (0, 1, 2))
     return Serving(tp, pp, memory, layout, max_sequences(plan, layout, memory.kv_budget),
                    K.max_context(layout, memory.kv_budget, batch), K.tokens_in(layout, memory.kv_budget),
                    ttft, tpot)
@@ -82,7 +83,7 @@ def price_for(gpu_id: str, given: float | None) -> tuple[float | None, str]:
 
 def serves(plan: Plan, gpu: Accelerator) -> bool:
     """Whether a catalog ``gpu`` runs the plan at all: its weight format's compute dtype, and an
-    engine built for its vendor (TensorRT-LLM: NVIDIA only, core/engines.py ENGINE_VENDORS)."""
+    engine built for its vendor (TensorRT-LLM: NVIDIA only, core/serving/engines.py ENGINE_VENDORS)."""
     return gpu.has_dtype(plan.setup.fmt.compute_dtype) and E.runs_on(plan.setup.runtime.engine, gpu.vendor)
 
 

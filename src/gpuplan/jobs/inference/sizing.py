@@ -1,5 +1,5 @@
 """Sizing from a target: for every catalog GPU type and TP degree, the requests per second one
-replica sustains within the p99 TTFT and TPOT targets (core/serving_load.py) and its KV cache,
+replica sustains within the p99 TTFT and TPOT targets (core/serving/load.py) and its KV cache,
 the replicas the aggregate rate needs, and what they cost; the cheapest wins (the fewest GPUs
 when no price is known)."""
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gpuplan.core import inference as I
-from gpuplan.core import kv_cache as K
+from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.serving_load import (
+from gpuplan.core.serving.load import (
     LoadTarget,
     ReplicaLoad,
     decode_pool_rate,
@@ -54,11 +54,11 @@ def _step_times(plan: Plan, gpu: Accelerator, tp: int):
     kv_seq = layout.bytes_per_sequence(plan.decode_context)
     common = dict(tp=tp, pp=1, bandwidth=gpu.memory_bandwidth, peak=gpu.peak(setup.fmt.compute_dtype),
                   link=gpu.scale_up_bandwidth)
-    prefill = I.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, **common).total
+    prefill = R.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, **common).total
 
     @lru_cache(maxsize=None)  # the rate search asks for the same integer batches again and again
     def decode(batch: int) -> float:
-        return I.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
+        return R.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
                              **common).total
 
     return prefill, decode

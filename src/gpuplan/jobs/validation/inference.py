@@ -13,8 +13,11 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from gpuplan.core import inference as I
-from gpuplan.core import kv_cache as K
+from gpuplan.core.serving import memory as M
+from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving import setup as SU
+from gpuplan.core.serving import weights as W
+from gpuplan.core.serving import kv_cache as K
 from gpuplan.errors import InputError
 
 GiB = 2**30
@@ -66,8 +69,8 @@ def _gpu(name: str):
     return load_accelerator(name)
 
 
-def _format(entry: dict[str, Any]) -> I.WeightFormat:
-    return I.weight_format(entry["quantization"], entry.get("group_size", 128), entry.get("zero_point", True))
+def _format(entry: dict[str, Any]) -> W.WeightFormat:
+    return W.weight_format(entry["quantization"], entry.get("group_size", 128), entry.get("zero_point", True))
 
 
 def _kv_case(e: dict[str, Any]) -> Case:
@@ -78,14 +81,14 @@ def _kv_case(e: dict[str, Any]) -> Case:
     return e["id"], KIND_KV, float(e["measured_tokens"]), float(predicted), basis, e.get("engine", "")
 
 
-def _runtime(e: dict[str, Any]) -> I.Runtime:
+def _runtime(e: dict[str, Any]) -> SU.Runtime:
     """The engine settings a capacity entry's log states; a null ``cuda_graph_gib`` takes
     gpuplan's default estimate (engines that count graph memory before the KV cache)."""
-    graphs = I.Runtime().cuda_graphs if e["cuda_graph_gib"] is None else e["cuda_graph_gib"] * GiB
-    return I.Runtime(gpu_memory_utilization=e.get("gpu_memory_utilization", 0.9), cuda_graphs=graphs,
+    graphs = SU.Runtime().cuda_graphs if e["cuda_graph_gib"] is None else e["cuda_graph_gib"] * GiB
+    return SU.Runtime(gpu_memory_utilization=e.get("gpu_memory_utilization", 0.9), cuda_graphs=graphs,
                      engine=e.get("serving_engine", "vllm"), mem_fraction_static=e.get("mem_fraction_static"),
                      prefill_tokens=e["prefill_tokens"], max_num_seqs=e["max_num_seqs"],
-                     sampler=e.get("sampler", I.Runtime.sampler),
+                     sampler=e.get("sampler", SU.Runtime.sampler),
                      holds_allreduce_inputs=e.get("holds_allreduce_inputs", False),
                      profile_counts_runtime=e.get("profile_counts_runtime", True))
 
@@ -94,8 +97,8 @@ def _logged_memory(e: dict[str, Any]):
     """(spec, gpu, setup, memory) of a logged start-up: the entry's model and GPU at its TP under
     the engine settings its log states."""
     spec, gpu = _model(e["model"]), _gpu(e["gpu"])
-    setup = I.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], _runtime(e))
-    memory = I.serving_memory(spec, I.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name,
+    setup = SU.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], _runtime(e))
+    memory = M.serving_memory(spec, W.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name,
                               gpu.scale_up_bandwidth)
     return spec, gpu, setup, memory
 
@@ -130,16 +133,16 @@ def _non_kv_cases(e: dict[str, Any]) -> list[Case]:
 def _weights_case(e: dict[str, Any]) -> Case:
     spec = _model(e["model"])
     fmt = _format(e)
-    predicted = I.weight_bytes_per_gpu(I.param_groups(spec), fmt, spec.num_layers, e["tp"], 1)
+    predicted = W.weight_bytes_per_gpu(W.param_groups(spec), fmt, spec.num_layers, e["tp"], 1)
     basis = f"{fmt.name}, tp {e['tp']}: layers x {fmt.bits_per_weight:g} bits + 16-bit embeddings, / tp"
     return e["id"], KIND_WEIGHTS, e["measured_gib"] * GiB, predicted, basis, ""
 
 
 def _decode_case(e: dict[str, Any]) -> Case:
     spec, gpu, fmt = _model(e["model"]), _gpu(e["gpu"]), _format(e)
-    setup = I.ServingSetup(fmt, K.KV_DTYPE_BYTES["fp16"])
+    setup = SU.ServingSetup(fmt, K.KV_DTYPE_BYTES["fp16"])
     layout = K.kv_layout(spec, setup.kv_bytes, 1, 1, 16)
-    step = I.decode_step(spec, I.param_groups(spec), setup, layout.bytes_per_sequence(e["context"]), tp=1, pp=1,
+    step = R.decode_step(spec, W.param_groups(spec), setup, layout.bytes_per_sequence(e["context"]), tp=1, pp=1,
                          batch=1, context=e["context"], bandwidth=gpu.memory_bandwidth,
                          peak=gpu.peak(fmt.compute_dtype), link=gpu.scale_up_bandwidth)
     predicted = 1.0 / step.total
@@ -149,26 +152,26 @@ def _decode_case(e: dict[str, Any]) -> Case:
     return e["id"], KIND_DECODE, float(e["measured_tokens_per_s"]), predicted, basis, e.get("engine", "")
 
 
-def _static_batch(e: dict[str, Any]) -> tuple[I.StepTime, I.StepTime]:
+def _static_batch(e: dict[str, Any]) -> tuple[R.StepTime, R.StepTime]:
     """(prefill of the whole batch, one decode step at the mean context) for a static batch: the
     prompts of ``batch`` sequences in one forward (weights read once), then decode steps at
     prompt + output / 2 cached tokens."""
     spec, gpu, fmt = _model_of(e), _gpu(e["gpu"]), _format(e)
     kv_bytes = K.KV_DTYPE_BYTES[e.get("kv_dtype", "fp16")]
-    # the engine's decode kernel (core.inference.kv_reads_per_step): TensorRT-LLM v0.6.1 and
+    # the engine's decode kernel (core.serving.roofline.kv_reads_per_step): TensorRT-LLM v0.6.1 and
     # vLLM's 2023 paged attention read a GQA cache once per query head
-    setup = I.ServingSetup(fmt, kv_bytes, decode_attention=e.get("decode_attention", "grouped"))
+    setup = SU.ServingSetup(fmt, kv_bytes, decode_attention=e.get("decode_attention", "grouped"))
     tp, batch = e["tp"], e["batch"]
-    groups, peak, link = I.param_groups(spec), gpu.peak(fmt.compute_dtype), gpu.scale_up_bandwidth
+    groups, peak, link = W.param_groups(spec), gpu.peak(fmt.compute_dtype), gpu.scale_up_bandwidth
     prompt, output = e["prompt_tokens"], e["output_tokens"]
     eff = setup.efficiency
-    prefill = I.step_time(I.decode_weight_bytes_read(spec, groups, fmt, tp, batch * prompt),
-                          batch * I.prefill_flops(spec, prompt), batch * prompt, spec, tp=tp, pp=1,
+    prefill = R.step_time(W.decode_weight_bytes_read(spec, groups, fmt, tp, batch * prompt),
+                          batch * R.prefill_flops(spec, prompt), batch * prompt, spec, tp=tp, pp=1,
                           bandwidth=gpu.memory_bandwidth, peak=peak, link=link, bw_eff=eff.bandwidth[0],
                           compute_eff=eff.compute[0], latency_s=eff.latency(link))
     context = prompt + output / 2
     kv_seq = K.kv_layout(spec, setup.kv_bytes, tp, 1, 16).bytes_per_sequence(context)
-    decode = I.decode_step(spec, groups, setup, kv_seq, tp=tp, pp=1, batch=batch, context=context,
+    decode = R.decode_step(spec, groups, setup, kv_seq, tp=tp, pp=1, batch=batch, context=context,
                            bandwidth=gpu.memory_bandwidth, peak=peak, link=link)
     return prefill, decode
 
@@ -195,7 +198,7 @@ def _throughput_case(e: dict[str, Any]) -> Case:
 def acceptance_for_length(length: float, tokens: int) -> float:
     """The per-token acceptance rate whose mean accepted length (Leviathan et al. Eq. 1) is
     ``length`` at ``tokens`` proposed per step (bisection; the length grows with the rate)."""
-    from gpuplan.core.speculative import Speculation
+    from gpuplan.core.serving.speculative import Speculation
 
     lo, hi = 0.0, 0.999999
     for _ in range(60):
@@ -207,18 +210,18 @@ def acceptance_for_length(length: float, tokens: int) -> float:
 def _speculative_case(e: dict[str, Any]) -> Case:
     from dataclasses import replace
 
-    from gpuplan.core.speculative import speculation
+    from gpuplan.core.serving.speculative import speculation
 
     spec, gpu = _model(e["model"]), _gpu(e["gpu"])
     alpha = acceptance_for_length(e["accepted_length"], e["spec_tokens"])
-    plain = I.ServingSetup(I.FORMATS["bf16"], K.KV_DTYPE_BYTES["bf16"])
+    plain = SU.ServingSetup(W.FORMATS["bf16"], K.KV_DTYPE_BYTES["bf16"])
     spec_setup = replace(plain, speculation=speculation(e["method"], e["spec_tokens"], alpha, spec))
-    groups, context = I.param_groups(spec), 512
+    groups, context = W.param_groups(spec), 512
     kv_seq = K.kv_layout(spec, plain.kv_bytes, 1, 1, 16).bytes_per_sequence(context)
     common = dict(tp=1, pp=1, batch=1, context=context, bandwidth=gpu.memory_bandwidth,
                   peak=gpu.peak("bf16"), link=gpu.scale_up_bandwidth)
-    base = I.decode_step(spec, groups, plain, kv_seq, **common)
-    fast = I.decode_step(spec, groups, spec_setup, kv_seq, **common)
+    base = R.decode_step(spec, groups, plain, kv_seq, **common)
+    fast = R.decode_step(spec, groups, spec_setup, kv_seq, **common)
     basis = (f"{e['method']} k={e['spec_tokens']}, logged length {e['accepted_length']} (alpha {alpha:.3f}): "
              f"{base.total * 1e3:.2f} ms / (({fast.total * fast.tokens_per_step * 1e3:.2f} ms verify + draft) / "
              f"{fast.tokens_per_step:.2f})")

@@ -1,5 +1,5 @@
 """Serving-engine profiles: how an engine splits GPU memory between weights, the KV cache and
-what it keeps outside them. vLLM's split lives in core/inference.py (``gpu_memory_utilization``
+what it keeps outside them. vLLM's split lives in core/serving/memory.py (``gpu_memory_utilization``
 of the device after a profiled activation peak); this module holds that profiled peak (a forward
 of max_num_batched_tokens, the sampler step on max_num_seqs rows) and the engines whose rule is
 different. Units: bytes (the engines' own MiB arithmetic where they use it).
@@ -118,7 +118,7 @@ def comm_basis(rule: str, engine: str) -> str:
             "pcie": "without NVLink: 0.25 GiB, a gpuplan assumption (vllm#15815 logs 0.30 GiB non-torch at TP 2)",
             "nvlink": f"{ENGINE_COMMUNICATORS[engine]} NCCL communicator(s) the {engine} KV sizing sees x NCCL's "
                       "per-communicator buffers (688 MB on 4x A100 NVLink, NVIDIA/nccl#964, x channel scale; "
-                      "core/engines.py, core/device_memory.py)"}[rule]
+                      "core/serving/engines.py, core/device_memory.py)"}[rule]
 
 
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -128,7 +128,7 @@ ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 # The options of `gpuplan infer` only some engines' memory rules read, and which (the rest of the
 # runtime, the driver reserve, non-torch memory and NCCL buffers, every rule reads):
 # - gpu_memory_utilization, the sampler profile and CUDA graphs counted before the KV cache: vLLM's
-#   rule (core/inference.py); SGLang keeps activations and graphs in its reserve outside
+#   rule (core/serving/memory.py); SGLang keeps activations and graphs in its reserve outside
 #   mem_fraction_static, TensorRT-LLM sizes its KV from what is still free.
 # - mem_fraction_static: SGLang; free_gpu_memory_fraction: TensorRT-LLM.
 # - prefill_tokens: vLLM's profiled forward (max_num_batched_tokens) and TensorRT-LLM's execution

@@ -16,7 +16,7 @@ sequence and spends the rest of its budget on waiting prompts. So
                                W_p99  = t_prefill ln(100 rho) / (1 - rho)   (0 when rho <= 0.01)
 
 Exponential service overstates the spread of same-length prompts, so the p99 is on the safe
-side. t_prefill and t_decode come from core/inference.py (roofline with efficiency factors).
+side. t_prefill and t_decode come from core/serving/roofline.py (roofline with efficiency factors).
 Units: seconds, requests per second, sequences.
 """
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuplan.core.kv_cache import kv_heads_per_gpu
+from gpuplan.core.serving.kv_cache import kv_heads_per_gpu
 from gpuplan.core.model import ModelSpec
 from gpuplan.errors import InputError
 
