@@ -269,57 +269,16 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 def _decoder_layer_list(model, n_layers: int):
-    """The ModuleList that holds the decoder layers (HF: model.model.layers, also under peft)."""
-    import torch
+    from gpuplan.profile.recompute import decoder_layer_list
 
-    for module in model.modules():
-        if isinstance(module, torch.nn.ModuleList) and len(module) == n_layers:
-            return module
-    raise RuntimeError(f"no ModuleList of {n_layers} decoder layers found")
-
-
-def _selective_context_fn():
-    """torchtitan-style op-level SAC policy (see SELECTIVE_DETAIL); a fresh counter per region."""
-    from collections import defaultdict
-
-    import torch
-    from torch.utils.checkpoint import (
-        CheckpointPolicy,
-        create_selective_checkpoint_contexts,
-    )
-
-    aten = torch.ops.aten
-    save = {aten.mm.default, aten.max.default}
-    for name in ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-                 "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu",
-                 "_flash_attention_forward", "_efficient_attention_forward"):
-        op = getattr(aten, name, None)
-        if op is not None:
-            save.add(op.default)
-    with contextlib.suppress(Exception):  # flash-attn 2.7+ registers a torch custom op
-        save.add(torch.ops.flash_attn._flash_attn_forward.default)
-    meta: dict = defaultdict(int)
-
-    def policy(ctx, func, *args, **kwargs):
-        mode = "recompute" if ctx.is_recompute else "forward"
-        if func is aten.mm.default:
-            meta[f"{mode}_mm_count"] += 1
-        keep = func in save and not (func is aten.mm.default and meta[f"{mode}_mm_count"] % 2 == 0)
-        return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
-
-    return create_selective_checkpoint_contexts(policy)
+    return decoder_layer_list(model, n_layers)
 
 
 def apply_selective_recompute(model, n_layers: int) -> None:
-    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
-        CheckpointImpl,
-        checkpoint_wrapper,
-    )
+    """torchtitan's op-level SAC on every decoder layer (gpuplan.profile.recompute, as profile runs it)."""
+    from gpuplan.profile.recompute import apply_selective_recompute as apply
 
-    layers = _decoder_layer_list(model, n_layers)
-    for i, layer in enumerate(layers):
-        layers[i] = checkpoint_wrapper(layer, checkpoint_impl=CheckpointImpl.NO_REENTRANT,
-                                       context_fn=_selective_context_fn, preserve_rng_state=False)
+    apply(model, n_layers)
 
 
 def apply_compile(model, n_layers: int, backend: str) -> None:
