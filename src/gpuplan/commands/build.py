@@ -16,7 +16,7 @@ import click
 
 from gpuplan.errors import InputError
 
-FORMATS = ("table", "json", "markdown")
+FORMATS = ("table", "json", "markdown", "csv")
 
 
 def flag_name(field: str) -> str:
@@ -90,7 +90,9 @@ def format_options(with_full: bool = True) -> list[click.Option]:
     """Output options of every report-printing command."""
     options = [
         click.Option(["--format", "-f", "fmt"], type=str, default="table", callback=_check_format,
-                     metavar="[table|json|markdown]", help="table, json or markdown. [default: table]"),
+                     metavar="[table|json|markdown|csv]",
+                     help="table (plain text when piped), json, markdown or csv (the result lines and tables). "
+                          "[default: table]"),
         click.Option(["--json", "as_json"], is_flag=True, default=False, help="Same as --format json."),
     ]
     if with_full:
@@ -102,23 +104,41 @@ def format_options(with_full: bool = True) -> list[click.Option]:
 def check_format(fmt: str, as_json: bool) -> None:
     """--json with --format markdown asks for two answers: refused (every command, before any work)."""
     if as_json and fmt not in ("table", "json"):
-        raise InputError("format", fmt, "--json asks for JSON; give --json or --format markdown, not both")
+        raise InputError("format", fmt, f"--json asks for JSON; give --json or --format {fmt}, not both")
+
+
+def on_terminal() -> bool:
+    """stdout is a terminal (else a pipe or a file: plain text, full width, nothing cut)."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def emit(report: Any, fmt: str = "table", as_json: bool = False, full: bool = False) -> None:
-    """Render a Report to stdout in the chosen format."""
-    from gpuplan.report import render
-
+    """Render a Report to stdout in the chosen format: a table on a terminal through rich, plain
+    text anywhere else (report/plain.py: no rich import, every column at its full width)."""
     check_format(fmt, as_json)
-
     if as_json or fmt == "json":
-        sys.stdout.write(render.to_json(report) + "\n")
+        from gpuplan.report.render import to_json
+
+        sys.stdout.write(to_json(report) + "\n")
     elif fmt == "markdown":
-        sys.stdout.write(render.to_markdown(report))
-    elif full:
-        render.print_rich(report)
+        from gpuplan.report.render import to_markdown
+
+        sys.stdout.write(to_markdown(report))
+    elif fmt == "csv":
+        from gpuplan.report.render import to_csv
+
+        sys.stdout.write(to_csv(report))
+    elif not on_terminal():
+        from gpuplan.report import plain
+
+        plain.write(plain.full_lines(report) if full else plain.summary_lines(report), sys.stdout)
     else:
-        render.print_summary(report)
+        from gpuplan.report import render
+
+        (render.print_rich if full else render.print_summary)(report)
 
 
 PATH_FIELDS = ("model", "draft_model", "calibration")

@@ -15,7 +15,7 @@ from html import escape
 from typing import Any, Callable
 
 from gpuplan.report.model import Report
-from gpuplan.report.render import _cell, _range_text
+from gpuplan.report.render import cell, range_text
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI","Noto Sans","PingFang SC","Microsoft YaHei",sans-serif;
@@ -100,11 +100,11 @@ def report_html(report: Report, figures: list[Any], t: Callable[..., str]) -> st
         out.append(_html_table(t("report.inputs"), (t("report.input"), t("report.value")),
                                [(line.label, line.display) for line in report.inputs]))
     for section in report.sections:
-        rows = [(line.label, line.display, _range_text(line), line.formula) for line in section.lines]
+        rows = [(line.label, line.display, range_text(line), line.formula) for line in section.lines]
         out.append(_html_table(section.title, (t("report.quantity"), t("report.value"), t("report.range"),
                                                t("report.formula")), rows, numeric=(1, 2), formula=3))
     for table in report.tables:
-        out.append(_html_table(table.title, table.columns, [tuple(_cell(v) for v in row) for row in table.rows]))
+        out.append(_html_table(table.title, table.columns, [tuple(cell(v) for v in row) for row in table.rows]))
     if report.assumptions:
         rows = [(a.label, f"{a.value}" + (f" ({t('report.set')})" if a.user_set else ""), a.source, a.flag)
                 for a in report.assumptions]
@@ -148,9 +148,9 @@ def report_markdown(report: Report, t: Callable[..., str]) -> list[str]:
     for section in report.sections:
         out += _md_table(section.title, (t("report.quantity"), t("report.value"), t("report.range"),
                                          t("report.formula")),
-                         [(line.label, line.display, _range_text(line), line.formula) for line in section.lines])
+                         [(line.label, line.display, range_text(line), line.formula) for line in section.lines])
     for table in report.tables:
-        out += _md_table(table.title, table.columns, [tuple(_cell(v) for v in row) for row in table.rows])
+        out += _md_table(table.title, table.columns, [tuple(cell(v) for v in row) for row in table.rows])
     if report.assumptions:
         out += _md_table(t("report.assumptions"), (t("report.assumption"), t("report.value"), t("report.source"),
                                                    t("report.flag")),

@@ -95,6 +95,10 @@ class Report:
     def value(self, key: str) -> Any:
         return self.line(key).value
 
+    def section_of(self, key: str) -> str | None:
+        """The title of the section holding the line ``key`` (None for an input line)."""
+        return next((s.title for s in self.sections for line in s.lines if line.key == key), None)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form for JSON: ``results`` maps each key to its value in base units."""
         return {

@@ -25,12 +25,23 @@ COUNT_UNITS = ("GPU-hours", "GPU-days", "GPUs", "tokens", "nodes", "cores", "seq
                "interruptions", "ranks", "tokens/s")
 
 
-def value_text(value: float, unit: str) -> str:
-    """A number printed in its unit the way the report prints such values (for ranges)."""
+DISPLAY_SCALES = (("days", 86400.0), ("h", 3600.0), ("min", 60.0), ("ms", 1e-3), ("s", 1.0))
+"""A duration's display unit (the last word of its text) and its seconds."""
+
+
+def value_text(value: float, unit: str, like: str = "") -> str:
+    """A number printed in its unit the way the report prints such values (for ranges); a
+    duration in seconds takes the unit of ``like`` (its line's own text: "0.69 days" ->
+    "0.68 days – 0.70 days", not hours)."""
     from gpuplan.core.units import format_bytes, format_duration
 
     if unit == "days":
         return f"{value:,.2f} days"
+    if unit == "s" and like:
+        word = like.split("(")[0].split()[-1:] or [""]
+        scale = dict(DISPLAY_SCALES).get(word[0])
+        if scale is not None and word[0] != "s":
+            return f"{value / scale:,.2f} {word[0]}" if word[0] != "ms" else f"{value / scale:.3g} ms"
     if unit in COUNT_UNITS:
         return f"{value:,.0f}" + ("" if unit in ("GPU-hours", "GPU-days", "GPUs") else f" {unit}")
     if unit == "s":
@@ -52,22 +63,85 @@ def value_text(value: float, unit: str) -> str:
     return f"{value:.4g} {unit}".strip()
 
 
-def _range_text(line) -> str:
+def range_text(line) -> str:
+    """'low – high' in the line's unit; empty when there is no range, or when both ends print
+    the same (a range of one value says nothing the value does not)."""
     if line.low is None or line.high is None:
         return ""
-    return f"{value_text(line.low, line.unit)} – {value_text(line.high, line.unit)}"
+    low, high = value_text(line.low, line.unit, line.display), value_text(line.high, line.unit, line.display)
+    return "" if low == high else f"{low} – {high}"
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return "" if value is None else str(value)
 
 
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
+def headline_rows(report: Report) -> list[tuple[str, Any]]:
+    """(label, line) for each headline line, in order. When two headline lines share a label (a
+    disaggregated sizing: TTFT of the pools and of the colocated answer), each section's lines
+    are headed by a (section title, None) row so that no number stands without its context."""
+    lines = report.lines(report.headline)
+    labels = [line.label for line in lines]
+    if len(set(labels)) == len(labels):
+        return [(line.label, line) for line in lines]
+    rows: list[tuple[str, Any]] = []
+    current = None
+    for line in lines:
+        section = report.section_of(line.key)
+        if section != current:
+            rows.append((section or "inputs", None))
+            current = section
+        rows.append((line.label, line))
+    return rows
+
+
+def moving_assumptions(report: Report) -> list[tuple[str, str]]:
+    """(text, flag) of the (at most three) assumptions that move the headline most; '(set)' only
+    on values the user gave."""
+    moving = [a for a in (report.assumption(k) for k in report.key_assumptions) if a is not None][:3]
+    return [(f"{a.label}: {a.value}" + (" (set)" if a.user_set else ""), a.flag) for a in moving]
+
+
+def footer(report: Report, shown: int) -> str:
+    hidden = sum(len(s.lines) for s in report.sections) - shown
+    return (f"--full: {plural(len(report.sections), 'section')} ({hidden} more lines), "
+            f"{plural(len(report.assumptions), 'assumption')} with sources, {plural(len(report.notes), 'note')}; "
+            "--json: everything in base units")
+
+
+def to_csv(report: Report) -> str:
+    """CSV: the result lines (section, key, quantity, value in base units, unit, low, high, as
+    printed) when the report has any, then each table; several blocks are separated by a blank
+    line and headed by '# title'. A report that is one table (a catalog) is that table alone."""
+    import csv
+    import io
+
+    blocks: list[tuple[str, tuple[str, ...], list[tuple[Any, ...]]]] = []
+    lines = [(s.title, line.key, line.label, line.value, line.unit, line.low, line.high, line.display)
+             for s in report.sections for line in s.lines]
+    if lines:
+        blocks.append(("results", ("section", "key", "quantity", "value", "unit", "low", "high", "text"), lines))
+    blocks += [(t.title, t.columns, list(t.rows)) for t in report.tables]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    for i, (title, columns, rows) in enumerate(blocks):
+        if len(blocks) > 1:
+            buffer.write(("\n" if i else "") + f"# {title}\n")
+        writer.writerow(columns)
+        writer.writerows([["" if v is None else v for v in row] for row in rows])
+    return buffer.getvalue()
+
+
 def table_markdown(table) -> list[str]:
     out = [f"### {table.title}", "", "| " + " | ".join(table.columns) + " |",
            "|" + "---|" * len(table.columns)]
-    out += ["| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |" for row in table.rows]
+    out += ["| " + " | ".join(cell(v).replace("|", "\\|") for v in row) + " |" for row in table.rows]
     return out + [""]
 
 
@@ -83,7 +157,7 @@ def to_markdown(report: Report) -> str:
     for section in report.sections:
         out += ["", f"## {section.title}", "", "| quantity | value | range | formula |",
                 "|---|---|---|---|"]
-        out += [f"| {line.label} | {line.display} | {_range_text(line)} | {line.formula} |"
+        out += [f"| {line.label} | {line.display} | {range_text(line)} | {line.formula} |"
                 for line in section.lines]
     for table in report.tables:
         out += [""] + table_markdown(table)
@@ -97,57 +171,74 @@ SUMMARY_ROWS = 5
 
 
 def print_summary(report: Report, width: int | None = None) -> None:
-    """The answer first: the headline lines, the assumptions that move them most, the warnings;
-    a hint to --full for everything else (well under 40 lines at 100 columns)."""
+    """The answer first, on a terminal: the headline lines, the assumptions that move them most,
+    the warnings (wrapped, never cut); a hint to --full for everything else."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table, box
 
-    headline = report.lines(report.headline)
-    if not headline:
-        print_rich(report)
+    rows = headline_rows(report)
+    if not rows:
+        print_rich(report, width)
         return
-    console = Console(width=width)
+    console = Console(width=width, highlight=False)
     console.print(f"[bold]{escape(report.title)}[/bold]")
     answer = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
     answer.add_column("answer", style="cyan", overflow="fold")
     answer.add_column("value", justify="right", overflow="fold")
     answer.add_column("range", justify="right", overflow="fold")
-    for line in headline:
-        answer.add_row(escape(line.label), escape(line.display), _range_text(line))
+    for label, line in rows:
+        if line is None:
+            answer.add_row(f"[bold]{escape(label)}[/bold]", "", "")
+        else:
+            answer.add_row(escape(label), escape(line.display), range_text(line))
     console.print(answer)
     table = next((t for t in report.tables if t.title == report.summary_table), None)
     if table is not None and table.rows:
-        shown = Table(title=f"{table.title} (first {min(SUMMARY_ROWS, len(table.rows))})", title_justify="left",
-                      box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
         keep = [i for i, c in enumerate(table.columns) if not report.summary_columns or c in report.summary_columns]
-        for i in keep:
-            shown.add_column(table.columns[i], overflow="fold")
-        for row in table.rows[:SUMMARY_ROWS]:
-            shown.add_row(*(escape(_cell(row[i])) for i in keep))
-        console.print(shown)
-    moving = [a for a in (report.assumption(k) for k in report.key_assumptions) if a is not None][:3]
+        _print_table(console, f"{table.title} (first {min(SUMMARY_ROWS, len(table.rows))})",
+                     [table.columns[i] for i in keep], [[cell(row[i]) for i in keep] for row in table.rows[:SUMMARY_ROWS]])
+    moving = moving_assumptions(report)
     if moving:
         console.print("[bold]assumptions that move it most[/bold]")
-        for a in moving:
-            console.print(f"  {escape(a.label)}: {escape(str(a.value))}" + (" (set)" if a.user_set else "")
-                          + f"  [dim]{escape(a.flag)}[/dim]", overflow="ellipsis", no_wrap=True)
+        for text, flag in moving:
+            console.print(f"  {escape(text)}  [dim]{escape(flag)}[/dim]")
     for note in report.notes[:SUMMARY_NOTES]:
-        console.print(f"[yellow]note:[/yellow] {escape(note)}", overflow="ellipsis", no_wrap=True)
-    hidden = sum(len(s.lines) for s in report.sections) - len(headline)
-    console.print(f"[dim]--full: {len(report.sections)} sections ({hidden} more lines), "
-                  f"{len(report.assumptions)} assumptions with sources, {len(report.notes)} notes; "
-                  "--json: everything in base units[/dim]")
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+    console.print(f"[dim]{escape(footer(report, len([r for r in rows if r[1] is not None])))}[/dim]")
 
 
-def print_rich(report: Report) -> None:
+def _print_table(console, title: str, columns, rows) -> None:
+    """A table that fits the terminal as columns; one wider than the terminal as one block of
+    'column: value' lines per row (readable at 80 columns, nothing squeezed to 4 characters)."""
+    from rich.markup import escape
+    from rich.table import Table, box
+
+    natural = sum(max([len(str(c))] + [len(str(r[i])) for r in rows]) + 3 for i, c in enumerate(columns))
+    if natural <= console.width:
+        shown = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for column in columns:
+            shown.add_column(escape(str(column)), overflow="fold")
+        for row in rows:
+            shown.add_row(*(escape(str(v)) for v in row))
+        console.print(shown)
+        return
+    console.print(f"[bold]{escape(title)}[/bold] ({len(rows)} rows; wider than the terminal: one block per row)")
+    name_width = max(len(str(c)) for c in columns)
+    for row in rows:
+        for i, (column, value) in enumerate(zip(columns, row)):
+            mark = "- " if i == 0 else "  "
+            console.print(f"{mark}[cyan]{escape(str(column).ljust(name_width))}[/cyan]  {escape(str(value))}")
+
+
+def print_rich(report: Report, width: int | None = None) -> None:
     """Print the report as tables on the terminal (rich imported here, not at start-up)."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console()
-    console.print(f"[bold]{report.title}[/bold]")
+    console = Console(width=width, highlight=False)
+    console.print(f"[bold]{escape(report.title)}[/bold]")
     if report.inputs:
         inputs = Table(title="Inputs", show_header=False, title_justify="left")
         inputs.add_column("input", style="cyan")
@@ -164,20 +255,15 @@ def print_rich(report: Report) -> None:
             assumptions.add_row(escape(a.label), value, escape(a.source), escape(a.flag))
         console.print(assumptions)
     for section in report.sections:
-        table = Table(title=section.title, title_justify="left")
+        table = Table(title=escape(section.title), title_justify="left")
         table.add_column("quantity", style="cyan")
         table.add_column("value", justify="right")
         table.add_column("range", justify="right")
         table.add_column("formula", style="dim", overflow="fold")
         for line in section.lines:
-            table.add_row(escape(line.label), escape(line.display), _range_text(line), escape(line.formula))
+            table.add_row(escape(line.label), escape(line.display), range_text(line), escape(line.formula))
         console.print(table)
     for item in report.tables:
-        table = Table(title=item.title, title_justify="left")
-        for column in item.columns:
-            table.add_column(column, overflow="fold")
-        for row in item.rows:
-            table.add_row(*(escape(_cell(v)) for v in row))
-        console.print(table)
+        _print_table(console, item.title, item.columns, [[cell(v) for v in row] for row in item.rows])
     for note in report.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
