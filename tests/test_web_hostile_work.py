@@ -113,8 +113,5 @@ def test_plan_answered_503_for_time_stops_and_frees_its_slot(client, monkeypatch
     assert ended == ["stopped"]
     monkeypatch.setattr(limits, "REQUEST_SECONDS", 20.0)
     slots = client.app.state.estimate_slots
-    for _ in range(limits.MAX_CONCURRENT):  # every slot is free again
-        assert slots.acquire(timeout=2)
-    for _ in range(limits.MAX_CONCURRENT):
-        slots.release()
+    assert slots.running == 0 and slots.waiting == 0  # every slot is free again
     still_answers(client)

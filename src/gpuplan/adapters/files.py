@@ -10,13 +10,14 @@ file; a missing folder is an error, not created.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from gpuplan.errors import InputError
 
@@ -43,6 +44,11 @@ def check_readable(path: str | Path, field: str, max_bytes: int) -> Path:
     except (OSError, ValueError) as exc:
         raise _fail(field, path, f"cannot be read ({getattr(exc, 'strerror', None) or exc.__class__.__name__})") \
             from None
+    _check_kind(info, field, path, max_bytes)
+    return p
+
+
+def _check_kind(info: os.stat_result, field: str, path: Any, max_bytes: int) -> None:
     if stat.S_ISDIR(info.st_mode):
         raise _fail(field, path, "is a directory; expected a file")
     if not stat.S_ISREG(info.st_mode):
@@ -50,23 +56,47 @@ def check_readable(path: str | Path, field: str, max_bytes: int) -> Path:
     if info.st_size > max_bytes:
         raise _fail(field, path, f"is {info.st_size / MiB:,.1f} MiB; the limit for a {field} is "
                     f"{max_bytes / MiB:,.0f} MiB")
-    return p
 
 
-def read_bytes(path: str | Path, field: str, max_bytes: int) -> bytes:
-    p = check_readable(path, field, max_bytes)
+def open_regular(path: str | Path, field: str, max_bytes: int, follow_links: bool = True) -> BinaryIO:
+    """``path`` opened for reading as a regular file of at most ``max_bytes``. Checked before the
+    open (check_readable) and again on the open descriptor: the name may have been swapped in
+    between (for a FIFO, whose open would block forever, or a device). The open never blocks
+    (O_NONBLOCK) and, with ``follow_links`` False, refuses a symbolic link (O_NOFOLLOW)."""
+    check_readable(path, field, max_bytes)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        with open(p, "rb") as handle:
-            data = handle.read(max_bytes + 1)
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise _fail(field, path, "no such file") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_links:
+            raise _fail(field, path, "is a symbolic link; give the file itself") from None
         raise _fail(field, path, f"cannot be read ({exc.strerror or exc.__class__.__name__})") from None
+    try:
+        _check_kind(os.fstat(fd), field, path, max_bytes)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(path: str | Path, field: str, max_bytes: int, follow_links: bool = True) -> bytes:
+    """At most ``max_bytes`` of a regular file (open_regular), read in one go."""
+    with open_regular(path, field, max_bytes, follow_links) as handle:
+        try:
+            data = handle.read(max_bytes + 1)
+        except OSError as exc:
+            raise _fail(field, path, f"cannot be read ({exc.strerror or exc.__class__.__name__})") from None
     if len(data) > max_bytes:  # grew after the check
         raise _fail(field, path, f"is larger than the {max_bytes / MiB:,.0f} MiB limit for a {field}")
     return data
 
 
-def read_text(path: str | Path, field: str, max_bytes: int) -> str:
-    data = read_bytes(path, field, max_bytes)
+def read_text(path: str | Path, field: str, max_bytes: int, follow_links: bool = True) -> str:
+    data = read_bytes(path, field, max_bytes, follow_links)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -146,8 +176,8 @@ def parse_json(text: str, field: str, where: Any) -> Any:
     return data
 
 
-def read_json(path: str | Path, field: str, max_bytes: int | None = None) -> Any:
-    return parse_json(read_text(path, field, max_bytes or MAX_BYTES.get(field, 16 * MiB)), field, path)
+def read_json(path: str | Path, field: str, max_bytes: int | None = None, follow_links: bool = True) -> Any:
+    return parse_json(read_text(path, field, max_bytes or MAX_BYTES.get(field, 16 * MiB), follow_links), field, path)
 
 
 def _yaml_loader():

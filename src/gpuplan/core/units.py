@@ -28,6 +28,30 @@ _BYTES_RE = re.compile(rf"^\s*{_NUMBER}\s*([KMGTP]I?B|B)?\s*$", re.IGNORECASE)
 _DURATION_RE = re.compile(rf"^\s*{_NUMBER}\s*([a-z]*)\s*$", re.IGNORECASE)
 
 
+def integer_too_large(value: object) -> bool:
+    """True for a Python int past float range (JSON and Python allow any digit count; float() of
+    one raises OverflowError, about 309 digits)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1023
+
+
+def shown_integer(value: int) -> str:
+    """A huge integer as a short text for an error line (str() refuses past 4,300 digits)."""
+    digits = int(value.bit_length() * 0.30103) + 1
+    return f"an integer of about {digits:,} digits"
+
+
+def refuse_huge_integer(value: object, field: str) -> None:
+    """InputError naming ``field`` for an integer past float range (not an OverflowError later)."""
+    if integer_too_large(value):
+        raise InputError(field, shown_integer(value), "is too large a number (past 1.8e308)")  # type: ignore[arg-type]
+
+
+def as_float(value: object, field: str) -> float:
+    """``float(value)`` with an integer past float range refused (refuse_huge_integer)."""
+    refuse_huge_integer(value, field)
+    return float(value)  # type: ignore[arg-type]
+
+
 def _positive(field: str, text: object, value: float) -> float:
     if not math.isfinite(value) or value <= 0:
         raise InputError(field, text, "must be a positive, finite number")
@@ -39,7 +63,7 @@ def parse_count(text: str | int | float, field: str = "count") -> float:
     if isinstance(text, bool):
         raise InputError(field, text, "expected a number such as 7B, 2T or 1.5e12")
     if isinstance(text, int | float):
-        return _positive(field, text, float(text))
+        return _positive(field, text, as_float(text, field))
     match = _COUNT_RE.match(str(text))
     if not match:
         raise InputError(field, text, "expected a number with an optional K/M/B/T suffix, e.g. 7B or 2T")
@@ -49,7 +73,7 @@ def parse_count(text: str | int | float, field: str = "count") -> float:
 def parse_bytes(text: str | int | float, field: str = "bytes") -> float:
     """'80GiB' -> 85899345920, '98 GB' -> 9.8e10; a bare number is bytes."""
     if isinstance(text, int | float) and not isinstance(text, bool):
-        return _positive(field, text, float(text))
+        return _positive(field, text, as_float(text, field))
     match = _BYTES_RE.match(str(text))
     if not match:
         raise InputError(field, text, "expected a size such as 80GB (1e9 bytes) or 80GiB (2**30 bytes)")
@@ -60,7 +84,7 @@ def parse_bytes(text: str | int | float, field: str = "bytes") -> float:
 def parse_duration(text: str | int | float, field: str = "duration") -> float:
     """'7d' -> 604800 s, '36h' -> 129600 s; a bare number is days (the planner's unit)."""
     if isinstance(text, int | float) and not isinstance(text, bool):
-        return _positive(field, text, float(text) * SECONDS_PER_DAY)
+        return _positive(field, text, as_float(text, field) * SECONDS_PER_DAY)
     match = _DURATION_RE.match(str(text))
     if not match or match.group(2).lower() not in SECONDS_PER | {"": 0}:
         raise InputError(field, text, "expected a duration such as 7d, 36h, 90min or 2w")
@@ -70,6 +94,7 @@ def parse_duration(text: str | int | float, field: str = "duration") -> float:
 
 def parse_fraction(text: str | int | float, field: str = "fraction") -> float:
     """'40%' -> 0.4, '0.4' -> 0.4. Must lie in (0, 1]."""
+    refuse_huge_integer(text, field)
     raw = str(text).strip()
     try:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
@@ -113,6 +138,7 @@ def format_duration(seconds: float) -> str:
 
 def parse_allowance(text: str | int | float, field: str = "allowance") -> float:
     """An overhead fraction that may be 0 or exceed 1: '20%' -> 0.2, '0' -> 0.0, 1.5 -> 1.5."""
+    refuse_huge_integer(text, field)
     raw = str(text).strip()
     try:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)

@@ -49,6 +49,7 @@ def _text(value: Any, field: str) -> str:
 def _finite(value: Any, field: str) -> None:
     if isinstance(value, bool):
         raise InputError(field, value, "expected a number, not true/false")
+    units.refuse_huge_integer(value, field)  # a JSON integer of 310+ digits: float() would overflow
     if isinstance(value, float) and not math.isfinite(value):
         raise InputError(field, value, "must be a finite number")
 

@@ -24,10 +24,11 @@ def create_app(**options: Any):
 def create_app_from_env():
     """The application as ``gpuplan serve`` configures it (uvicorn factory
     ``gpuplan.web:create_app_from_env``): allowed Host names and the calibration folder come
-    from GPUPLAN_ALLOWED_HOSTS (comma-separated; empty = any) and GPUPLAN_CALIBRATION_DIR."""
+    from GPUPLAN_ALLOWED_HOSTS (comma-separated; empty = any) and GPUPLAN_CALIBRATION_DIR; the
+    estimators are warmed up before connections are accepted."""
     hosts = os.environ.get(ALLOWED_HOSTS_ENV, "")
     return create_app(allowed_hosts=[h for h in hosts.split(",") if h] or None,
-                      calibration_dir=os.environ.get(CALIBRATION_DIR_ENV) or None)
+                      calibration_dir=os.environ.get(CALIBRATION_DIR_ENV) or None, warm=True)
 
 
 __all__ = ["create_app", "create_app_from_env"]

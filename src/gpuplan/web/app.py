@@ -28,12 +28,27 @@ naming the input. Add `?lang=zh` for Chinese labels (numbers and units unchanged
 
 
 def create_app(allowed_hosts: list[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-               calibration_dir: str | None = None) -> Any:
+               calibration_dir: str | None = None, warm: bool = False) -> Any:
     """The ASGI app. ``allowed_hosts``: Host header names to accept (``gpuplan serve`` passes the
-    loopback names, which stops DNS-rebinding pages from reaching a local server); None = any."""
+    loopback names, which stops DNS-rebinding pages from reaching a local server); None = any.
+    ``warm``: answer a few small requests at start-up, before connections are accepted
+    (service.warm_up; ``gpuplan serve`` does)."""
+    from contextlib import asynccontextmanager
+
     from gpuplan.web.routes import api_router
 
-    app = FastAPI(title="gpuplan", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None)
+    @asynccontextmanager
+    async def lifespan(_app):
+        if warm:
+            import asyncio
+
+            from gpuplan.web.service import warm_up
+
+            await asyncio.get_running_loop().run_in_executor(None, warm_up)
+        yield
+
+    app = FastAPI(title="gpuplan", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None,
+                  lifespan=lifespan)
     app.state.calibration_dir = calibration_dir
     for exception, handler in HANDLERS:
         app.add_exception_handler(exception, handler)

@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gpuplan.errors import InputError
 from gpuplan.web.body import EXPECTED, PREVIEW_CHARS, preview
-from gpuplan.web.limits import Busy
+from gpuplan.web.limits import RETRY_AFTER_SECONDS, Busy
 from gpuplan.web.service import ResponseTooLarge
 
 MAX_MESSAGE_CHARS = 1_500
@@ -91,7 +91,7 @@ def _plain(status: int, message: str, headers: dict[str, str] | None = None) -> 
 
 
 async def busy(request: Request, exc: Busy) -> JSONResponse:
-    return _plain(503, str(exc), {"Retry-After": "5"})
+    return _plain(503, str(exc), {"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 
 async def too_large(request: Request, exc: ResponseTooLarge) -> JSONResponse:

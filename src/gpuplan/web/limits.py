@@ -1,24 +1,37 @@
 """What guards the server: a request-body size limit (413) and response headers that keep the
-page to its own origin (no CDN, no framing, no sniffing) as ASGI middleware; a time budget and a
-cap on estimates running at once (503 naming the limit) around each estimate."""
+page to its own origin (no CDN, no framing, no sniffing) as ASGI middleware; a bounded queue in
+front of the estimates (MAX_CONCURRENT run at once, MAX_WAITING wait their turn in arrival order,
+further requests get 503 with Retry-After) and a time budget around each estimate."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
+import logging
 import threading
 from typing import Any, Callable
 
 MAX_BODY_BYTES = 256 * 1024
 REQUEST_SECONDS = 20.0
-"""Time budget of one estimate; past it the request is answered 503 (the work is bounded by the
-schema and the API's search caps (web/bounds.py), so this is a backstop, not the normal path)."""
+"""Time budget of one estimate once it runs; past it the request is answered 503 (the work is
+bounded by the schema and the API's search caps (web/bounds.py), so this is a backstop, not the
+normal path)."""
 MAX_CONCURRENT = 4
-"""Estimates running at once (2-core machines: more only queue); further requests get 503."""
+"""Estimates running at once (2-core machines: more only share the same cores)."""
+MAX_WAITING = 64
+"""Estimates waiting for a running slot, in arrival order; the next one is answered 503 with
+Retry-After. 32 clients at once each have one request in flight, so none is turned away."""
+QUEUE_SECONDS = 30.0
+"""Longest wait in the queue before a request is answered 503 (64 waiting x the slowest real
+plan, ~0.4 s on 2 cores, over 4 slots is ~6 s)."""
+RETRY_AFTER_SECONDS = 2
+_log = logging.getLogger(__name__)
 
 
 class Busy(Exception):
-    """Too many estimates at once, or one over its time budget (answered 503)."""
+    """The queue is full, a request waited too long, or an estimate ran over its time budget
+    (answered 503 with Retry-After)."""
 
 
 class Stopped(Exception):
@@ -26,20 +39,85 @@ class Stopped(Exception):
     rest of the work is dropped and its slot freed."""
 
 
-def _slots(app: Any) -> threading.BoundedSemaphore:
+class Slots:
+    """MAX_CONCURRENT running slots and a FIFO of at most MAX_WAITING waiters, shared by every
+    event loop of the app (a waiter is an asyncio future of its own loop, woken thread-safely;
+    a slot is released from the worker thread that held it)."""
+
+    def __init__(self, running: int, waiting: int) -> None:
+        self.capacity, self.max_waiting = running, waiting
+        self._free, self._lock = running, threading.Lock()
+        self._queue: collections.deque[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = collections.deque()
+
+    @property
+    def running(self) -> int:
+        return self.capacity - self._free
+
+    @property
+    def waiting(self) -> int:
+        return len(self._queue)
+
+    async def acquire(self, timeout: float) -> None:
+        """Take a slot now, or wait in line for up to ``timeout`` seconds; Busy when the line is
+        full or the wait runs out (then nothing is held)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._free > 0 and not self._queue:
+                self._free -= 1
+                return
+            if len(self._queue) >= self.max_waiting:
+                raise Busy(f"{self.capacity} estimates are running and {len(self._queue)} are waiting (the most "
+                           f"this server queues); try again in a moment")
+            entry = (loop, loop.create_future())
+            self._queue.append(entry)
+        try:
+            await asyncio.wait_for(entry[1], timeout)
+        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+            with self._lock:
+                queued = entry in self._queue
+                if queued:
+                    self._queue.remove(entry)
+            if not queued and entry[1].done() and not entry[1].cancelled():
+                self.release()  # the slot arrived as the wait ended: hand it on
+            # (a slot granted but not yet delivered sees the cancelled future and is handed on)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise Busy(f"waited {timeout:.0f} s for one of the {self.capacity} estimate slots; try again in a "
+                       "moment") from None
+
+    def release(self) -> None:
+        """Give the slot to the first waiter, or free it (callable from any thread)."""
+        with self._lock:
+            if not self._queue:
+                self._free += 1
+                return
+            loop, future = self._queue.popleft()
+        try:
+            loop.call_soon_threadsafe(self._deliver, future)
+        except RuntimeError:  # the waiter's loop has closed: pass the slot on
+            self.release()
+
+    def _deliver(self, future: asyncio.Future) -> None:
+        if future.done():  # the waiter gave up (time or a closed connection) meanwhile
+            self.release()
+        else:
+            future.set_result(None)
+
+
+def slots_of(app: Any) -> Slots:
     if not hasattr(app.state, "estimate_slots"):
-        app.state.estimate_slots = threading.BoundedSemaphore(MAX_CONCURRENT)
+        app.state.estimate_slots = Slots(MAX_CONCURRENT, MAX_WAITING)
     return app.state.estimate_slots
 
 
 async def guarded(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
-    """Run ``fn(*args, stop)`` in a worker thread within REQUEST_SECONDS and MAX_CONCURRENT slots.
-    ``stop`` is a threading.Event set when the request is answered 503 for time: work that checks
-    it (raising Stopped) ends early. A slot is released when the work ends, even after its request
-    has been answered 503, so slow work cannot pile up."""
-    slots = _slots(app)
-    if not slots.acquire(blocking=False):
-        raise Busy(f"{MAX_CONCURRENT} estimates are already running; try again in a moment")
+    """Run ``fn(*args, stop)`` in a worker thread once a slot is free (waiting in line, see
+    :class:`Slots`), within REQUEST_SECONDS. ``stop`` is a threading.Event set when the request
+    is answered 503 for time: work that checks it (raising Stopped) ends early. A slot is
+    released when the work ends, even after its request has been answered 503, so slow work
+    cannot pile up."""
+    slots = slots_of(app)
+    await slots.acquire(QUEUE_SECONDS)
     stop = threading.Event()
 
     def work() -> Any:
@@ -52,7 +130,12 @@ async def guarded(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
 
     loop = asyncio.get_running_loop()
     try:
-        return await asyncio.wait_for(asyncio.shield(loop.run_in_executor(None, work)), REQUEST_SECONDS)
+        running = loop.run_in_executor(None, work)
+    except BaseException:
+        slots.release()
+        raise
+    try:
+        return await asyncio.wait_for(asyncio.shield(running), REQUEST_SECONDS)
     except asyncio.TimeoutError:
         stop.set()
         raise Busy(f"the estimate took longer than the {REQUEST_SECONDS:.0f} s limit; narrow the request "
@@ -111,12 +194,32 @@ class Guard:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await self.app(scope, replay, send_with_headers)
+        started = False
+
+        async def send_tracked(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send_with_headers(message)
+
+        try:
+            await self.app(scope, replay, send_tracked)
+        except Exception:
+            # a bug, not bad input: logged with its traceback, answered as one JSON line on a
+            # connection that stays usable (uvicorn resets a kept-alive connection after an
+            # exception that escapes the app, and the client's next request fails too)
+            _log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            await self._answer(send_with_headers, 500, "internal error (a gpuplan bug: the server log has the "
+                               "traceback; please report it with the request)")
 
     async def _too_large(self, send: Callable) -> None:
-        message = f"request body larger than {self.max_bytes:,} bytes"
+        await self._answer(send, 413, f"request body larger than {self.max_bytes:,} bytes")
+
+    @staticmethod
+    async def _answer(send: Callable, status: int, message: str) -> None:
         payload = json.dumps({"detail": message, "field": None, "message": message}).encode()
-        await send({"type": "http.response.start", "status": 413,
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(payload)).encode())]})
         await send({"type": "http.response.body", "body": payload})

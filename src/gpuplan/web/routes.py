@@ -17,6 +17,7 @@ from gpuplan.web import service
 from gpuplan.jobs import JOBS, Job
 from gpuplan.errors import InputError
 from gpuplan.web.body import preview, read_body
+from gpuplan.web.flight import flights_of
 from gpuplan.web.limits import guarded
 from gpuplan.web.models import ErrorResponse, Health, ReportResponse, request_model
 
@@ -109,8 +110,13 @@ def _add_job(router: APIRouter, job: Job) -> None:
         # `body` is checked by FastAPI for the schema (and documents it); the estimate re-reads the
         # raw JSON (as read_body left it) through the same schema, so a value means what it means
         # on the CLI.
-        raw = request.state.body
-        result = await guarded(request.app, service.estimate, name, raw, lang, request.app.state.calibration_dir)
+        # A kept result is answered at once; the same request already running is waited for
+        # (web/flight.py); anything else queues for a slot (web/limits.py).
+        raw, app, folder = request.state.body, request.app, request.app.state.calibration_dir
+        key = service.cache_key(name, raw, lang, folder)
+        result = service.cached(key)
+        if result is None:
+            result = await flights_of(app).run(key, lambda: guarded(app, service.estimate, name, raw, lang, folder))
         return JSONResponse(result)
 
     endpoint.__name__ = f"estimate_{name}"

@@ -108,7 +108,7 @@ def estimate(name: str, body: dict[str, Any], lang: str = "en", calibration_dir:
     from gpuplan.report.plots import chart_series
 
     lang = check_lang(lang)
-    key = json.dumps([name, lang, body, calibration_dir], sort_keys=True, default=repr)
+    key = cache_key(name, body, lang, calibration_dir)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
@@ -121,6 +121,33 @@ def estimate(name: str, body: dict[str, Any], lang: str = "en", calibration_dir:
                                "limit; ask for fewer layouts (top) or GPU counts")
     _CACHE.put(key, result, size)
     return result
+
+
+WARM_UP = (("training", {"model": "llama-3.1-8b", "gpus": 8}), ("plan", {"model": "llama-3.1-8b", "gpus": 8}),
+           ("memory", {"model": "llama-3.1-8b", "gpus": 8}), ("inference", {"model": "llama-3.1-8b"}))
+"""Small requests `gpuplan serve` answers before it accepts connections: the first real request
+then finds the estimators imported and the catalog read (a cold first plan takes ~1.5 s on 2
+cores, and every client asking at that moment waits for it)."""
+
+
+def warm_up() -> None:
+    """Run WARM_UP (in both languages); a failure is logged, never fatal."""
+    for name, body in WARM_UP:
+        for lang in ("en", "zh"):
+            try:
+                estimate(name, body, lang)
+            except Exception:  # noqa: BLE001 - the server starts anyway; the request will say what is wrong
+                _log.warning("warm-up request %s %r failed", name, body, exc_info=True)
+
+
+def cache_key(name: str, body: dict[str, Any], lang: str, calibration_dir: str | None) -> str:
+    """The result cache's key of a request (the same request in any key order is one key)."""
+    return json.dumps([name, lang, body, calibration_dir], sort_keys=True, default=repr)
+
+
+def cached(key: str) -> dict[str, Any] | None:
+    """A kept result, or None: answered without a slot (web/routes.py)."""
+    return _CACHE.get(key)
 
 
 def request_limits(body: dict[str, Any], calibration_dir: str | None) -> dict[str, Any]:
@@ -153,7 +180,7 @@ def calibration_document(value: Any, folder: str | None) -> dict[str, Any]:
     if path is None:
         raise InputError("calibration", value, "no such calibration in the server's --calibration-dir")
     try:
-        return read_json(path, "calibration")
+        return read_json(path, "calibration", follow_links=False)  # checked again on the open descriptor
     except InputError as exc:
         raise InputError("calibration", value, exc.expected.replace(str(path), value)) from None
 
