@@ -5,7 +5,8 @@ refused before it is opened), at most a size cap per kind of file, strict UTF-8,
 and YAML a nesting limit and no duplicate keys; YAML anchors/aliases are refused outright (the
 "billion laughs" bomb needs them, and no gpuplan file uses them). Writes: a temporary file in the
 target folder, fsync, then os.replace, so a failure never leaves a half-written or truncated
-file; a missing folder is an error, not created.
+file; the file keeps its mode; a missing folder, a symbolic link or one of the command's own
+inputs as the target is an error.
 """
 
 from __future__ import annotations
@@ -302,11 +303,17 @@ def _dates_as_text(value: Any) -> Any:
 
 # ---- writing --------------------------------------------------------------------------------
 
-def check_writable(path: str | Path, field: str = "out") -> Path:
-    """Refuse an output path before any work: its folder must exist and be writable, and the
-    path must not be a directory."""
+def check_writable(path: str | Path, field: str = "out", inputs: tuple[Any, ...] = ()) -> Path:
+    """Refuse an output path before any work: its folder must exist and be writable; the path
+    must not be a directory, a symbolic link, anything but a regular file, or one of ``inputs``
+    (the files the command reads: same path, or the same file through another name or link)."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
+    if target.is_symlink():
+        # not followed: a link planted where an output goes (a shared /tmp) would otherwise make
+        # gpuplan write wherever it points, past the kernel's protected_symlinks check
+        raise _fail(field, path, f"is a symbolic link (to {os.readlink(target)}); give the file it points to, "
+                    "or another name")
     if target.is_dir():
         raise _fail(field, path, "is a directory; give a file name")
     if not folder.is_dir():
@@ -315,6 +322,11 @@ def check_writable(path: str | Path, field: str = "out") -> Path:
         raise _fail(field, path, f"cannot be written: no permission in {folder}")
     if target.exists() and not target.is_file():
         raise _fail(field, path, "is not a regular file")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise _fail(field, path, "is read-only; make it writable or give another name")
+    same = next((str(i) for i in inputs if i is not None and _same_file(target, Path(str(i)))), None)
+    if same is not None:
+        raise _fail(field, path, f"is also an input ({same}); write to another file")
     try:  # the write goes through a temporary file in the folder: try one now (/proc, a read-only mount)
         fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=folder)
     except OSError as exc:
@@ -324,9 +336,22 @@ def check_writable(path: str | Path, field: str = "out") -> Path:
     return target
 
 
-def write_atomic(path: str | Path, data: bytes | str, field: str = "out") -> Path:
-    """Write ``data`` to ``path`` via a temporary file in the same folder + os.replace."""
-    target = check_writable(path, field)
+def _same_file(target: Path, source: Path) -> bool:
+    """True when ``target`` names ``source``: the same resolved path, or the same file (device and
+    inode: a hard link)."""
+    try:
+        if os.path.realpath(target) == os.path.realpath(source):
+            return True
+        return target.exists() and source.exists() and os.path.samefile(target, source)
+    except (OSError, ValueError):
+        return False
+
+
+def write_atomic(path: str | Path, data: bytes | str, field: str = "out", inputs: tuple[Any, ...] = ()) -> Path:
+    """Write ``data`` to ``path`` via a temporary file in the same folder, fsync and os.replace
+    (check_writable first). An existing file keeps its permission bits (and, where allowed, its
+    owner and group); a new one gets 0666 less the umask, as any program's."""
+    target = check_writable(path, field, inputs)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -337,9 +362,7 @@ def write_atomic(path: str | Path, data: bytes | str, field: str = "out") -> Pat
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
+        _take_mode(tmp, target)
         os.replace(tmp, target)
     except OSError as exc:
         _remove(tmp)
@@ -350,6 +373,23 @@ def write_atomic(path: str | Path, data: bytes | str, field: str = "out") -> Pat
     return target
 
 
+def _take_mode(tmp: str, target: Path) -> None:
+    """The temporary file gets the target's mode bits (and owner/group when permitted), or the
+    usual 0666 & ~umask for a new file (mkstemp creates 0600)."""
+    try:
+        old = os.stat(target)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        return
+    try:
+        os.chown(tmp, old.st_uid, old.st_gid)
+    except OSError:  # another user's file: the mode is still kept
+        pass
+    os.chmod(tmp, stat.S_IMODE(old.st_mode))
+
+
 def _remove(tmp: str) -> None:
     try:
         os.unlink(tmp)
@@ -357,5 +397,5 @@ def _remove(tmp: str) -> None:
         pass
 
 
-def write_json_atomic(path: str | Path, data: Any, field: str = "out") -> Path:
-    return write_atomic(path, json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n", field)
+def write_json_atomic(path: str | Path, data: Any, field: str = "out", inputs: tuple[Any, ...] = ()) -> Path:
+    return write_atomic(path, json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n", field, inputs)

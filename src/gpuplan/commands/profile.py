@@ -20,7 +20,8 @@ def command():
         if inputs.out:
             from gpuplan.adapters.files import check_writable
 
-            check_writable(inputs.out)  # before training, not after
+            model = inputs.model or ""  # a config.json (or its folder) is an input: never written over
+            check_writable(inputs.out, inputs=(model, os.path.join(model, "config.json")))  # before training
         data = run_trial(inputs.settings(), inputs.out)
         if int(os.environ.get("RANK", "0")) != 0:
             return None  # rank 0 prints and writes

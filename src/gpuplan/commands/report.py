@@ -64,7 +64,7 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
 
 
 def command():
-    from gpuplan.commands.build import plan_relative_paths, schema_options, with_schema
+    from gpuplan.commands.build import PATH_FIELDS, plan_relative_paths, schema_options, with_schema
     from gpuplan.report.schema import ReportInputs
 
     def callback(plan: str, **flags: Any) -> None:
@@ -80,9 +80,9 @@ def command():
         inputs = ReportInputs.parse({"plan": plan, **flags})
         if not is_plan_file(inputs.plan):
             raise InputError("plan", inputs.plan, "expected a .yaml, .yml or .toml plan file")
-        for target in (inputs.out, inputs.markdown):
+        for target, field in ((inputs.out, "out"), (inputs.markdown, "markdown")):
             if target:
-                check_writable(target)  # before any work
+                check_writable(target, field, inputs=(inputs.plan,))  # before any work; never over the plan
         if inputs.out and inputs.markdown and Path(inputs.out).resolve() == Path(inputs.markdown).resolve():
             raise InputError("markdown", inputs.markdown, "names the same file as --out; give the Markdown and the "
                              "HTML report different paths")
@@ -99,6 +99,10 @@ def command():
                     "plots", "matplotlib", "is not installed; pip install 'gpuplan[plot]' or pass --no-plots"
                 ) from None
         raw = plan_relative_paths(read_plan_file(inputs.plan), inputs.plan)
+        read = (inputs.plan, *(raw.get(k) for k in PATH_FIELDS if isinstance(raw.get(k), str)))
+        for target, field in ((inputs.out, "out"), (inputs.markdown, "markdown")):
+            if target:
+                check_writable(target, field, inputs=read)  # nor over a file the plan names (its config.json)
         reports = reports_for_plan(raw, inputs.plan, inputs.sections)
         md_path = Path(inputs.markdown) if inputs.markdown else None
         image_dir = f"{md_path.stem}-plots" if md_path else "report-plots"
@@ -109,10 +113,10 @@ def command():
                 (md_path.parent / image_dir).mkdir(exist_ok=True)
             for relative, data in docs.images.items():
                 write_atomic(md_path.parent / relative, data, "markdown")
-            write_atomic(md_path, docs.markdown, "markdown")
+            write_atomic(md_path, docs.markdown, "markdown", read)
             sys.stdout.write(t("messages.wrote", path=md_path) + "\n")
         if inputs.out:
-            write_atomic(inputs.out, docs.html)
+            write_atomic(inputs.out, docs.html, "out", read)
             sys.stdout.write(t("messages.wrote", path=inputs.out) + "\n")
         else:
             sys.stdout.write(docs.html)
