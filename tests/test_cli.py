@@ -9,16 +9,16 @@ import pytest
 def test_builtin_defaults_are_the_article_example(run_json):
     data = run_json("train")
     assert data["results"]["flops_6nd"] == pytest.approx(8.4e22)
-    assert data["results"]["gpus"] == pytest.approx(1112.9, abs=0.1)
+    assert data["results"]["gpus_compute_only"] == pytest.approx(1112.9, abs=0.1)
     assert data["inputs"]["gpu"] == "a100-sxm4-80gb"
     assert any("built-in defaults" in n for n in data["notes"])
 
 
 def test_table_and_markdown_render(run_cli):
     code, out, _ = run_cli("train", "--params", "7B", "--tokens", "2T", "--gpu", "a100", "--days", "7")
-    assert code == 0 and "GPU-days" in out and "1,113" in out
+    assert code == 0 and "GPU-days" in out and "1,112.9" in out
     code, out, _ = run_cli("train", "--format", "markdown")
-    assert code == 0 and out.startswith("# Training budget") and "| GPUs (solved) |" in out
+    assert code == 0 and out.startswith("# Training budget") and "| GPUs to finish in 7 days (solved) |" in out
     for section in ("## Compute", "## Layout and memory per GPU", "## Data loading", "## Checkpoints", "## Failures and goodput",
                     "## Cost (on-demand vs spot)", "## Contingency budget"):
         assert section in out  # one view: the budget report of issue #5
@@ -32,11 +32,11 @@ def test_positional_model_name(run_json):
 def test_yaml_and_toml_plan_files_with_flag_override(run_json, tmp_path):
     yaml_plan = tmp_path / "plan.yaml"
     yaml_plan.write_text("params: 7B\ntokens: 2T\ngpu: a100\ndays: 7\nmfu: 40%\n")
-    assert run_json("train", str(yaml_plan))["results"]["gpus"] == pytest.approx(1112.9, abs=0.1)
+    assert run_json("train", str(yaml_plan))["results"]["gpus_compute_only"] == pytest.approx(1112.9, abs=0.1)
     toml_plan = tmp_path / "plan.toml"
     toml_plan.write_text('params = "7B"\ntokens = "2T"\ngpu = "a100"\ndays = 7\n')
     # --days 14 overrides the file: half the GPUs
-    assert run_json("train", str(toml_plan), "--days", "14")["results"]["gpus"] == pytest.approx(556.5, abs=0.1)
+    assert run_json("train", str(toml_plan), "--days", "14")["results"]["gpus_compute_only"] == pytest.approx(556.5, abs=0.1)
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -51,8 +51,8 @@ def test_article_report_is_self_contained_with_three_plots(run_report, tmp_path)
     assert len(svgs) == 3  # budget: time+cost vs GPUs; memory: stacked bars; plan: layouts + Pareto front
     assert all(s.startswith(b"<?xml") and b"<svg" in s for s in svgs)
     assert [m for m in re.findall(r'data-chart="(\w+)"', html)] == ["cluster", "memory", "layouts"]
-    # the article's numbers: 6 x 7e9 x 2e12 = 8.4e22 FLOPs; 1,112.9 GPUs -> 1,113 rented
-    assert "8.400e+22" in html and "1,113" in html
+    # the article's numbers: 6 x 7e9 x 2e12 = 8.4e22 FLOPs; 1,112.9 GPUs for compute alone
+    assert "8.400e+22" in html and "1,112.9" in html
     for title in ("Training budget:", "Training memory:", "Layout plan:", "Assumptions", "Pareto front"):
         assert title in html
 
@@ -67,7 +67,7 @@ def test_markdown_report_links_its_plot_files(run_report, tmp_path):
     for link in links:
         assert (tmp_path / link).read_bytes().startswith(b"<?xml")
     assert markdown.startswith("# gpuplan report: article-7b.yaml")
-    assert "| GPUs rented | 1,113 |" in markdown
+    assert re.search(r"\| GPUs rented \| 1,3\d\d \|", markdown)  # 7 days met with comm and failures
 
 
 def test_chinese_report_same_numbers(run_report, tmp_path):

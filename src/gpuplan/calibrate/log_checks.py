@@ -83,6 +83,25 @@ def check_against_gpu(log: TrainingLog, gpu: Any, source: str) -> None:
                              f"{gpu.name}, {gpu.memory_bytes * scale:.4g}; check --gpu and the unit")
 
 
+LAYOUT_FLAGS = ("tp", "pp", "ep", "zero")
+"""What a training log does not record about its run's layout (the flags of `gpuplan calibrate`)."""
+
+
+def check_layout_given(context: Any, gpus: int, source: str, fmt: str) -> None:
+    """A log of a run on several GPUs needs its layout: the log does not record the tensor,
+    pipeline and expert degrees or the ZeRO stage, and the step time and memory gpuplan compares
+    it with depend on them. With none of --tp, --pp, --ep, --zero given (tp, pp, ep at 1 and no
+    ZeRO stage), the fit would read the run as plain data parallelism — a Mixtral log taken so
+    models 800 GiB per 80 GB GPU and writes a fixed memory overhead of -747 GiB. Refused, naming
+    the flags."""
+    unset = context.tp == 1 and context.pp == 1 and context.ep == 1 and context.zero is None
+    if gpus <= 1 or not unset:
+        return
+    raise InputError("tp/pp/ep/zero", "not given", f"{source} ({fmt} log) is a run on {gpus} GPUs and does not "
+                     "record its layout; give the run's --tp, --pp, --ep and --zero (e.g. --tp 4 --ep 4 --zero 1; "
+                     "plain data parallelism: --tp 1 --zero 0)")
+
+
 def check_step_time(step: float, source: str, field: str, rate: float) -> None:
     """A step time derived from a throughput (tokens / rate) within 0.1 ms .. 1e6 s."""
     low, high, _ = BOUNDS["step_time_s"]

@@ -14,6 +14,7 @@ from gpuplan.adapters.training_logs import (
 )
 from gpuplan.calibrate.log_checks import (
     check_against_gpu,
+    check_layout_given,
     check_log,
     check_step_time,
     label,
@@ -42,6 +43,7 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
     gpu = accelerator.id
     gpus = int(require(context, "gpus", source, fmt))
     seq_len = int(require(context, "seq_len", source, fmt))
+    check_layout_given(context, gpus, source, fmt)
     recipe, implementation, zero = LOG_DEFAULTS[fmt]
     recipe = context.recipe or recipe
     check_recipe_runs_on(recipe, accelerator)

@@ -5,6 +5,7 @@ when no layout can use all of them, the largest count that works, with the rest 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -133,13 +134,48 @@ def row_layout(table: LayoutTable, i: int) -> tuple[ParallelLayout, str]:
 
 
 def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) -> np.ndarray:
-    """Row order, best first: by step time per token (time), cost, or GPUs then time."""
+    """Row order, best first: by step time per token (time), cost, GPUs then time, or the
+    deadline rule (fewest GPUs, then cheapest: deadline_order)."""
     seconds_per_token = table["step_seconds"] / (table["global_batch"] * 1.0)
+    if rank_by == "deadline":
+        return np.lexsort((_cheapest_key(table, cost, seconds_per_token), table["gpus"]))
     if rank_by == "gpus":
         return np.lexsort((seconds_per_token, table["gpus"]))
     if rank_by == "cost" and cost is not None and not np.isnan(cost).all():
         return np.argsort(cost, kind="stable")
     return np.lexsort((table["gpus"], seconds_per_token))
+
+
+def _cheapest_key(table: LayoutTable, cost: np.ndarray | None, seconds_per_token: np.ndarray) -> np.ndarray:
+    """What 'cheapest' compares: the cost when priced, else GPU-hours (GPUs x time per token)."""
+    if cost is not None and len(cost) and not np.isnan(cost).all():
+        return cost
+    return table["gpus"] * seconds_per_token
+
+
+def deadline_order(table: LayoutTable, days: np.ndarray, deadline: float,
+                   days_after: Callable[[int], float] | None = None, cost: np.ndarray | None = None) -> np.ndarray:
+    """The deadline rule: the rows that meet ``deadline`` (days) after every allowance the answer
+    adds, the smallest GPU count first, then the cheapest (cost; GPU-hours when unpriced).
+    ``days``: each row's modelled days (no allowance: a row over the deadline here is out);
+    ``days_after(i)``: row i's days once the answer's further allowances (failures and
+    checkpoints in the budget) are added, evaluated once per GPU count on its cheapest row; the
+    count's other rows take the same share (the same failure rate; their checkpoints differ little).
+    Returns row indices in that order."""
+    candidates = np.flatnonzero(days <= deadline)
+    seconds_per_token = table["step_seconds"] / (table["global_batch"] * 1.0)
+    key = _cheapest_key(table, cost, seconds_per_token)
+    order = candidates[np.lexsort((key[candidates], table["gpus"][candidates]))]
+    if days_after is None or not len(order):
+        return order
+    counts = table["gpus"][order]
+    starts = np.flatnonzero(np.concatenate(([True], counts[1:] != counts[:-1])))
+    kept = []
+    for start, end in zip(starts, np.append(starts[1:], len(order))):
+        rows, first = order[start:end], int(order[start])
+        share = days_after(first) / max(float(days[first]), 1e-30)
+        kept.append(rows[days[rows] * share <= deadline])
+    return np.concatenate(kept)
 
 
 def fallback_counts(gpus: int, per_node: int) -> list[int]:

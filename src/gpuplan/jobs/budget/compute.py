@@ -6,6 +6,7 @@ from __future__ import annotations
 from gpuplan.core import reliability as R
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
+from gpuplan.errors import InputError
 from gpuplan.jobs.budget.model import (
     SCALING_FACTORS,
     Budget,
@@ -57,3 +58,36 @@ def budget_sections(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seco
     return compute_budget(spec, gpu, gpus=gpus, wall_seconds=wall_seconds, gpu_hours=gpu_hours, tokens=tokens,
                           global_batch_tokens=global_batch_tokens, step_seconds=step_seconds, recipe=recipe,
                           zero=zero, model_parallel=model_parallel, settings=settings).sections
+
+
+def wall_with_failures(spec: ModelSpec, gpu: Accelerator, settings: BudgetSettings, *, gpus: float,
+                       work_seconds: float, tokens: float, global_batch_tokens: float | None = None,
+                       step_seconds: float | None = None, recipe: str = "mixed", zero: int = 1,
+                       model_parallel: int = 1) -> float:
+    """The budget's "expected wall-clock with failures" (on-demand: interruptions, restarts, lost
+    work and checkpoint stalls; Daly 2006 via core.reliability) of ``work_seconds`` of
+    failure-free training on ``gpus`` GPUs, s. The deadline rule measures a deadline against it."""
+    validate_settings(settings)
+    run = run_facts(spec, gpu, gpus=gpus, wall_seconds=work_seconds, gpu_hours=work_seconds * gpus / 3600,
+                    tokens=tokens, global_batch_tokens=global_batch_tokens, step_seconds=step_seconds,
+                    recipe=recipe, zero=zero, model_parallel=model_parallel)
+    try:
+        return scenario(run, settings, run.gpus).on_demand.wall_seconds
+    except InputError:  # failures faster than a checkpoint period: no run completes on these GPUs
+        return float("inf")
+
+
+def row_days_with_failures(inputs, evaluator, table, step_given: float | None = None):
+    """For the deadline rule over a layout table (planner.plan.deadline_order): row i -> its days
+    with failures and checkpoints, as the budget of that layout counts them."""
+    def days(i: int) -> float:
+        tp, pp = int(table["tp"][i]), int(table["pp"][i])
+        batch = float(table["global_batch"][i]) * inputs.seq_len
+        work = inputs.tokens / float(table["tokens_per_second"][i])
+        wall = wall_with_failures(evaluator.spec, evaluator.cluster.gpu, inputs.budget_settings(),
+                                  gpus=float(table["gpus"][i]), work_seconds=work, tokens=inputs.tokens,
+                                  global_batch_tokens=batch, step_seconds=step_given or float(table["step_seconds"][i]),
+                                  recipe=inputs.recipe_name, zero=int(table["zero"][i]), model_parallel=tp * pp)
+        return wall / 86400.0
+
+    return days

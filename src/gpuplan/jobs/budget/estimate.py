@@ -20,8 +20,8 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
 
     if not isinstance(inputs, BudgetInputs):
         inputs = BudgetInputs(**inputs.given_values())
-    train, plan, used = training_report(inputs)
-    spec, gpu = plan_spec(train, inputs), resolve_gpu(inputs.gpu)
+    spec, gpu = inputs.spec(), resolve_gpu(inputs.gpu)
+    train, plan, used = training_report(inputs, failures_for_deadline(inputs, spec, gpu))
     gpus = max(1, math.ceil(train.value("gpus") - 1e-9))
     wall = train.value("wall_days_with_comm") * 86400 * train.value("gpus") / gpus
     result = compute_budget(spec, gpu, gpus=gpus, wall_seconds=wall, gpu_hours=train.value("gpu_hours_with_comm"),
@@ -43,14 +43,27 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
                   key_assumptions=("mfu", "comm_allowance", "budget_price"))
 
 
-def plan_spec(train: Report, inputs: BudgetInputs):
-    return inputs.spec()
+def failures_for_deadline(inputs: BudgetInputs, spec, gpu):
+    """The budget's further allowances for a deadline (jobs/training/timing.py AfterAllowances):
+    (GPUs, layout, failure-free wall-clock) -> the expected wall-clock with failures and checkpoints
+    that the Failures section prints for that run."""
+    from gpuplan.jobs.budget.compute import wall_with_failures
+
+    settings = inputs.budget_settings()
+
+    def after(gpus: int, plan, work_seconds: float) -> float:
+        return wall_with_failures(spec, gpu, settings, gpus=gpus, work_seconds=work_seconds, tokens=inputs.tokens,
+                                  global_batch_tokens=float(plan.global_batch * inputs.seq_len),
+                                  step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
+                                  model_parallel=plan.layout.tp * plan.layout.pp)
+
+    return after
 
 
 # The answer-first view of `gpuplan train`: the article's numbers first (FLOPs, GPU-days, GPUs or
 # days, MFU), then the layout and memory verdict, the time with allowances, and the money.
-TRAIN_HEADLINE = ("flops_used", "gpu_days", "gpus", "wall_days", "mfu", "mem_layout", "mem_peak_total", "mem_fits",
-                  "wall_days_with_comm", "gpu_hours_with_comm", "fail_wall_seconds", "cost_on_demand_usd",
+TRAIN_HEADLINE = ("flops_used", "gpu_days", "gpus", "gpus_compute_only", "wall_days", "mfu", "mem_layout",
+                  "mem_peak_total", "mem_fits", "wall_days_with_comm", "gpu_hours_with_comm", "fail_wall_seconds", "cost_on_demand_usd",
                   "cost_spot_usd", "budget_gpu_hours", "budget_usd_on_demand", "budget_usd_spot")
 BUDGET_HEADLINE = ("cost_price_on_demand", "cost_price_spot", "cost_on_demand_usd", "cost_spot_usd",
                    "cost_spot_saving", "contingency_total", "budget_gpu_hours", "budget_usd_on_demand",

@@ -14,16 +14,18 @@ from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count
 from gpuplan.jobs.assumptions import mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
 from gpuplan.jobs.plan.schema import PlanInputs
-from gpuplan.jobs.plan.search import PlanSearch, best_index, search
+from gpuplan.jobs.plan.search import PlanSearch, best_index, deadline_of, rank_by_of, search
 from gpuplan.planner.plan import Plan, evaluate_layout, layout_text, ranking, row_layout
 from gpuplan.planner.search import LayoutTable, pareto_front
 from gpuplan.planner.space import RECOMPUTE_MODES
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
 
+RANKED = {"time": "time", "cost": "cost", "gpus": "gpus",
+          "deadline": "the deadline rule: fewest GPUs meeting it with failures and checkpoints, then cheapest"}
 COLUMNS = ("GPUs", "layout", "step s", "MFU", "days", "GPU-hours", "cost", "peak/GPU", "exposed comm", "bubble")
 # The answer-first view of `gpuplan plan`: the winner, its time, MFU, money and memory, and why.
-PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "best_days", "best_mfu",
-                 "best_step_seconds", "best_gpu_hours", "best_cost", "best_peak_bytes", "check_rank",
+PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "best_days", "fail_wall_seconds",
+                 "best_mfu", "best_step_seconds", "best_gpu_hours", "best_cost", "best_peak_bytes", "check_rank",
                  "check_loses_by", "why_shortfall", "comm_ratio_exposed", "bubble_share", "budget_usd_on_demand",
                  "searched")
 
@@ -68,13 +70,14 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
     return (
         Line("best_layout", "your layout (best with the degrees given)" if inputs.layout_given else "best layout",
              plan.text(), text=f"{plan.gpus:,} GPUs, {plan.text()}: {t['days'][i]:.1f} days, MFU {plan.mfu:.1%}",
-             formula=f"ranked by {inputs.rank_by}"),
+             formula=f"ranked by {RANKED[rank_by_of(inputs)]}"),
         Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
         Line("idle_gpus", "GPUs left idle", plan.idle_gpus, "GPUs",
              f"{plan.idle_gpus:,} of {plan.gpus_asked:,}" if plan.idle_gpus else "none",
              _why_idle(inputs) if plan.idle_gpus else ""),
         Line("global_batch", "global batch", plan.global_batch, "sequences",
-             f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({plan.batch_difference:+.1%} vs {asked:,.0f} asked)",
+             f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({plan.batch_difference:+.1%} vs {asked:,.0f} "
+             + ("asked)" if inputs.global_batch is not None or inputs.global_batch_tokens is not None else "by default)"),
              "the batch asked, rounded to a multiple of dp"),
         Line("best_days", "wall-clock", days, "days", f"{days:.2f} days", f"band ±{error:.1%}: {band_source}",
              *band(days)),
@@ -108,7 +111,7 @@ def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tupl
 def plan_report(inputs: PlanInputs, progress=None) -> Report:
     result = search(inputs, progress)
     table, price = result.table, result.price
-    order = ranking(table, inputs.rank_by, table["cost"])
+    order = ranking(table, rank_by_of(inputs), table["cost"])
     top = order[: inputs.top]
     best = int(top[0])
     plan = chosen_plan(result, best)
@@ -117,7 +120,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     summary = Section("Recommendation", recommendation(plan, inputs, result, best) + why_lines(plan, result.all))
     checked = _check_my_layout(inputs, result, plan) if inputs.layout_given else ()
     breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best"))
-    tables = (Table(f"top {len(top)} layouts (ranked by {inputs.rank_by})", COLUMNS, _rows(table, top)),
+    tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by_of(inputs)]})", COLUMNS, _rows(table, top)),
               Table("Pareto front (GPUs vs days" + (" vs cost)" if price is not None else ")"), COLUMNS,
                     _rows(table, front[:20])),
               communication_table(plan, result.evaluator))
@@ -133,8 +136,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                                                              format_count(inputs.tokens)),
                      Line("gpu", "accelerator", gpu.id, text=gpu.name),
                      Line("gpu_counts", "GPU counts", ",".join(map(str, result.counts))),
-                     Line("deadline", "deadline", inputs.days, "days", "none" if inputs.days is None else
-                          f"{inputs.days:g} days"))
+                     Line("deadline", "deadline", deadline_of(inputs), "days", "none" if deadline_of(inputs) is None
+                          else f"{deadline_of(inputs):g} days" + ("" if inputs.days else " (the article's default)")))
     from gpuplan.core.step import precision_class
 
     low = precision_class(inputs.dtype)

@@ -19,8 +19,8 @@ from gpuplan.core.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
 from gpuplan.jobs.plan.schema import PlanInputs
-from gpuplan.planner.plan import (asked_column, counts_with_alternatives, fallback_counts, more_gpus_hint,
-                                  ranking, smallest_fitting_count)
+from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
+                                  more_gpus_hint, ranking, smallest_fitting_count)
 from gpuplan.planner.search import Evaluator, LayoutTable, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
 
@@ -183,14 +183,34 @@ def search(inputs: PlanInputs, progress=None) -> PlanSearch:
     fitting.columns["days"] = wall / SECONDS_PER_DAY
     fitting.columns["gpu_hours"] = wall * fitting["gpus"] / 3600
     fitting.columns["cost"] = fitting["gpu_hours"] * (price if price is not None else np.nan)
-    if inputs.days is not None:
-        meets = fitting["days"] <= inputs.days
-        if not meets.any():
+    deadline = deadline_of(inputs)
+    if deadline is not None:  # the deadline rule (planner.plan.deadline_order): fewest GPUs, then cheapest
+        from gpuplan.jobs.budget.compute import row_days_with_failures
+
+        meets = deadline_order(fitting, fitting["days"], deadline, row_days_with_failures(inputs, ev, fitting),
+                               fitting["cost"])
+        if not len(meets):
             quickest = int(np.argmin(fitting["days"]))
-            raise InputError("days", inputs.days, f"no searched GPU count meets it: the fastest layout needs "
-                             f"{fitting['days'][quickest]:.1f} days on {int(fitting['gpus'][quickest]):,} GPUs")
+            raise InputError("days", deadline, f"no searched GPU count meets it with failures and checkpoints: the "
+                             f"fastest layout needs {fitting['days'][quickest]:.1f} days before them on "
+                             f"{int(fitting['gpus'][quickest]):,} GPUs")
         fitting = fitting.take(meets)
     return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits)
+
+
+def deadline_of(inputs) -> float | None:
+    """The deadline in days: --days, or with neither --gpus nor --days the article's 7 days (as
+    `gpuplan train`): the smallest cluster that trains it in a week, not the largest searched."""
+    if inputs.days is not None or inputs.gpus is not None:
+        return inputs.days
+    from gpuplan.jobs.training.schema import DEFAULT_DAYS
+
+    return DEFAULT_DAYS
+
+
+def rank_by_of(inputs) -> str:
+    """--rank-by as given; with a deadline and no --rank-by, the deadline rule."""
+    return inputs.rank_by if "rank_by" in inputs.given or deadline_of(inputs) is None else "deadline"
 
 
 def best_index(result: PlanSearch, rank_by: str) -> int:

@@ -18,7 +18,7 @@ from gpuplan.core.model import count_parameters
 from gpuplan.core.units import format_count
 from gpuplan.jobs.training import sections as S
 from gpuplan.jobs.training.schema import TrainingInputs
-from gpuplan.jobs.training.timing import estimate_time
+from gpuplan.jobs.training.timing import AfterAllowances, estimate_time
 from gpuplan.report.model import Line, Report
 
 
@@ -27,12 +27,14 @@ def estimate_training(inputs: TrainingInputs) -> Report:
     return training_report(inputs)[0]
 
 
-def training_report(inputs: TrainingInputs):
-    """(the Report, the Plan it stands on, the inputs as used) — the budget builds on all three."""
+def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | None = None):
+    """(the Report, the Plan it stands on, the inputs as used) — the budget builds on all three.
+    ``after_allowances``: the budget's failures and checkpoints, which a deadline must also absorb."""
     spec = inputs.spec()
     gpu = resolve_gpu(inputs.gpu)
     peak = gpu.peak(inputs.dtype)
-    time, plan, inputs, flops = estimate_time(inputs, spec, peak)
+    asked = inputs
+    time, plan, inputs, flops = estimate_time(inputs, spec, peak, gpu, after_allowances, S.comm_range(inputs)[1])
     counts = count_parameters(spec)
     sections = (S.compute_section(counts, flops, inputs), S.time_section(gpu, peak, time, flops, inputs, plan),
                 S.allowance_section(time, inputs), S.layout_section(plan, inputs))
@@ -46,11 +48,11 @@ def training_report(inputs: TrainingInputs):
              f"{inputs.finetune} (rank {inputs.lora_rank}, frozen base)"),
     )
     report = Report("train", f"Training estimate: {spec.name} on {format_count(inputs.tokens)} tokens, {gpu.name}",
-                    report_inputs, S.assumptions(inputs, gpu, peak, time, spec.mtp_layers), sections,
-                    S.notes(spec, counts, flops, inputs, plan), headline=TRAINING_HEADLINE,
+                    report_inputs, S.assumptions(inputs, gpu, peak, time, spec.mtp_layers, asked), sections,
+                    S.notes(spec, counts, flops, inputs, plan, asked), headline=TRAINING_HEADLINE,
                     key_assumptions=("mfu", "comm_allowance", "peak"))
     return report, plan, inputs
 
 
-TRAINING_HEADLINE = ("flops_used", "gpu_days", "gpus", "wall_days", "mfu", "mem_layout", "mem_peak_total", "mem_fits",
-                     "wall_days_with_comm", "gpu_hours_with_comm", "gpu_hours_budget")
+TRAINING_HEADLINE = ("flops_used", "gpu_days", "gpus", "gpus_compute_only", "deadline_met", "wall_days", "mfu",
+                     "mem_layout", "mem_peak_total", "mem_fits", "wall_days_with_comm", "gpu_hours_with_comm", "gpu_hours_budget")

@@ -9,7 +9,7 @@ import numpy as np
 from gpuplan.errors import InputError
 from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
 from gpuplan.jobs.training.schema import TrainingInputs
-from gpuplan.planner.plan import Plan, best_plan, evaluate_layout, ranking, row_layout
+from gpuplan.planner.plan import Plan, best_plan, deadline_order, evaluate_layout, row_layout
 from gpuplan.planner.search import search_layouts
 from gpuplan.planner.space import batch_target, range_counts
 
@@ -24,9 +24,10 @@ def layout_for_gpus(inputs: TrainingInputs, gpus: int, rank_by: str = "time") ->
     return plan
 
 
-def layout_for_deadline(inputs: TrainingInputs, days: float) -> Plan:
+def layout_for_deadline(inputs: TrainingInputs, days: float, after_allowances=None) -> Plan:
     """The fewest GPUs (of the common cluster sizes) whose best layout trains ``inputs.tokens``
-    within ``days``; the fastest layout on that count."""
+    within ``days`` after every allowance the answer adds (``after_allowances``: the budget's
+    failures and checkpoints; planner.plan.deadline_order), and its fastest layout."""
     ev = evaluator_for(inputs)
     target, limits = inputs.target_batch(inputs.seq_len), space_limits(inputs)
     counts = range_counts(ev.cluster.gpus_per_node, DEADLINE_COUNTS_MAX)
@@ -36,12 +37,19 @@ def layout_for_deadline(inputs: TrainingInputs, days: float) -> Plan:
         raise InputError("days", days, f"no layout fits {ev.cluster.gpu.name} at any GPU count up to "
                          f"{DEADLINE_COUNTS_MAX:,}")
     days_of = inputs.tokens / fitting["tokens_per_second"] / 86400
-    meets = days_of <= days
-    if not meets.any():
+
+    def plan_of(i: int) -> Plan:
+        layout, recompute = row_layout(fitting, i)
+        return evaluate_layout(ev, layout, recompute, batch_target(target, layout.world, limits))
+
+    def with_allowances(i: int) -> float:
+        plan = plan_of(i)
+        return after_allowances(plan.gpus, plan, plan.days(inputs.tokens) * 86400) / 86400
+
+    order = deadline_order(fitting, days_of, days, with_allowances if after_allowances is not None else None)
+    if not len(order):
         quickest = int(np.argmin(days_of))
-        raise InputError("days", days, f"no layout meets it: the fastest needs {days_of[quickest]:.1f} days on "
-                         f"{int(fitting['gpus'][quickest]):,} GPUs")
-    chosen = fitting.take(meets)
-    i = int(ranking(chosen, "gpus")[0])
-    layout, recompute = row_layout(chosen, i)
-    return evaluate_layout(ev, layout, recompute, batch_target(target, layout.world, limits))
+        raise InputError("days", days, f"no layout meets it" + (" with failures and checkpoints" if after_allowances
+                                                                  else "") + f": the fastest needs "
+                         f"{days_of[quickest]:.1f} days before them on {int(fitting['gpus'][quickest]):,} GPUs")
+    return plan_of(int(order[0]))

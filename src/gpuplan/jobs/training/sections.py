@@ -67,14 +67,34 @@ def time_section(gpu, peak: float, time: TimeEstimate, flops: Flops, inputs: Tra
              "FLOPs / FLOPs per GPU-day", *_band(time, "gpu_days")),
         Line("gpu_hours", "GPU-hours", budget.gpu_hours, "GPU-hours", f"{budget.gpu_hours:,.0f}", "GPU-days x 24",
              *_band(time, "gpu_hours")),
-        Line("gpus", "GPUs" + (" (solved)" if solved == "gpus" else ""), budget.gpus, "GPUs",
-             f"{budget.gpus:,.1f} -> {budget.gpus_whole:,} GPUs" if solved == "gpus" else f"{budget.gpus:,.0f}",
-             "GPU-days / days" if solved == "gpus" else ("the layout's" if time.mode == "predicted" else "given"),
-             *(_band(time, "gpus") if solved == "gpus" else (None, None))),
-        Line("wall_days", "wall-clock" + (" (solved)" if solved == "days" else ""), days, "days",
+        *_gpus_lines(time, inputs, solved),
+        Line("wall_days", "wall-clock" + (" (compute only)" if time.deadline_days else " (solved)" if solved == "days"
+                                          else ""), days, "days",
              format_duration(budget.wall_seconds), "GPU-days / GPUs" if solved == "days" else "given",
              *(days_band if solved == "days" else (None, None))),
     ))
+
+
+def _gpus_lines(time: TimeEstimate, inputs: TrainingInputs, solved: str) -> tuple[Line, ...]:
+    """The GPU count: given, the layout's, or solved for a deadline — then the fewest GPUs whose
+    wall-clock after every allowance the answer adds is within it, and the article's compute-only
+    figure (GPU-days / days) beside it, which meets the deadline only if nothing is added."""
+    budget = time.expected
+    if time.deadline_days is None:
+        return (Line("gpus", "GPUs" + (" (solved)" if solved == "gpus" else ""), budget.gpus, "GPUs",
+                     f"{budget.gpus:,.1f} -> {budget.gpus_whole:,} GPUs" if solved == "gpus" else f"{budget.gpus:,.0f}",
+                     "GPU-days / days" if solved == "gpus" else ("the layout's" if time.mode == "predicted" else "given"),
+                     *(_band(time, "gpus") if solved == "gpus" else (None, None))),)
+    days, article = time.deadline_days, time.compute_only_gpus
+    met = time.deadline_wall_seconds / SECONDS_PER_DAY
+    return (
+        Line("gpus", f"GPUs to finish in {days:g} days (solved)", budget.gpus, "GPUs", f"{budget.gpus:,.0f}",
+             f"the fewest whose wall-clock with the {time.deadline_allowances} is within {days:g} days"),
+        Line("gpus_compute_only", "GPUs for compute alone (the article)", article, "GPUs", f"{article:,.1f}",
+             f"GPU-days / {days:g} days: meets the deadline only if nothing is added to compute time"),
+        Line("deadline_met", f"wall-clock with {time.deadline_allowances}", met, "days", f"{met:.2f} days",
+             f"on {budget.gpus:,.0f} GPUs; the deadline is {days:g} days"),
+    )
 
 
 def _mfu_band(time: TimeEstimate) -> tuple[float | None, float | None]:
@@ -83,7 +103,7 @@ def _mfu_band(time: TimeEstimate) -> tuple[float | None, float | None]:
     return time.slow.mfu, time.fast.mfu
 
 
-def _comm_range(inputs: TrainingInputs) -> tuple[float, float, float]:
+def comm_range(inputs: TrainingInputs) -> tuple[float, float, float]:
     if inputs.comm_allowance is not None:
         return (inputs.comm_allowance,) * 3
     return DEFAULT_COMM_ALLOWANCE
@@ -92,7 +112,7 @@ def _comm_range(inputs: TrainingInputs) -> tuple[float, float, float]:
 def allowance_section(time: TimeEstimate, inputs: TrainingInputs) -> Section:
     """The article's allowances: communication on top of compute time, then contingency. The
     range combines the allowance range with the MFU band."""
-    low, mid, high = _comm_range(inputs)
+    low, mid, high = comm_range(inputs)
     budget = time.expected
     c = inputs.contingency
     fast, slow = time.fast or budget, time.slow or budget
@@ -114,17 +134,19 @@ def allowance_section(time: TimeEstimate, inputs: TrainingInputs) -> Section:
         return b.gpu_hours
 
     with_comm = grown(hours, mid)
-    title = "Allowances (the article's; 0 when the MFU is predicted: communication is modelled)"
+    predicted = time.mode == "predicted"
+    title = "Allowances (none: communication is in the modelled step time)" if predicted else "Allowances (the article's)"
+    comm = "(communication modelled)" if predicted else "with comm allowance"
     return Section(title, (
         Line("comm_allowance", "communication allowance", mid, "fraction of compute time", f"+{mid:.0%}",
              "comm/compute; the article's 10-30% at scale", low, high),
         Line("comm_share", "comm / (compute + comm)", comm_share_of_time(mid), "fraction",
              f"{comm_share_of_time(mid):.1%}", "the article's communication-overhead ratio"),
-        Line("wall_days_with_comm", "wall-clock with comm allowance", grown(wall, mid), "days",
+        Line("wall_days_with_comm", f"wall-clock {comm}", grown(wall, mid), "days",
              f"{grown(wall, mid):.2f} days", "wall-clock x (1 + allowance)", *ranged(wall)),
-        Line("gpus_with_comm", "GPUs for the same deadline with comm", grown(gpus, mid), "GPUs",
+        Line("gpus_with_comm", f"GPUs for the same deadline {comm}", grown(gpus, mid), "GPUs",
              f"{grown(gpus, mid):,.0f}", "GPUs x (1 + allowance)", *ranged(gpus)),
-        Line("gpu_hours_with_comm", "GPU-hours with comm allowance", with_comm, "GPU-hours", f"{with_comm:,.0f}",
+        Line("gpu_hours_with_comm", f"GPU-hours {comm}", with_comm, "GPU-hours", f"{with_comm:,.0f}",
              "GPU-hours x (1 + allowance)", *ranged(hours)),
         Line("gpu_hours_budget", "GPU-hours budget incl. contingency", grown(hours, mid, c), "GPU-hours",
              f"{grown(hours, mid, c):,.0f}", f"with comm x (1 + {c:.0%} contingency: restarts, tuning, failures)",
@@ -142,7 +164,9 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
              + (f" ({plan.idle_gpus:,} idle)" if plan.idle_gpus else ""),
              formula=f"{source}; step {plan.step_seconds:.3f} s, modelled MFU {plan.mfu:.1%}"),
         Line("mem_global_batch", "global batch", plan.global_batch, "sequences",
-             f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({plan.batch_difference:+.1%} vs asked)"),
+             f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({plan.batch_difference:+.1%} vs "
+             f"{plan.target_batch:,.0f} " + ("asked)" if inputs.global_batch is not None or
+                                               inputs.global_batch_tokens is not None else "by default)")),
         Line("mem_peak_allocated", "allocated peak", m.allocated, "bytes", format_bytes(m.allocated),
              f"at {m.peak_phase}, pipeline stage {m.stage}; `gpuplan memory` of this layout gives the same"),
         Line("mem_peak_reserved", "reserved peak (caching allocator)", plan.reserved_bytes, "bytes",
@@ -157,32 +181,39 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
 
 
 def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
-                mtp_layers: int = 0) -> tuple[Assumption, ...]:
-    low, mid, high = _comm_range(inputs)
+                mtp_layers: int = 0, asked: TrainingInputs | None = None) -> tuple[Assumption, ...]:
+    """Every assumption with its source; '(set)' (user_set) only on what the user gave (``asked``:
+    the inputs before predicted mode replaced the allowance and the FLOPs method)."""
+    asked = asked or inputs
+    low, mid, high = comm_range(inputs)
     budget = time.expected
+    predicted = time.mode == "predicted"
     mfu_source = {"predicted": ("predicted by the step model" + (" calibrated on your log" if inputs.calibration
                                                                  else "") + " on the layout (communication "
                                "included); band = the held-out error of that model on published runs "
                                "(docs/accuracy.md)"),
                   "solved": "solved from the GPUs and days given",
                   "article": "article: industry 30-50%, 40% in its A100 example"}[time.mode]
-    mfu_value = "solved" if budget.solved_for == "mfu" else f"{budget.mfu:.2f}"
+    mfu_value = "solved" if budget.solved_for == "mfu" else ("predicted " if predicted else "") + f"{budget.mfu:.2f}"
     if time.fast is not None and time.slow is not None:
         mfu_value += f" ({time.slow.mfu:.2f}-{time.fast.mfu:.2f})"
+    comm_value = ("none: communication is in the modelled step time" if predicted
+                  else f"{mid:.0%}" if low == high else f"{mid:.0%} ({low:.0%}-{high:.0%})")
     return (
         Assumption("mfu", "MFU", mfu_value, mfu_source, "--mfu (0.4, 30-50% or predicted), --calibration",
-                   inputs.mfu is not None or time.mode == "predicted"),
-        Assumption("flops_method", "FLOPs method", inputs.flops_method,
+                   asked.mfu is not None or asked.calibration is not None),
+        Assumption("flops_method", "FLOPs method", inputs.flops_method + (
+            " (--mfu predicted times the exact count)" if inputs.flops_method != asked.flops_method else ""),
                    "6ND: Kaplan et al. 2020 / the article; exact: PaLM App. B with LM head", "--flops-method",
-                   inputs.flops_method != "6nd"),
+                   "flops_method" in asked.given),
         Assumption("attention_flops", "attention FLOPs convention", inputs.attention_flops,
                    "full = PaLM/Megatron MFU convention (no causal halving)", "--attention-flops",
-                   inputs.attention_flops != "full"),
+                   "attention_flops" in asked.given),
         Assumption("seq_len", "sequence length", inputs.seq_len, "gpuplan default 4096", "--seq-len",
                    "seq_len" in inputs.given),
-        Assumption("comm_allowance", "communication allowance", f"{mid:.0%} ({low:.0%}-{high:.0%})",
+        Assumption("comm_allowance", "communication allowance", comm_value,
                    "article: add 10-30% for communication at scale", "--comm-allowance",
-                   inputs.comm_allowance is not None),
+                   "comm_allowance" in asked.given),
         Assumption("contingency", "contingency budget", f"{inputs.contingency:.0%}",
                    "article: 20% for restarts, tuning, hardware failures", "--contingency",
                    inputs.contingency != DEFAULT_CONTINGENCY),
@@ -196,7 +227,9 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
     ) + mtp_assumption(mtp_layers, "mtp_layers" in inputs.given)
 
 
-def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan) -> tuple[str, ...]:
+def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
+          asked: TrainingInputs | None = None) -> tuple[str, ...]:
+    asked = asked or inputs
     out = list(spec.notes)
     if spec.declared_params is not None:
         out.append(f"bare parameter count: 6ND uses N={format_count(flops.n_6nd)}; the exact count uses a generic "
@@ -208,6 +241,9 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan) -> tup
     if inputs.comm_allowance != 0.0:
         out.append("MFU here is compute-only efficiency (the article's convention); communication is the "
                    "separate allowance. If your MFU was measured end-to-end, set --comm-allowance 0.")
+    if asked.flops_method != inputs.flops_method:
+        out.append(f"FLOPs method: --mfu predicted times the exact count (attention and LM head), not "
+                   f"{asked.flops_method}: the step model executes them")
     if inputs.predict_mfu:  # as `plan` does: a predicted MFU past every published run says so
         from gpuplan.adapters.resolve import resolve_gpu
         from gpuplan.catalog import prediction_band

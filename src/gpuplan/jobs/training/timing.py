@@ -1,8 +1,17 @@
 """How long a training run takes: the FLOPs, the MFU (given, a range, predicted from the layout,
-or solved) and the compute budget with its low / high ends, and the layout it stands on."""
+or solved) and the compute budget with its low / high ends, and the layout it stands on.
+
+A deadline (``--days`` without ``--gpus``) is met after every allowance the answer adds: the
+GPU count is the smallest whose wall-clock with the communication allowance — and, in the
+budget (`gpuplan train`), with failures and checkpoints — is within it. The article's own
+figure, GPU-days / days, is kept beside it as the compute-only count. A solved MFU (GPUs and days
+given) above 100% or above the best published MFU of its class is refused, naming the GPUs or
+days that would be needed."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuplan.core import flops as F
@@ -37,6 +46,19 @@ class TimeEstimate:
     band_source: str = ""
     mode: str = "article"
     """'article' (MFU given or default), 'predicted' (from the layout), 'solved' (MFU solved)."""
+    deadline_days: float | None = None
+    """The deadline the GPU count was solved for (days given, GPUs not)."""
+    compute_only_gpus: float | None = None
+    """The article's GPUs for the deadline: GPU-days / days, before any allowance."""
+    deadline_wall_seconds: float | None = None
+    """Wall-clock after every allowance the answer adds, on the GPUs solved (within the deadline)."""
+    deadline_allowances: str = ""
+    """What that wall-clock includes ('communication allowance', '... and failures')."""
+
+
+AfterAllowances = Callable[[int, Plan, float], float]
+"""(GPUs, their layout, failure-free wall-clock s) -> the wall-clock once the answer's further
+allowances (failures, checkpoints: the budget) are added, s."""
 
 
 def count_flops(spec, inputs: TrainingInputs, recompute: str) -> Flops:
@@ -65,8 +87,11 @@ def _budgets(flops: float, peak: float, gpus, seconds, mfu: float, band: tuple[f
                         solve_compute_budget(flops, peak, gpus=gpus, wall_seconds=seconds, mfu=low), source, mode)
 
 
-def estimate_time(inputs: TrainingInputs, spec, peak: float) -> tuple[TimeEstimate, Plan, TrainingInputs, Flops]:
-    """The compute budget and the layout it stands on (inputs adjusted in predicted mode)."""
+def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_allowances: AfterAllowances | None = None,
+                  allowance: float = 0.0) -> tuple[TimeEstimate, Plan, TrainingInputs, Flops]:
+    """The compute budget and the layout it stands on (inputs adjusted in predicted mode).
+    ``allowance``: the communication allowance the answer adds (article mode);
+    ``after_allowances``: the budget's failures and checkpoints, when the answer adds them."""
     from gpuplan.catalog import prediction_band
     from gpuplan.jobs.training.layout import layout_for_deadline, layout_for_gpus
 
@@ -75,7 +100,7 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float) -> tuple[TimeEstima
         days = DEFAULT_DAYS  # the article: "to finish in 7 days"
     seconds = None if days is None else days * SECONDS_PER_DAY
     if predicted_mode(inputs):
-        plan = layout_for_gpus(inputs, gpus) if gpus is not None else layout_for_deadline(inputs, days)
+        plan = layout_for_gpus(inputs, gpus) if gpus is not None else layout_for_deadline(inputs, days, after_allowances)
         inputs = inputs.replace(comm_allowance=0.0, flops_method="exact", attention_flops="full")
         flops = count_flops(spec, inputs, plan.recompute)
         error, source = prediction_band(inputs.dtype, moe=spec.moe is not None)
@@ -83,15 +108,86 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float) -> tuple[TimeEstima
         return (_budgets(flops.used, peak, plan.gpus, None, plan.mfu, band, source, "predicted"), plan, inputs, flops)
     if gpus is not None and days is not None:
         flops = count_flops(spec, inputs, inputs.recompute_mode)
-        estimate = TimeEstimate(solve_compute_budget(flops.used, peak, gpus=gpus, wall_seconds=seconds), None, None,
-                                mode="solved")
-        return estimate, layout_for_gpus(inputs, gpus), inputs, flops
+        solved = solve_compute_budget(flops.used, peak, gpus=gpus, wall_seconds=seconds)
+        check_solved_mfu(solved, flops, inputs, spec, gpu)
+        return TimeEstimate(solved, None, None, mode="solved"), layout_for_gpus(inputs, gpus), inputs, flops
     mfu = inputs.mfu_value or DEFAULT_MFU
     flops = count_flops(spec, inputs, inputs.recompute_mode)
-    estimate = _budgets(flops.used, peak, gpus, None if gpus is not None else seconds, mfu, inputs.mfu_band,
-                        "--mfu range", "article")
-    needed = estimate.expected.gpus_whole
+    if gpus is not None:
+        estimate = _budgets(flops.used, peak, gpus, None, mfu, inputs.mfu_band, "--mfu range", "article")
+        return estimate, layout_for_gpus(inputs, gpus), inputs, flops
+    return _for_deadline(inputs, flops, peak, mfu, days, allowance, after_allowances)
+
+
+def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float, days: float, allowance: float,
+                  after_allowances: AfterAllowances | None) -> tuple[TimeEstimate, Plan, TrainingInputs, Flops]:
+    """Article mode with a deadline: the fewest GPUs whose wall-clock after the communication
+    allowance (and ``after_allowances``) is within ``days``."""
+    from gpuplan.jobs.training.layout import layout_for_gpus
+
+    deadline = days * SECONDS_PER_DAY
+    article = solve_compute_budget(flops.used, peak, wall_seconds=deadline, mfu=mfu)
+    gpu_seconds = article.gpu_seconds * (1.0 + allowance)  # compute + communication allowance
+
+    def wall(count: int, plan: Plan) -> float:
+        work = gpu_seconds / count
+        return work if after_allowances is None else after_allowances(count, plan, work)
+
+    count = _whole(gpu_seconds / deadline, mfu, days)
+    plan = layout_for_gpus(inputs, count)
+    for _ in range(8):  # the failure share grows slowly with the count: two or three rounds
+        needed = _whole(count * wall(count, plan) / deadline, mfu, days)
+        if needed <= count:
+            break
+        count = needed
+    plan = layout_for_gpus(inputs, count) if plan.gpus_asked != count else plan
+    while wall(count, plan) > deadline * (1 + 1e-12):  # checked on the count's own layout
+        count = _whole(count + 1, mfu, days)
+        plan = layout_for_gpus(inputs, count)
+    if count > 1:  # the smallest: one GPU fewer misses it (on its own layout)
+        fewer = layout_for_gpus(inputs, count - 1)
+        if wall(count - 1, fewer) <= deadline:
+            count, plan = count - 1, fewer
+    estimate = _budgets(flops.used, peak, count, None, mfu, inputs.mfu_band, "--mfu range", "article")
+    what = "communication allowance" + (", failures and checkpoints" if after_allowances is not None else "")
+    return (TimeEstimate(estimate.expected, estimate.fast, estimate.slow, estimate.band_source, "article", days,
+                         article.gpus, wall(count, plan), what), plan, inputs, flops)
+
+
+def _whole(gpus: float, mfu: float, days: float) -> int:
+    needed = max(1, math.ceil(gpus - 1e-9))
     if needed > MAX_GPUS:
         raise InputError("days", days, f"the budget needs {needed:,} GPUs at {mfu:.0%} MFU, more than the "
                          f"{MAX_GPUS:,} the planner lays out; give more days, fewer tokens or --gpus")
-    return estimate, layout_for_gpus(inputs, needed), inputs, flops
+    return needed
+
+
+def check_solved_mfu(solved: ComputeBudget, flops: Flops, inputs: TrainingInputs, spec, gpu) -> None:
+    """Refuse GPUs and days that need an MFU no GPU delivers: above 100% (faster than the dense
+    peak) or above the best MFU published for the GPU's class, model kind and precision
+    (jobs/validation/mfu_ceiling.py; compared on gpuplan's MFU definition, exact model FLOPs).
+    The message names the GPUs for those days and the days on those GPUs at that ceiling."""
+    from gpuplan.core.units import format_duration
+
+    exact_mfu = solved.mfu * flops.exact / flops.used  # the published ceilings count exact FLOPs
+    limit, why = 1.0, "100%, the dense peak"
+    if gpu is not None:
+        from gpuplan.core.step import precision_class
+        from gpuplan.jobs.validation.mfu_ceiling import ceiling, hardware_class
+
+        dtype = precision_class(inputs.dtype)
+        best = ceiling(gpu.id, spec.moe is not None, dtype)
+        if best is not None and best.mfu < 1.0:
+            kind = "MoE" if spec.moe is not None else "dense"
+            limit, why = best.mfu, (f"{best.mfu:.1%}, the best published {kind} {dtype} "
+                                    f"MFU on {hardware_class(gpu.id)} ({best.run}; {best.source.split(', http')[0]})")
+    if exact_mfu <= limit:
+        return
+    at = limit * flops.used / flops.exact  # the ceiling on the basis of the FLOPs used for time
+    gpus_needed = math.ceil(solved.gpus * solved.mfu / at - 1e-9)
+    seconds_needed = solved.wall_seconds * solved.mfu / at
+    raise InputError("gpus/days", f"{solved.gpus:,.0f} GPUs in {format_duration(solved.wall_seconds)}",
+                     f"needs MFU {solved.mfu:.1%}, above {why}; at that MFU the run needs {gpus_needed:,} GPUs "
+                     f"for {format_duration(solved.wall_seconds)} (--gpus {gpus_needed}), or "
+                     f"{format_duration(seconds_needed)} on {solved.gpus:,.0f} GPUs; or give --mfu and one of "
+                     "--gpus / --days")

@@ -4,7 +4,8 @@ predicted faster than that (beyond the prediction band) says so in its output.
 MFU here is gpuplan's own definition (core.step.model_flops_per_token over the dense peak of
 the run's precision), recomputed for every published run with tokens/s/GPU
 (catalog/reference/published_throughput.yaml) and every llm-foundry / IBM run with an MFU
-(catalog/reference/throughput_runs.yaml, converted through tokens/s/GPU).
+(catalog/reference/throughput_runs.yaml, converted through tokens/s/GPU). The table ships
+generated (DATA below); a solved MFU past it is refused (jobs/training/timing.py).
 """
 
 from __future__ import annotations
@@ -31,11 +32,23 @@ def hardware_class(gpu_id: str) -> str:
 class PublishedMfu:
     run: str
     mfu: float
+    gpu: str = ""
+    """The catalog accelerator the run used."""
+    source: str = ""
+    """The row's citation (the paper, table or file it was read from)."""
 
 
-@lru_cache(maxsize=1)
-def best_published_mfu() -> dict[tuple[str, bool, str], PublishedMfu]:
-    """(hardware class, MoE, 'bf16'|'fp8') -> the highest published MFU (gpuplan's definition)."""
+DATA = "best_published_mfu.json"
+"""catalog/reference/best_published_mfu.json: the table below, generated from the two YAML files
+by ``python -m gpuplan.jobs.validation.mfu_ceiling`` (tests/test_newcomer.py regenerates it and
+compares), so an answer reads a 2 KB JSON file (~1 ms) instead of parsing 1.1 MB of YAML in pure
+Python (~1.4 s: the whole of `gpuplan plan`'s start-up beyond the search)."""
+SOURCES = ("catalog/reference/published_throughput.yaml", "catalog/reference/throughput_runs.yaml")
+
+
+def compute_best_published_mfu() -> dict[tuple[str, bool, str], PublishedMfu]:
+    """(hardware class, MoE, 'bf16'|'fp8'|'fp4') -> the highest published MFU (gpuplan's
+    definition), computed from the reference YAML (slow: parses both files)."""
     from gpuplan.catalog import load_accelerator
     from gpuplan.core.step import model_flops_per_token
     from gpuplan.jobs.validation.published_throughput import PRECISION, published_throughput_rows
@@ -43,39 +56,71 @@ def best_published_mfu() -> dict[tuple[str, bool, str], PublishedMfu]:
 
     best: dict[tuple[str, bool, str], PublishedMfu] = {}
 
-    def add(run_id, gpu_id, model, dtype, tokens_per_gpu_s):
+    def add(run, dtype, tokens_per_gpu_s):
+        model = run["model"]
         spec = run_spec(model)
-        gpu = load_accelerator(gpu_id)
+        gpu = load_accelerator(run["gpu"])
         mfu = tokens_per_gpu_s * model_flops_per_token(spec, model["seq_len"]) / gpu.peak(dtype)
         key = (hardware_class(gpu.id), spec.moe is not None, dtype)
         if key not in best or mfu > best[key].mfu:
-            best[key] = PublishedMfu(run_id, mfu)
+            best[key] = PublishedMfu(run["id"], mfu, gpu.id, str(run.get("source", "")))
 
     for run in published_throughput_rows():
         dtype = PRECISION.get(run.get("precision"))
         tps = run["measured"].get("tokens_per_s_per_gpu")
         model = run["model"]
         if dtype and tps and (model.get("catalog") or model.get("vocab")):
-            add(run["id"], run["gpu"], model, dtype, tps)
+            add(run, dtype, tps)
     for run in throughput_reference()["runs"]:
         tps = run["measured"].get("tokens_per_s_per_gpu")
         if tps:
-            add(run["id"], run["gpu"], run["model"], "fp8" if run.get("precision") == "fp8" else "bf16", tps)
+            add(run, "fp8" if run.get("precision") == "fp8" else "bf16", tps)
+    return best
+
+
+def table_json(best: dict[tuple[str, bool, str], PublishedMfu]) -> str:
+    """The shipped file's text for ``best`` (sorted, rounded to 12 digits: stable across runs)."""
+    import json
+
+    rows = [{"hardware": k[0], "moe": k[1], "dtype": k[2], "mfu": round(v.mfu, 12), "run": v.run, "gpu": v.gpu,
+             "source": v.source} for k, v in sorted(best.items())]
+    head = {"generated_by": "python -m gpuplan.jobs.validation.mfu_ceiling", "from": list(SOURCES),
+            "definition": "tokens/s/GPU x core.step.model_flops_per_token / dense peak of the run's precision",
+            "best": rows}
+    return json.dumps(head, indent=1, ensure_ascii=False) + "\n"
+
+
+@lru_cache(maxsize=1)
+def best_published_mfu() -> dict[tuple[str, bool, str], PublishedMfu]:
+    """(hardware class, MoE, 'bf16'|'fp8'|'fp4') -> the highest published MFU, read from the
+    generated JSON (DATA)."""
+    import json
+    from importlib import resources
+
+    data = json.loads((resources.files("gpuplan.catalog") / "reference" / DATA).read_text("utf-8"))
+    return {(r["hardware"], bool(r["moe"]), r["dtype"]): PublishedMfu(r["run"], float(r["mfu"]), r["gpu"], r["source"])
+            for r in data["best"]}
+
+
+def ceiling(gpu_id: str, moe: bool, dtype: str) -> PublishedMfu | None:
+    """The best published MFU of the class of ``gpu_id`` (None when nothing is published). With no
+    BF16 run of the class, an FP8 run's throughput bounds BF16 from above (its MFU is of the FP8
+    peak; in BF16-peak terms it is that x fp8 / bf16 peak)."""
+    table = best_published_mfu()
+    best = table.get((hardware_class(gpu_id), moe, dtype))
+    if best is None and dtype == "bf16" and (hardware_class(gpu_id), moe, "fp8") in table:
+        from gpuplan.catalog import load_accelerator
+
+        gpu = load_accelerator(gpu_id)
+        fp8 = table[(hardware_class(gpu_id), moe, "fp8")]
+        best = PublishedMfu(fp8.run + " (FP8, in BF16-peak terms)", fp8.mfu * gpu.peak("fp8") / gpu.peak("bf16"),
+                            fp8.gpu, fp8.source)
     return best
 
 
 def ceiling_note(gpu_id: str, moe: bool, dtype: str, mfu: float, band: float) -> str | None:
     """A warning when ``mfu`` beats the best published MFU of its class by more than ``band``."""
-    table = best_published_mfu()
-    best = table.get((hardware_class(gpu_id), moe, dtype))
-    if best is None and dtype == "bf16" and (hardware_class(gpu_id), moe, "fp8") in table:
-        # no BF16 run published: an FP8 run's throughput bounds BF16 from above (its MFU is of
-        # the FP8 peak; in BF16-peak terms it is that x fp8/bf16 peak)
-        from gpuplan.catalog import load_accelerator
-
-        gpu = load_accelerator(gpu_id)
-        fp8 = table[(hardware_class(gpu_id), moe, "fp8")]
-        best = PublishedMfu(fp8.run + " (FP8, in BF16-peak terms)", fp8.mfu * gpu.peak("fp8") / gpu.peak("bf16"))
+    best = ceiling(gpu_id, moe, dtype)
     if best is None or mfu <= best.mfu * (1 + band):
         return None
     kind = "MoE" if moe else "dense"
@@ -91,3 +136,13 @@ def predicted_mfu_notes(gpu_id: str, spec, dtype: str, mfu: float, band: float) 
 
     notes = (ceiling_note(gpu_id, spec.moe is not None, dtype, mfu, band), track_record_note(spec, band))
     return tuple(n for n in notes if n)
+
+
+if __name__ == "__main__":  # regenerate the shipped table from the reference YAML
+    from importlib import resources
+
+    target = resources.files("gpuplan.catalog") / "reference" / DATA
+    text = table_json(compute_best_published_mfu())
+    with open(str(target), "w", encoding="utf-8") as out:
+        out.write(text)
+    print(f"wrote {target} ({len(text):,} bytes)")

@@ -1,0 +1,246 @@
+"""Issue 39: answers a newcomer can trust at a glance. Each test fails on the code before it:
+piped output, labels that say only what is true, refusals instead of impossible answers, and a
+deadline met after every allowance the answer adds."""
+
+import csv
+import io
+
+import pytest
+
+from gpuplan.report.model import Line, Report, Section
+from gpuplan.report.render import footer, headline_rows, range_text, to_csv
+
+# ---- 7: piped output is plain, full width, untruncated; --format csv --------------------------
+
+
+def test_piped_catalog_is_one_row_per_model_at_full_width(run_cli, run_json):
+    code, out, _ = run_cli("catalog", "models")
+    rows = run_json("catalog", "models")["tables"]["models"]
+    lines = out.splitlines()
+    assert code == 0 and "┃" not in out and "…" not in out
+    for row in rows:  # every model on one line, every column of it whole (was: 20+ lines of 4 characters)
+        line = next(text for text in lines if text.startswith(row["id"] + " "))
+        assert all(str(row[c]) in line for c in ("name", "params", "published source"))
+    assert len(lines) == len(rows) + 5  # title, blank, table title, header, rule
+
+
+def test_csv_of_a_catalog_reads_back_as_its_rows(run_cli, run_json):
+    code, out, _ = run_cli("catalog", "gpus", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    table = run_json("catalog", "gpus")["tables"]["accelerators"]
+    assert code == 0 and len(rows) == len(table)
+    assert [r["id"] for r in rows] == [r["id"] for r in table] and rows[0]["aliases"] == table[0]["aliases"]
+
+
+def test_csv_of_a_report_has_every_result_line_in_base_units(run_cli, run_json):
+    code, out, _ = run_cli("train", "--format", "csv")
+    results = run_json("train")["results"]
+    block = out.split("\n\n")[0].split("\n", 1)[1]  # "# results" heads the first block
+    rows = {r["key"]: r for r in csv.DictReader(io.StringIO(block))}
+    assert code == 0 and set(rows) == set(results)
+    assert float(rows["flops_6nd"]["value"]) == pytest.approx(8.4e22)  # 6 x 7e9 x 2e12
+
+
+def test_notes_are_never_cut(run_cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    for terminal in (False, True):
+        monkeypatch.setattr("gpuplan.commands.build.on_terminal", lambda: terminal)
+        code, out, _ = run_cli("train")
+        assert code == 0 and "…" not in out
+        assert "set --comm-allowance 0." in " ".join(out.split())  # the last words of the third note
+
+
+def test_a_wide_table_on_an_80_column_terminal_is_one_block_per_row(run_cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr("gpuplan.commands.build.on_terminal", lambda: True)
+    code, out, _ = run_cli("catalog", "models", "--filter", "llama-3.1-8b")
+    assert code == 0 and "- id" in out and "llama-3.1-8b" in out and "Llama 3.1 8B" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+# ---- 6: labels that say only what is true ----------------------------------------------------
+
+
+def _line(**kw):
+    return Line(**({"key": "k", "label": "l", "value": 1.0} | kw))
+
+
+def test_a_range_of_one_value_is_not_printed():
+    assert range_text(_line(unit="days", text="66.15 days", low=66.149, high=66.151)) == ""
+    assert range_text(_line(unit="days", text="66.15 days", low=65.0, high=67.0)) == "65.00 days – 67.00 days"
+
+
+def test_a_range_in_seconds_takes_its_values_unit():
+    # 0.69 days with a range in hours was "0.69 days" beside "16.5 h – 16.6 h"
+    line = _line(unit="s", value=0.69 * 86400, text="0.69 days", low=0.68 * 86400, high=0.70 * 86400)
+    assert range_text(line) == "0.68 days – 0.70 days"
+    assert range_text(_line(unit="s", value=7200, text="2.00 h", low=3600, high=3 * 3600)) == "1.00 h – 3.00 h"
+
+
+def test_counts_are_singular_when_one():
+    report = Report("x", "t", (), (), (Section("s", (_line(),)),), notes=("only",))
+    assert "1 section (0 more lines), 0 assumptions with sources, 1 note;" in footer(report, 1)
+
+
+def test_headline_lines_with_the_same_label_are_headed_by_their_section():
+    pools = Section("Disaggregated", (_line(key="a", label="TTFT p99"), _line(key="b", label="cost")))
+    colocated = Section("Colocated", (_line(key="c", label="TTFT p99"), _line(key="d", label="cost")))
+    report = Report("x", "t", (), (), (pools, colocated), headline=("a", "b", "c", "d"))
+    labels = [label if line is not None else f"[{label}]" for label, line in headline_rows(report)]
+    assert labels == ["[Disaggregated]", "TTFT p99", "cost", "[Colocated]", "TTFT p99", "cost"]
+
+
+def test_mfu_predicted_marks_set_only_what_was_set(run_json):
+    data = run_json("train", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "64", "--mfu",
+                    "predicted")
+    by_key = {a["key"]: a for a in data["assumptions"]}
+    # --mfu was given; the allowance and the FLOPs method were replaced by predicted mode, not set
+    assert by_key["mfu"]["user_set"] and not by_key["comm_allowance"]["user_set"]
+    assert not by_key["flops_method"]["user_set"] and "predicted" in by_key["flops_method"]["value"]
+    assert "(0%-0%)" not in by_key["comm_allowance"]["value"]
+    assert any(n.startswith("FLOPs method: --mfu predicted times the exact count") for n in data["notes"])
+
+
+def test_a_default_batch_is_not_called_asked(run_json):
+    def batch_text(data):
+        return next(line["text"] for s in data["sections"] for line in s["lines"] if line["key"] == "mem_global_batch")
+
+    data = run_json("train", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "64")
+    assert batch_text(data).endswith("vs 1,024 by default)")  # 4M tokens / 4,096 = 1,024 sequences
+    asked = run_json("train", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "64", "--global-batch",
+                     "512")
+    assert batch_text(asked).endswith("vs 512 asked)")
+
+
+# ---- 1: a solved MFU above what any GPU delivers is refused, naming what would do ---------------
+
+
+@pytest.mark.parametrize("args, mfu, ceiling, gpus_needed", [
+    # 6 x 7e9 x 2e12 / (8 x 312e12 x 7 x 86400) = 5,564.5%; A100's best published 64.1% (MPT-7B)
+    (("--gpus", "8", "--days", "7"), "5564.5%", "64.1%", None),
+    # 6 x 70e9 x 2e12 / (200 x 989e12 x 20 x 86400) = 245.7%; H100 dense BF16's best 46.4% (MPT-7B)
+    (("--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "200", "--days", "20"), "245.7%", "46.4%",
+     None),
+])
+def test_a_solved_mfu_past_the_published_best_is_refused(run_cli, args, mfu, ceiling, gpus_needed):
+    code, out, err = run_cli("train", *args)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"needs MFU {mfu}, above {ceiling}, the best published dense bf16 MFU" in err
+    assert "llmfoundry-mpt-7b-" in err and "--gpus " in err and " days on " in err
+
+
+def test_the_refusal_names_the_gpus_at_the_ceiling(run_cli):
+    from gpuplan.core.flops import flops_6nd
+    from gpuplan.jobs.validation.mfu_ceiling import ceiling
+
+    code, _, err = run_cli("train", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "200", "--days",
+                           "20", "--flops-method", "exact")
+    best = ceiling("h100-sxm", False, "bf16").mfu
+    assert code == 2
+    # exact FLOPs on both sides: GPUs = FLOPs / (peak x best MFU x 20 days)
+    from gpuplan import TrainingInputs, estimate_training
+
+    exact = estimate_training(TrainingInputs(params="70B", tokens="2T", gpu="h100", gpus=200, mfu=0.4,
+                                             flops_method="exact")).value("flops_exact")
+    from gpuplan.adapters.resolve import resolve_gpu
+
+    needed = -(-exact // (resolve_gpu("h100").peak("bf16") * best * 20 * 86400))
+    assert f"needs {int(needed):,} GPUs for 20.00 days" in err and exact > flops_6nd(70e9, 2e12)
+
+
+def test_a_solved_mfu_within_the_published_best_is_the_answer(run_json):
+    # 6 x 70e9 x 2e12 / (2,048 x 989.4e12 x 20 x 86400) = 24.0%: the README's example stands
+    data = run_json("train", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "2048", "--days", "20")
+    assert data["results"]["peak_flops"] == pytest.approx(989.4e12, rel=1e-3)
+    assert data["results"]["mfu"] == pytest.approx(8.4e23 / (2048 * data["results"]["peak_flops"] * 20 * 86400))
+
+
+def test_the_ceiling_table_ships_generated_from_the_cited_yaml():
+    """catalog/reference/best_published_mfu.json is what the YAML gives (regenerate with
+    python -m gpuplan.jobs.validation.mfu_ceiling); reading it takes milliseconds."""
+    import time
+    from importlib import resources
+
+    from gpuplan.jobs.validation import mfu_ceiling as C
+
+    shipped = (resources.files("gpuplan.catalog") / "reference" / C.DATA).read_text("utf-8")
+    assert shipped == C.table_json(C.compute_best_published_mfu()), \
+        "stale: python -m gpuplan.jobs.validation.mfu_ceiling"
+    C.best_published_mfu.cache_clear()
+    start = time.perf_counter()
+    table = C.best_published_mfu()
+    assert time.perf_counter() - start < 0.05 and table[("hopper", False, "bf16")].source
+
+
+# ---- 3: GPUs solved for a deadline meet it after every allowance the answer adds --------------
+
+
+def test_train_meets_its_deadline_after_communication_and_failures(run_json):
+    from gpuplan import BudgetInputs
+    from gpuplan.adapters.resolve import resolve_gpu
+    from gpuplan.jobs.budget.compute import wall_with_failures
+    from gpuplan.jobs.training.layout import layout_for_gpus
+
+    data = run_json("train")  # the article: 7B, 2T tokens, A100, 40% MFU, 7 days
+    r = data["results"]
+    gpus = r["gpus"]
+    assert r["gpus_compute_only"] == pytest.approx(1112.9, abs=0.1)  # 7,790.3 GPU-days / 7 (the article)
+    assert r["fail_wall_seconds"] <= 7 * 86400  # was 8.47 days: 1,113 GPUs before comm and failures
+    assert r["wall_days_with_comm"] == pytest.approx(7790.3 * 1.2 / gpus, rel=1e-4)
+    inputs = BudgetInputs()
+    # one GPU fewer misses it (on its own layout, as the budget counts failures)
+    fewer = layout_for_gpus(inputs, gpus - 1)
+    wall = wall_with_failures(inputs.spec(), resolve_gpu("a100"), inputs.budget_settings(), gpus=gpus - 1, work_seconds=7790.3 * 1.2 * 86400 / (gpus - 1),
+        tokens=2e12, global_batch_tokens=float(fewer.global_batch * 4096), recipe=inputs.recipe_name,
+        zero=fewer.layout.zero, model_parallel=fewer.layout.tp * fewer.layout.pp)
+    assert wall > 7 * 86400
+
+
+def test_readme_70b_deadline_is_met(run_json):
+    r = run_json("train", "--model", "llama-2-70b", "--tokens", "2T", "--gpu", "h100", "--days", "30",
+                 "--flops-method", "exact", "--seq-len", "8K")["results"]
+    assert r["fail_wall_seconds"] <= 30 * 86400 < r["fail_wall_seconds"] * 1.01  # was 36.5 days
+
+
+# ---- 2: a deadline picks the smallest count (then cheapest) that meets it ---------------------
+
+
+def test_plan_deadline_picks_the_fewest_gpus_that_meet_it(run_json):
+    data = run_json("plan", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--days", "30", "--top", "5")
+    r = data["results"]
+    assert r["best_gpus"] == 1024 and r["fail_wall_seconds"] <= 30 * 86400  # was 16,384 GPUs, 1.5 days
+    # 512 GPUs are too few: the fastest 512-GPU layout needs more than 30 days before failures
+    wider = run_json("plan", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "512")["results"]
+    assert wider["best_days"] > 30
+    rows = data["tables"][next(t for t in data["tables"] if t.startswith("top"))]
+    assert all(row["GPUs"] == 1024 for row in rows)
+
+
+def test_plan_without_gpus_or_days_takes_the_article_week(run_json):
+    r = run_json("plan", "llama-2-7b")["results"]  # was 16,384 GPUs for 0.6 days
+    assert r["best_gpus"] < 16384 and r["fail_wall_seconds"] <= 7 * 86400
+    half = run_json("plan", "llama-2-7b", "--gpus", str(r["best_gpus"] // 2))["results"]
+    assert half["fail_wall_seconds"] > 7 * 86400
+
+
+def test_an_explicit_rank_by_is_kept_with_a_deadline(run_json):
+    r = run_json("plan", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--days", "30", "--rank-by",
+                 "time")["results"]
+    assert r["best_gpus"] == 16384
+
+
+# ---- 5: calibrate refuses a log whose layout it needs and was not given ------------------------
+
+LOG = str(__import__("pathlib").Path(__file__).parent / "fixtures" / "logs" / "megatron_mixtral.log")
+
+
+def test_calibrate_refuses_a_multi_gpu_log_without_its_layout(run_cli, tmp_path):
+    out = tmp_path / "c.json"
+    args = ("calibrate", LOG, "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--seq-len", "2048",
+            "--global-batch", "128", "--out", str(out))
+    code, stdout, err = run_cli(*args)
+    # was exit 0, an 800 GiB modelled peak and a fixed memory overhead of -746.57 GiB written to the file
+    assert code == 2 and not out.exists() and err.count("\n") == 1
+    assert err.startswith("error: tp/pp/ep/zero: ") and "give the run's --tp, --pp, --ep and --zero" in err
+    code, _, err = run_cli(*args, "--tp", "4", "--ep", "4", "--zero", "1")
+    assert code == 0 and out.exists(), err
