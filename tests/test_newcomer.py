@@ -244,3 +244,22 @@ def test_calibrate_refuses_a_multi_gpu_log_without_its_layout(run_cli, tmp_path)
     assert err.startswith("error: tp/pp/ep/zero: ") and "give the run's --tp, --pp, --ep and --zero" in err
     code, _, err = run_cli(*args, "--tp", "4", "--ep", "4", "--zero", "1")
     assert code == 0 and out.exists(), err
+
+
+def test_a_config_json_is_named_by_its_folder(run_json, tmp_path):
+    import shutil
+    from pathlib import Path
+
+    data = run_json("train", "--model", "examples/llama-2-7b/config.json", "--tokens", "1T", "--gpu", "a100",
+                    "--gpus", "256")
+    assert data["inputs"]["model"] == "llama-2-7b" and data["title"].startswith("Training budget: llama-2-7b ")
+    named = tmp_path / "my-model.json"  # any other file name: its own stem
+    shutil.copy(Path(__file__).parents[1] / "examples" / "llama-2-7b" / "config.json", named)
+    assert run_json("train", "--model", str(named), "--tokens", "1T", "--gpu", "a100", "--gpus", "256")[
+        "inputs"]["model"] == "my-model"
+
+
+def test_the_memory_recommendation_says_at_least_once(run_cli):
+    code, out, _ = run_cli("infer")
+    line = next(text for text in out.splitlines() if ">= 24 GB" in text)
+    assert code == 0 and "at least" not in line  # was "recommend a GPU with at least >= 24 GB"

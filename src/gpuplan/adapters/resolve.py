@@ -38,12 +38,22 @@ def model_config(model: str) -> tuple[dict[str, Any], str, str]:
         if path.suffix.lower() in (".yaml", ".yml", ".toml"):
             raise InputError("model", model, "is a plan file, not a model; give a plan file as the command's first "
                              "argument (gpuplan train plan.yaml) and a model as a catalog name or a config.json")
-        return load_hf_config(path), path.stem if path.is_file() else path.name, str(path)
+        return load_hf_config(path), model_name_of(path), str(path)
     if hub.is_hub_id(model):
         config, where = hub.fetch_config(model)
         return config, model.rsplit("/", 1)[-1], f"huggingface.co/{model} (config.json, cached at {where})"
     entry = model_entry(model)  # raises: not in the catalog, with suggestions
     return entry["config"], entry["id"], entry["config_source"]
+
+
+def model_name_of(path: Path) -> str:
+    """The name a config file's model goes by: the folder of a file called config.json (the
+    Hugging Face layout: 'examples/llama-2-7b/config.json' -> 'llama-2-7b', not 'config'), else the
+    file's stem ('mistral-7b.json' -> 'mistral-7b'), or a folder's own name."""
+    path = Path(path)
+    if path.is_file() and path.name.lower() == "config.json" and path.resolve().parent.name:
+        return path.resolve().parent.name
+    return path.stem if path.is_file() else path.resolve().name
 
 
 def resolve_model(model: str | None = None, params: str | float | None = None,

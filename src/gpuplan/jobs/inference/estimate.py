@@ -252,7 +252,7 @@ def _article_section(plan: Plan, batch: int) -> Section:
              f"{memory.weights / GB:,.1f} GB weights + {kv / GB:,.2f} GB KV cache"),
         Line("gpu_memory_needed", "device memory needed", need, "bytes", _gb(need),
              "(weights + KV + activations + runtime) / utilization + driver reserve"),
-        Line("recommended_gpu_memory_gb", "recommend a GPU with at least", rec, "GB",
+        Line("recommended_gpu_memory_gb", "recommended GPU memory", rec, "GB",
              f">= {rec:g} GB" if rec else "more than any single catalog GPU: use tensor parallelism",
              "smallest catalog memory size that holds it"),
     ))
