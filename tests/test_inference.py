@@ -8,6 +8,8 @@ import pytest
 from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import memory as M
+from gpuplan.core.serving import profile as P
+from gpuplan.core.serving import releases as REL
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import setup as SU
 from gpuplan.core.serving import weights as W
@@ -137,20 +139,24 @@ def test_max_context_full_attention():
 
 # ----------------------------------------------------------------------------- memory and capacity
 def test_activation_profile_matches_vllm_10517():
-    # vLLM profile of Llama-3.1-8B on an RTX 3090: peak_torch - weights = 17.06 - 14.99 = 2.07 GiB
-    # at 20,000 tokens; 20,000 x 2 B x (3 x 14,336 + 3 x 4,096) = 2,211,840,000 B = 2.06 GiB
+    # vLLM 0.6.4's profile of Llama-3.1-8B on an RTX 3090: peak_torch - weights = 17.06 - 14.99 =
+    # 2.07 GiB at 20,000 tokens; 20,000 x 2 B x (3 x 14,336 + 3 x 4,096) = 2,211,840,000 B = 2.06 GiB,
+    # above the sampler's 256 x 128,256 x 38 B + the 20,000 x 4,096 x 2 B hidden states (1.41 GB)
     spec = load_model("llama-3.1-8b")
-    assert E.activation_peak_bytes(spec, 20000, 256) == 2_211_840_000
-    assert E.activation_peak_bytes(spec, 20000, 256) / GiB == pytest.approx(2.07, abs=0.02)
+    peak = P.profiled_peak(spec, 20000, 256, 1, REL.vllm_rules((0, 6, 4)))
+    assert peak.forward == 2_211_840_000
+    assert peak.sampler == 256 * 128_256 * 38 + 20000 * 4096 * 2
+    assert peak.peak / GiB == pytest.approx(2.07, abs=0.02)
 
 
 def test_kv_budget_by_hand():
     spec, gpu = load_model("llama-3.1-8b"), load_accelerator("rtx-3090")
-    runtime = SU.Runtime(cuda_graphs=0, prefill_tokens=20000, max_num_seqs=256)
+    runtime = SU.Runtime(version=(0, 6, 4), prefill_tokens=20000, max_num_seqs=256)
     memory = M.serving_memory(spec, W.param_groups(spec), gpu.memory_bytes, SU.ServingSetup(W.FORMATS["bf16"], 2,
                                                                                               runtime), 1, 1)
     usable = (24 * GiB - 0.5 * GiB) * 0.9  # 21.15 GiB
     weights = 2 * 8_030_261_248  # Llama-3.1-8B bf16
+    # 0.6.4 counts 0.35 GiB of non-torch memory and no CUDA graphs (captured after the KV sizing)
     assert memory.kv_budget == pytest.approx(usable - weights - 2_211_840_000 - 0.35 * GiB)
     assert memory.kv_budget / GiB == pytest.approx(3.81, abs=0.05)  # vLLM logged kv_cache_size=3.81GiB
 
@@ -285,15 +291,17 @@ def test_every_catalog_model_estimates(model):
 
 
 def test_a_setup_that_does_not_fit_says_what_would():
-    # 70B in bf16: 141.1 GB of weights; one H100 (85.5 GB) cannot hold them; at tp 2 each GPU holds
-    # 70.56 GB of 0.9 x (85.52 - 0.54) = 76.49 GB usable; the activation peak takes 2.10 GB and the
-    # runtime 2.54 GB (context 0.38 + two NCCL pair communicators 2 x 544 MB x 1.5 = 1.63 + CUDA
-    # graphs 0.54), leaving 1.28 GB: 1 sequence of 4,096 tokens at 160 KiB per token per GPU (0.67 GB)
+    # 70B in bf16: 141.1 GB of weights; one H100 (85.5 GB) cannot hold them; at tp 2 under vLLM 0.29
+    # each GPU holds 70.56 GB of 0.92 x (85.52 - 0.54) = 78.18 GB usable; the activation peak (an
+    # 8,192-token forward, 8192 x 2 B x (3 x 28,672 / 2 + 3 x 8,192) = 1.107 GB, + V1's 0.052 GiB)
+    # takes 1.16 GB, non-torch memory 2.22 GB (0.25 + 1.82 GiB for the TP group) and the CUDA-graph
+    # estimate 1.80 GB (first capture 69 MB + 84 graphs x 80 layers x 0.246 MiB), leaving 2.44 GB:
+    # 3 sequences of 4,096 tokens at 160 KiB per token per GPU (0.67 GB each)
     r = report(model="llama-3.1-70b", gpu="h100")
     keys = {line.key for s in r.sections for line in s.lines}
     assert r.value("fits") is False and not keys & {"tpot", "tokens_per_s", "cost_per_million_tokens"}
     assert r.value("instead_gpus") == 2 and r.line("instead_gpus").text.startswith("tp 2 x pp 1")
-    assert "(holds 1 sequences)" in r.line("instead_gpus").text
+    assert "(holds 3 sequences)" in r.line("instead_gpus").text
     assert r.tables == ()  # no throughput curve for a setup that holds no sequence
 
 
@@ -330,12 +338,14 @@ def test_decode_attention_is_checked_at_the_input_boundary(run_cli):
 
 
 def test_runtime_memory_by_category():
-    """The runtime line names its parts: on 4 NVLink H100s under vLLM, non-torch 0.35 GiB, two NCCL
-    communicators of 688 MB x 1.5 (2 x 1.032e9 B = 1.92 GiB) and 0.50 GiB of CUDA graphs; SGLang
-    counts one communicator and keeps its graphs in the reserve."""
+    """The runtime line names its parts: on 4 NVLink H100s under vLLM 0.29, non-torch 0.25 GiB, the
+    TP group's 1.82 GiB (0.19's logged 2.07 - 0.25) and the counted CUDA-graph estimate: first
+    capture 512 x 2 B x (3 x 28,672 / 4 + 3 x 8,192) = 47.2 MB + (50 + 34) graphs x 80 layers x
+    0.246 MiB; SGLang counts its CUDA context and one NCCL communicator (688 MB x 1.5) and keeps its
+    graphs in the reserve."""
     vllm = report(model="llama-3.1-70b", gpu="h100", tp=4).line("runtime")
-    assert vllm.value == pytest.approx((0.35 + 0.5) * 2**30 + 2 * 688e6 * 1.5)
-    assert vllm.formula == ("non-torch (CUDA context, cuBLAS) 0.35 GiB + NCCL buffers 1.92 GiB + "
-                            "CUDA graphs 0.50 GiB")
+    graphs = 512 * 2 * (3 * 28672 / 4 + 3 * 8192) + 84 * 80 * 0.246 * 2**20
+    assert vllm.value == pytest.approx((0.25 + 1.82) * 2**30 + graphs)
+    assert vllm.formula == "non-torch 0.25 GiB + TP / PP groups 1.82 GiB + CUDA graphs 1.66 GiB"
     sglang = report(model="llama-3.1-70b", gpu="h100", tp=4, engine="sglang").line("runtime")
-    assert sglang.formula == "non-torch (CUDA context, cuBLAS) 0.35 GiB + NCCL buffers 0.96 GiB"
+    assert sglang.formula == "non-torch 0.35 GiB + TP / PP groups 0.96 GiB"

@@ -113,19 +113,21 @@ def test_bare_pp_means_one_gpu_per_stage():
 
 
 def test_trtllm_kv_is_the_free_fraction_of_what_is_left():
-    """TensorRT-LLM (kvCacheManager.cpp calculateFreeMemBytes): KV = 0.9 x (visible - engine
-    weights - execution context - runtime buffers), the context sized for max_num_tokens 8192."""
+    """TensorRT-LLM: KV = 0.9 x (visible - weights - the profiled context batch of max_num_tokens
+    8192 - CUDA context): 1.0's PyTorch backend (_util.py KvCacheCreator._cal_max_memory); before
+    it the TensorRT engine's runtime buffers and decoder state (kvCacheManager.cpp
+    calculateFreeMemBytes; 43.29 + 180.30 MB in its memory guide) come off too."""
     from gpuplan.jobs.inference.estimate import estimate_inference
     from gpuplan.jobs.inference.schema import InferenceInputs
 
-    report = estimate_inference(InferenceInputs(model="llama-3.1-8b", gpu="h100", engine="trtllm", search=False))
-    weights = report.value("weights_per_gpu")
-    visible = 85_520_809_984 - 0.5 * 2**30
-    context = 8192 * (3 * 14336 + 3 * 4096) * 2  # activation peak of an 8,192-token forward, bf16
-    runtime = 0.35 * 2**30 + (43.29 + 180.30) * 2**20  # CUDA context + TRT-LLM runtime buffers and decoder
-    free = visible - weights - context - runtime
-    assert report.value("kv_budget") == pytest.approx(0.9 * free, rel=1e-9)
-    assert report.value("engine_headroom") == pytest.approx(0.1 * free, rel=1e-9)
+    for engine, buffers in (("trtllm", 0.0), ("trtllm==0.9", (43.29 + 180.30) * 2**20)):
+        report = estimate_inference(InferenceInputs(model="llama-3.1-8b", gpu="h100", engine=engine, search=False))
+        weights = report.value("weights_per_gpu")
+        visible = 85_520_809_984 - 0.5 * 2**30
+        context = 8192 * (3 * 14336 + 3 * 4096) * 2  # activation peak of an 8,192-token forward, bf16
+        free = visible - weights - context - 0.35 * 2**30 - buffers
+        assert report.value("kv_budget") == pytest.approx(0.9 * free, rel=1e-9), engine
+        assert report.value("engine_headroom") == pytest.approx(0.1 * free, rel=1e-9), engine
     # TensorRT-LLM's own memory guide (docs/source/reference/memory.md): 79.10 GiB total, 70.48 GiB
     # available -> 'Allocated 63.44 GiB for max tokens in paged KV cache' = 0.9 x 70.48
     assert 0.9 * 70.48 == pytest.approx(63.44, abs=0.01)  # the log rounds both to 0.01 GiB

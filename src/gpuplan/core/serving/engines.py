@@ -1,8 +1,8 @@
-"""Serving-engine profiles: how an engine splits GPU memory between weights, the KV cache and
-what it keeps outside them. vLLM's split lives in core/serving/memory.py (``gpu_memory_utilization``
-of the device after a profiled activation peak); this module holds that profiled peak (a forward
-of max_num_batched_tokens, the sampler step on max_num_seqs rows) and the engines whose rule is
-different. Units: bytes (the engines' own MiB arithmetic where they use it).
+"""Serving engines: their names, the options each one's memory rule reads, the vendors each runs
+on, the NCCL communicators their KV sizing sees, and the SGLang / TensorRT-LLM rules (vLLM's
+release-by-release rules: core/serving/releases.py; what its profile measures:
+core/serving/profile.py; the split itself: core/serving/memory.py). Units: bytes (the engines' own
+MiB arithmetic where they use it).
 
 - SGLang (python/sglang/srt/server_args.py, model_executor/model_runner.py): weights + KV pool
   = mem_fraction_static x device memory; activations and CUDA graphs live in the rest.
@@ -13,75 +13,6 @@ different. Units: bytes (the engines' own MiB arithmetic where they use it).
 """
 
 from __future__ import annotations
-
-from gpuplan.core.model import ModelSpec
-
-
-def activation_elements_per_token(spec: ModelSpec, tp: int = 1) -> float:
-    """Peak live activation elements per prefill token in one layer, one TP rank.
-
-    Dense: gate+up output (2I/tp), the activated product (I/tp) and three hidden-size tensors
-    (residual, normed input, layer output) = 3I/tp + 3h. Fitted exactly by vLLM's profile of
-    Llama-3.1-8B (vllm-project/vllm#10517: peak_torch - weights = 2.07 GiB at 20,000 tokens and
-    2.99 GiB at 29,000; 3·14336 + 3·4096 elements x 2 bytes gives 2.06 and 2.99 GiB).
-    MoE: vLLM fused_moe intermediate caches [M, k, 2N], [M·k, N], [M, k, h] with N = I_e/tp,
-    plus a shared expert, plus the 3h hidden tensors.
-    """
-    h = spec.hidden_size
-    dense = 3 * spec.mlp.intermediate_size / tp + 3 * h
-    if spec.moe is None or not spec.num_moe_layers:
-        return dense
-    moe = spec.moe
-    routed = moe.experts_per_token * (3 * moe.expert_intermediate_size / tp + h)
-    moe_layer = routed + 3 * moe.shared_intermediate_size / tp + 3 * h
-    return max(moe_layer, dense if spec.num_dense_layers else 0.0)
-
-
-# Bytes the profiled sampler step holds per element of its [max_num_seqs, vocab] logits.
-# 'torch-sort': vLLM V1's PyTorch-native top-k/top-p path, which _dummy_sampler_run exercises
-# (top_p 0.9, top_k vocab - 1: vllm/v1/worker/gpu_model_runner.py, vllm/v1/sample/sampler.py and
-# ops/topk_topp_sampler.py apply_top_k_top_p at v0.10.0; the path runs when FlashInfer is not
-# installed, which a plain `pip install vllm` of that era did not pull in). Live at the peak, inside
-# logits.sort(): the model-dtype logits (2 B) and their fp32 copy (4), the sorted values (4) and
-# int64 indices (8), and PyTorch's segmented sort for rows longer than 4,096 with >= 128 rows
-# (aten/src/ATen/native/cuda/SortStable.cu segmented_sort_pairs): an int64 index input (8) plus
-# cub's alternate key (4) and value (8) buffers = 38 B. Checked on vllm#21429 (Qwen3-235B-A22B-FP8,
-# TP 4, 1,024 x 151,936 logits): 'torch peak memory increase: 5.62GiB' against 5.51 predicted.
-# 'estimate': four fp32 buffers (logits, probabilities, log-probabilities, sort), a gpuplan
-# assumption kept as the default: current vLLM samples with FlashInfer or Triton kernels whose
-# profile peak no log shows yet.
-SAMPLER_BYTES_PER_LOGIT = {"estimate": 16.0, "torch-sort": 38.0}
-SAMPLERS = tuple(SAMPLER_BYTES_PER_LOGIT)
-DEFAULT_SAMPLER = "estimate"
-
-
-def activation_peak_bytes(spec: ModelSpec, prefill_tokens: int, max_num_seqs: int, tp: int = 1,
-                          act_bytes: int = 2, sampler: str = DEFAULT_SAMPLER) -> float:
-    """vLLM's profiled activation peak: the larger of a ``prefill_tokens`` forward
-    (max_num_batched_tokens) and the sampler step on ``max_num_seqs`` rows of logits
-    (gpu_model_runner profiles the sampler with max_num_seqs dummy requests; the full vocabulary
-    on every TP rank after the logits all-gather), SAMPLER_BYTES_PER_LOGIT[``sampler``] per logit."""
-    forward = prefill_tokens * act_bytes * activation_elements_per_token(spec, tp)
-    sampler_peak = max_num_seqs * spec.vocab_size * SAMPLER_BYTES_PER_LOGIT[sampler]
-    return max(forward, sampler_peak)
-
-
-def held_allreduce_input_bytes(spec: ModelSpec, prefill_tokens: int, tp: int, act_bytes: int = 2) -> float:
-    """Bytes the profile forward leaves unusable when every tensor-parallel all-reduce input stays
-    held until the host synchronises (vLLM 0.2.x after PR 2031, before 0.3.3 set
-    TORCH_NCCL_AVOID_RECORD_STREAMS=1): ProcessGroupNCCL records each all-reduce tensor on its NCCL
-    stream, and PyTorch's caching allocator, on freeing such a block, waits for that stream's event
-    before reusing it (c10/cuda/CUDACachingAllocator.cpp free -> insert_events), so the pool grows by
-    one message per all-reduce while the host runs ahead of the GPU; vLLM 0.2.5's profile reads the
-    device memory in use after the forward (worker.py profile_num_available_blocks, mem_get_info).
-    One message of prefill_tokens x hidden per all-reduce: the embedding's and two per layer
-    (vllm/model_executor/layers: VocabParallelEmbedding and RowParallelLinear, o_proj and down_proj).
-    Assumes the host is ahead for the whole forward (a prefill of thousands of tokens is GPU-bound),
-    so all of them are held at once. 0 without tensor parallelism."""
-    if tp <= 1:
-        return 0.0
-    return (2 * spec.num_layers + 1) * prefill_tokens * spec.hidden_size * act_bytes
-
 
 # NCCL communicators of one tensor-parallel group whose buffers an engine's KV sizing sees.
 # vLLM (V0 0.6+ and V1; vllm/distributed/device_communicators/cuda_communicator.py at v0.10.0): the
@@ -133,7 +64,7 @@ ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 # - mem_fraction_static: SGLang; free_gpu_memory_fraction: TensorRT-LLM.
 # - prefill_tokens: vLLM's profiled forward (max_num_batched_tokens) and TensorRT-LLM's execution
 #   context (max_num_tokens); SGLang's reserve is sized from its own chunked_prefill_size default.
-ENGINE_OPTIONS = {"gpu_memory_utilization": ("vllm",), "sampler": ("vllm",), "cuda_graph_gib": ("vllm",),
+ENGINE_OPTIONS = {"gpu_memory_utilization": ("vllm",), "sampler": ("vllm",), "cuda_graph_gib": ("vllm", "trtllm"),
                   "mem_fraction_static": ("sglang",), "free_gpu_memory_fraction": ("trtllm",),
                   "prefill_tokens": ("vllm", "trtllm")}
 # What each engine reads instead of another engine's memory share.
@@ -188,10 +119,22 @@ def sglang_defaults(total_bytes: float, tp: int) -> tuple[int, int]:
     return 16384, 512
 
 
-def sglang_mem_fraction_static(total_bytes: float, tp: int, pp: int = 1) -> float:
-    """SGLang's default ``mem_fraction_static`` — (weights + KV pool) / device memory — from the
-    same function: reserve 512 MiB + 1.5 MiB per chunked-prefill token + 2 MiB per CUDA-graph batch
-    size + tp·pp/8 GiB, at least 10 GiB on GPUs above 60 GB, and round to 0.001."""
+SGLANG_GENERAL_RESERVE = (0, 5, 3)
+"""sgl-project/sglang PR 10975 ('Use more general heuristics to set the default value of
+--mem-fraction-static', merged 2025-09-27): the reserve rule below; earlier releases used a
+table by tensor-parallel size."""
+
+
+def sglang_mem_fraction_static(total_bytes: float, tp: int, pp: int = 1,
+                               version: tuple[int, int, int] = SGLANG_GENERAL_RESERVE) -> float:
+    """SGLang's default ``mem_fraction_static`` — (weights + KV pool) / device memory. From 0.5.3
+    (ServerArgs._handle_gpu_memory_settings): reserve 512 MiB + 1.5 MiB per chunked-prefill token
+    + 2 MiB per CUDA-graph batch size + tp·pp/8 GiB, at least 10 GiB on GPUs above 60 GB, round to
+    0.001. Before it (server_args.py __post_init__, 0.3-0.5.2): 0.88 at 1 GPU, 0.87 at 2-3, 0.85
+    at 4-7, 0.81 at 8-15, 0.79 at 16 and more (tp, later tp x pp)."""
+    if version < SGLANG_GENERAL_RESERVE:
+        world = tp * pp
+        return 0.79 if world >= 16 else 0.81 if world >= 8 else 0.85 if world >= 4 else 0.87 if world >= 2 else 0.88
     gpu_mem = total_bytes / MIB
     if gpu_mem <= 0:
         return 0.88  # SGLang's fallback when it cannot read the device memory

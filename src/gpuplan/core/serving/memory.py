@@ -10,14 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpuplan.core.model import ModelSpec
+from gpuplan.core.parallel import layers_per_stage
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import lora as L
-from gpuplan.core.serving.engines import activation_peak_bytes
+from gpuplan.core.serving import profile as P
 from gpuplan.core.serving.setup import ServingSetup
 from gpuplan.core.serving.speculative import Speculation
 from gpuplan.core.serving.weights import (
     ParamGroups,
     WeightFormat,
+    mxfp4_padding_bytes,
     param_groups,
     weight_bytes_per_gpu,
 )
@@ -29,13 +31,14 @@ class Memory:
 
     weights: float
     activations: float
+    """The profiled activation peak the engine subtracts (SGLang: 0, it lives in the reserve)."""
     fixed: float
+    """Non-torch memory, NCCL buffers and (where counted) CUDA graphs the engine subtracts."""
     usable: float
-    """(device total - driver reserve) x gpu_memory_utilization; SGLang: (that - CUDA context and
-    communicators) x mem_fraction_static, the budget of weights + KV pool."""
+    """vLLM: (device total - driver reserve) x gpu_memory_utilization; SGLang: the memory free at
+    start-up x mem_fraction_static (weights + KV pool); TensorRT-LLM: what CUDA sees."""
     kv_budget: float
-    """What vLLM leaves for the KV cache (worker determine_available_memory): usable - weights -
-    activation peak - non-torch memory; with a speculative proposer, the target's share of it."""
+    """What the engine leaves for the KV cache; with a speculative proposer, the target's share."""
     headroom: float = 0.0
     """Memory the engine leaves unused on purpose (vLLM: 1 - utilization of the device; SGLang:
     the reserve outside mem_fraction_static, where activations and CUDA graphs also live;
@@ -47,9 +50,24 @@ class Memory:
     lora_slots: float = 0.0
     """Multi-LoRA adapter slots (included in ``weights``: engines allocate them at model load)."""
     comm: float = 0.0
-    """NCCL buffers (included in ``fixed``: Runtime.comm_bytes)."""
+    """Non-torch memory of the tensor / pipeline groups (included in ``fixed``)."""
     cuda_graphs: float = 0.0
-    """CUDA-graph memory the engine counts (included in ``fixed``; vLLM only)."""
+    """CUDA-graph memory (estimated or given), counted in ``fixed`` only when ``graphs_counted``."""
+    graphs_counted: bool = False
+    non_torch: float = 0.0
+    """Non-torch memory on one GPU (included in ``fixed`` where the profile counts it)."""
+    total: float = 0.0
+    """Device memory visible to CUDA (device total - driver reserve)."""
+    forward_peak: float = 0.0
+    """vLLM: the profile forward's activations at max_num_batched_tokens."""
+    sampler_peak: float = 0.0
+    """vLLM: the profiled sampler step on max_num_seqs rows (with the forward's hidden states)."""
+    batch_limits: tuple[int, int] = (0, 0)
+    """vLLM: (max_num_batched_tokens, max_num_seqs) the profile ran."""
+    counts_runtime: bool = True
+    """False for vLLM <= 0.2.4, whose profile counted PyTorch's allocated peak only."""
+    fraction: float = 0.0
+    """The engine's share: gpu_memory_utilization, mem_fraction_static or free_gpu_memory_fraction."""
 
 
 def draft_weight_bytes_per_gpu(s: Speculation, fmt: WeightFormat, tp: int) -> float:
@@ -97,31 +115,81 @@ def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
 
 def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,
                    tp: int, pp: int, gpu_name: str = "", scale_up_bandwidth: float | None = None) -> Memory:
-    runtime = setup.runtime
     weights = weight_bytes_per_gpu(groups, setup.fmt, spec.num_layers, tp, pp)
-    comm = runtime.comm_bytes(tp, pp, scale_up_bandwidth)
-    if runtime.engine == "sglang":  # KV pool = free after loading - total x (1 - mem_fraction_static)
-        # (ModelRunner.profile_max_num_token), total = the memory free once the CUDA context and the
-        # communicators exist: the pool is fraction x total - weights; activations and CUDA graphs
-        # live in the rest
-        fraction = runtime.mem_fraction_static or E.sglang_mem_fraction_static(memory_bytes, tp, pp)
-        fixed = runtime.non_torch + comm  # graphs are in SGLang's reserve
-        usable = (memory_bytes - runtime.driver_reserved - fixed) * fraction
-        return Memory(weights, 0.0, fixed, usable, usable - weights,
-                      memory_bytes - runtime.driver_reserved - fixed - usable, comm=comm)
-    if runtime.engine == "trtllm":  # KV = fraction x what is free after engine, context, buffers
-        visible = memory_bytes - runtime.driver_reserved
-        activations = activation_peak_bytes(spec, runtime.prefill_tokens or E.TRTLLM_MAX_NUM_TOKENS, 0, tp)
-        fixed = runtime.non_torch + comm + E.TRTLLM_RUNTIME_BUFFERS
-        free = visible - weights - activations - fixed
-        fraction = runtime.free_gpu_memory_fraction or E.TRTLLM_FREE_FRACTION
-        return Memory(weights, activations, fixed, visible, free * fraction, free * (1 - fraction), comm=comm)
-    tokens, seqs = runtime.batch_limits(memory_bytes, gpu_name)
-    activations = activation_peak_bytes(spec, tokens, seqs, tp, sampler=runtime.sampler)
-    if runtime.holds_allreduce_inputs:
-        activations += E.held_allreduce_input_bytes(spec, tokens, tp)
-    usable = (memory_bytes - runtime.driver_reserved) * runtime.gpu_memory_utilization
-    fixed = runtime.non_torch + comm + runtime.cuda_graphs
-    counted = fixed if runtime.profile_counts_runtime else 0.0
-    return Memory(weights, activations, fixed, usable, usable - weights - activations - counted,
-                  memory_bytes - runtime.driver_reserved - usable, comm=comm, cuda_graphs=runtime.cuda_graphs)
+    engine = setup.runtime.engine
+    if engine == "vllm":  # vLLM pads MXFP4 experts for its MoE kernels
+        weights += mxfp4_padding_bytes(spec, groups, setup.fmt, tp, pp)
+    if engine == "sglang":
+        return _sglang_memory(weights, memory_bytes, setup, tp, pp, scale_up_bandwidth)
+    if engine == "trtllm":
+        return _trtllm_memory(spec, weights, memory_bytes, setup, tp, pp, scale_up_bandwidth)
+    return _vllm_memory(spec, weights, memory_bytes, setup, tp, pp, gpu_name, scale_up_bandwidth)
+
+
+def _vllm_memory(spec: ModelSpec, weights: float, memory_bytes: float, setup: ServingSetup, tp: int, pp: int,
+                 gpu_name: str, scale_up_bandwidth: float | None) -> Memory:
+    """vLLM (worker determine_available_memory): KV = total x gpu_memory_utilization - weights -
+    the profiled activation peak - the non-torch memory its profile counts (- CUDA graphs from
+    0.21), each term as the release's rules say (core/serving/releases.py)."""
+    runtime = setup.runtime
+    rules = runtime.vllm_rules(moe=spec.moe is not None)
+    tokens, seqs = runtime.batch_limits(memory_bytes, gpu_name, spec.max_position_embeddings)
+    act_bytes = 4 if setup.fmt.compute_dtype == "fp32" else 2
+    peak = P.profiled_peak(spec, tokens, seqs, tp, rules, runtime.sampler, act_bytes=act_bytes,
+                           moe_workspace=setup.fmt.quantized != "experts")
+    total = memory_bytes - runtime.driver_reserved
+    util = runtime.utilization()
+    usable = total * util
+    non_torch = runtime.non_torch if runtime.non_torch is not None else rules.non_torch
+    comm = P.comm_bytes(rules, "vllm", tp, pp, scale_up_bandwidth, runtime.comm_buffers)
+    graphs = (runtime.cuda_graphs if runtime.cuda_graphs is not None
+              else P.graph_bytes(spec, seqs, tp, layers_per_stage(spec.num_layers, pp)))
+    counted = rules.counts_graphs and graphs > 0
+    fixed = non_torch + comm + (graphs if counted else 0.0)
+    counts_runtime = rules.profile != "allocated"
+    kv = usable - weights - peak.peak - (fixed if counts_runtime else 0.0)
+    return Memory(weights, peak.peak, fixed, usable, kv, total - usable, comm=comm, cuda_graphs=graphs,
+                  graphs_counted=counted, non_torch=non_torch, total=total, forward_peak=peak.forward,
+                  sampler_peak=peak.sampler, batch_limits=(tokens, seqs), counts_runtime=counts_runtime,
+                  fraction=util)
+
+
+def _sglang_memory(weights: float, memory_bytes: float, setup: ServingSetup, tp: int, pp: int,
+                   scale_up_bandwidth: float | None) -> Memory:
+    """SGLang (ModelRunner.profile_max_num_token): KV pool = memory free after loading - total x
+    (1 - mem_fraction_static), total = the memory free once the CUDA context and the communicators
+    exist: fraction x total - weights; activations and CUDA graphs live in the rest."""
+    runtime = setup.runtime
+    fraction = runtime.mem_fraction_static or E.sglang_mem_fraction_static(memory_bytes, tp, pp,
+                                                                           runtime.release.version)
+    context = runtime.context_bytes()
+    comm = P.comm_bytes(None, "sglang", tp, pp, scale_up_bandwidth, runtime.comm_buffers)
+    fixed = context + comm
+    start = memory_bytes - runtime.driver_reserved - fixed
+    usable = start * fraction
+    return Memory(weights, 0.0, fixed, usable, usable - weights, start - usable, comm=comm, non_torch=context,
+                  total=memory_bytes - runtime.driver_reserved, fraction=fraction)
+
+
+def _trtllm_memory(spec: ModelSpec, weights: float, memory_bytes: float, setup: ServingSetup, tp: int, pp: int,
+                   scale_up_bandwidth: float | None) -> Memory:
+    """TensorRT-LLM: KV = free_gpu_memory_fraction x (device total - the peak of its memory
+    profile). From 1.0 (PyTorch backend, _util.py KvCacheCreator._cal_max_memory:
+    (total - peak + temporary KV) x fraction) the peak is the weights, a context batch of
+    max_num_tokens, the CUDA context and communicators, and any CUDA graphs given; before it
+    (TensorRT engines, kvCacheManager.cpp calculateFreeMemBytes) the engine, its execution
+    context and the runtime buffers and decoder state."""
+    runtime = setup.runtime
+    visible = memory_bytes - runtime.driver_reserved
+    tokens = runtime.prefill_tokens or E.TRTLLM_MAX_NUM_TOKENS
+    activations = tokens * 2 * P.activation_elements_per_token(spec, tp)
+    context = runtime.context_bytes()
+    comm = P.comm_bytes(None, "trtllm", tp, pp, scale_up_bandwidth, runtime.comm_buffers)
+    graphs = runtime.cuda_graphs or 0.0
+    buffers = E.TRTLLM_RUNTIME_BUFFERS if runtime.release.version < (1, 0, 0) else 0.0
+    fixed = context + comm + graphs + buffers
+    free = visible - weights - activations - fixed
+    fraction = runtime.free_gpu_memory_fraction or E.TRTLLM_FREE_FRACTION
+    return Memory(weights, activations, fixed, visible, free * fraction, free * (1 - fraction), comm=comm,
+                  cuda_graphs=graphs, graphs_counted=graphs > 0, non_torch=context, total=visible,
+                  forward_peak=activations, batch_limits=(tokens, 0), fraction=fraction)

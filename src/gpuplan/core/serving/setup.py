@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import lora as L
-from gpuplan.core.serving.engines import DEFAULT_SAMPLER
+from gpuplan.core.serving import releases as R
+from gpuplan.core.serving.profile import DEFAULT_SAMPLER
 from gpuplan.core.serving.speculative import Speculation
 from gpuplan.core.serving.weights import WeightFormat
 
@@ -18,13 +18,17 @@ GiB = 2**30
 
 @dataclass(frozen=True)
 class Runtime:
-    """The engine's memory settings and the memory outside weights and KV cache, bytes per GPU."""
+    """The engine, its release, its memory settings and the memory outside weights and KV cache,
+    bytes per GPU. None means the release's own default (core/serving/releases.py)."""
 
-    gpu_memory_utilization: float = 0.90
-    """vLLM default 0.9 (engine args; newer releases 0.92): the share of the GPU's memory the
-    instance may use for weights + activations + KV cache."""
+    gpu_memory_utilization: float | None = None
+    """vLLM: the share of the device's memory the instance may use for weights, activations,
+    non-torch memory (and, from 0.21, CUDA graphs) and the KV cache; None = the release's default
+    (0.9; 0.92 from 0.21)."""
     engine: str = "vllm"
-    """'vllm' or 'sglang' (core/serving/engines.py): how the memory is split."""
+    """'vllm', 'sglang' or 'trtllm' (core/serving/engines.py): how the memory is split."""
+    version: tuple[int, int, int] | None = None
+    """The engine release whose rules apply (``--engine vllm==0.19``); None = the newest modelled."""
     mem_fraction_static: float | None = None
     """SGLang: (weights + KV pool) / device memory; None = SGLang's own default for the GPU."""
     free_gpu_memory_fraction: float | None = None
@@ -32,52 +36,52 @@ class Runtime:
     cache; None = its default 0.9."""
     driver_reserved: float = 0.5 * GiB
     """Memory CUDA does not report as the device total: vLLM logs total_gpu_memory 23.58 GiB on a
-    24 GiB RTX 3090 (vllm#10517), 79.11-79.25 GiB on an H100 of 79.65 GiB, 79.15 GiB on an A100 80GB."""
-    non_torch: float = 0.35 * GiB
-    """CUDA context, cuBLAS workspace: vLLM 'non_torch_memory=0.35GiB' (vllm#10517, TP 1)."""
+    24 GiB RTX 3090 (vllm#10517), 79.19 GiB on an H100 of 79.65 GiB (llm-d-planner's 0.19 runs),
+    79.15 GiB on an A100 80GB."""
+    non_torch: float | None = None
+    """Non-torch memory the profile counts on one GPU; None = the release's (vLLM: 0.35 GiB for
+    0.6.4 ... 0.25 GiB from 0.18, core/serving/releases.py; SGLang and TensorRT-LLM: the CUDA
+    context, 0.35 GiB as vllm#10517 logs it)."""
     comm_buffers: float | None = None
-    """NCCL buffers when tp·pp > 1; None = derived (comm_bytes): on NVLink, the engine's
-    communicators (core.serving.engines.ENGINE_COMMUNICATORS) x NCCL's per-communicator buffers, the figure
-    training uses (core.device_memory.nccl_group_bytes); without NVLink 0.25 GiB (PCIE_COMM_BYTES)."""
-    cuda_graphs: float = 0.5 * GiB
-    """CUDA-graph pool, counted before the KV cache since vLLM 0.21 (log in noonghunna/club-3090#104:
-    utilization 0.88 behaves as 0.8592 without it, 0.49 GiB of a 24 GiB card). 0 when eager or on
-    vLLM <= 0.20 (graphs came out of the 1 - utilization headroom then)."""
+    """Non-torch memory tensor / pipeline parallelism adds; None = derived
+    (core.serving.profile.comm_bytes)."""
+    cuda_graphs: float | None = None
+    """CUDA-graph memory; None = estimated (core.serving.profile.graph_bytes) and counted where
+    the release counts it (vLLM 0.21+, TensorRT-LLM's PyTorch backend); 0 = eager."""
     prefill_tokens: int | None = None
-    """max_num_batched_tokens the activation profile runs; None = vLLM serve's default for the GPU."""
+    """max_num_batched_tokens the activation profile runs; None = the release's default."""
     max_num_seqs: int | None = None
-    """Sequences per step (the sampler profile); None = vLLM serve's default for the GPU."""
+    """Sequences per step (the sampler profile); None = the release's default."""
     sampler: str = DEFAULT_SAMPLER
-    """Which sampler the profile runs (SAMPLER_BYTES_PER_LOGIT): 'estimate' or 'torch-sort'."""
-    holds_allreduce_inputs: bool = False
-    """vLLM 0.2.x after PR 2031 (before 0.3.3): the profile counts the all-reduce inputs the caching
-    allocator cannot reuse yet (core.serving.engines.held_allreduce_input_bytes) in its peak."""
+    """The sampler the profile runs (core.serving.profile.SAMPLER_BYTES_PER_LOGIT): 'auto' = the
+    release's."""
 
-    profile_counts_runtime: bool = True
-    """False for vLLM <= 0.2.4, whose profile counted PyTorch's allocated peak only (worker.py
-    torch.cuda.max_memory_allocated, replaced by PR 2031): the KV cache is sized as if the CUDA
-    context, NCCL buffers and CUDA graphs took nothing."""
+    @property
+    def release(self) -> R.EngineRelease:
+        return R.EngineRelease(self.engine, self.version or R.NEWEST[self.engine], self.version is not None)
 
-    def comm_bytes(self, tp: int, pp: int = 1, scale_up_bandwidth: float | None = None) -> float:
-        """NCCL buffers per GPU: the tensor-parallel group's communicators and, with pipeline
-        stages, the neighbouring pairs' (one or two per stage)."""
-        rule = E.comm_rule(tp * pp, self.comm_buffers, scale_up_bandwidth)
-        if rule != "nvlink":
-            return {"none": 0.0, "given": self.comm_buffers, "pcie": E.PCIE_COMM_BYTES}[rule]
-        # imported here: device_memory pulls in numpy, which importing core.serving does not
-        from gpuplan.core.device_memory import nccl_group_bytes
+    def vllm_rules(self, moe: bool = False) -> R.VllmRules:
+        return R.vllm_rules(self.release.version, moe)
 
-        pairs = min(2, pp - 1)
-        groups = nccl_group_bytes(tp, scale_up_bandwidth) + pairs * nccl_group_bytes(2, scale_up_bandwidth)
-        return E.ENGINE_COMMUNICATORS[self.engine] * float(groups)
+    def utilization(self) -> float:
+        """vLLM's gpu_memory_utilization: the given one, else the release's default."""
+        return self.gpu_memory_utilization or self.vllm_rules().default_util
 
-    def batch_limits(self, memory_bytes: float, gpu_name: str = "") -> tuple[int, int]:
-        """(max_num_batched_tokens, max_num_seqs): the user's, else vLLM ``vllm serve`` defaults
-        (engine/arg_utils.py get_batch_defaults, OPENAI_API_SERVER): 8192 and 1024 on GPUs with
-        >= 70 GiB that are not A100s, else 2048 and 256."""
-        big = memory_bytes >= 70 * GiB and "a100" not in gpu_name.lower()
-        tokens, seqs = (8192, 1024) if big else (2048, 256)
+    def context_bytes(self) -> float:
+        """Non-torch memory on one GPU for SGLang / TensorRT-LLM (their total is measured after the
+        CUDA context exists)."""
+        return self.non_torch if self.non_torch is not None else CUDA_CONTEXT
+
+    def batch_limits(self, memory_bytes: float, gpu_name: str = "", max_model_len: int = 8192) -> tuple[int, int]:
+        """(max_num_batched_tokens, max_num_seqs): the user's, else ``vllm serve``'s default for the
+        release and GPU (core.serving.releases.vllm_batch_defaults)."""
+        tokens, seqs = R.vllm_batch_defaults(self.release.version, memory_bytes, gpu_name, max_model_len)
         return self.prefill_tokens or tokens, self.max_num_seqs or seqs
+
+
+CUDA_CONTEXT = 0.35 * GiB
+"""CUDA context and cuBLAS workspace outside PyTorch: vLLM 0.6.4 logs 'non_torch_memory=0.35GiB'
+on one RTX 3090 (vllm#10517); the engines whose total is read after the context exists subtract it."""
 
 
 @dataclass(frozen=True)

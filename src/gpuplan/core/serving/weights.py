@@ -162,3 +162,21 @@ def decode_weight_bytes_read(spec: ModelSpec, groups: ParamGroups, fmt: WeightFo
     head = groups.embedding if groups.tied else groups.lm_head
     return (layer_linear_bytes(groups, fmt, routed)
             + (groups.router + head) * fmt.other_bytes) / tp + groups.norms * fmt.other_bytes
+
+
+def _round_up(value: float, multiple: int) -> float:
+    return -(-value // multiple) * multiple
+
+
+def mxfp4_padding_bytes(spec: ModelSpec, groups: ParamGroups, fmt: WeightFormat, tp: int, pp: int = 1) -> float:
+    """Bytes vLLM adds per GPU when it lays MXFP4 experts out for its MoE kernels on NVIDIA GPUs:
+    each expert's intermediate size per TP rank rounded up to 128 and the hidden size to 256
+    (vllm/model_executor/layers/quantization/mxfp4.py create_weights, the Marlin layout: 'n % 256
+    == 0 and k % 128 == 0'). gpt-oss's 2,880 becomes 2,944 x 3,072 at tp 1, 1,536 x 3,072 at tp 2.
+    0 for other formats and dense models."""
+    if fmt.quantized != "experts" or spec.moe is None or not groups.routed:
+        return 0.0
+    inner = spec.moe.expert_intermediate_size / tp
+    scale = (_round_up(inner, 128) / inner) * (_round_up(spec.hidden_size, 256) / spec.hidden_size)
+    frac = layers_per_stage(spec.num_layers, pp) / spec.num_layers
+    return groups.routed * fmt.bits_per_weight / 8 * (scale - 1) * frac / tp

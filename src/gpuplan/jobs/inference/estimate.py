@@ -18,6 +18,8 @@ from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.units import format_bytes
 from gpuplan.jobs.inference.alternatives import instead_section, search_section, search_table
+from gpuplan.jobs.inference.assumptions import assumptions
+from gpuplan.jobs.inference.memory_report import engine_log_section, memory_section
 from gpuplan.jobs.inference.resolve import Plan, resolve_plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import Serving, evaluate, price_for, search_configurations
@@ -69,7 +71,9 @@ def build_report(inputs: InferenceInputs, plan: Plan, serving: Serving, rows: li
     n = serving.gpus
     fits = serving.max_sequences >= inputs.batch
     sections = [_weights_section(plan, serving), _kv_section(plan, serving, inputs.batch),
-                _memory_section(plan, serving, inputs.batch), _capacity_section(plan, serving, inputs.batch),
+                memory_section(plan, serving.memory, inputs.batch, serving.layout.bytes_per_sequence(plan.context)),
+                _capacity_section(plan, serving, inputs.batch),
+                engine_log_section(plan, serving.memory, serving.kv_tokens),
                 _article_section(plan, inputs.batch),
                 _speed_section(plan, serving, inputs) if fits else instead_section(plan, serving, inputs)]
     # no speed or cost for a setup that does not hold the load: the curve stops at what fits
@@ -89,7 +93,7 @@ def build_report(inputs: InferenceInputs, plan: Plan, serving: Serving, rows: li
         Line("kv_dtype", "KV-cache dtype", plan.kv_dtype),
     )
     title = f"Serving {spec.name} on {n} x {gpu.name}"
-    return Report("infer", title, report_inputs, _assumptions(plan, inputs, serving), tuple(sections),
+    return Report("infer", title, report_inputs, assumptions(plan, inputs, serving), tuple(sections),
                   _notes(plan, serving, inputs), tuple(tables), headline=INFER_HEADLINE,
                   key_assumptions=("quantization", "bandwidth_efficiency", "gpu_memory_utilization"))
 
@@ -142,75 +146,6 @@ def _kv_section(plan: Plan, serving: Serving, batch: int) -> Section:
     return Section("KV cache", tuple(lines))
 
 
-def _memory_section(plan: Plan, serving: Serving, batch: int) -> Section:
-    m = serving.memory
-    needed = m.weights + m.activations + m.fixed + batch * serving.layout.bytes_per_sequence(plan.context)
-    fits = needed <= m.usable
-    runtime = plan.setup.runtime
-    if runtime.engine == "sglang":
-        fraction = m.usable / plan.gpu.memory_bytes
-        usable = Line("usable", f"weights + KV pool at mem_fraction_static {fraction:.3f}", m.usable, "bytes",
-                      _gb(m.usable), "device total x mem_fraction_static (SGLang; activations and CUDA graphs "
-                      "live in the rest)")
-    elif runtime.engine == "trtllm":
-        usable = Line("usable", "visible to CUDA", m.usable, "bytes", _gb(m.usable), "device total - driver "
-                      "reserve; KV = free_gpu_memory_fraction x (visible - weights - activations - runtime)")
-    else:
-        usable = Line("usable", f"usable at gpu_memory_utilization {runtime.gpu_memory_utilization:g}", m.usable,
-                      "bytes", _gb(m.usable), "(device total - driver reserve) x utilization")
-    return Section(f"Memory per GPU ({plan.gpu.name})", (
-        usable,
-        Line("weights", "weights", m.weights, "bytes", _gb(m.weights), "; ".join(
-            ([f"incl. the speculative proposer's {_gb(m.draft_weights)}"] if m.draft_weights else []) +
-            ([f"incl. LoRA adapter slots {_gb(m.lora_slots)}"] if m.lora_slots else []))),
-        *_lora_lines(plan, m),
-        Line("activations", "activation peak (profiled prefill / sampler)", m.activations, "bytes",
-             _gb(m.activations), "max(prefill tokens x (3I/tp + 3h) x 2 B, seqs x vocab x "
-             f"{E.SAMPLER_BYTES_PER_LOGIT[runtime.sampler]:g} B)"),
-        Line("runtime", "CUDA context, NCCL buffers, CUDA graphs", m.fixed, "bytes", _gb(m.fixed),
-             _runtime_split(runtime, m)),
-        Line("kv_budget", "left for the KV cache", max(m.kv_budget, 0.0), "bytes", _left(m.kv_budget),
-             {"sglang": "usable - weights - runtime", "trtllm": "fraction x (visible - weights - activations - "
-              "runtime)"}.get(runtime.engine, "usable - weights - activations - runtime")),
-        Line("engine_headroom", "left unused by the engine's rule", max(m.headroom, 0.0), "bytes",
-             _gb(max(m.headroom, 0.0)),
-             {"sglang": "device x (1 - mem_fraction_static); activations and CUDA graphs come out of it",
-              "trtllm": "(1 - free_gpu_memory_fraction) x what was free"}.get(
-                 runtime.engine, "(device - driver reserve) x (1 - gpu_memory_utilization)")),
-        Line("needed", f"needed for {batch} sequence(s) at {plan.context:,} tokens", needed, "bytes", _gb(needed)),
-        Line("fits", "fits", fits, "", "yes" if fits else "NO" + (" (weights alone exceed it)"
-                                                                  if m.weights > m.usable else "")),
-    ))
-
-
-def _left(budget: float) -> str:
-    """The KV budget, never below 0: a shortfall is said as one (the fits line says NO)."""
-    return _gb(budget) if budget > 0 else f"none ({abs(budget) / GB:,.2f} GB short)"
-
-
-def _runtime_split(runtime: SU.Runtime, m: M.Memory) -> str:
-    """The runtime line by category, GiB: non-torch (context, cuBLAS), NCCL, CUDA graphs (counted
-    by vLLM only; SGLang keeps them in its reserve) and TensorRT-LLM's own runtime buffers."""
-    parts = [("non-torch (CUDA context, cuBLAS)", runtime.non_torch), ("NCCL buffers", m.comm),
-             ("CUDA graphs", m.cuda_graphs),
-             ("engine runtime buffers", m.fixed - runtime.non_torch - m.comm - m.cuda_graphs)]
-    return " + ".join(f"{name} {value / 2**30:.2f} GiB" for name, value in parts if value > 2**20)
-
-
-def _lora_lines(plan: Plan, m: M.Memory) -> tuple[Line, ...]:
-    lora = plan.setup.lora
-    if lora is None:
-        return ()
-    from gpuplan.core.serving.lora import adapter_bytes
-
-    host = lora.cpu_loras * adapter_bytes(plan.spec, lora)
-    return (Line("lora_slots", f"LoRA slots: {lora.max_loras} adapter(s) at rank {lora.rank}", m.lora_slots, "bytes",
-                 _gb(m.lora_slots), "max_loras x (A: rank x input, B: output x rank) per wrapped linear, column-"
-                 "parallel B and row-parallel A split over tp (vllm/lora/layers create_lora_weights)"),
-            Line("lora_host_cache", f"LoRA host cache: {lora.cpu_loras} adapter(s), host RAM", host, "bytes",
-                 _gb(host), "max_cpu_loras x one adapter at the padded rank, unsharded"))
-
-
 def _capacity_section(plan: Plan, serving: Serving, batch: int) -> Section:
     ctx = serving.max_context
     ctx_text = "unbounded (every layer slides)" if ctx == float("inf") else f"{ctx:,.0f} tokens"
@@ -243,7 +178,7 @@ def _article_section(plan: Plan, batch: int) -> Section:
     memory = M.serving_memory(plan.spec, plan.groups, 0.0, one, 1, 1)
     kv = batch * K.kv_layout(plan.spec, one.kv_bytes, 1, 1, one.block_size).bytes_per_sequence(plan.context)
     runtime = one.runtime
-    need = (memory.weights + kv + memory.activations + memory.fixed) / runtime.gpu_memory_utilization
+    need = (memory.weights + kv + memory.activations + memory.fixed) / runtime.utilization()
     need += runtime.driver_reserved
     fitting = [gb for gb, size in memory_classes(one.fmt.compute_dtype, runtime.engine) if size >= need]
     rec = fitting[0] if fitting else None
@@ -322,82 +257,6 @@ def _curve_table(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Table
     note = "" if serving.max_sequences >= 1 else " (nothing fits: shown for batch 1)"
     return Table(f"throughput vs batch at {plan.decode_context:,.0f} cached tokens{note}",
                  ("batch", "TPOT ms", "tokens/s", "tokens/s per GPU", "bound", "USD per 1M tokens"), tuple(rows))
-
-
-def _assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[Assumption, ...]:
-    r, e, fmt, u = plan.setup.runtime, plan.setup.efficiency, plan.setup.fmt, inputs.given
-    gib = lambda v: f"{v / 2**30:.2f} GiB"  # noqa: E731
-    price, source = price_for(plan.gpu.id, inputs.price)
-    limits = r.batch_limits(plan.gpu.memory_bytes, plan.gpu.name)
-    return (
-        Assumption("quantization", "weight format", f"{fmt.name} ({fmt.bits_per_weight:.4g} bits/weight)",
-                   fmt.source, "--quantization / --group-size", "quantization" in u),
-        Assumption("kv_dtype", "KV-cache dtype", plan.kv_dtype, "vLLM --kv-cache-dtype auto = model dtype",
-                   "--kv-dtype", "kv_dtype" in u),
-        Assumption("engine", "serving engine (memory split)", r.engine,
-                   "vLLM: gpu_memory_utilization after a profiled activation peak; SGLang: mem_fraction_static "
-                   "(core/serving/engines.py)", "--engine", "engine" in u),
-        Assumption("gpu_memory_utilization", "gpu_memory_utilization", r.gpu_memory_utilization,
-                   "vLLM default 0.9 (newer releases 0.92)" + ("; not used by SGLang" if r.engine == "sglang"
-                                                               else ""),
-                   "--gpu-memory-utilization", "gpu_memory_utilization" in u),
-        Assumption("driver_reserved", "memory not visible to CUDA", gib(r.driver_reserved),
-                   "vLLM total_gpu_memory logs (vllm#10517: 23.58 of 24 GiB)", "--driver-reserved-gib",
-                   "driver_reserved_gib" in u),
-        Assumption("non_torch", "CUDA context + cuBLAS", gib(r.non_torch),
-                   "vLLM non_torch_memory 0.35 GiB (vllm#10517)", "--non-torch-gib", "non_torch_gib" in u),
-        Assumption("comm_buffers", "NCCL buffers (tp·pp > 1)", gib(serving.memory.comm),
-                   E.comm_basis(E.comm_rule(serving.gpus, r.comm_buffers, plan.gpu.scale_up_bandwidth), r.engine),
-                   "--nccl-gib", "nccl_gib" in u),
-        Assumption("cuda_graphs", "CUDA-graph memory", gib(r.cuda_graphs),
-                   "counted since vLLM 0.21: ~0.5 GiB (noonghunna/club-3090#104); 0 = eager / older vLLM",
-                   "--cuda-graph-gib", "cuda_graph_gib" in u),
-        Assumption("prefill_tokens", "tokens per prefill step (activation profile)", limits[0],
-                   "vLLM serve default: 8192 on >= 70 GiB non-A100 GPUs, else 2048", "--prefill-tokens",
-                   "prefill_tokens" in u),
-        Assumption("max_num_seqs", "max sequences per step (sampler profile)", limits[1],
-                   "vLLM serve default: 1024 on >= 70 GiB non-A100 GPUs, else 256", "--max-num-seqs",
-                   "max_num_seqs" in u),
-        Assumption("sampler", "sampler profile bytes per logit (max_num_seqs x vocab)",
-                   f"{r.sampler}: {E.SAMPLER_BYTES_PER_LOGIT[r.sampler]:.0f} B",
-                   "estimate: four fp32 buffers (assumption); torch-sort: vLLM V1's native top-k/top-p sort, "
-                   "from its code (vllm#21429: 5.62 GiB logged, 5.51 predicted)", "--sampler", "sampler" in u),
-        Assumption("block_size", "KV block size", inputs.block_size, "vLLM default 16 tokens (PagedAttention)",
-                   "--block-size", "block_size" in u),
-        Assumption("bandwidth_efficiency", "decode memory-bandwidth efficiency",
-                   f"{e.bandwidth[0]:.2f} ({e.bandwidth[1]:.2f}-{e.bandwidth[2]:.2f})",
-                   "6 published batch-1 decodes imply 0.51-0.82 (docs/inference.md)", "--bandwidth-efficiency",
-                   "bandwidth_efficiency" in u),
-        Assumption("compute_efficiency", "prefill compute efficiency (MFU)",
-                   f"{e.compute[0]:.2f} ({e.compute[1]:.2f}-{e.compute[2]:.2f})", "gpuplan prior",
-                   "--compute-efficiency", "compute_efficiency" in u),
-        Assumption("allreduce_latency", "all-reduce latency", f"{e.latency(plan.gpu.scale_up_bandwidth) * 1e6:.0f} us",
-                   "vLLM custom all-reduce on H100 (sgl-project/sglang#2904); x3 without NVLink",
-                   "--allreduce-latency-us", "allreduce_latency_us" in u),
-        Assumption("context", "context per sequence", plan.context, "default min(4096, the model's maximum)",
-                   "--context", "context" in u),
-        Assumption("output_tokens", "output tokens per sequence", plan.output, "default min(256, context / 2); "
-                   "TPOT is taken at prompt + output / 2 cached tokens", "--output-tokens", "output_tokens" in u),
-        Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:,.2f}", source,
-                   "--price", "price" in u),
-    ) + _lora_assumptions(plan, u)
-
-
-def _lora_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:
-    lora = plan.setup.lora
-    if lora is None:
-        return ()
-    return (
-        Assumption("max_loras", "LoRA slots per GPU (adapters one batch mixes)", lora.max_loras,
-                   "vLLM --max-loras default 1; SGLang --max-loras-per-batch default 8", "--max-loras",
-                   "max_loras" in u),
-        Assumption("max_lora_rank", "rank every slot is padded to", lora.rank,
-                   "vLLM default 16; kernels read the padded rank (vLLM docs/features/lora.md)", "--max-lora-rank",
-                   "max_lora_rank" in u),
-        Assumption("lora_traffic", "distinct adapters per decode step", "min(batch, max_loras)",
-                   "gpuplan assumption: requests spread over the adapters (most bytes read)", "--max-loras",
-                   False),
-    )
 
 
 def _notes(plan: Plan, serving: Serving, inputs: InferenceInputs) -> tuple[str, ...]:

@@ -48,10 +48,11 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
 
     spec = inputs.spec()
     gpu = resolve_gpu(inputs.gpu)
-    if not E.runs_on(inputs.engine, gpu.vendor):
+    engine = inputs.engine_name
+    if not E.runs_on(engine, gpu.vendor):
         valid = " or ".join(E.engines_on(gpu.vendor))
-        raise InputError("engine", inputs.engine, f"{E.ENGINE_NAMES[inputs.engine]} runs on "
-                         f"{' or '.join(E.ENGINE_VENDORS[inputs.engine])} GPUs only ({gpu.name}: vendor "
+        raise InputError("engine", inputs.engine, f"{E.ENGINE_NAMES[engine]} runs on "
+                         f"{' or '.join(E.ENGINE_VENDORS[engine])} GPUs only ({gpu.name}: vendor "
                          f"{gpu.vendor}); use --engine {valid}")
     raw = raw_model_config(*inputs.model_params)
     fmt, origin, notes = resolve_format(inputs.quantization, inputs.group_size, spec, raw, gpu)
@@ -70,8 +71,8 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     if inputs.pp_degree > spec.num_layers:
         raise InputError("pp", inputs.pp_degree, f"pipeline stages cannot exceed the {spec.num_layers} layers")
     notes += context_notes(spec, raw, context)
-    seqs = inputs.runtime.batch_limits(gpu.memory_bytes, gpu.name)[1]
-    if inputs.engine == "vllm" and inputs.max_num_seqs is None and inputs.batch > seqs:
+    seqs = inputs.runtime.batch_limits(gpu.memory_bytes, gpu.name, spec.max_position_embeddings)[1]
+    if engine == "vllm" and inputs.max_num_seqs is None and inputs.batch > seqs:
         notes.append(f"batch {inputs.batch:,} exceeds vLLM's default max_num_seqs {seqs:,} on {gpu.name}: it "
                      f"schedules at most {seqs:,} sequences per step and queues the rest; set --max-num-seqs "
                      "to run them together (shown as if it did)")

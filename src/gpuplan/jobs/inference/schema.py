@@ -12,6 +12,8 @@ from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import setup as SU
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.serving import lora as L
+from gpuplan.core.serving import profile as P
+from gpuplan.core.serving import releases as REL
 from gpuplan.core.serving import speculative as S
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
@@ -87,6 +89,16 @@ def _scaled(triple: tuple[float, float, float], value: float) -> tuple[float, fl
     return value, value * low / expected, min(1.0, value * high / expected)
 
 
+def _engine(value: Any, info) -> str:
+    """An engine, optionally with its release: checked here so a bad one is one line naming it."""
+    release = REL.parse_release(T.name(value, info))
+    return release.label if release.stated else release.engine
+
+
+def _gib(value: float | None) -> float | None:
+    return None if value is None else value * GiB
+
+
 ServingGib = T.typed(float, T.number(0, 64))
 EngineFraction = T.typed(float, _engine_fraction)
 
@@ -109,13 +121,12 @@ class InferenceInputs(ModelFields):
                                                                 "per channel.")]
     kv_dtype: Annotated[T.choice(*KV_DTYPES), _f("auto", "KV-cache dtype: auto (the model's), bf16, fp16, fp8, "
                                                           "fp32.")]
-    engine: Annotated[T.choice("vllm", "sglang", "trtllm"), _f(
-        "vllm", "Serving engine whose memory split is modelled: vllm (>= 0.21, warm boot: "
-                "gpu_memory_utilization after a profiled activation peak and CUDA graphs; older releases: "
-                "--cuda-graph-gib 0), sglang (mem_fraction_static of the memory free at start-up for weights "
-                "+ KV pool) or trtllm (free_gpu_memory_fraction of what weights and activations leave).")]
-    gpu_memory_utilization: Annotated[EngineFraction, _f(SU.Runtime.gpu_memory_utilization, "vLLM-style share of "
-                                                     "GPU memory the engine may use.")]
+    engine: Annotated[T.typed(str, _engine, {"type": "string", "maxLength": 40}), _f(
+        "vllm", "Serving engine and release whose memory rules are modelled: vllm, sglang or trtllm, optionally "
+                "with a release, e.g. vllm==0.19, sglang==0.4.9, trtllm==1.0 (default: each engine's newest "
+                "modelled release: vllm==0.29, sglang==0.5.3, trtllm==1.0; docs/inference.md).")]
+    gpu_memory_utilization: Annotated[EngineFraction | None, _f(None, "vLLM share of GPU memory the instance may "
+                                                                "use.", "the release's: 0.9, 0.92 from 0.21")]
     mem_fraction_static: Annotated[EngineFraction | None, _f(None, "SGLang: share of GPU memory for weights + KV "
                                                                "pool.", "SGLang's default for the GPU")]
     free_gpu_memory_fraction: Annotated[EngineFraction | None, _f(None, "TensorRT-LLM: share of the memory left after "
@@ -127,13 +138,14 @@ class InferenceInputs(ModelFields):
                                                        "vLLM default for the GPU")]
     max_num_seqs: Annotated[V.Sequences | None, _f(None, "Max sequences per step (the sampler profile).",
                                                    "vLLM default for the GPU")]
-    sampler: Annotated[T.choice(*E.SAMPLERS), _f(
-        SU.Runtime.sampler, "Sampler step vLLM profiles on max_num_seqs rows of logits: estimate (four fp32 buffers, an "
-                    "assumption) or torch-sort (vLLM V1's PyTorch-native top-k/top-p sort, v0.8-v0.10 without "
-                    "FlashInfer: 38 B per logit, from its code; docs/inference.md).")]
-    cuda_graph_gib: Annotated[ServingGib, _f(SU.Runtime.cuda_graphs / GiB, "CUDA-graph memory, GiB (0 = eager).")]
-    non_torch_gib: Annotated[ServingGib, _f(SU.Runtime.non_torch / GiB, "Non-torch memory (CUDA context, "
-                                                                        "cuBLAS), GiB per GPU.")]
+    sampler: Annotated[T.choice(*P.SAMPLERS), _f(
+        P.DEFAULT_SAMPLER, "Sampler step vLLM profiles on max_num_seqs rows of logits: auto (the release's), "
+                           "torch-sort (38 B per logit, 0.8-0.16), triton (14 B, 0.17-0.27), logits (2 B, Model "
+                           "Runner V2); docs/inference.md.")]
+    cuda_graph_gib: Annotated[ServingGib | None, _f(None, "CUDA-graph memory, GiB (0 = eager).",
+                                                    "estimated: vLLM counts it from 0.21")]
+    non_torch_gib: Annotated[ServingGib | None, _f(None, "Non-torch memory the engine's profile counts on one "
+                                                         "GPU, GiB.", "the release's (docs/inference.md)")]
     nccl_gib: Annotated[ServingGib | None, _f(None, "NCCL buffers when tp·pp > 1, GiB per GPU.",
                                               "derived: the engine's communicators x NCCL's per-communicator "
                                               "buffers on NVLink, 0.25 on PCIe")]
@@ -205,7 +217,7 @@ class InferenceInputs(ModelFields):
         if self.max_num_seqs is not None and self.batch > self.max_num_seqs:
             raise InputError("batch", self.batch, f"must be at most max_num_seqs ({self.max_num_seqs}): the engine "
                              "schedules at most max_num_seqs sequences per step (vLLM SchedulerConfig)")
-        if self.engine == "vllm" and self.block_size not in VLLM_BLOCK_SIZES:
+        if self.engine_name == "vllm" and self.block_size not in VLLM_BLOCK_SIZES:
             raise InputError("block_size", self.block_size, "vLLM takes 1, 8, 16, 32, 64, 128 or 256")
         if self.disaggregate and (self.rps is None or self.ttft_p99 is None or self.tpot is None):
             raise InputError("disaggregate", True, "sizes prefill and decode pools for a load: give --rps, "
@@ -220,7 +232,7 @@ class InferenceInputs(ModelFields):
         refused rather than ignored."""
         for name in E.ENGINE_OPTIONS:
             if name in self.model_fields_set and getattr(self, name) is not None:
-                why = E.option_refusal(name, self.engine)
+                why = E.option_refusal(name, self.engine_name)
                 if why:
                     raise InputError(name, getattr(self, name), why)
 
@@ -235,15 +247,24 @@ class InferenceInputs(ModelFields):
                 name = min(lora_fields)
                 raise InputError(name, getattr(self, name), "applies with --enable-lora (or --max-loras)")
             return
-        if self.engine == "trtllm":
+        if self.engine_name == "trtllm":
             raise InputError("enable_lora", True, "multi-LoRA memory is modelled for --engine vllm and sglang "
                              "(TensorRT-LLM sizes its LoRA cache from its own fractions)")
-        if self.engine == "vllm":
+        if self.engine_name == "vllm":
             L.check_rank(self.max_lora_rank)
         slots = self.lora.max_loras
         if self.max_cpu_loras is not None and self.max_cpu_loras < slots:
             raise InputError("max_cpu_loras", self.max_cpu_loras, f"must be at least max_loras ({slots}), as "
                              "vLLM requires")
+
+    @property
+    def release(self) -> REL.EngineRelease:
+        """The engine and release (``vllm==0.19``; a bare name: its newest modelled release)."""
+        return REL.parse_release(self.engine)
+
+    @property
+    def engine_name(self) -> str:
+        return self.release.engine
 
     @property
     def lora_enabled(self) -> bool:
@@ -254,7 +275,7 @@ class InferenceInputs(ModelFields):
         """The multi-LoRA setup (core/serving/lora.py), or None when LoRA is off."""
         if not self.lora_enabled:
             return None
-        slots = self.max_loras or L.DEFAULT_MAX_LORAS.get(self.engine, 1)
+        slots = self.max_loras or L.DEFAULT_MAX_LORAS.get(self.engine_name, 1)
         return L.LoraServing(slots, self.max_lora_rank, self.max_cpu_loras or slots)
 
     @property
@@ -270,12 +291,13 @@ class InferenceInputs(ModelFields):
 
     @property
     def runtime(self) -> SU.Runtime:
-        return SU.Runtime(gpu_memory_utilization=self.gpu_memory_utilization, engine=self.engine,
+        release = self.release
+        return SU.Runtime(gpu_memory_utilization=self.gpu_memory_utilization, engine=release.engine,
+                          version=release.version if release.stated else None,
                          mem_fraction_static=self.mem_fraction_static,
                          free_gpu_memory_fraction=self.free_gpu_memory_fraction,
-                         driver_reserved=self.driver_reserved_gib * GiB, non_torch=self.non_torch_gib * GiB,
-                         comm_buffers=None if self.nccl_gib is None else self.nccl_gib * GiB,
-                         cuda_graphs=self.cuda_graph_gib * GiB,
+                         driver_reserved=self.driver_reserved_gib * GiB, non_torch=_gib(self.non_torch_gib),
+                         comm_buffers=_gib(self.nccl_gib), cuda_graphs=_gib(self.cuda_graph_gib),
                          prefill_tokens=self.prefill_tokens, max_num_seqs=self.max_num_seqs, sampler=self.sampler)
 
     @property

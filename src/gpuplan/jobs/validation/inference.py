@@ -13,7 +13,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import setup as SU
 from gpuplan.core.serving import weights as W
@@ -22,12 +21,7 @@ from gpuplan.errors import InputError
 
 GiB = 2**30
 KIND_KV = "inference: KV tokens in the logged KV memory"
-KIND_CAPACITY = "inference: KV capacity (tokens) from GPU + settings (held out)"
-KIND_CAPACITY_FITTED = "inference: KV capacity (tokens) from GPU + settings (fitted: the log that set a constant)"
 KIND_WEIGHTS = "inference: weights per GPU (bytes)"
-KIND_NON_KV = "inference: non-KV memory (weights + activation peak + non-torch) from settings (held out)"
-KIND_NON_KV_FITTED = ("inference: non-KV memory (weights + activation peak + non-torch) from settings (fitted: the log "
-                      "that set a constant)")
 KIND_DECODE = "inference: batch-1 decode tokens/s"
 KIND_LATENCY = "inference: batch latency (s), prefill + decode"
 KIND_SPECULATIVE = "inference: speculative-decoding speedup at batch 1"
@@ -79,55 +73,6 @@ def _kv_case(e: dict[str, Any]) -> Case:
     predicted = K.tokens_in(layout, e["logged_kv_gib"] * GiB)
     basis = f"{e['logged_kv_gib']} GiB / {layout.bytes_per_token:,.0f} B per token per GPU, blocks of {e['block_size']}"
     return e["id"], KIND_KV, float(e["measured_tokens"]), float(predicted), basis, e.get("engine", "")
-
-
-def _runtime(e: dict[str, Any]) -> SU.Runtime:
-    """The engine settings a capacity entry's log states; a null ``cuda_graph_gib`` takes
-    gpuplan's default estimate (engines that count graph memory before the KV cache)."""
-    graphs = SU.Runtime().cuda_graphs if e["cuda_graph_gib"] is None else e["cuda_graph_gib"] * GiB
-    return SU.Runtime(gpu_memory_utilization=e.get("gpu_memory_utilization", 0.9), cuda_graphs=graphs,
-                     engine=e.get("serving_engine", "vllm"), mem_fraction_static=e.get("mem_fraction_static"),
-                     prefill_tokens=e["prefill_tokens"], max_num_seqs=e["max_num_seqs"],
-                     sampler=e.get("sampler", SU.Runtime.sampler),
-                     holds_allreduce_inputs=e.get("holds_allreduce_inputs", False),
-                     profile_counts_runtime=e.get("profile_counts_runtime", True))
-
-
-def _logged_memory(e: dict[str, Any]):
-    """(spec, gpu, setup, memory) of a logged start-up: the entry's model and GPU at its TP under
-    the engine settings its log states."""
-    spec, gpu = _model(e["model"]), _gpu(e["gpu"])
-    setup = SU.ServingSetup(_format(e), K.KV_DTYPE_BYTES["bf16"], _runtime(e))
-    memory = M.serving_memory(spec, W.param_groups(spec), gpu.memory_bytes, setup, e["tp"], 1, gpu.name,
-                              gpu.scale_up_bandwidth)
-    return spec, gpu, setup, memory
-
-
-def _capacity_case(e: dict[str, Any]) -> Case:
-    spec, gpu, setup, memory = _logged_memory(e)
-    runtime = setup.runtime
-    predicted = K.tokens_in(K.kv_layout(spec, setup.kv_bytes, e["tp"], 1, 16), memory.kv_budget)
-    share = (f"mem_fraction_static {runtime.mem_fraction_static}" if runtime.engine == "sglang"
-             else f"util {runtime.gpu_memory_utilization}")
-    basis = (f"{gpu.id} x{e['tp']}, {share}: weights {memory.weights / GiB:.2f} + "
-             f"activations {memory.activations / GiB:.2f} + runtime {memory.fixed / GiB:.2f} GiB"
-             f"{'' if runtime.profile_counts_runtime else ' (not counted by this profile)'} -> "
-             f"KV {memory.kv_budget / GiB:.2f} GiB")
-    kind = KIND_CAPACITY_FITTED if e.get("sets_constants") else KIND_CAPACITY
-    return e["id"], kind, float(e["measured_tokens"]), float(predicted), basis, e.get("engine", "")
-
-
-def _non_kv_cases(e: dict[str, Any]) -> list[Case]:
-    """The engine's own non-KV total (weights + activation peak + non-torch memory, as its log
-    prints them) against gpuplan's, for capacity entries whose log has all three."""
-    if "logged_non_kv_gib" not in e:
-        return []
-    m = _logged_memory(e)[3]
-    predicted = m.weights + m.activations + m.fixed
-    basis = (f"weights {m.weights / GiB:.2f} + activations {m.activations / GiB:.2f} + runtime {m.fixed / GiB:.2f} "
-             "GiB")
-    kind = KIND_NON_KV_FITTED if e.get("sets_constants") else KIND_NON_KV
-    return [(e["id"], kind, e["logged_non_kv_gib"] * GiB, predicted, basis, e.get("engine", ""))]
 
 
 def _weights_case(e: dict[str, Any]) -> Case:
@@ -228,7 +173,7 @@ def _speculative_case(e: dict[str, Any]) -> Case:
     return e["id"], KIND_SPECULATIVE, float(e["measured_speedup"]), base.total / fast.total, basis, e.get("engine", "")
 
 
-_BUILDERS = {"kv_tokens": _kv_case, "capacity": _capacity_case, "weights": _weights_case,
+_BUILDERS = {"kv_tokens": _kv_case, "weights": _weights_case,
              "decode": _decode_case, "latency": _latency_case,
              "speculative": _speculative_case, "throughput": _throughput_case}
 
@@ -236,9 +181,10 @@ _BUILDERS = {"kv_tokens": _kv_case, "capacity": _capacity_case, "weights": _weig
 def inference_validation_cases() -> list[Case]:
     """Every inference reference case as (id, kind, measured, predicted, basis, note)."""
     data = reference_measurements()
+    from gpuplan.jobs.validation.serving_memory import serving_memory_cases
+
     cases = [build(entry) for section, build in _BUILDERS.items() for entry in data.get(section, [])]
-    logged = data.get("capacity", []) + data.get("non_kv", [])  # non_kv: logs with the split but no token count
-    return cases + [case for entry in logged for case in _non_kv_cases(entry)]
+    return cases + serving_memory_cases()
 
 
 def inference_excluded() -> list[tuple[str, str]]:

@@ -1,0 +1,174 @@
+"""What a serving engine's start-up profile measures before it sizes the KV cache: the activation
+peak of its dummy forward and sampler step, the non-torch memory that appears (CUDA context,
+NCCL communicators, all-reduce workspaces) and the CUDA-graph memory it estimates. Which of them a
+release counts, and with what sampler, is core/serving/releases.py; the split that uses them is
+core/serving/memory.py. Units: bytes, tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.core.model import ModelSpec
+from gpuplan.core.serving import engines as E
+from gpuplan.core.serving.releases import GiB, MRV2, NVLINK_TP_NON_TORCH, SORT, TRITON, VllmRules, graph_capture_sizes
+
+MiB = 2**20
+
+def activation_elements_per_token(spec: ModelSpec, tp: int = 1, moe_caches: bool = True) -> float:
+    """Peak live activation elements per prefill token in one layer, one TP rank.
+
+    Dense: gate+up output (2I/tp), the activated product (I/tp) and three hidden-size tensors
+    (residual, normed input, layer output) = 3I/tp + 3h. Fitted exactly by vLLM's profile of
+    Llama-3.1-8B (vllm-project/vllm#10517: peak_torch - weights = 2.07 GiB at 20,000 tokens and
+    2.99 GiB at 29,000; 3·14336 + 3·4096 elements x 2 bytes gives 2.06 and 2.99 GiB).
+    MoE: vLLM fused_moe intermediate caches [M, k, 2N], [M·k, N], [M, k, h] with N = I_e/tp,
+    plus a shared expert, plus the 3h hidden tensors; ``moe_caches`` False leaves the routed
+    caches out (they live in the persistent workspace, moe_workspace_bytes).
+    """
+    h = spec.hidden_size
+    dense = 3 * spec.mlp.intermediate_size / tp + 3 * h
+    if spec.moe is None or not spec.num_moe_layers:
+        return dense
+    moe = spec.moe
+    routed = moe.experts_per_token * (3 * moe.expert_intermediate_size / tp + h) if moe_caches else 0.0
+    moe_layer = routed + 3 * moe.shared_intermediate_size / tp + 3 * h
+    return max(moe_layer, dense if spec.num_dense_layers else 0.0)
+
+
+FUSED_MOE_CHUNK = 32768
+"""VLLM_FUSED_MOE_CHUNK_SIZE's default (vllm/envs.py): the workspace holds at most this many tokens."""
+
+
+def moe_workspace_bytes(spec: ModelSpec, tokens: int, tp: int, act_bytes: int = 2) -> float:
+    """The fused-MoE workspace the V1 worker keeps (WorkspaceManager, vllm PR 27532): the Triton
+    experts' workspace13 [M, k, max(N, h)], shared by the gate/up output and the down output
+    (vllm PR 31531), and workspace2 [M·k, N/2] for the activated product, N = 2 I_e / tp,
+    M = min(max_num_batched_tokens, FUSED_MOE_CHUNK). 0 for a dense model."""
+    if spec.moe is None or not spec.num_moe_layers:
+        return 0.0
+    n = 2 * spec.moe.expert_intermediate_size / tp
+    rows = min(tokens, FUSED_MOE_CHUNK) * spec.moe.experts_per_token
+    return rows * (max(n, spec.hidden_size) + n / 2) * act_bytes
+
+
+V1_PROFILE_WORKSPACE = 0.052 * GiB
+"""Persistent buffers V1's profile run allocates beside the forward and the sampler (input batch,
+attention metadata and workspaces): fitted on one log, llm-d-planner's vLLM 0.19 Llama-3.1-8B on an
+H100 (torch peak 1.89 GiB against 1.838 GiB of sampler, Triton buffer and hidden states). The
+0.11-0.16 rows, scored held out, sit 0.04-0.06 GiB under the sort sampler alone as well."""
+
+
+SAMPLER_BYTES_PER_LOGIT = {"auto": 0.0, "torch-sort": SORT, "triton": TRITON, "logits": MRV2}
+"""Bytes per [max_num_seqs x vocab] logit of the profiled sampler step (derivation:
+core/serving/releases.py); 'auto' takes the release's own."""
+SAMPLERS = tuple(SAMPLER_BYTES_PER_LOGIT)
+DEFAULT_SAMPLER = "auto"
+TRITON_PROGRAMS = 132
+"""Programs of the Triton top-k/top-p kernel, one [vocab] fp32 row each (vllm PR 33538: 'around
+~80MiB of extra VRAM'; 132 rows, an H100's SM count, x 151,936 x 4 B = 80 MB)."""
+
+
+@dataclass(frozen=True)
+class ProfiledPeak:
+    """The torch peak increase of an engine's profile run, bytes per GPU."""
+
+    forward: float
+    """The dummy forward of max_num_batched_tokens tokens: one layer's live activations."""
+    sampler: float
+    """The sampler step on max_num_seqs rows of logits, with the forward's hidden states still held."""
+    held_allreduce: float = 0.0
+    """vLLM 0.2.5-0.3.2 only: all-reduce inputs the allocator has not released yet."""
+
+    @property
+    def peak(self) -> float:
+        return max(self.forward, self.sampler) + self.held_allreduce
+
+
+def sampler_bytes(spec: ModelSpec, max_num_seqs: int, tokens: int, rules: VllmRules, tp: int,
+                  sampler: str = DEFAULT_SAMPLER, act_bytes: int = 2) -> float:
+    """The sampler step of the profile: max_num_seqs rows of the full vocabulary (every TP rank
+    holds them after the logits gather; Model Runner V2 in 0.29 samples 1/tp of the rows on each),
+    the bytes per logit of the release's sampler (or ``sampler``; an fp32 model's logits take 2 B
+    more), the Triton kernel's buffer, and the forward's [tokens, hidden] output, which profile_run
+    keeps while it samples (gpu_model_runner.profile_run: hidden_states, then _dummy_sampler_run)."""
+    per_logit = (SAMPLER_BYTES_PER_LOGIT[sampler] or rules.sampler_bytes) + (act_bytes - 2)
+    rows = max_num_seqs / tp if rules.sampler_sharded else max_num_seqs
+    buffer = TRITON_PROGRAMS * spec.vocab_size * 4 if (per_logit - act_bytes + 2 == TRITON and rules.sampler_buffer) \
+        else 0.0
+    return rows * spec.vocab_size * per_logit + buffer + tokens * spec.hidden_size * act_bytes
+
+
+def profiled_peak(spec: ModelSpec, tokens: int, max_num_seqs: int, tp: int, rules: VllmRules,
+                  sampler: str = DEFAULT_SAMPLER, last_stage: bool = True, act_bytes: int = 2,
+                  moe_workspace: bool = True) -> ProfiledPeak:
+    """vLLM's profiled activation peak at ``tokens`` batched tokens and ``max_num_seqs`` sequences
+    (only the last pipeline stage samples). V1 adds V1_PROFILE_WORKSPACE; from 0.12 a MoE model's
+    fused-MoE workspace (``moe_workspace``: not for MXFP4 experts, whose kernels size their own)
+    stays allocated through both steps."""
+    workspace = moe_workspace_bytes(spec, tokens, tp, act_bytes) if (rules.moe_workspace and moe_workspace) else 0.0
+    persistent = workspace + (V1_PROFILE_WORKSPACE if rules.v1 else 0.0)
+    forward = tokens * act_bytes * activation_elements_per_token(spec, tp, moe_caches=not workspace)
+    step = sampler_bytes(spec, max_num_seqs, tokens, rules, tp, sampler, act_bytes) if last_stage else 0.0
+    held = held_allreduce_input_bytes(spec, tokens, tp, act_bytes) if rules.holds_allreduce_inputs else 0.0
+    return ProfiledPeak(forward + persistent, step + persistent, held)
+
+
+def held_allreduce_input_bytes(spec: ModelSpec, prefill_tokens: int, tp: int, act_bytes: int = 2) -> float:
+    """Bytes the profile forward leaves unusable when every tensor-parallel all-reduce input stays
+    held until the host synchronises (vLLM 0.2.x after PR 2031, before 0.3.3 set
+    TORCH_NCCL_AVOID_RECORD_STREAMS=1): ProcessGroupNCCL records each all-reduce tensor on its NCCL
+    stream, and PyTorch's caching allocator, on freeing such a block, waits for that stream's event
+    before reusing it (c10/cuda/CUDACachingAllocator.cpp free -> insert_events), so the pool grows by
+    one message per all-reduce while the host runs ahead of the GPU; vLLM 0.2.5's profile reads the
+    device memory in use after the forward (worker.py profile_num_available_blocks, mem_get_info).
+    One message of prefill_tokens x hidden per all-reduce: the embedding's and two per layer
+    (vllm/model_executor/layers: VocabParallelEmbedding and RowParallelLinear, o_proj and down_proj).
+    Assumes the host is ahead for the whole forward (a prefill of thousands of tokens is GPU-bound),
+    so all of them are held at once. 0 without tensor parallelism."""
+    if tp <= 1:
+        return 0.0
+    return (2 * spec.num_layers + 1) * prefill_tokens * spec.hidden_size * act_bytes
+
+
+
+
+def comm_bytes(rules: VllmRules | None, engine: str, tp: int, pp: int, scale_up_bandwidth: float | None,
+               given: float | None = None) -> float:
+    """Non-torch memory tensor / pipeline groups add to what the profile counts, bytes per GPU.
+    Without NVLink: 0.25 GiB (engines.PCIE_COMM_BYTES). On NVLink, for the releases whose baseline
+    snapshot precedes the distributed init ('communicators'; SGLang and TensorRT-LLM too): the
+    engine's communicators (engines.ENGINE_COMMUNICATORS) x NCCL's per-communicator buffers
+    (core.device_memory.nccl_group_bytes, the figure training uses), one pair more per neighbouring
+    pipeline stage; for vLLM 0.11 and later, the logged increase of a TP group
+    (releases.NVLINK_TP_NON_TORCH)."""
+    rule = E.comm_rule(tp * pp, given, scale_up_bandwidth)
+    if rule != "nvlink":
+        return {"none": 0.0, "given": given or 0.0, "pcie": E.PCIE_COMM_BYTES}[rule]
+    if rules is not None and rules.comm in NVLINK_TP_NON_TORCH:
+        return NVLINK_TP_NON_TORCH[rules.comm] if tp > 1 else 0.0
+    # imported here: device_memory pulls in numpy, which importing core.serving does not
+    from gpuplan.core.device_memory import nccl_group_bytes
+
+    pairs = min(2, pp - 1)
+    groups = nccl_group_bytes(tp, scale_up_bandwidth) + pairs * nccl_group_bytes(2, scale_up_bandwidth)
+    return E.ENGINE_COMMUNICATORS[engine] * float(groups)
+
+
+GRAPH_BYTES_PER_LAYER = 0.246 * MiB
+"""CUDA-graph memory per captured batch size per decoder layer on the GPU (a graph's nodes are its
+kernels, a fixed number per layer). Least-squares fit, through the origin, of vLLM 0.19's own
+estimates ('CUDA graph pool memory: ... (estimated)') less the first capture, over three named
+llm-d-planner H100 runs: Llama-3.1-8B tp 1 (0.84 GiB), Qwen2.5-7B tp 1 (0.61) and Qwen2.5-72B tp 2
+(1.63), 84 graphs each: per-row 0.300, 0.238 and 0.238 MiB."""
+
+
+def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_bytes: int = 2) -> float:
+    """vLLM's CUDA-graph estimate (gpu_model_runner.profile_cudagraph_memory, 0.21): per mode the
+    first capture (the largest size: its activations enter the shared pool) and, for every further
+    size, what the second capture took; the pool overlays the modes, so the largest first capture
+    counts once: max(first) + sum((n - 1) x per graph)."""
+    piecewise, full = graph_capture_sizes(max_num_seqs)
+    first = max(piecewise) * act_bytes * activation_elements_per_token(spec, tp)
+    per_graph = GRAPH_BYTES_PER_LAYER * layers
+    return first + per_graph * (len(piecewise) - 1 + max(len(full) - 1, 0))

@@ -1,0 +1,202 @@
+"""Engine releases: ``--engine vllm==0.19`` and the memory rules each release's start-up runs.
+
+An engine's KV budget comes from its own profile of the model, and what that profile counts
+changed from release to release. Each rule below is read from the engine's code or from the pull
+request that changed it, named next to it; constants measured from logs say which log (those logs
+are the fitted rows of ``gpuplan validate``, reported apart). Units: bytes, tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gpuplan.core.serving.engines import ENGINE_NAMES
+from gpuplan.errors import InputError
+
+GiB = 2**30
+Version = tuple[int, int, int]
+
+NEWEST = {"vllm": (0, 29, 0), "sglang": (0, 5, 3), "trtllm": (1, 0, 0)}
+"""The newest release whose rules are modelled, per engine: the default version."""
+OLDEST = {"vllm": (0, 2, 0), "sglang": (0, 3, 0), "trtllm": (0, 6, 0)}
+
+
+@dataclass(frozen=True)
+class EngineRelease:
+    """An engine and the release whose rules apply; ``stated``: the user named the version."""
+
+    engine: str
+    version: Version
+    stated: bool = False
+
+    @property
+    def label(self) -> str:
+        """``vllm==0.19`` (the patch shown when it is not 0)."""
+        major, minor, patch = self.version
+        return f"{self.engine}=={major}.{minor}" + (f".{patch}" if patch else "")
+
+    @property
+    def described(self) -> str:
+        """The label and where it came from, for the report."""
+        if self.stated:
+            newest = self.version > NEWEST[self.engine]
+            return self.label + (f" (rules of {release_of(self.engine).label}, the newest modelled)" if newest else "")
+        return f"{self.label} (default: the newest release modelled; --engine {self.engine}==X.Y for another)"
+
+
+def release_of(engine: str) -> EngineRelease:
+    """The default release of ``engine``: its newest modelled one."""
+    return EngineRelease(engine, NEWEST[engine])
+
+
+def parse_release(text: str) -> EngineRelease:
+    """``vllm``, ``vllm==0.19``, ``sglang==0.4.9``, ``trtllm==1.0`` -> EngineRelease; InputError
+    naming ``engine`` otherwise (unknown engine, unreadable version, a release older than the
+    rules modelled)."""
+    raw = str(text).strip().lower()
+    name, _, version = raw.partition("==")
+    name = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm"}.get(name.strip(), name.strip())
+    if name not in ENGINE_NAMES:
+        raise InputError("engine", text, "must be vllm, sglang or trtllm, optionally with a release (vllm==0.19)")
+    if not version.strip():
+        return release_of(name)
+    match = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:[.+-]?(?:post|rc|dev)\S*)?", version.strip())
+    if match is None:
+        raise InputError("engine", text, f"release must read like {name}==0.19 or {name}==0.19.1")
+    found = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
+    if found < OLDEST[name]:
+        oldest = ".".join(map(str, OLDEST[name][:2]))
+        raise InputError("engine", text, f"{ENGINE_NAMES[name]} releases before {oldest} are not modelled; give "
+                         f"{name}=={oldest} or later")
+    return EngineRelease(name, found, True)
+
+
+@dataclass(frozen=True)
+class VllmRules:
+    """What one vLLM release's start-up profile counts before it sizes the KV cache."""
+
+    since: Version
+    profile: str
+    """'allocated' (KV = total x util - PyTorch's allocated peak, weights included: worker.py
+    profile_num_available_blocks before PR 2031), 'in-use' (total x util - the device memory in use
+    after the profile forward, PR 2031: NCCL buffers and the allocator's reserve included) or
+    'split' (total x util - weights - torch peak increase - non-torch increase: PR 9352 and every
+    release since, V1's gpu_worker determine_available_memory too)."""
+    v1: bool
+    """The V1 engine (default from 0.8.0): batch defaults by GPU and the V1 sampler profile."""
+    holds_allreduce_inputs: bool
+    """0.2.5-0.3.2: each all-reduce input stays reserved until the NCCL stream syncs
+    (core.serving.profile.held_allreduce_input_bytes); 0.3.3 sets TORCH_NCCL_AVOID_RECORD_STREAMS."""
+    sampler_bytes: float
+    """Bytes per logit the profiled sampler step holds ([max_num_seqs, vocab] logits)."""
+    sampler_buffer: bool
+    """The Triton top-k/top-p kernel's [programs, vocab] fp32 buffer (vllm#33538: ~80 MiB)."""
+    sampler_sharded: bool
+    """Model Runner V2's batch-sharded sampling: each TP rank samples 1/tp of the rows (0.29)."""
+    non_torch: float
+    """Non-torch memory the profile counts on one GPU (bytes)."""
+    comm: str
+    """What tensor parallelism adds to it on NVLink: 'communicators' (the NCCL communicators
+    created after the baseline snapshot, core.device_memory's per-communicator figure), or
+    'lazy' / 'fused' (a logged increase, NVLINK_TP_NON_TORCH)."""
+    moe_workspace: bool
+    """MoE layers keep one persistent fused-MoE workspace for max_num_batched_tokens (the V1 worker's
+    WorkspaceManager, vllm PR 27532; core.serving.profile.moe_workspace_bytes)."""
+    counts_graphs: bool
+    """The estimated CUDA-graph memory is subtracted before the KV cache (0.21: 'CUDA graph memory
+    profiling is enabled (default since v0.21.0)', gpu_worker.py)."""
+    default_util: float
+    source: str
+
+
+# The non-torch increase each release's profile logs at TP 1, and what an NVLink TP group adds.
+# Fitted rows (gpuplan validate reports them apart): vllm#10517 (0.35 GiB, 0.6.4, RTX 3090),
+# vllm PR 10511's H100 logs (1.79 GiB at TP 1, 0.6.5), vllm PR 12126's H100 log (0.16 GiB, 0.7),
+# llm-d-benchmark's vLLM 0.11.0 H100 table (0.13 / 0.54 GiB at TP 1 / 2), llm-d-planner's
+# vLLM 0.18.0 and 0.19.0 H100 runs (0.25 GiB at TP 1 for Qwen3-14B and Llama-3.1-8B; 2.07 GiB at TP 2
+# for Llama-3.1-8B).
+NVLINK_TP_NON_TORCH = {"lazy": (0.54 - 0.13) * GiB, "fused": (2.07 - 0.25) * GiB}
+"""'lazy' (0.11-0.17): the TP group's torch communicator, first used in the profile, after NCCL moved
+before the baseline snapshot (vllm PR 25359). 'fused' (0.18-): the same plus the buffers of the
+all-reduce + RMSNorm fusion ('Enabled custom fusions: allreduce_rms', VLLM_ALLREDUCE_USE_SYMM_MEM in
+the 0.19 logs)."""
+
+# Sampler bytes per [max_num_seqs x vocab] logit during the profile:
+# - 38: the PyTorch sort top-k/top-p path (V0 profile_run: SamplingParams(top_p=0.99, top_k=vocab-1);
+#   V1 _dummy_sampler_run from 0.8.0, vllm PR 13594: top_p 0.9, top_k vocab-1): model-dtype logits
+#   2 + fp32 copy 4 + sorted values 4 + int64 indices 8 + the segmented sort's int64 input 8 and
+#   cub's alternate key 4 and value 8 buffers (aten SortStable.cu). vllm#21429 logs 5.62 GiB for
+#   1,024 x 151,936 logits (38 B: 5.51 GiB); llm-d-planner's Qwen3-14B 5.64 GiB at 0.15 / 0.16.
+# - 14: from 0.17.0 the Triton top-k/top-p kernel (vllm PR 33538) masks in place: logits 2 + fp32
+#   logits 4 + probabilities 4 + the exponential draws of random sampling 4, plus its buffer.
+# - 2: Model Runner V2's dummy sampler skips top-k, top-p, logprobs and the fp32 upcast (its
+#   _dummy_sampler_run note; vllm PR 57926 describes the gap): the model-dtype logits.
+SORT, TRITON, MRV2 = 38.0, 14.0, 2.0
+
+VLLM_RULES = (
+    VllmRules((0, 2, 0), "allocated", False, False, SORT, False, False, 0.0, "none", False, False, 0.90,
+              "worker.py profile_num_available_blocks: torch.cuda.max_memory_allocated (before PR 2031)"),
+    VllmRules((0, 2, 5), "in-use", False, True, SORT, False, False, 0.35 * GiB, "communicators", False, False, 0.90,
+              "PR 2031: total - free after the profile (mem_get_info); all-reduce inputs held"),
+    VllmRules((0, 3, 3), "in-use", False, False, SORT, False, False, 0.35 * GiB, "communicators", False, False, 0.90,
+              "0.3.3 worker.py sets TORCH_NCCL_AVOID_RECORD_STREAMS=1"),
+    VllmRules((0, 6, 4), "split", False, False, SORT, False, False, 0.35 * GiB, "communicators", False, False, 0.90,
+              "PR 9352: torch.cuda.memory_stats peak + non-torch memory (vllm#10517: 0.35 GiB)"),
+    VllmRules((0, 6, 5), "split", False, False, SORT, False, False, 1.79 * GiB, "communicators", False, False, 0.90,
+              "PR 10511: non-torch from before the instance, CUDA context included (1.79 GiB, H100)"),
+    VllmRules((0, 7, 0), "split", False, False, SORT, False, False, 0.16 * GiB, "communicators", False, False, 0.90,
+              "PRs 11809 / 12126: baseline after the context (0.16 GiB on an H100)"),
+    VllmRules((0, 8, 0), "split", True, False, SORT, False, False, 0.5 * GiB, "communicators", False, False, 0.90,
+              "V1 default; gpu_worker: peak allocated + (used - torch allocated), CUDA context included "
+              "(0.51 GiB at start-up on an H100, llm-d-planner logs); sampler profiled (PR 13594)"),
+    VllmRules((0, 9, 2), "split", True, False, SORT, False, False, 0.02 * GiB, "communicators", False, False, 0.90,
+              "PR 19312: V1 memory_profiling, snapshot before the distributed init (NCCL counted)"),
+    VllmRules((0, 11, 0), "split", True, False, SORT, False, False, 0.13 * GiB, "lazy", False, False, 0.90,
+              "PR 25359: NCCL initialised before the snapshot (not counted)"),
+    VllmRules((0, 12, 0), "split", True, False, SORT, False, False, 0.13 * GiB, "lazy", True, False, 0.90,
+              "PR 27532: the V1 worker's WorkspaceManager keeps one fused-MoE workspace"),
+    VllmRules((0, 17, 0), "split", True, False, TRITON, True, False, 0.13 * GiB, "lazy", True, False, 0.90,
+              "PR 33538: Triton top-k/top-p sampler (no sort)"),
+    VllmRules((0, 18, 0), "split", True, False, TRITON, True, False, 0.25 * GiB, "fused", True, False, 0.90,
+              "0.18 / 0.19 logs: non-torch 0.25 GiB at TP 1, 2.1 GiB at TP 2-4 on H100"),
+    VllmRules((0, 21, 0), "split", True, False, TRITON, True, False, 0.25 * GiB, "fused", True, True, 0.92,
+              "0.21: CUDA-graph memory profiled before the KV cache; serve default utilization 0.92"),
+    VllmRules((0, 28, 0), "split", True, False, MRV2, False, False, 0.25 * GiB, "fused", True, True, 0.92,
+              "0.28: Model Runner V2 for dense models (PR 44443)"),
+    VllmRules((0, 29, 0), "split", True, False, MRV2, False, True, 0.25 * GiB, "fused", True, True, 0.92,
+              "0.29: Model Runner V2 for all models (PR 53183), batch-sharded sampling"),
+)
+
+
+def vllm_rules(version: Version, moe: bool = False) -> VllmRules:
+    """The rules of the newest modelled change at or before ``version``. 0.28 moved only dense
+    models to Model Runner V2: a MoE model keeps 0.21's V1 sampler until 0.29."""
+    rules = [r for r in VLLM_RULES if r.since <= version][-1]
+    if moe and rules.since == (0, 28, 0):
+        return [r for r in VLLM_RULES if r.since == (0, 21, 0)][0]
+    return rules
+
+
+def vllm_batch_defaults(version: Version, memory_bytes: float, gpu_name: str, max_model_len: int) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) ``vllm serve`` picks when they are not given.
+    V0 (< 0.8) without chunked prefill profiles max(max_model_len, 2048) tokens; it enables
+    chunked prefill (2048 tokens) above 32K (engine/arg_utils.py). V1 0.8: 2048 and 256. From 0.9
+    (get_batch_defaults, OPENAI_API_SERVER): 8192 and 1024 on GPUs of >= 70 GiB that are not
+    A100s, else 2048 and 256."""
+    if version < (0, 8, 0):
+        return (max(max_model_len, 2048) if max_model_len <= 32768 else 2048), 256
+    if version < (0, 9, 0):
+        return 2048, 256
+    big = memory_bytes >= 70 * GiB and "a100" not in gpu_name.lower()
+    return (8192, 1024) if big else (2048, 256)
+
+
+def graph_capture_sizes(max_num_seqs: int) -> tuple[list[int], list[int]]:
+    """(piecewise, full) CUDA-graph batch sizes V1 captures: 1, 2, 4, 8-256 by 8, 272-512 by 16
+    (config/compilation.py), up to max_cudagraph_capture_size = min(2 x max_num_seqs, 512) for
+    the piecewise graphs and half of it for the full decode graphs (logged 'Profiling CUDA graph
+    memory: PIECEWISE=51 (largest=512), FULL=35 (largest=256)' at 1,024 sequences, 35 / 19 at 128)."""
+    sizes = [1, 2, 4] + list(range(8, 257, 8)) + list(range(272, 513, 16))
+    top = min(2 * max_num_seqs, 512)
+    return [s for s in sizes if s <= top], [s for s in sizes if s <= top // 2]

@@ -1,0 +1,104 @@
+"""The assumptions list of a serving report: every default the answer depends on, where it
+comes from, and the flag that changes it."""
+
+from __future__ import annotations
+
+from gpuplan.core.serving import engines as E
+from gpuplan.jobs.inference.resolve import Plan
+from gpuplan.jobs.inference.schema import InferenceInputs
+from gpuplan.jobs.inference.serving import Serving, price_for
+from gpuplan.report.model import Assumption
+
+
+def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[Assumption, ...]:
+    e, fmt, u = plan.setup.efficiency, plan.setup.fmt, inputs.given
+    price, source = price_for(plan.gpu.id, inputs.price)
+    return (
+        Assumption("quantization", "weight format", f"{fmt.name} ({fmt.bits_per_weight:.4g} bits/weight)",
+                   fmt.source, "--quantization / --group-size", "quantization" in u),
+        Assumption("kv_dtype", "KV-cache dtype", plan.kv_dtype, "vLLM --kv-cache-dtype auto = model dtype",
+                   "--kv-dtype", "kv_dtype" in u),
+        *_engine_assumptions(plan, inputs, serving),
+        Assumption("block_size", "KV block size", inputs.block_size, "vLLM default 16 tokens (PagedAttention)",
+                   "--block-size", "block_size" in u),
+        Assumption("bandwidth_efficiency", "decode memory-bandwidth efficiency",
+                   f"{e.bandwidth[0]:.2f} ({e.bandwidth[1]:.2f}-{e.bandwidth[2]:.2f})",
+                   "6 published batch-1 decodes imply 0.51-0.82 (docs/inference.md)", "--bandwidth-efficiency",
+                   "bandwidth_efficiency" in u),
+        Assumption("compute_efficiency", "prefill compute efficiency (MFU)",
+                   f"{e.compute[0]:.2f} ({e.compute[1]:.2f}-{e.compute[2]:.2f})", "gpuplan prior",
+                   "--compute-efficiency", "compute_efficiency" in u),
+        Assumption("allreduce_latency", "all-reduce latency", f"{e.latency(plan.gpu.scale_up_bandwidth) * 1e6:.0f} us",
+                   "vLLM custom all-reduce on H100 (sgl-project/sglang#2904); x3 without NVLink",
+                   "--allreduce-latency-us", "allreduce_latency_us" in u),
+        Assumption("context", "context per sequence", plan.context, "default min(4096, the model's maximum)",
+                   "--context", "context" in u),
+        Assumption("output_tokens", "output tokens per sequence", plan.output, "default min(256, context / 2); "
+                   "TPOT is taken at prompt + output / 2 cached tokens", "--output-tokens", "output_tokens" in u),
+        Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:,.2f}", source,
+                   "--price", "price" in u),
+    ) + _lora_assumptions(plan, u)
+
+
+def _lora_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:
+    lora = plan.setup.lora
+    if lora is None:
+        return ()
+    return (
+        Assumption("max_loras", "LoRA slots per GPU (adapters one batch mixes)", lora.max_loras,
+                   "vLLM --max-loras default 1; SGLang --max-loras-per-batch default 8", "--max-loras",
+                   "max_loras" in u),
+        Assumption("max_lora_rank", "rank every slot is padded to", lora.rank,
+                   "vLLM default 16; kernels read the padded rank (vLLM docs/features/lora.md)", "--max-lora-rank",
+                   "max_lora_rank" in u),
+        Assumption("lora_traffic", "distinct adapters per decode step", "min(batch, max_loras)",
+                   "gpuplan assumption: requests spread over the adapters (most bytes read)", "--max-loras",
+                   False),
+    )
+
+
+
+
+def _gib(value: float) -> str:
+    return f"{value / 2**30:.2f} GiB"
+
+
+def _engine_assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[Assumption, ...]:
+    """The engine, its release and the memory terms its profile counts (core/serving/releases.py)."""
+    r, m, u = plan.setup.runtime, serving.memory, inputs.given
+    release = r.release
+    common = (
+        Assumption("engine", "serving engine and release (memory rules)", release.label, release.described,
+                   "--engine (e.g. vllm==0.19)", "engine" in u),
+        Assumption("driver_reserved", "memory not visible to CUDA", _gib(r.driver_reserved),
+                   "vLLM total_gpu_memory logs (vllm#10517: 23.58 of 24 GiB; 79.19 GiB on an H100)",
+                   "--driver-reserved-gib", "driver_reserved_gib" in u),
+        Assumption("non_torch", "non-torch memory the profile counts (one GPU)", _gib(m.non_torch),
+                   "the release's logged figure (core/serving/releases.py)" if r.non_torch is None else "given",
+                   "--non-torch-gib", "non_torch_gib" in u),
+        Assumption("comm_buffers", "non-torch memory of the TP / PP groups", _gib(m.comm),
+                   E.comm_basis(E.comm_rule(serving.gpus, r.comm_buffers, plan.gpu.scale_up_bandwidth), r.engine),
+                   "--nccl-gib", "nccl_gib" in u),
+    )
+    if r.engine != "vllm":
+        return common
+    tokens, seqs = m.batch_limits
+    rules = r.vllm_rules(plan.spec.moe is not None)
+    return common + (
+        Assumption("gpu_memory_utilization", "gpu_memory_utilization", m.fraction,
+                   f"{release.label} default {rules.default_util}", "--gpu-memory-utilization",
+                   "gpu_memory_utilization" in u),
+        Assumption("cuda_graphs", "CUDA-graph memory", _gib(m.cuda_graphs),
+                   ("counted before the KV cache (vLLM 0.21+)" if m.graphs_counted else
+                    "captured after the KV cache is sized, out of the headroom")
+                   + (" ; estimated per captured size and layer (core.serving.profile.graph_bytes)"
+                      if r.cuda_graphs is None else ""), "--cuda-graph-gib", "cuda_graph_gib" in u),
+        Assumption("prefill_tokens", "tokens of the profile forward (max_num_batched_tokens)", tokens,
+                   f"vllm serve default of {release.label} on this GPU", "--prefill-tokens",
+                   "prefill_tokens" in u),
+        Assumption("max_num_seqs", "sequences of the profiled sampler step (max_num_seqs)", seqs,
+                   f"vllm serve default of {release.label} on this GPU", "--max-num-seqs", "max_num_seqs" in u),
+        Assumption("sampler", "sampler profile", r.sampler if r.sampler != "auto" else
+                   f"auto: {rules.sampler_bytes:.0f} B per logit", "core/serving/releases.py (from the sampler's "
+                   "code; vllm#21429 and llm-d-planner logs)", "--sampler", "sampler" in u),
+    )

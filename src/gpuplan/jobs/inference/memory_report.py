@@ -1,0 +1,173 @@
+"""The memory sections of a serving report: the split per GPU, and the engine's own start-up log
+line by line (what vLLM, SGLang or TensorRT-LLM prints before it allocates the KV cache), so a
+user can hold each predicted number against the line in their log."""
+
+from __future__ import annotations
+
+from gpuplan.core.serving import memory as M
+from gpuplan.core.units import format_bytes
+from gpuplan.jobs.inference.resolve import Plan
+from gpuplan.report.model import Line, Section
+
+GB = 1e9
+GiB = 2**30
+
+
+def gb(value: float) -> str:
+    return f"{value / GB:,.2f} GB ({format_bytes(value)})"
+
+
+def _gib(value: float) -> str:
+    return f"{value / GiB:.2f}"
+
+
+def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float) -> Section:
+    """Weights, activation peak, runtime, KV budget and headroom per GPU, and whether the load fits."""
+    needed = m.weights + m.activations + m.fixed + batch * per_sequence
+    fits = needed <= m.usable
+    engine = plan.setup.runtime.engine
+    if engine == "sglang":
+        usable = Line("usable", f"weights + KV pool at mem_fraction_static {m.fraction:.3f}", m.usable, "bytes",
+                      gb(m.usable), "(device total - CUDA context - communicators) x mem_fraction_static (SGLang; "
+                      "activations and CUDA graphs live in the rest)")
+    elif engine == "trtllm":
+        usable = Line("usable", "visible to CUDA", m.usable, "bytes", gb(m.usable), "device total - driver "
+                      "reserve; KV = free_gpu_memory_fraction x (visible - weights - activations - runtime)")
+    else:
+        usable = Line("usable", f"usable at gpu_memory_utilization {m.fraction:g}", m.usable,
+                      "bytes", gb(m.usable), "(device total - driver reserve) x utilization")
+    extras = ([f"incl. the speculative proposer's {gb(m.draft_weights)}"] if m.draft_weights else []) + (
+        [f"incl. LoRA adapter slots {gb(m.lora_slots)}"] if m.lora_slots else [])
+    return Section(f"Memory per GPU ({plan.gpu.name})", (
+        usable,
+        Line("weights", "weights", m.weights, "bytes", gb(m.weights), "; ".join(extras)),
+        *lora_lines(plan, m),
+        Line("activations", "activation peak (profiled forward / sampler)", m.activations, "bytes",
+             gb(m.activations), _activation_basis(m, engine)),
+        Line("runtime", "non-torch memory, NCCL, CUDA graphs counted", m.fixed, "bytes", gb(m.fixed),
+             runtime_split(m)),
+        Line("kv_budget", "left for the KV cache", max(m.kv_budget, 0.0), "bytes", _left(m.kv_budget),
+             {"sglang": "usable - weights", "trtllm": "fraction x (visible - weights - activations - runtime)"}.get(
+                 engine, "usable - weights - activations - runtime")),
+        Line("engine_headroom", "left unused by the engine's rule", max(m.headroom, 0.0), "bytes",
+             gb(max(m.headroom, 0.0)),
+             {"sglang": "(1 - mem_fraction_static) of it; activations and CUDA graphs come out of it",
+              "trtllm": "(1 - free_gpu_memory_fraction) x what was free"}.get(
+                 engine, "(device - driver reserve) x (1 - gpu_memory_utilization)"
+                 + ("" if m.graphs_counted else "; CUDA graphs are captured out of it"))),
+        Line("needed", f"needed for {batch} sequence(s) at {plan.context:,} tokens", needed, "bytes", gb(needed)),
+        Line("fits", "fits", fits, "", "yes" if fits else "NO" + (" (weights alone exceed it)"
+                                                                  if m.weights > m.usable else "")),
+    ))
+
+
+def _activation_basis(m: M.Memory, engine: str) -> str:
+    if engine == "sglang":
+        return "in SGLang's reserve, not subtracted from the pool"
+    tokens, seqs = m.batch_limits
+    if engine == "trtllm":
+        return f"a context batch of max_num_tokens {tokens:,}"
+    return (f"max(forward of {tokens:,} tokens {_gib(m.forward_peak)} GiB, sampler on {seqs:,} sequences "
+            f"{_gib(m.sampler_peak)} GiB)")
+
+
+def _left(budget: float) -> str:
+    """The KV budget, never below 0: a shortfall is said as one (the fits line says NO)."""
+    return gb(budget) if budget > 0 else f"none ({abs(budget) / GB:,.2f} GB short)"
+
+
+def runtime_split(m: M.Memory) -> str:
+    """The runtime line by category, GiB: non-torch memory, the parallel groups', CUDA graphs
+    (where the engine counts them before the KV cache) and TensorRT-LLM's own runtime buffers."""
+    graphs = m.cuda_graphs if m.graphs_counted else 0.0
+    parts = [("non-torch", m.non_torch), ("TP / PP groups", m.comm), ("CUDA graphs", graphs),
+             ("engine runtime buffers", m.fixed - m.non_torch - m.comm - graphs)]
+    text = " + ".join(f"{name} {value / GiB:.2f} GiB" for name, value in parts if value > 2**20)
+    return text + ("" if m.counts_runtime else " (this release's profile does not subtract it)")
+
+
+def lora_lines(plan: Plan, m: M.Memory) -> tuple[Line, ...]:
+    lora = plan.setup.lora
+    if lora is None:
+        return ()
+    from gpuplan.core.serving.lora import adapter_bytes
+
+    host = lora.cpu_loras * adapter_bytes(plan.spec, lora)
+    return (Line("lora_slots", f"LoRA slots: {lora.max_loras} adapter(s) at rank {lora.rank}", m.lora_slots, "bytes",
+                 gb(m.lora_slots), "max_loras x (A: rank x input, B: output x rank) per wrapped linear, column-"
+                 "parallel B and row-parallel A split over tp (vllm/lora/layers create_lora_weights)"),
+            Line("lora_host_cache", f"LoRA host cache: {lora.cpu_loras} adapter(s), host RAM", host, "bytes",
+                 gb(host), "max_cpu_loras x one adapter at the padded rank, unsharded"))
+
+
+def engine_log_section(plan: Plan, m: M.Memory, kv_tokens: int) -> Section:
+    """The engine's start-up memory lines as its release prints them (GiB, two decimals), for one
+    GPU of the layout. vLLM prints the split at DEBUG level from 0.9.2 (VLLM_LOGGING_LEVEL=DEBUG)."""
+    release = plan.setup.runtime.release
+    engine = release.engine
+    lines = {"sglang": _sglang_log, "trtllm": _trtllm_log}.get(engine, _vllm_log)(plan, m, kv_tokens)
+    return Section(f"Engine start-up log, as {release.label} prints it (one GPU)", tuple(lines))
+
+
+def _concurrency(plan: Plan, kv_tokens: int) -> Line:
+    x = kv_tokens / plan.context
+    return Line("log_concurrency", "maximum concurrency", x, "x",
+                f"Maximum concurrency for {plan.context:,} tokens per request: {x:.2f}x", "KV tokens / context")
+
+
+def _vllm_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
+    rel = plan.setup.runtime.release
+    non_kv = m.weights + m.activations + (m.fixed if m.counts_runtime else 0.0)
+    non_torch = m.non_torch + m.comm
+    graphs = (f"Estimated CUDA graph memory: {_gib(m.cuda_graphs)} GiB total" if m.graphs_counted else
+              f"Graph capturing finished, took ~{_gib(m.cuda_graphs)} GiB (after the KV cache is sized: out of "
+              "the headroom)")
+    if rel.version < (0, 8, 0):  # V0 worker.py: 'Memory profiling results' / 'model weights take ...'
+        split = [Line("log_total", "total_gpu_memory x gpu_memory_utilization", m.usable, "bytes",
+                      f"the current vLLM instance can use total_gpu_memory ({_gib(m.total)}GiB) x "
+                      f"gpu_memory_utilization ({m.fraction:.2f}) = {_gib(m.usable)}GiB"),
+                 Line("log_split", "model weights / non-torch / activation peak", non_kv, "bytes",
+                      f"model weights take {_gib(m.weights)}GiB; non_torch_memory takes {_gib(non_torch)}GiB; "
+                      f"PyTorch activation peak memory takes {_gib(m.activations)}GiB; the rest of the memory "
+                      f"reserved for KV Cache is {_gib(max(m.kv_budget, 0))}GiB")]
+    else:
+        split = [Line("log_requested", "requested memory", m.usable, "bytes",
+                      f"Requested memory: {m.fraction:.2f} (util), {_gib(m.usable)} GiB"),
+                 Line("log_profile", "the profile's split", non_kv, "bytes",
+                      f"Total non KV cache memory: {_gib(non_kv)}GiB; torch peak memory increase: "
+                      f"{_gib(m.activations)}GiB; non-torch forward increase memory: {_gib(non_torch)}GiB; "
+                      f"weights memory: {_gib(m.weights)}GiB")]
+    return [Line("log_weights", "weights", m.weights, "bytes", f"Model loading took {_gib(m.weights)} GiB memory"),
+            *split,
+            Line("log_graphs", "CUDA graphs", m.cuda_graphs, "bytes", graphs,
+                 "counted before the KV cache from 0.21" if m.graphs_counted else "not in this release's KV sizing"),
+            Line("log_kv", "available KV cache memory", max(m.kv_budget, 0.0), "bytes",
+                 f"Available KV cache memory: {_gib(max(m.kv_budget, 0.0))} GiB"),
+            Line("log_kv_tokens", "GPU KV cache size", kv_tokens, "tokens", f"GPU KV cache size: {kv_tokens:,} tokens"),
+            _concurrency(plan, kv_tokens)]
+
+
+def _sglang_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
+    start = m.total - m.fixed
+    half = max(m.kv_budget, 0.0) / 2
+    return [Line("log_weights", "memory after loading", m.weights, "bytes",
+                 f"Load weight end. avail mem={_gib(start - m.weights)} GB, mem usage={_gib(m.weights)} GB"),
+            Line("log_fraction", "mem_fraction_static", m.fraction, "", f"mem_fraction_static={m.fraction:.3f}"),
+            Line("log_kv_tokens", "KV cache tokens", kv_tokens, "tokens",
+                 f"KV Cache is allocated. #tokens: {kv_tokens}, K size: {_gib(half)} GB, V size: {_gib(half)} GB"),
+            Line("log_kv", "KV pool", max(m.kv_budget, 0.0), "bytes",
+                 f"Memory pool end. avail mem={_gib(m.headroom)} GB"), _concurrency(plan, kv_tokens)]
+
+
+def _trtllm_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
+    peak = m.weights + m.activations + m.fixed
+    return [Line("log_weights", "weights", m.weights, "bytes",
+                 f"Memory used after loading model weights (inside torch) in memory usage profiling: "
+                 f"{_gib(m.weights)} GiB"),
+            Line("log_profile", "profile peak and KV memory", peak, "bytes",
+                 f"Peak memory during memory usage profiling (torch + non-torch): {_gib(peak)} GiB, available KV "
+                 f"cache memory when calculating max tokens: {_gib(max(m.kv_budget, 0))} GiB, fraction is set "
+                 f"{m.fraction}, device total memory {_gib(m.total)} GiB"),
+            Line("log_kv_tokens", "KV cache tokens", kv_tokens, "tokens",
+                 f"Allocated {_gib(max(m.kv_budget, 0))} GiB for max tokens in paged KV cache ({kv_tokens})"),
+            _concurrency(plan, kv_tokens)]
