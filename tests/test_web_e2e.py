@@ -84,6 +84,13 @@ def open_page(page, url):
     page.goto(url)
     page.wait_for_selector("body[data-started=true]")
     page.wait_for_function("document.querySelectorAll('#model option').length > 10")  # the catalog arrived
+    page.wait_for_selector("body[data-ready=true]")  # the answer computed on load
+
+
+def pick_model(page, model):
+    """A catalog model (the page opens on the CLI's default: a bare 7B parameter count)."""
+    page.check("input[name=source][value=catalog]")
+    page.select_option("#model", model)
 
 
 def calculate(page):
@@ -108,7 +115,7 @@ def line_text(data, key):
 
 def test_fill_the_form_read_results_and_charts(server, page):
     open_page(page, server)
-    page.select_option("#model", "llama-3.1-8b")
+    pick_model(page, "llama-3.1-8b")
     page.select_option("#gpu", "h100-sxm")
     page.fill("#tokens", "1T")
     page.fill("#gpus", "64")
@@ -146,6 +153,20 @@ def test_fill_the_form_read_results_and_charts(server, page):
     assert "model=llama-3.1-8b" in page.url and "gpus=64" in page.url and "zero=3" in page.url
     if os.environ.get("GPUPLAN_SCREENSHOT"):
         page.screenshot(path=os.environ["GPUPLAN_SCREENSHOT"], full_page=True)
+
+
+def test_the_page_opens_on_the_clis_answer(server, page):
+    """No click: the bare page computes `gpuplan train`'s answer (the article's 7B, 2T tokens, A100,
+    40% MFU, 7 days) and `gpuplan plan`'s for the same defaults; every panel has results."""
+    page.goto(server)
+    page.wait_for_selector("body[data-ready=true]")
+    for panel in ("budget", "memory", "plan", "inference"):
+        assert page.get_attribute(f"#panel-{panel}", "data-state") == "done", panel
+    budget = api("budget", {"params": "7B", "tokens": "2T", "gpu": "a100-sxm4-80gb"})
+    assert card(page, "budget", "gpus_rented") == f"{budget['inputs']['gpus_rented']:,}"
+    assert budget["results"]["gpus_compute_only"] == pytest.approx(1112.9, abs=0.1)  # the article
+    plan = api("plan", {"params": "7B", "tokens": "2T", "gpu": "a100-sxm4-80gb"})
+    assert card(page, "plan", "best_layout") == line_text(plan, "best_layout")
 
 
 def test_a_shared_link_restores_the_form_and_the_results(server, page, browser):
@@ -215,7 +236,7 @@ def test_the_catalogs_fill_the_selects(server, page):
     open_page(page, server)
     assert page.locator("#model option").count() == len(model_entries())
     assert page.locator("#gpu option").count() == len(hardware_entries())
-    assert json.loads(page.evaluate("JSON.stringify(document.querySelector('#gpu').value)")) == "h100-sxm"
+    assert json.loads(page.evaluate("JSON.stringify(document.querySelector('#gpu').value)")) == "a100-sxm4-80gb"
 
 
 def test_one_plan_through_the_panels_and_no_speed_for_a_serving_setup_that_does_not_fit(server, page):
@@ -233,7 +254,7 @@ def test_one_plan_through_the_panels_and_no_speed_for_a_serving_setup_that_does_
 def test_sizing_from_a_target_on_the_page(server, page):
     # the serving fields size a deployment; the cards are the API's (and the CLI's) numbers
     open_page(page, server)
-    page.select_option("#model", "llama-3.1-8b")
+    pick_model(page, "llama-3.1-8b")
     page.fill("#tokens", "1T")
     page.fill("#rps", "20")
     page.fill("#ttft_p99", "500ms")
@@ -242,7 +263,7 @@ def test_sizing_from_a_target_on_the_page(server, page):
     page.fill("#output_tokens", "512")
     calculate(page)
     data = api("inference", {"model": "llama-3.1-8b", "rps": "20", "ttft_p99": "500ms", "tpot": "50ms",
-                             "prompt": "2K", "output_tokens": "512", "batch": "16"})
+                             "prompt": "2K", "output_tokens": "512"})
     assert card(page, "inference", "sized_config") == line_text(data, "sized_config")
     assert card(page, "inference", "sized_ttft_p99") == line_text(data, "sized_ttft_p99")
     assert data["results"]["sized_ttft_p99"] <= 0.5 and data["results"]["sized_tpot"] <= 0.05
@@ -252,7 +273,7 @@ def test_recompute_scope_reaches_every_training_panel(server, page):
     # Megatron's --recompute-modules / --recompute-num-layers on the page: the budget, the memory
     # panel (the budget's own layout) and the plan all take them, so the panels agree
     open_page(page, server)
-    page.select_option("#model", "llama-3.1-8b")
+    pick_model(page, "llama-3.1-8b")
     page.select_option("#gpu", "h100-sxm")
     page.fill("#tokens", "1T")
     page.fill("#gpus", "64")
@@ -278,3 +299,9 @@ def test_recompute_scope_reaches_every_training_panel(server, page):
     page.fill("#recompute_modules", "attention")
     calculate(page)
     assert "recompute_modules: got 'attention'" in page.text_content("#recompute_modules-error")
+
+
+def test_no_card_shows_a_message_key(server, page):
+    open_page(page, server)
+    labels = page.eval_on_selector_all(".card .label", "els => els.map(e => e.textContent)")
+    assert labels and not [text for text in labels if text.startswith(("ui.", "inputs.", "report."))], labels

@@ -163,8 +163,17 @@ def cjk_font() -> str | None:
     """An installed font with Chinese glyphs that matplotlib can use, if any."""
     from matplotlib import font_manager
 
-    installed = {f.name for f in font_manager.fontManager.ttflist}
-    return next((name for name in CJK_FONTS if name in installed), None)
+    def found() -> str | None:
+        installed = {f.name for f in font_manager.fontManager.ttflist}
+        return next((name for name in CJK_FONTS if name in installed), None)
+
+    if found() is None:  # matplotlib's font cache may predate a font installed since (.ci/run's)
+        for path in font_manager.findSystemFonts():
+            try:
+                font_manager.fontManager.addfont(path)
+            except (OSError, RuntimeError, ValueError):  # a font file FreeType cannot read
+                continue
+    return found()
 
 
 def draw(series: dict[str, dict[str, Any]], t: Callable[..., str], fmt: str = "svg",

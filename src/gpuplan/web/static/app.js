@@ -112,7 +112,11 @@ function pretty(text) {
 }
 
 function applyState(params) {
-  const src = SOURCES.includes(params.get("source")) ? params.get("source") : "catalog";
+  // a link names its source; an older one names a model (the catalog) or a config; the page's own
+  // default is the CLI's: a bare parameter count (7B, the article's example)
+  const named = ["model", "config", "params"].find((name) => params.has(name));
+  const src = SOURCES.includes(params.get("source")) ? params.get("source")
+    : {model: "catalog", config: "config", params: "params"}[named] || "params";
   $(`input[name=source][value=${src}]`).checked = true;
   for (const name of FORM_FIELDS) {
     if (!params.has(name)) continue;
@@ -258,6 +262,16 @@ function display(line) {
   return `${shown} ${line.unit || ""}`.trim();
 }
 
+// An input's label: the page's own word for it, else the report's (inputs.*), else the key in words
+// (never a raw "ui.layout").
+function inputLabel(key) {
+  for (const path of [`ui.${key}`, `inputs.${key}`]) {
+    const text = t(path);
+    if (text !== path) return text;
+  }
+  return key.replace(/_/g, " ");
+}
+
 function renderPanel(panel, name, data) {
   panel.dataset.state = "done";
   panel.dataset.kind = data.kind;
@@ -265,7 +279,7 @@ function renderPanel(panel, name, data) {
   $(".error-box", panel).hidden = true;
   const cards = SUMMARY[name].map((key) => {
     const line = findLine(data, key);
-    const input = key in data.inputs ? {label: t(`ui.${key}`), value: data.inputs[key], text: ""} : null;
+    const input = key in data.inputs ? {label: inputLabel(key), value: data.inputs[key], text: ""} : null;
     const item = line || input;
     if (!item) return null;
     const cls = item.value === false ? "card bad" : item.value === true ? "card good" : "card";
@@ -543,7 +557,7 @@ async function start() {
     $("#copy-status").textContent = t("ui.link_copied");
   });
   document.body.dataset.started = "true";
-  if ([...params.keys()].some((k) => k !== "lang")) await runAll(false);
+  await runAll(false);  // the answer on load: the link's, or the CLI's defaults (the article's 7B example)
 }
 
 document.addEventListener("DOMContentLoaded", start);
