@@ -140,3 +140,107 @@ def test_profile_refuses_to_overwrite_the_config_it_profiles(run_cli, tmp_path, 
     code, _, err = run_cli("profile", str(tmp_path if as_folder else config), "--out", str(config))
     one_line_refusal(code, err, "is also an input")
     assert config.read_bytes() == before
+
+
+# ---- readers: stop at the size and depth limits, before reading the whole file (items 6, 7) ----
+
+TITAN_LINE = ("[rank0]:[titan] 2026-05-18 16:04:46,338 - root - INFO - step: {}  loss:  3.24405  grad_norm:  0.8319  "
+              "memory:  9.46GiB(64.99%)  tps: 7,282  tflops: 0.52  mfu: 0.17%\n")
+ROW = '{"step": %d, "step_time_s": 1.25, "tokens_per_s": 100000, "memory_gib": 40.5},\n'
+BIG = 24 << 20  # 24 MiB: over the 16 MiB JSON limit and the 8 MiB detection window, quick to write
+
+
+def write_big(path, first, line, end=""):
+    """A file of about BIG bytes: ``first``, then ``line % n`` repeated, then ``end``."""
+    count = BIG // len(line % 1)
+    with open(path, "w") as handle:
+        handle.write(first)
+        handle.writelines(line % (i + 1) for i in range(count))
+        handle.write(end)
+    return path
+
+
+def refused_quickly(path, *flags, fragment, seconds=1.0, megabytes=40):
+    """load_measurement refuses ``path`` within ``seconds`` and ``megabytes`` of Python memory."""
+    import time
+    import tracemalloc
+
+    from gpuplan.calibrate.sources import load_measurement
+    from gpuplan.calibrate.measurement import LogContext
+    from gpuplan.errors import InputError
+
+    context = LogContext(**dict(flags)) if flags else None
+    tracemalloc.start()
+    start = time.perf_counter()
+    with pytest.raises(InputError) as caught:
+        load_measurement(path, context)
+    elapsed = time.perf_counter() - start
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    assert fragment in str(caught.value.expected) + str(caught.value.field), caught.value
+    assert elapsed < seconds, elapsed
+    assert peak < megabytes, peak  # the file is 24 MiB: it was read whole (and split, and parsed) before
+    return caught.value
+
+
+FLAGS = (("model", "llama-3-8b"), ("gpu", "h100"), ("gpus", 8), ("seq_len", 2048))
+
+
+def test_a_long_log_missing_a_flag_is_refused_from_its_head(tmp_path):
+    path = write_big(tmp_path / "train.log", "", TITAN_LINE.replace("%", "%%").replace("{}", "%d"))
+    error = refused_quickly(path, fragment="--model")  # issue: 200 MB took 61 s and 600 MB
+    assert "torchtitan log" in error.expected
+
+
+def test_a_long_json_table_is_refused_by_its_size_before_it_is_parsed(tmp_path):
+    path = write_big(tmp_path / "table.json", "[\n", ROW, '{"step": 0, "step_time_s": 1}]\n')
+    refused_quickly(path, fragment="--model")  # issue: 200 MB took 59 s and 1.9 GB
+    error = refused_quickly(path, *FLAGS, fragment="at most 16 MiB")
+    assert "CSV or JSON Lines" in error.expected
+
+
+def test_a_long_table_as_json_lines_or_csv_is_read_line_by_line(tmp_path):
+    from gpuplan.adapters.training_logs import read_training_log
+
+    rows = 20_000
+    lines = tmp_path / "table.json"  # JSON Lines under a .json name: told apart by its first line
+    lines.write_text("".join(ROW.rstrip(",\n") % (i + 1) + "\n" for i in range(rows)))
+    csv = tmp_path / "table.csv"
+    csv.write_text("step,step_time_s\n" + "".join(f"{i + 1},1.25\n" for i in range(rows)))
+    for path in (lines, csv):
+        log = read_training_log(path)
+        assert log.format == "table" and len(log.records) == rows
+        assert log.records[-1].step == rows and log.records[-1].step_time_s == 1.25
+
+
+def test_a_one_line_file_is_refused_at_its_first_mebibyte(tmp_path):
+    path = tmp_path / "one.log"
+    path.write_text("x" * BIG)
+    refused_quickly(path, fragment="longer than 1 MiB")
+
+
+def test_a_long_file_of_no_known_format_is_refused_after_the_detection_window(tmp_path):
+    path = write_big(tmp_path / "noise.log", "", "noise line %d with nothing a trainer prints\n")
+    refused_quickly(path, fragment="first 8 MiB; give --log-format")
+
+
+def test_a_json_document_of_many_tiny_values_is_refused_before_parsing(tmp_path):
+    path = tmp_path / "lists.json"
+    path.write_text("{\"records\": [" + "[]," * 3_000_000 + "[]]}")  # 9 MB parsing into 3M lists, ~220 MB
+    refused_quickly(path, *FLAGS, fragment="lists/objects")
+
+
+@pytest.mark.parametrize("flags", [(), FLAGS])
+def test_a_trainer_state_nested_100000_deep_is_one_line(run_cli, tmp_path, flags):
+    path = tmp_path / "trainer_state.json"
+    path.write_text('{"log_history": ' + "[" * 100_000 + "]" * 100_000 + "}")  # exit 70 RecursionError before
+    args = [a for name, value in flags for a in (f"--{name.replace('_', '-')}", str(value))]
+    code, _, err = run_cli("calibrate", str(path), *args)
+    one_line_refusal(code, err, "nested more than 64 levels deep")
+
+
+def test_a_measurement_file_nested_deeply_is_one_line(run_cli, tmp_path):
+    path = tmp_path / "m.json"
+    path.write_text('{"environment": ' + "[" * 5_000 + "]" * 5_000 + "}")
+    code, _, err = run_cli("calibrate", str(path))
+    one_line_refusal(code, err, "nested more than 64 levels deep")

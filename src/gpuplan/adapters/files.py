@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import stat
 import tempfile
 from pathlib import Path
@@ -24,14 +23,21 @@ from gpuplan.errors import InputError
 
 KiB, MiB = 1 << 10, 1 << 20
 # Size caps by kind of file (bytes). Real Hugging Face config.json files are < 100 KiB; plan files
-# a few KiB; calibration and measurement files < 1 MiB; training logs can be large (--max-log-mib).
-MAX_BYTES = {"config": 4 * MiB, "plan file": 1 * MiB, "calibration": 16 * MiB, "measurement": 64 * MiB,
-             "log": 256 * MiB}
+# a few KiB; calibration and measurement files < 1 MiB; text training logs can be large
+# (--max-log-mib) and are read line by line; a JSON log (trainer_state.json, a JSON table) is
+# parsed whole, so it is held to the JSON limit.
+MAX_BYTES = {"config": 4 * MiB, "plan file": 1 * MiB, "calibration": 16 * MiB, "measurement": 16 * MiB,
+             "log": 256 * MiB, "JSON log": 16 * MiB}
 MAX_DEPTH = 64
 """Nesting levels of lists/mappings accepted in JSON, YAML and TOML (HF configs use < 6)."""
+MAX_JSON_CONTAINERS = 250_000
+MAX_JSON_VALUES = 2_500_000
+"""Lists/objects and values in one JSON document: parsed, they stay under ~120 MB (a 16 MB table
+of 168,000 rows of 5 columns, the largest real case, holds 168,000 objects and 840,000 values and
+parses into 74 MB)."""
 
 
-def _fail(field: str, path: Any, why: str) -> InputError:
+def refusal(field: str, path: Any, why: str) -> InputError:
     return InputError(field, str(path), why)
 
 
@@ -41,9 +47,9 @@ def check_readable(path: str | Path, field: str, max_bytes: int) -> Path:
     try:
         info = p.stat()
     except FileNotFoundError:
-        raise _fail(field, path, "no such file") from None
+        raise refusal(field, path, "no such file") from None
     except (OSError, ValueError) as exc:
-        raise _fail(field, path, f"cannot be read ({getattr(exc, 'strerror', None) or exc.__class__.__name__})") \
+        raise refusal(field, path, f"cannot be read ({getattr(exc, 'strerror', None) or exc.__class__.__name__})") \
             from None
     _check_kind(info, field, path, max_bytes)
     return p
@@ -51,11 +57,11 @@ def check_readable(path: str | Path, field: str, max_bytes: int) -> Path:
 
 def _check_kind(info: os.stat_result, field: str, path: Any, max_bytes: int) -> None:
     if stat.S_ISDIR(info.st_mode):
-        raise _fail(field, path, "is a directory; expected a file")
+        raise refusal(field, path, "is a directory; expected a file")
     if not stat.S_ISREG(info.st_mode):
-        raise _fail(field, path, "is not a regular file (a device, FIFO or socket); expected a file")
+        raise refusal(field, path, "is not a regular file (a device, FIFO or socket); expected a file")
     if info.st_size > max_bytes:
-        raise _fail(field, path, f"is {info.st_size / MiB:,.1f} MiB; the limit for a {field} is "
+        raise refusal(field, path, f"is {info.st_size / MiB:,.1f} MiB; the limit for a {field} is "
                     f"{max_bytes / MiB:,.0f} MiB")
 
 
@@ -71,11 +77,11 @@ def open_regular(path: str | Path, field: str, max_bytes: int, follow_links: boo
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise _fail(field, path, "no such file") from None
+        raise refusal(field, path, "no such file") from None
     except OSError as exc:
         if exc.errno == errno.ELOOP and not follow_links:
-            raise _fail(field, path, "is a symbolic link; give the file itself") from None
-        raise _fail(field, path, f"cannot be read ({exc.strerror or exc.__class__.__name__})") from None
+            raise refusal(field, path, "is a symbolic link; give the file itself") from None
+        raise refusal(field, path, f"cannot be read ({exc.strerror or exc.__class__.__name__})") from None
     try:
         _check_kind(os.fstat(fd), field, path, max_bytes)
         return os.fdopen(fd, "rb")
@@ -90,9 +96,9 @@ def read_bytes(path: str | Path, field: str, max_bytes: int, follow_links: bool 
         try:
             data = handle.read(max_bytes + 1)
         except OSError as exc:
-            raise _fail(field, path, f"cannot be read ({exc.strerror or exc.__class__.__name__})") from None
+            raise refusal(field, path, f"cannot be read ({exc.strerror or exc.__class__.__name__})") from None
     if len(data) > max_bytes:  # grew after the check
-        raise _fail(field, path, f"is larger than the {max_bytes / MiB:,.0f} MiB limit for a {field}")
+        raise refusal(field, path, f"is larger than the {max_bytes / MiB:,.0f} MiB limit for a {field}")
     return data
 
 
@@ -101,10 +107,10 @@ def read_text(path: str | Path, field: str, max_bytes: int, follow_links: bool =
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _fail(field, path, f"is not UTF-8 text (byte {exc.start})") from None
+        raise refusal(field, path, f"is not UTF-8 text (byte {exc.start})") from None
 
 
-def _depth(value: Any, limit: int = MAX_DEPTH) -> int:
+def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
     """Nesting depth of lists/dicts (iterative: no recursion limit on hostile input)."""
     deepest, stack = 0, [(value, 1)]
     while stack:
@@ -156,21 +162,38 @@ def _first_bad_number(data: Any) -> tuple[str, str] | None:
     return None
 
 
+class NotJSON(InputError):
+    """The text is not one JSON document (a syntax error): the caller may try another reading
+    (JSON Lines); every other refusal of parse_json is final."""
+
+
+def _check_counts(text: str, field: str, where: Any) -> None:
+    """Refuse, before parsing, text that would hold more than MAX_JSON_CONTAINERS lists/objects or
+    MAX_JSON_VALUES values (counted from the brackets and commas, strings included: an upper
+    bound): 15 MB of ``[],`` parses into 5M lists, ~360 MB."""
+    containers, values = text.count("[") + text.count("{"), text.count(",") + 1
+    if containers > MAX_JSON_CONTAINERS or values > MAX_JSON_VALUES:
+        raise refusal(field, where, f"holds up to {containers:,} lists/objects and {values:,} values; the limit is "
+                      f"{MAX_JSON_CONTAINERS:,} and {MAX_JSON_VALUES:,}")
+
+
 def parse_json(text: str, field: str, where: Any) -> Any:
-    """JSON text -> data; InputError on malformed JSON, duplicate keys, NaN/Infinity (and numbers
-    that overflow to them, or integers of more than 64 digits: the error names the key) or deep
-    nesting."""
+    """JSON text -> data; InputError on malformed JSON (NotJSON), more values than the limits
+    (_check_counts), duplicate keys, NaN/Infinity (and numbers that overflow to them, or integers
+    of more than 64 digits: the error names the key) or deep nesting (the parser stops where the
+    nesting passes Python's recursion limit; anything past MAX_DEPTH is refused after)."""
+    _check_counts(text, field, where)
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_NotANumber,
                           parse_float=_json_float, parse_int=_json_int)
     except RecursionError:
-        raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
+        raise refusal(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
     except json.JSONDecodeError as exc:
-        raise _fail(field, where, f"is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        raise NotJSON(field, str(where), f"is not valid JSON (line {exc.lineno}: {exc.msg})") from None
     except ValueError as exc:
-        raise _fail(field, where, f"is not valid JSON ({exc})") from None
-    if _depth(data) > MAX_DEPTH:
-        raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep")
+        raise refusal(field, where, f"is not valid JSON ({exc})") from None
+    if nesting_depth(data) > MAX_DEPTH:
+        raise refusal(field, where, f"is nested more than {MAX_DEPTH} levels deep")
     bad = _first_bad_number(data)
     if bad is not None:
         raise InputError(f"{field}: {bad[0]}", bad[1], "must be a finite JSON number")
@@ -179,126 +202,6 @@ def parse_json(text: str, field: str, where: Any) -> Any:
 
 def read_json(path: str | Path, field: str, max_bytes: int | None = None, follow_links: bool = True) -> Any:
     return parse_json(read_text(path, field, max_bytes or MAX_BYTES.get(field, 16 * MiB), follow_links), field, path)
-
-
-def _yaml_loader():
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        """SafeLoader without aliases, with a depth limit and no duplicate mapping keys."""
-
-        def compose_node(self, parent, index):  # noqa: ANN001
-            if self.check_event(yaml.events.AliasEvent):
-                event = self.peek_event()
-                raise yaml.constructor.ConstructorError(None, None, "anchors and aliases are not accepted",
-                                                        event.start_mark)
-            self._depth = getattr(self, "_depth", 0) + 1
-            try:
-                if self._depth > MAX_DEPTH:
-                    raise yaml.constructor.ConstructorError(None, None, f"nested more than {MAX_DEPTH} levels",
-                                                            self.peek_event().start_mark)
-                return super().compose_node(parent, index)
-            finally:
-                self._depth -= 1
-
-        def construct_mapping(self, node, deep=False):  # noqa: ANN001
-            seen = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if not isinstance(key, str):
-                    raise yaml.constructor.ConstructorError(None, None, f"keys must be names (text), got {key!r:.40}",
-                                                            key_node.start_mark)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-                seen.add(key)
-            return super().construct_mapping(node, deep=deep)
-
-    # YAML 1.2's core schema for numbers: YAML 1.1's base-60 ("1:04" = 64) and other legacy forms
-    # stay text, so the schema refuses them instead of reading a different number
-    dropped = (INT_TAG, FLOAT_TAG, "tag:yaml.org,2002:timestamp")  # a date stays text: no field takes one
-    Loader.yaml_implicit_resolvers = {k: [(tag, rx) for tag, rx in v if tag not in dropped]
-                                      for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-    Loader.add_implicit_resolver(INT_TAG, YAML12_INT, list("-+0123456789"))
-    Loader.add_implicit_resolver(FLOAT_TAG, YAML12_FLOAT, list("-+.0123456789"))
-
-    def construct_int(loader, node):
-        text = loader.construct_scalar(node)
-        if not YAML12_INT.match(text) or len(text.lstrip("+-")) > 64:  # an explicit !!int tag on other text
-            raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not an integer (at most 64 "
-                                                    "digits)", node.start_mark)
-        return int(text, 16) if text.lstrip("+-").startswith("0x") else int(text, 8) if "0o" in text else int(text)
-
-    def construct_float(loader, node):
-        text = loader.construct_scalar(node)
-        if not (YAML12_FLOAT.match(text) or YAML12_INT.match(text)):
-            raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not a number", node.start_mark)
-        return yaml.SafeLoader.construct_yaml_float(loader, node)
-
-    def construct_bool(loader, node):
-        text = loader.construct_scalar(node)
-        if text.lower() not in yaml.SafeLoader.bool_values:  # true/false, yes/no, on/off
-            raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not true or false", node.start_mark)
-        return yaml.SafeLoader.bool_values[text.lower()]
-
-    def refuse_tag(loader, node):
-        raise yaml.constructor.ConstructorError(None, None, f"the tag {node.tag} is not accepted (plain text, "
-                                                "numbers, true/false, lists and mappings only)", node.start_mark)
-
-    Loader.add_constructor(INT_TAG, construct_int)
-    Loader.add_constructor(FLOAT_TAG, construct_float)
-    Loader.add_constructor("tag:yaml.org,2002:bool", construct_bool)
-    for tag in ("timestamp", "binary", "omap", "pairs", "set"):  # Python objects a plan file has no use for
-        Loader.add_constructor(f"tag:yaml.org,2002:{tag}", refuse_tag)
-    return Loader
-
-
-INT_TAG, FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-YAML12_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
-YAML12_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
-                          r"|\.(?:nan|NaN|NAN))$")
-
-
-def parse_yaml(text: str, field: str, where: Any) -> Any:
-    import yaml
-
-    try:
-        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
-    except RecursionError:
-        raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
-    except yaml.YAMLError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        mark = getattr(exc, "problem_mark", None)
-        at = f" (line {mark.line + 1})" if mark is not None else ""
-        raise _fail(field, where, f"is not valid YAML{at}: {first}") from None
-
-
-def parse_toml(text: str, field: str, where: Any) -> Any:
-    import tomllib
-
-    try:
-        data = tomllib.loads(text)
-    except RecursionError:
-        raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise _fail(field, where, f"is not valid TOML: {str(exc).splitlines()[0]}") from None
-    except ValueError as exc:  # an integer past Python's 4,300-digit conversion limit
-        raise _fail(field, where, f"is not valid TOML: {str(exc).splitlines()[0][:80]}") from None
-    if _depth(data) > MAX_DEPTH:
-        raise _fail(field, where, f"is nested more than {MAX_DEPTH} levels deep")
-    return _dates_as_text(data)
-
-
-def _dates_as_text(value: Any) -> Any:
-    """TOML dates and times as their ISO text (no field takes one; an error then quotes the text)."""
-    import datetime
-
-    if isinstance(value, datetime.date | datetime.time):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {k: _dates_as_text(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_dates_as_text(v) for v in value]
-    return value
 
 
 # ---- writing --------------------------------------------------------------------------------
@@ -312,25 +215,25 @@ def check_writable(path: str | Path, field: str = "out", inputs: tuple[Any, ...]
     if target.is_symlink():
         # not followed: a link planted where an output goes (a shared /tmp) would otherwise make
         # gpuplan write wherever it points, past the kernel's protected_symlinks check
-        raise _fail(field, path, f"is a symbolic link (to {os.readlink(target)}); give the file it points to, "
+        raise refusal(field, path, f"is a symbolic link (to {os.readlink(target)}); give the file it points to, "
                     "or another name")
     if target.is_dir():
-        raise _fail(field, path, "is a directory; give a file name")
+        raise refusal(field, path, "is a directory; give a file name")
     if not folder.is_dir():
-        raise _fail(field, path, f"is in a folder that does not exist ({folder}); create it first")
+        raise refusal(field, path, f"is in a folder that does not exist ({folder}); create it first")
     if not os.access(folder, os.W_OK):
-        raise _fail(field, path, f"cannot be written: no permission in {folder}")
+        raise refusal(field, path, f"cannot be written: no permission in {folder}")
     if target.exists() and not target.is_file():
-        raise _fail(field, path, "is not a regular file")
+        raise refusal(field, path, "is not a regular file")
     if target.exists() and not os.access(target, os.W_OK):
-        raise _fail(field, path, "is read-only; make it writable or give another name")
+        raise refusal(field, path, "is read-only; make it writable or give another name")
     same = next((str(i) for i in inputs if i is not None and _same_file(target, Path(str(i)))), None)
     if same is not None:
-        raise _fail(field, path, f"is also an input ({same}); write to another file")
+        raise refusal(field, path, f"is also an input ({same}); write to another file")
     try:  # the write goes through a temporary file in the folder: try one now (/proc, a read-only mount)
         fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=folder)
     except OSError as exc:
-        raise _fail(field, path, f"cannot be written in {folder} ({exc.strerror or exc})") from None
+        raise refusal(field, path, f"cannot be written in {folder} ({exc.strerror or exc})") from None
     os.close(fd)
     _remove(probe)
     return target
@@ -356,7 +259,7 @@ def write_atomic(path: str | Path, data: bytes | str, field: str = "out", inputs
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
-        raise _fail(field, path, f"cannot be written ({exc.strerror or exc})") from None
+        raise refusal(field, path, f"cannot be written ({exc.strerror or exc})") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
@@ -366,7 +269,7 @@ def write_atomic(path: str | Path, data: bytes | str, field: str = "out", inputs
         os.replace(tmp, target)
     except OSError as exc:
         _remove(tmp)
-        raise _fail(field, path, f"cannot be written ({exc.strerror or exc})") from None
+        raise refusal(field, path, f"cannot be written ({exc.strerror or exc})") from None
     except BaseException:
         _remove(tmp)
         raise

@@ -22,7 +22,8 @@ def is_plan_file(text: str | None) -> bool:
 
 def read_plan_file(path: str | Path) -> dict[str, Any]:
     """Parse a YAML/TOML plan file into a dict (the keys are checked by the job's schema)."""
-    from gpuplan.adapters.files import MAX_BYTES, parse_toml, parse_yaml, read_text
+    from gpuplan.adapters.files import MAX_BYTES, read_text
+    from gpuplan.adapters.plan_formats import parse_toml, parse_yaml
 
     text = read_text(path, "plan file", MAX_BYTES["plan file"])
     if str(path).lower().endswith(".toml"):

@@ -4,7 +4,8 @@ memory reports, Hugging Face Trainer ``trainer_state.json`` or printed dicts, an
 (:data:`TABLE_COLUMNS`). docs/calibration.md section 2 shows each format; each parser cites its
 source, and tests/fixtures/logs holds a real excerpt of each.
 
-An unreadable or unrecognised file raises InputError naming the file and what was expected; so does
+Files are read line by line (adapters/log_files.py), so a log of any size is refused from its
+first lines when it is not one. An unreadable or unrecognised file raises InputError naming the file and what was expected; so does
 a step or batch that is not a positive whole number, or a step logged twice. Values no real run logs
 (negative, non-finite, absurd) are refused by gpuplan.calibrate.log_checks, by the log's name.
 """
@@ -12,20 +13,20 @@ a step or batch that is not a positive whole number, or a step logged twice. Val
 from __future__ import annotations
 
 import ast
-import csv
-import io
-import json
 import math
 import re
-import statistics
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gpuplan.adapters.files import parse_json
+from gpuplan.adapters.log_files import LogFile, LogText, csv_rows, is_json_lines, json_lines
+from gpuplan.adapters.log_records import GiB, LogRecord, LogSummary, MiB, TrainingLog, summarize
 from gpuplan.errors import InputError
 
-GiB = 2**30
-MiB = 2**20
+__all__ = ["GiB", "MiB", "LogRecord", "LogSummary", "TrainingLog", "summarize", "parse_log", "parse_log_text",
+           "read_training_log", "detect_format", "FORMATS", "TABLE_COLUMNS", "EXPECTED"]
+
 FORMATS = ("torchtitan", "megatron", "hf-trainer", "table")
 # column -> meaning; 'step' and at least one measured column are required
 TABLE_COLUMNS = {
@@ -38,46 +39,6 @@ EXPECTED = ("a torchtitan, Megatron-LM or Hugging Face Trainer log, or a CSV/JSO
             "step_time_s, tokens_per_s, memory_gib (docs/calibration.md)")
 MAX_WHOLE = 10**9  # largest step number or batch of sequences believed
 _UNITS = {"GiB": GiB, "MiB": MiB, "KiB": 2**10, "GB": 1e9, "MB": 1e6, "TiB": 2**40}
-
-
-@dataclass(frozen=True)
-class LogRecord:
-    """One logged step (or interval ending at ``step``); None where the log does not say."""
-
-    step: int
-    step_time_s: float | None = None
-    tokens_per_s: float | None = None
-    tokens_per_s_per_device: float | None = None
-    tflops_per_device: float | None = None
-    mfu: float | None = None
-    memory_bytes: float | None = None
-    memory_kind: str | None = None
-    loss: float | None = None
-
-
-@dataclass(frozen=True)
-class TrainingLog:
-    source: str
-    format: str
-    records: tuple[LogRecord, ...]
-    meta: dict[str, Any] = field(default_factory=dict)
-    """Run-level facts read from the log (global batch, samples per step, memory report ...)."""
-
-
-@dataclass(frozen=True)
-class LogSummary:
-    """Medians over the records after the first ``skipped`` (warm-up / compilation)."""
-
-    records_used: int
-    skipped: int
-    step_time_s: float | None
-    step_time_stdev_s: float | None
-    tokens_per_s: float | None
-    tokens_per_s_per_device: float | None
-    tflops_per_device: float | None
-    mfu: float | None
-    memory_bytes: float | None
-    memory_kind: str | None
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -102,8 +63,12 @@ def whole(value: Any, label: str, source: str, where: str = "") -> int:
     return int(number)
 
 
-def _field(line: str, pattern: str) -> float | None:
-    return _num(match.group(1)) if (match := re.search(pattern, line)) else None
+def _each_line(lines: Iterable[str] | str) -> Iterable[str]:
+    return lines.splitlines() if isinstance(lines, str) else lines
+
+
+def _field(line: str, pattern: re.Pattern) -> float | None:
+    return _num(match.group(1)) if (match := pattern.search(line)) else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,12 +77,14 @@ def _field(line: str, pattern: str) -> float | None:
 _TITAN_STEP = re.compile(r"(?<!validate )\bstep:\s*(\d+)\s+loss:")
 _TITAN_MEMORY = re.compile(rf"memory:\s*{_NUM}\s*([A-Za-z]*)")
 _TITAN_RANK = re.compile(r"\[rank(\d+)\]")
+_TITAN_LOSS, _TITAN_TPS = re.compile(rf"loss:\s*{_NUM}"), re.compile(rf"\b(?:tps|wps):\s*{_NUM}")
+_TITAN_TFLOPS, _TITAN_MFU = re.compile(rf"tflops:\s*{_NUM}"), re.compile(rf"mfu:\s*{_NUM}\s*%")
 
 
-def parse_torchtitan(text: str, source: str) -> TrainingLog:
+def parse_torchtitan(lines: Iterable[str] | str, source: str) -> TrainingLog:
     by_step: dict[int, tuple[int, LogRecord]] = {}
     seen: set[tuple[int, int]] = set()
-    for raw in text.splitlines():
+    for raw in _each_line(lines):
         line = _ANSI.sub("", raw)
         match = _TITAN_STEP.search(line)
         if not match:
@@ -128,12 +95,12 @@ def parse_torchtitan(text: str, source: str) -> TrainingLog:
         if memory and memory.group(2) not in _UNITS:
             raise InputError("memory", memory.group(0)[7:].strip(), f"in {source}: a size in {', '.join(_UNITS)}")
         record = LogRecord(
-            step=step, loss=_field(line, rf"loss:\s*{_NUM}"),
+            step=step, loss=_field(line, _TITAN_LOSS),
             memory_bytes=_num(memory.group(1)) * _UNITS[memory.group(2)] if memory else None,
             memory_kind="reserved" if memory else None,
-            tokens_per_s_per_device=_field(line, rf"\b(?:tps|wps):\s*{_NUM}"),
-            tflops_per_device=_field(line, rf"tflops:\s*{_NUM}"),
-            mfu=None if (mfu := _field(line, rf"mfu:\s*{_NUM}\s*%")) is None else mfu / 100.0)
+            tokens_per_s_per_device=_field(line, _TITAN_TPS),
+            tflops_per_device=_field(line, _TITAN_TFLOPS),
+            mfu=None if (mfu := _field(line, _TITAN_MFU)) is None else mfu / 100.0)
         # several ranks print the same step: keep the lowest rank's line; a [rankN] prints it once
         if rank_match and ((rank, step) in seen or seen.add((rank, step))):
             raise InputError("step", step, f"in {source}: logged twice by rank {rank}; give one run's log")
@@ -152,16 +119,19 @@ def parse_torchtitan(text: str, source: str) -> TrainingLog:
 # report_memory() (NVIDIA/Megatron-LM); memory in MB = 2**20 bytes (utils.py divides by 1024*1024)
 
 _MEGA_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+")
+_MEGA_ELAPSED = re.compile(rf"elapsed time per iteration \(ms\):\s*{_NUM}")
+_MEGA_LOSS = re.compile(rf"lm loss:\s*{_NUM}")
+_MEGA_TFLOPS = re.compile(rf"throughput per GPU \(TFLOP/s/GPU\):\s*{_NUM}")
 _MEGA_MEMORY = re.compile(r"(?:\[Rank\s+(\d+)\]\s*)?\(?after\s+(\d+)\s+iterations\)?\s+memory\s+\(MB\)\s*\|"
                           r"\s*allocated:\s*([\d.]+)\s*\|\s*max allocated:\s*([\d.]+)\s*\|"
                           r"\s*reserved:\s*([\d.]+)\s*\|\s*max reserved:\s*([\d.]+)")
 
 
-def parse_megatron(text: str, source: str) -> TrainingLog:
+def parse_megatron(lines: Iterable[str] | str, source: str) -> TrainingLog:
     records: dict[int, LogRecord] = {}
     batches: set[int] = set()
     max_allocated = max_reserved = None
-    for line in text.splitlines():
+    for line in _each_line(lines):
         memory = _MEGA_MEMORY.search(line)
         if memory:
             allocated, reserved = _num(memory.group(4)) * MiB, _num(memory.group(6)) * MiB
@@ -169,7 +139,7 @@ def parse_megatron(text: str, source: str) -> TrainingLog:
             max_reserved = max(reserved, max_reserved or 0.0)
             continue
         match = _MEGA_ITER.search(line)
-        elapsed = _field(line, rf"elapsed time per iteration \(ms\):\s*{_NUM}")
+        elapsed = _field(line, _MEGA_ELAPSED)
         if not match or elapsed is None:
             continue
         batch = re.search(rf"global batch size:\s*{_NUM}", line)
@@ -179,8 +149,8 @@ def parse_megatron(text: str, source: str) -> TrainingLog:
         if step in records:
             raise InputError("iteration", step, f"in {source}: logged twice; give one run's log, each iteration once")
         records[step] = LogRecord(
-            step=step, step_time_s=elapsed / 1000.0, loss=_field(line, rf"lm loss:\s*{_NUM}"),
-            tflops_per_device=_field(line, rf"throughput per GPU \(TFLOP/s/GPU\):\s*{_NUM}"))
+            step=step, step_time_s=elapsed / 1000.0, loss=_field(line, _MEGA_LOSS),
+            tflops_per_device=_field(line, _MEGA_TFLOPS))
     if not records:
         raise InputError("file", source, "has no Megatron-LM 'iteration N/ M | ... | elapsed time per iteration (ms):' "
                          "lines; expected " + EXPECTED)
@@ -250,8 +220,8 @@ def _literal(text: str) -> Any:
         return None
 
 
-def parse_hf_printed(text: str, source: str) -> TrainingLog:
-    entries = [e for e in map(_literal, _HF_DICT.findall(text)) if isinstance(e, dict)]
+def parse_hf_printed(lines: Iterable[str] | str, source: str) -> TrainingLog:
+    entries = [e for line in _each_line(lines) for e in map(_literal, _HF_DICT.findall(line)) if isinstance(e, dict)]
     if not entries:
         raise InputError("file", source, "has no printed Trainer dicts; expected " + EXPECTED)
     return parse_hf_entries(entries, source)
@@ -260,7 +230,7 @@ def parse_hf_printed(text: str, source: str) -> TrainingLog:
 # ---------------------------------------------------------------------------------------------
 # the documented table (CSV / JSON / JSON Lines)
 
-def parse_table(rows: list[dict], source: str) -> TrainingLog:
+def parse_table(rows: Iterable[dict], source: str) -> TrainingLog:
     records = []
     for i, row in enumerate(rows, start=1):
         if not isinstance(row, dict):
@@ -303,118 +273,76 @@ def _cell(value: Any, column: str, row: int, source: str) -> float | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# entry points
+# entry points: a LogFile (streamed) or a LogText (adapters/log_files.py)
 
-def read_text(path: str | Path, max_bytes: int | None = None) -> str:
-    """A log or measurement file as text (regular files only, size-capped: adapters.files)."""
-    from gpuplan.adapters.files import MAX_BYTES, read_bytes
-
-    data = read_bytes(path, "log", max_bytes or MAX_BYTES["log"])
-    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark (Excel's CSV)
-    if b"\x00" in data[:4096]:
-        raise InputError("file", str(path), "is binary; expected " + EXPECTED)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("latin-1")
-
-
-def parse_log_text(text: str, source: str, fmt: str | None = None) -> TrainingLog:
-    """Parse log text of format ``fmt`` (detected when None)."""
-    stripped = text.lstrip()
-    suffix = Path(source).suffix.lower()
-    if fmt is None:
-        fmt = detect_format(text, source)
-    if fmt == "table" or (fmt == "hf-trainer" and _JSON_OBJECT.match(stripped)):
-        data = _structured(text, source, suffix)
+def parse_log(log: LogFile | LogText, fmt: str | None = None) -> TrainingLog:
+    """Parse a log of format ``fmt`` (detected from its first DETECT_BYTES when None): text logs
+    and tables line by line, a JSON document (trainer_state.json, a JSON table) whole."""
+    source = log.source
+    fmt = fmt or detect_format(log)
+    if fmt == "table" or (fmt == "hf-trainer" and _JSON_OBJECT.match(log.head_text.lstrip())):
+        data = _structured(log)
         if isinstance(data, dict) and isinstance(data.get("log_history"), list):
             return parse_hf_entries(data["log_history"], source, data.get("global_step"))
         if isinstance(data, dict) and isinstance(data.get("records"), list):
             data = data["records"]
-        if not isinstance(data, list):
+        if isinstance(data, dict) or not isinstance(data, list | Iterator):
             why = "is JSON but neither a trainer_state.json nor a table; expected "
             raise InputError("file", source, why + EXPECTED)
         return parse_table(data, source)
     parsers = {"torchtitan": parse_torchtitan, "megatron": parse_megatron, "hf-trainer": parse_hf_printed}
     if fmt not in parsers:
         raise InputError("format", fmt, f"one of {', '.join(FORMATS)}")
-    return parsers[fmt](text, source)
+    return parsers[fmt](log.lines(), source)
 
 
-def detect_format(text: str, source: str) -> str:
-    stripped = text.lstrip()
-    suffix = Path(source).suffix.lower()
-    first_line = stripped.split("\n", 1)[0]
-    if suffix in (".csv", ".jsonl") or _JSON_ARRAY.match(stripped) or _JSON_OBJECT.match(stripped):
+def parse_log_text(text: str, source: str, fmt: str | None = None) -> TrainingLog:
+    """Parse log text of format ``fmt`` (detected when None)."""
+    return parse_log(LogText(text, source), fmt)
+
+
+DETECT_BYTES = 8 << 20
+"""A log's format is told from its first 8 MiB (a long preamble of arguments and NCCL lines
+included); past that, --log-format names it, so an unknown 200 MB file is refused in a second."""
+
+
+def detect_format(log: LogFile | LogText) -> str:
+    head = log.head_text.lstrip()
+    first_line = head.split("\n", 1)[0]
+    if log.suffix in (".csv", ".jsonl") or _JSON_ARRAY.match(head) or _JSON_OBJECT.match(head):
         return "table"  # JSON objects: a trainer_state.json or a table, told apart after parsing
     if "," in first_line and "step" in [c.strip() for c in first_line.split(",")]:
         return "table"  # a CSV header
-    plain = _ANSI.sub("", text)
-    if "elapsed time per iteration (ms)" in plain:
-        return "megatron"
-    if _TITAN_STEP.search(plain):
-        return "torchtitan"
-    if "'train_runtime'" in plain or "{'loss'" in plain:
-        return "hf-trainer"
-    raise InputError("file", source, "is not a format gpuplan recognises; expected " + EXPECTED)
+    seen = 0
+    for chunk in log.chunks(DETECT_BYTES):  # ~1 MiB of whole lines at a time
+        plain = _ANSI.sub("", chunk)
+        if "elapsed time per iteration (ms)" in plain:
+            return "megatron"
+        if _TITAN_STEP.search(plain):
+            return "torchtitan"
+        if "'train_runtime'" in plain or "{'loss'" in plain:
+            return "hf-trainer"
+        seen += len(chunk)
+    if seen >= DETECT_BYTES:
+        raise InputError("file", log.source, f"has no line of a known format in its first {DETECT_BYTES >> 20} MiB; "
+                         "give --log-format, or expected " + EXPECTED)
+    raise InputError("file", log.source, "is not a format gpuplan recognises; expected " + EXPECTED)
 
 
 _JSON_OBJECT = re.compile(r'\{\s*"')
 _JSON_ARRAY = re.compile(r"\[\s*[{\]]")
 
 
-def _structured(text: str, source: str, suffix: str) -> Any:
-    stripped = text.lstrip()
-    if suffix == ".csv" or not stripped.startswith(("[", "{")):
-        try:
-            rows = list(reader := csv.DictReader(io.StringIO(text)))
-        except csv.Error as exc:
-            raise InputError("file", source, f"is not valid CSV ({exc}); expected " + EXPECTED) from None
-        header = [str(c).strip() for c in reader.fieldnames or ()]
-        if len(set(header)) < len(header):
-            twice = next(c for c in header if header.count(c) > 1)
-            raise InputError("file", source, f"has the column {twice!r} twice; give each column once")
-        extra = next((i for i, row in enumerate(rows, start=1) if None in row), None)
-        if extra is not None:
-            raise InputError("file", source, f"row {extra} has more cells than the header's {len(header)} columns")
-        return [{k.strip(): v for k, v in row.items()} for row in rows]
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        if suffix != ".jsonl" and "\n{" not in stripped:
-            raise InputError("file", source, "is not valid JSON; expected " + EXPECTED) from None
-    except ValueError:  # int() refuses a number of over 4,300 digits
-        raise InputError("file", source, "has a number of over 4,300 digits; no training log has one") from None
-    rows = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        try:
-            rows += [json.loads(line)] if line.strip() else []
-        except ValueError:
-            raise InputError("file", source, f"is not valid JSON Lines (line {n})") from None
-    return rows
+def _structured(log: LogFile | LogText) -> Any:
+    """CSV or JSON Lines rows (a generator: read line by line), or a parsed JSON document."""
+    if log.suffix == ".csv" or not log.head_text.lstrip().startswith(("[", "{")):
+        return csv_rows(log, EXPECTED)
+    if is_json_lines(log):
+        return json_lines(log)
+    return parse_json(log.document(), "file", log.source)
 
 
-def read_training_log(path: str | Path, fmt: str | None = None) -> TrainingLog:
-    """Read a training log file; InputError naming the file and what was expected."""
-    return parse_log_text(read_text(path), str(path), fmt)
-
-
-def summarize(log: TrainingLog, skip_first: int = 1) -> LogSummary:
-    """Medians over the records, skipping the first ``skip_first`` (warm-up, compilation) when
-    more than that many remain; memory is the largest logged peak."""
-    records = list(log.records)
-    skipped = skip_first if len(records) > skip_first else 0
-    used = records[skipped:]
-
-    def median(name: str) -> float | None:
-        values = [getattr(r, name) for r in used if getattr(r, name) is not None]
-        return statistics.median(values) if values else None
-
-    times = [r.step_time_s for r in used if r.step_time_s is not None]
-    memories = [(r.memory_bytes, r.memory_kind) for r in records if r.memory_bytes is not None]
-    memory, kind = max(memories) if memories else (log.meta.get("memory_bytes"), log.meta.get("memory_kind"))
-    return LogSummary(
-        records_used=len(used), skipped=skipped, step_time_s=median("step_time_s"),
-        step_time_stdev_s=statistics.stdev(times) if len(times) > 1 else None,
-        tokens_per_s=median("tokens_per_s"), tokens_per_s_per_device=median("tokens_per_s_per_device"),
-        tflops_per_device=median("tflops_per_device"), mfu=median("mfu"), memory_bytes=memory, memory_kind=kind)
+def read_training_log(path: str | Path, fmt: str | None = None, max_bytes: int | None = None) -> TrainingLog:
+    """Read a training log file, line by line; InputError naming the file and what was expected."""
+    with LogFile(path, max_bytes) as log:
+        return parse_log(log, fmt)

@@ -6,10 +6,11 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from gpuplan.adapters.log_files import LogFile
 from gpuplan.adapters.training_logs import (
     TrainingLog,
-    parse_log_text,
-    read_text,
+    detect_format,
+    parse_log,
     summarize,
 )
 from gpuplan.calibrate.log_checks import (
@@ -81,32 +82,50 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
 
 def load_measurement(path: str | Path, context: LogContext | None = None, fmt: str | None = None,
                      max_bytes: int | None = None) -> Measurement:
-    """One file: a gpuplan trial measurement, or a training log of a supported format."""
-    from gpuplan.adapters.files import parse_json
+    """One file: a gpuplan trial measurement, or a training log of a supported format. The file
+    is read as a stream (adapters/log_files.py): a log is refused from its first lines when it
+    is not one, or when a flag it needs is missing, before the rest of it is read."""
     from gpuplan.calibrate.model import KIND as CALIBRATION_KIND
-    from gpuplan.profile.measurement_file import (
-        is_trial_measurement,
-        validate_measurement,
-    )
+    from gpuplan.profile.measurement_file import is_trial_measurement
 
     source = str(path)
-    text = read_text(path, max_bytes)
-    if fmt is None and text.lstrip().startswith("{"):
-        try:
-            data = parse_json(text, "file", source)
-        except InputError:
-            data = None
+    with LogFile(path, max_bytes) as log:
+        data = _json_document(log) if fmt is None else None
         if is_trial_measurement(data):
-            m = measurement_from_trial(check_trial(validate_measurement(data, source), source), source)
-            if m.gpu is not None:
-                from gpuplan.adapters.resolve import resolve_gpu
-
-                check_trial_memory(m.peak_memory_bytes, resolve_gpu(m.gpu), source)
-            return m
+            return _trial_measurement(data, source)
         if isinstance(data, dict) and data.get("kind") == CALIBRATION_KIND:
             raise InputError("file", source, "is a calibration file; give measurement files or logs to calibrate, "
                              "and the calibration to train/plan/memory with --calibration")
-    return measurement_from_log(parse_log_text(text, source, fmt), context or LogContext())
+        fmt = fmt or detect_format(log)
+        context = context or LogContext()
+        for name in ("model", "gpu", "gpus", "seq_len"):
+            require(context, name, source, fmt)
+        return measurement_from_log(parse_log(log, fmt), context)
+
+
+def _json_document(log: LogFile) -> object:
+    """A file that opens with ``{`` parsed as one JSON document (at most the JSON limit), or None
+    when it is not one (JSON Lines, a log): a trial measurement or a calibration file."""
+    from gpuplan.adapters.files import NotJSON, parse_json
+    from gpuplan.adapters.log_files import is_json_lines
+
+    if not log.head_text.lstrip().startswith("{") or is_json_lines(log):
+        return None
+    try:
+        return parse_json(log.document(), "file", log.source)
+    except NotJSON:
+        return None
+
+
+def _trial_measurement(data: dict, source: str) -> Measurement:
+    from gpuplan.profile.measurement_file import validate_measurement
+
+    m = measurement_from_trial(check_trial(validate_measurement(data, source), source), source)
+    if m.gpu is not None:
+        from gpuplan.adapters.resolve import resolve_gpu
+
+        check_trial_memory(m.peak_memory_bytes, resolve_gpu(m.gpu), source)
+    return m
 
 
 def load_measurements(paths: Iterable[str | Path], context: LogContext | None = None,

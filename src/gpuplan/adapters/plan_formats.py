@@ -1,0 +1,131 @@
+"""YAML and TOML text -> data for plan files, strictly: YAML 1.2 numbers (YAML 1.1's base-60
+"1:04" and other legacy forms stay text), no anchors or aliases (the "billion laughs" bomb needs
+them, and the docs promise none), no duplicate or non-text keys, no Python-object tags, at most
+MAX_DEPTH levels of nesting; TOML dates as their ISO text. Files are read by adapters.files."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gpuplan.adapters.files import MAX_DEPTH, nesting_depth, refusal
+
+
+def _yaml_loader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """SafeLoader without anchors or aliases, with a depth limit and no duplicate mapping keys."""
+
+        def compose_node(self, parent, index):  # noqa: ANN001
+            event = self.peek_event()
+            if isinstance(event, yaml.events.AliasEvent) or getattr(event, "anchor", None):  # used or not
+                raise yaml.constructor.ConstructorError(None, None, "anchors and aliases are not accepted",
+                                                        event.start_mark)
+            self._depth = getattr(self, "_depth", 0) + 1
+            try:
+                if self._depth > MAX_DEPTH:
+                    raise yaml.constructor.ConstructorError(None, None, f"nested more than {MAX_DEPTH} levels",
+                                                            self.peek_event().start_mark)
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+        def construct_mapping(self, node, deep=False):  # noqa: ANN001
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, str):
+                    raise yaml.constructor.ConstructorError(None, None, f"keys must be names (text), got {key!r:.40}",
+                                                            key_node.start_mark)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    # YAML 1.2's core schema for numbers: YAML 1.1's base-60 ("1:04" = 64) and other legacy forms
+    # stay text, so the schema refuses them instead of reading a different number
+    dropped = (INT_TAG, FLOAT_TAG, "tag:yaml.org,2002:timestamp")  # a date stays text: no field takes one
+    Loader.yaml_implicit_resolvers = {k: [(tag, rx) for tag, rx in v if tag not in dropped]
+                                      for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Loader.add_implicit_resolver(INT_TAG, YAML12_INT, list("-+0123456789"))
+    Loader.add_implicit_resolver(FLOAT_TAG, YAML12_FLOAT, list("-+.0123456789"))
+
+    def construct_int(loader, node):
+        text = loader.construct_scalar(node)
+        if not YAML12_INT.match(text) or len(text.lstrip("+-")) > 64:  # an explicit !!int tag on other text
+            raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not an integer (at most 64 "
+                                                    "digits)", node.start_mark)
+        return int(text, 16) if text.lstrip("+-").startswith("0x") else int(text, 8) if "0o" in text else int(text)
+
+    def construct_float(loader, node):
+        text = loader.construct_scalar(node)
+        if not (YAML12_FLOAT.match(text) or YAML12_INT.match(text)):
+            raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not a number", node.start_mark)
+        return yaml.SafeLoader.construct_yaml_float(loader, node)
+
+    def construct_bool(loader, node):
+        text = loader.construct_scalar(node)
+        if text.lower() not in yaml.SafeLoader.bool_values:  # true/false, yes/no, on/off
+            raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not true or false", node.start_mark)
+        return yaml.SafeLoader.bool_values[text.lower()]
+
+    def refuse_tag(loader, node):
+        raise yaml.constructor.ConstructorError(None, None, f"the tag {node.tag} is not accepted (plain text, "
+                                                "numbers, true/false, lists and mappings only)", node.start_mark)
+
+    Loader.add_constructor(INT_TAG, construct_int)
+    Loader.add_constructor(FLOAT_TAG, construct_float)
+    Loader.add_constructor("tag:yaml.org,2002:bool", construct_bool)
+    for tag in ("timestamp", "binary", "omap", "pairs", "set"):  # Python objects a plan file has no use for
+        Loader.add_constructor(f"tag:yaml.org,2002:{tag}", refuse_tag)
+    return Loader
+
+
+INT_TAG, FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+YAML12_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+YAML12_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
+                          r"|\.(?:nan|NaN|NAN))$")
+
+
+def parse_yaml(text: str, field: str, where: Any) -> Any:
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise refusal(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
+    except yaml.YAMLError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1})" if mark is not None else ""
+        raise refusal(field, where, f"is not valid YAML{at}: {first}") from None
+
+
+def parse_toml(text: str, field: str, where: Any) -> Any:
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise refusal(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise refusal(field, where, f"is not valid TOML: {str(exc).splitlines()[0]}") from None
+    except ValueError as exc:  # an integer past Python's 4,300-digit conversion limit
+        raise refusal(field, where, f"is not valid TOML: {str(exc).splitlines()[0][:80]}") from None
+    if nesting_depth(data) > MAX_DEPTH:
+        raise refusal(field, where, f"is nested more than {MAX_DEPTH} levels deep")
+    return _dates_as_text(data)
+
+
+def _dates_as_text(value: Any) -> Any:
+    """TOML dates and times as their ISO text (no field takes one; an error then quotes the text)."""
+    import datetime
+
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _dates_as_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_dates_as_text(v) for v in value]
+    return value
