@@ -244,3 +244,48 @@ def test_a_measurement_file_nested_deeply_is_one_line(run_cli, tmp_path):
     path.write_text('{"environment": ' + "[" * 5_000 + "]" * 5_000 + "}")
     code, _, err = run_cli("calibrate", str(path))
     one_line_refusal(code, err, "nested more than 64 levels deep")
+
+
+# ---- broken measurement files are refused field by field (item 8) ----
+
+TRIAL = ROOT / "tests" / "fixtures" / "h200" / "profile_llama-3.2-1b_bf16_mb2_s2048.json"
+
+
+def trial_with(tmp_path, path, value):
+    data = json.loads(TRIAL.read_text())
+    *parents, last = path.split(".")
+    node = data
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    out = tmp_path / "m.json"
+    out.write_text(json.dumps(data))
+    return out
+
+
+def test_the_real_trial_file_calibrates(run_cli):
+    code, _, err = run_cli("calibrate", str(TRIAL))
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(("path", "value"), [
+    ("environment.peak_flops", -1e12), ("environment.peak_flops", 0), ("environment.peak_flops", "989 TFLOPS"),
+    ("config.summary", 5), ("config.summary", [1, 2]), ("config.summary.hidden_size", -2048),
+    ("config.summary.num_hidden_layers", 16.5), ("config.hf_config", "llama"), ("config.settings.foreach", "yes"),
+    ("config.settings.warmup", -1), ("results.mfu", 3.5), ("results.flops", 7),
+    ("results.flops.model_flops_per_token", -1.0), ("results.loss", "low"), ("environment.device_count", 0),
+    ("environment.torch", 2.11), ("results.tokens_per_step", True),
+])
+def test_a_broken_measurement_field_is_refused_by_name(run_cli, tmp_path, path, value):
+    code, _, err = run_cli("calibrate", str(trial_with(tmp_path, path, value)))
+    one_line_refusal(code, err)  # exit 0 before: the file calibrated (issue 40, item 8)
+    assert err.startswith(f"error: {path}: got "), err
+
+
+def test_null_and_unknown_fields_are_left_alone(run_cli, tmp_path):
+    path = trial_with(tmp_path, "environment.peak_flops", None)
+    data = json.loads(path.read_text())
+    data["environment"]["framework"] = {"name": "torchtitan", "version": "0.2"}  # a field a later version adds
+    path.write_text(json.dumps(data))
+    code, _, err = run_cli("calibrate", str(path))
+    assert code == 0, err

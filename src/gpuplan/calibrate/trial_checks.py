@@ -68,6 +68,76 @@ def check_trial(data: dict, source: str) -> dict:
     peak = results["memory"].get("peak_allocated_bytes")
     if peak is not None and not _within(peak, 0.0, MAX_BYTES, open_low=True):
         refuse("results.memory.peak_allocated_bytes", peak, f"must be a positive number of bytes up to {MAX_BYTES:g}")
+    check_fields(data, source)
+    return data
+
+
+Rule = tuple  # (test of a present, non-null value, what it must be)
+
+
+def _positive(high: float) -> Rule:
+    return (lambda v: _within(v, 0.0, high, open_low=True), f"a positive, finite number up to {high:g}")
+
+
+def _counted(low: int, high: int) -> Rule:
+    return (lambda v: _whole(v, low, high), f"a whole number from {low:,} to {high:,}")
+
+
+TEXT: Rule = (lambda v: isinstance(v, str), "text")
+MAPPING: Rule = (lambda v: isinstance(v, dict), "an object")
+FLAG: Rule = (lambda v: isinstance(v, bool), "true or false")
+FRACTION: Rule = (lambda v: _within(v, 0.0, 1.0), "a fraction from 0 to 1")
+FINITE: Rule = (lambda v: _number(v), "a finite number")
+DIMENSION = _counted(1, 1 << 30)
+FIELDS: dict[str, Rule] = {
+    # one row per field a trial writes (gpuplan.profile.trial); null is accepted for each, a
+    # missing field is not checked, fields not listed are left alone (later versions add some).
+    # A parent comes before its children, so `config.summary: 5` is named as such.
+    "created": TEXT, "environment.python": TEXT, "environment.torch": TEXT, "environment.transformers": TEXT,
+    "environment.gpuplan": TEXT, "environment.platform": TEXT, "environment.device_name": TEXT,
+    "environment.backend": TEXT, "environment.parallelism": TEXT, "environment.peak_dtype": TEXT,
+    "environment.peak_source": TEXT, "environment.device_count": _counted(1, 1 << 20),
+    "environment.cpu_threads": _counted(1, 1 << 20), "environment.device_memory_bytes": _positive(MAX_BYTES),
+    "environment.peak_flops": _positive(1e18), "environment.planned_memory": MAPPING,
+    "config.model_source": TEXT, "config.config_num_layers": _counted(1, 1 << 20), "config.hf_config": MAPPING,
+    "config.summary": MAPPING, "config.summary.model_type": TEXT,
+    **{f"config.summary.{k}": DIMENSION for k in ("hidden_size", "intermediate_size", "num_attention_heads",
+                                                  "num_key_value_heads", "num_hidden_layers", "vocab_size")},
+    "config.summary.num_params": _positive(1e16), "config.settings.model": TEXT,
+    "config.settings.layers": _counted(1, 1 << 20), "config.settings.warmup": _counted(0, 10**9),
+    "config.settings.peak_tflops": _positive(1e6), "config.settings.seed": _counted(0, 2**64),
+    "config.settings.world_size": _counted(1, 10_000_000), "config.settings.device": TEXT,
+    "config.settings.attention": TEXT, "config.settings.loop": TEXT, "config.settings.foreach": FLAG,
+    "results.tokens_per_step": _positive(1e15), "results.tokens_per_s_per_device": _positive(1e8),
+    "results.flops": MAPPING, "results.flops.definition": TEXT,
+    **{f"results.flops.{k}_flops_per_token": _positive(1e18) for k in ("model", "hardware", "six_n")},
+    "results.achieved_tflops_per_device": (lambda v: _within(v, 0.0, 1e6), "a number of TFLOP/s from 0 to 1e6"),
+    "results.mfu": FRACTION, "results.hfu": FRACTION, "results.mfu_note": TEXT,
+    "results.loss": MAPPING, "results.loss.first": FINITE, "results.loss.last": FINITE,
+    "results.memory.method": TEXT, "results.memory.summary": TEXT, "results.estimate": MAPPING,
+}
+
+
+def check_fields(data: dict, source: str) -> None:
+    """Each field of FIELDS that is present and not null is of its type and within its range
+    (a peak of -1e12 FLOP/s or `config.summary: 5` was accepted and calibrated with before)."""
+    for path, (ok, what) in FIELDS.items():
+        value = _lookup(data, path)
+        if value is not _ABSENT and value is not None and not ok(value):
+            shown = value if isinstance(value, str | int | float) else f"a {type(value).__name__}"
+            raise InputError(path, shown, f"in {source}: must be {what}, or null")
+
+
+_ABSENT = object()
+
+
+def _lookup(data: dict, path: str) -> Any:
+    """The value at a dotted ``path``; _ABSENT when a part is missing or its parent is no object
+    (the parent's own row names that)."""
+    for key in path.split("."):
+        if not isinstance(data, dict) or key not in data:
+            return _ABSENT
+        data = data[key]
     return data
 
 
