@@ -313,7 +313,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         final_logit_softcap=cfg.get("final_logit_softcapping"),
         # multi-token-prediction modules (DeepSeek-V3 num_nextn_predict_layers): 0 when absent
         mtp_layers=int_field(cfg, "num_nextn_predict_layers", required=False, default=0, minimum=0),
-        source=source, notes=tuple(notes),
+        model_type=model_type, source=source, notes=tuple(notes),
     )
 
 

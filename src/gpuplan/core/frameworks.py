@@ -154,8 +154,10 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
         ("transformers/modeling_utils.py: gradient checkpointing per decoder layer (full only)",
          "transformers/loss/loss_utils.py: ForCausalLMLoss upcasts logits to fp32",
          "peft/tuners/tuners_utils.py: cast_adapter_dtype (adapters in fp32)",
-         "transformers/training_args.py: optim adamw_torch_fused (torch >= 2.8)"),
-        recipe="amp", implementation="hf", optimizer_impl="fused", selective="none", loss="hf-ce",
+         "torch/optim/optimizer.py _default_to_fused_or_foreach: AdamW on CUDA tensors runs foreach "
+         "(a training loop over transformers modules; HF Trainer's optim adamw_torch_fused: --optimizer-impl fused)",
+         "gpuplan.profile.recompute: --recompute selective = torchtitan's op-level SAC per decoder layer"),
+        recipe="amp", implementation="hf", optimizer_impl="foreach", selective="op-sac", loss="hf-ce",
         fp32_adapters=True, default_zero=0),
 )}
 DEFAULT_FRAMEWORK = "megatron"

@@ -206,7 +206,8 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     kw = dict(impl=impl, kernel=settings.attention_kernel, compute_bytes=recipe.compute_bytes,
               tp=layout.tp, dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora)
     if settings.recompute == "selective" and profile.selective == "op-sac":
-        per_token = params.layers * F.op_sac_bytes_per_token(spec, recipe.compute_bytes, layout.tp)
+        fused = spec.fused_qkv if settings.framework == "hf" else True  # transformers: separate q, k, v
+        per_token = params.layers * F.op_sac_bytes_per_token(spec, recipe.compute_bytes, layout.tp, fused_qkv=fused)
     else:
         per_token = _saved_per_token(spec, layout, settings, params, kw)
     micro_batches = layout.micro_batches_per_step

@@ -148,6 +148,9 @@ class ModelSpec:
     """Multi-token-prediction modules the config declares (HF ``num_nextn_predict_layers``:
     DeepSeek-V3 1). Not in the parameter count (the main model's, the published N); training
     runs them where the framework does (core.mtp), serving only with --speculative mtp."""
+    model_type: str = ""
+    """The config's ``model_type`` (transformers' family name: which modeling code runs the model;
+    core.time.op_profile); empty for a bare ``--params`` model."""
     declared_params: float | None = None
     """Set only for a bare ``--params`` model: the user's N, used for 6ND instead of the count."""
     source: str = ""

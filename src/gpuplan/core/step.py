@@ -32,27 +32,22 @@ from gpuplan.core.mtp import mtp_stage_layer_shed
 from gpuplan.core.pipeline_schedule import pipeline_bubble_fraction
 from gpuplan.core.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
+from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
+    ATTENTION_EFFICIENCY,
+    DEFAULT_ATTENTION_EFFICIENCY,
+    DEFAULT_MAMF_FRACTION,
+    FP8_MAMF_RATIO,
+    HOPPER_TUNED_ATTENTION_SPEEDUP,
+    MAMF_FP8_FRACTION,
+    MAMF_FRACTION,
+    _kernel_ids,
+    _lookup,
+    _mamf,
+    attention_efficiency,
+    gemm_efficiency,
+)
 from gpuplan.core.topology import Cluster
 
-# Maximum achievable matmul FLOPS as a fraction of dense peak (BF16), measured with
-# mamf-finder.py (stas00/ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul
-# FLOPS comparison table", revision 744d01e of 2026-08-22). That revision re-measured MI300X at
-# 51.4% (ROCm 6.3; an earlier revision's 60.1% is now listed as the MI325X's 60.4%) and added
-# B300, GB200, MI325X, MI355X and Gaudi 3.
-MAMF_FRACTION = {
-    "a100-sxm4-80gb": 0.869, "a100-sxm4-40gb": 0.869, "a800-sxm4-80gb": 0.869,
-    "a100-pcie-80gb": 0.811, "a100-pcie-40gb": 0.811,
-    "h100-sxm": 0.803, "h800-sxm": 0.803, "h200-sxm": 0.803, "h100-pcie": 0.80, "h100-nvl": 0.80,
-    "gh200": 0.838, "b200": 0.776, "b300": 0.786, "gb200": 0.729, "mi250x": 0.767, "mi300x": 0.514,
-    "mi325x": 0.604, "mi355x": 0.680, "gaudi2": 0.969, "gaudi3": 0.741,
-}
-DEFAULT_MAMF_FRACTION = 0.75  # parts without a published MAMF measurement
-# The same measurement for FP8 (e4m3) GEMMs, as a fraction of the dense FP8 peak (same table):
-# H100 SXM 70.9%, H200 73.4%, GH200 77.6%, B200 76.3%, B300 74.5%, GB200 72.3%. Parts without an
-# FP8 figure take their BF16 fraction scaled by the H100 ratio (0.709 / 0.803).
-MAMF_FP8_FRACTION = {"h100-sxm": 0.709, "h800-sxm": 0.709, "h200-sxm": 0.734, "gh200": 0.776,
-                     "b200": 0.763, "b300": 0.745, "gb200": 0.723}
-FP8_MAMF_RATIO = 0.709 / 0.803
 # FP8 training (Transformer Engine / torchao, current or delayed tensorwise scaling) casts every
 # GEMM operand: forward X (read bf16 2 B + write fp8 1 B + amax read 2 B), backward dY the same,
 # and the fp8 transposes of X and dY for the weight gradient (read 1 + write 1): 7 B per element of
@@ -103,42 +98,6 @@ def precision_class(dtype: str) -> str:
     """The key published-MFU ceilings and the prediction band use for a compute dtype: 'fp8' or
     'fp4' as themselves, every 16-bit or wider dtype as 'bf16'."""
     return dtype if dtype in LOW_PRECISION else "bf16"
-
-# Executed (causal) attention FLOPs per second / dense peak, forward+backward of the fused
-# attention kernel, fitted with the two GEMM constants below to the 209 llm-foundry MPT BF16
-# benchmark runs (mosaicml/llm-foundry scripts/train/benchmarking/README.md; Triton/Flash
-# attention of 2023-24): Ampere 0.30, Hopper 0.20 (FlashAttention-2 is not Hopper-tuned; FA3
-# reaches ~0.6-0.75 fwd, Shah et al. 2024). Override with StepSettings.attention_efficiency.
-ATTENTION_EFFICIENCY = {"h100-sxm": 0.20, "h800-sxm": 0.20, "h200-sxm": 0.20, "h100-pcie": 0.20,
-                        "h100-nvl": 0.20, "h20": 0.20}
-DEFAULT_ATTENTION_EFFICIENCY = 0.30
-# Hopper-tuned attention kernels (FlashAttention-3, cuDNN fused attention as Transformer Engine
-# uses it): 1.5-2.0x FlashAttention-2 on H100 (Shah et al. 2024, arXiv:2407.08608, abstract: FA2
-# reaches 35% of H100, FA3 up to 75% forward). A framework profile that runs them scales the
-# FA2-era Hopper efficiency above by the midpoint, 1.75.
-HOPPER_TUNED_ATTENTION_SPEEDUP = 1.75
-
-
-def _kernel_ids(gpu) -> tuple[str, ...]:
-    """The ids whose measured kernel efficiencies apply to ``gpu`` (an Accelerator or an id): its
-    own, then the part whose die it shares (catalog ``kernels_like``: the Grand Teton H100 and
-    GH200 run the H100's kernels; the tables hold fractions of each part's own peak)."""
-    if isinstance(gpu, str):
-        return (gpu,)
-    return (gpu.id,) + ((gpu.kernels_like,) if gpu.kernels_like else ())
-
-
-def _lookup(table: dict[str, float], gpu, default: float) -> float:
-    return next((table[i] for i in _kernel_ids(gpu) if i in table), default)
-
-
-def attention_efficiency(gpu, hopper_tuned: bool = False) -> float:
-    """Executed attention FLOPs / peak on ``gpu`` (an Accelerator or an id); ``hopper_tuned``: the
-    framework runs FA3-class kernels, which only changes the Hopper parts (the table's FA2-era 0.20)."""
-    base = _lookup(ATTENTION_EFFICIENCY, gpu, DEFAULT_ATTENTION_EFFICIENCY)
-    hopper = any(i in ATTENTION_EFFICIENCY for i in _kernel_ids(gpu))
-    return base * HOPPER_TUNED_ATTENTION_SPEEDUP if hopper_tuned and hopper else base
-
 
 @dataclass(frozen=True)
 class StepSettings:
@@ -220,6 +179,14 @@ class StepSettings:
     block_scaled_gemm_time_factor: float = BLOCK_SCALED_GEMM_TIME_FACTOR
     """GEMM time of a block-scaled GEMM (MXFP8, NVFP4) / a per-tensor FP8 one at the same shape and
     peak (fitted, BLOCK_SCALED_GEMM_TIME_FACTOR)."""
+    eager_ops: object | None = None
+    """An eager stack's op profile (core.time.op_profile.EagerOps: what Hugging Face transformers
+    dispatches, read from its code): the step is then timed op class by op class with host time
+    (core.time.eager_step); None: the fused model of this module."""
+    optimizer_impl: str = "foreach"
+    """torch.optim.AdamW's implementation under eager_ops (core.time.optimizer)."""
+    param_bytes: float = 2.0
+    """Bytes per trained parameter and optimizer-state element under eager_ops (bf16 2, amp 4)."""
 
 
 @dataclass(frozen=True)
@@ -254,17 +221,6 @@ def routed_expert_weights_per_token(spec: ModelSpec) -> float:
     return spec.num_moe_layers * spec.moe.experts_per_token * expert_matrix_params(spec.moe, spec.hidden_size)
 
 
-def _mamf(gpu) -> float:
-    return _lookup(MAMF_FRACTION, gpu, DEFAULT_MAMF_FRACTION)
-
-
-def gemm_efficiency(gpu, smallest_dim, d_half: float, low_precision: bool = False):
-    """Fraction of dense peak a GEMM reaches on ``gpu`` (an Accelerator or an id): MAMF x d / (d + d_half),
-    with the FP8 MAMF fraction for ``low_precision`` (FP8 / NVFP4) GEMMs."""
-    mamf = _lookup(MAMF_FP8_FRACTION, gpu, FP8_MAMF_RATIO * _mamf(gpu)) if low_precision else _mamf(gpu)
-    return mamf * smallest_dim / (smallest_dim + d_half)
-
-
 def layer_activation_bytes(spec: ModelSpec, seq_len, implementation: str) -> float:
     """Activation bytes per token of the mean layer (what its elementwise work reads and writes):
     a MoE layer's router, the top-k copies of each token and the experts' MLPs where the model has
@@ -295,6 +251,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
                             layers, head: bool, ep=1, mtp: int = 0, vpp=1) -> MicroBatchTimes:
     """Forward + backward (+ recompute) seconds for one micro-batch on one GPU of a stage with
     ``layers`` layers (``head``: the LM head lives here; ``mtp``: MTP modules too, core.mtp)."""
+    if settings.eager_ops is not None:
+        return _eager_microbatch(spec, cluster, settings, micro_batch, layers, head)
     gpu = cluster.gpu
     peak = gpu.peak(settings.dtype)  # matmuls run at the compute dtype's peak (FP8 linears) ...
     bf16_peak = gpu.peak("bf16") if gpu.has_dtype("bf16") else peak  # ... attention and the LM head in bf16
@@ -364,6 +322,38 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
                            (layers + mtp) * tokens * (1 + weight_grads) * t_gemm, phases)
 
 
+def eager_run(spec: ModelSpec, cluster: Cluster, settings: StepSettings):
+    """The eager step's inputs on this cluster's part (core.time.eager_step)."""
+    from gpuplan.core.time.eager_step import EagerRun
+
+    gpu = cluster.gpu
+    fp32 = gpu.peak("fp32") if gpu.has_dtype("fp32") else gpu.peak("bf16") / 16
+    return EagerRun(settings.eager_ops.for_recompute(settings.recompute), gpu.peak("bf16") if gpu.has_dtype("bf16") else gpu.peak(settings.dtype), fp32,
+                    _mamf(gpu), settings.gemm_d_half, gpu.memory_bandwidth, gpu,
+                    settings.attention_efficiency or attention_efficiency(gpu), settings.seq_len,
+                    settings.lora_rank if settings.finetune != "full" else 0, settings.recompute,
+                    settings.attention_kernel, settings.param_bytes, settings.optimizer_impl)
+
+
+def _eager_microbatch(spec: ModelSpec, cluster: Cluster, settings: StepSettings, micro_batch, layers,
+                      head) -> MicroBatchTimes:
+    from gpuplan.core.time.eager_step import microbatch
+
+    run = eager_run(spec, cluster, settings)
+    fwd, bwd = microbatch(spec, run, micro_batch * settings.seq_len, layers, head=1.0 * head)
+    zero = MoeLayerPhases(0.0, 0.0, 0.0, 0.0)
+    return MicroBatchTimes(fwd.wall + bwd.wall, fwd.attention + bwd.attention, bwd.gemm, zero)
+
+
+def _eager_optimizer(spec: ModelSpec, cluster: Cluster, settings: StepSettings, trained, pp):
+    from gpuplan.core.time.eager_step import optimizer_step, trained_tensors
+
+    rank = settings.lora_rank if settings.finetune != "full" else 0
+    layers = spec.num_layers / pp
+    return optimizer_step(spec, eager_run(spec, cluster, settings), trained, trained_tensors(spec, rank, layers),
+                          layers).wall
+
+
 def _adapters_per_gpu(spec: ModelSpec, settings: StepSettings, tp, pp):
     from gpuplan.core.finetune import lora_params_per_layer
 
@@ -404,6 +394,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)
     shards = data * (zero >= 1) + (zero < 1)
     optimizer = 2 * 16.0 * trained / shards / (cluster.gpu.memory_bandwidth * settings.hbm_efficiency)
+    if settings.eager_ops is not None:
+        optimizer = _eager_optimizer(spec, cluster, settings, trained / shards, pp)
     return StepBreakdown(compute, bubble, exposed["TP"], exposed["PP"], exposed["DP"], exposed["CP"], exposed["EP"],
                          optimizer, comm_total=comm_total)
 

@@ -64,11 +64,11 @@ class Census:
     cells: dict = field(default_factory=lambda: defaultdict(OpTally))
     names: dict = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
     ops: list = field(default_factory=list)
-    """Every op in order: (phase, class, name, kernels, bytes, flops, shape)."""
+    """Every op in order: (phase, class, name, kernels, bytes, flops, shape, module class name)."""
 
     def add(self, phase: str, cls: str, name: str, kernels: int, nbytes: float, flops: float,
-            shape: tuple | None = None) -> None:
-        self.ops.append((phase, cls, name, kernels, nbytes, flops, shape))
+            shape: tuple | None = None, module: str = "model") -> None:
+        self.ops.append((phase, cls, name, kernels, nbytes, flops, shape, module))
         cell = self.cells[(phase, cls)]
         cell.ops += 1
         cell.kernels += kernels
@@ -135,6 +135,13 @@ def classify(name: str, args, out, phase: str) -> tuple[str, int, float, float, 
         outs = list(_tensors(args[0]))
     read = sum(_nbytes(t) for t in ins)
     write = sum(_nbytes(t) for t in outs)
+    if base == "_grouped_mm":  # MoE experts: one grouped GEMM over every expert's rows (torch._grouped_mm)
+        a, b = ins[0], ins[1]
+        n = b.shape[-1]
+        groups = b.shape[0] if b.dim() == 3 else (outs[0].shape[0] if outs and outs[0].dim() == 3 else 1)
+        k = a.shape[-1] if b.dim() == 3 else a.shape[-1]
+        rows = a.shape[0] if b.dim() == 3 else a.shape[0]
+        return "gemm", 1, read + write, 2.0 * rows * k * n, (groups, rows / max(groups, 1), k, n, a.element_size())
     if base in GEMM_OPS:
         a, b = (ins[-2], ins[-1])
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
@@ -158,13 +165,17 @@ def classify(name: str, args, out, phase: str) -> tuple[str, int, float, float, 
 
 
 class _Recorder:
-    """A TorchDispatchMode that tallies every op into a Census under the current phase."""
+    """A TorchDispatchMode that tallies every op into a Census under the current phase, with the
+    module that ran it: in the forward the innermost module whose forward is running (module
+    hooks), in the backward the module whose forward created the autograd node being run."""
 
     def __init__(self, torch):
         from torch.utils._python_dispatch import TorchDispatchMode
 
         census = Census()
         recorder = self
+        self.stack: list[str] = []
+        self.node_module: dict = {}
 
         class Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -174,12 +185,54 @@ class _Recorder:
                     cls, kernels, nbytes, flops, shape = "view", 0, 0.0, 0.0, None
                 else:
                     cls, kernels, nbytes, flops, shape = classify(name, args, out, recorder.phase)
-                census.add(recorder.phase, cls, name, kernels, nbytes, flops, shape)
+                census.add(recorder.phase, cls, name, kernels, nbytes, flops, shape, recorder.module_of(torch, out))
                 return out
 
         self.census = census
         self.phase = "forward"
         self.mode = Mode()
+
+    def module_of(self, torch, out) -> str:
+        if self.phase == "forward":
+            return self.stack[-1] if self.stack else "model"
+        if self.phase == "backward":
+            node = torch._C._current_autograd_node()
+            return self.node_module.get(node, "model") if node is not None else "model"
+        return self.phase
+
+    def function_mode(self):
+        """A TorchFunctionMode (above autograd, where outputs carry their grad_fn) that maps each
+        autograd node the forward creates to the module running."""
+        from torch.overrides import TorchFunctionMode
+
+        recorder = self
+
+        class Mode(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                if recorder.phase == "forward":
+                    module = recorder.stack[-1] if recorder.stack else "model"
+                    for t in _tensors(out):
+                        if t.grad_fn is not None:
+                            recorder.node_module.setdefault(t.grad_fn, module)
+                return out
+
+        return Mode()
+
+    def hook(self, model) -> list:
+        """Module pre/post hooks that keep the stack of running module class names."""
+        def pre(module, args):
+            self.stack.append(type(module).__name__)
+
+        def post(module, args, out):
+            if self.stack:
+                self.stack.pop()
+
+        handles = []
+        for module in model.modules():
+            handles.append(module.register_forward_pre_hook(pre))
+            handles.append(module.register_forward_hook(post))
+        return handles
 
 
 @dataclass(frozen=True)
@@ -232,8 +285,11 @@ def take_census(hf_config: dict, layers: int, settings: CensusSettings) -> Censu
         cast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if fp32 else contextlib.nullcontext
         _step(model, opt, ids, cast)  # the first step creates the optimizer states
         recorder = _Recorder(torch)
-        with recorder.mode:
+        handles = recorder.hook(model)
+        with recorder.mode, recorder.function_mode():
             _step(model, opt, ids, cast, recorder)
+        for handle in handles:
+            handle.remove()
     return recorder.census
 
 

@@ -1,0 +1,75 @@
+"""The eager stack's op profiles (catalog/reference/hf_op_profiles.json, written by
+scripts/hf_op_profiles.py from transformers' own modeling code; core.time.op_profile) and the one
+a run uses: its model family and the settings it turns on.
+
+Units: see core.time.op_profile.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from functools import cache
+from importlib import resources
+
+from gpuplan.core.time.op_profile import EagerOps, SettingProfile, compose
+
+FILE = "hf_op_profiles.json"
+FALLBACK_FAMILY = "llama"
+AMP_RECIPES = ("amp", "mixed", "fp32", "article", "megatron", "fsdp2")
+"""Recipes with fp32 parameters: an eager run of them is torch.autocast over fp32 weights (HF
+Trainer's bf16=True); 'bf16' and 'fp8' keep bf16 parameters."""
+
+
+@cache
+def _document() -> dict:
+    text = resources.files("gpuplan.catalog").joinpath("reference", FILE).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@cache
+def family_profiles(family: str) -> dict[str, SettingProfile]:
+    """setting -> SettingProfile of one family (settings the generator could not run are absent)."""
+    fam = _document()["families"].get(family, {})
+    out = {}
+    for name, entry in fam.get("settings", {}).items():
+        if "unsupported" in entry:
+            continue
+        counts = {"layer": entry["layer"], "rest": entry["rest"]}
+        out[name] = SettingProfile(family, name, counts, entry.get("host_seconds_here", {}))
+    return out
+
+
+def families() -> tuple[str, ...]:
+    return tuple(sorted(_document()["families"]))
+
+
+def provenance() -> str:
+    d = _document()
+    return (f"{d['generated_by']} on {d['created']}: torch {d['torch']}, transformers {d['transformers']}, "
+            f"peft {d['peft']}")
+
+
+def active_settings(recipe: str, finetune: str, attention_kernel: str) -> tuple[str, ...]:
+    """The profiled settings a run turns on (bf16 is the base every run has; recompute is added
+    per mode by EagerOps.for_recompute, the planner varies it)."""
+    out = ["bf16"]
+    if recipe in AMP_RECIPES:
+        out.append("amp")
+    if finetune != "full":
+        out.append("lora")
+    if attention_kernel == "eager":
+        out.append("eager")
+    return tuple(out)
+
+
+def eager_ops_for(model_type: str, recipe: str, finetune: str, attention_kernel: str) -> EagerOps:
+    """The composed op profile of a run of a ``model_type`` model (Llama's where the family was not
+    profiled, said in the note)."""
+    family = model_type if model_type in families() else FALLBACK_FAMILY
+    ops = compose(family, family_profiles(family), active_settings(recipe, finetune, attention_kernel),
+                  _document()["host_probes_here"])
+    if family != model_type:
+        note = f"no op profile for model_type {model_type or '(bare --params)'}: {FALLBACK_FAMILY}'s used"
+        ops = replace(ops, note="; ".join(n for n in (note, ops.note) if n))
+    return ops

@@ -1,0 +1,20 @@
+"""Step time as the software stack runs it, one module per op class (issue 36).
+
+  linears.py         the matmuls one layer executes (shapes, LoRA adapters, routed experts) and
+                     their seconds: roofline on the part's measured MAMF, memory floor for skinny ones
+  attention.py       the attention kernel torch's SDPA picks per part and its measured speed by
+                     head dim and sequence length (cuDNN / FlashAttention-2 / eager)
+  memory_kernels.py  memory-bound kernels (norms, RoPE, activations, casts, loss, optimizer):
+                     bytes over the achieved HBM bandwidth plus a fixed time per kernel
+  op_profile.py      what an eager stack dispatches per layer and for the rest of the model (bytes,
+                     kernels, host-dispatched ops), read from the framework's own code by
+                     scripts/hf_op_profiles.py, as linear functions of the model's dimensions
+  optimizer.py       the optimizer step: bytes per parameter and kernels by implementation
+  host.py            host time: ops dispatched from Python and the autograd engine, launch cost
+                     per kernel, and the rule that a phase takes max(GPU time, host time)
+  eager_step.py      one micro-batch forward and backward, and the optimizer step, of an eager
+                     single-GPU stack (Hugging Face transformers / peft), by op class
+
+The fused stacks (Megatron-Core with Transformer Engine, torchtitan) keep core.step's model, whose
+constants were fitted on published runs (docs/step.md). Units: seconds, bytes, FLOPs.
+"""

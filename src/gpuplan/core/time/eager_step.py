@@ -1,0 +1,163 @@
+"""One training step of an eager single-GPU stack (Hugging Face transformers + peft, torch.optim),
+op class by op class.
+
+Per micro-batch of T tokens on a stage of L decoder layers, forward and backward each take
+
+    GPU  = matmuls (core.time.linears: the layers', the LM head's, LoRA's; recomputed ones in the
+           backward) + attention (core.time.attention: SDPA's kernel, or eager's score matmuls)
+           + memory-bound kernels (core.time.memory_kernels over the bytes and kernels of
+           core.time.op_profile: norms, RoPE, activations, residuals, casts, the loss)
+    host = the profiled host seconds of the same ops carried to the GPU machine (core.time.host)
+    wall = max(GPU, host)
+
+and the optimizer step is core.time.optimizer's bytes and kernels against its host time. Every
+term is returned by class so `plan --explain` and `train --full` can show it.
+
+Units: seconds, tokens, FLOP/s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.core.bulk import maximum
+from gpuplan.core.model import ModelSpec
+from gpuplan.core.time import attention as A
+from gpuplan.core.time import linears as G
+from gpuplan.core.time.host import HostScale, host_scale
+from gpuplan.core.time.memory_kernels import memory_bound_seconds
+from gpuplan.core.time.op_profile import EagerOps, layer_features, rest_features
+from gpuplan.core.time.optimizer import optimizer_bytes, optimizer_kernels
+
+
+@dataclass(frozen=True)
+class PhaseTimes:
+    """Seconds of one phase by op class, its host issue time, and its wall time."""
+
+    gemm: object = 0.0
+    attention: object = 0.0
+    memory: object = 0.0
+    host: object = 0.0
+
+    @property
+    def gpu(self):
+        return self.gemm + self.attention + self.memory
+
+    @property
+    def wall(self):
+        return maximum(self.gpu, self.host)
+
+
+@dataclass(frozen=True)
+class EagerRun:
+    """What the eager step needs beyond the model: the part, the stack's op profile and options."""
+
+    ops: EagerOps
+    peak: float
+    """Dense BF16 FLOP/s (autocast and bf16 linears run there)."""
+    fp32_peak: float
+    """FLOP/s of fp32 matmuls (LoRA's fp32 adapters; TF32 is off by default in PyTorch)."""
+    mamf: float
+    d_half: float
+    hbm_bytes_per_second: float
+    gpu: object
+    """The Accelerator (attention kernel tables)."""
+    attention_fallback_efficiency: float
+    seq_len: int
+    lora_rank: int = 0
+    recompute: str = "none"
+    attention_kernel: str = "flash"
+    param_bytes: float = 2.0
+    """Bytes per trained parameter and optimizer-state element (bf16 2, amp / fp32 4)."""
+    optimizer_impl: str = "foreach"
+
+    def scale(self) -> HostScale:
+        p = self.ops.host_probes
+        return host_scale(p["add_1_element_s"], p["linear_16x64_autograd_s"])
+
+
+def _rates(run: EagerRun, peak: float, operand_bytes: float) -> G.GemmRates:
+    return G.GemmRates(peak, run.mamf, run.d_half, run.hbm_bytes_per_second, operand_bytes)
+
+
+def _layer_matmuls(spec: ModelSpec, run: EagerRun, tokens, moe: bool):
+    """(forward, backward, recompute) matmul seconds of one layer."""
+    base = G.layer_linears(spec, moe_layer=moe)
+    frozen = run.lora_rank > 0
+    fwd, bwd = G.linears_seconds(base, tokens, _rates(run, run.peak, 2.0), weight_grads=not frozen)
+    if run.attention_kernel == "eager":
+        seqs = tokens / run.seq_len
+        for m, k, n, heads in A.eager_score_linears(spec, run.seq_len):
+            g = dict(peak=run.peak, mamf=run.mamf, d_half=run.d_half, hbm_bytes_per_second=run.hbm_bytes_per_second,
+                     groups=heads * seqs)
+            fwd = fwd + G.gemm_seconds(m, k, n, **g)
+            bwd = bwd + G.gemm_seconds(m, n, k, **g) + G.gemm_seconds(k, m, n, **g)
+    if frozen:
+        f, b = G.linears_seconds(G.lora_linears(spec, run.lora_rank), tokens, _rates(run, run.fp32_peak, 4.0),
+                                 weight_grads=True)
+        fwd, bwd = fwd + f, bwd + b
+    if run.recompute == "full":
+        again = fwd
+    elif run.recompute == "selective":  # op-level SAC recomputes every second matmul (core.time docstring)
+        again, _ = G.linears_seconds(base[1::2], tokens, _rates(run, run.peak, 2.0), weight_grads=False)
+    else:
+        again = 0.0
+    return fwd, bwd, again
+
+
+def _attention(spec: ModelSpec, run: EagerRun, tokens):
+    if run.attention_kernel == "eager":
+        return 0.0, 0.0  # its matmuls are in _layer_matmuls, its softmax and masks in the op profile
+    f, b = A.sdpa_seconds_per_token(spec, run.seq_len, gpu=run.gpu, peak=run.peak,
+                                    fallback_efficiency=run.attention_fallback_efficiency)
+    return tokens * f, tokens * b
+
+
+def _head_matmuls(spec: ModelSpec, run: EagerRun, tokens):
+    head = [G.Linear("lm_head", spec.hidden_size, spec.vocab_size)]
+    return G.linears_seconds(head, tokens, _rates(run, run.peak, 2.0), weight_grads=run.lora_rank == 0)
+
+
+def microbatch(spec: ModelSpec, run: EagerRun, tokens, layers, head=1.0) -> tuple[PhaseTimes, PhaseTimes]:
+    """(forward, backward) of one micro-batch on a stage with ``layers`` decoder layers (and the
+    embedding, LM head and loss where ``head`` is 1: a number or an array of 0 / 1)."""
+    moe = spec.moe is not None and spec.num_moe_layers > 0
+    lf = layer_features(spec, tokens, run.seq_len, run.lora_rank, moe_layer=moe)
+    rf = rest_features(spec, tokens, run.seq_len)
+    fwd_g, bwd_g, again = _layer_matmuls(spec, run, tokens, moe)
+    att_f, att_b = _attention(spec, run, tokens)
+    h_f, h_b = _head_matmuls(spec, run, tokens)
+    h_f, h_b = head * h_f, head * h_b
+    recompute_attention = att_f if run.recompute == "full" else 0.0
+    scale = run.scale()
+    out = []
+    for phase, gemm, att in (("forward", layers * fwd_g + h_f, layers * att_f),
+                             ("backward", layers * (bwd_g + again) + h_b, layers * (att_b + recompute_attention))):
+        nbytes = layers * run.ops.value("layer", f"{phase}.memory", "bytes", lf)
+        kernels = layers * run.ops.value("layer", f"{phase}.memory", "kernels", lf)
+        all_kernels = layers * run.ops.cell_total("layer", phase, "kernels", lf)
+        host_cpu = layers * run.ops.host("layer", phase)
+        nbytes = nbytes + head * run.ops.value("rest", f"{phase}.memory", "bytes", rf)
+        kernels = kernels + head * run.ops.value("rest", f"{phase}.memory", "kernels", rf)
+        all_kernels = all_kernels + head * run.ops.cell_total("rest", phase, "kernels", rf)
+        host_cpu = host_cpu + head * run.ops.host("rest", phase)
+        memory = memory_bound_seconds(maximum(nbytes, 0.0), maximum(kernels, 0.0), run.hbm_bytes_per_second)
+        out.append(PhaseTimes(gemm, att, memory, scale.seconds(host_cpu, all_kernels)))
+    return out[0], out[1]
+
+
+def optimizer_step(spec: ModelSpec, run: EagerRun, trained_params, tensors, layers) -> PhaseTimes:
+    """The optimizer step over ``trained_params`` parameters in ``tensors`` tensors."""
+    nbytes = optimizer_bytes(run.optimizer_impl, trained_params, run.param_bytes)
+    kernels = optimizer_kernels(run.optimizer_impl, trained_params, tensors)
+    host = run.scale().seconds(layers * run.ops.host("layer", "optimizer") + run.ops.host("rest", "optimizer"), kernels)
+    return PhaseTimes(memory=memory_bound_seconds(nbytes, kernels, run.hbm_bytes_per_second), host=host)
+
+
+def trained_tensors(spec: ModelSpec, lora_rank: int, layers) -> float:
+    """Parameter tensors the optimizer walks: per layer the weights and norms (x2 per adapted
+    linear for LoRA), plus embedding, final norm and LM head."""
+    per_layer = len(G.layer_linears(spec)) + spec.norms_per_layer
+    if lora_rank:
+        return layers * 2 * len(G.lora_linears(spec, lora_rank)) / 2
+    return layers * per_layer + 2 + (0 if spec.tie_embeddings else 1)

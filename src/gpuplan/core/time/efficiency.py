@@ -1,0 +1,74 @@
+"""Measured kernel efficiencies by part: the achievable matmul rate (MAMF) and the fused
+attention kernels' rate, as fractions of the dense peak, and the shape model of a GEMM.
+Moved from core.step (which re-exports them) so the step models of core.step and core.time share one table.
+Units: fractions of dense peak FLOP/s.
+"""
+
+from __future__ import annotations
+
+# Maximum achievable matmul FLOPS as a fraction of dense peak (BF16), measured with
+# mamf-finder.py (stas00/ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul
+# FLOPS comparison table", revision 744d01e of 2026-08-22). That revision re-measured MI300X at
+# 51.4% (ROCm 6.3; an earlier revision's 60.1% is now listed as the MI325X's 60.4%) and added
+# B300, GB200, MI325X, MI355X and Gaudi 3.
+MAMF_FRACTION = {
+    "a100-sxm4-80gb": 0.869, "a100-sxm4-40gb": 0.869, "a800-sxm4-80gb": 0.869,
+    "a100-pcie-80gb": 0.811, "a100-pcie-40gb": 0.811,
+    "h100-sxm": 0.803, "h800-sxm": 0.803, "h200-sxm": 0.803, "h100-pcie": 0.80, "h100-nvl": 0.80,
+    "gh200": 0.838, "b200": 0.776, "b300": 0.786, "gb200": 0.729, "mi250x": 0.767, "mi300x": 0.514,
+    "mi325x": 0.604, "mi355x": 0.680, "gaudi2": 0.969, "gaudi3": 0.741,
+}
+DEFAULT_MAMF_FRACTION = 0.75  # parts without a published MAMF measurement
+# The same measurement for FP8 (e4m3) GEMMs, as a fraction of the dense FP8 peak (same table):
+# H100 SXM 70.9%, H200 73.4%, GH200 77.6%, B200 76.3%, B300 74.5%, GB200 72.3%. Parts without an
+# FP8 figure take their BF16 fraction scaled by the H100 ratio (0.709 / 0.803).
+MAMF_FP8_FRACTION = {"h100-sxm": 0.709, "h800-sxm": 0.709, "h200-sxm": 0.734, "gh200": 0.776,
+                     "b200": 0.763, "b300": 0.745, "gb200": 0.723}
+FP8_MAMF_RATIO = 0.709 / 0.803
+# Executed (causal) attention FLOPs per second / dense peak, forward+backward of the fused
+# attention kernel, fitted with the two GEMM constants below to the 209 llm-foundry MPT BF16
+# benchmark runs (mosaicml/llm-foundry scripts/train/benchmarking/README.md; Triton/Flash
+# attention of 2023-24): Ampere 0.30, Hopper 0.20 (FlashAttention-2 is not Hopper-tuned; FA3
+# reaches ~0.6-0.75 fwd, Shah et al. 2024). Override with StepSettings.attention_efficiency.
+ATTENTION_EFFICIENCY = {"h100-sxm": 0.20, "h800-sxm": 0.20, "h200-sxm": 0.20, "h100-pcie": 0.20,
+                        "h100-nvl": 0.20, "h20": 0.20}
+DEFAULT_ATTENTION_EFFICIENCY = 0.30
+# Hopper-tuned attention kernels (FlashAttention-3, cuDNN fused attention as Transformer Engine
+# uses it): 1.5-2.0x FlashAttention-2 on H100 (Shah et al. 2024, arXiv:2407.08608, abstract: FA2
+# reaches 35% of H100, FA3 up to 75% forward). A framework profile that runs them scales the
+# FA2-era Hopper efficiency above by the midpoint, 1.75.
+HOPPER_TUNED_ATTENTION_SPEEDUP = 1.75
+
+
+def _kernel_ids(gpu) -> tuple[str, ...]:
+    """The ids whose measured kernel efficiencies apply to ``gpu`` (an Accelerator or an id): its
+    own, then the part whose die it shares (catalog ``kernels_like``: the Grand Teton H100 and
+    GH200 run the H100's kernels; the tables hold fractions of each part's own peak)."""
+    if isinstance(gpu, str):
+        return (gpu,)
+    return (gpu.id,) + ((gpu.kernels_like,) if gpu.kernels_like else ())
+
+
+def _lookup(table: dict[str, float], gpu, default: float) -> float:
+    return next((table[i] for i in _kernel_ids(gpu) if i in table), default)
+
+
+def attention_efficiency(gpu, hopper_tuned: bool = False) -> float:
+    """Executed attention FLOPs / peak on ``gpu`` (an Accelerator or an id); ``hopper_tuned``: the
+    framework runs FA3-class kernels, which only changes the Hopper parts (the table's FA2-era 0.20)."""
+    base = _lookup(ATTENTION_EFFICIENCY, gpu, DEFAULT_ATTENTION_EFFICIENCY)
+    hopper = any(i in ATTENTION_EFFICIENCY for i in _kernel_ids(gpu))
+    return base * HOPPER_TUNED_ATTENTION_SPEEDUP if hopper_tuned and hopper else base
+
+
+def _mamf(gpu) -> float:
+    return _lookup(MAMF_FRACTION, gpu, DEFAULT_MAMF_FRACTION)
+
+
+def gemm_efficiency(gpu, smallest_dim, d_half: float, low_precision: bool = False):
+    """Fraction of dense peak a GEMM reaches on ``gpu`` (an Accelerator or an id): MAMF x d / (d + d_half),
+    with the FP8 MAMF fraction for ``low_precision`` (FP8 / NVFP4) GEMMs."""
+    mamf = _lookup(MAMF_FP8_FRACTION, gpu, FP8_MAMF_RATIO * _mamf(gpu)) if low_precision else _mamf(gpu)
+    return mamf * smallest_dim / (smallest_dim + d_half)
+
+

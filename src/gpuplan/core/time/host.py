@@ -1,0 +1,72 @@
+"""Host time of an eager step and how it meets the GPU's.
+
+An eager PyTorch step is issued op by op from the host: the forward from Python (module calls,
+each ATen op through the dispatcher, one CUDA launch per kernel), the backward from the autograd
+engine, the optimizer from Python again. The host runs ahead of the GPU while kernels are long;
+where they are short (small models, short sequences, LoRA's many small kernels, the Python
+dispatch mode of selective checkpointing) the GPU waits for it. Each phase therefore takes
+
+    t_phase = max(GPU seconds, host seconds)
+
+(the host cannot run ahead across the step's end: the measured loop synchronises once per step).
+
+Host seconds are measured, not guessed. scripts/hf_op_profiles.py times each family's own step on
+a tiny model with real tensors on the CPU that generated the profiles (per decoder layer and for
+the rest, per phase), together with two probes: a 1-element ``add_`` and a 16x64 ``nn.Linear``
+under autograd. The same two probes timed on the lent H200's host (scripts/gpu_step_probes.py,
+catalog/reference/gpu_step_probes.yaml: 6.21 us and 16.44 us) carry it over. With ``k`` the CUDA
+launch per kernel and ``r`` how much slower that host runs Python and the dispatcher than the
+generating CPU (whose tiny CPU kernel costs CPU_TINY_KERNEL_SECONDS):
+
+    add_gpu = r x (add_cpu - c) + k,   linear_gpu = r x (linear_cpu - c) + k,   c = CPU_TINY_KERNEL_SECONDS
+
+two equations for r and k (for the probes of 2026-12-04: r = 1.54, k = 2.95 us), and a phase that
+took ``t`` seconds with ``n`` kernels on the generating CPU takes r x (t - n x c) + n x k on the
+GPU machine's host. torch.compile and CUDA graphs remove this term (gpuplan.core.time.eager_step).
+
+Units: seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.core.bulk import maximum
+
+GPU_HOST_ADD_SECONDS = 6.21e-6
+"""A 1-element ``add_`` on the lent H200's host (gpu_step_probes.yaml 'launch add (1 element)')."""
+GPU_HOST_LINEAR_SECONDS = 16.44e-6
+"""A 16x64 ``nn.Linear`` forward under autograd on the same host ('launch linear 16x64 under autograd')."""
+CPU_TINY_KERNEL_SECONDS = 0.5e-6
+"""What the CPU itself spends inside a 1-element op, beside Python and the dispatcher (a few
+hundred instructions; the bound that keeps r positive, docs/step.md)."""
+
+
+@dataclass(frozen=True)
+class HostScale:
+    """How host seconds measured on the profiling CPU carry over to a GPU machine's host."""
+
+    python: float
+    """r: the GPU host's Python + dispatcher time / the profiling CPU's."""
+    launch: float
+    """k: seconds the GPU host spends launching one CUDA kernel."""
+
+    def seconds(self, cpu_seconds, kernels):
+        """Host seconds on the GPU machine for a phase that took ``cpu_seconds`` with ``kernels`` kernels."""
+        return self.python * (cpu_seconds - kernels * CPU_TINY_KERNEL_SECONDS) + kernels * self.launch
+
+
+def host_scale(cpu_add: float, cpu_linear: float, gpu_add: float = GPU_HOST_ADD_SECONDS,
+               gpu_linear: float = GPU_HOST_LINEAR_SECONDS) -> HostScale:
+    """Solve the two probe equations (module docstring) for r and k."""
+    a, b = cpu_add - CPU_TINY_KERNEL_SECONDS, cpu_linear - CPU_TINY_KERNEL_SECONDS
+    if b <= a:
+        raise ValueError("the linear probe must take longer than the add probe")
+    launch = (gpu_linear * a - gpu_add * b) / (a - b)
+    python = (gpu_add - launch) / a
+    return HostScale(python=max(python, 0.0), launch=max(launch, 0.0))
+
+
+def phase_seconds(gpu, host):
+    """A phase's wall time: the slower of its GPU work and its host issue time."""
+    return maximum(gpu, host)

@@ -1,0 +1,138 @@
+"""What an eager stack dispatches in one training step, as linear functions of the model's shape.
+
+scripts/hf_op_profiles.py reads it from the framework's own code: op censuses of each model
+family's transformers modeling file (gpuplan.profile.op_census, FakeTensorMode) at many small
+shapes, solved per phase (forward, backward, optimizer) and op class for the coefficients of
+
+  per decoder layer   T*h, T*q, T*kv, T*I, T*d, s*d, T*s, T*heads*s, T, P, 1
+                      (MoE: T*k*h, T*k*Ie, T*E; LoRA: T*r, R)
+  the rest            T*h, T*q, T*kv, T*I, T*V, V*h, s*d, T*s, T, 1
+
+for three quantities: bytes the memory-bound kernels move, kernels launched, and ATen ops
+dispatched (host work; 'view' ops launch no kernel). T = tokens of the micro-batch, h hidden,
+q / kv = query / key-value width, I MLP width, d head dim, s sequence, P the layer's parameters,
+V vocabulary, E experts, k experts per token, Ie expert width, r LoRA rank, R the layer's adapter
+parameters. Settings (bf16, amp, LoRA, selective and full recompute, eager attention) were
+measured one at a time on top of bf16 + SDPA; a run that combines them takes the bf16 profile plus
+each setting's difference from it (``compose``; docs/step.md checks one combination).
+
+catalog.op_profiles loads the file; this module only evaluates. Units: bytes, counts, seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpuplan.core.model import ModelSpec, attention_params, mlp_params, norm_params
+
+PHASES = ("forward", "backward", "optimizer")
+SETTINGS = ("bf16", "amp", "lora", "selective", "full", "eager")
+
+
+@dataclass(frozen=True, eq=False)
+class SettingProfile:
+    """One (family, setting): ``part`` ('layer' or 'rest') -> 'phase.class' -> quantity -> {feature: coefficient},
+    and the host seconds the profiling CPU took per phase ('layer' / 'rest')."""
+
+    family: str
+    setting: str
+    counts: dict = field(repr=False)
+    host_seconds: dict = field(repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class EagerOps:
+    """A run's profile: signed sums of setting profiles (bf16 + each active setting's difference)."""
+
+    family: str
+    terms: tuple[tuple[float, SettingProfile], ...]
+    host_probes: dict = field(repr=False)
+    """The profiling CPU's two host probes (core.time.host): add_1_element_s, linear_16x64_autograd_s."""
+    note: str = ""
+    recompute_profiles: dict = field(default_factory=dict, repr=False)
+    """'selective' / 'full' -> SettingProfile, added by for_recompute (the planner varies recompute)."""
+
+    @property
+    def settings(self) -> tuple[str, ...]:
+        return tuple(p.setting for w, p in self.terms if w > 0)
+
+    def for_recompute(self, mode: str) -> EagerOps:
+        """This profile with a recompute mode's difference from bf16 added ('none': unchanged)."""
+        if mode not in self.recompute_profiles:
+            return self
+        base = next(p for w, p in self.terms if p.setting == "bf16")
+        terms = self.terms + ((1.0, self.recompute_profiles[mode]), (-1.0, base))
+        return EagerOps(self.family, terms, self.host_probes, self.note)
+
+    def value(self, part: str, cell: str, quantity: str, features: dict):
+        """Σ coefficient x feature over the terms (0 where a cell is absent)."""
+        total = 0.0
+        for weight, profile in self.terms:
+            coefs = profile.counts.get(part, {}).get(cell, {}).get(quantity, {})
+            total = total + weight * sum(c * features.get(name, 0.0) for name, c in coefs.items())
+        return total
+
+    def host(self, part: str, phase: str) -> float:
+        return sum(w * p.host_seconds.get(part, {}).get(phase, 0.0) for w, p in self.terms)
+
+    def cell_total(self, part: str, phase: str, quantity: str, features: dict, classes=None):
+        """Sum over op classes of one phase (all classes, or those named)."""
+        names = classes or ("gemm", "attention", "memory", "view", "optimizer")
+        return sum((self.value(part, f"{phase}.{c}", quantity, features) for c in names), 0.0)
+
+
+def compose(family: str, profiles: dict[str, SettingProfile], active: tuple[str, ...],
+            host_probes: dict) -> EagerOps:
+    """bf16 plus each active setting's difference from bf16 (settings absent for the family are
+    left out and named in the note)."""
+    base = profiles["bf16"]
+    terms: list[tuple[float, SettingProfile]] = [(1.0, base)]
+    missing = []
+    for name in active:
+        if name == "bf16":
+            continue
+        if name not in profiles:
+            missing.append(name)
+            continue
+        terms += [(1.0, profiles[name]), (-1.0, base)]
+    note = f"no {', '.join(missing)} profile for {family}: left out" if missing else ""
+    recompute = {m: profiles[m] for m in ("selective", "full") if m in profiles}
+    return EagerOps(family, tuple(terms), host_probes, note, recompute)
+
+
+def layer_params(spec: ModelSpec, moe_layer: bool = False) -> float:
+    """Parameters of one decoder layer (P: the amp weight casts and the optimizer scale with it)."""
+    h = spec.hidden_size
+    attn = attention_params(spec.attention, h)
+    norms = spec.norms_per_layer * norm_params(spec, h)
+    if moe_layer and spec.moe is not None:
+        m = spec.moe
+        experts = m.num_experts * mlp_params(m.expert_intermediate_size, h, gated=True)
+        return attn + norms + experts + h * m.num_experts + mlp_params(m.shared_intermediate_size, h, gated=True)
+    return attn + norms + mlp_params(spec.mlp.intermediate_size, h, spec.mlp.gated, spec.mlp.bias)
+
+
+def layer_features(spec: ModelSpec, tokens, seq_len, lora_rank: int = 0, moe_layer: bool = False) -> dict:
+    """The per-layer features of a micro-batch of ``tokens`` tokens in sequences of ``seq_len``."""
+    from gpuplan.core.finetune import lora_params_per_layer
+
+    a, h = spec.attention, spec.hidden_size
+    d = a.qk_head_dim
+    t = tokens
+    f = {"T*h": t * h, "T*q": t * a.num_heads * d, "T*kv": t * a.num_kv_heads * d,
+         "T*I": t * spec.mlp.intermediate_size, "T*d": t * d, "s*d": seq_len * d, "T*s": t * seq_len,
+         "T*heads*s": t * a.num_heads * seq_len, "T": t, "P": layer_params(spec, moe_layer), "1": 1.0,
+         "T*r": t * lora_rank, "R": lora_params_per_layer(spec, lora_rank) if lora_rank else 0.0}
+    if moe_layer and spec.moe is not None:
+        m = spec.moe
+        f.update({"T*k*h": t * m.experts_per_token * h, "T*k*Ie": t * m.experts_per_token * m.expert_intermediate_size,
+                  "T*E": t * m.num_experts})
+    return f
+
+
+def rest_features(spec: ModelSpec, tokens, seq_len) -> dict:
+    """The features of everything outside the decoder layers (embedding, final norm, LM head, loss)."""
+    a, h, t = spec.attention, spec.hidden_size, tokens
+    return {"T*h": t * h, "T*q": t * a.num_heads * a.qk_head_dim, "T*kv": t * a.num_kv_heads * a.qk_head_dim,
+            "T*I": t * spec.mlp.intermediate_size, "T*V": t * spec.vocab_size, "V*h": spec.vocab_size * h,
+            "s*d": seq_len * a.qk_head_dim, "T*s": t * seq_len, "T": t, "1": 1.0}
