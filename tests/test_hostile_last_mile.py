@@ -289,3 +289,66 @@ def test_null_and_unknown_fields_are_left_alone(run_cli, tmp_path):
     path.write_text(json.dumps(data))
     code, _, err = run_cli("calibrate", str(path))
     assert code == 0, err
+
+
+# ---- configs read as something they are not (item 9) ----
+
+LLAMA2 = json.loads((ROOT / "examples" / "llama-2-7b" / "config.json").read_text())
+
+
+def config_file(tmp_path, config):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+@pytest.mark.parametrize(("change", "field", "fragment"), [
+    ({"architectures": ["T5ForConditionalGeneration"]}, "architectures", "encoder-decoder"),
+    ({"architectures": ["MambaForCausalLM"]}, "architectures", "state-space"),
+    ({"architectures": ["BertForMaskedLM"]}, "architectures", "encoder-only"),
+    ({"architectures": ["RobertaForMaskedLM"]}, "architectures", "encoder-only"),
+    ({"is_encoder_decoder": True}, "is_encoder_decoder", "encoder-decoder"),
+    ({"architectures": ["MistralForCausalLM"]}, "architectures", "does not match model_type 'llama'"),
+])
+def test_a_llama_model_type_on_another_architecture_is_refused(run_cli, tmp_path, change, field, fragment):
+    path = config_file(tmp_path, LLAMA2 | change)  # model_type llama: exit 0 before (issue 40, item 9)
+    code, _, err = run_cli("memory", "--model", path, "--gpu", "h100", "--gpus", "8")
+    one_line_refusal(code, err, fragment)
+    assert err.startswith(f"error: config.json: {field}: got "), err
+
+
+def test_model_type_override_reads_an_unknown_decoder_but_never_an_encoder(run_cli, tmp_path):
+    path = config_file(tmp_path, LLAMA2 | {"architectures": ["InternLM2ForCausalLM"]})
+    code, out, err = run_cli("memory", "--model", path, "--gpu", "h100", "--gpus", "8", "--model-type", "llama",
+                             "--json")
+    assert code == 0, err
+    assert any("InternLM2ForCausalLM read as 'llama'" in n for n in json.loads(out)["notes"])
+    path = config_file(tmp_path, LLAMA2 | {"architectures": ["T5ForConditionalGeneration"]})
+    code, _, err = run_cli("memory", "--model", path, "--gpu", "h100", "--gpus", "8", "--model-type", "llama")
+    one_line_refusal(code, err, "encoder-decoder")
+
+
+def test_every_catalog_config_still_reads():
+    from gpuplan.adapters.hf_config import model_spec_from_hf_config
+
+    for entry in sorted((ROOT / "src" / "gpuplan" / "catalog" / "models").glob("*.json")):
+        config = json.loads(entry.read_text())["config"]
+        assert model_spec_from_hf_config(config, name=entry.stem).num_layers > 0
+
+
+def test_a_llava_config_says_its_vision_tower_is_left_out(run_cli, tmp_path):
+    llava = {"model_type": "llava", "architectures": ["LlavaForConditionalGeneration"], "text_config": LLAMA2,
+             "vision_config": {"model_type": "clip_vision_model", "hidden_size": 1024, "num_hidden_layers": 24}}
+    path = config_file(tmp_path, llava)
+    note = "vision tower left out: only the language model (text_config) is estimated"
+    for command in (["memory", "--gpus", "8"], ["train", "--gpus", "8"], ["plan", "--gpus", "64"], ["infer"]):
+        code, out, err = run_cli(command[0], "--model", path, "--gpu", "h100", *command[1:], "--json")
+        assert code == 0, (command, err)
+        notes = json.loads(out)["notes"]
+        assert sum(note in n for n in notes) == 1, (command, notes)
+    # the language model's numbers are the text config's own: the same peak as Llama-2-7B alone
+    (tmp_path / "alone").mkdir()
+    _, alone, _ = run_cli("memory", "--model", config_file(tmp_path / "alone", LLAMA2), "--gpu", "h100", "--gpus",
+                          "8", "--json")
+    _, vlm, _ = run_cli("memory", "--model", path, "--gpu", "h100", "--gpus", "8", "--json")
+    assert json.loads(vlm)["results"]["peak_total"] == json.loads(alone)["results"]["peak_total"]

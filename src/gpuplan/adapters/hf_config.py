@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuplan.adapters.architectures import check_architecture
 from gpuplan.adapters.config_fields import (
     KNOWN_LAYER_TYPES,
     activation_clamp,
@@ -267,6 +268,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
                 checkpoint_format: bool = True) -> ModelSpec:
     cfg = text_config(config)
     model_type, notes = _model_type(cfg, override)
+    notes += check_architecture(config, cfg, model_type, overridden=bool(override))
     cfg = {**CONFIG_DEFAULTS.get(model_type, {}), **{k: v for k, v in cfg.items() if v is not None},
            "model_type": model_type}
     if model_type == "dbrx":

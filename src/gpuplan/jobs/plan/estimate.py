@@ -147,7 +147,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   report_inputs, _assumptions(inputs, plan, result) + budget.assumptions,
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
                   (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",)
-                  + caveats + budget.notes,
+                  + tuple(n for n in spec.notes if n not in budget.notes) + caveats + budget.notes,
                   tables + budget.tables, headline=PLAN_HEADLINE,
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,
