@@ -87,6 +87,9 @@ def repeated_option(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; bad input -> one line on stderr, exit status 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    # pydantic looks for third-party plugins (an entry-point scan of every installed package,
+    # ~20-50 ms) when a schema is first built; gpuplan's schemas use none
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if sys.stdout is None:  # started with stdout closed (`>&-`): the answer has nowhere to go
         if sys.stderr is not None:
             sys.stderr.write("error: output: stdout is closed; give the command somewhere to write (a file: "

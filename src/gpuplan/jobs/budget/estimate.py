@@ -21,7 +21,7 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
     if not isinstance(inputs, BudgetInputs):
         inputs = BudgetInputs(**inputs.given_values())
     spec, gpu = inputs.spec(), resolve_gpu(inputs.gpu)
-    train, plan, used = training_report(inputs, failures_for_deadline(inputs, spec, gpu))
+    train, plan, used = training_report(inputs, failures_for_deadline(inputs, spec, gpu), spec)
     gpus = max(1, math.ceil(train.value("gpus") - 1e-9))
     wall = train.value("wall_days_with_comm") * 86400 * train.value("gpus") / gpus
     result = compute_budget(spec, gpu, gpus=gpus, wall_seconds=wall, gpu_hours=train.value("gpu_hours_with_comm"),

@@ -27,10 +27,11 @@ def estimate_training(inputs: TrainingInputs) -> Report:
     return training_report(inputs)[0]
 
 
-def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | None = None):
+def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | None = None, spec=None):
     """(the Report, the Plan it stands on, the inputs as used) — the budget builds on all three.
-    ``after_allowances``: the budget's failures and checkpoints, which a deadline must also absorb."""
-    spec = inputs.spec()
+    ``after_allowances``: the budget's failures and checkpoints, which a deadline must also absorb;
+    ``spec``: the model, when the caller has resolved it already (``inputs.spec()``)."""
+    spec = spec if spec is not None else inputs.spec()
     gpu = resolve_gpu(inputs.gpu)
     peak = gpu.peak(inputs.dtype)
     asked = inputs

@@ -122,29 +122,35 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
 def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float, days: float, allowance: float,
                   after_allowances: AfterAllowances | None) -> tuple[TimeEstimate, Plan, TrainingInputs, Flops]:
     """Article mode with a deadline: the fewest GPUs whose wall-clock after the communication
-    allowance (and ``after_allowances``) is within ``days``."""
+    allowance (and ``after_allowances``) is within ``days``. The count is settled on the failure
+    model first (with the layout fields the user fixed, else ZeRO-1 without model parallelism),
+    then checked on its own layout — one layout search in the usual case."""
     from gpuplan.jobs.training.layout import layout_for_gpus
 
     deadline = days * SECONDS_PER_DAY
     article = solve_compute_budget(flops.used, peak, wall_seconds=deadline, mfu=mfu)
     gpu_seconds = article.gpu_seconds * (1.0 + allowance)  # compute + communication allowance
 
-    def wall(count: int, plan: Plan) -> float:
+    def wall(count: int, layout) -> float:
         work = gpu_seconds / count
-        return work if after_allowances is None else after_allowances(count, plan, work)
+        return work if after_allowances is None else after_allowances(count, layout, work)
 
-    count = _whole(gpu_seconds / deadline, mfu, days)
+    def settle(count: int, layout) -> int:
+        """The fewest GPUs from ``count`` up meeting the deadline with ``layout``'s checkpoints
+        (the failure share grows slowly with the count: two or three rounds)."""
+        for _ in range(8):
+            needed = _whole(count * wall(count, layout) / deadline, mfu, days)
+            if needed <= count:
+                break
+            count = needed
+        return count
+
+    count = settle(_whole(gpu_seconds / deadline, mfu, days), _LayoutGuess.of(inputs))
     plan = layout_for_gpus(inputs, count)
-    for _ in range(8):  # the failure share grows slowly with the count: two or three rounds
-        needed = _whole(count * wall(count, plan) / deadline, mfu, days)
-        if needed <= count:
-            break
-        count = needed
-    plan = layout_for_gpus(inputs, count) if plan.gpus_asked != count else plan
     while wall(count, plan) > deadline * (1 + 1e-12):  # checked on the count's own layout
-        count = _whole(count + 1, mfu, days)
+        count = max(count + 1, settle(count, plan))
         plan = layout_for_gpus(inputs, count)
-    if count > 1:  # the smallest: one GPU fewer misses it (on its own layout)
+    if count > 1 and wall(count - 1, plan) <= deadline:  # one fewer might do: check it on its own layout
         fewer = layout_for_gpus(inputs, count - 1)
         if wall(count - 1, fewer) <= deadline:
             count, plan = count - 1, fewer
@@ -152,6 +158,28 @@ def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float,
     what = "communication allowance" + (", failures and checkpoints" if after_allowances is not None else "")
     return (TimeEstimate(estimate.expected, estimate.fast, estimate.slow, estimate.band_source, "article", days,
                          article.gpus, wall(count, plan), what), plan, inputs, flops)
+
+
+@dataclass(frozen=True)
+class _Degrees:
+    zero: int
+    tp: int
+    pp: int
+
+
+@dataclass(frozen=True)
+class _LayoutGuess:
+    """What the failure model reads of a Plan (global batch, ZeRO stage, tp x pp), before a layout
+    is searched: the user's degrees, else ZeRO-1 without model parallelism."""
+
+    global_batch: int
+    layout: _Degrees
+
+    @staticmethod
+    def of(inputs: TrainingInputs) -> _LayoutGuess:
+        fixed = inputs.fixed_degrees()
+        degrees = _Degrees(fixed.get("zero", 1), fixed.get("tp", 1), fixed.get("pp", 1))
+        return _LayoutGuess(max(1, round(inputs.target_batch(inputs.seq_len))), degrees)
 
 
 def _whole(gpus: float, mfu: float, days: float) -> int:
