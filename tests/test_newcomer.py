@@ -263,3 +263,40 @@ def test_the_memory_recommendation_says_at_least_once(run_cli):
     code, out, _ = run_cli("infer")
     line = next(text for text in out.splitlines() if ">= 24 GB" in text)
     assert code == 0 and "at least" not in line  # was "recommend a GPU with at least >= 24 GB"
+
+
+# ---- 8: README counts come from the catalog ---------------------------------------------------
+
+
+def test_readme_catalog_counts_are_the_catalogs():
+    import re
+    from pathlib import Path
+
+    from gpuplan.catalog import hardware_entries, model_entries
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"the (\d+)-model and (\d+)-accelerator catalogs", readme)
+    assert found, "README: 'the N-model and M-accelerator catalogs'"
+    assert (int(found[1]), int(found[2])) == (len(model_entries()), len(hardware_entries())), \
+        "README's catalog counts are stale: update them from `gpuplan catalog models|gpus`"
+
+
+# ---- 9: the README's test command is .ci/run ---------------------------------------------------
+
+
+def test_the_readme_test_command_is_ci_run():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    quick = readme[readme.index("## Quick start"):readme.index("## What works today")]
+    commands = [line.strip() for block in re.findall(r"```bash\n(.*?)```", quick, flags=re.S)
+                for line in block.splitlines() if line.strip()]
+    assert "bash .ci/run" in commands and not any("pytest" in c for c in commands)
+    ci = (root / ".ci" / "run").read_text(encoding="utf-8")
+    lines = [line.split("#")[0].strip() for line in ci.splitlines()]
+    torch = next(i for i, line in enumerate(lines) if line.startswith("pip install") and "torch==2.13.0" in line)
+    extras = next(i for i, line in enumerate(lines) if "pip install -q -e '.[test,profile,web,plot]'" in line)
+    assert torch < extras and lines[-1] == "python -m pytest"  # the pinned torch first: no CUDA build pulled
+    assert "fonts-wqy-microhei" in ci and "chromium" in ci  # the CJK plot test and the page's tests run in CI
