@@ -90,6 +90,18 @@ def test_headline_lines_with_the_same_label_are_headed_by_their_section():
     assert labels == ["[Disaggregated]", "TTFT p99", "cost", "[Colocated]", "TTFT p99", "cost"]
 
 
+def test_disaggregated_sizing_heads_each_ttft_with_its_setup(run_cli):
+    code, out, err = run_cli("infer", "llama-3.1-8b", "--rps", "20", "--ttft-p99", "500ms", "--tpot", "50ms",
+                             "--prompt", "2K", "--output-tokens", "512", "--disaggregate")
+    assert code == 0, err
+    lines = out.split("\n\n")[0].splitlines()
+    ttft = [i for i, line in enumerate(lines) if line.startswith("TTFT p99 ")]
+    headings = [i for i, line in enumerate(lines) if line.endswith(":") and not line.startswith(" ")]
+    # was: TTFT, TPOT and cost twice under one header; now each pair follows its own section's heading
+    assert len(ttft) == 2 and len(headings) == 2 and headings[0] < ttft[0] < headings[1] < ttft[1]
+    assert lines[headings[0]].startswith("Disaggregated prefill / decode")
+
+
 def test_mfu_predicted_marks_set_only_what_was_set(run_json):
     data = run_json("train", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "64", "--mfu",
                     "predicted")

@@ -45,9 +45,11 @@ def summary_lines(report: Report) -> list[str]:
     if not rows:
         return full_lines(report)
     out = [report.title]
-    body = [(f"[{label}]", "", "") if line is None else (label, line.display, range_text(line))
-            for label, line in rows]
-    out += text_table(("answer", "value", "range"), body, right=(1, 2))
+    body = [(label, line.display, range_text(line)) for label, line in rows if line is not None]
+    table = text_table(("answer", "value", "range"), body, right=(1, 2))
+    out += table[:2]  # header and rule; a section heading (rows sharing labels) stands on its own line
+    lines = iter(table[2:])
+    out += [f"{label}:" if line is None else next(lines) for label, line in rows]
     table = next((t for t in report.tables if t.title == report.summary_table), None)
     if table is not None and table.rows:
         keep = [i for i, c in enumerate(table.columns) if not report.summary_columns or c in report.summary_columns]
