@@ -169,7 +169,7 @@ def test_save_and_load_round_trip(tmp_path):
     path = save_calibration(cal, tmp_path / "cal.json")
     assert load_calibration(path) == cal
     data = json.loads(path.read_text())
-    assert data["kind"] == "gpuplan.calibration" and data["schema_version"] == 1
+    assert data["kind"] == "gpuplan.calibration" and data["schema_version"] == 2  # 2: memory_time, host_time, environment
     assert set(data["compute_time"]) >= {"value", "stderr", "low", "high", "n_measurements", "sources"}
 
 

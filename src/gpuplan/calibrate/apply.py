@@ -46,9 +46,24 @@ def _accelerator(gpu_id: str):
         return gpu_id
 
 
-def apply_to_step_settings(cal: Calibration, settings: S.StepSettings, gpu_id: str | None = None) -> S.StepSettings:
+def apply_to_step_settings(cal: Calibration, settings: S.StepSettings, gpu_id: str | None = None,
+                           framework: str | None = None) -> S.StepSettings:
     """StepSettings whose predicted compute time is the calibrated one (see the module docstring).
-    ``gpu_id``: the accelerator planned for (its default attention efficiency is scaled)."""
+    ``gpu_id``: the accelerator planned for (its default attention efficiency is scaled);
+    ``framework``: the plan's (None: 'hf' when the settings time an eager stack). What carries over
+    to another GPU or stack follows calibrate.compatibility (a CPU calibration or another
+    framework's: no time factor)."""
+    from gpuplan.calibrate.compatibility import compatibility
+
+    if framework is None and settings.eager_ops is not None:
+        framework = "hf"
+    fits = compatibility(cal, gpu_id, framework)
+    if not fits.time:
+        return settings
+    if settings.eager_ops is not None:
+        host = cal.host_time.value if fits.host else 1.0
+        return replace(settings, eager_factors=(cal.compute_time.value, cal.attention_time.value,
+                                                cal.memory_time.value, host))
     f, g = cal.compute_time.value, cal.attention_time.value
     d = cal.reference.gemm_dim
     gpu = gpu_id or (cal.reference.gpus[0] if cal.reference.gpus else "")
@@ -69,6 +84,13 @@ def apply_to_cluster(cal: Calibration, cluster: Cluster) -> Cluster:
     k = cal.comm_time.value
     return replace(cluster, scale_up_efficiency=cluster.scale_up_efficiency / k,
                    scale_out_efficiency=cluster.scale_out_efficiency / k)
+
+
+def calibration_warning(cal: Calibration, gpu_id: str | None, framework: str | None) -> str:
+    """The one line a plan shows first when ``cal`` was measured elsewhere ('' when it matches)."""
+    from gpuplan.calibrate.compatibility import compatibility
+
+    return compatibility(cal, gpu_id, framework).warning
 
 
 def calibrated_step_seconds(cal: Calibration, case: P.Case, world_size: int) -> float:

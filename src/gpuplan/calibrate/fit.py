@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gpuplan.calibrate import predict as P
+from gpuplan.calibrate.classes import ClassRow, fit_classes, predicted_with
 from gpuplan.calibrate.measurement import Measurement
 from gpuplan.calibrate.model import (
     Calibration,
@@ -48,6 +49,14 @@ class _Row:
     step: P.StepParts | None
     memory: P.MemoryParts | None
     note: str = ""
+    eager: P.EagerParts | None = None
+    """The eager step by op class (--framework hf on a GPU: core.time); step is None then."""
+
+    def class_row(self) -> ClassRow:
+        e = self.eager
+        parts = {"compute_time": e.gemm, "attention_time": e.attention, "memory_time": e.memory,
+                 "host_time": e.host, "comm": e.comm}
+        return ClassRow(self.m.source, self.m.step_time_s, parts)
 
 
 @dataclass(frozen=True)
@@ -194,6 +203,9 @@ def _row(m: Measurement) -> _Row:
             note = "step time not used: no catalog accelerator (and no CPU microbenchmarks) to predict it"
         elif m.device == "cpu" and m.world_size > 1:
             note = "step time not used: CPU multi-process runs communicate through gloo, which gpuplan does not model"
+        elif case.step.eager_ops is not None:
+            return _Row(m, case, None, P.memory_parts(case) if m.peak_memory_bytes else None, note,
+                        P.eager_parts(case, world_size=m.world_size))
         else:
             step = P.step_parts(case, world_size=m.world_size)
     if m.peak_memory_bytes:
@@ -202,12 +214,13 @@ def _row(m: Measurement) -> _Row:
 
 
 def _reference(rows: list[_Row]) -> Reference:
-    timed = [r for r in rows if r.step is not None] or rows
+    timed = [r for r in rows if r.step is not None or r.eager is not None] or rows
     gpus = tuple(dict.fromkeys((r.case.gpu.id if r.case.gpu else r.m.device) for r in timed))
     first = next((r.case.gpu for r in timed if r.case.gpu), gpus[0])
     e_attn = S.attention_efficiency(first)
     return Reference(gpus=gpus, models=tuple(dict.fromkeys(r.m.model for r in rows)),
-                     gemm_dim=statistics.median(P.gemm_dimension(r.case) for r in timed), attention_efficiency=e_attn)
+                     gemm_dim=statistics.median(P.gemm_dimension(r.case) for r in timed), attention_efficiency=e_attn,
+                     framework=timed[0].m.framework, environment=dict(timed[0].m.environment))
 
 
 PLAUSIBLE_RATIO = (0.5, 2.0)
@@ -237,7 +250,13 @@ def fit_calibration(measurements: Sequence[Measurement]) -> Calibration:
     if not measurements:
         raise InputError("measurements", 0, "at least one measurement")
     rows = [_row(m) for m in measurements]
-    cal = Calibration(**_fit_time(rows), **_fit_memory(rows), reference=_reference(rows))
+    eager = [r for r in rows if r.eager is not None]
+    time = _fit_time(rows)
+    if eager:  # op-class factors (calibrate/classes.py); the fused stacks' rows keep _fit_time's
+        classes = fit_classes([r.class_row() for r in eager])
+        time = {**time, **classes} if any(r.step is not None for r in rows) else {
+            **classes, "comm_time": default_factor("comm_time", "one GPU per measurement: no communication to fit")}
+    cal = Calibration(**time, **_fit_memory(rows), reference=_reference(rows))
     fits = []
     for r in rows:
         m = r.m
@@ -248,6 +267,11 @@ def fit_calibration(measurements: Sequence[Measurement]) -> Calibration:
         if r.step is not None:
             fit = replace(fit, step_measured_s=m.step_time_s, step_default_s=r.step.total,
                           step_calibrated_s=calibrated_step_seconds(cal, r.case, m.world_size))
+        elif r.eager is not None:
+            parts = r.class_row().parts
+            factors = {n: cal.factor(n) for n in ("compute_time", "attention_time", "memory_time", "host_time")}
+            fit = replace(fit, step_measured_s=m.step_time_s, step_default_s=r.eager.total,
+                          step_calibrated_s=predicted_with(parts, factors), used_for=fit.used_for + ("time",))
         if r.memory is not None:
             fit = replace(fit, memory_measured_bytes=m.peak_memory_bytes, memory_default_bytes=r.memory.peak(),
                           memory_calibrated_bytes=r.memory.peak(cal.activation_memory.value, cal.memory_overhead.value))

@@ -60,6 +60,15 @@ class Measurement:
     MemTracker: allocated tensor bytes) or 'reserved' (allocator reserve, e.g. torchtitan)."""
     samples: int = 0
     """Timed steps (trials) or log records used."""
+    framework: str = ""
+    """Whose code ran the step: 'hf' for trials (an eager transformers step: timed by core.time's op
+    classes); '' for logs and tables (core.step's fused model)."""
+    finetune: str = "full"
+    lora_rank: int = 16
+    attention: str = "sdpa"
+    optimizer_impl: str = "foreach"
+    environment: dict = field(default_factory=dict)
+    """Where it ran: device, GPU name, catalog id, torch / transformers / peft versions (trials)."""
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -96,8 +105,21 @@ def measurement_from_trial(data: dict, source: str) -> Measurement:
         step_time_stdev_s=results["step_time_s"].get("stdev"),
         peak_memory_bytes=memory.get("peak_allocated_bytes"),
         memory_kind="allocated" if env["device_type"] == "cuda" else "tracked",
-        samples=int(s.get("steps", 0)),
+        samples=int(s.get("steps", 0)), framework="hf",
+        finetune="lora" if s.get("lora_rank") else "full", lora_rank=int(s.get("lora_rank") or 16),
+        attention=str(s.get("attention", "sdpa")),
+        optimizer_impl=str(s.get("optimizer_impl") or ("foreach" if s.get("foreach", True) else "forloop")),
+        environment=trial_environment(env),
     )
+
+
+ENVIRONMENT_KEYS = ("device_type", "device_name", "catalog_gpu", "torch", "transformers", "peft", "python",
+                    "cuda", "driver")
+
+
+def trial_environment(env: dict) -> dict:
+    """The parts of a trial's environment a calibration records (what it is valid for)."""
+    return {k: env[k] for k in ENVIRONMENT_KEYS if env.get(k) is not None}
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,12 @@ Every factor is defined against gpuplan's own prediction for the same model, lay
 accelerator (see gpuplan.calibrate.predict):
 
 * ``compute_time``      measured / predicted seconds of matmuls, elementwise ops, LM head and
-                        optimizer step (1 = the step model was right)
+                        optimizer step (1 = the step model was right); under an eager stack
+                        (--framework hf, core.time) the matmuls alone
 * ``attention_time``    measured / predicted seconds of the attention kernels
+* ``memory_time``       eager stacks: measured / predicted seconds of the memory-bound kernels
+                        (norms, RoPE, activations, casts, loss, optimizer)
+* ``host_time``         eager stacks: measured / predicted host issue time where it exceeds the GPU's
 * ``comm_time``         measured / predicted exposed communication seconds
 * ``activation_memory`` measured / predicted activation bytes at the start of backward
 * ``memory_overhead``   bytes measured above the prediction that do not scale with activations
@@ -25,9 +29,13 @@ from typing import Any
 
 from gpuplan.errors import InputError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READS = (1, 2)
+"""Schema versions this gpuplan reads (1: before memory_time / host_time and the environment)."""
 KIND = "gpuplan.calibration"
-FACTOR_NAMES = ("compute_time", "attention_time", "comm_time", "activation_memory", "memory_overhead")
+FACTOR_NAMES = ("compute_time", "attention_time", "comm_time", "activation_memory", "memory_overhead",
+                "memory_time", "host_time")
+OPTIONAL_FACTORS = ("memory_time", "host_time")
 STATUSES = ("fitted", "single", "tied", "not identified")
 
 
@@ -72,6 +80,10 @@ class Reference:
     calibrated at this dimension and carried to others by the step model's d/(d + d_half)."""
     attention_efficiency: float
     """The step model's default attention efficiency on the reference accelerator."""
+    framework: str = ""
+    """The framework the measurements ran ('hf' for trials); '' in files before schema 2."""
+    environment: dict = field(default_factory=dict)
+    """Device, GPU, torch / transformers / peft versions of the (first) measurement."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,8 @@ class Calibration:
     activation_memory: Factor
     memory_overhead: Factor
     reference: Reference
+    memory_time: Factor = field(default_factory=lambda: default_factor("memory_time", "not fitted"))
+    host_time: Factor = field(default_factory=lambda: default_factor("host_time", "not fitted"))
     measurements: tuple[MeasurementFit, ...] = ()
     notes: tuple[str, ...] = field(default=())
     schema_version: int = SCHEMA_VERSION
@@ -119,12 +133,19 @@ def calibration_from_dict(data: Any, source: str) -> Calibration:
     expected = "a gpuplan calibration file (written by `gpuplan calibrate --out`)"
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise InputError("calibration", source, f"is not {expected}")
-    if data.get("schema_version") != SCHEMA_VERSION:
+    if data.get("schema_version") not in READS:
         raise InputError("calibration", source, f"has schema_version {data.get('schema_version')!r}; "
-                         f"this gpuplan reads {SCHEMA_VERSION}")
+                         f"this gpuplan reads {', '.join(map(str, READS))}")
     try:
-        factors = {name: _factor(data[name], name) for name in FACTOR_NAMES}
+        factors = {name: _factor(data[name], name) for name in FACTOR_NAMES
+                   if name not in OPTIONAL_FACTORS or name in data}
         reference = _build(Reference, data["reference"])
+        env = reference.environment
+        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str | int | float)
+                                                for k, v in env.items()):
+            raise ValueError("reference.environment must map names to text or numbers")
+        if not isinstance(reference.framework, str):
+            raise ValueError("reference.framework must be text")
         measurements = tuple(_build(MeasurementFit, m) for m in data.get("measurements", ()))
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError("calibration", source, f"is incomplete or malformed ({exc}); expected {expected}") from None

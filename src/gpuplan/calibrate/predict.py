@@ -114,8 +114,72 @@ def case_of(measurement) -> Case:
     check_layout(spec, layout, seq_len=m.seq_len)
     memory = M.MemorySettings(seq_len=m.seq_len, recipe=m.recipe, optimizer=m.optimizer,
                               implementation=m.implementation, recompute=m.recompute)
-    step = S.StepSettings(seq_len=m.seq_len, recompute=m.recompute, dtype=m.dtype)
+    step = S.StepSettings(seq_len=m.seq_len, recompute=m.recompute, dtype=m.dtype, **eager_fields(m, spec))
     return Case(spec, layout, memory, step, accelerator_of(m))
+
+
+def eager_fields(m, spec: ModelSpec) -> dict:
+    """StepSettings fields of an eager run on a GPU (core.time: the op-class model), as
+    jobs.eager_stack gives `plan --framework hf`; {} elsewhere (CPU trials keep the fused model
+    on the CPU stand-in: kernels there run on the issuing thread)."""
+    if m.framework != "hf" or m.device != "cuda":
+        return {}
+    from gpuplan.catalog.op_profiles import eager_ops_for
+    from gpuplan.jobs.eager_stack import FP32_PARAM_RECIPES
+
+    ops = eager_ops_for(spec.model_type, m.recipe, m.finetune, "eager" if m.attention == "eager" else "flash")
+    return {"eager_ops": ops, "optimizer_impl": m.optimizer_impl, "finetune": m.finetune, "lora_rank": m.lora_rank,
+            "param_bytes": 4.0 if m.recipe in FP32_PARAM_RECIPES else 2.0, "selective": "op-sac",
+            "attention_kernel": "eager" if m.attention == "eager" else "flash"}
+
+
+@dataclass(frozen=True)
+class EagerParts:
+    """An eager step's critical path by op class (seconds): each phase's GPU time by class, and the
+    host time it waits beyond its GPU time (core.time.eager_step)."""
+
+    gemm: float
+    attention: float
+    memory: float
+    host: float
+    comm: float
+
+    @property
+    def total(self) -> float:
+        return self.gemm + self.attention + self.memory + self.host + self.comm
+
+
+def eager_parts(case: Case, settings: S.StepSettings | None = None, world_size: int | None = None) -> EagerParts:
+    """The eager step of a measured case split by op class (micro-batches x (forward + backward) +
+    optimizer; communication as core.step exposes it)."""
+    from gpuplan.core.time.eager_step import microbatch, optimizer_step, trained_tensors
+
+    settings = settings or case.step
+    cluster = cluster_of(case, world_size or case.layout.world)
+    lay = case.layout
+    run = S.eager_run(case.spec, cluster, settings)
+    fwd, bwd = microbatch(case.spec, run, lay.micro_batch * settings.seq_len, case.spec.num_layers)
+    k = lay.micro_batches_per_step
+    base = S.step_time(case.spec, cluster, settings, dp=lay.dp, tp=lay.tp, pp=lay.pp, zero=lay.zero,
+                       micro_batch=lay.micro_batch, micro_batches=k)
+    rank = settings.lora_rank if settings.finetune != "full" else 0
+    layers = case.spec.num_layers
+    opt = optimizer_step(case.spec, run, _trained_params(case, settings), trained_tensors(case.spec, rank, layers),
+                         layers)
+    host = k * (max(0.0, fwd.host - fwd.gpu) + max(0.0, bwd.host - bwd.gpu)) + max(0.0, opt.host - opt.gpu)
+    return EagerParts(k * (fwd.gemm + bwd.gemm), k * (fwd.attention + bwd.attention),
+                      k * (fwd.memory + bwd.memory) + opt.memory, host, base.exposed_comm)
+
+
+def _trained_params(case: Case, settings: S.StepSettings) -> float:
+    from gpuplan.core.model import count_parameters
+
+    if settings.finetune == "full":
+        shards = case.layout.dp if case.layout.zero >= 1 else 1
+        return count_parameters(case.spec).total / shards
+    from gpuplan.core.finetune import lora_params_per_layer
+
+    return case.spec.num_layers * lora_params_per_layer(case.spec, settings.lora_rank)
 
 
 def cluster_of(case: Case, world_size: int) -> Cluster:

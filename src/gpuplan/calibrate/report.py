@@ -28,6 +28,21 @@ _LABELS = {
     "activation_memory": "activation memory: measured / gpuplan",
     "memory_overhead": "fixed memory overhead per GPU (measured - gpuplan)",
 }
+_EAGER_LABELS = {
+    "compute_time": "matmul time: measured / gpuplan",
+    "attention_time": "attention kernel time: measured / gpuplan",
+    "memory_time": "memory-bound kernel time (norms, RoPE, casts, loss, optimizer): measured / gpuplan",
+    "host_time": "host issue time beyond the GPU's: measured / gpuplan",
+    "comm_time": "exposed communication time: measured / gpuplan",
+    "activation_memory": "activation memory: measured / gpuplan",
+    "memory_overhead": "fixed memory overhead per GPU (measured - gpuplan)",
+}
+
+
+def is_eager(cal: Calibration) -> bool:
+    """A calibration of op-class factors (an eager stack measured on a GPU: calibrate/classes.py)."""
+    return cal.reference.framework == "hf" and cal.reference.gpus != ("cpu",) and any(
+        m.step_measured_s is not None for m in cal.measurements) and cal.memory_time.note != "not fitted"
 
 
 def _uncertainty(f: Factor) -> str:
@@ -44,15 +59,24 @@ def _uncertainty(f: Factor) -> str:
     return f"+-{spread} (1 s.e.), {n}"
 
 
-def _factor_line(name: str, f: Factor) -> Line:
+def _factor_line(name: str, f: Factor, labels: dict = _LABELS) -> Line:
     shown = (("+" if f.value >= 0 else "-") + format_bytes(abs(f.value))) if f.unit == "bytes" else f"{f.value:.3f}x"
-    return Line(f"cal_{name}", _LABELS[name], f.value, "bytes" if f.unit == "bytes" else "x",
+    return Line(f"cal_{name}", labels[name], f.value, "bytes" if f.unit == "bytes" else "x",
                 f"{shown} ({_uncertainty(f)})", f"default {f.default:g}; {f.status}", f.low, f.high)
 
 
-def calibrated_vs_default_lines(cal: Calibration) -> tuple[Line, ...]:
-    """Every factor, and what it does to the step model's knobs, calibrated vs default."""
-    lines = [_factor_line(name, cal.factor(name)) for name in _LABELS]
+def calibrated_vs_default_lines(cal: Calibration, warning: str = "") -> tuple[Line, ...]:
+    """Every factor, and what it does to the step model's knobs, calibrated vs default; ``warning``
+    (calibrate.compatibility) first when the plan is not where the calibration was measured."""
+    head = (Line("calibration_warning", "calibration measured elsewhere", warning),) if warning else ()
+    if is_eager(cal):
+        env = cal.reference.environment
+        where = ", ".join(f"{k} {v}" for k, v in env.items() if k in ("device_name", "torch", "transformers", "peft"))
+        return head + tuple(_factor_line(n, cal.factor(n), _EAGER_LABELS) for n in _EAGER_LABELS) + (
+            Line("cal_reference", "measured on", ", ".join(cal.reference.gpus),
+                 text=f"{', '.join(cal.reference.gpus)} under --framework {cal.reference.framework}"
+                      + (f" ({where})" if where else "") + f"; models {', '.join(cal.reference.models)}"),)
+    lines = list(head) + [_factor_line(name, cal.factor(name)) for name in _LABELS]
     ref = cal.reference
     gpu = ref.gpus[0] if ref.gpus else ""
     d, f = ref.gemm_dim, cal.compute_time.value
@@ -134,9 +158,11 @@ def calibration_report(cal: Calibration, written_to: str | None = None,
         sections.append(Section("Extrapolation with the calibrated step model", extrapolation))
     inputs = (Line("files", "measurements", len(cal.measurements), text=", ".join(m.source for m in cal.measurements)),
               Line("written_to", "calibration file", written_to or "", text=written_to or "not written (use --out)"))
+    time_model = ("y = f_G G + f_A A + f_M M + f_H H + X", "gpuplan.core.time op classes of the measured run, "
+                  "fitted only where identified (calibrate/classes.py)") if is_eager(cal) else (
+        "y = f C + g A + k X", "gpuplan.core.step predictions for the measured model, layout and accelerator")
     assumptions = (
-        Assumption("time_model", "time factors", "y = f C + g A + k X",
-                   "gpuplan.core.step predictions for the measured model, layout and accelerator", ""),
+        Assumption("time_model", "time factors", time_model[0], time_model[1], ""),
         Assumption("memory_model", "memory factors", "y = max(B + (a-1) act, O) + c",
                    "gpuplan.core.memory peak for the measured layout", ""),
         Assumption("skip", "log warm-up", "first logged step skipped", "compilation / warm-up", ""),

@@ -187,6 +187,8 @@ class StepSettings:
     """torch.optim.AdamW's implementation under eager_ops (core.time.optimizer)."""
     param_bytes: float = 2.0
     """Bytes per trained parameter and optimizer-state element under eager_ops (bf16 2, amp 4)."""
+    eager_factors: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)
+    """Calibrated ratios of the eager step's (matmul, attention, memory-bound, host) seconds."""
 
 
 @dataclass(frozen=True)
@@ -332,7 +334,7 @@ def eager_run(spec: ModelSpec, cluster: Cluster, settings: StepSettings):
                     _mamf(gpu), settings.gemm_d_half, gpu.memory_bandwidth, gpu,
                     settings.attention_efficiency or attention_efficiency(gpu), settings.seq_len,
                     settings.lora_rank if settings.finetune != "full" else 0, settings.recompute,
-                    settings.attention_kernel, settings.param_bytes, settings.optimizer_impl)
+                    settings.attention_kernel, settings.param_bytes, settings.optimizer_impl, settings.eager_factors)
 
 
 def _eager_microbatch(spec: ModelSpec, cluster: Cluster, settings: StepSettings, micro_batch, layers,

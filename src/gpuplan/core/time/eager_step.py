@@ -70,6 +70,9 @@ class EagerRun:
     param_bytes: float = 2.0
     """Bytes per trained parameter and optimizer-state element (bf16 2, amp / fp32 4)."""
     optimizer_impl: str = "foreach"
+    factors: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)
+    """Calibrated measured / predicted ratios of the (matmul, attention, memory-bound, host)
+    seconds (gpuplan.calibrate); 1 = the model as derived."""
 
     def scale(self) -> HostScale:
         p = self.ops.host_probes
@@ -142,7 +145,8 @@ def microbatch(spec: ModelSpec, run: EagerRun, tokens, layers, head=1.0) -> tupl
         all_kernels = all_kernels + head * run.ops.cell_total("rest", phase, "kernels", rf)
         host_cpu = host_cpu + head * run.ops.host("rest", phase)
         memory = memory_bound_seconds(maximum(nbytes, 0.0), maximum(kernels, 0.0), run.hbm_bytes_per_second)
-        out.append(PhaseTimes(gemm, att, memory, scale.seconds(host_cpu, all_kernels)))
+        fg, fa, fm, fh = run.factors
+        out.append(PhaseTimes(fg * gemm, fa * att, fm * memory, fh * scale.seconds(host_cpu, all_kernels)))
     return out[0], out[1]
 
 
@@ -151,7 +155,8 @@ def optimizer_step(spec: ModelSpec, run: EagerRun, trained_params, tensors, laye
     nbytes = optimizer_bytes(run.optimizer_impl, trained_params, run.param_bytes)
     kernels = optimizer_kernels(run.optimizer_impl, trained_params, tensors)
     host = run.scale().seconds(layers * run.ops.host("layer", "optimizer") + run.ops.host("rest", "optimizer"), kernels)
-    return PhaseTimes(memory=memory_bound_seconds(nbytes, kernels, run.hbm_bytes_per_second), host=host)
+    _, _, fm, fh = run.factors
+    return PhaseTimes(memory=fm * memory_bound_seconds(nbytes, kernels, run.hbm_bytes_per_second), host=fh * host)
 
 
 def trained_tensors(spec: ModelSpec, lora_rank: int, layers) -> float:

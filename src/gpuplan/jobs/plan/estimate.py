@@ -143,7 +143,9 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     low = precision_class(inputs.dtype)
     error, _ = prediction_band(low, moe=spec.moe is not None)
     caveats = predicted_mfu_notes(gpu.id, spec, low, plan.mfu, error)
-    return Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
+    from gpuplan.jobs.calibration_notice import with_calibration_warning
+
+    return with_calibration_warning(Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
                   report_inputs, _assumptions(inputs, plan, result) + budget.assumptions,
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
                   (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",)
@@ -152,7 +154,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,
                   summary_columns=() if inputs.explain else ("GPUs", "layout", "step s", "MFU", "days", "cost",
-                                                              "peak/GPU"))
+                                                              "peak/GPU")), inputs, gpu.id)
 
 
 def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[Assumption, ...]:

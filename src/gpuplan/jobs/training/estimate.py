@@ -52,7 +52,9 @@ def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | 
                     report_inputs, S.assumptions(inputs, gpu, peak, time, spec.mtp_layers, asked), sections,
                     S.notes(spec, counts, flops, inputs, plan, asked), headline=TRAINING_HEADLINE,
                     key_assumptions=("mfu", "comm_allowance", "peak"))
-    return report, plan, inputs
+    from gpuplan.jobs.calibration_notice import with_calibration_warning
+
+    return with_calibration_warning(report, inputs, gpu.id), plan, inputs
 
 
 TRAINING_HEADLINE = ("flops_used", "gpu_days", "gpus", "gpus_compute_only", "deadline_met", "wall_days", "mfu",

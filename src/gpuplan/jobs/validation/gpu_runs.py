@@ -76,8 +76,9 @@ def _model_config(row: dict) -> dict:
     return hf
 
 
-def predict(row: dict, folder: Path) -> GpuRun:
-    """gpuplan's step time (plan) and allocated peak (memory) for one measured row."""
+def predict(row: dict, folder: Path, calibration=None) -> GpuRun:
+    """gpuplan's step time (plan) and allocated peak (memory) for one measured row (with
+    ``calibration``: a Calibration applied as --calibration would)."""
     from gpuplan.jobs.memory.estimate import estimate_memory
     from gpuplan.jobs.memory.schema import MemoryInputs
     from gpuplan.jobs.plan.estimate import plan_report
@@ -90,7 +91,7 @@ def predict(row: dict, folder: Path) -> GpuRun:
     part = GPU_IDS.get(row["gpu"], "h200-sxm")
     flags = user_flags(cfg, part)
     plan = plan_report(PlanInputs(model=str(path), gpus=1, tp=1, pp=1, cp=1, zero=0, global_batch=cfg["micro_batch"],
-                                  tokens="1B", **flags))
+                                  tokens="1B", calibration=calibration, **flags))
     memory = estimate_memory(MemoryInputs(model=str(path), **flags))
     moe = bool(_model_config(row).get("num_experts") or _model_config(row).get("num_local_experts"))
     family = family_of(cfg, moe)
@@ -111,10 +112,10 @@ def measured_rows() -> list[dict]:
     return yaml.load(text, Loader=loader)["measurements"]  # noqa: S506 (a safe loader)
 
 
-def gpu_run_cases(rows: list[dict] | None = None) -> list[GpuRun]:
+def gpu_run_cases(rows: list[dict] | None = None, calibration=None) -> list[GpuRun]:
     """Every measured row with a step time, predicted through the user's door."""
     if rows is None:
         rows = measured_rows()
     done = [r for r in rows if r.get("status") == "ok" and (r.get("timing") or {}).get("step_time_s")]
     with tempfile.TemporaryDirectory(prefix="gpuplan-gpu-runs-") as tmp:
-        return [predict(r, Path(tmp)) for r in done]
+        return [predict(r, Path(tmp), calibration) for r in done]

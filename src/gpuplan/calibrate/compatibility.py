@@ -1,0 +1,71 @@
+"""Whether a calibration's factors mean something for the plan at hand, and what carries over.
+
+A calibration is measured on one device, GPU, framework and software stack. Its factors are
+ratios of measured to gpuplan-predicted seconds by op class, so they are exact where measured
+and an extrapolation elsewhere:
+
+* same GPU and framework: every factor applies;
+* another GPU, same framework: the matmul, attention and memory-bound factors are efficiencies
+  relative to each part's own roofline (MAMF, kernel tables, HBM bandwidth) and carry over as
+  such; the host factor describes the measuring machine's CPU and does not;
+* another framework (an eager Hugging Face step vs Megatron-Core / torchtitan's fused kernels) or
+  a CPU measurement for a GPU plan: the op classes are not the same kernels, so no time factor is
+  applied (the memory factors, ratios of activation bytes, still are).
+
+Every case but the first returns a one-line warning that the answer shows first (and in JSON /
+the API). Units: none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EAGER = "hf"
+
+
+@dataclass(frozen=True)
+class Compatibility:
+    """How a calibration meets a plan: which time factors apply, and the warning to show."""
+
+    time: bool
+    """The matmul / attention / memory-bound (and compute) factors apply."""
+    host: bool
+    """The host factor applies (same machine class as measured)."""
+    warning: str = ""
+
+
+def calibration_framework(cal) -> str:
+    """'hf' for trials; '' (a fused stack's log or table, or a file before schema 2) otherwise."""
+    return getattr(cal.reference, "framework", "") or ""
+
+
+def calibration_device(cal) -> str:
+    env = getattr(cal.reference, "environment", None) or {}
+    if env.get("device_type"):
+        return str(env["device_type"])
+    return "cpu" if tuple(cal.reference.gpus) == ("cpu",) else "cuda"
+
+
+def compatibility(cal, gpu_id: str | None, framework: str | None) -> Compatibility:
+    """What of ``cal`` applies to a plan on ``gpu_id`` under ``framework`` (None: unknown, taken as
+    the calibration's own)."""
+    measured_on = ", ".join(cal.reference.gpus) or "?"
+    fw = calibration_framework(cal)
+    versions = _versions(cal)
+    if calibration_device(cal) == "cpu" and gpu_id not in (None, "cpu"):
+        return Compatibility(False, False, f"calibration measured on the CPU, planned on {gpu_id}: its time factors "
+                             "describe that CPU and are not applied (memory factors are); profile on the GPU")
+    if framework is not None and (framework == EAGER) != (fw == EAGER):
+        return Compatibility(False, False, f"calibration measured under --framework {fw}, planned under {framework}: "
+                             "different kernels, time factors not applied (memory factors are)")
+    if gpu_id is not None and gpu_id not in cal.reference.gpus:
+        return Compatibility(True, False, f"calibration measured on {measured_on}{versions}, planned on {gpu_id}: "
+                             "matmul, attention and memory-bound factors carried over as efficiencies relative to "
+                             f"{gpu_id}'s roofline, the host factor not")
+    return Compatibility(True, True, "")
+
+
+def _versions(cal) -> str:
+    env = getattr(cal.reference, "environment", None) or {}
+    parts = [f"{k} {env[k]}" for k in ("torch", "transformers") if env.get(k)]
+    return f" ({', '.join(parts)})" if parts else ""
