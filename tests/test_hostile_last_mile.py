@@ -352,3 +352,106 @@ def test_a_llava_config_says_its_vision_tower_is_left_out(run_cli, tmp_path):
                           "8", "--json")
     _, vlm, _ = run_cli("memory", "--model", path, "--gpu", "h100", "--gpus", "8", "--json")
     assert json.loads(vlm)["results"]["peak_total"] == json.loads(alone)["results"]["peak_total"]
+
+
+# ---- the smaller ones (item 10) ----
+
+@pytest.mark.parametrize(("args", "field"), [
+    (["memory", "llama-3.1-8b", "--margin", "1e-400"], "margin"),  # --zero 1e-400 was refused, --margin not
+    (["memory", "llama-3.1-8b", "--zero", "1e-400"], "zero"),
+    (["budget", "llama-3.1-8b", "--restart", "0"], "restart"),  # --restart 0min was refused, 0 accepted
+    (["budget", "llama-3.1-8b", "--restart", "0s"], "restart"),
+    (["budget", "llama-3.1-8b", "--restart", "0min"], "restart"),
+    (["report", str(ROOT / "examples" / "article-7b.yaml"), "--no-plots", "--out", "x.html\n"], "out"),
+    (["serve", "--host", "0.0.0.0\n"], "host"),
+    (["memory", "llama-3.1-8b", "--gpu", "h100\t"], "gpu"),
+])
+def test_small_input_rules_hold_on_the_cli(run_cli, args, field):
+    code, _, err = run_cli(*args)
+    one_line_refusal(code, err)
+    assert err.startswith(f"error: {field}: got "), err
+
+
+@pytest.mark.parametrize(("body", "field"), [({"margin": "1e-400"}, "margin"), ({"restart": 0}, "restart"),
+                                             ({"restart": "0min"}, "restart"), ({"calibration": "a" * 129},
+                                                                                 "calibration")])
+def test_small_input_rules_hold_on_the_api(body, field):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web import create_app
+
+    job = "memory" if "margin" in body else "budget"
+    response = TestClient(create_app()).post(f"/api/{job}", json={"model": "llama-3.1-8b", "gpu": "h100"} | body)
+    assert response.status_code == 422, response.text[:300]
+    assert response.json()["field"] == field  # a 129-character name was field 'calibration.dict[str,any]'
+
+
+def test_a_restart_with_a_unit_is_still_read(run_json):
+    assert run_json("budget", "llama-3.1-8b", "--gpu", "h100", "--restart", "10min")["results"]
+
+
+@pytest.mark.parametrize("command", ["plan", "budget"])
+def test_gpus_per_node_is_the_node_size_of_the_io_section(run_json, command):
+    data = run_json(command, "llama-3.1-8b", "--gpu", "h100", "--gpus", "24", "--gpus-per-node", "3")
+    # 24 GPUs / 3 per node = 8 nodes (it said 3 nodes, "24 GPUs / 8 per node")
+    assert data["results"]["io_nodes"] == 8
+
+
+def plan_file(tmp_path, text, name="p.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(("text", "name", "field"), [
+    ("model: llama-3.1-8b\ngpus: 1e400\n", "p.yaml", "gpus"),
+    ("model: llama-3.1-8b\ngpus: lots\n", "p.yaml", "gpus"),
+    ("model = 'llama-3.1-8b'\ngpus = 'lots'\n", "p.toml", "gpus"),
+])
+def test_a_plan_file_value_a_flag_overrides_is_still_checked(run_cli, tmp_path, text, name, field):
+    path = plan_file(tmp_path, text, name)
+    code, _, err = run_cli("memory", path, "--gpus", "8", "--gpu", "h100")  # exit 0 before: the flag won
+    one_line_refusal(code, err)
+    assert err.startswith(f"error: {path}: {field}: got "), err
+
+
+def test_a_plan_file_of_null_keys_is_not_the_defaults(run_cli, tmp_path):
+    path = plan_file(tmp_path, "model:\ngpus:\ntokens: ~\n")
+    code, _, err = run_cli("train", path)
+    one_line_refusal(code, err, "has no value (null)")
+    assert err.startswith(f"error: {path}: model: got None"), err
+
+
+def test_an_unused_yaml_anchor_is_refused(run_cli, tmp_path):
+    path = plan_file(tmp_path, "model: &m llama-3.1-8b\ngpu: h100\n")
+    code, _, err = run_cli("memory", path)
+    one_line_refusal(code, err, "anchors and aliases are not accepted")
+
+
+# ---- a closed pipe ends quietly (item 11) ----
+
+@pytest.mark.parametrize("args", [["catalog", "models"], ["train", "llama-3.1-8b", "--gpus", "64"],
+                                  ["memory", "llama-3.1-8b", "--full"]])
+def test_a_closed_pipe_ends_quietly_with_141(args):
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first write (`| head -1` that already exited)
+    done = subprocess.run([sys.executable, "-m", "gpuplan", *args], stdout=write, stderr=subprocess.PIPE,
+                          timeout=60)
+    os.close(write)
+    assert done.returncode == 141 and done.stderr == b"", (done.returncode, done.stderr[:300])  # was 1, silent
+
+
+def test_a_full_device_keeps_its_one_line_error():
+    import subprocess
+    import sys
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "gpuplan", "catalog", "models"], stdout=full,
+                              stderr=subprocess.PIPE, timeout=60, text=True)
+    assert done.returncode == 2 and done.stderr.startswith("error: output: ") and done.stderr.count("\n") == 1

@@ -34,6 +34,13 @@ COMMANDS = {
 
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h): distinct from bad input (2)
+PIPE_CLOSED = 141
+"""Exit status when the reader of stdout went away (``gpuplan train | head -1``): 128 + SIGPIPE,
+what a shell reports for ``yes | head -1``; nothing is printed (click would exit 1, silently)."""
+
+
+class PipeClosed(Exception):
+    """stdout's reader has gone (EPIPE); not an OSError, so click passes it on to main()."""
 OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 """Errors of writing the answer (stdout on a full device): one line, like bad input."""
 
@@ -50,6 +57,12 @@ class LazyGroup(click.Group):
         import importlib
 
         return importlib.import_module(f"gpuplan.commands.{cmd_name}").command()
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise PipeClosed from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
@@ -115,8 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except BrokenPipeError:
-        return 0
+    except (PipeClosed, BrokenPipeError):
+        _silence_stdout()  # what is still buffered has no reader: the final flush must not fail
+        return PIPE_CLOSED
     except OSError as exc:
         if exc.errno not in OUTPUT_ERRNOS:
             return _internal_error(exc)

@@ -35,4 +35,8 @@ def read_plan_file(path: str | Path) -> dict[str, Any]:
                          "model: llama-3.1-8b")
     if not isinstance(data, dict):
         raise InputError("plan file", str(path), "expected a mapping of input names to values")
+    empty = next((key for key, value in data.items() if value is None), None)
+    if empty is not None:  # `gpus:` with nothing after it, or `gpus: null`: not the default in disguise
+        raise InputError(f"{path}: {empty}", None, "has no value (null); give one, or leave the key out for the "
+                         "default")
     return data

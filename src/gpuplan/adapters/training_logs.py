@@ -5,9 +5,10 @@ memory reports, Hugging Face Trainer ``trainer_state.json`` or printed dicts, an
 source, and tests/fixtures/logs holds a real excerpt of each.
 
 Files are read line by line (adapters/log_files.py), so a log of any size is refused from its
-first lines when it is not one. An unreadable or unrecognised file raises InputError naming the file and what was expected; so does
-a step or batch that is not a positive whole number, or a step logged twice. Values no real run logs
-(negative, non-finite, absurd) are refused by gpuplan.calibrate.log_checks, by the log's name.
+first lines when it is not one. An unreadable or unrecognised file raises InputError naming the
+file and what was expected; so does a step or batch that is not a positive whole number, or a step
+logged twice. Values no real run logs (negative, non-finite, absurd) are refused by
+gpuplan.calibrate.log_checks, by the log's name.
 """
 
 from __future__ import annotations

@@ -186,6 +186,7 @@ def raw_inputs(target: str | None, flags: dict[str, Any], schema: type) -> tuple
         given["model"] = target
     if "model" in given or "params" in given:
         raw = {k: v for k, v in raw.items() if k not in ("model", "params")}
+    schema.check_values({k: v for k, v in raw.items() if k in given}, where)  # a value a flag overrides is checked too
     return raw | given, where
 
 

@@ -85,6 +85,32 @@ class JobInputs(BaseModel):
         except ValidationError as exc:
             raise input_error(exc, cls, where) from None
 
+    @classmethod
+    def check_values(cls, raw: Mapping[str, Any], where: str | None = None) -> None:
+        """Check each value on its own, by its field's type and range only (no cross-field rules):
+        a plan-file value a flag overrides is still a value the user wrote (``gpus: 1e400`` with
+        ``--gpus 8`` was accepted), and a null is refused naming the key."""
+        from typing import Annotated
+
+        from pydantic import TypeAdapter
+
+        for name, value in raw.items():
+            field = cls.model_fields.get(name)
+            if field is None:
+                continue  # unknown keys are refused by parse, with the valid names
+            label = f"{where}: {name}" if where else name
+            if value is None:
+                raise InputError(label, None, "has no value (null); give one, or leave the key out for the default")
+            kind = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
+            adapter = TypeAdapter(kind)
+            try:
+                adapter.validate_python(value)
+            except InputError as exc:
+                raise InputError(label, exc.value, exc.expected) from None
+            except ValidationError as exc:
+                error = error_from_detail(exc.errors(include_url=False)[0])
+                raise InputError(label, error.value, error.expected) from None
+
     def adjust_spec(self, spec):
         """A job's own reading of the model it names (ModelFields.spec); as is unless a job's
         fields say otherwise (training: SetupFields, the MTP modules trained)."""

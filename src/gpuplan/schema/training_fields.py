@@ -255,6 +255,13 @@ class StepFields(JobInputs):
                                                           "per GPU type")]
     attention_kernel: V.AttentionKernel
 
+    def node_accelerator(self, gpu: Any) -> Any:
+        """``gpu`` with --gpus-per-node as its node size when given: the I/O, checkpoint and spot
+        lines count nodes with it, as the step model does (they said 8 per node before)."""
+        from dataclasses import replace
+
+        return gpu if self.gpus_per_node is None else replace(gpu, devices_per_node=self.gpus_per_node)
+
     @model_validator(mode="after")
     def _ep_options(self) -> StepFields:
         if self.tp_comm_overlap and "tp_overlap" in self.given:

@@ -104,9 +104,7 @@ def number(low: float, high: float, *, low_open: bool = False, whole: bool = Fal
             parsed = float(text)
         except (TypeError, ValueError):
             raise InputError(field, value, f"expected a number between {low:g} and {high:g}") from None
-        if parsed == 0 and isinstance(text, str) and re.search(r"[1-9]", text.lower().split("e")[0]):
-            raise InputError(field, value, f"is too small to tell from 0; expected a number between {low:g} and "
-                             f"{high:g}")  # "1e-400" underflows to 0.0
+        _no_underflow(parsed, text, field, f"expected a number between {low:g} and {high:g}")
         parsed = _bounded(parsed, value, field, low, high, low_open)
         if whole:
             if parsed != int(parsed):
@@ -115,6 +113,12 @@ def number(low: float, high: float, *, low_open: bool = False, whole: bool = Fal
         return parsed
 
     return parse
+
+
+def _no_underflow(parsed: float, text: Any, field: str, expected: str) -> None:
+    """Refuse text with a non-zero digit that parses to 0 ("1e-400" underflows to 0.0)."""
+    if parsed == 0 and isinstance(text, str) and re.search(r"[1-9]", text.lower().split("e")[0]):
+        raise InputError(field, text, f"is too small to tell from 0; {expected}")
 
 
 def fraction(value: Any, info: ValidationInfo) -> float:
@@ -137,7 +141,9 @@ def share(high: float = 5.0):
     def parse(value: Any, info: ValidationInfo) -> float:
         field = _name(info)
         _finite(value, field)
-        parsed = units.parse_allowance(value if isinstance(value, int | float) else _text(value, field), field)
+        text = value if isinstance(value, int | float) else _text(value, field)
+        parsed = units.parse_allowance(text, field)
+        _no_underflow(parsed, text, field, f"expected a share from 0 to {high:g} (0.2 = 20%)")  # 1e-400 is not 0
         return _bounded(parsed, value, field, 0, high, False)
 
     return parse
@@ -151,21 +157,25 @@ def days(value: Any, info: ValidationInfo) -> float:
     return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, 36_500, True)
 
 
-def seconds(high: float):
+def seconds(high: float, positive: bool = False):
     """A duration with a unit ('30min', '2h', '90s'); bare text such as '30' is refused (minutes
-    or days?), but 0 is 0 and a JSON number is seconds (the base unit)."""
+    or days?), but 0 is 0 and a JSON number is seconds (the base unit). ``positive``: 0 is refused
+    however it is written (0, "0", "0s", "0min"), as a duration that cannot be zero."""
 
     def parse(value: Any, info: ValidationInfo) -> float:
         field = _name(info)
         _finite(value, field)
-        if isinstance(value, int | float):
-            return _bounded(float(value), value, field, 0, high, False)
-        text = _text(value, field)
-        if text in ("0", "0s"):
-            return 0.0
-        if re.fullmatch(r"[0-9]*\.?[0-9]+", text):
+        text = value if isinstance(value, int | float) else _text(value, field)
+        zero = re.fullmatch(r"0*\.?0*\s*([a-z]*)", text.lower()) if isinstance(text, str) and "0" in text else None
+        if zero and zero.group(1) in {**units.SECONDS_PER, "": 0}:
+            number = 0.0  # zero with any unit (or none) is zero
+        elif isinstance(text, str) and re.fullmatch(r"[0-9]*\.?[0-9]+", text):
             raise InputError(field, value, "give a unit, e.g. 30min, 2h or 90s")
-        return _bounded(units.parse_duration(text, field), value, field, 0, high, True)
+        else:
+            number = float(text) if isinstance(text, int | float) else units.parse_duration(text, field)
+        if positive and number == 0:
+            raise InputError(field, value, "must be a positive duration, e.g. 10min")
+        return _bounded(number, value, field, 0, high, positive)
 
     return parse
 
@@ -198,8 +208,8 @@ def name(value: Any, info: ValidationInfo) -> str:
         raise InputError(field, value, "must not be empty")
     if len(text) > MAX_TEXT:
         raise InputError(field, text[:40] + "...", f"is longer than {MAX_TEXT} characters")
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):
-        raise InputError(field, text, "must not contain control characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):  # before trimming: 'x.html\n' is not x.html
+        raise InputError(field, value, "must not contain control characters (a newline, a tab, ...)")
     return text
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+
+from gpuplan.errors import InputError
 
 EXAMPLES = {
     "training": {"params": "7B", "tokens": "2T", "gpu": "a100", "days": 7, "mfu": "40%"},
@@ -24,6 +26,25 @@ CONFIG_HELP = ("A Hugging Face config.json pasted as a JSON object, instead of m
                "(VLM configs: the text_config is used).")
 
 
+CALIBRATION_NAME_CHARS = 128
+CALIBRATION_SCHEMA = {"anyOf": [{"type": "object"}, {"type": "string", "maxLength": CALIBRATION_NAME_CHARS},
+                                {"type": "null"}]}
+
+
+def calibration_value(value: Any) -> Any:
+    """A calibration document (an object) or a file name of at most 128 characters, checked as
+    one field: a union would name its failing member (``calibration.dict[str,any]``) instead."""
+    if value is None or isinstance(value, dict):
+        return value
+    if not isinstance(value, str):
+        raise InputError("calibration", type(value).__name__, "give the calibration JSON document (an object) or a "
+                         "file name from the server's --calibration-dir")
+    if len(value) > CALIBRATION_NAME_CHARS:
+        raise InputError("calibration", value, f"a calibration file name is at most {CALIBRATION_NAME_CHARS} "
+                         "characters (letters, digits, '.', '_', '-')")
+    return value
+
+
 def request_model(name: str, schema: type[BaseModel]) -> type[BaseModel]:
     """The request body of job ``name``: the job's own schema (the CLI's options and plan-file
     keys: same types, ranges and messages) plus ``config``, a pasted config.json."""
@@ -33,7 +54,8 @@ def request_model(name: str, schema: type[BaseModel]) -> type[BaseModel]:
     if "calibration" in schema.model_fields:
         # Over HTTP a calibration is its JSON document or a name in the operator's folder: the
         # request model never reads a file (the CLI's schema would open a path given as text).
-        annotations["calibration"] = dict[str, Any] | Annotated[str, StringConstraints(max_length=128)] | None
+        annotations["calibration"] = Annotated[dict[str, Any] | str | None, BeforeValidator(calibration_value),
+                                               WithJsonSchema(CALIBRATION_SCHEMA)]
         fields["calibration"] = Field(default=None, description=CALIBRATION_HELP)
     namespace = {
         "__annotations__": annotations,

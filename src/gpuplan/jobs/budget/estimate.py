@@ -24,7 +24,8 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
     train, plan, used = training_report(inputs, failures_for_deadline(inputs, spec, gpu), spec)
     gpus = max(1, math.ceil(train.value("gpus") - 1e-9))
     wall = train.value("wall_days_with_comm") * 86400 * train.value("gpus") / gpus
-    result = compute_budget(spec, gpu, gpus=gpus, wall_seconds=wall, gpu_hours=train.value("gpu_hours_with_comm"),
+    result = compute_budget(spec, inputs.node_accelerator(gpu), gpus=gpus, wall_seconds=wall,
+                            gpu_hours=train.value("gpu_hours_with_comm"),
                             tokens=inputs.tokens, global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                             step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
                             model_parallel=plan.layout.tp * plan.layout.pp, settings=used.budget_settings())

@@ -75,7 +75,7 @@ class BudgetFields(JobInputs):
                                         "Device-to-host GB/s per GPU (async checkpoint staging).")]
     failure_rate: Annotated[T.typed(float, T.number(0, 0.01, low_open=True)), _f(
         R.DEFAULT_FAILURE_RATE, "Job interruptions per GPU-hour (Llama 3: 1.97e-5).")]
-    restart: Annotated[T.typed(float, T.seconds(WEEK)), _f(R.DEFAULT_RESTART_SECONDS,
+    restart: Annotated[T.typed(float, T.seconds(WEEK, positive=True)), _f(R.DEFAULT_RESTART_SECONDS,
                                                             "Restart time per interruption, e.g. 15min.", "15min")]
     provider: Annotated[T.Name | None, _f(None, "Price one provider (aws, gcp, lambda, ...).",
                                           "median over providers")]

@@ -149,7 +149,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   report_inputs, _assumptions(inputs, plan, result) + budget.assumptions,
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
                   (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",)
-                  + tuple(n for n in spec.notes if n not in budget.notes) + caveats + budget.notes,
+                  + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
+                  + caveats + budget.notes,
                   tables + budget.tables, headline=PLAN_HEADLINE,
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,
@@ -231,7 +232,8 @@ def _budget_for(plan: Plan, inputs: PlanInputs, result: PlanSearch, wall_seconds
     from gpuplan.jobs.budget.compute import compute_budget
 
     layout, ev = plan.layout, result.evaluator
-    return compute_budget(ev.spec, ev.cluster.gpu, gpus=float(plan.gpus), wall_seconds=wall_seconds,
+    return compute_budget(ev.spec, inputs.node_accelerator(ev.cluster.gpu), gpus=float(plan.gpus),
+                          wall_seconds=wall_seconds,
                           gpu_hours=gpu_hours, tokens=inputs.tokens,
                           global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                           step_seconds=plan.step_seconds, recipe=inputs.recipe_name, zero=layout.zero,
