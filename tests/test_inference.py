@@ -183,9 +183,13 @@ def test_decode_batch1_is_weights_plus_kv_over_bandwidth():
     kv = K.kv_layout(spec, 2).bytes_per_sequence(1024)
     step = R.decode_step(spec, W.param_groups(spec), setup, kv, tp=1, pp=1, batch=1, context=1024,
                          bandwidth=gpu.memory_bandwidth, peak=gpu.peak("fp16"), link=gpu.scale_up_bandwidth)
-    # every weight but the input embedding (a row lookup) once, plus 1,024 tokens x 512 KiB of KV
-    read = 2 * (6_738_415_616 - 32000 * 4096) + 1024 * 524_288
-    assert step.memory_s == pytest.approx(read / (2.039e12 * 0.65))  # 10.4 ms
+    # every weight but the input embedding (a row lookup) once at 0.85 of 2.039 TB/s (7.6 ms), then
+    # 1,024 tokens x 512 KiB of KV at 0.95 (0.28 ms), then one token's elementwise traffic
+    weights = 2 * (6_738_415_616 - 32000 * 4096)
+    assert step.memory_s == pytest.approx(weights / (2.039e12 * 0.85))
+    assert step.attention_s == pytest.approx(1024 * 524_288 / (2.039e12 * 0.95))
+    elementwise = 32 * (8 * 4096 + 2 * (4096 + 4096) + 3 * 11008) * 2
+    assert step.other_s == pytest.approx(elementwise / (2.039e12 * 0.85))
     assert step.bound == "memory" and step.comm_s == 0
 
 
@@ -193,12 +197,12 @@ def test_prefill_is_compute_bound_flops_over_peak():
     spec, gpu = load_model("llama-2-7b"), load_accelerator("a100")
     step = R.prefill_step(spec, W.param_groups(spec), SU.ServingSetup(W.FORMATS["fp16"], 2), tp=1, pp=1, prompt=2048,
                           bandwidth=gpu.memory_bandwidth, peak=gpu.peak("fp16"), link=None)
-    # 2 FLOPs per matmul weight per token (6.48e9 weights in the layers), causal attention
-    # 2 x 32 heads x 256 x (2049/2) keys x 32 layers, LM head once: 2 x 32000 x 4096
+    # 2 FLOPs per matmul weight per token (6.48e9 weights in the layers) and the LM head once, at
+    # 0.8 of 312 TFLOP/s; causal attention 2 x 32 heads x 256 x (2049/2) keys x 32 layers at 0.6
     layers = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)
-    flops = 2048 * (2 * layers + 2 * 32 * 256 * 2049 / 2 * 32) + 2 * 32000 * 4096
     assert step.bound == "compute"
-    assert step.compute_s == pytest.approx(flops / (312e12 * 0.5))
+    assert step.compute_s == pytest.approx((2048 * 2 * layers + 2 * 32000 * 4096) / (312e12 * 0.8))
+    assert step.attention_s == pytest.approx(2048 * 2 * 32 * 256 * 2049 / 2 * 32 / (312e12 * 0.6))
 
 
 def test_moe_decode_reads_only_touched_experts():
@@ -212,16 +216,19 @@ def test_moe_decode_reads_only_touched_experts():
 
 
 def test_allreduce_ring_cost():
-    # 1 MB over NVLink 900 GB/s (450 per direction), tp 2: 8 us + 2 x 1/2 x 1e6 / 450e9
-    assert R.allreduce_seconds(1e6, 2, 900e9, 8e-6) == pytest.approx(8e-6 + 1e6 / 450e9)
-    assert R.allreduce_seconds(1e6, 1, 900e9, 8e-6) == 0.0
+    # 1 MB over NVLink 900 GB/s (450 per direction, 0.8 of it achieved), tp 2: 8 us + core/comm.py's
+    # ring 2 x 1/2 x 1e6 / 360e9
+    from gpuplan.core.serving.kernels import tp_allreduce_seconds
+
+    assert tp_allreduce_seconds(1e6, 2, 900e9, 8e-6) == pytest.approx(8e-6 + 1e6 / 360e9)
+    assert tp_allreduce_seconds(1e6, 1, 900e9, 8e-6) == 0.0
     assert SU.Efficiency().latency(64e9) == pytest.approx(24e-6)  # PCIe: x3
 
 
 def test_tp_adds_allreduce_time_per_token():
     r = report(model="llama-3.1-70b", gpu="h100", tp=4, context=4096, batch=1)
-    # 160 all-reduces of 1 x 8,192 x 2 B: 160 x (8 us + 1.5 x 16,384 / 450e9)
-    assert r.value("allreduce_per_token") == pytest.approx(160 * (8e-6 + 1.5 * 16384 / 450e9))
+    # 160 all-reduces of 1 x 8,192 x 2 B: 160 x (8 us + 1.5 x 16,384 / (450e9 x 0.8))
+    assert r.value("allreduce_per_token") == pytest.approx(160 * (8e-6 + 1.5 * 16384 / 360e9))
 
 
 def test_cost_per_million_tokens():
@@ -309,7 +316,7 @@ def test_a_per_query_head_decode_kernel_reads_a_gqa_cache_group_times():
     """core.serving.roofline.kv_reads_per_step: Llama-2-70B has 64 query heads on 8 KV heads, so a kernel
     with one thread block per query head (vLLM paged_attention, TensorRT-LLM before XQA) reads each
     cached element 8 times per step; MHA and MLA caches once; the decode step's memory time grows
-    by exactly the extra 7 reads."""
+    by exactly the extra 7 reads, at the KV kernels' 0.95 of HBM bandwidth."""
     from gpuplan.catalog import load_accelerator, load_model
     from gpuplan.core.serving import roofline as R
     from gpuplan.core.serving import setup as SU
@@ -328,8 +335,8 @@ def test_a_per_query_head_decode_kernel_reads_a_gqa_cache_group_times():
         setup = SU.ServingSetup(W.FORMATS["bf16"], K.KV_DTYPE_BYTES["bf16"], decode_attention=kernel)
         steps[kernel] = R.decode_step(llama70, groups, setup, 1e9, tp=4, pp=1, batch=16, context=4096,
                                       bandwidth=gpu.memory_bandwidth, peak=gpu.peak("bf16"), link=None)
-    extra = steps["per-query-head"].memory_s - steps["grouped"].memory_s
-    assert extra == pytest.approx(16 * 1e9 * 7 / (gpu.memory_bandwidth * 0.65), rel=1e-9)
+    extra = steps["per-query-head"].attention_s - steps["grouped"].attention_s
+    assert extra == pytest.approx(16 * 1e9 * 7 / (gpu.memory_bandwidth * 0.95), rel=1e-9)
 
 
 def test_decode_attention_is_checked_at_the_input_boundary(run_cli):
@@ -349,3 +356,31 @@ def test_runtime_memory_by_category():
     assert vllm.formula == "non-torch 0.25 GiB + TP / PP groups 1.82 GiB + CUDA graphs 1.66 GiB"
     sglang = report(model="llama-3.1-70b", gpu="h100", tp=4, engine="sglang").line("runtime")
     assert sglang.formula == "non-torch 0.35 GiB + TP / PP groups 0.96 GiB"
+
+
+def test_host_time_per_step_follows_the_releases_scheduler():
+    """vLLM before 0.6 waits for its output processing per sequence, 0.6-0.13 for the scheduler
+    only, 0.14+ schedules asynchronously; SGLang and TensorRT-LLM overlap it."""
+    from gpuplan.core.serving import kernels as KR
+    from gpuplan.core.serving.releases import parse_release
+
+    def host(text, seqs=32):
+        return KR.host_step_seconds(parse_release(text), seqs)
+
+    assert host("vllm==0.5.3") == pytest.approx(0.6e-3 + 32 * 0.1e-3)
+    assert host("vllm==0.5.3", 1) == pytest.approx(0.7e-3)
+    assert host("vllm==0.6.0") == host("vllm==0.13") == pytest.approx(0.6e-3)
+    assert host("vllm==0.14") == host("vllm") == host("sglang==0.4.9") == host("trtllm==0.9") == 0.0
+
+
+def test_a_synchronous_release_pays_its_host_time_every_decode_step():
+    from dataclasses import replace
+
+    spec = load_model("llama-3-8b")
+    base = SU.ServingSetup(W.weight_format("bf16"), 2.0)
+    old = replace(base, runtime=SU.Runtime(engine="vllm", version=(0, 5, 3)))
+    kw = dict(tp=1, pp=1, batch=16, context=1024, bandwidth=3.35e12, peak=989e12, link=450e9)
+    groups = W.param_groups(spec)
+    new_s = R.decode_step(spec, groups, base, 1e6, **kw).total
+    old_s = R.decode_step(spec, groups, old, 1e6, **kw).total
+    assert old_s - new_s == pytest.approx(0.6e-3 + 16 * 0.1e-3)

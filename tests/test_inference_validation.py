@@ -1,6 +1,6 @@
 """Inference accuracy cases: every reference entry cites its source; errors stay within stated bounds."""
 
-from dataclasses import replace
+from statistics import mean
 
 import pytest
 
@@ -34,7 +34,7 @@ def test_case_tuples_have_the_agreed_shape():
     from gpuplan.jobs.validation.serving_memory import serving_memory_cases
 
     assert len(CASES) == len(serving_memory_cases()) + sum(len(reference_measurements()[s]) for s in (
-        "kv_tokens", "weights", "decode", "latency", "speculative", "throughput"))
+        "kv_tokens", "weights", "decode", "latency", "speculative", "throughput", "ttft"))
     for case in CASES:
         case_id, kind, measured, predicted, basis, note = case
         assert kind.startswith(("inference: ", "memory, serving (")) and measured > 0 and predicted > 0 and basis
@@ -77,55 +77,68 @@ def test_decode_speed_within_30_percent():
     assert abs(sum(errors.values()) / len(errors)) < 0.1  # the default efficiency is not biased
 
 
-def test_tp_batch_latency_within_30_percent():
-    assert all(abs(e) < 0.3 for e in _errors(KIND_LATENCY).values()), _errors(KIND_LATENCY)
+def test_tp_batch_latency_within_20_percent():
+    """vLLM 0.2.7's latency at batch 64 (held out): -27% without the synchronous host time per
+    step, -15% with it (kernels.host_step_seconds, taken from vllm#6854 and #6913)."""
+    assert all(abs(e) < 0.2 for e in _errors(KIND_LATENCY).values()), _errors(KIND_LATENCY)
 
 
 def test_static_batch_throughput_by_hand():
     """TensorRT-LLM v0.6.1, Llama-2-7B fp16 on one A100 80GB, batch 60, 128 in / 2048 out: 1,928
-    output tokens/s published. Decode is memory-bound: weights 6.74e9 x 2 B =
-    13.48 GB plus 60 sequences x 1,152 cached tokens (72 blocks of 16) x 524,288 B (2 x 32 layers x
-    4096 x 2 B) = 36.24 GB per step, at 2.039 TB/s x 0.65 -> 37.5 ms; the prediction is
-    60 x 2048 / (prefill + 2048 x decode)."""
-    from gpuplan.jobs.validation.inference import KIND_THROUGHPUT
+    output tokens/s published. A decode step runs, one after the other: the weights (all but the
+    input embedding, 13.21 GB) at 0.85 of 2.039 TB/s, 7.6 ms (their 60-token GEMM FLOPs take less);
+    60 sequences x 1,152 cached tokens (72 blocks of 16) x 524,288 B of KV at 0.95, 18.7 ms; the
+    elementwise traffic; and 32 layers x 80 us of host enqueue (a TensorRT engine without CUDA
+    graphs). The prediction is 60 x 2048 / (prefill + 2048 x decode)."""
+    from gpuplan.jobs.validation.inference import KIND_THROUGHPUT_FITTED
 
     (case,) = [c for c in CASES if c[0] == "trtllm061-llama2-7b-a100-fp16-b60-128-2048"]
-    assert case[1] == KIND_THROUGHPUT and case[2] == 1928
-    decode_s = (6.74e9 * 2 + 60 * 1152 * 524_288) / (2.039e12 * 0.65)  # 37.5 ms
-    # prefill: 60 x 128 prompt tokens x 2 x 6.74e9 FLOPs at 312 TFLOP/s x 0.5 (attention over
-    # 128-token prompts adds 0.5%, left out) = 0.66 s
-    prefill_s = 60 * 128 * 2 * 6.74e9 / (312e12 * 0.5)
-    assert case[3] == pytest.approx(60 * 2048 / (prefill_s + 2048 * decode_s), rel=0.02)
+    assert case[1] == KIND_THROUGHPUT_FITTED and case[2] == 1928
+    bw, peak = 2.039e12, 312e12
+    elementwise = 32 * (8 * 4096 + 2 * (4096 + 4096) + 3 * 11008) * 2  # per token, all layers
+    weights = 2 * (6_738_415_616 - 32000 * 4096)
+    decode_s = weights / (bw * 0.85) + 60 * 1152 * 524_288 / (bw * 0.95) + 60 * elementwise / (bw * 0.85) + 32 * 80e-6
+    # prefill: 60 x 128 tokens x 2 x 6.48e9 layer weights + the LM head per sequence at 0.8 of the
+    # peak; causal attention over 128 tokens (0.4% of it) at 0.6
+    gemm = 60 * 128 * 2 * 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) + 60 * 2 * 32000 * 4096
+    attention = 60 * 128 * 2 * 32 * 256 * 129 / 2 * 32
+    prefill_s = gemm / (peak * 0.8) + attention / (peak * 0.6) + 60 * 128 * elementwise / (bw * 0.85) + 32 * 80e-6
+    assert case[3] == pytest.approx(60 * 2048 / (prefill_s + 2048 * decode_s), rel=1e-6)
+    assert case[3] / case[2] == pytest.approx(1.063, abs=0.005)
 
 
 def test_static_batch_throughput_errors_as_documented():
-    """Held out (docs/inference.md section 7): TensorRT-LLM's static-batch tables, v0.6.1 (21 rows)
-    and v0.9.0 (48 rows). v0.6.1: the MHA Llama-2-7B rows within 30%; the GQA rows (Llama-2-70B, 8
-    KV heads; Falcon-180B, 232 query heads on 8) within 40% with that release's masked MHA reading
-    the cache once per query head. v0.9.0 ran Llama-2-70B with XQA (one load per KV head): within
-    26% up to batch 96; the four batch-256/512 rows with 2048 output tokens are 32-80% too fast
-    (XQA at large batch, not modelled)."""
-    from gpuplan.jobs.validation.inference import KIND_THROUGHPUT
+    """docs/inference.md section 7: the kernel fractions were fitted on TensorRT-LLM v0.6.1's table (21
+    rows, mean 7.2%, max 20%); its v0.9.0 table (48 rows, H200, H100, L40S FP8 and A100 FP16) is
+    held out: mean 12.3%, max 38%. The named outliers: Llama-2-70B on PCIe L40S, 20-38% fast
+    (all-reduces through the host), Falcon-180B on L40S and A100 with 2048 outputs, 25-35% slow."""
+    from gpuplan.jobs.validation.inference import KIND_THROUGHPUT, KIND_THROUGHPUT_FITTED
 
-    errors = _errors(KIND_THROUGHPUT)
-    assert len(errors) == 69
-    old = {k: e for k, e in errors.items() if k.startswith("trtllm061")}
-    assert len(old) == 21
-    seven = {k: e for k, e in old.items() if "llama2-7b" in k}
-    assert len(seven) == 8 and all(abs(e) < 0.31 for e in seven.values()), seven
-    gqa = {k: e for k, e in old.items() if "llama2-70b" in k or "falcon-180b" in k}
-    assert len(gqa) == 13 and all(abs(e) < 0.4 for e in gqa.values()), gqa
-    xqa = {k: e for k, e in errors.items() if k.startswith("trtllm090-llama2-70b")}
-    small = {k: e for k, e in xqa.items() if int(k.split("-b")[-1].split("-")[0]) <= 96}
-    assert len(small) == 8 and all(abs(e) < 0.27 for e in small.values()), small
-    large = {k: e for k, e in xqa.items() if k.endswith("-128-2048") and k not in small}
-    assert len(large) == 4 and all(0.3 < e < 0.8 for e in large.values()), large
-    assert sum(abs(e) for e in errors.values()) / len(errors) < 0.2
+    fitted, held = _errors(KIND_THROUGHPUT_FITTED), _errors(KIND_THROUGHPUT)
+    assert len(fitted) == 21 and len(held) == 48
+    assert mean(abs(e) for e in fitted.values()) < 0.08 and max(abs(e) for e in fitted.values()) < 0.21
+    assert mean(abs(e) for e in held.values()) < 0.13 and max(abs(e) for e in held.values()) < 0.40
+    pcie = {k: e for k, e in held.items() if "70b-l40s" in k}
+    assert len(pcie) == 4 and all(0.15 < e < 0.40 for e in pcie.values()), pcie
+    rest = {k: e for k, e in held.items() if not ("l40s" in k or "falcon" in k)}
+    assert mean(abs(e) for e in rest.values()) < 0.12, rest
+
+
+def test_time_to_first_token_as_documented():
+    """TensorRT-LLM v0.5's batch-1 first-token latencies (14 rows, held out): the 128-token prompts
+    come out 26-39% fast (per-request time the step model leaves out), the 2048-token ones within
+    -27% ... +10%."""
+    from gpuplan.jobs.validation.inference import KIND_TTFT
+
+    errors = _errors(KIND_TTFT)
+    assert len(errors) == 14 and mean(abs(e) for e in errors.values()) < 0.22
+    short = [e for k, e in errors.items() if k.endswith("-128")]
+    assert all(-0.40 < e < -0.05 for e in short), errors
 
 
 def test_reading_the_cache_once_per_kv_head_is_what_makes_old_gqa_decode_2_to_3x_too_fast():
-    """The 13 v0.6.1 GQA rows with a grouped decode kernel (the modern default): the decode-heavy
-    ones (2048 output tokens) come out 1.85x-3.2x too fast."""
+    """The 6 v0.6.1 GQA rows with 2048 output tokens, run with a grouped decode kernel (the modern
+    default) instead of that release's masked MHA: 1.8x-2.2x too fast."""
     from gpuplan.jobs.validation import inference as V
 
     data = [e for e in V.reference_measurements()["throughput"] if e["id"].startswith("trtllm061")]

@@ -175,7 +175,8 @@ def test_tp_group_memory_by_release():
     """comm_bytes: before vLLM 0.11 (and for SGLang / TensorRT-LLM) the NCCL communicators the
     profile sees x NCCL's per-communicator buffers (688 MB for a group of more than 2 ranks, 544 MB
     for 2, on A100 NVLink, NVIDIA/nccl#964; x 1.5 on H100-class links); 0.11-0.17 the lazily created
-    group, 0.41 GiB; from 0.18 2.07 - 0.25 = 1.82 GiB; 0.25 GiB without NVLink; nothing on one GPU."""
+    group, 0.41 GiB; from 0.18 2.07 - 0.25 = 1.82 GiB; without NVLink 0.25 GiB, nothing from 0.11
+    (vllm#29070: 0.09 GiB at TP 4, below TP 1's 0.13); nothing on one GPU."""
     h100, a100, pcie = 900e9, 600e9, 128e9
     v010, v011, v019 = (REL.vllm_rules(v) for v in ((0, 10, 0), (0, 11, 0), (0, 19, 0)))
     assert P.comm_bytes(v010, "vllm", 4, 1, h100) == pytest.approx(2 * 688e6 * 1.5)
@@ -184,7 +185,7 @@ def test_tp_group_memory_by_release():
     assert P.comm_bytes(v010, "vllm", 4, 2, a100) == pytest.approx(2 * (688e6 + 544e6))  # + one stage pair
     assert P.comm_bytes(v011, "vllm", 2, 1, h100) == pytest.approx(0.41 * GiB)
     assert P.comm_bytes(v019, "vllm", 4, 1, h100) == pytest.approx(1.82 * GiB)
-    assert P.comm_bytes(v019, "vllm", 4, 1, pcie) == 0.25 * GiB
+    assert P.comm_bytes(v010, "vllm", 4, 1, pcie) == 0.25 * GiB and P.comm_bytes(v019, "vllm", 4, 1, pcie) == 0.0
     assert P.comm_bytes(v019, "vllm", 1, 1, h100) == 0.0
     assert P.comm_bytes(v019, "vllm", 4, 1, h100, given=1e9) == 1e9
 

@@ -19,7 +19,7 @@ Version = tuple[int, int, int]
 
 NEWEST = {"vllm": (0, 29, 0), "sglang": (0, 5, 3), "trtllm": (1, 0, 0)}
 """The newest release whose rules are modelled, per engine: the default version."""
-OLDEST = {"vllm": (0, 2, 0), "sglang": (0, 3, 0), "trtllm": (0, 6, 0)}
+OLDEST = {"vllm": (0, 2, 0), "sglang": (0, 3, 0), "trtllm": (0, 5, 0)}
 
 
 @dataclass(frozen=True)

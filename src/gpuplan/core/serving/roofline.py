@@ -13,19 +13,11 @@ from gpuplan.core.flops import (
     layer_matmul_weights_per_token,
 )
 from gpuplan.core.model import ModelSpec
+from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import lora as L
 from gpuplan.core.serving.memory import draft_kv_share
 from gpuplan.core.serving.setup import ServingSetup
 from gpuplan.core.serving.weights import ParamGroups, decode_weight_bytes_read, param_groups
-
-
-def allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None, latency_s: float):
-    """Ring all-reduce: latency + 2(tp-1)/tp x message / per-direction link bandwidth
-    (Patarasuk & Yuan 2009; NCCL's 'bus bandwidth' convention). 0 when tp = 1."""
-    if tp <= 1:
-        return 0.0
-    per_direction = (link_bytes_per_s or 64e9) / 2
-    return latency_s + 2 * (tp - 1) / tp * message_bytes / per_direction
 
 
 def forward_allreduces(spec: ModelSpec) -> int:
@@ -35,31 +27,52 @@ def forward_allreduces(spec: ModelSpec) -> int:
 
 @dataclass(frozen=True)
 class StepTime:
-    """One forward step on one GPU: memory time, compute time, communication; seconds."""
+    """One forward step on one GPU, seconds: the weight GEMMs (streaming their weights or bound by
+    their FLOPs), attention (the decode KV read or the prefill flash attention), elementwise
+    traffic and host time, and the TP all-reduces; kernels run one after another."""
 
     memory_s: float
+    """GEMMs streaming their weights from HBM."""
     compute_s: float
+    """GEMMs bound by their FLOPs."""
     comm_s: float
     draft_s: float = 0.0
     """Speculative decoding: the proposer's k draft steps before this (verify) step."""
     tokens_per_step: float = 1.0
     """Output tokens the step yields per sequence (speculative decoding: the mean accepted length)."""
+    attention_s: float = 0.0
+    other_s: float = 0.0
+    """Elementwise kernels (norms, RoPE, activations)."""
+    host_s: float = 0.0
+    """Host time the GPU waits for: kernel launches of an eager step, the scheduler between steps."""
+
+    @property
+    def verify_s(self) -> float:
+        """The step itself (a speculative verify step), without the draft steps."""
+        return max(self.memory_s, self.compute_s) + self.attention_s + self.other_s + self.host_s + self.comm_s
 
     @property
     def total(self) -> float:
         """Seconds per output token."""
-        return (max(self.memory_s, self.compute_s) + self.comm_s + self.draft_s) / self.tokens_per_step
+        return (self.verify_s + self.draft_s) / self.tokens_per_step
 
     @property
     def bound(self) -> str:
+        gemm = max(self.memory_s, self.compute_s)
+        if self.attention_s > gemm:
+            return "attention"
         return "memory" if self.memory_s >= self.compute_s else "compute"
 
 
 def decode_flops_per_token(spec: ModelSpec, context) -> float:
     """FLOPs of one generated token: 2 per active matmul weight + LM head, and the new query
     against ``context`` cached keys (every key: the 'full' convention for a single query)."""
-    return (2.0 * layer_matmul_weights_per_token(spec) + 2.0 * spec.vocab_size * spec.hidden_size
-            + attention_core_flops_per_token(spec, context, "full"))
+    return gemm_flops_per_token(spec) + attention_core_flops_per_token(spec, context, "full")
+
+
+def gemm_flops_per_token(spec: ModelSpec) -> float:
+    """2 FLOPs per active matmul weight a token passes, LM head included."""
+    return 2.0 * layer_matmul_weights_per_token(spec) + 2.0 * spec.vocab_size * spec.hidden_size
 
 
 def prefill_flops(spec: ModelSpec, prompt_tokens) -> float:
@@ -70,15 +83,42 @@ def prefill_flops(spec: ModelSpec, prompt_tokens) -> float:
     return prompt_tokens * per_token + 2.0 * spec.vocab_size * spec.hidden_size
 
 
-def step_time(bytes_read: float, flops: float, tokens: float, spec: ModelSpec, *, tp: int, pp: int,
-              bandwidth: float, peak: float, link: float | None, bw_eff: float, compute_eff: float,
-              latency_s: float, act_bytes: int = 2) -> StepTime:
-    """Roofline for one forward over ``tokens`` tokens on a TP rank (summed over pp stages):
-    max(bytes / (HBM bandwidth x eff), FLOPs / (peak x eff)) + TP all-reduces + pipeline hops."""
-    message = tokens * spec.hidden_size * act_bytes
-    comm = forward_allreduces(spec) * allreduce_seconds(message, tp, link, latency_s)
-    comm += (pp - 1) * (latency_s + message / ((link or 64e9) / 2)) if pp > 1 else 0.0
-    return StepTime(bytes_read / (bandwidth * bw_eff), flops / tp / (peak * compute_eff), comm)
+@dataclass(frozen=True)
+class StepWork:
+    """What one forward step moves and computes on one TP rank (summed over pp stages)."""
+
+    weight_bytes: float
+    gemm_flops: float
+    kv_bytes: float = 0.0
+    """Decode: the KV cache the attention kernel reads."""
+    attention_flops: float = 0.0
+    """Prefill: the flash attention FLOPs (decode's are negligible next to its KV read)."""
+    tokens: float = 1.0
+    """Tokens in the step (elementwise traffic, all-reduce message size)."""
+    sequences: float = 1.0
+    """Sequences in the step (the host's output processing, kernels.host_step_seconds)."""
+
+
+def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, pp: int, bandwidth: float,
+              peak: float, link: float | None, which: int = 0, act_bytes: int = 2) -> StepTime:
+    """One forward step on a TP rank, kernels in sequence (Efficiency's fractions): the GEMMs at
+    max(weights / (HBM x bw), FLOPs / (peak x gemm)), the KV read at kv and flash attention at
+    attention, the elementwise traffic at bw, the host launch time per layer of an eager step and
+    the scheduler's host time per step (kernels.host_step_seconds), then the TP
+    all-reduces (kernels.tp_allreduce_seconds) and the pipeline hops. Summed over pp stages."""
+    eff = setup.efficiency
+    bw, gemm, kv, attention = eff.rates(which, setup.fmt.compute_dtype not in ("fp32", "bf16", "fp16"))
+    layers = spec.num_layers
+    elementwise = work.tokens * layers * KR.elementwise_bytes_per_token(spec, tp, act_bytes) / (bandwidth * bw)
+    message = work.tokens * spec.hidden_size * act_bytes
+    latency = eff.latency(link)
+    comm = forward_allreduces(spec) * KR.tp_allreduce_seconds(message, tp, link, latency)
+    comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0
+    host = (layers * eff.layer_launch_s if work.tokens > eff.graph_max_tokens else 0.0)
+    host += KR.host_step_seconds(setup.runtime.release, work.sequences)
+    return StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
+                    attention_s=work.kv_bytes / (bandwidth * kv) + work.attention_flops / tp / (peak * attention),
+                    other_s=elementwise, host_s=host)
 
 
 def tokens_per_second(batch, step_seconds) -> float:
@@ -116,23 +156,22 @@ def kv_reads_per_step(spec: ModelSpec, decode_attention: str = "grouped") -> flo
 def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_per_sequence: float, *,
                 tp: int, pp: int, batch, context, bandwidth: float, peak: float, link: float | None,
                 which: int = 0) -> StepTime:
-    """Time per output token at ``batch`` sequences of ``context`` cached tokens: weights (+ the
-    experts the batch touches) and every sequence's KV read once per step, or the FLOPs when
-    the batch is large, plus the TP all-reduces. ``which``: 0 expected, 1 low, 2 high efficiency."""
-    eff = setup.efficiency
+    """Time per output token at ``batch`` sequences of ``context`` cached tokens: the weights (+
+    the experts the batch touches) streamed or their FLOPs, every sequence's KV cache read
+    (kv_reads_per_step times), elementwise and host time, and the TP all-reduces.
+    ``which``: 0 expected, 1 low, 2 high efficiency."""
     s = setup.speculation
     positions = 1 + (s.tokens if s else 0)  # a verify step scores k proposed tokens + one of its own
     # kv_per_sequence is per stage (a token crosses all stages); a per-query-head kernel reads it
     # once per query head of each KV head
     kv_read = batch * kv_per_sequence * pp * kv_reads_per_step(spec, setup.decode_attention)
-    bytes_read = decode_weight_bytes_read(spec, groups, setup.fmt, tp, batch * positions) + kv_read
-    flops = batch * positions * decode_flops_per_token(spec, context)
+    weights = decode_weight_bytes_read(spec, groups, setup.fmt, tp, batch * positions)
+    flops = batch * positions * gemm_flops_per_token(spec)
     if setup.lora is not None:  # the active adapter slots are read too, and shrink + expand run per token
-        bytes_read += L.step_bytes(spec, setup.lora, tp, batch)
+        weights += L.step_bytes(spec, setup.lora, tp, batch)
         flops += batch * positions * L.flops_per_token(spec, setup.lora)
-    step = step_time(bytes_read, flops, batch * positions, spec, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak,
-                     link=link, bw_eff=eff.bandwidth[which], compute_eff=eff.compute[which],
-                     latency_s=eff.latency(link))
+    work = StepWork(weights, flops, kv_read, 0.0, batch * positions, batch)
+    step = step_time(work, spec, setup, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which)
     if s is None:
         return step
     draft_s = 0.0
@@ -147,26 +186,27 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
         draft_s = s.tokens * decode_step(s.draft, draft_groups, plain, draft_kv, tp=tp, pp=1, batch=batch,
                                          context=context, bandwidth=bandwidth, peak=peak, link=link,
                                          which=which).total
-    return StepTime(step.memory_s, step.compute_s, step.comm_s, draft_s, s.mean_accepted_length)
+    return replace(step, draft_s=draft_s, tokens_per_step=s.mean_accepted_length)
 
 
 def prefill_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, tp: int, pp: int, prompt,
-                 bandwidth: float, peak: float, link: float | None, which: int = 0) -> StepTime:
-    """Time to first token for one prompt: compute-bound matmuls + attention, weights read once.
-    With prefix caching only the uncached suffix is computed: causal FLOPs of the whole prompt
-    minus those of the cached prefix (the suffix still attends to every cached key)."""
-    eff = setup.efficiency
+                 bandwidth: float, peak: float, link: float | None, which: int = 0, batch: int = 1) -> StepTime:
+    """Time to first token for ``batch`` prompts of ``prompt`` tokens in one forward: the matmuls
+    (weights read once), causal flash attention, elementwise and host time, all-reduces. With
+    prefix caching only the uncached suffix is computed: causal FLOPs of the whole prompt minus
+    those of the cached prefix (the suffix still attends to every cached key)."""
     cached = math.floor(setup.prefix_hit * prompt)
     new = max(1, prompt - cached)
-    flops = prefill_flops(spec, prompt) - (prefill_flops(spec, cached) - 2.0 * spec.vocab_size * spec.hidden_size
-                                           if cached else 0.0)
-    bytes_read = decode_weight_bytes_read(spec, groups, setup.fmt, tp, new)
+    attention = attention_core_flops_per_token(spec, prompt, "causal") * prompt
+    if cached:
+        attention -= attention_core_flops_per_token(spec, cached, "causal") * cached
+    flops = batch * (2.0 * layer_matmul_weights_per_token(spec) * new + 2.0 * spec.vocab_size * spec.hidden_size)
+    weights = decode_weight_bytes_read(spec, groups, setup.fmt, tp, batch * new)
     if setup.lora is not None:
-        bytes_read += L.step_bytes(spec, setup.lora, tp, 1)
-        flops += new * L.flops_per_token(spec, setup.lora)
-    return step_time(bytes_read, flops, new, spec, tp=tp, pp=pp, bandwidth=bandwidth,
-                     peak=peak, link=link, bw_eff=eff.bandwidth[which], compute_eff=eff.compute[which],
-                     latency_s=eff.latency(link))
+        weights += L.step_bytes(spec, setup.lora, tp, 1)
+        flops += batch * new * L.flops_per_token(spec, setup.lora)
+    work = StepWork(weights, flops, 0.0, batch * attention, batch * new, batch)
+    return step_time(work, spec, setup, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which)
 
 
 def batch_sizes(limit: int, cap: int = 1024) -> list[int]:

@@ -86,14 +86,31 @@ on one RTX 3090 (vllm#10517); the engines whose total is read after the context 
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Achievable fractions of the peaks (expected, low, high); calibrate from a measurement."""
+    """Achievable fractions of the roofline by kernel (expected, low, high), and the host time
+    kernels cannot hide. The expected values were fitted on TensorRT-LLM v0.6.1's static-batch
+    table (21 rows: Llama-2-7B / 70B and Falcon-180B on H100 FP8 and A100 FP16, docs/inference.md);
+    its v0.9.0 table and every other speed reference are held out. Calibrate from a measured run
+    with --bandwidth-efficiency / --compute-efficiency."""
 
-    bandwidth: tuple[float, float, float] = (0.65, 0.45, 0.85)
-    """Decode weight/KV streaming vs peak HBM bandwidth (MBU). Six published batch-1 decodes imply
-    0.51-0.82, median 0.67 (llama.cpp#4766 RTX 3090 F16 0.69, Q4_0 0.51; mlc-ai/llm-perf-bench#1 RTX 4090:
-    MLC 0.75/0.82, ExLlama 0.56/0.65; docs/inference.md); eager PyTorch on H100 only 0.27 (arXiv 2605.30571)."""
-    compute: tuple[float, float, float] = (0.5, 0.3, 0.7)
-    """Prefill / large-batch matmul FLOPs vs dense peak (MFU). A gpuplan prior, like training's 0.4."""
+    bandwidth: tuple[float, float, float] = (0.85, 0.65, 0.95)
+    """HBM bandwidth while GEMMs stream weights and elementwise kernels stream activations."""
+    compute: tuple[float, float, float] = (0.80, 0.60, 0.90)
+    """16-bit GEMMs at large M vs the dense peak (cuBLAS / CUTLASS tiles filled)."""
+    kv: float = 0.95
+    """Decode attention reading the KV cache vs HBM bandwidth (FlashAttention / FlashInfer decode,
+    XQA, masked MHA: long contiguous reads); scaled like ``bandwidth`` across the range."""
+    attention: float = 0.60
+    """Prefill flash attention vs the dense peak (FlashAttention-2 forward reaches 0.5-0.73 of an
+    A100, Dao 2023 Fig. 4; FlashAttention-3 0.6-0.75 of an H100); scaled like ``compute``."""
+    low_precision_gemm: float = 0.75
+    """FP8 / INT8 / FP4 GEMMs reach this share of the 16-bit fraction (fitted 0.60 vs 0.80: their
+    peak doubles, the epilogue and scaling do not)."""
+    layer_launch_s: float = 80e-6
+    """Host time per decoder layer of a step that runs eagerly (no CUDA graph): ~10 kernel launches
+    a layer; fitted, as above, on TensorRT engines enqueued without graphs."""
+    graph_max_tokens: int = 512
+    """Steps of at most this many tokens replay a CUDA graph and pay no launch time; 0 = never
+    (core.serving.kernels.graph_max_tokens_of gives each release's)."""
     allreduce_latency_s: float = 8e-6
     """Small-message all-reduce latency over NVLink: vLLM custom all-reduce 8.5-11.8 us at 4-32 KB on
     H100, TP 2-8 (sgl-project/sglang#2904)."""
@@ -104,6 +121,21 @@ class Efficiency:
     def latency(self, link_bytes_per_s: float | None) -> float:
         slow = link_bytes_per_s is None or link_bytes_per_s < 100e9
         return self.allreduce_latency_s * (self.pcie_latency_factor if slow else 1.0)
+
+    def rates(self, which: int, low_precision: bool) -> tuple[float, float, float, float]:
+        """(weights / elementwise bandwidth, GEMM compute, KV bandwidth, prefill attention) fractions
+        at ``which`` (0 expected, 1 low, 2 high); ``low_precision``: an FP8 / INT8 / FP4 GEMM."""
+        bw, gemm = self.bandwidth[which], self.compute[which]
+        kv = min(1.0, self.kv * bw / self.bandwidth[0])
+        attention = min(1.0, self.attention * gemm / self.compute[0])
+        return bw, gemm * (self.low_precision_gemm if low_precision else 1.0), kv, attention
+
+
+OTHER_ENGINES = Efficiency(bandwidth=(0.65, 0.45, 0.85), compute=(0.5, 0.3, 0.7), kv=0.65, attention=0.5,
+                           low_precision_gemm=1.0, graph_max_tokens=1 << 30)
+"""The prior for engines outside vLLM, SGLang and TensorRT-LLM (llama.cpp, MLC, ExLlama): six
+published batch-1 decodes imply 0.51-0.82 of HBM bandwidth, median 0.67 (llama.cpp#4766 RTX 3090
+F16 0.69, Q4_0 0.51; mlc-ai/llm-perf-bench#1 RTX 4090: MLC 0.75/0.82, ExLlama 0.56/0.65)."""
 
 
 @dataclass(frozen=True)
@@ -126,4 +158,5 @@ class ServingSetup:
     lora: L.LoraServing | None = None
     """Multi-LoRA serving (core/serving/lora.py): adapter slots on every GPU; None = no LoRA."""
     decode_attention: str = "grouped"
-    """How the decode kernel reads the KV cache of a GQA / MQA model (kv_reads_per_step)."""
+    """How the decode kernel reads the KV cache of a GQA / MQA model
+    (core.serving.roofline.kv_reads_per_step; the release's default: kernels.decode_attention_of)."""

@@ -4,6 +4,7 @@ comes from, and the flag that changes it."""
 from __future__ import annotations
 
 from gpuplan.core.serving import engines as E
+from gpuplan.core.serving import kernels as KR
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import Serving, price_for
@@ -21,13 +22,7 @@ def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[
         *_engine_assumptions(plan, inputs, serving),
         Assumption("block_size", "KV block size", inputs.block_size, "vLLM default 16 tokens (PagedAttention)",
                    "--block-size", "block_size" in u),
-        Assumption("bandwidth_efficiency", "decode memory-bandwidth efficiency",
-                   f"{e.bandwidth[0]:.2f} ({e.bandwidth[1]:.2f}-{e.bandwidth[2]:.2f})",
-                   "6 published batch-1 decodes imply 0.51-0.82 (docs/inference.md)", "--bandwidth-efficiency",
-                   "bandwidth_efficiency" in u),
-        Assumption("compute_efficiency", "prefill compute efficiency (MFU)",
-                   f"{e.compute[0]:.2f} ({e.compute[1]:.2f}-{e.compute[2]:.2f})", "gpuplan prior",
-                   "--compute-efficiency", "compute_efficiency" in u),
+        *_speed_assumptions(plan, u),
         Assumption("allreduce_latency", "all-reduce latency", f"{e.latency(plan.gpu.scale_up_bandwidth) * 1e6:.0f} us",
                    "vLLM custom all-reduce on H100 (sgl-project/sglang#2904); x3 without NVLink",
                    "--allreduce-latency-us", "allreduce_latency_us" in u),
@@ -38,6 +33,36 @@ def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[
         Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:,.2f}", source,
                    "--price", "price" in u),
     ) + _lora_assumptions(plan, u)
+
+
+FITTED = "fitted on TensorRT-LLM v0.6.1's static-batch table (21 rows; docs/inference.md)"
+
+
+def _speed_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:
+    """The kernel fractions of the roofline, the decode kernel and the host time per step."""
+    e, release = plan.setup.efficiency, plan.setup.runtime.release
+    host = KR.host_step_seconds(release, 0)
+    return (
+        Assumption("bandwidth_efficiency", "HBM bandwidth fraction (weight GEMMs, elementwise)",
+                   f"{e.bandwidth[0]:.2f} ({e.bandwidth[1]:.2f}-{e.bandwidth[2]:.2f})", FITTED,
+                   "--bandwidth-efficiency", "bandwidth_efficiency" in u),
+        Assumption("compute_efficiency", "16-bit GEMM fraction of the dense peak",
+                   f"{e.compute[0]:.2f} ({e.compute[1]:.2f}-{e.compute[2]:.2f}); FP8/INT8/FP4 x "
+                   f"{e.low_precision_gemm:g}", FITTED, "--compute-efficiency", "compute_efficiency" in u),
+        Assumption("kernel_efficiency", "decode KV read / prefill flash attention",
+                   f"{e.kv:.2f} of bandwidth / {e.attention:.2f} of peak",
+                   "KV read fitted as above; FlashAttention-2/3 forward 0.5-0.75 of peak (Dao 2023, Shah 2024)",
+                   "--bandwidth-efficiency / --compute-efficiency", False),
+        Assumption("decode_attention", "decode attention kernel on a GQA cache", plan.setup.decode_attention,
+                   f"{release.label}'s kernel (core/serving/kernels.py)", "--decode-attention",
+                   "decode_attention" in u),
+        Assumption("host_time", "host time per step not hidden by the GPU",
+                   "none (overlapped)" if host == 0 else f"{host * 1e3:.1f} ms"
+                   + (" + 0.1 ms a sequence" if KR.host_step_seconds(release, 1) > host else ""),
+                   f"{release.label}'s scheduler (vllm#6854, #6913, PR 27614; core/serving/kernels.py); eager "
+                   f"steps over {e.graph_max_tokens} tokens add {e.layer_launch_s * 1e6:.0f} us a layer",
+                   "--engine", False),
+    )
 
 
 def _lora_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:

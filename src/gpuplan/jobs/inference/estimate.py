@@ -13,7 +13,6 @@ from __future__ import annotations
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import roofline as R
-from gpuplan.core.serving import setup as SU
 from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.units import format_bytes
@@ -23,7 +22,7 @@ from gpuplan.jobs.inference.memory_report import engine_log_section, memory_sect
 from gpuplan.jobs.inference.resolve import Plan, resolve_plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import Serving, evaluate, price_for, search_configurations
-from gpuplan.report.model import Assumption, Line, Report, Section, Table
+from gpuplan.report.model import Line, Report, Section, Table
 
 
 def estimate_inference(inputs: InferenceInputs) -> Report:
@@ -201,11 +200,13 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
     comm = tpot.comm_s
     lines = [
         _range_line("ttft", f"time to first token ({plan.prompt:,}-token prompt)", ttft,
-                    "max(FLOPs / (tp x peak x eff), weights / (bandwidth x eff)) + all-reduces; "
-                    f"{ttft[0].bound}-bound"),
+                    "GEMMs max(FLOPs / (tp x peak x eff), weights / (bandwidth x eff)) + flash attention + "
+                    f"elementwise + host + all-reduces; {ttft[0].bound}-bound"),
         _range_line("tpot", f"time per output token (batch {batch}, {plan.decode_context:,.0f} cached tokens)",
-                    serving.tpot, f"max((weights + batch x KV) / (bandwidth x eff), FLOPs / (peak x eff)) + "
-                    f"all-reduces; {tpot.bound}-bound"),
+                    serving.tpot, "GEMMs max(weights / (bandwidth x eff), FLOPs / (peak x eff)) + batch x KV "
+                    f"read + elementwise + host + all-reduces; {tpot.bound}-bound"),
+        Line("tpot_parts", "time per output token, by part", tpot.verify_s, "s", _parts(tpot),
+             "kernels in sequence (core/serving/roofline.py step_time)"),
         Line("tokens_per_s_sequence", "output tokens/s per sequence", 1 / tpot.total, "tokens/s",
              f"{1 / tpot.total:,.1f}", low=1 / serving.tpot[1].total, high=1 / serving.tpot[2].total),
         Line("tokens_per_s", f"output tokens/s, all {batch} sequences", rate, "tokens/s", f"{rate:,.0f}",
@@ -226,6 +227,13 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
         lines.append(Line("cost_per_million_tokens", "cost per million output tokens", cost, "USD",
                           f"${cost:,.3f} (at ${price:,.2f}/GPU-hour x {serving.gpus})", source))
     return Section("Speed (roofline; range = efficiency range)", tuple(lines))
+
+
+def _parts(step: R.StepTime) -> str:
+    """A step's time by part, in ms: what a profiler trace of one step would show."""
+    parts = (("GEMMs", max(step.memory_s, step.compute_s)), ("attention", step.attention_s),
+             ("elementwise", step.other_s), ("host", step.host_s), ("all-reduce", step.comm_s))
+    return ", ".join(f"{name} {seconds * 1e3:.2f} ms" for name, seconds in parts if seconds > 0)
 
 
 def _speculation_lines(plan: Plan, tpot: R.StepTime) -> tuple[Line, ...]:

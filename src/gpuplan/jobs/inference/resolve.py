@@ -85,7 +85,7 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
 
         check_supported(spec)
     setup = SU.ServingSetup(fmt, K.KV_DTYPE_BYTES[kv_dtype], inputs.runtime, inputs.efficiency, inputs.block_size,
-                           _speculation(inputs, spec, raw), inputs.prefix_hit, inputs.lora, inputs.decode_attention)
+                           _speculation(inputs, spec, raw), inputs.prefix_hit, inputs.lora, inputs.decode_kernel)
     return Plan(spec, gpu, W.param_groups(spec), setup, origin, kv_dtype, context, context - output, output,
                 tuple(notes))
 

@@ -151,8 +151,11 @@ class InferenceInputs(ModelFields):
                                               "buffers on NVLink, 0.25 on PCIe")]
     driver_reserved_gib: Annotated[ServingGib, _f(SU.Runtime.driver_reserved / GiB, "Memory not visible to CUDA, "
                                                                                     "GiB.")]
-    bandwidth_efficiency: Annotated[T.Efficiency | None, _f(None, "Decode HBM-bandwidth efficiency.", "0.65")]
-    compute_efficiency: Annotated[T.Efficiency | None, _f(None, "Prefill compute efficiency (MFU).", "0.5")]
+    bandwidth_efficiency: Annotated[T.Efficiency | None, _f(
+        None, "HBM-bandwidth fraction the weight GEMMs and elementwise kernels reach (the KV read scales with it).",
+        "0.85 (0.65-0.95)")]
+    compute_efficiency: Annotated[T.Efficiency | None, _f(
+        None, "Fraction of the dense peak 16-bit GEMMs reach (flash attention scales with it).", "0.80 (0.60-0.90)")]
     allreduce_latency_us: Annotated[T.typed(float, T.number(0, 1e4)) | None, _f(
         None, "All-reduce latency over NVLink, us (x3 on PCIe).", "8")]
     price: V.Price
@@ -181,10 +184,11 @@ class InferenceInputs(ModelFields):
     prefix_hit: Annotated[T.typed(float, T.number(0, 0.99)), _f(0.0, "Share of each prompt found in the prefix "
                                                                       "cache (0-0.99): that prefill is skipped and "
                                                                       "the cached prefix is shared by all sequences.")]
-    decode_attention: Annotated[T.choice(*R.DECODE_ATTENTION), _f(
-        "grouped", "How the decode kernel reads a GQA / MQA model's KV cache: grouped (once per KV head: "
-                   "FlashAttention / FlashInfer decode, TensorRT-LLM XQA) or per-query-head (once per query head: "
-                   "vLLM's paged_attention kernels, TensorRT-LLM before XQA).")]
+    decode_attention: Annotated[T.choice(*R.DECODE_ATTENTION) | None, _f(
+        None, "How the decode kernel reads a GQA / MQA model's KV cache: grouped (once per KV head: "
+              "FlashAttention / FlashInfer decode, TensorRT-LLM XQA) or per-query-head (once per query head: "
+              "vLLM's paged_attention kernels before 0.4, TensorRT-LLM's masked MHA).",
+        "the release's kernel")]
     enable_lora: Annotated[T.Bool, _f(False, "Serve LoRA adapters on the base model (vLLM / SGLang --enable-lora): "
                                              "the engine preallocates adapter slots on every GPU.")]
     max_loras: Annotated[T.typed(int, T.number(1, 4096, whole=True)) | None, _f(
@@ -302,11 +306,24 @@ class InferenceInputs(ModelFields):
 
     @property
     def efficiency(self) -> SU.Efficiency:
-        eff = SU.Efficiency()
+        """The kernel fractions (setup.Efficiency), the release's host time per layer, and the
+        user's calibrations (a given efficiency keeps the default's relative range)."""
+        from dataclasses import replace
+
+        from gpuplan.core.serving import kernels as KR
+
+        eff = replace(SU.Efficiency(), graph_max_tokens=KR.graph_max_tokens_of(self.release, self.max_num_seqs or 256))
         if self.bandwidth_efficiency is not None:
-            eff = SU.Efficiency(_scaled(eff.bandwidth, self.bandwidth_efficiency), eff.compute)
+            eff = replace(eff, bandwidth=_scaled(eff.bandwidth, self.bandwidth_efficiency))
         if self.compute_efficiency is not None:
-            eff = SU.Efficiency(eff.bandwidth, _scaled(eff.compute, self.compute_efficiency))
+            eff = replace(eff, compute=_scaled(eff.compute, self.compute_efficiency))
         if self.allreduce_latency_us is not None:
-            eff = SU.Efficiency(eff.bandwidth, eff.compute, self.allreduce_latency_us * 1e-6)
+            eff = replace(eff, allreduce_latency_s=self.allreduce_latency_us * 1e-6)
         return eff
+
+    @property
+    def decode_kernel(self) -> str:
+        """--decode-attention, else the release's decode kernel (core.serving.kernels)."""
+        from gpuplan.core.serving import kernels as KR
+
+        return self.decode_attention or KR.decode_attention_of(self.release)

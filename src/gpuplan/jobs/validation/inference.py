@@ -3,8 +3,9 @@ and measurements (catalog/reference/inference_measurements.yaml, every entry quo
 
 ``inference_validation_cases()`` returns (case id, kind, measured, predicted, basis, note) tuples;
 error = (predicted - measured) / measured, as for the training kinds. Each case is predicted with
-the same core functions ``gpuplan infer`` uses, with the engine settings the source states and the
-defaults for everything else (bandwidth efficiency 0.65, compute efficiency 0.5).
+the same core functions ``gpuplan infer`` uses, with the engine release and settings the source
+states and the defaults for everything else (core.serving.setup.Efficiency; the engines outside
+vLLM, SGLang and TensorRT-LLM: setup.OTHER_ENGINES).
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from dataclasses import replace
+
+from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import setup as SU
+from gpuplan.core.serving.releases import parse_release
 from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.errors import InputError
@@ -26,6 +31,9 @@ KIND_DECODE = "inference: batch-1 decode tokens/s"
 KIND_LATENCY = "inference: batch latency (s), prefill + decode"
 KIND_SPECULATIVE = "inference: speculative-decoding speedup at batch 1"
 KIND_THROUGHPUT = "inference: static-batch throughput (output tokens/s per GPU), held out"
+KIND_THROUGHPUT_FITTED = ("inference: static-batch throughput (output tokens/s per GPU), fitted (TensorRT-LLM v0.6.1: "
+                          "set the kernel efficiencies)")
+KIND_TTFT = "inference: time to first token (s) at batch 1, held out"
 Case = tuple[str, str, float, float, str, str]
 
 
@@ -84,8 +92,10 @@ def _weights_case(e: dict[str, Any]) -> Case:
 
 
 def _decode_case(e: dict[str, Any]) -> Case:
+    """Batch-1 decode of an engine outside vLLM / SGLang / TensorRT-LLM (llama.cpp, MLC, ExLlama):
+    their own prior (setup.OTHER_ENGINES)."""
     spec, gpu, fmt = _model(e["model"]), _gpu(e["gpu"]), _format(e)
-    setup = SU.ServingSetup(fmt, K.KV_DTYPE_BYTES["fp16"])
+    setup = SU.ServingSetup(fmt, K.KV_DTYPE_BYTES["fp16"], efficiency=SU.OTHER_ENGINES)
     layout = K.kv_layout(spec, setup.kv_bytes, 1, 1, 16)
     step = R.decode_step(spec, W.param_groups(spec), setup, layout.bytes_per_sequence(e["context"]), tp=1, pp=1,
                          batch=1, context=e["context"], bandwidth=gpu.memory_bandwidth,
@@ -97,28 +107,42 @@ def _decode_case(e: dict[str, Any]) -> Case:
     return e["id"], KIND_DECODE, float(e["measured_tokens_per_s"]), predicted, basis, e.get("engine", "")
 
 
+def _setup_of(e: dict[str, Any], fmt: W.WeightFormat) -> SU.ServingSetup:
+    """The row's engine release decides its decode kernel and host time (core/serving/kernels.py);
+    a row may state the decode kernel its run used (decode_attention)."""
+    release = parse_release(e["release"])
+    eff = replace(SU.Efficiency(), graph_max_tokens=KR.graph_max_tokens_of(release, e.get("batch", 256)))
+    attention = e.get("decode_attention", KR.decode_attention_of(release))
+    runtime = SU.Runtime(engine=release.engine, version=release.version)
+    return SU.ServingSetup(fmt, K.KV_DTYPE_BYTES[e.get("kv_dtype", "fp16")], runtime=runtime, efficiency=eff,
+                           decode_attention=attention)
+
+
 def _static_batch(e: dict[str, Any]) -> tuple[R.StepTime, R.StepTime]:
     """(prefill of the whole batch, one decode step at the mean context) for a static batch: the
     prompts of ``batch`` sequences in one forward (weights read once), then decode steps at
     prompt + output / 2 cached tokens."""
     spec, gpu, fmt = _model_of(e), _gpu(e["gpu"]), _format(e)
-    kv_bytes = K.KV_DTYPE_BYTES[e.get("kv_dtype", "fp16")]
-    # the engine's decode kernel (core.serving.roofline.kv_reads_per_step): TensorRT-LLM v0.6.1 and
-    # vLLM's 2023 paged attention read a GQA cache once per query head
-    setup = SU.ServingSetup(fmt, kv_bytes, decode_attention=e.get("decode_attention", "grouped"))
+    setup = _setup_of(e, fmt)
     tp, batch = e["tp"], e["batch"]
-    groups, peak, link = W.param_groups(spec), gpu.peak(fmt.compute_dtype), gpu.scale_up_bandwidth
+    groups = W.param_groups(spec)
+    common = dict(tp=tp, pp=1, bandwidth=gpu.memory_bandwidth, peak=gpu.peak(fmt.compute_dtype),
+                  link=gpu.scale_up_bandwidth)
     prompt, output = e["prompt_tokens"], e["output_tokens"]
-    eff = setup.efficiency
-    prefill = R.step_time(W.decode_weight_bytes_read(spec, groups, fmt, tp, batch * prompt),
-                          batch * R.prefill_flops(spec, prompt), batch * prompt, spec, tp=tp, pp=1,
-                          bandwidth=gpu.memory_bandwidth, peak=peak, link=link, bw_eff=eff.bandwidth[0],
-                          compute_eff=eff.compute[0], latency_s=eff.latency(link))
+    prefill = R.prefill_step(spec, groups, setup, prompt=prompt, batch=batch, **common)
     context = prompt + output / 2
     kv_seq = K.kv_layout(spec, setup.kv_bytes, tp, 1, 16).bytes_per_sequence(context)
-    decode = R.decode_step(spec, groups, setup, kv_seq, tp=tp, pp=1, batch=batch, context=context,
-                           bandwidth=gpu.memory_bandwidth, peak=peak, link=link)
+    decode = R.decode_step(spec, groups, setup, kv_seq, batch=batch, context=context, **common)
     return prefill, decode
+
+
+def _ttft_case(e: dict[str, Any]) -> Case:
+    """Time to first token of one prompt: a static batch of one with one output token."""
+    prefill, _ = _static_batch({**e, "batch": 1, "output_tokens": 1})
+    basis = (f"{e['prompt_tokens']} tokens: GEMMs {max(prefill.memory_s, prefill.compute_s) * 1e3:.1f} ms "
+             f"({prefill.bound}) + attention {prefill.attention_s * 1e3:.1f} + elementwise {prefill.other_s * 1e3:.1f} + "
+             f"host {prefill.host_s * 1e3:.1f} + all-reduce {prefill.comm_s * 1e3:.1f} ms")
+    return e["id"], KIND_TTFT, e["measured_ms"] / 1e3, prefill.total, basis, e.get("engine", "")
 
 
 def _latency_case(e: dict[str, Any]) -> Case:
@@ -137,7 +161,8 @@ def _throughput_case(e: dict[str, Any]) -> Case:
     predicted = batch * output / seconds / tp
     basis = (f"{batch} x {output} tokens / (prefill {prefill.total:.2f} s {prefill.bound} + {output} x "
              f"{decode.total * 1e3:.1f} ms {decode.bound}) / tp {tp}")
-    return e["id"], KIND_THROUGHPUT, float(e["measured_tokens_per_s_per_gpu"]), predicted, basis, e.get("engine", "")
+    kind = KIND_THROUGHPUT_FITTED if e.get("fitted") else KIND_THROUGHPUT
+    return e["id"], kind, float(e["measured_tokens_per_s_per_gpu"]), predicted, basis, e.get("engine", "")
 
 
 def acceptance_for_length(length: float, tokens: int) -> float:
@@ -175,7 +200,7 @@ def _speculative_case(e: dict[str, Any]) -> Case:
 
 _BUILDERS = {"kv_tokens": _kv_case, "weights": _weights_case,
              "decode": _decode_case, "latency": _latency_case,
-             "speculative": _speculative_case, "throughput": _throughput_case}
+             "speculative": _speculative_case, "throughput": _throughput_case, "ttft": _ttft_case}
 
 
 def inference_validation_cases() -> list[Case]:

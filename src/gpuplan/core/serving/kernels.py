@@ -1,0 +1,100 @@
+"""What one forward step executes besides the weight GEMMs, and what a release's kernels are:
+elementwise traffic per token, the TP all-reduces (through core/comm.py's ring), the decode
+attention kernel each release runs, and the host time per layer of engines without CUDA graphs.
+The achievable fractions themselves are ``core.serving.setup.Efficiency``. Units: bytes, seconds.
+"""
+
+from __future__ import annotations
+
+from gpuplan.core.comm import all_reduce_time
+from gpuplan.core.model import ModelSpec
+from gpuplan.core.serving.releases import EngineRelease, graph_capture_sizes
+
+COLLECTIVE_EFFICIENCY = 0.8
+"""Share of a link's per-direction bandwidth a ring all-reduce achieves (NCCL's bus bandwidth on
+NVLink H100 ~ 360-370 of 450 GB/s per direction, nccl-tests; the same share taken for PCIe)."""
+
+
+def decode_attention_of(release: EngineRelease) -> str:
+    """The decode attention kernel a release runs on a GQA cache: vLLM before 0.4 its paged
+    attention kernels (grid (num_heads, num_seqs): the cache read once per query head), from 0.4
+    FlashAttention / FlashInfer decode (once per KV head); TensorRT-LLM before 0.9 masked MHA
+    (grid {num_heads, batch_size}), from 0.9 XQA for the head ratios it has kernels for (the 0.9
+    benchmarks set TRTLLM_ENABLE_XQA=1; give --decode-attention per-query-head for others);
+    SGLang's FlashInfer / Triton decode read once."""
+    if release.engine == "vllm" and release.version < (0, 4, 0):
+        return "per-query-head"
+    if release.engine == "trtllm" and release.version < (0, 9, 0):
+        return "per-query-head"
+    return "grouped"
+
+
+def graph_max_tokens_of(release: EngineRelease, max_num_seqs: int = 256) -> int:
+    """Steps of up to this many tokens replay CUDA graphs (no host launch time): none for TensorRT
+    engines before 1.0 and vLLM before 0.2.6 (vllm PR 1926, 'Optimize model execution with CUDA
+    graph', merged for 0.2.6); vLLM V0 captured decode batches up to 256 (model_runner.py
+    _BATCH_SIZES_TO_CAPTURE), V1 up to min(2 x max_num_seqs, 512) (releases.graph_capture_sizes);
+    SGLang up to its cuda_graph_max_bs (160-512 on large GPUs); TensorRT-LLM 1.0 up to its max
+    batch (its log: 'Creating CUDA graph instances' up to max_num_requests)."""
+    version = release.version
+    if release.engine == "trtllm":
+        return max_num_seqs if version >= (1, 0, 0) else 0
+    if release.engine == "sglang":
+        return 256
+    if version < (0, 2, 6):
+        return 0
+    if version < (0, 8, 0):
+        return 256
+    return max(graph_capture_sizes(max_num_seqs)[0])
+
+
+HOST_FIXED_S = 0.6e-3
+"""Host time per step the GPU waits for in an engine that schedules synchronously (scheduler,
+input preparation, the sampled tokens' copy back): the ~4 ms GPU bubble per decode step of vLLM
+0.5 (vllm#6854, Llama 3 8B on one H100) less the 3.4 ms its output processing takes at batch 32
+(vllm#6913, Llama 3 70B FP8 on 4 x H100)."""
+
+HOST_PER_SEQUENCE_S = 0.1e-3
+"""Output processing per sequence of a step (detokenising, Python objects) where it is not
+overlapped: 0.2 ms at batch 1 and 3.4 ms at batch 32 (vllm#6913's table: ~0.1 ms a sequence)."""
+
+
+def host_step_seconds(release: EngineRelease, sequences) -> float:
+    """Host time per step that the GPU waits for (not hidden behind the forward). vLLM before 0.6
+    processes outputs synchronously: HOST_FIXED_S + HOST_PER_SEQUENCE_S a sequence; 0.6-0.13
+    overlap the output processing (V0's asynchronous output processor, vllm PR 7049; V1's separate
+    output process) but schedule and prepare inputs between steps: HOST_FIXED_S; from 0.14 async
+    scheduling is the default (vllm PR 27614: 'overlaps engine core scheduling with GPU
+    execution'): 0. SGLang overlaps scheduling from 0.4 (its 'zero-overhead batch scheduler'),
+    TensorRT-LLM's C++ executor and its PyTorch backend's overlap scheduler do too: 0."""
+    version = release.version
+    if release.engine == "sglang":
+        return HOST_FIXED_S if version < (0, 4, 0) else 0.0
+    if release.engine != "vllm" or version >= (0, 14, 0):
+        return 0.0
+    if version < (0, 6, 0):
+        return HOST_FIXED_S + HOST_PER_SEQUENCE_S * sequences
+    return HOST_FIXED_S
+
+
+def elementwise_bytes_per_token(spec: ModelSpec, tp: int, act_bytes: int = 2) -> float:
+    """HBM bytes one token's elementwise kernels move in one layer on a TP rank: the fused
+    residual-add + RMSNorm twice (read and write 2h each), RoPE on q and k in place, SwiGLU
+    (read 2I, write I): (8h + 2(q + k) + 3I) x bytes, with q, k and I split over tp (vLLM
+    fused_add_rms_norm, rotary_embedding and silu_and_mul kernels; TensorRT-LLM fuses alike)."""
+    a = spec.attention
+    q = a.num_heads * a.qk_head_dim / tp
+    k = max(1, a.num_kv_heads // tp) * a.qk_head_dim if not a.is_mla else (a.kv_lora_rank or 0)
+    inner = spec.mlp.intermediate_size if spec.moe is None else (
+        spec.moe.experts_per_token * spec.moe.expert_intermediate_size + spec.moe.shared_intermediate_size)
+    return (8 * spec.hidden_size + 2 * (q + k) + 3 * inner / tp) * act_bytes
+
+
+def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None, latency_s: float):
+    """One tensor-parallel all-reduce of ``message_bytes``: a fixed latency (vLLM's one-shot custom
+    all-reduce for small messages) plus core/comm.py's ring transfer, 2(tp-1)/tp x message, at
+    COLLECTIVE_EFFICIENCY of the per-direction link bandwidth. 0 without tensor parallelism."""
+    if tp <= 1:
+        return 0.0
+    per_direction = (link_bytes_per_s or 64e9) / 2 * COLLECTIVE_EFFICIENCY
+    return latency_s + all_reduce_time(message_bytes, tp, per_direction)
