@@ -254,6 +254,7 @@ def test_calibrate_refuses_a_multi_gpu_log_without_its_layout(run_cli, tmp_path)
     # was exit 0, an 800 GiB modelled peak and a fixed memory overhead of -746.57 GiB written to the file
     assert code == 2 and not out.exists() and err.count("\n") == 1
     assert err.startswith("error: tp/pp/ep/zero: ") and "give the run's --tp, --pp, --ep and --zero" in err
+    assert "GiB per GPU, more than the 79.65 GiB of the NVIDIA H100" in err  # the default layout cannot be the run
     code, _, err = run_cli(*args, "--tp", "4", "--ep", "4", "--zero", "1")
     assert code == 0 and out.exists(), err
 

@@ -83,23 +83,27 @@ def check_against_gpu(log: TrainingLog, gpu: Any, source: str) -> None:
                              f"{gpu.name}, {gpu.memory_bytes * scale:.4g}; check --gpu and the unit")
 
 
-LAYOUT_FLAGS = ("tp", "pp", "ep", "zero")
-"""What a training log does not record about its run's layout (the flags of `gpuplan calibrate`)."""
-
-
-def check_layout_given(context: Any, gpus: int, source: str, fmt: str) -> None:
-    """A log of a run on several GPUs needs its layout: the log does not record the tensor,
-    pipeline and expert degrees or the ZeRO stage, and the step time and memory gpuplan compares
-    it with depend on them. With none of --tp, --pp, --ep, --zero given (tp, pp, ep at 1 and no
-    ZeRO stage), the fit would read the run as plain data parallelism — a Mixtral log taken so
-    models 800 GiB per 80 GB GPU and writes a fixed memory overhead of -747 GiB. Refused, naming
-    the flags."""
+def check_layout_given(measurement: Any, context: Any, gpu: Any) -> Any:
+    """A training log does not record its run's tensor, pipeline and expert degrees or ZeRO stage;
+    without --tp, --pp, --ep or --zero the format's defaults stand in (tp, pp, ep 1: plain data
+    parallelism, or torchtitan's FSDP). When that default cannot be the run — gpuplan's memory
+    model puts it above the capacity of the GPU the run used — the fit would read nonsense (a
+    Mixtral log on 16 H100 read as tp 1 ep 1: 800 GiB modelled per 80 GB GPU, a fixed memory
+    overhead of -747 GiB written, exit 0). Refused, naming the flags. Returns ``measurement``."""
     unset = context.tp == 1 and context.pp == 1 and context.ep == 1 and context.zero is None
-    if gpus <= 1 or not unset:
-        return
-    raise InputError("tp/pp/ep/zero", "not given", f"{source} ({fmt} log) is a run on {gpus} GPUs and does not "
-                     "record its layout; give the run's --tp, --pp, --ep and --zero (e.g. --tp 4 --ep 4 --zero 1; "
-                     "plain data parallelism: --tp 1 --zero 0)")
+    if measurement.world_size <= 1 or not unset:
+        return measurement
+    from gpuplan.calibrate.predict import case_of, memory_parts
+
+    m = measurement
+    peak = memory_parts(case_of(m)).peak()
+    if peak <= gpu.memory_bytes:
+        return m
+    logged = f"; the log shows {m.peak_memory_bytes / GiB:.2f} GiB" if m.peak_memory_bytes else ""
+    raise InputError("tp/pp/ep/zero", "not given", f"{m.source} ({m.kind} log, {m.world_size} GPUs) does not record "
+                     f"its layout, and read as tp 1, pp 1, ep 1, ZeRO {m.zero} {m.model} needs {peak / GiB:.2f} GiB "
+                     f"per GPU, more than the {gpu.memory_bytes / GiB:.2f} GiB of the {gpu.name} it ran on{logged}: "
+                     "give the run's --tp, --pp, --ep and --zero (e.g. --tp 4 --ep 4 --zero 1)")
 
 
 def check_step_time(step: float, source: str, field: str, rate: float) -> None:

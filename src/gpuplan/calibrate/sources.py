@@ -44,7 +44,6 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
     gpu = accelerator.id
     gpus = int(require(context, "gpus", source, fmt))
     seq_len = int(require(context, "seq_len", source, fmt))
-    check_layout_given(context, gpus, source, fmt)
     recipe, implementation, zero = LOG_DEFAULTS[fmt]
     recipe = context.recipe or recipe
     check_recipe_runs_on(recipe, accelerator)
@@ -71,13 +70,13 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
             notes.append(f"step time = {batch} sequences x {seq_len} tokens / logged tokens per second")
     if step is None and summary.memory_bytes is None:
         raise InputError("file", source, "gives neither a step time, a throughput nor a memory peak")
-    return Measurement(
+    return check_layout_given(Measurement(
         source=source, kind=fmt, model=model, seq_len=seq_len, world_size=gpus, gpu=gpu, device="cuda",
         tp=context.tp, pp=context.pp, ep=context.ep, zero=zero if context.zero is None else context.zero,
         micro_batch=context.micro_batch, global_batch=batch, recipe=recipe,
         implementation=implementation, dtype=context.dtype, recompute=context.recompute, step_time_s=step,
         step_time_stdev_s=summary.step_time_stdev_s, peak_memory_bytes=summary.memory_bytes,
-        memory_kind=summary.memory_kind, samples=summary.records_used, notes=tuple(notes))
+        memory_kind=summary.memory_kind, samples=summary.records_used, notes=tuple(notes)), context, accelerator)
 
 
 def load_measurement(path: str | Path, context: LogContext | None = None, fmt: str | None = None,
