@@ -127,44 +127,52 @@ def test_a_default_batch_is_not_called_asked(run_json):
 # ---- 1: a solved MFU above what any GPU delivers is refused, naming what would do ---------------
 
 
-@pytest.mark.parametrize("args, mfu, ceiling, gpus_needed", [
-    # 6 x 7e9 x 2e12 / (8 x 312e12 x 7 x 86400) = 5,564.5%; A100's best published 64.1% (MPT-7B)
-    (("--gpus", "8", "--days", "7"), "5564.5%", "64.1%", None),
-    # 6 x 70e9 x 2e12 / (200 x 989e12 x 20 x 86400) = 245.7%; H100 dense BF16's best 46.4% (MPT-7B)
-    (("--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "200", "--days", "20"), "245.7%", "46.4%",
-     None),
+@pytest.mark.parametrize("args, compute_only, ceiling", [
+    # compute alone: 6 x 7e9 x 2e12 / (8 x 312e12 x 7 x 86400) = 5,564.5% (the issue's figure); the
+    # days must also hold the 20% communication allowance and failures: x 1.2 x (1 to 1.03; Llama 3's
+    # interruption rate costs 1-2% of goodput at these sizes)
+    (("--gpus", "8", "--days", "7"), 55.645, "64.1%"),  # A100's best published: MPT-7B, llm-foundry
+    # 6 x 70e9 x 2e12 / (200 x 989.4e12 x 20 x 86400) = 245.6%; H100 dense BF16's best 46.4% (MPT-7B)
+    (("--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "200", "--days", "20"), 2.456, "46.4%"),
 ])
-def test_a_solved_mfu_past_the_published_best_is_refused(run_cli, args, mfu, ceiling, gpus_needed):
+def test_a_solved_mfu_past_the_published_best_is_refused(run_cli, args, compute_only, ceiling):
+    import re
+
     code, out, err = run_cli("train", *args)
-    assert code == 2 and out == "" and err.count("\n") == 1
-    assert f"needs MFU {mfu}, above {ceiling}, the best published dense bf16 MFU" in err
+    assert code == 2 and out == "" and err.count("\n") == 1  # was exit 0 and "MFU (solved) 5564.5%"
+    needed = float(re.search(r"needs MFU ([\d.]+)%", err)[1]) / 100
+    assert compute_only * 1.2 <= needed <= compute_only * 1.2 * 1.03
+    assert f", above {ceiling}, the best published dense bf16 MFU" in err
     assert "llmfoundry-mpt-7b-" in err and "--gpus " in err and " days on " in err
 
 
 def test_the_refusal_names_the_gpus_at_the_ceiling(run_cli):
-    from gpuplan.core.flops import flops_6nd
+    import re
+
     from gpuplan.jobs.validation.mfu_ceiling import ceiling
 
     code, _, err = run_cli("train", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "200", "--days",
                            "20", "--flops-method", "exact")
     best = ceiling("h100-sxm", False, "bf16").mfu
     assert code == 2
-    # exact FLOPs on both sides: GPUs = FLOPs / (peak x best MFU x 20 days)
-    from gpuplan import TrainingInputs, estimate_training
-
-    exact = estimate_training(TrainingInputs(params="70B", tokens="2T", gpu="h100", gpus=200, mfu=0.4,
-                                             flops_method="exact")).value("flops_exact")
-    from gpuplan.adapters.resolve import resolve_gpu
-
-    needed = -(-exact // (resolve_gpu("h100").peak("bf16") * best * 20 * 86400))
-    assert f"needs {int(needed):,} GPUs for 20.00 days" in err and exact > flops_6nd(70e9, 2e12)
+    # exact FLOPs on both sides: the same days at the ceiling take GPUs x needed MFU / best MFU
+    needed = float(re.search(r"needs MFU ([\d.]+)%", err)[1]) / 100
+    gpus = int(re.search(r"the run needs ([\d,]+) GPUs for 20.00 days", err)[1].replace(",", ""))
+    assert gpus == pytest.approx(200 * needed / best, abs=1.5)
 
 
 def test_a_solved_mfu_within_the_published_best_is_the_answer(run_json):
-    # 6 x 70e9 x 2e12 / (2,048 x 989.4e12 x 20 x 86400) = 24.0%: the README's example stands
-    data = run_json("train", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "2048", "--days", "20")
-    assert data["results"]["peak_flops"] == pytest.approx(989.4e12, rel=1e-3)
-    assert data["results"]["mfu"] == pytest.approx(8.4e23 / (2048 * data["results"]["peak_flops"] * 20 * 86400))
+    # compute alone 6 x 70e9 x 2e12 / (2,048 x 989.4e12 x 20 x 86400) = 24.0%; the 20 days also hold
+    # the 20% communication allowance and failures, so the MFU needed is 24.0% x 1.2 x (1 to 1.03), the
+    # MFU that does the FLOPs in the compute-only wall-clock the report prints
+    r = run_json("train", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "2048", "--days", "20")[
+        "results"]
+    compute_only = 8.4e23 / (2048 * r["peak_flops"] * 20 * 86400)
+    assert r["peak_flops"] == pytest.approx(989.4e12, rel=1e-3)
+    assert compute_only * 1.2 <= r["mfu"] <= compute_only * 1.2 * 1.03
+    assert r["mfu"] == pytest.approx(8.4e23 / (2048 * r["peak_flops"] * r["wall_days"] * 86400))
+    assert r["fail_wall_seconds"] == pytest.approx(20 * 86400, rel=1e-3)  # was 24 days with comm and failures
+    assert r["wall_days_with_comm"] == pytest.approx(r["wall_days"] * 1.2)
 
 
 def test_the_ceiling_table_ships_generated_from_the_cited_yaml():

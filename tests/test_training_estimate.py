@@ -36,9 +36,12 @@ def test_allowances_are_separate_lines():
 def test_given_gpus_solves_days_and_given_both_solves_mfu():
     days = estimate_training(TrainingInputs(params=7e9, tokens=2e12, gpu="a100", gpus=1024, mfu=0.4))
     assert days.value("wall_days") == pytest.approx(7790.3 / 1024, rel=1e-4)
+    # the days given are met with the 20% communication allowance: the MFU that fits the compute into
+    # days / 1.2 is the 0.4 that the days came from
     mfu = estimate_training(TrainingInputs(params=7e9, tokens=2e12, gpu="a100", gpus=1024,
-                                           days=days.value("wall_days")))
+                                           days=days.value("wall_days_with_comm")))
     assert mfu.value("mfu") == pytest.approx(0.4)
+    assert mfu.value("deadline_met") == pytest.approx(days.value("wall_days_with_comm"))
 
 
 def test_recompute_raises_hfu_not_mfu():

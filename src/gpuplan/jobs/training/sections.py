@@ -70,7 +70,8 @@ def time_section(gpu, peak: float, time: TimeEstimate, flops: Flops, inputs: Tra
         *_gpus_lines(time, inputs, solved),
         Line("wall_days", "wall-clock" + (" (compute only)" if time.deadline_days else " (solved)" if solved == "days"
                                           else ""), days, "days",
-             format_duration(budget.wall_seconds), "GPU-days / GPUs" if solved == "days" else "given",
+             format_duration(budget.wall_seconds), "GPU-days / GPUs" if solved == "days" or time.deadline_days
+             else "given",
              *(days_band if solved == "days" else (None, None))),
     ))
 
@@ -80,6 +81,11 @@ def _gpus_lines(time: TimeEstimate, inputs: TrainingInputs, solved: str) -> tupl
     wall-clock after every allowance the answer adds is within it, and the article's compute-only
     figure (GPU-days / days) beside it, which meets the deadline only if nothing is added."""
     budget = time.expected
+    if time.mode == "solved" and time.deadline_wall_seconds is not None:  # GPUs and days given: MFU solved
+        met = time.deadline_wall_seconds / SECONDS_PER_DAY
+        return (Line("gpus", "GPUs", budget.gpus, "GPUs", f"{budget.gpus:,.0f}", "given"),
+                Line("deadline_met", f"wall-clock with {time.deadline_allowances}", met, "days", f"{met:.2f} days",
+                     f"the MFU is solved for this: the {time.deadline_days:g} days given"))
     if time.deadline_days is None:
         return (Line("gpus", "GPUs" + (" (solved)" if solved == "gpus" else ""), budget.gpus, "GPUs",
                      f"{budget.gpus:,.1f} -> {budget.gpus_whole:,} GPUs" if solved == "gpus" else f"{budget.gpus:,.0f}",

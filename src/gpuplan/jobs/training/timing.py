@@ -107,16 +107,34 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
         band = (plan.mfu / (1 + error), min(1.0, plan.mfu / max(1e-9, 1 - error)))
         return (_budgets(flops.used, peak, plan.gpus, None, plan.mfu, band, source, "predicted"), plan, inputs, flops)
     if gpus is not None and days is not None:
-        flops = count_flops(spec, inputs, inputs.recompute_mode)
-        solved = solve_compute_budget(flops.used, peak, gpus=gpus, wall_seconds=seconds)
-        check_solved_mfu(solved, flops, inputs, spec, gpu)
-        return TimeEstimate(solved, None, None, mode="solved"), layout_for_gpus(inputs, gpus), inputs, flops
+        return _solve_mfu(inputs, spec, gpu, peak, gpus, days, allowance, after_allowances)
     mfu = inputs.mfu_value or DEFAULT_MFU
     flops = count_flops(spec, inputs, inputs.recompute_mode)
     if gpus is not None:
         estimate = _budgets(flops.used, peak, gpus, None, mfu, inputs.mfu_band, "--mfu range", "article")
         return estimate, layout_for_gpus(inputs, gpus), inputs, flops
     return _for_deadline(inputs, flops, peak, mfu, days, allowance, after_allowances)
+
+
+def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: float, allowance: float,
+               after_allowances: AfterAllowances | None) -> tuple[TimeEstimate, Plan, TrainingInputs, Flops]:
+    """GPUs and days given: the MFU that finishes in ``days`` after the communication allowance
+    (and ``after_allowances``: failures stretch a run by a share that hardly depends on its length,
+    so two rounds settle the compute time), then bounded by check_solved_mfu."""
+    from gpuplan.jobs.training.layout import layout_for_gpus
+
+    flops = count_flops(spec, inputs, inputs.recompute_mode)
+    plan = layout_for_gpus(inputs, gpus)
+    deadline = days * SECONDS_PER_DAY
+    work = deadline  # failure-free wall-clock with the communication allowance
+    for _ in range(3 if after_allowances is not None else 0):
+        work *= deadline / after_allowances(gpus, plan, work)
+    solved = solve_compute_budget(flops.used, peak, gpus=gpus, wall_seconds=work / (1.0 + allowance))
+    check_solved_mfu(solved, flops, inputs, spec, gpu, deadline)
+    met = work if after_allowances is None else after_allowances(gpus, plan, work)
+    what = "communication allowance" + (", failures and checkpoints" if after_allowances is not None else "")
+    return TimeEstimate(solved, None, None, mode="solved", deadline_days=days, deadline_wall_seconds=met,
+                        deadline_allowances=what), plan, inputs, flops
 
 
 def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float, days: float, allowance: float,
@@ -190,7 +208,8 @@ def _whole(gpus: float, mfu: float, days: float) -> int:
     return needed
 
 
-def check_solved_mfu(solved: ComputeBudget, flops: Flops, inputs: TrainingInputs, spec, gpu) -> None:
+def check_solved_mfu(solved: ComputeBudget, flops: Flops, inputs: TrainingInputs, spec, gpu,
+                     deadline: float | None = None) -> None:
     """Refuse GPUs and days that need an MFU no GPU delivers: above 100% (faster than the dense
     peak) or above the best MFU published for the GPU's class, model kind and precision
     (jobs/validation/mfu_ceiling.py; compared on gpuplan's MFU definition, exact model FLOPs).
@@ -213,9 +232,10 @@ def check_solved_mfu(solved: ComputeBudget, flops: Flops, inputs: TrainingInputs
         return
     at = limit * flops.used / flops.exact  # the ceiling on the basis of the FLOPs used for time
     gpus_needed = math.ceil(solved.gpus * solved.mfu / at - 1e-9)
-    seconds_needed = solved.wall_seconds * solved.mfu / at
-    raise InputError("gpus/days", f"{solved.gpus:,.0f} GPUs in {format_duration(solved.wall_seconds)}",
+    deadline = deadline or solved.wall_seconds
+    seconds_needed = deadline * solved.mfu / at
+    raise InputError("gpus/days", f"{solved.gpus:,.0f} GPUs in {format_duration(deadline)}",
                      f"needs MFU {solved.mfu:.1%}, above {why}; at that MFU the run needs {gpus_needed:,} GPUs "
-                     f"for {format_duration(solved.wall_seconds)} (--gpus {gpus_needed}), or "
+                     f"for {format_duration(deadline)} (--gpus {gpus_needed}), or "
                      f"{format_duration(seconds_needed)} on {solved.gpus:,.0f} GPUs; or give --mfu and one of "
                      "--gpus / --days")
