@@ -133,3 +133,51 @@ def test_a_calibration_swapped_for_a_symbolic_link_after_the_check_is_not_follow
     response = client.post("/api/memory", json={"model": "llama-3.1-8b", "gpu": "h100", "calibration": "link"})
     assert response.status_code == 422 and "symbolic link" in response.json()["message"]
     assert os.path.islink(folder / "link.json")
+
+
+CONCURRENT_FIRST_REQUESTS = """
+import json, sys, threading
+from gpuplan.web import service
+doc = json.loads(sys.argv[1])
+errors, barrier = [], threading.Barrier(8)
+def first(k):
+    barrier.wait()
+    try:
+        service.estimate("memory", {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8 * (k + 1),
+                                    "calibration": doc}, "en")
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=first, args=(k,)) for k in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(json.dumps({"errors": errors, "loaded": [m for m in service.PRELOAD if m not in sys.modules]}))
+"""
+
+
+def test_concurrent_first_requests_import_each_module_once(calibration_doc):
+    """The sweep's 2 HTTP 500s in 200 requests: the first requests with a calibration, in worker
+    threads at once, imported gpuplan.calibrate together and one met it half-initialised
+    (ImportError 'partially initialized module gpuplan.calibrate.report'). service.preload imports
+    what a request needs once, under a lock, before the first estimate."""
+    import subprocess
+    import sys
+
+    for _ in range(2):  # fresh processes: nothing imported yet
+        done = subprocess.run([sys.executable, "-c", CONCURRENT_FIRST_REQUESTS, json.dumps(calibration_doc)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-500:]
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        assert result == {"errors": [], "loaded": []}, result
+
+
+@pytest.fixture(scope="module")
+def calibration_doc(tmp_path_factory):
+    from pathlib import Path
+
+    from gpuplan.cli import main
+
+    log = Path(__file__).parent / "fixtures" / "logs" / "megatron_mixtral.log"
+    out = tmp_path_factory.mktemp("cal") / "calibration.json"
+    assert main(["calibrate", str(log), "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--seq-len", "2048",
+                 "--ep", "4", "--zero", "1", "--tp", "1", "--pp", "1", "--out", str(out), "--json"]) == 0
+    return json.loads(out.read_text())

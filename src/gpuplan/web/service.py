@@ -104,6 +104,7 @@ def estimate(name: str, body: dict[str, Any], lang: str = "en", calibration_dir:
     """The Report of estimator ``name`` for a request body (field -> raw value, plus an optional
     ``config`` mapping) as ``Report.to_dict()`` with ``charts`` and ``lang`` added. ``stop``: set
     when the request has been answered already; a plan search then stops at its next stage."""
+    preload()
     from gpuplan.report.i18n import check_lang, translate_report
     from gpuplan.report.plots import chart_series
 
@@ -130,8 +131,39 @@ then finds the estimators imported and the catalog read (a cold first plan takes
 cores, and every client asking at that moment waits for it)."""
 
 
+PRELOAD = ("gpuplan.calibrate", "gpuplan.report.i18n", "gpuplan.report.plots", "gpuplan.catalog",
+           "gpuplan.adapters.hf_config", "gpuplan.web.bounds")
+"""Modules a request imports on first use. Imported once, under a lock, before the first
+estimate: worker threads importing them at once can meet a package half-initialised (two
+concurrent first requests with a calibration got ImportError 'partially initialized module
+gpuplan.calibrate.report', a 500)."""
+_PRELOADED = threading.Event()
+_PRELOAD_LOCK = threading.Lock()
+
+
+def preload() -> None:
+    """Import PRELOAD and every job's schema and estimate modules, once per process."""
+    if _PRELOADED.is_set():
+        return
+    import importlib
+
+    with _PRELOAD_LOCK:
+        if _PRELOADED.is_set():
+            return
+        for module in PRELOAD:
+            importlib.import_module(module)
+        for job in JOBS.values():
+            for path in (job.schema_path, job.estimate_path):
+                try:
+                    importlib.import_module(path.partition(":")[0])
+                except ImportError:  # a job this build lacks: its route says so (503)
+                    _log.warning("job module %s not importable", path, exc_info=True)
+        _PRELOADED.set()
+
+
 def warm_up() -> None:
     """Run WARM_UP (in both languages); a failure is logged, never fatal."""
+    preload()
     for name, body in WARM_UP:
         for lang in ("en", "zh"):
             try:
