@@ -321,3 +321,14 @@ def test_the_readme_test_command_is_ci_run():
     extras = next(i for i, line in enumerate(lines) if "pip install -q -e '.[test,profile,web,plot]'" in line)
     assert torch < extras and lines[-1] == "python -m pytest"  # the pinned torch first: no CUDA build pulled
     assert "fonts-wqy-microhei" in ci and "chromium" in ci  # the CJK plot test and the page's tests run in CI
+
+
+def test_a_predicted_deadline_is_met_with_failures_on_the_fewest_gpus(run_json):
+    args = ("train", "llama-3.1-8b", "--tokens", "2T", "--gpu", "h100", "--days", "20", "--mfu", "predicted")
+    r = run_json(*args)["results"]
+    assert r["fail_wall_seconds"] <= 20 * 86400
+    from gpuplan.planner.space import is_common_size, range_counts
+
+    smaller = max(c for c in range_counts(8, r["gpus"] - 1) if is_common_size(c))  # the next cluster size down
+    fewer = run_json("train", *args[1:6], "--gpus", str(smaller), "--mfu", "predicted")["results"]
+    assert fewer["fail_wall_seconds"] > 20 * 86400

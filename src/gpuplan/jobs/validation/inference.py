@@ -27,13 +27,13 @@ from gpuplan.errors import InputError
 GiB = 2**30
 KIND_KV = "inference: KV tokens in the logged KV memory"
 KIND_WEIGHTS = "inference: weights per GPU (bytes)"
-KIND_DECODE = "inference: batch-1 decode tokens/s"
-KIND_LATENCY = "inference: batch latency (s), prefill + decode"
-KIND_SPECULATIVE = "inference: speculative-decoding speedup at batch 1"
-KIND_THROUGHPUT = "inference: static-batch throughput (output tokens/s per GPU), held out"
-KIND_THROUGHPUT_FITTED = ("inference: static-batch throughput (output tokens/s per GPU), fitted (TensorRT-LLM v0.6.1: "
-                          "set the kernel efficiencies)")
-KIND_TTFT = "inference: time to first token (s) at batch 1, held out"
+KIND_DECODE = "inference: batch-1 decode tokens/s, llama.cpp / MLC / ExLlama (their own prior)"
+KIND_LATENCY = "inference: batch latency (s), prefill + decode, vLLM (held out)"
+KIND_SPECULATIVE = "inference: speculative-decoding speedup at batch 1, vLLM (held out)"
+KIND_THROUGHPUT = "inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (held out)"
+KIND_THROUGHPUT_FITTED = ("inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (fitted: "
+                          "v0.6.1 set the kernel efficiencies)")
+KIND_TTFT = "inference: time to first token (s) at batch 1, TensorRT-LLM (held out)"
 Case = tuple[str, str, float, float, str, str]
 
 
