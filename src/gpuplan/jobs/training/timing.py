@@ -165,9 +165,15 @@ def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float,
 
     count = settle(_whole(gpu_seconds / deadline, mfu, days), _LayoutGuess.of(inputs))
     plan = layout_for_gpus(inputs, count)
-    while wall(count, plan) > deadline * (1 + 1e-12):  # checked on the count's own layout
+    for _ in range(12):  # checked on the count's own layout (one round, two where its checkpoints differ)
+        if wall(count, plan) <= deadline * (1 + 1e-12):
+            break
         count = max(count + 1, settle(count, plan))
         plan = layout_for_gpus(inputs, count)
+    else:
+        raise InputError("days", days, f"no GPU count meets it with the {allowance:.0%} communication allowance, "
+                         f"failures and checkpoints (tried up to {count:,}: more GPUs fail more often); give more "
+                         "days or fewer tokens")
     if count > 1 and wall(count - 1, plan) <= deadline:  # one fewer might do: check it on its own layout
         fewer = layout_for_gpus(inputs, count - 1)
         if wall(count - 1, fewer) <= deadline:
@@ -201,6 +207,9 @@ class _LayoutGuess:
 
 
 def _whole(gpus: float, mfu: float, days: float) -> int:
+    if not math.isfinite(gpus):  # failures faster than a checkpoint period and a restart at every count
+        raise InputError("days", days, "no GPU count finishes in time: on the GPUs it would take, failures come "
+                         "faster than a checkpoint period plus a restart; give more days or fewer tokens")
     needed = max(1, math.ceil(gpus - 1e-9))
     if needed > MAX_GPUS:
         raise InputError("days", days, f"the budget needs {needed:,} GPUs at {mfu:.0%} MFU, more than the "
