@@ -123,7 +123,7 @@ def test_engine_log_lines_read_like_the_engine():
     assert texts[0] == "Model loading took 14.96 GiB memory"
     assert "torch peak memory increase: 1.89GiB; non-torch forward increase memory: 0.25GiB" in texts[2]
     assert texts[4].startswith("Available KV cache memory: 58.") and texts[5].startswith("GPU KV cache size: 475,")  # 476,016 logged
-    v0 = estimate_inference(InferenceInputs(model="llama-3.1-8b", gpu="h100", engine="vllm==0.6.4", search=False))
+    v0 = estimate_inference(InferenceInputs(model="llama-3.1-8b", gpu="h100", engine="vllm==0.6.5", search=False))
     assert any("PyTorch activation peak memory takes" in line.text for s in v0.sections for line in s.lines)
     sg = estimate_inference(InferenceInputs(model="llama-3.1-8b", gpu="h100", engine="sglang", search=False))
     assert any(line.text.startswith("KV Cache is allocated. #tokens:") for s in sg.sections for line in s.lines)
@@ -198,3 +198,22 @@ def test_v1_sort_sampler_profile_by_hand():
     peak = P.profiled_peak(qwen, 8192, 1024, 4, REL.vllm_rules((0, 10, 0)))
     assert peak.sampler == pytest.approx(1024 * 151_936 * 38 + 8192 * 4096 * 2 + 0.052 * GiB)
     assert peak.peak / GiB == pytest.approx(5.62, rel=0.015)
+
+
+def test_engine_log_lines_follow_the_release():
+    """V0 printed blocks ('# GPU blocks', '# CUDA blocks' from 0.7), its profile line changed at 0.6.4
+    and 0.6.5; TensorRT engines before 1.0 print [MemUsageChange] lines."""
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    def log(engine):
+        r = estimate_inference(InferenceInputs(model="llama-3.1-8b", gpu="h100", engine=engine, search=False))
+        return [line.text for s in r.sections if s.title.startswith("Engine start-up log") for line in s.lines]
+
+    old = log("vllm==0.2.5")
+    assert old[0].startswith("Loading model weights took 14.95") and old[-1].startswith("# GPU blocks: ")
+    assert "eager until vLLM 0.2.6" in old[2]
+    assert log("vllm==0.6.4")[1].startswith("Memory profiling results: total_gpu_memory=79.15GiB")
+    assert any(t.startswith("# CUDA blocks: ") for t in log("vllm==0.7.1"))
+    trt = log("trtllm==0.9")
+    assert trt[0].startswith("Loaded engine size: ") and "for max tokens in paged KV cache" in trt[3]

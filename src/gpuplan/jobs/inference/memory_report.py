@@ -122,29 +122,60 @@ def _vllm_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
     graphs = (f"Estimated CUDA graph memory: {_gib(m.cuda_graphs)} GiB total" if m.graphs_counted else
               f"Graph capturing finished, took ~{_gib(m.cuda_graphs)} GiB (after the KV cache is sized: out of "
               "the headroom)")
-    if rel.version < (0, 8, 0):  # V0 worker.py: 'Memory profiling results' / 'model weights take ...'
-        split = [Line("log_total", "total_gpu_memory x gpu_memory_utilization", m.usable, "bytes",
-                      f"the current vLLM instance can use total_gpu_memory ({_gib(m.total)}GiB) x "
-                      f"gpu_memory_utilization ({m.fraction:.2f}) = {_gib(m.usable)}GiB"),
-                 Line("log_split", "model weights / non-torch / activation peak", non_kv, "bytes",
-                      f"model weights take {_gib(m.weights)}GiB; non_torch_memory takes {_gib(non_torch)}GiB; "
-                      f"PyTorch activation peak memory takes {_gib(m.activations)}GiB; the rest of the memory "
-                      f"reserved for KV Cache is {_gib(max(m.kv_budget, 0))}GiB")]
-    else:
-        split = [Line("log_requested", "requested memory", m.usable, "bytes",
-                      f"Requested memory: {m.fraction:.2f} (util), {_gib(m.usable)} GiB"),
-                 Line("log_profile", "the profile's split", non_kv, "bytes",
-                      f"Total non KV cache memory: {_gib(non_kv)}GiB; torch peak memory increase: "
-                      f"{_gib(m.activations)}GiB; non-torch forward increase memory: {_gib(non_torch)}GiB; "
-                      f"weights memory: {_gib(m.weights)}GiB")]
+    kv = max(m.kv_budget, 0.0)
+    if rel.version < (0, 8, 0):
+        if rel.version < (0, 2, 6):
+            graphs = "(none: eager until vLLM 0.2.6, PR 1926)"
+        return [Line("log_weights", "weights", m.weights, "bytes", f"Loading model weights took {m.weights / GiB:.4f} GB"),
+                *_v0_split(rel.version, m, non_torch),
+                Line("log_graphs", "CUDA graphs", m.cuda_graphs, "bytes", graphs, "not in this release's KV sizing"),
+                _v0_blocks(rel.version, plan, kv_tokens, kv),
+                *([_concurrency(plan, kv_tokens)] if rel.version >= (0, 6, 0) else [])]
+    split = [Line("log_requested", "requested memory", m.usable, "bytes",
+                  f"Requested memory: {m.fraction:.2f} (util), {_gib(m.usable)} GiB"),
+             Line("log_profile", "the profile's split", non_kv, "bytes",
+                  f"Total non KV cache memory: {_gib(non_kv)}GiB; torch peak memory increase: "
+                  f"{_gib(m.activations)}GiB; non-torch forward increase memory: {_gib(non_torch)}GiB; "
+                  f"weights memory: {_gib(m.weights)}GiB")]
     return [Line("log_weights", "weights", m.weights, "bytes", f"Model loading took {_gib(m.weights)} GiB memory"),
             *split,
             Line("log_graphs", "CUDA graphs", m.cuda_graphs, "bytes", graphs,
                  "counted before the KV cache from 0.21" if m.graphs_counted else "not in this release's KV sizing"),
-            Line("log_kv", "available KV cache memory", max(m.kv_budget, 0.0), "bytes",
-                 f"Available KV cache memory: {_gib(max(m.kv_budget, 0.0))} GiB"),
+            Line("log_kv", "available KV cache memory", kv, "bytes", f"Available KV cache memory: {_gib(kv)} GiB"),
             Line("log_kv_tokens", "GPU KV cache size", kv_tokens, "tokens", f"GPU KV cache size: {kv_tokens:,} tokens"),
             _concurrency(plan, kv_tokens)]
+
+
+def _v0_split(version, m: M.Memory, non_torch: float) -> list[Line]:
+    """V0's profile line: none before 0.6.4 (the engine printed blocks only); 0.6.4's 'Memory
+    profiling results' (PR 9352; vllm#10517 quotes it, peak_torch_memory with the weights in it);
+    0.6.5-0.7's 'model weights take ...' (vllm#15815 quotes 0.7.1's)."""
+    kv = max(m.kv_budget, 0.0)
+    if version < (0, 6, 4):
+        return [Line("log_split", "the profile's split", m.weights + m.activations, "bytes",
+                     f"(not logged: {_gib(m.weights + m.activations + (m.fixed if m.counts_runtime else 0.0))} GiB "
+                     f"in use after the profile, {_gib(kv)} GiB left for the KV cache)")]
+    if version < (0, 6, 5):
+        return [Line("log_split", "the profile's split", m.weights + m.activations, "bytes",
+                     f"Memory profiling results: total_gpu_memory={_gib(m.total)}GiB ... peak_torch_memory="
+                     f"{_gib(m.weights + m.activations)}GiB ... non_torch_memory={_gib(non_torch)}GiB "
+                     f"kv_cache_size={_gib(kv)}GiB gpu_memory_utilization={m.fraction:.2f}")]
+    return [Line("log_total", "total_gpu_memory x gpu_memory_utilization", m.usable, "bytes",
+                 f"the current vLLM instance can use total_gpu_memory ({_gib(m.total)}GiB) x "
+                 f"gpu_memory_utilization ({m.fraction:.2f}) = {_gib(m.usable)}GiB"),
+            Line("log_split", "model weights / non-torch / activation peak", m.weights + m.activations + non_torch,
+                 "bytes", f"model weights take {_gib(m.weights)}GiB; non_torch_memory takes {_gib(non_torch)}GiB; "
+                 f"PyTorch activation peak memory takes {_gib(m.activations)}GiB; the rest of the memory "
+                 f"reserved for KV Cache is {_gib(kv)}GiB")]
+
+
+def _v0_blocks(version, plan: Plan, kv_tokens: int, kv: float) -> Line:
+    """V0 logs the cache in blocks: '# GPU blocks: 7351' (0.2.5, vllm PR 2031), '# CUDA blocks: 3947'
+    (0.7.1, vllm#15815)."""
+    blocks = kv_tokens // plan.setup.block_size
+    name = "CUDA" if version >= (0, 7, 0) else "GPU"
+    return Line("log_kv_tokens", "GPU KV cache size", kv_tokens, "tokens", f"# {name} blocks: {blocks:,}",
+                f"x {plan.setup.block_size} tokens = {kv_tokens:,} tokens; {_gib(kv)} GiB")
 
 
 def _sglang_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
@@ -160,14 +191,26 @@ def _sglang_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
 
 
 def _trtllm_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
+    """TensorRT-LLM 1.0's PyTorch backend prints its profile (_util.py KvCacheCreator); the TensorRT
+    engines before it print [MemUsageChange] lines (docs/source/reference/memory.md's log)."""
     peak = m.weights + m.activations + m.fixed
+    kv = max(m.kv_budget, 0.0)
+    cache = Line("log_kv_tokens", "KV cache tokens", kv_tokens, "tokens",
+                 f"[MemUsageChange] Allocated {_gib(kv)} GiB for max tokens in paged KV cache ({kv_tokens}).")
+    if plan.setup.runtime.release.version < (1, 0, 0):
+        free = kv / m.fraction if m.fraction else 0.0
+        return [Line("log_weights", "weights", m.weights, "bytes", f"Loaded engine size: {m.weights / 2**20:.0f} MiB"),
+                Line("log_profile", "execution context", m.activations, "bytes",
+                     f"[MemUsageChange] Allocated {_gib(m.activations)} GiB for execution context memory."),
+                Line("log_kv", "memory when sizing the KV cache", free, "bytes",
+                     f"Memory usage when calculating max tokens in paged kv cache: total: {_gib(m.total)} GiB, "
+                     f"available: {_gib(free)} GiB", f"x free_gpu_memory_fraction {m.fraction} = {_gib(kv)} GiB"),
+                cache, _concurrency(plan, kv_tokens)]
     return [Line("log_weights", "weights", m.weights, "bytes",
                  f"Memory used after loading model weights (inside torch) in memory usage profiling: "
                  f"{_gib(m.weights)} GiB"),
             Line("log_profile", "profile peak and KV memory", peak, "bytes",
                  f"Peak memory during memory usage profiling (torch + non-torch): {_gib(peak)} GiB, available KV "
-                 f"cache memory when calculating max tokens: {_gib(max(m.kv_budget, 0))} GiB, fraction is set "
+                 f"cache memory when calculating max tokens: {_gib(kv)} GiB, fraction is set "
                  f"{m.fraction}, device total memory {_gib(m.total)} GiB"),
-            Line("log_kv_tokens", "KV cache tokens", kv_tokens, "tokens",
-                 f"Allocated {_gib(max(m.kv_budget, 0))} GiB for max tokens in paged KV cache ({kv_tokens})"),
-            _concurrency(plan, kv_tokens)]
+            cache, _concurrency(plan, kv_tokens)]
