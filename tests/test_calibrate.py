@@ -105,7 +105,8 @@ def test_communication_factor_needs_runs_that_communicate():
     assert cal.compute_time.value == pytest.approx(1.2, rel=1e-9)
     # applied through the Cluster: scale-up and scale-out efficiencies divided by 2
     cluster = apply_to_cluster(cal, P.cluster_of(P.case_of(ms[2]), 64))
-    assert (cluster.scale_up_efficiency, cluster.scale_out_efficiency) == pytest.approx((0.40, 0.45))
+    # H100: the catalog's measured NVLink ring efficiency 0.82 and the 0.90 NIC efficiency, halved
+    assert (cluster.scale_up_efficiency, cluster.scale_out_efficiency) == pytest.approx((0.41, 0.45))
 
 
 def test_memory_factors_from_two_activation_sizes():

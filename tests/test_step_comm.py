@@ -38,7 +38,7 @@ def test_volumes_are_the_hand_counts():
     costs = {c.parallelism + ":" + c.collective: c for c in _costs(spec, StepSettings(seq_len=4096))}
     tokens = 4096
     # TP: 4 collectives per layer x 16 layers of the stage x 8 micro-batches, b·s·h·2 bytes each
-    tp = costs["TP:all-reduce / AG+RS (SP)"]
+    tp = costs["TP:RS + AG (SP)"]
     assert tp.calls == 4 * 16 * 8 and tp.bytes_per_call == tokens * 4096 * 2
     # PP: forward and backward send per micro-batch, twice as many boundaries with vpp 2
     pp = costs["PP:send/recv"]

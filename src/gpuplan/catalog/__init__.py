@@ -98,8 +98,12 @@ def accelerator_from_entry(entry: dict[str, Any]) -> Accelerator:
         devices_per_node=entry.get("devices_per_node"),
         scale_up_bandwidth=(up["bandwidth_gbyte_s_bidirectional"] * _GB
                             if up.get("bandwidth_gbyte_s_bidirectional") else None),
-        scale_up_domain=up.get("domain_size"),
+        scale_up_domain=up.get("domain_size"), scale_up_pcie=str(up.get("kind", "")).startswith("PCIe"),
         scale_out_bandwidth=(out["gbit_s_per_device"] * _GB / 8 if out.get("gbit_s_per_device") else None),
+        nics_per_node=out.get("nics_per_node"), rail_optimized=bool(out.get("rail_optimized", False)),
+        in_network_reduction=bool(out.get("in_network_reduction", False)),
+        nvls_gain=up.get("nvls_allreduce_gain"), collective_arch=up.get("nccl_arch"),
+        scale_up_efficiency=up.get("ring_efficiency"),
         kernels_like=entry.get("kernels_like"),
         confidence=entry.get("confidence", "medium"), aliases=tuple(entry.get("aliases", [])),
         sources=tuple(entry.get("sources", [])), notes=entry.get("notes", ""),

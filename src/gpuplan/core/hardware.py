@@ -30,8 +30,26 @@ class Accelerator:
     scale_up_bandwidth: float | None = None
     """Scale-up fabric (NVLink, ...) bytes/s per device, both directions summed."""
     scale_up_domain: int | None = None
+    scale_up_pcie: bool = False
+    """The scale-up path is PCIe (no NVLink / switch fabric): NCCL's PCI latencies apply."""
     scale_out_bandwidth: float | None = None
-    """Scale-out network per device, bytes/s per direction."""
+    """Scale-out network per device, bytes/s per direction (its NICs' line rate / devices per node)."""
+    nics_per_node: int | None = None
+    """Scale-out NICs per node of the reference system (DGX / HGX: 8; GB200 tray: 4)."""
+    rail_optimized: bool = False
+    """NIC i of every node on rail switch i (DGX SuperPOD): cross-rail traffic first hops over
+    NVLink to the GPU on the target rail (NCCL PXN)."""
+    in_network_reduction: bool = False
+    """The reference fabric reduces in its switches (InfiniBand SHARP: Quantum-2 / X800), which NCCL
+    uses as CollNet when asked (NCCL_COLLNET_ENABLE=1)."""
+    nvls_gain: float | None = None
+    """All-reduce bus bandwidth with NVLink SHARP (NVLS, NVSwitch gen 3+) over the ring's, measured;
+    None = no NVLS."""
+    scale_up_efficiency: float | None = None
+    """Ring bus bandwidth over the scale-up line rate per direction, measured (NVLink: ~0.8); None =
+    the topology default."""
+    collective_arch: str | None = None
+    """GPU generation as NCCL's tuner indexes its constants: volta, ampere, hopper, blackwell."""
     kernels_like: str | None = None
     """Id of the catalog part whose measured kernel efficiencies (MAMF, attention) this one shares
     because it is the same die (a power-capped or repackaged variant); None = its own or defaults."""

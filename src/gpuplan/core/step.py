@@ -120,7 +120,11 @@ class StepSettings:
     elementwise_factor: float = 6.0
     """HBM bytes moved by elementwise ops per byte of saved activations (fitted, see above)."""
     dp_overlap: float = 0.9
-    """Fraction of DP/FSDP communication that bucketing and prefetch can hide behind compute."""
+    """Fraction of DP/FSDP communication that bucketing and prefetch can hide behind compute (a cap
+    on top of dp_schedule's; 1.0 = the schedule's alone)."""
+    dp_schedule: str = "megatron"
+    """Order in which the framework issues its data-parallel collectives (core.dp_overlap):
+    'megatron', 'fsdp2', 'ddp' or 'deepspeed'."""
     zero3_regathers: bool = False
     """The framework gathers ZeRO-3 parameters again for the recomputed forward (DeepSpeed; FSDP
     does not): core/zero3_gathers.py."""

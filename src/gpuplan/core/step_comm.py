@@ -3,41 +3,25 @@ how many calls, how many bytes per call, over which link, how long in all and ho
 left on the critical path. ``core.step.step_time`` sums these; ``gpuplan plan --explain``
 prints them.
 
-Volumes and times come from core/comm.py (ring algorithms, alpha-beta on the link the group
-rides: a group of consecutive ranks inside the scale-up domain uses NVLink, otherwise the
-network; rank order tp, cp, ep/dp, pp as Megatron's default 'tp-cp-ep-dp-pp'). Degrees may be
-numbers or numpy arrays. Units: seconds, bytes.
+TP and data-parallel collectives are timed by core/collectives.py (NCCL's algorithm and protocol
+for the size, on the links core.topology.Cluster.group gives the group: its ranks per scale-up
+domain ride NVLink, the domain's NICs carry what leaves it; rank order tp, cp, ep/dp, pp as
+Megatron's default 'tp-cp-ep-dp-pp'); the data-parallel ones in core/dp_costs.py with each
+framework's schedule (core/dp_overlap.py). Point-to-point, CP and EP traffic use core/comm.py's
+alpha-beta links. Degrees may be numbers or numpy arrays. Units: seconds, bytes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from gpuplan.core import collectives as K
 from gpuplan.core import comm as C
+from gpuplan.core.collective_cost import CollectiveCost
+from gpuplan.core.dp_costs import data_parallel_costs, params_per_gpu  # noqa: F401 (re-exported)
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.moe_overlap import ALL_TO_ALLS_PER_LAYER, MoeLayerPhases, exposed_all_to_all
 from gpuplan.core.topology import Cluster
-from gpuplan.core.zero3_gathers import gathers_per_micro_batch
-
-
-@dataclass(frozen=True)
-class CollectiveCost:
-    """One kind of collective in a step (values may be numpy arrays, one per layout)."""
-
-    parallelism: str
-    collective: str
-    calls: object
-    """Calls per optimizer step on one GPU."""
-    bytes_per_call: object
-    """The buffer of one call (the full tensor a ring all-gather produces / reduce-scatter reads)."""
-    span: object
-    """Consecutive ranks the group covers: inside the scale-up domain it rides NVLink."""
-    total: object
-    """Seconds per step, all calls, hidden or not."""
-    exposed: object
-    """Seconds per step on the critical path."""
 
 
 def link(cluster: Cluster, span):
@@ -48,22 +32,6 @@ def link(cluster: Cluster, span):
     return inside * up_bw + (1 - inside) * out_bw, inside * up_lat + (1 - inside) * out_lat
 
 
-def params_per_gpu(spec: ModelSpec, tp, pp, ep):
-    """Parameters one GPU holds before ZeRO sharding: dense weights / (tp x pp), experts /
-    (ep x pp) (approximation used for communication volumes)."""
-    from gpuplan.core.model import count_parameters
-
-    counts = count_parameters(spec)
-    dense = counts.total - counts.routed_experts
-    return dense / (tp * pp) + counts.routed_experts / (ep * pp)
-
-
-def _share(total, part, exposed):
-    """``exposed`` split over parts in proportion to their totals."""
-    total = np.asarray(total, dtype=float)
-    return np.where(total > 0, exposed * np.asarray(part, dtype=float) / np.where(total > 0, total, 1.0), 0.0)
-
-
 def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, pp, vpp, cp, ep, zero,
                        micro_batch, micro_batches, shard_group, layers, trained_params, t_attn_mb,
                        t_bwd_gemm_mb, compute, moe_phases: MoeLayerPhases | None = None
@@ -72,18 +40,7 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
     act_bytes = tokens * h * 2.0
-    costs = []
-    # TP: 2 all-reduces forward + 2 backward per layer (Megatron, Shoeybi et al. 2019 Fig. 4); with
-    # sequence parallelism all-gather + reduce-scatter of the same volume; +2 on full recompute
-    per_layer = 4 + 2 * (settings.recompute == "full")
-    tp_bw, tp_lat = link(cluster, tp)
-    tp_calls = micro_batches * layers * per_layer * (np.asarray(tp) > 1)
-    tp_total = tp_calls * C.all_reduce_time(act_bytes, tp, tp_bw, tp_lat)
-    tp_exposed = (1 - settings.tp_overlap) * tp_total
-    if settings.tp_comm_overlap:  # chunked AG/RS pipelined with the GEMMs: one chunk in tp exposed
-        tp_exposed = tp_exposed / np.maximum(np.asarray(tp, dtype=float), 1.0)
-    tp_what = "all-reduce / AG+RS (SP)" + (", chunked with GEMMs" if settings.tp_comm_overlap else "")
-    costs.append(CollectiveCost("TP", tp_what, tp_calls, act_bytes, tp, tp_total, tp_exposed))
+    costs = [_tp_cost(spec, cluster, settings, tp, micro_batches, layers, act_bytes)]
     # PP: activations forward and gradients backward at each stage boundary; interleaving crosses
     # vpp times as many boundaries (Narayanan et al. 2021 Sec. 2.2); only fill and drain are exposed
     pp_bw, pp_lat = link(cluster, tp * cp * dp * pp)
@@ -91,36 +48,10 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     pp_calls = 2 * micro_batches * vpp * (np.asarray(pp) > 1)
     costs.append(CollectiveCost("PP", "send/recv", pp_calls, act_bytes / tp,
                                 tp * cp * dp * pp, pp_calls * pp_one, 2 * (pp - 1) * pp_one))
-    # DP / ZeRO over dp x cp ranks (HSDP: shards within shard_group, all-reduce across groups)
-    data = dp * cp
-    shard = data if shard_group is None else shard_group
-    replicas = data / shard
-    dp_bw, dp_lat = link(cluster, tp * shard)
-    rep_bw, rep_lat = link(cluster, tp * data)
-    params = params_per_gpu(spec, tp, pp, ep)
-    grads = trained_params * settings.grad_comm_bytes
-    weights = params * settings.weight_comm_bytes
-    zero3 = np.asarray(zero) >= 3
-    many = np.asarray(shard) > 1
-    rs = C.reduce_scatter_time(grads, shard, dp_bw, dp_lat)
-    # ZeRO-3 gathers each layer forward and backward; DeepSpeed also for the recomputed forward
-    gathers = gathers_per_micro_batch(spec, settings.zero3_regathers, settings.recompute, tp)
-    ag = C.all_gather_time(weights, shard, dp_bw, dp_lat)
-    parts = {  # (collective, calls, bytes, span, seconds)
-        "grads": ("grad reduce-scatter", many * 1.0, grads, tp * shard, rs),
-        "weights": ("param all-gather",
-                    many * np.where(zero3, gathers * micro_batches, 1), weights, tp * shard,
-                    np.where(zero3, gathers * micro_batches, 1) * ag),
-        "across": ("HSDP all-reduce", (replicas > 1) * 1.0, grads / shard, tp * data,
-                   C.all_reduce_time(grads / shard, replicas, rep_bw, rep_lat)),
-    }
-    dp_total = sum(p[4] for p in parts.values())
-    window = t_bwd_gemm_mb + zero3 * compute
-    overlap = settings.dp_overlap if settings.zero3_overlap is None else np.where(
-        zero3, settings.zero3_overlap, settings.dp_overlap)
-    dp_exposed = C.exposed(dp_total, window, overlap)
-    for name, (what, calls, size, span, seconds) in parts.items():
-        costs.append(CollectiveCost("DP", what, calls, size, span, seconds, _share(dp_total, seconds, dp_exposed)))
+    costs += data_parallel_costs(spec, cluster, settings, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero,
+                                 micro_batches=micro_batches, shard_group=shard_group, layers=layers,
+                                 trained_params=trained_params, t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute,
+                                 moe_phases=moe_phases)
     # CP: ring of K/V blocks per layer (forward, and K/V + their gradients backward), overlapped
     # with the attention it feeds (Liu et al. 2023, Ring Attention)
     a = spec.attention
@@ -156,6 +87,23 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
             what += ", 1F1B-overlapped"
         costs.append(CollectiveCost("EP", what, ep_calls, routed, etp * ep, ep_total, ep_exposed))
     return tuple(costs)
+
+
+def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, layers, act_bytes) -> CollectiveCost:
+    """TP: 2 all-reduces forward + 2 backward per layer (Megatron, Shoeybi et al. 2019 Fig. 4), +2
+    on full recompute; run with sequence parallelism (Megatron-Bridge's TP recipes, torchtitan's TP
+    plan) each is a reduce-scatter + all-gather of the same buffer: NCCL's ring (NVLS serves
+    all-reduce only), timed by core.collectives on the TP group's links."""
+    per_layer = 4 + 2 * (settings.recompute == "full")
+    group = cluster.group(tp, 1)
+    one = K.collective_seconds("reduce_scatter", act_bytes, group) + K.collective_seconds("all_gather", act_bytes, group)
+    calls = micro_batches * layers * per_layer * (np.asarray(tp) > 1)
+    total = calls * one
+    exposed = (1 - settings.tp_overlap) * total
+    if settings.tp_comm_overlap:  # chunked AG/RS pipelined with the GEMMs: one chunk in tp exposed
+        exposed = exposed / np.maximum(np.asarray(tp, dtype=float), 1.0)
+    what = "RS + AG (SP)" + (", chunked with GEMMs" if settings.tp_comm_overlap else "")
+    return CollectiveCost("TP", what, calls, act_bytes, tp, total, exposed, "reduce_scatter", group)
 
 
 def by_parallelism(costs: tuple[CollectiveCost, ...], name: str, field: str = "exposed"):

@@ -1,5 +1,6 @@
-"""Cluster topology: nodes of G accelerators, a scale-up fabric inside a node and a scale-out
-network between nodes, each with an achievable-bandwidth efficiency and a latency (alpha-beta).
+"""Cluster topology: scale-up domains of G accelerators (NVLink / NVSwitch, 72 on NVL72) joined by a
+scale-out network (NICs per node, rail-optimised), each link with an achievable-bandwidth
+efficiency; ``Cluster.group`` gives the links one communicator rides (core.collectives costs it).
 
 Units: bytes/s per GPU per direction, seconds.
 """
@@ -7,6 +8,8 @@ Units: bytes/s per GPU per direction, seconds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from gpuplan.core.hardware import Accelerator
 from gpuplan.errors import InputError
@@ -26,6 +29,27 @@ DEFAULT_NIC_GBIT_PER_GPU = 400.0
 
 
 @dataclass(frozen=True)
+class GroupLinks:
+    """The links of one communicator of ``ranks`` ranks, ``per_node`` of them in each scale-up
+    domain (``nodes`` = ranks / per_node domains). Values may be numpy arrays (one per layout)."""
+
+    ranks: object
+    per_node: object
+    nodes: object
+    intra: float
+    """Ring bus bandwidth inside the domain, bytes/s per GPU (NVLink line rate x efficiency)."""
+    net: object
+    """Network bandwidth of one domain for this group, bytes/s: its per_node ranks' share of the NICs
+    (every group of a layout's kind runs at once, so each gets its members' share)."""
+    arch: str = "ampere"
+    intra_kind: str = "nvlink"
+    nvls_gain: float = 0.0
+    collnet: bool = False
+    net_latency_us: float = 0.0
+    algorithm: str | None = None
+
+
+@dataclass(frozen=True)
 class Cluster:
     """``nodes`` x ``gpus_per_node`` accelerators."""
 
@@ -39,6 +63,26 @@ class Cluster:
     scale_out_efficiency: float = DEFAULT_SCALE_OUT_EFFICIENCY
     scale_up_latency: float = DEFAULT_SCALE_UP_LATENCY
     scale_out_latency: float = DEFAULT_SCALE_OUT_LATENCY
+    nvls_gain: float = 0.0
+    """All-reduce bus bandwidth with NVLink SHARP (NVLS) over the ring's (0: no NVLS); catalog."""
+    collnet: bool = False
+    """NCCL CollNet (IB SHARP in-network reduction) in use: off unless asked (NCCL_COLLNET_ENABLE)."""
+    net_latency_us: float = 0.0
+    """Latency the network plugin adds per inter-domain step (NCCL graph latencyInter; 0 on IB)."""
+    algorithm: str | None = None
+    """An NCCL algorithm forced (NCCL_ALGO), None = NCCL's choice."""
+
+    def group(self, ranks, stride=1) -> GroupLinks:
+        """The links of a communicator of ``ranks`` ranks whose members are ``stride`` ranks apart
+        in the rank order (tp innermost): a domain holds domain // stride of them (at least 1)."""
+        per_node = np.clip(self.gpus_per_node // np.maximum(np.asarray(stride), 1), 1, np.maximum(ranks, 1))
+        nodes = np.maximum(np.asarray(ranks) / per_node, 1)
+        pcie = self.gpu.scale_up_pcie or self.gpu.scale_up_bandwidth is None
+        return GroupLinks(ranks, per_node, nodes, self.scale_up_bandwidth * self.scale_up_efficiency,
+                          per_node * self.scale_out_bandwidth * self.scale_out_efficiency,
+                          arch=self.gpu.collective_arch or "ampere", intra_kind="pci" if pcie else "nvlink",
+                          nvls_gain=self.nvls_gain, collnet=self.collnet, net_latency_us=self.net_latency_us,
+                          algorithm=self.algorithm)
 
     def link(self, group_span: int) -> tuple[float, float]:
         """(achievable bandwidth per GPU per direction, latency) for a group spanning
@@ -49,8 +93,8 @@ class Cluster:
 
 
 def cluster_for(gpu: Accelerator, gpus_per_node: int | None = None, nic_gbit_per_gpu: float | None = None,
-                scale_up_efficiency: float = DEFAULT_SCALE_UP_EFFICIENCY,
-                scale_out_efficiency: float = DEFAULT_SCALE_OUT_EFFICIENCY) -> Cluster:
+                scale_up_efficiency: float | None = None,
+                scale_out_efficiency: float = DEFAULT_SCALE_OUT_EFFICIENCY, **network) -> Cluster:
     """A cluster of ``gpu`` with catalog defaults: scale-up domain and bandwidth from the
     hardware catalog, scale-out from the catalog's per-device NIC figure or 400 Gb/s."""
     # the link model's "node" is the scale-up (NVLink) domain: 8 on HGX, 72 on GB200 NVL72, where a
@@ -65,4 +109,8 @@ def cluster_for(gpu: Accelerator, gpus_per_node: int | None = None, nic_gbit_per
         out = nic_gbit_per_gpu * 1e9 / 8
     else:
         out = gpu.scale_out_bandwidth or DEFAULT_NIC_GBIT_PER_GPU * 1e9 / 8
-    return Cluster(gpu, per_node, up, out, scale_up_efficiency, scale_out_efficiency)
+    # NVLS needs the part's NVSwitch with SHARP and the whole domain on it (not a PCIe or pairwise fabric)
+    nvls = gpu.nvls_gain or 0.0
+    scale_up_efficiency = scale_up_efficiency or gpu.scale_up_efficiency or DEFAULT_SCALE_UP_EFFICIENCY
+    return Cluster(gpu, per_node, up, out, scale_up_efficiency, scale_out_efficiency,
+                   nvls_gain=network.pop("nvls_gain", nvls), **network)

@@ -135,8 +135,12 @@ def row_layout(table: LayoutTable, i: int) -> tuple[ParallelLayout, str]:
 
 def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) -> np.ndarray:
     """Row order, best first: by step time per token (time), cost, GPUs then time, or the
-    deadline rule (fewest GPUs, then cheapest: deadline_order)."""
+    deadline rule (fewest GPUs, then cheapest: deadline_order). Where the table carries each
+    layout's uncertainty (planner.uncertainty), time is taken at its slow end, step x (1 + u): of two
+    layouts predicted alike, the one the model has been checked on comes first."""
     seconds_per_token = table["step_seconds"] / (table["global_batch"] * 1.0)
+    if "uncertainty" in table.columns:
+        seconds_per_token = seconds_per_token * (1 + table["uncertainty"])
     if rank_by == "deadline":
         return np.lexsort((_cheapest_key(table, cost, seconds_per_token), table["gpus"]))
     if rank_by == "gpus":

@@ -25,6 +25,7 @@ from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.recompute import block_recompute_share, recomputed_forward_flops_per_token
 from gpuplan.core.step import StepSettings, model_flops_per_token, step_time
 from gpuplan.core.topology import Cluster
+from gpuplan.planner.uncertainty import layout_uncertainty
 from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, enumerate_layouts
 
 MAX_CANDIDATES = 6_000_000
@@ -57,6 +58,16 @@ class LayoutTable:
 
 
 @dataclass(frozen=True)
+class UncertaintyTable:
+    """The held-out RMS error by kind of layout (catalog/reference/layout_uncertainty.toml)."""
+
+    cls: str
+    """The precision class of this search: 'bf16', 'fp8' (FP8 / NVFP4 linears) or 'moe'."""
+    kinds: dict
+    unseen: float
+
+
+@dataclass(frozen=True)
 class Evaluator:
     """What every layout of one search shares: the model, the cluster and the settings."""
 
@@ -65,6 +76,8 @@ class Evaluator:
     memory: M.MemorySettings
     step: StepSettings
     overheads: M.Overheads
+    uncertainty: UncertaintyTable | None = None
+    """The held-out error of each kind of layout (planner.uncertainty); None = no per-layout figure."""
 
     @property
     def budget(self) -> float:
@@ -123,8 +136,12 @@ class Evaluator:
             share = block_recompute_share(self.step.recompute_layers, self.spec.num_layers / table["pp"], table["vpp"])
             extra = np.where(table["recompute"] == RECOMPUTE_MODES.index("full"), extra * share, extra)
         ratio = (base.model + extra) / base.model
-        return LayoutTable(table.columns | {"mfu": mfu, "hfu": mfu * ratio,
-                                            "tokens_per_second": tokens / table["step_seconds"]})
+        columns = {"mfu": mfu, "hfu": mfu * ratio, "tokens_per_second": tokens / table["step_seconds"]}
+        if self.uncertainty is not None and "dp" in table.columns:
+            u = self.uncertainty
+            columns["uncertainty"] = layout_uncertainty(table.columns, self.cluster.gpus_per_node,
+                                                        self.spec.moe is not None, u.cls, u.kinds, u.unseen)
+        return LayoutTable(table.columns | columns)
 
 
 def _take(g: dict, index) -> dict:

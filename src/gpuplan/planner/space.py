@@ -32,6 +32,7 @@ import numpy as np
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.parallel import virtual_stages_fit
 from gpuplan.errors import InputError
+from gpuplan.planner.framework_rules import rules_for, zero_allowed
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 DEGREES = ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "micro_batches", "global_batch")
@@ -59,6 +60,9 @@ class SpaceLimits:
     """The requested batch is exact (sequences given): dp must divide it, no rounding."""
     batch_per_gpu: float = 0.0
     """Sequences per GPU a default batch is raised to at each count (0: the asked batch holds)."""
+    framework: str = "generic"
+    """Whose data-parallel sharding rules the free search follows (planner.framework_rules); a ZeRO
+    stage the user fixed is evaluated as asked."""
 
 
 def batch_target(target_batch: float, gpus: int, limits: SpaceLimits | None) -> float:
@@ -169,8 +173,10 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
             per_rank = batch // dp
             eps = [e for e in divisors(experts) if (dp * cp) % e == 0] if experts else [1]
             eps = [e for e in eps if "ep" not in fixed or e == fixed["ep"]]
+            rules = rules_for(limits.framework)
             zeros = [z for z in limits.zero if (z == 0 or dp * cp > 1) and ("zero" not in fixed or z == fixed["zero"])
-                     and (pp == 1 or z <= limits.max_zero_with_pp)]
+                     and (pp == 1 or z <= limits.max_zero_with_pp)
+                     and ("zero" in fixed or zero_allowed(rules, z, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=max(eps)))]
             mbs = [m for m in divisors(per_rank) if (limits.max_micro_batch is None or m <= limits.max_micro_batch)
                    and ("micro_batch" not in fixed or m == fixed["micro_batch"])
                    and (vpp == 1 or not limits.interleaved_needs_pp_micro_batches or per_rank // m >= pp)]

@@ -102,11 +102,34 @@ def comparison_lines(mine: Plan, best: Plan, free: LayoutTable) -> tuple[Line, .
     return tuple(lines)
 
 
-COMMUNICATION_COLUMNS = ("group", "collective", "calls", "bytes each", "link", "s/step", "exposed s")
+COMMUNICATION_COLUMNS = ("group", "collective", "calls", "bytes each", "NCCL algorithm / protocol", "link", "s/step",
+                         "exposed s")
+
+
+def _algorithm(c) -> str:
+    """The NCCL algorithm / protocol of one call (core.collectives), or what a non-NCCL-collective is."""
+    from gpuplan.core.collectives import chosen
+
+    if not c.nccl or c.group is None:
+        return "all-to-all" if c.parallelism == "EP" else "send/recv"
+    algorithm, protocol, _, _ = chosen(c.nccl, float(c.bytes_per_call), c.group)
+    return f"{algorithm} / {protocol}"
+
+
+def _link(c, cluster) -> str:
+    """Where the group's traffic runs: its ranks per scale-up domain over NVLink, the rest over the NICs."""
+    if c.group is None:
+        return "NVLink" if float(c.span) <= cluster.gpus_per_node else "network"
+    per_node, nodes = int(float(c.group.per_node)), int(round(float(c.group.nodes)))
+    if nodes <= 1:
+        return f"NVLink ({per_node} GPUs)"
+    return f"{per_node}/domain x {nodes} domains: NVLink + {float(c.group.net) / 1e9:,.0f} GB/s NICs"
 
 
 def communication_table(plan: Plan, ev) -> Table:
-    """The plan's communication, collective by collective (core.step_comm), for `plan --explain`."""
+    """The plan's communication, collective by collective (core.step_comm), for `plan --explain`:
+    per collective the bytes of one call, NCCL's algorithm / protocol for that size, the link, and the
+    seconds per step in all and on the critical path."""
     from gpuplan.core.step import _adapters_per_gpu, microbatch_compute_time, params_per_gpu
     from gpuplan.core.step_comm import step_communication
 
@@ -127,11 +150,10 @@ def communication_table(plan: Plan, ev) -> Table:
     for c in costs:
         if float(c.calls) <= 0:
             continue
-        where = "NVLink" if float(c.span) <= cluster.gpus_per_node else "network"
         rows.append((c.parallelism, c.collective, f"{float(c.calls):,.0f}", format_bytes(float(c.bytes_per_call)),
-                     where, f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
+                     _algorithm(c), _link(c, cluster), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
     total = sum(float(c.total) for c in costs)
     exposed = sum(float(c.exposed) for c in costs)
-    rows.append(("all", "", "", "", "", f"{total:.3f}", f"{exposed:.3f}"))
+    rows.append(("all", "", "", "", "", "", f"{total:.3f}", f"{exposed:.3f}"))
     return Table(f"Communication per step ({plan.step_seconds:.3f} s) of {plan.text()}", COMMUNICATION_COLUMNS,
                  tuple(rows))

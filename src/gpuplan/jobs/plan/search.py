@@ -12,6 +12,7 @@ import numpy as np
 
 from gpuplan.core import memory as M
 from gpuplan.core.attention_time import execution_kernel
+from gpuplan.core.dp_overlap import schedule_for
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.step import StepSettings, attention_efficiency
@@ -21,7 +22,7 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
                                   more_gpus_hint, ranking, smallest_fitting_count)
-from gpuplan.planner.search import Evaluator, LayoutTable, search_layouts
+from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
 
 
@@ -46,7 +47,12 @@ def evaluator_for(inputs) -> Evaluator:
     zero3 = inputs.profile.zero3_step_settings()
     if "dp_overlap" in inputs.given:  # an explicit --dp-overlap covers ZeRO-3 traffic too
         zero3["zero3_overlap"] = None
-    step = StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=inputs.dp_overlap,
+    # the framework's data-parallel schedule sets what stays exposed; --dp-overlap, when given, caps it
+    dp_overlap = inputs.dp_overlap if "dp_overlap" in inputs.given else 1.0
+    step = StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=dp_overlap,
+                        dp_schedule=schedule_for(inputs.framework),
+                        # torchtitan's FSDP2 reduces gradients in fp32 (config mixed_precision_reduce = "float32")
+                        grad_comm_bytes=4.0 if inputs.framework == "torchtitan" else 2.0,
                         tp_overlap=inputs.tp_overlap, tp_comm_overlap=inputs.tp_comm_overlap,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
                         ep_a2a_overlap=inputs.ep_a2a_overlap,
@@ -75,7 +81,18 @@ def evaluator_for(inputs) -> Evaluator:
                               lora_rank=inputs.lora_rank, activation_scale=scale,
                               optimizer_impl=inputs.optimizer_impl, mtp_layers=spec.mtp_layers,
                               attention_kernel=kernel, **inputs.recompute_settings())
-    return Evaluator(spec, cluster, memory, step, overheads)
+    return Evaluator(spec, cluster, memory, step, overheads, uncertainty_table(spec, inputs.dtype))
+
+
+def uncertainty_table(spec, dtype: str) -> UncertaintyTable:
+    """The per-kind held-out errors of the layouts this search can produce (planner.uncertainty)."""
+    from gpuplan.catalog import reference_toml
+    from gpuplan.core.step import precision_class
+
+    data = reference_toml("layout_uncertainty.toml")
+    cls = "moe" if spec.moe is not None else ("bf16" if precision_class(dtype) == "bf16" else "fp8")
+    kinds = {name: float(entry["rms"]) for name, entry in data["kinds"].items()}
+    return UncertaintyTable(cls, kinds, float(data["unseen"]))
 
 
 def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
@@ -86,7 +103,7 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
                        max_zero_with_pp=inputs.profile.max_zero_with_pp,
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
                        interleaved_needs_pp_micro_batches=inputs.profile.interleaved_needs_pp_micro_batches,
-                       batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len))
+                       batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len), framework=inputs.framework)
 
 
 @dataclass(frozen=True)

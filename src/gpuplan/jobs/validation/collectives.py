@@ -1,10 +1,12 @@
-"""Collective bus bandwidth against payload: core/comm.py's alpha-beta ring on core/topology.py's
-two-level cluster, scored on measured sweeps (catalog/reference/collective_measurements.yaml).
+"""Collective bus bandwidth against payload: core/collectives.py (NCCL's algorithms and protocols,
+the fastest taken) on core/topology.py's cluster, scored on measured sweeps
+(catalog/reference/collective_measurements.yaml).
 
 A sweep's point (payload S bytes, busbw GB/s) is compared with the model's busbw at S:
-factor x S / t(S), factor = 2(n-1)/n for all-reduce (nccl-tests doc/PERFORMANCE.md), t(S) the
-ring time on the link the n-rank group rides (NVLink within a node, one NIC per GPU across nodes).
-Split at 16 MiB: below it latency (and NCCL's LL protocols) dominate, above it bandwidth.
+factor x S / t(S), factor 2(n-1)/n for all-reduce and (n-1)/n for all-gather / reduce-scatter
+(nccl-tests doc/PERFORMANCE.md). Split at 16 MiB: below it latency and NCCL's LL / LL128 protocols
+dominate, above it bandwidth. Each sweep states the network it ran on where it differs from the
+catalog's reference system (NICs, NVLS off, an NCCL_ALGO forced); nothing is fitted on the points.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ class CollectiveCase:
     """Bus bandwidth, bytes/s."""
     predicted: float
     source: str
+    algorithm: str = ""
+    """NCCL algorithm / protocol the model picked."""
 
 
 def collective_sweeps() -> list[dict]:
@@ -32,36 +36,62 @@ def collective_sweeps() -> list[dict]:
     return yaml.safe_load(text)["sweeps"]
 
 
-def sweep_link(sweep: dict) -> tuple[int, float, float]:
-    """(ranks, bandwidth bytes/s, latency s) of the link a sweep's all-reduce group rides."""
+def series_points(sweep: dict, series: dict) -> list[tuple[int, int, float]]:
+    """(ranks per node, payload bytes, busbw GB/s) of one series (GPU-count sweeps list ranks)."""
+    if sweep.get("by_ranks"):
+        return [(int(r), int(sweep["payload"]), float(bw)) for r, bw in series["points"]]
+    per_node = int(series.get("gpus_per_node") or sweep["gpus_per_node"])
+    return [(per_node, int(size), float(bw)) for size, bw in series["points"]]
+
+
+def sweep_links(sweep: dict, series: dict, per_node: int):
+    """The links of the sweep's communicator: its GPU, ranks per node (the scale-up domain it
+    uses), nodes, and the network fields it states."""
     from gpuplan.catalog import load_accelerator
     from gpuplan.core.topology import cluster_for
 
-    cluster = cluster_for(load_accelerator(sweep["gpu"]), gpus_per_node=sweep["gpus_per_node"],
-                          nic_gbit_per_gpu=sweep["nic_gbit_per_gpu"])
-    ranks = sweep["nodes"] * sweep["gpus_per_node"]
-    return (ranks, *cluster.link(ranks))
+    network = {**sweep.get("network", {}), **series.get("network", {})}
+    extra = {}
+    if network.get("nvls") is False:
+        extra["nvls_gain"] = 0.0
+    if network.get("algorithm"):
+        extra["algorithm"] = network["algorithm"]
+    if network.get("collnet"):
+        extra["collnet"] = True
+    cluster = cluster_for(load_accelerator(sweep["gpu"]), gpus_per_node=per_node,
+                          nic_gbit_per_gpu=network.get("nic_gbit_per_gpu"), **extra)
+    return cluster.group(per_node * int(sweep["nodes"]))
 
 
-def model_bus_bandwidth(sweep: dict, payload_bytes: int, link: tuple[int, float, float] | None = None) -> float:
-    """The model's all-reduce busbw (bytes/s) for one sweep's cluster and payload (``link``:
-    sweep_link(sweep), when the caller already has it)."""
-    from gpuplan.core.comm import all_reduce_time
+def model_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) -> tuple[float, str]:
+    """(the model's busbw in bytes/s, 'algorithm/protocol' it picked) for one point."""
+    from gpuplan.core.collectives import chosen
 
-    ranks, bandwidth, latency = link or sweep_link(sweep)
-    factor = 2 * (ranks - 1) / ranks
-    return factor * payload_bytes / all_reduce_time(payload_bytes, ranks, bandwidth, latency)
+    kind = series["collective"]
+    links = sweep_links(sweep, series, per_node)
+    algorithm, protocol, seconds, _ = chosen(kind, payload, links)
+    n = per_node * int(sweep["nodes"])
+    factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
+    return factor * payload / seconds, f"{algorithm}/{protocol}"
+
+
+def case_kind(sweep: dict, payload: int) -> str:
+    regime = "< 16 MiB" if payload < LATENCY_REGIME_BELOW_BYTES else ">= 16 MiB"
+    bench = sweep.get("benchmark", "nccl-tests")
+    where = "one node" if int(sweep["nodes"]) == 1 else "several nodes"
+    transport = sweep.get("network", {}).get("transport")
+    if transport:  # a network NCCL has no latency constants for (its plugin's latency unknown)
+        where += f" over {transport.split(' (')[0]}"
+    return f"communication: busbw, {bench}, {where}, payload {regime} (held out)"
 
 
 def collective_cases() -> list[CollectiveCase]:
     cases = []
     for sweep in collective_sweeps():
-        link = sweep_link(sweep)
-        where = ("one node, NVLink" if sweep["nodes"] == 1 else
-                 f"{sweep['nodes']} nodes, one NIC per GPU in the model")
-        for payload, busbw in sweep["points"]:
-            regime = "< 16 MiB" if payload < LATENCY_REGIME_BELOW_BYTES else ">= 16 MiB"
-            kind = f"communication: {sweep['collective'].replace('_', '-')} busbw, {where}, payload {regime} (held out)"
-            cases.append(CollectiveCase(f"{sweep['id']}-{payload}", kind, busbw * 1e9,
-                                        model_bus_bandwidth(sweep, payload, link), sweep["cite"]))
+        for i, series in enumerate(sweep["series"]):
+            for per_node, payload, busbw in series_points(sweep, series):
+                predicted, algorithm = model_bus_bandwidth(sweep, series, per_node, payload)
+                tag = f"{series['collective']}-{i}-{per_node * int(sweep['nodes'])}r-{payload}"
+                cases.append(CollectiveCase(f"{sweep['id']}-{tag}", case_kind(sweep, payload), busbw * 1e9, predicted,
+                                            sweep["cite"], algorithm))
     return cases

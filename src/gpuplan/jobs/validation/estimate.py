@@ -21,11 +21,14 @@ from gpuplan.core.gpu_time import solve_compute_budget
 from gpuplan.core.model import params_for_6nd
 from gpuplan.jobs.training.schema import DEFAULT_MFU, TrainingInputs
 from gpuplan.jobs.training.timing import count_flops
+from gpuplan.jobs.validation.gpu_hours import FITTED_RUNS, end_to_end_gpu_hours
 from gpuplan.report.model import Report, Table
 
 KIND_GIVEN = "gpu_hours (given reported throughput)"
 KIND_PRIOR = "gpu_hours (default MFU 0.40)"
 KIND_PREDICTED = "gpu_hours (--mfu predicted: the planner's layout on the run's GPUs)"
+KIND_END_TO_END = ("gpu_hours (train --mfu predicted, end to end: the run's batch and ramp, checkpoints, failures; "
+                   "{role})")
 KIND_MEMORY_PEAK = "memory: allocated peak vs gpuplan measure"
 KIND_MEMORY_ACT = "memory: activations (end of forward) vs gpuplan measure"
 
@@ -88,6 +91,10 @@ def validation_cases() -> list[Case]:
         predicted = _planned_gpu_hours(run)
         if predicted is not None:
             cases.append(Case(run["id"], KIND_PREDICTED, measured, predicted[0], predicted[1], note))
+        end_to_end = end_to_end_gpu_hours(run)
+        if end_to_end is not None:
+            role = "fitted: its census set the failure rate" if run["id"] in FITTED_RUNS else "held out"
+            cases.append(Case(run["id"], KIND_END_TO_END.format(role=role), measured, *end_to_end, note))
     return cases
 
 
@@ -204,10 +211,24 @@ def published_memory_cases() -> list[Case]:
 
 
 def communication_cases() -> list[Case]:
-    """Measured collective busbw by payload against core/comm.py (jobs/validation/collectives.py)."""
+    """Measured collective busbw by payload against core/collectives.py (jobs/validation/collectives.py)."""
     from gpuplan.jobs.validation.collectives import collective_cases
 
-    return [Case(c.id, c.kind, c.measured, c.predicted, "busbw", c.source) for c in collective_cases()]
+    return [Case(c.id, c.kind, c.measured, c.predicted, f"busbw, {c.algorithm}", c.source) for c in collective_cases()]
+
+
+def planner_cases() -> list[Case]:
+    """The planner's own choice against the best published run of its group (jobs/validation/planner_choice.py):
+    the whole error, and its two factors — the model at the published layout, the planner's predicted advantage."""
+    from gpuplan.jobs.validation.planner_choice import planner_choice_cases
+
+    out = []
+    for c in planner_choice_cases():
+        kind = f"planner: its own choice vs the best published run ({c.framework})"
+        out.append(Case(c.id, kind, c.measured, c.planned, f"tokens/s/GPU, {c.layout}"))
+        out.append(Case(c.id, f"planner: the planner's predicted advantage over the best published layout ({c.framework})",
+                        c.at_published, c.planned, "tokens/s/GPU, predicted vs predicted"))
+    return out
 
 
 def allocator_cases() -> list[Case]:
@@ -242,20 +263,21 @@ def validation_report() -> Report:
     published, published_excluded = published_throughput_validation()
     cases = (validation_cases() + memory_validation_cases() + framework_validation_cases() + published_memory_cases()
              + allocator_cases() + throughput_validation_cases() + published + fp8_recipe_cases(published) + inference_cases
-             + communication_cases())
+             + communication_cases() + planner_cases())
     kinds = sorted({c.kind for c in cases})
     summary = []
     for kind in kinds:
-        errors = [abs(c.error) for c in cases if c.kind == kind]
-        summary.append((kind, len(errors), f"{mean(errors):.1%}", f"{max(errors):.1%}"))
+        errors = [c.error for c in cases if c.kind == kind]
+        summary.append((kind, len(errors), f"{mean(map(abs, errors)):.1%}", f"{max(map(abs, errors)):.1%}",
+                        f"{mean(errors):+.1%}"))
     rows = tuple((c.id, c.kind, _amount(c), _amount(c, predicted=True), f"{c.error:+.1%}", c.basis, c.note)
                  for c in cases)
     excluded = tuple((e["id"], e["reason"]) for e in reference_runs().get("excluded", [])) + tuple(
         tuple(x) for x in inference_excluded) + tuple(published_excluded)
     return Report(
         "validate", "Accuracy against published runs", (), (), (),
-        notes=("error = (predicted - measured) / measured; mean and max are of |error|",),
-        tables=(Table("summary", ("kind", "cases", "mean abs error", "max abs error"), tuple(summary)),
+        notes=("error = (predicted - measured) / measured; mean and max are of |error|, bias the mean signed error",),
+        tables=(Table("summary", ("kind", "cases", "mean abs error", "max abs error", "bias"), tuple(summary)),
                 Table("cases", ("run", "kind", "measured", "predicted", "error", "basis", "note"), rows),
                 *_framework_tables(),
                 Table("excluded", ("run", "reason"), excluded)))
@@ -275,7 +297,7 @@ def _amount(case: Case, predicted: bool = False) -> str:
         return f"{value:.2f}x"
     if case.kind.startswith("communication"):
         return f"{value / 1e9:,.2f} GB/s"
-    if case.kind.startswith("throughput"):
+    if case.kind.startswith(("throughput", "planner")):
         return f"{value:.3f}" if value < 1 else f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
     return f"{value:,.0f}"
 
@@ -333,9 +355,12 @@ def accuracy_markdown(report: Report) -> str:
            "against published measurements (`src/gpuplan/catalog/reference/inference_measurements.yaml`; every",
            "case quotes its GitHub issue or PR; see docs/inference.md).",
            "",
-           "Communication kinds: all-reduce bus bandwidth by payload, measured on 1 and 4 nodes of 8 B200",
-           "(`src/gpuplan/catalog/reference/collective_measurements.yaml`, stas00/ml-engineering), against",
-           "core/comm.py's ring on core/topology.py's two-level cluster; nothing fitted on them (docs/step.md).",
+           "Communication kinds: all-reduce, all-gather and reduce-scatter bus bandwidth by payload on H100, H200,",
+           "B200 and GB200 NVL72, 1 to 20 nodes / racks (`src/gpuplan/catalog/reference/collective_measurements.yaml`:",
+           "nccl-tests logs of CoreWeave, GCP A3 Mega, NVIDIA/nccl#1801, stas00/ml-engineering; stas00's torch",
+           "all_reduce_bench sweeps as their own kind), against core/collectives.py (NCCL's algorithms and",
+           "protocols by size, its own latency constants) on core/topology.py's cluster; all held out: the",
+           "per-generation NVLink efficiency and NVLS gain come from two other sources (docs/step.md).",
            ""]
     for table in report.tables:
         out += table_markdown(table)

@@ -164,7 +164,12 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",
                             ep_a2a_overlap=bool(moe_comm.get("a2a_overlap")),
                             eager_fallbacks=() if torchtitan else megatron_eager_fallbacks(run),
-                            fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise")
+                            fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise",
+                            # torchtitan: FSDP2's per-block gathers; NeMo: Megatron's distributed optimizer
+                            # with overlapped gradient reduce and parameter gather (core.dp_overlap)
+                            dp_schedule="fsdp2" if torchtitan else "megatron", dp_overlap=1.0,
+                            # torchtitan reduces gradients in fp32 (config mixed_precision_reduce = "float32")
+                            grad_comm_bytes=4.0 if torchtitan else 2.0)
     settings = replace(settings, **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     step = step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,

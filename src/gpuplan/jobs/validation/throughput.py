@@ -70,9 +70,13 @@ def predict_step_seconds(run: dict[str, Any]) -> float:
     cluster = cluster_for(gpu, nic_gbit_per_gpu=nic)
     lay = run["layout"]
     dtype = "fp8" if run.get("precision") == "fp8" else "bf16"
-    settings = StepSettings(seq_len=run["model"]["seq_len"], recompute=lay["recompute"], dtype=dtype)
+    # the framework's data-parallel schedule sets what stays exposed (core.dp_overlap), no extra cap
+    # Composer FSDP mixed_precision DEFAULT reduces gradients in fp32 (PURE in the compute dtype)
+    grads = 4.0 if "mixed_precision DEFAULT" in run.get("precision_detail", "") else 2.0
+    settings = StepSettings(seq_len=run["model"]["seq_len"], recompute=lay["recompute"], dtype=dtype, dp_overlap=1.0,
+                            grad_comm_bytes=grads)
     if "DeepSpeed" in run.get("framework", ""):  # the deepspeed profile's ZeRO-3 behaviour
-        settings = replace(settings, **framework("deepspeed").zero3_step_settings())
+        settings = replace(settings, **framework("deepspeed").zero3_step_settings(), dp_schedule="deepspeed")
     if run.get("framework", "").startswith("Megatron-LM"):  # the 2021 code: unfused attention
         # (megatron/model/transformer.py @fda81a2: baddbmm, FusedScaleMaskSoftmax, dropout, bmm) with
         # --attention-dropout at its 0.1 default (megatron/arguments.py; examples/sc21/CONFIG.sh sets none)

@@ -1,0 +1,213 @@
+"""NCCL collectives by message size: every algorithm (ring, tree, NVLS, NVLS-tree, CollNet/SHARP)
+with every protocol (LL, LL128, Simple) costed as latency + bytes / bandwidth on the group's
+links (core.topology.GroupLinks), and the fastest one taken — what NCCL's own tuner does
+(NVIDIA/nccl src/graph/tuning.cc @5067397: ncclTopoTuneModel builds a latency and a bandwidth per
+collective x algorithm x protocol, ncclTopoGetAlgoTime = latency + bytes / bandwidth, the minimum
+is run).
+
+What each algorithm moves over which link (per GPU, payload S, n ranks, g per scale-up domain,
+k = n / g domains; ``intra`` = ring bus bandwidth inside the domain, ``net`` = the domain's NIC
+bandwidth this group gets):
+
+  ring       2(n-1)/n S per rank (all-reduce), (n-1)/n S (all-gather, reduce-scatter); a channel
+             leaves the domain once, so NVLink carries (g-1)/g of it: bus = min(intra g/(g-1), net)
+  tree       all-reduce only, chain inside the domain (each GPU sends S up and S down: intra / 2)
+             and a double binary tree across domains: a domain sends 2 S (k-1)/k, x 0.92. NCCL's
+             tuner rounds that to 2 S beyond two domains ("ratio .5"), so it picks the ring where
+             the tree would be faster (NVIDIA/nccl#1801: 3 GB200 partitions, tree 485 vs ring 394
+             GB/s): the choice follows NCCL's estimate, the time the volume
+  NVLS       all-reduce inside one NVSwitch domain, reduced in the switch: bus = intra x the part's
+             measured NVLS gain (catalog ``nvls_allreduce_gain``)
+  NVLS-tree  NVLS inside, tree across: bus = min(NVLS bus, net x 2 on two domains)
+  CollNet    IB SHARP (chain inside the domain, reduction in the switches): algbw = intra / 2
+
+Protocol factors on bandwidth (tuning.cc): LL 1/2 (8-byte lines carry 4 bytes of data) capped by
+llMaxBw, LL128 0.92 (120 of 128 bytes), Simple 1. Latencies in microseconds are NCCL's constants
+(ncclTunerConstantsDefaults: base latency per algorithm and protocol, hardware latency per step on
+NVLink, PCIe and the network). Values may be numbers or numpy arrays (the planner evaluates layouts
+in bulk). Units: bytes, bytes/s, seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PROTOCOLS = ("LL", "LL128", "Simple")
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet")
+KINDS = ("all_reduce", "all_gather", "reduce_scatter")
+
+# tuning.cc ncclTunerConstantsDefaults, microseconds: baseLatencies[algo][proto] and
+# hwLatencies[NVLINK | PCI | NET][algo][proto] (CollNet: the Chain row)
+BASE_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "collnet": (0.0, 0.0, 0.0),
+           "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0)}
+HW_US = {
+    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "collnet": (0.0, 0.0, 2.8),
+               "nvls": (0.0, 0.0, 25.0), "nvls_tree": (0.0, 0.0, 25.0)},
+    "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "collnet": (0.0, 0.0, 2.8),
+            "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0)},
+    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "collnet": (0.0, 0.0, 30.0),
+            "nvls": (0.0, 0.0, 18.0), "nvls_tree": (0.0, 0.0, 20.9)},
+}
+NET_OVERHEAD_US = 1.0
+"""Network post overhead per step of an inter-domain ring, x3 for Simple (getNetOverhead: 1 us Intel)."""
+RING_PLATEAU = 1.4
+"""Multi-domain Simple ring all-reduce latency factor (ncclTopoGetAlgoTime 'Plateau effect of ring')."""
+# llMaxBws, GB/s: one domain by GPU generation; several by CPU (Intel/Arm row): 2 domains, more
+LL_MAX_BUS_GBPS = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 282.0}
+LL_MAX_BUS_MULTI_GBPS = (39.0, 20.4)
+LL_FACTOR, LL128_FACTOR = 0.5, 0.92
+TREE_FACTOR = 0.92
+TREE_LL_FACTOR = 1 / 3.8
+# treeCorrectionFactor[proto][log2(bytes / 64)], 64 B ... 256 MiB: trees off their model at mid sizes
+TREE_CORRECTION = (
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
+)
+NVLS_MIN_RANKS = 5
+"""NVLS needs more than four GPUs of a switch domain: 'partitions that have less than or equal to
+four GPUs will not benefit from multicast' (NVIDIA GB200 NVL Partition User Guide v1.0); measured,
+NCCL picks it from 5 GPUs on 8x H200 and from 6 on 8x B200 (stas00/ml-engineering network/README.md
+@744d01e, SHARP)."""
+
+
+def _arr(x):
+    return np.asarray(x, dtype=float)
+
+
+def _tree_correction(size, proto: int):
+    """NCCL's tree bandwidth correction for a payload (1 outside 64 B ... 256 MiB)."""
+    log = np.floor(np.log2(np.maximum(_arr(size) / 64.0, 1.0))).astype(int)
+    table = np.array(TREE_CORRECTION[proto] + (1.0,))
+    return np.where(log < 23, table[np.clip(log, 0, 23)], 1.0)
+
+
+def _ll_max(links):
+    """LL protocol cap, bytes/s of bus bandwidth."""
+    single = LL_MAX_BUS_GBPS.get(links.arch, LL_MAX_BUS_GBPS["volta"]) * 1e9
+    k = _arr(links.nodes)
+    return np.where(k <= 1, single, np.where(k <= 2, LL_MAX_BUS_MULTI_GBPS[0], LL_MAX_BUS_MULTI_GBPS[1]) * 1e9)
+
+
+def _protocol_bus(bus, proto: int, links):
+    """Ring-style bus bandwidth under a protocol."""
+    if proto == 0:
+        return np.minimum(bus * LL_FACTOR, _ll_max(links))
+    return bus * (LL128_FACTOR if proto == 1 else 1.0)
+
+
+def _ring(kind: str, size, links, proto: int):
+    """(seconds, bus bandwidth) of a ring."""
+    n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
+    multi = k > 1
+    nvlink_bound = np.where(multi & (g > 1), links.intra * g / np.maximum(g - 1, 1), links.intra)
+    nvlink_bound = np.where(multi & (g <= 1), np.inf, nvlink_bound)
+    bus = _protocol_bus(np.minimum(nvlink_bound, np.where(multi, links.net, np.inf)), proto, links)
+    factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
+    steps = (2 if kind == "all_reduce" else 1) * (n - 1)
+    inter_steps = np.where(multi, (2 if kind == "all_reduce" else 1) * (k - 1), 0)
+    intra_lat = HW_US[links.intra_kind]["ring"][proto]
+    overhead = NET_OVERHEAD_US * (3 if proto == 2 else 1)
+    intra_lat = np.where(multi, np.maximum(intra_lat, overhead), intra_lat)
+    inter_lat = np.where(g <= 1, HW_US["net"]["tree"][proto], HW_US["net"]["ring"][proto]) + links.net_latency_us * (
+        2 if proto == 2 else 1)
+    lat = BASE_US["ring"][proto] + (steps - inter_steps) * intra_lat + inter_steps * inter_lat
+    if kind == "all_reduce" and proto == 2:
+        lat = np.where(multi, lat * RING_PLATEAU, lat)
+    return lat * 1e-6 + factor * _arr(size) / bus, bus
+
+
+def _tree_algbw(size, links, proto: int, across):
+    """Tree all-reduce algorithm bandwidth given the across-domain rate ``across``."""
+    g = _arr(links.per_node)
+    chain = np.where(g > 1, links.intra / 2, np.inf)
+    alg = TREE_FACTOR * np.minimum(across, chain)
+    if proto == 0:
+        alg = np.minimum(alg * TREE_LL_FACTOR, _ll_max(links) / 2)
+    elif proto == 1:
+        alg = alg * 120 / 128
+    return alg * _tree_correction(size, proto)
+
+
+def _tree(size, links, proto: int):
+    """(seconds, bus bandwidth, seconds as NCCL's tuner estimates them) of the tree all-reduce
+    (several domains only)."""
+    n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
+    alg = _tree_algbw(size, links, proto, links.net * k / np.maximum(2 * (k - 1), 1))
+    tuner = _tree_algbw(size, links, proto, np.where(k <= 2, links.net, links.net / 2))
+    intra_lat = HW_US[links.intra_kind]["tree"][proto]
+    inter_lat = HW_US["net"]["tree"][proto] + links.net_latency_us * (2 if proto == 2 else 1)
+    lat = BASE_US["tree"][proto] + 2 * ((g - 1) * intra_lat + np.floor(np.log2(np.maximum(k, 1))) * inter_lat)
+    seconds = np.where(k > 1, lat * 1e-6 + _arr(size) / alg, np.inf)
+    return seconds, alg * 2 * (n - 1) / n, np.where(k > 1, lat * 1e-6 + _arr(size) / tuner, np.inf)
+
+
+def _nvls(size, links, tree: bool):
+    """(seconds, bus bandwidth) of NVLS (one domain) or NVLS-tree (several), Simple protocol."""
+    n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
+    bus = links.intra * links.nvls_gain
+    if tree:
+        bus = np.minimum(bus, links.net * np.where(k <= 2, 2.0, 1.0))
+        lat = HW_US[links.intra_kind]["nvls_tree"][2] + 2 * np.floor(np.log2(np.maximum(k, 1))) * (
+            HW_US["net"]["nvls_tree"][2] + 2 * links.net_latency_us)
+        usable = (k > 1) & (g >= NVLS_MIN_RANKS)
+    else:
+        lat = HW_US[links.intra_kind]["nvls"][2] + 0 * n
+        usable = (k <= 1) & (n >= NVLS_MIN_RANKS)
+    usable = usable & (links.nvls_gain > 0)
+    seconds = lat * 1e-6 + 2 * (n - 1) / n * _arr(size) / np.where(bus > 0, bus, 1.0)
+    return np.where(usable, seconds, np.inf), bus
+
+
+def _collnet(size, links):
+    """(seconds, bus bandwidth) of CollNet chain all-reduce (IB SHARP), Simple protocol."""
+    n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
+    alg = np.minimum(np.where(g > 1, links.intra / 2, np.inf), links.net)
+    lat = 2 * (g - 1) * HW_US[links.intra_kind]["collnet"][2] + HW_US["net"]["collnet"][2] + 2 * links.net_latency_us
+    seconds = np.where((k > 1) & links.collnet, lat * 1e-6 + _arr(size) / alg, np.inf)
+    return seconds, alg * 2 * (n - 1) / n
+
+
+def options(kind: str, size, links) -> dict[tuple[str, str], tuple[object, object, object]]:
+    """Every (algorithm, protocol) NCCL weighs for ``kind`` with its (seconds, bus bandwidth,
+    seconds as NCCL's tuner estimates them); unavailable ones take infinite seconds."""
+    found = {("ring", p): _ring(kind, size, links, i) for i, p in enumerate(PROTOCOLS)}
+    if kind == "all_reduce":
+        found |= {("nvls", "Simple"): _nvls(size, links, tree=False),
+                  ("nvls_tree", "Simple"): _nvls(size, links, tree=True),
+                  ("collnet", "Simple"): _collnet(size, links)}
+    found = {key: (value + (value[0],) if len(value) == 2 else value) for key, value in found.items()}
+    if kind == "all_reduce":
+        found |= {("tree", p): _tree(size, links, i) for i, p in enumerate(PROTOCOLS)}
+    if links.algorithm is not None:  # NCCL_ALGO forced (a benchmark's setting)
+        found = {key: value for key, value in found.items() if key[0] == links.algorithm}
+    return found
+
+
+def collective_seconds(kind: str, size, links):
+    """Seconds of one ``kind`` collective of ``size`` bytes (the full buffer: what all-reduce
+    reduces, all-gather produces, reduce-scatter reads) on ``links``: the option NCCL's tuner
+    estimates fastest, at its modelled time. 0 for a group of one."""
+    if kind not in KINDS:
+        raise ValueError(f"collective kind {kind!r}: one of {', '.join(KINDS)}")
+    shape = np.broadcast(_arr(size), _arr(links.ranks), _arr(links.net)).shape
+    found = list(options(kind, size, links).values())
+    times = np.stack([np.broadcast_to(_arr(t), shape) for t, _, _ in found])
+    tuner = np.stack([np.broadcast_to(_arr(c), shape) for _, _, c in found])
+    best = np.take_along_axis(times, np.argmin(tuner, axis=0)[None], axis=0)[0]
+    return np.where(_arr(links.ranks) > 1, best, 0.0)
+
+
+def chosen(kind: str, size: float, links) -> tuple[str, str, float, float]:
+    """(algorithm, protocol, seconds, bus bandwidth) NCCL's tuner picks for one scalar case."""
+    found = options(kind, size, links)
+    key = min(found, key=lambda k: float(found[k][2]))
+    seconds, bus, _ = found[key]
+    return key[0], key[1], float(seconds), float(bus)
+
+
+def bus_bandwidth(kind: str, size, links):
+    """nccl-tests' busbw for ``size``: algbw x 2(n-1)/n (all-reduce) or (n-1)/n (PERFORMANCE.md)."""
+    n = _arr(links.ranks)
+    factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
+    return factor * _arr(size) / collective_seconds(kind, size, links)

@@ -1,0 +1,138 @@
+"""The data-parallel collectives of one step — gradient reduce-scatter (all-reduce without sharded
+states), parameter all-gather, HSDP's all-reduce across replicas — each timed by core.collectives on
+its group's links and left on the critical path as the framework's schedule allows
+(core.dp_overlap). The data group is dp x cp ranks, tp apart in the rank order (Megatron
+'tp-cp-ep-dp-pp'); HSDP shards within ``shard_group`` of them.
+
+ZeRO stages: 0 all-reduces the gradients; 1 and 2 (Megatron's distributed optimizer) reduce-scatter
+them and all-gather the updated parameters once a step; 3 (FSDP) gathers every layer before its
+forward and its backward and reduce-scatters its gradients (core.zero3_gathers for DeepSpeed's
+extra gathers under recompute). Values may be numbers or numpy arrays. Units: seconds, bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuplan.core import collectives as K
+from gpuplan.core import dp_overlap as O
+from gpuplan.core.collective_cost import CollectiveCost
+from gpuplan.core.model import ModelSpec, count_parameters
+from gpuplan.core.zero3_gathers import gathers_per_micro_batch, layer_submodule_params
+
+# PyTorch DDP's default bucket: bucket_cap_mb = 25 (torch/nn/parallel/distributed.py)
+DDP_BUCKET_BYTES = 25 * 2**20
+
+
+def params_per_gpu(spec: ModelSpec, tp, pp, ep):
+    """Parameters one GPU holds before ZeRO sharding: dense weights / (tp x pp), experts /
+    (ep x pp) (approximation used for communication volumes)."""
+    counts = count_parameters(spec)
+    dense = counts.total - counts.routed_experts
+    return dense / (tp * pp) + counts.routed_experts / (ep * pp)
+
+
+def _units(spec: ModelSpec, settings, trained_params, grads, data, layers, zero3):
+    """How many pieces the traffic goes out in: under ZeRO-3 a layer each (an FSDP unit: one flat
+    parameter per block) or, DeepSpeed, each linear submodule of a layer (its pre-forward hook
+    gathers one module's parameters at a time, deepspeed/runtime/zero/parameter_offload.py); else
+    Megatron's buckets, or DDP's 25 MiB ones."""
+    if settings.dp_schedule == "ddp":
+        buckets = np.maximum(np.ceil(np.asarray(grads, dtype=float) / DDP_BUCKET_BYTES), 1.0)
+    else:
+        buckets = O.megatron_buckets(trained_params, data)
+    per_layer = len(layer_submodule_params(spec)) if settings.dp_schedule == "deepspeed" else 1
+    return np.where(zero3, np.maximum(np.asarray(layers, dtype=float), 1.0) * per_layer, buckets)
+
+
+def _windows(compute, micro_batches, moe_phases, layers):
+    """(forward, backward) seconds of one micro-batch on the stage: the per-layer split of
+    core.moe_overlap.MoeLayerPhases scaled to the micro-batch's whole time (recompute, head)."""
+    t_mb = np.asarray(compute, dtype=float) / np.maximum(micro_batches, 1)
+    if moe_phases is None:
+        return t_mb / 3, 2 * t_mb / 3
+    fwd = moe_phases.pre_dispatch_forward + moe_phases.mlp_forward
+    bwd = moe_phases.pre_dispatch_backward + moe_phases.mlp_backward
+    share = np.asarray(fwd, dtype=float) / np.where(np.asarray(fwd + bwd) > 0, fwd + bwd, 1.0)
+    return t_mb * share, t_mb * (1 - share)
+
+
+def _populations(spec: ModelSpec, cluster, settings, *, tp, pp, ep, shard, trained_params):
+    """(share of the traffic, group links) of the dense parameters, reduced over the data group
+    (shard ranks, tp apart), and of the routed experts, reduced over the expert data-parallel group
+    (shard x tp / (etp x ep) ranks, etp x ep apart: Megatron-Core's expert rank order tp-ep-dp-pp,
+    parallel_state.py)."""
+    held = params_per_gpu(spec, tp, pp, ep)
+    experts = count_parameters(spec).routed_experts / (ep * pp)
+    share = np.where(settings.finetune == "full", experts / held, 0.0) if spec.moe is not None else 0.0
+    etp = tp if settings.expert_tp is None else settings.expert_tp
+    expert_ranks = np.maximum(shard * tp / (etp * np.maximum(ep, 1)), 1)
+    return ((1 - share, cluster.group(shard, tp)), (share, cluster.group(expert_ranks, etp * ep)))
+
+
+def _per_unit(kind: str, size, populations):
+    """Seconds of one unit's collective: each population's part on its own group, one after the
+    other on the communication stream."""
+    return sum(K.collective_seconds(kind, size * share, links) * (share > 0) for share, links in populations)
+
+
+def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, ep, zero, micro_batches,
+                        shard_group, layers, trained_params, t_bwd_gemm_mb, compute, moe_phases=None
+                        ) -> list[CollectiveCost]:
+    """The gradient, parameter and cross-replica collectives of one step, with their exposed share."""
+    data = dp * cp
+    shard = data if shard_group is None else shard_group
+    replicas = data / shard
+    populations = _populations(spec, cluster, settings, tp=tp, pp=pp, ep=ep, shard=shard,
+                               trained_params=trained_params)
+    group = populations[0][1]
+    across = cluster.group(replicas, tp * shard)
+    grads = trained_params * settings.grad_comm_bytes
+    weights = params_per_gpu(spec, tp, pp, ep) * settings.weight_comm_bytes
+    zero = np.asarray(zero)
+    zero3 = zero >= 3
+    many = np.asarray(shard) > 1
+    units = _units(spec, settings, trained_params, grads, data, layers, zero3)
+    rs_one = np.where(zero >= 1, _per_unit("reduce_scatter", grads / units, populations),
+                      _per_unit("all_reduce", grads / units, populations))
+    ag_one = _per_unit("all_gather", weights / units, populations)
+    if settings.dp_schedule == "deepspeed":  # its hook-driven fetches reach a fitted share of NCCL's rate
+        rs_one, ag_one = rs_one / O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE, ag_one / O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE
+    gathers = np.where(zero3, gathers_per_micro_batch(spec, settings.zero3_regathers, settings.recompute, tp), 1.0)
+    # ZeRO-3 gathers for every micro-batch (FSDP2 under a pipeline keeps the stage gathered); FSDP2 also
+    # reduce-scatters every micro-batch, DeepSpeed once a step (its fitted overlap, core.frameworks)
+    gather_each = zero3 & ((np.asarray(pp) == 1) | (settings.dp_schedule == "deepspeed"))
+    per_mb = zero3 & (np.asarray(pp) == 1) & (settings.dp_schedule != "deepspeed")
+    rs_calls = many * units * np.where(per_mb, micro_batches, 1)
+    ag_calls = many * (zero >= 1) * units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
+    ar_across = K.collective_seconds("all_reduce", grads / shard / units, across) * units
+    totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
+    exposed = _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute,
+                       moe_phases, layers, t_bwd_gemm_mb, many)
+    grads_kind = "reduce_scatter" if np.all(zero >= 1) else "all_reduce"
+    what = {"grads": ("grad reduce-scatter / all-reduce", rs_calls, grads / units, grads_kind, group),
+            "weights": ("param all-gather", ag_calls, weights / units, "all_gather", group),
+            "across": ("HSDP all-reduce", (replicas > 1) * units, grads / shard / units, "all_reduce", across)}
+    return [CollectiveCost("DP", label, calls, size, tp * shard if name != "across" else tp * data, totals[name],
+                           exposed[name], nccl, links)
+            for name, (label, calls, size, nccl, links) in what.items()]
+
+
+def _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute, moe_phases, layers,
+             t_bwd_gemm_mb, many) -> dict:
+    """Exposed seconds of each part under the framework's schedule, capped by --dp-overlap."""
+    fwd, bwd = _windows(compute, micro_batches, moe_phases, layers)
+    if settings.dp_schedule == "deepspeed":
+        total = sum(totals.values())
+        share = settings.dp_overlap if settings.zero3_overlap is None else np.where(
+            zero3, settings.zero3_overlap, settings.dp_overlap)
+        hidden = O.deepspeed_exposed(total, t_bwd_gemm_mb + zero3 * compute, share)
+        return {k: np.where(total > 0, hidden * v / np.where(total > 0, total, 1.0), 0.0) for k, v in totals.items()}
+    blocks = np.maximum(np.asarray(layers, dtype=float), 1.0)
+    fsdp = O.fsdp2_exposed(ag_one, rs_one, fwd / blocks, bwd / blocks, blocks, micro_batches, per_mb)
+    grads = np.where(zero3, 0.0, O.bucketed_exposed(totals["grads"], units, bwd))
+    weights = np.where(zero3, fsdp, O.bucketed_exposed(totals["weights"], units, fwd))
+    across = O.bucketed_exposed(totals["across"], units, bwd)
+    exposed = {"grads": many * grads, "weights": many * weights, "across": across}
+    floor = 1 - settings.dp_overlap
+    return {k: np.maximum(exposed[k], floor * totals[k]) for k in exposed}

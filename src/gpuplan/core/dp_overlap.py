@@ -1,0 +1,89 @@
+"""How much data-parallel communication each framework leaves on the critical path, from the order
+in which it issues the collectives (``StepSettings.dp_schedule``):
+
+- ``megatron``: Megatron-Core's DDP with the distributed optimizer, overlap_grad_reduce and
+  overlap_param_gather on (the Megatron-Bridge recipes' setting). Gradients are bucketed,
+  max(40M, 1M x dp) parameters a bucket (megatron/core/distributed/distributed_data_parallel.py
+  L134), and reduced (reduce-scatter; all-reduce without the distributed optimizer) only in the
+  last micro-batch's backward, each bucket as soon as its gradients are final
+  (param_and_grad_buffer.py register_grad_ready); parameters are all-gathered bucket by bucket
+  ahead of the next step's first forward (distrib_optimizer.py, overlap_param_gather). What the
+  last micro-batch's backward (first micro-batch's forward) cannot hide is exposed, and never less
+  than the last (first) bucket.
+- ``fsdp2``: PyTorch FSDP2 as torchtitan runs it, one FSDP unit per transformer block: every
+  micro-batch all-gathers each block before its forward and again before its backward, prefetching
+  the next block's while the current one computes, and reduce-scatters each block's gradients
+  after its backward (torch/distributed/fsdp/_fully_shard/_fsdp_state.py; torchtitan's trainer
+  keeps gradient sync on for every gradient-accumulation micro-batch, trainer.py). A block's
+  collective is exposed by what its neighbour's compute cannot cover, plus the first gather and
+  the last reduce-scatter of each pass. Under pipeline parallelism torchtitan keeps the stage
+  unsharded across micro-batches (set_reshard_after_backward(False)): one gather and one
+  reduce-scatter a step, scheduled like ``megatron``'s buckets with a block as the bucket.
+- ``ddp``: bucketed all-reduce in the last backward (PyTorch DDP no_sync for the others),
+  ``megatron``'s rule without the parameter gather.
+- ``deepspeed``: the fitted share (core.frameworks DEEPSPEED_ZERO3_OVERLAP) hidden behind the whole
+  compute, as before.
+
+Values may be numbers or numpy arrays. Units: seconds, parameters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SCHEDULES = ("megatron", "fsdp2", "ddp", "deepspeed")
+SCHEDULE_OF_FRAMEWORK = {"torchtitan": "fsdp2", "megatron": "megatron", "generic": "megatron",
+                         "deepspeed": "deepspeed", "hf": "ddp"}
+
+
+def schedule_for(framework: str) -> str:
+    """The data-parallel schedule a --framework runs (the 'megatron' one for unknown names)."""
+    return SCHEDULE_OF_FRAMEWORK.get(framework, "megatron")
+DEEPSPEED_ZERO3_BANDWIDTH_SHARE = 0.18
+"""Share of NCCL's modelled collective bandwidth DeepSpeed ZeRO-3's fetches and reductions reached,
+fitted on the three GPT-3 174B ZeRO-3 rows of Narayanan et al. 2021 Table 2 (grid 0.08-1.0, minimum
+3.9% mean |error| at 0.17-0.18), held out on the three 529B rows (4.2%). Those 2021 runs moved a
+full-model gather per micro-batch at ~30 GB/s per GPU where NCCL's ring over a DGX A100's eight
+200 Gb/s NICs gives ~180: their fetches were per-submodule, hook-driven and partly synchronous
+(deepspeed/runtime/zero/parameter_offload.py), which no NCCL constant describes. docs/step.md."""
+MEGATRON_BUCKET_PARAMS = 40e6
+MEGATRON_BUCKET_PARAMS_PER_DP_RANK = 1e6
+
+
+def megatron_buckets(params, dp):
+    """Gradient buckets of one rank's ``params`` under Megatron-Core's default bucket size."""
+    size = np.maximum(MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PARAMS_PER_DP_RANK * np.asarray(dp, dtype=float))
+    return np.maximum(np.ceil(np.asarray(params, dtype=float) / size), 1.0)
+
+
+def bucketed_exposed(total, buckets, window):
+    """Seconds of ``buckets`` equal collectives (``total`` in all) issued as the compute of
+    ``window`` seconds produces (or before it consumes) them: the part the window cannot cover,
+    and at least one bucket."""
+    total = np.asarray(total, dtype=float)
+    return np.maximum(total / buckets, total - window)
+
+
+def fsdp_pass_exposed(collective, compute, blocks):
+    """One forward (or backward) pass over ``blocks`` FSDP units, each needing ``collective``
+    seconds of communication beside ``compute`` seconds of work: the first unit's (or last's)
+    collective cannot overlap, each of the others shows what its neighbour's compute leaves."""
+    collective = np.asarray(collective, dtype=float)
+    return collective + np.maximum(blocks - 1, 0) * np.maximum(collective - compute, 0.0)
+
+
+def fsdp2_exposed(gather, scatter, forward, backward, blocks, micro_batches, per_micro_batch):
+    """FSDP2 per step: ``gather`` / ``scatter`` seconds per block and call, ``forward`` /
+    ``backward`` seconds per block and micro-batch. ``per_micro_batch`` (no pipeline): gathers
+    forward and backward and a reduce-scatter for every micro-batch; otherwise one gather before
+    the first forward and one reduce-scatter after the last backward."""
+    step = fsdp_pass_exposed(gather, forward, blocks) + fsdp_pass_exposed(gather + scatter, backward, blocks)
+    once = (bucketed_exposed(gather * blocks, blocks, forward * blocks)
+            + bucketed_exposed(scatter * blocks, blocks, backward * blocks))
+    return np.where(per_micro_batch, micro_batches * step, once)
+
+
+def deepspeed_exposed(total, window, hidden_share):
+    """DeepSpeed ZeRO-3: at most ``hidden_share`` of the traffic hides behind ``window``."""
+    total = np.asarray(total, dtype=float)
+    return total - np.minimum(hidden_share * total, window)

@@ -1,0 +1,61 @@
+"""GPU-hours end to end, as `gpuplan train --mfu predicted` (and its budget) reports them: the
+planner's layout on the run's GPUs at the run's stated global batch, its batch ramp where the source
+gives one (planner.batch_ramp), then the expected wall-clock with checkpoints and failures
+(core.reliability, core.checkpoint: the budget's Failures section), times the GPUs.
+
+Fitted subset: the failure rate (core.reliability.DEFAULT_FAILURE_RATE) is the Llama 3 405B
+run's own interruption census, so that row is marked fitted; every other run is held out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FITTED_RUNS = ("llama3.1-405b",)
+STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
+          "ep_dispatcher")
+
+
+def run_inputs(run: dict[str, Any]):
+    """The BudgetInputs a user would pass for the run: its model, tokens, GPU count and type,
+    sequence and batch, and the software and network its source states."""
+    from gpuplan.jobs.budget.schema import BudgetInputs
+
+    batch = {"global_batch": int(run["global_batch"])} if "global_batch" in run else {}
+    stated = {k: run[k] for k in STATED if k in run}
+    return BudgetInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"), params=run.get("params"),
+                        gpus=int(run["gpus"]), mfu="predicted", dtype=run.get("dtype", "bf16"),
+                        seq_len=int(run.get("seq_len", 2048)), **batch, **stated)
+
+
+def ramp_phases(run: dict[str, Any]) -> list[tuple[float, float]]:
+    """The run's batch ramp as (tokens, global batch) phases; a linear ramp is taken in four steps."""
+    ramp = run.get("batch_ramp")
+    if not ramp:
+        return []
+    if "phases" in ramp:
+        return [(float(p["tokens"]), float(p["global_batch"])) for p in ramp["phases"]]
+    start, end, tokens = float(ramp["from"]), float(ramp["to"]), float(ramp["over_tokens"])
+    return [(tokens / 4, start + (end - start) * (i + 0.5) / 4) for i in range(4)]
+
+
+def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
+    """(GPU-hours with the ramp, checkpoints and failures, basis) for a run that states its GPUs."""
+    if "gpus" not in run:
+        return None
+    from gpuplan.jobs.budget.estimate import estimate_budget
+    from gpuplan.jobs.plan.search import evaluator_for
+    from gpuplan.jobs.training.layout import layout_for_gpus
+    from gpuplan.planner.batch_ramp import ramp_time_factor
+
+    inputs = run_inputs(run)
+    report = estimate_budget(inputs)
+    wall, gpus = report.value("fail_wall_seconds"), report.value("gpus_rented")
+    factor = 1.0
+    if ramp_phases(run):
+        factor = ramp_time_factor(evaluator_for(inputs), layout_for_gpus(inputs, int(run["gpus"])),
+                                  float(run["tokens"]), ramp_phases(run))
+    goodput = report.value("fail_goodput")
+    basis = (f"predicted MFU {report.value('mfu'):.3f}, goodput {goodput:.1%}"
+             + (f", batch ramp x{factor:.3f}" if factor != 1.0 else ""))
+    return wall * factor * gpus / 3600, basis

@@ -1,0 +1,84 @@
+"""The planner's own choice against the best published run on the same hardware and model: for each
+(model, GPU, GPU count, precision, framework) of catalog/reference/published_throughput.yaml, what
+`gpuplan plan` recommends given the run's global batch and sequence (as a user would ask), its
+predicted tokens/s/GPU, and the fastest published run of that group.
+
+The error splits in two: error = (1 + model error on the published layout) x (1 + the planner's
+predicted advantage of its own layout over it) - 1. The first is the step model's own error where it
+is checked; the second is how much faster the planner believes its layout is — optimism there is
+the model being wrong exactly on the layouts it prefers, or a layout the framework does not run.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from gpuplan.jobs.validation.published_throughput import (
+    PRECISION,
+    predict_tokens_per_gpu_s,
+    published_throughput_rows,
+    why_not,
+)
+
+
+@dataclass(frozen=True)
+class ChoiceCase:
+    id: str
+    """The best published row of the group."""
+    framework: str
+    measured: float
+    """Its tokens/s/GPU."""
+    at_published: float
+    """The step model at the published layout."""
+    planned: float
+    """The step model at the planner's layout."""
+    layout: str
+
+    @property
+    def error(self) -> float:
+        return self.planned / self.measured - 1
+
+    @property
+    def model_error(self) -> float:
+        return self.at_published / self.measured - 1
+
+    @property
+    def advantage(self) -> float:
+        return self.planned / self.at_published - 1
+
+
+def _groups() -> dict[tuple, list[dict]]:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for run in published_throughput_rows():
+        if why_not(run) or not run["model"].get("catalog"):
+            continue
+        framework = "torchtitan" if run["family"].startswith("torchtitan") else "megatron"
+        groups[(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)].append(run)
+    return groups
+
+
+def planned_tokens_per_gpu_s(run: dict, framework: str) -> tuple[float, str]:
+    """What `gpuplan plan` recommends for the run's model, GPUs, batch, sequence and precision."""
+    from gpuplan.jobs.plan.estimate import chosen_plan
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import best_index, search
+
+    fields = dict(model=run["model"]["catalog"], tokens=1e12, gpu=run["gpu"], gpus=run["gpus"],
+                  seq_len=run["model"]["seq_len"], global_batch=run["layout"]["global_batch"],
+                  dtype=PRECISION[run["precision"]], framework=framework)
+    if run["precision"] == "mxfp8":
+        fields["fp8_recipe"] = "mxfp8"
+    result = search(PlanInputs(**fields))
+    plan = chosen_plan(result, best_index(result, "time"))
+    return plan.tokens_per_second / plan.gpus_asked, plan.text()
+
+
+def planner_choice_cases() -> list[ChoiceCase]:
+    cases = []
+    for (_, _, _, _, framework), runs in sorted(_groups().items()):
+        best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
+        planned, text = planned_tokens_per_gpu_s(best, framework)
+        cases.append(ChoiceCase(best["id"], framework, float(best["measured"]["tokens_per_s_per_gpu"]),
+                                predict_tokens_per_gpu_s(best), planned, text))
+    return cases

@@ -1,0 +1,57 @@
+"""What each framework can run, as the layout search needs it: the ZeRO stages it offers and the
+parallelisms each combines with (the pipeline and virtual-stage rules live in core.frameworks).
+
+- torchtitan (git b5bcd76): data parallelism is FSDP2 (dp_shard; ZeRO-3) or HSDP; plain DDP
+  (dp_replicate alone) only without other parallelism ("DDP has not supported > 1D parallelism",
+  torchtitan/models/llama3/infra/parallelize.py apply_ddp); no optimizer-only or gradient sharding
+  (ZeRO-1 / 2). FSDP composes with TP, PP, CP and EP (its published benchmarks run all of them).
+- Megatron-Core (0.16): DDP (ZeRO-0), the distributed optimizer (optimizer states sharded,
+  gradients reduce-scattered: gpuplan's ZeRO-1) or Megatron-FSDP (ZeRO-3); there is no ZeRO-2. Torch
+  FSDP2 inside Megatron refuses pipeline and expert parallelism (megatron/training/arguments.py:
+  '--use-torch-fsdp2 is not supported with pipeline parallelism'), and every Megatron-Bridge recipe
+  published with FSDP runs it without a pipeline (catalog/reference/published_throughput.yaml: 15 of
+  15 FSDP rows pp 1), so ZeRO-3 is offered with pp 1 only.
+- DeepSpeed: ZeRO 0-3, at most ZeRO-1 under its pipeline engine (core.frameworks max_zero_with_pp).
+- HF (Trainer / accelerate): DDP or FSDP (ZeRO-3); no TP / PP of its own beyond what the search
+  already allows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FrameworkRules:
+    """The data-parallel sharding a framework offers and what it combines with."""
+
+    zero_stages: tuple[int, ...]
+    """ZeRO stages it runs (0: DDP, 1: optimizer states sharded, 2: + gradients, 3: + parameters)."""
+    zero3_with_pipeline: bool = True
+    """Parameter sharding (FSDP) together with pipeline parallelism."""
+    replicated_only_alone: bool = False
+    """Unsharded data parallelism (DDP, ZeRO-0 with dp > 1) only without TP / PP / CP / EP."""
+
+
+RULES: dict[str, FrameworkRules] = {
+    "torchtitan": FrameworkRules((0, 3), replicated_only_alone=True),
+    "megatron": FrameworkRules((0, 1, 3), zero3_with_pipeline=False),
+    "deepspeed": FrameworkRules((0, 1, 2, 3)),
+    "hf": FrameworkRules((0, 3), replicated_only_alone=True),
+    "generic": FrameworkRules((0, 1, 2, 3)),
+}
+
+
+def rules_for(framework: str) -> FrameworkRules:
+    """The rules of ``framework`` (generic's, which allow everything, for an unknown name)."""
+    return RULES.get(framework, RULES["generic"])
+
+
+def zero_allowed(rules: FrameworkRules, zero: int, *, dp: int, tp: int, pp: int, cp: int, ep_max: int) -> bool:
+    """Whether the framework runs ZeRO stage ``zero`` with these degrees (``ep_max``: the largest
+    expert-parallel degree the structure allows; 1 for a dense model)."""
+    if zero not in rules.zero_stages:
+        return False
+    if zero >= 3 and pp > 1 and not rules.zero3_with_pipeline:
+        return False
+    return not (zero == 0 and dp * cp > 1 and rules.replicated_only_alone and (tp > 1 or pp > 1 or cp > 1 or ep_max > 1))
