@@ -51,6 +51,9 @@ FAMILIES = {  # model_type -> the catalog model whose config is the family's tem
     "qwen3_moe": "qwen3-30b-a3b", "mixtral": "mixtral-8x7b", "phi3": "phi-3-mini-4k", "gemma2": "gemma-2-2b",
     "gemma3_text": "gemma-3-1b", "gpt_neox": "pythia-160m", "olmo2": "olmo-2-7b",
 }
+EAGER_ONLY = ("gemma2",)
+"""Families transformers runs with eager attention only (Gemma 2's logit soft-capping: SDPA is
+refused): every setting is profiled with attention='eager' and the 'eager' setting is the base."""
 SETTINGS = {
     "bf16": {}, "amp": {"precision": "fp32-autocast"}, "lora": {"lora_rank": 8},
     "selective": {"recompute": "selective"}, "full": {"recompute": "full"}, "eager": {"attention": "eager"},
@@ -99,6 +102,9 @@ def variant_config(base: dict, v: tuple, moe: bool) -> dict:
         cfg["hidden_size"] = heads * d
     if "layer_types" in cfg:
         cfg.pop("layer_types")
+    for key in ("pad_token_id", "bos_token_id", "eos_token_id"):  # ids of the full vocabulary (Phi3Config's
+        if not (isinstance(cfg.get(key), int) and cfg[key] < vocab):  # default pad_token_id is 32000): none
+            cfg[key] = None
     if moe:
         cfg.update(num_experts=experts, num_local_experts=experts, num_experts_per_tok=top_k,
                    moe_intermediate_size=inter // 2, decoder_sparse_step=1, mlp_only_layers=[])
@@ -184,6 +190,8 @@ def profile_setting(torch, transformers, family: str, setting: dict) -> dict:
     base = json.loads((MODELS / f"{FAMILIES[family]}.json").read_text())["config"]
     moe = family in ("qwen3_moe", "mixtral")
     names = LAYER_FEATURES + (MOE_FEATURES if moe else ()) + (LORA_FEATURES if "lora_rank" in setting else ())
+    if family in EAGER_ONLY:
+        setting = {**setting, "attention": "eager"}
     layer_rows, rest_rows = [], []
     for v in VARIANTS:
         cfg = variant_config(base, v, moe)
@@ -215,6 +223,8 @@ def host_seconds(torch, transformers, family: str, setting: dict) -> dict:
     base = json.loads((MODELS / f"{FAMILIES[family]}.json").read_text())["config"]
     moe = family in ("qwen3_moe", "mixtral")
     cfg = variant_config(base, (64, 4, 2, 16, 128, 8, 1, 256, 4, 2, 4), moe)
+    if family in EAGER_ONLY:
+        setting = {**setting, "attention": "eager"}
     amp = setting.get("precision") == "fp32-autocast"
 
     def build(layers):

@@ -22,7 +22,7 @@ FAST_S = 1.0  # a pre-check: no torch import, no model built
 REFUSED = [
     # (args, field named, what the line says is valid)
     (("profile", *P, "--layers", "100"), "layers", "at most the model's 6 layers (pythia-70m)"),
-    (("profile", *P, "--recompute", "selective"), "recompute", "must be one of none, full"),
+    (("profile", *P, "--recompute", "partial"), "recompute", "must be one of none, selective, full"),
     (("profile", *P, "--optimizer", "lion"), "optimizer", "must be one of adamw, sgd"),
     (("profile", *P, "--optimizer", "adafactor"), "optimizer", "must be one of adamw, sgd"),
     (("profile", "pythia-70m", "--model-type", "banana"), "--model-type", "No such option"),

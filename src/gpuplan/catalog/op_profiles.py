@@ -16,6 +16,9 @@ from gpuplan.core.time.op_profile import EagerOps, SettingProfile, compose
 
 FILE = "hf_op_profiles.json"
 FALLBACK_FAMILY = "llama"
+EAGER_ONLY = ("gemma2",)
+"""Families transformers runs with eager attention only (scripts/hf_op_profiles.py EAGER_ONLY): their
+profiles are eager already."""
 AMP_RECIPES = ("amp", "mixed", "fp32", "article", "megatron", "fsdp2")
 """Recipes with fp32 parameters: an eager run of them is torch.autocast over fp32 weights (HF
 Trainer's bf16=True); 'bf16' and 'fp8' keep bf16 parameters."""
@@ -67,8 +70,11 @@ def eager_ops_for(model_type: str, recipe: str, finetune: str, attention_kernel:
     """The composed op profile of a run of a ``model_type`` model (Llama's where the family was not
     profiled, said in the note)."""
     family = model_type if model_type in families() else FALLBACK_FAMILY
-    ops = compose(family, family_profiles(family), active_settings(recipe, finetune, attention_kernel),
+    kernel = "flash" if family in EAGER_ONLY else attention_kernel  # eager is their base
+    ops = compose(family, family_profiles(family), active_settings(recipe, finetune, kernel),
                   _document()["host_probes_here"])
+    if family in EAGER_ONLY:
+        ops = replace(ops, attention="eager")
     if family != model_type:
         note = f"no op profile for model_type {model_type or '(bare --params)'}: {FALLBACK_FAMILY}'s used"
         ops = replace(ops, note="; ".join(n for n in (note, ops.note) if n))

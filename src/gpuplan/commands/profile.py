@@ -17,11 +17,16 @@ def command():
         from gpuplan.profile.trial import run_trial
         from gpuplan.profile.trial_report import trial_report
 
-        if inputs.out:
+        if inputs.out and not inputs.sweep:
             from gpuplan.adapters.files import check_writable
 
             model = inputs.model or ""  # a config.json (or its folder) is an input: never written over
             check_writable(inputs.out, inputs=(model, os.path.join(model, "config.json")))  # before training
+        if inputs.sweep:
+            from gpuplan.profile.sweep import run_sweep, sweep_report
+
+            out_dir = inputs.out or "gpuplan-sweep"
+            return sweep_report(run_sweep(inputs.settings(), out_dir, inputs.sweep_budget), out_dir)
         data = run_trial(inputs.settings(), inputs.out)
         if int(os.environ.get("RANK", "0")) != 0:
             return None  # rank 0 prints and writes

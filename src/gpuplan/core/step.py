@@ -338,7 +338,7 @@ def eager_run(spec: ModelSpec, cluster: Cluster, settings: StepSettings):
                     _mamf(gpu), settings.gemm_d_half, gpu.memory_bandwidth, gpu,
                     settings.attention_efficiency or attention_efficiency(gpu), settings.seq_len,
                     settings.lora_rank if settings.finetune != "full" else 0, settings.recompute,
-                    settings.attention_kernel, settings.param_bytes, settings.optimizer_impl, settings.eager_factors)
+                    settings.eager_ops.attention or settings.attention_kernel, settings.param_bytes, settings.optimizer_impl, settings.eager_factors)
 
 
 def _eager_microbatch(spec: ModelSpec, cluster: Cluster, settings: StepSettings, micro_batch, layers,

@@ -145,6 +145,27 @@ def build_model(rt: Runtime, transformers, hf_config: dict, attention: str, para
     return model, text_cfg
 
 
+def adapt(model, lora_rank: int | None, recompute: str, n_layers: int):
+    """LoRA adapters (peft on every linear but the LM head, "all-linear", as gpuplan counts them;
+    alpha = 2 r, no dropout; adapters fp32, the base frozen) and torchtitan's
+    op-level selective recompute (gpuplan.profile.recompute), as the run asks."""
+    if lora_rank:
+        try:
+            from peft import LoraConfig, get_peft_model
+        except ImportError as exc:
+            raise InputError("lora_rank", lora_rank, "peft installed (pip install peft) to train LoRA adapters") from exc
+        model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", bias="none", r=lora_rank,
+                                                 lora_alpha=2 * lora_rank, lora_dropout=0.0,
+                                                 target_modules="all-linear"))
+        if recompute == "full":
+            model.enable_input_require_grads()
+    if recompute == "selective":
+        from gpuplan.profile.recompute import apply_selective_recompute
+
+        apply_selective_recompute(model, n_layers)
+    return model
+
+
 def parallelize(rt: Runtime, model, parallelism: str, precision: str):
     """FSDP2 (fully_shard per decoder layer, then the root) or DDP; unchanged at world size 1."""
     torch = rt.torch
@@ -171,11 +192,14 @@ def parallelize(rt: Runtime, model, parallelism: str, precision: str):
     return model
 
 
-def make_optimizer(torch, model, name: str):
-    # foreach=True: PyTorch's CUDA default, forced on the CPU too so the memory matches a GPU run
+def make_optimizer(torch, model, name: str, impl: str = "foreach"):
+    """The optimizer over the trained parameters. foreach (PyTorch's CUDA default) is forced on the
+    CPU too so the memory matches a GPU run; fused / forloop as asked."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    kw = {"foreach": impl == "foreach", "fused": True if impl == "fused" else None}
     if name == "adamw":
-        return torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
-    return torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9, foreach=True)
+        return torch.optim.AdamW(params, lr=1e-4, **kw)
+    return torch.optim.SGD(params, lr=1e-4, momentum=0.9, **kw)
 
 
 def autocast(rt: Runtime, precision: str, parallelism: str):
@@ -214,6 +238,7 @@ def tracked_step(rt: Runtime, model, optimizer, input_ids, cast_factory, paralle
         tracker.track_inputs((input_ids,))
     else:
         tracker = _trackers.FastMemTracker()
+        _skip_frozen_grad_hooks(tracker, model)  # LoRA's frozen base: MemTracker cannot hook a tensor without grad
         tracker.track_external(model, optimizer, input_ids)
     tracker.category_of = {m: _CATEGORY_OF[m.name] for m in tracker._ref_class}
     with tracker:
@@ -224,6 +249,16 @@ def tracked_step(rt: Runtime, model, optimizer, input_ids, cast_factory, paralle
             snap[key] = snap.get(key, 0) + value
     at_peak, _ = _categorise(snap)
     return {"peak_bytes": sum(at_peak.values()), "at_peak": at_peak, "peak_phase": tracker.peak_phase}
+
+
+def _skip_frozen_grad_hooks(tracker, model) -> None:
+    class NoHook:
+        def remove(self):
+            pass
+
+    for param in model.parameters():
+        if not param.requires_grad:
+            tracker._param_to_grad_hook_handles[param] = (NoHook(), NoHook())
 
 
 def reduce_max(rt: Runtime, values: list[float]) -> list[float]:

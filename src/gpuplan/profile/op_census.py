@@ -333,9 +333,9 @@ def _with_lora(model, rank: int):
         from peft import LoraConfig, get_peft_model
     except ImportError as exc:
         raise InputError("lora_rank", rank, "peft installed (pip install peft) for a LoRA census") from exc
-    targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    # every linear of the decoder layers, as gpuplan counts LoRA (peft's "all-linear" leaves the LM head out)
     return get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", bias="none", r=rank, lora_alpha=2 * rank,
-                                            lora_dropout=0.0, target_modules=targets))
+                                            lora_dropout=0.0, target_modules="all-linear"))
 
 
 def _backends():

@@ -69,8 +69,12 @@ class TrialInputs(RealModelInputs):
     steps: Annotated[Steps, _f(10, "Timed steps.")]
     warmup: Annotated[T.typed(int, T.number(0, 1_000_000, whole=True)), _f(3, "Untimed warm-up steps first.")]
     precision: V.Precision
-    recompute: narrowed(V.Recompute, "none", "full")  # full = HF gradient checkpointing
+    recompute: narrowed(V.Recompute, "none", "selective", "full")  # full: HF gradient checkpointing;
+    # selective: torchtitan's op-level SAC (gpuplan.profile.recompute), as --framework hf estimates it
     optimizer: narrowed(V.Optimizer, "adamw", "sgd", optional=False)
+    optimizer_impl: narrowed(V.OptimizerImpl, "foreach", "fused", "forloop")
+    finetune: narrowed(V.Finetune, "full", "lora", optional=False)
+    lora_rank: V.LoraRank
     device: Annotated[T.choice("auto", "cpu", "cuda"), _f("auto", "cpu, cuda or auto (CUDA when present).")]
     parallelism: Annotated[T.choice("auto", "fsdp2", "ddp"), _f("auto", "Several ranks (torchrun): fsdp2 "
                                                                 "(default) or ddp.")]
@@ -79,6 +83,10 @@ class TrialInputs(RealModelInputs):
         None, "Dense peak TFLOP/s for MFU (CPU, or a GPU not in the catalog).", "catalog")]
     seed: Annotated[T.typed(int, T.number(0, 2**31 - 1, whole=True)), _f(0, "Random seed (weights, tokens).")]
     out: V.Out
+    sweep: Annotated[T.Bool, _f(False, "Run a designed sweep of short runs that separates the calibration's op "
+                                       "classes (sequence, tokens, recompute, adapters); --out is then a folder.")]
+    sweep_budget: Annotated[T.typed(float, T.number(10, 86400)), _f(
+        180.0, "Seconds the sweep may take in all (runs that would not fit are skipped).")]
 
     def settings(self):
         """The core-facing TrialSettings."""
@@ -89,4 +97,6 @@ class TrialInputs(RealModelInputs):
                              recompute=self.recompute or "none", optimizer=self.optimizer, device=self.device,
                              parallelism=self.parallelism,
                              attention="eager" if self.attention_kernel == "eager" else "sdpa",
+                             lora_rank=self.lora_rank if self.finetune == "lora" else None,
+                             optimizer_impl=self.optimizer_impl or "foreach",
                              peak_tflops=self.peak_tflops, seed=self.seed)

@@ -86,10 +86,11 @@ def _measure(rt, transformers, settings: TrialSettings, hf_config: dict, paralle
     param_dtype = torch.bfloat16 if settings.precision == "bf16" else torch.float32
     compute_dtype = torch.float32 if settings.precision == "fp32" else torch.bfloat16
     model, text_cfg = R.build_model(rt, transformers, hf_config, settings.attention, param_dtype,
-                                    settings.recompute, settings.seed)
+                                    "full" if settings.recompute == "full" else "none", settings.seed)
+    model = R.adapt(model, settings.lora_rank, settings.recompute, text_cfg.num_hidden_layers)
     num_params = sum(p.numel() for p in model.parameters())
     model = R.parallelize(rt, model, parallelism, settings.precision)
-    optimizer = R.make_optimizer(torch, model, settings.optimizer)
+    optimizer = R.make_optimizer(torch, model, settings.optimizer, settings.optimizer_impl)
     generator = torch.Generator(device="cpu").manual_seed(settings.seed + rt.rank)
     input_ids = torch.randint(0, text_cfg.vocab_size, (settings.micro_batch, settings.seq_len),
                               generator=generator).to(rt.device)
@@ -119,7 +120,7 @@ def _measure(rt, transformers, settings: TrialSettings, hf_config: dict, paralle
                    "settings": {**asdict(settings), "parallelism": parallelism, "world_size": rt.world_size,
                                 "loop": "out = model(input_ids, labels=input_ids, use_cache=False); "
                                         "out.loss.backward(); optimizer.step(); optimizer.zero_grad(set_to_none=True)",
-                                "foreach": True}},
+                                "foreach": settings.optimizer_impl == "foreach"}},
         "results": _results(settings, hf_config, times, losses, memory, env, rt.world_size),
     }
 
@@ -242,7 +243,8 @@ def _estimate(data: dict) -> dict:
     out = {"memory_peak_allocated_bytes": memory, "memory_recipe": m.recipe,
            "memory_error": (memory - m.peak_memory_bytes) / m.peak_memory_bytes if m.peak_memory_bytes else None}
     if case.gpu is not None and not (m.device == "cpu" and m.world_size > 1):
-        step = P.step_parts(case, world_size=m.world_size).total
+        step = (P.eager_parts(case, world_size=m.world_size) if case.step.eager_ops is not None
+                else P.step_parts(case, world_size=m.world_size)).total
         out.update(step_time_s=step, step_device=case.gpu.id, step_error=(step - m.step_time_s) / m.step_time_s)
     else:
         out.update(step_time_s=None, step_device=None, step_error=None,

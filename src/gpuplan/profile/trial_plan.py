@@ -19,7 +19,8 @@ from gpuplan.errors import InputError
 
 PRECISIONS = ("bf16", "fp32", "fp32-autocast")
 OPTIMIZERS = ("adamw", "sgd")
-RECOMPUTE = ("none", "full")
+RECOMPUTE = ("none", "selective", "full")
+OPTIMIZER_IMPLS = ("foreach", "fused", "forloop")
 DEVICES = ("auto", "cpu", "cuda")
 PARALLELISMS = ("auto", "fsdp2", "ddp")
 ATTENTIONS = ("sdpa", "eager")
@@ -50,6 +51,10 @@ class TrialSettings:
     parallelism: str = "auto"
     """Multi-process runs (torchrun): 'fsdp2' (default: fully_shard per decoder layer + root) or 'ddp'."""
     attention: str = "sdpa"
+    lora_rank: int | None = None
+    """LoRA (peft) of this rank on every linear of the decoder layers; the base frozen (None: full)."""
+    optimizer_impl: str = "foreach"
+    """torch.optim's implementation: foreach (its CUDA default), fused or forloop."""
     peak_tflops: float | None = None
     """Dense peak TFLOP/s for MFU when the device is not in the catalog (or to override it)."""
     seed: int = 0
@@ -64,9 +69,13 @@ class TrialSettings:
         if self.layers is not None and (not isinstance(self.layers, int) or self.layers < 1):
             raise InputError("layers", self.layers, "a positive integer")
         for name, allowed in (("precision", PRECISIONS), ("recompute", RECOMPUTE), ("optimizer", OPTIMIZERS),
-                              ("device", DEVICES), ("parallelism", PARALLELISMS), ("attention", ATTENTIONS)):
+                              ("device", DEVICES), ("parallelism", PARALLELISMS), ("attention", ATTENTIONS),
+                              ("optimizer_impl", OPTIMIZER_IMPLS)):
             if getattr(self, name) not in allowed:
                 raise InputError(name, getattr(self, name), f"one of {', '.join(allowed)}")
+        if self.lora_rank is not None and (isinstance(self.lora_rank, bool) or not isinstance(self.lora_rank, int)
+                                           or self.lora_rank < 1):
+            raise InputError("lora_rank", self.lora_rank, "a positive integer")
         if self.peak_tflops is not None and not self.peak_tflops > 0:
             raise InputError("peak_tflops", self.peak_tflops, "a positive number of dense TFLOP/s")
 
@@ -120,7 +129,9 @@ def estimated_peak_bytes(settings: TrialSettings, config: dict[str, Any], model_
     m = Measurement(source="(trial)", kind="trial", model=model_id, seq_len=settings.seq_len, world_size=world_size,
                     hf_config=config, device="cpu", zero=3 if parallelism == "fsdp2" else 0,
                     micro_batch=settings.micro_batch, recipe=recipe[settings.precision],
-                    recompute=settings.recompute, optimizer=settings.optimizer)
+                    recompute=settings.recompute, optimizer=settings.optimizer, framework="hf",
+                    finetune="lora" if settings.lora_rank else "full", lora_rank=settings.lora_rank or 16,
+                    attention=settings.attention, optimizer_impl=settings.optimizer_impl)
     return P.memory_parts(P.case_of(m)).peak()
 
 

@@ -140,6 +140,13 @@ class SetupFields(JobInputs):
         if getattr(self, "recompute", None) == "selective" and self.profile.selective == "none":
             raise InputError("recompute", "selective", f"--framework {self.framework} has no selective recompute "
                              "(gradient checkpointing is per layer): give none or full")
+        if self.framework == "hf":
+            for name in ("tp", "pp", "vpp", "cp", "ep"):
+                value = getattr(self, name, None)
+                if value is not None and value > 1:
+                    raise InputError(name, value, "--framework hf trains with data parallelism only (DDP or FSDP: "
+                                     "transformers has no tensor, pipeline, context or expert parallelism); give 1, "
+                                     "or --framework torchtitan / megatron")
         zero, pp = getattr(self, "zero", None), getattr(self, "pp", None)
         limit = self.profile.max_zero_with_pp
         if zero is not None and pp is not None and pp > 1 and zero > limit:

@@ -24,7 +24,7 @@ from gpuplan.core.bulk import maximum
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.time import attention as A
 from gpuplan.core.time import linears as G
-from gpuplan.core.time.host import HostScale, host_scale
+from gpuplan.core.time.host import CPU_TINY_KERNEL_SECONDS, HostScale, host_scale
 from gpuplan.core.time.memory_kernels import memory_bound_seconds
 from gpuplan.core.time.op_profile import EagerOps, layer_features, rest_features
 from gpuplan.core.time.optimizer import optimizer_bytes, optimizer_kernels
@@ -145,6 +145,7 @@ def microbatch(spec: ModelSpec, run: EagerRun, tokens, layers, head=1.0) -> tupl
         all_kernels = all_kernels + head * run.ops.cell_total("rest", phase, "kernels", rf)
         host_cpu = host_cpu + head * run.ops.host("rest", phase)
         memory = memory_bound_seconds(maximum(nbytes, 0.0), maximum(kernels, 0.0), run.hbm_bytes_per_second)
+        host_cpu = maximum(host_cpu, all_kernels * CPU_TINY_KERNEL_SECONDS)  # timing noise can leave the rest < 0
         fg, fa, fm, fh = run.factors
         out.append(PhaseTimes(fg * gemm, fa * att, fm * memory, fh * scale.seconds(host_cpu, all_kernels)))
     return out[0], out[1]

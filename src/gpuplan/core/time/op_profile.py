@@ -51,6 +51,8 @@ class EagerOps:
     note: str = ""
     recompute_profiles: dict = field(default_factory=dict, repr=False)
     """'selective' / 'full' -> SettingProfile, added by for_recompute (the planner varies recompute)."""
+    attention: str = ""
+    """'eager' for a family transformers runs with eager attention only (Gemma 2); '' = as asked."""
 
     @property
     def settings(self) -> tuple[str, ...]:
@@ -62,7 +64,7 @@ class EagerOps:
             return self
         base = next(p for w, p in self.terms if p.setting == "bf16")
         terms = self.terms + ((1.0, self.recompute_profiles[mode]), (-1.0, base))
-        return EagerOps(self.family, terms, self.host_probes, self.note)
+        return EagerOps(self.family, terms, self.host_probes, self.note, {}, self.attention)
 
     def value(self, part: str, cell: str, quantity: str, features: dict):
         """Σ coefficient x feature over the terms (0 where a cell is absent)."""

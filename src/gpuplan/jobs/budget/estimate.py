@@ -31,7 +31,8 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
                             model_parallel=plan.layout.tp * plan.layout.pp, settings=used.budget_settings())
     keep = {"Compute", "GPU time"}
     time_sections = tuple(sec for sec in train.sections if sec.title in keep)
-    memory = tuple(sec for sec in train.sections if sec.title.startswith("Layout and memory"))
+    memory = tuple(sec for sec in train.sections if sec.title.startswith(("Layout and memory", "One step by op class",
+                                                                           "Calibration warning")))
     comm = next((sec for sec in train.sections if sec.title.startswith("Allowances")), None)
     if comm is not None:  # the bare contingency multiplier is replaced by the named contingency lines
         time_sections += (Section("Communication allowance", tuple(

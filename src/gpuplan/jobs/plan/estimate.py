@@ -145,7 +145,9 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     caveats = predicted_mfu_notes(gpu.id, spec, low, plan.mfu, error)
     from gpuplan.jobs.calibration_notice import with_calibration_warning
 
-    return with_calibration_warning(Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
+    from gpuplan.jobs.step_classes import with_step_classes
+
+    return with_step_classes(with_calibration_warning(Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
                   report_inputs, _assumptions(inputs, plan, result) + budget.assumptions,
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
                   (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",)
@@ -155,7 +157,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,
                   summary_columns=() if inputs.explain else ("GPUs", "layout", "step s", "MFU", "days", "cost",
-                                                              "peak/GPU")), inputs, gpu.id)
+                                                              "peak/GPU")), inputs, gpu.id), inputs, plan,
+                             in_answer=inputs.explain)
 
 
 def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[Assumption, ...]:

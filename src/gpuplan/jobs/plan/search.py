@@ -19,6 +19,7 @@ from gpuplan.core.step import StepSettings, attention_efficiency
 from gpuplan.core.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
+from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
                                   more_gpus_hint, ranking, smallest_fitting_count)
@@ -63,6 +64,7 @@ def evaluator_for(inputs) -> Evaluator:
                         **inputs.recompute_settings(),
                         **zero3,
                         selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
+                        **eager_step_settings(inputs, spec),
                         attention_efficiency=inputs.attention_efficiency or (
                             attention_efficiency(gpu, hopper_tuned=True)
                             if inputs.profile.hopper_tuned_attention else None))
@@ -99,7 +101,9 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     """The degrees the user fixed narrow the search to them (`plan --tp 8 --pp 4`: that layout)."""
     modes = tuple(m for m in RECOMPUTE_MODES if m != "selective" or inputs.profile.selective != "none")
     recompute = (inputs.recompute_given,) if inputs.recompute_given is not None else modes
-    return SpaceLimits(fixed=inputs.fixed_degrees(), recompute=recompute, exact_batch=inputs.global_batch is not None,
+    # transformers has no tensor, pipeline, context or expert parallelism of its own: DDP / FSDP only
+    only_data = dict.fromkeys(("tp", "pp", "vpp", "cp", "ep"), 1) if inputs.framework == "hf" else {}
+    return SpaceLimits(fixed={**only_data, **inputs.fixed_degrees()}, recompute=recompute, exact_batch=inputs.global_batch is not None,
                        max_zero_with_pp=inputs.profile.max_zero_with_pp,
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
                        interleaved_needs_pp_micro_batches=inputs.profile.interleaved_needs_pp_micro_batches,

@@ -54,7 +54,10 @@ def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | 
                     key_assumptions=("mfu", "comm_allowance", "peak"))
     from gpuplan.jobs.calibration_notice import with_calibration_warning
 
-    return with_calibration_warning(report, inputs, gpu.id), plan, inputs
+    from gpuplan.jobs.step_classes import with_step_classes
+
+    report = with_calibration_warning(report, inputs, gpu.id)
+    return (with_step_classes(report, inputs, plan) if plan is not None else report), plan, inputs
 
 
 TRAINING_HEADLINE = ("flops_used", "gpu_days", "gpus", "gpus_compute_only", "deadline_met", "wall_days", "mfu",

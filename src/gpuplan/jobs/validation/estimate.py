@@ -258,12 +258,18 @@ def _framework_tables() -> tuple[Table, ...]:
             allocator_table())
 
 
+def _gpu_step_cases() -> list[Case]:
+    from gpuplan.jobs.validation.gpu_runs import gpu_step_cases
+
+    return gpu_step_cases()
+
+
 def validation_report() -> Report:
     inference_cases, inference_excluded = inference_validation()
     published, published_excluded = published_throughput_validation()
     cases = (validation_cases() + memory_validation_cases() + framework_validation_cases() + published_memory_cases()
              + allocator_cases() + throughput_validation_cases() + published + fp8_recipe_cases(published) + inference_cases
-             + communication_cases() + planner_cases())
+             + communication_cases() + planner_cases() + _gpu_step_cases())
     kinds = sorted({c.kind for c in cases})
     summary = []
     for kind in kinds:

@@ -119,3 +119,22 @@ def gpu_run_cases(rows: list[dict] | None = None, calibration=None) -> list[GpuR
     done = [r for r in rows if r.get("status") == "ok" and (r.get("timing") or {}).get("step_time_s")]
     with tempfile.TemporaryDirectory(prefix="gpuplan-gpu-runs-") as tmp:
         return [predict(r, Path(tmp), calibration) for r in done]
+
+
+KIND = "step time: one GPU, --framework hf ({family}; H200 runs, nothing fitted on them)"
+MEMORY_KIND = "memory: one GPU, --framework hf, allocated peak (H200 runs)"
+
+
+def gpu_step_cases() -> list:
+    """The runs as validation Cases (gpuplan validate; docs/accuracy.md): step time per family,
+    allocated memory in one kind. torch.compile runs are not scored (not in the eager model)."""
+    from gpuplan.jobs.validation.estimate import Case
+
+    out = []
+    for run in gpu_run_cases():
+        if run.predicted_step_s is not None:
+            out.append(Case(run.id, KIND.format(family=run.family), run.measured_step_s, run.predicted_step_s,
+                            "s", run.gpu))
+        if run.measured_allocated and run.family != "torch.compile":
+            out.append(Case(run.id, MEMORY_KIND, run.measured_allocated, run.predicted_allocated, "bytes", run.gpu))
+    return out

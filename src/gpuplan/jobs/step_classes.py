@@ -1,0 +1,78 @@
+"""One step of the chosen layout by op class: the lines `plan --explain` puts in its answer and
+`plan --full` / `train --full` list (core/time for the eager stack, core/step's fused model
+otherwise). Units: seconds per optimizer step on the critical path."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpuplan.report.model import Line, Report, Section
+
+TITLE = "One step by op class (seconds on the critical path)"
+
+
+def _line(key: str, label: str, seconds: float, step: float, formula: str) -> Line:
+    return Line(key, label, seconds, "s", f"{seconds:.4g} s ({seconds / step:.0%})", formula)
+
+
+def _eager_lines(ev, plan, settings) -> list[Line]:
+    from gpuplan.core.step import eager_run
+    from gpuplan.core.time.eager_step import microbatch
+
+    lay, spec = plan.layout, ev.spec
+    run = eager_run(spec, ev.cluster, settings)
+    k = lay.micro_batches_per_step
+    fwd, bwd = microbatch(spec, run, lay.micro_batch * settings.seq_len, spec.num_layers / lay.pp)
+    step = plan.step_seconds
+    host = k * (max(0.0, fwd.host - fwd.gpu) + max(0.0, bwd.host - bwd.gpu))
+    return [
+        _line("class_gemm", "matmuls (layers, LM head, adapters; forward + backward)", k * (fwd.gemm + bwd.gemm), step,
+              "core/time/linears.py: 2mkn / (peak x MAMF x d/(d+512)), memory floor for skinny GEMMs"),
+        _line("class_attention", f"attention ({run.attention_kernel} kernel)", k * (fwd.attention + bwd.attention), step,
+              "core/time/attention.py: SDPA's kernel by head dim and length (cuDNN / FA2), or eager matmuls"),
+        _line("class_memory", "memory-bound kernels (norms, RoPE, activations, casts, loss)", k * (fwd.memory + bwd.memory),
+              step, "core/time/memory_kernels.py over the op profile's bytes and kernels (transformers' code)"),
+        _line("class_host", "host issue time beyond the GPU's", host, step,
+              f"core/time/host.py: forward {fwd.host * 1e3:.3g} ms host vs {fwd.gpu * 1e3:.3g} ms GPU per micro-batch"),
+        _line("class_optimizer", f"optimizer step ({settings.optimizer_impl} AdamW)", float(plan.step.optimizer), step,
+              "core/time/optimizer.py: element accesses x parameters at HBM speed, or its host time"),
+    ]
+
+
+def _fused_lines(ev, plan, settings) -> list[Line]:
+    from gpuplan.core.step import microbatch_compute_time
+
+    lay, spec = plan.layout, ev.spec
+    layers = spec.num_layers / lay.pp
+    mb = microbatch_compute_time(spec, ev.cluster, settings, lay.tp, lay.cp, lay.micro_batch, layers, lay.pp == 1,
+                                 lay.ep, vpp=lay.vpp)
+    k, step = lay.micro_batches_per_step, plan.step_seconds
+    return [
+        _line("class_gemm", "matmuls + element-wise (fused kernels)", k * (float(mb.total) - float(mb.attention)), step,
+              "core/step.py: MAMF x d/(d+512); element-wise 6 x saved bytes at HBM (fitted, docs/step.md)"),
+        _line("class_attention", "attention kernels", k * float(mb.attention), step,
+              "core/attention_time.py: causal FLOPs at the part's attention efficiency"),
+        _line("class_optimizer", "optimizer step", float(plan.step.optimizer), step, "~32 B per parameter at HBM speed"),
+    ]
+
+
+def step_class_lines(inputs, plan) -> tuple[Line, ...]:
+    """The chosen layout's step by op class, plus its exposed communication and bubble."""
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    ev = evaluator_for(inputs)
+    settings = replace(ev.step, recompute=plan.recompute)
+    lines = _eager_lines(ev, plan, settings) if settings.eager_ops is not None else _fused_lines(ev, plan, settings)
+    step = plan.step_seconds
+    for key, label, value in (("class_comm", "exposed communication", float(plan.step.exposed_comm)),
+                              ("class_bubble", "pipeline bubble", float(plan.step.bubble))):
+        if value > 0:
+            lines.append(_line(key, label, value, step, "core/step_comm.py, core/pipeline_schedule.py"))
+    return tuple(lines)
+
+
+def with_step_classes(report: Report, inputs, plan, in_answer: bool = False) -> Report:
+    """``report`` with the op-class section (and, ``in_answer``, its lines in the answer)."""
+    lines = step_class_lines(inputs, plan)
+    headline = tuple(report.headline) + tuple(ln.key for ln in lines) if in_answer else report.headline
+    return replace(report, sections=tuple(report.sections) + (Section(TITLE, lines),), headline=headline)
