@@ -274,6 +274,7 @@ def _huge_integers(port: int) -> None:
             if "number" not in json.dumps(spec) and "integer" not in json.dumps(spec):
                 continue
             TALLY["http_requests"] += 1
+            status = None
             try:
                 status = _post(conn, f"/api/{name}", f'{{"model": "llama-3.1-8b", "{field}": {"9" * 400}}}')
                 conn.request("GET", "/api/health")
@@ -282,9 +283,8 @@ def _huge_integers(port: int) -> None:
                 TALLY["connection_resets"] += 1
                 conn.close()
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-                continue
-            TALLY["http_500"] += status >= 500
-            TALLY["wrong"] += status not in (422, 500)
+            TALLY["http_500"] += status is not None and status >= 500
+            TALLY["wrong"] += status not in (422, 500, None)
 
 
 def _fifo_race(port: int, folder: Path, rounds: int = 200) -> None:

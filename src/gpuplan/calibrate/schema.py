@@ -50,7 +50,8 @@ class CalibrateInputs(JobInputs):
     log_format: Annotated[T.choice(*LOG_FORMATS) | None, _f(None, "torchtitan, megatron, hf-trainer or table.",
                                                             "detected")]
     max_log_mib: Annotated[T.typed(int, T.count(1 << 16, whole=True)), _f(
-        256, "Largest training log to read, MiB (logs are read whole).")]
+        256, "Largest training log to read, MiB (text logs, CSV and JSON Lines are read line by line; a JSON "
+             "document is at most 16 MiB).")]
     target_gpus: Annotated[V.Gpus | None, _f(None, "Also extrapolate the first GPU measurement to this many GPUs "
                                                    "(weak scaling), default vs calibrated.", "none")]
 
