@@ -181,3 +181,37 @@ def calibration_doc(tmp_path_factory):
     assert main(["calibrate", str(log), "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--seq-len", "2048",
                  "--ep", "4", "--zero", "1", "--tp", "1", "--pp", "1", "--out", str(out), "--json"]) == 0
     return json.loads(out.read_text())
+
+
+def test_a_kept_alive_connection_survives_an_unexpected_error(monkeypatch):
+    """uvicorn resets the connection when an exception escapes the app (the client's next request
+    on it failed too, issue 40 item 1): web/limits.Guard answers it as one JSON line instead."""
+    import http.client
+    import socket
+    import threading
+
+    uvicorn = pytest.importorskip("uvicorn")
+
+    def broken(*args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(service, "estimate", broken)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="critical"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        conn.request("POST", "/api/training", body='{"gpus": 8}', headers={"content-type": "application/json"})
+        first = conn.getresponse()
+        assert first.status == 500 and json.loads(first.read())["message"].startswith("internal error")
+        conn.request("GET", "/api/health")  # the same connection
+        assert conn.getresponse().status == 200
+    finally:
+        server.should_exit = True
+        thread.join(10)
