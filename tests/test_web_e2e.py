@@ -224,7 +224,7 @@ def test_language_switch_changes_words_not_numbers(server, page):
     page.wait_for_selector("body[data-ready=true]")
     assert page.text_content("#panel-budget h2") == "训练预算"
     assert page.text_content("#calculate") == "计算"
-    assert page.text_content("#panel-budget .card[data-key=wall_days] .label") == "墙钟时间"
+    assert page.text_content("#panel-budget .card[data-key=wall_days] .label") == "墙钟时间（求解）"  # wall-clock (solved)
     assert card(page, "budget", "wall_days") == english
     assert "lang=zh" in page.url
     assert page.get_attribute("html", "lang") == "zh-CN"
