@@ -129,6 +129,9 @@ def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: 
     work = deadline  # failure-free wall-clock with the communication allowance
     for _ in range(3 if after_allowances is not None else 0):
         work *= deadline / after_allowances(gpus, plan, work)
+        if not work > 0:  # an infinite wall-clock: failures faster than a checkpoint period and a restart
+            raise InputError("gpus", gpus, f"on {gpus:,} GPUs failures come faster than a checkpoint period plus a "
+                             "restart; no run finishes (fewer GPUs, a lower --failure-rate or a shorter --restart)")
     solved = solve_compute_budget(flops.used, peak, gpus=gpus, wall_seconds=work / (1.0 + allowance))
     check_solved_mfu(solved, flops, inputs, spec, gpu, deadline)
     met = work if after_allowances is None else after_allowances(gpus, plan, work)
