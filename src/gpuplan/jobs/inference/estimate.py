@@ -205,7 +205,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
         _range_line("tpot", f"time per output token (batch {batch}, {plan.decode_context:,.0f} cached tokens)",
                     serving.tpot, "GEMMs max(weights / (bandwidth x eff), FLOPs / (peak x eff)) + batch x KV "
                     f"read + elementwise + host + all-reduces; {tpot.bound}-bound"),
-        Line("tpot_parts", "time per output token, by part", tpot.verify_s, "s", _parts(tpot),
+        Line("tpot_parts", "time per output token (by part)", tpot.verify_s, "s", _parts(tpot),
              "kernels in sequence (core/serving/roofline.py step_time)"),
         Line("tokens_per_s_sequence", "output tokens/s per sequence", 1 / tpot.total, "tokens/s",
              f"{1 / tpot.total:,.1f}", low=1 / serving.tpot[1].total, high=1 / serving.tpot[2].total),
