@@ -20,6 +20,13 @@ The open items of docs/step.md ("Not yet modelled") that one GPU can settle:
   the fixed cost per kernel that per-expert quantisation and GEMM launches would add on the GPU.
 * ``attention``: causal SDPA forward and backward at head dim 128 and 64 (same width): the head-dim
   question GPT-OSS 120B raises (docs/step.md, "Attention efficiency by head dimension").
+* ``elementwise``: PyTorch's bf16 add at 4M, 16M and 64M elements and RMSNorm's broadcast weight
+  multiply, against core.time.memory_kernels (7.84 us + bytes / (0.89 x HBM), from TileOPs' H200
+  figures): the eager step model's two memory-bound constants on this part.
+* ``sdpa``: causal SDPA forward + backward at head dim 128 over 512 ... 8,192 tokens per sequence
+  (same tokens), against core.time.attention's cuDNN table: its shape over the length.
+* ``host``: one Hugging Face Llama decoder layer's forward at a tiny width (the host issues it),
+  against core.time.host's carry-over of the op profile's CPU seconds.
 
 Each probe runs 3 warm-up and 10 timed repetitions (CUDA events) and records the median. Nothing
 is fitted here: the output ($OUT/step-probes.json and .md, else ./gpu-step-probes/) is the
@@ -251,6 +258,82 @@ def attention_probes(torch, device, gpu, timer, seq: int, width: int) -> list[Pr
     return out
 
 
+def elementwise_probes(torch, device, gpu, timer, dry: bool) -> list[ProbeResult]:
+    """PyTorch's element-wise kernels (bf16 add of two tensors, and a row-vector broadcast multiply
+    as RMSNorm's weight runs) at three sizes, against core.time.memory_kernels (7.84 us + bytes /
+    (0.89 x HBM)): settles the two constants on this part."""
+    from gpuplan.core.time.memory_kernels import memory_bound_seconds
+
+    out = []
+    for n in ((2**12, 2**14, 2**16) if dry else (2**22, 2**24, 2**26)):
+        x, y = (torch.randn(n, device=device, dtype=torch.bfloat16) for _ in range(2))
+        pred = memory_bound_seconds(3 * 2 * n, 1, gpu.memory_bandwidth)
+        out.append(ProbeResult("elementwise", f"add, {n:,} bf16 elements", "bf16", timer(lambda x=x, y=y: x + y), pred))
+    rows = 4096 if not dry else 64
+    x = torch.randn(rows, (2**24 if not dry else 2**14) // rows, device=device, dtype=torch.bfloat16)
+    w = torch.randn(x.shape[1], device=device, dtype=torch.bfloat16)
+    pred = memory_bound_seconds(2 * 2 * x.numel() + 2 * w.numel(), 1, gpu.memory_bandwidth)
+    out.append(ProbeResult("elementwise", f"weight x hidden (broadcast), {x.numel():,} elements", "bf16",
+                           timer(lambda: w * x), pred))
+    return out
+
+
+def sdpa_length_probes(torch, device, gpu, timer, dry: bool) -> list[ProbeResult]:
+    """Causal SDPA forward + backward at head dim 128 over sequence lengths (same tokens), against
+    core.time.attention's cuDNN table: settles its shape over the length on this part."""
+    import torch.nn.functional as F
+
+    from gpuplan.adapters.resolve import resolve_model
+    from gpuplan.core.time.attention import sdpa_seconds_per_token
+
+    spec = resolve_model("llama-3.1-8b")  # 32 heads x 128
+    out = []
+    for seq in ((32, 64) if dry else (512, 1024, 2048, 8192)):
+        batch = max(1, (8192 if not dry else 64) // seq)
+        heads = 32 if not dry else 4
+        q, k, v = (torch.randn(batch, heads, seq, 128, device=device, dtype=torch.bfloat16, requires_grad=True)
+                   for _ in range(3))
+        g = torch.randn(batch, heads, seq, 128, device=device, dtype=torch.bfloat16)
+        f, b = sdpa_seconds_per_token(spec, seq, gpu=gpu, peak=gpu.peak("bf16"), fallback_efficiency=0.3)
+        pred = batch * seq * (f + b) * heads / spec.attention.num_heads
+        out.append(ProbeResult("sdpa", f"s {seq} x {batch}, {heads} heads x 128, forward + backward", "bf16",
+                               timer(lambda q=q, k=k, v=v, g=g: F.scaled_dot_product_attention(
+                                   q, k, v, is_causal=True).backward(g)), pred))
+    return out
+
+
+def hf_layer_host_probe(torch, device) -> list[ProbeResult]:
+    """Host seconds of one Hugging Face Llama decoder layer's forward (a tiny width: the kernels
+    are short, the host issues them): what core.time.host predicts from the op profile."""
+    import time as _time
+
+    import transformers
+
+    from gpuplan.catalog.op_profiles import eager_ops_for
+    from gpuplan.core.time.host import host_scale
+
+    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                   num_key_value_heads=2, num_hidden_layers=2, vocab_size=256)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa",
+                                                          dtype=torch.bfloat16).to(device)
+    ids = torch.randint(0, 256, (1, 8), device=device)
+    layer = model.model.layers[0]
+    hidden = model.model.embed_tokens(ids)
+    pos = model.model.rotary_emb(hidden, torch.arange(8, device=device)[None])
+    for _ in range(20):
+        layer(hidden, position_embeddings=pos)
+    t0 = _time.perf_counter()
+    for _ in range(200):
+        layer(hidden, position_embeddings=pos)
+    host = (_time.perf_counter() - t0) / 200
+    ops = eager_ops_for("llama", "bf16", "full", "flash")
+    p = ops.host_probes
+    kernels = ops.cell_total("layer", "forward", "kernels", {"1": 1.0})
+    pred = host_scale(p["add_1_element_s"], p["linear_16x64_autograd_s"]).seconds(ops.host("layer", "forward"), kernels)
+    return [ProbeResult("host", "Llama decoder layer forward (transformers, tiny width)", "bf16", host, pred,
+                        "host seconds; gpuplan: the op profile's CPU seconds carried by the two launch probes")]
+
+
 def _us(seconds: float | None) -> str:
     return "n/a" if seconds is None else f"{seconds * 1e6:,.4g} µs"
 
@@ -298,7 +381,10 @@ def main(argv: list[str] | None = None) -> int:
                + expert_probes(torch, device, gpu, timer, TINY_EXPERTS if dry else EXPERT_SHAPES)
                + launch_probes(torch, device, 200 if dry else 5000)
                + kernel_probe(torch, device, 1000)
-               + attention_probes(torch, device, gpu, timer, 64 if dry else 4096, 256 if dry else 4096))
+               + attention_probes(torch, device, gpu, timer, 64 if dry else 4096, 256 if dry else 4096)
+               + elementwise_probes(torch, device, gpu, timer, dry)
+               + sdpa_length_probes(torch, device, gpu, timer, dry)
+               + hf_layer_host_probe(torch, device))
     name = "CPU dry run (measured = CPU seconds, not a GPU figure)" if dry else torch.cuda.get_device_name(0)
     header = f"{name}; predictions for {gpu.id}; torch {torch.__version__}"
     out = Path(args.out or os.environ.get("OUT") or "gpu-step-probes")

@@ -172,13 +172,18 @@ def solve(rows: list[tuple[dict, dict]], names: tuple[str, ...]) -> tuple[dict, 
             if q == "bytes" and key.split(".")[1] in ("gemm", "attention"):
                 continue  # matmul and attention time come from their shapes (core.time.gemm, .attention)
             y = np.array([t.get(key, {}).get(q, 0.0) for _, t in rows])
+            if q != "bytes":  # counts: constant per layer, the median over the shapes (a shape-dependent
+                count = round(float(np.median(y)))  # copy, e.g. one KV head's, is one kernel either way)
+                if count:
+                    cell[q] = {"1": float(count)}
+                continue
             coef, *_ = np.linalg.lstsq(a / scale, y, rcond=None)
             coef = coef / scale
             fit = a @ coef
             worst = max(worst, float(np.max(np.abs(fit - y) / np.maximum(np.abs(y), 1.0))))
             coef = [round(float(c), 6) if abs(c) > 1e-9 else 0.0 for c in coef]
             if any(coef):
-                cell[q] = dict(zip(names, coef))
+                cell[q] = {n: c for n, c in zip(names, coef) if c}
         if cell:
             out[key] = cell
     return out, worst
@@ -248,7 +253,7 @@ def host_seconds(torch, transformers, family: str, setting: dict) -> dict:
         ids = torch.randint(0, cfg["vocab_size"], (1, 8))
         cast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if amp else contextlib.nullcontext
         runs = []
-        for i in range(13):
+        for i in range(23):
             t0 = time.perf_counter()
             with cast():
                 loss = model(input_ids=ids, labels=ids, use_cache=False).loss
@@ -267,17 +272,26 @@ def host_seconds(torch, transformers, family: str, setting: dict) -> dict:
     return {"layer": dict(zip(PHASES, per_layer)), "rest": {p: a[i] - 2 * per_layer[i] for i, p in enumerate(PHASES)}}
 
 
+def timed_host(torch, transformers, family: str, setting: dict) -> dict:
+    """The setting's host seconds with the two probes timed just before and just after (their
+    mean: the conversion to the GPU host uses the CPU's speed at the time of the measurement)."""
+    before = host_probes(torch)
+    seconds = host_seconds(torch, transformers, family, setting)
+    after = host_probes(torch)
+    return {"host_seconds_here": seconds, "host_probes_here": {k: (before[k] + after[k]) / 2 for k in before}}
+
+
 def host_probes(torch) -> dict:
     """The same two probes scripts/gpu_step_probes.py times on the GPU machine's host."""
     x = torch.ones(1)
     lin = torch.nn.Linear(64, 64)
     small = torch.randn(16, 64, requires_grad=True)
     out = {}
-    for name, op, n in (("add_1_element_s", lambda: x.add_(1.0), 20000), ("linear_16x64_autograd_s", lambda: lin(small), 5000)):
+    for name, op, n in (("add_1_element_s", lambda: x.add_(1.0), 1000), ("linear_16x64_autograd_s", lambda: lin(small), 250)):
         for _ in range(200):
             op()
         best = float("inf")
-        for _ in range(5):
+        for _ in range(60):  # the least-disturbed of many short loops, as the steps take their minimum
             t0 = time.perf_counter()
             for _ in range(n):
                 op()
@@ -291,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--settings", default=",".join(SETTINGS))
     parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--host-only", action="store_true",
+                        help="re-time the host seconds (and their probes) of settings already profiled")
     args = parser.parse_args(argv)
     import warnings
 
@@ -313,15 +329,17 @@ def main(argv: list[str] | None = None) -> int:
         fam = doc["families"].setdefault(family, {"template": FAMILIES[family], "settings": {}})
         for name in args.settings.split(","):
             t0 = time.perf_counter()
+            old = fam["settings"].get(name, {})
             try:
-                entry = profile_setting(torch, transformers, family, SETTINGS[name])
-                entry["host_seconds_here"] = host_seconds(torch, transformers, family, SETTINGS[name])
+                entry = old if args.host_only else profile_setting(torch, transformers, family, SETTINGS[name])
+                if "unsupported" not in entry:
+                    entry.update(timed_host(torch, transformers, family, SETTINGS[name]))
             except Exception as exc:  # a setting the family does not support (e.g. eager-only models)
                 entry = {"unsupported": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
             fam["settings"][name] = entry
             print(f"{family:12s} {name:10s} {time.perf_counter() - t0:5.1f} s "
                   f"residual {entry.get('max_relative_residual', entry.get('unsupported'))}", flush=True)
-            out_path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+            out_path.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
     return 0
 
 

@@ -39,8 +39,19 @@ def family_profiles(family: str) -> dict[str, SettingProfile]:
         if "unsupported" in entry:
             continue
         counts = {"layer": entry["layer"], "rest": entry["rest"]}
-        out[name] = SettingProfile(family, name, counts, entry.get("host_seconds_here", {}))
+        out[name] = SettingProfile(family, name, counts, _normalised_host(entry), _document()["host_probes_here"])
     return out
+
+
+def _normalised_host(entry: dict) -> dict:
+    """The setting's host seconds at the speed of the document's probes: each setting was timed with
+    its own pair of probes (the CPU's speed then), so its seconds are scaled by the ratio of the
+    linear probes (Python-bound, like a step's host work) before settings are combined."""
+    seconds = entry.get("host_seconds_here", {})
+    own = (entry.get("host_probes_here") or {}).get("linear_16x64_autograd_s")
+    ref = _document()["host_probes_here"]["linear_16x64_autograd_s"]
+    scale = ref / own if own else 1.0
+    return {part: {phase: t * scale for phase, t in phases.items()} for part, phases in seconds.items()}
 
 
 def families() -> tuple[str, ...]:

@@ -38,6 +38,8 @@ class SettingProfile:
     setting: str
     counts: dict = field(repr=False)
     host_seconds: dict = field(repr=False)
+    host_probes: dict = field(default_factory=dict, repr=False)
+    """The profiling CPU's two probes timed with these host seconds (core.time.host)."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -259,9 +259,10 @@ def _framework_tables() -> tuple[Table, ...]:
 
 
 def _gpu_step_cases() -> list[Case]:
-    from gpuplan.jobs.validation.gpu_runs import gpu_step_cases
+    from gpuplan.jobs.validation.gpu_runs import gpu_step_rows
 
-    return gpu_step_cases()
+    return [Case(i, kind, measured, predicted, "s" if kind.startswith("step") else "bytes", gpu)
+            for i, kind, measured, predicted, gpu in gpu_step_rows()]
 
 
 def validation_report() -> Report:

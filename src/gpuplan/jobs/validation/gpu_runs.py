@@ -125,16 +125,14 @@ KIND = "step time: one GPU, --framework hf ({family}; H200 runs, nothing fitted 
 MEMORY_KIND = "memory: one GPU, --framework hf, allocated peak (H200 runs)"
 
 
-def gpu_step_cases() -> list:
-    """The runs as validation Cases (gpuplan validate; docs/accuracy.md): step time per family,
-    allocated memory in one kind. torch.compile runs are not scored (not in the eager model)."""
-    from gpuplan.jobs.validation.estimate import Case
-
+def gpu_step_rows() -> list[tuple[str, str, float, float, str]]:
+    """The runs as (id, kind, measured, predicted, GPU) rows for gpuplan validate (docs/accuracy.md):
+    step time per family, allocated memory in one kind. torch.compile runs are not scored (not in
+    the eager model)."""
     out = []
     for run in gpu_run_cases():
         if run.predicted_step_s is not None:
-            out.append(Case(run.id, KIND.format(family=run.family), run.measured_step_s, run.predicted_step_s,
-                            "s", run.gpu))
+            out.append((run.id, KIND.format(family=run.family), run.measured_step_s, run.predicted_step_s, run.gpu))
         if run.measured_allocated and run.family != "torch.compile":
-            out.append(Case(run.id, MEMORY_KIND, run.measured_allocated, run.predicted_allocated, "bytes", run.gpu))
+            out.append((run.id, MEMORY_KIND, run.measured_allocated, run.predicted_allocated, run.gpu))
     return out
