@@ -3,13 +3,17 @@ known), the article's allowances, the layout with its memory verdict, assumption
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gpuplan.core.gpu_time import ComputeBudget, comm_share_of_time, with_allowance
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_duration
 from gpuplan.jobs.assumptions import mtp_assumption
 from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, TrainingInputs
 from gpuplan.jobs.training.timing import Flops, TimeEstimate
-from gpuplan.planner.plan import Plan
 from gpuplan.report.model import Assumption, Line, Section
+
+if TYPE_CHECKING:  # the planner (numpy) is imported where a layout is searched
+    from gpuplan.planner.plan import Plan
 
 
 def compute_section(counts, flops: Flops, inputs: TrainingInputs) -> Section:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpuplan.core import flops as F
 from gpuplan.core.gpu_time import ComputeBudget, solve_compute_budget
@@ -20,8 +21,10 @@ from gpuplan.core.model import params_for_6nd
 from gpuplan.core.units import SECONDS_PER_DAY
 from gpuplan.errors import InputError
 from gpuplan.jobs.training.schema import DEFAULT_DAYS, DEFAULT_MFU, TrainingInputs
-from gpuplan.planner.plan import Plan
 from gpuplan.schema.vocabulary import MAX_GPUS
+
+if TYPE_CHECKING:  # the planner (numpy) is imported where a layout is searched
+    from gpuplan.planner.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ class TimeEstimate:
     """What that wall-clock includes ('communication allowance', '... and failures')."""
 
 
-AfterAllowances = Callable[[int, Plan, float], float]
+AfterAllowances = Callable[[int, "Plan", float], float]
 """(GPUs, their layout, failure-free wall-clock s) -> the wall-clock once the answer's further
 allowances (failures, checkpoints: the budget) are added, s."""
 
