@@ -310,7 +310,6 @@ def hf_layer_host_probe(torch, device) -> list[ProbeResult]:
     import transformers
 
     from gpuplan.catalog.op_profiles import eager_ops_for
-    from gpuplan.core.time.host import host_scale
 
     cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                    num_key_value_heads=2, num_hidden_layers=2, vocab_size=256)
@@ -326,12 +325,15 @@ def hf_layer_host_probe(torch, device) -> list[ProbeResult]:
     for _ in range(200):
         layer(hidden, position_embeddings=pos)
     host = (_time.perf_counter() - t0) / 200
+    from gpuplan.core.time.host import cpu_seconds_per_op, reference_scale
+
     ops = eager_ops_for("llama", "bf16", "full", "flash")
-    p = ops.host_probes
-    kernels = ops.cell_total("layer", "forward", "kernels", {"1": 1.0})
-    pred = host_scale(p["add_1_element_s"], p["linear_16x64_autograd_s"]).seconds(ops.host("layer", "forward"), kernels)
+    features = {"1": 1.0}
+    kernels = ops.cell_total("layer", "forward", "kernels", features)
+    dispatched = ops.cell_total("layer", "forward", "ops", features)
+    pred = reference_scale().seconds(dispatched * cpu_seconds_per_op("forward", False), kernels)
     return [ProbeResult("host", "Llama decoder layer forward (transformers, tiny width)", "bf16", host, pred,
-                        "host seconds; gpuplan: the op profile's CPU seconds carried by the two launch probes")]
+                        "host seconds; gpuplan: dispatched ops x CPU cost per op, carried by the two launch probes")]
 
 
 def _us(seconds: float | None) -> str:

@@ -21,10 +21,8 @@ experts per token, Ie the expert width, r the LoRA rank, R the layer's adapter p
 counts are exact (the residual of the solve is written beside each setting and must be ~0), so
 the coefficients are a reading of the framework's code, not a fit to timings.
 
-It also times the same steps on this CPU with real tensors at a tiny width (host seconds per
-decoder layer and for the rest, per phase) together with two host probes (a 1-element add_ and a
-16x64 linear under autograd), from which gpuplan.core.time.host derives the host time on a GPU
-machine (docs/step.md).
+The host time of a step is the count of dispatched ops times a cost per op measured once
+(gpuplan.core.time.host): nothing here is timed, so the file is the same on any machine.
 
 Needs the profile extra (torch, transformers) and peft. About 10 minutes on 2 CPU cores.
 """
@@ -219,94 +217,11 @@ def profile_setting(torch, transformers, family: str, setting: dict) -> dict:
     return {"layer": layer, "rest": rest, "features": list(names), "max_relative_residual": max(r1, r2)}
 
 
-def host_seconds(torch, transformers, family: str, setting: dict) -> dict:
-    """Host seconds per decoder layer and for the rest, per phase, of real tiny steps on this CPU."""
-    from gpuplan.profile.measure import _build_config
-    from gpuplan.profile.op_census import _with_lora
-    from gpuplan.profile.recompute import apply_selective_recompute
-
-    base = json.loads((MODELS / f"{FAMILIES[family]}.json").read_text())["config"]
-    moe = family in ("qwen3_moe", "mixtral")
-    cfg = variant_config(base, (64, 4, 2, 16, 128, 8, 1, 256, 4, 2, 4), moe)
-    if family in EAGER_ONLY:
-        setting = {**setting, "attention": "eager"}
-    amp = setting.get("precision") == "fp32-autocast"
-
-    def build(layers):
-        _, text, _ = _build_config(transformers, cfg, layers)
-        model = transformers.AutoModelForCausalLM.from_config(
-            text, attn_implementation=setting.get("attention", "sdpa"), dtype=torch.float32 if amp else torch.bfloat16)
-        if setting.get("recompute") == "full":
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        if setting.get("lora_rank"):
-            model = _with_lora(model, 4)
-            if setting.get("recompute") == "full":
-                model.enable_input_require_grads()
-        if setting.get("recompute") == "selective":
-            apply_selective_recompute(model, layers)
-        return model
-
-    def timed(layers):
-        torch.manual_seed(0)
-        model = build(layers)
-        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, foreach=True)
-        ids = torch.randint(0, cfg["vocab_size"], (1, 8))
-        cast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if amp else contextlib.nullcontext
-        runs = []
-        for i in range(23):
-            t0 = time.perf_counter()
-            with cast():
-                loss = model(input_ids=ids, labels=ids, use_cache=False).loss
-            t1 = time.perf_counter()
-            loss.backward()
-            t2 = time.perf_counter()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            t3 = time.perf_counter()
-            if i >= 3:
-                runs.append((t1 - t0, t2 - t1, t3 - t2))
-        return [min(r[i] for r in runs) for i in range(3)]
-
-    a, b = timed(2), timed(6)
-    per_layer = [(b[i] - a[i]) / 4 for i in range(3)]
-    return {"layer": dict(zip(PHASES, per_layer)), "rest": {p: a[i] - 2 * per_layer[i] for i, p in enumerate(PHASES)}}
-
-
-def timed_host(torch, transformers, family: str, setting: dict) -> dict:
-    """The setting's host seconds with the two probes timed just before and just after (their
-    mean: the conversion to the GPU host uses the CPU's speed at the time of the measurement)."""
-    before = host_probes(torch)
-    seconds = host_seconds(torch, transformers, family, setting)
-    after = host_probes(torch)
-    return {"host_seconds_here": seconds, "host_probes_here": {k: (before[k] + after[k]) / 2 for k in before}}
-
-
-def host_probes(torch) -> dict:
-    """The same two probes scripts/gpu_step_probes.py times on the GPU machine's host."""
-    x = torch.ones(1)
-    lin = torch.nn.Linear(64, 64)
-    small = torch.randn(16, 64, requires_grad=True)
-    out = {}
-    for name, op, n in (("add_1_element_s", lambda: x.add_(1.0), 1000), ("linear_16x64_autograd_s", lambda: lin(small), 250)):
-        for _ in range(200):
-            op()
-        best = float("inf")
-        for _ in range(60):  # the least-disturbed of many short loops, as the steps take their minimum
-            t0 = time.perf_counter()
-            for _ in range(n):
-                op()
-            best = min(best, (time.perf_counter() - t0) / n)
-        out[name] = best
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--settings", default=",".join(SETTINGS))
     parser.add_argument("--out", default=str(OUT))
-    parser.add_argument("--host-only", action="store_true",
-                        help="re-time the host seconds (and their probes) of settings already profiled")
     args = parser.parse_args(argv)
     import warnings
 
@@ -322,18 +237,14 @@ def main(argv: list[str] | None = None) -> int:
         "generated_by": "scripts/hf_op_profiles.py", "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
         "torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__,
         "machine": f"{platform.machine()} {platform.processor() or ''} ({torch.get_num_threads()} thread)".strip(),
-        "units": "bytes, kernels, dispatched ATen ops and FLOPs per training step of one micro-batch; host seconds",
-        "host_probes_here": host_probes(torch),
+        "units": "bytes, kernels and dispatched ATen ops per training step of one micro-batch (coefficients of the features)",
     })
     for family in args.families.split(","):
         fam = doc["families"].setdefault(family, {"template": FAMILIES[family], "settings": {}})
         for name in args.settings.split(","):
             t0 = time.perf_counter()
-            old = fam["settings"].get(name, {})
             try:
-                entry = old if args.host_only else profile_setting(torch, transformers, family, SETTINGS[name])
-                if "unsupported" not in entry:
-                    entry.update(timed_host(torch, transformers, family, SETTINGS[name]))
+                entry = profile_setting(torch, transformers, family, SETTINGS[name])
             except Exception as exc:  # a setting the family does not support (e.g. eager-only models)
                 entry = {"unsupported": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
             fam["settings"][name] = entry

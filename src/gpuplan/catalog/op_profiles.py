@@ -39,19 +39,8 @@ def family_profiles(family: str) -> dict[str, SettingProfile]:
         if "unsupported" in entry:
             continue
         counts = {"layer": entry["layer"], "rest": entry["rest"]}
-        out[name] = SettingProfile(family, name, counts, _normalised_host(entry), _document()["host_probes_here"])
+        out[name] = SettingProfile(family, name, counts)
     return out
-
-
-def _normalised_host(entry: dict) -> dict:
-    """The setting's host seconds at the speed of the document's probes: each setting was timed with
-    its own pair of probes (the CPU's speed then), so its seconds are scaled by the ratio of the
-    linear probes (Python-bound, like a step's host work) before settings are combined."""
-    seconds = entry.get("host_seconds_here", {})
-    own = (entry.get("host_probes_here") or {}).get("linear_16x64_autograd_s")
-    ref = _document()["host_probes_here"]["linear_16x64_autograd_s"]
-    scale = ref / own if own else 1.0
-    return {part: {phase: t * scale for phase, t in phases.items()} for part, phases in seconds.items()}
 
 
 def families() -> tuple[str, ...]:
@@ -82,8 +71,7 @@ def eager_ops_for(model_type: str, recipe: str, finetune: str, attention_kernel:
     profiled, said in the note)."""
     family = model_type if model_type in families() else FALLBACK_FAMILY
     kernel = "flash" if family in EAGER_ONLY else attention_kernel  # eager is their base
-    ops = compose(family, family_profiles(family), active_settings(recipe, finetune, kernel),
-                  _document()["host_probes_here"])
+    ops = compose(family, family_profiles(family), active_settings(recipe, finetune, kernel))
     if family in EAGER_ONLY:
         ops = replace(ops, attention="eager")
     if family != model_type:

@@ -7,7 +7,7 @@ Per micro-batch of T tokens on a stage of L decoder layers, forward and backward
            backward) + attention (core.time.attention: SDPA's kernel, or eager's score matmuls)
            + memory-bound kernels (core.time.memory_kernels over the bytes and kernels of
            core.time.op_profile: norms, RoPE, activations, residuals, casts, the loss)
-    host = the profiled host seconds of the same ops carried to the GPU machine (core.time.host)
+    host = the ops it dispatches x a measured CPU cost per op, carried to the GPU host (core.time.host)
     wall = max(GPU, host)
 
 and the optimizer step is core.time.optimizer's bytes and kernels against its host time. Every
@@ -24,7 +24,13 @@ from gpuplan.core.bulk import maximum
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.time import attention as A
 from gpuplan.core.time import linears as G
-from gpuplan.core.time.host import CPU_TINY_KERNEL_SECONDS, HostScale, host_scale
+from gpuplan.core.time.host import (
+    CPU_TINY_KERNEL_SECONDS,
+    HOST_SECONDS_PER_TRAINED_TENSOR,
+    HostScale,
+    cpu_seconds_per_op,
+    reference_scale,
+)
 from gpuplan.core.time.memory_kernels import memory_bound_seconds
 from gpuplan.core.time.op_profile import EagerOps, layer_features, rest_features
 from gpuplan.core.time.optimizer import optimizer_bytes, optimizer_kernels
@@ -75,8 +81,7 @@ class EagerRun:
     seconds (gpuplan.calibrate); 1 = the model as derived."""
 
     def scale(self) -> HostScale:
-        p = self.ops.host_probes
-        return host_scale(p["add_1_element_s"], p["linear_16x64_autograd_s"])
+        return reference_scale()
 
 
 def _rates(run: EagerRun, peak: float, operand_bytes: float) -> G.GemmRates:
@@ -139,13 +144,14 @@ def microbatch(spec: ModelSpec, run: EagerRun, tokens, layers, head=1.0) -> tupl
         nbytes = layers * run.ops.value("layer", f"{phase}.memory", "bytes", lf)
         kernels = layers * run.ops.value("layer", f"{phase}.memory", "kernels", lf)
         all_kernels = layers * run.ops.cell_total("layer", phase, "kernels", lf)
-        host_cpu = layers * run.ops.host("layer", phase)
+        per_op = cpu_seconds_per_op(phase, run.recompute == "selective")
+        host_cpu = layers * run.ops.cell_total("layer", phase, "ops", lf) * per_op
         nbytes = nbytes + head * run.ops.value("rest", f"{phase}.memory", "bytes", rf)
         kernels = kernels + head * run.ops.value("rest", f"{phase}.memory", "kernels", rf)
         all_kernels = all_kernels + head * run.ops.cell_total("rest", phase, "kernels", rf)
-        host_cpu = host_cpu + head * run.ops.host("rest", phase)
+        host_cpu = host_cpu + head * run.ops.cell_total("rest", phase, "ops", rf) * per_op
         memory = memory_bound_seconds(maximum(nbytes, 0.0), maximum(kernels, 0.0), run.hbm_bytes_per_second)
-        host_cpu = maximum(host_cpu, all_kernels * CPU_TINY_KERNEL_SECONDS)  # timing noise can leave the rest < 0
+        host_cpu = maximum(host_cpu, all_kernels * CPU_TINY_KERNEL_SECONDS)  # a first-layer correction can be < 0
         fg, fa, fm, fh = run.factors
         out.append(PhaseTimes(fg * gemm, fa * att, fm * memory, fh * scale.seconds(host_cpu, all_kernels)))
     return out[0], out[1]
@@ -155,7 +161,7 @@ def optimizer_step(spec: ModelSpec, run: EagerRun, trained_params, tensors, laye
     """The optimizer step over ``trained_params`` parameters in ``tensors`` tensors."""
     nbytes = optimizer_bytes(run.optimizer_impl, trained_params, run.param_bytes)
     kernels = optimizer_kernels(run.optimizer_impl, trained_params, tensors)
-    host = run.scale().seconds(layers * run.ops.host("layer", "optimizer") + run.ops.host("rest", "optimizer"), kernels)
+    host = run.scale().seconds(tensors * HOST_SECONDS_PER_TRAINED_TENSOR, kernels)
     _, _, fm, fh = run.factors
     return PhaseTimes(memory=fm * memory_bound_seconds(nbytes, kernels, run.hbm_bytes_per_second), host=fh * host)
 

@@ -9,7 +9,7 @@ shapes, solved per phase (forward, backward, optimizer) and op class for the coe
   the rest            T*h, T*q, T*kv, T*I, T*V, V*h, s*d, T*s, T, 1
 
 for three quantities: bytes the memory-bound kernels move, kernels launched, and ATen ops
-dispatched (host work; 'view' ops launch no kernel). T = tokens of the micro-batch, h hidden,
+dispatched (host work, core.time.host; 'view' ops launch no kernel). T = tokens of the micro-batch, h hidden,
 q / kv = query / key-value width, I MLP width, d head dim, s sequence, P the layer's parameters,
 V vocabulary, E experts, k experts per token, Ie expert width, r LoRA rank, R the layer's adapter
 parameters. Settings (bf16, amp, LoRA, selective and full recompute, eager attention) were
@@ -31,15 +31,11 @@ SETTINGS = ("bf16", "amp", "lora", "selective", "full", "eager")
 
 @dataclass(frozen=True, eq=False)
 class SettingProfile:
-    """One (family, setting): ``part`` ('layer' or 'rest') -> 'phase.class' -> quantity -> {feature: coefficient},
-    and the host seconds the profiling CPU took per phase ('layer' / 'rest')."""
+    """One (family, setting): ``part`` ('layer' or 'rest') -> 'phase.class' -> quantity -> {feature: coefficient}."""
 
     family: str
     setting: str
     counts: dict = field(repr=False)
-    host_seconds: dict = field(repr=False)
-    host_probes: dict = field(default_factory=dict, repr=False)
-    """The profiling CPU's two probes timed with these host seconds (core.time.host)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,8 +44,6 @@ class EagerOps:
 
     family: str
     terms: tuple[tuple[float, SettingProfile], ...]
-    host_probes: dict = field(repr=False)
-    """The profiling CPU's two host probes (core.time.host): add_1_element_s, linear_16x64_autograd_s."""
     note: str = ""
     recompute_profiles: dict = field(default_factory=dict, repr=False)
     """'selective' / 'full' -> SettingProfile, added by for_recompute (the planner varies recompute)."""
@@ -66,7 +60,7 @@ class EagerOps:
             return self
         base = next(p for w, p in self.terms if p.setting == "bf16")
         terms = self.terms + ((1.0, self.recompute_profiles[mode]), (-1.0, base))
-        return EagerOps(self.family, terms, self.host_probes, self.note, {}, self.attention)
+        return EagerOps(self.family, terms, self.note, {}, self.attention)
 
     def value(self, part: str, cell: str, quantity: str, features: dict):
         """Σ coefficient x feature over the terms (0 where a cell is absent)."""
@@ -76,17 +70,13 @@ class EagerOps:
             total = total + weight * sum(c * features.get(name, 0.0) for name, c in coefs.items())
         return total
 
-    def host(self, part: str, phase: str) -> float:
-        return sum(w * p.host_seconds.get(part, {}).get(phase, 0.0) for w, p in self.terms)
-
     def cell_total(self, part: str, phase: str, quantity: str, features: dict, classes=None):
         """Sum over op classes of one phase (all classes, or those named)."""
         names = classes or ("gemm", "attention", "memory", "view", "optimizer")
         return sum((self.value(part, f"{phase}.{c}", quantity, features) for c in names), 0.0)
 
 
-def compose(family: str, profiles: dict[str, SettingProfile], active: tuple[str, ...],
-            host_probes: dict) -> EagerOps:
+def compose(family: str, profiles: dict[str, SettingProfile], active: tuple[str, ...]) -> EagerOps:
     """bf16 plus each active setting's difference from bf16 (settings absent for the family are
     left out and named in the note)."""
     base = profiles["bf16"]
@@ -101,7 +91,7 @@ def compose(family: str, profiles: dict[str, SettingProfile], active: tuple[str,
         terms += [(1.0, profiles[name]), (-1.0, base)]
     note = f"no {', '.join(missing)} profile for {family}: left out" if missing else ""
     recompute = {m: profiles[m] for m in ("selective", "full") if m in profiles}
-    return EagerOps(family, tuple(terms), host_probes, note, recompute)
+    return EagerOps(family, tuple(terms), note, recompute)
 
 
 def layer_params(spec: ModelSpec, moe_layer: bool = False) -> float:
