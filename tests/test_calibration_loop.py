@@ -39,8 +39,8 @@ def test_memory_uses_the_calibration(run_json, calibration_file):
 
 
 def test_train_takes_its_mfu_from_the_calibrated_planner(run_json, calibration_file):
-    data = run_json("train", "mixtral-8x7b", "--tokens", "1T", "--gpu", "h100", "--gpus", "256",
-                    "--calibration", calibration_file)
+    data = run_json("train", "mixtral-8x7b", "--tokens", "1T", "--gpu", "h100", "--gpus", "256", "--recipe", "mixed",
+                    "--calibration", calibration_file)  # the recipe the plan below is asked with: the same layout
     mfu = next(a for a in data["assumptions"] if a["key"] == "mfu")
     assert mfu["user_set"] and "calibrated" in mfu["source"]
     assert data["results"]["comm_allowance"] == 0  # the planner's MFU already pays for communication

@@ -176,7 +176,7 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
             rules = rules_for(limits.framework)
             zeros = [z for z in limits.zero if (z == 0 or dp * cp > 1) and ("zero" not in fixed or z == fixed["zero"])
                      and (pp == 1 or z <= limits.max_zero_with_pp)
-                     and ("zero" in fixed or zero_allowed(rules, z, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=max(eps)))]
+                     and ("zero" in fixed or zero_allowed(rules, z, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=max(eps, default=1)))]
             mbs = [m for m in divisors(per_rank) if (limits.max_micro_batch is None or m <= limits.max_micro_batch)
                    and ("micro_batch" not in fixed or m == fixed["micro_batch"])
                    and (vpp == 1 or not limits.interleaved_needs_pp_micro_batches or per_rank // m >= pp)]

@@ -269,7 +269,7 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "(the packaged 2022-23 runs used 1.05-1.34x their predicted GPU-hours with the recompute, attention "
                    "kernel and network their sources state; Llama 3.1 "
                    "405B and DeepSeek-V3, 2024, 0.98-1.13x: docs/accuracy.md); the budget's failure and checkpoint "
-                   "lines hold part of that (with them and the stated batch ramps, 13.9% mean held out)")
+                   "lines hold part of that (with them and the stated batch ramps, 15.3% mean held out)")
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")
