@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
 from gpuplan.core.eager_fallbacks import MEGATRON_EAGER_FALLBACKS
 from gpuplan.core.model import ModelSpec
@@ -185,6 +184,8 @@ def op_sac_bytes_per_token(spec: ModelSpec, c: int, tp, fused_qkv: bool = True) 
     attn = [(q + kv + v, False)] if fused_qkv else [(q, False), (kv, False), (v, False)]
     mlp = [(spec.mlp.intermediate_size, False)] * (2 if spec.mlp.gated else 1) + [(h, True)]
     outputs = attn + [(a.num_heads * a.value_head_dim, True)] + mlp  # (size, row-parallel)
+    import numpy as np  # lazily: the CLI's option vocabulary imports this module
+
     tp = np.asarray(tp, dtype=float)
     kept = sum(size if row else size / tp for size, row in outputs[0::2]) * c
     attention = (c * a.num_heads * a.value_head_dim + FP32 * a.num_heads) / tp
@@ -204,6 +205,8 @@ def chunked_loss_bytes(spec: ModelSpec, tp) -> tuple[float, float, float]:
 def pp_unsharded_stage_bytes(profile: FrameworkProfile, layout: ParallelLayout, stage_params_total, compute_bytes):
     """(unsharded params, unsharded fp32 grads) a pipeline stage keeps under FSDP (torchtitan):
     2 + 4 B per stage parameter when pp > 1 and the states are sharded (ZeRO-3)."""
+    import numpy as np  # lazily: the CLI's option vocabulary imports this module
+
     on = np.logical_and(profile.pp_keeps_unsharded, np.logical_and(np.asarray(layout.pp) > 1, layout.zero >= 3))
     return np.where(on, compute_bytes * stage_params_total, 0.0), np.where(on, FP32 * stage_params_total, 0.0)
 
@@ -211,6 +214,8 @@ def pp_unsharded_stage_bytes(profile: FrameworkProfile, layout: ParallelLayout, 
 def bucket_bytes(profile: FrameworkProfile, layout: ParallelLayout, compute_bytes):
     """DeepSpeed's reduction buckets: reduce_bucket_size elements in the model dtype, two when
     overlap_comm is on (its default only for ZeRO-3), none without ZeRO."""
+    import numpy as np  # lazily: the CLI's option vocabulary imports this module
+
     buffers = np.where(layout.zero >= 3, 2, np.where(layout.zero >= 1, 1, 0))
     return buffers * profile.bucket_elements * compute_bytes
 

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
 from gpuplan.core import activations as A
 from gpuplan.core import flops as F
@@ -164,6 +163,8 @@ def module_forward_seconds_per_token(spec: ModelSpec, module: str, rates: Forwar
 def block_recompute_share(recompute_layers: int, stage_layers, vpp):
     """Share of a stage's layers that Megatron's block method recomputes in full: the first
     ``recompute_layers`` of each of its ``vpp`` chunks (arrays broadcast)."""
+    import numpy as np  # lazily: the CLI's option vocabulary imports this module
+
     chunk = np.maximum(np.asarray(stage_layers, dtype=float) / vpp, 1e-9)
     return np.minimum(float(recompute_layers), chunk) / chunk
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
-from gpuplan.core import memory as M
+from gpuplan.core import precision as M  # the recipe and optimizer tables (no numpy)
 from gpuplan.core.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
 from gpuplan.core.recompute import MEGATRON_RECOMPUTE_MODULES
 from gpuplan.errors import InputError
