@@ -84,7 +84,7 @@ def test_help_offers_only_what_the_command_runs(run_cli):
     code, out, _ = run_cli("profile", "--help")
     assert code == 0
     assert "--params TEXT" not in out and "--model-type" not in out  # (--model's shared help still names it)
-    assert "[none|full]" in out and "[adamw|sgd]" in out
+    assert "[none|selective|full]" in out and "[adamw|sgd]" in out and "[full|lora]" in out  # what a trial runs
     code, out, _ = run_cli("measure", "--help")
     assert code == 0
     assert "--params TEXT" not in out and "--model-type" in out
