@@ -112,8 +112,12 @@ def case_of(measurement) -> Case:
     layout = ParallelLayout(dp=m.dp, tp=m.tp, pp=m.pp, ep=m.ep, zero=m.zero, micro_batch=m.micro_batch,
                             global_batch=batch)
     check_layout(spec, layout, seq_len=m.seq_len)
+    eager = m.framework == "hf"  # the trial's own step: transformers modules, torch.optim, op-level SAC
     memory = M.MemorySettings(seq_len=m.seq_len, recipe=m.recipe, optimizer=m.optimizer,
-                              implementation=m.implementation, recompute=m.recompute)
+                              implementation=m.implementation, recompute=m.recompute,
+                              **({"framework": "hf", "finetune": m.finetune, "lora_rank": m.lora_rank,
+                                  "optimizer_impl": m.optimizer_impl,
+                                  "attention_kernel": "eager" if m.attention == "eager" else "flash"} if eager else {}))
     step = S.StepSettings(seq_len=m.seq_len, recompute=m.recompute, dtype=m.dtype, **eager_fields(m, spec))
     return Case(spec, layout, memory, step, accelerator_of(m))
 
