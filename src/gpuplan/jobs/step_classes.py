@@ -72,7 +72,12 @@ def step_class_lines(inputs, plan) -> tuple[Line, ...]:
 
 
 def with_step_classes(report: Report, inputs, plan, in_answer: bool = False) -> Report:
-    """``report`` with the op-class section (and, ``in_answer``, its lines in the answer)."""
+    """``report`` with the op-class section (and, ``in_answer``, its lines in the answer), and the
+    eager op profile's note (a family timed with Llama's profile, a setting not profiled)."""
+    from gpuplan.jobs.plan.search import evaluator_for
+
     lines = step_class_lines(inputs, plan)
     headline = tuple(report.headline) + tuple(ln.key for ln in lines) if in_answer else report.headline
-    return replace(report, sections=tuple(report.sections) + (Section(TITLE, lines),), headline=headline)
+    ops = evaluator_for(inputs).step.eager_ops
+    notes = tuple(report.notes) + ((f"step model: {ops.note}",) if ops is not None and ops.note else ())
+    return replace(report, sections=tuple(report.sections) + (Section(TITLE, lines),), headline=headline, notes=notes)
