@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.core.bulk import maximum
+from gpuplan.core.bulk import maximum, minimum
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.time.memory_kernels import memory_bound_seconds
 
@@ -82,16 +82,10 @@ def lora_linears(spec: ModelSpec, rank: int) -> list[Linear]:
 def gemm_seconds(m, k, n, *, peak: float, mamf: float, d_half: float, hbm_bytes_per_second: float,
                  operand_bytes: float = 2.0, groups=1.0):
     """Seconds of ``groups`` GEMMs of m x k x n (one launch: a grouped GEMM when groups > 1)."""
-    d = maximum(minimum3(m, k, n), TILE)
+    d = maximum(minimum(minimum(m, k), n), TILE)
     compute = groups * 2.0 * m * k * n / (peak * mamf * d / (d + d_half))
     nbytes = groups * operand_bytes * (m * k + k * n + m * n)
     return maximum(compute, memory_bound_seconds(nbytes, 1.0, hbm_bytes_per_second))
-
-
-def minimum3(a, b, c):
-    from gpuplan.core.bulk import minimum
-
-    return minimum(minimum(a, b), c)
 
 
 @dataclass(frozen=True)
