@@ -328,6 +328,9 @@ def test_a_per_query_head_decode_kernel_reads_a_gqa_cache_group_times():
     assert R.kv_reads_per_step(llama70, "grouped") == 1
     assert R.kv_reads_per_step(llama7, "per-query-head") == 1
     assert R.kv_reads_per_step(dsv2, "per-query-head") == 1
+    # 30% of the 7 repeated reads hit L2 (Efficiency.kv_repeat_l2_hit): 1 + 7 x 0.7 = 5.9 reads from HBM
+    assert R.kv_reads_per_step(llama70, "per-query-head", 0.3) == pytest.approx(5.9)
+    assert SU.Efficiency().kv_repeat_l2_hit == 0.3
     gpu = load_accelerator("h100-sxm")
     groups = W.param_groups(llama70)
     steps = {}
@@ -336,7 +339,7 @@ def test_a_per_query_head_decode_kernel_reads_a_gqa_cache_group_times():
         steps[kernel] = R.decode_step(llama70, groups, setup, 1e9, tp=4, pp=1, batch=16, context=4096,
                                       bandwidth=gpu.memory_bandwidth, peak=gpu.peak("bf16"), link=None)
     extra = steps["per-query-head"].attention_s - steps["grouped"].attention_s
-    assert extra == pytest.approx(16 * 1e9 * 7 / (gpu.memory_bandwidth * 0.95), rel=1e-9)
+    assert extra == pytest.approx(16 * 1e9 * 4.9 / (gpu.memory_bandwidth * 0.95), rel=1e-9)
 
 
 def test_decode_attention_is_checked_at_the_input_boundary(run_cli):

@@ -79,17 +79,20 @@ def test_decode_speed_within_30_percent():
 
 def test_tp_batch_latency_within_20_percent():
     """vLLM 0.2.7's latency at batch 64 (held out): -27% without the synchronous host time per
-    step, -15% with it (kernels.host_step_seconds, taken from vllm#6854 and #6913)."""
-    assert all(abs(e) < 0.2 for e in _errors(KIND_LATENCY).values()), _errors(KIND_LATENCY)
+    step, -15% with it (kernels.host_step_seconds, taken from vllm#6854 and #6913), -7.3% with the
+    exposed share of its 64-token decode GEMMs' math (Efficiency.ridge_exposed)."""
+    assert all(-0.10 < e < -0.05 for e in _errors(KIND_LATENCY).values()), _errors(KIND_LATENCY)
 
 
 def test_static_batch_throughput_by_hand():
     """TensorRT-LLM v0.6.1, Llama-2-7B fp16 on one A100 80GB, batch 60, 128 in / 2048 out: 1,928
     output tokens/s published. A decode step runs, one after the other: the weights (all but the
-    input embedding, 13.21 GB) at 0.85 of 2.039 TB/s, 7.6 ms (their 60-token GEMM FLOPs take less);
-    60 sequences x 1,152 cached tokens (72 blocks of 16) x 524,288 B of KV at 0.95, 18.7 ms; the
-    elementwise traffic; and 32 layers x 80 us of host enqueue (a TensorRT engine without CUDA
-    graphs). The prediction is 60 x 2048 / (prefill + 2048 x decode)."""
+    input embedding, 13.21 GB) at 0.85 of 2.039 TB/s, 7.6 ms, and 0.75 of their 60-token GEMM math
+    (60 x 13.21e9 FLOPs at 0.8 of 312 TFLOP/s = 3.18 ms: one tile row hides only a quarter of it,
+    Efficiency.ridge_exposed); 60 sequences x 1,152 cached tokens (72 blocks of 16) x 524,288 B of
+    KV at 0.95, 18.7 ms; the elementwise traffic; and 32 layers x 80 us of host enqueue (a TensorRT
+    engine without CUDA graphs). The prefill of 7,680 tokens exposes 0.75 x 128 / 7,680 of the
+    weight stream. The prediction is 60 x 2048 / (prefill + 2048 x decode)."""
     from gpuplan.jobs.validation.inference import KIND_THROUGHPUT_FITTED
 
     (case,) = [c for c in CASES if c[0] == "trtllm061-llama2-7b-a100-fp16-b60-128-2048"]
@@ -97,48 +100,58 @@ def test_static_batch_throughput_by_hand():
     bw, peak = 2.039e12, 312e12
     elementwise = 32 * (8 * 4096 + 2 * (4096 + 4096) + 3 * 11008) * 2  # per token, all layers
     weights = 2 * (6_738_415_616 - 32000 * 4096)
-    decode_s = weights / (bw * 0.85) + 60 * 1152 * 524_288 / (bw * 0.95) + 60 * elementwise / (bw * 0.85) + 32 * 80e-6
+    flops_per_token = 2 * 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) + 2 * 32000 * 4096
+    decode_math = 60 * flops_per_token / (peak * 0.8)
+    assert decode_math == pytest.approx(3.18e-3, rel=0.01)
+    decode_s = (weights / (bw * 0.85) + 0.75 * decode_math + 60 * 1152 * 524_288 / (bw * 0.95)
+                + 60 * elementwise / (bw * 0.85) + 32 * 80e-6)
     # prefill: 60 x 128 tokens x 2 x 6.48e9 layer weights + the LM head per sequence at 0.8 of the
     # peak; causal attention over 128 tokens (0.4% of it) at 0.6
     gemm = 60 * 128 * 2 * 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) + 60 * 2 * 32000 * 4096
     attention = 60 * 128 * 2 * 32 * 256 * 129 / 2 * 32
-    prefill_s = gemm / (peak * 0.8) + attention / (peak * 0.6) + 60 * 128 * elementwise / (bw * 0.85) + 32 * 80e-6
+    prefill_s = (gemm / (peak * 0.8) + 0.75 * 128 / 7680 * weights / (bw * 0.85) + attention / (peak * 0.6)
+                 + 60 * 128 * elementwise / (bw * 0.85) + 32 * 80e-6)
     assert case[3] == pytest.approx(60 * 2048 / (prefill_s + 2048 * decode_s), rel=1e-6)
-    assert case[3] / case[2] == pytest.approx(1.063, abs=0.005)
+    assert case[3] / case[2] == pytest.approx(0.983, abs=0.005)
 
 
 def test_static_batch_throughput_errors_as_documented():
-    """docs/inference.md section 7: the kernel fractions were fitted on TensorRT-LLM v0.6.1's table (21
-    rows, mean 7.2%, max 20%); its v0.9.0 table (48 rows, H200, H100, L40S FP8 and A100 FP16) is
-    held out: mean 12.3%, max 38%. The named outliers: Llama-2-70B on PCIe L40S, 20-38% fast
-    (all-reduces through the host), Falcon-180B on L40S and A100 with 2048 outputs, 25-35% slow."""
-    from gpuplan.jobs.validation.inference import KIND_THROUGHPUT, KIND_THROUGHPUT_FITTED
+    """docs/inference.md section 7: the kernel fractions and the L2 share of repeated KV reads were
+    fitted on TensorRT-LLM v0.6.1's table (21 rows, mean 5.7%, max 12%); its v0.9.0 table (48 rows of
+    Llama-2-7B / 70B and Falcon-180B on H200, H100, L40S FP8 and A100 FP16) and v0.5's four L40S
+    rows are held out: mean 8.5%, max 32%. The named outliers: Llama-2-70B on PCIe L40S, 13-25% fast
+    (all-reduces through the host), Falcon-180B on L40S 15-32% slow. Mistral-7B's 16 rows (no build
+    command on the page) are their own kind."""
+    from gpuplan.jobs.validation.inference import (KIND_THROUGHPUT, KIND_THROUGHPUT_FITTED,
+                                                    KIND_THROUGHPUT_UNSTATED)
 
     fitted, held = _errors(KIND_THROUGHPUT_FITTED), _errors(KIND_THROUGHPUT)
-    assert len(fitted) == 21 and len(held) == 48
-    assert mean(abs(e) for e in fitted.values()) < 0.08 and max(abs(e) for e in fitted.values()) < 0.21
-    assert mean(abs(e) for e in held.values()) < 0.13 and max(abs(e) for e in held.values()) < 0.40
+    assert len(fitted) == 21 and len(held) == 52 and len(_errors(KIND_THROUGHPUT_UNSTATED)) == 16
+    assert mean(abs(e) for e in fitted.values()) < 0.06 and max(abs(e) for e in fitted.values()) < 0.13
+    assert mean(abs(e) for e in held.values()) < 0.09 and max(abs(e) for e in held.values()) < 0.33
     pcie = {k: e for k, e in held.items() if "70b-l40s" in k}
-    assert len(pcie) == 4 and all(0.15 < e < 0.40 for e in pcie.values()), pcie
+    assert len(pcie) == 4 and all(0.10 < e < 0.27 for e in pcie.values()), pcie
     rest = {k: e for k, e in held.items() if not ("l40s" in k or "falcon" in k)}
-    assert mean(abs(e) for e in rest.values()) < 0.12, rest
+    assert mean(abs(e) for e in rest.values()) < 0.06, rest
 
 
 def test_time_to_first_token_as_documented():
-    """TensorRT-LLM v0.5's batch-1 first-token latencies (14 rows, held out): the 128-token prompts
-    come out 26-39% fast (per-request time the step model leaves out), the 2048-token ones within
-    -27% ... +10%."""
-    from gpuplan.jobs.validation.inference import KIND_TTFT
+    """First-token latencies at batch 1: TensorRT-LLM v0.5's 14 rows set the small-GEMM exposure
+    (fitted: mean 9.8%, was 20.8% with the plain roofline, whose 128-token prompts came out 26-39%
+    fast); v0.9.0's 32 rows on four GPUs and five models are held out: mean 8.3%, max 25%."""
+    from gpuplan.jobs.validation.inference import KIND_TTFT, KIND_TTFT_FITTED
 
-    errors = _errors(KIND_TTFT)
-    assert len(errors) == 14 and mean(abs(e) for e in errors.values()) < 0.22
-    short = [e for k, e in errors.items() if k.endswith("-128")]
-    assert all(-0.40 < e < -0.05 for e in short), errors
+    fitted, held = _errors(KIND_TTFT_FITTED), _errors(KIND_TTFT)
+    assert len(fitted) == 14 and mean(abs(e) for e in fitted.values()) < 0.10
+    assert len(held) == 32 and mean(abs(e) for e in held.values()) < 0.09
+    assert max(abs(e) for e in held.values()) < 0.26
+    short = [e for k, e in held.items() if k.endswith("-128")]
+    assert len(short) == 16 and all(-0.20 < e < 0.15 for e in short), held
 
 
 def test_reading_the_cache_once_per_kv_head_is_what_makes_old_gqa_decode_2_to_3x_too_fast():
     """The 6 v0.6.1 GQA rows with 2048 output tokens, run with a grouped decode kernel (the modern
-    default) instead of that release's masked MHA: 1.8x-2.2x too fast."""
+    default) instead of that release's masked MHA: 1.35x-2.1x too fast."""
     from gpuplan.jobs.validation import inference as V
 
     data = [e for e in V.reference_measurements()["throughput"] if e["id"].startswith("trtllm061")]
@@ -146,4 +159,4 @@ def test_reading_the_cache_once_per_kv_head_is_what_makes_old_gqa_decode_2_to_3x
     assert len(long_gqa) == 6
     for e in long_gqa:
         grouped = V._throughput_case({**e, "decode_attention": "grouped"})
-        assert grouped[3] / grouped[2] > 1.8, e["id"]
+        assert grouped[3] / grouped[2] > 1.3, e["id"]

@@ -35,14 +35,21 @@ def test_mean_accepted_length_is_leviathan_eq1():
 def test_ngram_speculation_divides_a_memory_bound_step():
     """Batch 1 on an H100 is memory-bound: scoring 4 positions reads the same weights and KV, so
     the verify step costs one plain step plus three more tokens' elementwise traffic (32 layers x
-    (8 x 4,096 + 2 x (4,096 + 1,024) + 3 x 14,336) x 2 B each at 0.85 of HBM bandwidth), and TPOT =
-    verify / 1.875 (no draft model, no draft time)."""
-    from gpuplan.catalog import load_accelerator
+    (8 x 4,096 + 2 x (4,096 + 1,024) + 3 x 14,336) x 2 B each at 0.85 of HBM bandwidth) and the
+    exposed 0.75 of three more tokens' GEMM math (2 x 7.5e9 FLOPs a token, LM head included, at 0.80
+    of the bf16 peak: 0.75 x 3 x 15.0e9 / 791.5e12 = 42.7 us; a step of few tokens does not hide that share
+    behind the weight stream: setup.Efficiency.ridge_exposed),
+    and TPOT = verify / 1.875 (no draft model, no draft time)."""
+    from gpuplan.catalog import load_accelerator, load_model
+    from gpuplan.core.serving.roofline import gemm_flops_per_token
 
     plain = _report().value("tpot")
     spec = _report(speculative="ngram", spec_tokens=3, spec_acceptance=0.5).value("tpot")
-    elementwise = 32 * (8 * 4096 + 2 * (4096 + 1024) + 3 * 14336) * 2 / (load_accelerator("h100").memory_bandwidth * 0.85)
-    assert spec * 1.875 == pytest.approx(plain + 3 * elementwise, rel=1e-6)
+    h100 = load_accelerator("h100")
+    elementwise = 32 * (8 * 4096 + 2 * (4096 + 1024) + 3 * 14336) * 2 / (h100.memory_bandwidth * 0.85)
+    math = 0.75 * 3 * gemm_flops_per_token(load_model("llama-3.1-8b")) / (h100.peak("bf16") * 0.80)
+    assert 3 * elementwise == pytest.approx(5.80e-6, rel=0.01) and math == pytest.approx(42.7e-6, rel=0.01)
+    assert spec * 1.875 == pytest.approx(plain + 3 * elementwise + math, rel=1e-6)
 
 
 def test_eagle_head_memory_is_one_llama_layer():

@@ -6,9 +6,12 @@ The achievable fractions themselves are ``core.serving.setup.Efficiency``. Units
 
 from __future__ import annotations
 
+from gpuplan.core.collectives import collective_seconds
 from gpuplan.core.comm import all_reduce_time
+from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.serving.releases import EngineRelease, graph_capture_sizes
+from gpuplan.core.topology import cluster_for
 
 COLLECTIVE_EFFICIENCY = 0.8
 """Share of a link's per-direction bandwidth a ring all-reduce achieves (NCCL's bus bandwidth on
@@ -18,13 +21,14 @@ NVLink H100 ~ 360-370 of 450 GB/s per direction, nccl-tests; the same share take
 def decode_attention_of(release: EngineRelease) -> str:
     """The decode attention kernel a release runs on a GQA cache: vLLM before 0.4 its paged
     attention kernels (grid (num_heads, num_seqs): the cache read once per query head), from 0.4
-    FlashAttention / FlashInfer decode (once per KV head); TensorRT-LLM before 0.9 masked MHA
-    (grid {num_heads, batch_size}), from 0.9 XQA for the head ratios it has kernels for (the 0.9
-    benchmarks set TRTLLM_ENABLE_XQA=1; give --decode-attention per-query-head for others);
-    SGLang's FlashInfer / Triton decode read once."""
+    FlashAttention / FlashInfer decode (once per KV head); TensorRT-LLM before 0.10 masked MHA
+    (grid {num_heads, batch_size}): its XQA kernels were 'currently experimental and not enabled by
+    default' (v0.9.0 docs/source/performance.md; a run sets TRTLLM_ENABLE_XQA=1, --decode-attention
+    grouped), from 0.10 the PluginConfig enables XQA (enable_xqa=True) for the head ratios it has
+    kernels for; SGLang's FlashInfer / Triton decode read once."""
     if release.engine == "vllm" and release.version < (0, 4, 0):
         return "per-query-head"
-    if release.engine == "trtllm" and release.version < (0, 9, 0):
+    if release.engine == "trtllm" and release.version < (0, 10, 0):
         return "per-query-head"
     return "grouped"
 
@@ -90,11 +94,41 @@ def elementwise_bytes_per_token(spec: ModelSpec, tp: int, act_bytes: int = 2) ->
     return (8 * spec.hidden_size + 2 * (q + k) + 3 * inner / tp) * act_bytes
 
 
-def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None, latency_s: float):
-    """One tensor-parallel all-reduce of ``message_bytes``: a fixed latency (vLLM's one-shot custom
-    all-reduce for small messages) plus core/comm.py's ring transfer, 2(tp-1)/tp x message, at
-    COLLECTIVE_EFFICIENCY of the per-direction link bandwidth. 0 without tensor parallelism."""
+CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 2**20
+"""Largest message vLLM's custom all-reduce takes (vllm/distributed/device_communicators/
+custom_all_reduce.py ``max_size=8192 * 1024``; SGLang runs the same kernel); larger ones go to NCCL."""
+
+
+def custom_allreduce_bytes_of(release: EngineRelease, tp: int) -> float:
+    """Largest TP all-reduce message the release's own (one-shot / two-shot) kernel takes; larger
+    messages, and every message of a release without one, go through NCCL. vLLM before 0.3 had
+    none (the custom all-reduce came with vllm PR 2192, merged for 0.3.0); TensorRT-LLM before 0.10
+    reduces with NCCL unless an engine is built with --use_custom_all_reduce (a store_true flag,
+    PluginConfig use_custom_all_reduce=False; the performance pages' build commands do not set
+    it), from 0.10 the PluginConfig enables it, AUTO falling back to NCCL above its workspace
+    (CustomAllReduceHelper.max_workspace_size_auto: 16 MB at tp <= 2, 8 MB above)."""
+    version = release.version
+    if release.engine == "trtllm":
+        return 0.0 if version < (0, 10, 0) else (16e6 if tp <= 2 else 8e6)
+    if release.engine == "vllm" and version < (0, 3, 0):
+        return 0.0
+    return CUSTOM_ALLREDUCE_MAX_BYTES
+
+
+def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None, latency_s: float, *,
+                         fabric: Accelerator | None = None, custom_max_bytes: float = CUSTOM_ALLREDUCE_MAX_BYTES):
+    """One tensor-parallel all-reduce of ``message_bytes``. The engine's custom kernel (messages up
+    to ``custom_max_bytes``, GPUs on NVLink or two on PCIe: vLLM refuses it on 'more than two
+    PCIe-only GPUs', custom_all_reduce.py) costs a fixed latency (its one-shot kernel) plus
+    core/comm.py's ring transfer, 2(tp-1)/tp x message, at COLLECTIVE_EFFICIENCY of the
+    per-direction link bandwidth. Otherwise NCCL: core.collectives.collective_seconds on the TP
+    group's links of ``fabric`` (NCCL's tuner picks ring / NVLS and LL / LL128 / Simple by size;
+    without ``fabric`` the custom formula stands in). 0 without tensor parallelism."""
     if tp <= 1:
         return 0.0
+    pcie = fabric is not None and (fabric.scale_up_pcie or fabric.scale_up_bandwidth is None)
+    custom = message_bytes <= custom_max_bytes and not (pcie and tp > 2)
+    if fabric is not None and not custom:
+        return float(collective_seconds("all_reduce", message_bytes, cluster_for(fabric).group(tp)))
     per_direction = (link_bytes_per_s or 64e9) / 2 * COLLECTIVE_EFFICIENCY
     return latency_s + all_reduce_time(message_bytes, tp, per_direction)

@@ -12,6 +12,7 @@ from gpuplan.core.flops import (
     attention_core_flops_per_token,
     layer_matmul_weights_per_token,
 )
+from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model import ModelSpec
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import lora as L
@@ -45,11 +46,19 @@ class StepTime:
     """Elementwise kernels (norms, RoPE, activations)."""
     host_s: float = 0.0
     """Host time the GPU waits for: kernel launches of an eager step, the scheduler between steps."""
+    exposed: float = 0.0
+    """Share of the shorter GEMM bound (streaming or math) the kernels do not hide behind the longer
+    one (setup.Efficiency.ridge_exposed: GEMMs of few tokens)."""
+
+    @property
+    def gemm_s(self) -> float:
+        """The weight GEMMs: the longer of streaming and math, plus the exposed share of the shorter."""
+        return max(self.memory_s, self.compute_s) + self.exposed * min(self.memory_s, self.compute_s)
 
     @property
     def verify_s(self) -> float:
         """The step itself (a speculative verify step), without the draft steps."""
-        return max(self.memory_s, self.compute_s) + self.attention_s + self.other_s + self.host_s + self.comm_s
+        return self.gemm_s + self.attention_s + self.other_s + self.host_s + self.comm_s
 
     @property
     def total(self) -> float:
@@ -58,8 +67,7 @@ class StepTime:
 
     @property
     def bound(self) -> str:
-        gemm = max(self.memory_s, self.compute_s)
-        if self.attention_s > gemm:
+        if self.attention_s > self.gemm_s:
             return "attention"
         return "memory" if self.memory_s >= self.compute_s else "compute"
 
@@ -100,25 +108,30 @@ class StepWork:
 
 
 def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, pp: int, bandwidth: float,
-              peak: float, link: float | None, which: int = 0, act_bytes: int = 2) -> StepTime:
+              peak: float, link: float | None, which: int = 0, act_bytes: int = 2,
+              fabric: Accelerator | None = None) -> StepTime:
     """One forward step on a TP rank, kernels in sequence (Efficiency's fractions): the GEMMs at
     max(weights / (HBM x bw), FLOPs / (peak x gemm)), the KV read at kv and flash attention at
     attention, the elementwise traffic at bw, the host launch time per layer of an eager step and
     the scheduler's host time per step (kernels.host_step_seconds), then the TP
-    all-reduces (kernels.tp_allreduce_seconds) and the pipeline hops. Summed over pp stages."""
+    all-reduces (kernels.tp_allreduce_seconds: the engine's kernel or NCCL on ``fabric``'s links)
+    and the pipeline hops. Summed over pp stages."""
     eff = setup.efficiency
     bw, gemm, kv, attention = eff.rates(which, setup.fmt.compute_dtype not in ("fp32", "bf16", "fp16"))
     layers = spec.num_layers
     elementwise = work.tokens * layers * KR.elementwise_bytes_per_token(spec, tp, act_bytes) / (bandwidth * bw)
     message = work.tokens * spec.hidden_size * act_bytes
     latency = eff.latency(link)
-    comm = forward_allreduces(spec) * KR.tp_allreduce_seconds(message, tp, link, latency)
+    custom = eff.custom_allreduce_bytes
+    custom = KR.custom_allreduce_bytes_of(setup.runtime.release, tp) if custom is None else custom
+    comm = forward_allreduces(spec) * KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric,
+                                                              custom_max_bytes=custom)
     comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0
     host = (layers * eff.layer_launch_s if work.tokens > eff.graph_max_tokens else 0.0)
     host += KR.host_step_seconds(setup.runtime.release, work.sequences)
     return StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
                     attention_s=work.kv_bytes / (bandwidth * kv) + work.attention_flops / tp / (peak * attention),
-                    other_s=elementwise, host_s=host)
+                    other_s=elementwise, host_s=host, exposed=eff.exposed_share(work.tokens))
 
 
 def tokens_per_second(batch, step_seconds) -> float:
@@ -136,7 +149,7 @@ DECODE_ATTENTION = ("grouped", "per-query-head")
 """How the decode attention kernel reads the KV cache (kv_reads_per_step)."""
 
 
-def kv_reads_per_step(spec: ModelSpec, decode_attention: str = "grouped") -> float:
+def kv_reads_per_step(spec: ModelSpec, decode_attention: str = "grouped", l2_hit: float = 0.0) -> float:
     """How many times one decode step reads each cached K/V element from HBM.
 
     'grouped': once — the kernel serves every query head of a KV head from one load
@@ -145,17 +158,18 @@ def kv_reads_per_step(spec: ModelSpec, decode_attention: str = "grouped") -> flo
     kernel runs one thread block per (query head, sequence) and each loads its KV head's cache:
     TensorRT-LLM's masked multi-head attention before XQA (decoderMaskedMultiheadAttention
     mmha_launch_kernel_ex, grid {num_heads, batch_size}) and vLLM's paged attention kernels
-    (csrc/attention paged_attention_v1/v2 launchers, grid (num_heads, num_seqs)). MHA and MLA
-    read once either way."""
+    (csrc/attention paged_attention_v1/v2 launchers, grid (num_heads, num_seqs)), of which a share
+    ``l2_hit`` of the repeats hit L2 (setup.Efficiency.kv_repeat_l2_hit): 1 + (ratio - 1)(1 - l2_hit).
+    MHA and MLA read once either way."""
     a = spec.attention
     if decode_attention == "grouped" or a.is_mla:
         return 1.0
-    return a.num_heads / a.num_kv_heads
+    return 1.0 + (a.num_heads / a.num_kv_heads - 1.0) * (1.0 - l2_hit)
 
 
 def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_per_sequence: float, *,
                 tp: int, pp: int, batch, context, bandwidth: float, peak: float, link: float | None,
-                which: int = 0) -> StepTime:
+                which: int = 0, fabric: Accelerator | None = None) -> StepTime:
     """Time per output token at ``batch`` sequences of ``context`` cached tokens: the weights (+
     the experts the batch touches) streamed or their FLOPs, every sequence's KV cache read
     (kv_reads_per_step times), elementwise and host time, and the TP all-reduces.
@@ -164,14 +178,16 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     positions = 1 + (s.tokens if s else 0)  # a verify step scores k proposed tokens + one of its own
     # kv_per_sequence is per stage (a token crosses all stages); a per-query-head kernel reads it
     # once per query head of each KV head
-    kv_read = batch * kv_per_sequence * pp * kv_reads_per_step(spec, setup.decode_attention)
+    kv_read = batch * kv_per_sequence * pp * kv_reads_per_step(spec, setup.decode_attention,
+                                                               setup.efficiency.kv_repeat_l2_hit)
     weights = decode_weight_bytes_read(spec, groups, setup.fmt, tp, batch * positions)
     flops = batch * positions * gemm_flops_per_token(spec)
     if setup.lora is not None:  # the active adapter slots are read too, and shrink + expand run per token
         weights += L.step_bytes(spec, setup.lora, tp, batch)
         flops += batch * positions * L.flops_per_token(spec, setup.lora)
     work = StepWork(weights, flops, kv_read, 0.0, batch * positions, batch)
-    step = step_time(work, spec, setup, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which)
+    step = step_time(work, spec, setup, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which,
+                     fabric=fabric)
     if s is None:
         return step
     draft_s = 0.0
@@ -185,12 +201,13 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
         draft_kv = kv_per_sequence * share / (1 - share) if share < 1 else 0.0
         draft_s = s.tokens * decode_step(s.draft, draft_groups, plain, draft_kv, tp=tp, pp=1, batch=batch,
                                          context=context, bandwidth=bandwidth, peak=peak, link=link,
-                                         which=which).total
+                                         which=which, fabric=fabric).total
     return replace(step, draft_s=draft_s, tokens_per_step=s.mean_accepted_length)
 
 
 def prefill_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, tp: int, pp: int, prompt,
-                 bandwidth: float, peak: float, link: float | None, which: int = 0, batch: int = 1) -> StepTime:
+                 bandwidth: float, peak: float, link: float | None, which: int = 0, batch: int = 1,
+                 fabric: Accelerator | None = None) -> StepTime:
     """Time to first token for ``batch`` prompts of ``prompt`` tokens in one forward: the matmuls
     (weights read once), causal flash attention, elementwise and host time, all-reduces. With
     prefix caching only the uncached suffix is computed: causal FLOPs of the whole prompt minus
@@ -206,7 +223,8 @@ def prefill_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, t
         weights += L.step_bytes(spec, setup.lora, tp, 1)
         flops += batch * new * L.flops_per_token(spec, setup.lora)
     work = StepWork(weights, flops, 0.0, batch * attention, batch * new, batch)
-    return step_time(work, spec, setup, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which)
+    return step_time(work, spec, setup, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which,
+                     fabric=fabric)
 
 
 def batch_sizes(limit: int, cap: int = 1024) -> list[int]:

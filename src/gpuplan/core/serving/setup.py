@@ -117,6 +117,29 @@ class Efficiency:
     pcie_latency_factor: float = 3.0
     """Without NVLink (scale-up link < 100 GB/s: PCIe) NCCL goes through the host bridge; latency x3
     is a gpuplan assumption (no published measurement found)."""
+    custom_allreduce_bytes: float | None = None
+    """TP all-reduce messages up to this size run the engine's own kernel, larger ones NCCL (core.
+    collectives, by size); 0 = NCCL always; None = the release's (core.serving.kernels.
+    custom_allreduce_bytes_of)."""
+    ridge_exposed: float = 0.75
+    """Share of the shorter GEMM bound (weight streaming or math) a step of few tokens leaves exposed:
+    ridge_exposed x min(1, ridge_tile_tokens / tokens) of it adds to the longer one. With one
+    128-row tile (CUTLASS / cuBLAS CTA tile M = 128) every CTA streams a whole K x N-tile panel of
+    weights for a single tile of math, so near the ridge (A100 FP16 at 128 tokens: streaming 7.8 ms,
+    math 6.9 ms for Llama-2-7B) neither bound is reached. Fitted on TensorRT-LLM v0.5's 14 first-token
+    rows (0: 18.5% mean error, 0.75: 9.8%); its v0.9.0 first-token table is held out."""
+    ridge_tile_tokens: int = 128
+    """Tokens of one GEMM tile row (the CTA tile M of cuBLAS / CUTLASS's large-tile kernels)."""
+    kv_repeat_l2_hit: float = 0.3
+    """Per-query-head decode kernels (roofline.kv_reads_per_step): share of the repeated reads of a
+    KV head that hit L2 instead of HBM. Those kernels launch one block per (query head, sequence)
+    with the query heads of one KV head in adjacent blocks (grid {num_heads, batch_size}), so blocks
+    resident together share part of the cache lines; fitted on TensorRT-LLM v0.6.1's 21 rows
+    (0: 8.9% mean, max 25.7%; 0.3: 5.7%, max 12.0%)."""
+
+    def exposed_share(self, tokens) -> float:
+        """The ridge_exposed share at a step of ``tokens`` tokens (1 token = a whole tile's share)."""
+        return self.ridge_exposed * min(1.0, self.ridge_tile_tokens / max(tokens, 1))
 
     def latency(self, link_bytes_per_s: float | None) -> float:
         slow = link_bytes_per_s is None or link_bytes_per_s < 100e9

@@ -62,7 +62,25 @@ def _speed_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:
                    f"{release.label}'s scheduler (vllm#6854, #6913, PR 27614; core/serving/kernels.py); eager "
                    f"steps over {e.graph_max_tokens} tokens add {e.layer_launch_s * 1e6:.0f} us a layer",
                    "--engine", False),
+        Assumption("small_gemm_exposure", "GEMMs of few tokens: share of the shorter bound not hidden",
+                   f"{e.ridge_exposed:g} x min(1, {e.ridge_tile_tokens} / tokens)",
+                   "fitted on TensorRT-LLM v0.5's first-token table (14 rows; docs/inference.md section 5)",
+                   "none (model constant)", False),
+        Assumption("kv_repeat_l2_hit", "repeated KV reads served by L2 (per-query-head decode kernels)",
+                   f"{e.kv_repeat_l2_hit:.0%}", FITTED, "none (model constant)", False),
+        _allreduce_assumption(plan),
     )
+
+
+def _allreduce_assumption(plan: Plan) -> Assumption:
+    """Which all-reduce the release runs for TP messages (core.serving.kernels)."""
+    release = plan.setup.runtime.release
+    limit = KR.custom_allreduce_bytes_of(release, 4)
+    value = ("NCCL at every size" if limit == 0 else
+             f"own kernel up to {limit / 2**20:.1f} MiB (NVLink, or 2 PCIe GPUs), NCCL above")
+    return Assumption("tp_allreduce", "TP all-reduce implementation", value,
+                      f"{release.label} (vllm PR 2192; TensorRT-LLM PluginConfig use_custom_all_reduce); NCCL costed "
+                      "by its tuner model (core/collectives.py)", "--engine", False)
 
 
 def _lora_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:

@@ -200,11 +200,11 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
     comm = tpot.comm_s
     lines = [
         _range_line("ttft", f"time to first token ({plan.prompt:,}-token prompt)", ttft,
-                    "GEMMs max(FLOPs / (tp x peak x eff), weights / (bandwidth x eff)) + flash attention + "
-                    f"elementwise + host + all-reduces; {ttft[0].bound}-bound"),
+                    "GEMMs max(FLOPs / (tp x peak x eff), weights / (bandwidth x eff)) + exposed share of the "
+                    f"shorter + flash attention + elementwise + host + all-reduces; {ttft[0].bound}-bound"),
         _range_line("tpot", f"time per output token (batch {batch}, {plan.decode_context:,.0f} cached tokens)",
-                    serving.tpot, "GEMMs max(weights / (bandwidth x eff), FLOPs / (peak x eff)) + batch x KV "
-                    f"read + elementwise + host + all-reduces; {tpot.bound}-bound"),
+                    serving.tpot, "GEMMs max(weights / (bandwidth x eff), FLOPs / (peak x eff)) + exposed share "
+                    f"+ batch x KV read + elementwise + host + all-reduces; {tpot.bound}-bound"),
         Line("tpot_parts", "time per output token (by part)", tpot.verify_s, "s", _parts(tpot),
              "kernels in sequence (core/serving/roofline.py step_time)"),
         Line("tokens_per_s_sequence", "output tokens/s per sequence", 1 / tpot.total, "tokens/s",
@@ -214,7 +214,8 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
         Line("allreduce_per_token", "TP all-reduce time per output token", comm, "s",
              f"{comm * 1e3:,.2f} ms" if serving.gpus > 1 else "none (1 GPU)",
              f"{2 * plan.spec.num_layers} all-reduces of batch x hidden x 2 B over "
-             f"{(plan.gpu.scale_up_bandwidth or 0) / GB:,.0f} GB/s" if serving.gpus > 1 else ""),
+             f"{(plan.gpu.scale_up_bandwidth or 0) / GB:,.0f} GB/s (the release's kernel or NCCL by size)"
+             if serving.gpus > 1 else ""),
         *_speculation_lines(plan, tpot),
         Line("request_latency", f"latency of one request ({plan.prompt:,} in, {plan.output:,} out)",
              ttft[0].total + (plan.output - 1) * tpot.total, "s",
@@ -231,7 +232,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
 
 def _parts(step: R.StepTime) -> str:
     """A step's time by part, in ms: what a profiler trace of one step would show."""
-    parts = (("GEMMs", max(step.memory_s, step.compute_s)), ("attention", step.attention_s),
+    parts = (("GEMMs", step.gemm_s), ("attention", step.attention_s),
              ("elementwise", step.other_s), ("host", step.host_s), ("all-reduce", step.comm_s))
     return ", ".join(f"{name} {seconds * 1e3:.2f} ms" for name, seconds in parts if seconds > 0)
 
@@ -240,7 +241,7 @@ def _speculation_lines(plan: Plan, tpot: R.StepTime) -> tuple[Line, ...]:
     spec = plan.setup.speculation
     if spec is None:
         return ()
-    verify = max(tpot.memory_s, tpot.compute_s) + tpot.comm_s
+    verify = tpot.verify_s
     return (Line("spec_accepted_length", f"tokens per verify step ({spec.method}, k = {spec.tokens}, "
                  f"acceptance {spec.acceptance:g})", spec.mean_accepted_length, "tokens",
                  f"{spec.mean_accepted_length:.2f}", f"(1 - a^(k+1)) / (1 - a), Leviathan et al. 2023 Eq. 1; "
@@ -258,7 +259,7 @@ def _curve_table(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Table
     for b in R.batch_sizes(max(serving.max_sequences, 1)):
         step = R.decode_step(plan.spec, plan.groups, plan.setup, kv_seq, tp=serving.tp, pp=serving.pp, batch=b,
                              context=plan.decode_context, bandwidth=gpu.memory_bandwidth,
-                             peak=gpu.peak(plan.setup.fmt.compute_dtype), link=link)
+                             peak=gpu.peak(plan.setup.fmt.compute_dtype), link=link, fabric=gpu)
         rate = b / step.total
         cost = f"{R.cost_per_million_tokens(price, serving.gpus, rate):,.3f}" if price is not None else "n/a"
         rows.append((b, f"{step.total * 1e3:,.2f}", f"{rate:,.0f}", f"{rate / serving.gpus:,.0f}", step.bound, cost))

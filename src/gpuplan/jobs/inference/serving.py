@@ -45,7 +45,7 @@ def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serv
     peak = gpu.peak(setup.fmt.compute_dtype)
     kv_seq = layout.bytes_per_sequence(plan.decode_context)
     link = gpu.scale_up_bandwidth
-    common = dict(tp=tp, pp=pp, bandwidth=gpu.memory_bandwidth, peak=peak, link=link)
+    common = dict(tp=tp, pp=pp, bandwidth=gpu.memory_bandwidth, peak=peak, link=link, fabric=gpu)
     tpot = tuple(R.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
                                which=w, **common) for w in (0, 1, 2))
     ttft = tuple(R.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, which=w, **common) for w in (0, 1, 2))

@@ -33,7 +33,11 @@ KIND_SPECULATIVE = "inference: speculative-decoding speedup at batch 1, vLLM (he
 KIND_THROUGHPUT = "inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (held out)"
 KIND_THROUGHPUT_FITTED = ("inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (fitted: "
                           "v0.6.1 set the kernel efficiencies)")
+KIND_THROUGHPUT_UNSTATED = ("inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (held out; "
+                            "build not stated: Mistral-7B, decode kernel taken as the release's)")
 KIND_TTFT = "inference: time to first token (s) at batch 1, TensorRT-LLM (held out)"
+KIND_TTFT_FITTED = ("inference: time to first token (s) at batch 1, TensorRT-LLM (fitted: v0.5 set the small-GEMM "
+                    "exposure)")
 Case = tuple[str, str, float, float, str, str]
 
 
@@ -99,7 +103,7 @@ def _decode_case(e: dict[str, Any]) -> Case:
     layout = K.kv_layout(spec, setup.kv_bytes, 1, 1, 16)
     step = R.decode_step(spec, W.param_groups(spec), setup, layout.bytes_per_sequence(e["context"]), tp=1, pp=1,
                          batch=1, context=e["context"], bandwidth=gpu.memory_bandwidth,
-                         peak=gpu.peak(fmt.compute_dtype), link=gpu.scale_up_bandwidth)
+                         peak=gpu.peak(fmt.compute_dtype), link=gpu.scale_up_bandwidth, fabric=gpu)
     predicted = 1.0 / step.total
     implied = setup.efficiency.bandwidth[0] * e["measured_tokens_per_s"] / predicted
     basis = (f"{fmt.name} ({fmt.bits_per_weight:g} bits) on {gpu.id} at {gpu.memory_bandwidth / 1e12:g} TB/s x 0.65; "
@@ -111,7 +115,8 @@ def _setup_of(e: dict[str, Any], fmt: W.WeightFormat) -> SU.ServingSetup:
     """The row's engine release decides its decode kernel and host time (core/serving/kernels.py);
     a row may state the decode kernel its run used (decode_attention)."""
     release = parse_release(e["release"])
-    eff = replace(SU.Efficiency(), graph_max_tokens=KR.graph_max_tokens_of(release, e.get("batch", 256)))
+    eff = replace(SU.Efficiency(), graph_max_tokens=KR.graph_max_tokens_of(release, e.get("batch", 256)),
+                  custom_allreduce_bytes=e.get("custom_allreduce_bytes"))
     attention = e.get("decode_attention", KR.decode_attention_of(release))
     runtime = SU.Runtime(engine=release.engine, version=release.version)
     return SU.ServingSetup(fmt, K.KV_DTYPE_BYTES[e.get("kv_dtype", "fp16")], runtime=runtime, efficiency=eff,
@@ -127,7 +132,7 @@ def _static_batch(e: dict[str, Any]) -> tuple[R.StepTime, R.StepTime]:
     tp, batch = e["tp"], e["batch"]
     groups = W.param_groups(spec)
     common = dict(tp=tp, pp=1, bandwidth=gpu.memory_bandwidth, peak=gpu.peak(fmt.compute_dtype),
-                  link=gpu.scale_up_bandwidth)
+                  link=gpu.scale_up_bandwidth, fabric=gpu)
     prompt, output = e["prompt_tokens"], e["output_tokens"]
     prefill = R.prefill_step(spec, groups, setup, prompt=prompt, batch=batch, **common)
     context = prompt + output / 2
@@ -139,10 +144,11 @@ def _static_batch(e: dict[str, Any]) -> tuple[R.StepTime, R.StepTime]:
 def _ttft_case(e: dict[str, Any]) -> Case:
     """Time to first token of one prompt: a static batch of one with one output token."""
     prefill, _ = _static_batch({**e, "batch": 1, "output_tokens": 1})
-    basis = (f"{e['prompt_tokens']} tokens: GEMMs {max(prefill.memory_s, prefill.compute_s) * 1e3:.1f} ms "
+    basis = (f"{e['prompt_tokens']} tokens: GEMMs {prefill.gemm_s * 1e3:.1f} ms "
              f"({prefill.bound}) + attention {prefill.attention_s * 1e3:.1f} + elementwise {prefill.other_s * 1e3:.1f} + "
              f"host {prefill.host_s * 1e3:.1f} + all-reduce {prefill.comm_s * 1e3:.1f} ms")
-    return e["id"], KIND_TTFT, e["measured_ms"] / 1e3, prefill.total, basis, e.get("engine", "")
+    kind = KIND_TTFT_FITTED if e.get("fitted") else KIND_TTFT
+    return e["id"], kind, e["measured_ms"] / 1e3, prefill.total, basis, e.get("engine", "")
 
 
 def _latency_case(e: dict[str, Any]) -> Case:
@@ -162,6 +168,7 @@ def _throughput_case(e: dict[str, Any]) -> Case:
     basis = (f"{batch} x {output} tokens / (prefill {prefill.total:.2f} s {prefill.bound} + {output} x "
              f"{decode.total * 1e3:.1f} ms {decode.bound}) / tp {tp}")
     kind = KIND_THROUGHPUT_FITTED if e.get("fitted") else KIND_THROUGHPUT
+    kind = KIND_THROUGHPUT_UNSTATED if e.get("build_stated") is False else kind
     return e["id"], kind, float(e["measured_tokens_per_s_per_gpu"]), predicted, basis, e.get("engine", "")
 
 
@@ -189,7 +196,7 @@ def _speculative_case(e: dict[str, Any]) -> Case:
     groups, context = W.param_groups(spec), 512
     kv_seq = K.kv_layout(spec, plain.kv_bytes, 1, 1, 16).bytes_per_sequence(context)
     common = dict(tp=1, pp=1, batch=1, context=context, bandwidth=gpu.memory_bandwidth,
-                  peak=gpu.peak("bf16"), link=gpu.scale_up_bandwidth)
+                  peak=gpu.peak("bf16"), link=gpu.scale_up_bandwidth, fabric=gpu)
     base = R.decode_step(spec, groups, plain, kv_seq, **common)
     fast = R.decode_step(spec, groups, spec_setup, kv_seq, **common)
     basis = (f"{e['method']} k={e['spec_tokens']}, logged length {e['accepted_length']} (alpha {alpha:.3f}): "

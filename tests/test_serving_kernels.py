@@ -1,0 +1,78 @@
+"""What a serving step runs, by engine release: the TP all-reduce (the engine's own kernel or NCCL
+by size), the decode kernel a release runs on a GQA cache, and GEMMs of few tokens. Numbers worked
+by hand from the formulas' sources (core/serving/kernels.py, core/serving/roofline.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core.serving import kernels as KR
+from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving import setup as SU
+from gpuplan.core.serving import weights as W
+from gpuplan.core.serving.releases import parse_release
+
+MiB = 2**20
+
+
+def test_which_releases_reduce_with_their_own_kernel():
+    # vLLM's custom all-reduce (PR 2192, 0.3.0) takes messages up to 8 MiB; TensorRT-LLM builds
+    # reduce with NCCL before 0.10 and with its AUTO strategy's 16 MB (tp <= 2) / 8 MB workspace after
+    assert KR.custom_allreduce_bytes_of(parse_release("vllm==0.2.7"), 4) == 0
+    assert KR.custom_allreduce_bytes_of(parse_release("vllm==0.19"), 4) == 8 * MiB
+    assert KR.custom_allreduce_bytes_of(parse_release("sglang==0.5.3"), 8) == 8 * MiB
+    assert KR.custom_allreduce_bytes_of(parse_release("trtllm==0.9.0"), 4) == 0
+    assert KR.custom_allreduce_bytes_of(parse_release("trtllm==1.0"), 2) == 16e6
+    assert KR.custom_allreduce_bytes_of(parse_release("trtllm==1.0"), 4) == 8e6
+
+
+def test_an_nccl_all_reduce_is_costed_by_the_nccl_tuner_and_the_custom_kernel_by_its_latency():
+    """2 MiB (128 tokens x 8,192 x 2 B) over 4 H100s. NCCL's tuner takes the LL ring: 6.6 us base +
+    2 x 3 steps x 0.6 us on NVLink = 10.2 us, plus 2 x 3/4 x 2 MiB at LL's Hopper cap of 141 GB/s =
+    22.31 us: 32.5 us. The custom kernel: 8 us + the same bytes at 0.8 x 450 GB/s = 8.74 us: 16.7 us."""
+    h100 = load_accelerator("h100-sxm")
+    link = h100.scale_up_bandwidth
+    nccl = KR.tp_allreduce_seconds(2 * MiB, 4, link, 8e-6, fabric=h100, custom_max_bytes=0)
+    assert nccl == pytest.approx(10.2e-6 + 1.5 * 2 * MiB / 141e9, rel=1e-6)
+    custom = KR.tp_allreduce_seconds(2 * MiB, 4, link, 8e-6, fabric=h100, custom_max_bytes=8 * MiB)
+    assert custom == pytest.approx(8e-6 + 1.5 * 2 * MiB / 360e9, rel=1e-6)
+    # above the custom kernel's limit NCCL takes over; without a fabric the custom formula stands in
+    assert KR.tp_allreduce_seconds(16 * MiB, 4, link, 8e-6, fabric=h100) > KR.tp_allreduce_seconds(
+        16 * MiB, 4, link, 8e-6)
+    # vLLM refuses its custom kernel on more than two PCIe-only GPUs: 4 L40S reduce with NCCL
+    l40s = load_accelerator("l40s")
+    assert KR.tp_allreduce_seconds(4096, 4, l40s.scale_up_bandwidth, 24e-6, fabric=l40s) == pytest.approx(
+        KR.tp_allreduce_seconds(4096, 4, l40s.scale_up_bandwidth, 24e-6, fabric=l40s, custom_max_bytes=0))
+    assert KR.tp_allreduce_seconds(2 * MiB, 1, link, 8e-6, fabric=h100) == 0.0
+
+
+def test_tensorrt_llm_runs_masked_mha_on_a_gqa_cache_until_xqa_became_the_default():
+    # v0.9.0's page: XQA kernels 'currently experimental and not enabled by default'; 0.10 enables them
+    assert KR.decode_attention_of(parse_release("trtllm==0.9.0")) == "per-query-head"
+    assert KR.decode_attention_of(parse_release("trtllm==0.10")) == "grouped"
+    assert KR.decode_attention_of(parse_release("vllm==0.3")) == "per-query-head"
+    assert KR.decode_attention_of(parse_release("vllm==0.4")) == "grouped"
+
+
+def test_a_prompt_of_one_tile_row_leaves_part_of_the_shorter_gemm_bound_exposed():
+    """Llama-2-7B FP16 on an A100, 128 tokens: the GEMMs stream 13,214,687,232 B (6.476e9 layer
+    weights + the 32,000 x 4,096 LM head, 2 B each) at 0.85 x 2.039 TB/s = 7.625 ms, and do
+    128 x 2 x 6.476e9 + 2 x 32,000 x 4,096 FLOPs at 0.80 x 312 TFLOP/s = 6.643 ms. One 128-row tile
+    hides only a quarter of the shorter: 7.625 + 0.75 x 6.643 = 12.607 ms. At 2,048 tokens the share
+    falls to 0.75 x 128 / 2,048 = 0.046875: 106.27 + 0.046875 x 7.625 = 106.63 ms."""
+    spec, gpu = load_model("llama-2-7b"), load_accelerator("a100-sxm4-80gb")
+    setup = SU.ServingSetup(W.FORMATS["fp16"], 2)
+    common = dict(tp=1, pp=1, bandwidth=gpu.memory_bandwidth, peak=gpu.peak("fp16"), link=None)
+    short = R.prefill_step(spec, W.param_groups(spec), setup, prompt=128, **common)
+    assert short.memory_s == pytest.approx(13_214_687_232 / (2.039e12 * 0.85), rel=1e-6)
+    assert short.compute_s == pytest.approx((128 * 2 * 6_476_005_376 + 2 * 32000 * 4096) / (312e12 * 0.8), rel=1e-6)
+    assert short.exposed == 0.75
+    assert short.gemm_s == pytest.approx(12.607e-3, rel=1e-4)
+    long = R.prefill_step(spec, W.param_groups(spec), setup, prompt=2048, **common)
+    assert long.exposed == pytest.approx(0.046875)
+    assert long.gemm_s == pytest.approx(106.63e-3, rel=1e-4)
+    # the exposure is a setting: 0 gives the plain roofline max(streaming, math)
+    plain = R.prefill_step(spec, W.param_groups(spec), SU.ServingSetup(
+        W.FORMATS["fp16"], 2, efficiency=SU.Efficiency(ridge_exposed=0.0)), prompt=128, **common)
+    assert plain.gemm_s == pytest.approx(short.memory_s)
