@@ -13,7 +13,6 @@ from gpuplan.core.dp_costs import data_parallel_costs
 from gpuplan.core.step import StepSettings
 from gpuplan.core.topology import cluster_for
 from gpuplan.planner.framework_rules import rules_for, zero_allowed
-from gpuplan.planner.uncertainty import kind_name, layout_features, layout_uncertainty
 
 
 def test_megatron_buckets_and_the_window_they_hide_behind():
@@ -71,18 +70,7 @@ def test_torchtitan_plans_only_what_torchtitan_runs(run_cli):
     assert layouts and all("ZeRO-1" not in text and "ZeRO-2" not in text for text in layouts)
 
 
-def test_layout_features_and_their_uncertainty():
-    columns = {"tp": np.array([8, 1]), "pp": np.array([4, 1]), "vpp": np.array([2, 1]), "cp": np.array([1, 1]),
-               "ep": np.array([1, 1]), "zero": np.array([1, 3]), "dp": np.array([4, 256])}
-    features = layout_features(columns, 8, moe=False)
-    assert list(features["pipeline"]) == [True, False] and list(features["zero3_network"]) == [False, True]
-    assert list(features["many_domains"]) == [False, True]  # 256 GPUs = 32 domains of 8
-    table = {kind_name("fp8", 1 << 2 | 1 << 3 | 1 << 5): 0.11}  # pipeline + interleaved + tensor parallel
-    u = layout_uncertainty(columns, 8, False, "fp8", table, unseen=0.45)
-    assert list(u) == [0.11, 0.45]  # a kind no published run has takes the widest class figure
-
-
-def test_ranking_takes_the_slow_end():
+def test_ranking_takes_the_slow_end():  # the layout uncertainty itself: tests/test_cluster_at_scale.py
     from gpuplan.planner.plan import ranking
     from gpuplan.planner.search import LayoutTable
 
@@ -119,9 +107,9 @@ def test_end_to_end_gpu_hours_within_fifteen_percent_held_out():
 
     held = [c for c in validation_cases() if c.kind == KIND_END_TO_END.format(role="held out")]
     assert len(held) == 7
-    # issue 37's bar is 10% mean; the packaged runs land at 15.3% (docs/accuracy.md), the planner optimistic on
-    # LLaMA-65B (FSDP over 256 nodes at 70% MFU), BLOOM and SmolLM3 (its generic 3B shape)
-    assert sum(abs(c.error) for c in held) / len(held) < 0.16
+    # issue 37's bar is 10% mean; the packaged runs land at 13.8% (docs/accuracy.md), the planner optimistic on
+    # LLaMA-65B (FSDP over 256 nodes at 63% MFU), BLOOM and SmolLM3 (its generic 3B shape)
+    assert sum(abs(c.error) for c in held) / len(held) < 0.145
     ramp = next(c for c in validation_cases() if c.id == "llama3.1-405b" and "end to end" in c.kind)
     assert "batch ramp x1.0" in ramp.basis
 

@@ -71,6 +71,24 @@ NCCL picks it from 5 GPUs on 8x H200 and from 6 on 8x B200 (stas00/ml-engineerin
 @744d01e, SHARP)."""
 
 
+NCCL_COLLECTIVE_CTAS = 16
+"""Thread blocks (one per channel, each alone on an SM) NCCL runs a collective on across a DGX-class
+node with eight NICs: 'If you are on DGX with 8 NICs and a top speed of 190 GB/s, then it would use
+16 SMs', and 'NCCL CTAs won't share an SM with compute kernels' (NVIDIA/nccl#689, sjeaugey); an
+H800 node's NCCL log prints '16 coll channels' (NVIDIA/nccl#892)."""
+SMS_BY_ARCH = {"volta": 80, "ampere": 108, "hopper": 132, "blackwell": 148}
+"""Streaming multiprocessors of the SXM part of each generation NCCL's tuner indexes: V100 80, A100
+108 (NVIDIA A100 / V100 whitepapers), H100 SXM5 132 (NVIDIA/cutlass#1921: 'H100 GPU with SXM5: 8
+GPCs, 66 TPCs, 132 SMs'), B200 148 (tile-ai/TileFoundry#76: 'projects 148 SMs'). Parts of a
+generation with fewer SMs (H20, PCIe cards) take their generation's figure."""
+
+
+def nccl_sm_share(arch: str | None) -> float:
+    """Share of a GPU's SMs an NCCL collective holds while it runs: NCCL_COLLECTIVE_CTAS of the
+    generation's SMS_BY_ARCH (Hopper 16 / 132 = 0.121; an unknown generation takes Hopper's)."""
+    return NCCL_COLLECTIVE_CTAS / SMS_BY_ARCH.get(arch or "hopper", SMS_BY_ARCH["hopper"])
+
+
 def _arr(x):
     return np.asarray(x, dtype=float)
 

@@ -93,6 +93,12 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     zero3 = zero >= 3
     many = np.asarray(shard) > 1
     units = _units(spec, settings, trained_params, grads, data, layers, zero3)
+    # ZeRO-3 per micro-batch under FSDP2: the embedding is its own unit, outside the blocks' overlap
+    per_mb = zero3 & (np.asarray(pp) == 1) & (settings.dp_schedule != "deepspeed")
+    embedding = _embedding_unit(spec, settings, tp) * (per_mb & many)
+    weights = weights - embedding * settings.weight_comm_bytes
+    grads_emb = embedding * settings.grad_comm_bytes * (settings.finetune == "full")
+    grads = grads - grads_emb
     rs_one = np.where(zero >= 1, _per_unit("reduce_scatter", grads / units, populations),
                       _per_unit("all_reduce", grads / units, populations))
     ag_one = _per_unit("all_gather", weights / units, populations)
@@ -102,25 +108,46 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     # ZeRO-3 gathers for every micro-batch (FSDP2 under a pipeline keeps the stage gathered); FSDP2 also
     # reduce-scatters every micro-batch, DeepSpeed once a step (its fitted overlap, core.frameworks)
     gather_each = zero3 & ((np.asarray(pp) == 1) | (settings.dp_schedule == "deepspeed"))
-    per_mb = zero3 & (np.asarray(pp) == 1) & (settings.dp_schedule != "deepspeed")
     rs_calls = many * units * np.where(per_mb, micro_batches, 1)
     ag_calls = many * (zero >= 1) * units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
     ar_across = K.collective_seconds("all_reduce", grads / shard / units, across) * units
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
     exposed = _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute,
-                       moe_phases, layers, t_bwd_gemm_mb, many)
+                       moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch)
     grads_kind = "reduce_scatter" if np.all(zero >= 1) else "all_reduce"
     what = {"grads": ("grad reduce-scatter / all-reduce", rs_calls, grads / units, grads_kind, group),
             "weights": ("param all-gather", ag_calls, weights / units, "all_gather", group),
             "across": ("HSDP all-reduce", (replicas > 1) * units, grads / shard / units, "all_reduce", across)}
-    return [CollectiveCost("DP", label, calls, size, tp * shard if name != "across" else tp * data, totals[name],
-                           exposed[name], nccl, links)
-            for name, (label, calls, size, nccl, links) in what.items()]
+    costs = [CollectiveCost("DP", label, calls, size, tp * shard if name != "across" else tp * data, totals[name],
+                            exposed[name], nccl, links)
+             for name, (label, calls, size, nccl, links) in what.items()]
+    # the embedding unit: gathered before the first block's forward and reduced after the last block's
+    # backward, every micro-batch, with no compute to hide behind
+    emb_calls = 2 * micro_batches * (np.asarray(embedding) > 0)
+    emb = emb_calls / 2 * (K.collective_seconds("all_gather", embedding * settings.weight_comm_bytes, group)
+                           + K.collective_seconds("reduce_scatter", grads_emb, group) * (np.asarray(grads_emb) > 0))
+    return costs + [CollectiveCost("DP", "embedding unit all-gather + reduce-scatter (FSDP2)", emb_calls,
+                                   embedding * settings.weight_comm_bytes, tp * shard, emb, emb, "all_gather", group)]
+
+
+def _embedding_unit(spec: ModelSpec, settings, tp) -> float:
+    """Parameters per GPU of the FSDP unit torchtitan shards apart from the blocks, whose collectives
+    open each micro-batch's forward and close its backward (0 for another schedule). torchtitan's
+    apply_fsdp (torchtitan/distributed/fsdp.py @b5bcd76) wraps tok_embeddings alone, [norm, lm_head]
+    with reshard_after_forward False, then each block, and gathers in module order with FSDP2's
+    implicit prefetch: the embedding's gather is the step's first collective and its reduce-scatter the
+    last (the head's gather and reduction run beside the last block's forward and backward)."""
+    if settings.dp_schedule != "fsdp2":
+        return 0.0
+    counts = count_parameters(spec)
+    return (counts.embedding + counts.position_embedding) / np.asarray(tp, dtype=float)
 
 
 def _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute, moe_phases, layers,
-             t_bwd_gemm_mb, many) -> dict:
-    """Exposed seconds of each part under the framework's schedule, capped by --dp-overlap."""
+             t_bwd_gemm_mb, many, arch=None) -> dict:
+    """Exposed seconds of each part under the framework's schedule, capped by --dp-overlap. The
+    collectives hidden behind compute slow it by the SMs NCCL holds (core.collectives.nccl_sm_share
+    of ``arch``; not for DeepSpeed, whose fitted share already carries what its fetches cost)."""
     fwd, bwd = _windows(compute, micro_batches, moe_phases, layers)
     if settings.dp_schedule == "deepspeed":
         total = sum(totals.values())
@@ -129,10 +156,11 @@ def _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batch
         hidden = O.deepspeed_exposed(total, t_bwd_gemm_mb + zero3 * compute, share)
         return {k: np.where(total > 0, hidden * v / np.where(total > 0, total, 1.0), 0.0) for k, v in totals.items()}
     blocks = np.maximum(np.asarray(layers, dtype=float), 1.0)
-    fsdp = O.fsdp2_exposed(ag_one, rs_one, fwd / blocks, bwd / blocks, blocks, micro_batches, per_mb)
-    grads = np.where(zero3, 0.0, O.bucketed_exposed(totals["grads"], units, bwd))
-    weights = np.where(zero3, fsdp, O.bucketed_exposed(totals["weights"], units, fwd))
-    across = O.bucketed_exposed(totals["across"], units, bwd)
+    s = settings.nccl_sm_share if settings.nccl_sm_share is not None else K.nccl_sm_share(arch)
+    fsdp = O.fsdp2_exposed(ag_one, rs_one, fwd / blocks, bwd / blocks, blocks, micro_batches, per_mb, s)
+    grads = np.where(zero3, 0.0, O.bucketed_exposed(totals["grads"], units, bwd, s))
+    weights = np.where(zero3, fsdp, O.bucketed_exposed(totals["weights"], units, fwd, s))
+    across = O.bucketed_exposed(totals["across"], units, bwd, s)
     exposed = {"grads": many * grads, "weights": many * weights, "across": across}
     floor = 1 - settings.dp_overlap
     return {k: np.maximum(exposed[k], floor * totals[k]) for k in exposed}

@@ -56,30 +56,34 @@ def megatron_buckets(params, dp):
     return np.maximum(np.ceil(np.asarray(params, dtype=float) / size), 1.0)
 
 
-def bucketed_exposed(total, buckets, window):
+def bucketed_exposed(total, buckets, window, sm_share=0.0):
     """Seconds of ``buckets`` equal collectives (``total`` in all) issued as the compute of
-    ``window`` seconds produces (or before it consumes) them: the part the window cannot cover,
-    and at least one bucket."""
+    ``window`` seconds produces (or before it consumes) them: one bucket is always exposed (the
+    last gradients' / first parameters'), the others run beside the window, which advances at
+    1 - ``sm_share`` of its speed while they hold their SMs: max(rest - window, sm_share x rest)."""
     total = np.asarray(total, dtype=float)
-    return np.maximum(total / buckets, total - window)
+    rest = total - total / buckets
+    return total / buckets + np.maximum(rest - window, sm_share * rest)
 
 
-def fsdp_pass_exposed(collective, compute, blocks):
+def fsdp_pass_exposed(collective, compute, blocks, sm_share=0.0):
     """One forward (or backward) pass over ``blocks`` FSDP units, each needing ``collective``
     seconds of communication beside ``compute`` seconds of work: the first unit's (or last's)
-    collective cannot overlap, each of the others shows what its neighbour's compute leaves."""
+    collective cannot overlap, each of the others shows what its neighbour's compute leaves
+    (max(c, w + s c) - w: the compute runs at 1 - s of its speed while the collective holds its SMs)."""
     collective = np.asarray(collective, dtype=float)
-    return collective + np.maximum(blocks - 1, 0) * np.maximum(collective - compute, 0.0)
+    return collective + np.maximum(blocks - 1, 0) * np.maximum(collective - compute, sm_share * collective)
 
 
-def fsdp2_exposed(gather, scatter, forward, backward, blocks, micro_batches, per_micro_batch):
+def fsdp2_exposed(gather, scatter, forward, backward, blocks, micro_batches, per_micro_batch, sm_share=0.0):
     """FSDP2 per step: ``gather`` / ``scatter`` seconds per block and call, ``forward`` /
     ``backward`` seconds per block and micro-batch. ``per_micro_batch`` (no pipeline): gathers
     forward and backward and a reduce-scatter for every micro-batch; otherwise one gather before
     the first forward and one reduce-scatter after the last backward."""
-    step = fsdp_pass_exposed(gather, forward, blocks) + fsdp_pass_exposed(gather + scatter, backward, blocks)
-    once = (bucketed_exposed(gather * blocks, blocks, forward * blocks)
-            + bucketed_exposed(scatter * blocks, blocks, backward * blocks))
+    step = (fsdp_pass_exposed(gather, forward, blocks, sm_share)
+            + fsdp_pass_exposed(gather + scatter, backward, blocks, sm_share))
+    once = (bucketed_exposed(gather * blocks, blocks, forward * blocks, sm_share)
+            + bucketed_exposed(scatter * blocks, blocks, backward * blocks, sm_share))
     return np.where(per_micro_batch, micro_batches * step, once)
 
 

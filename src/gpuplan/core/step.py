@@ -148,6 +148,9 @@ class StepSettings:
     replaces ep_overlap."""
     ep_comm_sm_share: float = EP_COMM_SM_SHARE
     """Share of the SMs the dispatcher kernels hold while they run beside compute."""
+    nccl_sm_share: float | None = None
+    """Share of the SMs an NCCL collective holds while it runs beside compute (data-parallel
+    gathers and reductions: core.dp_overlap); None = the part's (core.collectives.nccl_sm_share)."""
     eager_fallbacks: tuple[str, ...] = ()
     """Megatron-Core paths the run takes as eager ops where the model has them: 'expert-bias',
     'yarn-rope', 'clamped-glu' (core.eager_fallbacks); () for fused kernels or another framework."""

@@ -25,7 +25,7 @@ from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.recompute import block_recompute_share, recomputed_forward_flops_per_token
 from gpuplan.core.step import StepSettings, model_flops_per_token, step_time
 from gpuplan.core.topology import Cluster
-from gpuplan.planner.uncertainty import layout_uncertainty
+from gpuplan.planner.uncertainty import KnownLayouts, layout_uncertainty
 from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, enumerate_layouts
 
 MAX_CANDIDATES = 6_000_000
@@ -59,12 +59,14 @@ class LayoutTable:
 
 @dataclass(frozen=True)
 class UncertaintyTable:
-    """The held-out RMS error by kind of layout (catalog/reference/layout_uncertainty.toml)."""
+    """The published layouts of this search's precision class and the error growth away from them
+    (catalog/reference/layout_uncertainty.toml; planner.uncertainty)."""
 
-    cls: str
-    """The precision class of this search: 'bf16', 'fp8' (FP8 / NVFP4 linears) or 'moe'."""
-    kinds: dict
-    unseen: float
+    known: KnownLayouts
+    widest: float
+    """The uncertainty of a class with no published layout (the widest class RMS)."""
+    active_params: float
+    """The model's active parameters (a coordinate of its layouts)."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ class Evaluator:
     step: StepSettings
     overheads: M.Overheads
     uncertainty: UncertaintyTable | None = None
-    """The held-out error of each kind of layout (planner.uncertainty); None = no per-layout figure."""
+    """How far each layout is from published ones, as an error (planner.uncertainty); None = no per-layout figure."""
 
     @property
     def budget(self) -> float:
@@ -139,8 +141,8 @@ class Evaluator:
         columns = {"mfu": mfu, "hfu": mfu * ratio, "tokens_per_second": tokens / table["step_seconds"]}
         if self.uncertainty is not None and "dp" in table.columns:
             u = self.uncertainty
-            columns["uncertainty"] = layout_uncertainty(table.columns, self.cluster.gpus_per_node,
-                                                        self.spec.moe is not None, u.cls, u.kinds, u.unseen)
+            columns["uncertainty"] = layout_uncertainty(table.columns, u.active_params, self.cluster.gpus_per_node,
+                                                        self.spec.moe is not None, u.known, u.widest)
         return LayoutTable(table.columns | columns)
 
 

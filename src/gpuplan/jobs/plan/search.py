@@ -27,9 +27,10 @@ from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, sea
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
 
 
-def evaluator_for(inputs) -> Evaluator:
+def evaluator_for(inputs, leave_out: str | None = None) -> Evaluator:
     """The model, cluster and settings a training job's inputs describe (PlanInputs or
-    TrainingInputs: both carry the setup and step fields), calibrated when a calibration is given."""
+    TrainingInputs: both carry the setup and step fields), calibrated when a calibration is given
+    (``leave_out``: uncertainty_table's)."""
     spec = inputs.spec()
     # a degree the user fixed that the model rules out is named before any GPU count is searched
     fixed = {k: v for k, v in inputs.fixed_degrees().items() if k in ("tp", "pp", "vpp", "ep", "cp")}
@@ -83,18 +84,28 @@ def evaluator_for(inputs) -> Evaluator:
                               lora_rank=inputs.lora_rank, activation_scale=scale,
                               optimizer_impl=inputs.optimizer_impl, mtp_layers=spec.mtp_layers,
                               attention_kernel=kernel, **inputs.recompute_settings())
-    return Evaluator(spec, cluster, memory, step, overheads, uncertainty_table(spec, inputs.dtype))
+    return Evaluator(spec, cluster, memory, step, overheads, uncertainty_table(spec, inputs.dtype, leave_out))
 
 
-def uncertainty_table(spec, dtype: str) -> UncertaintyTable:
-    """The per-kind held-out errors of the layouts this search can produce (planner.uncertainty)."""
+def uncertainty_table(spec, dtype: str, leave_out: str | None = None) -> UncertaintyTable:
+    """The published layouts of this search's precision class and the growth of the model's error
+    away from them (planner.uncertainty); ``leave_out``: a group of published runs the planner must
+    not know (the planner check scores its choice against that group)."""
     from gpuplan.catalog import reference_toml
+    from gpuplan.core.model import count_parameters
     from gpuplan.core.step import precision_class
+    from gpuplan.planner.uncertainty import COORDINATES, KnownLayouts
 
     data = reference_toml("layout_uncertainty.toml")
     cls = "moe" if spec.moe is not None else ("bf16" if precision_class(dtype) == "bf16" else "fp8")
-    kinds = {name: float(entry["rms"]) for name, entry in data["kinds"].items()}
-    return UncertaintyTable(cls, kinds, float(data["unseen"]))
+    entry = data.get(cls, {"rms": data["widest"], "growth": 0.0, "points": []})
+    points = np.array([p["x"] for p in entry["points"]], dtype=float).reshape(-1, len(COORDINATES))
+    kinds = np.array([p["kind"] for p in entry["points"]], dtype=np.int64)
+    known = KnownLayouts(float(entry["rms"]), float(entry["growth"]), points, kinds,
+                         tuple(p["group"] for p in entry["points"]))
+    if leave_out is not None:
+        known = known.without(leave_out)
+    return UncertaintyTable(known, float(data["widest"]), float(count_parameters(spec).active))
 
 
 def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
@@ -170,10 +181,10 @@ def _with_fallbacks(ev: Evaluator, counts: tuple[int, ...], table: LayoutTable, 
     return LayoutTable.concat([table] + extra) if extra else table
 
 
-def search(inputs: PlanInputs, progress=None) -> PlanSearch:
+def search(inputs: PlanInputs, progress=None, leave_out: str | None = None) -> PlanSearch:
     """Every layout on the counts asked, those that fit timed and costed; a deadline keeps only
-    the layouts that meet it."""
-    ev = evaluator_for(inputs)
+    the layouts that meet it (``leave_out``: a group of published runs the ranking must not know)."""
+    ev = evaluator_for(inputs, leave_out)
     target = inputs.target_batch(inputs.seq_len)
     limits = space_limits(inputs)
     counts = inputs.gpu_counts

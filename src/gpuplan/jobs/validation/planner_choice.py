@@ -59,17 +59,20 @@ def _groups() -> dict[tuple, list[dict]]:
 
 
 def planned_tokens_per_gpu_s(run: dict, framework: str) -> tuple[float, str]:
-    """What `gpuplan plan` recommends for the run's model, GPUs, batch, sequence and precision."""
+    """What `gpuplan plan` recommends for the run's model, GPUs, batch, sequence and precision, its
+    ranking not knowing the published layouts of the run's own group (they are what it is scored on)."""
     from gpuplan.jobs.plan.estimate import chosen_plan
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import best_index, search
+    from gpuplan.jobs.validation.uncertainty import group_key
 
     fields = dict(model=run["model"]["catalog"], tokens=1e12, gpu=run["gpu"], gpus=run["gpus"],
                   seq_len=run["model"]["seq_len"], global_batch=run["layout"]["global_batch"],
                   dtype=PRECISION[run["precision"]], framework=framework)
     if run["precision"] == "mxfp8":
         fields["fp8_recipe"] = "mxfp8"
-    result = search(PlanInputs(**fields))
+    group = group_key(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)
+    result = search(PlanInputs(**fields), leave_out=group)
     plan = chosen_plan(result, best_index(result, "time"))
     return plan.tokens_per_second / plan.gpus_asked, plan.text()
 

@@ -1,64 +1,102 @@
-"""The per-kind errors behind the planner's layout uncertainty (planner.uncertainty): for each kind
-of layout (precision class x features) the root-mean-square error of the held-out published runs of
-that kind, at least the class's own; a kind without runs takes the widest class figure. Packaged
-as catalog/reference/layout_uncertainty.toml; regenerate with
-``python -m gpuplan.jobs.validation.uncertainty`` (a test keeps the file equal to the code's
-figures). Nothing is fitted: these are residuals of rows no constant was fitted on.
+"""The published layouts and the error growth behind the planner's layout uncertainty
+(planner.uncertainty): every scored row of published_throughput.yaml and throughput_runs.yaml as a
+point in layout space, its precision class's root-mean-square error at those points and the class's
+variogram slope. Packaged as catalog/reference/layout_uncertainty.toml; regenerate with
+``python -m gpuplan.jobs.validation.uncertainty`` (a test keeps the file equal to the code's figures).
+The RMS of a class is taken over its held-out rows; the variogram over every pair of its scored rows
+(the llm-foundry rows, on which three step constants were fitted, included: the slope measures how
+the error varies between layouts, not its size).
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from statistics import mean
+from itertools import combinations
+
+import numpy as np
 
 from gpuplan.adapters.files import write_atomic
-from gpuplan.planner.uncertainty import CLASSES, kind_code, kind_name, layout_features
+from gpuplan.planner.uncertainty import CLASSES, COORDINATES, LAYOUT_FAMILY, VARIOGRAM_RANGE, fit_growth, \
+    kind_code, layout_features, layout_points
 
 
-def held_out_kinds() -> list[tuple[str, float]]:
-    """(kind name, error) of every held-out published throughput row."""
+def group_key(model: str, gpu: str, gpus: int, precision: str, framework: str) -> str:
+    """The planner check's group of a published row (jobs/validation/planner_choice.py)."""
+    return f"{model}|{gpu}|{gpus}|{precision}|{framework}"
+
+
+def scored_rows() -> list[tuple[str, str, np.ndarray, float, bool, int]]:
+    """(class, group, layout point, error, held out, kind) of every scored published throughput row."""
     from gpuplan.catalog import load_accelerator
-    from gpuplan.jobs.validation.published_throughput import published_throughput_cases, published_throughput_rows
+    from gpuplan.core.model import count_parameters
+    from gpuplan.jobs.validation.published_throughput import PRECISION, published_throughput_cases, \
+        published_throughput_rows
+    from gpuplan.jobs.validation.throughput import run_spec, throughput_cases, throughput_reference
 
-    rows = {r["id"]: r for r in published_throughput_rows()}
+    rows = {r["id"]: r for r in published_throughput_rows()} | {r["id"]: r for r in throughput_reference()["runs"]}
+    cases = [(c.id, c.error, True) for c in published_throughput_cases()[0]]
+    cases += [(c.id, c.error, not (c.family == "llm-foundry" and "fp8" not in c.id) and "zero3-174b" not in c.id)
+              for c in throughput_cases()]
     out = []
-    for case in published_throughput_cases()[0]:
-        run, lay = rows[case.id], rows[case.id]["layout"]
+    for case_id, error, held in cases:
+        run = rows[case_id]
+        spec, lay = run_spec(run["model"]), run["layout"]
+        dtype = PRECISION.get(run.get("precision", "bf16"), "bf16")
+        cls = "moe" if spec.moe is not None else ("bf16" if dtype == "bf16" else "fp8")
+        columns = {k: [lay.get(k) or 1] for k in ("tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch")}
+        columns["zero"] = [lay.get("zero") or 0]
+        point = layout_points(columns, float(count_parameters(spec).active))[0]
         gpu = load_accelerator(run["gpu"])
         domain = gpu.scale_up_domain or gpu.devices_per_node or 8
-        columns = {k: [lay.get(k) or 1] for k in ("tp", "pp", "vpp", "cp", "ep", "zero", "dp")}
-        code = int(kind_code(layout_features(columns, domain, case.moe))[0])
-        cls = "moe" if case.moe else ("bf16" if case.precision == "bf16" else "fp8")
-        out.append((kind_name(cls, code), case.error))
+        kind = int(kind_code(layout_features(columns, domain, spec.moe is not None))[0])
+        framework = "torchtitan" if run["family"].startswith("torchtitan") else "megatron"
+        model = run["model"].get("catalog") or run["model"]["name"]
+        out.append((cls, group_key(model, run["gpu"], run["gpus"], dtype, framework), point, error, held, kind))
     return out
 
 
-def _rms(errors: list[float]) -> float:
-    return math.sqrt(mean(e * e for e in errors))
-
-
-def kind_errors() -> tuple[dict[str, tuple[float, int]], dict[str, float]]:
-    """(kind -> (RMS error, at least its class's; runs), class -> RMS error)."""
-    by_kind: dict[str, list[float]] = defaultdict(list)
-    by_class: dict[str, list[float]] = defaultdict(list)
-    for kind, error in held_out_kinds():
-        by_kind[kind].append(error)
-        by_class[kind.split(":")[0]].append(error)
-    classes = {cls: _rms(by_class[cls]) for cls in CLASSES if by_class[cls]}
-    kinds = {k: (max(_rms(v), classes[k.split(":")[0]]), len(v)) for k, v in sorted(by_kind.items())}
-    return kinds, classes
+def class_figures(rows) -> dict[str, tuple[float, float, float]]:
+    """class -> (RMS error of its held-out rows, variogram nugget, growth per unit of distance). The
+    variogram is the layout family's (LAYOUT_FAMILY: dense BF16 and FP8 runs schedule their
+    parallelisms alike), its pairs within one precision class, one GPU type and one kind (rows on two
+    GPUs, or one BF16 and one FP8, differ by their kernels' error, not by their layouts; distance is
+    only measured within a kind)."""
+    by_class = defaultdict(list)
+    for cls, group, point, error, held, kind in rows:
+        by_class[cls].append((point, error, held, (group.split("|")[1], kind)))
+    pairs = defaultdict(list)
+    for cls, members in by_class.items():
+        pairs[LAYOUT_FAMILY[cls]] += [(float(np.linalg.norm(a[0] - b[0])), (a[1] - b[1]) ** 2 / 2)
+                                      for a, b in combinations(members, 2) if a[3] == b[3]]
+    growth = {family: fit_growth(*(np.array(x) for x in zip(*found))) for family, found in pairs.items() if found}
+    out = {}
+    for cls, members in by_class.items():
+        held = [e for _, e, h, _ in members if h] or [e for _, e, _, _ in members]
+        nugget, slope = growth.get(LAYOUT_FAMILY[cls], (0.0, 0.0))
+        out[cls] = (math.sqrt(sum(e * e for e in held) / len(held)), nugget, slope)
+    return out
 
 
 def uncertainty_toml() -> str:
-    kinds, classes = kind_errors()
+    rows = scored_rows()
+    figures = class_figures(rows)
+    widest = max(rms for rms, _, _ in figures.values())
     lines = ["# Generated by `python -m gpuplan.jobs.validation.uncertainty`; do not edit by hand.",
-             "# Root-mean-square error of the step-time model on the held-out published runs of each kind of",
-             "# layout (at least its precision class's), and for a kind no run has, the widest class figure",
-             "# (planner/uncertainty.py).",
-             "", f"unseen = {max(classes.values()):.4f}", "", "[classes]"]
-    lines += [f"{cls} = {value:.4f}" for cls, value in classes.items()] + ["", "[kinds]"]
-    lines += [f'"{kind}" = {{ rms = {rms:.4f}, runs = {count} }}' for kind, (rms, count) in kinds.items()]
+             "# Per precision class: the step model's RMS error at the held-out published layouts, the variogram",
+             f"# of its error over pairs of scored layouts closer than {VARIOGRAM_RANGE:g} units (nugget, growth per",
+             "# unit), and every scored published layout of its layout family (dense or MoE) as a point with",
+             "# its kind (planner/uncertainty.py FEATURES as bits).",
+             f"# Coordinates: {', '.join(COORDINATES)}.", "", f"widest = {widest:.4f}"]
+    for cls in CLASSES:
+        if cls not in figures:
+            continue
+        rms, nugget, growth = figures[cls]
+        lines += ["", f"[{cls}]", f"rms = {rms:.4f}", f"nugget = {nugget:.4f}", f"growth = {growth:.4f}", "points = ["]
+        points = [f'  {{ group = "{group}", kind = {kind}, x = [{", ".join(f"{v:.3f}" for v in point)}] }},'
+                  for c, group, point, _, _, kind in rows if LAYOUT_FAMILY[c] == LAYOUT_FAMILY[cls]]
+        lines += list(dict.fromkeys(points))  # a layout republished release after release is one point
+        lines.append("]")
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,117 @@
+"""Issue 37, second pass: the SMs NCCL holds beside compute (core.collectives.nccl_sm_share,
+core.dp_overlap), torchtitan's embedding unit under FSDP2 (core.dp_costs), and the planner's layout
+uncertainty by distance from published layouts (planner/uncertainty.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core import collectives as K
+from gpuplan.core import dp_overlap as O
+from gpuplan.core.dp_costs import data_parallel_costs, params_per_gpu
+from gpuplan.core.step import StepSettings
+from gpuplan.core.topology import cluster_for
+from gpuplan.planner import uncertainty as U
+
+
+def test_nccl_holds_sixteen_sms_of_the_generation():
+    # nccl#689: 16 SMs on an 8-NIC DGX; H100 SXM 132 SMs -> 0.1212, B200 148 -> 0.1081, A100 108 -> 0.1481
+    assert K.nccl_sm_share("hopper") == pytest.approx(16 / 132) == pytest.approx(0.1212, abs=1e-4)
+    assert K.nccl_sm_share("blackwell") == pytest.approx(0.1081, abs=1e-4)
+    assert K.nccl_sm_share("ampere") == pytest.approx(0.1481, abs=1e-4)
+    assert K.nccl_sm_share(None) == K.nccl_sm_share("hopper")
+
+
+def test_hidden_buckets_slow_the_compute_beside_them():
+    # 1.0 s in 10 buckets: the last 0.1 s always exposed; the other 0.9 s run beside the window.
+    # Behind 0.7 s: max(0.9 - 0.7, 0.12 x 0.9) = 0.2 -> 0.3 s (the window is the bottleneck: no SM cost)
+    assert float(O.bucketed_exposed(1.0, 10, 0.7, 0.12)) == pytest.approx(0.3)
+    # behind 2 s all 0.9 s hide, but the compute runs at 88% while they do: 0.1 + 0.108 = 0.208 s
+    assert float(O.bucketed_exposed(1.0, 10, 2.0, 0.12)) == pytest.approx(0.208)
+    # FSDP, 4 blocks, 10 ms collective beside 20 ms of compute each: the first 10 ms exposed, then
+    # 3 x max(10 - 20, 0.12 x 10) ms = 3.6 ms
+    assert float(O.fsdp_pass_exposed(0.010, 0.020, 4, 0.12)) == pytest.approx(0.0136)
+
+
+def test_torchtitan_exposes_its_embedding_unit_every_micro_batch():
+    # Llama 3.1 8B on 8 H100 (one NVLink node), FSDP2, 2 micro-batches: tok_embeddings = 128,256 x 4,096 =
+    # 525.3M parameters, gathered in bf16 (1.051 GB) before each micro-batch's first block and reduced in
+    # fp32 (2.101 GB) after its last. NVLink ring at 450 GB/s x 0.82 = 369 GB/s: 7/8 x 1.051 / 369 = 2.49 ms
+    # + 7/8 x 2.101 / 369 = 4.98 ms -> 7.47 ms a micro-batch, 14.9 ms a step, none of it hidden
+    spec = load_model("llama-3.1-8b")
+    cluster = cluster_for(load_accelerator("h100-sxm"))
+    settings = StepSettings(seq_len=8192, dp_overlap=1.0, dp_schedule="fsdp2", grad_comm_bytes=4.0)
+    costs = data_parallel_costs(spec, cluster, settings, dp=8, tp=1, pp=1, cp=1, ep=1, zero=3, micro_batches=2,
+                                shard_group=None, layers=32, trained_params=params_per_gpu(spec, 1, 1, 1),
+                                t_bwd_gemm_mb=0.5, compute=1.5)
+    embedding = costs[-1]
+    assert embedding.bytes_per_call == pytest.approx(128256 * 4096 * 2)
+    assert float(embedding.calls) == 4
+    assert float(embedding.total) == pytest.approx(0.0149, rel=0.03)
+    assert float(embedding.exposed) == float(embedding.total)
+    # the blocks' gathers carry the rest: (8.03B - 0.525B) / 32 blocks in bf16
+    blocks = costs[1]
+    assert float(blocks.bytes_per_call) == pytest.approx((params_per_gpu(spec, 1, 1, 1) - 128256 * 4096) * 2 / 32)
+    # Megatron's schedule has no such unit (its ZeRO-3 path is left as it was)
+    megatron = data_parallel_costs(spec, cluster, StepSettings(seq_len=8192, dp_overlap=1.0), dp=8, tp=1, pp=1, cp=1,
+                                   ep=1, zero=3, micro_batches=2, shard_group=None, layers=32,
+                                   trained_params=params_per_gpu(spec, 1, 1, 1), t_bwd_gemm_mb=0.5, compute=1.5)
+    assert float(megatron[-1].total) == 0.0
+
+
+def test_a_layout_is_a_point_and_its_distance_an_uncertainty():
+    columns = {"tp": np.array([8, 4, 8]), "pp": np.array([4, 4, 4]), "vpp": np.array([2, 2, 2]),
+               "cp": np.array([1, 1, 2]), "ep": np.array([1, 1, 1]), "zero": np.array([1, 1, 1]),
+               "dp": np.array([4, 8, 2]), "micro_batch": np.array([1, 1, 1])}
+    points = U.layout_points(columns, 8e9)
+    assert points[0] == pytest.approx([np.log2(8e9), 3, 2, 0, 2, 0, 0, 1, 0])
+    # kinds on 8-GPU domains: pipeline + interleaved + tensor parallel (bits 2, 3, 5) = 44; the third adds
+    # context parallelism (bit 4) = 60
+    kinds = U.kind_code(U.layout_features(columns, 8, moe=False))
+    assert list(kinds) == [44, 44, 60]
+    # the second is tp halved and dp doubled from the first (128 GPUs, still 16 domains): sqrt(1 + 1) =
+    # 1.414 units; the third is as near (cp x2, dp /2) but of a kind no known layout has: infinitely far
+    d = U.nearest_distance(points, kinds, points[:1], kinds[:1])
+    assert list(d[:2]) == pytest.approx([0.0, 2 ** 0.5]) and np.isinf(d[2])
+    known = U.KnownLayouts(rms=0.08, growth=0.0143, points=points[:1], kinds=kinds[:1], groups=("a",))
+    # sqrt(0.08^2 + (0.0143 x 1.414)^2) = sqrt(0.0064 + 0.000409) = 0.0825; the unseen kind: the widest
+    u = U.layout_uncertainty(columns, 8e9, 8, False, known, widest=0.45)
+    assert list(u) == pytest.approx([0.08, 0.0825, 0.45], abs=1e-4)
+    # the group left out, nothing is known: the widest figure everywhere
+    assert list(U.layout_uncertainty(columns, 8e9, 8, False, known.without("a"), widest=0.45)) == [0.45] * 3
+
+
+def test_the_variogram_fit_reads_nugget_and_growth():
+    # 2 gamma(d) = 0.1^2 + (0.02 d)^2 at d = 1, 2, 3 (each sample is half the squared difference); a pair
+    # beyond VARIOGRAM_RANGE (6 units) is left out whatever its value
+    d = np.array([1.0, 2.0, 3.0, 8.0])
+    half = (0.01 + 0.0004 * d ** 2) / 2
+    half[-1] = 5.0
+    nugget, growth = U.fit_growth(d, half)
+    assert nugget == pytest.approx(0.1) and growth == pytest.approx(0.02)
+
+
+def test_packaged_uncertainty_is_dense_and_moe_families():
+    from gpuplan.catalog import reference_toml
+
+    data = reference_toml("layout_uncertainty.toml")
+    assert set(data) >= {"bf16", "fp8", "moe", "widest"}
+    # dense BF16 and FP8 share their layouts and growth; MoE's error grows faster away from what ran
+    assert data["bf16"]["growth"] == data["fp8"]["growth"] < data["moe"]["growth"]
+    assert len(data["bf16"]["points"]) == len(data["fp8"]["points"]) > 100
+    assert data["widest"] == max(data[c]["rms"] for c in ("bf16", "fp8", "moe"))
+
+
+def test_the_planner_check_does_not_know_its_own_group():
+    from gpuplan.catalog import load_model
+    from gpuplan.jobs.plan.search import uncertainty_table
+    from gpuplan.jobs.validation.uncertainty import group_key
+
+    spec = load_model("llama-3.1-70b")
+    group = group_key("llama-3.1-70b", "h100-sxm-96gb-500w", 256, "bf16", "torchtitan")
+    every = uncertainty_table(spec, "bf16").known
+    without = uncertainty_table(spec, "bf16", leave_out=group).known
+    assert group in every.groups and group not in without.groups
+    assert len(without.points) == len(every.points) - every.groups.count(group) and len(without.kinds) == len(without.points)
