@@ -76,3 +76,30 @@ def test_a_prompt_of_one_tile_row_leaves_part_of_the_shorter_gemm_bound_exposed(
     plain = R.prefill_step(spec, W.param_groups(spec), SU.ServingSetup(
         W.FORMATS["fp16"], 2, efficiency=SU.Efficiency(ridge_exposed=0.0)), prompt=128, **common)
     assert plain.gemm_s == pytest.approx(short.memory_s)
+
+
+def test_draft_steps_run_inside_the_engine_step_and_pay_no_scheduler_time():
+    """vLLM 0.8 schedules between engine steps (0.6 ms, kernels.host_step_seconds); an EAGLE step
+    is one scheduled verify step plus k draft steps run by the proposer inside it. Llama-3-8B on an
+    H100 at batch 1, k = 2: the host time is counted once, on the verify step, and each draft step
+    costs its bytes: one Llama layer (218,112,000 weights) + the shared 128,256 x 4,096 LM head in
+    bf16, 1.486e9 B at 0.85 x 3.35 TB/s = 0.52 ms."""
+    from dataclasses import replace
+
+    from gpuplan.core.serving import kv_cache as K
+    from gpuplan.core.serving.speculative import speculation
+
+    spec, gpu = load_model("llama-3-8b"), load_accelerator("h100-sxm")
+    runtime = SU.Runtime(engine="vllm", version=(0, 8, 3))
+    plain = SU.ServingSetup(W.FORMATS["bf16"], 2, runtime=runtime)
+    eagle = replace(plain, speculation=speculation("eagle", 2, 0.568, spec))
+    kv = K.kv_layout(spec, 2, 1, 1, 16).bytes_per_sequence(512)
+    common = dict(tp=1, pp=1, batch=1, context=512, bandwidth=gpu.memory_bandwidth, peak=gpu.peak("bf16"),
+                  link=None)
+    step = R.decode_step(spec, W.param_groups(spec), eagle, kv, **common)
+    assert step.host_s == pytest.approx(0.6e-3)
+    draft = R.decode_step(eagle.speculation.draft, W.param_groups(eagle.speculation.draft), plain, 0.0,
+                          scheduled=False, **common)
+    assert draft.host_s == 0.0
+    assert step.draft_s == pytest.approx(2 * draft.total, rel=0.05)
+    assert step.draft_s / 2 == pytest.approx(1.486e9 / (gpu.memory_bandwidth * 0.85), rel=0.05)

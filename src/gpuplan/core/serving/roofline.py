@@ -105,6 +105,9 @@ class StepWork:
     """Tokens in the step (elementwise traffic, all-reduce message size)."""
     sequences: float = 1.0
     """Sequences in the step (the host's output processing, kernels.host_step_seconds)."""
+    scheduled: bool = True
+    """The engine's scheduler runs before this step (False: a speculative proposer's draft steps,
+    which run inside the same engine step as the verify step)."""
 
 
 def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, pp: int, bandwidth: float,
@@ -128,7 +131,7 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
                                                               custom_max_bytes=custom)
     comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0
     host = (layers * eff.layer_launch_s if work.tokens > eff.graph_max_tokens else 0.0)
-    host += KR.host_step_seconds(setup.runtime.release, work.sequences)
+    host += KR.host_step_seconds(setup.runtime.release, work.sequences) if work.scheduled else 0.0
     return StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
                     attention_s=work.kv_bytes / (bandwidth * kv) + work.attention_flops / tp / (peak * attention),
                     other_s=elementwise, host_s=host, exposed=eff.exposed_share(work.tokens))
@@ -169,11 +172,12 @@ def kv_reads_per_step(spec: ModelSpec, decode_attention: str = "grouped", l2_hit
 
 def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_per_sequence: float, *,
                 tp: int, pp: int, batch, context, bandwidth: float, peak: float, link: float | None,
-                which: int = 0, fabric: Accelerator | None = None) -> StepTime:
+                which: int = 0, fabric: Accelerator | None = None, scheduled: bool = True) -> StepTime:
     """Time per output token at ``batch`` sequences of ``context`` cached tokens: the weights (+
     the experts the batch touches) streamed or their FLOPs, every sequence's KV cache read
-    (kv_reads_per_step times), elementwise and host time, and the TP all-reduces.
-    ``which``: 0 expected, 1 low, 2 high efficiency."""
+    (kv_reads_per_step times), elementwise and host time, and the TP all-reduces. A speculative
+    step adds the proposer's k draft steps, which run inside the same engine step (no scheduler host
+    time of their own: ``scheduled`` False). ``which``: 0 expected, 1 low, 2 high efficiency."""
     s = setup.speculation
     positions = 1 + (s.tokens if s else 0)  # a verify step scores k proposed tokens + one of its own
     # kv_per_sequence is per stage (a token crosses all stages); a per-query-head kernel reads it
@@ -185,7 +189,7 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     if setup.lora is not None:  # the active adapter slots are read too, and shrink + expand run per token
         weights += L.step_bytes(spec, setup.lora, tp, batch)
         flops += batch * positions * L.flops_per_token(spec, setup.lora)
-    work = StepWork(weights, flops, kv_read, 0.0, batch * positions, batch)
+    work = StepWork(weights, flops, kv_read, 0.0, batch * positions, batch, scheduled)
     step = step_time(work, spec, setup, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which,
                      fabric=fabric)
     if s is None:
@@ -201,7 +205,7 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
         draft_kv = kv_per_sequence * share / (1 - share) if share < 1 else 0.0
         draft_s = s.tokens * decode_step(s.draft, draft_groups, plain, draft_kv, tp=tp, pp=1, batch=batch,
                                          context=context, bandwidth=bandwidth, peak=peak, link=link,
-                                         which=which, fabric=fabric).total
+                                         which=which, fabric=fabric, scheduled=False).total
     return replace(step, draft_s=draft_s, tokens_per_step=s.mean_accepted_length)
 
 

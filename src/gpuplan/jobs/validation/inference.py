@@ -191,7 +191,9 @@ def _speculative_case(e: dict[str, Any]) -> Case:
 
     spec, gpu = _model(e["model"]), _gpu(e["gpu"])
     alpha = acceptance_for_length(e["accepted_length"], e["spec_tokens"])
-    plain = SU.ServingSetup(W.FORMATS["bf16"], K.KV_DTYPE_BYTES["bf16"])
+    release = parse_release(e.get("release", "vllm"))  # the release decides the scheduler's host time
+    runtime = SU.Runtime(engine=release.engine, version=release.version)
+    plain = SU.ServingSetup(W.FORMATS["bf16"], K.KV_DTYPE_BYTES["bf16"], runtime=runtime)
     spec_setup = replace(plain, speculation=speculation(e["method"], e["spec_tokens"], alpha, spec))
     groups, context = W.param_groups(spec), 512
     kv_seq = K.kv_layout(spec, plain.kv_bytes, 1, 1, 16).bytes_per_sequence(context)
