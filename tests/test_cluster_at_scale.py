@@ -115,3 +115,28 @@ def test_the_planner_check_does_not_know_its_own_group():
     without = uncertainty_table(spec, "bf16", leave_out=group).known
     assert group in every.groups and group not in without.groups
     assert len(without.points) == len(every.points) - every.groups.count(group) and len(without.kinds) == len(without.points)
+
+
+def test_transformer_engine_keeps_fp8_linear_inputs():
+    from gpuplan.core import activations as A
+
+    assert A.saved_linear_input_bytes("tensorwise") == 1.0 and A.saved_linear_input_bytes(None) is None
+    assert A.saved_linear_input_bytes("mxfp8") == pytest.approx(1.03125)
+    assert A.saved_linear_input_bytes("nvfp4") == pytest.approx(0.5625)
+    # Llama 3.1 8B layer (h 4,096, i 14,336): the QKV and fc1 inputs 2 x (2 - 1) x 4,096 = 8,192 B fewer, the
+    # down projection's input (2 - 1) x 14,336 fewer, the output projection's FP8 copy of the attention output
+    # 32 x 128 = 4,096 more: 18,432 bytes per token less than BF16's 139,400
+    spec = load_model("llama-3.1-8b")
+    bf16 = A.layer_activations(spec, 8192, impl="megatron").total
+    fp8 = A.layer_activations(spec, 8192, impl="megatron", linear_input_bytes=1.0).total
+    assert bf16 - fp8 == pytest.approx(18432)
+    # Qwen3-30B-A3B MoE layer (h 2,048, 8 experts of 768 per token): the QKV input 2,048 fewer, the router's input
+    # stays bf16, the attention output's copy 32 x 128 = 4,096 more, each routed copy keeps its fc1 and fc2 inputs
+    # in FP8: 8 x (2,048 + 768) = 22,528 fewer -> 20,480 bytes per token less
+    qwen = load_model("qwen3-30b-a3b")
+    moe_bf16 = A.layer_activations(qwen, 4096, impl="megatron", moe_layer=True).total
+    moe_fp8 = A.layer_activations(qwen, 4096, impl="megatron", moe_layer=True, linear_input_bytes=1.0).total
+    assert moe_bf16 - moe_fp8 == pytest.approx(20480)
+    # torchao's Float8Linear (torchtitan) keeps the bf16 input: no change
+    assert A.layer_activations(spec, 8192, impl="torchtitan", linear_input_bytes=1.0).total == \
+        A.layer_activations(spec, 8192, impl="torchtitan").total

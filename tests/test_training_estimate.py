@@ -80,7 +80,7 @@ def test_predicted_mfu_comes_from_the_planner():
     report = estimate_training(TrainingInputs(model="llama-3.1-70b", tokens=15e12, gpu="h100", gpus=2048,
                                               mfu="predicted"))
     plan = plan_report(PlanInputs(tokens=15e12, model="llama-3.1-70b", gpu="h100", gpus=(2048,),
-                                  seq_len=4096, recipe="mixed", top=1))
+                                  seq_len=4096, top=1))  # the same (framework default) recipe as train's
     assert report.value("mfu") == pytest.approx(plan.value("best_mfu"))
     assert report.value("comm_allowance") == 0  # the planner's MFU includes communication
     assert report.value("flops_used") == report.value("flops_exact")  # the planner's MFU definition

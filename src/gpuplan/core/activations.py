@@ -178,12 +178,15 @@ def _attention_bytes(spec: ModelSpec, seq_len, impl: str, kernel: str, c: int, d
     return saved
 
 
-def mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int) -> float:
-    """What one dense MLP (or one expert, per routed row) saves per token routed through it."""
+def mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int, linear_input_bytes: float | None = None) -> float:
+    """What one dense MLP (or one expert, per routed row) saves per token routed through it.
+    ``linear_input_bytes``: bytes per element of the down-projection input when a quantising
+    linear keeps it (Transformer Engine FP8 / MXFP8 / NVFP4: saved_linear_input_bytes)."""
+    fc2 = c if linear_input_bytes is None or impl != "megatron" else linear_input_bytes
     if spec.mlp.gated:  # gate, act(gate), up, act(gate)*up (the down-projection input)
-        inner = {"megatron": 3, "megatron-local": 5}.get(impl, 4) * c * intermediate
+        inner = {"megatron": 2 * c + fc2, "megatron-local": 5 * c}.get(impl, 4 * c) * intermediate
     else:  # fc1 output (activation input) and activation output (fc2 input)
-        inner = 2 * c * intermediate
+        inner = (c + fc2) * intermediate
     if impl == "hf" and spec.mlp.activation in PYTHON_GELUS:
         inner += 3 * c * intermediate  # x**3, the tanh output and 1 + tanh are saved (measured on GPT-2)
     return inner
@@ -199,7 +202,8 @@ def clamped_glu_extra_bytes(spec: ModelSpec, impl: str, c: int) -> float:
     return 2.0 * c * moe.expert_intermediate_size
 
 
-def moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0) -> float:
+def moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0,
+              linear_input_bytes: float | None = None) -> float:
     """Router, per-token expert inputs/outputs and the top-k experts' MLPs (HF loop over experts:
     each routed token is gathered (h), run through the expert, weighted (h)). With a capacity
     factor (Switch Transformer, Fedus et al. 2021, eq. 3; Megatron --moe-expert-capacity-factor)
@@ -208,9 +212,11 @@ def moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0) 
     assert moe is not None
     h = spec.hidden_size
     router = FP32 * moe.num_experts + c * moe.num_experts  # logits and fp32 softmax
-    per_routed = 2 * c * h + mlp_bytes(spec, moe.expert_intermediate_size, impl, c) \
+    fc1 = c if linear_input_bytes is None or impl != "megatron" else linear_input_bytes  # GroupedLinear's input
+    per_routed = (c + fc1) * h + mlp_bytes(spec, moe.expert_intermediate_size, impl, c, linear_input_bytes) \
         + clamped_glu_extra_bytes(spec, impl, c)
-    shared = mlp_bytes(spec, moe.shared_intermediate_size, impl, c) if moe.shared_intermediate_size else 0
+    shared = mlp_bytes(spec, moe.shared_intermediate_size, impl, c, linear_input_bytes) \
+        if moe.shared_intermediate_size else 0
     return router + capacity_factor * moe.experts_per_token * per_routed + shared
 
 
@@ -236,26 +242,49 @@ def lora_layer_activations(spec: ModelSpec, seq_len, rank: int, adapter_input_by
     return LayerActivations(norms, attention, mlp, 0.0, adapters)
 
 
+def saved_linear_input_bytes(recipe: str | None) -> float | None:
+    """Bytes per element of the input a Transformer Engine linear keeps for its weight gradient under
+    a low-precision recipe (None: the compute dtype's, no quantised copy). TE quantises the input and
+    keeps only the copy the backward needs ('Discard row-wise data since it is not needed in backward
+    pass'; Float8 tensorwise keeps its row-wise data, transposed in backward:
+    transformer_engine/pytorch/module/linear.py, _linear_forward_impl, saved_inputmat = inputmat):
+    FP8 1 byte (+ one fp32 scale per tensor), MXFP8 1 + 1/32 (an E8M0 scale per 32 elements), NVFP4
+    0.5 + 1/16 (an E4M3 scale per 16)."""
+    return {"tensorwise": 1.0, "mxfp8": 1.0 + 1.0 / 32, "nvfp4": 0.5 + 1.0 / 16}.get(recipe or "")
+
+
 def layer_activations(spec: ModelSpec, seq_len, *, moe_layer: bool = False, impl: str = "hf",
                       kernel: str = "flash", compute_bytes: int = 2, dropout: float = 0.0,
                       autocast: bool = False, capacity_factor: float = 1.0,
-                      mask_bytes: float = 1, lora: tuple[int, float] | None = None) -> LayerActivations:
+                      mask_bytes: float = 1, lora: tuple[int, float] | None = None,
+                      linear_input_bytes: float | None = None) -> LayerActivations:
     """Bytes saved per token by one layer (no recompute, no tensor parallelism). ``lora``:
-    (rank, adapter input bytes) of a PEFT LoRA layer on a frozen HF base."""
+    (rank, adapter input bytes) of a PEFT LoRA layer on a frozen HF base. ``linear_input_bytes``
+    (``megatron`` only: Transformer Engine's quantising linears, saved_linear_input_bytes): the QKV
+    and fc1 inputs and the down-projection input are kept quantised instead of in the compute dtype,
+    and the output projection keeps a quantised copy of the attention output beside the bf16 one the
+    attention kernel keeps for its own backward."""
     c = compute_bytes
     if lora is not None and impl == "hf":
         return lora_layer_activations(spec, seq_len, lora[0], lora[1], kernel=kernel, compute_bytes=c,
                                       dropout=dropout, mask_bytes=mask_bytes)
+    quantised = linear_input_bytes if impl == "megatron" else None
     norms = _layer_norms(spec, impl, c, autocast)
     attention = _attention_bytes(spec, seq_len, impl, kernel, c, dropout, mask_bytes)
+    if quantised is not None:  # the output projection's own quantised copy of the attention output
+        attention += quantised * spec.attention.num_heads * spec.attention.value_head_dim
     if moe_layer and spec.moe is not None:
-        mlp = moe_bytes(spec, impl, c, capacity_factor)
+        mlp = moe_bytes(spec, impl, c, capacity_factor, quantised)
     else:
-        mlp = mlp_bytes(spec, spec.mlp.intermediate_size, impl, c)
+        mlp = mlp_bytes(spec, spec.mlp.intermediate_size, impl, c, quantised)
     masks = 2 * mask_bytes * spec.hidden_size if dropout > 0 else 0.0  # two residual dropouts
     # fused norm+linear kernels save the normalised input of the QKV and first MLP matmuls;
     # HF's unfused RMSNorm output already is that tensor (counted in norms)
-    inputs = 2 * c * spec.hidden_size if impl == "megatron" else 0.0  # torchtitan: counted with its norms
+    # (quantised: the QKV input, and the fc1 input of a dense MLP; a MoE layer's normalised input feeds
+    # the router, a bf16 linear, and is permuted to the experts, whose own quantised inputs moe_bytes counts)
+    qkv = c if quantised is None else quantised
+    mlp_in = c if quantised is None or (moe_layer and spec.moe is not None) else quantised
+    inputs = (qkv + mlp_in) * spec.hidden_size if impl == "megatron" else 0.0
     return LayerActivations(norms, attention, mlp, masks, inputs)
 
 
@@ -263,7 +292,7 @@ def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int
                           kernel: str = "flash", recompute: str = "none", compute_bytes: int = 2,
                           tp: int = 1, sequence_parallel: bool = True, dropout: float = 0.0,
                           autocast: bool = False, capacity_factor: float = 1.0, mask_bytes: float = 1,
-                          lora: tuple[int, float] | None = None) -> float:
+                          lora: tuple[int, float] | None = None, linear_input_bytes: float | None = None) -> float:
     """Activation bytes per token held by ``layers`` layers (``moe_layers`` of them MoE) at the
     end of the forward pass, on one tensor-parallel rank.
 
@@ -277,10 +306,12 @@ def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int
     if recompute == "selective" and kernel == "eager":
         kernel = "flash"  # selective recompute keeps exactly what a flash kernel would
     dense = layer_activations(spec, seq_len, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
-                              dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora)
+                              dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora,
+                              linear_input_bytes=linear_input_bytes)
     moe = layer_activations(spec, seq_len, moe_layer=True, impl=impl, kernel=kernel,
                             compute_bytes=compute_bytes, dropout=dropout, autocast=autocast,
-                            capacity_factor=capacity_factor, mask_bytes=mask_bytes, lora=lora)
+                            capacity_factor=capacity_factor, mask_bytes=mask_bytes, lora=lora,
+                            linear_input_bytes=linear_input_bytes)
 
     def on_rank(part: LayerActivations):
         if sequence_parallel and impl.startswith("torchtitan"):  # its SequenceParallel norms hand the
@@ -300,14 +331,17 @@ def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int
 def recomputed_layer_bytes_per_token(spec: ModelSpec, seq_len, moe_layers, *, impl: str = "hf",
                                      kernel: str = "flash", compute_bytes: int = 2, tp: int = 1,
                                      dropout: float = 0.0, autocast: bool = False, mask_bytes: float = 1,
-                                     lora: tuple[int, float] | None = None) -> float:
+                                     lora: tuple[int, float] | None = None,
+                                     linear_input_bytes: float | None = None) -> float:
     """Full recompute: the activations of the one layer being recomputed during backward."""
     dense = layer_activations(spec, seq_len, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
-                              dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora).total
+                              dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora,
+                              linear_input_bytes=linear_input_bytes).total
     if spec.moe is None:
         return dense / tp
     moe = layer_activations(spec, seq_len, moe_layer=True, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
-                            dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora).total
+                            dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora,
+                            linear_input_bytes=linear_input_bytes).total
     return np.where(np.asarray(moe_layers) > 0, max(dense, moe), dense) / tp
 
 

@@ -110,6 +110,10 @@ class MemorySettings:
     mtp_layers: int = 0
     """MTP modules trained on the last stage (core.mtp; the job resolves the model's and the
     framework's default): their parameters, one block's activations and their own logits / loss."""
+    linear_input_bytes: float | None = None
+    """Bytes per element of the inputs Transformer Engine's linears keep quantised under an FP8 /
+    MXFP8 / NVFP4 recipe (core.activations.saved_linear_input_bytes; ``megatron`` implementation
+    only); None = kept in the compute dtype (BF16 runs, torchao Float8Linear, transformers)."""
     device: str = "cuda"
     """Where the step runs: 'cuda' (fused dropout keeps 1-byte masks) or 'cpu' (the CPU oracle
     of `gpuplan measure`: dropout keeps a noise tensor of the input dtype)."""
@@ -171,7 +175,8 @@ def _saved_per_token(spec: ModelSpec, layout: ParallelLayout, settings: MemorySe
         share = R.block_recompute_share(settings.recompute_layers, params.layers, layout.vpp)
         per_token = share * per_token + (1 - share) * saved("none")
     if settings.recompute == "selective" and modules:
-        dense, routed = R.discarded_bytes_per_token(spec, modules, kw["compute_bytes"], settings.moe_capacity_factor)
+        dense, routed = R.discarded_bytes_per_token(spec, modules, kw["compute_bytes"], settings.moe_capacity_factor,
+                                                    kw["linear_input_bytes"])
         per_token = per_token - ((params.layers - params.moe_layers) * dense + params.moe_layers * routed) / layout.tp
     return per_token
 
@@ -204,7 +209,8 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
         adapter_input = 2 if autocast else (A.FP32 if profile.fp32_adapters else recipe.compute_bytes)
         lora, autocast = (settings.lora_rank, adapter_input), False
     kw = dict(impl=impl, kernel=settings.attention_kernel, compute_bytes=recipe.compute_bytes,
-              tp=layout.tp, dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora)
+              tp=layout.tp, dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora,
+              linear_input_bytes=settings.linear_input_bytes if settings.finetune == "full" else None)
     if settings.recompute == "selective" and profile.selective == "op-sac":
         fused = spec.fused_qkv if settings.framework == "hf" else True  # transformers: separate q, k, v
         per_token = params.layers * F.op_sac_bytes_per_token(spec, recipe.compute_bytes, layout.tp, fused_qkv=fused)

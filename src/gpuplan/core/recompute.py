@@ -199,10 +199,11 @@ def recompute_seconds_per_token(spec: ModelSpec, settings, rates: ForwardRates, 
     return sum(module_forward_seconds_per_token(spec, m, rates) for m in effective_modules(settings.recompute_modules))
 
 
-def discarded_bytes_per_token(spec: ModelSpec, modules, c: int = 2, capacity_factor: float = 1.0
-                              ) -> tuple[float, float]:
+def discarded_bytes_per_token(spec: ModelSpec, modules, c: int = 2, capacity_factor: float = 1.0,
+                              linear_input_bytes: float | None = None) -> tuple[float, float]:
     """(dense layer, MoE layer) bytes per token that Megatron's ``--recompute-modules`` free from
-    what the ``megatron`` implementation saves (before tensor parallelism)."""
+    what the ``megatron`` implementation saves (before tensor parallelism; ``linear_input_bytes``:
+    core.activations.layer_activations')."""
     h, a, moe = spec.hidden_size, spec.attention, spec.moe
     dense = routed = 0.0
     if "layernorm" in modules:  # MLA keeps input_layernorm standalone; MoE layers pre_mlp_layernorm
@@ -212,17 +213,19 @@ def discarded_bytes_per_token(spec: ModelSpec, modules, c: int = 2, capacity_fac
         qkv = c * a.num_heads * (2 * a.qk_head_dim + a.value_head_dim)
         dense, routed = dense + qkv, routed + qkv
     if "mlp" in modules:
-        dense += A.mlp_bytes(spec, spec.mlp.intermediate_size, "megatron", c) + c * h
+        dense += A.mlp_bytes(spec, spec.mlp.intermediate_size, "megatron", c, linear_input_bytes) \
+            + (c if linear_input_bytes is None else linear_input_bytes) * h
     if moe is not None:
         if "moe" in modules:
-            routed += A.moe_bytes(spec, "megatron", c, capacity_factor)
+            routed += A.moe_bytes(spec, "megatron", c, capacity_factor, linear_input_bytes)
         else:
             if "moe_act" in modules:
                 clamp = A.clamped_glu_extra_bytes(spec, "megatron", c)
-                per_row = c * moe.expert_intermediate_size + clamp  # the product; the clamped copy
+                product = c if linear_input_bytes is None else linear_input_bytes  # fc2's (quantised) input
+                per_row = product * moe.expert_intermediate_size + clamp  # the product; the clamped copy
                 routed += capacity_factor * moe.experts_per_token * per_row
             if "shared_experts" in modules and moe.shared_intermediate_size:
-                routed += A.mlp_bytes(spec, moe.shared_intermediate_size, "megatron", c)
+                routed += A.mlp_bytes(spec, moe.shared_intermediate_size, "megatron", c, linear_input_bytes)
     return dense, routed
 
 

@@ -15,7 +15,8 @@ from gpuplan.core.attention_time import execution_kernel
 from gpuplan.core.dp_overlap import schedule_for
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.precision import check_recipe_runs_on
-from gpuplan.core.step import StepSettings, attention_efficiency
+from gpuplan.core.activations import saved_linear_input_bytes
+from gpuplan.core.step import StepSettings, attention_efficiency, low_precision_recipe
 from gpuplan.core.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
@@ -83,7 +84,10 @@ def evaluator_for(inputs, leave_out: str | None = None) -> Evaluator:
                               framework=inputs.framework, loss=inputs.loss,
                               lora_rank=inputs.lora_rank, activation_scale=scale,
                               optimizer_impl=inputs.optimizer_impl, mtp_layers=spec.mtp_layers,
-                              attention_kernel=kernel, **inputs.recompute_settings())
+                              attention_kernel=kernel, **inputs.recompute_settings(),
+                              # Transformer Engine keeps the linears' inputs quantised (megatron implementation)
+                              linear_input_bytes=saved_linear_input_bytes(low_precision_recipe(inputs.dtype,
+                                                                                                inputs.fp8_recipe)))
     return Evaluator(spec, cluster, memory, step, overheads, uncertainty_table(spec, inputs.dtype, leave_out))
 
 

@@ -268,8 +268,8 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
                    "(the packaged 2022-23 runs used 1.05-1.27x their predicted GPU-hours with the recompute, attention "
                    "kernel and network their sources state; Llama 3.1 "
-                   "405B and DeepSeek-V3, 2024, 0.98-1.13x: docs/accuracy.md); the budget's failure and checkpoint "
-                   "lines hold part of that (with them and the stated batch ramps, 13.8% mean held out)")
+                   "405B and DeepSeek-V3, 2024, 1.03-1.13x: docs/accuracy.md); the budget's failure and checkpoint "
+                   "lines hold part of that (with them and the stated batch ramps, 13.0% mean held out)")
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")

@@ -286,8 +286,17 @@ def validation_report() -> Report:
         notes=("error = (predicted - measured) / measured; mean and max are of |error|, bias the mean signed error",),
         tables=(Table("summary", ("kind", "cases", "mean abs error", "max abs error", "bias"), tuple(summary)),
                 Table("cases", ("run", "kind", "measured", "predicted", "error", "basis", "note"), rows),
-                *_framework_tables(),
+                *_framework_tables(), _fit_rule_table(),
                 Table("excluded", ("run", "reason"), excluded)))
+
+
+def _fit_rule_table() -> Table:
+    """How many published layouts (runs that trained) gpuplan's fit rule refuses (published_fits.py)."""
+    from gpuplan.jobs.validation.published_fits import fit_checks, fit_table_rows
+
+    return Table("fit rule on the published layouts: runs that trained, refused by gpuplan's memory (NeMo / "
+                 "Megatron-Bridge by GPU, torchtitan)", ("GPU / source", "layouts", "refused",
+                                                         "median excess of the refused"), fit_table_rows(fit_checks()))
 
 
 def _amount(case: Case, predicted: bool = False) -> str:
