@@ -94,9 +94,9 @@ def test_the_variogram_fit_reads_nugget_and_growth():
 
 
 def test_packaged_uncertainty_is_dense_and_moe_families():
-    from gpuplan.catalog import reference_toml
+    from gpuplan.catalog import reference_json
 
-    data = reference_toml("layout_uncertainty.toml")
+    data = reference_json("layout_uncertainty.json")
     assert set(data) >= {"bf16", "fp8", "moe", "widest"}
     # dense BF16 and FP8 share their layouts and growth; MoE's error grows faster away from what ran
     assert data["bf16"]["growth"] == data["fp8"]["growth"] < data["moe"]["growth"]
@@ -140,3 +140,21 @@ def test_transformer_engine_keeps_fp8_linear_inputs():
     # torchao's Float8Linear (torchtitan) keeps the bf16 input: no change
     assert A.layer_activations(spec, 8192, impl="torchtitan", linear_input_bytes=1.0).total == \
         A.layer_activations(spec, 8192, impl="torchtitan").total
+
+
+def test_distinct_rows_is_numpys_row_wise_unique_even_when_sums_collide(monkeypatch):
+    import numpy as np
+
+    from gpuplan.planner import uncertainty as U
+
+    rows = np.array([[1.0, 0.0, 3.0], [0.0, 1.0, 3.0], [1.0, 0.0, 3.0], [2.0, 2.0, 0.0]])
+    unique, inverse = U.distinct_rows(rows)
+    assert len(unique) == 3 and np.array_equal(unique[inverse], rows)
+    # all weights 1: rows 0 and 1 share the sum 4 and must still be told apart (the row-wise path)
+    class Ones:
+        def random(self, n):
+            return np.zeros(n)
+
+    monkeypatch.setattr(U.np.random, "default_rng", lambda seed: Ones())
+    unique, inverse = U.distinct_rows(rows)
+    assert len(unique) == 3 and np.array_equal(unique[inverse], rows)

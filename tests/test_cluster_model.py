@@ -82,10 +82,10 @@ def test_ranking_takes_the_slow_end():  # the layout uncertainty itself: tests/t
 def test_packaged_layout_uncertainty_is_the_current_code():
     from importlib import resources
 
-    from gpuplan.jobs.validation.uncertainty import uncertainty_toml
+    from gpuplan.jobs.validation.uncertainty import uncertainty_json
 
-    packaged = (resources.files("gpuplan.catalog") / "reference" / "layout_uncertainty.toml").read_text("utf-8")
-    assert packaged == uncertainty_toml(), "regenerate with: python -m gpuplan.jobs.validation.uncertainty"
+    packaged = (resources.files("gpuplan.catalog") / "reference" / "layout_uncertainty.json").read_text("utf-8")
+    assert packaged == uncertainty_json(), "regenerate with: python -m gpuplan.jobs.validation.uncertainty"
 
 
 def test_a_batch_ramp_costs_time_on_the_same_layout():

@@ -60,7 +60,7 @@ class LayoutTable:
 @dataclass(frozen=True)
 class UncertaintyTable:
     """The published layouts of this search's precision class and the error growth away from them
-    (catalog/reference/layout_uncertainty.toml; planner.uncertainty)."""
+    (catalog/reference/layout_uncertainty.json; planner.uncertainty)."""
 
     known: KnownLayouts
     widest: float

@@ -95,12 +95,12 @@ def uncertainty_table(spec, dtype: str, leave_out: str | None = None) -> Uncerta
     """The published layouts of this search's precision class and the growth of the model's error
     away from them (planner.uncertainty); ``leave_out``: a group of published runs the planner must
     not know (the planner check scores its choice against that group)."""
-    from gpuplan.catalog import reference_toml
+    from gpuplan.catalog import reference_json
     from gpuplan.core.model import count_parameters
     from gpuplan.core.step import precision_class
     from gpuplan.planner.uncertainty import COORDINATES, KnownLayouts
 
-    data = reference_toml("layout_uncertainty.toml")
+    data = reference_json("layout_uncertainty.json")
     cls = "moe" if spec.moe is not None else ("bf16" if precision_class(dtype) == "bf16" else "fp8")
     entry = data.get(cls, {"rms": data["widest"], "growth": 0.0, "points": []})
     points = np.array([p["x"] for p in entry["points"]], dtype=float).reshape(-1, len(COORDINATES))
