@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--write")
     args = parser.parse_args()
     from gpuplan.catalog import load_model
-    from gpuplan.core.memory import MemorySettings, peak_memory
+    from gpuplan.core.memory.training import MemorySettings, peak_memory
     from gpuplan.core.parallel import ParallelLayout
     from gpuplan.jobs.memory.estimate import MemoryInputs, estimate_memory
 

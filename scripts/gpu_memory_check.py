@@ -612,7 +612,7 @@ def run_isolated(job: dict, isolation: str, timeout_s: float, workdir: Path) -> 
 
 
 def gpuplan_estimate(cfg: Config, hf_config: dict, seq_len: int, micro_batch: int) -> dict:
-    """gpuplan.core.memory's allocated peak for this configuration, where gpuplan models it."""
+    """gpuplan.core.memory.training's allocated peak for this configuration, where gpuplan models it."""
     if cfg.lora or cfg.fp8:
         return {"allocated_bytes": None, "note": "not estimated: gpuplan profile's estimate has no LoRA / float8 path"}
     try:
@@ -624,7 +624,7 @@ def gpuplan_estimate(cfg: Config, hf_config: dict, seq_len: int, micro_batch: in
         value = int(estimated_peak_bytes(settings, hf_config, cfg.model, 1, "none"))
     except Exception as exc:  # noqa: BLE001 (an estimate is optional)
         return {"allocated_bytes": None, "note": f"not estimated: {_first_line(exc)}"}
-    note = "gpuplan.profile.trial_plan.estimated_peak_bytes (gpuplan.core.memory, allocated, no context/cache)"
+    note = "gpuplan.profile.trial_plan.estimated_peak_bytes (gpuplan.core.memory.training, allocated, no context/cache)"
     if cfg.recompute == "selective":
         note += "; gpuplan's 'selective' is Korthikanti's (drop attention s^2 terms), not the op-level SAC measured"
     if cfg.compile:

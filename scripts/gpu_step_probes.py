@@ -1,5 +1,5 @@
 """GPU step-time probes: the kernel-level figures issue 15's open items need, measured on one GPU
-and set beside what the step model (core/step.py) assumes for the same work.
+and set beside what the step model (core/time/step.py) assumes for the same work.
 
     python scripts/gpu_step_probes.py                       # on a CUDA machine: ~1 min on an H100/H200
     python scripts/gpu_step_probes.py --dry-run --out /tmp/probes   # CPU, tiny shapes, < 30 s
@@ -50,12 +50,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from gpuplan.catalog import load_accelerator
-from gpuplan.core import step as S
+from gpuplan.core.time import step as S
 from gpuplan.errors import InputError
 
 FP8_MAX = 448.0  # largest finite float8_e4m3fn value (OCP FP8 spec, E4M3)
 # forward activation cast of tensorwise current scaling per element: amax read (2 B) + read (2 B) +
-# fp8 write (1 B), the forward third of core/step.py's FP8_CAST_BYTES_PER_ELEMENT accounting
+# fp8 write (1 B), the forward third of core/time/step.py's FP8_CAST_BYTES_PER_ELEMENT accounting
 FP8_FORWARD_CAST_BYTES = 5.0
 
 
@@ -94,7 +94,7 @@ class ProbeResult:
 
 
 def gemm_fraction(gpu, smallest_dim: float, dtype: str) -> float:
-    """The step model's GEMM efficiency (core.step.gemm_efficiency: MAMF x d / (d + d_half), the FP8
+    """The step model's GEMM efficiency (core.time.step.gemm_efficiency: MAMF x d / (d + d_half), the FP8
     MAMF fraction for FP8)."""
     return S.gemm_efficiency(gpu, smallest_dim, S.StepSettings().gemm_d_half, low_precision=dtype == "fp8")
 
@@ -106,7 +106,7 @@ def predicted_gemm_s(gpu, m: int, k: int, n: int, dtype: str) -> float:
 
 def predicted_experts_s(gpu, shape: ExpertShape, dtype: str) -> float:
     """Forward expert GEMMs of one layer (gated fc1 h -> 2i, fc2 i -> h, per local expert), and for
-    FP8 the activation casts through HBM (core.step: hbm_efficiency)."""
+    FP8 the activation casts through HBM (core.time.step: hbm_efficiency)."""
     t, h, i = shape.tokens, shape.hidden, shape.intermediate
     flops = shape.experts * (2.0 * t * h * 2 * i + 2.0 * t * i * h)
     seconds = flops / (gpu.peak(dtype) * gemm_fraction(gpu, min(t, h, i), dtype))
@@ -117,7 +117,7 @@ def predicted_experts_s(gpu, shape: ExpertShape, dtype: str) -> float:
 
 
 def predicted_attention_s(gpu, heads: int, dim: int, seq: int, backward: bool) -> float:
-    """Causal flash attention (core/attention_time.py): executed score + context FLOPs
+    """Causal flash attention (core/time/attention_core.py): executed score + context FLOPs
     4 x s x (s+1)/2 x d x heads at the part's attention efficiency (SDPA runs FlashAttention-2
     kernels: the un-tuned figure), backward 2.5x the forward."""
     flops = 4.0 * seq * (seq + 1) / 2 * dim * heads

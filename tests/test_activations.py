@@ -3,7 +3,7 @@
 import pytest
 
 from gpuplan.adapters.hf_config import model_spec_from_hf_config
-from gpuplan.core import activations as A
+from gpuplan.core.memory import activations as A
 
 LLAMA2_7B = dict(model_type="llama", hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
                  num_attention_heads=32, num_key_value_heads=32, vocab_size=32000, tie_word_embeddings=False)

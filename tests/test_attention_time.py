@@ -1,10 +1,10 @@
-"""Attention-core time per token (core/attention_time.py): flash kernels vs the unfused attention
+"""Attention-core time per token (core/time/attention_core.py): flash kernels vs the unfused attention
 of Megatron-LM 2021 and transformers' eager path, worked by hand on a small shape."""
 
 import pytest
 
-from gpuplan.core.attention_time import attention_seconds_per_token
-from gpuplan.core.model import AttentionSpec, MLPSpec, ModelSpec
+from gpuplan.core.time.attention_core import attention_seconds_per_token
+from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec
 from gpuplan.jobs.validation.throughput import throughput_cases
 
 SPEC = ModelSpec("t", hidden_size=1024, num_layers=2, vocab_size=1000,

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from gpuplan.adapters.resolve import resolve_gpu, resolve_model
-from gpuplan.core import reliability as R
+from gpuplan.core.economics import reliability as R
 from gpuplan.jobs.budget.compute import budget_sections, compute_budget
 from gpuplan.jobs.budget.estimate import estimate_budget
 from gpuplan.jobs.budget.model import BudgetSettings

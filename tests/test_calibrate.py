@@ -30,8 +30,8 @@ from gpuplan.calibrate import (
     save_calibration,
 )
 from gpuplan.calibrate import predict as P
-from gpuplan.core import memory as M
-from gpuplan.core import step as S
+from gpuplan.core.memory import training as M
+from gpuplan.core.time import step as S
 from gpuplan.errors import InputError
 
 HAVE_BACKEND = all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))

@@ -13,7 +13,7 @@ from gpuplan.calibrate.classes import CLASSES, LOWER_BOUND, ClassRow, fit_classe
 from gpuplan.calibrate.compatibility import compatibility
 from gpuplan.calibrate.measurement import Measurement
 from gpuplan.catalog.op_profiles import eager_ops_for
-from gpuplan.core.step import StepSettings
+from gpuplan.core.time.step import StepSettings
 
 TRUE = {"compute_time": 1.10, "attention_time": 0.85, "memory_time": 1.30, "host_time": 1.0}
 

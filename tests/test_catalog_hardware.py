@@ -58,7 +58,7 @@ def test_kernels_like_names_a_catalog_part_and_carries_its_efficiencies():
     """A same-die variant (the power-capped Grand Teton H100 of torchtitan's runs) takes the H100's
     measured kernel fractions: MAMF 0.803 and FA2-era attention 0.20, not the defaults 0.75 / 0.30."""
     from gpuplan.catalog import hardware_entries, load_accelerator
-    from gpuplan.core import step as S
+    from gpuplan.core.time import step as S
 
     entries = hardware_entries()
     for gpu_id, entry in entries.items():

@@ -4,7 +4,7 @@ tolerance an entry's param_count_exception states with its reason)."""
 import pytest
 
 from gpuplan.catalog import load_model, model_entries
-from gpuplan.core.model import count_parameters
+from gpuplan.core.model.spec import count_parameters
 
 ENTRIES = model_entries()
 REQUIRED = {"id", "display_name", "family", "hf_repo", "config_source", "published_params",

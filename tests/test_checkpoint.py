@@ -4,8 +4,8 @@ import pytest
 
 from gpuplan.adapters.resolve import resolve_model
 from gpuplan.catalog import load_model
-from gpuplan.core import checkpoint as C
-from gpuplan.core import memory as M
+from gpuplan.core.economics import checkpoint as C
+from gpuplan.core.memory import training as M
 
 SEVEN_B = resolve_model(params="7B")
 

@@ -1,5 +1,5 @@
-"""Issue 37, second pass: the SMs NCCL holds beside compute (core.collectives.nccl_sm_share,
-core.dp_overlap), torchtitan's embedding unit under FSDP2 (core.dp_costs), and the planner's layout
+"""Issue 37, second pass: the SMs NCCL holds beside compute (core.comm.collectives.nccl_sm_share,
+core.comm.dp_overlap), torchtitan's embedding unit under FSDP2 (core.comm.dp_costs), and the planner's layout
 uncertainty by distance from published layouts (planner/uncertainty.py)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from gpuplan.catalog import load_accelerator, load_model
-from gpuplan.core import collectives as K
-from gpuplan.core import dp_overlap as O
-from gpuplan.core.dp_costs import data_parallel_costs, params_per_gpu
-from gpuplan.core.step import StepSettings
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.comm import collectives as K
+from gpuplan.core.comm import dp_overlap as O
+from gpuplan.core.comm.dp_costs import data_parallel_costs, params_per_gpu
+from gpuplan.core.time.step import StepSettings
+from gpuplan.core.comm.topology import cluster_for
 from gpuplan.planner import uncertainty as U
 
 
@@ -118,7 +118,7 @@ def test_the_planner_check_does_not_know_its_own_group():
 
 
 def test_transformer_engine_keeps_fp8_linear_inputs():
-    from gpuplan.core import activations as A
+    from gpuplan.core.memory import activations as A
 
     assert A.saved_linear_input_bytes("tensorwise") == 1.0 and A.saved_linear_input_bytes(None) is None
     assert A.saved_linear_input_bytes("mxfp8") == pytest.approx(1.03125)

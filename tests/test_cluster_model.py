@@ -1,4 +1,4 @@
-"""Issue 37: data-parallel schedules per framework (core/dp_overlap.py, core/dp_costs.py), framework
+"""Issue 37: data-parallel schedules per framework (core/comm/dp_overlap.py, core/comm/dp_costs.py), framework
 rules and layout uncertainty in the planner (planner/framework_rules.py, planner/uncertainty.py),
 batch ramps and end-to-end GPU-hours (planner/batch_ramp.py, jobs/validation/gpu_hours.py)."""
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from gpuplan.catalog import load_accelerator, load_model
-from gpuplan.core import dp_overlap as O
-from gpuplan.core.dp_costs import data_parallel_costs
-from gpuplan.core.step import StepSettings
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.comm import dp_overlap as O
+from gpuplan.core.comm.dp_costs import data_parallel_costs
+from gpuplan.core.time.step import StepSettings
+from gpuplan.core.comm.topology import cluster_for
 from gpuplan.planner.framework_rules import rules_for, zero_allowed
 
 

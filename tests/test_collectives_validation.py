@@ -1,4 +1,4 @@
-"""core/collectives.py (NCCL's algorithms and protocols by size) on core/topology.py's group links,
+"""core/comm/collectives.py (NCCL's algorithms and protocols by size) on core/comm/topology.py's group links,
 by hand and against the measured sweeps of collective_measurements.yaml (all held out)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import statistics
 import pytest
 
 from gpuplan.catalog import load_accelerator
-from gpuplan.core import collectives as K
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.comm import collectives as K
+from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.collectives import collective_cases
 
 

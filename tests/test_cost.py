@@ -17,7 +17,7 @@ from gpuplan.catalog.pricing import (
     providers,
     spot_discount,
 )
-from gpuplan.core import cost as K
+from gpuplan.core.economics import cost as K
 from gpuplan.errors import InputError
 
 ROWS = price_rows()

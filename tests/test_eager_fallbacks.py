@@ -1,4 +1,4 @@
-"""Megatron-Core's eager fallbacks (core/eager_fallbacks.py): GPT-OSS's biased experts, its YaRN
+"""Megatron-Core's eager fallbacks (core/time/eager_fallbacks.py): GPT-OSS's biased experts, its YaRN
 RoPE with an attention factor and its clamped expert activation, the bytes the unfused paths move, where the planner and the
 published rows charge them, and the parameter count that now includes the biases."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from gpuplan.adapters.hf_config import model_spec_from_hf_config
 from gpuplan.catalog import load_model
-from gpuplan.core.eager_fallbacks import (
+from gpuplan.core.time.eager_fallbacks import (
     MEGATRON_EAGER_FALLBACKS,
     eager_expert_bias_bytes_per_token,
     eager_fallback_bytes_per_token,
@@ -16,9 +16,9 @@ from gpuplan.core.eager_fallbacks import (
     eager_rope_bytes_per_token,
     routing_probs_dtype,
 )
-from gpuplan.core.model import count_parameters
-from gpuplan.core.step import StepSettings, microbatch_compute_time
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.model.spec import count_parameters
+from gpuplan.core.time.step import StepSettings, microbatch_compute_time
+from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.serving.weights import param_groups
 from gpuplan.errors import InputError
 
@@ -162,8 +162,8 @@ def test_exponentials_bind_the_attention_forward_on_blackwell_at_head_dim_64():
     dim 64 model costs 2 x (64 + 64) = 256 FLOPs -> the forward takes 2x its FLOPs' time; Llama's
     head dim 128 (512 FLOPs) and H100 (4,096 / 16 = 256) are not stretched; GB300 takes the B300's
     doubled exponentials (256) through kernels_like."""
-    from gpuplan.core.attention_time import TENSOR_FLOPS_PER_EXP, exp_bound_stretch
-    from gpuplan.core.step import _lookup
+    from gpuplan.core.time.attention_core import TENSOR_FLOPS_PER_EXP, exp_bound_stretch
+    from gpuplan.core.time.step import _lookup
 
     oss, llama = load_model("gpt-oss-120b"), load_model("llama-3.1-8b")
     assert exp_bound_stretch(oss, TENSOR_FLOPS_PER_EXP["b200"]) == 2.0

@@ -53,7 +53,7 @@ def test_gemm_seconds_match_the_probe_prediction_and_the_memory_floor():
 
 
 def test_layer_linears_carry_the_layer_matmul_flops():
-    from gpuplan.core import flops as F
+    from gpuplan.core.model import flops as F
 
     for name in ("llama-3.2-1b", "phi-3-mini-4k", "pythia-160m", "qwen2.5-1.5b"):
         spec = resolve_model(name)
@@ -146,9 +146,9 @@ def test_h200_runs_through_the_users_door():
 def test_host_bound_selective_recompute_on_a_small_model():
     """torchtitan's op-level SAC runs a Python dispatch mode over every op: on the 1B at 4,096 tokens
     the forward's host time exceeds its GPU time (measured 134.6 ms vs 97.4 ms without)."""
-    from gpuplan.core.step import StepSettings, eager_run
+    from gpuplan.core.time.step import StepSettings, eager_run
     from gpuplan.core.time.eager_step import microbatch
-    from gpuplan.core.topology import cluster_for
+    from gpuplan.core.comm.topology import cluster_for
 
     spec = resolve_model("llama-3.2-1b")
     ops = eager_ops_for("llama", "bf16", "full", "flash")

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpuplan.adapters.hf_config import model_spec_from_hf_config
-from gpuplan.core import flops as F
+from gpuplan.core.model import flops as F
 
 TINY = dict(model_type="llama", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
             num_attention_heads=4, num_key_value_heads=4, vocab_size=100, tie_word_embeddings=False)

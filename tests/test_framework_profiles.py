@@ -10,9 +10,9 @@ import pytest
 
 from gpuplan.adapters.hf_config import model_spec_from_hf_config
 from gpuplan.catalog import model_entries
-from gpuplan.core import activations as A
-from gpuplan.core import memory as M
-from gpuplan.core.device_memory import FRAGMENTATION_DEFAULT_SEGMENTS, Overheads, usable_bytes
+from gpuplan.core.memory import activations as A
+from gpuplan.core.memory import training as M
+from gpuplan.core.memory.device_memory import FRAGMENTATION_DEFAULT_SEGMENTS, Overheads, usable_bytes
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.jobs.validation.allocator import allocator_rows, fitted_fragmentation
 from gpuplan.jobs.validation.frameworks import framework_cases

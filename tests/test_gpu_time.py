@@ -1,6 +1,6 @@
 import pytest
 
-from gpuplan.core.gpu_time import comm_share_of_time, solve_compute_budget
+from gpuplan.core.economics.gpu_time import comm_share_of_time, solve_compute_budget
 from gpuplan.errors import InputError
 
 A100 = 312e12

@@ -14,7 +14,7 @@ from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import setup as SU
 from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
-from gpuplan.core.model import count_parameters
+from gpuplan.core.model.spec import count_parameters
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.estimate import estimate_inference
 from gpuplan.jobs.inference.schema import InferenceInputs
@@ -216,7 +216,7 @@ def test_moe_decode_reads_only_touched_experts():
 
 
 def test_allreduce_ring_cost():
-    # 1 MB over NVLink 900 GB/s (450 per direction, 0.8 of it achieved), tp 2: 8 us + core/comm.py's
+    # 1 MB over NVLink 900 GB/s (450 per direction, 0.8 of it achieved), tp 2: 8 us + core/comm/volumes.py's
     # ring 2 x 1/2 x 1e6 / 360e9
     from gpuplan.core.serving.kernels import tp_allreduce_seconds
 

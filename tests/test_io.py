@@ -3,7 +3,7 @@
 import pytest
 
 from gpuplan.catalog.storage import storage_kinds, storage_spec
-from gpuplan.core import io as IO
+from gpuplan.core.economics import io as IO
 
 
 @pytest.mark.parametrize("vocab, expected", [(32_000, 2), (50_257, 2), (65_499, 2), (65_500, 4), (128_256, 4)])

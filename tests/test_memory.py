@@ -3,7 +3,7 @@
 import pytest
 
 from gpuplan.catalog import load_model
-from gpuplan.core import memory as M
+from gpuplan.core.memory import training as M
 from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.errors import InputError
 from gpuplan.jobs.memory.estimate import estimate_memory

@@ -4,7 +4,7 @@ import pytest
 
 from gpuplan.adapters.generic_shape import generic_dense_spec
 from gpuplan.adapters.hf_config import model_spec_from_hf_config
-from gpuplan.core.model import count_parameters
+from gpuplan.core.model.spec import count_parameters
 from gpuplan.errors import InputError
 
 LLAMA2_7B = dict(model_type="llama", hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,

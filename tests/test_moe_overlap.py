@@ -1,4 +1,4 @@
-"""The MoE all-to-all under Megatron-Core's combined 1F1B schedule (core/moe_overlap.py):
+"""The MoE all-to-all under Megatron-Core's combined 1F1B schedule (core/comm/moe_overlap.py):
 phases worked out by hand, the unpaired warm-up micro-batches, and the step model using it."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ import pytest
 from gpuplan.adapters.hf_config import model_spec_from_hf_config
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.catalog import model_entries
-from gpuplan.core.moe_overlap import (
+from gpuplan.core.comm.moe_overlap import (
     MoeLayerPhases,
     exposed_all_to_all,
     paired_layer_exposed,
     paired_phase_seconds,
     unpaired_micro_batches,
 )
-from gpuplan.core.step import StepSettings, microbatch_compute_time, step_time
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.time.step import StepSettings, microbatch_compute_time, step_time
+from gpuplan.core.comm.topology import cluster_for
 
 PHASES = MoeLayerPhases(pre_dispatch_forward=2.0, pre_dispatch_backward=4.0, mlp_forward=3.0, mlp_backward=6.0)
 
@@ -149,8 +149,8 @@ def test_moe_layers_move_their_own_activations_through_elementwise_work():
     """The elementwise term of a MoE model follows its MoE layers' activations (router, top-k
     token copies, expert MLPs), not the dense MLP its config also names: DeepSeek-V3 has 58 MoE
     layers and 3 dense ones; a dense model is unchanged."""
-    from gpuplan.core import activations as A
-    from gpuplan.core.step import layer_activation_bytes
+    from gpuplan.core.memory import activations as A
+    from gpuplan.core.time.step import layer_activation_bytes
 
     name = "deepseek-v3"
     spec = model_spec_from_hf_config(model_entries()[name]["config"], name=name)

@@ -1,4 +1,4 @@
-"""Multi-token prediction in training (core/mtp.py): what a config declares, which frameworks
+"""Multi-token prediction in training (core/model/mtp.py): what a config declares, which frameworks
 train it, the pipeline split Megatron-Bridge writes for it, and its parameters, time and memory."""
 
 from dataclasses import replace
@@ -7,13 +7,13 @@ import pytest
 
 from gpuplan.adapters.hf_config import model_spec_from_hf_config
 from gpuplan.catalog import load_accelerator, load_model
-from gpuplan.core import memory as M
-from gpuplan.core.model import count_parameters
-from gpuplan.core.model_states import stage_layer_counts, stage_params
-from gpuplan.core.mtp import mtp_module_params, mtp_stage_layer_shed
+from gpuplan.core.memory import training as M
+from gpuplan.core.model.spec import count_parameters
+from gpuplan.core.memory.model_states import stage_layer_counts, stage_params
+from gpuplan.core.model.mtp import mtp_module_params, mtp_stage_layer_shed
 from gpuplan.core.parallel import ParallelLayout
-from gpuplan.core.step import StepSettings, gemm_efficiency, microbatch_compute_time
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.time.step import StepSettings, gemm_efficiency, microbatch_compute_time
+from gpuplan.core.comm.topology import cluster_for
 from gpuplan.errors import InputError
 from gpuplan.jobs.training.schema import TrainingInputs
 
@@ -36,7 +36,7 @@ def test_config_declares_mtp_modules_and_bad_values_are_refused():
                                                  ("deepspeed", 0)])
 def test_which_frameworks_train_the_declared_mtp_module(framework, expected):
     """Megatron-Bridge reads num_nextn_predict_layers (deepseek_v3_bridge.py); torchtitan 0.3.0's
-    flavours build none; transformers drops model.layers.61 (core/mtp.py)."""
+    flavours build none; transformers drops model.layers.61 (core/model/mtp.py)."""
     assert TrainingInputs(model="deepseek-v3", framework=framework).spec().mtp_layers == expected
     assert TrainingInputs(model="deepseek-v3", framework=framework, mtp_layers=0).spec().mtp_layers == 0
     assert TrainingInputs(model="llama-3.1-8b", framework=framework, mtp_layers=2).spec().mtp_layers == 2
@@ -105,7 +105,7 @@ def test_memory_of_the_last_stage_carries_the_mtp_module():
 def test_mtp_collectives_are_one_more_layers_on_a_single_stage():
     """pp 1: the step's expert all-to-alls follow 61 + 1 layers (step.py passes the MTP block to
     step_communication); pp > 1: the first stage's 16 layers already outnumber the MTP stage's 13 + 1."""
-    from gpuplan.core.step import step_time
+    from gpuplan.core.time.step import step_time
 
     spec, cluster = load_model("deepseek-v3"), cluster_for(load_accelerator("b200"))
     kw = {"dp": 8, "ep": 8, "micro_batch": 1, "micro_batches": 4}

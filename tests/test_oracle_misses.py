@@ -18,8 +18,8 @@ Hand-worked sizes (bytes per token per layer unless said):
 import pytest
 
 from gpuplan.catalog import load_model
-from gpuplan.core import activations as A
-from gpuplan.core import memory as M
+from gpuplan.core.memory import activations as A
+from gpuplan.core.memory import training as M
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.jobs.validation.memory import memory_cases, memory_reference
 

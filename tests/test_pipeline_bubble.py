@@ -1,6 +1,6 @@
 """The pipeline bubble when an interleaved schedule has fewer micro-batches than stages.
 
-core.pipeline_schedule.pipeline_bubble_fraction: (pp - 1) / vpp when m >= pp (Narayanan et al. 2021,
+core.time.pipeline_schedule.pipeline_bubble_fraction: (pp - 1) / vpp when m >= pp (Narayanan et al. 2021,
 Sec. 2.2.2); (pp - m) + (m - 1) / vpp when m < pp. The second case is checked against a
 dependency simulation of the schedule: every chunk's forward waits for the previous chunk, every
 backward for the next one, a device runs one chunk at a time, backward 2x forward.
@@ -9,9 +9,9 @@ backward for the next one, a device runs one chunk at a time, backward 2x forwar
 import pytest
 
 from gpuplan.catalog import load_accelerator, load_model
-from gpuplan.core.pipeline_schedule import pipeline_bubble_fraction
-from gpuplan.core.step import StepSettings, step_time
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
+from gpuplan.core.time.step import StepSettings, step_time
+from gpuplan.core.comm.topology import cluster_for
 
 
 def simulated_bubble(pp: int, vpp: int, m: int) -> float:

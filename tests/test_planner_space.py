@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gpuplan.catalog import load_model
-from gpuplan.core.memory import stage_layer_counts
+from gpuplan.core.memory.training import stage_layer_counts
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.errors import InputError
 from gpuplan.jobs.plan.schema import PlanInputs
@@ -272,7 +272,7 @@ def test_predicted_mfu_carries_the_validation_band(run_json):
 
 
 def test_lora_frozen_base_flops():
-    from gpuplan.core.flops import training_flops_per_token
+    from gpuplan.core.model.flops import training_flops_per_token
 
     spec = load_model("llama-2-7b")
     full, lora = training_flops_per_token(spec, 4096), training_flops_per_token(spec, 4096, finetune="lora")

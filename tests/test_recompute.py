@@ -1,13 +1,13 @@
-"""Megatron-Core's recompute options (core/recompute.py): selective modules (--recompute-modules) and
+"""Megatron-Core's recompute options (core/memory/recompute.py): selective modules (--recompute-modules) and
 the block method over N layers per virtual chunk (--recompute-layers), in step time, memory, HFU
 and the input schema. Expected values are worked out by hand from the formulas' sources."""
 
 import pytest
 
 from gpuplan.catalog import load_model
-from gpuplan.core import memory as M
+from gpuplan.core.memory import training as M
 from gpuplan.core.parallel import ParallelLayout
-from gpuplan.core.recompute import (
+from gpuplan.core.memory.recompute import (
     ForwardRates,
     block_recompute_share,
     discarded_bytes_per_token,
@@ -18,8 +18,8 @@ from gpuplan.core.recompute import (
     recompute_label,
     recomputed_forward_flops_per_token,
 )
-from gpuplan.core.step import StepSettings, microbatch_compute_time
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.time.step import StepSettings, microbatch_compute_time
+from gpuplan.core.comm.topology import cluster_for
 from gpuplan.errors import InputError
 
 RATES = ForwardRates(seconds_per_gemm_flop=1e-15, routed_experts=3e-9, attention_core=5e-9, bytes_per_second=1e12)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuplan.core import reliability as R
+from gpuplan.core.economics import reliability as R
 
 
 def test_llama3_census_gives_about_3_hours_between_interruptions_at_16k_gpus():

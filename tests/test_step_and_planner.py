@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from gpuplan.catalog import load_accelerator, load_model
-from gpuplan.core import comm as C
-from gpuplan.core import memory as M
+from gpuplan.core.comm import volumes as C
+from gpuplan.core.memory import training as M
 from gpuplan.core.parallel import ParallelLayout, check_layout
-from gpuplan.core.step import StepSettings, gemm_efficiency, step_time
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.time.step import StepSettings, gemm_efficiency, step_time
+from gpuplan.core.comm.topology import cluster_for
 from gpuplan.errors import InputError
 from gpuplan.jobs.plan.estimate import plan_report
 from gpuplan.jobs.plan.search import PlanInputs
@@ -99,7 +99,7 @@ def test_planner_recommends_layouts_that_exist_and_fit(model, tokens, gpu, gpus)
     # within the span of measured BF16 MFUs in the reference set (throughput_runs.yaml: 0.26-0.64),
     # with a margin for models and scales it does not cover
     assert best in gpus and 0.2 < report.value("best_mfu") < 0.75
-    # the fit rule: reserved + runtime within capacity x (1 - the 5% margin) (core/device_memory.py)
+    # the fit rule: reserved + runtime within capacity x (1 - the 5% margin) (core/memory/device_memory.py)
     assert report.value("best_peak_bytes") <= load_accelerator(gpu).memory_bytes * 0.95
     assert report.value("best_cost") == pytest.approx(report.value("best_gpu_hours") * 2.0)
     # explained in the article's terms: headroom, the communication ratio, the bubble

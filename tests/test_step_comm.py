@@ -1,5 +1,5 @@
-"""Communication collective by collective (core/step_comm.py), `plan --explain`, and the FP8
-operand-cast cost (core/step.py): hand-computed volumes and the sums step_time reports."""
+"""Communication collective by collective (core/comm/step_comm.py), `plan --explain`, and the FP8
+operand-cast cost (core/time/step.py): hand-computed volumes and the sums step_time reports."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 from gpuplan.adapters.hf_config import model_spec_from_hf_config
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.catalog import model_entries
-from gpuplan.core import flops as F
-from gpuplan.core.step import StepSettings, microbatch_compute_time, params_per_gpu, step_time
-from gpuplan.core.step_comm import step_communication
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.model import flops as F
+from gpuplan.core.time.step import StepSettings, microbatch_compute_time, params_per_gpu, step_time
+from gpuplan.core.comm.step_comm import step_communication
+from gpuplan.core.comm.topology import cluster_for
 
 
 def _spec(name):
@@ -128,7 +128,7 @@ def test_plan_explain_prints_the_communication_table(capsys):
 
 
 def test_op_sac_recomputes_every_other_matmul():
-    from gpuplan.core.recompute import op_sac_recomputed_share
+    from gpuplan.core.memory.recompute import op_sac_recomputed_share
 
     # Llama-3.1-8B forward matmuls per token: wqkv 4096 x 6144, wo 4096 x 4096, w1, w3, w2 4096 x 14336;
     # op-level SAC saves wqkv, w1, w2 and re-runs wo and w3: (16.78M + 58.72M) / 218.10M = 34.6%
@@ -141,7 +141,7 @@ def test_nvl72_is_one_scale_up_domain():
     # GB200 NVL72: trays of 4 GPUs, but all 72 share NVLink 5 switches: a group of 64 rides NVLink
     cluster = cluster_for(resolve_gpu("gb200"))
     assert cluster.gpus_per_node == 72
-    from gpuplan.core.step_comm import link
+    from gpuplan.core.comm.step_comm import link
 
     assert link(cluster, 64) == cluster.link(1)
     assert link(cluster, 73) == cluster.link(73)
@@ -183,7 +183,7 @@ def test_plans_beyond_the_best_published_mfu_say_so(model, gpu, gpus):
 
 
 def test_expert_all_to_all_inside_one_domain_is_the_flat_all_to_all():
-    from gpuplan.core import comm as C
+    from gpuplan.core.comm import volumes as C
 
     # 8 ranks in one NVLink domain: every remote copy rides NVLink, 7/8 of k x tokens x h x 2 bytes
     flat = C.all_to_all_time(1024 * 8 * 8192, 8, 360e9, 5e-6)
@@ -191,7 +191,7 @@ def test_expert_all_to_all_inside_one_domain_is_the_flat_all_to_all():
 
 
 def test_expert_all_to_all_across_two_nodes_by_hand():
-    from gpuplan.core import comm as C
+    from gpuplan.core.comm import volumes as C
 
     # ep 16 over two 8-GPU nodes, top-8, 1,024 tokens of 8,192 bytes. NCCL all-to-all: 7/16 of the 8
     # copies stay on NVLink (3.5 x 8 MiB = 28 MiB at 360 GB/s), 8/16 cross the network (4 x 8 MiB at
@@ -273,7 +273,7 @@ def test_mxfp8_casts_by_hand_and_block_scaled_gemms_cost_the_fitted_factor():
     """MXFP8 writes a rowwise and a columnwise copy with one E8M0 scale per 32 elements and needs no
     amax pass: 2 + 2 x (1 + 1/32) = 4.0625 B per element (per-tensor: 7). Its GEMMs take
     BLOCK_SCALED_GEMM_TIME_FACTOR x the per-tensor FP8 time: forward GEMM + backward GEMM + casts."""
-    from gpuplan.core import step as S
+    from gpuplan.core.time import step as S
 
     assert S.MXFP8_CAST_BYTES_PER_ELEMENT == 4.0625
     spec = _spec("llama-3.1-8b")
@@ -295,7 +295,7 @@ def test_block_scaled_factor_is_the_fit_of_its_named_subset_and_holds_out():
     """Refit from the packaged rows: the three 25.09 dense one-layout pairs give 1.157 (constant
     1.16); the nine held-out one-layout pairs' FP8-CS / MXFP8 ratios come out within 4.6%, mean
     1.9% (the eighth, 26.02.01 Llama 3.1 405B on GB300: -0.1%; the ninth, 25.11 Llama 3 8B on GB300: -1.3%)."""
-    from gpuplan.core.step import BLOCK_SCALED_GEMM_TIME_FACTOR
+    from gpuplan.core.time.step import BLOCK_SCALED_GEMM_TIME_FACTOR
     from gpuplan.jobs.validation.fp8_recipes import fit_block_scaled_gemm_time_factor, recipe_pairs
 
     pairs = recipe_pairs()

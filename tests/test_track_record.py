@@ -19,7 +19,7 @@ def test_gpt_oss_runs_all_slower_than_predicted():
     """docs/accuracy.md: the 29 GPT-OSS 120B rows (Megatron-Bridge 25.11-26.08, five GPU types)
     are +16.9% to +96.4%, mean +38.7% (+33.0% before issue 37's data-parallel schedules: the old
     one-NIC-per-GPU reduce of their 14B expert weights per GPU had hidden part of the gap;
-    core/dp_costs.py); Llama 3.1 405B's rows average +4.9% (+2.2% before)."""
+    core/comm/dp_costs.py); Llama 3.1 405B's rows average +4.9% (+2.2% before)."""
     records = model_track_records()
     oss = records["gpt-oss-120b"]
     assert oss.cases == 29 and oss.mean_error == pytest.approx(0.387, abs=0.005)

@@ -122,7 +122,7 @@ def test_memory_estimate_matches_the_measured_cpu_peak(tiny, change, tolerance):
 @needs_backend
 def test_reduced_depth_of_a_catalog_model():
     from gpuplan.adapters.hf_config import model_spec_from_hf_config
-    from gpuplan.core.model import count_parameters
+    from gpuplan.core.model.spec import count_parameters
     from gpuplan.profile.trial import run_trial
 
     data = run_trial(TrialSettings(model="pythia-70m", layers=1, seq_len=64, steps=1, warmup=0))

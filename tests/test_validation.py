@@ -62,7 +62,7 @@ def test_predicted_gpu_hours_uses_the_runs_stated_batch():
     case = cases_by(KIND_PREDICTED)["llama3.1-405b"]
     mfu = float(case.basis.split("MFU ")[-1])
     assert 0.38 <= mfu <= 0.45
-    # hand: 4.0957e25 model FLOPs (15.6T tokens x core.step.model_flops_per_token at 8,192) /
+    # hand: 4.0957e25 model FLOPs (15.6T tokens x core.time.step.model_flops_per_token at 8,192) /
     # (989.4 TFLOP/s x 0.421 x 3,600) = 27.31M GPU-hours vs 30.84M on the model card -> -11.4%
     assert case.predicted == pytest.approx(4.0957e25 / (989.4e12 * mfu * 3600), rel=2e-3)
     assert case.error == pytest.approx(-0.114, abs=0.02)

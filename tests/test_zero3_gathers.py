@@ -1,4 +1,4 @@
-"""ZeRO-3 parameter gathers per micro-batch by framework (core/zero3_gathers.py): DeepSpeed's
+"""ZeRO-3 parameter gathers per micro-batch by framework (core/comm/zero3_gathers.py): DeepSpeed's
 module hooks re-gather for the recomputed forward unless the parameter's next use lies within
 stage3_max_reuse_distance (1e9) parameters; FSDP does not re-gather. Hand-counted submodule sizes."""
 
@@ -9,11 +9,11 @@ import pytest
 
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.catalog import load_model
-from gpuplan.core.model import AttentionSpec, MLPSpec, ModelSpec
-from gpuplan.core.step import StepSettings, microbatch_compute_time, params_per_gpu
-from gpuplan.core.step_comm import step_communication
-from gpuplan.core.topology import cluster_for
-from gpuplan.core.zero3_gathers import (
+from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec
+from gpuplan.core.time.step import StepSettings, microbatch_compute_time, params_per_gpu
+from gpuplan.core.comm.step_comm import step_communication
+from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.comm.zero3_gathers import (
     deepspeed_regathered_share,
     gathers_per_micro_batch,
     layer_submodule_params,

@@ -29,7 +29,7 @@ _LAZY = {
     "estimate_inference": "gpuplan.jobs.inference.estimate",
     "resolve_model": "gpuplan.adapters.resolve",
     "resolve_gpu": "gpuplan.adapters.resolve",
-    "count_parameters": "gpuplan.core.model",
+    "count_parameters": "gpuplan.core.model.spec",
     "InputError": "gpuplan.errors",
     "Report": "gpuplan.report.model",
     "JOBS": "gpuplan.jobs",

@@ -8,7 +8,7 @@ import math
 from dataclasses import replace
 
 from gpuplan.catalog import load_model
-from gpuplan.core.model import AttentionSpec, MLPSpec, ModelSpec, count_parameters
+from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec, count_parameters
 
 # Reference shapes for a bare parameter count (catalog ids): Meta's dense Llama family, whose heads
 # and K/V heads divide 8 (tensor parallelism up to a node works) and whose widths are real.

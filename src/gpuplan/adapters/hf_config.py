@@ -32,7 +32,7 @@ from gpuplan.adapters.config_fields import (
     yarn_attention_factor,
 )
 from gpuplan.adapters.quant_fields import check_quantization_config
-from gpuplan.core.model import AttentionSpec, MLPSpec, ModelSpec, MoESpec
+from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec
 from gpuplan.errors import InputError
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.units import parse_count
 from gpuplan.errors import InputError
 

@@ -2,7 +2,7 @@
 
 Time. The step model's compute per micro-batch is GEMMs at MAMF x d / (d + d_half) of peak,
 attention at ``attention_efficiency`` of peak, elementwise ops and the optimizer step at
-``hbm_efficiency`` of the memory bandwidth (core/step.py). A compute factor f (measured /
+``hbm_efficiency`` of the memory bandwidth (core/time/step.py). A compute factor f (measured /
 predicted) is applied by
 
     gemm_d_half'     = f x (d_ref + d_half) - d_ref    (GEMM time x f at the calibrated dimension d_ref)
@@ -19,7 +19,7 @@ Memory. ``apply_to_memory`` scales the activation-like bytes at the start of bac
 activation factor and adds the fixed overhead to the allocated peak. For the vectorised planner
 (the planner's core/memory.peak_allocated has no per-part output) ``apply_to_overheads`` adds the fixed
 overhead to the per-GPU fixed bytes, and ``apply_to_memory_settings`` sets
-``MemorySettings.activation_scale`` when core/memory.py has that field.
+``MemorySettings.activation_scale`` when core/memory/training.py has that field.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from dataclasses import dataclass, fields, replace
 
 from gpuplan.calibrate import predict as P
 from gpuplan.calibrate.model import Calibration
-from gpuplan.core import memory as M
-from gpuplan.core import step as S
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.memory import training as M
+from gpuplan.core.time import step as S
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
-from gpuplan.core.topology import Cluster
+from gpuplan.core.comm.topology import Cluster
 
 
 def _accelerator(gpu_id: str):
@@ -133,7 +133,7 @@ def apply_to_overheads(cal: Calibration, overheads: M.Overheads) -> M.Overheads:
 
 
 def apply_to_memory_settings(cal: Calibration, settings: M.MemorySettings) -> M.MemorySettings:
-    """MemorySettings with ``activation_scale`` set, when core/memory.py has that field (for the
+    """MemorySettings with ``activation_scale`` set, when core/memory/training.py has that field (for the
     vectorised planner); unchanged otherwise."""
     if "activation_scale" in {f.name for f in fields(settings)}:
         return replace(settings, activation_scale=cal.activation_memory.value)
@@ -145,7 +145,7 @@ def calibrated_mfu(cal: Calibration, spec: ModelSpec, gpu, layout: ParallelLayou
     """(default, calibrated) MFU the step model predicts for ``layout`` on ``gpu`` (for `train`,
     whose MFU is an input: the calibrated value can replace the 0.40 default). gpuplan's MFU
     definition (core/step.model_flops_per_token); communication included."""
-    from gpuplan.core.topology import cluster_for
+    from gpuplan.core.comm.topology import cluster_for
 
     case = P.Case(spec, layout, M.MemorySettings(seq_len=settings.seq_len), settings, gpu)
     cluster = cluster_for(gpu)

@@ -34,7 +34,7 @@ from gpuplan.calibrate.model import (
     Reference,
     default_factor,
 )
-from gpuplan.core import step as S
+from gpuplan.core.time import step as S
 from gpuplan.errors import InputError
 
 MAX_CONDITION = 30.0

@@ -62,7 +62,7 @@ class Measurement:
     """Timed steps (trials) or log records used."""
     framework: str = ""
     """Whose code ran the step: 'hf' for trials (an eager transformers step: timed by core.time's op
-    classes); '' for logs and tables (core.step's fused model)."""
+    classes); '' for logs and tables (core.time.step's fused model)."""
     finetune: str = "full"
     lora_rank: int = 16
     attention: str = "sdpa"

@@ -1,8 +1,8 @@
 """gpuplan's own predictions for a measured run: the yardstick every calibration factor divides by.
 
 A measurement becomes a ModelSpec, a ParallelLayout, MemorySettings, StepSettings and an
-accelerator; the step time comes from ``gpuplan.core.step.step_time`` and the memory from
-``gpuplan.core.memory.peak_memory`` — the same functions ``train``, ``memory`` and ``plan`` use.
+accelerator; the step time comes from ``gpuplan.core.time.step.step_time`` and the memory from
+``gpuplan.core.memory.training.peak_memory`` — the same functions ``train``, ``memory`` and ``plan`` use.
 
 CPU trials have no catalog accelerator. They are predicted on a *CPU stand-in*: an Accelerator
 whose achievable matmul rate (peak x MAMF) equals the trial's measured large-GEMM FLOP/s and
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gpuplan.core import memory as M
-from gpuplan.core import step as S
+from gpuplan.core.memory import training as M
+from gpuplan.core.time import step as S
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout, check_layout
-from gpuplan.core.topology import Cluster, cluster_for
+from gpuplan.core.comm.topology import Cluster, cluster_for
 from gpuplan.errors import InputError
 
 CPU_ID = "cpu"
@@ -155,7 +155,7 @@ class EagerParts:
 
 def eager_parts(case: Case, settings: S.StepSettings | None = None, world_size: int | None = None) -> EagerParts:
     """The eager step of a measured case split by op class (micro-batches x (forward + backward) +
-    optimizer; communication as core.step exposes it)."""
+    optimizer; communication as core.time.step exposes it)."""
     from gpuplan.core.time.eager_step import microbatch, optimizer_step, trained_tensors
 
     settings = settings or case.step
@@ -176,12 +176,12 @@ def eager_parts(case: Case, settings: S.StepSettings | None = None, world_size: 
 
 
 def _trained_params(case: Case, settings: S.StepSettings) -> float:
-    from gpuplan.core.model import count_parameters
+    from gpuplan.core.model.spec import count_parameters
 
     if settings.finetune == "full":
         shards = case.layout.dp if case.layout.zero >= 1 else 1
         return count_parameters(case.spec).total / shards
-    from gpuplan.core.finetune import lora_params_per_layer
+    from gpuplan.core.model.finetune import lora_params_per_layer
 
     return case.spec.num_layers * lora_params_per_layer(case.spec, settings.lora_rank)
 

@@ -12,8 +12,8 @@ from gpuplan.calibrate.apply import (
 )
 from gpuplan.calibrate.measurement import Measurement
 from gpuplan.calibrate.model import Calibration, Factor
-from gpuplan.core import step as S
-from gpuplan.core.topology import (
+from gpuplan.core.time import step as S
+from gpuplan.core.comm.topology import (
     DEFAULT_SCALE_OUT_EFFICIENCY,
     DEFAULT_SCALE_UP_EFFICIENCY,
 )
@@ -160,11 +160,11 @@ def calibration_report(cal: Calibration, written_to: str | None = None,
               Line("written_to", "calibration file", written_to or "", text=written_to or "not written (use --out)"))
     time_model = ("y = f_G G + f_A A + f_M M + f_H H + X", "gpuplan.core.time op classes of the measured run, "
                   "fitted only where identified (calibrate/classes.py)") if is_eager(cal) else (
-        "y = f C + g A + k X", "gpuplan.core.step predictions for the measured model, layout and accelerator")
+        "y = f C + g A + k X", "gpuplan.core.time.step predictions for the measured model, layout and accelerator")
     assumptions = (
         Assumption("time_model", "time factors", time_model[0], time_model[1], ""),
         Assumption("memory_model", "memory factors", "y = max(B + (a-1) act, O) + c",
-                   "gpuplan.core.memory peak for the measured layout", ""),
+                   "gpuplan.core.memory.training peak for the measured layout", ""),
         Assumption("skip", "log warm-up", "first logged step skipped", "compilation / warm-up", ""),
     )
     notes = list(cal.notes) + [

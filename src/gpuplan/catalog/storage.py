@@ -6,7 +6,7 @@ import tomllib
 from functools import cache
 from importlib import resources
 
-from gpuplan.core import io as IO
+from gpuplan.core.economics import io as IO
 from gpuplan.errors import InputError
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-from gpuplan.core.eager_fallbacks import MEGATRON_EAGER_FALLBACKS
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.time.eager_fallbacks import MEGATRON_EAGER_FALLBACKS
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.errors import InputError
 
@@ -29,7 +29,7 @@ class FrameworkProfile:
     recipe: str
     """Precision recipe of the model states by default (core.precision.RECIPES)."""
     implementation: str
-    """Activation implementation (core.activations): which tensors a layer saves."""
+    """Activation implementation (core.memory.activations): which tensors a layer saves."""
     optimizer_impl: str
     """Default optimizer kernel: foreach, fused or forloop ('recipe': the precision recipe's)."""
     selective: str
@@ -53,7 +53,7 @@ class FrameworkProfile:
     fp32_adapters: bool = False
     """LoRA adapters kept in fp32 (PEFT autocast_adapter_dtype) whatever the base dtype."""
     hopper_tuned_attention: bool = False
-    """Runs FA3-class attention on Hopper (TE's cuDNN fused attention): core.step.attention_efficiency."""
+    """Runs FA3-class attention on Hopper (TE's cuDNN fused attention): core.time.step.attention_efficiency."""
     loss_parallel: bool = False
     """With TP the loss runs on vocab-sharded logits through DTensor's loss_parallel (torchtitan)."""
     default_zero: int = 1
@@ -62,7 +62,7 @@ class FrameworkProfile:
     """The token embedding is its own FSDP unit, resharded after forward, so backward's working set
     holds only the head's unit (torchtitan apply_fsdp); otherwise embedding and head share the root."""
     expandable_segments: bool = False
-    """Its launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (core.device_memory)."""
+    """Its launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (core.memory.device_memory)."""
     reports: str = "allocated and reserved"
     """What its memory log line prints."""
     max_zero_with_pp: int = 3
@@ -77,27 +77,27 @@ class FrameworkProfile:
     """Its interleaved schedule needs at least pp micro-batches per step: Megatron-Core raises
     unless microbatch_group_size_per_vp_stage (default pp) lies in [pp, m]
     (megatron/core/pipeline_parallel/schedules.py); PyTorch's ScheduleInterleaved1F1B runs fewer
-    in one round (core.pipeline_schedule prices the idle time)."""
+    in one round (core.time.pipeline_schedule prices the idle time)."""
     zero3_regathers_on_recompute: bool = False
-    """ZeRO-3 gathers parameters again for the recomputed forward (core/zero3_gathers.py)."""
+    """ZeRO-3 gathers parameters again for the recomputed forward (core/comm/zero3_gathers.py)."""
     zero3_overlap: float | None = None
     """Share of ZeRO-3 communication hidden behind compute, where it differs from --dp-overlap."""
     trains_mtp: bool = False
-    """Computes the MTP modules a config declares (num_nextn_predict_layers) by default (core.mtp)."""
+    """Computes the MTP modules a config declares (num_nextn_predict_layers) by default (core.model.mtp)."""
     eager_fallbacks: tuple[str, ...] = ()
-    """Paths it runs as eager PyTorch ops for models that have them (core.eager_fallbacks:
+    """Paths it runs as eager PyTorch ops for models that have them (core.time.eager_fallbacks:
     Megatron-Core's expert fc2 bias and activation clamp without the TE op fuser, RoPE with a YaRN
     attention factor)."""
 
     def zero3_step_settings(self) -> dict:
-        """Its ZeRO-3 behaviour as core.step.StepSettings fields (re-gathers, overlap)."""
+        """Its ZeRO-3 behaviour as core.time.step.StepSettings fields (re-gathers, overlap)."""
         return {"zero3_regathers": self.zero3_regathers_on_recompute, "zero3_overlap": self.zero3_overlap}
 
 
 # DeepSpeed ZeRO-3 hides far less of its parameter traffic than FSDP's prefetch: fitted on the
 # three GPT-3 174B ZeRO-3 rows of Narayanan et al. 2021, Table 2 (384, 768, 1,536 A100s: 11.2%
 # mean |error| at 0.30, the minimum over 0.15-0.35, with the recompute re-gathers above and the
-# 2021 code's unfused attention, core/attention_time.py), held out on the three 529B rows (9.3%);
+# 2021 code's unfused attention, core/time/attention_core.py), held out on the three 529B rows (9.3%);
 # docs/step.md. Its fetches are driven by module hooks, one submodule at a time
 # (stage3_prefetch_bucket_size 5e7 elements is below one submodule of these models).
 DEEPSPEED_ZERO3_OVERLAP = 0.30
@@ -126,7 +126,7 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "megatron/core/transformer/transformer_config.py: recompute_modules ['core_attn']",
          "megatron/core/tensor_parallel/cross_entropy.py: vocab-parallel CE in fp32",
          "megatron/core/extensions/transformer_engine.py: TEDotProductAttention (cuDNN fused attention)",
-         "megatron/core/transformer/multi_token_prediction.py: MTP modules on the last stage (core.mtp)",
+         "megatron/core/transformer/multi_token_prediction.py: MTP modules on the last stage (core.model.mtp)",
          "megatron/core/pipeline_parallel/schedules.py: interleaved 1F1B needs >= pp micro-batches",
          "megatron/core/transformer/moe/experts.py: TEGroupedMLP._apply_bias, eager expert fc2 bias",
          "megatron/core/models/common/embeddings/rope_utils.py: unfused RoPE when YaRN mscale != 1"),

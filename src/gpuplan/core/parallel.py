@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
 
 

@@ -6,8 +6,8 @@ from gpuplan.report.model import Assumption
 
 
 def mtp_assumption(mtp_layers: int, given: bool) -> tuple[Assumption, ...]:
-    """The MTP modules trained (core.mtp), where there are any or the user set them."""
-    from gpuplan.core.mtp import MTP_SOURCE
+    """The MTP modules trained (core.model.mtp), where there are any or the user set them."""
+    from gpuplan.core.model.mtp import MTP_SOURCE
 
     if not mtp_layers and not given:
         return ()

@@ -9,7 +9,7 @@ FP32_PARAM_RECIPES = ("amp", "mixed", "fp32", "article", "megatron", "fsdp2")
 
 def eager_step_settings(inputs, spec) -> dict:
     """StepSettings fields for a training job's inputs: the eager model under --framework hf,
-    nothing (core.step's fused model) under the other frameworks."""
+    nothing (core.time.step's fused model) under the other frameworks."""
     if inputs.framework != "hf":
         return {}
     from gpuplan.catalog.op_profiles import eager_ops_for

@@ -16,7 +16,7 @@ def _line(key: str, label: str, seconds: float, step: float, formula: str) -> Li
 
 
 def _eager_lines(ev, plan, settings) -> list[Line]:
-    from gpuplan.core.step import eager_run
+    from gpuplan.core.time.step import eager_run
     from gpuplan.core.time.eager_step import microbatch
 
     lay, spec = plan.layout, ev.spec
@@ -40,7 +40,7 @@ def _eager_lines(ev, plan, settings) -> list[Line]:
 
 
 def _fused_lines(ev, plan, settings) -> list[Line]:
-    from gpuplan.core.step import microbatch_compute_time
+    from gpuplan.core.time.step import microbatch_compute_time
 
     lay, spec = plan.layout, ev.spec
     layers = spec.num_layers / lay.pp
@@ -49,9 +49,9 @@ def _fused_lines(ev, plan, settings) -> list[Line]:
     k, step = lay.micro_batches_per_step, plan.step_seconds
     return [
         _line("class_gemm", "matmuls + element-wise (fused kernels)", k * (float(mb.total) - float(mb.attention)), step,
-              "core/step.py: MAMF x d/(d+512); element-wise 6 x saved bytes at HBM (fitted, docs/step.md)"),
+              "core/time/step.py: MAMF x d/(d+512); element-wise 6 x saved bytes at HBM (fitted, docs/step.md)"),
         _line("class_attention", "attention kernels", k * float(mb.attention), step,
-              "core/attention_time.py: causal FLOPs at the part's attention efficiency"),
+              "core/time/attention_core.py: causal FLOPs at the part's attention efficiency"),
         _line("class_optimizer", "optimizer step", float(plan.step.optimizer), step, "~32 B per parameter at HBM speed"),
     ]
 
@@ -67,7 +67,7 @@ def step_class_lines(inputs, plan) -> tuple[Line, ...]:
     for key, label, value in (("class_comm", "exposed communication", float(plan.step.exposed_comm)),
                               ("class_bubble", "pipeline bubble", float(plan.step.bubble))):
         if value > 0:
-            lines.append(_line(key, label, value, step, "core/step_comm.py, core/pipeline_schedule.py"))
+            lines.append(_line(key, label, value, step, "core/comm/step_comm.py, core/time/pipeline_schedule.py"))
     return tuple(lines)
 
 

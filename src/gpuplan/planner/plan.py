@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpuplan.core import memory as M
+from gpuplan.core.memory import training as M
 from gpuplan.core.parallel import ParallelLayout
-from gpuplan.core.step import StepBreakdown, step_time
+from gpuplan.core.time.step import StepBreakdown, step_time
 from gpuplan.core.units import SECONDS_PER_DAY
 from gpuplan.errors import InputError
 from gpuplan.planner.search import Evaluator, LayoutTable, search_layouts
@@ -34,7 +34,7 @@ class Plan:
     budget_bytes: float
     """Capacity x (1 - margin)."""
     fragmentation: float
-    """The caching allocator's reserve over the allocated peak (core.device_memory)."""
+    """The caching allocator's reserve over the allocated peak (core.memory.device_memory)."""
     mfu: float
     hfu: float
     seq_len: int

@@ -1,7 +1,7 @@
 """Evaluate every valid layout for a model on a GPU type in bulk, and pick among them.
 
 The layouts come from planner.space (divisors: any GPU count). Each is evaluated with the same
-core formulas as a single estimate — core.step.step_time and core.memory.peak_allocated run on
+core formulas as a single estimate — core.time.step.step_time and core.memory.training.peak_allocated run on
 whole numpy arrays — so the planner's numbers for a layout are the numbers `gpuplan memory` and
 the training report give for it.
 
@@ -18,13 +18,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpuplan.core import memory as M
-from gpuplan.core.flops import training_flops_per_token
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.memory import training as M
+from gpuplan.core.model.flops import training_flops_per_token
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
-from gpuplan.core.recompute import block_recompute_share, recomputed_forward_flops_per_token
-from gpuplan.core.step import StepSettings, model_flops_per_token, step_time
-from gpuplan.core.topology import Cluster
+from gpuplan.core.memory.recompute import block_recompute_share, recomputed_forward_flops_per_token
+from gpuplan.core.time.step import StepSettings, model_flops_per_token, step_time
+from gpuplan.core.comm.topology import Cluster
 from gpuplan.planner.uncertainty import KnownLayouts, layout_uncertainty
 from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, enumerate_layouts
 

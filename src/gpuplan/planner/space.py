@@ -8,7 +8,7 @@ frameworks impose (Megatron-Core / torchtitan):
 * cp divides what tp leaves, and the sequence in 2·cp chunks (Megatron's load-balanced ring
   attention splits each sequence into 2·cp pieces), up to 32;
 * pp divides what tp·cp leave and is at most the layer count; stages may be uneven (the first
-  ones take the remainder: core.memory.stage_layer_counts);
+  ones take the remainder: core.memory.training.stage_layer_counts);
 * vpp (interleaved 1F1B) divides layers / pp when pp > 1 (Megatron: layers % (pp·vpp) == 0);
 * dp = GPUs / (tp·cp·pp); ep divides the experts and dp·cp (experts are carved out of the
   data-parallel ranks); ZeRO 0-3 when there is more than one data-parallel rank;
@@ -29,7 +29,7 @@ from itertools import product
 
 import numpy as np
 
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import virtual_stages_fit
 from gpuplan.errors import InputError
 from gpuplan.planner.framework_rules import rules_for, zero_allowed

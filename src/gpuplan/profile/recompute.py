@@ -8,7 +8,7 @@ non-reentrant ``torch.utils.checkpoint`` with a ``create_selective_checkpoint_co
 that saves the outputs of ``aten.mm`` (all but every second one, counted separately in the
 forward and in the recompute), of the SDPA / flash-attention kernels and of ``aten.max``, and
 recomputes everything else (norms, RoPE, SiLU, products). gpuplan's memory and time models
-follow the same policy (core.frameworks.op_sac_bytes_per_token, core.recompute 'op-sac').
+follow the same policy (core.frameworks.op_sac_bytes_per_token, core.memory.recompute 'op-sac').
 
 torch is imported inside the functions only.
 """

@@ -9,7 +9,7 @@ after the warm-up steps, on CUDA when present else CPU. Definitions (also in the
 
 * step time: wall seconds of forward + loss, backward, optimizer step, zero_grad, per step,
   CUDA-synchronised; in multi-process runs the slowest rank's time per step. Median reported.
-* model FLOPs: gpuplan.core.step.model_flops_per_token (exact matmul FLOPs incl. LM head,
+* model FLOPs: gpuplan.core.time.step.model_flops_per_token (exact matmul FLOPs incl. LM head,
   attention without causal halving = the PaLM/Megatron MFU convention) x tokens; hardware FLOPs
   add the recomputed forward. MFU/HFU = achieved FLOP/s per device / dense peak of the device
   (hardware catalog, matched by torch.cuda.get_device_name; ``--peak-tflops`` overrides). CPU:
@@ -41,7 +41,7 @@ from gpuplan.profile.trial_plan import (
     model_config,
 )
 
-FLOPS_DEFINITION = ("gpuplan.core.step.model_flops_per_token: exact matmul FLOPs per token (LM head included, "
+FLOPS_DEFINITION = ("gpuplan.core.time.step.model_flops_per_token: exact matmul FLOPs per token (LM head included, "
                     "input embedding a lookup) + attention scores/context without causal halving (PaLM/Megatron "
                     "MFU convention), x3 for forward+backward; hardware FLOPs add recomputation")
 
@@ -207,8 +207,8 @@ def _summary(text_cfg, num_params: int) -> dict:
 def _results(settings: TrialSettings, hf_config: dict, times: list[float], losses: list[float], memory: dict,
              env: dict, world: int) -> dict:
     from gpuplan.adapters.hf_config import model_spec_from_hf_config
-    from gpuplan.core.flops import flops_6nd, training_flops_per_token
-    from gpuplan.core.model import params_for_6nd
+    from gpuplan.core.model.flops import flops_6nd, training_flops_per_token
+    from gpuplan.core.model.spec import params_for_6nd
 
     spec = model_spec_from_hf_config(hf_config, name=settings.model)
     per_token = training_flops_per_token(spec, settings.seq_len, "full", settings.recompute)

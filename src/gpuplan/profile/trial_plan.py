@@ -1,6 +1,6 @@
 """Trial settings, the model config at the measured depth, and the will-it-fit check (stdlib only).
 
-The check runs before torch allocates anything: gpuplan.core.memory estimates the allocated
+The check runs before torch allocates anything: gpuplan.core.memory.training estimates the allocated
 peak per rank of the trial as configured (the same estimate the measurement is later compared
 with) and compares it with the memory the device has. Too big at the requested depth but not at
 one layer: the error names the deepest ``--layers`` that fits. Too big even at one layer: the
@@ -121,7 +121,7 @@ def config_with_layers(config: dict[str, Any], layers: int | None) -> dict[str, 
 
 def estimated_peak_bytes(settings: TrialSettings, config: dict[str, Any], model_id: str, world_size: int,
                          parallelism: str) -> float:
-    """gpuplan.core.memory's allocated peak per rank for this trial (bytes)."""
+    """gpuplan.core.memory.training's allocated peak per rank for this trial (bytes)."""
     from gpuplan.calibrate import predict as P
     from gpuplan.calibrate.measurement import Measurement
 

@@ -39,10 +39,10 @@ def _estimated(est: dict) -> Section:
     estimate = Section("gpuplan's estimate for the same run", (
         Line("est_memory", "allocated peak, estimated", est["memory_peak_allocated_bytes"], "bytes",
              format_bytes(est["memory_peak_allocated_bytes"]) + ("" if mem_err is None else f" ({mem_err:+.2%})"),
-             f"gpuplan.core.memory, recipe '{est['memory_recipe']}'"),
+             f"gpuplan.core.memory.training, recipe '{est['memory_recipe']}'"),
         Line("est_step_time", "step time, estimated", est.get("step_time_s"), "s",
              "n/a" if est.get("step_time_s") is None else f"{est['step_time_s']:.4g} s ({step_err:+.1%})",
-             est.get("step_note") or f"gpuplan.core.step on {est.get('step_device')}"
+             est.get("step_note") or f"gpuplan.core.time.step on {est.get('step_device')}"
              + (" (CPU stand-in: measured GEMM and copy rates)" if est.get("step_device") == "cpu" else "")),
     ))
     return estimate

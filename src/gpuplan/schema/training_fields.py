@@ -89,7 +89,7 @@ class LayoutFields(JobInputs):
 
     def recompute_settings(self) -> dict:
         """The Megatron recompute options as the step and memory settings take them
-        (core.step.StepSettings, core.memory.MemorySettings): modules () = Megatron's default."""
+        (core.time.step.StepSettings, core.memory.training.MemorySettings): modules () = Megatron's default."""
         return {"recompute_modules": self.recompute_modules or (), "recompute_layers": self.recompute_layers}
 
     def global_batch_tokens_value(self) -> float | None:
@@ -175,13 +175,13 @@ class SetupFields(JobInputs):
         return framework(self.framework)
 
     def adjust_spec(self, spec):
-        """The model as this run trains it: the MTP modules the framework computes (core.mtp).
+        """The model as this run trains it: the MTP modules the framework computes (core.model.mtp).
         Refuses options that cannot apply to this model (MoE all-to-all knobs on a dense model, a
         LoRA rank wider than the hidden size); an explicit --mtp-layers is taken as asked."""
         from dataclasses import replace
 
-        from gpuplan.core.mtp import trained_mtp_layers
-        from gpuplan.core.recompute import module_applies
+        from gpuplan.core.model.mtp import trained_mtp_layers
+        from gpuplan.core.memory.recompute import module_applies
 
         given = self.given
         if spec.moe is None:
@@ -222,7 +222,7 @@ class SetupFields(JobInputs):
         return (self.allocator or ("expandable" if self.profile.expandable_segments else "caching")) == "expandable"
 
     def overheads(self):
-        from gpuplan.core.device_memory import Overheads, fragmentation
+        from gpuplan.core.memory.device_memory import Overheads, fragmentation
 
         return Overheads(margin=self.margin, fragmentation=fragmentation(self.expandable_segments))
 
@@ -235,7 +235,7 @@ def _f(default: Any, help: str, shown: str | None = None) -> Any:
 
 
 class StepFields(JobInputs):
-    """The cluster and the overlap knobs of the step model (core/step.py, core/topology.py)."""
+    """The cluster and the overlap knobs of the step model (core/time/step.py, core/comm/topology.py)."""
 
     gpus_per_node: Annotated[V.Degree | None, _f(None, "GPUs per node (the scale-up domain).", "catalog")]
     nic_gbit_per_gpu: Annotated[T.typed(float, T.number(1, 1e5)) | None, _f(

@@ -16,7 +16,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from gpuplan.core import precision as M  # the recipe and optimizer tables (no numpy)
 from gpuplan.core.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
-from gpuplan.core.recompute import MEGATRON_RECOMPUTE_MODULES
+from gpuplan.core.memory.recompute import MEGATRON_RECOMPUTE_MODULES
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 

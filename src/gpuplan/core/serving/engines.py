@@ -49,7 +49,7 @@ def comm_basis(rule: str, engine: str) -> str:
             "pcie": "without NVLink: 0.25 GiB, a gpuplan assumption (vllm#15815 logs 0.30 GiB non-torch at TP 2)",
             "nvlink": f"{ENGINE_COMMUNICATORS[engine]} NCCL communicator(s) the {engine} KV sizing sees x NCCL's "
                       "per-communicator buffers (688 MB on 4x A100 NVLink, NVIDIA/nccl#964, x channel scale; "
-                      "core/serving/engines.py, core/device_memory.py)"}[rule]
+                      "core/serving/engines.py, core/memory/device_memory.py)"}[rule]
 
 
 ENGINES = ("vllm", "sglang", "trtllm")

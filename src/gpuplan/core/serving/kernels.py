@@ -1,17 +1,17 @@
 """What one forward step executes besides the weight GEMMs, and what a release's kernels are:
-elementwise traffic per token, the TP all-reduces (through core/comm.py's ring), the decode
+elementwise traffic per token, the TP all-reduces (through core/comm/volumes.py's ring), the decode
 attention kernel each release runs, and the host time per layer of engines without CUDA graphs.
 The achievable fractions themselves are ``core.serving.setup.Efficiency``. Units: bytes, seconds.
 """
 
 from __future__ import annotations
 
-from gpuplan.core.collectives import collective_seconds
-from gpuplan.core.comm import all_reduce_time
+from gpuplan.core.comm.collectives import collective_seconds
+from gpuplan.core.comm.volumes import all_reduce_time
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving.releases import EngineRelease, graph_capture_sizes
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.comm.topology import cluster_for
 
 COLLECTIVE_EFFICIENCY = 0.8
 """Share of a link's per-direction bandwidth a ring all-reduce achieves (NCCL's bus bandwidth on
@@ -120,8 +120,8 @@ def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None,
     """One tensor-parallel all-reduce of ``message_bytes``. The engine's custom kernel (messages up
     to ``custom_max_bytes``, GPUs on NVLink or two on PCIe: vLLM refuses it on 'more than two
     PCIe-only GPUs', custom_all_reduce.py) costs a fixed latency (its one-shot kernel) plus
-    core/comm.py's ring transfer, 2(tp-1)/tp x message, at COLLECTIVE_EFFICIENCY of the
-    per-direction link bandwidth. Otherwise NCCL: core.collectives.collective_seconds on the TP
+    core/comm/volumes.py's ring transfer, 2(tp-1)/tp x message, at COLLECTIVE_EFFICIENCY of the
+    per-direction link bandwidth. Otherwise NCCL: core.comm.collectives.collective_seconds on the TP
     group's links of ``fabric`` (NCCL's tuner picks ring / NVLS and LL / LL128 / Simple by size;
     without ``fabric`` the custom formula stands in). 0 without tensor parallelism."""
     if tp <= 1:

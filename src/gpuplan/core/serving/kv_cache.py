@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuplan.core.model import AttentionSpec, ModelSpec
+from gpuplan.core.model.spec import AttentionSpec, ModelSpec
 from gpuplan.core.parallel import layers_per_stage
 from gpuplan.errors import InputError
 

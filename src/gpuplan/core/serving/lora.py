@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 
 from gpuplan.core.serving.kv_cache import kv_heads_per_gpu
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
 
 VLLM_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)

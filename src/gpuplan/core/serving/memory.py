@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import layers_per_stage
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import lora as L

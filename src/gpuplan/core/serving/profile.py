@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving.releases import GiB, MRV2, NVLINK_TP_NON_TORCH, SORT, TRITON, VllmRules, graph_capture_sizes
 
@@ -139,7 +139,7 @@ def comm_bytes(rules: VllmRules | None, engine: str, tp: int, pp: int, scale_up_
     Without NVLink: 0.25 GiB (engines.PCIE_COMM_BYTES), nothing for vLLM 0.11 and later. On NVLink, for the releases whose baseline
     snapshot precedes the distributed init ('communicators'; SGLang and TensorRT-LLM too): the
     engine's communicators (engines.ENGINE_COMMUNICATORS) x NCCL's per-communicator buffers
-    (core.device_memory.nccl_group_bytes, the figure training uses), one pair more per neighbouring
+    (core.memory.device_memory.nccl_group_bytes, the figure training uses), one pair more per neighbouring
     pipeline stage; for vLLM 0.11 and later, the logged increase of a TP group
     (releases.NVLINK_TP_NON_TORCH)."""
     rule = E.comm_rule(tp * pp, given, scale_up_bandwidth)
@@ -153,7 +153,7 @@ def comm_bytes(rules: VllmRules | None, engine: str, tp: int, pp: int, scale_up_
     if rules is not None and rules.comm in NVLINK_TP_NON_TORCH:
         return NVLINK_TP_NON_TORCH[rules.comm] if tp > 1 else 0.0
     # imported here: device_memory pulls in numpy, which importing core.serving does not
-    from gpuplan.core.device_memory import nccl_group_bytes
+    from gpuplan.core.memory.device_memory import nccl_group_bytes
 
     pairs = min(2, pp - 1)
     groups = nccl_group_bytes(tp, scale_up_bandwidth) + pairs * nccl_group_bytes(2, scale_up_bandwidth)

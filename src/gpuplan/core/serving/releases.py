@@ -98,7 +98,7 @@ class VllmRules:
     """Non-torch memory the profile counts on one GPU (bytes)."""
     comm: str
     """What tensor parallelism adds to it on NVLink: 'communicators' (the NCCL communicators
-    created after the baseline snapshot, core.device_memory's per-communicator figure), or
+    created after the baseline snapshot, core.memory.device_memory's per-communicator figure), or
     'lazy' / 'fused' (a logged increase, NVLINK_TP_NON_TORCH)."""
     moe_workspace: bool
     """MoE layers keep one persistent fused-MoE workspace for max_num_batched_tokens (the V1 worker's

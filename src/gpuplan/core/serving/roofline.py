@@ -8,12 +8,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from gpuplan.core.flops import (
+from gpuplan.core.model.flops import (
     attention_core_flops_per_token,
     layer_matmul_weights_per_token,
 )
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import lora as L
 from gpuplan.core.serving.memory import draft_kv_share

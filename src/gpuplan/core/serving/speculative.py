@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gpuplan.core.model import ModelSpec, count_parameters
+from gpuplan.core.model.spec import ModelSpec, count_parameters
 from gpuplan.errors import InputError
 
 METHODS = ("none", "draft", "eagle", "eagle3", "mtp", "ngram")

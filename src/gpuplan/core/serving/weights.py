@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.core.model import ModelSpec, count_parameters, expert_bias_params
+from gpuplan.core.model.spec import ModelSpec, count_parameters, expert_bias_params
 from gpuplan.core.parallel import layers_per_stage
 from gpuplan.errors import InputError
 

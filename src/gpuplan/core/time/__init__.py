@@ -1,4 +1,4 @@
-"""Step time as the software stack runs it, one module per op class (issue 36).
+"""Step time as the software stack runs it. The eager stack, one module per op class (issue 36):
 
   linears.py         the matmuls one layer executes (shapes, LoRA adapters, routed experts) and
                      their seconds: roofline on the part's measured MAMF, memory floor for skinny ones
@@ -15,6 +15,13 @@
   eager_step.py      one micro-batch forward and backward, and the optimizer step, of an eager
                      single-GPU stack (Hugging Face transformers / peft), by op class
 
-The fused stacks (Megatron-Core with Transformer Engine, torchtitan) keep core.step's model, whose
-constants were fitted on published runs (docs/step.md). Units: seconds, bytes, FLOPs.
+The fused stacks (Megatron-Core with Transformer Engine, torchtitan) and the planner's bulk search:
+
+  step.py               step time: compute (per-op efficiency) + exposed communication + pipeline
+                        bubble + optimizer, whose constants were fitted on published runs (docs/step.md)
+  attention_core.py     the attention core's seconds per token (flash kernels vs unfused)
+  pipeline_schedule.py  the pipeline bubble by schedule
+  eager_fallbacks.py    HBM traffic of Megatron-Core's eager fallbacks (GPT-OSS-like models)
+
+Communication lives in core.comm. Units: seconds, bytes, FLOPs.
 """

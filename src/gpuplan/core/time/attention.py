@@ -19,7 +19,7 @@ own probe at 4,096 and the H100's shape over sequence length; head dims between 
 interpolated, above 128 take 128's (Gemma's 256: cuDNN's 256 kernels are faster, so this errs
 slow).
 
-Parts without these measurements keep core.step's fitted attention efficiency with a 2.5x
+Parts without these measurements keep core.time.step's fitted attention efficiency with a 2.5x
 backward (docs/step.md).
 Units: seconds per token per layer, FLOP/s.
 """
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from gpuplan.core import flops as F
+from gpuplan.core.model import flops as F
 
 SEQ_POINTS = (512, 1024, 2048, 4096, 8192, 16384)
 CUDNN_H100_CAUSAL_D128 = (315.0, 410.0, 484.0, 518.0, 529.0, 539.0)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.core.bulk import maximum
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.time import attention as A
 from gpuplan.core.time import linears as G
 from gpuplan.core.time.host import (

@@ -1,6 +1,6 @@
 """Measured kernel efficiencies by part: the achievable matmul rate (MAMF) and the fused
 attention kernels' rate, as fractions of the dense peak, and the shape model of a GEMM.
-Moved from core.step (which re-exports them) so the step models of core.step and core.time share one table.
+Moved from core.time.step (which re-exports them) so the step models of core.time.step and core.time share one table.
 Units: fractions of dense peak FLOP/s.
 """
 

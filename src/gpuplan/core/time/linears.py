@@ -14,7 +14,7 @@ at HBM speed,
 
     t = max(2 m k n / (peak x MAMF x d / (d + d_half)),  memory_bound_seconds(bytes, 1 kernel))
 
-with d the smallest of m, k, n but at least one 128-wide tile (the matmul shape model of core.step,
+with d the smallest of m, k, n but at least one 128-wide tile (the matmul shape model of core.time.step,
 MAMF and d_half as fitted there; a dimension below a tile wastes tile work, not bandwidth, so a
 skinny LoRA GEMM is bound by reading its input: the memory floor). Units: seconds, FLOPs, bytes.
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.core.bulk import maximum, minimum
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.time.memory_kernels import memory_bound_seconds
 
 TILE = 128.0
@@ -73,7 +73,7 @@ def layer_linears(spec: ModelSpec, moe_layer: bool = False) -> list[Linear]:
 
 def lora_linears(spec: ModelSpec, rank: int) -> list[Linear]:
     """peft's A and B of every adapted linear (gpuplan adapts q, k, v, o and the MLP, as
-    core.finetune.lora_params_per_layer counts)."""
+    core.model.finetune.lora_params_per_layer counts)."""
     base = [lin for lin in layer_linears(spec) if lin.name not in ("router",)]
     return [x for lin in base for x in (Linear(lin.name + ".lora_A", lin.inputs, rank),
                                          Linear(lin.name + ".lora_B", rank, lin.outputs))]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpuplan.core.model import ModelSpec, attention_params, mlp_params, norm_params
+from gpuplan.core.model.spec import ModelSpec, attention_params, mlp_params, norm_params
 
 PHASES = ("forward", "backward", "optimizer")
 SETTINGS = ("bf16", "amp", "lora", "selective", "full", "eager")
@@ -108,7 +108,7 @@ def layer_params(spec: ModelSpec, moe_layer: bool = False) -> float:
 
 def layer_features(spec: ModelSpec, tokens, seq_len, lora_rank: int = 0, moe_layer: bool = False) -> dict:
     """The per-layer features of a micro-batch of ``tokens`` tokens in sequences of ``seq_len``."""
-    from gpuplan.core.finetune import lora_params_per_layer
+    from gpuplan.core.model.finetune import lora_params_per_layer
 
     a, h = spec.attention, spec.hidden_size
     d = a.qk_head_dim

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from gpuplan.core import reliability as R
+from gpuplan.core.economics import reliability as R
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
 from gpuplan.jobs.budget.model import (
     SCALING_FACTORS,
@@ -65,7 +65,7 @@ def wall_with_failures(spec: ModelSpec, gpu: Accelerator, settings: BudgetSettin
                        step_seconds: float | None = None, recipe: str = "mixed", zero: int = 1,
                        model_parallel: int = 1) -> float:
     """The budget's "expected wall-clock with failures" (on-demand: interruptions, restarts, lost
-    work and checkpoint stalls; Daly 2006 via core.reliability) of ``work_seconds`` of
+    work and checkpoint stalls; Daly 2006 via core.economics.reliability) of ``work_seconds`` of
     failure-free training on ``gpus`` GPUs, s. The deadline rule measures a deadline against it."""
     validate_settings(settings)
     run = run_facts(spec, gpu, gpus=gpus, wall_seconds=work_seconds, gpu_hours=work_seconds * gpus / 3600,

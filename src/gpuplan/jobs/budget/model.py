@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpuplan.catalog.storage import storage_spec
-from gpuplan.core import checkpoint as C
-from gpuplan.core import cost as K
-from gpuplan.core import io as IO
-from gpuplan.core import memory as M
-from gpuplan.core import reliability as R
+from gpuplan.core.economics import checkpoint as C
+from gpuplan.core.economics import cost as K
+from gpuplan.core.economics import io as IO
+from gpuplan.core.memory import training as M
+from gpuplan.core.economics import reliability as R
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
 from gpuplan.report.model import Assumption, Section, Table
 

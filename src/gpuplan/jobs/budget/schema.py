@@ -7,10 +7,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import field_validator, model_validator
 
-from gpuplan.core import checkpoint as C
-from gpuplan.core import cost as K
-from gpuplan.core import io as IO
-from gpuplan.core import reliability as R
+from gpuplan.core.economics import checkpoint as C
+from gpuplan.core.economics import cost as K
+from gpuplan.core.economics import io as IO
+from gpuplan.core.economics import reliability as R
 from gpuplan.errors import InputError
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.schema import types as T

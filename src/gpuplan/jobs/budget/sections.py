@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import fields
 
 from gpuplan.catalog.storage import storage_spec
-from gpuplan.core import checkpoint as C
-from gpuplan.core import cost as K
-from gpuplan.core import io as IO
-from gpuplan.core import memory as M
-from gpuplan.core import reliability as R
+from gpuplan.core.economics import checkpoint as C
+from gpuplan.core.economics import cost as K
+from gpuplan.core.economics import io as IO
+from gpuplan.core.memory import training as M
+from gpuplan.core.economics import reliability as R
 from gpuplan.core.units import format_duration
 from gpuplan.jobs.budget.model import (
     DEFAULT_GLOBAL_BATCH_TOKENS,

@@ -8,7 +8,7 @@ from gpuplan.catalog import (
     load_model,
     model_entries,
 )
-from gpuplan.core.model import count_parameters
+from gpuplan.core.model.spec import count_parameters
 from gpuplan.core.units import format_count
 from gpuplan.report.model import Report, Table
 

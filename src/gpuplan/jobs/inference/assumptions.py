@@ -80,7 +80,7 @@ def _allreduce_assumption(plan: Plan) -> Assumption:
              f"own kernel up to {limit / 2**20:.1f} MiB (NVLink, or 2 PCIe GPUs), NCCL above")
     return Assumption("tp_allreduce", "TP all-reduce implementation", value,
                       f"{release.label} (vllm PR 2192; TensorRT-LLM PluginConfig use_custom_all_reduce); NCCL costed "
-                      "by its tuner model (core/collectives.py)", "--engine", False)
+                      "by its tuner model (core/comm/collectives.py)", "--engine", False)
 
 
 def _lora_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:

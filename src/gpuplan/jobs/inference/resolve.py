@@ -12,7 +12,7 @@ from gpuplan.core.serving import setup as SU
 from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.quant_config import (  # noqa: F401 (re-exported: callers import them from here)
     keeps_attention_16bit,

@@ -13,12 +13,12 @@ from dataclasses import replace
 
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core import frameworks as F
-from gpuplan.core import memory as M
+from gpuplan.core.memory import training as M
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.core.precision import check_recipe_runs_on
-from gpuplan.core.recompute import recompute_label
+from gpuplan.core.memory.recompute import recompute_label
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
 from gpuplan.jobs.assumptions import mtp_assumption
@@ -149,7 +149,7 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
              f"at {peak.peak_phase}, pipeline stage {peak.stage}"),
         Line("peak_reserved", "reserved peak (caching allocator)", reserved, "bytes", _gib(reserved),
              f"allocated x {1 + overheads.fragmentation:.2f}: fragmentation of the allocator's cached blocks "
-             "(core/device_memory.py)"),
+             "(core/memory/device_memory.py)"),
         Line("overheads", "CUDA context + NCCL buffers", fixed, "bytes", _gib(fixed),
              "outside the allocator; see assumptions"),
         Line("peak_total", "device memory needed (reserved + runtime)", total, "bytes", _gib(total)),
@@ -167,7 +167,7 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
 
 def _host_section(spec: ModelSpec, layout: ParallelLayout, gpu: Accelerator) -> Section:
     """Host memory the CPU optimizer offload needs (ZeRO-Offload)."""
-    from gpuplan.core.model_states import OFFLOAD_HOST_BYTES_PER_PARAM, offload_host_bytes
+    from gpuplan.core.memory.model_states import OFFLOAD_HOST_BYTES_PER_PARAM, offload_host_bytes
 
     per_gpu = offload_host_bytes(M.stage_params(spec, layout, 0).total, layout)
     per_node = per_gpu * (gpu.devices_per_node or 8)
@@ -274,7 +274,7 @@ def _assumptions(settings: M.MemorySettings, overheads: M.Overheads) -> tuple[As
                    "flash/SDPA saves q, k, v, out + logsumexp; eager saves s x s scores", "--attention-kernel"),
         Assumption("recompute", "activation recompute",
                    recompute_label(settings.recompute, settings.recompute_modules, settings.recompute_layers),
-                   "full keeps each layer input (2·sbh); Megatron's modules free what core/recompute.py lists",
+                   "full keeps each layer input (2·sbh); Megatron's modules free what core/memory/recompute.py lists",
                    "--recompute / --recompute-modules / --recompute-layers"),
         Assumption("cuda_context", "CUDA context", _gib(overheads.cuda_context),
                    "~300 MB with lazy loading (pytorch/pytorch#107667) + cuBLAS workspaces", "--cuda-context-gib"),

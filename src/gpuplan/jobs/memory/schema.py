@@ -90,8 +90,8 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     def settings(self, spec=None):
         """The memory model's settings; ``spec`` (the model this job trains, ``self.spec()`` when
         not passed) sets the MTP modules."""
-        from gpuplan.core.attention_time import execution_kernel
-        from gpuplan.core.memory import MemorySettings
+        from gpuplan.core.time.attention_core import execution_kernel
+        from gpuplan.core.memory.training import MemorySettings
 
         mtp = (spec if spec is not None else self.spec()).mtp_layers
         return MemorySettings(mtp_layers=mtp, seq_len=self.seq_len, recipe=self.recipe_name, optimizer=self.optimizer,

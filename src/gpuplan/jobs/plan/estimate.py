@@ -9,7 +9,7 @@ import numpy as np
 
 from gpuplan.catalog import prediction_band
 from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
-from gpuplan.core import memory as M
+from gpuplan.core.memory import training as M
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count
 from gpuplan.jobs.assumptions import mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
@@ -138,7 +138,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                      Line("gpu_counts", "GPU counts", ",".join(map(str, result.counts))),
                      Line("deadline", "deadline", deadline_of(inputs), "days", "none" if deadline_of(inputs) is None
                           else f"{deadline_of(inputs):g} days" + ("" if inputs.days else " (the article's default)")))
-    from gpuplan.core.step import precision_class
+    from gpuplan.core.time.step import precision_class
 
     low = precision_class(inputs.dtype)
     error, _ = prediction_band(low, moe=spec.moe is not None)
@@ -196,8 +196,8 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
 
 
 def _low_precision_assumption(inputs: PlanInputs) -> tuple[Assumption, ...]:
-    """How the FP8 / NVFP4 linears are costed (core/step.py), shown only for those dtypes."""
-    from gpuplan.core import step as S
+    """How the FP8 / NVFP4 linears are costed (core/time/step.py), shown only for those dtypes."""
+    from gpuplan.core.time import step as S
 
     recipe = S.low_precision_recipe(inputs.dtype, inputs.fp8_recipe)
     if recipe is None:
@@ -213,7 +213,7 @@ def _low_precision_assumption(inputs: PlanInputs) -> tuple[Assumption, ...]:
 
 
 def _moe_all_to_all_assumption(inputs: PlanInputs, result: PlanSearch) -> tuple[Assumption, ...]:
-    """How the expert-parallel all-to-all is costed (core/step_comm.py, core/moe_overlap.py), MoE only."""
+    """How the expert-parallel all-to-all is costed (core/comm/step_comm.py, core/comm/moe_overlap.py), MoE only."""
     if result.evaluator.spec.moe is None:
         return ()
     copies = ("DeepEP / HybridEP: one copy per remote node" if inputs.ep_dispatcher == "flex"

@@ -107,8 +107,8 @@ COMMUNICATION_COLUMNS = ("group", "collective", "calls", "bytes each", "NCCL alg
 
 
 def _algorithm(c) -> str:
-    """The NCCL algorithm / protocol of one call (core.collectives), or what a non-NCCL-collective is."""
-    from gpuplan.core.collectives import chosen
+    """The NCCL algorithm / protocol of one call (core.comm.collectives), or what a non-NCCL-collective is."""
+    from gpuplan.core.comm.collectives import chosen
 
     if not c.nccl or c.group is None:
         return "all-to-all" if c.parallelism == "EP" else "send/recv"
@@ -127,11 +127,11 @@ def _link(c, cluster) -> str:
 
 
 def communication_table(plan: Plan, ev) -> Table:
-    """The plan's communication, collective by collective (core.step_comm), for `plan --explain`:
+    """The plan's communication, collective by collective (core.comm.step_comm), for `plan --explain`:
     per collective the bytes of one call, NCCL's algorithm / protocol for that size, the link, and the
     seconds per step in all and on the critical path."""
-    from gpuplan.core.step import _adapters_per_gpu, microbatch_compute_time, params_per_gpu
-    from gpuplan.core.step_comm import step_communication
+    from gpuplan.core.time.step import _adapters_per_gpu, microbatch_compute_time, params_per_gpu
+    from gpuplan.core.comm.step_comm import step_communication
 
     lay, cluster = plan.layout, ev.cluster
     settings = replace(ev.step, recompute=plan.recompute)

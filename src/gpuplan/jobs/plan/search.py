@@ -10,14 +10,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.core import memory as M
-from gpuplan.core.attention_time import execution_kernel
-from gpuplan.core.dp_overlap import schedule_for
+from gpuplan.core.memory import training as M
+from gpuplan.core.time.attention_core import execution_kernel
+from gpuplan.core.comm.dp_overlap import schedule_for
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.precision import check_recipe_runs_on
-from gpuplan.core.activations import saved_linear_input_bytes
-from gpuplan.core.step import StepSettings, attention_efficiency, low_precision_recipe
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.memory.activations import saved_linear_input_bytes
+from gpuplan.core.time.step import StepSettings, attention_efficiency, low_precision_recipe
+from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
 from gpuplan.jobs.eager_stack import eager_step_settings
@@ -96,8 +96,8 @@ def uncertainty_table(spec, dtype: str, leave_out: str | None = None) -> Uncerta
     away from them (planner.uncertainty); ``leave_out``: a group of published runs the planner must
     not know (the planner check scores its choice against that group)."""
     from gpuplan.catalog import reference_json
-    from gpuplan.core.model import count_parameters
-    from gpuplan.core.step import precision_class
+    from gpuplan.core.model.spec import count_parameters
+    from gpuplan.core.time.step import precision_class
     from gpuplan.planner.uncertainty import COORDINATES, KnownLayouts
 
     data = reference_json("layout_uncertainty.json")

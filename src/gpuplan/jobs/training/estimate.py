@@ -14,7 +14,7 @@ layout (jobs/training/layout.py): the planner's best for the GPUs, or the user's
 from __future__ import annotations
 
 from gpuplan.adapters.resolve import resolve_gpu
-from gpuplan.core.model import count_parameters
+from gpuplan.core.model.spec import count_parameters
 from gpuplan.core.units import format_count
 from gpuplan.jobs.training import sections as S
 from gpuplan.jobs.training.schema import TrainingInputs

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpuplan.core.gpu_time import ComputeBudget, comm_share_of_time, with_allowance
+from gpuplan.core.economics.gpu_time import ComputeBudget, comm_share_of_time, with_allowance
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_duration
 from gpuplan.jobs.assumptions import mtp_assumption
 from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, TrainingInputs
@@ -257,7 +257,7 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
     if inputs.predict_mfu:  # as `plan` does: a predicted MFU past every published run says so
         from gpuplan.adapters.resolve import resolve_gpu
         from gpuplan.catalog import prediction_band
-        from gpuplan.core.step import precision_class
+        from gpuplan.core.time.step import precision_class
         from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
 
         dtype = precision_class(inputs.dtype)

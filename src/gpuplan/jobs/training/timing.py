@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpuplan.core import flops as F
-from gpuplan.core.gpu_time import ComputeBudget, solve_compute_budget
-from gpuplan.core.model import params_for_6nd
+from gpuplan.core.model import flops as F
+from gpuplan.core.economics.gpu_time import ComputeBudget, solve_compute_budget
+from gpuplan.core.model.spec import params_for_6nd
 from gpuplan.core.units import SECONDS_PER_DAY
 from gpuplan.errors import InputError
 from gpuplan.jobs.training.schema import DEFAULT_DAYS, DEFAULT_MFU, TrainingInputs
@@ -234,7 +234,7 @@ def check_solved_mfu(solved: ComputeBudget, flops: Flops, inputs: TrainingInputs
     exact_mfu = solved.mfu * flops.exact / flops.used  # the published ceilings count exact FLOPs
     limit, why = 1.0, "100%, the dense peak"
     if gpu is not None:
-        from gpuplan.core.step import precision_class
+        from gpuplan.core.time.step import precision_class
         from gpuplan.jobs.validation.mfu_ceiling import ceiling, hardware_class
 
         dtype = precision_class(inputs.dtype)

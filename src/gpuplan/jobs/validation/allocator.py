@@ -1,6 +1,6 @@
 """The caching-allocator reserve against published runs: reserved / allocated peaks read from
 Megatron's memory log line (catalog/reference/allocator_ratios.yaml). The rows marked ``fit`` set
-core/device_memory.py FRAGMENTATION_DEFAULT_SEGMENTS (their median ratio, rounded to 0.01); the
+core/memory/device_memory.py FRAGMENTATION_DEFAULT_SEGMENTS (their median ratio, rounded to 0.01); the
 ``held-out`` rows are only scored.
 
     python -m gpuplan.jobs.validation.allocator     # prints the fit and the held-out errors
@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from importlib import resources
 
-from gpuplan.core.device_memory import FRAGMENTATION_DEFAULT_SEGMENTS
+from gpuplan.core.memory.device_memory import FRAGMENTATION_DEFAULT_SEGMENTS
 from gpuplan.report.model import Table
 
 

@@ -1,5 +1,5 @@
-"""Collective bus bandwidth against payload: core/collectives.py (NCCL's algorithms and protocols,
-the fastest taken) on core/topology.py's cluster, scored on measured sweeps
+"""Collective bus bandwidth against payload: core/comm/collectives.py (NCCL's algorithms and protocols,
+the fastest taken) on core/comm/topology.py's cluster, scored on measured sweeps
 (catalog/reference/collective_measurements.yaml).
 
 A sweep's point (payload S bytes, busbw GB/s) is compared with the model's busbw at S:
@@ -48,7 +48,7 @@ def sweep_links(sweep: dict, series: dict, per_node: int):
     """The links of the sweep's communicator: its GPU, ranks per node (the scale-up domain it
     uses), nodes, and the network fields it states."""
     from gpuplan.catalog import load_accelerator
-    from gpuplan.core.topology import cluster_for
+    from gpuplan.core.comm.topology import cluster_for
 
     network = {**sweep.get("network", {}), **series.get("network", {})}
     extra = {}
@@ -65,7 +65,7 @@ def sweep_links(sweep: dict, series: dict, per_node: int):
 
 def model_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) -> tuple[float, str]:
     """(the model's busbw in bytes/s, 'algorithm/protocol' it picked) for one point."""
-    from gpuplan.core.collectives import chosen
+    from gpuplan.core.comm.collectives import chosen
 
     kind = series["collective"]
     links = sweep_links(sweep, series, per_node)

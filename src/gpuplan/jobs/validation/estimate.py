@@ -16,9 +16,9 @@ from typing import Any
 
 from gpuplan.adapters.resolve import resolve_gpu, resolve_model
 from gpuplan.catalog import reference_runs
-from gpuplan.core import flops as F
-from gpuplan.core.gpu_time import solve_compute_budget
-from gpuplan.core.model import params_for_6nd
+from gpuplan.core.model import flops as F
+from gpuplan.core.economics.gpu_time import solve_compute_budget
+from gpuplan.core.model.spec import params_for_6nd
 from gpuplan.jobs.training.schema import DEFAULT_MFU, TrainingInputs
 from gpuplan.jobs.training.timing import count_flops
 from gpuplan.jobs.validation.gpu_hours import FITTED_RUNS, end_to_end_gpu_hours
@@ -127,7 +127,7 @@ def memory_validation_cases() -> list[Case]:
 
 
 def throughput_validation_cases() -> list[Case]:
-    """Predicted MFU / hardware TFLOP/s of published runs, per source family (core/step.py)."""
+    """Predicted MFU / hardware TFLOP/s of published runs, per source family (core/time/step.py)."""
     from gpuplan.jobs.validation.throughput import throughput_cases
 
     out = []
@@ -167,7 +167,7 @@ def published_throughput_validation() -> tuple[list[Case], list[tuple[str, str]]
 
 def fp8_recipe_cases(published: list[Case]) -> list[Case]:
     """FP8-CS / MXFP8 tokens/s of configurations published with both recipes: the fit of
-    core.step.BLOCK_SCALED_GEMM_TIME_FACTOR (25.09 dense, same layout) and the held-out pairs;
+    core.time.step.BLOCK_SCALED_GEMM_TIME_FACTOR (25.09 dense, same layout) and the held-out pairs;
     the predictions are those of the ``published`` throughput cases."""
     from gpuplan.jobs.validation.fp8_recipes import recipe_pairs
 
@@ -211,7 +211,7 @@ def published_memory_cases() -> list[Case]:
 
 
 def communication_cases() -> list[Case]:
-    """Measured collective busbw by payload against core/collectives.py (jobs/validation/collectives.py)."""
+    """Measured collective busbw by payload against core/comm/collectives.py (jobs/validation/collectives.py)."""
     from gpuplan.jobs.validation.collectives import collective_cases
 
     return [Case(c.id, c.kind, c.measured, c.predicted, f"busbw, {c.algorithm}", c.source) for c in collective_cases()]
@@ -232,7 +232,7 @@ def planner_cases() -> list[Case]:
 
 
 def allocator_cases() -> list[Case]:
-    from gpuplan.core.device_memory import FRAGMENTATION_DEFAULT_SEGMENTS
+    from gpuplan.core.memory.device_memory import FRAGMENTATION_DEFAULT_SEGMENTS
     from gpuplan.jobs.validation.allocator import allocator_rows
 
     return [Case(r.id, "memory: allocator reserved peak (held-out Megatron logs)", r.max_reserved_mib * 2**20,
@@ -353,14 +353,14 @@ def accuracy_markdown(report: Report) -> str:
            "Published throughput kinds (issue 15): tokens/s/GPU of recent runs at their exact layouts",
            "(`published_throughput.yaml`: NeMo / Megatron-Bridge performance summaries on H100, B200, B300, GB200",
            "and GB300 NVL72, torchtitan benchmarks on H100/H200; dense and MoE, BF16, FP8 and NVFP4). All held out but",
-           "one ratio: MXFP8's GEMM-time factor (core/step.py) was fitted on the FP8-CS / MXFP8 tokens/s ratio of",
+           "one ratio: MXFP8's GEMM-time factor (core/time/step.py) was fitted on the FP8-CS / MXFP8 tokens/s ratio of",
            "the three 25.09 dense configurations published with both recipes at one layout (the *FP8-CS / MXFP8",
            "ratio* kind; every other pair is held out). MoE rows are force-balanced upper bounds whose published figures move",
            "by up to 2x between releases of the same layout; each Megatron-Bridge MoE row carries the dispatcher",
            "and 1F1B all-to-all overlap its release's recipe ran with (`moe_comm`, read at the release tag;",
-           "core/moe_overlap.py). FP8 rowwise and incomplete rows are excluded.",
+           "core/comm/moe_overlap.py). FP8 rowwise and incomplete rows are excluded.",
            "",
-           "Throughput kinds: the step-time model (core/step.py) predicts each published run's MFU (llm-foundry,",
+           "Throughput kinds: the step-time model (core/time/step.py) predicts each published run's MFU (llm-foundry,",
            "IBM: their own formula 6N + 12·L·h·s per token) or hardware TFLOP/s (Megatron 2021: eq. 3 with",
            "recompute) from its layout. Its three fitted constants were fitted on the llm-foundry BF16 rows",
            "(marked *fitted*); the other families are *held out*. DeepSpeed ZeRO-3 (2021): the deepspeed",
@@ -374,8 +374,8 @@ def accuracy_markdown(report: Report) -> str:
            "Communication kinds: all-reduce, all-gather and reduce-scatter bus bandwidth by payload on H100, H200,",
            "B200 and GB200 NVL72, 1 to 20 nodes / racks (`src/gpuplan/catalog/reference/collective_measurements.yaml`:",
            "nccl-tests logs of CoreWeave, GCP A3 Mega, NVIDIA/nccl#1801, stas00/ml-engineering; stas00's torch",
-           "all_reduce_bench sweeps as their own kind), against core/collectives.py (NCCL's algorithms and",
-           "protocols by size, its own latency constants) on core/topology.py's cluster; all held out: the",
+           "all_reduce_bench sweeps as their own kind), against core/comm/collectives.py (NCCL's algorithms and",
+           "protocols by size, its own latency constants) on core/comm/topology.py's cluster; all held out: the",
            "per-generation NVLink efficiency and NVLS gain come from two other sources (docs/step.md).",
            ""]
     for table in report.tables:

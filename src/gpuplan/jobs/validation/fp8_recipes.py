@@ -1,5 +1,5 @@
 """MXFP8 against per-tensor FP8 at the same configuration: the fit of
-``core.step.BLOCK_SCALED_GEMM_TIME_FACTOR`` and its held-out check.
+``core.time.step.BLOCK_SCALED_GEMM_TIME_FACTOR`` and its held-out check.
 
 NeMo / Megatron-Bridge performance summaries publish the same model, GPU type and GPU count
 with both FP8 recipes ('FP8-CS' per-tensor current scaling, 'MXFP8'/'FP8-MX' block scaling;

@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
-from gpuplan.core import memory as M
+from gpuplan.core.memory import training as M
 from gpuplan.core.frameworks import framework, pp_unsharded_stage_bytes
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
 
 PROFILE_OF = {"torchtitan": "torchtitan", "megatron": "megatron", "peft": "hf"}

@@ -1,9 +1,9 @@
 """GPU-hours end to end, as `gpuplan train --mfu predicted` (and its budget) reports them: the
 planner's layout on the run's GPUs at the run's stated global batch, its batch ramp where the source
 gives one (planner.batch_ramp), then the expected wall-clock with checkpoints and failures
-(core.reliability, core.checkpoint: the budget's Failures section), times the GPUs.
+(core.economics.reliability, core.economics.checkpoint: the budget's Failures section), times the GPUs.
 
-Fitted subset: the failure rate (core.reliability.DEFAULT_FAILURE_RATE) is the Llama 3 405B
+Fitted subset: the failure rate (core.economics.reliability.DEFAULT_FAILURE_RATE) is the Llama 3 405B
 run's own interruption census, so that row is marked fitted; every other run is held out.
 """
 

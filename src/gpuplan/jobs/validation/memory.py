@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from gpuplan.core import memory as M
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.memory import training as M
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.report.model import Table
 
@@ -109,7 +109,7 @@ def memory_cases() -> list[MemoryCase]:
 def _activations_end_of_forward(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings) -> float:
     """Activations held after forward + loss (layers, logits/loss tensors and, under autocast, the
     bf16 weight copies saved for backward), one micro-batch on one GPU."""
-    from gpuplan.core import activations as A
+    from gpuplan.core.memory import activations as A
 
     recipe = M.RECIPES[settings.recipe]
     autocast = recipe.autocast_weight_copies

@@ -1,7 +1,7 @@
 """The best MFU anyone has published, by hardware class, model kind and precision: a plan
 predicted faster than that (beyond the prediction band) says so in its output.
 
-MFU here is gpuplan's own definition (core.step.model_flops_per_token over the dense peak of
+MFU here is gpuplan's own definition (core.time.step.model_flops_per_token over the dense peak of
 the run's precision), recomputed for every published run with tokens/s/GPU
 (catalog/reference/published_throughput.yaml) and every llm-foundry / IBM run with an MFU
 (catalog/reference/throughput_runs.yaml, converted through tokens/s/GPU). The table ships
@@ -50,7 +50,7 @@ def compute_best_published_mfu() -> dict[tuple[str, bool, str], PublishedMfu]:
     """(hardware class, MoE, 'bf16'|'fp8'|'fp4') -> the highest published MFU (gpuplan's
     definition), computed from the reference YAML (slow: parses both files)."""
     from gpuplan.catalog import load_accelerator
-    from gpuplan.core.step import model_flops_per_token
+    from gpuplan.core.time.step import model_flops_per_token
     from gpuplan.jobs.validation.published_throughput import PRECISION, published_throughput_rows
     from gpuplan.jobs.validation.throughput import run_spec, throughput_reference
 
@@ -85,7 +85,7 @@ def table_json(best: dict[tuple[str, bool, str], PublishedMfu]) -> str:
     rows = [{"hardware": k[0], "moe": k[1], "dtype": k[2], "mfu": round(v.mfu, 12), "run": v.run, "gpu": v.gpu,
              "source": v.source} for k, v in sorted(best.items())]
     head = {"generated_by": "python -m gpuplan.jobs.validation.mfu_ceiling", "from": list(SOURCES),
-            "definition": "tokens/s/GPU x core.step.model_flops_per_token / dense peak of the run's precision",
+            "definition": "tokens/s/GPU x core.time.step.model_flops_per_token / dense peak of the run's precision",
             "best": rows}
     return json.dumps(head, indent=1, ensure_ascii=False) + "\n"
 

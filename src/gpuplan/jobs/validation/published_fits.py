@@ -1,7 +1,7 @@
 """Does gpuplan's fit rule accept the layouts published runs trained with? Each scored row of
 published_throughput.yaml is evaluated as `gpuplan plan` would evaluate it (its model, GPU, dtype and
 FP8 recipe, framework, global batch, the recompute its recipe ran) and the reserved + runtime memory
-compared with the fit budget (core.device_memory: capacity x (1 - margin)). A run that trained is
+compared with the fit budget (core.memory.device_memory: capacity x (1 - margin)). A run that trained is
 a layout that fits on its GPU: every refusal is the memory model's miss (or an input it has no field
 for: CPU activation offload, FP8 primary weights). Reported by family in docs/accuracy.md.
 """

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from gpuplan.core import memory as M
-from gpuplan.core.device_memory import fragmentation
+from gpuplan.core.memory import training as M
+from gpuplan.core.memory.device_memory import fragmentation
 from gpuplan.core.frameworks import framework
 from gpuplan.core.parallel import ParallelLayout
 

@@ -14,13 +14,13 @@ from importlib import resources
 from typing import Any
 
 from gpuplan.catalog import load_accelerator
-from gpuplan.core.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE
-from gpuplan.core.step import StepSettings, attention_efficiency, step_time
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE
+from gpuplan.core.time.step import StepSettings, attention_efficiency, step_time
+from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 
 # What the step model runs each precision label as: MXFP8 (Blackwell block scaling) and FP8
-# tensorwise/current/delayed scaling all as FP8 GEMMs with operand casts (core/step.py; MXFP8 with
+# tensorwise/current/delayed scaling all as FP8 GEMMs with operand casts (core/time/step.py; MXFP8 with
 # its own recipe, StepSettings.fp8_recipe).
 PRECISION = {"bf16": "bf16", "fp8": "fp8", "fp8-tensorwise": "fp8", "fp8-delayed": "fp8", "mxfp8": "fp8",
              "nvfp4": "fp4"}
@@ -112,7 +112,7 @@ def tp_comm_overlapped(run: dict[str, Any]) -> bool:
 
 
 def megatron_eager_fallbacks(run: dict[str, Any]) -> tuple[str, ...]:
-    """The Megatron-Core paths a NeMo / Megatron-Bridge row ran as eager ops (core.eager_fallbacks):
+    """The Megatron-Core paths a NeMo / Megatron-Bridge row ran as eager ops (core.time.eager_fallbacks):
     the experts' fc2 bias and the clamp of their gated activation unless the recipe runs TE's fused
     grouped MLP (the row's moe_comm.fused_grouped_mlp); the YaRN RoPE from Megatron-Core 0.16 (containers 26.02 on): before,
     apply_rope_fusion ran TE's fused RoPE whatever the mscale (rope_utils.py@core_v0.15.0), and
@@ -123,7 +123,7 @@ def megatron_eager_fallbacks(run: dict[str, Any]) -> tuple[str, ...]:
 
 def recipe_recompute(run: dict[str, Any]) -> dict[str, Any]:
     """StepSettings recompute fields of a row: the layout's where the source prints it (torchtitan),
-    else the Megatron-Bridge recipe's (``recipe_recompute``, read at the row's tag; core.recompute):
+    else the Megatron-Bridge recipe's (``recipe_recompute``, read at the row's tag; core.memory.recompute):
     block recompute of N layers per chunk, or the selective modules (an empty list recomputes nothing)."""
     given = run["layout"].get("recompute")
     rc = run.get("recipe_recompute")
@@ -166,7 +166,7 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             eager_fallbacks=() if torchtitan else megatron_eager_fallbacks(run),
                             fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise",
                             # torchtitan: FSDP2's per-block gathers; NeMo: Megatron's distributed optimizer
-                            # with overlapped gradient reduce and parameter gather (core.dp_overlap)
+                            # with overlapped gradient reduce and parameter gather (core.comm.dp_overlap)
                             dp_schedule="fsdp2" if torchtitan else "megatron", dp_overlap=1.0,
                             # torchtitan reduces gradients in fp32 (config mixed_precision_reduce = "float32")
                             grad_comm_bytes=4.0 if torchtitan else 2.0)

@@ -2,7 +2,7 @@
 with full layouts, each compared under its own source's FLOP definition.
 
 The step model's fitted constants (GEMM d_half, attention efficiency per GPU type, elementwise
-factor; core/step.py) were fitted on the llm-foundry BF16 rows; the Megatron-2021 and IBM FSDP
+factor; core/time/step.py) were fitted on the llm-foundry BF16 rows; the Megatron-2021 and IBM FSDP
 runs are held out. Reference data: catalog/reference/throughput_runs.yaml (each run cites its source).
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 
 from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core.frameworks import framework
-from gpuplan.core.model import AttentionSpec, MLPSpec, ModelSpec, count_parameters
-from gpuplan.core.step import StepSettings, step_time
-from gpuplan.core.topology import cluster_for
+from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec, count_parameters
+from gpuplan.core.time.step import StepSettings, step_time
+from gpuplan.core.comm.topology import cluster_for
 
 # Scale-out per GPU for the clusters the sources describe (Gb/s): DGX A100 Selene 8 x HDR 200 per
 # node (Narayanan et al. 2021 Sec. 5); MosaicML A100 40/80GB "1600 Gbps RoCE" per 8-GPU node (llm-foundry
@@ -70,7 +70,7 @@ def predict_step_seconds(run: dict[str, Any]) -> float:
     cluster = cluster_for(gpu, nic_gbit_per_gpu=nic)
     lay = run["layout"]
     dtype = "fp8" if run.get("precision") == "fp8" else "bf16"
-    # the framework's data-parallel schedule sets what stays exposed (core.dp_overlap), no extra cap
+    # the framework's data-parallel schedule sets what stays exposed (core.comm.dp_overlap), no extra cap
     # Composer FSDP mixed_precision DEFAULT reduces gradients in fp32 (PURE in the compute dtype)
     grads = 4.0 if "mixed_precision DEFAULT" in run.get("precision_detail", "") else 2.0
     settings = StepSettings(seq_len=run["model"]["seq_len"], recompute=lay["recompute"], dtype=dtype, dp_overlap=1.0,

@@ -29,7 +29,7 @@ def group_key(model: str, gpu: str, gpus: int, precision: str, framework: str) -
 def scored_rows() -> list[tuple[str, str, np.ndarray, float, bool, int]]:
     """(class, group, layout point, error, held out, kind) of every scored published throughput row."""
     from gpuplan.catalog import load_accelerator
-    from gpuplan.core.model import count_parameters
+    from gpuplan.core.model.spec import count_parameters
     from gpuplan.jobs.validation.published_throughput import PRECISION, published_throughput_cases, \
         published_throughput_rows
     from gpuplan.jobs.validation.throughput import run_spec, throughput_cases, throughput_reference

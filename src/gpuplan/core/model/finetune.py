@@ -11,7 +11,7 @@ Units: parameters, bytes, FLOPs per token.
 
 from __future__ import annotations
 
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 
 # QLoRA (Dettmers et al. 2023, Sec. 3): NF4 with double quantisation costs 4.127 bits per weight.
 QLORA_BASE_BYTES = 4.127 / 8

@@ -12,7 +12,7 @@
   - ``core_attn``: the attention core (``CheckpointWithoutOutput`` is not used: normal checkpoint).
   - ``moe_act``: the routed experts' activation (``TEGroupedMLP.bias_act_func``): reads the first
     linear's output (2 x expert width) and writes the activation (1 x width), 2 B each, per routed
-    row, plus the eager clamp where the model has one (core.eager_fallbacks, forward 8 B per element).
+    row, plus the eager clamp where the model has one (core.time.eager_fallbacks, forward 8 B per element).
   - ``layernorm``: the norms that are modules of their own. Transformer Engine fuses the pre-attention
     norm into the QKV linear (``TELayerNormColumnParallelLinear``) and the dense layers' pre-MLP norm
     into fc1; MoE layers keep ``pre_mlp_layernorm = TENorm`` and multi-latent attention keeps
@@ -30,7 +30,7 @@ and the forward's elementwise work (op_sac_recomputed_share).
 Memory: ``moe_act``, ``layernorm`` and ``mla_up_proj`` use output-discarding checkpoints
 (``CheckpointWithoutOutput``: the module runs without autograd and its output is freed once the
 next op has saved it), the others normal checkpoints (the module's input is kept, nothing inside).
-What each frees per token, on top of the ``megatron`` implementation's count (core.activations):
+What each frees per token, on top of the ``megatron`` implementation's count (core.memory.activations):
 
 - ``moe_act``: per routed row the activation output (c·i) and, with the eager clamp, the clamped
   copy the fused activation saves (2·c·i): the checkpoint keeps only its input, the fc1 output;
@@ -49,10 +49,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-from gpuplan.core import activations as A
-from gpuplan.core import flops as F
-from gpuplan.core.eager_fallbacks import EAGER_GLU_CLAMP_FORWARD_BYTES_PER_ELEMENT
-from gpuplan.core.model import ModelSpec, expert_matrix_params, mlp_params
+from gpuplan.core.memory import activations as A
+from gpuplan.core.model import flops as F
+from gpuplan.core.time.eager_fallbacks import EAGER_GLU_CLAMP_FORWARD_BYTES_PER_ELEMENT
+from gpuplan.core.model.spec import ModelSpec, expert_matrix_params, mlp_params
 
 MEGATRON_RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
 NORM_FORWARD_BYTES_PER_ELEMENT = 4.0
@@ -63,7 +63,7 @@ ACTIVATION_FORWARD_BYTES_PER_ELEMENT = 6.0
 
 @dataclass(frozen=True)
 class ForwardRates:
-    """What one layer's forward parts cost on one GPU (core.step.microbatch_compute_time)."""
+    """What one layer's forward parts cost on one GPU (core.time.step.microbatch_compute_time)."""
 
     seconds_per_gemm_flop: float
     """The dense linears' seconds per FLOP (1 / (peak x GEMM efficiency))."""
@@ -75,7 +75,7 @@ class ForwardRates:
     """Achievable HBM bandwidth for the elementwise work."""
     tp: int = 1
     clamped_glu: bool = False
-    """The eager activation clamp is taken (core.eager_fallbacks 'clamped-glu')."""
+    """The eager activation clamp is taken (core.time.eager_fallbacks 'clamped-glu')."""
 
 
 def mla_up_projection_weights(spec: ModelSpec) -> int:
@@ -184,7 +184,7 @@ def op_sac_recomputed_share(spec: ModelSpec) -> float:
 
 def recompute_seconds_per_token(spec: ModelSpec, settings, rates: ForwardRates, *, forward, matmuls, elementwise,
                                 stage_layers, vpp=1):
-    """Seconds per token of the stage's mean layer that ``settings`` (core.step.StepSettings:
+    """Seconds per token of the stage's mean layer that ``settings`` (core.time.step.StepSettings:
     recompute, recompute_layers, recompute_modules, selective) add to backward. ``forward``,
     ``matmuls``, ``elementwise``: the mean layer's forward, its matmuls' and its elementwise work's
     seconds per token."""
@@ -203,7 +203,7 @@ def discarded_bytes_per_token(spec: ModelSpec, modules, c: int = 2, capacity_fac
                               linear_input_bytes: float | None = None) -> tuple[float, float]:
     """(dense layer, MoE layer) bytes per token that Megatron's ``--recompute-modules`` free from
     what the ``megatron`` implementation saves (before tensor parallelism; ``linear_input_bytes``:
-    core.activations.layer_activations')."""
+    core.memory.activations.layer_activations')."""
     h, a, moe = spec.hidden_size, spec.attention, spec.moe
     dense = routed = 0.0
     if "layernorm" in modules:  # MLA keeps input_layernorm standalone; MoE layers pre_mlp_layernorm

@@ -1,6 +1,6 @@
 """Cluster topology: scale-up domains of G accelerators (NVLink / NVSwitch, 72 on NVL72) joined by a
 scale-out network (NICs per node, rail-optimised), each link with an achievable-bandwidth
-efficiency; ``Cluster.group`` gives the links one communicator rides (core.collectives costs it).
+efficiency; ``Cluster.group`` gives the links one communicator rides (core.comm.collectives costs it).
 
 Units: bytes/s per GPU per direction, seconds.
 """

@@ -1,12 +1,12 @@
 """The data-parallel collectives of one step — gradient reduce-scatter (all-reduce without sharded
-states), parameter all-gather, HSDP's all-reduce across replicas — each timed by core.collectives on
+states), parameter all-gather, HSDP's all-reduce across replicas — each timed by core.comm.collectives on
 its group's links and left on the critical path as the framework's schedule allows
-(core.dp_overlap). The data group is dp x cp ranks, tp apart in the rank order (Megatron
+(core.comm.dp_overlap). The data group is dp x cp ranks, tp apart in the rank order (Megatron
 'tp-cp-ep-dp-pp'); HSDP shards within ``shard_group`` of them.
 
 ZeRO stages: 0 all-reduces the gradients; 1 and 2 (Megatron's distributed optimizer) reduce-scatter
 them and all-gather the updated parameters once a step; 3 (FSDP) gathers every layer before its
-forward and its backward and reduce-scatters its gradients (core.zero3_gathers for DeepSpeed's
+forward and its backward and reduce-scatters its gradients (core.comm.zero3_gathers for DeepSpeed's
 extra gathers under recompute). Values may be numbers or numpy arrays. Units: seconds, bytes.
 """
 
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.core import collectives as K
-from gpuplan.core import dp_overlap as O
-from gpuplan.core.collective_cost import CollectiveCost
-from gpuplan.core.model import ModelSpec, count_parameters
-from gpuplan.core.zero3_gathers import gathers_per_micro_batch, layer_submodule_params
+from gpuplan.core.comm import collectives as K
+from gpuplan.core.comm import dp_overlap as O
+from gpuplan.core.comm.collective_cost import CollectiveCost
+from gpuplan.core.model.spec import ModelSpec, count_parameters
+from gpuplan.core.comm.zero3_gathers import gathers_per_micro_batch, layer_submodule_params
 
 # PyTorch DDP's default bucket: bucket_cap_mb = 25 (torch/nn/parallel/distributed.py)
 DDP_BUCKET_BYTES = 25 * 2**20
@@ -47,7 +47,7 @@ def _units(spec: ModelSpec, settings, trained_params, grads, data, layers, zero3
 
 def _windows(compute, micro_batches, moe_phases, layers):
     """(forward, backward) seconds of one micro-batch on the stage: the per-layer split of
-    core.moe_overlap.MoeLayerPhases scaled to the micro-batch's whole time (recompute, head)."""
+    core.comm.moe_overlap.MoeLayerPhases scaled to the micro-batch's whole time (recompute, head)."""
     t_mb = np.asarray(compute, dtype=float) / np.maximum(micro_batches, 1)
     if moe_phases is None:
         return t_mb / 3, 2 * t_mb / 3
@@ -146,7 +146,7 @@ def _embedding_unit(spec: ModelSpec, settings, tp) -> float:
 def _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute, moe_phases, layers,
              t_bwd_gemm_mb, many, arch=None) -> dict:
     """Exposed seconds of each part under the framework's schedule, capped by --dp-overlap. The
-    collectives hidden behind compute slow it by the SMs NCCL holds (core.collectives.nccl_sm_share
+    collectives hidden behind compute slow it by the SMs NCCL holds (core.comm.collectives.nccl_sm_share
     of ``arch``; not for DeepSpeed, whose fitted share already carries what its fetches cost)."""
     fwd, bwd = _windows(compute, micro_batches, moe_phases, layers)
     if settings.dp_schedule == "deepspeed":

@@ -33,7 +33,7 @@ EP_COMM_SM_SHARE = 0.2
 
 ALL_TO_ALLS_PER_LAYER = 4
 """Dispatch and combine, forward and backward: one MoE layer's all-to-alls per micro-batch (the
-four the paired schedule below places, and what core.step_comm counts)."""
+four the paired schedule below places, and what core.comm.step_comm counts)."""
 
 
 @dataclass(frozen=True)

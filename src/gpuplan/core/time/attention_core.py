@@ -2,7 +2,7 @@
 backward, on one GPU of a tp group, for the two kinds of kernel a framework runs.
 
 ``flash`` (FlashAttention 2/3, cuDNN fused attention, SDPA's flash path): the causal FLOPs at the
-attention efficiency of the part (core.step.ATTENTION_EFFICIENCY); the scores never reach HBM. The
+attention efficiency of the part (core.time.step.ATTENTION_EFFICIENCY); the scores never reach HBM. The
 backward recomputes S = QK^T and runs four more matmuls (dP, dV, dQ, dK) against the forward's
 two (Dao 2023, FlashAttention-2, Algorithm 2): 2.5x the forward.
 
@@ -36,7 +36,7 @@ Units: seconds per token per layer.
 
 from __future__ import annotations
 
-from gpuplan.core import flops as F
+from gpuplan.core.model import flops as F
 
 FLASH_BACKWARD_RATIO = 2.5
 TENSOR_FLOPS_PER_EXP = {"h100-sxm": 256.0, "h100-pcie": 256.0, "h100-nvl": 256.0, "h200-sxm": 256.0,

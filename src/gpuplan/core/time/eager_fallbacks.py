@@ -54,7 +54,7 @@ Units: bytes per token per layer.
 
 from __future__ import annotations
 
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 
 EXPERT_BIAS = "expert-bias"
 YARN_ROPE = "yarn-rope"

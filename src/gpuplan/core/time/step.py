@@ -11,7 +11,7 @@ Compute per micro-batch on one GPU:
   elementwise  norms, activations, RoPE, residuals: memory-bound; bytes ~ 3 x the activation bytes
              a layer saves (written in forward, read and written in backward) / HBM bandwidth
 Backward matmuls = 2 x forward. Full recompute re-runs each layer's forward; selective re-runs
-attention. Pipeline: t = t_microbatch x (m + bubble), core.pipeline_schedule. Layout degrees may
+attention. Pipeline: t = t_microbatch x (m + bubble), core.time.pipeline_schedule. Layout degrees may
 be scalars or numpy arrays (the planner evaluates in bulk). Units: seconds, FLOPs, bytes.
 """
 
@@ -20,18 +20,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from gpuplan.core import activations as A
-from gpuplan.core import flops as F
-from gpuplan.core.attention_time import TENSOR_FLOPS_PER_EXP, attention_seconds_per_token
+from gpuplan.core.memory import activations as A
+from gpuplan.core.model import flops as F
+from gpuplan.core.time.attention_core import TENSOR_FLOPS_PER_EXP, attention_seconds_per_token
 from gpuplan.core.bulk import minimum
-from gpuplan.core.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token
-from gpuplan.core.model import ModelSpec, expert_matrix_params
-from gpuplan.core.model_states import stage_span
-from gpuplan.core.moe_overlap import EP_COMM_SM_SHARE, MoeLayerPhases
-from gpuplan.core.mtp import mtp_stage_layer_shed
-from gpuplan.core.pipeline_schedule import pipeline_bubble_fraction
-from gpuplan.core.recompute import ForwardRates, recompute_seconds_per_token
-from gpuplan.core.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
+from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token
+from gpuplan.core.model.spec import ModelSpec, expert_matrix_params
+from gpuplan.core.memory.model_states import stage_span
+from gpuplan.core.comm.moe_overlap import EP_COMM_SM_SHARE, MoeLayerPhases
+from gpuplan.core.model.mtp import mtp_stage_layer_shed
+from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
+from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
+from gpuplan.core.comm.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
     ATTENTION_EFFICIENCY,
     DEFAULT_ATTENTION_EFFICIENCY,
@@ -46,7 +46,7 @@ from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kern
     attention_efficiency,
     gemm_efficiency,
 )
-from gpuplan.core.topology import Cluster
+from gpuplan.core.comm.topology import Cluster
 
 # FP8 training (Transformer Engine / torchao, current or delayed tensorwise scaling) casts every
 # GEMM operand: forward X (read bf16 2 B + write fp8 1 B + amax read 2 B), backward dY the same,
@@ -107,9 +107,9 @@ class StepSettings:
     recompute: str = "none"
     recompute_layers: int | None = None
     """With recompute 'full': Megatron's block method, the first N layers of each virtual pipeline
-    chunk (--recompute-num-layers; core.recompute); None = every layer."""
+    chunk (--recompute-num-layers; core.memory.recompute); None = every layer."""
     recompute_modules: tuple[str, ...] = ()
-    """With recompute 'selective' under Megatron: --recompute-modules (core.recompute); () = core_attn."""
+    """With recompute 'selective' under Megatron: --recompute-modules (core.memory.recompute); () = core_attn."""
     dtype: str = "bf16"
     gemm_d_half: float = 512.0
     """GEMM dimension at which efficiency is half of MAMF (saturating shape model; fitted with
@@ -123,11 +123,11 @@ class StepSettings:
     """Fraction of DP/FSDP communication that bucketing and prefetch can hide behind compute (a cap
     on top of dp_schedule's; 1.0 = the schedule's alone)."""
     dp_schedule: str = "megatron"
-    """Order in which the framework issues its data-parallel collectives (core.dp_overlap):
+    """Order in which the framework issues its data-parallel collectives (core.comm.dp_overlap):
     'megatron', 'fsdp2', 'ddp' or 'deepspeed'."""
     zero3_regathers: bool = False
     """The framework gathers ZeRO-3 parameters again for the recomputed forward (DeepSpeed; FSDP
-    does not): core/zero3_gathers.py."""
+    does not): core/comm/zero3_gathers.py."""
     zero3_overlap: float | None = None
     """Fraction of ZeRO-3 communication hidden behind compute when the framework's own figure
     differs from dp_overlap (DeepSpeed's hook-driven fetches, core/frameworks.py); None = dp_overlap."""
@@ -144,16 +144,16 @@ class StepSettings:
     """Share of the EP all-to-all hidden behind compute (a plain fraction; see ep_a2a_overlap)."""
     ep_a2a_overlap: bool = False
     """Megatron-Core's combined 1F1B schedule (--overlap-moe-expert-parallel-comm): each
-    all-to-all runs beside the other micro-batch's compute, phase by phase (core.moe_overlap);
+    all-to-all runs beside the other micro-batch's compute, phase by phase (core.comm.moe_overlap);
     replaces ep_overlap."""
     ep_comm_sm_share: float = EP_COMM_SM_SHARE
     """Share of the SMs the dispatcher kernels hold while they run beside compute."""
     nccl_sm_share: float | None = None
     """Share of the SMs an NCCL collective holds while it runs beside compute (data-parallel
-    gathers and reductions: core.dp_overlap); None = the part's (core.collectives.nccl_sm_share)."""
+    gathers and reductions: core.comm.dp_overlap); None = the part's (core.comm.collectives.nccl_sm_share)."""
     eager_fallbacks: tuple[str, ...] = ()
     """Megatron-Core paths the run takes as eager ops where the model has them: 'expert-bias',
-    'yarn-rope', 'clamped-glu' (core.eager_fallbacks); () for fused kernels or another framework."""
+    'yarn-rope', 'clamped-glu' (core.time.eager_fallbacks); () for fused kernels or another framework."""
     expert_tp: int | None = None
     """Expert tensor parallelism: None = tp (Megatron-Core's default for
     --expert-tensor-parallel-size); Megatron-Bridge's MoE recipes set 1."""
@@ -165,17 +165,17 @@ class StepSettings:
     weight_comm_bytes: float = 2.0
     finetune: str = "full"
     """'full', or 'lora'/'qlora': a frozen base (no weight-gradient matmuls, gradients and
-    optimizer step for the adapters only; core/finetune.py)."""
+    optimizer step for the adapters only; core/model/finetune.py)."""
     lora_rank: int = 16
     implementation: str = "megatron"
-    """Whose kernels the elementwise work follows (core.activations): 'megatron' (fused: TE,
+    """Whose kernels the elementwise work follows (core.memory.activations): 'megatron' (fused: TE,
     torch.compile) or an eager implementation ('torchtitan', 'hf') that moves more bytes."""
     selective: str = "core-attn"
     """What --recompute selective re-runs (the framework's, core.frameworks): 'core-attn'
     (Megatron: the attention core) or 'op-sac' (torchtitan: every other matmul and all
     elementwise work of the forward; attention outputs are saved)."""
     attention_kernel: str = "flash"
-    """'flash' (fused) or 'eager' (unfused: Megatron-LM 2021, transformers): core.attention_time."""
+    """'flash' (fused) or 'eager' (unfused: Megatron-LM 2021, transformers): core.time.attention_core."""
     attention_dropout: float = 0.0
     """Attention dropout probability (eager kernels move a mask and a dropped copy)."""
     fp8_recipe: str = "tensorwise"
@@ -233,8 +233,8 @@ def routed_expert_weights_per_token(spec: ModelSpec) -> float:
 def layer_activation_bytes(spec: ModelSpec, seq_len, implementation: str) -> float:
     """Activation bytes per token of the mean layer (what its elementwise work reads and writes):
     a MoE layer's router, the top-k copies of each token and the experts' MLPs where the model has
-    MoE layers (core.activations.moe_bytes), the dense MLP's in the others. The clamp input the
-    eager activation clamp keeps is left out: its traffic is core.eager_fallbacks'."""
+    MoE layers (core.memory.activations.moe_bytes), the dense MLP's in the others. The clamp input the
+    eager activation clamp keeps is left out: its traffic is core.time.eager_fallbacks'."""
     dense = A.layer_activations(spec, seq_len, impl=implementation).total
     if spec.moe is None or not spec.num_moe_layers:
         return dense
@@ -253,13 +253,13 @@ class MicroBatchTimes(NamedTuple):
     backward_gemm: object
     """The backward matmuls (the window DP gradient reduction overlaps with)."""
     moe_phases: MoeLayerPhases
-    """One layer's work split at the MoE all-to-alls (core.moe_overlap)."""
+    """One layer's work split at the MoE all-to-alls (core.comm.moe_overlap)."""
 
 
 def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, tp, cp, micro_batch,
                             layers, head: bool, ep=1, mtp: int = 0, vpp=1) -> MicroBatchTimes:
     """Forward + backward (+ recompute) seconds for one micro-batch on one GPU of a stage with
-    ``layers`` layers (``head``: the LM head lives here; ``mtp``: MTP modules too, core.mtp)."""
+    ``layers`` layers (``head``: the LM head lives here; ``mtp``: MTP modules too, core.model.mtp)."""
     if settings.eager_ops is not None:
         return _eager_microbatch(spec, cluster, settings, micro_batch, layers, head)
     gpu = cluster.gpu
@@ -307,7 +307,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     fwd = tokens * (t_gemm + t_attn + t_elem / 3)
     weight_grads = 1.0 if settings.finetune == "full" else 0.0  # a frozen base computes input gradients only
     bwd = tokens * ((1 + weight_grads) * t_gemm + t_attn_bwd + 2 * t_elem / 3)
-    # the same work split at a MoE layer's all-to-alls (core.moe_overlap): attention projections,
+    # the same work split at a MoE layer's all-to-alls (core.comm.moe_overlap): attention projections,
     # the attention core and half the elementwise work before the dispatch, the rest in the MLP
     t_attn_gemm = 2.0 * F.attention_matmul_weights(spec.attention, h) / tp / (peak * e_gemm)
     phases = MoeLayerPhases(
@@ -324,7 +324,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     head_time = (2 + weight_grads) * tokens * head_flops / (bf16_peak * gemm_efficiency(gpu, minimum(h, tokens),
                                                                                          settings.gemm_d_half))
     # an MTP module: one block (the mean layer's time), the 2h -> h projection at the linears'
-    # speed, and the shared LM head once more (core.mtp)
+    # speed, and the shared LM head once more (core.model.mtp)
     mtp_time = mtp * (per_layer + (2 + weight_grads) * tokens * 4.0 * h * h / tp / (peak * e_gemm) + head_time)
     return MicroBatchTimes(layers * per_layer + head * head_time + mtp_time,
                            (layers + mtp) * tokens * (t_attn + t_attn_bwd),
@@ -364,7 +364,7 @@ def _eager_optimizer(spec: ModelSpec, cluster: Cluster, settings: StepSettings, 
 
 
 def _adapters_per_gpu(spec: ModelSpec, settings: StepSettings, tp, pp):
-    from gpuplan.core.finetune import lora_params_per_layer
+    from gpuplan.core.model.finetune import lora_params_per_layer
 
     return spec.num_layers * lora_params_per_layer(spec, settings.lora_rank, tp) / pp
 
@@ -375,8 +375,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     'tp-cp-ep-dp-pp'): a group rides NVLink when it spans no more than a node. ``shard_group``
     (HSDP): ZeRO shards within groups of that many data-parallel ranks and all-reduces the
     shards across the groups (PyTorch HYBRID_SHARD)."""
-    # uneven stages (core.memory.stage_layer_counts): the first ones take the remainder, the last
-    # (with the LM head and any MTP modules, which shed layers to the others: core.mtp) never has
+    # uneven stages (core.memory.training.stage_layer_counts): the first ones take the remainder, the last
+    # (with the LM head and any MTP modules, which shed layers to the others: core.model.mtp) never has
     # more; the slowest stage sets the pace. Collectives follow the first stage's layers (pp > 1:
     # never fewer than the MTP stage's layers + modules; pp 1: the modules join them, mtp_on_first)
     mtp = spec.mtp_layers

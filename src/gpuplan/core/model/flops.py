@@ -12,7 +12,7 @@ Exact count per token, forward pass (each multiply-accumulate = 2 FLOPs):
     Sliding-window layers attend to at most `window` keys.
 Backward = 2 x forward for both matmuls and attention (PaLM App. B, Megatron), so model
 FLOPs = 3 x forward. Fine-tuning with a frozen base (LoRA/QLoRA) skips the weight gradients of
-the base's matmuls: 2 x forward for them, 3 x for attention and the adapters (core/finetune.py). Hardware FLOPs add recomputation: full recompute re-runs each layer's
+the base's matmuls: 2 x forward for them, 3 x for attention and the adapters (core/model/finetune.py). Hardware FLOPs add recomputation: full recompute re-runs each layer's
 forward (LM head excluded) -> ~4/3 x model FLOPs, the article's "about 33% more compute";
 selective recompute (Korthikanti et al. 2022) re-runs only the attention core.
 Units: FLOPs. Functions accept Python numbers or numpy arrays for seq_len.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpuplan.core.bulk import minimum
-from gpuplan.core.model import AttentionSpec, ModelSpec, expert_matrix_params, mlp_params
+from gpuplan.core.model.spec import AttentionSpec, ModelSpec, expert_matrix_params, mlp_params
 
 AttentionConvention = Literal["full", "causal"]
 Recompute = Literal["none", "selective", "full"]
@@ -148,7 +148,7 @@ def training_flops_per_token(spec: ModelSpec, seq_len, convention: AttentionConv
                              lora_rank: int = 16) -> FlopsPerToken:
     """Exact training FLOPs per token for sequences of ``seq_len`` tokens (``finetune`` lora or
     qlora: a frozen base plus rank-``lora_rank`` adapters on every linear)."""
-    from gpuplan.core.finetune import adapter_flops_per_token
+    from gpuplan.core.model.finetune import adapter_flops_per_token
 
     layers = 2.0 * layer_matmul_weights_per_token(spec)
     attention = attention_core_flops_per_token(spec, seq_len, convention)

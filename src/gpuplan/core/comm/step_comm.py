@@ -1,13 +1,13 @@
 """Communication of one training step, collective by collective: which parallelism issues it,
 how many calls, how many bytes per call, over which link, how long in all and how much of it is
-left on the critical path. ``core.step.step_time`` sums these; ``gpuplan plan --explain``
+left on the critical path. ``core.time.step.step_time`` sums these; ``gpuplan plan --explain``
 prints them.
 
-TP and data-parallel collectives are timed by core/collectives.py (NCCL's algorithm and protocol
-for the size, on the links core.topology.Cluster.group gives the group: its ranks per scale-up
+TP and data-parallel collectives are timed by core/comm/collectives.py (NCCL's algorithm and protocol
+for the size, on the links core.comm.topology.Cluster.group gives the group: its ranks per scale-up
 domain ride NVLink, the domain's NICs carry what leaves it; rank order tp, cp, ep/dp, pp as
-Megatron's default 'tp-cp-ep-dp-pp'); the data-parallel ones in core/dp_costs.py with each
-framework's schedule (core/dp_overlap.py). Point-to-point, CP and EP traffic use core/comm.py's
+Megatron's default 'tp-cp-ep-dp-pp'); the data-parallel ones in core/comm/dp_costs.py with each
+framework's schedule (core/comm/dp_overlap.py). Point-to-point, CP and EP traffic use core/comm/volumes.py's
 alpha-beta links. Degrees may be numbers or numpy arrays. Units: seconds, bytes.
 """
 
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.core import collectives as K
-from gpuplan.core import comm as C
-from gpuplan.core.collective_cost import CollectiveCost
-from gpuplan.core.dp_costs import data_parallel_costs, params_per_gpu  # noqa: F401 (re-exported)
-from gpuplan.core.model import ModelSpec
-from gpuplan.core.moe_overlap import ALL_TO_ALLS_PER_LAYER, MoeLayerPhases, exposed_all_to_all
-from gpuplan.core.topology import Cluster
+from gpuplan.core.comm import collectives as K
+from gpuplan.core.comm import volumes as C
+from gpuplan.core.comm.collective_cost import CollectiveCost
+from gpuplan.core.comm.dp_costs import data_parallel_costs, params_per_gpu  # noqa: F401 (re-exported)
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.comm.moe_overlap import ALL_TO_ALLS_PER_LAYER, MoeLayerPhases, exposed_all_to_all
+from gpuplan.core.comm.topology import Cluster
 
 
 def link(cluster: Cluster, span):
@@ -81,7 +81,7 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
         ep_total = ep_calls * one  # ep_calls is 0 without expert parallelism
         ep_exposed = (1 - settings.ep_overlap) * ep_total
         what = "all-to-all" + (" (DeepEP/HybridEP)" if settings.ep_dispatcher == "flex" else "")
-        if settings.ep_a2a_overlap and moe_phases is not None:  # combined 1F1B schedule (core.moe_overlap)
+        if settings.ep_a2a_overlap and moe_phases is not None:  # combined 1F1B schedule (core.comm.moe_overlap)
             ep_exposed = (np.asarray(ep) > 1) * exposed_all_to_all(
                 one, moe_layers, micro_batches, pp, vpp, moe_phases, settings.ep_comm_sm_share)
             what += ", 1F1B-overlapped"
@@ -93,7 +93,7 @@ def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, lay
     """TP: 2 all-reduces forward + 2 backward per layer (Megatron, Shoeybi et al. 2019 Fig. 4), +2
     on full recompute; run with sequence parallelism (Megatron-Bridge's TP recipes, torchtitan's TP
     plan) each is a reduce-scatter + all-gather of the same buffer: NCCL's ring (NVLS serves
-    all-reduce only), timed by core.collectives on the TP group's links."""
+    all-reduce only), timed by core.comm.collectives on the TP group's links."""
     per_layer = 4 + 2 * (settings.recompute == "full")
     group = cluster.group(tp, 1)
     one = K.collective_seconds("reduce_scatter", act_bytes, group) + K.collective_seconds("all_gather", act_bytes, group)

@@ -40,7 +40,7 @@ from typing import Literal
 
 import numpy as np
 
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.model.spec import ModelSpec
 
 Implementation = Literal["hf", "megatron", "megatron-local", "torchtitan"]
 IMPLEMENTATIONS: tuple[str, ...] = ("hf", "megatron", "megatron-local", "torchtitan")
@@ -194,7 +194,7 @@ def mlp_bytes(spec: ModelSpec, intermediate: int, impl: str, c: int, linear_inpu
 
 def clamped_glu_extra_bytes(spec: ModelSpec, impl: str, c: int) -> float:
     """Per routed row: Megatron-Core's eager clamp of a clamped expert activation (GPT-OSS;
-    core.eager_fallbacks 'clamped-glu') saves its input, the first linear's output (2 x width),
+    core.time.eager_fallbacks 'clamped-glu') saves its input, the first linear's output (2 x width),
     beside the clamped copy the fused activation saves: 2·c·i more (0 elsewhere)."""
     moe = spec.moe
     if impl != "megatron" or moe is None or moe.activation_clamp is None:

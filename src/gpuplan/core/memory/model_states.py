@@ -8,14 +8,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.core.model import (
+from gpuplan.core.model.spec import (
     ModelSpec,
     attention_params,
     expert_params,
     mlp_params,
     norm_params,
 )
-from gpuplan.core.mtp import mtp_block_is_moe, mtp_module_params, mtp_stage_layer_shed
+from gpuplan.core.model.mtp import mtp_block_is_moe, mtp_module_params, mtp_stage_layer_shed
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.precision import OptimizerSpec, PrecisionRecipe
 
@@ -47,14 +47,14 @@ def stage_layer_counts(num_layers: int, pp: int, shed: int = 0) -> list[int]:
     """Layers per pipeline stage: an even split, the first stages taking the remainder (so the
     last stage, which also holds the LM head, never has more; Megatron's uneven split with
     --decoder-last-pipeline-num-layers, torchtitan's split points). ``shed``: layers the last
-    stage gives up to the others (it holds the MTP modules, core.mtp). Never negative."""
+    stage gives up to the others (it holds the MTP modules, core.model.mtp). Never negative."""
     return [int(stage_span(num_layers, pp, i, shed)[1]) for i in range(pp)]
 
 
 def stage_span(num_layers: int, pp, stage, shed=0):
     """(first layer index, layer count) of ``stage`` under stage_layer_counts (array-friendly).
     Without ``shed`` the last stage holds num_layers // pp layers and the others split the rest,
-    the first ones taking the remainder. With ``shed`` (MTP modules on the last stage, core.mtp)
+    the first ones taking the remainder. With ``shed`` (MTP modules on the last stage, core.model.mtp)
     the stages split num_layers + shed layer slots: the others take ceil((num_layers + shed) / pp)
     each, the last what is left (at least 0) next to its MTP modules."""
     if not shed:  # the plain split (the planner's hot path: a few array operations)
@@ -83,7 +83,7 @@ def _prefix(mask: tuple[bool, ...], num_layers: int) -> np.ndarray:
 
 def stage_params(spec: ModelSpec, layout: ParallelLayout, stage, mtp: int = 0) -> StageParams:
     """Parameters on one GPU of pipeline ``stage`` (0 = first; degrees may be arrays); ``mtp``
-    MTP modules on the last stage (core.mtp), which then sheds decoder layers to the others."""
+    MTP modules on the last stage (core.model.mtp), which then sheds decoder layers to the others."""
     h, tp, pp = spec.hidden_size, layout.tp, layout.pp
     start, count = stage_span(spec.num_layers, pp, stage, mtp_stage_layer_shed(spec, mtp))
     moe_prefix = _prefix(spec.moe_layers, spec.num_layers)
@@ -125,7 +125,7 @@ def declared_scale(spec: ModelSpec) -> float:
     """declared N / counted N for a bare parameter count (1 for real architectures)."""
     if spec.declared_params is None:
         return 1.0
-    from gpuplan.core.model import count_parameters
+    from gpuplan.core.model.spec import count_parameters
 
     return spec.declared_params / count_parameters(spec).total
 

@@ -8,7 +8,7 @@
 
 The article's contingency ("add a 20% contingency budget for restarts, tuning and hardware
 failures") is split into named shares of the compute GPU-hours; the failures share is, by
-default, replaced by the failure model's own estimate (see gpuplan.core.reliability).
+default, replaced by the failure model's own estimate (see gpuplan.core.economics.reliability).
 Units: GPU-hours, USD, seconds.
 """
 

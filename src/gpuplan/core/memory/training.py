@@ -14,14 +14,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpuplan.core import activations as A
+from gpuplan.core.memory import activations as A
 from gpuplan.core import frameworks as F
-from gpuplan.core import recompute as R
-from gpuplan.core.finetune import QLORA_BASE_BYTES, lora_params_per_layer
+from gpuplan.core.memory import recompute as R
+from gpuplan.core.model.finetune import QLORA_BASE_BYTES, lora_params_per_layer
 from gpuplan.core.frameworks import framework
-from gpuplan.core.device_memory import Overheads, usable_bytes  # noqa: F401 - re-exported
-from gpuplan.core.model import ModelSpec
-from gpuplan.core.model_states import (  # noqa: F401 - re-exported: memory's vocabulary
+from gpuplan.core.memory.device_memory import Overheads, usable_bytes  # noqa: F401 - re-exported
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.memory.model_states import (  # noqa: F401 - re-exported: memory's vocabulary
     ModelStates,
     StageParams,
     declared_scale,
@@ -40,7 +40,7 @@ from gpuplan.core.precision import (  # noqa: F401 - the recipe tables are part 
     PrecisionRecipe,
     lookup,
 )
-from gpuplan.core.step_transients import (  # noqa: F401 - re-exported
+from gpuplan.core.memory.step_transients import (  # noqa: F401 - re-exported
     OPTIMIZER_IMPLS,
     eager_attention_backward,
     fsdp_working_set_bytes,
@@ -85,9 +85,9 @@ class MemorySettings:
     recompute: str = "none"
     recompute_layers: int | None = None
     """With recompute 'full': Megatron's block method over the first N layers of each virtual
-    pipeline chunk (core.recompute); None = every layer."""
+    pipeline chunk (core.memory.recompute); None = every layer."""
     recompute_modules: tuple[str, ...] = ()
-    """With recompute 'selective': Megatron's --recompute-modules (core.recompute); () = core_attn."""
+    """With recompute 'selective': Megatron's --recompute-modules (core.memory.recompute); () = core_attn."""
     dropout: float | None = None
     """Dropout probability; None = what the model's config trains with (ModelSpec.dropout)."""
     finetune: str = "full"
@@ -108,11 +108,11 @@ class MemorySettings:
     """'hf-ce' (logits kept in the output + fp32 log-softmax), 'fp32-ce' (fp32 log-softmax only)
     or 'chunked' (torchtitan); None = the framework's."""
     mtp_layers: int = 0
-    """MTP modules trained on the last stage (core.mtp; the job resolves the model's and the
+    """MTP modules trained on the last stage (core.model.mtp; the job resolves the model's and the
     framework's default): their parameters, one block's activations and their own logits / loss."""
     linear_input_bytes: float | None = None
     """Bytes per element of the inputs Transformer Engine's linears keep quantised under an FP8 /
-    MXFP8 / NVFP4 recipe (core.activations.saved_linear_input_bytes; ``megatron`` implementation
+    MXFP8 / NVFP4 recipe (core.memory.activations.saved_linear_input_bytes; ``megatron`` implementation
     only); None = kept in the compute dtype (BF16 runs, torchao Float8Linear, transformers)."""
     device: str = "cuda"
     """Where the step runs: 'cuda' (fused dropout keeps 1-byte masks) or 'cpu' (the CPU oracle
@@ -160,11 +160,11 @@ class StageMemory:
 
 def _saved_per_token(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, params: StageParams, kw):
     """Activation bytes per token a stage saves, with Megatron's block recompute of N layers per
-    virtual chunk (the rest keep everything) and its selective modules (core.recompute)."""
+    virtual chunk (the rest keep everything) and its selective modules (core.memory.recompute)."""
     modules = settings.recompute_modules
     mode = settings.recompute
     if mode == "selective" and modules and "core_attn" not in modules:
-        mode = "none"  # the attention core's own tensors stay (core.recompute.discarded_bytes_per_token)
+        mode = "none"  # the attention core's own tensors stay (core.memory.recompute.discarded_bytes_per_token)
 
     def saved(recompute: str):
         return A.saved_bytes_per_token(spec, settings.seq_len, params.layers, params.moe_layers, recompute=recompute,
@@ -201,7 +201,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     mask_bytes = 1 if settings.device == "cuda" else recipe.compute_bytes
     impl = settings.implementation
     if impl == "torchtitan" and settings.device == "cpu":
-        impl = "torchtitan-cpu"  # torch.rms_norm decomposes off CUDA (core/activations.py)
+        impl = "torchtitan-cpu"  # torch.rms_norm decomposes off CUDA (core/memory/activations.py)
     profile = framework(settings.framework)
     lora = None
     if settings.finetune != "full":  # a frozen bf16 base: no fp32 residual stream, no weight copies;

@@ -44,7 +44,7 @@ class AttentionSpec:
     """YaRN's attention factor ("concentration", "mscale") on the rotary cos and sin: 0.1 ln(factor)
     + 1, or the ratio of the mscale / mscale_all_dim terms where both are given (transformers
     modeling_rope_utils._compute_yarn_parameters; Megatron-Core _yarn_get_concentration_factor);
-    1 without YaRN (core.eager_fallbacks)."""
+    1 without YaRN (core.time.eager_fallbacks)."""
 
     @property
     def is_mla(self) -> bool:
@@ -147,7 +147,7 @@ class ModelSpec:
     mtp_layers: int = 0
     """Multi-token-prediction modules the config declares (HF ``num_nextn_predict_layers``:
     DeepSeek-V3 1). Not in the parameter count (the main model's, the published N); training
-    runs them where the framework does (core.mtp), serving only with --speculative mtp."""
+    runs them where the framework does (core.model.mtp), serving only with --speculative mtp."""
     model_type: str = ""
     """The config's ``model_type`` (transformers' family name: which modeling code runs the model;
     core.time.op_profile); empty for a bare ``--params`` model."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.core.model import ModelSpec, expert_params
+from gpuplan.core.model.spec import ModelSpec, expert_params
 
 DEEPSPEED_MAX_REUSE_DISTANCE = 1e9  # stage3_max_reuse_distance default (deepspeed/runtime/zero/config.py)
 

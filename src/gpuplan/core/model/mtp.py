@@ -24,14 +24,14 @@ set_deepseek_v3_pipeline_model_parallel_layout: the last virtual stage holds [de
 where the others hold 4 decoders; scripts/performance/configs/deepseek/
 deepseek_workload_base_configs.py@v0.4.2 pp_layout "Et*4|(t*4|)*14tmL" for GB300 pp 2 vpp 8).
 gpuplan counts each MTP module as round(its matmul work / the mean layer's) layer slots, 3 for
-DeepSeek-V3, and splits layers + slots evenly (core.model_states.stage_span): 16/16/16/13 at pp 4,
+DeepSeek-V3, and splits layers + slots evenly (core.memory.model_states.stage_span): 16/16/16/13 at pp 4,
 32/29 at pp 2, 8 x 7 + 5 at pp 8, 4 x 15 + 1 at pp 16 — those layouts' splits.
 Units: parameters (counts), matmul weights per token (counts), layers.
 """
 
 from __future__ import annotations
 
-from gpuplan.core.model import (
+from gpuplan.core.model.spec import (
     ModelSpec,
     attention_params,
     expert_params,
@@ -41,7 +41,7 @@ from gpuplan.core.model import (
 
 MTP_SOURCE = ("on the last pipeline stage: one block, the 2h -> h projection and the LM head again, with its own "
               "logits and loss; the embedding copy when pp > 1 (DeepSeek-V3 report Sec. 2.2; Megatron-Core "
-              "multi_token_prediction.py; core/mtp.py)")
+              "multi_token_prediction.py; core/model/mtp.py)")
 MTP_EXTRA_NORMS = 3
 """enorm, hnorm and the module's final_layernorm (multi_token_prediction.py)."""
 
@@ -78,7 +78,7 @@ def mtp_module_params(spec: ModelSpec, tp=1, ep=1) -> tuple[object, object]:
 def mtp_module_matmul_weights(spec: ModelSpec) -> float:
     """Matmul weights one token passes through in one MTP module: the projection, the block
     (MoE: router, top-k and shared experts) and the shared output head run again."""
-    from gpuplan.core.flops import (
+    from gpuplan.core.model.flops import (
         attention_matmul_weights,
         mlp_matmul_weights_per_token,
     )
@@ -89,10 +89,10 @@ def mtp_module_matmul_weights(spec: ModelSpec) -> float:
 
 
 def mtp_stage_layer_shed(spec: ModelSpec, mtp: int) -> int:
-    """Layer slots the MTP modules take on the last pipeline stage (core.model_states.stage_span)."""
+    """Layer slots the MTP modules take on the last pipeline stage (core.memory.model_states.stage_span)."""
     if mtp <= 0:
         return 0
-    from gpuplan.core.flops import layer_matmul_weights_per_token
+    from gpuplan.core.model.flops import layer_matmul_weights_per_token
 
     mean_layer = layer_matmul_weights_per_token(spec) / spec.num_layers
     return round(mtp * mtp_module_matmul_weights(spec) / mean_layer)

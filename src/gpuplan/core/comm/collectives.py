@@ -1,6 +1,6 @@
 """NCCL collectives by message size: every algorithm (ring, tree, NVLS, NVLS-tree, CollNet/SHARP)
 with every protocol (LL, LL128, Simple) costed as latency + bytes / bandwidth on the group's
-links (core.topology.GroupLinks), and the fastest one taken — what NCCL's own tuner does
+links (core.comm.topology.GroupLinks), and the fastest one taken — what NCCL's own tuner does
 (NVIDIA/nccl src/graph/tuning.cc @5067397: ncclTopoTuneModel builds a latency and a bandwidth per
 collective x algorithm x protocol, ncclTopoGetAlgoTime = latency + bytes / bandwidth, the minimum
 is run).

@@ -1,4 +1,4 @@
-"""One kind of collective in a training step, as core.step_comm lists them and ``plan --explain``
+"""One kind of collective in a training step, as core.comm.step_comm lists them and ``plan --explain``
 prints them. Units: seconds, bytes."""
 
 from __future__ import annotations
@@ -24,6 +24,6 @@ class CollectiveCost:
     """Seconds per step on the critical path."""
     nccl: str = ""
     """The NCCL collective one call is (all_reduce, reduce_scatter, all_gather; '' = point-to-point
-    or all-to-all), for core.collectives.chosen."""
+    or all-to-all), for core.comm.collectives.chosen."""
     group: object = None
-    """The group's links (core.topology.GroupLinks) when ``nccl`` is set."""
+    """The group's links (core.comm.topology.GroupLinks) when ``nccl`` is set."""

@@ -2,7 +2,7 @@
 
 A training checkpoint holds the parameters, the fp32 master copy (if the recipe keeps one) and
 the optimizer states - not the gradients, which are rebuilt by the next backward pass. Bytes per
-parameter come from gpuplan.core.memory (the same recipes and optimizers as the memory model):
+parameter come from gpuplan.core.memory.training (the same recipes and optimizers as the memory model):
 mixed precision + AdamW = 2 + 4 + 8 = 14 B/param; the article's recipe = 2 + 8 = 10 B/param.
 
     write time  = checkpoint bytes / min(writer nodes x per-node write, shared storage)
@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuplan.core import memory as M
-from gpuplan.core.model import ModelSpec
+from gpuplan.core.memory import training as M
+from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
 
 # Device-to-host copy per GPU: nvbandwidth measured 25.1 GB/s on A100-SXM4 (PCIe Gen4,

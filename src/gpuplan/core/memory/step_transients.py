@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.core import activations as A
-from gpuplan.core.model import ModelSpec
-from gpuplan.core.model_states import StageParams, state_shards
+from gpuplan.core.memory import activations as A
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.memory.model_states import StageParams, state_shards
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.precision import PrecisionRecipe
 
