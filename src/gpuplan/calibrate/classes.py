@@ -64,11 +64,10 @@ def fit_classes(rows: list[ClassRow]) -> dict[str, Factor]:
     active = [n for n in CLASSES if n not in reasons]
     if len(rows) == 1:
         return _tied(rows[0], active, reasons, sources)
-    fixed: dict[str, float] = {}
     while active:
-        solution = _bounded_solve(rows, active, fixed)
+        solution = _bounded_solve(rows, active)
         if solution is not None:
-            return _factors(rows, solution, fixed, reasons, sources)
+            return _factors(rows, solution, reasons, sources)
         weakest = min(active, key=lambda n: shares[n])
         reasons[weakest] = (f"not separable from {', '.join(a for a in active if a != weakest)} with "
                             f"{len(rows)} measurements (too few, or its share moves with theirs)")
@@ -87,12 +86,12 @@ def _tied(row: ClassRow, active: list[str], reasons: dict, sources: tuple[str, .
     return out
 
 
-def _bounded_solve(rows: list[ClassRow], active: list[str], fixed: dict[str, float]):
+def _bounded_solve(rows: list[ClassRow], active: list[str]):
     """Least squares of the free classes with bounds (active set: a factor past its bound is fixed
     there and the rest refitted). None when the free columns are not identifiable."""
     import numpy as np
 
-    fixed = dict(fixed)
+    fixed: dict[str, float] = {}
     for _ in range(len(active) + 1):
         free = [n for n in active if n not in fixed]
         if not free:
@@ -119,7 +118,7 @@ def _bounded_solve(rows: list[ClassRow], active: list[str], fixed: dict[str, flo
     return None
 
 
-def _factors(rows: list[ClassRow], solution: dict, bounded: dict, reasons: dict, sources) -> dict[str, Factor]:
+def _factors(rows: list[ClassRow], solution: dict, reasons: dict, sources) -> dict[str, Factor]:
     out = {}
     for name in CLASSES:
         if name in reasons:

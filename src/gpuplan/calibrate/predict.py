@@ -128,13 +128,11 @@ def eager_fields(m, spec: ModelSpec) -> dict:
     on the CPU stand-in: kernels there run on the issuing thread)."""
     if m.framework != "hf" or m.device != "cuda":
         return {}
-    from gpuplan.catalog.op_profiles import eager_ops_for
-    from gpuplan.jobs.eager_stack import FP32_PARAM_RECIPES
+    from gpuplan.jobs.eager_stack import eager_stack_fields
 
-    ops = eager_ops_for(spec.model_type, m.recipe, m.finetune, "eager" if m.attention == "eager" else "flash")
-    return {"eager_ops": ops, "optimizer_impl": m.optimizer_impl, "finetune": m.finetune, "lora_rank": m.lora_rank,
-            "param_bytes": 4.0 if m.recipe in FP32_PARAM_RECIPES else 2.0, "selective": "op-sac",
-            "attention_kernel": "eager" if m.attention == "eager" else "flash"}
+    kernel = "eager" if m.attention == "eager" else "flash"
+    return {**eager_stack_fields(spec.model_type, m.recipe, m.finetune, kernel, m.optimizer_impl),
+            "finetune": m.finetune, "lora_rank": m.lora_rank, "selective": "op-sac", "attention_kernel": kernel}
 
 
 @dataclass(frozen=True)
@@ -168,9 +166,8 @@ def eager_parts(case: Case, settings: S.StepSettings | None = None, world_size: 
                        micro_batch=lay.micro_batch, micro_batches=k)
     rank = settings.lora_rank if settings.finetune != "full" else 0
     layers = case.spec.num_layers
-    opt = optimizer_step(case.spec, run, _trained_params(case, settings), trained_tensors(case.spec, rank, layers),
-                         layers)
-    host = k * (max(0.0, fwd.host - fwd.gpu) + max(0.0, bwd.host - bwd.gpu)) + max(0.0, opt.host - opt.gpu)
+    opt = optimizer_step(run, _trained_params(case, settings), trained_tensors(case.spec, rank, layers))
+    host = k * (fwd.host_beyond_gpu + bwd.host_beyond_gpu) + opt.host_beyond_gpu
     return EagerParts(k * (fwd.gemm + bwd.gemm), k * (fwd.attention + bwd.attention),
                       k * (fwd.memory + bwd.memory) + opt.memory, host, base.exposed_comm)
 

@@ -3,8 +3,18 @@ family and the options that change what it executes (catalog.op_profiles, core.t
 
 from __future__ import annotations
 
-FP32_PARAM_RECIPES = ("amp", "mixed", "fp32", "article", "megatron", "fsdp2")
-"""Recipes whose trained parameters and optimizer states are fp32 (4 B per element)."""
+
+def eager_stack_fields(model_type: str, recipe: str, finetune: str, attention_kernel: str,
+                       optimizer_impl: str | None) -> dict:
+    """StepSettings fields of an eager run: its composed op profile, optimizer implementation (the
+    hf framework's default when None) and bytes per trained parameter (fp32 parameters and states
+    under an autocast recipe, catalog.op_profiles.AMP_RECIPES)."""
+    from gpuplan.catalog.op_profiles import AMP_RECIPES, eager_ops_for
+    from gpuplan.core.frameworks import framework
+
+    return {"eager_ops": eager_ops_for(model_type, recipe, finetune, attention_kernel),
+            "optimizer_impl": optimizer_impl or framework("hf").optimizer_impl,
+            "param_bytes": 4.0 if recipe in AMP_RECIPES else 2.0}
 
 
 def eager_step_settings(inputs, spec) -> dict:
@@ -12,10 +22,5 @@ def eager_step_settings(inputs, spec) -> dict:
     nothing (core.time.step's fused model) under the other frameworks."""
     if inputs.framework != "hf":
         return {}
-    from gpuplan.catalog.op_profiles import eager_ops_for
-    from gpuplan.core.frameworks import framework
-
-    recipe = inputs.recipe_name
-    ops = eager_ops_for(spec.model_type, recipe, inputs.finetune, inputs.attention_kernel)
-    impl = inputs.optimizer_impl or framework("hf").optimizer_impl
-    return {"eager_ops": ops, "optimizer_impl": impl, "param_bytes": 4.0 if recipe in FP32_PARAM_RECIPES else 2.0}
+    return eager_stack_fields(spec.model_type, inputs.recipe_name, inputs.finetune, inputs.attention_kernel,
+                              inputs.optimizer_impl)

@@ -24,7 +24,7 @@ def _eager_lines(ev, plan, settings) -> list[Line]:
     k = lay.micro_batches_per_step
     fwd, bwd = microbatch(spec, run, lay.micro_batch * settings.seq_len, spec.num_layers / lay.pp)
     step = plan.step_seconds
-    host = k * (max(0.0, fwd.host - fwd.gpu) + max(0.0, bwd.host - bwd.gpu))
+    host = k * (fwd.host_beyond_gpu + bwd.host_beyond_gpu)
     return [
         _line("class_gemm", "matmuls (layers, LM head, adapters; forward + backward)", k * (fwd.gemm + bwd.gemm), step,
               "core/time/linears.py: 2mkn / (peak x MAMF x d/(d+512)), memory floor for skinny GEMMs"),
@@ -56,11 +56,9 @@ def _fused_lines(ev, plan, settings) -> list[Line]:
     ]
 
 
-def step_class_lines(inputs, plan) -> tuple[Line, ...]:
-    """The chosen layout's step by op class, plus its exposed communication and bubble."""
-    from gpuplan.jobs.plan.search import evaluator_for
-
-    ev = evaluator_for(inputs)
+def step_class_lines(ev, plan) -> tuple[Line, ...]:
+    """The chosen layout's step by op class, plus its exposed communication and bubble (``ev``: the
+    plan search's evaluator, jobs.plan.search.evaluator_for)."""
     settings = replace(ev.step, recompute=plan.recompute)
     lines = _eager_lines(ev, plan, settings) if settings.eager_ops is not None else _fused_lines(ev, plan, settings)
     step = plan.step_seconds
@@ -76,8 +74,9 @@ def with_step_classes(report: Report, inputs, plan, in_answer: bool = False) -> 
     eager op profile's note (a family timed with Llama's profile, a setting not profiled)."""
     from gpuplan.jobs.plan.search import evaluator_for
 
-    lines = step_class_lines(inputs, plan)
+    ev = evaluator_for(inputs)
+    lines = step_class_lines(ev, plan)
     headline = tuple(report.headline) + tuple(ln.key for ln in lines) if in_answer else report.headline
-    ops = evaluator_for(inputs).step.eager_ops
+    ops = ev.step.eager_ops
     notes = tuple(report.notes) + ((f"step model: {ops.note}",) if ops is not None and ops.note else ())
     return replace(report, sections=tuple(report.sections) + (Section(TITLE, lines),), headline=headline, notes=notes)

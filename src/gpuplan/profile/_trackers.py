@@ -159,3 +159,16 @@ def tag_optimizer_states(tracker, optimizer) -> None:
     if len(optimizer.state):
         raise RuntimeError("tag_optimizer_states needs an optimizer without state")
     optimizer.state = defaultdict(lambda: _StateDict(tracker))
+
+
+def skip_frozen_grad_hooks(tracker, model) -> None:
+    """Register no gradient hook on a frozen parameter (LoRA's base model): MemTracker hooks every
+    parameter's gradient and cannot hook a tensor that does not require one."""
+
+    class NoHook:
+        def remove(self):
+            pass
+
+    for param in model.parameters():
+        if not param.requires_grad:
+            tracker._param_to_grad_hook_handles[param] = (NoHook(), NoHook())

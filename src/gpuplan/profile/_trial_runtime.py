@@ -238,7 +238,7 @@ def tracked_step(rt: Runtime, model, optimizer, input_ids, cast_factory, paralle
         tracker.track_inputs((input_ids,))
     else:
         tracker = _trackers.FastMemTracker()
-        _skip_frozen_grad_hooks(tracker, model)  # LoRA's frozen base: MemTracker cannot hook a tensor without grad
+        _trackers.skip_frozen_grad_hooks(tracker, model)  # LoRA's frozen base
         tracker.track_external(model, optimizer, input_ids)
     tracker.category_of = {m: _CATEGORY_OF[m.name] for m in tracker._ref_class}
     with tracker:
@@ -249,16 +249,6 @@ def tracked_step(rt: Runtime, model, optimizer, input_ids, cast_factory, paralle
             snap[key] = snap.get(key, 0) + value
     at_peak, _ = _categorise(snap)
     return {"peak_bytes": sum(at_peak.values()), "at_peak": at_peak, "peak_phase": tracker.peak_phase}
-
-
-def _skip_frozen_grad_hooks(tracker, model) -> None:
-    class NoHook:
-        def remove(self):
-            pass
-
-    for param in model.parameters():
-        if not param.requires_grad:
-            tracker._param_to_grad_hook_handles[param] = (NoHook(), NoHook())
 
 
 def reduce_max(rt: Runtime, values: list[float]) -> list[float]:

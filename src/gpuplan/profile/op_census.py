@@ -345,16 +345,3 @@ def _backends():
     except ImportError as exc:
         raise InputError("census", "torch", "needs the profile extra: pip install 'gpuplan[profile]'") from exc
     return torch, transformers
-
-
-def per_layer_and_rest(hf_config: dict, settings: CensusSettings) -> tuple[Census, Census]:
-    """(one decoder layer, everything else) from the censuses at 1 and 2 layers."""
-    one = take_census(hf_config, 1, settings)
-    two = take_census(hf_config, 2, settings)
-    layer, rest = Census(), Census()
-    for key in set(one.cells) | set(two.cells):
-        a, b = one.cells.get(key, OpTally()), two.cells.get(key, OpTally())
-        layer.cells[key] = OpTally(b.ops - a.ops, b.kernels - a.kernels, b.bytes - a.bytes, b.flops - a.flops)
-        rest.cells[key] = OpTally(2 * a.ops - b.ops, 2 * a.kernels - b.kernels, 2 * a.bytes - b.bytes,
-                                  2 * a.flops - b.flops)
-    return layer, rest

@@ -27,8 +27,8 @@ from gpuplan.core.time import linears as G
 from gpuplan.core.time.host import (
     CPU_TINY_KERNEL_SECONDS,
     HOST_SECONDS_PER_TRAINED_TENSOR,
-    HostScale,
     cpu_seconds_per_op,
+    phase_seconds,
     reference_scale,
 )
 from gpuplan.core.time.memory_kernels import memory_bound_seconds
@@ -51,7 +51,12 @@ class PhaseTimes:
 
     @property
     def wall(self):
-        return maximum(self.gpu, self.host)
+        return phase_seconds(self.gpu, self.host)
+
+    @property
+    def host_beyond_gpu(self):
+        """Seconds the GPU waits for the host in this phase (wall - gpu)."""
+        return maximum(self.host - self.gpu, 0.0)
 
 
 @dataclass(frozen=True)
@@ -79,9 +84,6 @@ class EagerRun:
     factors: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)
     """Calibrated measured / predicted ratios of the (matmul, attention, memory-bound, host)
     seconds (gpuplan.calibrate); 1 = the model as derived."""
-
-    def scale(self) -> HostScale:
-        return reference_scale()
 
 
 def _rates(run: EagerRun, peak: float, operand_bytes: float) -> G.GemmRates:
@@ -137,7 +139,7 @@ def microbatch(spec: ModelSpec, run: EagerRun, tokens, layers, head=1.0) -> tupl
     h_f, h_b = _head_matmuls(spec, run, tokens)
     h_f, h_b = head * h_f, head * h_b
     recompute_attention = att_f if run.recompute == "full" else 0.0
-    scale = run.scale()
+    scale = reference_scale()
     out = []
     for phase, gemm, att in (("forward", layers * fwd_g + h_f, layers * att_f),
                              ("backward", layers * (bwd_g + again) + h_b, layers * (att_b + recompute_attention))):
@@ -157,19 +159,18 @@ def microbatch(spec: ModelSpec, run: EagerRun, tokens, layers, head=1.0) -> tupl
     return out[0], out[1]
 
 
-def optimizer_step(spec: ModelSpec, run: EagerRun, trained_params, tensors, layers) -> PhaseTimes:
+def optimizer_step(run: EagerRun, trained_params, tensors) -> PhaseTimes:
     """The optimizer step over ``trained_params`` parameters in ``tensors`` tensors."""
     nbytes = optimizer_bytes(run.optimizer_impl, trained_params, run.param_bytes)
     kernels = optimizer_kernels(run.optimizer_impl, trained_params, tensors)
-    host = run.scale().seconds(tensors * HOST_SECONDS_PER_TRAINED_TENSOR, kernels)
+    host = reference_scale().seconds(tensors * HOST_SECONDS_PER_TRAINED_TENSOR, kernels)
     _, _, fm, fh = run.factors
     return PhaseTimes(memory=fm * memory_bound_seconds(nbytes, kernels, run.hbm_bytes_per_second), host=fh * host)
 
 
 def trained_tensors(spec: ModelSpec, lora_rank: int, layers) -> float:
-    """Parameter tensors the optimizer walks: per layer the weights and norms (x2 per adapted
-    linear for LoRA), plus embedding, final norm and LM head."""
-    per_layer = len(G.layer_linears(spec)) + spec.norms_per_layer
+    """Parameter tensors the optimizer walks: per layer the weights and norms (LoRA: each adapted
+    linear's A and B, nothing else), plus embedding, final norm and LM head."""
     if lora_rank:
-        return layers * 2 * len(G.lora_linears(spec, lora_rank)) / 2
-    return layers * per_layer + 2 + (0 if spec.tie_embeddings else 1)
+        return layers * len(G.lora_linears(spec, lora_rank))
+    return layers * (len(G.layer_linears(spec)) + spec.norms_per_layer) + 2 + (0 if spec.tie_embeddings else 1)

@@ -359,8 +359,7 @@ def _eager_optimizer(spec: ModelSpec, cluster: Cluster, settings: StepSettings, 
 
     rank = settings.lora_rank if settings.finetune != "full" else 0
     layers = spec.num_layers / pp
-    return optimizer_step(spec, eager_run(spec, cluster, settings), trained, trained_tensors(spec, rank, layers),
-                          layers).wall
+    return optimizer_step(eager_run(spec, cluster, settings), trained, trained_tensors(spec, rank, layers)).wall
 
 
 def _adapters_per_gpu(spec: ModelSpec, settings: StepSettings, tp, pp):

@@ -87,13 +87,14 @@ def predict(row: dict, folder: Path, calibration=None) -> GpuRun:
     cfg = row["config"]
     path = folder / row["id"] / "config.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_model_config(row)), encoding="utf-8")
+    hf_config = _model_config(row)
+    path.write_text(json.dumps(hf_config), encoding="utf-8")
     part = GPU_IDS.get(row["gpu"], "h200-sxm")
     flags = user_flags(cfg, part)
     plan = plan_report(PlanInputs(model=str(path), gpus=1, tp=1, pp=1, cp=1, zero=0, global_batch=cfg["micro_batch"],
                                   tokens="1B", calibration=calibration, **flags))
     memory = estimate_memory(MemoryInputs(model=str(path), **flags))
-    moe = bool(_model_config(row).get("num_experts") or _model_config(row).get("num_local_experts"))
+    moe = bool(hf_config.get("num_experts") or hf_config.get("num_local_experts"))
     family = family_of(cfg, moe)
     return GpuRun(row["id"], family, part, row["timing"]["step_time_s"],
                   None if family == "torch.compile" else plan.value("best_step_seconds"),

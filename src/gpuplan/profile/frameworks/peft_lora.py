@@ -113,6 +113,8 @@ def _measure_depth(run: FrameworkRun, shape: ModelShape, layers: int, log: Patch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from transformers import masking_utils
 
+    from gpuplan.profile._trackers import skip_frozen_grad_hooks
+
     with contextlib.ExitStack() as stack:
         p = Patches(stack)
         p.set(masking_utils, "find_packed_sequence_indices", lambda *a, **k: None,
@@ -131,7 +133,7 @@ def _measure_depth(run: FrameworkRun, shape: ModelShape, layers: int, log: Patch
             opt = _optimizer(run, trainable)
             ids = torch.randint(0, shape.vocab, (run.micro_batch, run.seq_len))
             tracker = make_tracker()
-            _skip_frozen_grad_hooks(tracker, model)
+            skip_frozen_grad_hooks(tracker, model)
             p.note("MemTracker._param_to_grad_hook_handles pre-filled for frozen parameters: the stock "
                    "tracker cannot hook a tensor that does not require grad")
             tracker.track_external(model, opt, ids)
@@ -140,16 +142,6 @@ def _measure_depth(run: FrameworkRun, shape: ModelShape, layers: int, log: Patch
             point = depth_point(tracker, layers)
         log.add(p.reasons)
     return point
-
-
-def _skip_frozen_grad_hooks(tracker, model) -> None:
-    class NoHook:
-        def remove(self):
-            pass
-
-    for param in model.parameters():
-        if not param.requires_grad:
-            tracker._param_to_grad_hook_handles[param] = (NoHook(), NoHook())
 
 
 def _step_fn(run: FrameworkRun, model, opt, ids, tracker):
