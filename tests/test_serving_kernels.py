@@ -103,3 +103,30 @@ def test_draft_steps_run_inside_the_engine_step_and_pay_no_scheduler_time():
     assert draft.host_s == 0.0
     assert step.draft_s == pytest.approx(2 * draft.total, rel=0.05)
     assert step.draft_s / 2 == pytest.approx(1.486e9 / (gpu.memory_bandwidth * 0.85), rel=0.05)
+
+
+def test_a_falcon_parallel_block_is_reduced_once_where_the_engine_code_does():
+    """Falcon's attention and MLP read the same normalised input; vLLM's falcon.py and TensorRT-LLM's
+    checkpoint-config FalconDecoderLayer add their row-parallel partial sums and all-reduce once a
+    layer, TensorRT-LLM's first Falcon code (v0.5 / v0.6.1 here) inside each RowLinear (twice).
+    Falcon-40B (60 layers) at TP 4 on H100s, one decode step of 64 tokens under trtllm==0.9 (NCCL
+    only): 60 all-reduces of 64 x 8,192 x 2 B = 1 MiB, half of v0.6.1's 120; Llama keeps 2 a layer."""
+    falcon, llama = load_model("falcon-40b"), load_model("llama-2-70b")
+    assert falcon.parallel_residual and falcon.model_type == "falcon"
+    assert R.forward_allreduces(falcon, parse_release("trtllm==0.9.0")) == 60
+    assert R.forward_allreduces(falcon, parse_release("trtllm==0.6.1")) == 120
+    assert R.forward_allreduces(falcon, parse_release("vllm==0.19")) == 60
+    assert R.forward_allreduces(falcon, parse_release("sglang==0.5.3")) == 120  # its code not read
+    assert R.forward_allreduces(falcon) == 120
+    assert R.forward_allreduces(llama, parse_release("trtllm==0.9.0")) == 160
+    h100 = load_accelerator("h100-sxm")
+    one = KR.tp_allreduce_seconds(64 * 8192 * 2, 4, h100.scale_up_bandwidth, 8e-6, fabric=h100, custom_max_bytes=0)
+    comm = {}
+    for release in ("trtllm==0.9.0", "trtllm==0.6.1"):
+        r = parse_release(release)
+        setup = SU.ServingSetup(W.FORMATS["fp16"], 2, runtime=SU.Runtime(engine=r.engine, version=r.version))
+        work = R.StepWork(1.0, 1.0, tokens=64, sequences=64)
+        comm[release] = R.step_time(work, falcon, setup, tp=4, pp=1, bandwidth=h100.memory_bandwidth,
+                                    peak=h100.peak("fp16"), link=h100.scale_up_bandwidth, fabric=h100).comm_s
+    assert comm["trtllm==0.9.0"] == pytest.approx(60 * one, rel=1e-9)
+    assert comm["trtllm==0.6.1"] == pytest.approx(120 * one, rel=1e-9)

@@ -33,6 +33,29 @@ def decode_attention_of(release: EngineRelease) -> str:
     return "grouped"
 
 
+PARALLEL_BLOCK_ONE_ALLREDUCE = {"vllm": (0, 2, 0), "trtllm": (0, 9, 0)}
+"""Releases from which the engine's Falcon code reduces a parallel block once: vLLM's
+model_executor/models/falcon.py (every release modelled) builds its row-parallel linears with
+reduce_results = not (new_decoder_architecture or parallel_attn) and all-reduces attention + MLP
+once; TensorRT-LLM's tensorrt_llm/models/falcon/model.py FalconDecoderLayer of the checkpoint-config
+builds (0.9's trtllm-build) sets tp_group None inside the block ('Not to apply allreduce inside the
+Attention/MLP layers. allreduce applies after those layer.'). TensorRT-LLM's first Falcon code
+(2023, build.py era) reduced inside each RowLinear, twice a layer; the release between 0.6.1 and
+0.9.0 that changed it is not pinned, so 0.5 / 0.6.1 keep two. SGLang's is not read: two."""
+
+
+def allreduces_per_layer(spec: ModelSpec, release: EngineRelease | None) -> int:
+    """TP all-reduces per decoder layer: 2 (Megatron Sec. 3: after the attention output projection
+    and after the MLP's down projection), 1 for a Falcon parallel block (attention and MLP read the
+    same normalised input and their partial sums are added before one all-reduce) where the release's
+    model code does that (PARALLEL_BLOCK_ONE_ALLREDUCE). Other parallel-residual models (GPT-NeoX,
+    GPT-J) keep 2: vLLM's gpt_neox.py reduces in each RowParallelLinear."""
+    if release is None or spec.model_type != "falcon" or not spec.parallel_residual:
+        return 2
+    since = PARALLEL_BLOCK_ONE_ALLREDUCE.get(release.engine)
+    return 1 if since is not None and release.version >= since else 2
+
+
 def graph_max_tokens_of(release: EngineRelease, max_num_seqs: int = 256) -> int:
     """Steps of up to this many tokens replay CUDA graphs (no host launch time): none for TensorRT
     engines before 1.0 and vLLM before 0.2.6 (vllm PR 1926, 'Optimize model execution with CUDA

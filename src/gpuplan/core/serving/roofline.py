@@ -21,9 +21,11 @@ from gpuplan.core.serving.setup import ServingSetup
 from gpuplan.core.serving.weights import ParamGroups, decode_weight_bytes_read, param_groups
 
 
-def forward_allreduces(spec: ModelSpec) -> int:
-    """Megatron TP: one all-reduce after attention and one after the MLP, per layer (Sec. 3)."""
-    return 2 * spec.num_layers
+def forward_allreduces(spec: ModelSpec, release: KR.EngineRelease | None = None) -> int:
+    """TP all-reduces of one forward: Megatron's one after attention and one after the MLP per layer
+    (Sec. 3), or one per layer where the release's model code sums a parallel block's attention and
+    MLP outputs before reducing them (kernels.allreduces_per_layer: Falcon)."""
+    return KR.allreduces_per_layer(spec, release) * spec.num_layers
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     latency = eff.latency(link)
     custom = eff.custom_allreduce_bytes
     custom = KR.custom_allreduce_bytes_of(setup.runtime.release, tp) if custom is None else custom
-    comm = forward_allreduces(spec) * KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric,
+    comm = forward_allreduces(spec, setup.runtime.release) * KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric,
                                                               custom_max_bytes=custom)
     comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0
     host = (layers * eff.layer_launch_s if work.tokens > eff.graph_max_tokens else 0.0)
