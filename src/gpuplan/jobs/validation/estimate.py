@@ -307,6 +307,8 @@ def _amount(case: Case, predicted: bool = False) -> str:
         return f"{value / 2**30:.2f} GiB"
     if case.kind.startswith("inference: batch latency"):
         return f"{value:.2f} s"
+    if case.kind.startswith(("inference: time to first token", "inference: time per output token")):
+        return f"{value * 1e3:.1f} ms"
     if case.kind.startswith("inference: batch-1 decode"):
         return f"{value:.1f}"
     if case.kind.startswith("inference: speculative"):

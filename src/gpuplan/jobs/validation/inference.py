@@ -38,6 +38,10 @@ KIND_THROUGHPUT_UNSTATED = ("inference: static-batch throughput (output tokens/s
 KIND_TTFT = "inference: time to first token (s) at batch 1, TensorRT-LLM (held out)"
 KIND_TTFT_FITTED = ("inference: time to first token (s) at batch 1, TensorRT-LLM (fitted: v0.5 set the small-GEMM "
                     "exposure)")
+KIND_ONLINE_TTFT = ("inference: time to first token (s) at concurrency 1, NIM 1.8 on TensorRT-LLM (held out; engine "
+                    "release not stated: a TensorRT engine before 1.0)")
+KIND_ONLINE_TPOT = ("inference: time per output token (s) at concurrency 1, NIM 1.8 on TensorRT-LLM (held out; engine "
+                    "release not stated: a TensorRT engine before 1.0)")
 Case = tuple[str, str, float, float, str, str]
 
 
@@ -172,6 +176,26 @@ def _throughput_case(e: dict[str, Any]) -> Case:
     return e["id"], kind, float(e["measured_tokens_per_s_per_gpu"]), predicted, basis, e.get("engine", "")
 
 
+def _online_cases(e: dict[str, Any]) -> list[Case]:
+    """A served run at concurrency 1 (one request in flight, as AIPerf / genai-perf drive it): its
+    mean TTFT is one prefill of the prompt, its mean inter-token latency one decode step at batch 1
+    (context prompt + output / 2). Higher concurrencies mix prefills into decode steps and are not
+    rows here (core/serving/load.py models a Poisson load, not a closed loop)."""
+    if e.get("concurrency") != 1:
+        raise InputError("reference", e["id"], "online rows must be at concurrency 1")
+    prefill, _ = _static_batch({**e, "batch": 1, "output_tokens": 1})
+    _, decode = _static_batch({**e, "batch": 1})
+    ttft_basis = (f"{e['prompt_tokens']} tokens: GEMMs {prefill.gemm_s * 1e3:.1f} ms ({prefill.bound}) + attention "
+                  f"{prefill.attention_s * 1e3:.1f} + elementwise {prefill.other_s * 1e3:.1f} + host "
+                  f"{prefill.host_s * 1e3:.1f} + all-reduce {prefill.comm_s * 1e3:.1f} ms")
+    tpot_basis = (f"batch 1 at {e['prompt_tokens'] + e['output_tokens'] // 2} cached tokens: GEMMs "
+                  f"{decode.gemm_s * 1e3:.2f} ms ({decode.bound}) + KV {decode.attention_s * 1e3:.2f} + host "
+                  f"{decode.host_s * 1e3:.2f} + all-reduce {decode.comm_s * 1e3:.2f} ms")
+    note = e.get("engine", "")
+    return [(e["id"] + "-ttft", KIND_ONLINE_TTFT, e["measured_ttft_ms"] / 1e3, prefill.total, ttft_basis, note),
+            (e["id"] + "-tpot", KIND_ONLINE_TPOT, e["measured_tpot_ms"] / 1e3, decode.total, tpot_basis, note)]
+
+
 def acceptance_for_length(length: float, tokens: int) -> float:
     """The per-token acceptance rate whose mean accepted length (Leviathan et al. Eq. 1) is
     ``length`` at ``tokens`` proposed per step (bisection; the length grows with the rate)."""
@@ -218,6 +242,7 @@ def inference_validation_cases() -> list[Case]:
     from gpuplan.jobs.validation.serving_memory import serving_memory_cases
 
     cases = [build(entry) for section, build in _BUILDERS.items() for entry in data.get(section, [])]
+    cases += [case for entry in data.get("online", []) for case in _online_cases(entry)]
     return cases + serving_memory_cases()
 
 
