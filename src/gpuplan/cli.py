@@ -100,9 +100,7 @@ def repeated_option(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; bad input -> one line on stderr, exit status 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    # pydantic looks for third-party plugins (an entry-point scan of every installed package,
-    # ~20-50 ms) when a schema is first built; gpuplan's schemas use none
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    _lean_start()
     if sys.stdout is None:  # started with stdout closed (`>&-`): the answer has nowhere to go
         if sys.stderr is not None:
             sys.stderr.write("error: output: stdout is closed; give the command somewhere to write (a file: "
@@ -143,6 +141,38 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug, not bad input: one line, and the traceback on request
         return _internal_error(exc)
     return result if isinstance(result, int) else 0
+
+
+def _lean_start() -> None:
+    """Start-up work no answer needs (docs/performance.md, issue 39).
+
+    * pydantic looks for third-party plugins (an entry-point scan of every installed package,
+      ~20-50 ms) when a schema is first built; gpuplan's schemas use none. Even with the scan
+      disabled, its loader module imports importlib.metadata (email, zipfile, csv...: ~15 ms here),
+      so a loader that answers "no plugins" takes its place while plugins are disabled.
+    * OpenBLAS starts one spinning thread per core when numpy is imported (~70 ms of CPU on this
+      2-core machine, on every command); the layout search is elementwise numpy, and its one
+      matrix-vector product (planner/uncertainty.py, 40k x 6) needs no second thread.
+    """
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if "pydantic.plugin._loader" not in sys.modules:
+        import types
+
+        loader = types.ModuleType("pydantic.plugin._loader")
+        loader.get_plugins = _no_pydantic_plugins  # type: ignore[attr-defined]
+        sys.modules["pydantic.plugin._loader"] = loader
+
+
+def _no_pydantic_plugins() -> tuple:
+    """pydantic.plugin._loader.get_plugins while PYDANTIC_DISABLE_PLUGINS disables all (what the
+    real one returns then); otherwise the real loader takes its place again and answers."""
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in ("__all__", "1", "true"):
+        return ()
+    import importlib
+
+    sys.modules.pop("pydantic.plugin._loader", None)
+    return importlib.import_module("pydantic.plugin._loader").get_plugins()
 
 
 def _internal_error(exc: Exception) -> int:

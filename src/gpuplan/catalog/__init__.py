@@ -6,7 +6,6 @@ Every entry names its source. Loading is lazy and cached: nothing is read at imp
 from __future__ import annotations
 
 import json
-import tomllib
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -34,6 +33,20 @@ def model_entries() -> dict[str, dict[str, Any]]:
 
 
 @cache
+def _model_file(model_id: str) -> dict[str, Any] | None:
+    """The entry of catalog/models/<model_id>.json when that file exists and names itself
+    ``model_id`` (every catalog file is named by its id), else None."""
+    if not model_id or not all(c.isalnum() or c in "._-" for c in model_id) or model_id.startswith("."):
+        return None
+    path = resources.files("gpuplan.catalog") / "models" / f"{model_id}.json"
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    return entry if entry.get("id") == model_id else None
+
+
+@cache
 def _hf_repos() -> dict[str, str]:
     """Lower-cased Hugging Face id -> catalog id."""
     return {str(e["hf_repo"]).lower(): model_id for model_id, e in model_entries().items() if e.get("hf_repo")}
@@ -42,6 +55,10 @@ def _hf_repos() -> dict[str, str]:
 def find_model_entry(name: str) -> dict[str, Any] | None:
     """The catalog entry whose id or Hugging Face id is ``name`` (case-insensitive), else None."""
     key = name.strip().lower()
+    if model_entries.cache_info().currsize == 0:  # the catalog not read yet: a catalog id reads one file
+        entry = _model_file(key)
+        if entry is not None:
+            return entry
     entries = model_entries()
     if key in entries:
         return entries[key]
@@ -68,9 +85,11 @@ def load_model(name: str) -> ModelSpec:
 @cache
 def hardware_entries() -> dict[str, dict[str, Any]]:
     """All accelerator catalog entries (parsed TOML) by id."""
+    from gpuplan.catalog.compiled import parsed_toml
+
     entries = {}
     for path in _files("hardware", ".toml"):
-        entry = tomllib.loads(path.read_text(encoding="utf-8"))
+        entry = parsed_toml(f"hardware/{path.name}")
         entries[entry["id"]] = entry
     return entries
 
@@ -133,7 +152,9 @@ def reference_runs() -> dict[str, Any]:
 @cache
 def reference_toml(name: str) -> dict[str, Any]:
     """A generated TOML file of catalog/reference (prediction_band.toml, model_track_record.toml)."""
-    return tomllib.loads((resources.files("gpuplan.catalog") / "reference" / name).read_text("utf-8"))
+    from gpuplan.catalog.compiled import parsed_toml
+
+    return parsed_toml(f"reference/{name}")
 
 
 @cache

@@ -14,12 +14,12 @@ How one price is chosen (``lookup_price``):
 from __future__ import annotations
 
 import statistics
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
+from gpuplan.catalog.compiled import parsed_toml
 from gpuplan.errors import InputError, closest_names
 from gpuplan.report.model import Table
 
@@ -77,7 +77,7 @@ def _catalog() -> tuple[dict[str, dict[str, Any]], tuple[PriceRow, ...]]:
     headers: dict[str, dict[str, Any]] = {}
     rows: list[PriceRow] = []
     for path in sorted((p for p in root.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name):
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = parsed_toml(f"prices/{path.name}")
         provider_id = path.name.removesuffix(".toml")
         headers[provider_id] = {k: v for k, v in data.items() if k != "price"}
         rows.extend(_row(provider_id, data.get("provider", provider_id), raw) for raw in data.get("price", []))

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import tomllib
 from functools import cache
-from importlib import resources
 
+from gpuplan.catalog.compiled import parsed_toml
 from gpuplan.core.economics import io as IO
 from gpuplan.errors import InputError
 
 
 @cache
 def _storage_entries() -> dict[str, dict]:
-    text = (resources.files("gpuplan.catalog") / "storage.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return parsed_toml("storage.toml")
 
 
 def storage_kinds() -> tuple[str, ...]:

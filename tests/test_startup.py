@@ -1,0 +1,71 @@
+"""Start-up cost of the CLI (issue 39): what a command reads and imports that its answer does not need.
+
+The speed itself is measured by benchmarks/bench_cli.py (docs/performance.md); these tests hold the
+mechanisms that buy it, each of which could silently stop working.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from importlib import resources
+
+from gpuplan.catalog import compiled
+
+
+def test_the_compiled_toml_catalog_is_current():
+    """catalog/reference/toml_catalog.json holds every catalog TOML file, parsed, with the size and
+    CRC-32 of the file it came from; regenerate with `python -m gpuplan.catalog.compiled`."""
+    shipped = json.loads((resources.files("gpuplan.catalog") / compiled.COMPILED).read_text("utf-8"))
+    assert shipped == compiled.compile_catalog(), "stale: run python -m gpuplan.catalog.compiled"
+    assert len(shipped["files"]) == len(compiled.source_paths()) >= 47  # 35 GPUs, 9 price lists, 3 tables
+
+
+def test_a_compiled_file_is_what_tomllib_reads():
+    root = resources.files("gpuplan.catalog")
+    for path in ("hardware/h100-sxm.toml", "prices/aws.toml", "storage.toml", "reference/prediction_band.toml"):
+        assert compiled.parsed_toml(path) == tomllib.loads((root / path).read_text("utf-8"))
+
+
+def test_an_edited_toml_file_is_parsed_not_taken_from_the_stale_copy(monkeypatch):
+    """A file whose bytes differ from the compiled copy's (size or CRC-32) is parsed afresh."""
+    path = "storage.toml"
+    entry = compiled._compiled()[path]
+    stale = dict(entry, content={"stale": True})
+    monkeypatch.setitem(compiled._compiled(), path, stale)
+    assert compiled.parsed_toml(path) == {"stale": True}  # same bytes: the copy is used
+    monkeypatch.setitem(compiled._compiled(), path, dict(stale, crc32=entry["crc32"] ^ 1))
+    fresh = tomllib.loads((resources.files("gpuplan.catalog") / path).read_text("utf-8"))
+    assert compiled.parsed_toml(path) == fresh != {"stale": True}
+
+
+def test_the_stand_in_plugin_loader_answers_as_pydantic_would(monkeypatch):
+    """While PYDANTIC_DISABLE_PLUGINS disables every plugin the stand-in returns none (pydantic's
+    own get_plugins returns () then); once plugins are allowed it hands over to the real loader."""
+    from gpuplan import cli
+
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    assert cli._no_pydantic_plugins() == ()
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS")
+    monkeypatch.delitem(sys.modules, "pydantic.plugin._loader", raising=False)
+    assert list(cli._no_pydantic_plugins()) == []  # no pydantic plugin is installed here
+    assert sys.modules["pydantic.plugin._loader"].get_plugins is not cli._no_pydantic_plugins
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print('\\n'.join(sys.modules))"],
+                         capture_output=True, text=True, check=True).stdout
+    return set(out.split())
+
+
+def test_a_command_imports_no_metadata_scan_and_parses_no_toml():
+    """`gpuplan memory` answers without importlib.metadata (pydantic's plugin loader imports it even
+    with plugins disabled: ~15 ms) and without tomllib (the compiled catalog)."""
+    loaded = _modules_after("from gpuplan.cli import main; import io, contextlib\n"
+                           "with contextlib.redirect_stdout(io.StringIO()):\n"
+                           "    assert main(['memory', 'llama-2-7b', '--gpu', 'a100-80gb', '--gpus', '8', '--zero', '3']) == 0")
+    assert "importlib.metadata" not in loaded
+    assert "tomllib" not in loaded
+    assert "numpy" in loaded  # the memory formulas are numpy's (the answer needs it)
