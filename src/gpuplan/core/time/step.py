@@ -29,6 +29,7 @@ from gpuplan.core.model.spec import ModelSpec, expert_matrix_params
 from gpuplan.core.memory.model_states import stage_span
 from gpuplan.core.comm.moe_overlap import EP_COMM_SM_SHARE, MoeLayerPhases
 from gpuplan.core.model.mtp import mtp_stage_layer_shed
+from gpuplan.core.time.moe_host import stage_exposed_host_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
@@ -146,6 +147,8 @@ class StepSettings:
     """Megatron-Core's combined 1F1B schedule (--overlap-moe-expert-parallel-comm): each
     all-to-all runs beside the other micro-batch's compute, phase by phase (core.comm.moe_overlap);
     replaces ep_overlap."""
+    moe_launch: str = "none"
+    """How a MoE layer is issued (core.time.moe_host): 'eager' charges the host time its dispatcher's sync exposes."""
     ep_comm_sm_share: float = EP_COMM_SM_SHARE
     """Share of the SMs the dispatcher kernels hold while they run beside compute."""
     nccl_sm_share: float | None = None
@@ -397,6 +400,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
                                layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
                                t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases)
+    t_host = stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs)  # core.time.moe_host, per micro-batch
+    compute, bubble = compute + micro_batches * t_host, bubble * (1 + t_host / t_mb)
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
     comm_total = sum((c.total for c in costs), 0.0)
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)

@@ -137,6 +137,16 @@ def recipe_recompute(run: dict[str, Any]) -> dict[str, Any]:
     return {"recompute": "selective", "recompute_modules": tuple(modules or ("core_attn",))}
 
 
+def moe_launch(moe_comm: dict[str, Any]) -> str:
+    """StepSettings.moe_launch of a Megatron-Bridge MoE row: 'graph' where its recipe captures the
+    whole step (moe_comm.cuda_graph 'full_iteration'), 'eager' for the other rows whose recipe was
+    read (TE-scoped graphs of attn / moe_router / moe_preprocess leave the experts eager), 'none'
+    (not modelled) for rows without a recipe reading."""
+    if not moe_comm:
+        return "none"
+    return "graph" if moe_comm.get("cuda_graph") == "full_iteration" else "eager"
+
+
 def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> float:
     """Tokens per second per GPU the step model predicts at the run's layout (``step_overrides``:
     StepSettings fields to change, e.g. while fitting a constant)."""
@@ -163,6 +173,8 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # release's recipe (the row's moe_comm, read from Megatron-Bridge at its tag)
                             ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",
                             ep_a2a_overlap=bool(moe_comm.get("a2a_overlap")),
+                            # eager MoE launches unless the recipe graphs the whole step (core.time.moe_host)
+                            moe_launch=moe_launch(moe_comm),
                             eager_fallbacks=() if torchtitan else megatron_eager_fallbacks(run),
                             fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise",
                             # torchtitan: FSDP2's per-block gathers; NeMo: Megatron's distributed optimizer

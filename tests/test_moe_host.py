@@ -1,0 +1,84 @@
+"""The host time a Megatron-Core MoE layer's dispatcher sync exposes (core.time.moe_host)."""
+
+from dataclasses import replace
+
+import pytest
+
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.time import moe_host as M
+from gpuplan.core.time.host import HOST_SECONDS_PER_OP, reference_scale
+from gpuplan.core.time.step import StepSettings, microbatch_compute_time, step_time
+from gpuplan.jobs.validation.published_throughput import moe_launch, published_throughput_rows
+
+US = 1e-6
+
+
+def test_per_op_costs_are_core_time_host_carried_over():
+    # r x (704 us / 210 - 0.5 us) + k with host.py's probes: r = 1.506, k = 3.250 us -> 7.547 us
+    scale = reference_scale()
+    assert scale.python == pytest.approx(1.506, abs=0.001)
+    assert scale.launch == pytest.approx(3.250 * US, abs=0.001 * US)
+    by_hand = scale.python * (HOST_SECONDS_PER_OP["forward"] - 0.5 * US) + scale.launch
+    assert M.forward_op_seconds() == pytest.approx(by_hand, rel=1e-12)
+    assert M.forward_op_seconds() == pytest.approx(7.547 * US, abs=0.001 * US)
+
+
+def test_alltoall_hand_worked_32_local_experts_fp8():
+    # after the sync: 6 dispatcher + 10 expert-module ops x 7.547 us = 120.7 us, plus 4 launches
+    # (quantise + GEMM for fc1 and fc2) x 32 experts x 3.250 us = 416.0 us: 536.8 us of host time
+    host = M.host_after_sync_seconds("alltoall", 32, "fp8")
+    assert host == pytest.approx(536.8 * US, abs=0.5 * US)
+    # the GPU has the experts' 100 us and the token all-to-all's 50 us queued: 386.8 us exposed
+    assert M.exposed_host_seconds("alltoall", 32, "fp8", 100 * US, 50 * US) == pytest.approx(386.8 * US, abs=0.5 * US)
+    # BF16: no quantisations, 2 launches per expert: 120.7 + 208.0 = 328.8 us
+    assert M.host_after_sync_seconds("alltoall", 32, "bf16") == pytest.approx(328.8 * US, abs=0.5 * US)
+
+
+def test_flex_syncs_after_the_transfer_so_no_all_to_all_hides_its_launches():
+    # flex: 2 + 10 ops = 90.6 us + 416.0 us = 506.6 us; its sync waits for the dispatch itself,
+    # so the all-to-all is not cover: 506.6 - 100 = 406.6 us, where alltoall's is 386.8 us
+    flex = M.exposed_host_seconds("flex", 32, "fp8", 100 * US, 50 * US)
+    assert flex == pytest.approx(406.6 * US, abs=0.5 * US)
+    assert flex != pytest.approx(M.exposed_host_seconds("alltoall", 32, "fp8", 100 * US, 50 * US), abs=1 * US)
+    # enough GPU work behind the sync hides the launches entirely
+    assert M.exposed_host_seconds("flex", 32, "fp8", 600 * US, 0.0) == 0.0
+
+
+def test_paired_micro_batch_backward_covers_the_launches():
+    alone = M.exposed_host_seconds("alltoall", 32, "fp8", 100 * US, 50 * US)
+    paired = M.exposed_host_seconds("alltoall", 32, "fp8", 100 * US, 50 * US, paired_mlp_backward=200 * US)
+    assert alone - paired == pytest.approx(200 * US, abs=1e-9)
+
+
+def _short_sequence_step(launch: str):
+    spec, cluster = load_model("qwen3-30b-a3b"), cluster_for(load_accelerator("b200"))
+    settings = StepSettings(seq_len=256, dtype="fp8", moe_launch=launch, expert_tp=1)
+    return spec, cluster, settings, step_time(spec, cluster, settings, dp=8, ep=8, micro_batch=1, micro_batches=4)
+
+
+def test_cuda_graphs_remove_the_term_and_eager_adds_it_per_layer_and_micro_batch():
+    spec, cluster, settings, eager = _short_sequence_step("eager")
+    graph = _short_sequence_step("graph")[3]
+    assert graph.total == pytest.approx(_short_sequence_step("none")[3].total, rel=1e-12)
+    # 256 tokens: the MLP forward is far shorter than 16 local experts' launches
+    phases = microbatch_compute_time(spec, cluster, settings, 1, 1, 1, spec.num_layers, True, ep=8).moe_phases
+    assert phases.mlp_forward < 100 * US
+    assert eager.total > graph.total
+    # pp 1: no bubble, so the step grows by micro-batches x MoE layers x the per-layer exposure
+    per_layer = (eager.total - graph.total) / (4 * spec.num_moe_layers)
+    # at most the host time after the sync minus the experts' own GPU time (the all-to-all covers the rest)
+    upper = M.host_after_sync_seconds("alltoall", 16, "fp8") - phases.mlp_forward
+    assert 0 < per_layer <= upper + 1e-12
+
+
+def test_published_rows_take_the_recipes_cuda_graphs():
+    rows = {r["id"]: r for r in published_throughput_rows()}
+    graphed = [i for i, r in rows.items() if (r.get("moe_comm") or {}).get("cuda_graph")]
+    assert len(graphed) == 21
+    assert all(rows[i]["moe_comm"]["cuda_graph"] == "full_iteration" for i in graphed)
+    assert all("cuda_graph" in rows[i]["derived"] for i in graphed)  # each cites its recipe
+    assert moe_launch(rows["mbridge-26.08-qwen3-30b-a3b-gb200-8g-mxfp8"]["moe_comm"]) == "graph"
+    assert moe_launch(rows["mbridge-25.09-qwen3-30b-a3b-b200-8g-fp8cs"]["moe_comm"]) == "eager"
+    assert moe_launch({}) == "none"
+    assert replace(StepSettings(), moe_launch="eager").moe_launch in M.MOE_LAUNCH_MODES
