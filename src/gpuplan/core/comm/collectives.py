@@ -33,21 +33,23 @@ from __future__ import annotations
 import numpy as np
 
 PROTOCOLS = ("LL", "LL128", "Simple")
-ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet")
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat")
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 
 # tuning.cc ncclTunerConstantsDefaults, microseconds: baseLatencies[algo][proto] and
 # hwLatencies[NVLINK | PCI | NET][algo][proto] (CollNet: the Chain row)
 BASE_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "collnet": (0.0, 0.0, 0.0),
-           "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0)}
+           "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0), "pat": (8.0, 8.0, 8.0)}
 HW_US = {
     "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "collnet": (0.0, 0.0, 2.8),
                "nvls": (0.0, 0.0, 25.0), "nvls_tree": (0.0, 0.0, 25.0)},
     "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "collnet": (0.0, 0.0, 2.8),
             "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0)},
     "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "collnet": (0.0, 0.0, 30.0),
-            "nvls": (0.0, 0.0, 18.0), "nvls_tree": (0.0, 0.0, 20.9)},
+            "nvls": (0.0, 0.0, 18.0), "nvls_tree": (0.0, 0.0, 20.9), "pat": (0.0, 0.0, 14.0)},
 }
+# PAT (tuning.cc): busBw x .75; latency log2i(nNodes) x (interLat / 3.5) + nRanks x 2.8 us
+PAT_FACTOR, PAT_LOG_LATENCY_DIVISOR, PAT_PER_RANK_US = 0.75, 3.5, 2.8
 NET_OVERHEAD_US = 1.0
 """Network post overhead per step of an inter-domain ring, x3 for Simple (getNetOverhead: 1 us Intel)."""
 RING_PLATEAU = 1.4
@@ -69,6 +71,22 @@ NVLS_MIN_RANKS = 5
 four GPUs will not benefit from multicast' (NVIDIA GB200 NVL Partition User Guide v1.0); measured,
 NCCL picks it from 5 GPUs on 8x H200 and from 6 on 8x B200 (stas00/ml-engineering network/README.md
 @744d01e, SHARP)."""
+
+
+NVLS_CHANNELS = {"hopper": (16, 16), "blackwell": (24, 32)}
+"""NVLS channels (thread blocks) per GPU, (one domain, several): src/transport/nvls.cc @5067397
+NVLS_NCHANNELS_SM90 16, NVLS_NCHANNELS_SM100_NVL 24 on one NVLink domain, NVLS_NCHANNELS_SM100 32
+across domains."""
+NCCL_MAX_NVLS_ARITY = 32
+"""NVLS heads per domain at most: src/include/device.h NCCL_MAX_NVLS_ARITY; search.cc gives the NVLS
+graph min(NCCL_MAX_NVLS_ARITY, GPUs) channels, one head each (8 on an HGX node, 32 on an NVL72 rack)."""
+NVLS_CHUNK_BYTES = 128 * 1024
+"""Bytes one NVLS channel moves per head and loop: nvls.cc NCCL_NVLS_CHUNKSIZE default 128 KiB."""
+NVLS_FILL_STAGES = 2
+"""Loops an NVLS all-reduce leaves exposed: its kernel (src/device/all_reduce.h, RunWorkColl NVLS /
+NVLS_TREE) runs three warp groups in a pipeline over loops of heads x chunk per channel -- scatter
+into the switch buffers, the multicast reduce + broadcast, gather back -- so the first loop's scatter
+and the last loop's gather run alone: two loop-times beyond bytes / bandwidth."""
 
 
 NCCL_COLLECTIVE_CTAS = 16
@@ -161,7 +179,8 @@ def _tree(size, links, proto: int):
 
 
 def _nvls(size, links, tree: bool):
-    """(seconds, bus bandwidth) of NVLS (one domain) or NVLS-tree (several), Simple protocol."""
+    """(seconds, bus bandwidth, seconds as NCCL's tuner estimates them) of NVLS (one domain) or
+    NVLS-tree (several), Simple protocol: the tuner's latency + bytes / bandwidth plus the fill."""
     n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
     bus = links.intra * links.nvls_gain
     if tree:
@@ -173,8 +192,26 @@ def _nvls(size, links, tree: bool):
         lat = HW_US[links.intra_kind]["nvls"][2] + 0 * n
         usable = (k <= 1) & (n >= NVLS_MIN_RANKS)
     usable = usable & (links.nvls_gain > 0)
-    seconds = lat * 1e-6 + 2 * (n - 1) / n * _arr(size) / np.where(bus > 0, bus, 1.0)
-    return np.where(usable, seconds, np.inf), bus
+    tuner = np.where(usable, lat * 1e-6 + 2 * (n - 1) / n * _arr(size) / np.where(bus > 0, bus, 1.0), np.inf)
+    return tuner + _nvls_fill(size, links, bus, tree), bus, tuner
+
+
+def nvls_loop_bytes(links, tree: bool):
+    """Bytes one NVLS loop moves across all channels: channels x heads x chunk (NVLS_CHANNELS,
+    min(ranks per domain, NCCL_MAX_NVLS_ARITY) heads, NVLS_CHUNK_BYTES); 24 x 32 x 128 KiB = 96 MiB on
+    one NVL72 rack, 16 x 8 x 128 KiB = 16 MiB on an HGX H100 node."""
+    channels = NVLS_CHANNELS.get(links.arch, NVLS_CHANNELS["hopper"])[1 if tree else 0]
+    return channels * np.minimum(_arr(links.per_node), NCCL_MAX_NVLS_ARITY) * NVLS_CHUNK_BYTES
+
+
+def _nvls_fill(size, links, bus, tree: bool):
+    """Seconds of NVLS's pipeline fill (NVLS_FILL_STAGES loops at the algorithm bandwidth; a payload
+    shorter than a loop fills with what it has). NCCL's tuner leaves it out (latency + bytes / bw), so
+    it moves the time, not the choice. The tree levels of NVLS-tree pass one chunk per channel each,
+    not a loop, and are not charged."""
+    n = _arr(links.ranks)
+    algbw = np.where(bus > 0, bus, 1.0) * n / (2 * np.maximum(n - 1, 1))
+    return NVLS_FILL_STAGES * np.minimum(nvls_loop_bytes(links, tree), _arr(size)) / algbw
 
 
 def _collnet(size, links):
@@ -186,10 +223,28 @@ def _collnet(size, links):
     return seconds, alg * 2 * (n - 1) / n
 
 
+def _pat(size, links):
+    """(seconds, bus bandwidth) of PAT all-gather / reduce-scatter, Simple protocol: NCCL runs it only
+    with one GPU per node (tuning.cc ncclPatEnable: nNodes == nRanks) and estimates it at latency
+    8 + log2i(nodes) x net latency / 3.5 + 2.8 x ranks us and 0.75 of the ring's bandwidth over the
+    whole buffer (no bus-to-algorithm ratio for non-ring all-gather / reduce-scatter): its log-depth
+    schedule replaces the ring's ranks - 1 network steps. Time = NCCL's estimate (no source measures
+    PAT here)."""
+    n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
+    net_lat = HW_US["net"]["pat"][2] + 2 * links.net_latency_us
+    lat = BASE_US["pat"][2] + np.floor(np.log2(np.maximum(k, 1))) * net_lat / PAT_LOG_LATENCY_DIVISOR
+    lat = lat + PAT_PER_RANK_US * n
+    bus = np.where(k > 2, links.net, np.minimum(links.net, links.intra)) * PAT_FACTOR
+    usable = (g <= 1) & (k > 1)
+    return np.where(usable, lat * 1e-6 + _arr(size) / bus, np.inf), bus
+
+
 def options(kind: str, size, links) -> dict[tuple[str, str], tuple[object, object, object]]:
     """Every (algorithm, protocol) NCCL weighs for ``kind`` with its (seconds, bus bandwidth,
     seconds as NCCL's tuner estimates them); unavailable ones take infinite seconds."""
     found = {("ring", p): _ring(kind, size, links, i) for i, p in enumerate(PROTOCOLS)}
+    if kind != "all_reduce":
+        found[("pat", "Simple")] = _pat(size, links)
     if kind == "all_reduce":
         found |= {("nvls", "Simple"): _nvls(size, links, tree=False),
                   ("nvls_tree", "Simple"): _nvls(size, links, tree=True),
@@ -197,8 +252,12 @@ def options(kind: str, size, links) -> dict[tuple[str, str], tuple[object, objec
     found = {key: (value + (value[0],) if len(value) == 2 else value) for key, value in found.items()}
     if kind == "all_reduce":
         found |= {("tree", p): _tree(size, links, i) for i, p in enumerate(PROTOCOLS)}
-    if links.algorithm is not None:  # NCCL_ALGO forced (a benchmark's setting)
-        found = {key: value for key, value in found.items() if key[0] == links.algorithm}
+    if links.algorithm is not None:  # NCCL_ALGO forced (a benchmark's setting), one or a comma list
+        allowed = set(links.algorithm.split(","))
+        found = {key: value for key, value in found.items() if key[0] in allowed}
+    if links.protocol is not None:  # NCCL_PROTO forced, one or a comma list
+        allowed = set(links.protocol.split(","))
+        found = {key: value for key, value in found.items() if key[1] in allowed}
     return found
 
 

@@ -47,6 +47,7 @@ class GroupLinks:
     collnet: bool = False
     net_latency_us: float = 0.0
     algorithm: str | None = None
+    protocol: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,9 @@ class Cluster:
     net_latency_us: float = 0.0
     """Latency the network plugin adds per inter-domain step (NCCL graph latencyInter; 0 on IB)."""
     algorithm: str | None = None
-    """An NCCL algorithm forced (NCCL_ALGO), None = NCCL's choice."""
+    """NCCL algorithms allowed (NCCL_ALGO: one, or a comma list such as 'ring,tree'), None = NCCL's choice."""
+    protocol: str | None = None
+    """NCCL protocols allowed (NCCL_PROTO: 'LL', 'LL128', 'Simple' or a comma list), None = all."""
 
     def group(self, ranks, stride=1) -> GroupLinks:
         """The links of a communicator of ``ranks`` ranks whose members are ``stride`` ranks apart
@@ -82,7 +85,7 @@ class Cluster:
                           per_node * self.scale_out_bandwidth * self.scale_out_efficiency,
                           arch=self.gpu.collective_arch or "ampere", intra_kind="pci" if pcie else "nvlink",
                           nvls_gain=self.nvls_gain, collnet=self.collnet, net_latency_us=self.net_latency_us,
-                          algorithm=self.algorithm)
+                          algorithm=self.algorithm, protocol=self.protocol)
 
     def link(self, group_span: int) -> tuple[float, float]:
         """(achievable bandwidth per GPU per direction, latency) for a group spanning
