@@ -213,7 +213,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
              low=batch / serving.tpot[1].total, high=batch / serving.tpot[2].total),
         Line("allreduce_per_token", "TP all-reduce time per output token", comm, "s",
              f"{comm * 1e3:,.2f} ms" if serving.gpus > 1 else "none (1 GPU)",
-             f"{2 * plan.spec.num_layers} all-reduces of batch x hidden x 2 B over "
+             f"{R.forward_allreduces(plan.spec, plan.setup.runtime.release)} all-reduces of batch x hidden x 2 B over "
              f"{(plan.gpu.scale_up_bandwidth or 0) / GB:,.0f} GB/s (the release's kernel or NCCL by size)"
              if serving.gpus > 1 else ""),
         *_speculation_lines(plan, tpot),
