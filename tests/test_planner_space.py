@@ -145,15 +145,20 @@ def test_the_refusal_names_the_smallest_cluster_that_fits():
     assert smallest_fitting_count(ev, 8, tiny.target_batch(tiny.seq_len), max_tp(ev), space_limits(tiny)) is None
 
 
-def test_405b_on_96_h100_fits_torchtitan_with_expandable_segments():
-    # torchtitan's launcher sets expandable segments (reserve x 1.03): ZeRO-3 + full recompute fits,
-    # reserved + runtime within 95% of the 79.6 GiB
+def test_405b_on_h100_with_torchtitan_keeps_its_published_reserve_free():
+    # torchtitan's launcher sets expandable segments (reserve x 1.03); its published reserved peaks
+    # exceed gpuplan's by a median 27% beyond the model states (planner/framework_rules.py), which the
+    # fit rule keeps free: 96 H100 80GB no longer hold 405B (the model's arithmetic alone fitted ZeRO-3
+    # + full recompute within 95% of the 79.6 GiB), 128 do, with ZeRO-3 + full recompute
     inputs = PlanInputs(model="llama-3.1-405b", tokens="15T", gpu="h100", gpus=96, framework="torchtitan")
     ev = evaluator_for(inputs)
-    plan, _ = best_plan(ev, 96, inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs))
+    with pytest.raises(InputError, match="smallest common cluster size that fits is 128 GPUs"):
+        best_plan(ev, 96, inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs))
+    inputs = PlanInputs(model="llama-3.1-405b", tokens="15T", gpu="h100", gpus=128, framework="torchtitan")
+    plan, _ = best_plan(ev, 128, inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs))
     assert plan.fits and plan.layout.zero == 3 and plan.recompute == "full"
     assert plan.reserved_bytes == pytest.approx(plan.memory.allocated * 1.03)
-    assert plan.total_bytes <= 0.95 * 79.65 * 2**30
+    assert plan.total_bytes + plan.fit_excess_bytes <= 0.95 * 79.65 * 2**30 and plan.fit_excess_bytes > 0
 
 
 def test_a_common_size_has_no_alternatives():

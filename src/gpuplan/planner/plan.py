@@ -41,6 +41,8 @@ class Plan:
     target_batch: float
     """Sequences per step asked for (the layout's global batch is it rounded to a multiple of dp)."""
     gpus_asked: int
+    fit_excess_bytes: float = 0.0
+    """What the fit rule keeps free beyond the model's memory (Evaluator.fit_excess)."""
 
     @property
     def gpus(self) -> int:
@@ -69,7 +71,7 @@ class Plan:
 
     @property
     def fits(self) -> bool:
-        return self.total_bytes <= self.budget_bytes
+        return self.total_bytes + self.fit_excess_bytes <= self.budget_bytes
 
     @property
     def tokens_per_second(self) -> float:
@@ -114,13 +116,15 @@ def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, targe
                      pp=layout.pp, vpp=layout.vpp, cp=layout.cp, ep=layout.ep, zero=layout.zero,
                      micro_batch=layout.micro_batch, micro_batches=layout.micro_batches_per_step)
     memory = M.peak_memory(ev.spec, layout, replace(ev.memory, recompute=recompute))
+    states = memory.weights + memory.master + memory.optimizer
+    excess = ev.fit_reserve * max(0.0, float(ev.overheads.reserved_bytes(memory.allocated - states)))
     rated = ev.rates(LayoutTable({"global_batch": np.array([layout.batch]), "gpus": np.array([layout.world]),
                                   "step_seconds": np.array([float(step.total)]), "pp": np.array([layout.pp]),
                                   "vpp": np.array([layout.vpp]),
                                   "recompute": np.array([RECOMPUTE_MODES.index(recompute)])}))
     return Plan(layout, recompute, step, memory, float(ev.overheads.fixed_bytes(layout)), ev.budget, ev.overheads.fragmentation,
                 float(rated["mfu"][0]), float(rated["hfu"][0]), ev.memory.seq_len, target_batch,
-                gpus_asked or layout.world)
+                gpus_asked or layout.world, excess)
 
 
 def row_layout(table: LayoutTable, i: int) -> tuple[ParallelLayout, str]:

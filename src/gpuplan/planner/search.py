@@ -80,20 +80,36 @@ class Evaluator:
     overheads: M.Overheads
     uncertainty: UncertaintyTable | None = None
     """How far each layout is from published ones, as an error (planner.uncertainty); None = no per-layout figure."""
+    fit_reserve: float = 0.0
+    """Share of the reserved peak the fit rule keeps free beyond the model's (planner.framework_rules
+    published_reserve: what the framework's published runs held beyond gpuplan's estimate)."""
 
     @property
     def budget(self) -> float:
         return self.overheads.budget_bytes(self.cluster.gpu.memory_bytes)
 
+    def fits(self, total, excess) -> np.ndarray:
+        """Whether reserved + runtime (``total``) plus the fit rule's ``excess`` stays within the budget."""
+        return total + excess <= self.budget
+
+    def fit_excess(self, g: dict, mode: str, peak) -> np.ndarray:
+        """fit_reserve of the reserved peak beyond the model states (weights, master weights,
+        optimizer states: exact shards, where the published gap is not) of each layout."""
+        if not self.fit_reserve:
+            return np.zeros(np.shape(peak))
+        parts = M.stage_memory_parts(self.spec, self.layout(g), replace(self.memory, recompute=mode), 0)
+        states = np.asarray(parts.weights + parts.master + parts.optimizer, dtype=float)
+        return self.fit_reserve * np.maximum(self.overheads.reserved_bytes(peak - states), 0.0)
+
     def layout(self, g: dict) -> ParallelLayout:
         return ParallelLayout(dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"],
                               zero=g["zero"], micro_batch=g["micro_batch"], global_batch=g["global_batch"])
 
-    def memory_of(self, g: dict, mode: str) -> tuple[np.ndarray, np.ndarray]:
-        """(allocated peak, reserved peak + CUDA context + NCCL buffers) per layout."""
+    def memory_of(self, g: dict, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(allocated peak, reserved peak + CUDA context + NCCL buffers, the fit rule's excess) per layout."""
         layout = self.layout(g)
         peak = np.asarray(M.peak_allocated(self.spec, layout, replace(self.memory, recompute=mode)), dtype=float)
-        return peak, self.overheads.device_bytes(peak, layout)
+        return peak, self.overheads.device_bytes(peak, layout), self.fit_excess(g, mode, peak)
 
     def time_of(self, g: dict, mode: str) -> dict[str, np.ndarray]:
         f = {k: g[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch", "micro_batches")}
@@ -106,12 +122,12 @@ class Evaluator:
                         "comm_seconds": t.comm_total * ones}
 
     def evaluate(self, g: dict, mode: str, timed: bool = True,
-                 memory: tuple[np.ndarray, np.ndarray] | None = None) -> LayoutTable:
+                 memory: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> LayoutTable:
         """Memory (or the ``memory`` already computed for these rows), and the step time when
         ``timed`` (else NaN), of every layout ``g`` in recompute ``mode``."""
-        peak, total = memory if memory is not None else self.memory_of(g, mode)
+        peak, total, excess = memory if memory is not None else self.memory_of(g, mode)
         columns = dict(g) | {"recompute": np.full(len(peak), RECOMPUTE_MODES.index(mode)), "peak_bytes": peak,
-                             "total_bytes": total, "fits": total <= self.budget}
+                             "total_bytes": total, "fits": self.fits(total, excess)}
         if timed:
             columns |= self.time_of(g, mode)
         else:
@@ -168,12 +184,13 @@ def search_layouts(evaluator: Evaluator, counts: tuple[int, ...], target_batch: 
         if exhaustive:
             parts.append(evaluator.evaluate(grid, mode))
             continue
-        peak, total = evaluator.memory_of(remaining, mode)
-        fits = total <= evaluator.budget
+        peak, total, excess = evaluator.memory_of(remaining, mode)
+        fits = evaluator.fits(total, excess)
         if fits.any():
-            parts.append(evaluator.evaluate(_take(remaining, fits), mode, memory=(peak[fits], total[fits])))
+            parts.append(evaluator.evaluate(_take(remaining, fits), mode, memory=(peak[fits], total[fits], excess[fits])))
         if done == len(modes) - 1 and not fits.all():  # fits in no mode: kept, untimed
-            parts.append(evaluator.evaluate(_take(remaining, ~fits), mode, False, (peak[~fits], total[~fits])))
+            parts.append(evaluator.evaluate(_take(remaining, ~fits), mode, False,
+                                            (peak[~fits], total[~fits], excess[~fits])))
         remaining = _take(remaining, ~fits)
     table = LayoutTable.concat(parts)
     return evaluator.rates(table) if len(table) else table  # untimed rows: NaN rates

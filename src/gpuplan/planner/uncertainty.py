@@ -41,6 +41,8 @@ MANY_DOMAINS = 16
 model has no scale term (docs/step.md, 'Scale'), so what it knows at 16 nodes need not hold at 64."""
 VARIOGRAM_RANGE = 6.0
 """Pairs of published layouts further apart than this (six doublings) are left out of the growth fit."""
+MIN_KIND_ROWS = 3
+"""Published layouts of one kind needed before the kind's own RMS error stands for it (KnownLayouts.kind_rms)."""
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,30 @@ class KnownLayouts:
     """Each point's kind (kind_code)."""
     groups: tuple[str, ...] = ()
     """Each point's (model | GPU | GPU count | precision | framework) group, to leave a group out."""
+    errors: np.ndarray | None = None
+    """Each point's step-model error at its published row (RMS over a layout republished release after
+    release); None: unknown, every kind takes ``rms``."""
 
     def without(self, group: str) -> KnownLayouts:
         """The same class with one group's layouts left out (a check that must not see its own runs)."""
         keep = np.array([g != group for g in self.groups], dtype=bool)
+        errors = None if self.errors is None else self.errors[keep]
         return KnownLayouts(self.rms, self.growth, self.points[keep], self.kinds[keep],
-                            tuple(g for g, k in zip(self.groups, keep) if k))
+                            tuple(g for g, k in zip(self.groups, keep) if k), errors)
+
+    def kind_rms(self, kinds) -> np.ndarray:
+        """For each layout kind in ``kinds``: the RMS of the step model's error at the published
+        layouts of that kind, where at least MIN_KIND_ROWS have it, never below the class's ``rms``
+        (a kind's few rows cannot show it is better known than its class); else the class's."""
+        kinds = np.asarray(kinds).reshape(-1)
+        out = np.full(len(kinds), self.rms)
+        if self.errors is None:
+            return out
+        for kind in np.unique(kinds):
+            errors = self.errors[(self.kinds == kind) & np.isfinite(self.errors)]
+            if len(errors) >= MIN_KIND_ROWS:
+                out[kinds == kind] = max(self.rms, float(np.sqrt(np.mean(errors ** 2))))
+        return out
 
 
 def layout_features(columns, domain: int, moe: bool) -> dict[str, np.ndarray]:
@@ -129,10 +149,12 @@ def nearest_distance(points: np.ndarray, kinds, known: np.ndarray, known_kinds, 
     return best[np.asarray(inverse).reshape(-1)]
 
 
-def distance_uncertainty(distance, known: KnownLayouts, widest: float):
-    """u = sqrt(rms^2 + (growth x distance)^2); ``widest`` where the class has no published layout."""
+def distance_uncertainty(distance, known: KnownLayouts, widest: float, rms=None):
+    """u = sqrt(rms^2 + (growth x distance)^2); ``widest`` where the class has no published layout.
+    ``rms``: each layout's (its kind's, KnownLayouts.kind_rms); the class's when None."""
     distance = np.asarray(distance, dtype=float)
-    u = np.sqrt(known.rms ** 2 + (known.growth * np.where(np.isfinite(distance), distance, 0.0)) ** 2)
+    rms = known.rms if rms is None else np.asarray(rms, dtype=float)
+    u = np.sqrt(rms ** 2 + (known.growth * np.where(np.isfinite(distance), distance, 0.0)) ** 2)
     return np.where(np.isfinite(distance), u, widest)
 
 
@@ -142,7 +164,8 @@ def layout_uncertainty(columns, active_params: float, domain: int, moe: bool, kn
     scale-up domains hold ``domain`` GPUs."""
     points = layout_points(columns, active_params)
     kinds = kind_code(layout_features(columns, domain, moe))
-    return distance_uncertainty(nearest_distance(points, kinds, known.points, known.kinds), known, widest)
+    return distance_uncertainty(nearest_distance(points, kinds, known.points, known.kinds), known, widest,
+                                known.kind_rms(kinds))
 
 
 def fit_growth(distances: np.ndarray, half_squared_differences: np.ndarray) -> tuple[float, float]:

@@ -88,7 +88,10 @@ def evaluator_for(inputs, leave_out: str | None = None) -> Evaluator:
                               # Transformer Engine keeps the linears' inputs quantised (megatron implementation)
                               linear_input_bytes=saved_linear_input_bytes(low_precision_recipe(inputs.dtype,
                                                                                                 inputs.fp8_recipe)))
-    return Evaluator(spec, cluster, memory, step, overheads, uncertainty_table(spec, inputs.dtype, leave_out))
+    from gpuplan.planner.framework_rules import rules_for
+
+    return Evaluator(spec, cluster, memory, step, overheads, uncertainty_table(spec, inputs.dtype, leave_out),
+                     rules_for(inputs.framework).published_reserve)
 
 
 def uncertainty_table(spec, dtype: str, leave_out: str | None = None) -> UncertaintyTable:
@@ -106,7 +109,8 @@ def uncertainty_table(spec, dtype: str, leave_out: str | None = None) -> Uncerta
     points = np.array([p["x"] for p in entry["points"]], dtype=float).reshape(-1, len(COORDINATES))
     kinds = np.array([p["kind"] for p in entry["points"]], dtype=np.int64)
     known = KnownLayouts(float(entry["rms"]), float(entry["growth"]), points, kinds,
-                         tuple(p["group"] for p in entry["points"]))
+                         tuple(p["group"] for p in entry["points"]),
+                         np.array([p.get("e", np.nan) for p in entry["points"]], dtype=float))
     if leave_out is not None:
         known = known.without(leave_out)
     return UncertaintyTable(known, float(data["widest"]), float(count_parameters(spec).active))

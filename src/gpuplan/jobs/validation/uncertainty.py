@@ -78,6 +78,18 @@ def class_figures(rows) -> dict[str, tuple[float, float, float]]:
     return out
 
 
+def _points(rows) -> list[str]:
+    """One JSON object per distinct (group, kind, point): a layout republished release after release is
+    one point, its error ("e") the RMS of its rows' errors (planner.uncertainty KnownLayouts.kind_rms)."""
+    import json
+
+    errors: dict[tuple, list[float]] = defaultdict(list)
+    for _, group, point, error, _, kind in rows:
+        errors[(group, kind, tuple(round(float(v), 3) for v in point))].append(error)
+    return [json.dumps({"group": group, "kind": kind, "x": list(x), "e": round(math.sqrt(sum(e * e for e in es) / len(es)), 2)})
+            for (group, kind, x), es in errors.items()]
+
+
 def uncertainty_json() -> str:
     """The packaged file's text: JSON, one published layout per line (the planner reads it on every
     search; Python's C JSON parser takes ~1 ms where tomllib took ~60 ms for the same 290 points)."""
@@ -90,16 +102,14 @@ def uncertainty_json() -> str:
              "Per precision class: the step model's RMS error at the held-out published layouts, the variogram "
              f"of its error over pairs of scored layouts closer than {VARIOGRAM_RANGE:g} units (nugget, growth per "
              "unit), and every scored published layout of its layout family (dense or MoE) as a point with "
-             "its kind (planner/uncertainty.py FEATURES as bits)."]
+             "its kind (planner/uncertainty.py FEATURES as bits) and the step model's error there (e)."]
     lines = ["{", f'  "about": {json.dumps(about)},', f'  "coordinates": {json.dumps(list(COORDINATES))},',
              f'  "widest": {round(widest, 4)}']
     for cls in CLASSES:
         if cls not in figures:
             continue
         rms, nugget, growth = figures[cls]
-        points = [json.dumps({"group": group, "kind": kind, "x": [round(float(v), 3) for v in point]})
-                  for c, group, point, _, _, kind in rows if LAYOUT_FAMILY[c] == LAYOUT_FAMILY[cls]]
-        points = list(dict.fromkeys(points))  # a layout republished release after release is one point
+        points = _points([r for r in rows if LAYOUT_FAMILY[r[0]] == LAYOUT_FAMILY[cls]])
         lines[-1] += ","
         lines += [f'  "{cls}": {{"rms": {round(rms, 4)}, "nugget": {round(nugget, 4)}, "growth": {round(growth, 4)}, '
                   '"points": [', ",\n".join("    " + p for p in points), "  ]}"]

@@ -1,0 +1,120 @@
+"""The planner's own choice for torchtitan (issue 37): the layout uncertainty by kind
+(planner/uncertainty.py KnownLayouts.kind_rms) and the fit rule's reserve for what torchtitan's
+published runs held beyond gpuplan's memory estimate (planner/framework_rules.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpuplan.planner import uncertainty as U
+
+GiB = 2**30
+
+
+def _known(errors, kinds, groups=None):
+    points = np.zeros((len(kinds), len(U.COORDINATES)))
+    groups = groups or tuple("g%d" % i for i in range(len(kinds)))
+    return U.KnownLayouts(rms=0.08, growth=0.0, points=points, kinds=np.array(kinds), groups=groups,
+                          errors=np.array(errors, dtype=float))
+
+
+def test_a_kind_takes_its_own_rms_where_three_published_layouts_have_it():
+    known = _known([0.1, -0.2, 0.2, 0.5, 0.01, 0.02, 0.0], [44, 44, 44, 0, 60, 60, 60])
+    # kind 44: sqrt((0.01 + 0.04 + 0.04) / 3) = sqrt(0.03) = 0.1732; kind 0 has one row (< 3): the class's
+    # 0.08; kind 60's RMS 0.013 is below the class's: floored at 0.08; kind 8 has none: the class's
+    assert list(known.kind_rms([44, 0, 60, 8])) == pytest.approx([0.1732, 0.08, 0.08, 0.08], abs=1e-4)
+    # at distance 0 the uncertainty is the kind's RMS (growth 0 here)
+    u = U.distance_uncertainty(np.array([0.0, 0.0]), known, 0.45, known.kind_rms([44, 0]))
+    assert list(u) == pytest.approx([0.1732, 0.08], abs=1e-4)
+
+
+def test_leaving_a_group_out_leaves_its_errors_out():
+    known = _known([0.1, -0.2, 0.2, 0.9], [44, 44, 44, 44], groups=("a", "b", "c", "d"))
+    # all four: sqrt((0.01 + 0.04 + 0.04 + 0.81) / 4) = sqrt(0.225) = 0.4743; without d: 0.1732
+    assert known.kind_rms([44])[0] == pytest.approx(0.4743, abs=1e-4)
+    assert known.without("d").kind_rms([44])[0] == pytest.approx(0.1732, abs=1e-4)
+    # without a and d two rows remain (< 3): the class's 0.08
+    assert known.without("d").without("a").kind_rms([44])[0] == pytest.approx(0.08)
+
+
+def test_unknown_errors_give_the_class_rms():
+    known = U.KnownLayouts(rms=0.08, growth=0.0, points=np.zeros((3, len(U.COORDINATES))), kinds=np.array([1, 1, 1]))
+    assert list(known.kind_rms([1, 2])) == [0.08, 0.08]
+
+
+def test_torchtitans_published_reserve_is_the_median_of_its_published_peaks(monkeypatch):
+    import gpuplan.jobs.validation.published_memory as P
+    from gpuplan.core.memory import training as M
+    from gpuplan.core.memory.device_memory import fragmentation
+    from gpuplan.planner.framework_rules import TORCHTITAN_PUBLISHED_RESERVE, rules_for
+
+    states = []
+    original = M.peak_allocated
+
+    def remembering_states(spec, layout, settings):  # the estimate's model states, as the fit rule takes them
+        m = M.peak_memory(spec, layout, settings)
+        states.append(m.weights + m.master + m.optimizer)
+        return original(spec, layout, settings)
+
+    monkeypatch.setattr(P.M, "peak_allocated", remembering_states)
+    gaps = []
+    for case in P.published_cases():
+        if case.framework == "torchtitan" and case.estimated:
+            kept = states[-1] * (1 + fragmentation(True))  # torchtitan sets expandable segments
+            gaps.append((case.measured - case.estimated) / (case.estimated - kept))
+    # 17 rows at the time of writing, median 0.268 (docs/step.md, Planner); kept within 0.03 of the data
+    assert len(gaps) >= 15
+    assert TORCHTITAN_PUBLISHED_RESERVE == pytest.approx(float(np.median(gaps)), abs=0.03)
+    assert rules_for("torchtitan").published_reserve == TORCHTITAN_PUBLISHED_RESERVE
+    assert rules_for("megatron").published_reserve == 0.0
+
+
+def _torchtitan_70b_evaluator():
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    inputs = PlanInputs(model="llama-3.1-70b", tokens=1e12, gpu="h100-sxm-96gb-500w", gpus=256, seq_len=8192,
+                        global_batch=512, dtype="bf16", framework="torchtitan")
+    return evaluator_for(inputs)
+
+
+def test_the_fit_rule_keeps_the_published_reserve_free():
+    from gpuplan.core.parallel import ParallelLayout
+    from gpuplan.planner.plan import evaluate_layout
+
+    ev = _torchtitan_70b_evaluator()
+    assert ev.fit_reserve == pytest.approx(0.27)
+    # FSDP over 256 GPUs, one sequence per micro-batch, selective recompute: what the planner chose before
+    # (docs/step.md): ~87.4 GiB of a 91.2 GiB budget (96 GiB x 0.95) by the model; its model states (fp32
+    # weights + Adam, FSDP2's recipe) are 70.6e9 x 12 B / 256 = 3.1 GiB, so the fit rule keeps
+    # 0.27 x ~(85 - 3) = ~22 GiB more free: refused
+    layout = ParallelLayout(dp=256, tp=1, pp=1, zero=3, micro_batch=1, global_batch=512)
+    plan = evaluate_layout(ev, layout, "selective", 512)
+    m = plan.memory
+    assert plan.budget_bytes == pytest.approx(96 * GiB * 0.95)
+    assert 80 * GiB < plan.total_bytes < plan.budget_bytes and not plan.fits
+    assert (m.weights + m.master + m.optimizer) == pytest.approx(70.6e9 * 12 / 256, rel=0.02)
+    assert plan.fit_excess_bytes == pytest.approx(0.27 * (plan.reserved_bytes - (m.weights + m.master + m.optimizer)
+                                                          * (1 + plan.fragmentation)), rel=1e-6)
+    assert 18 * GiB < plan.fit_excess_bytes < 24 * GiB
+    # the same layout with full recompute (~39.5 GiB) fits with the reserve
+    assert evaluate_layout(ev, layout, "full", 512).fits
+    # the search's mask agrees with the plan's rule on the same layout
+    g = {k: np.array([v]) for k, v in dict(dp=256, tp=1, pp=1, vpp=1, cp=1, ep=1, zero=3, micro_batch=1,
+                                             global_batch=512).items()}
+    peak, total, excess = ev.memory_of(g, "selective")
+    assert not ev.fits(total, excess)[0] and total[0] == pytest.approx(plan.total_bytes, rel=1e-6)
+    assert excess[0] == pytest.approx(plan.fit_excess_bytes, rel=1e-6)
+
+
+def test_the_generic_planner_keeps_its_fit_rule():
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    inputs = PlanInputs(model="llama-3.1-8b", tokens=1e12, gpu="h100", gpus=8, framework="megatron")
+    ev = evaluator_for(inputs)
+    g = {k: np.array([v]) for k, v in dict(dp=8, tp=1, pp=1, vpp=1, cp=1, ep=1, zero=1, micro_batch=1,
+                                             global_batch=8).items()}
+    _, total, excess = ev.memory_of(g, "none")
+    assert ev.fit_reserve == 0.0 and excess[0] == 0.0 and ev.fits(np.array([ev.budget]), excess)[0]
