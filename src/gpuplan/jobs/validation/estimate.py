@@ -377,7 +377,8 @@ def accuracy_markdown(report: Report) -> str:
            "B200 and GB200 NVL72, 1 to 20 nodes / racks (`src/gpuplan/catalog/reference/collective_measurements.yaml`:",
            "nccl-tests logs of CoreWeave, GCP A3 Mega, NVIDIA/nccl#1801, stas00/ml-engineering; stas00's torch",
            "all_reduce_bench sweeps as their own kind), against core/comm/collectives.py (NCCL's algorithms and",
-           "protocols by size, its own latency constants) on core/comm/topology.py's cluster; all held out: the",
+           "protocols by size, its own latency constants, NVLS's pipeline fill) on core/comm/topology.py's cluster;",
+           "held out but the one-node torch sweep, which sets that benchmark's per-call launch time (*fitted*); the",
            "per-generation NVLink efficiency and NVLS gain come from two other sources (docs/step.md).",
            ""]
     for table in report.tables:
