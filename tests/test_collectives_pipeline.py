@@ -102,3 +102,17 @@ def test_held_out_collectives_across_nodes():
     assert _mean_error(one_node) < 0.04
     four_nodes = [c for c in cases if "torch all_reduce_bench, several nodes, payload >=" in c.kind]
     assert _mean_error([c for c in four_nodes if not c.id.endswith("-16777216")]) < 0.10
+
+
+def test_plan_explain_names_each_collectives_bytes_algorithm_link_and_times(capsys):
+    from gpuplan.cli import main
+
+    args = ["plan", "llama-3.1-70b", "--tokens", "1T", "--gpu", "h100", "--gpus", "512", "--tp", "8", "--pp", "4",
+            "--explain"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("Communication per step"):].splitlines()
+    assert all(word in table[1] for word in ("bytes each", "NCCL algorithm / protocol", "link", "s/step", "exposed s"))
+    dp = [line for line in table if line.startswith("DP ")]
+    # a data-parallel group beside tp 8 has one member per node: its link names 16 domains and one NIC (45 GB/s)
+    assert dp and all("MiB" in line and "ring / Simple" in line and "1/domain x 16 domains" in line for line in dp)
