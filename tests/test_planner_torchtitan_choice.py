@@ -138,3 +138,15 @@ def test_palm_runs_its_stated_batch_ramp():
     factor = float(basis.split("batch ramp x")[1])
     assert 1.0 < factor < 1.24
     assert hours > 0
+
+
+@pytest.mark.parametrize("framework, shown", [("torchtitan", "5% + 27% of the reserved peak beyond the model states"),
+                                               ("megatron", "5%")])
+def test_the_plan_says_what_the_fit_rule_keeps_free(run_cli, framework, shown):
+    import json
+
+    code, out, _ = run_cli("plan", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "8", "--framework",
+                           framework, "--json")
+    assert code == 0
+    margin = next(a for a in json.loads(out)["assumptions"] if a["key"] == "margin")
+    assert margin["value"] == shown

@@ -71,7 +71,12 @@ class Plan:
 
     @property
     def fits(self) -> bool:
-        return self.total_bytes + self.fit_excess_bytes <= self.budget_bytes
+        return self.headroom_bytes >= 0
+
+    @property
+    def headroom_bytes(self) -> float:
+        """What stays free within the budget after reserved + runtime and the fit rule's excess (< 0: over)."""
+        return self.budget_bytes - self.total_bytes - self.fit_excess_bytes
 
     @property
     def tokens_per_second(self) -> float:

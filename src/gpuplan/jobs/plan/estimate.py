@@ -161,6 +161,14 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                              in_answer=inputs.explain)
 
 
+def _published_gap(inputs: PlanInputs) -> str:
+    """The fit rule's share for the framework's published memory gap, as the margin assumption adds it."""
+    from gpuplan.planner.framework_rules import rules_for
+
+    share = rules_for(inputs.framework).published_reserve
+    return f" + {share:.0%} of the reserved peak beyond the model states" if share else ""
+
+
 def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[Assumption, ...]:
     price = result.price
     return (
@@ -185,7 +193,9 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
         *_moe_all_to_all_assumption(inputs, result),
         Assumption("overlap", "DP/FSDP overlap", f"{inputs.dp_overlap:.0%}", "bucketed all-reduce / prefetch",
                    "--dp-overlap", "dp_overlap" in inputs.given),
-        Assumption("margin", "memory safety margin", f"{inputs.margin:.0%}", "the article", "--margin",
+        Assumption("margin", "memory safety margin", f"{inputs.margin:.0%}" + _published_gap(inputs),
+                   "the article" + ("; the framework's published reserved peaks over gpuplan's estimate "
+                                    "(planner/framework_rules.py)" if _published_gap(inputs) else ""), "--margin",
                    "margin" in inputs.given),
         Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:.2f}", result.price_source,
                    "--price / --provider", "price" in inputs.given or "provider" in inputs.given),

@@ -41,13 +41,13 @@ def memory_lines(plan: Plan, prefix: str) -> tuple[Line, ...]:
               Line(f"{prefix}_mem_total", "device memory needed (reserved + runtime)", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
                    f"at {m.peak_phase}, pipeline stage {m.stage}"),
               Line(f"{prefix}_mem_fits", f"fits with the margin ({format_bytes(plan.budget_bytes)} usable)", plan.fits,
-                   "", "yes" if plan.fits else f"NO: {format_bytes(plan.total_bytes - plan.budget_bytes)} over")]
+                   "", "yes" if plan.fits else f"NO: {format_bytes(-plan.headroom_bytes)} over")]
     return tuple(lines)
 
 
 def why_lines(plan: Plan, table: LayoutTable) -> tuple[Line, ...]:
     """The recommendation in the article's terms."""
-    headroom = plan.budget_bytes - plan.total_bytes
+    headroom = plan.headroom_bytes
     lines = [Line("why_headroom", "memory headroom after the margin", headroom, "bytes", format_bytes(headroom),
                   "the article: spend headroom on a bigger micro-batch" if headroom > 0.25 * plan.budget_bytes else
                   "little headroom left")]

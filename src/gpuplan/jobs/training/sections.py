@@ -186,7 +186,9 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
         Line("mem_capacity", "usable memory (after the margin)", plan.budget_bytes, "bytes",
              format_bytes(plan.budget_bytes), f"{inputs.margin:.0%} kept free beyond the modelled reserve and runtime"),
         Line("mem_fits", "fits", plan.fits, "", "yes" if plan.fits else "NO",
-             f"headroom {format_bytes(plan.budget_bytes - plan.total_bytes)}"),
+             f"headroom {format_bytes(plan.headroom_bytes)}" + (f", after {format_bytes(plan.fit_excess_bytes)} kept free "
+                                                                 "for the framework's published memory gap"
+                                                                 if plan.fit_excess_bytes else "")),
     ))
 
 
