@@ -80,8 +80,13 @@ def compiled_text() -> str:
     return json.dumps(compile_catalog(), indent=1, sort_keys=True) + "\n"
 
 
-if __name__ == "__main__":
-    target = _root() / COMPILED
-    with resources.as_file(target) as out:
+def write_compiled() -> str:
+    """Regenerate the JSON from the TOML files as they are now; its path."""
+    with resources.as_file(_root() / COMPILED) as out:
         out.write_text(compiled_text(), encoding="utf-8")
-    print(f"wrote {COMPILED}")
+    _compiled.cache_clear()
+    return str(out)
+
+
+if __name__ == "__main__":
+    print(f"wrote {write_compiled()}")

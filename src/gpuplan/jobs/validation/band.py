@@ -68,6 +68,9 @@ def main() -> None:
         path = resources.files("gpuplan.catalog") / "reference" / name
         write_atomic(str(path), text)
         print(f"wrote {path}")
+    from gpuplan.catalog.compiled import write_compiled  # the parsed copy the commands read
+
+    print(f"wrote {write_compiled()}")
 
 
 if __name__ == "__main__":
