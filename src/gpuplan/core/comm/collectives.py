@@ -19,7 +19,9 @@ bandwidth this group gets):
   NVLS       all-reduce inside one NVSwitch domain, reduced in the switch: bus = intra x the part's
              measured NVLS gain (catalog ``nvls_allreduce_gain``)
   NVLS-tree  NVLS inside, tree across: bus = min(NVLS bus, net x 2 on two domains)
+             (NVLS and NVLS-tree also pay their pipeline fill, two loops: NVLS_FILL_STAGES)
   CollNet    IB SHARP (chain inside the domain, reduction in the switches): algbw = intra / 2
+  PAT        all-gather / reduce-scatter at one GPU per node: log-depth latency, 0.75 x the ring's bw
 
 Protocol factors on bandwidth (tuning.cc): LL 1/2 (8-byte lines carry 4 bytes of data) capped by
 llMaxBw, LL128 0.92 (120 of 128 bytes), Simple 1. Latencies in microseconds are NCCL's constants
@@ -79,7 +81,9 @@ NVLS_NCHANNELS_SM90 16, NVLS_NCHANNELS_SM100_NVL 24 on one NVLink domain, NVLS_N
 across domains."""
 NCCL_MAX_NVLS_ARITY = 32
 """NVLS heads per domain at most: src/include/device.h NCCL_MAX_NVLS_ARITY; search.cc gives the NVLS
-graph min(NCCL_MAX_NVLS_ARITY, GPUs) channels, one head each (8 on an HGX node, 32 on an NVL72 rack)."""
+graph min(NCCL_MAX_NVLS_ARITY, GPUs) channels, one head each (8 on an HGX node, 32 on an NVL72 rack).
+Across nodes a head is a GPU with its NIC (NVIDIA/nccl#1357: 'NVLS Head 0..3' on nodes with 4 NICs);
+the catalog's parts have one NIC per GPU, so heads = GPUs of the domain, at most 32."""
 NVLS_CHUNK_BYTES = 128 * 1024
 """Bytes one NVLS channel moves per head and loop: nvls.cc NCCL_NVLS_CHUNKSIZE default 128 KiB."""
 NVLS_FILL_STAGES = 2
