@@ -75,10 +75,16 @@ def model_entry(name: str) -> dict[str, Any]:
 
 
 def load_model(name: str) -> ModelSpec:
-    """ModelSpec for a catalog model id."""
+    """ModelSpec for a catalog model id (built once per process: a frozen spec; a bare --params
+    reads its seven reference shapes on each resolution)."""
+    return _catalog_spec(model_entry(name)["id"])
+
+
+@cache
+def _catalog_spec(model_id: str) -> ModelSpec:
     from gpuplan.adapters.hf_config import model_spec_from_hf_config
 
-    entry = model_entry(name)
+    entry = model_entry(model_id)
     return model_spec_from_hf_config(entry["config"], name=entry["id"], source=entry["config_source"])
 
 
