@@ -1,4 +1,5 @@
-"""Catalog data files (models, hardware, reference runs), read through importlib.resources.
+"""Catalog data files (models, hardware, reference runs), read from the package's folder
+(catalog.paths.CATALOG).
 
 Every entry names its source. Loading is lazy and cached: nothing is read at import time.
 """
@@ -7,9 +8,9 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
 from typing import Any
 
+from gpuplan.catalog.paths import CATALOG
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError, unknown_name_error
@@ -18,7 +19,7 @@ _GB = 1e9
 
 
 def _files(folder: str, suffix: str):
-    root = resources.files("gpuplan.catalog") / folder
+    root = CATALOG / folder
     return sorted((p for p in root.iterdir() if p.name.endswith(suffix)), key=lambda p: p.name)
 
 
@@ -38,7 +39,7 @@ def _model_file(model_id: str) -> dict[str, Any] | None:
     ``model_id`` (every catalog file is named by its id), else None."""
     if not model_id or not all(c.isalnum() or c in "._-" for c in model_id) or model_id.startswith("."):
         return None
-    path = resources.files("gpuplan.catalog") / "models" / f"{model_id}.json"
+    path = CATALOG / "models" / f"{model_id}.json"
     try:
         entry = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -148,7 +149,7 @@ def reference_runs() -> dict[str, Any]:
     """The packaged reference set of published training runs (see reference/README)."""
     import yaml
 
-    text = (resources.files("gpuplan.catalog") / "reference" / "training_runs.yaml").read_text("utf-8")
+    text = (CATALOG / "reference" / "training_runs.yaml").read_text("utf-8")
     data = yaml.safe_load(text)
     if not isinstance(data, dict) or "runs" not in data:
         raise InputError("reference runs", "training_runs.yaml", "expected a mapping with 'runs'")
@@ -167,7 +168,7 @@ def reference_toml(name: str) -> dict[str, Any]:
 def reference_json(name: str) -> dict[str, Any]:
     """A generated JSON file of catalog/reference (layout_uncertainty.json: read on every plan search,
     where tomllib's pure-Python parser would cost ~60 ms)."""
-    return json.loads((resources.files("gpuplan.catalog") / "reference" / name).read_text("utf-8"))
+    return json.loads((CATALOG / "reference" / name).read_text("utf-8"))
 
 
 def prediction_band(dtype: str, moe: bool = False) -> tuple[float, str]:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 import zlib
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
+
+from gpuplan.catalog.paths import CATALOG
 
 COMPILED = "reference/toml_catalog.json"
 FOLDERS = ("hardware", "prices")
@@ -26,8 +28,8 @@ FOLDERS = ("hardware", "prices")
 FILES = ("storage.toml", "reference/prediction_band.toml", "reference/model_track_record.toml")
 
 
-def _root():
-    return resources.files("gpuplan.catalog")
+def _root() -> Path:
+    return CATALOG
 
 
 def source_paths() -> list[str]:
@@ -82,8 +84,8 @@ def compiled_text() -> str:
 
 def write_compiled() -> str:
     """Regenerate the JSON from the TOML files as they are now; its path."""
-    with resources.as_file(_root() / COMPILED) as out:
-        out.write_text(compiled_text(), encoding="utf-8")
+    out = _root() / COMPILED
+    out.write_text(compiled_text(), encoding="utf-8")
     _compiled.cache_clear()
     return str(out)
 

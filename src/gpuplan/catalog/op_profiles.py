@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from functools import cache
-from importlib import resources
 
 from gpuplan.core.time.op_profile import EagerOps, SettingProfile, compose
 
@@ -26,7 +25,9 @@ Trainer's bf16=True); 'bf16' and 'fp8' keep bf16 parameters."""
 
 @cache
 def _document() -> dict:
-    text = resources.files("gpuplan.catalog").joinpath("reference", FILE).read_text(encoding="utf-8")
+    from gpuplan.catalog.paths import CATALOG
+
+    text = (CATALOG / "reference" / FILE).read_text(encoding="utf-8")
     return json.loads(text)
 
 

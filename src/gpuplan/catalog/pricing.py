@@ -16,10 +16,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from gpuplan.catalog.compiled import parsed_toml
+from gpuplan.catalog.paths import CATALOG
 from gpuplan.errors import InputError, closest_names
 from gpuplan.report.model import Table
 
@@ -72,8 +72,8 @@ def _row(provider_id: str, provider: str, raw: dict[str, Any]) -> PriceRow:
 
 @cache
 def _catalog() -> tuple[dict[str, dict[str, Any]], tuple[PriceRow, ...]]:
-    """(provider id -> provider header, all rows), read once through importlib.resources."""
-    root = resources.files("gpuplan.catalog") / "prices"
+    """(provider id -> provider header, all rows), read once."""
+    root = CATALOG / "prices"
     headers: dict[str, dict[str, Any]] = {}
     rows: list[PriceRow] = []
     for path in sorted((p for p in root.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name):
