@@ -40,8 +40,10 @@ reduce_results = not (new_decoder_architecture or parallel_attn) and all-reduces
 once; TensorRT-LLM's tensorrt_llm/models/falcon/model.py FalconDecoderLayer of the checkpoint-config
 builds (0.9's trtllm-build) sets tp_group None inside the block ('Not to apply allreduce inside the
 Attention/MLP layers. allreduce applies after those layer.'). TensorRT-LLM's first Falcon code
-(2023, build.py era) reduced inside each RowLinear, twice a layer; the release between 0.6.1 and
-0.9.0 that changed it is not pinned, so 0.5 / 0.6.1 keep two. SGLang's is not read: two."""
+(2023, build.py era) reduced inside each RowLinear, twice a layer; a later constructor-argument
+version (with the custom all-reduce workspace) already reduces once, but no tagged copy pins the
+release, so 0.5 / 0.6.1 keep two (v0.6.1's rows fit two: docs/inference.md section 5). SGLang's
+code is not read: two."""
 
 
 def allreduces_per_layer(spec: ModelSpec, release: EngineRelease | None) -> int:
