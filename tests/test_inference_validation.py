@@ -185,3 +185,13 @@ def test_reading_the_cache_once_per_kv_head_is_what_makes_old_gqa_decode_2_to_3x
     for e in long_gqa:
         grouped = V._throughput_case({**e, "decode_attention": "grouped"})
         assert grouped[3] / grouped[2] > 1.3, e["id"]
+
+
+def test_a_served_row_above_concurrency_1_is_refused():
+    """A closed loop of C > 1 requests mixes prefills into decode steps: not a row the batch-1 scoring reads."""
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.validation.inference import _online_cases
+
+    row = {**reference_measurements()["online"][0], "concurrency": 5}
+    with pytest.raises(InputError):
+        _online_cases(row)
