@@ -58,9 +58,10 @@ def _groups() -> dict[tuple, list[dict]]:
     return groups
 
 
-def planned_tokens_per_gpu_s(run: dict, framework: str) -> tuple[float, str]:
+def planned_tokens_per_gpu_s(run: dict, framework: str, recompute: str | None = None) -> tuple[float, str]:
     """What `gpuplan plan` recommends for the run's model, GPUs, batch, sequence and precision, its
-    ranking not knowing the published layouts of the run's own group (they are what it is scored on)."""
+    ranking not knowing the published layouts of the run's own group (they are what it is scored on);
+    ``recompute``: held to that mode (`plan --recompute`), else the planner's choice."""
     from gpuplan.jobs.plan.estimate import chosen_plan
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import best_index, search
@@ -71,6 +72,8 @@ def planned_tokens_per_gpu_s(run: dict, framework: str) -> tuple[float, str]:
                   dtype=PRECISION[run["precision"]], framework=framework)
     if run["precision"] == "mxfp8":
         fields["fp8_recipe"] = "mxfp8"
+    if recompute is not None:
+        fields["recompute"] = recompute
     group = group_key(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)
     result = search(PlanInputs(**fields), leave_out=group)
     plan = chosen_plan(result, best_index(result, "time"))
@@ -85,3 +88,32 @@ def planner_choice_cases() -> list[ChoiceCase]:
         cases.append(ChoiceCase(best["id"], framework, float(best["measured"]["tokens_per_s_per_gpu"]),
                                 predict_tokens_per_gpu_s(best), planned, text))
     return cases
+
+
+def choice_table(framework: str = "torchtitan") -> list[str]:
+    """Markdown rows, one per group of ``framework``: the best published layout, its measured figure,
+    the step model's error there, the planner's choice and its predicted figure, and the planner held
+    to the published run's recompute mode (docs/step.md, Planner)."""
+    from gpuplan.planner.plan import layout_text
+    from gpuplan.core.parallel import ParallelLayout
+
+    rows = ["| group | best published layout | measured | model there | planner's choice | predicted "
+            "| with the published recompute |", "|---|---|---|---|---|---|---|"]
+    for (model, gpu, gpus, precision, fw), runs in sorted(_groups().items()):
+        if fw != framework:
+            continue
+        best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
+        lay, measured = best["layout"], float(best["measured"]["tokens_per_s_per_gpu"])
+        published = ParallelLayout(dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
+                                   cp=lay.get("cp") or 1, zero=lay.get("zero") or 0,
+                                   micro_batch=lay["micro_batch"], global_batch=lay["global_batch"])
+        planned, text = planned_tokens_per_gpu_s(best, fw)
+        held, held_text = planned_tokens_per_gpu_s(best, fw, lay["recompute"])
+        rows.append(f"| {model} {gpus} {gpu} {precision} | {layout_text(published, lay['recompute'])} | {measured:,.0f} "
+                    f"| {predict_tokens_per_gpu_s(best) / measured - 1:+.1%} | {text} | {planned:,.0f} "
+                    f"({planned / measured - 1:+.1%}) | {held / measured - 1:+.1%} ({held_text.split(',')[0]}) |")
+    return rows
+
+
+if __name__ == "__main__":
+    print("\n".join(choice_table()))
