@@ -5,6 +5,8 @@ parallelisms each combines with (the pipeline and virtual-stage rules live in co
   (dp_replicate alone) only without other parallelism ("DDP has not supported > 1D parallelism",
   torchtitan/models/llama3/infra/parallelize.py apply_ddp); no optimizer-only or gradient sharding
   (ZeRO-1 / 2). FSDP composes with TP, PP, CP and EP (its published benchmarks run all of them).
+  Its published reserved peaks run above gpuplan's memory estimate (TORCHTITAN_PUBLISHED_RESERVE): the
+  fit rule keeps that gap free, so a layout is not recommended on memory the published runs did not have.
 - Megatron-Core (0.16): DDP (ZeRO-0), the distributed optimizer (optimizer states sharded,
   gradients reduce-scattered: gpuplan's ZeRO-1) or Megatron-FSDP (ZeRO-3); there is no ZeRO-2. Torch
   FSDP2 inside Megatron refuses pipeline and expert parallelism (megatron/training/arguments.py:
