@@ -18,7 +18,7 @@ class FitCheck:
     id: str
     family: str
     over: float
-    """gpuplan's reserved + runtime bytes / the fit budget - 1 (> 0: refused)."""
+    """gpuplan's reserved + runtime bytes (+ the fit rule's excess, planner.plan.Plan) / the fit budget - 1 (> 0: refused)."""
 
 
 def fit_checks() -> list[FitCheck]:
@@ -46,7 +46,8 @@ def fit_checks() -> list[FitCheck]:
         plan = evaluate_layout(evaluator_for(PlanInputs(**fields)), layout, recipe_recompute(run)["recompute"],
                                lay["global_batch"], run["gpus"])
         family = run["family"].split("-")[0] + ("-" + run["gpu"] if not torchtitan else "")
-        out.append(FitCheck(run["id"], family, plan.total_bytes / plan.budget_bytes - 1))
+        # the rule plan applies: reserved + runtime + what the framework's published memory gap keeps free
+        out.append(FitCheck(run["id"], family, (plan.total_bytes + plan.fit_excess_bytes) / plan.budget_bytes - 1))
     return out
 
 
