@@ -1,135 +1,20 @@
 """The inputs of ``gpuplan train`` / ``gpuplan budget``: the training inputs plus every budget
-assumption (data, checkpoints, failures, prices, spot, contingency shares) as a field."""
+assumption (data, checkpoints, failures, prices, spot, contingency shares) as a field
+(jobs/budget/fields.py)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
-from pydantic import field_validator, model_validator
+from pydantic import model_validator
 
-from gpuplan.core.economics import checkpoint as C
-from gpuplan.core.economics import cost as K
-from gpuplan.core.economics import io as IO
-from gpuplan.core.economics import reliability as R
 from gpuplan.errors import InputError
+from gpuplan.jobs.budget.fields import CONTINGENCY_NAMES, WEEK, BudgetFields
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
-from gpuplan.schema.base import JobInputs
 
-CONTINGENCY_NAMES = ("restarts", "tuning", "failures", "evaluation")
-WEEK = 7 * 86400.0
-
-
-def _interval(value: Any, info) -> Any:
-    if isinstance(value, str) and value.strip().lower() == "optimal":
-        return "optimal"
-    return T.seconds(365 * 86400.0)(value, info)
-
-
-def _failures_share(value: Any, info) -> Any:
-    if isinstance(value, str) and value.strip().lower() in ("modelled", "modeled", "model"):
-        return "modelled"
-    return T.share()(value, info)
-
-
-def _token_bytes(value: Any, info) -> int:
-    number = T.number(1, 8, whole=True)(value, info)
-    if number not in (1, 2, 4, 8):
-        raise InputError("token_bytes", value, "must be 2 or 4 (1 or 8 for unusual formats)")
-    return number
-
-
-GBps = T.typed(float, T.number(0, 1e6, low_open=True))
-Interval = T.typed(float | Literal["optimal"], _interval)
-FailuresShare = T.typed(float | Literal["modelled"], _failures_share)
-
-
-def _f(default: Any, help: str, shown: str | None = None) -> Any:
-    return V.field(default, help, shown)
-
-
-class BudgetFields(JobInputs):
-    """The budget's own assumptions: data, checkpoints, failures, prices, spot, contingency.
-    Shared by `train`/`budget` and `plan` (whose budget is that of its chosen layout)."""
-
-    optimizer: V.Optimizer
-    storage: Annotated[T.Name, _f("parallel_fs", "Where training data is read from: local_nvme, parallel_fs or "
-                                  "object_store.")]
-    checkpoint_storage: Annotated[T.Name | None, _f(None, "Storage for checkpoints.", "--storage")]
-    storage_read: Annotated[GBps | None, _f(None, "Effective read GB/s per node.", "storage catalog")]
-    storage_write: Annotated[GBps | None, _f(None, "Effective write GB/s per node.", "storage catalog")]
-    token_bytes: Annotated[T.typed(int, _token_bytes) | None, _f(None, "Bytes per stored token id (2 or 4).",
-                                                                 "2 below 65,500 ids, else 4")]
-    tokenize: Annotated[T.Bool, _f(False, "Raw text is tokenised on the fly (default: pre-tokenised).")]
-    bytes_per_token: Annotated[T.typed(float, T.number(0, 1000, low_open=True)), _f(
-        IO.DEFAULT_RAW_BYTES_PER_TOKEN, "Raw text bytes per token.")]
-    tokens_per_core: Annotated[T.typed(float, T.count(1e12)), _f(IO.DEFAULT_TOKENS_PER_S_PER_CORE,
-                                                                  "Tokens/s one CPU core tokenises.")]
-    cpu_cores: Annotated[T.typed(int, T.count(1e5, whole=True)), _f(IO.DEFAULT_CPU_CORES_PER_NODE,
-                                                                     "CPU cores per node.")]
-    checkpoint_interval: Annotated[Interval, _f("optimal", "'optimal' (Young/Daly) or a duration, e.g. 30min.")]
-    async_checkpoint: Annotated[T.Bool, _f(False, "Asynchronous checkpoint saves (default synchronous).")]
-    keep_checkpoints: Annotated[T.typed(int, T.count(1e6, whole=True)), _f(C.DEFAULT_KEEP_CHECKPOINTS, "Checkpoints kept on storage.")]
-    host_copy: Annotated[GBps, _f(C.DEFAULT_HOST_COPY_BYTES_PER_S / 1e9,
-                                        "Device-to-host GB/s per GPU (async checkpoint staging).")]
-    failure_rate: Annotated[T.typed(float, T.number(0, 0.01, low_open=True)), _f(
-        R.DEFAULT_FAILURE_RATE, "Job interruptions per GPU-hour (Llama 3: 1.97e-5).")]
-    restart: Annotated[T.typed(float, T.seconds(WEEK, positive=True)), _f(R.DEFAULT_RESTART_SECONDS,
-                                                            "Restart time per interruption, e.g. 15min.", "15min")]
-    provider: Annotated[T.Name | None, _f(None, "Price one provider (aws, gcp, lambda, ...).",
-                                          "median over providers")]
-    price: V.Price
-    spot_price: Annotated[V.Usd | None, _f(None, "Spot USD per GPU-hour.", "published spot prices")]
-    spot_discount: Annotated[T.typed(float, T.share(0.999)) | None, _f(None, "Spot discount off on-demand, e.g. "
-                                                                          "60%.", "published discount")]
-    spot_preemption: Annotated[T.typed(float, T.number(0, 1000)), _f(
-        K.DEFAULT_SPOT_PREEMPTIONS_PER_NODE_MONTH, "Spot reclaims per node-month.")]
-    contingency_restarts: Annotated[V.Share, _f(0.05, "Contingency share for restarts.")]
-    contingency_tuning: Annotated[V.Share, _f(0.05, "Contingency share for tuning.")]
-    contingency_failures: Annotated[FailuresShare, _f("modelled", "'modelled' (the failure model) or a share.")]
-    contingency_evaluation: Annotated[V.Share, _f(0.05, "Contingency share for evaluation.")]
-
-    @field_validator("storage", "checkpoint_storage")
-    @classmethod
-    def _known_storage(cls, value: str | None, info) -> str | None:
-        if value is not None:
-            from gpuplan.catalog.storage import storage_kinds
-
-            if value not in storage_kinds():
-                raise InputError(info.field_name, value, f"must be one of {', '.join(storage_kinds())}")
-        return value
-
-    @field_validator("provider")
-    @classmethod
-    def _known_provider(cls, value: str | None) -> str | None:
-        if value is not None:
-            from gpuplan.catalog.pricing import resolve_provider
-
-            resolve_provider(value)
-        return value
-
-    def budget_settings(self):
-        """The budget assumptions as core-facing BudgetSettings."""
-        from gpuplan.jobs.budget.model import BudgetSettings
-
-        gb = 1e9
-        shares = tuple((name, None if getattr(self, f"contingency_{name}") == "modelled"
-                        else float(getattr(self, f"contingency_{name}"))) for name in CONTINGENCY_NAMES)
-        if "contingency" in self.given:  # the article's bare share replaces the named ones
-            shares = (("given", float(self.contingency)),)  # type: ignore[attr-defined]
-        return BudgetSettings(
-            storage=self.storage, checkpoint_storage=self.checkpoint_storage,
-            storage_read=None if self.storage_read is None else self.storage_read * gb,
-            storage_write=None if self.storage_write is None else self.storage_write * gb,
-            token_bytes=self.token_bytes, tokenize_on_the_fly=self.tokenize,
-            raw_bytes_per_token=self.bytes_per_token, tokens_per_s_per_core=self.tokens_per_core,
-            cpu_cores_per_node=self.cpu_cores, optimizer=self.optimizer,
-            checkpoint_interval=None if self.checkpoint_interval == "optimal" else self.checkpoint_interval,
-            async_checkpoint=self.async_checkpoint, keep_checkpoints=self.keep_checkpoints,
-            host_copy=self.host_copy * gb, failure_rate=self.failure_rate, restart_seconds=self.restart,
-            provider=self.provider, price=self.price, spot_price=self.spot_price, spot_discount=self.spot_discount,
-            spot_preemptions=self.spot_preemption, contingency=shares)
+__all__ = ["BudgetFields", "BudgetInputs", "CONTINGENCY_NAMES"]
 
 
 class BudgetInputs(TrainingInputs, BudgetFields):
@@ -147,7 +32,7 @@ class BudgetInputs(TrainingInputs, BudgetFields):
                              "--spot-discount (off on-demand), not both")
         return self
 
-    step_time: Annotated[T.typed(float, T.seconds(WEEK)) | None, _f(None, "Measured step time, e.g. 6s: sets the "
+    step_time: Annotated[T.typed(float, T.seconds(WEEK)) | None, V.field(None, "Measured step time, e.g. 6s: sets the "
                                                                       "input-rate check of the I/O section only (the "
                                                                       "wall-clock comes from --mfu or the planner).",
                                                                       "derived")]

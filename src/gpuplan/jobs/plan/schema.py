@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from gpuplan.errors import InputError
-from gpuplan.jobs.budget.schema import BudgetFields
+from gpuplan.jobs.budget.fields import BudgetFields
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
