@@ -39,7 +39,7 @@ def lap(name):
     global t0
     now = clock(); laps.append((name, (now - t0) * 1e3)); t0 = now
 import gpuplan.cli as cli; lap("click and gpuplan.cli")
-cli._lean_start(); lap("CLI start-up settings (kept dataclass code loaded)")
+cli._lean_start(sys.argv[1]); lap("CLI start-up settings (kept dataclass code loaded)")
 import pydantic; from pydantic import BaseModel; lap("pydantic (BaseModel)")
 import numpy; lap("numpy")
 import importlib

@@ -85,7 +85,7 @@ def test_the_command_collects_garbage_rarely_and_gives_the_threshold_back():
     seen = []
     real = cli._lean_start
     try:
-        cli._lean_start = lambda: (real(), seen.append(gc.get_threshold()))
+        cli._lean_start = lambda command=None: (real(command), seen.append(gc.get_threshold()))
         with redirect_stdout(io.StringIO()):
             assert cli.main(["catalog", "gpus"]) == 0
     finally:
@@ -191,3 +191,22 @@ def test_other_commands_and_running_threads_get_the_normal_exit():
         done = _entry(argv, thread=thread)
         assert done.returncode == 0
         assert "exit handler ran" in done.stderr and "teardown ran" in done.stderr
+
+
+def test_openblas_runs_one_thread_for_answer_commands_only(monkeypatch):
+    """An answer command's numpy needs no BLAS threads (their start costs ~70 ms of CPU here); the
+    trial runs (profile, measure) keep theirs: torch may use OpenBLAS for its matmuls."""
+    import gc
+    import os
+
+    from gpuplan import cli
+
+    threshold = gc.get_threshold()
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    try:
+        cli._lean_start("profile")
+        assert "OPENBLAS_NUM_THREADS" not in os.environ
+        cli._lean_start("plan")
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    finally:
+        gc.set_threshold(*threshold)

@@ -144,7 +144,7 @@ def _end_process(code: int) -> None:
 
 
 def _run(argv: list[str]) -> int:
-    _lean_start()
+    _lean_start(argv[0] if argv else None)
     if sys.stdout is None:  # started with stdout closed (`>&-`): the answer has nowhere to go
         if sys.stderr is not None:
             sys.stderr.write("error: output: stdout is closed; give the command somewhere to write (a file: "
@@ -187,7 +187,7 @@ def _run(argv: list[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
-def _lean_start() -> None:
+def _lean_start(command: str | None = None) -> None:
     """Start-up work no answer needs (docs/performance.md, issue 39).
 
     * pydantic looks for third-party plugins (an entry-point scan of every installed package,
@@ -201,11 +201,12 @@ def _lean_start() -> None:
     * dataclasses compiles ~530 method texts for the ~110 dataclasses a command defines (30-40 ms):
       their compiled code is kept in commands/dataclass_code.bin and looked up by text.
     * OpenBLAS starts one spinning thread per core when numpy is imported (~70 ms of CPU on this
-      2-core machine, on every command); the layout search is elementwise numpy, and its one
-      matrix-vector product (planner/uncertainty.py, 40k x 6) needs no second thread.
+      2-core machine); an answer command's numpy is elementwise, and its one matrix-vector product
+      (planner/uncertainty.py, 40k x 6) needs no second thread.
     """
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if command in ANSWER_COMMANDS:  # not profile / measure: torch may use OpenBLAS for its matmuls
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     gc.set_threshold(max(gc.get_threshold()[0], GC_GENERATION0), *gc.get_threshold()[1:])
     from gpuplan.commands import dataclass_code
 
