@@ -89,6 +89,10 @@ class FrameworkProfile:
     Megatron-Core's expert fc2 bias and activation clamp without the TE op fuser, RoPE with a YaRN
     attention factor)."""
 
+    moe_launch: str = "none"
+    """How it issues a MoE layer (core.time.moe_host): 'eager' for Megatron-Core (cuda_graph_impl
+    defaults to 'none', transformer_config.py@core_v0.15.0 L638), whose dispatcher makes the host wait once per MoE layer."""
+
     def zero3_step_settings(self) -> dict:
         """Its ZeRO-3 behaviour as core.time.step.StepSettings fields (re-gathers, overlap)."""
         return {"zero3_regathers": self.zero3_regathers_on_recompute, "zero3_overlap": self.zero3_overlap}
@@ -132,7 +136,7 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "megatron/core/models/common/embeddings/rope_utils.py: unfused RoPE when YaRN mscale != 1"),
         recipe="megatron", implementation="megatron", optimizer_impl="fused", selective="core-attn",
         loss="vocab-parallel-ce", hopper_tuned_attention=True, trains_mtp=True,
-        interleaved_needs_pp_micro_batches=True, eager_fallbacks=MEGATRON_EAGER_FALLBACKS),
+        interleaved_needs_pp_micro_batches=True, eager_fallbacks=MEGATRON_EAGER_FALLBACKS, moe_launch="eager"),
     FrameworkProfile(
         "deepspeed", "0.19.x (git edaa722)",
         ("deepspeed/runtime/zero/config.py: reduce_bucket_size 5e8, overlap_comm only for stage 3",

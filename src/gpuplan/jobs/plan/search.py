@@ -59,7 +59,7 @@ def evaluator_for(inputs, leave_out: str | None = None) -> Evaluator:
                         tp_overlap=inputs.tp_overlap, tp_comm_overlap=inputs.tp_comm_overlap,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
                         ep_a2a_overlap=inputs.ep_a2a_overlap,
-                        eager_fallbacks=inputs.profile.eager_fallbacks,
+                        eager_fallbacks=inputs.profile.eager_fallbacks, moe_launch=inputs.profile.moe_launch,
                         fp8_recipe=inputs.fp8_recipe,
                         attention_kernel=kernel, attention_dropout=spec.dropout,
                         finetune=inputs.finetune, lora_rank=inputs.lora_rank,
