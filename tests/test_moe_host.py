@@ -82,3 +82,23 @@ def test_published_rows_take_the_recipes_cuda_graphs():
     assert moe_launch(rows["mbridge-25.09-qwen3-30b-a3b-b200-8g-fp8cs"]["moe_comm"]) == "eager"
     assert moe_launch({}) == "none"
     assert replace(StepSettings(), moe_launch="eager").moe_launch in M.MOE_LAUNCH_MODES
+
+
+def test_megatron_plans_charge_all_experts_on_one_gpu():
+    # Megatron-Core runs eager unless a recipe sets cuda_graph_impl (default 'none')
+    from gpuplan.core.frameworks import framework
+
+    assert framework("megatron").moe_launch == "eager"
+    assert framework("torchtitan").moe_launch == "none"
+    # ep 1 keeps all 128 Qwen3-30B-A3B experts on each GPU: 16 ops x 7.547 us + 512 launches x
+    # 3.250 us = 120.8 + 1,664.3 = 1,785 us after the sync, no all-to-all to hide it
+    assert M.host_after_sync_seconds("alltoall", 128, "fp8") == pytest.approx(1785 * US, abs=1 * US)
+    spec, cluster = load_model("qwen3-30b-a3b"), cluster_for(load_accelerator("b200"))
+    settings = StepSettings(seq_len=4096, dtype="fp8", moe_launch="eager", expert_tp=1)
+    phases = microbatch_compute_time(spec, cluster, settings, 1, 1, 1, spec.num_layers, True, ep=1).moe_phases
+    eager = step_time(spec, cluster, settings, dp=8, ep=1, micro_batch=1, micro_batches=4).total
+    none = step_time(spec, cluster, replace(settings, moe_launch="none"), dp=8, ep=1, micro_batch=1,
+                     micro_batches=4).total
+    # pp 1, no bubble: 4 micro-batches x 48 MoE layers x (1,785 us - the MLP forward)
+    assert eager - none == pytest.approx(4 * 48 * (1785 * US - phases.mlp_forward), rel=1e-3)
+    assert eager - none > 0.1
