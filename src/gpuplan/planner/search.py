@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuplan.core.memory import training as M
+from gpuplan.core.memory.device_memory import framework_gap_bytes
 from gpuplan.core.model.flops import training_flops_per_token
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
@@ -99,7 +100,7 @@ class Evaluator:
             return np.zeros(np.shape(peak))
         parts = M.stage_memory_parts(self.spec, self.layout(g), replace(self.memory, recompute=mode), 0)
         states = np.asarray(parts.weights + parts.master + parts.optimizer, dtype=float)
-        return self.fit_reserve * np.maximum(self.overheads.reserved_bytes(peak - states), 0.0)
+        return np.asarray(framework_gap_bytes(self.overheads, self.fit_reserve, peak, states), dtype=float)
 
     def layout(self, g: dict) -> ParallelLayout:
         return ParallelLayout(dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"],

@@ -129,6 +129,16 @@ class Overheads:
         return capacity * (1 - self.margin)
 
 
+def framework_gap_bytes(overheads: Overheads, share: float, allocated, model_states):
+    """What the fit rule keeps free for a framework whose published reserved peaks exceed this
+    model's: ``share`` x the reserved peak beyond the model states (weights, master weights,
+    optimizer states), bytes (planner.framework_rules.FrameworkRules.published_reserve; 0 for
+    frameworks without a measured gap). One rule for `plan`'s search and `memory`'s verdict."""
+    if not share:
+        return _plain(np.zeros(np.shape(allocated)))
+    return _plain(share * np.maximum(overheads.reserved_bytes(np.asarray(allocated, dtype=float) - model_states), 0.0))
+
+
 def usable_bytes(capacity: float, overheads: Overheads, layout: ParallelLayout):
     """The largest *allocated* peak that fits: (capacity x (1 - margin) - runtime) / (1 + fragmentation)."""
     return _plain((overheads.budget_bytes(capacity) - overheads.fixed_bytes(layout)) / (1 + overheads.fragmentation))

@@ -49,13 +49,37 @@ def _validate_settings(settings: M.MemorySettings) -> None:
         raise InputError("dropout", settings.dropout, "must be in [0, 1)")
 
 
+def framework_gap(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings, overheads: M.Overheads,
+                  allocated: float) -> float:
+    """Bytes the fit rule keeps free for the framework's published memory gap, as `plan`'s search
+    keeps them (planner.framework_rules published_reserve on the model states of stage 0)."""
+    from gpuplan.core.memory.device_memory import framework_gap_bytes
+    from gpuplan.planner.framework_rules import rules_for
+
+    share = rules_for(settings.framework).published_reserve
+    if not share:
+        return 0.0
+    parts = M.stage_memory_parts(spec, layout, settings, 0)
+    return float(framework_gap_bytes(overheads, share, allocated, parts.weights + parts.master + parts.optimizer))
+
+
+def _fits(spec, layout, settings, overheads, gpu) -> tuple[bool, float, float]:
+    """(fits, allocated peak, headroom bytes) under the fit rule: reserved + runtime + the
+    framework's gap <= capacity x (1 - margin)."""
+    peak = M.peak_memory(spec, layout, settings).allocated
+    headroom = (overheads.budget_bytes(gpu.memory_bytes) - overheads.device_bytes(peak, layout)
+                - framework_gap(spec, layout, settings, overheads, peak))
+    return headroom >= 0, peak, headroom
+
+
 def verdict(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings, overheads: M.Overheads,
             gpu: Accelerator) -> tuple[bool, float, int]:
     """(fits, headroom bytes, largest micro-batch) on ``gpu``."""
-    budget = M.usable_bytes(gpu.memory_bytes, overheads, layout)
-    peak = M.peak_memory(spec, layout, settings).allocated
-    headroom = overheads.budget_bytes(gpu.memory_bytes) - overheads.device_bytes(peak, layout)
-    return peak <= budget, headroom, M.largest_micro_batch(spec, layout, settings, budget)
+    fits, _, headroom = _fits(spec, layout, settings, overheads, gpu)
+    best = M.largest_micro_batch(spec, layout, settings, M.usable_bytes(gpu.memory_bytes, overheads, layout))
+    while best > 0 and not _fits(spec, replace(layout, micro_batch=best), settings, overheads, gpu)[0]:
+        best -= 1  # the framework's gap grows with the micro-batch's activations
+    return fits, headroom, best
 
 
 def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings):
@@ -96,15 +120,14 @@ def _take_from_dp(layout: ParallelLayout, **degree: int) -> ParallelLayout:
 
 def suggestions(spec, layout, settings, overheads, gpu) -> list[tuple[str, float, str]]:
     """(change, new peak bytes, cost) for each single change that makes it fit on ``gpu``."""
-    budget = M.usable_bytes(gpu.memory_bytes, overheads, layout)
     found = []
     for name, _, new_layout, new_settings, cost in _candidate_changes(spec, layout, settings):
-        peak = M.peak_memory(spec, new_layout, new_settings).allocated
-        if peak <= M.usable_bytes(gpu.memory_bytes, overheads, new_layout):
+        fits, peak, _ = _fits(spec, new_layout, new_settings, overheads, gpu)
+        if fits:
             found.append((name, peak, cost))
     if not found and settings.recompute == "none" and layout.dp * layout.cp > 1:
-        both = M.peak_memory(spec, replace(layout, zero=3), replace(settings, recompute="full")).allocated
-        if both <= budget:
+        fits, both, _ = _fits(spec, replace(layout, zero=3), replace(settings, recompute="full"), overheads, gpu)
+        if fits:
             found.append(("ZeRO-3 + full recompute", both, "both costs above"))
     return found[:4]
 
@@ -134,11 +157,11 @@ def _recipe_section(spec: ModelSpec, settings: M.MemorySettings) -> Section:
 
 
 def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: ParallelLayout,
-                  gpu: Accelerator) -> Section:
+                  gpu: Accelerator, gap: float = 0.0) -> Section:
     fixed = overheads.fixed_bytes(layout)
     reserved = overheads.reserved_bytes(peak.allocated)
     total = reserved + fixed
-    budget = overheads.budget_bytes(gpu.memory_bytes)
+    budget = overheads.budget_bytes(gpu.memory_bytes) - gap
     rows = [("weights", peak.weights), ("grads", peak.grads), ("master", peak.master),
             ("optimizer", peak.optimizer), ("activations", peak.activations),
             ("outside_layers", peak.outside_layers), ("temporaries", peak.temporaries),
@@ -157,9 +180,13 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
         Line("margin", "safety margin", gpu.memory_bytes * overheads.margin, "bytes",
              f"{_gib(gpu.memory_bytes * overheads.margin)} ({overheads.margin:.0%})",
              "kept free beyond the modelled reserve and runtime"),
+        *((Line("framework_gap", "kept free for the framework's published gap", gap, "bytes", _gib(gap),
+                "a share of the reserved peak beyond the model states: what the framework's published runs "
+                "held beyond this estimate (planner/framework_rules.py published_reserve; `plan` keeps the same)"),)
+          if gap else ()),
         Line("headroom", "headroom after margin", budget - total, "bytes", _gib(budget - total)),
         Line("fits", "fits", total <= budget, "", "yes" if total <= budget else "NO",
-             "reserved + runtime <= capacity x (1 - margin)"),
+             "reserved + runtime" + (" + the framework's gap" if gap else "") + " <= capacity x (1 - margin)"),
     ]
     return Section(f"Per-GPU peak on {gpu.name} (worst GPU: pipeline stage {peak.stage}, {peak.peak_phase})",
                    tuple(lines))
@@ -199,7 +226,8 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
         calibration_sections = (Section("Calibration (measured factors replace the defaults)",
                                         calibrated_vs_default_lines(inputs.calibration)),)
     peak = M.peak_memory(spec, layout, settings)
-    sections = [_recipe_section(spec, settings), _peak_section(peak, overheads, layout, gpu)]
+    gap = framework_gap(spec, layout, settings, overheads, peak.allocated)
+    sections = [_recipe_section(spec, settings), _peak_section(peak, overheads, layout, gpu, gap)]
     if settings.offload_optimizer:
         sections.append(_host_section(spec, layout, gpu))
     fits, headroom, best_mb = verdict(spec, layout, settings, overheads, gpu)

@@ -28,6 +28,12 @@ from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, sea
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
 
 
+def _gap_words(share: float, framework: str) -> str:
+    """The fit rule's framework gap in words, for the no-fit message ('' without one)."""
+    return f" and {share:.0%} of the reserved peak beyond the model states kept free ({framework}'s published gap)" \
+        if share else ""
+
+
 def evaluator_for(inputs, leave_out: str | None = None) -> Evaluator:
     """The model, cluster and settings a training job's inputs describe (PlanInputs or
     TrainingInputs: both carry the setup and step fields), calibrated when a calibration is given
@@ -217,7 +223,8 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None) -> P
         enough = smallest_fitting_count(ev, max(counts), target, max_tp(ev), limits)
         raise InputError("memory", f"{table['total_bytes'][best] / 2**30:.1f} GiB at best",
                          f"no layout fits {ev.cluster.gpu.name} ({format_bytes(ev.cluster.gpu.memory_bytes)}) with "
-                         f"the {ev.overheads.margin:.0%} margin on {max(counts):,} GPUs; {more_gpus_hint(enough)}")
+                         f"the {ev.overheads.margin:.0%} margin{_gap_words(ev.fit_reserve, inputs.framework)} on "
+                         f"{max(counts):,} GPUs; {more_gpus_hint(enough)}")
     price, price_source = price_of(inputs, ev.cluster.gpu.id)
     wall = inputs.tokens / fitting["tokens_per_second"]
     fitting.columns["days"] = wall / SECONDS_PER_DAY
