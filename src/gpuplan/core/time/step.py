@@ -31,22 +31,13 @@ from gpuplan.core.comm.moe_overlap import EP_COMM_SM_SHARE, MoeLayerPhases
 from gpuplan.core.model.mtp import mtp_stage_layer_shed
 from gpuplan.core.time.moe_host import stage_exposed_host_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
+from gpuplan.core.time import titan_ops as TT
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
-    ATTENTION_EFFICIENCY,
-    DEFAULT_ATTENTION_EFFICIENCY,
-    DEFAULT_MAMF_FRACTION,
-    FP8_MAMF_RATIO,
-    HOPPER_TUNED_ATTENTION_SPEEDUP,
-    MAMF_FP8_FRACTION,
-    MAMF_FRACTION,
-    _kernel_ids,
-    _lookup,
-    _mamf,
-    attention_efficiency,
-    gemm_efficiency,
-)
+    ATTENTION_EFFICIENCY, DEFAULT_ATTENTION_EFFICIENCY, DEFAULT_MAMF_FRACTION, FP8_MAMF_RATIO,
+    HOPPER_TUNED_ATTENTION_SPEEDUP, MAMF_FP8_FRACTION, MAMF_FRACTION, _kernel_ids, _lookup, _mamf,
+    attention_efficiency, gemm_efficiency)
 from gpuplan.core.comm.topology import Cluster
 
 # FP8 training (Transformer Engine / torchao, current or delayed tensorwise scaling) casts every
@@ -199,6 +190,8 @@ class StepSettings:
     """Bytes per trained parameter and optimizer-state element under eager_ops (bf16 2, amp 4)."""
     eager_factors: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)
     """Calibrated ratios of the eager step's (matmul, attention, memory-bound, host) seconds."""
+    titan_ops: object | None = None
+    """torchtitan's op list, eager or compiled (core.time.titan_ops.TitanOps); None: elementwise_factor's model."""
 
 
 @dataclass(frozen=True)
@@ -299,6 +292,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         dropout=settings.attention_dropout, tensor_flops_per_exp=_lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0))
     eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp
     t_elem = (settings.elementwise_factor * act + eager) / (gpu.memory_bandwidth * settings.hbm_efficiency)
+    if settings.titan_ops is not None:  # torchtitan's own kernels, eager or compiled (core.time.titan_ops)
+        t_elem = sum(TT.elementwise_seconds_per_token(spec, settings.titan_ops, tokens, gpu.memory_bandwidth, tp))
     if fp8:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
         weights = F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp
@@ -326,10 +321,12 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     head_flops = 2.0 * spec.vocab_size * h / tp
     head_time = (2 + weight_grads) * tokens * head_flops / (bf16_peak * gemm_efficiency(gpu, minimum(h, tokens),
                                                                                          settings.gemm_d_half))
+    titan = TT.microbatch_extra_seconds(spec, settings, tokens, gpu.memory_bandwidth, tp, (fwd, bwd + extra),
+                                        layers, head)  # torchtitan: its loss and exposed host time
     # an MTP module: one block (the mean layer's time), the 2h -> h projection at the linears'
     # speed, and the shared LM head once more (core.model.mtp)
     mtp_time = mtp * (per_layer + (2 + weight_grads) * tokens * 4.0 * h * h / tp / (peak * e_gemm) + head_time)
-    return MicroBatchTimes(layers * per_layer + head * head_time + mtp_time,
+    return MicroBatchTimes(layers * per_layer + head * head_time + mtp_time + titan,
                            (layers + mtp) * tokens * (t_attn + t_attn_bwd),
                            (layers + mtp) * tokens * (1 + weight_grads) * t_gemm, phases)
 

@@ -16,6 +16,7 @@ from typing import Any
 from gpuplan.catalog import load_accelerator
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE
 from gpuplan.core.time.step import StepSettings, attention_efficiency, step_time
+from gpuplan.core.time.titan_ops import from_framework_label
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 
@@ -176,6 +177,8 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # eager MoE launches unless the recipe graphs the whole step (core.time.moe_host)
                             moe_launch=moe_launch(moe_comm),
                             eager_fallbacks=() if torchtitan else megatron_eager_fallbacks(run),
+                            # torchtitan's own op list, eager or torch.compile per block (core.time.titan_ops)
+                            titan_ops=from_framework_label(run["framework"]) if torchtitan else None,
                             fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise",
                             # torchtitan: FSDP2's per-block gathers; NeMo: Megatron's distributed optimizer
                             # with overlapped gradient reduce and parameter gather (core.comm.dp_overlap)

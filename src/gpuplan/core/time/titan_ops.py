@@ -1,0 +1,260 @@
+"""torchtitan's memory-bound work per decoder layer, eager and under torch.compile.
+
+What one Llama TransformerBlock of torchtitan dispatches besides its matmuls and SDPA, op class by
+op class, per token of the micro-batch (bytes each kernel reads + writes), read from the code:
+
+* eager, torchtitan 9dec370 (the Dec-2024 H100 benchmark, benchmarks/llama3_h100_202412_torchtitan.md):
+  torchtitan/models/llama/model.py + models/norms.py: ``RMSNorm`` is Python
+  (``self._norm(x.float()).type_as(x) * self.weight``, ``_norm = x * rsqrt(x.pow(2).mean(-1) + eps)``:
+  8 kernels forward); ``apply_rotary_emb`` casts q and k to fp32 and multiplies them as complex64
+  by ``freqs_cis`` (``view_as_complex(xq.float()...)``, ``.type_as``: 3 kernels each);
+  ``repeat_kv`` materialises k and v at the query width (``expand(...).reshape``: one copy each
+  when n_heads > n_kv_heads); ``w2(silu(w1 x) * w3 x)`` (2 kernels); two residual adds.
+  torchtitan 0.3.0 / 2025 trees run ``nn.RMSNorm`` instead (norm='fused': aten._fused_rms_norm,
+  one kernel forward, a row kernel + the weight-gradient reduction backward).
+* backward: autograd's formulas for the same ops (torch/csrc/autograd/FunctionsManual.cpp
+  pow_backward, mean backward = expand / N, to_copy backward = the reverse cast), plus the sums
+  autograd makes where one tensor feeds several ops (the norm's output feeds wq, wk, wv: 2 adds;
+  w1, w3: 1 add; each residual branch point: 1 add).
+* compiled (torchtitan apply_compile: ``torch.compile(transformer_block, fullgraph=True)`` per
+  block, parallelize_llama.py at 9dec370, torchtitan/distributed/compile.py later): Inductor
+  fuses every pointwise op and row reduction between two extern kernels into one Triton kernel, so a
+  fused kernel moves only its inputs and outputs. Boundaries assumed: the matmuls (cuBLAS extern
+  calls; torchtitan's default compile mode has no max-autotune GEMM templates that could take an
+  epilogue), SDPA (the flash kernel is a fallback), the block's graph edges (FSDP2's hooks and
+  collectives run between the compiled blocks), and a different reduction axis (the norm's
+  weight gradient reduces over tokens: its own kernel + a small final sum). Saved intermediates
+  are recomputed inside the backward kernels (AOTAutograd's min-cut partitioner recomputes
+  pointwise ops), so a fused backward kernel re-reads the forward's inputs instead.
+
+The loss: ``cross_entropy(pred.float(), labels)`` over the vocabulary (train.py at 9dec370: the
+compile of the loss is commented out, "compiling loss function causes CUDA errors"; from 2025
+components/loss.py compiles it with the model).
+
+Kernel time is core.time.memory_kernels' measured line (fixed time per kernel + bytes at 89% of
+HBM). Host time: an eager op costs core.time.host's measured CPU seconds per dispatched op carried
+to the GPU host; a compiled kernel costs one launch (Inductor's generated wrapper calls the
+kernels without the dispatcher). Units: bytes per token, kernels per layer, seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.time.host import cpu_seconds_per_op, reference_scale
+from gpuplan.core.time.memory_kernels import memory_bound_seconds
+
+BF16 = 2.0
+FP32 = 4.0
+COMPLEX64 = 8.0
+NORM_MODES = ("python", "fused")
+
+
+@dataclass(frozen=True)
+class TitanOps:
+    """How torchtitan runs the block's memory-bound work (StepSettings.titan_ops)."""
+
+    compiled: bool
+    """torch.compile per TransformerBlock (torchtitan --training.compile / [compile] enable)."""
+    norm: str = "fused"
+    """'python' (9dec370's RMSNorm in Python ops) or 'fused' (nn.RMSNorm, torchtitan 2025 on)."""
+    loss_compiled: bool = False
+    """The loss is compiled too (torchtitan components/loss.py from 2025; not at 9dec370)."""
+
+
+@dataclass(frozen=True)
+class OpClass:
+    """One op class of a layer (or of the loss): kernels per micro-batch and bytes per token."""
+
+    name: str
+    forward_kernels: float
+    forward_bytes: float
+    backward_kernels: float
+    backward_bytes: float
+
+    @property
+    def bytes(self) -> float:
+        return self.forward_bytes + self.backward_bytes
+
+    @property
+    def kernels(self) -> float:
+        return self.forward_kernels + self.backward_kernels
+
+
+def from_framework_label(framework: str) -> TitanOps:
+    """TitanOps of a published row's framework string: '+ torch.compile' compiles; the
+    Dec-2024 tree (git 9dec370) has the Python RMSNorm and an eager loss."""
+    compiled = "torch.compile" in framework
+    old_tree = "9dec370" in framework
+    return TitanOps(compiled=compiled, norm="python" if old_tree else "fused",
+                    loss_compiled=compiled and not old_tree)
+
+
+def _widths(spec: ModelSpec) -> tuple[float, float, float, float, bool]:
+    """(h, q, kv, I, repeats): hidden, query width, key/value width, MLP width, k/v repeated."""
+    a = spec.attention
+    q, kv = a.num_heads * a.head_dim, a.num_kv_heads * a.head_dim
+    return float(spec.hidden_size), float(q), float(kv), float(spec.mlp.intermediate_size), a.num_heads > a.num_kv_heads
+
+
+def _eager_norm(h: float, norm: str) -> tuple[float, float, float, float]:
+    """(fwd kernels, fwd bytes, bwd kernels, bwd bytes) of one RMSNorm per token, eager."""
+    if norm == "fused":  # _fused_rms_norm: read x, write y (+ fp32 rstd); backward: row kernel
+        # reads dy, x, writes dx; the weight gradient re-reads dy and x (token reduction)
+        return 1, 2 * BF16 * h, 2, 3 * BF16 * h + 2 * BF16 * h
+    # forward: x.float() 2h+4h, pow(2) 4h+4h, mean 4h, (+eps, rsqrt: per-token scalars), x*rsqrt
+    # 4h+4h, type_as 4h+2h, *weight 2h+2h  ->  36h bytes, 8 kernels
+    fwd = (BF16 + FP32) + 2 * FP32 + FP32 + 2 * FP32 + (FP32 + BF16) + 2 * BF16
+    # backward: *weight: dy*w 2h+2h, dy*y 4h+2h, sum over tokens 2h; type_as^-1 2h+4h;
+    # x*rsqrt: g*r 4h+4h, g*x 8h+4h, sum(-1) 4h; rsqrt^-1 (3 per-token kernels); mean^-1 writes 4h;
+    # pow^-1 = g * 2 * x.pow(1): copy 4h+4h, *2 4h+4h, *g 8h+4h; sum of the two dx 8h+4h;
+    # float()^-1 4h+2h  ->  92h bytes, 16 kernels
+    bwd = (2 * BF16 + 3 * BF16 + BF16) + (BF16 + FP32) + (2 * FP32 + 3 * FP32 + FP32) + FP32 \
+        + (2 * FP32 + 2 * FP32 + 3 * FP32) + 3 * FP32 + (FP32 + BF16)
+    return 8, fwd * h, 16, bwd * h
+
+
+def eager_layer_classes(spec: ModelSpec, norm: str = "python") -> tuple[OpClass, ...]:
+    """torchtitan's eager Llama block, per op class (module docstring)."""
+    if norm not in NORM_MODES:
+        raise ValueError(f"norm must be one of {NORM_MODES}, not {norm!r}")
+    h, q, kv, inter, repeats = _widths(spec)
+    nk_f, nb_f, nk_b, nb_b = _eager_norm(h, norm)
+    # RoPE per tensor of width w: float() 2w+4w, complex mul 4w+4w (the complex64 freqs_cis,
+    # 4 x head_dim B per token, broadcast over the heads: left out), type_as 4w+2w; backward the
+    # same three: to_copy^-1 2w+4w, grad x conj(freqs) 4w+4w, float()^-1 4w+2w
+    rope = lambda w: (BF16 + FP32) * w + 2 * FP32 * w + (FP32 + BF16) * w  # noqa: E731
+    rep = (BF16 * kv + BF16 * q) * 2 if repeats else 0.0  # k and v: copy to the query width; bwd: sum back
+    return (
+        OpClass("norm", 2 * nk_f, 2 * nb_f, 2 * nk_b, 2 * nb_b),
+        OpClass("rope", 6, rope(q) + rope(kv), 6, rope(q) + rope(kv)),
+        OpClass("repeat_kv", 2 * repeats, rep, 2 * repeats, rep),
+        # silu(w1 x) 2I+2I, * w3 x 4I+2I; backward: d(a*b) two muls 4I+2I each, silu_backward 4I+2I
+        OpClass("swiglu", 2, 10 * inter, 3, 18 * inter),
+        # two residual adds 4h+2h each; backward: autograd's sum at each branch point 4h+2h
+        OpClass("residual", 2, 12 * h, 2, 12 * h),
+        # backward only: the sums of the linear-input gradients (wq/wk/wv: 2 adds, w1/w3: 1)
+        OpClass("grad_sums", 0, 0.0, 3, 3 * 3 * BF16 * h),
+    )
+
+
+def compiled_layer_classes(spec: ModelSpec) -> tuple[OpClass, ...]:
+    """torchtitan's block under torch.compile: one Inductor kernel per fused region (module docstring)."""
+    h, q, kv, inter, repeats = _widths(spec)
+    # norms: attention_norm reads x, writes its output; ffn_norm is fused with the residual before
+    # it (reads x and the wo output, writes h and its output). Backward per norm with m consumers:
+    # a row kernel reads the m linear-input gradients, x and the residual gradient, writes dx;
+    # the weight-gradient reduction re-reads the m gradients and x (+ a small final sum)
+    norm_bwd = lambda m: (m * BF16 + BF16 + BF16) * h + BF16 * h + (m * BF16 + BF16) * h  # noqa: E731
+    rope_out = 3 * q if repeats else q + 2 * kv  # q, and k, v at the query width when repeated
+    return (
+        OpClass("norm", 2, 2 * BF16 * h + 4 * BF16 * h, 6, norm_bwd(3) + norm_bwd(2)),
+        # RoPE on q and k with k, v written repeated; backward reads their gradients at the query
+        # width and writes dq, dk, dv (the repeat's sum inside)
+        OpClass("rope", 2, BF16 * (q + 2 * kv) + BF16 * rope_out, 2, BF16 * rope_out + BF16 * (q + 2 * kv)),
+        OpClass("repeat_kv", 0, 0.0, 0, 0.0),  # fused into the RoPE kernels
+        # silu(a) * b: reads a, b, writes the product; backward reads dy, a, b, writes da, db
+        OpClass("swiglu", 1, 3 * BF16 * inter, 1, 5 * BF16 * inter),
+        # the block's last residual add (the first is fused with ffn_norm); its backward is the
+        # ffn_norm row kernel's residual gradient
+        OpClass("residual", 1, 3 * BF16 * h, 0, 0.0),
+        OpClass("grad_sums", 0, 0.0, 0, 0.0),  # inside the norm kernels
+    )
+
+
+def loss_class(spec: ModelSpec, compiled: bool, tp=1) -> OpClass:
+    """cross_entropy(pred.float(), labels) over the vocabulary (vocab-sharded under TP: loss_parallel)."""
+    v = spec.vocab_size / tp
+    if compiled:  # one kernel: read the bf16 logits, online log-sum-exp; backward: re-read, write d logits
+        return OpClass("loss", 1, BF16 * v, 1, 2 * BF16 * v)
+    # float() 2V+4V, log_softmax 4V+4V (nll_loss: a gather); backward: nll_loss_backward fill +
+    # scatter 4V, log_softmax_backward 4V+4V+4V, float()^-1 4V+2V
+    return OpClass("loss", 3, (BF16 + FP32 + 2 * FP32) * v, 4, (FP32 + 3 * FP32 + FP32 + BF16) * v)
+
+
+def layer_classes(spec: ModelSpec, ops: TitanOps) -> tuple[OpClass, ...]:
+    if spec.moe is not None or not spec.mlp.gated:
+        raise ValueError(f"{spec.name}: torchtitan's op list covers dense gated (Llama) blocks only")
+    return compiled_layer_classes(spec) if ops.compiled else eager_layer_classes(spec, ops.norm)
+
+
+def elementwise_seconds_per_token(spec: ModelSpec, ops: TitanOps, tokens, hbm_bytes_per_s: float, tp=1):
+    """(forward, backward) seconds per token of one layer's memory-bound kernels: each class's
+    bytes / tp (sequence-parallel norms and residuals, head- and width-sharded RoPE and SwiGLU)
+    at core.time.memory_kernels' measured rate, its kernels' fixed time spread over the tokens."""
+    classes = layer_classes(spec, ops)
+    fwd = sum(memory_bound_seconds(c.forward_bytes / tp, c.forward_kernels / tokens, hbm_bytes_per_s)
+              for c in classes)
+    bwd = sum(memory_bound_seconds(c.backward_bytes / tp, c.backward_kernels / tokens, hbm_bytes_per_s)
+              for c in classes)
+    return fwd, bwd
+
+
+def loss_seconds_per_token(spec: ModelSpec, ops: TitanOps, tokens, hbm_bytes_per_s: float, tp=1):
+    """Forward + backward seconds per token of the loss over the vocabulary (the last stage only)."""
+    c = loss_class(spec, ops.loss_compiled, tp)
+    return memory_bound_seconds(c.bytes, c.kernels / tokens, hbm_bytes_per_s)
+
+
+# Ops an eager block dispatches beside its memory-bound kernels, counted from 9dec370's
+# model.py (not under fake tensors): forward, 7 nn.Linear on 3-D inputs (view, t, mm,
+# _unsafe_view: 28), SDPA 1, views (q/k/v view 3, RoPE's reshape / view_as_complex /
+# view_as_real / flatten 8 + the freqs slice and view 2, repeat_kv unsqueeze / expand / reshape 6,
+# transposes 4, output view 1: 24); backward, each linear's two mm, two t and its views (6 each:
+# 42), SDPA's backward 1 and the views' backward (24).
+EAGER_OTHER_OPS_FORWARD = 28 + 1 + 24
+EAGER_OTHER_OPS_BACKWARD = 42 + 1 + 24
+# Kernels a block launches beside its memory-bound ones, eager or compiled: 7 matmuls forward,
+# 14 backward (input and weight gradients), SDPA's forward and backward kernel.
+EXTERN_KERNELS_FORWARD = 7 + 1
+EXTERN_KERNELS_BACKWARD = 14 + 1
+
+
+def host_seconds_per_layer(spec: ModelSpec, ops: TitanOps, sac: bool) -> tuple[float, float]:
+    """(forward, backward) host seconds one block takes to issue on the GPU machine's host
+    (core.time.host): eager, dispatched ops x the measured CPU cost per op (under op-level SAC the
+    dispatch mode's), carried over with r and k; compiled, one launch (k) per kernel."""
+    classes = layer_classes(spec, ops)
+    kf = sum(c.forward_kernels for c in classes)
+    kb = sum(c.backward_kernels for c in classes)
+    scale = reference_scale()
+    if ops.compiled:
+        return ((kf + EXTERN_KERNELS_FORWARD) * scale.launch,
+                (kb + EXTERN_KERNELS_BACKWARD) * scale.launch)
+    nf, nb = kf + EAGER_OTHER_OPS_FORWARD, kb + EAGER_OTHER_OPS_BACKWARD
+    return (scale.seconds(nf * cpu_seconds_per_op("forward", sac), kf + EXTERN_KERNELS_FORWARD),
+            scale.seconds(nb * cpu_seconds_per_op("backward", sac), kb + EXTERN_KERNELS_BACKWARD))
+
+
+def exposed_host_seconds(spec: ModelSpec, ops: TitanOps, forward_gpu, backward_gpu, sac: bool):
+    """Seconds a layer's GPU waits for its host per micro-batch: max(0, host - GPU) per phase
+    (core.time.host: the host runs ahead while kernels are long)."""
+    from gpuplan.core.bulk import maximum
+
+    host_f, host_b = host_seconds_per_layer(spec, ops, sac)
+    return maximum(host_f - forward_gpu, 0.0) + maximum(host_b - backward_gpu, 0.0)
+
+
+def class_seconds(spec: ModelSpec, ops: TitanOps, tokens, hbm_bytes_per_s: float, tp=1) -> dict[str, float]:
+    """Seconds per micro-batch of ``tokens`` per layer by op class (forward + backward), and the
+    loss: the breakdown `plan --explain` can show."""
+    out = {c.name: memory_bound_seconds(c.bytes / tp * tokens, c.kernels, hbm_bytes_per_s)
+           for c in layer_classes(spec, ops) if c.kernels}
+    loss = loss_class(spec, ops.loss_compiled, tp)
+    out["loss"] = memory_bound_seconds(loss.bytes * tokens, loss.kernels, hbm_bytes_per_s)
+    return out
+
+
+def microbatch_extra_seconds(spec: ModelSpec, settings, tokens, hbm_bytes_per_s: float, tp, layer_phases,
+                             layers, head) -> float:
+    """What torchtitan's step adds to a micro-batch beside its layers' kernels: the loss where the
+    stage holds the LM head, and each layer's exposed host time (``layer_phases``: the layer's
+    forward and backward GPU seconds per micro-batch); 0 when settings.titan_ops is None."""
+    ops = settings.titan_ops
+    if ops is None:
+        return 0.0
+    sac = settings.recompute == "selective"  # torchtitan's op-level SAC issues through a dispatch mode
+    host = exposed_host_seconds(spec, ops, layer_phases[0], layer_phases[1], sac)
+    loss = tokens * loss_seconds_per_token(spec, ops, tokens, hbm_bytes_per_s, tp)
+    return layers * host + head * loss
