@@ -128,7 +128,9 @@ def eager_layer_classes(spec: ModelSpec, norm: str = "python") -> tuple[OpClass,
     rep = (BF16 * kv + BF16 * q) * 2 if repeats else 0.0  # k and v: copy to the query width; bwd: sum back
     return (
         OpClass("norm", 2 * nk_f, 2 * nb_f, 2 * nk_b, 2 * nb_b),
-        OpClass("rope", 6, rope(q) + rope(kv), 6, rope(q) + rope(kv)),
+        # backward: + freqs_cis.conj() materialised once per tensor (2 kernels, a (seq, head_dim/2)
+        # complex64 table: bytes per sequence, left out)
+        OpClass("rope", 6, rope(q) + rope(kv), 8, rope(q) + rope(kv)),
         OpClass("repeat_kv", 2 * repeats, rep, 2 * repeats, rep),
         # silu(w1 x) 2I+2I, * w3 x 4I+2I; backward: d(a*b) two muls 4I+2I each, silu_backward 4I+2I
         OpClass("swiglu", 2, 10 * inter, 3, 18 * inter),
