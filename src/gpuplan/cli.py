@@ -202,7 +202,7 @@ def _lean_start(command: str | None = None) -> None:
       their compiled code is kept in commands/dataclass_code.bin and looked up by text.
     * OpenBLAS starts one spinning thread per core when numpy is imported (~70 ms of CPU on this
       2-core machine); an answer command's numpy is elementwise, and its one matrix-vector product
-      (planner/uncertainty.py, 40k x 6) needs no second thread.
+      (planner/uncertainty.py, layouts x ~10 coordinates) needs no second thread.
     """
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if command in ANSWER_COMMANDS:  # not profile / measure: torch may use OpenBLAS for its matmuls
