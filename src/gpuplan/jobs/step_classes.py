@@ -56,11 +56,35 @@ def _fused_lines(ev, plan, settings) -> list[Line]:
     ]
 
 
+def _titan_lines(ev, plan, settings) -> list[Line]:
+    """torchtitan: its memory-bound kernels class by class (core/time/titan_ops.py), the rest of the
+    fused model's micro-batch (matmuls, FP8 casts, the recomputed forward) and its attention."""
+    from gpuplan.core.time import titan_ops as TT
+
+    lines = _fused_lines(ev, plan, settings)
+    lay, spec, ops = plan.layout, ev.spec, settings.titan_ops
+    k, step, layers = lay.micro_batches_per_step, plan.step_seconds, spec.num_layers / lay.pp
+    tokens = lay.micro_batch * settings.seq_len / lay.cp
+    mode = "torch.compile per block" if ops.compiled else f"eager, {ops.norm} RMSNorm"
+    classes = []
+    for name, seconds in TT.class_seconds(spec, ops, tokens, ev.cluster.gpu.memory_bandwidth, lay.tp).items():
+        if name == "loss" and lay.pp > 1:  # on the last stage; the lines follow the first
+            continue
+        classes.append(_line(f"class_titan_{name}", f"{name} kernels", k * seconds * (1 if name == "loss" else layers),
+                             step, f"core/time/titan_ops.py ({mode}): bytes per token from torchtitan's code "
+                             "at 89% of HBM + 7.84 us per kernel"))
+    rest = lines[0].value - sum(ln.value for ln in classes)
+    lines[0] = _line("class_gemm", "matmuls, FP8 casts, recomputed forward and host", rest, step,
+                     "core/time/step.py: MAMF x d/(d+512); op-level SAC repeats the forward's element-wise third")
+    return lines[:1] + classes + lines[1:]
+
+
 def step_class_lines(ev, plan) -> tuple[Line, ...]:
     """The chosen layout's step by op class, plus its exposed communication and bubble (``ev``: the
     plan search's evaluator, jobs.plan.search.evaluator_for)."""
     settings = replace(ev.step, recompute=plan.recompute)
-    lines = _eager_lines(ev, plan, settings) if settings.eager_ops is not None else _fused_lines(ev, plan, settings)
+    lines = _eager_lines(ev, plan, settings) if settings.eager_ops is not None else \
+        _titan_lines(ev, plan, settings) if settings.titan_ops is not None else _fused_lines(ev, plan, settings)
     step = plan.step_seconds
     for key, label, value in (("class_comm", "exposed communication", float(plan.step.exposed_comm)),
                               ("class_bubble", "pipeline bubble", float(plan.step.bubble))):

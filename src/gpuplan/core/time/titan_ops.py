@@ -260,3 +260,12 @@ def microbatch_extra_seconds(spec: ModelSpec, settings, tokens, hbm_bytes_per_s:
     host = exposed_host_seconds(spec, ops, layer_phases[0], layer_phases[1], sac)
     loss = tokens * loss_seconds_per_token(spec, ops, tokens, hbm_bytes_per_s, tp)
     return layers * host + head * loss
+
+
+def default_ops(spec: ModelSpec) -> TitanOps | None:
+    """`--framework torchtitan`'s op list: eager (torchtitan's CompileConfig.enable defaults to
+    False, torchtitan/config/configs.py at b5bcd76) with nn.RMSNorm; None (the fused model) for
+    blocks the list does not cover (MoE, ungated MLPs)."""
+    if spec.moe is not None or not spec.mlp.gated:
+        return None
+    return TitanOps(compiled=False, norm="fused", loss_compiled=False)
