@@ -22,6 +22,8 @@ The fused stacks (Megatron-Core with Transformer Engine, torchtitan) and the pla
   attention_core.py     the attention core's seconds per token (flash kernels vs unfused)
   pipeline_schedule.py  the pipeline bubble by schedule
   eager_fallbacks.py    HBM traffic of Megatron-Core's eager fallbacks (GPT-OSS-like models)
+  titan_ops.py          torchtitan's Llama block op class by op class, eager vs torch.compile per
+                        block (Inductor's fused regions), its loss and host time (docs/step.md)
 
 Communication lives in core.comm. Units: seconds, bytes, FLOPs.
 """
