@@ -79,3 +79,16 @@ def test_moe_blocks_are_refused():
                     moe=MoESpec(num_experts=4, experts_per_token=2, expert_intermediate_size=32))
     with pytest.raises(ValueError, match="dense gated"):
         T.layer_classes(moe, EAGER)
+
+
+def test_host_is_exposed_only_beyond_the_gpu_work():
+    # host.py's rule per phase: max(0, host - GPU). Eager forward under SAC: (28 memory kernels +
+    # 53 other ops) x the SAC dispatch cost, carried over with r and k; compiled: 6 + 8 launches x k
+    from gpuplan.core.time.host import cpu_seconds_per_op, reference_scale
+
+    scale = reference_scale()
+    host_f, host_b = T.host_seconds_per_layer(SPEC, EAGER, sac=True)
+    assert host_f == pytest.approx(scale.seconds((28 + 53) * cpu_seconds_per_op("forward", True), 28 + 8), rel=1e-12)
+    assert T.host_seconds_per_layer(SPEC, COMPILED, sac=True)[0] == pytest.approx((6 + 8) * scale.launch, rel=1e-12)
+    assert T.exposed_host_seconds(SPEC, EAGER, 0.0, 0.0, True) == pytest.approx(host_f + host_b, rel=1e-12)
+    assert T.exposed_host_seconds(SPEC, EAGER, 1.0, 1.0, True) == 0.0
