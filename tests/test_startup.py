@@ -41,19 +41,6 @@ def test_an_edited_toml_file_is_parsed_not_taken_from_the_stale_copy(monkeypatch
     assert compiled.parsed_toml(path) == fresh != {"stale": True}
 
 
-def test_the_stand_in_plugin_loader_answers_as_pydantic_would(monkeypatch):
-    """While PYDANTIC_DISABLE_PLUGINS disables every plugin the stand-in returns none (pydantic's
-    own get_plugins returns () then); once plugins are allowed it hands over to the real loader."""
-    from gpuplan import cli
-
-    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    assert cli._no_pydantic_plugins() == ()
-    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS")
-    monkeypatch.delitem(sys.modules, "pydantic.plugin._loader", raising=False)
-    assert list(cli._no_pydantic_plugins()) == []  # no pydantic plugin is installed here
-    assert sys.modules["pydantic.plugin._loader"].get_plugins is not cli._no_pydantic_plugins
-
-
 def _modules_after(code: str) -> set[str]:
     out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print('\\n'.join(sys.modules))"],
                          capture_output=True, text=True, check=True).stdout
@@ -61,12 +48,10 @@ def _modules_after(code: str) -> set[str]:
 
 
 def test_a_command_imports_no_metadata_scan_and_parses_no_toml():
-    """`gpuplan memory` answers without importlib.metadata (pydantic's plugin loader imports it even
-    with plugins disabled: ~15 ms) and without tomllib (the compiled catalog)."""
+    """`gpuplan memory` answers without tomllib (the compiled catalog)."""
     loaded = _modules_after("from gpuplan.cli import main; import io, contextlib\n"
                            "with contextlib.redirect_stdout(io.StringIO()):\n"
                            "    assert main(['memory', 'llama-2-7b', '--gpu', 'a100-80gb', '--gpus', '8', '--zero', '3']) == 0")
-    assert "importlib.metadata" not in loaded
     assert "tomllib" not in loaded
     assert "numpy" in loaded  # the memory formulas are numpy's (the answer needs it)
 

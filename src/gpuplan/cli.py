@@ -191,9 +191,9 @@ def _lean_start(command: str | None = None) -> None:
     """Start-up work no answer needs (docs/performance.md, issue 39).
 
     * pydantic looks for third-party plugins (an entry-point scan of every installed package,
-      ~20-50 ms) when a schema is first built; gpuplan's schemas use none. Even with the scan
-      disabled, its loader module imports importlib.metadata (email, zipfile, csv...: ~15 ms here),
-      so a loader that answers "no plugins" takes its place while plugins are disabled.
+      ~20-50 ms) when a schema is first built; gpuplan's schemas use none. Its loader module still
+      imports importlib.metadata (~15 ms here); replacing pydantic's private module to avoid that
+      was tried and dropped (pydantic is not pinned: a loader it changes would break every command).
     * The cyclic garbage collector ran ~100 times during a command's start-up (every 700 new
       container objects: the imports' classes and functions, none of them garbage): ~20 ms of CPU.
       Its first generation is collected every GC_GENERATION0 objects instead (``serve`` and the
@@ -211,23 +211,6 @@ def _lean_start(command: str | None = None) -> None:
     from gpuplan.commands import dataclass_code
 
     dataclass_code.install()
-    if "pydantic.plugin._loader" not in sys.modules:
-        import types
-
-        loader = types.ModuleType("pydantic.plugin._loader")
-        loader.get_plugins = _no_pydantic_plugins  # type: ignore[attr-defined]
-        sys.modules["pydantic.plugin._loader"] = loader
-
-
-def _no_pydantic_plugins() -> tuple:
-    """pydantic.plugin._loader.get_plugins while PYDANTIC_DISABLE_PLUGINS disables all (what the
-    real one returns then); otherwise the real loader takes its place again and answers."""
-    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in ("__all__", "1", "true"):
-        return ()
-    import importlib
-
-    sys.modules.pop("pydantic.plugin._loader", None)
-    return importlib.import_module("pydantic.plugin._loader").get_plugins()
 
 
 def _internal_error(exc: Exception) -> int:
