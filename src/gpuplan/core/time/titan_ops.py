@@ -149,13 +149,20 @@ def compiled_layer_classes(spec: ModelSpec) -> tuple[OpClass, ...]:
     # a row kernel reads the m linear-input gradients, x and the residual gradient, writes dx;
     # the weight-gradient reduction re-reads the m gradients and x (+ a small final sum)
     norm_bwd = lambda m: (m * BF16 + BF16 + BF16) * h + BF16 * h + (m * BF16 + BF16) * h  # noqa: E731
-    rope_out = 3 * q if repeats else q + 2 * kv  # q, and k, v at the query width when repeated
+    # RoPE's complex64 multiply is not fused: Inductor falls back to aten.mul for complex dtypes
+    # (torch/_inductor/lowering.py: "Torchinductor does not support code generation for complex
+    # operators"), so q and k are cast to fp32 by one kernel each (2w + 4w), multiplied by the
+    # fallback (4w + 4w) and cast back by one kernel that also writes k and v repeated (q, k: 4w
+    # read, 2 B out per element at the query width; v: 2kv read, 2q written); backward the mirror
+    # (checked on Inductor's generated code for 9dec370's block, docs/step.md)
+    rope = (BF16 + FP32) * (q + kv) + 2 * FP32 * (q + kv) + FP32 * (q + kv) + BF16 * (3 * q if repeats else q + kv) \
+        + (BF16 * kv if repeats else 0.0)
     return (
         OpClass("norm", 2, 2 * BF16 * h + 4 * BF16 * h, 6, norm_bwd(3) + norm_bwd(2)),
-        # RoPE on q and k with k, v written repeated; backward reads their gradients at the query
-        # width and writes dq, dk, dv (the repeat's sum inside)
-        OpClass("rope", 2, BF16 * (q + 2 * kv) + BF16 * rope_out, 2, BF16 * rope_out + BF16 * (q + 2 * kv)),
-        OpClass("repeat_kv", 0, 0.0, 0, 0.0),  # fused into the RoPE kernels
+        # forward: 2 casts + 2 fallback multiplies + 1 cast-back; backward: the casts of dq and the
+        # repeated dk (its sum inside), 2 multiplies, dv's sum, 2 casts back, freqs_cis.conj()
+        OpClass("rope", 5, rope, 8, rope),
+        OpClass("repeat_kv", 0, 0.0, 0, 0.0),  # inside RoPE's cast-back kernels
         # silu(a) * b: reads a, b, writes the product; backward reads dy, a, b, writes da, db
         OpClass("swiglu", 1, 3 * BF16 * inter, 1, 5 * BF16 * inter),
         # the block's last residual add (the first is fused with ffn_norm); its backward is the
