@@ -15,6 +15,12 @@ are listed apart and left out of the totals. It also counts a copy of an expande
 (repeat_kv) as reading the expanded size; titan_ops counts the source once.
 
     python scripts/titan_op_census.py [--torchtitan-git /work/.mirror/pytorch+torchtitan/repo]
+    python scripts/titan_op_census.py --inductor   # torch.compile's kernels instead (~30 s)
+
+With ``--inductor`` the block is compiled as torchtitan's apply_compile does
+(``torch.compile(block, fullgraph=True)``) on the CPU backend with real tensors, and the fused
+kernels and ATen fallbacks of Inductor's generated forward and backward are listed (the check of
+titan_ops.compiled_layer_classes' kernel list; a C++ compiler is needed).
 
 Needs torch (the profile extra). A few seconds on one CPU core.
 """
@@ -76,45 +82,88 @@ def census(git_dir: str, commit: str):
 
     from gpuplan.profile.op_census import _Recorder
 
-    with tempfile.TemporaryDirectory() as tmp:
-        _checkout(git_dir, commit, Path(tmp))
-        sys.path.insert(0, tmp)
-        import torch._dynamo  # noqa: F401  (FakeTensorMode imports it; it must see no stand-in Triton)
-        import torch.distributed._tensor  # noqa: F401
-
-        _stand_ins(torch)
+    titan = _load_titan(git_dir, commit)
+    args = titan.ModelArgs(**DIMS, vocab_size=1000, max_seq_len=SEQ, norm_type="rmsnorm")
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        old = torch.get_default_dtype()
+        torch.set_default_dtype(torch.bfloat16)  # bf16 parameters (FSDP2's param_dtype)
         try:
-            from torchtitan.models.llama import model as titan
+            block = titan.TransformerBlock(0, args)
         finally:
-            for name in ("triton", "triton.language"):
-                if getattr(sys.modules.get(name), "__class__", None).__name__ == "_Anything":
-                    del sys.modules[name]
-
-        args = titan.ModelArgs(**DIMS, vocab_size=1000, max_seq_len=SEQ, norm_type="rmsnorm")
-        with FakeTensorMode(allow_non_fake_inputs=True):
-            old = torch.get_default_dtype()
-            torch.set_default_dtype(torch.bfloat16)  # bf16 parameters (FSDP2's param_dtype)
-            try:
-                block = titan.TransformerBlock(0, args)
-            finally:
-                torch.set_default_dtype(old)
-            freqs = titan.precompute_freqs_cis(args.dim // args.n_heads, SEQ * 2)[:SEQ]
-            x = torch.randn(BATCH, SEQ, args.dim, dtype=torch.bfloat16, requires_grad=True)
-            grad = torch.randn(BATCH, SEQ, args.dim, dtype=torch.bfloat16)
-            recorder = _Recorder(torch)
-            with recorder.mode:
-                out = block(x, freqs)
-                recorder.phase = "backward"
-                out.backward(grad)
-        hidden = block.feed_forward.w1.out_features
+            torch.set_default_dtype(old)
+        freqs = titan.precompute_freqs_cis(args.dim // args.n_heads, SEQ * 2)[:SEQ]
+        x = torch.randn(BATCH, SEQ, args.dim, dtype=torch.bfloat16, requires_grad=True)
+        grad = torch.randn(BATCH, SEQ, args.dim, dtype=torch.bfloat16)
+        recorder = _Recorder(torch)
+        with recorder.mode:
+            out = block(x, freqs)
+            recorder.phase = "backward"
+            out.backward(grad)
+    hidden = block.feed_forward.w1.out_features
     return recorder.census, hidden
+
+
+def inductor_kernels(git_dir: str, commit: str) -> list[dict]:
+    """torch.compile(block, fullgraph=True) as torchtitan's apply_compile, on the CPU backend with
+    real tensors: per generated graph (forward, backward) the fused kernels Inductor emits and the
+    ATen fallbacks it calls (the RoPE's complex multiply), read from its generated code."""
+    import re
+
+    import torch
+    from torch._inductor.utils import run_and_get_code
+
+    titan = _load_titan(git_dir, commit)
+    args = titan.ModelArgs(**DIMS, vocab_size=1000, max_seq_len=SEQ, norm_type="rmsnorm")
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        block = titan.TransformerBlock(0, args)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    freqs = titan.precompute_freqs_cis(args.dim // args.n_heads, SEQ * 2)[:SEQ]
+    x = torch.randn(BATCH, SEQ, args.dim, dtype=torch.bfloat16, requires_grad=True)
+    compiled = torch.compile(block, fullgraph=True)
+    _, codes = run_and_get_code(lambda: compiled(x, freqs).backward(torch.ones(BATCH, SEQ, args.dim,
+                                                                                 dtype=torch.bfloat16)))
+    graphs = []
+    for code in codes:
+        body = code[code.index("def call("):]
+        graphs.append({"fused": re.findall(r"^\s+(cpp_fused_\w+|triton_\w+)\(", body, re.M),
+                       "fallbacks": re.findall(r"torch\.ops\.aten\.(mul|clone)\.\w+\(", body)})
+    return graphs
+
+
+def _load_titan(git_dir: str, commit: str):
+    """torchtitan's llama model module at ``commit`` (Triton stood in while norms.py imports)."""
+    import torch
+    import torch._dynamo  # noqa: F401
+    import torch.distributed._tensor  # noqa: F401
+
+    tmp = tempfile.mkdtemp()
+    _checkout(git_dir, commit, Path(tmp))
+    sys.path.insert(0, tmp)
+    _stand_ins(torch)
+    try:
+        from torchtitan.models.llama import model as titan
+    finally:
+        for name in ("triton", "triton.language"):
+            if type(sys.modules.get(name)).__name__ == "_Anything":
+                del sys.modules[name]
+    return titan
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--torchtitan-git", default="/work/.mirror/pytorch+torchtitan/repo")
     parser.add_argument("--commit", default="9dec370")
+    parser.add_argument("--inductor", action="store_true",
+                        help="also compile the block with Inductor (CPU backend, ~30 s) and list its kernels")
     opts = parser.parse_args()
+    if opts.inductor:
+        for phase, graph in zip(("forward", "backward"), inductor_kernels(opts.torchtitan_git, opts.commit)):
+            print(f"Inductor {phase}: {len(graph['fused'])} fused kernels, ATen fallbacks {graph['fallbacks']}")
+            for name in graph["fused"]:
+                print(f"  {name}")
+        return 0
     from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec
     from gpuplan.core.time import titan_ops as T
 
