@@ -25,7 +25,9 @@ op class, per token of the micro-batch (bytes each kernel reads + writes), read 
   collectives run between the compiled blocks), and a different reduction axis (the norm's
   weight gradient reduces over tokens: its own kernel + a small final sum). Saved intermediates
   are recomputed inside the backward kernels (AOTAutograd's min-cut partitioner recomputes
-  pointwise ops), so a fused backward kernel re-reads the forward's inputs instead.
+  pointwise ops), so a fused backward kernel re-reads the forward's inputs instead. One exception
+  read from Inductor's generated code (scripts/titan_op_census.py --inductor): RoPE's complex64
+  multiply is an ATen fallback, so its fp32 casts stay separate kernels.
 
 The loss: ``cross_entropy(pred.float(), labels)`` over the vocabulary (train.py at 9dec370: the
 compile of the loss is commented out, "compiling loss function causes CUDA errors"; from 2025
