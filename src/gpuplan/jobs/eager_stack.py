@@ -23,7 +23,7 @@ def eager_step_settings(inputs, spec) -> dict:
     if inputs.framework == "torchtitan":  # its own op list (core.time.titan_ops) where it covers the model
         from gpuplan.core.time.titan_ops import default_ops
 
-        return {"titan_ops": default_ops(spec)}
+        return {"titan_ops": default_ops(spec, compiled=inputs.compile)}
     if inputs.framework != "hf":
         return {}
     return eager_stack_fields(spec.model_type, inputs.recipe_name, inputs.finetune, inputs.attention_kernel,

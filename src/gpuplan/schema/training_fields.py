@@ -30,6 +30,12 @@ FLEX_DISPATCH_FRAMEWORKS = ("generic", "megatron", "torchtitan")
 parallelism.expert_parallel_comm_backend (torchtitan/distributed/deepep/). DeepSpeed-MoE and the
 Hugging Face Trainer send tokens with plain all-to-all."""
 
+COMPILE_ELSEWHERE = {"megatron": "Transformer Engine's kernels are fused already",
+                     "generic": "its elementwise model is fused already",
+                     "hf": "the Trainer's torch_compile is not modelled",
+                     "deepspeed": "its compile is not modelled"}
+"""Why --compile is refused outside torchtitan (the one line's reason)."""
+
 
 class LayoutFields(JobInputs):
     """The degrees of a parallel layout and the batch. Given ones are fixed; the planner chooses
@@ -118,6 +124,7 @@ class SetupFields(JobInputs):
     and the memory kept free."""
 
     framework: V.Framework
+    compile: V.Compile
     recipe: V.Recipe
     implementation: V.Implementation
     optimizer: V.Optimizer
@@ -137,6 +144,9 @@ class SetupFields(JobInputs):
                 shown = ",".join(value) if isinstance(value, tuple) else value
                 raise InputError(name, shown, f"is Megatron-Core's option: give --framework megatron "
                                  f"(not {self.framework})")
+        if self.compile and self.framework != "torchtitan":
+            raise InputError("compile", True, f"is torchtitan's torch.compile per block: give --framework torchtitan "
+                             f"(not {self.framework}: {COMPILE_ELSEWHERE.get(self.framework, 'not modelled')})")
         if getattr(self, "recompute", None) == "selective" and self.profile.selective == "none":
             raise InputError("recompute", "selective", f"--framework {self.framework} has no selective recompute "
                              "(gradient checkpointing is per layer): give none or full")
@@ -189,6 +199,10 @@ class SetupFields(JobInputs):
                 if name in given:
                     raise InputError(name, getattr(self, name), f"applies to mixture-of-experts models; "
                                      f"{spec.name} is dense (no expert all-to-all)")
+        if self.compile and (spec.moe is not None or not spec.mlp.gated):  # core.time.titan_ops.default_ops
+            raise InputError("compile", True, f"is timed with torchtitan's dense gated block (Llama-like); "
+                             f"{spec.name} is {'mixture-of-experts' if spec.moe is not None else 'an ungated MLP'}: "
+                             "leave --compile out")
         layers = getattr(self, "recompute_layers", None)
         chunks = (getattr(self, "pp", None) or 1) * (getattr(self, "vpp", None) or 1)
         most = -(-spec.num_layers // chunks)  # the largest chunk (uneven stages: the first take the remainder)

@@ -144,6 +144,10 @@ RecomputeLayers = option(Degree | None, None, "Megatron's --recompute-num-layers
 Framework = option(T.choice(*FRAMEWORKS), DEFAULT_FRAMEWORK, "Training framework whose memory behaviour is modelled: "
                    f"{', '.join(FRAMEWORKS)} (generic: gpuplan's framework-neutral model). It sets the defaults of "
                    "--recipe, --implementation and --optimizer-impl.")
+Compile = option(T.Bool, False, "torch.compile per TransformerBlock, model and loss (torchtitan's "
+                 "[compile] enable with components model, loss; --framework torchtitan, dense gated models): the "
+                 "step is timed with Inductor's fused kernels (core/time/titan_ops.py). Not given: eager, "
+                 "torchtitan's default.")
 Loss = option(T.choice("hf-ce", "fp32-ce", "vocab-parallel-ce", "chunked") | None, None, "Loss memory: hf-ce (HF keeps the bf16 logits "
               "and the fp32 log-softmax), fp32-ce (the fp32 log-softmax only), vocab-parallel-ce (Megatron: fp32 softmax, "
               "backward in place) or chunked (torchtitan: LM head + "

@@ -271,10 +271,12 @@ def microbatch_extra_seconds(spec: ModelSpec, settings, tokens, hbm_bytes_per_s:
     return layers * host + head * loss
 
 
-def default_ops(spec: ModelSpec) -> TitanOps | None:
-    """`--framework torchtitan`'s op list: eager (torchtitan's CompileConfig.enable defaults to
-    False, torchtitan/config/configs.py at b5bcd76) with nn.RMSNorm; None (the fused model) for
-    blocks the list does not cover (MoE, ungated MLPs)."""
+def default_ops(spec: ModelSpec, compiled: bool = False) -> TitanOps | None:
+    """`--framework torchtitan`'s op list: eager by default (torchtitan's CompileConfig.enable
+    defaults to False, torchtitan/config/configs.py at b5bcd76; 9dec370's ``training.compile`` too);
+    ``compiled`` (--compile): every block and the loss compiled (CompileConfig.components defaults
+    to ["model", "loss"] at b5bcd76). nn.RMSNorm either way; None (the fused model) for blocks the
+    list does not cover (MoE, ungated MLPs)."""
     if spec.moe is not None or not spec.mlp.gated:
         return None
-    return TitanOps(compiled=False, norm="fused", loss_compiled=False)
+    return TitanOps(compiled=compiled, norm="fused", loss_compiled=compiled)

@@ -257,7 +257,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     )
     headline = MEMORY_HEADLINE + tuple(line.key for line in advice)
     return Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
-                  _assumptions(settings, overheads), tuple(sections), _notes(spec, settings), (table,),
+                  _assumptions(settings, overheads) + _compile_memory(inputs), tuple(sections), _notes(spec, settings), (table,),
                   headline=headline, key_assumptions=("recipe", "implementation", "margin"),
                   summary_table=table.title)
 
@@ -280,6 +280,16 @@ def _verdict_table(spec, layout, settings, overheads, gpu_ids) -> Table:
         rows.append((gpu.id, _gib(gpu.memory_bytes), "fits" if fits else "does not fit", _gib(headroom), best))
     return Table("verdict per GPU type", ("gpu", "memory", "verdict", "headroom after margin",
                                           "largest micro-batch"), tuple(rows))
+
+
+def _compile_memory(inputs) -> tuple[Assumption, ...]:
+    """--compile leaves the estimate as it is: Inductor's buffers are inside torchtitan's published
+    memory gap, which plan keeps free (planner/framework_rules.py)."""
+    if not inputs.compile:
+        return ()
+    return (Assumption("compile", "torch.compile", "per TransformerBlock, model and loss: same estimate",
+                       "Inductor's buffers are inside torchtitan's published memory gap (compiled rows; "
+                       "planner/framework_rules.py)", "--compile", True),)
 
 
 def _assumptions(settings: M.MemorySettings, overheads: M.Overheads) -> tuple[Assumption, ...]:

@@ -11,7 +11,7 @@ from gpuplan.catalog import prediction_band
 from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
 from gpuplan.core.memory import training as M
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count
-from gpuplan.jobs.assumptions import mtp_assumption
+from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.search import PlanSearch, best_index, deadline_of, rank_by_of, search
@@ -179,6 +179,7 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
         Assumption("implementation", "activation implementation", inputs.implementation_name, "docs/memory.md",
                    "--implementation", "implementation" in inputs.given),
         *mtp_assumption(result.evaluator.spec.mtp_layers, "mtp_layers" in inputs.given),
+        *compile_assumption(inputs),
         Assumption("global_batch", "global batch", f"{plan.global_batch:,} x {inputs.seq_len:,} tokens",
                    "asked: ~4M tokens by default (Llama 2), at least 1,024 per GPU (Llama 3 405B Table 4, "
                    "MegaScale Table 2: past 4,096 GPUs); rounded to a multiple of dp",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from gpuplan.core.economics.gpu_time import ComputeBudget, comm_share_of_time, with_allowance
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_duration
-from gpuplan.jobs.assumptions import mtp_assumption
+from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, TrainingInputs
 from gpuplan.jobs.training.timing import Flops, TimeEstimate
 from gpuplan.report.model import Assumption, Line, Section
@@ -236,7 +236,7 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
                    "--micro-batch / --recompute / --recompute-modules / --recompute-layers", inputs.layout_given),
         Assumption("recipe", "precision recipe", inputs.recipe_name, "core/precision.py", "--recipe",
                    "recipe" in inputs.given),
-    ) + mtp_assumption(mtp_layers, "mtp_layers" in inputs.given)
+    ) + mtp_assumption(mtp_layers, "mtp_layers" in inputs.given) + compile_assumption(inputs)
 
 
 def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,

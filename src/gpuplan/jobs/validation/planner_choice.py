@@ -74,6 +74,8 @@ def planned_tokens_per_gpu_s(run: dict, framework: str, recompute: str | None = 
         fields["fp8_recipe"] = "mxfp8"
     if recompute is not None:
         fields["recompute"] = recompute
+    if framework == "torchtitan":  # the row's own compile setting (its framework string), as `plan --compile`
+        fields["compile"] = "torch.compile" in run["framework"]
     group = group_key(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)
     result = search(PlanInputs(**fields), leave_out=group)
     plan = chosen_plan(result, best_index(result, "time"))
