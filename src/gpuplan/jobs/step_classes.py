@@ -74,6 +74,12 @@ def _titan_lines(ev, plan, settings) -> list[Line]:
                              step, f"core/time/titan_ops.py ({mode}): bytes per token from torchtitan's code "
                              "at 89% of HBM + 7.84 us per kernel"))
     rest = lines[0].value - sum(ln.value for ln in classes)
+    copies = TT.fsdp_copy_seconds(spec, ev.cluster.gpu.memory_bandwidth, tp=lay.tp, pp=lay.pp, shard=lay.dp * lay.cp,
+                                  zero=lay.zero, micro_batches=k)
+    if copies > 0:  # on the compute stream beside the micro-batches (core.time.step.step_time)
+        classes.append(_line("class_titan_fsdp_copies", "fsdp_copies (FSDP2 copy-out + gradient copy-in)", copies, step,
+                             "core/time/titan_ops.py: 4 B per parameter each all-gather (split_with_sizes_copy), "
+                             "6 B each reduce-scatter (chunk_cat bf16 -> fp32), torch _fsdp_collectives.py"))
     lines[0] = _line("class_gemm", "matmuls, FP8 casts, recomputed forward and host", rest, step,
                      "core/time/step.py: MAMF x d/(d+512); op-level SAC repeats the forward's element-wise third")
     return lines[:1] + classes + lines[1:]

@@ -388,7 +388,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
                                      ep=ep, mtp=mtp, vpp=vpp).total
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
-    compute = t_mb * micro_batches
+    compute = t_mb * micro_batches + (0.0 if settings.titan_ops is None else TT.fsdp_copy_seconds(  # FSDP2's copies
+        spec, cluster.gpu.memory_bandwidth, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches))
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
     data = dp * cp
     params = params_per_gpu(spec, tp, pp, ep)

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.model.spec import ModelSpec, count_parameters
 from gpuplan.core.time.host import cpu_seconds_per_op, reference_scale
 from gpuplan.core.time.memory_kernels import memory_bound_seconds
 
@@ -269,6 +269,44 @@ def microbatch_extra_seconds(spec: ModelSpec, settings, tokens, hbm_bytes_per_s:
     host = exposed_host_seconds(spec, ops, layer_phases[0], layer_phases[1], sac)
     loss = tokens * loss_seconds_per_token(spec, ops, tokens, hbm_bytes_per_s, tp)
     return layers * host + head * loss
+
+
+# FSDP2's copies around its collectives that run on the compute stream (torch 2.13,
+# torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py; scripts/fsdp_copy_census.py lists them on
+# CPU): foreach_all_gather_copy_out's split_with_sizes_copy reads the bf16 all-gather output and
+# writes the unsharded bf16 parameters (2 + 2 B per unsharded parameter, every all-gather, on the
+# default stream after wait_event); foreach_reduce's chunk_cat reads the bf16 unsharded gradient and
+# writes the fp32 reduce-scatter input (2 + 4 B, MixedPrecisionPolicy reduce_dtype fp32), on the
+# current stream before reduce_scatter_stream.wait_stream. Not charged: the copy-in (the fp32 -> bf16
+# cast of the shard and the _foreach_copy_ into the all-gather input, (4 + 2 + 2 + 2) / shard B) runs
+# on all_gather_copy_in_stream (get_all_gather_streams, _fsdp_param_group.py) and the gradient
+# accumulation += on the reduce-scatter stream, both beside compute; NCCL averages fp32 (ReduceOp.AVG:
+# no div_ kernel).
+FSDP_COPY_OUT_BYTES = BF16 + BF16
+FSDP_GRAD_COPY_IN_BYTES = BF16 + FP32
+
+
+def fsdp_copy_seconds(spec: ModelSpec, hbm_bytes_per_s: float, *, tp, pp, shard, zero, micro_batches):
+    """Seconds a step's compute stream spends in FSDP2's copy-out and gradient copy-in (above), per
+    GPU: each unit gathered before its forward and all blocks but the last again before their
+    backward (torchtitan 9dec370 parallelize_llama.py apply_fsdp: reshard_after_forward =
+    layer_id < n_layers - 1; the root, embeddings + norm + output, not resharded), every gradient
+    reduced, every micro-batch; under a pipeline torchtitan keeps the stage unsharded (reshard False):
+    one gather and one reduction a step. 0 without FSDP (zero < 3 or a shard group of 1). One
+    kernel per unit and copy at core.time.memory_kernels' line. Scalars or arrays."""
+    import numpy as np
+
+    counts = count_parameters(spec)
+    stage = counts.total / (tp * pp)
+    layer = counts.non_embedding / spec.num_layers / tp
+    units = spec.num_layers / pp + 1
+    once = memory_bound_seconds((FSDP_COPY_OUT_BYTES + FSDP_GRAD_COPY_IN_BYTES) * stage, 2 * units,
+                                hbm_bytes_per_s)
+    regather = memory_bound_seconds(FSDP_COPY_OUT_BYTES * (spec.num_layers - 1) * layer, spec.num_layers - 1,
+                                    hbm_bytes_per_s)
+    per_step = np.where(np.asarray(pp) == 1, micro_batches * (once + regather), once)
+    out = per_step * ((np.asarray(zero) >= 3) & (np.asarray(shard) > 1))
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def default_ops(spec: ModelSpec, compiled: bool = False) -> TitanOps | None:
