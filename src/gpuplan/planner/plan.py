@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuplan.core.memory import training as M
+from gpuplan.core.memory.device_memory import framework_gap_bytes
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.time.step import StepBreakdown, step_time
 from gpuplan.core.units import SECONDS_PER_DAY
@@ -121,8 +122,7 @@ def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, targe
                      pp=layout.pp, vpp=layout.vpp, cp=layout.cp, ep=layout.ep, zero=layout.zero,
                      micro_batch=layout.micro_batch, micro_batches=layout.micro_batches_per_step)
     memory = M.peak_memory(ev.spec, layout, replace(ev.memory, recompute=recompute))
-    states = memory.weights + memory.master + memory.optimizer
-    excess = ev.fit_reserve * max(0.0, float(ev.overheads.reserved_bytes(memory.allocated - states)))
+    excess = float(framework_gap_bytes(ev.overheads, ev.fit_reserve, memory.allocated, memory.model_states))
     rated = ev.rates(LayoutTable({"global_batch": np.array([layout.batch]), "gpus": np.array([layout.world]),
                                   "step_seconds": np.array([float(step.total)]), "pp": np.array([layout.pp]),
                                   "vpp": np.array([layout.vpp]),

@@ -99,8 +99,7 @@ class Evaluator:
         if not self.fit_reserve:
             return np.zeros(np.shape(peak))
         parts = M.stage_memory_parts(self.spec, self.layout(g), replace(self.memory, recompute=mode), 0)
-        states = np.asarray(parts.weights + parts.master + parts.optimizer, dtype=float)
-        return np.asarray(framework_gap_bytes(self.overheads, self.fit_reserve, peak, states), dtype=float)
+        return np.asarray(framework_gap_bytes(self.overheads, self.fit_reserve, peak, parts.model_states), dtype=float)
 
     def layout(self, g: dict) -> ParallelLayout:
         return ParallelLayout(dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"],

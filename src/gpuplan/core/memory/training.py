@@ -72,6 +72,11 @@ class MemoryBreakdown:
     def allocated(self) -> float:
         return max(self.backward_start_total, self.optimizer_step_total)
 
+    @property
+    def model_states(self) -> float:
+        """Weights + master weights + optimizer states, bytes (not the gradients)."""
+        return self.weights + self.master + self.optimizer
+
 
 @dataclass(frozen=True)
 class MemorySettings:
@@ -156,6 +161,11 @@ class StageMemory:
     @property
     def allocated(self):
         return np.maximum(self.backward_start, self.optimizer_step)
+
+    @property
+    def model_states(self):
+        """Weights + master weights + optimizer states, bytes (not the gradients)."""
+        return self.weights + self.master + self.optimizer
 
 
 def _saved_per_token(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, params: StageParams, kw):

@@ -60,7 +60,7 @@ def framework_gap(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySet
     if not share:
         return 0.0
     parts = M.stage_memory_parts(spec, layout, settings, 0)
-    return float(framework_gap_bytes(overheads, share, allocated, parts.weights + parts.master + parts.optimizer))
+    return float(framework_gap_bytes(overheads, share, allocated, parts.model_states))
 
 
 def _fits(spec, layout, settings, overheads, gpu) -> tuple[bool, float, float]:
