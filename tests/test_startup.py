@@ -47,7 +47,7 @@ def _modules_after(code: str) -> set[str]:
     return set(out.split())
 
 
-def test_a_command_imports_no_metadata_scan_and_parses_no_toml():
+def test_a_command_parses_no_toml():
     """`gpuplan memory` answers without tomllib (the compiled catalog)."""
     loaded = _modules_after("from gpuplan.cli import main; import io, contextlib\n"
                            "with contextlib.redirect_stdout(io.StringIO()):\n"

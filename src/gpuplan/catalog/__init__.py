@@ -167,7 +167,7 @@ def reference_toml(name: str) -> dict[str, Any]:
 @cache
 def reference_json(name: str) -> dict[str, Any]:
     """A generated JSON file of catalog/reference (layout_uncertainty.json: read on every plan search,
-    where tomllib's pure-Python parser would cost ~60 ms)."""
+    where tomllib's pure-Python parser would cost ~60 ms; hf_op_profiles.json, catalog.op_profiles)."""
     return json.loads((CATALOG / "reference" / name).read_text("utf-8"))
 
 

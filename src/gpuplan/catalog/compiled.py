@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import zlib
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from gpuplan.catalog.paths import CATALOG
@@ -28,28 +27,24 @@ FOLDERS = ("hardware", "prices")
 FILES = ("storage.toml", "reference/prediction_band.toml", "reference/model_track_record.toml")
 
 
-def _root() -> Path:
-    return CATALOG
-
-
 def source_paths() -> list[str]:
     """Every TOML file the JSON holds, as paths under catalog/."""
-    root = _root()
-    found = [f"{folder}/{p.name}" for folder in FOLDERS for p in (root / folder).iterdir() if p.name.endswith(".toml")]
-    return sorted(found) + list(FILES)
+    from gpuplan.catalog import _files
+
+    return [f"{folder}/{p.name}" for folder in FOLDERS for p in _files(folder, ".toml")] + list(FILES)
 
 
 @cache
 def _compiled() -> dict[str, Any]:
     try:
-        return json.loads((_root() / COMPILED).read_text(encoding="utf-8"))["files"]
+        return json.loads((CATALOG / COMPILED).read_text(encoding="utf-8"))["files"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}
 
 
 def parsed_toml(path: str) -> dict[str, Any]:
     """The parsed content of catalog/<path> (a TOML file): the compiled copy while it is current."""
-    file = _root() / path
+    file = CATALOG / path
     data = file.read_bytes()
     entry = _compiled().get(path)
     if entry is not None and entry["size"] == len(data) and entry["crc32"] == zlib.crc32(data):
@@ -65,7 +60,7 @@ def compile_catalog() -> dict[str, Any]:
 
     files = {}
     for path in source_paths():
-        file = _root() / path
+        file = CATALOG / path
         data = file.read_bytes()
         content = tomllib.loads(file.read_text(encoding="utf-8"))
         try:
@@ -84,7 +79,7 @@ def compiled_text() -> str:
 
 def write_compiled() -> str:
     """Regenerate the JSON from the TOML files as they are now; its path."""
-    out = _root() / COMPILED
+    out = CATALOG / COMPILED
     out.write_text(compiled_text(), encoding="utf-8")
     _compiled.cache_clear()
     return str(out)

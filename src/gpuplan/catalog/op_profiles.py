@@ -7,7 +7,6 @@ Units: see core.time.op_profile.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from functools import cache
 
@@ -23,12 +22,10 @@ AMP_RECIPES = ("amp", "mixed", "fp32", "article", "megatron", "fsdp2")
 Trainer's bf16=True); 'bf16' and 'fp8' keep bf16 parameters."""
 
 
-@cache
 def _document() -> dict:
-    from gpuplan.catalog.paths import CATALOG
+    from gpuplan.catalog import reference_json
 
-    text = (CATALOG / "reference" / FILE).read_text(encoding="utf-8")
-    return json.loads(text)
+    return reference_json(FILE)
 
 
 @cache
