@@ -60,6 +60,7 @@ def _titan_lines(ev, plan, settings) -> list[Line]:
     """torchtitan: its memory-bound kernels class by class (core/time/titan_ops.py), the rest of the
     fused model's micro-batch (matmuls, FP8 casts, the recomputed forward) and its attention."""
     from gpuplan.core.time import titan_ops as TT
+    from gpuplan.core.time.memory_kernels import HBM_STREAM_EFFICIENCY, KERNEL_FIXED_SECONDS
 
     lines = _fused_lines(ev, plan, settings)
     lay, spec, ops = plan.layout, ev.spec, settings.titan_ops
@@ -72,7 +73,7 @@ def _titan_lines(ev, plan, settings) -> list[Line]:
             continue
         classes.append(_line(f"class_titan_{name}", f"{name} kernels", k * seconds * (1 if name == "loss" else layers),
                              step, f"core/time/titan_ops.py ({mode}): bytes per token from torchtitan's code "
-                             "at 89% of HBM + 7.84 us per kernel"))
+                             f"at {HBM_STREAM_EFFICIENCY:.0%} of HBM + {KERNEL_FIXED_SECONDS * 1e6:.2f} us per kernel"))
     rest = lines[0].value - sum(ln.value for ln in classes)
     copies = TT.fsdp_copy_seconds(spec, ev.cluster.gpu.memory_bandwidth, tp=lay.tp, pp=lay.pp, shard=lay.dp * lay.cp,
                                   zero=lay.zero, micro_batches=k)

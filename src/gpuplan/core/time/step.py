@@ -274,7 +274,6 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
     if recipe in BLOCK_SCALED:
         e_gemm = e_gemm / settings.block_scaled_gemm_time_factor
-    act = layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
     t_gemm = gemm_flops / (peak * e_gemm)
     t_routed = 0.0
     if spec.moe is not None and routed:  # grouped expert GEMMs: the expert width and the tokens each
@@ -290,10 +289,12 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn,
         mamf=_mamf(gpu), hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency,
         dropout=settings.attention_dropout, tensor_flops_per_exp=_lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0))
-    eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp
-    t_elem = (settings.elementwise_factor * act + eager) / (gpu.memory_bandwidth * settings.hbm_efficiency)
     if settings.titan_ops is not None:  # torchtitan's own kernels, eager or compiled (core.time.titan_ops)
         t_elem = sum(TT.elementwise_seconds_per_token(spec, settings.titan_ops, tokens, gpu.memory_bandwidth, tp))
+    else:
+        act = layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
+        eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp
+        t_elem = (settings.elementwise_factor * act + eager) / (gpu.memory_bandwidth * settings.hbm_efficiency)
     if fp8:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
         weights = F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuplan.core.bulk import maximum
 from gpuplan.core.model.spec import ModelSpec, count_parameters
 from gpuplan.core.time.host import cpu_seconds_per_op, reference_scale
 from gpuplan.core.time.memory_kernels import memory_bound_seconds
@@ -184,8 +185,13 @@ def loss_class(spec: ModelSpec, compiled: bool, tp=1) -> OpClass:
     return OpClass("loss", 3, (BF16 + FP32 + 2 * FP32) * v, 4, (FP32 + 3 * FP32 + FP32 + BF16) * v)
 
 
+def covers(spec: ModelSpec) -> bool:
+    """The op list covers dense gated (Llama) blocks only, not MoE or ungated MLPs."""
+    return spec.moe is None and spec.mlp.gated
+
+
 def layer_classes(spec: ModelSpec, ops: TitanOps) -> tuple[OpClass, ...]:
-    if spec.moe is not None or not spec.mlp.gated:
+    if not covers(spec):
         raise ValueError(f"{spec.name}: torchtitan's op list covers dense gated (Llama) blocks only")
     return compiled_layer_classes(spec) if ops.compiled else eager_layer_classes(spec, ops.norm)
 
@@ -241,8 +247,6 @@ def host_seconds_per_layer(spec: ModelSpec, ops: TitanOps, sac: bool) -> tuple[f
 def exposed_host_seconds(spec: ModelSpec, ops: TitanOps, forward_gpu, backward_gpu, sac: bool):
     """Seconds a layer's GPU waits for its host per micro-batch: max(0, host - GPU) per phase
     (core.time.host: the host runs ahead while kernels are long)."""
-    from gpuplan.core.bulk import maximum
-
     host_f, host_b = host_seconds_per_layer(spec, ops, sac)
     return maximum(host_f - forward_gpu, 0.0) + maximum(host_b - backward_gpu, 0.0)
 
@@ -315,6 +319,6 @@ def default_ops(spec: ModelSpec, compiled: bool = False) -> TitanOps | None:
     ``compiled`` (--compile): every block and the loss compiled (CompileConfig.components defaults
     to ["model", "loss"] at b5bcd76). nn.RMSNorm either way; None (the fused model) for blocks the
     list does not cover (MoE, ungated MLPs)."""
-    if spec.moe is not None or not spec.mlp.gated:
+    if not covers(spec):
         return None
     return TitanOps(compiled=compiled, norm="fused", loss_compiled=compiled)
