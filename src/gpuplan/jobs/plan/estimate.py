@@ -169,6 +169,15 @@ def _published_gap(inputs: PlanInputs) -> str:
     return f" + {share:.0%} of the reserved peak beyond the model states" if share else ""
 
 
+def _margin_assumption(inputs: PlanInputs) -> Assumption:
+    """The safety margin, with the framework's published gap the fit rule adds to it."""
+    gap = _published_gap(inputs)
+    return Assumption("margin", "memory safety margin", f"{inputs.margin:.0%}" + gap,
+                      "the article" + ("; the framework's published reserved peaks over gpuplan's estimate "
+                                       "(planner/framework_rules.py)" if gap else ""), "--margin",
+                      "margin" in inputs.given)
+
+
 def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[Assumption, ...]:
     price = result.price
     return (
@@ -194,10 +203,7 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
         *_moe_all_to_all_assumption(inputs, result),
         Assumption("overlap", "DP/FSDP overlap", f"{inputs.dp_overlap:.0%}", "bucketed all-reduce / prefetch",
                    "--dp-overlap", "dp_overlap" in inputs.given),
-        Assumption("margin", "memory safety margin", f"{inputs.margin:.0%}" + _published_gap(inputs),
-                   "the article" + ("; the framework's published reserved peaks over gpuplan's estimate "
-                                    "(planner/framework_rules.py)" if _published_gap(inputs) else ""), "--margin",
-                   "margin" in inputs.given),
+        _margin_assumption(inputs),
         Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:.2f}", result.price_source,
                    "--price / --provider", "price" in inputs.given or "provider" in inputs.given),
         Assumption("search", "layout search", "exhaustive" if inputs.exhaustive else "pruned (least recompute "

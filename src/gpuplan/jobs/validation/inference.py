@@ -148,11 +148,15 @@ def _static_batch(e: dict[str, Any]) -> tuple[R.StepTime, R.StepTime]:
 def _ttft_case(e: dict[str, Any]) -> Case:
     """Time to first token of one prompt: a static batch of one with one output token."""
     prefill, _ = _static_batch({**e, "batch": 1, "output_tokens": 1})
-    basis = (f"{e['prompt_tokens']} tokens: GEMMs {prefill.gemm_s * 1e3:.1f} ms "
-             f"({prefill.bound}) + attention {prefill.attention_s * 1e3:.1f} + elementwise {prefill.other_s * 1e3:.1f} + "
-             f"host {prefill.host_s * 1e3:.1f} + all-reduce {prefill.comm_s * 1e3:.1f} ms")
     kind = KIND_TTFT_FITTED if e.get("fitted") else KIND_TTFT
-    return e["id"], kind, e["measured_ms"] / 1e3, prefill.total, basis, e.get("engine", "")
+    return e["id"], kind, e["measured_ms"] / 1e3, prefill.total, _prefill_basis(e, prefill), e.get("engine", "")
+
+
+def _prefill_basis(e: dict[str, Any], prefill) -> str:
+    """How one prompt's prefill (a roofline.StepTime) adds up, in ms, for a first-token row's basis."""
+    return (f"{e['prompt_tokens']} tokens: GEMMs {prefill.gemm_s * 1e3:.1f} ms "
+            f"({prefill.bound}) + attention {prefill.attention_s * 1e3:.1f} + elementwise {prefill.other_s * 1e3:.1f} + "
+            f"host {prefill.host_s * 1e3:.1f} + all-reduce {prefill.comm_s * 1e3:.1f} ms")
 
 
 def _latency_case(e: dict[str, Any]) -> Case:
@@ -185,13 +189,10 @@ def _online_cases(e: dict[str, Any]) -> list[Case]:
         raise InputError("reference", e["id"], "online rows must be at concurrency 1")
     prefill, _ = _static_batch({**e, "batch": 1, "output_tokens": 1})
     _, decode = _static_batch({**e, "batch": 1})
-    ttft_basis = (f"{e['prompt_tokens']} tokens: GEMMs {prefill.gemm_s * 1e3:.1f} ms ({prefill.bound}) + attention "
-                  f"{prefill.attention_s * 1e3:.1f} + elementwise {prefill.other_s * 1e3:.1f} + host "
-                  f"{prefill.host_s * 1e3:.1f} + all-reduce {prefill.comm_s * 1e3:.1f} ms")
     tpot_basis = (f"batch 1 at {e['prompt_tokens'] + e['output_tokens'] // 2} cached tokens: GEMMs "
                   f"{decode.gemm_s * 1e3:.2f} ms ({decode.bound}) + KV {decode.attention_s * 1e3:.2f} + host "
                   f"{decode.host_s * 1e3:.2f} + all-reduce {decode.comm_s * 1e3:.2f} ms")
-    note = e.get("engine", "")
+    note, ttft_basis = e.get("engine", ""), _prefill_basis(e, prefill)
     return [(e["id"] + "-ttft", KIND_ONLINE_TTFT, e["measured_ttft_ms"] / 1e3, prefill.total, ttft_basis, note),
             (e["id"] + "-tpot", KIND_ONLINE_TPOT, e["measured_tpot_ms"] / 1e3, decode.total, tpot_basis, note)]
 
