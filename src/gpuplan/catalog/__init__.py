@@ -10,7 +10,7 @@ import json
 from functools import cache
 from typing import Any
 
-from gpuplan.catalog.paths import CATALOG
+from gpuplan.catalog.paths import CATALOG, catalog_files
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError, unknown_name_error
@@ -18,16 +18,11 @@ from gpuplan.errors import InputError, unknown_name_error
 _GB = 1e9
 
 
-def _files(folder: str, suffix: str):
-    root = CATALOG / folder
-    return sorted((p for p in root.iterdir() if p.name.endswith(suffix)), key=lambda p: p.name)
-
-
 @cache
 def model_entries() -> dict[str, dict[str, Any]]:
     """All model catalog entries by id (the trimmed config.json plus source metadata)."""
     entries = {}
-    for path in _files("models", ".json"):
+    for path in catalog_files("models", ".json"):
         entry = json.loads(path.read_text(encoding="utf-8"))
         entries[entry["id"]] = entry
     return entries
@@ -95,7 +90,7 @@ def hardware_entries() -> dict[str, dict[str, Any]]:
     from gpuplan.catalog.compiled import parsed_toml
 
     entries = {}
-    for path in _files("hardware", ".toml"):
+    for path in catalog_files("hardware", ".toml"):
         entry = parsed_toml(f"hardware/{path.name}")
         entries[entry["id"]] = entry
     return entries

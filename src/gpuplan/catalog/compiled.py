@@ -19,7 +19,7 @@ import zlib
 from functools import cache
 from typing import Any
 
-from gpuplan.catalog.paths import CATALOG
+from gpuplan.catalog.paths import CATALOG, catalog_files
 
 COMPILED = "reference/toml_catalog.json"
 FOLDERS = ("hardware", "prices")
@@ -29,9 +29,7 @@ FILES = ("storage.toml", "reference/prediction_band.toml", "reference/model_trac
 
 def source_paths() -> list[str]:
     """Every TOML file the JSON holds, as paths under catalog/."""
-    from gpuplan.catalog import _files
-
-    return [f"{folder}/{p.name}" for folder in FOLDERS for p in _files(folder, ".toml")] + list(FILES)
+    return [f"{folder}/{p.name}" for folder in FOLDERS for p in catalog_files(folder, ".toml")] + list(FILES)
 
 
 @cache

@@ -19,7 +19,7 @@ from functools import cache
 from typing import Any
 
 from gpuplan.catalog.compiled import parsed_toml
-from gpuplan.catalog.paths import CATALOG
+from gpuplan.catalog.paths import catalog_files
 from gpuplan.errors import InputError, closest_names
 from gpuplan.report.model import Table
 
@@ -73,10 +73,9 @@ def _row(provider_id: str, provider: str, raw: dict[str, Any]) -> PriceRow:
 @cache
 def _catalog() -> tuple[dict[str, dict[str, Any]], tuple[PriceRow, ...]]:
     """(provider id -> provider header, all rows), read once."""
-    root = CATALOG / "prices"
     headers: dict[str, dict[str, Any]] = {}
     rows: list[PriceRow] = []
-    for path in sorted((p for p in root.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name):
+    for path in catalog_files("prices", ".toml"):
         data = parsed_toml(f"prices/{path.name}")
         provider_id = path.name.removesuffix(".toml")
         headers[provider_id] = {k: v for k, v in data.items() if k != "price"}
