@@ -75,7 +75,8 @@ def _titan_lines(ev, plan, settings) -> list[Line]:
                              step, f"core/time/titan_ops.py ({mode}): bytes per token from torchtitan's code "
                              f"at {HBM_STREAM_EFFICIENCY:.0%} of HBM + {KERNEL_FIXED_SECONDS * 1e6:.2f} us per kernel"))
     rest = lines[0].value - sum(ln.value for ln in classes)
-    copies = TT.fsdp_copy_seconds(spec, ev.cluster.gpu.memory_bandwidth, tp=lay.tp, pp=lay.pp, shard=lay.dp * lay.cp,
+    copies = TT.fsdp_copy_seconds(spec, ev.cluster.gpu.memory_bandwidth, tp=lay.tp, pp=lay.pp,
+                                  shard=lay.shard_group or lay.dp * lay.cp,
                                   zero=lay.zero, micro_batches=k)
     if copies > 0:  # on the compute stream beside the micro-batches (core.time.step.step_time)
         classes.append(_line("class_titan_fsdp_copies", "fsdp_copies (FSDP2 copy-out + gradient copy-in)", copies, step,
