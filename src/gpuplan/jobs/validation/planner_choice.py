@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from gpuplan.jobs.validation.published_throughput import (
     PRECISION,
     predict_tokens_per_gpu_s,
+    published_layout,
     published_throughput_rows,
     why_not,
 )
@@ -97,7 +98,6 @@ def choice_table(framework: str = "torchtitan") -> list[str]:
     the step model's error there, the planner's choice and its predicted figure, and the planner held
     to the published run's recompute mode (docs/step.md, Planner)."""
     from gpuplan.planner.plan import layout_text
-    from gpuplan.core.parallel import ParallelLayout
 
     rows = ["| group | best published layout | measured | model there | planner's choice | predicted "
             "| with the published recompute |", "|---|---|---|---|---|---|---|"]
@@ -106,9 +106,7 @@ def choice_table(framework: str = "torchtitan") -> list[str]:
             continue
         best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
         lay, measured = best["layout"], float(best["measured"]["tokens_per_s_per_gpu"])
-        published = ParallelLayout(dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
-                                   cp=lay.get("cp") or 1, zero=lay.get("zero") or 0,
-                                   micro_batch=lay["micro_batch"], global_batch=lay["global_batch"])
+        published = published_layout(lay)
         planned, text = planned_tokens_per_gpu_s(best, fw)
         held, held_text = planned_tokens_per_gpu_s(best, fw, lay["recompute"])
         rows.append(f"| {model} {gpus} {gpu} {precision} | {layout_text(published, lay['recompute'])} | {measured:,.0f} "

@@ -23,11 +23,10 @@ class FitCheck:
 
 def fit_checks() -> list[FitCheck]:
     """The fit rule's verdict on every published layout with a catalog model."""
-    from gpuplan.core.parallel import ParallelLayout
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import evaluator_for
-    from gpuplan.jobs.validation.published_throughput import PRECISION, published_throughput_rows, recipe_recompute, \
-        why_not
+    from gpuplan.jobs.validation.published_throughput import PRECISION, published_layout, published_throughput_rows, \
+        recipe_recompute, why_not
     from gpuplan.planner.plan import evaluate_layout
 
     out = []
@@ -40,10 +39,8 @@ def fit_checks() -> list[FitCheck]:
                       dtype=PRECISION[run["precision"]], framework="torchtitan" if torchtitan else "megatron")
         if run["precision"] == "mxfp8":
             fields["fp8_recipe"] = "mxfp8"
-        layout = ParallelLayout(dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
-                                cp=lay.get("cp") or 1, ep=lay.get("ep") or 1, zero=lay.get("zero") or 0,
-                                micro_batch=lay["micro_batch"], global_batch=lay["global_batch"])
-        plan = evaluate_layout(evaluator_for(PlanInputs(**fields)), layout, recipe_recompute(run)["recompute"],
+        plan = evaluate_layout(evaluator_for(PlanInputs(**fields)), published_layout(lay),
+                               recipe_recompute(run)["recompute"],
                                lay["global_batch"], run["gpus"])
         family = run["family"].split("-")[0] + ("-" + run["gpu"] if not torchtitan else "")
         # the rule plan applies: reserved + runtime + what the framework's published memory gap keeps free

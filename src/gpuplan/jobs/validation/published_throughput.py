@@ -77,6 +77,15 @@ def published_throughput_rows() -> list[dict[str, Any]]:
     return yaml.safe_load(text)["runs"]
 
 
+def published_layout(lay: dict[str, Any]):
+    """The core.parallel.ParallelLayout of a published row's ``layout`` (absent degrees: 1, ZeRO: 0)."""
+    from gpuplan.core.parallel import ParallelLayout
+
+    return ParallelLayout(dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1, cp=lay.get("cp") or 1,
+                          ep=lay.get("ep") or 1, zero=lay.get("zero") or 0, micro_batch=lay["micro_batch"],
+                          global_batch=lay["global_batch"])
+
+
 def why_not(run: dict[str, Any]) -> str:
     """Why a row cannot be predicted ('' when it can)."""
     if run.get("precision") == "fp8-rowwise":
