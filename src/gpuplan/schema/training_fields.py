@@ -199,7 +199,7 @@ class SetupFields(JobInputs):
                 if name in given:
                     raise InputError(name, getattr(self, name), f"applies to mixture-of-experts models; "
                                      f"{spec.name} is dense (no expert all-to-all)")
-        if self.compile and (spec.moe is not None or not spec.mlp.gated):  # core.time.titan_ops.default_ops
+        if self.compile and not spec.is_dense_gated:  # the blocks core.time.titan_ops times
             raise InputError("compile", True, f"is timed with torchtitan's dense gated block (Llama-like); "
                              f"{spec.name} is {'mixture-of-experts' if spec.moe is not None else 'an ungated MLP'}: "
                              "leave --compile out")

@@ -157,6 +157,12 @@ class ModelSpec:
     notes: tuple[str, ...] = field(default=())
 
     @property
+    def is_dense_gated(self) -> bool:
+        """No experts and a gated MLP in every block (Llama-like): the blocks torchtitan's op list
+        (core.time.titan_ops) times, so the one rule --compile is checked against."""
+        return self.moe is None and self.mlp.gated
+
+    @property
     def num_moe_layers(self) -> int:
         return sum(self.moe_layers)
 

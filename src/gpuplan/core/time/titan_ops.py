@@ -187,7 +187,7 @@ def loss_class(spec: ModelSpec, compiled: bool, tp=1) -> OpClass:
 
 def covers(spec: ModelSpec) -> bool:
     """The op list covers dense gated (Llama) blocks only, not MoE or ungated MLPs."""
-    return spec.moe is None and spec.mlp.gated
+    return spec.is_dense_gated
 
 
 def layer_classes(spec: ModelSpec, ops: TitanOps) -> tuple[OpClass, ...]:
