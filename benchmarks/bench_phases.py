@@ -54,7 +54,6 @@ if cmd in ("train", "plan"):
                  "gpuplan.jobs.plan.search", "gpuplan.jobs.plan.estimate", "gpuplan.jobs.training.layout"):
         importlib.import_module(name)
     lap("the planner's modules (layout search, step time, collectives)")
-    import numpy.ma, numpy.random; lap("numpy.random and numpy.ma (planner/uncertainty.py)")
 ctx = command.make_context(cmd, list(argv))
 from gpuplan.commands import build
 flags = {k: v for k, v in ctx.params.items() if k not in ("target", "fmt", "as_json", "full")}
