@@ -58,3 +58,39 @@ def test_frameworks_without_a_measured_gap_keep_nothing_extra(run_json):
     lines = _lines(run_json("memory", *LAYOUT, "--framework", "megatron", "--micro-batch", "2", "--full"))
     assert "framework_gap" not in lines
     assert lines["fits"] is True  # the same 65.6 GiB fits without the gap
+
+
+# gemma-2-9b (catalog/models, HF config): hidden 3584, MLP 14336, 16 query / 8 K/V heads of 256, four
+# RMSNorms per layer, vocabulary 256,000. Per layer: attention 3584 x (4096 + 2 x 2048 + 4096) +
+# MLP 3 x 3584 x 14336 + norms 4 x 3584 = 198,195,200 parameters.
+GEMMA2_9B_LAYER = 3584 * (4096 + 2048 + 2048 + 4096) + 3 * 3584 * 14336 + 4 * 3584
+GEMMA2_9B_TABLE = 256_000 * 3584
+PP5 = ("gemma-2-9b", "--gpu", "h100", "--gpus", "5", "--pp", "5", "--zero", "0", "--seq-len", "4096",
+       "--global-batch", "240", "--recompute", "full", "--framework", "torchtitan")
+
+
+def test_the_gap_is_kept_at_the_worst_pipeline_stage(run_json):
+    # 42 layers over 5 stages: 9, 9, 8, 8, 8 (core.memory.model_states.stage_layer_counts). Stage 0 holds
+    # 9 layers + the embedding, stage 4 8 layers + the final norm + the LM head; torchtitan's fp32
+    # parameters and two fp32 Adam moments are 12 B each, unsharded (dp 1). With full recompute the
+    # last stage's logits and loss make it the largest allocated peak, so the gap is taken on its states
+    # (stage 0's are 12 x 198,195,200 B = 2.2 GiB more: the search and `memory` used them before, and
+    # kept 0.27 x 1.03 x 2.2 = 0.62 GiB less free than `plan`'s chosen layout did).
+    lines = _lines(run_json("memory", *PP5, "--micro-batch", "5", "--full"))
+    last_states = 12 * (8 * GEMMA2_9B_LAYER + GEMMA2_9B_TABLE + 3584)
+    expected = 0.27 * lines["peak_reserved"] * (1 - last_states / lines["peak_allocated"])
+    assert lines["framework_gap"] == pytest.approx(expected, rel=1e-3)
+
+
+def test_memory_and_plan_agree_with_pipeline_stages(run_cli, run_json):
+    # micro-batch 5: 66.3 GiB of reserved + runtime plus the last stage's gap is 0.17 GiB over the 75.7
+    # GiB budget; with stage 0's model states the gap was 0.62 GiB smaller and `memory` said it fits
+    # (+0.46 GiB headroom) while `plan` recommended it and then showed it 0.17 GiB over.
+    fixed = ("--tp", "1", "--cp", "1")
+    five = _lines(run_json("memory", *PP5, "--micro-batch", "5", "--full"))
+    assert five["fits"] is False and -0.3 * 2**30 < five["headroom"] < 0
+    code, _, err = run_cli("plan", *PP5, *fixed, "--micro-batch", "5")
+    assert code == 2 and "torchtitan's published gap" in err
+    four = _lines(run_json("memory", *PP5, "--micro-batch", "4", "--full"))
+    assert four["fits"] is True
+    assert run_cli("plan", *PP5, *fixed, "--micro-batch", "4")[0] == 0

@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuplan.core.memory import training as M
-from gpuplan.core.memory.device_memory import framework_gap_bytes
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.time.step import StepBreakdown, step_time
 from gpuplan.core.units import SECONDS_PER_DAY
@@ -43,7 +42,7 @@ class Plan:
     """Sequences per step asked for (the layout's global batch is it rounded to a multiple of dp)."""
     gpus_asked: int
     fit_excess_bytes: float = 0.0
-    """What the fit rule keeps free beyond the model's memory (Evaluator.fit_excess)."""
+    """What the fit rule keeps free beyond the model's memory (core.memory.training.peak_and_framework_gap)."""
 
     @property
     def gpus(self) -> int:
@@ -122,7 +121,8 @@ def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, targe
                      pp=layout.pp, vpp=layout.vpp, cp=layout.cp, ep=layout.ep, zero=layout.zero,
                      micro_batch=layout.micro_batch, micro_batches=layout.micro_batches_per_step)
     memory = M.peak_memory(ev.spec, layout, replace(ev.memory, recompute=recompute))
-    excess = float(framework_gap_bytes(ev.overheads, ev.fit_reserve, memory.allocated, memory.model_states))
+    excess = float(M.peak_and_framework_gap(ev.spec, layout, replace(ev.memory, recompute=recompute), ev.overheads,
+                                            ev.fit_reserve)[1])
     rated = ev.rates(LayoutTable({"global_batch": np.array([layout.batch]), "gpus": np.array([layout.world]),
                                   "step_seconds": np.array([float(step.total)]), "pp": np.array([layout.pp]),
                                   "vpp": np.array([layout.vpp]),

@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuplan.core.memory import training as M
-from gpuplan.core.memory.device_memory import framework_gap_bytes
 from gpuplan.core.model.flops import training_flops_per_token
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
@@ -93,14 +92,6 @@ class Evaluator:
         """Whether reserved + runtime (``total``) plus the fit rule's ``excess`` stays within the budget."""
         return total + excess <= self.budget
 
-    def fit_excess(self, g: dict, mode: str, peak) -> np.ndarray:
-        """fit_reserve of the reserved peak beyond the model states (weights, master weights,
-        optimizer states: exact shards, where the published gap is not) of each layout."""
-        if not self.fit_reserve:
-            return np.zeros(np.shape(peak))
-        parts = M.stage_memory_parts(self.spec, self.layout(g), replace(self.memory, recompute=mode), 0)
-        return np.asarray(framework_gap_bytes(self.overheads, self.fit_reserve, peak, parts.model_states), dtype=float)
-
     def layout(self, g: dict) -> ParallelLayout:
         return ParallelLayout(dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"],
                               zero=g["zero"], micro_batch=g["micro_batch"], global_batch=g["global_batch"])
@@ -108,8 +99,10 @@ class Evaluator:
     def memory_of(self, g: dict, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(allocated peak, reserved peak + CUDA context + NCCL buffers, the fit rule's excess) per layout."""
         layout = self.layout(g)
-        peak = np.asarray(M.peak_allocated(self.spec, layout, replace(self.memory, recompute=mode)), dtype=float)
-        return peak, self.overheads.device_bytes(peak, layout), self.fit_excess(g, mode, peak)
+        peak, excess = M.peak_and_framework_gap(self.spec, layout, replace(self.memory, recompute=mode), self.overheads,
+                                                self.fit_reserve)
+        peak = np.asarray(peak, dtype=float)
+        return peak, self.overheads.device_bytes(peak, layout), np.asarray(excess, dtype=float)
 
     def time_of(self, g: dict, mode: str) -> dict[str, np.ndarray]:
         f = {k: g[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch", "micro_batches")}

@@ -19,7 +19,7 @@ from gpuplan.core import frameworks as F
 from gpuplan.core.memory import recompute as R
 from gpuplan.core.model.finetune import QLORA_BASE_BYTES, lora_params_per_layer
 from gpuplan.core.frameworks import framework
-from gpuplan.core.memory.device_memory import Overheads, usable_bytes  # noqa: F401 - re-exported
+from gpuplan.core.memory.device_memory import Overheads, framework_gap_bytes, usable_bytes  # noqa: F401 - re-exported
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.memory.model_states import (  # noqa: F401 - re-exported: memory's vocabulary
     ModelStates,
@@ -317,6 +317,24 @@ def peak_allocated(spec: ModelSpec, layout: ParallelLayout, settings: MemorySett
     first = stage_memory_parts(spec, layout, settings, 0).allocated
     last = stage_memory_parts(spec, layout, settings, layout.pp - 1).allocated
     return plain(np.maximum(first, last))
+
+
+def peak_and_framework_gap(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, overheads: Overheads,
+                           share: float):
+    """(allocated peak of the worst stage, bytes the fit rule keeps free above its reserved peak).
+    The framework gap (device_memory.framework_gap_bytes: ``share`` of the reserved peak beyond the
+    model states) is taken per stage, first and last, and the fit rule asks the worst of reserved +
+    gap: the GPU a real run runs out of memory on. The second value is that worst minus the reserved
+    peak of the largest allocated peak, so reserved(peak) + it is the worst stage's demand. The one
+    definition `plan`'s search, `plan`'s chosen layout and `memory` use; degrees may be arrays."""
+    first = stage_memory_parts(spec, layout, settings, 0)
+    last = stage_memory_parts(spec, layout, settings, layout.pp - 1)
+    peak = np.maximum(first.allocated, last.allocated)
+    if not share:
+        return plain(peak), plain(np.zeros(np.shape(peak)))
+    demand = np.maximum(*(overheads.reserved_bytes(s.allocated)
+                          + framework_gap_bytes(overheads, share, s.allocated, s.model_states) for s in (first, last)))
+    return plain(peak), plain(np.maximum(demand - overheads.reserved_bytes(peak), 0.0))
 
 
 def activation_bytes_per_sample(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings) -> float:

@@ -49,18 +49,14 @@ def _validate_settings(settings: M.MemorySettings) -> None:
         raise InputError("dropout", settings.dropout, "must be in [0, 1)")
 
 
-def framework_gap(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings, overheads: M.Overheads,
-                  allocated: float) -> float:
-    """Bytes the fit rule keeps free for the framework's published memory gap, as `plan`'s search
-    keeps them (planner.framework_rules published_reserve on the model states of stage 0)."""
-    from gpuplan.core.memory.device_memory import framework_gap_bytes
+def framework_gap(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings, overheads: M.Overheads) -> float:
+    """Bytes the fit rule keeps free for the framework's published memory gap, as `plan` keeps them
+    (planner.framework_rules published_reserve at the worst pipeline stage: core.memory.training.
+    peak_and_framework_gap)."""
     from gpuplan.planner.framework_rules import rules_for
 
     share = rules_for(settings.framework).published_reserve
-    if not share:
-        return 0.0
-    parts = M.stage_memory_parts(spec, layout, settings, 0)
-    return float(framework_gap_bytes(overheads, share, allocated, parts.model_states))
+    return float(M.peak_and_framework_gap(spec, layout, settings, overheads, share)[1]) if share else 0.0
 
 
 def _fits(spec, layout, settings, overheads, gpu) -> tuple[bool, float, float]:
@@ -68,7 +64,7 @@ def _fits(spec, layout, settings, overheads, gpu) -> tuple[bool, float, float]:
     framework's gap <= capacity x (1 - margin)."""
     peak = M.peak_memory(spec, layout, settings).allocated
     headroom = (overheads.budget_bytes(gpu.memory_bytes) - overheads.device_bytes(peak, layout)
-                - framework_gap(spec, layout, settings, overheads, peak))
+                - framework_gap(spec, layout, settings, overheads))
     return headroom >= 0, peak, headroom
 
 
@@ -226,7 +222,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
         calibration_sections = (Section("Calibration (measured factors replace the defaults)",
                                         calibrated_vs_default_lines(inputs.calibration)),)
     peak = M.peak_memory(spec, layout, settings)
-    gap = framework_gap(spec, layout, settings, overheads, peak.allocated)
+    gap = framework_gap(spec, layout, settings, overheads)
     sections = [_recipe_section(spec, settings), _peak_section(peak, overheads, layout, gpu, gap)]
     if settings.offload_optimizer:
         sections.append(_host_section(spec, layout, gpu))
