@@ -302,7 +302,8 @@ def test_a_setup_that_does_not_fit_says_what_would():
     # each GPU holds 70.56 GB of 0.92 x (85.52 - 0.54) = 78.18 GB usable; the activation peak (an
     # 8,192-token forward, 8192 x 2 B x (3 x 28,672 / 2 + 3 x 8,192) = 1.107 GB, + V1's 0.052 GiB)
     # takes 1.16 GB, non-torch memory 2.22 GB (0.25 + 1.82 GiB for the TP group) and the CUDA-graph
-    # estimate 1.80 GB (first capture 69 MB + 84 graphs x 80 layers x 0.246 MiB), leaving 2.44 GB:
+    # estimate 1.74 GB (first capture: FlashAttention's accumulators, 32 x 32 x 512 x 129 x 4 B = 271 MB,
+    # + 100 graphs x 80 layers x 0.175 MiB), leaving 2.50 GB:
     # 3 sequences of 4,096 tokens at 160 KiB per token per GPU (0.67 GB each)
     r = report(model="llama-3.1-70b", gpu="h100")
     keys = {line.key for s in r.sections for line in s.lines}
@@ -350,13 +351,14 @@ def test_decode_attention_is_checked_at_the_input_boundary(run_cli):
 def test_runtime_memory_by_category():
     """The runtime line names its parts: on 4 NVLink H100s under vLLM 0.29, non-torch 0.25 GiB, the
     TP group's 1.82 GiB (0.19's logged 2.07 - 0.25) and the counted CUDA-graph estimate: first
-    capture 512 x 2 B x (3 x 28,672 / 4 + 3 x 8,192) = 47.2 MB + (50 + 34) graphs x 80 layers x
-    0.246 MiB; SGLang counts its CUDA context and one NCCL communicator (688 MB x 1.5) and keeps its
-    graphs in the reserve."""
+    capture FlashAttention's split-KV accumulators, 32 splits x 64 / 4 heads x 512 tokens x
+    (128 + 1) x 4 B = 135.3 MB (above the piecewise 2 x 512 x 2 B x (3 x 28,672 / 4 + 3 x 8,192) =
+    94.4 MB), + (50 + 50) graphs x 80 layers x 0.175 MiB; SGLang counts its CUDA context and one
+    NCCL communicator (688 MB x 1.5) and keeps its graphs in the reserve."""
     vllm = report(model="llama-3.1-70b", gpu="h100", tp=4).line("runtime")
-    graphs = 512 * 2 * (3 * 28672 / 4 + 3 * 8192) + 84 * 80 * 0.246 * 2**20
+    graphs = 32 * 16 * 512 * 129 * 4 + 100 * 80 * 0.175 * 2**20
     assert vllm.value == pytest.approx((0.25 + 1.82) * 2**30 + graphs)
-    assert vllm.formula == "non-torch 0.25 GiB + TP / PP groups 1.82 GiB + CUDA graphs 1.66 GiB"
+    assert vllm.formula == "non-torch 0.25 GiB + TP / PP groups 1.82 GiB + CUDA graphs 1.49 GiB"
     sglang = report(model="llama-3.1-70b", gpu="h100", tp=4, engine="sglang").line("runtime")
     assert sglang.formula == "non-torch 0.35 GiB + TP / PP groups 0.96 GiB"
 

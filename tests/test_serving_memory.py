@@ -92,14 +92,27 @@ def test_v019_kv_budget_by_hand():
 
 
 def test_cuda_graph_estimate_by_hand():
-    """vLLM's estimate (profile_cudagraph_memory): the largest first capture plus (n - 1) graphs per
-    mode; 1,024 sequences capture 51 piecewise sizes (up to 512) and 35 full ones (up to 256)."""
+    """vLLM's estimate (profile_cudagraph_memory): the larger first capture plus (n - 1) graphs per
+    mode; 1,024 sequences capture 51 piecewise and 51 full sizes (up to 512: the v0.19.0 logs'
+    'PIECEWISE=51 (largest=512), FULL=51 (largest=512)'), gpt-oss up to 1,024 (83)."""
     piecewise, full = REL.graph_capture_sizes(1024)
-    assert (len(piecewise), max(piecewise), len(full), max(full)) == (51, 512, 35, 256)
+    assert (len(piecewise), max(piecewise), len(full), max(full)) == (51, 512, 51, 512)
     assert [len(x) for x in REL.graph_capture_sizes(128)] == [35, 19]
+    assert [len(x) for x in REL.graph_capture_sizes(1024, 1024)] == [83, 83]
     spec = load_model("llama-3.1-8b")
-    first = 512 * 2 * (3 * 14336 + 3 * 4096)
-    assert P.graph_bytes(spec, 1024, 1, 32) == pytest.approx(first + 84 * 32 * 0.246 * 2**20)
+    # full first capture: FlashAttention's accumulators, 32 splits x 32 heads x 512 tokens x
+    # (128 + 1) x 4 B = 258 MiB (the log: 260); piecewise: 2 x 512 x 2 B x 55,296 = 108 MiB
+    accum = 32 * 32 * 512 * 129 * 4
+    assert P.split_kv_accumulator_bytes(spec, 512, 1) == pytest.approx(accum)
+    assert accum / 2**20 == pytest.approx(258.0)
+    assert P.graph_bytes(spec, 1024, 1, 32) == pytest.approx(accum + 100 * 32 * 0.175 * 2**20)
+    # 0.84 GiB logged (llm-d-planner v0.19.0 Llama-3.1-8B tp 1, one of the three fitted rows)
+    assert P.graph_bytes(spec, 1024, 1, 32) / 2**30 == pytest.approx(0.84, rel=0.06)
+    # an fp32 model runs on Triton attention: no accumulators, the piecewise activations decide
+    first = 2 * 512 * 4 * (3 * 14336 + 3 * 4096)
+    assert P.graph_bytes(spec, 1024, 1, 32, act_bytes=4) == pytest.approx(first + 100 * 32 * 0.175 * 2**20)
+    # tensor parallelism splits the heads: tp 4 keeps 8 of them (the log's FULL first capture 70 MiB)
+    assert P.split_kv_accumulator_bytes(spec, 512, 4) / 2**20 == pytest.approx(64.5)
 
 
 def test_sglang_fraction_by_release():

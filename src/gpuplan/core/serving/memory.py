@@ -143,7 +143,7 @@ def _vllm_memory(spec: ModelSpec, weights: float, memory_bytes: float, setup: Se
     non_torch = runtime.non_torch if runtime.non_torch is not None else rules.non_torch
     comm = P.comm_bytes(rules, "vllm", tp, pp, scale_up_bandwidth, runtime.comm_buffers)
     graphs = (runtime.cuda_graphs if runtime.cuda_graphs is not None
-              else P.graph_bytes(spec, seqs, tp, layers_per_stage(spec.num_layers, pp)))
+              else P.graph_bytes(spec, seqs, tp, layers_per_stage(spec.num_layers, pp), act_bytes))
     counted = rules.counts_graphs and graphs > 0
     fixed = non_torch + comm + (graphs if counted else 0.0)
     counts_runtime = rules.profile != "allocated"

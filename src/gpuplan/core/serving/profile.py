@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import engines as E
-from gpuplan.core.serving.releases import GiB, MRV2, NVLINK_TP_NON_TORCH, SORT, TRITON, VllmRules, graph_capture_sizes
+from gpuplan.core.serving.releases import GRAPH_CAPTURE_LIMIT, GiB, MRV2, NVLINK_TP_NON_TORCH, SORT, TRITON, VllmRules, graph_capture_sizes
 
 MiB = 2**20
 
@@ -160,20 +160,48 @@ def comm_bytes(rules: VllmRules | None, engine: str, tp: int, pp: int, scale_up_
     return E.ENGINE_COMMUNICATORS[engine] * float(groups)
 
 
-GRAPH_BYTES_PER_LAYER = 0.246 * MiB
-"""CUDA-graph memory per captured batch size per decoder layer on the GPU (a graph's nodes are its
-kernels, a fixed number per layer). Least-squares fit, through the origin, of vLLM 0.19's own
-estimates ('CUDA graph pool memory: ... (estimated)') less the first capture, over three named
-llm-d-planner H100 runs: Llama-3.1-8B tp 1 (0.84 GiB), Qwen2.5-7B tp 1 (0.61) and Qwen2.5-72B tp 2
-(1.63), 84 graphs each: per-row 0.300, 0.238 and 0.238 MiB."""
+GRAPH_BYTES_PER_LAYER = 0.175 * MiB
+"""What one more captured batch size adds per decoder layer (a graph's nodes are its kernels, a fixed
+number per layer): vLLM's per-graph sample, the second capture of each mode
+(gpu_model_runner.profile_cudagraph_memory, v0.19.0). Least-squares fit, through the origin, of
+the logged estimates less the first-capture term below, over three named llm-d-planner v0.19.0
+H100 runs: Llama-3.1-8B tp 1 (0.84 GiB), Qwen2.5-7B tp 1 (0.61) and Qwen2.5-72B tp 2 (1.63),
+100 further graphs each: per-row 0.188, 0.142 and 0.176 MiB (their logs' own per-graph samples,
+PIECEWISE + FULL: 6 + 6 MiB / 32 layers, 4 + 4 / 28, 18 + 10 / 80)."""
+
+FA_MAX_SPLITS = 32
+"""VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH's default (vllm/envs.py, vllm PR 25274): the
+split-KV count FlashAttention 3 is planned for in a full CUDA graph
+(v1/attention/backends/flash_attn.py, max_num_splits when the batch runs under a full graph)."""
+
+
+def split_kv_accumulator_bytes(spec: ModelSpec, tokens: int, tp: int, act_bytes: int = 2) -> float:
+    """FlashAttention's split-KV accumulators in one full-graph capture of ``tokens`` decode
+    tokens: out_accum [splits, heads/tp, tokens, d] and softmax_lse_accum [splits, heads/tp,
+    tokens], fp32, allocated inside the captured call (flash_attn mha_fwd with num_splits > 1), so
+    they land in the graph pool. MLA (FLASH_ATTN_MLA) attends in the latent space, d =
+    kv_lora_rank. Checked against llm-d-planner's v0.19.0 H100 logs ('Estimated FULL CUDA graph
+    memory: X MiB first-capture'): Llama-3.1-8B 260 MiB (formula 258), Qwen2.5-7B 228 (226),
+    Llama-3.1-8B tp 4 70 (65), DeepSeek-V2-Lite 522 (513). 0 for an fp32 model: vLLM runs it on
+    TRITON_ATTN (FlashAttention has no fp32 kernels), whose full first capture logs 4 MiB."""
+    if act_bytes == 4:
+        return 0.0
+    a = spec.attention
+    width = a.kv_lora_rank or a.head_dim
+    return FA_MAX_SPLITS * (a.num_heads / tp) * tokens * (width + 1) * 4
 
 
 def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_bytes: int = 2) -> float:
-    """vLLM's CUDA-graph estimate (gpu_model_runner.profile_cudagraph_memory, 0.21): per mode the
-    first capture (the largest size: its activations enter the shared pool) and, for every further
-    size, what the second capture took; the pool overlays the modes, so the largest first capture
-    counts once: max(first) + sum((n - 1) x per graph)."""
-    piecewise, full = graph_capture_sizes(max_num_seqs)
-    first = max(piecewise) * act_bytes * activation_elements_per_token(spec, tp)
+    """vLLM's CUDA-graph estimate (gpu_model_runner.profile_cudagraph_memory, logged from 0.19,
+    subtracted from 0.21): per mode the first capture and, for every further size, what the second
+    capture took; the pool overlays the modes, so the larger first capture counts once:
+    max(first) + sum((n - 1) x per graph). The piecewise first capture at the largest size holds the
+    forward's activations twice: the warm-up run leaves them in the caching allocator's reserve
+    (empty_cache runs once, before the modes) and the capture allocates them again in the private
+    pool (v0.19.0 logs: Llama-3.1-8B 138 MiB vs 2 x 54; fp32 224 vs 2 x 108). The full first
+    capture reuses that pool and adds the attention's split-KV accumulators."""
+    piecewise, full = graph_capture_sizes(max_num_seqs, GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512))
+    first_piecewise = 2 * max(piecewise) * act_bytes * activation_elements_per_token(spec, tp)
+    first_full = split_kv_accumulator_bytes(spec, max(full), tp, act_bytes) if full else 0.0
     per_graph = GRAPH_BYTES_PER_LAYER * layers
-    return first + per_graph * (len(piecewise) - 1 + max(len(full) - 1, 0))
+    return max(first_piecewise, first_full) + per_graph * (len(piecewise) - 1 + max(len(full) - 1, 0))

@@ -192,11 +192,19 @@ def vllm_batch_defaults(version: Version, memory_bytes: float, gpu_name: str, ma
     return (8192, 1024) if big else (2048, 256)
 
 
-def graph_capture_sizes(max_num_seqs: int) -> tuple[list[int], list[int]]:
-    """(piecewise, full) CUDA-graph batch sizes V1 captures: 1, 2, 4, 8-256 by 8, 272-512 by 16
-    (config/compilation.py), up to max_cudagraph_capture_size = min(2 x max_num_seqs, 512) for
-    the piecewise graphs and half of it for the full decode graphs (logged 'Profiling CUDA graph
-    memory: PIECEWISE=51 (largest=512), FULL=35 (largest=256)' at 1,024 sequences, 35 / 19 at 128)."""
-    sizes = [1, 2, 4] + list(range(8, 257, 8)) + list(range(272, 513, 16))
-    top = min(2 * max_num_seqs, 512)
-    return [s for s in sizes if s <= top], [s for s in sizes if s <= top // 2]
+GRAPH_CAPTURE_LIMIT = {"gpt_oss": 1024}
+"""Model types whose vLLM config raises max_cudagraph_capture_size from 512
+(model_executor/models/config.py GptOssForCausalLMConfig: 'Increase the max capture size from 512
+to 1024 for performance ... from 67 to 83' graphs; the v0.19.0 gpt-oss-20b log: PIECEWISE=83
+(largest=1024))."""
+
+
+def graph_capture_sizes(max_num_seqs: int, limit: int = 512) -> tuple[list[int], list[int]]:
+    """(piecewise, full) CUDA-graph batch sizes V1 captures: 1, 2, 4, 8-248 by 8, then by 16
+    (config/compilation.py), up to max_cudagraph_capture_size = min(2 x max_num_seqs, ``limit``)
+    for the piecewise graphs; the full decode graphs (one token per sequence) stop at max_num_seqs
+    as well. llm-d-planner's v0.19.0 logs at 1,024 sequences: 'Profiling CUDA graph memory:
+    PIECEWISE=51 (largest=512), FULL=51 (largest=512)' (the rule gives 35 and 19 at 128)."""
+    sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, limit + 1, 16))
+    top = min(2 * max_num_seqs, limit)
+    return [s for s in sizes if s <= top], [s for s in sizes if s <= min(top, max_num_seqs)]
