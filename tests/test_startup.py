@@ -56,6 +56,16 @@ def test_a_command_parses_no_toml():
     assert "numpy" in loaded  # the memory formulas are numpy's (the answer needs it)
 
 
+def test_the_layout_search_imports_no_optional_numpy_submodule():
+    """`gpuplan plan` searches ~6,000 layouts with numpy's core only: numpy.ma (a plain np.unique
+    imports it, ~7 ms) and numpy.random (~17 ms) stay unloaded."""
+    loaded = _modules_after("from gpuplan.cli import main; import io, contextlib\n"
+                           "with contextlib.redirect_stdout(io.StringIO()):\n"
+                           "    assert main(['plan', 'llama-3.1-70b', '--gpu', 'h100', '--gpus', '1024']) == 0")
+    assert "gpuplan.planner.uncertainty" in loaded
+    assert not {"numpy.ma", "numpy.random"} & loaded
+
+
 def test_the_command_collects_garbage_rarely_and_gives_the_threshold_back():
     """The CLI collects the youngest generation every 100,000 objects (start-up allocates ~75,000
     that live until exit: CPython's 700 ran ~100 collections, ~20 ms of CPU) and restores the
