@@ -69,17 +69,33 @@ def sweep_links(sweep: dict, series: dict, per_node: int):
             extra[field] = value if isinstance(value, str) else ",".join(value)
     if network.get("collnet"):
         extra["collnet"] = True
+    if network.get("net_latency_us"):  # a net plugin's stated latency (NCCL graph latencyInter)
+        extra["net_latency_us"] = float(network["net_latency_us"])
     cluster = cluster_for(load_accelerator(sweep["gpu"]), gpus_per_node=per_node,
                           nic_gbit_per_gpu=network.get("nic_gbit_per_gpu"), **extra)
     return cluster.group(per_node * int(sweep["nodes"]))
 
 
+def tuner_plugin_choice(network: dict, payload: int) -> tuple[str, str] | None:
+    """(algorithm, protocol) a tuner plugin's table picks for ``payload`` (the sweep's ``tuner``:
+    [upper bound in bytes or null, algorithm, protocol] rows in order), None without one."""
+    for upper, algorithm, protocol in network.get("tuner") or ():
+        if upper is None or payload < upper:
+            return algorithm, protocol
+    return None
+
+
 def model_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) -> tuple[float, str]:
     """(the model's busbw in bytes/s, 'algorithm/protocol' it picked) for one point."""
+    from dataclasses import replace
+
     from gpuplan.core.comm.collectives import chosen
 
     kind = series["collective"]
     links = sweep_links(sweep, series, per_node)
+    plugin = tuner_plugin_choice({**sweep.get("network", {}), **series.get("network", {})}, payload)
+    if plugin is not None:  # the plugin's choice replaces NCCL's own tuner (ncclTuner getCollInfo)
+        links = replace(links, algorithm=plugin[0], protocol=plugin[1])
     algorithm, protocol, seconds, _ = chosen(kind, payload, links)
     if sweep.get("benchmark") == "torch all_reduce_bench":
         seconds += TORCH_BENCH_CALL_SECONDS
@@ -99,11 +115,26 @@ def case_kind(sweep: dict, payload: int) -> str:
     return f"communication: busbw, {bench}, {where}, payload {regime} ({held})"
 
 
+def collective_excluded() -> list[tuple[str, str]]:
+    """(point id, reason) of the measured points a sweep's ``excluded`` leaves unscored."""
+    out = []
+    for sweep in collective_sweeps():
+        for i, series in enumerate(sweep["series"]):
+            for per_node, payload, _ in series_points(sweep, series):
+                reason = (sweep.get("excluded") or {}).get(payload)
+                if reason:
+                    out.append((f"{sweep['id']}-{series['collective']}-{i}-{per_node * int(sweep['nodes'])}r-{payload}",
+                                reason))
+    return out
+
+
 def collective_cases() -> list[CollectiveCase]:
     cases = []
     for sweep in collective_sweeps():
         for i, series in enumerate(sweep["series"]):
             for per_node, payload, busbw in series_points(sweep, series):
+                if payload in (sweep.get("excluded") or {}):
+                    continue
                 predicted, algorithm = model_bus_bandwidth(sweep, series, per_node, payload)
                 tag = f"{series['collective']}-{i}-{per_node * int(sweep['nodes'])}r-{payload}"
                 cases.append(CollectiveCase(f"{sweep['id']}-{tag}", case_kind(sweep, payload), busbw * 1e9, predicted,

@@ -280,7 +280,7 @@ def validation_report() -> Report:
     rows = tuple((c.id, c.kind, _amount(c), _amount(c, predicted=True), f"{c.error:+.1%}", c.basis, c.note)
                  for c in cases)
     excluded = tuple((e["id"], e["reason"]) for e in reference_runs().get("excluded", [])) + tuple(
-        tuple(x) for x in inference_excluded) + tuple(published_excluded)
+        tuple(x) for x in inference_excluded) + tuple(published_excluded) + tuple(_collective_excluded())
     return Report(
         "validate", "Accuracy against published runs", (), (), (),
         notes=("error = (predicted - measured) / measured; mean and max are of |error|, bias the mean signed error",),
@@ -288,6 +288,12 @@ def validation_report() -> Report:
                 Table("cases", ("run", "kind", "measured", "predicted", "error", "basis", "note"), rows),
                 *_framework_tables(), _fit_rule_table(),
                 Table("excluded", ("run", "reason"), excluded)))
+
+
+def _collective_excluded() -> list[tuple[str, str]]:
+    from gpuplan.jobs.validation.collectives import collective_excluded
+
+    return collective_excluded()
 
 
 def _fit_rule_table() -> Table:
@@ -379,7 +385,9 @@ def accuracy_markdown(report: Report) -> str:
            "all_reduce_bench sweeps as their own kind), against core/comm/collectives.py (NCCL's algorithms and",
            "protocols by size, its own latency constants, NVLS's pipeline fill) on core/comm/topology.py's cluster;",
            "held out but the one-node torch sweep, which sets that benchmark's per-call launch time (*fitted*); the",
-           "per-generation NVLink efficiency and NVLS gain come from two other sources (docs/step.md).",
+           "per-generation NVLink efficiency and NVLS gain come from two other sources (docs/step.md). A sweep run",
+           "under a net / tuner plugin takes the plugin's published latency and choice (AWS's aws-ofi-nccl on P6-B200);",
+           "points a sweep's own data rule out are listed under *excluded* with the reason.",
            ""]
     for table in report.tables:
         out += table_markdown(table)
