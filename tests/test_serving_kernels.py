@@ -130,3 +130,47 @@ def test_a_falcon_parallel_block_is_reduced_once_where_the_engine_code_does():
                                     peak=h100.peak("fp16"), link=h100.scale_up_bandwidth, fabric=h100).comm_s
     assert comm["trtllm==0.9.0"] == pytest.approx(60 * one, rel=1e-9)
     assert comm["trtllm==0.6.1"] == pytest.approx(120 * one, rel=1e-9)
+
+
+def test_allreduce_assumption_describes_the_layout_the_time_uses():
+    """The printed TP all-reduce is the one core.serving.roofline.step_time takes for the asked tp,
+    engine release and GPU: TensorRT-LLM 0.10+'s AUTO workspace is 16 MB at tp <= 2 and 8 MB above
+    (CustomAllReduceHelper.max_workspace_size_auto); vLLM's kernel takes 8 MiB (8192 x 1024 B) and
+    is refused on more than two PCIe-only GPUs; tp 1 has no all-reduce."""
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    def shown(**kw):
+        r = estimate_inference(InferenceInputs(search=False, model="llama-3.1-70b", **kw))
+        return r.assumption("tp_allreduce").value
+
+    assert shown(gpu="h100", tp=2, engine="trtllm==0.10.0") == "own kernel up to 16 MB at tp 2, NCCL above"
+    assert shown(gpu="h100", tp=4, engine="trtllm==0.10.0") == "own kernel up to 8 MB at tp 4, NCCL above"
+    assert shown(gpu="h100", tp=4, engine="trtllm==0.9.0") == "NCCL at every size"
+    assert shown(gpu="h100", tp=4, engine="vllm==0.19") == "own kernel up to 8 MiB at tp 4, NCCL above"
+    assert shown(gpu="l40s", tp=4, engine="vllm==0.19").startswith("NCCL at every size (the own kernel is refused")
+    assert shown(gpu="l40s", tp=2, engine="vllm==0.19") == "own kernel up to 8 MiB at tp 2, NCCL above"
+    assert shown(gpu="h100", tp=1, quantization="int4") == "none (tp 1)"
+
+
+def test_custom_allreduce_limit_is_the_one_the_step_uses():
+    """16 MB at tp 2 under TensorRT-LLM 0.10: a 12 MB message (tp 2, 768 tokens x 8,192 x 2 B) runs the
+    own kernel, so the step's all-reduce time is the custom formula, not NCCL's."""
+    from gpuplan.catalog import load_accelerator
+    from gpuplan.core.serving import kernels as KR
+    from gpuplan.core.serving.releases import parse_release
+
+    h100 = load_accelerator("h100")
+    release = parse_release("trtllm==0.10.0")
+    assert KR.custom_allreduce_limit(release, 2, h100) == 16e6
+    assert KR.custom_allreduce_limit(release, 4, h100) == 8e6
+    assert KR.custom_allreduce_limit(release, 1, h100) == 0.0
+    assert KR.custom_allreduce_limit(parse_release("vllm==0.19"), 4, load_accelerator("l40s")) == 0.0
+    assert KR.custom_allreduce_limit(release, 2, h100, given=0.0) == 0.0
+    # 12 MB at tp 2: ring 2 x 1/2 x 12 MB at 0.8 x 450 GB/s per direction + a 10 us latency = 43.3 us
+    link = h100.scale_up_bandwidth
+    own = KR.tp_allreduce_seconds(12e6, 2, link, 10e-6, fabric=h100, custom_max_bytes=16e6)
+    assert own == pytest.approx(10e-6 + 12e6 / (link / 2 * 0.8))
+    assert own == pytest.approx(43.3e-6, rel=0.01)
+    nccl = KR.tp_allreduce_seconds(12e6, 2, link, 10e-6, fabric=h100, custom_max_bytes=8e6)
+    assert nccl != pytest.approx(own)

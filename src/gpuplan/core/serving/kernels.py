@@ -140,6 +140,22 @@ def custom_allreduce_bytes_of(release: EngineRelease, tp: int) -> float:
     return CUSTOM_ALLREDUCE_MAX_BYTES
 
 
+def on_pcie(fabric: Accelerator | None) -> bool:
+    """GPUs that reach each other over PCIe only (no NVLink / Infinity Fabric link in the catalog)."""
+    return fabric is not None and (fabric.scale_up_pcie or fabric.scale_up_bandwidth is None)
+
+
+def custom_allreduce_limit(release: EngineRelease, tp: int, fabric: Accelerator | None = None,
+                           given: float | None = None) -> float:
+    """Largest TP message the engine's own all-reduce kernel takes in this layout, bytes (0: NCCL
+    at every size): the release's limit (custom_allreduce_bytes_of) or ``given``, 0 without tensor
+    parallelism and on more than two PCIe-only GPUs (vLLM custom_all_reduce.py refuses 'more than
+    two PCIe-only GPUs'; tp_allreduce_seconds applies the same rule)."""
+    if tp <= 1 or (on_pcie(fabric) and tp > 2):
+        return 0.0
+    return custom_allreduce_bytes_of(release, tp) if given is None else given
+
+
 def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None, latency_s: float, *,
                          fabric: Accelerator | None = None, custom_max_bytes: float = CUSTOM_ALLREDUCE_MAX_BYTES):
     """One tensor-parallel all-reduce of ``message_bytes``. The engine's custom kernel (messages up
@@ -151,8 +167,7 @@ def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None,
     without ``fabric`` the custom formula stands in). 0 without tensor parallelism."""
     if tp <= 1:
         return 0.0
-    pcie = fabric is not None and (fabric.scale_up_pcie or fabric.scale_up_bandwidth is None)
-    custom = message_bytes <= custom_max_bytes and not (pcie and tp > 2)
+    custom = message_bytes <= custom_max_bytes and not (on_pcie(fabric) and tp > 2)
     if fabric is not None and not custom:
         return float(collective_seconds("all_reduce", message_bytes, cluster_for(fabric).group(tp)))
     per_direction = (link_bytes_per_s or 64e9) / 2 * COLLECTIVE_EFFICIENCY

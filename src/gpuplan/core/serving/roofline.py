@@ -127,8 +127,7 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     elementwise = work.tokens * layers * KR.elementwise_bytes_per_token(spec, tp, act_bytes) / (bandwidth * bw)
     message = work.tokens * spec.hidden_size * act_bytes
     latency = eff.latency(link)
-    custom = eff.custom_allreduce_bytes
-    custom = KR.custom_allreduce_bytes_of(setup.runtime.release, tp) if custom is None else custom
+    custom = KR.custom_allreduce_limit(setup.runtime.release, tp, fabric, eff.custom_allreduce_bytes)
     comm = forward_allreduces(spec, setup.runtime.release) * KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric,
                                                               custom_max_bytes=custom)
     comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0

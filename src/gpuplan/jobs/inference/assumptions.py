@@ -22,7 +22,7 @@ def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[
         *_engine_assumptions(plan, inputs, serving),
         Assumption("block_size", "KV block size", inputs.block_size, "vLLM default 16 tokens (PagedAttention)",
                    "--block-size", "block_size" in u),
-        *_speed_assumptions(plan, u),
+        *_speed_assumptions(plan, u, serving.tp),
         Assumption("allreduce_latency", "all-reduce latency", f"{e.latency(plan.gpu.scale_up_bandwidth) * 1e6:.0f} us",
                    "vLLM custom all-reduce on H100 (sgl-project/sglang#2904); x3 without NVLink",
                    "--allreduce-latency-us", "allreduce_latency_us" in u),
@@ -38,7 +38,7 @@ def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[
 FITTED = "fitted on TensorRT-LLM v0.6.1's static-batch table (21 rows; docs/inference.md)"
 
 
-def _speed_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:
+def _speed_assumptions(plan: Plan, u, tp: int) -> tuple[Assumption, ...]:
     """The kernel fractions of the roofline, the decode kernel and the host time per step."""
     e, release = plan.setup.efficiency, plan.setup.runtime.release
     host = KR.host_step_seconds(release, 0)
@@ -68,19 +68,33 @@ def _speed_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:
                    "none (model constant)", False),
         Assumption("kv_repeat_l2_hit", "repeated KV reads served by L2 (per-query-head decode kernels)",
                    f"{e.kv_repeat_l2_hit:.0%}", FITTED, "none (model constant)", False),
-        _allreduce_assumption(plan),
+        _allreduce_assumption(plan, tp),
     )
 
 
-def _allreduce_assumption(plan: Plan) -> Assumption:
-    """Which all-reduce the release runs for TP messages (core.serving.kernels)."""
+def _allreduce_assumption(plan: Plan, tp: int) -> Assumption:
+    """Which all-reduce the step time uses for this layout's TP messages: the same limit
+    core.serving.roofline.step_time takes (kernels.custom_allreduce_limit: the release, tp, the
+    fabric and a given workspace)."""
     release = plan.setup.runtime.release
-    limit = KR.custom_allreduce_bytes_of(release, 4)
-    value = ("NCCL at every size" if limit == 0 else
-             f"own kernel up to {limit / 2**20:.1f} MiB (NVLink, or 2 PCIe GPUs), NCCL above")
+    limit = KR.custom_allreduce_limit(release, tp, plan.gpu, plan.setup.efficiency.custom_allreduce_bytes)
+    if tp <= 1:
+        value = "none (tp 1)"
+    elif limit > 0:
+        value = f"own kernel up to {_size(limit)} at tp {tp}, NCCL above"
+    elif KR.on_pcie(plan.gpu) and tp > 2 and KR.custom_allreduce_bytes_of(release, tp) > 0:
+        value = f"NCCL at every size (the own kernel is refused on {tp} PCIe-only GPUs)"
+    else:
+        value = "NCCL at every size"
     return Assumption("tp_allreduce", "TP all-reduce implementation", value,
-                      f"{release.label} (vllm PR 2192; TensorRT-LLM PluginConfig use_custom_all_reduce); NCCL costed "
-                      "by its tuner model (core/comm/collectives.py)", "--engine", False)
+                      f"{release.label} (vllm PR 2192; TensorRT-LLM PluginConfig use_custom_all_reduce, AUTO: 16 MB "
+                      "workspace at tp <= 2, 8 MB above); NCCL costed by its tuner model (core/comm/collectives.py)",
+                      "--engine", False)
+
+
+def _size(nbytes: float) -> str:
+    """'8 MiB' for a binary size (vLLM's 8192 x 1024), '16 MB' for a decimal one (TensorRT-LLM's)."""
+    return f"{nbytes / 2**20:g} MiB" if nbytes % 2**20 == 0 else f"{nbytes / 1e6:g} MB"
 
 
 def _lora_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:
