@@ -16,8 +16,8 @@ def _line(key: str, label: str, seconds: float, step: float, formula: str) -> Li
 
 
 def _eager_lines(ev, plan, settings) -> list[Line]:
-    from gpuplan.core.time.step import eager_run
     from gpuplan.core.time.eager_step import microbatch
+    from gpuplan.core.time.step import eager_run
 
     lay, spec = plan.layout, ev.spec
     run = eager_run(spec, ev.cluster, settings)
@@ -56,24 +56,33 @@ def _fused_lines(ev, plan, settings) -> list[Line]:
     ]
 
 
+def _class_lines(prefix: str, seconds_by_class: dict, plan, layers, source: str, tag: str = "") -> list[Line]:
+    """One line per memory-bound op class: a layer's seconds per micro-batch x the stage's layers x the
+    micro-batches (the loss once, and only without a pipeline: the lines follow the first stage)."""
+    from gpuplan.core.time.memory_kernels import (
+        HBM_STREAM_EFFICIENCY,
+        KERNEL_FIXED_SECONDS,
+    )
+
+    lay = plan.layout
+    return [_line(f"class_{prefix}_{name}", f"{name} kernels{tag}",
+                  lay.micro_batches_per_step * seconds * (1 if name == "loss" else layers), plan.step_seconds,
+                  f"{source} at {HBM_STREAM_EFFICIENCY:.0%} of HBM + {KERNEL_FIXED_SECONDS * 1e6:.2f} us per kernel")
+            for name, seconds in seconds_by_class.items() if name != "loss" or lay.pp == 1]
+
+
 def _titan_lines(ev, plan, settings) -> list[Line]:
     """torchtitan: its memory-bound kernels class by class (core/time/titan_ops.py), the rest of the
     fused model's micro-batch (matmuls, FP8 casts, the recomputed forward) and its attention."""
     from gpuplan.core.time import titan_ops as TT
-    from gpuplan.core.time.memory_kernels import HBM_STREAM_EFFICIENCY, KERNEL_FIXED_SECONDS
 
     lines = _fused_lines(ev, plan, settings)
     lay, spec, ops = plan.layout, ev.spec, settings.titan_ops
     k, step, layers = lay.micro_batches_per_step, plan.step_seconds, spec.num_layers / lay.pp
     tokens = lay.micro_batch * settings.seq_len / lay.cp
     mode = "torch.compile per block" if ops.compiled else f"eager, {ops.norm} RMSNorm"
-    classes = []
-    for name, seconds in TT.class_seconds(spec, ops, tokens, ev.cluster.gpu.memory_bandwidth, lay.tp).items():
-        if name == "loss" and lay.pp > 1:  # on the last stage; the lines follow the first
-            continue
-        classes.append(_line(f"class_titan_{name}", f"{name} kernels", k * seconds * (1 if name == "loss" else layers),
-                             step, f"core/time/titan_ops.py ({mode}): bytes per token from torchtitan's code "
-                             f"at {HBM_STREAM_EFFICIENCY:.0%} of HBM + {KERNEL_FIXED_SECONDS * 1e6:.2f} us per kernel"))
+    classes = _class_lines("titan", TT.class_seconds(spec, ops, tokens, ev.cluster.gpu.memory_bandwidth, lay.tp), plan,
+                           layers, f"core/time/titan_ops.py ({mode}): bytes per token from torchtitan's code")
     rest = lines[0].value - sum(ln.value for ln in classes)
     copies = TT.fsdp_copy_seconds(spec, ev.cluster.gpu.memory_bandwidth, tp=lay.tp, pp=lay.pp,
                                   shard=lay.shard_group or lay.dp * lay.cp,
@@ -87,12 +96,49 @@ def _titan_lines(ev, plan, settings) -> list[Line]:
     return lines[:1] + classes + lines[1:]
 
 
-def step_class_lines(ev, plan) -> tuple[Line, ...]:
+def _megatron_lines(ev, plan, settings) -> list[Line]:
+    """Megatron-Core + TE: its memory-bound kernels class by class (core/time/megatron_ops.py). With
+    StepSettings.megatron_ops the step charges them (opt-in); otherwise the answer keeps the fitted
+    element-wise term and the op list is shown inside it (explain only; docs/step.md says why)."""
+    from gpuplan.core.time import megatron_ops as MO
+    from gpuplan.core.time import megatron_ops_step as MS
+
+    charged = settings.megatron_ops is not None
+    ops = settings.megatron_ops or MO.default_ops(ev.spec)
+    lines = _fused_lines(ev, plan, settings)
+    lay, spec, gpu = plan.layout, ev.spec, ev.cluster.gpu
+    step, layers = plan.step_seconds, spec.num_layers / lay.pp
+    recipe, non_tn = MO.cast_recipe(settings.dtype, settings.fp8_recipe, ops), MO.non_tn_fp8(gpu)
+    seconds = MO.class_seconds(spec, ops, recipe, non_tn, lay.micro_batch * settings.seq_len / lay.cp,
+                               gpu.memory_bandwidth, lay.tp)
+    classes = _class_lines("megatron", seconds, plan, layers, "core/time/megatron_ops.py: bytes per token from "
+                           "Megatron-Core + TE's code", "" if charged else ", op list inside the fitted term")
+    rest = lines[0].value - sum(ln.value for ln in classes)
+    if charged:
+        casts = MS.step_extra_seconds(spec, settings, gpu, tp=lay.tp, stage_layers=layers, local_params=1.0, shards=1)[0]
+        if casts > 0:  # once a step, beside the micro-batches (core.time.step.step_time)
+            classes.append(_line("class_megatron_weight_casts", "FP8 weight casts (once a step: TE's weight cache)", casts,
+                                 step, "core/time/megatron_ops_step.py: one quantisation per weight, is_first_microbatch"))
+    label = "matmuls, recomputed forward and host" if charged else \
+        "matmuls + the fitted element-wise term beyond Megatron's op list (the answer's model)"
+    lines[0] = _line("class_gemm", label, rest, step, "core/time/step.py: MAMF x d/(d+512); docs/step.md, Megatron")
+    if charged:
+        lines[-1] = _line("class_optimizer", "optimizer step (distributed optimizer, fused Adam)", lines[-1].value, step,
+                          "core/time/megatron_ops_step.py: 38 B per shard parameter + 4 B per local one zeroed")
+    return lines[:1] + classes + lines[1:]
+
+
+def step_class_lines(ev, plan, framework: str = "") -> tuple[Line, ...]:
     """The chosen layout's step by op class, plus its exposed communication and bubble (``ev``: the
-    plan search's evaluator, jobs.plan.search.evaluator_for)."""
+    plan search's evaluator, jobs.plan.search.evaluator_for; ``framework``: the job's --framework)."""
+    from gpuplan.core.time.megatron_ops import covers
+
     settings = replace(ev.step, recompute=plan.recompute)
+    megatron = settings.megatron_ops is not None or (framework == "megatron" and covers(ev.spec)
+                                                      and settings.titan_ops is None)
     lines = _eager_lines(ev, plan, settings) if settings.eager_ops is not None else \
-        _titan_lines(ev, plan, settings) if settings.titan_ops is not None else _fused_lines(ev, plan, settings)
+        _titan_lines(ev, plan, settings) if settings.titan_ops is not None else \
+        _megatron_lines(ev, plan, settings) if megatron else _fused_lines(ev, plan, settings)
     step = plan.step_seconds
     for key, label, value in (("class_comm", "exposed communication", float(plan.step.exposed_comm)),
                               ("class_bubble", "pipeline bubble", float(plan.step.bubble))):
@@ -107,7 +153,7 @@ def with_step_classes(report: Report, inputs, plan, in_answer: bool = False) -> 
     from gpuplan.jobs.plan.search import evaluator_for
 
     ev = evaluator_for(inputs)
-    lines = step_class_lines(ev, plan)
+    lines = step_class_lines(ev, plan, inputs.framework)
     headline = tuple(report.headline) + tuple(ln.key for ln in lines) if in_answer else report.headline
     ops = ev.step.eager_ops
     notes = tuple(report.notes) + ((f"step model: {ops.note}",) if ops is not None and ops.note else ())

@@ -24,6 +24,12 @@ The fused stacks (Megatron-Core with Transformer Engine, torchtitan) and the pla
   eager_fallbacks.py    HBM traffic of Megatron-Core's eager fallbacks (GPT-OSS-like models)
   titan_ops.py          torchtitan's Llama block op class by op class, eager vs torch.compile per
                         block (Inductor's fused regions), its loss and host time (docs/step.md)
+  megatron_ops.py       Megatron-Core + Transformer Engine's dense layer op class by op class (TE's
+                        fused norms, RoPE, SwiGLU, bias-dropout-add, FP8 quantisers by recipe, the
+                        vocab-parallel loss); opt-in through StepSettings.megatron_ops (docs/step.md)
+  megatron_ops_step.py  its per-step terms: FP8 weight casts once a step, the distributed optimizer,
+                        TE's host time per module
+  low_precision.py      the fused model's FP8 / MXFP8 / NVFP4 cast bytes and block-scaled GEMM factor
 
 Communication lives in core.comm. Units: seconds, bytes, FLOPs.
 """

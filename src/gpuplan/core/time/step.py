@@ -30,8 +30,9 @@ from gpuplan.core.memory.model_states import stage_span
 from gpuplan.core.comm.moe_overlap import EP_COMM_SM_SHARE, MoeLayerPhases
 from gpuplan.core.model.mtp import mtp_stage_layer_shed
 from gpuplan.core.time.moe_host import stage_exposed_host_seconds
+from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
-from gpuplan.core.time import titan_ops as TT
+from gpuplan.core.time import megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
@@ -39,57 +40,10 @@ from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kern
     HOPPER_TUNED_ATTENTION_SPEEDUP, MAMF_FP8_FRACTION, MAMF_FRACTION, _kernel_ids, _lookup, _mamf,
     attention_efficiency, gemm_efficiency)
 from gpuplan.core.comm.topology import Cluster
+from gpuplan.core.time.low_precision import (  # noqa: F401  (re-exported: their old home)
+    BLOCK_SCALED, BLOCK_SCALED_GEMM_TIME_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, FP8_WEIGHT_CAST_BYTES, LOW_PRECISION,
+    MXFP8_CAST_BYTES_PER_ELEMENT, low_precision_recipe, precision_class)
 
-# FP8 training (Transformer Engine / torchao, current or delayed tensorwise scaling) casts every
-# GEMM operand: forward X (read bf16 2 B + write fp8 1 B + amax read 2 B), backward dY the same,
-# and the fp8 transposes of X and dY for the weight gradient (read 1 + write 1): 7 B per element of
-# each GEMM's input and output width per token; weights 5 B per parameter per micro-batch. All
-# memory-bound (TE's cast_transpose kernels; Micikevicius et al. 2022, "FP8 formats for deep
-# learning", Sec. 4). The LM head, embeddings and attention stay in BF16 (TE and torchao keep
-# the output layer in high precision by default).
-FP8_CAST_BYTES_PER_ELEMENT = 7.0
-FP8_WEIGHT_CAST_BYTES = 5.0
-# NVFP4 (dtype "fp4", Blackwell): Megatron-Bridge's bf16_with_nvfp4_mixed recipe runs every
-# Transformer Engine linear layer in NVFP4 (training/mixed_precision.py: fp4 = "e2m1", fp4_recipe
-# "nvfp4"; Llama recipes keep no layers in BF16) at the FP4 dense peak; attention and the LM head
-# stay BF16. No FP4 MAMF measurement is published: the FP8 fraction (MAMF_FP8_FRACTION /
-# FP8_MAMF_RATIO) is used, and the operand casts are costed like FP8's (NVFP4 writes 0.5 B +
-# one e4m3 scale per 16 elements instead of 1 B, but re-quantises the transposed operands and
-# applies a random Hadamard transform to the weight-gradient inputs: NVIDIA, "Pretraining Large
-# Language Models with NVFP4", arXiv:2509.25149, Sec. 4). Checked on three published GB200 NVFP4
-# runs (docs/step.md).
-# MXFP8 (fp8_recipe "mxfp8": OCP MX block scaling, one E8M0 scale per 32 elements; Blackwell's
-# block-scaled tensor cores; Megatron-Bridge "bf16_with_mxfp8_mixed", Transformer Engine
-# MXFP8BlockScaling). A block's scale comes from the block itself (no tensor-wide amax pass), and
-# because the scaling blocks run along the GEMM's reduction dimension, a transposed operand cannot
-# reuse the rowwise copy: TE's MXFP8 quantiser writes the rowwise and the columnwise copy in one
-# pass over the bf16 tensor (transformer_engine/common/util/cast_kernels.cuh, rowwise + colwise
-# scaling). Per element: read 2 B, write 2 x (1 B + 1/32 B of scales); the same per weight.
-MXFP8_CAST_BYTES_PER_ELEMENT = 2.0 + 2 * (1.0 + 1.0 / 32)
-# Block-scaled GEMMs (MXFP8, and NVFP4, whose tensor-core path is block-scaled too: 16-element
-# blocks) run slower than per-tensor FP8 ones at the same layout: every published dense pair
-# with both labels (8/8 NeMo / Megatron-Bridge configurations) has MXFP8 2-8% fewer tokens/s. No
-# kernel-level figure is published, so GEMM time x BLOCK_SCALED_GEMM_TIME_FACTOR is fitted on
-# the FP8-CS / MXFP8 ratio of the three 25.09 dense pairs with one layout (Llama 3 8B on 8 B200
-# and 8 GB200, Llama 3.1 405B on 128 B200; jobs/validation/fp8_recipes.py): 1.157. Held out: the
-# other pairs' ratios, and the NVFP4 family (docs/step.md, docs/accuracy.md).
-BLOCK_SCALED_GEMM_TIME_FACTOR = 1.16
-LOW_PRECISION = ("fp8", "fp4")
-BLOCK_SCALED = ("mxfp8", "nvfp4")
-
-
-def low_precision_recipe(dtype: str, fp8_recipe: str = "tensorwise") -> str | None:
-    """How the linears are quantised: the FP8 recipe ('tensorwise', 'mxfp8') for dtype 'fp8',
-    'nvfp4' for 'fp4', None for 16-bit and wider dtypes. BLOCK_SCALED ones take the GEMM factor."""
-    if dtype == "fp8":
-        return fp8_recipe
-    return "nvfp4" if dtype == "fp4" else None
-
-
-def precision_class(dtype: str) -> str:
-    """The key published-MFU ceilings and the prediction band use for a compute dtype: 'fp8' or
-    'fp4' as themselves, every 16-bit or wider dtype as 'bf16'."""
-    return dtype if dtype in LOW_PRECISION else "bf16"
 
 @dataclass(frozen=True)
 class StepSettings:
@@ -140,6 +94,9 @@ class StepSettings:
     replaces ep_overlap."""
     moe_launch: str = "none"
     """How a MoE layer is issued (core.time.moe_host): 'eager' charges the host time its dispatcher's sync exposes."""
+    moe_expert_kernels: str = "per-expert"
+    """Where moe_launch is not 'none': 'per-expert' (TE GroupedLinear's quantisation and cuBLAS GEMM per local expert,
+    each with its fixed GPU time: core.time.moe_layer) or 'fused' (one kernel for all experts)."""
     ep_comm_sm_share: float = EP_COMM_SM_SHARE
     """Share of the SMs the dispatcher kernels hold while they run beside compute."""
     nccl_sm_share: float | None = None
@@ -192,6 +149,8 @@ class StepSettings:
     """Calibrated ratios of the eager step's (matmul, attention, memory-bound, host) seconds."""
     titan_ops: object | None = None
     """torchtitan's op list, eager or compiled (core.time.titan_ops.TitanOps); None: elementwise_factor's model."""
+    megatron_ops: object | None = None
+    """Megatron-Core + TE's op list (core.time.megatron_ops.MegatronOps); None: elementwise_factor's model."""
 
 
 @dataclass(frozen=True)
@@ -289,13 +248,19 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn,
         mamf=_mamf(gpu), hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency,
         dropout=settings.attention_dropout, tensor_flops_per_exp=_lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0))
-    if settings.titan_ops is not None:  # torchtitan's own kernels, eager or compiled (core.time.titan_ops)
+    mega = settings.megatron_ops  # Megatron-Core + TE's kernels, FP8 casts included (core.time.megatron_ops)
+    if mega is not None:
+        t_elem = MO.elementwise_seconds_per_token(spec, mega, MO.cast_recipe(settings.dtype, settings.fp8_recipe, mega),
+                                                  MO.non_tn_fp8(gpu), tokens, gpu.memory_bandwidth, tp) \
+            + eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp / (
+                gpu.memory_bandwidth * settings.hbm_efficiency)
+    elif settings.titan_ops is not None:  # torchtitan's own kernels, eager or compiled (core.time.titan_ops)
         t_elem = sum(TT.elementwise_seconds_per_token(spec, settings.titan_ops, tokens, gpu.memory_bandwidth, tp))
     else:
         act = layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
         eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp
         t_elem = (settings.elementwise_factor * act + eager) / (gpu.memory_bandwidth * settings.hbm_efficiency)
-    if fp8:  # operand casts (forward third, backward two thirds, like the other elementwise work)
+    if fp8 and mega is None:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
         weights = F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp
         if recipe == "mxfp8":
@@ -324,6 +289,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
                                                                                          settings.gemm_d_half))
     titan = TT.microbatch_extra_seconds(spec, settings, tokens, gpu.memory_bandwidth, tp, (fwd, bwd + extra),
                                         layers, head)  # torchtitan: its loss and exposed host time
+    titan = titan + MS.microbatch_extra_seconds(spec, settings, gpu.memory_bandwidth, tokens, tp, (fwd, bwd + extra),
+                                                layers, head)  # Megatron: its loss and exposed host time
     # an MTP module: one block (the mean layer's time), the 2h -> h projection at the linears'
     # speed, and the shared LM head once more (core.model.mtp)
     mtp_time = mtp * (per_layer + (2 + weight_grads) * tokens * 4.0 * h * h / tp / (peak * e_gemm) + head_time)
@@ -401,6 +368,9 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases)
     t_host = stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs)  # core.time.moe_host, per micro-batch
     compute, bubble = compute + micro_batches * t_host, bubble * (1 + t_host / t_mb)
+    t_experts = stage_expert_kernel_seconds(spec, settings, ep, layers + mtp_on_first,  # core.time.moe_layer
+                                            low_precision_recipe(settings.dtype, settings.fp8_recipe))
+    compute, bubble = compute + micro_batches * t_experts, bubble * (1 + t_experts / t_mb)
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
     comm_total = sum((c.total for c in costs), 0.0)
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)
@@ -408,6 +378,10 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     optimizer = 2 * 16.0 * trained / shards / (cluster.gpu.memory_bandwidth * settings.hbm_efficiency)
     if settings.eager_ops is not None:
         optimizer = _eager_optimizer(spec, cluster, settings, trained / shards, pp)
+    mega = MS.step_extra_seconds(spec, settings, cluster.gpu, tp=tp, stage_layers=layers, local_params=trained,
+                                 shards=shards)  # Megatron: FP8 weight casts once a step, its distributed optimizer
+    if mega is not None:
+        compute, optimizer = compute + mega[0], mega[1]
     return StepBreakdown(compute, bubble, exposed["TP"], exposed["PP"], exposed["DP"], exposed["CP"], exposed["EP"],
                          optimizer, comm_total=comm_total)
 

@@ -1,0 +1,59 @@
+"""Low-precision linears: what FP8 (per-tensor or MXFP8) and NVFP4 GEMMs cost beside their FLOPs,
+in the fused step model (core.time.step, which re-exports these names; moved here unchanged).
+Megatron-Core + TE runs its own quantiser list instead (core.time.megatron_ops).
+
+Units: bytes per element or weight, a time ratio.
+"""
+
+from __future__ import annotations
+
+# FP8 training (Transformer Engine / torchao, current or delayed tensorwise scaling) casts every
+# GEMM operand: forward X (read bf16 2 B + write fp8 1 B + amax read 2 B), backward dY the same,
+# and the fp8 transposes of X and dY for the weight gradient (read 1 + write 1): 7 B per element of
+# each GEMM's input and output width per token; weights 5 B per parameter per micro-batch. All
+# memory-bound (TE's cast_transpose kernels; Micikevicius et al. 2022, "FP8 formats for deep
+# learning", Sec. 4). The LM head, embeddings and attention stay in BF16 (TE and torchao keep
+# the output layer in high precision by default).
+FP8_CAST_BYTES_PER_ELEMENT = 7.0
+FP8_WEIGHT_CAST_BYTES = 5.0
+# NVFP4 (dtype "fp4", Blackwell): Megatron-Bridge's bf16_with_nvfp4_mixed recipe runs every
+# Transformer Engine linear layer in NVFP4 (training/mixed_precision.py: fp4 = "e2m1", fp4_recipe
+# "nvfp4"; Llama recipes keep no layers in BF16) at the FP4 dense peak; attention and the LM head
+# stay BF16. No FP4 MAMF measurement is published: the FP8 fraction (MAMF_FP8_FRACTION /
+# FP8_MAMF_RATIO) is used, and the operand casts are costed like FP8's (NVFP4 writes 0.5 B +
+# one e4m3 scale per 16 elements instead of 1 B, but re-quantises the transposed operands and
+# applies a random Hadamard transform to the weight-gradient inputs: NVIDIA, "Pretraining Large
+# Language Models with NVFP4", arXiv:2509.25149, Sec. 4). Checked on three published GB200 NVFP4
+# runs (docs/step.md).
+# MXFP8 (fp8_recipe "mxfp8": OCP MX block scaling, one E8M0 scale per 32 elements; Blackwell's
+# block-scaled tensor cores; Megatron-Bridge "bf16_with_mxfp8_mixed", Transformer Engine
+# MXFP8BlockScaling). A block's scale comes from the block itself (no tensor-wide amax pass), and
+# because the scaling blocks run along the GEMM's reduction dimension, a transposed operand cannot
+# reuse the rowwise copy: TE's MXFP8 quantiser writes the rowwise and the columnwise copy in one
+# pass over the bf16 tensor (transformer_engine/common/util/cast_kernels.cuh, rowwise + colwise
+# scaling). Per element: read 2 B, write 2 x (1 B + 1/32 B of scales); the same per weight.
+MXFP8_CAST_BYTES_PER_ELEMENT = 2.0 + 2 * (1.0 + 1.0 / 32)
+# Block-scaled GEMMs (MXFP8, and NVFP4, whose tensor-core path is block-scaled too: 16-element
+# blocks) run slower than per-tensor FP8 ones at the same layout: every published dense pair
+# with both labels (8/8 NeMo / Megatron-Bridge configurations) has MXFP8 2-8% fewer tokens/s. No
+# kernel-level figure is published, so GEMM time x BLOCK_SCALED_GEMM_TIME_FACTOR is fitted on
+# the FP8-CS / MXFP8 ratio of the three 25.09 dense pairs with one layout (Llama 3 8B on 8 B200
+# and 8 GB200, Llama 3.1 405B on 128 B200; jobs/validation/fp8_recipes.py): 1.157. Held out: the
+# other pairs' ratios, and the NVFP4 family (docs/step.md, docs/accuracy.md).
+BLOCK_SCALED_GEMM_TIME_FACTOR = 1.16
+LOW_PRECISION = ("fp8", "fp4")
+BLOCK_SCALED = ("mxfp8", "nvfp4")
+
+
+def low_precision_recipe(dtype: str, fp8_recipe: str = "tensorwise") -> str | None:
+    """How the linears are quantised: the FP8 recipe ('tensorwise', 'mxfp8') for dtype 'fp8',
+    'nvfp4' for 'fp4', None for 16-bit and wider dtypes. BLOCK_SCALED ones take the GEMM factor."""
+    if dtype == "fp8":
+        return fp8_recipe
+    return "nvfp4" if dtype == "fp4" else None
+
+
+def precision_class(dtype: str) -> str:
+    """The key published-MFU ceilings and the prediction band use for a compute dtype: 'fp8' or
+    'fp4' as themselves, every 16-bit or wider dtype as 'bf16'."""
+    return dtype if dtype in LOW_PRECISION else "bf16"

@@ -1,0 +1,207 @@
+"""Megatron-Core with Transformer Engine: the memory-bound work of one dense decoder layer, op
+class by op class, forward and backward, read from the code.
+
+The layer is Megatron-Core's ``get_gpt_layer_with_transformer_engine_spec`` (megatron/core/models/
+gpt/gpt_layer_specs.py, core_v0.15.0) with the fusions Megatron-Bridge's Llama providers switch on
+(src/megatron/bridge/models/llama/llama_provider.py: bias_activation_fusion, bias_dropout_fusion,
+apply_rope_fusion, persist_layer_norm True; gpt_provider.py: cross_entropy_loss_fusion True):
+
+* ``norm``: TE's ``LayerNormLinear`` runs the RMSNorm / LayerNorm kernel on the linear's input
+  (transformer_engine/pytorch/module/layernorm_linear.py, v2.9: ``apply_normalization``); forward
+  reads x and writes its output (2 + 2 B per element, two norms a layer), backward the norm's
+  backward kernel reads dy and x and writes dx (6 B) + the weight-gradient finalisation (per-SM
+  partials: a second, small kernel).
+* ``qkv_split``: ``get_query_key_value_tensors`` (megatron/core/transformer/attention.py) splits
+  the fused QKV output with TE's ``SplitAlongDim`` and ``query.reshape(sq, b, -1, hn)`` copies the
+  strided query slice (read 2 + write 2 per query element); backward, SplitAlongDim concatenates
+  dq, dk, dv into the fused gradient (read + write 2 B each).
+* ``rope``: TE's fused RoPE (``apply_rotary_pos_emb`` with ``apply_rope_fusion``: transformer_engine/
+  pytorch/attention/rope.py ``FusedRoPEFunc``): one kernel per tensor, q and k read and written
+  once (4 B per element) forward and backward.
+* ``swiglu``: ``bias_swiglu_impl`` (megatron/core/fusions/fused_bias_swiglu.py, jit-fused): forward
+  reads the 2I fc1 output and writes I (6 B per I), backward reads dy and the 2I input and writes
+  the 2I gradient (10 B per I); ungated MLPs ``bias_gelu_impl`` (fused_bias_gelu.py): 4 and 6.
+* ``residual``: ``bias_dropout_add_fused_train`` (megatron/core/fusions/fused_bias_dropout.py):
+  x + residual (no bias, dropout 0 in the Llama providers: read 2 + 2, write 2) twice a layer;
+  dropout with p = 0 returns its input, so the backward passes the gradient through.
+* ``grad_sums``: backward only: autograd sums the residual-stream gradient and the norm's dx at each
+  of the layer's two branch points (read 2 + 2, write 2).
+* ``fp8_casts`` (FP8 / NVFP4 linears): every GEMM input quantised once forward (QKV, proj, fc1,
+  fc2) and every output gradient once backward. Bytes per element by quantiser (transformer_engine/
+  pytorch/csrc/quantizer.cpp, v2.9): current scaling (``Float8CurrentScalingQuantizer::quantize_impl``:
+  nvte_compute_amax read 2, compute_scale_from_amax, nvte_quantize read 2 write 1, + 1 for the
+  transpose a Hopper GEMM needs: 3 kernels, 6 B; Blackwell takes non-TN FP8 GEMMs,
+  ``is_non_tn_fp8_gemm_supported`` = sm 10.x / 11.x, so no transpose: 5 B); after a TE norm the
+  amax comes from the norm kernel (csrc/extensions/normalization.cpp ``FUSED_NORM_AMAX_FP8``:
+  quantize_with_amax, 2 kernels, 4 / 3 B). Delayed scaling (``Float8Quantizer``): one cast(-transpose)
+  kernel, 4 / 3 B; after a norm the norm itself writes FP8 (``FULLY_FUSED``: its output 1 B
+  instead of 2) and Hopper transposes it (read 1, write 1). MXFP8 (``MXFP8Quantizer``): one pass
+  writing rowwise and columnwise copies with their E8M0 scales, 2 + 2 x (1 + 1/32) B; the norm
+  stays unfused (cuDNN's fused MXFP8 norm only under NVTE_NORM_FWD_USE_CUDNN). NVFP4
+  (``NVFP4Quantizer::quantize_impl`` with the random Hadamard transform): a post-RHT amax pass
+  (read 2), the rowwise cast (read 2, write 0.5 + 1/16 of E4M3 scales) and the fused RHT-cast of
+  the columnwise copy (the same): 7.125 B, 3 kernels.
+
+The loss (``loss_class``): Megatron's vocab-parallel cross-entropy over the LM head's logits, per
+the model's provider: TE's Triton ``parallel_cross_entropy`` (``cross_entropy_fusion_impl='te'``:
+transformer_engine/pytorch/triton/cross_entropy.py: an online-softmax pass reads the bf16 logits,
+a second pass re-reads them and writes the gradient in place; backward multiplies it by the
+incoming gradient: 10 B per vocabulary element, 3 kernels) or Megatron's fused one
+(``'native'``, megatron/core/fusions/fused_cross_entropy.py: the logits cast to fp32 with their
+max (2 + 4), exp and sum (4 + 4), the softmax division in place (4 + 4); backward the gradient
+from the saved softmax, cast to bf16 (4 + 2): 28 B, 4 kernels).
+
+Kernel time is core.time.memory_kernels' line (fixed seconds per kernel + bytes at 89% of HBM).
+The step's other Megatron terms (FP8 weight casts once a step, the distributed optimizer, the
+host) are in core.time.megatron_ops_step. Units: bytes per token (one GPU's share before tensor
+parallelism), kernels per layer and micro-batch, seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.time.memory_kernels import memory_bound_seconds
+from gpuplan.core.time.titan_ops import OpClass
+
+BF16 = 2.0
+RECIPES = ("current", "delayed", "mxfp8", "nvfp4")
+CROSS_ENTROPY = ("te", "native")
+NVFP4_SCALED_BYTES = 0.5 + 1.0 / 16  # e2m1 + one E4M3 scale per 16 elements
+MXFP8_SCALED_BYTES = 1.0 + 1.0 / 32  # e4m3 + one E8M0 scale per 32 elements
+# Megatron-Bridge providers that set cross_entropy_fusion_impl = "te" (llama_provider.py:
+# Llama3ModelProvider8B / 70B, Llama31ModelProvider405B); the others keep GPTModelProvider's 'native'
+TE_CROSS_ENTROPY_MODELS = ("llama-3-8b", "llama-3-70b", "llama-3.1-405b")
+
+
+@dataclass(frozen=True)
+class MegatronOps:
+    """How Megatron-Core + TE runs a dense layer's memory-bound work (StepSettings.megatron_ops)."""
+
+    cross_entropy: str = "native"
+    """'te' (TE's Triton parallel_cross_entropy) or 'native' (Megatron's fused vocab-parallel CE)."""
+    rope_fusion: bool = True
+    """TE's fused RoPE (apply_rope_fusion); False: Megatron's unfused _apply_rotary_pos_emb_bshd."""
+    fp8_delayed: bool = False
+    """FP8 linears with delayed scaling (TE DelayedScaling) instead of current scaling."""
+    cuda_graphs: bool = False
+    """The recipe captures the layers in CUDA graphs (no host issue time per kernel)."""
+
+
+def default_ops(spec: ModelSpec) -> MegatronOps | None:
+    """`--framework megatron`'s op list for ``spec`` (None where it does not cover the model)."""
+    if not covers(spec):
+        return None
+    return MegatronOps(cross_entropy="te" if spec.name in TE_CROSS_ENTROPY_MODELS else "native")
+
+
+def covers(spec: ModelSpec) -> bool:
+    """Dense blocks with standard attention (MoE layers and MLA keep core.time.step's model)."""
+    return spec.moe is None and spec.attention.kv_lora_rank is None and spec.attention.q_lora_rank is None
+
+
+def cast_recipe(dtype: str, fp8_recipe: str, ops: MegatronOps) -> str | None:
+    """The TE quantiser of the linears: None (16-bit), 'current', 'delayed', 'mxfp8' or 'nvfp4'."""
+    if dtype == "fp4":
+        return "nvfp4"
+    if dtype != "fp8":
+        return None
+    if fp8_recipe == "mxfp8":
+        return "mxfp8"
+    return "delayed" if ops.fp8_delayed else "current"
+
+
+def non_tn_fp8(gpu) -> bool:
+    """TE's is_non_tn_fp8_gemm_supported: data-centre Blackwell (sm 10.x; the NVIDIA parts with an
+    FP4 peak in the catalogue) runs FP8 GEMMs on a column-wise operand without a transpose."""
+    return gpu.vendor.lower() == "nvidia" and gpu.has_dtype("fp4")
+
+
+def quantize_cost(recipe: str, after_norm: bool, non_tn: bool) -> tuple[float, float]:
+    """(bytes per element, kernels) of one TE quantisation of a bf16 tensor (module docstring);
+    ``after_norm``: the input of a LayerNormLinear, whose norm kernel fuses what it can."""
+    transpose = 0.0 if non_tn else 1.0
+    if recipe == "current":
+        return (2.0 + 1.0 + transpose, 2) if after_norm else (2.0 + 2.0 + 1.0 + transpose, 3)
+    if recipe == "delayed":  # after a norm: its output written as FP8 (-1 B), + the transpose (1 + 1)
+        return (-1.0 + 2 * transpose, transpose) if after_norm else (2.0 + 1.0 + transpose, 1)
+    if recipe == "mxfp8":
+        return 2.0 + 2 * MXFP8_SCALED_BYTES, 1
+    if recipe == "nvfp4":
+        return 2.0 + 2 * (2.0 + NVFP4_SCALED_BYTES), 3
+    raise ValueError(f"recipe must be one of {RECIPES}, not {recipe!r}")
+
+
+def _widths(spec: ModelSpec) -> tuple[float, float, float, float, float, bool]:
+    """(h, q, kv, v, I, gated): hidden, query and key widths, value width, MLP width, gated MLP."""
+    a = spec.attention
+    return (float(spec.hidden_size), float(a.num_heads * a.qk_head_dim), float(a.num_kv_heads * a.qk_head_dim),
+            float(a.num_kv_heads * a.value_head_dim), float(spec.mlp.intermediate_size), spec.mlp.gated)
+
+
+def _rope(ops: MegatronOps, width: float) -> tuple[float, float, float, float]:
+    """(fwd kernels, fwd bytes, bwd kernels, bwd bytes) of RoPE on q and k of ``width`` elements in all."""
+    if ops.rope_fusion:  # FusedRoPEFunc: one kernel per tensor, read + write each way
+        return 2, 2 * BF16 * width, 2, 2 * BF16 * width
+    # _apply_rotary_pos_emb_bshd per element (core.time.eager_fallbacks' YaRN reading): t*cos 4,
+    # rotate_half 6, *sin 4, the sum 6, the closing cat 4 = 24 B, 6 kernels; backward 26 B, 7 kernels
+    return 12, 24.0 * width, 14, 26.0 * width
+
+
+def layer_classes(spec: ModelSpec, ops: MegatronOps, recipe: str | None = None,
+                  non_tn: bool = False) -> tuple[OpClass, ...]:
+    """One layer's memory-bound op classes (module docstring); ``recipe``: cast_recipe's."""
+    if not covers(spec):
+        raise ValueError(f"{spec.name}: Megatron's op list covers dense layers with standard attention")
+    h, q, kv, v, inter, gated = _widths(spec)
+    rope = _rope(ops, q + kv)
+    act = OpClass("swiglu", 1, 6 * BF16 / 2 * inter, 1, 10 * BF16 / 2 * inter) if gated else \
+        OpClass("gelu", 1, 4 * BF16 / 2 * inter, 1, 6 * BF16 / 2 * inter)
+    classes = (
+        OpClass("norm", 2, 2 * 2 * BF16 * h, 4, 2 * 3 * BF16 * h),
+        OpClass("qkv_split", 1, 2 * BF16 * q, 1, 2 * BF16 * (q + kv + v)),
+        OpClass("rope", *rope),
+        act,
+        OpClass("residual", 2, 2 * 3 * BF16 * h, 0, 0.0),
+        OpClass("grad_sums", 0, 0.0, 2, 2 * 3 * BF16 * h),
+    )
+    return classes + ((fp8_cast_class(spec, recipe, non_tn),) if recipe else ())
+
+
+def fp8_cast_class(spec: ModelSpec, recipe: str, non_tn: bool) -> OpClass:
+    """The layer's activation and gradient quantisations: forward the QKV and fc1 inputs (after
+    their norms), the proj and fc2 inputs; backward the four GEMMs' output gradients."""
+    h, q, kv, v, inter, gated = _widths(spec)
+    heads_v = float(spec.attention.num_heads * spec.attention.value_head_dim)
+    b_norm, k_norm = quantize_cost(recipe, True, non_tn)
+    b_free, k_free = quantize_cost(recipe, False, non_tn)
+    fc1_out = inter * (2 if gated else 1)
+    return OpClass("fp8_casts", 2 * k_norm + 2 * k_free, b_norm * 2 * h + b_free * (heads_v + inter),
+                   4 * k_free, b_free * (h + fc1_out + h + q + kv + v))
+
+
+def loss_class(spec: ModelSpec, ops: MegatronOps, tp=1) -> OpClass:
+    """The vocab-parallel cross-entropy per token (module docstring), vocabulary sharded over tp."""
+    vocab = spec.vocab_size / tp
+    if ops.cross_entropy == "te":
+        return OpClass("loss", 2, 3 * BF16 * vocab, 1, 2 * BF16 * vocab)
+    return OpClass("loss", 3, 22.0 * vocab, 1, 6.0 * vocab)
+
+
+def elementwise_seconds_per_token(spec: ModelSpec, ops: MegatronOps, recipe, non_tn: bool, tokens,
+                                  hbm_bytes_per_s: float, tp=1):
+    """Forward + backward seconds per token of one layer's memory-bound kernels (each class's bytes
+    / tp: sequence-parallel norms and residuals, head- and width-sharded RoPE, SwiGLU and casts)."""
+    return sum(memory_bound_seconds(c.bytes / tp, c.kernels / tokens, hbm_bytes_per_s)
+               for c in layer_classes(spec, ops, recipe, non_tn))
+
+
+def class_seconds(spec: ModelSpec, ops: MegatronOps, recipe, non_tn: bool, tokens, hbm_bytes_per_s: float,
+                  tp=1) -> dict[str, float]:
+    """Seconds per micro-batch of ``tokens`` per layer by op class, and the loss's (explain lines)."""
+    out = {c.name: memory_bound_seconds(c.bytes / tp * tokens, c.kernels, hbm_bytes_per_s)
+           for c in layer_classes(spec, ops, recipe, non_tn) if c.kernels}
+    loss = loss_class(spec, ops, tp)
+    out["loss"] = memory_bound_seconds(loss.bytes * tokens, loss.kernels, hbm_bytes_per_s)
+    return out
