@@ -149,7 +149,8 @@ def test_allreduce_assumption_describes_the_layout_the_time_uses():
     assert shown(gpu="h100", tp=4, engine="trtllm==0.9.0") == "NCCL at every size"
     assert shown(gpu="h100", tp=4, engine="vllm==0.19") == "own kernel up to 8 MiB at tp 4, NCCL above"
     assert shown(gpu="l40s", tp=4, engine="vllm==0.19").startswith("NCCL at every size (the own kernel is refused")
-    assert shown(gpu="l40s", tp=2, engine="vllm==0.19") == "own kernel up to 8 MiB at tp 2, NCCL above"
+    assert shown(gpu="l40s", tp=2, engine="vllm==0.19").startswith("own kernel up to 8 MiB at tp 2, NCCL above; "
+                                                                    "NCCL's time x 1.44 on PCIe-only GPUs")
     assert shown(gpu="h100", tp=1, quantization="int4") == "none (tp 1)"
 
 
@@ -174,3 +175,22 @@ def test_custom_allreduce_limit_is_the_one_the_step_uses():
     assert own == pytest.approx(43.3e-6, rel=0.01)
     nccl = KR.tp_allreduce_seconds(12e6, 2, link, 10e-6, fabric=h100, custom_max_bytes=8e6)
     assert nccl != pytest.approx(own)
+
+
+def test_nccl_between_pcie_only_gpus_is_slowed_by_the_fitted_factor():
+    """NCCL between PCIe-only GPUs (L40S) takes PCIE_NCCL_SLOWDOWN x core.comm's figure (fitted on
+    TensorRT-LLM v0.9.0's four L40S tp 4 / 8 first-token rows); NVLink GPUs keep core.comm's."""
+    from gpuplan.core.comm.collectives import collective_seconds
+    from gpuplan.core.comm.topology import cluster_for
+    from gpuplan.catalog import load_accelerator
+
+    assert KR.PCIE_NCCL_SLOWDOWN == 1.44
+    l40s, h100 = load_accelerator("l40s"), load_accelerator("h100")
+    message = 2048 * 8192 * 2  # one 2,048-token prefill all-reduce of Llama-2-70B, 33.6 MB
+    base = float(collective_seconds("all_reduce", message, cluster_for(l40s).group(4)))
+    assert KR.tp_allreduce_seconds(message, 4, l40s.scale_up_bandwidth, 0.0, fabric=l40s) == pytest.approx(1.44 * base)
+    # ~25 GB/s of bus bandwidth modelled -> ~17 GB/s: 2 x 3/4 x 33.6 MB / (1.44 x base)
+    assert 2 * 3 / 4 * message / (1.44 * base) / 1e9 == pytest.approx(17.3, abs=1.0)
+    nv = float(collective_seconds("all_reduce", message, cluster_for(h100).group(4)))
+    assert KR.tp_allreduce_seconds(message, 4, h100.scale_up_bandwidth, 0.0, fabric=h100, custom_max_bytes=0) == \
+        pytest.approx(nv)

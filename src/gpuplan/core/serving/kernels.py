@@ -140,6 +140,19 @@ def custom_allreduce_bytes_of(release: EngineRelease, tp: int) -> float:
     return CUSTOM_ALLREDUCE_MAX_BYTES
 
 
+PCIE_NCCL_SLOWDOWN = 1.44
+"""NCCL all-reduce time between PCIe-only GPUs against core.comm.collectives' PCIe figure (~25 GB/s
+bus bandwidth at large messages: 0.8 of a Gen4 x16 direction). NCCL uses no P2P across CPU host
+bridges by default (src/graph/paths.cc p2pCanConnect: p2pLevel = PATH_PXB, 'By default don't use
+P2P across CPU Host Bridges'), so on a server whose cards hang off the CPU's root ports the ring
+runs through host memory (SHM transport), where 'the performance you get is usually determined by
+the bandwidth your CPU and memory can deliver' (NCCL maintainer, NVIDIA/nccl#1639). Least-squares
+fit on four named rows, TensorRT-LLM v0.9.0's L40S FP8 first-token table at tp 4 / 8 (Llama-2-70B
+at 128 and 2,048 tokens, Falcon-180B at 128 and 2,048; per row 1.41, 1.44, 1.52, 1.43): 1 / 1.44 =
+0.69 of the modelled bandwidth, ~17 GB/s. The L40S throughput rows are held out. Serving only:
+core/comm's training collectives keep their PCIe figure."""
+
+
 def on_pcie(fabric: Accelerator | None) -> bool:
     """GPUs that reach each other over PCIe only (no NVLink / Infinity Fabric link in the catalog)."""
     return fabric is not None and (fabric.scale_up_pcie or fabric.scale_up_bandwidth is None)
@@ -164,11 +177,13 @@ def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None,
     core/comm/volumes.py's ring transfer, 2(tp-1)/tp x message, at COLLECTIVE_EFFICIENCY of the
     per-direction link bandwidth. Otherwise NCCL: core.comm.collectives.collective_seconds on the TP
     group's links of ``fabric`` (NCCL's tuner picks ring / NVLS and LL / LL128 / Simple by size;
-    without ``fabric`` the custom formula stands in). 0 without tensor parallelism."""
+    without ``fabric`` the custom formula stands in), x PCIE_NCCL_SLOWDOWN between PCIe-only GPUs.
+    0 without tensor parallelism."""
     if tp <= 1:
         return 0.0
     custom = message_bytes <= custom_max_bytes and not (on_pcie(fabric) and tp > 2)
     if fabric is not None and not custom:
-        return float(collective_seconds("all_reduce", message_bytes, cluster_for(fabric).group(tp)))
+        slowdown = PCIE_NCCL_SLOWDOWN if on_pcie(fabric) else 1.0
+        return slowdown * float(collective_seconds("all_reduce", message_bytes, cluster_for(fabric).group(tp)))
     per_direction = (link_bytes_per_s or 64e9) / 2 * COLLECTIVE_EFFICIENCY
     return latency_s + all_reduce_time(message_bytes, tp, per_direction)

@@ -86,9 +86,12 @@ def _allreduce_assumption(plan: Plan, tp: int) -> Assumption:
         value = f"NCCL at every size (the own kernel is refused on {tp} PCIe-only GPUs)"
     else:
         value = "NCCL at every size"
+    if tp > 1 and KR.on_pcie(plan.gpu):
+        value += f"; NCCL's time x {KR.PCIE_NCCL_SLOWDOWN:g} on PCIe-only GPUs (the ring through host memory)"
     return Assumption("tp_allreduce", "TP all-reduce implementation", value,
                       f"{release.label} (vllm PR 2192; TensorRT-LLM PluginConfig use_custom_all_reduce, AUTO: 16 MB "
-                      "workspace at tp <= 2, 8 MB above); NCCL costed by its tuner model (core/comm/collectives.py)",
+                      "workspace at tp <= 2, 8 MB above); NCCL costed by its tuner model (core/comm/collectives.py); "
+                      "the PCIe slowdown fitted on TensorRT-LLM v0.9.0's L40S first-token rows (kernels.PCIE_NCCL_SLOWDOWN)",
                       "--engine", False)
 
 

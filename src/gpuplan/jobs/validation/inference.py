@@ -38,6 +38,8 @@ KIND_THROUGHPUT_UNSTATED = ("inference: static-batch throughput (output tokens/s
 KIND_TTFT = "inference: time to first token (s) at batch 1, TensorRT-LLM (held out)"
 KIND_TTFT_FITTED = ("inference: time to first token (s) at batch 1, TensorRT-LLM (fitted: v0.5 set the small-GEMM "
                     "exposure)")
+KIND_TTFT_FITTED_PCIE = ("inference: time to first token (s) at batch 1, TensorRT-LLM (fitted: v0.9.0's L40S rows at "
+                         "tp 4 / 8 set NCCL's PCIe slowdown)")
 KIND_ONLINE_TTFT = ("inference: time to first token (s) at concurrency 1, NIM 1.8 on TensorRT-LLM (held out; engine "
                     "release not stated: a TensorRT engine before 1.0)")
 KIND_ONLINE_TPOT = ("inference: time per output token (s) at concurrency 1, NIM 1.8 on TensorRT-LLM (held out; engine "
@@ -148,7 +150,8 @@ def _static_batch(e: dict[str, Any]) -> tuple[R.StepTime, R.StepTime]:
 def _ttft_case(e: dict[str, Any]) -> Case:
     """Time to first token of one prompt: a static batch of one with one output token."""
     prefill, _ = _static_batch({**e, "batch": 1, "output_tokens": 1})
-    kind = KIND_TTFT_FITTED if e.get("fitted") else KIND_TTFT
+    fitted = e.get("fitted")
+    kind = KIND_TTFT_FITTED_PCIE if fitted == "pcie_allreduce" else KIND_TTFT_FITTED if fitted else KIND_TTFT
     return e["id"], kind, e["measured_ms"] / 1e3, prefill.total, _prefill_basis(e, prefill), e.get("engine", "")
 
 
