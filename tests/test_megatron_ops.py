@@ -163,3 +163,16 @@ def test_opted_in_lines_add_up_and_charge_the_weight_casts():
         MS.weight_cast_seconds(ev.spec, "current", False, 3.35e12, 1, 32))
     params = 8_030_261_248  # Llama-3-8B, untied embeddings
     assert lines["class_optimizer"] == pytest.approx(MS.optimizer_seconds(params, 8, 3.35e12), rel=1e-6)
+
+
+def test_sequence_parallel_transposes_on_hopper():
+    """Under tp > 1 on Hopper the four gathered FP8 tensors (two norm outputs, two row-parallel output
+    gradients, h wide) are transposed after the all-gather (TE distributed.py _all_gather_fp8):
+    2 B per element of all tp ranks' tokens instead of 1 B locally, one kernel each."""
+    one = _by_name(MO.layer_classes(LLAMA3_8B, MO.MegatronOps(), "current", False, tp=1))["fp8_casts"]
+    four = _by_name(MO.layer_classes(LLAMA3_8B, MO.MegatronOps(), "current", False, tp=4))["fp8_casts"]
+    assert four.backward_bytes - one.backward_bytes == (2 * 4 - 1) * 4 * H
+    assert (four.backward_kernels - one.backward_kernels, four.forward_bytes) == (4, one.forward_bytes)
+    blackwell = _by_name(MO.layer_classes(LLAMA3_8B, MO.MegatronOps(), "current", True, tp=4))["fp8_casts"]
+    assert blackwell.bytes == _by_name(MO.layer_classes(LLAMA3_8B, MO.MegatronOps(), "current", True))["fp8_casts"].bytes
+    assert MO.gathered_transpose_bytes("mxfp8", False, 4) == 0

@@ -40,7 +40,13 @@ apply_rope_fusion, persist_layer_norm True; gpt_provider.py: cross_entropy_loss_
   stays unfused (cuDNN's fused MXFP8 norm only under NVTE_NORM_FWD_USE_CUDNN). NVFP4
   (``NVFP4Quantizer::quantize_impl`` with the random Hadamard transform): a post-RHT amax pass
   (read 2), the rowwise cast (read 2, write 0.5 + 1/16 of E4M3 scales) and the fused RHT-cast of
-  the columnwise copy (the same): 7.125 B, 3 kernels.
+  the columnwise copy (the same): 7.125 B, 3 kernels. Under sequence parallelism (tp > 1) a Hopper
+  GEMM's gathered FP8 input cannot be gathered transposed: the local cast writes the rowwise copy
+  only and the gathered, full-sequence tensor is transposed after the all-gather
+  (transformer_engine/pytorch/distributed.py ``_all_gather_fp8``: ``needs_transpose`` ->
+  ``_create_transpose``, v2.9): read 1 + write 1 B per element of all tp ranks' tokens, one kernel,
+  for the two norm outputs (QKV and fc1 inputs) and the two row-parallel output gradients (proj
+  and fc2), per-tensor recipes only (Blackwell needs no transpose).
 
 The loss (``loss_class``): Megatron's vocab-parallel cross-entropy over the LM head's logits, per
 the model's provider: TE's Triton ``parallel_cross_entropy`` (``cross_entropy_fusion_impl='te'``:
@@ -150,7 +156,7 @@ def _rope(ops: MegatronOps, width: float) -> tuple[float, float, float, float]:
 
 
 def layer_classes(spec: ModelSpec, ops: MegatronOps, recipe: str | None = None,
-                  non_tn: bool = False) -> tuple[OpClass, ...]:
+                  non_tn: bool = False, tp=1) -> tuple[OpClass, ...]:
     """One layer's memory-bound op classes (module docstring); ``recipe``: cast_recipe's."""
     if not covers(spec):
         raise ValueError(f"{spec.name}: Megatron's op list covers dense layers with standard attention")
@@ -166,19 +172,31 @@ def layer_classes(spec: ModelSpec, ops: MegatronOps, recipe: str | None = None,
         OpClass("residual", 2, 2 * 3 * BF16 * h, 0, 0.0),
         OpClass("grad_sums", 0, 0.0, 2, 2 * 3 * BF16 * h),
     )
-    return classes + ((fp8_cast_class(spec, recipe, non_tn),) if recipe else ())
+    return classes + ((fp8_cast_class(spec, recipe, non_tn, tp),) if recipe else ())
 
 
-def fp8_cast_class(spec: ModelSpec, recipe: str, non_tn: bool) -> OpClass:
+def gathered_transpose_bytes(recipe: str, non_tn: bool, tp):
+    """Bytes per element (one GPU's share before tp) of a gathered FP8 tensor's transpose beyond the
+    local cast's (module docstring): 2 x tp - 1 under sequence parallelism on Hopper, else 0."""
+    if recipe not in ("current", "delayed") or non_tn:
+        return 0.0
+    return (2.0 * tp - 1.0) * (tp > 1)
+
+
+def fp8_cast_class(spec: ModelSpec, recipe: str, non_tn: bool, tp=1) -> OpClass:
     """The layer's activation and gradient quantisations: forward the QKV and fc1 inputs (after
-    their norms), the proj and fc2 inputs; backward the four GEMMs' output gradients."""
+    their norms), the proj and fc2 inputs; backward the four GEMMs' output gradients; and, under
+    sequence parallelism on Hopper, the transposes of the gathered ones (needed for the backward)."""
     h, q, kv, v, inter, gated = _widths(spec)
     heads_v = float(spec.attention.num_heads * spec.attention.value_head_dim)
     b_norm, k_norm = quantize_cost(recipe, True, non_tn)
     b_free, k_free = quantize_cost(recipe, False, non_tn)
     fc1_out = inter * (2 if gated else 1)
+    # backward re-gathers the two norm outputs for the weight gradients and gathers the two
+    # row-parallel output gradients: four transposes of h-wide tensors, one kernel each
+    gathered = gathered_transpose_bytes(recipe, non_tn, tp) * 4 * h
     return OpClass("fp8_casts", 2 * k_norm + 2 * k_free, b_norm * 2 * h + b_free * (heads_v + inter),
-                   4 * k_free, b_free * (h + fc1_out + h + q + kv + v))
+                   4 * k_free + 4 * (gathered > 0), b_free * (h + fc1_out + h + q + kv + v) + gathered)
 
 
 def loss_class(spec: ModelSpec, ops: MegatronOps, tp=1) -> OpClass:
@@ -194,14 +212,14 @@ def elementwise_seconds_per_token(spec: ModelSpec, ops: MegatronOps, recipe, non
     """Forward + backward seconds per token of one layer's memory-bound kernels (each class's bytes
     / tp: sequence-parallel norms and residuals, head- and width-sharded RoPE, SwiGLU and casts)."""
     return sum(memory_bound_seconds(c.bytes / tp, c.kernels / tokens, hbm_bytes_per_s)
-               for c in layer_classes(spec, ops, recipe, non_tn))
+               for c in layer_classes(spec, ops, recipe, non_tn, tp))
 
 
 def class_seconds(spec: ModelSpec, ops: MegatronOps, recipe, non_tn: bool, tokens, hbm_bytes_per_s: float,
                   tp=1) -> dict[str, float]:
     """Seconds per micro-batch of ``tokens`` per layer by op class, and the loss's (explain lines)."""
     out = {c.name: memory_bound_seconds(c.bytes / tp * tokens, c.kernels, hbm_bytes_per_s)
-           for c in layer_classes(spec, ops, recipe, non_tn) if c.kernels}
+           for c in layer_classes(spec, ops, recipe, non_tn, tp) if c.kernels}
     loss = loss_class(spec, ops, tp)
     out["loss"] = memory_bound_seconds(loss.bytes * tokens, loss.kernels, hbm_bytes_per_s)
     return out
