@@ -129,3 +129,29 @@ def test_plan_explain_names_the_nccl_algorithm(run_cli):
     assert code == 0
     assert "NCCL algorithm / protocol" in out and "ring / " in out
     assert "exposed s" in out and "domains" in out
+
+
+def test_end_to_end_gpu_hours_times_the_layout_a_run_states():
+    """A run whose training configuration states its layout is timed at it, every degree fixed (a
+    degree it leaves out is 1): BLOOM's tr11-176B-ml.slurm runs TP 4 x PP 12 with micro-batch 2 on
+    384 GPUs, so dp = 384 / 48 = 8, and ramps its batch from 192 sequences over 9,765,625 samples
+    (2.0e10 tokens, 5.5% of its 366B); SmolLM3's nanotron config runs DDP (zero_stage 0), which the
+    free planner replaced by ZeRO-1."""
+    from gpuplan.catalog import reference_runs
+    from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, ramp_phases, run_inputs
+
+    runs = {r["id"]: r for r in reference_runs()["runs"]}
+    bloom = run_inputs(runs["bloom-176b"])
+    assert (bloom.tp, bloom.pp, bloom.vpp, bloom.cp, bloom.ep, bloom.zero, bloom.micro_batch) == (4, 12, 1, 1, 1, 1, 2)
+    # four equal steps of the linear ramp: 192 + (2048 - 192) x (i + 0.5) / 4 sequences, 5e9 tokens each
+    phases = ramp_phases(runs["bloom-176b"])
+    assert [t for t, _ in phases] == pytest.approx([5e9] * 4)
+    assert [b for _, b in phases] == pytest.approx([424.0, 888.0, 1352.0, 1816.0])
+    _, basis = end_to_end_gpu_hours(runs["bloom-176b"])
+    assert "stated layout dp8 tp4 pp12 ZeRO-1 mb2" in basis and "batch ramp x1.0" in basis
+    smol = run_inputs(runs["smollm3-3b"])
+    assert (smol.tp, smol.zero, smol.micro_batch) == (2, 0, 3)
+    assert "stated layout dp192 tp2 pp1 ZeRO-0 mb3" in end_to_end_gpu_hours(runs["smollm3-3b"])[1]
+    # a run without a stated layout keeps the planner's: no degree fixed
+    palm = run_inputs(runs["palm-540b"])
+    assert palm.tp is None and palm.micro_batch is None

@@ -1,5 +1,6 @@
 """GPU-hours end to end, as `gpuplan train --mfu predicted` (and its budget) reports them: the
-planner's layout on the run's GPUs at the run's stated global batch, its batch ramp where the source
+planner's layout on the run's GPUs (the run's own where its configuration states one: LAYOUT_DEGREES) at
+the run's stated global batch, its batch ramp where the source
 gives one (planner.batch_ramp), then the expected wall-clock with checkpoints and failures
 (core.economics.reliability, core.economics.checkpoint: the budget's Failures section), times the GPUs.
 
@@ -14,6 +15,10 @@ from typing import Any
 FITTED_RUNS = ("llama3.1-405b",)
 STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
           "ep_dispatcher")
+LAYOUT_DEGREES = ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch")
+"""A run's ``layout`` (training_runs.yaml), where its training configuration states one: passed as
+`train --tp/--pp/... --micro-batch` would pass it (a degree it leaves out is 1), so the step is timed
+at the layout that ran; a run without one gets the planner's layout for its GPUs."""
 
 
 def run_inputs(run: dict[str, Any]):
@@ -23,6 +28,8 @@ def run_inputs(run: dict[str, Any]):
 
     batch = {"global_batch": int(run["global_batch"])} if "global_batch" in run else {}
     stated = {k: run[k] for k in STATED if k in run}
+    if run.get("layout"):  # every degree fixed, those the configuration leaves out at 1 (no vpp, cp, ep then)
+        stated |= {k: int(run["layout"].get(k, 1)) for k in LAYOUT_DEGREES}
     return BudgetInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"), params=run.get("params"),
                         gpus=int(run["gpus"]), mfu="predicted", dtype=run.get("dtype", "bf16"),
                         seq_len=int(run.get("seq_len", 2048)), **batch, **stated)
@@ -57,5 +64,6 @@ def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
                                   float(run["tokens"]), ramp_phases(run))
     goodput = report.value("fail_goodput")
     basis = (f"predicted MFU {report.value('mfu'):.3f}, goodput {goodput:.1%}"
-             + (f", batch ramp x{factor:.3f}" if factor != 1.0 else ""))
+             + (f", batch ramp x{factor:.3f}" if factor != 1.0 else "")
+             + (f", stated layout {report.line('mem_layout').text}" if run.get("layout") else ""))
     return wall * factor * gpus / 3600, basis
