@@ -48,14 +48,15 @@ def _errors(kind):
 
 
 def test_speculative_speedup_is_optimistic_by_at_most_20_percent():
-    """vLLM EAGLE at batch 1 (vllm#16035, V1 on 0.8.x): the roofline speedup with the logged
-    acceptance length is 1.60x / 1.52x against 1.36x / 1.29x measured: +17% / +18%. The measured
-    rates put a draft step at 1.2-1.5 ms where its bytes (one layer + the 128,256-row LM head) take
-    0.52 ms: the proposer's own per-step overhead is not modelled (docs/inference.md says so)."""
+    """vLLM EAGLE at batch 1 (vllm#16035, V1 on 0.8.x, its EAGLE head launched eagerly before
+    0.9.0's #17211): the roofline speedup with the logged acceptance length is 1.56x / 1.46x against
+    1.36x / 1.29x measured: +14.5% / +13.7% (+17% / +18% with the drafter on graphs). Read as
+    verify + k x draft, the measured rates give a verify step of 1.155 plain steps where the model
+    has 1.0: the verify step's own overhead is not modelled (docs/inference.md says so)."""
     from gpuplan.jobs.validation.inference import KIND_SPECULATIVE
 
     errors = _errors(KIND_SPECULATIVE)
-    assert len(errors) == 2 and all(0.10 < e < 0.20 for e in errors.values()), errors
+    assert len(errors) == 2 and all(0.10 < e < 0.16 for e in errors.values()), errors
 
 
 def test_kv_per_token_formula_matches_engine_logs_within_2_percent():

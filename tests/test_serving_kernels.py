@@ -79,18 +79,19 @@ def test_a_prompt_of_one_tile_row_leaves_part_of_the_shorter_gemm_bound_exposed(
 
 
 def test_draft_steps_run_inside_the_engine_step_and_pay_no_scheduler_time():
-    """vLLM 0.8 schedules between engine steps (0.6 ms, kernels.host_step_seconds); an EAGLE step
+    """vLLM 0.9 schedules between engine steps (0.6 ms, kernels.host_step_seconds); an EAGLE step
     is one scheduled verify step plus k draft steps run by the proposer inside it. Llama-3-8B on an
     H100 at batch 1, k = 2: the host time is counted once, on the verify step, and each draft step
-    costs its bytes: one Llama layer (218,112,000 weights) + the shared 128,256 x 4,096 LM head in
-    bf16, 1.486e9 B at 0.85 x 3.35 TB/s = 0.52 ms."""
+    (replayed from a CUDA graph from 0.9.0, kernels.drafter_runs_eager) costs its bytes: one Llama
+    layer (218,112,000 weights) + the shared 128,256 x 4,096 LM head in bf16, 1.486e9 B at 0.85 x
+    3.35 TB/s = 0.52 ms."""
     from dataclasses import replace
 
     from gpuplan.core.serving import kv_cache as K
     from gpuplan.core.serving.speculative import speculation
 
     spec, gpu = load_model("llama-3-8b"), load_accelerator("h100-sxm")
-    runtime = SU.Runtime(engine="vllm", version=(0, 8, 3))
+    runtime = SU.Runtime(engine="vllm", version=(0, 9, 0))
     plain = SU.ServingSetup(W.FORMATS["bf16"], 2, runtime=runtime)
     eagle = replace(plain, speculation=speculation("eagle", 2, 0.568, spec))
     kv = K.kv_layout(spec, 2, 1, 1, 16).bytes_per_sequence(512)
@@ -194,3 +195,35 @@ def test_nccl_between_pcie_only_gpus_is_slowed_by_the_fitted_factor():
     nv = float(collective_seconds("all_reduce", message, cluster_for(h100).group(4)))
     assert KR.tp_allreduce_seconds(message, 4, h100.scale_up_bandwidth, 0.0, fabric=h100, custom_max_bytes=0) == \
         pytest.approx(nv)
+
+
+def test_eagle_drafter_runs_eager_before_vllm_0_9():
+    """vLLM 0.9.0's notes list 'torch.compile & cudagraph to EAGLE (#17211)': before it the V1
+    EAGLE head ran without CUDA graphs, so each of the k draft steps pays one layer's launch time
+    (Efficiency.layer_launch_s, 80 us); from 0.9.0 the draft steps replay graphs. Llama-3-8B, k = 2,
+    batch 1 on an H100: 0.8.3's draft time is 0.9.0's + 2 x 80 us (0.9.0's scheduler host time is
+    0.6 ms like 0.8's, so nothing else differs)."""
+    from dataclasses import replace as dc_replace
+
+    from gpuplan.core.serving import kv_cache as K
+    from gpuplan.core.serving import weights as W
+    from gpuplan.core.serving.releases import parse_release
+    from gpuplan.core.serving.speculative import speculation
+
+    assert KR.drafter_runs_eager(parse_release("vllm==0.8.3"), "eagle")
+    assert not KR.drafter_runs_eager(parse_release("vllm==0.9.0"), "eagle")
+    assert not KR.drafter_runs_eager(parse_release("vllm==0.8.3"), "ngram")
+    assert not KR.drafter_runs_eager(parse_release("sglang==0.4.9"), "eagle")
+    spec, gpu = load_model("llama-3-8b"), load_accelerator("h100")
+
+    def draft_seconds(label: str) -> float:
+        release = parse_release(label)
+        plain = SU.ServingSetup(W.FORMATS["bf16"], 2, runtime=SU.Runtime(engine=release.engine,
+                                                                        version=release.version))
+        setup = dc_replace(plain, speculation=speculation("eagle", 2, 0.57, spec))
+        kv = K.kv_layout(spec, 2, 1, 1, 16).bytes_per_sequence(512)
+        step = R.decode_step(spec, W.param_groups(spec), setup, kv, tp=1, pp=1, batch=1, context=512,
+                             bandwidth=gpu.memory_bandwidth, peak=gpu.peak("bf16"), link=None)
+        return step.draft_s
+
+    assert draft_seconds("vllm==0.8.3") - draft_seconds("vllm==0.9.0") == pytest.approx(2 * 80e-6)

@@ -77,6 +77,15 @@ def graph_max_tokens_of(release: EngineRelease, max_num_seqs: int = 256) -> int:
     return max(graph_capture_sizes(max_num_seqs)[0])
 
 
+def drafter_runs_eager(release: EngineRelease, method: str) -> bool:
+    """An EAGLE / MTP proposer launched without CUDA graphs: vLLM V1 before 0.9.0, whose release
+    notes list 'torch.compile & cudagraph to EAGLE (#17211)' (v0.9.0, 2025-05-15; a vLLM maintainer
+    on the V1 EAGLE benchmarks of April 2025, vllm PR 17202: '#17211 can be critical for the e2e
+    performance'). Each draft step then pays Efficiency.layer_launch_s per layer."""
+    return (release.engine == "vllm" and (0, 8, 0) <= release.version < (0, 9, 0)
+            and method in ("eagle", "eagle3", "mtp"))
+
+
 HOST_FIXED_S = 0.6e-3
 """Host time per step the GPU waits for in an engine that schedules synchronously (scheduler,
 input preparation, the sampled tokens' copy back): the ~4 ms GPU bubble per decode step of vLLM

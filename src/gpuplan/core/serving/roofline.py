@@ -198,6 +198,8 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     draft_s = 0.0
     if s.draft is not None:  # k proposer steps at the batch, plain decoding of the draft shape
         plain = replace(setup, speculation=None, lora=None)  # adapters wrap the target only
+        if KR.drafter_runs_eager(setup.runtime.release, s.method):  # no graph: launches a layer
+            plain = replace(plain, efficiency=replace(plain.efficiency, graph_max_tokens=0))
         draft_groups = param_groups(s.draft)
         if s.shares_embeddings:  # EAGLE / MTP read the target's LM head, not a head of their own
             draft_groups = replace(draft_groups, embedding=groups.embedding, lm_head=groups.lm_head,
