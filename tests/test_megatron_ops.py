@@ -176,3 +176,16 @@ def test_sequence_parallel_transposes_on_hopper():
     blackwell = _by_name(MO.layer_classes(LLAMA3_8B, MO.MegatronOps(), "current", True, tp=4))["fp8_casts"]
     assert blackwell.bytes == _by_name(MO.layer_classes(LLAMA3_8B, MO.MegatronOps(), "current", True))["fp8_casts"].bytes
     assert MO.gathered_transpose_bytes("mxfp8", False, 4) == 0
+
+
+def test_context_parallel_ring_kernels_by_hand():
+    """TE's AttnFuncWithCPAndKVP2P at cp 2 (context_parallel.py): forward the k/v concatenation
+    4(k + v), the first step's output 4q, one later step merged at 4.5 B per query element on
+    average; backward the copies 4(q + k + v) and one accumulation at 4.5 B per element."""
+    c = MO.cp_class(LLAMA3_8B, 2)
+    assert c.forward_bytes == 4 * (KV + KV) + 4 * Q + 4.5 * Q
+    assert c.backward_bytes == 4 * (Q + 2 * KV) + 4.5 * (Q + 2 * KV)
+    assert (c.forward_kernels, c.backward_kernels) == (4, 6)
+    assert MO.cp_class(LLAMA3_8B, 1).bytes == 0
+    names = [x.name for x in MO.layer_classes(LLAMA3_8B, MO.MegatronOps(), cp=2)]
+    assert "cp_attention" in names and "cp_attention" not in [x.name for x in MO.layer_classes(LLAMA3_8B, MO.MegatronOps())]

@@ -110,7 +110,7 @@ def _megatron_lines(ev, plan, settings) -> list[Line]:
     step, layers = plan.step_seconds, spec.num_layers / lay.pp
     recipe, non_tn = MO.cast_recipe(settings.dtype, settings.fp8_recipe, ops), MO.non_tn_fp8(gpu)
     seconds = MO.class_seconds(spec, ops, recipe, non_tn, lay.micro_batch * settings.seq_len / lay.cp,
-                               gpu.memory_bandwidth, lay.tp)
+                               gpu.memory_bandwidth, lay.tp, lay.cp)
     classes = _class_lines("megatron", seconds, plan, layers, "core/time/megatron_ops.py: bytes per token from "
                            "Megatron-Core + TE's code", "" if charged else ", op list inside the fitted term")
     rest = lines[0].value - sum(ln.value for ln in classes)

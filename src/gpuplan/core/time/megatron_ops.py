@@ -48,6 +48,16 @@ apply_rope_fusion, persist_layer_norm True; gpt_provider.py: cross_entropy_loss_
   for the two norm outputs (QKV and fc1 inputs) and the two row-parallel output gradients (proj
   and fc2), per-tensor recipes only (Blackwell needs no transpose).
 
+* ``cp_attention`` (context parallelism, cp > 1): TE's ring attention (``AttnFuncWithCPAndKVP2P``,
+  transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py, v2.9, sbhd, bf16)
+  concatenates k and v into the ring's send buffer (read + write 2 B each), takes the first step's
+  output (``flash_attn_fwd_out_correction_init``: 4 B per query element) and merges each later
+  step's (``flash_attn_fwd_out_correction``: out += out_step x exp(lse_step - lse), read 2 + 2 write
+  2, on half the queries for the causal steps past the rank's own: 4.5 B on average) with its LSE
+  correction; backward the first step's dq, dk, dv are copied into the accumulators (4 B) and each
+  later step's added (``dq.add_``, ``dk.add_``, ``dv.add_``: 6 B, half-size on half the steps:
+  4.5 B). Averaged over the ranks; per local token.
+
 The loss (``loss_class``): Megatron's vocab-parallel cross-entropy over the LM head's logits, per
 the model's provider: TE's Triton ``parallel_cross_entropy`` (``cross_entropy_fusion_impl='te'``:
 transformer_engine/pytorch/triton/cross_entropy.py: an online-softmax pass reads the bf16 logits,
@@ -155,8 +165,18 @@ def _rope(ops: MegatronOps, width: float) -> tuple[float, float, float, float]:
     return 12, 24.0 * width, 14, 26.0 * width
 
 
+def cp_class(spec: ModelSpec, cp) -> OpClass:
+    """Context parallelism's own kernels per local token (module docstring); zero at cp 1."""
+    _, q, kv, v, _, _ = _widths(spec)
+    ring = cp > 1
+    steps = cp - 1.0  # steps after the first
+    forward = (2 * BF16 * (kv + v) + 2 * BF16 * q + 4.5 * q * steps) * ring
+    backward = (2 * BF16 * (q + kv + v) + 4.5 * (q + kv + v) * steps) * ring
+    return OpClass("cp_attention", (2 + 2 * steps) * ring, forward, 3 * cp * ring, backward)
+
+
 def layer_classes(spec: ModelSpec, ops: MegatronOps, recipe: str | None = None,
-                  non_tn: bool = False, tp=1) -> tuple[OpClass, ...]:
+                  non_tn: bool = False, tp=1, cp=1) -> tuple[OpClass, ...]:
     """One layer's memory-bound op classes (module docstring); ``recipe``: cast_recipe's."""
     if not covers(spec):
         raise ValueError(f"{spec.name}: Megatron's op list covers dense layers with standard attention")
@@ -172,7 +192,8 @@ def layer_classes(spec: ModelSpec, ops: MegatronOps, recipe: str | None = None,
         OpClass("residual", 2, 2 * 3 * BF16 * h, 0, 0.0),
         OpClass("grad_sums", 0, 0.0, 2, 2 * 3 * BF16 * h),
     )
-    return classes + ((fp8_cast_class(spec, recipe, non_tn, tp),) if recipe else ())
+    return classes + ((cp_class(spec, cp),) if np_any(cp > 1) else ()) \
+        + ((fp8_cast_class(spec, recipe, non_tn, tp),) if recipe else ())
 
 
 def gathered_transpose_bytes(recipe: str, non_tn: bool, tp):
@@ -207,19 +228,27 @@ def loss_class(spec: ModelSpec, ops: MegatronOps, tp=1) -> OpClass:
     return OpClass("loss", 3, 22.0 * vocab, 1, 6.0 * vocab)
 
 
+def np_any(x) -> bool:
+    """True when a scalar or any element of an array (the planner's bulk layouts) is."""
+    try:
+        return bool(x)
+    except ValueError:  # numpy array: truth value ambiguous
+        return bool(x.any())
+
+
 def elementwise_seconds_per_token(spec: ModelSpec, ops: MegatronOps, recipe, non_tn: bool, tokens,
-                                  hbm_bytes_per_s: float, tp=1):
+                                  hbm_bytes_per_s: float, tp=1, cp=1):
     """Forward + backward seconds per token of one layer's memory-bound kernels (each class's bytes
     / tp: sequence-parallel norms and residuals, head- and width-sharded RoPE, SwiGLU and casts)."""
     return sum(memory_bound_seconds(c.bytes / tp, c.kernels / tokens, hbm_bytes_per_s)
-               for c in layer_classes(spec, ops, recipe, non_tn, tp))
+               for c in layer_classes(spec, ops, recipe, non_tn, tp, cp))
 
 
 def class_seconds(spec: ModelSpec, ops: MegatronOps, recipe, non_tn: bool, tokens, hbm_bytes_per_s: float,
-                  tp=1) -> dict[str, float]:
+                  tp=1, cp=1) -> dict[str, float]:
     """Seconds per micro-batch of ``tokens`` per layer by op class, and the loss's (explain lines)."""
     out = {c.name: memory_bound_seconds(c.bytes / tp * tokens, c.kernels, hbm_bytes_per_s)
-           for c in layer_classes(spec, ops, recipe, non_tn, tp) if c.kernels}
+           for c in layer_classes(spec, ops, recipe, non_tn, tp, cp) if np_any(c.kernels)}
     loss = loss_class(spec, ops, tp)
     out["loss"] = memory_bound_seconds(loss.bytes * tokens, loss.kernels, hbm_bytes_per_s)
     return out

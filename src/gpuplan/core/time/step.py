@@ -251,7 +251,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     mega = settings.megatron_ops  # Megatron-Core + TE's kernels, FP8 casts included (core.time.megatron_ops)
     if mega is not None:
         t_elem = MO.elementwise_seconds_per_token(spec, mega, MO.cast_recipe(settings.dtype, settings.fp8_recipe, mega),
-                                                  MO.non_tn_fp8(gpu), tokens, gpu.memory_bandwidth, tp) \
+                                                  MO.non_tn_fp8(gpu), tokens, gpu.memory_bandwidth, tp, cp) \
             + eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp / (
                 gpu.memory_bandwidth * settings.hbm_efficiency)
     elif settings.titan_ops is not None:  # torchtitan's own kernels, eager or compiled (core.time.titan_ops)
