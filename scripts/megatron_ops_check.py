@@ -7,8 +7,9 @@ precision) it prints the rows, mean |error|, max |error| and bias of tokens/s/GP
 the fitted model (``before``) and with the op list (``after``); torchtitan rows keep their own op
 list (unchanged). Each NeMo / Megatron-Bridge row's op list: ``megatron_ops.default_ops`` (None for
 MoE and MLA models, which stay unchanged), DelayedScaling for the tables' recipe-less 'FP8'
-(NeMo 24.07-25.02: TE's default recipe on Hopper, transformer_engine/pytorch/fp8.py
-get_default_fp8_recipe) and 'fp8-delayed', current scaling for 'FP8-CS'. ``--rows`` lists the
+(NeMo 24.07-25.04: Megatron-Core's default recipe, megatron/core/transformer/transformer_config.py
+fp8_recipe = "delayed" at core_v0.12.0, the only one before) and 'fp8-delayed', current scaling
+for 'FP8-CS'. ``--rows`` lists the
 dense rows one by one. Nothing is fitted. ~15 s.
 
     python scripts/megatron_ops_check.py [--rows]
