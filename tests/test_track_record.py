@@ -17,13 +17,14 @@ def test_packaged_track_record_is_the_current_code():
 
 def test_gpt_oss_runs_all_slower_than_predicted():
     """docs/accuracy.md: the 29 GPT-OSS 120B rows (Megatron-Bridge 25.11-26.08, five GPU types)
-    are +16.9% to +96.4%, mean +38.7% (+33.0% before issue 37's data-parallel schedules: the old
+    are +16.5% to +95.1%, mean +37.5% (+38.7%, +16.9…+96.4%, before the per-expert kernels' fixed GPU
+    time, core.time.moe_layer; +33.0% before issue 37's data-parallel schedules: the old
     one-NIC-per-GPU reduce of their 14B expert weights per GPU had hidden part of the gap;
     core/comm/dp_costs.py); Llama 3.1 405B's rows average +4.9% (+2.2% before)."""
     records = model_track_records()
     oss = records["gpt-oss-120b"]
-    assert oss.cases == 29 and oss.mean_error == pytest.approx(0.387, abs=0.005)
-    assert oss.low == pytest.approx(0.169, abs=0.005) and oss.high == pytest.approx(0.964, abs=0.005)
+    assert oss.cases == 29 and oss.mean_error == pytest.approx(0.375, abs=0.005)
+    assert oss.low == pytest.approx(0.165, abs=0.005) and oss.high == pytest.approx(0.951, abs=0.005)
     assert records["llama-3.1-405b"].cases == 51 and records["llama-3.1-405b"].mean_error == pytest.approx(0.049, abs=0.005)
 
 

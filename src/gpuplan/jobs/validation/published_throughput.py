@@ -185,6 +185,9 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             ep_a2a_overlap=bool(moe_comm.get("a2a_overlap")),
                             # eager MoE launches unless the recipe graphs the whole step (core.time.moe_host)
                             moe_launch=moe_launch(moe_comm),
+                            # TE GroupedLinear's per-expert kernels unless the recipe runs Megatron-Core's
+                            # fused grouped MLP (core.time.moe_layer)
+                            moe_expert_kernels="fused" if moe_comm.get("fused_grouped_mlp") else "per-expert",
                             eager_fallbacks=() if torchtitan else megatron_eager_fallbacks(run),
                             # torchtitan's own op list, eager or torch.compile per block (core.time.titan_ops)
                             titan_ops=from_framework_label(run["framework"]) if torchtitan else None,

@@ -1,0 +1,87 @@
+"""GPU time of the kernels a Megatron-Core MoE layer launches once per local expert.
+
+Megatron-Core's grouped experts (experts.py TEGroupedMLP) run fc1 and fc2 through Transformer
+Engine's GroupedLinear. Up to TE v2.18 (the last tag read, 2026-08; every NeMo container in the
+reference set) GroupedLinear's default path works expert by expert (read at TE v2.12,
+transformer_engine/pytorch/module/grouped_linear.py; the same structure at v2.8 and v2.15):
+
+* the input of each expert is quantised on its own: ``tex.split_quantize`` ->
+  ``multi_tensor_quantize_impl`` (pytorch/csrc/extensions/cast.cpp) has a fused multi-tensor kernel
+  only for delayed scaling (``nvte_multi_cast_transpose``); every other recipe runs
+  ``quantizer->quantize`` once per expert. For FP8 current scaling ('tensorwise', Megatron's
+  ``--fp8-recipe tensorwise``) that is three kernels (pytorch/csrc/quantizer.cpp
+  Float8CurrentScalingQuantizer::quantize_impl: ``nvte_compute_amax_with_config`` and
+  ``nvte_quantize_v2``, two passes over the slice, with the one-block ``nvte_compute_scale_from_amax``
+  between them), for MXFP8 one (MXFP8Quantizer::quantize:
+  ``nvte_quantize_v2`` writes the rowwise and columnwise copies). BF16 splits views (no kernel);
+  NVFP4 has a fused split quantiser (``split_quantize_nvfp4_impl``: no kernel per expert).
+  Forward: fc1's and fc2's inputs; backward: their output gradients (``tex.split_quantize`` of
+  ``grad_output``): 4 quantisations per expert.
+* each expert's GEMM is its own cuBLAS call: ``general_grouped_gemm`` -> ``nvte_multi_tensor_gemm``
+  -> ``multi_stream_cublas_gemm`` (common/gemm/cublaslt_gemm.cu), round-robin over
+  ``get_num_compute_streams() = 4`` streams (common/util/multi_stream.cpp); CUTLASS's grouped GEMM
+  only on Hopper with NVTE_USE_CUTLASS_GROUPED_GEMM=1. fc1 and fc2 each fprop, dgrad and wgrad:
+  6 GEMMs per expert.
+
+TE v2.17 added a grouped-tensor path (one ``group_quantize`` and one grouped GEMM for all experts)
+behind NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM, default "0" (grouped_linear.py@v2.17
+``_is_grouped_tensor_path_supported``); Megatron-Core's fused grouped MLP (CuTe DSL, the rows with
+``moe_comm.fused_grouped_mlp``) runs fc1 + activation + fc2 as one kernel. Neither pays this term.
+
+Each of these kernels has a fixed GPU time beside its work (launch, ramp-up, tail wave):
+core.time.memory_kernels.KERNEL_FIXED_SECONDS, 7.84 us, the intercept of PyTorch element-wise
+kernels timed on an H200 (a one-block kernel: TINY_KERNEL_SECONDS). The quantisation kernels run
+one after another on the compute stream and pay it in full; the GEMMs on four streams overlap their fixed parts, so each pays it / min(4,
+local experts). The kernels' work (FLOPs, bytes) is charged elsewhere (core.time.step: the routed
+GEMMs at the expert shape's efficiency, the casts at HBM speed); this module adds only the fixed
+part, which the per-token terms cannot see: it grows with the local experts, not the tokens.
+Nothing is fitted. Units: seconds, counts.
+"""
+
+from __future__ import annotations
+
+from gpuplan.core.bulk import minimum
+from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS
+
+EXPERT_KERNEL_MODES = ("per-expert", "fused")
+"""How a Megatron-Core MoE layer's experts are launched: 'per-expert' (TE GroupedLinear's default
+path, above) or 'fused' (one kernel for all experts: Megatron's fused grouped MLP, TE's grouped
+tensor path); StepSettings.moe_expert_kernels."""
+
+QUANTIZE_KERNELS_PER_CALL = {"bf16": (0, 0), "tensorwise": (2, 1), "delayed": (0, 0), "mxfp8": (1, 0),
+                             "nvfp4": (0, 0)}
+"""(passes over the expert's slice, tiny kernels) one expert's quantisation launches, by linear recipe
+(None = BF16): current scaling an amax pass, a one-block scale kernel and the cast pass; MXFP8 one
+cast pass; delayed scaling and NVFP4 fused across the experts (no kernel per expert)."""
+TINY_KERNEL_SECONDS = 0.92e-6
+"""GPU seconds of a one-block kernel (current scaling's scale from amax): 1,000 1-element adds
+replayed from a CUDA graph on an H200, 0.919 us each (catalog/reference/gpu_step_probes.yaml,
+probe 'kernel', scripts/gpu_step_probes.py)."""
+QUANTIZE_CALLS_PER_EXPERT = (2, 2)
+"""(forward, backward): fc1 / fc2 inputs, then fc1 / fc2 output gradients."""
+GEMMS_PER_EXPERT = (2, 4)
+"""(forward, backward): fc1 and fc2 fprop; dgrad and wgrad of each."""
+GEMM_STREAMS = 4
+"""TE's compute streams for per-expert cuBLAS GEMMs (common/util/multi_stream.cpp)."""
+
+
+def expert_kernel_fixed_seconds(local_experts, recipe: str | None, fixed: float = KERNEL_FIXED_SECONDS):
+    """(forward, backward) fixed GPU seconds of one MoE layer's per-expert kernels for one
+    micro-batch on one GPU (``recipe``: the linears' low-precision recipe, None for BF16)."""
+    passes, tiny = QUANTIZE_KERNELS_PER_CALL.get(recipe or "bf16", (0, 0))
+    quantize = passes * fixed + tiny * TINY_KERNEL_SECONDS
+    per_gemm = fixed / minimum(local_experts, GEMM_STREAMS)
+    return tuple(local_experts * (calls * quantize + gemms * per_gemm)
+                 for calls, gemms in zip(QUANTIZE_CALLS_PER_EXPERT, GEMMS_PER_EXPERT))
+
+
+def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None):
+    """Per micro-batch: the per-expert kernels' fixed seconds of the MoE layers among a stage's
+    ``layers`` (forward, backward and a full recompute's second forward). 0 unless Megatron-Core's
+    MoE layer is modelled (``settings.moe_launch`` not 'none') with per-expert kernels."""
+    if (spec.moe is None or not spec.num_moe_layers or settings.moe_launch == "none"
+            or settings.moe_expert_kernels != "per-expert"):
+        return 0.0
+    forward, backward = expert_kernel_fixed_seconds(spec.moe.num_experts / ep, recipe)
+    recomputed = forward if settings.recompute == "full" and settings.recompute_layers is None else 0.0
+    return (forward + backward + recomputed) * spec.num_moe_layers * layers / spec.num_layers

@@ -1,0 +1,85 @@
+"""The per-expert kernels' fixed GPU time of a Megatron-Core MoE layer (core/time/moe_layer.py):
+counts read from Transformer Engine's GroupedLinear, times by hand from the two measured
+constants (7.84 us per pass-kernel, core.time.memory_kernels; 0.92 us per one-block kernel,
+gpu_step_probes.yaml)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.time import moe_layer as L
+from gpuplan.core.time.step import StepSettings, step_time
+
+US = 1e-6
+
+
+def test_counts_read_from_transformer_engine():
+    # current scaling: amax pass + one-block scale + cast pass; MXFP8 one pass; BF16 views
+    assert L.QUANTIZE_KERNELS_PER_CALL["tensorwise"] == (2, 1)
+    assert L.QUANTIZE_KERNELS_PER_CALL["mxfp8"] == (1, 0)
+    assert L.QUANTIZE_KERNELS_PER_CALL["bf16"] == (0, 0)
+    # fc1 and fc2: fprop forward; dgrad + wgrad backward; 4 cuBLAS streams
+    assert L.GEMMS_PER_EXPERT == (2, 4) and L.GEMM_STREAMS == 4
+    assert L.TINY_KERNEL_SECONDS == pytest.approx(0.919e-6, abs=0.01e-6)
+
+
+def test_mxfp8_sixteen_local_experts_by_hand():
+    # forward: 16 x (2 casts x 7.84 + 2 GEMMs x 7.84 / 4) = 16 x 19.60 = 313.6 us
+    # backward: 16 x (2 casts x 7.84 + 4 GEMMs x 1.96) = 16 x 23.52 = 376.3 us
+    fwd, bwd = L.expert_kernel_fixed_seconds(16, "mxfp8")
+    assert fwd == pytest.approx(313.6 * US, abs=0.1 * US)
+    assert bwd == pytest.approx(376.3 * US, abs=0.1 * US)
+
+
+def test_current_scaling_pays_its_amax_pass_and_scale_kernel():
+    # one quantisation: 2 x 7.84 + 0.92 = 16.60 us; forward 16 x (2 x 16.60 + 3.92) = 593.9 us
+    fwd, bwd = L.expert_kernel_fixed_seconds(16, "tensorwise")
+    assert fwd == pytest.approx(593.9 * US, abs=0.2 * US)
+    assert bwd == pytest.approx(656.6 * US, abs=0.2 * US)  # 16 x (33.20 + 7.84)
+    assert fwd > L.expert_kernel_fixed_seconds(16, "mxfp8")[0]
+
+
+def test_bf16_and_few_experts_overlap_the_gemms_on_fewer_streams():
+    # BF16 has no per-expert quantisation: 8 experts x 2 GEMMs x 7.84 / 4 = 31.4 us forward
+    assert L.expert_kernel_fixed_seconds(8, None)[0] == pytest.approx(31.36 * US, abs=0.01 * US)
+    # two local experts use two streams: 2 x 2 x 7.84 / 2 = 15.7 us
+    assert L.expert_kernel_fixed_seconds(2, None)[0] == pytest.approx(15.68 * US, abs=0.01 * US)
+    # delayed scaling and NVFP4 quantise all experts in one fused kernel: GEMMs only
+    assert L.expert_kernel_fixed_seconds(8, "nvfp4") == L.expert_kernel_fixed_seconds(8, None)
+
+
+def _step(kernels: str, launch: str = "graph", model: str = "qwen3-30b-a3b"):
+    spec, cluster = load_model(model), cluster_for(load_accelerator("b200"))
+    settings = StepSettings(seq_len=4096, dtype="fp8", fp8_recipe="mxfp8", moe_launch=launch, expert_tp=1,
+                            moe_expert_kernels=kernels)
+    return spec, step_time(spec, cluster, settings, dp=8, ep=8, micro_batch=1, micro_batches=4)
+
+
+def test_step_adds_it_per_moe_layer_and_micro_batch():
+    spec, per_expert = _step("per-expert")
+    fused = _step("fused")[1]
+    # pp 1 (no bubble): 4 micro-batches x 48 MoE layers x (313.6 + 376.3) us = 0.1325 s
+    assert spec.num_moe_layers == 48 and spec.moe.num_experts // 8 == 16
+    assert per_expert.total - fused.total == pytest.approx(4 * 48 * 689.9 * US, rel=1e-3)
+
+
+def test_not_charged_outside_megatron_core_or_on_dense_models():
+    # moe_launch 'none': the MoE layer is not Megatron-Core's (torchtitan, hf): no term
+    assert _step("per-expert", launch="none")[1].total == pytest.approx(_step("fused", launch="none")[1].total,
+                                                                       rel=1e-12)
+    dense = _step("per-expert", model="llama-3-8b")[1].total
+    assert dense == pytest.approx(_step("fused", model="llama-3-8b")[1].total, rel=1e-12)
+
+
+def test_published_rows_with_the_fused_grouped_mlp_pay_nothing():
+    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, published_throughput_rows
+
+    rows = [r for r in published_throughput_rows() if (r.get("moe_comm") or {}).get("fused_grouped_mlp")]
+    assert len(rows) == 6
+    for r in rows:
+        assert predict_tokens_per_gpu_s(r) == predict_tokens_per_gpu_s(r, moe_expert_kernels="fused"), r["id"]
+    # a row without it (TE GroupedLinear, 16 local experts) is slower with the term
+    row = next(r for r in published_throughput_rows() if r["id"] == "mbridge-26.04.01-qwen3-30b-a3b-b200-8g-mxfp8")
+    assert predict_tokens_per_gpu_s(row) < 0.96 * predict_tokens_per_gpu_s(row, moe_expert_kernels="fused")
