@@ -189,3 +189,12 @@ def test_context_parallel_ring_kernels_by_hand():
     assert MO.cp_class(LLAMA3_8B, 1).bytes == 0
     names = [x.name for x in MO.layer_classes(LLAMA3_8B, MO.MegatronOps(), cp=2)]
     assert "cp_attention" in names and "cp_attention" not in [x.name for x in MO.layer_classes(LLAMA3_8B, MO.MegatronOps())]
+
+
+def test_opt_in_on_a_moe_model_keeps_the_fitted_model():
+    cluster = cluster_for(load_accelerator("h100-sxm"))
+    spec = load_model("qwen3-30b-a3b")
+    fitted = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096), 1, 1, 1, 48, True).total
+    opted = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096, megatron_ops=MO.MegatronOps()), 1, 1, 1,
+                                    48, True).total
+    assert opted == fitted

@@ -103,8 +103,8 @@ def _megatron_lines(ev, plan, settings) -> list[Line]:
     from gpuplan.core.time import megatron_ops as MO
     from gpuplan.core.time import megatron_ops_step as MS
 
-    charged = settings.megatron_ops is not None
-    ops = settings.megatron_ops or MO.default_ops(ev.spec)
+    charged = MO.active(ev.spec, settings) is not None
+    ops = MO.active(ev.spec, settings) or MO.default_ops(ev.spec)
     lines = _fused_lines(ev, plan, settings)
     lay, spec, gpu = plan.layout, ev.spec, ev.cluster.gpu
     step, layers = plan.step_seconds, spec.num_layers / lay.pp
@@ -134,17 +134,33 @@ def step_class_lines(ev, plan, framework: str = "") -> tuple[Line, ...]:
     from gpuplan.core.time.megatron_ops import covers
 
     settings = replace(ev.step, recompute=plan.recompute)
-    megatron = settings.megatron_ops is not None or (framework == "megatron" and covers(ev.spec)
-                                                      and settings.titan_ops is None)
+    megatron = covers(ev.spec) and settings.titan_ops is None and (settings.megatron_ops is not None
+                                                                   or framework == "megatron")
     lines = _eager_lines(ev, plan, settings) if settings.eager_ops is not None else \
         _titan_lines(ev, plan, settings) if settings.titan_ops is not None else \
         _megatron_lines(ev, plan, settings) if megatron else _fused_lines(ev, plan, settings)
     step = plan.step_seconds
+    lines += _moe_lines(plan.step, step)
     for key, label, value in (("class_comm", "exposed communication", float(plan.step.exposed_comm)),
                               ("class_bubble", "pipeline bubble", float(plan.step.bubble))):
         if value > 0:
             lines.append(_line(key, label, value, step, "core/comm/step_comm.py, core/time/pipeline_schedule.py"))
     return tuple(lines)
+
+
+def _moe_lines(breakdown, step: float) -> list[Line]:
+    """A Megatron-Core MoE layer's terms the op classes above leave out (charged in step_time, beside
+    the micro-batches): the per-expert kernels' fixed GPU time and the dispatcher sync's host time."""
+    out = []
+    for key, label, value, source in (
+            ("class_moe_expert_kernels", "MoE per-expert kernels' fixed time (TE GroupedLinear)",
+             float(breakdown.moe_expert_kernels), "core/time/moe_layer.py: 4 quantisations + 6 cuBLAS GEMMs per local "
+             "expert and layer, 7.84 us each (GEMMs over 4 streams)"),
+            ("class_moe_host", "MoE dispatcher sync: host time exposed", float(breakdown.moe_host),
+             "core/time/moe_host.py: launches after the token-count sync beyond the GPU work behind it")):
+        if value > 0:
+            out.append(_line(key, label, value, step, source))
+    return out
 
 
 def with_step_classes(report: Report, inputs, plan, in_answer: bool = False) -> Report:

@@ -112,6 +112,12 @@ def default_ops(spec: ModelSpec) -> MegatronOps | None:
     return MegatronOps(cross_entropy="te" if spec.name in TE_CROSS_ENTROPY_MODELS else "native")
 
 
+def active(spec: ModelSpec, settings) -> MegatronOps | None:
+    """settings.megatron_ops where it covers ``spec`` (a MoE or MLA model keeps the fitted model)."""
+    ops = settings.megatron_ops
+    return ops if ops is not None and covers(spec) else None
+
+
 def covers(spec: ModelSpec) -> bool:
     """Dense blocks with standard attention (MoE layers and MLA keep core.time.step's model)."""
     return spec.moe is None and spec.attention.kv_lora_rank is None and spec.attention.q_lora_rank is None

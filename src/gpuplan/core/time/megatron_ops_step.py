@@ -95,7 +95,7 @@ def microbatch_extra_seconds(spec: ModelSpec, settings, hbm_bytes_per_s: float, 
     """What Megatron's step adds to a micro-batch beside its layers' kernels: the loss where the
     stage holds the LM head, each layer's exposed host time (``layer_phases``: the layer's forward
     and backward GPU seconds per micro-batch); 0 when settings.megatron_ops is None."""
-    ops = settings.megatron_ops
+    ops = MO.active(spec, settings)
     if ops is None:
         return 0.0
     loss = MO.loss_class(spec, ops, tp)
@@ -105,7 +105,7 @@ def microbatch_extra_seconds(spec: ModelSpec, settings, hbm_bytes_per_s: float, 
 
 def step_extra_seconds(spec: ModelSpec, settings, gpu, *, tp, stage_layers, local_params, shards):
     """(weight casts, optimizer) seconds per step under settings.megatron_ops; None when it is None."""
-    ops = settings.megatron_ops
+    ops = MO.active(spec, settings)
     if ops is None:
         return None
     recipe = MO.cast_recipe(settings.dtype, settings.fp8_recipe, ops)

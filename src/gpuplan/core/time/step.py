@@ -167,6 +167,10 @@ class StepBreakdown:
     optimizer: float
     comm_total: float
     """All communication time, hidden or not."""
+    moe_host: object = 0.0
+    """Inside compute: the MoE dispatcher sync's exposed host time (core.time.moe_host)."""
+    moe_expert_kernels: object = 0.0
+    """Inside compute: the per-expert kernels' fixed GPU time (core.time.moe_layer)."""
 
     @property
     def total(self) -> float:
@@ -248,7 +252,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn,
         mamf=_mamf(gpu), hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency,
         dropout=settings.attention_dropout, tensor_flops_per_exp=_lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0))
-    mega = settings.megatron_ops  # Megatron-Core + TE's kernels, FP8 casts included (core.time.megatron_ops)
+    mega = MO.active(spec, settings)  # Megatron-Core + TE's kernels, FP8 casts included (core.time.megatron_ops)
     if mega is not None:
         t_elem = MO.elementwise_seconds_per_token(spec, mega, MO.cast_recipe(settings.dtype, settings.fp8_recipe, mega),
                                                   MO.non_tn_fp8(gpu), tokens, gpu.memory_bandwidth, tp, cp) \
@@ -383,7 +387,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     if mega is not None:
         compute, optimizer = compute + mega[0], mega[1]
     return StepBreakdown(compute, bubble, exposed["TP"], exposed["PP"], exposed["DP"], exposed["CP"], exposed["EP"],
-                         optimizer, comm_total=comm_total)
+                         optimizer, comm_total=comm_total, moe_host=micro_batches * t_host,
+                         moe_expert_kernels=micro_batches * t_experts)
 
 
 def model_flops_per_token(spec: ModelSpec, seq_len, finetune: str = "full", lora_rank: int = 16) -> float:
