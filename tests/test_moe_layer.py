@@ -83,3 +83,25 @@ def test_published_rows_with_the_fused_grouped_mlp_pay_nothing():
     # a row without it (TE GroupedLinear, 16 local experts) is slower with the term
     row = next(r for r in published_throughput_rows() if r["id"] == "mbridge-26.04.01-qwen3-30b-a3b-b200-8g-mxfp8")
     assert predict_tokens_per_gpu_s(row) < 0.96 * predict_tokens_per_gpu_s(row, moe_expert_kernels="fused")
+
+
+def test_plan_explain_lists_the_term_as_its_own_class(run_cli):
+    import json
+
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--tokens", "1T", "--gpu", "h100", "--gpus", "16", "--explain",
+                             "--json")
+    assert code == 0, err
+    text = json.dumps(json.loads(out))
+    assert "class_moe_expert_kernels" in text
+    # a dense model has no such line
+    code, out, err = run_cli("plan", "llama-3-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "8", "--explain",
+                             "--json")
+    assert code == 0, err
+    assert "class_moe_expert_kernels" not in json.dumps(json.loads(out))
+
+
+def test_breakdown_carries_the_seconds_the_line_shows():
+    spec, per_expert = _step("per-expert")
+    # the step's own field: micro-batches x MoE layers x per-layer fixed time (0.1325 s above)
+    assert float(per_expert.moe_expert_kernels) == pytest.approx(4 * 48 * 689.9 * US, rel=1e-3)
+    assert float(_step("fused")[1].moe_expert_kernels) == 0.0
