@@ -133,28 +133,41 @@ def _protocol_bus(bus, proto: int, links):
     """Ring-style bus bandwidth under a protocol."""
     if proto == 0:
         return np.minimum(bus * LL_FACTOR, _ll_max(links))
-    return bus * (LL128_FACTOR if proto == 1 else 1.0)
+    return bus * LL128_FACTOR if proto == 1 else bus
 
 
-def _ring(kind: str, size, links, proto: int):
-    """(seconds, bus bandwidth) of a ring."""
+def _ring_parts(kind: str, size, links):
+    """What a ring's three protocols share (issue 39: computed once per collective, not per protocol):
+    (multi-domain mask, g <= 1 mask, raw bus bandwidth before the protocol, bytes each rank moves,
+    intra-domain steps, inter-domain steps)."""
     n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
     multi = k > 1
     nvlink_bound = np.where(multi & (g > 1), links.intra * g / np.maximum(g - 1, 1), links.intra)
     nvlink_bound = np.where(multi & (g <= 1), np.inf, nvlink_bound)
-    bus = _protocol_bus(np.minimum(nvlink_bound, np.where(multi, links.net, np.inf)), proto, links)
+    raw = np.minimum(nvlink_bound, np.where(multi, links.net, np.inf))
     factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
     steps = (2 if kind == "all_reduce" else 1) * (n - 1)
     inter_steps = np.where(multi, (2 if kind == "all_reduce" else 1) * (k - 1), 0)
+    return multi, g <= 1, raw, factor * _arr(size), steps - inter_steps, inter_steps
+
+
+def _ring(kind: str, size, links, proto: int, parts=None):
+    """(seconds, bus bandwidth) of a ring; ``parts`` = _ring_parts(kind, size, links) when the caller
+    costs several protocols of one collective."""
+    multi, single, raw, volume, intra_steps, inter_steps = parts or _ring_parts(kind, size, links)
+    bus = _protocol_bus(raw, proto, links)
     intra_lat = HW_US[links.intra_kind]["ring"][proto]
     overhead = NET_OVERHEAD_US * (3 if proto == 2 else 1)
-    intra_lat = np.where(multi, np.maximum(intra_lat, overhead), intra_lat)
-    inter_lat = np.where(g <= 1, HW_US["net"]["tree"][proto], HW_US["net"]["ring"][proto]) + links.net_latency_us * (
-        2 if proto == 2 else 1)
-    lat = BASE_US["ring"][proto] + (steps - inter_steps) * intra_lat + inter_steps * inter_lat
+    if overhead > intra_lat:  # a multi-domain ring's steps cost at least the network post overhead
+        intra_lat = np.where(multi, overhead, intra_lat)
+    # ppn = 1 takes the tree's network latency (the same for Simple: no array work then)
+    tree_net, ring_net = HW_US["net"]["tree"][proto], HW_US["net"]["ring"][proto]
+    inter_lat = (np.where(single, tree_net, ring_net) if tree_net != ring_net else ring_net) + (
+        links.net_latency_us * (2 if proto == 2 else 1))
+    lat = BASE_US["ring"][proto] + intra_steps * intra_lat + inter_steps * inter_lat
     if kind == "all_reduce" and proto == 2:
         lat = np.where(multi, lat * RING_PLATEAU, lat)
-    return lat * 1e-6 + factor * _arr(size) / bus, bus
+    return lat * 1e-6 + volume / bus, bus
 
 
 def _tree_algbw(size, links, proto: int, across):
@@ -246,7 +259,8 @@ def _pat(size, links):
 def options(kind: str, size, links) -> dict[tuple[str, str], tuple[object, object, object]]:
     """Every (algorithm, protocol) NCCL weighs for ``kind`` with its (seconds, bus bandwidth,
     seconds as NCCL's tuner estimates them); unavailable ones take infinite seconds."""
-    found = {("ring", p): _ring(kind, size, links, i) for i, p in enumerate(PROTOCOLS)}
+    ring = _ring_parts(kind, size, links)
+    found = {("ring", p): _ring(kind, size, links, i, ring) for i, p in enumerate(PROTOCOLS)}
     if kind != "all_reduce":
         found[("pat", "Simple")] = _pat(size, links)
     if kind == "all_reduce":
