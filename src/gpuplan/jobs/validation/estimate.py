@@ -228,6 +228,9 @@ def planner_cases() -> list[Case]:
         out.append(Case(c.id, kind, c.measured, c.planned, f"tokens/s/GPU, {c.layout}"))
         out.append(Case(c.id, f"planner: the planner's predicted advantage over the best published layout ({c.framework})",
                         c.at_published, c.planned, "tokens/s/GPU, predicted vs predicted"))
+        out.append(Case(c.id, "planner: its own choice vs the best published run of the same model, GPU type and "
+                        f"precision at any GPU count ({c.framework})", c.best_any_count, c.planned,
+                        f"tokens/s/GPU, {c.layout}"))
     return out
 
 

@@ -35,6 +35,9 @@ class ChoiceCase:
     planned: float
     """The step model at the planner's layout."""
     layout: str
+    best_any_count: float = 0.0
+    """The fastest published run of the same model, GPU type, precision, framework and sequence at any
+    GPU count, tokens/s/GPU (the group's own best where no other count is published)."""
 
     @property
     def error(self) -> float:
@@ -47,6 +50,11 @@ class ChoiceCase:
     @property
     def advantage(self) -> float:
         return self.planned / self.at_published - 1
+
+    @property
+    def error_any_count(self) -> float:
+        """Against the best published run of the same model and hardware at any GPU count."""
+        return self.planned / self.best_any_count - 1
 
 
 def _groups() -> dict[tuple, list[dict]]:
@@ -63,6 +71,12 @@ def planned_tokens_per_gpu_s(run: dict, framework: str, recompute: str | None = 
     """What `gpuplan plan` recommends for the run's model, GPUs, batch, sequence and precision, its
     ranking not knowing the published layouts of the run's own group (they are what it is scored on);
     ``recompute``: held to that mode (`plan --recompute`), else the planner's choice."""
+    plan = planner_plan(run, framework, recompute)
+    return plan.tokens_per_second / plan.gpus_asked, plan.text()
+
+
+def planner_plan(run: dict, framework: str, recompute: str | None = None):
+    """The planner.plan.Plan behind planned_tokens_per_gpu_s."""
     from gpuplan.jobs.plan.estimate import chosen_plan
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import best_index, search
@@ -79,17 +93,47 @@ def planned_tokens_per_gpu_s(run: dict, framework: str, recompute: str | None = 
         fields["compile"] = "torch.compile" in run["framework"]
     group = group_key(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)
     result = search(PlanInputs(**fields), leave_out=group)
-    plan = chosen_plan(result, best_index(result, "time"))
-    return plan.tokens_per_second / plan.gpus_asked, plan.text()
+    return chosen_plan(result, best_index(result, "time"))
+
+
+def kind_bias(rows: list[tuple], run: dict, layout, framework: str) -> tuple[float, int]:
+    """(mean signed step-model error, rows) at the scored published rows of other groups whose layout
+    has the kind (planner.uncertainty FEATURES) of ``layout`` on ``run``'s GPU, in its layout family
+    (dense or MoE; jobs/validation/uncertainty.scored_rows): is the model optimistic on the kind of
+    layout the planner chose, measured where that kind ran? NaN and 0 where no other group ran it."""
+    from gpuplan.catalog import load_accelerator
+    from gpuplan.jobs.validation.throughput import run_spec
+    from gpuplan.jobs.validation.uncertainty import group_key
+    from gpuplan.planner.uncertainty import kind_code, layout_features
+
+    spec, gpu = run_spec(run["model"]), load_accelerator(run["gpu"])
+    columns = {k: [getattr(layout, k)] for k in ("tp", "pp", "vpp", "cp", "ep", "dp", "zero")}
+    kind = int(kind_code(layout_features(columns, gpu.scale_up_domain or gpu.devices_per_node or 8,
+                                         spec.moe is not None))[0])
+    moe = spec.moe is not None
+    own = group_key(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)
+    errors = [e for cls, group, _, e, _, k in rows if k == kind and group != own and (cls == "moe") == moe]
+    return (sum(errors) / len(errors) if errors else float("nan")), len(errors)
+
+
+def best_at_any_count(groups: dict[tuple, list[dict]], key: tuple, seq_len: int) -> float:
+    """tokens/s/GPU of the fastest published run of ``key``'s model, GPU type, precision and framework
+    at ``seq_len``, over every GPU count (the acceptance's "best published run on the same hardware and
+    model": per GPU, a run on fewer GPUs carries less communication, so it bounds what more GPUs reach)."""
+    model, gpu, _, precision, framework = key
+    return max(float(r["measured"]["tokens_per_s_per_gpu"]) for (m, g, _, p, f), runs in groups.items()
+               if (m, g, p, f) == (model, gpu, precision, framework) for r in runs if r["model"]["seq_len"] == seq_len)
 
 
 def planner_choice_cases() -> list[ChoiceCase]:
-    cases = []
-    for (_, _, _, _, framework), runs in sorted(_groups().items()):
+    cases, groups = [], _groups()
+    for key, runs in sorted(groups.items()):
+        framework = key[4]
         best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
         planned, text = planned_tokens_per_gpu_s(best, framework)
         cases.append(ChoiceCase(best["id"], framework, float(best["measured"]["tokens_per_s_per_gpu"]),
-                                predict_tokens_per_gpu_s(best), planned, text))
+                                predict_tokens_per_gpu_s(best), planned, text,
+                                best_at_any_count(groups, key, best["model"]["seq_len"])))
     return cases
 
 
@@ -99,19 +143,28 @@ def choice_table(framework: str = "torchtitan") -> list[str]:
     to the published run's recompute mode (docs/step.md, Planner)."""
     from gpuplan.planner.plan import layout_text
 
+    from gpuplan.jobs.validation.uncertainty import scored_rows
+
     rows = ["| group | best published layout | measured | model there | planner's choice | predicted "
-            "| with the published recompute |", "|---|---|---|---|---|---|---|"]
-    for (model, gpu, gpus, precision, fw), runs in sorted(_groups().items()):
+            "| with the published recompute | vs the best at any GPU count | model on the chosen kind elsewhere |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    scored, groups = scored_rows(), _groups()
+    for key, runs in sorted(groups.items()):
+        (model, gpu, gpus, precision, fw) = key
         if fw != framework:
             continue
         best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
         lay, measured = best["layout"], float(best["measured"]["tokens_per_s_per_gpu"])
         published = published_layout(lay)
-        planned, text = planned_tokens_per_gpu_s(best, fw)
+        plan = planner_plan(best, fw)
+        planned, text = plan.tokens_per_second / plan.gpus_asked, plan.text()
         held, held_text = planned_tokens_per_gpu_s(best, fw, lay["recompute"])
+        anywhere = best_at_any_count(groups, key, best["model"]["seq_len"])
+        bias, n = kind_bias(scored, best, plan.layout, fw)
         rows.append(f"| {model} {gpus} {gpu} {precision} | {layout_text(published, lay['recompute'])} | {measured:,.0f} "
                     f"| {predict_tokens_per_gpu_s(best) / measured - 1:+.1%} | {text} | {planned:,.0f} "
-                    f"({planned / measured - 1:+.1%}) | {held / measured - 1:+.1%} ({held_text.split(',')[0]}) |")
+                    f"({planned / measured - 1:+.1%}) | {held / measured - 1:+.1%} ({held_text.split(',')[0]}) "
+                    f"| {planned / anywhere - 1:+.1%} ({anywhere:,.0f}) | {bias:+.1%} ({n} rows) |")
     return rows
 
 
