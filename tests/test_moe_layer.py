@@ -100,8 +100,23 @@ def test_plan_explain_lists_the_term_as_its_own_class(run_cli):
     assert "class_moe_expert_kernels" not in json.dumps(json.loads(out))
 
 
+def test_alltoall_sorts_by_hand():
+    # Qwen3-30B-A3B, 4,096 tokens, top-8, hidden 2,048 on 8 TB/s: one sort reads and writes
+    # 2 x 4,096 x 8 x 2,048 x 2 B = 256 MiB: 7.84 us + 268,435,456 / (0.89 x 8e12) = 45.54 us;
+    # forward sort + un-sort, backward their inverse gathers
+    fwd, bwd = L.alltoall_sort_seconds(4096, 8, 2048, 8e12)
+    assert fwd == pytest.approx(91.08 * US, abs=0.05 * US) and bwd == fwd
+
+
 def test_breakdown_carries_the_seconds_the_line_shows():
     spec, per_expert = _step("per-expert")
-    # the step's own field: micro-batches x MoE layers x per-layer fixed time (0.1325 s above)
-    assert float(per_expert.moe_expert_kernels) == pytest.approx(4 * 48 * 689.9 * US, rel=1e-3)
-    assert float(_step("fused")[1].moe_expert_kernels) == 0.0
+    fused = _step("fused")[1]
+    # the default dispatcher is 'alltoall' with 16 local experts: every MoE layer sorts, 182.2 us a
+    # micro-batch (b200 8 TB/s, as above); the per-expert kernels add 689.9 us
+    assert float(fused.moe_expert_kernels) == pytest.approx(4 * 48 * 182.2 * US, rel=1e-3)
+    assert float(per_expert.moe_expert_kernels) == pytest.approx(4 * 48 * (182.2 + 689.9) * US, rel=1e-3)
+    # 'flex' (DeepEP / HybridEP) has no second sort
+    spec, cluster = load_model("qwen3-30b-a3b"), cluster_for(load_accelerator("b200"))
+    flex = StepSettings(seq_len=4096, dtype="fp8", fp8_recipe="mxfp8", moe_launch="graph", expert_tp=1,
+                        moe_expert_kernels="fused", ep_dispatcher="flex")
+    assert float(step_time(spec, cluster, flex, dp=8, ep=8, micro_batch=1, micro_batches=4).moe_expert_kernels) == 0.0

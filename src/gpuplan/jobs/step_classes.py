@@ -153,9 +153,9 @@ def _moe_lines(breakdown, step: float) -> list[Line]:
     the micro-batches): the per-expert kernels' fixed GPU time and the dispatcher sync's host time."""
     out = []
     for key, label, value, source in (
-            ("class_moe_expert_kernels", "MoE per-expert kernels' fixed time (TE GroupedLinear)",
+            ("class_moe_expert_kernels", "MoE per-expert kernels (TE GroupedLinear) and alltoall sorts",
              float(breakdown.moe_expert_kernels), "core/time/moe_layer.py: 4 quantisations + 6 cuBLAS GEMMs per local "
-             "expert and layer, 7.84 us each (GEMMs over 4 streams)"),
+             "expert and layer, 7.84 us each (GEMMs over 4 streams); alltoall: 4 copies of k x h per token"),
             ("class_moe_host", "MoE dispatcher sync: host time exposed", float(breakdown.moe_host),
              "core/time/moe_host.py: launches after the token-count sync beyond the GPU work behind it")):
         if value > 0:

@@ -35,13 +35,24 @@ one after another on the compute stream and pay it in full; the GEMMs on four st
 local experts). The kernels' work (FLOPs, bytes) is charged elsewhere (core.time.step: the routed
 GEMMs at the expert shape's efficiency, the casts at HBM speed); this module adds only the fixed
 part, which the per-token terms cannot see: it grows with the local experts, not the tokens.
-Nothing is fitted. Units: seconds, counts.
+
+Megatron-Core's NCCL ``alltoall`` dispatcher also sorts the received tokens by local expert
+(MoEAlltoAllTokenDispatcher.dispatch_postprocess, "Permutation 2", ``sort_chunks_by_idxs`` of the
+tokens and their probabilities; combine_preprocess un-sorts the expert outputs: token_dispatcher.py
+@core_v0.15.0 L663-691, L715-729) whenever a rank holds more than one expert. With
+``moe_permute_fusion`` each is one TE kernel (``moe_sort_chunks_by_index``) that reads and writes
+the rank's k routed copies of its tokens; the backward runs the inverse gather: four copies of
+k x h bf16 values per token, read and written, per MoE layer (16 k h bytes), at core.time.
+memory_kernels' stream efficiency plus one fixed time each. The layer's saved activations (the
+fitted element-wise term) do not include them: the sorted copy is not kept for the backward.
+DeepEP / HybridEP ('flex') permute once in or after the dispatch and have no second sort.
+Nothing is fitted. Units: seconds, counts, bytes.
 """
 
 from __future__ import annotations
 
 from gpuplan.core.bulk import minimum
-from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS
+from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS, memory_bound_seconds
 
 EXPERT_KERNEL_MODES = ("per-expert", "fused")
 """How a Megatron-Core MoE layer's experts are launched: 'per-expert' (TE GroupedLinear's default
@@ -75,13 +86,32 @@ def expert_kernel_fixed_seconds(local_experts, recipe: str | None, fixed: float 
                  for calls, gemms in zip(QUANTIZE_CALLS_PER_EXPERT, GEMMS_PER_EXPERT))
 
 
-def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None):
-    """Per micro-batch: the per-expert kernels' fixed seconds of the MoE layers among a stage's
-    ``layers`` (forward, backward and a full recompute's second forward). 0 unless Megatron-Core's
-    MoE layer is modelled (``settings.moe_launch`` not 'none') with per-expert kernels."""
-    if (spec.moe is None or not spec.num_moe_layers or settings.moe_launch == "none"
-            or settings.moe_expert_kernels != "per-expert"):
+SORT_COPIES = (2, 2)
+"""(forward, backward) sorts of the routed tokens by the alltoall dispatcher: sort + un-sort, and their
+inverse gathers."""
+
+
+def alltoall_sort_seconds(tokens, top_k: int, hidden: int, hbm_bytes_per_s: float, value_bytes: float = 2.0):
+    """(forward, backward) seconds of the ``alltoall`` dispatcher's sorts by local expert for ``tokens``
+    tokens of one rank (each read and written as ``top_k`` routed copies of ``hidden`` values)."""
+    one = memory_bound_seconds(2.0 * tokens * top_k * hidden * value_bytes, 1, hbm_bytes_per_s)
+    return tuple(n * one for n in SORT_COPIES)
+
+
+def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, tokens=0.0,
+                                hbm_bytes_per_s: float = 0.0):
+    """Per micro-batch: the MoE layers among a stage's ``layers`` (forward, backward and a full
+    recompute's second forward): the per-expert kernels' fixed seconds (``settings.moe_expert_kernels``
+    'per-expert') and the alltoall dispatcher's sorts of the rank's ``tokens`` (a rank holding more than
+    one expert). 0 unless Megatron-Core's MoE layer is modelled (``settings.moe_launch`` not 'none')."""
+    if spec.moe is None or not spec.num_moe_layers or settings.moe_launch == "none":
         return 0.0
-    forward, backward = expert_kernel_fixed_seconds(spec.moe.num_experts / ep, recipe)
+    local = spec.moe.num_experts / ep
+    forward, backward = expert_kernel_fixed_seconds(local, recipe) \
+        if settings.moe_expert_kernels == "per-expert" else (0.0, 0.0)
+    if settings.ep_dispatcher == "alltoall" and hbm_bytes_per_s > 0:
+        sort_f, sort_b = alltoall_sort_seconds(tokens, spec.moe.experts_per_token, spec.hidden_size, hbm_bytes_per_s)
+        several = local > 1
+        forward, backward = forward + several * sort_f, backward + several * sort_b
     recomputed = forward if settings.recompute == "full" and settings.recompute_layers is None else 0.0
     return (forward + backward + recomputed) * spec.num_moe_layers * layers / spec.num_layers

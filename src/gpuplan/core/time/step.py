@@ -170,7 +170,7 @@ class StepBreakdown:
     moe_host: object = 0.0
     """Inside compute: the MoE dispatcher sync's exposed host time (core.time.moe_host)."""
     moe_expert_kernels: object = 0.0
-    """Inside compute: the per-expert kernels' fixed GPU time (core.time.moe_layer)."""
+    """Inside compute: the per-expert kernels' fixed GPU time and the alltoall dispatcher's sorts (core.time.moe_layer)."""
 
     @property
     def total(self) -> float:
@@ -373,7 +373,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     t_host = stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs)  # core.time.moe_host, per micro-batch
     compute, bubble = compute + micro_batches * t_host, bubble * (1 + t_host / t_mb)
     t_experts = stage_expert_kernel_seconds(spec, settings, ep, layers + mtp_on_first,  # core.time.moe_layer
-                                            low_precision_recipe(settings.dtype, settings.fp8_recipe))
+                                            low_precision_recipe(settings.dtype, settings.fp8_recipe),
+                                            micro_batch * settings.seq_len / cp / tp, cluster.gpu.memory_bandwidth)
     compute, bubble = compute + micro_batches * t_experts, bubble * (1 + t_experts / t_mb)
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
     comm_total = sum((c.total for c in costs), 0.0)
