@@ -30,6 +30,9 @@ The fused stacks (Megatron-Core with Transformer Engine, torchtitan) and the pla
   megatron_ops_step.py  its per-step terms: FP8 weight casts once a step, the distributed optimizer,
                         TE's host time per module
   low_precision.py      the fused model's FP8 / MXFP8 / NVFP4 cast bytes and block-scaled GEMM factor
+  moe_host.py           host time a Megatron-Core MoE layer exposes after its dispatcher's token-count sync
+  moe_layer.py          a Megatron-Core MoE layer's kernels per local expert (TE GroupedLinear's quantisations
+                        and cuBLAS GEMMs: their fixed GPU time) and the alltoall dispatcher's sorts
 
 Communication lives in core.comm. Units: seconds, bytes, FLOPs.
 """
