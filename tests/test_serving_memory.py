@@ -159,10 +159,16 @@ def test_held_out_memory_quantities_within_the_issue_bounds():
 
 
 def test_graph_estimate_is_a_rough_term():
-    """The per-layer CUDA-graph term is the weakest: within 20% on average, up to 60% on one row
-    (vLLM's own estimate of Llama-3.1-8B moves from 0.84 to 1.69 to 0.57 GiB at tp 1, 2, 4)."""
+    """The CUDA-graph estimate is the weakest term: 11.6% on average over 27 held-out 0.19 logs (16.7%
+    before the full graphs' split-KV accumulators and count were read from the logs), up to 60% on
+    one row (vLLM's own estimate of Llama-3.1-8B moves from 0.84 to 1.69 to 0.57 GiB at tp 1, 2, 4:
+    at tp 2 its second piecewise capture took a 26 MiB segment where tp 1 and 4 took 6). The dense
+    single-GPU bf16 Llama-3.1-8B variants (kv fp8, fp16, fp32, w4a16, w8a8, fp8) are within 6%."""
     found = errors(memory_kind("vllm", "CUDA-graph estimate", False))
-    assert len(found) >= 20 and mean(abs(e) for e in found.values()) < 0.20
+    assert len(found) >= 20 and mean(abs(e) for e in found.values()) < 0.12, found
+    assert found["llmd019-llama-3.1-8b-tp2"] < -0.5  # the segment jump, named
+    llama = {k: e for k, e in found.items() if "llama-3.1-8b" in k and "tp2" not in k and "tp4" not in k}
+    assert len(llama) >= 6 and all(abs(e) < 0.06 for e in llama.values()), llama
 
 
 def test_held_allreduce_inputs_by_hand():
