@@ -153,6 +153,9 @@ def test_allreduce_assumption_describes_the_layout_the_time_uses():
     assert shown(gpu="l40s", tp=2, engine="vllm==0.19").startswith("own kernel up to 8 MiB at tp 2, NCCL above; "
                                                                     "NCCL's time x 1.44 on PCIe-only GPUs")
     assert shown(gpu="h100", tp=1, quantization="int4") == "none (tp 1)"
+    # TensorRT-LLM's AUTO takes NCCL on any PCIe-only group (no NVLink), two GPUs included
+    assert shown(gpu="l40s", tp=2, engine="trtllm==0.10.0").startswith("NCCL at every size (the own kernel is "
+                                                                        "refused on 2 PCIe-only GPUs)")
 
 
 def test_custom_allreduce_limit_is_the_one_the_step_uses():
@@ -169,6 +172,8 @@ def test_custom_allreduce_limit_is_the_one_the_step_uses():
     assert KR.custom_allreduce_limit(release, 1, h100) == 0.0
     assert KR.custom_allreduce_limit(parse_release("vllm==0.19"), 4, load_accelerator("l40s")) == 0.0
     assert KR.custom_allreduce_limit(release, 2, h100, given=0.0) == 0.0
+    assert KR.custom_allreduce_limit(release, 2, load_accelerator("l40s")) == 0.0  # AUTO: no NVLink -> NCCL
+    assert KR.custom_allreduce_limit(parse_release("vllm==0.19"), 2, load_accelerator("l40s")) == 8 * 2**20
     # 12 MB at tp 2: ring 2 x 1/2 x 12 MB at 0.8 x 450 GB/s per direction + a 10 us latency = 43.3 us
     link = h100.scale_up_bandwidth
     own = KR.tp_allreduce_seconds(12e6, 2, link, 10e-6, fabric=h100, custom_max_bytes=16e6)

@@ -172,8 +172,11 @@ def custom_allreduce_limit(release: EngineRelease, tp: int, fabric: Accelerator 
     """Largest TP message the engine's own all-reduce kernel takes in this layout, bytes (0: NCCL
     at every size): the release's limit (custom_allreduce_bytes_of) or ``given``, 0 without tensor
     parallelism and on more than two PCIe-only GPUs (vLLM custom_all_reduce.py refuses 'more than
-    two PCIe-only GPUs'; tp_allreduce_seconds applies the same rule)."""
-    if tp <= 1 or (on_pcie(fabric) and tp > 2):
+    two PCIe-only GPUs'; tp_allreduce_seconds applies the same rule). TensorRT-LLM's AUTO strategy
+    takes NCCL on any PCIe-only group, two GPUs included (AllreducePlugin::selectImplementation,
+    cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp: no P2P -> NCCL; 'if (isAuto &&
+    !mIsNVLINKSupported) return AllReduceStrategyType::NCCL')."""
+    if tp <= 1 or (on_pcie(fabric) and (tp > 2 or release.engine == "trtllm")):
         return 0.0
     return custom_allreduce_bytes_of(release, tp) if given is None else given
 

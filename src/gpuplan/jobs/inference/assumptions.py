@@ -82,7 +82,7 @@ def _allreduce_assumption(plan: Plan, tp: int) -> Assumption:
         value = "none (tp 1)"
     elif limit > 0:
         value = f"own kernel up to {_size(limit)} at tp {tp}, NCCL above"
-    elif KR.on_pcie(plan.gpu) and tp > 2 and KR.custom_allreduce_bytes_of(release, tp) > 0:
+    elif KR.on_pcie(plan.gpu) and KR.custom_allreduce_bytes_of(release, tp) > 0:
         value = f"NCCL at every size (the own kernel is refused on {tp} PCIe-only GPUs)"
     else:
         value = "NCCL at every size"
