@@ -198,3 +198,13 @@ def test_opt_in_on_a_moe_model_keeps_the_fitted_model():
     opted = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096, megatron_ops=MO.MegatronOps()), 1, 1, 1,
                                     48, True).total
     assert opted == fitted
+
+
+def test_the_answer_keeps_the_fitted_term():
+    """The op list is opt-in (docs/step.md: on the 100 published dense rows it takes the mean error
+    from 9.5% to 11.5%): `--framework megatron` plans leave StepSettings.megatron_ops unset."""
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    assert evaluator_for(PlanInputs(model="llama-3-8b", gpu="h100", gpus="8", framework="megatron")).step.megatron_ops \
+        is None
