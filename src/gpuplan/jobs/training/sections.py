@@ -270,8 +270,8 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
                    "(the packaged 2022-23 runs used 1.05-1.27x their predicted GPU-hours with the recompute, attention "
                    "kernel and network their sources state; Llama 3.1 "
-                   "405B and DeepSeek-V3, 2024, 1.03-1.13x: docs/accuracy.md); the budget's failure and checkpoint "
-                   "lines hold part of that (with them and the stated batch ramps, 13.0% mean held out)")
+                   "405B and DeepSeek-V3, 2024, 0.97-1.13x: docs/accuracy.md); the budget's failure and checkpoint "
+                   "lines hold part of that (with them and the stated batch ramps and layouts, 12.3% mean held out)")
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")
