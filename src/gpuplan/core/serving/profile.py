@@ -191,17 +191,35 @@ def split_kv_accumulator_bytes(spec: ModelSpec, tokens: int, tp: int, act_bytes:
     return FA_MAX_SPLITS * (a.num_heads / tp) * tokens * (width + 1) * 4
 
 
-def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_bytes: int = 2) -> float:
+CUBLAS_WORKSPACE = {"hopper": 32 * MiB, "blackwell": 32 * MiB, "ampere": 4096 * 1024 * 2 + 16 * 1024 * 8,
+                    "volta": 4096 * 1024 * 2 + 16 * 1024 * 8}
+"""PyTorch's default cuBLAS workspace per (handle, stream), by GPU generation
+(aten/src/ATen/cuda/CublasHandlePool.cpp getChosenWorkspaceSize: ':4096:2:16:8 default, 32MiB for
+Hopper and Blackwell', i.e. compute capability 9.x and up; 8.125 MiB before). Keyed by
+Accelerator.collective_arch (NCCL's generation index: 'ampere' covers Ada's 8.9 too)."""
+
+
+def cublas_workspace_bytes(gpu_arch: str | None) -> float:
+    """The cuBLAS workspace a new stream allocates on its first GEMM (CUBLAS_WORKSPACE; ROCm's
+    default, 32 MiB, where the generation is not known)."""
+    return CUBLAS_WORKSPACE.get(gpu_arch or "", 32 * MiB)
+
+
+def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_bytes: int = 2,
+                blas_workspace: float = 0.0) -> float:
     """vLLM's CUDA-graph estimate (gpu_model_runner.profile_cudagraph_memory, logged from 0.19,
     subtracted from 0.21): per mode the first capture and, for every further size, what the second
     capture took; the pool overlays the modes, so the larger first capture counts once:
     max(first) + sum((n - 1) x per graph). The piecewise first capture at the largest size holds the
     forward's activations twice: the warm-up run leaves them in the caching allocator's reserve
     (empty_cache runs once, before the modes) and the capture allocates them again in the private
-    pool (v0.19.0 logs: Llama-3.1-8B 138 MiB vs 2 x 54; fp32 224 vs 2 x 108). The full first
-    capture reuses that pool and adds the attention's split-KV accumulators."""
+    pool), plus ``blas_workspace``: the capture runs on its own stream, whose first GEMM allocates
+    a cuBLAS workspace (cublas_workspace_bytes) inside the pool (v0.19.0 logs, H100: Llama-3.1-8B
+    138 MiB vs 2 x 54 + 32; fp32 224 vs 2 x 108 + 32; Qwen2.5-7B at tp 4 104 vs 2 x 24 + 32). The
+    full first capture reuses that pool and that stream's workspace and adds the attention's
+    split-KV accumulators."""
     piecewise, full = graph_capture_sizes(max_num_seqs, GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512))
-    first_piecewise = 2 * max(piecewise) * act_bytes * activation_elements_per_token(spec, tp)
+    first_piecewise = 2 * max(piecewise) * act_bytes * activation_elements_per_token(spec, tp) + blas_workspace
     first_full = split_kv_accumulator_bytes(spec, max(full), tp, act_bytes) if full else 0.0
     per_graph = GRAPH_BYTES_PER_LAYER * layers
     return max(first_piecewise, first_full) + per_graph * (len(piecewise) - 1 + max(len(full) - 1, 0))

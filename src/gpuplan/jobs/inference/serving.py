@@ -40,7 +40,8 @@ def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serv
     """Memory, capacity and speed of ``plan`` on tp x pp ``gpu``s with ``batch`` sequences."""
     spec, setup = plan.spec, plan.setup
     group_tp_check(spec, setup.fmt, tp)
-    memory = M.serving_memory(spec, plan.groups, gpu.memory_bytes, setup, tp, pp, gpu.name, gpu.scale_up_bandwidth)
+    memory = M.serving_memory(spec, plan.groups, gpu.memory_bytes, setup, tp, pp, gpu.name, gpu.scale_up_bandwidth,
+                              gpu.collective_arch)
     layout = K.kv_layout(spec, setup.kv_bytes, tp, pp, setup.block_size)
     peak = gpu.peak(setup.fmt.compute_dtype)
     kv_seq = layout.bytes_per_sequence(plan.decode_context)

@@ -75,7 +75,7 @@ def predicted_memory(e: dict[str, Any]) -> tuple[M.Memory, K.KVLayout]:
     setup = _setup(e, spec, gpu)
     tp = e["tp"]
     memory = M.serving_memory(spec, W.param_groups(spec), gpu.memory_bytes, setup, tp, 1, gpu.name,
-                              gpu.scale_up_bandwidth)
+                              gpu.scale_up_bandwidth, gpu.collective_arch)
     return memory, K.kv_layout(spec, setup.kv_bytes, tp, 1, setup.block_size)
 
 
