@@ -120,3 +120,19 @@ def test_breakdown_carries_the_seconds_the_line_shows():
     flex = StepSettings(seq_len=4096, dtype="fp8", fp8_recipe="mxfp8", moe_launch="graph", expert_tp=1,
                         moe_expert_kernels="fused", ep_dispatcher="flex")
     assert float(step_time(spec, cluster, flex, dp=8, ep=8, micro_batch=1, micro_batches=4).moe_expert_kernels) == 0.0
+
+
+def test_recomputing_the_moe_module_runs_its_kernels_again():
+    from dataclasses import replace
+
+    spec = load_model("qwen3-30b-a3b")
+    base = StepSettings(seq_len=4096, dtype="fp8", fp8_recipe="mxfp8", moe_launch="graph", ep_dispatcher="flex")
+    plain = L.stage_expert_kernel_seconds(spec, base, 8, spec.num_layers, "mxfp8")
+    moe = L.stage_expert_kernel_seconds(spec, replace(base, recompute="selective", recompute_modules=("moe",)), 8,
+                                        spec.num_layers, "mxfp8")
+    act = L.stage_expert_kernel_seconds(spec, replace(base, recompute="selective", recompute_modules=("moe_act",)), 8,
+                                        spec.num_layers, "mxfp8")
+    # 48 layers x (313.6 + 376.3) us, plus 48 x 313.6 us more when the MoE module is recomputed
+    assert plain == pytest.approx(48 * 689.9 * US, rel=1e-3)
+    assert moe - plain == pytest.approx(48 * 313.6 * US, rel=1e-3)
+    assert act == plain

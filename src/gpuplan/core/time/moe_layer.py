@@ -100,8 +100,8 @@ def alltoall_sort_seconds(tokens, top_k: int, hidden: int, hbm_bytes_per_s: floa
 
 def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, tokens=0.0,
                                 hbm_bytes_per_s: float = 0.0):
-    """Per micro-batch: the MoE layers among a stage's ``layers`` (forward, backward and a full
-    recompute's second forward): the per-expert kernels' fixed seconds (``settings.moe_expert_kernels``
+    """Per micro-batch: the MoE layers among a stage's ``layers`` (forward, backward and a recompute's
+    second forward, reruns_experts): the per-expert kernels' fixed seconds (``settings.moe_expert_kernels``
     'per-expert') and the alltoall dispatcher's sorts of the rank's ``tokens`` (a rank holding more than
     one expert). 0 unless Megatron-Core's MoE layer is modelled (``settings.moe_launch`` not 'none')."""
     if spec.moe is None or not spec.num_moe_layers or settings.moe_launch == "none":
@@ -113,5 +113,12 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
         sort_f, sort_b = alltoall_sort_seconds(tokens, spec.moe.experts_per_token, spec.hidden_size, hbm_bytes_per_s)
         several = local > 1
         forward, backward = forward + several * sort_f, backward + several * sort_b
-    recomputed = forward if settings.recompute == "full" and settings.recompute_layers is None else 0.0
-    return (forward + backward + recomputed) * spec.num_moe_layers * layers / spec.num_layers
+    return (forward + backward + forward * reruns_experts(settings)) * spec.num_moe_layers * layers / spec.num_layers
+
+
+def reruns_experts(settings) -> bool:
+    """Whether the recomputed forward runs the experts again: full recompute of every layer, or
+    selective recompute of Megatron's 'moe' module (the whole MoE layer; 'moe_act' re-runs only the
+    activation). Block recompute of N layers per chunk (recompute_layers) is not counted."""
+    full = settings.recompute == "full" and settings.recompute_layers is None
+    return full or (settings.recompute == "selective" and "moe" in settings.recompute_modules)
