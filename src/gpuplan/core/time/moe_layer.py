@@ -1,9 +1,10 @@
 """GPU time of the kernels a Megatron-Core MoE layer launches once per local expert.
 
-Megatron-Core's grouped experts (experts.py TEGroupedMLP) run fc1 and fc2 through Transformer
-Engine's GroupedLinear. Up to TE v2.18 (the last tag read, 2026-08; every NeMo container in the
-reference set) GroupedLinear's default path works expert by expert (read at TE v2.12,
-transformer_engine/pytorch/module/grouped_linear.py; the same structure at v2.8 and v2.15):
+Megatron-Core's grouped experts (experts.py@core_v0.15.0 L746 TEGroupedMLP) run fc1 and fc2 through
+Transformer Engine's GroupedLinear (extensions/transformer_engine.py L1086 TEGroupedLinear). Up to
+TE v2.18 (the last tag read, 2026-08; every NeMo container in the reference set) GroupedLinear's
+default path works expert by expert (read at TE v2.12, transformer_engine/pytorch/module/
+grouped_linear.py; the same calls at v2.5, v2.7, v2.8 and v2.15):
 
 * the input of each expert is quantised on its own: ``tex.split_quantize`` ->
   ``multi_tensor_quantize_impl`` (pytorch/csrc/extensions/cast.cpp) has a fused multi-tensor kernel
