@@ -7,10 +7,13 @@ mechanisms that buy it, each of which could silently stop working.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
 from importlib import resources
+
+import pytest
 
 from gpuplan.catalog import compiled
 
@@ -205,3 +208,75 @@ def test_openblas_runs_one_thread_for_answer_commands_only(monkeypatch):
         assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
     finally:
         gc.set_threshold(*threshold)
+
+
+PLAN_70B = "['plan', 'llama-3.1-70b', '--gpu', 'h100', '--gpus', '1024']"
+
+
+def _plan_run(env_value: str | None) -> tuple[str, set[str]]:
+    """(answer, modules loaded) of `gpuplan plan` in a fresh interpreter with
+    PYDANTIC_DISABLE_PLUGINS as given (None: unset, so the CLI sets '__all__')."""
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if env_value is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = env_value
+    code = ("import io, contextlib, sys\nfrom gpuplan.cli import main\nout = io.StringIO()\n"
+            f"with contextlib.redirect_stdout(out):\n    assert main({PLAN_70B}) == 0\n"
+            "print(out.getvalue().split('searched')[0])\nprint('=====')\nprint('\\n'.join(sys.modules))")
+    text = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    answer, modules = text.split("=====")
+    return answer, set(modules.split())
+
+
+def test_pydantic_answers_no_plugins_without_importlib_metadata():
+    """With plugins off (the CLI's default) on a release the hook was read for, the answer is the
+    same and importlib.metadata (~12-15 ms) is never imported; with them on, pydantic's own loader
+    scans the entry points as before."""
+    from gpuplan.commands import pydantic_plugins as P
+
+    if P.pydantic_release() is None:
+        import pydantic.version  # noqa: F401
+    release = P.pydantic_release()
+    assert release is not None
+    fast, fast_modules = _plan_run(None)
+    slow, slow_modules = _plan_run("")
+    assert fast == slow and "Layout plan: llama-3.1-70b" in fast
+    assert "importlib.metadata" in slow_modules
+    tested = P.TESTED_RELEASES[0] <= release <= P.TESTED_RELEASES[1]
+    assert ("importlib.metadata" not in fast_modules) == tested
+
+
+def test_the_installed_pydantic_asks_its_loader_for_get_plugins_only():
+    """What the hook stands in for, read from the installed pydantic: create_schema_validator takes
+    only get_plugins from the loader, and the loader returns () for the values the hook trusts."""
+    import re
+    from importlib import util
+
+    from gpuplan.commands import pydantic_plugins as P
+
+    import pydantic.version  # noqa: F401
+
+    if not P.TESTED_RELEASES[0] <= P.pydantic_release() <= P.TESTED_RELEASES[1]:
+        pytest.skip("the hook declines this pydantic release (a later one than those read)")
+    folder = os.path.dirname(util.find_spec("pydantic.plugin").origin)
+    caller = open(os.path.join(folder, "_schema_validator.py"), encoding="utf-8").read()
+    assert re.findall(r"from \._loader import (.+)", caller) == ["get_plugins"]
+    loader = open(os.path.join(folder, "_loader.py"), encoding="utf-8").read()
+    assert "disabled_plugins in ('__all__', '1', 'true')" in loader
+
+
+def test_the_hook_declines_other_releases_and_plugins_on(monkeypatch):
+    from gpuplan.commands import pydantic_plugins as P
+
+    import pydantic.version  # noqa: F401
+
+    monkeypatch.setattr(P.PluginLoaderFinder, "declined", False)
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    monkeypatch.setattr(P, "pydantic_release", lambda: (2, 14))
+    assert P.PluginLoaderFinder.find_spec(P.LOADER) is not None
+    assert P.PluginLoaderFinder.find_spec("pydantic.plugin._other") is None
+    for release in ((2, 6), (2, 15), (3, 0), None):
+        monkeypatch.setattr(P, "pydantic_release", lambda release=release: release)
+        assert P.PluginLoaderFinder.find_spec(P.LOADER) is None
+    monkeypatch.setattr(P, "pydantic_release", lambda: (2, 14))
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "some-plugin")
+    assert P.PluginLoaderFinder.find_spec(P.LOADER) is None

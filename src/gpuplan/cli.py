@@ -192,8 +192,8 @@ def _lean_start(command: str | None = None) -> None:
 
     * pydantic looks for third-party plugins (an entry-point scan of every installed package,
       ~20-50 ms) when a schema is first built; gpuplan's schemas use none. Its loader module still
-      imports importlib.metadata (~15 ms here); replacing pydantic's private module to avoid that
-      was tried and dropped (pydantic is not pinned: a loader it changes would break every command).
+      imports importlib.metadata (~12-15 ms here) to return no plugins: on the pydantic releases
+      read for it, an import hook answers that import instead (commands/pydantic_plugins.py).
     * The cyclic garbage collector ran ~100 times during a command's start-up (every 700 new
       container objects: the imports' classes and functions, none of them garbage): ~20 ms of CPU.
       Its first generation is collected every GC_GENERATION0 objects instead (``serve`` and the
@@ -205,6 +205,9 @@ def _lean_start(command: str | None = None) -> None:
       (planner/uncertainty.py, layouts x ~10 coordinates) needs no second thread.
     """
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from gpuplan.commands import pydantic_plugins
+
+    pydantic_plugins.install()
     if command in ANSWER_COMMANDS:  # not profile / measure: torch may use OpenBLAS for its matmuls
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     gc.set_threshold(max(gc.get_threshold()[0], GC_GENERATION0), *gc.get_threshold()[1:])
