@@ -155,3 +155,26 @@ def test_end_to_end_gpu_hours_times_the_layout_a_run_states():
     # a run without a stated layout keeps the planner's: no degree fixed
     palm = run_inputs(runs["palm-540b"])
     assert palm.tp is None and palm.micro_batch is None
+
+
+def test_palm_runs_its_stated_batch_ramp():
+    # PaLM (arXiv:2204.02311 Sec. 5): 512 sequences for 50k steps, 1,024 up to step 115k, then 2,048; of
+    # 2,048-token sequences: 50,000 x 512 x 2,048 = 52.43e9 tokens and 65,000 x 1,024 x 2,048 = 136.31e9
+    import yaml
+    from importlib import resources
+
+    from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, ramp_phases
+
+    text = (resources.files("gpuplan.catalog") / "reference" / "training_runs.yaml").read_text("utf-8")
+    palm = next(r for r in yaml.safe_load(text)["runs"] if r["id"] == "palm-540b")
+    assert ramp_phases(palm) == [(pytest.approx(50_000 * 512 * 2048, rel=1e-3), 512.0),
+                                 (pytest.approx(65_000 * 1024 * 2048, rel=1e-3), 1024.0)]
+    # the smaller early batches leave the same layout fewer micro-batches per step: slower per token, and
+    # the phases carry 188.7e9 of the 780e9 tokens (24%), so the whole run slows by well under 24%
+    hours, basis = end_to_end_gpu_hours(palm)
+    factor = float(basis.split("batch ramp x")[1].split(",")[0])
+    assert 1.0 < factor < 1.24
+    # the ramp multiplies the whole run's GPU-hours (checkpoints and failures included) and nothing else
+    steady, steady_basis = end_to_end_gpu_hours({k: v for k, v in palm.items() if k != "batch_ramp"})
+    assert "batch ramp" not in steady_basis
+    assert hours / steady == pytest.approx(factor, rel=2e-3)  # the basis prints the factor to 3 decimals
