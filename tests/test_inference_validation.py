@@ -122,20 +122,24 @@ def test_static_batch_throughput_errors_as_documented():
     """docs/inference.md section 7: the kernel fractions and the L2 share of repeated KV reads were
     fitted on TensorRT-LLM v0.6.1's table (21 rows, mean 5.7%, max 12%); its v0.9.0 table (48 rows of
     Llama-2-7B / 70B and Falcon-180B on H200, H100, L40S FP8 and A100 FP16) and v0.5's four L40S
-    rows are held out: mean 6.3%, max 25.9% (7.8% before NCCL's PCIe slowdown, kernels.
+    rows are held out: mean 5.5%, max 25.1% (6.3% / 25.9% while an H200's per-query-head repeats
+    ran at its own HBM rate, kernels.repeat_read_bandwidth; 7.8% before NCCL's PCIe slowdown, kernels.
     PCIE_NCCL_SLOWDOWN, fitted on v0.9.0's L40S first-token rows; 8.5% / 32.0% before 0.9's Falcon
     block was reduced once a layer). Llama-2-70B on PCIe L40S: +13-25% -> -1-+10%; Falcon-180B
     there +21 / +22% -> -1 / +3% at 128 output tokens, -13 / -9% -> -23 / -16% at 2,048 (its
-    per-query-head decode reads, not the all-reduce). The other outliers: the batch-896 128 / 128
-    row on H200 (+25%) and Falcon-180B 64 x 2,048 / 2,048 on H200 (+26%). Mistral-7B's 16 rows (no
-    build command on the page) are their own kind."""
+    per-query-head decode reads, not the all-reduce). Falcon-180B's four H200 rows (29 query heads a
+    KV head) +6 / +18 / +4 / +26% -> +3 / -2 / 0 / +9% with the repeats at the H100 die's rate. The
+    other outlier: the batch-896 128 / 128 row on H200 (+25%, multi-head: no repeats). Mistral-7B's
+    16 rows (no build command on the page) are their own kind."""
     from gpuplan.jobs.validation.inference import (KIND_THROUGHPUT, KIND_THROUGHPUT_FITTED,
                                                     KIND_THROUGHPUT_UNSTATED)
 
     fitted, held = _errors(KIND_THROUGHPUT_FITTED), _errors(KIND_THROUGHPUT)
     assert len(fitted) == 21 and len(held) == 52 and len(_errors(KIND_THROUGHPUT_UNSTATED)) == 16
     assert mean(abs(e) for e in fitted.values()) < 0.06 and max(abs(e) for e in fitted.values()) < 0.13
-    assert mean(abs(e) for e in held.values()) < 0.065 and max(abs(e) for e in held.values()) < 0.27
+    assert mean(abs(e) for e in held.values()) < 0.06 and max(abs(e) for e in held.values()) < 0.26
+    falcon_h200 = {k: e for k, e in held.items() if "falcon-180b-h200" in k}
+    assert len(falcon_h200) == 4 and all(abs(e) < 0.10 for e in falcon_h200.values()), falcon_h200
     pcie = {k: e for k, e in held.items() if "70b-l40s" in k}
     assert len(pcie) == 4 and all(-0.02 < e < 0.12 for e in pcie.values()), pcie
     falcon_pcie = {k: e for k, e in held.items() if "falcon-180b-l40s" in k}

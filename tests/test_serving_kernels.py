@@ -55,6 +55,39 @@ def test_tensorrt_llm_runs_masked_mha_on_a_gqa_cache_until_xqa_became_the_defaul
     assert KR.decode_attention_of(parse_release("vllm==0.4")) == "grouped"
 
 
+def test_per_query_head_repeats_run_at_the_dies_rate_on_an_h200():
+    """Llama-2-70B (8 KV heads of 128, 80 layers), FP8 KV, 64 sequences of 2,048 cached tokens:
+    2 x 8 x 128 x 80 x 2,048 = 335,544,320 B a sequence, 21,474,836,480 B a step read once. Masked
+    MHA reads each KV head for its 8 query heads, 7 repeats of which 30% hit L2: 4.9 repeats more.
+    On an H100 all at 0.95 x 3.35 TB/s: 5.9 x 21.47e9 / 3.1825e12 = 39.81 ms. The H200 is the same
+    die with 4.8 TB/s HBM: the first read at 0.95 x 4.8 TB/s (4.709 ms), the repeats at the H100's
+    rate (33.06 ms): 37.77 ms, not 39.81 x 3.35 / 4.8 = 27.78 ms. A grouped kernel (one read) scales
+    with the HBM: 6.748 ms and 4.709 ms."""
+    from gpuplan.core.serving import kv_cache as K
+
+    spec = load_model("llama-2-70b")
+    h100, h200 = load_accelerator("h100-sxm"), load_accelerator("h200-sxm")
+    kv_seq = K.kv_layout(spec, 1, 1, 1, 16).bytes_per_sequence(2048)
+    assert kv_seq == 335_544_320
+    unique = 64 * kv_seq
+
+    def attention(gpu, kernel):
+        setup = SU.ServingSetup(W.FORMATS["fp8"], 1, decode_attention=kernel)
+        return R.decode_step(spec, W.param_groups(spec), setup, kv_seq, tp=1, pp=1, batch=64, context=2048,
+                             bandwidth=gpu.memory_bandwidth, peak=gpu.peak("fp8"), link=None, fabric=gpu).attention_s
+
+    assert attention(h100, "per-query-head") == pytest.approx(5.9 * unique / (3.35e12 * 0.95), rel=1e-9)
+    assert attention(h200, "per-query-head") == pytest.approx(
+        unique / (4.8e12 * 0.95) + 4.9 * unique / (3.35e12 * 0.95), rel=1e-9)
+    assert attention(h200, "per-query-head") == pytest.approx(37.77e-3, rel=1e-3)
+    assert attention(h100, "grouped") == pytest.approx(6.748e-3, rel=1e-3)
+    assert attention(h200, "grouped") == pytest.approx(4.709e-3, rel=1e-3)
+    # parts with no entry keep their own HBM for the repeats (where the L2 share was fitted)
+    a100 = load_accelerator("a100-sxm4-80gb")
+    assert KR.repeat_read_bandwidth(a100, a100.memory_bandwidth) == a100.memory_bandwidth
+    assert KR.repeat_read_bandwidth(None, 4.8e12) == 4.8e12
+
+
 def test_a_prompt_of_one_tile_row_leaves_part_of_the_shorter_gemm_bound_exposed():
     """Llama-2-7B FP16 on an A100, 128 tokens: the GEMMs stream 13,214,687,232 B (6.476e9 layer
     weights + the 32,000 x 4,096 LM head, 2 B each) at 0.85 x 2.039 TB/s = 7.625 ms, and do

@@ -86,6 +86,27 @@ def drafter_runs_eager(release: EngineRelease, method: str) -> bool:
             and method in ("eagle", "eagle3", "mtp"))
 
 
+SAME_DIE_HBM_BYTES_PER_S = {"h200-sxm": 3.35e12}
+"""Parts on the die of a part the per-query-head L2 share (setup.Efficiency.kv_repeat_l2_hit) was
+fitted on, with that part's HBM bandwidth: the H200 SXM is the H100 SXM's GH100 (same SMs, clocks,
+50 MB L2 and 700 W; only HBM3e at 4.8 TB/s and 141 GB differ; catalog h200-sxm notes) and the
+H100 SXM's 3.35 TB/s (catalog h100-sxm) set the repeats' rate in the v0.6.1 fit. Evidence: at the
+same shape, batch and release (TensorRT-LLM v0.9.0 docs/source/performance.md, H200 and H100 FP8
+tables) the per-query-head rows run 1.00-1.08x faster on an H200 (Mistral-7B 1.00-1.04, Falcon-180B
+1.02-1.08) where repeats at the H200's HBM rate gave 1.07-1.31x (docs/inference.md section 7)."""
+
+
+def repeat_read_bandwidth(fabric: Accelerator | None, bandwidth: float) -> float:
+    """Bandwidth, bytes/s, at which a per-query-head decode kernel's repeated reads of a KV head
+    (those not counted as L2 hits) run: the die's, not the HBM's. The L2 share was fitted where die
+    and HBM go together (H100 SXM, A100 SXM), so a part's own HBM stands in, except on a part that
+    carries another's die with faster HBM (SAME_DIE_HBM_BYTES_PER_S): its repeats run at the rate
+    of the part the fit saw. ``bandwidth``: the part's HBM bandwidth."""
+    if fabric is None:
+        return bandwidth
+    return SAME_DIE_HBM_BYTES_PER_S.get(fabric.id, bandwidth)
+
+
 HOST_FIXED_S = 0.6e-3
 """Host time per step the GPU waits for in an engine that schedules synchronously (scheduler,
 input preparation, the sampled tokens' copy back): the ~4 ms GPU bubble per decode step of vLLM

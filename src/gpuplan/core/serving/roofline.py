@@ -100,7 +100,7 @@ class StepWork:
     weight_bytes: float
     gemm_flops: float
     kv_bytes: float = 0.0
-    """Decode: the KV cache the attention kernel reads."""
+    """Decode: the KV cache the attention kernel reads (once per KV head; repeats apart)."""
     attention_flops: float = 0.0
     """Prefill: the flash attention FLOPs (decode's are negligible next to its KV read)."""
     tokens: float = 1.0
@@ -110,6 +110,9 @@ class StepWork:
     scheduled: bool = True
     """The engine's scheduler runs before this step (False: a speculative proposer's draft steps,
     which run inside the same engine step as the verify step)."""
+    kv_repeat_bytes: float = 0.0
+    """Decode, per-query-head kernels: the repeated reads of each KV head that miss L2 (kv_bytes x
+    (kv_reads_per_step - 1)), at kernels.repeat_read_bandwidth."""
 
 
 def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, pp: int, bandwidth: float,
@@ -134,7 +137,8 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     host = (layers * eff.layer_launch_s if work.tokens > eff.graph_max_tokens else 0.0)
     host += KR.host_step_seconds(setup.runtime.release, work.sequences) if work.scheduled else 0.0
     return StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
-                    attention_s=work.kv_bytes / (bandwidth * kv) + work.attention_flops / tp / (peak * attention),
+                    attention_s=(work.kv_bytes / (bandwidth * kv) + work.attention_flops / tp / (peak * attention)
+                                 + work.kv_repeat_bytes / (KR.repeat_read_bandwidth(fabric, bandwidth) * kv)),
                     other_s=elementwise, host_s=host, exposed=eff.exposed_share(work.tokens))
 
 
@@ -182,15 +186,15 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     s = setup.speculation
     positions = 1 + (s.tokens if s else 0)  # a verify step scores k proposed tokens + one of its own
     # kv_per_sequence is per stage (a token crosses all stages); a per-query-head kernel reads it
-    # once per query head of each KV head
-    kv_read = batch * kv_per_sequence * pp * kv_reads_per_step(spec, setup.decode_attention,
-                                                               setup.efficiency.kv_repeat_l2_hit)
+    # once per query head of each KV head: the repeats go apart (kernels.repeat_read_bandwidth)
+    kv_read = batch * kv_per_sequence * pp
+    repeats = kv_read * (kv_reads_per_step(spec, setup.decode_attention, setup.efficiency.kv_repeat_l2_hit) - 1.0)
     weights = decode_weight_bytes_read(spec, groups, setup.fmt, tp, batch * positions)
     flops = batch * positions * gemm_flops_per_token(spec)
     if setup.lora is not None:  # the active adapter slots are read too, and shrink + expand run per token
         weights += L.step_bytes(spec, setup.lora, tp, batch)
         flops += batch * positions * L.flops_per_token(spec, setup.lora)
-    work = StepWork(weights, flops, kv_read, 0.0, batch * positions, batch, scheduled)
+    work = StepWork(weights, flops, kv_read, 0.0, batch * positions, batch, scheduled, repeats)
     step = step_time(work, spec, setup, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which,
                      fabric=fabric)
     if s is None:
