@@ -126,6 +126,29 @@ def test_cuda_graph_estimate_by_hand():
     assert P.graph_bytes(spec, 1024, 1, 32, blas_workspace=32 * 2**20) == P.graph_bytes(spec, 1024, 1, 32)
 
 
+def test_moe_layers_add_graph_bytes_by_hand():
+    """An MoE layer adds GRAPH_BYTES_PER_MOE_LAYER (0.037 MiB) per further graph to the dense 0.175
+    (fitted on Qwen3-30B-A3B tp 1 and Mixtral tp 2, v0.19.0 logs). Qwen3-30B-A3B, 48 MoE layers,
+    1,024 sequences: 50 + 50 further graphs x 48 x 0.212 MiB = 1,017.6 MiB beside the first capture
+    (FlashAttention's accumulators: 32 splits x 32 heads x 512 x 129 x 4 B = 258 MiB): 1,275.6 MiB =
+    1.246 GiB against 1.24 logged. A dense model gets no MoE term."""
+    spec = load_model("qwen3-30b-a3b")
+    assert spec.num_moe_layers == spec.num_layers == 48
+    first = P.split_kv_accumulator_bytes(spec, 512, 1)
+    assert first / 2**20 == pytest.approx(258.0)
+    assert P.graph_bytes(spec, 1024, 1, 48) - first == pytest.approx(100 * 48 * 0.212 * 2**20)
+    assert P.graph_bytes(spec, 1024, 1, 48) / GiB == pytest.approx(1.24, rel=0.02)
+    # one pipeline stage of 24 layers counts its own 24 MoE layers
+    assert P.graph_bytes(spec, 1024, 1, 24) - first == pytest.approx(100 * 24 * 0.212 * 2**20)
+    dense = load_model("llama-3.1-8b")
+    assert P.graph_bytes(dense, 1024, 1, 32) - P.split_kv_accumulator_bytes(dense, 512, 1) == \
+        pytest.approx(100 * 32 * 0.175 * 2**20)
+    # held out: gpt-oss-20b at tp 2 (1.09 GiB logged) within 3%; DeepSeek-V2-Lite (MLA) stays 24% low
+    found = errors(memory_kind("vllm", "CUDA-graph estimate", False))
+    assert abs(found["llmd019-gpt-oss-20b-tp2"]) < 0.03
+    assert -0.30 < found["llmd019-deepseek-v2-lite-chat-tp1"] < -0.20
+
+
 def test_sglang_fraction_by_release():
     """SGLang before 0.5.3 (server_args.py __post_init__): 0.88 / 0.87 / 0.85 / 0.81 / 0.79 by GPU
     count; from 0.5.3 (PR 10975) the reserve rule, 0.835 on one H100."""
@@ -170,13 +193,14 @@ def test_held_out_memory_quantities_within_the_issue_bounds():
 
 
 def test_graph_estimate_is_a_rough_term():
-    """The CUDA-graph estimate is the weakest term: 11.2% on average over 27 held-out 0.19 logs (16.7%
-    before the full graphs' split-KV accumulators and count were read from the logs), up to 60% on
-    one row (vLLM's own estimate of Llama-3.1-8B moves from 0.84 to 1.69 to 0.57 GiB at tp 1, 2, 4:
-    at tp 2 its second piecewise capture took a 26 MiB segment where tp 1 and 4 took 6). The dense
-    single-GPU bf16 Llama-3.1-8B variants (kv fp8, fp16, fp32, w4a16, w8a8, fp8) are within 6%."""
+    """The CUDA-graph estimate is the weakest term: 10.2% on average over 25 held-out 0.19 logs (11.2%
+    before the MoE term, 16.7% before the full graphs' split-KV accumulators and count were read from
+    the logs), up to 60% on one row (vLLM's own estimate of Llama-3.1-8B moves from 0.84 to 1.69 to
+    0.57 GiB at tp 1, 2, 4: at tp 2 its second piecewise capture took 26 MiB where tp 1 and 4 took 6,
+    one more 20 MiB caching-allocator segment). The dense single-GPU bf16 Llama-3.1-8B variants (kv
+    fp8, fp16, fp32, w4a16, w8a8, fp8) are within 6%."""
     found = errors(memory_kind("vllm", "CUDA-graph estimate", False))
-    assert len(found) >= 20 and mean(abs(e) for e in found.values()) < 0.12, found
+    assert len(found) >= 20 and mean(abs(e) for e in found.values()) < 0.11, found
     assert found["llmd019-llama-3.1-8b-tp2"] < -0.5  # the segment jump, named
     llama = {k: e for k, e in found.items() if "llama-3.1-8b" in k and "tp2" not in k and "tp4" not in k}
     assert len(llama) >= 6 and all(abs(e) < 0.06 for e in llama.values()), llama

@@ -169,6 +169,16 @@ H100 runs: Llama-3.1-8B tp 1 (0.84 GiB), Qwen2.5-7B tp 1 (0.61) and Qwen2.5-72B 
 100 further graphs each: per-row 0.188, 0.142 and 0.176 MiB (their logs' own per-graph samples,
 PIECEWISE + FULL: 6 + 6 MiB / 32 layers, 4 + 4 / 28, 18 + 10 / 80)."""
 
+GRAPH_BYTES_PER_MOE_LAYER = 0.037 * MiB
+"""What one more captured batch size adds per mixture-of-experts layer on top of
+GRAPH_BYTES_PER_LAYER: an MoE layer launches more kernels than a dense MLP (vLLM's fused_moe:
+the router's top-k, moe_align_block_size, the two expert GEMMs, the activation and moe_sum, where a
+dense MLP has gate/up, activation and down), and a graph's size follows its nodes. Least squares,
+through the origin, of the logged estimates less the dense model over two named llm-d-planner
+v0.19.0 H100 runs: Qwen3-30B-A3B tp 1 (48 MoE layers, 1.24 GiB logged, 1.07 dense; per row 0.036
+MiB) and Mixtral-8x7B tp 2 (32, 0.82 vs 0.70; 0.039 MiB), 100 further graphs each. Held out:
+DeepSeek-V2-Lite and gpt-oss-20b."""
+
 FA_MAX_SPLITS = 32
 """VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH's default (vllm/envs.py, vllm PR 25274): the
 split-KV count FlashAttention 3 is planned for in a full CUDA graph
@@ -217,9 +227,11 @@ def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_by
     a cuBLAS workspace (cublas_workspace_bytes) inside the pool (v0.19.0 logs, H100: Llama-3.1-8B
     138 MiB vs 2 x 54 + 32; fp32 224 vs 2 x 108 + 32; Qwen2.5-7B at tp 4 104 vs 2 x 24 + 32). The
     full first capture reuses that pool and that stream's workspace and adds the attention's
-    split-KV accumulators."""
+    split-KV accumulators. Each further graph: GRAPH_BYTES_PER_LAYER a layer, plus
+    GRAPH_BYTES_PER_MOE_LAYER for the MoE share of the ``layers`` (a pipeline stage's)."""
     piecewise, full = graph_capture_sizes(max_num_seqs, GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512))
     first_piecewise = 2 * max(piecewise) * act_bytes * activation_elements_per_token(spec, tp) + blas_workspace
     first_full = split_kv_accumulator_bytes(spec, max(full), tp, act_bytes) if full else 0.0
-    per_graph = GRAPH_BYTES_PER_LAYER * layers
+    moe_share = spec.num_moe_layers / spec.num_layers if spec.moe is not None else 0.0
+    per_graph = (GRAPH_BYTES_PER_LAYER + GRAPH_BYTES_PER_MOE_LAYER * moe_share) * layers
     return max(first_piecewise, first_full) + per_graph * (len(piecewise) - 1 + max(len(full) - 1, 0))

@@ -91,6 +91,8 @@ def log_cases(e: dict[str, Any]) -> list[Case]:
     memory, layout = predicted_memory(e)
     engine = REL.parse_release(e["engine"]).engine
     logged, fitted = e["logged"], set(e.get("fitted", ()))
+    # a fitted graph term sets the KV figures only where the release subtracts the graphs (0.21+)
+    sets_kv = fitted if memory.graphs_counted else fitted - {"graphs"}
     predicted = _predicted_values(memory)
     basis = (f"{e['engine']} on {e['gpu']} x{e['tp']}: weights {memory.weights / GiB:.2f} + activations "
              f"{memory.activations / GiB:.2f} + counted runtime {memory.fixed / GiB:.2f} GiB -> KV "
@@ -100,11 +102,11 @@ def log_cases(e: dict[str, Any]) -> list[Case]:
     for key, quantity in QUANTITIES.items():
         if key in logged and predicted[key] > 0:
             name = key.removesuffix("_gib")
-            cases.append((e["id"], memory_kind(engine, quantity, name in fitted or _fits(name, fitted)),
+            cases.append((e["id"], memory_kind(engine, quantity, name in fitted or _fits(name, sets_kv)),
                           logged[key] * GiB, predicted[key], basis, note))
     if "kv_tokens" in logged:
         tokens = K.tokens_in(layout, memory.kv_budget)
-        cases.append((e["id"], capacity_kind(engine, bool(fitted)), float(logged["kv_tokens"]), float(tokens),
+        cases.append((e["id"], capacity_kind(engine, bool(sets_kv)), float(logged["kv_tokens"]), float(tokens),
                       basis, note))
         if "kv_gib" in logged:  # the KV-per-token formula alone, on the engine's own KV memory
             in_logged = K.tokens_in(layout, logged["kv_gib"] * GiB)
