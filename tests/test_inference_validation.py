@@ -30,6 +30,24 @@ def test_every_entry_cites_a_source():
     assert all(e["source"].startswith("https://") and e["logged"] for e in memory_logs())
 
 
+def test_no_reference_entry_states_a_field_twice():
+    """PyYAML keeps the last of two equal keys without a word, so a row that states its decode kernel
+    or source twice hides the first statement: refuse duplicate keys in the packaged reference."""
+    from importlib import resources
+
+    import yaml
+
+    class Strict(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+            repeated = {k for k in keys if keys.count(k) > 1}
+            assert not repeated, f"line {node.start_mark.line + 1}: {sorted(repeated)}"
+            return super().construct_mapping(node, deep=deep)
+
+    text = (resources.files("gpuplan.catalog") / "reference" / "inference_measurements.yaml").read_text("utf-8")
+    assert yaml.load(text, Loader=Strict) == reference_measurements()
+
+
 def test_case_tuples_have_the_agreed_shape():
     from gpuplan.jobs.validation.serving_memory import serving_memory_cases
 
