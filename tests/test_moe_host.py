@@ -36,6 +36,16 @@ def test_alltoall_hand_worked_32_local_experts_fp8():
     assert M.host_after_sync_seconds("alltoall", 32, "bf16") == pytest.approx(328.8 * US, abs=0.5 * US)
 
 
+def test_eager_expert_bias_adds_two_python_ops_per_local_expert():
+    # _apply_bias (experts.py@core_v0.15.0 L823-840): b * p and t + . per expert from Python;
+    # 32 experts: 64 ops x 7.547 us = 483.0 us more than 328.8 us (BF16 above) = 811.8 us
+    assert M.EAGER_BIAS_PYTHON_OPS_PER_EXPERT == 2
+    host = M.host_after_sync_seconds("alltoall", 32, "bf16", eager_bias=True)
+    assert host == pytest.approx(811.8 * US, abs=0.5 * US)
+    assert M.exposed_host_seconds("alltoall", 32, "bf16", 100 * US, 50 * US, eager_bias=True) == \
+        pytest.approx(661.8 * US, abs=0.5 * US)
+
+
 def test_flex_syncs_after_the_transfer_so_no_all_to_all_hides_its_launches():
     # flex: 2 + 10 ops = 90.6 us + 416.0 us = 506.6 us; its sync waits for the dispatch itself,
     # so the all-to-all is not cover: 506.6 - 100 = 406.6 us, where alltoall's is 386.8 us

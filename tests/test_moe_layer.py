@@ -136,3 +136,42 @@ def test_recomputing_the_moe_module_runs_its_kernels_again():
     assert plain == pytest.approx(48 * 689.9 * US, rel=1e-3)
     assert moe - plain == pytest.approx(48 * 313.6 * US, rel=1e-3)
     assert act == plain
+
+
+def test_eager_fc2_bias_kernels_by_hand():
+    # experts.py@core_v0.15.0 _apply_bias: b * p and t + . per expert forward; MulBackward0's two
+    # products, each reduced, backward (bf16 probabilities); fp32 adds the two casts back to bf16
+    assert L.EAGER_BIAS_KERNELS_PER_EXPERT == {"bf16": (2, 4), "fp32": (2, 6)}
+    # 16 local experts, bf16: forward 16 x 2 x 7.84 = 250.9 us, backward 16 x 4 x 7.84 = 501.8 us
+    fwd, bwd = L.eager_bias_fixed_seconds(16, "bf16")
+    assert fwd == pytest.approx(250.88 * US, abs=0.01 * US)
+    assert bwd == pytest.approx(501.76 * US, abs=0.01 * US)
+    assert L.eager_bias_fixed_seconds(2, "fp32")[1] == pytest.approx(94.08 * US, abs=0.01 * US)  # 2 x 6 x 7.84
+
+
+def _gpt_oss_step(fallbacks, dispatcher="alltoall", model="gpt-oss-120b"):
+    spec, cluster = load_model(model), cluster_for(load_accelerator("b200"))
+    settings = StepSettings(seq_len=4096, moe_launch="graph", expert_tp=1, moe_expert_kernels="fused",
+                            ep_dispatcher=dispatcher, eager_fallbacks=fallbacks)
+    return spec, step_time(spec, cluster, settings, dp=8, ep=8, micro_batch=1, micro_batches=4)
+
+
+def test_eager_fc2_bias_charged_per_moe_layer_only_where_it_runs():
+    from gpuplan.core.time.eager_fallbacks import EXPERT_BIAS
+
+    spec, with_bias = _gpt_oss_step((EXPERT_BIAS,))
+    without = _gpt_oss_step(())[1]
+    # GPT-OSS 120B has expert biases; 128 / ep 8 = 16 local experts; 'fused' expert kernels pay
+    # nothing and the alltoall sorts do not depend on the flag, so the fixed-time difference is the
+    # bias's: 4 micro-batches x 36 MoE layers x (250.88 + 501.76) us = 108.4 ms (its bytes are
+    # core.time.eager_fallbacks', outside moe_expert_kernels)
+    assert spec.moe.expert_bias and spec.num_moe_layers == 36
+    assert with_bias.moe_expert_kernels - without.moe_expert_kernels == pytest.approx(4 * 36 * 752.64 * US, rel=1e-6)
+    # flex dispatchers hand the experts fp32 probabilities: 16 x (2 + 6) x 7.84 us per layer
+    flex = _gpt_oss_step((EXPERT_BIAS,), "flex")[1].moe_expert_kernels - _gpt_oss_step((), "flex")[1].moe_expert_kernels
+    assert flex == pytest.approx(4 * 36 * 16 * 8 * 7.84 * US, rel=1e-6)
+    # a model without expert biases pays nothing for the flag
+    qwen = "qwen3-30b-a3b"
+    assert not load_model(qwen).moe.expert_bias
+    assert _gpt_oss_step((EXPERT_BIAS,), model=qwen)[1].moe_expert_kernels == \
+        _gpt_oss_step((), model=qwen)[1].moe_expert_kernels

@@ -48,6 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.core.bulk import maximum
+from gpuplan.core.time.eager_fallbacks import EXPERT_BIAS
 from gpuplan.core.time.host import cpu_seconds_per_op, reference_scale
 
 MOE_LAUNCH_MODES = ("none", "eager", "graph")
@@ -89,25 +90,33 @@ LAUNCHES_PER_LOCAL_EXPERT = {"fp8": 4, "fp4": 4, "bf16": 2}
 (tex.split_quantize); transformer_engine/pytorch/module/grouped_linear.py."""
 
 
+EAGER_BIAS_PYTHON_OPS_PER_EXPERT = 2
+"""Experts with biases under Megatron-Core's eager fc2 bias (core.time.eager_fallbacks 'expert-bias'):
+``_apply_bias`` dispatches ``b * p`` and ``t + .`` from Python once per local expert
+(experts.py@core_v0.15.0 L823-840), after the experts' GEMMs, still inside the segment."""
+
+
 def forward_op_seconds() -> float:
     """One Python-dispatched forward op on the GPU machine's host (core.time.host carry-over)."""
     scale = reference_scale()
     return scale.seconds(cpu_seconds_per_op("forward", False), 1)
 
 
-def host_after_sync_seconds(dispatcher: str, local_experts, dtype: str) -> float:
-    """Host seconds to issue a MoE layer's forward from its dispatcher's sync to the experts' end."""
-    ops = DISPATCHER_HOST_OPS[dispatcher].python_ops + EXPERT_MODULE_PYTHON_OPS
+def host_after_sync_seconds(dispatcher: str, local_experts, dtype: str, eager_bias: bool = False) -> float:
+    """Host seconds to issue a MoE layer's forward from its dispatcher's sync to the experts' end
+    (``eager_bias``: the experts' fc2 bias is added expert by expert from Python)."""
+    ops = DISPATCHER_HOST_OPS[dispatcher].python_ops + EXPERT_MODULE_PYTHON_OPS \
+        + eager_bias * EAGER_BIAS_PYTHON_OPS_PER_EXPERT * local_experts
     launches = LAUNCHES_PER_LOCAL_EXPERT.get(dtype, LAUNCHES_PER_LOCAL_EXPERT["bf16"]) * local_experts
     return ops * forward_op_seconds() + launches * reference_scale().launch
 
 
 def exposed_host_seconds(dispatcher: str, local_experts, dtype: str, mlp_forward, all_to_all_seconds,
-                         paired_mlp_backward=0.0):
+                         paired_mlp_backward=0.0, eager_bias: bool = False):
     """Seconds one MoE layer's forward waits on the host after the dispatcher's sync, per
     micro-batch: max(0, host after the sync - GPU work queued after it)."""
     gpu = mlp_forward + DISPATCHER_HOST_OPS[dispatcher].all_to_alls * all_to_all_seconds + paired_mlp_backward
-    return maximum(host_after_sync_seconds(dispatcher, local_experts, dtype) - gpu, 0.0)
+    return maximum(host_after_sync_seconds(dispatcher, local_experts, dtype, eager_bias) - gpu, 0.0)
 
 
 def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
@@ -121,6 +130,7 @@ def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
     local_experts = spec.moe.num_experts / ep
     dtype = settings.dtype if settings.dtype in LAUNCHES_PER_LOCAL_EXPERT else "bf16"
     paired = phases.mlp_backward if settings.ep_a2a_overlap else 0.0
+    eager_bias = spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks
     per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, dtype, phases.mlp_forward, one_call,
-                                     paired)
+                                     paired, eager_bias)
     return per_layer * spec.num_moe_layers * layers / spec.num_layers

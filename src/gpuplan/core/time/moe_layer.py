@@ -47,12 +47,21 @@ k x h bf16 values per token, read and written, per MoE layer (16 k h bytes), at 
 memory_kernels' stream efficiency plus one fixed time each. The layer's saved activations (the
 fitted element-wise term) do not include them: the sorted copy is not kept for the backward.
 DeepEP / HybridEP ('flex') permute once in or after the dispatch and have no second sort.
+
+Experts with biases (GPT-OSS) add the second linear's bias eagerly, expert by expert
+(``TEGroupedMLP._apply_bias``, experts.py@core_v0.15.0 L823-840: ``torch.cat([t + b * p for t, b, p
+in zip(split(out), biases, split(probs))]).to(out.dtype)``; core.time.eager_fallbacks prices its
+bytes). Per local expert that is two forward kernels (``b * p``, ``t + .``) and, from autograd's
+MulBackward0 / AddBackward0, four backward ones (``g * p`` and ``g * b``, each reduced to the bias's and
+the probability's shape); with fp32 probabilities (the 'flex' dispatchers) the promoted sum adds
+the casts of ``t``'s and ``b``'s gradients back to bf16: six. Each pays the fixed time above.
 Nothing is fitted. Units: seconds, counts, bytes.
 """
 
 from __future__ import annotations
 
 from gpuplan.core.bulk import minimum
+from gpuplan.core.time.eager_fallbacks import EXPERT_BIAS, routing_probs_dtype
 from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS, memory_bound_seconds
 
 EXPERT_KERNEL_MODES = ("per-expert", "fused")
@@ -87,6 +96,17 @@ def expert_kernel_fixed_seconds(local_experts, recipe: str | None, fixed: float 
                  for calls, gemms in zip(QUANTIZE_CALLS_PER_EXPERT, GEMMS_PER_EXPERT))
 
 
+EAGER_BIAS_KERNELS_PER_EXPERT = {"bf16": (2, 4), "fp32": (2, 6)}
+"""(forward, backward) kernels of the eager expert fc2 bias per local expert, by the routing
+probabilities' dtype (core.time.eager_fallbacks.routing_probs_dtype)."""
+
+
+def eager_bias_fixed_seconds(local_experts, probs_dtype: str, fixed: float = KERNEL_FIXED_SECONDS):
+    """(forward, backward) fixed GPU seconds of one MoE layer's eager per-expert fc2 bias, one
+    micro-batch on one GPU."""
+    return tuple(local_experts * n * fixed for n in EAGER_BIAS_KERNELS_PER_EXPERT[probs_dtype])
+
+
 SORT_COPIES = (2, 2)
 """(forward, backward) sorts of the routed tokens by the alltoall dispatcher: sort + un-sort, and their
 inverse gathers."""
@@ -103,8 +123,8 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
                                 hbm_bytes_per_s: float = 0.0):
     """Per micro-batch: the MoE layers among a stage's ``layers`` (forward, backward and a recompute's
     second forward, reruns_experts): the per-expert kernels' fixed seconds (``settings.moe_expert_kernels``
-    'per-expert') and the alltoall dispatcher's sorts of the rank's ``tokens`` (a rank holding more than
-    one expert). 0 unless Megatron-Core's MoE layer is modelled (``settings.moe_launch`` not 'none')."""
+    'per-expert'), the alltoall dispatcher's sorts of the rank's ``tokens`` (a rank holding more than
+    one expert) and the eager fc2 bias's per-expert kernels (settings.eager_fallbacks). 0 unless Megatron-Core's MoE layer is modelled (``settings.moe_launch`` not 'none')."""
     if spec.moe is None or not spec.num_moe_layers or settings.moe_launch == "none":
         return 0.0
     local = spec.moe.num_experts / ep
@@ -114,6 +134,9 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
         sort_f, sort_b = alltoall_sort_seconds(tokens, spec.moe.experts_per_token, spec.hidden_size, hbm_bytes_per_s)
         several = local > 1
         forward, backward = forward + several * sort_f, backward + several * sort_b
+    if spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks:
+        bias_f, bias_b = eager_bias_fixed_seconds(local, routing_probs_dtype(settings.ep_dispatcher))
+        forward, backward = forward + bias_f, backward + bias_b
     return (forward + backward + forward * reruns_experts(settings)) * spec.num_moe_layers * layers / spec.num_layers
 
 
