@@ -69,3 +69,14 @@ def test_kernels_like_names_a_catalog_part_and_carries_its_efficiencies():
     assert S.gemm_efficiency(gt, 1e9, 0.0) == S.MAMF_FRACTION["h100-sxm"] == 0.803
     assert S.attention_efficiency(gt) == 0.20
     assert S.attention_efficiency(gt, hopper_tuned=True) == 0.20 * S.HOPPER_TUNED_ATTENTION_SPEEDUP
+
+
+def test_gb300_rates_match_the_rack_figures_and_gb200():
+    """GB300 NVL72 without sparsity (Verda's rack table; Glenn Lockwood: '360 PF FP8 for training'):
+    FP4 1,080 PF, FP8 360 PF, BF16 180 PF over 72 GPUs. Blackwell Ultra raised NVFP4 (1.5x GB200's
+    10 PF) but not FP8 or BF16, which equal GB200's (720 / 360 PF sparse per NVL72)."""
+    gb300, gb200 = load_accelerator("gb300"), load_accelerator("gb200")
+    for dtype, rack_pflops in (("fp4", 1080), ("fp8", 360), ("bf16", 180)):
+        assert gb300.peak(dtype) * 72 == pytest.approx(rack_pflops * 1e15, rel=1e-9)
+    assert gb300.peak("fp8") == gb200.peak("fp8") and gb300.peak("bf16") == gb200.peak("bf16")
+    assert gb300.peak("fp4") / gb200.peak("fp4") == pytest.approx(1.5)
