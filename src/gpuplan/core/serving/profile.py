@@ -171,9 +171,12 @@ PIECEWISE + FULL: 6 + 6 MiB / 32 layers, 4 + 4 / 28, 18 + 10 / 80)."""
 
 GRAPH_BYTES_PER_MOE_LAYER = 0.037 * MiB
 """What one more captured batch size adds per mixture-of-experts layer on top of
-GRAPH_BYTES_PER_LAYER: an MoE layer launches more kernels than a dense MLP (vLLM's fused_moe:
-the router's top-k, moe_align_block_size, the two expert GEMMs, the activation and moe_sum, where a
-dense MLP has gate/up, activation and down), and a graph's size follows its nodes. Least squares,
+GRAPH_BYTES_PER_LAYER: an MoE layer launches more kernels than a dense MLP (vLLM
+model_executor/layers/fused_moe/fused_moe.py, read at commit 000d145: fused_topk / grouped_topk,
+then TritonExperts.apply's moe_align_block_size, two invoke_fused_moe_kernel, the activation, and
+moe_sum, where a dense MLP has gate/up, activation and down), and a graph's size follows its nodes;
+its intermediate caches are views of the persistent workspace (_resize_cache of workspace13 /
+workspace2, moe_workspace_bytes), so a further graph adds no batch-sized buffer. Least squares,
 through the origin, of the logged estimates less the dense model over two named llm-d-planner
 v0.19.0 H100 runs: Qwen3-30B-A3B tp 1 (48 MoE layers, 1.24 GiB logged, 1.07 dense; per row 0.036
 MiB) and Mixtral-8x7B tp 2 (32, 0.82 vs 0.70; 0.039 MiB), 100 further graphs each. Held out:
