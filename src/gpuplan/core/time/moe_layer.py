@@ -32,8 +32,8 @@ behind NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM, default "0" (grouped_linear.p
 Each of these kernels has a fixed GPU time beside its work (launch, ramp-up, tail wave):
 core.time.memory_kernels.KERNEL_FIXED_SECONDS, 7.84 us, the intercept of PyTorch element-wise
 kernels timed on an H200 (a one-block kernel: TINY_KERNEL_SECONDS). The quantisation kernels run
-one after another on the compute stream and pay it in full; the GEMMs on four streams overlap their fixed parts, so each pays it / min(4,
-local experts). The kernels' work (FLOPs, bytes) is charged elsewhere (core.time.step: the routed
+one after another on the compute stream and pay it in full; the GEMMs on four streams overlap
+their fixed parts, so each pays it / min(4, local experts). The kernels' work (FLOPs, bytes) is charged elsewhere (core.time.step: the routed
 GEMMs at the expert shape's efficiency, the casts at HBM speed); this module adds only the fixed
 part, which the per-token terms cannot see: it grows with the local experts, not the tokens.
 
@@ -124,7 +124,8 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
     """Per micro-batch: the MoE layers among a stage's ``layers`` (forward, backward and a recompute's
     second forward, reruns_experts): the per-expert kernels' fixed seconds (``settings.moe_expert_kernels``
     'per-expert'), the alltoall dispatcher's sorts of the rank's ``tokens`` (a rank holding more than
-    one expert) and the eager fc2 bias's per-expert kernels (settings.eager_fallbacks). 0 unless Megatron-Core's MoE layer is modelled (``settings.moe_launch`` not 'none')."""
+    one expert) and the eager fc2 bias's per-expert kernels (settings.eager_fallbacks). 0 unless
+    Megatron-Core's MoE layer is modelled (``settings.moe_launch`` not 'none')."""
     if spec.moe is None or not spec.num_moe_layers or settings.moe_launch == "none":
         return 0.0
     local = spec.moe.num_experts / ep
