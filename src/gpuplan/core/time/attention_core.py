@@ -44,7 +44,10 @@ TENSOR_FLOPS_PER_EXP = {"h100-sxm": 256.0, "h100-pcie": 256.0, "h100-nvl": 256.0
 """Dense BF16 tensor FLOPs per SFU exponential, per SM and clock (above: H100 4,096 / 16, B200
 8,192 / 16, Blackwell Ultra 8,192 / 32). Parts absent (Ampere: 2,048 / 16 = 128,
 never binding at head dim >= 32) have no exponential roof; parts sharing a die look up their twin
-(catalog kernels_like: GB300 -> B300)."""
+(catalog kernels_like: GB300 -> B300). Cross-check: Verda's per-GPU table gives 5 TeraExponentials/s
+for B200 / GB200 and 10.7 for B300 / GB300, i.e. 148 x 16 x 2.11 GHz and 160 x 32 x 2.09 GHz; the
+spec tensor peaks are quoted at lower clocks (B200: 2.25e15 / (148 x 8,192) = 1.86 GHz), so the
+per-SM-and-clock ratios above are kept rather than spec peak / spec exponential rate (450, 234)."""
 EAGER_FORWARD_BYTES = 8.0
 EAGER_BACKWARD_BYTES = 14.0
 EAGER_DROPOUT_BYTES = 5.0
