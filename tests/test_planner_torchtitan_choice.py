@@ -179,3 +179,56 @@ def test_the_best_published_run_at_any_gpu_count_and_the_chosen_kinds_record():
             ("moe", "qwen3-30b-a3b|h100-sxm|64|bf16|megatron", None, 0.90, True, kind),  # another layout family
             ("bf16", "llama-3.1-8b|h100-sxm|64|bf16|megatron", None, 0.30, True, 0b10)]  # another kind
     assert kind_bias(rows, run, fsdp, "torchtitan") == (pytest.approx(0.10), 1)
+
+
+def test_a_kinds_signed_error_is_its_published_layouts_mean_where_three_have_it():
+    known = U.KnownLayouts(rms=0.08, growth=0.0, points=np.zeros((5, len(U.COORDINATES))),
+                           kinds=np.array([44, 44, 44, 0, 60]), groups=("a", "b", "c", "d", "e"),
+                           biases=np.array([0.1, -0.2, 0.2, 0.5, np.nan]))
+    bias, rows = known.kind_bias([44, 0, 60, 8])
+    # kind 44: (0.1 - 0.2 + 0.2) / 3 = 0.0333 over 3 layouts; kind 0 has one (< 3): no correction; kind 60's
+    # only point has no signed error (NaN): none counted; kind 8 has none
+    assert list(bias) == pytest.approx([0.0333, 0.0, 0.0, 0.0], abs=1e-4)
+    assert list(rows) == [3, 1, 0, 0]
+    # the check that does not know its own group: without c, two layouts of kind 44 remain (< 3)
+    assert list(known.without("c").kind_bias([44])[0]) == [0.0]
+    assert list(known.kind_bias([0], min_rows=1)[0]) == [0.5]
+
+
+def test_unknown_signed_errors_correct_nothing():
+    known = U.KnownLayouts(rms=0.08, growth=0.0, points=np.zeros((3, len(U.COORDINATES))), kinds=np.array([1, 1, 1]))
+    assert list(known.kind_bias([1])[0]) == [0.0]
+
+
+def test_the_ranking_takes_a_kinds_signed_error_only_where_the_table_carries_it():
+    from gpuplan.planner.plan import ranking
+    from gpuplan.planner.search import LayoutTable
+
+    columns = {"step_seconds": np.array([1.00, 1.05]), "global_batch": np.array([1, 1]), "gpus": np.array([8, 8])}
+    assert list(ranking(LayoutTable(columns), "time")) == [0, 1]
+    # 1.00 x 1.10 = 1.10 s per sequence, slower than 1.05 x 1.00: the second layout first
+    assert list(ranking(LayoutTable(columns | {"kind_bias": np.array([0.10, 0.0])}), "time")) == [1, 0]
+
+
+def test_plan_ranks_without_the_kind_correction_unless_asked():
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import search
+    from gpuplan.planner.uncertainty import layout_kinds
+
+    inputs = PlanInputs(model="llama-3.1-8b", tokens=1e12, gpu="h100", gpus=8, seq_len=4096, global_batch=64)
+    assert "kind_bias" not in search(inputs).table.columns
+    result = search(inputs, kind_correction_rows=3)
+    table, known = result.table, result.evaluator.uncertainty.known
+    kinds = layout_kinds(table.columns, 8, False)
+    assert np.array_equal(table["kind_bias"], known.kind_bias(kinds, 3)[0])
+    assert np.isfinite(table["kind_bias"]).all() and (np.abs(table["kind_bias"]) < 0.5).all()
+
+
+def test_packaged_signed_errors_are_no_larger_than_their_rms():
+    """Each packaged point's signed mean (b) is at most its RMS (e) in size, |mean| <= RMS, to rounding
+    (e to 0.01, b to 0.001)."""
+    from gpuplan.catalog import reference_json
+
+    data = reference_json("layout_uncertainty.json")
+    points = [p for cls in ("bf16", "fp8", "moe") for p in data[cls]["points"]]
+    assert points and all(abs(p["b"]) <= p["e"] + 0.0051 for p in points)

@@ -150,6 +150,8 @@ def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) ->
     seconds_per_token = table["step_seconds"] / (table["global_batch"] * 1.0)
     if "uncertainty" in table.columns:
         seconds_per_token = seconds_per_token * (1 + table["uncertainty"])
+    if "kind_bias" in table.columns:  # only where the search asked for it (UncertaintyTable.kind_correction_rows)
+        seconds_per_token = seconds_per_token * (1 + table["kind_bias"])
     if rank_by == "deadline":
         return np.lexsort((_cheapest_key(table, cost, seconds_per_token), table["gpus"]))
     if rank_by == "gpus":

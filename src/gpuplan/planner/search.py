@@ -25,7 +25,7 @@ from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.memory.recompute import block_recompute_share, recomputed_forward_flops_per_token
 from gpuplan.core.time.step import StepSettings, model_flops_per_token, step_time
 from gpuplan.core.comm.topology import Cluster
-from gpuplan.planner.uncertainty import KnownLayouts, layout_uncertainty
+from gpuplan.planner.uncertainty import KnownLayouts, layout_kinds, layout_uncertainty
 from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, enumerate_layouts
 
 MAX_CANDIDATES = 6_000_000
@@ -67,6 +67,11 @@ class UncertaintyTable:
     """The uncertainty of a class with no published layout (the widest class RMS)."""
     active_params: float
     """The model's active parameters (a coordinate of its layouts)."""
+    kind_correction_rows: int = 0
+    """Published layouts a kind needs before its signed error (KnownLayouts.kind_bias) multiplies its
+    layouts' time in the ranking; 0: no correction (the default: measured leave-one-group-out by
+    jobs/validation/planner_choice.kind_correction_table, it does not make the planner's choice more
+    accurate; docs/step.md, Planner)."""
 
 
 @dataclass(frozen=True)
@@ -150,8 +155,11 @@ class Evaluator:
         columns = {"mfu": mfu, "hfu": mfu * ratio, "tokens_per_second": tokens / table["step_seconds"]}
         if self.uncertainty is not None and "dp" in table.columns:
             u = self.uncertainty
-            columns["uncertainty"] = layout_uncertainty(table.columns, u.active_params, self.cluster.gpus_per_node,
-                                                        self.spec.moe is not None, u.known, u.widest)
+            domain, moe = self.cluster.gpus_per_node, self.spec.moe is not None
+            columns["uncertainty"] = layout_uncertainty(table.columns, u.active_params, domain, moe, u.known, u.widest)
+            if u.kind_correction_rows:
+                kinds = layout_kinds(table.columns, domain, moe)
+                columns["kind_bias"] = u.known.kind_bias(kinds, u.kind_correction_rows)[0]
         return LayoutTable(table.columns | columns)
 
 

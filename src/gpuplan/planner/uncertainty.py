@@ -19,6 +19,11 @@ the family has is where the model has never been checked, and takes the widest c
 end, step x (1 + u): of two layouts predicted alike it recommends the one nearer to what has run,
 and a layout far from any published run has to be predicted faster by more than the model's
 uncertainty there to be chosen. Values may be numpy arrays.
+
+Each published layout also carries the model's signed error there (KnownLayouts.biases), and
+KnownLayouts.kind_bias a kind's mean of it. `plan` does not correct by it: measured leave-one-group-
+out it made the planner check's errors larger (docs/step.md, Planner, 'A correction by kind'); a
+search asks for it only through UncertaintyTable.kind_correction_rows (the check does).
 """
 
 from __future__ import annotations
@@ -62,13 +67,32 @@ class KnownLayouts:
     errors: np.ndarray | None = None
     """Each point's step-model error at its published row (RMS over a layout republished release after
     release); None: unknown, every kind takes ``rms``."""
+    biases: np.ndarray | None = None
+    """Each point's signed step-model error (mean over its rows; > 0: predicted faster than it ran);
+    None: unknown, no kind is corrected (kind_bias)."""
 
     def without(self, group: str) -> KnownLayouts:
         """The same class with one group's layouts left out (a check that must not see its own runs)."""
         keep = np.array([g != group for g in self.groups], dtype=bool)
         errors = None if self.errors is None else self.errors[keep]
+        biases = None if self.biases is None else self.biases[keep]
         return KnownLayouts(self.rms, self.growth, self.points[keep], self.kinds[keep],
-                            tuple(g for g, k in zip(self.groups, keep) if k), errors)
+                            tuple(g for g, k in zip(self.groups, keep) if k), errors, biases)
+
+    def kind_bias(self, kinds, min_rows: int = MIN_KIND_ROWS) -> tuple[np.ndarray, np.ndarray]:
+        """(signed mean error, published layouts behind it) for each layout kind in ``kinds``: the mean
+        of the step model's signed errors at the published layouts of that kind where at least
+        ``min_rows`` have one, else (0, their number): too few to say the kind is biased."""
+        kinds = np.asarray(kinds).reshape(-1)
+        bias, rows = np.zeros(len(kinds)), np.zeros(len(kinds), dtype=np.int64)
+        if self.biases is None:
+            return bias, rows
+        for kind in distinct_values(kinds):
+            signed = self.biases[(self.kinds == kind) & np.isfinite(self.biases)]
+            rows[kinds == kind] = len(signed)
+            if len(signed) >= min_rows:
+                bias[kinds == kind] = float(np.mean(signed))
+        return bias, rows
 
     def kind_rms(self, kinds) -> np.ndarray:
         """For each layout kind in ``kinds``: the RMS of the step model's error at the published
@@ -104,6 +128,11 @@ def layout_features(columns, domain: int, moe: bool) -> dict[str, np.ndarray]:
 def kind_code(features: dict[str, np.ndarray]) -> np.ndarray:
     """One integer per layout: its features as bits (FEATURES order)."""
     return sum(np.asarray(features[name], dtype=np.int64) << i for i, name in enumerate(FEATURES))
+
+
+def layout_kinds(columns, domain: int, moe: bool) -> np.ndarray:
+    """kind_code of each layout of a search table on scale-up domains of ``domain`` GPUs."""
+    return kind_code(layout_features(columns, domain, moe))
 
 
 def layout_points(columns, active_params: float) -> np.ndarray:
@@ -191,7 +220,7 @@ def layout_uncertainty(columns, active_params: float, domain: int, moe: bool, kn
     """Relative uncertainty of each layout's step time (module docstring) on a cluster whose
     scale-up domains hold ``domain`` GPUs."""
     points = layout_points(columns, active_params)
-    kinds = kind_code(layout_features(columns, domain, moe))
+    kinds = layout_kinds(columns, domain, moe)
     return distance_uncertainty(nearest_distance(points, kinds, known.points, known.kinds), known, widest,
                                 known.kind_rms(kinds))
 

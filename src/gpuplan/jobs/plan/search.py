@@ -34,10 +34,10 @@ def _gap_words(share: float, framework: str) -> str:
         if share else ""
 
 
-def evaluator_for(inputs, leave_out: str | None = None) -> Evaluator:
+def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: int = 0) -> Evaluator:
     """The model, cluster and settings a training job's inputs describe (PlanInputs or
     TrainingInputs: both carry the setup and step fields), calibrated when a calibration is given
-    (``leave_out``: uncertainty_table's)."""
+    (``leave_out``, ``kind_correction_rows``: uncertainty_table's)."""
     spec = inputs.spec()
     # a degree the user fixed that the model rules out is named before any GPU count is searched
     fixed = {k: v for k, v in inputs.fixed_degrees().items() if k in ("tp", "pp", "vpp", "ep", "cp")}
@@ -96,14 +96,17 @@ def evaluator_for(inputs, leave_out: str | None = None) -> Evaluator:
                                                                                                 inputs.fp8_recipe)))
     from gpuplan.planner.framework_rules import rules_for
 
-    return Evaluator(spec, cluster, memory, step, overheads, uncertainty_table(spec, inputs.dtype, leave_out),
+    return Evaluator(spec, cluster, memory, step, overheads,
+                     uncertainty_table(spec, inputs.dtype, leave_out, kind_correction_rows),
                      rules_for(inputs.framework).published_reserve)
 
 
-def uncertainty_table(spec, dtype: str, leave_out: str | None = None) -> UncertaintyTable:
+def uncertainty_table(spec, dtype: str, leave_out: str | None = None,
+                      kind_correction_rows: int = 0) -> UncertaintyTable:
     """The published layouts of this search's precision class and the growth of the model's error
     away from them (planner.uncertainty); ``leave_out``: a group of published runs the planner must
-    not know (the planner check scores its choice against that group)."""
+    not know (the planner check scores its choice against that group); ``kind_correction_rows``:
+    UncertaintyTable's (0: none)."""
     from gpuplan.catalog import reference_json
     from gpuplan.core.model.spec import count_parameters
     from gpuplan.core.time.step import precision_class
@@ -116,10 +119,11 @@ def uncertainty_table(spec, dtype: str, leave_out: str | None = None) -> Uncerta
     kinds = np.array([p["kind"] for p in entry["points"]], dtype=np.int64)
     known = KnownLayouts(float(entry["rms"]), float(entry["growth"]), points, kinds,
                          tuple(p["group"] for p in entry["points"]),
-                         np.array([p.get("e", np.nan) for p in entry["points"]], dtype=float))
+                         np.array([p.get("e", np.nan) for p in entry["points"]], dtype=float),
+                         np.array([p.get("b", np.nan) for p in entry["points"]], dtype=float))
     if leave_out is not None:
         known = known.without(leave_out)
-    return UncertaintyTable(known, float(data["widest"]), float(count_parameters(spec).active))
+    return UncertaintyTable(known, float(data["widest"]), float(count_parameters(spec).active), kind_correction_rows)
 
 
 def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
@@ -195,10 +199,12 @@ def _with_fallbacks(ev: Evaluator, counts: tuple[int, ...], table: LayoutTable, 
     return LayoutTable.concat([table] + extra) if extra else table
 
 
-def search(inputs: PlanInputs, progress=None, leave_out: str | None = None) -> PlanSearch:
+def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
+           kind_correction_rows: int = 0) -> PlanSearch:
     """Every layout on the counts asked, those that fit timed and costed; a deadline keeps only
-    the layouts that meet it (``leave_out``: a group of published runs the ranking must not know)."""
-    ev = evaluator_for(inputs, leave_out)
+    the layouts that meet it (``leave_out``: a group of published runs the ranking must not know;
+    ``kind_correction_rows``: planner.search.UncertaintyTable's, 0 = none)."""
+    ev = evaluator_for(inputs, leave_out, kind_correction_rows)
     target = inputs.target_batch(inputs.seq_len)
     limits = space_limits(inputs)
     counts = inputs.gpu_counts

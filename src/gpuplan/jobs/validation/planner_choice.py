@@ -75,8 +75,9 @@ def planned_tokens_per_gpu_s(run: dict, framework: str, recompute: str | None = 
     return plan.tokens_per_second / plan.gpus_asked, plan.text()
 
 
-def planner_plan(run: dict, framework: str, recompute: str | None = None):
-    """The planner.plan.Plan behind planned_tokens_per_gpu_s."""
+def planner_plan(run: dict, framework: str, recompute: str | None = None, kind_correction_rows: int = 0):
+    """The planner.plan.Plan behind planned_tokens_per_gpu_s (``kind_correction_rows``: ranked with
+    each kind's signed error, planner.search.UncertaintyTable; 0 = as `plan` ranks)."""
     from gpuplan.jobs.plan.estimate import chosen_plan
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import best_index, search
@@ -92,7 +93,7 @@ def planner_plan(run: dict, framework: str, recompute: str | None = None):
     if framework == "torchtitan":  # the row's own compile setting (its framework string), as `plan --compile`
         fields["compile"] = "torch.compile" in run["framework"]
     group = group_key(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)
-    result = search(PlanInputs(**fields), leave_out=group)
+    result = search(PlanInputs(**fields), leave_out=group, kind_correction_rows=kind_correction_rows)
     return chosen_plan(result, best_index(result, "time"))
 
 
@@ -114,6 +115,61 @@ def kind_bias(rows: list[tuple], run: dict, layout, framework: str) -> tuple[flo
     own = group_key(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)
     errors = [e for cls, group, _, e, _, k in rows if k == kind and group != own and (cls == "moe") == moe]
     return (sum(errors) / len(errors) if errors else float("nan")), len(errors)
+
+
+def chosen_kind_bias(run: dict, framework: str, layout, min_rows: int) -> tuple[float, int]:
+    """(signed mean error, published layouts) of the kind of ``layout`` on ``run``'s GPU as the
+    planner's ranking sees it (planner.uncertainty KnownLayouts.kind_bias over the packaged points of
+    the run's layout family), its own group left out: 0 where fewer than ``min_rows`` have the kind."""
+    import numpy as np
+
+    from gpuplan.catalog import load_accelerator
+    from gpuplan.jobs.plan.search import uncertainty_table
+    from gpuplan.jobs.validation.throughput import run_spec
+    from gpuplan.jobs.validation.uncertainty import group_key
+    from gpuplan.planner.uncertainty import layout_kinds
+
+    spec, gpu, dtype = run_spec(run["model"]), load_accelerator(run["gpu"]), PRECISION[run["precision"]]
+    known = uncertainty_table(spec, dtype, group_key(run["model"]["catalog"], run["gpu"], run["gpus"], dtype,
+                                                     framework)).known
+    columns = {k: np.array([getattr(layout, k)]) for k in ("tp", "pp", "vpp", "cp", "ep", "dp", "zero")}
+    bias, rows = known.kind_bias(layout_kinds(columns, gpu.scale_up_domain or gpu.devices_per_node or 8,
+                                              spec.moe is not None), min_rows)
+    return float(bias[0]), int(rows[0])
+
+
+def kind_correction_cases(min_rows: int, rank: bool = True) -> list[ChoiceCase]:
+    """planner_choice_cases with each layout's predicted time corrected by its kind's signed error
+    where ``min_rows`` published layouts of the kind have one (the group's own left out): the
+    planner's figure is its predicted tokens/s / (1 + the chosen kind's signed error), the published
+    layout's figure the same with its own kind's; ``rank``: the ranking corrected too (else the
+    planner's choice as now, only the figures corrected)."""
+    cases, groups = [], _groups()
+    for key, runs in sorted(groups.items()):
+        framework = key[4]
+        best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
+        plan = planner_plan(best, framework, kind_correction_rows=min_rows if rank else 0)
+        bias, _ = chosen_kind_bias(best, framework, plan.layout, min_rows)
+        published, _ = chosen_kind_bias(best, framework, published_layout(best["layout"]), min_rows)
+        cases.append(ChoiceCase(best["id"], framework, float(best["measured"]["tokens_per_s_per_gpu"]),
+                                predict_tokens_per_gpu_s(best) / (1 + published),
+                                plan.tokens_per_second / plan.gpus_asked / (1 + bias),
+                                plan.text(), best_at_any_count(groups, key, best["model"]["seq_len"])))
+    return cases
+
+
+def correction_summary(cases: list[ChoiceCase]) -> dict[str, str]:
+    """framework -> "group's best; at any count; advantage; model at the published layout", each
+    'mean abs / bias' (percent)."""
+    out = {}
+    for framework in ("megatron", "torchtitan"):
+        mine = [c for c in cases if c.framework == framework]
+
+        def figures(errors):
+            return f"{sum(abs(e) for e in errors) / len(errors):.1%} / {sum(errors) / len(errors):+.1%}"
+        out[framework] = (f"{figures([c.error for c in mine])}; {figures([c.error_any_count for c in mine])}; "
+                          f"{figures([c.advantage for c in mine])}; {figures([c.model_error for c in mine])}")
+    return out
 
 
 def best_at_any_count(groups: dict[tuple, list[dict]], key: tuple, seq_len: int) -> float:
@@ -168,5 +224,23 @@ def choice_table(framework: str = "torchtitan") -> list[str]:
     return rows
 
 
+def kind_correction_table(min_rows: tuple[int, ...] = (3, 10)) -> list[str]:
+    """Markdown rows: the planner check as `plan` ranks now, and with the kind correction (figure only;
+    ranking and figure) at each of ``min_rows`` (docs/step.md, Planner: 'A correction by kind')."""
+    rows = ["| variant | Megatron (54): group's best; any GPU count; advantage; model at the published layout "
+            "(mean abs / bias) | torchtitan (11): the same |",
+            "|---|---|---|"]
+    variants = [("as `plan` ranks (no correction)", planner_choice_cases())]
+    for n in min_rows:
+        variants += [(f"figure corrected, kinds with >= {n} layouts", kind_correction_cases(n, rank=False)),
+                     (f"ranking and figure corrected, >= {n}", kind_correction_cases(n))]
+    for name, cases in variants:
+        summary = correction_summary(cases)
+        rows.append(f"| {name} | {summary['megatron']} | {summary['torchtitan']} |")
+    return rows
+
+
 if __name__ == "__main__":
-    print("\n".join(choice_table()))
+    import sys
+
+    print("\n".join(kind_correction_table() if "--kind-correction" in sys.argv else choice_table()))

@@ -80,13 +80,16 @@ def class_figures(rows) -> dict[str, tuple[float, float, float]]:
 
 def _points(rows) -> list[str]:
     """One JSON object per distinct (group, kind, point): a layout republished release after release is
-    one point, its error ("e") the RMS of its rows' errors (planner.uncertainty KnownLayouts.kind_rms)."""
+    one point, its error ("e") the RMS of its rows' errors (planner.uncertainty KnownLayouts.kind_rms)
+    and its signed error ("b") their mean (> 0: the model predicted it faster than it ran;
+    KnownLayouts.kind_bias)."""
     import json
 
     errors: dict[tuple, list[float]] = defaultdict(list)
     for _, group, point, error, _, kind in rows:
         errors[(group, kind, tuple(round(float(v), 3) for v in point))].append(error)
-    return [json.dumps({"group": group, "kind": kind, "x": list(x), "e": round(math.sqrt(sum(e * e for e in es) / len(es)), 2)})
+    return [json.dumps({"group": group, "kind": kind, "x": list(x), "e": round(math.sqrt(sum(e * e for e in es) / len(es)), 2),
+                        "b": round(sum(es) / len(es), 3)})
             for (group, kind, x), es in errors.items()]
 
 
@@ -102,7 +105,8 @@ def uncertainty_json() -> str:
              "Per precision class: the step model's RMS error at the held-out published layouts, the variogram "
              f"of its error over pairs of scored layouts closer than {VARIOGRAM_RANGE:g} units (nugget, growth per "
              "unit), and every scored published layout of its layout family (dense or MoE) as a point with "
-             "its kind (planner/uncertainty.py FEATURES as bits) and the step model's error there (e)."]
+             "its kind (planner/uncertainty.py FEATURES as bits) and the step model's error there: RMS (e) and "
+             "signed mean (b, > 0: predicted faster than it ran)."]
     lines = ["{", f'  "about": {json.dumps(about)},', f'  "coordinates": {json.dumps(list(COORDINATES))},',
              f'  "widest": {round(widest, 4)}']
     for cls in CLASSES:
