@@ -148,14 +148,18 @@ def test_static_batch_throughput_errors_as_documented():
     per-query-head decode reads, not the all-reduce). Falcon-180B's four H200 rows (29 query heads a
     KV head) +6 / +18 / +4 / +26% -> +3 / -2 / 0 / +9% with the repeats at the H100 die's rate. The
     other outlier: the batch-896 128 / 128 row on H200 (+25%, multi-head: no repeats). Mistral-7B's
-    16 rows (no build command on the page) are their own kind."""
+    16 rows (no build command on the page) are their own kind. With TensorRT-LLM's masked MHA floored
+    by the die's work per query head (kernels.MASKED_MHA_ELEMENTS_PER_S, fitted on the v0.6.1 rows):
+    fitted 5.1% -> 4.4%, held out 5.5% -> 5.1% (max 25.1% -> 22.7%, the same H200 row), Mistral-7B
+    17.8% -> 16.1%."""
     from gpuplan.jobs.validation.inference import (KIND_THROUGHPUT, KIND_THROUGHPUT_FITTED,
                                                     KIND_THROUGHPUT_UNSTATED)
 
     fitted, held = _errors(KIND_THROUGHPUT_FITTED), _errors(KIND_THROUGHPUT)
     assert len(fitted) == 21 and len(held) == 52 and len(_errors(KIND_THROUGHPUT_UNSTATED)) == 16
-    assert mean(abs(e) for e in fitted.values()) < 0.06 and max(abs(e) for e in fitted.values()) < 0.13
-    assert mean(abs(e) for e in held.values()) < 0.06 and max(abs(e) for e in held.values()) < 0.26
+    assert mean(abs(e) for e in fitted.values()) < 0.05 and max(abs(e) for e in fitted.values()) < 0.13
+    assert mean(abs(e) for e in held.values()) < 0.055 and max(abs(e) for e in held.values()) < 0.25
+    assert mean(abs(e) for e in _errors(KIND_THROUGHPUT_UNSTATED).values()) < 0.17
     falcon_h200 = {k: e for k, e in held.items() if "falcon-180b-h200" in k}
     assert len(falcon_h200) == 4 and all(abs(e) < 0.10 for e in falcon_h200.values()), falcon_h200
     pcie = {k: e for k, e in held.items() if "70b-l40s" in k}

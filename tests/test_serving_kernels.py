@@ -88,6 +88,34 @@ def test_per_query_head_repeats_run_at_the_dies_rate_on_an_h200():
     assert KR.repeat_read_bandwidth(None, 4.8e12) == 4.8e12
 
 
+def test_tensorrt_llm_masked_mha_is_floored_by_the_dies_work_per_query_head():
+    """Llama-2-7B (32 heads of 128, 32 layers), FP8 KV, 896 sequences of 192 cached tokens (v0.9.0's
+    128 / 128 row): 896 x 192 x 32 x 32 x 128 = 22,548,578,304 query-head elements a step; at 62 ps
+    per SM over 132 SMs: 10.592 ms. The cache, 2 x 32 x 128 x 32 x 192 = 50,331,648 B a sequence,
+    45,097,156,608 B a step, reads in 45.097e9 / (0.95 x 4.8e12) = 9.890 ms on an H200 (the floor
+    binds) and 14.170 ms on an H100 (the read binds). vLLM's kernels and parts without a fitted
+    rate (L40S) keep the HBM read."""
+    from gpuplan.core.serving import kv_cache as K
+
+    spec = load_model("llama-2-7b")
+    kv_seq = K.kv_layout(spec, 1, 1, 1, 16).bytes_per_sequence(192)
+    assert kv_seq == 50_331_648
+
+    def attention(gpu_id, engine):
+        gpu = load_accelerator(gpu_id)
+        setup = SU.ServingSetup(W.FORMATS["fp8"], 1, decode_attention="per-query-head",
+                                runtime=SU.Runtime(engine=engine, version=(0, 9, 0)))
+        return R.decode_step(spec, W.param_groups(spec), setup, kv_seq, tp=1, pp=1, batch=896, context=192,
+                             bandwidth=gpu.memory_bandwidth, peak=gpu.peak("fp8"), link=None, fabric=gpu).attention_s
+
+    assert attention("h200-sxm", "trtllm") == pytest.approx(22_548_578_304 * 62e-12 / 132, rel=1e-9)
+    assert attention("h200-sxm", "trtllm") == pytest.approx(10.592e-3, rel=1e-3)
+    assert attention("h100-sxm", "trtllm") == pytest.approx(14.170e-3, rel=1e-3)
+    assert attention("h200-sxm", "vllm") == pytest.approx(9.890e-3, rel=1e-3)
+    assert attention("l40s", "trtllm") == attention("l40s", "vllm")
+    assert KR.masked_mha_work_seconds(load_accelerator("l40s"), "trtllm", 1e9) is None
+
+
 def test_a_prompt_of_one_tile_row_leaves_part_of_the_shorter_gemm_bound_exposed():
     """Llama-2-7B FP16 on an A100, 128 tokens: the GEMMs stream 13,214,687,232 B (6.476e9 layer
     weights + the 32,000 x 4,096 LM head, 2 B each) at 0.85 x 2.039 TB/s = 7.625 ms, and do

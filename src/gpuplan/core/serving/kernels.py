@@ -93,7 +93,10 @@ fitted on, with that part's HBM bandwidth: the H200 SXM is the H100 SXM's GH100 
 H100 SXM's 3.35 TB/s (catalog h100-sxm) set the repeats' rate in the v0.6.1 fit. Evidence: at the
 same shape, batch and release (TensorRT-LLM v0.9.0 docs/source/performance.md, H200 and H100 FP8
 tables) the per-query-head rows run 1.00-1.08x faster on an H200 (Mistral-7B 1.00-1.04, Falcon-180B
-1.02-1.08) where repeats at the H200's HBM rate gave 1.07-1.31x (docs/inference.md section 7)."""
+1.02-1.08) where repeats at the H200's HBM rate gave 1.07-1.31x (docs/inference.md section 7).
+TensorRT-LLM's masked MHA on a part of MASKED_MHA_ELEMENTS_PER_S leaves every repeat to L2 and is
+floored by the die's work instead (roofline.decode_step), so there this rule serves vLLM's pre-0.4
+kernels only."""
 
 
 def repeat_read_bandwidth(fabric: Accelerator | None, bandwidth: float) -> float:
@@ -105,6 +108,31 @@ def repeat_read_bandwidth(fabric: Accelerator | None, bandwidth: float) -> float
     if fabric is None:
         return bandwidth
     return SAME_DIE_HBM_BYTES_PER_S.get(fabric.id, bandwidth)
+
+
+MASKED_MHA_ELEMENTS_PER_S = {"h100-sxm": 132 / 62e-12, "h200-sxm": 132 / 62e-12, "a100-sxm4-80gb": 108 / 130e-12}
+"""Query-head elements per second (one query head x one cached key x one head-dim element) that
+TensorRT-LLM's masked multi-head attention decode kernel works through on the whole GPU. The
+kernel runs one thread block per (query head, sequence) (decoderMaskedMultiheadAttention
+mmha_launch_kernel_ex, grid {num_heads, batch_size}) and does the QK dot products, softmax and V
+sums on the CUDA cores, so its time has a floor set by the die's work per query head whatever the
+cache traffic (docs/inference.md section 7: the H200 no faster than the H100 at 192 cached keys
+for every MHA model of the v0.9.0 page). Per SM: 62 ps on Hopper (132 SMs on the H100 SXM and on
+the H200 SXM, the same GH100 die: SAME_DIE_HBM_BYTES_PER_S), 130 ps on the A100 (108 SMs); fitted
+by grid (4 ps / 10 ps steps) on TensorRT-LLM v0.6.1's 21 rows, where it takes the place of the L2
+share for repeats (5.1% -> 4.4% mean). Other parts keep the L2-share rule (no fitted row: the
+L40S's 142 Ada SMs are not the same design)."""
+
+
+def masked_mha_work_seconds(fabric: Accelerator | None, engine: str, query_head_elements: float) -> float | None:
+    """Floor on a TensorRT-LLM masked-MHA decode step's attention time, seconds:
+    ``query_head_elements`` (query heads x cached keys x head width, summed over layers, per TP rank)
+    / MASKED_MHA_ELEMENTS_PER_S. None where no rate was fitted for the part or the engine is not
+    TensorRT-LLM (the caller then keeps the HBM reads with the L2 share of repeats)."""
+    if fabric is None or engine != "trtllm":
+        return None
+    rate = MASKED_MHA_ELEMENTS_PER_S.get(fabric.id)
+    return None if rate is None else query_head_elements / rate
 
 
 HOST_FIXED_S = 0.6e-3

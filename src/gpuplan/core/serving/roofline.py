@@ -180,7 +180,8 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
                 which: int = 0, fabric: Accelerator | None = None, scheduled: bool = True) -> StepTime:
     """Time per output token at ``batch`` sequences of ``context`` cached tokens: the weights (+
     the experts the batch touches) streamed or their FLOPs, every sequence's KV cache read
-    (kv_reads_per_step times), elementwise and host time, and the TP all-reduces. A speculative
+    (kv_reads_per_step times; TensorRT-LLM's masked MHA once, floored by kernels.masked_mha_work_seconds),
+    elementwise and host time, and the TP all-reduces. A speculative
     step adds the proposer's k draft steps, which run inside the same engine step (no scheduler host
     time of their own: ``scheduled`` False). ``which``: 0 expected, 1 low, 2 high efficiency."""
     s = setup.speculation
@@ -188,7 +189,13 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     # kv_per_sequence is per stage (a token crosses all stages); a per-query-head kernel reads it
     # once per query head of each KV head: the repeats go apart (kernels.repeat_read_bandwidth)
     kv_read = batch * kv_per_sequence * pp
-    repeats = kv_read * (kv_reads_per_step(spec, setup.decode_attention, setup.efficiency.kv_repeat_l2_hit) - 1.0)
+    # TensorRT-LLM's masked MHA on a part with a fitted die rate: the cache read once (repeats from
+    # L2), floored by the die's work per query head (kernels.masked_mha_work_seconds)
+    a = spec.attention
+    die_s = None if setup.decode_attention != "per-query-head" or a.is_mla else KR.masked_mha_work_seconds(
+        fabric, setup.runtime.engine, batch * positions * context * spec.num_layers * a.num_heads / tp * a.head_dim)
+    repeats = 0.0 if die_s is not None else (
+        kv_read * (kv_reads_per_step(spec, setup.decode_attention, setup.efficiency.kv_repeat_l2_hit) - 1.0))
     weights = decode_weight_bytes_read(spec, groups, setup.fmt, tp, batch * positions)
     flops = batch * positions * gemm_flops_per_token(spec)
     if setup.lora is not None:  # the active adapter slots are read too, and shrink + expand run per token
@@ -197,6 +204,8 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     work = StepWork(weights, flops, kv_read, 0.0, batch * positions, batch, scheduled, repeats)
     step = step_time(work, spec, setup, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which,
                      fabric=fabric)
+    if die_s is not None:
+        step = replace(step, attention_s=max(step.attention_s, die_s))
     if s is None:
         return step
     draft_s = 0.0
