@@ -43,16 +43,17 @@ MODERN_RUNS = ("llama3.1-405b", "deepseek-v3")
 
 
 def test_predicted_gpu_hours_note_matches_the_packaged_runs():
-    """`train --mfu predicted` says the packaged 2022-23 runs used 1.05-1.27x their predicted
+    """`train --mfu predicted` says the packaged 2022-23 runs used 0.89-1.27x their predicted
     GPU-hours (with the recompute, attention kernel and network their sources state) and the two
-    2024 runs 0.97-1.13x (jobs/training/sections.py; DeepSeek-V3 0.97 since core/time/moe_layer.py):
+    2024 runs 0.92-1.13x (jobs/training/sections.py; DeepSeek-V3 0.97 since core/time/moe_layer.py,
+    0.92 and Pythia-70M 1.05 -> 0.89 since --framework megatron charges its vocabulary loss):
     those ranges are the data's (measured / predicted)."""
     cases = cases_by(KIND_PREDICTED)
     old = [c.measured / c.predicted for i, c in cases.items() if i not in MODERN_RUNS + ("smollm3-3b",)]
     new = [cases[i].measured / cases[i].predicted for i in MODERN_RUNS]
     assert len(old) == 5
-    assert 1.04 <= min(old) < 1.06 and 1.26 <= max(old) < 1.28
-    assert 0.96 <= min(new) < 0.98 and 1.12 <= max(new) < 1.14
+    assert 0.88 <= min(old) < 0.90 and 1.26 <= max(old) < 1.28
+    assert 0.91 <= min(new) < 0.93 and 1.12 <= max(new) < 1.14
 
 
 def test_predicted_gpu_hours_uses_the_runs_stated_batch():

@@ -18,12 +18,16 @@ def eager_stack_fields(model_type: str, recipe: str, finetune: str, attention_ke
 
 
 def eager_step_settings(inputs, spec) -> dict:
-    """StepSettings fields for a training job's inputs: the eager model under --framework hf,
-    nothing (core.time.step's fused model) under the other frameworks."""
+    """StepSettings fields for a training job's inputs: the eager model under --framework hf, the
+    loss under megatron, nothing more (core.time.step's fused model) under the other frameworks."""
     if inputs.framework == "torchtitan":  # its own op list (core.time.titan_ops) where it covers the model
         from gpuplan.core.time.titan_ops import default_ops
 
         return {"titan_ops": default_ops(spec, compiled=inputs.compile)}
+    if inputs.framework == "megatron":  # its vocab-parallel loss on the last stage (core.time.megatron_ops.loss_impl)
+        from gpuplan.core.time.megatron_ops import loss_impl
+
+        return {"megatron_loss": loss_impl(spec)}
     if inputs.framework != "hf":
         return {}
     return eager_stack_fields(spec.model_type, inputs.recipe_name, inputs.finetune, inputs.attention_kernel,

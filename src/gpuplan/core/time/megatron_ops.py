@@ -109,7 +109,12 @@ def default_ops(spec: ModelSpec) -> MegatronOps | None:
     """`--framework megatron`'s op list for ``spec`` (None where it does not cover the model)."""
     if not covers(spec):
         return None
-    return MegatronOps(cross_entropy="te" if spec.name in TE_CROSS_ENTROPY_MODELS else "native")
+    return MegatronOps(cross_entropy=loss_impl(spec))
+
+
+def loss_impl(spec: ModelSpec) -> str:
+    """The provider's cross_entropy_fusion_impl: 'te' for TE_CROSS_ENTROPY_MODELS, else GPTModelProvider's 'native'."""
+    return "te" if spec.name in TE_CROSS_ENTROPY_MODELS else "native"
 
 
 def active(spec: ModelSpec, settings) -> MegatronOps | None:
@@ -234,6 +239,15 @@ def loss_class(spec: ModelSpec, ops: MegatronOps, tp=1) -> OpClass:
     return OpClass("loss", 3, 22.0 * vocab, 1, 6.0 * vocab)
 
 
+def loss_seconds(spec: ModelSpec, impl: str, tokens, hbm_bytes_per_s: float, tp=1):
+    """Forward + backward seconds of the vocab-parallel loss over ``tokens`` tokens' logits on one GPU
+    (loss_class at memory_kernels' line); ``impl``: 'te' or 'native' (CROSS_ENTROPY)."""
+    if impl not in CROSS_ENTROPY:
+        raise ValueError(f"cross-entropy implementation must be one of {CROSS_ENTROPY}, not {impl!r}")
+    loss = loss_class(spec, MegatronOps(cross_entropy=impl), tp)
+    return memory_bound_seconds(loss.bytes * tokens, loss.kernels, hbm_bytes_per_s)
+
+
 def np_any(x) -> bool:
     """True when a scalar or any element of an array (the planner's bulk layouts) is."""
     try:
@@ -255,6 +269,5 @@ def class_seconds(spec: ModelSpec, ops: MegatronOps, recipe, non_tn: bool, token
     """Seconds per micro-batch of ``tokens`` per layer by op class, and the loss's (explain lines)."""
     out = {c.name: memory_bound_seconds(c.bytes / tp * tokens, c.kernels, hbm_bytes_per_s)
            for c in layer_classes(spec, ops, recipe, non_tn, tp, cp) if np_any(c.kernels)}
-    loss = loss_class(spec, ops, tp)
-    out["loss"] = memory_bound_seconds(loss.bytes * tokens, loss.kernels, hbm_bytes_per_s)
+    out["loss"] = loss_seconds(spec, ops.cross_entropy, tokens, hbm_bytes_per_s, tp)
     return out

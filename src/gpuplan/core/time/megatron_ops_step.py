@@ -93,14 +93,15 @@ def exposed_host_seconds(ops: MO.MegatronOps, forward_gpu, backward_gpu):
 def microbatch_extra_seconds(spec: ModelSpec, settings, hbm_bytes_per_s: float, tokens, tp, layer_phases,
                              layers, head) -> float:
     """What Megatron's step adds to a micro-batch beside its layers' kernels: the loss where the
-    stage holds the LM head, each layer's exposed host time (``layer_phases``: the layer's forward
-    and backward GPU seconds per micro-batch); 0 when settings.megatron_ops is None."""
+    stage holds the LM head (``head``: how many losses it computes, MTP modules' included), each layer's
+    exposed host time (``layer_phases``: the layer's forward and backward GPU seconds per micro-batch).
+    Without settings.megatron_ops: the loss alone where settings.megatron_loss names it, else 0."""
     ops = MO.active(spec, settings)
     if ops is None:
-        return 0.0
-    loss = MO.loss_class(spec, ops, tp)
+        impl = settings.megatron_loss
+        return 0.0 if impl is None else head * MO.loss_seconds(spec, impl, tokens, hbm_bytes_per_s, tp)
     return layers * exposed_host_seconds(ops, layer_phases[0], layer_phases[1]) \
-        + head * memory_bound_seconds(loss.bytes * tokens, loss.kernels, hbm_bytes_per_s)
+        + head * MO.loss_seconds(spec, ops.cross_entropy, tokens, hbm_bytes_per_s, tp)
 
 
 def step_extra_seconds(spec: ModelSpec, settings, gpu, *, tp, stage_layers, local_params, shards):

@@ -151,6 +151,9 @@ class StepSettings:
     """torchtitan's op list, eager or compiled (core.time.titan_ops.TitanOps); None: elementwise_factor's model."""
     megatron_ops: object | None = None
     """Megatron-Core + TE's op list (core.time.megatron_ops.MegatronOps); None: elementwise_factor's model."""
+    megatron_loss: str | None = None
+    """Under elementwise_factor's model: Megatron's vocab-parallel loss on the last stage, 'te' or 'native'
+    (core.time.megatron_ops.loss_seconds; loss_impl names the provider's); None: no loss term."""
 
 
 @dataclass(frozen=True)
@@ -294,7 +297,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     titan = TT.microbatch_extra_seconds(spec, settings, tokens, gpu.memory_bandwidth, tp, (fwd, bwd + extra),
                                         layers, head)  # torchtitan: its loss and exposed host time
     titan = titan + MS.microbatch_extra_seconds(spec, settings, gpu.memory_bandwidth, tokens, tp, (fwd, bwd + extra),
-                                                layers, head)  # Megatron: its loss and exposed host time
+                                                layers, head + mtp)  # Megatron: its losses and exposed host time
     # an MTP module: one block (the mean layer's time), the 2h -> h projection at the linears'
     # speed, and the shared LM head once more (core.model.mtp)
     mtp_time = mtp * (per_layer + (2 + weight_grads) * tokens * 4.0 * h * h / tp / (peak * e_gemm) + head_time)

@@ -17,6 +17,7 @@ from gpuplan.catalog import load_accelerator
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE
 from gpuplan.core.time.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.time.titan_ops import from_framework_label
+from gpuplan.core.time.megatron_ops import loss_impl
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 
@@ -191,6 +192,9 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             eager_fallbacks=() if torchtitan else megatron_eager_fallbacks(run),
                             # torchtitan's own op list, eager or torch.compile per block (core.time.titan_ops)
                             titan_ops=from_framework_label(run["framework"]) if torchtitan else None,
+                            # NeMo / Megatron-Bridge: the vocab-parallel loss on the last stage, TE's
+                            # Triton one where the provider sets it (core.time.megatron_ops.loss_impl)
+                            megatron_loss=None if torchtitan else loss_impl(spec),
                             fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise",
                             # torchtitan: FSDP2's per-block gathers; NeMo: Megatron's distributed optimizer
                             # with overlapped gradient reduce and parameter gather (core.comm.dp_overlap)

@@ -1,0 +1,62 @@
+"""The vocabulary loss Megatron runs on the last pipeline stage, charged in the fused step model
+(StepSettings.megatron_loss; core/time/megatron_ops.py loss_class / loss_seconds)."""
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.time import megatron_ops as MO
+from gpuplan.core.time.step import StepSettings, step_time
+from gpuplan.jobs.eager_stack import eager_step_settings
+
+FIXED = 7.84e-6  # memory_kernels.KERNEL_FIXED_SECONDS
+EFF = 0.89  # memory_kernels.HBM_STREAM_EFFICIENCY
+
+
+def test_gpt_oss_native_loss_on_b200_by_hand():
+    """GPT-OSS 120B (vocabulary 201,088) runs GPTModelProvider's 'native' fused vocab-parallel loss:
+    28 B per vocabulary element and 4 kernels. One 8,192-token micro-batch on a B200 (8 TB/s):
+    28 x 201,088 x 8,192 B / (8e12 x 0.89) + 4 x 7.84 us = 6.478 + 0.031 = 6.510 ms."""
+    spec = load_model("gpt-oss-120b")
+    assert MO.loss_impl(spec) == "native"
+    by_hand = 28 * 201_088 * 8192 / (8e12 * EFF) + 4 * FIXED
+    assert by_hand == pytest.approx(6.5096e-3, rel=1e-4)
+    assert MO.loss_seconds(spec, "native", 8192, 8e12) == pytest.approx(by_hand, rel=1e-9)
+    # vocab-parallel: each of tp = 4 GPUs holds a quarter of the vocabulary (the kernels stay 4)
+    assert MO.loss_seconds(spec, "native", 8192, 8e12, tp=4) == pytest.approx(
+        28 * 201_088 / 4 * 8192 / (8e12 * EFF) + 4 * FIXED, rel=1e-9)
+
+
+def test_llama3_te_loss_on_h100_by_hand():
+    """Llama 3 8B's provider sets cross_entropy_fusion_impl = 'te': TE's Triton loss, 10 B per
+    element, 3 kernels. 8,192 tokens on an H100 SXM (3.35 TB/s): 10 x 128,256 x 8,192 /
+    (3.35e12 x 0.89) + 3 x 7.84 us = 3.524 + 0.024 = 3.547 ms."""
+    spec = load_model("llama-3-8b")
+    assert MO.loss_impl(spec) == "te"
+    assert MO.loss_seconds(spec, "te", 8192, 3.35e12) == pytest.approx(3.5475e-3, rel=1e-4)
+
+
+def test_step_charges_the_loss_once_per_micro_batch():
+    """At pp 1 and dp 1 nothing hides the loss: the step grows by micro-batches x one loss."""
+    spec = load_model("llama-3-8b")
+    gpu = load_accelerator("h100-sxm")
+    base = StepSettings(seq_len=8192)
+    layout = dict(tp=2, micro_batch=1, micro_batches=4)
+    without = step_time(spec, cluster_for(gpu), base, **layout).total
+    with_loss = step_time(spec, cluster_for(gpu), replace(base, megatron_loss="te"), **layout).total
+    one = 10 * 128_256 / 2 * 8192 / (3.35e12 * EFF) + 3 * FIXED
+    assert with_loss - without == pytest.approx(4 * one, rel=1e-6)
+
+
+def test_megatron_framework_sets_the_loss_and_others_do_not():
+    spec = load_model("gpt-oss-120b")
+    assert eager_step_settings(SimpleNamespace(framework="megatron"), spec) == {"megatron_loss": "native"}
+    assert "megatron_loss" not in eager_step_settings(SimpleNamespace(framework="generic"), spec)
+
+
+def test_unknown_loss_implementation_is_refused():
+    with pytest.raises(ValueError, match="cross-entropy implementation"):
+        MO.loss_seconds(load_model("llama-3-8b"), "triton", 8192, 3.35e12)
