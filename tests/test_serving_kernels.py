@@ -94,7 +94,7 @@ def test_tensorrt_llm_masked_mha_is_floored_by_the_dies_work_per_query_head():
     per SM over 132 SMs: 10.592 ms. The cache, 2 x 32 x 128 x 32 x 192 = 50,331,648 B a sequence,
     45,097,156,608 B a step, reads in 45.097e9 / (0.95 x 4.8e12) = 9.890 ms on an H200 (the floor
     binds) and 14.170 ms on an H100 (the read binds). vLLM's kernels and parts without a fitted
-    rate (L40S) keep the HBM read."""
+    rate (H100 PCIe: 114 SMs) keep the HBM read. The L40S's rate (105 ps x 142 SMs): 16.674 ms."""
     from gpuplan.core.serving import kv_cache as K
 
     spec = load_model("llama-2-7b")
@@ -112,8 +112,10 @@ def test_tensorrt_llm_masked_mha_is_floored_by_the_dies_work_per_query_head():
     assert attention("h200-sxm", "trtllm") == pytest.approx(10.592e-3, rel=1e-3)
     assert attention("h100-sxm", "trtllm") == pytest.approx(14.170e-3, rel=1e-3)
     assert attention("h200-sxm", "vllm") == pytest.approx(9.890e-3, rel=1e-3)
-    assert attention("l40s", "trtllm") == attention("l40s", "vllm")
-    assert KR.masked_mha_work_seconds(load_accelerator("l40s"), "trtllm", 1e9) is None
+    assert attention("h100-pcie", "trtllm") == attention("h100-pcie", "vllm")
+    assert KR.masked_mha_work_seconds(load_accelerator("h100-pcie"), "trtllm", 1e9) is None
+    assert KR.masked_mha_work_seconds(load_accelerator("l40s"), "trtllm", 22_548_578_304) == pytest.approx(
+        16.674e-3, rel=1e-3)
 
 
 def test_a_prompt_of_one_tile_row_leaves_part_of_the_shorter_gemm_bound_exposed():

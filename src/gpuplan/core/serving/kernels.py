@@ -110,7 +110,8 @@ def repeat_read_bandwidth(fabric: Accelerator | None, bandwidth: float) -> float
     return SAME_DIE_HBM_BYTES_PER_S.get(fabric.id, bandwidth)
 
 
-MASKED_MHA_ELEMENTS_PER_S = {"h100-sxm": 132 / 62e-12, "h200-sxm": 132 / 62e-12, "a100-sxm4-80gb": 108 / 130e-12}
+MASKED_MHA_ELEMENTS_PER_S = {"h100-sxm": 132 / 62e-12, "h200-sxm": 132 / 62e-12, "a100-sxm4-80gb": 108 / 130e-12,
+                             "l40s": 142 / 105e-12}
 """Query-head elements per second (one query head x one cached key x one head-dim element) that
 TensorRT-LLM's masked multi-head attention decode kernel works through on the whole GPU. The
 kernel runs one thread block per (query head, sequence) (decoderMaskedMultiheadAttention
@@ -120,8 +121,10 @@ cache traffic (docs/inference.md section 7: the H200 no faster than the H100 at 
 for every MHA model of the v0.9.0 page). Per SM: 62 ps on Hopper (132 SMs on the H100 SXM and on
 the H200 SXM, the same GH100 die: SAME_DIE_HBM_BYTES_PER_S), 130 ps on the A100 (108 SMs); fitted
 by grid (4 ps / 10 ps steps) on TensorRT-LLM v0.6.1's 21 rows, where it takes the place of the L2
-share for repeats (5.1% -> 4.4% mean). Other parts keep the L2-share rule (no fitted row: the
-L40S's 142 Ada SMs are not the same design)."""
+share for repeats (5.1% -> 4.4% mean). The L40S (142 Ada SMs, a design of its own): 105 ps, fitted
+by grid (5 ps steps) on v0.9.0's four Falcon-180B L40S rows (mean 10.3% -> 2.9%); its Mistral-7B
+rows, another head ratio (4 vs 29) and width (128 vs 64), are held out (-20 / -46 / -24 / -45% ->
++3 / -9 / 0 / -2%). Other parts keep the L2-share rule."""
 
 
 def masked_mha_work_seconds(fabric: Accelerator | None, engine: str, query_head_elements: float) -> float | None:

@@ -33,6 +33,8 @@ KIND_SPECULATIVE = "inference: speculative-decoding speedup at batch 1, vLLM (he
 KIND_THROUGHPUT = "inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (held out)"
 KIND_THROUGHPUT_FITTED = ("inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (fitted: "
                           "v0.6.1 set the kernel efficiencies)")
+KIND_THROUGHPUT_FITTED_DIE = ("inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (fitted: "
+                              "v0.9.0's Falcon-180B L40S rows set the L40S's masked-MHA die rate)")
 KIND_THROUGHPUT_UNSTATED = ("inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (held out; "
                             "build not stated: Mistral-7B, decode kernel taken as the release's)")
 KIND_TTFT = "inference: time to first token (s) at batch 1, TensorRT-LLM (held out)"
@@ -178,7 +180,9 @@ def _throughput_case(e: dict[str, Any]) -> Case:
     predicted = batch * output / seconds / tp
     basis = (f"{batch} x {output} tokens / (prefill {prefill.total:.2f} s {prefill.bound} + {output} x "
              f"{decode.total * 1e3:.1f} ms {decode.bound}) / tp {tp}")
-    kind = KIND_THROUGHPUT_FITTED if e.get("fitted") else KIND_THROUGHPUT
+    fitted = e.get("fitted")
+    kind = KIND_THROUGHPUT_FITTED if fitted else KIND_THROUGHPUT
+    kind = KIND_THROUGHPUT_FITTED_DIE if fitted == "masked_mha_die" else kind
     kind = KIND_THROUGHPUT_UNSTATED if e.get("build_stated") is False else kind
     return e["id"], kind, float(e["measured_tokens_per_s_per_gpu"]), predicted, basis, e.get("engine", "")
 
