@@ -29,6 +29,8 @@ The fused stacks (Megatron-Core with Transformer Engine, torchtitan) and the pla
                         vocab-parallel loss); opt-in through StepSettings.megatron_ops (docs/step.md)
   megatron_ops_step.py  its per-step terms: FP8 weight casts once a step, the distributed optimizer,
                         TE's host time per module
+  activation_offload.py Megatron-Core / TE's CPU activation offloading: bytes per layer, TE's window schedule,
+                        the copies' exposed part over the host link (StepSettings.offload_layers)
   low_precision.py      the fused model's FP8 / MXFP8 / NVFP4 cast bytes and block-scaled GEMM factor
   moe_host.py           host time a Megatron-Core MoE layer exposes after its dispatcher's token-count sync
   moe_layer.py          a Megatron-Core MoE layer's kernels per local expert (TE GroupedLinear's quantisations

@@ -32,7 +32,7 @@ from gpuplan.core.model.mtp import mtp_stage_layer_shed
 from gpuplan.core.time.moe_host import stage_exposed_host_seconds
 from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
-from gpuplan.core.time import megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT
+from gpuplan.core.time import activation_offload as AO, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
@@ -151,6 +151,9 @@ class StepSettings:
     """torchtitan's op list, eager or compiled (core.time.titan_ops.TitanOps); None: elementwise_factor's model."""
     megatron_ops: object | None = None
     """Megatron-Core + TE's op list (core.time.megatron_ops.MegatronOps); None: elementwise_factor's model."""
+    offload_layers: int = 0
+    """Megatron-Core's CPU activation offloading of the first N layers (--cpu-offloading-num-layers; TE's
+    async offload handler): the copies' exposed part, core.time.activation_offload; 0: none."""
     megatron_loss: str | None = None
     """Under elementwise_factor's model: Megatron's vocab-parallel loss on the last stage, 'te' or 'native'
     (core.time.megatron_ops.loss_seconds; loss_impl names the provider's); None: no loss term."""
@@ -379,6 +382,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                             low_precision_recipe(settings.dtype, settings.fp8_recipe),
                                             micro_batch * settings.seq_len / cp / tp, cluster.gpu.memory_bandwidth)
     compute, bubble = compute + micro_batches * t_experts, bubble * (1 + t_experts / t_mb)
+    compute = compute + micro_batches * AO.microbatch_exposed_seconds(  # CPU activation offloading (pp 1 only)
+        spec, settings, cluster.gpu.id, micro_batch * settings.seq_len / cp, tp, layers, phases)
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
     comm_total = sum((c.total for c in costs), 0.0)
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)

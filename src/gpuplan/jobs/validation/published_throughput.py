@@ -195,6 +195,8 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # NeMo / Megatron-Bridge: the vocab-parallel loss on the last stage, TE's
                             # Triton one where the provider sets it (core.time.megatron_ops.loss_impl)
                             megatron_loss=None if torchtitan else loss_impl(spec),
+                            # the recipe's CPU activation offloading, first N layers (core.time.activation_offload)
+                            offload_layers=run.get("cpu_offloading_num_layers") or 0,
                             fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise",
                             # torchtitan: FSDP2's per-block gathers; NeMo: Megatron's distributed optimizer
                             # with overlapped gradient reduce and parameter gather (core.comm.dp_overlap)
