@@ -208,3 +208,19 @@ def test_the_answer_keeps_the_fitted_term():
 
     assert evaluator_for(PlanInputs(model="llama-3-8b", gpu="h100", gpus="8", framework="megatron")).step.megatron_ops \
         is None
+
+
+def test_the_loss_line_says_it_is_charged_beside_the_fitted_term(run_cli):
+    """--framework megatron charges the vocabulary loss beside the fitted element-wise term
+    (StepSettings.megatron_loss), so its explain line says so while the other classes stay
+    'inside the fitted term'; its value is the loss per micro-batch x the micro-batches."""
+    code, out, _ = run_cli(*PLAN)
+    assert code == 0
+    report = json.loads(out)
+    section = next(s for s in report["sections"] if "op class" in s["title"])
+    labels = {line["key"]: line["label"] for line in section["lines"]}
+    assert labels["class_megatron_loss"] == "loss kernels, charged beside the fitted term"
+    assert labels["class_megatron_norm"].endswith("op list inside the fitted term")
+    results = report["results"]
+    classes, _ = _classes(out)
+    assert sum(classes.values()) == pytest.approx(results["best_step_seconds"], rel=0.001)

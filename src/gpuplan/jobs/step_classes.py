@@ -113,6 +113,10 @@ def _megatron_lines(ev, plan, settings) -> list[Line]:
                                gpu.memory_bandwidth, lay.tp, lay.cp)
     classes = _class_lines("megatron", seconds, plan, layers, "core/time/megatron_ops.py: bytes per token from "
                            "Megatron-Core + TE's code", "" if charged else ", op list inside the fitted term")
+    if not charged and settings.megatron_loss:  # the loss is charged beside the fitted term (step.py)
+        classes = [_line(ln.key, "loss kernels, charged beside the fitted term", ln.value, step,
+                         "core/time/megatron_ops.py loss_seconds: StepSettings.megatron_loss")
+                   if ln.key == "class_megatron_loss" else ln for ln in classes]
     rest = lines[0].value - sum(ln.value for ln in classes)
     if charged:
         casts = MS.step_extra_seconds(spec, settings, gpu, tp=lay.tp, stage_layers=layers, local_params=1.0, shards=1)[0]
