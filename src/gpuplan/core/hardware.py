@@ -58,6 +58,11 @@ class Accelerator:
     sources: tuple[str, ...] = ()
     notes: str = ""
 
+    @property
+    def pcie_only(self) -> bool:
+        """Devices reach each other over PCIe only (the catalog names PCIe, or no scale-up fabric)."""
+        return self.scale_up_pcie or self.scale_up_bandwidth is None
+
     def peak(self, dtype: str) -> float:
         """Dense peak FLOP/s for ``dtype``; InputError if the part has no such path."""
         table = dict(self.peak_flops)

@@ -103,8 +103,9 @@ def _megatron_lines(ev, plan, settings) -> list[Line]:
     from gpuplan.core.time import megatron_ops as MO
     from gpuplan.core.time import megatron_ops_step as MS
 
-    charged = MO.active(ev.spec, settings) is not None
-    ops = MO.active(ev.spec, settings) or MO.default_ops(ev.spec)
+    active = MO.active(ev.spec, settings)
+    charged = active is not None
+    ops = active or MO.default_ops(ev.spec)
     lines = _fused_lines(ev, plan, settings)
     lay, spec, gpu = plan.layout, ev.spec, ev.cluster.gpu
     step, layers = plan.step_seconds, spec.num_layers / lay.pp

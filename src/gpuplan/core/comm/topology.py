@@ -80,7 +80,7 @@ class Cluster:
         in the rank order (tp innermost): a domain holds domain // stride of them (at least 1)."""
         per_node = np.clip(self.gpus_per_node // np.maximum(np.asarray(stride), 1), 1, np.maximum(ranks, 1))
         nodes = np.maximum(np.asarray(ranks) / per_node, 1)
-        pcie = self.gpu.scale_up_pcie or self.gpu.scale_up_bandwidth is None
+        pcie = self.gpu.pcie_only
         return GroupLinks(ranks, per_node, nodes, self.scale_up_bandwidth * self.scale_up_efficiency,
                           per_node * self.scale_out_bandwidth * self.scale_out_efficiency,
                           arch=self.gpu.collective_arch or "ampere", intra_kind="pci" if pcie else "nvlink",

@@ -72,11 +72,6 @@ class MemoryBreakdown:
     def allocated(self) -> float:
         return max(self.backward_start_total, self.optimizer_step_total)
 
-    @property
-    def model_states(self) -> float:
-        """Weights + master weights + optimizer states, bytes (not the gradients)."""
-        return self.weights + self.master + self.optimizer
-
 
 @dataclass(frozen=True)
 class MemorySettings:

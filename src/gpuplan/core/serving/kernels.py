@@ -216,7 +216,7 @@ core/comm's training collectives keep their PCIe figure."""
 
 def on_pcie(fabric: Accelerator | None) -> bool:
     """GPUs that reach each other over PCIe only (no NVLink / Infinity Fabric link in the catalog)."""
-    return fabric is not None and (fabric.scale_up_pcie or fabric.scale_up_bandwidth is None)
+    return fabric is not None and fabric.pcie_only
 
 
 def custom_allreduce_limit(release: EngineRelease, tp: int, fabric: Accelerator | None = None,
@@ -245,9 +245,10 @@ def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None,
     0 without tensor parallelism."""
     if tp <= 1:
         return 0.0
-    custom = message_bytes <= custom_max_bytes and not (on_pcie(fabric) and tp > 2)
+    pcie = on_pcie(fabric)
+    custom = message_bytes <= custom_max_bytes and not (pcie and tp > 2)
     if fabric is not None and not custom:
-        slowdown = PCIE_NCCL_SLOWDOWN if on_pcie(fabric) else 1.0
+        slowdown = PCIE_NCCL_SLOWDOWN if pcie else 1.0
         return slowdown * float(collective_seconds("all_reduce", message_bytes, cluster_for(fabric).group(tp)))
     per_direction = (link_bytes_per_s or 64e9) / 2 * COLLECTIVE_EFFICIENCY
     return latency_s + all_reduce_time(message_bytes, tp, per_direction)

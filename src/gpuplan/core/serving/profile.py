@@ -204,8 +204,10 @@ def split_kv_accumulator_bytes(spec: ModelSpec, tokens: int, tp: int, act_bytes:
     return FA_MAX_SPLITS * (a.num_heads / tp) * tokens * (width + 1) * 4
 
 
-CUBLAS_WORKSPACE = {"hopper": 32 * MiB, "blackwell": 32 * MiB, "ampere": 4096 * 1024 * 2 + 16 * 1024 * 8,
-                    "volta": 4096 * 1024 * 2 + 16 * 1024 * 8}
+CUBLAS_WORKSPACE_SM90 = 32 * MiB
+CUBLAS_WORKSPACE_BEFORE_SM90 = 4096 * 1024 * 2 + 16 * 1024 * 8  # ':4096:2:16:8': 2 x 4 MiB + 8 x 16 KiB
+CUBLAS_WORKSPACE = {"hopper": CUBLAS_WORKSPACE_SM90, "blackwell": CUBLAS_WORKSPACE_SM90,
+                    "ampere": CUBLAS_WORKSPACE_BEFORE_SM90, "volta": CUBLAS_WORKSPACE_BEFORE_SM90}
 """PyTorch's default cuBLAS workspace per (handle, stream), by GPU generation
 (aten/src/ATen/cuda/CublasHandlePool.cpp getChosenWorkspaceSize: ':4096:2:16:8 default, 32MiB for
 Hopper and Blackwell', i.e. compute capability 9.x and up; 8.125 MiB before). Keyed by
@@ -215,7 +217,7 @@ Accelerator.collective_arch (NCCL's generation index: 'ampere' covers Ada's 8.9 
 def cublas_workspace_bytes(gpu_arch: str | None) -> float:
     """The cuBLAS workspace a new stream allocates on its first GEMM (CUBLAS_WORKSPACE; ROCm's
     default, 32 MiB, where the generation is not known)."""
-    return CUBLAS_WORKSPACE.get(gpu_arch or "", 32 * MiB)
+    return CUBLAS_WORKSPACE.get(gpu_arch or "", CUBLAS_WORKSPACE_SM90)
 
 
 def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_bytes: int = 2,

@@ -169,10 +169,16 @@ def kv_reads_per_step(spec: ModelSpec, decode_attention: str = "grouped", l2_hit
     (csrc/attention paged_attention_v1/v2 launchers, grid (num_heads, num_seqs)), of which a share
     ``l2_hit`` of the repeats hit L2 (setup.Efficiency.kv_repeat_l2_hit): 1 + (ratio - 1)(1 - l2_hit).
     MHA and MLA read once either way."""
-    a = spec.attention
-    if decode_attention == "grouped" or a.is_mla:
+    if not per_query_head(spec, decode_attention):
         return 1.0
+    a = spec.attention
     return 1.0 + (a.num_heads / a.num_kv_heads - 1.0) * (1.0 - l2_hit)
+
+
+def per_query_head(spec: ModelSpec, decode_attention: str) -> bool:
+    """The decode kernel reads each KV head once per query head ('per-query-head'); MLA's latent
+    cache is read once whatever the kernel."""
+    return decode_attention != "grouped" and not spec.attention.is_mla
 
 
 def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_per_sequence: float, *,
@@ -192,7 +198,7 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     # TensorRT-LLM's masked MHA on a part with a fitted die rate: the cache read once (repeats from
     # L2), floored by the die's work per query head (kernels.masked_mha_work_seconds)
     a = spec.attention
-    die_s = None if setup.decode_attention != "per-query-head" or a.is_mla else KR.masked_mha_work_seconds(
+    die_s = None if not per_query_head(spec, setup.decode_attention) else KR.masked_mha_work_seconds(
         fabric, setup.runtime.engine, batch * positions * context * spec.num_layers * a.num_heads / tp * a.head_dim)
     repeats = 0.0 if die_s is not None else (
         kv_read * (kv_reads_per_step(spec, setup.decode_attention, setup.efficiency.kv_repeat_l2_hit) - 1.0))

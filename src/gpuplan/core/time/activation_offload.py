@@ -37,15 +37,16 @@ from __future__ import annotations
 
 from gpuplan.core.bulk import maximum
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.time.megatron_ops import MXFP8_SCALED_BYTES, NVFP4_SCALED_BYTES
+from gpuplan.core.time.titan_ops import BF16, FP32
 
 PCIE_GEN5_X16_BYTES_PER_S = 64e9
 """PCIe 5.0 x16, one direction (32 GT/s x 16 lanes x 128/130, rounded as vendors quote it)."""
 NVLINK_C2C_BYTES_PER_S_PER_GPU = 900e9 / 2 / 2
 """NVLink-C2C 900 GB/s bidirectional per Grace superchip, per direction, over its two GPUs."""
 GRACE_SUPERCHIP_PARTS = ("gb200", "gb300")
-BF16 = 2.0
-FP32 = 4.0
-SAVED_GEMM_INPUT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32, "fp4": 0.5 + 1.0 / 16}
+SAVED_GEMM_INPUT_BYTES = {"fp32": FP32, "bf16": BF16, "fp16": BF16, "fp8": 1.0, "mxfp8": MXFP8_SCALED_BYTES,
+                          "fp4": NVFP4_SCALED_BYTES}
 """Bytes per element of a GEMM input a TE module saves for its weight gradient, by compute dtype."""
 
 

@@ -259,17 +259,16 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         mamf=_mamf(gpu), hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency,
         dropout=settings.attention_dropout, tensor_flops_per_exp=_lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0))
     mega = MO.active(spec, settings)  # Megatron-Core + TE's kernels, FP8 casts included (core.time.megatron_ops)
+    hbm = gpu.memory_bandwidth * settings.hbm_efficiency
+    eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp
     if mega is not None:
         t_elem = MO.elementwise_seconds_per_token(spec, mega, MO.cast_recipe(settings.dtype, settings.fp8_recipe, mega),
-                                                  MO.non_tn_fp8(gpu), tokens, gpu.memory_bandwidth, tp, cp) \
-            + eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp / (
-                gpu.memory_bandwidth * settings.hbm_efficiency)
+                                                  MO.non_tn_fp8(gpu), tokens, gpu.memory_bandwidth, tp, cp) + eager / hbm
     elif settings.titan_ops is not None:  # torchtitan's own kernels, eager or compiled (core.time.titan_ops)
         t_elem = sum(TT.elementwise_seconds_per_token(spec, settings.titan_ops, tokens, gpu.memory_bandwidth, tp))
     else:
         act = layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
-        eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp
-        t_elem = (settings.elementwise_factor * act + eager) / (gpu.memory_bandwidth * settings.hbm_efficiency)
+        t_elem = (settings.elementwise_factor * act + eager) / hbm
     if fp8 and mega is None:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
         weights = F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp
