@@ -156,11 +156,16 @@ def step_class_lines(ev, plan, framework: str = "") -> tuple[Line, ...]:
 def _moe_lines(breakdown, step: float) -> list[Line]:
     """A Megatron-Core MoE layer's terms the op classes above leave out (charged in step_time, beside
     the micro-batches): the per-expert kernels' fixed GPU time and the dispatcher sync's host time."""
+    from gpuplan.core.time import moe_layer as ML
+    from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS
+
     out = []
     for key, label, value, source in (
             ("class_moe_expert_kernels", "MoE per-expert kernels (TE GroupedLinear) and alltoall sorts",
-             float(breakdown.moe_expert_kernels), "core/time/moe_layer.py: 4 quantisations + 6 cuBLAS GEMMs per local "
-             "expert and layer, 7.84 us each (GEMMs over 4 streams); alltoall: 4 copies of k x h per token"),
+             float(breakdown.moe_expert_kernels), f"core/time/moe_layer.py: per local expert and layer "
+             f"{sum(ML.QUANTIZE_CALLS_PER_EXPERT)} quantisations (their kernels by FP8 recipe) + "
+             f"{sum(ML.GEMMS_PER_EXPERT)} cuBLAS GEMMs at {KERNEL_FIXED_SECONDS * 1e6:.2f} us each (GEMMs over "
+             f"{ML.GEMM_STREAMS} streams); alltoall: {sum(ML.SORT_COPIES)} copies of k x h per token"),
             ("class_moe_host", "MoE dispatcher sync: host time exposed", float(breakdown.moe_host),
              "core/time/moe_host.py: launches after the token-count sync beyond the GPU work behind it")):
         if value > 0:
