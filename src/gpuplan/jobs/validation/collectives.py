@@ -53,13 +53,18 @@ def series_points(sweep: dict, series: dict) -> list[tuple[int, int, float]]:
     return [(per_node, int(size), float(bw)) for size, bw in series["points"]]
 
 
+def sweep_network(sweep: dict, series: dict) -> dict:
+    """The network fields a series states, over those of its sweep."""
+    return {**sweep.get("network", {}), **series.get("network", {})}
+
+
 def sweep_links(sweep: dict, series: dict, per_node: int):
     """The links of the sweep's communicator: its GPU, ranks per node (the scale-up domain it
     uses), nodes, and the network fields it states."""
     from gpuplan.catalog import load_accelerator
     from gpuplan.core.comm.topology import cluster_for
 
-    network = {**sweep.get("network", {}), **series.get("network", {})}
+    network = sweep_network(sweep, series)
     extra = {}
     if network.get("nvls") is False:
         extra["nvls_gain"] = 0.0
@@ -93,7 +98,7 @@ def model_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) 
 
     kind = series["collective"]
     links = sweep_links(sweep, series, per_node)
-    plugin = tuner_plugin_choice({**sweep.get("network", {}), **series.get("network", {})}, payload)
+    plugin = tuner_plugin_choice(sweep_network(sweep, series), payload)
     if plugin is not None:  # the plugin's choice replaces NCCL's own tuner (ncclTuner getCollInfo)
         links = replace(links, algorithm=plugin[0], protocol=plugin[1])
     algorithm, protocol, seconds, _ = chosen(kind, payload, links)
