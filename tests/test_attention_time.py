@@ -55,3 +55,35 @@ def test_one_attention_kernel_sets_the_plans_time_and_memory(given, kernel):
     inputs = PlanInputs.parse({"model": "llama-3.1-8b", "gpu": "h100", "gpus": "64", "attention_kernel": given})
     evaluator = evaluator_for(inputs)
     assert evaluator.step.attention_kernel == kernel and evaluator.memory.attention_kernel == kernel
+
+
+def test_the_exponential_roof_stretches_forward_and_backward_alike():
+    """Head dim 64 on a part with 512 tensor FLOPs per exponential: one score costs 2 x (64 + 64) =
+    256 FLOPs, so both passes take 512 / 256 = 2x their FLOPs' time; the backward stays 2.5x the
+    (stretched) forward (cuDNN's GB200 measurement: 2.21x)."""
+    spec = ModelSpec("t64", hidden_size=512, num_layers=2, vocab_size=1000,
+                     attention=AttentionSpec(num_heads=8, num_kv_heads=8, head_dim=64), mlp=MLPSpec(2048))
+    s = 2048
+    flops = 4 * 8 * 64 * (s + 1) / 2
+    fwd, bwd = attention_seconds_per_token(spec, s, 1, kernel="flash", tensor_flops_per_exp=512.0, **KW)
+    assert fwd == pytest.approx(2 * flops / (100e12 * 0.3), rel=1e-9)
+    assert bwd == pytest.approx(2.5 * fwd, rel=1e-9)
+
+
+def test_a_sliding_layer_computes_whole_key_tiles_of_its_band():
+    """Window 128, 128-key tiles: once the window is full a 128-query tile reaches ceil(127 / 128) + 1
+    = 2 key tiles; over s = 4,096 (32 query tiles) the mean is (1 + 2 x 31) / 32 = 1.96875 tiles =
+    252 keys per query, against the window-capped count (128 x 129 / 2 + 3,968 x 128) / 4,096 =
+    126.02. One of two layers slides: the mean layer executes (2,048.5 + 252) / 2 keys."""
+    from dataclasses import replace
+
+    from gpuplan.core.time.attention_core import flash_executed_keys
+
+    assert flash_executed_keys(4096, 128) == pytest.approx(252.0, rel=1e-12)
+    assert flash_executed_keys(4096, 129) == pytest.approx(252.0, rel=1e-12)  # still two tiles
+    assert flash_executed_keys(4096, 256) == pytest.approx(128 * (6 + 29 * 3) / 32, rel=1e-12)
+    swa = replace(SPEC, sliding_window=128, layer_types=("sliding", "full"))
+    fwd, bwd = attention_seconds_per_token(swa, 4096, 2, kernel="flash", **KW)
+    keys = (4097 / 2 + 252.0) / 2
+    assert fwd == pytest.approx(4 * 8 * 128 * keys / 2 / (100e12 * 0.3), rel=1e-9)
+    assert bwd == pytest.approx(2.5 * fwd, rel=1e-9)

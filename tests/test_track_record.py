@@ -17,7 +17,9 @@ def test_packaged_track_record_is_the_current_code():
 
 def test_gpt_oss_runs_all_slower_than_predicted():
     """docs/accuracy.md: the 29 GPT-OSS 120B rows (Megatron-Bridge 25.11-26.08, five GPU types)
-    are +12.1% to +86.0%, mean +29.6% (+32.7%, +16.5…+87.1%, before Megatron's vocabulary loss on the
+    are +0.4% to +82.1%, mean +22.6% (+29.6%, +12.1…+86.0%, before cuDNN's measured sink + window
+    kernel: sliding layers by whole key tiles, the exponential roof on the backward too and the B300
+    at the B200's ratio, core/time/attention_core.py; +32.7%, +16.5…+87.1%, before Megatron's vocabulary loss on the
     last stage, core/time/megatron_ops.py loss_seconds; +35.5%, to +92.0%, before the eager fc2 bias's per-expert kernels;
     +38.7%, +16.9…+96.4%, before core.time.moe_layer: the per-expert
     kernels' fixed GPU time and the alltoall dispatcher's sorts; +33.0% before issue 37's data-parallel schedules: the old
@@ -25,8 +27,8 @@ def test_gpt_oss_runs_all_slower_than_predicted():
     core/comm/dp_costs.py); Llama 3.1 405B's rows average +4.8% (+4.9% before the loss, +2.2% before)."""
     records = model_track_records()
     oss = records["gpt-oss-120b"]
-    assert oss.cases == 29 and oss.mean_error == pytest.approx(0.296, abs=0.005)
-    assert oss.low == pytest.approx(0.121, abs=0.005) and oss.high == pytest.approx(0.860, abs=0.005)
+    assert oss.cases == 29 and oss.mean_error == pytest.approx(0.226, abs=0.005)
+    assert oss.low == pytest.approx(0.004, abs=0.005) and oss.high == pytest.approx(0.821, abs=0.005)
     assert records["llama-3.1-405b"].cases == 51 and records["llama-3.1-405b"].mean_error == pytest.approx(0.049, abs=0.005)
 
 
@@ -38,7 +40,7 @@ def _notes(run_cli, *args):
 
 def test_a_plan_quotes_its_models_record_only_outside_the_band(run_cli, tmp_path):
     notes = _notes(run_cli, "plan", "gpt-oss-120b", "--gpu", "b200", "--gpus", "64", "--global-batch", "1280")
-    assert "29 published runs of gpt-oss-120b" in notes and "+30% on average" in notes and "optimistic" in notes
+    assert "29 published runs of gpt-oss-120b" in notes and "+23% on average" in notes and "optimistic" in notes
     # Llama 3 70B's 36 runs average -1.6%: inside the band, no note
     assert "published runs of" not in _notes(run_cli, "plan", "llama-3-70b", "--gpu", "h100", "--gpus", "64")
     # train --mfu predicted carries the same note

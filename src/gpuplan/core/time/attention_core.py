@@ -30,7 +30,29 @@ softmax exponential the forward's bottleneck; per SM and clock that is 989.4e12 
 CUDA programming guide's MUFU rate); NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell
 Ultra": B300 / GB300 double the exponentials). The forward is stretched by
 max(1, ratio / (2·(d_qk + d_v))): at head dim 64 a B200 / GB200 forward takes 2x its FLOPs' time,
-at 128 (Llama) nothing changes; the backward (shared-memory bound on B200 per FA4) is left as is.
+at 128 (Llama) nothing changes. The backward takes the same stretch: FA4 calls the B200 backward
+shared-memory bound rather than exponential bound, but cuDNN's own measurement of the GPT-OSS shape
+(cudnn-frontend benchmark/sdpa_benchmark_training/results/gpt_oss/{gb200,gb300}/*.csv @3929da2,
+cuDNN 9.22, head dim 64, BF16, s 4,096, window 128) has the backward at 2.21x (GB200) and 2.19x
+(GB300) the forward's time, where an unstretched backward would be 2.5 / 2 = 1.25x; so the backward
+is 2.5x the stretched forward (2.2x measured, 12% off; 43% off without the stretch).
+
+Sliding-window layers (``spec.sliding_window``, the config's ``layer_types``): a flash kernel works
+in tiles of 128 queries x 128 keys (cuDNN's SM100 d64 / d128 forward kernels 128x128x{64,128},
+cudnn-frontend include/cudnn_frontend/experimental/sm100_sdpa_prefill_engine.h L57-76 @3929da2;
+SM90 64x128 with two query tiles per CTA, sm90_sdpa_prefill_engine.h L69, L265) and skips only key
+tiles wholly outside the band, so a query tile computes ceil((w - 1) / 128) + 1 key tiles once the
+window is full (2 for GPT-OSS's 128: 256 keys per query against the 126 the window-capped count
+gives). The executed keys are the causal-window mean in tile units (KEY_TILE). Checked on the same
+cuDNN measurement: GB200 forward 0.210 ms and backward 0.465 ms for 2 x 128 heads x 4,096 tokens
+(161 / 182 TFLOP/s on the window-capped count); the band and the stretch at the Blackwell flash
+efficiency 0.30 of the GB200's 2.5 PFLOP/s give 0.181 and 0.451 ms (-14%, -3%). The GB300 ran the
+shape as fast as the GB200 (0.202 / 0.442 ms) although its doubled exponentials lift the stretch:
+the model has it 2.2x / 2.0x faster (not fitted; docs/step.md). Full-attention layers keep the counted
+(s + 1) / 2 keys. Learnable softmax sinks (GPT-OSS; Megatron-Core softmax_type 'learnable') add one
+logit per query and head: TE >= 2.8 runs them in cuDNN's fused kernel (FusedAttention, cuDNN >=
+9.13.1; transformer_engine/common/fused_attn/fused_attn.cpp@v2.9 L370-375, FlashAttention disabled
+for them, pytorch/attention/dot_product_attention/utils.py@v2.9 L685-696), no term of their own.
 Units: seconds per token per layer.
 """
 
@@ -40,14 +62,22 @@ from gpuplan.core.model import flops as F
 
 FLASH_BACKWARD_RATIO = 2.5
 TENSOR_FLOPS_PER_EXP = {"h100-sxm": 256.0, "h100-pcie": 256.0, "h100-nvl": 256.0, "h200-sxm": 256.0,
-                        "h800-sxm": 256.0, "b200": 512.0, "gb200": 512.0, "b300": 256.0}
-"""Dense BF16 tensor FLOPs per SFU exponential, per SM and clock (above: H100 4,096 / 16, B200
-8,192 / 16, Blackwell Ultra 8,192 / 32). Parts absent (Ampere: 2,048 / 16 = 128,
+                        "h800-sxm": 256.0, "b200": 512.0, "gb200": 512.0, "b300": 512.0}
+"""Dense BF16 tensor FLOPs per SFU exponential, per SM and clock, as the fused attention kernel
+frameworks run (cuDNN) sees them (above: H100 4,096 / 16, B200 8,192 / 16). Blackwell Ultra's SFUs
+do double (8,192 / 32 = 256), but cuDNN's kernel did not run faster for it: on the GB300 the head
+dim 64 shape measured 0.202 / 0.442 ms forward / backward against the GB200's 0.210 / 0.465 ms
+(cudnn-frontend gpt_oss results @3929da2, above; 160 vs 148 SMs), where 256 would make it 2x
+faster; so the B300 keeps the B200's 512. Only head dims below 128 see the difference (at 128
+both give no stretch). Parts absent (Ampere: 2,048 / 16 = 128,
 never binding at head dim >= 32) have no exponential roof; parts sharing a die look up their twin
 (catalog kernels_like: GB300 -> B300). Cross-check: Verda's per-GPU table gives 5 TeraExponentials/s
 for B200 / GB200 and 10.7 for B300 / GB300, i.e. 148 x 16 x 2.11 GHz and 160 x 32 x 2.09 GHz; the
 spec tensor peaks are quoted at lower clocks (B200: 2.25e15 / (148 x 8,192) = 1.86 GHz), so the
 per-SM-and-clock ratios above are kept rather than spec peak / spec exponential rate (450, 234)."""
+KEY_TILE = 128
+"""Queries and keys per tile of a flash kernel (cuDNN SM100 / SM90, above): a sliding-window layer
+computes whole key tiles."""
 EAGER_FORWARD_BYTES = 8.0
 EAGER_BACKWARD_BYTES = 14.0
 EAGER_DROPOUT_BYTES = 5.0
@@ -66,6 +96,28 @@ def exp_bound_stretch(spec, tensor_flops_per_exp: float) -> float:
     return max(1.0, tensor_flops_per_exp / (2.0 * (a.qk_head_dim + a.value_head_dim)))
 
 
+def flash_executed_keys(seq_len, window: int):
+    """Keys per query a flash kernel computes in a sliding-window layer (causal, window ``window``
+    keys): a query tile j of s / KEY_TILE reaches min(j + 1, k) key tiles, k = ceil((w - 1) /
+    KEY_TILE) + 1, i.e. mean_attended_keys in tile units, times KEY_TILE."""
+    band_tiles = -(-(window - 1) // KEY_TILE) + 1
+    return KEY_TILE * F.mean_attended_keys(seq_len / KEY_TILE, band_tiles, "causal")
+
+
+def flash_forward_flops_per_token(spec, seq_len):
+    """Forward FLOPs per token of the mean layer that a flash kernel executes: full layers their
+    causal (s + 1) / 2 keys, sliding layers whole key tiles of their band (flash_executed_keys)."""
+    sliding = spec.num_sliding_layers
+    causal = F.attention_core_flops_per_token(spec, seq_len, "causal") / spec.num_layers
+    if not sliding:
+        return causal
+    a = spec.attention
+    per_key = 2 * a.num_heads * (a.qk_head_dim + a.value_head_dim)
+    windowed = per_key * F.mean_attended_keys(seq_len, spec.sliding_window, "causal")
+    executed = per_key * flash_executed_keys(seq_len, spec.sliding_window)
+    return causal + sliding * (executed - windowed) / spec.num_layers
+
+
 def attention_seconds_per_token(spec, seq_len, tp, *, kernel: str, peak: float, efficiency: float,
                                 mamf: float, hbm_bytes_per_s: float, dropout: float = 0.0,
                                 tensor_flops_per_exp: float = 0.0) -> tuple[object, object]:
@@ -73,9 +125,10 @@ def attention_seconds_per_token(spec, seq_len, tp, *, kernel: str, peak: float, 
     ``peak``: the attention's dense FLOP/s (bf16); ``efficiency``: the flash kernel's fraction
     of it; ``mamf``: the batched matmuls' fraction (eager); ``hbm_bytes_per_s``: achievable HBM
     bandwidth (eager scores); ``tensor_flops_per_exp``: the part's TENSOR_FLOPS_PER_EXP (0: none)."""
-    if kernel == "flash":
-        forward = F.attention_core_flops_per_token(spec, seq_len, "causal") / spec.num_layers / tp / (peak * efficiency)
-        return forward * exp_bound_stretch(spec, tensor_flops_per_exp), FLASH_BACKWARD_RATIO * forward
+    if kernel == "flash":  # sliding layers by whole key tiles; the exponential roof on both passes (above)
+        forward = flash_forward_flops_per_token(spec, seq_len) / tp / (peak * efficiency) \
+            * exp_bound_stretch(spec, tensor_flops_per_exp)
+        return forward, FLASH_BACKWARD_RATIO * forward
     if kernel != "eager":
         raise ValueError(f"attention kernel {kernel!r}: one of {', '.join(ATTENTION_KERNELS)}")
     matmuls = F.attention_core_flops_per_token(spec, seq_len, "full") / spec.num_layers / tp / (peak * mamf)
