@@ -84,6 +84,23 @@ def test_time_for_space_trades_days_for_fewer_failures(llama3):
     assert all(a["goodput"] > b["goodput"] and a["days"] > b["days"] for a, b in zip(table, table[1:]))
 
 
+def test_small_clusters_compare_each_size_once():
+    """On 1 GPU a quarter and a half of the cluster round to the run itself: no table row, no
+    "time for space" line and no "0.5x GPUs" line repeats it (they printed 1 GPU three times);
+    on 2 GPUs, 1 GPU is the 0.5x row (not 0.25x). Days keep three significant figures."""
+    spec, gpu = resolve_model(params="125M"), resolve_gpu("a100")
+    budget = compute_budget(spec, gpu, gpus=1, wall_seconds=3600, gpu_hours=1, tokens=1e9)
+    assert [r["gpus"] for r in budget.tables[0].records()] == [1, 2, 4]
+    keys = {line.key for s in budget.sections for line in s.lines}
+    assert not {"cost_time_for_space_0.25x", "cost_time_for_space_0.5x", "fail_wall_seconds_0.5x_gpus"} & keys
+    assert "fail_wall_seconds_2x_gpus" in keys
+    # 1 GPU-hour of work: 1/24 = 0.0417 days, not 0.0
+    assert budget.tables[0].records()[0]["ideal days"] == pytest.approx(1 / 24, rel=2e-3)
+    two = compute_budget(spec, gpu, gpus=2, wall_seconds=3600, gpu_hours=2, tokens=1e9)
+    assert [r["gpus"] for r in two.tables[0].records()] == [1, 2, 4, 8]
+    assert "cost_time_for_space_0.5x" in {line.key for s in two.sections for line in s.lines}
+
+
 def test_python_api_takes_plain_numbers():
     spec, gpu = resolve_model(params="7B"), resolve_gpu("a100")
     sections = budget_sections(spec, gpu, gpus=1024, wall_seconds=30 * 86_400, gpu_hours=1024 * 720, tokens=2e12,

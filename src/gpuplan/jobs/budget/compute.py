@@ -29,6 +29,22 @@ from gpuplan.jobs.budget.sections import (
 from gpuplan.report.model import Section
 
 
+def scaled_gpu_counts(gpus: float) -> list[tuple[float, float]]:
+    """(factor, GPUs) of the cluster sizes the budget compares (SCALING_FACTORS x the run's GPUs,
+    rounded, at least one), each count once and never the run's own count under another factor:
+    on 1 GPU a quarter and a half are the run itself, and their row or "time for space" line would
+    repeat the run's numbers. Two factors rounding to one count keep the one that names it exactly
+    (on 2 GPUs, 1 GPU is 0.5x, not 0.25x)."""
+    best: dict[float, float] = {float(gpus): 1.0}
+    for factor in SCALING_FACTORS:
+        count = float(max(1.0, round(gpus * factor)))
+        if count == gpus:
+            continue
+        if count not in best or abs(gpus * factor - count) < abs(gpus * best[count] - count):
+            best[count] = factor
+    return sorted(((factor, count) for count, factor in best.items()), key=lambda pair: pair[0])
+
+
 def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seconds: float, gpu_hours: float,
                    tokens: float, global_batch_tokens: float | None = None, step_seconds: float | None = None,
                    recipe: str = "mixed", zero: int = 1, model_parallel: int = 1,
@@ -41,7 +57,7 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
                     model_parallel=model_parallel)
     main = scenario(run, s, run.gpus)
     ranges = {k: scenario(run, s, run.gpus, rate=r) for k, r in zip(("low", "high"), R.FAILURE_RATE_RANGE)}
-    scaled = [(f, scenario(run, s, max(1.0, round(run.gpus * f)))) for f in SCALING_FACTORS]
+    scaled = [(f, scenario(run, s, n)) for f, n in scaled_gpu_counts(run.gpus)]
     prices = resolve_prices(gpu.id, s)
     sections = (data_section(run, s), checkpoint_section(run, s, main), failure_section(run, main, ranges, scaled),
                 cost_section(run, main, prices, scaled), contingency_section(run, s, main, prices))

@@ -245,12 +245,17 @@ def contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Price
     return Section("Contingency budget", tuple(lines))
 
 
+def _sig(days: float) -> float:
+    """Days to three significant figures: a short run's 0.04 days is not 0."""
+    return float(f"{days:.3g}")
+
+
 def scaling_table(run: RunFacts, scaled: list[tuple[float, Scenario]], p: Prices) -> Table:
     rows = []
     for _, sc in scaled:
         plan = sc.on_demand
-        rows.append((int(sc.gpus), round(plan.work_seconds / 86400, 1), round(plan.mtbi / 3600, 1),
-                     round(plan.goodput, 3), round(plan.wall_seconds / 86400, 1), round(sc.billed_on_demand),
+        rows.append((int(sc.gpus), _sig(plan.work_seconds / 86400), round(plan.mtbi / 3600, 1),
+                     round(plan.goodput, 3), _sig(plan.wall_seconds / 86400), round(sc.billed_on_demand),
                      None if p.on_demand is None else round(sc.billed_on_demand * p.on_demand),
                      None if p.spot is None else round(sc.billed_spot * p.spot)))
     return Table("Cluster size: wall-clock, failures and cost (time for space)",
