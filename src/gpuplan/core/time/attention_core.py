@@ -48,7 +48,9 @@ cuDNN measurement: GB200 forward 0.210 ms and backward 0.465 ms for 2 x 128 head
 (161 / 182 TFLOP/s on the window-capped count); the band and the stretch at the Blackwell flash
 efficiency 0.30 of the GB200's 2.5 PFLOP/s give 0.181 and 0.451 ms (-14%, -3%). The GB300 ran the
 shape as fast as the GB200 (0.202 / 0.442 ms) although its doubled exponentials lift the stretch:
-the model has it 2.2x / 2.0x faster (not fitted; docs/step.md). Full-attention layers keep the counted
+the model has it 2.2x / 2.0x faster (not fitted; docs/step.md). Both readings come from the window
+shape and are applied to full-attention layers too: no head-dim-64 full-causal Blackwell figure is
+published (docs/step.md says what that leaves open). Full-attention layers keep the counted
 (s + 1) / 2 keys. Learnable softmax sinks (GPT-OSS; Megatron-Core softmax_type 'learnable') add one
 logit per query and head: TE >= 2.8 runs them in cuDNN's fused kernel (FusedAttention, cuDNN >=
 9.13.1; transformer_engine/common/fused_attn/fused_attn.cpp@v2.9 L370-375, FlashAttention disabled
