@@ -353,12 +353,14 @@ def test_runtime_memory_by_category():
     TP group's 1.82 GiB (0.19's logged 2.07 - 0.25) and the counted CUDA-graph estimate: first
     capture FlashAttention's split-KV accumulators, 32 splits x 64 / 4 heads x 512 tokens x
     (128 + 1) x 4 B = 135.3 MB (above the piecewise 2 x 512 x 2 B x (3 x 28,672 / 4 + 3 x 8,192) =
-    94.4 MB), + (50 + 50) graphs x 80 layers x 0.175 MiB; SGLang counts its CUDA context and one
+    94.4 MB + the capture stream's 32 MiB cuBLAS workspace), + the first capture's own graph and
+    (50 + 50) further ones, 80 layers x 0.1656 MiB = 13.2 MiB -> 14 MiB (whole 2 MiB pages) each,
+    core.serving.profile.per_graph_bytes; SGLang counts its CUDA context and one
     NCCL communicator (688 MB x 1.5) and keeps its graphs in the reserve."""
     vllm = report(model="llama-3.1-70b", gpu="h100", tp=4).line("runtime")
-    graphs = 32 * 16 * 512 * 129 * 4 + 100 * 80 * 0.175 * 2**20
+    graphs = 32 * 16 * 512 * 129 * 4 + 101 * 14 * 2**20
     assert vllm.value == pytest.approx((0.25 + 1.82) * 2**30 + graphs)
-    assert vllm.formula == "non-torch 0.25 GiB + TP / PP groups 1.82 GiB + CUDA graphs 1.49 GiB"
+    assert vllm.formula == "non-torch 0.25 GiB + TP / PP groups 1.82 GiB + CUDA graphs 1.51 GiB"
     sglang = report(model="llama-3.1-70b", gpu="h100", tp=4, engine="sglang").line("runtime")
     assert sglang.formula == "non-torch 0.35 GiB + TP / PP groups 0.96 GiB"
 

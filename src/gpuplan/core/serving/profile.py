@@ -160,27 +160,70 @@ def comm_bytes(rules: VllmRules | None, engine: str, tp: int, pp: int, scale_up_
     return E.ENGINE_COMMUNICATORS[engine] * float(groups)
 
 
-GRAPH_BYTES_PER_LAYER = 0.175 * MiB
-"""What one more captured batch size adds per decoder layer (a graph's nodes are its kernels, a fixed
-number per layer): vLLM's per-graph sample, the second capture of each mode
-(gpu_model_runner.profile_cudagraph_memory, v0.19.0). Least-squares fit, through the origin, of
-the logged estimates less the first-capture term below, over three named llm-d-planner v0.19.0
-H100 runs: Llama-3.1-8B tp 1 (0.84 GiB), Qwen2.5-7B tp 1 (0.61) and Qwen2.5-72B tp 2 (1.63),
-100 further graphs each: per-row 0.188, 0.142 and 0.176 MiB (their logs' own per-graph samples,
-PIECEWISE + FULL: 6 + 6 MiB / 32 layers, 4 + 4 / 28, 18 + 10 / 80)."""
+GRAPH_SAMPLE_PAGE = 2 * MiB
+"""The unit of vLLM's per-graph sample: profile_cudagraph_memory (gpu_model_runner.py lines
+5903-5923, v0.19.0) captures the first two sizes of each mode and takes the second capture's
+``torch.cuda.mem_get_info`` free-memory drop as the cost of every further graph, which moves in
+whole 2 MiB pages: every per-graph sample of the llm-d-planner v0.19.0 H100 logs is an even
+number of MiB (2 to 20; 24 and 26 where a fresh 20 MiB segment opened, see the excluded row) or
+the code's 1 MiB floor (a pipeline stage of 8 layers).
+The estimate takes the nearest whole page (the median of that sample when the page boundary
+falls anywhere), at least 1 MiB (the code's ``max(mem_samples[1], 1 << 20)``)."""
 
-GRAPH_BYTES_PER_MOE_LAYER = 0.037 * MiB
-"""What one more captured batch size adds per mixture-of-experts layer on top of
-GRAPH_BYTES_PER_LAYER: an MoE layer launches more kernels than a dense MLP (vLLM
-model_executor/layers/fused_moe/fused_moe.py, read at commit 000d145: fused_topk / grouped_topk,
-then TritonExperts.apply's moe_align_block_size, two invoke_fused_moe_kernel, the activation, and
-moe_sum, where a dense MLP has gate/up, activation and down), and a graph's size follows its nodes;
-its intermediate caches are views of the persistent workspace (_resize_cache of workspace13 /
-workspace2, moe_workspace_bytes), so a further graph adds no batch-sized buffer. Least squares,
-through the origin, of the logged estimates less the dense model over two named llm-d-planner
-v0.19.0 H100 runs: Qwen3-30B-A3B tp 1 (48 MoE layers, 1.24 GiB logged, 1.07 dense; per row 0.036
-MiB) and Mixtral-8x7B tp 2 (32, 0.82 vs 0.70; 0.039 MiB), 100 further graphs each. Held out:
-DeepSeek-V2-Lite and gpt-oss-20b."""
+GRAPH_BYTES_PER_LAYER = 0.1656 * MiB
+"""What one more captured batch size adds per decoder layer and mode (a graph's nodes are its
+kernels, a fixed number per layer; the driver keeps each instantiated node's parameters):
+least squares (relative, through the origin, pages not rounded) of the logged estimates
+less the first captures over the three named dense rows of llm-d-planner's v0.19.0 H100 logs:
+Llama-3.1-8B tp 1 (0.84 GiB), Qwen2.5-7B tp 1 (0.61) and Qwen2.5-72B tp 2 (1.63), 100 further
+graphs each (their own per-graph samples, PIECEWISE / FULL: 6 / 6 MiB for 32 layers, 4 / 4 for
+28, 18 / 10 for 80). Every other dense row is held out."""
+
+GRAPH_BYTES_PER_MOE_LAYER = 0.0445 * MiB
+"""What an MoE layer adds per further graph on top of GRAPH_BYTES_PER_LAYER: it launches more
+kernels than a dense MLP (vLLM model_executor/layers/fused_moe/fused_moe.py: fused_topk or
+grouped_topk, moe_align_block_size, two invoke_fused_moe_kernel, the activation and moe_sum, where
+a dense MLP has gate/up, activation and down); its intermediate caches are views of the persistent
+workspace (moe_workspace_bytes), so a further graph adds no batch-sized buffer. Fitted as above,
+given the dense term, on the two named MoE rows: Qwen3-30B-A3B tp 1 (48 MoE layers, 1.24 GiB,
+samples 10 / 10 MiB) and Mixtral-8x7B tp 2 (32, 0.82 GiB, 6 / 8). Held out: gpt-oss-20b and
+DeepSeek-V2-Lite."""
+
+GRAPH_BYTES_PER_MLA_LAYER = 0.0717 * MiB
+"""What multi-head latent attention adds per layer and further graph: DeepSeek-V2's attention
+launches more kernels than GQA (vLLM model_executor/layers/mla.py and
+v1/attention/backends/mla/common.py: kv_a_proj_with_mqa, the kv_a_layernorm, the rotary part split
+and concatenated, the W_UK absorption bmm before FLASH_ATTN_MLA and the W_UV bmm after it in
+decode). Fitted, given the dense and MoE terms, on two named rows with DeepSeek-V2-Lite's layer
+shape (27 layers, hidden 2048, 16 heads, kv_lora_rank 512, 64 routed + 2 shared experts, top 6):
+Kimi-VL-A3B-Instruct's language model at tp 1 (1.19 GiB, samples 8 / 6 MiB) and tp 2 (1.04 GiB,
+8 / 8). Held out: DeepSeek-V2-Lite-Chat itself (1.39 GiB, 10 / 8)."""
+
+GRAPH_BYTES_PER_QUANT_LAYER = 0.0276 * MiB
+"""What quantizing the activations before each W8A8 GEMM adds per layer and further graph: an
+fp8 / int8 checkpoint's linear layers quantize their input per token on every call (vLLM
+QuantFP8, a native op under torch.compile: the Qwen2.5-7B fp8-dynamic log lists 'quant_fp8': 112,
+four per layer; compressed-tensors W8A8 int8 runs scaled_int8_quant), and the scaled GEMM
+(CUTLASS scaled_mm) takes the scales as one more argument. Fitted, given the dense term, on the
+three named RedHatAI fp8-dynamic rows: Llama-3.3-70B tp 2 (1.82 GiB, 20 / 12) and tp 4 (1.70,
+18 / 14), Qwen2.5-7B tp 1 (0.71, 6 / 4). Held out: the W8A8 int8 rows and Llama-3.1-8B with
+vLLM's online fp8."""
+
+ACTIVATION_QUANT_DTYPES = ("fp8", "int8", "fp4")
+"""Compute dtypes (WeightFormat.compute_dtype) whose GEMMs take quantized activations."""
+
+
+def per_graph_bytes(spec: ModelSpec, layers: int, activation_quant: bool = False) -> float:
+    """vLLM's per-graph sample for one mode: ``layers`` x (GRAPH_BYTES_PER_LAYER + the MoE share x
+    GRAPH_BYTES_PER_MOE_LAYER + GRAPH_BYTES_PER_MLA_LAYER for latent attention +
+    GRAPH_BYTES_PER_QUANT_LAYER where the GEMMs quantize their activations), in whole
+    GRAPH_SAMPLE_PAGE pages, at least 1 MiB. Bytes."""
+    moe_share = spec.num_moe_layers / spec.num_layers if spec.moe is not None else 0.0
+    mla = GRAPH_BYTES_PER_MLA_LAYER if spec.attention.kv_lora_rank else 0.0
+    quant = GRAPH_BYTES_PER_QUANT_LAYER if activation_quant else 0.0
+    per_layer = GRAPH_BYTES_PER_LAYER + GRAPH_BYTES_PER_MOE_LAYER * moe_share + mla + quant
+    return max(round(layers * per_layer / GRAPH_SAMPLE_PAGE) * GRAPH_SAMPLE_PAGE, MiB)
+
 
 FA_MAX_SPLITS = 32
 """VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH's default (vllm/envs.py, vllm PR 25274): the
@@ -221,22 +264,23 @@ def cublas_workspace_bytes(gpu_arch: str | None) -> float:
 
 
 def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_bytes: int = 2,
-                blas_workspace: float = 0.0) -> float:
+                blas_workspace: float = 0.0, activation_quant: bool = False) -> float:
     """vLLM's CUDA-graph estimate (gpu_model_runner.profile_cudagraph_memory, logged from 0.19,
     subtracted from 0.21): per mode the first capture and, for every further size, what the second
-    capture took; the pool overlays the modes, so the larger first capture counts once:
-    max(first) + sum((n - 1) x per graph). The piecewise first capture at the largest size holds the
-    forward's activations twice: the warm-up run leaves them in the caching allocator's reserve
-    (empty_cache runs once, before the modes) and the capture allocates them again in the private
-    pool), plus ``blas_workspace``: the capture runs on its own stream, whose first GEMM allocates
-    a cuBLAS workspace (cublas_workspace_bytes) inside the pool (v0.19.0 logs, H100: Llama-3.1-8B
-    138 MiB vs 2 x 54 + 32; fp32 224 vs 2 x 108 + 32; Qwen2.5-7B at tp 4 104 vs 2 x 24 + 32). The
-    full first capture reuses that pool and that stream's workspace and adds the attention's
-    split-KV accumulators. Each further graph: GRAPH_BYTES_PER_LAYER a layer, plus
-    GRAPH_BYTES_PER_MOE_LAYER for the MoE share of the ``layers`` (a pipeline stage's)."""
+    capture took (per_graph_bytes); the pool overlays the modes, so the larger first capture counts
+    once: max(first) + sum((n - 1) x per graph). Each first capture holds its own graph as well
+    (its sample spans the capture and the graph's instantiation, _warmup_and_capture) and its
+    buffers: the piecewise one at the largest size holds the forward's activations twice (the
+    warm-up run leaves them in the caching allocator's reserve, empty_cache runs once, before the
+    modes, and the capture allocates them again in the private pool) plus ``blas_workspace``: the
+    capture runs on its own stream, whose first GEMM allocates a cuBLAS workspace
+    (cublas_workspace_bytes) inside the pool (v0.19.0 logs, H100: Llama-3.1-8B 138 MiB against
+    2 x 54 + 32 + 6 = 146; fp32 224 against 2 x 108 + 32 + 6 = 254, the one row where it decides). The full first capture reuses that pool and that
+    stream's workspace and adds the attention's split-KV accumulators. ``layers``: a pipeline
+    stage's; ``activation_quant``: W8A8 GEMMs (ACTIVATION_QUANT_DTYPES)."""
     piecewise, full = graph_capture_sizes(max_num_seqs, GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512))
+    per_graph = per_graph_bytes(spec, layers, activation_quant)
     first_piecewise = 2 * max(piecewise) * act_bytes * activation_elements_per_token(spec, tp) + blas_workspace
     first_full = split_kv_accumulator_bytes(spec, max(full), tp, act_bytes) if full else 0.0
-    moe_share = spec.num_moe_layers / spec.num_layers if spec.moe is not None else 0.0
-    per_graph = (GRAPH_BYTES_PER_LAYER + GRAPH_BYTES_PER_MOE_LAYER * moe_share) * layers
-    return max(first_piecewise, first_full) + per_graph * (len(piecewise) - 1 + max(len(full) - 1, 0))
+    further = len(piecewise) - 1 + max(len(full) - 1, 0)
+    return max(first_piecewise, first_full) + per_graph * (1 + further)

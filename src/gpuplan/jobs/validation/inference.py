@@ -256,4 +256,6 @@ def inference_validation_cases() -> list[Case]:
 
 def inference_excluded() -> list[tuple[str, str]]:
     """(id, reason) of reference entries kept out of the summary."""
-    return [(e["id"], e["reason"]) for e in reference_measurements().get("excluded", [])]
+    from gpuplan.jobs.validation.serving_memory import serving_memory_excluded
+
+    return [(e["id"], e["reason"]) for e in reference_measurements().get("excluded", [])] + serving_memory_excluded()

@@ -99,8 +99,9 @@ def log_cases(e: dict[str, Any]) -> list[Case]:
              f"{memory.kv_budget / GiB:.2f} GiB")
     note = e.get("note", "")
     cases = []
+    excluded = e.get("excluded") or {}
     for key, quantity in QUANTITIES.items():
-        if key in logged and predicted[key] > 0:
+        if key in logged and predicted[key] > 0 and key.removesuffix("_gib") not in excluded:
             name = key.removesuffix("_gib")
             cases.append((e["id"], memory_kind(engine, quantity, name in fitted or _fits(name, sets_kv)),
                           logged[key] * GiB, predicted[key], basis, note))
@@ -123,3 +124,9 @@ def _fits(name: str, fitted: set[str]) -> bool:
 
 def serving_memory_cases() -> list[Case]:
     return [case for entry in memory_logs() for case in log_cases(entry)]
+
+
+def serving_memory_excluded() -> list[tuple[str, str]]:
+    """(log id, reason) of each logged quantity an entry's ``excluded`` keeps unscored."""
+    return [(e["id"], f"{QUANTITIES[key + '_gib']}: {reason}") for e in memory_logs()
+            for key, reason in (e.get("excluded") or {}).items()]

@@ -1,0 +1,48 @@
+"""vLLM's CUDA-graph estimate by term (core/serving/profile.py): the 2 MiB pages of its per-graph
+sample, the latent-attention and W8A8 terms, worked by hand against the llm-d-planner v0.19.0
+H100 logs (catalog/reference/serving_memory_logs.yaml)."""
+
+import pytest
+
+from gpuplan.catalog import load_model
+from gpuplan.core.serving import profile as P
+
+MiB = 2**20
+
+
+def test_per_graph_sample_is_whole_pages():
+    """profile_cudagraph_memory takes a torch.cuda.mem_get_info drop, whole 2 MiB pages, at least
+    1 MiB: Qwen2.5-7B, 28 x 0.1656 = 4.64 MiB -> 4 (its log: 4 and 4); one Llama layer 0.17 MiB ->
+    the 1 MiB floor; Qwen2.5-72B, 80 x 0.1656 = 13.25 -> 14 (its log: 18 and 10)."""
+    assert P.per_graph_bytes(load_model("qwen2.5-7b"), 28) == 4 * MiB
+    assert P.per_graph_bytes(load_model("llama-3.1-8b"), 1) == 1 * MiB
+    assert P.per_graph_bytes(load_model("qwen2.5-72b"), 80) == 14 * MiB
+
+
+def test_latent_attention_adds_graph_bytes_by_hand():
+    """DeepSeek-V2-Lite, 27 layers (26 MoE), MLA: 27 x (0.1656 + 0.0445 x 26/27 + 0.0717) = 7.56 MiB
+    -> 8 MiB a graph (its log: 10 and 8); first capture FlashAttention-MLA's accumulators in the
+    latent space, 32 x 16 x 512 x (512 + 1) x 4 B = 513 MiB (the log: 522): 513 + 101 x 8 = 1,321 MiB
+    = 1.290 GiB against 1.39 logged (held out, -7%); 1.19 and 1.04 GiB for the fitted Kimi-VL rows."""
+    spec = load_model("deepseek-v2-lite")
+    assert (spec.num_layers, spec.num_moe_layers, spec.attention.kv_lora_rank) == (27, 26, 512)
+    assert P.per_graph_bytes(spec, 27) == 8 * MiB
+    accum = P.split_kv_accumulator_bytes(spec, 512, 1)
+    assert accum == 32 * 16 * 512 * 513 * 4
+    assert P.graph_bytes(spec, 1024, 1, 27) == pytest.approx(accum + 101 * 8 * MiB)
+    assert P.graph_bytes(spec, 1024, 1, 27) / 2**30 == pytest.approx(1.290, abs=0.001)
+
+
+def test_activation_quantization_adds_graph_bytes_by_hand():
+    """A W8A8 GEMM quantizes its input per call: Llama-3.1-70B (80 layers) fp8-dynamic at tp 2,
+    80 x (0.1656 + 0.0276) = 15.46 MiB -> 16 MiB a graph (the log: 20 and 12), against 80 x 0.1656 =
+    13.25 -> 14 in bf16; 258 MiB of accumulators (32 x 32 heads x 512 x 129 x 4 B) + 101 x 16 =
+    1,874 MiB = 1.830 GiB against 1.82 logged. A weight-only format (w4a16) adds nothing: the caller
+    passes activation_quant only for fp8 / int8 / fp4 compute."""
+    spec = load_model("llama-3.1-70b")
+    assert P.per_graph_bytes(spec, 80, activation_quant=True) == 16 * MiB
+    assert P.per_graph_bytes(spec, 80) == 14 * MiB
+    fp8 = P.graph_bytes(spec, 1024, 2, 80, activation_quant=True)
+    assert fp8 == pytest.approx(32 * 32 * 512 * 129 * 4 + 101 * 16 * MiB)
+    assert fp8 / 2**30 == pytest.approx(1.830, abs=0.001)
+    assert set(P.ACTIVATION_QUANT_DTYPES) == {"fp8", "int8", "fp4"}
