@@ -77,6 +77,21 @@ def test_a_range_in_seconds_takes_its_values_unit():
     assert range_text(_line(unit="s", value=7200, text="2.00 h", low=3600, high=3 * 3600)) == "1.00 h – 3.00 h"
 
 
+def test_a_short_run_reads_in_hours_with_its_gpu_time_and_one_gpu(run_cli, run_json):
+    """125M parameters on 1B tokens on one A100 at 40%: 6 x 125e6 x 1e9 / (312e12 x 0.4) = 6,010 s
+    = 0.0696 GPU-days (printed "0"), 1.67 h; with the 20% allowance 2.00 h (10-30%: 1.84-2.17 h),
+    printed "0.08 days" beside "0.08 days – 0.09 days"; the layout ran "on 1 GPUs"."""
+    args = ("train", "--gpus", "1", "--params", "125M", "--tokens", "1B")
+    code, out, _ = run_cli(*args)
+    lines = {line.split("  ")[0]: line for line in out.splitlines()}
+    assert code == 0
+    assert lines["GPU-days"].split()[-1] == "0.0696"
+    assert lines["wall-clock with comm allowance"].endswith("2.00 h  1.84 h – 2.17 h")
+    assert lines["layout"].endswith("on 1 GPU")
+    assert run_json(*args)["results"]["gpu_days"] == pytest.approx(6 * 125e6 * 1e9 / (312e12 * 0.4) / 86400, rel=1e-3)
+    assert range_text(_line(unit="days", text="2.00 h", low=1.84 / 24, high=2.17 / 24)) == "1.84 h – 2.17 h"
+
+
 def test_counts_are_singular_when_one():
     report = Report("x", "t", (), (), (Section("s", (_line(),)),), notes=("only",))
     assert "1 section (0 more lines), 0 assumptions with sources, 1 note;" in footer(report, 1)

@@ -136,6 +136,12 @@ def format_duration(seconds: float) -> str:
     return f"{seconds:.3g} s"
 
 
+def format_gpu_time(amount: float) -> str:
+    """GPU-hours or GPU-days as a count: whole above 10, three significant figures below (a
+    short run's 0.0695 GPU-days is not "0")."""
+    return f"{amount:,.0f}" if abs(amount) >= 10 else f"{amount:.3g}"
+
+
 def parse_allowance(text: str | int | float, field: str = "allowance") -> float:
     """An overhead fraction that may be 0 or exceed 1: '20%' -> 0.2, '0' -> 0.0, 1.5 -> 1.5."""
     refuse_huge_integer(text, field)

@@ -40,7 +40,8 @@ def _usd(x: float | None) -> str:
 
 
 def _days(seconds: float) -> str:
-    return f"{seconds / 86400:,.2f} days"
+    """A wall-clock in days, or in hours / minutes below a day (core.units.format_duration)."""
+    return format_duration(seconds)
 
 
 def _pct(x: float) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpuplan.core.economics.gpu_time import ComputeBudget, comm_share_of_time, with_allowance
-from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_duration
+from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, TrainingInputs
 from gpuplan.jobs.training.timing import Flops, TimeEstimate
@@ -67,9 +67,9 @@ def time_section(gpu, peak: float, time: TimeEstimate, flops: Flops, inputs: Tra
         Line("hfu", "HFU (hardware FLOPs utilisation)", hfu, "fraction", f"{hfu:.1%}", "MFU x hardware/model FLOPs"),
         Line("flops_per_gpu_day", "useful FLOPs per GPU-day", budget.flops_per_gpu_day, "FLOPs",
              f"{budget.flops_per_gpu_day:.3e}", "peak x MFU x 86400 s"),
-        Line("gpu_days", "GPU-days", budget.gpu_days, "GPU-days", f"{budget.gpu_days:,.0f}",
+        Line("gpu_days", "GPU-days", budget.gpu_days, "GPU-days", format_gpu_time(budget.gpu_days),
              "FLOPs / FLOPs per GPU-day", *_band(time, "gpu_days")),
-        Line("gpu_hours", "GPU-hours", budget.gpu_hours, "GPU-hours", f"{budget.gpu_hours:,.0f}", "GPU-days x 24",
+        Line("gpu_hours", "GPU-hours", budget.gpu_hours, "GPU-hours", format_gpu_time(budget.gpu_hours), "GPU-days x 24",
              *_band(time, "gpu_hours")),
         *_gpus_lines(time, inputs, solved),
         Line("wall_days", "wall-clock" + (" (compute only)" if time.deadline_days else " (solved)" if solved == "days"
@@ -88,7 +88,7 @@ def _gpus_lines(time: TimeEstimate, inputs: TrainingInputs, solved: str) -> tupl
     if time.mode == "solved" and time.deadline_wall_seconds is not None:  # GPUs and days given: MFU solved
         met = time.deadline_wall_seconds / SECONDS_PER_DAY
         return (Line("gpus", "GPUs", budget.gpus, "GPUs", f"{budget.gpus:,.0f}", "given"),
-                Line("deadline_met", f"wall-clock with {time.deadline_allowances}", met, "days", f"{met:.2f} days",
+                Line("deadline_met", f"wall-clock with {time.deadline_allowances}", met, "days", format_duration(met * SECONDS_PER_DAY),
                      f"the MFU is solved for this: the {time.deadline_days:g} days given"))
     if time.deadline_days is None:
         return (Line("gpus", "GPUs" + (" (solved)" if solved == "gpus" else ""), budget.gpus, "GPUs",
@@ -102,7 +102,7 @@ def _gpus_lines(time: TimeEstimate, inputs: TrainingInputs, solved: str) -> tupl
              f"the fewest whose wall-clock with the {time.deadline_allowances} is within {days:g} days"),
         Line("gpus_compute_only", "GPUs for compute alone (the article)", article, "GPUs", f"{article:,.1f}",
              f"GPU-days / {days:g} days: meets the deadline only if nothing is added to compute time"),
-        Line("deadline_met", f"wall-clock with {time.deadline_allowances}", met, "days", f"{met:.2f} days",
+        Line("deadline_met", f"wall-clock with {time.deadline_allowances}", met, "days", format_duration(met * SECONDS_PER_DAY),
              f"on {budget.gpus:,.0f} GPUs; the deadline is {days:g} days"),
     )
 
@@ -153,10 +153,10 @@ def allowance_section(time: TimeEstimate, inputs: TrainingInputs) -> Section:
         Line("comm_share", "comm / (compute + comm)", comm_share_of_time(mid), "fraction",
              f"{comm_share_of_time(mid):.1%}", "the article's communication-overhead ratio"),
         Line("wall_days_with_comm", f"wall-clock {comm}", grown(wall, mid), "days",
-             f"{grown(wall, mid):.2f} days", "wall-clock x (1 + allowance)", *ranged(wall)),
+             format_duration(grown(wall, mid) * SECONDS_PER_DAY), "wall-clock x (1 + allowance)", *ranged(wall)),
         Line("gpus_with_comm", f"GPUs for the same deadline {comm}", grown(gpus, mid), "GPUs",
              f"{grown(gpus, mid):,.0f}", "GPUs x (1 + allowance)", *ranged(gpus)),
-        Line("gpu_hours_with_comm", f"GPU-hours {comm}", with_comm, "GPU-hours", f"{with_comm:,.0f}",
+        Line("gpu_hours_with_comm", f"GPU-hours {comm}", with_comm, "GPU-hours", format_gpu_time(with_comm),
              "GPU-hours x (1 + allowance)", *ranged(hours)),
         Line("gpu_hours_budget", "GPU-hours budget incl. contingency", grown(hours, mid, c), "GPU-hours",
              f"{grown(hours, mid, c):,.0f}", f"with comm x (1 + {c:.0%} contingency: restarts, tuning, failures)",
@@ -170,7 +170,7 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
     source = "your degrees" if inputs.layout_given else "the planner's best"
     m = plan.memory
     return Section(f"Layout and memory per GPU ({source}{idle})", (
-        Line("mem_layout", "layout", plan.degrees(), text=f"{plan.text()} on {plan.gpus:,} GPUs"
+        Line("mem_layout", "layout", plan.degrees(), text=f"{plan.text()} on {plan.gpus:,} GPU{'s' if plan.gpus != 1 else ''}"
              + (f" ({plan.idle_gpus:,} idle)" if plan.idle_gpus else ""),
              formula=f"{source}; step {plan.step_seconds:.3f} s, modelled MFU {plan.mfu:.1%}"),
         Line("mem_global_batch", "global batch", plan.global_batch, "sequences",
