@@ -69,9 +69,11 @@ print(json.dumps(laps))
 '''
 
 
-def cpu_of(cmd: list[str]) -> tuple[float, str]:
-    """(CPU ms of the child process, its stdout)."""
+def cpu_of(cmd: list[str], write_bytecode: bool = False) -> tuple[float, str]:
+    """(CPU ms of the child process, its stdout); ``write_bytecode``: as bench_cli.child_env."""
     env = dict(os.environ, HF_HUB_OFFLINE="1")
+    if write_bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     out = proc.stdout.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -84,6 +86,7 @@ def phases(name: str, repeats: int) -> list[tuple[str, float]]:
     """Median CPU ms of each phase of ``name``, then the rest of the whole command."""
     laps, whole, bare = [], [], []
     argv = COMMANDS[name]
+    cpu_of([sys.executable, "-m", "gpuplan", *argv], write_bytecode=True)  # the bytecode of edited modules
     for _ in range(repeats):
         # the child runs with the CLI's own settings (cli._lean_start sets them before numpy loads)
         laps.append(json.loads(cpu_of([sys.executable, "-c", CHILD, name, *argv[1:]])[1].strip().splitlines()[-1]))

@@ -69,6 +69,27 @@ def test_the_layout_search_imports_no_optional_numpy_submodule():
     assert not {"numpy.ma", "numpy.random"} & loaded
 
 
+def test_plan_and_train_leave_out_what_only_other_paths_need():
+    """Modules a plan or a train answer does not need stay unloaded: importlib.resources (its first
+    files() call imports zipfile, tempfile, shutil, bz2 and lzma, ~5 ms: the best-published-MFU
+    table is read by path), difflib (only a misspelt name needs it, ~1 ms), and for `train` plan's
+    schema (its layout search imports jobs.plan.search, which names PlanInputs only as a type, ~2 ms)."""
+    run = ("from gpuplan.cli import main; import io, contextlib\n"
+           "with contextlib.redirect_stdout(io.StringIO()):\n    assert main({argv!r}) == 0")
+    plan = _modules_after(run.format(argv=["plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "1024"]))
+    assert "gpuplan.jobs.validation.mfu_ceiling" in plan  # the note was written from the table
+    assert not {"importlib.resources", "zipfile", "tempfile", "difflib"} & plan
+    train = _modules_after(run.format(argv=["train"]))
+    assert "gpuplan.jobs.plan.search" in train
+    assert not {"gpuplan.jobs.plan.schema", "importlib.resources", "difflib"} & train
+
+
+def test_a_misspelt_name_still_gets_its_suggestions():
+    from gpuplan.errors import closest_names
+
+    assert closest_names("lama-2-7b", ["llama-2-7b", "llama-2-13b", "mistral-7b"])[0] == "llama-2-7b"
+
+
 def test_the_command_collects_garbage_rarely_and_gives_the_threshold_back():
     """The CLI collects the youngest generation every 100,000 objects (start-up allocates ~75,000
     that live until exit: CPython's 700 ran ~100 collections, ~20 ms of CPU) and restores the
@@ -182,6 +203,24 @@ def test_an_answer_command_ends_its_process_after_the_exit_handlers():
     refused = _entry(["memory", "--gpus", "0"])
     assert refused.returncode == 2 and refused.stderr.startswith("error: gpus")
     assert "exit handler ran" in refused.stderr and "teardown ran" not in refused.stderr
+
+
+def test_an_answer_command_ends_its_process_before_the_callers_gc_threshold_is_back():
+    """The caller's threshold restored first, the next allocation collected the ~400 modules' objects
+    (8-9 ms of `plan`) just before the process ended: the process ends with the command's threshold,
+    and nothing is collected once the answer is written."""
+    code = ("import gc, os, sys\nfrom gpuplan import cli\nreal = cli._end_process\n"
+            "def end(code):\n"
+            "    os.write(2, f'threshold {gc.get_threshold()[0]}\\n'.encode())\n"
+            "    gc.callbacks.append(lambda phase, info: phase == 'start' and os.write(2, b'collected\\n'))\n"
+            "    real(code)\n"
+            "cli._end_process = end\n"
+            "sys.argv = ['gpuplan', 'memory', 'llama-2-7b', '--gpu', 'a100-80gb', '--gpus', '8', '--zero', '3']\n"
+            "sys.exit(cli.main())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and "fits" in done.stdout
+    assert f"threshold {100_000}" in done.stderr
+    assert "collected" not in done.stderr
 
 
 def test_other_commands_and_running_threads_get_the_normal_exit():

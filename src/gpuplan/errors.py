@@ -7,7 +7,6 @@ that was given, and what would be valid, so the user can fix the input without r
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -32,6 +31,8 @@ def printable(text: str) -> str:
 
 def closest_names(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
     """Up to ``n`` catalog names closest to ``name`` (case-insensitive), best first."""
+    import difflib  # only a bad name needs it: every command imports this module (~1 ms)
+
     pool = {c.lower(): c for c in candidates}
     hits = difflib.get_close_matches(name.lower(), list(pool), n=n, cutoff=0.5)
     if not hits:  # fall back to substring matches ("llama" -> "llama-2-7b", ...)

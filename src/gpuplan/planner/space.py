@@ -158,11 +158,17 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
     limits = limits or SpaceLimits()
     fixed = limits.fixed
     experts = spec.moe.num_experts if spec.moe is not None else 0
+    rules = rules_for(limits.framework)
     # one (head, grid) block per structure; the (ep, ZeRO, micro-batch) grids repeat across
-    # structures, so each distinct one is built once and the rows are assembled in two numpy calls
+    # structures, so each distinct one is built once and the rows are assembled in a few numpy
+    # calls. The ep, ZeRO and micro-batch choices depend on a few degrees only: each distinct
+    # question is answered once (a 1,024-GPU search has ~500 structures, ~20 distinct answers)
     heads: list[tuple[int, ...]] = []
     grids: list[np.ndarray] = []
     built: dict[tuple, np.ndarray] = {}
+    ep_choices: dict[int, tuple[int, ...]] = {}
+    zero_choices: dict[tuple, tuple[int, ...]] = {}
+    mb_choices: dict[tuple, tuple[int, ...]] = {}
     total = 0
     for gpus in counts:
         target = batch_target(target_batch, gpus, limits)
@@ -171,22 +177,32 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
                 continue
             batch = batch_for(dp, target)
             per_rank = batch // dp
-            eps = [e for e in divisors(experts) if (dp * cp) % e == 0] if experts else [1]
-            eps = [e for e in eps if "ep" not in fixed or e == fixed["ep"]]
-            rules = rules_for(limits.framework)
-            zeros = [z for z in limits.zero if (z == 0 or dp * cp > 1) and ("zero" not in fixed or z == fixed["zero"])
-                     and (pp == 1 or z <= limits.max_zero_with_pp)
-                     and ("zero" in fixed or zero_allowed(rules, z, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=max(eps, default=1)))]
-            mbs = [m for m in divisors(per_rank) if (limits.max_micro_batch is None or m <= limits.max_micro_batch)
-                   and ("micro_batch" not in fixed or m == fixed["micro_batch"])
-                   and (vpp == 1 or not limits.interleaved_needs_pp_micro_batches or per_rank // m >= pp)]
-            key = (tuple(eps), tuple(zeros), tuple(mbs))
+            eps = ep_choices.get(dp * cp)
+            if eps is None:
+                eps = ep_choices[dp * cp] = _ep_choices(experts, dp * cp, fixed)
+            ep_max = max(eps, default=1)
+            zero_key = (dp, tp, pp, cp, ep_max)
+            zeros = zero_choices.get(zero_key)
+            if zeros is None:
+                zeros = zero_choices[zero_key] = tuple(
+                    z for z in limits.zero if (z == 0 or dp * cp > 1) and ("zero" not in fixed or z == fixed["zero"])
+                    and (pp == 1 or z <= limits.max_zero_with_pp)
+                    and ("zero" in fixed or zero_allowed(rules, z, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=ep_max)))
+            # only interleaved layouts under that rule depend on pp
+            mb_key = (per_rank, pp if vpp > 1 and limits.interleaved_needs_pp_micro_batches else 0)
+            mbs = mb_choices.get(mb_key)
+            if mbs is None:
+                mbs = mb_choices[mb_key] = tuple(
+                    m for m in divisors(per_rank) if (limits.max_micro_batch is None or m <= limits.max_micro_batch)
+                    and ("micro_batch" not in fixed or m == fixed["micro_batch"])
+                    and (vpp == 1 or not limits.interleaved_needs_pp_micro_batches or per_rank // m >= pp))
+            key = (eps, zeros, mbs)
             grid = built.get(key)
-            if grid is None:
-                grid = built[key] = np.array(list(product(eps, zeros, mbs)), dtype=np.int64).reshape(-1, 3)
-            if not len(grid):
+            if grid is None:  # ep, ZeRO, micro-batch columns (3 x rows), in product order
+                grid = built[key] = np.array(list(product(eps, zeros, mbs)), dtype=np.int64).reshape(-1, 3).T.copy()
+            if not grid.shape[1]:
                 continue
-            total += len(grid)
+            total += grid.shape[1]
             if max_rows is not None and total > max_rows:
                 raise InputError("gpus", f"{len(counts):,} GPU count(s)", f"the search would consider more than "
                                  f"{max_rows:,} layouts; give fewer GPU counts, a smaller global batch or fix some "
@@ -195,12 +211,19 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
             grids.append(grid)
     if not grids:
         return {name: np.zeros(0, dtype=np.int64) for name in DEGREES}
-    sizes = np.fromiter((len(g) for g in grids), dtype=np.int64, count=len(grids))
-    gpus, dp, tp, pp, vpp, cp, batch, per_rank = np.repeat(np.array(heads, dtype=np.int64), sizes, axis=0).T
-    ep, zero, mb = np.concatenate(grids).T
+    sizes = np.fromiter((g.shape[1] for g in grids), dtype=np.int64, count=len(grids))
+    gpus, dp, tp, pp, vpp, cp, batch, per_rank = (np.repeat(column, sizes) for column in
+                                                  np.array(heads, dtype=np.int64).T)
+    ep, zero, mb = np.concatenate(grids, axis=1)  # each row of the (3 x rows) array is contiguous
     columns = dict(gpus=gpus, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero, micro_batch=mb,
                    micro_batches=per_rank // mb, global_batch=batch)
-    return {name: np.ascontiguousarray(columns[name]) for name in DEGREES}
+    return {name: columns[name] for name in DEGREES}
+
+
+def _ep_choices(experts: int, data_ranks: int, fixed: dict) -> tuple[int, ...]:
+    """Expert-parallel degrees: divisors of the experts that divide dp x cp (1 for a dense model)."""
+    eps = [e for e in divisors(experts) if data_ranks % e == 0] if experts else [1]
+    return tuple(e for e in eps if "ep" not in fixed or e == fixed["ep"])
 
 
 def is_common_size(n: int) -> bool:

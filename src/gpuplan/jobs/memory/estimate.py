@@ -240,7 +240,9 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
                                "or use more or larger GPUs"))
     sections.append(Section("Advice", tuple(advice)))
     sections.extend(calibration_sections)
-    table = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare))
+    # the table's first row is --gpu's verdict, computed above (when its overheads are the same)
+    known = {gpu.id: (fits, headroom, best_mb)} if overheads.for_gpu(gpu.scale_up_bandwidth) == overheads else {}
+    table = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare), known)
     layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}" + (f" (vpp {layout.vpp})" if layout.vpp > 1 else "")
                    + f" x cp {layout.cp}, ep {layout.ep}, ZeRO-{layout.zero}, micro-batch {layout.micro_batch}")
     report_inputs = (
@@ -265,14 +267,16 @@ MEMORY_HEADLINE = ("layout", "bytes_per_param", "model_states_total", "peak_acti
                    "peak_total", "capacity", "headroom", "fits")
 
 
-def _verdict_table(spec, layout, settings, overheads, gpu_ids) -> Table:
+def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None) -> Table:
+    """One row per GPU type; ``known``: verdicts already computed, by GPU id."""
     rows = []
     for i, gpu_id in enumerate(dict.fromkeys(gpu_ids)):
         try:
             gpu = resolve_gpu(gpu_id)
         except InputError as exc:  # the first id is --gpu's; the others are --compare's
             raise InputError("compare" if i else "gpu", gpu_id, exc.expected) from None
-        fits, headroom, best = verdict(spec, layout, settings, overheads.for_gpu(gpu.scale_up_bandwidth), gpu)
+        fits, headroom, best = (known or {}).get(gpu.id) or verdict(spec, layout, settings,
+                                                                     overheads.for_gpu(gpu.scale_up_bandwidth), gpu)
         rows.append((gpu.id, _gib(gpu.memory_bytes), "fits" if fits else "does not fit", _gib(headroom), best))
     return Table("verdict per GPU type", ("gpu", "memory", "verdict", "headroom after margin",
                                           "largest micro-batch"), tuple(rows))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,11 +22,22 @@ from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
 from gpuplan.jobs.eager_stack import eager_step_settings
-from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
                                   more_gpus_hint, ranking, smallest_fitting_count)
 from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
+
+if TYPE_CHECKING:  # `train` searches its layout here too: it need not build plan's schema (~2 ms)
+    from gpuplan.jobs.plan.schema import PlanInputs
+
+
+def __getattr__(name: str):
+    """``PlanInputs``, still importable from here (as before), built on first use."""
+    if name == "PlanInputs":
+        from gpuplan.jobs.plan.schema import PlanInputs
+
+        return PlanInputs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _gap_words(share: float, framework: str) -> str:

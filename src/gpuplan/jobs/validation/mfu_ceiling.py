@@ -95,9 +95,10 @@ def best_published_mfu() -> dict[tuple[str, bool, str], PublishedMfu]:
     """(hardware class, MoE, 'bf16'|'fp8'|'fp4') -> the highest published MFU, read from the
     generated JSON (DATA)."""
     import json
-    from importlib import resources
 
-    data = json.loads((resources.files("gpuplan.catalog") / "reference" / DATA).read_text("utf-8"))
+    from gpuplan.catalog.paths import CATALOG  # by path: importlib.resources' first call imports zipfile & co (~5 ms)
+
+    data = json.loads((CATALOG / "reference" / DATA).read_text("utf-8"))
     return {(r["hardware"], bool(r["moe"]), r["dtype"]): PublishedMfu(r["run"], float(r["mfu"]), r["gpu"], r["source"])
             for r in data["best"]}
 
