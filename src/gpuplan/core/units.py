@@ -136,6 +136,11 @@ def format_duration(seconds: float) -> str:
     return f"{seconds:.3g} s"
 
 
+def plural(count: int, word: str) -> str:
+    """'1 sequence', '2 sequences', '1,024 notes'."""
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
 def format_gpu_time(amount: float) -> str:
     """GPU-hours or GPU-days as a count: whole above 10, three significant figures below (a
     short run's 0.0695 GPU-days is not "0")."""

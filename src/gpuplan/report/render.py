@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+from gpuplan.core.units import plural
 from gpuplan.report.model import Report
 
 
@@ -84,8 +85,6 @@ def cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def plural(count: int, word: str) -> str:
-    return f"{count:,} {word}" + ("" if count == 1 else "s")
 
 
 def headline_rows(report: Report) -> list[tuple[str, Any]]:

@@ -5,6 +5,7 @@ do, smallest and cheapest first."""
 from __future__ import annotations
 
 from gpuplan.core.serving import roofline as R
+from gpuplan.core.units import plural
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
@@ -38,10 +39,10 @@ def instead_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Se
                           "stages (--pp) or a smaller format (--quantization)"))
     if serving.max_sequences >= 1:
         lines.append(Line("instead_batch", "fits here instead", serving.max_sequences, "sequences",
-                          f"{serving.max_sequences:,} sequence(s) at {plan.context:,} tokens"))
+                          f"{plural(serving.max_sequences, 'sequence')} at {plan.context:,} tokens"))
     elif serving.max_context and serving.max_context != float("inf") and serving.max_context > 0:
         lines.append(Line("instead_context", "fits here instead", serving.max_context, "tokens",
-                          f"{batch} sequence(s) of at most {serving.max_context:,.0f} tokens"))
+                          f"{plural(batch, 'sequence')} of at most {serving.max_context:,.0f} tokens"))
     lines.append(Line("speed_not_shown", "speed and cost", None, "", "not shown: this setup does not hold "
                       f"{batch} x {plan.context:,} tokens", "a throughput or cost for a setup that cannot run "
                       "would mislead"))

@@ -15,7 +15,7 @@ from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
-from gpuplan.core.units import format_bytes
+from gpuplan.core.units import format_bytes, plural
 from gpuplan.jobs.inference.alternatives import instead_section, search_section, search_table
 from gpuplan.jobs.inference.assumptions import assumptions
 from gpuplan.jobs.inference.memory_report import engine_log_section, memory_section
@@ -61,7 +61,7 @@ def _gb(value: float) -> str:
 
 def _range_line(key: str, label: str, steps, formula: str) -> Line:
     expected, slow, fast = (s.total for s in steps)
-    text = f"{expected * 1e3:,.1f} ms ({fast * 1e3:,.1f}-{slow * 1e3:,.1f})"
+    text = f"{expected * 1e3:,.1f} ms"  # the fast / slow ends are the line's range (printed beside it)
     return Line(key, label, expected, "s", text, formula, low=fast, high=slow)
 
 
@@ -136,7 +136,7 @@ def _kv_section(plan: Plan, serving: Serving, batch: int) -> Section:
              f"{layout.bytes_per_token / 1024:,.1f} KiB", f"tp {serving.tp}, pp {serving.pp}"),
         Line("kv_bytes_per_sequence", f"KV cache per sequence at {plan.context:,} tokens, per GPU", per_seq,
              "bytes", _gb(per_seq), f"rounded up to blocks of {layout.block_size} tokens"),
-        Line("kv_bytes_batch", f"KV cache for {batch} sequence(s), per GPU", batch * per_seq, "bytes",
+        Line("kv_bytes_batch", f"KV cache for {plural(batch, 'sequence')}, per GPU", batch * per_seq, "bytes",
              _gb(batch * per_seq)),
     ]
     if layout.window:
@@ -153,7 +153,7 @@ def _capacity_section(plan: Plan, serving: Serving, batch: int) -> Section:
     return Section(f"Capacity on {serving.gpus} GPU(s)", (
         Line("max_sequences", f"concurrent sequences at {plan.context:,} tokens", serving.max_sequences,
              "sequences", f"{serving.max_sequences:,}", "floor(KV budget / KV per sequence)"),
-        Line("max_context", f"longest context for {batch} sequence(s)", None if ctx == float("inf") else ctx,
+        Line("max_context", f"longest context for {plural(batch, 'sequence')}", None if ctx == float("inf") else ctx,
              "tokens", ctx_text,
              "KV budget / batch, inverted through the block-rounded cache size"),
         Line("kv_tokens", "KV-cache capacity", serving.kv_tokens, "tokens", f"{serving.kv_tokens:,} tokens",
@@ -209,7 +209,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
              "kernels in sequence (core/serving/roofline.py step_time)"),
         Line("tokens_per_s_sequence", "output tokens/s per sequence", 1 / tpot.total, "tokens/s",
              f"{1 / tpot.total:,.1f}", low=1 / serving.tpot[1].total, high=1 / serving.tpot[2].total),
-        Line("tokens_per_s", f"output tokens/s, all {batch} sequences", rate, "tokens/s", f"{rate:,.0f}",
+        Line("tokens_per_s", f"output tokens/s, all {plural(batch, 'sequence')}" if batch != 1 else "output tokens/s, 1 sequence", rate, "tokens/s", f"{rate:,.0f}",
              low=batch / serving.tpot[1].total, high=batch / serving.tpot[2].total),
         Line("allreduce_per_token", "TP all-reduce time per output token", comm, "s",
              f"{comm * 1e3:,.2f} ms" if serving.gpus > 1 else "none (1 GPU)",
@@ -274,7 +274,7 @@ def _notes(plan: Plan, serving: Serving, inputs: InferenceInputs) -> tuple[str, 
         notes.append("no memory left for the KV cache on this layout: use more GPUs (tp), a smaller format "
                      "(int4, fp8) or a larger GPU")
     elif serving.max_sequences < inputs.batch:
-        notes.append(f"only {serving.max_sequences} sequence(s) of {plan.context:,} tokens fit, not {inputs.batch}: "
+        notes.append(f"only {plural(serving.max_sequences, 'sequence')} of {plan.context:,} tokens fit, not {inputs.batch}: "
                      "the engine would queue or preempt the rest")
     if serving.pp > 1:
         notes.append("pipeline parallel: per-token latency crosses every stage; throughput can be up to pp x higher "

@@ -5,7 +5,7 @@ user can hold each predicted number against the line in their log."""
 from __future__ import annotations
 
 from gpuplan.core.serving import memory as M
-from gpuplan.core.units import format_bytes
+from gpuplan.core.units import format_bytes, plural
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.report.model import Line, Section
 
@@ -55,7 +55,7 @@ def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float) -> 
               "trtllm": "(1 - free_gpu_memory_fraction) x what was free"}.get(
                  engine, "(device - driver reserve) x (1 - gpu_memory_utilization)"
                  + ("" if m.graphs_counted else "; CUDA graphs are captured out of it"))),
-        Line("needed", f"needed for {batch} sequence(s) at {plan.context:,} tokens", needed, "bytes", gb(needed)),
+        Line("needed", f"needed for {plural(batch, 'sequence')} at {plan.context:,} tokens", needed, "bytes", gb(needed)),
         Line("fits", "fits", fits, "", "yes" if fits else "NO" + (" (weights alone exceed it)"
                                                                   if m.weights > m.usable else "")),
     ))
