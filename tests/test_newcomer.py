@@ -92,6 +92,17 @@ def test_a_short_run_reads_in_hours_with_its_gpu_time_and_one_gpu(run_cli, run_j
     assert range_text(_line(unit="days", text="2.00 h", low=1.84 / 24, high=2.17 / 24)) == "1.84 h – 2.17 h"
 
 
+def test_infer_prints_a_latency_range_once_and_counts_sequences(run_cli):
+    """The TTFT / TPOT value text repeated its range ("84.3 ms (75.3-111.4)" beside "75.3 ms – 111
+    ms"); "longest context for 1 sequence(s)" and "all 1 sequences" read as a form letter."""
+    code, out, _ = run_cli("infer", "llama-3.1-8b", "--gpu", "h100")
+    lines = {line.split("  ")[0]: line for line in out.splitlines()}
+    ttft = next(line for label, line in lines.items() if label.startswith("time to first token"))
+    assert code == 0 and ttft.count("ms") == 3 and "(" not in ttft.split(")", 1)[1]  # value, low, high
+    assert "longest context for 1 sequence" in lines and "output tokens/s, 1 sequence" in lines
+    assert "sequence(s)" not in out
+
+
 def test_counts_are_singular_when_one():
     report = Report("x", "t", (), (), (Section("s", (_line(),)),), notes=("only",))
     assert "1 section (0 more lines), 0 assumptions with sources, 1 note;" in footer(report, 1)
