@@ -87,3 +87,32 @@ def test_a_sliding_layer_computes_whole_key_tiles_of_its_band():
     keys = (4097 / 2 + 252.0) / 2
     assert fwd == pytest.approx(4 * 8 * 128 * keys / 2 / (100e12 * 0.3), rel=1e-9)
     assert bwd == pytest.approx(2.5 * fwd, rel=1e-9)
+
+
+@pytest.mark.parametrize("gpu_id, heads, kv_heads, window, forward_ms, backward_ms", [
+    ("gb200", 128, 128, 128, 0.210, 0.465), ("gb300", 128, 128, 128, 0.202, 0.442),
+    ("h200-sxm", 64, 8, 1024, 0.358, 1.042)])
+def test_the_window_kernel_against_cudnns_own_gpt_oss_measurement(gpu_id, heads, kv_heads, window, forward_ms,
+                                                                   backward_ms):
+    """cudnn-frontend benchmark/sdpa_benchmark_training/results (@3929da2): the GPT-OSS shape (BF16, head
+    dim 64, causal with a sliding window, 2 x 4,096 tokens), cuDNN 9.22 on GB200 / GB300 (128 heads,
+    window 128) and 9.19 on H200 (64 / 8 heads, window 1,024). The step model's flash kernel at the
+    parts' default efficiencies (Blackwell 0.30, Hopper cuDNN 0.35), the tile band and the
+    exponential roof comes within 15% of each (GB200 -14% / -3%, GB300 -11% / +2%, H200 +9% / -6%);
+    with the B300's SFU ratio at 256 the GB300 would be ~2x too fast."""
+    from dataclasses import replace
+
+    from gpuplan.catalog import load_accelerator, load_model
+    from gpuplan.core.time.attention_core import TENSOR_FLOPS_PER_EXP
+    from gpuplan.core.time.step import _lookup, attention_efficiency
+
+    oss = load_model("gpt-oss-120b")
+    spec = replace(oss, attention=replace(oss.attention, num_heads=heads, num_kv_heads=kv_heads),
+                   sliding_window=window, layer_types=("sliding",) * oss.num_layers)
+    gpu = load_accelerator(gpu_id)
+    fwd, bwd = attention_seconds_per_token(
+        spec, 4096, 1, kernel="flash", peak=gpu.peak("bf16"), efficiency=attention_efficiency(gpu, hopper_tuned=True),
+        mamf=0.8, hbm_bytes_per_s=gpu.memory_bandwidth, tensor_flops_per_exp=_lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0))
+    tokens = 2 * 4096
+    assert fwd * tokens * 1e3 == pytest.approx(forward_ms, rel=0.15)
+    assert bwd * tokens * 1e3 == pytest.approx(backward_ms, rel=0.15)
