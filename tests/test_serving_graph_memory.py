@@ -46,3 +46,17 @@ def test_activation_quantization_adds_graph_bytes_by_hand():
     assert fp8 == pytest.approx(32 * 32 * 512 * 129 * 4 + 101 * 16 * MiB)
     assert fp8 / 2**30 == pytest.approx(1.830, abs=0.001)
     assert set(P.ACTIVATION_QUANT_DTYPES) == {"fp8", "int8", "fp4"}
+
+
+def test_large_decode_batches_run_unsplit_by_hand():
+    """FlashAttention 3 runs a varlen batch of more than 992 sequences unsplit (flash_api.cpp
+    PREPARE_VARLEN_MAX_BATCHES_1CTA): gpt-oss captures full graphs up to 1,024 sequences, so no
+    accumulators (its log's FULL first capture: 8 MiB) and the piecewise first capture decides:
+    2 x 1,024 x 2 B x 37,440 elements (4 experts x (3 x 2,880 / 2 + 2,880) + 3 x 2,880) = 146.25 MiB
+    + the 32 MiB cuBLAS workspace; 24 MoE layers x 0.2101 = 5.04 MiB -> 6 a graph (the log: 6 and 6),
+    165 of them: 178.25 + 990 = 1,168.25 MiB against 1.09 GiB logged (+4.7%, held out)."""
+    spec = load_model("gpt-oss-20b")
+    assert P.split_kv_accumulator_bytes(spec, 1024, 2) == 0.0
+    assert P.split_kv_accumulator_bytes(spec, 992, 2) == 32 * 32 * 992 * 65 * 4
+    assert P.activation_elements_per_token(spec, 2) == 4 * (3 * 2880 / 2 + 2880) + 3 * 2880
+    assert P.graph_bytes(spec, 1024, 2, 24, blas_workspace=32 * MiB) / MiB == pytest.approx(1168.25)

@@ -194,15 +194,16 @@ def test_held_out_memory_quantities_within_the_issue_bounds():
 
 
 def test_graph_estimate_is_a_rough_term():
-    """The CUDA-graph estimate: 5.0% on average over 21 held-out 0.19 logs (10.2% over 25 before the
-    graph's own pages, the MLA and W8A8 terms and the excluded row), up to 31% on the tensor-parallel
+    """The CUDA-graph estimate: 4.7% on average over 21 held-out 0.19 logs (10.2% over 25 before the
+    graph's own pages, the MLA and W8A8 terms, FlashAttention's unsplit batches above 992 and the
+    excluded row), up to 31% on the tensor-parallel
     Qwen2.5-7B rows, where one 2 MiB page of a per-graph sample is 100 MiB of a 0.61-0.69 GiB total
     (their samples 4 / 6 and 6 / 6 MiB against 4 / 4 at tp 1). Llama-3.1-8B at tp 2 is excluded: its
     second piecewise capture took 26 MiB where tp 1 and 4 took 6 (one more 20 MiB caching-allocator
     segment) and its log measures 0.76 GiB actual against 1.69 estimated. The dense single-GPU
     Llama-3.1-8B variants (kv fp8, fp16, fp32, w4a16, w8a8, fp8) are within 5%."""
     found = errors(memory_kind("vllm", "CUDA-graph estimate", False))
-    assert len(found) >= 20 and mean(abs(e) for e in found.values()) < 0.051, found
+    assert len(found) >= 20 and mean(abs(e) for e in found.values()) < 0.05, found
     assert "llmd019-llama-3.1-8b-tp2" not in found
     from gpuplan.jobs.validation.serving_memory import serving_memory_excluded
 

@@ -231,6 +231,14 @@ split-KV count FlashAttention 3 is planned for in a full CUDA graph
 (v1/attention/backends/flash_attn.py, max_num_splits when the batch runs under a full graph)."""
 
 
+FA_SPLIT_MAX_BATCH = 992
+"""FlashAttention 3 runs a varlen batch of more sequences than this unsplit, whatever num_splits
+asks: PREPARE_VARLEN_MAX_BATCHES_1CTA (vllm-project/flash-attention hopper/flash_api.cpp, commit
+5824e6e of 2026-01-16, the one v0.19.0's flash_attn.py cites: 'disable split for varlen and >992
+batches for now'). gpt-oss captures full decode graphs up to 1,024 sequences: its v0.19.0 log's
+FULL first capture is 8 MiB, no accumulators (the PIECEWISE one, 128 MiB, is the larger)."""
+
+
 def split_kv_accumulator_bytes(spec: ModelSpec, tokens: int, tp: int, act_bytes: int = 2) -> float:
     """FlashAttention's split-KV accumulators in one full-graph capture of ``tokens`` decode
     tokens: out_accum [splits, heads/tp, tokens, d] and softmax_lse_accum [splits, heads/tp,
@@ -239,8 +247,9 @@ def split_kv_accumulator_bytes(spec: ModelSpec, tokens: int, tp: int, act_bytes:
     kv_lora_rank. Checked against llm-d-planner's v0.19.0 H100 logs ('Estimated FULL CUDA graph
     memory: X MiB first-capture'): Llama-3.1-8B 260 MiB (formula 258), Qwen2.5-7B 228 (226),
     Llama-3.1-8B tp 4 70 (65), DeepSeek-V2-Lite 522 (513). 0 for an fp32 model: vLLM runs it on
-    TRITON_ATTN (FlashAttention has no fp32 kernels), whose full first capture logs 4 MiB."""
-    if act_bytes == 4:
+    TRITON_ATTN (FlashAttention has no fp32 kernels), whose full first capture logs 4 MiB; 0 above
+    FA_SPLIT_MAX_BATCH sequences."""
+    if act_bytes == 4 or tokens > FA_SPLIT_MAX_BATCH:
         return 0.0
     a = spec.attention
     width = a.kv_lora_rank or a.head_dim
