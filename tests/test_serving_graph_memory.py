@@ -60,3 +60,13 @@ def test_large_decode_batches_run_unsplit_by_hand():
     assert P.split_kv_accumulator_bytes(spec, 992, 2) == 32 * 32 * 992 * 65 * 4
     assert P.activation_elements_per_token(spec, 2) == 4 * (3 * 2880 / 2 + 2880) + 3 * 2880
     assert P.graph_bytes(spec, 1024, 2, 24, blas_workspace=32 * MiB) / MiB == pytest.approx(1168.25)
+
+
+def test_batched_tokens_cap_the_captured_sizes():
+    """vLLM caps the largest captured size at max_num_batched_tokens (config/vllm.py
+    _set_cudagraph_sizes): at 256 batched tokens Llama-3.1-8B captures 35 sizes per mode (1, 2, 4,
+    8-248 by 8, 256), not 51; the full first capture shrinks with it, 32 x 32 x 256 x 129 x 4 B =
+    129 MiB, and 1 + 34 + 34 graphs of 6 MiB follow: 129 + 414 = 543 MiB."""
+    spec = load_model("llama-3.1-8b")
+    assert P.graph_bytes(spec, 1024, 1, 32, max_tokens=8192) == P.graph_bytes(spec, 1024, 1, 32)
+    assert P.graph_bytes(spec, 1024, 1, 32, max_tokens=256) / MiB == pytest.approx(129 + 69 * 6)

@@ -148,7 +148,7 @@ def _vllm_memory(spec: ModelSpec, weights: float, memory_bytes: float, setup: Se
     graphs = (runtime.cuda_graphs if runtime.cuda_graphs is not None
               else P.graph_bytes(spec, seqs, tp, layers_per_stage(spec.num_layers, pp), act_bytes,
                                  P.cublas_workspace_bytes(gpu_arch),
-                                 setup.fmt.compute_dtype in P.ACTIVATION_QUANT_DTYPES))
+                                 setup.fmt.compute_dtype in P.ACTIVATION_QUANT_DTYPES, tokens))
     counted = rules.counts_graphs and graphs > 0
     fixed = non_torch + comm + (graphs if counted else 0.0)
     counts_runtime = rules.profile != "allocated"

@@ -171,8 +171,11 @@ The estimate takes the nearest whole page (the median of that sample when the pa
 falls anywhere), at least 1 MiB (the code's ``max(mem_samples[1], 1 << 20)``)."""
 
 GRAPH_BYTES_PER_LAYER = 0.1656 * MiB
-"""What one more captured batch size adds per decoder layer and mode (a graph's nodes are its
-kernels, a fixed number per layer; the driver keeps each instantiated node's parameters):
+"""What one more captured batch size adds per decoder layer and mode. No batch-sized tensor
+outlives a capture: CUDAGraphWrapper keeps each graph's output as a weak reference
+(compilation/cuda_graph.py, v0.19.0 lines 320-331) and the pieces' intermediates go back to the
+shared pool the next, smaller size reuses; what stays is the graph itself, whose nodes are its
+kernels, a fixed number per layer (the driver's memory for the instantiated graph):
 least squares (relative, through the origin, pages not rounded) of the logged estimates
 less the first captures over the three named dense rows of llm-d-planner's v0.19.0 H100 logs:
 Llama-3.1-8B tp 1 (0.84 GiB), Qwen2.5-7B tp 1 (0.61) and Qwen2.5-72B tp 2 (1.63), 100 further
@@ -273,7 +276,8 @@ def cublas_workspace_bytes(gpu_arch: str | None) -> float:
 
 
 def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_bytes: int = 2,
-                blas_workspace: float = 0.0, activation_quant: bool = False) -> float:
+                blas_workspace: float = 0.0, activation_quant: bool = False,
+                max_tokens: int | None = None) -> float:
     """vLLM's CUDA-graph estimate (gpu_model_runner.profile_cudagraph_memory, logged from 0.19,
     subtracted from 0.21): per mode the first capture and, for every further size, what the second
     capture took (per_graph_bytes); the pool overlays the modes, so the larger first capture counts
@@ -286,8 +290,11 @@ def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_by
     (cublas_workspace_bytes) inside the pool (v0.19.0 logs, H100: Llama-3.1-8B 138 MiB against
     2 x 54 + 32 + 6 = 146; fp32 224 against 2 x 108 + 32 + 6 = 254, the one row where it decides). The full first capture reuses that pool and that
     stream's workspace and adds the attention's split-KV accumulators. ``layers``: a pipeline
-    stage's; ``activation_quant``: W8A8 GEMMs (ACTIVATION_QUANT_DTYPES)."""
-    piecewise, full = graph_capture_sizes(max_num_seqs, GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512))
+    stage's; ``activation_quant``: W8A8 GEMMs (ACTIVATION_QUANT_DTYPES); ``max_tokens``:
+    max_num_batched_tokens, which caps the largest captured size (config/vllm.py
+    _set_cudagraph_sizes, v0.19.0: max_cudagraph_capture_size = min(max_num_tokens, ...))."""
+    limit = GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512)
+    piecewise, full = graph_capture_sizes(max_num_seqs, min(limit, max_tokens or limit))
     per_graph = per_graph_bytes(spec, layers, activation_quant)
     first_piecewise = 2 * max(piecewise) * act_bytes * activation_elements_per_token(spec, tp) + blas_workspace
     first_full = split_kv_accumulator_bytes(spec, max(full), tp, act_bytes) if full else 0.0
