@@ -128,6 +128,25 @@ def test_kept_dataclass_code_is_what_the_interpreter_compiles():
         assert code == dataclass_code.compiled(text), text[:200]
 
 
+def test_the_kept_code_is_read_without_decompressing_and_the_compressed_form_still_is(tmp_path, monkeypatch):
+    """The file ships uncompressed (zlib's decompress was ~2 ms of every command; git and the wheel
+    compress it anyway); a zlib-compressed file, the earlier form, reads to the same map."""
+    import zlib
+
+    from gpuplan.commands import dataclass_code
+
+    data = dataclass_code.FILE.read_bytes()
+    if not data.startswith(dataclass_code.magic_number()):
+        pytest.skip("dataclass_code.bin is from another Python (its magic number differs)")
+    kept = dataclass_code.kept_code()
+    packed = tmp_path / "packed.bin"
+    packed.write_bytes(zlib.compress(data, 9))
+    monkeypatch.setattr(dataclass_code, "FILE", packed)
+    assert dataclass_code.kept_code() == kept
+    packed.write_bytes(b"neither form")
+    assert dataclass_code.kept_code() == {}
+
+
 def test_a_dataclass_made_with_kept_code_behaves_as_one_made_without(tmp_path):
     """In a fresh process with the kept code installed: a frozen dataclass gpuplan ships (from the
     file) and one the file cannot hold (compiled as before) construct, compare, hash and refuse
