@@ -22,7 +22,11 @@ from gpuplan.report.model import Assumption, Line, Report, Section, Table
 
 RANKED = {"time": "time", "cost": "cost", "gpus": "gpus",
           "deadline": "the deadline rule: fewest GPUs meeting it with failures and checkpoints, then cheapest"}
-COLUMNS = ("GPUs", "layout", "step s", "MFU", "days", "GPU-hours", "cost", "peak/GPU", "exposed comm", "bubble")
+COLUMNS = ("GPUs", "layout", "step s", "± model", "MFU", "days", "GPU-hours", "cost", "peak/GPU", "exposed comm",
+           "bubble")
+"""'± model': the layout's uncertainty (planner/uncertainty.py); ranking by time takes each layout at
+its slow end, step x (1 + u), so a layout the model knows less about can rank below one with the
+same point estimate."""
 # The answer-first view of `gpuplan plan`: the winner, its time, MFU, money and memory, and why.
 PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "best_days", "fail_wall_seconds",
                  "best_mfu", "best_step_seconds", "best_gpu_hours", "best_cost", "best_peak_bytes", "check_rank",
@@ -31,8 +35,9 @@ PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "best_
 
 
 def _rows(t: LayoutTable, idx) -> tuple:
+    spread = t["uncertainty"] if "uncertainty" in t.columns else None
     return tuple((int(t["gpus"][i]), layout_text(*row_layout(t, i)), f"{t['step_seconds'][i]:.2f}",
-                  f"{t['mfu'][i]:.1%}", f"{t['days'][i]:.1f}", f"{t['gpu_hours'][i]:,.0f}",
+                  "" if spread is None else f"±{spread[i]:.0%}", f"{t['mfu'][i]:.1%}", f"{t['days'][i]:.1f}", f"{t['gpu_hours'][i]:,.0f}",
                   "" if np.isnan(t["cost"][i]) else f"${t['cost'][i]:,.0f}", format_bytes(t["total_bytes"][i]),
                   f"{t['exposed_comm_seconds'][i] / t['step_seconds'][i]:.0%}",
                   f"{t['bubble_seconds'][i] / t['step_seconds'][i]:.0%}") for i in idx)
@@ -70,7 +75,8 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
     return (
         Line("best_layout", "your layout (best with the degrees given)" if inputs.layout_given else "best layout",
              plan.text(), text=f"{plan.gpus:,} GPUs, {plan.text()}: {t['days'][i]:.1f} days, MFU {plan.mfu:.1%}",
-             formula=f"ranked by {RANKED[rank_by_of(inputs)]}"),
+             formula=f"ranked by {RANKED[rank_by_of(inputs)]}" + (
+                 " at each layout's slow end, step x (1 + its ± model)" if rank_by_of(inputs) == "time" else "")),
         Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
         Line("idle_gpus", "GPUs left idle", plan.idle_gpus, "GPUs",
              f"{plan.idle_gpus:,} of {plan.gpus_asked:,}" if plan.idle_gpus else "none",
@@ -156,7 +162,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   tables + budget.tables, headline=PLAN_HEADLINE,
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,
-                  summary_columns=() if inputs.explain else ("GPUs", "layout", "step s", "MFU", "days", "cost",
+                  summary_columns=() if inputs.explain else ("GPUs", "layout", "step s", "± model", "MFU", "days", "cost",
                                                               "peak/GPU")), inputs, gpu.id), inputs, plan,
                              in_answer=inputs.explain)
 
