@@ -103,6 +103,15 @@ def test_infer_prints_a_latency_range_once_and_counts_sequences(run_cli):
     assert "sequence(s)" not in out
 
 
+def test_plan_layouts_are_in_order_of_their_slow_end(run_json):
+    """Ranked by time, a 47.59 s layout stood above a 46.47 s one with no column saying why: each
+    row now shows its '± model' and the rows are in order of step x (1 + u)."""
+    rows = run_json("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8")["tables"]["top 10 layouts (ranked by time)"]
+    slow_end = [float(r["step s"]) * (1 + float(r["± model"].strip("±%")) / 100) for r in rows]
+    assert all(r["± model"].startswith("±") for r in rows)
+    assert all(a <= b * 1.005 for a, b in zip(slow_end, slow_end[1:]))  # the printed cells are rounded
+
+
 def test_counts_are_singular_when_one():
     report = Report("x", "t", (), (), (Section("s", (_line(),)),), notes=("only",))
     assert "1 section (0 more lines), 0 assumptions with sources, 1 note;" in footer(report, 1)
