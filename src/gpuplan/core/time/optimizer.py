@@ -39,3 +39,17 @@ def optimizer_kernels(impl: str, trained_params, tensors):
         return OPS_PER_STEP[impl] * tensors
     launches = tensors / FOREACH_TENSORS_PER_LAUNCH + trained_params / FOREACH_ELEMENTS_PER_LAUNCH
     return OPS_PER_STEP[impl] * (1.0 + launches)
+
+
+FP32_GRAD_ACCUMULATION_BYTES = 18.0
+"""HBM bytes per local parameter and micro-batch where a framework adds its bf16 gradients into an fp32
+copy in a pass of its own: DeepSpeed's BF16_Optimizer under its pipeline engine (PR #1801 'bf16+pipeline
+parallelism', 56c5223: deepspeed/runtime/pipe/engine.py _exec_backward_pass calls
+optimizer.update_hp_grads after every micro-batch's backward; bf16_optimizer.py update_hp_grads runs
+hp_grad.add_(lp.grad.to(fp32)) per parameter): the cast reads 2 B and writes 4 B, the add reads 4 + 4 B
+and writes 4 B."""
+
+
+def fp32_grad_accumulation_seconds(trained_params, hbm_bytes_per_second):
+    """Seconds of that pass over ``trained_params`` local parameters, once per micro-batch."""
+    return FP32_GRAD_ACCUMULATION_BYTES * trained_params / hbm_bytes_per_second

@@ -74,6 +74,8 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                         dp_schedule=schedule_for(inputs.framework),
                         # torchtitan's FSDP2 reduces gradients in fp32 (config mixed_precision_reduce = "float32")
                         grad_comm_bytes=4.0 if inputs.framework == "torchtitan" else 2.0,
+                        # DeepSpeed's BF16_Optimizer accumulates in fp32 each micro-batch (core.time.optimizer)
+                        fp32_grad_accumulation=inputs.framework == "deepspeed" and inputs.dtype == "bf16",
                         tp_overlap=inputs.tp_overlap, tp_comm_overlap=inputs.tp_comm_overlap,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
                         ep_a2a_overlap=inputs.ep_a2a_overlap,

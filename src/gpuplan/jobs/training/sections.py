@@ -268,10 +268,10 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
         out.append("--mfu predicted is the steady state of the planner's layout on the kernels given (flash attention unless "
                    "--attention-kernel eager); whole "
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
-                   "(the packaged 2022-23 runs used 0.89-1.27x their predicted GPU-hours with the recompute, attention "
+                   "(the packaged 2022-23 runs used 0.89-1.25x their predicted GPU-hours with the recompute, attention "
                    "kernel and network their sources state; Llama 3.1 "
                    "405B and DeepSeek-V3, 2024, 0.92-1.13x: docs/accuracy.md); the budget's failure and checkpoint "
-                   "lines hold part of that (with them and the stated batch ramps and layouts, 13.8% mean held out)")
+                   "lines hold part of that (with them and the stated batch ramps and layouts, 12.7% mean held out)")
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")
