@@ -1,7 +1,8 @@
 """The fields that name the model of a job: a catalog name / Hugging Face id / config.json, or a
 bare parameter count, and how to read a config.json whose model_type gpuplan does not know."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic then reads the fields' annotations as the
+# objects they are, not as text it compiles and evaluates per field when the class is made (issue 39).
 
 from typing import Annotated
 
@@ -27,7 +28,7 @@ class ModelFields(JobInputs):
     model_type: ModelType
 
     @model_validator(mode="after")
-    def _one_model(self) -> ModelFields:
+    def _one_model(self) -> "ModelFields":
         if self.model is not None and self.params is not None:
             raise InputError("model/params", f"{self.model} / {self.params:g}", "give either a model or --params, "
                              "not both")

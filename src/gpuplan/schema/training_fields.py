@@ -2,7 +2,8 @@
 may fix, how the step runs, and the cluster and overlap knobs of the step model. Each field is a
 vocabulary entry, so it means the same in every command that takes it."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic then reads the fields' annotations as the
+# objects they are, not as text it compiles and evaluates per field when the class is made (issue 39).
 
 from typing import Annotated, Any
 
@@ -55,7 +56,7 @@ class LayoutFields(JobInputs):
     global_batch_tokens: V.GlobalBatchTokens
 
     @model_validator(mode="after")
-    def _layout_rules(self) -> LayoutFields:
+    def _layout_rules(self) -> "LayoutFields":
         if self.vpp is not None and self.vpp > 1 and self.pp is not None and self.pp == 1:
             raise InputError("vpp", self.vpp, "needs pipeline parallelism (--pp > 1)")
         if self.recompute_modules is not None and self.recompute not in (None, "selective"):
@@ -137,7 +138,7 @@ class SetupFields(JobInputs):
     mtp_layers: V.MtpLayers
 
     @model_validator(mode="after")
-    def _framework_rules(self) -> SetupFields:
+    def _framework_rules(self) -> "SetupFields":
         for name in ("recompute_modules", "recompute_layers"):
             value = getattr(self, name, None)
             if value is not None and self.framework != "megatron":
@@ -284,7 +285,7 @@ class StepFields(JobInputs):
         return gpu if self.gpus_per_node is None else replace(gpu, devices_per_node=self.gpus_per_node)
 
     @model_validator(mode="after")
-    def _ep_options(self) -> StepFields:
+    def _ep_options(self) -> "StepFields":
         if self.tp_comm_overlap and "tp_overlap" in self.given:
             raise InputError("tp_overlap", self.tp_overlap, "--tp-comm-overlap replaces it (the chunked GEMM + "
                              "collective pipeline leaves 1/tp of the TP time exposed): give one of the two")
@@ -299,7 +300,7 @@ class StepFields(JobInputs):
         return self
 
     @model_validator(mode="after")
-    def _fp8_recipe_needs_fp8(self) -> StepFields:
+    def _fp8_recipe_needs_fp8(self) -> "StepFields":
         dtype = getattr(self, "dtype", "fp8")
         if self.fp8_recipe == "mxfp8" and dtype != "fp8":
             raise InputError("fp8_recipe", "mxfp8", f"applies to --dtype fp8 (not {dtype}); use --dtype fp8")

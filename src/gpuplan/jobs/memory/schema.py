@@ -1,6 +1,7 @@
 """The inputs of ``gpuplan memory``: a model, a layout, how the step runs, and the overheads."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic then reads the fields' annotations as the
+# objects they are, not as text it compiles and evaluates per field when the class is made (issue 39).
 
 from typing import Annotated
 
@@ -53,7 +54,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     calibration: V.Calibration
 
     @model_validator(mode="after")
-    def _consistent(self) -> MemoryInputs:
+    def _consistent(self) -> "MemoryInputs":
         if self.global_batch_tokens is not None:
             raise InputError("global_batch_tokens", self.global_batch_tokens, "memory takes --global-batch "
                              "(sequences per step)")

@@ -1,7 +1,8 @@
 """The inputs of ``gpuplan plan``: a model, a token budget, a GPU type and the GPU counts (or a
 deadline) to search, and the knobs of the step model."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic then reads the fields' annotations as the
+# objects they are, not as text it compiles and evaluates per field when the class is made (issue 39).
 
 from typing import Annotated, Any
 
