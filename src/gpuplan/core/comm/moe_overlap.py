@@ -45,6 +45,9 @@ class MoeLayerPhases:
     mlp_forward: object
     mlp_backward: object
     """Input and weight gradients of the experts and shared experts."""
+    attention_weight_grad: object = 0.0
+    """Inside pre_dispatch_backward: the attention projections' weight gradients, which the combined
+    schedule's delay_wgrad_compute runs last (core.time.pipeline_schedule.exposed_p2p_seconds)."""
 
 
 def paired_phase_seconds(comm, compute, sm_share):

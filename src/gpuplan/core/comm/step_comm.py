@@ -22,6 +22,7 @@ from gpuplan.core.comm.dp_costs import data_parallel_costs, params_per_gpu  # no
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.comm.moe_overlap import ALL_TO_ALLS_PER_LAYER, MoeLayerPhases, exposed_all_to_all
 from gpuplan.core.comm.topology import Cluster
+from gpuplan.core.time.pipeline_schedule import exposed_p2p_seconds
 
 
 def link(cluster: Cluster, span):
@@ -42,12 +43,16 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     act_bytes = tokens * h * 2.0
     costs = [_tp_cost(spec, cluster, settings, tp, micro_batches, layers, act_bytes)]
     # PP: activations forward and gradients backward at each stage boundary; interleaving crosses
-    # vpp times as many boundaries (Narayanan et al. 2021 Sec. 2.2); only fill and drain are exposed
+    # vpp times as many boundaries (Narayanan et al. 2021 Sec. 2.2); exposed: the transfers on the
+    # schedule's critical path (fill and drain; every paired step under the combined 1F1B schedule)
     pp_bw, pp_lat = link(cluster, tp * cp * dp * pp)
     pp_one = C.p2p_time(act_bytes / tp, pp_bw, pp_lat)
     pp_calls = 2 * micro_batches * vpp * (np.asarray(pp) > 1)
-    costs.append(CollectiveCost("PP", "send/recv", pp_calls, act_bytes / tp,
-                                tp * cp * dp * pp, pp_calls * pp_one, 2 * (pp - 1) * pp_one))
+    combined = bool(settings.ep_a2a_overlap) and spec.moe is not None
+    costs.append(CollectiveCost("PP", "send/recv" + ", combined 1F1B" * combined, pp_calls, act_bytes / tp,
+                                tp * cp * dp * pp, pp_calls * pp_one,
+                                exposed_p2p_seconds(pp, vpp, micro_batches, pp_one, combined,
+                                                    0.0 if moe_phases is None else moe_phases.attention_weight_grad)))
     costs += data_parallel_costs(spec, cluster, settings, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero,
                                  micro_batches=micro_batches, shard_group=shard_group, layers=layers,
                                  trained_params=trained_params, t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute,

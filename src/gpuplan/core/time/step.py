@@ -291,7 +291,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         pre_dispatch_forward=tokens * (t_attn_gemm + t_attn + t_elem / 6),
         pre_dispatch_backward=tokens * ((1 + weight_grads) * t_attn_gemm + t_attn_bwd + t_elem / 3),
         mlp_forward=tokens * (t_gemm - t_attn_gemm + t_elem / 6),
-        mlp_backward=tokens * ((1 + weight_grads) * (t_gemm - t_attn_gemm) + t_elem / 3))
+        mlp_backward=tokens * ((1 + weight_grads) * (t_gemm - t_attn_gemm) + t_elem / 3),
+        attention_weight_grad=tokens * weight_grads * t_attn_gemm)
     rates = ForwardRates(1.0 / (peak * e_gemm), t_routed, t_attn, gpu.memory_bandwidth * settings.hbm_efficiency, tp,
                          CLAMPED_GLU in settings.eager_fallbacks)
     extra = tokens * recompute_seconds_per_token(spec, settings, rates, forward=fwd / tokens, matmuls=t_gemm,

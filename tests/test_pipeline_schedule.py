@@ -1,0 +1,129 @@
+"""Stage-to-stage transfers on the critical path of Megatron-Core's pipeline schedules
+(core.time.pipeline_schedule: fill_drain_transfers, paired_step_transfers, exposed_p2p_seconds).
+
+The closed forms are checked against an event simulation that replays the order of
+pipeline_parallel/schedules.py@core_v0.15.0: virtual micro-batches in get_schedule_table's order
+(groups of pp micro-batches, chunk by chunk), warm-up 2 (pp - rank - 1) + (vpp - 1) pp forwards
+(+1 under the combined 1F1B schedule), then forward k + warm-up with backward k (as two steps, or as
+one combined step), then the cool-down backwards. A virtual chunk's forward needs the previous
+virtual stage's forward of the same micro-batch, its backward the next one's backward; outputs
+leave at the end of the step that made them (``early``: that much before the end of a combined
+step) and arrive ``p2p`` later on the other rank.
+"""
+
+import pytest
+
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core.comm import volumes as C
+from gpuplan.core.comm.step_comm import link
+from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.time.pipeline_schedule import exposed_p2p_seconds, fill_drain_transfers, paired_step_transfers
+from gpuplan.core.time.step import StepSettings, step_time
+
+
+def _programs(pp, vpp, m, combined):
+    order = [(mb, c) for g in range(0, m, pp) for c in range(vpp) for mb in range(g, min(g + pp, m))]
+    fwd, bwd = order, [(mb, vpp - 1 - c) for mb, c in order]
+    total, programs = len(order), []
+    for rank in range(pp):
+        warm = min(2 * (pp - rank - 1) + (vpp - 1) * pp + combined, total)
+        ops = [(("F",) + fwd[k],) for k in range(warm)]
+        for k in range(total - warm):
+            pair = (("F",) + fwd[k + warm], ("B",) + bwd[k])
+            ops += [pair] if combined else [pair[:1], pair[1:]]
+        programs.append(ops + [(("B",) + bwd[k],) for k in range(total - warm, total)])
+    return programs
+
+
+def simulated_seconds(pp, vpp, m, p2p, combined, forward=1.0, backward=2.0, paired=3.0, early=0.0):
+    """Makespan of one step on ``pp`` ranks (module docstring)."""
+    def needs(kind, mb, c, rank):
+        if kind == "F":
+            return ("F", mb, c, rank - 1) if rank else (("F", mb, c - 1, pp - 1) if c else None)
+        if rank < pp - 1:
+            return ("B", mb, c, rank + 1)
+        return ("B", mb, c + 1, 0) if c < vpp - 1 else ("F", mb, c, rank)
+
+    programs, ready, end, pc = _programs(pp, vpp, m, combined), {}, [0.0] * pp, [0] * pp
+    while any(pc[r] < len(programs[r]) for r in range(pp)):
+        moved = False
+        for r in range(pp):
+            while pc[r] < len(programs[r]):
+                op, start = programs[r][pc[r]], end[r]
+                deps = [needs(*item, r) for item in op]
+                if any(d is not None and d not in ready for d in deps):
+                    break
+                for d in deps:
+                    if d is not None:
+                        start = max(start, ready[d] + (p2p if d[3] != r else 0.0))
+                end[r] = start + (paired if len(op) == 2 else forward if op[0][0] == "F" else backward)
+                for item in op:
+                    ready[item + (r,)] = end[r] - (early if len(op) == 2 else 0.0)
+                pc[r], moved = pc[r] + 1, True
+        assert moved, "the schedule deadlocked"
+    return max(end)
+
+
+def test_hand_counts():
+    # pp 2 x vpp 24 (Qwen3-30B-A3B's 48 layers one per chunk): 47 boundaries there and back
+    assert fill_drain_transfers(2, 24) == 94
+    assert fill_drain_transfers(8, 1) == 14  # plain 1F1B: 2 (pp - 1)
+    assert fill_drain_transfers(1, 1) == 0
+    assert paired_step_transfers(2, 24, 32) == 32 * 24 - 48 + 2 - 2 == 720
+    assert paired_step_transfers(1, 1, 64) == 0
+    # 1 ms transfers: 94 ms fill / drain; combined 1F1B without slack 814 ms, with 0.4 ms slack
+    # 94 + 720 x 0.6 = 526 ms, with 1 ms or more only the fill / drain
+    assert exposed_p2p_seconds(2, 24, 32, 1e-3) == pytest.approx(0.094)
+    assert exposed_p2p_seconds(2, 24, 32, 1e-3, combined_1f1b=True) == pytest.approx(0.814)
+    assert exposed_p2p_seconds(2, 24, 32, 1e-3, True, 0.4e-3) == pytest.approx(0.526)
+    assert exposed_p2p_seconds(2, 24, 32, 1e-3, True, 2e-3) == pytest.approx(0.094)
+
+
+@pytest.mark.parametrize("pp,vpp,m", [(2, 24, 32), (2, 12, 16), (8, 4, 16), (4, 12, 8), (8, 2, 24), (4, 1, 8),
+                                      (8, 1, 16), (2, 2, 2)])
+def test_counts_replay_megatron_order(pp, vpp, m):
+    p2p = 0.1
+    for combined in (False, True):
+        extra = simulated_seconds(pp, vpp, m, p2p, combined) - simulated_seconds(pp, vpp, m, 0.0, combined)
+        assert extra == pytest.approx(exposed_p2p_seconds(pp, vpp, m, p2p, combined), abs=1e-6)
+    # outputs leaving 0.05 before the paired step ends hide half of each 0.1 transfer there
+    early = simulated_seconds(pp, vpp, m, p2p, True, early=0.05) - simulated_seconds(pp, vpp, m, 0.0, True, early=0.05)
+    assert early == pytest.approx(exposed_p2p_seconds(pp, vpp, m, p2p, True, 0.05), abs=1e-6)
+
+
+def test_counts_do_not_depend_on_step_durations():
+    for forward, backward, paired in ((1.0, 1.5, 2.0), (1.0, 2.0, 2.5)):
+        base = simulated_seconds(8, 4, 16, 0.0, True, forward, backward, paired)
+        assert simulated_seconds(8, 4, 16, 0.2, True, forward, backward, paired) - base == pytest.approx(
+            exposed_p2p_seconds(8, 4, 16, 0.2, True), abs=1e-6)
+
+
+def test_step_charges_the_interleaved_fill_and_drain():
+    """Llama 3 8B on 16 H100, tp 1 pp 2 vpp 4, 8 micro-batches of 1 x 4,096: the stage boundary
+    leaves the node (8 GPUs a node), 4,096 x 4,096 x 2 B = 33.6 MB at the catalog's 45 GB/s
+    + 15 us = 0.76 ms a transfer; 2 x (2 x 4 - 1) = 14 of them exposed (not 2 x (2 - 1) = 2)."""
+    spec, gpu = load_model("llama-3-8b"), load_accelerator("h100-sxm")
+    cluster = cluster_for(gpu)
+    step = step_time(spec, cluster, StepSettings(seq_len=4096), dp=8, pp=2, vpp=4, micro_batch=1, micro_batches=8)
+    one = C.p2p_time(4096 * 4096 * 2.0, *link(cluster, 16))
+    assert one == pytest.approx(33.554e6 / 45e9 + 15e-6, rel=1e-3)
+    assert step.pp_comm == pytest.approx(14 * one, rel=1e-9)
+
+
+def test_combined_1f1b_step_waits_on_transfers_the_attention_wgrad_does_not_hide():
+    """Qwen3-30B-A3B FP8 on 16 H100, tp 1 pp 2 vpp 12 ep 8, 32 micro-batches of 1 x 4,096 under the
+    combined 1F1B schedule: a transfer is 4,096 x 2,048 x 2 B = 16.8 MB at 45 GB/s + 15 us = 0.388 ms;
+    the delayed attention weight gradients of one layer are 4,096 tokens x 2 x 18,874,368 weights
+    (q 2,048 x 4,096, k and v 2,048 x 512, o 4,096 x 2,048) = 154.6 GFLOP at 1,978.9 TFLOP/s x 0.567
+    (FP8 GEMM efficiency at width 2,048) = 0.138 ms. Fill / drain 2 x 23 = 46 transfers, paired steps
+    32 x 12 - 24 + 2 - 2 = 360 waiting 0.388 - 0.138 = 0.250 ms each."""
+    spec, gpu = load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm")
+    cluster = cluster_for(gpu)
+    layout = dict(dp=8, pp=2, vpp=12, ep=8, micro_batch=1, micro_batches=32)
+    on = step_time(spec, cluster, StepSettings(seq_len=4096, dtype="fp8", ep_a2a_overlap=True, expert_tp=1), **layout)
+    off = step_time(spec, cluster, StepSettings(seq_len=4096, dtype="fp8", expert_tp=1), **layout)
+    one = 4096 * 2048 * 2.0 / 45e9 + 15e-6
+    slack = 4096 * 2 * 18_874_368 / (1978.9e12 * 0.5672)
+    assert slack == pytest.approx(0.1378e-3, rel=1e-3)
+    assert off.pp_comm == pytest.approx(46 * one, rel=1e-6)
+    assert on.pp_comm == pytest.approx(46 * one + 360 * (one - slack), rel=1e-3)
