@@ -197,6 +197,36 @@ def test_the_space_has_vpp_over_divisors_cp_up_to_32_and_every_micro_batch():
     assert set(grid["micro_batch"][dp8]) == set(divisors(1024 // 8))
 
 
+def test_each_row_follows_the_rules_its_structure_was_asked_once():
+    """enumerate_layouts answers each distinct expert / ZeRO / micro-batch question once and reuses
+    the answer across structures (issue 39): every row of a MoE Megatron space still satisfies the
+    rules worked out for its own degrees, and the rows of each structure are all its combinations."""
+    from itertools import product
+
+    from gpuplan.planner.framework_rules import rules_for, zero_allowed
+    from gpuplan.planner.space import structures
+
+    spec = load_model("mixtral-8x7b")  # 8 experts, 32 layers
+    limits = SpaceLimits(framework="megatron", interleaved_needs_pp_micro_batches=True, max_zero_with_pp=1)
+    counts, seq, target = (32, 64, 96), 4096, 512.0
+    grid = enumerate_layouts(spec, counts, seq, target, 8, limits)
+    expected = []
+    for gpus in counts:
+        for tp, cp, pp, vpp, dp in structures(spec, gpus, seq, 8, limits):
+            if dp > target:
+                continue
+            per_rank = round(target / dp)
+            eps = [e for e in divisors(8) if (dp * cp) % e == 0]
+            zeros = [z for z in limits.zero if (z == 0 or dp * cp > 1) and (pp == 1 or z <= 1)
+                     and zero_allowed(rules_for("megatron"), z, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=max(eps))]
+            mbs = [m for m in divisors(per_rank) if vpp == 1 or per_rank // m >= pp]
+            expected += [(gpus, dp, tp, pp, vpp, cp, e, z, m) for e, z, m in product(eps, zeros, mbs)]
+    got = list(zip(*(grid[k].tolist() for k in ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch"))))
+    assert got == expected and len(got) > 1000
+    interleaved = grid["vpp"] > 1
+    assert interleaved.any() and (grid["micro_batches"][interleaved] >= grid["pp"][interleaved]).all()
+
+
 def test_fixed_degrees_narrow_the_space():
     spec = load_model("llama-3.1-70b")
     grid = enumerate_layouts(spec, (1024,), 4096, 1024, 8, SpaceLimits(fixed={"tp": 8, "pp": 4, "vpp": 2}))
