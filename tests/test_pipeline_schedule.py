@@ -127,3 +127,17 @@ def test_combined_1f1b_step_waits_on_transfers_the_attention_wgrad_does_not_hide
     assert slack == pytest.approx(0.1378e-3, rel=1e-3)
     assert off.pp_comm == pytest.approx(46 * one, rel=1e-6)
     assert on.pp_comm == pytest.approx(46 * one + 360 * (one - slack), rel=1e-3)
+
+
+def test_paired_send_slack_is_the_smaller_of_the_two_outputs_leads():
+    """The backward's gradient leaves before the delayed attention wgrad (0.26 ms here); the forward's
+    output once its last combine is done beside the 2.0 ms pre-dispatch backward: with a 0.5 ms
+    all-to-all 1.5 ms early (the wgrad binds), with a 2.3 ms one (Qwen3-235B, ep 32 across nodes)
+    not early at all."""
+    from gpuplan.core.comm.moe_overlap import MoeLayerPhases, paired_send_slack
+
+    phases = MoeLayerPhases(pre_dispatch_forward=1.0e-3, pre_dispatch_backward=2.0e-3, mlp_forward=1.5e-3,
+                            mlp_backward=3.0e-3, attention_weight_grad=0.26e-3)
+    assert paired_send_slack(phases, 0.5e-3) == pytest.approx(0.26e-3)
+    assert paired_send_slack(phases, 1.9e-3) == pytest.approx(0.1e-3)
+    assert paired_send_slack(phases, 2.3e-3) == 0.0

@@ -86,3 +86,13 @@ def exposed_all_to_all(call_seconds, moe_layers, micro_batches, pp, vpp, phases:
     paired = micro_batches - alone
     return moe_layers * (paired * paired_layer_exposed(call_seconds, phases, sm_share)
                          + alone * ALL_TO_ALLS_PER_LAYER * call_seconds)
+
+
+def paired_send_slack(phases: MoeLayerPhases, call_seconds):
+    """GPU seconds a combined-1F1B step still runs after the later of its two outputs leaves for the
+    neighbouring stages (core.time.pipeline_schedule.exposed_p2p_seconds). The backward's gradient is
+    sent before the first layer's delayed attention weight gradients (model_chunk_schedule_plan.py@
+    core_v0.15.0 L481-490, delay_wgrad_compute); the forward's output once its last combine is done,
+    which runs beside the paired backward's attention (the last phase above), so it leaves
+    max(0, pre-dispatch backward - one all-to-all) before the end. The step waits on the later."""
+    return minimum(phases.attention_weight_grad, maximum(phases.pre_dispatch_backward - call_seconds, 0.0))

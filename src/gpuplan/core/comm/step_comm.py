@@ -20,7 +20,8 @@ from gpuplan.core.comm import volumes as C
 from gpuplan.core.comm.collective_cost import CollectiveCost
 from gpuplan.core.comm.dp_costs import data_parallel_costs, params_per_gpu  # noqa: F401 (re-exported)
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.comm.moe_overlap import ALL_TO_ALLS_PER_LAYER, MoeLayerPhases, exposed_all_to_all
+from gpuplan.core.comm.moe_overlap import (ALL_TO_ALLS_PER_LAYER, MoeLayerPhases, exposed_all_to_all,
+                                           paired_send_slack)
 from gpuplan.core.comm.topology import Cluster
 from gpuplan.core.time.pipeline_schedule import exposed_p2p_seconds
 
@@ -48,11 +49,8 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     pp_bw, pp_lat = link(cluster, tp * cp * dp * pp)
     pp_one = C.p2p_time(act_bytes / tp, pp_bw, pp_lat)
     pp_calls = 2 * micro_batches * vpp * (np.asarray(pp) > 1)
-    combined = bool(settings.ep_a2a_overlap) and spec.moe is not None
-    costs.append(CollectiveCost("PP", "send/recv" + ", combined 1F1B" * combined, pp_calls, act_bytes / tp,
-                                tp * cp * dp * pp, pp_calls * pp_one,
-                                exposed_p2p_seconds(pp, vpp, micro_batches, pp_one, combined,
-                                                    0.0 if moe_phases is None else moe_phases.attention_weight_grad)))
+    combined = bool(settings.ep_a2a_overlap) and spec.moe is not None and moe_phases is not None
+    send_slack = 0.0  # under the combined schedule: set below from the layer's phases and all-to-all
     costs += data_parallel_costs(spec, cluster, settings, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero,
                                  micro_batches=micro_batches, shard_group=shard_group, layers=layers,
                                  trained_params=trained_params, t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute,
@@ -90,7 +88,11 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
             ep_exposed = (np.asarray(ep) > 1) * exposed_all_to_all(
                 one, moe_layers, micro_batches, pp, vpp, moe_phases, settings.ep_comm_sm_share)
             what += ", 1F1B-overlapped"
+            send_slack = paired_send_slack(moe_phases, one)
         costs.append(CollectiveCost("EP", what, ep_calls, routed, etp * ep, ep_total, ep_exposed))
+    costs.insert(1, CollectiveCost("PP", "send/recv" + ", combined 1F1B" * combined, pp_calls, act_bytes / tp,
+                                   tp * cp * dp * pp, pp_calls * pp_one,
+                                   exposed_p2p_seconds(pp, vpp, micro_batches, pp_one, combined, send_slack)))
     return tuple(costs)
 
 
