@@ -85,8 +85,8 @@ def main() -> None:
     def ms(name: str) -> str:
         return f"{m[name][0] * 1e3:.0f} ms wall, {m[name][1] * 1e3:.0f} ms CPU"
 
-    def ratio(name: str, ref: str) -> str:
-        return f"{m[name][0] / m[ref][0]:.1f}x wall, {m[name][1] / m[ref][1]:.1f}x CPU"
+    def ratio(name: str, ref: str, digits: int = 1) -> str:
+        return f"{m[name][0] / m[ref][0]:.{digits}f}x wall, {m[name][1] / m[ref][1]:.{digits}f}x CPU"
 
     rows = [
         ("python -c pass (the reference)", ms("bare"), "-"),
@@ -97,7 +97,7 @@ def main() -> None:
     ]
     if other:
         rows += [("llm-analysis 0.2.2 train, the same question", ms("llm-analysis"), "-"),
-                 ("gpuplan memory / llm-analysis", ratio("memory", "llm-analysis"), "<= 0.5x")]
+                 ("gpuplan memory / llm-analysis", ratio("memory", "llm-analysis", 2), "<= 0.5x")]
     preface = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; medians "
                f"of {args.repeats} interleaved runs; load average {os.getloadavg()[0]:.1f} at the end")
     publish(rows, args.write, heading="Whole commands against fixed references (`python benchmarks/bench_cli.py`)",
