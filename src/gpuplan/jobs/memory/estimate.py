@@ -59,21 +59,27 @@ def framework_gap(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySet
     return float(M.peak_and_framework_gap(spec, layout, settings, overheads, share)[1]) if share else 0.0
 
 
-def _fits(spec, layout, settings, overheads, gpu) -> tuple[bool, float, float]:
+def _fits(spec, layout, settings, overheads, gpu, peaks: dict | None = None) -> tuple[bool, float, float]:
     """(fits, allocated peak, headroom bytes) under the fit rule: reserved + runtime + the
-    framework's gap <= capacity x (1 - margin)."""
-    peak = M.peak_memory(spec, layout, settings).allocated
+    framework's gap <= capacity x (1 - margin). ``peaks``: allocated peaks already computed, by
+    (layout, settings) (the peak does not depend on the GPU: the verdict table asks it per GPU)."""
+    if peaks is None:
+        peak = M.peak_memory(spec, layout, settings).allocated
+    else:
+        peak = peaks.get((layout, settings))
+        if peak is None:
+            peak = peaks[(layout, settings)] = M.peak_memory(spec, layout, settings).allocated
     headroom = (overheads.budget_bytes(gpu.memory_bytes) - overheads.device_bytes(peak, layout)
                 - framework_gap(spec, layout, settings, overheads))
     return headroom >= 0, peak, headroom
 
 
 def verdict(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings, overheads: M.Overheads,
-            gpu: Accelerator) -> tuple[bool, float, int]:
-    """(fits, headroom bytes, largest micro-batch) on ``gpu``."""
-    fits, _, headroom = _fits(spec, layout, settings, overheads, gpu)
+            gpu: Accelerator, peaks: dict | None = None) -> tuple[bool, float, int]:
+    """(fits, headroom bytes, largest micro-batch) on ``gpu`` (``peaks``: as _fits)."""
+    fits, _, headroom = _fits(spec, layout, settings, overheads, gpu, peaks)
     best = M.largest_micro_batch(spec, layout, settings, M.usable_bytes(gpu.memory_bytes, overheads, layout))
-    while best > 0 and not _fits(spec, replace(layout, micro_batch=best), settings, overheads, gpu)[0]:
+    while best > 0 and not _fits(spec, replace(layout, micro_batch=best), settings, overheads, gpu, peaks)[0]:
         best -= 1  # the framework's gap grows with the micro-batch's activations
     return fits, headroom, best
 
@@ -222,11 +228,12 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
         calibration_sections = (Section("Calibration (measured factors replace the defaults)",
                                         calibrated_vs_default_lines(inputs.calibration)),)
     peak = M.peak_memory(spec, layout, settings)
+    peaks = {(layout, settings): peak.allocated}  # the verdicts below ask it again, per GPU
     gap = framework_gap(spec, layout, settings, overheads)
     sections = [_recipe_section(spec, settings), _peak_section(peak, overheads, layout, gpu, gap)]
     if settings.offload_optimizer:
         sections.append(_host_section(spec, layout, gpu))
-    fits, headroom, best_mb = verdict(spec, layout, settings, overheads, gpu)
+    fits, headroom, best_mb = verdict(spec, layout, settings, overheads, gpu, peaks)
     advice = []
     if fits:
         advice.append(Line("largest_micro_batch", "largest micro-batch that fits", best_mb, "sequences",
@@ -242,7 +249,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     sections.extend(calibration_sections)
     # the table's first row is --gpu's verdict, computed above (when its overheads are the same)
     known = {gpu.id: (fits, headroom, best_mb)} if overheads.for_gpu(gpu.scale_up_bandwidth) == overheads else {}
-    table = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare), known)
+    table = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare), known, peaks)
     layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}" + (f" (vpp {layout.vpp})" if layout.vpp > 1 else "")
                    + f" x cp {layout.cp}, ep {layout.ep}, ZeRO-{layout.zero}, micro-batch {layout.micro_batch}")
     report_inputs = (
@@ -267,16 +274,16 @@ MEMORY_HEADLINE = ("layout", "bytes_per_param", "model_states_total", "peak_acti
                    "peak_total", "capacity", "headroom", "fits")
 
 
-def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None) -> Table:
-    """One row per GPU type; ``known``: verdicts already computed, by GPU id."""
+def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None, peaks=None) -> Table:
+    """One row per GPU type; ``known``: verdicts already computed, by GPU id (``peaks``: as _fits)."""
     rows = []
     for i, gpu_id in enumerate(dict.fromkeys(gpu_ids)):
         try:
             gpu = resolve_gpu(gpu_id)
         except InputError as exc:  # the first id is --gpu's; the others are --compare's
             raise InputError("compare" if i else "gpu", gpu_id, exc.expected) from None
-        fits, headroom, best = (known or {}).get(gpu.id) or verdict(spec, layout, settings,
-                                                                     overheads.for_gpu(gpu.scale_up_bandwidth), gpu)
+        fits, headroom, best = (known or {}).get(gpu.id) or verdict(
+            spec, layout, settings, overheads.for_gpu(gpu.scale_up_bandwidth), gpu, peaks)
         rows.append((gpu.id, _gib(gpu.memory_bytes), "fits" if fits else "does not fit", _gib(headroom), best))
     return Table("verdict per GPU type", ("gpu", "memory", "verdict", "headroom after margin",
                                           "largest micro-batch"), tuple(rows))
