@@ -96,6 +96,9 @@ def test_small_clusters_compare_each_size_once():
     assert "fail_wall_seconds_2x_gpus" in keys
     # 1 GPU-hour of work: 1/24 = 0.0417 days, not 0.0
     assert budget.tables[0].records()[0]["ideal days"] == pytest.approx(1 / 24, rel=2e-3)
+    # long runs keep 0.1 day (a 3-significant-figure rule would print 1,234.5 days as 1,230)
+    long = compute_budget(spec, gpu, gpus=1, wall_seconds=1234.5 * 86400, gpu_hours=1234.5 * 24, tokens=1e12)
+    assert long.tables[0].records()[0]["ideal days"] == pytest.approx(1234.5, abs=0.051)
     two = compute_budget(spec, gpu, gpus=2, wall_seconds=3600, gpu_hours=2, tokens=1e9)
     assert [r["gpus"] for r in two.tables[0].records()] == [1, 2, 4, 8]
     assert "cost_time_for_space_0.5x" in {line.key for s in two.sections for line in s.lines}

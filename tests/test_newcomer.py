@@ -112,6 +112,29 @@ def test_plan_layouts_are_in_order_of_their_slow_end(run_json):
     assert all(a <= b * 1.005 for a, b in zip(slow_end, slow_end[1:]))  # the printed cells are rounded
 
 
+def test_duration_ranges_read_like_their_values():
+    """A wall-clock printed in seconds lost its range (both ends "0.00 days"); minutes printed to
+    two places beside a one-place value; 1,000+ days lost the comma the range kept."""
+    from gpuplan.core.units import format_duration
+
+    assert range_text(_line(unit="days", text="36.1 s", low=33.1 / 86400, high=39.1 / 86400)) == "33.1 s – 39.1 s"
+    assert range_text(_line(unit="days", text="18.7 min", low=17.17 / 1440, high=20.3 / 1440)) == "17.2 min – 20.3 min"
+    assert format_duration(2111.54 * 86400) == "2,111.54 days"
+    assert range_text(_line(unit="s", text="2,111.54 days", low=1230.77 * 86400, high=3418.8 * 86400)) == \
+        "1,230.77 days – 3,418.80 days"
+
+
+def test_a_two_gpu_budget_counts_its_gpu_hours_and_gpus(run_cli):
+    """100M tokens of Llama 3.2 1B on 2 H100: 0.625 GPU-hours billed (printed "1" beside "0.625"),
+    "time for space: 1 GPUs", "1 GPUs x ..."."""
+    code, out, _ = run_cli("budget", "llama-3.2-1b", "--tokens", "1e8", "--gpus", "2", "--gpu", "h100", "--full")
+    lines = {line.split("  ")[0]: line for line in out.splitlines()}
+    assert code == 0 and "1 GPUs" not in out
+    assert lines["GPU-hours billed, on-demand"].split()[3] == "0.625"
+    assert "time for space: 1 GPU" in lines
+    assert float(lines["GPU-hours budget"].split()[2]) == pytest.approx(0.719, abs=0.002)
+
+
 def test_counts_are_singular_when_one():
     report = Report("x", "t", (), (), (Section("s", (_line(),)),), notes=("only",))
     assert "1 section (0 more lines), 0 assumptions with sources, 1 note;" in footer(report, 1)

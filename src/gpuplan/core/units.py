@@ -125,15 +125,28 @@ def format_bytes(value: float, binary: bool = True) -> str:
     return f"{value:.0f} B"
 
 
-def format_duration(seconds: float) -> str:
-    """Seconds as the largest sensible unit: '7.00 days', '3.1 h', '42 s'."""
-    if seconds >= SECONDS_PER_DAY:
-        return f"{seconds / SECONDS_PER_DAY:.2f} days"
-    if seconds >= SECONDS_PER_HOUR:
-        return f"{seconds / SECONDS_PER_HOUR:.2f} h"
-    if seconds >= 60:
+DURATION_UNITS = (("days", SECONDS_PER_DAY), ("h", SECONDS_PER_HOUR), ("min", 60.0), ("s", 1.0))
+"""The units format_duration picks from, largest first, with their seconds."""
+
+
+def duration_in(seconds: float, unit: str) -> str:
+    """Seconds written in ``unit`` (days, h, min, s or ms) at the precision format_duration uses
+    for it, so a range reads like its value: '1,230.77 days', '2.00 h', '18.7 min', '36.1 s'."""
+    if unit == "days":
+        return f"{seconds / SECONDS_PER_DAY:,.2f} days"
+    if unit == "h":
+        return f"{seconds / SECONDS_PER_HOUR:,.2f} h"
+    if unit == "min":
         return f"{seconds / 60:.1f} min"
+    if unit == "ms":
+        return f"{seconds * 1e3:.3g} ms"
     return f"{seconds:.3g} s"
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as the largest sensible unit: '7.00 days', '3.10 h', '42 s'."""
+    unit = next((name for name, scale in DURATION_UNITS if seconds >= scale), "s")
+    return duration_in(seconds, unit)
 
 
 def plural(count: int, word: str) -> str:
@@ -144,7 +157,7 @@ def plural(count: int, word: str) -> str:
 def format_gpu_time(amount: float) -> str:
     """GPU-hours or GPU-days as a count: whole above 10, three significant figures below (a
     short run's 0.0695 GPU-days is not "0")."""
-    return f"{amount:,.0f}" if abs(amount) >= 10 else f"{amount:.3g}"
+    return f"{amount:,.0f}" if abs(amount) >= 10 else f"{amount:#.3g}"
 
 
 def parse_allowance(text: str | int | float, field: str = "allowance") -> float:

@@ -26,33 +26,24 @@ COUNT_UNITS = ("GPU-hours", "GPU-days", "GPUs", "tokens", "nodes", "cores", "seq
                "interruptions", "ranks", "tokens/s")
 
 
-DISPLAY_SCALES = (("days", 86400.0), ("h", 3600.0), ("min", 60.0), ("ms", 1e-3), ("s", 1.0))
-"""A duration's display unit (the last word of its text) and its seconds."""
-
-
 def value_text(value: float, unit: str, like: str = "") -> str:
     """A number printed in its unit the way the report prints such values (for ranges); a
-    duration in seconds takes the unit of ``like`` (its line's own text: "0.69 days" ->
-    "0.68 days – 0.70 days", not hours)."""
-    from gpuplan.core.units import format_bytes, format_duration, format_gpu_time
+    duration (unit "s" or "days") takes the unit of ``like``, its line's own text ("0.69 days" ->
+    "0.68 days – 0.70 days", "2.00 h" -> "1.84 h – 2.17 h"), at that unit's precision."""
+    from gpuplan.core.units import SECONDS_PER_DAY, duration_in, format_bytes, format_duration, format_gpu_time
 
-    if unit == "days":  # in the unit of its line's text: "1.99 h" -> "1.91 h – 2.07 h", not days
+    if unit in ("s", "days"):
+        seconds = value * SECONDS_PER_DAY if unit == "days" else value
         word = like.split("(")[0].split()[-1:] if like else []
-        scale = dict(DISPLAY_SCALES).get(word[0]) if word else None
-        if scale is not None and word[0] not in ("days", "s", "ms"):
-            return f"{value * 86400 / scale:,.2f} {word[0]}"
-        return f"{value:,.2f} days"
-    if unit == "s" and like:
-        word = like.split("(")[0].split()[-1:] or [""]
-        scale = dict(DISPLAY_SCALES).get(word[0])
-        if scale is not None and word[0] != "s":
-            return f"{value / scale:,.2f} {word[0]}" if word[0] != "ms" else f"{value / scale:.3g} ms"
+        if word and word[0] in ("days", "h", "min", "s", "ms"):
+            return duration_in(seconds, word[0])
+        if unit == "days":
+            return f"{value:,.2f} days"
+        return f"{value * 1e3:.3g} ms" if value < 1 else format_duration(value)
     if unit in ("GPU-hours", "GPU-days"):
         return format_gpu_time(value)
     if unit in COUNT_UNITS:
         return f"{value:,.0f}" + ("" if unit == "GPUs" else f" {unit}")
-    if unit == "s":
-        return f"{value * 1e3:.3g} ms" if value < 1 else format_duration(value)
     if unit == "bytes":
         return format_bytes(value)
     if unit == "bytes/s":

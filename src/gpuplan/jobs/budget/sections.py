@@ -12,7 +12,7 @@ from gpuplan.core.economics import cost as K
 from gpuplan.core.economics import io as IO
 from gpuplan.core.memory import training as M
 from gpuplan.core.economics import reliability as R
-from gpuplan.core.units import format_duration
+from gpuplan.core.units import format_duration, format_gpu_time, plural
 from gpuplan.jobs.budget.model import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     BudgetSettings,
@@ -39,9 +39,14 @@ def _usd(x: float | None) -> str:
     return "n/a (no price: give --price)" if x is None else f"${x:,.0f}"
 
 
-def _days(seconds: float) -> str:
-    """A wall-clock in days, or in hours / minutes below a day (core.units.format_duration)."""
+def _wall_clock(seconds: float) -> str:
+    """A wall-clock in days, or in hours / minutes / seconds below a day (core.units.format_duration)."""
     return format_duration(seconds)
+
+
+def _gpus(count: float) -> str:
+    """'1 GPU', '1,024 GPUs'."""
+    return plural(int(round(count)), "GPU")
 
 
 def _pct(x: float) -> str:
@@ -67,7 +72,7 @@ def data_section(run: RunFacts, s: BudgetSettings) -> Section:
         Line("io_tokens_per_s", "required input rate (whole job)", need.tokens_per_s, "tokens/s",
              f"{need.tokens_per_s:,.0f} tokens/s", "global batch / step time"),
         Line("io_nodes", "nodes", run.nodes, "nodes", f"{run.nodes:,}",
-             f"{run.gpus:,.0f} GPUs / {run.devices_per_node} per node"),
+             f"{_gpus(run.gpus)} / {run.devices_per_node} per node"),
         Line("io_tokens_per_s_per_node", "input rate per node", per_node, "tokens/s", f"{per_node:,.0f} tokens/s"),
         Line("io_bytes_per_s_pretokenized", "read rate per node, pre-tokenised", per_node * id_bytes, "bytes/s",
              _rate(per_node * id_bytes), f"tokens/s x {id_bytes} B token id ({'uint16' if id_bytes == 2 else 'int32'}; "
@@ -146,7 +151,7 @@ def failure_section(run: RunFacts, sc: Scenario, ranges: dict[str, Scenario],
     young = R.young_interval(plan.checkpoint_cost, plan.mtbi)
     lines = [
         Line("fail_mtbi_seconds", "mean time between interruptions", plan.mtbi, "s", format_duration(plan.mtbi),
-             f"1 / ({run.gpus:,.0f} GPUs x {3600 / plan.mtbi / run.gpus:.3g} interruptions per GPU-hour)",
+             f"1 / ({_gpus(run.gpus)} x {3600 / plan.mtbi / run.gpus:.3g} interruptions per GPU-hour)",
              hi.mtbi, lo.mtbi),
         Line("fail_interruptions", "interruptions expected", plan.interruptions, "interruptions",
              f"{plan.interruptions:,.1f} ({86400 / plan.mtbi:.2g} per day)", "expected wall-clock / MTBI",
@@ -163,18 +168,18 @@ def failure_section(run: RunFacts, sc: Scenario, ranges: dict[str, Scenario],
              _pct(plan.checkpoint_overhead), "stall / interval"),
         Line("fail_goodput", "goodput (effective training time)", plan.goodput, "fraction", _pct(plan.goodput),
              "failure-free time / expected wall-clock (Daly 2006)", hi.goodput, lo.goodput),
-        Line("fail_wall_seconds", "expected wall-clock with failures", plan.wall_seconds, "s", _days(plan.wall_seconds),
-             f"M e^(R/M) (e^((tau+delta)/M) - 1) T_s / tau; failure-free {_days(plan.work_seconds)}",
+        Line("fail_wall_seconds", "expected wall-clock with failures", plan.wall_seconds, "s", _wall_clock(plan.wall_seconds),
+             f"M e^(R/M) (e^((tau+delta)/M) - 1) T_s / tau; failure-free {_wall_clock(plan.work_seconds)}",
              lo.wall_seconds, hi.wall_seconds),
-        Line("fail_gpu_hours_lost", "GPU-hours lost to failures and checkpoints", lost, "GPU-hours", f"{lost:,.0f}",
+        Line("fail_gpu_hours_lost", "GPU-hours lost to failures and checkpoints", lost, "GPU-hours", format_gpu_time(lost),
              "GPUs x (expected - failure-free wall-clock)"),
     ]
     for factor, other in scaled:
         if factor in (0.5, 2.0):
             p = other.on_demand
             lines.append(Line(f"fail_wall_seconds_{factor:g}x_gpus", f"wall-clock at {factor:g}x GPUs ({other.gpus:,.0f})",
-                              p.wall_seconds, "s", f"{_days(p.wall_seconds)} (goodput {_pct(p.goodput)})",
-                              f"failure-free {_days(p.work_seconds)}; MTBI {format_duration(p.mtbi)}"))
+                              p.wall_seconds, "s", f"{_wall_clock(p.wall_seconds)} (goodput {_pct(p.goodput)})",
+                              f"failure-free {_wall_clock(p.work_seconds)}; MTBI {format_duration(p.mtbi)}"))
     return Section("Failures and goodput", tuple(lines))
 
 
@@ -189,7 +194,7 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
         Line("cost_price_spot", "spot price", p.spot, "USD/GPU-hour", "n/a" if p.spot is None else f"${p.spot:.2f}/GPU-h",
              p.spot_source),
         Line("cost_gpu_hours_on_demand", "GPU-hours billed, on-demand", sc.billed_on_demand, "GPU-hours",
-             f"{sc.billed_on_demand:,.0f}", f"{run.gpus:,.0f} GPUs x {_days(od.wall_seconds)} (failures included)"),
+             format_gpu_time(sc.billed_on_demand), f"{_gpus(run.gpus)} x {_wall_clock(od.wall_seconds)} (failures included)"),
         Line("cost_on_demand_usd", "cost, on-demand", cost_od, "USD", _usd(cost_od), "GPU-hours x price",
              None if cost_od is None else sc.billed_on_demand * p.on_demand_low,
              None if cost_od is None else sc.billed_on_demand * p.on_demand_high),
@@ -203,8 +208,8 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
              f"{86400 / spot.mtbi:.3g}", "hardware failures + nodes x reclaims per node-month / 730 h"),
         Line("cost_spot_goodput", "spot: goodput", spot.goodput, "fraction", _pct(spot.goodput),
              "Daly 2006, re-optimised interval"),
-        Line("cost_spot_wall_seconds", "spot: expected wall-clock", spot.wall_seconds, "s", _days(spot.wall_seconds)),
-        Line("cost_spot_gpu_hours", "spot: GPU-hours billed", sc.billed_spot, "GPU-hours", f"{sc.billed_spot:,.0f}"),
+        Line("cost_spot_wall_seconds", "spot: expected wall-clock", spot.wall_seconds, "s", _wall_clock(spot.wall_seconds)),
+        Line("cost_spot_gpu_hours", "spot: GPU-hours billed", sc.billed_spot, "GPU-hours", format_gpu_time(sc.billed_spot)),
         Line("cost_spot_usd", "cost, spot", cost_spot, "USD", _usd(cost_spot), "spot GPU-hours x spot price"),
     ]
     if cost_od and cost_spot is not None:
@@ -213,8 +218,8 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
     for factor, other in scaled:
         if factor in (0.25, 0.5) and p.on_demand is not None:
             usd = K.cost_usd(other.billed_on_demand, p.on_demand)
-            lines.append(Line(f"cost_time_for_space_{factor:g}x", f"time for space: {other.gpus:,.0f} GPUs", usd, "USD",
-                              f"{_usd(usd)} in {_days(other.on_demand.wall_seconds)} ({usd / cost_od - 1:+.1%})",
+            lines.append(Line(f"cost_time_for_space_{factor:g}x", f"time for space: {_gpus(other.gpus)}", usd, "USD",
+                              f"{_usd(usd)} in {_wall_clock(other.on_demand.wall_seconds)} ({usd / cost_od - 1:+.1%})",
                               "fewer GPUs for longer: fewer interruptions per day, higher goodput"))
     return Section("Cost (on-demand vs spot)", tuple(lines))
 
@@ -226,7 +231,7 @@ def contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Price
     spot_parts = K.contingency_lines(run.gpu_hours, s.contingency, sc.billed_spot - run_hours)
     money = (lambda h: "") if p.on_demand is None else (lambda h: ", " + _usd(h * p.on_demand))
     lines = [Line(f"contingency_{c.name}", c.name, c.gpu_hours, "GPU-hours",
-                  f"{c.gpu_hours:,.0f} GPU-h ({_pct(c.share)}){money(c.gpu_hours)}",
+                  f"{format_gpu_time(c.gpu_hours)} GPU-h ({_pct(c.share)}){money(c.gpu_hours)}",
                   "failure model: expected - failure-free GPU-hours" if c.modelled else f"{c.share:.0%} of compute GPU-hours")
              for c in parts]
     total = K.contingency_total(parts)
@@ -234,9 +239,9 @@ def contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Price
     spot_total = run_hours + K.contingency_total(spot_parts)
     lines += [
         Line("contingency_total", "contingency total", total, "GPU-hours",
-             f"{total:,.0f} GPU-h ({_pct(total / run.gpu_hours)})",
-             f"the article's flat {K.ARTICLE_CONTINGENCY:.0%} would be {run.gpu_hours * K.ARTICLE_CONTINGENCY:,.0f}"),
-        Line("budget_gpu_hours", "GPU-hours budget", budget, "GPU-hours", f"{budget:,.0f}",
+             f"{format_gpu_time(total)} GPU-h ({_pct(total / run.gpu_hours)})",
+             f"the article's flat {K.ARTICLE_CONTINGENCY:.0%} would be {format_gpu_time(run.gpu_hours * K.ARTICLE_CONTINGENCY)}"),
+        Line("budget_gpu_hours", "GPU-hours budget", budget, "GPU-hours", format_gpu_time(budget),
              "run (failure-free) + contingency lines"),
         Line("budget_usd_on_demand", "budget, on-demand", None if p.on_demand is None else budget * p.on_demand, "USD",
              _usd(None if p.on_demand is None else budget * p.on_demand), "GPU-hours budget x on-demand price"),
@@ -247,8 +252,9 @@ def contingency_section(run: RunFacts, s: BudgetSettings, sc: Scenario, p: Price
 
 
 def _sig(days: float) -> float:
-    """Days to three significant figures: a short run's 0.04 days is not 0."""
-    return float(f"{days:.3g}")
+    """Days as the table keeps them: to 0.1 from 10 days on (a 1,234.5-day run keeps its digits),
+    three significant figures below (a short run's 0.0417 days is not 0)."""
+    return round(days, 1) if abs(days) >= 10 else float(f"{days:.3g}")
 
 
 def scaling_table(run: RunFacts, scaled: list[tuple[float, Scenario]], p: Prices) -> Table:

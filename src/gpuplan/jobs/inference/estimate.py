@@ -150,7 +150,7 @@ def _capacity_section(plan: Plan, serving: Serving, batch: int) -> Section:
     ctx_text = "unbounded (every layer slides)" if ctx == float("inf") else f"{ctx:,.0f} tokens"
     if ctx != float("inf") and ctx > plan.spec.max_position_embeddings:
         ctx_text += f" (memory only; the model's maximum is {plan.spec.max_position_embeddings:,})"
-    return Section(f"Capacity on {serving.gpus} GPU(s)", (
+    return Section(f"Capacity on {plural(serving.gpus, 'GPU')}", (
         Line("max_sequences", f"concurrent sequences at {plan.context:,} tokens", serving.max_sequences,
              "sequences", f"{serving.max_sequences:,}", "floor(KV budget / KV per sequence)"),
         Line("max_context", f"longest context for {plural(batch, 'sequence')}", None if ctx == float("inf") else ctx,
@@ -209,7 +209,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
              "kernels in sequence (core/serving/roofline.py step_time)"),
         Line("tokens_per_s_sequence", "output tokens/s per sequence", 1 / tpot.total, "tokens/s",
              f"{1 / tpot.total:,.1f}", low=1 / serving.tpot[1].total, high=1 / serving.tpot[2].total),
-        Line("tokens_per_s", f"output tokens/s, all {plural(batch, 'sequence')}" if batch != 1 else "output tokens/s, 1 sequence", rate, "tokens/s", f"{rate:,.0f}",
+        Line("tokens_per_s", "output tokens/s, " + ("1 sequence" if batch == 1 else f"all {plural(batch, 'sequence')}"), rate, "tokens/s", f"{rate:,.0f}",
              low=batch / serving.tpot[1].total, high=batch / serving.tpot[2].total),
         Line("allreduce_per_token", "TP all-reduce time per output token", comm, "s",
              f"{comm * 1e3:,.2f} ms" if serving.gpus > 1 else "none (1 GPU)",

@@ -10,7 +10,7 @@ import numpy as np
 from gpuplan.catalog import prediction_band
 from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
 from gpuplan.core.memory import training as M
-from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count
+from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_gpu_time
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
 from gpuplan.jobs.plan.schema import PlanInputs
@@ -37,7 +37,7 @@ PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "best_
 def _rows(t: LayoutTable, idx) -> tuple:
     spread = t["uncertainty"] if "uncertainty" in t.columns else None
     return tuple((int(t["gpus"][i]), layout_text(*row_layout(t, i)), f"{t['step_seconds'][i]:.2f}",
-                  "" if spread is None else f"±{spread[i]:.0%}", f"{t['mfu'][i]:.1%}", f"{t['days'][i]:.1f}", f"{t['gpu_hours'][i]:,.0f}",
+                  "" if spread is None else f"±{spread[i]:.0%}", f"{t['mfu'][i]:.1%}", f"{t['days'][i]:.1f}", format_gpu_time(t['gpu_hours'][i]),
                   "" if np.isnan(t["cost"][i]) else f"${t['cost'][i]:,.0f}", format_bytes(t["total_bytes"][i]),
                   f"{t['exposed_comm_seconds'][i] / t['step_seconds'][i]:.0%}",
                   f"{t['bubble_seconds'][i] / t['step_seconds'][i]:.0%}") for i in idx)
@@ -95,7 +95,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
              f"{plan.tokens_per_second:,.0f} tokens/s"),
         Line("best_step_seconds", "step time", plan.step_seconds, "s", f"{plan.step_seconds:.3f} s",
              f"{plan.global_batch:,} sequences x {inputs.seq_len:,} tokens"),
-        Line("best_gpu_hours", "GPU-hours", hours, "GPU-hours", f"{hours:,.0f}", "", *band(hours)),
+        Line("best_gpu_hours", "GPU-hours", hours, "GPU-hours", format_gpu_time(hours), "", *band(hours)),
         Line("best_cost", "cost", cost, "USD", "n/a (no price)" if cost is None else f"${cost:,.0f}",
              result.price_source, *(band(cost) if cost is not None else (None, None))),
         Line("best_peak_bytes", "peak memory per GPU", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),

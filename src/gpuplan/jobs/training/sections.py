@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpuplan.core.economics.gpu_time import ComputeBudget, comm_share_of_time, with_allowance
-from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time
+from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time, plural
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, TrainingInputs
 from gpuplan.jobs.training.timing import Flops, TimeEstimate
@@ -159,7 +159,7 @@ def allowance_section(time: TimeEstimate, inputs: TrainingInputs) -> Section:
         Line("gpu_hours_with_comm", f"GPU-hours {comm}", with_comm, "GPU-hours", format_gpu_time(with_comm),
              "GPU-hours x (1 + allowance)", *ranged(hours)),
         Line("gpu_hours_budget", "GPU-hours budget incl. contingency", grown(hours, mid, c), "GPU-hours",
-             f"{grown(hours, mid, c):,.0f}", f"with comm x (1 + {c:.0%} contingency: restarts, tuning, failures)",
+             format_gpu_time(grown(hours, mid, c)), f"with comm x (1 + {c:.0%} contingency: restarts, tuning, failures)",
              *ranged(hours, c)),
     ))
 
@@ -170,7 +170,7 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
     source = "your degrees" if inputs.layout_given else "the planner's best"
     m = plan.memory
     return Section(f"Layout and memory per GPU ({source}{idle})", (
-        Line("mem_layout", "layout", plan.degrees(), text=f"{plan.text()} on {plan.gpus:,} GPU{'s' if plan.gpus != 1 else ''}"
+        Line("mem_layout", "layout", plan.degrees(), text=f"{plan.text()} on {plural(plan.gpus, 'GPU')}"
              + (f" ({plan.idle_gpus:,} idle)" if plan.idle_gpus else ""),
              formula=f"{source}; step {plan.step_seconds:.3f} s, modelled MFU {plan.mfu:.1%}"),
         Line("mem_global_batch", "global batch", plan.global_batch, "sequences",
