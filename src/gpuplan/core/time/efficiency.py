@@ -25,6 +25,21 @@ DEFAULT_MAMF_FRACTION = 0.75  # parts without a published MAMF measurement
 MAMF_FP8_FRACTION = {"h100-sxm": 0.709, "h800-sxm": 0.709, "h200-sxm": 0.734, "gh200": 0.776,
                      "b200": 0.763, "b300": 0.745, "gb200": 0.723}
 FP8_MAMF_RATIO = 0.709 / 0.803
+# GB300 (Blackwell Ultra, NVL72, 1,400 W): no MAMF is published, and its spec BF16 / FP8 peaks equal the
+# GB200's although it has 160 SMs to 148 ("Inside NVIDIA Blackwell Ultra", developer.nvidia.com). cuDNN's
+# training-attention benchmark, cuDNN 9.22 / frontend 1.21.1 on both parts (NVIDIA/cudnn-frontend
+# benchmark/sdpa_benchmark_training/results/{llama3.1,dsv3,kimiK26}/{gb200,gb300}/*.csv @3929da2), runs the
+# BF16 backward passes, tensor-core bound at head dim 128 / 192 (>= 1,280 FLOPs per exponential, 512 bind),
+# 1.141x faster on the GB300 (geometric mean of 18 shapes at s >= 8,192, range 1.08-1.22; FP8 backward
+# 1.23), while its memory-bound norm kernels (benchmark/norms/results) run 1.01x: the GB300 sustains
+# ~1.14x the GB200's tensor rate at equal spec peaks (160 / 148 SMs = 1.08, the rest clock under 1,400 vs
+# 1,200 W). Its BF16 / FP8 fractions are the GB200's measured MAMF x that ratio (equal peaks); NVFP4,
+# never measured, keeps the B300's FP8 fraction (kernels_like). tests/test_gb300_kernel_rate.py.
+GB300_OVER_GB200_TENSOR_RATE = 1.141
+MAMF_FRACTION["gb300"] = round(MAMF_FRACTION["gb200"] * GB300_OVER_GB200_TENSOR_RATE, 3)
+MAMF_FP8_FRACTION["gb300"] = round(MAMF_FP8_FRACTION["gb200"] * GB300_OVER_GB200_TENSOR_RATE, 3)
+RATIO_DERIVED = ("gb300",)
+"""Parts whose fractions above come from another part's MAMF and a measured BF16 / FP8 kernel ratio."""
 # Executed (causal) attention FLOPs per second / dense peak, forward+backward of the fused
 # attention kernel, fitted with the two GEMM constants below to the 209 llm-foundry MPT BF16
 # benchmark runs (mosaicml/llm-foundry scripts/train/benchmarking/README.md; Triton/Flash
@@ -65,10 +80,14 @@ def _mamf(gpu) -> float:
     return _lookup(MAMF_FRACTION, gpu, DEFAULT_MAMF_FRACTION)
 
 
-def gemm_efficiency(gpu, smallest_dim, d_half: float, low_precision: bool = False):
+def gemm_efficiency(gpu, smallest_dim, d_half: float, low_precision: bool | str = False):
     """Fraction of dense peak a GEMM reaches on ``gpu`` (an Accelerator or an id): MAMF x d / (d + d_half),
-    with the FP8 MAMF fraction for ``low_precision`` (FP8 / NVFP4) GEMMs."""
-    mamf = _lookup(MAMF_FP8_FRACTION, gpu, FP8_MAMF_RATIO * _mamf(gpu)) if low_precision else _mamf(gpu)
+    with the FP8 MAMF fraction for ``low_precision`` (True / 'fp8', or 'fp4': NVFP4 takes the FP8 fraction
+    its die measured, never a RATIO_DERIVED one: no FP4 kernel ratio is published)."""
+    fp8 = _lookup(MAMF_FP8_FRACTION, gpu, FP8_MAMF_RATIO * _mamf(gpu))
+    if low_precision == "fp4" and any(i in RATIO_DERIVED for i in _kernel_ids(gpu)):
+        fp8 = next((MAMF_FP8_FRACTION[i] for i in _kernel_ids(gpu)[1:] if i in MAMF_FP8_FRACTION), fp8)
+    mamf = fp8 if low_precision else _mamf(gpu)
     return mamf * smallest_dim / (smallest_dim + d_half)
 
 

@@ -243,7 +243,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     gemm_flops = 2.0 * (weights - routed) / spec.num_layers / tp
     expert_flops = 2.0 * routed / spec.num_layers / tp
     e_dense = gemm_efficiency(gpu, minimum(h / tp, tokens), settings.gemm_d_half)
-    e_gemm = gemm_efficiency(gpu, minimum(h / tp, tokens), settings.gemm_d_half, fp8)
+    e_gemm = gemm_efficiency(gpu, minimum(h / tp, tokens), settings.gemm_d_half, fp8 and settings.dtype)
     recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
     if recipe in BLOCK_SCALED:
         e_gemm = e_gemm / settings.block_scaled_gemm_time_factor
