@@ -140,3 +140,22 @@ def test_engine_settings_belong_to_their_engine(capsys):
     assert "--engine sglang" in capsys.readouterr().err
     assert main(["infer", "llama-3.1-8b", "--free-gpu-memory-fraction", "0.8"]) == 2
     assert "--engine trtllm" in capsys.readouterr().err
+
+
+def test_a_gpu_asked_is_the_answer_and_the_cheapest_elsewhere_is_named():
+    """`--gpu h100 --rps 5` answered 2 x tp 2 on B200 as if the GPU had not been asked: the answer is
+    now the cheapest H100 configuration that meets the target, with the cheapest on any type beside
+    it; without --gpu the cheapest on any type is the answer, as before."""
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    target = dict(model="llama-3.1-70b", rps=5, ttft_p99="2s", tpot="50ms")
+    asked = estimate_inference(InferenceInputs(gpu="h100", **target))
+    anywhere = estimate_inference(InferenceInputs(**target))
+    assert asked.value("sized_config")["gpu"] == "h100-sxm"
+    cheapest = anywhere.value("sized_config")
+    assert cheapest["gpu"] != "h100-sxm"
+    assert anywhere.value("sized_cost_per_hour") < asked.value("sized_cost_per_hour")
+    other = next(line for s in asked.sections for line in s.lines if line.key == "sized_config_any_gpu")
+    assert other.text.startswith(f"{cheapest['replicas']} x (tp {cheapest['tp']} on ")
+    assert not any(line.key == "sized_config_any_gpu" for s in anywhere.sections for line in s.lines)

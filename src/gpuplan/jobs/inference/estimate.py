@@ -40,7 +40,8 @@ def estimate_inference(inputs: InferenceInputs) -> Report:
 
     target = LoadTarget(inputs.ttft_p99 or float("inf"), inputs.tpot or float("inf"), inputs.rps)
     configs = sizing.size_for_target(plan, target, inputs.price)
-    sections = [sizing.sizing_section(plan, target, configs)]
+    asked = plan.gpu.id if "gpu" in inputs.given else None
+    sections = [sizing.sizing_section(plan, target, configs, asked)]
     if inputs.disaggregate:
         pools = sizing.size_disaggregated(plan, target, inputs.price)
         sections.insert(0, sizing.disaggregated_section(plan, target, pools, configs))

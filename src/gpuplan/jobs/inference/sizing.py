@@ -11,6 +11,7 @@ from functools import lru_cache
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
+from gpuplan.core.units import plural
 from gpuplan.core.serving.load import (
     LoadTarget,
     ReplicaLoad,
@@ -200,11 +201,11 @@ def disaggregated_section(plan: Plan, target: LoadTarget, pools: tuple[Pool, Poo
     return Section(title, (
         Line("disagg_prefill", "prefill pool", {"gpu": prefill.gpu.id, "tp": prefill.tp,
                                                "instances": prefill.instances},
-             text=f"{prefill.instances} x (tp {prefill.tp} on {prefill.gpu.name}) = {prefill.gpus} GPUs",
+             text=f"{prefill.instances} x (tp {prefill.tp} on {prefill.gpu.name}) = {plural(prefill.gpus, 'GPU')}",
              formula=f"{prefill.rate_per_instance:,.2f} requests/s each: prefill + M/M/1 wait p99 + KV transfer "
                      "within the TTFT target"),
         Line("disagg_decode", "decode pool", {"gpu": decode.gpu.id, "tp": decode.tp, "instances": decode.instances},
-             text=f"{decode.instances} x (tp {decode.tp} on {decode.gpu.name}) = {decode.gpus} GPUs",
+             text=f"{decode.instances} x (tp {decode.tp} on {decode.gpu.name}) = {plural(decode.gpus, 'GPU')}",
              formula=f"{decode.rate_per_instance:,.2f} requests/s each at {decode.in_flight:,.0f} sequences in "
                      "flight (Little's law), decode steps never interrupted by prompts"),
         Line("disagg_ttft_p99", "TTFT p99", prefill.latency_s, "s", f"{_ms(prefill.latency_s)} (target "
@@ -225,8 +226,10 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.0f} ms"
 
 
-def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig]) -> Section:
-    """The chosen configuration against the target."""
+def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], asked_gpu: str | None = None) -> Section:
+    """The chosen configuration against the target: the cheapest on ``asked_gpu`` (a --gpu the user
+    gave), else the cheapest on any GPU type; with a GPU asked, the cheapest elsewhere is named
+    beside it when it differs."""
     ttft = "no limit" if target.ttft_p99 == float("inf") else _ms(target.ttft_p99)
     tpot = "no limit" if target.tpot == float("inf") else _ms(target.tpot)
     title = (f"Sizing for {target.requests_per_s:g} requests/s of {plan.prompt:,} + {plan.output:,} tokens "
@@ -234,14 +237,19 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig]) -
     if not configs:
         return Section(title, (Line("sized_config", "configuration", None, text="none meets the target on one "
                                     "node per replica: relax the latency targets, shorten prompts or quantise"),))
-    best = configs[0]
+    on_asked = [c for c in configs if c.gpu.id == asked_gpu]
+    best = on_asked[0] if on_asked else configs[0]
     r = best.replica
+    elsewhere = _elsewhere_line(asked_gpu, on_asked, configs[0])
     tokens_per_hour = target.requests_per_s * (plan.prompt + plan.output) * 3600
     per_million = None if best.cost_per_hour is None else best.cost_per_hour / tokens_per_hour * 1e6
     return Section(title, (
-        Line("sized_config", "cheapest configuration", {"gpu": best.gpu.id, "tp": best.tp, "replicas": best.replicas},
-             text=f"{best.replicas} x (tp {best.tp} on {best.gpu.name}) = {best.gpus} GPUs",
+        Line("sized_config", "cheapest configuration on the GPU asked" if on_asked else (
+            f"none on {asked_gpu} meets the target; cheapest on any GPU type" if asked_gpu else "cheapest configuration"),
+             {"gpu": best.gpu.id, "tp": best.tp, "replicas": best.replicas},
+             text=f"{best.replicas} x (tp {best.tp} on {best.gpu.name}) = {plural(best.gpus, 'GPU')}",
              formula="replicas = ceil(rate / rate one replica sustains within the targets)"),
+        *elsewhere,
         Line("sized_rate_per_replica", "requests/s per replica", r.rate, "requests/s", f"{r.rate:,.2f}",
              f"{r.in_flight:,.1f} in flight, prefill {r.prefill_utilisation:.0%} of GPU time"),
         Line("sized_ttft_p99", "TTFT p99", r.ttft_p99, "s", f"{_ms(r.ttft_p99)} (target {ttft})",
@@ -253,6 +261,18 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig]) -
         Line("sized_cost_per_million_tokens", "cost per million tokens", per_million, "USD",
              "n/a" if per_million is None else f"${per_million:,.3f}", "prompt + output tokens served"),
     ))
+
+
+def _elsewhere_line(asked_gpu: str | None, on_asked: list[SizedConfig], cheapest: SizedConfig) -> tuple:
+    """With a GPU asked and a configuration on it that meets the target: the cheapest configuration
+    on any type when it is another one (when none on the GPU asked meets it, the answer's own label
+    says so)."""
+    if asked_gpu is None or not on_asked or on_asked[0] is cheapest:
+        return ()
+    text = f"{cheapest.replicas} x (tp {cheapest.tp} on {cheapest.gpu.name}) = {plural(cheapest.gpus, 'GPU')}" + (
+        "" if cheapest.cost_per_hour is None else f", ${cheapest.cost_per_hour:,.2f}/h")
+    return (Line("sized_config_any_gpu", "cheapest on any GPU type", None, text=text,
+                 formula="every catalog GPU type and TP in {1, 2, 4, 8}, one node per replica"),)
 
 
 def sizing_table(configs: list[SizedConfig]) -> Table:
