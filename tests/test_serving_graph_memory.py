@@ -38,14 +38,45 @@ def test_activation_quantization_adds_graph_bytes_by_hand():
     80 x (0.1656 + 0.0276) = 15.46 MiB -> 16 MiB a graph (the log: 20 and 12), against 80 x 0.1656 =
     13.25 -> 14 in bf16; 258 MiB of accumulators (32 x 32 heads x 512 x 129 x 4 B) + 101 x 16 =
     1,874 MiB = 1.830 GiB against 1.82 logged. A weight-only format (w4a16) adds nothing: the caller
-    passes activation_quant only for fp8 / int8 / fp4 compute."""
+    passes activation_quant only for fp8 / int8 compute (NVFP4's fp4 has no logged row: left out)."""
     spec = load_model("llama-3.1-70b")
     assert P.per_graph_bytes(spec, 80, activation_quant=True) == 16 * MiB
     assert P.per_graph_bytes(spec, 80) == 14 * MiB
     fp8 = P.graph_bytes(spec, 1024, 2, 80, activation_quant=True)
     assert fp8 == pytest.approx(32 * 32 * 512 * 129 * 4 + 101 * 16 * MiB)
     assert fp8 / 2**30 == pytest.approx(1.830, abs=0.001)
-    assert set(P.ACTIVATION_QUANT_DTYPES) == {"fp8", "int8", "fp4"}
+    assert set(P.ACTIVATION_QUANT_DTYPES) == {"fp8", "int8"}
+    assert not P.quantizes_activations("fp4") and not P.quantizes_activations("bf16")
+
+
+def _graphs(quantization: str, gpu_id: str) -> float:
+    """vLLM 0.19's CUDA-graph estimate for Llama-3.1-70B at tp 2 on ``gpu_id``, bytes per GPU."""
+    from gpuplan.catalog import load_accelerator
+    from gpuplan.core.serving import kv_cache as K
+    from gpuplan.core.serving import memory as M
+    from gpuplan.core.serving import setup as SU
+    from gpuplan.core.serving import weights as W
+
+    spec, gpu = load_model("llama-3.1-70b"), load_accelerator(gpu_id)
+    setup = SU.ServingSetup(W.weight_format(quantization), K.KV_DTYPE_BYTES["bf16"],
+                            SU.Runtime(engine="vllm", version=(0, 19, 0)))
+    return M.serving_memory(spec, W.param_groups(spec), gpu.memory_bytes, setup, 2, 1, gpu.name,
+                            gpu.scale_up_bandwidth, gpu.collective_arch,
+                            tuple(d for d, _ in gpu.peak_flops)).cuda_graphs
+
+
+def test_fp8_quantizes_activations_only_on_fp8_tensor_cores():
+    """An fp8 checkpoint on an A100 (no fp8 peak in the catalog: sm 80) runs as weight-only W8A16 on
+    vLLM's FP8 Marlin kernel, no activation quantization, so its graphs are bf16's; on an H100 (fp8
+    peak) each of its 1 + 50 + 50 further graphs is 16 MiB instead of 14 (80 x 0.1931 = 15.46 MiB
+    -> 8 pages; 80 x 0.1656 = 13.25 -> 7): 101 x 2 MiB = 202 MiB more. int8 W8A8 keeps the term on
+    the A100 (it has an int8 peak): 1 + 50 + 34 graphs there (vLLM's A100 defaults, 2,048 batched
+    tokens and 256 sequences: full graphs up to 256, 35 sizes), 85 x 2 MiB = 170 MiB more."""
+    assert _graphs("fp8", "a100-sxm4-80gb") == _graphs("bf16", "a100-sxm4-80gb")
+    assert _graphs("fp8", "h100-sxm") - _graphs("bf16", "h100-sxm") == 101 * 2 * MiB
+    assert _graphs("int8", "a100-sxm4-80gb") - _graphs("bf16", "a100-sxm4-80gb") == 85 * 2 * MiB
+    assert P.quantizes_activations("fp8", ("bf16", "fp16", "int8")) is False
+    assert P.quantizes_activations("fp8", ("bf16", "fp8")) and P.quantizes_activations("fp8")
 
 
 def test_large_decode_batches_run_unsplit_by_hand():

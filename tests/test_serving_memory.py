@@ -213,6 +213,49 @@ def test_graph_estimate_is_a_rough_term():
     assert len(llama) >= 6 and all(abs(e) < 0.05 for e in llama.values()), llama
 
 
+def test_the_excluded_row_is_scored_in_a_kind_of_its_own():
+    """The summary shows the held-out CUDA-graph figure both ways: with Llama-3.1-8B tp 2 scored,
+    its 0.72 GiB predicted against 1.69 logged (-57.5%) joins the 21 held-out rows, whose errors are
+    the same in both kinds: 22 rows, mean |error| = (21 x 4.7% + 57.5%) / 22 = 7.1%, max 57.5%."""
+    from gpuplan.jobs.validation.serving_memory import excluded_scored_kind
+
+    held = errors(memory_kind("vllm", "CUDA-graph estimate", False))
+    both = errors(excluded_scored_kind("vllm", "CUDA-graph estimate"))
+    assert set(both) == set(held) | {"llmd019-llama-3.1-8b-tp2"}
+    assert all(both[k] == held[k] for k in held)
+    assert both["llmd019-llama-3.1-8b-tp2"] == pytest.approx(0.72 / 1.69 - 1, abs=0.005)
+    by_hand = (sum(abs(e) for e in held.values()) + abs(both["llmd019-llama-3.1-8b-tp2"])) / (len(held) + 1)
+    assert mean(abs(e) for e in both.values()) == pytest.approx(by_hand)
+    assert mean(abs(e) for e in both.values()) == pytest.approx(0.071, abs=0.0015)
+    # no other quantity excludes a row, so no other such kind
+    assert {c[1] for c in CASES if "excluded rows scored" in c[1]} == {excluded_scored_kind("vllm", "CUDA-graph estimate")}
+
+
+def _log(**extra):
+    return {"logs": [{"id": "row-x", "engine": "vllm==0.19", "logged": {"graphs_gib": 1.0}, **extra}]}
+
+
+def test_a_misspelt_fitted_or_excluded_key_is_one_clear_error(run_cli, monkeypatch):
+    """serving_memory_logs.yaml's `excluded` / `fitted` name logged quantities; 'graph' for 'graphs'
+    used to leave the row scored (log_cases) and crash `gpuplan validate` with a KeyError
+    (serving_memory_excluded). Now the load names the row, the key and the valid keys; the CLI
+    prints that one line and exits 2."""
+    from gpuplan.jobs.validation import serving_memory as S
+
+    for bad, field in ((_log(excluded={"graph": "why"}), "row-x.excluded"), (_log(fitted=["non-torch"]), "row-x.fitted"),
+                       (_log(excluded=["graphs"]), "row-x.excluded"), (_log(fitted="graphs"), "row-x.fitted")):
+        with pytest.raises(InputError) as err:
+            S.checked_logs(bad)
+        assert err.value.field.endswith(field) and "graphs" in str(err.value), str(err.value)
+    assert "valid keys: weights, activation, non_torch, graphs, non_kv, kv" in str(
+        pytest.raises(InputError, S.checked_logs, _log(excluded={"graph": "why"})).value)
+    assert S.checked_logs(_log(excluded={"graphs": "why"}, fitted=["non_torch"]))[0]["id"] == "row-x"
+    monkeypatch.setattr(S, "memory_logs", lambda: S.checked_logs(_log(excluded={"graph": "why"})))
+    code, out, err = run_cli("validate")
+    assert code == 2 and out == "" and "row-x.excluded" in err and "'graph'" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
 def test_held_allreduce_inputs_by_hand():
     """vLLM 0.2.5-0.3.2 (PR 2031's profile reads the device memory in use after the forward; 0.3.3
     sets TORCH_NCCL_AVOID_RECORD_STREAMS=1): Llama-2-70B at TP 4 with 4,096 profile tokens holds one

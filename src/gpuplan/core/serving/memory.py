@@ -96,11 +96,14 @@ def draft_kv_share(spec: ModelSpec, s: Speculation | None, kv_bytes: float, tp: 
 
 def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,
                    tp: int, pp: int, gpu_name: str = "", scale_up_bandwidth: float | None = None,
-                   gpu_arch: str | None = None) -> Memory:
+                   gpu_arch: str | None = None, tensor_core_dtypes: tuple[str, ...] | None = None) -> Memory:
     """Memory per GPU and the KV budget on tp x pp GPUs of ``memory_bytes`` (``gpu_name`` picks
     vLLM's batch defaults; ``scale_up_bandwidth``, bytes/s both directions, its NCCL buffers;
-    ``gpu_arch``, Accelerator.collective_arch, PyTorch's cuBLAS workspace in the graph estimate)."""
-    memory = _engine_memory(spec, groups, memory_bytes, setup, tp, pp, gpu_name, scale_up_bandwidth, gpu_arch)
+    ``gpu_arch``, Accelerator.collective_arch, PyTorch's cuBLAS workspace in the graph estimate;
+    ``tensor_core_dtypes``, the dtypes of Accelerator.peak_flops, whether an fp8 / int8 format's
+    GEMMs quantize their activations there, profile.quantizes_activations)."""
+    memory = _engine_memory(spec, groups, memory_bytes, setup, tp, pp, gpu_name, scale_up_bandwidth, gpu_arch,
+                            tensor_core_dtypes)
     if setup.lora is not None:  # slots are allocated with the weights, before the KV cache is sized
         slots = L.slot_bytes_per_gpu(spec, setup.lora, tp, pp)
         memory = replace(memory, weights=memory.weights + slots, kv_budget=memory.kv_budget - slots,
@@ -117,7 +120,7 @@ def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
 
 def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,
                    tp: int, pp: int, gpu_name: str = "", scale_up_bandwidth: float | None = None,
-                   gpu_arch: str | None = None) -> Memory:
+                   gpu_arch: str | None = None, tensor_core_dtypes: tuple[str, ...] | None = None) -> Memory:
     weights = weight_bytes_per_gpu(groups, setup.fmt, spec.num_layers, tp, pp)
     engine = setup.runtime.engine
     if engine == "vllm":  # vLLM pads MXFP4 experts for its MoE kernels
@@ -126,11 +129,13 @@ def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
         return _sglang_memory(weights, memory_bytes, setup, tp, pp, scale_up_bandwidth)
     if engine == "trtllm":
         return _trtllm_memory(spec, weights, memory_bytes, setup, tp, pp, scale_up_bandwidth)
-    return _vllm_memory(spec, weights, memory_bytes, setup, tp, pp, gpu_name, scale_up_bandwidth, gpu_arch)
+    return _vllm_memory(spec, weights, memory_bytes, setup, tp, pp, gpu_name, scale_up_bandwidth, gpu_arch,
+                        tensor_core_dtypes)
 
 
 def _vllm_memory(spec: ModelSpec, weights: float, memory_bytes: float, setup: ServingSetup, tp: int, pp: int,
-                 gpu_name: str, scale_up_bandwidth: float | None, gpu_arch: str | None = None) -> Memory:
+                 gpu_name: str, scale_up_bandwidth: float | None, gpu_arch: str | None = None,
+                 tensor_core_dtypes: tuple[str, ...] | None = None) -> Memory:
     """vLLM (worker determine_available_memory): KV = total x gpu_memory_utilization - weights -
     the profiled activation peak - the non-torch memory its profile counts (- CUDA graphs from
     0.21), each term as the release's rules say (core/serving/releases.py)."""
@@ -148,7 +153,7 @@ def _vllm_memory(spec: ModelSpec, weights: float, memory_bytes: float, setup: Se
     graphs = (runtime.cuda_graphs if runtime.cuda_graphs is not None
               else P.graph_bytes(spec, seqs, tp, layers_per_stage(spec.num_layers, pp), act_bytes,
                                  P.cublas_workspace_bytes(gpu_arch),
-                                 setup.fmt.compute_dtype in P.ACTIVATION_QUANT_DTYPES, tokens))
+                                 P.quantizes_activations(setup.fmt.compute_dtype, tensor_core_dtypes), tokens))
     counted = rules.counts_graphs and graphs > 0
     fixed = non_torch + comm + (graphs if counted else 0.0)
     counts_runtime = rules.profile != "allocated"

@@ -200,7 +200,8 @@ and concatenated, the W_UK absorption bmm before FLASH_ATTN_MLA and the W_UV bmm
 decode). Fitted, given the dense and MoE terms, on two named rows with DeepSeek-V2-Lite's layer
 shape (27 layers, hidden 2048, 16 heads, kv_lora_rank 512, 64 routed + 2 shared experts, top 6):
 Kimi-VL-A3B-Instruct's language model at tp 1 (1.19 GiB, samples 8 / 6 MiB) and tp 2 (1.04 GiB,
-8 / 8). Held out: DeepSeek-V2-Lite-Chat itself (1.39 GiB, 10 / 8)."""
+8 / 8). Held out: DeepSeek-V2-Lite-Chat itself (1.39 GiB, 10 / 8), the same layer shape as the
+fitted rows: untested on other MLA shapes such as DeepSeek-V3 / Kimi-K2 (61 layers, hidden 7168)."""
 
 GRAPH_BYTES_PER_QUANT_LAYER = 0.0276 * MiB
 """What quantizing the activations before each W8A8 GEMM adds per layer and further graph: an
@@ -212,8 +213,24 @@ three named RedHatAI fp8-dynamic rows: Llama-3.3-70B tp 2 (1.82 GiB, 20 / 12) an
 18 / 14), Qwen2.5-7B tp 1 (0.71, 6 / 4). Held out: the W8A8 int8 rows and Llama-3.1-8B with
 vLLM's online fp8."""
 
-ACTIVATION_QUANT_DTYPES = ("fp8", "int8", "fp4")
-"""Compute dtypes (WeightFormat.compute_dtype) whose GEMMs take quantized activations."""
+ACTIVATION_QUANT_DTYPES = ("fp8", "int8")
+"""Compute dtypes (WeightFormat.compute_dtype) whose GEMMs take quantized activations, where the GPU
+has tensor cores of that dtype (quantizes_activations). fp4 is left out: NVFP4 W4A4 on Blackwell
+quantizes its activations too (scaled_fp4_quant), but no logged row measures what that adds to a
+graph, so the fitted W8A8 term is not carried over to it (its estimate may be low by up to
+layers x 0.0276 MiB a graph)."""
+
+
+def quantizes_activations(compute_dtype: str, tensor_core_dtypes: tuple[str, ...] | None = None) -> bool:
+    """Whether the GEMMs of ``compute_dtype`` quantize their activations (GRAPH_BYTES_PER_QUANT_LAYER)
+    on a GPU whose tensor cores run ``tensor_core_dtypes`` (the dtypes of Accelerator.peak_flops;
+    None: not known, the dtype is taken as run natively). An fp8 checkpoint on a part without fp8
+    tensor cores (Ampere, sm < 89) runs as weight-only W8A16 on vLLM's FP8 Marlin kernel ('for GPUs
+    that lack FP8 hardware support', quantization/kernels/wFP8a16 and utils/marlin_utils_fp8.py):
+    no activation quantization."""
+    if compute_dtype not in ACTIVATION_QUANT_DTYPES:
+        return False
+    return tensor_core_dtypes is None or compute_dtype in tensor_core_dtypes
 
 
 def per_graph_bytes(spec: ModelSpec, layers: int, activation_quant: bool = False) -> float:
@@ -288,9 +305,13 @@ def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_by
     modes, and the capture allocates them again in the private pool) plus ``blas_workspace``: the
     capture runs on its own stream, whose first GEMM allocates a cuBLAS workspace
     (cublas_workspace_bytes) inside the pool (v0.19.0 logs, H100: Llama-3.1-8B 138 MiB against
-    2 x 54 + 32 + 6 = 146; fp32 224 against 2 x 108 + 32 + 6 = 254, the one row where it decides). The full first capture reuses that pool and that
-    stream's workspace and adds the attention's split-KV accumulators. ``layers``: a pipeline
-    stage's; ``activation_quant``: W8A8 GEMMs (ACTIVATION_QUANT_DTYPES); ``max_tokens``:
+    2 x 54 + 32 + 6 = 146). The full first capture reuses that pool and that stream's workspace and
+    adds the attention's split-KV accumulators. The piecewise first capture is the larger of the two,
+    so its error reaches the estimate, in five of the logs: fp32 224 MiB against 2 x 108 + 32 + 6 =
+    254 (+13%; Triton attention's full capture logs 4), Llama-3.1-8B tp 4 84 against 83, Qwen2.5-7B
+    tp 2 / tp 4 122 / 104 against 113 / 85 (at tp 2 the modelled full one, 117, is the larger) and
+    gpt-oss-20b 128 against 184 (+44%). ``layers``: a pipeline
+    stage's; ``activation_quant``: W8A8 GEMMs (quantizes_activations); ``max_tokens``:
     max_num_batched_tokens, which caps the largest captured size (config/vllm.py
     _set_cudagraph_sizes, v0.19.0: max_cudagraph_capture_size = min(max_num_tokens, ...))."""
     limit = GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512)

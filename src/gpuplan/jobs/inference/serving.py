@@ -41,7 +41,7 @@ def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serv
     spec, setup = plan.spec, plan.setup
     group_tp_check(spec, setup.fmt, tp)
     memory = M.serving_memory(spec, plan.groups, gpu.memory_bytes, setup, tp, pp, gpu.name, gpu.scale_up_bandwidth,
-                              gpu.collective_arch)
+                              gpu.collective_arch, tuple(d for d, _ in gpu.peak_flops))
     layout = K.kv_layout(spec, setup.kv_bytes, tp, pp, setup.block_size)
     peak = gpu.peak(setup.fmt.compute_dtype)
     kv_seq = layout.bytes_per_sequence(plan.decode_context)

@@ -2,7 +2,9 @@
 (weights, activation peak, non-torch memory, CUDA-graph estimate, available KV memory, KV capacity
 in tokens) predicted from the release, model, GPU, layout and stated settings alone
 (catalog/reference/serving_memory_logs.yaml). Rows whose log set a constant are their own
-'fitted' kinds; every other row is held out. Error = (predicted - measured) / measured.
+'fitted' kinds; every other row is held out. A quantity a row's ``excluded`` names is kept out of
+its held-out kind and scored, with that kind's rows, in '... (held out, excluded rows scored)', so
+the summary gives the figure both ways. Error = (predicted - measured) / measured.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ def memory_kind(engine: str, quantity: str, fitted: bool) -> str:
     return f"memory, serving ({REL.ENGINE_NAMES[engine]}): {quantity} ({'fitted' if fitted else 'held out'})"
 
 
+def excluded_scored_kind(engine: str, quantity: str) -> str:
+    """The held-out kind of a quantity some row excludes, with the excluded rows scored as well: the
+    summary shows the figure both ways (the plain held-out kind leaves them out)."""
+    return f"memory, serving ({REL.ENGINE_NAMES[engine]}): {quantity} (held out, excluded rows scored)"
+
+
 def capacity_kind(engine: str, fitted: bool) -> str:
     return f"inference: KV capacity (tokens), {REL.ENGINE_NAMES[engine]} ({'fitted' if fitted else 'held out'})"
 
@@ -44,9 +52,30 @@ def memory_logs() -> tuple[dict[str, Any], ...]:
     import yaml
 
     text = (resources.files("gpuplan.catalog") / "reference" / "serving_memory_logs.yaml").read_text("utf-8")
-    data = yaml.safe_load(text)
+    return checked_logs(yaml.safe_load(text))
+
+
+SCORED_NAMES = tuple(key.removesuffix("_gib") for key in QUANTITIES)
+"""The names an entry's ``fitted`` and ``excluded`` may use (QUANTITIES without '_gib')."""
+
+
+def checked_logs(data: Any) -> tuple[dict[str, Any], ...]:
+    """The ``logs`` list of parsed serving_memory_logs.yaml; InputError naming the row if an entry's
+    ``fitted`` or ``excluded`` uses a name that is not a logged quantity (a misspelt key would
+    otherwise leave the row scored, or fail later with a KeyError)."""
     if not isinstance(data, dict) or not isinstance(data.get("logs"), list):
         raise InputError("reference", "serving_memory_logs.yaml", "expected a mapping with a 'logs' list")
+    for e in data["logs"]:
+        if not isinstance(e, dict):
+            raise InputError("serving_memory_logs.yaml: logs", e, "each entry must be a mapping with an 'id'")
+        for field, shape in (("fitted", list), ("excluded", dict)):
+            names = e.get(field)
+            where = f"serving_memory_logs.yaml: {e.get('id')}.{field}"
+            if names is not None and not isinstance(names, shape):
+                raise InputError(where, names, f"expected a {shape.__name__} of {', '.join(SCORED_NAMES)}")
+            unknown = [n for n in names or () if n not in SCORED_NAMES]
+            if unknown:
+                raise InputError(where, unknown[0], f"valid keys: {', '.join(SCORED_NAMES)}")
     return tuple(data["logs"])
 
 
@@ -75,7 +104,7 @@ def predicted_memory(e: dict[str, Any]) -> tuple[M.Memory, K.KVLayout]:
     setup = _setup(e, spec, gpu)
     tp = e["tp"]
     memory = M.serving_memory(spec, W.param_groups(spec), gpu.memory_bytes, setup, tp, 1, gpu.name,
-                              gpu.scale_up_bandwidth, gpu.collective_arch)
+                              gpu.scale_up_bandwidth, gpu.collective_arch, tuple(d for d, _ in gpu.peak_flops))
     return memory, K.kv_layout(spec, setup.kv_bytes, tp, 1, setup.block_size)
 
 
@@ -101,10 +130,11 @@ def log_cases(e: dict[str, Any]) -> list[Case]:
     cases = []
     excluded = e.get("excluded") or {}
     for key, quantity in QUANTITIES.items():
-        if key in logged and predicted[key] > 0 and key.removesuffix("_gib") not in excluded:
+        if key in logged and predicted[key] > 0:
             name = key.removesuffix("_gib")
-            cases.append((e["id"], memory_kind(engine, quantity, name in fitted or _fits(name, sets_kv)),
-                          logged[key] * GiB, predicted[key], basis, note))
+            kind = excluded_scored_kind(engine, quantity) if name in excluded else \
+                memory_kind(engine, quantity, name in fitted or _fits(name, sets_kv))
+            cases.append((e["id"], kind, logged[key] * GiB, predicted[key], basis, note))
     if "kv_tokens" in logged:
         tokens = K.tokens_in(layout, memory.kv_budget)
         cases.append((e["id"], capacity_kind(engine, bool(sets_kv)), float(logged["kv_tokens"]), float(tokens),
@@ -123,7 +153,14 @@ def _fits(name: str, fitted: set[str]) -> bool:
 
 
 def serving_memory_cases() -> list[Case]:
-    return [case for entry in memory_logs() for case in log_cases(entry)]
+    """Every log's cases; each held-out case of a quantity some row excludes is repeated under
+    excluded_scored_kind, beside the excluded rows themselves (log_cases gives them that kind only)."""
+    cases = [case for entry in memory_logs() for case in log_cases(entry)]
+    pairs = {(REL.parse_release(e["engine"]).engine, QUANTITIES[key + "_gib"])
+             for e in memory_logs() for key in (e.get("excluded") or {})}
+    repeated = [(c[0], excluded_scored_kind(engine, quantity), *c[2:]) for engine, quantity in sorted(pairs)
+                for c in cases if c[1] == memory_kind(engine, quantity, False)]
+    return cases + repeated
 
 
 def serving_memory_excluded() -> list[tuple[str, str]]:
