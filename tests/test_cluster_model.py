@@ -102,14 +102,15 @@ def test_a_batch_ramp_costs_time_on_the_same_layout():
     assert ramp_time_factor(ev, plan, 1e12, [(0.5e12, plan.global_batch / 4)]) >= 1.0
 
 
-def test_end_to_end_gpu_hours_within_fifteen_percent_held_out():
+def test_end_to_end_gpu_hours_held_out_mean_within_a_point_of_its_level():
     from gpuplan.jobs.validation.estimate import KIND_END_TO_END, validation_cases
 
     held = [c for c in validation_cases() if c.kind == KIND_END_TO_END.format(role="held out")]
     assert len(held) == 7
-    # issue 37's bar is 10% mean; the packaged runs land at 13.8% (docs/accuracy.md), the step model optimistic on
-    # LLaMA-65B (the planner's tp2 layout at 61% MFU), BLOOM (105.2 s logged vs 92.0 s) and SmolLM3 (docs/training.md)
-    assert sum(abs(c.error) for c in held) / len(held) < 0.145
+    # issue 37's bar is 10% mean; the packaged runs land at 12.6% (12.57%, docs/accuracy.md), the step model
+    # optimistic on LLaMA-65B (the planner's tp2 layout at 61% MFU, -18.2%), BLOOM (105.2 s logged vs 99.3 s,
+    # -12.2%) and SmolLM3 (-16.4%; docs/training.md). The bound is that mean + ~1 point, so a regression fails.
+    assert sum(abs(c.error) for c in held) / len(held) < 0.136
     ramp = next(c for c in validation_cases() if c.id == "llama3.1-405b" and "end to end" in c.kind)
     assert "batch ramp x1.0" in ramp.basis
 

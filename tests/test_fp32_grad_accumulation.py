@@ -1,5 +1,6 @@
-"""DeepSpeed's BF16_Optimizer under its pipeline engine adds each micro-batch's bf16 gradients into an fp32
-copy (core.time.optimizer.fp32_grad_accumulation_seconds; StepSettings.fp32_grad_accumulation)."""
+"""DeepSpeed's BF16_Optimizer adds each micro-batch's bf16 gradients into an fp32 copy, with or without its
+pipeline engine, at ZeRO <= 1 (core.time.optimizer.fp32_grad_accumulation_seconds, BF16_OPTIMIZER_MAX_ZERO;
+StepSettings.fp32_grad_accumulation)."""
 
 from dataclasses import replace
 
@@ -8,7 +9,7 @@ import pytest
 from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core.comm.step_comm import params_per_gpu
 from gpuplan.core.comm.topology import cluster_for
-from gpuplan.core.time.optimizer import fp32_grad_accumulation_seconds
+from gpuplan.core.time.optimizer import fp32_grad_accumulation_seconds, largest_stage_params
 from gpuplan.core.time.step import StepSettings, step_time
 
 
@@ -17,19 +18,41 @@ def test_one_pass_moves_eighteen_bytes_per_parameter():
     assert fp32_grad_accumulation_seconds(1e9, 1.5e12) == pytest.approx(0.012)
 
 
-def test_charged_once_per_micro_batch_under_a_pipeline_only():
+def test_charged_once_per_micro_batch_on_the_largest_stage_at_zero_1_or_below():
     spec, gpu = load_model("llama-2-7b"), load_accelerator("a100-sxm4-80gb")
     cluster = cluster_for(gpu)
     plain = StepSettings(seq_len=2048, recompute="full")
     bf16 = replace(plain, fp32_grad_accumulation=True)
     layout = dict(dp=4, tp=2, pp=4, zero=1, micro_batch=1, micro_batches=16)
     base, acc = step_time(spec, cluster, plain, **layout), step_time(spec, cluster, bf16, **layout)
-    # 16 micro-batches x 18 B x 842,301,952 first-stage parameters / (2.039 TB/s x 0.75) = 2.4258e11 B / 1.5293e12 B/s
+    # Llama 2 7B (32 layers, h 4,096, FFN 11,008, untied 32,000 vocab) at tp2 pp4: a stage's 8 layers hold
+    # 8 x ((4 x 4,096^2 + 3 x 4,096 x 11,008) / 2 + 2 x 4,096 norm) = 809,566,208; the first adds the
+    # embedding (32,000 x 4,096 / 2 = 65,536,000): 875,102,208; the last the head (65,536,000) and the final
+    # norm (4,096): 875,106,304, the largest (the mean, 6,738,415,616 / 8 = 842,301,952, is no stage's).
+    assert largest_stage_params(spec, 2, 4, 1) == 875_106_304
     assert params_per_gpu(spec, 2, 4, 1) == 842_301_952
-    assert acc.compute - base.compute == pytest.approx(0.15863, rel=1e-4)
+    # 16 micro-batches x 18 B x 875,106,304 = 2.52031e11 B / (2.039 TB/s x 0.75 = 1.52925e12 B/s) = 0.164807 s
+    assert acc.compute - base.compute == pytest.approx(0.164807, rel=1e-5)
     assert acc.bubble > base.bubble  # the pipeline's idle slots are micro-batches, now longer
-    for other in (dict(layout, pp=1, dp=16), dict(layout, zero=3)):  # no pipeline engine / not the BF16 optimizer
-        assert step_time(spec, cluster, bf16, **other).total == pytest.approx(step_time(spec, cluster, plain, **other).total)
+    # no pipeline: BF16_Optimizer.backward itself calls update_hp_grads; the whole model at tp2,
+    # 32 layers x 101,195,776 + embedding and head 2 x 65,536,000 + final norm 4,096 = 3,369,340,928:
+    # 16 x 18 B x 3,369,340,928 = 9.70370e11 B / 1.52925e12 B/s = 0.634540 s
+    flat = dict(layout, pp=1, dp=16)
+    gained = step_time(spec, cluster, bf16, **flat).compute - step_time(spec, cluster, plain, **flat).compute
+    assert gained == pytest.approx(0.634540, rel=1e-5)
+    for zero in (2, 3):  # the ZeRO optimizer, not the BF16_Optimizer (engine.py _do_optimizer_sanity_check)
+        other = dict(flat, zero=zero)
+        without = step_time(spec, cluster, plain, **other).total
+        assert step_time(spec, cluster, bf16, **other).total == pytest.approx(without)
+
+
+def test_largest_stage_takes_the_planners_float_degree_arrays():
+    """The planner passes its degrees as float arrays; the same counts as above, per layout (tp2 pp4; tp2 pp1)."""
+    import numpy as np
+
+    spec = load_model("llama-2-7b")
+    got = largest_stage_params(spec, np.array([2.0, 2.0]), np.array([4.0, 1.0]), np.array([1.0, 1.0]))
+    assert got.tolist() == [875_106_304, 3_369_340_928]
 
 
 def test_set_by_deepspeed_in_bf16_only():

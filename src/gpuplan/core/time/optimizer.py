@@ -20,6 +20,11 @@ Units: bytes, kernels, parameters.
 
 from __future__ import annotations
 
+import numpy as np
+
+from gpuplan.core.memory.model_states import stage_params
+from gpuplan.core.parallel import ParallelLayout
+
 ACCESSES_PER_PARAM = {"foreach": 21.0, "fused": 7.0, "forloop": 21.0}
 OPS_PER_STEP = {"foreach": 9, "fused": 1, "forloop": 9}
 FOREACH_TENSORS_PER_LAUNCH = 36
@@ -42,14 +47,44 @@ def optimizer_kernels(impl: str, trained_params, tensors):
 
 
 FP32_GRAD_ACCUMULATION_BYTES = 18.0
-"""HBM bytes per local parameter and micro-batch where a framework adds its bf16 gradients into an fp32
-copy in a pass of its own: DeepSpeed's BF16_Optimizer under its pipeline engine (PR #1801 'bf16+pipeline
-parallelism', 56c5223: deepspeed/runtime/pipe/engine.py _exec_backward_pass calls
-optimizer.update_hp_grads after every micro-batch's backward; bf16_optimizer.py update_hp_grads runs
-hp_grad.add_(lp.grad.to(fp32)) per parameter): the cast reads 2 B and writes 4 B, the add reads 4 + 4 B
-and writes 4 B."""
+"""HBM bytes per local parameter and micro-batch where DeepSpeed's BF16_Optimizer adds the bf16 gradients
+into its fp32 copy, a pass of its own after every backward: BF16_Optimizer.backward calls update_hp_grads
+(update_hp_grads=True by default, 'to prevent accumulating in the bf16 grads after successive backward()
+calls': deepspeed/runtime/bf16_optimizer.py@v0.7.0 L494-507; backward_epilogue @edaa722 L351-353, from
+engine.py _backward_epilogue L2976-2978); its pipeline engine calls update_hp_grads itself on the stages
+before the last (pipe/engine.py@v0.7.0 L768-770, @edaa722 L882-885; PR #1801 56c5223). Per parameter
+hp_grad.add_(lp.grad.to(fp32)) (bf16_optimizer.py@edaa722 L371): the cast reads 2 B and writes 4 B, the add
+reads 4 + 4 B and writes 4 B. The fp32 gradient buffer spans the whole local model, not a partition
+(zeros_like the flat bf16 group, L176)."""
+
+BF16_OPTIMIZER_MAX_ZERO = 1
+"""The highest gpuplan ZeRO stage under which DeepSpeed bf16 runs its BF16_Optimizer, at any pipeline
+degree: the optimizer shards its fp32 states over data parallelism (DeepSpeed's ZeRO stage 0 config:
+BLOOM's 'bf16 must use z0! it implements its own zero stage 1 equivalent', gpuplan's ZeRO-1) and never
+gradients or weights. engine.py selects it (_do_optimizer_sanity_check -> _configure_bf16_optimizer) with
+fp32 gradient accumulation:
+* ZeRO stage 0, whatever the module: @v0.7.0 L1152-1153 (bf16 without ZeRO); v0.7.6-v0.17.5 the default
+  grad_accum_dtype is fp32 for bf16 without ZeRO and that mix returns BFLOAT16 (@v0.17.5 L1092-1094,
+  L1422-1423);
+* ZeRO stage 1 with data_types.grad_accum_dtype fp32 and no CPU offload: v0.8.1 on (@v0.17.5 L1391-1393,
+  @edaa722 L1994-1996).
+ZeRO 2 / 3 get the ZeRO optimizer (no pass). Not modelled (no input for the accumulation dtype or version):
+from v0.17.6 (889f0ead2) the default accumulation dtype is bf16, so ZeRO stage 1 runs the ZeRO optimizer, a
+plain module at stage 0 DDP_BFLOAT16 (FP16_Optimizer in bf16, no pass), and a PipelineModule at stage 0 the
+BF16_Optimizer accumulating in bf16, 6 B a parameter (@edaa722 L1492-1495, L2011-2019): there the 18 B
+charged is an upper bound."""
 
 
 def fp32_grad_accumulation_seconds(trained_params, hbm_bytes_per_second):
     """Seconds of that pass over ``trained_params`` local parameters, once per micro-batch."""
     return FP32_GRAD_ACCUMULATION_BYTES * trained_params / hbm_bytes_per_second
+
+
+def largest_stage_params(spec, tp, pp, ep, mtp=0):
+    """Parameters on one GPU of the larger of the first pipeline stage (its layers and the embedding) and
+    the last (the final norm, the LM head, any MTP modules), as core.memory.model_states.stage_params
+    counts them: the stage whose micro-batch sets the pace carries its own parameters' pass."""
+    pp = np.asarray(pp).astype(np.int64)  # the planner's degree arrays arrive as floats; layers index by stage
+    pp = int(pp) if pp.ndim == 0 else pp
+    layout = ParallelLayout(tp=tp, pp=pp, ep=ep)
+    return np.maximum(stage_params(spec, layout, 0, mtp).total, stage_params(spec, layout, pp - 1, mtp).total)

@@ -32,7 +32,7 @@ from gpuplan.core.model.mtp import mtp_stage_layer_shed
 from gpuplan.core.time.moe_host import stage_exposed_host_seconds
 from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
-from gpuplan.core.time.optimizer import fp32_grad_accumulation_seconds
+from gpuplan.core.time.optimizer import BF16_OPTIMIZER_MAX_ZERO, fp32_grad_accumulation_seconds, largest_stage_params
 from gpuplan.core.time import activation_offload as AO, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
@@ -159,8 +159,8 @@ class StepSettings:
     """Under elementwise_factor's model: Megatron's vocab-parallel loss on the last stage, 'te' or 'native'
     (core.time.megatron_ops.loss_seconds; loss_impl names the provider's); None: no loss term."""
     fp32_grad_accumulation: bool = False
-    """DeepSpeed's BF16_Optimizer: each micro-batch's bf16 gradients added into an fp32 copy in a pass of
-    its own, under its pipeline engine (pp > 1, ZeRO <= 1; core.time.optimizer.fp32_grad_accumulation_seconds)."""
+    """DeepSpeed bf16: its BF16_Optimizer adds each micro-batch's bf16 gradients into an fp32 copy in a pass
+    of its own, at ZeRO <= 1 and any pipeline degree (core.time.optimizer.BF16_OPTIMIZER_MAX_ZERO)."""
 
 
 @dataclass(frozen=True)
@@ -386,8 +386,11 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                             low_precision_recipe(settings.dtype, settings.fp8_recipe),
                                             micro_batch * settings.seq_len / cp / tp, cluster.gpu.memory_bandwidth)
     compute, bubble = compute + micro_batches * t_experts, bubble * (1 + t_experts / t_mb)
-    t_acc = settings.fp32_grad_accumulation * (pp > 1) * (zero <= 1) * fp32_grad_accumulation_seconds(
-        trained, cluster.gpu.memory_bandwidth * settings.hbm_efficiency)  # DeepSpeed bf16 + pipeline, per micro-batch
+    t_acc = 0.0  # DeepSpeed's BF16_Optimizer: its fp32 accumulation per micro-batch, over the largest stage
+    if settings.fp32_grad_accumulation:
+        acc_params = largest_stage_params(spec, tp, pp, ep, mtp) if settings.finetune == "full" else trained
+        hbm = cluster.gpu.memory_bandwidth * settings.hbm_efficiency
+        t_acc = (zero <= BF16_OPTIMIZER_MAX_ZERO) * fp32_grad_accumulation_seconds(acc_params, hbm)
     compute, bubble = compute + micro_batches * t_acc, bubble * (1 + t_acc / t_mb)
     compute = compute + micro_batches * AO.microbatch_exposed_seconds(  # CPU activation offloading (pp 1 only)
         spec, settings, cluster.gpu.id, micro_batch * settings.seq_len / cp, tp, layers, phases)
