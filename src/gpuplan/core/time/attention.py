@@ -20,7 +20,27 @@ interpolated, above 128 take 128's (Gemma's 256: cuDNN's 256 kernels are faster,
 slow).
 
 Parts without these measurements keep core.time.step's fitted attention efficiency with a 2.5x
-backward (docs/step.md).
+backward (docs/step.md) and core.time.attention_core's exponential roof (exp_bound_stretch with the
+part's TENSOR_FLOPS_PER_EXP: the same cuDNN kernels as Megatron's flash path on Blackwell, so a head
+dim 64 layer takes 2x its FLOPs' time there as well). The measured Hopper rates include their own
+exponentials (at 256 FLOPs per exponential head dim 64 is not stretched anyway).
+
+What a sliding-window layer executes: torch's SDPA takes no window, so transformers passes it as a
+materialised mask once the sequence reaches the window (masking_utils.py@5.25.0
+_ignore_causal_mask_sdpa L286: ``local_attention_size is not None and kv_length >=
+local_attention_size`` -> no skip; create_sliding_window_causal_mask L1134-1268 builds the
+(b, 1, s, s) mask), and integrations/sdpa_attention.py then calls SDPA with ``is_causal = q_length >
+1 and attention_mask is None and is_causal`` (L149): False. With a mask, FlashAttention-2 is refused
+(sdp_utils.cpp check_for_attn_mask in can_use_flash_attention), cuDNN (first on compute capability
+9.x / 10.x) takes it as an additive bias (only check_attn_mask_shape; attention.cpp
+convert_boolean_attn_mask_cudnn fills -65504) and other parts run the memory-efficient kernel with
+the bias. Neither knows where the mask is zero and is_causal is off, so every key tile is computed:
+s keys per query (not the w the window keeps, nor the causal (s + 1) / 2, nor flash's tile band of
+core.time.attention_core.flash_executed_keys, which needs the window passed to the kernel). Such a
+layer is timed on cuDNN's non-causal curve (Hopper: the same paper's non-causal panel, the H200
+scaled by its causal probe) or the fallback efficiency; below the window the mask is skipped and the
+layer is plain causal. Not counted: the kernel's reads of the s x s bias and the boolean -> additive
+conversion (3 B per score element and sequence, memory-bound).
 Units: seconds per token per layer, FLOP/s.
 """
 
@@ -28,7 +48,14 @@ from __future__ import annotations
 
 import math
 
-from gpuplan.core.model import flops as F
+from gpuplan.core.memory.activations import sliding_mask_applies
+from gpuplan.core.time.attention_core import (
+    FLASH_BACKWARD_RATIO,
+    TENSOR_FLOPS_PER_EXP,
+    exp_bound_stretch,
+    flops_per_key,
+)
+from gpuplan.core.time.efficiency import _lookup
 
 SEQ_POINTS = (512, 1024, 2048, 4096, 8192, 16384)
 CUDNN_H100_CAUSAL_D128 = (315.0, 410.0, 484.0, 518.0, 529.0, 539.0)
@@ -58,11 +85,12 @@ def _by_head_dim(head_dim: float, at64: float, at128: float) -> float:
     return at64 + w * (at128 - at64)
 
 
-def cudnn_forward_fraction(gpu_id: str, seq_len: float, head_dim: float) -> float:
-    """cuDNN's causal forward FLOP rate / the part's dense BF16 peak (Hopper)."""
-    curve64 = _interp_seq(CUDNN_H100_CAUSAL_D64, seq_len)
-    curve128 = _interp_seq(CUDNN_H100_CAUSAL_D128, seq_len)
-    if gpu_id == "h200-sxm":  # its own probe at 4,096, the H100's shape over the length
+def cudnn_forward_fraction(gpu_id: str, seq_len: float, head_dim: float, causal: bool = True) -> float:
+    """cuDNN's forward FLOP rate / the part's dense BF16 peak (Hopper), causal or over every key."""
+    d64, d128 = (CUDNN_H100_CAUSAL_D64, CUDNN_H100_CAUSAL_D128) if causal else (CUDNN_H100_FULL_D64,
+                                                                                   CUDNN_H100_FULL_D128)
+    curve64, curve128 = _interp_seq(d64, seq_len), _interp_seq(d128, seq_len)
+    if gpu_id == "h200-sxm":  # its own causal probe at 4,096, the H100's shape over the length
         curve64 *= H200_PROBE_FORWARD[64] / _interp_seq(CUDNN_H100_CAUSAL_D64, 4096)
         curve128 *= H200_PROBE_FORWARD[128] / _interp_seq(CUDNN_H100_CAUSAL_D128, 4096)
     return _by_head_dim(head_dim, curve64, curve128) * 1e12 / H100_PEAK
@@ -74,18 +102,30 @@ def has_sdpa_measurements(gpu) -> bool:
     return any(i in HOPPER for i in ids)
 
 
+def sdpa_forward_flops_per_token(spec, seq_len) -> tuple[float, float]:
+    """(causal, every-key) forward FLOPs per token of the mean layer under transformers' SDPA path:
+    layers without a materialised mask run causal, (s + 1) / 2 keys; sliding layers once s reaches
+    the window (core.memory.activations.sliding_mask_applies) compute all s keys (above)."""
+    masked = spec.num_sliding_layers if sliding_mask_applies(spec, seq_len) else 0
+    share = masked / spec.num_layers
+    per_key = flops_per_key(spec)
+    return per_key * (seq_len + 1) / 2 * (1 - share), per_key * seq_len * share
+
+
 def sdpa_seconds_per_token(spec, seq_len, *, gpu, peak: float, fallback_efficiency: float):
-    """(forward, backward) seconds per token of one layer's SDPA (causal) on ``gpu``."""
-    flops = F.attention_core_flops_per_token(spec, seq_len, "causal") / spec.num_layers
-    if not has_sdpa_measurements(gpu):
-        forward = flops / (peak * fallback_efficiency)
-        return forward, 2.5 * forward
+    """(forward, backward) seconds per token of one layer's SDPA on ``gpu``."""
+    causal, every_key = sdpa_forward_flops_per_token(spec, seq_len)
+    if not has_sdpa_measurements(gpu):  # the flash path's efficiency, roof and backward (attention_core)
+        stretch = exp_bound_stretch(spec, _lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0))
+        forward = (causal + every_key) / (peak * fallback_efficiency) * stretch
+        return forward, FLASH_BACKWARD_RATIO * forward
     d = spec.attention.qk_head_dim
     gpu_id = gpu.id if gpu.id in HOPPER else gpu.kernels_like
-    fraction = cudnn_forward_fraction(gpu_id, seq_len, d)
-    forward = flops / (peak * fraction)
+    forward = causal / (peak * cudnn_forward_fraction(gpu_id, seq_len, d))
+    if every_key:
+        forward = forward + every_key / (peak * cudnn_forward_fraction(gpu_id, seq_len, d, causal=False))
     backward_rate = _by_head_dim(d, BACKWARD_OVER_FORWARD_RATE[64], BACKWARD_OVER_FORWARD_RATE[128])
-    return forward, 2.5 * forward / backward_rate
+    return forward, FLASH_BACKWARD_RATIO * forward / backward_rate
 
 
 def eager_score_linears(spec, seq_len):

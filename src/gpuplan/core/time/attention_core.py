@@ -27,10 +27,13 @@ Pipelining Co-Design for Asymmetric Hardware Scaling", together.ai/blog/flashatt
 to B200 BF16 tensor throughput grows from 1 to 2.25 PFLOP/s while the SFU count stays, making the
 softmax exponential the forward's bottleneck; per SM and clock that is 989.4e12 / (132 x 1.83e9) =
 4,096 FLOPs on H100 and 2.25e15 / (148 x ~1.86e9) = 8,192 on B200 against 16 exponentials (the
-CUDA programming guide's MUFU rate); NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell
-Ultra": B300 / GB300 double the exponentials). The forward is stretched by
-max(1, ratio / (2·(d_qk + d_v))): at head dim 64 a B200 / GB200 forward takes 2x its FLOPs' time,
-at 128 (Llama) nothing changes. The backward takes the same stretch: FA4 calls the B200 backward
+CUDA programming guide's MUFU rate). NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell
+Ultra", gives B300 / GB300 SFUs twice the exponentials per clock (ratio 256), but the model keeps
+the B200's 512 for them (TENSOR_FLOPS_PER_EXP, below): cuDNN's own head-dim-64 kernel ran no faster
+on the GB300 than on the GB200. The roof applies to any cuDNN / FlashAttention kernel, torch SDPA's
+under transformers too (core.time.attention). The forward is stretched by max(1, ratio / (2·(d_qk + d_v))): at
+head dim 64 a B200 / GB200 / B300 / GB300 forward takes 2x its FLOPs' time, at 128 (Llama) nothing
+changes. The backward takes the same stretch: FA4 calls the B200 backward
 shared-memory bound rather than exponential bound, but cuDNN's own measurement of the GPT-OSS shape
 (cudnn-frontend benchmark/sdpa_benchmark_training/results/gpt_oss/{gb200,gb300}/*.csv @3929da2,
 cuDNN 9.22, head dim 64, BF16, s 4,096, window 128) has the backward at 2.21x (GB200) and 2.19x
@@ -43,13 +46,18 @@ cudnn-frontend include/cudnn_frontend/experimental/sm100_sdpa_prefill_engine.h L
 SM90 64x128 with two query tiles per CTA, sm90_sdpa_prefill_engine.h L69, L265) and skips only key
 tiles wholly outside the band, so a query tile computes ceil((w - 1) / 128) + 1 key tiles once the
 window is full (2 for GPT-OSS's 128: 256 keys per query against the 126 the window-capped count
-gives). The executed keys are the causal-window mean in tile units (KEY_TILE). Checked on the same
+gives). The executed keys are the causal-window mean in tile units (KEY_TILE). Against the same
 cuDNN measurement: GB200 forward 0.210 ms and backward 0.465 ms for 2 x 128 heads x 4,096 tokens
 (161 / 182 TFLOP/s on the window-capped count); the band and the stretch at the Blackwell flash
-efficiency 0.30 of the GB200's 2.5 PFLOP/s give 0.181 and 0.451 ms (-14%, -3%). The GB300 ran the
-shape as fast as the GB200 (0.202 / 0.442 ms) although its doubled exponentials lift the stretch:
-the model has it 2.2x / 2.0x faster (not fitted; docs/step.md). Both readings come from the window
-shape and are applied to full-attention layers too: no head-dim-64 full-causal Blackwell figure is
+efficiency 0.30 of the GB200's 2.5 PFLOP/s give 0.180 and 0.451 ms (-14%, -3%). The GB300 ran the
+shape barely faster than the GB200 (0.202 / 0.442 ms, 1.04 / 1.05x) although its SFUs do twice the
+exponentials: at 256 FLOPs per exponential the model would have it 2x faster (0.090 / 0.225 ms,
+-55% / -49%), so the B300 / GB300 keep 512 and the model gives 0.180 / 0.451 ms (-11% / +2%). These
+two rows SET two choices (the backward's stretch: GB200 and GB300; the B300's 512: GB300), so they
+are not held out; the one independent check is cuDNN's H200 run of the shape (window 1,024, cuDNN
+9.19, no stretch at 256 FLOPs per exponential: +9% / -6%), which tests the tile band and the 2.5x
+backward but neither choice (tests/test_attention_time.py, docs/step.md). Both readings come from
+the window shape and are applied to full-attention layers too: no head-dim-64 full-causal Blackwell figure is
 published (docs/step.md says what that leaves open). Full-attention layers keep the counted
 (s + 1) / 2 keys. Learnable softmax sinks (GPT-OSS; Megatron-Core softmax_type 'learnable') add one
 logit per query and head: TE >= 2.8 runs them in cuDNN's fused kernel (FusedAttention, cuDNN >=
@@ -106,6 +114,12 @@ def flash_executed_keys(seq_len, window: int):
     return KEY_TILE * F.mean_attended_keys(seq_len / KEY_TILE, band_tiles, "causal")
 
 
+def flops_per_key(spec) -> float:
+    """Forward FLOPs per query and key of one layer: QK^T and PV, 2·heads·(d_qk + d_v)."""
+    a = spec.attention
+    return 2.0 * a.num_heads * (a.qk_head_dim + a.value_head_dim)
+
+
 def flash_forward_flops_per_token(spec, seq_len):
     """Forward FLOPs per token of the mean layer that a flash kernel executes: full layers their
     causal (s + 1) / 2 keys, sliding layers whole key tiles of their band (flash_executed_keys)."""
@@ -113,8 +127,7 @@ def flash_forward_flops_per_token(spec, seq_len):
     causal = F.attention_core_flops_per_token(spec, seq_len, "causal") / spec.num_layers
     if not sliding:
         return causal
-    a = spec.attention
-    per_key = 2 * a.num_heads * (a.qk_head_dim + a.value_head_dim)
+    per_key = flops_per_key(spec)
     windowed = per_key * F.mean_attended_keys(seq_len, spec.sliding_window, "causal")
     executed = per_key * flash_executed_keys(seq_len, spec.sliding_window)
     return causal + sliding * (executed - windowed) / spec.num_layers
