@@ -197,16 +197,18 @@ def test_the_space_has_vpp_over_divisors_cp_up_to_32_and_every_micro_batch():
     assert set(grid["micro_batch"][dp8]) == set(divisors(1024 // 8))
 
 
-def test_each_row_follows_the_rules_its_structure_was_asked_once():
+@pytest.mark.parametrize("model, experts", [("mixtral-8x7b", 8), ("llama-3-8b", 1)])
+def test_each_row_follows_the_rules_its_structure_was_asked_once(model, experts):
     """enumerate_layouts answers each distinct expert / ZeRO / micro-batch question once and reuses
-    the answer across structures (issue 39): every row of a MoE Megatron space still satisfies the
-    rules worked out for its own degrees, and the rows of each structure are all its combinations."""
+    the answer across structures (issue 39): every row of a Megatron space still satisfies the
+    rules worked out for its own degrees, and the rows of each structure are all its combinations.
+    The dense case catches a ZeRO answer keyed without tp (with ep_max > 1, Mixtral's never is)."""
     from itertools import product
 
     from gpuplan.planner.framework_rules import rules_for, zero_allowed
     from gpuplan.planner.space import structures
 
-    spec = load_model("mixtral-8x7b")  # 8 experts, 32 layers
+    spec = load_model(model)  # Mixtral: 8 experts, 32 layers; Llama 3 8B: dense, 32 layers
     limits = SpaceLimits(framework="megatron", interleaved_needs_pp_micro_batches=True, max_zero_with_pp=1)
     counts, seq, target = (32, 64, 96), 4096, 512.0
     grid = enumerate_layouts(spec, counts, seq, target, 8, limits)
@@ -216,7 +218,7 @@ def test_each_row_follows_the_rules_its_structure_was_asked_once():
             if dp > target:
                 continue
             per_rank = round(target / dp)
-            eps = [e for e in divisors(8) if (dp * cp) % e == 0]
+            eps = [e for e in divisors(experts) if (dp * cp) % e == 0]
             zeros = [z for z in limits.zero if (z == 0 or dp * cp > 1) and (pp == 1 or z <= 1)
                      and zero_allowed(rules_for("megatron"), z, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=max(eps))]
             mbs = [m for m in divisors(per_rank) if vpp == 1 or per_rank // m >= pp]

@@ -143,8 +143,9 @@ def _end_process(code: int) -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    finally:
-        os._exit(code)
+    except Exception:  # noqa: BLE001 - what an exit handler wrote cannot be written: as at a normal exit
+        code = code or 120  # Py_FinalizeEx's status when flushing the standard streams fails
+    os._exit(code)
 
 
 def _run(argv: list[str]) -> int:
