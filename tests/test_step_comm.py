@@ -262,9 +262,11 @@ def test_nvfp4_runs_linears_at_the_fp4_peak_with_fp8_style_casts(run_cli):
     # +6.3% (26.04) to +16.8% (26.02): NVFP4 got faster release by release
     assert len(gb200) == 9 and all(0.0 < c.error < 0.17 for c in gb200), [(c.id, c.error) for c in gb200]
     # GB300 (Blackwell Ultra, FP4 peak 15 PF, the B300's kernel fractions) NVFP4 rows, held out:
-    # -14.2% to +14.7% over the 26.02-26.06 tables
+    # -10.2% to +18.0% over the 26.02-26.06 tables (-14.1% to +14.5% before cuDNN's measured GB300 attention
+    # rate, core/time/attention_core.py FLASH_TENSOR_RATE: attention runs BF16 in these recipes; the 405B rows,
+    # already over-predicted with NVFP4 GEMMs at the B300's unmeasured FP8 fraction, move +3.5 points)
     ultra = [c for c in published_throughput_cases()[0] if c.precision == "fp4" and "gb300" in c.id]
-    assert len(ultra) == 9 and all(abs(c.error) < 0.15 for c in ultra), [(c.id, c.error) for c in ultra]
+    assert len(ultra) == 9 and all(abs(c.error) < 0.19 for c in ultra), [(c.id, c.error) for c in ultra]
     code, _, err = run_cli("plan", "llama-3.1-70b", "--tokens", "1T", "--gpu", "h100", "--gpus", "64", "--dtype", "fp4")
     assert code == 2 and "fp4" in err
 

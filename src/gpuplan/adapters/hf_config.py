@@ -309,7 +309,8 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         parallel_residual=traits.parallel_residual or bool(cfg.get("use_parallel_residual")),
         sliding_window=window, layer_types=layer_types,
         dtype=str(first(cfg, "torch_dtype", "dtype") or "bfloat16").replace("auto", "bfloat16"),
-        dropout=config_dropout(cfg), eager_softmax_fp32=model_type != "gpt2",
+        # eager softmax in the scores' dtype: GPT-2; GPT-OSS (modeling_gpt_oss.py@5.25.0 L248, dtype=combined_logits.dtype)
+        dropout=config_dropout(cfg), eager_softmax_fp32=model_type not in ("gpt2", "gpt_oss"),
         fused_qkv=traits.fused_qkv, fused_gate_up=traits.fused_gate_up, rotary=model_type != "gpt2",
         gemma_norm=traits.gemma_norm, attn_logit_softcap=cfg.get("attn_logit_softcapping"),
         final_logit_softcap=cfg.get("final_logit_softcapping"),

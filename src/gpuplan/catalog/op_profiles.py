@@ -10,13 +10,15 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import cache
 
+from gpuplan.core.time.attention_core import SDPA_REFUSED, execution_kernel
 from gpuplan.core.time.op_profile import EagerOps, SettingProfile, compose
 
 FILE = "hf_op_profiles.json"
 FALLBACK_FAMILY = "llama"
 EAGER_ONLY = ("gemma2",)
 """Families transformers runs with eager attention only (scripts/hf_op_profiles.py EAGER_ONLY): their
-profiles are eager already."""
+profiles are eager already. Every SDPA_REFUSED model_type (core.time.attention_core) runs eager; one
+without a profile of its own (gpt_oss) takes Llama's with Llama's eager-attention setting."""
 AMP_RECIPES = ("amp", "mixed", "fp32", "article", "megatron", "fsdp2")
 """Recipes with fp32 parameters: an eager run of them is torch.autocast over fp32 weights (HF
 Trainer's bf16=True); 'bf16' and 'fp8' keep bf16 parameters."""
@@ -68,9 +70,10 @@ def eager_ops_for(model_type: str, recipe: str, finetune: str, attention_kernel:
     """The composed op profile of a run of a ``model_type`` model (Llama's where the family was not
     profiled, said in the note)."""
     family = model_type if model_type in families() else FALLBACK_FAMILY
-    kernel = "flash" if family in EAGER_ONLY else attention_kernel  # eager is their base
-    ops = compose(family, family_profiles(family), active_settings(recipe, finetune, kernel))
-    if family in EAGER_ONLY:
+    kernel = execution_kernel(attention_kernel, model_type, "hf")  # SDPA_REFUSED: eager, as transformers runs it
+    ops = compose(family, family_profiles(family),
+                  active_settings(recipe, finetune, "flash" if family in EAGER_ONLY else kernel))  # eager base
+    if family in EAGER_ONLY or model_type in SDPA_REFUSED:
         ops = replace(ops, attention="eager")
     if family != model_type:
         note = f"no op profile for model_type {model_type or '(bare --params)'}: {FALLBACK_FAMILY}'s used"

@@ -20,8 +20,8 @@ interpolated, above 128 take 128's (Gemma's 256: cuDNN's 256 kernels are faster,
 slow).
 
 Parts without these measurements keep core.time.step's fitted attention efficiency with a 2.5x
-backward (docs/step.md) and core.time.attention_core's exponential roof (exp_bound_stretch with the
-part's TENSOR_FLOPS_PER_EXP: the same cuDNN kernels as Megatron's flash path on Blackwell, so a head
+backward (docs/step.md), core.time.attention_core's exponential roof (exp_bound_stretch with the
+part's TENSOR_FLOPS_PER_EXP) and measured tensor rate (FLASH_TENSOR_RATE, GB300; flash_passes): the same cuDNN kernels as Megatron's flash path on Blackwell, so a head
 dim 64 layer takes 2x its FLOPs' time there as well). The measured Hopper rates include their own
 exponentials (at 256 FLOPs per exponential head dim 64 is not stretched anyway).
 
@@ -51,8 +51,10 @@ import math
 from gpuplan.core.memory.activations import sliding_mask_applies
 from gpuplan.core.time.attention_core import (
     FLASH_BACKWARD_RATIO,
+    FLASH_TENSOR_RATE,
+    NO_TENSOR_RATE,
     TENSOR_FLOPS_PER_EXP,
-    exp_bound_stretch,
+    flash_passes,
     flops_per_key,
 )
 from gpuplan.core.time.efficiency import _lookup
@@ -115,10 +117,9 @@ def sdpa_forward_flops_per_token(spec, seq_len) -> tuple[float, float]:
 def sdpa_seconds_per_token(spec, seq_len, *, gpu, peak: float, fallback_efficiency: float):
     """(forward, backward) seconds per token of one layer's SDPA on ``gpu``."""
     causal, every_key = sdpa_forward_flops_per_token(spec, seq_len)
-    if not has_sdpa_measurements(gpu):  # the flash path's efficiency, roof and backward (attention_core)
-        stretch = exp_bound_stretch(spec, _lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0))
-        forward = (causal + every_key) / (peak * fallback_efficiency) * stretch
-        return forward, FLASH_BACKWARD_RATIO * forward
+    if not has_sdpa_measurements(gpu):  # the flash path's efficiency, roof, backward and rate (attention_core)
+        return flash_passes((causal + every_key) / (peak * fallback_efficiency), spec,
+                            _lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0), _lookup(FLASH_TENSOR_RATE, gpu, NO_TENSOR_RATE))
     d = spec.attention.qk_head_dim
     gpu_id = gpu.id if gpu.id in HOPPER else gpu.kernels_like
     forward = causal / (peak * cudnn_forward_fraction(gpu_id, seq_len, d))

@@ -85,6 +85,19 @@ never binding at head dim >= 32) have no exponential roof; parts sharing a die l
 for B200 / GB200 and 10.7 for B300 / GB300, i.e. 148 x 16 x 2.11 GHz and 160 x 32 x 2.09 GHz; the
 spec tensor peaks are quoted at lower clocks (B200: 2.25e15 / (148 x 8,192) = 1.86 GHz), so the
 per-SM-and-clock ratios above are kept rather than spec peak / spec exponential rate (450, 234)."""
+FLASH_TENSOR_RATE = {"gb300": (1.166, 1.141)}
+"""(forward, backward) speed of a part's tensor-core-bound flash attention over what its peak and fitted
+flash efficiency give (the efficiency is the GB200's: equal spec peaks, DEFAULT_ATTENTION_EFFICIENCY).
+GB300: cuDNN's same-build benchmark on both parts (cuDNN 9.22, frontend 1.21.1; NVIDIA/cudnn-frontend
+benchmark/sdpa_benchmark_training/results/{llama3.1,dsv3,kimiK26}/{gb200,gb300}/*.csv @3929da2, copied in
+tests/fixtures/cudnn/gb200_gb300_kernels.yaml), BF16 rows (attention runs in BF16 here), head dim 128 / 192,
+s 8,192-32,768, causal and full: forward GB200 / GB300 time geometric mean 1.166 (18 rows, 1.12-1.21),
+backward 1.141 (18 rows, 1.08-1.22; efficiency.GB300_OVER_GB200_TENSOR_RATE). Applied only where the
+exponential roof does not bind (exp_bound_stretch == 1: head dims >= 128 at 512 FLOPs per exponential):
+the head-dim-64 GPT-OSS shape, exponential bound, ran 1.04 / 1.05x (above) and keeps the GB200's time;
+head dims between 64 and 128 were not measured and keep it too. The FP8 rows (1.37 / 1.23) are not used:
+no path here runs FP8 attention. Parts absent: (1.0, 1.0)."""
+NO_TENSOR_RATE = (1.0, 1.0)
 KEY_TILE = 128
 """Queries and keys per tile of a flash kernel (cuDNN SM100 / SM90, above): a sliding-window layer
 computes whole key tiles."""
@@ -92,11 +105,21 @@ EAGER_FORWARD_BYTES = 8.0
 EAGER_BACKWARD_BYTES = 14.0
 EAGER_DROPOUT_BYTES = 5.0
 ATTENTION_KERNELS = ("flash", "eager")
+SDPA_REFUSED = ("gemma2", "gpt_oss")
+"""model_types whose transformers modeling code refuses SDPA (``_supports_sdpa = False``), so
+transformers runs them with eager attention (the default request is 'sdpa' and falls back to 'eager'
+when the model cannot dispatch it: modeling_utils.py@5.25.0 get_correct_attn_implementation L1856,
+L1882-1889): gemma2 (models/gemma2/modeling_gemma2.py@5.25.0 L353: soft-capping), gpt_oss
+(models/gpt_oss/modeling_gpt_oss.py@5.25.0 L378: the sinks are concatenated to the scores, L241-242).
+The ModelSpec records neither sinks nor the modeling file's flag, so the model_type decides."""
 
 
-def execution_kernel(option: str | None) -> str:
+def execution_kernel(option: str | None, model_type: str = "", framework: str | None = None) -> str:
     """The kernel an --attention-kernel option runs: 'eager' stays eager, 'flash' and 'sdpa' (its
-    flash path) are 'flash'."""
+    flash path) are 'flash'; under --framework hf a ``model_type`` transformers runs without SDPA
+    (SDPA_REFUSED) is eager whatever the option, for the step and the memory alike."""
+    if framework == "hf" and model_type in SDPA_REFUSED:
+        return "eager"
     return "eager" if option == "eager" else "flash"
 
 
@@ -104,6 +127,18 @@ def exp_bound_stretch(spec, tensor_flops_per_exp: float) -> float:
     """How much longer than its FLOPs the flash forward takes when exponentials bind (>= 1)."""
     a = spec.attention
     return max(1.0, tensor_flops_per_exp / (2.0 * (a.qk_head_dim + a.value_head_dim)))
+
+
+def flash_passes(forward_seconds, spec, tensor_flops_per_exp: float,
+                 tensor_rate: tuple[float, float] = NO_TENSOR_RATE) -> tuple[object, object]:
+    """(forward, backward) seconds of a flash kernel whose forward FLOPs take ``forward_seconds`` at the
+    part's flash efficiency: the exponential roof stretches the forward, the backward is 2.5x it, and a
+    measured ``tensor_rate`` (FLASH_TENSOR_RATE: forward, backward) divides each pass where the roof
+    does not bind."""
+    stretch = exp_bound_stretch(spec, tensor_flops_per_exp)
+    fwd_rate, bwd_rate = tensor_rate if stretch == 1.0 else NO_TENSOR_RATE
+    forward = forward_seconds * stretch
+    return forward / fwd_rate, FLASH_BACKWARD_RATIO * forward / bwd_rate
 
 
 def flash_executed_keys(seq_len, window: int):
@@ -135,15 +170,16 @@ def flash_forward_flops_per_token(spec, seq_len):
 
 def attention_seconds_per_token(spec, seq_len, tp, *, kernel: str, peak: float, efficiency: float,
                                 mamf: float, hbm_bytes_per_s: float, dropout: float = 0.0,
-                                tensor_flops_per_exp: float = 0.0) -> tuple[object, object]:
+                                tensor_flops_per_exp: float = 0.0,
+                                tensor_rate: tuple[float, float] = NO_TENSOR_RATE) -> tuple[object, object]:
     """(forward, backward) seconds per token for one layer's attention core on one GPU.
     ``peak``: the attention's dense FLOP/s (bf16); ``efficiency``: the flash kernel's fraction
     of it; ``mamf``: the batched matmuls' fraction (eager); ``hbm_bytes_per_s``: achievable HBM
-    bandwidth (eager scores); ``tensor_flops_per_exp``: the part's TENSOR_FLOPS_PER_EXP (0: none)."""
+    bandwidth (eager scores); ``tensor_flops_per_exp``: the part's TENSOR_FLOPS_PER_EXP (0: none);
+    ``tensor_rate``: the part's FLASH_TENSOR_RATE (flash only)."""
     if kernel == "flash":  # sliding layers by whole key tiles; the exponential roof on both passes (above)
-        forward = flash_forward_flops_per_token(spec, seq_len) / tp / (peak * efficiency) \
-            * exp_bound_stretch(spec, tensor_flops_per_exp)
-        return forward, FLASH_BACKWARD_RATIO * forward
+        forward = flash_forward_flops_per_token(spec, seq_len) / tp / (peak * efficiency)
+        return flash_passes(forward, spec, tensor_flops_per_exp, tensor_rate)
     if kernel != "eager":
         raise ValueError(f"attention kernel {kernel!r}: one of {', '.join(ATTENTION_KERNELS)}")
     matmuls = F.attention_core_flops_per_token(spec, seq_len, "full") / spec.num_layers / tp / (peak * mamf)

@@ -22,7 +22,8 @@ from typing import NamedTuple
 
 from gpuplan.core.memory import activations as A
 from gpuplan.core.model import flops as F
-from gpuplan.core.time.attention_core import TENSOR_FLOPS_PER_EXP, attention_seconds_per_token
+from gpuplan.core.time.attention_core import (FLASH_TENSOR_RATE, NO_TENSOR_RATE, TENSOR_FLOPS_PER_EXP,
+                                              attention_seconds_per_token)
 from gpuplan.core.bulk import minimum
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token
 from gpuplan.core.model.spec import ModelSpec, expert_matrix_params
@@ -261,7 +262,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     t_attn, t_attn_bwd = attention_seconds_per_token(
         spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn,
         mamf=_mamf(gpu), hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency,
-        dropout=settings.attention_dropout, tensor_flops_per_exp=_lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0))
+        dropout=settings.attention_dropout, tensor_flops_per_exp=_lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0),
+        tensor_rate=_lookup(FLASH_TENSOR_RATE, gpu, NO_TENSOR_RATE))
     mega = MO.active(spec, settings)  # Megatron-Core + TE's kernels, FP8 casts included (core.time.megatron_ops)
     hbm = gpu.memory_bandwidth * settings.hbm_efficiency
     eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp

@@ -94,11 +94,12 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         from gpuplan.core.time.attention_core import execution_kernel
         from gpuplan.core.memory.training import MemorySettings
 
-        mtp = (spec if spec is not None else self.spec()).mtp_layers
+        spec = spec if spec is not None else self.spec()
+        mtp = spec.mtp_layers
         return MemorySettings(mtp_layers=mtp, seq_len=self.seq_len, recipe=self.recipe_name, optimizer=self.optimizer,
                               implementation=self.implementation_name, framework=self.framework,
                               loss=self.loss,
-                              attention_kernel=execution_kernel(self.attention_kernel),
+                              attention_kernel=execution_kernel(self.attention_kernel, spec.model_type, self.framework),
                               recompute=self.recompute_given or "none", dropout=self.dropout, finetune=self.finetune,
                               **self.recompute_settings(),
                               lora_rank=self.lora_rank, moe_capacity_factor=self.moe_capacity_factor,
