@@ -101,3 +101,24 @@ def test_gpt_oss_eager_scores_in_memory_are_its_bf16_softmax(tmp_path):
     eager = _attention_bytes(spec, 4096, "hf", "eager", 2, 0.0)
     flash = _attention_bytes(spec, 4096, "hf", "flash", 2, 0.0)
     assert eager - flash == 2 * 64 * 4096 - 8 * 64 == 523_776
+
+
+def test_the_explain_line_of_eager_attention_says_where_its_time_is(run_json, tmp_path):
+    """Under eager attention the attention class is 0 s: its score matmuls are timed with the
+    matmuls and its softmax / masks with the memory-bound kernels (core/time/eager_step.py). The
+    line said "attention (eager kernel) 0 s (0%)", which read as free attention."""
+    import json
+
+    from gpuplan.catalog import model_entry
+
+    config = dict(model_entry("gemma-2-2b")["config"], num_hidden_layers=2)
+    path = tmp_path / "gemma" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(config))
+    out = run_json("plan", str(path), "--gpu", "h200", "--gpus", "1", "--tp", "1", "--pp", "1", "--cp", "1",
+                   "--zero", "0", "--framework", "hf", "--seq-len", "1024", "--micro-batch", "1", "--global-batch",
+                   "1", "--tokens", "1B", "--recipe", "bf16", "--full")
+    line = next(s for s in out["sections"] if s["title"].startswith("One step by op class"))
+    attention = next(x for x in line["lines"] if x["key"] == "class_attention")
+    matmuls = next(x for x in line["lines"] if x["key"] == "class_gemm")
+    assert attention["value"] == 0 and "in the matmuls line" in attention["label"] and matmuls["value"] > 0

@@ -28,8 +28,11 @@ def _eager_lines(ev, plan, settings) -> list[Line]:
     return [
         _line("class_gemm", "matmuls (layers, LM head, adapters; forward + backward)", k * (fwd.gemm + bwd.gemm), step,
               "core/time/linears.py: 2mkn / (peak x MAMF x d/(d+512)), memory floor for skinny GEMMs"),
-        _line("class_attention", f"attention ({run.attention_kernel} kernel)", k * (fwd.attention + bwd.attention), step,
-              "core/time/attention.py: SDPA's kernel by head dim and length (cuDNN / FA2), or eager matmuls"),
+        _line("class_attention", "attention (eager: its score matmuls are in the matmuls line, its softmax and masks "
+              "in the memory-bound line)" if run.attention_kernel == "eager" else
+              f"attention ({run.attention_kernel} kernel)", k * (fwd.attention + bwd.attention), step,
+              "core/time/attention.py: SDPA's kernel by head dim and length (cuDNN / FA2); eager attention is "
+              "core/time/eager_step.py's score matmuls and the op profile's softmax"),
         _line("class_memory", "memory-bound kernels (norms, RoPE, activations, casts, loss)", k * (fwd.memory + bwd.memory),
               step, "core/time/memory_kernels.py over the op profile's bytes and kernels (transformers' code)"),
         _line("class_host", "host issue time beyond the GPU's", host, step,
