@@ -1,11 +1,14 @@
 """Stage-to-stage transfers on the critical path of Megatron-Core's pipeline schedules
-(core.time.pipeline_schedule: fill_drain_transfers, paired_step_transfers, exposed_p2p_seconds).
+(core.time.pipeline_schedule: critical_path_transfers, paired_step_transfers, exposed_p2p_seconds).
 
 The closed forms are checked against an event simulation that replays the order of
 pipeline_parallel/schedules.py@core_v0.15.0: virtual micro-batches in get_schedule_table's order
 (groups of pp micro-batches, chunk by chunk), warm-up 2 (pp - rank - 1) + (vpp - 1) pp forwards
-(+1 under the combined 1F1B schedule), then forward k + warm-up with backward k (as two steps, or as
-one combined step), then the cool-down backwards. A virtual chunk's forward needs the previous
+interleaved (L730-734; +1 under the combined 1F1B schedule), pp - rank - 1 without interleaving
+(vpp 1 is Megatron's forward_backward_pipelining_without_interleaving, L2069-2072: its
+send_forward_recv_backward and send_backward_recv_forward, L2206 / L2236, sit between the two steps),
+then forward k + warm-up with backward k (as two steps, or as one combined step), then the cool-down
+backwards. A virtual chunk's forward needs the previous
 virtual stage's forward of the same micro-batch, its backward the next one's backward; outputs
 leave at the end of the step that made them (``early``: that much before the end of a combined
 step) and arrive ``p2p`` later on the other rank.
@@ -17,7 +20,7 @@ from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core.comm import volumes as C
 from gpuplan.core.comm.step_comm import link
 from gpuplan.core.comm.topology import cluster_for
-from gpuplan.core.time.pipeline_schedule import exposed_p2p_seconds, fill_drain_transfers, paired_step_transfers
+from gpuplan.core.time.pipeline_schedule import critical_path_transfers, exposed_p2p_seconds, paired_step_transfers
 from gpuplan.core.time.step import StepSettings, step_time
 
 
@@ -26,7 +29,8 @@ def _programs(pp, vpp, m, combined):
     fwd, bwd = order, [(mb, vpp - 1 - c) for mb, c in order]
     total, programs = len(order), []
     for rank in range(pp):
-        warm = min(2 * (pp - rank - 1) + (vpp - 1) * pp + combined, total)
+        warm = pp - rank - 1 if vpp == 1 else 2 * (pp - rank - 1) + (vpp - 1) * pp
+        warm = min(warm + combined, total)
         ops = [(("F",) + fwd[k],) for k in range(warm)]
         for k in range(total - warm):
             pair = (("F",) + fwd[k + warm], ("B",) + bwd[k])
@@ -66,11 +70,18 @@ def simulated_seconds(pp, vpp, m, p2p, combined, forward=1.0, backward=2.0, pair
 
 def test_hand_counts():
     # pp 2 x vpp 24 (Qwen3-30B-A3B's 48 layers one per chunk): 47 boundaries there and back
-    assert fill_drain_transfers(2, 24) == 94
-    assert fill_drain_transfers(8, 1) == 14  # plain 1F1B: 2 (pp - 1)
-    assert fill_drain_transfers(1, 1) == 0
+    assert critical_path_transfers(2, 24, 32) == 94
+    assert critical_path_transfers(1, 1, 8) == 0
+    # plain 1F1B: 2 (pp - 1) fill / drain + 2 floor((pp - 1)(m - 1) / pp) in the steady state
+    assert critical_path_transfers(8, 1, 1) == 14
+    assert critical_path_transfers(2, 1, 8) == 2 + 2 * 3 == 8  # floor(7 / 2) = 3
+    assert critical_path_transfers(4, 1, 8) == 6 + 2 * 5 == 16  # floor(21 / 4) = 5
+    assert critical_path_transfers(8, 1, 16) == 14 + 2 * 13 == 40  # floor(105 / 8) = 13
+    assert critical_path_transfers(16, 1, 64) == 30 + 2 * 59 == 148  # floor(945 / 16) = 59
     assert paired_step_transfers(2, 24, 32) == 32 * 24 - 48 + 2 - 2 == 720
     assert paired_step_transfers(1, 1, 64) == 0
+    # clamped at 0 where the count formula goes negative (layouts Megatron refuses)
+    assert paired_step_transfers(2, 1, 1) == 0 and paired_step_transfers(8, 4, 4) == 0
     # 1 ms transfers: 94 ms fill / drain; combined 1F1B without slack 814 ms, with 0.4 ms slack
     # 94 + 720 x 0.6 = 526 ms, with 1 ms or more only the fill / drain
     assert exposed_p2p_seconds(2, 24, 32, 1e-3) == pytest.approx(0.094)
@@ -79,9 +90,8 @@ def test_hand_counts():
     assert exposed_p2p_seconds(2, 24, 32, 1e-3, True, 2e-3) == pytest.approx(0.094)
 
 
-@pytest.mark.parametrize("pp,vpp,m", [(2, 24, 32), (2, 12, 16), (8, 4, 16), (4, 12, 8), (8, 2, 24), (4, 1, 8),
-                                      (8, 1, 16), (2, 2, 2)])
-def test_counts_replay_megatron_order(pp, vpp, m):
+@pytest.mark.parametrize("pp,vpp,m", [(2, 24, 32), (2, 12, 16), (8, 4, 16), (4, 12, 8), (8, 2, 24), (2, 2, 2)])
+def test_interleaved_counts_replay_megatron_order(pp, vpp, m):
     p2p = 0.1
     for combined in (False, True):
         extra = simulated_seconds(pp, vpp, m, p2p, combined) - simulated_seconds(pp, vpp, m, 0.0, combined)
@@ -89,6 +99,18 @@ def test_counts_replay_megatron_order(pp, vpp, m):
     # outputs leaving 0.05 before the paired step ends hide half of each 0.1 transfer there
     early = simulated_seconds(pp, vpp, m, p2p, True, early=0.05) - simulated_seconds(pp, vpp, m, 0.0, True, early=0.05)
     assert early == pytest.approx(exposed_p2p_seconds(pp, vpp, m, p2p, True, 0.05), abs=1e-6)
+
+
+@pytest.mark.parametrize("forward,backward", [(1.0, 2.0), (1.0, 1.0), (1.0, 3.0)])
+def test_plain_1f1b_counts_replay_megatron_order(forward, backward):
+    """Without interleaving the steady state keeps about 2 (pp - 1) / pp transfers a micro-batch on
+    the critical path (pp 8, m 16: 40 = 14 fill / drain + 26, not 14): every pp, m from 1 to 20."""
+    p2p = 0.01
+    for pp in range(2, 9):
+        for m in range(1, 21):
+            extra = (simulated_seconds(pp, 1, m, p2p, False, forward, backward)
+                     - simulated_seconds(pp, 1, m, 0.0, False, forward, backward))
+            assert extra == pytest.approx(exposed_p2p_seconds(pp, 1, m, p2p), abs=1e-6), (pp, m)
 
 
 def test_counts_do_not_depend_on_step_durations():
@@ -141,3 +163,27 @@ def test_paired_send_slack_is_the_smaller_of_the_two_outputs_leads():
     assert paired_send_slack(phases, 0.5e-3) == pytest.approx(0.26e-3)
     assert paired_send_slack(phases, 1.9e-3) == pytest.approx(0.1e-3)
     assert paired_send_slack(phases, 2.3e-3) == 0.0
+
+
+def test_combined_count_is_never_negative():
+    """m x vpp - pp x vpp + pp - 2 goes below 0 at m = 1 without interleaving and at m < pp with it
+    (layouts Megatron refuses: test_combined_1f1b_rules); the count stops at 0 there, so the
+    combined schedule never charges less than the plain one."""
+    for pp in range(1, 17):
+        for vpp in (1, 2, 4, 12):
+            for m in range(1, 33):
+                assert paired_step_transfers(pp, vpp, m) >= 0
+                assert exposed_p2p_seconds(pp, vpp, m, 1e-3, True) >= exposed_p2p_seconds(pp, vpp, m, 1e-3)
+
+
+def test_pp_line_is_not_combined_without_expert_parallelism():
+    """Qwen3-30B-A3B on 16 H100, pp 2 vpp 12, ep 1 (no all-to-all to pair): --ep-a2a-overlap leaves
+    the PP line as it is without it: fill / drain 2 x 23 = 46 transfers of 0.388 ms (17.8 ms), not
+    the combined schedule's 46 + 360 (it charged 107.9 ms)."""
+    spec, gpu = load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm")
+    cluster = cluster_for(gpu)
+    layout = dict(dp=8, pp=2, vpp=12, ep=1, micro_batch=1, micro_batches=32)
+    on = step_time(spec, cluster, StepSettings(seq_len=4096, dtype="fp8", ep_a2a_overlap=True, expert_tp=1), **layout)
+    one = 4096 * 2048 * 2.0 / 45e9 + 15e-6
+    assert on.pp_comm == pytest.approx(46 * one, rel=1e-6)
+    assert on.pp_comm == pytest.approx(17.84e-3, rel=1e-3)

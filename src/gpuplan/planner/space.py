@@ -10,6 +10,9 @@ frameworks impose (Megatron-Core / torchtitan):
 * pp divides what tp·cp leave and is at most the layer count; stages may be uneven (the first
   ones take the remainder: core.memory.training.stage_layer_counts);
 * vpp (interleaved 1F1B) divides layers / pp when pp > 1 (Megatron: layers % (pp·vpp) == 0);
+  Megatron-Core's interleaved schedule needs at least pp micro-batches per step, and its combined
+  1F1B schedule (--ep-a2a-overlap) ep > 1, vpp > 1 with a pipeline, a multiple of pp micro-batches
+  and no full recompute (planner.framework_rules);
 * dp = GPUs / (tp·cp·pp); ep divides the experts and dp·cp (experts are carved out of the
   data-parallel ranks); ZeRO 0-3 when there is more than one data-parallel rank;
 * every data-parallel rank gets at least one sequence (dp <= the requested batch); a batch given
@@ -32,7 +35,7 @@ import numpy as np
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import virtual_stages_fit
 from gpuplan.errors import InputError
-from gpuplan.planner.framework_rules import rules_for, zero_allowed
+from gpuplan.planner.framework_rules import combined_1f1b_runs, interleaved_runs, rules_for, zero_allowed
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 DEGREES = ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "micro_batches", "global_batch")
@@ -52,7 +55,12 @@ class SpaceLimits:
     interleaved_pipeline: bool = True
     """The framework runs virtual pipeline stages (vpp > 1)."""
     interleaved_needs_pp_micro_batches: bool = False
-    """Interleaved layouts need at least pp micro-batches per step (Megatron-Core)."""
+    """Interleaved layouts need at least pp micro-batches per step (Megatron-Core:
+    framework_rules.interleaved_runs)."""
+    combined_1f1b: bool = False
+    """The MoE all-to-all runs under Megatron-Core's combined 1F1B schedule (--ep-a2a-overlap): only
+    layouts it runs (framework_rules.combined_1f1b_runs; interleaved with a multiple of pp
+    micro-batches, interleaved_runs' default groups), whatever the framework."""
     recompute: tuple[str, ...] = RECOMPUTE_MODES
     fixed: dict = field(default_factory=dict)
     """Degrees the user fixed: tp, pp, vpp, cp, ep, zero, micro_batch, dp."""
@@ -114,6 +122,17 @@ def interleaving_options(num_layers: int, pp: int) -> tuple[int, ...]:
     return (1,) + tuple(v for v in divisors(num_layers // pp) if v > 1)
 
 
+@cache
+def uneven_interleaving_options(num_layers: int, pp: int) -> tuple[int, ...]:
+    """Virtual-pipeline sizes above 1 that ``pp`` stages can build unevenly (interleaving_buildable).
+    Searched only under the combined 1F1B schedule, which runs a pipeline only interleaved
+    (framework_rules.combined_1f1b_runs), where the even split has none: Megatron-Bridge runs
+    DeepSeek-V3's 61 layers as PP 2 x VP 8, PP 4 x VP 4 and PP 8 x VP 2 / 4 with that overlap
+    (catalog/reference/published_throughput.yaml, pipeline layouts of its recipes); without them a
+    61-layer model would get no pipeline at all."""
+    return tuple(v for v in range(2, num_layers + 3) if interleaving_buildable(num_layers, pp, v))
+
+
 def interleaving_buildable(num_layers: int, pp: int, vpp: int) -> bool:
     """Whether a virtual-pipeline size a user fixed can be built on ``pp`` stages: interleaving
     needs pp > 1, and the virtual stages must fit the layers (core.parallel.virtual_stages_fit:
@@ -144,10 +163,14 @@ def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: Sp
                     vpps = (fixed["vpp"],) if interleaving_buildable(L, pp, fixed["vpp"]) else ()
                 elif limits.interleaved_pipeline:
                     vpps = interleaving_options(L, pp)
+                    if limits.combined_1f1b and vpps == (1,) and pp > 1:
+                        vpps = uneven_interleaving_options(L, pp)
                 else:
                     vpps = (1,)
                 for vpp in vpps:
-                    yield tp, cp, pp, vpp, dp
+                    # the combined 1F1B rule's ep > 1 half is in _ep_choices
+                    if not limits.combined_1f1b or combined_1f1b_runs(pp, vpp, ep=2):
+                        yield tp, cp, pp, vpp, dp
 
 
 def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, target_batch: float,
@@ -179,7 +202,7 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
             per_rank = batch // dp
             eps = ep_choices.get(dp * cp)
             if eps is None:
-                eps = ep_choices[dp * cp] = _ep_choices(experts, dp * cp, fixed)
+                eps = ep_choices[dp * cp] = _ep_choices(experts, dp * cp, fixed, limits.combined_1f1b)
             ep_max = max(eps, default=1)
             zero_key = (dp, tp, pp, cp, ep_max)
             zeros = zero_choices.get(zero_key)
@@ -189,13 +212,14 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
                     and (pp == 1 or z <= limits.max_zero_with_pp)
                     and ("zero" in fixed or zero_allowed(rules, z, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=ep_max)))
             # only interleaved layouts under that rule depend on pp
-            mb_key = (per_rank, pp if vpp > 1 and limits.interleaved_needs_pp_micro_batches else 0)
+            needs_pp = vpp > 1 and (limits.interleaved_needs_pp_micro_batches or limits.combined_1f1b)
+            mb_key = (per_rank, pp if needs_pp else 0)
             mbs = mb_choices.get(mb_key)
             if mbs is None:
                 mbs = mb_choices[mb_key] = tuple(
                     m for m in divisors(per_rank) if (limits.max_micro_batch is None or m <= limits.max_micro_batch)
                     and ("micro_batch" not in fixed or m == fixed["micro_batch"])
-                    and (vpp == 1 or not limits.interleaved_needs_pp_micro_batches or per_rank // m >= pp))
+                    and (not needs_pp or interleaved_runs(pp, vpp, per_rank // m, limits.combined_1f1b)))
             key = (eps, zeros, mbs)
             grid = built.get(key)
             if grid is None:  # ep, ZeRO, micro-batch columns (3 x rows), in product order
@@ -220,9 +244,10 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
     return {name: columns[name] for name in DEGREES}
 
 
-def _ep_choices(experts: int, data_ranks: int, fixed: dict) -> tuple[int, ...]:
-    """Expert-parallel degrees: divisors of the experts that divide dp x cp (1 for a dense model)."""
-    eps = [e for e in divisors(experts) if data_ranks % e == 0] if experts else [1]
+def _ep_choices(experts: int, data_ranks: int, fixed: dict, combined_1f1b: bool = False) -> tuple[int, ...]:
+    """Expert-parallel degrees: divisors of the experts that divide dp x cp (1 for a dense model);
+    above 1 under the combined 1F1B schedule (framework_rules.combined_1f1b_runs)."""
+    eps = [e for e in divisors(experts) if data_ranks % e == 0 and (e > 1 or not combined_1f1b)] if experts else [1]
     return tuple(e for e in eps if "ep" not in fixed or e == fixed["ep"])
 
 

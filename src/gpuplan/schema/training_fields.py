@@ -297,7 +297,23 @@ class StepFields(JobInputs):
                 if name in self.given and getattr(self, name) not in (False, "alltoall"):
                     raise InputError(name, getattr(self, name), "needs expert parallelism (--ep > 1): with --ep 1 "
                                      "there is no all-to-all")
+        if self.ep_a2a_overlap:
+            self._combined_1f1b_rules()
         return self
+
+    def _combined_1f1b_rules(self) -> None:
+        """The fixed degrees Megatron-Core refuses under its combined 1F1B schedule
+        (planner.framework_rules.combined_1f1b_runs; the search leaves those layouts out)."""
+        from gpuplan.planner.framework_rules import COMBINED_1F1B_REFUSED_RECOMPUTE
+
+        pp, vpp = getattr(self, "pp", None), getattr(self, "vpp", None)
+        if pp is not None and pp > 1 and vpp == 1:
+            raise InputError("vpp", vpp, f"--ep-a2a-overlap (Megatron-Core's combined 1F1B) runs a pipeline only "
+                             f"interleaved: give --vpp 2 or more with --pp {pp}, or --pp 1")
+        if getattr(self, "recompute_given", None) in COMBINED_1F1B_REFUSED_RECOMPUTE:
+            name = "recompute" if getattr(self, "recompute", None) is not None else "recompute_layers"
+            raise InputError(name, getattr(self, name), "Megatron-Core refuses full recompute under --ep-a2a-overlap "
+                             "(combined 1F1B): give --recompute none or selective, or leave --ep-a2a-overlap out")
 
     @model_validator(mode="after")
     def _fp8_recipe_needs_fp8(self) -> "StepFields":

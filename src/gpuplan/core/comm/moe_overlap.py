@@ -73,7 +73,9 @@ def unpaired_micro_batches(pp, vpp, micro_batches):
     worth, combined_1f1b_schedule_for_no_pipelining); with a pipeline, the warm-up forwards and
     cool-down backwards. Megatron-Core schedules.py: warm-up = pp - 1 non-interleaved, else
     2 (pp - 1) + (vpp - 1) x pp virtual micro-batches (microbatch_group_size_per_vp_stage = pp),
-    +1 when the all-to-all overlap is on; a virtual micro-batch covers 1/vpp of the stage."""
+    +1 when the all-to-all overlap is on; a virtual micro-batch covers 1/vpp of the stage. Megatron
+    runs this schedule with pp > 1 only interleaved (planner.framework_rules.combined_1f1b_runs):
+    the non-interleaved branch serves pp = 1 (warm-up 0 + 1)."""
     interleaved = vpp > 1
     warmup = (pp - 1) + interleaved * ((pp - 1) + (vpp - 1) * pp) + 1
     return minimum(warmup / vpp, micro_batches)

@@ -45,11 +45,15 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     costs = [_tp_cost(spec, cluster, settings, tp, micro_batches, layers, act_bytes)]
     # PP: activations forward and gradients backward at each stage boundary; interleaving crosses
     # vpp times as many boundaries (Narayanan et al. 2021 Sec. 2.2); exposed: the transfers on the
-    # schedule's critical path (fill and drain; every paired step under the combined 1F1B schedule)
+    # schedule's critical path (fill and drain, plain 1F1B's steady-state round trips; every paired
+    # step under the combined 1F1B schedule: core.time.pipeline_schedule)
     pp_bw, pp_lat = link(cluster, tp * cp * dp * pp)
     pp_one = C.p2p_time(act_bytes / tp, pp_bw, pp_lat)
     pp_calls = 2 * micro_batches * vpp * (np.asarray(pp) > 1)
-    combined = bool(settings.ep_a2a_overlap) and spec.moe is not None and moe_phases is not None
+    # the combined 1F1B schedule pairs the steps only with an expert all-to-all to hide (Megatron
+    # asserts ep > 1 under it: transformer_config.py@core_v0.15.0 L1452-1454), as the EP line below
+    combined = (bool(settings.ep_a2a_overlap) and spec.moe is not None and moe_phases is not None) \
+        * (np.asarray(ep) > 1)
     send_slack = 0.0  # under the combined schedule: set below from the layer's phases and all-to-all
     costs += data_parallel_costs(spec, cluster, settings, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero,
                                  micro_batches=micro_batches, shard_group=shard_group, layers=layers,
@@ -90,7 +94,8 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
             what += ", 1F1B-overlapped"
             send_slack = paired_send_slack(moe_phases, one)
         costs.append(CollectiveCost("EP", what, ep_calls, routed, etp * ep, ep_total, ep_exposed))
-    costs.insert(1, CollectiveCost("PP", "send/recv" + ", combined 1F1B" * combined, pp_calls, act_bytes / tp,
+    costs.insert(1, CollectiveCost("PP", "send/recv" + ", combined 1F1B" * bool(np.any(combined)), pp_calls,
+                                   act_bytes / tp,
                                    tp * cp * dp * pp, pp_calls * pp_one,
                                    exposed_p2p_seconds(pp, vpp, micro_batches, pp_one, combined, send_slack)))
     return tuple(costs)

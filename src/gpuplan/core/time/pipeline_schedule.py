@@ -24,22 +24,36 @@ def pipeline_bubble_fraction(pp, vpp, micro_batches):
     return (pp - 1) / vpp + maximum(pp - micro_batches, 0) * (1 - 1 / vpp)
 
 
-def fill_drain_transfers(pp, vpp):
-    """Stage-to-stage transfers (one activation or gradient send/recv each) the fill and the drain
-    of Megatron-Core's 1F1B / interleaved 1F1B wait on, per step: 2 (pp x vpp - 1); 0 without a
-    pipeline. With overlap_p2p_comm a virtual chunk's output is sent right after its forward or
-    backward (pp_post_forward / pp_post_backward, pipeline_parallel/schedules.py@core_v0.15.0
-    L1583-1695), so in the steady state the neighbour's next input is already there; but the
-    first micro-batch's forward crosses all pp x vpp - 1 virtual-stage boundaries before the last
-    stage can start its first backward (every boundary joins two devices: virtual stage v lives on
-    rank v mod pp), and the last backward crosses them back (2 (pp - 1) without interleaving)."""
-    return 2 * (pp * vpp - 1) * (np.asarray(pp) > 1)
+def critical_path_transfers(pp, vpp, micro_batches):
+    """Stage-to-stage transfers (one activation or gradient send/recv each) on the critical path of
+    Megatron-Core's pipeline schedules, per step; 0 without a pipeline.
+
+    Interleaved 1F1B (vpp > 1): 2 (pp x vpp - 1), the fill and the drain. With overlap_p2p_comm a
+    virtual chunk's output is sent right after its forward or backward (pp_post_forward /
+    pp_post_backward, pipeline_parallel/schedules.py@core_v0.15.0 L1583-1695) and the warm-up of
+    2 (pp - rank - 1) + (vpp - 1) pp virtual micro-batches (L730-734) keeps the neighbour's next input
+    ahead of it in the steady state; but the first micro-batch's forward crosses all pp x vpp - 1
+    virtual-stage boundaries before the last stage can start its first backward (every boundary joins
+    two devices: virtual stage v lives on rank v mod pp), and the last backward crosses them back.
+
+    Plain 1F1B (vpp 1; Megatron sets a virtual size of 1 to None, training/arguments.py L555-556,
+    L582-583, and runs forward_backward_pipelining_without_interleaving): 2 (pp - 1) +
+    2 floor((pp - 1)(m - 1) / pp). Its warm-up is only pp - rank - 1 forwards (schedules.py
+    L2069-2072), so the steady state is a loop: rank 0 starts micro-batch j + pp's forward once j's
+    backward is back, and that round trip (j's forward down the pipeline, its backward up) crosses
+    2 (pp - 1) boundaries for every pp micro-batches. Read off an event simulation of that order
+    (tests/test_pipeline_schedule.py, pp 2-16, m 1-64, three forward / backward ratios: 2,880 of
+    2,880) with sends that do not block; Megatron's send_forward_recv_backward and
+    send_backward_recv_forward (L2206, L2236) wait for their send too, so this is a lower bound."""
+    interleaved = 2 * (pp * vpp - 1)
+    plain = 2 * (pp - 1) + 2 * np.floor((pp - 1) * (micro_batches - 1) / np.maximum(pp, 1))
+    return np.where(np.asarray(vpp) > 1, interleaved, plain) * (np.asarray(pp) > 1)
 
 
 def paired_step_transfers(pp, vpp, micro_batches):
     """Further transfers the combined 1F1B schedule (--overlap-moe-expert-parallel-comm,
     combined_1f1b.py combined_1f1b_schedule_for_interleaved_pipelining) puts on the critical path:
-    m x vpp - pp x vpp + pp - 2 per step (m >= pp), each one step of the stage waiting on one
+    max(0, m x vpp - pp x vpp + pp - 2) per step, each one step of the stage waiting on one
     transfer. One step runs a virtual chunk's forward and another's backward layer by layer
     (models/common/model_chunk_schedule_plan.py@core_v0.15.0 TransformerModelChunkSchedulePlan.run
     L386-508) and sends the chunk's outputs only after its last layer (post_forward, post_backward:
@@ -47,21 +61,29 @@ def paired_step_transfers(pp, vpp, micro_batches):
     neighbour's next step needs them at once. The count (fill and drain included it is
     m x vpp + pp x vpp + pp - 4) was read off an event simulation of schedules.py's order (warm-up
     2 (pp - rank - 1) + (vpp - 1) pp + 1, get_pp_rank_microbatches L730-734; steady forward_k =
-    k + warm-up paired with backward k; cool-down) for pp 2-8, vpp 1-24, m >= pp: independent of the
-    forward, backward and paired-step durations (tests/test_pipeline_schedule.py replays it)."""
-    return (micro_batches * vpp - pp * vpp + pp - 2) * (np.asarray(pp) > 1)
+    k + warm-up paired with backward k; cool-down) for pp 2-8, vpp 2-24, m a multiple of pp:
+    independent of the forward, backward and paired-step durations (tests/test_pipeline_schedule.py
+    replays it). Megatron runs the combined schedule with pp > 1 only interleaved
+    (transformer_config.py@core_v0.15.0 L1446-1450) and an interleaved step only with m a multiple
+    of pp (schedules.py L975-993); the search and the schema refuse the rest
+    (planner.framework_rules.combined_1f1b_runs), and the count is clamped at 0 where the formula
+    would go below it (m = 1 at vpp 1, m < pp interleaved)."""
+    count = micro_batches * vpp - pp * vpp + pp - 2
+    return np.maximum(count, 0) * (np.asarray(pp) > 1)
 
 
 def exposed_p2p_seconds(pp, vpp, micro_batches, transfer, combined_1f1b=False, paired_slack=0.0):
     """Seconds per step the pipeline's send/recv keeps on the critical path: ``transfer`` seconds
-    per activation transfer at each fill / drain crossing, and under the combined 1F1B schedule
+    per activation transfer at each crossing critical_path_transfers counts, and where
+    ``combined_1f1b`` (a flag, or one per layout) holds, under the combined 1F1B schedule
     max(0, transfer - ``paired_slack``) at each paired step. The slack is the GPU work a step still
     runs after its outputs leave: with delay_wgrad_compute (which Megatron-Bridge sets with the
     combined schedule: scripts/performance/utils/helpers.py@v0.2.2 L183-187
     set_moe_a2a_overlap_overrides) the first layer's attention weight gradients run after the
     backward's send, "for overlapping with the p2p comm" (model_chunk_schedule_plan.py L487-490);
     the forward's output leaves earlier still (its send waits only for the last combine, L474-479)."""
-    exposed = fill_drain_transfers(pp, vpp) * transfer
-    if not combined_1f1b:
+    exposed = critical_path_transfers(pp, vpp, micro_batches) * transfer
+    combined = np.asarray(combined_1f1b, dtype=bool)
+    if not combined.any():
         return exposed
-    return exposed + paired_step_transfers(pp, vpp, micro_batches) * maximum(transfer - paired_slack, 0.0)
+    return exposed + combined * paired_step_transfers(pp, vpp, micro_batches) * maximum(transfer - paired_slack, 0.0)

@@ -24,6 +24,7 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
                                   more_gpus_hint, ranking, smallest_fitting_count)
+from gpuplan.planner.framework_rules import COMBINED_1F1B_REFUSED_RECOMPUTE
 from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
 
@@ -142,7 +143,9 @@ def uncertainty_table(spec, dtype: str, leave_out: str | None = None,
 
 def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     """The degrees the user fixed narrow the search to them (`plan --tp 8 --pp 4`: that layout)."""
-    modes = tuple(m for m in RECOMPUTE_MODES if m != "selective" or inputs.profile.selective != "none")
+    combined = bool(getattr(inputs, "ep_a2a_overlap", False))  # Megatron's combined 1F1B (framework_rules)
+    modes = tuple(m for m in RECOMPUTE_MODES if (m != "selective" or inputs.profile.selective != "none")
+                  and not (combined and m in COMBINED_1F1B_REFUSED_RECOMPUTE))
     recompute = (inputs.recompute_given,) if inputs.recompute_given is not None else modes
     # transformers has no tensor, pipeline, context or expert parallelism of its own: DDP / FSDP only
     only_data = dict.fromkeys(("tp", "pp", "vpp", "cp", "ep"), 1) if inputs.framework == "hf" else {}
@@ -150,6 +153,7 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
                        max_zero_with_pp=inputs.profile.max_zero_with_pp,
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
                        interleaved_needs_pp_micro_batches=inputs.profile.interleaved_needs_pp_micro_batches,
+                       combined_1f1b=combined,
                        batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len), framework=inputs.framework)
 
 
@@ -235,8 +239,13 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
             name = max(fixed, key=fixed.get)
             raise InputError(name, fixed[name], f"with {' x '.join(f'{k} {v}' for k, v in fixed.items())} a layout "
                              f"needs at least {needed:,} GPUs; --gpus gave at most {max(counts):,}")
+        interleaved = limits.fixed.get("vpp", 1) > 1 and (limits.interleaved_needs_pp_micro_batches
+                                                          or limits.combined_1f1b)
+        rule = "a multiple of pp" if limits.combined_1f1b else "at least pp"
         raise InputError("gpus", ",".join(map(str, counts)), "no layout can use these GPU counts (or any smaller "
-                         "usable count) for this model" + (" with the degrees given" if limits.fixed else ""))
+                         "usable count) for this model" + (" with the degrees given" if limits.fixed else "")
+                         + (f"; Megatron-Core's interleaved schedule needs {rule} micro-batches per step "
+                            "(global batch / (dp x micro-batch))" if interleaved else ""))
     fitting = table.take(table["fits"])
     if not len(fitting):
         best = int(np.nanargmin(table["total_bytes"]))

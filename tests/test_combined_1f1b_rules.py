@@ -1,0 +1,76 @@
+"""The layouts Megatron-Core refuses under --overlap-moe-expert-parallel-comm (the combined 1F1B
+schedule, gpuplan --ep-a2a-overlap) and the interleaved schedule's micro-batch rule
+(planner.framework_rules): a user's fixed degrees are refused in one line (exit 2), the search never
+offers them. Sources: transformer_config.py@core_v0.15.0 L1446-1450 (pp > 1 needs a virtual
+pipeline), L1452-1454 (ep > 1), L1460-1462 (no full recompute); schedules.py L975-993 (interleaved:
+microbatch_group_size_per_vp_stage in [pp, m], m mod it 0 or >= pp; at the default size pp, the
+order gpuplan's combined count was read off, m a multiple of pp)."""
+
+import numpy as np
+import pytest
+
+from gpuplan.planner.framework_rules import combined_1f1b_runs, interleaved_runs
+
+QWEN = ["plan", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "16", "--ep-a2a-overlap"]
+
+
+def test_rules_by_hand():
+    # pp 4 vpp 2 in groups of pp: 8 micro-batches run (two groups of 4), 6 do not (last group 2 < pp),
+    # nor 2 (< pp); with a group size of m (6) Megatron runs 6 too, never fewer than pp
+    assert interleaved_runs(4, 2, 8, True) and not interleaved_runs(4, 2, 6, True)
+    assert not interleaved_runs(4, 2, 2, True) and not interleaved_runs(4, 2, 2)
+    assert interleaved_runs(4, 2, 6) and interleaved_runs(4, 1, 6, True)  # plain 1F1B takes any count
+    assert list(interleaved_runs(np.array([4, 4]), np.array([2, 2]), np.array([12, 10]), True)) == [True, False]
+    assert combined_1f1b_runs(1, 1, 8) and combined_1f1b_runs(2, 12, 8)
+    assert not combined_1f1b_runs(2, 1, 8) and not combined_1f1b_runs(1, 1, 1) and not combined_1f1b_runs(2, 12, 1)
+
+
+@pytest.mark.parametrize("extra, field", [
+    (["--pp", "2", "--vpp", "1"], "vpp"),
+    (["--recompute", "full"], "recompute"),
+    (["--framework", "megatron", "--recompute-layers", "2"], "recompute_layers"),
+    (["--ep", "1"], "ep_a2a_overlap"),
+])
+def test_fixed_degrees_megatron_refuses_are_one_line_exit_2(capsys, extra, field):
+    from gpuplan.cli import main
+
+    assert main(QWEN + extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {field}: got ") and "Traceback" not in err[0]
+
+
+def test_fixed_combined_layout_without_whole_groups_is_one_line_exit_2(capsys):
+    """Qwen3-30B-A3B on 32 H100, tp 1 pp 2 vpp 12 cp 1 ep 8 (dp 16), micro-batch 1: a 48-sequence batch
+    is 3 micro-batches, not a multiple of pp 2 (64 sequences, 4, run)."""
+    from gpuplan.cli import main
+
+    args = ["plan", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "32", "--ep-a2a-overlap", "--tp", "1",
+            "--pp", "2", "--vpp", "12", "--cp", "1", "--ep", "8", "--micro-batch", "1", "--global-batch"]
+    assert main(args + ["48"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: gpus: got ") and "a multiple of pp micro-batches" in err[0]
+    assert main(args + ["64"]) == 0
+
+
+@pytest.mark.parametrize("framework", ["megatron", "generic"])
+def test_search_offers_only_layouts_megatron_runs(framework):
+    """Qwen3-30B-A3B (128 experts, 48 layers) on 16-64 H100: every layout considered has ep > 1, a
+    virtual pipeline wherever pp > 1, a multiple of pp micro-batches when interleaved, and no full
+    recompute; without the overlap the search does offer such layouts (the rules bite)."""
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import search
+    from gpuplan.planner.space import RECOMPUTE_MODES
+
+    def layouts(overlap):
+        table = search(PlanInputs(model="qwen3-30b-a3b", gpu="h100", gpus="16,32,64", framework=framework,
+                                  ep_a2a_overlap=overlap)).all
+        return {k: np.asarray(table[k]) for k in ("pp", "vpp", "ep", "micro_batches", "recompute")}
+
+    on, off = layouts(True), layouts(False)
+    full = RECOMPUTE_MODES.index("full")
+    interleaved = on["vpp"] > 1
+    assert len(on["pp"]) > 1000 and (on["pp"] > 1).any() and interleaved.any()
+    assert (on["ep"] > 1).all() and not ((on["pp"] > 1) & (on["vpp"] == 1)).any()
+    assert (on["micro_batches"][interleaved] % on["pp"][interleaved] == 0).all()
+    assert not (on["recompute"] == full).any()
+    assert (off["ep"] == 1).any() and ((off["pp"] > 1) & (off["vpp"] == 1)).any() and (off["recompute"] == full).any()
