@@ -45,15 +45,17 @@ MODERN_RUNS = ("llama3.1-405b", "deepseek-v3")
 def test_predicted_gpu_hours_note_matches_the_packaged_runs():
     """`train --mfu predicted` says the packaged 2022-23 runs used 0.89-1.25x their predicted
     GPU-hours (with the recompute, attention kernel and network their sources state) and the two
-    2024 runs 0.92-1.13x (jobs/training/sections.py; DeepSeek-V3 0.97 since core/time/moe_layer.py,
-    0.92 and Pythia-70M 1.05 -> 0.89 since --framework megatron charges its vocabulary loss):
-    those ranges are the data's (measured / predicted)."""
+    2024 runs 0.91-1.12x (jobs/training/sections.py; DeepSeek-V3 0.97 since core/time/moe_layer.py,
+    0.92 and Pythia-70M 1.05 -> 0.89 since --framework megatron charges its vocabulary loss; Llama 3.1
+    405B 1.13 -> 1.12 and DeepSeek-V3 0.92 -> 0.91 since plain 1F1B's steady-state transfers and
+    Megatron's combined-1F1B layout rules, core/time/pipeline_schedule.py): those ranges are the
+    data's (measured / predicted)."""
     cases = cases_by(KIND_PREDICTED)
     old = [c.measured / c.predicted for i, c in cases.items() if i not in MODERN_RUNS + ("smollm3-3b",)]
     new = [cases[i].measured / cases[i].predicted for i in MODERN_RUNS]
     assert len(old) == 5
     assert 0.88 <= min(old) < 0.90 and 1.24 <= max(old) < 1.26  # LLaMA-65B 1.247 (BLOOM 1.265 -> 1.188, DeepSpeed's fp32 pass)
-    assert 0.91 <= min(new) < 0.93 and 1.12 <= max(new) < 1.14
+    assert 0.90 <= min(new) < 0.92 and 1.11 <= max(new) < 1.13
 
 
 def test_predicted_gpu_hours_uses_the_runs_stated_batch():
