@@ -262,9 +262,13 @@ def test_sizing_from_a_target_on_the_page(server, page):
     page.fill("#prompt", "2K")
     page.fill("#output_tokens", "512")
     calculate(page)
-    data = api("inference", {"model": "llama-3.1-8b", "rps": "20", "ttft_p99": "500ms", "tpot": "50ms",
+    # the page always sends its GPU (a100-sxm4-80gb by default): the answer is on that GPU, with the
+    # cheapest on any type beside it, as `gpuplan infer --gpu ... --rps ...` answers
+    gpu = page.input_value("#gpu")
+    data = api("inference", {"model": "llama-3.1-8b", "gpu": gpu, "rps": "20", "ttft_p99": "500ms", "tpot": "50ms",
                              "prompt": "2K", "output_tokens": "512"})
     assert card(page, "inference", "sized_config") == line_text(data, "sized_config")
+    assert data["results"]["sized_config"]["gpu"] == gpu
     assert card(page, "inference", "sized_ttft_p99") == line_text(data, "sized_ttft_p99")
     assert data["results"]["sized_ttft_p99"] <= 0.5 and data["results"]["sized_tpot"] <= 0.05
 
