@@ -135,6 +135,19 @@ def test_a_two_gpu_budget_counts_its_gpu_hours_and_gpus(run_cli):
     assert float(lines["GPU-hours budget"].split()[2]) == pytest.approx(0.719, abs=0.002)
 
 
+def test_an_unmet_default_week_answers_with_the_fastest_plan_and_says_so(run_cli, run_json):
+    """`gpuplan plan llama-3.1-405b --gpu h100` (no --days, no --gpus) takes the article's week; no
+    count up to 16,384 H100 meets it, and the natural question was refused (exit 2). The answer is
+    now the fastest layout, with a note naming the default it misses; a week the user gives is
+    still refused with what would be needed."""
+    data = run_json("plan", "llama-3.1-405b", "--gpu", "h100")
+    results = data["results"]
+    assert results["best_days"] > 7 and results["best_gpus"] == 16384
+    assert any("article's default 7 days" in note and "give --days or --gpus" in note for note in data["notes"])
+    code, _, err = run_cli("plan", "llama-3.1-405b", "--gpu", "h100", "--days", "7")
+    assert code == 2 and err.startswith("error: days:") and "16,384 GPUs" in err and err.count("\n") == 1
+
+
 def test_counts_are_singular_when_one():
     report = Report("x", "t", (), (), (Section("s", (_line(),)),), notes=("only",))
     assert "1 section (0 more lines), 0 assumptions with sources, 1 note;" in footer(report, 1)

@@ -156,7 +156,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     return with_step_classes(with_calibration_warning(Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
                   report_inputs, _assumptions(inputs, plan, result) + budget.assumptions,
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
-                  (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",)
+                  ((result.missed_default_deadline,) if result.missed_default_deadline else ())
+                  + (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",)
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
                   + caveats + budget.notes,
                   tables + budget.tables, headline=PLAN_HEADLINE,

@@ -172,6 +172,9 @@ class PlanSearch:
     target_batch: float
     """Sequences per step asked for (before the default's per-GPU floor: ``target_for``)."""
     limits: SpaceLimits
+    missed_default_deadline: str = ""
+    """Set when the article's default week (no --days, no --gpus) is met on no searched count: the
+    answer is then the fastest layout, and this says so (a note)."""
 
     @property
     def searched(self) -> int:
@@ -265,12 +268,20 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
 
         meets = deadline_order(fitting, fitting["days"], deadline, row_days_with_failures(inputs, ev, fitting),
                                fitting["cost"])
+        missed = ""
         if not len(meets):
             quickest = int(np.argmin(fitting["days"]))
-            raise InputError("days", deadline, f"no searched GPU count meets it with failures and checkpoints: the "
-                             f"fastest layout needs {fitting['days'][quickest]:.1f} days before them on "
-                             f"{int(fitting['gpus'][quickest]):,} GPUs")
+            fastest = (f"the fastest layout needs {fitting['days'][quickest]:.1f} days before failures and "
+                       f"checkpoints on {int(fitting['gpus'][quickest]):,} GPUs")
+            if inputs.days is not None:  # a deadline the user gave: refused, with what would be needed
+                raise InputError("days", deadline, f"no searched GPU count meets it with failures and checkpoints: "
+                                 f"{fastest}")
+            # the article's default week, not asked for: answer with the fastest layout and say so
+            missed = (f"no searched GPU count trains it in the article's default {deadline:g} days; {fastest}, "
+                      "shown here: give --days or --gpus for another answer")
+            meets = np.flatnonzero(fitting["gpus"] == fitting["gpus"][quickest])
         fitting = fitting.take(meets)
+        return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits, missed)
     return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits)
 
 
