@@ -156,3 +156,16 @@ def test_learned_positions_are_held_with_the_embedding():
     spec = load_model("gpt2")
     first = M.stage_params(spec, ParallelLayout(), 0)
     assert first.total == pytest.approx(124_439_808, rel=1e-9)  # every parameter on one GPU
+
+
+def test_hf_advice_offers_no_tensor_or_pipeline_parallelism(run_cli):
+    """--framework hf trains with data parallelism only (the schema refuses --tp / --pp > 1 for it:
+    planner.framework_rules.data_parallel_only), yet `memory` advised "fits with TP 4 / PP 2" for
+    Gemma-2-2B at 4,096 tokens on one H100; the advice now keeps to what hf runs."""
+    code, out, _ = run_cli("memory", "gemma-2-2b", "--gpu", "h100", "--framework", "hf", "--seq-len", "4096")
+    advice = [line for line in out.splitlines() if line.startswith(("fits with", "no single change"))]
+    assert code == 0 and advice
+    assert not any("TP " in line or "PP " in line for line in advice)
+    assert any(line.startswith("fits with full recompute") for line in advice)
+    _, megatron, _ = run_cli("memory", "llama-3.1-8b", "--gpu", "h100")
+    assert any(line.startswith("fits with TP ") for line in megatron.splitlines())

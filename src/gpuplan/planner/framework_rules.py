@@ -42,6 +42,9 @@ class FrameworkRules:
     """Parameter sharding (FSDP) together with pipeline parallelism."""
     replicated_only_alone: bool = False
     """Unsharded data parallelism (DDP, ZeRO-0 with dp > 1) only without TP / PP / CP / EP."""
+    data_parallel_only: bool = False
+    """No tensor, pipeline, context or expert parallelism of its own: DDP / FSDP only (transformers'
+    Trainer with accelerate)."""
     published_reserve: float = 0.0
     """Share by which the framework's published reserved-memory peaks exceed gpuplan's reserved
     estimate beyond the model states (weights, master weights, optimizer states), median over its
@@ -63,9 +66,13 @@ RULES: dict[str, FrameworkRules] = {
     "torchtitan": FrameworkRules((0, 3), replicated_only_alone=True, published_reserve=TORCHTITAN_PUBLISHED_RESERVE),
     "megatron": FrameworkRules((0, 1, 3), zero3_with_pipeline=False),
     "deepspeed": FrameworkRules((0, 1, 2, 3)),
-    "hf": FrameworkRules((0, 3), replicated_only_alone=True),
+    "hf": FrameworkRules((0, 3), replicated_only_alone=True, data_parallel_only=True),
     "generic": FrameworkRules((0, 1, 2, 3)),
 }
+
+
+MODEL_PARALLEL_DEGREES = ("tp", "pp", "vpp", "cp", "ep")
+"""The degrees a data_parallel_only framework keeps at 1."""
 
 
 def rules_for(framework: str) -> FrameworkRules:

@@ -151,8 +151,10 @@ class SetupFields(JobInputs):
         if getattr(self, "recompute", None) == "selective" and self.profile.selective == "none":
             raise InputError("recompute", "selective", f"--framework {self.framework} has no selective recompute "
                              "(gradient checkpointing is per layer): give none or full")
-        if self.framework == "hf":
-            for name in ("tp", "pp", "vpp", "cp", "ep"):
+        from gpuplan.planner.framework_rules import MODEL_PARALLEL_DEGREES, rules_for
+
+        if rules_for(self.framework).data_parallel_only:
+            for name in MODEL_PARALLEL_DEGREES:
                 value = getattr(self, name, None)
                 if value is not None and value > 1:
                     raise InputError(name, value, "--framework hf trains with data parallelism only (DDP or FSDP: "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gpuplan.planner.framework_rules import rules_for
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import training as M
@@ -85,8 +86,10 @@ def verdict(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings,
 
 
 def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings):
-    """Single changes to try when it does not fit, cheapest first (the article's order)."""
+    """Single changes to try when it does not fit, cheapest first (the article's order); no TP / PP
+    for a framework with data parallelism only (--framework hf: planner.framework_rules)."""
     data_ranks = layout.dp * layout.cp
+    model_parallel = not rules_for(settings.framework).data_parallel_only
     if layout.micro_batch > 1:
         yield "micro-batch 1", layout, replace(layout, micro_batch=1), settings, "more steps of accumulation"
     for stage, cost in ((1, "no extra communication"), (2, "no extra communication"),
@@ -99,11 +102,11 @@ def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.Memo
         yield "ZeRO-3 over 8 GPUs", layout, replace(layout, dp=8, zero=3), settings, \
             "8x the GPUs per replica; parameter all-gathers"
     heads, kv = spec.attention.num_heads, spec.attention.num_kv_heads
-    for tp in (2, 4, 8):
+    for tp in (2, 4, 8) if model_parallel else ():
         if tp > layout.tp and heads % tp == 0 and (spec.attention.is_mla or kv % tp == 0):
             new = _take_from_dp(layout, tp=tp)
             yield f"TP {tp}", layout, new, settings, f"{new.world} GPUs; TP all-reduces every layer (keep inside a node)"
-    for pp in (2, 4, 8):
+    for pp in (2, 4, 8) if model_parallel else ():
         if pp > layout.pp and pp <= spec.num_layers:
             new = _take_from_dp(layout, pp=pp)
             yield f"PP {pp}", layout, new, settings, f"{new.world} GPUs; pipeline bubble (p-1)/m"
@@ -243,8 +246,9 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
             advice.append(Line(f"fix_{name.lower().replace(' ', '_')}", f"fits with {name}", new_peak, "bytes",
                                f"peak {_gib(new_peak)}", cost))
         if not advice:
-            advice.append(Line("fix_none", "no single change fits", None, text="combine ZeRO-3, recompute, TP/PP, "
-                               "or use more or larger GPUs"))
+            advice.append(Line("fix_none", "no single change fits", None, text="combine ZeRO-3, recompute" + (
+                               "" if rules_for(settings.framework).data_parallel_only else ", TP/PP")
+                               + ", or use more or larger GPUs"))
     sections.append(Section("Advice", tuple(advice)))
     sections.extend(calibration_sections)
     # the table's first row is --gpu's verdict, computed above (when its overheads are the same)

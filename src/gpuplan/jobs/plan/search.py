@@ -24,7 +24,7 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
                                   more_gpus_hint, ranking, smallest_fitting_count)
-from gpuplan.planner.framework_rules import COMBINED_1F1B_REFUSED_RECOMPUTE
+from gpuplan.planner.framework_rules import COMBINED_1F1B_REFUSED_RECOMPUTE, MODEL_PARALLEL_DEGREES, rules_for
 from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
 
@@ -147,8 +147,7 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     modes = tuple(m for m in RECOMPUTE_MODES if (m != "selective" or inputs.profile.selective != "none")
                   and not (combined and m in COMBINED_1F1B_REFUSED_RECOMPUTE))
     recompute = (inputs.recompute_given,) if inputs.recompute_given is not None else modes
-    # transformers has no tensor, pipeline, context or expert parallelism of its own: DDP / FSDP only
-    only_data = dict.fromkeys(("tp", "pp", "vpp", "cp", "ep"), 1) if inputs.framework == "hf" else {}
+    only_data = dict.fromkeys(MODEL_PARALLEL_DEGREES, 1) if rules_for(inputs.framework).data_parallel_only else {}
     return SpaceLimits(fixed={**only_data, **inputs.fixed_degrees()}, recompute=recompute, exact_batch=inputs.global_batch is not None,
                        max_zero_with_pp=inputs.profile.max_zero_with_pp,
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
