@@ -136,16 +136,21 @@ def test_a_two_gpu_budget_counts_its_gpu_hours_and_gpus(run_cli):
 
 
 def test_an_unmet_default_week_answers_with_the_fastest_plan_and_says_so(run_cli, run_json):
-    """`gpuplan plan llama-3.1-405b --gpu h100` (no --days, no --gpus) takes the article's week; no
-    count up to 16,384 H100 meets it, and the natural question was refused (exit 2). The answer is
-    now the fastest layout, with a note naming the default it misses; a week the user gives is
-    still refused with what would be needed."""
-    data = run_json("plan", "llama-3.1-405b", "--gpu", "h100")
-    results = data["results"]
-    assert results["best_days"] > 7 and results["best_gpus"] == 16384
-    assert any("article's default 7 days" in note and "give --days or --gpus" in note for note in data["notes"])
-    code, _, err = run_cli("plan", "llama-3.1-405b", "--gpu", "h100", "--days", "7")
-    assert code == 2 and err.startswith("error: days:") and "16,384 GPUs" in err and err.count("\n") == 1
+    """`plan` with neither --gpus nor --days takes the article's week and searches the same GPU
+    counts `train --mfu predicted` does (common cluster sizes up to 131,072): Llama 3.1 405B on 2T
+    tokens of H100 answers 24,576 GPUs in both (plan searched powers of two to 16,384 and refused
+    it, exit 2). On 15T tokens of A100 no count meets the week: the answer is the fastest layout,
+    with a note; a week the user gives is refused with what would be needed."""
+    met = run_json("plan", "llama-3.1-405b", "--gpu", "h100")["results"]
+    train = run_json("train", "--model", "llama-3.1-405b", "--gpu", "h100", "--mfu", "predicted")["results"]
+    assert met["best_gpus"] == train["gpus"] == 24576 and met["best_days"] < 7
+    data = run_json("plan", "llama-3.1-405b", "--gpu", "a100", "--tokens", "15T")
+    rows = data["tables"][next(k for k in data["tables"] if k.startswith("top "))]
+    assert data["results"]["best_days"] > 7 and data["results"]["best_gpus"] == 131072
+    assert data["results"]["best_days"] == pytest.approx(min(float(r["days"]) for r in rows), abs=0.051)
+    assert any("up to 131,072" in note and "give --days or --gpus" in note for note in data["notes"])
+    code, _, err = run_cli("plan", "llama-3.1-405b", "--gpu", "a100", "--tokens", "15T", "--days", "7")
+    assert code == 2 and err.startswith("error: days:") and "131,072 GPUs" in err and err.count("\n") == 1
 
 
 def test_counts_are_singular_when_one():
@@ -299,12 +304,17 @@ def test_readme_70b_deadline_is_met(run_json):
 def test_plan_deadline_picks_the_fewest_gpus_that_meet_it(run_json):
     data = run_json("plan", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--days", "30", "--top", "5")
     r = data["results"]
-    assert r["best_gpus"] == 1024 and r["fail_wall_seconds"] <= 30 * 86400  # was 16,384 GPUs, 1.5 days
-    # 512 GPUs are too few: the fastest 512-GPU layout needs more than 30 days before failures
+    # the common cluster sizes (powers of two and 1.5x them, as `train --mfu predicted` searches):
+    # 768 GPUs (was 16,384 GPUs, 1.5 days; then 1,024 when only powers of two were searched)
+    assert r["best_gpus"] == 768 and r["fail_wall_seconds"] <= 30 * 86400
+    train = run_json("train", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--days", "30", "--mfu",
+                     "predicted")["results"]
+    assert train["gpus"] == 768
+    # 512 GPUs, the next common size down, are too few: their fastest layout needs more than 30 days
     wider = run_json("plan", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "512")["results"]
     assert wider["best_days"] > 30
     rows = data["tables"][next(t for t in data["tables"] if t.startswith("top"))]
-    assert all(row["GPUs"] == 1024 for row in rows)
+    assert all(row["GPUs"] == 768 for row in rows)
 
 
 def test_plan_without_gpus_or_days_takes_the_article_week(run_json):

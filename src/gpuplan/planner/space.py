@@ -257,6 +257,11 @@ def is_common_size(n: int) -> bool:
     return n > 0 and core & (core - 1) == 0
 
 
+DEADLINE_COUNTS_MAX = 131_072
+"""Largest GPU count a deadline search considers (`train --mfu predicted` for --days, `plan` for the
+article's default week): the common cluster sizes up to it (range_counts)."""
+
+
 def range_counts(low: int, high: int) -> tuple[int, ...]:
     """GPU counts a range stands for: the common cluster sizes in it — powers of two and 1.5x
     powers of two (512, 768, 1024, 1536, ...) — plus its two ends."""

@@ -74,7 +74,8 @@ class PlanInputs(ModelFields, LayoutFields, SetupFields, StepFields, BudgetField
 
     @property
     def gpu_counts(self) -> tuple[int, ...]:
-        """Counts to search; not given: powers of two from 8 to 16,384."""
+        """Counts --gpus names; not given: powers of two from 8 to 16,384 (a deadline search takes the
+        common cluster sizes up to 131,072 instead: jobs/plan/search.deadline_counts)."""
         return self.gpus or tuple(2**k for k in range(3, 15))
 
     @property

@@ -227,7 +227,7 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
     ev = evaluator_for(inputs, leave_out, kind_correction_rows)
     target = inputs.target_batch(inputs.seq_len)
     limits = space_limits(inputs)
-    counts = inputs.gpu_counts
+    counts = deadline_counts(inputs, ev.cluster.gpus_per_node)
     start = time.perf_counter()
     searched, asked = counts_with_alternatives(counts, ev.cluster.gpus_per_node)
     table = search_layouts(ev, searched, target, max_tp(ev), limits, inputs.exhaustive, progress)
@@ -276,12 +276,23 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
                 raise InputError("days", deadline, f"no searched GPU count meets it with failures and checkpoints: "
                                  f"{fastest}")
             # the article's default week, not asked for: answer with the fastest layout and say so
-            missed = (f"no searched GPU count trains it in the article's default {deadline:g} days; {fastest}, "
-                      "shown here: give --days or --gpus for another answer")
+            missed = (f"no GPU count up to {max(counts):,} trains it in the article's default {deadline:g} days; "
+                      f"{fastest}, shown here: give --days or --gpus for another answer")
             meets = np.flatnonzero(fitting["gpus"] == fitting["gpus"][quickest])
         fitting = fitting.take(meets)
         return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits, missed)
     return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits)
+
+
+def deadline_counts(inputs, gpus_per_node: int) -> tuple[int, ...]:
+    """The GPU counts searched: --gpus, or for a deadline (--days, or the article's default week
+    with neither) the common cluster sizes up to DEADLINE_COUNTS_MAX, the counts `train --mfu
+    predicted` searches for the same deadline (jobs/training/layout.py), so the two answer alike."""
+    if inputs.gpus is not None or rank_by_of(inputs) != "deadline":  # an explicit --rank-by: the default counts
+        return inputs.gpu_counts
+    from gpuplan.planner.space import DEADLINE_COUNTS_MAX, range_counts
+
+    return range_counts(gpus_per_node, DEADLINE_COUNTS_MAX)
 
 
 def deadline_of(inputs) -> float | None:

@@ -11,10 +11,7 @@ from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.planner.plan import Plan, best_plan, deadline_order, evaluate_layout, row_layout
 from gpuplan.planner.search import search_layouts
-from gpuplan.planner.space import batch_target, range_counts
-
-DEADLINE_COUNTS_MAX = 131_072
-"""Largest GPU count the deadline search considers (it tries the common cluster sizes up to it)."""
+from gpuplan.planner.space import DEADLINE_COUNTS_MAX, batch_target, range_counts
 
 
 def layout_for_gpus(inputs: TrainingInputs, gpus: int, rank_by: str = "time") -> Plan:
