@@ -69,6 +69,7 @@ Units: seconds per token per layer.
 from __future__ import annotations
 
 from gpuplan.core.model import flops as F
+from gpuplan.core.time.efficiency import GB300_OVER_GB200_TENSOR_RATE  # the backward's measured 1.141, once
 
 FLASH_BACKWARD_RATIO = 2.5
 TENSOR_FLOPS_PER_EXP = {"h100-sxm": 256.0, "h100-pcie": 256.0, "h100-nvl": 256.0, "h200-sxm": 256.0,
@@ -85,7 +86,7 @@ never binding at head dim >= 32) have no exponential roof; parts sharing a die l
 for B200 / GB200 and 10.7 for B300 / GB300, i.e. 148 x 16 x 2.11 GHz and 160 x 32 x 2.09 GHz; the
 spec tensor peaks are quoted at lower clocks (B200: 2.25e15 / (148 x 8,192) = 1.86 GHz), so the
 per-SM-and-clock ratios above are kept rather than spec peak / spec exponential rate (450, 234)."""
-FLASH_TENSOR_RATE = {"gb300": (1.166, 1.141)}
+FLASH_TENSOR_RATE = {"gb300": (1.166, GB300_OVER_GB200_TENSOR_RATE)}
 """(forward, backward) speed of a part's tensor-core-bound flash attention over what its peak and fitted
 flash efficiency give (the efficiency is the GB200's: equal spec peaks, DEFAULT_ATTENTION_EFFICIENCY).
 GB300: cuDNN's same-build benchmark on both parts (cuDNN 9.22, frontend 1.21.1; NVIDIA/cudnn-frontend
