@@ -10,7 +10,7 @@ import numpy as np
 from gpuplan.catalog import prediction_band
 from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
 from gpuplan.core.memory import training as M
-from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_gpu_time
+from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_gpu_time, plural
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
 from gpuplan.jobs.plan.schema import PlanInputs
@@ -74,7 +74,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
     cost = None if price is None else float(t["cost"][i])
     return (
         Line("best_layout", "your layout (best with the degrees given)" if inputs.layout_given else "best layout",
-             plan.text(), text=f"{plan.gpus:,} GPUs, {plan.text()}: {t['days'][i]:.1f} days, MFU {plan.mfu:.1%}",
+             plan.text(), text=f"{plural(plan.gpus, 'GPU')}, {plan.text()}: {t['days'][i]:,.1f} days, MFU {plan.mfu:.1%}",
              formula=f"ranked by {RANKED[rank_by_of(inputs)]}" + (
                  " at each layout's slow end, step x (1 + its ± model)" if rank_by_of(inputs) == "time" else "")),
         Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
@@ -110,7 +110,7 @@ def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tupl
     free = search(inputs.replace(**{k: None for k in ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch",
                                                        "recompute")}))
     best = chosen_plan(free, best_index(free, "time"))
-    return (Section(f"Your layout: {mine.text()} on {mine.gpus:,} GPUs",
+    return (Section(f"Your layout: {mine.text()} on {plural(mine.gpus, 'GPU')}",
                     step_lines(mine, "mine") + memory_lines(mine, "mine") + comparison_lines(mine, best, free.table)),)
 
 

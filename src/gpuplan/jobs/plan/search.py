@@ -19,7 +19,7 @@ from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.memory.activations import saved_linear_input_bytes
 from gpuplan.core.time.step import StepSettings, attention_efficiency, low_precision_recipe
 from gpuplan.core.comm.topology import cluster_for
-from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
+from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, plural
 from gpuplan.errors import InputError
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
@@ -271,7 +271,7 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
         if not len(meets):
             quickest = int(np.argmin(fitting["days"]))
             fastest = (f"the fastest layout needs {fitting['days'][quickest]:.1f} days before failures and "
-                       f"checkpoints on {int(fitting['gpus'][quickest]):,} GPUs")
+                       f"checkpoints on {plural(int(fitting['gpus'][quickest]), 'GPU')}")
             if inputs.days is not None:  # a deadline the user gave: refused, with what would be needed
                 raise InputError("days", deadline, f"no searched GPU count meets it with failures and checkpoints: "
                                  f"{fastest}")

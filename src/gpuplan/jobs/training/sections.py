@@ -55,7 +55,7 @@ def time_section(gpu, peak: float, time: TimeEstimate, flops: Flops, inputs: Tra
     hfu = budget.mfu * flops.hardware_ratio
     basis = f"model FLOPs / (GPUs x dense {inputs.dtype} peak x time)"
     source = {"article": "given" if inputs.mfu is not None else "the article's 40%",
-              "predicted": f"predicted: {plan.text()} on {plan.gpus:,} GPUs (step model, communication included)",
+              "predicted": f"predicted: {plan.text()} on {plural(plan.gpus, 'GPU')} (step model, communication included)",
               "solved": "solved from GPUs and days"}[time.mode]
     days = budget.wall_seconds / SECONDS_PER_DAY
     days_band = [v / SECONDS_PER_DAY if v is not None else None for v in _band(time, "wall_seconds")]
