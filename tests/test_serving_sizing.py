@@ -159,3 +159,54 @@ def test_a_gpu_asked_is_the_answer_and_the_cheapest_elsewhere_is_named():
     other = next(line for s in asked.sections for line in s.lines if line.key == "sized_config_any_gpu")
     assert other.text.startswith(f"{cheapest['replicas']} x (tp {cheapest['tp']} on ")
     assert not any(line.key == "sized_config_any_gpu" for s in anywhere.sections for line in s.lines)
+
+
+def _line(report, key):
+    return next((line for s in report.sections for line in s.lines if line.key == key), None)
+
+
+def test_disaggregated_pools_are_on_the_gpu_asked_with_the_cheapest_elsewhere_beside():
+    """`--gpu h100 --disaggregate` answered B300 pools under an H100 colocated answer: the pools are
+    now on H100 (3 x tp 4 prefill + 1 x tp 4 decode = 16 GPUs at the H100's $/GPU-h, $63.84/h by
+    hand from the colocated $47.88/h for 12 GPUs), the cheapest on any type beside them."""
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    target = dict(model="llama-3.1-70b", rps=5, ttft_p99="2s", tpot="50ms", disaggregate=True)
+    asked = estimate_inference(InferenceInputs(gpu="h100", **target))
+    anywhere = estimate_inference(InferenceInputs(**target))
+    prefill, decode = asked.value("disagg_prefill"), asked.value("disagg_decode")
+    assert prefill["gpu"] == decode["gpu"] == "h100-sxm"
+    gpus = prefill["instances"] * prefill["tp"] + decode["instances"] * decode["tp"]
+    per_gpu = asked.value("sized_cost_per_hour") / asked.value("sized_config")["replicas"] / asked.value(
+        "sized_config")["tp"]
+    assert asked.value("disagg_cost_per_hour") == pytest.approx(gpus * per_gpu, rel=1e-9)
+    cheapest = anywhere.value("disagg_prefill"), anywhere.value("disagg_decode")
+    assert cheapest[0]["gpu"] != "h100-sxm"
+    assert anywhere.value("disagg_cost_per_hour") < asked.value("disagg_cost_per_hour")
+    beside = _line(asked, "disagg_any_gpu").text
+    cheap_gpus = sum(p["instances"] * p["tp"] for p in cheapest)
+    assert f"= {cheap_gpus} GPUs, ${anywhere.value('disagg_cost_per_hour'):,.2f}/h" in beside
+    assert _line(anywhere, "disagg_any_gpu") is None and _line(asked, "disagg_other_gpu") is None
+
+
+def test_none_on_the_gpu_asked_is_said_in_every_language():
+    """No L4 configuration serves Llama 3.1 70B at 50 ms TPOT (colocated or disaggregated): the answer
+    is on another type under its own keys, so the Chinese label (translated by key) says so too."""
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+    from gpuplan.report.i18n import translate_report
+
+    report = estimate_inference(InferenceInputs(model="llama-3.1-70b", rps=5, ttft_p99="2s", tpot="50ms",
+                                                gpu="l4", disaggregate=True))
+    assert _line(report, "sized_config") is None
+    other = _line(report, "sized_config_other_gpu")
+    assert other.label.startswith("none on l4") and other.value["gpu"] != "l4"
+    assert _line(report, "disagg_other_gpu").label == "none on l4 meets the target"
+    assert report.value("disagg_prefill")["gpu"] != "l4"
+    zh = translate_report(report, "zh")
+    assert "达不到" in _line(zh, "sized_config_other_gpu").label
+    assert "达不到" in _line(zh, "disagg_other_gpu").label
+    on_asked = translate_report(estimate_inference(InferenceInputs(model="llama-3.1-70b", rps=5, ttft_p99="2s",
+                                                                   tpot="50ms", gpu="h100")), "zh")
+    assert "达不到" not in _line(on_asked, "sized_config").label

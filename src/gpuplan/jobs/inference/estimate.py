@@ -43,8 +43,8 @@ def estimate_inference(inputs: InferenceInputs) -> Report:
     asked = plan.gpu.id if "gpu" in inputs.given else None
     sections = [sizing.sizing_section(plan, target, configs, asked)]
     if inputs.disaggregate:
-        pools = sizing.size_disaggregated(plan, target, inputs.price)
-        sections.insert(0, sizing.disaggregated_section(plan, target, pools, configs))
+        options = sizing.disaggregated_by_gpu(plan, target, inputs.price)
+        sections.insert(0, sizing.disaggregated_section(plan, target, options, configs, asked))
     title = f"Sizing {plan.spec.name} for {inputs.rps:g} requests/s"
     return replace(report, title=title, sections=(*sections, *report.sections),
                    tables=(sizing.sizing_table(configs), *report.tables),

@@ -132,17 +132,25 @@ def kv_transfer_seconds(plan: Plan, gpu: Accelerator, tp: int) -> float:
 
 
 def size_disaggregated(plan: Plan, target: LoadTarget, price: float | None = None) -> tuple[Pool, Pool] | None:
-    """The cheapest prefill pool + decode pool on one GPU type (a homogeneous cluster, each phase
-    with its own TP, as in DistServe) that meet the targets together; None when nothing does.
-    The KV transfer runs over min(tp_prefill, tp_decode) NICs."""
+    """The cheapest prefill pool + decode pool on any GPU type that meet the targets together; None
+    when nothing does."""
+    options = disaggregated_by_gpu(plan, target, price)
+    return min(options.values(), key=_pools_cost) if options else None
+
+
+def _pools_cost(pools: tuple[Pool, Pool]) -> tuple:
+    """Sort key: priced before unpriced, then USD/h, then GPUs."""
+    hourly = [p.cost_per_hour for p in pools]
+    return (None in hourly, sum(h or 0.0 for h in hourly), sum(p.gpus for p in pools))
+
+
+def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = None) -> dict[str, tuple[Pool, Pool]]:
+    """Per GPU type (catalog id), the cheapest prefill pool + decode pool on that type (a homogeneous
+    cluster, each phase with its own TP, as in DistServe) that meet the targets together; types
+    where nothing does are left out. The KV transfer runs over min(tp_prefill, tp_decode) NICs."""
     from gpuplan.catalog import hardware_entries, load_accelerator
 
-    best: tuple[Pool, Pool] | None = None
-
-    def cost(pools: tuple[Pool, Pool]) -> tuple:
-        hourly = [p.cost_per_hour for p in pools]
-        return (None in hourly, sum(h or 0.0 for h in hourly), sum(p.gpus for p in pools))
-
+    found: dict[str, tuple[Pool, Pool]] = {}
     for gpu_id in hardware_entries():
         gpu = load_accelerator(gpu_id)
         if not serves(plan, gpu):
@@ -161,9 +169,9 @@ def size_disaggregated(plan: Plan, target: LoadTarget, price: float | None = Non
                 steps[tp] = (*_step_times(plan, gpu, tp), cap)
         decodes = {}
         for tp, (_, decode, cap) in steps.items():
-            found = decode_pool_rate(target.tpot, decode, plan.output, cap)
-            if found:
-                rate, in_flight, step = found
+            rated = decode_pool_rate(target.tpot, decode, plan.output, cap)
+            if rated:
+                rate, in_flight, step = rated
                 decodes[tp] = Pool("decode", gpu, tp, rate, replicas_for(target, _rated(rate)), price_h, source,
                                    step, in_flight=in_flight)
         for tp_p, (prefill, _, _) in steps.items():
@@ -175,30 +183,63 @@ def size_disaggregated(plan: Plan, target: LoadTarget, price: float | None = Non
                 ttft = prefill + transfer + queue_wait(prefill, rate * prefill)[1]
                 pools = (Pool("prefill", gpu, tp_p, rate, replicas_for(target, _rated(rate)), price_h, source, ttft,
                               transfer), decode_pool)
-                if best is None or cost(pools) < cost(best):
-                    best = pools
-    return best
+                if gpu.id not in found or _pools_cost(pools) < _pools_cost(found[gpu.id]):
+                    found[gpu.id] = pools
+    return found
 
 
 def _rated(rate: float) -> ReplicaLoad:
     return ReplicaLoad(rate, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
-def disaggregated_section(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool] | None,
-                          colocated: list[SizedConfig]) -> Section:
-    """Prefill and decode pools against the target, and what colocated replicas would cost."""
+def disaggregated_section(plan: Plan, target: LoadTarget, options: dict[str, tuple[Pool, Pool]],
+                          colocated: list[SizedConfig], asked_gpu: str | None = None) -> Section:
+    """Prefill and decode pools against the target, and what colocated replicas would cost.
+    ``options``: disaggregated_by_gpu. The pools are on ``asked_gpu`` (a --gpu the user gave) when
+    some there meet the target, with the cheapest on any type named beside them when it differs;
+    else (or without a GPU asked) the cheapest on any type, a line saying none on the GPU asked does."""
     # (pools share a GPU type; the colocated answer may use another)
     title = (f"Disaggregated prefill / decode for {target.requests_per_s:g} requests/s of {plan.prompt:,} + "
              f"{plan.output:,} tokens (TTFT p99 {_ms(target.ttft_p99)}, TPOT {_ms(target.tpot)})")
-    if pools is None:
+    if not options:
         return Section(title, (Line("disagg_config", "configuration", None, text="no prefill or no decode "
                                     "instance meets the target on one node: relax the targets"),))
+    cheapest = min(options.values(), key=_pools_cost)
+    pools = options.get(asked_gpu, cheapest)
+    lines = _disagg_pool_lines(plan, target, pools, [c for c in colocated if c.gpu.id == asked_gpu] or colocated)
+    beside = _disagg_gpu_lines(asked_gpu, pools, cheapest)
+    where = 0 if beside and beside[0].key == "disagg_other_gpu" else 2  # the pools' GPU first, else after them
+    return Section(title, (*lines[:where], *beside, *lines[where:]))
+
+
+def _disagg_gpu_lines(asked_gpu: str | None, pools: tuple[Pool, Pool], cheapest: tuple[Pool, Pool]) -> tuple:
+    """With a GPU asked: the cheapest pools on any type when they are not the answer, or a line
+    saying that none on the GPU asked meets the target (the answer is then on another type)."""
+    if asked_gpu is None:
+        return ()
+    if pools[0].gpu.id != asked_gpu:
+        return (Line("disagg_other_gpu", f"none on {asked_gpu} meets the target", None,
+                     text=f"pools below on {pools[0].gpu.name}, the cheapest GPU type that does",
+                     formula="every catalog GPU type and TP in {1, 2, 4, 8} per pool, one node per instance"),)
+    if pools is cheapest:
+        return ()
+    prefill, decode = cheapest
+    hourly = [p.cost_per_hour for p in cheapest]
+    text = (f"prefill {prefill.instances} x (tp {prefill.tp}) + decode {decode.instances} x (tp {decode.tp}) on "
+            f"{prefill.gpu.name} = {plural(prefill.gpus + decode.gpus, 'GPU')}"
+            + ("" if None in hourly else f", ${sum(hourly):,.2f}/h"))
+    return (Line("disagg_any_gpu", "cheapest on any GPU type", None, text=text,
+                 formula="every catalog GPU type and TP in {1, 2, 4, 8} per pool, one node per instance"),)
+
+
+def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
+                       colocated: list[SizedConfig]) -> tuple:
     prefill, decode = pools
     costs = [p.cost_per_hour for p in pools]
     total = None if None in costs else sum(costs)
     tokens_per_hour = target.requests_per_s * (plan.prompt + plan.output) * 3600
     together = colocated[0].cost_per_hour if colocated else None
-    return Section(title, (
+    return (
         Line("disagg_prefill", "prefill pool", {"gpu": prefill.gpu.id, "tp": prefill.tp,
                                                "instances": prefill.instances},
              text=f"{prefill.instances} x (tp {prefill.tp} on {prefill.gpu.name}) = {plural(prefill.gpus, 'GPU')}",
@@ -219,7 +260,7 @@ def disaggregated_section(plan: Plan, target: LoadTarget, pools: tuple[Pool, Poo
         Line("disagg_cost_per_million_tokens", "cost per million tokens", None if total is None else
              total / tokens_per_hour * 1e6, "USD",
              "n/a" if total is None else f"${total / tokens_per_hour * 1e6:,.3f}", "prompt + output tokens served"),
-    ))
+    )
 
 
 def _ms(seconds: float) -> str:
@@ -244,7 +285,9 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
     tokens_per_hour = target.requests_per_s * (plan.prompt + plan.output) * 3600
     per_million = None if best.cost_per_hour is None else best.cost_per_hour / tokens_per_hour * 1e6
     return Section(title, (
-        Line("sized_config", "cheapest configuration on the GPU asked" if on_asked else (
+        # its own key where the answer is on another GPU: a translated label (by key) must not hide it
+        Line("sized_config" if on_asked or not asked_gpu else "sized_config_other_gpu",
+             "cheapest configuration on the GPU asked" if on_asked else (
             f"none on {asked_gpu} meets the target; cheapest on any GPU type" if asked_gpu else "cheapest configuration"),
              {"gpu": best.gpu.id, "tp": best.tp, "replicas": best.replicas},
              text=f"{best.replicas} x (tp {best.tp} on {best.gpu.name}) = {plural(best.gpus, 'GPU')}",

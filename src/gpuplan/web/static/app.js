@@ -31,7 +31,7 @@ const SUMMARY = {
     "cost_spot_usd", "budget_usd_on_demand"],
   memory: ["layout", "peak_total", "capacity", "headroom", "fits", "largest_micro_batch"],
   plan: ["best_layout", "best_gpus", "best_days", "best_mfu", "best_cost", "searched"],
-  inference: ["sized_config", "sized_ttft_p99", "sized_tpot", "sized_cost_per_hour", "sized_cost_per_million_tokens",
+  inference: ["sized_config", "sized_config_other_gpu", "sized_ttft_p99", "sized_tpot", "sized_cost_per_hour", "sized_cost_per_million_tokens",
     "weights_per_gpu", "max_sequences", "ttft", "tpot", "tokens_per_s", "cost_per_million_tokens",
     "instead_gpus", "instead_batch", "instead_context"],
 };
