@@ -52,6 +52,26 @@ def test_fixed_combined_layout_without_whole_groups_is_one_line_exit_2(capsys):
     assert main(args + ["64"]) == 0
 
 
+@pytest.mark.parametrize("job", ["plan", "train", "budget"])
+@pytest.mark.parametrize("degrees, rule", [
+    # combined 1F1B: dp = 32 / (tp 1 x pp 2) = 16, m = 48 / (16 x 1) = 3, not a multiple of pp 2
+    (["--ep-a2a-overlap", "--pp", "2", "--vpp", "12", "--global-batch", "48"], "a multiple of pp"),
+    # plain interleaved Megatron: dp = 32 / 4 = 8, m = 24 / 8 = 3 < pp 4
+    (["--pp", "4", "--vpp", "2", "--global-batch", "24"], "at least pp"),
+])
+def test_train_and_budget_give_plans_reason_when_no_layout_exists(capsys, job, degrees, rule):
+    """train and budget blamed memory ('no layout fits ... 48 GPUs') where no layout exists at all on
+    the 32 GPUs asked (memory says the layout fits): every job now names the micro-batch rule."""
+    from gpuplan.cli import main
+
+    args = [job, "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "32", "--tp", "1", "--cp", "1", "--ep", "8",
+            "--micro-batch", "1", *degrees]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: gpus: got ")
+    assert f"needs {rule} micro-batches per step" in err[0] and "fits" not in err[0]
+
+
 @pytest.mark.parametrize("framework", ["megatron", "generic"])
 def test_search_offers_only_layouts_megatron_runs(framework):
     """Qwen3-30B-A3B (128 experts, 48 layers) on 16-64 H100: every layout considered has ep > 1, a

@@ -276,6 +276,28 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
         tried += [c for c in counts if c not in tried]
         if is_common_size(gpus) and len(table):
             break  # layouts exist but none fits: fewer GPUs hold more per GPU
+    if not len(tables[0][1]):  # no layout at all on the count asked (a rule, not memory): plan's reason
+        raise no_layout_error(limits, (gpus,))
     raise InputError("gpus", gpus, f"no layout fits {ev.cluster.gpu.name} on {gpus:,} GPUs or fewer (tried "
                      f"{', '.join(f'{c:,}' for c in sorted(tried, reverse=True)[:6])}); "
                      + more_gpus_hint(smallest_fitting_count(ev, gpus, target_batch, max_tp, limits)))
+
+
+def no_layout_error(limits: SpaceLimits | None, counts: tuple[int, ...]) -> InputError:
+    """Why the search found no layout at all on ``counts`` GPUs (rather than none that fits): the
+    degrees given need more GPUs, or a rule (Megatron-Core's interleaved schedule needs a multiple of
+    pp micro-batches per step, megatron/core/pipeline_parallel/schedules.py) leaves none. One message
+    for plan, train and budget."""
+    fixed = {k: v for k, v in (limits.fixed if limits else {}).items() if k in ("tp", "pp", "cp")}
+    needed = int(np.prod(list(fixed.values()))) if fixed else 1
+    if needed > max(counts):  # the degrees given already need more GPUs than asked
+        name = max(fixed, key=fixed.get)
+        return InputError(name, fixed[name], f"with {' x '.join(f'{k} {v}' for k, v in fixed.items())} a layout "
+                          f"needs at least {needed:,} GPUs; --gpus gave at most {max(counts):,}")
+    interleaved = limits is not None and limits.fixed.get("vpp", 1) > 1 and (
+        limits.interleaved_needs_pp_micro_batches or limits.combined_1f1b)
+    rule = "a multiple of pp" if limits is not None and limits.combined_1f1b else "at least pp"
+    return InputError("gpus", ",".join(map(str, counts)), "no layout can use these GPU counts (or any smaller "
+                      "usable count) for this model" + (" with the degrees given" if limits and limits.fixed else "")
+                      + (f"; Megatron-Core's interleaved schedule needs {rule} micro-batches per step "
+                         "(global batch / (dp x micro-batch))" if interleaved else ""))

@@ -23,7 +23,7 @@ from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, plural
 from gpuplan.errors import InputError
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
-                                  more_gpus_hint, ranking, smallest_fitting_count)
+                                  more_gpus_hint, no_layout_error, ranking, smallest_fitting_count)
 from gpuplan.planner.framework_rules import COMBINED_1F1B_REFUSED_RECOMPUTE, MODEL_PARALLEL_DEGREES, rules_for
 from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
@@ -235,19 +235,7 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
     table = _with_fallbacks(ev, counts, table, target, limits, inputs.exhaustive)
     seconds = time.perf_counter() - start
     if not len(table):
-        fixed = {k: v for k, v in limits.fixed.items() if k in ("tp", "pp", "cp")}
-        needed = int(np.prod(list(fixed.values()))) if fixed else 1
-        if needed > max(counts):  # the degrees given already need more GPUs than asked
-            name = max(fixed, key=fixed.get)
-            raise InputError(name, fixed[name], f"with {' x '.join(f'{k} {v}' for k, v in fixed.items())} a layout "
-                             f"needs at least {needed:,} GPUs; --gpus gave at most {max(counts):,}")
-        interleaved = limits.fixed.get("vpp", 1) > 1 and (limits.interleaved_needs_pp_micro_batches
-                                                          or limits.combined_1f1b)
-        rule = "a multiple of pp" if limits.combined_1f1b else "at least pp"
-        raise InputError("gpus", ",".join(map(str, counts)), "no layout can use these GPU counts (or any smaller "
-                         "usable count) for this model" + (" with the degrees given" if limits.fixed else "")
-                         + (f"; Megatron-Core's interleaved schedule needs {rule} micro-batches per step "
-                            "(global batch / (dp x micro-batch))" if interleaved else ""))
+        raise no_layout_error(limits, tuple(counts))
     fitting = table.take(table["fits"])
     if not len(fitting):
         best = int(np.nanargmin(table["total_bytes"]))
