@@ -122,3 +122,64 @@ def test_the_explain_line_of_eager_attention_says_where_its_time_is(run_json, tm
     attention = next(x for x in line["lines"] if x["key"] == "class_attention")
     matmuls = next(x for x in line["lines"] if x["key"] == "class_gemm")
     assert attention["value"] == 0 and "in the matmuls line" in attention["label"] and matmuls["value"] > 0
+
+
+@pytest.mark.parametrize("framework, implementation, kernel", [
+    ("generic", "hf", "eager"), ("megatron", "hf", "eager"), ("generic", "megatron", "flash"), ("hf", None, "eager")])
+def test_execution_kernel_keys_on_transformers_modules_too(framework, implementation, kernel):
+    """--implementation hf runs transformers' modules under any framework: those refuse SDPA for gemma2."""
+    assert execution_kernel("flash", "gemma2", framework, implementation) == kernel
+    assert execution_kernel("flash", "llama", framework, implementation) == "flash"
+
+
+def test_memory_with_transformers_modules_holds_gemma2s_eager_scores():
+    """`memory --model gemma-2-2b --implementation hf` kept flash (69.10 GiB). By hand, per token and
+    layer (a 8 heads, kv 4, d 256, s 4,096, core/memory/activations.py): eager saves the fp32 softmax
+    + its bf16 copy + the soft-cap tanh output, 8·a·s - 4·a, where flash saves the fp32 logsumexp 4·a:
+    262,080 B more; flash's sliding layers (half of them) also keep SDPA's additive mask c·s and
+    repeat_kv's 2·(a - kv)·d·c: 0.5 x (8,192 + 4,096) = 6,144 B. 26 layers x 4,096 tokens x
+    (262,080 - 6,144) = 27,256,160,256 B (25.38 GiB) more than flash."""
+    from dataclasses import replace
+
+    from gpuplan.core.memory import training as M
+    from gpuplan.jobs.memory.estimate import estimate_memory, resolve_layout
+    from gpuplan.jobs.memory.schema import MemoryInputs
+
+    inputs = MemoryInputs.parse({"model": "gemma-2-2b", "implementation": "hf"})
+    spec = inputs.spec()
+    settings = inputs.settings(spec)
+    assert settings.attention_kernel == "eager" and inputs.framework != "hf"
+    layout = resolve_layout(spec, inputs)
+    flash = M.peak_memory(spec, layout, replace(settings, attention_kernel="flash")).allocated
+    assert M.peak_memory(spec, layout, settings).allocated - flash == pytest.approx(27_256_160_256, rel=1e-9)
+    row = next(a for a in estimate_memory(inputs).assumptions if a.key == "attention_kernel")
+    assert row.value == "eager" and "_supports_sdpa = False" in row.source and "modeling_gemma2.py" in row.source
+    assert "--attention-kernel" not in row.flag
+
+
+@pytest.mark.parametrize("args", [
+    ["memory", "--model", "gemma-2-2b", "--implementation", "hf", "--attention-kernel", "flash"],
+    ["memory", "--model", "gemma-2-2b", "--framework", "hf", "--attention-kernel", "sdpa"],
+    ["plan", "--model", "gemma-2-2b", "--gpu", "h100", "--gpus", "8", "--framework", "hf",
+     "--attention-kernel", "flash"],
+])
+def test_an_explicit_sdpa_kernel_transformers_refuses_is_one_line_exit_2(capsys, args):
+    """It was silently run eager; an explicit eager, or none, runs; Llama keeps its flash."""
+    from gpuplan.cli import main
+
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: attention_kernel: got ")
+    assert "eager attention only" in err[0] and "give eager" in err[0]
+    assert main([*args[:-1], "eager"]) == 0
+    capsys.readouterr()
+    assert main(["memory", "--model", "llama-3.2-1b", "--implementation", "hf", "--attention-kernel", "flash"]) == 0
+
+
+def test_the_refusal_is_the_schemas_so_the_api_gets_it_too():
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.memory.schema import MemoryInputs
+
+    with pytest.raises(InputError) as refused:
+        MemoryInputs.parse({"model": "gemma-2-2b", "implementation": "hf", "attention_kernel": "flash"}).spec()
+    assert refused.value.field == "attention_kernel"

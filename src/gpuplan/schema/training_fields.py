@@ -195,6 +195,7 @@ class SetupFields(JobInputs):
 
         from gpuplan.core.model.mtp import trained_mtp_layers
         from gpuplan.core.memory.recompute import module_applies
+        from gpuplan.core.time.attention_core import runs_eager_only
 
         given = self.given
         if spec.moe is None:
@@ -219,6 +220,13 @@ class SetupFields(JobInputs):
                 raise InputError("recompute_modules", module, f"{spec.name} has no such part (moe_act / moe: routed "
                                  "experts; shared_experts: a shared expert; mla_up_proj: multi-latent attention; "
                                  "mlp: dense MLP layers)")
+        kernel = getattr(self, "attention_kernel", None)
+        if "attention_kernel" in given and kernel != "eager" and runs_eager_only(spec.model_type, self.framework,
+                                                                                  self.implementation_name):
+            flag = "framework" if self.framework == "hf" else "implementation"
+            raise InputError("attention_kernel", kernel, f"transformers runs {spec.model_type} with eager attention "
+                             f"only (_supports_sdpa = False) and --{flag} hf runs its modules: give eager (or leave "
+                             f"it out), or --{flag} megatron / torchtitan")
         if self.finetune != "full" and self.lora_rank > spec.hidden_size:
             raise InputError("lora_rank", self.lora_rank, f"must be at most the hidden size {spec.hidden_size:,} "
                              "(an adapter's rank is below the widths it adapts)")

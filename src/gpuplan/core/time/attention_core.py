@@ -115,11 +115,27 @@ L1882-1889): gemma2 (models/gemma2/modeling_gemma2.py@5.25.0 L353: soft-capping)
 The ModelSpec records neither sinks nor the modeling file's flag, so the model_type decides."""
 
 
-def execution_kernel(option: str | None, model_type: str = "", framework: str | None = None) -> str:
+SDPA_REFUSED_SOURCE = {
+    "gemma2": "transformers' Gemma2PreTrainedModel sets _supports_sdpa = False (models/gemma2/modeling_gemma2.py"
+              "@5.25.0 L353: attention logit soft-capping)",
+    "gpt_oss": "transformers' GptOssPreTrainedModel sets _supports_sdpa = False (models/gpt_oss/modeling_gpt_oss.py"
+               "@5.25.0 L378: the sinks are concatenated to the scores)",
+}
+"""Why each SDPA_REFUSED model_type runs eager in transformers (file and line)."""
+
+
+def runs_eager_only(model_type: str, framework: str | None = None, implementation: str | None = None) -> bool:
+    """True when transformers' own modules run the model (--framework hf, or --implementation hf
+    under any framework) and its modeling code refuses SDPA (SDPA_REFUSED): eager attention only."""
+    return (framework == "hf" or implementation == "hf") and model_type in SDPA_REFUSED
+
+
+def execution_kernel(option: str | None, model_type: str = "", framework: str | None = None,
+                     implementation: str | None = None) -> str:
     """The kernel an --attention-kernel option runs: 'eager' stays eager, 'flash' and 'sdpa' (its
-    flash path) are 'flash'; under --framework hf a ``model_type`` transformers runs without SDPA
-    (SDPA_REFUSED) is eager whatever the option, for the step and the memory alike."""
-    if framework == "hf" and model_type in SDPA_REFUSED:
+    flash path) are 'flash'; where transformers' modules run a ``model_type`` that refuses SDPA
+    (runs_eager_only) it is eager whatever the option, for the step and the memory alike."""
+    if runs_eager_only(model_type, framework, implementation):
         return "eager"
     return "eager" if option == "eager" else "flash"
 

@@ -266,7 +266,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     )
     headline = MEMORY_HEADLINE + tuple(line.key for line in advice)
     return Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
-                  _assumptions(settings, overheads) + _compile_memory(inputs), tuple(sections), _notes(spec, settings), (table,),
+                  _assumptions(settings, overheads, spec.model_type) + _compile_memory(inputs), tuple(sections), _notes(spec, settings), (table,),
                   headline=headline, key_assumptions=("recipe", "implementation", "margin"),
                   summary_table=table.title)
 
@@ -303,7 +303,20 @@ def _compile_memory(inputs) -> tuple[Assumption, ...]:
                        "planner/framework_rules.py)", "--compile", True),)
 
 
-def _assumptions(settings: M.MemorySettings, overheads: M.Overheads) -> tuple[Assumption, ...]:
+def _kernel_assumption(settings: M.MemorySettings, model_type: str) -> Assumption:
+    """The attention kernel, and where transformers' modules run a model that refuses SDPA, why it is
+    eager (no --attention-kernel changes it)."""
+    from gpuplan.core.time.attention_core import SDPA_REFUSED_SOURCE, runs_eager_only
+
+    if runs_eager_only(model_type, settings.framework, settings.implementation):
+        return Assumption("attention_kernel", "attention kernel", "eager", f"{SDPA_REFUSED_SOURCE[model_type]}: "
+                          "transformers falls back to eager, saving s x s scores", "--framework / --implementation")
+    return Assumption("attention_kernel", "attention kernel", settings.attention_kernel,
+                      "flash/SDPA saves q, k, v, out + logsumexp; eager saves s x s scores", "--attention-kernel")
+
+
+def _assumptions(settings: M.MemorySettings, overheads: M.Overheads,
+                 model_type: str = "") -> tuple[Assumption, ...]:
     recipe = M.RECIPES[settings.recipe]
     return (
         Assumption("recipe", "precision recipe", settings.recipe, recipe.source, "--recipe"),
@@ -319,8 +332,7 @@ def _assumptions(settings: M.MemorySettings, overheads: M.Overheads) -> tuple[As
         Assumption("implementation", "activation implementation", settings.implementation,
                    "hf = transformers modules (measured); megatron = Korthikanti et al. 2022 with flash attention",
                    "--implementation"),
-        Assumption("attention_kernel", "attention kernel", settings.attention_kernel,
-                   "flash/SDPA saves q, k, v, out + logsumexp; eager saves s x s scores", "--attention-kernel"),
+        _kernel_assumption(settings, model_type),
         Assumption("recompute", "activation recompute",
                    recompute_label(settings.recompute, settings.recompute_modules, settings.recompute_layers),
                    "full keeps each layer input (2·sbh); Megatron's modules free what core/memory/recompute.py lists",

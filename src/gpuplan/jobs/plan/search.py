@@ -65,7 +65,8 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
         raise InputError("fp8_recipe", "mxfp8", f"{gpu.name} has no block-scaled (MX) tensor cores; "
                          "use tensorwise, or a Blackwell-class part (b200, gb200, b300, gb300, mi355x)")
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
-    kernel = execution_kernel(inputs.attention_kernel, spec.model_type, inputs.framework)  # hf: SDPA_REFUSED eager
+    kernel = execution_kernel(inputs.attention_kernel, spec.model_type, inputs.framework,
+                              inputs.implementation_name)  # transformers' modules: SDPA_REFUSED eager
     zero3 = inputs.profile.zero3_step_settings()
     if "dp_overlap" in inputs.given:  # an explicit --dp-overlap covers ZeRO-3 traffic too
         zero3["zero3_overlap"] = None
