@@ -131,13 +131,6 @@ def kv_transfer_seconds(plan: Plan, gpu: Accelerator, tp: int) -> float:
     return whole / (tp * (gpu.scale_out_bandwidth or DEFAULT_NIC_BYTES_PER_S))
 
 
-def size_disaggregated(plan: Plan, target: LoadTarget, price: float | None = None) -> tuple[Pool, Pool] | None:
-    """The cheapest prefill pool + decode pool on any GPU type that meet the targets together; None
-    when nothing does."""
-    options = disaggregated_by_gpu(plan, target, price)
-    return min(options.values(), key=_pools_cost) if options else None
-
-
 def _pools_cost(pools: tuple[Pool, Pool]) -> tuple:
     """Sort key: priced before unpriced, then USD/h, then GPUs."""
     hourly = [p.cost_per_hour for p in pools]
