@@ -113,10 +113,11 @@ def test_planner_recommends_layouts_that_exist_and_fit(model, tokens, gpu, gpus)
 
 
 def test_planner_bad_input():
-    # 6 x 70e9 x 2e12 = 8.4e23 FLOPs; 16,384 H100s (the largest count searched) x 989 TFLOP/s x
-    # 86,400 s = 1.4e24 at 100%: one day would need an MFU above 60%, which no layout reaches
+    # 6 x 70e9 x 2e12 = 8.4e23 FLOPs; 131,072 H100s (the largest count a deadline search takes,
+    # planner.space.DEADLINE_COUNTS_MAX) x 989.4 TFLOP/s x 8,640 s = 1.12e24 at 100%: 0.1 day would
+    # need an MFU of 75%, which no layout reaches
     with pytest.raises(InputError, match="days"):
-        plan_report(PlanInputs(tokens=2e12, params=70e9, gpu="h100", days=1))
+        plan_report(PlanInputs(tokens=2e12, params=70e9, gpu="h100", days=0.1))
     with pytest.raises(InputError, match="no layout fits"):
         plan_report(PlanInputs(tokens=2e12, model="llama-3.1-405b", gpu="a10", gpus=(8,)))
     with pytest.raises(InputError, match="fp8"):
