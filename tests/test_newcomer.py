@@ -144,6 +144,8 @@ def test_an_unmet_default_week_answers_with_the_fastest_plan_and_says_so(run_cli
     met = run_json("plan", "llama-3.1-405b", "--gpu", "h100")["results"]
     train = run_json("train", "--model", "llama-3.1-405b", "--gpu", "h100", "--mfu", "predicted")["results"]
     assert met["best_gpus"] == train["gpus"] == 24576 and met["best_days"] < 7
+    # the fewest: 16,384, the next common size down (powers of two and 1.5x them), misses the week
+    assert run_json("plan", "llama-3.1-405b", "--gpu", "h100", "--gpus", "16384")["results"]["best_days"] > 7
     data = run_json("plan", "llama-3.1-405b", "--gpu", "a100", "--tokens", "15T")
     rows = data["tables"][next(k for k in data["tables"] if k.startswith("top "))]
     assert data["results"]["best_days"] > 7 and data["results"]["best_gpus"] == 131072

@@ -30,16 +30,17 @@ def value_text(value: float, unit: str, like: str = "") -> str:
     """A number printed in its unit the way the report prints such values (for ranges); a
     duration (unit "s" or "days") takes the unit of ``like``, its line's own text ("0.69 days" ->
     "0.68 days – 0.70 days", "2.00 h" -> "1.84 h – 2.17 h"), at that unit's precision."""
-    from gpuplan.core.units import SECONDS_PER_DAY, duration_in, format_bytes, format_duration, format_gpu_time
+    from gpuplan.core.units import (DURATION_UNITS, SECONDS_PER_DAY, duration_in, format_bytes, format_duration,
+                                    format_gpu_time)
 
     if unit in ("s", "days"):
         seconds = value * SECONDS_PER_DAY if unit == "days" else value
         word = like.split("(")[0].split()[-1:] if like else []
-        if word and word[0] in ("days", "h", "min", "s", "ms"):
+        if word and word[0] in (*dict(DURATION_UNITS), "ms"):
             return duration_in(seconds, word[0])
         if unit == "days":
             return f"{value:,.2f} days"
-        return f"{value * 1e3:.3g} ms" if value < 1 else format_duration(value)
+        return duration_in(value, "ms") if value < 1 else format_duration(value)
     if unit in ("GPU-hours", "GPU-days"):
         return format_gpu_time(value)
     if unit in COUNT_UNITS:

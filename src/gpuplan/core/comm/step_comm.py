@@ -50,11 +50,10 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     pp_bw, pp_lat = link(cluster, tp * cp * dp * pp)
     pp_one = C.p2p_time(act_bytes / tp, pp_bw, pp_lat)
     pp_calls = 2 * micro_batches * vpp * (np.asarray(pp) > 1)
-    # the combined 1F1B schedule pairs the steps only with an expert all-to-all to hide (Megatron
-    # asserts ep > 1 under it: transformer_config.py@core_v0.15.0 L1452-1454), as the EP line below
-    combined = (bool(settings.ep_a2a_overlap) and spec.moe is not None and moe_phases is not None) \
-        * (np.asarray(ep) > 1)
-    send_slack = 0.0  # under the combined schedule: set below from the layer's phases and all-to-all
+    # under the combined 1F1B schedule (set with the EP line below): the paired steps and the
+    # layer's send slack; it pairs them only with an expert all-to-all to hide (Megatron asserts
+    # ep > 1 under it: transformer_config.py@core_v0.15.0 L1452-1454)
+    combined, send_slack = False, 0.0
     costs += data_parallel_costs(spec, cluster, settings, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero,
                                  micro_batches=micro_batches, shard_group=shard_group, layers=layers,
                                  trained_params=trained_params, t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute,
@@ -82,17 +81,18 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
         per_domain = np.maximum(1, cluster.gpus_per_node // etp)
         moe_layers = spec.num_moe_layers * layers / spec.num_layers
         routed = tokens / tp * spec.moe.experts_per_token * h * 2.0
-        ep_calls = micro_batches * moe_layers * ALL_TO_ALLS_PER_LAYER * (np.asarray(ep) > 1)
+        expert_parallel = np.asarray(ep) > 1
+        ep_calls = micro_batches * moe_layers * ALL_TO_ALLS_PER_LAYER * expert_parallel
         one = C.expert_all_to_all_time(tokens / tp, h * 2.0, spec.moe.experts_per_token, ep, per_domain, up_bw,
                                        out_bw, up_lat, out_lat, deduplicate=settings.ep_dispatcher == "flex")
         ep_total = ep_calls * one  # ep_calls is 0 without expert parallelism
         ep_exposed = (1 - settings.ep_overlap) * ep_total
         what = "all-to-all" + (" (DeepEP/HybridEP)" if settings.ep_dispatcher == "flex" else "")
         if settings.ep_a2a_overlap and moe_phases is not None:  # combined 1F1B schedule (core.comm.moe_overlap)
-            ep_exposed = (np.asarray(ep) > 1) * exposed_all_to_all(
+            ep_exposed = expert_parallel * exposed_all_to_all(
                 one, moe_layers, micro_batches, pp, vpp, moe_phases, settings.ep_comm_sm_share)
             what += ", 1F1B-overlapped"
-            send_slack = paired_send_slack(moe_phases, one)
+            combined, send_slack = expert_parallel, paired_send_slack(moe_phases, one)
         costs.append(CollectiveCost("EP", what, ep_calls, routed, etp * ep, ep_total, ep_exposed))
     costs.insert(1, CollectiveCost("PP", "send/recv" + ", combined 1F1B" * bool(np.any(combined)), pp_calls,
                                    act_bytes / tp,

@@ -110,8 +110,10 @@ def repeat_read_bandwidth(fabric: Accelerator | None, bandwidth: float) -> float
     return SAME_DIE_HBM_BYTES_PER_S.get(fabric.id, bandwidth)
 
 
-MASKED_MHA_ELEMENTS_PER_S = {"h100-sxm": 132 / 62e-12, "h200-sxm": 132 / 62e-12, "a100-sxm4-80gb": 108 / 130e-12,
-                             "l40s": 142 / 105e-12}
+HOPPER_MASKED_MHA_ELEMENTS_PER_S = 132 / 62e-12
+"""The H100 SXM die's rate (132 SMs at 62 ps an element per SM); the H200 is the same die."""
+MASKED_MHA_ELEMENTS_PER_S = {"h100-sxm": HOPPER_MASKED_MHA_ELEMENTS_PER_S, "h200-sxm": HOPPER_MASKED_MHA_ELEMENTS_PER_S,
+                             "a100-sxm4-80gb": 108 / 130e-12, "l40s": 142 / 105e-12}
 """Query-head elements per second (one query head x one cached key x one head-dim element) that
 TensorRT-LLM's masked multi-head attention decode kernel works through on the whole GPU. The
 kernel runs one thread block per (query head, sequence) (decoderMaskedMultiheadAttention

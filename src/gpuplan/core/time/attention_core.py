@@ -106,14 +106,6 @@ EAGER_FORWARD_BYTES = 8.0
 EAGER_BACKWARD_BYTES = 14.0
 EAGER_DROPOUT_BYTES = 5.0
 ATTENTION_KERNELS = ("flash", "eager")
-SDPA_REFUSED = ("gemma2", "gpt_oss")
-"""model_types whose transformers modeling code refuses SDPA (``_supports_sdpa = False``), so
-transformers runs them with eager attention (the default request is 'sdpa' and falls back to 'eager'
-when the model cannot dispatch it: modeling_utils.py@5.25.0 get_correct_attn_implementation L1856,
-L1882-1889): gemma2 (models/gemma2/modeling_gemma2.py@5.25.0 L353: soft-capping), gpt_oss
-(models/gpt_oss/modeling_gpt_oss.py@5.25.0 L378: the sinks are concatenated to the scores, L241-242).
-The ModelSpec records neither sinks nor the modeling file's flag, so the model_type decides."""
-
 
 SDPA_REFUSED_SOURCE = {
     "gemma2": "transformers' Gemma2PreTrainedModel sets _supports_sdpa = False (models/gemma2/modeling_gemma2.py"
@@ -122,6 +114,13 @@ SDPA_REFUSED_SOURCE = {
                "@5.25.0 L378: the sinks are concatenated to the scores)",
 }
 """Why each SDPA_REFUSED model_type runs eager in transformers (file and line)."""
+SDPA_REFUSED = tuple(SDPA_REFUSED_SOURCE)
+"""model_types whose transformers modeling code refuses SDPA (``_supports_sdpa = False``), so
+transformers runs them with eager attention (the default request is 'sdpa' and falls back to 'eager'
+when the model cannot dispatch it: modeling_utils.py@5.25.0 get_correct_attn_implementation L1856,
+L1882-1889): gemma2 (models/gemma2/modeling_gemma2.py@5.25.0 L353: soft-capping), gpt_oss
+(models/gpt_oss/modeling_gpt_oss.py@5.25.0 L378: the sinks are concatenated to the scores, L241-242).
+The ModelSpec records neither sinks nor the modeling file's flag, so the model_type decides."""
 
 
 def runs_eager_only(model_type: str, framework: str | None = None, implementation: str | None = None) -> bool:

@@ -39,11 +39,6 @@ def _usd(x: float | None) -> str:
     return "n/a (no price: give --price)" if x is None else f"${x:,.0f}"
 
 
-def _wall_clock(seconds: float) -> str:
-    """A wall-clock in days, or in hours / minutes / seconds below a day (core.units.format_duration)."""
-    return format_duration(seconds)
-
-
 def _gpus(count: float) -> str:
     """'1 GPU', '1,024 GPUs'."""
     return plural(int(round(count)), "GPU")
@@ -168,8 +163,8 @@ def failure_section(run: RunFacts, sc: Scenario, ranges: dict[str, Scenario],
              _pct(plan.checkpoint_overhead), "stall / interval"),
         Line("fail_goodput", "goodput (effective training time)", plan.goodput, "fraction", _pct(plan.goodput),
              "failure-free time / expected wall-clock (Daly 2006)", hi.goodput, lo.goodput),
-        Line("fail_wall_seconds", "expected wall-clock with failures", plan.wall_seconds, "s", _wall_clock(plan.wall_seconds),
-             f"M e^(R/M) (e^((tau+delta)/M) - 1) T_s / tau; failure-free {_wall_clock(plan.work_seconds)}",
+        Line("fail_wall_seconds", "expected wall-clock with failures", plan.wall_seconds, "s", format_duration(plan.wall_seconds),
+             f"M e^(R/M) (e^((tau+delta)/M) - 1) T_s / tau; failure-free {format_duration(plan.work_seconds)}",
              lo.wall_seconds, hi.wall_seconds),
         Line("fail_gpu_hours_lost", "GPU-hours lost to failures and checkpoints", lost, "GPU-hours", format_gpu_time(lost),
              "GPUs x (expected - failure-free wall-clock)"),
@@ -178,8 +173,8 @@ def failure_section(run: RunFacts, sc: Scenario, ranges: dict[str, Scenario],
         if factor in (0.5, 2.0):
             p = other.on_demand
             lines.append(Line(f"fail_wall_seconds_{factor:g}x_gpus", f"wall-clock at {factor:g}x GPUs ({other.gpus:,.0f})",
-                              p.wall_seconds, "s", f"{_wall_clock(p.wall_seconds)} (goodput {_pct(p.goodput)})",
-                              f"failure-free {_wall_clock(p.work_seconds)}; MTBI {format_duration(p.mtbi)}"))
+                              p.wall_seconds, "s", f"{format_duration(p.wall_seconds)} (goodput {_pct(p.goodput)})",
+                              f"failure-free {format_duration(p.work_seconds)}; MTBI {format_duration(p.mtbi)}"))
     return Section("Failures and goodput", tuple(lines))
 
 
@@ -194,7 +189,7 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
         Line("cost_price_spot", "spot price", p.spot, "USD/GPU-hour", "n/a" if p.spot is None else f"${p.spot:.2f}/GPU-h",
              p.spot_source),
         Line("cost_gpu_hours_on_demand", "GPU-hours billed, on-demand", sc.billed_on_demand, "GPU-hours",
-             format_gpu_time(sc.billed_on_demand), f"{_gpus(run.gpus)} x {_wall_clock(od.wall_seconds)} (failures included)"),
+             format_gpu_time(sc.billed_on_demand), f"{_gpus(run.gpus)} x {format_duration(od.wall_seconds)} (failures included)"),
         Line("cost_on_demand_usd", "cost, on-demand", cost_od, "USD", _usd(cost_od), "GPU-hours x price",
              None if cost_od is None else sc.billed_on_demand * p.on_demand_low,
              None if cost_od is None else sc.billed_on_demand * p.on_demand_high),
@@ -208,7 +203,7 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
              f"{86400 / spot.mtbi:.3g}", "hardware failures + nodes x reclaims per node-month / 730 h"),
         Line("cost_spot_goodput", "spot: goodput", spot.goodput, "fraction", _pct(spot.goodput),
              "Daly 2006, re-optimised interval"),
-        Line("cost_spot_wall_seconds", "spot: expected wall-clock", spot.wall_seconds, "s", _wall_clock(spot.wall_seconds)),
+        Line("cost_spot_wall_seconds", "spot: expected wall-clock", spot.wall_seconds, "s", format_duration(spot.wall_seconds)),
         Line("cost_spot_gpu_hours", "spot: GPU-hours billed", sc.billed_spot, "GPU-hours", format_gpu_time(sc.billed_spot)),
         Line("cost_spot_usd", "cost, spot", cost_spot, "USD", _usd(cost_spot), "spot GPU-hours x spot price"),
     ]
@@ -219,7 +214,7 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
         if factor in (0.25, 0.5) and p.on_demand is not None:
             usd = K.cost_usd(other.billed_on_demand, p.on_demand)
             lines.append(Line(f"cost_time_for_space_{factor:g}x", f"time for space: {_gpus(other.gpus)}", usd, "USD",
-                              f"{_usd(usd)} in {_wall_clock(other.on_demand.wall_seconds)} ({usd / cost_od - 1:+.1%})",
+                              f"{_usd(usd)} in {format_duration(other.on_demand.wall_seconds)} ({usd / cost_od - 1:+.1%})",
                               "fewer GPUs for longer: fewer interruptions per day, higher goodput"))
     return Section("Cost (on-demand vs spot)", tuple(lines))
 

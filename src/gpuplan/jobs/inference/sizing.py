@@ -48,6 +48,15 @@ class SizedConfig:
         return None if self.price is None else self.price * self.gpus
 
 
+POOL_SEARCH = "every catalog GPU type and TP in {1, 2, 4, 8} per pool, one node per instance"
+"""How the disaggregated pools are searched (the formula of their lines)."""
+
+
+def _placement(count: int, tp: int, gpu: Accelerator, gpus: int) -> str:
+    """'2 x (tp 4 on NVIDIA H100 80GB SXM5) = 8 GPUs': replicas or instances of one TP group."""
+    return f"{count} x (tp {tp} on {gpu.name}) = {plural(gpus, 'GPU')}"
+
+
 def _step_times(plan: Plan, gpu: Accelerator, tp: int):
     """(prefill seconds of one prompt, decode-step seconds as a function of the batch)."""
     spec, setup = plan.spec, plan.setup
@@ -213,7 +222,7 @@ def _disagg_gpu_lines(asked_gpu: str | None, pools: tuple[Pool, Pool], cheapest:
     if pools[0].gpu.id != asked_gpu:
         return (Line("disagg_other_gpu", f"none on {asked_gpu} meets the target", None,
                      text=f"pools below on {pools[0].gpu.name}, the cheapest GPU type that does",
-                     formula="every catalog GPU type and TP in {1, 2, 4, 8} per pool, one node per instance"),)
+                     formula=POOL_SEARCH),)
     if pools is cheapest:
         return ()
     prefill, decode = cheapest
@@ -222,7 +231,7 @@ def _disagg_gpu_lines(asked_gpu: str | None, pools: tuple[Pool, Pool], cheapest:
             f"{prefill.gpu.name} = {plural(prefill.gpus + decode.gpus, 'GPU')}"
             + ("" if None in hourly else f", ${sum(hourly):,.2f}/h"))
     return (Line("disagg_any_gpu", "cheapest on any GPU type", None, text=text,
-                 formula="every catalog GPU type and TP in {1, 2, 4, 8} per pool, one node per instance"),)
+                 formula=POOL_SEARCH),)
 
 
 def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
@@ -235,11 +244,11 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
     return (
         Line("disagg_prefill", "prefill pool", {"gpu": prefill.gpu.id, "tp": prefill.tp,
                                                "instances": prefill.instances},
-             text=f"{prefill.instances} x (tp {prefill.tp} on {prefill.gpu.name}) = {plural(prefill.gpus, 'GPU')}",
+             text=_placement(prefill.instances, prefill.tp, prefill.gpu, prefill.gpus),
              formula=f"{prefill.rate_per_instance:,.2f} requests/s each: prefill + M/M/1 wait p99 + KV transfer "
                      "within the TTFT target"),
         Line("disagg_decode", "decode pool", {"gpu": decode.gpu.id, "tp": decode.tp, "instances": decode.instances},
-             text=f"{decode.instances} x (tp {decode.tp} on {decode.gpu.name}) = {plural(decode.gpus, 'GPU')}",
+             text=_placement(decode.instances, decode.tp, decode.gpu, decode.gpus),
              formula=f"{decode.rate_per_instance:,.2f} requests/s each at {decode.in_flight:,.0f} sequences in "
                      "flight (Little's law), decode steps never interrupted by prompts"),
         Line("disagg_ttft_p99", "TTFT p99", prefill.latency_s, "s", f"{_ms(prefill.latency_s)} (target "
@@ -283,7 +292,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
              "cheapest configuration on the GPU asked" if on_asked else (
             f"none on {asked_gpu} meets the target; cheapest on any GPU type" if asked_gpu else "cheapest configuration"),
              {"gpu": best.gpu.id, "tp": best.tp, "replicas": best.replicas},
-             text=f"{best.replicas} x (tp {best.tp} on {best.gpu.name}) = {plural(best.gpus, 'GPU')}",
+             text=_placement(best.replicas, best.tp, best.gpu, best.gpus),
              formula="replicas = ceil(rate / rate one replica sustains within the targets)"),
         *elsewhere,
         Line("sized_rate_per_replica", "requests/s per replica", r.rate, "requests/s", f"{r.rate:,.2f}",
@@ -305,7 +314,7 @@ def _elsewhere_line(asked_gpu: str | None, on_asked: list[SizedConfig], cheapest
     says so)."""
     if asked_gpu is None or not on_asked or on_asked[0] is cheapest:
         return ()
-    text = f"{cheapest.replicas} x (tp {cheapest.tp} on {cheapest.gpu.name}) = {plural(cheapest.gpus, 'GPU')}" + (
+    text = _placement(cheapest.replicas, cheapest.tp, cheapest.gpu, cheapest.gpus) + (
         "" if cheapest.cost_per_hour is None else f", ${cheapest.cost_per_hour:,.2f}/h")
     return (Line("sized_config_any_gpu", "cheapest on any GPU type", None, text=text,
                  formula="every catalog GPU type and TP in {1, 2, 4, 8}, one node per replica"),)

@@ -54,8 +54,6 @@ def framework_gap(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySet
     """Bytes the fit rule keeps free for the framework's published memory gap, as `plan` keeps them
     (planner.framework_rules published_reserve at the worst pipeline stage: core.memory.training.
     peak_and_framework_gap)."""
-    from gpuplan.planner.framework_rules import rules_for
-
     share = rules_for(settings.framework).published_reserve
     return float(M.peak_and_framework_gap(spec, layout, settings, overheads, share)[1]) if share else 0.0
 

@@ -26,7 +26,8 @@ from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadli
                                   more_gpus_hint, no_layout_error, ranking, smallest_fitting_count)
 from gpuplan.planner.framework_rules import COMBINED_1F1B_REFUSED_RECOMPUTE, MODEL_PARALLEL_DEGREES, rules_for
 from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, search_layouts
-from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
+from gpuplan.planner.space import (DEADLINE_COUNTS_MAX, RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size,
+                                   range_counts)
 
 if TYPE_CHECKING:  # `train` searches its layout here too: it need not build plan's schema (~2 ms)
     from gpuplan.jobs.plan.schema import PlanInputs
@@ -110,8 +111,6 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                               # Transformer Engine keeps the linears' inputs quantised (megatron implementation)
                               linear_input_bytes=saved_linear_input_bytes(low_precision_recipe(inputs.dtype,
                                                                                                 inputs.fp8_recipe)))
-    from gpuplan.planner.framework_rules import rules_for
-
     return Evaluator(spec, cluster, memory, step, overheads,
                      uncertainty_table(spec, inputs.dtype, leave_out, kind_correction_rows),
                      rules_for(inputs.framework).published_reserve)
@@ -250,13 +249,12 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
     fitting.columns["days"] = wall / SECONDS_PER_DAY
     fitting.columns["gpu_hours"] = wall * fitting["gpus"] / 3600
     fitting.columns["cost"] = fitting["gpu_hours"] * (price if price is not None else np.nan)
-    deadline = deadline_of(inputs)
+    deadline, missed = deadline_of(inputs), ""
     if deadline is not None:  # the deadline rule (planner.plan.deadline_order): fewest GPUs, then cheapest
         from gpuplan.jobs.budget.compute import row_days_with_failures
 
         meets = deadline_order(fitting, fitting["days"], deadline, row_days_with_failures(inputs, ev, fitting),
                                fitting["cost"])
-        missed = ""
         if not len(meets):
             quickest = int(np.argmin(fitting["days"]))
             fastest = (f"the fastest layout needs {fitting['days'][quickest]:.1f} days before failures and "
@@ -269,8 +267,7 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
                       f"{fastest}, shown here: give --days or --gpus for another answer")
             meets = np.flatnonzero(fitting["gpus"] == fitting["gpus"][quickest])
         fitting = fitting.take(meets)
-        return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits, missed)
-    return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits)
+    return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits, missed)
 
 
 def deadline_counts(inputs, gpus_per_node: int) -> tuple[int, ...]:
@@ -279,8 +276,6 @@ def deadline_counts(inputs, gpus_per_node: int) -> tuple[int, ...]:
     predicted` searches for the same deadline (jobs/training/layout.py), so the two answer alike."""
     if inputs.gpus is not None or rank_by_of(inputs) != "deadline":  # an explicit --rank-by: the default counts
         return inputs.gpu_counts
-    from gpuplan.planner.space import DEADLINE_COUNTS_MAX, range_counts
-
     return range_counts(gpus_per_node, DEADLINE_COUNTS_MAX)
 
 
