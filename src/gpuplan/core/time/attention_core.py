@@ -58,7 +58,13 @@ are not held out; the one independent check is cuDNN's H200 run of the shape (wi
 9.19, no stretch at 256 FLOPs per exponential: +9% / -6%), which tests the tile band and the 2.5x
 backward but neither choice (tests/test_attention_time.py, docs/step.md). Both readings come from
 the window shape and are applied to full-attention layers too: no head-dim-64 full-causal Blackwell figure is
-published (docs/step.md says what that leaves open). Full-attention layers keep the counted
+published (docs/step.md says what that leaves open). The nearest is the same frontend's cuDNN 9.19 run
+of the GPT-OSS shape with window 1,024 (64 / 8 heads, batch 2; results/gb200_919_only_cudnn/
+gpt_oss_20260226_175022.csv and gb300_919_only_cudnn/gpt_oss_20260226_185932.csv @fb682ce, removed at
+9c2f20e; no sink token): GB200 0.209 / 0.487 ms at s 4,096, GB300 0.178 / 0.472 ms, where this model
+(1,008 executed keys, 0.30 x 2.5 PF, stretch 2) gives 0.361 / 0.902 ms: 1.7-2.0x slower on long bands.
+Not adopted (docs/step.md: it would move every Blackwell GPT-OSS row further too fast, and no
+sink-enabled figure exists). Full-attention layers keep the counted
 (s + 1) / 2 keys. Learnable softmax sinks (GPT-OSS; Megatron-Core softmax_type 'learnable') add one
 logit per query and head: TE >= 2.8 runs them in cuDNN's fused kernel (FusedAttention, cuDNN >=
 9.13.1; transformer_engine/common/fused_attn/fused_attn.cpp@v2.9 L370-375, FlashAttention disabled

@@ -3,8 +3,11 @@
 **Expert fc2 bias** (``"expert-bias"``). Models whose experts carry biases (GPT-OSS:
 ``gate_up_proj_bias`` / ``down_proj_bias``, transformers ``models/gpt_oss/modeling_gpt_oss.py``) run,
 in Megatron-Core's ``TEGroupedMLP`` without the Transformer Engine op fuser, the first linear's
-bias inside the fused activation (``weighted_bias_quick_geglu_impl``) but the second one eagerly,
-per local expert: ``torch.cat([t + b * p for t, b, p in zip(split(out), biases, split(probs))])
+bias inside TE's ``GroupedLinear`` (built with ``skip_bias_add=False``, experts.py@core_v0.16.0
+L541-552, so ``weighted_bias_quick_geglu_impl`` gets no bias: the GEMM epilogue adds it and, in
+BF16, the wgrad GEMM's epilogue sums its gradient, transformer_engine/pytorch/module/
+grouped_linear.py@v2.12 L370-374, L462: no extra pass) but the second one eagerly, per local
+expert: ``torch.cat([t + b * p for t, b, p in zip(split(out), biases, split(probs))])
 .to(out.dtype)`` (``megatron/core/transformer/moe/experts.py``, ``TEGroupedMLP._apply_bias``, the
 same at core_v0.16.0, 0.17.0, 0.18.0 and 0.19.0). With ``use_transformer_engine_op_fuser`` (core >=
 0.18, TE >= 2.14; the Megatron-Bridge presets' ``cutedsl_fused_grouped_mlp``) the bias goes into
