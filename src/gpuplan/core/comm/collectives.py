@@ -93,6 +93,16 @@ into the switch buffers, the multicast reduce + broadcast, gather back -- so the
 and the last loop's gather run alone: two loop-times beyond bytes / bandwidth."""
 
 
+NVLS_TREE_BEYOND_TWO = 0.5
+"""NVLS-tree's rate beyond two domains, as a share of NVLS's: NCCL's tuner sets the NVLS-tree bandwidth
+to min(bwIntra, nNodes <= 2 ? bwInter : bwInter / 2) (src/graph/tuning.cc @v2.26.2-1 line 252), and the
+NVLS graph search gives the channels one speed, bwIntra = bwInter (search.cc @v2.26.2-1: 'tmpGraph.bwIntra
+= tmpGraph.bwInter = speedArray[speedIndex]'), so past two domains the double binary tree (each domain
+receives from two children and sends to its parent) halves it. Measured: coreweave GB200 NVL72, 2 racks
+408 GB/s algbw at 16 GiB, 20 racks 203 GB/s (0.50); NVIDIA/nccl#1221 (8x H100 nodes): NVLS on or off
+makes no difference beyond two nodes (the ring, 8 NICs x 45 GB/s = 360 GB/s busbw, beats 480 / 2)."""
+
+
 NCCL_COLLECTIVE_CTAS = 16
 """Thread blocks (one per channel, each alone on an SM) NCCL runs a collective on across a DGX-class
 node with eight NICs: 'If you are on DGX with 8 NICs and a top speed of 190 GB/s, then it would use
@@ -200,8 +210,8 @@ def _nvls(size, links, tree: bool):
     NVLS-tree (several), Simple protocol: the tuner's latency + bytes / bandwidth plus the fill."""
     n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
     bus = links.intra * links.nvls_gain
-    if tree:
-        bus = np.minimum(bus, links.net * np.where(k <= 2, 2.0, 1.0))
+    if tree:  # beyond two domains the tree halves NVLS's rate, and the NICs bound it (NVLS_TREE_BEYOND_TWO)
+        bus = np.minimum(bus * np.where(k <= 2, 1.0, NVLS_TREE_BEYOND_TWO), links.net * np.where(k <= 2, 2.0, 1.0))
         lat = HW_US[links.intra_kind]["nvls_tree"][2] + 2 * np.floor(np.log2(np.maximum(k, 1))) * (
             HW_US["net"]["nvls_tree"][2] + 2 * links.net_latency_us)
         usable = (k > 1) & (g >= NVLS_MIN_RANKS)
@@ -225,7 +235,9 @@ def _nvls_fill(size, links, bus, tree: bool):
     """Seconds of NVLS's pipeline fill (NVLS_FILL_STAGES loops at the algorithm bandwidth; a payload
     shorter than a loop fills with what it has). NCCL's tuner leaves it out (latency + bytes / bw), so
     it moves the time, not the choice. The tree levels of NVLS-tree pass one chunk per channel each,
-    not a loop, and are not charged."""
+    not a loop, and are not charged (one more loop per tree level, tried, fits coreweave's 20-rack
+    GB200 intercept but takes stas00's held-out 4-node B200 points at 128 / 256 MiB from -13 / +2% to
+    -30 / -12%: not adopted)."""
     n = _arr(links.ranks)
     algbw = np.where(bus > 0, bus, 1.0) * n / (2 * np.maximum(n - 1, 1))
     return NVLS_FILL_STAGES * np.minimum(nvls_loop_bytes(links, tree), _arr(size)) / algbw
@@ -256,6 +268,21 @@ def _pat(size, links):
     return np.where(usable, lat * 1e-6 + _arr(size) / bus, np.inf), bus
 
 
+def _with_net_fill(kind: str, size, links, algorithm: str, protocol: str, seconds, bus):
+    """``seconds`` plus the network path's staging fill on several domains: net_stages passes of
+    min(payload, net_stage_bytes) at the option's algorithm bandwidth (bus / the busbw factor; PAT's
+    bus is already per byte of payload). The single-domain NVLS option never touches the network."""
+    if algorithm == "nvls":
+        return seconds
+    n, k = _arr(links.ranks), _arr(links.nodes)
+    factor = 1.0 if algorithm == "pat" else (2 if kind == "all_reduce" else 1) * (n - 1) / np.maximum(n, 1)
+    algbw = np.where(_arr(bus) > 0, _arr(bus), 1.0) / factor
+    if algorithm == "tree":  # the physical rate: NCCL's mid-size tree correction is its own fudge
+        algbw = algbw / _tree_correction(size, PROTOCOLS.index(protocol))
+    fill = links.net_stages * np.minimum(_arr(size), links.net_stage_bytes) / algbw
+    return seconds + np.where(k > 1, fill, 0.0)
+
+
 def options(kind: str, size, links) -> dict[tuple[str, str], tuple[object, object, object]]:
     """Every (algorithm, protocol) NCCL weighs for ``kind`` with its (seconds, bus bandwidth,
     seconds as NCCL's tuner estimates them); unavailable ones take infinite seconds."""
@@ -270,6 +297,9 @@ def options(kind: str, size, links) -> dict[tuple[str, str], tuple[object, objec
     found = {key: (value + (value[0],) if len(value) == 2 else value) for key, value in found.items()}
     if kind == "all_reduce":
         found |= {("tree", p): _tree(size, links, i) for i, p in enumerate(PROTOCOLS)}
+    if links.net_stages:  # the network path's staging (topology.NETWORK_PROFILES): time, not the choice
+        found = {key: (_with_net_fill(kind, size, links, *key, value[0], value[1]),) + value[1:]
+                 for key, value in found.items()}
     if links.algorithm is not None:  # NCCL_ALGO forced (a benchmark's setting), one or a comma list
         allowed = set(links.algorithm.split(","))
         found = {key: value for key, value in found.items() if key[0] in allowed}

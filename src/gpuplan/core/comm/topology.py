@@ -27,6 +27,31 @@ DEFAULT_SCALE_OUT_LATENCY = 15e-6
 # A typical InfiniBand NDR rail-optimised node: one 400 Gb/s NIC per GPU (DGX H100 BasePOD).
 DEFAULT_NIC_GBIT_PER_GPU = 400.0
 
+NETWORK_PROFILES = {
+    # GCP A3 Mega, GPUDirect-TCPXO (TCP offload through the FasTrak net plugin, not RDMA): 8 x 200 Gb/s
+    # per node (GCP "A3 Mega" machine type; AI-Hypercomputer/gpu-recipes@d9e8da3 a3mega nccl-tests).
+    # NCCL has no latency constants for it and the TCPX plugin reports latency 0 (google/
+    # nccl-plugin-gpudirecttcpx@4b8ea7f src/net_tcpx.cc 'props->latency = 0'), so both figures below
+    # are FITTED on named rows of the one public A3 Mega nccl-tests log (lessizzmore/create-a3mega-
+    # ztan-fork ztan-NCCL-test-result@02dd8f4, all_reduce, 16 ranks, out-of-place column;
+    # jobs/validation/collectives.py tcpxo_fit reproduces both):
+    # - net_latency_us: the 8 B - 16 KiB rows (12 rows, 123-147 us, not in the scored sweep): NCCL's
+    #   tree/Simple latency 8.4 + 2 x (7 x 4.0 + 14 + 2 x lat) meets their median 125 us at 8.4 us;
+    # - net_stages: a least-squares line through the 1 - 8 GiB rows (4 rows, scored as 'fitted'):
+    #   intercept 0.93 ms = the latency + one fixed fill (slope 184 GB/s algbw; the model's tree is
+    #   bound by H100's NVLink chain at 0.92 x 360 / 2 = 166 GB/s): 8.5 passes of net_stage_bytes at
+    #   166 GB/s. net_stage_bytes is not fitted: under the profile's NCCL_BUFFSIZE=8388608 a tree/Simple
+    #   step is 8 MiB / NCCL_STEPS 8 = 1 MiB and calcCollChunking (src/enqueue.cc @v2.26.2-1: chunkSteps
+    #   = 1 except ring/Simple) keeps that chunk, so with NCCL_COLLECTIVE_CTAS = 16 channels up to
+    #   16 x 1 MiB = 16 MiB each channel's share is one chunk that crosses the whole tree alone (up the
+    #   chain, across, down) and the fill grows with the payload; beyond, chunks queue behind it and the
+    #   fill stays. The held-out 32 KiB - 8 MiB rows test the unpipelined part: their time grows at
+    #   ~21 GB/s, the model's 166 / (1 + 8.5) = 17.5 GB/s.
+    "gpudirect-tcpxo": {"nic_gbit_per_gpu": 200.0, "net_latency_us": 8.4,
+                        "net_stage_bytes": 16 * 2**20, "net_stages": 8.5},
+}
+"""Scale-out networks whose path NCCL's tuner constants do not describe (name -> Cluster fields)."""
+
 
 @dataclass(frozen=True)
 class GroupLinks:
@@ -48,6 +73,10 @@ class GroupLinks:
     net_latency_us: float = 0.0
     algorithm: str | None = None
     protocol: str | None = None
+    net_stage_bytes: float = 0.0
+    """Bytes the network path holds before it forwards (Cluster.net_stage_bytes); 0 = none."""
+    net_stages: float = 0.0
+    """How many such holds a multi-domain collective passes (Cluster.net_stages)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +103,10 @@ class Cluster:
     """NCCL algorithms allowed (NCCL_ALGO: one, or a comma list such as 'ring,tree'), None = NCCL's choice."""
     protocol: str | None = None
     """NCCL protocols allowed (NCCL_PROTO: 'LL', 'LL128', 'Simple' or a comma list), None = all."""
+    net_stage_bytes: float = 0.0
+    """Bytes of a collective the network path stages before forwarding (NETWORK_PROFILES); 0 = none."""
+    net_stages: float = 0.0
+    """Staging passes a collective across domains pays, each min(payload, net_stage_bytes) / algbw."""
 
     def group(self, ranks, stride=1) -> GroupLinks:
         """The links of a communicator of ``ranks`` ranks whose members are ``stride`` ranks apart
@@ -85,7 +118,8 @@ class Cluster:
                           per_node * self.scale_out_bandwidth * self.scale_out_efficiency,
                           arch=self.gpu.collective_arch or "ampere", intra_kind="pci" if pcie else "nvlink",
                           nvls_gain=self.nvls_gain, collnet=self.collnet, net_latency_us=self.net_latency_us,
-                          algorithm=self.algorithm, protocol=self.protocol)
+                          algorithm=self.algorithm, protocol=self.protocol,
+                          net_stage_bytes=self.net_stage_bytes, net_stages=self.net_stages)
 
     def link(self, group_span: int) -> tuple[float, float]:
         """(achievable bandwidth per GPU per direction, latency) for a group spanning

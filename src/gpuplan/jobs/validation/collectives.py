@@ -64,8 +64,15 @@ def sweep_links(sweep: dict, series: dict, per_node: int):
     from gpuplan.catalog import load_accelerator
     from gpuplan.core.comm.topology import cluster_for
 
+    from gpuplan.core.comm.topology import NETWORK_PROFILES
+
     network = sweep_network(sweep, series)
     extra = {}
+    profile = dict(NETWORK_PROFILES[network["profile"]]) if network.get("profile") else {}
+    network = {"nic_gbit_per_gpu": profile.pop("nic_gbit_per_gpu", None), **profile, **network}
+    for field in ("net_stage_bytes", "net_stages"):
+        if network.get(field):
+            extra[field] = float(network[field])
     if network.get("nvls") is False:
         extra["nvls_gain"] = 0.0
     for field in ("algorithm", "protocol"):  # NCCL_ALGO / NCCL_PROTO: one name or a list
@@ -116,7 +123,7 @@ def case_kind(sweep: dict, payload: int) -> str:
     transport = sweep.get("network", {}).get("transport")
     if transport:  # a network NCCL has no latency constants for (its plugin's latency unknown)
         where += f" over {transport.split(' (')[0]}"
-    held = "fitted" if sweep["id"] in FITTED_SWEEPS else "held out"
+    held = "fitted" if sweep["id"] in FITTED_SWEEPS or payload in (sweep.get("fitted") or ()) else "held out"
     return f"communication: busbw, {bench}, {where}, payload {regime} ({held})"
 
 
@@ -145,3 +152,34 @@ def collective_cases() -> list[CollectiveCase]:
                 cases.append(CollectiveCase(f"{sweep['id']}-{tag}", case_kind(sweep, payload), busbw * 1e9, predicted,
                                             sweep["cite"], algorithm))
     return cases
+
+
+def tcpxo_fit() -> tuple[float, float]:
+    """(net_latency_us, net_stages) of topology.NETWORK_PROFILES['gpudirect-tcpxo'] from their named
+    rows of the A3 Mega sweep: the latency solves the model's 2-node time at the ``latency_rows``
+    (8 B - 16 KiB, not scored) for their median measured time; the stages turn the intercept of a
+    least-squares line through the sweep's ``fitted`` points (time against payload, all >= 1 GiB, where
+    the fill no longer grows) less that latency into passes of net_stage_bytes at the model's algbw."""
+    import statistics
+    from dataclasses import replace
+
+    import numpy as np
+
+    from gpuplan.core.comm.collectives import chosen
+
+    sweep = next(s for s in collective_sweeps() if s["id"] == "a3mega-h100-2nodes-tcpxo")
+    series = sweep["series"][0]
+    base = sweep_links(sweep, series, int(sweep["gpus_per_node"]))
+    rows = sweep["latency_rows"]
+    zero = replace(base, net_latency_us=0.0, net_stages=0.0)
+    modelled = statistics.median(chosen("all_reduce", size, zero)[2] for size, _ in rows)
+    # tree/Simple on two nodes: the latency enters twice per level, up and down (tuning.cc)
+    latency_us = (statistics.median(us for _, us in rows) * 1e-6 - modelled) / 4 * 1e6
+    n = int(sweep["gpus_per_node"]) * int(sweep["nodes"])
+    points = [(size, 2 * (n - 1) / n * size / (busbw * 1e9)) for size, busbw in series["points"] if size in sweep["fitted"]]
+    _, intercept = np.polyfit([p for p, _ in points], [t for _, t in points], 1)
+    timed = replace(base, net_latency_us=latency_us, net_stages=0.0)
+    _, _, floor, _ = chosen("all_reduce", rows[0][0], timed)  # the latency alone (8 B)
+    _, _, _, bus = chosen("all_reduce", points[-1][0], timed)
+    algbw = bus * n / (2 * (n - 1))  # the model's (H100's NVLink chain binds: 0.92 x 360 / 2 = 166 GB/s)
+    return latency_us, float((intercept - floor) * algbw / base.net_stage_bytes)
