@@ -80,9 +80,13 @@ def writer_nodes(writers: int, devices_per_node: int, nodes: int) -> int:
     return max(1, min(nodes, math.ceil(writers / devices_per_node)))
 
 
-def write_bandwidth(nodes_writing: int, write_per_node: float) -> float:
-    """Aggregate write bytes/s: nodes writing x effective per-node write rate."""
-    return nodes_writing * write_per_node
+def write_bandwidth(nodes_writing: int, write_per_node: float, shared_total: float | None = None) -> float:
+    """Aggregate write bytes/s: nodes writing x their per-node rate, capped by ``shared_total``, the job's
+    share of a shared system (its per-node share x the job's nodes: catalog/storage.toml shared_per_node).
+    When every node writes (ZeRO / FSDP shards) the cap binds; when one DDP replica writes (a few nodes),
+    each of them runs at its node link (the module's formula: min(writer nodes x per-node write, shared))."""
+    aggregate = nodes_writing * write_per_node
+    return aggregate if shared_total is None else min(aggregate, shared_total)
 
 
 def write_seconds(checkpoint_bytes: float, bandwidth: float) -> float:

@@ -54,6 +54,11 @@ class StorageSpec:
         """Effective write bytes/s per node with every writing node writing at once."""
         return _cap(self.node_write, self.shared_high if optimistic else self.shared_per_node)
 
+    def shared_write_total(self, nodes: int) -> float | None:
+        """The job's share of a shared system in bytes/s (per-node share x its nodes); None for node-local
+        storage. A checkpoint written by a few nodes (one DDP replica) is bounded by their links and this."""
+        return None if self.shared_per_node is None else self.shared_per_node * nodes
+
     @property
     def shared_high(self) -> float | None:
         return self.shared_per_node_high or self.shared_per_node

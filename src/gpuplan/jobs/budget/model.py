@@ -187,9 +187,12 @@ def scenario(run: RunFacts, s: BudgetSettings, gpus: float, rate: float | None =
     work = run.wall_seconds * run.gpus / gpus
     writers = C.checkpoint_writers(int(round(gpus)), run.zero, run.model_parallel)
     size = C.checkpoint_size(run.spec, M.RECIPES[run.recipe], M.OPTIMIZERS[s.optimizer], writers)
-    if write_per_node is None:
-        write_per_node = s.storage_write or storage_spec(s.checkpoint_storage or s.storage).write_per_node()
-    bandwidth = C.write_bandwidth(C.writer_nodes(writers, run.devices_per_node, nodes), write_per_node)
+    shared = None  # --storage-write (or a given rate) is the effective rate of each writing node
+    if write_per_node is None and not s.storage_write:
+        store = storage_spec(s.checkpoint_storage or s.storage)
+        write_per_node, shared = store.node_write, store.shared_write_total(nodes)
+    bandwidth = C.write_bandwidth(C.writer_nodes(writers, run.devices_per_node, nodes),
+                                  write_per_node or s.storage_write, shared)
     write_s = C.write_seconds(size.total, bandwidth)
     host_copy = size.shard / s.host_copy
     stall = host_copy if s.async_checkpoint else write_s

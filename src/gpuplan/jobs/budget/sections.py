@@ -117,7 +117,7 @@ def checkpoint_section(run: RunFacts, s: BudgetSettings, sc: Scenario) -> Sectio
              "every rank (ZeRO/FSDP shards states)" if run.zero >= 1 else "one replica: tp x pp ranks (DDP)"),
         Line("ckpt_shard_bytes", "shard per writing rank", size.shard, "bytes", _gb(size.shard), "size / writers"),
         Line("ckpt_write_bandwidth", f"write bandwidth ({kind})", sc.write_bandwidth, "bytes/s", _rate(sc.write_bandwidth),
-             "writer nodes x min(node link, shared bandwidth / node)"),
+             "min(writer nodes x node link, nodes x shared bandwidth / node)"),
         Line("ckpt_write_seconds", "write time", sc.write_seconds, "s", f"{sc.write_seconds:.3g} s", "size / bandwidth"),
         Line("ckpt_stall_sync_seconds", "GPU stall, synchronous save", sc.stall_sync, "s", f"{sc.stall_sync:.3g} s",
              "= write time"),

@@ -18,7 +18,9 @@ STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "imp
 LAYOUT_DEGREES = ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch")
 """A run's ``layout`` (training_runs.yaml), where its training configuration states one: passed as
 `train --tp/--pp/... --micro-batch` would pass it (a degree it leaves out is 1), so the step is timed
-at the layout that ran; a run without one gets the planner's layout for its GPUs."""
+at the layout that ran; a run without one gets the planner's layout for its GPUs. A run whose source
+states only some degrees names them in ``degrees`` (e.g. LLaMA-65B's paper: gradients all-reduced,
+gpuplan's ZeRO-0): those are passed, the planner picks the rest."""
 
 
 def run_inputs(run: dict[str, Any]):
@@ -30,6 +32,7 @@ def run_inputs(run: dict[str, Any]):
     stated = {k: run[k] for k in STATED if k in run}
     if run.get("layout"):  # every degree fixed, those the configuration leaves out at 1 (no vpp, cp, ep then)
         stated |= {k: int(run["layout"].get(k, 1)) for k in LAYOUT_DEGREES}
+    stated |= {k: int(v) for k, v in (run.get("degrees") or {}).items()}  # an unknown name: the schema refuses it
     return BudgetInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"), params=run.get("params"),
                         gpus=int(run["gpus"]), mfu="predicted", dtype=run.get("dtype", "bf16"),
                         seq_len=int(run.get("seq_len", 2048)), **batch, **stated)
@@ -65,5 +68,12 @@ def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
     goodput = report.value("fail_goodput")
     basis = (f"predicted MFU {report.value('mfu'):.3f}, goodput {goodput:.1%}"
              + (f", batch ramp x{factor:.3f}" if factor != 1.0 else "")
-             + (f", stated layout {report.line('mem_layout').text}" if run.get("layout") else ""))
+             + (f", stated layout {report.line('mem_layout').text}" if run.get("layout") else "")
+             + (f", stated {_degrees_text(run['degrees'])}: {report.line('mem_layout').text}"
+                if run.get("degrees") and not run.get("layout") else ""))
     return wall * factor * gpus / 3600, basis
+
+
+def _degrees_text(degrees: dict[str, Any]) -> str:
+    """The degrees a run's source fixes, as `train` options: {'zero': 0} -> '--zero 0'."""
+    return " ".join(f"--{k.replace('_', '-')} {int(v)}" for k, v in degrees.items())
