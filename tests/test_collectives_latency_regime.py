@@ -7,7 +7,8 @@ import pytest
 
 from gpuplan.catalog import load_accelerator
 from gpuplan.core.comm.collectives import NVLS_TREE_BEYOND_TWO, chosen
-from gpuplan.core.comm.topology import NETWORK_PROFILES, cluster_for
+from gpuplan.core.comm.topology import NETWORK_PROFILES, cluster_for, network_profile
+from gpuplan.errors import InputError
 from gpuplan.jobs.validation.collectives import collective_sweeps, model_bus_bandwidth, tcpxo_fit
 
 
@@ -85,3 +86,21 @@ def test_h100_beyond_two_nodes_prefers_the_ring_as_nccl_1221_reports():
     cluster = cluster_for(load_accelerator("h100-sxm"))
     assert chosen("all_reduce", 2**33, cluster.group(32))[0] == "ring"
     assert chosen("all_reduce", 2**33, cluster.group(16))[0] == "nvls_tree"
+
+
+def test_network_profile_names_the_valid_choices_on_a_bad_name():
+    with pytest.raises(InputError) as caught:
+        network_profile("tcpx-typo")
+    assert "gpudirect-tcpxo" in str(caught.value) and "network" in str(caught.value)
+
+
+def test_network_profile_builds_a_cluster_that_pays_the_fill():
+    """cluster_for with the profile's fields: a 2 x 8 H100 group pays the staging fill, one node none."""
+    fields = network_profile("gpudirect-tcpxo")
+    cluster = cluster_for(load_accelerator("h100-sxm"), nic_gbit_per_gpu=fields.pop("nic_gbit_per_gpu"),
+                          **fields)
+    assert cluster.scale_out_bandwidth == pytest.approx(25e9)
+    two_nodes, one_node = cluster.group(16), cluster.group(8)
+    assert two_nodes.net_stages == 8.5 and two_nodes.net_latency_us == 8.4
+    bare = replace(one_node, net_stages=0.0)
+    assert chosen("all_reduce", 2**24, one_node)[2] == chosen("all_reduce", 2**24, bare)[2]

@@ -46,11 +46,22 @@ NETWORK_PROFILES = {
     #   16 x 1 MiB = 16 MiB each channel's share is one chunk that crosses the whole tree alone (up the
     #   chain, across, down) and the fill grows with the payload; beyond, chunks queue behind it and the
     #   fill stays. The held-out 32 KiB - 8 MiB rows test the unpipelined part: their time grows at
-    #   ~21 GB/s, the model's 166 / (1 + 8.5) = 17.5 GB/s.
+    #   ~21 GB/s, the model's 166 / (1 + 8.5) = 17.5 GB/s. Cross-check, not used: a lone chunk per
+    #   channel crossing 14 NVLink hops at 360 / 16 = 22.5 GB/s and 2 network hops at 23 / 2 = 11.5 GB/s
+    #   (16 channels on 8 NICs) moves S / 20.1 GB/s below 16 MiB, and a 1 MiB chunk's crossing less its
+    #   share of the bandwidth time is 0.73 ms of fill (fitted: 8.5 x 16 MiB / 166 GB/s = 0.86 ms).
     "gpudirect-tcpxo": {"nic_gbit_per_gpu": 200.0, "net_latency_us": 8.4,
                         "net_stage_bytes": 16 * 2**20, "net_stages": 8.5},
 }
 """Scale-out networks whose path NCCL's tuner constants do not describe (name -> Cluster fields)."""
+
+
+def network_profile(name: str) -> dict:
+    """A copy of NETWORK_PROFILES[name]: nic_gbit_per_gpu for cluster_for plus Cluster fields
+    (cluster_for(gpu, nic_gbit_per_gpu=p.pop('nic_gbit_per_gpu'), **p))."""
+    if name not in NETWORK_PROFILES:
+        raise InputError("network", name, f"one of {', '.join(sorted(NETWORK_PROFILES))}")
+    return dict(NETWORK_PROFILES[name])
 
 
 @dataclass(frozen=True)

@@ -64,11 +64,11 @@ def sweep_links(sweep: dict, series: dict, per_node: int):
     from gpuplan.catalog import load_accelerator
     from gpuplan.core.comm.topology import cluster_for
 
-    from gpuplan.core.comm.topology import NETWORK_PROFILES
+    from gpuplan.core.comm.topology import network_profile
 
     network = sweep_network(sweep, series)
     extra = {}
-    profile = dict(NETWORK_PROFILES[network["profile"]]) if network.get("profile") else {}
+    profile = network_profile(network["profile"]) if network.get("profile") else {}
     network = {"nic_gbit_per_gpu": profile.pop("nic_gbit_per_gpu", None), **profile, **network}
     for field in ("net_stage_bytes", "net_stages"):
         if network.get(field):
