@@ -56,3 +56,26 @@ def test_an_unknown_degree_name_is_refused():
     run = {"tokens": 1e12, "gpu": "a100-sxm4-80gb", "model": "llama-65b", "gpus": 64, "degrees": {"zerro": 0}}
     with pytest.raises(Exception, match="zerro"):
         run_inputs(run)
+
+
+def test_a_total_given_as_rate_times_tokens_is_compared_with_the_steady_state():
+    """LLaMA's Table 15 hours are Sec. 2.4's rate over the tokens: 1.4e12 / 1,022,362 / 3,600 = 380.4
+    tokens/s/GPU (the paper: 'around 380'); DeepSeek-V3's 2,664K are 14.8 x its 180K per trillion tokens.
+    Neither holds downtime, so the end-to-end kind compares the budget's steady state for them."""
+    from gpuplan.catalog import reference_runs
+    from gpuplan.jobs.budget.estimate import estimate_budget
+    from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, run_inputs
+
+    runs = {r["id"]: r for r in reference_runs()["runs"]}
+    llama, deepseek = runs["llama1-65b"], runs["deepseek-v3"]
+    assert 1.4e12 / llama["measured_gpu_hours"] / 3600 == pytest.approx(380.4, abs=0.05)
+    assert deepseek["measured_gpu_hours"] == pytest.approx(14.8 * 180_000)
+    assert llama["reported_as"] == deepseek["reported_as"] == "rate"
+    report = estimate_budget(run_inputs(llama))
+    hours, basis = end_to_end_gpu_hours(llama)
+    assert hours == pytest.approx(report.value("gpu_hours_with_comm"))
+    assert report.value("fail_goodput") < 1.0 and "not added" in basis
+    # runs whose figure is wall-clock x chips keep the failures: BLOOM's 'compute hours' (1,082,990 / 384 = 117.5
+    # days, March 11 to July 6 2022) and PaLM's chip-hours with downtime and rollbacks (its note)
+    assert all("reported_as" not in runs[i] for i in ("bloom-176b", "palm-540b"))
+    assert 1_082_990 / 384 / 24 == pytest.approx(117.5, abs=0.05)

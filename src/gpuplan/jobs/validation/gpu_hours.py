@@ -50,7 +50,8 @@ def ramp_phases(run: dict[str, Any]) -> list[tuple[float, float]]:
 
 
 def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
-    """(GPU-hours with the ramp, checkpoints and failures, basis) for a run that states its GPUs."""
+    """(GPU-hours with the ramp, checkpoints and failures, basis) for a run that states its GPUs; for a run
+    whose source gives its total as a steady rate x tokens (``reported_as: rate``), the steady state."""
     if "gpus" not in run:
         return None
     from gpuplan.jobs.budget.estimate import estimate_budget
@@ -60,6 +61,8 @@ def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
 
     inputs = run_inputs(run)
     report = estimate_budget(inputs)
+    if run.get("reported_as") == "rate":
+        return report.value("gpu_hours_with_comm"), _rate_basis(run, report)
     wall, gpus = report.value("fail_wall_seconds"), report.value("gpus_rented")
     factor = 1.0
     if ramp_phases(run):
@@ -72,6 +75,17 @@ def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
              + (f", stated {_degrees_text(run['degrees'])}: {report.line('mem_layout').text}"
                 if run.get("degrees") and not run.get("layout") else ""))
     return wall * factor * gpus / 3600, basis
+
+
+def _rate_basis(run: dict[str, Any], report) -> str:
+    """Basis of a run whose source gives its total as a steady rate x tokens (``reported_as: rate``): the
+    budget's steady-state GPU-hours are compared, its failures and checkpoints (and any batch ramp) shown
+    but not added, since the source's figure holds none of them."""
+    degrees = (f", stated {_degrees_text(run['degrees'])}: {report.line('mem_layout').text}"
+               if run.get("degrees") else "")
+    return (f"predicted MFU {report.value('mfu'):.3f}, steady state: the source's total is its rate x tokens "
+            f"(goodput {report.value('fail_goodput'):.1%}" + (", batch ramp" if ramp_phases(run) else "")
+            + " not added)" + degrees)
 
 
 def _degrees_text(degrees: dict[str, Any]) -> str:
