@@ -79,3 +79,25 @@ def test_a_total_given_as_rate_times_tokens_is_compared_with_the_steady_state():
     # days, March 11 to July 6 2022) and PaLM's chip-hours with downtime and rollbacks (its note)
     assert all("reported_as" not in runs[i] for i in ("bloom-176b", "palm-540b"))
     assert 1_082_990 / 384 / 24 == pytest.approx(117.5, abs=0.05)
+
+
+def test_tinyllama_row_states_its_lit_gpt_layout():
+    """TinyLlama (jzhang38/TinyLlama README and pretrain/tinyllama.py): 16 A100-40G, 2M-token batch = 1,024 x
+    2,048, FSDP FULL_SHARD (ZeRO-3), micro-batch 8: 1,024 / 16 = 64 sequences a GPU = 8 micro-batches; 3,456
+    GPU-hours on 300B tokens = 16 x 9 days x 24 h; its 24k tokens/s/GPU gives 3,472."""
+    from gpuplan.catalog import load_model, reference_runs
+    from gpuplan.core.model.spec import count_parameters
+    from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, run_inputs
+
+    run = {r["id"]: r for r in reference_runs()["runs"]}["tinyllama-1.1b"]
+    inputs = run_inputs(run)
+    assert (inputs.gpus, inputs.global_batch, inputs.seq_len) == (16, 1024, 2048)
+    assert (inputs.tp, inputs.pp, inputs.zero, inputs.micro_batch) == (1, 1, 3, 8)
+    assert run["measured_gpu_hours"] == 16 * 9 * 24
+    assert 300e9 / 24_000 / 3600 == pytest.approx(3472.2, abs=0.1)
+    # 2 x 32,000 x 2,048 + 22 x (2 x 2,048^2 + 2 x 2,048 x 256 + 3 x 2,048 x 5,632 + 2 x 2,048) + 2,048
+    assert count_parameters(load_model("tinyllama-1.1b")).total == 1_100_048_384
+    hours, basis = end_to_end_gpu_hours(run)
+    assert "stated layout dp16 tp1 pp1 ZeRO-3 mb8" in basis
+    # the README's 56% MFU and the step model's need not agree; the row is held out: within 15%
+    assert abs(hours / 3456 - 1) < 0.15
