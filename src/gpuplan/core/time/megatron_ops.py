@@ -86,6 +86,19 @@ RECIPES = ("current", "delayed", "mxfp8", "nvfp4")
 CROSS_ENTROPY = ("te", "native")
 NVFP4_SCALED_BYTES = 0.5 + 1.0 / 16  # e2m1 + one E4M3 scale per 16 elements
 MXFP8_SCALED_BYTES = 1.0 + 1.0 / 32  # e4m3 + one E8M0 scale per 32 elements
+# Share of a layer's counted TP collectives (core.comm.step_comm._tp_cost: 4 reduce-scatter +
+# all-gather pairs, 2 forward, 2 backward) that TE's linears hide without userbuffers
+# (StepSettings.tp_overlap): in the backward of a column-parallel linear under sequence parallelism
+# (QKV, fc1) the reduce-scatter of dgrad is issued async_op=True and runs beside the wgrad GEMM
+# (transformer_engine/pytorch/module/linear.py, v2.9, L730-745; layernorm_linear.py L746-749;
+# layernorm_mlp.py L1136-1139), and the re-gather of the saved input shard beside the dgrad GEMM
+# (linear.py L636-665, layernorm_linear.py L669-672: traffic the count leaves out); the row-parallel
+# linears' grad_output all-gather (base.py grad_output_preprocess, L1145-1151) and the forward's
+# gathers and reduce-scatters block. 2 of the 8 counted collectives hidden: 0.25. Megatron-Core's
+# own linears do the same (tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication).
+# With userbuffers the same two are TE's bulk overlaps (qkv_wgrad / fc1_wgrad BulkOverlapCfg) and
+# the other six are the ring-exchange ones tp_comm_overlap chunks: 3 pairs / tp exposed.
+TE_HIDDEN_TP_SHARE = 0.25
 # Megatron-Bridge providers that set cross_entropy_fusion_impl = "te" (llama_provider.py:
 # Llama3ModelProvider8B / 70B, Llama31ModelProvider405B); the others keep GPTModelProvider's 'native'
 TE_CROSS_ENTROPY_MODELS = ("llama-3-8b", "llama-3-70b", "llama-3.1-405b")

@@ -17,7 +17,7 @@ from gpuplan.catalog import load_accelerator
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE
 from gpuplan.core.time.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.time.titan_ops import from_framework_label
-from gpuplan.core.time.megatron_ops import loss_impl
+from gpuplan.core.time.megatron_ops import TE_HIDDEN_TP_SHARE, loss_impl
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 
@@ -113,8 +113,11 @@ def tp_comm_overlapped(run: dict[str, Any]) -> bool:
     (Megatron-Bridge @067f987 recipes/llama/h100/llama3.py CommOverlapConfig(tp_comm_overlap=True,
     tp_comm_overlap_cfg=userbuffers_*), perf_recipes/llama/{h100,b200,gb200}/llama3*.py
     tp_comm_overlap_cfg = userbuffers_*); the Llama 2 recipe (recipes/llama/h100/llama2.py) and
-    the MoE recipes (qwen3_moe, deepseek) set tp_comm_overlap=False."""
-    if run["layout"]["tp"] <= 1:
+    the MoE recipes (qwen3_moe, deepseek) set tp_comm_overlap=False. NVFP4 rows run without it: every
+    Llama perf config sets ``tp_comm_overlap = False if precision == "nvfp4"`` (scripts/performance/
+    configs/llama3/llama3_llm_pretrain.py@v0.2.2 L78; configs/llama/llama3_llm_pretrain.py@v0.3.0 L79,
+    @v0.5.0 L80; configs/llama/llama31_llm_pretrain.py@v0.3.0 L74, @v0.5.0 L87), TE's async backward only."""
+    if run["layout"]["tp"] <= 1 or run.get("precision") == "nvfp4":
         return False
     if run["family"].startswith("torchtitan"):
         return "AsyncTP" in run["framework"]
@@ -180,6 +183,8 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # (src/megatron/bridge/recipes/qwen/*/qwen3_moe.py, perf_recipes/*)
                             expert_tp=None if torchtitan else 1,
                             tp_comm_overlap=tp_comm_overlapped(run),
+                            # TE's linears: the column-parallel backward's reduce-scatter beside wgrad
+                            tp_overlap=0.0 if torchtitan else TE_HIDDEN_TP_SHARE,
                             # the MoE dispatcher and the combined 1F1B all-to-all overlap of the
                             # release's recipe (the row's moe_comm, read from Megatron-Bridge at its tag)
                             ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",

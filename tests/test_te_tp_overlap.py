@@ -1,0 +1,65 @@
+"""TE's linears hide 2 of the 8 TP collectives a layer is charged (core.time.megatron_ops.TE_HIDDEN_TP_SHARE),
+and Megatron-Bridge's NVFP4 Llama recipes run without userbuffers (published_throughput.tp_comm_overlapped)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.core.time.megatron_ops import TE_HIDDEN_TP_SHARE
+
+
+def _tp_cost(run, **overrides):
+    """The TP CollectiveCost of a published row's step, as predict_tokens_per_gpu_s builds it."""
+    import gpuplan.core.time.step as S
+    from gpuplan.jobs.validation import published_throughput as P
+
+    seen = {}
+    original = S.step_communication
+
+    def keep(*args, **kwargs):
+        seen["costs"] = original(*args, **kwargs)
+        return seen["costs"]
+
+    S.step_communication = keep
+    try:
+        P.predict_tokens_per_gpu_s(run, **overrides)
+    finally:
+        S.step_communication = original
+    return next(c for c in seen["costs"] if c.parallelism == "TP")
+
+
+def test_te_hides_the_column_parallel_backward_reduce_scatters():
+    """Per layer: forward AG + RS for attention and MLP (4, blocking), backward the row-parallel
+    linears' grad_output AGs (2, blocking) and the column-parallel dgrad RSs (2, async beside
+    wgrad): 2 of 8 hidden."""
+    hidden = {"qkv dgrad RS", "fc1 dgrad RS"}
+    counted = {"qkv AG", "proj RS", "fc1 AG", "fc2 RS", "proj grad AG", "fc2 grad AG"} | hidden
+    assert TE_HIDDEN_TP_SHARE == len(hidden) / len(counted) == 0.25
+
+
+@pytest.fixture(scope="module")
+def rows():
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    return {r["id"]: r for r in published_throughput_rows()}
+
+
+def test_nvfp4_rows_expose_three_quarters_of_their_tp_traffic(rows):
+    """26.04.01 GB200 Llama 3.1 405B at tp 4: the NVFP4 row (no userbuffers) leaves 0.75 of the TP
+    time exposed, the FP8-CS row (userbuffers, one chunk in tp) 0.75 / 4."""
+    from gpuplan.jobs.validation.published_throughput import tp_comm_overlapped
+
+    nvfp4 = rows["mbridge-26.04.01-llama-3.1-405b-gb200-256g-nvfp4"]
+    fp8 = rows["mbridge-26.04.01-llama-3.1-405b-gb200-256g-fp8cs"]
+    assert nvfp4["layout"]["tp"] == fp8["layout"]["tp"] == 4
+    assert not tp_comm_overlapped(nvfp4) and tp_comm_overlapped(fp8)
+    plain, chunked = _tp_cost(nvfp4), _tp_cost(fp8)
+    assert plain.exposed == pytest.approx(0.75 * plain.total, rel=1e-9)
+    assert chunked.exposed == pytest.approx(0.75 / 4 * chunked.total, rel=1e-9)
+
+
+def test_torchtitan_rows_keep_every_tp_collective_on_the_path(rows):
+    """torchtitan's DTensor TP (no AsyncTP) waits on each collective it issues: nothing hidden."""
+    vanilla = rows["torchtitan-2506-llama-3.1-70b-256g-bf16-vanilla-tp"]
+    cost = _tp_cost(vanilla)
+    assert cost.total > 0 and cost.exposed == pytest.approx(cost.total, rel=1e-9)
