@@ -27,11 +27,12 @@ def test_per_op_costs_are_core_time_host_carried_over():
 
 def test_alltoall_hand_worked_32_local_experts_fp8():
     # after the sync: 6 dispatcher + 10 expert-module ops x 7.547 us = 120.7 us, plus 4 launches
-    # (quantise + GEMM for fc1 and fc2) x 32 experts x 3.250 us = 416.0 us: 536.8 us of host time
+    # (quantise + GEMM for fc1 and fc2) x 32 experts x 3.250 us = 416.0 us: 536.8 us counted
     host = M.host_after_sync_seconds("alltoall", 32, "fp8")
     assert host == pytest.approx(536.8 * US, abs=0.5 * US)
-    # the GPU has the experts' 100 us and the token all-to-all's 50 us queued: 386.8 us exposed
-    assert M.exposed_host_seconds("alltoall", 32, "fp8", 100 * US, 50 * US) == pytest.approx(386.8 * US, abs=0.5 * US)
+    # sync to sync the host needs 2,990 + 536.8 = 3,526.8 us; a 3,000 us GPU forward leaves 526.8 us
+    assert M.MOE_LAYER_HOST_SECONDS == pytest.approx(2990 * US)
+    assert M.exposed_host_seconds("alltoall", 32, "fp8", 3000 * US) == pytest.approx(526.8 * US, abs=0.5 * US)
     # BF16: no quantisations, 2 launches per expert: 120.7 + 208.0 = 328.8 us
     assert M.host_after_sync_seconds("alltoall", 32, "bf16") == pytest.approx(328.8 * US, abs=0.5 * US)
 
@@ -42,23 +43,23 @@ def test_eager_expert_bias_adds_two_python_ops_per_local_expert():
     assert M.EAGER_BIAS_PYTHON_OPS_PER_EXPERT == 2
     host = M.host_after_sync_seconds("alltoall", 32, "bf16", eager_bias=True)
     assert host == pytest.approx(811.8 * US, abs=0.5 * US)
-    assert M.exposed_host_seconds("alltoall", 32, "bf16", 100 * US, 50 * US, eager_bias=True) == \
-        pytest.approx(661.8 * US, abs=0.5 * US)
+    # 2,990 + 811.8 - 3,000 us of GPU forward = 801.8 us
+    assert M.exposed_host_seconds("alltoall", 32, "bf16", 3000 * US, eager_bias=True) == \
+        pytest.approx(801.8 * US, abs=0.5 * US)
 
 
-def test_flex_syncs_after_the_transfer_so_no_all_to_all_hides_its_launches():
-    # flex: 2 + 10 ops = 90.6 us + 416.0 us = 506.6 us; its sync waits for the dispatch itself,
-    # so the all-to-all is not cover: 506.6 - 100 = 406.6 us, where alltoall's is 386.8 us
-    flex = M.exposed_host_seconds("flex", 32, "fp8", 100 * US, 50 * US)
-    assert flex == pytest.approx(406.6 * US, abs=0.5 * US)
-    assert flex != pytest.approx(M.exposed_host_seconds("alltoall", 32, "fp8", 100 * US, 50 * US), abs=1 * US)
-    # enough GPU work behind the sync hides the launches entirely
-    assert M.exposed_host_seconds("flex", 32, "fp8", 600 * US, 0.0) == 0.0
+def test_flex_counts_fewer_python_ops_and_a_long_forward_hides_the_host():
+    # flex: 2 + 10 ops = 90.6 us + 416.0 us = 506.6 us, 4 ops (30.2 us) fewer than alltoall's
+    flex = M.exposed_host_seconds("flex", 32, "fp8", 3000 * US)
+    assert flex == pytest.approx(496.6 * US, abs=0.5 * US)
+    assert M.exposed_host_seconds("alltoall", 32, "fp8", 3000 * US) - flex == pytest.approx(4 * 7.547 * US, rel=1e-3)
+    # enough GPU work between the syncs hides the host entirely
+    assert M.exposed_host_seconds("flex", 32, "fp8", 3600 * US) == 0.0
 
 
 def test_paired_micro_batch_backward_covers_the_launches():
-    alone = M.exposed_host_seconds("alltoall", 32, "fp8", 100 * US, 50 * US)
-    paired = M.exposed_host_seconds("alltoall", 32, "fp8", 100 * US, 50 * US, paired_mlp_backward=200 * US)
+    alone = M.exposed_host_seconds("alltoall", 32, "fp8", 3000 * US)
+    paired = M.exposed_host_seconds("alltoall", 32, "fp8", 3000 * US, paired_mlp_backward=200 * US)
     assert alone - paired == pytest.approx(200 * US, abs=1e-9)
 
 
@@ -83,8 +84,9 @@ def test_cuda_graphs_remove_the_term_and_eager_adds_it_per_layer_and_micro_batch
     assert eager.total > graph.total
     # pp 1: no bubble, so the step grows by micro-batches x MoE layers x the per-layer exposure
     per_layer = (eager.total - graph.total) / (4 * spec.num_moe_layers)
-    # at most the host time after the sync minus the experts' own GPU time (the all-to-all covers the rest)
-    upper = M.host_after_sync_seconds("alltoall", 16, "fp8") - phases.mlp_forward
+    # at most the host's sync-to-sync time minus the layer's forward without its all-to-alls
+    upper = M.MOE_LAYER_HOST_SECONDS + M.host_after_sync_seconds("alltoall", 16, "fp8") \
+        - phases.pre_dispatch_forward - phases.mlp_forward
     assert 0 < per_layer <= upper + 1e-12
 
 
@@ -95,7 +97,11 @@ def test_published_rows_take_the_recipes_cuda_graphs():
     assert all(rows[i]["moe_comm"]["cuda_graph"] == "full_iteration" for i in graphed)
     assert all("cuda_graph" in rows[i]["derived"] for i in graphed)  # each cites its recipe
     assert moe_launch(rows["mbridge-26.08-qwen3-30b-a3b-gb200-8g-mxfp8"]["moe_comm"]) == "graph"
-    assert moe_launch(rows["mbridge-25.09-qwen3-30b-a3b-b200-8g-fp8cs"]["moe_comm"]) == "eager"
+    # the 25.09 perf script pads to capacity (apply_moe_token_drop): static split sizes, no sync
+    token_drop = rows["mbridge-25.09-qwen3-30b-a3b-b200-8g-fp8cs"]
+    assert moe_launch(token_drop["moe_comm"], token_drop["model"]["name"]) == "static"
+    dropless = rows["mbridge-26.04-qwen3-30b-a3b-h100-sxm-16g-fp8cs"]
+    assert moe_launch(dropless["moe_comm"], dropless["model"]["name"]) == "eager"
     assert moe_launch({}) == "none"
     assert replace(StepSettings(), moe_launch="eager").moe_launch in M.MOE_LAUNCH_MODES
 
@@ -116,6 +122,8 @@ def test_megatron_plans_charge_all_experts_on_one_gpu():
     eager = step_time(spec, cluster, settings, dp=8, ep=1, micro_batch=1, micro_batches=4).total
     none = step_time(spec, cluster, replace(settings, moe_launch="graph"), dp=8, ep=1, micro_batch=1,
                      micro_batches=4).total  # a graph removes the host term alone
-    # pp 1, no bubble: 4 micro-batches x 48 MoE layers x (1,785 us - the MLP forward)
-    assert eager - none == pytest.approx(4 * 48 * (1785 * US - phases.mlp_forward), rel=1e-3)
+    # pp 1, no bubble, ep 1 (no all-to-all): 4 micro-batches x 48 MoE layers x
+    # (2,990 + 1,785 us - the layer's forward)
+    layer = phases.pre_dispatch_forward + phases.mlp_forward
+    assert eager - none == pytest.approx(4 * 48 * (2990 * US + 1785 * US - layer), rel=1e-3)
     assert eager - none > 0.1

@@ -24,58 +24,65 @@ core_v0.15.0 (NeMo 25.11; the line numbers below are that tag's):
   the Megatron-Bridge recipes set only together with full-iteration CUDA graphs
   (perf_recipes/qwen/common.py@v0.6.0 ``_enable_hybridep_full_iteration_mxfp8``).
 
-After the sync the GPU is idle until the host's launches reach it; it stays busy once they come
-faster than it works. The ops issued after the sync are mostly tiny launches (one quantisation
-and one cuBLAS GEMM per local expert and linear: TE GroupedLinear's ``split_quantize`` and
-``general_grouped_gemm`` loop over the experts in C++), so with many local experts and few tokens
-per expert (micro-batch 1) the host falls behind the GPU and the difference is exposed:
+Each sync empties the host's lead: from one MoE layer's sync to the next layer's, the GPU runs only
+what the host has issued since, so that stretch (the experts, the combine, the next layer's
+attention, router and dispatcher preprocessing) takes the longer of its host and GPU times. Per MoE
+layer and micro-batch:
 
-    exposed per MoE layer and micro-batch = max(0, host_after_sync - gpu_after_sync)
+    exposed = max(0, host_layer - gpu_layer_forward)
+    host_layer = MOE_LAYER_HOST_SECONDS + host_after_sync
 
-host_after_sync = (dispatcher ops + expert-module ops) x the carried cost of a forward ATen op
-(core.time.host: r x (CPU seconds per op - c) + k) + launches x k (C++ loops pay the CUDA launch
-only); gpu_after_sync = the layer's MLP forward (experts, shared experts; MoeLayerPhases) + the
-all-to-all calls the GPU runs after the sync (+ the paired micro-batch's MLP backward under the
-combined 1F1B schedule, which runs on the other stream meanwhile). Before the sync and in the
-backward (the autograd engine needs no host value: the split sizes are kept) the host runs
-ahead, so only this segment is charged. Nothing here is fitted: the counts are read from the
-code (not measured by running it: Megatron-Core's MoE layer needs CUDA streams and Transformer
-Engine), the per-op costs are core.time.host's measured ones. Units: seconds, counts.
+gpu_layer_forward = the layer's forward (attention and router, MLP: MoeLayerPhases) + its two
+forward all-to-alls where they run on the critical path (not under the combined 1F1B schedule,
+where the paired micro-batch's MLP backward runs on the other stream instead and is counted as
+cover). host_after_sync counts what grows with the layout: (dispatcher ops + expert-module ops) x
+the carried cost of a forward ATen op (core.time.host: r x (CPU seconds per op - c) + k) + the
+per-expert launches x k (TE GroupedLinear's ``split_quantize`` and ``general_grouped_gemm`` loop
+over the experts in C++). MOE_LAYER_HOST_SECONDS, the rest of the layer's host time, is the one
+fitted constant (a published Nsight profile, below). The backward needs no host value (the split
+sizes are kept), so the host runs ahead there; 'static' and 'graph' layers have no sync. Units:
+seconds, counts.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from gpuplan.core.bulk import maximum
 from gpuplan.core.time.eager_fallbacks import EXPERT_BIAS
 from gpuplan.core.time.host import cpu_seconds_per_op, reference_scale
 
-MOE_LAUNCH_MODES = ("none", "eager", "graph")
+MOE_LAUNCH_MODES = ("none", "eager", "static", "graph")
 """How the framework issues a MoE layer: 'eager' (Megatron-Core from Python; this module's term),
+'static' (eager, but drop-and-pad to capacity makes the split sizes static: the alltoall
+dispatcher's preprocess builds ``num_tokens_per_local_expert`` on the host from the capacity and
+moves no count, token_dispatcher.py@core_v0.14.0 ``if self.drop_and_pad``; no sync, no host term),
 'graph' (a full-iteration CUDA graph replays the step: no host term), 'none' (not modelled)."""
 
-
-@dataclass(frozen=True)
-class DispatcherHostOps:
-    """What a dispatcher issues after its last host sync before the experts (one micro-batch)."""
-
-    python_ops: int
-    """ATen ops / autograd functions dispatched from Python after the sync (token_dispatcher.py)."""
-    all_to_alls: int
-    """All-to-all calls the GPU runs after the sync (cover for the host's launches)."""
+MOE_LAYER_HOST_SECONDS = 2.99e-3
+"""Host seconds to issue one MoE layer's forward from sync to sync beyond host_after_sync_seconds'
+count (attention's TE modules, the router, the dispatcher's preprocessing and buffer sizing, the
+combine, TE GroupedLinear's per-GEMM torch.split / torch.empty and quantizer set-up:
+TransformerEngine#1499, #2897), on an H100 DGX host. Fitted on one published profile, not on a
+throughput row: Megatron-Bridge skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md@067f987
+(Qwen3-30B-A3B, 16 H100, BF16, HybridEP, EP 16, MBS 1, GBS 1024, EP overlap off, moe_router and
+moe_preprocess graphed): step 24.7138 s, Nsight 'GPU-active interval union' 22.821 s, so the GPU
+idles 1.893 s a step, 0.616 ms per MoE layer forward (64 micro-batches x 48 layers). The step
+model's GPU forward of that layer is 2.514 ms (attention 0.865, MLP 0.877, two HybridEP
+all-to-alls of 0.386) and the count 0.143 ms: 0.616 + 2.514 - 0.143 = 2.99 ms (the same model's
+GPU step, 22.86 s, is within 0.2% of the profile's GPU-active time). Held out: every throughput
+row (docs/step.md)."""
 
 
 DISPATCHER_HOST_OPS = {
     # token_dispatch L607-633: all_to_all (torch.empty + all_to_all_single) for the tokens and for
     # the probabilities (2 + 2); dispatch_postprocess L692: sort_chunks_by_idxs with
-    # moe_permute_fusion (TE moe_sort_chunks_by_index_with_probs, 2). The token all-to-all runs
-    # on the GPU meanwhile (the probability one is 1/h of its bytes: not counted as cover).
-    "alltoall": DispatcherHostOps(python_ops=6, all_to_alls=1),
+    # moe_permute_fusion (TE moe_sort_chunks_by_index_with_probs, 2)
+    "alltoall": 6,
     # DeepEP get_permuted_hidden_states_by_experts L1100-1126: the fused permute after the
     # .item() sync (2); HybridEP: the permutation is inside the dispatch kernel (fewer: 2 kept)
-    "flex": DispatcherHostOps(python_ops=2, all_to_alls=0),
+    "flex": 2,
 }
+"""ATen ops / autograd functions a dispatcher dispatches from Python after its last host sync before
+the experts (one micro-batch; token_dispatcher.py@core_v0.15.0)."""
 
 EXPERT_MODULE_PYTHON_OPS = 10
 """TEGroupedMLP.forward (experts.py@core_v0.15.0): tokens_per_expert.tolist(), Fp8Padding of the
@@ -105,18 +112,24 @@ def forward_op_seconds() -> float:
 def host_after_sync_seconds(dispatcher: str, local_experts, dtype: str, eager_bias: bool = False) -> float:
     """Host seconds to issue a MoE layer's forward from its dispatcher's sync to the experts' end
     (``eager_bias``: the experts' fc2 bias is added expert by expert from Python)."""
-    ops = DISPATCHER_HOST_OPS[dispatcher].python_ops + EXPERT_MODULE_PYTHON_OPS \
+    ops = DISPATCHER_HOST_OPS[dispatcher] + EXPERT_MODULE_PYTHON_OPS \
         + eager_bias * EAGER_BIAS_PYTHON_OPS_PER_EXPERT * local_experts
     launches = LAUNCHES_PER_LOCAL_EXPERT.get(dtype, LAUNCHES_PER_LOCAL_EXPERT["bf16"]) * local_experts
     return ops * forward_op_seconds() + launches * reference_scale().launch
 
 
-def exposed_host_seconds(dispatcher: str, local_experts, dtype: str, mlp_forward, all_to_all_seconds,
-                         paired_mlp_backward=0.0, eager_bias: bool = False):
-    """Seconds one MoE layer's forward waits on the host after the dispatcher's sync, per
-    micro-batch: max(0, host after the sync - GPU work queued after it)."""
-    gpu = mlp_forward + DISPATCHER_HOST_OPS[dispatcher].all_to_alls * all_to_all_seconds + paired_mlp_backward
-    return maximum(host_after_sync_seconds(dispatcher, local_experts, dtype, eager_bias) - gpu, 0.0)
+def exposed_host_seconds(dispatcher: str, local_experts, dtype: str, layer_forward, paired_mlp_backward=0.0,
+                         eager_bias: bool = False):
+    """Seconds one MoE layer's forward waits on the host per micro-batch: max(0, the host's sync-to-sync
+    time (MOE_LAYER_HOST_SECONDS + host_after_sync_seconds) - ``layer_forward``, the GPU's forward of
+    the layer with its critical-path all-to-alls, - ``paired_mlp_backward``, the combined 1F1B
+    schedule's other micro-batch)."""
+    host = MOE_LAYER_HOST_SECONDS + host_after_sync_seconds(dispatcher, local_experts, dtype, eager_bias)
+    return maximum(host - layer_forward - paired_mlp_backward, 0.0)
+
+
+FORWARD_ALL_TO_ALLS = 2
+"""Dispatch and combine: the all-to-alls of one MoE layer's forward (half of moe_overlap's four)."""
 
 
 def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
@@ -129,8 +142,9 @@ def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
     one_call = ep_cost[0].total / maximum(ep_cost[0].calls, 1.0) if ep_cost else 0.0
     local_experts = spec.moe.num_experts / ep
     dtype = settings.dtype if settings.dtype in LAUNCHES_PER_LOCAL_EXPERT else "bf16"
-    paired = phases.mlp_backward if settings.ep_a2a_overlap else 0.0
+    combined = bool(settings.ep_a2a_overlap)  # the all-to-alls run beside the paired micro-batch instead
+    layer_forward = phases.pre_dispatch_forward + phases.mlp_forward + (not combined) * FORWARD_ALL_TO_ALLS * one_call
+    paired = phases.mlp_backward if combined else 0.0
     eager_bias = spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks
-    per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, dtype, phases.mlp_forward, one_call,
-                                     paired, eager_bias)
+    per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, dtype, layer_forward, paired, eager_bias)
     return per_layer * spec.num_moe_layers * layers / spec.num_layers
