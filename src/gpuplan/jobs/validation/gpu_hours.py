@@ -1,8 +1,9 @@
 """GPU-hours end to end, as `gpuplan train --mfu predicted` (and its budget) reports them: the
-planner's layout on the run's GPUs (the run's own where its configuration states one: LAYOUT_DEGREES) at
-the run's stated global batch, its batch ramp where the source
-gives one (planner.batch_ramp), then the expected wall-clock with checkpoints and failures
-(core.economics.reliability, core.economics.checkpoint: the budget's Failures section), times the GPUs.
+planner's layout on the run's GPUs (the run's own where its configuration states one: LAYOUT_DEGREES; the
+degrees its source fixes where it states only some) at the run's stated global batch, its batch ramp where
+the source gives one (planner.batch_ramp), then the expected wall-clock with checkpoints and failures
+(core.economics.reliability, core.economics.checkpoint: the budget's Failures section), times the GPUs. A
+source whose total is its steady rate x tokens (``reported_as: rate``) is compared with the steady state.
 
 Fitted subset: the failure rate (core.economics.reliability.DEFAULT_FAILURE_RATE) is the Llama 3 405B
 run's own interruption census, so that row is marked fitted; every other run is held out.
