@@ -25,7 +25,7 @@ from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.memory.recompute import block_recompute_share, recomputed_forward_flops_per_token
 from gpuplan.core.time.step import StepSettings, model_flops_per_token, step_time
 from gpuplan.core.comm.topology import Cluster
-from gpuplan.planner.uncertainty import KnownLayouts, layout_kinds, layout_uncertainty
+from gpuplan.planner.uncertainty import KnownLayouts, fsdp_traffic_uncertainty, layout_kinds, layout_uncertainty
 from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, enumerate_layouts
 
 MAX_CANDIDATES = 6_000_000
@@ -117,7 +117,7 @@ class Evaluator:
         ones = np.ones(len(g["dp"]))
         parts = {f"{name}_seconds": np.asarray(getattr(t, name), dtype=float) * ones for name in STEP_PARTS}
         return parts | {"step_seconds": np.asarray(t.total) * ones, "exposed_comm_seconds": t.exposed_comm * ones,
-                        "comm_seconds": t.comm_total * ones}
+                        "comm_seconds": t.comm_total * ones, "dp_traffic_seconds": np.asarray(t.dp_traffic) * ones}
 
     def evaluate(self, g: dict, mode: str, timed: bool = True,
                  memory: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> LayoutTable:
@@ -134,7 +134,8 @@ class Evaluator:
 
     @staticmethod
     def _time_columns() -> tuple[str, ...]:
-        return tuple(f"{n}_seconds" for n in STEP_PARTS) + ("step_seconds", "exposed_comm_seconds", "comm_seconds")
+        return tuple(f"{n}_seconds" for n in STEP_PARTS) + ("step_seconds", "exposed_comm_seconds", "comm_seconds",
+                                                             "dp_traffic_seconds")
 
     def rates(self, table: LayoutTable) -> LayoutTable:
         """MFU (on the compute dtype's dense peak), HFU and tokens/s of each timed layout."""
@@ -157,6 +158,9 @@ class Evaluator:
             u = self.uncertainty
             domain, moe = self.cluster.gpus_per_node, self.spec.moe is not None
             columns["uncertainty"] = layout_uncertainty(table.columns, u.active_params, domain, moe, u.known, u.widest)
+            if self.step.dp_schedule == "fsdp2" and "dp_traffic_seconds" in table.columns:  # FSDP2 beyond what ran
+                columns["uncertainty"] = columns["uncertainty"] + fsdp_traffic_uncertainty(
+                    table["dp_traffic_seconds"], table["compute_seconds"], table["zero"])
             if u.kind_correction_rows:
                 kinds = layout_kinds(table.columns, domain, moe)
                 columns["kind_bias"] = u.known.kind_bias(kinds, u.kind_correction_rows)[0]

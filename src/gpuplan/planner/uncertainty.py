@@ -109,6 +109,31 @@ class KnownLayouts:
         return out
 
 
+FSDP_TRAFFIC_SLOPE = 0.59
+"""Growth of the step model's signed error per unit of data-parallel traffic / compute (all DP
+collective seconds, hidden or not, per second of compute) on FSDP runs. Fitted on a named subset: the
+64 llm-foundry H100 BF16 FSDP rows of catalog/reference/throughput_runs.yaml (PyTorch FSDP, one unit
+per block, 8 to 512 GPUs), least squares: error = +0.086 + 0.588 x traffic (MPT-13B at 2 x 2,048 tokens
+a micro-batch, traffic 0.43-0.55: +36..+38%; traffic below 0.06: +3..+15%). The model hides FSDP's
+gathers behind compute where those runs show they were not hidden (overlapped compute runs 18.9%
+slower on average, 40% at most: Lee et al. 2025, arXiv 2507.03114; docs/step.md, Planner, 'FSDP
+traffic beyond what ran'). Reported on the torchtitan planner groups (jobs/validation/planner_choice)."""
+PUBLISHED_FSDP_TRAFFIC = 0.13
+"""The most data-parallel traffic / compute at a published torchtitan layout (0.129: Llama 3.1 8B FSDP 64
+on H200, torchtitan-2506-trainy-...-64g-fp8; tests/test_planner_choice_titan_terms.py recomputes it over
+the 28 scored rows): up to it the model's figure has been checked on torchtitan's FSDP2."""
+
+
+def fsdp_traffic_uncertainty(dp_traffic_seconds, compute_seconds, zero):
+    """What an FSDP2 (torchtitan) layout adds to its uncertainty where its ZeRO-3 traffic per second of
+    compute exceeds PUBLISHED_FSDP_TRAFFIC: FSDP_TRAFFIC_SLOPE x the excess (0 at or below it, and for
+    ZeRO < 3). The ranking takes the slow end, step x (1 + u): a layout beyond the traffic any published
+    run carried must be predicted faster by what FSDP runs at that traffic lost to the model."""
+    compute = np.asarray(compute_seconds, dtype=float)
+    traffic = np.asarray(dp_traffic_seconds, dtype=float) / np.where(compute > 0, compute, np.inf)
+    return FSDP_TRAFFIC_SLOPE * np.maximum(traffic - PUBLISHED_FSDP_TRAFFIC, 0.0) * (np.asarray(zero) >= 3)
+
+
 def layout_features(columns, domain: int, moe: bool) -> dict[str, np.ndarray]:
     """Which features each layout of a search table (columns: tp, pp, vpp, cp, ep, zero, dp) has."""
     tp, pp, vpp, cp = (np.asarray(columns[k]) for k in ("tp", "pp", "vpp", "cp"))

@@ -182,6 +182,7 @@ class StepBreakdown:
     """Inside compute: the MoE dispatcher sync's exposed host time (core.time.moe_host)."""
     moe_expert_kernels: object = 0.0
     """Inside compute: the per-expert kernels' fixed GPU time and the alltoall dispatcher's sorts (core.time.moe_layer)."""
+    dp_traffic: object = 0.0  # data-parallel communication, hidden or not (planner.uncertainty.fsdp_traffic_uncertainty)
 
     @property
     def total(self) -> float:
@@ -409,7 +410,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
         compute, optimizer = compute + mega[0], mega[1]
     return StepBreakdown(compute, bubble, exposed["TP"], exposed["PP"], exposed["DP"], exposed["CP"], exposed["EP"],
                          optimizer, comm_total=comm_total, moe_host=micro_batches * t_host,
-                         moe_expert_kernels=micro_batches * t_experts)
+                         moe_expert_kernels=micro_batches * t_experts, dp_traffic=by_parallelism(costs, "DP", "total"))
 
 
 def model_flops_per_token(spec: ModelSpec, seq_len, finetune: str = "full", lora_rank: int = 16) -> float:

@@ -224,6 +224,40 @@ def choice_table(framework: str = "torchtitan") -> list[str]:
     return rows
 
 
+def advantage_split(run: dict, layout, recompute: str) -> tuple[float, float]:
+    """The planner's predicted advantage of ``layout`` (with ``recompute``) over ``run``'s published
+    layout, split in two factors whose product is it, both timed as the published row is
+    (predict_tokens_per_gpu_s: the run's own settings, async TP included): (recompute, layout) = (the
+    published layout in the planner's recompute mode / as published, the planner's layout / the published
+    layout in that mode). Which term makes the choice look faster (docs/step.md, Planner, 'Where the
+    torchtitan advantage comes from')."""
+    lay = run["layout"]
+    published = predict_tokens_per_gpu_s(run)
+    same_recompute = predict_tokens_per_gpu_s({**run, "layout": {**lay, "recompute": recompute}})
+    degrees = {k: getattr(layout, k) for k in ("dp", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch")}
+    planned = predict_tokens_per_gpu_s({**run, "layout": {**lay, **degrees, "recompute": recompute}})
+    return same_recompute / published, planned / same_recompute
+
+
+def advantage_table(framework: str = "torchtitan") -> list[str]:
+    """Markdown rows, one per group of ``framework``: the planner's predicted advantage over the best
+    published layout and its two factors (advantage_split)."""
+    from gpuplan.planner.plan import layout_text
+
+    rows = ["| group | best published layout | planner's choice | advantage | from the recompute mode "
+            "| from the degrees and micro-batch |", "|---|---|---|---|---|---|"]
+    for key, runs in sorted(_groups().items()):
+        if key[4] != framework:
+            continue
+        best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
+        plan = planner_plan(best, framework)
+        mode, layout = advantage_split(best, plan.layout, plan.recompute)
+        published = layout_text(published_layout(best["layout"]), best["layout"]["recompute"])
+        rows.append(f"| {key[0]} {key[2]} {key[1]} {key[3]} | {published} | {plan.text()} | {mode * layout - 1:+.1%} "
+                    f"| {mode - 1:+.1%} | {layout - 1:+.1%} |")
+    return rows
+
+
 def kind_correction_table(min_rows: tuple[int, ...] = (3, 10)) -> list[str]:
     """Markdown rows: the planner check as `plan` ranks now, and with the kind correction (figure only;
     ranking and figure) at each of ``min_rows`` (docs/step.md, Planner: 'A correction by kind')."""
@@ -243,4 +277,6 @@ def kind_correction_table(min_rows: tuple[int, ...] = (3, 10)) -> list[str]:
 if __name__ == "__main__":
     import sys
 
-    print("\n".join(kind_correction_table() if "--kind-correction" in sys.argv else choice_table()))
+    table = (kind_correction_table if "--kind-correction" in sys.argv else
+             advantage_table if "--advantage" in sys.argv else choice_table)
+    print("\n".join(table()))
