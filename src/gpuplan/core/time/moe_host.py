@@ -19,10 +19,11 @@ core_v0.15.0 (NeMo 25.11; the line numbers below are that tag's):
   the experts' ``tokens_per_expert.tolist()`` (HybridEP without a static budget: experts.py
   TEGroupedMLP.forward; ``num_permuted_tokens = None`` "will cause a CPU sync",
   token_dispatcher.py at HEAD d98e8a6) syncs again after the transfer. After it the host issues
-  the permutation and the experts with no all-to-all left to hide behind.
-* With ``moe_expert_rank_capacity_factor`` / drop-and-pad the sizes are static (no sync), which
-  the Megatron-Bridge recipes set only together with full-iteration CUDA graphs
-  (perf_recipes/qwen/common.py@v0.6.0 ``_enable_hybridep_full_iteration_mxfp8``).
+  the permutation and the experts.
+* With ``moe_expert_rank_capacity_factor`` / drop-and-pad the sizes are static (no sync): the
+  Megatron-Bridge presets with full-iteration CUDA graphs (perf_recipes/qwen/common.py@v0.6.0
+  ``_enable_hybridep_full_iteration_mxfp8``) and the 25.09 perf script's token-drop runs
+  (``apply_moe_token_drop(capacity_factor=1.0, pad_to_capacity=True)``; moe_launch 'static').
 
 Each sync empties the host's lead: from one MoE layer's sync to the next layer's, the GPU runs only
 what the host has issued since, so that stretch (the experts, the combine, the next layer's
@@ -61,7 +62,8 @@ MOE_LAYER_HOST_SECONDS = 2.99e-3
 """Host seconds to issue one MoE layer's forward from sync to sync beyond host_after_sync_seconds'
 count (attention's TE modules, the router, the dispatcher's preprocessing and buffer sizing, the
 combine, TE GroupedLinear's per-GEMM torch.split / torch.empty and quantizer set-up:
-TransformerEngine#1499, #2897), on an H100 DGX host. Fitted on one published profile, not on a
+TransformerEngine#1499, #2897; and any rank skew at the EP-wide sync: the profile does not split
+them), on an H100 DGX host. Fitted on one published profile, not on a
 throughput row: Megatron-Bridge skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md@067f987
 (Qwen3-30B-A3B, 16 H100, BF16, HybridEP, EP 16, MBS 1, GBS 1024, EP overlap off, moe_router and
 moe_preprocess graphed): step 24.7138 s, Nsight 'GPU-active interval union' 22.821 s, so the GPU
