@@ -34,7 +34,7 @@ def test_bloom_strips_recompute_from_hardware_tflops():
 
 
 def test_prior_kind_covers_every_run():
-    assert len(cases_by(KIND_PRIOR)) == 23  # 20 + Llama 3.1 8B / 70B and SmolLM3 (issue 37)
+    assert len(cases_by(KIND_PRIOR)) == 24  # 20 + Llama 3.1 8B / 70B, SmolLM3 and TinyLlama 1.1B (issue 37)
     # Llama 2 7B, hand: 6 x 6,738,415,616 x 2e12 / (312e12 x 0.4 x 3600) = 179,979 vs 184,320 reported
     assert cases_by(KIND_PRIOR)["llama2-7b"].predicted == pytest.approx(179_979, abs=1)
 
