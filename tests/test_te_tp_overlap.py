@@ -63,3 +63,17 @@ def test_torchtitan_rows_keep_every_tp_collective_on_the_path(rows):
     vanilla = rows["torchtitan-2506-llama-3.1-70b-256g-bf16-vanilla-tp"]
     cost = _tp_cost(vanilla)
     assert cost.total > 0 and cost.exposed == pytest.approx(cost.total, rel=1e-9)
+
+
+def test_full_recompute_hides_the_same_two_collectives(rows):
+    """Full recompute re-runs the forward's blocking pairs (6 pairs a layer counted, not 4), but TE
+    still hides the same two backward collectives: the hidden seconds do not change, the share
+    drops to 2 / 12."""
+    from gpuplan.core.time.megatron_ops import te_hidden_tp_share
+
+    assert te_hidden_tp_share("none") == TE_HIDDEN_TP_SHARE and te_hidden_tp_share("full") == pytest.approx(1 / 6)
+    run = rows["mbridge-26.04.01-llama-3.1-405b-gb200-256g-nvfp4"]  # no userbuffers: nothing chunked
+    plain = _tp_cost(run)
+    full = _tp_cost(run, recompute="full", tp_overlap=te_hidden_tp_share("full"))
+    assert full.total == pytest.approx(1.5 * plain.total, rel=1e-9)
+    assert full.total - full.exposed == pytest.approx(plain.total - plain.exposed, rel=1e-9)

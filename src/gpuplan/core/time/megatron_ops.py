@@ -99,6 +99,12 @@ MXFP8_SCALED_BYTES = 1.0 + 1.0 / 32  # e4m3 + one E8M0 scale per 32 elements
 # With userbuffers the same two are TE's bulk overlaps (qkv_wgrad / fc1_wgrad BulkOverlapCfg) and
 # the other six are the ring-exchange ones tp_comm_overlap chunks: 3 pairs / tp exposed.
 TE_HIDDEN_TP_SHARE = 0.25
+
+
+def te_hidden_tp_share(recompute: str) -> float:
+    """TE_HIDDEN_TP_SHARE of the collectives _tp_cost counts under ``recompute``: full recompute re-runs
+    the forward's blocking pairs (2 more a layer), so the 2 hidden collectives are 2 of 12."""
+    return 2.0 / (8.0 + 4.0 * (recompute == "full"))
 # Megatron-Bridge providers that set cross_entropy_fusion_impl = "te" (llama_provider.py:
 # Llama3ModelProvider8B / 70B, Llama31ModelProvider405B); the others keep GPTModelProvider's 'native'
 TE_CROSS_ENTROPY_MODELS = ("llama-3-8b", "llama-3-70b", "llama-3.1-405b")

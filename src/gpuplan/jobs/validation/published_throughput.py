@@ -17,7 +17,7 @@ from gpuplan.catalog import load_accelerator
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE
 from gpuplan.core.time.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.time.titan_ops import from_framework_label
-from gpuplan.core.time.megatron_ops import TE_HIDDEN_TP_SHARE, loss_impl
+from gpuplan.core.time.megatron_ops import loss_impl, te_hidden_tp_share
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 
@@ -175,7 +175,8 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
     lay = run["layout"]
     torchtitan = run["family"].startswith("torchtitan")
     moe_comm = run.get("moe_comm") or {}
-    settings = StepSettings(seq_len=run["model"]["seq_len"], **recipe_recompute(run),
+    recompute = recipe_recompute(run)
+    settings = StepSettings(seq_len=run["model"]["seq_len"], **recompute,
                             dtype=PRECISION[run["precision"]],
                             selective=SELECTIVE.get(run["family"].split("-")[0], "core-attn"),
                             # NeMo / Megatron-Bridge run Transformer Engine's cuDNN fused attention
@@ -189,7 +190,7 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             expert_tp=None if torchtitan else 1,
                             tp_comm_overlap=tp_comm_overlapped(run),
                             # TE's linears: the column-parallel backward's reduce-scatter beside wgrad
-                            tp_overlap=0.0 if torchtitan else TE_HIDDEN_TP_SHARE,
+                            tp_overlap=0.0 if torchtitan else te_hidden_tp_share(recompute["recompute"]),
                             # the MoE dispatcher and the combined 1F1B all-to-all overlap of the
                             # release's recipe (the row's moe_comm, read from Megatron-Bridge at its tag)
                             ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",
