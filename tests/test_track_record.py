@@ -25,8 +25,9 @@ def test_gpt_oss_runs_all_slower_than_predicted():
     +38.7%, +16.9…+96.4%, before core.time.moe_layer: the per-expert
     kernels' fixed GPU time and the alltoall dispatcher's sorts; +33.0% before issue 37's data-parallel schedules: the old
     one-NIC-per-GPU reduce of their 14B expert weights per GPU had hidden part of the gap;
-    core/comm/dp_costs.py; GPT-OSS's head dim 64 takes no GB300 attention rate); Llama 3.1 405B's rows average +6.5%
-    (+5.7% before the GB300's measured attention rate, core/time/attention_core.py FLASH_TENSOR_RATE: its GB300
+    core/comm/dp_costs.py; GPT-OSS's head dim 64 takes no GB300 attention rate); Llama 3.1 405B's rows average +4.9%
+    (+6.5% before TE's async backward TP share and NVFP4 without userbuffers, jobs/validation/published_throughput.py;
+    +5.7% before the GB300's measured attention rate, core/time/attention_core.py FLASH_TENSOR_RATE: its GB300
     rows predicted faster; +4.3% before the GB300 GEMM rate;
     +4.8% before the interleaved pipeline's
     2 (pp x vpp - 1) fill / drain transfers, core/time/pipeline_schedule.py; +4.9% before the loss, +2.2% before)."""
@@ -34,7 +35,7 @@ def test_gpt_oss_runs_all_slower_than_predicted():
     oss = records["gpt-oss-120b"]
     assert oss.cases == 29 and oss.mean_error == pytest.approx(0.233, abs=0.005)
     assert oss.low == pytest.approx(0.042, abs=0.005) and oss.high == pytest.approx(0.821, abs=0.005)
-    assert records["llama-3.1-405b"].cases == 51 and records["llama-3.1-405b"].mean_error == pytest.approx(0.065, abs=0.005)
+    assert records["llama-3.1-405b"].cases == 51 and records["llama-3.1-405b"].mean_error == pytest.approx(0.049, abs=0.005)
 
 
 def _notes(run_cli, *args):
