@@ -23,8 +23,6 @@ MOE = ("--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "64")
 @pytest.mark.parametrize(("refused", "field", "fragment", "accepted"), [
     (("train", "--spot-discount", "60%", "--spot-price", "1"), "spot_discount", "not both",
      ("train", "--spot-discount", "60%")),
-    (("train", "--tp-overlap", "0.5", "--tp-comm-overlap"), "tp_overlap", "replaces it",
-     ("train", "--tp-comm-overlap")),
     (("train", "--finetune", "full", "--lora-rank", "16"), "lora_rank", "--finetune lora or qlora",
      ("train", "--finetune", "lora", "--lora-rank", "16")),
     (("train", "--lora-rank", "64"), "lora_rank", "--finetune lora or qlora", ("train", "--finetune", "qlora")),

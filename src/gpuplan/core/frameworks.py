@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 
 from gpuplan.core.time.eager_fallbacks import MEGATRON_EAGER_FALLBACKS
+from gpuplan.core.time.megatron_ops import TE_HIDDEN_TP_SHARE, te_hidden_tp_share
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.errors import InputError
@@ -92,6 +93,21 @@ class FrameworkProfile:
     moe_launch: str = "none"
     """How it issues a MoE layer (core.time.moe_host): 'eager' for Megatron-Core (cuda_graph_impl
     defaults to 'none', transformer_config.py@core_v0.15.0 L638), whose dispatcher makes the host wait once per MoE layer."""
+    tp_overlap: float = 0.0
+    """Share of the TP time its own linears hide unasked, at no or selective recompute (--tp-overlap's
+    default; tp_overlap_for). Megatron-Core runs Transformer Engine's linears, which issue the
+    column-parallel backward's dgrad reduce-scatter async beside wgrad: core.time.megatron_ops
+    TE_HIDDEN_TP_SHARE (the published NeMo / Megatron-Bridge rows are timed with it). The others keep 0:
+    torchtitan's TP is DTensor's (ColwiseParallel / RowwiseParallel), not TE's, and its published rows
+    are timed with none hidden (async TP: --tp-comm-overlap); DeepSpeed's fitted rows (ZeRO-3, 2021)
+    ran no TP and transformers has none (data parallelism only); generic is gpuplan's
+    framework-neutral model, which hides only what it is told to."""
+
+    def tp_overlap_for(self, recompute: str) -> float:
+        """tp_overlap under ``recompute``: full recompute re-runs the forward's blocking collectives,
+        so the same hidden ones are a smaller share (core.time.megatron_ops.te_hidden_tp_share:
+        2 of 12 instead of 2 of 8)."""
+        return self.tp_overlap * te_hidden_tp_share(recompute) / te_hidden_tp_share("none")
 
     def zero3_step_settings(self) -> dict:
         """Its ZeRO-3 behaviour as core.time.step.StepSettings fields (re-gathers, overlap)."""
@@ -130,13 +146,15 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "megatron/core/transformer/transformer_config.py: recompute_modules ['core_attn']",
          "megatron/core/tensor_parallel/cross_entropy.py: vocab-parallel CE in fp32",
          "megatron/core/extensions/transformer_engine.py: TEDotProductAttention (cuDNN fused attention)",
+         "transformer_engine/pytorch/module/linear.py (v2.9) L730-745: dgrad reduce-scatter async_op=True beside wgrad",
          "megatron/core/transformer/multi_token_prediction.py: MTP modules on the last stage (core.model.mtp)",
          "megatron/core/pipeline_parallel/schedules.py: interleaved 1F1B needs >= pp micro-batches",
          "megatron/core/transformer/moe/experts.py: TEGroupedMLP._apply_bias, eager expert fc2 bias",
          "megatron/core/models/common/embeddings/rope_utils.py: unfused RoPE when YaRN mscale != 1"),
         recipe="megatron", implementation="megatron", optimizer_impl="fused", selective="core-attn",
         loss="vocab-parallel-ce", hopper_tuned_attention=True, trains_mtp=True,
-        interleaved_needs_pp_micro_batches=True, eager_fallbacks=MEGATRON_EAGER_FALLBACKS, moe_launch="eager"),
+        interleaved_needs_pp_micro_batches=True, eager_fallbacks=MEGATRON_EAGER_FALLBACKS, moe_launch="eager",
+        tp_overlap=TE_HIDDEN_TP_SHARE),
     FrameworkProfile(
         "deepspeed", "0.19.x (git edaa722)",
         ("deepspeed/runtime/zero/config.py: reduce_bucket_size 5e8, overlap_comm only for stage 3",

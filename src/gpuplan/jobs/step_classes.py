@@ -141,7 +141,7 @@ def step_class_lines(ev, plan, framework: str = "") -> tuple[Line, ...]:
     plan search's evaluator, jobs.plan.search.evaluator_for; ``framework``: the job's --framework)."""
     from gpuplan.core.time.megatron_ops import covers
 
-    settings = replace(ev.step, recompute=plan.recompute)
+    settings = ev.step_settings(plan.recompute)
     megatron = covers(ev.spec) and settings.titan_ops is None and (settings.megatron_ops is not None
                                                                    or framework == "megatron")
     lines = _eager_lines(ev, plan, settings) if settings.eager_ops is not None else \

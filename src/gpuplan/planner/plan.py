@@ -117,7 +117,7 @@ def layout_text(layout: ParallelLayout, recompute: str) -> str:
 def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, target_batch: float,
                     gpus_asked: int | None = None) -> Plan:
     """The plan of exactly ``layout`` (the single-layout path of the same formulas)."""
-    step = step_time(ev.spec, ev.cluster, replace(ev.step, recompute=recompute), dp=layout.dp, tp=layout.tp,
+    step = step_time(ev.spec, ev.cluster, ev.step_settings(recompute), dp=layout.dp, tp=layout.tp,
                      pp=layout.pp, vpp=layout.vpp, cp=layout.cp, ep=layout.ep, zero=layout.zero,
                      micro_batch=layout.micro_batch, micro_batches=layout.micro_batches_per_step)
     memory = M.peak_memory(ev.spec, layout, replace(ev.memory, recompute=recompute))

@@ -88,6 +88,9 @@ class Evaluator:
     fit_reserve: float = 0.0
     """Share of the reserved peak the fit rule keeps free beyond the model's (planner.framework_rules
     published_reserve: what the framework's published runs held beyond gpuplan's estimate)."""
+    tp_overlap_by_recompute: tuple[tuple[str, float], ...] | None = None
+    """(recompute mode, StepSettings.tp_overlap) where the framework's own TP overlap applies (core.frameworks
+    FrameworkProfile.tp_overlap_for: its share falls under full recompute); None: step's tp_overlap in every mode."""
 
     @property
     def budget(self) -> float:
@@ -101,6 +104,13 @@ class Evaluator:
         return ParallelLayout(dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"],
                               zero=g["zero"], micro_batch=g["micro_batch"], global_batch=g["global_batch"])
 
+    def step_settings(self, recompute: str) -> StepSettings:
+        """The step settings of a layout in ``recompute`` mode."""
+        step = replace(self.step, recompute=recompute)
+        if self.tp_overlap_by_recompute is None:
+            return step
+        return replace(step, tp_overlap=dict(self.tp_overlap_by_recompute)[recompute])
+
     def memory_of(self, g: dict, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(allocated peak, reserved peak + CUDA context + NCCL buffers, the fit rule's excess) per layout."""
         layout = self.layout(g)
@@ -111,7 +121,7 @@ class Evaluator:
 
     def time_of(self, g: dict, mode: str) -> dict[str, np.ndarray]:
         f = {k: g[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch", "micro_batches")}
-        t = step_time(self.spec, self.cluster, replace(self.step, recompute=mode), dp=f["dp"], tp=f["tp"], pp=f["pp"],
+        t = step_time(self.spec, self.cluster, self.step_settings(mode), dp=f["dp"], tp=f["tp"], pp=f["pp"],
                       vpp=f["vpp"], cp=f["cp"], ep=f["ep"], zero=g["zero"], micro_batch=f["micro_batch"],
                       micro_batches=f["micro_batches"])
         ones = np.ones(len(g["dp"]))

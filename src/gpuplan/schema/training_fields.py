@@ -266,7 +266,9 @@ class StepFields(JobInputs):
     nic_gbit_per_gpu: Annotated[T.typed(float, T.number(1, 1e5)) | None, _f(
         None, "Scale-out Gb/s per GPU (1 to 100,000).", "catalog, else 400")]
     dp_overlap: Annotated[Overlap, _f(0.9, "Share of DP/FSDP communication hidden by overlap.")]
-    tp_overlap: Annotated[Overlap, _f(0.0, "Share of TP communication hidden (TP comm overlap, async TP).")]
+    tp_overlap: Annotated[Overlap | None, _f(
+        None, "Share of TP communication hidden behind compute (with --tp-comm-overlap: of the chunk left exposed).",
+        "the framework's: megatron 0.25 (TE's async backward reduce-scatters), else 0")]
     ep_overlap: Annotated[Overlap, _f(0.0, "Share of the expert-parallel all-to-all hidden behind compute (Megatron "
                                            "--overlap-moe-expert-parallel-comm, DualPipe-style schedules).")]
     ep_dispatcher: Annotated[T.choice("alltoall", "flex"), _f(
@@ -281,8 +283,8 @@ class StepFields(JobInputs):
                       "scaling) or mxfp8 (MX 32-element block scaling; parts with block-scaled tensor cores: "
                       "Blackwell, MI355X).")]
     tp_comm_overlap: Annotated[T.Bool, _f(False, "TP collectives chunked and pipelined with their GEMMs (Megatron "
-                                                 "--tp-comm-overlap / TE userbuffers, torchtitan async TP): 1/tp "
-                                                 "of the TP time stays exposed.")]
+                                                 "--tp-comm-overlap / TE userbuffers, torchtitan async TP): "
+                                                 "(1 - --tp-overlap) / tp of the TP time stays exposed.")]
     attention_efficiency: Annotated[T.Efficiency | None, _f(None, "Attention kernel efficiency of the dense peak.",
                                                           "per GPU type")]
     attention_kernel: V.AttentionKernel
@@ -296,9 +298,6 @@ class StepFields(JobInputs):
 
     @model_validator(mode="after")
     def _ep_options(self) -> "StepFields":
-        if self.tp_comm_overlap and "tp_overlap" in self.given:
-            raise InputError("tp_overlap", self.tp_overlap, "--tp-comm-overlap replaces it (the chunked GEMM + "
-                             "collective pipeline leaves 1/tp of the TP time exposed): give one of the two")
         if self.ep_a2a_overlap and "ep_overlap" in self.given:
             raise InputError("ep_overlap", self.ep_overlap, "--ep-a2a-overlap replaces it (the combined 1F1B "
                              "schedule times the overlap itself): give one of the two")

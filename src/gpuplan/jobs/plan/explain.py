@@ -3,8 +3,6 @@ it in the article's terms, and — for a layout the user fixed — where it rank
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from gpuplan.core.units import format_bytes
@@ -134,7 +132,7 @@ def communication_table(plan: Plan, ev) -> Table:
     from gpuplan.core.comm.step_comm import step_communication
 
     lay, cluster = plan.layout, ev.cluster
-    settings = replace(ev.step, recompute=plan.recompute)
+    settings = ev.step_settings(plan.recompute)
     base, extra = ev.spec.num_layers // lay.pp, ev.spec.num_layers % lay.pp
     layers = base + (extra > 0)
     t_mb, t_attn, t_bwd, phases = microbatch_compute_time(ev.spec, cluster, settings, lay.tp, lay.cp,

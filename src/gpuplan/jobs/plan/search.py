@@ -73,13 +73,18 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
         zero3["zero3_overlap"] = None
     # the framework's data-parallel schedule sets what stays exposed; --dp-overlap, when given, caps it
     dp_overlap = inputs.dp_overlap if "dp_overlap" in inputs.given else 1.0
+    # the framework's own TP overlap (TE's async backward reduce-scatters under megatron) unless --tp-overlap is
+    # given; its share follows each layout's recompute mode (FrameworkProfile.tp_overlap_for)
+    tp_overlap_by_recompute = None if inputs.tp_overlap is not None else tuple(
+        (mode, inputs.profile.tp_overlap_for(mode)) for mode in RECOMPUTE_MODES)
     step = StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=dp_overlap,
                         dp_schedule=schedule_for(inputs.framework),
                         # torchtitan's FSDP2 reduces gradients in fp32 (config mixed_precision_reduce = "float32")
                         grad_comm_bytes=4.0 if inputs.framework == "torchtitan" else 2.0,
                         # DeepSpeed's BF16_Optimizer accumulates in fp32 each micro-batch (core.time.optimizer)
                         fp32_grad_accumulation=inputs.framework == "deepspeed" and inputs.dtype == "bf16",
-                        tp_overlap=inputs.tp_overlap, tp_comm_overlap=inputs.tp_comm_overlap,
+                        tp_overlap=inputs.profile.tp_overlap if inputs.tp_overlap is None else inputs.tp_overlap,
+                        tp_comm_overlap=inputs.tp_comm_overlap,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
                         ep_a2a_overlap=inputs.ep_a2a_overlap,
                         eager_fallbacks=inputs.profile.eager_fallbacks, moe_launch=inputs.profile.moe_launch,
@@ -113,7 +118,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                                                                                                 inputs.fp8_recipe)))
     return Evaluator(spec, cluster, memory, step, overheads,
                      uncertainty_table(spec, inputs.dtype, leave_out, kind_correction_rows),
-                     rules_for(inputs.framework).published_reserve)
+                     rules_for(inputs.framework).published_reserve, tp_overlap_by_recompute)
 
 
 def uncertainty_table(spec, dtype: str, leave_out: str | None = None,

@@ -17,7 +17,8 @@ from gpuplan.catalog import load_accelerator
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE
 from gpuplan.core.time.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.time.titan_ops import from_framework_label
-from gpuplan.core.time.megatron_ops import loss_impl, te_hidden_tp_share
+from gpuplan.core.frameworks import framework
+from gpuplan.core.time.megatron_ops import loss_impl
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 
@@ -189,8 +190,10 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # (src/megatron/bridge/recipes/qwen/*/qwen3_moe.py, perf_recipes/*)
                             expert_tp=None if torchtitan else 1,
                             tp_comm_overlap=tp_comm_overlapped(run),
-                            # TE's linears: the column-parallel backward's reduce-scatter beside wgrad
-                            tp_overlap=0.0 if torchtitan else te_hidden_tp_share(recompute["recompute"]),
+                            # TE's linears: the column-parallel backward's reduce-scatter beside wgrad, as
+                            # `plan --framework megatron` takes it (core.frameworks: tp_overlap; torchtitan's 0)
+                            tp_overlap=framework("torchtitan" if torchtitan else "megatron").tp_overlap_for(
+                                recompute["recompute"]),
                             # the MoE dispatcher and the combined 1F1B all-to-all overlap of the
                             # release's recipe (the row's moe_comm, read from Megatron-Bridge at its tag)
                             ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",
