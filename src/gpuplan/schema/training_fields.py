@@ -135,6 +135,9 @@ class SetupFields(JobInputs):
     lora_rank: V.LoraRank
     margin: V.Margin
     allocator: V.Allocator
+    grad_dtype: V.GradDtype
+    moment_dtype: V.MomentDtype
+    offload_layers: V.OffloadLayers
     mtp_layers: V.MtpLayers
 
     @model_validator(mode="after")
@@ -145,6 +148,8 @@ class SetupFields(JobInputs):
                 shown = ",".join(value) if isinstance(value, tuple) else value
                 raise InputError(name, shown, f"is Megatron-Core's option: give --framework megatron "
                                  f"(not {self.framework})")
+        if self.offload_layers:
+            self._offload_rules()
         if self.compile and self.framework != "torchtitan":
             raise InputError("compile", True, f"is torchtitan's torch.compile per block: give --framework torchtitan "
                              f"(not {self.framework}: {COMPILE_ELSEWHERE.get(self.framework, 'not modelled')})")
@@ -179,6 +184,20 @@ class SetupFields(JobInputs):
             raise InputError("vpp", vpp, f"--framework {self.framework} has no interleaved pipeline schedule "
                              "(plain 1F1B): give --vpp 1")
         return self
+
+    def _offload_rules(self) -> None:
+        """Megatron-Core's CPU activation offloading refuses pipelines and recompute (transformer_config.py
+        __post_init__: "no support for Pipeline parallelism with CPU offloading", "CPU offloading does not work
+        when activation recomputation is enabled")."""
+        if self.framework not in ("megatron", "generic"):
+            raise InputError("offload_layers", self.offload_layers, f"is Megatron-Core's --cpu-offloading-num-layers: "
+                             f"give --framework megatron (not {self.framework})")
+        if (getattr(self, "pp", None) or 1) > 1:
+            raise InputError("offload_layers", self.offload_layers, "Megatron-Core offloads activations without "
+                             "pipeline parallelism only: give --pp 1 or leave --offload-layers out")
+        if getattr(self, "recompute_given", None) not in (None, "none"):
+            raise InputError("offload_layers", self.offload_layers, "Megatron-Core offloads activations only without "
+                             "recompute: give --recompute none or leave --offload-layers out")
 
     @property
     def profile(self):
@@ -231,6 +250,9 @@ class SetupFields(JobInputs):
             raise InputError("lora_rank", self.lora_rank, f"must be at most the hidden size {spec.hidden_size:,} "
                              "(an adapter's rank is below the widths it adapts)")
 
+        if self.offload_layers >= spec.num_layers:
+            raise InputError("offload_layers", self.offload_layers, f"must be below the model's {spec.num_layers} "
+                             "layers (Megatron-Core keeps at least one on the GPU)")
         mtp = trained_mtp_layers(spec, self.profile.trains_mtp, self.mtp_layers)
         return spec if mtp == spec.mtp_layers else replace(spec, mtp_layers=mtp)
 
@@ -245,6 +267,12 @@ class SetupFields(JobInputs):
     @property
     def expandable_segments(self) -> bool:
         return (self.allocator or ("expandable" if self.profile.expandable_segments else "caching")) == "expandable"
+
+    def state_dtype_settings(self) -> dict:
+        """MemorySettings' gradient-buffer and optimizer-moment bytes and activation offload (None: the recipe's)."""
+        width = {"fp32": 4.0, "bf16": 2.0}
+        return {"grad_bytes": width.get(self.grad_dtype), "moment_bytes": width.get(self.moment_dtype),
+                "offload_layers": self.offload_layers}
 
     def overheads(self):
         from gpuplan.core.memory.device_memory import Overheads, fragmentation

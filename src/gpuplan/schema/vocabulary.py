@@ -173,6 +173,15 @@ Allocator = option(T.choice("caching", "expandable") | None, None, "PyTorch cach
                    "(the default: reserved = allocated x 1.12) or expandable (PYTORCH_CUDA_ALLOC_CONF="
                    "expandable_segments:True: x 1.03). Not given: the framework's (torchtitan: expandable).",
                    "the framework's")
+GradDtype = option(T.choice("fp32", "bf16") | None, None, "Gradient buffer dtype: fp32 (Megatron-Core "
+                   "grad_reduce_in_fp32) or bf16 (the parameters' dtype: grad_reduce_in_fp32 off, as Megatron-Bridge's "
+                   "performance recipes run). Not given: the recipe's.", "the recipe's")
+MomentDtype = option(T.choice("fp32", "bf16") | None, None, "Dtype of the optimizer's moments: bf16 = Megatron-Core's "
+                     "precision-aware optimizer with exp_avg_dtype / exp_avg_sq_dtype bf16 (2 B each instead of 4). "
+                     "Not given: the recipe's.", "the recipe's")
+OffloadLayers = option(T.typed(int, T.number(0, 1024, whole=True)), 0, "CPU activation offloading of the first N "
+                       "layers (Megatron-Core --cpu-offloading-num-layers, Transformer Engine's offload context): their "
+                       "saved activations wait in host memory; at least one layer stays on the GPU.")
 Calibration = option(CalibrationDoc | None, None, "Calibration from `gpuplan calibrate` (a file path; the API "
                      "takes the JSON document).")
 

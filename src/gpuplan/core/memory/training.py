@@ -117,6 +117,18 @@ class MemorySettings:
     device: str = "cuda"
     """Where the step runs: 'cuda' (fused dropout keeps 1-byte masks) or 'cpu' (the CPU oracle
     of `gpuplan measure`: dropout keeps a noise tensor of the input dtype)."""
+    grad_bytes: float | None = None
+    """Bytes per element of the gradient buffer; None = the recipe's. Megatron-Core's DDP allocates it
+    in fp32 with grad_reduce_in_fp32, else in the parameters' dtype (distributed_data_parallel.py:
+    ``grad_dtype = torch.float if ddp_config.grad_reduce_in_fp32 else param.dtype``); Megatron-Bridge's
+    perf recipes set ddp.grad_reduce_in_fp32 = False (docs/memory.md)."""
+    moment_bytes: float | None = None
+    """Bytes per optimizer-state element (Adam's two moments); None = the recipe's. Megatron-Core's
+    precision-aware optimizer with exp_avg_dtype / exp_avg_sq_dtype bf16: 2 (optimizer_config.py)."""
+    offload_layers: int = 0
+    """Megatron-Core --cpu-offloading-num-layers: the saved activations of the first N layers go to host
+    memory during forward and come back one layer ahead in backward (Transformer Engine's
+    get_cpu_offload_context; at least one layer stays: TE requires N < the layers of the model chunk)."""
 
 
 def _finetune_states(params: StageParams, spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings,
@@ -163,6 +175,22 @@ class StageMemory:
         return self.weights + self.master + self.optimizer
 
 
+def recipe_as_run(recipe: PrecisionRecipe, settings: MemorySettings) -> PrecisionRecipe:
+    """``recipe`` with the run's gradient-buffer and optimizer-state dtypes where given."""
+    changes = {k: v for k, v in (("grad_bytes", settings.grad_bytes), ("state_bytes", settings.moment_bytes))
+               if v is not None}
+    return replace(recipe, **changes) if changes else recipe
+
+
+def offloaded_share(offload_layers: int, layers):
+    """Share of a stage's saved layer activations on the host under CPU activation offloading of the
+    first ``offload_layers`` layers (at most all but one: TE's offload context keeps the last)."""
+    if not offload_layers:
+        return 0.0
+    layers = np.asarray(layers, dtype=float)
+    return np.where(layers > 1, np.minimum(offload_layers, layers - 1) / np.maximum(layers, 1), 0.0)
+
+
 def _saved_per_token(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, params: StageParams, kw):
     """Activation bytes per token a stage saves, with Megatron's block recompute of N layers per
     virtual chunk (the rest keep everything) and its selective modules (core.memory.recompute)."""
@@ -190,7 +218,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     """Allocated bytes on one GPU of pipeline ``stage`` at the start of backward (all activations
     held, the loss gradient allocated) and inside optimizer.step() (gradients complete, step
     temporaries). ``layout``'s degrees and ``stage`` may be numpy arrays (many layouts)."""
-    recipe = lookup(RECIPES, settings.recipe, "recipe")
+    recipe = recipe_as_run(lookup(RECIPES, settings.recipe, "recipe"), settings)
     optimizer = lookup(OPTIMIZERS, settings.optimizer, "optimizer")
     params = stage_params(spec, layout, stage, settings.mtp_layers)
     if settings.finetune == "full":
@@ -221,6 +249,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
         per_token = params.layers * F.op_sac_bytes_per_token(spec, recipe.compute_bytes, layout.tp, fused_qkv=fused)
     else:
         per_token = _saved_per_token(spec, layout, settings, params, kw)
+    per_token = per_token * (1 - offloaded_share(settings.offload_layers, params.layers))
     micro_batches = layout.micro_batches_per_step
     in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, micro_batches)
     in_flight = np.where(layout.vpp == 1, np.maximum(1.0, in_flight - stage), in_flight)  # 1F1B: stage i holds p - i
@@ -279,6 +308,12 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
         step_temp = optimizer_step_temp_bytes(params, layout, recipe, largest_tensor_elements(spec, layout),
                                               F.optimizer_impl_of(settings, recipe))
         if profile.step_fp32_grads:  # DeepSpeed converts the gradient partition to fp32 for the step
+            step_temp = step_temp + A.FP32 * params.total / np.where(layout.zero >= 1, state_shards(layout), 1)
+        elif settings.grad_bytes is not None and settings.grad_bytes < A.FP32 and recipe.master_bytes \
+                and settings.moment_bytes is None:
+            # Megatron's distributed optimizer copies a bf16 gradient shard to fp32 for the step unless
+            # the precision-aware optimizer runs (distrib_optimizer.py _copy_model_grads_to_main_grads:
+            # shard_main_param.grad = shard_model_grad.float(); decoupled_grad = the bf16 view otherwise)
             step_temp = step_temp + A.FP32 * params.total / np.where(layout.zero >= 1, state_shards(layout), 1)
     return StageMemory(states.weights, grads_in_forward, states.grads, states.master, states.optimizer, activations,
                        outside, temporaries, step_temp + buckets, working, backward_start,

@@ -86,7 +86,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                         tp_overlap=inputs.profile.tp_overlap if inputs.tp_overlap is None else inputs.tp_overlap,
                         tp_comm_overlap=inputs.tp_comm_overlap,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
-                        ep_a2a_overlap=inputs.ep_a2a_overlap,
+                        ep_a2a_overlap=inputs.ep_a2a_overlap, offload_layers=inputs.offload_layers,
                         eager_fallbacks=inputs.profile.eager_fallbacks, moe_launch=inputs.profile.moe_launch,
                         fp8_recipe=inputs.fp8_recipe,
                         attention_kernel=kernel, attention_dropout=spec.dropout,
@@ -112,7 +112,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                               framework=inputs.framework, loss=inputs.loss,
                               lora_rank=inputs.lora_rank, activation_scale=scale,
                               optimizer_impl=inputs.optimizer_impl, mtp_layers=spec.mtp_layers,
-                              attention_kernel=kernel, **inputs.recompute_settings(),
+                              attention_kernel=kernel, **inputs.recompute_settings(), **inputs.state_dtype_settings(),
                               # Transformer Engine keeps the linears' inputs quantised (megatron implementation)
                               linear_input_bytes=saved_linear_input_bytes(low_precision_recipe(inputs.dtype,
                                                                                                 inputs.fp8_recipe)))

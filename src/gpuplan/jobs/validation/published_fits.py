@@ -3,7 +3,10 @@ published_throughput.yaml is evaluated as `gpuplan plan` would evaluate it (its 
 FP8 recipe, framework, global batch, the recompute its recipe ran) and the reserved + runtime memory
 compared with the fit budget (core.memory.device_memory: capacity x (1 - margin)). A run that trained is
 a layout that fits on its GPU: every refusal is the memory model's miss (or an input it has no field
-for: CPU activation offload, FP8 primary weights). Reported by family in docs/accuracy.md.
+for). Each Megatron-Bridge row is evaluated with what its benchmark recipe ran, read at the row's
+Bridge tag (recipe_memory_fields): its recompute modules / layers, its CPU activation offloading, the
+bf16 gradient buffer, DeepSeek-V3's bf16 Adam moments and the launcher's expandable segments.
+Reported by family in docs/accuracy.md.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from statistics import median
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -39,13 +43,91 @@ def fit_checks() -> list[FitCheck]:
                       dtype=PRECISION[run["precision"]], framework="torchtitan" if torchtitan else "megatron")
         if run["precision"] == "mxfp8":
             fields["fp8_recipe"] = "mxfp8"
-        plan = evaluate_layout(evaluator_for(PlanInputs(**fields)), published_layout(lay),
-                               recipe_recompute(run)["recompute"],
+        recompute = recipe_recompute(run)
+        fields.update({k: v for k, v in recompute.items() if k != "recompute" and v is not None})
+        fields.update(recipe_memory_fields(run))
+        plan = evaluate_layout(evaluator_for(PlanInputs(**fields)), published_layout(nemo2_layout(run)),
+                               recompute["recompute"],
                                lay["global_batch"], run["gpus"])
         family = run["family"].split("-")[0] + ("-" + run["gpu"] if not torchtitan else "")
         # the rule plan applies: reserved + runtime + what the framework's published memory gap keeps free
         out.append(FitCheck(run["id"], family, (plan.total_bytes + plan.fit_excess_bytes) / plan.budget_bytes - 1))
     return out
+
+
+def nemo2_layout(run: dict[str, Any]) -> dict[str, Any]:
+    """A row's layout, with the distributed optimizer (ZeRO-1) where a NeMo 2.0 page (25.02, 25.04) leaves
+    the sharding unprinted: NeMo 2.0's pretraining recipes train with distributed_fused_adam_with_cosine_annealing
+    (nemo/collections/llm/recipes/llama3_8b.py pretrain_recipe), whose OptimizerConfig sets
+    use_distributed_optimizer=True (nemo/collections/llm/recipes/optim/adam.py)."""
+    lay = run["layout"]
+    if lay.get("zero") is None and run["family"].startswith(("nemo-25.02", "nemo-25.04")):
+        return dict(lay, zero=1)
+    return lay
+
+
+def bridge_release(run: dict[str, Any]) -> tuple[int, ...]:
+    """(year, month, patch) of a Megatron-Bridge performance row (NeMo 25.09 on), () otherwise."""
+    from gpuplan.jobs.validation.published_throughput import release
+
+    rel = release(run["family"])
+    return rel if rel >= (25, 9) and run["id"].startswith("mbridge-") else ()
+
+
+def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
+    """PlanInputs memory fields a Megatron-Bridge row's benchmark ran with (empty for other rows).
+
+    - grad_dtype bf16: every perf config sets ddp.grad_reduce_in_fp32 = False (scripts/performance/configs/
+      */*_llm_pretrain.yaml@v0.1.0rc4 e.g. llama3_70b L43; configs/llama/llama3_llm_pretrain.py@v0.3.0 L43-44,
+      configs/qwen/qwen3_llm_pretrain.py@v0.3.0 L41-42, configs/deepseek/deepseek_llm_pretrain.py@v0.3.0 L37-38,
+      configs/gpt_oss/gpt_oss_llm_pretrain.py@v0.3.0 L30-31; perf_recipes/_common.py@v0.6.0 L71-72), so
+      Megatron-Core's DDP allocates the gradient buffer in bf16 (core.memory.training.MemorySettings.grad_bytes).
+    - moment_dtype bf16: DeepSeek-V3's recipe runs the precision-aware optimizer with exp_avg_dtype /
+      exp_avg_sq_dtype bf16 (recipes/deepseek/deepseek_v3.py@v0.1.0rc4 L240-244, @v0.2.2 L272-276,
+      @v0.3.1 L161-165; perf_recipes/deepseek/common.py@v0.6.0 L42-46).
+    - offload_layers: the row's cpu_offloading_num_layers (read per row, cited in its derived map).
+    - allocator expandable: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch (expandable_segments).
+    """
+    rel = bridge_release(run)
+    if not rel:
+        return {}
+    fields: dict[str, Any] = {"grad_dtype": "bf16"}
+    if run["model"].get("catalog") == "deepseek-v3":
+        fields["moment_dtype"] = "bf16"
+    if run.get("cpu_offloading_num_layers"):
+        fields["offload_layers"] = run["cpu_offloading_num_layers"]
+    if expandable_segments(run):
+        fields["allocator"] = "expandable"
+    return fields
+
+
+def expandable_segments(run: dict[str, Any]) -> bool:
+    """Whether a Megatron-Bridge row's launch set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+    26.06 / 26.06.01: every slurm run (scripts/performance/utils/executors.py@v0.5.0 L48 PERF_ENV_VARS; dropped
+    only for nccl_ub / Llama Megatron-FSDP presets, perf_plugins.py@v0.5.0 L313-318, none among these rows);
+    26.08: each row's flat perf recipe's env_vars (e.g. perf_recipes/deepseek/gb200/deepseek_v3.py@v0.6.0 L168,
+    qwen/gb200/qwen3_moe.py, gpt_oss/gb200/gpt_oss.py: all eight rows). Before, per model in the launcher:
+    Llama 3.1 405B FP8 on GB200 (setup_experiment.py@v0.1.0rc4 L119-120, perf_plugins.py@v0.2.2 L252-254,
+    @v0.3.0 L262-269), from 26.04 on GB200 / GB300 (perf_plugins.py@v0.4.0 L262-269), 26.04.01 also NVFP4 on
+    GB200 (@v0.4.2 L265-272); DeepSeek-V3 BF16 on GB200 in 25.09 (setup_experiment.py@v0.1.0rc4 L121-123),
+    on H100 in 26.02 / 26.02.01 (perf_plugins.py@v0.3.0 L270-276), + GB200 in 26.04 (@v0.4.0 L271-277),
+    + B200 in 26.04.01 (@v0.4.2 L274-280)."""
+    rel, model, gpu, precision = bridge_release(run), run["model"].get("catalog"), run["gpu"], run["precision"]
+    if not rel:
+        return False
+    if rel >= (26, 6):
+        return True
+    fp8 = precision in ("fp8-tensorwise", "mxfp8")
+    if model == "llama-3.1-405b":
+        gpus = ("gb200", "gb300") if rel >= (26, 4) else ("gb200",)
+        return gpu in gpus and (fp8 or (rel >= (26, 4, 1) and precision == "nvfp4" and gpu == "gb200"))
+    if model == "deepseek-v3":
+        if rel == (25, 9, 0):
+            return gpu == "gb200" and precision == "bf16"
+        gpus = {(26, 2, 0): ("h100-sxm",), (26, 2, 1): ("h100-sxm",), (26, 4, 0): ("h100-sxm", "gb200"),
+                (26, 4, 1): ("h100-sxm", "gb200", "b200")}.get(rel, ())
+        return gpu in gpus
+    return False
 
 
 def fit_table_rows(checks: list[FitCheck]) -> tuple[tuple[str, ...], ...]:

@@ -1,0 +1,108 @@
+"""What Megatron-Bridge's benchmark recipes run, as memory inputs (issue 37, point 3): the bf16
+gradient buffer (ddp.grad_reduce_in_fp32 = False), bf16 Adam moments (precision-aware optimizer),
+CPU activation offloading of the first N layers and the launcher's expandable segments, and the
+published-layout fit check passing each row's facts. Expected numbers are worked out by hand from
+the byte counts in core.memory.training's docstrings."""
+
+import pytest
+
+from gpuplan.catalog import load_model
+from gpuplan.core.memory import training as M
+from gpuplan.core.parallel import ParallelLayout
+
+LAYOUT = ParallelLayout(dp=8, zero=1, micro_batch=1)
+
+
+def parts(**settings):
+    spec = load_model("llama-2-7b")
+    base = dict(seq_len=4096, recipe="megatron", framework="megatron", implementation="megatron")
+    return spec, M.stage_memory_parts(spec, LAYOUT, M.MemorySettings(**{**base, **settings}), 0)
+
+
+def test_bf16_gradient_buffer_halves_the_grads_and_adds_the_fp32_shard_copy_at_the_step():
+    spec, fp32 = parts()
+    _, bf16 = parts(grad_bytes=2.0)
+    n = M.stage_params(spec, LAYOUT, 0).total
+    # Megatron's grad buffer in the params' dtype: 2 B instead of 4 B per parameter (unsharded, ZeRO-1)
+    assert float(fp32.grads_backward) == pytest.approx(4 * n, rel=1e-12)
+    assert float(bf16.grads_backward) == pytest.approx(2 * n, rel=1e-12)
+    assert float(fp32.backward_start - bf16.backward_start) == pytest.approx(2 * n, rel=1e-12)
+    # in optimizer.step() the distributed optimizer casts the rank's 1/8 shard to fp32 (4 B x n / 8)
+    assert float(bf16.optimizer_step) == pytest.approx(float(fp32.optimizer_step) - 2 * n + 4 * n / 8, rel=1e-12)
+    # the precision-aware optimizer (bf16 moments given) reads the bf16 shard in place: no copy
+    _, aware = parts(grad_bytes=2.0, moment_bytes=2.0)
+    assert float(aware.optimizer_step) == pytest.approx(float(bf16.optimizer_step) - 4 * n / 8 - 2 * 2 * n / 8,
+                                                        rel=1e-12)
+
+
+def test_bf16_moments_halve_the_optimizer_states():
+    spec, fp32 = parts()
+    _, bf16 = parts(moment_bytes=2.0)
+    n = M.stage_params(spec, LAYOUT, 0).total
+    # AdamW: two moments per parameter, sharded over 8 ranks: 2 x 4 B / 8 -> 2 x 2 B / 8
+    assert float(fp32.optimizer) == pytest.approx(8 * n / 8, rel=1e-12)
+    assert float(bf16.optimizer) == pytest.approx(4 * n / 8, rel=1e-12)
+    assert float(bf16.master) == float(fp32.master)  # fp32 main params stay (main_params_dtype fp32)
+
+
+@pytest.mark.parametrize("offload, kept", [(16, 16 / 32), (8, 24 / 32), (31, 1 / 32), (40, 1 / 32)])
+def test_cpu_offloading_moves_the_first_layers_activations_to_the_host(offload, kept):
+    # Llama-2-7B: 32 identical layers; at least one layer stays on the GPU (TE's offload context)
+    _, none = parts()
+    _, off = parts(offload_layers=offload)
+    assert float(off.activations) == pytest.approx(kept * float(none.activations), rel=1e-12)
+    assert float(off.outside_layers) == float(none.outside_layers)  # logits / loss are not offloaded
+
+
+def test_schema_takes_the_fields_and_refuses_what_megatron_refuses(run_cli):
+    code, out, _ = run_cli("memory", "llama-2-7b", "--gpu", "h100", "--gpus", "8", "--zero", "1", "--grad-dtype",
+                           "bf16", "--moment-dtype", "bf16", "--offload-layers", "16")
+    assert code == 0, out
+    for extra, words in ((["--offload-layers", "4", "--pp", "2"], "pipeline"),
+                         (["--offload-layers", "4", "--recompute", "full"], "recompute"),
+                         (["--offload-layers", "32"], "below the model's 32 layers"),
+                         (["--offload-layers", "4", "--framework", "torchtitan"], "megatron")):
+        code, _, err = run_cli("memory", "llama-2-7b", "--gpu", "h100", "--gpus", "8", *extra)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("error: offload_layers: got "), err
+        assert words in lines[0]
+
+
+def test_plan_and_memory_agree_on_the_new_fields():
+    """One schema: the plan evaluator's memory settings carry the same bytes as the memory job's."""
+    from gpuplan.jobs.memory.schema import MemoryInputs
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    given = dict(grad_dtype="bf16", moment_dtype="bf16", offload_layers=8)
+    memory = MemoryInputs(model="llama-2-7b", gpu="h100", gpus=8, **given).settings()
+    plan = evaluator_for(PlanInputs(model="llama-2-7b", gpu="h100", gpus=8, tokens=1e12, **given)).memory
+    for name in ("grad_bytes", "moment_bytes", "offload_layers"):
+        assert getattr(memory, name) == getattr(plan, name)
+    assert (memory.grad_bytes, memory.moment_bytes, memory.offload_layers) == (2.0, 2.0, 8)
+
+
+def rows():
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    return {r["id"]: r for r in published_throughput_rows()}
+
+
+def test_recipe_facts_of_published_rows():
+    from gpuplan.jobs.validation.published_fits import expandable_segments, nemo2_layout, recipe_memory_fields
+
+    r = rows()
+    # every Megatron-Bridge perf config sets grad_reduce_in_fp32 = False; DeepSeek-V3 adds bf16 moments
+    assert recipe_memory_fields(r["mbridge-26.08-deepseek-v3-gb200-256g-mxfp8"]) == {
+        "grad_dtype": "bf16", "moment_dtype": "bf16", "allocator": "expandable"}
+    # Llama 3 70B on GB200: 40 of 80 layers offloaded (the row's cpu_offloading_num_layers); no expandable segments
+    assert recipe_memory_fields(r["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"]) == {
+        "grad_dtype": "bf16", "offload_layers": 40}
+    # the launcher's allocator setting by release: Llama 3.1 405B FP8 on GB300 only from 26.04 (v0.4.0)
+    assert not expandable_segments(r["mbridge-26.02-llama-3.1-405b-gb300-256g-fp8cs"])
+    assert expandable_segments(r["mbridge-26.06-llama-3.1-405b-gb300-256g-fp8cs"])
+    assert expandable_segments(r["mbridge-26.02-llama-3.1-405b-gb200-256g-fp8cs"])
+    assert all(recipe_memory_fields(v) == {} for v in r.values() if v["family"].startswith(("torchtitan", "nemo-24")))
+    # NeMo 2.0 pages leave the sharding unprinted: the recipes' distributed optimizer (ZeRO-1)
+    assert nemo2_layout(r["nemo2502-llama-3-8b-b200-8g"])["zero"] == 1
+    assert nemo2_layout(r["nemo2407-llama-3-8b-h100-8g"])["zero"] is None  # NeMo 1.x page: not read
