@@ -81,6 +81,30 @@ def test_a_total_given_as_rate_times_tokens_is_compared_with_the_steady_state():
     assert 1_082_990 / 384 / 24 == pytest.approx(117.5, abs=0.05)
 
 
+def test_every_total_that_is_tokens_over_the_sources_rate_is_marked_rate():
+    """The header's criterion (training_runs.yaml): a total equal to tokens / the source's own rate, to the rounding
+    of what it prints. SmolLM3: 11.2T / (14,000 tokens/s/GPU x 384) = 24.11 days against 'for 24 days' (whole
+    days, +-0.5); TinyLlama: 300B / 24,000 / 3,600 = 3,472 against 3,456 = 16 x 9 whole days (+-0.5 day = 5.6%).
+    BLOOM's logged 105.2 s a step over its 366B / (2,048 x 2,048) = 87,260 steps is 106 days against 117.5, PaLM's
+    46.2% MFU 5.6M chip-hours against 8.4M: not rates."""
+    from gpuplan.catalog import reference_runs
+    from gpuplan.jobs.budget.estimate import estimate_budget
+    from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, run_inputs
+
+    runs = {r["id"]: r for r in reference_runs()["runs"]}
+    smol_days = 11.2e12 / (14_000 * 384) / 86_400
+    assert smol_days == pytest.approx(24.11, abs=0.01) and abs(smol_days - 24) < 0.5
+    assert runs["smollm3-3b"]["measured_gpu_hours"] == 384 * 24 * 24
+    tiny = 300e9 / 24_000 / 3600
+    assert abs(tiny - runs["tinyllama-1.1b"]["measured_gpu_hours"]) < 16 * 0.5 * 24  # within half a day on 16 GPUs
+    marked = {i for i, r in runs.items() if r.get("reported_as") == "rate"}
+    assert marked == {"llama1-65b", "deepseek-v3", "smollm3-3b", "tinyllama-1.1b"}
+    for run_id in ("smollm3-3b", "tinyllama-1.1b"):  # compared with the steady state, the stated layout named
+        hours, basis = end_to_end_gpu_hours(runs[run_id])
+        assert hours == pytest.approx(estimate_budget(run_inputs(runs[run_id])).value("gpu_hours_with_comm"))
+        assert "not added" in basis and "stated layout" in basis
+
+
 def test_tinyllama_row_states_its_lit_gpt_layout():
     """TinyLlama (jzhang38/TinyLlama README and pretrain/tinyllama.py): 16 A100-40G, 2M-token batch = 1,024 x
     2,048, FSDP FULL_SHARD (ZeRO-3), micro-batch 8: 1,024 / 16 = 64 sequences a GPU = 8 micro-batches; 3,456

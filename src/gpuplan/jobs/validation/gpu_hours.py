@@ -71,22 +71,26 @@ def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
                                   float(run["tokens"]), ramp_phases(run))
     goodput = report.value("fail_goodput")
     basis = (f"predicted MFU {report.value('mfu'):.3f}, goodput {goodput:.1%}"
-             + (f", batch ramp x{factor:.3f}" if factor != 1.0 else "")
-             + (f", stated layout {report.line('mem_layout').text}" if run.get("layout") else "")
-             + (f", stated {_degrees_text(run['degrees'])}: {report.line('mem_layout').text}"
-                if run.get("degrees") and not run.get("layout") else ""))
+             + (f", batch ramp x{factor:.3f}" if factor != 1.0 else "") + _stated_layout_text(run, report))
     return wall * factor * gpus / 3600, basis
+
+
+def _stated_layout_text(run: dict[str, Any], report) -> str:
+    """', stated layout ...' (a whole stated layout), ', stated --zero 0: ...' (some degrees), or ''."""
+    if run.get("layout"):
+        return f", stated layout {report.line('mem_layout').text}"
+    if run.get("degrees"):
+        return f", stated {_degrees_text(run['degrees'])}: {report.line('mem_layout').text}"
+    return ""
 
 
 def _rate_basis(run: dict[str, Any], report) -> str:
     """Basis of a run whose source gives its total as a steady rate x tokens (``reported_as: rate``): the
     budget's steady-state GPU-hours are compared, its failures and checkpoints (and any batch ramp) shown
     but not added, since the source's figure holds none of them."""
-    degrees = (f", stated {_degrees_text(run['degrees'])}: {report.line('mem_layout').text}"
-               if run.get("degrees") else "")
     return (f"predicted MFU {report.value('mfu'):.3f}, steady state: the source's total is its rate x tokens "
             f"(goodput {report.value('fail_goodput'):.1%}" + (", batch ramp" if ramp_phases(run) else "")
-            + " not added)" + degrees)
+            + " not added)" + _stated_layout_text(run, report))
 
 
 def _degrees_text(degrees: dict[str, Any]) -> str:
