@@ -112,7 +112,8 @@ def test_published_moe_rows_carry_their_release_recipe_settings():
     assert "qwen3_moe.py@067f987" in skill["derived"]["moe_comm"]
     # v0.6.0 perf_recipes/qwen/gb200/qwen3_moe.py: HybridEP, _enable_hybridep_full_iteration_mxfp8 -> overlap
     assert rows["mbridge-26.08-qwen3-30b-a3b-gb200-8g-mxfp8"]["moe_comm"] == {
-        "dispatcher": "flex", "backend": "hybridep", "a2a_overlap": True, "cuda_graph": "full_iteration"}
+        "dispatcher": "flex", "backend": "hybridep", "a2a_overlap": True, "fused_grouped_mlp": True,
+        "cuda_graph": "full_iteration"}
     # v0.2.2 GPT-OSS: no preset backend, recipe never applies one -> the provider's NCCL alltoall
     assert rows["mbridge-25.11-gpt-oss-120b-gb300-64g-bf16"]["moe_comm"] == {
         "dispatcher": "alltoall", "backend": None, "a2a_overlap": False}

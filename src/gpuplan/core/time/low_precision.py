@@ -57,3 +57,34 @@ def precision_class(dtype: str) -> str:
     """The key published-MFU ceilings and the prediction band use for a compute dtype: 'fp8' or
     'fp4' as themselves, every 16-bit or wider dtype as 'bf16'."""
     return dtype if dtype in LOW_PRECISION else "bf16"
+
+
+# FP8 attention (Megatron-Bridge's fp8_dot_product_attention=True: TE's cuDNN fused attention with FP8
+# Q, K, V, O and gradients). cuDNN's own training-attention benchmark times BF16 and FP8 at the same
+# shape on GB200 and GB300 (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/{llama3.1,
+# dsv3}/{gb200,gb300}/*.csv @3929da2, cuDNN 9.22; copied in tests/fixtures/cudnn/gb200_gb300_kernels.yaml):
+# the FP8 / BF16 time ratio at the shortest length it ran (8,192, batch 2, causal, non-deterministic
+# backward), per query/key head dim: 128 (Llama 3.1, 64 heads) and 192 (DeepSeek-V3's MLA, 192 / 128).
+# (forward, backward). B200 / B300 carry their Grace parts' ratios (the same die, SM100 / SM103). Head
+# dims the benchmark did not run (GPT-OSS's 64) keep the BF16 time. Nothing fitted.
+FP8_ATTENTION_TIME_RATIO = {
+    ("gb200", 128): (1.074 / 1.397, 3.781 / 4.127), ("gb300", 128): (0.759 / 1.185, 3.087 / 3.832),
+    ("gb200", 192): (2.294 / 3.470, 7.296 / 11.984), ("gb300", 192): (1.758 / 3.013, 6.188 / 11.074),
+}
+FP8_ATTENTION_SAME_DIE = {"b200": "gb200", "b300": "gb300"}
+
+
+def fp8_attention_time_ratio(gpu_id: str, qk_head_dim: int) -> tuple[float, float]:
+    """(forward, backward) attention-core time under FP8 attention over BF16's on ``gpu_id``; (1, 1)
+    where cuDNN's benchmark has no figure (other parts, other head dims)."""
+    part = FP8_ATTENTION_SAME_DIE.get(gpu_id, gpu_id)
+    return FP8_ATTENTION_TIME_RATIO.get((part, qk_head_dim), (1.0, 1.0))
+
+
+def fp8_attention_seconds(fp8_attention: bool, gpu_id: str, spec, seconds: tuple):
+    """The attention core's (forward, backward) ``seconds`` (per token, BF16) as run: times
+    fp8_attention_time_ratio under FP8 attention (StepSettings.fp8_attention), unchanged otherwise."""
+    if not fp8_attention:
+        return seconds
+    ratio = fp8_attention_time_ratio(gpu_id, spec.attention.qk_head_dim)
+    return tuple(t * r for t, r in zip(seconds, ratio))

@@ -55,6 +55,24 @@ bytes). Per local expert that is two forward kernels (``b * p``, ``t + .``) and,
 MulBackward0 / AddBackward0, four backward ones (``g * p`` and ``g * b``, each reduced to the bias's and
 the probability's shape); with fp32 probabilities (the 'flex' dispatchers) the promoted sum adds
 the casts of ``t``'s and ``b``'s gradients back to bf16: six. Each pays the fixed time above.
+
+Transformer Engine's fused grouped MLP (the 'fused' rows: Megatron-Core's
+``use_transformer_engine_op_fuser`` with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, MXFP8 only) also folds
+the gated activation and the quantisations around it into GEMM epilogues:
+ForwardGroupedMLP_CuTeGEMMSwiGLU_MXFP8 (transformer_engine/pytorch/ops/fused/forward_grouped_mlp.py,
+TE #2769 / #2855, v2.17) runs fc1 + probability-scaled SwiGLU + the MXFP8 row- and columnwise
+quantisation of fc2's input in one cuDNN CuTe DSL kernel (``grouped_gemm_glu_wrapper_sm100``,
+c = the bf16 SwiGLU input kept for the backward, d = fc2's FP8 input), and
+BackwardGroupedMLP_CuTeGEMMDSwiGLU_MXFP8 (backward_grouped_mlp.py) runs fc2's dgrad + dSwiGLU +
+the probabilities' gradient + the MXFP8 quantisation of fc1's output gradient in one
+(``grouped_gemm_dglu_wrapper_sm100``, d_dtype float8_e4m3fn). Per routed copy of a token and
+expert-intermediate element, the unfused path's passes it no longer runs: forward the SwiGLU's
+read of fc1's output (4 B) and write of its own (2 B) and the quantiser's read of it (2 B): 8 B;
+backward fc2's dgrad output written and read by dSwiGLU (2 + 2 B), dSwiGLU's gradient written and
+read by the quantiser (4 + 4 B): 12 B. The writes the epilogues still make (c, d, fc1's FP8 output
+gradient) are the ones the unfused kernels made too. The step model charges those passes in its
+element-wise term (the fitted factor over the saved SwiGLU bytes, core.time.step) and its cast
+term (the quantisers' reads); this module subtracts them at the same HBM efficiency.
 Nothing is fitted. Units: seconds, counts, bytes.
 """
 
@@ -119,12 +137,28 @@ def alltoall_sort_seconds(tokens, top_k: int, hidden: int, hbm_bytes_per_s: floa
     return tuple(n * one for n in SORT_COPIES)
 
 
+FUSED_MLP_SAVED_BYTES = (8.0, 12.0)
+"""(forward, backward) HBM bytes per routed token copy and expert-intermediate element that TE's
+fused MXFP8 grouped MLP does not move (module docstring: the SwiGLU and dSwiGLU passes and the
+quantisers' reads folded into GEMM epilogues)."""
+FUSED_MLP_RECIPES = ("mxfp8",)
+"""Linear recipes the CuTe DSL grouped MLP fuses (TE v2.17-v2.18: the _MXFP8 ops only)."""
+
+
+def fused_mlp_saved_seconds(tokens, top_k: int, expert_intermediate: int, hbm_bytes_per_s: float):
+    """(forward, backward) seconds of element-wise traffic the fused MXFP8 grouped MLP removes from one
+    MoE layer for ``tokens`` tokens of one rank (``hbm_bytes_per_s``: the bandwidth the step model's
+    element-wise term runs at)."""
+    return tuple(n * tokens * top_k * expert_intermediate / hbm_bytes_per_s for n in FUSED_MLP_SAVED_BYTES)
+
+
 def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, tokens=0.0,
                                 hbm_bytes_per_s: float = 0.0):
     """Per micro-batch: the MoE layers among a stage's ``layers`` (forward, backward and a recompute's
     second forward, reruns_experts): the per-expert kernels' fixed seconds (``settings.moe_expert_kernels``
     'per-expert'), the alltoall dispatcher's sorts of the rank's ``tokens`` (a rank holding more than
-    one expert) and the eager fc2 bias's per-expert kernels (settings.eager_fallbacks). 0 unless
+    one expert), the eager fc2 bias's per-expert kernels (settings.eager_fallbacks), less the element-wise
+    passes the fused MXFP8 grouped MLP folds into its GEMMs (negative then). 0 unless
     Megatron-Core's MoE layer is modelled (``settings.moe_launch`` not 'none')."""
     if spec.moe is None or not spec.num_moe_layers or settings.moe_launch == "none":
         return 0.0
@@ -135,6 +169,10 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
         sort_f, sort_b = alltoall_sort_seconds(tokens, spec.moe.experts_per_token, spec.hidden_size, hbm_bytes_per_s)
         several = local > 1
         forward, backward = forward + several * sort_f, backward + several * sort_b
+    if settings.moe_expert_kernels == "fused" and recipe in FUSED_MLP_RECIPES and hbm_bytes_per_s > 0:
+        saved_f, saved_b = fused_mlp_saved_seconds(tokens, spec.moe.experts_per_token, spec.moe.expert_intermediate_size,
+                                                   hbm_bytes_per_s * settings.hbm_efficiency)
+        forward, backward = forward - saved_f, backward - saved_b
     if spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks:
         bias_f, bias_b = eager_bias_fixed_seconds(local, routing_probs_dtype(settings.ep_dispatcher))
         forward, backward = forward + bias_f, backward + bias_b

@@ -44,7 +44,7 @@ from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kern
 from gpuplan.core.comm.topology import Cluster
 from gpuplan.core.time.low_precision import (  # noqa: F401  (re-exported: their old home)
     BLOCK_SCALED, BLOCK_SCALED_GEMM_TIME_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, FP8_WEIGHT_CAST_BYTES, LOW_PRECISION,
-    MXFP8_CAST_BYTES_PER_ELEMENT, low_precision_recipe, precision_class)
+    MXFP8_CAST_BYTES_PER_ELEMENT, fp8_attention_seconds, low_precision_recipe, precision_class)
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,7 @@ class StepSettings:
     replaces ep_overlap."""
     moe_launch: str = "none"
     """How a MoE layer is issued (core.time.moe_host): 'eager' charges the host time its dispatcher's sync exposes."""
+    fp8_attention: bool = False  # FP8 attention core: core.time.low_precision.fp8_attention_seconds
     moe_expert_kernels: str = "per-expert"
     """Where moe_launch is not 'none': 'per-expert' (TE GroupedLinear's quantisation and cuBLAS GEMM per local expert,
     each with its fixed GPU time: core.time.moe_layer) or 'fused' (one kernel for all experts)."""
@@ -260,11 +261,10 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         t_routed = expert_flops / (peak * e_expert)
         t_gemm = t_gemm + t_routed
     e_attn = settings.attention_efficiency or attention_efficiency(gpu)
-    t_attn, t_attn_bwd = attention_seconds_per_token(
-        spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn,
-        mamf=_mamf(gpu), hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency,
-        dropout=settings.attention_dropout, tensor_flops_per_exp=_lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0),
-        tensor_rate=_lookup(FLASH_TENSOR_RATE, gpu, NO_TENSOR_RATE))
+    t_attn, t_attn_bwd = fp8_attention_seconds(settings.fp8_attention, gpu.id, spec, attention_seconds_per_token(
+        spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn, mamf=_mamf(gpu),
+        hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency, dropout=settings.attention_dropout,
+        tensor_flops_per_exp=_lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0), tensor_rate=_lookup(FLASH_TENSOR_RATE, gpu, NO_TENSOR_RATE)))
     mega = MO.active(spec, settings)  # Megatron-Core + TE's kernels, FP8 casts included (core.time.megatron_ops)
     hbm = gpu.memory_bandwidth * settings.hbm_efficiency
     eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp

@@ -212,6 +212,8 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # the recipe's CPU activation offloading, first N layers (core.time.activation_offload)
                             offload_layers=run.get("cpu_offloading_num_layers") or 0,
                             fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise",
+                            # the recipe's FP8 attention (mixed_precision.fp8_dot_product_attention, read at its tag)
+                            fp8_attention=bool(run.get("fp8_dot_product_attention")),
                             # torchtitan: FSDP2's per-block gathers; NeMo: Megatron's distributed optimizer
                             # with overlapped gradient reduce and parameter gather (core.comm.dp_overlap)
                             dp_schedule="fsdp2" if torchtitan else "megatron", dp_overlap=1.0,
