@@ -48,14 +48,14 @@ def test_predicted_gpu_hours_note_matches_the_packaged_runs():
     2024 runs 0.91-1.12x (jobs/training/sections.py; DeepSeek-V3 0.97 since core/time/moe_layer.py,
     0.92 and Pythia-70M 1.05 -> 0.89 since --framework megatron charges its vocabulary loss; Llama 3.1
     405B 1.13 -> 1.12 and DeepSeek-V3 0.92 -> 0.91 since plain 1F1B's steady-state transfers and
-    Megatron's combined-1F1B layout rules, core/time/pipeline_schedule.py): those ranges are the
-    data's (measured / predicted)."""
+    Megatron's combined-1F1B layout rules, core/time/pipeline_schedule.py; 1.12 -> 1.15 and 0.91 -> 0.93 since
+    --framework megatron hides TE's TP share, c799dec): those ranges are the data's (measured / predicted)."""
     cases = cases_by(KIND_PREDICTED)
     old = [c.measured / c.predicted for i, c in cases.items() if i not in MODERN_RUNS + ("smollm3-3b",)]
     new = [cases[i].measured / cases[i].predicted for i in MODERN_RUNS]
     assert len(old) == 6  # TinyLlama 1.1B (2023, added with issue 37 point 4): 0.965
     assert 0.88 <= min(old) < 0.90 and 1.24 <= max(old) < 1.26  # LLaMA-65B 1.247 (BLOOM 1.265 -> 1.188, DeepSpeed's fp32 pass)
-    assert 0.90 <= min(new) < 0.92 and 1.11 <= max(new) < 1.13
+    assert 0.92 <= min(new) < 0.94 and 1.14 <= max(new) < 1.16
 
 
 def test_predicted_gpu_hours_uses_the_runs_stated_batch():
