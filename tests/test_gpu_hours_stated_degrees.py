@@ -50,12 +50,33 @@ def test_llama_65b_passes_the_papers_all_reduce_as_zero_0_and_nothing_else():
     assert 0.85 < hours / runs["llama1-65b"]["measured_gpu_hours"] < 1.15
 
 
-def test_an_unknown_degree_name_is_refused():
+@pytest.mark.parametrize(("degrees", "named"), [
+    ({"zerro": 0}, "degree names are tp, pp, vpp, cp, ep, zero, micro_batch"),
+    ({"gpus": 8}, "degree names are tp, pp, vpp, cp, ep, zero, micro_batch"),  # a run field, not a degree
+    ({"dp_overlap": 1}, "degree names are"),  # a step option, not a degree
+    ({"zero": 1.7}, "zero takes a whole number"),  # never truncated to 1
+    ({"tp": True}, "tp takes a whole number"),
+    ([0], "a mapping of degree names"),
+])
+def test_a_bad_degrees_entry_is_an_input_error_naming_the_yaml_entry(degrees, named):
+    from gpuplan.errors import InputError
     from gpuplan.jobs.validation.gpu_hours import run_inputs
 
-    run = {"tokens": 1e12, "gpu": "a100-sxm4-80gb", "model": "llama-65b", "gpus": 64, "degrees": {"zerro": 0}}
-    with pytest.raises(Exception, match="zerro"):
+    run = {"id": "x-65b", "tokens": 1e12, "gpu": "a100-sxm4-80gb", "model": "llama-65b", "gpus": 64, "degrees": degrees}
+    with pytest.raises(InputError, match=named) as refused:
         run_inputs(run)
+    assert refused.value.field == "training_runs.yaml runs[x-65b].degrees"
+
+
+def test_a_bad_reported_as_is_an_input_error_naming_the_yaml_entry():
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours
+
+    run = {"id": "x-65b", "tokens": 1e12, "gpu": "a100-sxm4-80gb", "model": "llama-65b", "gpus": 64,
+           "reported_as": "x"}
+    with pytest.raises(InputError, match="'rate'") as refused:
+        end_to_end_gpu_hours(run)
+    assert refused.value.field == "training_runs.yaml runs[x-65b].reported_as"
 
 
 def test_a_total_given_as_rate_times_tokens_is_compared_with_the_steady_state():

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuplan.errors import InputError
+
 FITTED_RUNS = ("llama3.1-405b",)
 STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
           "ep_dispatcher")
@@ -22,6 +24,33 @@ LAYOUT_DEGREES = ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch")
 at the layout that ran; a run without one gets the planner's layout for its GPUs. A run whose source
 states only some degrees names them in ``degrees`` (e.g. LLaMA-65B's paper: gradients all-reduced,
 gpuplan's ZeRO-0): those are passed, the planner picks the rest."""
+REPORTED_AS = ("rate",)
+"""What a run's ``reported_as`` may say: 'rate', its total is tokens / the source's own rate (training_runs.yaml)."""
+
+
+def stated_degrees(run: dict[str, Any]) -> dict[str, int]:
+    """The run's ``degrees``: names among LAYOUT_DEGREES, whole numbers; InputError naming the yaml entry."""
+    degrees = run.get("degrees") or {}
+    field = f"training_runs.yaml runs[{run.get('id', '?')}].degrees"
+    if not isinstance(degrees, dict):
+        raise InputError(field, degrees, f"a mapping of degree names ({', '.join(LAYOUT_DEGREES)}) to whole numbers")
+    for name, value in degrees.items():
+        if name not in LAYOUT_DEGREES:
+            raise InputError(field, {name: value},
+                             f"degree names are {', '.join(LAYOUT_DEGREES)} (as `train` takes them)")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(field, {name: value},
+                             f"{name} takes a whole number, as `train --{name.replace('_', '-')}`")
+    return dict(degrees)
+
+
+def reported_as(run: dict[str, Any]) -> str | None:
+    """The run's ``reported_as`` (None when absent); InputError naming the yaml entry when not one of REPORTED_AS."""
+    value = run.get("reported_as")
+    if value is not None and value not in REPORTED_AS:
+        raise InputError(f"training_runs.yaml runs[{run.get('id', '?')}].reported_as", value,
+                         "'rate' (the source's total is tokens / its own rate), or leave it out")
+    return value
 
 
 def run_inputs(run: dict[str, Any]):
@@ -33,7 +62,7 @@ def run_inputs(run: dict[str, Any]):
     stated = {k: run[k] for k in STATED if k in run}
     if run.get("layout"):  # every degree fixed, those the configuration leaves out at 1 (no vpp, cp, ep then)
         stated |= {k: int(run["layout"].get(k, 1)) for k in LAYOUT_DEGREES}
-    stated |= {k: int(v) for k, v in (run.get("degrees") or {}).items()}  # an unknown name: the schema refuses it
+    stated |= stated_degrees(run)
     return BudgetInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"), params=run.get("params"),
                         gpus=int(run["gpus"]), mfu="predicted", dtype=run.get("dtype", "bf16"),
                         seq_len=int(run.get("seq_len", 2048)), **batch, **stated)
@@ -60,9 +89,9 @@ def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
     from gpuplan.jobs.training.layout import layout_for_gpus
     from gpuplan.planner.batch_ramp import ramp_time_factor
 
-    inputs = run_inputs(run)
+    scope, inputs = reported_as(run), run_inputs(run)
     report = estimate_budget(inputs)
-    if run.get("reported_as") == "rate":
+    if scope == "rate":
         return report.value("gpu_hours_with_comm"), _rate_basis(run, report)
     wall, gpus = report.value("fail_wall_seconds"), report.value("gpus_rented")
     factor = 1.0
