@@ -71,7 +71,8 @@ idles 1.893 s a step, 0.616 ms per MoE layer forward (64 micro-batches x 48 laye
 model's GPU forward of that layer is 2.514 ms (attention 0.865, MLP 0.877, two HybridEP
 all-to-alls of 0.386) and the count 0.143 ms: 0.616 + 2.514 - 0.143 = 2.99 ms (the same model's
 GPU step, 22.86 s, is within 0.2% of the profile's GPU-active time). Held out: every throughput
-row (docs/step.md)."""
+row but mbridge-skill-qwen3-30b-a3b-h100-16g-bf16-hybridep, the profiled run's recipe and layout (its
+host term is 0 with its overlap on); the FP8-CS 16-H100 EP16 rows are that layout in FP8 (docs/step.md)."""
 
 
 DISPATCHER_HOST_OPS = {

@@ -158,10 +158,11 @@ def published_throughput_validation() -> tuple[list[Case], list[tuple[str, str]]
                     "Blackwell" if any(g in c.family for g in ("b200", "b300", "gb200")) else "Hopper")
         kind = (f"throughput: {source} {hardware} {'MoE' if c.moe else 'dense'} "
                 f"{PRECISION_LABEL.get(c.precision, 'BF16')} (held out)")
-        out.append(Case(c.id, kind, c.measured, c.predicted, "tokens/s/GPU", c.family))
+        note = c.family + (f"; {c.note}" if c.note else "")
+        out.append(Case(c.id, kind, c.measured, c.predicted, "tokens/s/GPU", note))
         if c.id in newest:  # the same row again, in the newest-release view of its family
             out.append(Case(c.id, kind.replace("(held out)", "newest release (held out)"), c.measured, c.predicted,
-                            "tokens/s/GPU", c.family))
+                            "tokens/s/GPU", note))
     return out, excluded
 
 

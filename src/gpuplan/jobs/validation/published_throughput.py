@@ -40,6 +40,8 @@ class PublishedThroughputCase:
     measured: float
     """Tokens per second per GPU, as published."""
     predicted: float
+    note: str = ""
+    """The row's validation_note (published_throughput.yaml), printed beside its family."""
 
     @property
     def error(self) -> float:
@@ -238,5 +240,5 @@ def published_throughput_cases() -> tuple[list[PublishedThroughputCase], list[tu
         spec = run_spec(run["model"])
         cases.append(PublishedThroughputCase(run["id"], run["family"], PRECISION[run["precision"]],
                                              spec.moe is not None, float(run["measured"]["tokens_per_s_per_gpu"]),
-                                             predict_tokens_per_gpu_s(run)))
+                                             predict_tokens_per_gpu_s(run), run.get("validation_note", "")))
     return cases, excluded
