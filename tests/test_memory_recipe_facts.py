@@ -94,10 +94,14 @@ def test_recipe_facts_of_published_rows():
     r = rows()
     # every Megatron-Bridge perf config sets grad_reduce_in_fp32 = False; DeepSeek-V3 adds bf16 moments
     assert recipe_memory_fields(r["mbridge-26.08-deepseek-v3-gb200-256g-mxfp8"]) == {
-        "grad_dtype": "bf16", "moment_dtype": "bf16", "allocator": "expandable"}
+        "grad_dtype": "bf16", "moment_dtype": "bf16", "allocator": "expandable", "low_precision_weights": "primary"}
     # Llama 3 70B on GB200: 40 of 80 layers offloaded (the row's cpu_offloading_num_layers); no expandable segments
     assert recipe_memory_fields(r["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"]) == {
-        "grad_dtype": "bf16", "offload_layers": 40}
+        "grad_dtype": "bf16", "offload_layers": 40, "low_precision_weights": "primary"}
+    # NVFP4: bf16 weights + TE's cached copy until the preset sets fp4_param_gather (v0.4.2, 26.04.01)
+    assert recipe_memory_fields(r["mbridge-26.04-llama-3-70b-gb200-64g-nvfp4"])["low_precision_weights"] == "cached"
+    assert recipe_memory_fields(r["mbridge-26.04.01-llama-3-70b-gb200-64g-nvfp4"])["low_precision_weights"] == \
+        "primary"
     # the launcher's allocator setting by release: Llama 3.1 405B FP8 on GB300 only from 26.04 (v0.4.0)
     assert not expandable_segments(r["mbridge-26.02-llama-3.1-405b-gb300-256g-fp8cs"])
     assert expandable_segments(r["mbridge-26.06-llama-3.1-405b-gb300-256g-fp8cs"])
@@ -106,3 +110,28 @@ def test_recipe_facts_of_published_rows():
     # NeMo 2.0 pages leave the sharding unprinted: the recipes' distributed optimizer (ZeRO-1)
     assert nemo2_layout(r["nemo2502-llama-3-8b-b200-8g"])["zero"] == 1
     assert nemo2_layout(r["nemo2407-llama-3-8b-h100-8g"])["zero"] is None  # NeMo 1.x page: not read
+
+
+@pytest.mark.parametrize("q, primary, cached", [(1.0, 2.0, 4.0), (1.0 + 1 / 32, 2.0625, 4.0625),
+                                                (0.5 + 1 / 16, 1.125, 3.125)])
+def test_low_precision_weights_primary_or_cached(q, primary, cached):
+    """TE keeps a row-wise and a column-wise quantised copy of each layer matrix: FP8 2 x 1 B, MXFP8
+    2 x (1 + 1/32), NVFP4 2 x (0.5 + 1/16). Primary: those replace the bf16 weights of the matrices;
+    cached: bf16 weights + the copy."""
+    spec, plain = parts(linear_input_bytes=q)
+    params = M.stage_params(spec, LAYOUT, 0)
+    m, other = params.matrices, params.total - params.matrices
+    _, first = parts(linear_input_bytes=q, low_precision_weights="primary")
+    _, copy = parts(linear_input_bytes=q, low_precision_weights="cached")
+    assert float(plain.weights) == pytest.approx(2 * (m + other), rel=1e-12)
+    assert float(first.weights) == pytest.approx(primary * m + 2 * other, rel=1e-12)
+    assert float(copy.weights) == float(plain.weights)
+    assert float(copy.backward_start - plain.backward_start) == pytest.approx((cached - 2) * m, rel=1e-12)
+
+
+def test_low_precision_weights_need_an_fp8_or_fp4_dtype(run_cli):
+    base = ("plan", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--low-precision-weights", "primary")
+    code, _, err = run_cli(*base)
+    assert code == 2 and err.strip().startswith("error: low_precision_weights: got ") and "--dtype fp8" in err
+    code, _, err = run_cli("memory", "llama-3-8b", "--gpu", "h100", "--low-precision-weights", "cached")
+    assert code == 2 and len(err.strip().splitlines()) == 1

@@ -137,6 +137,7 @@ class SetupFields(JobInputs):
     allocator: V.Allocator
     grad_dtype: V.GradDtype
     moment_dtype: V.MomentDtype
+    low_precision_weights: V.LowPrecisionWeights
     offload_layers: V.OffloadLayers
     mtp_layers: V.MtpLayers
 
@@ -150,6 +151,11 @@ class SetupFields(JobInputs):
                                  f"(not {self.framework})")
         if self.offload_layers:
             self._offload_rules()
+        if self.low_precision_weights is not None and (getattr(self, "dtype", None) not in ("fp8", "fp4")
+                                                       or self.framework not in ("megatron", "generic")):
+            raise InputError("low_precision_weights", self.low_precision_weights, "describes Transformer Engine's "
+                             "FP8 / FP4 linears: give --dtype fp8 or fp4 with --framework megatron (plan, train, "
+                             "budget)")
         if self.compile and self.framework != "torchtitan":
             raise InputError("compile", True, f"is torchtitan's torch.compile per block: give --framework torchtitan "
                              f"(not {self.framework}: {COMPILE_ELSEWHERE.get(self.framework, 'not modelled')})")
@@ -272,7 +278,7 @@ class SetupFields(JobInputs):
         """MemorySettings' gradient-buffer and optimizer-moment bytes and activation offload (None: the recipe's)."""
         width = {"fp32": 4.0, "bf16": 2.0}
         return {"grad_bytes": width.get(self.grad_dtype), "moment_bytes": width.get(self.moment_dtype),
-                "offload_layers": self.offload_layers}
+                "offload_layers": self.offload_layers, "low_precision_weights": self.low_precision_weights}
 
     def overheads(self):
         from gpuplan.core.memory.device_memory import Overheads, fragmentation

@@ -179,6 +179,11 @@ GradDtype = option(T.choice("fp32", "bf16") | None, None, "Gradient buffer dtype
 MomentDtype = option(T.choice("fp32", "bf16") | None, None, "Dtype of the optimizer's moments: bf16 = Megatron-Core's "
                      "precision-aware optimizer with exp_avg_dtype / exp_avg_sq_dtype bf16 (2 B each instead of 4). "
                      "Not given: the recipe's.", "the recipe's")
+LowPrecisionWeights = option(T.choice("primary", "cached") | None, None, "How Transformer Engine's linears hold "
+                             "their weights under --dtype fp8 / fp4: primary (Megatron --fp8-param-gather / "
+                             "fp4_param_gather: only the quantised row-wise + column-wise copies, 2 x 1 B for FP8) or "
+                             "cached (bf16 weights plus that quantised copy, cached across micro-batches). Not given: "
+                             "bf16 weights, no copy counted.", "bf16 weights")
 OffloadLayers = option(T.typed(int, T.number(0, 1024, whole=True)), 0, "CPU activation offloading of the first N "
                        "layers (Megatron-Core --cpu-offloading-num-layers, Transformer Engine's offload context): their "
                        "saved activations wait in host memory; at least one layer stays on the GPU.")

@@ -17,6 +17,7 @@ import numpy as np
 from gpuplan.core.memory import activations as A
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import recompute as R
+from gpuplan.core.memory import recipe_facts as RF
 from gpuplan.core.model.finetune import QLORA_BASE_BYTES, lora_params_per_layer
 from gpuplan.core.frameworks import framework
 from gpuplan.core.memory.device_memory import Overheads, framework_gap_bytes, usable_bytes  # noqa: F401 - re-exported
@@ -125,6 +126,11 @@ class MemorySettings:
     moment_bytes: float | None = None
     """Bytes per optimizer-state element (Adam's two moments); None = the recipe's. Megatron-Core's
     precision-aware optimizer with exp_avg_dtype / exp_avg_sq_dtype bf16: 2 (optimizer_config.py)."""
+    low_precision_weights: str | None = None
+    """How TE linears hold their weights under an FP8 / MXFP8 / NVFP4 recipe (``linear_input_bytes``
+    given): 'primary' (Megatron --fp8-param-gather / fp4_param_gather: the weight is kept only in the
+    low-precision format, row-wise and column-wise copies) or 'cached' (bf16 weights plus TE's
+    low-precision copy of both, cached across micro-batches); None = the recipe's bf16 weights and no copy."""
     offload_layers: int = 0
     """Megatron-Core --cpu-offloading-num-layers: the saved activations of the first N layers go to host
     memory during forward and come back one layer ahead in backward (Transformer Engine's
@@ -175,22 +181,6 @@ class StageMemory:
         return self.weights + self.master + self.optimizer
 
 
-def recipe_as_run(recipe: PrecisionRecipe, settings: MemorySettings) -> PrecisionRecipe:
-    """``recipe`` with the run's gradient-buffer and optimizer-state dtypes where given."""
-    changes = {k: v for k, v in (("grad_bytes", settings.grad_bytes), ("state_bytes", settings.moment_bytes))
-               if v is not None}
-    return replace(recipe, **changes) if changes else recipe
-
-
-def offloaded_share(offload_layers: int, layers):
-    """Share of a stage's saved layer activations on the host under CPU activation offloading of the
-    first ``offload_layers`` layers (at most all but one: TE's offload context keeps the last)."""
-    if not offload_layers:
-        return 0.0
-    layers = np.asarray(layers, dtype=float)
-    return np.where(layers > 1, np.minimum(offload_layers, layers - 1) / np.maximum(layers, 1), 0.0)
-
-
 def _saved_per_token(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, params: StageParams, kw):
     """Activation bytes per token a stage saves, with Megatron's block recompute of N layers per
     virtual chunk (the rest keep everything) and its selective modules (core.memory.recompute)."""
@@ -218,7 +208,8 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     """Allocated bytes on one GPU of pipeline ``stage`` at the start of backward (all activations
     held, the loss gradient allocated) and inside optimizer.step() (gradients complete, step
     temporaries). ``layout``'s degrees and ``stage`` may be numpy arrays (many layouts)."""
-    recipe = recipe_as_run(lookup(RECIPES, settings.recipe, "recipe"), settings)
+    recipe = RF.recipe_as_run(lookup(RECIPES, settings.recipe, "recipe"), settings.grad_bytes,
+                              settings.moment_bytes)
     optimizer = lookup(OPTIMIZERS, settings.optimizer, "optimizer")
     params = stage_params(spec, layout, stage, settings.mtp_layers)
     if settings.finetune == "full":
@@ -228,6 +219,10 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
         states = _finetune_states(params, spec, layout, settings, recipe, optimizer, adapters)
     if settings.offload_optimizer:
         states = replace(states, master=0.0, optimizer=0.0)
+    weight_cache = 0.0
+    if settings.low_precision_weights and settings.linear_input_bytes and settings.finetune == "full":
+        states, weight_cache = RF.low_precision_weights(states, params, layout, recipe,
+                                                         settings.low_precision_weights, settings.linear_input_bytes)
     tokens = layout.micro_batch * settings.seq_len / layout.cp
     dropout = spec.dropout if settings.dropout is None else settings.dropout
     autocast = recipe.autocast_weight_copies
@@ -249,7 +244,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
         per_token = params.layers * F.op_sac_bytes_per_token(spec, recipe.compute_bytes, layout.tp, fused_qkv=fused)
     else:
         per_token = _saved_per_token(spec, layout, settings, params, kw)
-    per_token = per_token * (1 - offloaded_share(settings.offload_layers, params.layers))
+    per_token = per_token * (1 - RF.offloaded_share(settings.offload_layers, params.layers))
     micro_batches = layout.micro_batches_per_step
     in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, micro_batches)
     in_flight = np.where(layout.vpp == 1, np.maximum(1.0, in_flight - stage), in_flight)  # 1F1B: stage i holds p - i
@@ -275,7 +270,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     loss_temp = heads * (loss_per_token * tokens * settings.activation_scale + loss_fixed)
     head = last * spec.vocab_size * spec.hidden_size / layout.tp * declared_scale(spec)
     # autocast keeps a bf16 copy of every matmul weight (LM head included) for backward
-    weight_copies = params.matrices * recipe.fp8_weight_bytes + (params.matrices + head) * 2.0 * autocast
+    weight_copies = params.matrices * recipe.fp8_weight_bytes + (params.matrices + head) * 2.0 * autocast + weight_cache
     if profile.embedding_own_fsdp_unit:  # resharded after forward: not in backward's working set
         embedding = (np.asarray(stage) == 0) * spec.vocab_size * spec.hidden_size / layout.tp * declared_scale(spec)
         params = replace(params, root=params.root - embedding)

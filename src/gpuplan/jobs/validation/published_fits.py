@@ -85,6 +85,11 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     - moment_dtype bf16: DeepSeek-V3's recipe runs the precision-aware optimizer with exp_avg_dtype /
       exp_avg_sq_dtype bf16 (recipes/deepseek/deepseek_v3.py@v0.1.0rc4 L240-244, @v0.2.2 L272-276,
       @v0.3.1 L161-165; perf_recipes/deepseek/common.py@v0.6.0 L42-46).
+    - low_precision_weights: the perf scripts take Bridge's precision presets (scripts/performance/utils/
+      precision.py@v0.3.0 L25-41), whose FP8-CS and MXFP8 presets set fp8_param_gather = True (training/
+      mixed_precision.py@v0.1.0rc4 L230, L268; @v0.3.0 L251, L289): 'primary'. The NVFP4 preset keeps bf16
+      weights (fp8_param_gather = False, @v0.3.0 L402: 'cached') until fp4_param_gather = True (@v0.4.2 L422,
+      26.04.01 on: 'primary').
     - offload_layers: the row's cpu_offloading_num_layers (read per row, cited in its derived map).
     - allocator expandable: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch (expandable_segments).
     """
@@ -94,6 +99,10 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {"grad_dtype": "bf16"}
     if run["model"].get("catalog") == "deepseek-v3":
         fields["moment_dtype"] = "bf16"
+    if run["precision"] in ("fp8-tensorwise", "mxfp8"):
+        fields["low_precision_weights"] = "primary"
+    elif run["precision"] == "nvfp4":
+        fields["low_precision_weights"] = "primary" if rel >= (26, 4, 1) else "cached"
     if run.get("cpu_offloading_num_layers"):
         fields["offload_layers"] = run["cpu_offloading_num_layers"]
     if expandable_segments(run):
