@@ -99,9 +99,9 @@ def test_published_rows_take_the_recipes_cuda_graphs():
     assert moe_launch(rows["mbridge-26.08-qwen3-30b-a3b-gb200-8g-mxfp8"]["moe_comm"]) == "graph"
     # the 25.09 perf script pads to capacity (apply_moe_token_drop): static split sizes, no sync
     token_drop = rows["mbridge-25.09-qwen3-30b-a3b-b200-8g-fp8cs"]
-    assert moe_launch(token_drop["moe_comm"], token_drop["model"]["name"]) == "static"
+    assert moe_launch(token_drop["moe_comm"]) == "static"  # moe_comm.static_splits, not the table label
     dropless = rows["mbridge-26.04-qwen3-30b-a3b-h100-sxm-16g-fp8cs"]
-    assert moe_launch(dropless["moe_comm"], dropless["model"]["name"]) == "eager"
+    assert moe_launch(dropless["moe_comm"]) == "eager"
     assert moe_launch({}) == "none"
     assert replace(StepSettings(), moe_launch="eager").moe_launch in M.MOE_LAUNCH_MODES
 

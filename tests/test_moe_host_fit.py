@@ -47,12 +47,13 @@ def test_fitted_layer_host_time_reproduces_the_profiled_step():
 
 def test_token_drop_rows_have_static_splits_and_no_host_term():
     # the 25.09 perf script's apply_moe_token_drop(capacity_factor=1.0, pad_to_capacity=True)
-    # (scripts/performance/run_script.py@v0.1.0rc4 L80 / L109 / L116): each row's recipe reading says so
+    # (scripts/performance/run_script.py@v0.1.0rc4 L79-80 / L109 / L116): each row's moe_comm.static_splits, cited
     dropped = [r for r in ROWS.values() if "(tokendrop)" in r["model"]["name"]]
     assert len(dropped) == 13
+    assert [r for r in ROWS.values() if (r.get("moe_comm") or {}).get("static_splits")] == dropped
     for r in dropped:
-        assert moe_launch(r["moe_comm"], r["model"]["name"]) == "static"
-        assert "pad_to_capacity=True" in r["derived"]["moe_comm"] or "use_tokendrop" in r["derived"]["moe_comm"]
+        assert moe_launch(r["moe_comm"]) == "static"
+        assert "pad_to_capacity=True" in r["derived"]["moe_comm.static_splits"]
     run = ROWS["mbridge-25.09-qwen3-30b-a3b-h100-sxm-16g-fp8cs"]
     # a static layer keeps its kernels and loses only the host term: as fast as a graphed one
     assert _step_seconds(run) == pytest.approx(_step_seconds(run, moe_launch="graph"), rel=1e-12)

@@ -154,19 +154,19 @@ def recipe_recompute(run: dict[str, Any]) -> dict[str, Any]:
     return {"recompute": "selective", "recompute_modules": tuple(modules or ("core_attn",))}
 
 
-def moe_launch(moe_comm: dict[str, Any], model_name: str = "") -> str:
+def moe_launch(moe_comm: dict[str, Any]) -> str:
     """StepSettings.moe_launch of a Megatron-Bridge MoE row: 'graph' where its recipe captures the
-    whole step (moe_comm.cuda_graph 'full_iteration'), 'static' where the table labels the model
-    '(tokendrop)' (the 25.09 perf script's apply_moe_token_drop(capacity_factor=1.0,
-    pad_to_capacity=True), scripts/performance/run_script.py@v0.1.0rc4 L80/L109/L116: drop-and-pad,
-    static split sizes, no host sync: core.time.moe_host), 'eager' for the other rows whose recipe
+    whole step (moe_comm.cuda_graph 'full_iteration'), 'static' where its split sizes are fixed
+    (moe_comm.static_splits, cited per row: the 25.09 perf script's apply_moe_token_drop(capacity_factor=1.0,
+    pad_to_capacity=True), scripts/performance/run_script.py@v0.1.0rc4 L79-80/L109/L116: drop-and-pad,
+    no host sync: core.time.moe_host), 'eager' for the other rows whose recipe
     was read (TE-scoped graphs of attn / moe_router / moe_preprocess leave the experts eager),
     'none' (not modelled) for rows without a recipe reading."""
     if not moe_comm:
         return "none"
     if moe_comm.get("cuda_graph") == "full_iteration":
         return "graph"
-    return "static" if "(tokendrop)" in model_name else "eager"
+    return "static" if moe_comm.get("static_splits") else "eager"
 
 
 def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> float:
@@ -201,7 +201,7 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",
                             ep_a2a_overlap=bool(moe_comm.get("a2a_overlap")),
                             # eager MoE launches unless the recipe graphs the whole step (core.time.moe_host)
-                            moe_launch=moe_launch(moe_comm, run["model"].get("name") or ""),
+                            moe_launch=moe_launch(moe_comm),
                             # TE GroupedLinear's per-expert kernels unless the recipe runs Megatron-Core's
                             # fused grouped MLP (core.time.moe_layer)
                             moe_expert_kernels="fused" if moe_comm.get("fused_grouped_mlp") else "per-expert",
