@@ -109,7 +109,9 @@ def test_recipe_facts_of_published_rows():
     assert all(recipe_memory_fields(v) == {} for v in r.values() if v["family"].startswith(("torchtitan", "nemo-24")))
     # NeMo 2.0 pages leave the sharding unprinted: the recipes' distributed optimizer (ZeRO-1)
     assert nemo2_layout(r["nemo2502-llama-3-8b-b200-8g"])["zero"] == 1
-    assert nemo2_layout(r["nemo2407-llama-3-8b-h100-8g"])["zero"] is None  # NeMo 1.x page: not read
+    assert nemo2_layout(r["nemo2407-llama-3-8b-h100-8g"])["zero"] == 1  # NeMo 1.x: Apex distributed_fused_adam
+    assert nemo2_layout(r["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"]) == r["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"][
+        "layout"]  # printed or derived sharding is kept
 
 
 @pytest.mark.parametrize("q, primary, cached", [(1.0, 2.0, 4.0), (1.0 + 1 / 32, 2.0625, 4.0625),

@@ -56,12 +56,16 @@ def fit_checks() -> list[FitCheck]:
 
 
 def nemo2_layout(run: dict[str, Any]) -> dict[str, Any]:
-    """A row's layout, with the distributed optimizer (ZeRO-1) where a NeMo 2.0 page (25.02, 25.04) leaves
-    the sharding unprinted: NeMo 2.0's pretraining recipes train with distributed_fused_adam_with_cosine_annealing
+    """A row's layout, with optimizer-state sharding (ZeRO-1) where an older NeMo page leaves it unprinted:
+    NeMo 2.0's pretraining recipes (25.02, 25.04) train with distributed_fused_adam_with_cosine_annealing
     (nemo/collections/llm/recipes/llama3_8b.py pretrain_recipe), whose OptimizerConfig sets
-    use_distributed_optimizer=True (nemo/collections/llm/recipes/optim/adam.py)."""
+    use_distributed_optimizer=True (nemo/collections/llm/recipes/optim/adam.py); the NeMo 1.x launcher's
+    Llama / GPT-3 / Nemotron training configs of 24.07 set optim name distributed_fused_adam
+    (NeMo-Framework-Launcher launcher_scripts/conf/training/llama/llama3_8b.yaml), Apex's optimizer that
+    shards the fp32 master weights and Adam states over the data-parallel ranks. The 24.07 page does not
+    name the config it ran."""
     lay = run["layout"]
-    if lay.get("zero") is None and run["family"].startswith(("nemo-25.02", "nemo-25.04")):
+    if lay.get("zero") is None and run["family"].startswith(("nemo-24.07", "nemo-25.02", "nemo-25.04")):
         return dict(lay, zero=1)
     return lay
 
