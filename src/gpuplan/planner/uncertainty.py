@@ -121,7 +121,9 @@ traffic beyond what ran'). Reported on the torchtitan planner groups (jobs/valid
 PUBLISHED_FSDP_TRAFFIC = 0.13
 """The most data-parallel traffic / compute at a published torchtitan layout (0.129: Llama 3.1 8B FSDP 64
 on H200, torchtitan-2506-trainy-...-64g-fp8; tests/test_planner_choice_titan_terms.py recomputes it over
-the 28 scored rows): up to it the model's figure has been checked on torchtitan's FSDP2."""
+the 28 scored rows): up to it the model's figure has been checked on torchtitan's FSDP2. A coverage limit,
+set from the same torchtitan rows the planner check (jobs/validation/planner_choice) scores: that check
+is not held out from it."""
 
 
 def fsdp_traffic_uncertainty(dp_traffic_seconds, compute_seconds, zero):

@@ -22,6 +22,8 @@ from typing import NamedTuple
 
 from gpuplan.core.memory import activations as A
 from gpuplan.core.model import flops as F
+from gpuplan.core.time.eager_path import (  # noqa: F401  (eager_run re-exported: its old home)
+    eager_microbatch_seconds, eager_optimizer_seconds, eager_run)
 from gpuplan.core.time.attention_core import (FLASH_TENSOR_RATE, NO_TENSOR_RATE, TENSOR_FLOPS_PER_EXP,
                                               attention_seconds_per_token)
 from gpuplan.core.bulk import minimum
@@ -183,7 +185,8 @@ class StepBreakdown:
     """Inside compute: the MoE dispatcher sync's exposed host time (core.time.moe_host)."""
     moe_expert_kernels: object = 0.0
     """Inside compute: the per-expert kernels' fixed GPU time and the alltoall dispatcher's sorts (core.time.moe_layer)."""
-    dp_traffic: object = 0.0  # data-parallel communication, hidden or not (planner.uncertainty.fsdp_traffic_uncertainty)
+    dp_traffic: object = 0.0
+    """All data-parallel communication, hidden or not (planner.uncertainty.fsdp_traffic_uncertainty)."""
 
     @property
     def total(self) -> float:
@@ -233,7 +236,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     """Forward + backward (+ recompute) seconds for one micro-batch on one GPU of a stage with
     ``layers`` layers (``head``: the LM head lives here; ``mtp``: MTP modules too, core.model.mtp)."""
     if settings.eager_ops is not None:
-        return _eager_microbatch(spec, cluster, settings, micro_batch, layers, head)
+        return MicroBatchTimes(*eager_microbatch_seconds(spec, cluster, settings, micro_batch, layers, head),
+                               MoeLayerPhases(0.0, 0.0, 0.0, 0.0))
     gpu = cluster.gpu
     peak = gpu.peak(settings.dtype)  # matmuls run at the compute dtype's peak (FP8 linears) ...
     bf16_peak = gpu.peak("bf16") if gpu.has_dtype("bf16") else peak  # ... attention and the LM head in bf16
@@ -316,37 +320,6 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
                            (layers + mtp) * tokens * (1 + weight_grads) * t_gemm, phases)
 
 
-def eager_run(spec: ModelSpec, cluster: Cluster, settings: StepSettings):
-    """The eager step's inputs on this cluster's part (core.time.eager_step)."""
-    from gpuplan.core.time.eager_step import EagerRun
-
-    gpu = cluster.gpu
-    fp32 = gpu.peak("fp32") if gpu.has_dtype("fp32") else gpu.peak("bf16") / 16
-    return EagerRun(settings.eager_ops.for_recompute(settings.recompute), gpu.peak("bf16") if gpu.has_dtype("bf16") else gpu.peak(settings.dtype), fp32,
-                    _mamf(gpu), settings.gemm_d_half, gpu.memory_bandwidth, gpu,
-                    settings.attention_efficiency or attention_efficiency(gpu), settings.seq_len,
-                    settings.lora_rank if settings.finetune != "full" else 0, settings.recompute,
-                    settings.eager_ops.attention or settings.attention_kernel, settings.param_bytes, settings.optimizer_impl, settings.eager_factors)
-
-
-def _eager_microbatch(spec: ModelSpec, cluster: Cluster, settings: StepSettings, micro_batch, layers,
-                      head) -> MicroBatchTimes:
-    from gpuplan.core.time.eager_step import microbatch
-
-    run = eager_run(spec, cluster, settings)
-    fwd, bwd = microbatch(spec, run, micro_batch * settings.seq_len, layers, head=1.0 * head)
-    zero = MoeLayerPhases(0.0, 0.0, 0.0, 0.0)
-    return MicroBatchTimes(fwd.wall + bwd.wall, fwd.attention + bwd.attention, bwd.gemm, zero)
-
-
-def _eager_optimizer(spec: ModelSpec, cluster: Cluster, settings: StepSettings, trained, pp):
-    from gpuplan.core.time.eager_step import optimizer_step, trained_tensors
-
-    rank = settings.lora_rank if settings.finetune != "full" else 0
-    layers = spec.num_layers / pp
-    return optimizer_step(eager_run(spec, cluster, settings), trained, trained_tensors(spec, rank, layers)).wall
-
-
 def _adapters_per_gpu(spec: ModelSpec, settings: StepSettings, tp, pp):
     from gpuplan.core.model.finetune import lora_params_per_layer
 
@@ -403,7 +376,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     shards = data * (zero >= 1) + (zero < 1)
     optimizer = 2 * 16.0 * trained / shards / (cluster.gpu.memory_bandwidth * settings.hbm_efficiency)
     if settings.eager_ops is not None:
-        optimizer = _eager_optimizer(spec, cluster, settings, trained / shards, pp)
+        optimizer = eager_optimizer_seconds(spec, cluster, settings, trained / shards, pp)
     mega = MS.step_extra_seconds(spec, settings, cluster.gpu, tp=tp, stage_layers=layers, local_params=trained,
                                  shards=shards)  # Megatron: FP8 weight casts once a step, its distributed optimizer
     if mega is not None:
