@@ -60,7 +60,7 @@ def network_profile(name: str) -> dict:
     """A copy of NETWORK_PROFILES[name]: nic_gbit_per_gpu for cluster_for plus Cluster fields
     (cluster_for(gpu, nic_gbit_per_gpu=p.pop('nic_gbit_per_gpu'), **p))."""
     if name not in NETWORK_PROFILES:
-        raise InputError("network", name, f"one of {', '.join(sorted(NETWORK_PROFILES))}")
+        raise InputError("network.profile", name, f"one of {', '.join(sorted(NETWORK_PROFILES))}")  # the yaml's key
     return dict(NETWORK_PROFILES[name])
 
 
