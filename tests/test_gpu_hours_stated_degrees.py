@@ -18,6 +18,23 @@ def test_few_writer_nodes_run_at_their_links_under_the_jobs_share():
     assert C.write_bandwidth(4, 28e9) == pytest.approx(112e9)
 
 
+def test_the_checkpoint_storage_assumption_names_the_rates_the_model_writes_at():
+    """parallel_fs (catalog/storage.toml): each writing node at its 40 GB/s link, within the job's 0.98 GB/s a node;
+    the row printed the capped 0.98 GB/s as 'write per node' while a DDP replica writes at the 40 GB/s link."""
+    from dataclasses import replace
+
+    from gpuplan.jobs.budget.model import BudgetSettings
+    from gpuplan.jobs.budget.sections import budget_assumptions
+
+    def shown(settings):
+        return next(a.value for a in budget_assumptions(settings) if a.key == "budget_checkpoint_storage")
+
+    default = shown(BudgetSettings())
+    assert "write 40.00 GB/s per writing node (its link), at most 0.98 GB/s x the job's nodes (shared)" in default
+    assert "at most" not in shown(replace(BudgetSettings(), checkpoint_storage="local_nvme"))  # no shared cap
+    assert "2.00 GB/s per writing node (given, uncapped)" in shown(replace(BudgetSettings(), storage_write=2e9))
+
+
 def test_ddp_checkpoint_of_llama_65b_on_2048_a100():
     from gpuplan.jobs.budget.estimate import estimate_budget
     from gpuplan.jobs.budget.schema import BudgetInputs

@@ -288,11 +288,15 @@ def budget_assumptions(settings: BudgetSettings | None = None,
 def _data_assumptions(s: BudgetSettings) -> list[Row]:
     store, ckpt = storage_spec(s.storage), storage_spec(s.checkpoint_storage or s.storage)
     read = _rate(s.storage_read or store.read_per_node())
-    write = _rate(s.storage_write or ckpt.write_per_node())
+    # what the checkpoint model writes at (jobs/budget/model.py, core.economics.checkpoint.write_bandwidth): each
+    # writing node at its link, all of them within the job's share of a shared system; a given rate, uncapped
+    write = (f"{_rate(s.storage_write)} per writing node (given, uncapped)" if s.storage_write else
+             f"{_rate(ckpt.node_write)} per writing node (its link)" + (
+                 f", at most {_rate(ckpt.shared_per_node)} x the job's nodes (shared)" if ckpt.shared_per_node else ""))
     return [
         ("storage", "data storage", f"{store.name}: {read} read per node", "; ".join(store.sources),
          "--storage / --storage-read", ("storage", "storage_read")),
-        ("checkpoint_storage", "checkpoint storage", f"{ckpt.name}: {write} write per node", "; ".join(ckpt.sources),
+        ("checkpoint_storage", "checkpoint storage", f"{ckpt.name}: write {write}", "; ".join(ckpt.sources),
          "--checkpoint-storage / --storage-write", ("checkpoint_storage", "storage_write")),
         ("token_bytes", "token id bytes", s.token_bytes or "2 if vocab < 65,500 else 4",
          "Megatron-LM indexed_dataset.py DType.optimal_dtype", "--token-bytes", ("token_bytes",)),
