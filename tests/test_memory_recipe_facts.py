@@ -137,3 +137,29 @@ def test_low_precision_weights_need_an_fp8_or_fp4_dtype(run_cli):
     assert code == 2 and err.strip().startswith("error: low_precision_weights: got ") and "--dtype fp8" in err
     code, _, err = run_cli("memory", "llama-3-8b", "--gpu", "h100", "--low-precision-weights", "cached")
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_embedding_and_loss_slots_take_a_layer_from_the_first_and_last_stage():
+    """Megatron's account_for_embedding/loss_in_pipeline_split: num_layers + 2 slots split evenly.
+    Llama 3.1 405B (126 layers) at pp 16: 128 / 16 = 8 slots a stage, 7 layers on the first and last;
+    Qwen3-235B (94) at pp 8: 96 / 8 = 12, so 11 / 12 x 6 / 11; pp 1 keeps every layer."""
+    from gpuplan.core.memory.model_states import slot_stage_span
+
+    counts = [slot_stage_span(126, 16, s)[1] for s in range(16)]
+    assert counts == [7] + [8] * 14 + [7]
+    assert [slot_stage_span(94, 8, s) for s in (0, 1, 7)] == [(0, 11), (11, 12), (83, 11)]
+    assert slot_stage_span(80, 1, 0) == (0, 80)
+    spec = load_model("llama-3.1-405b")
+    layout = ParallelLayout(tp=8, pp=16, dp=1, micro_batch=1)
+    base = dict(seq_len=8192, recipe="megatron", framework="megatron", implementation="megatron")
+    even = M.stage_memory_parts(spec, layout, M.MemorySettings(**base), 0)
+    slots = M.stage_memory_parts(spec, layout, M.MemorySettings(**base, embedding_loss_slots=True), 0)
+    assert float(slots.activations) == pytest.approx(7 / 8 * float(even.activations), rel=1e-12)
+
+
+def test_published_rows_take_the_pipeline_slots_of_their_recipe():
+    from gpuplan.jobs.validation.published_fits import recipe_memory_fields
+
+    r = rows()
+    assert recipe_memory_fields(r["mbridge-26.02-llama-3.1-405b-gb200-256g-fp8cs"])["embedding_loss_slots"] is True
+    assert "embedding_loss_slots" not in recipe_memory_fields(r["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"])

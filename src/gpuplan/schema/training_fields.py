@@ -138,6 +138,7 @@ class SetupFields(JobInputs):
     grad_dtype: V.GradDtype
     moment_dtype: V.MomentDtype
     low_precision_weights: V.LowPrecisionWeights
+    embedding_loss_slots: V.EmbeddingLossSlots
     offload_layers: V.OffloadLayers
     mtp_layers: V.MtpLayers
 
@@ -151,6 +152,9 @@ class SetupFields(JobInputs):
                                  f"(not {self.framework})")
         if self.offload_layers:
             self._offload_rules()
+        if self.embedding_loss_slots and self.framework not in ("megatron", "generic"):
+            raise InputError("embedding_loss_slots", True, f"is Megatron-Core's pipeline split option: give "
+                             f"--framework megatron (not {self.framework})")
         if self.low_precision_weights is not None and (getattr(self, "dtype", None) not in ("fp8", "fp4")
                                                        or self.framework not in ("megatron", "generic")):
             raise InputError("low_precision_weights", self.low_precision_weights, "describes Transformer Engine's "
@@ -274,11 +278,13 @@ class SetupFields(JobInputs):
     def expandable_segments(self) -> bool:
         return (self.allocator or ("expandable" if self.profile.expandable_segments else "caching")) == "expandable"
 
-    def state_dtype_settings(self) -> dict:
-        """MemorySettings' gradient-buffer and optimizer-moment bytes and activation offload (None: the recipe's)."""
+    def recipe_memory_settings(self) -> dict:
+        """MemorySettings fields a Megatron recipe sets: gradient-buffer and optimizer-moment bytes (None: the
+        recipe's), low-precision weights, activation offload and the embedding / loss pipeline slots."""
         width = {"fp32": 4.0, "bf16": 2.0}
         return {"grad_bytes": width.get(self.grad_dtype), "moment_bytes": width.get(self.moment_dtype),
-                "offload_layers": self.offload_layers, "low_precision_weights": self.low_precision_weights}
+                "offload_layers": self.offload_layers, "low_precision_weights": self.low_precision_weights,
+                "embedding_loss_slots": self.embedding_loss_slots}
 
     def overheads(self):
         from gpuplan.core.memory.device_memory import Overheads, fragmentation

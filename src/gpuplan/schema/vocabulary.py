@@ -184,6 +184,10 @@ LowPrecisionWeights = option(T.choice("primary", "cached") | None, None, "How Tr
                              "fp4_param_gather: only the quantised row-wise + column-wise copies, 2 x 1 B for FP8) or "
                              "cached (bf16 weights plus that quantised copy, cached across micro-batches). Not given: "
                              "bf16 weights, no copy counted.", "bf16 weights")
+EmbeddingLossSlots = option(T.Bool, False, "Megatron's account_for_embedding_in_pipeline_split and "
+                            "account_for_loss_in_pipeline_split (Megatron-Bridge's Llama 3.1 405B and Qwen3-235B "
+                            "recipes): the embedding and the loss each take a layer slot, so the first and last "
+                            "pipeline stages hold one layer fewer (memory; the step model keeps the even split).")
 OffloadLayers = option(T.typed(int, T.number(0, 1024, whole=True)), 0, "CPU activation offloading of the first N "
                        "layers (Megatron-Core --cpu-offloading-num-layers, Transformer Engine's offload context): their "
                        "saved activations wait in host memory; at least one layer stays on the GPU.")

@@ -81,11 +81,31 @@ def _prefix(mask: tuple[bool, ...], num_layers: int) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(np.asarray(mask or (False,) * num_layers, dtype=float))))
 
 
-def stage_params(spec: ModelSpec, layout: ParallelLayout, stage, mtp: int = 0) -> StageParams:
+def slot_stage_span(num_layers: int, pp, stage):
+    """(first layer index, layer count) of ``stage`` when the embedding and the loss each take a layer
+    slot (Megatron-Core account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split:
+    transformer_block.py get_num_layers_to_build adds one layer per flag, splits num_layers + 2 evenly
+    over the stages, then builds one fewer on the first stage's first chunk and on the last stage's
+    last chunk). A remainder goes to the first stages, as in stage_span; pp 1 keeps every layer."""
+    pp, stage = np.asarray(pp), np.asarray(stage)
+    slots = num_layers + 2
+    base, extra = slots // pp, slots % pp
+    count = base + (stage < extra) - (stage == 0) - (stage == pp - 1)
+    start = stage * base + np.minimum(stage, extra) - (stage > 0)
+    return _plain(np.where(pp > 1, start, 0)), _plain(np.where(pp > 1, count, num_layers))
+
+
+def stage_params(spec: ModelSpec, layout: ParallelLayout, stage, mtp: int = 0,
+                 embedding_loss_slots: bool = False) -> StageParams:
     """Parameters on one GPU of pipeline ``stage`` (0 = first; degrees may be arrays); ``mtp``
-    MTP modules on the last stage (core.model.mtp), which then sheds decoder layers to the others."""
+    MTP modules on the last stage (core.model.mtp), which then sheds decoder layers to the others;
+    ``embedding_loss_slots``: the split of slot_stage_span (without MTP modules)."""
     h, tp, pp = spec.hidden_size, layout.tp, layout.pp
-    start, count = stage_span(spec.num_layers, pp, stage, mtp_stage_layer_shed(spec, mtp))
+    shed = mtp_stage_layer_shed(spec, mtp)
+    if embedding_loss_slots and not shed:
+        start, count = slot_stage_span(spec.num_layers, pp, stage)
+    else:
+        start, count = stage_span(spec.num_layers, pp, stage, shed)
     moe_prefix = _prefix(spec.moe_layers, spec.num_layers)
     n_moe = moe_prefix[start + count] - moe_prefix[start]
     n_dense = count - n_moe

@@ -131,6 +131,9 @@ class MemorySettings:
     given): 'primary' (Megatron --fp8-param-gather / fp4_param_gather: the weight is kept only in the
     low-precision format, row-wise and column-wise copies) or 'cached' (bf16 weights plus TE's
     low-precision copy of both, cached across micro-batches); None = the recipe's bf16 weights and no copy."""
+    embedding_loss_slots: bool = False
+    """Megatron's account_for_embedding_in_pipeline_split + account_for_loss_in_pipeline_split: the first
+    and last pipeline stages hold one decoder layer fewer (core.memory.model_states.slot_stage_span)."""
     offload_layers: int = 0
     """Megatron-Core --cpu-offloading-num-layers: the saved activations of the first N layers go to host
     memory during forward and come back one layer ahead in backward (Transformer Engine's
@@ -211,7 +214,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     recipe = RF.recipe_as_run(lookup(RECIPES, settings.recipe, "recipe"), settings.grad_bytes,
                               settings.moment_bytes)
     optimizer = lookup(OPTIMIZERS, settings.optimizer, "optimizer")
-    params = stage_params(spec, layout, stage, settings.mtp_layers)
+    params = stage_params(spec, layout, stage, settings.mtp_layers, settings.embedding_loss_slots)
     if settings.finetune == "full":
         states = model_state_bytes(params, layout, recipe, optimizer, spec.hidden_size)
     else:

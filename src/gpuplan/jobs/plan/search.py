@@ -112,7 +112,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                               framework=inputs.framework, loss=inputs.loss,
                               lora_rank=inputs.lora_rank, activation_scale=scale,
                               optimizer_impl=inputs.optimizer_impl, mtp_layers=spec.mtp_layers,
-                              attention_kernel=kernel, **inputs.recompute_settings(), **inputs.state_dtype_settings(),
+                              attention_kernel=kernel, **inputs.recompute_settings(), **inputs.recipe_memory_settings(),
                               # Transformer Engine keeps the linears' inputs quantised (megatron implementation)
                               linear_input_bytes=saved_linear_input_bytes(low_precision_recipe(inputs.dtype,
                                                                                                 inputs.fp8_recipe)))

@@ -94,6 +94,11 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
       mixed_precision.py@v0.1.0rc4 L230, L268; @v0.3.0 L251, L289): 'primary'. The NVFP4 preset keeps bf16
       weights (fp8_param_gather = False, @v0.3.0 L402: 'cached') until fp4_param_gather = True (@v0.4.2 L422,
       26.04.01 on: 'primary').
+    - embedding_loss_slots: the Llama 3.1 405B and Qwen3-235B-A22B pretraining recipes set
+      account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split (recipes/llama/
+      llama31_405b.py@v0.1.0rc4 L97-98, recipes/qwen/qwen3_235b_a22b.py@v0.1.0rc4 L70-71; recipes/llama/llama3.py
+      @v0.2.2 L413-414, @v0.3.1 L1132-1133, @v0.5.1 L1146-1147; recipes/qwen/qwen3_moe.py@v0.2.2 L160-161,
+      @v0.3.1 L166-167), which the perf configs start from.
     - offload_layers: the row's cpu_offloading_num_layers (read per row, cited in its derived map).
     - allocator expandable: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch (expandable_segments).
     """
@@ -103,6 +108,8 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {"grad_dtype": "bf16"}
     if run["model"].get("catalog") == "deepseek-v3":
         fields["moment_dtype"] = "bf16"
+    if run["model"].get("catalog") in ("llama-3.1-405b", "qwen3-235b-a22b"):
+        fields["embedding_loss_slots"] = True
     if run["precision"] in ("fp8-tensorwise", "mxfp8"):
         fields["low_precision_weights"] = "primary"
     elif run["precision"] == "nvfp4":
