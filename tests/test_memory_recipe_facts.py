@@ -97,7 +97,7 @@ def test_recipe_facts_of_published_rows():
         "grad_dtype": "bf16", "moment_dtype": "bf16", "allocator": "expandable", "low_precision_weights": "primary"}
     # Llama 3 70B on GB200: 40 of 80 layers offloaded (the row's cpu_offloading_num_layers); no expandable segments
     assert recipe_memory_fields(r["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"]) == {
-        "grad_dtype": "bf16", "offload_layers": 40, "low_precision_weights": "primary"}
+        "grad_dtype": "bf16", "offload_layers": 40, "low_precision_weights": "primary", "loss": "te-ce"}
     # NVFP4: bf16 weights + TE's cached copy until the preset sets fp4_param_gather (v0.4.2, 26.04.01)
     assert recipe_memory_fields(r["mbridge-26.04-llama-3-70b-gb200-64g-nvfp4"])["low_precision_weights"] == "cached"
     assert recipe_memory_fields(r["mbridge-26.04.01-llama-3-70b-gb200-64g-nvfp4"])["low_precision_weights"] == \
@@ -163,3 +163,17 @@ def test_published_rows_take_the_pipeline_slots_of_their_recipe():
     r = rows()
     assert recipe_memory_fields(r["mbridge-26.02-llama-3.1-405b-gb200-256g-fp8cs"])["embedding_loss_slots"] is True
     assert "embedding_loss_slots" not in recipe_memory_fields(r["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"])
+
+
+def test_te_fused_cross_entropy_keeps_the_bf16_logits_only():
+    """Megatron's vocab-parallel CE saves the fp32 softmax (4 B x V per token) and allocates the bf16
+    logits gradient (2 B x V) in backward; TE's parallel_cross_entropy saves the bf16 logits (2 B x V)
+    and writes the gradient into them: 4 B x V per token less at the start of backward."""
+    spec = load_model("llama-3-8b")
+    layout = ParallelLayout(dp=8, zero=1, micro_batch=1)
+    base = dict(seq_len=8192, recipe="megatron", framework="megatron", implementation="megatron")
+    native = M.stage_memory_parts(spec, layout, M.MemorySettings(**base), 0)
+    te = M.stage_memory_parts(spec, layout, M.MemorySettings(**base, loss="te-ce"), 0)
+    v, tokens = spec.vocab_size, 8192
+    assert float(native.outside_layers - te.outside_layers) == pytest.approx(2 * v * tokens, rel=1e-12)
+    assert float(native.backward_start - te.backward_start) == pytest.approx(4 * v * tokens, rel=1e-12)

@@ -148,9 +148,10 @@ Compile = option(T.Bool, False, "torch.compile per TransformerBlock, model and l
                  "[compile] enable with components model, loss; --framework torchtitan, dense gated models): the "
                  "step is timed with Inductor's fused kernels (core/time/titan_ops.py). Not given: eager, "
                  "torchtitan's default.")
-Loss = option(T.choice("hf-ce", "fp32-ce", "vocab-parallel-ce", "chunked") | None, None, "Loss memory: hf-ce (HF keeps the bf16 logits "
+Loss = option(T.choice("hf-ce", "fp32-ce", "vocab-parallel-ce", "te-ce", "chunked") | None, None, "Loss memory: hf-ce (HF keeps the bf16 logits "
               "and the fp32 log-softmax), fp32-ce (the fp32 log-softmax only), vocab-parallel-ce (Megatron: fp32 softmax, "
-              "backward in place) or chunked (torchtitan: LM head + "
+              "backward in place), te-ce (Megatron with cross_entropy_fusion_impl te: Transformer Engine's fused loss keeps "
+              "the bf16 logits and writes their gradient into them) or chunked (torchtitan: LM head + "
               "CE in 8 chunks). Not given: the framework's.", "the framework's")
 Recipe = option(T.choice(*M.RECIPES) | None, None, f"Precision recipe of the model states: {', '.join(M.RECIPES)}. "
                 "Not given: the framework's (megatron: megatron; calibrate: the log format's).", "the framework's")

@@ -265,6 +265,9 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
         elif profile.loss_parallel:  # DTensor loss_parallel's backward (torch/distributed/tensor/
             # parallel/loss.py) holds one more fp32 vocab shard with tp > 1 (measured, torchtitan tp 2)
             loss_per_token = loss_per_token + (np.asarray(layout.tp) > 1) * A.FP32 * spec.vocab_size / layout.tp
+    elif loss == "te-ce":  # TE's parallel_cross_entropy (transformer_engine/pytorch/cross_entropy.py): saves the
+        # bf16 logits (+ per-token stats) and writes their gradient into them in backward: no fp32 softmax
+        saved, loss_per_token = out.saved - A.FP32 * spec.vocab_size / layout.tp, 0.0
     elif loss == "chunked":
         kept, loss_per_token, loss_fixed = F.chunked_loss_bytes(spec, layout.tp)
         saved = out.saved - logits - A.FP32 * spec.vocab_size / layout.tp + kept

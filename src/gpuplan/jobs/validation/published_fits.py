@@ -99,15 +99,21 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
       llama31_405b.py@v0.1.0rc4 L97-98, recipes/qwen/qwen3_235b_a22b.py@v0.1.0rc4 L70-71; recipes/llama/llama3.py
       @v0.2.2 L413-414, @v0.3.1 L1132-1133, @v0.5.1 L1146-1147; recipes/qwen/qwen3_moe.py@v0.2.2 L160-161,
       @v0.3.1 L166-167), which the perf configs start from.
+    - loss te-ce: the Llama 3 / 3.1 providers set cross_entropy_fusion_impl = "te" (core.time.megatron_ops
+      loss_impl, the step model's reading of llama_provider.py), Transformer Engine's fused cross-entropy.
     - offload_layers: the row's cpu_offloading_num_layers (read per row, cited in its derived map).
     - allocator expandable: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch (expandable_segments).
     """
+    from gpuplan.core.time.megatron_ops import TE_CROSS_ENTROPY_MODELS
+
     rel = bridge_release(run)
     if not rel:
         return {}
     fields: dict[str, Any] = {"grad_dtype": "bf16"}
     if run["model"].get("catalog") == "deepseek-v3":
         fields["moment_dtype"] = "bf16"
+    if run["model"].get("catalog") in TE_CROSS_ENTROPY_MODELS:
+        fields["loss"] = "te-ce"
     if run["model"].get("catalog") in ("llama-3.1-405b", "qwen3-235b-a22b"):
         fields["embedding_loss_slots"] = True
     if run["precision"] in ("fp8-tensorwise", "mxfp8"):
