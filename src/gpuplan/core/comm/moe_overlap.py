@@ -16,6 +16,13 @@ compute beside a running all-to-all advances at (1 - sm_share) of its speed: a p
 sm_share x comm). Micro-batches the schedule cannot pair (the pipeline's warm-up forwards and
 cool-down backwards) pay their all-to-alls in full.
 
+Checked against the code's own order (tests/test_moe_overlap_replay.py): each micro-batch's nodes
+chain through one CUDA event (pipeline_parallel/utils.py@core_v0.15.0 L84-90, L137) and, with the
+delay_wgrad_compute every Bridge overlap recipe sets, the weight gradients run outside it; a replay
+of that order never exposes more than these three phases do, and exposes exactly as much where
+every phase is communication-bound (Qwen3-235B on 256 H100: 2.89 ms a layer pair). The schedule is
+not what leaves the cross-node Hopper rows too fast (docs/step.md, "EP across nodes on Hopper").
+
 Values may be numbers or numpy arrays (the planner evaluates layouts in bulk). Units: seconds.
 """
 
