@@ -94,7 +94,8 @@ def test_recipe_facts_of_published_rows():
     r = rows()
     # every Megatron-Bridge perf config sets grad_reduce_in_fp32 = False; DeepSeek-V3 adds bf16 moments
     assert recipe_memory_fields(r["mbridge-26.08-deepseek-v3-gb200-256g-mxfp8"]) == {
-        "grad_dtype": "bf16", "moment_dtype": "bf16", "allocator": "expandable", "low_precision_weights": "primary"}
+        "grad_dtype": "bf16", "moment_dtype": "bf16", "allocator": "expandable", "low_precision_weights": "primary",
+        "ep_dispatcher": "flex"}
     # Llama 3 70B on GB200: 40 of 80 layers offloaded (the row's cpu_offloading_num_layers); no expandable segments
     assert recipe_memory_fields(r["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"]) == {
         "grad_dtype": "bf16", "offload_layers": 40, "low_precision_weights": "primary", "loss": "te-ce"}
@@ -177,3 +178,36 @@ def test_te_fused_cross_entropy_keeps_the_bf16_logits_only():
     v, tokens = spec.vocab_size, 8192
     assert float(native.outside_layers - te.outside_layers) == pytest.approx(2 * v * tokens, rel=1e-12)
     assert float(native.backward_start - te.backward_start) == pytest.approx(4 * v * tokens, rel=1e-12)
+
+
+def test_hybrid_ep_buffers_replace_nccl_all_to_all_peers():
+    """HybridEPBuffer::allocate_buffer: worst case T = tokens per rank x domain ranks x nodes; combine
+    T x hidden bf16 + T x (experts per rank x domain ranks) fp32; dispatch T x hidden/128 fp32 scales
+    (its token / prob buffers shared with combine inside one domain); across nodes its own copies and
+    (nodes - 1) x tokens staging rows (3 token, 3 prob, 1 scale)."""
+    from gpuplan.core.memory.device_memory import HybridEPShape, Overheads, hybrid_ep_bytes
+
+    # DeepSeek-V3 on GB200 NVL72, ep 64, 4,096 tokens a rank: T = 262,144
+    v3 = HybridEPShape(seq_len=4096, hidden=7168, experts=256, domain=72)
+    lay = ParallelLayout(dp=64, ep=64, micro_batch=1)
+    expected = 262_144 * (2 * 7168 + 4 * 4 * 64) + 262_144 * 4 * 56
+    assert float(hybrid_ep_bytes(lay, v3)) == pytest.approx(expected, rel=1e-12)  # 4.09 GB
+    nccl = Overheads(channel_scale=1.5)
+    flex = Overheads(channel_scale=1.5, hybrid_ep=v3)
+    assert float(nccl.fixed_bytes(lay) - flex.fixed_bytes(lay)) == pytest.approx(63 * 3.28e9 / 7 - expected, rel=1e-9)
+    # two H100 nodes (domain 8), ep 16, hidden 4096, 128 experts: T = 4,096 x 8 x 2 = 65,536
+    two = HybridEPShape(seq_len=4096, hidden=4096, experts=128, domain=8)
+    row = 2 * 4096 + 4 * 8 * 8
+    expected = 65_536 * row + 65_536 * (4 * 32 + row) + 4096 * (3 * 2 * 4096 + 3 * 4 * 8 * 8 + 4 * 32)
+    assert float(hybrid_ep_bytes(ParallelLayout(dp=16, ep=16, micro_batch=1), two)) == pytest.approx(expected, rel=1e-12)
+    assert float(hybrid_ep_bytes(ParallelLayout(dp=8, micro_batch=1), two)) == 0.0  # no expert parallelism
+
+
+def test_plan_takes_hybrid_ep_buffers_with_the_flex_dispatcher():
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    given = dict(model="deepseek-v3", gpu="gb200", gpus=256, tokens=1e12)
+    flex = evaluator_for(PlanInputs(**given, ep_dispatcher="flex")).overheads
+    plain = evaluator_for(PlanInputs(**given)).overheads
+    assert flex.hybrid_ep is not None and flex.hybrid_ep.domain == 72 and plain.hybrid_ep is None

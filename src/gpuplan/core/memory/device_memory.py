@@ -75,6 +75,38 @@ def _a100_group_bytes(ranks):
 
 
 @dataclass(frozen=True)
+class HybridEPShape:
+    """What sizes HybridEP's buffers (Megatron-Core's flex dispatcher, moe_flex_dispatcher_backend
+    'hybridep'): the step's sequence length, the model's hidden size and routed experts, and the ranks
+    of one NVLink domain (the GPU's scale-up domain)."""
+
+    seq_len: int
+    hidden: int
+    experts: int
+    domain: int
+
+
+def hybrid_ep_bytes(layout: ParallelLayout, shape: HybridEPShape):
+    """HybridEP's buffers on one GPU, bytes (DeepEP hybrid-ep csrc/hybrid_ep/hybrid_ep.cu,
+    HybridEPBuffer::allocate_buffer): the worst case T = tokens per rank x ranks per NVLink domain x nodes
+    tokens (all routed to one rank; Megatron passes the rank's tokens, micro-batch x sequence / (cp x tp),
+    fused_a2a.py init_hybrid_ep_buffer); combine holds T x hidden bf16 tokens and T x (experts per rank x
+    domain ranks) fp32 probabilities, dispatch T x hidden/128 fp32 scales and, across nodes, its own token
+    and probability buffers (shared with combine inside one domain) plus (nodes - 1) x tokens staging
+    buffers (two token, two probability ones for combine, one each for dispatch)."""
+    ep = np.asarray(layout.ep)
+    ranks = np.minimum(ep, shape.domain)
+    nodes = np.ceil(ep / ranks)
+    tokens = layout.micro_batch * shape.seq_len / (layout.cp * layout.tp)
+    worst = tokens * ranks * nodes
+    token_row, prob_row = 2.0 * shape.hidden, 4.0 * shape.experts / ep * ranks
+    combine = worst * (token_row + prob_row)
+    dispatch = worst * 4.0 * shape.hidden / 128 + (nodes > 1) * worst * (token_row + prob_row)
+    staging = (nodes - 1) * tokens * (3 * token_row + 3 * prob_row + 4.0 * shape.hidden / 128)
+    return (ep > 1) * (combine + dispatch + staging)
+
+
+@dataclass(frozen=True)
 class Overheads:
     """Memory outside PyTorch's allocated tensors, bytes per GPU, and the safety margin."""
 
@@ -89,6 +121,9 @@ class Overheads:
     """Safety band of capacity kept free beyond the modelled reserve and runtime."""
     fragmentation: float = FRAGMENTATION_DEFAULT_SEGMENTS
     """Caching-allocator reserve over the allocated peak (reserved / allocated - 1)."""
+    hybrid_ep: HybridEPShape | None = None
+    """Set when the MoE dispatcher is flex (HybridEP): its own buffers replace NCCL all-to-all's
+    per-peer ones (no NCCL all-to-all runs; token_dispatcher.py MoEFlexTokenDispatcher)."""
 
     def for_gpu(self, scale_up_bandwidth: float | None) -> Overheads:
         """The same overheads on a GPU with this scale-up bandwidth (bytes/s)."""
@@ -109,6 +144,8 @@ class Overheads:
         pipeline = np.minimum(2, pp - 1) * (self._group(2) if self.comm_per_group is None
                                             else self.comm_per_group)
         ep = np.asarray(layout.ep)
+        if self.hybrid_ep is not None:
+            return data + tensor + pipeline + hybrid_ep_bytes(layout, self.hybrid_ep)
         experts = (ep - 1) * NCCL_ALL_TO_ALL_PEER_BYTES_H100 * self.channel_scale / 1.5
         return data + tensor + pipeline + experts
 

@@ -99,6 +99,13 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                             attention_efficiency(gpu, hopper_tuned=True)
                             if inputs.profile.hopper_tuned_attention else None))
     overheads, scale = inputs.overheads().for_gpu(gpu.scale_up_bandwidth), 1.0
+    if inputs.ep_dispatcher == "flex" and spec.moe is not None:  # HybridEP's buffers, not NCCL all-to-all's
+        from dataclasses import replace
+
+        from gpuplan.core.memory.device_memory import HybridEPShape
+
+        overheads = replace(overheads, hybrid_ep=HybridEPShape(inputs.seq_len, spec.hidden_size, spec.moe.num_experts,
+                                                               gpu.scale_up_domain or gpu.devices_per_node or 8))
     if inputs.calibration is not None:
         from gpuplan.calibrate.apply import apply_to_cluster, apply_to_overheads, apply_to_step_settings
 

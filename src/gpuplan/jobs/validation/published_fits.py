@@ -101,6 +101,8 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
       @v0.3.1 L166-167), which the perf configs start from.
     - loss te-ce: the Llama 3 / 3.1 providers set cross_entropy_fusion_impl = "te" (core.time.megatron_ops
       loss_impl, the step model's reading of llama_provider.py), Transformer Engine's fused cross-entropy.
+    - ep_dispatcher flex: the row's moe_comm (dispatcher flex, backend hybridep, read per row): HybridEP's
+      buffers instead of NCCL all-to-all's (core.memory.device_memory.hybrid_ep_bytes).
     - offload_layers: the row's cpu_offloading_num_layers (read per row, cited in its derived map).
     - allocator expandable: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch (expandable_segments).
     """
@@ -120,6 +122,9 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
         fields["low_precision_weights"] = "primary"
     elif run["precision"] == "nvfp4":
         fields["low_precision_weights"] = "primary" if rel >= (26, 4, 1) else "cached"
+    moe_comm = run.get("moe_comm") or {}
+    if moe_comm.get("dispatcher") == "flex" and moe_comm.get("backend") == "hybridep":
+        fields["ep_dispatcher"] = "flex"
     if run.get("cpu_offloading_num_layers"):
         fields["offload_layers"] = run["cpu_offloading_num_layers"]
     if expandable_segments(run):
