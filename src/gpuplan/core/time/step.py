@@ -368,8 +368,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
         hbm = cluster.gpu.memory_bandwidth * settings.hbm_efficiency
         t_acc = (zero <= BF16_OPTIMIZER_MAX_ZERO) * fp32_grad_accumulation_seconds(acc_params, hbm)
     compute, bubble = compute + micro_batches * t_acc, bubble * (1 + t_acc / t_mb)
-    compute = compute + micro_batches * AO.microbatch_exposed_seconds(  # CPU activation offloading (pp 1 only)
-        spec, settings, cluster.gpu.id, micro_batch * settings.seq_len / cp, tp, layers, phases)
+    compute = compute + micro_batches * AO.microbatch_exposed_seconds(  # CPU activation offloading: pp 1 only
+        spec, settings, cluster.gpu.id, micro_batch * settings.seq_len / cp, tp, spec.num_layers, phases)
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
     comm_total = sum((c.total for c in costs), 0.0)
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)

@@ -160,6 +160,8 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
                   and not (combined and m in COMBINED_1F1B_REFUSED_RECOMPUTE))
     recompute = (inputs.recompute_given,) if inputs.recompute_given is not None else modes
     only_data = dict.fromkeys(MODEL_PARALLEL_DEGREES, 1) if rules_for(inputs.framework).data_parallel_only else {}
+    if getattr(inputs, "offload_layers", 0):  # Megatron-Core offloads without a pipeline or recompute only
+        only_data, recompute = {**only_data, "pp": 1}, ("none",)  # (the schema's _offload_rules)
     return SpaceLimits(fixed={**only_data, **inputs.fixed_degrees()}, recompute=recompute, exact_batch=inputs.global_batch is not None,
                        max_zero_with_pp=inputs.profile.max_zero_with_pp,
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
