@@ -18,18 +18,22 @@ def command():
 
 
 class _LateProgress:
-    """A rich progress bar on stderr that appears only once a search has run for a second."""
+    """A rich progress bar on stderr that appears only once a search has run for a second, and only
+    on a terminal: piped or captured stderr gets nothing (rich's transient bar still ends with a
+    newline there, which put a blank line before a refusal's one line)."""
 
     def __init__(self) -> None:
+        import sys
         import time
 
         self._start, self._bar, self._task, self._clock = time.perf_counter(), None, None, time.perf_counter
+        self._shown = sys.stderr.isatty()
 
     def __enter__(self):
         return self
 
     def __call__(self, done: int, total: int) -> None:
-        if self._bar is None and self._clock() - self._start > 1.0:
+        if self._bar is None and self._shown and self._clock() - self._start > 1.0:
             from rich.console import Console
             from rich.progress import Progress
 
