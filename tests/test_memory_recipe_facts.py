@@ -35,6 +35,19 @@ def test_bf16_gradient_buffer_halves_the_grads_and_adds_the_fp32_shard_copy_at_t
                                                         rel=1e-12)
 
 
+def test_giving_the_default_fp32_moments_keeps_the_fp32_gradient_shard_copy():
+    # --moment-dtype fp32 is the default: the optimizer is not precision-aware, so the bf16 gradient
+    # shard is still copied to fp32 at the step (4 B x n / 8 on ZeRO-1 over 8), as without the flag
+    spec, bf16 = parts(grad_bytes=2.0)
+    _, given = parts(grad_bytes=2.0, moment_bytes=4.0)
+    _, fp32 = parts()
+    n = M.stage_params(spec, LAYOUT, 0).total
+    assert float(given.optimizer_step) == float(bf16.optimizer_step)
+    assert float(given.temporaries_step - fp32.temporaries_step) == pytest.approx(4 * n / 8, rel=1e-12)
+    _, fp32_given = parts(grad_bytes=4.0, moment_bytes=4.0)  # both defaults given: the default answer
+    assert float(fp32_given.allocated) == float(fp32.allocated)
+
+
 def test_bf16_moments_halve_the_optimizer_states():
     spec, fp32 = parts()
     _, bf16 = parts(moment_bytes=2.0)

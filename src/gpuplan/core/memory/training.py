@@ -310,11 +310,12 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
                                               F.optimizer_impl_of(settings, recipe))
         if profile.step_fp32_grads:  # DeepSpeed converts the gradient partition to fp32 for the step
             step_temp = step_temp + A.FP32 * params.total / np.where(layout.zero >= 1, state_shards(layout), 1)
-        elif settings.grad_bytes is not None and settings.grad_bytes < A.FP32 and recipe.master_bytes \
-                and settings.moment_bytes is None:
+        elif settings.grad_bytes is not None and recipe.grad_bytes < A.FP32 and recipe.master_bytes \
+                and recipe.state_bytes >= A.FP32:
             # Megatron's distributed optimizer copies a bf16 gradient shard to fp32 for the step unless
             # the precision-aware optimizer runs (distrib_optimizer.py _copy_model_grads_to_main_grads:
-            # shard_main_param.grad = shard_model_grad.float(); decoupled_grad = the bf16 view otherwise)
+            # shard_main_param.grad = shard_model_grad.float(); decoupled_grad = the bf16 view otherwise).
+            # The precision-aware optimizer is what moments below fp32 mean; fp32 moments given = the default
             step_temp = step_temp + A.FP32 * params.total / np.where(layout.zero >= 1, state_shards(layout), 1)
     return StageMemory(states.weights, grads_in_forward, states.grads, states.master, states.optimizer, activations,
                        outside, temporaries, step_temp + buckets, working, backward_start,
