@@ -224,3 +224,21 @@ def test_plan_takes_hybrid_ep_buffers_with_the_flex_dispatcher():
     flex = evaluator_for(PlanInputs(**given, ep_dispatcher="flex")).overheads
     plain = evaluator_for(PlanInputs(**given)).overheads
     assert flex.hybrid_ep is not None and flex.hybrid_ep.domain == 72 and plain.hybrid_ep is None
+
+
+def test_memory_report_shows_the_recipe_as_run_and_the_recipe_fact_assumptions(run_cli):
+    import json
+
+    code, out, _ = run_cli("memory", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--zero", "1", "--seq-len",
+                           "512", "--framework", "megatron", "--grad-dtype", "bf16", "--moment-dtype", "bf16",
+                           "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    lines = {line["key"]: line["value"] for section in report["sections"] for line in section["lines"]}
+    # megatron recipe, bf16 gradient buffer and bf16 Adam moments: 2 + 2 + 4 (fp32 master) + 2 x 2 = 12 B/param
+    assert (lines["bytes_grads"], lines["bytes_optimizer"], lines["bytes_per_param"]) == (2, 4, 12)
+    rows = {a["key"]: a for a in report["assumptions"]}
+    assert rows["grad_dtype"]["user_set"] and rows["grad_dtype"]["value"].startswith("bf16")
+    assert rows["moment_dtype"]["user_set"] and rows["moment_dtype"]["flag"] == "--moment-dtype"
+    for key in ("offload_layers", "low_precision_weights", "embedding_loss_slots"):
+        assert not rows[key]["user_set"], key

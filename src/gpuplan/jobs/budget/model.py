@@ -186,6 +186,9 @@ def scenario(run: RunFacts, s: BudgetSettings, gpus: float, rate: float | None =
     nodes = IO.nodes_for(gpus, run.devices_per_node)
     work = run.wall_seconds * run.gpus / gpus
     writers = C.checkpoint_writers(int(round(gpus)), run.zero, run.model_parallel)
+    # the table's recipe, not --grad-dtype / --moment-dtype's: gradients are not saved, and Megatron's distributed
+    # checkpoint writes a precision-aware optimizer's bf16 moments as fp32 (distrib_optimizer.py
+    # _get_main_param_and_optimizer_states: optimizer.get_unscaled_state(), which TE's FusedAdam returns .float())
     size = C.checkpoint_size(run.spec, M.RECIPES[run.recipe], M.OPTIMIZERS[s.optimizer], writers)
     shared = None  # --storage-write (or a given rate) is the effective rate of each writing node
     if write_per_node is None and not s.storage_write:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from gpuplan.planner.framework_rules import rules_for
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core import frameworks as F
+from gpuplan.core.memory import recipe_facts as RF
 from gpuplan.core.memory import training as M
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
@@ -139,8 +140,14 @@ def _gib(value: float) -> str:
     return format_bytes(value)
 
 
+def recipe_of(settings: M.MemorySettings) -> M.PrecisionRecipe:
+    """The precision recipe as the run holds its states: the table's, with --grad-dtype / --moment-dtype
+    (core.memory.recipe_facts.recipe_as_run; the peak uses the same)."""
+    return RF.recipe_as_run(M.RECIPES[settings.recipe], settings.grad_bytes, settings.moment_bytes)
+
+
 def _recipe_section(spec: ModelSpec, settings: M.MemorySettings) -> Section:
-    recipe = M.RECIPES[settings.recipe]
+    recipe = recipe_of(settings)
     optimizer = M.OPTIMIZERS[settings.optimizer]
     states = optimizer.matrix_states if optimizer.name not in ("adafactor",) else 0.0
     state_bytes = (optimizer.fixed_state_bytes or recipe.state_bytes) * states + optimizer.overhead_bytes_per_param
@@ -264,7 +271,8 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     )
     headline = MEMORY_HEADLINE + tuple(line.key for line in advice)
     return Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
-                  _assumptions(settings, overheads, spec.model_type) + _compile_memory(inputs), tuple(sections), _notes(spec, settings), (table,),
+                  _assumptions(settings, overheads, spec.model_type) + recipe_fact_assumptions(settings, inputs.given)
+                  + _compile_memory(inputs), tuple(sections), _notes(spec, settings), (table,),
                   headline=headline, key_assumptions=("recipe", "implementation", "margin"),
                   summary_table=table.title)
 
@@ -301,6 +309,35 @@ def _compile_memory(inputs) -> tuple[Assumption, ...]:
                        "planner/framework_rules.py)", "--compile", True),)
 
 
+def _dtype_name(width: float) -> str:
+    return {4.0: "fp32", 2.0: "bf16"}.get(float(width), f"{width:g} B")
+
+
+def recipe_fact_assumptions(settings: M.MemorySettings, given) -> tuple[Assumption, ...]:
+    """What a Megatron recipe sets beyond the precision recipe (core.memory.recipe_facts), each with its
+    flag and whether the user set it (``given``: the fields given)."""
+    recipe = recipe_of(settings)
+    lpw = settings.low_precision_weights
+    return (
+        Assumption("grad_dtype", "gradient buffer", f"{_dtype_name(recipe.grad_bytes)} ({recipe.grad_bytes:g} B/param)",
+                   "Megatron-Core DDP: fp32 with grad_reduce_in_fp32, else the parameters' dtype "
+                   "(distributed_data_parallel.py)", "--grad-dtype", "grad_dtype" in given),
+        Assumption("moment_dtype", "optimizer moments", f"{_dtype_name(recipe.state_bytes)} ({recipe.state_bytes:g} B "
+                   "each)", "bf16 = Megatron-Core's precision-aware optimizer, exp_avg_dtype / exp_avg_sq_dtype "
+                   "(optimizer_config.py)", "--moment-dtype", "moment_dtype" in given),
+        Assumption("offload_layers", "CPU activation offloading", f"first {settings.offload_layers} layers"
+                   if settings.offload_layers else "none", "Megatron-Core --cpu-offloading-num-layers (Transformer "
+                   "Engine's get_cpu_offload_context)", "--offload-layers", "offload_layers" in given),
+        Assumption("low_precision_weights", "low-precision weights", lpw or "bf16 weights, no quantised copy",
+                   "Transformer Engine's row-wise + column-wise quantised weights (core.memory.recipe_facts)",
+                   "--low-precision-weights", "low_precision_weights" in given),
+        Assumption("embedding_loss_slots", "embedding / loss pipeline slots",
+                   "one layer slot each" if settings.embedding_loss_slots else "no (even split)",
+                   "Megatron account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split",
+                   "--embedding-loss-slots", "embedding_loss_slots" in given),
+    )
+
+
 def _kernel_assumption(settings: M.MemorySettings, model_type: str) -> Assumption:
     """The attention kernel, and where transformers' modules run a model that refuses SDPA, why it is
     eager (no --attention-kernel changes it)."""
@@ -315,7 +352,7 @@ def _kernel_assumption(settings: M.MemorySettings, model_type: str) -> Assumptio
 
 def _assumptions(settings: M.MemorySettings, overheads: M.Overheads,
                  model_type: str = "") -> tuple[Assumption, ...]:
-    recipe = M.RECIPES[settings.recipe]
+    recipe = recipe_of(settings)
     return (
         Assumption("recipe", "precision recipe", settings.recipe, recipe.source, "--recipe"),
         Assumption("optimizer", "optimizer", settings.optimizer, M.OPTIMIZERS[settings.optimizer].source, "--optimizer"),
