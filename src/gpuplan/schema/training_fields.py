@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from pydantic import model_validator
 
 from gpuplan.errors import InputError
+from gpuplan.schema import te_kernels as TE
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
@@ -322,6 +323,9 @@ class StepFields(JobInputs):
         "tensorwise", "FP8 scaling of the linears with --dtype fp8: tensorwise (per-tensor current or delayed "
                       "scaling) or mxfp8 (MX 32-element block scaling; parts with block-scaled tensor cores: "
                       "Blackwell, MI355X).")]
+    fp8_attention: TE.Fp8Attention
+    moe_expert_kernels: TE.MoeExpertKernels
+    full_iteration_graph: TE.FullIterationGraph
     tp_comm_overlap: Annotated[T.Bool, _f(False, "TP collectives chunked and pipelined with their GEMMs (Megatron "
                                                  "--tp-comm-overlap / TE userbuffers, torchtitan async TP): "
                                                  "(1 - --tp-overlap) / tp of the TP time stays exposed.")]
@@ -369,4 +373,10 @@ class StepFields(JobInputs):
         dtype = getattr(self, "dtype", "fp8")
         if self.fp8_recipe == "mxfp8" and dtype != "fp8":
             raise InputError("fp8_recipe", "mxfp8", f"applies to --dtype fp8 (not {dtype}); use --dtype fp8")
+        TE.check_kernel_fields(self)
         return self
+
+    def kernel_step_settings(self) -> dict:
+        """StepSettings fields of the Transformer Engine kernel choices (schema.te_kernels)."""
+        return TE.kernel_step_settings(self.fp8_attention, self.moe_expert_kernels, self.full_iteration_graph,
+                                       self.profile.moe_launch)

@@ -57,6 +57,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
     fixed = {k: v for k, v in inputs.fixed_degrees().items() if k in ("tp", "pp", "vpp", "ep", "cp")}
     check_model_degrees(spec, **fixed, seq_len=inputs.seq_len)
     from gpuplan.adapters.resolve import resolve_gpu
+    from gpuplan.schema.te_kernels import check_kernels_run_on
 
     gpu = resolve_gpu(inputs.gpu)
     gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
@@ -65,6 +66,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
         # MX block-scaled tensor cores came with the FP4 ones (NVIDIA Blackwell sm_100, AMD CDNA4)
         raise InputError("fp8_recipe", "mxfp8", f"{gpu.name} has no block-scaled (MX) tensor cores; "
                          "use tensorwise, or a Blackwell-class part (b200, gb200, b300, gb300, mi355x)")
+    check_kernels_run_on(inputs, gpu, spec)  # FP8 attention, the fused grouped MLP (schema.te_kernels)
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
     kernel = execution_kernel(inputs.attention_kernel, spec.model_type, inputs.framework,
                               inputs.implementation_name)  # transformers' modules: SDPA_REFUSED eager
@@ -87,7 +89,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                         tp_comm_overlap=inputs.tp_comm_overlap,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
                         ep_a2a_overlap=inputs.ep_a2a_overlap, offload_layers=inputs.offload_layers,
-                        eager_fallbacks=inputs.profile.eager_fallbacks, moe_launch=inputs.profile.moe_launch,
+                        eager_fallbacks=inputs.profile.eager_fallbacks, **inputs.kernel_step_settings(),
                         fp8_recipe=inputs.fp8_recipe,
                         attention_kernel=kernel, attention_dropout=spec.dropout,
                         finetune=inputs.finetune, lora_rank=inputs.lora_rank,

@@ -21,6 +21,7 @@ from gpuplan.core.frameworks import framework
 from gpuplan.core.time.megatron_ops import loss_impl
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
+from gpuplan.schema.te_kernels import kernel_step_settings
 
 # What the step model runs each precision label as: MXFP8 (Blackwell block scaling) and FP8
 # tensorwise/current/delayed scaling all as FP8 GEMMs with operand casts (core/time/step.py; MXFP8 with
@@ -200,11 +201,14 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # release's recipe (the row's moe_comm, read from Megatron-Bridge at its tag)
                             ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",
                             ep_a2a_overlap=bool(moe_comm.get("a2a_overlap")),
-                            # eager MoE launches unless the recipe graphs the whole step (core.time.moe_host)
-                            moe_launch=moe_launch(moe_comm),
-                            # TE GroupedLinear's per-expert kernels unless the recipe runs Megatron-Core's
-                            # fused grouped MLP (core.time.moe_layer)
-                            moe_expert_kernels="fused" if moe_comm.get("fused_grouped_mlp") else "per-expert",
+                            # the recipe's TE kernels as `plan --fp8-attention --moe-expert-kernels fused
+                            # --full-iteration-graph` takes them (schema.te_kernels): FP8 attention
+                            # (mixed_precision.fp8_dot_product_attention, read at its tag), TE GroupedLinear's
+                            # per-expert kernels unless Megatron-Core's fused grouped MLP (core.time.moe_layer),
+                            # eager / static MoE launches unless the whole step is graphed (core.time.moe_host)
+                            **kernel_step_settings(bool(run.get("fp8_dot_product_attention")),
+                                                   "fused" if moe_comm.get("fused_grouped_mlp") else "per-expert",
+                                                   moe_launch(moe_comm) == "graph", moe_launch(moe_comm)),
                             eager_fallbacks=() if torchtitan else megatron_eager_fallbacks(run),
                             # torchtitan's own op list, eager or torch.compile per block (core.time.titan_ops)
                             titan_ops=from_framework_label(run["framework"]) if torchtitan else None,
@@ -214,8 +218,6 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # the recipe's CPU activation offloading, first N layers (core.time.activation_offload)
                             offload_layers=run.get("cpu_offloading_num_layers") or 0,
                             fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise",
-                            # the recipe's FP8 attention (mixed_precision.fp8_dot_product_attention, read at its tag)
-                            fp8_attention=bool(run.get("fp8_dot_product_attention")),
                             # torchtitan: FSDP2's per-block gathers; NeMo: Megatron's distributed optimizer
                             # with overlapped gradient reduce and parameter gather (core.comm.dp_overlap)
                             dp_schedule="fsdp2" if torchtitan else "megatron", dp_overlap=1.0,

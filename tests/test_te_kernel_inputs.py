@@ -1,0 +1,123 @@
+"""FP8 attention, TE's fused grouped MLP and a full-iteration CUDA graph as plan / train / budget inputs
+(schema.te_kernels): a published graphed MoE row's layout typed into `gpuplan plan` with
+--fp8-attention --moe-expert-kernels fused --full-iteration-graph gives the validation mapping's
+tokens/s/GPU (jobs.validation.published_throughput builds its StepSettings through the same function),
+and the conditions the kernels run under are refused one field at a time."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.errors import InputError
+
+QWEN_30B_GB300 = "mbridge-26.08-qwen3-30b-a3b-gb300-8g-mxfp8"  # ep 8, FP8 attention, fused MLP, graphed
+QWEN_235B_GB200 = "mbridge-26.08-qwen3-235b-a22b-gb200-256g-mxfp8"  # pp 8 vpp 3 ep 32, the same three
+
+
+@pytest.fixture(scope="module")
+def rows():
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    return {r["id"]: r for r in published_throughput_rows()}
+
+
+def _fields(run, **extra):
+    """The row as a user types it into `gpuplan plan` (Python API)."""
+    lay = run["layout"]
+    degrees = dict(tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1, cp=lay.get("cp") or 1, ep=lay["ep"],
+                   zero=lay.get("zero") or 0, micro_batch=lay["micro_batch"])
+    return dict(model=run["model"]["catalog"], tokens=1e12, gpu=run["gpu"], gpus=run["gpus"],
+                seq_len=run["model"]["seq_len"], global_batch=lay["global_batch"], dtype="fp8", fp8_recipe="mxfp8",
+                framework="megatron", recompute="none", ep_dispatcher="flex", ep_a2a_overlap=True,
+                **degrees) | extra, degrees
+
+
+def _plan_tokens_per_gpu(run, **extra) -> float:
+    from gpuplan.core.parallel import ParallelLayout
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+    from gpuplan.planner.plan import evaluate_layout
+
+    fields, degrees = _fields(run, **extra)
+    layout = ParallelLayout(dp=run["layout"]["dp"], global_batch=run["layout"]["global_batch"], **degrees)
+    plan = evaluate_layout(evaluator_for(PlanInputs(**fields)), layout, "none", run["layout"]["global_batch"])
+    return plan.tokens_per_second / plan.gpus_asked
+
+
+KERNELS = dict(fp8_attention=True, moe_expert_kernels="fused", full_iteration_graph=True)
+
+
+@pytest.mark.parametrize("row", [QWEN_30B_GB300, QWEN_235B_GB200])
+def test_plan_with_the_recipes_kernels_times_the_row_as_the_validation_does(rows, row):
+    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
+
+    run = rows[row]
+    assert _plan_tokens_per_gpu(run, **KERNELS) == pytest.approx(predict_tokens_per_gpu_s(run), rel=1e-9)
+
+
+def test_without_the_flags_plan_times_the_eager_per_expert_bf16_attention_step(rows):
+    """Before these inputs plan could only time this (the mapping with all three off: 3% or more slower);
+    each flag on its own moves plan as its StepSettings field moves the mapping."""
+    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
+
+    run = rows[QWEN_30B_GB300]
+    off = dict(fp8_attention=False, moe_expert_kernels="per-expert", moe_launch="eager")
+    plain = _plan_tokens_per_gpu(run)
+    assert plain == pytest.approx(predict_tokens_per_gpu_s(run, **off), rel=1e-9)
+    assert plain < 0.97 * predict_tokens_per_gpu_s(run)
+    for flag, setting in (("fp8_attention", dict(fp8_attention=True)),
+                          ("moe_expert_kernels", dict(moe_expert_kernels="fused")),
+                          ("full_iteration_graph", dict(moe_launch="graph"))):
+        one = _plan_tokens_per_gpu(run, **{flag: KERNELS[flag]})
+        assert one == pytest.approx(predict_tokens_per_gpu_s(run, **(off | setting)), rel=1e-9), flag
+        # the host term can be 0 already (a flex dispatcher under the combined 1F1B hides it: core.time.moe_host)
+        assert one > plain if flag != "full_iteration_graph" else one >= plain, flag
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    (dict(fp8_attention=True, dtype="bf16", fp8_recipe="tensorwise"), "fp8_attention"),
+    (dict(moe_expert_kernels="fused", fp8_recipe="tensorwise"), "moe_expert_kernels"),
+    (dict(moe_expert_kernels="fused", dtype="bf16", fp8_recipe="tensorwise"), "moe_expert_kernels"),
+    (dict(full_iteration_graph=True, framework="torchtitan", ep_a2a_overlap=False), "full_iteration_graph"),
+    (dict(fp8_attention=True, framework="deepspeed", ep_a2a_overlap=False, ep_dispatcher="alltoall"),
+     "fp8_attention"),
+])
+def test_the_schema_refuses_what_the_kernels_do_not_run_with(rows, extra, field):
+    from gpuplan.jobs.plan.schema import PlanInputs
+
+    fields, _ = _fields(rows[QWEN_30B_GB300], **extra)
+    with pytest.raises(InputError) as err:
+        PlanInputs(**fields)
+    assert err.value.field == field
+
+
+@pytest.mark.parametrize(("gpu", "extra", "field"), [
+    ("h100", dict(moe_expert_kernels="fused", fp8_recipe="tensorwise"), "moe_expert_kernels"),  # MXFP8 first
+    ("a100", dict(fp8_attention=True, fp8_recipe="tensorwise"), "dtype"),  # no FP8 peak on Ampere
+    ("l40s", dict(fp8_attention=True, fp8_recipe="tensorwise"), "fp8_attention"),  # FP8 linears, no sm90 attention
+])
+def test_the_evaluator_refuses_parts_the_kernels_do_not_run_on(rows, gpu, extra, field):
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    fields, _ = _fields(rows[QWEN_30B_GB300], gpu=gpu, gpus=8, **extra)
+    with pytest.raises(InputError) as err:
+        evaluator_for(PlanInputs(**fields))
+    assert err.value.field == field
+
+
+def test_fused_needs_a_blackwell_part_and_an_moe_model(rows):
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+    from gpuplan.schema.te_kernels import check_kernels_run_on
+    from gpuplan.catalog import load_accelerator
+
+    inputs = PlanInputs(**_fields(rows[QWEN_30B_GB300], moe_expert_kernels="fused")[0])
+    with pytest.raises(InputError, match="Blackwell") as err:
+        check_kernels_run_on(inputs, load_accelerator("h100-sxm"), inputs.spec())
+    assert err.value.field == "moe_expert_kernels"
+    dense = PlanInputs(model="llama-3.1-8b", gpu="gb200", gpus=8, dtype="fp8", fp8_recipe="mxfp8",
+                       framework="megatron", moe_expert_kernels="fused")
+    with pytest.raises(InputError, match="dense") as err:
+        evaluator_for(dense)
+    assert err.value.field == "moe_expert_kernels"
