@@ -242,3 +242,17 @@ def test_memory_report_shows_the_recipe_as_run_and_the_recipe_fact_assumptions(r
     assert rows["moment_dtype"]["user_set"] and rows["moment_dtype"]["flag"] == "--moment-dtype"
     for key in ("offload_layers", "low_precision_weights", "embedding_loss_slots"):
         assert not rows[key]["user_set"], key
+
+
+@pytest.mark.parametrize("framework", ["torchtitan", "deepspeed", "hf"])
+@pytest.mark.parametrize("option, field", [(("--grad-dtype", "bf16"), "grad_dtype"),
+                                           (("--moment-dtype", "bf16"), "moment_dtype"),
+                                           (("--loss", "te-ce"), "loss")])
+def test_megatron_recipe_options_are_refused_under_other_frameworks(run_cli, framework, option, field):
+    # torchtitan's FSDP2 keeps gradients in the sharded params' dtype and has no precision-aware optimizer;
+    # TE's fused cross-entropy is Megatron's cross_entropy_fusion_impl: one line naming the field, exit 2
+    for job in (("memory", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8"),
+                ("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--days", "30")):
+        code, out, err = run_cli(*job, "--framework", framework, *option)
+        assert code == 2, (job, out)
+        assert len(err.strip().splitlines()) == 1 and f"{field}:" in err and "--framework megatron" in err

@@ -32,6 +32,24 @@ FLEX_DISPATCH_FRAMEWORKS = ("generic", "megatron", "torchtitan")
 parallelism.expert_parallel_comm_backend (torchtitan/distributed/deepep/). DeepSpeed-MoE and the
 Hugging Face Trainer send tokens with plain all-to-all."""
 
+MEGATRON_RECIPE_FRAMEWORKS = ("megatron", "generic")
+"""Where the Megatron-Core recipe options are taken: megatron, and generic (gpuplan's framework-neutral model)."""
+FRAMEWORK_ONLY_OPTIONS = (
+    # (field, the value that needs the framework (None: any value given), frameworks, what the option is)
+    ("recompute_modules", None, ("megatron",), "is Megatron-Core's option"),
+    ("recompute_layers", None, ("megatron",), "is Megatron-Core's option"),
+    ("embedding_loss_slots", None, MEGATRON_RECIPE_FRAMEWORKS, "is Megatron-Core's pipeline split option"),
+    ("grad_dtype", None, MEGATRON_RECIPE_FRAMEWORKS, "is Megatron-Core's gradient-buffer dtype (DDP "
+     "grad_reduce_in_fp32); torchtitan's FSDP2 keeps gradients in the sharded parameters' dtype, DeepSpeed and the "
+     "Trainer theirs"),
+    ("moment_dtype", None, MEGATRON_RECIPE_FRAMEWORKS, "is Megatron-Core's precision-aware optimizer "
+     "(exp_avg_dtype / exp_avg_sq_dtype)"),
+    ("loss", "te-ce", MEGATRON_RECIPE_FRAMEWORKS, "is Transformer Engine's fused cross-entropy under Megatron-Core "
+     "(cross_entropy_fusion_impl te)"),
+    ("ep_a2a_overlap", None, A2A_OVERLAP_FRAMEWORKS, "is Megatron-Core's combined 1F1B schedule"),
+)
+"""Options one framework has: refused elsewhere with one line naming the field (schema's _framework_rules)."""
+
 COMPILE_ELSEWHERE = {"megatron": "Transformer Engine's kernels are fused already",
                      "generic": "its elementwise model is fused already",
                      "hf": "the Trainer's torch_compile is not modelled",
@@ -143,21 +161,22 @@ class SetupFields(JobInputs):
     offload_layers: V.OffloadLayers
     mtp_layers: V.MtpLayers
 
+    def _framework_only_options(self) -> None:
+        """FRAMEWORK_ONLY_OPTIONS: an option given under a framework that has no such setting."""
+        for name, needs, frameworks, what in FRAMEWORK_ONLY_OPTIONS:
+            value = getattr(self, name, None)
+            given = value not in (None, False) if needs is None else value == needs
+            if given and self.framework not in frameworks:
+                shown = ",".join(value) if isinstance(value, tuple) else value
+                raise InputError(name, shown, f"{what}: give --framework megatron (not {self.framework})")
+
     @model_validator(mode="after")
     def _framework_rules(self) -> "SetupFields":
-        for name in ("recompute_modules", "recompute_layers"):
-            value = getattr(self, name, None)
-            if value is not None and self.framework != "megatron":
-                shown = ",".join(value) if isinstance(value, tuple) else value
-                raise InputError(name, shown, f"is Megatron-Core's option: give --framework megatron "
-                                 f"(not {self.framework})")
+        self._framework_only_options()
         if self.offload_layers:
             self._offload_rules()
-        if self.embedding_loss_slots and self.framework not in ("megatron", "generic"):
-            raise InputError("embedding_loss_slots", True, f"is Megatron-Core's pipeline split option: give "
-                             f"--framework megatron (not {self.framework})")
         if self.low_precision_weights is not None and (getattr(self, "dtype", None) not in ("fp8", "fp4")
-                                                       or self.framework not in ("megatron", "generic")):
+                                                       or self.framework not in MEGATRON_RECIPE_FRAMEWORKS):
             raise InputError("low_precision_weights", self.low_precision_weights, "describes Transformer Engine's "
                              "FP8 / FP4 linears: give --dtype fp8 or fp4 with --framework megatron (plan, train, "
                              "budget)")
@@ -184,9 +203,6 @@ class SetupFields(JobInputs):
         if "lora_rank" in self.given and self.finetune == "full":
             raise InputError("lora_rank", self.lora_rank, "applies to adapters: give --finetune lora or qlora "
                              "(full fine-tuning and pre-training train every weight)")
-        if getattr(self, "ep_a2a_overlap", False) and self.framework not in A2A_OVERLAP_FRAMEWORKS:
-            raise InputError("ep_a2a_overlap", True, f"is Megatron-Core's combined 1F1B schedule: give --framework "
-                             f"megatron (not {self.framework})")
         if getattr(self, "ep_dispatcher", "alltoall") == "flex" and self.framework not in FLEX_DISPATCH_FRAMEWORKS:
             raise InputError("ep_dispatcher", "flex", f"--framework {self.framework} has no DeepEP / HybridEP "
                              f"dispatcher; frameworks that do: {', '.join(FLEX_DISPATCH_FRAMEWORKS)}")
@@ -200,7 +216,7 @@ class SetupFields(JobInputs):
         """Megatron-Core's CPU activation offloading refuses pipelines and recompute (transformer_config.py
         __post_init__: "no support for Pipeline parallelism with CPU offloading", "CPU offloading does not work
         when activation recomputation is enabled")."""
-        if self.framework not in ("megatron", "generic"):
+        if self.framework not in MEGATRON_RECIPE_FRAMEWORKS:
             raise InputError("offload_layers", self.offload_layers, f"is Megatron-Core's --cpu-offloading-num-layers: "
                              f"give --framework megatron (not {self.framework})")
         if (getattr(self, "pp", None) or 1) > 1:
