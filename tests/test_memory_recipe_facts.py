@@ -81,18 +81,50 @@ def test_schema_takes_the_fields_and_refuses_what_megatron_refuses(run_cli):
         assert words in lines[0]
 
 
-def test_plan_and_memory_agree_on_the_new_fields():
-    """One schema: the plan evaluator's memory settings carry the same bytes as the memory job's."""
+def scored_in_both(model: str, gpu: str, gpus: int, **given):
+    """(memory's, plan's) (allocated peak, device total) of one layout, dp = gpus, micro-batch 1, one
+    micro-batch a step: ``gpuplan memory``'s report lines and the plan evaluator's memory_of."""
+    import numpy as np
+
+    from gpuplan.jobs.memory.estimate import estimate_memory
     from gpuplan.jobs.memory.schema import MemoryInputs
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import evaluator_for
 
-    given = dict(grad_dtype="bf16", moment_dtype="bf16", offload_layers=8)
-    memory = MemoryInputs(model="llama-2-7b", gpu="h100", gpus=8, **given).settings()
-    plan = evaluator_for(PlanInputs(model="llama-2-7b", gpu="h100", gpus=8, tokens=1e12, **given)).memory
-    for name in ("grad_bytes", "moment_bytes", "offload_layers"):
-        assert getattr(memory, name) == getattr(plan, name)
-    assert (memory.grad_bytes, memory.moment_bytes, memory.offload_layers) == (2.0, 2.0, 8)
+    layout = dict(tp=1, pp=1, cp=1, ep=given.pop("ep", 1), zero=1, micro_batch=1)
+    report = estimate_memory(MemoryInputs(model=model, gpu=gpu, gpus=gpus, global_batch=gpus // layout["tp"],
+                                          **layout, **given))
+    lines = {ln.key: ln.value for section in report.sections for ln in section.lines}
+    evaluator = evaluator_for(PlanInputs(model=model, gpu=gpu, gpus=gpus, tokens=1e12, **layout, **given))
+    g = {k: np.array([v]) for k, v in dict(layout, dp=gpus, vpp=1, global_batch=gpus).items()}
+    peak, total, _ = evaluator.memory_of(g, "none")
+    return (lines["peak_allocated"], lines["peak_total"]), (float(peak[0]), float(total[0]))
+
+
+@pytest.mark.parametrize("model, given", [
+    ("llama-2-7b", dict(grad_dtype="bf16", moment_dtype="bf16", offload_layers=8)),
+    ("llama-2-7b", dict(grad_dtype="bf16", moment_dtype="fp32", framework="megatron")),
+    ("llama-3-8b", dict(framework="megatron")),  # the provider's TE cross-entropy in both
+])
+def test_plan_and_memory_agree_on_the_new_fields(model, given):
+    """One schema: a layout scored by the plan evaluator has the memory job's figures, to the byte."""
+    memory, plan = scored_in_both(model, "h100", 8, **given)
+    assert plan[0] == pytest.approx(memory[0], rel=1e-12) and plan[1] == pytest.approx(memory[1], rel=1e-12)
+
+
+def test_one_loss_field_drives_the_step_and_the_memory():
+    """Under megatron the loss defaults to the provider's cross_entropy_fusion_impl (Llama 3 8B: te ->
+    te-ce) for the step and the memory alike; --loss vocab-parallel-ce times Megatron's native loss."""
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    given = dict(model="llama-3-8b", gpu="h100", gpus=8, tokens=1e12, framework="megatron")
+    te = evaluator_for(PlanInputs(**given))
+    native = evaluator_for(PlanInputs(**given, loss="vocab-parallel-ce"))
+    assert (te.memory.loss, te.step.megatron_loss) == ("te-ce", "te")
+    assert (native.memory.loss, native.step.megatron_loss) == ("vocab-parallel-ce", "native")
+    llama2 = evaluator_for(PlanInputs(**{**given, "model": "llama-2-7b"}))  # GPTModelProvider's native
+    assert (llama2.memory.loss, llama2.step.megatron_loss) == ("vocab-parallel-ce", "native")
 
 
 def rows():
@@ -105,10 +137,11 @@ def test_recipe_facts_of_published_rows():
     from gpuplan.jobs.validation.published_fits import expandable_segments, nemo2_layout, recipe_memory_fields
 
     r = rows()
-    # every Megatron-Bridge perf config sets grad_reduce_in_fp32 = False; DeepSeek-V3 adds bf16 moments
+    # every Megatron-Bridge perf config sets grad_reduce_in_fp32 = False; DeepSeek-V3 adds bf16 moments; v0.6.0's
+    # _benchmark_common sets cross_entropy_fusion_impl "te" for every model (the row's recipe_memory, cited)
     assert recipe_memory_fields(r["mbridge-26.08-deepseek-v3-gb200-256g-mxfp8"]) == {
         "grad_dtype": "bf16", "moment_dtype": "bf16", "allocator": "expandable", "low_precision_weights": "primary",
-        "ep_dispatcher": "flex"}
+        "ep_dispatcher": "flex", "loss": "te-ce"}
     # Llama 3 70B on GB200: 40 of 80 layers offloaded (the row's cpu_offloading_num_layers); no expandable segments
     assert recipe_memory_fields(r["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"]) == {
         "grad_dtype": "bf16", "offload_layers": 40, "low_precision_weights": "primary", "loss": "te-ce"}

@@ -283,6 +283,16 @@ class SetupFields(JobInputs):
         mtp = trained_mtp_layers(spec, self.profile.trains_mtp, self.mtp_layers)
         return spec if mtp == spec.mtp_layers else replace(spec, mtp_layers=mtp)
 
+    def loss_for(self, spec) -> str | None:
+        """The loss the run computes, for the step and the memory alike: --loss, else under megatron the
+        model provider's cross_entropy_fusion_impl (core.time.megatron_ops.loss_impl: 'te' -> te-ce,
+        'native' -> vocab-parallel-ce), else None (the framework's: core.frameworks)."""
+        if self.loss is not None or self.framework != "megatron":
+            return self.loss
+        from gpuplan.core.time.megatron_ops import loss_impl
+
+        return "te-ce" if loss_impl(spec) == "te" else "vocab-parallel-ce"
+
     @property
     def recipe_name(self) -> str:
         return self.recipe or self.profile.recipe

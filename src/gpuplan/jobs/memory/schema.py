@@ -98,7 +98,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         mtp = spec.mtp_layers
         return MemorySettings(mtp_layers=mtp, seq_len=self.seq_len, recipe=self.recipe_name, optimizer=self.optimizer,
                               implementation=self.implementation_name, framework=self.framework,
-                              loss=self.loss,
+                              loss=self.loss_for(spec),
                               attention_kernel=execution_kernel(self.attention_kernel, spec.model_type, self.framework,
                                                                 self.implementation_name),
                               recompute=self.recompute_given or "none", dropout=self.dropout, finetune=self.finetune,

@@ -118,7 +118,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
         scale = cal.activation_memory.value
     memory = M.MemorySettings(seq_len=inputs.seq_len, recipe=inputs.recipe_name, optimizer=inputs.optimizer,
                               implementation=inputs.implementation_name, finetune=inputs.finetune,
-                              framework=inputs.framework, loss=inputs.loss,
+                              framework=inputs.framework, loss=inputs.loss_for(spec),
                               lora_rank=inputs.lora_rank, activation_scale=scale,
                               optimizer_impl=inputs.optimizer_impl, mtp_layers=spec.mtp_layers,
                               attention_kernel=kernel, **inputs.recompute_settings(), **inputs.recipe_memory_settings(),
