@@ -56,18 +56,19 @@ def fit_checks() -> list[FitCheck]:
 
 
 def nemo2_layout(run: dict[str, Any]) -> dict[str, Any]:
-    """A row's layout, with optimizer-state sharding (ZeRO-1) where an older NeMo page leaves it unprinted:
-    NeMo 2.0's pretraining recipes (25.02, 25.04) train with distributed_fused_adam_with_cosine_annealing
-    (nemo/collections/llm/recipes/llama3_8b.py pretrain_recipe), whose OptimizerConfig sets
-    use_distributed_optimizer=True (nemo/collections/llm/recipes/optim/adam.py); the NeMo 1.x launcher's
-    Llama / GPT-3 / Nemotron training configs of 24.07 set optim name distributed_fused_adam
-    (NeMo-Framework-Launcher launcher_scripts/conf/training/llama/llama3_8b.yaml), Apex's optimizer that
-    shards the fp32 master weights and Adam states over the data-parallel ranks. The 24.07 page does not
-    name the config it ran."""
+    """A row's layout, with optimizer-state sharding (ZeRO-1) where the page leaves it unprinted and the recipe
+    shards: the row's recipe_memory.zero (NeMo 24.07: the NeMo-Framework-Launcher 24.07 training configs' optim
+    distributed_fused_adam, Apex's optimizer that shards the fp32 master weights and Adam states over the
+    data-parallel ranks, cited per row), and NeMo 2.0's pretraining recipes for the 25.02 / 25.04 rows
+    (distributed_fused_adam_with_cosine_annealing, whose OptimizerConfig sets use_distributed_optimizer=True:
+    nemo/collections/llm/recipes/optim/adam.py; not read at a NeMo tag)."""
     lay = run["layout"]
-    if lay.get("zero") is None and run["family"].startswith(("nemo-24.07", "nemo-25.02", "nemo-25.04")):
-        return dict(lay, zero=1)
-    return lay
+    if lay.get("zero") is not None:
+        return lay
+    zero = (run.get("recipe_memory") or {}).get("zero")
+    if zero is None and run["family"].startswith(("nemo-25.02", "nemo-25.04")):
+        zero = 1
+    return lay if zero is None else dict(lay, zero=zero)
 
 
 def bridge_release(run: dict[str, Any]) -> tuple[int, ...]:
@@ -78,46 +79,32 @@ def bridge_release(run: dict[str, Any]) -> tuple[int, ...]:
     return rel if rel >= (25, 9) and run["id"].startswith("mbridge-") else ()
 
 
+RECIPE_MEMORY_FIELDS = ("grad_dtype", "moment_dtype", "loss", "embedding_loss_slots")
+"""The row field recipe_memory's keys that are plan inputs of the same name (published_throughput.yaml's header:
+each read at the row's tag and cited under derived.recipe_memory.<key>)."""
+
+
 def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     """PlanInputs memory fields a Megatron-Bridge row's benchmark ran with (empty for other rows).
 
-    - grad_dtype bf16: every perf config sets ddp.grad_reduce_in_fp32 = False (scripts/performance/configs/
-      */*_llm_pretrain.yaml@v0.1.0rc4 e.g. llama3_70b L43; configs/llama/llama3_llm_pretrain.py@v0.3.0 L43-44,
-      configs/qwen/qwen3_llm_pretrain.py@v0.3.0 L41-42, configs/deepseek/deepseek_llm_pretrain.py@v0.3.0 L37-38,
-      configs/gpt_oss/gpt_oss_llm_pretrain.py@v0.3.0 L30-31; perf_recipes/_common.py@v0.6.0 L71-72), so
-      Megatron-Core's DDP allocates the gradient buffer in bf16 (core.memory.training.MemorySettings.grad_bytes).
-    - moment_dtype bf16: DeepSeek-V3's recipe runs the precision-aware optimizer with exp_avg_dtype /
-      exp_avg_sq_dtype bf16 (recipes/deepseek/deepseek_v3.py@v0.1.0rc4 L240-244, @v0.2.2 L272-276,
-      @v0.3.1 L161-165; perf_recipes/deepseek/common.py@v0.6.0 L42-46).
+    - grad_dtype, moment_dtype, loss, embedding_loss_slots: the row's recipe_memory, read at its tag and cited
+      per row (bf16 gradient buffer, bf16 Adam moments, TE's fused cross-entropy, the embedding / loss
+      pipeline slots).
     - low_precision_weights: the perf scripts take Bridge's precision presets (scripts/performance/utils/
       precision.py@v0.3.0 L25-41), whose FP8-CS and MXFP8 presets set fp8_param_gather = True (training/
       mixed_precision.py@v0.1.0rc4 L230, L268; @v0.3.0 L251, L289): 'primary'. The NVFP4 preset keeps bf16
       weights (fp8_param_gather = False, @v0.3.0 L402: 'cached') until fp4_param_gather = True (@v0.4.2 L422,
       26.04.01 on: 'primary').
-    - embedding_loss_slots: the Llama 3.1 405B and Qwen3-235B-A22B pretraining recipes set
-      account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split (recipes/llama/
-      llama31_405b.py@v0.1.0rc4 L97-98, recipes/qwen/qwen3_235b_a22b.py@v0.1.0rc4 L70-71; recipes/llama/llama3.py
-      @v0.2.2 L413-414, @v0.3.1 L1132-1133, @v0.5.1 L1146-1147; recipes/qwen/qwen3_moe.py@v0.2.2 L160-161,
-      @v0.3.1 L166-167), which the perf configs start from.
-    - loss te-ce: the Llama 3 / 3.1 providers set cross_entropy_fusion_impl = "te" (core.time.megatron_ops
-      loss_impl, the step model's reading of llama_provider.py), Transformer Engine's fused cross-entropy.
     - ep_dispatcher flex: the row's moe_comm (dispatcher flex, backend hybridep, read per row): HybridEP's
       buffers instead of NCCL all-to-all's (core.memory.device_memory.hybrid_ep_bytes).
     - offload_layers: the row's cpu_offloading_num_layers (read per row, cited in its derived map).
     - allocator expandable: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch (expandable_segments).
     """
-    from gpuplan.core.time.megatron_ops import TE_CROSS_ENTROPY_MODELS
-
     rel = bridge_release(run)
     if not rel:
         return {}
-    fields: dict[str, Any] = {"grad_dtype": "bf16"}
-    if run["model"].get("catalog") == "deepseek-v3":
-        fields["moment_dtype"] = "bf16"
-    if run["model"].get("catalog") in TE_CROSS_ENTROPY_MODELS:
-        fields["loss"] = "te-ce"
-    if run["model"].get("catalog") in ("llama-3.1-405b", "qwen3-235b-a22b"):
-        fields["embedding_loss_slots"] = True
+    recipe = run.get("recipe_memory") or {}
+    fields: dict[str, Any] = {k: recipe[k] for k in RECIPE_MEMORY_FIELDS if k in recipe}
     if run["precision"] in ("fp8-tensorwise", "mxfp8"):
         fields["low_precision_weights"] = "primary"
     elif run["precision"] == "nvfp4":

@@ -1,0 +1,68 @@
+"""Every recipe fact the memory check passes for a published row is a row field cited at the row's own tag
+(published_throughput.yaml recipe_memory, header conventions; jobs.validation.published_fits): no fact by model
+name or release, no citation at another tag."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+BRIDGE_TAG = {(25, 9, 0): "v0.1.0rc4", (25, 11, 0): "v0.2.2", (26, 2, 0): "v0.3.0", (26, 2, 1): "v0.3.1",
+              (26, 4, 0): "v0.4.0", (26, 4, 1): "v0.4.2", (26, 6, 0): "v0.5.0", (26, 6, 1): "v0.5.1",
+              (26, 8, 0): "v0.6.0"}
+"""The Megatron-Bridge tag of each NeMo container (the yaml header's recipe_recompute convention)."""
+VALUES = {"grad_dtype": {"bf16"}, "moment_dtype": {"bf16"}, "loss": {"te-ce"}, "embedding_loss_slots": {True},
+          "zero": {1}}
+
+
+@pytest.fixture(scope="module")
+def rows():
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    return published_throughput_rows()
+
+
+def _tag(run) -> str:
+    from gpuplan.jobs.validation.published_fits import bridge_release
+
+    if run["family"].startswith("nemo-24.07"):
+        return "24.07"  # NVIDIA/NeMo-Framework-Launcher
+    return BRIDGE_TAG[bridge_release(run)]
+
+
+def test_every_recipe_memory_value_is_cited_at_the_rows_tag(rows):
+    carrying = [r for r in rows if r.get("recipe_memory")]
+    assert len(carrying) == 228  # 220 Megatron-Bridge rows (25.09 - 26.08) + 8 NeMo 24.07 rows
+    for run in carrying:
+        tag = _tag(run)
+        for key, value in run["recipe_memory"].items():
+            assert value in VALUES[key], (run["id"], key)
+            cited = run["derived"].get(f"recipe_memory.{key}", "")
+            at = re.findall(r"@([\w.]+):L\d+", cited)
+            assert at and set(at) == {tag}, (run["id"], key, cited)
+
+
+def test_every_bridge_row_carries_its_gradient_buffer_and_loss(rows):
+    """grad_reduce_in_fp32 False and cross_entropy_fusion_impl te were read at all nine tags, for every model."""
+    from gpuplan.jobs.validation.published_fits import bridge_release
+
+    for run in rows:
+        if bridge_release(run):
+            assert {"grad_dtype", "loss"} <= set(run.get("recipe_memory") or {}), run["id"]
+
+
+def test_the_memory_check_passes_the_row_fields_and_nothing_by_model_name(rows):
+    """recipe_memory_fields takes the four keys from the row: a copy of a row without them gets none of them."""
+    from gpuplan.jobs.validation.published_fits import RECIPE_MEMORY_FIELDS, nemo2_layout, recipe_memory_fields
+
+    by_id = {r["id"]: r for r in rows}
+    run = by_id["mbridge-26.02-deepseek-v3-gb200-256g-mxfp8"]
+    assert run["recipe_memory"] == {"grad_dtype": "bf16", "loss": "te-ce", "moment_dtype": "bf16"}
+    fields = recipe_memory_fields(run)
+    assert {k: fields[k] for k in RECIPE_MEMORY_FIELDS if k in fields} == run["recipe_memory"]
+    bare = recipe_memory_fields({k: v for k, v in run.items() if k != "recipe_memory"})
+    assert not set(bare) & set(RECIPE_MEMORY_FIELDS)
+    nemo = by_id["nemo2407-llama-3-8b-h100-8g"]
+    assert nemo["layout"]["zero"] is None and nemo2_layout(nemo)["zero"] == 1
+    assert nemo2_layout({k: v for k, v in nemo.items() if k != "recipe_memory"})["zero"] is None
