@@ -335,7 +335,7 @@ class StepFields(JobInputs):
     dp_overlap: Annotated[Overlap, _f(0.9, "Share of DP/FSDP communication hidden by overlap.")]
     tp_overlap: Annotated[Overlap | None, _f(
         None, "Share of TP communication hidden behind compute (with --tp-comm-overlap: of the chunk left exposed).",
-        "the framework's: megatron 0.25 (TE's async backward reduce-scatters), else 0")]
+        "the framework's: megatron 0.25 (TE's async backward reduce-scatters; 2/12 under full recompute), else 0")]
     ep_overlap: Annotated[Overlap, _f(0.0, "Share of the expert-parallel all-to-all hidden behind compute (Megatron "
                                            "--overlap-moe-expert-parallel-comm, DualPipe-style schedules).")]
     ep_dispatcher: Annotated[T.choice("alltoall", "flex"), _f(
