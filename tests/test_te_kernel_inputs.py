@@ -121,3 +121,38 @@ def test_fused_needs_a_blackwell_part_and_an_moe_model(rows):
     with pytest.raises(InputError, match="dense") as err:
         evaluator_for(dense)
     assert err.value.field == "moe_expert_kernels"
+
+
+GRAPHED_QWEN_ON_GB300 = {"model": "qwen3-30b-a3b", "tokens": "1T", "gpu": "gb300", "gpus": "8", "dtype": "fp8",
+                         "fp8_recipe": "mxfp8", "ep": "8", "ep_dispatcher": "flex", "fp8_attention": "true",
+                         "moe_expert_kernels": "fused", "full_iteration_graph": "true"}
+
+
+def test_the_cli_and_the_web_api_take_the_flags_and_give_one_report(run_cli):
+    """`gpuplan plan` and POST /api/plan with the three choices: the same report (one schema)."""
+    import json
+
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web import create_app
+
+    flags = []
+    for k, v in GRAPHED_QWEN_ON_GB300.items():
+        flag = f"--{k.replace('_', '-')}"
+        flags += [flag] if v == "true" else [flag, v]
+    code, out, err = run_cli("plan", *flags, "--json")
+    assert code == 0, err
+    cli = json.loads(out)
+    api = TestClient(create_app()).post("/api/plan", json=GRAPHED_QWEN_ON_GB300).json()
+    assert api["inputs"] == cli["inputs"] and api["results"] == cli["results"]
+    plain = {k: v for k, v in GRAPHED_QWEN_ON_GB300.items()
+             if k not in ("fp8_attention", "moe_expert_kernels", "full_iteration_graph")}
+    assert TestClient(create_app()).post("/api/plan", json=plain).json()["results"] != api["results"]
+
+
+def test_the_cli_refuses_fused_kernels_on_hopper_in_one_line(run_cli):
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "8", "--dtype", "fp8",
+                             "--fp8-recipe", "mxfp8", "--moe-expert-kernels", "fused")
+    assert code == 2 and err.strip().count("\n") == 0
+    assert err.startswith("error: fp8_recipe") or err.startswith("error: moe_expert_kernels")
