@@ -125,6 +125,9 @@ def test_one_loss_field_drives_the_step_and_the_memory():
     assert (native.memory.loss, native.step.megatron_loss) == ("vocab-parallel-ce", "native")
     llama2 = evaluator_for(PlanInputs(**{**given, "model": "llama-2-7b"}))  # GPTModelProvider's native
     assert (llama2.memory.loss, llama2.step.megatron_loss) == ("vocab-parallel-ce", "native")
+    # DeepSeekModelProvider sets cross_entropy_fusion_impl = "te" at every Bridge tag of the rows
+    v3 = evaluator_for(PlanInputs(**{**given, "model": "deepseek-v3", "gpus": 256}))
+    assert (v3.memory.loss, v3.step.megatron_loss) == ("te-ce", "te")
 
 
 def rows():

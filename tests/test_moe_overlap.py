@@ -149,7 +149,8 @@ def test_newest_gb200_moe_rows_with_their_overlap():
     for r in rows:
         measured = r["measured"]["tokens_per_s_per_gpu"]
         assert predict_tokens_per_gpu_s(r) == pytest.approx(measured, rel=0.20), r["id"]
-        assert predict_tokens_per_gpu_s(r, ep_a2a_overlap=False) < 0.78 * measured, r["id"]
+        # without the schedule -21.2%...-25.2% since DeepSeek-V3 times TE's cross-entropy (its provider's impl)
+        assert predict_tokens_per_gpu_s(r, ep_a2a_overlap=False) < 0.80 * measured, r["id"]
 
 
 def test_moe_layers_move_their_own_activations_through_elementwise_work():

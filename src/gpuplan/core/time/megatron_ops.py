@@ -106,8 +106,11 @@ def te_hidden_tp_share(recompute: str) -> float:
     the forward's blocking pairs (2 more a layer), so the 2 hidden collectives are 2 of 12."""
     return 2.0 / (8.0 + 4.0 * (recompute == "full"))
 # Megatron-Bridge providers that set cross_entropy_fusion_impl = "te" (llama_provider.py:
-# Llama3ModelProvider8B / 70B, Llama31ModelProvider405B); the others keep GPTModelProvider's 'native'
-TE_CROSS_ENTROPY_MODELS = ("llama-3-8b", "llama-3-70b", "llama-3.1-405b")
+# Llama3ModelProvider8B / 70B, Llama31ModelProvider405B; DeepSeek-V3 at every tag of the rows:
+# deepseek/deepseek_provider.py DeepSeekModelProvider@v0.1.0rc4 L111, @v0.2.0 / @v0.3.0 L114, then
+# deepseek/deepseek_v3_bridge.py@v0.4.2 L75, @v0.6.0 L82 and recipes/deepseek/deepseek_v3.py@v0.4.2 L135);
+# the others keep GPTModelProvider's 'native'
+TE_CROSS_ENTROPY_MODELS = ("llama-3-8b", "llama-3-70b", "llama-3.1-405b", "deepseek-v3")
 
 
 @dataclass(frozen=True)
