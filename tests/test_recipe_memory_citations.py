@@ -26,14 +26,17 @@ def rows():
 def _tag(run) -> str:
     from gpuplan.jobs.validation.published_fits import bridge_release
 
-    if run["family"].startswith("nemo-24.07"):
-        return "24.07"  # NVIDIA/NeMo-Framework-Launcher
+    nemo = {"nemo-24.07": "24.07", "nemo-25.02": "v2.2.0", "nemo-25.04": "v2.3.0"}  # Launcher; NVIDIA/NeMo
+    if run["family"].rsplit("-", 1)[0] in nemo:
+        return nemo[run["family"].rsplit("-", 1)[0]]
     return BRIDGE_TAG[bridge_release(run)]
 
 
 def test_every_recipe_memory_value_is_cited_at_the_rows_tag(rows):
     carrying = [r for r in rows if r.get("recipe_memory")]
-    assert len(carrying) == 228  # 220 Megatron-Bridge rows (25.09 - 26.08) + 8 NeMo 24.07 rows
+    # 220 Megatron-Bridge rows (25.09 - 26.08), 8 NeMo 24.07 rows, 14 NeMo 25.02 / 25.04 rows (all but the one
+    # that prints FSDP)
+    assert len(carrying) == 242
     for run in carrying:
         tag = _tag(run)
         for key, value in run["recipe_memory"].items():
@@ -63,6 +66,8 @@ def test_the_memory_check_passes_the_row_fields_and_nothing_by_model_name(rows):
     assert {k: fields[k] for k in RECIPE_MEMORY_FIELDS if k in fields} == run["recipe_memory"]
     bare = recipe_memory_fields({k: v for k, v in run.items() if k != "recipe_memory"})
     assert not set(bare) & set(RECIPE_MEMORY_FIELDS)
-    nemo = by_id["nemo2407-llama-3-8b-h100-8g"]
-    assert nemo["layout"]["zero"] is None and nemo2_layout(nemo)["zero"] == 1
-    assert nemo2_layout({k: v for k, v in nemo.items() if k != "recipe_memory"})["zero"] is None
+    for row in ("nemo2407-llama-3-8b-h100-8g", "nemo2502-llama-3-8b-b200-8g", "nemo2504-llama-3.1-405b-gb200-128g"):
+        nemo = by_id[row]
+        assert nemo["layout"]["zero"] is None and nemo2_layout(nemo)["zero"] == 1
+        assert nemo2_layout({k: v for k, v in nemo.items() if k != "recipe_memory"})["zero"] is None
+    assert nemo2_layout(by_id["nemo2504-llama-3-70b-gb200-64g"])["zero"] == 3  # printed FSDP kept

@@ -56,19 +56,14 @@ def fit_checks() -> list[FitCheck]:
 
 
 def nemo2_layout(run: dict[str, Any]) -> dict[str, Any]:
-    """A row's layout, with optimizer-state sharding (ZeRO-1) where the page leaves it unprinted and the recipe
-    shards: the row's recipe_memory.zero (NeMo 24.07: the NeMo-Framework-Launcher 24.07 training configs' optim
-    distributed_fused_adam, Apex's optimizer that shards the fp32 master weights and Adam states over the
-    data-parallel ranks, cited per row), and NeMo 2.0's pretraining recipes for the 25.02 / 25.04 rows
-    (distributed_fused_adam_with_cosine_annealing, whose OptimizerConfig sets use_distributed_optimizer=True:
-    nemo/collections/llm/recipes/optim/adam.py; not read at a NeMo tag)."""
+    """A row's layout, with optimizer-state sharding (ZeRO-1) where the page leaves it unprinted and the row's
+    recipe_memory.zero, read at the release's tag, says the recipe shards: NeMo 24.07 (NeMo-Framework-Launcher
+    24.07 training configs' optim distributed_fused_adam, Apex's optimizer that shards the fp32 master weights
+    and Adam states over the data-parallel ranks), NeMo 25.02 / 25.04 (NeMo v2.2.0 / v2.3.0 pretraining
+    recipes' distributed_fused_adam_with_cosine_annealing, use_distributed_optimizer=True), cited per row."""
     lay = run["layout"]
-    if lay.get("zero") is not None:
-        return lay
     zero = (run.get("recipe_memory") or {}).get("zero")
-    if zero is None and run["family"].startswith(("nemo-25.02", "nemo-25.04")):
-        zero = 1
-    return lay if zero is None else dict(lay, zero=zero)
+    return lay if lay.get("zero") is not None or zero is None else dict(lay, zero=zero)
 
 
 def bridge_release(run: dict[str, Any]) -> tuple[int, ...]:
