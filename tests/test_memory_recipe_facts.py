@@ -112,6 +112,16 @@ def test_plan_and_memory_agree_on_the_new_fields(model, given):
     assert plan[0] == pytest.approx(memory[0], rel=1e-12) and plan[1] == pytest.approx(memory[1], rel=1e-12)
 
 
+@pytest.mark.parametrize("gpu", ["gb200", "h100"])
+def test_plan_and_memory_agree_on_hybrid_ep_buffers(gpu):
+    """--ep-dispatcher flex in both jobs: HybridEP's buffers replace NCCL's all-to-all peers alike."""
+    flex_memory, flex_plan = scored_in_both("qwen3-30b-a3b", gpu, 16, ep=16, framework="megatron",
+                                            ep_dispatcher="flex")
+    nccl_memory, _ = scored_in_both("qwen3-30b-a3b", gpu, 16, ep=16, framework="megatron")
+    assert flex_plan[1] == pytest.approx(flex_memory[1], rel=1e-12)
+    assert flex_memory[1] != nccl_memory[1] and flex_memory[0] == nccl_memory[0]  # runtime only, not the tensors
+
+
 def test_one_loss_field_drives_the_step_and_the_memory():
     """Under megatron the loss defaults to the provider's cross_entropy_fusion_impl (Llama 3 8B: te ->
     te-ce) for the step and the memory alike; --loss vocab-parallel-ce times Megatron's native loss."""

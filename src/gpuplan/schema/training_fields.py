@@ -338,9 +338,7 @@ class StepFields(JobInputs):
         "the framework's: megatron 0.25 (TE's async backward reduce-scatters; 2/12 under full recompute), else 0")]
     ep_overlap: Annotated[Overlap, _f(0.0, "Share of the expert-parallel all-to-all hidden behind compute (Megatron "
                                            "--overlap-moe-expert-parallel-comm, DualPipe-style schedules).")]
-    ep_dispatcher: Annotated[T.choice("alltoall", "flex"), _f(
-        "alltoall", "MoE token dispatcher: alltoall (NCCL, one copy per remote expert) or flex (DeepEP / HybridEP: "
-                    "one copy per remote node, then NVLink).")]
+    ep_dispatcher: V.EpDispatcher
     ep_a2a_overlap: Annotated[T.Bool, _f(False, "MoE all-to-all under Megatron-Core's combined 1F1B schedule "
                                                 "(--overlap-moe-expert-parallel-comm): each dispatch / combine runs "
                                                 "beside the other micro-batch's compute, phase by phase; replaces "

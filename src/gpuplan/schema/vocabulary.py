@@ -192,6 +192,10 @@ EmbeddingLossSlots = option(T.Bool, False, "Megatron's account_for_embedding_in_
 OffloadLayers = option(T.typed(int, T.number(0, 1024, whole=True)), 0, "CPU activation offloading of the first N "
                        "layers (Megatron-Core --cpu-offloading-num-layers, Transformer Engine's offload context): their "
                        "saved activations wait in host memory; at least one layer stays on the GPU.")
+EpDispatcher = option(T.choice("alltoall", "flex"), "alltoall", "MoE token dispatcher: alltoall (NCCL, one copy per "
+                      "remote expert) or flex (DeepEP / HybridEP: one copy per remote node, then NVLink). Memory counts "
+                      "flex as HybridEP's buffers (moe_flex_dispatcher_backend hybridep) in place of NCCL's all-to-all "
+                      "peers; DeepEP's own buffers differ and are not modelled.")
 Calibration = option(CalibrationDoc | None, None, "Calibration from `gpuplan calibrate` (a file path; the API "
                      "takes the JSON document).")
 

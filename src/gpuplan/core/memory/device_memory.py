@@ -86,6 +86,17 @@ class HybridEPShape:
     domain: int
 
 
+def with_ep_dispatcher(overheads: "Overheads", dispatcher: str, seq_len: int, hidden: int, experts: int | None,
+                       domain: int) -> "Overheads":
+    """``overheads`` with HybridEP's buffers in place of NCCL all-to-all peers for the flex dispatcher on a MoE
+    model (``experts``: its routed experts, None = dense); plan's evaluator and ``gpuplan memory`` alike. Flex is
+    counted as HybridEP (moe_flex_dispatcher_backend 'hybridep'); DeepEP's buffers (the 'deepep' backend) differ
+    and are not modelled."""
+    if dispatcher != "flex" or experts is None:
+        return overheads
+    return replace(overheads, hybrid_ep=HybridEPShape(seq_len, hidden, experts, domain))
+
+
 def hybrid_ep_bytes(layout: ParallelLayout, shape: HybridEPShape):
     """HybridEP's buffers on one GPU, bytes (DeepEP hybrid-ep csrc/hybrid_ep/hybrid_ep.cu,
     HybridEPBuffer::allocate_buffer): the worst case T = tokens per rank x ranks per NVLink domain x nodes

@@ -224,7 +224,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     _validate_settings(settings)
     gpu = resolve_gpu(inputs.gpu)
     check_recipe_runs_on(settings.recipe, gpu)
-    overheads = inputs.overheads().for_gpu(gpu.scale_up_bandwidth)
+    overheads = inputs.overheads_on(gpu, spec)
     layout = resolve_layout(spec, inputs)
     calibration_sections: tuple[Section, ...] = ()
     if inputs.calibration is not None:
@@ -292,8 +292,11 @@ def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None, peaks
             gpu = resolve_gpu(gpu_id)
         except InputError as exc:  # the first id is --gpu's; the others are --compare's
             raise InputError("compare" if i else "gpu", gpu_id, exc.expected) from None
-        fits, headroom, best = (known or {}).get(gpu.id) or verdict(
-            spec, layout, settings, overheads.for_gpu(gpu.scale_up_bandwidth), gpu, peaks)
+        on_gpu = overheads.for_gpu(gpu.scale_up_bandwidth)
+        if on_gpu.hybrid_ep is not None:  # HybridEP's buffers follow each GPU's NVLink domain
+            on_gpu = replace(on_gpu, hybrid_ep=replace(on_gpu.hybrid_ep, domain=gpu.scale_up_domain
+                                                       or gpu.devices_per_node or 8))
+        fits, headroom, best = (known or {}).get(gpu.id) or verdict(spec, layout, settings, on_gpu, gpu, peaks)
         rows.append((gpu.id, _gib(gpu.memory_bytes), "fits" if fits else "does not fit", _gib(headroom), best))
     return Table("verdict per GPU type", ("gpu", "memory", "verdict", "headroom after margin",
                                           "largest micro-batch"), tuple(rows))

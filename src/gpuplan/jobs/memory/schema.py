@@ -51,6 +51,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     cuda_context_gib: Annotated[V.Gib, _f(0.5, "CUDA context + cuBLAS workspaces, GiB per GPU.")]
     comm_buffer_gib: Annotated[V.Gib | None, _f(None, "NCCL buffers per communicator in use, GiB per GPU.",
                                                 "by GPU type and group size")]
+    ep_dispatcher: V.EpDispatcher
     calibration: V.Calibration
 
     @model_validator(mode="after")
@@ -63,6 +64,9 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
                              f"{self.dp * self.rest}; give one of --gpus and --dp")
         if (self.vpp or 1) > 1 and (self.pp or 1) == 1:
             raise InputError("vpp", self.vpp, "needs pipeline parallelism (--pp > 1)")
+        if self.ep_dispatcher == "flex" and (self.ep or 1) == 1:
+            raise InputError("ep_dispatcher", "flex", "needs expert parallelism (--ep > 1): with --ep 1 there is no "
+                             "all-to-all")
         return self
 
     @property
@@ -111,3 +115,12 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
 
         return replace(super().overheads(), cuda_context=self.cuda_context_gib * GiB,
                        comm_per_group=None if self.comm_buffer_gib is None else self.comm_buffer_gib * GiB)
+
+    def overheads_on(self, gpu, spec):
+        """The overheads on ``gpu`` for ``spec``: its NVLink's NCCL buffers, and HybridEP's in place of the
+        all-to-all peers with --ep-dispatcher flex (core.memory.device_memory.with_ep_dispatcher, as plan)."""
+        from gpuplan.core.memory.device_memory import with_ep_dispatcher
+
+        return with_ep_dispatcher(self.overheads().for_gpu(gpu.scale_up_bandwidth), self.ep_dispatcher, self.seq_len,
+                                  spec.hidden_size, None if spec.moe is None else spec.moe.num_experts,
+                                  gpu.scale_up_domain or gpu.devices_per_node or 8)

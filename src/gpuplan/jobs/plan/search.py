@@ -17,6 +17,7 @@ from gpuplan.core.comm.dp_overlap import schedule_for
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.memory.activations import saved_linear_input_bytes
+from gpuplan.core.memory.device_memory import with_ep_dispatcher
 from gpuplan.core.time.step import StepSettings, attention_efficiency, low_precision_recipe
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, plural
@@ -100,14 +101,11 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                         attention_efficiency=inputs.attention_efficiency or (
                             attention_efficiency(gpu, hopper_tuned=True)
                             if inputs.profile.hopper_tuned_attention else None))
-    overheads, scale = inputs.overheads().for_gpu(gpu.scale_up_bandwidth), 1.0
-    if inputs.ep_dispatcher == "flex" and spec.moe is not None:  # HybridEP's buffers, not NCCL all-to-all's
-        from dataclasses import replace
-
-        from gpuplan.core.memory.device_memory import HybridEPShape
-
-        overheads = replace(overheads, hybrid_ep=HybridEPShape(inputs.seq_len, spec.hidden_size, spec.moe.num_experts,
-                                                               gpu.scale_up_domain or gpu.devices_per_node or 8))
+    # flex: HybridEP's buffers in place of NCCL all-to-all peers (gpuplan memory takes the same)
+    overheads = with_ep_dispatcher(inputs.overheads().for_gpu(gpu.scale_up_bandwidth), inputs.ep_dispatcher,
+                                   inputs.seq_len, spec.hidden_size, None if spec.moe is None else spec.moe.num_experts,
+                                   gpu.scale_up_domain or gpu.devices_per_node or 8)
+    scale = 1.0
     if inputs.calibration is not None:
         from gpuplan.calibrate.apply import apply_to_cluster, apply_to_overheads, apply_to_step_settings
 
