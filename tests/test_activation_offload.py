@@ -45,8 +45,8 @@ def test_exposed_part_by_hand():
     assert AO.exposed_seconds(5, 20, 0.010, 0.004, 0.008) == pytest.approx(0.0)
     assert AO.exposed_seconds(5, 20, 0.010, 0.001, 0.002) == pytest.approx(0.031 + 0.012)
     assert AO.exposed_seconds(0, 20, 0.010, 0.001, 0.002) == 0.0
-    with pytest.raises(ValueError, match="offload_layers"):
-        AO.exposed_seconds(20, 20, 0.010, 0.001, 0.002)
+    # N not below the layers: Megatron-Core refuses the run, so no finite step (elementwise on arrays)
+    assert AO.exposed_seconds(20, 20, 0.010, 0.001, 0.002) == float("inf")
 
 
 def test_step_charges_only_what_the_layers_do_not_hide():

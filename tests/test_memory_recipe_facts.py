@@ -302,3 +302,42 @@ def test_megatron_recipe_options_are_refused_under_other_frameworks(run_cli, fra
         code, out, err = run_cli(*job, "--framework", framework, *option)
         assert code == 2, (job, out)
         assert len(err.strip().splitlines()) == 1 and f"{field}:" in err and "--framework megatron" in err
+
+
+def test_tf32_offload_copies_fp32_tensors_and_plan_answers(run_cli):
+    """--dtype tf32 with --offload-layers: fp32 tensors leave the GPU (tf32 = fp32 storage, TF32 only inside the
+    GEMMs), where it was an internal error (fuzz: plan llama-3.1-70b --gpu gb200 --dtype tf32 --offload-layers 1)."""
+    from gpuplan.catalog import load_model
+    from gpuplan.core.time import activation_offload as AO
+
+    spec = load_model("llama-3-70b")  # h 8192, 64 q heads / 8 kv heads of 128, intermediate 28,672
+    h, q, kv, inter = 8192, 64 * 128, 8 * 128, 28_672
+    fp32 = 2 * (4 * h + 4 * h + 4) + 4 * (q + kv + kv + q) + 4 * 64 + 4 * (q + inter)
+    assert AO.offloaded_bytes_per_token(spec, "tf32") == pytest.approx(fp32, rel=1e-12)
+    assert AO.offloaded_bytes_per_token(spec, "fp32") == pytest.approx(fp32, rel=1e-12)
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "gb200", "--dtype", "tf32", "--offload-layers", "1",
+                             "--moment-dtype", "fp32")
+    assert code == 0 and "internal error" not in err, err
+
+
+def test_offload_exposed_seconds_on_arrays_of_layouts():
+    import numpy as np
+
+    from gpuplan.core.time import activation_offload as AO
+
+    # windows of 5 of 20 layers: 3, 4, 4, 4, 4 (scalar by hand in test_activation_offload); 5 of 5: refused (inf)
+    layers = np.array([20, 5, 20])
+    got = AO.exposed_seconds(5, layers, 0.010, 0.001, 0.002)
+    assert got[0] == pytest.approx(0.031 + 0.012) and got[2] == got[0] and got[1] == float("inf")
+    assert [list(w) for w in zip(*AO.layer_windows(5, np.array([20, 80])))] == [[3, 4, 4, 4, 4], [15, 16, 16, 16, 16]]
+
+
+def test_memory_advice_leaves_out_recompute_and_pp_when_offloading(run_cli):
+    import json
+
+    code, out, _ = run_cli("memory", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--framework", "megatron",
+                           "--offload-layers", "20", "--json")
+    assert code == 0, out
+    lines = [ln for s in json.loads(out)["sections"] if s["title"] == "Advice" for ln in s["lines"]]
+    text = " ".join(f"{ln['key']} {ln.get('text') or ''}" for ln in lines)
+    assert lines and "recompute" not in text and "PP" not in text and "fix_pp" not in text, text

@@ -35,7 +35,9 @@ seconds, bytes per second.
 
 from __future__ import annotations
 
-from gpuplan.core.bulk import maximum
+import numpy as np
+
+from gpuplan.core.bulk import maximum, minimum
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.time.megatron_ops import MXFP8_SCALED_BYTES, NVFP4_SCALED_BYTES
 from gpuplan.core.time.titan_ops import BF16, FP32
@@ -45,9 +47,12 @@ PCIE_GEN5_X16_BYTES_PER_S = 64e9
 NVLINK_C2C_BYTES_PER_S_PER_GPU = 900e9 / 2 / 2
 """NVLink-C2C 900 GB/s bidirectional per Grace superchip, per direction, over its two GPUs."""
 GRACE_SUPERCHIP_PARTS = ("gb200", "gb300")
-SAVED_GEMM_INPUT_BYTES = {"fp32": FP32, "bf16": BF16, "fp16": BF16, "fp8": 1.0, "mxfp8": MXFP8_SCALED_BYTES,
-                          "fp4": NVFP4_SCALED_BYTES}
-"""Bytes per element of a GEMM input a TE module saves for its weight gradient, by compute dtype."""
+SAVED_GEMM_INPUT_BYTES = {"fp32": FP32, "tf32": FP32, "bf16": BF16, "fp16": BF16, "fp8": 1.0,
+                          "mxfp8": MXFP8_SCALED_BYTES, "fp4": NVFP4_SCALED_BYTES}
+"""Bytes per element of a GEMM input a TE module saves for its weight gradient, by compute dtype (tf32: fp32
+tensors, TF32 only inside the GEMM's tensor cores)."""
+FP32_ACTIVATION_DTYPES = ("fp32", "tf32")
+"""Compute dtypes whose other saved tensors (norm inputs, q, k, v, the attention output) are fp32, not bf16."""
 
 
 def host_link_bytes_per_s(gpu_id: str) -> float:
@@ -64,38 +69,37 @@ def offloaded_bytes_per_token(spec: ModelSpec, gemm_input: str = "bf16", tp=1) -
     h, q, kv = spec.hidden_size, a.num_heads * a.qk_head_dim, a.num_kv_heads * a.qk_head_dim
     v, out = a.num_kv_heads * a.value_head_dim, a.num_heads * a.value_head_dim
     quant = SAVED_GEMM_INPUT_BYTES[gemm_input]
-    norms = 2 * (BF16 * h + quant * h + FP32)  # QKV and fc1 LayerNormLinear: input, ln_out, rsigma
-    attention = BF16 * (q + kv + v + out) + FP32 * a.num_heads  # q, k, v, output, softmax statistics
+    act = FP32 if gemm_input in FP32_ACTIVATION_DTYPES else BF16
+    norms = 2 * (act * h + quant * h + FP32)  # QKV and fc1 LayerNormLinear: input, ln_out, rsigma
+    attention = act * (q + kv + v + out) + FP32 * a.num_heads  # q, k, v, output, softmax statistics
     linears = quant * (out + spec.mlp.intermediate_size)  # proj and fc2 saved inputs
     return (norms + attention + linears) / tp
 
 
-def layer_windows(offload_layers: int, stage_layers: int) -> list[int]:
+def layer_windows(offload_layers: int, stage_layers) -> list:
     """Layers of compute each group's copy has to hide behind, forward and backward alike: TE's
     ``layer_window_map`` (window[i] = (L // N)(i + 1) - 1, the remainder added to the first L % N
-    groups), group 0 from layer 1 to window[0], group i from window[i - 1] + 1 to window[i]."""
+    groups: + min(i + 1, L % N)), group 0 from layer 1 to window[0], group i from window[i - 1] + 1 to
+    window[i]. ``stage_layers`` may be a numpy array (one entry per layout); ``offload_layers`` is one N."""
     n, total = offload_layers, stage_layers
-    ends, constant = [], 0
-    for i in range(n):
-        end = (total // n) * (i + 1) - 1
-        if i < total % n:
-            end, constant = end + i + 1, i + 1
-        else:
-            end += constant
-        ends.append(end)
+    ends = [(total // n) * (i + 1) - 1 + minimum(i + 1, total % n) for i in range(n)]
     return [ends[0]] + [b - a for a, b in zip(ends, ends[1:])]
 
 
-def exposed_seconds(offload_layers: int, stage_layers: int, copy_seconds, layer_forward, layer_backward):
+def exposed_seconds(offload_layers: int, stage_layers, copy_seconds, layer_forward, layer_backward):
     """Seconds a micro-batch waits for its offload copies (``copy_seconds``: one layer's copy each
     way, ``layer_forward`` / ``layer_backward``: one layer's GPU seconds): per group, its copy beyond
-    its window's compute (layer_windows), forward and backward; 0 without offloading."""
+    its window's compute (layer_windows), forward and backward; 0 without offloading. Where N is not
+    below the stage's layers Megatron-Core refuses the run (transformer_config.py L887-892): infinite,
+    elementwise, so no layout of an array is taken (the schema refuses it for a given layout)."""
     if offload_layers <= 0:
         return 0.0
-    if offload_layers >= stage_layers:  # transformer_config.py L887-892
-        raise ValueError(f"offload_layers must be below the model's {stage_layers} layers, not {offload_layers}")
-    return sum(maximum(copy_seconds - d * layer_forward, 0.0) + maximum(copy_seconds - d * layer_backward, 0.0)
-               for d in layer_windows(offload_layers, stage_layers))
+    runs = offload_layers < np.asarray(stage_layers)
+    windows = layer_windows(offload_layers, maximum(stage_layers, offload_layers + 1))
+    waits = sum(maximum(copy_seconds - d * layer_forward, 0.0) + maximum(copy_seconds - d * layer_backward, 0.0)
+                for d in windows)
+    out = np.where(runs, waits, np.inf)
+    return float(out) if out.ndim == 0 else out
 
 
 def microbatch_exposed_seconds(spec: ModelSpec, settings, gpu_id: str, tokens, tp, stage_layers, phases):

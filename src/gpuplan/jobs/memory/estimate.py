@@ -13,19 +13,21 @@ from dataclasses import replace
 
 from gpuplan.planner.framework_rules import rules_for
 from gpuplan.adapters.resolve import resolve_gpu
-from gpuplan.core import frameworks as F
-from gpuplan.core.memory import recipe_facts as RF
 from gpuplan.core.memory import training as M
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.core.precision import check_recipe_runs_on
-from gpuplan.core.memory.recompute import recompute_label
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
-from gpuplan.jobs.assumptions import mtp_assumption
+from gpuplan.jobs.memory.assumptions import (
+    compile_memory_assumption,
+    memory_assumptions,
+    recipe_fact_assumptions,
+    recipe_of,
+)
 from gpuplan.jobs.memory.schema import MemoryInputs
-from gpuplan.report.model import Assumption, Line, Report, Section, Table
+from gpuplan.report.model import Line, Report, Section, Table
 
 GiB = 2**30
 
@@ -95,7 +97,8 @@ def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.Memo
                         (3, "parameter all-gathers: ~1.5x the DP communication volume")):
         if data_ranks > 1 and layout.zero < stage:
             yield f"ZeRO-{stage}", layout, replace(layout, zero=stage), settings, cost
-    if settings.recompute == "none":
+    offloading = settings.offload_layers > 0  # Megatron-Core refuses recompute and PP with it (schema _offload_rules)
+    if settings.recompute == "none" and not offloading:
         yield "full recompute", layout, layout, replace(settings, recompute="full"), "~33% more compute"
     if data_ranks == 1:
         yield "ZeRO-3 over 8 GPUs", layout, replace(layout, dp=8, zero=3), settings, \
@@ -105,13 +108,22 @@ def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.Memo
         if tp > layout.tp and heads % tp == 0 and (spec.attention.is_mla or kv % tp == 0):
             new = _take_from_dp(layout, tp=tp)
             yield f"TP {tp}", layout, new, settings, f"{new.world} GPUs; TP all-reduces every layer (keep inside a node)"
-    for pp in (2, 4, 8) if model_parallel else ():
+    for pp in (2, 4, 8) if model_parallel and not offloading else ():
         if pp > layout.pp and pp <= spec.num_layers:
             new = _take_from_dp(layout, pp=pp)
             yield f"PP {pp}", layout, new, settings, f"{new.world} GPUs; pipeline bubble (p-1)/m"
     if layout.zero >= 1 or data_ranks == 1:
         yield "CPU optimizer offload", layout, layout, replace(settings, offload_optimizer=True), \
             "optimizer step on the CPU; PCIe traffic per step"
+
+
+def _no_single_fix(settings: M.MemorySettings) -> str:
+    """What to combine when no single change fits; with --offload-layers neither recompute nor PP
+    (Megatron-Core refuses both with CPU activation offloading)."""
+    if settings.offload_layers:
+        return "combine ZeRO-3, TP, more offloaded layers, or use more or larger GPUs"
+    parallel = "" if rules_for(settings.framework).data_parallel_only else ", TP/PP"
+    return f"combine ZeRO-3, recompute{parallel}, or use more or larger GPUs"
 
 
 def _take_from_dp(layout: ParallelLayout, **degree: int) -> ParallelLayout:
@@ -129,7 +141,7 @@ def suggestions(spec, layout, settings, overheads, gpu) -> list[tuple[str, float
         fits, peak, _ = _fits(spec, new_layout, new_settings, overheads, gpu)
         if fits:
             found.append((name, peak, cost))
-    if not found and settings.recompute == "none" and layout.dp * layout.cp > 1:
+    if not found and settings.recompute == "none" and layout.dp * layout.cp > 1 and not settings.offload_layers:
         fits, both, _ = _fits(spec, replace(layout, zero=3), replace(settings, recompute="full"), overheads, gpu)
         if fits:
             found.append(("ZeRO-3 + full recompute", both, "both costs above"))
@@ -138,12 +150,6 @@ def suggestions(spec, layout, settings, overheads, gpu) -> list[tuple[str, float
 
 def _gib(value: float) -> str:
     return format_bytes(value)
-
-
-def recipe_of(settings: M.MemorySettings) -> M.PrecisionRecipe:
-    """The precision recipe as the run holds its states: the table's, with --grad-dtype / --moment-dtype
-    (core.memory.recipe_facts.recipe_as_run; the peak uses the same)."""
-    return RF.recipe_as_run(M.RECIPES[settings.recipe], settings.grad_bytes, settings.moment_bytes)
 
 
 def _recipe_section(spec: ModelSpec, settings: M.MemorySettings) -> Section:
@@ -251,9 +257,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
             advice.append(Line(f"fix_{name.lower().replace(' ', '_')}", f"fits with {name}", new_peak, "bytes",
                                f"peak {_gib(new_peak)}", cost))
         if not advice:
-            advice.append(Line("fix_none", "no single change fits", None, text="combine ZeRO-3, recompute" + (
-                               "" if rules_for(settings.framework).data_parallel_only else ", TP/PP")
-                               + ", or use more or larger GPUs"))
+            advice.append(Line("fix_none", "no single change fits", None, text=_no_single_fix(settings)))
     sections.append(Section("Advice", tuple(advice)))
     sections.extend(calibration_sections)
     # the table's first row is --gpu's verdict, computed above (when its overheads are the same)
@@ -271,8 +275,8 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     )
     headline = MEMORY_HEADLINE + tuple(line.key for line in advice)
     return Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
-                  _assumptions(settings, overheads, spec.model_type) + recipe_fact_assumptions(settings, inputs.given)
-                  + _compile_memory(inputs), tuple(sections), _notes(spec, settings), (table,),
+                  memory_assumptions(settings, overheads, spec.model_type) + recipe_fact_assumptions(settings, inputs.given)
+                  + compile_memory_assumption(inputs), tuple(sections), _notes(spec, settings), (table,),
                   headline=headline, key_assumptions=("recipe", "implementation", "margin"),
                   summary_table=table.title)
 
@@ -300,96 +304,6 @@ def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None, peaks
         rows.append((gpu.id, _gib(gpu.memory_bytes), "fits" if fits else "does not fit", _gib(headroom), best))
     return Table("verdict per GPU type", ("gpu", "memory", "verdict", "headroom after margin",
                                           "largest micro-batch"), tuple(rows))
-
-
-def _compile_memory(inputs) -> tuple[Assumption, ...]:
-    """--compile leaves the estimate as it is: Inductor's buffers are inside torchtitan's published
-    memory gap, which plan keeps free (planner/framework_rules.py)."""
-    if not inputs.compile:
-        return ()
-    return (Assumption("compile", "torch.compile", "per TransformerBlock, model and loss: same estimate",
-                       "Inductor's buffers are inside torchtitan's published memory gap (compiled rows; "
-                       "planner/framework_rules.py)", "--compile", True),)
-
-
-def _dtype_name(width: float) -> str:
-    return {4.0: "fp32", 2.0: "bf16"}.get(float(width), f"{width:g} B")
-
-
-def recipe_fact_assumptions(settings: M.MemorySettings, given) -> tuple[Assumption, ...]:
-    """What a Megatron recipe sets beyond the precision recipe (core.memory.recipe_facts), each with its
-    flag and whether the user set it (``given``: the fields given)."""
-    recipe = recipe_of(settings)
-    lpw = settings.low_precision_weights
-    return (
-        Assumption("grad_dtype", "gradient buffer", f"{_dtype_name(recipe.grad_bytes)} ({recipe.grad_bytes:g} B/param)",
-                   "Megatron-Core DDP: fp32 with grad_reduce_in_fp32, else the parameters' dtype "
-                   "(distributed_data_parallel.py)", "--grad-dtype", "grad_dtype" in given),
-        Assumption("moment_dtype", "optimizer moments", f"{_dtype_name(recipe.state_bytes)} ({recipe.state_bytes:g} B "
-                   "each)", "bf16 = Megatron-Core's precision-aware optimizer, exp_avg_dtype / exp_avg_sq_dtype "
-                   "(optimizer_config.py)", "--moment-dtype", "moment_dtype" in given),
-        Assumption("offload_layers", "CPU activation offloading", f"first {settings.offload_layers} layers"
-                   if settings.offload_layers else "none", "Megatron-Core --cpu-offloading-num-layers (Transformer "
-                   "Engine's get_cpu_offload_context)", "--offload-layers", "offload_layers" in given),
-        Assumption("low_precision_weights", "low-precision weights", lpw or "bf16 weights, no quantised copy",
-                   "Transformer Engine's row-wise + column-wise quantised weights (core.memory.recipe_facts)",
-                   "--low-precision-weights", "low_precision_weights" in given),
-        Assumption("embedding_loss_slots", "embedding / loss pipeline slots",
-                   "one layer slot each" if settings.embedding_loss_slots else "no (even split)",
-                   "Megatron account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split",
-                   "--embedding-loss-slots", "embedding_loss_slots" in given),
-    )
-
-
-def _kernel_assumption(settings: M.MemorySettings, model_type: str) -> Assumption:
-    """The attention kernel, and where transformers' modules run a model that refuses SDPA, why it is
-    eager (no --attention-kernel changes it)."""
-    from gpuplan.core.time.attention_core import SDPA_REFUSED_SOURCE, runs_eager_only
-
-    if runs_eager_only(model_type, settings.framework, settings.implementation):
-        return Assumption("attention_kernel", "attention kernel", "eager", f"{SDPA_REFUSED_SOURCE[model_type]}: "
-                          "transformers falls back to eager, saving s x s scores", "--framework / --implementation")
-    return Assumption("attention_kernel", "attention kernel", settings.attention_kernel,
-                      "flash/SDPA saves q, k, v, out + logsumexp; eager saves s x s scores", "--attention-kernel")
-
-
-def _assumptions(settings: M.MemorySettings, overheads: M.Overheads,
-                 model_type: str = "") -> tuple[Assumption, ...]:
-    recipe = recipe_of(settings)
-    return (
-        Assumption("recipe", "precision recipe", settings.recipe, recipe.source, "--recipe"),
-        Assumption("optimizer", "optimizer", settings.optimizer, M.OPTIMIZERS[settings.optimizer].source, "--optimizer"),
-        Assumption("framework", "framework profile", settings.framework,
-                   "; ".join(F.framework(settings.framework).sources[:2]), "--framework"),
-        *mtp_assumption(settings.mtp_layers, False),
-        Assumption("optimizer_impl", "optimizer kernel", F.optimizer_impl_of(settings, recipe),
-                   "foreach = PyTorch's CUDA default (one param-sized temporary); fused = none; forloop = two of the "
-                   "largest tensor", "--optimizer-impl"),
-        Assumption("loss", "loss memory", F.loss_of(settings), "hf-ce keeps the bf16 logits and the fp32 "
-                   "log-softmax; fp32-ce the fp32 log-softmax; chunked one chunk at a time", "--loss"),
-        Assumption("implementation", "activation implementation", settings.implementation,
-                   "hf = transformers modules (measured); megatron = Korthikanti et al. 2022 with flash attention",
-                   "--implementation"),
-        _kernel_assumption(settings, model_type),
-        Assumption("recompute", "activation recompute",
-                   recompute_label(settings.recompute, settings.recompute_modules, settings.recompute_layers),
-                   "full keeps each layer input (2·sbh); Megatron's modules free what core/memory/recompute.py lists",
-                   "--recompute / --recompute-modules / --recompute-layers"),
-        Assumption("cuda_context", "CUDA context", _gib(overheads.cuda_context),
-                   "~300 MB with lazy loading (pytorch/pytorch#107667) + cuBLAS workspaces", "--cuda-context-gib"),
-        Assumption("comm_buffers", "NCCL buffers per communicator",
-                   _gib(overheads.comm_per_group) if overheads.comm_per_group is not None else
-                   f"by GPU and group size: {0.688 * overheads.channel_scale:.2f} GB per group, "
-                   f"{0.544 * overheads.channel_scale:.2f} GB per pair, all-to-all "
-                   f"{0.469 * overheads.channel_scale / 1.5:.2f} GB per peer",
-                   "NVIDIA/nccl#964 (A100: 688 MB per group, 544 MB per pair), #986 (linear in channels, "
-                   "more for faster NVLink), #1685 (all-to-all on 8x H100: +3.28 GB)", "--comm-buffer-gib"),
-        Assumption("allocator", "caching-allocator reserve", f"+{overheads.fragmentation:.0%} over allocated",
-                   "fragmentation of cached blocks (expandable segments: +3%); fitted on published rows that report "
-                   "both peaks (docs/accuracy.md)", "--allocator"),
-        Assumption("margin", "safety margin", f"{overheads.margin:.0%}", "beyond the modelled reserve and runtime "
-                   "(together the article's 15-20%)", "--margin"),
-    )
 
 
 def _notes(spec: ModelSpec, settings: M.MemorySettings) -> tuple[str, ...]:
