@@ -200,3 +200,22 @@ def offload_host_bytes(params_on_rank, layout) -> float:
     ZeRO partition (the partition over data-parallel ranks when ZeRO >= 1)."""
     shards = state_shards(layout) if layout.zero >= 1 else 1
     return OFFLOAD_HOST_BYTES_PER_PARAM * params_on_rank / shards
+
+
+def finetune_states(params: StageParams, spec: ModelSpec, layout: ParallelLayout, settings,
+                     recipe: PrecisionRecipe, optimizer: OptimizerSpec,
+                     adapter_recipe: PrecisionRecipe) -> ModelStates:
+    """LoRA/QLoRA: the frozen base holds only weights; adapters carry ``adapter_recipe``'s full
+    states (PEFT: fp32 adapters, 16 B/param with AdamW). ``settings``: core.memory.training.MemorySettings."""
+    from gpuplan.core.model.finetune import QLORA_BASE_BYTES, lora_params_per_layer
+
+    matrices = params.matrices
+    base_bytes = QLORA_BASE_BYTES if settings.finetune == "qlora" else recipe.compute_bytes
+    frozen = matrices * base_bytes + (params.total - matrices) * recipe.compute_bytes
+    # ZeRO-3 / FSDP shard the frozen base like any parameter (DeepSpeed stage 3 partitions every
+    # parameter, requires_grad or not; FSDP2 fully_shard likewise): 1/d of it per rank
+    frozen = frozen / np.where(layout.zero >= 3, state_shards(layout), 1)
+    adapters = params.layers * lora_params_per_layer(spec, settings.lora_rank, layout.tp)
+    adapter_params = StageParams(params.layers, 0, adapters, 0.0, adapters, 0.0, 0.0)
+    trained = model_state_bytes(adapter_params, layout, adapter_recipe, optimizer, spec.hidden_size)
+    return ModelStates(frozen + trained.weights, trained.grads, trained.master, trained.optimizer)

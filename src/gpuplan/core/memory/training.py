@@ -18,7 +18,7 @@ from gpuplan.core.memory import activations as A
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import recompute as R
 from gpuplan.core.memory import recipe_facts as RF
-from gpuplan.core.model.finetune import QLORA_BASE_BYTES, lora_params_per_layer
+from gpuplan.core.model.finetune import QLORA_BASE_BYTES, lora_params_per_layer  # noqa: F401 - re-exported
 from gpuplan.core.frameworks import framework
 from gpuplan.core.memory.device_memory import Overheads, framework_gap_bytes, usable_bytes  # noqa: F401 - re-exported
 from gpuplan.core.model.spec import ModelSpec
@@ -27,6 +27,7 @@ from gpuplan.core.memory.model_states import (  # noqa: F401 - re-exported: memo
     StageParams,
     declared_scale,
     expert_state_shards,
+    finetune_states,
     model_state_bytes,
     stage_layer_counts,
     stage_params,
@@ -140,23 +141,6 @@ class MemorySettings:
     get_cpu_offload_context; at least one layer stays: TE requires N < the layers of the model chunk)."""
 
 
-def _finetune_states(params: StageParams, spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings,
-                     recipe: PrecisionRecipe, optimizer: OptimizerSpec,
-                     adapter_recipe: PrecisionRecipe) -> ModelStates:
-    """LoRA/QLoRA: the frozen base holds only weights; adapters carry ``adapter_recipe``'s full
-    states (PEFT: fp32 adapters, 16 B/param with AdamW)."""
-    matrices = params.matrices
-    base_bytes = QLORA_BASE_BYTES if settings.finetune == "qlora" else recipe.compute_bytes
-    frozen = matrices * base_bytes + (params.total - matrices) * recipe.compute_bytes
-    # ZeRO-3 / FSDP shard the frozen base like any parameter (DeepSpeed stage 3 partitions every
-    # parameter, requires_grad or not; FSDP2 fully_shard likewise): 1/d of it per rank
-    frozen = frozen / np.where(layout.zero >= 3, state_shards(layout), 1)
-    adapters = params.layers * lora_params_per_layer(spec, settings.lora_rank, layout.tp)
-    adapter_params = StageParams(params.layers, 0, adapters, 0.0, adapters, 0.0, 0.0)
-    trained = model_state_bytes(adapter_params, layout, adapter_recipe, optimizer, spec.hidden_size)
-    return ModelStates(frozen + trained.weights, trained.grads, trained.master, trained.optimizer)
-
-
 @dataclass(frozen=True)
 class StageMemory:
     """One stage's bytes by category at the two candidate peaks (numbers or arrays)."""
@@ -207,41 +191,89 @@ def _saved_per_token(spec: ModelSpec, layout: ParallelLayout, settings: MemorySe
     return per_token
 
 
+def _stage_states(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, recipe: PrecisionRecipe,
+                  params: StageParams):
+    """(model states, TE's cached low-precision weight bytes) of a stage: full training or LoRA / QLoRA,
+    ZeRO-Offload's CPU optimizer, low-precision weights (core.memory.recipe_facts.weights_as_held)."""
+    optimizer = lookup(OPTIMIZERS, settings.optimizer, "optimizer")
+    if settings.finetune == "full":
+        states = model_state_bytes(params, layout, recipe, optimizer, spec.hidden_size)
+    else:
+        adapters = RECIPES["fp32"] if framework(settings.framework).fp32_adapters else recipe
+        states = finetune_states(params, spec, layout, settings, recipe, optimizer, adapters)
+    if settings.offload_optimizer:
+        states = replace(states, master=0.0, optimizer=0.0)
+    return RF.weights_as_held(states, params, layout, recipe, settings)
+
+
+def _activation_options(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings,
+                        recipe: PrecisionRecipe) -> dict:
+    """The keyword options core.memory.activations takes for this run (implementation, kernel, dtypes,
+    dropout masks, autocast copies, LoRA adapters' inputs, TE's quantised linear inputs)."""
+    autocast = recipe.autocast_weight_copies
+    impl = settings.implementation
+    if impl == "torchtitan" and settings.device == "cpu":
+        impl = "torchtitan-cpu"  # torch.rms_norm decomposes off CUDA (core/memory/activations.py)
+    lora = None
+    if settings.finetune != "full":  # a frozen bf16 base: no fp32 residual stream, no weight copies;
+        # each adapter keeps its input in the adapters' dtype (autocast: bf16, per module)
+        fp32_adapters = framework(settings.framework).fp32_adapters
+        adapter_input = 2 if autocast else (A.FP32 if fp32_adapters else recipe.compute_bytes)
+        lora, autocast = (settings.lora_rank, adapter_input), False
+    return dict(impl=impl, kernel=settings.attention_kernel, compute_bytes=recipe.compute_bytes, tp=layout.tp,
+                dropout=spec.dropout if settings.dropout is None else settings.dropout, autocast=autocast,
+                mask_bytes=1 if settings.device == "cuda" else recipe.compute_bytes, lora=lora,
+                linear_input_bytes=settings.linear_input_bytes if settings.finetune == "full" else None)
+
+
+def _working_set(spec: ModelSpec, layout: ParallelLayout, recipe: PrecisionRecipe, params: StageParams, profile,
+                 stage):
+    """(unsharded working set bytes, pipeline-stage gradient bytes, params) in backward: FSDP / ZeRO-3's gathered
+    units with the framework's prefetch, or a stage unsharded under PP (core.frameworks); params without an
+    embedding that is its own FSDP unit (the step's buffers count the params so, as before)."""
+    if profile.embedding_own_fsdp_unit:  # resharded after forward: not in backward's working set
+        embedding = (np.asarray(stage) == 0) * spec.vocab_size * spec.hidden_size / layout.tp * declared_scale(spec)
+        params = replace(params, root=params.root - embedding)
+    working = fsdp_working_set_bytes(params, layout, recipe)
+    working = working + (working > 0) * profile.zero3_prefetch_elements * recipe.compute_bytes
+    stage_unsharded, stage_grads = F.pp_unsharded_stage_bytes(profile, layout, params.total, recipe.compute_bytes)
+    return np.maximum(working, stage_unsharded), stage_grads, params
+
+
+def _loss_head_bytes(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, recipe: PrecisionRecipe, out):
+    """(saved per token, loss backward temporary per token, fixed loss bytes) of the LM head and loss by the
+    run's loss (core.frameworks.loss_of); ``out``: activations.outside_layer_bytes (HF's hf-ce)."""
+    saved, loss_per_token, loss_fixed = out.saved, out.backward_temp, 0.0
+    loss = F.loss_of(settings)
+    logits = recipe.compute_bytes * spec.vocab_size / layout.tp  # the bf16 logits HF's output object keeps
+    if loss in ("fp32-ce", "vocab-parallel-ce"):  # logits not kept: the fp32 log-softmax only
+        saved = out.saved - logits
+        if loss == "vocab-parallel-ce":  # Megatron's backward works in place on its saved softmax:
+            loss_per_token = logits  # only the bf16 gradient of the logits is new (cross_entropy.py)
+        elif framework(settings.framework).loss_parallel:  # DTensor loss_parallel's backward (torch/distributed/
+            # tensor/parallel/loss.py) holds one more fp32 vocab shard with tp > 1 (measured, torchtitan tp 2)
+            loss_per_token = loss_per_token + (np.asarray(layout.tp) > 1) * A.FP32 * spec.vocab_size / layout.tp
+    elif loss == "te-ce":  # TE's parallel_cross_entropy (transformer_engine/pytorch/cross_entropy.py): saves the
+        # bf16 logits (+ per-token stats) and writes their gradient into them in backward: no fp32 softmax
+        saved, loss_per_token = out.saved - A.FP32 * spec.vocab_size / layout.tp, 0.0
+    elif loss == "chunked":
+        kept, loss_per_token, loss_fixed = F.chunked_loss_bytes(spec, layout.tp)
+        saved = out.saved - logits - A.FP32 * spec.vocab_size / layout.tp + kept
+    return saved, loss_per_token, loss_fixed
+
+
 def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, stage) -> StageMemory:
     """Allocated bytes on one GPU of pipeline ``stage`` at the start of backward (all activations
     held, the loss gradient allocated) and inside optimizer.step() (gradients complete, step
     temporaries). ``layout``'s degrees and ``stage`` may be numpy arrays (many layouts)."""
     recipe = RF.recipe_as_run(lookup(RECIPES, settings.recipe, "recipe"), settings.grad_bytes,
                               settings.moment_bytes)
-    optimizer = lookup(OPTIMIZERS, settings.optimizer, "optimizer")
     params = stage_params(spec, layout, stage, settings.mtp_layers, settings.embedding_loss_slots)
-    if settings.finetune == "full":
-        states = model_state_bytes(params, layout, recipe, optimizer, spec.hidden_size)
-    else:
-        adapters = RECIPES["fp32"] if framework(settings.framework).fp32_adapters else recipe
-        states = _finetune_states(params, spec, layout, settings, recipe, optimizer, adapters)
-    if settings.offload_optimizer:
-        states = replace(states, master=0.0, optimizer=0.0)
-    weight_cache = 0.0
-    if settings.low_precision_weights and settings.linear_input_bytes and settings.finetune == "full":
-        states, weight_cache = RF.low_precision_weights(states, params, layout, recipe,
-                                                         settings.low_precision_weights, settings.linear_input_bytes)
+    states, weight_cache = _stage_states(spec, layout, settings, recipe, params)
     tokens = layout.micro_batch * settings.seq_len / layout.cp
-    dropout = spec.dropout if settings.dropout is None else settings.dropout
-    autocast = recipe.autocast_weight_copies
-    mask_bytes = 1 if settings.device == "cuda" else recipe.compute_bytes
-    impl = settings.implementation
-    if impl == "torchtitan" and settings.device == "cpu":
-        impl = "torchtitan-cpu"  # torch.rms_norm decomposes off CUDA (core/memory/activations.py)
     profile = framework(settings.framework)
-    lora = None
-    if settings.finetune != "full":  # a frozen bf16 base: no fp32 residual stream, no weight copies;
-        # each adapter keeps its input in the adapters' dtype (autocast: bf16, per module)
-        adapter_input = 2 if autocast else (A.FP32 if profile.fp32_adapters else recipe.compute_bytes)
-        lora, autocast = (settings.lora_rank, adapter_input), False
-    kw = dict(impl=impl, kernel=settings.attention_kernel, compute_bytes=recipe.compute_bytes,
-              tp=layout.tp, dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora,
-              linear_input_bytes=settings.linear_input_bytes if settings.finetune == "full" else None)
+    kw = _activation_options(spec, layout, settings, recipe)
+    impl, autocast = kw["impl"], kw["autocast"]
     if settings.recompute == "selective" and profile.selective == "op-sac":
         fused = spec.fused_qkv if settings.framework == "hf" else True  # transformers: separate q, k, v
         per_token = params.layers * F.op_sac_bytes_per_token(spec, recipe.compute_bytes, layout.tp, fused_qkv=fused)
@@ -255,35 +287,14 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     last = stage == layout.pp - 1
     out = A.outside_layer_bytes(spec, impl=impl, compute_bytes=recipe.compute_bytes,
                                 tp=layout.tp, autocast=autocast)
-    saved, loss_per_token, loss_fixed = out.saved, out.backward_temp, 0.0
-    loss = F.loss_of(settings)
-    logits = recipe.compute_bytes * spec.vocab_size / layout.tp  # the bf16 logits HF's output object keeps
-    if loss in ("fp32-ce", "vocab-parallel-ce"):  # logits not kept: the fp32 log-softmax only
-        saved = out.saved - logits
-        if loss == "vocab-parallel-ce":  # Megatron's backward works in place on its saved softmax:
-            loss_per_token = logits  # only the bf16 gradient of the logits is new (cross_entropy.py)
-        elif profile.loss_parallel:  # DTensor loss_parallel's backward (torch/distributed/tensor/
-            # parallel/loss.py) holds one more fp32 vocab shard with tp > 1 (measured, torchtitan tp 2)
-            loss_per_token = loss_per_token + (np.asarray(layout.tp) > 1) * A.FP32 * spec.vocab_size / layout.tp
-    elif loss == "te-ce":  # TE's parallel_cross_entropy (transformer_engine/pytorch/cross_entropy.py): saves the
-        # bf16 logits (+ per-token stats) and writes their gradient into them in backward: no fp32 softmax
-        saved, loss_per_token = out.saved - A.FP32 * spec.vocab_size / layout.tp, 0.0
-    elif loss == "chunked":
-        kept, loss_per_token, loss_fixed = F.chunked_loss_bytes(spec, layout.tp)
-        saved = out.saved - logits - A.FP32 * spec.vocab_size / layout.tp + kept
+    saved, loss_per_token, loss_fixed = _loss_head_bytes(spec, layout, settings, recipe, out)
     heads = last * (1 + settings.mtp_layers)  # each MTP module computes logits and a loss of its own
     outside = heads * saved * tokens * settings.activation_scale
     loss_temp = heads * (loss_per_token * tokens * settings.activation_scale + loss_fixed)
     head = last * spec.vocab_size * spec.hidden_size / layout.tp * declared_scale(spec)
     # autocast keeps a bf16 copy of every matmul weight (LM head included) for backward
     weight_copies = params.matrices * recipe.fp8_weight_bytes + (params.matrices + head) * 2.0 * autocast + weight_cache
-    if profile.embedding_own_fsdp_unit:  # resharded after forward: not in backward's working set
-        embedding = (np.asarray(stage) == 0) * spec.vocab_size * spec.hidden_size / layout.tp * declared_scale(spec)
-        params = replace(params, root=params.root - embedding)
-    working = fsdp_working_set_bytes(params, layout, recipe)
-    working = working + (working > 0) * profile.zero3_prefetch_elements * recipe.compute_bytes
-    stage_unsharded, stage_grads = F.pp_unsharded_stage_bytes(profile, layout, params.total, recipe.compute_bytes)
-    working = np.maximum(working, stage_unsharded)
+    working, stage_grads, params = _working_set(spec, layout, recipe, params, profile, stage)
     grads_in_forward = states.grads * np.logical_or(recipe.persistent_grads, micro_batches > 1) + stage_grads
     buckets = F.bucket_bytes(profile, layout, recipe.compute_bytes)
     resident = states.weights + states.master + states.optimizer + buckets
@@ -305,18 +316,10 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
         temporaries = np.where(later, attn_temp + weight_copies + buckets, temporaries)
         backward_start = np.maximum(backward_start, eager)
     step_temp = 0.0
-    if settings.finetune == "full" and not settings.offload_optimizer:
+    if settings.finetune == "full" and not settings.offload_optimizer:  # the step's buffers (kernel) + fp32 grad copy
         step_temp = optimizer_step_temp_bytes(params, layout, recipe, largest_tensor_elements(spec, layout),
-                                              F.optimizer_impl_of(settings, recipe))
-        if profile.step_fp32_grads:  # DeepSpeed converts the gradient partition to fp32 for the step
-            step_temp = step_temp + A.FP32 * params.total / np.where(layout.zero >= 1, state_shards(layout), 1)
-        elif settings.grad_bytes is not None and recipe.grad_bytes < A.FP32 and recipe.master_bytes \
-                and recipe.state_bytes >= A.FP32:
-            # Megatron's distributed optimizer copies a bf16 gradient shard to fp32 for the step unless
-            # the precision-aware optimizer runs (distrib_optimizer.py _copy_model_grads_to_main_grads:
-            # shard_main_param.grad = shard_model_grad.float(); decoupled_grad = the bf16 view otherwise).
-            # The precision-aware optimizer is what moments below fp32 mean; fp32 moments given = the default
-            step_temp = step_temp + A.FP32 * params.total / np.where(layout.zero >= 1, state_shards(layout), 1)
+                                              F.optimizer_impl_of(settings, recipe)) + RF.step_fp32_grad_copy_bytes(
+            params.total, layout, recipe, settings.grad_bytes is not None, profile.step_fp32_grads)
     return StageMemory(states.weights, grads_in_forward, states.grads, states.master, states.optimizer, activations,
                        outside, temporaries, step_temp + buckets, working, backward_start,
                        resident + states.grads + step_temp)

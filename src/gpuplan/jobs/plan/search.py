@@ -54,53 +54,15 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
     TrainingInputs: both carry the setup and step fields), calibrated when a calibration is given
     (``leave_out``, ``kind_correction_rows``: uncertainty_table's)."""
     spec = inputs.spec()
-    # a degree the user fixed that the model rules out is named before any GPU count is searched
-    fixed = {k: v for k, v in inputs.fixed_degrees().items() if k in ("tp", "pp", "vpp", "ep", "cp")}
-    check_model_degrees(spec, **fixed, seq_len=inputs.seq_len)
-    from gpuplan.adapters.resolve import resolve_gpu
-    from gpuplan.schema.te_kernels import check_kernels_run_on
-
-    gpu = resolve_gpu(inputs.gpu)
-    gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
-    check_recipe_runs_on(inputs.recipe_name, gpu)
-    if inputs.fp8_recipe == "mxfp8" and not gpu.has_dtype("fp4"):
-        # MX block-scaled tensor cores came with the FP4 ones (NVIDIA Blackwell sm_100, AMD CDNA4)
-        raise InputError("fp8_recipe", "mxfp8", f"{gpu.name} has no block-scaled (MX) tensor cores; "
-                         "use tensorwise, or a Blackwell-class part (b200, gb200, b300, gb300, mi355x)")
-    check_kernels_run_on(inputs, gpu, spec)  # FP8 attention, the fused grouped MLP (schema.te_kernels)
+    gpu = _checked_gpu(inputs, spec)
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
     kernel = execution_kernel(inputs.attention_kernel, spec.model_type, inputs.framework,
                               inputs.implementation_name)  # transformers' modules: SDPA_REFUSED eager
-    zero3 = inputs.profile.zero3_step_settings()
-    if "dp_overlap" in inputs.given:  # an explicit --dp-overlap covers ZeRO-3 traffic too
-        zero3["zero3_overlap"] = None
-    # the framework's data-parallel schedule sets what stays exposed; --dp-overlap, when given, caps it
-    dp_overlap = inputs.dp_overlap if "dp_overlap" in inputs.given else 1.0
     # the framework's own TP overlap (TE's async backward reduce-scatters under megatron) unless --tp-overlap is
     # given; its share follows each layout's recompute mode (FrameworkProfile.tp_overlap_for)
     tp_overlap_by_recompute = None if inputs.tp_overlap is not None else tuple(
         (mode, inputs.profile.tp_overlap_for(mode)) for mode in RECOMPUTE_MODES)
-    step = StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=dp_overlap,
-                        dp_schedule=schedule_for(inputs.framework),
-                        # torchtitan's FSDP2 reduces gradients in fp32 (config mixed_precision_reduce = "float32")
-                        grad_comm_bytes=4.0 if inputs.framework == "torchtitan" else 2.0,
-                        # DeepSpeed's BF16_Optimizer accumulates in fp32 each micro-batch (core.time.optimizer)
-                        fp32_grad_accumulation=inputs.framework == "deepspeed" and inputs.dtype == "bf16",
-                        tp_overlap=inputs.profile.tp_overlap if inputs.tp_overlap is None else inputs.tp_overlap,
-                        tp_comm_overlap=inputs.tp_comm_overlap,
-                        ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
-                        ep_a2a_overlap=inputs.ep_a2a_overlap, offload_layers=inputs.offload_layers,
-                        eager_fallbacks=inputs.profile.eager_fallbacks, **inputs.kernel_step_settings(),
-                        fp8_recipe=inputs.fp8_recipe,
-                        attention_kernel=kernel, attention_dropout=spec.dropout,
-                        finetune=inputs.finetune, lora_rank=inputs.lora_rank,
-                        **inputs.recompute_settings(),
-                        **zero3,
-                        selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
-                        **eager_step_settings(inputs, spec),
-                        attention_efficiency=inputs.attention_efficiency or (
-                            attention_efficiency(gpu, hopper_tuned=True)
-                            if inputs.profile.hopper_tuned_attention else None))
+    step = _step_settings(inputs, spec, gpu, kernel)
     # flex: HybridEP's buffers in place of NCCL all-to-all peers (gpuplan memory takes the same)
     overheads = with_ep_dispatcher(inputs.overheads().for_gpu(gpu.scale_up_bandwidth), inputs.ep_dispatcher,
                                    inputs.seq_len, spec.hidden_size, None if spec.moe is None else spec.moe.num_experts,
@@ -126,6 +88,56 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
     return Evaluator(spec, cluster, memory, step, overheads,
                      uncertainty_table(spec, inputs.dtype, leave_out, kind_correction_rows),
                      rules_for(inputs.framework).published_reserve, tp_overlap_by_recompute)
+
+
+def _checked_gpu(inputs, spec):
+    """The GPU the inputs name, with what it must run checked: the degrees the user fixed against the
+    model (before any GPU count is searched), the dtype, recipe, MX FP8 and TE kernels on the part."""
+    from gpuplan.adapters.resolve import resolve_gpu
+    from gpuplan.schema.te_kernels import check_kernels_run_on
+
+    fixed = {k: v for k, v in inputs.fixed_degrees().items() if k in ("tp", "pp", "vpp", "ep", "cp")}
+    check_model_degrees(spec, **fixed, seq_len=inputs.seq_len)
+    gpu = resolve_gpu(inputs.gpu)
+    gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
+    check_recipe_runs_on(inputs.recipe_name, gpu)
+    if inputs.fp8_recipe == "mxfp8" and not gpu.has_dtype("fp4"):
+        # MX block-scaled tensor cores came with the FP4 ones (NVIDIA Blackwell sm_100, AMD CDNA4)
+        raise InputError("fp8_recipe", "mxfp8", f"{gpu.name} has no block-scaled (MX) tensor cores; "
+                         "use tensorwise, or a Blackwell-class part (b200, gb200, b300, gb300, mi355x)")
+    check_kernels_run_on(inputs, gpu, spec)  # FP8 attention, the fused grouped MLP (schema.te_kernels)
+    return gpu
+
+
+def _step_settings(inputs, spec, gpu, kernel: str) -> StepSettings:
+    """The step model's settings for the inputs (before calibration): the framework's schedules and overlaps,
+    the options given, the eager stack or megatron loss (jobs.eager_stack)."""
+    zero3 = inputs.profile.zero3_step_settings()
+    if "dp_overlap" in inputs.given:  # an explicit --dp-overlap covers ZeRO-3 traffic too
+        zero3["zero3_overlap"] = None
+    # the framework's data-parallel schedule sets what stays exposed; --dp-overlap, when given, caps it
+    dp_overlap = inputs.dp_overlap if "dp_overlap" in inputs.given else 1.0
+    return StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=dp_overlap,
+                        dp_schedule=schedule_for(inputs.framework),
+                        # torchtitan's FSDP2 reduces gradients in fp32 (config mixed_precision_reduce = "float32")
+                        grad_comm_bytes=4.0 if inputs.framework == "torchtitan" else 2.0,
+                        # DeepSpeed's BF16_Optimizer accumulates in fp32 each micro-batch (core.time.optimizer)
+                        fp32_grad_accumulation=inputs.framework == "deepspeed" and inputs.dtype == "bf16",
+                        tp_overlap=inputs.profile.tp_overlap if inputs.tp_overlap is None else inputs.tp_overlap,
+                        tp_comm_overlap=inputs.tp_comm_overlap,
+                        ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
+                        ep_a2a_overlap=inputs.ep_a2a_overlap, offload_layers=inputs.offload_layers,
+                        eager_fallbacks=inputs.profile.eager_fallbacks, **inputs.kernel_step_settings(),
+                        fp8_recipe=inputs.fp8_recipe,
+                        attention_kernel=kernel, attention_dropout=spec.dropout,
+                        finetune=inputs.finetune, lora_rank=inputs.lora_rank,
+                        **inputs.recompute_settings(),
+                        **zero3,
+                        selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
+                        **eager_step_settings(inputs, spec),
+                        attention_efficiency=inputs.attention_efficiency or (
+                            attention_efficiency(gpu, hopper_tuned=True)
+                            if inputs.profile.hopper_tuned_attention else None))
 
 
 def uncertainty_table(spec, dtype: str, leave_out: str | None = None,
