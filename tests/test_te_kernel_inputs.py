@@ -29,6 +29,7 @@ def _fields(run, **extra):
     return dict(model=run["model"]["catalog"], tokens=1e12, gpu=run["gpu"], gpus=run["gpus"],
                 seq_len=run["model"]["seq_len"], global_batch=lay["global_batch"], dtype="fp8", fp8_recipe="mxfp8",
                 framework="megatron", recompute="none", ep_dispatcher="flex", ep_a2a_overlap=True,
+                loss=run["recipe_memory"]["loss"],  # te-ce: its perf scripts' cross_entropy_fusion_impl 'te'
                 **degrees) | extra, degrees
 
 

@@ -17,7 +17,9 @@ def test_packaged_track_record_is_the_current_code():
 
 def test_gpt_oss_runs_all_slower_than_predicted():
     """docs/accuracy.md: the 29 GPT-OSS 120B rows (Megatron-Bridge 25.11-26.08, five GPU types)
-    are +9.4% to +82.1%, mean +23.9% (+4.2…+82.1%, +23.3%, before the fused MXFP8 grouped MLP's element-wise
+    are +11.0% to +82.8%, mean +25.8% (+9.4…+82.1%, +23.9%, before each row's recipe loss: Megatron-Bridge's
+    perf scripts run TE's fused cross-entropy for every model, jobs/validation/published_throughput.py
+    row_loss_impl; +4.2…+82.1%, +23.3%, before the fused MXFP8 grouped MLP's element-wise
     passes on its six 26.06-26.08 GB200 / GB300 rows, core/time/moe_layer.py fused_mlp_saved_seconds;
     +0.4…+82.1%, +22.6%, before the GB300's measured tensor rate,
     core/time/efficiency.py GB300_OVER_GB200_TENSOR_RATE: its 7 rows predicted faster; +29.6%, +12.1…+86.0%, before cuDNN's measured sink + window
@@ -35,8 +37,8 @@ def test_gpt_oss_runs_all_slower_than_predicted():
     2 (pp x vpp - 1) fill / drain transfers, core/time/pipeline_schedule.py; +4.9% before the loss, +2.2% before)."""
     records = model_track_records()
     oss = records["gpt-oss-120b"]
-    assert oss.cases == 29 and oss.mean_error == pytest.approx(0.239, abs=0.005)
-    assert oss.low == pytest.approx(0.094, abs=0.005) and oss.high == pytest.approx(0.821, abs=0.005)
+    assert oss.cases == 29 and oss.mean_error == pytest.approx(0.258, abs=0.005)
+    assert oss.low == pytest.approx(0.110, abs=0.005) and oss.high == pytest.approx(0.828, abs=0.005)
     assert records["llama-3.1-405b"].cases == 51 and records["llama-3.1-405b"].mean_error == pytest.approx(0.049, abs=0.005)
 
 
@@ -48,7 +50,7 @@ def _notes(run_cli, *args):
 
 def test_a_plan_quotes_its_models_record_only_outside_the_band(run_cli, tmp_path):
     notes = _notes(run_cli, "plan", "gpt-oss-120b", "--gpu", "b200", "--gpus", "64", "--global-batch", "1280")
-    assert "29 published runs of gpt-oss-120b" in notes and "+24% on average" in notes and "optimistic" in notes
+    assert "29 published runs of gpt-oss-120b" in notes and "+26% on average" in notes and "optimistic" in notes
     # Llama 3 70B's 36 runs average -1.6%: inside the band, no note
     assert "published runs of" not in _notes(run_cli, "plan", "llama-3-70b", "--gpu", "h100", "--gpus", "64")
     # train --mfu predicted carries the same note

@@ -155,6 +155,14 @@ def recipe_recompute(run: dict[str, Any]) -> dict[str, Any]:
     return {"recompute": "selective", "recompute_modules": tuple(modules or ("core_attn",))}
 
 
+def row_loss_impl(run: dict[str, Any], spec) -> str:
+    """The Megatron loss a row ran: 'te' where its recipe_memory.loss is te-ce (cross_entropy_fusion_impl
+    'te', cited at the row's tag), 'native' where it names another loss, else the model provider's
+    default (core.time.megatron_ops.loss_impl). The step and the memory check read the same field."""
+    loss = (run.get("recipe_memory") or {}).get("loss")
+    return loss_impl(spec) if loss is None else ("te" if loss == "te-ce" else "native")
+
+
 def moe_launch(moe_comm: dict[str, Any]) -> str:
     """StepSettings.moe_launch of a Megatron-Bridge MoE row: 'graph' where its recipe captures the
     whole step (moe_comm.cuda_graph 'full_iteration'), 'static' where its split sizes are fixed
@@ -213,8 +221,10 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # torchtitan's own op list, eager or torch.compile per block (core.time.titan_ops)
                             titan_ops=from_framework_label(run["framework"]) if torchtitan else None,
                             # NeMo / Megatron-Bridge: the vocab-parallel loss on the last stage, TE's
-                            # Triton one where the provider sets it (core.time.megatron_ops.loss_impl)
-                            megatron_loss=None if torchtitan else loss_impl(spec),
+                            # Triton one where the row's recipe sets it (recipe_memory.loss te-ce, read at
+                            # its tag: the perf scripts set cross_entropy_fusion_impl 'te' for every model),
+                            # else the provider's (core.time.megatron_ops.loss_impl): the loss memory uses
+                            megatron_loss=None if torchtitan else row_loss_impl(run, spec),
                             # the recipe's CPU activation offloading, first N layers (core.time.activation_offload)
                             offload_layers=run.get("cpu_offloading_num_layers") or 0,
                             fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise",
