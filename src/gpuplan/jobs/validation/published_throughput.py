@@ -10,6 +10,7 @@ excluded with the reason.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -76,6 +77,15 @@ def newest_releases(cases: list[PublishedThroughputCase]) -> set[str]:
 
 
 def published_throughput_rows() -> list[dict[str, Any]]:
+    """The rows of catalog/reference/published_throughput.yaml, a fresh copy per call (callers may edit them):
+    the file is parsed once per process (gpuplan validate reads the rows four times)."""
+    from copy import deepcopy
+
+    return deepcopy(_parsed_rows())
+
+
+@cache
+def _parsed_rows() -> list[dict[str, Any]]:
     import yaml
 
     text = (resources.files("gpuplan.catalog") / "reference" / "published_throughput.yaml").read_text("utf-8")
