@@ -122,5 +122,4 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         from gpuplan.core.memory.device_memory import with_ep_dispatcher
 
         return with_ep_dispatcher(self.overheads().for_gpu(gpu.scale_up_bandwidth), self.ep_dispatcher, self.seq_len,
-                                  spec.hidden_size, None if spec.moe is None else spec.moe.num_experts,
-                                  gpu.scale_up_domain or gpu.devices_per_node or 8)
+                                  spec, gpu)
