@@ -100,6 +100,7 @@ def test_network_profile_builds_a_cluster_that_pays_the_fill():
     fields = network_profile("gpudirect-tcpxo")
     cluster = cluster_for(load_accelerator("h100-sxm"), nic_gbit_per_gpu=fields.pop("nic_gbit_per_gpu"),
                           **fields)
+    # the profile's nic_gbit_per_gpu 200 Gbit/s / 8 = 25 GB/s a GPU (core/comm/topology.py NETWORK_PROFILES)
     assert cluster.scale_out_bandwidth == pytest.approx(25e9)
     two_nodes, one_node = cluster.group(16), cluster.group(8)
     assert two_nodes.net_stages == 8.5 and two_nodes.net_latency_us == 8.4

@@ -42,6 +42,9 @@ def test_ddp_checkpoint_of_llama_65b_on_2048_a100():
     given = dict(model="llama-65b", tokens=1.4e12, gpu="a100-sxm4-80gb", gpus=2048, mfu=0.5, seq_len=2048,
                  global_batch=2048, recompute="selective", tp=4, pp=8, zero=0, micro_batch=1)
     report = estimate_budget(BudgetInputs(**given))
+    # LLaMA-65B (h 8,192, 80 layers, FFN 22,016, vocab 32,000, untied): 80 x (4 x 8,192^2 + 3 x 8,192 x 22,016
+    # + 2 x 8,192) = 64,761,364,480, + 2 x 32,000 x 8,192 = 524,288,000 embedding and head, + 8,192 final norm
+    # = 65,285,660,672 parameters.
     # 14 B/param (bf16 weights, fp32 master, AdamW) x 65,285,660,672 = 913,999,249,408 B written by the 32
     # ranks of one replica on 4 nodes at 160 GB/s: 5.7125 s (233 s at 3.92 GB/s before)
     assert report.value("ckpt_writers") == 32

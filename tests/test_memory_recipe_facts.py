@@ -251,6 +251,8 @@ def test_hybrid_ep_buffers_replace_nccl_all_to_all_peers():
     lay = ParallelLayout(dp=64, ep=64, micro_batch=1)
     expected = 262_144 * (2 * 7168 + 4 * 4 * 64) + 262_144 * 4 * 56
     assert float(hybrid_ep_bytes(lay, v3)) == pytest.approx(expected, rel=1e-12)  # 4.09 GB
+    # NCCL's all-to-all instead: (ep - 1) = 63 peers x 3.28 GB / 7 each (core/memory/device_memory.py
+    # NCCL_ALL_TO_ALL_PEER_BYTES_H100, NVIDIA/nccl#1685: +3.28 GB on 8x H100, 7 peers) x channel_scale / 1.5 = 1
     nccl = Overheads(channel_scale=1.5)
     flex = Overheads(channel_scale=1.5, hybrid_ep=v3)
     assert float(nccl.fixed_bytes(lay) - flex.fixed_bytes(lay)) == pytest.approx(63 * 3.28e9 / 7 - expected, rel=1e-9)

@@ -49,6 +49,8 @@ def test_token_drop_rows_have_static_splits_and_no_host_term():
     # the 25.09 perf script's apply_moe_token_drop(capacity_factor=1.0, pad_to_capacity=True)
     # (scripts/performance/run_script.py@v0.1.0rc4 L79-80 / L109 / L116): each row's moe_comm.static_splits, cited
     dropped = [r for r in ROWS.values() if "(tokendrop)" in r["model"]["name"]]
+    # counted in published_throughput.yaml: the 25.09 tokendrop rows, GB200 6 + B200 5 + H100 2
+    # (Qwen3-235B-A22B 5, DeepSeek-V3 4, Qwen3-30B-A3B 4)
     assert len(dropped) == 13
     assert [r for r in ROWS.values() if (r.get("moe_comm") or {}).get("static_splits")] == dropped
     for r in dropped:

@@ -183,6 +183,9 @@ def test_pp_line_is_not_combined_without_expert_parallelism():
     spec, gpu = load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm")
     cluster = cluster_for(gpu)
     layout = dict(dp=8, pp=2, vpp=12, ep=1, micro_batch=1, micro_batches=32)
+    # one transfer as in the test above: 4,096 x 2,048 x 2 B across nodes (dp 8 fills the node) at a 400 Gb/s NIC
+    # x 0.90 = 45 GB/s + 15 us (core/comm/topology.py DEFAULT_NIC_GBIT_PER_GPU, DEFAULT_SCALE_OUT_EFFICIENCY,
+    # DEFAULT_SCALE_OUT_LATENCY) = 0.3878 ms; 46 = 2 x (pp x vpp - 1); 46 x 0.3878 ms = 17.84 ms
     on = step_time(spec, cluster, StepSettings(seq_len=4096, dtype="fp8", ep_a2a_overlap=True, expert_tp=1), **layout)
     one = 4096 * 2048 * 2.0 / 45e9 + 15e-6
     assert on.pp_comm == pytest.approx(46 * one, rel=1e-6)

@@ -68,8 +68,10 @@ def _graphs(quantization: str, gpu_id: str) -> float:
 def test_fp8_quantizes_activations_only_on_fp8_tensor_cores():
     """An fp8 checkpoint on an A100 (no fp8 peak in the catalog: sm 80) runs as weight-only W8A16 on
     vLLM's FP8 Marlin kernel, no activation quantization, so its graphs are bf16's; on an H100 (fp8
-    peak) each of its 1 + 50 + 50 further graphs is 16 MiB instead of 14 (80 x 0.1931 = 15.46 MiB
-    -> 8 pages; 80 x 0.1656 = 13.25 -> 7): 101 x 2 MiB = 202 MiB more. int8 W8A8 keeps the term on
+    peak) each of its 1 + 50 + 50 further graphs is 16 MiB instead of 14 (80 layers x (0.1656 + 0.0276
+    = 0.1932) = 15.46 MiB -> 8 pages; 80 x 0.1656 = 13.25 -> 7; core/serving/profile.py
+    GRAPH_BYTES_PER_LAYER 0.1656 MiB, GRAPH_BYTES_PER_QUANT_LAYER 0.0276 MiB, GRAPH_SAMPLE_PAGE 2 MiB,
+    nearest whole page): 101 x 2 MiB = 202 MiB more. int8 W8A8 keeps the term on
     the A100 (it has an int8 peak): 1 + 50 + 34 graphs there (vLLM's A100 defaults, 2,048 batched
     tokens and 256 sequences: full graphs up to 256, 35 sizes), 85 x 2 MiB = 170 MiB more."""
     assert _graphs("fp8", "a100-sxm4-80gb") == _graphs("bf16", "a100-sxm4-80gb")
