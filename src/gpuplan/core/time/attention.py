@@ -49,15 +49,7 @@ from __future__ import annotations
 import math
 
 from gpuplan.core.memory.activations import sliding_mask_applies
-from gpuplan.core.time.attention_core import (
-    FLASH_BACKWARD_RATIO,
-    FLASH_TENSOR_RATE,
-    NO_TENSOR_RATE,
-    TENSOR_FLOPS_PER_EXP,
-    flash_passes,
-    flops_per_key,
-)
-from gpuplan.core.time.efficiency import _lookup
+from gpuplan.core.time.attention_core import FLASH_BACKWARD_RATIO, flash_passes, flops_per_key, part_flash_roof
 
 SEQ_POINTS = (512, 1024, 2048, 4096, 8192, 16384)
 CUDNN_H100_CAUSAL_D128 = (315.0, 410.0, 484.0, 518.0, 529.0, 539.0)
@@ -119,7 +111,7 @@ def sdpa_seconds_per_token(spec, seq_len, *, gpu, peak: float, fallback_efficien
     causal, every_key = sdpa_forward_flops_per_token(spec, seq_len)
     if not has_sdpa_measurements(gpu):  # the flash path's efficiency, roof, backward and rate (attention_core)
         return flash_passes((causal + every_key) / (peak * fallback_efficiency), spec,
-                            _lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0), _lookup(FLASH_TENSOR_RATE, gpu, NO_TENSOR_RATE))
+                            *part_flash_roof(gpu))
     d = spec.attention.qk_head_dim
     gpu_id = gpu.id if gpu.id in HOPPER else gpu.kernels_like
     forward = causal / (peak * cudnn_forward_fraction(gpu_id, seq_len, d))

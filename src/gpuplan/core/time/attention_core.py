@@ -75,7 +75,8 @@ Units: seconds per token per layer.
 from __future__ import annotations
 
 from gpuplan.core.model import flops as F
-from gpuplan.core.time.efficiency import GB300_OVER_GB200_TENSOR_RATE  # the backward's measured 1.141, once
+from gpuplan.core.time.efficiency import (  # the backward's measured 1.141, once; the part lookup
+    GB300_OVER_GB200_TENSOR_RATE, _lookup)
 
 FLASH_BACKWARD_RATIO = 2.5
 TENSOR_FLOPS_PER_EXP = {"h100-sxm": 256.0, "h100-pcie": 256.0, "h100-nvl": 256.0, "h200-sxm": 256.0,
@@ -105,6 +106,12 @@ the head-dim-64 GPT-OSS shape, exponential bound, ran 1.04 / 1.05x (above) and k
 head dims between 64 and 128 were not measured and keep it too. The FP8 rows (1.37 / 1.23) are not used:
 no path here runs FP8 attention. Parts absent: (1.0, 1.0)."""
 NO_TENSOR_RATE = (1.0, 1.0)
+
+
+def part_flash_roof(gpu) -> tuple[float, tuple[float, float]]:
+    """``gpu``'s (TENSOR_FLOPS_PER_EXP, FLASH_TENSOR_RATE), by its own id or the part whose kernels it
+    runs: 0 (no exponential roof) and NO_TENSOR_RATE where the tables have no entry."""
+    return _lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0), _lookup(FLASH_TENSOR_RATE, gpu, NO_TENSOR_RATE)
 KEY_TILE = 128
 """Queries and keys per tile of a flash kernel (cuDNN SM100 / SM90, above): a sliding-window layer
 computes whole key tiles."""

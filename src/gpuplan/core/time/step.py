@@ -24,8 +24,7 @@ from gpuplan.core.memory import activations as A
 from gpuplan.core.model import flops as F
 from gpuplan.core.time.eager_path import (  # noqa: F401  (eager_run re-exported: its old home)
     eager_microbatch_seconds, eager_optimizer_seconds, eager_run)
-from gpuplan.core.time.attention_core import (FLASH_TENSOR_RATE, NO_TENSOR_RATE, TENSOR_FLOPS_PER_EXP,
-                                              attention_seconds_per_token)
+from gpuplan.core.time.attention_core import attention_seconds_per_token, part_flash_roof
 from gpuplan.core.bulk import minimum
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token
 from gpuplan.core.model.spec import ModelSpec, expert_matrix_params
@@ -265,10 +264,11 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         t_routed = expert_flops / (peak * e_expert)
         t_gemm = t_gemm + t_routed
     e_attn = settings.attention_efficiency or attention_efficiency(gpu)
+    exp_roof, tensor_rate = part_flash_roof(gpu)
     t_attn, t_attn_bwd = fp8_attention_seconds(settings.fp8_attention, gpu.id, spec, attention_seconds_per_token(
         spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn, mamf=_mamf(gpu),
         hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency, dropout=settings.attention_dropout,
-        tensor_flops_per_exp=_lookup(TENSOR_FLOPS_PER_EXP, gpu, 0.0), tensor_rate=_lookup(FLASH_TENSOR_RATE, gpu, NO_TENSOR_RATE)))
+        tensor_flops_per_exp=exp_roof, tensor_rate=tensor_rate))
     mega = MO.active(spec, settings)  # Megatron-Core + TE's kernels, FP8 casts included (core.time.megatron_ops)
     hbm = gpu.memory_bandwidth * settings.hbm_efficiency
     eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp
