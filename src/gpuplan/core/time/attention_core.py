@@ -104,7 +104,8 @@ backward 1.141 (18 rows, 1.08-1.22; efficiency.GB300_OVER_GB200_TENSOR_RATE). Ap
 exponential roof does not bind (exp_bound_stretch == 1: head dims >= 128 at 512 FLOPs per exponential):
 the head-dim-64 GPT-OSS shape, exponential bound, ran 1.04 / 1.05x (above) and keeps the GB200's time;
 head dims between 64 and 128 were not measured and keep it too. The FP8 rows (1.37 / 1.23) are not used:
-no path here runs FP8 attention. Parts absent: (1.0, 1.0)."""
+FP8 attention takes its own FP8 / BF16 ratio on top (core.time.low_precision.fp8_attention_time_ratio).
+Parts absent: (1.0, 1.0)."""
 NO_TENSOR_RATE = (1.0, 1.0)
 
 
