@@ -48,6 +48,7 @@ seconds, counts.
 from __future__ import annotations
 
 from gpuplan.core.bulk import maximum
+from gpuplan.core.comm.moe_overlap import ALL_TO_ALLS_PER_LAYER
 from gpuplan.core.time.eager_fallbacks import EXPERT_BIAS
 from gpuplan.core.time.host import cpu_seconds_per_op, reference_scale
 
@@ -131,8 +132,9 @@ def exposed_host_seconds(dispatcher: str, local_experts, dtype: str, layer_forwa
     return maximum(host - layer_forward - paired_mlp_backward, 0.0)
 
 
-FORWARD_ALL_TO_ALLS = 2
-"""Dispatch and combine: the all-to-alls of one MoE layer's forward (half of moe_overlap's four)."""
+FORWARD_ALL_TO_ALLS = ALL_TO_ALLS_PER_LAYER // 2
+"""Dispatch and combine: the all-to-alls of one MoE layer's forward (the forward half of core.comm.moe_overlap's
+ALL_TO_ALLS_PER_LAYER)."""
 
 
 def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
