@@ -19,3 +19,9 @@ def maximum(a, b):
         return max(a, b)
     except (ValueError, TypeError):  # numpy array: truth value ambiguous
         return a + (b - a) * (b > a)
+
+
+def scalar_or_array(value):
+    """``value`` as a plain Python number where it is a 0-d numpy array (what numpy hands a scalar
+    caller back), unchanged otherwise (a numpy array of layouts, or already a number)."""
+    return value.item() if getattr(value, "ndim", None) == 0 else value

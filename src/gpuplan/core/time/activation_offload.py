@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.core.bulk import maximum, minimum
+from gpuplan.core.bulk import maximum, minimum, scalar_or_array
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.time.megatron_ops import MXFP8_SCALED_BYTES, NVFP4_SCALED_BYTES
 from gpuplan.core.time.titan_ops import BF16, FP32
@@ -98,8 +98,7 @@ def exposed_seconds(offload_layers: int, stage_layers, copy_seconds, layer_forwa
     windows = layer_windows(offload_layers, maximum(stage_layers, offload_layers + 1))
     waits = sum(maximum(copy_seconds - d * layer_forward, 0.0) + maximum(copy_seconds - d * layer_backward, 0.0)
                 for d in windows)
-    out = np.where(runs, waits, np.inf)
-    return float(out) if out.ndim == 0 else out
+    return scalar_or_array(np.where(runs, waits, np.inf))
 
 
 def microbatch_exposed_seconds(spec: ModelSpec, settings, gpu_id: str, tokens, tp, stage_layers, phases):

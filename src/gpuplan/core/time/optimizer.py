@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuplan.core.bulk import scalar_or_array
 from gpuplan.core.memory.model_states import stage_params
 from gpuplan.core.parallel import ParallelLayout
 
@@ -84,7 +85,7 @@ def largest_stage_params(spec, tp, pp, ep, mtp=0):
     """Parameters on one GPU of the larger of the first pipeline stage (its layers and the embedding) and
     the last (the final norm, the LM head, any MTP modules), as core.memory.model_states.stage_params
     counts them: the stage whose micro-batch sets the pace carries its own parameters' pass."""
-    pp = np.asarray(pp).astype(np.int64)  # the planner's degree arrays arrive as floats; layers index by stage
-    pp = int(pp) if pp.ndim == 0 else pp
+    # the planner's degree arrays arrive as floats; layers index by stage
+    pp = scalar_or_array(np.asarray(pp).astype(np.int64))
     layout = ParallelLayout(tp=tp, pp=pp, ep=ep)
     return np.maximum(stage_params(spec, layout, 0, mtp).total, stage_params(spec, layout, pp - 1, mtp).total)
