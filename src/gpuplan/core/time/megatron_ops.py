@@ -98,13 +98,18 @@ MXFP8_SCALED_BYTES = 1.0 + 1.0 / 32  # e4m3 + one E8M0 scale per 32 elements
 # own linears do the same (tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication).
 # With userbuffers the same two are TE's bulk overlaps (qkv_wgrad / fc1_wgrad BulkOverlapCfg) and
 # the other six are the ring-exchange ones tp_comm_overlap chunks: 3 pairs / tp exposed.
-TE_HIDDEN_TP_SHARE = 0.25
+TE_HIDDEN_TP_COLLECTIVES = 2
 
 
 def te_hidden_tp_share(recompute: str) -> float:
-    """TE_HIDDEN_TP_SHARE of the collectives _tp_cost counts under ``recompute``: full recompute re-runs
-    the forward's blocking pairs (2 more a layer), so the 2 hidden collectives are 2 of 12."""
-    return 2.0 / (8.0 + 4.0 * (recompute == "full"))
+    """TE_HIDDEN_TP_COLLECTIVES over the collectives _tp_cost counts under ``recompute``: 8 a layer (4 pairs);
+    full recompute re-runs the forward's blocking pairs (2 more a layer), so 2 of 12."""
+    return TE_HIDDEN_TP_COLLECTIVES / (8.0 + 4.0 * (recompute == "full"))
+
+
+TE_HIDDEN_TP_SHARE = te_hidden_tp_share("none")
+"""The share without full recompute: 2 of 8, 0.25 (the comment above)."""
+
 # Megatron-Bridge providers that set cross_entropy_fusion_impl = "te" (llama_provider.py:
 # Llama3ModelProvider8B / 70B, Llama31ModelProvider405B; DeepSeek-V3 at every tag of the rows:
 # deepseek/deepseek_provider.py DeepSeekModelProvider@v0.1.0rc4 L111, @v0.2.0 / @v0.3.0 L114, then
