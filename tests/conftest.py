@@ -25,3 +25,11 @@ def run_json(run_cli):
         return json.loads(out)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def published_rows():
+    """The published-throughput rows by id (jobs.validation.published_throughput.published_throughput_rows)."""
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    return {r["id"]: r for r in published_throughput_rows()}

@@ -13,13 +13,6 @@ NVFP4 = "mbridge-26.04.01-llama-3-70b-gb200-64g-nvfp4"  # tp 2, no userbuffers (
 FP8_UB = "mbridge-26.04.01-llama-3-70b-h100-sxm-64g-fp8cs"  # tp 4 with userbuffers (--tp-comm-overlap)
 
 
-@pytest.fixture(scope="module")
-def rows():
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
-
-    return {r["id"]: r for r in published_throughput_rows()}
-
-
 def _plan(run, recompute: str = "none", **extra):
     """`gpuplan plan` (Python API) held to the row's own layout, as a user would type it."""
     from gpuplan.core.parallel import ParallelLayout
@@ -42,38 +35,38 @@ def _plan(run, recompute: str = "none", **extra):
 
 
 @pytest.mark.parametrize("row", [NVFP4, FP8_UB])
-def test_plan_times_a_megatron_row_as_the_validation_does(rows, row):
+def test_plan_times_a_megatron_row_as_the_validation_does(published_rows, row):
     """Same row, same layout: the plan's tokens/s/GPU is the validation mapping's (it was 0.75x slower
     on TP before: the planner charged all 8 collectives a layer, the mapping 6)."""
     from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
-    run = rows[row]
+    run = published_rows[row]
     plan = _plan(run)
     assert plan.tokens_per_second / plan.gpus_asked == pytest.approx(predict_tokens_per_gpu_s(run), rel=1e-9)
 
 
 @pytest.mark.parametrize(("row", "exposed"), [(NVFP4, 0.75), (FP8_UB, 0.75 / 4)])
-def test_the_default_leaves_three_quarters_of_the_tp_time_exposed(rows, row, exposed):
+def test_the_default_leaves_three_quarters_of_the_tp_time_exposed(published_rows, row, exposed):
     """2 of the 8 collectives a layer is charged hidden: 0.75 of the TP time exposed; with userbuffers
     one chunk in tp of that, (1 - 0.25) / 4 at tp 4."""
-    run = rows[row]
+    run = published_rows[row]
     default, all_exposed = _plan(run).step.tp_comm, _plan(run, tp_overlap=0.0).step.tp_comm
     total = all_exposed * (run["layout"]["tp"] if row == FP8_UB else 1)  # --tp-overlap 0: 1 or 1/tp of it exposed
     assert total > 0 and default == pytest.approx(exposed * total, rel=1e-9)
 
 
-def test_full_recompute_keeps_the_same_two_collectives_hidden(rows):
+def test_full_recompute_keeps_the_same_two_collectives_hidden(published_rows):
     """Full recompute adds the re-run forward's 2 blocking pairs a layer (12 counted, not 8): TE still hides
     the same 2, so 10/12 of the TP time is exposed (a fixed 0.25 would have left 9/12)."""
-    run = rows[NVFP4]
+    run = published_rows[NVFP4]
     full, all_exposed = _plan(run, "full").step.tp_comm, _plan(run, "full", tp_overlap=0.0).step.tp_comm
     assert full == pytest.approx(10 / 12 * all_exposed, rel=1e-9)
     assert FRAMEWORKS["megatron"].tp_overlap_for("full") == pytest.approx(2 / 12)
 
 
-def test_tp_overlap_goes_with_tp_comm_overlap(rows):
+def test_tp_overlap_goes_with_tp_comm_overlap(published_rows):
     """Both given: (1 - tp_overlap) / tp of the TP time exposed (tp 4: 0.5 / 4)."""
-    run = rows[FP8_UB]
+    run = published_rows[FP8_UB]
     half, none = _plan(run, tp_overlap=0.5).step.tp_comm, _plan(run, tp_overlap=0.0).step.tp_comm
     assert half == pytest.approx(0.5 * none, rel=1e-9)
 

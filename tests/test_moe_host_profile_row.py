@@ -21,12 +21,9 @@ def test_the_profiled_layouts_row_carries_its_note_and_no_host_time():
     lay = run["layout"]
     assert (run["gpus"], lay["ep"], lay["micro_batch"], run["moe_comm"]["backend"]) == (16, 16, 1, "hybridep")
     with_host = predict_tokens_per_gpu_s(run)
-    original = S.stage_exposed_host_seconds
-    S.stage_exposed_host_seconds = lambda *args, **kwargs: 0.0
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(S, "stage_exposed_host_seconds", lambda *args, **kwargs: 0.0)
         without = predict_tokens_per_gpu_s(run)
-    finally:
-        S.stage_exposed_host_seconds = original
     assert with_host == pytest.approx(without, rel=1e-12)
     # no other row carries a validation note
     assert [c.id for c in cases if ";" in c.note] == [ROW]

@@ -14,13 +14,6 @@ QWEN_30B_GB300 = "mbridge-26.08-qwen3-30b-a3b-gb300-8g-mxfp8"  # ep 8, FP8 atten
 QWEN_235B_GB200 = "mbridge-26.08-qwen3-235b-a22b-gb200-256g-mxfp8"  # pp 8 vpp 3 ep 32, the same three
 
 
-@pytest.fixture(scope="module")
-def rows():
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
-
-    return {r["id"]: r for r in published_throughput_rows()}
-
-
 def _fields(run, **extra):
     """The row as a user types it into `gpuplan plan` (Python API)."""
     lay = run["layout"]
@@ -49,19 +42,19 @@ KERNELS = dict(fp8_attention=True, moe_expert_kernels="fused", full_iteration_gr
 
 
 @pytest.mark.parametrize("row", [QWEN_30B_GB300, QWEN_235B_GB200])
-def test_plan_with_the_recipes_kernels_times_the_row_as_the_validation_does(rows, row):
+def test_plan_with_the_recipes_kernels_times_the_row_as_the_validation_does(published_rows, row):
     from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
-    run = rows[row]
+    run = published_rows[row]
     assert _plan_tokens_per_gpu(run, **KERNELS) == pytest.approx(predict_tokens_per_gpu_s(run), rel=1e-9)
 
 
-def test_without_the_flags_plan_times_the_eager_per_expert_bf16_attention_step(rows):
+def test_without_the_flags_plan_times_the_eager_per_expert_bf16_attention_step(published_rows):
     """Before these inputs plan could only time this (the mapping with all three off: 3% or more slower);
     each flag on its own moves plan as its StepSettings field moves the mapping."""
     from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
-    run = rows[QWEN_30B_GB300]
+    run = published_rows[QWEN_30B_GB300]
     off = dict(fp8_attention=False, moe_expert_kernels="per-expert", moe_launch="eager")
     plain = _plan_tokens_per_gpu(run)
     assert plain == pytest.approx(predict_tokens_per_gpu_s(run, **off), rel=1e-9)
@@ -83,10 +76,10 @@ def test_without_the_flags_plan_times_the_eager_per_expert_bf16_attention_step(r
     (dict(fp8_attention=True, framework="deepspeed", ep_a2a_overlap=False, ep_dispatcher="alltoall"),
      "fp8_attention"),
 ])
-def test_the_schema_refuses_what_the_kernels_do_not_run_with(rows, extra, field):
+def test_the_schema_refuses_what_the_kernels_do_not_run_with(published_rows, extra, field):
     from gpuplan.jobs.plan.schema import PlanInputs
 
-    fields, _ = _fields(rows[QWEN_30B_GB300], **extra)
+    fields, _ = _fields(published_rows[QWEN_30B_GB300], **extra)
     with pytest.raises(InputError) as err:
         PlanInputs(**fields)
     assert err.value.field == field
@@ -97,23 +90,23 @@ def test_the_schema_refuses_what_the_kernels_do_not_run_with(rows, extra, field)
     ("a100", dict(fp8_attention=True, fp8_recipe="tensorwise"), "dtype"),  # no FP8 peak on Ampere
     ("l40s", dict(fp8_attention=True, fp8_recipe="tensorwise"), "fp8_attention"),  # FP8 linears, no sm90 attention
 ])
-def test_the_evaluator_refuses_parts_the_kernels_do_not_run_on(rows, gpu, extra, field):
+def test_the_evaluator_refuses_parts_the_kernels_do_not_run_on(published_rows, gpu, extra, field):
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import evaluator_for
 
-    fields, _ = _fields(rows[QWEN_30B_GB300], gpu=gpu, gpus=8, **extra)
+    fields, _ = _fields(published_rows[QWEN_30B_GB300], gpu=gpu, gpus=8, **extra)
     with pytest.raises(InputError) as err:
         evaluator_for(PlanInputs(**fields))
     assert err.value.field == field
 
 
-def test_fused_needs_a_blackwell_part_and_an_moe_model(rows):
+def test_fused_needs_a_blackwell_part_and_an_moe_model(published_rows):
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import evaluator_for
     from gpuplan.schema.te_kernels import check_kernels_run_on
     from gpuplan.catalog import load_accelerator
 
-    inputs = PlanInputs(**_fields(rows[QWEN_30B_GB300], moe_expert_kernels="fused")[0])
+    inputs = PlanInputs(**_fields(published_rows[QWEN_30B_GB300], moe_expert_kernels="fused")[0])
     with pytest.raises(InputError, match="Blackwell") as err:
         check_kernels_run_on(inputs, load_accelerator("h100-sxm"), inputs.spec())
     assert err.value.field == "moe_expert_kernels"

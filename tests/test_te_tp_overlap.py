@@ -20,11 +20,9 @@ def _tp_cost(run, **overrides):
         seen["costs"] = original(*args, **kwargs)
         return seen["costs"]
 
-    S.step_communication = keep
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(S, "step_communication", keep)
         P.predict_tokens_per_gpu_s(run, **overrides)
-    finally:
-        S.step_communication = original
     return next(c for c in seen["costs"] if c.parallelism == "TP")
 
 
@@ -37,20 +35,13 @@ def test_te_hides_the_column_parallel_backward_reduce_scatters():
     assert TE_HIDDEN_TP_SHARE == len(hidden) / len(counted) == 0.25
 
 
-@pytest.fixture(scope="module")
-def rows():
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
-
-    return {r["id"]: r for r in published_throughput_rows()}
-
-
-def test_nvfp4_rows_expose_three_quarters_of_their_tp_traffic(rows):
+def test_nvfp4_rows_expose_three_quarters_of_their_tp_traffic(published_rows):
     """26.04.01 GB200 Llama 3.1 405B at tp 4: the NVFP4 row (no userbuffers) leaves 0.75 of the TP
     time exposed, the FP8-CS row (userbuffers, one chunk in tp) 0.75 / 4."""
     from gpuplan.jobs.validation.published_throughput import tp_comm_overlapped
 
-    nvfp4 = rows["mbridge-26.04.01-llama-3.1-405b-gb200-256g-nvfp4"]
-    fp8 = rows["mbridge-26.04.01-llama-3.1-405b-gb200-256g-fp8cs"]
+    nvfp4 = published_rows["mbridge-26.04.01-llama-3.1-405b-gb200-256g-nvfp4"]
+    fp8 = published_rows["mbridge-26.04.01-llama-3.1-405b-gb200-256g-fp8cs"]
     assert nvfp4["layout"]["tp"] == fp8["layout"]["tp"] == 4
     assert not tp_comm_overlapped(nvfp4) and tp_comm_overlapped(fp8)
     plain, chunked = _tp_cost(nvfp4), _tp_cost(fp8)
@@ -58,21 +49,21 @@ def test_nvfp4_rows_expose_three_quarters_of_their_tp_traffic(rows):
     assert chunked.exposed == pytest.approx(0.75 / 4 * chunked.total, rel=1e-9)
 
 
-def test_torchtitan_rows_keep_every_tp_collective_on_the_path(rows):
+def test_torchtitan_rows_keep_every_tp_collective_on_the_path(published_rows):
     """torchtitan's DTensor TP (no AsyncTP) waits on each collective it issues: nothing hidden."""
-    vanilla = rows["torchtitan-2506-llama-3.1-70b-256g-bf16-vanilla-tp"]
+    vanilla = published_rows["torchtitan-2506-llama-3.1-70b-256g-bf16-vanilla-tp"]
     cost = _tp_cost(vanilla)
     assert cost.total > 0 and cost.exposed == pytest.approx(cost.total, rel=1e-9)
 
 
-def test_full_recompute_hides_the_same_two_collectives(rows):
+def test_full_recompute_hides_the_same_two_collectives(published_rows):
     """Full recompute re-runs the forward's blocking pairs (6 pairs a layer counted, not 4), but TE
     still hides the same two backward collectives: the hidden seconds do not change, the share
     drops to 2 / 12."""
     from gpuplan.core.time.megatron_ops import te_hidden_tp_share
 
     assert te_hidden_tp_share("none") == TE_HIDDEN_TP_SHARE and te_hidden_tp_share("full") == pytest.approx(1 / 6)
-    run = rows["mbridge-26.04.01-llama-3.1-405b-gb200-256g-nvfp4"]  # no userbuffers: nothing chunked
+    run = published_rows["mbridge-26.04.01-llama-3.1-405b-gb200-256g-nvfp4"]  # no userbuffers: nothing chunked
     plain = _tp_cost(run)
     full = _tp_cost(run, recompute="full", tp_overlap=te_hidden_tp_share("full"))
     assert full.total == pytest.approx(1.5 * plain.total, rel=1e-9)
