@@ -90,6 +90,14 @@ def zero_allowed(rules: FrameworkRules, zero: int, *, dp: int, tp: int, pp: int,
     return not (zero == 0 and dp * cp > 1 and rules.replicated_only_alone and (tp > 1 or pp > 1 or cp > 1 or ep_max > 1))
 
 
+CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE = 1, "none"
+"""The pipeline degree and recompute mode Megatron-Core's CPU activation offloading
+(--cpu-offloading-num-layers) runs with: transformer_config.py __post_init__ raises "no support for
+Pipeline parallelism with CPU offloading" and "CPU offloading does not work when activation
+recomputation is enabled". The schema refuses others given (schema.training_fields._offload_rules),
+the search keeps to these (jobs.plan.search.space_limits) and memory's advice leaves recompute and PP out."""
+
+
 COMBINED_1F1B_REFUSED_RECOMPUTE = ("full",)
 """Recompute modes Megatron-Core refuses under --overlap-moe-expert-parallel-comm: "disable full
 recomputation" (transformer_config.py@core_v0.15.0 L1460-1462; recompute_method None, L1463-1465)."""

@@ -215,14 +215,16 @@ class SetupFields(JobInputs):
     def _offload_rules(self) -> None:
         """Megatron-Core's CPU activation offloading refuses pipelines and recompute (transformer_config.py
         __post_init__: "no support for Pipeline parallelism with CPU offloading", "CPU offloading does not work
-        when activation recomputation is enabled")."""
+        when activation recomputation is enabled": planner.framework_rules.CPU_OFFLOAD_PP / _RECOMPUTE)."""
+        from gpuplan.planner.framework_rules import CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE
+
         if self.framework not in MEGATRON_RECIPE_FRAMEWORKS:
             raise InputError("offload_layers", self.offload_layers, f"is Megatron-Core's --cpu-offloading-num-layers: "
                              f"give --framework megatron (not {self.framework})")
-        if (getattr(self, "pp", None) or 1) > 1:
+        if (getattr(self, "pp", None) or 1) > CPU_OFFLOAD_PP:
             raise InputError("offload_layers", self.offload_layers, "Megatron-Core offloads activations without "
                              "pipeline parallelism only: give --pp 1 or leave --offload-layers out")
-        if getattr(self, "recompute_given", None) not in (None, "none"):
+        if getattr(self, "recompute_given", None) not in (None, CPU_OFFLOAD_RECOMPUTE):
             raise InputError("offload_layers", self.offload_layers, "Megatron-Core offloads activations only without "
                              "recompute: give --recompute none or leave --offload-layers out")
 

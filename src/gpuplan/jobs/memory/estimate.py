@@ -98,7 +98,7 @@ def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.Memo
                         (3, "parameter all-gathers: ~1.5x the DP communication volume")):
         if data_ranks > 1 and layout.zero < stage:
             yield f"ZeRO-{stage}", layout, replace(layout, zero=stage), settings, cost
-    offloading = settings.offload_layers > 0  # Megatron-Core refuses recompute and PP with it (schema _offload_rules)
+    offloading = settings.offload_layers > 0  # no recompute, no PP with it (framework_rules.CPU_OFFLOAD_PP)
     if settings.recompute == "none" and not offloading:
         yield "full recompute", layout, layout, replace(settings, recompute="full"), "~33% more compute"
     if data_ranks == 1:

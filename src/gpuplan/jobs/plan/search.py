@@ -25,7 +25,8 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
                                   more_gpus_hint, no_layout_error, ranking, smallest_fitting_count)
-from gpuplan.planner.framework_rules import COMBINED_1F1B_REFUSED_RECOMPUTE, MODEL_PARALLEL_DEGREES, rules_for
+from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
+                                              MODEL_PARALLEL_DEGREES, rules_for)
 from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, search_layouts
 from gpuplan.planner.space import (DEADLINE_COUNTS_MAX, RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size,
                                    range_counts)
@@ -171,8 +172,8 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
                   and not (combined and m in COMBINED_1F1B_REFUSED_RECOMPUTE))
     recompute = (inputs.recompute_given,) if inputs.recompute_given is not None else modes
     only_data = dict.fromkeys(MODEL_PARALLEL_DEGREES, 1) if rules_for(inputs.framework).data_parallel_only else {}
-    if getattr(inputs, "offload_layers", 0):  # Megatron-Core offloads without a pipeline or recompute only
-        only_data, recompute = {**only_data, "pp": 1}, ("none",)  # (the schema's _offload_rules)
+    if getattr(inputs, "offload_layers", 0):  # Megatron-Core's CPU offloading: no pipeline, no recompute
+        only_data, recompute = {**only_data, "pp": CPU_OFFLOAD_PP}, (CPU_OFFLOAD_RECOMPUTE,)
     return SpaceLimits(fixed={**only_data, **inputs.fixed_degrees()}, recompute=recompute, exact_batch=inputs.global_batch is not None,
                        max_zero_with_pp=inputs.profile.max_zero_with_pp,
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
