@@ -125,6 +125,12 @@ def _arr(x):
     return np.asarray(x, dtype=float)
 
 
+def _busbw_factor(kind: str, n):
+    """nccl-tests' busbw over algbw for ``kind`` on ``n`` ranks: 2(n-1)/n for all-reduce, (n-1)/n for
+    the others (PERFORMANCE.md)."""
+    return (2 if kind == "all_reduce" else 1) * (n - 1) / np.maximum(n, 1)
+
+
 def _tree_correction(size, proto: int):
     """NCCL's tree bandwidth correction for a payload (1 outside 64 B ... 256 MiB)."""
     log = np.floor(np.log2(np.maximum(_arr(size) / 64.0, 1.0))).astype(int)
@@ -155,7 +161,7 @@ def _ring_parts(kind: str, size, links):
     nvlink_bound = np.where(multi & (g > 1), links.intra * g / np.maximum(g - 1, 1), links.intra)
     nvlink_bound = np.where(multi & (g <= 1), np.inf, nvlink_bound)
     raw = np.minimum(nvlink_bound, np.where(multi, links.net, np.inf))
-    factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
+    factor = _busbw_factor(kind, n)
     steps = (2 if kind == "all_reduce" else 1) * (n - 1)
     inter_steps = np.where(multi, (2 if kind == "all_reduce" else 1) * (k - 1), 0)
     return multi, g <= 1, raw, factor * _arr(size), steps - inter_steps, inter_steps
@@ -275,7 +281,7 @@ def _with_net_fill(kind: str, size, links, algorithm: str, protocol: str, second
     if algorithm == "nvls":
         return seconds
     n, k = _arr(links.ranks), _arr(links.nodes)
-    factor = 1.0 if algorithm == "pat" else (2 if kind == "all_reduce" else 1) * (n - 1) / np.maximum(n, 1)
+    factor = 1.0 if algorithm == "pat" else _busbw_factor(kind, n)
     algbw = np.where(_arr(bus) > 0, _arr(bus), 1.0) / factor
     if algorithm == "tree":  # the physical rate: NCCL's mid-size tree correction is its own fudge
         algbw = algbw / _tree_correction(size, PROTOCOLS.index(protocol))
@@ -333,6 +339,4 @@ def chosen(kind: str, size: float, links) -> tuple[str, str, float, float]:
 
 def bus_bandwidth(kind: str, size, links):
     """nccl-tests' busbw for ``size``: algbw x 2(n-1)/n (all-reduce) or (n-1)/n (PERFORMANCE.md)."""
-    n = _arr(links.ranks)
-    factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
-    return factor * _arr(size) / collective_seconds(kind, size, links)
+    return _busbw_factor(kind, _arr(links.ranks)) * _arr(size) / collective_seconds(kind, size, links)
