@@ -132,8 +132,7 @@ SDPA_REFUSED = tuple(SDPA_REFUSED_SOURCE)
 """model_types whose transformers modeling code refuses SDPA (``_supports_sdpa = False``), so
 transformers runs them with eager attention (the default request is 'sdpa' and falls back to 'eager'
 when the model cannot dispatch it: modeling_utils.py@5.25.0 get_correct_attn_implementation L1856,
-L1882-1889): gemma2 (models/gemma2/modeling_gemma2.py@5.25.0 L353: soft-capping), gpt_oss
-(models/gpt_oss/modeling_gpt_oss.py@5.25.0 L378: the sinks are concatenated to the scores, L241-242).
+L1882-1889); each one's file and line: SDPA_REFUSED_SOURCE (gpt_oss's concatenation of the sinks: L241-242).
 The ModelSpec records neither sinks nor the modeling file's flag, so the model_type decides."""
 
 
