@@ -18,7 +18,7 @@ from gpuplan.core.memory import activations as A
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import recompute as R
 from gpuplan.core.memory import recipe_facts as RF
-from gpuplan.core.model.finetune import QLORA_BASE_BYTES, lora_params_per_layer  # noqa: F401 - re-exported
+from gpuplan.core.model.finetune import lora_params_per_layer  # noqa: F401 - re-exported (tests/test_memory.py)
 from gpuplan.core.frameworks import framework
 from gpuplan.core.memory.device_memory import Overheads, framework_gap_bytes, usable_bytes  # noqa: F401 - re-exported
 from gpuplan.core.model.spec import ModelSpec
