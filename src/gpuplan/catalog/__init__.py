@@ -140,12 +140,20 @@ def load_accelerator(name: str) -> Accelerator:
     return accelerator_from_entry(hardware_entries()[gpu_id])
 
 
-def reference_runs() -> dict[str, Any]:
-    """The packaged reference set of published training runs (see reference/README)."""
+def reference_yaml(name: str) -> Any:
+    """A YAML file of catalog/reference, parsed afresh (callers may edit what they get). libyaml's CSafeLoader
+    where PyYAML was built with it: the same SafeConstructor and resolver as yaml.safe_load (pyyaml
+    lib/yaml/cyaml.py: CSafeLoader = CParser + SafeConstructor + Resolver), the same objects for every
+    reference file (checked), about 8x faster (published_throughput.yaml 0.91 -> 0.10 s)."""
     import yaml
 
-    text = (CATALOG / "reference" / "training_runs.yaml").read_text("utf-8")
-    data = yaml.safe_load(text)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load((CATALOG / "reference" / name).read_text("utf-8"), Loader=loader)
+
+
+def reference_runs() -> dict[str, Any]:
+    """The packaged reference set of published training runs (see reference/README)."""
+    data = reference_yaml("training_runs.yaml")
     if not isinstance(data, dict) or "runs" not in data:
         raise InputError("reference runs", "training_runs.yaml", "expected a mapping with 'runs'")
     return data

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from importlib import resources
 
 from gpuplan.core.memory.device_memory import FRAGMENTATION_DEFAULT_SEGMENTS
 from gpuplan.report.model import Table
@@ -35,11 +34,10 @@ class AllocatorRow:
 
 
 def allocator_rows() -> list[AllocatorRow]:
-    import yaml
+    from gpuplan.catalog import reference_yaml
 
-    text = (resources.files("gpuplan.catalog") / "reference" / "allocator_ratios.yaml").read_text("utf-8")
     return [AllocatorRow(r["id"], r["role"], float(r["max_allocated_mib"]), float(r["max_reserved_mib"]), r["source"])
-            for r in yaml.safe_load(text)["runs"]]
+            for r in reference_yaml("allocator_ratios.yaml")["runs"]]
 
 
 def fitted_fragmentation(rows: list[AllocatorRow] | None = None) -> float:

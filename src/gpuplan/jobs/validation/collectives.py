@@ -12,7 +12,6 @@ catalog's reference system (NICs, NVLS off, an NCCL_ALGO forced); nothing is fit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 
 LATENCY_REGIME_BELOW_BYTES = 16 * 2**20
 TORCH_BENCH_CALL_SECONDS = 31.4e-6
@@ -39,10 +38,9 @@ class CollectiveCase:
 
 
 def collective_sweeps() -> list[dict]:
-    import yaml
+    from gpuplan.catalog import reference_yaml
 
-    text = (resources.files("gpuplan.catalog") / "reference" / "collective_measurements.yaml").read_text("utf-8")
-    return yaml.safe_load(text)["sweeps"]
+    return reference_yaml("collective_measurements.yaml")["sweeps"]
 
 
 def series_points(sweep: dict, series: dict) -> list[tuple[int, int, float]]:

@@ -12,7 +12,6 @@ Units: bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from importlib import resources
 from typing import Any
 
 from gpuplan.core.memory import training as M
@@ -43,10 +42,9 @@ class FrameworkCase:
 
 
 def framework_reference() -> dict[str, Any]:
-    import yaml
+    from gpuplan.catalog import reference_yaml
 
-    path = resources.files("gpuplan.catalog") / "reference" / "framework_measurements.yaml"
-    return yaml.safe_load(path.read_text("utf-8"))
+    return reference_yaml("framework_measurements.yaml")
 
 
 def framework_inputs(spec: ModelSpec, config: dict[str, Any]) -> tuple[ModelSpec, ParallelLayout, M.MemorySettings,

@@ -104,13 +104,9 @@ def predict(row: dict, folder: Path, calibration=None) -> GpuRun:
 
 def measured_rows() -> list[dict]:
     """The packaged GPU measurements (catalog/reference/gpu_memory_measurements.yaml)."""
-    from importlib import resources
+    from gpuplan.catalog import reference_yaml
 
-    import yaml
-
-    text = (resources.files("gpuplan.catalog") / "reference" / "gpu_memory_measurements.yaml").read_text("utf-8")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)["measurements"]  # noqa: S506 (a safe loader)
+    return reference_yaml("gpu_memory_measurements.yaml")["measurements"]
 
 
 def gpu_run_cases(rows: list[dict] | None = None, calibration=None) -> list[GpuRun]:

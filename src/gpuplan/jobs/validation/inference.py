@@ -11,7 +11,6 @@ vLLM, SGLang and TensorRT-LLM: setup.OTHER_ENGINES).
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from dataclasses import replace
@@ -52,10 +51,9 @@ Case = tuple[str, str, float, float, str, str]
 @cache
 def reference_measurements() -> dict[str, Any]:
     """The packaged inference reference set (parsed YAML)."""
-    import yaml
+    from gpuplan.catalog import reference_yaml
 
-    text = (resources.files("gpuplan.catalog") / "reference" / "inference_measurements.yaml").read_text("utf-8")
-    data = yaml.safe_load(text)
+    data = reference_yaml("inference_measurements.yaml")
     if not isinstance(data, dict) or "kv_tokens" not in data:
         raise InputError("reference", "inference_measurements.yaml", "expected a mapping with 'kv_tokens'")
     return data

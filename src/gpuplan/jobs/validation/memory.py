@@ -5,7 +5,6 @@ the memory kind of ``gpuplan validate`` (over the packaged measurement set)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from gpuplan.core.memory import training as M
@@ -80,10 +79,9 @@ class MemoryCase:
 
 
 def memory_reference() -> dict[str, Any]:
-    import yaml
+    from gpuplan.catalog import reference_yaml
 
-    path = resources.files("gpuplan.catalog") / "reference" / "memory_measurements.yaml"
-    return yaml.safe_load(path.read_text("utf-8"))
+    return reference_yaml("memory_measurements.yaml")
 
 
 def memory_cases() -> list[MemoryCase]:

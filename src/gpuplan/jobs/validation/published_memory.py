@@ -9,7 +9,6 @@ allocator_ratios.yaml). Units: bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from gpuplan.core.memory import training as M
@@ -39,10 +38,9 @@ class PublishedCase:
 
 
 def published_rows() -> list[dict[str, Any]]:
-    import yaml
+    from gpuplan.catalog import reference_yaml
 
-    text = (resources.files("gpuplan.catalog") / "reference" / "published_memory.yaml").read_text("utf-8")
-    return yaml.safe_load(text)["runs"]
+    return reference_yaml("published_memory.yaml")["runs"]
 
 
 def _why_not(row: dict[str, Any], models) -> str:

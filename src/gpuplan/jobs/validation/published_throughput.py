@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from gpuplan.catalog import load_accelerator
@@ -86,10 +85,9 @@ def published_throughput_rows() -> list[dict[str, Any]]:
 
 @cache
 def _parsed_rows() -> list[dict[str, Any]]:
-    import yaml
+    from gpuplan.catalog import reference_yaml
 
-    text = (resources.files("gpuplan.catalog") / "reference" / "published_throughput.yaml").read_text("utf-8")
-    return yaml.safe_load(text)["runs"]
+    return reference_yaml("published_throughput.yaml")["runs"]
 
 
 def published_layout(lay: dict[str, Any]):

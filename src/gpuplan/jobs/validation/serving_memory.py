@@ -10,7 +10,6 @@ the summary gives the figure both ways. Error = (predicted - measured) / measure
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from gpuplan.core.serving import kv_cache as K
@@ -49,10 +48,9 @@ def tokens_kind(engine: str) -> str:
 @cache
 def memory_logs() -> tuple[dict[str, Any], ...]:
     """The packaged start-up logs (parsed YAML)."""
-    import yaml
+    from gpuplan.catalog import reference_yaml
 
-    text = (resources.files("gpuplan.catalog") / "reference" / "serving_memory_logs.yaml").read_text("utf-8")
-    return checked_logs(yaml.safe_load(text))
+    return checked_logs(reference_yaml("serving_memory_logs.yaml"))
 
 
 SCORED_NAMES = tuple(key.removesuffix("_gib") for key in QUANTITIES)

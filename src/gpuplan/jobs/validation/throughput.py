@@ -9,7 +9,6 @@ runs are held out. Reference data: catalog/reference/throughput_runs.yaml (each 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from importlib import resources
 from typing import Any
 
 from gpuplan.catalog import load_accelerator, load_model
@@ -42,10 +41,9 @@ class ThroughputCase:
 
 
 def throughput_reference() -> dict[str, Any]:
-    import yaml
+    from gpuplan.catalog import reference_yaml
 
-    text = (resources.files("gpuplan.catalog") / "reference" / "throughput_runs.yaml").read_text("utf-8")
-    return yaml.safe_load(text)
+    return reference_yaml("throughput_runs.yaml")
 
 
 def run_spec(model: dict[str, Any]) -> ModelSpec:
