@@ -62,10 +62,9 @@ def check_kernel_fields(fields) -> None:
     asked = [name for name in ("fp8_attention", "full_iteration_graph") if getattr(fields, name)]
     if fields.moe_expert_kernels == "fused":
         asked.append("moe_expert_kernels")
-    for name in asked:
-        if framework not in TE_FRAMEWORKS:
-            raise InputError(name, _shown(fields, name), f"is a Transformer Engine / Megatron-Core path: give "
-                             f"--framework megatron (not {framework})")
+    if asked and framework not in TE_FRAMEWORKS:  # the first asked, as the CLI shows its value
+        raise InputError(asked[0], "fused" if asked[0] == "moe_expert_kernels" else True, f"is a Transformer "
+                         f"Engine / Megatron-Core path: give --framework megatron (not {framework})")
     if fields.fp8_attention and dtype != "fp8":
         raise InputError("fp8_attention", True, f"runs with FP8 linears: give --dtype fp8 (not {dtype})")
     if fields.moe_expert_kernels == "fused" and (dtype != "fp8" or fields.fp8_recipe != "mxfp8"):
@@ -86,7 +85,3 @@ def check_kernels_run_on(inputs, gpu, spec) -> None:
         if spec.moe is None:
             raise InputError("moe_expert_kernels", "fused", f"applies to mixture-of-experts models; {spec.name} is "
                              "dense")
-
-
-def _shown(fields, name: str) -> Any:
-    return "fused" if name == "moe_expert_kernels" else True
