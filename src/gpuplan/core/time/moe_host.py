@@ -146,10 +146,10 @@ def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
     ep_cost = [c for c in costs if c.parallelism == "EP"]
     one_call = ep_cost[0].total / maximum(ep_cost[0].calls, 1.0) if ep_cost else 0.0
     local_experts = spec.moe.num_experts / ep
-    dtype = settings.dtype if settings.dtype in LAUNCHES_PER_LOCAL_EXPERT else "bf16"
     combined = bool(settings.ep_a2a_overlap)  # the all-to-alls run beside the paired micro-batch instead
     layer_forward = phases.pre_dispatch_forward + phases.mlp_forward + (not combined) * FORWARD_ALL_TO_ALLS * one_call
     paired = phases.mlp_backward if combined else 0.0
     eager_bias = spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks
-    per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, dtype, layer_forward, paired, eager_bias)
+    per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, settings.dtype, layer_forward, paired,
+                                     eager_bias)  # other dtypes launch as bf16: host_after_sync_seconds
     return per_layer * spec.num_moe_layers * layers / spec.num_layers
