@@ -265,12 +265,12 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         t_gemm = t_gemm + t_routed
     e_attn = settings.attention_efficiency or attention_efficiency(gpu)
     exp_roof, tensor_rate = part_flash_roof(gpu)
+    hbm = gpu.memory_bandwidth * settings.hbm_efficiency
     t_attn, t_attn_bwd = fp8_attention_seconds(settings.fp8_attention, gpu.id, spec, attention_seconds_per_token(
         spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn, mamf=_mamf(gpu),
-        hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency, dropout=settings.attention_dropout,
+        hbm_bytes_per_s=hbm, dropout=settings.attention_dropout,
         tensor_flops_per_exp=exp_roof, tensor_rate=tensor_rate))
     mega = MO.active(spec, settings)  # Megatron-Core + TE's kernels, FP8 casts included (core.time.megatron_ops)
-    hbm = gpu.memory_bandwidth * settings.hbm_efficiency
     eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp
     if mega is not None:
         t_elem = MO.elementwise_seconds_per_token(spec, mega, MO.cast_recipe(settings.dtype, settings.fp8_recipe, mega),
@@ -287,7 +287,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
             cast = MXFP8_CAST_BYTES_PER_ELEMENT * (widths + weights / tokens)
         else:
             cast = FP8_CAST_BYTES_PER_ELEMENT * widths + FP8_WEIGHT_CAST_BYTES * weights / tokens
-        t_elem = t_elem + cast / (gpu.memory_bandwidth * settings.hbm_efficiency)
+        t_elem = t_elem + cast / hbm
     fwd = tokens * (t_gemm + t_attn + t_elem / 3)
     weight_grads = 1.0 if settings.finetune == "full" else 0.0  # a frozen base computes input gradients only
     bwd = tokens * ((1 + weight_grads) * t_gemm + t_attn_bwd + 2 * t_elem / 3)
@@ -300,7 +300,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         mlp_forward=tokens * (t_gemm - t_attn_gemm + t_elem / 6),
         mlp_backward=tokens * ((1 + weight_grads) * (t_gemm - t_attn_gemm) + t_elem / 3),
         attention_weight_grad=tokens * weight_grads * t_attn_gemm)
-    rates = ForwardRates(1.0 / (peak * e_gemm), t_routed, t_attn, gpu.memory_bandwidth * settings.hbm_efficiency, tp,
+    rates = ForwardRates(1.0 / (peak * e_gemm), t_routed, t_attn, hbm, tp,
                          CLAMPED_GLU in settings.eager_fallbacks)
     extra = tokens * recompute_seconds_per_token(spec, settings, rates, forward=fwd / tokens, matmuls=t_gemm,
                                                  elementwise=t_elem, stage_layers=layers, vpp=vpp)
