@@ -60,9 +60,7 @@ def sweep_links(sweep: dict, series: dict, per_node: int):
     """The links of the sweep's communicator: its GPU, ranks per node (the scale-up domain it
     uses), nodes, and the network fields it states."""
     from gpuplan.catalog import load_accelerator
-    from gpuplan.core.comm.topology import cluster_for
-
-    from gpuplan.core.comm.topology import network_profile
+    from gpuplan.core.comm.topology import cluster_for, network_profile
 
     network = sweep_network(sweep, series)
     extra = {}
