@@ -195,6 +195,7 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
     lay = run["layout"]
     torchtitan = run["family"].startswith("torchtitan")
     moe_comm = run.get("moe_comm") or {}
+    launch = moe_launch(moe_comm)
     recompute = recipe_recompute(run)
     settings = StepSettings(seq_len=run["model"]["seq_len"], **recompute,
                             dtype=PRECISION[run["precision"]],
@@ -224,7 +225,7 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # eager / static MoE launches unless the whole step is graphed (core.time.moe_host)
                             **kernel_step_settings(bool(run.get("fp8_dot_product_attention")),
                                                    "fused" if moe_comm.get("fused_grouped_mlp") else "per-expert",
-                                                   moe_launch(moe_comm) == "graph", moe_launch(moe_comm)),
+                                                   launch == "graph", launch),
                             eager_fallbacks=() if torchtitan else megatron_eager_fallbacks(run),
                             # torchtitan's own op list, eager or torch.compile per block (core.time.titan_ops)
                             titan_ops=from_framework_label(run["framework"]) if torchtitan else None,
