@@ -47,6 +47,7 @@ FRAMEWORK_ONLY_OPTIONS = (
     ("loss", "te-ce", MEGATRON_RECIPE_FRAMEWORKS, "is Transformer Engine's fused cross-entropy under Megatron-Core "
      "(cross_entropy_fusion_impl te)"),
     ("ep_a2a_overlap", None, A2A_OVERLAP_FRAMEWORKS, "is Megatron-Core's combined 1F1B schedule"),
+    ("offload_layers", None, MEGATRON_RECIPE_FRAMEWORKS, "is Megatron-Core's --cpu-offloading-num-layers"),
 )
 """Options one framework has: refused elsewhere with one line naming the field (schema's _framework_rules)."""
 
@@ -218,10 +219,7 @@ class SetupFields(JobInputs):
         when activation recomputation is enabled": planner.framework_rules.CPU_OFFLOAD_PP / _RECOMPUTE)."""
         from gpuplan.planner.framework_rules import CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE
 
-        if self.framework not in MEGATRON_RECIPE_FRAMEWORKS:
-            raise InputError("offload_layers", self.offload_layers, f"is Megatron-Core's --cpu-offloading-num-layers: "
-                             f"give --framework megatron (not {self.framework})")
-        if (getattr(self, "pp", None) or 1) > CPU_OFFLOAD_PP:
+        if (getattr(self, "pp", None) or 1) > CPU_OFFLOAD_PP:  # (the framework: FRAMEWORK_ONLY_OPTIONS)
             raise InputError("offload_layers", self.offload_layers, "Megatron-Core offloads activations without "
                              "pipeline parallelism only: give --pp 1 or leave --offload-layers out")
         if getattr(self, "recompute_given", None) not in (None, CPU_OFFLOAD_RECOMPUTE):
