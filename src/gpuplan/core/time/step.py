@@ -362,10 +362,10 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                             low_precision_recipe(settings.dtype, settings.fp8_recipe),
                                             micro_batch * settings.seq_len / cp / tp, cluster.gpu.memory_bandwidth)
     compute, bubble = compute + micro_batches * t_experts, bubble * (1 + t_experts / t_mb)
+    hbm = cluster.gpu.memory_bandwidth * settings.hbm_efficiency
     t_acc = 0.0  # DeepSpeed's BF16_Optimizer: its fp32 accumulation per micro-batch, over the largest stage
     if settings.fp32_grad_accumulation:
         acc_params = largest_stage_params(spec, tp, pp, ep, mtp) if settings.finetune == "full" else trained
-        hbm = cluster.gpu.memory_bandwidth * settings.hbm_efficiency
         t_acc = (zero <= BF16_OPTIMIZER_MAX_ZERO) * fp32_grad_accumulation_seconds(acc_params, hbm)
     compute, bubble = compute + micro_batches * t_acc, bubble * (1 + t_acc / t_mb)
     compute = compute + micro_batches * AO.microbatch_exposed_seconds(  # CPU activation offloading: pp 1 only
@@ -374,7 +374,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     comm_total = sum((c.total for c in costs), 0.0)
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)
     shards = data * (zero >= 1) + (zero < 1)
-    optimizer = 2 * 16.0 * trained / shards / (cluster.gpu.memory_bandwidth * settings.hbm_efficiency)
+    optimizer = 2 * 16.0 * trained / shards / hbm
     if settings.eager_ops is not None:
         optimizer = eager_optimizer_seconds(spec, cluster, settings, trained / shards, pp)
     mega = MS.step_extra_seconds(spec, settings, cluster.gpu, tp=tp, stage_layers=layers, local_params=trained,
