@@ -180,8 +180,7 @@ class Scenario:
         return K.billed_gpu_hours(self.gpus, self.spot.wall_seconds)
 
 
-def scenario(run: RunFacts, s: BudgetSettings, gpus: float, rate: float | None = None,
-             write_per_node: float | None = None) -> Scenario:
+def scenario(run: RunFacts, s: BudgetSettings, gpus: float, rate: float | None = None) -> Scenario:
     """Checkpointing and failures for ``gpus`` GPUs doing the run's work (work scales as 1/GPUs)."""
     nodes = IO.nodes_for(gpus, run.devices_per_node)
     work = run.wall_seconds * run.gpus / gpus
@@ -190,12 +189,11 @@ def scenario(run: RunFacts, s: BudgetSettings, gpus: float, rate: float | None =
     # checkpoint writes a precision-aware optimizer's bf16 moments as fp32 (distrib_optimizer.py
     # _get_main_param_and_optimizer_states: optimizer.get_unscaled_state(), which TE's FusedAdam returns .float())
     size = C.checkpoint_size(run.spec, M.RECIPES[run.recipe], M.OPTIMIZERS[s.optimizer], writers)
-    shared = None  # --storage-write (or a given rate) is the effective rate of each writing node
-    if write_per_node is None and not s.storage_write:
+    write_per_node, shared = s.storage_write, None  # --storage-write: each writing node's effective rate, uncapped
+    if write_per_node is None:
         store = storage_spec(s.checkpoint_storage or s.storage)
         write_per_node, shared = store.node_write, store.shared_write_total(nodes)
-    bandwidth = C.write_bandwidth(C.writer_nodes(writers, run.devices_per_node, nodes),
-                                  write_per_node or s.storage_write, shared)
+    bandwidth = C.write_bandwidth(C.writer_nodes(writers, run.devices_per_node, nodes), write_per_node, shared)
     write_s = C.write_seconds(size.total, bandwidth)
     host_copy = size.shard / s.host_copy
     stall = host_copy if s.async_checkpoint else write_s
