@@ -308,7 +308,7 @@ class SetupFields(JobInputs):
     def recipe_memory_settings(self) -> dict:
         """MemorySettings fields a Megatron recipe sets: gradient-buffer and optimizer-moment bytes (None: the
         recipe's), low-precision weights, activation offload and the embedding / loss pipeline slots."""
-        width = {"fp32": 4.0, "bf16": 2.0}
+        width = V.STATE_DTYPE_BYTES
         return {"grad_bytes": width.get(self.grad_dtype), "moment_bytes": width.get(self.moment_dtype),
                 "offload_layers": self.offload_layers, "low_precision_weights": self.low_precision_weights,
                 "embedding_loss_slots": self.embedding_loss_slots}

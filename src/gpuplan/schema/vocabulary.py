@@ -174,10 +174,12 @@ Allocator = option(T.choice("caching", "expandable") | None, None, "PyTorch cach
                    "(the default: reserved = allocated x 1.12) or expandable (PYTORCH_CUDA_ALLOC_CONF="
                    "expandable_segments:True: x 1.03). Not given: the framework's (torchtitan: expandable).",
                    "the framework's")
-GradDtype = option(T.choice("fp32", "bf16") | None, None, "Gradient buffer dtype: fp32 (Megatron-Core "
+STATE_DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0}
+"""Bytes per element of the --grad-dtype / --moment-dtype choices (MemorySettings grad_bytes / moment_bytes)."""
+GradDtype = option(T.choice(*STATE_DTYPE_BYTES) | None, None, "Gradient buffer dtype: fp32 (Megatron-Core "
                    "grad_reduce_in_fp32) or bf16 (the parameters' dtype: grad_reduce_in_fp32 off, as Megatron-Bridge's "
                    "performance recipes run). Not given: the recipe's.", "the recipe's")
-MomentDtype = option(T.choice("fp32", "bf16") | None, None, "Dtype of the optimizer's moments: bf16 = Megatron-Core's "
+MomentDtype = option(T.choice(*STATE_DTYPE_BYTES) | None, None, "Dtype of the optimizer's moments: bf16 = Megatron-Core's "
                      "precision-aware optimizer with exp_avg_dtype / exp_avg_sq_dtype bf16 (2 B each instead of 4). "
                      "Not given: the recipe's.", "the recipe's")
 LowPrecisionWeights = option(T.choice("primary", "cached") | None, None, "How Transformer Engine's linears hold "

@@ -11,6 +11,7 @@ from gpuplan.core.memory.recompute import recompute_label
 from gpuplan.core.units import format_bytes
 from gpuplan.jobs.assumptions import mtp_assumption
 from gpuplan.report.model import Assumption
+from gpuplan.schema.vocabulary import STATE_DTYPE_BYTES
 
 _gib = format_bytes
 
@@ -31,7 +32,9 @@ def compile_memory_assumption(inputs) -> tuple[Assumption, ...]:
 
 
 def _dtype_name(width: float) -> str:
-    return {4.0: "fp32", 2.0: "bf16"}.get(float(width), f"{width:g} B")
+    """The --grad-dtype / --moment-dtype name of ``width`` bytes (schema.vocabulary.STATE_DTYPE_BYTES)."""
+    names = {size: name for name, size in STATE_DTYPE_BYTES.items()}
+    return names.get(float(width), f"{width:g} B")
 
 
 def recipe_fact_assumptions(settings: M.MemorySettings, given) -> tuple[Assumption, ...]:
