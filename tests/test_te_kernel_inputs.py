@@ -58,6 +58,8 @@ def test_without_the_flags_plan_times_the_eager_per_expert_bf16_attention_step(p
     off = dict(fp8_attention=False, moe_expert_kernels="per-expert", moe_launch="eager")
     plain = _plan_tokens_per_gpu(run)
     assert plain == pytest.approx(predict_tokens_per_gpu_s(run, **off), rel=1e-9)
+    # measured at 120a6b3: 36,738 vs 42,286 tokens/s/GPU, plain = 0.869 x the row's mapping; the 0.97 bound
+    # only asks that the three flags together move the answer by more than 3%, not that value
     assert plain < 0.97 * predict_tokens_per_gpu_s(run)
     for flag, setting in (("fp8_attention", dict(fp8_attention=True)),
                           ("moe_expert_kernels", dict(moe_expert_kernels="fused")),
