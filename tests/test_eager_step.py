@@ -146,7 +146,8 @@ def test_h200_runs_through_the_users_door():
 def test_host_bound_selective_recompute_on_a_small_model():
     """torchtitan's op-level SAC runs a Python dispatch mode over every op: on the 1B at 4,096 tokens
     the forward's host time exceeds its GPU time (measured 134.6 ms vs 97.4 ms without)."""
-    from gpuplan.core.time.step import StepSettings, eager_run
+    from gpuplan.core.time.eager_path import eager_run
+    from gpuplan.core.time.step import StepSettings
     from gpuplan.core.time.eager_step import microbatch
     from gpuplan.core.comm.topology import cluster_for
 

@@ -154,12 +154,13 @@ class EagerParts:
 def eager_parts(case: Case, settings: S.StepSettings | None = None, world_size: int | None = None) -> EagerParts:
     """The eager step of a measured case split by op class (micro-batches x (forward + backward) +
     optimizer; communication as core.time.step exposes it)."""
+    from gpuplan.core.time.eager_path import eager_run
     from gpuplan.core.time.eager_step import microbatch, optimizer_step, trained_tensors
 
     settings = settings or case.step
     cluster = cluster_of(case, world_size or case.layout.world)
     lay = case.layout
-    run = S.eager_run(case.spec, cluster, settings)
+    run = eager_run(case.spec, cluster, settings)
     fwd, bwd = microbatch(case.spec, run, lay.micro_batch * settings.seq_len, case.spec.num_layers)
     k = lay.micro_batches_per_step
     base = S.step_time(case.spec, cluster, settings, dp=lay.dp, tp=lay.tp, pp=lay.pp, zero=lay.zero,

@@ -17,7 +17,7 @@ def _line(key: str, label: str, seconds: float, step: float, formula: str) -> Li
 
 def _eager_lines(ev, plan, settings) -> list[Line]:
     from gpuplan.core.time.eager_step import microbatch
-    from gpuplan.core.time.step import eager_run
+    from gpuplan.core.time.eager_path import eager_run
 
     lay, spec = plan.layout, ev.spec
     run = eager_run(spec, ev.cluster, settings)

@@ -16,6 +16,7 @@ from gpuplan.core.model.spec import (
     norm_params,
 )
 from gpuplan.core.model.mtp import mtp_block_is_moe, mtp_module_params, mtp_stage_layer_shed
+from gpuplan.core.bulk import scalar_or_array
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.precision import OptimizerSpec, PrecisionRecipe
 
@@ -70,11 +71,7 @@ def stage_span(num_layers: int, pp, stage, shed=0):
     is_last = stage == pp - 1
     count = np.where(is_last, last, each + (stage < extra))
     start = np.where(is_last, rest, stage * each + np.minimum(stage, extra))
-    return _plain(start), _plain(count)
-
-
-def _plain(value):
-    return value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
+    return scalar_or_array(start), scalar_or_array(count)
 
 
 def _prefix(mask: tuple[bool, ...], num_layers: int) -> np.ndarray:
@@ -92,7 +89,7 @@ def slot_stage_span(num_layers: int, pp, stage):
     base, extra = slots // pp, slots % pp
     count = base + (stage < extra) - (stage == 0) - (stage == pp - 1)
     start = stage * base + np.minimum(stage, extra) - (stage > 0)
-    return _plain(np.where(pp > 1, start, 0)), _plain(np.where(pp > 1, count, num_layers))
+    return scalar_or_array(np.where(pp > 1, start, 0)), scalar_or_array(np.where(pp > 1, count, num_layers))
 
 
 def stage_params(spec: ModelSpec, layout: ParallelLayout, stage, mtp: int = 0,

@@ -22,8 +22,7 @@ from typing import NamedTuple
 
 from gpuplan.core.memory import activations as A
 from gpuplan.core.model import flops as F
-from gpuplan.core.time.eager_path import (  # noqa: F401  (eager_run re-exported: its old home)
-    eager_microbatch_seconds, eager_optimizer_seconds, eager_run)
+from gpuplan.core.time.eager_path import eager_microbatch_seconds, eager_optimizer_seconds
 from gpuplan.core.time.attention_core import attention_seconds_per_token, part_flash_roof
 from gpuplan.core.bulk import minimum
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token
