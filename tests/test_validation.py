@@ -72,6 +72,27 @@ def test_predicted_gpu_hours_note_matches_the_packaged_runs():
     assert note_new == (round(min(new), 2), round(max(new), 2))
 
 
+def test_predicted_gpu_hours_note_quotes_the_held_out_end_to_end_means():
+    """The same note quotes the end-to-end GPU-hours error of the held-out runs (docs/accuracy.md, kind
+    'train --mfu predicted, end to end ... held out'): 'N% mean over eight held-out runs; M% on the 7 runs
+    fixed before TinyLlama'. Both are recomputed here from the cases, to the note's one decimal."""
+    import re
+
+    from gpuplan.jobs.training.estimate import estimate_training
+    from gpuplan.jobs.training.schema import TrainingInputs
+    from gpuplan.jobs.validation.estimate import KIND_END_TO_END
+
+    report = estimate_training(TrainingInputs(model="llama-3-8b", gpu="h100", gpus=64, tokens=1e12, mfu="predicted"))
+    note = next(str(n) for n in report.notes if str(n).startswith("--mfu predicted is the steady state"))
+    found = re.search(r"(\d+\.\d)% mean over eight held-out runs; (\d+\.\d)% on the 7 runs fixed before TinyLlama", note)
+    assert found, note
+    held = [c for c in validation_cases() if c.kind == KIND_END_TO_END.format(role="held out")]
+    before = [c for c in held if c.id != "tinyllama-1.1b"]
+    assert (len(held), len(before)) == (8, 7)
+    assert float(found[1]) == round(100 * sum(abs(c.error) for c in held) / 8, 1)
+    assert float(found[2]) == round(100 * sum(abs(c.error) for c in before) / 7, 1)
+
+
 def test_predicted_gpu_hours_uses_the_runs_stated_batch():
     """Llama 3.1 405B on 16,384 H100 with its stated 2,048 x 8,192-token batch: the planner's
     layout lands at 42.1% MFU, inside the 38-43% of the paper's Table 4 (a 4M-token default

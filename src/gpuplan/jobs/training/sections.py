@@ -272,7 +272,7 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "kernel and network their sources state; Llama 3.1 "
                    "405B and DeepSeek-V3, 2024, 0.95-1.15x: docs/accuracy.md); the budget's failure and checkpoint "
                    "lines hold part of that (with them and the stated batch ramps and layouts, 10.0% mean over eight held-out runs; "
-                   "10.8% on the 7 runs fixed before TinyLlama, which was added after its prediction was computed)")
+                   "10.7% on the 7 runs fixed before TinyLlama, which was added after its prediction was computed)")
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")
