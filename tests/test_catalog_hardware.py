@@ -80,3 +80,15 @@ def test_gb300_rates_match_the_rack_figures_and_gb200():
         assert gb300.peak(dtype) * 72 == pytest.approx(rack_pflops * 1e15, rel=1e-9)
     assert gb300.peak("fp8") == gb200.peak("fp8") and gb300.peak("bf16") == gb200.peak("bf16")
     assert gb300.peak("fp4") / gb200.peak("fp4") == pytest.approx(1.5)
+
+
+def test_scale_up_ranks_is_the_nvlink_domain_then_the_node_then_8():
+    """Accelerator.scale_up_ranks: GB200 NVL72 trays hold 4 GPUs (devices_per_node = 4) but the catalog's
+    NVLink domain is 72 (gb200.toml domain_size); a part without a domain size falls back to its node's
+    GPUs, and one with neither to 8 (DGX / HGX)."""
+    from dataclasses import replace
+
+    gb200 = load_accelerator("gb200")
+    assert (gb200.devices_per_node, gb200.scale_up_ranks) == (4, 72)
+    assert replace(gb200, scale_up_domain=None).scale_up_ranks == 4
+    assert replace(gb200, scale_up_domain=None, devices_per_node=None).scale_up_ranks == 8

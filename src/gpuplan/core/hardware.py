@@ -63,6 +63,14 @@ class Accelerator:
         """Devices reach each other over PCIe only (the catalog names PCIe, or no scale-up fabric)."""
         return self.scale_up_pcie or self.scale_up_bandwidth is None
 
+    @property
+    def scale_up_ranks(self) -> int:
+        """GPUs sharing one scale-up (NVLink) domain: the catalog's domain size (72 on GB200 NVL72, where a
+        compute tray holds 4 GPUs but every GPU reaches the other 71 over NVLink switches), else the GPUs
+        of a node, else 8 (DGX / HGX). The link model's node, HybridEP's domain and the planner's layout
+        kinds all use it."""
+        return self.scale_up_domain or self.devices_per_node or 8
+
     def peak(self, dtype: str) -> float:
         """Dense peak FLOP/s for ``dtype``; InputError if the part has no such path."""
         table = dict(self.peak_flops)

@@ -145,9 +145,9 @@ def cluster_for(gpu: Accelerator, gpus_per_node: int | None = None, nic_gbit_per
                 scale_out_efficiency: float = DEFAULT_SCALE_OUT_EFFICIENCY, **network) -> Cluster:
     """A cluster of ``gpu`` with catalog defaults: scale-up domain and bandwidth from the
     hardware catalog, scale-out from the catalog's per-device NIC figure or 400 Gb/s."""
-    # the link model's "node" is the scale-up (NVLink) domain: 8 on HGX, 72 on GB200 NVL72, where a
-    # compute tray holds 4 GPUs but every GPU reaches the other 71 over NVLink 5 switches
-    per_node = gpus_per_node or gpu.scale_up_domain or gpu.devices_per_node or 8
+    # the link model's "node" is the scale-up (NVLink) domain (Accelerator.scale_up_ranks: 8 on HGX, 72 on
+    # GB200 NVL72)
+    per_node = gpus_per_node or gpu.scale_up_ranks
     if per_node < 1:
         raise InputError("gpus_per_node", per_node, "must be a positive integer")
     up = (gpu.scale_up_bandwidth or 64e9) / 2  # catalog figures are both directions summed

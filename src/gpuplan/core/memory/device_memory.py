@@ -86,22 +86,16 @@ class HybridEPShape:
     domain: int
 
 
-def ep_domain(gpu) -> int:
-    """Ranks of ``gpu``'s NVLink (scale-up) domain, which sizes HybridEP's buffers: the catalog's domain
-    size, else the GPUs of a node, else 8 (the fallback core.comm.topology.cluster_for takes)."""
-    return gpu.scale_up_domain or gpu.devices_per_node or 8
-
-
 def with_ep_dispatcher(overheads: "Overheads", dispatcher: str, seq_len: int, spec, gpu) -> "Overheads":
     """``overheads`` with HybridEP's buffers in place of NCCL all-to-all peers for the flex dispatcher on a MoE
     ``spec`` (core.model.spec.ModelSpec; dense: unchanged) on ``gpu`` (core.hardware.Accelerator: its
-    ``ep_domain``); plan's evaluator and ``gpuplan memory`` alike. Flex is counted as HybridEP
-    (moe_flex_dispatcher_backend 'hybridep'); DeepEP's buffers (the 'deepep' backend) differ and are not
-    modelled."""
+    ``scale_up_ranks``, HybridEP's NVLink domain); plan's evaluator and ``gpuplan memory`` alike. Flex is
+    counted as HybridEP (moe_flex_dispatcher_backend 'hybridep'); DeepEP's buffers (the 'deepep' backend)
+    differ and are not modelled."""
     if dispatcher != "flex" or spec.moe is None:
         return overheads
     return replace(overheads, hybrid_ep=HybridEPShape(seq_len, spec.hidden_size, spec.moe.num_experts,
-                                                      ep_domain(gpu)))
+                                                      gpu.scale_up_ranks))
 
 
 def hybrid_ep_bytes(layout: ParallelLayout, shape: HybridEPShape):

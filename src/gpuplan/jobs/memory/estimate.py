@@ -14,7 +14,6 @@ from dataclasses import replace
 from gpuplan.planner.framework_rules import rules_for
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core.memory import training as M
-from gpuplan.core.memory.device_memory import ep_domain
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout, check_layout
@@ -299,7 +298,7 @@ def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None, peaks
             raise InputError("compare" if i else "gpu", gpu_id, exc.expected) from None
         on_gpu = overheads.for_gpu(gpu.scale_up_bandwidth)
         if on_gpu.hybrid_ep is not None:  # HybridEP's buffers follow each GPU's NVLink domain
-            on_gpu = replace(on_gpu, hybrid_ep=replace(on_gpu.hybrid_ep, domain=ep_domain(gpu)))
+            on_gpu = replace(on_gpu, hybrid_ep=replace(on_gpu.hybrid_ep, domain=gpu.scale_up_ranks))
         fits, headroom, best = (known or {}).get(gpu.id) or verdict(spec, layout, settings, on_gpu, gpu, peaks)
         rows.append((gpu.id, _gib(gpu.memory_bytes), "fits" if fits else "does not fit", _gib(headroom), best))
     return Table("verdict per GPU type", ("gpu", "memory", "verdict", "headroom after margin",

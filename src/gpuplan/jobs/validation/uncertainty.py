@@ -48,8 +48,7 @@ def scored_rows() -> list[tuple[str, str, np.ndarray, float, bool, int]]:
         columns["zero"] = [lay.get("zero") or 0]
         point = layout_points(columns, float(count_parameters(spec).active))[0]
         gpu = load_accelerator(run["gpu"])
-        domain = gpu.scale_up_domain or gpu.devices_per_node or 8
-        kind = int(kind_code(layout_features(columns, domain, spec.moe is not None))[0])
+        kind = int(kind_code(layout_features(columns, gpu.scale_up_ranks, spec.moe is not None))[0])
         framework = "torchtitan" if run["family"].startswith("torchtitan") else "megatron"
         model = run["model"].get("catalog") or run["model"]["name"]
         out.append((cls, group_key(model, run["gpu"], run["gpus"], dtype, framework), point, error, held, kind))
