@@ -182,6 +182,9 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
         fp32_adapters=True, default_zero=0),
 )}
 DEFAULT_FRAMEWORK = "megatron"
+MEGATRON_CORE_FRAMEWORKS = ("megatron", "generic")
+"""Where Megatron-Core / Transformer Engine options are taken (its recipe options, --ep-a2a-overlap's combined
+1F1B, the TE kernel choices): megatron, and generic (gpuplan's framework-neutral model)."""
 
 
 def framework(name: str) -> FrameworkProfile:

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema.vocabulary import option
 
-TE_FRAMEWORKS = ("generic", "megatron")
-"""Where these Transformer Engine / Megatron-Core paths exist (generic: gpuplan's framework-neutral model)."""
 FP8_ATTENTION_ARCHS = ("hopper", "blackwell")
 """NVIDIA generations (Accelerator.collective_arch) with cuDNN's FP8 fused attention (sm90+)."""
 FUSED_MLP_ARCHS = ("blackwell",)
@@ -62,7 +61,7 @@ def check_kernel_fields(fields) -> None:
     asked = [name for name in ("fp8_attention", "full_iteration_graph") if getattr(fields, name)]
     if fields.moe_expert_kernels == "fused":
         asked.append("moe_expert_kernels")
-    if asked and framework not in TE_FRAMEWORKS:  # the first asked, as the CLI shows its value
+    if asked and framework not in MEGATRON_CORE_FRAMEWORKS:  # the first asked, as the CLI shows its value
         raise InputError(asked[0], "fused" if asked[0] == "moe_expert_kernels" else True, f"is a Transformer "
                          f"Engine / Megatron-Core path: give --framework megatron (not {framework})")
     if fields.fp8_attention and dtype != "fp8":

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import model_validator
 
+from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS
 from gpuplan.errors import InputError
 from gpuplan.schema import te_kernels as TE
 from gpuplan.schema import types as T
@@ -23,31 +24,26 @@ DEFAULT_BATCH_TOKENS_PER_GPU = 1024
 (arXiv:2407.21783 Table 4: 2,048 and 1,024 per GPU), MegaScale's GPT-3 175B, 6,144 x 2,048 tokens
 on 12,288 GPUs (arXiv:2402.15627 Table 2: 1,024 per GPU). Below 4,096 GPUs the 4M default holds."""
 LAYOUT_DEGREES = ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch")
-A2A_OVERLAP_FRAMEWORKS = ("generic", "megatron")
-"""Where --ep-a2a-overlap exists: Megatron-Core's --overlap-moe-expert-parallel-comm (combined 1F1B);
-generic is gpuplan's framework-neutral model."""
 FLEX_DISPATCH_FRAMEWORKS = ("generic", "megatron", "torchtitan")
 """Where a DeepEP / HybridEP dispatcher exists: Megatron-Core's moe_token_dispatcher_type "flex"
 (megatron/core/transformer/moe/token_dispatcher.py), torchtitan's
 parallelism.expert_parallel_comm_backend (torchtitan/distributed/deepep/). DeepSpeed-MoE and the
 Hugging Face Trainer send tokens with plain all-to-all."""
-
-MEGATRON_RECIPE_FRAMEWORKS = ("megatron", "generic")
-"""Where the Megatron-Core recipe options are taken: megatron, and generic (gpuplan's framework-neutral model)."""
 FRAMEWORK_ONLY_OPTIONS = (
     # (field, the value that needs the framework (None: any value given), frameworks, what the option is)
     ("recompute_modules", None, ("megatron",), "is Megatron-Core's option"),
     ("recompute_layers", None, ("megatron",), "is Megatron-Core's option"),
-    ("embedding_loss_slots", None, MEGATRON_RECIPE_FRAMEWORKS, "is Megatron-Core's pipeline split option"),
-    ("grad_dtype", None, MEGATRON_RECIPE_FRAMEWORKS, "is Megatron-Core's gradient-buffer dtype (DDP "
+    ("embedding_loss_slots", None, MEGATRON_CORE_FRAMEWORKS, "is Megatron-Core's pipeline split option"),
+    ("grad_dtype", None, MEGATRON_CORE_FRAMEWORKS, "is Megatron-Core's gradient-buffer dtype (DDP "
      "grad_reduce_in_fp32); torchtitan's FSDP2 keeps gradients in the sharded parameters' dtype, DeepSpeed and the "
      "Trainer theirs"),
-    ("moment_dtype", None, MEGATRON_RECIPE_FRAMEWORKS, "is Megatron-Core's precision-aware optimizer "
+    ("moment_dtype", None, MEGATRON_CORE_FRAMEWORKS, "is Megatron-Core's precision-aware optimizer "
      "(exp_avg_dtype / exp_avg_sq_dtype)"),
-    ("loss", "te-ce", MEGATRON_RECIPE_FRAMEWORKS, "is Transformer Engine's fused cross-entropy under Megatron-Core "
+    ("loss", "te-ce", MEGATRON_CORE_FRAMEWORKS, "is Transformer Engine's fused cross-entropy under Megatron-Core "
      "(cross_entropy_fusion_impl te)"),
-    ("ep_a2a_overlap", None, A2A_OVERLAP_FRAMEWORKS, "is Megatron-Core's combined 1F1B schedule"),
-    ("offload_layers", None, MEGATRON_RECIPE_FRAMEWORKS, "is Megatron-Core's --cpu-offloading-num-layers"),
+    # Megatron-Core's --overlap-moe-expert-parallel-comm
+    ("ep_a2a_overlap", None, MEGATRON_CORE_FRAMEWORKS, "is Megatron-Core's combined 1F1B schedule"),
+    ("offload_layers", None, MEGATRON_CORE_FRAMEWORKS, "is Megatron-Core's --cpu-offloading-num-layers"),
 )
 """Options one framework has: refused elsewhere with one line naming the field (schema's _framework_rules)."""
 
@@ -177,7 +173,7 @@ class SetupFields(JobInputs):
         if self.offload_layers:
             self._offload_rules()
         if self.low_precision_weights is not None and (getattr(self, "dtype", None) not in ("fp8", "fp4")
-                                                       or self.framework not in MEGATRON_RECIPE_FRAMEWORKS):
+                                                       or self.framework not in MEGATRON_CORE_FRAMEWORKS):
             raise InputError("low_precision_weights", self.low_precision_weights, "describes Transformer Engine's "
                              "FP8 / FP4 linears: give --dtype fp8 or fp4 with --framework megatron (plan, train, "
                              "budget)")
