@@ -33,3 +33,40 @@ def published_rows():
     from gpuplan.jobs.validation.published_throughput import published_throughput_rows
 
     return {r["id"]: r for r in published_throughput_rows()}
+
+
+def _published_row_fields(run: dict, **extra) -> tuple[dict, dict]:
+    """A published row as a user types it into `gpuplan plan` (Python API): the PlanInputs fields
+    (model, GPU count, sequence, batch, the row's degrees, tokens 1e12, recompute none; ``extra``
+    overrides or adds) and the degrees alone."""
+    lay = run["layout"]
+    degrees = dict(tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1, cp=lay.get("cp") or 1, ep=lay.get("ep") or 1,
+                   zero=lay.get("zero") or 0, micro_batch=lay["micro_batch"])
+    fields = dict(model=run["model"]["catalog"], tokens=1e12, gpu=run["gpu"], gpus=run["gpus"],
+                  seq_len=run["model"]["seq_len"], global_batch=lay["global_batch"], recompute="none", **degrees)
+    return fields | extra, degrees
+
+
+def _plan_published_row(run: dict, **extra):
+    """The plan (planner.plan.Plan) of exactly the row's layout, with _published_row_fields(run, **extra)."""
+    from gpuplan.core.parallel import ParallelLayout
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+    from gpuplan.planner.plan import evaluate_layout
+
+    fields, degrees = _published_row_fields(run, **extra)
+    lay = run["layout"]
+    layout = ParallelLayout(dp=lay["dp"], global_batch=lay["global_batch"], **degrees)
+    return evaluate_layout(evaluator_for(PlanInputs(**fields)), layout, fields["recompute"], lay["global_batch"])
+
+
+@pytest.fixture
+def published_row_fields():
+    """_published_row_fields: (PlanInputs fields, degrees) of a published row typed into `gpuplan plan`."""
+    return _published_row_fields
+
+
+@pytest.fixture
+def plan_published_row():
+    """_plan_published_row: `gpuplan plan` (Python API) held to a published row's own layout."""
+    return _plan_published_row

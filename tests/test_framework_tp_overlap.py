@@ -7,80 +7,124 @@ from __future__ import annotations
 import pytest
 
 from gpuplan.core.frameworks import FRAMEWORKS
-from gpuplan.core.time.megatron_ops import TE_HIDDEN_TP_SHARE
 
 NVFP4 = "mbridge-26.04.01-llama-3-70b-gb200-64g-nvfp4"  # tp 2, no userbuffers (NVFP4 recipes switch them off)
 FP8_UB = "mbridge-26.04.01-llama-3-70b-h100-sxm-64g-fp8cs"  # tp 4 with userbuffers (--tp-comm-overlap)
 
 
-def _plan(run, recompute: str = "none", **extra):
-    """`gpuplan plan` (Python API) held to the row's own layout, as a user would type it."""
-    from gpuplan.core.parallel import ParallelLayout
-    from gpuplan.jobs.plan.schema import PlanInputs
-    from gpuplan.jobs.plan.search import evaluator_for
+@pytest.fixture
+def plan(plan_published_row):
+    """`gpuplan plan` (Python API) held to the row's own layout (conftest's plan_published_row), as a user would
+    type it: the row's precision, --framework megatron, --tp-comm-overlap where the recipe runs userbuffers."""
     from gpuplan.jobs.validation.published_throughput import PRECISION, tp_comm_overlapped
-    from gpuplan.planner.plan import evaluate_layout
 
-    lay = run["layout"]
-    degrees = dict(tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1, cp=lay.get("cp") or 1, ep=1,
-                   zero=lay.get("zero") or 0, micro_batch=lay["micro_batch"])
-    fields = dict(model=run["model"]["catalog"], tokens=1e12, gpu=run["gpu"], gpus=run["gpus"],
-                  seq_len=run["model"]["seq_len"], global_batch=lay["global_batch"], dtype=PRECISION[run["precision"]],
-                  framework="megatron", recompute=recompute, **degrees) | extra
-    if tp_comm_overlapped(run):
-        fields["tp_comm_overlap"] = True
-    evaluator = evaluator_for(PlanInputs(**fields))
-    layout = ParallelLayout(dp=lay["dp"], global_batch=lay["global_batch"], **degrees)
-    return evaluate_layout(evaluator, layout, recompute, lay["global_batch"])
+    def plan_row(run, recompute: str = "none", **extra):
+        settings = dict(dtype=PRECISION[run["precision"]], framework="megatron", recompute=recompute)
+        if tp_comm_overlapped(run):
+            settings["tp_comm_overlap"] = True
+        return plan_published_row(run, **settings | extra)
+
+    return plan_row
 
 
 @pytest.mark.parametrize("row", [NVFP4, FP8_UB])
-def test_plan_times_a_megatron_row_as_the_validation_does(published_rows, row):
+def test_plan_times_a_megatron_row_as_the_validation_does(published_rows, plan, row):
     """Same row, same layout: the plan's tokens/s/GPU is the validation mapping's (it was 0.75x slower
     on TP before: the planner charged all 8 collectives a layer, the mapping 6)."""
     from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
     run = published_rows[row]
-    plan = _plan(run)
-    assert plan.tokens_per_second / plan.gpus_asked == pytest.approx(predict_tokens_per_gpu_s(run), rel=1e-9)
+    planned = plan(run)
+    assert planned.tokens_per_second / planned.gpus_asked == pytest.approx(predict_tokens_per_gpu_s(run), rel=1e-9)
 
 
 @pytest.mark.parametrize(("row", "exposed"), [(NVFP4, 0.75), (FP8_UB, 0.75 / 4)])
-def test_the_default_leaves_three_quarters_of_the_tp_time_exposed(published_rows, row, exposed):
+def test_the_default_leaves_three_quarters_of_the_tp_time_exposed(published_rows, plan, row, exposed):
     """2 of the 8 collectives a layer is charged hidden: 0.75 of the TP time exposed; with userbuffers
     one chunk in tp of that, (1 - 0.25) / 4 at tp 4."""
     run = published_rows[row]
-    default, all_exposed = _plan(run).step.tp_comm, _plan(run, tp_overlap=0.0).step.tp_comm
+    default, all_exposed = plan(run).step.tp_comm, plan(run, tp_overlap=0.0).step.tp_comm
     total = all_exposed * (run["layout"]["tp"] if row == FP8_UB else 1)  # --tp-overlap 0: 1 or 1/tp of it exposed
     assert total > 0 and default == pytest.approx(exposed * total, rel=1e-9)
 
 
-def test_full_recompute_keeps_the_same_two_collectives_hidden(published_rows):
+def test_full_recompute_keeps_the_same_two_collectives_hidden(published_rows, plan):
     """Full recompute adds the re-run forward's 2 blocking pairs a layer (12 counted, not 8): TE still hides
     the same 2, so 10/12 of the TP time is exposed (a fixed 0.25 would have left 9/12)."""
     run = published_rows[NVFP4]
-    full, all_exposed = _plan(run, "full").step.tp_comm, _plan(run, "full", tp_overlap=0.0).step.tp_comm
+    full, all_exposed = plan(run, "full").step.tp_comm, plan(run, "full", tp_overlap=0.0).step.tp_comm
     assert full == pytest.approx(10 / 12 * all_exposed, rel=1e-9)
     assert FRAMEWORKS["megatron"].tp_overlap_for("full") == pytest.approx(2 / 12)
 
 
-def test_tp_overlap_goes_with_tp_comm_overlap(published_rows):
+def test_tp_overlap_goes_with_tp_comm_overlap(published_rows, plan):
     """Both given: (1 - tp_overlap) / tp of the TP time exposed (tp 4: 0.5 / 4)."""
     run = published_rows[FP8_UB]
-    half, none = _plan(run, tp_overlap=0.5).step.tp_comm, _plan(run, tp_overlap=0.0).step.tp_comm
+    half, none = plan(run, tp_overlap=0.5).step.tp_comm, plan(run, tp_overlap=0.0).step.tp_comm
     assert half == pytest.approx(0.5 * none, rel=1e-9)
 
 
 def test_only_megatron_hides_tp_by_default():
-    """TE's async dgrad reduce-scatter is Megatron-Core + TE's; the other profiles' code does not run it."""
-    assert FRAMEWORKS["megatron"].tp_overlap == TE_HIDDEN_TP_SHARE == 0.25
-    assert {name: p.tp_overlap for name, p in FRAMEWORKS.items() if name != "megatron"} == {
-        "generic": 0.0, "torchtitan": 0.0, "deepspeed": 0.0, "hf": 0.0}
+    """TE's async dgrad reduce-scatter is Megatron-Core + TE's (megatron_ops.TE_HIDDEN_TP_SHARE's comment,
+    docs/step.md 'TP as Transformer Engine runs it'); the other profiles' code does not run it. Llama 3.1 8B
+    on 8 H100, tp 2 dp 4, mb 1 x 4,096 tokens, GBS 64: 16 micro-batches x 32 layers x 4 = 2,048 RS + AG
+    pairs of 4,096 x 4,096 x 2 = 33,554,432 B. Every profile is charged all of them; megatron has
+    16 x 32 x 2 = 1,024 reduce-scatters (QKV and fc1 dgrad) hidden. A 2-GPU ring RS moves half the buffer:
+    at least 0.5 x 33,554,432 / 369e9 s = 45.47 us (h100-sxm.toml ring busbw 0.82 x 450 GB/s).
+    --framework hf has no tensor parallelism to hide (it refuses tp 2)."""
+    from gpuplan.core.comm import collectives as K
+    from gpuplan.core.parallel import ParallelLayout
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+    from gpuplan.planner.plan import evaluate_layout
+
+    exposed = {}
+    for name in FRAMEWORKS:
+        fields = dict(model="llama-3.1-8b", tokens=1e12, gpu="h100", gpus=8, seq_len=4096, global_batch=64,
+                      framework=name, tp=2, pp=1, cp=1, zero=1, micro_batch=1, recompute="none")
+        if name == "hf":
+            with pytest.raises(InputError) as err:
+                PlanInputs(**fields)
+            assert err.value.field == "tp"
+            continue
+        evaluator = evaluator_for(PlanInputs(**fields))
+        layout = ParallelLayout(dp=4, tp=2, zero=1, micro_batch=1, global_batch=64)
+        exposed[name] = float(evaluate_layout(evaluator, layout, "none", 64).step.tp_comm)
+    group = evaluator.cluster.group(2, 1)
+    reduce_scatter, all_gather = (float(K.collective_seconds(kind, 33_554_432.0, group))
+                                  for kind in ("reduce_scatter", "all_gather"))
+    assert reduce_scatter >= 0.5 * 33_554_432 / 369e9 == pytest.approx(45.47e-6, rel=1e-3)
+    charged = 2_048 * (reduce_scatter + all_gather)
+    assert exposed.pop("megatron") == pytest.approx(charged - 1_024 * reduce_scatter, rel=1e-9)
+    assert exposed == pytest.approx({"generic": charged, "torchtitan": charged, "deepspeed": charged}, rel=1e-9)
 
 
-def test_the_cli_takes_both_overlaps(capsys):
-    from gpuplan.cli import main
+def _exposed_communication(run_cli, *flags) -> float:
+    """`gpuplan train --full`'s 'exposed communication' seconds (One step by op class) for Llama 3.1 8B
+    on 16 H100 at tp 4 with ``flags``."""
+    import re
 
-    code = main(["train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "16", "--tokens", "1e9", "--tp", "4",
-                 "--tp-overlap", "0.5", "--tp-comm-overlap"])
-    assert code == 0, capsys.readouterr().err
+    code, out, err = run_cli("train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "16", "--tokens", "1e9",
+                             "--tp", "4", "--full", *flags)
+    assert code == 0, err
+    value, unit = re.search(r"^exposed communication\s+([0-9.]+) (m?s)\b", out, re.M).groups()
+    return float(value) * (1e-3 if unit == "ms" else 1.0)
+
+
+def test_the_cli_takes_both_overlaps(run_cli):
+    """The layout train prints: dp 4 tp 4 mb 8 x 4,096 tokens, GBS 4,194,304 tokens = 1,024 sequences:
+    32 micro-batches x 32 layers x 4 = 4,096 RS + AG pairs of 8 x 4,096 x 4,096 x 2 = 268,435,456 B, each
+    RS or AG a 4-GPU ring moving 3/4 of it at 369 GB/s (h100-sxm.toml busbw) = 0.5456 ms at least, so the
+    step's TP seconds T >= 4,096 x 2 x 0.5456 ms = 4.470 s (the bytes are 256 sequences a GPU whatever
+    micro-batch train picks); NCCL's ring latency (microseconds a step,
+    core.comm.collectives) adds well under 10% at 268 MB. Exposed = (1 - tp_overlap) / (tp with userbuffers,
+    else 1) x T + the other collectives' D: 0.125 T + D both given, 0.5 T + D with --tp-overlap 0.5 alone,
+    0.25 T + D at 0.75, so the first two printed figures differ by 0.375 T, the last two by 0.25 T."""
+    both = _exposed_communication(run_cli, "--tp-overlap", "0.5", "--tp-comm-overlap")
+    half = _exposed_communication(run_cli, "--tp-overlap", "0.5")
+    three_quarters = _exposed_communication(run_cli, "--tp-overlap", "0.75")
+    tp_seconds = (half - three_quarters) / 0.25
+    assert (half - both) / (half - three_quarters) == pytest.approx(0.375 / 0.25, rel=0.01)  # printed to 4 digits
+    assert 4.470 <= tp_seconds < 1.1 * 4.470
+    assert both >= 0.125 * 4.470

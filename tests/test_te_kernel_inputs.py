@@ -14,49 +14,42 @@ QWEN_30B_GB300 = "mbridge-26.08-qwen3-30b-a3b-gb300-8g-mxfp8"  # ep 8, FP8 atten
 QWEN_235B_GB200 = "mbridge-26.08-qwen3-235b-a22b-gb200-256g-mxfp8"  # pp 8 vpp 3 ep 32, the same three
 
 
-def _fields(run, **extra):
-    """The row as a user types it into `gpuplan plan` (Python API)."""
-    lay = run["layout"]
-    degrees = dict(tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1, cp=lay.get("cp") or 1, ep=lay["ep"],
-                   zero=lay.get("zero") or 0, micro_batch=lay["micro_batch"])
-    return dict(model=run["model"]["catalog"], tokens=1e12, gpu=run["gpu"], gpus=run["gpus"],
-                seq_len=run["model"]["seq_len"], global_batch=lay["global_batch"], dtype="fp8", fp8_recipe="mxfp8",
-                framework="megatron", recompute="none", ep_dispatcher="flex", ep_a2a_overlap=True,
-                loss=run["recipe_memory"]["loss"],  # te-ce: its perf scripts' cross_entropy_fusion_impl 'te'
-                **degrees) | extra, degrees
+def _recipe(run, **extra) -> dict:
+    """The recipe's settings beside the row's layout (conftest's published_row_fields / plan_published_row
+    add the layout): MXFP8, megatron, the flex dispatcher with the combined 1F1B."""
+    return dict(dtype="fp8", fp8_recipe="mxfp8", framework="megatron", ep_dispatcher="flex", ep_a2a_overlap=True,
+                loss=run["recipe_memory"]["loss"]) | extra  # te-ce: its perf scripts' cross_entropy_fusion_impl 'te'
 
 
-def _plan_tokens_per_gpu(run, **extra) -> float:
-    from gpuplan.core.parallel import ParallelLayout
-    from gpuplan.jobs.plan.schema import PlanInputs
-    from gpuplan.jobs.plan.search import evaluator_for
-    from gpuplan.planner.plan import evaluate_layout
+@pytest.fixture
+def plan_tokens_per_gpu(plan_published_row):
+    """`gpuplan plan`'s tokens/s/GPU at the row's own layout with the recipe's settings and ``extra``."""
+    def tokens_per_gpu(run, **extra) -> float:
+        plan = plan_published_row(run, **_recipe(run, **extra))
+        return plan.tokens_per_second / plan.gpus_asked
 
-    fields, degrees = _fields(run, **extra)
-    layout = ParallelLayout(dp=run["layout"]["dp"], global_batch=run["layout"]["global_batch"], **degrees)
-    plan = evaluate_layout(evaluator_for(PlanInputs(**fields)), layout, "none", run["layout"]["global_batch"])
-    return plan.tokens_per_second / plan.gpus_asked
+    return tokens_per_gpu
 
 
 KERNELS = dict(fp8_attention=True, moe_expert_kernels="fused", full_iteration_graph=True)
 
 
 @pytest.mark.parametrize("row", [QWEN_30B_GB300, QWEN_235B_GB200])
-def test_plan_with_the_recipes_kernels_times_the_row_as_the_validation_does(published_rows, row):
+def test_plan_with_the_recipes_kernels_times_the_row_as_the_validation_does(published_rows, plan_tokens_per_gpu, row):
     from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
     run = published_rows[row]
-    assert _plan_tokens_per_gpu(run, **KERNELS) == pytest.approx(predict_tokens_per_gpu_s(run), rel=1e-9)
+    assert plan_tokens_per_gpu(run, **KERNELS) == pytest.approx(predict_tokens_per_gpu_s(run), rel=1e-9)
 
 
-def test_without_the_flags_plan_times_the_eager_per_expert_bf16_attention_step(published_rows):
+def test_without_the_flags_plan_times_the_eager_per_expert_bf16_attention_step(published_rows, plan_tokens_per_gpu):
     """Before these inputs plan could only time this (the mapping with all three off: 3% or more slower);
     each flag on its own moves plan as its StepSettings field moves the mapping."""
     from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
     run = published_rows[QWEN_30B_GB300]
     off = dict(fp8_attention=False, moe_expert_kernels="per-expert", moe_launch="eager")
-    plain = _plan_tokens_per_gpu(run)
+    plain = plan_tokens_per_gpu(run)
     assert plain == pytest.approx(predict_tokens_per_gpu_s(run, **off), rel=1e-9)
     # measured at 120a6b3: 36,738 vs 42,286 tokens/s/GPU, plain = 0.869 x the row's mapping; the 0.97 bound
     # only asks that the three flags together move the answer by more than 3%, not that value
@@ -64,7 +57,7 @@ def test_without_the_flags_plan_times_the_eager_per_expert_bf16_attention_step(p
     for flag, setting in (("fp8_attention", dict(fp8_attention=True)),
                           ("moe_expert_kernels", dict(moe_expert_kernels="fused")),
                           ("full_iteration_graph", dict(moe_launch="graph"))):
-        one = _plan_tokens_per_gpu(run, **{flag: KERNELS[flag]})
+        one = plan_tokens_per_gpu(run, **{flag: KERNELS[flag]})
         assert one == pytest.approx(predict_tokens_per_gpu_s(run, **(off | setting)), rel=1e-9), flag
         # the host term can be 0 already (a flex dispatcher under the combined 1F1B hides it: core.time.moe_host)
         assert one > plain if flag != "full_iteration_graph" else one >= plain, flag
@@ -78,10 +71,11 @@ def test_without_the_flags_plan_times_the_eager_per_expert_bf16_attention_step(p
     (dict(fp8_attention=True, framework="deepspeed", ep_a2a_overlap=False, ep_dispatcher="alltoall"),
      "fp8_attention"),
 ])
-def test_the_schema_refuses_what_the_kernels_do_not_run_with(published_rows, extra, field):
+def test_the_schema_refuses_what_the_kernels_do_not_run_with(published_rows, published_row_fields, extra, field):
     from gpuplan.jobs.plan.schema import PlanInputs
 
-    fields, _ = _fields(published_rows[QWEN_30B_GB300], **extra)
+    run = published_rows[QWEN_30B_GB300]
+    fields, _ = published_row_fields(run, **_recipe(run, **extra))
     with pytest.raises(InputError) as err:
         PlanInputs(**fields)
     assert err.value.field == field
@@ -92,23 +86,26 @@ def test_the_schema_refuses_what_the_kernels_do_not_run_with(published_rows, ext
     ("a100", dict(fp8_attention=True, fp8_recipe="tensorwise"), "dtype"),  # no FP8 peak on Ampere
     ("l40s", dict(fp8_attention=True, fp8_recipe="tensorwise"), "fp8_attention"),  # FP8 linears, no sm90 attention
 ])
-def test_the_evaluator_refuses_parts_the_kernels_do_not_run_on(published_rows, gpu, extra, field):
+def test_the_evaluator_refuses_parts_the_kernels_do_not_run_on(published_rows, published_row_fields, gpu, extra,
+                                                              field):
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import evaluator_for
 
-    fields, _ = _fields(published_rows[QWEN_30B_GB300], gpu=gpu, gpus=8, **extra)
+    run = published_rows[QWEN_30B_GB300]
+    fields, _ = published_row_fields(run, **_recipe(run, gpu=gpu, gpus=8, **extra))
     with pytest.raises(InputError) as err:
         evaluator_for(PlanInputs(**fields))
     assert err.value.field == field
 
 
-def test_fused_needs_a_blackwell_part_and_an_moe_model(published_rows):
+def test_fused_needs_a_blackwell_part_and_an_moe_model(published_rows, published_row_fields):
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import evaluator_for
     from gpuplan.schema.te_kernels import check_kernels_run_on
     from gpuplan.catalog import load_accelerator
 
-    inputs = PlanInputs(**_fields(published_rows[QWEN_30B_GB300], moe_expert_kernels="fused")[0])
+    run = published_rows[QWEN_30B_GB300]
+    inputs = PlanInputs(**published_row_fields(run, **_recipe(run, moe_expert_kernels="fused"))[0])
     with pytest.raises(InputError, match="Blackwell") as err:
         check_kernels_run_on(inputs, load_accelerator("h100-sxm"), inputs.spec())
     assert err.value.field == "moe_expert_kernels"
