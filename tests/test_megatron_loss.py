@@ -60,3 +60,20 @@ def test_megatron_framework_sets_the_loss_and_others_do_not():
 def test_unknown_loss_implementation_is_refused():
     with pytest.raises(ValueError, match="cross-entropy implementation"):
         MO.loss_seconds(load_model("llama-3-8b"), "triton", 8192, 3.35e12)
+
+
+def test_loss_names_and_implementations_map_both_ways():
+    """One table (LOSS_OF_CROSS_ENTROPY) names the loss of each cross_entropy_fusion_impl and inverts it:
+    te <-> te-ce, native <-> vocab-parallel-ce; any other --loss runs Megatron's native one; no --loss: the
+    provider's (Llama 3 8B 'te', GPT-OSS 120B 'native'). SetupFields.loss_for and the step read the same."""
+    from gpuplan.jobs.training.schema import TrainingInputs
+
+    assert MO.LOSS_OF_CROSS_ENTROPY == {"te": "te-ce", "native": "vocab-parallel-ce"}
+    llama, oss = load_model("llama-3-8b"), load_model("gpt-oss-120b")
+    for loss, impl in (("te-ce", "te"), ("vocab-parallel-ce", "native"), ("hf-ce", "native"), ("chunked", "native")):
+        assert MO.cross_entropy_impl(oss, loss) == MO.cross_entropy_impl(llama, loss) == impl
+    assert (MO.cross_entropy_impl(llama, None), MO.cross_entropy_impl(oss, None)) == ("te", "native")
+    for spec, loss in ((llama, "te-ce"), (oss, "vocab-parallel-ce")):
+        inputs = TrainingInputs(model=spec.name, framework="megatron")
+        assert inputs.loss_for(spec) == loss
+        assert eager_step_settings(inputs, spec)["megatron_loss"] == MO.cross_entropy_impl(spec, loss)

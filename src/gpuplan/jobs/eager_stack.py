@@ -26,10 +26,10 @@ def eager_step_settings(inputs, spec) -> dict:
         return {"titan_ops": default_ops(spec, compiled=inputs.compile)}
     if inputs.framework == "megatron":  # its loss on the last stage: the field memory reads too (SetupFields.loss_for;
         # te-ce = TE's fused cross-entropy, else Megatron's native vocab-parallel one: core.time.megatron_ops)
-        from gpuplan.core.time.megatron_ops import loss_impl
+        from gpuplan.core.time.megatron_ops import cross_entropy_impl
 
-        loss = getattr(inputs, "loss", None)  # --loss given: the one the memory takes too; else the provider's
-        return {"megatron_loss": loss_impl(spec) if loss is None else ("te" if loss == "te-ce" else "native")}
+        # --loss given: the one the memory takes too; else the provider's
+        return {"megatron_loss": cross_entropy_impl(spec, getattr(inputs, "loss", None))}
     if inputs.framework != "hf":
         return {}
     return eager_stack_fields(spec.model_type, inputs.recipe_name, inputs.finetune, inputs.attention_kernel,

@@ -281,13 +281,14 @@ class SetupFields(JobInputs):
 
     def loss_for(self, spec) -> str | None:
         """The loss the run computes, for the step and the memory alike: --loss, else under megatron the
-        model provider's cross_entropy_fusion_impl (core.time.megatron_ops.loss_impl: 'te' -> te-ce,
-        'native' -> vocab-parallel-ce), else None (the framework's: core.frameworks)."""
+        model provider's cross_entropy_fusion_impl (core.time.megatron_ops.loss_impl, named by
+        LOSS_OF_CROSS_ENTROPY: 'te' -> te-ce, 'native' -> vocab-parallel-ce), else None (the framework's:
+        core.frameworks)."""
         if self.loss is not None or self.framework != "megatron":
             return self.loss
-        from gpuplan.core.time.megatron_ops import loss_impl
+        from gpuplan.core.time.megatron_ops import LOSS_OF_CROSS_ENTROPY, loss_impl
 
-        return "te-ce" if loss_impl(spec) == "te" else "vocab-parallel-ce"
+        return LOSS_OF_CROSS_ENTROPY[loss_impl(spec)]
 
     @property
     def recipe_name(self) -> str:

@@ -83,7 +83,11 @@ from gpuplan.core.time.titan_ops import OpClass
 
 BF16 = 2.0
 RECIPES = ("current", "delayed", "mxfp8", "nvfp4")
-CROSS_ENTROPY = ("te", "native")
+LOSS_OF_CROSS_ENTROPY = {"te": "te-ce", "native": "vocab-parallel-ce"}
+"""Megatron's cross_entropy_fusion_impl -> the loss the memory model names (core.memory.training: te-ce, TE's
+fused parallel_cross_entropy; vocab-parallel-ce, Megatron's own fused vocab-parallel CE). Both directions read
+it: SetupFields.loss_for (impl -> loss) and cross_entropy_impl (loss -> impl)."""
+CROSS_ENTROPY = tuple(LOSS_OF_CROSS_ENTROPY)
 NVFP4_SCALED_BYTES = 0.5 + 1.0 / 16  # e2m1 + one E4M3 scale per 16 elements
 MXFP8_SCALED_BYTES = 1.0 + 1.0 / 32  # e4m3 + one E8M0 scale per 32 elements
 # Share of a layer's counted TP collectives (core.comm.step_comm._tp_cost: 4 reduce-scatter +
@@ -142,6 +146,14 @@ def default_ops(spec: ModelSpec) -> MegatronOps | None:
 def loss_impl(spec: ModelSpec) -> str:
     """The provider's cross_entropy_fusion_impl: 'te' for TE_CROSS_ENTROPY_MODELS, else GPTModelProvider's 'native'."""
     return "te" if spec.name in TE_CROSS_ENTROPY_MODELS else "native"
+
+
+def cross_entropy_impl(spec: ModelSpec, loss: str | None) -> str:
+    """The cross_entropy_fusion_impl a Megatron run uses: ``loss``'s (a --loss or a row's recipe_memory.loss,
+    LOSS_OF_CROSS_ENTROPY inverted: te-ce -> 'te', any other loss -> 'native'), else the provider's (loss_impl)."""
+    if loss is None:
+        return loss_impl(spec)
+    return {name: impl for impl, name in LOSS_OF_CROSS_ENTROPY.items()}.get(loss, "native")
 
 
 def active(spec: ModelSpec, settings) -> MegatronOps | None:

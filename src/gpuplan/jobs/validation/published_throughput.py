@@ -18,7 +18,7 @@ from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROP
 from gpuplan.core.time.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.time.titan_ops import from_framework_label
 from gpuplan.core.frameworks import framework
-from gpuplan.core.time.megatron_ops import loss_impl
+from gpuplan.core.time.megatron_ops import cross_entropy_impl
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 from gpuplan.schema.te_kernels import kernel_step_settings
@@ -167,8 +167,7 @@ def row_loss_impl(run: dict[str, Any], spec) -> str:
     """The Megatron loss a row ran: 'te' where its recipe_memory.loss is te-ce (cross_entropy_fusion_impl
     'te', cited at the row's tag), 'native' where it names another loss, else the model provider's
     default (core.time.megatron_ops.loss_impl). The step and the memory check read the same field."""
-    loss = (run.get("recipe_memory") or {}).get("loss")
-    return loss_impl(spec) if loss is None else ("te" if loss == "te-ce" else "native")
+    return cross_entropy_impl(spec, (run.get("recipe_memory") or {}).get("loss"))
 
 
 def moe_launch(moe_comm: dict[str, Any]) -> str:
