@@ -7,6 +7,8 @@ validation calls them; nothing is fitted here."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -44,19 +46,52 @@ def spy(monkeypatch):
     return seen
 
 
-def test_the_split_multiplies_back_to_the_planned_over_the_published_figure():
-    from gpuplan.core.parallel import ParallelLayout
+def test_the_degrees_factor_of_one_changed_degree_worked_by_hand(spy):
+    """The published 405B layout (pp 8, vpp 2, dp 8, mb 4, GBS 256: m = 256 / (8 x 4) = 8 micro-batches) with
+    only vpp 2 -> 1 (plain 1F1B), the same full recompute. By hand (core.time.pipeline_schedule): the bubble
+    (pp - 1) / vpp goes 3.5 -> 7 micro-batch times, x 2; the stage transfers on the critical path go
+    2 (pp vpp - 1) = 30 -> 2 (pp - 1) + 2 floor((pp - 1)(m - 1) / pp) = 14 + 2 x 6 = 26; nothing else in the
+    step moves. With the published step's total T, bubble B and PP seconds P the degrees factor is
+    T / (T + B - 4/30 P) (26.86 / (26.86 + 7.94 - 0.012) = 0.772 at the time of writing); the published
+    layout itself splits as (1, 1)."""
     from gpuplan.jobs.validation.planner_choice import advantage_split
-    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
+    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, published_layout
 
-    run = _row("torchtitan-2506-llama-3.1-70b-256g-bf16-async-tp")  # published: FSDP 32 x TP 8, full AC
-    layout = ParallelLayout(dp=128, tp=2, pp=1, zero=3, micro_batch=1, global_batch=512)
-    mode, degrees = advantage_split(run, layout, "selective")
-    planned = predict_tokens_per_gpu_s({**run, "layout": {**run["layout"], "dp": 128, "tp": 2, "micro_batch": 1,
-                                                          "recompute": "selective"}})
-    assert mode * degrees == pytest.approx(planned / predict_tokens_per_gpu_s(run), rel=1e-9)
-    # the same recompute mode: the first factor is exactly 1
-    assert advantage_split(run, layout, "full")[0] == 1.0
+    run = _row("torchtitan-2412-llama-3.1-405b-512g-interleaved-1f1b")
+    published = published_layout(run["layout"])
+    assert (published.pp, published.vpp, published.micro_batches_per_step) == (8, 2, 8)
+    assert advantage_split(run, published, "full") == pytest.approx((1.0, 1.0), rel=1e-12)
+    predict_tokens_per_gpu_s(run)
+    step = spy["step"]
+    degrees = advantage_split(run, replace(published, vpp=1), "full")[1]
+    plain = spy["step"]  # the last one timed: the planner's layout
+    assert float(plain.bubble) == pytest.approx(2 * float(step.bubble), rel=1e-9)
+    assert float(plain.pp_comm) == pytest.approx(26 / 30 * float(step.pp_comm), rel=1e-9)
+    expected = float(step.total) / (float(step.total) + float(step.bubble) - 4 / 30 * float(step.pp_comm))
+    assert degrees == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_mode_factor_worked_by_hand(spy):
+    """The published 70B layout (FSDP 32 x TP 8, full AC) timed without recompute. By hand: the forward is
+    1 of fwd 1 + bwd 2 units of compute, full recompute runs it twice (4 vs 3), so the compute drops to about
+    3/4 (0.757 measured: the compute also holds FSDP copies and kernels recompute does not re-run, hence
+    2%); TP charges 4 RS + AG pairs a layer, 6 under full recompute (core.comm.step_comm._tp_cost), 4/6 of
+    the TP seconds stay; nothing else moves. With the published step's total T, compute C and TP seconds
+    the mode factor is T / (T - C / 4 - TP / 3): 24.88 / (24.88 - 6.01 - 0.205) = 1.333, against 1.320."""
+    from gpuplan.jobs.validation.planner_choice import advantage_split
+    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, published_layout
+
+    run = _row("torchtitan-2506-llama-3.1-70b-256g-bf16-async-tp")
+    predict_tokens_per_gpu_s(run)
+    full = spy["step"]
+    mode = advantage_split(run, published_layout(run["layout"]), "none")[0]
+    none = spy["step"]
+    assert float(none.tp_comm) == pytest.approx(4 / 6 * float(full.tp_comm), rel=1e-9)
+    assert float(none.compute) == pytest.approx(3 / 4 * float(full.compute), rel=0.02)
+    assert float(full.total - none.total) == pytest.approx(
+        float(full.compute - none.compute + full.tp_comm - none.tp_comm), rel=1e-9)
+    by_hand = float(full.total) / (float(full.total) - float(full.compute) / 4 - float(full.tp_comm) / 3)
+    assert mode == pytest.approx(by_hand, rel=0.02)
 
 
 def test_the_405b_advantage_is_the_published_layouts_pipeline_bubble(spy):
