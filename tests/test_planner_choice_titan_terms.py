@@ -107,9 +107,8 @@ def test_the_405b_advantage_is_the_published_layouts_pipeline_bubble(spy):
     step = spy["step"]
     assert step.bubble / step.compute == pytest.approx(3.5 / 8, rel=0.02)  # compute holds the FSDP copies too
     without_bubble = step.total / (step.total - step.bubble)
-    mode, degrees = advantage_split(run, ParallelLayout(dp=256, tp=2, pp=1, zero=3, micro_batch=1, global_batch=256),
-                                    "full")
-    assert mode == 1.0
+    degrees = advantage_split(run, ParallelLayout(dp=256, tp=2, pp=1, zero=3, micro_batch=1, global_batch=256),
+                              "full")[1]  # the published mode too: the mode factor is 1 by construction
     assert degrees > 1.3  # +37.8% at the time of writing
     assert without_bubble == pytest.approx(degrees, rel=0.06)  # the bubble is nearly all of it (1.42 vs 1.38)
 
