@@ -25,12 +25,20 @@ from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.memory.recompute import block_recompute_share, recomputed_forward_flops_per_token
 from gpuplan.core.time.step import StepSettings, model_flops_per_token, step_time
 from gpuplan.core.comm.topology import Cluster
+from gpuplan.errors import InputError
 from gpuplan.planner.uncertainty import KnownLayouts, fsdp_traffic_uncertainty, layout_kinds, layout_uncertainty
 from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, enumerate_layouts
 
 MAX_CANDIDATES = 6_000_000
 """Candidate layouts (x recompute modes) one search may consider: bounds its time and memory.
 More GPU counts than that allows are refused, naming the limit."""
+MAX_EVALUATED = 600_000
+"""Layouts one search evaluates once the micro-batches that cannot fit are dropped (x recompute
+modes when exhaustive): ~2 s and ~0.6 GB on a 2-core machine. The largest usual searches stay
+under it (plan deepseek-v3 --gpu h100, the default deadline search over 29 counts: 399,301,
+1.3 s); a batch of 2^29 sequences of one token reached 1,046,771 and 11 s, 1 GB before."""
+MIN_PRUNED_RUN = 16
+"""Runs of micro-batch choices shorter than this are searched whole (micro_batch_prefix)."""
 STEP_PARTS = ("compute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer")
 
 
@@ -181,15 +189,87 @@ def _take(g: dict, index) -> dict:
     return {k: v[index] for k, v in g.items()}
 
 
+def _fits_any(evaluator: Evaluator, g: dict, modes: tuple[str, ...]) -> np.ndarray:
+    """Whether each layout of ``g`` fits in at least one of ``modes``."""
+    fits = np.zeros(len(g["gpus"]), dtype=bool)
+    for mode in reversed(modes):  # the least memory first: most rows are settled by it
+        left = np.flatnonzero(~fits)
+        if not len(left):
+            break
+        _, total, excess = evaluator.memory_of(_take(g, left), mode)
+        fits[left] = evaluator.fits(total, excess)
+    return fits
+
+
+def micro_batch_prefix(evaluator: Evaluator, grid: dict, modes: tuple[str, ...]) -> np.ndarray:
+    """Rows of ``grid`` worth evaluating: in each run of rows that differ only in the micro-batch
+    (enumerate_layouts lists a structure's micro-batches ascending), those up to and including
+    the smallest micro-batch that fits in no recompute mode.
+
+    Sound because a layout's memory never falls as its micro-batch grows, the rest fixed: the
+    activations held are micro_batch x min(in-flight, micro-batches) = min(in-flight x mb, batch
+    per rank) (core.memory.activations.pipeline_micro_batches_in_flight), the logits and
+    buffers grow with it, the model states do not depend on it. So once a micro-batch fits in no
+    mode, no larger one does; tests/test_hostile_inputs_2026_12_05.py checks the pruned rows
+    against the full grid. Found per run by galloping then bisection (a few dozen memory
+    evaluations of one row per run), not by evaluating every divisor of the batch per rank: a
+    1e12-token batch gave llama-2-7b 938,378 layouts, 337 distinct micro-batches up to 244M."""
+    mb = grid["micro_batch"]
+    n = len(mb)
+    if not n:
+        return np.zeros(0, dtype=bool)
+    keys = [grid[k] for k in ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "zero", "global_batch")]
+    new_run = np.ones(n, dtype=bool)
+    new_run[1:] = mb[1:] <= mb[:-1]
+    for column in keys:
+        new_run[1:] |= column[1:] != column[:-1]
+    starts = np.flatnonzero(new_run)
+    lengths = np.diff(np.append(starts, n))
+    # low = the leading micro-batches of each run known to fit (a prefix: see above), high = those
+    # that may; a run's largest micro-batch is tried first (in most runs of a usual batch all fit),
+    # and runs of fewer than MIN_PRUNED_RUN are kept whole (little to save)
+    last = np.flatnonzero(lengths >= MIN_PRUNED_RUN)
+    all_fit = _fits_any(evaluator, _take(grid, starts[last] + lengths[last] - 1), modes)
+    open_runs = last[~all_fit]
+    low, high = lengths.copy(), lengths.copy()
+    low[open_runs], high[open_runs] = 0, lengths[open_runs] - 1
+    step = np.ones(len(starts), dtype=np.int64)
+    galloping = np.ones(len(starts), dtype=bool)
+    while True:
+        active = low < high
+        if not active.any():
+            break
+        probe = np.where(galloping, np.minimum(low + step - 1, high - 1), (low + high) // 2)
+        rows = starts[active] + probe[active]
+        fits = np.zeros(len(starts), dtype=bool)
+        fits[active] = _fits_any(evaluator, _take(grid, rows), modes)
+        fit_now, miss_now = active & fits, active & ~fits
+        low = np.where(fit_now, probe + 1, low)
+        high = np.where(miss_now, probe, high)
+        galloping &= ~miss_now
+        step = np.where(galloping, step * 2, step)
+    keep_upto = np.minimum(low + 1, lengths)  # the fitting ones and the first that does not fit
+    position = np.arange(n) - np.repeat(starts, lengths)
+    return position < np.repeat(keep_upto, lengths)
+
+
 def search_layouts(evaluator: Evaluator, counts: tuple[int, ...], target_batch: float, max_tp: int,
                    limits: SpaceLimits | None = None, exhaustive: bool = False, progress=None) -> LayoutTable:
     """Every valid layout on ``counts`` GPUs with its memory, and the step time and rates of those
-    that fit (pruned: the least recompute that fits; ``exhaustive``: every mode timed). Layouts
-    that fit in no mode are kept untimed (step NaN), so a caller can say how close they came."""
+    that fit (pruned: the least recompute that fits, micro-batches past the first that fits in
+    no mode dropped (micro_batch_prefix); ``exhaustive``: every mode of every layout timed).
+    Layouts that fit in no mode are kept untimed (step NaN), so a caller can say how close they came."""
     limits = limits or SpaceLimits()
     spec, seq = evaluator.spec, evaluator.memory.seq_len
     modes = tuple(m for m in RECOMPUTE_MODES if m in limits.recompute)
     grid = enumerate_layouts(spec, counts, seq, target_batch, max_tp, limits, MAX_CANDIDATES // max(1, len(modes)))
+    if not exhaustive:
+        grid = _take(grid, micro_batch_prefix(evaluator, grid, modes))
+    evaluated = len(grid["gpus"]) * (len(modes) if exhaustive else 1)
+    if evaluated > MAX_EVALUATED:
+        raise InputError("gpus", f"{len(counts):,} GPU count(s)", f"the search would evaluate {evaluated:,} layouts"
+                         f"{' x recompute modes' if exhaustive else ''}, more than {MAX_EVALUATED:,}; give fewer GPU "
+                         "counts, a smaller global batch or fix some degrees (--tp, --pp, --micro-batch)")
     parts, remaining = [], grid
     for done, mode in enumerate(modes):
         if progress is not None:
