@@ -101,9 +101,10 @@ def test_held_out_collectives_across_nodes():
     one_node = [c for c in cases if "nccl-tests, one node" in c.kind]
     assert _mean_error(one_node) < 0.04
     four_nodes = [c for c in cases if "torch all_reduce_bench, several nodes, payload >=" in c.kind]
-    # under AWS's plugin (its latency and regions; tests/test_collectives_plugins.py): 15.1% mean, 32 MiB +22.5%,
-    # the ring/Simple points at 512 MiB - 16 GiB -18.5 ... -6.7% (NCCL's ring latency with 35 us per net step)
-    assert _mean_error(four_nodes) < 0.16
+    # under AWS's plugin (its latency and regions; tests/test_collectives_plugins.py) and with the benchmark's
+    # barrier skew and clear-to-send (tests/test_collectives_torch_bench.py): 11.6% mean, 16 MiB +27.3%,
+    # the ring/Simple points at 512 MiB - 16 GiB -20.0 ... -6.8% (NCCL's ring latency with 35 us per net step)
+    assert _mean_error(four_nodes) < 0.125
 
 
 def test_plan_explain_names_each_collectives_bytes_algorithm_link_and_times(capsys):

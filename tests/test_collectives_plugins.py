@@ -55,14 +55,15 @@ def test_the_sweeps_first_two_sizes_are_excluded_with_their_reason():
 
 
 def test_the_held_out_4_node_sweep_under_the_plugin():
-    # >= 16 MiB: 22.1% mean before the plugin's figures, 15.1% with them; < 16 MiB (128 KiB - 8 MiB, 7 points):
-    # the model is still 1.4-2.4x fast (stas00's barrier per call is not modelled), 67% mean (was 1,651% on 9)
+    # >= 16 MiB: 22.1% mean before the plugin's figures, 15.1% with them, 11.6% with the barrier's skew and
+    # the clear-to-send (tests/test_collectives_torch_bench.py); < 16 MiB (128 KiB - 8 MiB, 7 points): 67% mean
+    # with the plugin alone (was 1,651% on 9), 31.2% with those two (+12 ... +32%, 128 KiB +88%)
     cases = [c for c in V.collective_cases() if c.id.startswith(SWEEP)]
     errors = {int(c.id.rsplit("-", 1)[1]): c.predicted / c.measured - 1 for c in cases}
     large = [abs(e) for size, e in errors.items() if size >= 2**24]
     small = [e for size, e in errors.items() if size < 2**24]
-    assert len(large) == 11 and statistics.mean(large) < 0.16
-    assert len(small) == 7 and all(0.3 < e < 1.5 for e in small)
+    assert len(large) == 11 and statistics.mean(large) < 0.125
+    assert len(small) == 7 and all(0.1 < e < 0.9 for e in small)
     # the plugin's choice is what the case names: ring/LL128 at 32 MiB, ring/Simple at 16 GiB
     names = {int(c.id.rsplit("-", 1)[1]): c.algorithm for c in cases}
     assert names[2**25] == "ring/LL128" and names[2**34] == "ring/Simple" and names[2**17] == "tree/LL"

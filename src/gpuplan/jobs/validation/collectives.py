@@ -25,6 +25,63 @@ FITTED_SWEEPS = ("stas00-allreduce-p6-b200-1node",)
 """Sweeps whose points set a constant (TORCH_BENCH_CALL_SECONDS): their kind says 'fitted'."""
 
 
+def nccl_btree_depths(nodes: int) -> list[int]:
+    """Depth of each node in NCCL's first inter-node tree (src/graph/trees.cc ncclGetBtree @v2.27.7-1
+    lines 31-62): node 0 is the root; another node's parent is (r ^ b) | (b << 1), or r ^ b where that
+    is past the last node, b being r's lowest set bit. 4 nodes: 0 <- 2 <- {1, 3}, depths [0, 2, 1, 2]."""
+    def parent(rank: int) -> int:
+        bit = rank & -rank
+        up = (rank ^ bit) | (bit << 1)
+        return rank ^ bit if up >= nodes else up
+
+    depths = []
+    for rank in range(nodes):
+        depth = 0
+        while rank:
+            rank, depth = parent(rank), depth + 1
+        depths.append(depth)
+    return depths
+
+
+def torch_bench_rank_seconds(links) -> list[float]:
+    """Seconds all_reduce_bench.py's timed interval holds on each rank across nodes beyond the call
+    itself (0 on one node; there the fitted TORCH_BENCH_CALL_SECONDS holds what the launch adds).
+
+    Each timed call follows a dist.barrier(), which ProcessGroupNCCL runs as an all-reduce of one float
+    and, for a barrier, waits for on the host (WorkNCCL::wait, 'isBarrierOp_': the current stream is
+    synchronized), so a rank starts its timed call when the barrier's result reaches it. One float runs
+    tree/LL on one channel (enqueue.cc @v2.27.7-1 line 1850: channels drop while bytes < channels x 512
+    threads x 8 B), channel 0, whose tree is the first binary tree (connect.cc line 145-168: channels
+    below nChannels take ncclGetDtree's first tree). A node of depth d leaves it (D - d) network hops
+    before the deepest (D), and the GPUs of a node leave one chain hop apart. The timed payloads span
+    every channel and so both trees, the second the mirror of the first (trees.cc ncclGetDtree): every
+    node is deep in one of them, so the call ends for all ranks together, after the last rank started,
+    and a rank's interval holds (last start - its start).
+
+    The first network transfer of a call also waits for the receiver's clear-to-send: the network
+    sender posts nothing until the receiver's proxy posted its receive and told it where to write
+    (aws/aws-ofi-nccl v1.18.0 src/nccl_ofi_rdma.cpp lines 5626-5638, RDMA protocol above the 8 KiB
+    eager_max_size, include/nccl_ofi_param.h line 240; NCCL's own InfiniBand transport the same:
+    src/transport/net_ib.cc @v2.27.7-1 ncclIbIsend lines 2122-2130). Back to back (nccl-tests, whose
+    runs set NCCL's latency constants) the next call's receives are posted while the last one runs; a
+    call started from idle after a barrier pays that one hop on its critical path.
+
+    A hop is NCCL's tree/LL network step, hwLat 5.0 us plus the net plugin's latency (the barrier's
+    and the clear-to-send's messages are both small); a chain hop NCCL's tree/LL NVLink step, 0.6 us
+    (collectives.HW_US). Nothing here is fitted."""
+    from gpuplan.core.comm.collectives import HW_US
+
+    nodes, per_node = int(links.nodes), int(links.per_node)
+    if nodes <= 1:
+        return [0.0] * per_node
+    hop = (HW_US["net"]["tree"][0] + float(links.net_latency_us)) * 1e-6
+    chain_hop = HW_US[links.intra_kind]["tree"][0] * 1e-6
+    depths = nccl_btree_depths(nodes)
+    deepest = max(depths)
+    return [hop + (deepest - depth) * hop + (per_node - 1 - position) * chain_hop
+            for depth in depths for position in range(per_node)]
+
+
 @dataclass(frozen=True)
 class CollectiveCase:
     id: str
@@ -105,10 +162,12 @@ def model_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) 
     if plugin is not None:  # the plugin's choice replaces NCCL's own tuner (ncclTuner getCollInfo)
         links = replace(links, algorithm=plugin[0], protocol=plugin[1])
     algorithm, protocol, seconds, _ = chosen(kind, payload, links)
-    if sweep.get("benchmark") == "torch all_reduce_bench":
-        seconds += TORCH_BENCH_CALL_SECONDS
     n = per_node * int(sweep["nodes"])
     factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
+    if sweep.get("benchmark") == "torch all_reduce_bench":  # it averages each rank's algbw (timed_allreduce)
+        extra = torch_bench_rank_seconds(links)
+        algbw = sum(payload / (seconds + TORCH_BENCH_CALL_SECONDS + e) for e in extra) / len(extra)
+        return factor * algbw, f"{algorithm}/{protocol}"
     return factor * payload / seconds, f"{algorithm}/{protocol}"
 
 
