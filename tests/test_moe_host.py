@@ -26,40 +26,50 @@ def test_per_op_costs_are_core_time_host_carried_over():
 
 
 def test_alltoall_hand_worked_32_local_experts_fp8():
-    # after the sync: 6 dispatcher + 10 expert-module ops x 7.547 us = 120.7 us, plus 4 launches
+    # after the sync: 6 dispatcher + 10 expert-module ops x 7.547 us = 120.7 us, plus MXFP8's 4 launches
     # (quantise + GEMM for fc1 and fc2) x 32 experts x 3.250 us = 416.0 us: 536.8 us counted
-    host = M.host_after_sync_seconds("alltoall", 32, "fp8")
+    host = M.host_after_sync_seconds("alltoall", 32, "mxfp8")
     assert host == pytest.approx(536.8 * US, abs=0.5 * US)
     # sync to sync the host needs 2,990 + 536.8 = 3,526.8 us; a 3,000 us GPU forward leaves 526.8 us
     assert M.MOE_LAYER_HOST_SECONDS == pytest.approx(2990 * US)
-    assert M.exposed_host_seconds("alltoall", 32, "fp8", 3000 * US) == pytest.approx(526.8 * US, abs=0.5 * US)
+    assert M.exposed_host_seconds("alltoall", 32, "mxfp8", 3000 * US) == pytest.approx(526.8 * US, abs=0.5 * US)
     # BF16: no quantisations, 2 launches per expert: 120.7 + 208.0 = 328.8 us
-    assert M.host_after_sync_seconds("alltoall", 32, "bf16") == pytest.approx(328.8 * US, abs=0.5 * US)
+    assert M.host_after_sync_seconds("alltoall", 32, None) == pytest.approx(328.8 * US, abs=0.5 * US)
+
+
+def test_current_scaling_launches_four_kernels_per_expert_quantisation():
+    # Float8CurrentScalingQuantizer::quantize_impl (pytorch/csrc/quantizer.cpp@v2.12 L517-537): zero the
+    # amax (current_scaling.cu L75 zero_amax_kernel), the amax pass, the scale kernel (L258), the cast:
+    # 2 x 4 + 2 GEMMs = 10 launches per expert forward; 32 experts x 10 x 3.250 us = 1,040.0 us
+    # + 120.7 us of Python ops = 1,160.8 us, 624.0 us (6 x 32 launches) more than MXFP8's
+    host = M.host_after_sync_seconds("alltoall", 32, "tensorwise")
+    assert host == pytest.approx(1160.8 * US, abs=0.5 * US)
+    assert host - M.host_after_sync_seconds("alltoall", 32, "mxfp8") == pytest.approx(624.0 * US, abs=0.1 * US)
 
 
 def test_eager_expert_bias_adds_two_python_ops_per_local_expert():
     # _apply_bias (experts.py@core_v0.15.0 L823-840): b * p and t + . per expert from Python;
     # 32 experts: 64 ops x 7.547 us = 483.0 us more than 328.8 us (BF16 above) = 811.8 us
     assert M.EAGER_BIAS_PYTHON_OPS_PER_EXPERT == 2
-    host = M.host_after_sync_seconds("alltoall", 32, "bf16", eager_bias=True)
+    host = M.host_after_sync_seconds("alltoall", 32, None, eager_bias=True)
     assert host == pytest.approx(811.8 * US, abs=0.5 * US)
     # 2,990 + 811.8 - 3,000 us of GPU forward = 801.8 us
-    assert M.exposed_host_seconds("alltoall", 32, "bf16", 3000 * US, eager_bias=True) == \
+    assert M.exposed_host_seconds("alltoall", 32, None, 3000 * US, eager_bias=True) == \
         pytest.approx(801.8 * US, abs=0.5 * US)
 
 
 def test_flex_counts_fewer_python_ops_and_a_long_forward_hides_the_host():
     # flex: 2 + 10 ops = 90.6 us + 416.0 us = 506.6 us, 4 ops (30.2 us) fewer than alltoall's
-    flex = M.exposed_host_seconds("flex", 32, "fp8", 3000 * US)
+    flex = M.exposed_host_seconds("flex", 32, "mxfp8", 3000 * US)
     assert flex == pytest.approx(496.6 * US, abs=0.5 * US)
-    assert M.exposed_host_seconds("alltoall", 32, "fp8", 3000 * US) - flex == pytest.approx(4 * 7.547 * US, rel=1e-3)
+    assert M.exposed_host_seconds("alltoall", 32, "mxfp8", 3000 * US) - flex == pytest.approx(4 * 7.547 * US, rel=1e-3)
     # enough GPU work between the syncs hides the host entirely
-    assert M.exposed_host_seconds("flex", 32, "fp8", 3600 * US) == 0.0
+    assert M.exposed_host_seconds("flex", 32, "mxfp8", 3600 * US) == 0.0
 
 
 def test_paired_micro_batch_backward_covers_the_launches():
-    alone = M.exposed_host_seconds("alltoall", 32, "fp8", 3000 * US)
-    paired = M.exposed_host_seconds("alltoall", 32, "fp8", 3000 * US, paired_mlp_backward=200 * US)
+    alone = M.exposed_host_seconds("alltoall", 32, "mxfp8", 3000 * US)
+    paired = M.exposed_host_seconds("alltoall", 32, "mxfp8", 3000 * US, paired_mlp_backward=200 * US)
     assert alone - paired == pytest.approx(200 * US, abs=1e-9)
 
 
@@ -85,7 +95,7 @@ def test_cuda_graphs_remove_the_term_and_eager_adds_it_per_layer_and_micro_batch
     # pp 1: no bubble, so the step grows by micro-batches x MoE layers x the per-layer exposure
     per_layer = (eager.total - graph.total) / (4 * spec.num_moe_layers)
     # at most the host's sync-to-sync time minus the layer's forward without its all-to-alls
-    upper = M.MOE_LAYER_HOST_SECONDS + M.host_after_sync_seconds("alltoall", 16, "fp8") \
+    upper = M.MOE_LAYER_HOST_SECONDS + M.host_after_sync_seconds("alltoall", 16, "tensorwise") \
         - phases.pre_dispatch_forward - phases.mlp_forward
     assert 0 < per_layer <= upper + 1e-12
 
@@ -112,12 +122,13 @@ def test_megatron_plans_charge_all_experts_on_one_gpu():
 
     assert framework("megatron").moe_launch == "eager"
     assert framework("torchtitan").moe_launch == "none"
-    # ep 1 keeps all 128 Qwen3-30B-A3B experts on each GPU: 16 ops x 7.547 us + 512 launches x
-    # 3.250 us = 120.8 + 1,664.3 = 1,785 us after the sync, no all-to-all to hide it
-    assert M.host_after_sync_seconds("alltoall", 128, "fp8") == pytest.approx(1785 * US, abs=1 * US)
+    # ep 1 keeps all 128 Qwen3-30B-A3B experts on each GPU: 16 ops x 7.547 us + 512 MXFP8 launches x
+    # 3.250 us = 120.8 + 1,664.0 = 1,785 us after the sync, no all-to-all to hide it
+    assert M.host_after_sync_seconds("alltoall", 128, "mxfp8") == pytest.approx(1785 * US, abs=1 * US)
     spec, cluster = load_model("qwen3-30b-a3b"), cluster_for(load_accelerator("b200"))
     # the host term alone (the per-expert kernels' GPU time, core.time.moe_layer, is tests/test_moe_layer.py's)
-    settings = StepSettings(seq_len=4096, dtype="fp8", moe_launch="eager", expert_tp=1, moe_expert_kernels="fused")
+    settings = StepSettings(seq_len=4096, dtype="fp8", fp8_recipe="mxfp8", moe_launch="eager", expert_tp=1,
+                            moe_expert_kernels="fused")
     phases = microbatch_compute_time(spec, cluster, settings, 1, 1, 1, spec.num_layers, True, ep=1).moe_phases
     eager = step_time(spec, cluster, settings, dp=8, ep=1, micro_batch=1, micro_batches=4).total
     none = step_time(spec, cluster, replace(settings, moe_launch="graph"), dp=8, ep=1, micro_batch=1,

@@ -16,13 +16,22 @@ US = 1e-6
 
 
 def test_counts_read_from_transformer_engine():
-    # current scaling: amax pass + one-block scale + cast pass; MXFP8 one pass; BF16 views
-    assert L.QUANTIZE_KERNELS_PER_CALL["tensorwise"] == (2, 1)
+    # current scaling: one-block amax zeroing (current_scaling.cu@v2.12 L75) + amax pass + one-block
+    # scale (L258) + cast pass; MXFP8 one pass; BF16 views
+    assert L.QUANTIZE_KERNELS_PER_CALL["tensorwise"] == (2, 2)
     assert L.QUANTIZE_KERNELS_PER_CALL["mxfp8"] == (1, 0)
     assert L.QUANTIZE_KERNELS_PER_CALL["bf16"] == (0, 0)
     # fc1 and fc2: fprop forward; dgrad + wgrad backward; 4 cuBLAS streams
     assert L.GEMMS_PER_EXPERT == (2, 4) and L.GEMM_STREAMS == 4
     assert L.TINY_KERNEL_SECONDS == pytest.approx(0.919e-6, abs=0.01e-6)
+
+
+def test_forward_launches_per_local_expert_by_recipe():
+    # fc1 and fc2: the input's quantisation kernels + the fprop GEMM each
+    assert L.forward_launches_per_local_expert("tensorwise") == 2 * 4 + 2
+    assert L.forward_launches_per_local_expert("mxfp8") == 2 * 1 + 2
+    for fused_or_none in (None, "bf16", "delayed", "nvfp4"):
+        assert L.forward_launches_per_local_expert(fused_or_none) == 2
 
 
 def test_mxfp8_sixteen_local_experts_by_hand():
@@ -33,11 +42,11 @@ def test_mxfp8_sixteen_local_experts_by_hand():
     assert bwd == pytest.approx(376.3 * US, abs=0.1 * US)
 
 
-def test_current_scaling_pays_its_amax_pass_and_scale_kernel():
-    # one quantisation: 2 x 7.84 + 0.92 = 16.60 us; forward 16 x (2 x 16.60 + 3.92) = 593.9 us
+def test_current_scaling_pays_its_amax_pass_and_two_one_block_kernels():
+    # one quantisation: 2 x 7.84 + 2 x 0.92 = 17.52 us; forward 16 x (2 x 17.52 + 3.92) = 623.4 us
     fwd, bwd = L.expert_kernel_fixed_seconds(16, "tensorwise")
-    assert fwd == pytest.approx(593.9 * US, abs=0.2 * US)
-    assert bwd == pytest.approx(656.6 * US, abs=0.2 * US)  # 16 x (33.20 + 7.84)
+    assert fwd == pytest.approx(623.4 * US, abs=0.2 * US)
+    assert bwd == pytest.approx(686.1 * US, abs=0.2 * US)  # 16 x (35.04 + 7.84)
     assert fwd > L.expert_kernel_fixed_seconds(16, "mxfp8")[0]
 
 

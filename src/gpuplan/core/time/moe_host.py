@@ -39,7 +39,8 @@ where the paired micro-batch's MLP backward runs on the other stream instead and
 cover). host_after_sync counts what grows with the layout: (dispatcher ops + expert-module ops) x
 the carried cost of a forward ATen op (core.time.host: r x (CPU seconds per op - c) + k) + the
 per-expert launches x k (TE GroupedLinear's ``split_quantize`` and ``general_grouped_gemm`` loop
-over the experts in C++). MOE_LAYER_HOST_SECONDS, the rest of the layer's host time, is the one
+over the experts in C++: per local expert 2 launches in BF16, 4 in MXFP8 and 10 in FP8 current
+scaling, whose quantiser launches four kernels per expert slice, core.time.moe_layer). MOE_LAYER_HOST_SECONDS, the rest of the layer's host time, is the one
 fitted constant (a published Nsight profile, below). The backward needs no host value (the split
 sizes are kept), so the host runs ahead there; 'static' and 'graph' layers have no sync. Units:
 seconds, counts.
@@ -51,6 +52,8 @@ from gpuplan.core.bulk import maximum
 from gpuplan.core.comm.moe_overlap import ALL_TO_ALLS_PER_LAYER
 from gpuplan.core.time.eager_fallbacks import EXPERT_BIAS
 from gpuplan.core.time.host import cpu_seconds_per_op, reference_scale
+from gpuplan.core.time.low_precision import low_precision_recipe
+from gpuplan.core.time.moe_layer import forward_launches_per_local_expert
 
 MOE_LAUNCH_MODES = ("none", "eager", "static", "graph")
 """How the framework issues a MoE layer: 'eager' (Megatron-Core from Python; this module's term),
@@ -95,10 +98,6 @@ SwiGLU, linear_fc2 (entry), Fp8Unpadding, _apply_bias, the output view: one op e
 skip the two paddings and the unpadding, counted the same (3 ops, 23 us: within the term's
 uncertainty)."""
 
-LAUNCHES_PER_LOCAL_EXPERT = {"fp8": 4, "fp4": 4, "bf16": 2}
-"""Forward kernels per local expert: fc1 and fc2 each launch one cuBLAS GEMM per expert
-(general_grouped_gemm) and, in FP8 / NVFP4, one input quantisation per expert
-(tex.split_quantize); transformer_engine/pytorch/module/grouped_linear.py."""
 
 
 EAGER_BIAS_PYTHON_OPS_PER_EXPERT = 2
@@ -113,22 +112,25 @@ def forward_op_seconds() -> float:
     return scale.seconds(cpu_seconds_per_op("forward", False), 1)
 
 
-def host_after_sync_seconds(dispatcher: str, local_experts, dtype: str, eager_bias: bool = False) -> float:
+def host_after_sync_seconds(dispatcher: str, local_experts, recipe: str | None, eager_bias: bool = False) -> float:
     """Host seconds to issue a MoE layer's forward from its dispatcher's sync to the experts' end
-    (``eager_bias``: the experts' fc2 bias is added expert by expert from Python)."""
+    (``recipe``: the linears' low-precision recipe, None for BF16; ``eager_bias``: the experts' fc2
+    bias is added expert by expert from Python). The per-expert launches are TE GroupedLinear's
+    (core.time.moe_layer.forward_launches_per_local_expert: each quantisation's kernels and each GEMM,
+    launched from C++ at core.time.host's launch cost k)."""
     ops = DISPATCHER_HOST_OPS[dispatcher] + EXPERT_MODULE_PYTHON_OPS \
         + eager_bias * EAGER_BIAS_PYTHON_OPS_PER_EXPERT * local_experts
-    launches = LAUNCHES_PER_LOCAL_EXPERT.get(dtype, LAUNCHES_PER_LOCAL_EXPERT["bf16"]) * local_experts
+    launches = forward_launches_per_local_expert(recipe) * local_experts
     return ops * forward_op_seconds() + launches * reference_scale().launch
 
 
-def exposed_host_seconds(dispatcher: str, local_experts, dtype: str, layer_forward, paired_mlp_backward=0.0,
+def exposed_host_seconds(dispatcher: str, local_experts, recipe: str | None, layer_forward, paired_mlp_backward=0.0,
                          eager_bias: bool = False):
     """Seconds one MoE layer's forward waits on the host per micro-batch: max(0, the host's sync-to-sync
     time (MOE_LAYER_HOST_SECONDS + host_after_sync_seconds) - ``layer_forward``, the GPU's forward of
     the layer with its critical-path all-to-alls, - ``paired_mlp_backward``, the combined 1F1B
     schedule's other micro-batch)."""
-    host = MOE_LAYER_HOST_SECONDS + host_after_sync_seconds(dispatcher, local_experts, dtype, eager_bias)
+    host = MOE_LAYER_HOST_SECONDS + host_after_sync_seconds(dispatcher, local_experts, recipe, eager_bias)
     return maximum(host - layer_forward - paired_mlp_backward, 0.0)
 
 
@@ -150,6 +152,6 @@ def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
     layer_forward = phases.pre_dispatch_forward + phases.mlp_forward + (not combined) * FORWARD_ALL_TO_ALLS * one_call
     paired = phases.mlp_backward if combined else 0.0
     eager_bias = spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks
-    per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, settings.dtype, layer_forward, paired,
-                                     eager_bias)  # other dtypes launch as bf16: host_after_sync_seconds
+    recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
+    per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, recipe, layer_forward, paired, eager_bias)
     return per_layer * spec.num_moe_layers * layers / spec.num_layers

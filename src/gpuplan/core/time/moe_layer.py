@@ -10,10 +10,11 @@ grouped_linear.py; the same calls at v2.5, v2.7, v2.8 and v2.15):
   ``multi_tensor_quantize_impl`` (pytorch/csrc/extensions/cast.cpp) has a fused multi-tensor kernel
   only for delayed scaling (``nvte_multi_cast_transpose``); every other recipe runs
   ``quantizer->quantize`` once per expert. For FP8 current scaling ('tensorwise', Megatron's
-  ``--fp8-recipe tensorwise``) that is three kernels (pytorch/csrc/quantizer.cpp
-  Float8CurrentScalingQuantizer::quantize_impl: ``nvte_compute_amax_with_config`` and
-  ``nvte_quantize_v2``, two passes over the slice, with the one-block ``nvte_compute_scale_from_amax``
-  between them), for MXFP8 one (MXFP8Quantizer::quantize:
+  ``--fp8-recipe tensorwise``) that is four kernels (pytorch/csrc/quantizer.cpp
+  Float8CurrentScalingQuantizer::quantize_impl: ``nvte_compute_amax_with_config``, which zeroes the
+  amax with a one-block kernel before its pass, and ``nvte_quantize_v2``, two passes over the slice,
+  with the one-block ``nvte_compute_scale_from_amax`` between them; no amax all-reduce, GroupedLinear
+  sets none), for MXFP8 one (MXFP8Quantizer::quantize:
   ``nvte_quantize_v2`` writes the rowwise and columnwise copies). BF16 splits views (no kernel);
   NVFP4 has a fused split quantiser (``split_quantize_nvfp4_impl``: no kernel per expert).
   Forward: fc1's and fc2's inputs; backward: their output gradients (``tex.split_quantize`` of
@@ -87,11 +88,15 @@ EXPERT_KERNEL_MODES = ("per-expert", "fused")
 path, above) or 'fused' (one kernel for all experts: Megatron's fused grouped MLP, TE's grouped
 tensor path); StepSettings.moe_expert_kernels."""
 
-QUANTIZE_KERNELS_PER_CALL = {"bf16": (0, 0), "tensorwise": (2, 1), "delayed": (0, 0), "mxfp8": (1, 0),
+QUANTIZE_KERNELS_PER_CALL = {"bf16": (0, 0), "tensorwise": (2, 2), "delayed": (0, 0), "mxfp8": (1, 0),
                              "nvfp4": (0, 0)}
 """(passes over the expert's slice, tiny kernels) one expert's quantisation launches, by linear recipe
-(None = BF16): current scaling an amax pass, a one-block scale kernel and the cast pass; MXFP8 one
-cast pass; delayed scaling and NVFP4 fused across the experts (no kernel per expert)."""
+(None = BF16): current scaling zeroes its amax (``zero_amax_kernel<<<1, 1>>>``, common/recipe/
+current_scaling.cu@v2.9-v2.18 L75-76; ``cudaMemsetAsync`` at v2.5-v2.8), runs the amax pass, the
+one-block ``compute_scale_from_amax_kernel`` (L258@v2.12) and the cast pass (a cast-transpose where
+Hopper needs the columnwise copy: one kernel writing both, common/cast/dispatch/quantize.cuh@v2.12
+NVTE_DELAYED_TENSOR_SCALING case, which current-scaling tensors take); MXFP8 one cast pass; delayed
+scaling and NVFP4 fused across the experts (no kernel per expert)."""
 TINY_KERNEL_SECONDS = 0.92e-6
 """GPU seconds of a one-block kernel (current scaling's scale from amax): 1,000 1-element adds
 replayed from a CUDA graph on an H200, 0.919 us each (catalog/reference/gpu_step_probes.yaml,
@@ -102,6 +107,19 @@ GEMMS_PER_EXPERT = (2, 4)
 """(forward, backward): fc1 and fc2 fprop; dgrad and wgrad of each."""
 GEMM_STREAMS = 4
 """TE's compute streams for per-expert cuBLAS GEMMs (common/util/multi_stream.cpp)."""
+
+
+def quantize_launches_per_call(recipe: str | None) -> int:
+    """Kernels one expert's quantisation launches (QUANTIZE_KERNELS_PER_CALL: passes + tiny kernels);
+    0 for BF16 and for the recipes quantised across all experts at once."""
+    return sum(QUANTIZE_KERNELS_PER_CALL.get(recipe or "bf16", (0, 0)))
+
+
+def forward_launches_per_local_expert(recipe: str | None) -> int:
+    """Kernels GroupedLinear launches per local expert in one MoE layer's forward (fc1 and fc2: the
+    input's quantisation and the fprop GEMM each): current scaling 2 x 4 + 2 = 10, MXFP8 2 x 1 + 2 =
+    4, BF16 / delayed / NVFP4 2."""
+    return QUANTIZE_CALLS_PER_EXPERT[0] * quantize_launches_per_call(recipe) + GEMMS_PER_EXPERT[0]
 
 
 def expert_kernel_fixed_seconds(local_experts, recipe: str | None, fixed: float = KERNEL_FIXED_SECONDS):

@@ -270,9 +270,9 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
                    "(the packaged 2022-23 runs used 0.89-1.25x their predicted GPU-hours with the recompute, attention "
                    "kernel and network their sources state; Llama 3.1 "
-                   "405B and DeepSeek-V3, 2024, 0.95-1.15x: docs/accuracy.md); the budget's failure and checkpoint "
+                   "405B and DeepSeek-V3, 2024, 0.94-1.15x: docs/accuracy.md); the budget's failure and checkpoint "
                    "lines hold part of that (with them and the stated batch ramps and layouts, 10.0% mean over eight held-out runs; "
-                   "10.7% on the 7 runs fixed before TinyLlama, which was added after its prediction was computed)")
+                   "10.8% on the 7 runs fixed before TinyLlama, which was added after its prediction was computed)")
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")
