@@ -193,6 +193,15 @@ def test_decode_batch1_is_weights_plus_kv_over_bandwidth():
     assert step.bound == "memory" and step.comm_s == 0
 
 
+def test_gpu_keywords_read_the_part_at_the_formats_compute_dtype():
+    """roofline.gpu_keywords: an H100 SXM (catalog h100-sxm.toml: 3.35 TB/s HBM, 900 GB/s NVLink, dense 989.4
+    TFLOP/s BF16 and 1,978.9 FP8) serving FP8 weights runs its GEMMs at the FP8 peak, BF16 weights at BF16's."""
+    h100 = load_accelerator("h100-sxm")
+    fp8 = R.gpu_keywords(h100, SU.ServingSetup(W.FORMATS["fp8"], 1))
+    assert fp8 == {"bandwidth": 3.35e12, "peak": 1978.9e12, "link": 900e9, "fabric": h100}
+    assert R.gpu_keywords(h100, SU.ServingSetup(W.FORMATS["bf16"], 2))["peak"] == 989.4e12
+
+
 def test_prefill_is_compute_bound_flops_over_peak():
     spec, gpu = load_model("llama-2-7b"), load_accelerator("a100")
     step = R.prefill_step(spec, W.param_groups(spec), SU.ServingSetup(W.FORMATS["fp16"], 2), tp=1, pp=1, prompt=2048,

@@ -60,9 +60,7 @@ def _graphs(quantization: str, gpu_id: str) -> float:
     spec, gpu = load_model("llama-3.1-70b"), load_accelerator(gpu_id)
     setup = SU.ServingSetup(W.weight_format(quantization), K.KV_DTYPE_BYTES["bf16"],
                             SU.Runtime(engine="vllm", version=(0, 19, 0)))
-    return M.serving_memory(spec, W.param_groups(spec), gpu.memory_bytes, setup, 2, 1, gpu.name,
-                            gpu.scale_up_bandwidth, gpu.collective_arch,
-                            tuple(d for d, _ in gpu.peak_flops)).cuda_graphs
+    return M.serving_memory_on(spec, W.param_groups(spec), setup, 2, 1, gpu).cuda_graphs
 
 
 def test_fp8_quantizes_activations_only_on_fp8_tensor_cores():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import layers_per_stage
 from gpuplan.core.serving import engines as E
@@ -116,6 +117,14 @@ def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
     share = draft_kv_share(spec, s, setup.kv_bytes, tp, pp) if left > 0 else 0.0  # a shortfall is the target's
     return replace(memory, weights=memory.weights + draft_w, kv_budget=left * (1 - share), draft_weights=draft_w,
                    draft_kv=left * share)
+
+
+def serving_memory_on(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, tp: int, pp: int,
+                      gpu: Accelerator) -> Memory:
+    """serving_memory on tp x pp ``gpu``s, with every GPU fact it reads taken from the part: its memory,
+    name, scale-up bandwidth, collective_arch and the dtypes of its peak_flops."""
+    return serving_memory(spec, groups, gpu.memory_bytes, setup, tp, pp, gpu.name, gpu.scale_up_bandwidth,
+                          gpu.collective_arch, tuple(d for d, _ in gpu.peak_flops))
 
 
 def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,

@@ -142,6 +142,14 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
                     other_s=elementwise, host_s=host, exposed=eff.exposed_share(work.tokens))
 
 
+def gpu_keywords(gpu: Accelerator, setup: ServingSetup) -> dict:
+    """decode_step / prefill_step's hardware keywords for ``gpu`` serving ``setup``: ``bandwidth`` (HBM,
+    bytes/s), ``peak`` (dense FLOP/s of the format's compute dtype), ``link`` (scale-up, bytes/s both
+    directions summed) and ``fabric`` (the part: its collectives and fitted kernel rates)."""
+    return {"bandwidth": gpu.memory_bandwidth, "peak": gpu.peak(setup.fmt.compute_dtype),
+            "link": gpu.scale_up_bandwidth, "fabric": gpu}
+
+
 def tokens_per_second(batch, step_seconds) -> float:
     return batch / step_seconds
 

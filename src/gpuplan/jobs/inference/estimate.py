@@ -255,12 +255,11 @@ def _speculation_lines(plan: Plan, tpot: R.StepTime) -> tuple[Line, ...]:
 def _curve_table(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Table:
     gpu, price = plan.gpu, price_for(plan.gpu.id, inputs.price)[0]
     kv_seq = serving.layout.bytes_per_sequence(plan.decode_context)
-    link = gpu.scale_up_bandwidth
+    on_gpu = R.gpu_keywords(gpu, plan.setup)
     rows = []
     for b in R.batch_sizes(max(serving.max_sequences, 1)):
         step = R.decode_step(plan.spec, plan.groups, plan.setup, kv_seq, tp=serving.tp, pp=serving.pp, batch=b,
-                             context=plan.decode_context, bandwidth=gpu.memory_bandwidth,
-                             peak=gpu.peak(plan.setup.fmt.compute_dtype), link=link, fabric=gpu)
+                             context=plan.decode_context, **on_gpu)
         rate = b / step.total
         cost = f"{R.cost_per_million_tokens(price, serving.gpus, rate):,.3f}" if price is not None else "n/a"
         rows.append((b, f"{step.total * 1e3:,.2f}", f"{rate:,.0f}", f"{rate / serving.gpus:,.0f}", step.bound, cost))

@@ -40,13 +40,10 @@ def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serv
     """Memory, capacity and speed of ``plan`` on tp x pp ``gpu``s with ``batch`` sequences."""
     spec, setup = plan.spec, plan.setup
     group_tp_check(spec, setup.fmt, tp)
-    memory = M.serving_memory(spec, plan.groups, gpu.memory_bytes, setup, tp, pp, gpu.name, gpu.scale_up_bandwidth,
-                              gpu.collective_arch, tuple(d for d, _ in gpu.peak_flops))
+    memory = M.serving_memory_on(spec, plan.groups, setup, tp, pp, gpu)
     layout = K.kv_layout(spec, setup.kv_bytes, tp, pp, setup.block_size)
-    peak = gpu.peak(setup.fmt.compute_dtype)
+    common = dict(tp=tp, pp=pp, **R.gpu_keywords(gpu, setup))
     kv_seq = layout.bytes_per_sequence(plan.decode_context)
-    link = gpu.scale_up_bandwidth
-    common = dict(tp=tp, pp=pp, bandwidth=gpu.memory_bandwidth, peak=peak, link=link, fabric=gpu)
     tpot = tuple(R.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
                                which=w, **common) for w in (0, 1, 2))
     ttft = tuple(R.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, which=w, **common) for w in (0, 1, 2))

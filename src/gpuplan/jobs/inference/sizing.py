@@ -62,8 +62,7 @@ def _step_times(plan: Plan, gpu: Accelerator, tp: int):
     spec, setup = plan.spec, plan.setup
     layout = K.kv_layout(spec, setup.kv_bytes, tp, 1, setup.block_size)
     kv_seq = layout.bytes_per_sequence(plan.decode_context)
-    common = dict(tp=tp, pp=1, bandwidth=gpu.memory_bandwidth, peak=gpu.peak(setup.fmt.compute_dtype),
-                  link=gpu.scale_up_bandwidth, fabric=gpu)
+    common = dict(tp=tp, pp=1, **R.gpu_keywords(gpu, setup))
     prefill = R.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, **common).total
 
     @lru_cache(maxsize=None)  # the rate search asks for the same integer batches again and again

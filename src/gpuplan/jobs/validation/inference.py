@@ -108,8 +108,7 @@ def _decode_case(e: dict[str, Any]) -> Case:
     setup = SU.ServingSetup(fmt, K.KV_DTYPE_BYTES["fp16"], efficiency=SU.OTHER_ENGINES)
     layout = K.kv_layout(spec, setup.kv_bytes, 1, 1, 16)
     step = R.decode_step(spec, W.param_groups(spec), setup, layout.bytes_per_sequence(e["context"]), tp=1, pp=1,
-                         batch=1, context=e["context"], bandwidth=gpu.memory_bandwidth,
-                         peak=gpu.peak(fmt.compute_dtype), link=gpu.scale_up_bandwidth, fabric=gpu)
+                         batch=1, context=e["context"], **R.gpu_keywords(gpu, setup))
     predicted = 1.0 / step.total
     implied = setup.efficiency.bandwidth[0] * e["measured_tokens_per_s"] / predicted
     basis = (f"{fmt.name} ({fmt.bits_per_weight:g} bits) on {gpu.id} at {gpu.memory_bandwidth / 1e12:g} TB/s x 0.65; "
@@ -137,8 +136,7 @@ def _static_batch(e: dict[str, Any]) -> tuple[R.StepTime, R.StepTime]:
     setup = _setup_of(e, fmt)
     tp, batch = e["tp"], e["batch"]
     groups = W.param_groups(spec)
-    common = dict(tp=tp, pp=1, bandwidth=gpu.memory_bandwidth, peak=gpu.peak(fmt.compute_dtype),
-                  link=gpu.scale_up_bandwidth, fabric=gpu)
+    common = dict(tp=tp, pp=1, **R.gpu_keywords(gpu, setup))
     prompt, output = e["prompt_tokens"], e["output_tokens"]
     prefill = R.prefill_step(spec, groups, setup, prompt=prompt, batch=batch, **common)
     context = prompt + output / 2
@@ -227,8 +225,7 @@ def _speculative_case(e: dict[str, Any]) -> Case:
     spec_setup = replace(plain, speculation=speculation(e["method"], e["spec_tokens"], alpha, spec))
     groups, context = W.param_groups(spec), 512
     kv_seq = K.kv_layout(spec, plain.kv_bytes, 1, 1, 16).bytes_per_sequence(context)
-    common = dict(tp=1, pp=1, batch=1, context=context, bandwidth=gpu.memory_bandwidth,
-                  peak=gpu.peak("bf16"), link=gpu.scale_up_bandwidth, fabric=gpu)
+    common = dict(tp=1, pp=1, batch=1, context=context, **R.gpu_keywords(gpu, plain))  # plain: bf16
     base = R.decode_step(spec, groups, plain, kv_seq, **common)
     fast = R.decode_step(spec, groups, spec_setup, kv_seq, **common)
     basis = (f"{e['method']} k={e['spec_tokens']}, logged length {e['accepted_length']} (alpha {alpha:.3f}): "

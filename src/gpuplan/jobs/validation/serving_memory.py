@@ -101,8 +101,7 @@ def predicted_memory(e: dict[str, Any]) -> tuple[M.Memory, K.KVLayout]:
     spec, gpu = load_model(e["model"]), load_accelerator(e["gpu"])
     setup = _setup(e, spec, gpu)
     tp = e["tp"]
-    memory = M.serving_memory(spec, W.param_groups(spec), gpu.memory_bytes, setup, tp, 1, gpu.name,
-                              gpu.scale_up_bandwidth, gpu.collective_arch, tuple(d for d, _ in gpu.peak_flops))
+    memory = M.serving_memory_on(spec, W.param_groups(spec), setup, tp, 1, gpu)
     return memory, K.kv_layout(spec, setup.kv_bytes, tp, 1, setup.block_size)
 
 
