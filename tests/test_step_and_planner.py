@@ -141,3 +141,20 @@ def test_vectorised_pareto_front_equals_the_definition(seed):
     values = rng.integers(0, 6, size=(n, k)).astype(float)  # small integers: many ties
     table = LayoutTable({f"o{i}": values[:, i] for i in range(k)})
     assert sorted(pareto_front(table, tuple(f"o{i}" for i in range(k))).tolist()) == _pareto_by_definition(values)
+
+
+def test_tp_overlap_has_one_default_per_recompute_mode():
+    """jobs.plan.search.tp_overlap_by_recompute is the one source of StepSettings.tp_overlap: under megatron TE
+    hides 2 of the 8 TP collectives a layer counts (0.25), 2 of 12 under full recompute
+    (core.time.megatron_ops.te_hidden_tp_share); --tp-overlap 0.5 holds in every mode. The evaluator's step
+    carries the no-recompute share and each layout's mode gets its own."""
+    from gpuplan.jobs.plan.search import evaluator_for, tp_overlap_by_recompute
+
+    fields = {"model": "llama-3.1-8b", "tokens": 1e12, "gpu": "h100", "gpus": 8, "framework": "megatron"}
+    shares = dict(tp_overlap_by_recompute(PlanInputs(**fields)))
+    assert shares == pytest.approx({"none": 0.25, "selective": 0.25, "full": 2 / 12}, rel=1e-12)
+    assert dict(tp_overlap_by_recompute(PlanInputs(**fields, tp_overlap=0.5))) == {
+        "none": 0.5, "selective": 0.5, "full": 0.5}
+    evaluator = evaluator_for(PlanInputs(**fields))
+    assert evaluator.step.tp_overlap == 0.25
+    assert evaluator.step_settings("full").tp_overlap == pytest.approx(2 / 12, rel=1e-12)

@@ -59,11 +59,8 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
     cluster = cluster_for(gpu, inputs.gpus_per_node, inputs.nic_gbit_per_gpu)
     kernel = execution_kernel(inputs.attention_kernel, spec.model_type, inputs.framework,
                               inputs.implementation_name)  # transformers' modules: SDPA_REFUSED eager
-    # the framework's own TP overlap (TE's async backward reduce-scatters under megatron) unless --tp-overlap is
-    # given; its share follows each layout's recompute mode (FrameworkProfile.tp_overlap_for)
-    tp_overlap_by_recompute = None if inputs.tp_overlap is not None else tuple(
-        (mode, inputs.profile.tp_overlap_for(mode)) for mode in RECOMPUTE_MODES)
-    step = _step_settings(inputs, spec, gpu, kernel)
+    tp_overlap = tp_overlap_by_recompute(inputs)
+    step = _step_settings(inputs, spec, gpu, kernel, dict(tp_overlap)["none"])
     # flex: HybridEP's buffers in place of NCCL all-to-all peers (gpuplan memory takes the same)
     overheads = with_ep_dispatcher(inputs.overheads().for_gpu(gpu.scale_up_bandwidth), inputs.ep_dispatcher,
                                    inputs.seq_len, spec, gpu)
@@ -87,7 +84,15 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                                                                                                 inputs.fp8_recipe)))
     return Evaluator(spec, cluster, memory, step, overheads,
                      uncertainty_table(spec, inputs.dtype, leave_out, kind_correction_rows),
-                     rules_for(inputs.framework).published_reserve, tp_overlap_by_recompute)
+                     rules_for(inputs.framework).published_reserve, tp_overlap)
+
+
+def tp_overlap_by_recompute(inputs) -> tuple[tuple[str, float], ...]:
+    """(recompute mode, StepSettings.tp_overlap) per mode, Evaluator.tp_overlap_by_recompute: --tp-overlap in
+    every mode where given, else the framework's own TP overlap (TE's async backward reduce-scatters under
+    megatron), whose share follows the layout's recompute mode (FrameworkProfile.tp_overlap_for)."""
+    given = inputs.tp_overlap
+    return tuple((mode, inputs.profile.tp_overlap_for(mode) if given is None else given) for mode in RECOMPUTE_MODES)
 
 
 def _checked_gpu(inputs, spec):
@@ -109,9 +114,10 @@ def _checked_gpu(inputs, spec):
     return gpu
 
 
-def _step_settings(inputs, spec, gpu, kernel: str) -> StepSettings:
+def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSettings:
     """The step model's settings for the inputs (before calibration): the framework's schedules and overlaps,
-    the options given, the eager stack or megatron loss (jobs.eager_stack)."""
+    the options given, the eager stack or megatron loss (jobs.eager_stack); ``tp_overlap``: without recompute
+    (tp_overlap_by_recompute's; Evaluator.step_settings sets each layout's mode's)."""
     zero3 = inputs.profile.zero3_step_settings()
     if "dp_overlap" in inputs.given:  # an explicit --dp-overlap covers ZeRO-3 traffic too
         zero3["zero3_overlap"] = None
@@ -123,7 +129,7 @@ def _step_settings(inputs, spec, gpu, kernel: str) -> StepSettings:
                         grad_comm_bytes=4.0 if inputs.framework == "torchtitan" else 2.0,
                         # DeepSpeed's BF16_Optimizer accumulates in fp32 each micro-batch (core.time.optimizer)
                         fp32_grad_accumulation=inputs.framework == "deepspeed" and inputs.dtype == "bf16",
-                        tp_overlap=inputs.profile.tp_overlap if inputs.tp_overlap is None else inputs.tp_overlap,
+                        tp_overlap=tp_overlap,
                         tp_comm_overlap=inputs.tp_comm_overlap,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
                         ep_a2a_overlap=inputs.ep_a2a_overlap, offload_layers=inputs.offload_layers,
