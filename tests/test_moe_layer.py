@@ -187,3 +187,26 @@ def test_eager_fc2_bias_charged_per_moe_layer_only_where_it_runs():
     assert not load_model(qwen).moe.expert_bias
     assert _gpt_oss_step((EXPERT_BIAS,), model=qwen)[1].moe_expert_kernels == \
         _gpt_oss_step((), model=qwen)[1].moe_expert_kernels
+
+
+def test_quantisation_padding_copies_by_hand():
+    # Fp8Padding of the experts' input and Fp8Unpadding of fc2's output (experts.py@core_v0.15.0 L860-867,
+    # L957-958; TE fused_multi_row_padding / _unpadding), their backwards the inverse copies: the same
+    # 2 + 2 reads and writes of the routed rows as the alltoall sorts. Qwen3-30B-A3B, 4,096 tokens, top-8,
+    # hidden 2,048 on 8 TB/s: 2 x 45.54 = 91.08 us each way per layer; 48 layers x 182.16 us = 8.744 ms
+    from dataclasses import replace
+
+    assert L.QUANTIZATION_PADDING_COPIES == (2, 2)
+    spec = load_model("qwen3-30b-a3b")
+    eager = StepSettings(seq_len=4096, dtype="fp8", fp8_recipe="mxfp8", moe_launch="eager", expert_tp=1)
+    padded = L.stage_expert_kernel_seconds(spec, eager, 8, spec.num_layers, "mxfp8", 4096, 8e12)
+    static = L.stage_expert_kernel_seconds(spec, replace(eager, moe_launch="static"), 8, spec.num_layers, "mxfp8",
+                                           4096, 8e12)  # drop-and-pad: counts aligned, TE skips the copy
+    assert padded - static == pytest.approx(48 * 182.16 * US, rel=1e-3)
+    assert L.pads_for_quantization(eager, "tensorwise") and L.pads_for_quantization(eager, "mxfp8")
+    # BF16 has no padding; 'flex' (HybridEP pads in its kernel from core 0.16), drop-and-pad and the
+    # fused grouped MLP are left out
+    assert not L.pads_for_quantization(eager, None)
+    for other in (replace(eager, ep_dispatcher="flex"), replace(eager, moe_launch="static"),
+                  replace(eager, moe_launch="graph"), replace(eager, moe_expert_kernels="fused")):
+        assert not L.pads_for_quantization(other, "mxfp8")

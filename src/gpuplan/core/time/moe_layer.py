@@ -47,7 +47,9 @@ the rank's k routed copies of its tokens; the backward runs the inverse gather: 
 k x h bf16 values per token, read and written, per MoE layer (16 k h bytes), at core.time.
 memory_kernels' stream efficiency plus one fixed time each. The layer's saved activations (the
 fitted element-wise term) do not include them: the sorted copy is not kept for the backward.
-DeepEP / HybridEP ('flex') permute once in or after the dispatch and have no second sort.
+DeepEP / HybridEP ('flex') permute once in or after the dispatch and have no second sort. Under FP8 /
+FP4 the same dispatcher's rows are copied twice more each way by Megatron-Core's quantisation padding
+(Fp8Padding / Fp8Unpadding around the experts: QUANTIZATION_PADDING_COPIES below), unless the router pads.
 
 Experts with biases (GPT-OSS) add the second linear's bias eagerly, expert by expert
 (``TEGroupedMLP._apply_bias``, experts.py@core_v0.15.0 L823-840: ``torch.cat([t + b * p for t, b, p
@@ -148,11 +150,41 @@ SORT_COPIES = (2, 2)
 inverse gathers."""
 
 
+def routed_copy_seconds(copies, tokens, top_k: int, hidden: int, hbm_bytes_per_s: float, value_bytes: float = 2.0):
+    """(forward, backward) seconds of ``copies`` (forward, backward) kernels that each read and write the
+    ``top_k`` routed copies of ``tokens`` tokens of one rank (``hidden`` values each)."""
+    one = memory_bound_seconds(2.0 * tokens * top_k * hidden * value_bytes, 1, hbm_bytes_per_s)
+    return tuple(n * one for n in copies)
+
+
 def alltoall_sort_seconds(tokens, top_k: int, hidden: int, hbm_bytes_per_s: float, value_bytes: float = 2.0):
     """(forward, backward) seconds of the ``alltoall`` dispatcher's sorts by local expert for ``tokens``
     tokens of one rank (each read and written as ``top_k`` routed copies of ``hidden`` values)."""
-    one = memory_bound_seconds(2.0 * tokens * top_k * hidden * value_bytes, 1, hbm_bytes_per_s)
-    return tuple(n * one for n in SORT_COPIES)
+    return routed_copy_seconds(SORT_COPIES, tokens, top_k, hidden, hbm_bytes_per_s, value_bytes)
+
+
+QUANTIZATION_PADDING_COPIES = (2, 2)
+"""(forward, backward) copies of the routed tokens by Megatron-Core's quantisation padding: TEGroupedMLP.forward
+pads the experts' input to the FP8 / FP4 GEMM alignment (16 rows; 32 for MXFP8 / NVFP4) with TE's Fp8Padding
+and unpads fc2's output with Fp8Unpadding whenever the model runs FP8 (experts.py@core_v0.13.0 L751-756,
+@core_v0.15.0 L860-867 / L957-958; 'fp8 or fp4' from core_v0.16.0 L646-651); each is one
+``fused_multi_row_padding`` / ``fused_multi_row_unpadding`` kernel reading and writing every routed row
+(transformer_engine/pytorch/module/fp8_padding.py, fp8_unpadding.py@v2.9), and their backwards run the inverse
+copy. TE skips the copy only when every expert's count is already aligned (``m_splits == padded_m_splits``),
+which dropless routing gives only where the dispatcher pads: the router's ``moe_router_padding_for_fp8`` /
+``_for_quantization`` (default False; the Qwen3 and DeepSeek-V3 recipes of the published rows leave it off,
+Megatron-Bridge recipes/qwen/qwen3_moe.py@v0.4.0 L97, recipes/deepseek/deepseek_v3.py@v0.3.1 L158) or
+HybridEP's in-kernel ``pad_multiple`` (token_dispatcher.py@core_v0.16.0 L1035-1047). Charged for the NCCL
+``alltoall`` dispatcher, which pads only through the router flag; not for 'flex' (HybridEP pads from core
+0.16, DeepEP and older HybridEP do not: a row's core version is not a step setting) nor for drop-and-pad
+('static') or fused-MLP layers. The padded probabilities (one value per row) are left out."""
+
+
+def pads_for_quantization(settings, recipe: str | None) -> bool:
+    """Whether Megatron-Core's Fp8Padding / Fp8Unpadding copy the routed tokens each micro-batch (above): a
+    quantised recipe, TE GroupedLinear per expert, dropless eager layers and the ``alltoall`` dispatcher."""
+    return recipe is not None and settings.moe_expert_kernels == "per-expert" and settings.moe_launch == "eager" \
+        and settings.ep_dispatcher == "alltoall"
 
 
 FUSED_MLP_SAVED_BYTES = (8.0, 12.0)
@@ -175,7 +207,7 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
     """Per micro-batch: the MoE layers among a stage's ``layers`` (forward, backward and a recompute's
     second forward, reruns_experts): the per-expert kernels' fixed seconds (``settings.moe_expert_kernels``
     'per-expert'), the alltoall dispatcher's sorts of the rank's ``tokens`` (a rank holding more than
-    one expert), the eager fc2 bias's per-expert kernels (settings.eager_fallbacks), less the element-wise
+    one expert) and its quantisation padding's copies (pads_for_quantization), the eager fc2 bias's per-expert kernels (settings.eager_fallbacks), less the element-wise
     passes the fused MXFP8 grouped MLP folds into its GEMMs (negative then). 0 unless
     Megatron-Core's MoE layer is modelled (``settings.moe_launch`` not 'none')."""
     if spec.moe is None or not spec.num_moe_layers or settings.moe_launch == "none":
@@ -185,8 +217,8 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
         if settings.moe_expert_kernels == "per-expert" else (0.0, 0.0)
     if settings.ep_dispatcher == "alltoall" and hbm_bytes_per_s > 0:
         sort_f, sort_b = alltoall_sort_seconds(tokens, spec.moe.experts_per_token, spec.hidden_size, hbm_bytes_per_s)
-        several = local > 1
-        forward, backward = forward + several * sort_f, backward + several * sort_b
+        copies = (local > 1) + pads_for_quantization(settings, recipe)  # the sorts' and the padding's copies match
+        forward, backward = forward + copies * sort_f, backward + copies * sort_b
     if settings.moe_expert_kernels == "fused" and recipe in FUSED_MLP_RECIPES and hbm_bytes_per_s > 0:
         saved_f, saved_b = fused_mlp_saved_seconds(tokens, spec.moe.experts_per_token, spec.moe.expert_intermediate_size,
                                                    hbm_bytes_per_s * settings.hbm_efficiency)
