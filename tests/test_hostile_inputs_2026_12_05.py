@@ -89,3 +89,20 @@ def test_a_search_past_the_evaluation_cap_is_refused_in_one_line(run_cli):
 def test_an_exhaustive_search_counts_every_mode_against_the_cap(run_cli):
     code, _, err = run_cli("plan", "llama-2-7b", "--global-batch-tokens", "1e12", "--exhaustive")
     one_line_refusal(code, err, "layouts x recompute modes, more than 600,000")
+
+
+@pytest.mark.parametrize("command, model, width, fragment", [
+    ("train", "llama-3.1-8b", "2", "token_bytes: got 2; 2-byte ids hold 65,536 token ids, the model has 128,256: give 4 or 8"),
+    ("budget", "llama-2-7b", "1", "token_bytes: got 1; 1-byte ids hold 256 token ids, the model has 32,000: give 2, 4 or 8"),
+    ("plan", "llama-3.1-8b", "1", "give 4 or 8 (Megatron-LM indexed_dataset.py DType.optimal_dtype stores them in 4 bytes)"),
+])
+def test_token_bytes_too_narrow_for_the_vocabulary_is_refused(run_cli, command, model, width, fragment):
+    """Accepted before: 1-byte ids for a 128,256-token vocabulary halved the data-loading figures."""
+    code, _, err = run_cli(command, model, "--gpu", "h100", "--gpus", "64", "--token-bytes", width)
+    one_line_refusal(code, err, fragment)
+
+
+def test_token_bytes_that_hold_the_vocabulary_are_taken(run_json):
+    data = run_json("train", "llama-2-7b", "--gpu", "h100", "--gpus", "64", "--token-bytes", "2")  # 32,000 ids
+    io = data["results"]
+    assert io["io_bytes_per_s_pretokenized"] == pytest.approx(2 * io["io_tokens_per_s_per_node"], rel=1e-12)

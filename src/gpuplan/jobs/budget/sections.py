@@ -13,6 +13,7 @@ from gpuplan.core.economics import io as IO
 from gpuplan.core.memory import training as M
 from gpuplan.core.economics import reliability as R
 from gpuplan.core.units import format_duration, format_gpu_time, plural
+from gpuplan.errors import InputError
 from gpuplan.jobs.budget.model import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     BudgetSettings,
@@ -50,8 +51,22 @@ def _pct(x: float) -> str:
 
 # ---- sections -------------------------------------------------------------------------------
 
+def token_id_bytes(s: BudgetSettings, vocab_size: int) -> int:
+    """Bytes per stored token id: --token-bytes when its ids hold the vocabulary (ids 0 .. vocab - 1
+    need vocab <= 256^bytes: 1 B holds 256 ids, 2 B 65,536), else refused; not given, Megatron's rule."""
+    if s.token_bytes is None:
+        return IO.token_id_bytes(vocab_size)
+    if vocab_size > 256 ** s.token_bytes:
+        wide = [str(b) for b in (2, 4, 8) if 256 ** b >= vocab_size]
+        choices = " or ".join(filter(None, (", ".join(wide[:-1]), wide[-1])))
+        raise InputError("token_bytes", s.token_bytes, f"{s.token_bytes}-byte ids hold {256 ** s.token_bytes:,} token "
+                         f"ids, the model has {vocab_size:,}: give {choices} (Megatron-LM indexed_dataset.py "
+                         f"DType.optimal_dtype stores them in {IO.token_id_bytes(vocab_size)} bytes)")
+    return s.token_bytes
+
+
 def data_section(run: RunFacts, s: BudgetSettings) -> Section:
-    id_bytes = s.token_bytes or IO.token_id_bytes(run.spec.vocab_size)
+    id_bytes = token_id_bytes(s, run.spec.vocab_size)
     read_bytes = s.raw_bytes_per_token if s.tokenize_on_the_fly else id_bytes
     store = storage_spec(s.storage)
     read_node = s.storage_read or store.read_per_node()
