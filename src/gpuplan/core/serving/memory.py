@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import layers_per_stage
+from gpuplan.core.serving import attention_backend as AB
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import lora as L
 from gpuplan.core.serving import profile as P
@@ -69,6 +70,10 @@ class Memory:
     """False for vLLM <= 0.2.4, whose profile counted PyTorch's allocated peak only."""
     fraction: float = 0.0
     """The engine's share: gpu_memory_utilization, mem_fraction_static or free_gpu_memory_fraction."""
+    sampler: str = ""
+    """vLLM: the profiled sampler (profile.SAMPLER_BYTES_PER_LOGIT's name, 'auto' resolved)."""
+    attention_backend: tuple[str, str] = ("", "")
+    """vLLM: (backend, why) of attention_backend.vllm_attention_backend, which the graph estimate uses."""
 
 
 def draft_weight_bytes_per_gpu(s: Speculation, fmt: WeightFormat, tp: int) -> float:
@@ -159,10 +164,12 @@ def _vllm_memory(spec: ModelSpec, weights: float, memory_bytes: float, setup: Se
     usable = total * util
     non_torch = runtime.non_torch if runtime.non_torch is not None else rules.non_torch
     comm = P.comm_bytes(rules, "vllm", tp, pp, scale_up_bandwidth, runtime.comm_buffers)
+    backend = AB.vllm_attention_backend(spec, act_bytes, gpu_arch, setup.mm_prefix_lm, runtime.release.version)
     graphs = (runtime.cuda_graphs if runtime.cuda_graphs is not None
               else P.graph_bytes(spec, seqs, tp, layers_per_stage(spec.num_layers, pp), act_bytes,
                                  P.cublas_workspace_bytes(gpu_arch),
-                                 P.quantizes_activations(setup.fmt.compute_dtype, tensor_core_dtypes), tokens))
+                                 P.quantizes_activations(setup.fmt.compute_dtype, tensor_core_dtypes), tokens,
+                                 backend[0]))
     counted = rules.counts_graphs and graphs > 0
     fixed = non_torch + comm + (graphs if counted else 0.0)
     counts_runtime = rules.profile != "allocated"
@@ -170,7 +177,7 @@ def _vllm_memory(spec: ModelSpec, weights: float, memory_bytes: float, setup: Se
     return Memory(weights, peak.peak, fixed, usable, kv, total - usable, comm=comm, cuda_graphs=graphs,
                   graphs_counted=counted, non_torch=non_torch, total=total, forward_peak=peak.forward,
                   sampler_peak=peak.sampler, batch_limits=(tokens, seqs), counts_runtime=counts_runtime,
-                  fraction=util)
+                  fraction=util, sampler=P.sampler_name(runtime.sampler, rules), attention_backend=backend)
 
 
 def _sglang_memory(weights: float, memory_bytes: float, setup: ServingSetup, tp: int, pp: int,

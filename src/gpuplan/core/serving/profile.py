@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import engines as E
-from gpuplan.core.serving.releases import GRAPH_CAPTURE_LIMIT, GiB, MRV2, NVLINK_TP_NON_TORCH, SORT, TRITON, VllmRules, graph_capture_sizes
+from gpuplan.core.serving import attention_backend as AB
+from gpuplan.core.serving.releases import (FLASHINFER, GRAPH_CAPTURE_LIMIT, GiB, MRV2, NVLINK_TP_NON_TORCH, SORT,
+                                           TRITON, VllmRules, graph_capture_sizes)
 
 MiB = 2**20
 
@@ -59,9 +61,12 @@ H100 (torch peak 1.89 GiB against 1.838 GiB of sampler, Triton buffer and hidden
 0.11-0.16 rows, scored held out, sit 0.04-0.06 GiB under the sort sampler alone as well."""
 
 
-SAMPLER_BYTES_PER_LOGIT = {"auto": 0.0, "torch-sort": SORT, "triton": TRITON, "logits": MRV2}
+SAMPLER_BYTES_PER_LOGIT = {"auto": 0.0, "torch-sort": SORT, "triton": TRITON, "flashinfer": FLASHINFER,
+                           "logits": MRV2}
 """Bytes per [max_num_seqs x vocab] logit of the profiled sampler step (derivation:
-core/serving/releases.py); 'auto' takes the release's own."""
+core/serving/releases.py); 'auto' takes the release's own. 'flashinfer' is no release's default:
+vLLM runs it where FlashInfer is installed (0.10: whenever it imports, 0.19: with
+VLLM_USE_FLASHINFER_SAMPLER=1), which the log says ('Using FlashInfer for top-p & top-k sampling')."""
 SAMPLERS = tuple(SAMPLER_BYTES_PER_LOGIT)
 DEFAULT_SAMPLER = "auto"
 TRITON_PROGRAMS = 132
@@ -85,6 +90,13 @@ class ProfiledPeak:
         return max(self.forward, self.sampler) + self.held_allreduce
 
 
+def sampler_name(sampler: str, rules: VllmRules) -> str:
+    """``sampler``, or for 'auto' the name of the release's own (releases.VllmRules.sampler_bytes)."""
+    if sampler != DEFAULT_SAMPLER:
+        return sampler
+    return {SORT: "torch-sort", TRITON: "triton", MRV2: "logits"}[rules.sampler_bytes]
+
+
 def sampler_bytes(spec: ModelSpec, max_num_seqs: int, tokens: int, rules: VllmRules, tp: int,
                   sampler: str = DEFAULT_SAMPLER, act_bytes: int = 2) -> float:
     """The sampler step of the profile: max_num_seqs rows of the full vocabulary (every TP rank
@@ -94,8 +106,8 @@ def sampler_bytes(spec: ModelSpec, max_num_seqs: int, tokens: int, rules: VllmRu
     keeps while it samples (gpu_model_runner.profile_run: hidden_states, then _dummy_sampler_run)."""
     per_logit = (SAMPLER_BYTES_PER_LOGIT[sampler] or rules.sampler_bytes) + (act_bytes - 2)
     rows = max_num_seqs / tp if rules.sampler_sharded else max_num_seqs
-    buffer = TRITON_PROGRAMS * spec.vocab_size * 4 if (per_logit - act_bytes + 2 == TRITON and rules.sampler_buffer) \
-        else 0.0
+    triton = sampler == "triton" or (sampler == DEFAULT_SAMPLER and rules.sampler_bytes == TRITON)
+    buffer = TRITON_PROGRAMS * spec.vocab_size * 4 if (triton and rules.sampler_buffer) else 0.0
     return rows * spec.vocab_size * per_logit + buffer + tokens * spec.hidden_size * act_bytes
 
 
@@ -266,10 +278,10 @@ def split_kv_accumulator_bytes(spec: ModelSpec, tokens: int, tp: int, act_bytes:
     they land in the graph pool. MLA (FLASH_ATTN_MLA) attends in the latent space, d =
     kv_lora_rank. Checked against llm-d-planner's v0.19.0 H100 logs ('Estimated FULL CUDA graph
     memory: X MiB first-capture'): Llama-3.1-8B 260 MiB (formula 258), Qwen2.5-7B 228 (226),
-    Llama-3.1-8B tp 4 70 (65), DeepSeek-V2-Lite 522 (513). 0 for an fp32 model: vLLM runs it on
-    TRITON_ATTN (FlashAttention has no fp32 kernels), whose full first capture logs 4 MiB; 0 above
-    FA_SPLIT_MAX_BATCH sequences."""
-    if act_bytes == 4 or tokens > FA_SPLIT_MAX_BATCH:
+    Llama-3.1-8B tp 4 70 (65), DeepSeek-V2-Lite 522 (513). 0 above FA_SPLIT_MAX_BATCH sequences.
+    Only FLASH_ATTN / FLASH_ATTN_MLA have them: graph_bytes charges nothing for TRITON_ATTN
+    (attention_backend.vllm_attention_backend)."""
+    if tokens > FA_SPLIT_MAX_BATCH:
         return 0.0
     a = spec.attention
     width = a.kv_lora_rank or a.head_dim
@@ -294,7 +306,7 @@ def cublas_workspace_bytes(gpu_arch: str | None) -> float:
 
 def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_bytes: int = 2,
                 blas_workspace: float = 0.0, activation_quant: bool = False,
-                max_tokens: int | None = None) -> float:
+                max_tokens: int | None = None, backend: str | None = None) -> float:
     """vLLM's CUDA-graph estimate (gpu_model_runner.profile_cudagraph_memory, logged from 0.19,
     subtracted from 0.21): per mode the first capture and, for every further size, what the second
     capture took (per_graph_bytes); the pool overlays the modes, so the larger first capture counts
@@ -306,7 +318,11 @@ def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_by
     capture runs on its own stream, whose first GEMM allocates a cuBLAS workspace
     (cublas_workspace_bytes) inside the pool (v0.19.0 logs, H100: Llama-3.1-8B 138 MiB against
     2 x 54 + 32 + 6 = 146). The full first capture reuses that pool and that stream's workspace and
-    adds the attention's split-KV accumulators. The piecewise first capture is the larger of the two,
+    adds the attention's split-KV accumulators where the backend allocates them in the call
+    (FlashAttention; ``backend``: attention_backend.vllm_attention_backend's, None = the one an
+    ``act_bytes`` model without other properties gets). TRITON_ATTN allocates its split-decode
+    buffers before the profile (attention_backend.triton_softmax_segment_bytes), so its full first
+    capture is its graph alone: the Gemma 3 IT v0.19.0 logs, 4-8 MiB. The piecewise first capture is the larger of the two,
     so its error reaches the estimate, in five of the logs: fp32 224 MiB against 2 x 108 + 32 + 6 =
     254 (+13%; Triton attention's full capture logs 4), Llama-3.1-8B tp 4 84 against 83, Qwen2.5-7B
     tp 2 / tp 4 122 / 104 against 113 / 85 (at tp 2 the modelled full one, 117, is the larger) and
@@ -318,6 +334,8 @@ def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_by
     piecewise, full = graph_capture_sizes(max_num_seqs, min(limit, max_tokens or limit))
     per_graph = per_graph_bytes(spec, layers, activation_quant)
     first_piecewise = 2 * max(piecewise) * act_bytes * activation_elements_per_token(spec, tp) + blas_workspace
-    first_full = split_kv_accumulator_bytes(spec, max(full), tp, act_bytes) if full else 0.0
+    backend = backend or AB.vllm_attention_backend(spec, act_bytes)[0]
+    accumulates = full and backend in (AB.FLASH_ATTN, AB.FLASH_ATTN_MLA)
+    first_full = split_kv_accumulator_bytes(spec, max(full), tp, act_bytes) if accumulates else 0.0
     further = len(piecewise) - 1 + max(len(full) - 1, 0)
     return max(first_piecewise, first_full) + per_graph * (1 + further)

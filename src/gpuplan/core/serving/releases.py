@@ -132,7 +132,22 @@ the 0.19 logs)."""
 #   logits 4 + probabilities 4 + the exponential draws of random sampling 4, plus its buffer.
 # - 2: Model Runner V2's dummy sampler skips top-k, top-p, logprobs and the fp32 upcast (its
 #   _dummy_sampler_run note; vllm PR 57926 describes the gap): the model-dtype logits.
+# - 14 (FlashInfer, where vLLM picked it: no release's default, --sampler flashinfer): vLLM
+#   v0.10.1.1's _dummy_sampler_run keeps the model-dtype logits 2 (gpu_model_runner.py:2435) and asks
+#   for top_p 0.9 with top_k vocab-1 (2445-2446); Sampler.forward upcasts them, fp32 4
+#   (v1/sample/sampler.py:47), divides by the temperature in place (99); TopKTopPSampler took
+#   forward_cuda at start-up ('Using FlashInfer for top-p & top-k sampling',
+#   ops/topk_topp_sampler.py:41-52: FlashInfer imports and VLLM_USE_FLASHINFER_SAMPLER, default
+#   None, is not False), which with both k and p calls flashinfer_sample -> FlashInfer's
+#   top_k_top_p_sampling_from_logits (topk_topp_sampler.py:109, 295). FlashInfer 0.2.11 (the
+#   version vLLM 0.10.1.1's 'flashinfer' extra pins) applies top-k first: top_k_mask_logits
+#   allocates an fp32 mask_logits 4 (flashinfer/sampling.py:372-374), softmax of it makes fp32
+#   probs 4 (981), and top_p_sampling_from_probs allocates only the [batch] int32 samples (166;
+#   its CUDA op allocates nothing, csrc/sampling.cu): 2 + 4 + 4 + 4, no sort and no Triton buffer.
+#   v0.19.0 runs the same flashinfer_sample (topk_topp_sampler.py:391) but only when
+#   VLLM_USE_FLASHINFER_SAMPLER=1 (39-55).
 SORT, TRITON, MRV2 = 38.0, 14.0, 2.0
+FLASHINFER = 2.0 + 4.0 + 4.0 + 4.0
 
 VLLM_RULES = (
     VllmRules((0, 2, 0), "allocated", False, False, SORT, False, False, 0.0, "none", False, False, 0.90,

@@ -183,3 +183,7 @@ class ServingSetup:
     decode_attention: str = "grouped"
     """How the decode kernel reads the KV cache of a GQA / MQA model
     (core.serving.roofline.kv_reads_per_step; the release's default: kernels.decode_attention_of)."""
+    mm_prefix_lm: bool = False
+    """vLLM attends bidirectionally over each image's tokens for this checkpoint
+    (core.serving.attention_backend.is_mm_prefix_lm of its config: a multimodal Gemma 3, not its
+    text-only export), which from 0.19 only TRITON_ATTN runs: no FlashAttention buffers in its graphs."""

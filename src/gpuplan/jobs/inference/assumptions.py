@@ -159,6 +159,9 @@ def _engine_assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -
         Assumption("max_num_seqs", "sequences of the profiled sampler step (max_num_seqs)", seqs,
                    f"vllm serve default of {release.label} on this GPU", "--max-num-seqs", "max_num_seqs" in u),
         Assumption("sampler", "sampler profile", r.sampler if r.sampler != "auto" else
-                   f"auto: {rules.sampler_bytes:.0f} B per logit", "core/serving/releases.py (from the sampler's "
-                   "code; vllm#21429 and llm-d-planner logs)", "--sampler", "sampler" in u),
+                   f"auto: {m.sampler}, {rules.sampler_bytes:.0f} B per logit", "core/serving/releases.py (from the "
+                   "sampler's code; vllm#21429 and llm-d-planner logs)", "--sampler", "sampler" in u),
+        Assumption("attention_backend", "attention backend (the CUDA-graph estimate's)", m.attention_backend[0],
+                   f"vLLM's selector on the model's properties: {m.attention_backend[1]} "
+                   "(core/serving/attention_backend.py)", "none (from the model)"),
     )

@@ -67,8 +67,8 @@ def _activation_basis(m: M.Memory, engine: str) -> str:
     tokens, seqs = m.batch_limits
     if engine == "trtllm":
         return f"a context batch of max_num_tokens {tokens:,}"
-    return (f"max(forward of {tokens:,} tokens {_gib(m.forward_peak)} GiB, sampler on {seqs:,} sequences "
-            f"{_gib(m.sampler_peak)} GiB)")
+    return (f"max(forward of {tokens:,} tokens {_gib(m.forward_peak)} GiB, {m.sampler} sampler on {seqs:,} "
+            f"sequences {_gib(m.sampler_peak)} GiB)")
 
 
 def _left(budget: float) -> str:
@@ -143,7 +143,18 @@ def _vllm_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
                  "counted before the KV cache from 0.21" if m.graphs_counted else "not in this release's KV sizing"),
             Line("log_kv", "available KV cache memory", kv, "bytes", f"Available KV cache memory: {_gib(kv)} GiB"),
             Line("log_kv_tokens", "GPU KV cache size", kv_tokens, "tokens", f"GPU KV cache size: {kv_tokens:,} tokens"),
-            _concurrency(plan, kv_tokens)]
+            _concurrency(plan, kv_tokens), *_v1_choices(m)]
+
+
+def _v1_choices(m: M.Memory) -> list[Line]:
+    """The sampler the profile ran and the attention backend the graph estimate assumed, as V1 logs
+    them (before the split, at start-up: ops/topk_topp_sampler.py, platforms/cuda.py; listed last
+    here), with gpuplan's reason."""
+    backend, why = m.attention_backend
+    sampler = ("Using FlashInfer for top-p & top-k sampling." if m.sampler == "flashinfer" else
+               f"sampler profiled: {m.sampler}")
+    return [Line("log_sampler", "sampler", m.sampler, "", sampler, "--sampler; core/serving/releases.py"),
+            Line("log_attention", "attention backend", backend, "", f"Using {backend} attention backend", why)]
 
 
 def _v0_split(version, m: M.Memory, non_torch: float) -> list[Line]:

@@ -85,7 +85,8 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
 
         check_supported(spec)
     setup = SU.ServingSetup(fmt, K.KV_DTYPE_BYTES[kv_dtype], inputs.runtime, inputs.efficiency, inputs.block_size,
-                           _speculation(inputs, spec, raw), inputs.prefix_hit, inputs.lora, inputs.decode_kernel)
+                           _speculation(inputs, spec, raw), inputs.prefix_hit, inputs.lora, inputs.decode_kernel,
+                           mm_prefix_lm(*inputs.model_params))
     return Plan(spec, gpu, W.param_groups(spec), setup, origin, kv_dtype, context, context - output, output,
                 tuple(notes))
 
@@ -133,6 +134,16 @@ def raw_model_config(model: str | None, params: Any) -> dict[str, Any]:
     if qcfg is not None:
         merged["quantization_config"] = qcfg
     return merged
+
+
+def mm_prefix_lm(model: str | None, params: Any) -> bool:
+    """vLLM's is_mm_prefix_lm on the checkpoint's own config (core.serving.attention_backend)."""
+    if params is not None or not model:
+        return False
+    from gpuplan.adapters.resolve import model_config
+    from gpuplan.core.serving.attention_backend import is_mm_prefix_lm
+
+    return is_mm_prefix_lm(model_config(model)[0])
 
 
 _DTYPE_FORMAT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}

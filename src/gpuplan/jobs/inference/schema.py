@@ -140,8 +140,9 @@ class InferenceInputs(ModelFields):
                                                    "vLLM default for the GPU")]
     sampler: Annotated[T.choice(*P.SAMPLERS), _f(
         P.DEFAULT_SAMPLER, "Sampler step vLLM profiles on max_num_seqs rows of logits: auto (the release's), "
-                           "torch-sort (38 B per logit, 0.8-0.16), triton (14 B, 0.17-0.27), logits (2 B, Model "
-                           "Runner V2); docs/inference.md.")]
+                           "torch-sort (38 B per logit, 0.8-0.16), triton (14 B, 0.17-0.27), flashinfer (14 B, no "
+                           "Triton buffer: where the log says 'Using FlashInfer for top-p & top-k sampling'), "
+                           "logits (2 B, Model Runner V2); docs/inference.md.")]
     cuda_graph_gib: Annotated[ServingGib | None, _f(None, "CUDA-graph memory, GiB (0 = eager).",
                                                     "estimated: vLLM counts it from 0.21")]
     non_torch_gib: Annotated[ServingGib | None, _f(None, "Non-torch memory the engine's profile counts on one "

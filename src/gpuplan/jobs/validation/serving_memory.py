@@ -12,8 +12,10 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from gpuplan.core.serving import attention_backend as AB
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.serving import memory as M
+from gpuplan.core.serving import profile as P
 from gpuplan.core.serving import releases as REL
 from gpuplan.core.serving import setup as SU
 from gpuplan.core.serving import weights as W
@@ -74,6 +76,9 @@ def checked_logs(data: Any) -> tuple[dict[str, Any], ...]:
             unknown = [n for n in names or () if n not in SCORED_NAMES]
             if unknown:
                 raise InputError(where, unknown[0], f"valid keys: {', '.join(SCORED_NAMES)}")
+        if e.get("sampler", P.DEFAULT_SAMPLER) not in P.SAMPLERS:
+            raise InputError(f"serving_memory_logs.yaml: {e.get('id')}.sampler", e["sampler"],
+                             f"must be one of {', '.join(P.SAMPLERS)}")
     return tuple(data["logs"])
 
 
@@ -81,9 +86,18 @@ def _setup(e: dict[str, Any], spec, gpu) -> SU.ServingSetup:
     release = REL.parse_release(e["engine"])
     runtime = SU.Runtime(gpu_memory_utilization=e.get("gpu_memory_utilization"), engine=release.engine,
                          version=release.version, mem_fraction_static=e.get("mem_fraction_static"),
-                         prefill_tokens=e.get("prefill_tokens"), max_num_seqs=e.get("max_num_seqs"))
+                         prefill_tokens=e.get("prefill_tokens"), max_num_seqs=e.get("max_num_seqs"),
+                         sampler=e.get("sampler", P.DEFAULT_SAMPLER))
     kv = K.KV_DTYPE_BYTES[e.get("kv_dtype", "fp16" if e["quantization"] == "fp16" else "bf16")]
-    return SU.ServingSetup(_format(e, spec, gpu), kv, runtime, block_size=e.get("block_size", K.DEFAULT_BLOCK_SIZE))
+    return SU.ServingSetup(_format(e, spec, gpu), kv, runtime, block_size=e.get("block_size", K.DEFAULT_BLOCK_SIZE),
+                           mm_prefix_lm=AB.is_mm_prefix_lm(_checkpoint_config(e["model"])))
+
+
+def _checkpoint_config(model: str) -> dict[str, Any]:
+    """The catalog model's own config.json (top level: a multimodal checkpoint's model_type)."""
+    from gpuplan.adapters.resolve import model_config
+
+    return model_config(model)[0]
 
 
 def _format(e: dict[str, Any], spec, gpu) -> W.WeightFormat:
