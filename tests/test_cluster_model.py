@@ -106,13 +106,16 @@ def test_end_to_end_gpu_hours_held_out_mean_within_a_point_of_its_level():
     from gpuplan.jobs.validation.estimate import KIND_END_TO_END, validation_cases
 
     held = [c for c in validation_cases() if c.kind == KIND_END_TO_END.format(role="held out")]
-    assert len(held) == 8
-    # issue 37's bar is 10% mean; the packaged runs land at 10.2% (11.0% on the 7 fixed before TinyLlama, +4.7%,
-    # added with issue 37 point 4 after its prediction was computed; LLaMA-65B with its paper's all-reduce,
-    # --zero 0, -11.2% and DeepSeek-V3 +7.7% against their steady state, the scope of their rate x tokens totals;
-    # docs/training.md), the step model optimistic on BLOOM (105.2 s logged vs 99.3 s, -11.0%) and SmolLM3
-    # (-19.1% against its steady state), pessimistic on Pythia-70M (+12.2%). The bound is that mean + ~1 point, so a regression fails.
-    assert sum(abs(c.error) for c in held) / len(held) < 0.11
+    assert len(held) == 16
+    # issue 37's bar is 10% mean; the sixteen held-out runs land at 17.1% (bias -14.2%): 10.8% on the 7 fixed
+    # before TinyLlama (+4.6%, added after its prediction was computed), 24.1% on the 8 entered by
+    # training_runs.yaml's written criterion before their predictions were computed (Pythia 160M-12B -13 to -30%,
+    # MPT-7B -38.4%, StarCoderBase -30.3%: all predicted low; docs/training.md). The bounds are those means + ~1
+    # point, so a regression fails; they are not the 10% goal, which this data does not meet.
+    assert sum(abs(c.error) for c in held) / len(held) < 0.18
+    first = [c for c in held if c.id in ("llama1-65b", "bloom-176b", "palm-540b", "pythia-70m", "pythia-1b",
+                                         "deepseek-v3", "smollm3-3b")]
+    assert len(first) == 7 and sum(abs(c.error) for c in first) / 7 < 0.118
     ramp = next(c for c in validation_cases() if c.id == "llama3.1-405b" and "end to end" in c.kind)
     assert "batch ramp x1.0" in ramp.basis
 
