@@ -116,3 +116,18 @@ def test_full_report_names_the_sampler_and_backend(run_cli):
     assert code == 0 and "Using TRITON_ATTN attention backend" in out and "is_mm_prefix_lm" in out
     code, _, err = run_cli("infer", "--model", "qwen2.5-7b", "--gpu", "h100-sxm", "--sampler", "flash")
     assert code == 2 and "sampler" in err and "flashinfer" in err
+
+
+def test_flash_attention_2_leaves_a_large_decode_batch_unsplit():
+    """Compute capability 8.x runs FA2, which vLLM gives no split bound (max_num_splits 0): FA2's own
+    heuristic runs a batch of >= 0.8 x 2 x 142 = 227.2 blocks unsplit. Llama-3.1-8B (32 heads, 8 KV
+    heads): 512 x 8 = 4,096 blocks, no accumulators, so the piecewise first capture decides:
+    2 x 512 x 2 B x (3 x 14336 + 3 x 4096) = 108 MiB + 101 x 6 MiB = 714 MiB; FA3 adds its 32-split
+    accumulators (32 x 32 x 512 x 129 x 4 B = 258 MiB) as the larger first capture."""
+    spec = load_model("llama-3.1-8b")
+    assert AB.flash_attn_version("ampere") == 2 and AB.flash_attn_version("hopper") == 3
+    assert not AB.fa2_splits_first_capture(spec, 512, 1)
+    assert AB.fa2_splits_first_capture(spec, 16, 1)  # 16 x 8 = 128 blocks < 227.2
+    assert not AB.fa2_splits_first_capture(load_model("gpt2"), 16, 1)  # MHA: no head swap, no split
+    assert P.graph_bytes(spec, 1024, 1, 32, fa_version=2) == 714 * MiB
+    assert P.graph_bytes(spec, 1024, 1, 32) == 32 * 32 * 512 * 129 * 4 + 606 * MiB

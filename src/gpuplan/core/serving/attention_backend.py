@@ -100,3 +100,37 @@ def triton_softmax_segment_bytes(spec: ModelSpec, tp: int, capture_sizes: list[i
     padded = 1 << max(a.head_dim - 1, 0).bit_length()
     heads = a.num_heads / tp
     return threshold * heads * NUM_PAR_SOFTMAX_SEGMENTS * (padded + 2) * 4
+
+
+FA2_ARCHS = ("ampere",)
+"""collective_arch values whose FLASH_ATTN is FlashAttention 2: vllm fa_utils.get_flash_attn_version
+(v1/attention/backends/fa_utils.py:74-83 @v0.19.0) takes FA3 on compute capability 9.x, FA4 on 10.x
+where built, else FA2. FA2 has no ahead-of-time scheduler, so vLLM leaves max_num_splits at 0
+(flash_attn.py:304-305; the full-graph bound of 32 splits is set only with FA3, 326-346) and
+FA2 picks its split count itself (vllm-project/flash-attention csrc/flash_attn/flash_api.cpp,
+5824e6e: set_params_splitkv 298-327, num_splits_heuristic 262-296)."""
+
+FA2_ONE_SPLIT_BLOCKS = 0.8 * 2 * 142
+"""FA2 runs a decode batch unsplit (no accumulators) once batch x KV heads x ceil(query groups /
+64) blocks reach 0.8 x 2 x SMs (flash_api.cpp:264 and 316, 'num_sm * 2'); 142 SMs is the L40S,
+the most of any compute capability 8.x part in the catalog (A100 108, RTX 4090 128), so the bound
+holds on all of them. Splitting needs a GQA decode (query heads > KV heads: the heads-into-seqlen
+swap, flash_api.cpp:594-596); MHA never splits in the varlen call."""
+
+
+def flash_attn_version(gpu_arch: str | None) -> int:
+    """2 on compute capability 8.x (FA2_ARCHS), else 3 (Hopper; a part not known taken as one)."""
+    return 2 if gpu_arch in FA2_ARCHS else 3
+
+
+def fa2_splits_first_capture(spec: ModelSpec, tokens: int, tp: int) -> bool:
+    """Whether FA2 may split the full first capture of ``tokens`` decode sequences (and so allocate
+    accumulators inside it): a GQA decode below FA2_ONE_SPLIT_BLOCKS blocks. Where it may, graph_bytes
+    charges FA3's 32-split figure as a stand-in (the split count then depends on the SM count and
+    the profile's sequence length, which gpuplan does not carry)."""
+    a = spec.attention
+    heads, kv_heads = max(a.num_heads // tp, 1), max(a.num_kv_heads // tp, 1)
+    if heads <= kv_heads:
+        return False
+    groups = heads // kv_heads
+    return tokens * kv_heads * -(-groups // 64) < FA2_ONE_SPLIT_BLOCKS

@@ -306,7 +306,7 @@ def cublas_workspace_bytes(gpu_arch: str | None) -> float:
 
 def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_bytes: int = 2,
                 blas_workspace: float = 0.0, activation_quant: bool = False,
-                max_tokens: int | None = None, backend: str | None = None) -> float:
+                max_tokens: int | None = None, backend: str | None = None, fa_version: int = 3) -> float:
     """vLLM's CUDA-graph estimate (gpu_model_runner.profile_cudagraph_memory, logged from 0.19,
     subtracted from 0.21): per mode the first capture and, for every further size, what the second
     capture took (per_graph_bytes); the pool overlays the modes, so the larger first capture counts
@@ -320,7 +320,8 @@ def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_by
     2 x 54 + 32 + 6 = 146). The full first capture reuses that pool and that stream's workspace and
     adds the attention's split-KV accumulators where the backend allocates them in the call
     (FlashAttention; ``backend``: attention_backend.vllm_attention_backend's, None = the one an
-    ``act_bytes`` model without other properties gets). TRITON_ATTN allocates its split-decode
+    ``act_bytes`` model without other properties gets; ``fa_version`` 2, compute capability 8.x,
+    leaves a large decode batch unsplit: attention_backend.fa2_splits_first_capture). TRITON_ATTN allocates its split-decode
     buffers before the profile (attention_backend.triton_softmax_segment_bytes), so its full first
     capture is its graph alone: the Gemma 3 IT v0.19.0 logs, 4-8 MiB. The piecewise first capture is the larger of the two,
     so its error reaches the estimate, in five of the logs: fp32 224 MiB against 2 x 108 + 32 + 6 =
@@ -335,7 +336,8 @@ def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_by
     per_graph = per_graph_bytes(spec, layers, activation_quant)
     first_piecewise = 2 * max(piecewise) * act_bytes * activation_elements_per_token(spec, tp) + blas_workspace
     backend = backend or AB.vllm_attention_backend(spec, act_bytes)[0]
-    accumulates = full and backend in (AB.FLASH_ATTN, AB.FLASH_ATTN_MLA)
+    accumulates = full and (backend == AB.FLASH_ATTN_MLA or backend == AB.FLASH_ATTN and (
+        fa_version != 2 or AB.fa2_splits_first_capture(spec, max(full), tp)))
     first_full = split_kv_accumulator_bytes(spec, max(full), tp, act_bytes) if accumulates else 0.0
     further = len(piecewise) - 1 + max(len(full) - 1, 0)
     return max(first_piecewise, first_full) + per_graph * (1 + further)
