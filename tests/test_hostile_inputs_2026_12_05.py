@@ -106,3 +106,44 @@ def test_token_bytes_that_hold_the_vocabulary_are_taken(run_json):
     data = run_json("train", "llama-2-7b", "--gpu", "h100", "--gpus", "64", "--token-bytes", "2")  # 32,000 ids
     io = data["results"]
     assert io["io_bytes_per_s_pretokenized"] == pytest.approx(2 * io["io_tokens_per_s_per_node"], rel=1e-12)
+
+
+def test_more_than_256_gpu_counts_are_refused_naming_how_many(run_cli):
+    """4,096 counts (1,2,...,4096) were accepted: llama-2-7b searched 983,731 layouts in 17 s."""
+    code, _, err = run_cli("plan", "llama-2-7b", "--gpus", ",".join(str(i) for i in range(1, 258)))
+    one_line_refusal(code, err, "error: gpus: got '257 GPU counts'; 1 to 256 GPU counts")
+    assert len(err) < 100  # not the 1,000-character list echoed back
+
+
+def test_fallback_counts_searched_in_rounds_give_the_one_by_one_answer():
+    """Each asked count where nothing fits (nor on the counts just below it that it is weighed
+    against) falls back to the largest smaller count with a fitting layout; the fallbacks are now
+    searched together, one round per rank of fallback, and give what one search each gave."""
+    from gpuplan.jobs.plan.search import search
+    from gpuplan.planner.plan import alternative_counts, fallback_counts
+    from gpuplan.planner.space import is_common_size
+
+    # --tp 2: no layout on an odd count, so 3, 5 and 7 fall back (to 2, 4 and 6)
+    inputs = PlanInputs(model="llama-2-7b", gpu="a100", gpus="3,5,7,8,13", tp=2, tokens="1T")
+    result = search(inputs)
+    ev, table, per_node = result.evaluator, result.all, result.evaluator.cluster.gpus_per_node
+    fell_back = 0
+    for count in (3, 5, 7, 8, 13):
+        asked = table["gpus_asked"] == count
+        main = asked & np.isin(table["gpus"], (count,) + alternative_counts(count, per_node))
+        fallback = table.take(asked & ~main)
+        if table["fits"][main].any() or (is_common_size(count) and main.any()):
+            assert not len(fallback)
+            continue
+        expected = None
+        for smaller in fallback_counts(count, per_node):  # one search each, largest first (as before)
+            rows = search_layouts(ev, (smaller,), result.target_batch, max_tp(ev), result.limits)
+            if len(rows) and rows["fits"].any():
+                expected = rows
+                break
+        assert (expected is None) == (not len(fallback))
+        if expected is not None:
+            fell_back += 1
+            assert set(fallback["gpus"]) == set(expected["gpus"])
+            assert np.array_equal(fallback["step_seconds"], expected["step_seconds"], equal_nan=True)
+    assert fell_back == 3

@@ -230,24 +230,44 @@ def price_of(inputs, gpu_id: str) -> tuple[float | None, str]:
     return prices.on_demand, prices.on_demand_source
 
 
+def _rows_by_count(table: LayoutTable) -> dict[int, LayoutTable]:
+    """The rows of each GPU count in ``table``, in their order there."""
+    if not len(table):
+        return {}
+    order = np.argsort(table["gpus"], kind="stable")
+    counts, starts = np.unique(table["gpus"][order], return_index=True)
+    return {int(c): table.take(rows) for c, rows in zip(counts, np.split(order, starts[1:]))}
+
+
 def _with_fallbacks(ev: Evaluator, counts: tuple[int, ...], table: LayoutTable, target: float,
                     limits: SpaceLimits, exhaustive: bool) -> LayoutTable:
     """Each asked count where nothing fits is replaced by the largest smaller count that has a
     fitting layout (its rows carry ``gpus_asked``: the difference stays idle). A common cluster
     size whose layouts exist but do not fit gets none: fewer GPUs hold more per GPU."""
-    extra = []
+    extra, waiting = [], {}
     for count in counts:
         mine = table["gpus_asked"] == count if len(table) else np.zeros(0, dtype=bool)
         if (table["fits"] & mine).any() if len(table) else False:
             continue
         if is_common_size(count) and mine.any():
             continue
-        for smaller in fallback_counts(count, ev.cluster.gpus_per_node):
-            rows = search_layouts(ev, (smaller,), target, max_tp(ev), limits, exhaustive)
-            if len(rows) and rows["fits"].any():
-                rows.columns["gpus_asked"] = np.full(len(rows), count)
-                extra.append(rows)
-                break
+        waiting[count] = fallback_counts(count, ev.cluster.gpus_per_node)
+    # in rounds, largest first as before, but each round's new counts searched at once and a count
+    # already searched taken from its rows: `plan --gpus 1,2,...,4096` ran 647 one-count searches
+    rows_of = _rows_by_count(table)
+    while waiting:
+        tries = {count: smaller.pop(0) for count, smaller in waiting.items() if smaller}
+        if not tries:
+            break
+        new = tuple(sorted(set(tries.values()) - set(rows_of)))
+        if new:
+            rows_of |= dict.fromkeys(new, LayoutTable({})) | _rows_by_count(
+                search_layouts(ev, new, target, max_tp(ev), limits, exhaustive))
+        for count, smaller in tries.items():
+            found = rows_of[smaller]
+            if len(found) and found["fits"].any():
+                extra.append(LayoutTable(found.columns | {"gpus_asked": np.full(len(found), count)}))
+                del waiting[count]
     return LayoutTable.concat([table] + extra) if extra else table
 
 
