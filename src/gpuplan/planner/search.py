@@ -7,9 +7,11 @@ the training report give for it.
 
 Pruning, and why it is sound: memory falls and step time rises from no recompute to selective to
 full, so for each layout only the least recompute that fits can be the fastest (or the cheapest
-on the same GPUs); the others are not timed. Layouts that do not fit are not timed either.
-``exhaustive=True`` times every mode of every layout; tests/test_planner_space.py checks both
-give the same best step time.
+on the same GPUs); the others are not timed. Layouts that do not fit are not timed either, and
+memory never falls as the micro-batch grows, so micro-batches past the first that fits in no mode
+are not evaluated at all (micro_batch_prefix). ``exhaustive=True`` times every mode of every
+layout and every micro-batch; tests/test_planner_space.py and
+tests/test_hostile_inputs_2026_12_05.py check both give the same best step time.
 """
 
 from __future__ import annotations
