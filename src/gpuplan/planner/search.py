@@ -271,7 +271,7 @@ def search_layouts(evaluator: Evaluator, counts: tuple[int, ...], target_batch: 
     if evaluated > MAX_EVALUATED:
         raise InputError("gpus", f"{len(counts):,} GPU count(s)", f"the search would evaluate {evaluated:,} layouts"
                          f"{' x recompute modes' if exhaustive else ''}, more than {MAX_EVALUATED:,}; give fewer GPU "
-                         "counts, a smaller global batch or fix some degrees (--tp, --pp, --micro-batch)")
+                         "counts (--gpus), a smaller global batch or fix some degrees (--tp, --pp, --micro-batch)")
     parts, remaining = [], grid
     for done, mode in enumerate(modes):
         if progress is not None:
