@@ -147,3 +147,22 @@ def test_fallback_counts_searched_in_rounds_give_the_one_by_one_answer():
             assert set(fallback["gpus"]) == set(expected["gpus"])
             assert np.array_equal(fallback["step_seconds"], expected["step_seconds"], equal_nan=True)
     assert fell_back == 3
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("train", "llama-3.1-8b", "--gpus", "64", "--micro-batch", "8", "--global-batch", "4"),
+     "error: micro_batch: got 8; more than the global batch of 4 sequences (--global-batch / --global-batch-tokens): "
+     "at most 4"),
+    (("plan", "llama-3.1-8b", "--gpus", "64", "--micro-batch", "2048", "--global-batch-tokens", "4194304"),
+     "error: micro_batch: got 2048; more than the global batch of 1,024 sequences"),
+    (("memory", "llama-3.1-8b", "--micro-batch", "8", "--global-batch", "4"), "at most 4"),
+])
+def test_a_micro_batch_above_the_global_batch_is_refused_naming_it(run_cli, args, fragment):
+    """It was 'gpus: got '64'; no layout can use these GPU counts ... with the degrees given' (train, plan)."""
+    code, _, err = run_cli(*args, "--gpu", "h100")
+    one_line_refusal(code, err, fragment)
+
+
+def test_a_micro_batch_equal_to_the_global_batch_is_taken(run_json):
+    data = run_json("memory", "llama-3.1-8b", "--gpu", "h100", "--micro-batch", "4", "--global-batch", "4")
+    assert data["inputs"]["layout"].endswith("micro-batch 4")

@@ -90,6 +90,12 @@ class LayoutFields(JobInputs):
         if self.global_batch is not None and self.global_batch_tokens is not None:
             raise InputError("global_batch", self.global_batch, "give --global-batch (sequences) or "
                              "--global-batch-tokens, not both")
+        given = self.global_batch if self.global_batch is not None else (
+            self.global_batch_tokens / seq_len if self.global_batch_tokens is not None and seq_len else None)
+        if self.micro_batch is not None and given is not None and self.micro_batch > max(1, round(given)):
+            # a data-parallel rank's batch is at most the whole batch (dp 1); it was 'no layout' naming gpus
+            raise InputError("micro_batch", self.micro_batch, f"more than the global batch of {given:,.0f} sequences "
+                             f"(--global-batch / --global-batch-tokens): at most {max(1, round(given)):,}")
         return self
 
     def fixed_degrees(self) -> dict[str, int]:
