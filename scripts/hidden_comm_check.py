@@ -9,9 +9,10 @@ the slope b, the intercept a, their correlation and the family's mean |error| be
 its own line (an upper bound of what any hidden-communication term could take out). ``--rows FILTER``
 lists the rows of the families whose name contains FILTER. ``--pairs`` splits the model's
 FP8-CS / MXFP8 tokens/s ratio of configurations published with both recipes into the recipe at one
-layout and the layout at one recipe. Nothing is fitted into the model. ~5 s.
+layout and the layout at one recipe. ``--split`` fits the dense FP8 families' error on hidden TP and
+hidden DP apart. Nothing is fitted into the model. ~5 s.
 
-    python scripts/hidden_comm_check.py [--rows "Blackwell dense FP8"] [--pairs]
+    python scripts/hidden_comm_check.py [--rows "Blackwell dense FP8"] [--pairs] [--split]
 """
 
 from __future__ import annotations
@@ -101,14 +102,46 @@ def print_pairs() -> None:
         print(f"{cs_id:56} {measured:8.3f} {cs_pred / mx_pred:6.3f}  {recipe:16.3f}  {cs_pred / mx_pred / recipe:20.3f}")
 
 
+def print_split() -> None:
+    """Dense FP8 families: error = a + b_tp x hidden TP + b_dp x hidden DP, each hidden share the
+    tokens/s the model loses without that overlap (tp_overlap 0 and tp_comm_overlap off; dp_overlap 0)."""
+    from gpuplan.jobs.validation.published_throughput import (
+        predict_tokens_per_gpu_s,
+        published_throughput_rows,
+        why_not,
+    )
+    from gpuplan.jobs.validation.throughput import run_spec
+
+    rows = defaultdict(list)
+    for run in published_throughput_rows():
+        if why_not(run) or "dense FP8" not in family(run, run_spec(run["model"]).moe is not None):
+            continue
+        name = family(run, run_spec(run["model"]).moe is not None)
+        tokens = predict_tokens_per_gpu_s(run)
+        tp = tokens / predict_tokens_per_gpu_s(run, tp_overlap=0.0, tp_comm_overlap=False) - 1
+        dp = tokens / predict_tokens_per_gpu_s(run, dp_overlap=0.0) - 1
+        rows[name].append((tp, dp, tokens / run["measured"]["tokens_per_s_per_gpu"] - 1))
+    print(f"\n{'dense FP8 family':52} rows  intercept  b_tp   b_dp   mean|e| -> off the fit")
+    for name, v in sorted(rows.items()):
+        a = np.array(v)
+        x = np.column_stack([np.ones(len(a)), a[:, 0], a[:, 1]])
+        coef = np.linalg.lstsq(x, a[:, 2], rcond=None)[0]
+        rest = a[:, 2] - x @ coef
+        print(f"{name:52} {len(v):4}  {coef[0] * 100:+7.1f}%  {coef[1]:+.2f}  {coef[2]:+.2f}  "
+              f"{np.abs(a[:, 2]).mean() * 100:5.1f}% -> {np.abs(rest).mean() * 100:4.1f}%")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", metavar="FILTER", help="list the rows of the families whose name contains FILTER")
     parser.add_argument("--pairs", action="store_true", help="split the FP8-CS / MXFP8 ratios")
+    parser.add_argument("--split", action="store_true", help="hidden TP and hidden DP apart (dense FP8)")
     args = parser.parse_args()
     print_families(family_rows(), args.rows)
     if args.pairs:
         print_pairs()
+    if args.split:
+        print_split()
 
 
 if __name__ == "__main__":
