@@ -166,3 +166,16 @@ def test_a_micro_batch_above_the_global_batch_is_refused_naming_it(run_cli, args
 def test_a_micro_batch_equal_to_the_global_batch_is_taken(run_json):
     data = run_json("memory", "llama-3.1-8b", "--gpu", "h100", "--micro-batch", "4", "--global-batch", "4")
     assert data["inputs"]["layout"].endswith("micro-batch 4")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("train", "llama-2-7b", "--gpus", "64", "--tp", "16"),
+     "error: tp: got 16; at most 8: the planner keeps tensor parallelism inside the scale-up domain of 8 GPUs"),
+    (("plan", "llama-2-7b", "--gpus", "64", "--tp", "8", "--gpus-per-node", "4"), "error: tp: got 8; at most 4"),
+    (("plan", "llama-2-7b", "--gpus", "64", "--cp", "64"),
+     "error: cp: got 64; at most 32, the context-parallel degrees the planner lays out"),
+])
+def test_a_fixed_degree_beyond_the_planners_range_is_refused_naming_it(run_cli, args, fragment):
+    """It was 'gpus: got '64'; no layout can use these GPU counts ... with the degrees given'."""
+    code, _, err = run_cli(*args, "--gpu", "h100")
+    one_line_refusal(code, err, fragment)

@@ -180,6 +180,7 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
     ``max_rows``: refuse (InputError) before building more rows than that."""
     limits = limits or SpaceLimits()
     fixed = limits.fixed
+    _check_fixed_in_range(fixed, max_tp, limits.max_cp)
     experts = spec.moe.num_experts if spec.moe is not None else 0
     rules = rules_for(limits.framework)
     # one (head, grid) block per structure; the (ep, ZeRO, micro-batch) grids repeat across
@@ -242,6 +243,16 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
     columns = dict(gpus=gpus, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero, micro_batch=mb,
                    micro_batches=per_rank // mb, global_batch=batch)
     return {name: columns[name] for name in DEGREES}
+
+
+def _check_fixed_in_range(fixed: dict, max_tp: int, max_cp: int) -> None:
+    """A tp or cp the user fixed beyond what the search lays out is refused naming it (it was 'no layout
+    can use these GPU counts', naming gpus); `gpuplan memory` still takes it."""
+    if fixed.get("tp", 1) > max_tp:
+        raise InputError("tp", fixed["tp"], f"at most {max_tp}: the planner keeps tensor parallelism inside the "
+                         f"scale-up domain of {max_tp} GPUs (--gpus-per-node)")
+    if fixed.get("cp", 1) > max_cp:
+        raise InputError("cp", fixed["cp"], f"at most {max_cp}, the context-parallel degrees the planner lays out")
 
 
 def _ep_choices(experts: int, data_ranks: int, fixed: dict, combined_1f1b: bool = False) -> tuple[int, ...]:
