@@ -25,5 +25,5 @@ def test_the_profiled_layouts_row_carries_its_note_and_no_host_time():
         patch.setattr(S, "stage_exposed_host_seconds", lambda *args, **kwargs: 0.0)
         without = predict_tokens_per_gpu_s(run)
     assert with_host == pytest.approx(without, rel=1e-12)
-    # no other row carries a validation note
-    assert [c.id for c in cases if ";" in c.note] == [ROW]
+    # no other row carries the profile's note (other notes cite NVIDIA's tracking of slow configurations)
+    assert [c.id for c in cases if "moe_host fit profile" in c.note] == [ROW]
