@@ -19,22 +19,21 @@ from __future__ import annotations
 
 import argparse
 import copy
+import sys
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 
 
 def family(run, moe: bool) -> str:
-    """docs/accuracy.md's family of a published row (jobs/validation/estimate.py's grouping)."""
-    from gpuplan.jobs.validation.estimate import PRECISION_LABEL
-    from gpuplan.jobs.validation.published_throughput import PRECISION
-
-    fam = run["family"]
-    source = "torchtitan" if fam.startswith("torchtitan") else "NeMo/Megatron-Bridge"
-    hardware = "Blackwell Ultra GB300" if "gb300" in fam else \
-        "Blackwell" if any(g in fam for g in ("b200", "b300", "gb200")) else "Hopper"
-    precision = PRECISION_LABEL.get(PRECISION[run["precision"]], "BF16")
-    return f"{source} {hardware} {'MoE' if moe else 'dense'} {precision}"
+    """docs/accuracy.md's family of a published row: megatron_ops_check.family, beside this script."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        from megatron_ops_check import family as grouping
+    finally:
+        sys.path.pop(0)
+    return grouping(run, moe)
 
 
 def predicted_with_breakdown(run):
