@@ -27,7 +27,13 @@ ENGINE_COMMUNICATORS = {"vllm": 2, "sglang": 1, "trtllm": 1}
 # Without NVLink (PCIe cards) NCCL opens few channels (memory is linear in channels, NVIDIA/nccl#986):
 # the per-communicator anchor above does not apply. 0.25 GiB for all of them, a gpuplan assumption
 # next to vllm#15815's logged 0.30 GiB of non-torch memory at TP 2 on L40s (context included) and
-# vllm#16570's 0.34-0.43 GiB per rank at TP 4.
+# vllm#16570's 0.34-0.43 GiB per rank at TP 4. The NVLink anchor presumes GPU P2P, which NVLink-connected
+# GPUs always report; where the driver reports none (vLLM logs 'Custom allreduce is disabled because
+# your platform lacks GPU P2P capability', v0.10.1.1 custom_all_reduce.py:147) NCCL asks the same
+# question (cudaDeviceCanAccessPeer, NCCL 2.26.2 src/transport/p2p.cc:164) and connects the ranks
+# through SHM, whose FIFOs live in host memory (shm.cc:104-146; NCCL_SHM_USE_CUDA_MEMCPY off): this
+# rule, not the NVLink one, applies. dennislee22's 0.10.1.1 A100 PCIe pair (no P2P) puts what TP 2 adds
+# over TP 1 at 0.12-0.13 GiB (docs/inference.md, 'NCCL at TP > 1, from the code').
 PCIE_COMM_BYTES = 0.25 * 2**30
 # Scale-up links faster than PCIe Gen5 x16 (128 GB/s both directions) are NVLink-class.
 NVLINK_MIN_BANDWIDTH = 200e9
