@@ -108,7 +108,8 @@ def test_published_moe_rows_carry_their_release_recipe_settings():
         assert "Megatron-Bridge v0." in r["derived"]["moe_comm"] and ".py@v0." in r["derived"]["moe_comm"]
     # the one row measured off a release (a Bridge skill note): its recipe read at a commit
     (skill,) = [r for r in moe if not r["family"].startswith("nemo-")]
-    assert skill["moe_comm"] == {"dispatcher": "flex", "backend": "hybridep", "a2a_overlap": True}
+    assert skill["moe_comm"] == {"dispatcher": "flex", "backend": "hybridep", "a2a_overlap": True,
+                                 "cuda_graph": "te:moe_router,moe_preprocess"}
     assert "qwen3_moe.py@067f987" in skill["derived"]["moe_comm"]
     # v0.6.0 perf_recipes/qwen/gb200/qwen3_moe.py: HybridEP, _enable_hybridep_full_iteration_mxfp8 -> overlap
     assert rows["mbridge-26.08-qwen3-30b-a3b-gb200-8g-mxfp8"]["moe_comm"] == {
@@ -116,14 +117,14 @@ def test_published_moe_rows_carry_their_release_recipe_settings():
         "cuda_graph": "full_iteration"}
     # v0.2.2 GPT-OSS: no preset backend, recipe never applies one -> the provider's NCCL alltoall
     assert rows["mbridge-25.11-gpt-oss-120b-gb300-64g-bf16"]["moe_comm"] == {
-        "dispatcher": "alltoall", "backend": None, "a2a_overlap": False}
+        "dispatcher": "alltoall", "backend": None, "a2a_overlap": False, "cuda_graph": "te:attn,moe_router,moe_preprocess"}
     # v0.5.0 qwen3 H100 FP8-CS preset: HybridEP without the overlap
     assert rows["mbridge-26.06-qwen3-30b-a3b-h100-sxm-16g-fp8cs"]["moe_comm"]["a2a_overlap"] is False
     # v0.4.2 Qwen3-235B-A22B on B200: NCCL all-to-all
     assert rows["mbridge-26.04.01-qwen3-235b-a22b-b200-256g-mxfp8"]["moe_comm"]["dispatcher"] == "alltoall"
     # v0.4.0 GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2: hybridep with the overlap; H100: no backend
     assert rows["mbridge-26.04-gpt-oss-120b-gb200-64g-bf16"]["moe_comm"] == {
-        "dispatcher": "flex", "backend": "hybridep", "a2a_overlap": True}
+        "dispatcher": "flex", "backend": "hybridep", "a2a_overlap": True, "cuda_graph": "none"}
     assert rows["mbridge-26.04-gpt-oss-120b-h100-sxm-64g-bf16"]["moe_comm"]["dispatcher"] == "alltoall"
     # v0.3.1 qwen3_235b_a22b_pretrain_config_b300 sets moe_token_dispatcher_type = "alltoall" itself
     assert rows["mbridge-26.02.01-qwen3-235b-a22b-b300-256g-mxfp8"]["moe_comm"]["dispatcher"] == "alltoall"

@@ -31,7 +31,10 @@ attention, router and dispatcher preprocessing) takes the longer of its host and
 layer and micro-batch:
 
     exposed = max(0, host_layer - gpu_layer_forward)
-    host_layer = MOE_LAYER_HOST_SECONDS + host_after_sync
+    host_layer = MOE_LAYER_HOST_SECONDS + host_after_sync (+ ungraphed_router_seconds)
+
+(the last where the recipe has no TE CUDA graphs of the router and the dispatcher's preprocessing,
+StepSettings.moe_router_graphs False: the ops those graphs replay in MOE_LAYER_HOST_SECONDS' profile)
 
 gpu_layer_forward = the layer's forward (attention and router, MLP: MoeLayerPhases) + its two
 forward all-to-alls where they run on the critical path (not under the combined 1F1B schedule,
@@ -100,6 +103,56 @@ uncertainty)."""
 
 
 
+ROUTER_PYTHON_OPS = 39
+"""Forward ops the host dispatches for one MoE layer's pre-MLP norm and TopKRouter.forward (one micro-batch)
+when no CUDA graph replays them, read at Megatron-Core d7288711 (Megatron-Bridge v0.4.0's pin, in core_v0.17.0;
+the same calls at v0.3.0's b0cc270 and v0.5.0's d0b3b77) for the published rows' router: softmax after top-k,
+'aux_loss' load balancing, moe_router_fusion False (Megatron-Bridge recipes/qwen/qwen3_moe.py@v0.4.0 L76),
+force-balanced random logits (scripts/performance/utils/overrides.py@v0.4.0 L286-291). Counted as one op each,
+views included, as DISPATCHER_HOST_OPS are: the pre-MLP norm (TE RMSNorm, 1); gating
+(RouterGatingLinearFunction.apply, inp.view, te_general_gemm, output.view: moe_utils.py L1293-1335, 4);
+apply_random_logits (RandomSTE.apply, the RNG tracker fork's get / set state, clone, normal_: L1194-1215, 5);
+logits.view (router.py L602, 1); unfused top-k with softmax (topk, softmax, type_as; zeros_like + scatter for
+the probabilities, zeros_like + int + scatter + bool for the map: moe_utils.py L787-821, 9); the aux loss's
+scores (softmax, topk, zeros_like, int, scatter, bool: L856-866, 6); _apply_aux_loss (routing_map.sum and the
+TP-CP reduce, L227-246; probs.sum, mul, sum, scale, L142-145; / coeff; the tracker's detach, select, add_ and
+setitem, L943-975; MoEAuxLossAutoScaler.apply: 12); the torch.compile'd _apply_expert_bias call (1). DeepSeek-V3's
+sigmoid, group-limited, sequence-aux-loss router issues more and GPT-OSS's (no aux loss) fewer; the model spec
+does not name the router's score function, so one count serves (docs/step.md)."""
+
+PREPROCESS_PYTHON_OPS = {
+    # MoEAlltoAllTokenDispatcher.dispatch_preprocess + preprocess (token_dispatcher.py@d7288711 L471-575,
+    # L594-649; EP > 1, permute fusion): hidden view 1; the counts' sum + long 2, input_splits reshape + sum 2,
+    # the EP all-gather of the counts (autograd function, empty, all_gather_into_tensor) 3, reshape + transpose
+    # 2, slice + contiguous 2, three sums and an index 4, view 1; the fused permute 1. The device-to-host
+    # copies run with or without the graph (the graph moves them to 'before_ep_alltoall'), not counted
+    "alltoall": 18,
+    # MoEFlexTokenDispatcher.dispatch_preprocess (L1418-1442): hidden view 1; _initialize_metadata (L1390-1414):
+    # reshape, expand, reshape, contiguous for the map and for the probabilities 8; HybridEP's setup_metadata
+    # (L1007-1010) two reshapes 2: 11 views (the method is torch.compile'd, jit_fuser; its guard cost is not
+    # measured here, so it is counted op by op)
+    "flex": 11,
+}
+"""Forward ops of a dispatcher's preprocessing that a 'moe_preprocess' CUDA graph replays (one micro-batch)."""
+
+GRAPH_REPLAY_OPS = {"alltoall": 14, "flex": 8}
+"""Host ops of replaying the router + preprocessing graph in their place (transformer_engine/pytorch/graph.py@v2.9
+Graphed.forward L641-660): the autograd function 1, the copy of the layer's input into the static buffer 1,
+fwd_graph.replay() 1 and one detach per output: hidden states, probabilities and residual 3, plus the
+dispatcher's graphed attributes (cudagraph_attrs, token_dispatcher.py@d7288711 L451-466: 8 for alltoall;
+L1377: 2 for flex), which transformer_layer.py L1122-1131 sets back on the dispatcher."""
+
+
+def ungraphed_router_seconds(dispatcher: str, graphed: bool) -> float:
+    """Host seconds one MoE layer-micro-batch adds before its dispatcher's sync when the router and the
+    dispatcher's preprocessing are issued from Python instead of replayed as CUDA graphs (``graphed``: they
+    are, as in MOE_LAYER_HOST_SECONDS' profile: 0): the ops those graphs remove, less the replay's own."""
+    if graphed:
+        return 0.0
+    ops = ROUTER_PYTHON_OPS + PREPROCESS_PYTHON_OPS[dispatcher] - GRAPH_REPLAY_OPS[dispatcher]
+    return ops * forward_op_seconds()
+
+
 EAGER_BIAS_PYTHON_OPS_PER_EXPERT = 2
 """Experts with biases under Megatron-Core's eager fc2 bias (core.time.eager_fallbacks 'expert-bias'):
 ``_apply_bias`` dispatches ``b * p`` and ``t + .`` from Python once per local expert
@@ -125,12 +178,13 @@ def host_after_sync_seconds(dispatcher: str, local_experts, recipe: str | None, 
 
 
 def exposed_host_seconds(dispatcher: str, local_experts, recipe: str | None, layer_forward, paired_mlp_backward=0.0,
-                         eager_bias: bool = False):
+                         eager_bias: bool = False, router_graphs: bool = True):
     """Seconds one MoE layer's forward waits on the host per micro-batch: max(0, the host's sync-to-sync
-    time (MOE_LAYER_HOST_SECONDS + host_after_sync_seconds) - ``layer_forward``, the GPU's forward of
-    the layer with its critical-path all-to-alls, - ``paired_mlp_backward``, the combined 1F1B
-    schedule's other micro-batch)."""
-    host = MOE_LAYER_HOST_SECONDS + host_after_sync_seconds(dispatcher, local_experts, recipe, eager_bias)
+    time (MOE_LAYER_HOST_SECONDS + host_after_sync_seconds + ungraphed_router_seconds) - ``layer_forward``,
+    the GPU's forward of the layer with its critical-path all-to-alls, - ``paired_mlp_backward``, the
+    combined 1F1B schedule's other micro-batch)."""
+    host = MOE_LAYER_HOST_SECONDS + host_after_sync_seconds(dispatcher, local_experts, recipe, eager_bias) \
+        + ungraphed_router_seconds(dispatcher, router_graphs)
     return maximum(host - layer_forward - paired_mlp_backward, 0.0)
 
 
@@ -153,5 +207,6 @@ def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
     paired = phases.mlp_backward if combined else 0.0
     eager_bias = spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks
     recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
-    per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, recipe, layer_forward, paired, eager_bias)
+    per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, recipe, layer_forward, paired, eager_bias,
+                                     settings.moe_router_graphs)
     return per_layer * spec.num_moe_layers * layers / spec.num_layers

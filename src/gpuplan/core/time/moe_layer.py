@@ -48,8 +48,9 @@ k x h bf16 values per token, read and written, per MoE layer (16 k h bytes), at 
 memory_kernels' stream efficiency plus one fixed time each. The layer's saved activations (the
 fitted element-wise term) do not include them: the sorted copy is not kept for the backward.
 DeepEP / HybridEP ('flex') permute once in or after the dispatch and have no second sort. Under FP8 /
-FP4 the same dispatcher's rows are copied twice more each way by Megatron-Core's quantisation padding
-(Fp8Padding / Fp8Unpadding around the experts: QUANTIZATION_PADDING_COPIES below), unless the router pads.
+FP4 the alltoall and DeepEP rows are copied twice more each way by Megatron-Core's quantisation padding
+(Fp8Padding / Fp8Unpadding around the experts: QUANTIZATION_PADDING_COPIES below), unless the router pads;
+HybridEP pads in its dispatch kernel.
 
 Experts with biases (GPT-OSS) add the second linear's bias eagerly, expert by expert
 (``TEGroupedMLP._apply_bias``, experts.py@core_v0.15.0 L823-840: ``torch.cat([t + b * p for t, b, p
@@ -175,16 +176,22 @@ which dropless routing gives only where the dispatcher pads: the router's ``moe_
 ``_for_quantization`` (default False; the Qwen3 and DeepSeek-V3 recipes of the published rows leave it off,
 Megatron-Bridge recipes/qwen/qwen3_moe.py@v0.4.0 L97, recipes/deepseek/deepseek_v3.py@v0.3.1 L158) or
 HybridEP's in-kernel ``pad_multiple`` (token_dispatcher.py@core_v0.16.0 L1035-1047). Charged for the NCCL
-``alltoall`` dispatcher, which pads only through the router flag; not for 'flex' (HybridEP pads from core
-0.16, DeepEP and older HybridEP do not: a row's core version is not a step setting) nor for drop-and-pad
-('static') or fused-MLP layers. The padded probabilities (one value per row) are left out."""
+``alltoall`` dispatcher, which pads only through the router flag, and for DeepEP ('flex' with flex_backend
+'deepep': _DeepepManager pads the routing map only under the router flag, token_dispatcher.py@d7288711
+L1258-1296); not for HybridEP, which has passed ``pad_multiple`` to its dispatch kernel under FP8 since the
+commit that added it to Megatron-Core (d9153a50ce, 2025-10-21, token_dispatcher.py L970 / L1015; every
+published HybridEP row runs a core at or after it: Megatron-Bridge v0.2.2's pin cba6b0e L1050 onward), so the
+core version decides nothing here; nor for drop-and-pad ('static') or fused-MLP layers. The padded
+probabilities (one value per row) are left out."""
 
 
 def pads_for_quantization(settings, recipe: str | None) -> bool:
     """Whether Megatron-Core's Fp8Padding / Fp8Unpadding copy the routed tokens each micro-batch (above): a
-    quantised recipe, TE GroupedLinear per expert, dropless eager layers and the ``alltoall`` dispatcher."""
+    quantised recipe, TE GroupedLinear per expert, dropless eager layers and a dispatcher that leaves the
+    counts unaligned (``alltoall``, or 'flex' on DeepEP)."""
+    unaligned = settings.ep_dispatcher == "alltoall" or settings.flex_backend == "deepep"
     return recipe is not None and settings.moe_expert_kernels == "per-expert" and settings.moe_launch == "eager" \
-        and settings.ep_dispatcher == "alltoall"
+        and unaligned
 
 
 FUSED_MLP_SAVED_BYTES = (8.0, 12.0)
@@ -215,9 +222,10 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
     local = spec.moe.num_experts / ep
     forward, backward = expert_kernel_fixed_seconds(local, recipe) \
         if settings.moe_expert_kernels == "per-expert" else (0.0, 0.0)
-    if settings.ep_dispatcher == "alltoall" and hbm_bytes_per_s > 0:
+    if hbm_bytes_per_s > 0:
         sort_f, sort_b = alltoall_sort_seconds(tokens, spec.moe.experts_per_token, spec.hidden_size, hbm_bytes_per_s)
-        copies = (local > 1) + pads_for_quantization(settings, recipe)  # the sorts' and the padding's copies match
+        sorts = settings.ep_dispatcher == "alltoall" and local > 1
+        copies = sorts + pads_for_quantization(settings, recipe)  # the sorts' and the padding's copies match
         forward, backward = forward + copies * sort_f, backward + copies * sort_b
     if settings.moe_expert_kernels == "fused" and recipe in FUSED_MLP_RECIPES and hbm_bytes_per_s > 0:
         saved_f, saved_b = fused_mlp_saved_seconds(tokens, spec.moe.experts_per_token, spec.moe.expert_intermediate_size,

@@ -96,6 +96,13 @@ class StepSettings:
     replaces ep_overlap."""
     moe_launch: str = "none"
     """How a MoE layer is issued (core.time.moe_host): 'eager' charges the host time its dispatcher's sync exposes."""
+    moe_router_graphs: bool = True
+    """Under moe_launch 'eager': the router and the dispatcher's preprocessing replay as Transformer Engine CUDA
+    graphs (Megatron-Core cuda_graph_scope 'moe_router' + 'moe_preprocess', the layout MOE_LAYER_HOST_SECONDS was
+    fitted on); False: issued op by op from Python (core.time.moe_host.ungraphed_router_seconds)."""
+    flex_backend: str = "hybridep"
+    """Under ep_dispatcher 'flex': 'hybridep' (pads each expert's rows in its dispatch kernel) or 'deepep' (does
+    not, so Megatron-Core's Fp8Padding copies the routed rows under FP8: core.time.moe_layer.pads_for_quantization)."""
     fp8_attention: bool = False  # FP8 attention core: core.time.low_precision.fp8_attention_seconds
     moe_expert_kernels: str = "per-expert"
     """Where moe_launch is not 'none': 'per-expert' (TE GroupedLinear's quantisation and cuBLAS GEMM per local expert,

@@ -185,6 +185,20 @@ def moe_launch(moe_comm: dict[str, Any]) -> str:
     return "static" if moe_comm.get("static_splits") else "eager"
 
 
+def moe_router_graphs(moe_comm: dict[str, Any]) -> bool:
+    """StepSettings.moe_router_graphs of a Megatron-Bridge MoE row: False where its recipe ran no CUDA graph of
+    the router (moe_comm.cuda_graph 'none', read per row at its tag: cuda_graph_impl 'none', or a TE scope
+    without 'moe_router'), else True (TE graphs of moe_router + moe_preprocess, the layout core.time.moe_host's
+    constant was fitted on; absent = not read)."""
+    graph = moe_comm.get("cuda_graph")
+    return graph is None or graph == "full_iteration" or "moe_router" in graph
+
+
+def flex_backend(moe_comm: dict[str, Any]) -> str:
+    """StepSettings.flex_backend of a row: 'deepep' where its moe_comm.backend names DeepEP, else 'hybridep'."""
+    return "deepep" if str(moe_comm.get("backend") or "").startswith("deepep") else "hybridep"
+
+
 def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> float:
     """Tokens per second per GPU the step model predicts at the run's layout (``step_overrides``:
     StepSettings fields to change, e.g. while fitting a constant)."""
@@ -217,6 +231,8 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # release's recipe (the row's moe_comm, read from Megatron-Bridge at its tag)
                             ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",
                             ep_a2a_overlap=bool(moe_comm.get("a2a_overlap")),
+                            # its CUDA-graph scope (router graphed or not) and flex backend (DeepEP / HybridEP)
+                            moe_router_graphs=moe_router_graphs(moe_comm), flex_backend=flex_backend(moe_comm),
                             # the recipe's TE kernels as `plan --fp8-attention --moe-expert-kernels fused
                             # --full-iteration-graph` takes them (schema.te_kernels): FP8 attention
                             # (mixed_precision.fp8_dot_product_attention, read at its tag), TE GroupedLinear's
