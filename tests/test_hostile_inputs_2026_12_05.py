@@ -179,3 +179,18 @@ def test_a_fixed_degree_beyond_the_planners_range_is_refused_naming_it(run_cli, 
     """It was 'gpus: got '64'; no layout can use these GPU counts ... with the degrees given'."""
     code, _, err = run_cli(*args, "--gpu", "h100")
     one_line_refusal(code, err, fragment)
+
+
+@pytest.mark.parametrize("body, field", [({"tp": 16}, "tp"), ({"cp": 64}, "cp")])
+def test_the_api_names_the_fixed_degree_too(body, field):
+    """Not the API's layout cap (web/bounds.search_exceeds reads any refusal of the enumeration as one)."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web import create_app
+
+    client = TestClient(create_app())
+    for route in ("/api/plan", "/api/training"):
+        r = client.post(route, json={"model": "llama-2-7b", "gpu": "h100", "gpus": 64} | body)
+        assert r.status_code == 422 and r.json()["field"] == field, r.text
+        assert r.json()["message"].startswith(f"{field}: got {body[field]}; at most ")

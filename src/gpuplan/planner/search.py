@@ -29,7 +29,7 @@ from gpuplan.core.time.step import StepSettings, model_flops_per_token, step_tim
 from gpuplan.core.comm.topology import Cluster
 from gpuplan.errors import InputError
 from gpuplan.planner.uncertainty import KnownLayouts, fsdp_traffic_uncertainty, layout_kinds, layout_uncertainty
-from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, enumerate_layouts
+from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, check_fixed_in_range, enumerate_layouts
 
 MAX_CANDIDATES = 6_000_000
 """Candidate layouts (x recompute modes) one search may consider: bounds its time and memory.
@@ -264,6 +264,7 @@ def search_layouts(evaluator: Evaluator, counts: tuple[int, ...], target_batch: 
     limits = limits or SpaceLimits()
     spec, seq = evaluator.spec, evaluator.memory.seq_len
     modes = tuple(m for m in RECOMPUTE_MODES if m in limits.recompute)
+    check_fixed_in_range(limits.fixed, max_tp, limits.max_cp)
     grid = enumerate_layouts(spec, counts, seq, target_batch, max_tp, limits, MAX_CANDIDATES // max(1, len(modes)))
     if not exhaustive:
         grid = _take(grid, micro_batch_prefix(evaluator, grid, modes))

@@ -180,7 +180,6 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
     ``max_rows``: refuse (InputError) before building more rows than that."""
     limits = limits or SpaceLimits()
     fixed = limits.fixed
-    _check_fixed_in_range(fixed, max_tp, limits.max_cp)
     experts = spec.moe.num_experts if spec.moe is not None else 0
     rules = rules_for(limits.framework)
     # one (head, grid) block per structure; the (ep, ZeRO, micro-batch) grids repeat across
@@ -230,8 +229,8 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
             total += grid.shape[1]
             if max_rows is not None and total > max_rows:
                 raise InputError("gpus", f"{len(counts):,} GPU count(s)", f"the search would consider more than "
-                                 f"{max_rows:,} layouts; give fewer GPU counts, a smaller global batch or fix some "
-                                 "degrees (--tp, --pp, --micro-batch)")
+                                 f"{max_rows:,} layouts; give fewer GPU counts (--gpus), a smaller global batch or fix "
+                                 "some degrees (--tp, --pp, --micro-batch)")
             heads.append((gpus, dp, tp, pp, vpp, cp, batch, per_rank))
             grids.append(grid)
     if not grids:
@@ -245,7 +244,7 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
     return {name: columns[name] for name in DEGREES}
 
 
-def _check_fixed_in_range(fixed: dict, max_tp: int, max_cp: int) -> None:
+def check_fixed_in_range(fixed: dict, max_tp: int, max_cp: int) -> None:
     """A tp or cp the user fixed beyond what the search lays out is refused naming it (it was 'no layout
     can use these GPU counts', naming gpus); `gpuplan memory` still takes it."""
     if fixed.get("tp", 1) > max_tp:
