@@ -7,6 +7,12 @@ over a gloo process group of ``--world-size`` CPU processes, under a TorchDispat
 every copy-like op outside the layers' own matmuls with the bytes it reads + writes.
 
 Usage: python scripts/fsdp_copy_census.py [--world-size 2] [--width 256] [--layers 3] [--json]
+       [--pipeline-micro-batches M]
+--pipeline-micro-batches M runs M forward + backward passes the way torch.distributed.pipelining drives
+an FSDP2 stage (torch 2.13 stage.py backward_maybe_with_nosync: gradient sync and resharding off for
+every backward; perform_reduce_grad: each group's post_backward once at the end, then the root's final
+callback), with torchtitan's pipeline rule (reshard_after_forward False); ops whose output has one
+layer's parameter count are listed again under "<op> (parameter-sized)".
 Prints, per op, count and bytes / parameter of the wrapped layers (unsharded count). On CPU there
 are no streams: which stream an op runs on is read from _fsdp_collectives.py (docs/step.md).
 gloo-only: its reduce_scatter_tensor adds aten::copy_ of the fp32 shard (distributed_c10d.py
@@ -37,7 +43,28 @@ def _nbytes(x) -> int:
     return 0
 
 
-def _worker(rank: int, world: int, width: int, layers: int, port: int, as_json: bool) -> None:
+def _pipeline_step(model, x, micro_batches: int) -> None:
+    """``micro_batches`` passes as torch.distributed.pipelining runs an FSDP2 stage (torch 2.13 stage.py
+    backward_maybe_with_nosync L844-848, perform_reduce_grad L1164-1191)."""
+    from torch.distributed.fsdp import fully_shard
+
+    for _ in range(micro_batches):
+        model.set_is_last_backward(False)
+        model.set_reshard_after_backward(False)
+        model.set_requires_gradient_sync(False)
+        model(x).float().sum().backward()
+    model.set_is_last_backward(True)
+    model.set_reshard_after_backward(True)
+    model.set_requires_gradient_sync(True)
+    state = fully_shard.state(model)
+    for each in state._state_ctx.all_states:
+        for group in each._fsdp_param_groups:
+            group.post_backward()
+    state._root_post_backward_final_callback()
+
+
+def _worker(rank: int, world: int, width: int, layers: int, port: int, as_json: bool,
+            pipeline_micro_batches: int = 0) -> None:
     import torch
     import torch.distributed as dist
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -48,9 +75,10 @@ def _worker(rank: int, world: int, width: int, layers: int, port: int, as_json: 
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[torch.nn.Linear(width, width, bias=False) for _ in range(layers)])
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    staged = pipeline_micro_batches > 0  # torchtitan under PP: no block resharded after forward
     for i, layer in enumerate(model):
-        fully_shard(layer, mp_policy=mp, reshard_after_forward=i < layers - 1)
-    fully_shard(model, mp_policy=mp)
+        fully_shard(layer, mp_policy=mp, reshard_after_forward=not staged and i < layers - 1)
+    fully_shard(model, mp_policy=mp, reshard_after_forward=not staged)
     records: dict[str, list[int]] = defaultdict(lambda: [0, 0])
 
     class Recorder(TorchDispatchMode):
@@ -67,11 +95,18 @@ def _worker(rank: int, world: int, width: int, layers: int, port: int, as_json: 
                     read, written = args[0], args[0]
                 rec[0] += 1
                 rec[1] += _nbytes(list(read)) + _nbytes(written)
+                if isinstance(written, torch.Tensor) and written.numel() == width * width:
+                    sized = records[f"{func.namespace}::{name} (parameter-sized)"]
+                    sized[0] += 1
+                    sized[1] += _nbytes(list(read)) + _nbytes(written)
             return out
 
     x = torch.randn(4, width)
     with Recorder():
-        model(x).float().sum().backward()
+        if staged:
+            _pipeline_step(model, x, pipeline_micro_batches)
+        else:
+            model(x).float().sum().backward()
     if rank == 0 and as_json:
         print(json.dumps({"world_size": world, "parameters": layers * width * width,
                           "ops": {name: {"count": c, "bytes": b} for name, (c, b) in records.items()}}))
@@ -98,6 +133,8 @@ def main() -> None:
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--json", action="store_true", help="one JSON line: op -> count, bytes read + written")
     p.add_argument("--port", type=int, default=0, help="gloo rendezvous port (0: a free one)")
+    p.add_argument("--pipeline-micro-batches", type=int, default=0,
+                   help="run M passes as torch.distributed.pipelining drives an FSDP2 stage (0: one plain pass)")
     a = p.parse_args()
     if not a.port:
         import socket
@@ -105,7 +142,8 @@ def main() -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             a.port = sock.getsockname()[1]
-    mp.spawn(_worker, args=(a.world_size, a.width, a.layers, a.port, a.json), nprocs=a.world_size, join=True)
+    mp.spawn(_worker, args=(a.world_size, a.width, a.layers, a.port, a.json, a.pipeline_micro_batches),
+             nprocs=a.world_size, join=True)
 
 
 if __name__ == "__main__":

@@ -77,9 +77,10 @@ def _per_unit(kind: str, size, populations):
 
 
 def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, ep, zero, micro_batches,
-                        shard_group, layers, trained_params, t_bwd_gemm_mb, compute, moe_phases=None
+                        shard_group, layers, trained_params, t_bwd_gemm_mb, compute, moe_phases=None, vpp=1
                         ) -> list[CollectiveCost]:
-    """The gradient, parameter and cross-replica collectives of one step, with their exposed share."""
+    """The gradient, parameter and cross-replica collectives of one step, with their exposed share
+    (``vpp``: model chunks per pipeline rank, for FSDP2's end-of-step reductions)."""
     data = dp * cp
     shard = data if shard_group is None else shard_group
     replicas = data / shard
@@ -113,7 +114,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     ar_across = K.collective_seconds("all_reduce", grads / shard / units, across) * units
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
     exposed = _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute,
-                       moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch)
+                       moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch, vpp)
     grads_kind = "reduce_scatter" if np.all(zero >= 1) else "all_reduce"
     what = {"grads": ("grad reduce-scatter / all-reduce", rs_calls, grads / units, grads_kind, group),
             "weights": ("param all-gather", ag_calls, weights / units, "all_gather", group),
@@ -144,7 +145,7 @@ def _embedding_unit(spec: ModelSpec, settings, tp) -> float:
 
 
 def _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute, moe_phases, layers,
-             t_bwd_gemm_mb, many, arch=None) -> dict:
+             t_bwd_gemm_mb, many, arch=None, vpp=1) -> dict:
     """Exposed seconds of each part under the framework's schedule, capped by --dp-overlap. The
     collectives hidden behind compute slow it by the SMs NCCL holds (core.comm.collectives.nccl_sm_share
     of ``arch``; not for DeepSpeed, whose fitted share already carries what its fetches cost)."""
@@ -157,7 +158,8 @@ def _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batch
         return {k: np.where(total > 0, hidden * v / np.where(total > 0, total, 1.0), 0.0) for k, v in totals.items()}
     blocks = np.maximum(np.asarray(layers, dtype=float), 1.0)
     s = settings.nccl_sm_share if settings.nccl_sm_share is not None else K.nccl_sm_share(arch)
-    fsdp = O.fsdp2_exposed(ag_one, rs_one, fwd / blocks, bwd / blocks, blocks, micro_batches, per_mb, s)
+    chunks = vpp if settings.dp_schedule == "fsdp2" else None  # torchtitan's stages: torch.distributed.pipelining
+    fsdp = O.fsdp2_exposed(ag_one, rs_one, fwd / blocks, bwd / blocks, blocks, micro_batches, per_mb, s, chunks)
     grads = np.where(zero3, 0.0, O.bucketed_exposed(totals["grads"], units, bwd, s))
     weights = np.where(zero3, fsdp, O.bucketed_exposed(totals["weights"], units, fwd, s))
     across = O.bucketed_exposed(totals["across"], units, bwd, s)

@@ -17,8 +17,9 @@ in which it issues the collectives (``StepSettings.dp_schedule``):
   keeps gradient sync on for every gradient-accumulation micro-batch, trainer.py). A block's
   collective is exposed by what its neighbour's compute cannot cover, plus the first gather and
   the last reduce-scatter of each pass. Under pipeline parallelism torchtitan keeps the stage
-  unsharded across micro-batches (set_reshard_after_backward(False)): one gather and one
-  reduce-scatter a step, scheduled like ``megatron``'s buckets with a block as the bucket.
+  unsharded across micro-batches (set_reshard_after_backward(False)): one gather a step, scheduled
+  like ``megatron``'s buckets with a block as the bucket, and one reduce-scatter a step issued after
+  the stage's last backward (pipeline_reduce_exposed).
 - ``ddp``: bucketed all-reduce in the last backward (PyTorch DDP no_sync for the others),
   ``megatron``'s rule without the parameter gather.
 - ``deepspeed``: the fitted share (core.frameworks DEEPSPEED_ZERO3_OVERLAP) hidden behind the whole
@@ -75,16 +76,35 @@ def fsdp_pass_exposed(collective, compute, blocks, sm_share=0.0):
     return collective + np.maximum(blocks - 1, 0) * np.maximum(collective - compute, sm_share * collective)
 
 
-def fsdp2_exposed(gather, scatter, forward, backward, blocks, micro_batches, per_micro_batch, sm_share=0.0):
+def fsdp2_exposed(gather, scatter, forward, backward, blocks, micro_batches, per_micro_batch, sm_share=0.0,
+                  chunks=None):
     """FSDP2 per step: ``gather`` / ``scatter`` seconds per block and call, ``forward`` /
     ``backward`` seconds per block and micro-batch. ``per_micro_batch`` (no pipeline): gathers
     forward and backward and a reduce-scatter for every micro-batch; otherwise one gather before
-    the first forward and one reduce-scatter after the last backward."""
+    the first forward (each block's behind the previous one's compute) and the stage's reduce-scatters
+    after its last backward (pipeline_reduce_exposed; ``chunks``: model chunks per rank, vpp, for
+    torch.distributed.pipelining's FSDP2; None: each block's reduction as its gradients are final, the
+    other ZeRO-3 schedules' rule)."""
     step = (fsdp_pass_exposed(gather, forward, blocks, sm_share)
             + fsdp_pass_exposed(gather + scatter, backward, blocks, sm_share))
     once = (bucketed_exposed(gather * blocks, blocks, forward * blocks, sm_share)
-            + bucketed_exposed(scatter * blocks, blocks, backward * blocks, sm_share))
+            + pipeline_reduce_exposed(scatter * blocks, blocks if chunks is None else chunks, backward * blocks,
+                                      sm_share))
     return np.where(per_micro_batch, micro_batches * step, once)
+
+
+def pipeline_reduce_exposed(total, chunks, window, sm_share=0.0):
+    """FSDP2 under torch.distributed.pipelining: gradient sync is off for every micro-batch's backward
+    and each stage's post_backward, which issues all its groups' reduce-scatters, runs once after that
+    stage's last backward (torch 2.13 stage.py backward_maybe_with_nosync L844-848, perform_reduce_grad
+    L1164-1191 with _root_post_backward_final_callback waiting for them; schedules.py _add_reduce_grad
+    L1252-1282 places it right after the stage's last backward; earlier releases' stage.py ran the same
+    post_backward in its last_backward branch). No backward is left beside the last chunk's reductions,
+    so they are exposed; an earlier chunk's (vpp > 1) run beside the later chunks' backwards, taken as
+    one micro-batch's backward over the rank's layers (``window``). On the first stage, which ends a
+    1F1B step last, that is the step's end. ``total``: the rank's reduce-scatter seconds."""
+    total = np.asarray(total, dtype=float)
+    return bucketed_exposed(total, np.maximum(np.asarray(chunks, dtype=float), 1.0), window, sm_share)
 
 
 def deepspeed_exposed(total, window, hidden_share):

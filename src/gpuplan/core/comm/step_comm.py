@@ -57,7 +57,7 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     costs += data_parallel_costs(spec, cluster, settings, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero,
                                  micro_batches=micro_batches, shard_group=shard_group, layers=layers,
                                  trained_params=trained_params, t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute,
-                                 moe_phases=moe_phases)
+                                 moe_phases=moe_phases, vpp=vpp)
     # CP: ring of K/V blocks per layer (forward, and K/V + their gradients backward), overlapped
     # with the attention it feeds (Liu et al. 2023, Ring Attention)
     a = spec.attention

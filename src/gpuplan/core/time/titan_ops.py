@@ -288,6 +288,23 @@ def microbatch_extra_seconds(spec: ModelSpec, settings, tokens, hbm_bytes_per_s:
 # no div_ kernel).
 FSDP_COPY_OUT_BYTES = BF16 + BF16
 FSDP_GRAD_COPY_IN_BYTES = BF16 + FP32
+# Under a pipeline (torch.distributed.pipelining, torch 2.13 stage.py backward_maybe_with_nosync L844-848:
+# set_requires_gradient_sync(False) for every micro-batch's backward; perform_reduce_grad L1164-1191 calls
+# each group's post_backward once after the stage's last backward; earlier releases' stage.py did the same in
+# its last_backward branch) FSDP2's post_backward keeps each unsharded gradient in the reduce dtype
+# (_fsdp_param_group.py post_backward L603-612; _fsdp_param.py to_accumulated_grad_if_needed L802-813:
+# grad.to(fp32), 2 + 4 B; accumulate_unsharded_grad_if_needed L815-821: fp32 += bf16, 4 + 2 + 4 B, every
+# later micro-batch), one kernel per parameter tensor on the compute stream (post_backward runs in the
+# autograd hook), and the step's one reduction copies the fp32 accumulator into the reduce-scatter input
+# (chunk_cat, 4 + 4 B). torchtitan 9dec370 config_manager.py: mixed_precision_reduce "float32" is the only
+# choice.
+FSDP_PP_FIRST_ACCUMULATION_BYTES = BF16 + FP32
+FSDP_PP_ACCUMULATION_BYTES = FP32 + BF16 + FP32
+FSDP_PP_GRAD_COPY_IN_BYTES = FP32 + FP32
+TITAN_BLOCK_PARAMETER_TENSORS = 9
+"""Parameter tensors of torchtitan's Llama TransformerBlock (models/llama/model.py at 9dec370: wq, wk, wv,
+wo, w1, w2, w3, attention_norm, ffn_norm): one accumulation kernel each per micro-batch (the stage's root
+tensors, at most tok_embeddings / norm / output, are left out)."""
 
 
 def fsdp_copy_seconds(spec: ModelSpec, hbm_bytes_per_s: float, *, tp, pp, shard, zero, micro_batches):
@@ -296,7 +313,8 @@ def fsdp_copy_seconds(spec: ModelSpec, hbm_bytes_per_s: float, *, tp, pp, shard,
     backward (torchtitan 9dec370 parallelize_llama.py apply_fsdp: reshard_after_forward =
     layer_id < n_layers - 1; the root, embeddings + norm + output, not resharded), every gradient
     reduced, every micro-batch; under a pipeline torchtitan keeps the stage unsharded (reshard False):
-    one gather and one reduction a step. 0 without FSDP (zero < 3 or a shard group of 1). One
+    one gather and one reduction a step, and the gradients accumulate unsharded in fp32
+    (pipeline_accumulation_seconds). 0 without FSDP (zero < 3 or a shard group of 1). One
     kernel per unit and copy at core.time.memory_kernels' line. Scalars or arrays."""
     import numpy as np
 
@@ -308,9 +326,24 @@ def fsdp_copy_seconds(spec: ModelSpec, hbm_bytes_per_s: float, *, tp, pp, shard,
                                 hbm_bytes_per_s)
     regather = memory_bound_seconds(FSDP_COPY_OUT_BYTES * (spec.num_layers - 1) * layer, spec.num_layers - 1,
                                     hbm_bytes_per_s)
-    per_step = np.where(np.asarray(pp) == 1, micro_batches * (once + regather), once)
+    staged = once + pipeline_accumulation_seconds(spec, hbm_bytes_per_s, stage, pp, micro_batches)
+    per_step = np.where(np.asarray(pp) == 1, micro_batches * (once + regather), staged)
     out = per_step * ((np.asarray(zero) >= 3) & (np.asarray(shard) > 1))
     return float(out) if np.ndim(out) == 0 else out
+
+
+def pipeline_accumulation_seconds(spec: ModelSpec, hbm_bytes_per_s: float, stage, pp, micro_batches):
+    """Seconds a pipeline stage's FSDP2 groups spend keeping their unsharded gradients in fp32 across a
+    step's ``micro_batches`` (above): the first micro-batch's cast, each later one's +=, and the extra
+    2 B / parameter of the fp32 reduce-scatter copy-in; ``stage`` parameters per GPU, one kernel per
+    block parameter tensor and micro-batch. Scalars or arrays."""
+    import numpy as np
+
+    m = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
+    nbytes = stage * (FSDP_PP_FIRST_ACCUMULATION_BYTES + (m - 1) * FSDP_PP_ACCUMULATION_BYTES
+                      + FSDP_PP_GRAD_COPY_IN_BYTES - FSDP_GRAD_COPY_IN_BYTES)
+    kernels = m * TITAN_BLOCK_PARAMETER_TENSORS * spec.num_layers / np.asarray(pp, dtype=float)
+    return memory_bound_seconds(nbytes, kernels, hbm_bytes_per_s)
 
 
 def default_ops(spec: ModelSpec, compiled: bool = False) -> TitanOps | None:

@@ -1,0 +1,83 @@
+"""FSDP2 under a pipeline (torchtitan PP): the unsharded gradients kept in fp32 across micro-batches
+(core/time/titan_ops.pipeline_accumulation_seconds) and the stage's reduce-scatters issued after its
+last backward (core/comm/dp_overlap.pipeline_reduce_exposed), checked by hand and against what torch's
+own fully_shard does when driven as torch.distributed.pipelining drives a stage
+(scripts/fsdp_copy_census.py --pipeline-micro-batches). Nothing here is fitted."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuplan.catalog import load_model
+from gpuplan.core.comm import dp_overlap as O
+from gpuplan.core.model.spec import count_parameters
+from gpuplan.core.time import titan_ops as T
+from gpuplan.core.time.memory_kernels import HBM_STREAM_EFFICIENCY, KERNEL_FIXED_SECONDS
+
+ROOT = Path(__file__).resolve().parents[1]
+ONE_TB = 1e12 / HBM_STREAM_EFFICIENCY  # achieved rate exactly 1e12 B/s
+
+
+def _census(micro_batches: int) -> dict:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts/fsdp_copy_census.py"), "--world-size", "2",
+                           "--width", "64", "--layers", "2", "--json", "--pipeline-micro-batches",
+                           str(micro_batches)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])["ops"]
+
+
+def test_torchs_fully_shard_keeps_pipeline_gradients_in_fp32():
+    """Two Linear(64, 64) layers (4,096 parameters each) on 2 gloo ranks, 3 micro-batches with gradient
+    sync off, then the one post_backward: per layer one bf16 -> fp32 cast (2 + 4 B a parameter), two
+    fp32 += bf16 (the census counts an in-place op's written operand once, 2 + 4 B; the kernel also
+    reads it, 4 B more: FSDP_PP_ACCUMULATION_BYTES = 10), one gather kept for all three (2 + 2 B) and
+    one fp32 -> fp32 reduce-scatter copy-in (4 + 4 B)."""
+    pytest.importorskip("torch")
+    per_layer = 64 * 64
+    ops = _census(3)
+    assert ops["aten::_to_copy (parameter-sized)"] == {"count": 2, "bytes": 2 * 6 * per_layer}
+    assert 2 * 6 * per_layer == 2 * T.FSDP_PP_FIRST_ACCUMULATION_BYTES * per_layer
+    assert ops["aten::add_ (parameter-sized)"] == {"count": 4, "bytes": 4 * 6 * per_layer}
+    assert 4 * (6 + 4) * per_layer == 4 * T.FSDP_PP_ACCUMULATION_BYTES * per_layer
+    assert ops["fsdp::chunk_cat (parameter-sized)"] == {"count": 2, "bytes": 2 * T.FSDP_PP_GRAD_COPY_IN_BYTES * per_layer}
+    assert ops["fsdp::split_with_sizes_copy"]["count"] == 2  # gathered once for all micro-batches
+    # one micro-batch: the cast, no +=
+    one = _census(1)
+    assert one["aten::_to_copy (parameter-sized)"]["count"] == 2 and "aten::add_ (parameter-sized)" not in one
+
+
+def test_llama_70b_stage_accumulation_by_hand():
+    """Llama 3.1 70B at tp 4 pp 4 (the stage holds total / 16 parameters), 64 micro-batches: bytes =
+    stage x (6 + 63 x 10 + 2) (the cast, the +=, the copy-in's extra 2 B over the plain 6), kernels =
+    64 x 9 tensors x 20 blocks; at 1 TB/s achieved."""
+    spec = load_model("llama-3.1-70b")
+    stage = count_parameters(spec).total / 16
+    by_hand = stage * (6 + 63 * 10 + 2) / 1e12 + 64 * 9 * 20 * KERNEL_FIXED_SECONDS
+    got = T.pipeline_accumulation_seconds(spec, ONE_TB, stage, 4, 64)
+    assert got == pytest.approx(by_hand, rel=1e-9)
+    assert 2.8 < stage * 638 / 1e12 < 2.9  # 4.41e9 parameters x 638 B: ~2.8 TB a step
+    # it is part of fsdp_copy_seconds under a pipeline, on top of the step's one copy-out + copy-in
+    copies = T.fsdp_copy_seconds(spec, ONE_TB, tp=4, pp=4, shard=16, zero=3, micro_batches=64)
+    once = 10 * stage / 1e12 + 2 * (80 / 4 + 1) * KERNEL_FIXED_SECONDS
+    assert copies == pytest.approx(once + by_hand, rel=1e-9)
+    # no FSDP (a shard group of one), nothing
+    assert T.fsdp_copy_seconds(spec, ONE_TB, tp=4, pp=4, shard=1, zero=3, micro_batches=64) == 0
+
+
+def test_pipeline_reductions_are_exposed_but_for_earlier_chunks():
+    """One chunk a rank: every reduce-scatter after the last backward, all exposed; two chunks: the
+    first chunk's half runs beside the window (0.3 s) at the NCCL SM share (0.1): 0.5 + max(0.2, 0.05)."""
+    assert O.pipeline_reduce_exposed(1.0, 1, 0.3, 0.1) == pytest.approx(1.0)
+    assert O.pipeline_reduce_exposed(1.0, 2, 0.3, 0.1) == pytest.approx(0.7)
+    assert O.pipeline_reduce_exposed(1.0, 2, 0.9, 0.1) == pytest.approx(0.55)
+    # fsdp2_exposed under a pipeline: the gather as before (bucketed by block), the reductions by chunk;
+    # without chunks (other ZeRO-3 schedules) the old per-block rule
+    gather, scatter, fwd, bwd, blocks = 0.01, 0.02, 0.05, 0.1, 10
+    staged = O.fsdp2_exposed(gather, scatter, fwd, bwd, blocks, 8, False, 0.1, 1)
+    assert staged == pytest.approx(O.bucketed_exposed(0.1, 10, 0.5, 0.1) + 0.2)
+    old = O.fsdp2_exposed(gather, scatter, fwd, bwd, blocks, 8, False, 0.1)
+    assert old == pytest.approx(O.bucketed_exposed(0.1, 10, 0.5, 0.1) + O.bucketed_exposed(0.2, 10, 1.0, 0.1))
+    assert staged > old
