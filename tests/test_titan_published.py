@@ -30,11 +30,13 @@ def test_held_out_torchtitan_families_stay_within_their_recorded_accuracy(titan_
     # docs/accuracy.md before the op list: BF16 9.4% mean |error| (8 rows), FP8 7.7% (20);
     # with it 6.8% and 7.5% (docs/step.md): neither may get worse than before. FSDP2's copies on the
     # compute stream (titan_ops.fsdp_copy_seconds, read from torch, not fitted) take BF16 to 5.6% and
-    # FP8 to 7.9% (bias +1.0 -> +0.4%: the rows it moves further off were already predicted slow)
+    # FP8 to 7.9% (bias +1.0 -> +0.4%: the rows it moves further off were already predicted slow); FSDP2
+    # under a pipeline (fp32 gradient accumulation, reductions after the stage's last backward; read from
+    # torch, not fitted) takes FP8 to 7.7% (its six 405B PP rows move toward their measurements)
     by_precision = {"bf16": [], "fp8": []}
     for case in titan_cases.values():
         by_precision.setdefault(case.precision, []).append(abs(case.error))
     assert len(by_precision["bf16"]) == 8
     assert sum(by_precision["bf16"]) / 8 <= 0.094
     assert len(by_precision["fp8"]) == 20
-    assert sum(by_precision["fp8"]) / 20 <= 0.080
+    assert sum(by_precision["fp8"]) / 20 <= 0.078
