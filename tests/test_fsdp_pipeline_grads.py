@@ -81,3 +81,22 @@ def test_pipeline_reductions_are_exposed_but_for_earlier_chunks():
     old = O.fsdp2_exposed(gather, scatter, fwd, bwd, blocks, 8, False, 0.1)
     assert old == pytest.approx(O.bucketed_exposed(0.1, 10, 0.5, 0.1) + O.bucketed_exposed(0.2, 10, 1.0, 0.1))
     assert staged > old
+
+
+def test_plan_explain_names_and_times_the_pipeline_accumulation(run_cli):
+    """plan Llama 3.1 8B on 16 H100, torchtitan, pp 2 tp 1: the planner's dp 8 x pp 2 (vpp 8), micro-batch 1,
+    1,024 sequences: 128 micro-batches through a stage of 8,030,261,248 / 2 parameters. By hand at 3.35 TB/s
+    x 0.89: the stage's one copy-out + copy-in 10 B, the fp32 accumulation 6 + 127 x 10 + 2 B, kernels
+    2 x 17 + 128 x 9 x 16 at 7.84 us: 1.879 s, shown as its own op class with what it is."""
+    code, out, _ = run_cli("plan", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "16", "--pp", "2",
+                           "--tp", "1", "--framework", "torchtitan", "--full", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["results"]["best_layout"].startswith("dp8 tp1 pp2") and report["results"]["global_batch"] == 1024
+    section = next(s for s in report["sections"] if "op class" in s["title"])
+    line = next(ln for ln in section["lines"] if ln["key"] == "class_titan_fsdp_copies")
+    stage = 8_030_261_248 / 2
+    by_hand = stage * (10 + 6 + 127 * 10 + 2) / (3.35e12 * 0.89) + (2 * 17 + 128 * 9 * 16) * 7.84e-6
+    assert by_hand == pytest.approx(1.879, abs=0.001)
+    assert line["value"] == pytest.approx(by_hand, rel=0.002)
+    assert "fp32 accumulation" in line["label"] and "accumulate_unsharded_grad_if_needed" in line["formula"]

@@ -91,9 +91,12 @@ def _titan_lines(ev, plan, settings) -> list[Line]:
                                   shard=lay.shard_group or lay.dp * lay.cp,
                                   zero=lay.zero, micro_batches=k)
     if copies > 0:  # on the compute stream beside the micro-batches (core.time.step.step_time)
-        classes.append(_line("class_titan_fsdp_copies", "fsdp_copies (FSDP2 copy-out + gradient copy-in)", copies, step,
+        what = "copy-out + gradient copy-in" + (" + fp32 accumulation" if lay.pp > 1 else "")
+        classes.append(_line("class_titan_fsdp_copies", f"fsdp_copies (FSDP2 {what})", copies, step,
                              "core/time/titan_ops.py: 4 B per parameter each all-gather (split_with_sizes_copy), "
-                             "6 B each reduce-scatter (chunk_cat bf16 -> fp32), torch _fsdp_collectives.py"))
+                             "6 B each reduce-scatter (chunk_cat bf16 -> fp32), torch _fsdp_collectives.py"
+                             + ("; under the pipeline the gradients kept in fp32 across micro-batches, 10 B per "
+                                "parameter each (_fsdp_param.py accumulate_unsharded_grad_if_needed)" if lay.pp > 1 else "")))
     lines[0] = _line("class_gemm", "matmuls, FP8 casts, recomputed forward and host", rest, step,
                      "core/time/step.py: MAMF x d/(d+512); op-level SAC repeats the forward's element-wise third")
     return lines[:1] + classes + lines[1:]
