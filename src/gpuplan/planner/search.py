@@ -36,9 +36,10 @@ MAX_CANDIDATES = 6_000_000
 More GPU counts than that allows are refused, naming the limit."""
 MAX_EVALUATED = 600_000
 """Layouts one search evaluates once the micro-batches that cannot fit are dropped (x recompute
-modes when exhaustive): ~2 s and ~0.6 GB on a 2-core machine. The largest usual searches stay
-under it (plan deepseek-v3 --gpu h100, the default deadline search over 29 counts: 399,301,
-1.3 s); a batch of 2^29 sequences of one token reached 1,046,771 and 11 s, 1 GB before."""
+modes when exhaustive): ~2.5 s and ~0.6 GB on a busy 2-core machine (340,378 took 1.3 s and 357 MB
+in all). The largest usual searches stay under it (plan deepseek-v3 --gpu h100, the default
+deadline search over 29 counts: 399,301 in 1.3 s); 735,134,400 one-token sequences reached
+1,046,771 layouts, 11 s and 1 GB before."""
 MIN_PRUNED_RUN = 16
 """Runs of micro-batch choices shorter than this are searched whole (micro_batch_prefix)."""
 STEP_PARTS = ("compute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer")
