@@ -101,7 +101,8 @@ def pipeline_reduce_exposed(total, chunks, window, sm_share=0.0):
     L1252-1282 places it right after the stage's last backward; earlier releases' stage.py ran the same
     post_backward in its last_backward branch). No backward is left beside the last chunk's reductions,
     so they are exposed; an earlier chunk's (vpp > 1) run beside the later chunks' backwards, taken as
-    one micro-batch's backward over the rank's layers (``window``). On the first stage, which ends a
+    one micro-batch's backward over the rank's layers (``window``; a lower bound: an interleaved
+    cool-down runs about pp chunk-backwards after an earlier chunk's last one). On the first stage, which ends a
     1F1B step last, that is the step's end. ``total``: the rank's reduce-scatter seconds."""
     total = np.asarray(total, dtype=float)
     return bucketed_exposed(total, np.maximum(np.asarray(chunks, dtype=float), 1.0), window, sm_share)
