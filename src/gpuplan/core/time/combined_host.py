@@ -4,14 +4,14 @@ core.time.moe_host's costs. A diagnostic (docs/step.md, "The combined schedule's
 model keeps core.time.moe_host's term; this module sizes the alternative.
 
 What the code does (Megatron-Core core_v0.15.0, NeMo 25.11's pin; the same order at core_v0.16.1 and
-core_v0.17.0). TransformerLayerSchedulePlan.run (models/common/model_chunk_schedule_plan.py L195-238) issues,
+core_v0.17.0). TransformerLayerSchedulePlan.run (models/common/model_chunk_schedule_plan.py L198-236) issues,
 from one Python thread, per layer pair: the backward micro-batch's combine backward; the forward's attention
-and post-attention (norm, router, dispatcher preprocessing: fine_grained_callables.py L344-363); the
+and post-attention (norm, router, dispatcher preprocessing: fine_grained_callables.py L345-366); the
 backward's MLP backward (dgrad only: with delay_wgrad_compute the weight GEMMs wait for ``backward_dw``);
 the forward's dispatch; the backward's MLP ``backward_dw`` and dispatch backward; the forward's MLP and
 combine; the backward's post-attention and attention backward and the attention ``backward_dw``. Every
 backward is a blocking ``Variable._execution_engine.run_backward`` call (pipeline_parallel/utils.py
-L118-128, L192-214), so its host work sits between the forward's nodes. The forward's dispatch runs
+L153-162, L214-236), so its host work sits between the forward's nodes. The forward's dispatch runs
 ``_maybe_dtoh_and_synchronize('before_ep_alltoall')`` (token_dispatcher.py L620-625): ``d2h_event.synchronize()``
 (L857-859) on the event the side stream recorded after waiting for the compute stream at
 'before_permutation_1' (L589, L829-855), inside post-attention. The host therefore waits for the GPU up
