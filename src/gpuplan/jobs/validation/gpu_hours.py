@@ -17,13 +17,24 @@ from gpuplan.errors import InputError
 
 FITTED_RUNS = ("llama3.1-405b",)
 STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
-          "ep_dispatcher")
+          "ep_dispatcher", "dp_overlap", "tp_overlap")
+"""Software facts a run's source or code states, passed as `train` takes them (--dp-overlap / --tp-overlap:
+the share of DP / TP communication the run's code hides, e.g. 0 where it issues them after the backward or
+synchronously, as GPT-NeoX v1.0 does for the Pythia rows: docs/training.md)."""
 LAYOUT_DEGREES = ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch")
 """A run's ``layout`` (training_runs.yaml), where its training configuration states one: passed as
 `train --tp/--pp/... --micro-batch` would pass it (a degree it leaves out is 1), so the step is timed
 at the layout that ran; a run without one gets the planner's layout for its GPUs. A run whose source
 states only some degrees names them in ``degrees`` (e.g. LLaMA-65B's paper: gradients all-reduced,
-gpuplan's ZeRO-0): those are passed, the planner picks the rest."""
+gpuplan's ZeRO-0): those are passed, the planner picks the rest, except the pipeline schedule: a source that
+states a pipeline degree and names no virtual stages ran its framework's default, one chunk per stage
+(UNSTATED_VPP)."""
+UNSTATED_VPP = 1
+"""Virtual stages of a run whose ``degrees`` state pp > 1 and no vpp: Megatron-LM leaves
+--num-layers-per-virtual-pipeline-stage unset unless told (NVIDIA/Megatron-LM megatron/arguments.py@23.04 L940,
+default None -> virtual_pipeline_model_parallel_size None, L149: the plain 1F1B schedule), and DeepSpeed's
+PipelineEngine has no virtual stages (core.frameworks); the planner would otherwise pick an interleaved schedule
+the source never names (StarCoderBase: vpp 12, one layer a chunk)."""
 REPORTED_AS = ("rate",)
 """What a run's ``reported_as`` may say: 'rate', its total is tokens / the source's own rate (training_runs.yaml)."""
 
@@ -62,7 +73,10 @@ def run_inputs(run: dict[str, Any]):
     stated = {k: run[k] for k in STATED if k in run}
     if run.get("layout"):  # every degree fixed, those the configuration leaves out at 1 (no vpp, cp, ep then)
         stated |= {k: int(run["layout"].get(k, 1)) for k in LAYOUT_DEGREES}
-    stated |= stated_degrees(run)
+    degrees = stated_degrees(run)
+    if degrees.get("pp", 1) > 1 and "vpp" not in degrees:
+        degrees["vpp"] = UNSTATED_VPP
+    stated |= degrees
     return BudgetInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"), params=run.get("params"),
                         gpus=int(run["gpus"]), mfu="predicted", dtype=run.get("dtype", "bf16"),
                         seq_len=int(run.get("seq_len", 2048)), **batch, **stated)
@@ -109,7 +123,9 @@ def _stated_layout_text(run: dict[str, Any], report) -> str:
     if run.get("layout"):
         return f", stated layout {report.line('mem_layout').text}"
     if run.get("degrees"):
-        return f", stated {_degrees_text(run['degrees'])}: {report.line('mem_layout').text}"
+        schedule = " (no virtual stages named: --vpp 1)" if (run["degrees"].get("pp", 1) > 1
+                                                             and "vpp" not in run["degrees"]) else ""
+        return f", stated {_degrees_text(run['degrees'])}{schedule}: {report.line('mem_layout').text}"
     return ""
 
 
