@@ -62,9 +62,12 @@ def queue_wait(prefill_s: float, rho: float) -> tuple[float, float]:
     return mean, p99
 
 
-def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], output: int) -> ReplicaLoad | None:
+def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], output: int,
+               max_in_flight: float = math.inf) -> ReplicaLoad | None:
     """The steady state of one replica at ``rate`` requests/s (None when prompts alone saturate
-    it). ``decode_s(batch)``: seconds of one decode step at that many sequences."""
+    it, or once the sequences in flight pass ``max_in_flight``: the fixed point only grows from
+    there, as a decode step never gets faster with more sequences). ``decode_s(batch)``: seconds
+    of one decode step at that many sequences."""
     rho = rate * prefill_s
     if rho >= 1:
         return None
@@ -74,6 +77,8 @@ def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], 
     for _ in range(50):  # fixed point: more sequences in flight, slower steps, more in flight
         tpot = decode_s(max(1, math.ceil(in_flight))) / (1 - rho)
         new = rate * (ttft_mean + output * tpot)
+        if new > max_in_flight:
+            return None
         if abs(new - in_flight) < 1e-6 * max(1.0, new):
             break
         in_flight = new
@@ -86,7 +91,7 @@ def max_rate(target: LoadTarget, prefill_s: float, decode_s: Callable[[int], flo
     """The highest rate one replica sustains within the target and its KV capacity
     (``max_sequences`` in flight); None when even a trickle misses the target."""
     def ok(rate: float) -> ReplicaLoad | None:
-        load = replica_at(rate, prefill_s, decode_s, output)
+        load = replica_at(rate, prefill_s, decode_s, output, max_sequences)
         return load if load and load.meets(target) and load.in_flight <= max_sequences else None
 
     low = ok(1e-6)

@@ -128,7 +128,7 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     bw, gemm, kv, attention = eff.rates(which, setup.fmt.compute_dtype not in ("fp32", "bf16", "fp16"))
     layers = spec.num_layers
     elementwise = work.tokens * layers * KR.elementwise_bytes_per_token(spec, tp, act_bytes) / (bandwidth * bw)
-    message = work.tokens * spec.hidden_size * act_bytes
+    message = allreduce_message_bytes(spec, work.tokens, act_bytes)
     latency = eff.latency(link)
     custom = KR.custom_allreduce_limit(setup.runtime.release, tp, fabric, eff.custom_allreduce_bytes)
     comm = forward_allreduces(spec, setup.runtime.release) * KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric,
@@ -140,6 +140,27 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
                     attention_s=(work.kv_bytes / (bandwidth * kv) + work.attention_flops / tp / (peak * attention)
                                  + work.kv_repeat_bytes / (KR.repeat_read_bandwidth(fabric, bandwidth) * kv)),
                     other_s=elementwise, host_s=host, exposed=eff.exposed_share(work.tokens))
+
+
+def allreduce_message_bytes(spec: ModelSpec, tokens, act_bytes: int = 2):
+    """Bytes of one TP all-reduce of a step of ``tokens`` tokens: the hidden states, ``act_bytes`` each."""
+    return tokens * spec.hidden_size * act_bytes
+
+
+def decode_positions(setup: ServingSetup) -> int:
+    """Tokens a decode step scores per sequence: 1, or a speculative verify step's k proposed
+    tokens + one of its own."""
+    s = setup.speculation
+    return 1 + (s.tokens if s else 0)
+
+
+def prime_decode_allreduces(spec: ModelSpec, setup: ServingSetup, tp: int, fabric: Accelerator | None,
+                            batches) -> None:
+    """Evaluate, in one vectorised pass, the NCCL all-reduces decode steps at ``batches``
+    sequences would ask for (kernels.prime_nccl_all_reduce): a search over batches then finds them."""
+    if fabric is not None:
+        positions = decode_positions(setup)
+        KR.prime_nccl_all_reduce([allreduce_message_bytes(spec, b * positions) for b in batches], tp, fabric)
 
 
 def gpu_keywords(gpu: Accelerator, setup: ServingSetup) -> dict:
@@ -199,7 +220,7 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     step adds the proposer's k draft steps, which run inside the same engine step (no scheduler host
     time of their own: ``scheduled`` False). ``which``: 0 expected, 1 low, 2 high efficiency."""
     s = setup.speculation
-    positions = 1 + (s.tokens if s else 0)  # a verify step scores k proposed tokens + one of its own
+    positions = decode_positions(setup)
     # kv_per_sequence is per stage (a token crosses all stages); a per-query-head kernel reads it
     # once per query head of each KV head: the repeats go apart (kernels.repeat_read_bandwidth)
     kv_read = batch * kv_per_sequence * pp

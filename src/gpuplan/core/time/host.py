@@ -22,7 +22,7 @@ dispatcher than the measuring CPU (whose tiny CPU kernel costs CPU_TINY_KERNEL_S
 
     add_gpu = r x (add_cpu - c) + k,   linear_gpu = r x (linear_cpu - c) + k,   c = CPU_TINY_KERNEL_SECONDS
 
-two equations for r and k (for the probes of 2026-12-04: r = 1.54, k = 2.95 us), and a phase that
+two equations for r and k (with REFERENCE_PROBES: r = 1.506, k = 3.25 us; reference_scale()), and a phase that
 took ``t`` seconds with ``n`` kernels on the generating CPU takes r x (t - n x c) + n x k on the
 GPU machine's host. torch.compile and CUDA graphs remove this term (gpuplan.core.time.eager_step).
 
@@ -90,7 +90,7 @@ def cpu_seconds_per_op(phase: str, sac: bool) -> float:
 
 
 def reference_scale() -> HostScale:
-    """The carry-over from the measuring CPU to the GPU host (r = 1.54, k = 2.95 us)."""
+    """The carry-over from the measuring CPU to the GPU host (r = 1.506, k = 3.25 us)."""
     return host_scale(REFERENCE_PROBES["add_1_element_s"], REFERENCE_PROBES["linear_16x64_autograd_s"])
 
 

@@ -57,9 +57,11 @@ def _placement(count: int, tp: int, gpu: Accelerator, gpus: int) -> str:
     return f"{count} x (tp {tp} on {gpu.name}) = {plural(gpus, 'GPU')}"
 
 
-def _step_times(plan: Plan, gpu: Accelerator, tp: int):
-    """(prefill seconds of one prompt, decode-step seconds as a function of the batch)."""
+def _step_times(plan: Plan, gpu: Accelerator, tp: int, max_batch: int = 0):
+    """(prefill seconds of one prompt, decode-step seconds as a function of the batch); the TP
+    all-reduces of batches up to ``max_batch`` are evaluated up front in one vectorised pass."""
     spec, setup = plan.spec, plan.setup
+    R.prime_decode_allreduces(spec, setup, tp, gpu, range(1, max_batch + 1))
     layout = K.kv_layout(spec, setup.kv_bytes, tp, 1, setup.block_size)
     kv_seq = layout.bytes_per_sequence(plan.decode_context)
     common = dict(tp=tp, pp=1, **R.gpu_keywords(gpu, setup))
@@ -92,7 +94,7 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None) 
             cap = min(serving.max_sequences, plan.setup.runtime.max_num_seqs or DEFAULT_MAX_NUM_SEQS)
             if cap < 1:
                 continue
-            prefill, decode = _step_times(plan, gpu, tp)
+            prefill, decode = _step_times(plan, gpu, tp, cap)
             replica = max_rate(target, prefill, decode, plan.output, cap)
             if replica is None:
                 continue
@@ -167,7 +169,7 @@ def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = N
                 continue
             cap = min(serving.max_sequences, plan.setup.runtime.max_num_seqs or DEFAULT_MAX_NUM_SEQS)
             if cap >= 1:
-                steps[tp] = (*_step_times(plan, gpu, tp), cap)
+                steps[tp] = (*_step_times(plan, gpu, tp, cap), cap)
         decodes = {}
         for tp, (_, decode, cap) in steps.items():
             rated = decode_pool_rate(target.tpot, decode, plan.output, cap)

@@ -1,0 +1,76 @@
+"""The serving sizer's rate search: the early stop once the sequences in flight pass the KV
+capacity, and the vectorised NCCL all-reduce table it reads, change no answer (core/serving/load.py,
+core/serving/kernels.py nccl_all_reduce_seconds / prime_nccl_all_reduce)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuplan.catalog import load_accelerator
+from gpuplan.core.comm.collectives import collective_seconds
+from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.serving import kernels as K
+from gpuplan.core.serving.load import LoadTarget, max_rate, replica_at
+
+
+def linear_decode(batch: int) -> float:
+    """A decode step of 10 ms + 0.1 ms per sequence (never faster with more sequences)."""
+    return 0.010 + 0.0001 * batch
+
+
+def test_fixed_point_worked_by_hand():
+    # rate 10/s, prefill 20 ms: rho = 0.2; M/M/1 mean wait 0.2 x 0.02 / 0.8 = 5 ms, TTFT mean 25 ms.
+    # Fixed point B = 10 x (0.025 + 100 x (0.010 + 0.0001 ceil(B)) / 0.8) = 0.25 + 12.5 + 0.125 ceil(B);
+    # ceil(B) = 15 gives B = 14.625 (ceil 15: consistent), tpot = (0.010 + 0.0015) / 0.8 = 14.375 ms.
+    load = replica_at(10.0, 0.020, linear_decode, 100)
+    assert load.in_flight == pytest.approx(14.625, rel=1e-6)
+    assert load.tpot == pytest.approx(0.014375, rel=1e-9)
+    assert load.ttft_mean == pytest.approx(0.025, rel=1e-9)
+
+
+def test_a_limit_below_the_fixed_point_stops_the_search_and_one_above_changes_nothing():
+    free = replica_at(10.0, 0.020, linear_decode, 100)
+    assert replica_at(10.0, 0.020, linear_decode, 100, max_in_flight=14.0) is None  # 14.625 > 14
+    assert replica_at(10.0, 0.020, linear_decode, 100, max_in_flight=15.0) == free
+
+
+def test_max_rate_with_the_capacity_stop_equals_the_answer_without_it():
+    target = LoadTarget(ttft_p99=0.5, tpot=0.05, requests_per_s=20)
+    for capacity in (4, 32, 256):
+        limited = max_rate(target, 0.020, linear_decode, 200, capacity)
+
+        def unlimited_ok(rate):
+            load = replica_at(rate, 0.020, linear_decode, 200)
+            return load if load and load.meets(target) and load.in_flight <= capacity else None
+
+        lo, hi = 1e-6, 1 / 0.020  # the same bisection, without the stop
+        while hi - lo > 1e-4 * lo:
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if unlimited_ok(mid) else (lo, mid)
+        assert limited == unlimited_ok(lo)
+        assert limited.in_flight <= capacity
+
+
+@pytest.mark.parametrize("gpu,tp", [("h100", 2), ("h100", 8), ("a100-80gb", 4)])
+def test_primed_all_reduce_table_holds_the_scalar_answers(gpu, tp):
+    fabric = load_accelerator(gpu)
+    sizes = [4096.0 * 2 * b for b in (1, 7, 64, 333, 1024, 4096)]  # 8 KiB .. 32 MiB hidden states
+    K._NCCL_ALL_REDUCE_SECONDS.clear()
+    K.prime_nccl_all_reduce(sizes, tp, fabric)
+    links = cluster_for(fabric).group(tp)
+    for size in sizes:
+        scalar = float(collective_seconds("all_reduce", size, links))
+        assert K._NCCL_ALL_REDUCE_SECONDS[(size, tp, fabric)] == pytest.approx(scalar, rel=1e-12)
+        assert K.nccl_all_reduce_seconds(size, tp, fabric) == pytest.approx(scalar, rel=1e-12)
+    assert math.isfinite(K.nccl_all_reduce_seconds(sizes[-1], tp, fabric))
+
+
+def test_the_table_is_bounded():
+    fabric = load_accelerator("h100")
+    K._NCCL_ALL_REDUCE_SECONDS.clear()
+    K._remember({(float(i), 2, fabric): 1.0 for i in range(K._NCCL_CACHE_LIMIT)})
+    K._remember({(-1.0, 2, fabric): 2.0})  # one past the limit starts the table afresh
+    assert len(K._NCCL_ALL_REDUCE_SECONDS) == 1
+    K._NCCL_ALL_REDUCE_SECONDS.clear()
