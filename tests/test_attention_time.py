@@ -32,7 +32,7 @@ def test_eager_runs_every_key_at_mamf_and_moves_the_scores_through_hbm(dropout, 
 
 
 def test_unknown_kernel_is_refused():
-    with pytest.raises(ValueError, match="flash, eager"):
+    with pytest.raises(ValueError, match="flash, flash1, eager"):
         attention_seconds_per_token(SPEC, 2048, 1, kernel="paged", **KW)
 
 

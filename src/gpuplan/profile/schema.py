@@ -78,7 +78,7 @@ class TrialInputs(RealModelInputs):
     device: Annotated[T.choice("auto", "cpu", "cuda"), _f("auto", "cpu, cuda or auto (CUDA when present).")]
     parallelism: Annotated[T.choice("auto", "fsdp2", "ddp"), _f("auto", "Several ranks (torchrun): fsdp2 "
                                                                 "(default) or ddp.")]
-    attention_kernel: V.AttentionKernel
+    attention_kernel: narrowed(V.AttentionKernel, "flash", "sdpa", "eager", optional=False)  # no FA1 on CPU
     peak_tflops: Annotated[T.typed(float, T.number(0, 1e6, low_open=True)) | None, _f(
         None, "Dense peak TFLOP/s for MFU (CPU, or a GPU not in the catalog).", "catalog")]
     seed: Annotated[T.typed(int, T.number(0, 2**31 - 1, whole=True)), _f(0, "Random seed (weights, tokens).")]

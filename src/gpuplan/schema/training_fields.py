@@ -243,7 +243,7 @@ class SetupFields(JobInputs):
 
         from gpuplan.core.model.mtp import trained_mtp_layers
         from gpuplan.core.memory.recompute import module_applies
-        from gpuplan.core.time.attention_core import runs_eager_only
+        from gpuplan.core.time.attention_core import fa1_refusal, runs_eager_only
 
         given = self.given
         if spec.moe is None:
@@ -275,6 +275,8 @@ class SetupFields(JobInputs):
             raise InputError("attention_kernel", kernel, f"transformers runs {spec.model_type} with eager attention "
                              f"only (_supports_sdpa = False) and --{flag} hf runs its modules: give eager (or leave "
                              f"it out), or --{flag} megatron / torchtitan")
+        if kernel == "flash1" and (why := fa1_refusal(spec, self.framework)):
+            raise InputError("attention_kernel", kernel, why)
         if self.finetune != "full" and self.lora_rank > spec.hidden_size:
             raise InputError("lora_rank", self.lora_rank, f"must be at most the hidden size {spec.hidden_size:,} "
                              "(an adapter's rank is below the widths it adapts)")

@@ -23,7 +23,7 @@ from gpuplan.schema import types as T
 DTYPES = ("bf16", "fp16", "fp8", "fp4", "tf32", "fp32")
 RECOMPUTE = ("none", "selective", "full")
 IMPLEMENTATIONS = ("hf", "megatron", "megatron-local", "torchtitan")
-ATTENTION_KERNELS = ("flash", "sdpa", "eager")
+ATTENTION_KERNELS = ("flash", "flash1", "sdpa", "eager")
 PRECISIONS = ("bf16", "fp32", "fp32-autocast")
 FINETUNES = ("full", "lora", "qlora")
 DEFAULT_RECIPE = "mixed"
@@ -162,7 +162,9 @@ OptimizerImpl = option(T.choice("foreach", "fused", "forloop") | None, None, "Op
 Implementation = option(T.choice(*IMPLEMENTATIONS) | None, None, "Activation implementation: hf (transformers "
                         "modules), megatron (Transformer Engine), megatron-local (Megatron-Core without TE) or torchtitan. Not given: the framework's.", "the framework's")
 AttentionKernel = option(T.choice(*ATTENTION_KERNELS), "flash", "Attention kernel: flash (= sdpa: saves q, k, v, "
-                         "out and the log-sum-exp) or eager (materialised s x s scores).")
+                         "out and the log-sum-exp), flash1 (FlashAttention 1, flash-attn < 2: flash's memory, its "
+                         "measured 1.8-2.2x time at s 2,048, Dao 2023 Fig. 4; head dims up to 128) or eager "
+                         "(materialised s x s scores).")
 Precision = option(T.choice(*PRECISIONS), "bf16", "Trial precision: bf16 (pure), fp32, or fp32-autocast (fp32 "
                    "params, bf16 compute).")
 Finetune = option(T.choice(*FINETUNES), "full", "full, lora or qlora (a frozen base + adapters: no "

@@ -119,7 +119,29 @@ computes whole key tiles."""
 EAGER_FORWARD_BYTES = 8.0
 EAGER_BACKWARD_BYTES = 14.0
 EAGER_DROPOUT_BYTES = 5.0
-ATTENTION_KERNELS = ("flash", "eager")
+ATTENTION_KERNELS = ("flash", "flash1", "eager")
+FA1_SEQ_POINTS = (512, 1024, 2048, 4096, 8192, 16384)
+FA1_CAUSAL_TFLOPS = {64: (58.0, 70.0, 77.0, 87.0, 92.0, 97.0), 128: (55.0, 62.0, 69.0, 76.0, 80.0, 83.0)}
+FA2_CAUSAL_TFLOPS = {64: (88.0, 119.0, 140.0, 156.0, 165.0, 171.0), 128: (99.0, 133.0, 155.0, 173.0, 182.0, 189.0)}
+"""``flash1``: FlashAttention 1 (flash-attn < 2, e.g. GPT-NeoX v1.0's pinned flash-attn==0.2.2), timed as the
+``flash`` kernel (FlashAttention-2 class) slowed by the two kernels' measured speed ratio on the same shape.
+Source: Dao 2023, FlashAttention-2, arXiv:2307.08691, Figure 4 (A100 80GB SXM4, FP16/BF16, forward + backward
+TFLOP/s, causal panels (c) head dim 64 and (d) head dim 128; the same chart is the flash-attention repository's
+assets/flash2_a100_fwd_bwd_benchmark.png @4f285b35). Values are the numbers printed above the bars (not read off
+bar heights), 'FlashAttention' (FA1) and 'FlashAttention-2' at s = 512 ... 16k. Both kernels are counted with the
+same FLOPs, so FA1 rate / FA2 rate = FA2 time / FA1 time; at s 2,048: head dim 64 77 / 140 = 0.550 (FA1 takes
+1.818x FA2's time), head dim 128 69 / 155 = 0.445 (2.246x). The FA2 abstract's '25-40% of peak' for FA1 (forward)
+agrees in size: 77 / 312 = 24.7%, 69 / 312 = 22.1% for forward + backward. One ratio for both passes: the figure
+is forward + backward, what a training step runs. Only the ratio is taken: gpuplan's flash rate is the part's
+fitted efficiency (core.time.efficiency ATTENTION_EFFICIENCY, fitted on llm-foundry rows), below the figure's own
+FA2 absolute (0.30 x 312 = 94 vs 140-155 TFLOP/s); an absolute reading (FA1 at 69-77 TFLOP/s) would give 1.2-1.4x
+instead. Head dims: flash-attn 0.2.2 runs head dims that are multiples of 8 up to 128 (csrc/flash_attn/fmha_api.cpp
+@v0.2.2 L245 / L408) on three kernels, d <= 32, <= 64, <= 128 (run_fmha_fwd L179-187, run_fmha_bwd L329-333),
+whose matmul tiles are the kernel's width: columns past the head dim are only predicated off in the loads
+(src/fmha/gmem_tile.h@v0.2.2 L70-76 col_predicate), so a head dim of 80 computes 128 wide (FA1_KERNEL_DIMS).
+Sequence lengths between the points: log-linear; outside: the end points. Head dim 32 takes 64's ratio (no
+panel)."""
+FA1_KERNEL_DIMS = (32, 64, 128)
 
 SDPA_REFUSED_SOURCE = {
     "gemma2": "transformers' Gemma2PreTrainedModel sets _supports_sdpa = False (models/gemma2/modeling_gemma2.py"
@@ -150,6 +172,40 @@ def execution_kernel(option: str | None, model_type: str = "", framework: str | 
     if runs_eager_only(model_type, framework, implementation):
         return "eager"
     return "eager" if option == "eager" else "flash"
+
+
+def step_kernel(option: str | None, executed: str) -> str:
+    """The kernel the step times: 'flash1' where the option asks for FlashAttention 1 and the flash path runs
+    (its memory is the flash kernel's: q, k, v, out and the log-sum-exp, so execution_kernel stays 'flash')."""
+    return "flash1" if option == "flash1" and executed == "flash" else executed
+
+
+def fa1_refusal(spec, framework: str | None) -> str | None:
+    """Why FlashAttention 1 (flash-attn 0.2.x) cannot run ``spec``'s attention under ``framework``; None
+    where it can: head dims multiples of 8 up to 128, one for q / k and v (fmha_api.cpp@v0.2.2 L245, L247-249),
+    no sliding window (no window argument before flash-attn 2.3), and not under transformers' own modules
+    (their flash path needs flash-attn 2: SDPA or FlashAttention-2)."""
+    a = spec.attention
+    if a.qk_head_dim != a.value_head_dim or a.qk_head_dim > 128 or a.qk_head_dim % 8:
+        return (f"FlashAttention 1 runs one head dim, a multiple of 8 up to 128; {spec.name} has "
+                f"{a.qk_head_dim} (q, k) / {a.value_head_dim} (v): give flash or eager")
+    if spec.num_sliding_layers:
+        return f"FlashAttention 1 takes no sliding window ({spec.name} has sliding layers): give flash or eager"
+    if framework == "hf":
+        return "transformers' modules (--framework hf) run SDPA or FlashAttention 2, not 1: give flash or eager"
+    return None
+
+
+def fa1_time_factor(seq_len, head_dim: int):
+    """FlashAttention 1's seconds over the flash kernel's on the same layer (>= 1): the kernel width it runs
+    (FA1_KERNEL_DIMS) over the head dim, times FA2 / FA1 speed at that width and ``seq_len`` (Figure 4, above)."""
+    import numpy as np
+
+    width = next((w for w in FA1_KERNEL_DIMS if head_dim <= w), FA1_KERNEL_DIMS[-1])
+    panel = max(width, 64)
+    x, points = np.log(np.clip(seq_len, FA1_SEQ_POINTS[0], FA1_SEQ_POINTS[-1])), np.log(FA1_SEQ_POINTS)
+    speedup = np.interp(x, points, FA2_CAUSAL_TFLOPS[panel]) / np.interp(x, points, FA1_CAUSAL_TFLOPS[panel])
+    return width / head_dim * speedup
 
 
 def exp_bound_stretch(spec, tensor_flops_per_exp: float) -> float:
@@ -206,9 +262,13 @@ def attention_seconds_per_token(spec, seq_len, tp, *, kernel: str, peak: float, 
     of it; ``mamf``: the batched matmuls' fraction (eager); ``hbm_bytes_per_s``: achievable HBM
     bandwidth (eager scores); ``tensor_flops_per_exp``: the part's TENSOR_FLOPS_PER_EXP (0: none);
     ``tensor_rate``: the part's FLASH_TENSOR_RATE (flash only)."""
-    if kernel == "flash":  # sliding layers by whole key tiles; the exponential roof on both passes (above)
+    if kernel in ("flash", "flash1"):  # sliding layers by whole key tiles; the exponential roof (above)
         forward = flash_forward_flops_per_token(spec, seq_len) / tp / (peak * efficiency)
-        return flash_passes(forward, spec, tensor_flops_per_exp, tensor_rate)
+        fwd, bwd = flash_passes(forward, spec, tensor_flops_per_exp, tensor_rate)
+        if kernel == "flash":
+            return fwd, bwd
+        slower = fa1_time_factor(seq_len, spec.attention.qk_head_dim)  # FA1 over FA2 (FA1_CAUSAL_TFLOPS)
+        return fwd * slower, bwd * slower
     if kernel != "eager":
         raise ValueError(f"attention kernel {kernel!r}: one of {', '.join(ATTENTION_KERNELS)}")
     matmuls = F.attention_core_flops_per_token(spec, seq_len, "full") / spec.num_layers / tp / (peak * mamf)

@@ -33,7 +33,7 @@ class MeasureInputs(RealModelInputs):
     micro_batch: V.MicroBatch
     precision: narrowed(V.Precision, "bf16", "fp32-autocast", optional=False)
     recompute: narrowed(V.Recompute, "none", "full")
-    attention_kernel: V.AttentionKernel
+    attention_kernel: narrowed(V.AttentionKernel, "flash", "sdpa", "eager", optional=False)  # no FA1 on CPU
     gpus: V.GpuCount
     optimizer_impl: narrowed(V.OptimizerImpl, "foreach", "forloop")
     depths: Annotated[T.typed(tuple[int, int], _depths, {"type": "string"}) | None, V.field(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gpuplan.core.memory import training as M
-from gpuplan.core.time.attention_core import execution_kernel
+from gpuplan.core.time.attention_core import execution_kernel, step_kernel
 from gpuplan.core.comm.dp_overlap import schedule_for
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.precision import check_recipe_runs_on
@@ -60,7 +60,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
     kernel = execution_kernel(inputs.attention_kernel, spec.model_type, inputs.framework,
                               inputs.implementation_name)  # transformers' modules: SDPA_REFUSED eager
     tp_overlap = tp_overlap_by_recompute(inputs)
-    step = _step_settings(inputs, spec, gpu, kernel, dict(tp_overlap)["none"])
+    step = _step_settings(inputs, spec, gpu, step_kernel(inputs.attention_kernel, kernel), dict(tp_overlap)["none"])
     # flex: HybridEP's buffers in place of NCCL all-to-all peers (gpuplan memory takes the same)
     overheads = with_ep_dispatcher(inputs.overheads().for_gpu(gpu.scale_up_bandwidth), inputs.ep_dispatcher,
                                    inputs.seq_len, spec, gpu)
