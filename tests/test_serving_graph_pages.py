@@ -158,3 +158,31 @@ def test_nearest_page_is_the_second_of_two_equal_graphs():
             continue
         paged = (math.ceil(2 * x) - math.ceil(x)) * P.GRAPH_SAMPLE_PAGE
         assert P.per_graph_bytes(spec, layers) == max(paged, MiB), layers
+
+
+def test_moe_routed_caches_in_the_first_capture_by_hand():
+    """vLLM 0.19's modular MoE kernels take their caches from the WorkspaceManager
+    (modular_kernel.py 1035-1066): the piecewise first capture holds only the hidden-size tensors of
+    a MoE layer; MXFP4 experts on the Triton backend allocate their output [M, h] and
+    intermediate_cache [M·k, I_e/tp padded to 64] in the call (gpt_oss_triton_kernels_moe.py 280,
+    346). By hand, bf16, the first capture = 2 (warm-up + capture) x tokens x 2 B x elements + the
+    capture stream's 32 MiB cuBLAS workspace: gpt-oss-20b tp 2 at 1,024 tokens, 3 x 2,880 +
+    4 x 1,472 + 2,880 = 17,408 elements, 68 + 32 = 100 MiB (128 logged with its 6 MiB graph,
+    106 modelled; 178 with the fused caches); Mixtral-8x7B tp 2 at 512, 3 x 4,096 = 12,288, 24 MiB
+    (124 with the fused caches: + 2 x (3 x 7,168 + 4,096))."""
+    from gpuplan.catalog import load_model
+    from gpuplan.core.serving import releases as REL
+
+    oss, mixtral, dense = load_model("gpt-oss-20b"), load_model("mixtral-8x7b"), load_model("llama-3.1-8b")
+    assert P.first_capture_elements_per_token(oss, 2, "mxfp4") == 3 * 2880 + 4 * 1472 + 2880
+    assert 2 * 1024 * 2 * P.first_capture_elements_per_token(oss, 2, "mxfp4") == 68 * MiB
+    assert P.first_capture_elements_per_token(mixtral, 2, "workspace") == 3 * 4096
+    assert P.first_capture_elements_per_token(mixtral, 2, "fused") == 3 * 4096 + 2 * (3 * 7168 + 4096)
+    assert P.first_capture_elements_per_token(mixtral, 2, "fused") == P.activation_elements_per_token(mixtral, 2)
+    for experts in ("fused", "workspace", "mxfp4"):
+        assert P.first_capture_elements_per_token(dense, 1, experts) == P.activation_elements_per_token(dense, 1)
+    rules_019, rules_010 = REL.vllm_rules((0, 19, 0), moe=True), REL.vllm_rules((0, 10, 1), moe=True)
+    assert P.vllm_moe_experts(rules_019, "all") == "workspace" and P.vllm_moe_experts(rules_010, "all") == "fused"
+    assert P.vllm_moe_experts(rules_019, "experts") == "mxfp4"
+    full = P.graph_bytes(oss, 1024, 2, 24, blas_workspace=32 * MiB, moe_experts="mxfp4")
+    assert full == pytest.approx((100 + 6) * MiB + 82 * 6 * MiB + 82 * 6 * MiB)

@@ -201,8 +201,10 @@ def test_held_out_memory_quantities_within_the_issue_bounds():
 
 
 def test_graph_estimate_is_a_rough_term():
-    """The CUDA-graph estimate: 5.2% on average over 25 held-out 0.19 logs, above the issue's 5%: 4.7%
-    over the 21 it was developed against (10.2% over 25 before the graph's own pages, the MLA and W8A8
+    """The CUDA-graph estimate: 5.1% on average over 25 held-out 0.19 logs, above the issue's 5%: 4.5%
+    over the 21 it was developed against (4.7% before a MoE layer's routed caches were taken as
+    vLLM 0.19's workspace views and gpt-oss's MXFP4 experts charged their own two buffers: gpt-oss-20b
+    +4.7% -> -2.3%) (10.2% over 25 before the graph's own pages, the MLA and W8A8
     terms, FlashAttention's unsplit batches above 992 and the excluded row) and the four llm-d-planner
     logs added afterwards, held out: Gemma 3 4B / 12B / 27B IT -0.5 / -8.8 / +11.6% (vLLM runs these
     multimodal checkpoints on TRITON_ATTN, which gpuplan now picks from their config: no FlashAttention
@@ -219,9 +221,10 @@ def test_graph_estimate_is_a_rough_term():
              "llmd019-gemma-3-27b-it-tp1": 0.116, "llmd019-phi-4-tp1": 0.119}
     assert all(found[k] == pytest.approx(e, abs=0.002) for k, e in added.items()), found
     first = [abs(e) for k, e in found.items() if k not in added]
-    assert len(first) == 21 and mean(first) == pytest.approx(0.047, abs=0.0015)
-    # (21 x 4.66% + 0.5 + 8.8 + 11.6 + 11.9%) / 25 = 5.2%
-    assert len(found) == 25 and mean(abs(e) for e in found.values()) == pytest.approx(0.052, abs=0.0015)
+    assert found["llmd019-gpt-oss-20b-tp2"] == pytest.approx(-0.023, abs=0.002)
+    assert len(first) == 21 and mean(first) == pytest.approx(0.0455, abs=0.0015)
+    # (21 x 4.55% + 0.5 + 8.8 + 11.6 + 11.9%) / 25 = 5.1%
+    assert len(found) == 25 and mean(abs(e) for e in found.values()) == pytest.approx(0.0513, abs=0.0015)
     assert "llmd019-llama-3.1-8b-tp2" not in found
     from gpuplan.jobs.validation.serving_memory import serving_memory_excluded
 
@@ -234,7 +237,7 @@ def test_graph_estimate_is_a_rough_term():
 def test_the_excluded_row_is_scored_in_a_kind_of_its_own():
     """The summary shows the held-out CUDA-graph figure both ways: with Llama-3.1-8B tp 2 scored,
     its 0.72 GiB predicted against 1.69 logged (-57.5%) joins the 25 held-out rows, whose errors are
-    the same in both kinds: 26 rows, mean |error| = (25 x 5.28% + 57.5%) / 26 = 7.3%, max 57.5%."""
+    the same in both kinds: 26 rows, mean |error| = (25 x 5.13% + 57.5%) / 26 = 7.1%, max 57.5%."""
     from gpuplan.jobs.validation.serving_memory import excluded_scored_kind
 
     held = errors(memory_kind("vllm", "CUDA-graph estimate", False))
@@ -242,9 +245,9 @@ def test_the_excluded_row_is_scored_in_a_kind_of_its_own():
     assert set(both) == set(held) | {"llmd019-llama-3.1-8b-tp2"}
     assert all(both[k] == held[k] for k in held)
     assert both["llmd019-llama-3.1-8b-tp2"] == pytest.approx(0.72 / 1.69 - 1, abs=0.005)
-    # (25 x 5.28% + 57.5%) / 26 from the docstring's figures (the held-out 5.28% checked on its own)
-    assert mean(abs(e) for e in held.values()) == pytest.approx(0.0528, abs=0.0015)
-    assert mean(abs(e) for e in both.values()) == pytest.approx((25 * 0.0528 + 0.575) / 26, abs=0.0015)
+    # (25 x 5.13% + 57.5%) / 26 from the docstring's figures (the held-out 5.13% checked on its own)
+    assert mean(abs(e) for e in held.values()) == pytest.approx(0.0513, abs=0.0015)
+    assert mean(abs(e) for e in both.values()) == pytest.approx((25 * 0.0513 + 0.575) / 26, abs=0.0015)
     # no other quantity excludes a row, so no other such kind
     assert {c[1] for c in CASES if "excluded rows scored" in c[1]} == {excluded_scored_kind("vllm", "CUDA-graph estimate")}
 

@@ -169,7 +169,8 @@ def _vllm_memory(spec: ModelSpec, weights: float, memory_bytes: float, setup: Se
               else P.graph_bytes(spec, seqs, tp, layers_per_stage(spec.num_layers, pp), act_bytes,
                                  P.cublas_workspace_bytes(gpu_arch),
                                  P.quantizes_activations(setup.fmt.compute_dtype, tensor_core_dtypes), tokens,
-                                 backend[0], AB.flash_attn_version(gpu_arch)))
+                                 backend[0], AB.flash_attn_version(gpu_arch),
+                                 P.vllm_moe_experts(rules, setup.fmt.quantized)))
     counted = rules.counts_graphs and graphs > 0
     fixed = non_torch + comm + (graphs if counted else 0.0)
     counts_runtime = rules.profile != "allocated"

@@ -54,6 +54,50 @@ def moe_workspace_bytes(spec: ModelSpec, tokens: int, tp: int, act_bytes: int = 
     return rows * (max(n, spec.hidden_size) + n / 2) * act_bytes
 
 
+MXFP4_TRITON_ROUND = 64
+"""vLLM 0.19 pads an MXFP4 expert's intermediate size (per TP rank) to a multiple of 64 for the Triton
+backend on CUDA (fused_moe/oracle/mxfp4.py mxfp4_round_up_hidden_size_and_intermediate_size, v0.19.0
+lines 376-401), the hidden size unchanged."""
+
+
+def routed_call_elements(spec: ModelSpec, tp: int, experts: str) -> float:
+    """Elements per token the routed experts of one MoE layer allocate inside their call (so inside
+    a CUDA-graph capture, in its pool), by where their buffers come from: 'workspace' (vLLM 0.19's
+    modular kernels take workspace13, workspace2 and fused_out from the persistent WorkspaceManager,
+    fused_moe/modular_kernel.py lines 1035-1066: none); 'mxfp4' (experts that size their own: the
+    Triton MXFP4 experts vLLM 0.19 runs on Hopper, gpt_oss_triton_kernels_moe.py: the output
+    empty_like(hidden) at line 280 and intermediate_cache [M·k, N/2] at 346, N/2 = I_e/tp padded
+    to MXFP4_TRITON_ROUND); 'fused' (fused_moe's own three caches, before the WorkspaceManager:
+    k x (3 I_e/tp + h), as activation_elements_per_token)."""
+    moe = spec.moe
+    if moe is None or not spec.num_moe_layers or experts == "workspace":
+        return 0.0
+    if experts == "mxfp4":
+        padded = -(-moe.expert_intermediate_size / tp // MXFP4_TRITON_ROUND) * MXFP4_TRITON_ROUND
+        return moe.experts_per_token * padded + spec.hidden_size
+    return moe.experts_per_token * (3 * moe.expert_intermediate_size / tp + spec.hidden_size)
+
+
+def vllm_moe_experts(rules: VllmRules, quantized: str) -> str:
+    """Where a release's routed experts keep their buffers (routed_call_elements): 'mxfp4' for
+    experts-only quantized checkpoints, whose kernels size their own (as profiled_peak's
+    ``moe_workspace``), else 'workspace' where the release has the WorkspaceManager, 'fused' before."""
+    if quantized == "experts":
+        return "mxfp4"
+    return "workspace" if rules.moe_workspace else "fused"
+
+
+def first_capture_elements_per_token(spec: ModelSpec, tp: int, experts: str = "fused") -> float:
+    """activation_elements_per_token as a graph capture allocates them: the routed experts' share
+    is what routed_call_elements says they allocate in the call."""
+    if spec.moe is None or not spec.num_moe_layers or experts == "fused":
+        return activation_elements_per_token(spec, tp)
+    h = spec.hidden_size
+    moe_layer = routed_call_elements(spec, tp, experts) + 3 * spec.moe.shared_intermediate_size / tp + 3 * h
+    dense = 3 * spec.mlp.intermediate_size / tp + 3 * h if spec.num_dense_layers else 0.0
+    return max(moe_layer, dense)
+
+
 V1_PROFILE_WORKSPACE = 0.052 * GiB
 """Persistent buffers V1's profile run allocates beside the forward and the sampler (input batch,
 attention metadata and workspaces): fitted on one log, llm-d-planner's vLLM 0.19 Llama-3.1-8B on an
@@ -306,7 +350,8 @@ def cublas_workspace_bytes(gpu_arch: str | None) -> float:
 
 def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_bytes: int = 2,
                 blas_workspace: float = 0.0, activation_quant: bool = False,
-                max_tokens: int | None = None, backend: str | None = None, fa_version: int = 3) -> float:
+                max_tokens: int | None = None, backend: str | None = None, fa_version: int = 3,
+                moe_experts: str = "fused") -> float:
     """vLLM's CUDA-graph estimate (gpu_model_runner.profile_cudagraph_memory, logged from 0.19,
     subtracted from 0.21): per mode the first capture and, for every further size, what the second
     capture took (per_graph_bytes); the pool overlays the modes, so the larger first capture counts
@@ -330,11 +375,16 @@ def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_by
     gpt-oss-20b 128 against 184 (+44%). ``layers``: a pipeline
     stage's; ``activation_quant``: W8A8 GEMMs (quantizes_activations); ``max_tokens``:
     max_num_batched_tokens, which caps the largest captured size (config/vllm.py
-    _set_cudagraph_sizes, v0.19.0: max_cudagraph_capture_size = min(max_num_tokens, ...))."""
+    _set_cudagraph_sizes, v0.19.0: max_cudagraph_capture_size = min(max_num_tokens, ...));
+    ``moe_experts``: where the routed experts' buffers live (vllm_moe_experts): from 0.19 a MoE
+    layer's routed caches are workspace views the capture does not allocate, but MXFP4 experts
+    allocate their output and activated intermediate in the call (first_capture_elements_per_token;
+    gpt-oss-20b tp 2: 106 MiB against 128 logged, 184 with the fused caches charged)."""
     limit = GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512)
     piecewise, full = graph_capture_sizes(max_num_seqs, min(limit, max_tokens or limit))
     per_graph = per_graph_bytes(spec, layers, activation_quant)
-    first_piecewise = 2 * max(piecewise) * act_bytes * activation_elements_per_token(spec, tp) + blas_workspace
+    elements = first_capture_elements_per_token(spec, tp, moe_experts)
+    first_piecewise = 2 * max(piecewise) * act_bytes * elements + blas_workspace
     backend = backend or AB.vllm_attention_backend(spec, act_bytes)[0]
     accumulates = full and (backend == AB.FLASH_ATTN_MLA or backend == AB.FLASH_ATTN and (
         fa_version != 2 or AB.fa2_splits_first_capture(spec, max(full), tp)))
