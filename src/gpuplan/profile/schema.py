@@ -56,7 +56,15 @@ class RealModelInputs(JobInputs):
         return self.adjust_spec(resolve_model(self.model, None, model_type=getattr(self, "model_type", None)))
 
 
-Steps = T.typed(int, T.count(1_000_000, whole=True))
+MAX_TRIAL_STEPS = 100
+"""Timed steps (and warm-up steps) one trial may run. A trial measures a step's time and memory for
+calibrate, which reads the median step (calibrate/measurement.py): over 100 steps its standard error
+is ~1.25/sqrt(100), an eighth of the steps' spread (a few % on a GPU: under the model's 5-15% error,
+so more steps add nothing to a calibration). On a busy 2-core CPU the README's smallest trial
+(pythia-70m, seq 512) measured 0.83 s a step median, 1.42 s mean over 100 steps: 100 + 100 steps are
+~5 minutes; 1,000,000 (accepted before) ~16 days with no output, a hang for a CLI. Longer measurements are several trials, or --sweep within its time budget. Ctrl-C during
+a trial exits 1 ('aborted') with nothing written: the JSON is written after the last step."""
+Steps = T.typed(int, T.count(MAX_TRIAL_STEPS, whole=True))
 
 
 class TrialInputs(RealModelInputs):
@@ -66,8 +74,9 @@ class TrialInputs(RealModelInputs):
         None, "Decoder layers to build (same width): measure a huge model small.", "all")]
     micro_batch: V.MicroBatch
     seq_len: V.SeqLen
-    steps: Annotated[Steps, _f(10, "Timed steps.")]
-    warmup: Annotated[T.typed(int, T.number(0, 1_000_000, whole=True)), _f(3, "Untimed warm-up steps first.")]
+    steps: Annotated[Steps, _f(10, "Timed steps (1 to 100).")]
+    warmup: Annotated[T.typed(int, T.number(0, MAX_TRIAL_STEPS, whole=True)), _f(3, "Untimed warm-up steps first "
+                                                                                  "(0 to 100).")]
     precision: V.Precision
     recompute: narrowed(V.Recompute, "none", "selective", "full")  # full: HF gradient checkpointing;
     # selective: torchtitan's op-level SAC (gpuplan.profile.recompute), as --framework hf estimates it

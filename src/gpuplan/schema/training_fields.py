@@ -334,7 +334,8 @@ def _f(default: Any, help: str, shown: str | None = None) -> Any:
 class StepFields(JobInputs):
     """The cluster and the overlap knobs of the step model (core/time/step.py, core/comm/topology.py)."""
 
-    gpus_per_node: Annotated[V.Degree | None, _f(None, "GPUs per node (the scale-up domain).", "catalog")]
+    gpus_per_node: Annotated[V.GpusPerNode | None, _f(None, "GPUs per node (the scale-up domain), 1 to 8,960.",
+                                                         "catalog")]
     nic_gbit_per_gpu: Annotated[T.typed(float, T.number(1, 1e5)) | None, _f(
         None, "Scale-out Gb/s per GPU (1 to 100,000).", "catalog, else 400")]
     dp_overlap: Annotated[Overlap, _f(0.9, "Share of DP/FSDP communication hidden by overlap.")]

@@ -37,6 +37,10 @@ MAX_DEGREE = 1 << 20
 MAX_TOKENS = 1e18
 MAX_SEQ_LEN = 1 << 24
 MAX_BATCH = 1 << 30
+MAX_GPUS_PER_NODE = 8_960
+"""The largest scale-up domain in the catalog: a TPU v5p pod, 8,960 chips on ICI (catalog/hardware/
+tpu-v5p.toml domain_size; GB200 / GB300 NVL72 racks are 72, CloudMatrix384 384, TPU v4 4,096). A
+node past every scale-up domain built is a typo: it put whole clusters on one switch (2^20 was taken)."""
 
 
 def field(default: Any, help: str, shown: str | None = None, **extra: Any) -> Any:
@@ -67,6 +71,18 @@ def _calibration(value: Any, info) -> Any:
 Count = T.typed(float, T.count(MAX_TOKENS))
 Gpus = T.typed(int, T.count(MAX_GPUS, whole=True))
 Degree = T.typed(int, T.count(MAX_DEGREE, whole=True))
+
+
+def _gpus_per_node(value: Any, info) -> int:
+    """GPUs in one scale-up domain: a whole number from 1 to MAX_GPUS_PER_NODE."""
+    try:
+        return T.count(MAX_GPUS_PER_NODE, whole=True)(value, info)
+    except InputError as exc:
+        raise InputError(exc.field, exc.value, f"give a whole number of GPUs from 1 to {MAX_GPUS_PER_NODE:,}, the "
+                         "largest scale-up domain in the catalog (a TPU v5p pod; NVL72 racks are 72)") from None
+
+
+GpusPerNode = T.typed(int, _gpus_per_node)
 TokenLength = T.typed(int, T.count(MAX_SEQ_LEN, whole=True, suffix_base=1024))
 Sequences = T.typed(int, T.count(MAX_BATCH, whole=True))
 Zero = T.typed(int, T.number(0, 3, whole=True))
