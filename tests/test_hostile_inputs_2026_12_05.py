@@ -190,7 +190,7 @@ def test_a_fixed_degree_beyond_the_planners_range_is_refused_naming_it(run_cli, 
 
 @pytest.mark.parametrize("body, field", [({"tp": 16}, "tp"), ({"cp": 64}, "cp")])
 def test_the_api_names_the_fixed_degree_too(body, field):
-    """Not the API's layout cap (web/bounds.search_exceeds reads any refusal of the enumeration as one)."""
+    """Not the API's layout cap (web/bounds.search_exceeds, since removed, read any refusal of the enumeration as one)."""
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 

@@ -256,24 +256,52 @@ def micro_batch_prefix(evaluator: Evaluator, grid: dict, modes: tuple[str, ...])
     return position < np.repeat(keep_upto, lengths)
 
 
-def search_layouts(evaluator: Evaluator, counts: tuple[int, ...], target_batch: float, max_tp: int,
-                   limits: SpaceLimits | None = None, exhaustive: bool = False, progress=None) -> LayoutTable:
-    """Every valid layout on ``counts`` GPUs with its memory, and the step time and rates of those
-    that fit (pruned: the least recompute that fits, micro-batches past the first that fits in
-    no mode dropped (micro_batch_prefix); ``exhaustive``: every mode of every layout timed).
-    Layouts that fit in no mode are kept untimed (step NaN), so a caller can say how close they came."""
+def counts_label(searched: int, asked: int | None = None) -> str:
+    """How a search-size refusal names ``searched`` GPU counts of which the user ``asked`` (None:
+    all): the counts the planner weighs below irregular ones (planner.plan.alternative_counts) apart."""
+    if asked is None or asked >= searched:
+        return f"{searched:,} GPU count(s)"
+    return f"{asked:,} GPU count(s) asked + {searched - asked:,} the planner weighs below irregular ones"
+
+
+def layouts_to_evaluate(evaluator: Evaluator, counts: tuple[int, ...], target_batch: float, max_tp: int,
+                        limits: SpaceLimits | None = None, exhaustive: bool = False, label: str | None = None) -> dict:
+    """The layouts a search of ``counts`` evaluates (micro-batches past the first that fits in no
+    mode dropped unless ``exhaustive``), refused naming ``gpus`` (``label``: how to name the counts,
+    counts_label) past MAX_CANDIDATES enumerated or MAX_EVALUATED evaluated. The one size limit of a
+    search: the CLI, plan files, the web API and the Python API all reach it through search_layouts."""
     limits = limits or SpaceLimits()
-    spec, seq = evaluator.spec, evaluator.memory.seq_len
+    label = label or counts_label(len(counts))
     modes = tuple(m for m in RECOMPUTE_MODES if m in limits.recompute)
     check_fixed_in_range(limits.fixed, max_tp, limits.max_cp)
-    grid = enumerate_layouts(spec, counts, seq, target_batch, max_tp, limits, MAX_CANDIDATES // max(1, len(modes)))
+    try:
+        grid = enumerate_layouts(evaluator.spec, counts, evaluator.memory.seq_len, target_batch, max_tp, limits,
+                                 MAX_CANDIDATES // max(1, len(modes)))
+    except InputError as exc:  # its only refusal: past max_rows; named with the counts' label
+        raise InputError(exc.field, label, exc.expected) from None
     if not exhaustive:
         grid = _take(grid, micro_batch_prefix(evaluator, grid, modes))
     evaluated = len(grid["gpus"]) * (len(modes) if exhaustive else 1)
     if evaluated > MAX_EVALUATED:
-        raise InputError("gpus", f"{len(counts):,} GPU count(s)", f"the search would evaluate {evaluated:,} layouts"
-                         f"{' x recompute modes' if exhaustive else ''}, more than {MAX_EVALUATED:,}; give fewer GPU "
-                         "counts (--gpus), a smaller global batch or fix some degrees (--tp, --pp, --micro-batch)")
+        raise InputError("gpus", label, f"the search would evaluate {evaluated:,} layouts"
+                         f"{' x recompute modes' if exhaustive else ''}, more than {MAX_EVALUATED:,}; "
+                         f"{'leave --exhaustive off (the pruned search finds the same best), ' if exhaustive else ''}"
+                         "give fewer GPU counts (--gpus), a smaller global batch or fix some degrees (--tp, --pp, "
+                         "--micro-batch)")
+    return grid
+
+
+def search_layouts(evaluator: Evaluator, counts: tuple[int, ...], target_batch: float, max_tp: int,
+                   limits: SpaceLimits | None = None, exhaustive: bool = False, progress=None,
+                   label: str | None = None) -> LayoutTable:
+    """Every valid layout on ``counts`` GPUs with its memory, and the step time and rates of those
+    that fit (pruned: the least recompute that fits, micro-batches past the first that fits in
+    no mode dropped (micro_batch_prefix); ``exhaustive``: every mode of every layout timed).
+    Layouts that fit in no mode are kept untimed (step NaN), so a caller can say how close they came.
+    ``label``: how a refusal for size names the counts (layouts_to_evaluate)."""
+    limits = limits or SpaceLimits()
+    modes = tuple(m for m in RECOMPUTE_MODES if m in limits.recompute)
+    grid = layouts_to_evaluate(evaluator, counts, target_batch, max_tp, limits, exhaustive, label)
     parts, remaining = [], grid
     for done, mode in enumerate(modes):
         if progress is not None:
@@ -341,5 +369,5 @@ def _staircase(b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return b[keep], c[keep]
 
 
-__all__ = ["DEGREES", "RECOMPUTE_MODES", "Evaluator", "LayoutTable", "MAX_CANDIDATES", "SpaceLimits",
-           "candidate_count", "pareto_front", "search_layouts"]
+__all__ = ["DEGREES", "RECOMPUTE_MODES", "Evaluator", "LayoutTable", "MAX_CANDIDATES", "MAX_EVALUATED",
+           "SpaceLimits", "candidate_count", "counts_label", "layouts_to_evaluate", "pareto_front", "search_layouts"]

@@ -11,6 +11,7 @@ from gpuplan.catalog import prediction_band
 from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
 from gpuplan.core.memory import training as M
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_gpu_time, plural
+from gpuplan.errors import InputError
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
 from gpuplan.jobs.plan.schema import PlanInputs
@@ -107,8 +108,16 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
 
 def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tuple[Section, ...]:
     """The user's layout against the planner's free choice on the same GPU counts."""
-    free = search(inputs.replace(**{k: None for k in ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch",
-                                                       "recompute")}))
+    try:
+        free = search(inputs.replace(**{k: None for k in ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch",
+                                                           "recompute")}))
+    except InputError as exc:  # the free search past the size limit: not the degrees given
+        if exc.field != "gpus" or "the search would" not in exc.expected:
+            raise
+        size = exc.expected.split(";")[0].replace("the search would", "the planner's free search (to compare your "
+                                                  "layout with) would")
+        raise InputError("gpus", exc.value, f"{size}; give fewer GPU counts (--gpus) or a smaller global batch"
+                         f"{' or leave --exhaustive off' if inputs.exhaustive else ''}") from None
     best = chosen_plan(free, best_index(free, "time"))
     return (Section(f"Your layout: {mine.text()} on {plural(mine.gpus, 'GPU')}",
                     step_lines(mine, "mine") + memory_lines(mine, "mine") + comparison_lines(mine, best, free.table)),)

@@ -27,7 +27,7 @@ from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadli
                                   more_gpus_hint, no_layout_error, ranking, smallest_fitting_count)
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
                                               MODEL_PARALLEL_DEGREES, rules_for)
-from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, search_layouts
+from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, counts_label, search_layouts
 from gpuplan.planner.space import (DEADLINE_COUNTS_MAX, RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size,
                                    range_counts)
 
@@ -262,7 +262,8 @@ def _with_fallbacks(ev: Evaluator, counts: tuple[int, ...], table: LayoutTable, 
         new = tuple(sorted(set(tries.values()) - set(rows_of)))
         if new:
             rows_of |= dict.fromkeys(new, LayoutTable({})) | _rows_by_count(
-                search_layouts(ev, new, target, max_tp(ev), limits, exhaustive))
+                search_layouts(ev, new, target, max_tp(ev), limits, exhaustive,
+                               label=f"{len(new):,} smaller GPU count(s) tried where nothing fit"))
         for count, smaller in tries.items():
             found = rows_of[smaller]
             if len(found) and found["fits"].any():
@@ -282,7 +283,8 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
     counts = deadline_counts(inputs, ev.cluster.gpus_per_node)
     start = time.perf_counter()
     searched, asked = counts_with_alternatives(counts, ev.cluster.gpus_per_node)
-    table = search_layouts(ev, searched, target, max_tp(ev), limits, inputs.exhaustive, progress)
+    table = search_layouts(ev, searched, target, max_tp(ev), limits, inputs.exhaustive, progress,
+                           counts_label(len(searched), len(counts)))
     table.columns["gpus_asked"] = asked_column(table, searched, asked)
     table = _with_fallbacks(ev, counts, table, target, limits, inputs.exhaustive)
     seconds = time.perf_counter() - start
