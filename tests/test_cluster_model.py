@@ -107,14 +107,15 @@ def test_end_to_end_gpu_hours_held_out_mean_within_a_point_of_its_level():
 
     held = [c for c in validation_cases() if c.kind == KIND_END_TO_END.format(role="held out")]
     assert len(held) == 16
-    # issue 37's bar is 10% mean; the sixteen held-out runs land at 10.8% (bias -7.9%): 10.8% on the 7 fixed
-    # before TinyLlama (+4.6%, added after its prediction was computed), 11.6% on the 8 entered by
-    # training_runs.yaml's written criterion before their predictions were computed (Pythia 160M-12B -19.9 to
-    # +0.8%, MPT-7B -38.4%, StarCoderBase -16.2%; 24.1% before GPT-NeoX v1.0's unhidden DP/TP communication,
+    # issue 37's bar is 10% mean; the sixteen held-out runs land at 13.9% (bias -11.1%): 10.8% on the 7 fixed
+    # before TinyLlama (+4.6%, added after its prediction was computed), 17.9% on the 8 entered by
+    # training_runs.yaml's written criterion before their predictions were computed (Pythia 160M-12B -23.7 to
+    # -9.5%, MPT-7B -38.4%, StarCoderBase -16.2%; 24.1% before GPT-NeoX v1.0's unhidden DP/TP communication,
     # StarCoder's unnamed pipeline schedule (vpp 1) and its 250k steps x 512 x 8,192 tokens were read, 21.0%
-    # before GPT-NeoX v1.0's FlashAttention 1, all read after the misses were seen; docs/training.md). The bounds are those means + ~1 point, so a regression fails; they are not the 10%
+    # before GPT-NeoX v1.0's FlashAttention 1 at its measured speed, all read after the misses were seen;
+    # docs/training.md). The bounds are those means + ~1 point, so a regression fails; they are not the 10%
     # goal, which this data does not meet.
-    assert sum(abs(c.error) for c in held) / len(held) < 0.118
+    assert sum(abs(c.error) for c in held) / len(held) < 0.149
     first = [c for c in held if c.id in ("llama1-65b", "bloom-176b", "palm-540b", "pythia-70m", "pythia-1b",
                                          "deepseek-v3", "smollm3-3b")]
     assert len(first) == 7 and sum(abs(c.error) for c in first) / 7 < 0.118

@@ -28,7 +28,8 @@ def test_unhidden_dp_communication_moves_gpu_hours_by_the_exposed_seconds_alone(
     """Pythia 2.8B on its stated dp64 ZeRO-1 mb16 layout: the row's --dp-overlap 0 leaves every DP collective on
     the critical path; the GPU-hours move by (step + extra exposed seconds) / step and nothing else (by hand
     at this commit: 4.199 s + (0.0790 - 0.0132) s = 4.265 s, x1.0157: 10,698 -> 10,865 GPU-hours; with the row's
-    FlashAttention 1 (tests/test_flash_attention_1.py) 5.571 s + 0.0658 s, x1.0118: 14,162 -> 14,330)."""
+    FlashAttention 1 at its measured speed (tests/test_flash_attention_1.py) 4.818 s + 0.0658 s, x1.0137:
+    12,248 -> 12,415)."""
     from gpuplan.jobs.budget.estimate import estimate_budget
 
     run = _runs()["pythia-2.8b"]
@@ -38,7 +39,7 @@ def test_unhidden_dp_communication_moves_gpu_hours_by_the_exposed_seconds_alone(
     assert exposed_stated > 4 * exposed_default  # 90% hidden by default, none by the run's code
     steps = run["tokens"] / (run["global_batch"] * run["seq_len"])  # 143,000
     step = rep_default.value("gpu_hours_with_comm") * 3600 / run["gpus"] / steps  # seconds a step
-    assert step == pytest.approx(5.57, abs=0.3)
+    assert step == pytest.approx(4.82, abs=0.3)
     ratio = rep_stated.value("gpu_hours_with_comm") / rep_default.value("gpu_hours_with_comm")
     assert ratio == pytest.approx((step + exposed_stated - exposed_default) / step, rel=2e-3)
 

@@ -123,24 +123,27 @@ ATTENTION_KERNELS = ("flash", "flash1", "eager")
 FA1_SEQ_POINTS = (512, 1024, 2048, 4096, 8192, 16384)
 FA1_CAUSAL_TFLOPS = {64: (58.0, 70.0, 77.0, 87.0, 92.0, 97.0), 128: (55.0, 62.0, 69.0, 76.0, 80.0, 83.0)}
 FA2_CAUSAL_TFLOPS = {64: (88.0, 119.0, 140.0, 156.0, 165.0, 171.0), 128: (99.0, 133.0, 155.0, 173.0, 182.0, 189.0)}
-"""``flash1``: FlashAttention 1 (flash-attn < 2, e.g. GPT-NeoX v1.0's pinned flash-attn==0.2.2), timed as the
-``flash`` kernel (FlashAttention-2 class) slowed by the two kernels' measured speed ratio on the same shape.
-Source: Dao 2023, FlashAttention-2, arXiv:2307.08691, Figure 4 (A100 80GB SXM4, FP16/BF16, forward + backward
-TFLOP/s, causal panels (c) head dim 64 and (d) head dim 128; the same chart is the flash-attention repository's
-assets/flash2_a100_fwd_bwd_benchmark.png @4f285b35). Values are the numbers printed above the bars (not read off
-bar heights), 'FlashAttention' (FA1) and 'FlashAttention-2' at s = 512 ... 16k. Both kernels are counted with the
-same FLOPs, so FA1 rate / FA2 rate = FA2 time / FA1 time; at s 2,048: head dim 64 77 / 140 = 0.550 (FA1 takes
-1.818x FA2's time), head dim 128 69 / 155 = 0.445 (2.246x). The FA2 abstract's '25-40% of peak' for FA1 (forward)
-agrees in size: 77 / 312 = 24.7%, 69 / 312 = 22.1% for forward + backward. One ratio for both passes: the figure
-is forward + backward, what a training step runs. Only the ratio is taken: gpuplan's flash rate is the part's
-fitted efficiency (core.time.efficiency ATTENTION_EFFICIENCY, fitted on llm-foundry rows), below the figure's own
-FA2 absolute (0.30 x 312 = 94 vs 140-155 TFLOP/s); an absolute reading (FA1 at 69-77 TFLOP/s) would give 1.2-1.4x
-instead. Head dims: flash-attn 0.2.2 runs head dims that are multiples of 8 up to 128 (csrc/flash_attn/fmha_api.cpp
-@v0.2.2 L245 / L408) on three kernels, d <= 32, <= 64, <= 128 (run_fmha_fwd L179-187, run_fmha_bwd L329-333),
-whose matmul tiles are the kernel's width: columns past the head dim are only predicated off in the loads
-(src/fmha/gmem_tile.h@v0.2.2 L70-76 col_predicate), so a head dim of 80 computes 128 wide (FA1_KERNEL_DIMS).
-Sequence lengths between the points: log-linear; outside: the end points. Head dim 32 takes 64's ratio (no
-panel)."""
+"""``flash1``: FlashAttention 1 (flash-attn < 2, e.g. GPT-NeoX v1.0's pinned flash-attn==0.2.2), timed at its own
+measured speed. Source: Dao 2023, FlashAttention-2, arXiv:2307.08691, Figure 4 (A100 80GB SXM4, FP16/BF16, forward
++ backward TFLOP/s, causal panels (c) head dim 64 and (d) head dim 128; the same chart is the flash-attention
+repository's assets/flash2_a100_fwd_bwd_benchmark.png @4f285b35). Values are the numbers printed above the bars
+(not read off bar heights), 'FlashAttention' (FA1) and 'FlashAttention-2' at s = 512 ... 16k. The chart counts a
+forward + backward as 3.5x the forward's FLOPs (the backward 2.5x: FLASH_BACKWARD_RATIO, the flash-attention
+benchmarks' 'fwd_bwd' count), so FA1's seconds per token are 3.5 x forward FLOPs / (FA1 TFLOP/s / 312 of the
+A100's BF16 peak x the part's peak): at s 2,048, 77 (head dim 64) and 69 (128) TFLOP/s, 24.7% / 22.1% of peak,
+which the FA2 abstract's '25-40% of peak' for FA1's forward agrees with. The rate, not the FA1 / FA2 speed ratio, is
+taken: gpuplan's flash efficiency on Ampere (core.time.efficiency, 0.30 of peak = 94 TFLOP/s, fitted on
+llm-foundry's A100 rows, which ran its Triton kernel: submit_benchmarks.py@300cc5c58 L119 --attn_impl triton) is
+itself below the chart's FA2 bars (140-155), so the ratio (1.8-2.2x) would put FA1 at ~42-52 TFLOP/s, under its
+own measurement. FlashAttention 1 is never faster than the flash kernel (max of the two). Other parts: the A100
+fraction of peak, carried over (FA1 has no Hopper-specific kernels). Head dims: flash-attn 0.2.2 runs head dims
+that are multiples of 8 up to 128 (csrc/flash_attn/fmha_api.cpp@v0.2.2 L245 / L408) on three kernels, d <= 32,
+<= 64, <= 128 (run_fmha_fwd L179-187, run_fmha_bwd L329-333), whose matmul tiles are the kernel's width: columns
+past the head dim are only predicated off in the loads (src/fmha/gmem_tile.h@v0.2.2 L70-76 col_predicate), so a
+head dim of 80 computes 128 wide (FA1_KERNEL_DIMS). Sequence lengths between the points: log-linear; outside: the
+end points. Head dim 32 takes 64's panel. FA2_CAUSAL_TFLOPS is kept for that comparison (tests)."""
+A100_BF16_TFLOPS = 312.0
+"""The A100's dense BF16 peak, the chart's part (NVIDIA A100 datasheet; catalog hardware a100-*.toml)."""
 FA1_KERNEL_DIMS = (32, 64, 128)
 
 SDPA_REFUSED_SOURCE = {
@@ -196,16 +199,28 @@ def fa1_refusal(spec, framework: str | None) -> str | None:
     return None
 
 
-def fa1_time_factor(seq_len, head_dim: int):
-    """FlashAttention 1's seconds over the flash kernel's on the same layer (>= 1): the kernel width it runs
-    (FA1_KERNEL_DIMS) over the head dim, times FA2 / FA1 speed at that width and ``seq_len`` (Figure 4, above)."""
+def fa1_fraction_of_peak(seq_len, head_dim: int):
+    """FlashAttention 1's forward + backward speed as a fraction of the part's BF16 peak, on the FLOPs of
+    ``head_dim`` (the kernel computes FA1_KERNEL_DIMS' width): Figure 4's FA1 TFLOP/s at the width's panel and
+    ``seq_len`` over A100_BF16_TFLOPS, times head dim / width (above)."""
     import numpy as np
 
     width = next((w for w in FA1_KERNEL_DIMS if head_dim <= w), FA1_KERNEL_DIMS[-1])
     panel = max(width, 64)
     x, points = np.log(np.clip(seq_len, FA1_SEQ_POINTS[0], FA1_SEQ_POINTS[-1])), np.log(FA1_SEQ_POINTS)
-    speedup = np.interp(x, points, FA2_CAUSAL_TFLOPS[panel]) / np.interp(x, points, FA1_CAUSAL_TFLOPS[panel])
-    return width / head_dim * speedup
+    return np.interp(x, points, FA1_CAUSAL_TFLOPS[panel]) / A100_BF16_TFLOPS * head_dim / width
+
+
+def fa1_passes(forward_flops, seq_len, head_dim: int, peak: float, flash: tuple[object, object]):
+    """(forward, backward) seconds of FlashAttention 1 for ``forward_flops`` (per token, one GPU's share) at
+    ``seq_len``: (1 + FLASH_BACKWARD_RATIO) x forward_flops at fa1_fraction_of_peak of ``peak``, never below
+    the ``flash`` kernel's (forward, backward), split as flash splits its passes."""
+    import numpy as np
+
+    fwd, bwd = flash
+    total = (1.0 + FLASH_BACKWARD_RATIO) * forward_flops / (peak * fa1_fraction_of_peak(seq_len, head_dim))
+    slower = np.maximum(1.0, total / (fwd + bwd))
+    return fwd * slower, bwd * slower
 
 
 def exp_bound_stretch(spec, tensor_flops_per_exp: float) -> float:
@@ -263,12 +278,11 @@ def attention_seconds_per_token(spec, seq_len, tp, *, kernel: str, peak: float, 
     bandwidth (eager scores); ``tensor_flops_per_exp``: the part's TENSOR_FLOPS_PER_EXP (0: none);
     ``tensor_rate``: the part's FLASH_TENSOR_RATE (flash only)."""
     if kernel in ("flash", "flash1"):  # sliding layers by whole key tiles; the exponential roof (above)
-        forward = flash_forward_flops_per_token(spec, seq_len) / tp / (peak * efficiency)
-        fwd, bwd = flash_passes(forward, spec, tensor_flops_per_exp, tensor_rate)
+        flops = flash_forward_flops_per_token(spec, seq_len) / tp
+        fwd, bwd = flash_passes(flops / (peak * efficiency), spec, tensor_flops_per_exp, tensor_rate)
         if kernel == "flash":
             return fwd, bwd
-        slower = fa1_time_factor(seq_len, spec.attention.qk_head_dim)  # FA1 over FA2 (FA1_CAUSAL_TFLOPS)
-        return fwd * slower, bwd * slower
+        return fa1_passes(flops, seq_len, spec.attention.qk_head_dim, peak, (fwd, bwd))  # FA1_CAUSAL_TFLOPS
     if kernel != "eager":
         raise ValueError(f"attention kernel {kernel!r}: one of {', '.join(ATTENTION_KERNELS)}")
     matmuls = F.attention_core_flops_per_token(spec, seq_len, "full") / spec.num_layers / tp / (peak * mamf)
