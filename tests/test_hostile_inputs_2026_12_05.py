@@ -95,7 +95,7 @@ def test_a_search_past_the_evaluation_cap_is_refused_in_one_line(run_cli):
 
 def test_an_exhaustive_search_counts_every_mode_against_the_cap(run_cli):
     code, _, err = run_cli("plan", "llama-2-7b", "--global-batch-tokens", "1e12", "--exhaustive")
-    one_line_refusal(code, err, "layouts x recompute modes, more than 600,000")
+    one_line_refusal(code, err, f"layouts x recompute modes, more than {MAX_EVALUATED:,}")
 
 
 @pytest.mark.parametrize("command, model, width, fragment", [

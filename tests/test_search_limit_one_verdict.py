@@ -2,7 +2,7 @@
 
 The web API counted a plan's layouts itself, before the micro-batch prune (web/bounds.search_exceeds,
 600,000 enumerated), while the CLI and the Python API count the layouts the search evaluates after it
-(planner.search.MAX_EVALUATED, 600,000): llama-2-7b with a 1e12-token batch on the 29 counts the
+(planner.search.MAX_EVALUATED, then 600,000): llama-2-7b with a 1e12-token batch on the 29 counts the
 deadline search uses enumerates 938,378 layouts and evaluates 340,378, so the CLI answered and the API
 refused. Now planner.search.layouts_to_evaluate is the one limit, reached by the three the same way.
 Also: the refusal names the counts asked apart from those the planner weighs below irregular ones,
@@ -60,7 +60,7 @@ def test_the_1e12_token_batch_is_answered_by_the_cli_the_api_and_python_alike(ru
 
 @pytest.mark.parametrize("fields, args, fragment", [
     ({"global_batch_tokens": "1e12", "exhaustive": True}, ["--global-batch-tokens", "1e12", "--exhaustive"],
-     "layouts x recompute modes, more than 600,000"),  # the API said 'exhaustive: ... at most 100,000 layouts'
+     f"layouts x recompute modes, more than {MAX_EVALUATED:,}"),  # the API said 'exhaustive: ... at most 100,000 layouts'
     ({"global_batch": 735134400, "seq_len": 1}, ["--global-batch", "735134400", "--seq-len", "1"],
      "error: gpus: got '29 GPU count(s)'; the search would evaluate "),
 ])
@@ -136,3 +136,19 @@ def test_a_given_layouts_free_search_past_the_limit_says_so(run_cli):
                           "with) would evaluate "), err
     assert err.endswith(f"more than {MAX_EVALUATED:,}; give fewer GPU counts (--gpus) or a smaller global batch or "
                         "leave --exhaustive off\n"), err
+
+
+@pytest.mark.parametrize("model, gpu, layouts", [("gpt-oss-120b", "mi355x", 703_532), ("qwen3-30b-a3b", "h100", 691_522)])
+def test_every_catalog_models_default_plan_is_under_the_limit(model, gpu, layouts):
+    """The bare `plan gpt-oss-120b --gpu mi355x` / `plan qwen3-30b-a3b --gpu h100` (the deadline search
+    over 29 counts) were refused at 600,000 ('the search would evaluate 703,532 layouts'); these are
+    the largest default searches of the catalog (every model x GPU, --framework megatron, scanned)."""
+    from gpuplan.jobs.plan.search import deadline_counts, evaluator_for, max_tp, space_limits
+    from gpuplan.planner.plan import counts_with_alternatives
+    from gpuplan.planner.search import layouts_to_evaluate
+
+    inputs = PlanInputs(model=model, gpu=gpu)
+    ev = evaluator_for(inputs)
+    searched, _ = counts_with_alternatives(deadline_counts(inputs, ev.cluster.gpus_per_node), ev.cluster.gpus_per_node)
+    grid = layouts_to_evaluate(ev, searched, inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs))
+    assert len(grid["gpus"]) == layouts < MAX_EVALUATED

@@ -79,9 +79,10 @@ def test_exhaustive_cap_counts_the_free_search_of_a_given_layout(client):
 
 
 def test_pruned_search_too_large_is_refused(client):
-    body = {"model": "deepseek-v3", "tokens": "11T", "gpu": "h100", "gpus": [8 * k for k in range(1, 257)]}
+    body = {"model": "deepseek-v3", "tokens": "11T", "gpu": "h100", "gpus": [8 * k for k in range(1, 257)],
+            "framework": "generic"}
     data = refused(client, body, "gpus")
-    assert f"the search would evaluate 790,412 layouts, more than {MAX_EVALUATED:,}" in data["message"]
+    assert f"the search would evaluate 1,483,235 layouts, more than {MAX_EVALUATED:,}" in data["message"]
     still_answers(client)
 
 

@@ -34,12 +34,15 @@ from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, check_f
 MAX_CANDIDATES = 6_000_000
 """Candidate layouts (x recompute modes) one search may consider: bounds its time and memory.
 More GPU counts than that allows are refused, naming the limit."""
-MAX_EVALUATED = 600_000
+MAX_EVALUATED = 800_000
 """Layouts one search evaluates once the micro-batches that cannot fit are dropped (x recompute
-modes when exhaustive): ~2.5 s and ~0.6 GB on a busy 2-core machine (340,378 took 1.3 s and 357 MB
-in all). The largest usual searches stay under it (plan deepseek-v3 --gpu h100, the default
-deadline search over 29 counts: 399,301 in 1.3 s); 735,134,400 one-token sequences reached
-1,046,771 layouts, 11 s and 1 GB before."""
+modes when exhaustive): ~3.5 s and ~0.8 GB on a busy 2-core machine (340,378 took 1.3 s and 357 MB
+in all; 703,532 2.3 s and 695 MB). Every catalog model's default plan (the deadline search over 29
+counts, --framework megatron) on every catalog GPU stays under it: the largest are gpt-oss-120b,
+703,532 on b300 / mi325x / mi355x, and qwen3-30b-a3b, 691,615 (600,000 refused both bare plans;
+tests/test_search_limit_one_verdict.py); 735,134,400 one-token sequences reached 1,046,771
+layouts, 11 s and 1 GB before. --framework generic (every degree with every ZeRO stage) gives
+these MoE models 1.3-1.8 M and is refused, naming --gpus."""
 MIN_PRUNED_RUN = 16
 """Runs of micro-batch choices shorter than this are searched whole (micro_batch_prefix)."""
 STEP_PARTS = ("compute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer")

@@ -15,8 +15,8 @@ from typing import Any, Callable
 MAX_BODY_BYTES = 256 * 1024
 REQUEST_SECONDS = 20.0
 """Time budget of one estimate once it runs; past it the request is answered 503 (the work is
-bounded by the schema and the API's search caps (web/bounds.py), so this is a backstop, not the
-normal path)."""
+bounded by the schema, the API's `top` (web/bounds.py) and the planner's own search limit,
+planner.search.layouts_to_evaluate, so this is a backstop, not the normal path)."""
 MAX_CONCURRENT = 4
 """Estimates running at once (2-core machines: more only share the same cores)."""
 MAX_WAITING = 64

@@ -184,7 +184,8 @@ def cached(key: str) -> dict[str, Any] | None:
 
 def request_limits(body: dict[str, Any], calibration_dir: str | None) -> dict[str, Any]:
     """The calibration as a document: the server never opens a path a request names. (The API's
-    bounds on the work of a request are checked on the parsed inputs: web/bounds.py.)"""
+    bounds on the work of a request are checked on the parsed inputs: web/bounds.py, and the
+    planner's own search limit, the CLI's too.)"""
     body = dict(body)
     if body.get("calibration") is not None:
         body["calibration"] = calibration_document(body["calibration"], calibration_dir)
