@@ -1,15 +1,58 @@
 #!/usr/bin/env python3
 """The combined-1F1B host serialisation, sized on the published rows (issue 37 diagnostic, model unchanged).
 
-Substitutes core.time.combined_host's per-layer-pair term (max(0, host forward + host backward + the
-schedule nodes' Python - the pair's GPU time)) for core.time.moe_host's on every layout that runs the EP
-all-to-all overlap (Megatron-Core's combined 1F1B schedule), and prints, for every published row with
-``moe_comm.a2a_overlap`` and for NVIDIA's own on / off pairs (Megatron-Bridge PR #1760: Qwen3-235B on 64
-B200; the EP-overlap skill: Qwen3-30B on 16 H100), the step model's prediction with the current term and
-with the substitute. ``--scale S`` multiplies the substitute's backward + node host seconds by S (what the
-skill pair's overlap-on profile allows, docs/step.md). Nothing is fitted into the model. ~10 s.
+Substitutes the per-layer-pair term defined below (max(0, host forward + host backward + the schedule nodes'
+Python - the pair's GPU time); a rejected alternative, kept here and out of the package) for
+core.time.moe_host's on every layout that runs the EP all-to-all overlap (Megatron-Core's combined 1F1B
+schedule), and prints, for every published row with ``moe_comm.a2a_overlap`` and for NVIDIA's own on / off
+pairs (Megatron-Bridge PR #1760: Qwen3-235B on 64 B200; the EP-overlap skill: Qwen3-30B on 16 H100), the step
+model's prediction with the current term and with the substitute. ``--scale S`` multiplies the substitute's
+backward + node host seconds by S (what the skill pair's overlap-on profile allows, docs/step.md). Nothing is
+fitted into the model. ~10 s.
 
     python scripts/combined_host_check.py [--scale 1.0] [--no-node-overhead]
+
+Host time of a MoE layer pair under Megatron-Core's combined 1F1B schedule (the EP all-to-all overlap,
+``--overlap-moe-expert-parallel-comm``), read from the code and priced at core.time.host's and
+core.time.moe_host's costs. A diagnostic (docs/step.md, "The combined schedule's host, counted"): the step
+model keeps core.time.moe_host's term; this script sizes the alternative.
+
+What the code does (Megatron-Core core_v0.15.0, NeMo 25.11's pin; the same order at core_v0.16.1 and
+core_v0.17.0). TransformerLayerSchedulePlan.run (models/common/model_chunk_schedule_plan.py L198-236) issues,
+from one Python thread, per layer pair: the backward micro-batch's combine backward; the forward's attention
+and post-attention (norm, router, dispatcher preprocessing: fine_grained_callables.py L345-366); the
+backward's MLP backward (dgrad only: with delay_wgrad_compute the weight GEMMs wait for ``backward_dw``);
+the forward's dispatch; the backward's MLP ``backward_dw`` and dispatch backward; the forward's MLP and
+combine; the backward's post-attention and attention backward and the attention ``backward_dw``. Every
+backward is a blocking ``Variable._execution_engine.run_backward`` call (pipeline_parallel/utils.py
+L153-162, L214-236), so its host work sits between the forward's nodes. The forward's dispatch runs
+``_maybe_dtoh_and_synchronize('before_ep_alltoall')`` (token_dispatcher.py L620-625): ``d2h_event.synchronize()``
+(L857-859) on the event the side stream recorded after waiting for the compute stream at
+'before_permutation_1' (L589, L829-855), inside post-attention. The host therefore waits for the GPU up
+to the forward's router once per layer pair, with only the backward's MLP dgrad (queued just before the
+sync) left in the GPU's queue; from one sync to the next it issues one whole layer forward AND one whole
+layer backward, and the GPU runs one whole pair. Per MoE layer pair:
+
+    exposed = max(0, host_forward + host_backward + node_overhead - gpu_pair)
+
+where the plain schedule has max(0, host_forward - gpu_forward) and runs its backward ahead of the GPU
+(core.time.moe_host). host_forward is core.time.moe_host's (MOE_LAYER_HOST_SECONDS, fitted on the
+Megatron-Bridge skill profile, + the counted post-sync ops and per-expert launches + an ungraphed router).
+
+host_backward has no profile. It is priced from core.time.host's one measured decoder layer: on the
+measuring CPU its backward took 756 us for 467 ATen ops and its forward 704 us for 210 ops
+(HOST_SECONDS_PER_OP), which carried to the GPU host (r, k: core.time.host.reference_scale) is
+backward_to_forward_host() = 1.45 x the forward. That ratio scales the forward's Python (everything in
+host_forward but its per-expert launches); the backward's per-expert launches are counted as the forward's
+are (core.time.moe_layer: per expert 2 output-gradient quantisations and 4 GEMMs, dgrad + wgrad of fc1 and
+fc2), at the launch cost k. node_overhead is the schedule's own Python per node (ScheduleNode._forward /
+_backward, TransformerLayerNode.detach / backward_dw: SCHEDULE_NODE_HOST_OPS), at the forward op's cost.
+Nothing is fitted. Units: seconds.
+
+Result (this script): as counted (host pair 8.7-9.7 ms) it gives NVIDIA's PR #1760 pairs
+their sign (BF16 overlap on / off 15.40 / 14.44 s, measured 17.2 / 16.0) but makes the EP-overlap skill's
+overlap-on run 28.0 s (measured 20.99 s, its Nsight GPU-active 21.22 s: no host gap at all); the largest
+backward the skill allows (x 0.585) leaves the 64-B200 row at +46%. Not adopted.
 """
 
 from __future__ import annotations
@@ -17,6 +60,111 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+
+from gpuplan.core.bulk import maximum
+from gpuplan.core.time.host import HOST_SECONDS_PER_OP, reference_scale
+from gpuplan.core.time.moe_host import (
+    MOE_LAYER_HOST_SECONDS,
+    forward_op_seconds,
+    host_after_sync_seconds,
+    ungraphed_router_seconds,
+)
+from gpuplan.core.comm.moe_overlap import EP_COMM_SM_SHARE, paired_layer_exposed, unpaired_micro_batches
+from gpuplan.core.time.moe_layer import (
+    GEMMS_PER_EXPERT,
+    QUANTIZE_CALLS_PER_EXPERT,
+    forward_launches_per_local_expert,
+    quantize_launches_per_call,
+)
+
+MEASURED_LAYER_OPS = {"forward": 210, "backward": 467}
+"""ATen ops of core.time.host's measured decoder layer (HOST_SECONDS_PER_OP: 704 us / 210, 756 us / 467)."""
+
+
+def backward_to_forward_host() -> float:
+    """The measured layer's backward host seconds over its forward's, both carried to the GPU host
+    (r x (t - n x c) + n x k, core.time.host: r 1.506, k 3.25 us): 2.305 ms / 1.585 ms = 1.454."""
+    scale = reference_scale()
+    phase = {p: scale.seconds(HOST_SECONDS_PER_OP[p] * n, n) for p, n in MEASURED_LAYER_OPS.items()}
+    return phase["backward"] / phase["forward"]
+
+
+SCHEDULE_NODE_HOST_OPS = 127
+"""Python-dispatched ops the combined schedule adds per layer pair for its five nodes (pipeline_parallel/
+utils.py@core_v0.15.0 ScheduleNode, fine_grained_callables.py TransformerLayerNode). Forward, per node:
+event.wait, nvtx push, the stream context (enter, exit), nvtx pop, event.record (6) + per input
+make_viewless, detach, requires_grad (3) + per output make_viewless (1): attention 1 in 1 out (10),
+post-attention 1 in 2 out + the residual's node.detach (3) (14), dispatch 2 in 1 out + the probabilities'
+detach (3) (16), MLP 1 in 1 out (10), combine 1 in 1 out + make_viewless_tensor + record_stream (12);
+free_input's record_stream + resize_ on dispatch's two inputs (4): 66. Backward, per node: event.wait,
+nvtx push, stream context (2), the detached inputs' .grad (1), run_backward (1), _release_state (1),
+nvtx pop, record_stream of the grad (1), event.record, get_grad (1), _release_state (1): 11, five nodes
+55. backward_dw of attention and MLP: the nvtx range (2) and the module call (1): 6."""
+
+
+def backward_launches_per_local_expert(recipe: str | None) -> int:
+    """Kernels TE GroupedLinear launches per local expert in one MoE layer's backward (fc1 and fc2: the
+    output gradient's quantisation, dgrad and wgrad GEMMs): BF16 4, MXFP8 6, current scaling 12."""
+    return QUANTIZE_CALLS_PER_EXPERT[1] * quantize_launches_per_call(recipe) + GEMMS_PER_EXPERT[1]
+
+
+def forward_host_seconds(dispatcher: str, local_experts, recipe: str | None, eager_bias=False,
+                         router_graphs=True):
+    """core.time.moe_host's sync-to-sync host seconds of one MoE layer's forward."""
+    return MOE_LAYER_HOST_SECONDS + host_after_sync_seconds(dispatcher, local_experts, recipe, eager_bias) \
+        + ungraphed_router_seconds(dispatcher, router_graphs)
+
+
+def backward_host_seconds(dispatcher: str, local_experts, recipe: str | None, eager_bias=False,
+                          router_graphs=True):
+    """Host seconds to issue one MoE layer's backward: the forward's Python x backward_to_forward_host()
+    + the backward's per-expert launches x k."""
+    launch = reference_scale().launch
+    forward_python = forward_host_seconds(dispatcher, local_experts, recipe, eager_bias, router_graphs) \
+        - forward_launches_per_local_expert(recipe) * local_experts * launch
+    return forward_python * backward_to_forward_host() + backward_launches_per_local_expert(recipe) * local_experts * launch
+
+
+def paired_host_exposed(dispatcher: str, local_experts, recipe: str | None, gpu_pair, eager_bias=False,
+                        router_graphs=True, node_overhead=True, backward_scale=1.0):
+    """Host seconds one MoE layer pair waits under the combined schedule: max(0, forward + backward host
+    (+ the nodes' own Python) - ``gpu_pair``, the GPU seconds of the pair's forward and backward)."""
+    host = forward_host_seconds(dispatcher, local_experts, recipe, eager_bias, router_graphs) \
+        + backward_scale * (backward_host_seconds(dispatcher, local_experts, recipe, eager_bias, router_graphs)
+                            + node_overhead * SCHEDULE_NODE_HOST_OPS * forward_op_seconds())
+    return maximum(host - gpu_pair, 0.0)
+
+
+def stage_paired_host_seconds(spec, settings, phases, ep, layers, costs, micro_batches, pp, vpp, node_overhead=True,
+                              backward_scale=1.0):
+    """Per micro-batch: the exposed host seconds of a stage's MoE layers under the combined schedule
+    (core.time.moe_host.stage_exposed_host_seconds' arguments; ``micro_batches``, ``pp``, ``vpp`` for the
+    micro-batches the schedule pairs, core.comm.moe_overlap.unpaired_micro_batches). Paired layers:
+    paired_host_exposed with the pair's GPU time (both passes' phases + the all-to-all seconds
+    core.comm.moe_overlap leaves exposed); unpaired ones: the plain forward's max(0, host - GPU forward with
+    its two all-to-alls). ``backward_scale`` multiplies the backward's and the nodes' host seconds (1: as
+    counted)."""
+    from gpuplan.core.time.low_precision import low_precision_recipe
+    from gpuplan.core.time.eager_fallbacks import EXPERT_BIAS
+
+    if settings.moe_launch != "eager" or spec.moe is None or not spec.num_moe_layers:
+        return 0.0
+    ep_cost = [c for c in costs if c.parallelism == "EP"]
+    one_call = ep_cost[0].total / maximum(ep_cost[0].calls, 1.0) if ep_cost else 0.0
+    local_experts = spec.moe.num_experts / ep
+    recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
+    bias = spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks
+    graphs = settings.moe_router_graphs
+    gpu_pair = phases.pre_dispatch_forward + phases.mlp_forward + phases.pre_dispatch_backward \
+        + phases.mlp_backward + paired_layer_exposed(one_call, phases, EP_COMM_SM_SHARE)
+    pair = paired_host_exposed(settings.ep_dispatcher, local_experts, recipe, gpu_pair, bias, graphs, node_overhead,
+                               backward_scale)
+    alone_forward = phases.pre_dispatch_forward + phases.mlp_forward + 2 * one_call
+    alone = maximum(forward_host_seconds(settings.ep_dispatcher, local_experts, recipe, bias, graphs)
+                    - alone_forward, 0.0)
+    unpaired = unpaired_micro_batches(pp, vpp, micro_batches)
+    per_layer = ((micro_batches - unpaired) * pair + unpaired * alone) / micro_batches
+    return per_layer * spec.num_moe_layers * layers / spec.num_layers
 
 PR_1760_ROW = "mbridge-25.11-qwen3-235b-a22b-b200-64g-mxfp8"
 PR_1760_PAIRS = (("mxfp8", 4, True, 20.1), ("mxfp8", 1, False, 16.9), ("bf16", 4, True, 17.2), ("bf16", 4, False, 16.0))
@@ -28,10 +176,9 @@ SKILL_STEPS = {True: 20.992, False: 24.7138}
 
 @contextlib.contextmanager
 def combined_host_term(scale: float = 1.0, node_overhead: bool = True):
-    """Within the block, the step model charges core.time.combined_host's term on combined-1F1B layouts."""
+    """Within the block, the step model charges stage_paired_host_seconds on combined-1F1B layouts."""
     import gpuplan.core.time.step as S
     import gpuplan.jobs.validation.published_throughput as P
-    from gpuplan.core.time import combined_host as CH
 
     plain, step_time, layout = S.stage_exposed_host_seconds, S.step_time, {}
 
@@ -42,8 +189,8 @@ def combined_host_term(scale: float = 1.0, node_overhead: bool = True):
     def stage(spec, settings, phases, ep, layers, costs):
         if not settings.ep_a2a_overlap:
             return plain(spec, settings, phases, ep, layers, costs)
-        return CH.stage_paired_host_seconds(spec, settings, phases, ep, layers, costs, layout["m"], layout["pp"],
-                                            layout["vpp"], node_overhead, scale)
+        return stage_paired_host_seconds(spec, settings, phases, ep, layers, costs, layout["m"], layout["pp"],
+                                         layout["vpp"], node_overhead, scale)
 
     P.step_time, S.stage_exposed_host_seconds = recording_step_time, stage  # the validation's own call
     try:

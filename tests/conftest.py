@@ -1,8 +1,31 @@
+import importlib.util
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
 from gpuplan.cli import main
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+@pytest.fixture(scope="session")
+def load_script():
+    """``load_script(name)``: scripts/<name>.py imported as a module, once a session, registered in
+    sys.modules under ``name`` (dataclasses look their module up there)."""
+    loaded = {}
+
+    def load(name: str):
+        if name not in loaded:
+            spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            loaded[name] = module
+        return loaded[name]
+
+    return load
 
 
 @pytest.fixture

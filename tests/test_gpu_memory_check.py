@@ -29,17 +29,9 @@ CUDA_ONLY = ("peak_reserved_bytes", "reserved_over_allocated", "inactive_split_b
              "num_ooms", "active_bytes_peak", "segments_peak")
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("gpu_memory_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_memory_check"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def gmc():
-    return _load_script()
+def gmc(load_script):
+    return load_script("gpu_memory_check")
 
 
 def _run(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

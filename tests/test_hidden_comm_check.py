@@ -4,20 +4,12 @@ prediction of the row."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "hidden_comm_check.py"
 
 
 @pytest.fixture(scope="module")
-def check():
-    spec = importlib.util.spec_from_file_location("hidden_comm_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def check(load_script):
+    return load_script("hidden_comm_check")
 
 
 def test_families_are_the_validation_kinds(check):
