@@ -10,8 +10,8 @@ after: overlap off, VP 4 kept for BF16, VP dropped for FP8 (FP8_MX = FP8_CS, L14
 row mbridge-25.11-qwen3-235b-a22b-b200-64g-mxfp8 (1,024 x 4,096 / 64 / 3,269 tokens/s = 20.05 s).
 
 What these pin (docs/step.md, 'The halving rows against NVIDIA's own tracking'): gpuplan's step without the
-overlap is within 12% of NVIDIA's measured step for both precisions (15.54 s vs 16.9 s, 14.44 s vs 16.0 s at
-HEAD); with the overlap it is not (12.13 s vs 20.1 s, 12.36 s vs 17.2 s), which is not asserted: the model has
+overlap is within the row family's held-out mean error (12.9%) of NVIDIA's measured step for both precisions
+(15.54 s vs 16.9 s, 14.44 s vs 16.0 s at HEAD); with the overlap it is not (12.13 s vs 20.1 s, 12.36 s vs 17.2 s), which is not asserted: the model has
 the overlap saving 14-19% where NVIDIA measured it costing 7.5% (BF16, same VP) and is left documented, not
 fitted (one pair).
 """
@@ -38,10 +38,27 @@ def _predicted_step_seconds(precision: str, vpp: int, overlap: bool) -> float:
     return 1024 * 4096 / 64 / tokens_per_gpu_s
 
 
+@pytest.fixture(scope="module")
+def family_mean_error() -> float:
+    """The bound: the step model's held-out mean |error| on the published row's own family (its validation kind,
+    NeMo/Megatron-Bridge Blackwell MoE FP8: 12.9% on 65 rows in docs/accuracy.md), read from the validation. A run
+    the model explains should miss by no more than the model's typical miss on its family. Both runs of the pair
+    take it: the BF16 run is this row's layout at the other precision, and the BF16 family's own mean (31.0%)
+    would pass nearly anything."""
+    from gpuplan.jobs.validation.estimate import published_throughput_validation
+
+    cases, _ = published_throughput_validation()
+    kind = next(c.kind for c in cases if c.id == ROW and "newest release" not in c.kind)
+    family = [abs(c.error) for c in cases if c.kind == kind]
+    assert "Blackwell MoE FP8" in kind and len(family) > 30
+    return sum(family) / len(family)
+
+
 @pytest.mark.parametrize(("precision", "vpp", "measured_s"), [("mxfp8", 1, 16.9), ("bf16", 4, 16.0)])
-def test_step_without_the_overlap_is_within_12_percent_of_nvidias(precision, vpp, measured_s):
+def test_step_without_the_overlap_is_within_the_familys_mean_error_of_nvidias(precision, vpp, measured_s,
+                                                                              family_mean_error):
     predicted = _predicted_step_seconds(precision, vpp, overlap=False)
-    assert predicted == pytest.approx(measured_s, rel=0.12)
+    assert predicted == pytest.approx(measured_s, rel=family_mean_error)  # -8.0% and -9.8% at the time of writing
 
 
 def test_the_published_row_is_the_pairs_overlap_run():

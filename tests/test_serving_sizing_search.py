@@ -36,21 +36,60 @@ def test_a_limit_below_the_fixed_point_stops_the_search_and_one_above_changes_no
     assert replica_at(10.0, 0.020, linear_decode, 100, max_in_flight=15.0) == free
 
 
+def max_rate_without_the_stop(target, prefill_s, decode_s, output, capacity):
+    """max_rate's bisection with the capacity checked only on the fixed point reached, not as a stop."""
+    def unlimited_ok(rate):
+        load = replica_at(rate, prefill_s, decode_s, output)
+        return load if load and load.meets(target) and load.in_flight <= capacity else None
+
+    if unlimited_ok(1e-6) is None:
+        return None
+    lo, hi = 1e-6, 1 / prefill_s
+    while hi - lo > 1e-4 * lo:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if unlimited_ok(mid) else (lo, mid)
+    return unlimited_ok(lo)
+
+
 def test_max_rate_with_the_capacity_stop_equals_the_answer_without_it():
     target = LoadTarget(ttft_p99=0.5, tpot=0.05, requests_per_s=20)
     for capacity in (4, 32, 256):
         limited = max_rate(target, 0.020, linear_decode, 200, capacity)
-
-        def unlimited_ok(rate):
-            load = replica_at(rate, 0.020, linear_decode, 200)
-            return load if load and load.meets(target) and load.in_flight <= capacity else None
-
-        lo, hi = 1e-6, 1 / 0.020  # the same bisection, without the stop
-        while hi - lo > 1e-4 * lo:
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if unlimited_ok(mid) else (lo, mid)
-        assert limited == unlimited_ok(lo)
+        assert limited == max_rate_without_the_stop(target, 0.020, linear_decode, 200, capacity)
         assert limited.in_flight <= capacity
+
+
+@pytest.fixture(scope="module")
+def llama_8b_plan():
+    from gpuplan.jobs.inference.resolve import resolve_plan
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    return resolve_plan(InferenceInputs(model="llama-3.1-8b", gpu="h100", search=False))
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_the_sizers_decode_never_gets_faster_with_more_sequences(llama_8b_plan, tp):
+    """The stop's assumption (replica_at: 'a decode step never gets faster with more sequences') on the decode
+    the sizer really searches with (jobs/inference/sizing._step_times, Llama-3.1-8B on H100): decode(batch) is
+    non-decreasing over every batch 1..cap the search may ask, and max_rate with the stop gives what the same
+    bisection without it gives, for targets the KV capacity, the TPOT and the TTFT each bind."""
+    from gpuplan.jobs.inference.serving import evaluate
+    from gpuplan.jobs.inference.sizing import DEFAULT_MAX_NUM_SEQS, _step_times
+
+    plan, gpu = llama_8b_plan, load_accelerator("h100")
+    cap = min(evaluate(plan, gpu, tp, 1, 1).max_sequences, plan.setup.runtime.max_num_seqs or DEFAULT_MAX_NUM_SEQS)
+    assert 8 < cap <= DEFAULT_MAX_NUM_SEQS  # the KV cache's sequences, at most what vLLM schedules at once
+    prefill, decode = _step_times(plan, gpu, tp, cap)
+    steps = [decode(batch) for batch in range(1, cap + 1)]
+    assert all(later >= earlier for earlier, later in zip(steps, steps[1:]))
+    assert steps[-1] > steps[0]
+    for target in (LoadTarget(ttft_p99=10.0, tpot=1.0, requests_per_s=50),  # loose: the capacity binds
+                   LoadTarget(ttft_p99=10.0, tpot=1.2 * steps[15], requests_per_s=50),  # TPOT near batch 16's step
+                   LoadTarget(ttft_p99=3 * prefill, tpot=1.0, requests_per_s=50)):  # TTFT: the prompt queue binds
+        for capacity in (8, cap):
+            found = max_rate(target, prefill, decode, plan.output, capacity)
+            assert found is not None and found.in_flight <= capacity
+            assert found == max_rate_without_the_stop(target, prefill, decode, plan.output, capacity)
 
 
 @pytest.mark.parametrize("gpu,tp", [("h100", 2), ("h100", 8), ("a100-80gb", 4)])
