@@ -18,6 +18,7 @@ def _recipe(run, **extra) -> dict:
     """The recipe's settings beside the row's layout (conftest's published_row_fields / plan_published_row
     add the layout): MXFP8, megatron, the flex dispatcher with the combined 1F1B."""
     return dict(dtype="fp8", fp8_recipe="mxfp8", framework="megatron", ep_dispatcher="flex", ep_a2a_overlap=True,
+                flex_backend=run["moe_comm"]["backend"],  # hybridep, the row's moe_comm (Megatron-Core's is deepep)
                 loss=run["recipe_memory"]["loss"]) | extra  # te-ce: its perf scripts' cross_entropy_fusion_impl 'te'
 
 
@@ -48,7 +49,8 @@ def test_without_the_flags_plan_times_the_eager_per_expert_bf16_attention_step(p
     from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
     run = published_rows[QWEN_30B_GB300]
-    off = dict(fp8_attention=False, moe_expert_kernels="per-expert", moe_launch="eager")
+    # plan's default CUDA graphs: none (Megatron-Core's cuda_graph_impl default, schema.te_kernels)
+    off = dict(fp8_attention=False, moe_expert_kernels="per-expert", moe_launch="eager", moe_router_graphs=False)
     plain = plan_tokens_per_gpu(run)
     assert plain == pytest.approx(predict_tokens_per_gpu_s(run, **off), rel=1e-9)
     # measured at 120a6b3: 36,738 vs 42,286 tokens/s/GPU, plain = 0.869 x the row's mapping; the 0.97 bound

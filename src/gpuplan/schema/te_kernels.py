@@ -16,13 +16,19 @@ Where each runs (the conditions the step model's terms were read under):
   parts (NVIDIA Blackwell: B200, GB200, B300, GB300), MoE models.
 * A full-iteration CUDA graph (Megatron-Bridge cuda_graph_impl='full_iteration'): the MoE layers issue no
   host work per step (StepSettings.moe_launch 'graph', core.time.moe_host); Megatron-Core only.
+* The CUDA-graph scope of an eager MoE layer (--cuda-graph-scope none / moe-router; full-iteration is the
+  graph above): Transformer Engine graphs of the router and the dispatcher's preprocessing, or none
+  (StepSettings.moe_router_graphs, core.time.moe_host.ungraphed_router_seconds); timed under --framework
+  megatron, whose MoE host time is charged per layer (core.frameworks moe_launch 'eager').
+* The flex dispatcher's backend (--flex-backend deepep / hybridep, StepSettings.flex_backend): DeepEP leaves
+  the expert counts unaligned, so FP8 pads them with copies (core.time.moe_layer.pads_for_quantization).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS
+from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS, framework as framework_profile
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema.vocabulary import option
@@ -44,31 +50,92 @@ MoeExpertKernels = option(T.choice(*EXPERT_KERNELS), "per-expert", "MoE expert k
                           "kernel for all experts, SwiGLU and MXFP8 quantisation in its epilogues; needs --dtype fp8 "
                           "--fp8-recipe mxfp8 on Blackwell).")
 FullIterationGraph = option(T.Bool, False, "The whole training step captured in one CUDA graph (Megatron-Bridge "
-                            "cuda_graph_impl='full_iteration'): no MoE host time per layer; --framework megatron.")
+                            "cuda_graph_impl='full_iteration'): no MoE host time per layer; --framework megatron. "
+                            "The same as --cuda-graph-scope full-iteration.")
+CUDA_GRAPH_SCOPES = ("none", "moe-router", "full-iteration")
+"""--cuda-graph-scope: Megatron-Core cuda_graph_impl 'none'; 'transformer_engine' with cuda_graph_scope moe_router +
+moe_preprocess (with attn or not: attention graphs are not timed, docs/step.md); the full-iteration graph."""
+DEFAULT_CUDA_GRAPH_SCOPE = "none"
+"""Megatron-Core's default: cuda_graph_impl 'none', "no CUDA graph" (megatron/core/transformer/transformer_config.py
+@core_v0.16.1 L776-782, the version core.frameworks profiles; the same default at core_v0.15.0 L638). Megatron-Bridge
+keeps it unless a recipe or its --cuda_graph_impl sets one (scripts/performance/argument_parser.py@v0.4.2: default
+None; the published rows' derived.cuda_graph cite each recipe's)."""
+FLEX_BACKENDS = ("deepep", "hybridep")
+DEFAULT_FLEX_BACKEND = "deepep"
+"""Megatron-Core's moe_flex_dispatcher_backend default, "deepep" (transformer_config.py@core_v0.16.1 L682-685);
+Megatron-Bridge switches to HybridEP only where asked (training/flex_dispatcher_backend.py@v0.4.2
+apply_flex_dispatcher_backend, from a recipe or --moe_flex_dispatcher_backend)."""
+CudaGraphScope = option(T.choice(*CUDA_GRAPH_SCOPES) | None, None, "CUDA graphs of Megatron-Core's MoE layers: none "
+                        "(cuda_graph_impl 'none', Megatron-Core's default, transformer_config.py@core_v0.16.1 L776: the "
+                        "router and the dispatcher's preprocessing issued op by op, 42-43 host ops per MoE layer and "
+                        "micro-batch), moe-router (cuda_graph_impl 'transformer_engine', cuda_graph_scope moe_router + "
+                        "moe_preprocess, with attn or not: those ops replayed) or full-iteration (Megatron-Bridge "
+                        "cuda_graph_impl='full_iteration', as --full-iteration-graph); --framework megatron (generic: "
+                        "full-iteration only).", "none")
+FlexBackend = option(T.choice(*FLEX_BACKENDS) | None, None, "Backend of --ep-dispatcher flex (Megatron-Core "
+                     "moe_flex_dispatcher_backend, default deepep, transformer_config.py@core_v0.16.1 L682): deepep "
+                     "leaves each expert's rows unaligned, so under FP8 Fp8Padding / Fp8Unpadding copy them "
+                     "(token_dispatcher.py _DeepepManager); hybridep pads in its dispatch kernel (Megatron-Bridge "
+                     "moe_flex_dispatcher_backend='hybridep'). --framework megatron; memory counts HybridEP's buffers "
+                     "for both.", "deepep")
 
 
-def kernel_step_settings(fp8_attention: bool, moe_expert_kernels: str, full_iteration_graph: bool,
-                         launch: str) -> dict[str, Any]:
-    """StepSettings fields (fp8_attention, moe_expert_kernels, moe_launch) of these choices; ``launch``:
-    the moe_launch without a full-iteration graph (the framework's, or the published row's)."""
+def kernel_step_settings(fp8_attention: bool, moe_expert_kernels: str, graph_scope: str, launch: str,
+                         flex_backend: str = DEFAULT_FLEX_BACKEND) -> dict[str, Any]:
+    """StepSettings fields (fp8_attention, moe_expert_kernels, moe_launch, moe_router_graphs, flex_backend) of
+    these choices; ``graph_scope``: one of CUDA_GRAPH_SCOPES; ``launch``: the moe_launch without a
+    full-iteration graph (the framework's, or the published row's)."""
     return {"fp8_attention": bool(fp8_attention), "moe_expert_kernels": moe_expert_kernels,
-            "moe_launch": "graph" if full_iteration_graph else launch}
+            "moe_launch": "graph" if graph_scope == "full-iteration" else launch,
+            "moe_router_graphs": graph_scope != "none", "flex_backend": flex_backend}
+
+
+def graph_scope(fields) -> str:
+    """The CUDA-graph scope asked: --full-iteration-graph, else --cuda-graph-scope, else Megatron-Core's default."""
+    return "full-iteration" if fields.full_iteration_graph else fields.cuda_graph_scope or DEFAULT_CUDA_GRAPH_SCOPE
+
+
+def step_settings_of(fields) -> dict[str, Any]:
+    """kernel_step_settings of the inputs (schema.training_fields.StepFields), the framework's moe_launch."""
+    return kernel_step_settings(fields.fp8_attention, fields.moe_expert_kernels, graph_scope(fields),
+                                fields.profile.moe_launch, fields.flex_backend or DEFAULT_FLEX_BACKEND)
 
 
 def check_kernel_fields(fields) -> None:
     """InputError for a choice the inputs' dtype / FP8 recipe / framework rule out (StepFields validator)."""
     dtype, framework = getattr(fields, "dtype", "fp8"), getattr(fields, "framework", "megatron")
-    asked = [name for name in ("fp8_attention", "full_iteration_graph") if getattr(fields, name)]
+    asked = [name for name in ("fp8_attention", "full_iteration_graph", "cuda_graph_scope", "flex_backend")
+             if getattr(fields, name)]
     if fields.moe_expert_kernels == "fused":
         asked.append("moe_expert_kernels")
     if asked and framework not in MEGATRON_CORE_FRAMEWORKS:  # the first asked, as the CLI shows its value
-        raise InputError(asked[0], "fused" if asked[0] == "moe_expert_kernels" else True, f"is a Transformer "
-                         f"Engine / Megatron-Core path: give --framework megatron (not {framework})")
+        raise InputError(asked[0], getattr(fields, asked[0]), f"is a Transformer Engine / Megatron-Core path: give "
+                         f"--framework megatron (not {framework})")
+    check_graph_fields(fields, framework)
     if fields.fp8_attention and dtype != "fp8":
         raise InputError("fp8_attention", True, f"runs with FP8 linears: give --dtype fp8 (not {dtype})")
     if fields.moe_expert_kernels == "fused" and (dtype != "fp8" or fields.fp8_recipe != "mxfp8"):
         raise InputError("moe_expert_kernels", "fused", "TE's CuTe DSL grouped MLP is MXFP8 only: give --dtype fp8 "
                          "--fp8-recipe mxfp8, or per-expert")
+
+
+def check_graph_fields(fields, framework: str) -> None:
+    """InputError for --cuda-graph-scope / --flex-backend that cannot apply: two scopes asked, a per-layer scope or
+    a backend where the framework times no eager MoE layer (generic), a backend without --ep-dispatcher flex."""
+    scope, backend = fields.cuda_graph_scope, fields.flex_backend
+    if fields.full_iteration_graph and scope not in (None, "full-iteration"):
+        raise InputError("cuda_graph_scope", scope, "--full-iteration-graph is --cuda-graph-scope full-iteration: "
+                         "give one of the two")
+    if framework_profile(framework).moe_launch != "eager":  # (the frameworks left: MEGATRON_CORE_FRAMEWORKS)
+        if scope in ("none", "moe-router"):
+            raise InputError("cuda_graph_scope", scope, f"--framework {framework} charges no MoE host time per "
+                             "layer, so only full-iteration applies: give --framework megatron")
+        if backend is not None:
+            raise InputError("flex_backend", backend, f"--framework {framework} does not time Megatron-Core's "
+                             "FP8 padding of the flex dispatcher: give --framework megatron")
+    if backend is not None and getattr(fields, "ep_dispatcher", "alltoall") != "flex":
+        raise InputError("flex_backend", backend, "is the backend of the flex dispatcher: give --ep-dispatcher flex "
+                         "(not alltoall), or leave --flex-backend out")
 
 
 def check_kernels_run_on(inputs, gpu, spec) -> None:
@@ -84,3 +151,6 @@ def check_kernels_run_on(inputs, gpu, spec) -> None:
         if spec.moe is None:
             raise InputError("moe_expert_kernels", "fused", f"applies to mixture-of-experts models; {spec.name} is "
                              "dense")
+    if inputs.cuda_graph_scope == "moe-router" and spec.moe is None:
+        raise InputError("cuda_graph_scope", "moe-router", f"graphs the MoE router; {spec.name} is dense (no "
+                         "router): give none or full-iteration")

@@ -356,6 +356,8 @@ class StepFields(JobInputs):
     fp8_attention: TE.Fp8Attention
     moe_expert_kernels: TE.MoeExpertKernels
     full_iteration_graph: TE.FullIterationGraph
+    cuda_graph_scope: TE.CudaGraphScope
+    flex_backend: TE.FlexBackend
     tp_comm_overlap: Annotated[T.Bool, _f(False, "TP collectives chunked and pipelined with their GEMMs (Megatron "
                                                  "--tp-comm-overlap / TE userbuffers, torchtitan async TP): "
                                                  "(1 - --tp-overlap) / tp of the TP time stays exposed.")]
@@ -408,5 +410,4 @@ class StepFields(JobInputs):
 
     def kernel_step_settings(self) -> dict:
         """StepSettings fields of the Transformer Engine kernel choices (schema.te_kernels)."""
-        return TE.kernel_step_settings(self.fp8_attention, self.moe_expert_kernels, self.full_iteration_graph,
-                                       self.profile.moe_launch)
+        return TE.step_settings_of(self)  # incl. the CUDA-graph scope and the flex backend

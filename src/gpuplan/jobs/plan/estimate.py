@@ -20,6 +20,7 @@ from gpuplan.planner.plan import Plan, evaluate_layout, layout_text, ranking, ro
 from gpuplan.planner.search import LayoutTable, pareto_front
 from gpuplan.planner.space import RECOMPUTE_MODES
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
+from gpuplan.schema import te_kernels as TE
 
 RANKED = {"time": "time", "cost": "cost", "gpus": "gpus",
           "deadline": "the deadline rule: fewest GPUs meeting it with failures and checkpoints, then cheapest"}
@@ -249,7 +250,8 @@ def _moe_all_to_all_assumption(inputs: PlanInputs, result: PlanSearch) -> tuple[
     """How the expert-parallel all-to-all is costed (core/comm/step_comm.py, core/comm/moe_overlap.py), MoE only."""
     if result.evaluator.spec.moe is None:
         return ()
-    copies = ("DeepEP / HybridEP: one copy per remote node" if inputs.ep_dispatcher == "flex"
+    backend = inputs.flex_backend or TE.DEFAULT_FLEX_BACKEND
+    copies = (f"flex ({backend}): one copy per remote node" if inputs.ep_dispatcher == "flex"
               else "NCCL all-to-all: one copy per remote expert")
     if inputs.ep_a2a_overlap:
         hidden = f"combined 1F1B overlap, dispatcher SMs {result.evaluator.step.ep_comm_sm_share:.0%}"
@@ -257,10 +259,27 @@ def _moe_all_to_all_assumption(inputs: PlanInputs, result: PlanSearch) -> tuple[
         hidden = f"{inputs.ep_overlap:.0%} hidden"
     else:
         hidden = "not overlapped (Megatron-Core's default)"
-    given = any(k in inputs.given for k in ("ep_dispatcher", "ep_a2a_overlap", "ep_overlap"))
+    given = any(k in inputs.given for k in ("ep_dispatcher", "ep_a2a_overlap", "ep_overlap", "flex_backend"))
     return (Assumption("ep_comm", "MoE all-to-all", f"{copies}; {hidden}",
                        "docs/step.md (Megatron-Core token dispatchers, model_chunk_schedule_plan.py)",
-                       "--ep-dispatcher / --ep-a2a-overlap / --ep-overlap", given),)
+                       "--ep-dispatcher / --flex-backend / --ep-a2a-overlap / --ep-overlap", given),) \
+        + _moe_graph_assumption(inputs)
+
+
+GRAPH_SCOPE_TEXT = {"none": "none: the router and dispatcher preprocessing issued op by op (Megatron-Core's "
+                            "default cuda_graph_impl 'none')",
+                    "moe-router": "TE graphs of the router and dispatcher preprocessing",
+                    "full-iteration": "the whole step in one graph: no MoE host time per layer"}
+
+
+def _moe_graph_assumption(inputs: PlanInputs) -> tuple[Assumption, ...]:
+    """The CUDA-graph scope the MoE host time is charged with (schema.te_kernels), where the framework charges it."""
+    if inputs.profile.moe_launch != "eager":
+        return ()
+    given = any(k in inputs.given for k in ("cuda_graph_scope", "full_iteration_graph"))
+    return (Assumption("cuda_graph_scope", "MoE CUDA graphs", GRAPH_SCOPE_TEXT[TE.graph_scope(inputs)],
+                       "docs/step.md (router CUDA graphs); transformer_config.py@core_v0.16.1 L776",
+                       "--cuda-graph-scope", given),)
 
 
 def _budget_for(plan: Plan, inputs: PlanInputs, result: PlanSearch, wall_seconds: float, gpu_hours: float):

@@ -194,6 +194,15 @@ def moe_router_graphs(moe_comm: dict[str, Any]) -> bool:
     return graph is None or graph == "full_iteration" or "moe_router" in graph
 
 
+def cuda_graph_scope(moe_comm: dict[str, Any]) -> str:
+    """A row's CUDA graphs as `plan --cuda-graph-scope` names them (schema.te_kernels.CUDA_GRAPH_SCOPES), from its
+    moe_comm.cuda_graph: 'full-iteration', 'moe-router' where the router is graphed (moe_router_graphs), else
+    'none'."""
+    if moe_comm.get("cuda_graph") == "full_iteration":
+        return "full-iteration"
+    return "moe-router" if moe_router_graphs(moe_comm) else "none"
+
+
 def flex_backend(moe_comm: dict[str, Any]) -> str:
     """StepSettings.flex_backend of a row: 'deepep' where its moe_comm.backend names DeepEP, else 'hybridep'."""
     return "deepep" if str(moe_comm.get("backend") or "").startswith("deepep") else "hybridep"
@@ -231,16 +240,15 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             # release's recipe (the row's moe_comm, read from Megatron-Bridge at its tag)
                             ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",
                             ep_a2a_overlap=bool(moe_comm.get("a2a_overlap")),
-                            # its CUDA-graph scope (router graphed or not) and flex backend (DeepEP / HybridEP)
-                            moe_router_graphs=moe_router_graphs(moe_comm), flex_backend=flex_backend(moe_comm),
                             # the recipe's TE kernels as `plan --fp8-attention --moe-expert-kernels fused
-                            # --full-iteration-graph` takes them (schema.te_kernels): FP8 attention
+                            # --cuda-graph-scope --flex-backend` takes them (schema.te_kernels): FP8 attention
                             # (mixed_precision.fp8_dot_product_attention, read at its tag), TE GroupedLinear's
                             # per-expert kernels unless Megatron-Core's fused grouped MLP (core.time.moe_layer),
-                            # eager / static MoE launches unless the whole step is graphed (core.time.moe_host)
+                            # eager / static MoE launches unless the whole step is graphed (core.time.moe_host),
+                            # the row's CUDA-graph scope (moe_comm.cuda_graph) and flex backend (moe_comm.backend)
                             **kernel_step_settings(bool(run.get("fp8_dot_product_attention")),
                                                    "fused" if moe_comm.get("fused_grouped_mlp") else "per-expert",
-                                                   launch == "graph", launch),
+                                                   cuda_graph_scope(moe_comm), launch, flex_backend(moe_comm)),
                             eager_fallbacks=() if torchtitan else megatron_eager_fallbacks(run),
                             # torchtitan's own op list, eager or torch.compile per block (core.time.titan_ops)
                             titan_ops=from_framework_label(run["framework"]) if torchtitan else None,
