@@ -283,8 +283,9 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
     counts = deadline_counts(inputs, ev.cluster.gpus_per_node)
     start = time.perf_counter()
     searched, asked = counts_with_alternatives(counts, ev.cluster.gpus_per_node)
-    table = search_layouts(ev, searched, target, max_tp(ev), limits, inputs.exhaustive, progress,
-                           counts_label(len(searched), len(counts)))
+    label = (counts_label(len(searched), len(counts)) if inputs.gpus else
+             f"no --gpus: the default range, {len(searched):,} GPU count(s)")
+    table = search_layouts(ev, searched, target, max_tp(ev), limits, inputs.exhaustive, progress, label)
     table.columns["gpus_asked"] = asked_column(table, searched, asked)
     table = _with_fallbacks(ev, counts, table, target, limits, inputs.exhaustive)
     seconds = time.perf_counter() - start
