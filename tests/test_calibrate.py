@@ -217,9 +217,9 @@ def test_torchtitan_step_time_from_tokens_per_second():
 
 
 @pytest.mark.parametrize("ctx, fragment", [
-    (LogContext(gpu="h100", gpus=8, seq_len=2048), "--model: got None; needed for"),
-    (LogContext(model="llama-3.2-1b", gpus=8, seq_len=2048), "--gpu: got None"),
-    (LogContext(model="llama-3.2-1b", gpu="h100", seq_len=2048), "--gpus: got None"),
+    (LogContext(gpu="h100", gpus=8, seq_len=2048), "--model: got no value; needed for"),
+    (LogContext(model="llama-3.2-1b", gpus=8, seq_len=2048), "--gpu: got no value"),
+    (LogContext(model="llama-3.2-1b", gpu="h100", seq_len=2048), "--gpus: got no value"),
 ])
 def test_logs_need_the_run_description(ctx, fragment):
     with pytest.raises(InputError, match=fragment):
@@ -299,7 +299,7 @@ def test_cli_extrapolates_a_gpu_measurement(tmp_path, run_cmd):
 @pytest.mark.parametrize("args, fragment", [
     ((), "files: got 'none'"),
     ((str(LOGS / "not_a_log.txt"),), "not_a_log.txt'; is not a format gpuplan recognises"),
-    ((str(LOGS / "megatron_mixtral.log"),), "--model: got None; needed for"),
+    ((str(LOGS / "megatron_mixtral.log"),), "--model: got no value; needed for"),
     ((str(LOGS / "megatron_mixtral.log"), "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "sixteen"),
      "gpus: got 'sixteen'"),
     ((str(LOGS / "table.csv"), "--model", "llama-3.2-1b", "--gpu", "h100", "--gpus", "8", "--tp", "4",

@@ -17,7 +17,8 @@ class InputError(ValueError):
         self.field = printable(field)
         self.value = value
         self.expected = expected
-        super().__init__(f"{self.field}: got {value!r}; {expected}")
+        given = "got no value" if value is None else f"got {value!r}"  # None: left out (or null in a file)
+        super().__init__(f"{self.field}: {given}; {expected}")
 
 
 def printable(text: str) -> str:
