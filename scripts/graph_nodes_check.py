@@ -16,7 +16,7 @@ Per-node cost, the sources: NVIDIA/cccl PR 3768 (2025-02-11, cudax STF executabl
 consumes around 10KB per kernel node'; NVIDIA developer forum 'Increasing memory footprint with large task
 graphs' (t/244901, driver 470, CUDA 11.2, empty kernels, nvidia-smi): 362 / 395 / 458 MB at 500 / 1,000 /
 2,000 nodes, 66 and 63 KB a node. They differ six-fold and neither is on an H100 with the 0.19 logs' driver,
-so the cost is fitted (below), not taken from either; the fits land at 6.5 and 14.75 KiB a node, near cccl's.
+so the cost is fitted (below), not taken from either; the fits land at 6.5 and 14.75 KiB a node (0.65x and 1.5x cccl's figure).
 
 Kernel nodes per decoder layer at the sampled sizes (496 tokens: the second capture of each mode), counted
 from the layer's forward in vLLM 0.19 (model_executor/models/llama.py LlamaDecoderLayer; qwen2.py, phi3.py
