@@ -109,6 +109,21 @@ def test_token_bytes_too_narrow_for_the_vocabulary_is_refused(run_cli, command, 
     one_line_refusal(code, err, fragment)
 
 
+@pytest.mark.parametrize("command", ["plan", "train"])
+def test_token_bytes_are_refused_before_the_layout_search(run_cli, monkeypatch, command):
+    """The width check needs only the vocabulary: it runs before the planner (the refusal took 0.57 s, as long
+    as an answer, when it ran at report time; review of a2e3056)."""
+    import gpuplan.planner.search as S
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the layout search ran before the --token-bytes check")
+
+    monkeypatch.setattr(S, "search_layouts", no_search)
+    monkeypatch.setattr(S, "layouts_to_evaluate", no_search)
+    code, _, err = run_cli(command, "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--token-bytes", "2")
+    one_line_refusal(code, err, "token_bytes: got 2; 2-byte ids hold 65,536 token ids")
+
+
 def test_token_bytes_that_hold_the_vocabulary_are_taken(run_json):
     data = run_json("train", "llama-2-7b", "--gpu", "h100", "--gpus", "64", "--token-bytes", "2")  # 32,000 ids
     io = data["results"]
