@@ -32,27 +32,32 @@ ENGINE_COMMUNICATORS = {"vllm": 2, "sglang": 1, "trtllm": 1}
 # your platform lacks GPU P2P capability', v0.10.1.1 custom_all_reduce.py:147) NCCL asks the same
 # question (cudaDeviceCanAccessPeer, NCCL 2.26.2 src/transport/p2p.cc:164) and connects the ranks
 # through SHM, whose FIFOs live in host memory (shm.cc:104-146; NCCL_SHM_USE_CUDA_MEMCPY off): this
-# rule, not the NVLink one, applies. dennislee22's 0.10.1.1 A100 PCIe pair (no P2P) puts what TP 2 adds
+# rule, not the NVLink one, applies (an input: Runtime.p2p, ``infer --no-p2p``, which an SXM part
+# without P2P in a VM needs as much as a PCIe card). dennislee22's 0.10.1.1 A100 pair (no P2P) puts what TP 2 adds
 # over TP 1 at 0.12-0.13 GiB (docs/inference.md, 'NCCL at TP > 1, from the code').
 PCIE_COMM_BYTES = 0.25 * 2**30
 # Scale-up links faster than PCIe Gen5 x16 (128 GB/s both directions) are NVLink-class.
 NVLINK_MIN_BANDWIDTH = 200e9
 
 
-def comm_rule(gpus: int, given: float | None, scale_up_bandwidth: float | None) -> str:
+def comm_rule(gpus: int, given: float | None, scale_up_bandwidth: float | None, p2p: bool = True) -> str:
     """Which rule sizes the NCCL buffers of tp x pp = ``gpus`` GPUs: 'none' (one GPU), 'given'
-    (the user's figure), 'pcie' (PCIE_COMM_BYTES) or 'nvlink' (communicators x per-communicator)."""
+    (the user's figure), 'pcie' (PCIE_COMM_BYTES: no NVLink, or GPUs without peer-to-peer access,
+    ``p2p`` False, whose NCCL connects through SHM whatever the link) or 'nvlink' (communicators x
+    per-communicator)."""
     if gpus <= 1:
         return "none"
     if given is not None:
         return "given"
+    if not p2p:
+        return "pcie"
     return "nvlink" if scale_up_bandwidth and scale_up_bandwidth >= NVLINK_MIN_BANDWIDTH else "pcie"
 
 
 def comm_basis(rule: str, engine: str) -> str:
     """The source of the NCCL-buffer figure a comm_rule gives, for the report's assumptions."""
     return {"none": "one GPU: no communicator", "given": "given",
-            "pcie": "without NVLink: 0.25 GiB, a gpuplan assumption (vllm#15815 logs 0.30 GiB non-torch at TP 2)",
+            "pcie": "without NVLink or GPU P2P: 0.25 GiB, a gpuplan assumption (vllm#15815 logs 0.30 GiB non-torch at TP 2)",
             "nvlink": f"{ENGINE_COMMUNICATORS[engine]} NCCL communicator(s) the {engine} KV sizing sees x NCCL's "
                       "per-communicator buffers (688 MB on 4x A100 NVLink, NVIDIA/nccl#964, x channel scale; "
                       "core/serving/engines.py, core/memory/device_memory.py)"}[rule]

@@ -6,6 +6,8 @@ The achievable fractions themselves are ``core.serving.setup.Efficiency``. Units
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from gpuplan.core.comm.collectives import collective_seconds
@@ -223,16 +225,29 @@ def on_pcie(fabric: Accelerator | None) -> bool:
     return fabric is not None and fabric.pcie_only
 
 
+def host_path(fabric: Accelerator) -> Accelerator:
+    """``fabric`` as its TP group's collectives see it without GPU peer-to-peer access: NCCL's P2P
+    transport is refused (NCCL src/transport/p2p.cc p2pCanConnect asks cudaDeviceCanAccessPeer) and
+    the ranks connect through SHM, FIFOs in host memory (shm.cc), whatever NVLink the part has: a
+    PCIe-only part (pcie_only, so PCIE_NCCL_SLOWDOWN applies) whose link is cluster_for's default
+    host link (64 GB/s both directions, PCIe Gen4 x16), no NVLS. Only the collectives read it: the
+    part keeps its own memory bandwidth and compute."""
+    return replace(fabric, scale_up_bandwidth=None, scale_up_pcie=True, nvls_gain=None)
+
+
 def custom_allreduce_limit(release: EngineRelease, tp: int, fabric: Accelerator | None = None,
-                           given: float | None = None) -> float:
+                           given: float | None = None, p2p: bool = True) -> float:
     """Largest TP message the engine's own all-reduce kernel takes in this layout, bytes (0: NCCL
     at every size): the release's limit (custom_allreduce_bytes_of) or ``given``, 0 without tensor
     parallelism and on more than two PCIe-only GPUs (vLLM custom_all_reduce.py refuses 'more than
     two PCIe-only GPUs'; tp_allreduce_seconds applies the same rule). TensorRT-LLM's AUTO strategy
     takes NCCL on any PCIe-only group, two GPUs included (AllreducePlugin::selectImplementation,
     cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp: no P2P -> NCCL; 'if (isAuto &&
-    !mIsNVLINKSupported) return AllReduceStrategyType::NCCL')."""
-    if tp <= 1 or (on_pcie(fabric) and (tp > 2 or release.engine == "trtllm")):
+    !mIsNVLINKSupported) return AllReduceStrategyType::NCCL'). Without GPU P2P (``p2p`` False) every
+    engine's kernel is off: it exchanges buffers over CUDA IPC peer access (vLLM v0.10.1.1
+    custom_all_reduce.py:147, 'Custom allreduce is disabled because your platform lacks GPU P2P
+    capability'; TensorRT-LLM's AUTO: no P2P -> NCCL)."""
+    if tp <= 1 or not p2p or (on_pcie(fabric) and (tp > 2 or release.engine == "trtllm")):
         return 0.0
     return custom_allreduce_bytes_of(release, tp) if given is None else given
 
@@ -274,7 +289,8 @@ def _remember(found: dict) -> None:
 
 
 def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None, latency_s: float, *,
-                         fabric: Accelerator | None = None, custom_max_bytes: float = CUSTOM_ALLREDUCE_MAX_BYTES):
+                         fabric: Accelerator | None = None, custom_max_bytes: float = CUSTOM_ALLREDUCE_MAX_BYTES,
+                         p2p: bool = True):
     """One tensor-parallel all-reduce of ``message_bytes``. The engine's custom kernel (messages up
     to ``custom_max_bytes``, GPUs on NVLink or two on PCIe: vLLM refuses it on 'more than two
     PCIe-only GPUs', custom_all_reduce.py) costs a fixed latency (its one-shot kernel) plus
@@ -282,11 +298,14 @@ def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None,
     per-direction link bandwidth. Otherwise NCCL: core.comm.collectives.collective_seconds on the TP
     group's links of ``fabric`` (NCCL's tuner picks ring / NVLS and LL / LL128 / Simple by size;
     without ``fabric`` the custom formula stands in), x PCIE_NCCL_SLOWDOWN between PCIe-only GPUs.
+    Without GPU P2P (``p2p`` False): NCCL at every size on host_path(fabric), the PCIe-only rule.
     0 without tensor parallelism."""
     if tp <= 1:
         return 0.0
+    if not p2p and fabric is not None:
+        fabric = host_path(fabric)
     pcie = on_pcie(fabric)
-    custom = message_bytes <= custom_max_bytes and not (pcie and tp > 2)
+    custom = p2p and message_bytes <= custom_max_bytes and not (pcie and tp > 2)
     if fabric is not None and not custom:
         slowdown = PCIE_NCCL_SLOWDOWN if pcie else 1.0
         return slowdown * nccl_all_reduce_seconds(message_bytes, tp, fabric)

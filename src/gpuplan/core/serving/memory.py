@@ -163,7 +163,7 @@ def _vllm_memory(spec: ModelSpec, weights: float, memory_bytes: float, setup: Se
     util = runtime.utilization()
     usable = total * util
     non_torch = runtime.non_torch if runtime.non_torch is not None else rules.non_torch
-    comm = P.comm_bytes(rules, "vllm", tp, pp, scale_up_bandwidth, runtime.comm_buffers)
+    comm = P.comm_bytes(rules, "vllm", tp, pp, scale_up_bandwidth, runtime.comm_buffers, runtime.p2p)
     backend = AB.vllm_attention_backend(spec, act_bytes, gpu_arch, setup.mm_prefix_lm, runtime.release.version)
     graphs = (runtime.cuda_graphs if runtime.cuda_graphs is not None
               else P.graph_bytes(spec, seqs, tp, layers_per_stage(spec.num_layers, pp), act_bytes,
@@ -190,7 +190,7 @@ def _sglang_memory(weights: float, memory_bytes: float, setup: ServingSetup, tp:
     fraction = runtime.mem_fraction_static or E.sglang_mem_fraction_static(memory_bytes, tp, pp,
                                                                            runtime.release.version)
     context = runtime.context_bytes()
-    comm = P.comm_bytes(None, "sglang", tp, pp, scale_up_bandwidth, runtime.comm_buffers)
+    comm = P.comm_bytes(None, "sglang", tp, pp, scale_up_bandwidth, runtime.comm_buffers, runtime.p2p)
     fixed = context + comm
     start = memory_bytes - runtime.driver_reserved - fixed
     usable = start * fraction
@@ -211,7 +211,7 @@ def _trtllm_memory(spec: ModelSpec, weights: float, memory_bytes: float, setup: 
     tokens = runtime.prefill_tokens or E.TRTLLM_MAX_NUM_TOKENS
     activations = tokens * 2 * P.activation_elements_per_token(spec, tp)
     context = runtime.context_bytes()
-    comm = P.comm_bytes(None, "trtllm", tp, pp, scale_up_bandwidth, runtime.comm_buffers)
+    comm = P.comm_bytes(None, "trtllm", tp, pp, scale_up_bandwidth, runtime.comm_buffers, runtime.p2p)
     graphs = runtime.cuda_graphs or 0.0
     buffers = E.TRTLLM_RUNTIME_BUFFERS if runtime.release.version < (1, 0, 0) else 0.0
     fixed = context + comm + graphs + buffers

@@ -190,15 +190,16 @@ def held_allreduce_input_bytes(spec: ModelSpec, prefill_tokens: int, tp: int, ac
 
 
 def comm_bytes(rules: VllmRules | None, engine: str, tp: int, pp: int, scale_up_bandwidth: float | None,
-               given: float | None = None) -> float:
+               given: float | None = None, p2p: bool = True) -> float:
     """Non-torch memory tensor / pipeline groups add to what the profile counts, bytes per GPU.
-    Without NVLink: 0.25 GiB (engines.PCIE_COMM_BYTES), nothing for vLLM 0.11 and later. On NVLink, for the releases whose baseline
+    Without NVLink, or without GPU P2P (``p2p`` False, engines.comm_rule): 0.25 GiB
+    (engines.PCIE_COMM_BYTES), nothing for vLLM 0.11 and later. On NVLink, for the releases whose baseline
     snapshot precedes the distributed init ('communicators'; SGLang and TensorRT-LLM too): the
     engine's communicators (engines.ENGINE_COMMUNICATORS) x NCCL's per-communicator buffers
     (core.memory.device_memory.nccl_group_bytes, the figure training uses), one pair more per neighbouring
     pipeline stage; for vLLM 0.11 and later, the logged increase of a TP group
     (releases.NVLINK_TP_NON_TORCH)."""
-    rule = E.comm_rule(tp * pp, given, scale_up_bandwidth)
+    rule = E.comm_rule(tp * pp, given, scale_up_bandwidth, p2p)
     if rule == "pcie" and rules is not None and rules.comm in NVLINK_TP_NON_TORCH:
         # NCCL initialised before the snapshot (0.11+) and no all-reduce fusion off NVLink: the
         # profile adds next to nothing (vllm#29070, 0.11.1 at TP 4 on 24 GB cards bridged in pairs:

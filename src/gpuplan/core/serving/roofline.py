@@ -129,10 +129,12 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     layers = spec.num_layers
     elementwise = work.tokens * layers * KR.elementwise_bytes_per_token(spec, tp, act_bytes) / (bandwidth * bw)
     message = allreduce_message_bytes(spec, work.tokens, act_bytes)
+    p2p = setup.runtime.p2p
+    link = link if p2p else None  # without GPU P2P the hops go through host memory (kernels.host_path)
     latency = eff.latency(link)
-    custom = KR.custom_allreduce_limit(setup.runtime.release, tp, fabric, eff.custom_allreduce_bytes)
+    custom = KR.custom_allreduce_limit(setup.runtime.release, tp, fabric, eff.custom_allreduce_bytes, p2p)
     comm = forward_allreduces(spec, setup.runtime.release) * KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric,
-                                                              custom_max_bytes=custom)
+                                                              custom_max_bytes=custom, p2p=p2p)
     comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0
     host = (layers * eff.layer_launch_s if work.tokens > eff.graph_max_tokens else 0.0)
     host += KR.host_step_seconds(setup.runtime.release, work.sequences) if work.scheduled else 0.0
@@ -159,6 +161,7 @@ def prime_decode_allreduces(spec: ModelSpec, setup: ServingSetup, tp: int, fabri
     """Evaluate, in one vectorised pass, the NCCL all-reduces decode steps at ``batches``
     sequences would ask for (kernels.prime_nccl_all_reduce): a search over batches then finds them."""
     if fabric is not None:
+        fabric = fabric if setup.runtime.p2p else KR.host_path(fabric)  # the links tp_allreduce_seconds asks about
         positions = decode_positions(setup)
         KR.prime_nccl_all_reduce([allreduce_message_bytes(spec, b * positions) for b in batches], tp, fabric)
 

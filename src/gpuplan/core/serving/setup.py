@@ -55,6 +55,14 @@ class Runtime:
     sampler: str = DEFAULT_SAMPLER
     """The sampler the profile runs (core.serving.profile.SAMPLER_BYTES_PER_LOGIT): 'auto' = the
     release's."""
+    p2p: bool = True
+    """The GPUs of a tensor / pipeline group have peer-to-peer access (the driver's
+    cudaDeviceCanAccessPeer). False (a VM or container without it, or cards the driver gives none):
+    the custom all-reduce is off (vLLM custom_all_reduce.py: 'Custom allreduce is disabled because
+    your platform lacks GPU P2P capability') and NCCL connects through SHM in host memory (NCCL
+    src/transport/p2p.cc p2pCanConnect -> shm.cc), so the NCCL memory and all-reduce rules of
+    PCIe-only GPUs apply (core.serving.engines.comm_rule, kernels.tp_allreduce_seconds); the part
+    keeps its own memory bandwidth and compute."""
 
     @property
     def release(self) -> R.EngineRelease:

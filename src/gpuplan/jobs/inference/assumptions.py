@@ -23,7 +23,7 @@ def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[
         Assumption("block_size", "KV block size", inputs.block_size, "vLLM default 16 tokens (PagedAttention)",
                    "--block-size", "block_size" in u),
         *_speed_assumptions(plan, u, serving.tp),
-        Assumption("allreduce_latency", "all-reduce latency", f"{e.latency(plan.gpu.scale_up_bandwidth) * 1e6:.0f} us",
+        Assumption("allreduce_latency", "all-reduce latency", f"{e.latency(plan.gpu.scale_up_bandwidth if plan.setup.runtime.p2p else None) * 1e6:.0f} us",
                    "vLLM custom all-reduce on H100 (sgl-project/sglang#2904); x3 without NVLink",
                    "--allreduce-latency-us", "allreduce_latency_us" in u),
         Assumption("context", "context per sequence", plan.context, "default min(4096, the model's maximum)",
@@ -77,16 +77,19 @@ def _allreduce_assumption(plan: Plan, tp: int) -> Assumption:
     core.serving.roofline.step_time takes (kernels.custom_allreduce_limit: the release, tp, the
     fabric and a given workspace)."""
     release = plan.setup.runtime.release
-    limit = KR.custom_allreduce_limit(release, tp, plan.gpu, plan.setup.efficiency.custom_allreduce_bytes)
+    p2p = plan.setup.runtime.p2p
+    limit = KR.custom_allreduce_limit(release, tp, plan.gpu, plan.setup.efficiency.custom_allreduce_bytes, p2p)
     if tp <= 1:
         value = "none (tp 1)"
+    elif not p2p:
+        value = "NCCL at every size through host memory (no GPU P2P: the own kernel is off, NCCL over SHM)"
     elif limit > 0:
         value = f"own kernel up to {_size(limit)} at tp {tp}, NCCL above"
     elif KR.on_pcie(plan.gpu) and KR.custom_allreduce_bytes_of(release, tp) > 0:
         value = f"NCCL at every size (the own kernel is refused on {tp} PCIe-only GPUs)"
     else:
         value = "NCCL at every size"
-    if tp > 1 and KR.on_pcie(plan.gpu):
+    if tp > 1 and (KR.on_pcie(plan.gpu) or not p2p):
         value += f"; NCCL's time x {KR.PCIE_NCCL_SLOWDOWN:g} on PCIe-only GPUs (the ring through host memory)"
     return Assumption("tp_allreduce", "TP all-reduce implementation", value,
                       f"{release.label} (vllm PR 2192; TensorRT-LLM PluginConfig use_custom_all_reduce, AUTO: 16 MB "
@@ -137,7 +140,7 @@ def _engine_assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -
                    "the release's logged figure (core/serving/releases.py)" if r.non_torch is None else "given",
                    "--non-torch-gib", "non_torch_gib" in u),
         Assumption("comm_buffers", "non-torch memory of the TP / PP groups", _gib(m.comm),
-                   E.comm_basis(E.comm_rule(serving.gpus, r.comm_buffers, plan.gpu.scale_up_bandwidth), r.engine),
+                   E.comm_basis(E.comm_rule(serving.gpus, r.comm_buffers, plan.gpu.scale_up_bandwidth, r.p2p), r.engine),
                    "--nccl-gib", "nccl_gib" in u),
     )
     if r.engine != "vllm":

@@ -150,6 +150,11 @@ class InferenceInputs(ModelFields):
     nccl_gib: Annotated[ServingGib | None, _f(None, "NCCL buffers when tp·pp > 1, GiB per GPU.",
                                               "derived: the engine's communicators x NCCL's per-communicator "
                                               "buffers on NVLink, 0.25 on PCIe")]
+    p2p: Annotated[T.Bool, _f(True, "The GPUs have peer-to-peer access (--no-p2p: a VM, container or board whose "
+                                    "driver reports none; vLLM then logs 'Custom allreduce is disabled because your "
+                                    "platform lacks GPU P2P capability', custom_all_reduce.py, and NCCL connects "
+                                    "through host memory, src/transport/p2p.cc -> shm.cc): no custom all-reduce, "
+                                    "PCIe-only NCCL buffers and all-reduce time; the GPU keeps its own bandwidths.")]
     driver_reserved_gib: Annotated[ServingGib, _f(SU.Runtime.driver_reserved / GiB, "Memory not visible to CUDA, "
                                                                                     "GiB.")]
     bandwidth_efficiency: Annotated[T.Efficiency | None, _f(
@@ -228,6 +233,9 @@ class InferenceInputs(ModelFields):
             raise InputError("disaggregate", True, "sizes prefill and decode pools for a load: give --rps, "
                              "--ttft-p99 and --tpot")
         self._check_lora()
+        if not self.p2p and self.tp_degree * self.pp_degree == 1 and self.rps is None:
+            raise InputError("p2p", False, "applies between GPUs: give tp x pp > 1 (or --rps, whose sizing tries "
+                             "larger TP); one GPU has no peer to reach")
         if self.gpus is not None and self.tp is None and self.gpus % (self.pp or 1):
             raise InputError("gpus", self.gpus, f"must be a multiple of pp = {self.pp}")
         return self
@@ -303,7 +311,8 @@ class InferenceInputs(ModelFields):
                          free_gpu_memory_fraction=self.free_gpu_memory_fraction,
                          driver_reserved=self.driver_reserved_gib * GiB, non_torch=_gib(self.non_torch_gib),
                          comm_buffers=_gib(self.nccl_gib), cuda_graphs=_gib(self.cuda_graph_gib),
-                         prefill_tokens=self.prefill_tokens, max_num_seqs=self.max_num_seqs, sampler=self.sampler)
+                         prefill_tokens=self.prefill_tokens, max_num_seqs=self.max_num_seqs, sampler=self.sampler,
+                          p2p=self.p2p)
 
     @property
     def efficiency(self) -> SU.Efficiency:

@@ -76,6 +76,8 @@ def checked_logs(data: Any) -> tuple[dict[str, Any], ...]:
             unknown = [n for n in names or () if n not in SCORED_NAMES]
             if unknown:
                 raise InputError(where, unknown[0], f"valid keys: {', '.join(SCORED_NAMES)}")
+        if not isinstance(e.get("p2p", True), bool):
+            raise InputError(f"serving_memory_logs.yaml: {e.get('id')}.p2p", e["p2p"], "must be true or false")
         if e.get("sampler", P.DEFAULT_SAMPLER) not in P.SAMPLERS:
             raise InputError(f"serving_memory_logs.yaml: {e.get('id')}.sampler", e["sampler"],
                              f"must be one of {', '.join(P.SAMPLERS)}")
@@ -87,7 +89,7 @@ def _setup(e: dict[str, Any], spec, gpu) -> SU.ServingSetup:
     runtime = SU.Runtime(gpu_memory_utilization=e.get("gpu_memory_utilization"), engine=release.engine,
                          version=release.version, mem_fraction_static=e.get("mem_fraction_static"),
                          prefill_tokens=e.get("prefill_tokens"), max_num_seqs=e.get("max_num_seqs"),
-                         sampler=e.get("sampler", P.DEFAULT_SAMPLER))
+                         sampler=e.get("sampler", P.DEFAULT_SAMPLER), p2p=e.get("p2p", True))
     kv = K.KV_DTYPE_BYTES[e.get("kv_dtype", "fp16" if e["quantization"] == "fp16" else "bf16")]
     return SU.ServingSetup(_format(e, spec, gpu), kv, runtime, block_size=e.get("block_size", K.DEFAULT_BLOCK_SIZE),
                            mm_prefix_lm=AB.is_mm_prefix_lm(_checkpoint_config(e["model"])))
