@@ -92,10 +92,11 @@ Q = ("plan", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "16")
 
 
 @pytest.mark.parametrize(("args", "field", "fragment"), [
-    (("--framework", "torchtitan", "--cuda-graph-scope", "none"), "cuda_graph_scope", "--framework megatron"),
+    (("--framework", "torchtitan", "--cuda-graph-scope", "none"), "cuda_graph_scope", "timed without CUDA graphs already"),
+    (("--framework", "torchtitan", "--cuda-graph-scope", "moe-router"), "cuda_graph_scope", "--framework megatron"),
     (("--framework", "deepspeed", "--ep-dispatcher", "alltoall", "--flex-backend", "deepep"), "flex_backend",
      "--framework megatron"),
-    (("--framework", "generic", "--cuda-graph-scope", "moe-router"), "cuda_graph_scope", "only full-iteration"),
+    (("--framework", "generic", "--cuda-graph-scope", "moe-router"), "cuda_graph_scope", "only full-iteration changes its answer"),
     (("--framework", "generic", "--ep-dispatcher", "flex", "--flex-backend", "hybridep"), "flex_backend",
      "--framework megatron"),
     (("--flex-backend", "hybridep"), "flex_backend", "--ep-dispatcher flex"),

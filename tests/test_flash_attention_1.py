@@ -113,3 +113,17 @@ def test_a_kernel_that_cannot_run_is_refused_in_one_line(run_cli, args, says):
     code, _, err = run_cli("train", *flags, "--gpu", "a100-sxm4-40gb", "--gpus", "32", "--tokens", "3e11")
     assert code == 2, err
     assert err.startswith("error: attention_kernel") and err.count("\n") == 1 and says in err, err
+
+
+@pytest.mark.parametrize(("command", "args", "says"), [
+    ("train", ("--gpu", "v100"), "NVIDIA Tesla V100"),
+    ("train", ("--gpu", "mi300x"), "AMD Instinct MI300X"),
+    ("plan", ("--gpu", "gb200", "--dtype", "fp8", "--fp8-attention"), "--fp8-attention is cuDNN's FP8 attention"),
+])
+def test_fa1_is_refused_where_its_code_cannot_run(run_cli, command, args, says):
+    """flash-attn 0.2.x is CUDA code for Turing / Ampere and later and computes in fp16 / bf16 (review of
+    bcc81fb: V100, MI300X and FP8 attention were answered with exit 0)."""
+    code, _, err = run_cli(command, "pythia-410m", "--gpus", "32", "--tokens", "3e11", "--attention-kernel", "flash1",
+                           *args)
+    assert code == 2 and err.startswith("error: attention_kernel: got 'flash1'") and err.count("\n") == 1, err
+    assert says in err, err

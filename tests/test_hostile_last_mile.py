@@ -419,8 +419,8 @@ def test_a_plan_file_value_a_flag_overrides_is_still_checked(run_cli, tmp_path, 
 def test_a_plan_file_of_null_keys_is_not_the_defaults(run_cli, tmp_path):
     path = plan_file(tmp_path, "model:\ngpus:\ntokens: ~\n")
     code, _, err = run_cli("train", path)
-    one_line_refusal(code, err, "has no value (null)")
-    assert err.startswith(f"error: {path}: model: got no value"), err
+    one_line_refusal(code, err, "got 'null'; give a value, or leave the key out")
+    assert err.startswith(f"error: {path}: model: got 'null'"), err
 
 
 def test_an_unused_yaml_anchor_is_refused(run_cli, tmp_path):

@@ -234,3 +234,16 @@ def test_json_catalogs_are_valid_json_with_their_language():
     for lang in i18n.LANGS:
         path = ROOT / f"src/gpuplan/web/static/i18n/{lang}.json"
         assert json.loads(path.read_text(encoding="utf-8"))["lang"] == lang
+
+
+def test_moe_plan_assumptions_have_chinese_labels():
+    """An MoE plan's assumptions (the EP all-to-all, the CUDA-graph scope, the search) were English in the zh
+    report: the dense-model bodies above never showed them (review of ee3d16e)."""
+    from gpuplan.jobs import JOBS
+
+    job = JOBS["plan"]
+    body = {"model": "qwen3-30b-a3b", "tokens": "1T", "gpu": "h100", "gpus": "64", "framework": "megatron"}
+    zh = i18n.translate_report(job.run(job.schema.parse(body)), "zh")
+    keys = {a.key for a in zh.assumptions}
+    assert {"ep_comm", "cuda_graph_scope", "search"} <= keys
+    assert [a.key for a in zh.assumptions if not re.search(r"[\u4e00-\u9fff]", a.label) and a.label != "MFU"] == []

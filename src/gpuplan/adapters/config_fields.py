@@ -53,7 +53,7 @@ def int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: i
     if value is None:
         if required and default is None:
             raise InputError(f"config.json: {keys[0]}", None,
-                             f"missing; need one of {', '.join(keys)} (a positive integer)")
+                             f"need one of {', '.join(keys)} (a positive integer)")
         return default if default is not None else 0
     if not is_finite_number(value) or value != int(value) or value < minimum:
         raise InputError(f"config.json: {present}", value, "must be a positive integer" if minimum == 1

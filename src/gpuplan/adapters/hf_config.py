@@ -246,7 +246,7 @@ def _model_type(cfg: dict[str, Any], override: str | None) -> tuple[str, list[st
     if given in STATE_SPACE or "mamba" in given:
         raise InputError("config.json: model_type", given, "hybrid state-space / recurrent models (Mamba, Jamba, "
                          "...) are not modelled yet: their state memory and FLOPs differ from attention layers")
-    raise InputError("config.json: model_type", given or None, f"is not supported; supported: "
+    raise InputError("config.json: model_type", given or None, f"{'is not supported; ' if given else ''}supported: "
                      f"{', '.join(supported_model_types())}; --model-type llama reads it as Llama-style "
                      "(gated MLP, RMSNorm, no biases)")
 

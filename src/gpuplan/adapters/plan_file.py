@@ -37,6 +37,6 @@ def read_plan_file(path: str | Path) -> dict[str, Any]:
         raise InputError("plan file", str(path), "expected a mapping of input names to values")
     empty = next((key for key, value in data.items() if value is None), None)
     if empty is not None:  # `gpus:` with nothing after it, or `gpus: null`: not the default in disguise
-        raise InputError(f"{path}: {empty}", None, "has no value (null); give one, or leave the key out for the "
+        raise InputError(f"{path}: {empty}", "null", "give a value, or leave the key out for the "
                          "default")
     return data

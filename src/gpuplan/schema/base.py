@@ -100,7 +100,7 @@ class JobInputs(BaseModel):
                 continue  # unknown keys are refused by parse, with the valid names
             label = f"{where}: {name}" if where else name
             if value is None:
-                raise InputError(label, None, "has no value (null); give one, or leave the key out for the default")
+                raise InputError(label, "null", "give a value, or leave the key out for the default")
             kind = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
             adapter = TypeAdapter(kind)
             try:

@@ -108,6 +108,9 @@ def check_kernel_fields(fields) -> None:
              if getattr(fields, name)]
     if fields.moe_expert_kernels == "fused":
         asked.append("moe_expert_kernels")
+    if asked == ["cuda_graph_scope"] and fields.cuda_graph_scope == "none" and framework not in MEGATRON_CORE_FRAMEWORKS:
+        raise InputError("cuda_graph_scope", "none", f"chooses among Megatron-Core's CUDA-graph scopes; --framework "
+                         f"{framework} is timed without CUDA graphs already: leave it out")
     if asked and framework not in MEGATRON_CORE_FRAMEWORKS:  # the first asked, as the CLI shows its value
         raise InputError(asked[0], getattr(fields, asked[0]), f"is a Transformer Engine / Megatron-Core path: give "
                          f"--framework megatron (not {framework})")
@@ -128,8 +131,9 @@ def check_graph_fields(fields, framework: str) -> None:
                          "give one of the two")
     if framework_profile(framework).moe_launch != "eager":  # (the frameworks left: MEGATRON_CORE_FRAMEWORKS)
         if scope in ("none", "moe-router"):
-            raise InputError("cuda_graph_scope", scope, f"--framework {framework} charges no MoE host time per "
-                             "layer, so only full-iteration applies: give --framework megatron")
+            raise InputError("cuda_graph_scope", scope, f"--framework {framework} times no per-layer MoE host time "
+                             "(graphed or not), so only full-iteration changes its answer: give --framework megatron "
+                             "or leave it out")
         if backend is not None:
             raise InputError("flex_backend", backend, f"--framework {framework} does not time Megatron-Core's "
                              "FP8 padding of the flex dispatcher: give --framework megatron")

@@ -228,6 +228,12 @@ class SetupFields(JobInputs):
             raise InputError("offload_layers", self.offload_layers, "Megatron-Core offloads activations only without "
                              "recompute: give --recompute none or leave --offload-layers out")
 
+    def _fa1_gpu(self):
+        """The accelerator FlashAttention 1 would run on (None where the fields name none)."""
+        from gpuplan.adapters.resolve import resolve_gpu
+
+        return resolve_gpu(self.gpu) if getattr(self, "gpu", None) else None
+
     @property
     def profile(self):
         """The framework profile (core.frameworks)."""
@@ -275,7 +281,8 @@ class SetupFields(JobInputs):
             raise InputError("attention_kernel", kernel, f"transformers runs {spec.model_type} with eager attention "
                              f"only (_supports_sdpa = False) and --{flag} hf runs its modules: give eager (or leave "
                              f"it out), or --{flag} megatron / torchtitan")
-        if kernel == "flash1" and (why := fa1_refusal(spec, self.framework)):
+        if kernel == "flash1" and (why := fa1_refusal(spec, self.framework, self._fa1_gpu(),
+                                                      bool(getattr(self, "fp8_attention", False)))):
             raise InputError("attention_kernel", kernel, why)
         if self.finetune != "full" and self.lora_rank > spec.hidden_size:
             raise InputError("lora_rank", self.lora_rank, f"must be at most the hidden size {spec.hidden_size:,} "

@@ -183,7 +183,7 @@ def step_kernel(option: str | None, executed: str) -> str:
     return "flash1" if option == "flash1" and executed == "flash" else executed
 
 
-def fa1_refusal(spec, framework: str | None) -> str | None:
+def fa1_refusal(spec, framework: str | None, gpu=None, fp8_attention: bool = False) -> str | None:
     """Why FlashAttention 1 (flash-attn 0.2.x) cannot run ``spec``'s attention under ``framework``; None
     where it can: head dims multiples of 8 up to 128, one for q / k and v (fmha_api.cpp@v0.2.2 L245, L247-249),
     no sliding window (no window argument before flash-attn 2.3), and not under transformers' own modules
@@ -196,6 +196,11 @@ def fa1_refusal(spec, framework: str | None) -> str | None:
         return f"FlashAttention 1 takes no sliding window ({spec.name} has sliding layers): give flash or eager"
     if framework == "hf":
         return "transformers' modules (--framework hf) run SDPA or FlashAttention 2, not 1: give flash or eager"
+    if gpu is not None and (gpu.vendor.lower() != "nvidia" or gpu.id.startswith("v100")):
+        return (f"FlashAttention 1 (flash-attn 0.2.x) is CUDA code for Turing / Ampere and later (its README's "
+                f"requirements; setup.py builds sm75 / sm80); {gpu.name} is not: give flash or eager")
+    if fp8_attention:
+        return "FlashAttention 1 computes in fp16 / bf16; --fp8-attention is cuDNN's FP8 attention: give one of them"
     return None
 
 

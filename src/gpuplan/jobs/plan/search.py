@@ -284,7 +284,7 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
     start = time.perf_counter()
     searched, asked = counts_with_alternatives(counts, ev.cluster.gpus_per_node)
     label = (counts_label(len(searched), len(counts)) if inputs.gpus else
-             f"no --gpus: the default range, {len(searched):,} GPU count(s)")
+             f"the default range, {len(searched):,} GPU count(s)")
     table = search_layouts(ev, searched, target, max_tp(ev), limits, inputs.exhaustive, progress, label)
     table.columns["gpus_asked"] = asked_column(table, searched, asked)
     table = _with_fallbacks(ev, counts, table, target, limits, inputs.exhaustive)
