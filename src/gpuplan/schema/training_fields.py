@@ -245,6 +245,7 @@ class SetupFields(JobInputs):
         """The model as this run trains it: the MTP modules the framework computes (core.model.mtp).
         Refuses options that cannot apply to this model (MoE all-to-all knobs on a dense model, a
         LoRA rank wider than the hidden size); an explicit --mtp-layers is taken as asked."""
+        spec = super().adjust_spec(spec)  # the other field groups' checks (BudgetFields: --token-bytes)
         from dataclasses import replace
 
         from gpuplan.core.model.mtp import trained_mtp_layers

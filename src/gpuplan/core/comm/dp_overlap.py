@@ -104,7 +104,6 @@ def pipeline_reduce_exposed(total, chunks, window, sm_share=0.0):
     one micro-batch's backward over the rank's layers (``window``; a lower bound: an interleaved
     cool-down runs about pp chunk-backwards after an earlier chunk's last one). On the first stage, which ends a
     1F1B step last, that is the step's end. ``total``: the rank's reduce-scatter seconds."""
-    total = np.asarray(total, dtype=float)
     return bucketed_exposed(total, np.maximum(np.asarray(chunks, dtype=float), 1.0), window, sm_share)
 
 

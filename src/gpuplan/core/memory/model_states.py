@@ -15,6 +15,7 @@ from gpuplan.core.model.spec import (
     mlp_params,
     norm_params,
 )
+from gpuplan.core.model.finetune import QLORA_BASE_BYTES, lora_params_per_layer
 from gpuplan.core.model.mtp import mtp_block_is_moe, mtp_module_params, mtp_stage_layer_shed
 from gpuplan.core.bulk import scalar_or_array
 from gpuplan.core.parallel import ParallelLayout
@@ -204,8 +205,6 @@ def finetune_states(params: StageParams, spec: ModelSpec, layout: ParallelLayout
                      adapter_recipe: PrecisionRecipe) -> ModelStates:
     """LoRA/QLoRA: the frozen base holds only weights; adapters carry ``adapter_recipe``'s full
     states (PEFT: fp32 adapters, 16 B/param with AdamW). ``settings``: core.memory.training.MemorySettings."""
-    from gpuplan.core.model.finetune import QLORA_BASE_BYTES, lora_params_per_layer
-
     matrices = params.matrices
     base_bytes = QLORA_BASE_BYTES if settings.finetune == "qlora" else recipe.compute_bytes
     frozen = matrices * base_bytes + (params.total - matrices) * recipe.compute_bytes

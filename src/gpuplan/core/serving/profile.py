@@ -150,7 +150,7 @@ def sampler_bytes(spec: ModelSpec, max_num_seqs: int, tokens: int, rules: VllmRu
     keeps while it samples (gpu_model_runner.profile_run: hidden_states, then _dummy_sampler_run)."""
     per_logit = (SAMPLER_BYTES_PER_LOGIT[sampler] or rules.sampler_bytes) + (act_bytes - 2)
     rows = max_num_seqs / tp if rules.sampler_sharded else max_num_seqs
-    triton = sampler == "triton" or (sampler == DEFAULT_SAMPLER and rules.sampler_bytes == TRITON)
+    triton = sampler_name(sampler, rules) == "triton"
     buffer = TRITON_PROGRAMS * spec.vocab_size * 4 if (triton and rules.sampler_buffer) else 0.0
     return rows * spec.vocab_size * per_logit + buffer + tokens * spec.hidden_size * act_bytes
 

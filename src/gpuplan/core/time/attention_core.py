@@ -145,6 +145,9 @@ end points. Head dim 32 takes 64's panel. FA2_CAUSAL_TFLOPS is kept for that com
 A100_BF16_TFLOPS = 312.0
 """The A100's dense BF16 peak, the chart's part (NVIDIA A100 datasheet; catalog hardware a100-*.toml)."""
 FA1_KERNEL_DIMS = (32, 64, 128)
+FA1_ARCHS = ("ampere", "hopper", "blackwell")
+"""Parts (Accelerator.collective_arch, NVIDIA) FlashAttention 1 runs on: flash-attn 0.2.x is CUDA code for Turing /
+Ampere and later (its README's requirements; setup.py builds sm75 / sm80); the catalog's earlier part is Volta."""
 
 SDPA_REFUSED_SOURCE = {
     "gemma2": "transformers' Gemma2PreTrainedModel sets _supports_sdpa = False (models/gemma2/modeling_gemma2.py"
@@ -196,7 +199,7 @@ def fa1_refusal(spec, framework: str | None, gpu=None, fp8_attention: bool = Fal
         return f"FlashAttention 1 takes no sliding window ({spec.name} has sliding layers): give flash or eager"
     if framework == "hf":
         return "transformers' modules (--framework hf) run SDPA or FlashAttention 2, not 1: give flash or eager"
-    if gpu is not None and (gpu.vendor.lower() != "nvidia" or gpu.id.startswith("v100")):
+    if gpu is not None and (gpu.collective_arch if gpu.vendor.lower() == "nvidia" else None) not in FA1_ARCHS:
         return (f"FlashAttention 1 (flash-attn 0.2.x) is CUDA code for Turing / Ampere and later (its README's "
                 f"requirements; setup.py builds sm75 / sm80); {gpu.name} is not: give flash or eager")
     if fp8_attention:

@@ -103,6 +103,8 @@ MXFP8_SCALED_BYTES = 1.0 + 1.0 / 32  # e4m3 + one E8M0 scale per 32 elements
 # With userbuffers the same two are TE's bulk overlaps (qkv_wgrad / fc1_wgrad BulkOverlapCfg) and
 # the other six are the ring-exchange ones tp_comm_overlap chunks: 3 pairs / tp exposed.
 TE_HIDDEN_TP_COLLECTIVES = 2
+CROSS_ENTROPY_OF_LOSS = {name: impl for impl, name in LOSS_OF_CROSS_ENTROPY.items()}
+"""LOSS_OF_CROSS_ENTROPY inverted (loss -> cross_entropy_fusion_impl)."""
 
 
 def te_hidden_tp_share(recompute: str) -> float:
@@ -153,7 +155,7 @@ def cross_entropy_impl(spec: ModelSpec, loss: str | None) -> str:
     LOSS_OF_CROSS_ENTROPY inverted: te-ce -> 'te', any other loss -> 'native'), else the provider's (loss_impl)."""
     if loss is None:
         return loss_impl(spec)
-    return {name: impl for impl, name in LOSS_OF_CROSS_ENTROPY.items()}.get(loss, "native")
+    return CROSS_ENTROPY_OF_LOSS.get(loss, "native")
 
 
 def active(spec: ModelSpec, settings) -> MegatronOps | None:

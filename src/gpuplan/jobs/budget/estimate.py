@@ -16,13 +16,11 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
     the five budget sections on the GPUs it rents and its wall-clock with the communication
     allowance. ``inputs``: BudgetInputs (a plain TrainingInputs takes the budget defaults)."""
     from gpuplan.adapters.resolve import resolve_gpu
-    from gpuplan.jobs.budget.sections import token_id_bytes
     from gpuplan.jobs.training.estimate import training_report
 
     if not isinstance(inputs, BudgetInputs):
         inputs = BudgetInputs(**inputs.given_values())
     spec, gpu = inputs.spec(), resolve_gpu(inputs.gpu)
-    token_id_bytes(inputs.budget_settings(), spec.vocab_size)  # a too-narrow --token-bytes: before the search
     train, plan, used = training_report(inputs, failures_for_deadline(inputs, spec, gpu), spec)
     gpus = max(1, math.ceil(train.value("gpus") - 1e-9))
     wall = train.value("wall_days_with_comm") * 86400 * train.value("gpus") / gpus

@@ -110,6 +110,15 @@ class BudgetFields(JobInputs):
             resolve_provider(value)
         return value
 
+    def adjust_spec(self, spec):
+        """Refuse a --token-bytes too narrow for ``spec``'s vocabulary (jobs.budget.sections.token_id_bytes) as
+        soon as the model is known, before any layout search; then the other field groups' checks."""
+        if self.token_bytes is not None:
+            from gpuplan.jobs.budget.sections import token_id_bytes
+
+            token_id_bytes(self.budget_settings(), spec.vocab_size)
+        return super().adjust_spec(spec)
+
     def budget_settings(self):
         """The budget assumptions as core-facing BudgetSettings."""
         from gpuplan.jobs.budget.model import BudgetSettings

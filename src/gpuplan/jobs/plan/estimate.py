@@ -125,9 +125,6 @@ def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tupl
 
 
 def plan_report(inputs: PlanInputs, progress=None) -> Report:
-    from gpuplan.jobs.budget.sections import token_id_bytes
-
-    token_id_bytes(inputs.budget_settings(), inputs.spec().vocab_size)  # a too-narrow --token-bytes: before the search
     result = search(inputs, progress)
     table, price = result.table, result.price
     order = ranking(table, rank_by_of(inputs), table["cost"])

@@ -74,7 +74,7 @@ def run_inputs(run: dict[str, Any]):
     if run.get("layout"):  # every degree fixed, those the configuration leaves out at 1 (no vpp, cp, ep then)
         stated |= {k: int(run["layout"].get(k, 1)) for k in LAYOUT_DEGREES}
     degrees = stated_degrees(run)
-    if degrees.get("pp", 1) > 1 and "vpp" not in degrees:
+    if _names_no_virtual_stages(degrees):
         degrees["vpp"] = UNSTATED_VPP
     stated |= degrees
     return BudgetInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"), params=run.get("params"),
@@ -118,13 +118,17 @@ def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
     return wall * factor * gpus / 3600, basis
 
 
+def _names_no_virtual_stages(degrees: dict[str, Any]) -> bool:
+    """A pipeline (pp > 1) whose source names no virtual stages: it runs UNSTATED_VPP."""
+    return degrees.get("pp", 1) > 1 and "vpp" not in degrees
+
+
 def _stated_layout_text(run: dict[str, Any], report) -> str:
     """', stated layout ...' (a whole stated layout), ', stated --zero 0: ...' (some degrees), or ''."""
     if run.get("layout"):
         return f", stated layout {report.line('mem_layout').text}"
     if run.get("degrees"):
-        schedule = " (no virtual stages named: --vpp 1)" if (run["degrees"].get("pp", 1) > 1
-                                                             and "vpp" not in run["degrees"]) else ""
+        schedule = " (no virtual stages named: --vpp 1)" if _names_no_virtual_stages(run["degrees"]) else ""
         return f", stated {_degrees_text(run['degrees'])}{schedule}: {report.line('mem_layout').text}"
     return ""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from gpuplan.core.serving import attention_backend as AB
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import profile as P
@@ -85,6 +84,8 @@ def checked_logs(data: Any) -> tuple[dict[str, Any], ...]:
 
 
 def _setup(e: dict[str, Any], spec, gpu) -> SU.ServingSetup:
+    from gpuplan.jobs.inference.resolve import mm_prefix_lm
+
     release = REL.parse_release(e["engine"])
     runtime = SU.Runtime(gpu_memory_utilization=e.get("gpu_memory_utilization"), engine=release.engine,
                          version=release.version, mem_fraction_static=e.get("mem_fraction_static"),
@@ -92,14 +93,7 @@ def _setup(e: dict[str, Any], spec, gpu) -> SU.ServingSetup:
                          sampler=e.get("sampler", P.DEFAULT_SAMPLER), p2p=e.get("p2p", True))
     kv = K.KV_DTYPE_BYTES[e.get("kv_dtype", "fp16" if e["quantization"] == "fp16" else "bf16")]
     return SU.ServingSetup(_format(e, spec, gpu), kv, runtime, block_size=e.get("block_size", K.DEFAULT_BLOCK_SIZE),
-                           mm_prefix_lm=AB.is_mm_prefix_lm(_checkpoint_config(e["model"])))
-
-
-def _checkpoint_config(model: str) -> dict[str, Any]:
-    """The catalog model's own config.json (top level: a multimodal checkpoint's model_type)."""
-    from gpuplan.adapters.resolve import model_config
-
-    return model_config(model)[0]
+                           mm_prefix_lm=mm_prefix_lm(e["model"], None))
 
 
 def _format(e: dict[str, Any], spec, gpu) -> W.WeightFormat:
