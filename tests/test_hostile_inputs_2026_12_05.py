@@ -50,6 +50,9 @@ def test_micro_batch_prune_drops_only_layouts_that_fit_in_no_mode(fields):
     keep = micro_batch_prefix(ev, grid, modes)
     fits = _fits_in_some_mode(ev, grid, modes)
     assert not (fits & ~keep).any()
+    # measured at 38b86be: the prune drops 30-55% of these grids (llama-2-7b 2,713 of 6,724, llama-3.1-70b 7,641 of
+    # 13,942, mixtral-8x7b 10,422 of 26,552, deepseek-v2-lite 3,869 of 8,357, qwen3-30b-a3b 4,093 of 13,618);
+    # 5% is a floor that says "it drops some", not a pinned share
     assert (~keep).sum() > 0.05 * len(keep), (int((~keep).sum()), len(keep))
 
 

@@ -140,16 +140,10 @@ def test_one_loss_field_drives_the_step_and_the_memory():
     assert (v3.memory.loss, v3.step.megatron_loss) == ("te-ce", "te")
 
 
-def rows():
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
-
-    return {r["id"]: r for r in published_throughput_rows()}
-
-
-def test_recipe_facts_of_published_rows():
+def test_recipe_facts_of_published_rows(published_rows):
     from gpuplan.jobs.validation.published_fits import expandable_segments, nemo2_layout, recipe_memory_fields
 
-    r = rows()
+    r = published_rows
     # every Megatron-Bridge perf config sets grad_reduce_in_fp32 = False; DeepSeek-V3 adds bf16 moments; v0.6.0's
     # _benchmark_common sets cross_entropy_fusion_impl "te" for every model (the row's recipe_memory, cited)
     assert recipe_memory_fields(r["mbridge-26.08-deepseek-v3-gb200-256g-mxfp8"]) == {
@@ -217,10 +211,10 @@ def test_embedding_and_loss_slots_take_a_layer_from_the_first_and_last_stage():
     assert float(slots.activations) == pytest.approx(7 / 8 * float(even.activations), rel=1e-12)
 
 
-def test_published_rows_take_the_pipeline_slots_of_their_recipe():
+def test_published_rows_take_the_pipeline_slots_of_their_recipe(published_rows):
     from gpuplan.jobs.validation.published_fits import recipe_memory_fields
 
-    r = rows()
+    r = published_rows
     assert recipe_memory_fields(r["mbridge-26.02-llama-3.1-405b-gb200-256g-fp8cs"])["embedding_loss_slots"] is True
     assert "embedding_loss_slots" not in recipe_memory_fields(r["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"])
 

@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from gpuplan import cli
 from gpuplan.catalog import load_accelerator
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import kernels as KR
@@ -60,12 +59,6 @@ def test_without_p2p_no_custom_allreduce_and_nccl_through_host_memory():
     assert KR.tp_allreduce_seconds(message, 1, None, 0.0, fabric=sxm, p2p=False) == 0.0
 
 
-def _infer(capsys, *args):
-    code = cli.main(["infer", *args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _flags(asked: dict) -> list[str]:
     flags = []
     for k, v in asked.items():
@@ -74,14 +67,14 @@ def _flags(asked: dict) -> list[str]:
     return flags
 
 
-def test_the_input_reaches_the_memory_split_and_cli_equals_the_apis(capsys):
+def test_the_input_reaches_the_memory_split_and_cli_equals_the_apis(run_cli):
     """--no-p2p moves the profile's non-torch term by 2 x 544e6 - 2**28 = 819,564,544 B (1.01 -> 0.25
     GiB of NCCL buffers) and the KV memory by the same; CLI, web API and Python API give one answer."""
     asked = {**ASKED, "p2p": False}
-    code, out, err = _infer(capsys, *_flags(asked), "--json")
+    code, out, err = run_cli("infer", *_flags(asked), "--json")
     assert code == 0, err
     without = json.loads(out)
-    code, out, err = _infer(capsys, *_flags(ASKED), "--json")
+    code, out, err = run_cli("infer", *_flags(ASKED), "--json")
     assert code == 0, err
     with_p2p = json.loads(out)
     moved = 2 * 544e6 - 2**28
@@ -104,12 +97,12 @@ def test_the_input_reaches_the_memory_split_and_cli_equals_the_apis(capsys):
     assert api["results"] == without["results"] and api["assumptions"] == without["assumptions"]
 
 
-def test_no_p2p_on_one_gpu_is_one_line(capsys):
+def test_no_p2p_on_one_gpu_is_one_line(run_cli):
     """One GPU has no peer: --no-p2p would change nothing, so it is refused (exit 2, one line naming
     p2p); with --rps the sizing tries larger TP, where it applies, so it is accepted there."""
-    code, out, err = _infer(capsys, "qwen2.5-7b", "--gpu", "a100-sxm4-80gb", "--no-p2p", "--no-search")
+    code, out, err = run_cli("infer", "qwen2.5-7b", "--gpu", "a100-sxm4-80gb", "--no-p2p", "--no-search")
     assert code == 2 and err.strip().count("\n") == 0 and err.startswith("error: p2p: ") and "tp x pp > 1" in err
-    code, _, err = _infer(capsys, "qwen2.5-7b", "--gpu", "a100-sxm4-80gb", "--pp", "2", "--no-p2p", "--no-search")
+    code, _, err = run_cli("infer", "qwen2.5-7b", "--gpu", "a100-sxm4-80gb", "--pp", "2", "--no-p2p", "--no-search")
     assert code == 0, err
 
 
