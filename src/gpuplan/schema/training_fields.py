@@ -228,12 +228,6 @@ class SetupFields(JobInputs):
             raise InputError("offload_layers", self.offload_layers, "Megatron-Core offloads activations only without "
                              "recompute: give --recompute none or leave --offload-layers out")
 
-    def _fa1_gpu(self):
-        """The accelerator FlashAttention 1 would run on (None where the fields name none)."""
-        from gpuplan.adapters.resolve import resolve_gpu
-
-        return resolve_gpu(self.gpu) if getattr(self, "gpu", None) else None
-
     @property
     def profile(self):
         """The framework profile (core.frameworks)."""
@@ -250,6 +244,7 @@ class SetupFields(JobInputs):
 
         from gpuplan.core.model.mtp import trained_mtp_layers
         from gpuplan.core.memory.recompute import module_applies
+        from gpuplan.adapters.resolve import resolve_gpu
         from gpuplan.core.time.attention_core import fa1_refusal, runs_eager_only
 
         given = self.given
@@ -282,8 +277,9 @@ class SetupFields(JobInputs):
             raise InputError("attention_kernel", kernel, f"transformers runs {spec.model_type} with eager attention "
                              f"only (_supports_sdpa = False) and --{flag} hf runs its modules: give eager (or leave "
                              f"it out), or --{flag} megatron / torchtitan")
-        if kernel == "flash1" and (why := fa1_refusal(spec, self.framework, self._fa1_gpu(),
-                                                      bool(getattr(self, "fp8_attention", False)))):
+        gpu = resolve_gpu(self.gpu) if kernel == "flash1" and getattr(self, "gpu", None) else None  # FA1's part
+        fp8_attention = bool(getattr(self, "fp8_attention", False))
+        if kernel == "flash1" and (why := fa1_refusal(spec, self.framework, gpu, fp8_attention)):
             raise InputError("attention_kernel", kernel, why)
         if self.finetune != "full" and self.lora_rank > spec.hidden_size:
             raise InputError("lora_rank", self.lora_rank, f"must be at most the hidden size {spec.hidden_size:,} "
