@@ -204,12 +204,33 @@ def test_no_paired_step_no_paired_transfer(pp, vpp, m):
 
 def test_combined_count_is_never_negative():
     """The clamp holds everywhere (a count below 0 would credit the combined schedule with time it
-    does not save), so the combined schedule never charges less than the plain one."""
+    does not save), so the combined schedule never charges less than the plain one.
+
+    Worked by hand on the grid pp 1-16, vpp {1, 2, 4, 12}, m 1-32 (2,048 cells) from the docstring's
+    count m vpp - pp vpp + pp - 2 (pipeline_schedule.paired_step_transfers), clamped at 0, and 0 at pp 1:
+    - pp 1: all 4 x 32 = 128 cells are 0;
+    - pp >= 2 the count is <= 0 iff m <= pp - (pp - 2) / vpp, i.e. m <= floor(((vpp - 1) pp + 2) / vpp):
+      vpp 1: m <= 2, 2 cells for each of 15 pp = 30;
+      vpp 2: floor((pp + 2) / 2) for pp 2..16 = 2,2,3,3,4,4,5,5,6,6,7,7,8,8,9 = 79;
+      vpp 4: floor((3 pp + 2) / 4) = 2,2,3,4,5,5,6,7,8,8,9,10,11,11,12 = 103;
+      vpp 12: floor((11 pp + 2) / 12) = 2,2,3,4,5,6,7,8,9,10,11,12,13,13,14 = 119;
+      so 128 + 30 + 79 + 103 + 119 = 459 cells are 0 and 2,048 - 459 = 1,589 are positive;
+    - the largest count is at pp 2, vpp 12, m 32: 32 x 12 - 2 x 12 + 2 - 2 = 360 (the count falls by
+      vpp - 1 >= 0 per pp and rises with m and with vpp once m >= pp).
+    Exact integers (tolerance 0); the seconds: each counted transfer adds exactly t = 1 ms (abs 1e-12 s)."""
+    t = 1e-3
+    counts = {}
     for pp in range(1, 17):
         for vpp in (1, 2, 4, 12):
             for m in range(1, 33):
-                assert paired_step_transfers(pp, vpp, m) >= 0
-                assert exposed_p2p_seconds(pp, vpp, m, 1e-3, True) >= exposed_p2p_seconds(pp, vpp, m, 1e-3)
+                counts[pp, vpp, m] = int(paired_step_transfers(pp, vpp, m))
+                extra = exposed_p2p_seconds(pp, vpp, m, t, True) - exposed_p2p_seconds(pp, vpp, m, t)
+                assert extra == pytest.approx(counts[pp, vpp, m] * t, abs=1e-12), (pp, vpp, m)
+    assert min(counts.values()) == 0
+    assert sum(c == 0 for c in counts.values()) == 459
+    assert max(counts.values()) == counts[2, 12, 32] == 360
+    # clamped cells by hand: 12 - 192 + 14 = -166 -> 0; 6 - 8 + 2 = 0; one above: 8 - 8 + 2 = 2; vpp 1: 32 - 2 + 0 = 30
+    assert (counts[16, 12, 1], counts[4, 2, 3], counts[4, 2, 4], counts[2, 1, 32]) == (0, 0, 2, 30)
 
 
 def test_pp_line_is_not_combined_without_expert_parallelism():
