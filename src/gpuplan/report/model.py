@@ -111,7 +111,8 @@ class Report:
                          for s in self.sections],
             "tables": {t.title: t.records() for t in self.tables},
             "notes": list(self.notes),
-            "headline": list(self.headline),
+            # only the keys this report has (a deadline's "gpus_compute_only" is absent when GPUs are given)
+            "headline": [line.key for line in self.lines(self.headline)],
         }
 
     def lines(self, keys: tuple[str, ...]) -> list[Line]:

@@ -48,8 +48,9 @@ def scaled_gpu_counts(gpus: float) -> list[tuple[float, float]]:
 def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seconds: float, gpu_hours: float,
                    tokens: float, global_batch_tokens: float | None = None, step_seconds: float | None = None,
                    recipe: str = "mixed", zero: int = 1, model_parallel: int = 1,
-                   settings: BudgetSettings | None = None) -> Budget:
-    """All budget sections, their assumptions, the cluster-size table and notes for one run."""
+                   settings: BudgetSettings | None = None, batch_asked: bool = False) -> Budget:
+    """All budget sections, their assumptions, the cluster-size table and notes for one run
+    (``batch_asked``: the user gave the global batch, which ``global_batch_tokens`` then holds)."""
     s = settings or BudgetSettings()
     validate_settings(s)
     run = run_facts(spec, gpu, gpus=gpus, wall_seconds=wall_seconds, gpu_hours=gpu_hours, tokens=tokens,
@@ -61,7 +62,7 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
     prices = resolve_prices(gpu.id, s)
     sections = (data_section(run, s), checkpoint_section(run, s, main), failure_section(run, main, ranges, scaled),
                 cost_section(run, main, prices, scaled), contingency_section(run, s, main, prices))
-    return Budget(sections, budget_assumptions(s, global_batch_tokens), (scaling_table(run, scaled, prices),),
+    return Budget(sections, budget_assumptions(s, global_batch_tokens, batch_asked), (scaling_table(run, scaled, prices),),
                   budget_notes(run, s, main, prices))
 
 

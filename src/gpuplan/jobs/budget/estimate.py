@@ -28,7 +28,8 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
                             gpu_hours=train.value("gpu_hours_with_comm"),
                             tokens=inputs.tokens, global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                             step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
-                            model_parallel=plan.layout.tp * plan.layout.pp, settings=used.budget_settings())
+                            model_parallel=plan.layout.tp * plan.layout.pp, settings=used.budget_settings(),
+                            batch_asked=inputs.global_batch is not None or inputs.global_batch_tokens is not None)
     keep = {"Compute", "GPU time"}
     time_sections = tuple(sec for sec in train.sections if sec.title in keep)
     memory = tuple(sec for sec in train.sections if sec.title.startswith(("Layout and memory", "One step by op class",

@@ -285,16 +285,19 @@ def scaling_table(run: RunFacts, scaled: list[tuple[float, Scenario]], p: Prices
 Row = tuple[str, str, object, str, str, tuple[str, ...]]  # key, label, value, source, flag, settings read
 
 
-def budget_assumptions(settings: BudgetSettings | None = None,
-                       global_batch_tokens: float | None = None) -> tuple[Assumption, ...]:
+def budget_assumptions(settings: BudgetSettings | None = None, global_batch_tokens: float | None = None,
+                       batch_asked: bool = False) -> tuple[Assumption, ...]:
     """Every default the budget sections use, with its source and the flag that changes it
-    (user_set when any setting behind it differs from its default)."""
+    (user_set when any setting behind it differs from its default). ``global_batch_tokens``: the
+    layout's batch (tokens); ``batch_asked``: the user gave --global-batch / --global-batch-tokens."""
     s = settings or BudgetSettings()
     user = changed_settings(s)
+    llama2 = "Llama 2 (arXiv:2307.09288 Sec. 2.2): 4M tokens"
     batch = Assumption("budget_global_batch", "global batch",
                        f"{global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS:,.0f} tokens",
-                       "given" if global_batch_tokens else "Llama 2 (arXiv:2307.09288 Sec. 2.2): 4M tokens",
-                       "--global-batch / --seq-len", global_batch_tokens is not None)
+                       llama2 if not global_batch_tokens else "the layout's: the batch asked, rounded to a multiple "
+                       "of dp" if batch_asked else f"the layout's: {llama2} by default, rounded to a multiple of dp",
+                       "--global-batch / --seq-len", batch_asked)
     rows = _data_assumptions(s) + _failure_and_money_assumptions(s)
     return (batch,) + tuple(Assumption(f"budget_{key}", label, value, source, flag, bool(user & set(names)))
                             for key, label, value, source, flag, names in rows)

@@ -259,7 +259,8 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
              f"{_ms(decode.latency_s)} (target {_ms(target.tpot)})", "decode step at the batch in flight"),
         Line("disagg_cost_per_hour", "cost", total, "USD/h", "n/a (no price)" if total is None else
              f"${total:,.2f}/h" + ("" if together is None else f" (colocated: ${together:,.2f}/h)"),
-             f"{prefill.price_source}; {decode.price_source}"),
+             prefill.price_source if prefill.price_source == decode.price_source  # one GPU type: one price
+             else f"{prefill.price_source}; {decode.price_source}"),
         Line("disagg_cost_per_million_tokens", "cost per million tokens", None if total is None else
              total / tokens_per_hour * 1e6, "USD",
              "n/a" if total is None else f"${total / tokens_per_hour * 1e6:,.3f}", "prompt + output tokens served"),

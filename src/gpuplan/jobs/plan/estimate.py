@@ -86,7 +86,8 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
         Line("global_batch", "global batch", plan.global_batch, "sequences",
              f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({plan.batch_difference:+.1%} vs {asked:,.0f} "
              + ("asked)" if inputs.global_batch is not None or inputs.global_batch_tokens is not None else "by default)"),
-             "the batch asked, rounded to a multiple of dp"),
+             ("the batch asked" if inputs.global_batch is not None or inputs.global_batch_tokens is not None
+              else "the default batch") + ", rounded to a multiple of dp"),
         Line("best_days", "wall-clock", days, "days", f"{days:.2f} days", f"band ±{error:.1%}: {band_source}",
              *band(days)),
         Line("best_mfu", f"predicted MFU ({dtype} basis)", plan.mfu, "fraction", f"{plan.mfu:.1%}",
@@ -164,7 +165,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     from gpuplan.jobs.step_classes import with_step_classes
 
     return with_step_classes(with_calibration_warning(Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
-                  report_inputs, _assumptions(inputs, plan, result) + budget.assumptions,
+                  report_inputs, _assumptions(inputs, plan, result)  # the plan states its own global batch
+                  + tuple(a for a in budget.assumptions if a.key != "budget_global_batch"),
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
                   ((result.missed_default_deadline,) if result.missed_default_deadline else ())
                   + (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",)
@@ -207,7 +209,7 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
         *mtp_assumption(result.evaluator.spec.mtp_layers, "mtp_layers" in inputs.given),
         *compile_assumption(inputs),
         Assumption("global_batch", "global batch", f"{plan.global_batch:,} x {inputs.seq_len:,} tokens",
-                   "asked: ~4M tokens by default (Llama 2), at least 1,024 per GPU (Llama 3 405B Table 4, "
+                   "the batch asked, else ~4M tokens (Llama 2), at least 1,024 per GPU (Llama 3 405B Table 4, "
                    "MegaScale Table 2: past 4,096 GPUs); rounded to a multiple of dp",
                    "--global-batch / --global-batch-tokens", "global_batch" in inputs.given or
                    "global_batch_tokens" in inputs.given),
