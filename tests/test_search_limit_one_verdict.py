@@ -55,7 +55,8 @@ def test_the_1e12_token_batch_is_answered_by_the_cli_the_api_and_python_alike(ru
     cli, api, python = three_verdicts(run_cli, client, fields,
                                       ["llama-2-7b", "--global-batch-tokens", "1e12", "--gpus", DEADLINE_COUNTS])
     assert cli == api == python
-    assert cli[0] == "ok" and 300_000 < cli[1] <= MAX_EVALUATED
+    # 73,020 rows of short runs + 9,666 long runs x (fitting + 1), 257,692 fitting: tests/test_search_count_1e12.py
+    assert cli[0] == "ok" and cli[1] == 340_378 <= MAX_EVALUATED
 
 
 @pytest.mark.parametrize("fields, args, fragment", [
