@@ -64,10 +64,11 @@ import copy
 from gpuplan.core.bulk import maximum
 from gpuplan.core.time.host import HOST_SECONDS_PER_OP, reference_scale
 from gpuplan.core.time.moe_host import (
-    MOE_LAYER_HOST_SECONDS,
+    FORWARD_ALL_TO_ALLS,
+    exposed_host_seconds,
     forward_op_seconds,
-    host_after_sync_seconds,
-    ungraphed_router_seconds,
+    layer_host_seconds,
+    stage_host_inputs,
 )
 from gpuplan.core.comm.moe_overlap import EP_COMM_SM_SHARE, paired_layer_exposed, unpaired_micro_batches
 from gpuplan.core.time.moe_layer import (
@@ -108,11 +109,8 @@ def backward_launches_per_local_expert(recipe: str | None) -> int:
     return QUANTIZE_CALLS_PER_EXPERT[1] * quantize_launches_per_call(recipe) + GEMMS_PER_EXPERT[1]
 
 
-def forward_host_seconds(dispatcher: str, local_experts, recipe: str | None, eager_bias=False,
-                         router_graphs=True):
-    """core.time.moe_host's sync-to-sync host seconds of one MoE layer's forward."""
-    return MOE_LAYER_HOST_SECONDS + host_after_sync_seconds(dispatcher, local_experts, recipe, eager_bias) \
-        + ungraphed_router_seconds(dispatcher, router_graphs)
+forward_host_seconds = layer_host_seconds
+"""core.time.moe_host's sync-to-sync host seconds of one MoE layer's forward (imported, not copied)."""
 
 
 def backward_host_seconds(dispatcher: str, local_experts, recipe: str | None, eager_bias=False,
@@ -144,24 +142,16 @@ def stage_paired_host_seconds(spec, settings, phases, ep, layers, costs, micro_b
     core.comm.moe_overlap leaves exposed); unpaired ones: the plain forward's max(0, host - GPU forward with
     its two all-to-alls). ``backward_scale`` multiplies the backward's and the nodes' host seconds (1: as
     counted)."""
-    from gpuplan.core.time.low_precision import low_precision_recipe
-    from gpuplan.core.time.eager_fallbacks import EXPERT_BIAS
-
     if settings.moe_launch != "eager" or spec.moe is None or not spec.num_moe_layers:
         return 0.0
-    ep_cost = [c for c in costs if c.parallelism == "EP"]
-    one_call = ep_cost[0].total / maximum(ep_cost[0].calls, 1.0) if ep_cost else 0.0
-    local_experts = spec.moe.num_experts / ep
-    recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
-    bias = spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks
+    one_call, local_experts, recipe, bias = stage_host_inputs(spec, settings, ep, costs)  # core.time.moe_host's
     graphs = settings.moe_router_graphs
     gpu_pair = phases.pre_dispatch_forward + phases.mlp_forward + phases.pre_dispatch_backward \
         + phases.mlp_backward + paired_layer_exposed(one_call, phases, EP_COMM_SM_SHARE)
     pair = paired_host_exposed(settings.ep_dispatcher, local_experts, recipe, gpu_pair, bias, graphs, node_overhead,
                                backward_scale)
-    alone_forward = phases.pre_dispatch_forward + phases.mlp_forward + 2 * one_call
-    alone = maximum(forward_host_seconds(settings.ep_dispatcher, local_experts, recipe, bias, graphs)
-                    - alone_forward, 0.0)
+    alone_forward = phases.pre_dispatch_forward + phases.mlp_forward + FORWARD_ALL_TO_ALLS * one_call
+    alone = exposed_host_seconds(settings.ep_dispatcher, local_experts, recipe, alone_forward, 0.0, bias, graphs)
     unpaired = unpaired_micro_batches(pp, vpp, micro_batches)
     per_layer = ((micro_batches - unpaired) * pair + unpaired * alone) / micro_batches
     return per_layer * spec.num_moe_layers * layers / spec.num_layers

@@ -183,9 +183,16 @@ def exposed_host_seconds(dispatcher: str, local_experts, recipe: str | None, lay
     time (MOE_LAYER_HOST_SECONDS + host_after_sync_seconds + ungraphed_router_seconds) - ``layer_forward``,
     the GPU's forward of the layer with its critical-path all-to-alls, - ``paired_mlp_backward``, the
     combined 1F1B schedule's other micro-batch)."""
-    host = MOE_LAYER_HOST_SECONDS + host_after_sync_seconds(dispatcher, local_experts, recipe, eager_bias) \
-        + ungraphed_router_seconds(dispatcher, router_graphs)
+    host = layer_host_seconds(dispatcher, local_experts, recipe, eager_bias, router_graphs)
     return maximum(host - layer_forward - paired_mlp_backward, 0.0)
+
+
+def layer_host_seconds(dispatcher: str, local_experts, recipe: str | None, eager_bias: bool = False,
+                       router_graphs: bool = True):
+    """The host's sync-to-sync seconds of one MoE layer's forward: MOE_LAYER_HOST_SECONDS +
+    host_after_sync_seconds + ungraphed_router_seconds (also scripts/combined_host_check.py's forward)."""
+    return MOE_LAYER_HOST_SECONDS + host_after_sync_seconds(dispatcher, local_experts, recipe, eager_bias) \
+        + ungraphed_router_seconds(dispatcher, router_graphs)
 
 
 FORWARD_ALL_TO_ALLS = ALL_TO_ALLS_PER_LAYER // 2
@@ -199,14 +206,20 @@ def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
     step's collectives (core.comm.step_comm), for one EP all-to-all call's seconds."""
     if settings.moe_launch != "eager" or spec.moe is None or not spec.num_moe_layers:
         return 0.0
-    ep_cost = [c for c in costs if c.parallelism == "EP"]
-    one_call = ep_cost[0].total / maximum(ep_cost[0].calls, 1.0) if ep_cost else 0.0
-    local_experts = spec.moe.num_experts / ep
+    one_call, local_experts, recipe, eager_bias = stage_host_inputs(spec, settings, ep, costs)
     combined = bool(settings.ep_a2a_overlap)  # the all-to-alls run beside the paired micro-batch instead
     layer_forward = phases.pre_dispatch_forward + phases.mlp_forward + (not combined) * FORWARD_ALL_TO_ALLS * one_call
     paired = phases.mlp_backward if combined else 0.0
-    eager_bias = spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks
-    recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
     per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, recipe, layer_forward, paired, eager_bias,
                                      settings.moe_router_graphs)
     return per_layer * spec.num_moe_layers * layers / spec.num_layers
+
+
+def stage_host_inputs(spec, settings, ep, costs):
+    """(one EP all-to-all call's seconds, local experts, the linears' low-precision recipe, whether the experts'
+    bias is added eagerly) of a stage's MoE layers: what stage_exposed_host_seconds (and
+    scripts/combined_host_check.py's paired term) price the host with."""
+    ep_cost = [c for c in costs if c.parallelism == "EP"]
+    one_call = ep_cost[0].total / maximum(ep_cost[0].calls, 1.0) if ep_cost else 0.0
+    eager_bias = spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks
+    return one_call, spec.moe.num_experts / ep, low_precision_recipe(settings.dtype, settings.fp8_recipe), eager_bias
