@@ -19,21 +19,17 @@ from __future__ import annotations
 
 import argparse
 import copy
-import sys
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 
 
 def family(run, moe: bool) -> str:
-    """docs/accuracy.md's family of a published row: megatron_ops_check.family, beside this script."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    try:
-        from megatron_ops_check import family as grouping
-    finally:
-        sys.path.pop(0)
-    return grouping(run, moe)
+    """docs/accuracy.md's family of a published row: jobs/validation/estimate.py's throughput_family."""
+    from gpuplan.jobs.validation.estimate import throughput_family
+    from gpuplan.jobs.validation.published_throughput import PRECISION
+
+    return throughput_family(run["family"], moe, PRECISION[run["precision"]])
 
 
 def predicted_with_breakdown(run):

@@ -31,16 +31,11 @@ def row_ops(spec, precision: str):
 
 
 def family(run, moe: bool) -> str:
-    """docs/accuracy.md's family of a published row (jobs/validation/estimate.py's grouping)."""
-    from gpuplan.jobs.validation.estimate import PRECISION_LABEL
+    """docs/accuracy.md's family of a published row: jobs/validation/estimate.py's throughput_family."""
+    from gpuplan.jobs.validation.estimate import throughput_family
     from gpuplan.jobs.validation.published_throughput import PRECISION
 
-    fam = run["family"]
-    source = "torchtitan" if fam.startswith("torchtitan") else "NeMo/Megatron-Bridge"
-    hardware = "Blackwell Ultra GB300" if "gb300" in fam else \
-        "Blackwell" if any(g in fam for g in ("b200", "b300", "gb200")) else "Hopper"
-    precision = PRECISION_LABEL.get(PRECISION[run["precision"]], "BF16")
-    return f"{source} {hardware} {'MoE' if moe else 'dense'} {precision}"
+    return throughput_family(run["family"], moe, PRECISION[run["precision"]])
 
 
 def main() -> None:

@@ -145,6 +145,15 @@ PRECISION_LABEL = {"fp8": "FP8", "fp4": "NVFP4"}
 """How a published family names its step-model dtype (band.py groups FP8 and NVFP4 as low precision)."""
 
 
+def throughput_family(family: str, moe: bool, precision: str) -> str:
+    """docs/accuracy.md's family of a published tokens/s row (its validation kind without 'throughput: ' and
+    ' (held out)'): source, hardware, dense / MoE and ``precision``, the step model's dtype ('fp8', 'fp4', 'bf16')."""
+    source = "torchtitan" if family.startswith("torchtitan") else "NeMo/Megatron-Bridge"
+    hardware = ("Blackwell Ultra GB300" if "gb300" in family else
+                "Blackwell" if any(g in family for g in ("b200", "b300", "gb200")) else "Hopper")
+    return f"{source} {hardware} {'MoE' if moe else 'dense'} {PRECISION_LABEL.get(precision, 'BF16')}"
+
+
 def published_throughput_validation() -> tuple[list[Case], list[tuple[str, str]]]:
     """Tokens/s/GPU of recent published runs (NeMo / Megatron-Bridge, torchtitan), all held out."""
     from gpuplan.jobs.validation.published_throughput import newest_releases, published_throughput_cases
@@ -153,11 +162,7 @@ def published_throughput_validation() -> tuple[list[Case], list[tuple[str, str]]
     newest = newest_releases(cases)
     out = []
     for c in cases:
-        source = "torchtitan" if c.family.startswith("torchtitan") else "NeMo/Megatron-Bridge"
-        hardware = ("Blackwell Ultra GB300" if "gb300" in c.family else
-                    "Blackwell" if any(g in c.family for g in ("b200", "b300", "gb200")) else "Hopper")
-        kind = (f"throughput: {source} {hardware} {'MoE' if c.moe else 'dense'} "
-                f"{PRECISION_LABEL.get(c.precision, 'BF16')} (held out)")
+        kind = f"throughput: {throughput_family(c.family, c.moe, c.precision)} (held out)"
         note = c.family + (f"; {c.note}" if c.note else "")
         out.append(Case(c.id, kind, c.measured, c.predicted, "tokens/s/GPU", note))
         if c.id in newest:  # the same row again, in the newest-release view of its family
