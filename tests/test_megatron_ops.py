@@ -137,6 +137,18 @@ def test_plan_shows_megatron_classes_that_add_up_to_the_step(run_cli):
     for name in ("norm", "qkv_split", "rope", "swiglu", "residual", "grad_sums", "fp8_casts", "loss"):
         assert classes[f"class_megatron_{name}"] > 0
     assert classes["class_megatron_swiglu"] > classes["class_megatron_rope"]
+    # the residual line by hand: bias_dropout_add twice a layer, read 2 + 2 B and write 2 B of h 4,096 each
+    # (megatron_ops.py 'residual': 2 kernels, 2 x 3 x 2 x 4,096 = 49,152 B a token); the plan's layout dp8 mb2 at
+    # the default 4,096-token sequence: 8,192 tokens a micro-batch, 1,024 / 8 / 2 = 64 micro-batches, 32 layers;
+    # H100 3.35 TB/s at 89% + 7.84 us a kernel (memory_kernels.HBM_STREAM_EFFICIENCY / KERNEL_FIXED_SECONDS):
+    # 64 x 32 x (2 x 7.84 us + 49,152 x 8,192 B / 2.9815 TB/s) = 64 x 32 x 150.73 us = 0.30870 s; the backward's
+    # grad_sums line moves the same bytes in 2 kernels
+    assert report["results"]["best_layout"].startswith("dp8 tp1 pp1") and " mb2," in report["results"]["best_layout"]
+    assert report["results"]["global_batch"] == 1024
+    residual = 64 * 32 * (2 * 7.84e-6 + 2 * 3 * 2 * 4096 * 8192 / (3.35e12 * 0.89))
+    assert residual == pytest.approx(0.30870, rel=1e-4)
+    assert classes["class_megatron_residual"] == pytest.approx(residual, rel=1e-9)
+    assert classes["class_megatron_grad_sums"] == pytest.approx(residual, rel=1e-9)
     # a MoE model keeps the fused lines
     code, out, _ = run_cli("plan", "qwen3-30b-a3b", "--tokens", "1T", "--gpu", "h100", "--gpus", "16",
                            "--framework", "megatron", "--full", "--json")
