@@ -23,6 +23,16 @@ def test_torchtitan_plan_shows_its_memory_bound_classes(run_cli):
     classes, report = _classes(out)
     for name in ("norm", "rope", "repeat_kv", "swiglu", "residual", "grad_sums", "loss"):
         assert classes[f"class_titan_{name}"] > 0
+    # the residual line by hand: two eager adds a layer, read 2 + 2 B and write 2 B of h 4,096 each = 12 h
+    # = 49,152 B a token forward and again backward, 2 kernels each (titan_ops.py eager 'residual'); the plan's
+    # layout dp8 mb4 at 4,096 tokens: 16,384 tokens a micro-batch, 1,024 / 8 / 4 = 32 micro-batches, 32 layers;
+    # H100 3.35 TB/s at 89% + 7.84 us a kernel (memory_kernels): 32 x 32 x 2 x (2 x 7.84 us + 49,152 x 16,384 B /
+    # 2.9815 TB/s) = 32 x 32 x 2 x 285.78 us = 0.58528 s
+    assert report["results"]["best_layout"].startswith("dp8 tp1 pp1") and " mb4," in report["results"]["best_layout"]
+    assert report["results"]["global_batch"] == 1024
+    residual = 32 * 32 * 2 * (2 * 7.84e-6 + 12 * 4096 * 16384 / (3.35e12 * 0.89))
+    assert residual == pytest.approx(0.58528, rel=1e-4)
+    assert classes["class_titan_residual"] == pytest.approx(residual, rel=1e-9)
     # the lines add up to the step's compute (they split the same micro-batch): within 0.1%
     step = report["results"]["best_step_seconds"]
     parts = sum(v for k, v in classes.items())
