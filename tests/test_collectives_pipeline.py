@@ -95,9 +95,10 @@ def test_held_out_collectives_across_nodes():
     kept = [c for c in several if "20racks" not in c.id]
     assert len(kept) == 15 and _mean_error(kept) < 0.08
     assert max(abs(c.predicted / c.measured - 1) for c in kept) < 0.15
-    # the 20-rack run is the known miss (docs/step.md: plateau half of NVLS-tree's, alpha 4.6 ms): not worse
+    # the 20-rack run is the known miss (docs/step.md: plateau half of NVLS-tree's, alpha 4.6 ms): 112% before
+    # tree/Simple's chain fill and 2.26.2's no-LL128 across racks, 56.5% (+47...+66%) with them: not worse
     twenty = [c for c in several if "20racks" in c.id]
-    assert len(twenty) == 6 and 1.0 < _mean_error(twenty) < 1.6
+    assert len(twenty) == 6 and 0.45 < _mean_error(twenty) < 0.60
     one_node = [c for c in cases if "nccl-tests, one node" in c.kind]
     assert _mean_error(one_node) < 0.04
     four_nodes = [c for c in cases if "torch all_reduce_bench, several nodes, payload >=" in c.kind]

@@ -12,7 +12,8 @@ bandwidth this group gets):
   ring       2(n-1)/n S per rank (all-reduce), (n-1)/n S (all-gather, reduce-scatter); a channel
              leaves the domain once, so NVLink carries (g-1)/g of it: bus = min(intra g/(g-1), net)
   tree       all-reduce only, chain inside the domain (each GPU sends S up and S down: intra / 2)
-             and a double binary tree across domains: a domain sends 2 S (k-1)/k, x 0.92. NCCL's
+             and a double binary tree across domains: a domain sends 2 S (k-1)/k, x 0.92; Simple also
+             pays its first chunk's crossing of the chain and the tree (tree_chain_fill). NCCL's
              tuner rounds that to 2 S beyond two domains ("ratio .5"), so it picks the ring where
              the tree would be faster (NVIDIA/nccl#1801: 3 GB200 partitions, tree 485 vs ring 394
              GB/s): the choice follows NCCL's estimate, the time the volume
@@ -108,6 +109,12 @@ NCCL_COLLECTIVE_CTAS = 16
 node with eight NICs: 'If you are on DGX with 8 NICs and a top speed of 190 GB/s, then it would use
 16 SMs', and 'NCCL CTAs won't share an SM with compute kernels' (NVIDIA/nccl#689, sjeaugey); an
 H800 node's NCCL log prints '16 coll channels' (NVIDIA/nccl#892)."""
+TREE_SIMPLE_CHUNK_BYTES = (1 << 22) / 8
+"""Bytes a tree/Simple all-reduce chunk holds: one step of the Simple buffer, DEFAULT_BUFFSIZE 4 MiB
+(src/init.cc @v2.26.2-1 line 608) / NCCL_STEPS 8 (src/include/device.h line 24); the tree kernel runs
+ProtoSimple<1, 1> (src/device/all_reduce.h lines 241-247: one step per chunk and per slice) and
+calcCollChunking (src/enqueue.cc) shrinks chunks for tree/LL128, NVLS, NVLS-tree and CollNet, not
+tree/Simple."""
 SMS_BY_ARCH = {"volta": 80, "ampere": 108, "hopper": 132, "blackwell": 148}
 """Streaming multiprocessors of the SXM part of each generation NCCL's tuner indexes: V100 80, A100
 108 (NVIDIA A100 / V100 whitepapers), H100 SXM5 132 (NVIDIA/cutlass#1921: 'H100 GPU with SXM5: 8
@@ -207,8 +214,31 @@ def _tree(size, links, proto: int):
     intra_lat = HW_US[links.intra_kind]["tree"][proto]
     inter_lat = HW_US["net"]["tree"][proto] + links.net_latency_us * (2 if proto == 2 else 1)
     lat = BASE_US["tree"][proto] + 2 * ((g - 1) * intra_lat + np.floor(np.log2(np.maximum(k, 1))) * inter_lat)
-    seconds = np.where(k > 1, lat * 1e-6 + _arr(size) / alg, np.inf)
+    fill = tree_chain_fill(size, links) if proto == 2 else 0.0
+    seconds = np.where(k > 1, lat * 1e-6 + fill + _arr(size) / alg, np.inf)
     return seconds, alg * 2 * (n - 1) / n, np.where(k > 1, lat * 1e-6 + _arr(size) / tuner, np.inf)
+
+
+def tree_chain_fill(size, links):
+    """Seconds the first tree/Simple chunk of each channel spends crossing the tree alone, up and
+    down, before the pipeline runs at its bandwidth (time only: NCCL's tuner counts per-step
+    latencies, not the chunk's transfer). Each channel sends chunks of min(S / channels,
+    TREE_SIMPLE_CHUNK_BYTES) and a GPU forwards a chunk when it has all of it; the chunk passes
+    (g - 1) NVLink hops up the domain's chain and ceil(log2 k) network hops up the double binary tree,
+    then the same down, each at its channel's share of the link: NVLink intra / channels, network
+    min(net / channels, net / g) (a channel drives one NIC). ceil(log2 k) is the deepest node of NCCL's
+    binary tree (src/graph/trees.cc ncclGetBtree; jobs/validation/collectives.nccl_btree_depths agrees
+    for 2 ... 256 nodes). 0 on one domain, and where a network profile states its own staging fill
+    (net_stages: the same crossing, fitted there; this formula with that profile's 1 MiB chunk gives
+    0.82 ms where the fit gives 0.86, tests/test_collectives_tree_fill.py)."""
+    g, k = _arr(links.per_node), _arr(links.nodes)
+    channels = NCCL_COLLECTIVE_CTAS
+    chunk = np.minimum(_arr(size) / channels, TREE_SIMPLE_CHUNK_BYTES)
+    nvlink_hop = chunk * channels / links.intra
+    net_hop = chunk / np.minimum(_arr(links.net) / channels, _arr(links.net) / np.maximum(g, 1))
+    levels = np.ceil(np.log2(np.maximum(k, 1)))
+    fill = 2 * ((g - 1) * nvlink_hop + levels * net_hop)
+    return np.where((k > 1) & (links.net_stages == 0), fill, 0.0)
 
 
 def _nvls(size, links, tree: bool):
