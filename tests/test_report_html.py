@@ -160,7 +160,18 @@ def test_serving_fields_add_the_inference_section(tmp_path):
     assert [r.kind for r in reports] == ["budget", "memory", "plan", "infer"]
     serving = reports[-1]
     assert "2 x NVIDIA H100" in serving.title  # tp 2 from the inference mapping, not gpus: 64
-    assert serving.value("max_sequences") > 0
+    # by hand: Llama 3.1 8B's K and V, 2 x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B a token, / tp 2 = 65,536 B
+    # a GPU, x the 8,192-token context = 536,870,912 B a sequence; the weights 8,030,261,248 parameters (32 x
+    # 218,103,808 in the layers + 2 x 128,256 x 4,096 untied embedding / LM head + 266,240 norm weights) x 2 B, the
+    # norms replicated: (16,060,522,496 - 532,480) / 2 + 532,480 = 8,030,527,488 B a GPU; vLLM's usable memory
+    # (81,559 MiB nvidia-smi total - 512 MiB) x 0.92 = 78,185,223,946 B; with nothing else held
+    # floor((78,185,223,946 - 8,030,527,488) / 536,870,912) = 130 sequences at most; the activations and the CUDA
+    # graphs / NCCL runtime take 3.60 GB more (the report's kv_budget line), leaving floor(66.55 GB / 0.537 GB) = 123
+    assert serving.value("kv_bytes_per_sequence") == 2 * 32 * 8 * 128 * 2 // 2 * 8192 == 536_870_912
+    assert serving.value("weights_per_gpu") == (16_060_522_496 - 532_480) / 2 + 532_480 == 8_030_527_488
+    assert serving.value("usable") == pytest.approx((81_559 - 512) * 2**20 * 0.92, rel=1e-12)
+    assert (78_185_223_946 - 8_030_527_488) // 536_870_912 == 130
+    assert serving.value("max_sequences") == serving.value("kv_budget") // 536_870_912 == 123
 
 
 def test_sections_option_and_shared_gpu_default():
