@@ -93,6 +93,26 @@ def test_noisy_measurements_give_a_standard_error():
     cal = fit_calibration(ms)
     f = cal.compute_time
     assert f.status == "fitted" and f.n_measurements == 5 and f.stderr > 0
+    # by hand (calibrate/fit.py: rows divided by the measured step y_i, so the target is 1 and the design row is
+    # (compute_i, attention_i) / y_i = ((1 - s_i) / 1.2, s_i / 1.5) / (1 + e_i), s_i the attention's share of the
+    # step at f 1.2, g 1.5: 0.1177, 0.1844, 0.2438, 0.3420, 0.4186 at s 2,048 ... 8,192 (the comment above);
+    # least squares in closed form with the 2 x 2 normal equations, stderr^2 = RSS / (5 - 2) x (D^T D)^-1_00)
+    shares = []
+    for m in ms:
+        parts = P.step_parts(P.case_of(m), world_size=1)
+        shares.append(1.5 * parts.attention / (1.2 * parts.compute + 1.5 * parts.attention))
+    assert shares == pytest.approx([0.1177, 0.1844, 0.2438, 0.3420, 0.4186], abs=1e-4)
+    rows = [((1 - sh) / 1.2 / (1 + e), sh / 1.5 / (1 + e)) for sh, e in zip(shares, noise)]
+    s00, s01, s11 = (sum(r[i] * r[j] for r in rows) for i, j in ((0, 0), (0, 1), (1, 1)))
+    t0, t1 = sum(r[0] for r in rows), sum(r[1] for r in rows)
+    det = s00 * s11 - s01 * s01
+    beta = ((s11 * t0 - s01 * t1) / det, (s00 * t1 - s01 * t0) / det)
+    rss = sum((beta[0] * r[0] + beta[1] * r[1] - 1) ** 2 for r in rows)
+    assert beta == pytest.approx((1.2121, 1.4690), abs=1e-4)
+    assert (f.value, cal.attention_time.value) == pytest.approx(beta, rel=1e-9)
+    assert (rss / 3 * s11 / det) ** 0.5 == pytest.approx(0.03980, abs=1e-5)  # 3.3% of f
+    assert f.stderr == pytest.approx((rss / 3 * s11 / det) ** 0.5, rel=1e-9)
+    assert cal.attention_time.stderr == pytest.approx((rss / 3 * s00 / det) ** 0.5, rel=1e-9)
     assert f.low == pytest.approx(f.value - 2 * f.stderr) and f.high == pytest.approx(f.value + 2 * f.stderr)
     assert abs(f.value - 1.2) < 0.1 and abs(cal.attention_time.value - 1.5) < 0.3
 
