@@ -122,6 +122,29 @@ def test_the_explain_line_of_eager_attention_says_where_its_time_is(run_json, tm
     attention = next(x for x in line["lines"] if x["key"] == "class_attention")
     matmuls = next(x for x in line["lines"] if x["key"] == "class_gemm")
     assert attention["value"] == 0 and "in the matmuls line" in attention["label"] and matmuls["value"] > 0
+    # the matmuls line by hand (core/time/linears.py: max(2 m k n / (peak x MAMF x d / (d + 512)), 2 B x (m k + k n
+    # + m n) at 89% of HBM + 7.84 us), d the smallest dimension): H200 989.4 TFLOP/s BF16, MAMF 0.803
+    # (efficiency.MAMF_FRACTION), 4.8 TB/s; Gemma 2 2B, h 2,304, 8 query / 4 KV heads of 256, MLP 9,216, vocab
+    # 256,000, 2 layers, one 1,024-token sequence: every GEMM has d = 1,024 -> 989.4e12 x 0.803 x 2 / 3 = 529.7 TF/s,
+    # each linear a forward, input-gradient and weight-gradient GEMM; the k and v projections (1,024 x 2,304 x 1,024:
+    # 9.12 us of FLOPs) sit on the memory floor, 11.5 MB / 4.272 TB/s + 7.84 us = 10.54 us. A layer's seven
+    # linears 0.9116 ms; eager attention's QK^T and PV, 8 heads batched in one launch (d 256: 264.8 TF/s), with their
+    # two backward GEMMs each, 0.0973 ms; the LM head 3 x 2 x 1,024 x 2,304 x 256,000 / 529.7 TF/s = 6.842 ms:
+    # 2 x (0.9116 + 0.0973) + 6.842 = 8.860 ms
+    def gemm(m, k, n, groups=1):
+        d = min(m, k, n)
+        flops = groups * 2 * m * k * n / (989.4e12 * 0.803 * d / (d + 512))
+        return max(flops, groups * 2 * (m * k + k * n + m * n) / (4.8e12 * 0.89) + 7.84e-6)
+
+    def linear(inputs, outputs, tokens=1024):
+        return gemm(tokens, inputs, outputs) + gemm(tokens, outputs, inputs) + gemm(outputs, tokens, inputs)
+
+    layer = sum(linear(i, o) for i, o in ((2304, 2048), (2304, 1024), (2304, 1024), (2048, 2304), (2304, 9216),
+                                          (2304, 9216), (9216, 2304)))
+    scores = 3 * gemm(1024, 256, 1024, groups=8) + 3 * gemm(1024, 1024, 256, groups=8)
+    assert (layer, scores, linear(2304, 256_000)) == pytest.approx((0.9116e-3, 0.0973e-3, 6.842e-3), rel=1e-3)
+    assert matmuls["value"] == pytest.approx(2 * (layer + scores) + linear(2304, 256_000), rel=1e-9)
+    assert matmuls["value"] == pytest.approx(8.860e-3, rel=1e-3)
 
 
 @pytest.mark.parametrize("framework, implementation, kernel", [
