@@ -302,6 +302,19 @@ def per_graph_bytes(spec: ModelSpec, layers: int, activation_quant: bool = False
     return max(round(layers * per_layer / GRAPH_SAMPLE_PAGE) * GRAPH_SAMPLE_PAGE, MiB)
 
 
+def graph_estimate_band(spec: ModelSpec, max_num_seqs: int, max_tokens: int | None = None) -> float:
+    """± bytes on graph_bytes from the per-graph samples' resolution, not fitted: vLLM multiplies each
+    mode's one second-capture sample by its further sizes (profile_cudagraph_memory, v0.19.0
+    gpu_model_runner.py line 5926), the sample moves in whole GRAPH_SAMPLE_PAGE pages, and which page
+    count a shape gets the code does not fix (no allocation of the window depends on TP;
+    docs/inference.md, 'Tensor parallelism, read from the code'): one page in the larger mode's
+    sample x its further sizes, 100 MiB at 51 sizes. 28 of the 35 scored 0.19 logs lie within it,
+    six more within 1.25x (their first captures' error); Qwen2.5-7B TP 4 is two pages off."""
+    limit = GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512)
+    piecewise, full = graph_capture_sizes(max_num_seqs, min(limit, max_tokens or limit))
+    return GRAPH_SAMPLE_PAGE * (max(len(piecewise), len(full)) - 1)
+
+
 FA_MAX_SPLITS = 32
 """VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH's default (vllm/envs.py, vllm PR 25274): the
 split-KV count FlashAttention 3 is planned for in a full CUDA graph

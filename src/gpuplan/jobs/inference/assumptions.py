@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import kernels as KR
+from gpuplan.core.serving import profile as P
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import Serving, price_for
@@ -126,6 +127,14 @@ def _gib(value: float) -> str:
     return f"{value / 2**30:.2f} GiB"
 
 
+def _graph_band(plan: Plan, tokens: int, seqs: int) -> str:
+    """The estimate's page resolution where vLLM logs its extrapolation (0.19+) and gpuplan estimates it."""
+    if plan.setup.runtime.cuda_graphs is not None or plan.setup.runtime.release.version < (0, 19, 0):
+        return ""
+    return (f", ± {_gib(P.graph_estimate_band(plan.spec, seqs, tokens))}: one 2 MiB page in a per-graph sample "
+            "x the further sizes (core.serving.profile.graph_estimate_band)")
+
+
 def _engine_assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[Assumption, ...]:
     """The engine, its release and the memory terms its profile counts (core/serving/releases.py)."""
     r, m, u = plan.setup.runtime, serving.memory, inputs.given
@@ -155,7 +164,8 @@ def _engine_assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -
                    ("counted before the KV cache (vLLM 0.21+)" if m.graphs_counted else
                     "captured after the KV cache is sized, out of the headroom")
                    + (" ; estimated per captured size and layer (core.serving.profile.graph_bytes)"
-                      if r.cuda_graphs is None else ""), "--cuda-graph-gib", "cuda_graph_gib" in u),
+                      if r.cuda_graphs is None else "") + _graph_band(plan, tokens, seqs),
+                   "--cuda-graph-gib", "cuda_graph_gib" in u),
         Assumption("prefill_tokens", "tokens of the profile forward (max_num_batched_tokens)", tokens,
                    f"vllm serve default of {release.label} on this GPU", "--prefill-tokens",
                    "prefill_tokens" in u),
