@@ -114,7 +114,16 @@ def test_full_recompute_and_micro_batch():
     none = M.peak_memory(spec, ParallelLayout(), base).backward_start_total
     full = M.peak_memory(spec, ParallelLayout(), M.MemorySettings(seq_len=4096, recipe="bf16",
                                                                    recompute="full")).backward_start_total
-    assert none - full > 20 * GiB  # 32 layers x (45.5 - 2) x sbh bytes saved, minus one layer
+    assert none - full > 20 * GiB
+    # by hand: at backward start the layers hold 186,504 B a token each without recompute (the HF Llama layer's
+    # saved tensors, core.memory.activations.layer_activations 'hf': norms 16 h + 8, attention 8 h + 128, MLP
+    # 88,064; in all 45.53 h at h 4,096) and only their 2-byte input, 2 h = 8,192 B, under full recompute (Korthikanti et
+    # al. 2022 eq. 6; the recomputed layer's set comes back only inside the backward); nothing else differs:
+    # 32 layers x (186,504 - 8,192) B x 4,096 tokens = 23,371,710,464 B (21.77 GiB), exact
+    from gpuplan.core.memory.activations import layer_activations
+
+    assert layer_activations(spec, 4096, impl="hf").total == 186_504
+    assert none - full == 32 * (186_504 - 2 * 4096) * 4096 == 23_371_710_464
     budget = 80 * GiB
     b = M.largest_micro_batch(spec, ParallelLayout(dp=8, zero=3), base, budget)
     assert M.peak_memory(spec, ParallelLayout(dp=8, zero=3, micro_batch=b), base).allocated <= budget
