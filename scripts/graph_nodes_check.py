@@ -36,7 +36,10 @@ the same sequence), not from a captured graph (no GPU in this session):
   fp8-dynamic log lists 'quant_fp8': 112 = 4 x 28 layers);
   tensor parallelism: two all-reduces a layer; where FlashInfer's all-reduce + RMSNorm fusion covers the size
   (the TP 2 logs: 'Flashinfer max size: 64 MB'; TP 4: 2 MB, up to 128-292 tokens) the fused kernel replaces the
-  norm (+0), above it the custom all-reduce kernel runs before the norm (+1 each, +2 a layer).
+  norm (+0), above it the custom all-reduce kernel runs before the norm (+1 each, +2 a layer). The logs do not
+  bear that term out: the 80-layer TP 2 / TP 4 pairs (Kimi-Dev-72B 18 + 10 / 16 + 12 MiB, Llama-3.3-70B fp8
+  20 + 12 / 18 + 14) log equal per-graph sums with 161 such kernels more at TP 4 (docs/inference.md, 'Tensor
+  parallelism, read from the code').
 """
 
 import argparse
