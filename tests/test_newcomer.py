@@ -286,9 +286,10 @@ def test_train_meets_its_deadline_after_communication_and_failures(run_json):
     assert r["fail_wall_seconds"] <= 7 * 86400  # was 8.47 days: 1,113 GPUs before comm and failures
     assert r["wall_days_with_comm"] == pytest.approx(7790.3 * 1.2 / gpus, rel=1e-4)
     inputs = BudgetInputs()
-    # one GPU fewer misses it (on its own layout, as the budget counts failures)
-    fewer = layout_for_gpus(inputs, gpus - 1)
-    wall = wall_with_failures(inputs.spec(), resolve_gpu("a100"), inputs.budget_settings(), gpus=gpus - 1, work_seconds=7790.3 * 1.2 * 86400 / (gpus - 1),
+    # one 8-GPU node fewer misses it (on its own layout and the GPUs it computes on, as the budget
+    # counts failures; whole nodes past one node since wave 5, tests/test_newcomer_wave5.py)
+    fewer = layout_for_gpus(inputs, gpus - 8)
+    wall = wall_with_failures(inputs.spec(), resolve_gpu("a100"), inputs.budget_settings(), gpus=fewer.gpus, work_seconds=7790.3 * 1.2 * 86400 / fewer.gpus,
         tokens=2e12, global_batch_tokens=float(fewer.global_batch * 4096), recipe=inputs.recipe_name,
         zero=fewer.layout.zero, model_parallel=fewer.layout.tp * fewer.layout.pp)
     assert wall > 7 * 86400
@@ -297,7 +298,8 @@ def test_train_meets_its_deadline_after_communication_and_failures(run_json):
 def test_readme_70b_deadline_is_met(run_json):
     r = run_json("train", "--model", "llama-2-70b", "--tokens", "2T", "--gpu", "h100", "--days", "30",
                  "--flops-method", "exact", "--seq-len", "8K")["results"]
-    assert r["fail_wall_seconds"] <= 30 * 86400 < r["fail_wall_seconds"] * 1.01  # was 36.5 days
+    # was 36.5 days; 29.48 days on 1,152 GPUs: the planner lays 1,136 and 1,144 out on 1,088, which miss it
+    assert r["fail_wall_seconds"] <= 30 * 86400 < r["fail_wall_seconds"] * 1.02
 
 
 # ---- 2: a deadline picks the smallest count (then cheapest) that meets it ---------------------

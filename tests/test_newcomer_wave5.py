@@ -13,12 +13,12 @@ def _assumptions(report: dict, label: str) -> list[dict]:
 
 def test_a_default_global_batch_is_not_called_given(run_cli, run_json):
     """`gpuplan train --full` printed "global batch 5,505,024 tokens (set) | given" though no batch
-    was given: the budget took the layout's batch (1,344 sequences = dp 672 x 2, the default 1,024
+    was given: the budget took the layout's batch (1,352 sequences = dp 676 x 2, the default 1,024
     rounded to a multiple of dp) for a user's."""
     report = run_json("train")
     (batch,) = _assumptions(report, "global batch")
     assert batch["user_set"] is False
-    assert batch["value"] == f"{1344 * 4096:,} tokens"  # the layout's batch, 1,344 x 4,096
+    assert batch["value"] == f"{1352 * 4096:,} tokens"  # the layout's batch, 1,352 x 4,096
     assert "given" not in batch["source"] and "by default" in batch["source"]
     code, out, err = run_cli("train", "--full")
     assert code == 0, err
@@ -77,3 +77,60 @@ def test_disaggregated_cost_names_its_price_once(run_cli):
     decode = next(s for sec in report["sections"] for s in sec["lines"] if s["key"] == "disagg_decode")
     assert prefill["value"]["gpu"] == decode["value"]["gpu"] == "b200"
     assert line["formula"].count("median of") == 1
+
+
+# ---- a deadline is met on the GPUs the layout computes on -------------------------------------
+
+def _no_idle_and_consistent(r: dict) -> None:
+    assert r["mem_layout"]["idle_gpus"] == 0 and r["mem_layout"]["gpus"] == r["gpus"]
+    assert r["gpus"] * r["wall_days"] == pytest.approx(r["gpu_days"], rel=1e-9)  # GPU-days = GPUs x days
+
+
+@pytest.mark.parametrize("args, gpus, days", [
+    # the bare train: was 1,349 GPUs with the layout on 1,344 (5 idle) and the time on all 1,349:
+    # 7,790.2 x 1.2 / 1,344 = 6.955 days + failures = 7.03 days, past the week it was solved for
+    ((), 1352, 7),
+    # README's 70B: was 1,133 GPUs on a 1,088-GPU layout (45 idle): 27,883 x 1.2 / 1,088 = 30.75 days
+    # before failures; the planner lays 1,136 and 1,144 out on 1,088 too, so 1,152 is the first that meets it
+    (("--model", "llama-2-70b", "--tokens", "2T", "--gpu", "h100", "--days", "30", "--flops-method", "exact",
+      "--seq-len", "8K"), 1152, 30),
+    # a fixed 512-sequence batch caps dp at 512: was 1,349 GPUs on a 1,024-GPU layout (325 idle, 24%)
+    (("--global-batch", "512"), 1536, 7),
+])
+def test_a_deadline_is_met_on_the_gpus_the_layout_uses(run_json, args, gpus, days):
+    r = run_json("train", *args)["results"]
+    _no_idle_and_consistent(r)
+    assert r["gpus"] == gpus and r["fail_wall_seconds"] <= days * 86400
+
+
+def test_one_node_fewer_misses_the_week(run_json):
+    """Whole 8-GPU nodes past one node: 1,352 = 169 x 8; 1,344 (168 nodes) needs 7,790.2 x 1.2 /
+    1,344 = 6.955 days before failures, 7.03 with them (the failure share of 1,352's 6.981 / 6.911)."""
+    from gpuplan import BudgetInputs
+    from gpuplan.adapters.resolve import resolve_gpu
+    from gpuplan.jobs.budget.compute import wall_with_failures
+    from gpuplan.jobs.training.layout import layout_for_gpus
+
+    r = run_json("train")["results"]
+    assert r["gpus"] % 8 == 0 and r["wall_days_with_comm"] == pytest.approx(7790.24 * 1.2 / r["gpus"], rel=1e-5)
+    inputs, fewer = BudgetInputs(), r["gpus"] - 8
+    plan = layout_for_gpus(inputs, fewer)
+    work = 7790.24 * 1.2 * 86400 / plan.gpus
+    wall = wall_with_failures(inputs.spec(), resolve_gpu("a100"), inputs.budget_settings(), gpus=plan.gpus,
+                              work_seconds=work, tokens=2e12, global_batch_tokens=float(plan.global_batch * 4096),
+                              recipe=inputs.recipe_name, zero=plan.layout.zero,
+                              model_parallel=plan.layout.tp * plan.layout.pp)
+    assert wall > 7 * 86400
+
+
+def test_given_gpus_count_only_those_the_layout_computes_on(run_cli, run_json):
+    """--gpus 1113: the planner runs the 7B on 1,112 (1,113 = 3 x 7 x 53 lays out worse); the time was
+    on all 1,113 (7,499 GPU-days / 1,113) while one sat idle, and the GPUs line said 'given'."""
+    report = run_json("train", "llama-2-7b", "--tokens", "2T", "--gpu", "a100", "--gpus", "1113")
+    r = report["results"]
+    assert r["gpus"] == 1112 and r["mem_layout"]["gpus"] == 1112 and r["mem_layout"]["idle_gpus"] == 1
+    assert r["gpus"] * r["wall_days"] == pytest.approx(r["gpu_days"], rel=1e-9)
+    line = next(s for sec in report["sections"] for s in sec["lines"] if s["key"] == "gpus")
+    assert line["formula"] == "the layout's: 1,113 given, 1 left idle (not counted)"
+    code, out, err = run_cli("train", "llama-2-7b", "--tokens", "2T", "--gpu", "a100", "--gpus", "1113")
+    assert "on 1,112 GPUs (1 more of the 1,113 asked left idle)" in out

@@ -85,15 +85,19 @@ def _gpus_lines(time: TimeEstimate, inputs: TrainingInputs, solved: str) -> tupl
     wall-clock after every allowance the answer adds is within it, and the article's compute-only
     figure (GPU-days / days) beside it, which meets the deadline only if nothing is added."""
     budget = time.expected
+    # GPUs given: the time is on those the layout computes on (`--gpus 1113` runs the 7B on 1,112)
+    given = "given" if inputs.gpus is None or budget.gpus == inputs.gpus else (
+        f"the layout's: {inputs.gpus:,} given, {inputs.gpus - budget.gpus:,.0f} left idle (not counted)")
     if time.mode == "solved" and time.deadline_wall_seconds is not None:  # GPUs and days given: MFU solved
         met = time.deadline_wall_seconds / SECONDS_PER_DAY
-        return (Line("gpus", "GPUs", budget.gpus, "GPUs", f"{budget.gpus:,.0f}", "given"),
+        return (Line("gpus", "GPUs", budget.gpus, "GPUs", f"{budget.gpus:,.0f}", given),
                 Line("deadline_met", f"wall-clock with {time.deadline_allowances}", met, "days", format_duration(met * SECONDS_PER_DAY),
                      f"the MFU is solved for this: the {time.deadline_days:g} days given"))
     if time.deadline_days is None:
         return (Line("gpus", "GPUs" + (" (solved)" if solved == "gpus" else ""), budget.gpus, "GPUs",
                      f"{budget.gpus:,.1f} -> {budget.gpus_whole:,} GPUs" if solved == "gpus" else f"{budget.gpus:,.0f}",
-                     "GPU-days / days" if solved == "gpus" else ("the layout's" if time.mode == "predicted" else "given"),
+                     "GPU-days / days" if solved == "gpus" else (
+                         "the layout's" if time.mode == "predicted" and given == "given" else given),
                      *(_band(time, "gpus") if solved == "gpus" else (None, None))),)
     days, article = time.deadline_days, time.compute_only_gpus
     met = time.deadline_wall_seconds / SECONDS_PER_DAY
@@ -171,7 +175,7 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
     m = plan.memory
     return Section(f"Layout and memory per GPU ({source}{idle})", (
         Line("mem_layout", "layout", plan.degrees(), text=f"{plan.text()} on {plural(plan.gpus, 'GPU')}"
-             + (f" ({plan.idle_gpus:,} idle)" if plan.idle_gpus else ""),
+             + (f" ({plan.idle_gpus:,} more of the {plan.gpus_asked:,} asked left idle)" if plan.idle_gpus else ""),
              formula=f"{source}; step {plan.step_seconds:.3f} s, modelled MFU {plan.mfu:.1%}"),
         Line("mem_global_batch", "global batch", plan.global_batch, "sequences",
              f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({plan.batch_difference:+.1%} vs "
