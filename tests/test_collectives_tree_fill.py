@@ -76,3 +76,14 @@ def test_gb200_racks_under_nccl_2_26_2_run_no_ll128(sweep_id):
     for payload, _ in series["points"]:
         _, label = model_bus_bandwidth(sweep, series, 72, payload)
         assert not label.endswith("LL128"), (payload, label)
+
+
+def test_nvls_tree_loop_uses_64_kib_chunks_from_four_domains():
+    """enqueue.cc @v2.26.2-1 caps NVLS-tree chunks at 64 KiB when nNodes >= 4: 32 channels x 8 heads x
+    64 KiB = 16 MiB on 4 B200 nodes, x 128 KiB = 32 MiB on 2 or 3; NVLS on one domain keeps 128 KiB."""
+    def hgx(nodes):
+        return GroupLinks(8 * nodes, 8, nodes, 680e9, 8 * 45e9, arch="blackwell", nvls_gain=1.25)
+    assert float(collectives.nvls_loop_bytes(hgx(4), tree=True)) == 32 * 8 * 64 * 1024
+    assert float(collectives.nvls_loop_bytes(hgx(3), tree=True)) == 32 * 8 * 128 * 1024
+    assert float(collectives.nvls_loop_bytes(hgx(2), tree=True)) == 32 * 8 * 128 * 1024
+    assert float(collectives.nvls_loop_bytes(hgx(1), tree=False)) == 24 * 8 * 128 * 1024

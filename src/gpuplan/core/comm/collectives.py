@@ -87,6 +87,10 @@ Across nodes a head is a GPU with its NIC (NVIDIA/nccl#1357: 'NVLS Head 0..3' on
 the catalog's parts have one NIC per GPU, so heads = GPUs of the domain, at most 32."""
 NVLS_CHUNK_BYTES = 128 * 1024
 """Bytes one NVLS channel moves per head and loop: nvls.cc NCCL_NVLS_CHUNKSIZE default 128 KiB."""
+NVLS_TREE_CHUNK_BYTES_FROM_FOUR = 64 * 1024
+"""NVLS-tree's chunk on four or more domains: calcCollChunking caps it at 64 KiB when nNodes >= 4 and
+NCCL_NVLSTREE_MAX_CHUNKSIZE is unset (src/enqueue.cc @v2.26.2-1 lines 1894-1896, 'comm->nNodes >= 4 ?
+65536 : chunkSize'); the smaller caps it applies to short payloads are not modelled."""
 NVLS_FILL_STAGES = 2
 """Loops an NVLS all-reduce leaves exposed: its kernel (src/device/all_reduce.h, RunWorkColl NVLS /
 NVLS_TREE) runs three warp groups in a pipeline over loops of heads x chunk per channel -- scatter
@@ -261,10 +265,12 @@ def _nvls(size, links, tree: bool):
 
 def nvls_loop_bytes(links, tree: bool):
     """Bytes one NVLS loop moves across all channels: channels x heads x chunk (NVLS_CHANNELS,
-    min(ranks per domain, NCCL_MAX_NVLS_ARITY) heads, NVLS_CHUNK_BYTES); 24 x 32 x 128 KiB = 96 MiB on
-    one NVL72 rack, 16 x 8 x 128 KiB = 16 MiB on an HGX H100 node."""
+    min(ranks per domain, NCCL_MAX_NVLS_ARITY) heads, NVLS_CHUNK_BYTES; NVLS-tree on four or more domains
+    NVLS_TREE_CHUNK_BYTES_FROM_FOUR); 24 x 32 x 128 KiB = 96 MiB on one NVL72 rack, 16 x 8 x 128 KiB = 16 MiB
+    on an HGX H100 node, 32 x 8 x 64 KiB = 16 MiB for NVLS-tree across 4 B200 nodes."""
     channels = NVLS_CHANNELS.get(links.arch, NVLS_CHANNELS["hopper"])[1 if tree else 0]
-    return channels * np.minimum(_arr(links.per_node), NCCL_MAX_NVLS_ARITY) * NVLS_CHUNK_BYTES
+    chunk = np.where(_arr(links.nodes) >= 4, NVLS_TREE_CHUNK_BYTES_FROM_FOUR, NVLS_CHUNK_BYTES) if tree else NVLS_CHUNK_BYTES
+    return channels * np.minimum(_arr(links.per_node), NCCL_MAX_NVLS_ARITY) * chunk
 
 
 def _nvls_fill(size, links, bus, tree: bool):
