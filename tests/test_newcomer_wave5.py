@@ -134,3 +134,38 @@ def test_given_gpus_count_only_those_the_layout_computes_on(run_cli, run_json):
     assert line["formula"] == "the layout's: 1,113 given, 1 left idle (not counted)"
     code, out, err = run_cli("train", "llama-2-7b", "--tokens", "2T", "--gpu", "a100", "--gpus", "1113")
     assert "on 1,112 GPUs (1 more of the 1,113 asked left idle)" in out
+
+
+# ---- units and grammar: a range reads like its value -------------------------------------------
+
+def test_a_count_range_takes_the_unit_only_where_its_value_does(run_cli):
+    """`gpuplan infer` printed "output tokens/s, 1 sequence  111  85 tokens/s – 123 tokens/s" and
+    `train --full` "interruptions expected  4.5 (0.64 per day)  3 interruptions – 8 interruptions"."""
+    import re
+
+    code, out, err = run_cli("infer")
+    assert code == 0, err
+    row = next(r for r in out.splitlines() if r.startswith("output tokens/s, 1 sequence"))
+    value, low, high = (float(x.replace(",", "")) for x in
+                        re.fullmatch(r"output tokens/s, 1 sequence\s+([\d,]+)\s+([\d,]+) – ([\d,]+)", row.strip()).groups())
+    assert low <= value <= high
+    code, out, err = run_cli("train", "--full")
+    row = next(r for r in out.splitlines() if r.startswith("interruptions expected"))
+    assert re.search(r"\) +\d+ – \d+ +expected wall-clock / MTBI$", row), row
+
+
+def test_a_count_range_keeps_the_unit_its_value_prints():
+    from gpuplan.report.model import Line
+    from gpuplan.report.render import range_text
+
+    line = Line("kv", "KV-cache capacity", 120896, "tokens", "120,896 tokens", low=100000, high=130000)
+    assert range_text(line) == "100,000 tokens – 130,000 tokens"
+    assert range_text(Line("t", "tokens/s", 111.0, "tokens/s", "111", low=85.0, high=123.0)) == "85 – 123"
+
+
+def test_one_sequence_is_singular(run_cli):
+    """`infer --full`'s inputs printed "concurrent sequences  1 sequences"."""
+    code, out, err = run_cli("infer", "--full")
+    assert code == 0, err
+    row = next(r for r in out.splitlines() if r.startswith("concurrent sequences "))
+    assert row.split()[-2:] == ["1", "sequence"], row

@@ -11,6 +11,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
+_PLURAL_COUNTS = ("sequences", "GPUs", "tokens", "nodes", "cores", "checkpoints", "interruptions", "ranks",
+                  "requests", "layers", "experts")
+"""Count units a line of value 1 prints in the singular."""
+
+
 @dataclass(frozen=True)
 class Line:
     """One reported quantity. ``value`` is in base units (``unit``); ``text`` is for display."""
@@ -28,6 +33,8 @@ class Line:
     def display(self) -> str:
         if self.text:
             return self.text
+        if self.unit in _PLURAL_COUNTS and not isinstance(self.value, bool) and self.value == 1:
+            return f"1 {self.unit[:-1]}"  # "1 sequence", not "1 sequences"
         if isinstance(self.value, float):
             return f"{self.value:.4g} {self.unit}".strip()
         return f"{self.value} {self.unit}".strip()

@@ -43,8 +43,8 @@ def value_text(value: float, unit: str, like: str = "") -> str:
         return duration_in(value, "ms") if value < 1 else format_duration(value)
     if unit in ("GPU-hours", "GPU-days"):
         return format_gpu_time(value)
-    if unit in COUNT_UNITS:
-        return f"{value:,.0f}" + ("" if unit == "GPUs" else f" {unit}")
+    if unit in COUNT_UNITS:  # the unit word only where the line's own text carries it ("111" -> "85 – 123")
+        return f"{value:,.0f}" + (f" {unit}" if unit != "GPUs" and (not like or unit in like) else "")
     if unit == "bytes":
         return format_bytes(value)
     if unit == "bytes/s":
