@@ -188,6 +188,12 @@ def test_cli_405b_with_flags(run_json):
     assert r["io_global_batch_tokens"] == 2048 * 8192
     assert r["cost_price_spot"] == pytest.approx(6.571)  # GCP publishes the H100 spot price
     assert r["fail_restart_seconds"] > 600               # 10 min + the async write in flight
+    # by hand: the write in flight is the whole 14 B x 405,853,388,800 = 5.682 TB checkpoint over 2,048 nodes x
+    # 0.98 GB/s = 2.8310 s, so 600 + 2.8310 = 602.831 s; the GPUs stall only for the copy to host, the
+    # 16,384th shard at 25 GB/s (the default --host-copy): 5.682e12 / 16,384 / 25e9 = 13.87 ms
+    assert r["fail_restart_seconds"] == pytest.approx(600 + 14 * 405_853_388_800 / (2048 * 0.98e9), rel=1e-12)
+    assert r["fail_restart_seconds"] == pytest.approx(602.831, abs=1e-3)
+    assert r["ckpt_stall_seconds"] == pytest.approx(14 * 405_853_388_800 / 16_384 / 25e9, rel=1e-12)
 
 
 def test_cli_markdown_and_plan_file(run_cli, tmp_path):
