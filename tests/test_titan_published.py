@@ -36,7 +36,9 @@ def test_held_out_torchtitan_families_stay_within_their_recorded_accuracy(titan_
     by_precision = {"bf16": [], "fp8": []}
     for case in titan_cases.values():
         by_precision.setdefault(case.precision, []).append(abs(case.error))
-    assert len(by_precision["bf16"]) == 8
-    assert sum(by_precision["bf16"]) / 8 <= 0.094
-    assert len(by_precision["fp8"]) == 20
-    assert sum(by_precision["fp8"]) / 20 <= 0.078
+    # torchtitan's Aug-2024 405B FSDP 16 x TP 8 rows (docs/performance.md@3faaa1a) add one BF16 row (+11.1%)
+    # and two FP8 (-8.0%, +2.1%): BF16 5.6% -> 6.2% over 9, FP8 7.7% -> 7.5% over 22 (docs/step.md, Planner)
+    assert len(by_precision["bf16"]) == 9
+    assert sum(by_precision["bf16"]) / 9 <= 0.094
+    assert len(by_precision["fp8"]) == 22
+    assert sum(by_precision["fp8"]) / 22 <= 0.078

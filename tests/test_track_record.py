@@ -42,7 +42,8 @@ def test_gpt_oss_runs_all_slower_than_predicted():
     oss = records["gpt-oss-120b"]
     assert oss.cases == 29 and oss.mean_error == pytest.approx(0.258, abs=0.005)
     assert oss.low == pytest.approx(0.110, abs=0.005) and oss.high == pytest.approx(0.828, abs=0.005)
-    assert records["llama-3.1-405b"].cases == 51 and records["llama-3.1-405b"].mean_error == pytest.approx(0.049, abs=0.005)
+    # 405B: 51 -> 54 rows with torchtitan's Aug-2024 FSDP 16 x TP 8 runs (published_throughput.yaml), 0.049 -> 0.046
+    assert records["llama-3.1-405b"].cases == 54 and records["llama-3.1-405b"].mean_error == pytest.approx(0.046, abs=0.005)
 
 
 def _notes(run_cli, *args):
