@@ -183,6 +183,16 @@ def test_calibrated_mfu_is_the_inverse_of_the_step_time_ratio():
     # one GPU, no communication: the step takes 1.25x as long, so MFU is 1/1.25 of the default
     assert calibrated == pytest.approx(default / 1.25, rel=1e-9)
     assert 0.2 < default < 0.8
+    # by hand: Llama 3.2 1B (16 layers, h 2,048, 32 heads / 8 KV heads of 64, MLP 8,192, vocab 128,256, tied)
+    # forward per token 2 x 16 x 60,817,408 layer weights + 16 x 4 x 4,096 x 2,048 attention (no causal halving)
+    # + 2 x 128,256 x 2,048 LM head = 3,008,364,544; x 3 = 9,025,093,632 FLOPs a token x 4,096 tokens over the
+    # predicted step (its compute and attention parts, 0.075402 + 0.019452 s) x 989.4 TFLOP/s BF16 = 0.3939
+    parts = P.step_parts(case, case.step)
+    assert parts.comm == 0.0
+    flops = 3 * (2 * 16 * (2 * 2048 * 2048 + 2 * 2048 * 512 + 3 * 2048 * 8192) + 16 * 4 * 4096 * 2048 + 2 * 128_256 * 2048)
+    assert flops == 9_025_093_632
+    assert default == pytest.approx(flops * 4096 / ((parts.compute + parts.attention) * 989.4e12), rel=1e-9)
+    assert default == pytest.approx(0.3939, abs=1e-4)
 
 
 def test_save_and_load_round_trip(tmp_path):
