@@ -169,3 +169,15 @@ def test_one_sequence_is_singular(run_cli):
     assert code == 0, err
     row = next(r for r in out.splitlines() if r.startswith("concurrent sequences "))
     assert row.split()[-2:] == ["1", "sequence"], row
+
+
+def test_a_time_ranking_says_it_takes_each_layouts_slow_end(run_json):
+    """README's `plan llama-2-7b --tokens 2T --gpu a100 --gpus 1113` listed, under "top 10 layouts
+    (ranked by time)", a 0.96 s / $222,927 layout third below a 1.06 s / $245,762 one: the ranking
+    takes step x (1 + ± model) (1.06 x 1.11 = 1.18 s before 0.96 x 1.24 = 1.19 s), and now says so."""
+    report = run_json("plan", "llama-2-7b", "--tokens", "2T", "--gpu", "a100", "--gpus", "1113")
+    (title,) = [t for t in report["tables"] if t.startswith("top ")]
+    assert title == "top 10 layouts (ranked by time at each layout's slow end, step x (1 + its ± model))"
+    rows = report["tables"][title]
+    slow = [float(r["step s"]) * (1 + float(r["± model"].strip("±%")) / 100) for r in rows]
+    assert all(a <= b * 1.005 for a, b in zip(slow, slow[1:]))

@@ -22,7 +22,7 @@ from gpuplan.planner.space import RECOMPUTE_MODES
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
 from gpuplan.schema import te_kernels as TE
 
-RANKED = {"time": "time", "cost": "cost", "gpus": "gpus",
+RANKED = {"time": "time at each layout's slow end, step x (1 + its ± model)", "cost": "cost", "gpus": "gpus",
           "deadline": "the deadline rule: fewest GPUs meeting it with failures and checkpoints, then cheapest"}
 COLUMNS = ("GPUs", "layout", "step s", "± model", "MFU", "days", "GPU-hours", "cost", "peak/GPU", "exposed comm",
            "bubble")
@@ -77,8 +77,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
     return (
         Line("best_layout", "your layout (best with the degrees given)" if inputs.layout_given else "best layout",
              plan.text(), text=f"{plural(plan.gpus, 'GPU')}, {plan.text()}: {t['days'][i]:,.1f} days, MFU {plan.mfu:.1%}",
-             formula=f"ranked by {RANKED[rank_by_of(inputs)]}" + (
-                 " at each layout's slow end, step x (1 + its ± model)" if rank_by_of(inputs) == "time" else "")),
+             formula=f"ranked by {RANKED[rank_by_of(inputs)]}"),
         Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
         Line("idle_gpus", "GPUs left idle", plan.idle_gpus, "GPUs",
              f"{plan.idle_gpus:,} of {plan.gpus_asked:,}" if plan.idle_gpus else "none",
