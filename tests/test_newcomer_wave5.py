@@ -182,3 +182,19 @@ def test_a_time_ranking_says_it_takes_each_layouts_slow_end(run_json):
     slow = [float(r["step s"]) * (1 + float(r["± model"].strip("±%")) / 100) for r in rows]
     assert len(rows) >= 3 and all(a <= b * 1.005 for a, b in zip(slow, slow[1:]))
     assert min(float(r["step s"]) for r in rows) < float(rows[0]["step s"])  # a faster point estimate ranks lower
+
+
+def test_plan_names_its_failure_free_cost_apart_from_the_billed_one(run_json):
+    """`plan ... --gpus 1113` printed "cost $245,762" in its answer and "cost, on-demand $247,834" in
+    its Cost section: the first is GPU-hours x price without failures (as the layouts table), the
+    second bills the expected wall-clock with failures. The answer's lines now say which."""
+    report = run_json("plan", "llama-2-7b", "--tokens", "2T", "--gpu", "a100", "--gpus", "1113")
+    lines = {s["key"]: s for sec in report["sections"] for s in sec["lines"]}
+    r = report["results"]
+    assert lines["best_cost"]["label"] == "cost, failure-free"
+    assert lines["best_gpu_hours"]["label"] == "GPU-hours, failure-free"
+    price = r["cost_price_on_demand"]
+    assert r["best_cost"] == pytest.approx(r["best_gpu_hours"] * price, rel=1e-9)
+    # the Cost section's bill: 1,112 GPUs x the wall-clock with failures, more than the failure-free hours
+    assert r["cost_on_demand_usd"] == pytest.approx(1112 * r["fail_wall_seconds"] / 3600 * price, rel=1e-6)
+    assert r["cost_on_demand_usd"] > r["best_cost"]
