@@ -44,9 +44,29 @@ the carried cost of a forward ATen op (core.time.host: r x (CPU seconds per op -
 per-expert launches x k (TE GroupedLinear's ``split_quantize`` and ``general_grouped_gemm`` loop
 over the experts in C++: per local expert 2 launches in BF16, 4 in MXFP8 and 10 in FP8 current
 scaling, whose quantiser launches four kernels per expert slice, core.time.moe_layer). MOE_LAYER_HOST_SECONDS, the rest of the layer's host time, is the one
-fitted constant (a published Nsight profile, below). The backward needs no host value (the split
-sizes are kept), so the host runs ahead there; 'static' and 'graph' layers have no sync. Units:
-seconds, counts.
+fitted constant (a published Nsight profile, below); 'static' and 'graph' layers have no sync.
+
+The backward needs no host value (the split sizes are kept), so nothing in it waits for the GPU, but
+running ahead needs a lead, and a micro-batch's backward starts with almost none: in the plain (not
+combined) 1F1B schedule the forward ends at its last MoE layer's sync plus the few ops after it, and
+a pipeline stage without the LM head starts its backward only when the next stage's gradient arrives.
+From there the host issues every layer's backward (autograd's C++ engine, TE's and Megatron's Python
+autograd functions, the per-expert launches) while the GPU runs it, so a MoE layer's backward takes
+the longer of the two (backward_exposed_seconds), the GPU's with its two backward all-to-alls on the
+critical path:
+
+    exposed_backward = max(0, host_backward - gpu_layer_backward)
+    host_backward = (host_layer - forward launches) x backward_to_forward_host() + backward launches
+
+host_backward is counted, not fitted: the forward's Python carried by the ratio of core.time.host's
+measured decoder layer (backward 756 us / 467 ops over forward 704 us / 210 ops, both carried to the
+GPU host: 1.454; TE's fused grouped MLP measures 1.74 per expert, 33 / 19 us on Grace,
+TransformerEngine#2897) plus the backward's per-expert launches (core.time.moe_layer: BF16 4, MXFP8 6,
+current scaling 12) x k. Not counted: the LM head's GPU time, which gives the last stage a lead of
+that much per micro-batch (so the term is an upper bound there by up to the head's forward +
+backward), the recompute's GPU time and host ops, Megatron DDP's per-parameter gradient hooks. Under
+the combined 1F1B schedule the paired forward's sync bounds the backward's run-ahead instead
+(scripts/combined_host_check.py, not adopted: docs/step.md). Units: seconds, counts.
 """
 
 from __future__ import annotations
@@ -54,9 +74,9 @@ from __future__ import annotations
 from gpuplan.core.bulk import maximum
 from gpuplan.core.comm.moe_overlap import ALL_TO_ALLS_PER_LAYER
 from gpuplan.core.time.eager_fallbacks import EXPERT_BIAS
-from gpuplan.core.time.host import cpu_seconds_per_op, reference_scale
+from gpuplan.core.time.host import HOST_SECONDS_PER_OP, cpu_seconds_per_op, reference_scale
 from gpuplan.core.time.low_precision import low_precision_recipe
-from gpuplan.core.time.moe_layer import forward_launches_per_local_expert
+from gpuplan.core.time.moe_layer import backward_launches_per_local_expert, forward_launches_per_local_expert
 
 MOE_LAUNCH_MODES = ("none", "eager", "static", "graph")
 """How the framework issues a MoE layer: 'eager' (Megatron-Core from Python; this module's term),
@@ -65,7 +85,7 @@ dispatcher's preprocess builds ``num_tokens_per_local_expert`` on the host from 
 moves no count, token_dispatcher.py@core_v0.14.0 ``if self.drop_and_pad``; no sync, no host term),
 'graph' (a full-iteration CUDA graph replays the step: no host term), 'none' (not modelled)."""
 
-MOE_LAYER_HOST_SECONDS = 2.99e-3
+MOE_LAYER_HOST_SECONDS = 2.938e-3
 """Host seconds to issue one MoE layer's forward from sync to sync beyond host_after_sync_seconds'
 count (attention's TE modules, the router, the dispatcher's preprocessing and buffer sizing, the
 combine, TE GroupedLinear's per-GEMM torch.split / torch.empty and quantizer set-up:
@@ -74,10 +94,13 @@ them), on an H100 DGX host. Fitted on one published profile, not on a
 throughput row: Megatron-Bridge skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md@067f987
 (Qwen3-30B-A3B, 16 H100, BF16, HybridEP, EP 16, MBS 1, GBS 1024, EP overlap off, moe_router and
 moe_preprocess graphed): step 24.7138 s, Nsight 'GPU-active interval union' 22.821 s, so the GPU
-idles 1.893 s a step, 0.616 ms per MoE layer forward (64 micro-batches x 48 layers). The step
-model's GPU forward of that layer is 2.514 ms (attention 0.865, MLP 0.877, two HybridEP
-all-to-alls of 0.386) and the count 0.143 ms: 0.616 + 2.514 - 0.143 = 2.99 ms (the same model's
-GPU step, 22.86 s, is within 0.2% of the profile's GPU-active time). Held out: every throughput
+idles 1.893 s a step, 0.616 ms per MoE layer (64 micro-batches x 48 layers). The step model's GPU
+forward of that layer is 2.514 ms (attention 0.865, MLP 0.877, two HybridEP all-to-alls of 0.386),
+its backward with its two all-to-alls 4.457 ms, and the count after the sync 0.143 ms. The idle is
+shared between the forward's exposure, C + 0.143 - 2.514, and the counted backward's (module
+docstring), (C + 0.143 - 0.052) x 1.454 + 0.104 - 4.457 (8 local experts, BF16: 2 / 4 launches of
+3.25 us each): C = 2.938 ms splits it 0.566 + 0.052 ms (2.99 ms before the backward was counted;
+the same model's GPU step, 22.86 s, is within 0.2% of the profile's GPU-active time). Held out: every throughput
 row but mbridge-skill-qwen3-30b-a3b-h100-16g-bf16-hybridep, the profiled run's recipe and layout (its
 host term is 0 with its overlap on); the FP8-CS 16-H100 EP16 rows are that layout in FP8 (docs/step.md)."""
 
@@ -195,9 +218,41 @@ def layer_host_seconds(dispatcher: str, local_experts, recipe: str | None, eager
         + ungraphed_router_seconds(dispatcher, router_graphs)
 
 
+MEASURED_LAYER_OPS = {"forward": 210, "backward": 467}
+"""ATen ops of core.time.host's measured decoder layer (HOST_SECONDS_PER_OP: 704 us / 210, 756 us / 467)."""
+
+
+def backward_to_forward_host() -> float:
+    """The measured layer's backward host seconds over its forward's, both carried to the GPU host
+    (r x (t - n x c) + n x k, core.time.host: r 1.506, k 3.25 us): 2.305 ms / 1.585 ms = 1.454."""
+    scale = reference_scale()
+    phase = {p: scale.seconds(HOST_SECONDS_PER_OP[p] * n, n) for p, n in MEASURED_LAYER_OPS.items()}
+    return phase["backward"] / phase["forward"]
+
+
+def backward_host_seconds(dispatcher: str, local_experts, recipe: str | None, eager_bias: bool = False,
+                          router_graphs: bool = True):
+    """Host seconds to issue one MoE layer's backward (module docstring): the forward's Python (layer_host_seconds
+    less its per-expert launches) x backward_to_forward_host() + the backward's per-expert launches x k."""
+    launch = reference_scale().launch
+    forward_python = layer_host_seconds(dispatcher, local_experts, recipe, eager_bias, router_graphs) \
+        - forward_launches_per_local_expert(recipe) * local_experts * launch
+    return forward_python * backward_to_forward_host() + backward_launches_per_local_expert(recipe) * local_experts * launch
+
+
+def backward_exposed_seconds(dispatcher: str, local_experts, recipe: str | None, layer_backward,
+                             eager_bias: bool = False, router_graphs: bool = True):
+    """Seconds one MoE layer's backward waits on the host per micro-batch under the plain schedule:
+    max(0, backward_host_seconds - ``layer_backward``, the GPU's backward of the layer with its all-to-alls)."""
+    host = backward_host_seconds(dispatcher, local_experts, recipe, eager_bias, router_graphs)
+    return maximum(host - layer_backward, 0.0)
+
+
 FORWARD_ALL_TO_ALLS = ALL_TO_ALLS_PER_LAYER // 2
 """Dispatch and combine: the all-to-alls of one MoE layer's forward (the forward half of core.comm.moe_overlap's
 ALL_TO_ALLS_PER_LAYER)."""
+BACKWARD_ALL_TO_ALLS = ALL_TO_ALLS_PER_LAYER - FORWARD_ALL_TO_ALLS
+"""The dispatch's and the combine's gradients: the all-to-alls of one MoE layer's backward."""
 
 
 def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
@@ -212,6 +267,10 @@ def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
     paired = phases.mlp_backward if combined else 0.0
     per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, recipe, layer_forward, paired, eager_bias,
                                      settings.moe_router_graphs)
+    if not combined:  # the plain schedule's backward: no sync, but no lead to run ahead with (module docstring)
+        layer_backward = phases.pre_dispatch_backward + phases.mlp_backward + BACKWARD_ALL_TO_ALLS * one_call
+        per_layer = per_layer + backward_exposed_seconds(settings.ep_dispatcher, local_experts, recipe, layer_backward,
+                                                         eager_bias, settings.moe_router_graphs)
     return per_layer * spec.num_moe_layers * layers / spec.num_layers
 
 

@@ -125,6 +125,13 @@ def forward_launches_per_local_expert(recipe: str | None) -> int:
     return QUANTIZE_CALLS_PER_EXPERT[0] * quantize_launches_per_call(recipe) + GEMMS_PER_EXPERT[0]
 
 
+def backward_launches_per_local_expert(recipe: str | None) -> int:
+    """Kernels GroupedLinear launches per local expert in one MoE layer's backward (fc1 and fc2: the
+    output gradient's quantisation, dgrad and wgrad GEMMs): BF16 / delayed / NVFP4 4, MXFP8 2 x 1 + 4 = 6,
+    current scaling 2 x 4 + 4 = 12."""
+    return QUANTIZE_CALLS_PER_EXPERT[1] * quantize_launches_per_call(recipe) + GEMMS_PER_EXPERT[1]
+
+
 def expert_kernel_fixed_seconds(local_experts, recipe: str | None, fixed: float = KERNEL_FIXED_SECONDS):
     """(forward, backward) fixed GPU seconds of one MoE layer's per-expert kernels for one
     micro-batch on one GPU (``recipe``: the linears' low-precision recipe, None for BF16)."""

@@ -1,0 +1,91 @@
+"""core.time.moe_host's plain-schedule backward: a MoE layer's backward host count (the forward's Python x
+the measured layer's backward / forward ratio + TE GroupedLinear's backward launches per expert) against the
+layer's GPU backward, the refit of MOE_LAYER_HOST_SECONDS it came with, and the rows it moves (held out,
+nothing fitted on them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.core.time import moe_host as M
+from gpuplan.core.time.moe_layer import backward_launches_per_local_expert
+from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, published_throughput_rows
+
+US = 1e-6
+ROWS = {r["id"]: r for r in published_throughput_rows()}
+
+
+def _error(row_id: str, **overrides) -> float:
+    run = ROWS[row_id]
+    return predict_tokens_per_gpu_s(run, **overrides) / run["measured"]["tokens_per_s_per_gpu"] - 1
+
+
+@pytest.mark.parametrize("recipe, launches", [(None, 4), ("mxfp8", 6), ("tensorwise", 12), ("nvfp4", 4)])
+def test_backward_launches_per_local_expert(recipe, launches):
+    # fc1 and fc2: dgrad + wgrad GEMMs (4) + 2 output-gradient quantisations (tex.split_quantize of grad_output,
+    # grouped_linear.py@v2.12): BF16 none, MXFP8 one cast kernel, current scaling zero-amax + amax + scale + cast
+    assert backward_launches_per_local_expert(recipe) == launches
+
+
+def test_backward_to_forward_ratio_by_hand():
+    # core.time.host's measured layer carried to the GPU host (r 1.506, k 3.25 us, c 0.5 us):
+    # forward 1.506 x (704 - 210 x 0.5) + 210 x 3.25 = 902.1 + 682.5 = 1,584.6 us;
+    # backward 1.506 x (756 - 467 x 0.5) + 467 x 3.25 = 786.9 + 1,517.8 = 2,304.6 us: 1.4544
+    assert M.backward_to_forward_host() == pytest.approx(2304.6 / 1584.6, rel=1e-3)
+
+
+def test_skill_layout_backward_by_hand():
+    # HybridEP, 8 local experts, BF16, graphed router: forward host 2,938 + 12 ops x 7.547 + 16 launches x 3.25
+    # = 3,080.6 us; backward (3,080.6 - 52.0) x 1.4544 + 32 launches x 3.25 = 4,404.8 + 104.0 = 4,508.8 us
+    assert M.layer_host_seconds("flex", 8, None) == pytest.approx(3080.6 * US, abs=0.2 * US)
+    assert M.backward_host_seconds("flex", 8, None) == pytest.approx(4508.8 * US, abs=0.5 * US)
+    # against the layer's GPU backward with its two HybridEP all-to-alls (the step model: 4,456.6 us) 52.2 us wait
+    assert M.backward_exposed_seconds("flex", 8, None, 4456.6 * US) == pytest.approx(52.2 * US, abs=0.5 * US)
+    assert M.backward_exposed_seconds("flex", 8, None, 5000 * US) == 0.0  # a backward the GPU covers
+
+
+def test_refit_constant_reproduces_the_profiled_idle():
+    # skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md@067f987, overlap off: step 24.7138 s, GPU-active
+    # 22.821 s: 1.893 s idle, now shared by the forward's wait and the counted backward's (module docstring)
+    run = ROWS["mbridge-skill-qwen3-30b-a3b-h100-16g-bf16-hybridep"]
+    tokens = run["layout"]["global_batch"] * run["model"]["seq_len"] / run["gpus"]
+    with_host = tokens / predict_tokens_per_gpu_s(run, ep_a2a_overlap=False)
+    static = tokens / predict_tokens_per_gpu_s(run, ep_a2a_overlap=False, moe_launch="static")
+    assert with_host - static == pytest.approx(24.7138 - 22.821, rel=0.005)
+    assert M.MOE_LAYER_HOST_SECONDS == pytest.approx(2938 * US)
+
+
+def test_combined_schedule_takes_no_backward_term():
+    # under the EP overlap the paired forward's sync bounds the backward instead (not modelled: docs/step.md)
+    row = "mbridge-25.11-qwen3-235b-a22b-b200-64g-mxfp8"
+    assert ROWS[row]["moe_comm"]["a2a_overlap"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(M, "backward_exposed_seconds", lambda *args, **kwargs: 0.0)
+        without = _error(row)
+    assert _error(row) == pytest.approx(without, rel=1e-12)
+
+
+@pytest.mark.parametrize("row", ["mbridge-25.11-qwen3-30b-a3b-b200-8g-mxfp8", "mbridge-26.02-qwen3-30b-a3b-b200-8g-mxfp8"])
+def test_micro_batch_one_b200_rows_are_host_bound_in_the_backward(row):
+    # Qwen3-30B-A3B on 8 B200, alltoall, micro-batch 1, no overlap, eager (held out): 16 local experts, MXFP8,
+    # router graphs not read (taken as the profile's). Forward host 2,938 + 16 ops x 7.547 + 64 launches x 3.25 =
+    # 3,266.8 us; backward (3,266.8 - 208.0) x 1.4544 + 96 launches x 3.25 = 4,448.6 + 312.0 = 4,760.6 us, 2.5x the
+    # layer's GPU backward (~1.9 ms): +36.8% / +42.6% too fast without the term, within 6% with it (measured at
+    # the commit that added it: -0.4% / -4.4%)
+    assert "cuda_graph" not in ROWS[row]["moe_comm"]
+    assert M.backward_host_seconds("alltoall", 16, "mxfp8") == pytest.approx(4760.6 * US, abs=0.5 * US)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(M, "backward_exposed_seconds", lambda *args, **kwargs: 0.0)
+        without = _error(row)
+    assert without > 0.30
+    assert abs(_error(row)) < 0.06
+
+
+def test_gpt_oss_h100_backward_is_gpu_bound():
+    # GPT-OSS 120B on 64 H100 (pp 4, ep 8, micro-batch 1): the layer's GPU backward (~6.9 ms) covers its host
+    # (~5.6 ms), so its error moves only by the refit forward constant (+0.4 points)
+    row = "mbridge-26.04.01-gpt-oss-120b-h100-sxm-64g-bf16"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(M, "backward_exposed_seconds", lambda *args, **kwargs: 0.0)
+        without = _error(row)
+    assert _error(row) == pytest.approx(without, rel=1e-12)
