@@ -233,3 +233,23 @@ def test_packaged_signed_errors_are_no_larger_than_their_rms():
     data = reference_json("layout_uncertainty.json")
     points = [p for cls in ("bf16", "fp8", "moe") for p in data[cls]["points"]]
     assert points and all(abs(p["b"]) <= p["e"] + 0.0051 for p in points)
+
+
+@pytest.mark.parametrize("tp, fits", [(1, False), (8, True)])
+def test_405b_on_128_h100_fits_as_torchtitans_aug_2024_page_says(run_cli, tp, fits):
+    """pytorch/torchtitan docs/performance.md@3faaa1a, Llama 3.1 405B on 128 Grand Teton H100, local batch 2,
+    full AC: "We do see OOM for 1D parallelism (FSDP2), so we only tested 2D" (FSDP 16 x TP 8 ran: 109-185
+    tokens/s/GPU). gpuplan's fit rule (with torchtitan's published reserve) says the same: FSDP 128 needs
+    ~130 GiB (activations alone 63 GiB: 126 layers x 8,192 x 2 sequences x 16,384 x 2 B at full AC), FSDP 16 x
+    TP 8 ~52 GiB of 96."""
+    import json
+
+    code, out, _ = run_cli("memory", "llama-3.1-405b", "--gpu", "h100-sxm-96gb-500w", "--gpus", "128", "--framework",
+                           "torchtitan", "--seq-len", "8192", "--tp", str(tp), "--pp", "1", "--recompute", "full",
+                           "--micro-batch", "2", "--zero", "3", "--json")
+    assert code == 0
+    results = json.loads(out)["results"]
+    assert results["fits"] is fits
+    activations_tp1 = 126 * 8192 * 2 * 16384 * 2  # the saved block inputs at full AC, bytes
+    if tp == 1:
+        assert results["peak_activations"] == pytest.approx(activations_tp1, rel=0.03)
