@@ -5,6 +5,7 @@ when no price is known)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -19,6 +20,7 @@ from gpuplan.core.serving.load import (
     max_rate,
     prefill_pool_rate,
     queue_wait,
+    replica_at,
     replicas_for,
 )
 from gpuplan.errors import InputError
@@ -120,7 +122,8 @@ class Pool:
     price: float | None
     price_source: str
     latency_s: float
-    """prefill: p99 TTFT incl. KV transfer; decode: TPOT at the batch in flight."""
+    """At the load asked (the target's rate over the instances): prefill: p99 TTFT incl. KV
+    transfer; decode: TPOT at the batch in flight."""
     transfer_s: float = 0.0
     in_flight: float = 0.0
 
@@ -174,21 +177,36 @@ def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = N
         for tp, (_, decode, cap) in steps.items():
             rated = decode_pool_rate(target.tpot, decode, plan.output, cap)
             if rated:
-                rate, in_flight, step = rated
-                decodes[tp] = Pool("decode", gpu, tp, rate, replicas_for(target, _rated(rate)), price_h, source,
-                                   step, in_flight=in_flight)
+                rate, in_flight, _ = rated
+                count = replicas_for(target, _rated(rate))
+                decodes[tp] = Pool("decode", gpu, tp, rate, count, price_h, source,
+                                   _decode_step_at(target.requests_per_s / count, decode, plan.output, cap),
+                                   in_flight=in_flight)
         for tp_p, (prefill, _, _) in steps.items():
             for tp_d, decode_pool in decodes.items():
                 transfer = kv_transfer_seconds(plan, gpu, min(tp_p, tp_d))
                 rate = prefill_pool_rate(target.ttft_p99, prefill, transfer)
                 if not rate:
                     continue
-                ttft = prefill + transfer + queue_wait(prefill, rate * prefill)[1]
-                pools = (Pool("prefill", gpu, tp_p, rate, replicas_for(target, _rated(rate)), price_h, source, ttft,
-                              transfer), decode_pool)
+                count = replicas_for(target, _rated(rate))  # the p99 at the load asked, each at its share
+                ttft = prefill + transfer + queue_wait(prefill, target.requests_per_s / count * prefill)[1]
+                pools = (Pool("prefill", gpu, tp_p, rate, count, price_h, source, ttft, transfer), decode_pool)
                 if gpu.id not in found or _pools_cost(pools) < _pools_cost(found[gpu.id]):
                     found[gpu.id] = pools
     return found
+
+
+def _decode_step_at(rate: float, decode, output: int, cap: int) -> float:
+    """TPOT of a decode-only instance at ``rate`` requests/s: the step at the batch in flight, B =
+    rate x output x step(B) (Little's law), by fixed point from batch 1 (grows to the smallest
+    solution), within the KV capacity ``cap``."""
+    batch = 1
+    for _ in range(64):
+        grown = min(cap, max(1, math.ceil(rate * output * decode(batch) - 1e-9)))
+        if grown <= batch:
+            break
+        batch = grown
+    return decode(batch)
 
 
 def _rated(rate: float) -> ReplicaLoad:
@@ -253,10 +271,12 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
              formula=f"{decode.rate_per_instance:,.2f} requests/s each at {decode.in_flight:,.0f} sequences in "
                      "flight (Little's law), decode steps never interrupted by prompts"),
         Line("disagg_ttft_p99", "TTFT p99", prefill.latency_s, "s", f"{_ms(prefill.latency_s)} (target "
-             f"{_ms(target.ttft_p99)})", f"includes the KV transfer, {prefill.transfer_s * 1e3:,.1f} ms "
+             f"{_ms(target.ttft_p99)})", f"at {target.requests_per_s / prefill.instances:,.2f} requests/s an "
+             f"instance (the load asked); includes the KV transfer, {prefill.transfer_s * 1e3:,.1f} ms "
              "(prompt KV / (tp x NIC bandwidth))"),
         Line("disagg_tpot", "time per output token", decode.latency_s, "s",
-             f"{_ms(decode.latency_s)} (target {_ms(target.tpot)})", "decode step at the batch in flight"),
+             f"{_ms(decode.latency_s)} (target {_ms(target.tpot)})", "decode step at the batch in flight at "
+             f"{target.requests_per_s / decode.instances:,.2f} requests/s an instance (the load asked)"),
         Line("disagg_cost_per_hour", "cost", total, "USD/h", "n/a (no price)" if total is None else
              f"${total:,.2f}/h" + ("" if together is None else f" (colocated: ${together:,.2f}/h)"),
              prefill.price_source if prefill.price_source == decode.price_source  # one GPU type: one price
@@ -284,7 +304,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
                                     "node per replica: relax the latency targets, shorten prompts or quantise"),))
     on_asked = [c for c in configs if c.gpu.id == asked_gpu]
     best = on_asked[0] if on_asked else configs[0]
-    r = best.replica
+    r, load = best.replica, _at_load(plan, target, best)
     elsewhere = _elsewhere_line(asked_gpu, on_asked, configs[0])
     tokens_per_hour = target.requests_per_s * (plan.prompt + plan.output) * 3600
     per_million = None if best.cost_per_hour is None else best.cost_per_hour / tokens_per_hour * 1e6
@@ -299,15 +319,25 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
         *elsewhere,
         Line("sized_rate_per_replica", "requests/s per replica", r.rate, "requests/s", f"{r.rate:,.2f}",
              f"{r.in_flight:,.1f} in flight, prefill {r.prefill_utilisation:.0%} of GPU time"),
-        Line("sized_ttft_p99", "TTFT p99", r.ttft_p99, "s", f"{_ms(r.ttft_p99)} (target {ttft})",
-             "prefill + M/M/1 queueing wait p99 (docs/inference.md)"),
-        Line("sized_tpot", "time per output token", r.tpot, "s", f"{_ms(r.tpot)} (target {tpot})",
-             "decode step at the batch in flight / (1 - prefill share)"),
+        Line("sized_ttft_p99", "TTFT p99", load.ttft_p99, "s", f"{_ms(load.ttft_p99)} (target {ttft})",
+             f"at {load.rate:,.2f} requests/s a replica (the load asked): prefill + M/M/1 queueing wait p99 "
+             "(docs/inference.md)"),
+        Line("sized_tpot", "time per output token", load.tpot, "s", f"{_ms(load.tpot)} (target {tpot})",
+             f"at {load.rate:,.2f} requests/s a replica: decode step at the batch in flight / (1 - prefill share)"),
         Line("sized_cost_per_hour", "cost", best.cost_per_hour, "USD/h",
              "n/a (no price)" if best.cost_per_hour is None else f"${best.cost_per_hour:,.2f}/h", best.price_source),
         Line("sized_cost_per_million_tokens", "cost per million tokens", per_million, "USD",
              "n/a" if per_million is None else f"${per_million:,.3f}", "prompt + output tokens served"),
     ))
+
+
+def _at_load(plan: Plan, target: LoadTarget, config: SizedConfig) -> ReplicaLoad:
+    """One replica of ``config`` at the load asked, the target's rate over its replicas (its
+    ``replica`` is at the most it sustains within the target, the table's 'req/s per replica')."""
+    cap = min(evaluate(plan, config.gpu, config.tp, 1, 1).max_sequences,
+              plan.setup.runtime.max_num_seqs or DEFAULT_MAX_NUM_SEQS)
+    prefill, decode = _step_times(plan, config.gpu, config.tp, cap)
+    return replica_at(target.requests_per_s / config.replicas, prefill, decode, plan.output, cap) or config.replica
 
 
 def _elsewhere_line(asked_gpu: str | None, on_asked: list[SizedConfig], cheapest: SizedConfig) -> tuple:
