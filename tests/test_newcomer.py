@@ -219,7 +219,8 @@ def test_a_solved_mfu_past_the_published_best_is_refused(run_cli, args, compute_
 
     code, out, err = run_cli("train", *args)
     assert code == 2 and out == "" and err.count("\n") == 1  # was exit 0 and "MFU (solved) 5564.5%"
-    needed = float(re.search(r"needs MFU ([\d.]+)%", err)[1]) / 100
+    # the MFU on the FLOPs the time uses (6ND), beside the exact-FLOPs one compared with the ceiling
+    needed = float(re.search(r"\(([\d.]+)% of 6nd\)", err)[1]) / 100
     assert compute_only * 1.2 <= needed <= compute_only * 1.2 * 1.03
     assert f", above {ceiling}, the best published dense bf16 MFU" in err
     assert "llmfoundry-mpt-7b-" in err and "--gpus " in err and " days on " in err
@@ -234,10 +235,12 @@ def test_the_refusal_names_the_gpus_at_the_ceiling(run_cli):
                            "20", "--flops-method", "exact")
     best = ceiling("h100-sxm", False, "bf16").mfu
     assert code == 2
-    # exact FLOPs on both sides: the same days at the ceiling take GPUs x needed MFU / best MFU
+    # exact FLOPs on both sides: the same days at the ceiling take GPUs x needed MFU / best MFU, and a
+    # little more (tests/test_newcomer_wave5.py): 1,368 GPUs fail more often than 200, leaving less of
+    # the 20 days for compute
     needed = float(re.search(r"needs MFU ([\d.]+)%", err)[1]) / 100
     gpus = int(re.search(r"the run needs ([\d,]+) GPUs for 20.00 days", err)[1].replace(",", ""))
-    assert gpus == pytest.approx(200 * needed / best, abs=1.5)
+    assert 200 * needed / best <= gpus <= 200 * needed / best * 1.01
 
 
 def test_a_solved_mfu_within_the_published_best_is_the_answer(run_json):

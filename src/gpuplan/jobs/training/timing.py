@@ -129,16 +129,35 @@ def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: 
     from gpuplan.jobs.training.layout import layout_for_gpus
 
     flops = count_flops(spec, inputs, inputs.recompute_mode)
-    plan = layout_for_gpus(inputs, gpus)
     deadline = days * SECONDS_PER_DAY
-    work = deadline  # failure-free wall-clock with the communication allowance
-    for _ in range(3 if after_allowances is not None else 0):
-        work *= deadline / after_allowances(gpus, plan, work)
-        if not work > 0:  # an infinite wall-clock: failures faster than a checkpoint period and a restart
-            raise InputError("gpus", gpus, f"on {gpus:,} GPUs failures come faster than a checkpoint period plus a "
-                             "restart; no run finishes (fewer GPUs, a lower --failure-rate or a shorter --restart)")
-    solved = solve_compute_budget(flops.used, peak, gpus=plan.gpus, wall_seconds=work / (1.0 + allowance))
-    check_solved_mfu(solved, flops, inputs, spec, gpu, deadline)
+
+    def solved_on(count: int) -> tuple[Plan, float, ComputeBudget]:
+        plan = layout_for_gpus(inputs, count)
+        work = deadline  # failure-free wall-clock with the communication allowance
+        for _ in range(3 if after_allowances is not None else 0):
+            work *= deadline / after_allowances(count, plan, work)
+            if not work > 0:  # an infinite wall-clock: failures faster than a checkpoint period and a restart
+                raise InputError("gpus", count, f"on {count:,} GPUs failures come faster than a checkpoint period "
+                                 "plus a restart; no run finishes (fewer GPUs, a lower --failure-rate or a shorter "
+                                 "--restart)")
+        return plan, work, solve_compute_budget(flops.used, peak, gpus=plan.gpus, wall_seconds=work / (1.0 + allowance))
+
+    def gpus_within(limit: float) -> int:
+        """The fewest GPUs whose solved MFU (exact FLOPs) is within ``limit``, each count solved as
+        the one given (its layout's GPUs, its failures): a few rounds up from the proportional guess."""
+        count = math.ceil(gpus * solved.mfu * flops.exact / flops.used / limit - 1e-9)
+        for _ in range(6):
+            try:
+                mfu = solved_on(count)[2].mfu * flops.exact / flops.used
+            except InputError:
+                break
+            if mfu <= limit:
+                break
+            count = max(count + 1, math.ceil(count * mfu / limit - 1e-9))
+        return count
+
+    plan, work, solved = solved_on(gpus)
+    check_solved_mfu(solved, flops, inputs, spec, gpu, deadline, gpus_within)
     met = work if after_allowances is None else after_allowances(gpus, plan, work)
     what = "communication allowance" + (", failures and checkpoints" if after_allowances is not None else "")
     return TimeEstimate(solved, None, None, mode="solved", deadline_days=days, deadline_wall_seconds=met,
@@ -271,11 +290,12 @@ def _whole(gpus: float, mfu: float, days: float) -> int:
 
 
 def check_solved_mfu(solved: ComputeBudget, flops: Flops, inputs: TrainingInputs, spec, gpu,
-                     deadline: float | None = None) -> None:
+                     deadline: float | None = None, gpus_within: Callable[[float], int] | None = None) -> None:
     """Refuse GPUs and days that need an MFU no GPU delivers: above 100% (faster than the dense
     peak) or above the best MFU published for the GPU's class, model kind and precision
     (jobs/validation/mfu_ceiling.py; compared on gpuplan's MFU definition, exact model FLOPs).
-    The message names the GPUs for those days and the days on those GPUs at that ceiling."""
+    The message names the GPUs for those days (``gpus_within(ceiling)``, each count solved with its
+    own layout and failures; else in proportion) and the days on those GPUs at that ceiling."""
     from gpuplan.core.units import format_duration
 
     exact_mfu = solved.mfu * flops.exact / flops.used  # the published ceilings count exact FLOPs
@@ -293,11 +313,14 @@ def check_solved_mfu(solved: ComputeBudget, flops: Flops, inputs: TrainingInputs
     if exact_mfu <= limit:
         return
     at = limit * flops.used / flops.exact  # the ceiling on the basis of the FLOPs used for time
-    gpus_needed = math.ceil(solved.gpus * solved.mfu / at - 1e-9)
+    gpus_needed = gpus_within(limit) if gpus_within else math.ceil(solved.gpus * solved.mfu / at - 1e-9)
     deadline = deadline or solved.wall_seconds
     seconds_needed = deadline * solved.mfu / at
-    raise InputError("gpus/days", f"{solved.gpus:,.0f} GPUs in {format_duration(deadline)}",
-                     f"needs MFU {solved.mfu:.1%}, above {why}; at that MFU the run needs {gpus_needed:,} GPUs "
+    given = inputs.gpus or solved.gpus  # the count given (the solve is on those its layout computes on)
+    raise InputError("gpus/days", f"{given:,.0f} GPUs in {format_duration(deadline)}",
+                     f"needs MFU {exact_mfu:.1%}" + ("" if flops.used == flops.exact else
+                                                     f" of the exact FLOPs ({solved.mfu:.1%} of {inputs.flops_method})")
+                     + f", above {why}; at that MFU the run needs {gpus_needed:,} GPUs "
                      f"for {format_duration(deadline)} (--gpus {gpus_needed}), or "
-                     f"{format_duration(seconds_needed)} on {solved.gpus:,.0f} GPUs; or give --mfu and one of "
+                     f"{format_duration(seconds_needed)} on {given:,.0f} GPUs; or give --mfu and one of "
                      "--gpus / --days")
