@@ -269,3 +269,14 @@ def test_the_gpus_a_refusal_names_are_accepted_and_one_fewer_is_not(run_cli, run
     assert report["results"]["fail_wall_seconds"] == pytest.approx(float(args[-1]) * 86400, rel=1e-3)
     code, _, err = run_cli("train", *(a.format(named - 1) for a in args))
     assert code == 2 and "needs MFU" in err
+
+
+def test_a_plan_shorter_than_a_day_reads_in_hours_beside_its_failures(run_cli, run_json):
+    """`plan pythia-1b --tokens 300B --gpu h100 --gpus 64` (the README loop's plan) printed
+    "wall-clock 0.78 days" over "expected wall-clock with failures 18.67 h": 0.78 days reads as
+    18.72 h, more than with failures. The wall-clock prints in the unit format_duration picks."""
+    r = run_json("plan", "pythia-1b", "--tokens", "300B", "--gpu", "h100", "--gpus", "64")["results"]
+    assert r["best_days"] < 1 and r["best_days"] * 86400 <= r["fail_wall_seconds"]
+    code, out, err = run_cli("plan", "pythia-1b", "--tokens", "300B", "--gpu", "h100", "--gpus", "64")
+    row = next(x for x in out.splitlines() if x.startswith("wall-clock "))
+    assert row.split()[1:3] == [f"{r['best_days'] * 24:.2f}", "h"], row

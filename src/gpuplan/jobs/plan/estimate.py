@@ -10,7 +10,7 @@ import numpy as np
 from gpuplan.catalog import prediction_band
 from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
 from gpuplan.core.memory import training as M
-from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_gpu_time, plural
+from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time, plural
 from gpuplan.errors import InputError
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
@@ -87,7 +87,8 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
              + ("asked)" if inputs.global_batch is not None or inputs.global_batch_tokens is not None else "by default)"),
              ("the batch asked" if inputs.global_batch is not None or inputs.global_batch_tokens is not None
               else "the default batch") + ", rounded to a multiple of dp"),
-        Line("best_days", "wall-clock", days, "days", f"{days:.2f} days", f"band ±{error:.1%}: {band_source}",
+        Line("best_days", "wall-clock", days, "days", format_duration(days * SECONDS_PER_DAY),  # 18.64 h, as failures'
+             f"band ±{error:.1%}: {band_source}",
              *band(days)),
         Line("best_mfu", f"predicted MFU ({dtype} basis)", plan.mfu, "fraction", f"{plan.mfu:.1%}",
              f"exact model FLOPs (full-attention convention, LM head) / dense {dtype} peak "
