@@ -280,3 +280,30 @@ def test_a_plan_shorter_than_a_day_reads_in_hours_beside_its_failures(run_cli, r
     code, out, err = run_cli("plan", "pythia-1b", "--tokens", "300B", "--gpu", "h100", "--gpus", "64")
     row = next(x for x in out.splitlines() if x.startswith("wall-clock "))
     assert row.split()[1:3] == [f"{r['best_days'] * 24:.2f}", "h"], row
+
+
+def test_serving_latency_labels_name_the_prefix_cache_and_the_speculation(run_json):
+    """README's `infer llama-3.1-8b --gpu h100 --speculative eagle --prefix-hit 0.5 --no-search`
+    printed "time to first token (3,840-token prompt) 45.3 ms" and "time per output token (batch 1,
+    ...) 3.5 ms", the labels of a plain run (84.3 / 5.5 ms) though half the prompt was cached and
+    EAGLE drafted 3 tokens a step."""
+    args = ("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search")
+    plain = {s["key"]: s for sec in run_json(*args)["sections"] for s in sec["lines"]}
+    both = {s["key"]: s for sec in run_json(*args, "--speculative", "eagle", "--prefix-hit", "0.5")["sections"]
+            for s in sec["lines"]}
+    assert plain["ttft"]["label"] == "time to first token (3,840-token prompt)"
+    assert both["ttft"]["label"] == "time to first token (3,840-token prompt, 50% of it cached)"
+    assert both["tpot"]["label"] == plain["tpot"]["label"][:-1] + ", eagle k = 3)"
+    assert both["ttft"]["value"] < plain["ttft"]["value"] and both["tpot"]["value"] < plain["tpot"]["value"]
+
+
+def test_an_unpriced_gpu_names_the_price_flag_that_exists(run_cli):
+    """`infer --gpu h800` said "give --price-per-gpu-hour", an option no command has."""
+    import re
+
+    code, out, err = run_cli("infer", "--gpu", "h800")
+    assert code == 0, err
+    flag = re.search(r"no price known \(give (--[\w-]+)", out)[1]
+    code, out, err = run_cli("infer", "--gpu", "h800", flag, "2")
+    assert code == 0, err
+    assert re.search(r"cost per million output tokens\s+\$[\d.]+ \(at \$2\.00/GPU-hour x 1\)", out)

@@ -200,10 +200,13 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
     cost = R.cost_per_million_tokens(price, serving.gpus, rate) if price is not None else None
     comm = tpot.comm_s
     lines = [
-        _range_line("ttft", f"time to first token ({plan.prompt:,}-token prompt)", ttft,
+        _range_line("ttft", f"time to first token ({plan.prompt:,}-token prompt"  # what shortens it, named
+                    + (f", {plan.setup.prefix_hit:.0%} of it cached" if plan.setup.prefix_hit else "") + ")", ttft,
                     "GEMMs max(FLOPs / (tp x peak x eff), weights / (bandwidth x eff)) + exposed share of the "
                     f"shorter + flash attention + elementwise + host + all-reduces; {ttft[0].bound}-bound"),
-        _range_line("tpot", f"time per output token (batch {batch}, {plan.decode_context:,.0f} cached tokens)",
+        _range_line("tpot", f"time per output token (batch {batch}, {plan.decode_context:,.0f} cached tokens"
+                    + (f", {plan.setup.speculation.method} k = {plan.setup.speculation.tokens}"
+                       if plan.setup.speculation is not None else "") + ")",
                     serving.tpot, "GEMMs max(weights / (bandwidth x eff), FLOPs / (peak x eff)) + exposed share "
                     f"+ batch x KV read + elementwise + host + all-reduces; {tpot.bound}-bound"),
         Line("tpot_parts", "time per output token (by part)", tpot.verify_s, "s", _parts(tpot),
@@ -224,7 +227,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
     ]
     if cost is None:
         lines.append(Line("cost_per_million_tokens", "cost per million output tokens", None, "USD",
-                          "not available: no price known (give --price-per-gpu-hour)", source))
+                          "not available: no price known (give --price, USD per GPU-hour)", source))
     else:
         lines.append(Line("cost_per_million_tokens", "cost per million output tokens", cost, "USD",
                           f"${cost:,.3f} (at ${price:,.2f}/GPU-hour x {serving.gpus})", source))
