@@ -307,3 +307,17 @@ def test_an_unpriced_gpu_names_the_price_flag_that_exists(run_cli):
     code, out, err = run_cli("infer", "--gpu", "h800", flag, "2")
     assert code == 0, err
     assert re.search(r"cost per million output tokens\s+\$[\d.]+ \(at \$2\.00/GPU-hour x 1\)", out)
+
+
+def test_a_one_day_deadline_is_singular_in_english_and_translated(run_json):
+    """`train --tokens 1T --days 1` printed "GPUs to finish in 1 days (solved)"."""
+    from gpuplan import BudgetInputs, estimate_budget
+    from gpuplan.report.i18n import translate_report
+
+    report = run_json("train", "--tokens", "1T", "--days", "1")
+    line = next(s for sec in report["sections"] for s in sec["lines"] if s["key"] == "gpus")
+    assert line["label"] == "GPUs to finish in 1 day (solved)" and line["formula"].endswith("within 1 day")
+    zh = translate_report(estimate_budget(BudgetInputs(tokens="1T", days=1)), "zh")
+    assert zh.line("gpus").label == "1 天内完成所需 GPU 数（求解）"
+    week = next(s for sec in run_json("train")["sections"] for s in sec["lines"] if s["key"] == "gpus")
+    assert week["label"] == "GPUs to finish in 7 days (solved)"

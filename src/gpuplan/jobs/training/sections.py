@@ -80,6 +80,11 @@ def time_section(gpu, peak: float, time: TimeEstimate, flops: Flops, inputs: Tra
     ))
 
 
+def _days(days: float) -> str:
+    """'1 day', '7 days', '0.5 days'."""
+    return f"{days:g} day" + ("" if days == 1 else "s")
+
+
 def _gpus_lines(time: TimeEstimate, inputs: TrainingInputs, solved: str) -> tuple[Line, ...]:
     """The GPU count: given, the layout's, or solved for a deadline — then the fewest GPUs whose
     wall-clock after every allowance the answer adds is within it, and the article's compute-only
@@ -92,7 +97,7 @@ def _gpus_lines(time: TimeEstimate, inputs: TrainingInputs, solved: str) -> tupl
         met = time.deadline_wall_seconds / SECONDS_PER_DAY
         return (Line("gpus", "GPUs", budget.gpus, "GPUs", f"{budget.gpus:,.0f}", given),
                 Line("deadline_met", f"wall-clock with {time.deadline_allowances}", met, "days", format_duration(met * SECONDS_PER_DAY),
-                     f"the MFU is solved for this: the {time.deadline_days:g} days given"))
+                     f"the MFU is solved for this: the {_days(time.deadline_days)} given"))
     if time.deadline_days is None:
         return (Line("gpus", "GPUs" + (" (solved)" if solved == "gpus" else ""), budget.gpus, "GPUs",
                      f"{budget.gpus:,.1f} -> {budget.gpus_whole:,} GPUs" if solved == "gpus" else f"{budget.gpus:,.0f}",
@@ -102,12 +107,12 @@ def _gpus_lines(time: TimeEstimate, inputs: TrainingInputs, solved: str) -> tupl
     days, article = time.deadline_days, time.compute_only_gpus
     met = time.deadline_wall_seconds / SECONDS_PER_DAY
     return (
-        Line("gpus", f"GPUs to finish in {days:g} days (solved)", budget.gpus, "GPUs", f"{budget.gpus:,.0f}",
-             f"the fewest whose wall-clock with the {time.deadline_allowances} is within {days:g} days"),
+        Line("gpus", f"GPUs to finish in {_days(days)} (solved)", budget.gpus, "GPUs", f"{budget.gpus:,.0f}",
+             f"the fewest whose wall-clock with the {time.deadline_allowances} is within {_days(days)}"),
         Line("gpus_compute_only", "GPUs for compute alone (the article)", article, "GPUs", f"{article:,.1f}",
-             f"GPU-days / {days:g} days: meets the deadline only if nothing is added to compute time"),
+             f"GPU-days / {_days(days)}: meets the deadline only if nothing is added to compute time"),
         Line("deadline_met", f"wall-clock with {time.deadline_allowances}", met, "days", format_duration(met * SECONDS_PER_DAY),
-             f"on {budget.gpus:,.0f} GPUs; the deadline is {days:g} days"),
+             f"on {budget.gpus:,.0f} GPUs; the deadline is {_days(days)}"),
     )
 
 
