@@ -145,9 +145,9 @@ def combined_host_term(scale: float = 1.0, node_overhead: bool = True):
         layout.update(pp=kw.get("pp", 1), vpp=kw.get("vpp", 1), m=kw.get("micro_batches", 1))
         return step_time(*args, **kw)
 
-    def stage(spec, settings, phases, ep, layers, costs):
+    def stage(spec, settings, phases, ep, layers, costs, **plain_inputs):
         if not settings.ep_a2a_overlap:
-            return plain(spec, settings, phases, ep, layers, costs)
+            return plain(spec, settings, phases, ep, layers, costs, **plain_inputs)
         return stage_paired_host_seconds(spec, settings, phases, ep, layers, costs, layout["m"], layout["pp"],
                                          layout["vpp"], node_overhead, scale)
 

@@ -89,3 +89,46 @@ def test_gpt_oss_h100_backward_is_gpu_bound():
         patch.setattr(M, "backward_exposed_seconds", lambda *args, **kwargs: 0.0)
         without = _error(row)
     assert _error(row) == pytest.approx(without, rel=1e-12)
+
+
+def test_activation_sync_by_hand():
+    # GPT-OSS's clamped quick-GEGLU (weighted_bias_quick_geglu_impl, fused_bias_geglu.py L434 core_v0.15-0.18)
+    # builds torch.tensor(linear_offset, device=cuda): a synchronising host-to-device copy. alltoall, 16 local
+    # experts, BF16, eager fc2 bias, no router graphs: the layer's host 2,938 + (6 + 10 + 32) ops x 7.547 + 32
+    # launches x 3.25 + 43 router ops x 7.547 = 3,728.8 us, of which 135.0 us come before the activation
+    # ((6 + 5) ops x 7.547 + fc1's 16 launches x 3.25). GPU: 1,074 + 2,073 + 2 x 259 = 3,665 us, of which the
+    # dispatch all-to-all and fc1 (2/3 of 1,500 us of routed GEMMs) 1,259 us come first. Exposed after the
+    # activation: 3,728.8 - 135.0 - (3,665 - 1,259) = 1,187.8 us, where the one-sync model had 63.8 us: +1,124.0 us
+    from dataclasses import replace
+
+    from gpuplan.core.comm.moe_overlap import MoeLayerPhases
+    from gpuplan.core.time.step import StepSettings
+
+    assert M.EXPERT_OPS_BEFORE_ACTIVATION == 5 and M.FC1_SHARE_OF_EXPERT_GEMMS == pytest.approx(2 / 3)
+    settings = replace(StepSettings(), ep_dispatcher="alltoall", moe_router_graphs=False, moe_launch="eager")
+    assert M.layer_host_seconds("alltoall", 16, None, True, False) == pytest.approx(3728.8 * US, abs=0.5 * US)
+    phases = MoeLayerPhases(1074 * US, 0.0, 2073 * US, 0.0)
+    extra = M.activation_sync_extra_seconds(settings, 16, None, phases, 259 * US, True, 1500 * US)
+    assert extra == pytest.approx(1124.0 * US, abs=0.5 * US)
+    # under the combined schedule the paired backward covers it instead: not charged
+    assert M.activation_sync_extra_seconds(replace(settings, ep_a2a_overlap=1.0), 16, None, phases, 259 * US, True,
+                                           1500 * US) == 0.0
+    # a layer whose GPU work after the activation outlasts the host: nothing more
+    long = MoeLayerPhases(4000 * US, 0.0, 4000 * US, 0.0)
+    assert M.activation_sync_extra_seconds(settings, 16, None, long, 259 * US, True, 1500 * US) == 0.0
+
+
+@pytest.mark.parametrize("row, before", [("mbridge-26.04.01-gpt-oss-120b-h100-sxm-64g-bf16", 0.246),
+                                         ("mbridge-26.02-gpt-oss-120b-h100-sxm-64g-bf16", 0.211)])
+def test_gpt_oss_h100_rows_pay_the_activation_sync(row, before):
+    # held out, nothing fitted: +24.6% / +21.1% with one sync per layer, +15.8% / +12.5% with both (the step
+    # +1.15 ms a MoE layer-micro-batch, 80 x 9 of them on the last stage); the micro-batch-4 25.11 row keeps its
+    # GPU-bound forward
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(M, "activation_sync_extra_seconds", lambda *args, **kwargs: 0.0)
+        assert _error(row) == pytest.approx(before, abs=0.005)
+    assert 0.10 < _error(row) < 0.17
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(M, "activation_sync_extra_seconds", lambda *args, **kwargs: 0.0)
+        unsynced = _error("mbridge-25.11-gpt-oss-120b-h100-sxm-64g-bf16")
+    assert _error("mbridge-25.11-gpt-oss-120b-h100-sxm-64g-bf16") == pytest.approx(unsynced, rel=1e-12)

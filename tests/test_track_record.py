@@ -17,7 +17,9 @@ def test_packaged_track_record_is_the_current_code():
 
 def test_gpt_oss_runs_all_slower_than_predicted():
     """docs/accuracy.md: the 29 GPT-OSS 120B rows (Megatron-Bridge 25.11-26.08, five GPU types)
-    are +11.0% to +82.8%, mean +25.8% (+9.4…+82.1%, +23.9%, before each row's recipe loss: Megatron-Bridge's
+    are +7.4% to +82.8%, mean +24.3% (+11.0…+82.8%, +25.8%, before their activation's host sync on the H100 and 25.11
+    GB200 rows, core/time/moe_host.py activation_sync_extra_seconds; +9.4…+82.1%, +23.9%, before each row's recipe
+    loss: Megatron-Bridge's
     perf scripts run TE's fused cross-entropy for every model, jobs/validation/published_throughput.py
     row_loss_impl; +4.2…+82.1%, +23.3%, before the fused MXFP8 grouped MLP's element-wise
     passes on its six 26.06-26.08 GB200 / GB300 rows, core/time/moe_layer.py fused_mlp_saved_seconds;
@@ -40,8 +42,8 @@ def test_gpt_oss_runs_all_slower_than_predicted():
     # pins at +-0.005, not hand-worked figures; the docstring keeps their history
     records = model_track_records()
     oss = records["gpt-oss-120b"]
-    assert oss.cases == 29 and oss.mean_error == pytest.approx(0.258, abs=0.005)
-    assert oss.low == pytest.approx(0.110, abs=0.005) and oss.high == pytest.approx(0.828, abs=0.005)
+    assert oss.cases == 29 and oss.mean_error == pytest.approx(0.243, abs=0.005)
+    assert oss.low == pytest.approx(0.074, abs=0.005) and oss.high == pytest.approx(0.828, abs=0.005)
     # 405B: 51 -> 54 rows with torchtitan's Aug-2024 FSDP 16 x TP 8 runs (published_throughput.yaml), 0.049 -> 0.046
     assert records["llama-3.1-405b"].cases == 54 and records["llama-3.1-405b"].mean_error == pytest.approx(0.046, abs=0.005)
 
@@ -54,7 +56,7 @@ def _notes(run_cli, *args):
 
 def test_a_plan_quotes_its_models_record_only_outside_the_band(run_cli, tmp_path):
     notes = _notes(run_cli, "plan", "gpt-oss-120b", "--gpu", "b200", "--gpus", "64", "--global-batch", "1280")
-    assert "29 published runs of gpt-oss-120b" in notes and "+26% on average" in notes and "optimistic" in notes
+    assert "29 published runs of gpt-oss-120b" in notes and "+24% on average" in notes and "optimistic" in notes
     # Llama 3 70B's 36 runs average -1.6%: inside the band, no note
     assert "published runs of" not in _notes(run_cli, "plan", "llama-3-70b", "--gpu", "h100", "--gpus", "64")
     # train --mfu predicted carries the same note

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 from gpuplan.core.bulk import maximum
 from gpuplan.core.comm.moe_overlap import ALL_TO_ALLS_PER_LAYER
-from gpuplan.core.time.eager_fallbacks import EXPERT_BIAS
+from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS
 from gpuplan.core.time.host import HOST_SECONDS_PER_OP, cpu_seconds_per_op, reference_scale
 from gpuplan.core.time.low_precision import low_precision_recipe
 from gpuplan.core.time.moe_layer import backward_launches_per_local_expert, forward_launches_per_local_expert
@@ -255,10 +255,12 @@ BACKWARD_ALL_TO_ALLS = ALL_TO_ALLS_PER_LAYER - FORWARD_ALL_TO_ALLS
 """The dispatch's and the combine's gradients: the all-to-alls of one MoE layer's backward."""
 
 
-def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
+def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed_forward=0.0):
     """Per micro-batch: the exposed host seconds of the MoE layers among a stage's ``layers``
     (0 unless ``settings.moe_launch`` is 'eager' and the model has MoE layers). ``costs``: the
-    step's collectives (core.comm.step_comm), for one EP all-to-all call's seconds."""
+    step's collectives (core.comm.step_comm), for one EP all-to-all call's seconds; ``routed_forward``: one
+    layer's routed expert GEMMs in the forward (core.time.step.routed_seconds_per_token x tokens), for the
+    activation's sync (activation_sync_extra_seconds)."""
     if settings.moe_launch != "eager" or spec.moe is None or not spec.num_moe_layers:
         return 0.0
     one_call, local_experts, recipe, eager_bias = stage_host_inputs(spec, settings, ep, costs)
@@ -267,11 +269,57 @@ def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs):
     paired = phases.mlp_backward if combined else 0.0
     per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, recipe, layer_forward, paired, eager_bias,
                                      settings.moe_router_graphs)
+    if not combined and CLAMPED_GLU in settings.eager_fallbacks and spec.moe.activation_clamp is not None:
+        # the clamped quick-GEGLU path syncs the host a second time, at the activation (below)
+        per_layer = per_layer + activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_call, eager_bias,
+                                                              routed_forward)
     if not combined:  # the plain schedule's backward: no sync, but no lead to run ahead with (module docstring)
         layer_backward = phases.pre_dispatch_backward + phases.mlp_backward + BACKWARD_ALL_TO_ALLS * one_call
         per_layer = per_layer + backward_exposed_seconds(settings.ep_dispatcher, local_experts, recipe, layer_backward,
                                                          eager_bias, settings.moe_router_graphs)
     return per_layer * spec.num_moe_layers * layers / spec.num_layers
+
+
+EXPERT_OPS_BEFORE_ACTIVATION = 5
+"""Of EXPERT_MODULE_PYTHON_OPS, those TEGroupedMLP.forward dispatches before the activation: tokens_per_expert.tolist(),
+the two Fp8Paddings, unsqueeze, linear_fc1 (experts.py@core_v0.16.0)."""
+FC1_SHARE_OF_EXPERT_GEMMS = 2.0 / 3.0
+"""fc1's share of a gated expert MLP's GEMM time: 2 x I x h of its 3 x I x h weights (the gate and up halves)."""
+
+
+def activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_call, eager_bias, routed_forward):
+    """Host seconds a MoE layer's forward waits beyond exposed_host_seconds' when its activation syncs the host.
+
+    Megatron-Core's clamped quick-GEGLU (TEGroupedMLP.bias_act_func -> weighted_bias_quick_geglu_impl,
+    fused_bias_geglu.py L410-441 at core_v0.15.0 through core_v0.18.0: GPT-OSS, bias_activation_fusion True in
+    Megatron-Bridge's provider / bridge v0.2.2-v0.6.0) builds its offset on every call with
+    ``torch.tensor(linear_offset, dtype=input.dtype, device=input.device)``: a pageable host-to-device copy,
+    which PyTorch issues non_blocking=False (torch/csrc/utils/tensor_new.cpp internal_new_from_data), i.e.
+    ``memcpy_and_sync`` = cudaMemcpyAsync + cudaStreamSynchronize (aten/src/ATen/native/cuda/Copy.cu,
+    c10/cuda/CUDAFunctions.h); PyTorch's sync debug mode flags it (pytorch/pytorch#120996), and #190217
+    (2026-07, open) times the call waiting for the queued work. The host waits there for the GPU to finish the layer's dispatch and fc1, so the
+    forward's sync-to-sync stretch is two: (dispatch all-to-all + fc1, issued by the dispatcher's ops, the
+    experts' ops before the activation and fc1's launches) and the rest. The first is GPU-bound on every
+    published layout; the second takes max(host, GPU):
+
+        extra = max(0, host_rest - gpu_rest) - max(0, host_layer - gpu_layer),
+        gpu_rest = gpu_layer - (one all-to-all + FC1_SHARE_OF_EXPERT_GEMMS x ``routed_forward``)
+
+    (``routed_forward``: the layer's routed expert GEMMs in the forward, core.time.step.routed_seconds_per_token;
+    MOE_LAYER_HOST_SECONDS is taken wholly after the activation: its parts are the attention, router,
+    preprocessing and combine, fc1's GroupedLinear set-up being the exception). The same call in the backward,
+    under 'moe_act' recompute, syncs once per layer there: the per-layer max of backward_exposed_seconds."""
+    combined = bool(settings.ep_a2a_overlap)
+    if combined:
+        return 0.0
+    launch, op = reference_scale().launch, forward_op_seconds()
+    dispatcher = settings.ep_dispatcher
+    host = layer_host_seconds(dispatcher, local_experts, recipe, eager_bias, settings.moe_router_graphs)
+    host_first = (DISPATCHER_HOST_OPS[dispatcher] + EXPERT_OPS_BEFORE_ACTIVATION) * op \
+        + forward_launches_per_local_expert(recipe) / 2 * local_experts * launch  # fc1's half of the launches
+    gpu = phases.pre_dispatch_forward + phases.mlp_forward + FORWARD_ALL_TO_ALLS * one_call
+    gpu_first = one_call + FC1_SHARE_OF_EXPERT_GEMMS * routed_forward
+    return maximum(host - host_first - (gpu - gpu_first), 0.0) - maximum(host - gpu, 0.0)
 
 
 def stage_host_inputs(spec, settings, ep, costs):

@@ -236,6 +236,30 @@ class MicroBatchTimes(NamedTuple):
     """One layer's work split at the MoE all-to-alls (core.comm.moe_overlap)."""
 
 
+def _linear_efficiencies(gpu, settings: StepSettings, h, tokens, tp):
+    """(BF16, compute dtype) fraction of peak of the layer's linears (block-scaled FP8 slower by its factor)."""
+    e_dense = gemm_efficiency(gpu, minimum(h / tp, tokens), settings.gemm_d_half)
+    e_gemm = gemm_efficiency(gpu, minimum(h / tp, tokens), settings.gemm_d_half,
+                             settings.dtype in LOW_PRECISION and settings.dtype)
+    if low_precision_recipe(settings.dtype, settings.fp8_recipe) in BLOCK_SCALED:
+        e_gemm = e_gemm / settings.block_scaled_gemm_time_factor
+    return e_dense, e_gemm
+
+
+def routed_seconds_per_token(spec: ModelSpec, gpu, settings: StepSettings, tokens, tp, ep=1):
+    """Forward seconds per token of one layer's routed expert GEMMs (0 when dense): the expert width and the tokens
+    each expert receives (ep x tokens x top-k / experts) bound the grouped GEMMs' shape."""
+    routed = routed_expert_weights_per_token(spec)
+    if spec.moe is None or not routed:
+        return 0.0
+    e_dense, e_gemm = _linear_efficiencies(gpu, settings, spec.hidden_size, tokens, tp)
+    moe = spec.moe
+    per_expert = tokens * ep * moe.experts_per_token / moe.num_experts
+    e_expert = gemm_efficiency(gpu, minimum(minimum(spec.hidden_size / tp, moe.expert_intermediate_size), per_expert),
+                               settings.gemm_d_half) * e_gemm / e_dense
+    return 2.0 * routed / spec.num_layers / tp / (gpu.peak(settings.dtype) * e_expert)
+
+
 def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, tp, cp, micro_batch,
                             layers, head: bool, ep=1, mtp: int = 0, vpp=1) -> MicroBatchTimes:
     """Forward + backward (+ recompute) seconds for one micro-batch on one GPU of a stage with
@@ -253,22 +277,10 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     weights = F.layer_matmul_weights_per_token(spec)
     routed = routed_expert_weights_per_token(spec)
     gemm_flops = 2.0 * (weights - routed) / spec.num_layers / tp
-    expert_flops = 2.0 * routed / spec.num_layers / tp
-    e_dense = gemm_efficiency(gpu, minimum(h / tp, tokens), settings.gemm_d_half)
-    e_gemm = gemm_efficiency(gpu, minimum(h / tp, tokens), settings.gemm_d_half, fp8 and settings.dtype)
+    e_dense, e_gemm = _linear_efficiencies(gpu, settings, h, tokens, tp)
     recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
-    if recipe in BLOCK_SCALED:
-        e_gemm = e_gemm / settings.block_scaled_gemm_time_factor
-    t_gemm = gemm_flops / (peak * e_gemm)
-    t_routed = 0.0
-    if spec.moe is not None and routed:  # grouped expert GEMMs: the expert width and the tokens each
-        # expert receives bound the shape (ep x tokens x top-k / experts per expert)
-        moe = spec.moe
-        per_expert = tokens * ep * moe.experts_per_token / moe.num_experts
-        e_expert = gemm_efficiency(gpu, minimum(minimum(h / tp, moe.expert_intermediate_size), per_expert),
-                                   settings.gemm_d_half) * e_gemm / e_dense
-        t_routed = expert_flops / (peak * e_expert)
-        t_gemm = t_gemm + t_routed
+    t_routed = routed_seconds_per_token(spec, gpu, settings, tokens, tp, ep)
+    t_gemm = gemm_flops / (peak * e_gemm) + t_routed
     e_attn = settings.attention_efficiency or attention_efficiency(gpu)
     exp_roof, tensor_rate = part_flash_roof(gpu)
     hbm = gpu.memory_bandwidth * settings.hbm_efficiency
@@ -362,7 +374,9 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
                                layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
                                t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases)
-    t_host = stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs)  # core.time.moe_host, per micro-batch
+    mb_tokens = micro_batch * settings.seq_len / cp  # core.time.moe_host, per micro-batch (the routed GEMMs: its syncs)
+    t_host = stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed_forward=mb_tokens *
+                                        routed_seconds_per_token(spec, cluster.gpu, settings, mb_tokens, tp, ep))
     compute, bubble = compute + micro_batches * t_host, bubble * (1 + t_host / t_mb)
     t_experts = stage_expert_kernel_seconds(spec, settings, ep, layers + mtp_on_first,  # core.time.moe_layer
                                             low_precision_recipe(settings.dtype, settings.fp8_recipe),
