@@ -168,7 +168,7 @@ def _run(argv: list[str]) -> int:
         sys.stdout.write(exc.ctx.get_help() + "\n")
         return 0
     except click.ClickException as exc:
-        sys.stderr.write(f"error: {exc.format_message()}\n")
+        sys.stderr.write(f"error: {usage_line(exc)}\n")
         return 2
     except click.exceptions.Abort:
         sys.stderr.write("aborted\n")
@@ -190,6 +190,33 @@ def _run(argv: list[str]) -> int:
     except Exception as exc:  # a bug, not bad input: one line, and the traceback on request
         return _internal_error(exc)
     return result if isinstance(result, int) else 0
+
+
+def usage_line(exc: click.ClickException) -> str:
+    """click's usage errors that name nothing valid, in the house style (what was given, what would
+    be valid): an unknown command lists the commands ('No such command 'nope'.' before), extra
+    or missing arguments show the command's usage; the rest as click words them."""
+    import re
+
+    ctx = getattr(exc, "ctx", None)
+    message = exc.format_message()
+    if ctx is None:
+        return message
+    unknown = re.fullmatch(r"No such command '(.*)'\.(?: Did you mean .*)?", message, re.DOTALL)
+    if unknown and isinstance(ctx.command, click.Group):
+        from gpuplan.errors import closest_names
+
+        names = list(ctx.command.list_commands(ctx))
+        near = closest_names(unknown.group(1), names)
+        hint = f"did you mean {', '.join(near)}? " if near else ""
+        return str(InputError("command", unknown.group(1), f"{hint}`{ctx.command_path}` has {', '.join(names)}"))
+    usage = f"usage: {ctx.command_path} {' '.join(ctx.command.collect_usage_pieces(ctx))}"
+    extra = re.fullmatch(r"Got unexpected extra arguments? \((.*)\)", message, re.DOTALL)
+    if extra:
+        return str(InputError("arguments", extra.group(1), f"not expected; {usage}"))
+    if isinstance(exc, click.MissingParameter) and exc.param is not None and exc.param.param_type_name == "argument":
+        return str(InputError(exc.param.name or "argument", None, f"is required; {usage}"))
+    return message
 
 
 def _lean_start(command: str | None = None) -> None:

@@ -17,8 +17,29 @@ class InputError(ValueError):
         self.field = printable(field)
         self.value = value
         self.expected = expected
-        given = "got no value" if value is None else f"got {value!r}"  # None: left out (or null in a file)
+        given = "got no value" if value is None else f"got {shown(value)}"  # None: left out (or null in a file)
         super().__init__(f"{self.field}: {given}; {expected}")
+
+
+MAX_SHOWN_CHARS = 240
+"""Characters of a value quoted in a message: a 5,000-character choice from a plan file was echoed
+whole, the valid choices after it (MAX_TEXT names are 256 at most; the API cuts at 80)."""
+
+
+def shown(value: object) -> str:
+    """``value``'s repr as a message quotes it: at most about MAX_SHOWN_CHARS characters, the
+    length named when cut."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= MAX_SHOWN_CHARS else \
+            f"{value[:MAX_SHOWN_CHARS]!r}... ({len(value):,} characters)"
+    text = repr(value)
+    if len(text) <= MAX_SHOWN_CHARS:
+        return text
+    import reprlib  # only an over-long value needs it
+
+    cut = reprlib.Repr()
+    cut.maxlevel, cut.maxstring, cut.maxother = 3, MAX_SHOWN_CHARS // 2, MAX_SHOWN_CHARS // 2
+    return cut.repr(value)[:MAX_SHOWN_CHARS]
 
 
 def printable(text: str) -> str:

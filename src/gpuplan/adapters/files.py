@@ -206,10 +206,13 @@ def read_json(path: str | Path, field: str, max_bytes: int | None = None, follow
 
 # ---- writing --------------------------------------------------------------------------------
 
-def check_writable(path: str | Path, field: str = "out", inputs: tuple[Any, ...] = ()) -> Path:
+def check_writable(path: str | Path, field: str = "out", inputs: tuple[Any, ...] = (),
+                   suffixes: tuple[str, ...] = ()) -> Path:
     """Refuse an output path before any work: its folder must exist and be writable; the path
     must not be a directory, a symbolic link, anything but a regular file, or one of ``inputs``
-    (the files the command reads: same path, or the same file through another name or link)."""
+    (the files the command reads: same path, or the same file through another name or link);
+    given ``suffixes`` (lower case), its name ends in one of them: the format written there (an
+    HTML report over plan.yaml, a calibration over train.log, was written)."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_symlink():
@@ -230,6 +233,9 @@ def check_writable(path: str | Path, field: str = "out", inputs: tuple[Any, ...]
     same = next((str(i) for i in inputs if i is not None and _same_file(target, Path(str(i)))), None)
     if same is not None:
         raise refusal(field, path, f"is also an input ({same}); write to another file")
+    if suffixes and not target.name.lower().endswith(suffixes):
+        raise refusal(field, path, f"must end in {' or '.join(suffixes)}, the format written (another name could "
+                    "overwrite a file of another kind)")
     try:  # the write goes through a temporary file in the folder: try one now (/proc, a read-only mount)
         fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=folder)
     except OSError as exc:

@@ -63,6 +63,7 @@ def resolve_model(model: str | None = None, params: str | float | None = None,
     'llama')."""
     from gpuplan.adapters import hf_config
 
+    model = _as_text(model, "model", paths=True)
     if model and params:
         raise InputError("model/params", f"{model} / {params}", "give either a model or --params, not both")
     if params is not None:
@@ -80,4 +81,20 @@ def resolve_model(model: str | None = None, params: str | float | None = None,
 def resolve_gpu(gpu: str) -> Accelerator:
     from gpuplan.catalog import load_accelerator
 
+    gpu = _as_text(gpu, "gpu")
+    if gpu is None or not gpu.strip():
+        raise InputError("gpu", gpu, "give a catalog id or alias (see `gpuplan catalog gpus`), e.g. h100")
     return load_accelerator(gpu)
+
+
+def _as_text(value: Any, field: str, paths: bool = False) -> str | None:
+    """A name as the Python API may pass it: text or None, and with ``paths`` a path object
+    (os.PathLike); anything else refused by name (an AttributeError on .strip() before:
+    resolve_model(123), resolve_gpu(None))."""
+    import os
+
+    if value is None or isinstance(value, str):
+        return value
+    if paths and isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
+        return os.fspath(value)
+    raise InputError(field, type(value).__name__, "expected a name (text)" + (" or a path" if paths else ""))

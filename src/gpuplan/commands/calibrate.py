@@ -68,4 +68,4 @@ def _check_out(out: str, files) -> None:
     same = next((f for f in files if os.path.realpath(f) == os.path.realpath(out)), None)
     if same is not None:
         raise InputError("out", out, f"is also an input ({same}); write the calibration to another file")
-    check_writable(out)
+    check_writable(out, suffixes=(".json",))

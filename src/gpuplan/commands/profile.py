@@ -21,7 +21,8 @@ def command():
             from gpuplan.adapters.files import check_writable
 
             model = inputs.model or ""  # a config.json (or its folder) is an input: never written over
-            check_writable(inputs.out, inputs=(model, os.path.join(model, "config.json")))  # before training
+            check_writable(inputs.out, inputs=(model, os.path.join(model, "config.json")),  # before training
+                           suffixes=(".json",))
         if inputs.sweep:
             from gpuplan.profile.sweep import run_sweep, sweep_report
 

@@ -100,9 +100,10 @@ def command():
                 ) from None
         raw = plan_relative_paths(read_plan_file(inputs.plan), inputs.plan)
         read = (inputs.plan, *(raw.get(k) for k in PATH_FIELDS if isinstance(raw.get(k), str)))
-        for target, field in ((inputs.out, "out"), (inputs.markdown, "markdown")):
-            if target:
-                check_writable(target, field, inputs=read)  # nor over a file the plan names (its config.json)
+        for target, field, suffixes in ((inputs.out, "out", (".html", ".htm")), (inputs.markdown, "markdown",
+                                                                                 (".md", ".markdown"))):
+            if target:  # nor over a file the plan names (its config.json); HTML / Markdown names only
+                check_writable(target, field, inputs=read, suffixes=suffixes)
         reports = reports_for_plan(raw, inputs.plan, inputs.sections)
         md_path = Path(inputs.markdown) if inputs.markdown else None
         image_dir = f"{md_path.stem}-plots" if md_path else "report-plots"

@@ -59,9 +59,7 @@ def start(torch, requested: str) -> Runtime:
         raise InputError("device", "cuda", f"CUDA is not available (torch {torch.__version__}: {build}); "
                          "use --device cpu")
     device_type = "cuda" if requested == "cuda" or (requested == "auto" and cuda) else "cpu"
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank, local_rank = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
+    world, rank, local_rank, local_world = launcher_ranks(os.environ)
     device = torch.device(device_type, local_rank) if device_type == "cuda" else torch.device("cpu")
     if device_type == "cuda":
         torch.cuda.set_device(device)
@@ -72,6 +70,35 @@ def start(torch, requested: str) -> Runtime:
             dist.init_process_group(backend)
             owns = True
     return Runtime(torch, device, device_type, rank, world, local_rank, local_world, backend, owns)
+
+
+LAUNCHER = "set by torchrun; unset it for one process"
+
+
+def launcher_ranks(env) -> tuple[int, int, int, int]:
+    """(WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE) from torchrun's variables (one process when
+    unset), checked: whole numbers, 0 <= RANK < WORLD_SIZE, 0 <= LOCAL_RANK < LOCAL_WORLD_SIZE <=
+    WORLD_SIZE, and RANK, MASTER_ADDR and MASTER_PORT given when WORLD_SIZE > 1 (before: int('abc') and torch's rendezvous or
+    arange errors left as internal errors, RANK=5 of WORLD_SIZE=1 ran as rank 5)."""
+    def whole(name: str, default: int, low: int, high: int) -> int:
+        text = env.get(name)
+        if text is None:
+            return default
+        try:
+            value = int(text.strip())
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise InputError(name, text, f"must be a whole number from {low} to {high} ({LAUNCHER})")
+        return value
+
+    world = whole("WORLD_SIZE", 1, 1, 10_000_000)
+    for name in ("RANK", "MASTER_ADDR", "MASTER_PORT") if world > 1 else ():  # torch's env:// rendezvous reads them
+        if not (env.get(name) or "").strip():
+            raise InputError(name, None, f"WORLD_SIZE is {world}: {name} must be set too ({LAUNCHER})")
+    rank = whole("RANK", 0, 0, world - 1)
+    local_world = whole("LOCAL_WORLD_SIZE", world, 1, world)
+    return world, rank, whole("LOCAL_RANK", 0, 0, local_world - 1), local_world
 
 
 def device_memory(rt: Runtime) -> tuple[float, str]:

@@ -128,3 +128,15 @@ class JobInputs(BaseModel):
     def given_values(self) -> dict[str, Any]:
         """The fields the user set, as checked values (objects kept as they are)."""
         return {name: getattr(self, name) for name in self.model_fields_set}
+
+
+def job_inputs(inputs: Any, schema: type[JobInputs]) -> Any:
+    """``inputs`` for a job's estimate (the Python API): an instance of ``schema`` as it is, a
+    mapping of its fields checked by it (JobInputs.parse); anything else, another job's inputs
+    included, an InputError naming the schema (an AttributeError from deep in the estimate
+    before: estimate_memory(TrainingInputs(...)), estimate_training({...}))."""
+    if isinstance(inputs, schema):
+        return inputs
+    if isinstance(inputs, Mapping):
+        return schema.parse(inputs)
+    raise InputError("inputs", type(inputs).__name__, f"expected {schema.__name__}(...) or a mapping of its fields")

@@ -169,7 +169,8 @@ def seconds(high: float, positive: bool = False):
         zero = re.fullmatch(r"0*\.?0*\s*([a-z]*)", text.lower()) if isinstance(text, str) and "0" in text else None
         if zero and zero.group(1) in {**units.SECONDS_PER, "": 0}:
             number = 0.0  # zero with any unit (or none) is zero
-        elif isinstance(text, str) and re.fullmatch(r"[0-9]*\.?[0-9]+", text):
+        elif isinstance(text, str) and re.fullmatch(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?", text.lower()):
+            # any bare number ('+15', '30.', '1e3'), not only '30': parse_duration read those as days
             raise InputError(field, value, "give a unit, e.g. 30min, 2h or 90s")
         else:
             number = float(text) if isinstance(text, int | float) else units.parse_duration(text, field)

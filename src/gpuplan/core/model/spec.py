@@ -264,6 +264,10 @@ def expert_bias_params(moe: MoESpec, hidden: int) -> int:
 
 def count_parameters(spec: ModelSpec) -> ParameterCount:
     """Exact parameter count of ``spec`` by component."""
+    if not isinstance(spec, ModelSpec):  # the public API: an AttributeError on .hidden_size before
+        from gpuplan.errors import InputError
+
+        raise InputError("spec", type(spec).__name__, "expected a ModelSpec, e.g. resolve_model('llama-3.1-8b')")
     h, moe = spec.hidden_size, spec.moe
     embedding = spec.vocab_size * h
     lm_head = 0 if spec.tie_embeddings else spec.vocab_size * h

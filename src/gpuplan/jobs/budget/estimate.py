@@ -9,6 +9,7 @@ from gpuplan.jobs.budget.compute import compute_budget
 from gpuplan.jobs.budget.schema import BudgetInputs
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.report.model import Line, Report, Section
+from gpuplan.schema.base import job_inputs
 
 
 def estimate_budget(inputs: TrainingInputs) -> Report:
@@ -18,8 +19,9 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
     from gpuplan.adapters.resolve import resolve_gpu
     from gpuplan.jobs.training.estimate import training_report
 
-    if not isinstance(inputs, BudgetInputs):
+    if isinstance(inputs, TrainingInputs) and not isinstance(inputs, BudgetInputs):
         inputs = BudgetInputs(**inputs.given_values())
+    inputs = job_inputs(inputs, BudgetInputs)  # a mapping checked; anything else refused
     spec, gpu = inputs.spec(), resolve_gpu(inputs.gpu)
     train, plan, used = training_report(inputs, failures_for_deadline(inputs, spec, gpu), spec)
     gpus = max(1, math.ceil(train.value("gpus") - 1e-9))

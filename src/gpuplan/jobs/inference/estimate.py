@@ -23,10 +23,12 @@ from gpuplan.jobs.inference.resolve import Plan, resolve_plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import Serving, evaluate, price_for, search_configurations
 from gpuplan.report.model import Line, Report, Section, Table
+from gpuplan.schema.base import job_inputs
 
 
 def estimate_inference(inputs: InferenceInputs) -> Report:
     """Serving memory, capacity, speed and cost; raises InputError on impossible requests."""
+    inputs = job_inputs(inputs, InferenceInputs)
     plan = resolve_plan(inputs)
     serving = evaluate(plan, plan.gpu, inputs.tp_degree, inputs.pp_degree, inputs.batch)
     rows = search_configurations(plan, inputs.batch) if inputs.search else []

@@ -28,6 +28,7 @@ from gpuplan.jobs.memory.assumptions import (
 )
 from gpuplan.jobs.memory.schema import MemoryInputs
 from gpuplan.report.model import Line, Report, Section, Table
+from gpuplan.schema.base import job_inputs
 
 GiB = 2**30
 
@@ -225,6 +226,7 @@ def _host_section(spec: ModelSpec, layout: ParallelLayout, gpu: Accelerator) -> 
 
 def estimate_memory(inputs: MemoryInputs) -> Report:
     """Per-GPU training memory with verdicts; raises InputError on impossible layouts."""
+    inputs = job_inputs(inputs, MemoryInputs)
     spec = inputs.spec()
     settings = inputs.settings(spec)
     _validate_settings(settings)

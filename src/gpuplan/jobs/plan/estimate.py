@@ -21,6 +21,7 @@ from gpuplan.planner.search import LayoutTable, pareto_front
 from gpuplan.planner.space import RECOMPUTE_MODES
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
 from gpuplan.schema import te_kernels as TE
+from gpuplan.schema.base import job_inputs
 
 RANKED = {"time": "time at each layout's slow end, step x (1 + its ± model)", "cost": "cost", "gpus": "gpus",
           "deadline": "the deadline rule: fewest GPUs meeting it with failures and checkpoints, then cheapest"}
@@ -128,7 +129,7 @@ def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tupl
 
 
 def plan_report(inputs: PlanInputs, progress=None) -> Report:
-    result = search(inputs, progress)
+    result = search(job_inputs(inputs, PlanInputs), progress)
     table, price = result.table, result.price
     order = ranking(table, rank_by_of(inputs), table["cost"])
     top = order[: inputs.top]

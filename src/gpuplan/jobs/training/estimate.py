@@ -20,11 +20,12 @@ from gpuplan.jobs.training import sections as S
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.jobs.training.timing import AfterAllowances, estimate_time
 from gpuplan.report.model import Line, Report
+from gpuplan.schema.base import job_inputs
 
 
 def estimate_training(inputs: TrainingInputs) -> Report:
     """Compute, GPU-time, allowance and memory lines for one training run."""
-    return training_report(inputs)[0]
+    return training_report(job_inputs(inputs, TrainingInputs))[0]
 
 
 def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | None = None, spec=None):

@@ -1,0 +1,205 @@
+"""Hostile inputs, wave 5 sweep (2026-12-05): what a fuzz of every command's text options, plan-file
+keys, config.json fields, calibrate files, --out paths, torchrun's variables and the Python API
+found at 54c46f5. Each refusal: one line naming the field and what would be valid, exit status 2
+(InputError on the Python API), nothing written."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import gpuplan
+from gpuplan.errors import MAX_SHOWN_CHARS, InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT / "tests" / "fixtures" / "logs"
+TRAIN = ("train", "--model", "llama-2-7b", "--gpu", "h100", "--gpus", "64")
+TABLE_FLAGS = ("--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "2048", "--global-batch", "64",
+               "--micro-batch", "1")
+
+
+def one_line_refusal(code, err, fragment=""):
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, (code, err)
+    assert fragment in err, err
+
+
+# ---- durations that need a unit: every bare number, not only '30' --------------------------------
+# At 54c46f5 '--restart 15' was refused ("give a unit"), but '+15', '1.5e1' and '1e3' were read as
+# DAYS (parse_duration's bare unit) and refused as over the 604,800 s bound, and '--step-time 1e-9'
+# / '--checkpoint-interval 1e-9' were accepted as 1e-9 days = 86.4 microseconds.
+
+@pytest.mark.parametrize("flag", ["--restart", "--step-time", "--checkpoint-interval"])
+@pytest.mark.parametrize("value", ["+15", "30.", "1.5e1", "1e3", "1e-9", "2E1"])
+def test_a_bare_number_duration_in_any_spelling_asks_for_a_unit(run_cli, flag, value):
+    code, _, err = run_cli(*TRAIN, flag, value)
+    one_line_refusal(code, err, f"{flag[2:].replace('-', '_')}: got {value!r}; give a unit, e.g. 30min")
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("30min", 1800.0), ("1e3s", 1000.0), (".5h", 1800.0), ("90s", 90.0)])
+def test_a_duration_with_a_unit_is_still_read(value, seconds):
+    inputs = gpuplan.BudgetInputs(model="llama-2-7b", gpu="h100", gpus=64, restart=value)
+    assert inputs.restart == pytest.approx(seconds)
+
+
+def test_a_json_number_duration_stays_seconds_on_the_api():
+    # the API's base unit (types.seconds): a number is seconds, only text needs the unit
+    assert gpuplan.BudgetInputs(model="llama-2-7b", gpu="h100", gpus=64, restart=900).restart == 900.0
+
+
+# ---- a long value is quoted cut short, the valid choices still on the line ----------------------
+# At 54c46f5 a 5,000-character choice in a plan file came back whole (a 5,078-character line, the
+# valid choices after it); the API already cut at 80 characters (web/errors.shown).
+
+def test_a_long_choice_in_a_plan_file_is_quoted_cut_short(run_cli, tmp_path):
+    plan = tmp_path / "p.yaml"
+    plan.write_text("model: llama-2-7b\ngpu: h100\ngpus: 8\nframework: " + "x" * 5000 + "\n")
+    code, _, err = run_cli("memory", str(plan))
+    one_line_refusal(code, err, "framework: got 'xxx")
+    assert "... (5,000 characters); must be one of generic, torchtitan, megatron, deepspeed, hf" in err
+    assert len(err) < MAX_SHOWN_CHARS + len(str(plan)) + 150, len(err)
+
+
+def test_a_long_list_is_quoted_cut_short_on_the_python_api():
+    with pytest.raises(InputError) as caught:
+        gpuplan.MemoryInputs(model="llama-2-7b", gpu="h100", gpus=8, recipe=["x"] * 10_000)
+    assert len(str(caught.value)) < MAX_SHOWN_CHARS + 200 and str(caught.value).startswith("recipe: got [")
+
+
+def test_a_short_value_is_quoted_whole():
+    assert str(InputError("gpus", "8.5", "must be a whole number")) == "gpus: got '8.5'; must be a whole number"
+    assert str(InputError("x", "y" * MAX_SHOWN_CHARS, "z")) == f"x: got '{'y' * MAX_SHOWN_CHARS}'; z"
+
+
+# ---- the Python API: a wrong type is an InputError, not an AttributeError from deep inside -------
+
+@pytest.mark.parametrize(("call", "fragment"), [
+    (lambda: gpuplan.estimate_training(None), "inputs: got 'NoneType'; expected TrainingInputs(...)"),
+    (lambda: gpuplan.estimate_budget("llama"), "inputs: got 'str'; expected BudgetInputs(...)"),
+    (lambda: gpuplan.estimate_memory(gpuplan.TrainingInputs(params="7B", gpu="a100", days=7)),
+     "inputs: got 'TrainingInputs'; expected MemoryInputs(...)"),
+    (lambda: gpuplan.estimate_inference(gpuplan.MemoryInputs(model="llama-2-7b")),
+     "inputs: got 'MemoryInputs'; expected InferenceInputs(...)"),
+    (lambda: gpuplan.plan_report(42), "inputs: got 'int'; expected PlanInputs(...)"),
+    (lambda: gpuplan.resolve_model(123), "model: got 'int'; expected a name (text) or a path"),
+    (lambda: gpuplan.resolve_model({"hidden_size": 1}), "model: got 'dict'; expected a name"),
+    (lambda: gpuplan.resolve_gpu(None), "gpu: got no value; give a catalog id or alias"),
+    (lambda: gpuplan.resolve_gpu(""), "gpu: got ''; give a catalog id or alias"),
+    (lambda: gpuplan.resolve_gpu(8), "gpu: got 'int'; expected a name (text)"),
+    (lambda: gpuplan.count_parameters("llama-2-7b"), "spec: got 'str'; expected a ModelSpec"),
+])
+def test_the_python_api_refuses_a_wrong_type_by_name(call, fragment):
+    with pytest.raises(InputError) as caught:
+        call()
+    assert str(caught.value).startswith(fragment), str(caught.value)
+
+
+def test_an_estimate_reads_a_mapping_through_its_schema():
+    # Llama 2 7B: 6 x 6,738,415,616 params x 1e12 tokens = 4.043e22 FLOPs (6ND)
+    report = gpuplan.estimate_training({"model": "llama-2-7b", "tokens": "1T", "gpu": "h100", "gpus": 64})
+    assert report.value("flops_6nd") == pytest.approx(6 * 6_738_415_616 * 1e12, rel=1e-9)
+    with pytest.raises(InputError, match="^gpus: got '8.5'; must be a whole number"):
+        gpuplan.estimate_training({"model": "llama-2-7b", "gpu": "h100", "gpus": "8.5"})
+
+
+def test_a_path_object_names_a_config():
+    spec = gpuplan.resolve_model(ROOT / "examples" / "llama-2-7b" / "config.json")
+    assert gpuplan.count_parameters(spec).total == 6_738_415_616
+
+
+# ---- torchrun's variables read by `gpuplan profile` ---------------------------------------------
+# At 54c46f5: WORLD_SIZE=abc, LOCAL_RANK=x -> "internal error: ValueError", exit 70; WORLD_SIZE=-3 ->
+# torch's arange RuntimeError, exit 70; WORLD_SIZE=2 without RANK / MASTER_ADDR -> torch's rendezvous
+# ValueError, exit 70; RANK=5 with WORLD_SIZE=1 ran as rank 5 of 1.
+
+@pytest.mark.parametrize(("env", "fragment"), [
+    ({"WORLD_SIZE": "abc"}, "WORLD_SIZE: got 'abc'; must be a whole number from 1 to 10000000"),
+    ({"WORLD_SIZE": "-3"}, "WORLD_SIZE: got '-3'; must be a whole number from 1"),
+    ({"WORLD_SIZE": "1", "RANK": "5"}, "RANK: got '5'; must be a whole number from 0 to 0"),
+    ({"LOCAL_RANK": "x"}, "LOCAL_RANK: got 'x'; must be a whole number from 0 to 0"),
+    ({"WORLD_SIZE": "2"}, "RANK: got no value; WORLD_SIZE is 2: RANK must be set too"),
+    ({"WORLD_SIZE": "2", "RANK": "1"}, "MASTER_ADDR: got no value; WORLD_SIZE is 2"),
+    ({"WORLD_SIZE": "4", "RANK": "1", "MASTER_ADDR": "h", "MASTER_PORT": "1", "LOCAL_WORLD_SIZE": "8"},
+     "LOCAL_WORLD_SIZE: got '8'; must be a whole number from 1 to 4"),
+])
+def test_torchrun_variables_are_checked(env, fragment):
+    from gpuplan.profile._trial_runtime import launcher_ranks
+
+    with pytest.raises(InputError) as caught:
+        launcher_ranks(env)
+    assert str(caught.value).startswith(fragment), str(caught.value)
+
+
+def test_torchrun_variables_as_torchrun_sets_them():
+    from gpuplan.profile._trial_runtime import launcher_ranks
+
+    assert launcher_ranks({}) == (1, 0, 0, 1)
+    env = {"WORLD_SIZE": "16", "RANK": "9", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "8", "MASTER_ADDR": "n0",
+           "MASTER_PORT": "29500"}
+    assert launcher_ranks(env) == (16, 9, 1, 8)
+
+
+def test_profile_with_a_bad_world_size_is_one_line_and_writes_nothing(run_cli, tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.setenv("WORLD_SIZE", "abc")
+    out = tmp_path / "trial.json"
+    code, _, err = run_cli("profile", "pythia-70m", "--layers", "1", "--seq-len", "32", "--steps", "1", "--warmup", "0",
+                           "--device", "cpu", "--out", str(out))
+    one_line_refusal(code, err, "WORLD_SIZE: got 'abc'")
+    assert not out.exists()
+
+
+# ---- --out names a file of the format written ---------------------------------------------------
+# At 54c46f5 `report plan.yaml --out other.yaml` replaced other.yaml with HTML, `calibrate --out
+# train.log` a log with JSON (validate already required .md).
+
+@pytest.fixture
+def victim(tmp_path):
+    path = tmp_path / "other.yaml"
+    path.write_text("model: llama-2-7b\n")
+    return path
+
+
+def test_report_out_must_be_html_and_markdown_md(run_cli, tmp_path, victim):
+    plan = tmp_path / "p.yaml"
+    shutil.copy(ROOT / "examples" / "article-7b.yaml", plan)
+    for flag, fragment in (("--out", "must end in .html or .htm"), ("--markdown", "must end in .md or .markdown")):
+        code, _, err = run_cli("report", str(plan), flag, str(victim), "--no-plots")
+        one_line_refusal(code, err, f"{flag[2:]}: got '{victim}'; {fragment}")
+    assert victim.read_text() == "model: llama-2-7b\n"
+    code, out, err = run_cli("report", str(plan), "--out", str(tmp_path / "r.HTML"), "--no-plots")
+    assert code == 0 and (tmp_path / "r.HTML").read_text().lstrip().lower().startswith("<!doctype html"), err
+
+
+def test_calibrate_out_must_be_json(run_cli, tmp_path, victim):
+    code, _, err = run_cli("calibrate", str(LOGS / "table.csv"), *TABLE_FLAGS, "--out", str(victim))
+    one_line_refusal(code, err, f"out: got '{victim}'; must end in .json")
+    assert victim.read_text() == "model: llama-2-7b\n"
+    code, _, err = run_cli("calibrate", str(LOGS / "table.csv"), *TABLE_FLAGS, "--out", str(tmp_path / "c.json"))
+    assert code == 0 and json.loads((tmp_path / "c.json").read_text()), err
+
+
+def test_profile_out_must_be_json(run_cli, victim):
+    code, _, err = run_cli("profile", "pythia-70m", "--device", "cpu", "--out", str(victim))
+    one_line_refusal(code, err, f"out: got '{victim}'; must end in .json")
+    assert victim.read_text() == "model: llama-2-7b\n"
+
+
+# ---- click's usage errors name what would be valid ----------------------------------------------
+# At 54c46f5: "No such command 'nope'." (no command named), "Got unexpected extra arguments (b c)"
+# and "Missing argument 'PLAN'." (no usage).
+
+@pytest.mark.parametrize(("args", "line"), [
+    (("nope",), "error: command: got 'nope'; `gpuplan` has train, budget, memory, plan, infer, measure, profile, "
+                "calibrate, validate, catalog, report, serve\n"),
+    (("trian",), "error: command: got 'trian'; did you mean train? `gpuplan` has train, budget,"),
+    (("catalog", "model"), "error: command: got 'model'; did you mean models? `gpuplan catalog` has gpus, models\n"),
+    (("memory", "a", "b", "c"), "error: arguments: got 'b c'; not expected; usage: gpuplan memory [OPTIONS] [TARGET]\n"),
+    (("serve", "x"), "error: arguments: got 'x'; not expected; usage: gpuplan serve [OPTIONS]\n"),
+    (("report",), "error: plan: got no value; is required; usage: gpuplan report [OPTIONS] PLAN\n"),
+])
+def test_usage_errors_say_what_would_be_valid(run_cli, args, line):
+    code, out, err = run_cli(*args)
+    one_line_refusal(code, err)
+    assert err.startswith(line), err
+    assert out == ""
