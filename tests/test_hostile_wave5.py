@@ -4,6 +4,7 @@ found at 54c46f5. Each refusal: one line naming the field and what would be vali
 (InputError on the Python API), nothing written."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -203,3 +204,59 @@ def test_usage_errors_say_what_would_be_valid(run_cli, args, line):
     one_line_refusal(code, err)
     assert err.startswith(line), err
     assert out == ""
+
+
+# ---- a plan file's bare number for a duration that needs a unit --------------------------------
+# At 54c46f5 `restart: 15` in a plan file was 15 seconds (the API's unit for a JSON number) where
+# `--restart 15` is refused as minutes-or-days; `tpot: 0.05` was 50 ms where `--tpot 0.05` is refused.
+
+@pytest.mark.parametrize(("command", "text", "field"), [
+    ("train", "model: llama-2-7b\ngpu: h100\ngpus: 64\nrestart: 15\n", "restart"),
+    ("train", 'model = "llama-2-7b"\ngpu = "h100"\ngpus = 64\nrestart = 900.5\n', "restart"),
+    ("budget", "model: llama-2-7b\ngpu: h100\ngpus: 64\nstep_time: 6\n", "step_time"),
+    ("infer", "model: llama-2-7b\ngpu: h100\nrps: 1\ntpot: 0.05\n", "tpot"),
+])
+def test_a_plan_files_bare_number_duration_asks_for_a_unit(run_cli, tmp_path, command, text, field):
+    plan = tmp_path / ("p.toml" if "=" in text else "p.yaml")
+    plan.write_text(text)
+    code, _, err = run_cli(command, str(plan))
+    one_line_refusal(code, err, f"{plan}: {field}: got ")
+    assert err.endswith("give a unit, e.g. 30min, 2h or 90s\n"), err
+
+
+def test_a_plan_files_duration_with_a_unit_and_the_apis_number_are_read(run_json, tmp_path):
+    plan = tmp_path / "p.yaml"
+    plan.write_text("model: llama-2-7b\ngpu: h100\ngpus: 64\nrestart: 15min\n")
+    data = run_json("train", str(plan))
+    restart = next(a for a in data["assumptions"] if a["key"] == "budget_restart_seconds")
+    assert restart["value"] == "15.0 min", restart  # 15min = 900 s, as --restart 15min reads
+    # outside a plan file a number stays seconds (the API's base unit), also after a plan file was read
+    assert gpuplan.BudgetInputs(model="llama-2-7b", gpu="h100", gpus=64, restart=15).restart == 15.0
+
+
+# ---- the API: a query parameter given twice ----------------------------------------------------
+# At 54c46f5 `?lang=zh&lang=en` was answered in English and `?filter=a&filter=b` filtered by 'b'.
+
+def test_a_query_parameter_given_twice_is_refused():
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web import create_app
+
+    client = TestClient(create_app())
+    for url, method, field in (("/api/catalog/models?filter=a&filter=b", "get", "filter"),
+                               ("/api/memory?lang=zh&lang=en", "post", "lang")):
+        kwargs = {"json": {"model": "llama-2-7b", "gpu": "h100", "gpus": 8}} if method == "post" else {}
+        reply = getattr(client, method)(url, **kwargs)
+        assert reply.status_code == 422 and reply.json()["field"] == field, reply.text
+        assert "is given more than once in the query; give it once" in reply.json()["message"]
+    assert client.get("/api/catalog/models?filter=llama&lang=zh").status_code == 200
+
+
+def test_a_deadline_no_layout_meets_says_the_fastest_in_a_readable_unit(run_cli):
+    # at 54c46f5: "the fastest layout needs 0.0 days before failures and checkpoints on 131,072 GPUs"
+    # (the planner's fastest layout for 2T tokens of Llama 2 7B there read 37.4 min with this change)
+    code, _, err = run_cli("plan", "--model", "llama-2-7b", "--gpu", "h100", "--days", "1e-9")
+    one_line_refusal(code, err, "days: got 1e-09; no searched GPU count meets it")
+    assert "0.0 days" not in err
+    assert re.search(r"the fastest layout needs [0-9.]+ (min|h|s) before failures", err), err

@@ -9,7 +9,8 @@ request body, and the Python API constructs it directly: one schema, one set of 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -57,6 +58,20 @@ def error_from_detail(err: Mapping[str, Any], valid: tuple[str, ...] = (), prefi
     return InputError(field, value, message[len("Value error, "):] if message.startswith("Value error, ") else message)
 
 
+@contextmanager
+def _source(where: str | None) -> Iterator[None]:
+    """Values are read from ``where`` (a plan file's name; None: flags, an API body, Python) while
+    inside: types.seconds reads a plan file's bare number as the command line's text. A context
+    variable, not pydantic's validation context, which JobInputs' own __init__ does not pass on."""
+    from gpuplan.schema.types import PLAN_FILE
+
+    token = PLAN_FILE.set(where)
+    try:
+        yield
+    finally:
+        PLAN_FILE.reset(token)
+
+
 class JobInputs(BaseModel):
     """Base of the job schemas: unknown fields refused, values immutable after checking.
 
@@ -80,10 +95,11 @@ class JobInputs(BaseModel):
         if not isinstance(raw, Mapping):
             raise InputError(where or "inputs", type(raw).__name__, "expected a mapping of field names to values")
         data = {k: v for k, v in raw.items() if v is not None}
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise input_error(exc, cls, where) from None
+        with _source(where):
+            try:
+                return cls.model_validate(data)
+            except ValidationError as exc:
+                raise input_error(exc, cls, where) from None
 
     @classmethod
     def check_values(cls, raw: Mapping[str, Any], where: str | None = None) -> None:
@@ -104,7 +120,8 @@ class JobInputs(BaseModel):
             kind = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
             adapter = TypeAdapter(kind)
             try:
-                adapter.validate_python(value)
+                with _source(where):
+                    adapter.validate_python(value)
             except InputError as exc:
                 raise InputError(label, exc.value, exc.expected) from None
             except ValidationError as exc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
@@ -26,6 +27,8 @@ from gpuplan.errors import InputError
 NUMBER_OR_TEXT = {"anyOf": [{"type": "number"}, {"type": "string", "maxLength": 64}]}
 BOOL_OR_TEXT = {"anyOf": [{"type": "boolean"}, {"type": "string", "maxLength": 8}]}
 MAX_TEXT = 256
+PLAN_FILE: ContextVar[str | None] = ContextVar("gpuplan_plan_file", default=None)
+"""The plan file whose values are being checked (JobInputs.parse / check_values with ``where``)."""
 """Longest text value accepted (a model name, a path, a provider): longer is refused."""
 
 
@@ -159,12 +162,15 @@ def days(value: Any, info: ValidationInfo) -> float:
 
 def seconds(high: float, positive: bool = False):
     """A duration with a unit ('30min', '2h', '90s'); bare text such as '30' is refused (minutes
-    or days?), but 0 is 0 and a JSON number is seconds (the base unit). ``positive``: 0 is refused
+    or days?), as is a plan file's bare number, but 0 is 0 and a JSON number is seconds (the base unit). ``positive``: 0 is refused
     however it is written (0, "0", "0s", "0min"), as a duration that cannot be zero."""
 
     def parse(value: Any, info: ValidationInfo) -> float:
         field = _name(info)
         _finite(value, field)
+        if isinstance(value, int | float) and value and PLAN_FILE.get():
+            # `restart: 15` in a plan file is the text typed after --restart, not 15 seconds (the API's unit)
+            raise InputError(field, value, "give a unit, e.g. 30min, 2h or 90s")
         text = value if isinstance(value, int | float) else _text(value, field)
         zero = re.fullmatch(r"0*\.?0*\s*([a-z]*)", text.lower()) if isinstance(text, str) and "0" in text else None
         if zero and zero.group(1) in {**units.SECONDS_PER, "": 0}:

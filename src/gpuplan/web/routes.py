@@ -59,6 +59,10 @@ def _known_query(request: Request, allowed: set[str]) -> None:
             raise InputError(preview(key, 40), preview(request.query_params[key], 40),
                              f"is not a query parameter of {request.url.path} (it takes: {valid}); send "
                              "estimate fields in the JSON body")
+        values = request.query_params.getlist(key)
+        if len(values) > 1:  # ?lang=zh&lang=en answered in English (the last), as the CLI refuses --lang twice
+            raise InputError(preview(key, 40), ", ".join(preview(v, 20) for v in values[:4]),
+                             "is given more than once in the query; give it once")
 
 
 def api_router() -> APIRouter:

@@ -20,7 +20,7 @@ from gpuplan.core.memory.activations import saved_linear_input_bytes
 from gpuplan.core.memory.device_memory import with_ep_dispatcher
 from gpuplan.core.time.step import StepSettings, attention_efficiency, low_precision_recipe
 from gpuplan.core.comm.topology import cluster_for
-from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, plural
+from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_duration, plural
 from gpuplan.errors import InputError
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
@@ -312,7 +312,8 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
                                fitting["cost"])
         if not len(meets):
             quickest = int(np.argmin(fitting["days"]))
-            fastest = (f"the fastest layout needs {fitting['days'][quickest]:.1f} days before failures and "
+            quickest_s = fitting["days"][quickest] * SECONDS_PER_DAY  # '0.0 days' at 1,500 s before
+            fastest = (f"the fastest layout needs {format_duration(quickest_s)} before failures and "
                        f"checkpoints on {plural(int(fitting['gpus'][quickest]), 'GPU')}")
             if inputs.days is not None:  # a deadline the user gave: refused, with what would be needed
                 raise InputError("days", deadline, f"no searched GPU count meets it with failures and checkpoints: "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuplan.core.units import SECONDS_PER_DAY, format_duration
 from gpuplan.errors import InputError
 from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
 from gpuplan.jobs.training.schema import TrainingInputs
@@ -48,5 +49,5 @@ def layout_for_deadline(inputs: TrainingInputs, days: float, after_allowances=No
         quickest = int(np.argmin(days_of))
         raise InputError("days", days, f"no layout meets it" + (" with failures and checkpoints" if after_allowances
                                                                   else "") + f": the fastest needs "
-                         f"{days_of[quickest]:.1f} days before them on {int(fitting['gpus'][quickest]):,} GPUs")
+                         f"{format_duration(days_of[quickest] * SECONDS_PER_DAY)} before them on {int(fitting['gpus'][quickest]):,} GPUs")
     return plan_of(int(order[0]))
