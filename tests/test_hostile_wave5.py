@@ -4,8 +4,11 @@ found at 54c46f5. Each refusal: one line naming the field and what would be vali
 (InputError on the Python API), nothing written."""
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -260,3 +263,30 @@ def test_a_deadline_no_layout_meets_says_the_fastest_in_a_readable_unit(run_cli)
     one_line_refusal(code, err, "days: got 1e-09; no searched GPU count meets it")
     assert "0.0 days" not in err
     assert re.search(r"the fastest layout needs [0-9.]+ (min|h|s) before failures", err), err
+
+
+# ---- environment variables read on the way (huggingface_hub's, the output encoding) ------------
+
+def _gpuplan(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env}, stdin=subprocess.DEVNULL)
+
+
+def test_a_bad_hugging_face_hub_variable_is_one_line_naming_it():
+    # at 54c46f5: "Error importing huggingface_hub.file_download: ..." on stdout, then
+    # "internal error: ValueError: invalid literal for int()" and exit 70
+    pytest.importorskip("huggingface_hub")
+    done = _gpuplan("memory", "--model", "someorg/somemodel", "--gpu", "h100", HF_HUB_ETAG_TIMEOUT="abc",
+                    HF_HUB_OFFLINE="1")
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stdout, done.stderr)
+    assert done.stderr.startswith("error: environment: got '") and "HF_HUB_ETAG_TIMEOUT" in done.stderr
+    assert "huggingface_hub cannot read its settings" in done.stderr and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_an_output_encoding_without_the_answers_characters_still_answers(encoding):
+    # at 54c46f5: the en dash of a range ended `train` with "internal error: UnicodeEncodeError", exit 70
+    done = _gpuplan("train", "--model", "llama-2-7b", "--gpu", "h100", "--gpus", "64", PYTHONIOENCODING=encoding)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("wall-clock with comm allowance"))
+    assert " days ? " in line, line  # '40.64 days – 48.03 days' with '?' for the dash

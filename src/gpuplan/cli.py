@@ -155,6 +155,7 @@ def _run(argv: list[str]) -> int:
             sys.stderr.write("error: output: stdout is closed; give the command somewhere to write (a file: "
                              "> answer.txt, or /dev/null)\n")
         return 2
+    _tolerant_output()
     twice = repeated_option(argv)
     if twice is not None:
         sys.stderr.write(f"error: {twice[2:].replace('-', '_')}: given twice ({twice}); give it once\n")
@@ -190,6 +191,19 @@ def _run(argv: list[str]) -> int:
     except Exception as exc:  # a bug, not bad input: one line, and the traceback on request
         return _internal_error(exc)
     return result if isinstance(result, int) else 0
+
+
+def _tolerant_output() -> None:
+    """Output streams whose encoding cannot write every character the answer uses (an en dash in
+    ranges, CJK labels): PYTHONIOENCODING=ascii or latin-1 ended `train` with an internal error
+    (UnicodeEncodeError) after part of the answer; such characters are written as '?' instead."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
+        if encoding not in ("utf-8", "utf8") and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="replace" if stream is sys.stdout else "backslashreplace")
+            except (ValueError, OSError):  # a stream that cannot be reconfigured keeps its settings
+                pass
 
 
 def usage_line(exc: click.ClickException) -> str:

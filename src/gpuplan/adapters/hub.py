@@ -28,11 +28,18 @@ def is_hub_id(text: str) -> bool:
 def fetch_config(repo_id: str) -> tuple[dict[str, Any], str]:
     """(config.json of ``repo_id``, the cached file's path); InputError with the way out."""
     try:
+        import huggingface_hub.constants  # noqa: F401 - first, directly: the package's lazy import prints its error
         from huggingface_hub import hf_hub_download
         from huggingface_hub import errors as hub_errors
     except ImportError:
         raise InputError("model", repo_id, "is not in the catalog; fetching its config.json needs huggingface_hub "
                          f"(pip install 'gpuplan[hub]'), or {LOCAL_HINT}") from None
+    except ValueError as exc:  # huggingface_hub reads HF_* variables at import: HF_HUB_ETAG_TIMEOUT=abc
+        import os
+
+        names = sorted(k for k in os.environ if k.startswith(("HF_", "HUGGINGFACE_")))
+        raise InputError("environment", ", ".join(names) or "HF_*", f"huggingface_hub cannot read its settings "
+                         f"({str(exc)[:80]}); fix or unset them, or {LOCAL_HINT}") from None
     from huggingface_hub.utils import logging as hub_logging
 
     hub_logging.set_verbosity_error()  # one line of ours, not the library's retry chatter
