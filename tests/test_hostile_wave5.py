@@ -290,3 +290,19 @@ def test_an_output_encoding_without_the_answers_characters_still_answers(encodin
     assert done.returncode == 0 and done.stderr == "", done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("wall-clock with comm allowance"))
     assert " days ? " in line, line  # '40.64 days – 48.03 days' with '?' for the dash
+
+
+def test_the_api_words_a_missing_value_as_the_cli_does():
+    # at 54c46f5 the API said "config.json: hidden_size: got None; need one of ..." where the CLI
+    # says "got no value" (errors.InputError), for the same config
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web import create_app
+
+    config = json.loads((ROOT / "examples" / "llama-2-7b" / "config.json").read_text())
+    del config["hidden_size"]
+    reply = TestClient(create_app()).post("/api/memory", json={"config": config, "gpu": "h100", "gpus": 8})
+    assert reply.status_code == 422
+    assert reply.json()["message"].startswith("config.json: hidden_size: got no value; need one of hidden_size"), \
+        reply.json()["message"]

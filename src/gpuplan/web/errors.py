@@ -43,7 +43,8 @@ def shown(value: Any) -> str:
 
 def one_line(error: InputError) -> str:
     """``field: got <value>; <what would be valid>`` with the value and the field cut short."""
-    return preview(f"{preview(str(error.field))}: got {shown(error.value)}; {error.expected}", MAX_MESSAGE_CHARS)
+    given = "got no value" if error.value is None else f"got {shown(error.value)}"  # as InputError words it
+    return preview(f"{preview(str(error.field))}: {given}; {error.expected}", MAX_MESSAGE_CHARS)
 
 
 def error_body(field: str | None, message: str, loc: list, kind: str) -> dict[str, Any]:
