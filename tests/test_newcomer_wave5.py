@@ -321,3 +321,18 @@ def test_a_one_day_deadline_is_singular_in_english_and_translated(run_json):
     assert zh.line("gpus").label == "1 天内完成所需 GPU 数（求解）"
     week = next(s for sec in run_json("train")["sections"] for s in sec["lines"] if s["key"] == "gpus")
     assert week["label"] == "GPUs to finish in 7 days (solved)"
+
+
+def test_gb200_deadline_rounds_to_compute_trays_not_racks(run_cli):
+    """`train --gpu gb200` rounds its deadline answer to the catalog's 4-GPU compute tray (devices_per_node), not
+    the 72-GPU NVLink domain (review wave 5: 216 GPUs, 5.42 days against 7). By hand: 8.4e22 FLOPs at 40% of
+    GB200's 2.5 PFLOP/s dense bf16 = 972.2 GPU-days; x 1.2 communication allowance = 1,166.7; over 7 days = 166.7
+    GPUs, up to whole trays: ceil(166.7 / 4) x 4 = 168."""
+    import json
+
+    code, out, _ = run_cli("train", "--gpu", "gb200", "--json")
+    assert code == 0
+    results = json.loads(out)["results"]
+    assert results["gpu_days"] == pytest.approx(8.4e22 / (0.4 * 2.5e15 * 86_400), rel=1e-9)
+    assert results["gpus"] == 168
+    assert results["fail_wall_seconds"] / 86_400 <= 7.0  # the deadline met after the failures it adds

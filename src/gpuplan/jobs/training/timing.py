@@ -260,10 +260,13 @@ def _all_working(plan: Plan) -> Plan:
 
 
 def _node_size(inputs: TrainingInputs) -> int:
-    """GPUs per node: --gpus-per-node, else the catalog's scale-up domain (8 on HGX; core.comm.topology.cluster_for)."""
+    """GPUs per node, the unit a cluster is rented in: --gpus-per-node, else the catalog's devices_per_node (8 on
+    HGX, 4 on a GB200 / GB300 compute tray), else the scale-up domain. Not the NVL72 domain of 72: rounding a GB200
+    answer up to whole racks took the bare 7B question from 168 to 216 GPUs (5.42 days against 7)."""
     from gpuplan.adapters.resolve import resolve_gpu
 
-    return inputs.gpus_per_node or resolve_gpu(inputs.gpu).scale_up_ranks
+    gpu = resolve_gpu(inputs.gpu)
+    return inputs.gpus_per_node or gpu.devices_per_node or gpu.scale_up_ranks
 
 
 def _nodes(gpus: int, node: int) -> int:
