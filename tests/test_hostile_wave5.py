@@ -306,3 +306,26 @@ def test_the_api_words_a_missing_value_as_the_cli_does():
     assert reply.status_code == 422
     assert reply.json()["message"].startswith("config.json: hidden_size: got no value; need one of hidden_size"), \
         reply.json()["message"]
+
+
+# ---- serving: a vLLM scheduler vLLM itself refuses ----------------------------------------------
+# vllm/config/scheduler.py SchedulerConfig raises "max_num_batched_tokens (8) must be greater than or
+# equal to max_num_seqs (16)"; at 54c46f5 `infer --prefill-tokens 8 --max-num-seqs 16` was answered.
+# A max_num_seqs left out is min(its default, max_num_batched_tokens) in vLLM's engine/arg_utils.py,
+# so --prefill-tokens alone stays an answer.
+
+@pytest.mark.parametrize(("args", "line"), [
+    (("--prefill-tokens", "8", "--max-num-seqs", "16"), "error: prefill_tokens: got 8; must be at least max_num_seqs (16)"),
+    (("--max-num-seqs", "100000"), "error: max_num_seqs: got 100000; must be at most prefill_tokens (8,192, vLLM's "
+                                   "default here"),
+])
+def test_vllm_max_num_batched_tokens_below_max_num_seqs_is_refused(run_cli, args, line):
+    code, _, err = run_cli("infer", "--model", "llama-2-7b", "--gpu", "h100", *args)
+    one_line_refusal(code, err, "(SchedulerConfig: max_num_batched_tokens >= max_num_seqs)")
+    assert err.startswith(line), err
+
+
+@pytest.mark.parametrize("args", [("--prefill-tokens", "8", "--max-num-seqs", "8"), ("--prefill-tokens", "8")])
+def test_vllm_schedulers_vllm_starts_are_answered(run_cli, args):
+    code, out, err = run_cli("infer", "--model", "llama-2-7b", "--gpu", "h100", *args)
+    assert code == 0 and out.startswith("Serving llama-2-7b"), err

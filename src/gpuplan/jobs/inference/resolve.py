@@ -71,7 +71,15 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     if inputs.pp_degree > spec.num_layers:
         raise InputError("pp", inputs.pp_degree, f"pipeline stages cannot exceed the {spec.num_layers} layers")
     notes += context_notes(spec, raw, context)
-    seqs = inputs.runtime.batch_limits(gpu.memory_bytes, gpu.name, spec.max_position_embeddings)[1]
+    tokens, seqs = inputs.runtime.batch_limits(gpu.memory_bytes, gpu.name, spec.max_position_embeddings)
+    if engine == "vllm" and inputs.max_num_seqs is not None and tokens < seqs:
+        # vllm/config/scheduler.py SchedulerConfig: a ValueError at start-up; a max_num_seqs left out is
+        # min(its default, max_num_batched_tokens) (engine/arg_utils.py), never refused
+        rule = "vLLM refuses fewer tokens per step than sequences (SchedulerConfig: max_num_batched_tokens >= max_num_seqs)"
+        if inputs.prefill_tokens is None:  # the user's max_num_seqs past the default token budget
+            raise InputError("max_num_seqs", seqs, f"must be at most prefill_tokens ({tokens:,}, vLLM's default here; "
+                             f"raise --prefill-tokens with it): {rule}")
+        raise InputError("prefill_tokens", tokens, f"must be at least max_num_seqs ({seqs:,}): {rule}")
     if engine == "vllm" and inputs.max_num_seqs is None and inputs.batch > seqs:
         notes.append(f"batch {inputs.batch:,} exceeds vLLM's default max_num_seqs {seqs:,} on {gpu.name}: it "
                      f"schedules at most {seqs:,} sequences per step and queues the rest; set --max-num-seqs "
