@@ -143,9 +143,10 @@ def test_moe_plans_carry_the_moe_band_and_dense_plans_do_not():
 
     moe_error, source = prediction_band("bf16", moe=True)
     assert moe_error == prediction_band("fp8", moe=True)[0] and "MoE" in source
-    # wider than either dense band (after issue 37's backward host and GPT-OSS activation sync: 13.85% against 5.09% /
-    # 7.29%, 2.7x / 1.9x; 2x / 2x before)
-    assert moe_error > 1.5 * prediction_band("bf16")[0] and moe_error > 1.5 * prediction_band("fp8")[0]
+    # wider than either dense band, which is what the range claims (13.85% against 5.09% / 7.29% after issue 37's
+    # backward host and GPT-OSS activation sync, 2.7x / 1.9x; 3.07x / 2.04x at 54c46f5): no fixed ratio asserted,
+    # as the MoE rows' error is the model's own and moves with it
+    assert moe_error > max(prediction_band("bf16")[0], prediction_band("fp8")[0])
     for model, error in (("mixtral-8x7b", moe_error), ("llama-3.1-8b", prediction_band("bf16")[0])):
         days = plan_report(PlanInputs(model=model, tokens="1T", gpu="h100", gpus=256)).line("best_days")
         assert (days.low, days.high) == pytest.approx((days.value * (1 - error), days.value * (1 + error)))
