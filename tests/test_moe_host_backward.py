@@ -116,6 +116,12 @@ def test_activation_sync_by_hand():
     # a layer whose GPU work after the activation outlasts the host: nothing more
     long = MoeLayerPhases(4000 * US, 0.0, 4000 * US, 0.0)
     assert M.activation_sync_extra_seconds(settings, 16, None, long, 259 * US, True, 1500 * US) == 0.0
+    # both stretches host-bound (one all-to-all call 10 us, 60 us of routed GEMMs): GPU first 10 + 2/3 x 60 = 50 us
+    # against the host's 135.0; GPU 1,074 + 2,073 + 2 x 10 = 3,167 us. Exposed: (135.0 - 50) + (3,593.8 - 3,117) =
+    # 85.0 + 476.8 = 561.8 us, exactly the one-sync model's 3,728.8 - 3,167: the sync adds nothing (the first stretch
+    # taken as GPU-bound gave -85.0 us, a sync that made the layer faster; review wave 5)
+    assert M.activation_sync_extra_seconds(settings, 16, None, phases, 10 * US, True, 60 * US) == pytest.approx(
+        0.0, abs=1e-12)
 
 
 @pytest.mark.parametrize("row, before", [("mbridge-26.04.01-gpt-oss-120b-h100-sxm-64g-bf16", 0.246),

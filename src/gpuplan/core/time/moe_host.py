@@ -299,10 +299,10 @@ def activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_c
     c10/cuda/CUDAFunctions.h); PyTorch's sync debug mode flags it (pytorch/pytorch#120996), and #190217
     (2026-07, open) times the call waiting for the queued work. The host waits there for the GPU to finish the layer's dispatch and fc1, so the
     forward's sync-to-sync stretch is two: (dispatch all-to-all + fc1, issued by the dispatcher's ops, the
-    experts' ops before the activation and fc1's launches) and the rest. The first is GPU-bound on every
-    published layout; the second takes max(host, GPU):
+    experts' ops before the activation and fc1's launches) and the rest, each taking max(host, GPU) (the first is
+    GPU-bound on every published layout, by a margin that closes near 512 tokens a micro-batch on GPT-OSS-120B):
 
-        extra = max(0, host_rest - gpu_rest) - max(0, host_layer - gpu_layer),
+        extra = max(0, host_first - gpu_first) + max(0, host_rest - gpu_rest) - max(0, host_layer - gpu_layer),
         gpu_rest = gpu_layer - (one all-to-all + FC1_SHARE_OF_EXPERT_GEMMS x ``routed_forward``)
 
     (``routed_forward``: the layer's routed expert GEMMs in the forward, core.time.step.routed_seconds_per_token;
@@ -319,7 +319,8 @@ def activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_c
         + forward_launches_per_local_expert(recipe) / 2 * local_experts * launch  # fc1's half of the launches
     gpu = phases.pre_dispatch_forward + phases.mlp_forward + FORWARD_ALL_TO_ALLS * one_call
     gpu_first = one_call + FC1_SHARE_OF_EXPERT_GEMMS * routed_forward
-    return maximum(host - host_first - (gpu - gpu_first), 0.0) - maximum(host - gpu, 0.0)
+    return (maximum(host_first - gpu_first, 0.0) + maximum(host - host_first - (gpu - gpu_first), 0.0)
+            - maximum(host - gpu, 0.0))
 
 
 def stage_host_inputs(spec, settings, ep, costs):
