@@ -329,3 +329,35 @@ def test_vllm_max_num_batched_tokens_below_max_num_seqs_is_refused(run_cli, args
 def test_vllm_schedulers_vllm_starts_are_answered(run_cli, args):
     code, out, err = run_cli("infer", "--model", "llama-2-7b", "--gpu", "h100", *args)
     assert code == 0 and out.startswith("Serving llama-2-7b"), err
+
+
+# ---- profile --sweep --out: a folder, checked before training ------------------------------------
+# At 54c46f5 an existing file (or /dev/null) ended in "internal error: FileExistsError", /proc/x in
+# "internal error: FileNotFoundError" (exit 70, after the model was built); a/b/c created a and b.
+
+def test_a_sweep_out_that_is_a_file_is_refused(run_cli, victim):
+    code, _, err = run_cli("profile", "pythia-70m", "--sweep", "--out", str(victim), "--device", "cpu")
+    one_line_refusal(code, err, f"out: got '{victim}'; is not a folder")
+    assert victim.read_text() == "model: llama-2-7b\n"
+
+
+def test_a_sweep_out_in_a_missing_folder_is_refused_and_nothing_is_created(run_cli, tmp_path):
+    deep = tmp_path / "a" / "b" / "c"
+    code, _, err = run_cli("profile", "pythia-70m", "--sweep", "--out", str(deep), "--device", "cpu")
+    one_line_refusal(code, err, f"is in a folder that does not exist ({tmp_path / 'a' / 'b'}); create it first")
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_sweep_out_that_is_a_link_is_refused(run_cli, tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    code, _, err = run_cli("profile", "pythia-70m", "--sweep", "--out", str(tmp_path / "link"), "--device", "cpu")
+    one_line_refusal(code, err, "is a symbolic link")
+
+
+def test_a_sweep_out_folder_is_made_one_level_deep(tmp_path):
+    from gpuplan.adapters.files import check_out_folder
+
+    assert check_out_folder(tmp_path / "sweep").is_dir()
+    assert check_out_folder(tmp_path / "sweep").is_dir()  # an existing folder is fine
+    assert list((tmp_path / "sweep").iterdir()) == []  # the write probe is gone

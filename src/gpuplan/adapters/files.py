@@ -245,6 +245,29 @@ def check_writable(path: str | Path, field: str = "out", inputs: tuple[Any, ...]
     return target
 
 
+def check_out_folder(path: str | Path, field: str = "out") -> Path:
+    """An output folder, checked before any work: an existing folder, or a new one whose parent
+    exists (created here, one level: a missing parent is an error, as for files); not a file,
+    device or symbolic link; writable (`profile --sweep --out plan.yaml` ended in an internal
+    FileExistsError, `--out a/b/c` created a and b)."""
+    folder = Path(path)
+    if folder.is_symlink():
+        raise refusal(field, path, f"is a symbolic link (to {os.readlink(folder)}); give the folder itself")
+    if folder.exists() and not folder.is_dir():
+        raise refusal(field, path, "is not a folder (a file or a device); give a folder for the sweep's files")
+    parent = folder.parent if str(folder.parent) else Path(".")
+    if not folder.exists() and not parent.is_dir():
+        raise refusal(field, path, f"is in a folder that does not exist ({parent}); create it first")
+    try:
+        folder.mkdir(exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".gpuplan.", suffix=".probe", dir=folder)
+    except OSError as exc:
+        raise refusal(field, path, f"cannot be written ({exc.strerror or exc})") from None
+    os.close(fd)
+    _remove(probe)
+    return folder
+
+
 def _same_file(target: Path, source: Path) -> bool:
     """True when ``target`` names ``source``: the same resolved path, or the same file (device and
     inode: a hard link)."""

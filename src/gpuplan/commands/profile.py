@@ -26,7 +26,9 @@ def command():
         if inputs.sweep:
             from gpuplan.profile.sweep import run_sweep, sweep_report
 
-            out_dir = inputs.out or "gpuplan-sweep"
+            from gpuplan.adapters.files import check_out_folder
+
+            out_dir = str(check_out_folder(inputs.out or "gpuplan-sweep"))  # before training
             return sweep_report(run_sweep(inputs.settings(), out_dir, inputs.sweep_budget), out_dir)
         data = run_trial(inputs.settings(), inputs.out)
         if int(os.environ.get("RANK", "0")) != 0:
