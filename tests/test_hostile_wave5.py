@@ -361,3 +361,12 @@ def test_a_sweep_out_folder_is_made_one_level_deep(tmp_path):
     assert check_out_folder(tmp_path / "sweep").is_dir()
     assert check_out_folder(tmp_path / "sweep").is_dir()  # an existing folder is fine
     assert list((tmp_path / "sweep").iterdir()) == []  # the write probe is gone
+
+
+def test_an_empty_key_is_named_as_such_with_no_guess(run_cli, tmp_path):
+    # at 54c46f5: "inputs: got 1; unknown field; did you mean framework, compile, recipe?" ('' is in every name)
+    plan = tmp_path / "p.yaml"
+    plan.write_text("model: llama-2-7b\n'': 1\n")
+    code, _, err = run_cli("memory", str(plan))
+    one_line_refusal(code, err, f"{plan}: '': got 1; unknown field; valid fields: ")
+    assert "did you mean" not in err

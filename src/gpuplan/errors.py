@@ -55,6 +55,8 @@ def closest_names(name: str, candidates: Iterable[str], n: int = 3) -> list[str]
     """Up to ``n`` catalog names closest to ``name`` (case-insensitive), best first."""
     import difflib  # only a bad name needs it: every command imports this module (~1 ms)
 
+    if not name.strip():  # '' is in every name: no suggestion rather than the first three
+        return []
     pool = {c.lower(): c for c in candidates}
     hits = difflib.get_close_matches(name.lower(), list(pool), n=n, cutoff=0.5)
     if not hits:  # fall back to substring matches ("llama" -> "llama-2-7b", ...)

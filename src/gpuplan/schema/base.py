@@ -19,7 +19,7 @@ from gpuplan.errors import InputError, closest_names
 
 
 def _where(loc: tuple, prefix: str | None) -> str:
-    field = ".".join(str(part) for part in loc) or "inputs"
+    field = ".".join(str(part) if str(part) else "''" for part in loc) or "inputs"  # a key '' named as such
     return f"{prefix}: {field}" if prefix else field
 
 
