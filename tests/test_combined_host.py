@@ -80,11 +80,12 @@ def test_the_substitute_fits_pr_1760_and_contradicts_the_skill_pair(check):
 
 def test_the_skill_bound_leaves_the_b200_row_far_off(check):
     """The largest backward host the skill's overlap-on run allows (x 0.585: its step within 1% of 20.99 s)
-    leaves PR #1760's MXFP8 overlap-on run more than 30% short of NVIDIA's 20.1 s."""
+    leaves PR #1760's MXFP8 overlap-on run more than 25% short of NVIDIA's 20.1 s (14.44 s: 30% short before the row
+    read its preset's missing CUDA graphs, docs/step.md "The skill run against the preset rows")."""
     steps = {name: (measured, now, new) for name, measured, now, new in check.pair_steps(scale=0.585)}
     assert steps["skill overlap on"][2] == pytest.approx(20.99, rel=0.01)
     measured, _, bound = steps["PR #1760 mxfp8 vpp 4 overlap on"]
-    assert bound < 0.7 * measured
+    assert bound < 0.75 * measured
 
 
 def test_the_check_leaves_the_model_as_it_was(check):

@@ -130,7 +130,7 @@ def test_published_moe_rows_carry_their_release_recipe_settings():
     assert rows["mbridge-26.02.01-qwen3-235b-a22b-b300-256g-mxfp8"]["moe_comm"]["dispatcher"] == "alltoall"
     # v0.3.0 QWEN3_30B_A3B H100 FP8-CS preset: DeepEP (applied by the recipe on Hopper) with the overlap
     assert rows["mbridge-26.02-qwen3-30b-a3b-h100-sxm-16g-fp8cs"]["moe_comm"] == {
-        "dispatcher": "flex", "backend": "deepep", "a2a_overlap": True}
+        "dispatcher": "flex", "backend": "deepep", "a2a_overlap": True, "cuda_graph": "none"}
 
 
 def test_newest_gb200_moe_rows_with_their_overlap():
