@@ -370,3 +370,11 @@ def test_an_empty_key_is_named_as_such_with_no_guess(run_cli, tmp_path):
     code, _, err = run_cli("memory", str(plan))
     one_line_refusal(code, err, f"{plan}: '': got 1; unknown field; valid fields: ")
     assert "did you mean" not in err
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--dp-overlap", "0.4_0"), ("--mfu", "4_0%"), ("--contingency", "0_2"),
+                                             ("--tokens", "1_000B")])
+def test_a_number_with_underscores_is_refused_everywhere(run_cli, flag, value):
+    # at 54c46f5 float() read '0.4_0' as 0.4 and '4_0%' as 40% (PEP 515), where '1_000B' was refused
+    code, _, err = run_cli(*TRAIN, flag, value)
+    one_line_refusal(code, err, f"got {value!r}; must be written without '_'")
