@@ -378,3 +378,13 @@ def test_a_number_with_underscores_is_refused_everywhere(run_cli, flag, value):
     # at 54c46f5 float() read '0.4_0' as 0.4 and '4_0%' as 40% (PEP 515), where '1_000B' was refused
     code, _, err = run_cli(*TRAIN, flag, value)
     one_line_refusal(code, err, f"got {value!r}; must be written without '_'")
+
+
+@pytest.mark.parametrize("sections", ["budget,,memory", "budget,"])
+def test_report_sections_with_an_empty_name_are_refused_as_gpus_are(run_cli, tmp_path, sections):
+    # at 54c46f5 the empty names were dropped ('budget,,memory' wrote a report) where --gpus '8,,16' is refused
+    plan = tmp_path / "p.yaml"
+    shutil.copy(ROOT / "examples" / "article-7b.yaml", plan)
+    code, _, err = run_cli("report", str(plan), "--sections", sections, "--no-plots", "--out", str(tmp_path / "r.html"))
+    one_line_refusal(code, err, f"sections: got {sections!r}; comma-separated names from budget, memory, plan")
+    assert not (tmp_path / "r.html").exists()

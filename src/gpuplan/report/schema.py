@@ -15,8 +15,8 @@ DEFAULT_SECTIONS = ("budget", "memory", "plan")
 
 def _sections(value: Any, info) -> tuple[str, ...]:
     items = value if isinstance(value, list | tuple) else str(value).split(",")
-    chosen = tuple(dict.fromkeys(str(part).strip().lower() for part in items if str(part).strip()))
-    if not chosen or any(s not in SECTIONS for s in chosen):
+    chosen = tuple(dict.fromkeys(str(part).strip().lower() for part in items))
+    if not chosen or any(s not in SECTIONS for s in chosen):  # '' too: 'budget,,memory' as --gpus '8,,16' is refused
         raise InputError("sections", value, f"comma-separated names from {', '.join(SECTIONS)}")
     return chosen
 
