@@ -388,3 +388,21 @@ def test_report_sections_with_an_empty_name_are_refused_as_gpus_are(run_cli, tmp
     code, _, err = run_cli("report", str(plan), "--sections", sections, "--no-plots", "--out", str(tmp_path / "r.html"))
     one_line_refusal(code, err, f"sections: got {sections!r}; comma-separated names from budget, memory, plan")
     assert not (tmp_path / "r.html").exists()
+
+
+# ---- calibrate: flags that make the log's step faster than the GPUs' peak -----------------------
+# At 54c46f5 `--global-batch 10000000` on tests/fixtures/logs/table.csv (a 2.02 s step on 8 H100)
+# fit "compute time 0.000x" and "attention efficiency 20.0% -> 2319191.4%", exit 0.
+
+def test_a_log_read_faster_than_the_gpus_peak_is_refused(run_cli):
+    flags = list(TABLE_FLAGS)
+    flags[flags.index("--global-batch") + 1] = "10000000"
+    code, _, err = run_cli("calibrate", str(LOGS / "table.csv"), *flags)
+    one_line_refusal(code, err, "global_batch/seq_len/gpus: got '20,480,000,000 tokens per 2.02 s step on 8 GPUs'")
+    assert "above the NVIDIA H100 80GB SXM5's peak" in err
+
+
+def test_the_same_log_read_as_its_run_calibrates(run_cli):
+    # 64 x 2,048 tokens x 6 x ~7.5e9 active non-embedding parameters / 2.02 s / 8 GPUs ~ 365 TFLOP/s a GPU
+    code, out, err = run_cli("calibrate", str(LOGS / "table.csv"), *TABLE_FLAGS)
+    assert code == 0 and out.startswith("Calibration from measurements"), err

@@ -114,5 +114,24 @@ def check_step_time(step: float, source: str, field: str, rate: float) -> None:
                          f"rate); a real step takes {low:g} to {high:g} s; check the log and --global-batch/--seq-len")
 
 
+def check_step_flops(step: float, tokens: float, gpus: int, model: str, gpu: Any, source: str) -> None:
+    """A step of ``tokens`` tokens on ``gpus`` GPUs in ``step`` seconds within the GPU's largest
+    peak (any dtype): training does at least 6 FLOPs per active non-embedding parameter per token
+    (Kaplan et al. 2020 Sec. 2.1, C ~ 6N: forward 2N, backward 4N; recompute and attention only
+    add). Past it the flags misdescribe the run (`--global-batch 10000000` on a 64-sequence log fit
+    a compute factor of 0.000x and an attention efficiency of 2,319,191%, exit 0)."""
+    from gpuplan.adapters.resolve import resolve_model
+    from gpuplan.core.model.spec import count_parameters
+
+    counts = count_parameters(resolve_model(model))
+    flops = 6 * (counts.active - counts.embedding - counts.position_embedding) * tokens
+    peak = max(f for dtype, f in gpu.peak_flops if not dtype.startswith("int"))
+    if flops / (step * gpus) > peak:
+        raise InputError("global_batch/seq_len/gpus", f"{tokens:,.0f} tokens per {step:.3g} s step on {gpus:,} GPUs",
+                         f"in {source}: needs at least {flops / (step * gpus) / 1e12:,.0f} TFLOP/s per GPU (6 x "
+                         f"{model}'s active parameters per token), above the {gpu.name}'s peak {peak / 1e12:,.0f}; "
+                         "check --global-batch, --seq-len and --gpus against the run")
+
+
 def _round(value: float) -> float:
     return float(f"{value:.12g}") if math.isfinite(value) else value

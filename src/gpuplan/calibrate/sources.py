@@ -16,6 +16,7 @@ from gpuplan.adapters.training_logs import (
 from gpuplan.calibrate.log_checks import (
     check_against_gpu,
     check_layout_given,
+    check_step_flops,
     check_log,
     check_step_time,
     label,
@@ -70,6 +71,8 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
             notes.append(f"step time = {batch} sequences x {seq_len} tokens / logged tokens per second")
     if step is None and summary.memory_bytes is None:
         raise InputError("file", source, "gives neither a step time, a throughput nor a memory peak")
+    if step is not None:
+        check_step_flops(step, batch * seq_len, gpus, model, accelerator, source)
     return check_layout_given(Measurement(
         source=source, kind=fmt, model=model, seq_len=seq_len, world_size=gpus, gpu=gpu, device="cuda",
         tp=context.tp, pp=context.pp, ep=context.ep, zero=zero if context.zero is None else context.zero,
