@@ -406,3 +406,11 @@ def test_the_same_log_read_as_its_run_calibrates(run_cli):
     # 64 x 2,048 tokens x 6 x ~7.5e9 active non-embedding parameters / 2.02 s / 8 GPUs ~ 365 TFLOP/s a GPU
     code, out, err = run_cli("calibrate", str(LOGS / "table.csv"), *TABLE_FLAGS)
     assert code == 0 and out.startswith("Calibration from measurements"), err
+
+
+@pytest.mark.parametrize(("value", "line"), [("50", "margin: got '50'; must be between 0 and 0.9 (0.2 = 20%)"),
+                                             ("1", "margin: got '1'; must be between 0 and 0.9 (0.2 = 20%)")])
+def test_a_share_names_its_own_upper_bound(run_cli, value, line):
+    # at 54c46f5 '--margin 50' said "must be between 0 and 5" (parse_allowance's bound) where 0.9 is the margin's
+    code, _, err = run_cli(*TRAIN, "--margin", value)
+    one_line_refusal(code, err, line)

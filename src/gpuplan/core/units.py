@@ -160,16 +160,17 @@ def format_gpu_time(amount: float) -> str:
     return f"{amount:,.0f}" if abs(amount) >= 10 else f"{amount:#.3g}"
 
 
-def parse_allowance(text: str | int | float, field: str = "allowance") -> float:
-    """An overhead fraction that may be 0 or exceed 1: '20%' -> 0.2, '0' -> 0.0, 1.5 -> 1.5."""
+def parse_allowance(text: str | int | float, field: str = "allowance", high: float = 5.0) -> float:
+    """An overhead fraction that may be 0 or exceed 1: '20%' -> 0.2, '0' -> 0.0, 1.5 -> 1.5; at
+    most ``high`` (the refusal names it: '--margin 50' said 'between 0 and 5' where 0.9 is the top)."""
     refuse_huge_integer(text, field)
     raw = str(text).strip()
     try:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
     except ValueError:
         raise InputError(field, text, "expected a fraction such as 0.2 or 20%") from None
-    if not (math.isfinite(value) and 0 <= value <= 5):
-        raise InputError(field, text, "must be between 0 and 5 (0.2 = 20%)")
+    if not (math.isfinite(value) and 0 <= value <= high):
+        raise InputError(field, text, f"must be between 0 and {high:g} (0.2 = 20%)")
     return value
 
 

@@ -147,7 +147,7 @@ def share(high: float = 5.0):
         field = _name(info)
         _finite(value, field)
         text = value if isinstance(value, int | float) else _text(value, field)
-        parsed = units.parse_allowance(text, field)
+        parsed = units.parse_allowance(text, field, high)
         _no_underflow(parsed, text, field, f"expected a share from 0 to {high:g} (0.2 = 20%)")  # 1e-400 is not 0
         return _bounded(parsed, value, field, 0, high, False)
 
