@@ -414,3 +414,21 @@ def test_a_share_names_its_own_upper_bound(run_cli, value, line):
     # at 54c46f5 '--margin 50' said "must be between 0 and 5" (parse_allowance's bound) where 0.9 is the margin's
     code, _, err = run_cli(*TRAIN, "--margin", value)
     one_line_refusal(code, err, line)
+
+
+@pytest.mark.parametrize(("command", "flag", "value", "expected"), [
+    ("train", "--dp-overlap", "40%", 0.4), ("train", "--tp-overlap", "25%", 0.25), ("infer", "--prefix-hit", "50%", 0.5)])
+def test_a_share_reads_a_percentage_as_every_fraction_does(command, flag, value, expected):
+    # at 54c46f5 '--dp-overlap 40%' was "expected a number between 0 and 1" (docs/cli.md: fractions take 0.4 or 40%)
+    from gpuplan.jobs.inference.schema import InferenceInputs
+    from gpuplan.jobs.training.schema import TrainingInputs
+
+    schema = TrainingInputs if command == "train" else InferenceInputs
+    field = flag[2:].replace("-", "_")
+    inputs = schema.parse({"model": "llama-2-7b", "gpu": "h100", field: value})
+    assert getattr(inputs, field) == pytest.approx(expected)
+
+
+def test_a_share_over_its_top_in_percent_is_refused(run_cli):
+    code, _, err = run_cli("infer", "--model", "llama-2-7b", "--gpu", "h100", "--prefix-hit", "100%")
+    one_line_refusal(code, err, "prefix_hit: got '100%'; must be >= 0 and <= 0.99")

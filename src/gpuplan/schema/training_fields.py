@@ -328,7 +328,7 @@ class SetupFields(JobInputs):
         return Overheads(margin=self.margin, fragmentation=fragmentation(self.expandable_segments))
 
 
-Overlap = T.typed(float, T.number(0, 1))
+Overlap = T.typed(float, T.number(0, 1, percent=True))  # '40%' read as other shares are
 
 
 def _f(default: Any, help: str, shown: str | None = None) -> Any:

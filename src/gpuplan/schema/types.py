@@ -98,17 +98,22 @@ def count(high: float, *, low: float = 0.0, whole: bool = False, suffix_base: fl
     return parse
 
 
-def number(low: float, high: float, *, low_open: bool = False, whole: bool = False):
-    """A plain number in [low, high] (or (low, high] with ``low_open``); no unit suffixes."""
+def number(low: float, high: float, *, low_open: bool = False, whole: bool = False, percent: bool = False):
+    """A plain number in [low, high] (or (low, high] with ``low_open``); no unit suffixes but, with
+    ``percent`` (a share), a trailing % ('40%' = 0.4, as every fraction reads it)."""
 
     def parse(value: Any, info: ValidationInfo) -> float | int:
         field = _name(info)
         _finite(value, field)
         text = value if isinstance(value, int | float) else _text(value, field)
+        scale = 1.0
+        if percent and isinstance(text, str) and text.endswith("%"):
+            text, scale = text[:-1], 0.01
         try:
-            parsed = float(text)
+            parsed = float(text) * scale
         except (TypeError, ValueError):
-            raise InputError(field, value, f"expected a number between {low:g} and {high:g}") from None
+            shown = f" (or {low * 100:g}% to {high * 100:g}%)" if percent else ""
+            raise InputError(field, value, f"expected a number between {low:g} and {high:g}{shown}") from None
         _no_underflow(parsed, text, field, f"expected a number between {low:g} and {high:g}")
         parsed = _bounded(parsed, value, field, low, high, low_open)
         if whole:

@@ -187,7 +187,7 @@ class InferenceInputs(ModelFields):
                                                                            "(num_speculative_tokens).")]
     spec_acceptance: Annotated[T.Fraction | None, _f(None, "Per-token acceptance rate of proposed tokens (0-1).",
                                                      "eagle 0.55, eagle3 0.58, mtp 0.85, draft 0.6")]
-    prefix_hit: Annotated[T.typed(float, T.number(0, 0.99)), _f(0.0, "Share of each prompt found in the prefix "
+    prefix_hit: Annotated[T.typed(float, T.number(0, 0.99, percent=True)), _f(0.0, "Share of each prompt found in the prefix "
                                                                       "cache (0-0.99): that prefill is skipped and "
                                                                       "the cached prefix is shared by all sequences.")]
     decode_attention: Annotated[T.choice(*R.DECODE_ATTENTION) | None, _f(
