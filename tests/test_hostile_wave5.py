@@ -432,3 +432,36 @@ def test_a_share_reads_a_percentage_as_every_fraction_does(command, flag, value,
 def test_a_share_over_its_top_in_percent_is_refused(run_cli):
     code, _, err = run_cli("infer", "--model", "llama-2-7b", "--gpu", "h100", "--prefix-hit", "100%")
     one_line_refusal(code, err, "prefix_hit: got '100%'; must be >= 0 and <= 0.99")
+
+
+# ---- Markdown output: a hostile model name writes no HTML and keeps the table ------------------
+# At 54c46f5 a config in a folder named 'x<img src=x onerror=alert(1)>' put that tag raw into
+# `report --markdown` and `--format markdown` (the HTML report escaped it); a '|' split the row.
+
+def _hostile_config(tmp_path, name):
+    folder = tmp_path / name
+    folder.mkdir()
+    shutil.copy(ROOT / "examples" / "llama-2-7b" / "config.json", folder / "config.json")
+    return folder
+
+
+def test_markdown_escapes_a_tag_in_a_model_name(run_cli, tmp_path):
+    folder = _hostile_config(tmp_path, "x<img src=x onerror=alert(1)>")
+    code, out, err = run_cli("memory", "--model", str(folder / "config.json"), "--gpu", "h100", "--gpus", "8",
+                             "--format", "markdown")
+    assert code == 0, err
+    assert "<img" not in out and "| model | x&lt;img src=x onerror=alert(1)> |" in out
+    (folder / "p.yaml").write_text("model: ./config.json\ngpu: h100\ngpus: 8\ntokens: 1T\n")
+    code, _, err = run_cli("report", str(folder / "p.yaml"), "--no-plots", "--sections", "memory",
+                           "--markdown", str(tmp_path / "r.md"), "--out", str(tmp_path / "r.html"))
+    assert code == 0, err
+    text = (tmp_path / "r.md").read_text()
+    assert "<img" not in text and "## Training memory: x&lt;img src=x onerror=alert(1)> on" in text
+
+
+def test_markdown_keeps_a_pipe_in_a_model_name_inside_its_cell(run_cli, tmp_path):
+    folder = _hostile_config(tmp_path, "a|b")
+    code, out, err = run_cli("memory", "--model", str(folder / "config.json"), "--gpu", "h100", "--gpus", "8",
+                             "--format", "markdown")
+    assert code == 0, err
+    assert "| model | a\\|b |" in out

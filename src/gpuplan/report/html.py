@@ -15,7 +15,7 @@ from html import escape
 from typing import Any, Callable
 
 from gpuplan.report.model import Report
-from gpuplan.report.render import cell, range_text
+from gpuplan.report.render import cell, md_text, range_text
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI","Noto Sans","PingFang SC","Microsoft YaHei",sans-serif;
@@ -130,10 +130,10 @@ def _html_table(title: str, columns, rows, numeric: tuple[int, ...] = (), formul
 # ----------------------------------------------------------------------------- Markdown
 def markdown_document(title: str, intro: str, reports: list[Report], figures: list[list[Any]],
                       t: Callable[..., str], notes: list[str], image_dir: str) -> str:
-    out = [f"# {title}", "", f"_{intro}_", ""] + [f"> {n}\n" for n in notes]
+    out = [f"# {md_text(title)}", "", f"_{md_text(intro)}_", ""] + [f"> {md_text(n)}\n" for n in notes]
     for i, (report, figs) in enumerate(zip(reports, figures)):
-        out += [f"## {report.title}", ""]
-        out += [f"![{fig.title}]({image_dir}/{i + 1}-{fig.name}.svg)\n" for fig in figs]
+        out += [f"## {md_text(report.title)}", ""]
+        out += [f"![{md_text(fig.title)}]({image_dir}/{i + 1}-{fig.name}.svg)\n" for fig in figs]
         out += report_markdown(report, t)
     return "\n".join(out).rstrip() + "\n"
 
@@ -157,13 +157,10 @@ def report_markdown(report: Report, t: Callable[..., str]) -> list[str]:
                          [(a.label, f"{a.value}" + (f" ({t('report.set')})" if a.user_set else ""), a.source,
                            f"`{a.flag}`" if a.flag else "") for a in report.assumptions])
     if report.notes:
-        out += [f"### {t('report.notes')}", ""] + [f"- {n}" for n in report.notes] + [""]
+        out += [f"### {t('report.notes')}", ""] + [f"- {md_text(n)}" for n in report.notes] + [""]
     return out
 
 
 def _md_table(title: str, columns, rows) -> list[str]:
-    def cell(value: Any) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    return ([f"### {title}", "", "| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
-            + ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows] + [""])
+    return ([f"### {md_text(title)}", "", "| " + " | ".join(md_text(c) for c in columns) + " |",
+             "|" + "---|" * len(columns)] + ["| " + " | ".join(md_text(v) for v in row) + " |" for row in rows] + [""])

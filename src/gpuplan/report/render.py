@@ -77,6 +77,16 @@ def cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def md_text(value: Any) -> str:
+    """A value as Markdown text (a heading, a table cell, a note): '|' escaped, newlines as
+    spaces, and a '<' that could open an HTML tag written as &lt; ('<= 0.9' stays as it is). A
+    model named after its folder ('x<img src=x onerror=...>/config.json') put raw HTML in the
+    Markdown a renderer may show; a '|' in it split the table's row."""
+    import re
+
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", cell(value)).replace("|", "\\|").replace("\n", " ")
+
+
 
 
 def headline_rows(report: Report) -> list[tuple[str, Any]]:
@@ -136,30 +146,31 @@ def to_csv(report: Report) -> str:
 
 
 def table_markdown(table) -> list[str]:
-    out = [f"### {table.title}", "", "| " + " | ".join(table.columns) + " |",
+    out = [f"### {md_text(table.title)}", "", "| " + " | ".join(md_text(c) for c in table.columns) + " |",
            "|" + "---|" * len(table.columns)]
-    out += ["| " + " | ".join(cell(v).replace("|", "\\|") for v in row) + " |" for row in table.rows]
+    out += ["| " + " | ".join(md_text(v) for v in row) + " |" for row in table.rows]
     return out + [""]
 
 
 def to_markdown(report: Report) -> str:
-    out = [f"# {report.title}", ""]
+    m = md_text
+    out = [f"# {m(report.title)}", ""]
     if report.inputs:
         out += ["## Inputs", "", "| input | value |", "|---|---|"]
-        out += [f"| {line.label} | {line.display} |" for line in report.inputs] + [""]
+        out += [f"| {m(line.label)} | {m(line.display)} |" for line in report.inputs] + [""]
     if report.assumptions:
         out += ["## Assumptions", "", "| assumption | value | source | flag |", "|---|---|---|---|"]
-        out += [f"| {a.label} | {a.value}{' (set)' if a.user_set else ''} | {a.source} | `{a.flag}` |"
+        out += [f"| {m(a.label)} | {m(a.value)}{' (set)' if a.user_set else ''} | {m(a.source)} | `{a.flag}` |"
                 for a in report.assumptions]
     for section in report.sections:
-        out += ["", f"## {section.title}", "", "| quantity | value | range | formula |",
+        out += ["", f"## {m(section.title)}", "", "| quantity | value | range | formula |",
                 "|---|---|---|---|"]
-        out += [f"| {line.label} | {line.display} | {range_text(line)} | {line.formula} |"
+        out += [f"| {m(line.label)} | {m(line.display)} | {m(range_text(line))} | {m(line.formula)} |"
                 for line in section.lines]
     for table in report.tables:
         out += [""] + table_markdown(table)
     if report.notes:
-        out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+        out += ["", "## Notes", ""] + [f"- {m(n)}" for n in report.notes]
     return "\n".join(out) + "\n"
 
 
