@@ -465,3 +465,14 @@ def test_markdown_keeps_a_pipe_in_a_model_name_inside_its_cell(run_cli, tmp_path
                              "--format", "markdown")
     assert code == 0, err
     assert "| model | a\\|b |" in out
+
+
+def test_a_model_named_after_a_folder_with_escape_sequences_prints_none(run_cli, tmp_path, monkeypatch):
+    # at 54c46f5 `--model config.json` inside a folder named 'e\x1b[31mRED\x1b]0;pwned\x07' wrote the raw
+    # ESC sequences (colour, terminal title) in the answer's title line
+    folder = _hostile_config(tmp_path, "e\x1b[31mRED\x1b]0;pwned\x07")
+    monkeypatch.chdir(folder)
+    code, out, err = run_cli("memory", "--model", "config.json", "--gpu", "h100", "--gpus", "8")
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out
+    assert out.startswith("Training memory: e\\u001b[31mRED\\u001b]0;pwned\\u0007 on NVIDIA H100 80GB SXM5")

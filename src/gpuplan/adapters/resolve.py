@@ -11,7 +11,7 @@ from typing import Any
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.units import parse_count
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, printable
 
 
 def _is_path(model: str) -> bool:
@@ -52,8 +52,10 @@ def model_name_of(path: Path) -> str:
     file's stem ('mistral-7b.json' -> 'mistral-7b'), or a folder's own name."""
     path = Path(path)
     if path.is_file() and path.name.lower() == "config.json" and path.resolve().parent.name:
-        return path.resolve().parent.name
-    return path.stem if path.is_file() else path.resolve().name
+        name = path.resolve().parent.name
+    else:
+        name = path.stem if path.is_file() else path.resolve().name
+    return printable(name)  # a folder named with ESC sequences wrote them to the terminal in every title
 
 
 def resolve_model(model: str | None = None, params: str | float | None = None,
