@@ -1,7 +1,8 @@
 """Published per-GPU memory of real GPU training runs (catalog/reference/published_memory.yaml)
 against gpuplan: each row with a catalog model and a complete layout is estimated with its
 framework's profile and compared with what the source reports, reserved against gpuplan's
-reserved peak (allocated x (1 + fragmentation)), allocated against allocated. No constant was
+reserved peak (allocated x (1 + fragmentation); torchtitan's FSDP2 rows add its side-stream pools,
+core/memory/fsdp_streams.py), allocated against allocated. No constant was
 chosen from these rows (they are scored only; the allocator's constant comes from
 allocator_ratios.yaml). Units: bytes.
 """
@@ -88,7 +89,31 @@ def _estimate(row: dict[str, Any], spec) -> tuple[float, str]:
         notes.append("torch.compile not modelled (its fusions save less)")
     if row["kind"] == "allocated":
         return float(allocated), "; ".join(notes)
-    return float(allocated) * (1 + fragmentation(profile.expandable_segments)), "; ".join(notes)
+    frag = fragmentation(profile.expandable_segments)
+    if fw == "torchtitan" and lay.get("zero") == 3:  # FSDP2: its side-stream pools (core/memory/fsdp_streams.py)
+        return fsdp2_reserved(spec, layout, settings, frag), "; ".join(notes)
+    return float(allocated) * (1 + frag), "; ".join(notes)
+
+
+def fsdp2_reserved(spec, layout: ParallelLayout, settings: M.MemorySettings, frag: float) -> float:
+    """Reserved peak of an FSDP2 run, bytes, worst of the first and last pipeline stage: the sharded
+    gradients in the reduce-scatter stream's pool and the largest unit's all-gather buffer in the
+    all-gather stream's pool beyond the compute stream's peak (core.memory.fsdp_streams). The units are
+    torchtitan's (profile embedding_own_fsdp_unit): the embedding, the root (norm + LM head), each layer."""
+    from gpuplan.core.memory.fsdp_streams import all_gather_pool_extra, fsdp2_reserved_peak
+    from gpuplan.core.memory.model_states import stage_params
+    from gpuplan.core.precision import RECIPES
+
+    worst = 0.0
+    for stage in {0, layout.pp - 1}:
+        m = M.stage_memory_parts(spec, layout, settings, stage)
+        params = stage_params(spec, layout, stage)
+        embedding = (stage == 0) * spec.vocab_size * spec.hidden_size / layout.tp
+        unit = max(embedding, params.root - embedding, params.largest_layer)
+        extra = all_gather_pool_extra(unit, params.largest_layer, RECIPES[settings.recipe].compute_bytes)
+        worst = max(worst, float(fsdp2_reserved_peak(m.backward_start, m.optimizer_step, m.grads_backward,
+                                                     m.grads_step, extra, frag)))
+    return worst
 
 
 def published_cases() -> list[PublishedCase]:

@@ -1,0 +1,52 @@
+"""Reserved memory of FSDP2's side-stream pools: what the caching allocator holds beyond the
+allocated peak because FSDP2 allocates some buffers on streams other than the compute stream.
+
+PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp) keeps freed blocks in the pool
+of the stream that allocated them and hands them only to later requests on that same stream. FSDP2
+(torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, torch 2.13; the same structure since
+FSDP2 appeared as torch.distributed._composable.fsdp):
+
+* foreach_reduce allocates ``reduce_output`` (the reduce-scatter output, ``reduce_dtype``) inside
+  ``with device_handle.stream(reduce_scatter_stream)`` and views the sharded gradients out of it
+  (``sharded_param.grad`` = as_strided(reduce_output)); they live until optimizer.zero_grad().
+  So every sharded gradient is a reduce-scatter-stream block: the activations the compute stream
+  frees in backward are never reused for them, and they are never reused for the activations of
+  the next step. The compute pool peaks without them (at the start of backward there are none),
+  the reduce-scatter pool holds all of them.
+* foreach_all_gather allocates the all-gather input and output inside
+  ``with device_handle.stream(all_gather_copy_in_stream)``; the copy-out writes the unsharded
+  parameters on the compute stream. The all-gather pool therefore holds at least the largest
+  unit's buffer (compute dtype, unsharded), of which the allocated peak already counts the
+  prefetched layer's (core.memory.step_transients.fsdp_working_set_bytes).
+
+The reduce-scatter input (fp32, one unit unsharded) is allocated on the compute stream before the
+stream switch, so it stays in the compute pool. Units: bytes; inputs may be numpy arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def compute_pool_peak(backward_start, optimizer_step, grads_backward, grads_step):
+    """The compute stream's own peak, bytes: the larger of the two candidate peaks
+    (core.memory.training.StageMemory) less the sharded gradients live at each (they sit in the
+    reduce-scatter pool)."""
+    return np.maximum(np.asarray(backward_start) - grads_backward, np.asarray(optimizer_step) - grads_step)
+
+
+def all_gather_pool_extra(largest_unit_elements, largest_layer_elements, compute_bytes: float):
+    """Bytes the all-gather pool holds beyond what the allocated peak counts: the largest FSDP unit's
+    all-gather buffer (``largest_unit_elements`` on this rank before sharding, in the compute dtype)
+    less the prefetched layer's buffer that the allocated peak already holds."""
+    return compute_bytes * np.maximum(np.asarray(largest_unit_elements) - largest_layer_elements, 0.0)
+
+
+def fsdp2_reserved_peak(backward_start, optimizer_step, grads_backward, grads_step, all_gather_extra,
+                        fragmentation: float):
+    """Reserved peak of an FSDP2 step, bytes: (compute pool peak + reduce-scatter pool (all sharded
+    gradients) + all-gather pool beyond the allocated peak's share) x (1 + fragmentation). Not below
+    the allocated peak x (1 + fragmentation), as grads_backward is 0 or grads_step."""
+    pools = compute_pool_peak(backward_start, optimizer_step, grads_backward, grads_step) + grads_step \
+        + all_gather_extra
+    return pools * (1 + fragmentation)
