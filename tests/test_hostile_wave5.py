@@ -476,3 +476,12 @@ def test_a_model_named_after_a_folder_with_escape_sequences_prints_none(run_cli,
     assert code == 0, err
     assert "\x1b" not in out and "\x07" not in out
     assert out.startswith("Training memory: e\\u001b[31mRED\\u001b]0;pwned\\u0007 on NVIDIA H100 80GB SXM5")
+
+
+@pytest.mark.parametrize("args", [("-f", "json", "-f", "csv"), ("-f", "json", "--format", "csv"),
+                                  ("-fjson", "--format=csv")])
+def test_format_given_twice_by_its_short_name_is_refused(run_cli, args):
+    # at 54c46f5 `-f json -f csv` printed CSV (the last), where `--model a --model b` is refused
+    code, out, err = run_cli(*TRAIN, *args)
+    one_line_refusal(code, err, "format: given twice (--format); give it once")
+    assert out == ""

@@ -92,6 +92,8 @@ def repeated_option(argv: list[str]) -> str | None:
     for arg in argv:
         if arg == "--":
             break
+        if arg.startswith("-f") and not arg.startswith("--"):  # -f json, -fjson: --format by its short name
+            arg = "--format"
         if arg.startswith("--") and len(arg) > 2:
             name = arg.split("=", 1)[0]
             if name in seen:
