@@ -485,3 +485,18 @@ def test_format_given_twice_by_its_short_name_is_refused(run_cli, args):
     code, out, err = run_cli(*TRAIN, *args)
     one_line_refusal(code, err, "format: given twice (--format); give it once")
     assert out == ""
+
+
+@pytest.mark.parametrize("folder", ["/nonexistent-gpuplan-folder", "file"])
+def test_the_server_factory_refuses_a_calibration_folder_that_is_none(tmp_path, monkeypatch, folder):
+    # at 54c46f5 `uvicorn gpuplan.web:create_app_from_env` with GPUPLAN_CALIBRATION_DIR=/nonexistent started,
+    # and each request naming a calibration failed; `gpuplan serve --calibration-dir` checks it already
+    pytest.importorskip("fastapi")
+    from gpuplan.web import create_app_from_env
+
+    if folder == "file":
+        folder = str(tmp_path / "cal.json")
+        Path(folder).write_text("{}")
+    monkeypatch.setenv("GPUPLAN_CALIBRATION_DIR", folder)
+    with pytest.raises(InputError, match=r"^calibration_dir: got .*; is not an existing folder"):
+        create_app_from_env()

@@ -34,8 +34,14 @@ def create_app(allowed_hosts: list[str] | None = None, max_body_bytes: int = MAX
     ``warm``: answer a few small requests at start-up, before connections are accepted
     (service.warm_up; ``gpuplan serve`` does)."""
     from contextlib import asynccontextmanager
+    from pathlib import Path
 
+    from gpuplan.errors import InputError
     from gpuplan.web.routes import api_router
+
+    if calibration_dir is not None and not Path(calibration_dir).is_dir():  # GPUPLAN_CALIBRATION_DIR set by hand
+        raise InputError("calibration_dir", calibration_dir, "is not an existing folder (GPUPLAN_CALIBRATION_DIR "
+                         "or gpuplan serve --calibration-dir)")
 
     @asynccontextmanager
     async def lifespan(_app):
