@@ -256,6 +256,10 @@ def _loss_head_bytes(spec: ModelSpec, layout: ParallelLayout, settings: MemorySe
     elif loss == "te-ce":  # TE's parallel_cross_entropy (transformer_engine/pytorch/cross_entropy.py): saves the
         # bf16 logits (+ per-token stats) and writes their gradient into them in backward: no fp32 softmax
         saved, loss_per_token = out.saved - A.FP32 * spec.vocab_size / layout.tp, 0.0
+    elif loss == "compiled-ce":  # torch.compile'd cross_entropy(pred.float()) (torchtitan components/loss.py
+        # @e7c0cae:27-29): the min-cut partitioner saves the bf16 logits + two fp32 per-token stats (measured, torch 2.13
+        # aot_eager_decomp_partition; docs/memory.md) and backward writes one bf16 logits gradient
+        saved, loss_per_token = out.saved - A.FP32 * spec.vocab_size / layout.tp + 2 * A.FP32, logits
     elif loss == "chunked":
         kept, loss_per_token, loss_fixed = F.chunked_loss_bytes(spec, layout.tp)
         saved = out.saved - logits - A.FP32 * spec.vocab_size / layout.tp + kept

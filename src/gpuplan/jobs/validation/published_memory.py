@@ -9,6 +9,7 @@ allocator_ratios.yaml). Units: bytes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,16 @@ from gpuplan.core.frameworks import framework
 from gpuplan.core.parallel import ParallelLayout
 
 GiB = 2**30
+# torchtitan wrapped the token embedding into the root FSDP unit (fully_shard(model) after the blocks:
+# parallelisms/parallelize_llama.py @9dec370:339, models/llama3/parallelize_llama.py @e7c0cae:367) until PR #1094
+# (83e6941, 2025-07-28) gave it a unit of its own; FSDP2 keeps the root unsharded from forward into backward
+# (_fsdp_state.py _lazy_init: the root's post_forward_mesh_info = None). Rows whose framework_version is dated
+# before this ran with that root.
+EMBEDDING_OWN_UNIT_SINCE = "2025-07-28"
+# torchtitan compiles its loss function when --training.compile is set from PR #1033 (bbb1b61, 2025-04-02;
+# components/loss.py @e7c0cae:27-29); before, train.py kept `loss_fn = torch.compile(loss_fn)` commented out
+# (@9dec370:137-138, @eddce12:137-138).
+LOSS_COMPILED_SINCE = "2025-04-02"
 MODEL_ALIASES = {"llama-7b": "llama-2-7b"}  # LLaMA-1 7B: the same shape as Llama-2-7B at s 4096
 RECOMPUTE = {"op-sac": "selective", "selective": "selective", "full": "full", "none": "none"}
 
@@ -79,39 +90,65 @@ def _estimate(row: dict[str, Any], spec) -> tuple[float, str]:
                                 finetune=finetune if finetune in ("full", "lora", "qlora") else "full",
                                 lora_rank=row.get("lora_rank") or 16,
                                 # the torchtitan rows (Dec 2024 - 2025) predate ChunkedLossWrapper:
-                                # cross_entropy(pred.float()) keeps the fp32 log-softmax
-                                loss="fp32-ce" if fw == "torchtitan" else None)
+                                # cross_entropy(pred.float()) keeps the fp32 log-softmax, compiled with the
+                                # model from PR #1033 on (LOSS_COMPILED_SINCE)
+                                loss=_torchtitan_loss(row) if fw == "torchtitan" else None)
     allocated = M.peak_allocated(spec, layout, settings)
     notes = []
     if str(row.get("precision", "")).startswith("fp8"):
         notes.append("fp8 linears estimated as bf16 (torchao Float8Linear keeps the bf16 input)")
     if row.get("compile"):
-        notes.append("torch.compile not modelled (its fusions save less)")
+        notes.append("torch.compile not modelled (its fusions save less)" if settings.loss != "compiled-ce" else
+                     "compiled loss modelled (bf16 logits kept); the compiled blocks not (their fusions save less)")
     if row["kind"] == "allocated":
         return float(allocated), "; ".join(notes)
     frag = fragmentation(profile.expandable_segments)
     if fw == "torchtitan" and lay.get("zero") == 3:  # FSDP2: its side-stream pools (core/memory/fsdp_streams.py)
-        return fsdp2_reserved(spec, layout, settings, frag), "; ".join(notes)
+        return fsdp2_reserved(spec, layout, settings, frag, root_holds_embedding(row)), "; ".join(notes)
     return float(allocated) * (1 + frag), "; ".join(notes)
 
 
-def fsdp2_reserved(spec, layout: ParallelLayout, settings: M.MemorySettings, frag: float) -> float:
+def _code_date(row: dict[str, Any]) -> str | None:
+    """The first date (YYYY-MM-DD) in the row's framework_version: when its framework's code was taken."""
+    date = re.search(r"\d{4}-\d{2}-\d{2}", row.get("framework_version") or "")
+    return date.group(0) if date else None
+
+
+def root_holds_embedding(row: dict[str, Any]) -> bool:
+    """Whether the row's torchtitan wrapped the embedding into the root FSDP unit (EMBEDDING_OWN_UNIT_SINCE):
+    its code date is earlier; no date: today's units."""
+    date = _code_date(row)
+    return bool(date) and date < EMBEDDING_OWN_UNIT_SINCE
+
+
+def _torchtitan_loss(row: dict[str, Any]) -> str:
+    """'compiled-ce' for a compiled row whose code compiles the loss too (LOSS_COMPILED_SINCE), else 'fp32-ce'."""
+    date = _code_date(row)
+    return "compiled-ce" if row.get("compile") and date and date >= LOSS_COMPILED_SINCE else "fp32-ce"
+
+
+def fsdp2_reserved(spec, layout: ParallelLayout, settings: M.MemorySettings, frag: float,
+                   embedding_in_root: bool = False) -> float:
     """Reserved peak of an FSDP2 run, bytes, worst of the first and last pipeline stage: the sharded
     gradients in the reduce-scatter stream's pool and the largest unit's all-gather buffer in the
     all-gather stream's pool beyond the compute stream's peak (core.memory.fsdp_streams). The units are
-    torchtitan's (profile embedding_own_fsdp_unit): the embedding, the root (norm + LM head), each layer."""
+    torchtitan's today (profile embedding_own_fsdp_unit: the embedding, norm + LM head, each layer) or,
+    ``embedding_in_root``, its earlier ones (embedding + norm + LM head as the root, kept unsharded into
+    backward: its bf16 embedding joins the start-of-backward working set)."""
     from gpuplan.core.memory.fsdp_streams import all_gather_pool_extra, fsdp2_reserved_peak
     from gpuplan.core.memory.model_states import stage_params
     from gpuplan.core.precision import RECIPES
 
+    compute_bytes = RECIPES[settings.recipe].compute_bytes
     worst = 0.0
     for stage in {0, layout.pp - 1}:
         m = M.stage_memory_parts(spec, layout, settings, stage)
         params = stage_params(spec, layout, stage)
         embedding = (stage == 0) * spec.vocab_size * spec.hidden_size / layout.tp
-        unit = max(embedding, params.root - embedding, params.largest_layer)
-        extra = all_gather_pool_extra(unit, params.largest_layer, RECIPES[settings.recipe].compute_bytes)
-        worst = max(worst, float(fsdp2_reserved_peak(m.backward_start, m.optimizer_step, m.grads_backward,
+        unit = params.root if embedding_in_root else max(embedding, params.root - embedding)
+        extra = all_gather_pool_extra(max(unit, params.largest_layer), params.largest_layer, compute_bytes)
+        backward_start = m.backward_start + embedding_in_root * compute_bytes * embedding
+        worst = max(worst, float(fsdp2_reserved_peak(backward_start, m.optimizer_step, m.grads_backward,
                                                      m.grads_step, extra, frag)))
     return worst
 
