@@ -106,6 +106,19 @@ def test_an_estimate_reads_a_mapping_through_its_schema():
         gpuplan.estimate_training({"model": "llama-2-7b", "gpu": "h100", "gpus": "8.5"})
 
 
+def test_plan_report_reads_a_mapping_through_its_schema():
+    # review wave 5: the mapping reached search() but rank_by_of / top read the dict ('dict' has no 'given');
+    # the same plan through the dict and through PlanInputs: one schema, one answer, on the 64 GPUs asked
+    from gpuplan.jobs.plan.schema import PlanInputs
+
+    asked = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 64}
+    by_dict, by_inputs = gpuplan.plan_report(asked), gpuplan.plan_report(PlanInputs(**asked))
+    assert by_dict.line("best_days").value == by_inputs.line("best_days").value
+    assert by_dict.line("best_gpus").value == 64
+    with pytest.raises(InputError, match="^gpus: got '8.5'; must be a whole number"):
+        gpuplan.plan_report({**asked, "gpus": "8.5"})
+
+
 def test_a_path_object_names_a_config():
     spec = gpuplan.resolve_model(ROOT / "examples" / "llama-2-7b" / "config.json")
     assert gpuplan.count_parameters(spec).total == 6_738_415_616

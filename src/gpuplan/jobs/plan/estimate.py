@@ -129,7 +129,8 @@ def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tupl
 
 
 def plan_report(inputs: PlanInputs, progress=None) -> Report:
-    result = search(job_inputs(inputs, PlanInputs), progress)
+    inputs = job_inputs(inputs, PlanInputs)  # a mapping read through the one schema, as the other doors do
+    result = search(inputs, progress)
     table, price = result.table, result.price
     order = ranking(table, rank_by_of(inputs), table["cost"])
     top = order[: inputs.top]
