@@ -118,3 +118,35 @@ def test_published_torchtitan_rows_gap_narrows(monkeypatch):
     assert sum(abs(c.error) for c in rows) / len(rows) < 0.084
     assert max(abs(c.error) for c in rows) < 0.14
     assert sum(c.error for c in rows) / len(rows) == pytest.approx(-0.079, abs=0.01)
+
+
+def test_compiled_cross_entropy_keeps_the_bf16_logits_not_an_fp32_copy():
+    # the 'compiled-ce' loss's saved set, measured: torch.compile with the min-cut partitioner Inductor uses
+    # (backend aot_eager_decomp_partition, no C++ toolchain needed) on torchtitan's cross_entropy(pred.float())
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    def loss_fn(pred, labels):  # torchtitan components/loss.py @e7c0cae: cross_entropy_loss
+        return F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
+
+    tokens, vocab = 2 * 64, 1000
+
+    def saved_vocab_bytes(fn):
+        saved = {}
+
+        def pack(t):
+            if t.numel() >= tokens * vocab:  # only [tokens, vocab] tensors; per-token stats are 8 B a token
+                saved[t.untyped_storage().data_ptr()] = t.numel() * t.element_size()
+            return t
+
+        pred = torch.randn(2, 64, vocab, dtype=torch.bfloat16, requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = fn(pred, torch.randint(0, vocab, (2, 64)))
+        loss.backward()
+        return sum(saved.values()) / (tokens * vocab)
+
+    assert saved_vocab_bytes(loss_fn) == 4  # eager: the fp32 log-softmax (fp32-ce)
+    try:
+        assert saved_vocab_bytes(torch.compile(loss_fn, backend="aot_eager_decomp_partition")) == 2  # bf16 logits
+    finally:
+        torch._dynamo.reset()
