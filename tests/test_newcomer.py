@@ -220,7 +220,7 @@ def test_a_solved_mfu_past_the_published_best_is_refused(run_cli, args, compute_
     code, out, err = run_cli("train", *args)
     assert code == 2 and out == "" and err.count("\n") == 1  # was exit 0 and "MFU (solved) 5564.5%"
     # the MFU on the FLOPs the time uses (6ND), beside the exact-FLOPs one compared with the ceiling
-    needed = float(re.search(r"\(([\d.]+)% of 6nd\)", err)[1]) / 100
+    needed = float(re.search(r"\(([\d.]+)% of 6ND\)", err)[1]) / 100
     assert compute_only * 1.2 <= needed <= compute_only * 1.2 * 1.03
     assert f", above {ceiling}, the best published dense bf16 MFU" in err
     assert "llmfoundry-mpt-7b-" in err and "--gpus " in err and " days on " in err

@@ -262,7 +262,7 @@ def test_the_gpus_a_refusal_names_are_accepted_and_one_fewer_is_not(run_cli, run
     code, _, err = run_cli("train", *(a.format(first) for a in args))
     assert code == 2
     assert int(re.search(r"the run needs ([\d,]+) GPUs", err)[1].replace(",", "")) == named
-    exact, used = (float(x) / 100 for x in re.search(r"needs MFU ([\d.]+)% of the exact FLOPs \(([\d.]+)% of 6nd\)",
+    exact, used = (float(x) / 100 for x in re.search(r"needs MFU ([\d.]+)% of the exact FLOPs \(([\d.]+)% of 6ND\)",
                                                       err).groups())
     assert exact > used  # the same run on both bases: the exact count adds attention and the LM head
     report = run_json("train", *(a.format(named) for a in args))

@@ -27,9 +27,9 @@ from gpuplan.errors import InputError
 NUMBER_OR_TEXT = {"anyOf": [{"type": "number"}, {"type": "string", "maxLength": 64}]}
 BOOL_OR_TEXT = {"anyOf": [{"type": "boolean"}, {"type": "string", "maxLength": 8}]}
 MAX_TEXT = 256
+"""Longest text value accepted (a model name, a path, a provider): longer is refused."""
 PLAN_FILE: ContextVar[str | None] = ContextVar("gpuplan_plan_file", default=None)
 """The plan file whose values are being checked (JobInputs.parse / check_values with ``where``)."""
-"""Longest text value accepted (a model name, a path, a provider): longer is refused."""
 
 
 def _name(info: ValidationInfo | None) -> str:

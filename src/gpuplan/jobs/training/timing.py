@@ -322,7 +322,7 @@ def check_solved_mfu(solved: ComputeBudget, flops: Flops, inputs: TrainingInputs
     given = inputs.gpus or solved.gpus  # the count given (the solve is on those its layout computes on)
     raise InputError("gpus/days", f"{given:,.0f} GPUs in {format_duration(deadline)}",
                      f"needs MFU {exact_mfu:.1%}" + ("" if flops.used == flops.exact else
-                                                     f" of the exact FLOPs ({solved.mfu:.1%} of {inputs.flops_method})")
+                                                     f" of the exact FLOPs ({solved.mfu:.1%} of {inputs.flops_method.upper()})")
                      + f", above {why}; at that MFU the run needs {gpus_needed:,} GPUs "
                      f"for {format_duration(deadline)} (--gpus {gpus_needed}), or "
                      f"{format_duration(seconds_needed)} on {given:,.0f} GPUs; or give --mfu and one of "
