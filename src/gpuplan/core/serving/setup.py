@@ -82,9 +82,22 @@ class Runtime:
 
     def batch_limits(self, memory_bytes: float, gpu_name: str = "", max_model_len: int = 8192) -> tuple[int, int]:
         """(max_num_batched_tokens, max_num_seqs): the user's, else ``vllm serve``'s default for the
-        release and GPU (core.serving.releases.vllm_batch_defaults)."""
+        release and GPU (core.serving.releases.vllm_batch_defaults). A max_num_seqs left to the
+        default is at most the token budget (vLLM v0.19.0 vllm/engine/arg_utils.py:2238-2240, 'if
+        orig_max_num_seqs is None: max_num_seqs = min(max_num_seqs, max_num_batched_tokens)'), so
+        --prefill-tokens 512 alone gives 512 sequences, not the default 1,024 (SEQS_CAPPED_SINCE)."""
         tokens, seqs = R.vllm_batch_defaults(self.release.version, memory_bytes, gpu_name, max_model_len)
-        return self.prefill_tokens or tokens, self.max_num_seqs or seqs
+        tokens = self.prefill_tokens or tokens
+        if self.max_num_seqs is not None:
+            return tokens, self.max_num_seqs
+        capped = self.engine == "vllm" and self.release.version >= SEQS_CAPPED_SINCE
+        return tokens, min(seqs, tokens) if capped else seqs
+
+
+SEQS_CAPPED_SINCE = (0, 19, 0)
+"""The first vLLM release read with the default max_num_seqs capped by max_num_batched_tokens
+(arg_utils.py @v0.19.0:2238-2240; main @99d7eb5 has it too). Earlier releases were not read and
+keep their default (256 or 1,024) whatever the token budget."""
 
 
 CUDA_CONTEXT = 0.35 * GiB

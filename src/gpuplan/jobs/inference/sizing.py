@@ -77,14 +77,41 @@ def _step_times(plan: Plan, gpu: Accelerator, tp: int, max_batch: int = 0):
     return prefill, decode
 
 
+def scheduler_refusal(plan: Plan, gpu: Accelerator) -> int | None:
+    """vLLM's default token budget on ``gpu`` where it would not start with the user's --max-num-seqs
+    (None: it would start). With no
+    --prefill-tokens, max_num_batched_tokens is that GPU's default (2,048 below 70 GiB and on A100s at
+    0.9+, 8,192 above), and vLLM raises a ValueError at start-up when it is below max_num_seqs
+    (vllm/config/scheduler.py @v0.19.0:273-278, 'max_num_batched_tokens (...) must be greater than or
+    equal to max_num_seqs'); it does not lower either setting, so such a GPU is left out of the sizing."""
+    runtime = plan.setup.runtime
+    if runtime.engine != "vllm" or runtime.max_num_seqs is None or runtime.prefill_tokens is not None:
+        return None
+    tokens, seqs = runtime.batch_limits(gpu.memory_bytes, gpu.name, plan.spec.max_position_embeddings)
+    return tokens if tokens < seqs else None
+
+
+def refused_gpus(plan: Plan) -> list[str]:
+    """The catalog GPU types that would run the plan but where vLLM refuses the user's
+    --max-num-seqs (scheduler_refusal), by default token budget: 'a10, l4 (2,048 tokens)'."""
+    from gpuplan.catalog import hardware_entries, load_accelerator
+
+    by_budget: dict[int, list[str]] = {}
+    for gpu in (load_accelerator(gpu_id) for gpu_id in hardware_entries()):
+        if serves(plan, gpu) and (tokens := scheduler_refusal(plan, gpu)) is not None:
+            by_budget.setdefault(tokens, []).append(gpu.id)
+    return [f"{', '.join(ids)} ({tokens:,} tokens)" for tokens, ids in sorted(by_budget.items())]
+
+
 def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None) -> list[SizedConfig]:
-    """Every (GPU type, TP) that meets the target, cheapest first."""
+    """Every (GPU type, TP) that meets the target, cheapest first; GPU types where vLLM would refuse
+    the user's --max-num-seqs (scheduler_refusal) are left out."""
     from gpuplan.catalog import hardware_entries, load_accelerator
 
     found = []
     for gpu_id in hardware_entries():
         gpu = load_accelerator(gpu_id)
-        if not serves(plan, gpu):
+        if not serves(plan, gpu) or scheduler_refusal(plan, gpu):
             continue
         for tp in SEARCH_TP:
             if tp > (gpu.devices_per_node or 8):
@@ -159,7 +186,7 @@ def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = N
     found: dict[str, tuple[Pool, Pool]] = {}
     for gpu_id in hardware_entries():
         gpu = load_accelerator(gpu_id)
-        if not serves(plan, gpu):
+        if not serves(plan, gpu) or scheduler_refusal(plan, gpu):
             continue
         price_h, source = price_for(gpu.id, price)
         steps = {}
@@ -299,9 +326,15 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
     tpot = "no limit" if target.tpot == float("inf") else _ms(target.tpot)
     title = (f"Sizing for {target.requests_per_s:g} requests/s of {plan.prompt:,} + {plan.output:,} tokens "
              f"(TTFT p99 {ttft}, TPOT {tpot})")
+    refused = refused_gpus(plan)
+    left_out = (Line("sized_gpus_refused", "GPU types left out (vLLM would not start)", "; ".join(refused), "",
+                     f"{'; '.join(refused)}: default max_num_batched_tokens < max_num_seqs "
+                     f"{plan.setup.runtime.max_num_seqs:,}", "vLLM SchedulerConfig refuses max_num_batched_tokens "
+                     "< max_num_seqs at start-up; give --prefill-tokens to size them"),) if refused else ()
     if not configs:
         return Section(title, (Line("sized_config", "configuration", None, text="none meets the target on one "
-                                    "node per replica: relax the latency targets, shorten prompts or quantise"),))
+                                    "node per replica: relax the latency targets, shorten prompts or quantise"),
+                               *left_out))
     on_asked = [c for c in configs if c.gpu.id == asked_gpu]
     best = on_asked[0] if on_asked else configs[0]
     r, load = best.replica, _at_load(plan, target, best)
@@ -328,6 +361,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
              "n/a (no price)" if best.cost_per_hour is None else f"${best.cost_per_hour:,.2f}/h", best.price_source),
         Line("sized_cost_per_million_tokens", "cost per million tokens", per_million, "USD",
              "n/a" if per_million is None else f"${per_million:,.3f}", "prompt + output tokens served"),
+        *left_out,
     ))
 
 
