@@ -24,6 +24,19 @@ def allowed_hosts(host: str) -> list[str] | None:
     return list(dict.fromkeys([*LOOPBACK, host.strip("[]"), host]))
 
 
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` resolves to is loopback (ipaddress.is_loopback: 127.0.0.0/8,
+    ::1): 127.1 and 127.0.0.2 are, as 'localhost' is; a name that does not resolve is not."""
+    import ipaddress
+    import socket
+
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host.strip("[]"), None, proto=socket.IPPROTO_TCP)}
+        return bool(found) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in found)
+    except (OSError, UnicodeError, ValueError):
+        return False
+
+
 def check_port_free(host: str, port: int) -> None:
     """InputError when the address cannot be bound (in use, or not an address of this machine)."""
     import errno
@@ -110,7 +123,7 @@ def command():
         check_port_free(inputs.host, inputs.port)
         os.environ["GPUPLAN_ALLOWED_HOSTS"] = ",".join(allowed_hosts(inputs.host) or [])
         os.environ["GPUPLAN_CALIBRATION_DIR"] = inputs.calibration_dir or ""
-        if inputs.host not in LOOPBACK:
+        if not is_loopback(inputs.host):  # 127.1 is loopback too: it warned before
             sys.stderr.write(
                 f"warning: serving on {inputs.host}: anyone who can reach this address can use the "
                 "page (no authentication)\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from gpuplan.core.units import plural
@@ -122,10 +123,28 @@ def footer(report: Report, shown: int) -> str:
             "--json: everything in base units")
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""A CSV cell starting with one of these is read as a formula by spreadsheets (OWASP, "CSV Injection":
+=, +, -, @, tab, carriage return)."""
+PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?%?")
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` safe to open in a spreadsheet: a text cell that starts a formula gets a leading
+    apostrophe (OWASP's advice; the spreadsheet shows it as text); numbers, and text that is a plain
+    number ('-3', '-1.5e3', '-12%'), are written as they are. None: an empty cell."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS) or PLAIN_NUMBER.fullmatch(value):
+        return value
+    return "'" + value
+
+
 def to_csv(report: Report) -> str:
     """CSV: the result lines (section, key, quantity, value in base units, unit, low, high, as
     printed) when the report has any, then each table; several blocks are separated by a blank
-    line and headed by '# title'. A report that is one table (a catalog) is that table alone."""
+    line and headed by '# title'. A report that is one table (a catalog) is that table alone.
+    Text cells that would start a spreadsheet formula are neutralised (csv_cell); numbers stay numbers."""
     import csv
     import io
 
@@ -137,11 +156,15 @@ def to_csv(report: Report) -> str:
     blocks += [(t.title, t.columns, list(t.rows)) for t in report.tables]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
+    # csv quotes a field that holds the line terminator ("\n") but not a bare "\r", which ends the row
+    # for spreadsheets and csv.reader alike: such a row is written with every field quoted
+    quoted = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
     for i, (title, columns, rows) in enumerate(blocks):
         if len(blocks) > 1:
             buffer.write(("\n" if i else "") + f"# {title}\n")
-        writer.writerow(columns)
-        writer.writerows([["" if v is None else v for v in row] for row in rows])
+        for row in (columns, *rows):
+            cells = [csv_cell(v) for v in row]
+            (quoted if any(isinstance(c, str) and "\r" in c for c in cells) else writer).writerow(cells)
     return buffer.getvalue()
 
 
