@@ -34,19 +34,21 @@ from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, check_f
 MAX_CANDIDATES = 6_000_000
 """Candidate layouts (x recompute modes) one search may consider: bounds its time and memory.
 More GPU counts than that allows are refused, naming the limit."""
-SEARCH_MEMORY_BUDGET = 800e6
+SEARCH_MEMORY_BUDGET = 960e6
 """Bytes one search may hold (the evaluated table and its temporaries): MAX_EVALUATED follows from it."""
-BYTES_PER_EVALUATED_LAYOUT = 1_000
-"""Peak bytes per evaluated layout, measured (tracemalloc peak of jobs.plan.search over the layouts
-it evaluates, exhaustive, seq_len 1, counts 2^20-1 down): llama-2-7b 688 B (82,068 and 375,564
-layouts), deepseek-v3 690 B (326,730 and 779,280): an MoE layout's table row has the same 31 columns
-as a dense one (241 B; ep and ep_comm_seconds are columns of every layout) and the same peak, so
-one figure serves both; 1,000 leaves room for columns added later. tests/test_hostile_wave5b.py
-measures it again for both kinds."""
+BYTES_PER_EVALUATED_LAYOUT = 1_200
+"""Peak bytes per layout counted against MAX_EVALUATED, measured (tracemalloc peak of the search over
+the count, seq_len 1, 256 counts 2^20-1 down, 2026-12-05). Pruned (each layout counted once,
+its memory taken in up to 3 modes): llama-2-7b 1,097 B (122,522 layouts), deepseek-v3 936 B (109,121),
+llama-2-7b 1e12 tokens on the 29 deadline counts 882 B (340,378). Exhaustive (a layout x mode counted):
+llama-2-7b 688 B (82,068 and 375,564), deepseek-v3 690 B (326,730 and 779,280). An MoE layout's table
+row has the same 31 columns as a dense one (241 B; ep and ep_comm_seconds are columns of every layout)
+and no larger peak, so one figure serves both kinds: the largest measured, with 9% to spare.
+tests/test_hostile_wave5b.py measures both kinds both ways again."""
 MAX_EVALUATED = int(SEARCH_MEMORY_BUDGET // BYTES_PER_EVALUATED_LAYOUT)
 """Layouts one search evaluates once the micro-batches that cannot fit are dropped (x recompute
 modes when exhaustive), 800,000: layouts x BYTES_PER_EVALUATED_LAYOUT <= SEARCH_MEMORY_BUDGET. ~3.5 s
-and ~0.6 GB in all on a busy 2-core machine (deepseek-v3 on 256 counts near 2^20, seq_len 1, exhaustive:
+and ~0.6-0.95 GB in all on a busy 2-core machine (deepseek-v3 on 256 counts near 2^20, seq_len 1, exhaustive:
 779,280 layouts, 4.8 s and 606 MB maximum resident for the whole CLI process; 340,378 took 1.3 s and 357 MB
 in all; 703,532 2.3 s and 695 MB). Every catalog model's default plan (the deadline search over 29
 counts, --framework megatron) on every catalog GPU stays under it: the largest are gpt-oss-120b,
