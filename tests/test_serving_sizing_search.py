@@ -74,11 +74,14 @@ def test_the_sizers_decode_never_gets_faster_with_more_sequences(llama_8b_plan, 
     non-decreasing over every batch 1..cap the search may ask, and max_rate with the stop gives what the same
     bisection without it gives, for targets the KV capacity, the TPOT and the TTFT each bind."""
     from gpuplan.jobs.inference.serving import evaluate
-    from gpuplan.jobs.inference.sizing import DEFAULT_MAX_NUM_SEQS, _step_times
+    from gpuplan.jobs.inference.sizing import _step_times, scheduled_sequences
 
     plan, gpu = llama_8b_plan, load_accelerator("h100")
-    cap = min(evaluate(plan, gpu, tp, 1, 1).max_sequences, plan.setup.runtime.max_num_seqs or DEFAULT_MAX_NUM_SEQS)
-    assert 8 < cap <= DEFAULT_MAX_NUM_SEQS  # the KV cache's sequences, at most what vLLM schedules at once
+    # vLLM 0.19's `vllm serve` default on an 80 GB H100: 1,024 sequences at once, 8,192 batched tokens
+    # (vllm/engine/arg_utils.py: GPUs of 70 GiB or more, OPENAI_API_SERVER), min(1,024, 8,192) = 1,024
+    assert scheduled_sequences(plan, gpu) == 1024
+    cap = min(evaluate(plan, gpu, tp, 1, 1).max_sequences, scheduled_sequences(plan, gpu))
+    assert 8 < cap <= 1024  # the KV cache's sequences, at most what vLLM schedules at once
     prefill, decode = _step_times(plan, gpu, tp, cap)
     steps = [decode(batch) for batch in range(1, cap + 1)]
     assert all(later >= earlier for earlier, later in zip(steps, steps[1:]))
@@ -113,3 +116,20 @@ def test_the_table_is_bounded():
     K._remember({(-1.0, 2, fabric): 2.0})  # one past the limit starts the table afresh
     assert len(K._NCCL_ALL_REDUCE_SECONDS) == 1
     K._NCCL_ALL_REDUCE_SECONDS.clear()
+
+
+def test_the_sizer_schedules_what_the_memory_split_profiles():
+    """The sizing's sequences per replica are vLLM's own default for the GPU (the memory split's figure), not a
+    fixed 256: 1,024 on an 80 GB H100 and 256 on a 24 GB RTX 3090 (vLLM 0.9+: 70 GiB and above get 1,024), the
+    user's --max-num-seqs where given, and min(default, --prefill-tokens) from 0.19 (512 tokens: 512)."""
+    from gpuplan.jobs.inference.resolve import resolve_plan
+    from gpuplan.jobs.inference.schema import InferenceInputs
+    from gpuplan.jobs.inference.sizing import scheduled_sequences
+
+    def seqs(gpu, **given):
+        plan = resolve_plan(InferenceInputs(model="llama-3.1-8b", gpu="h100", search=False, **given))
+        return scheduled_sequences(plan, load_accelerator(gpu))
+
+    assert (seqs("h100"), seqs("rtx-3090")) == (1024, 256)
+    assert seqs("h100", max_num_seqs=64) == 64
+    assert seqs("h100", prefill_tokens=512) == 512

@@ -29,7 +29,21 @@ from gpuplan.jobs.inference.serving import SEARCH_TP, evaluate, price_for, serve
 from gpuplan.report.model import Line, Section, Table
 
 DEFAULT_MAX_NUM_SEQS = 256
-"""vLLM's default max_num_seqs (engine args): sequences one replica schedules at once."""
+"""Sequences one replica schedules at once where neither the user nor a read engine default says (vLLM's
+max_num_seqs before 0.9 and below 70 GiB; vLLM itself is read per release: scheduled_sequences)."""
+
+
+def scheduled_sequences(plan: Plan, gpu: Accelerator) -> int:
+    """Sequences one replica schedules at once on ``gpu``: --max-num-seqs, else vLLM's own default for the
+    release and GPU (core.serving.setup.Runtime.batch_limits, the figure the memory split profiles: 1,024 for
+    `vllm serve` 0.9+ on GPUs of 70 GiB or more, 256 below, capped by the token budget from 0.19), else
+    DEFAULT_MAX_NUM_SEQS. The sizing took 256 for vLLM on every GPU while its memory split took 1,024."""
+    runtime = plan.setup.runtime
+    if runtime.max_num_seqs is not None:
+        return runtime.max_num_seqs
+    if runtime.engine == "vllm":
+        return runtime.batch_limits(gpu.memory_bytes, gpu.name, plan.spec.max_position_embeddings)[1]
+    return DEFAULT_MAX_NUM_SEQS
 
 
 @dataclass(frozen=True)
@@ -120,7 +134,7 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None) 
                 serving = evaluate(plan, gpu, tp, 1, 1)
             except InputError:  # tp does not divide the heads
                 continue
-            cap = min(serving.max_sequences, plan.setup.runtime.max_num_seqs or DEFAULT_MAX_NUM_SEQS)
+            cap = min(serving.max_sequences, scheduled_sequences(plan, gpu))
             if cap < 1:
                 continue
             prefill, decode = _step_times(plan, gpu, tp, cap)
@@ -197,7 +211,7 @@ def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = N
                 serving = evaluate(plan, gpu, tp, 1, 1)
             except InputError:
                 continue
-            cap = min(serving.max_sequences, plan.setup.runtime.max_num_seqs or DEFAULT_MAX_NUM_SEQS)
+            cap = min(serving.max_sequences, scheduled_sequences(plan, gpu))
             if cap >= 1:
                 steps[tp] = (*_step_times(plan, gpu, tp, cap), cap)
         decodes = {}
@@ -368,8 +382,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
 def _at_load(plan: Plan, target: LoadTarget, config: SizedConfig) -> ReplicaLoad:
     """One replica of ``config`` at the load asked, the target's rate over its replicas (its
     ``replica`` is at the most it sustains within the target, the table's 'req/s per replica')."""
-    cap = min(evaluate(plan, config.gpu, config.tp, 1, 1).max_sequences,
-              plan.setup.runtime.max_num_seqs or DEFAULT_MAX_NUM_SEQS)
+    cap = min(evaluate(plan, config.gpu, config.tp, 1, 1).max_sequences, scheduled_sequences(plan, config.gpu))
     prefill, decode = _step_times(plan, config.gpu, config.tp, cap)
     return replica_at(target.requests_per_s / config.replicas, prefill, decode, plan.output, cap) or config.replica
 
