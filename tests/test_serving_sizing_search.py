@@ -133,3 +133,23 @@ def test_the_sizer_schedules_what_the_memory_split_profiles():
     assert (seqs("h100"), seqs("rtx-3090")) == (1024, 256)
     assert seqs("h100", max_num_seqs=64) == 64
     assert seqs("h100", prefill_tokens=512) == 512
+
+
+def test_the_configurations_table_leaves_out_gpus_vllm_would_not_start_on(run_cli):
+    """`infer --max-num-seqs 4096` on vLLM: the catalog configurations table (jobs/inference/serving.
+    search_configurations) leaves out every GPU type whose default token budget is below 4,096 (2,048 below 70 GiB
+    and on A100s, vllm/engine/arg_utils.py; SchedulerConfig refuses max_num_batched_tokens < max_num_seqs), as the
+    --rps sizing does: the A100 80GB and the L4 are listed without the flag and left out with it; H100 SXM (8,192
+    tokens) stays."""
+    import json
+
+    def listed(*flags):
+        code, out, _ = run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--json", *flags)
+        assert code == 0
+        tables = json.loads(out)["tables"]
+        (rows,) = [v for k, v in tables.items() if k.startswith("catalog configurations")]
+        return {row["gpu"] for row in rows}
+
+    plain, many = listed(), listed("--max-num-seqs", "4096")
+    assert {"a100-sxm4-80gb", "l4", "h100-sxm"} <= plain
+    assert "h100-sxm" in many and not {"a100-sxm4-80gb", "l4"} & many

@@ -85,6 +85,20 @@ def serves(plan: Plan, gpu: Accelerator) -> bool:
     return gpu.has_dtype(plan.setup.fmt.compute_dtype) and E.runs_on(plan.setup.runtime.engine, gpu.vendor)
 
 
+def scheduler_refusal(plan: Plan, gpu: Accelerator) -> int | None:
+    """vLLM's default token budget on ``gpu`` where it would not start with the user's --max-num-seqs
+    (None: it would start). With no
+    --prefill-tokens, max_num_batched_tokens is that GPU's default (2,048 below 70 GiB and on A100s at
+    0.9+, 8,192 above), and vLLM raises a ValueError at start-up when it is below max_num_seqs
+    (vllm/config/scheduler.py @v0.19.0:273-278, 'max_num_batched_tokens (...) must be greater than or
+    equal to max_num_seqs'); it does not lower either setting, so such a GPU is left out of the sizing."""
+    runtime = plan.setup.runtime
+    if runtime.engine != "vllm" or runtime.max_num_seqs is None or runtime.prefill_tokens is not None:
+        return None
+    tokens, seqs = runtime.batch_limits(gpu.memory_bytes, gpu.name, plan.spec.max_position_embeddings)
+    return tokens if tokens < seqs else None
+
+
 def search_configurations(plan: Plan, batch: int) -> list[tuple[Accelerator, Serving, float | None, str]]:
     """For every catalog GPU that runs the format: the smallest TP in {1, 2, 4, 8} (within one
     node) whose KV cache holds ``batch`` sequences of the plan's context."""
@@ -93,7 +107,7 @@ def search_configurations(plan: Plan, batch: int) -> list[tuple[Accelerator, Ser
     found = []
     for gpu_id in hardware_entries():
         gpu = load_accelerator(gpu_id)
-        if not serves(plan, gpu):
+        if not serves(plan, gpu) or scheduler_refusal(plan, gpu):  # vLLM would not start with --max-num-seqs
             continue
         for tp in SEARCH_TP:
             if tp > (gpu.devices_per_node or 8):

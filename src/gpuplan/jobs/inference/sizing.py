@@ -25,7 +25,7 @@ from gpuplan.core.serving.load import (
 )
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan
-from gpuplan.jobs.inference.serving import SEARCH_TP, evaluate, price_for, serves
+from gpuplan.jobs.inference.serving import SEARCH_TP, evaluate, price_for, scheduler_refusal, serves
 from gpuplan.report.model import Line, Section, Table
 
 DEFAULT_MAX_NUM_SEQS = 256
@@ -89,20 +89,6 @@ def _step_times(plan: Plan, gpu: Accelerator, tp: int, max_batch: int = 0):
                              **common).total
 
     return prefill, decode
-
-
-def scheduler_refusal(plan: Plan, gpu: Accelerator) -> int | None:
-    """vLLM's default token budget on ``gpu`` where it would not start with the user's --max-num-seqs
-    (None: it would start). With no
-    --prefill-tokens, max_num_batched_tokens is that GPU's default (2,048 below 70 GiB and on A100s at
-    0.9+, 8,192 above), and vLLM raises a ValueError at start-up when it is below max_num_seqs
-    (vllm/config/scheduler.py @v0.19.0:273-278, 'max_num_batched_tokens (...) must be greater than or
-    equal to max_num_seqs'); it does not lower either setting, so such a GPU is left out of the sizing."""
-    runtime = plan.setup.runtime
-    if runtime.engine != "vllm" or runtime.max_num_seqs is None or runtime.prefill_tokens is not None:
-        return None
-    tokens, seqs = runtime.batch_limits(gpu.memory_bytes, gpu.name, plan.spec.max_position_embeddings)
-    return tokens if tokens < seqs else None
 
 
 def refused_gpus(plan: Plan) -> list[str]:
