@@ -69,8 +69,10 @@ def _classes(out: str):
 
 
 def test_plan_explain_shows_fsdp_copies_and_adds_up(run_cli):
+    # mb4 + selective recompute held: the choice until the fit rule took FSDP2's stream pools (now mb2, none)
     code, out, _ = run_cli("plan", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "8", "--pp", "1",
-                           "--tp", "1", "--framework", "torchtitan", "--full", "--json")
+                           "--tp", "1", "--micro-batch", "4", "--recompute", "selective", "--framework", "torchtitan",
+                           "--full", "--json")
     assert code == 0
     classes, report = _classes(out)
     layout = report["results"]

@@ -7,8 +7,10 @@ import pytest
 
 from gpuplan.core.time import titan_ops as T
 
+# the layout held (micro-batch 4, selective recompute: the planner's choice until the fit rule took FSDP2's
+# stream pools + 9%, planner/framework_rules.py; it now picks mb2 without recompute)
 DENSE = ("plan", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "8", "--pp", "1", "--tp", "1",
-         "--framework", "torchtitan", "--full", "--json")
+         "--micro-batch", "4", "--recompute", "selective", "--framework", "torchtitan", "--full", "--json")
 
 
 def _classes(out: str) -> dict:

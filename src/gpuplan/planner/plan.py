@@ -122,7 +122,7 @@ def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, targe
                      micro_batch=layout.micro_batch, micro_batches=layout.micro_batches_per_step)
     memory = M.peak_memory(ev.spec, layout, replace(ev.memory, recompute=recompute))
     excess = float(M.peak_and_framework_gap(ev.spec, layout, replace(ev.memory, recompute=recompute), ev.overheads,
-                                            ev.fit_reserve)[1])
+                                            ev.fit_reserve, ev.fsdp2_pools)[1])
     rated = ev.rates(LayoutTable({"global_batch": np.array([layout.batch]), "gpus": np.array([layout.world]),
                                   "step_seconds": np.array([float(step.total)]), "pp": np.array([layout.pp]),
                                   "vpp": np.array([layout.vpp]),

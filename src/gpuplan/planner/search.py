@@ -120,6 +120,13 @@ class Evaluator:
     FrameworkProfile.tp_overlap_for: its share falls under full recompute); None: step's tp_overlap in every mode."""
 
     @property
+    def fsdp2_pools(self) -> bool:
+        """Whether the fit rule takes FSDP2's stream pools as a ZeRO-3 layout's reserved peak (framework_rules)."""
+        from gpuplan.planner.framework_rules import rules_for
+
+        return rules_for(self.memory.framework).fsdp2_stream_pools
+
+    @property
     def budget(self) -> float:
         return self.overheads.budget_bytes(self.cluster.gpu.memory_bytes)
 
@@ -142,7 +149,7 @@ class Evaluator:
         """(allocated peak, reserved peak + CUDA context + NCCL buffers, the fit rule's excess) per layout."""
         layout = self.layout(g)
         peak, excess = M.peak_and_framework_gap(self.spec, layout, replace(self.memory, recompute=mode), self.overheads,
-                                                self.fit_reserve)
+                                                self.fit_reserve, self.fsdp2_pools)
         peak = np.asarray(peak, dtype=float)
         return peak, self.overheads.device_bytes(peak, layout), np.asarray(excess, dtype=float)
 

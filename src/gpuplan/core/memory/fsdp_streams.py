@@ -42,6 +42,28 @@ def all_gather_pool_extra(largest_unit_elements, largest_layer_elements, compute
     return compute_bytes * np.maximum(np.asarray(largest_unit_elements) - largest_layer_elements, 0.0)
 
 
+def stage_pool_bytes(spec, layout, m, stage, compute_bytes: float, embedding_in_root: bool = False,
+                     mtp: int = 0, embedding_loss_slots: bool = False):
+    """The three pools of one pipeline stage before fragmentation, bytes: compute pool peak + all sharded
+    gradients + all-gather pool beyond the allocated peak's share (``m``: core.memory.training.StageMemory;
+    degrees and ``stage`` may be arrays). The units are torchtitan's today (the embedding, norm + LM head,
+    each layer: its own units) or, ``embedding_in_root``, its earlier ones (embedding + norm + LM head as
+    the root, kept unsharded into backward: its bf16 embedding joins the start-of-backward working set).
+    Only the sharded gradients (at most grads_step) leave the compute pool: under a pipeline torchtitan
+    accumulates the stage's unsharded fp32 gradients on the compute stream (grads_backward holds them
+    as well; _fsdp_param.py accumulate_unsharded_grad_if_needed), reduce-scattered once. Never below
+    the stage's allocated peak."""
+    from gpuplan.core.memory.model_states import stage_params
+
+    params = stage_params(spec, layout, stage, mtp, embedding_loss_slots)
+    embedding = (np.asarray(stage) == 0) * spec.vocab_size * spec.hidden_size / layout.tp
+    unit = params.root if embedding_in_root else np.maximum(embedding, params.root - embedding)
+    extra = all_gather_pool_extra(np.maximum(unit, params.largest_layer), params.largest_layer, compute_bytes)
+    backward_start = m.backward_start + embedding_in_root * compute_bytes * embedding
+    sharded_backward = np.minimum(m.grads_backward, m.grads_step)
+    return compute_pool_peak(backward_start, m.optimizer_step, sharded_backward, m.grads_step) + m.grads_step + extra
+
+
 def fsdp2_reserved_peak(backward_start, optimizer_step, grads_backward, grads_step, all_gather_extra,
                         fragmentation: float):
     """Reserved peak of an FSDP2 step, bytes: (compute pool peak + reduce-scatter pool (all sharded

@@ -21,6 +21,7 @@ from gpuplan.core.memory import recipe_facts as RF
 from gpuplan.core.model.finetune import lora_params_per_layer  # noqa: F401 - re-exported (tests/test_memory.py)
 from gpuplan.core.frameworks import framework
 from gpuplan.core.memory.device_memory import Overheads, framework_gap_bytes, usable_bytes  # noqa: F401 - re-exported
+from gpuplan.core.memory.fsdp_streams import stage_pool_bytes
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.memory.model_states import (  # noqa: F401 - re-exported: memory's vocabulary
     ModelStates,
@@ -359,20 +360,25 @@ def peak_allocated(spec: ModelSpec, layout: ParallelLayout, settings: MemorySett
 
 
 def peak_and_framework_gap(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, overheads: Overheads,
-                           share: float):
+                           share: float, fsdp2_pools: bool = False):
     """(allocated peak of the worst stage, bytes the fit rule keeps free above its reserved peak).
     The framework gap (device_memory.framework_gap_bytes: ``share`` of the reserved peak beyond the
     model states) is taken per stage, first and last, and the fit rule asks the worst of reserved +
     gap: the GPU a real run runs out of memory on. The second value is that worst minus the reserved
     peak of the largest allocated peak, so reserved(peak) + it is the worst stage's demand. The one
-    definition `plan`'s search, `plan`'s chosen layout and `memory` use; degrees may be arrays."""
+    definition `plan`'s search, `plan`'s chosen layout and `memory` use; degrees may be arrays.
+    ``fsdp2_pools``: a ZeRO-3 stage's reserved peak is FSDP2's three stream pools (core.memory.fsdp_streams)."""
     first = stage_memory_parts(spec, layout, settings, 0)
     last = stage_memory_parts(spec, layout, settings, layout.pp - 1)
     peak = np.maximum(first.allocated, last.allocated)
-    if not share:
+    if not share and not fsdp2_pools:
         return plain(peak), plain(np.zeros(np.shape(peak)))
-    demand = np.maximum(*(overheads.reserved_bytes(s.allocated)
-                          + framework_gap_bytes(overheads, share, s.allocated, s.model_states) for s in (first, last)))
+    compute_bytes = lookup(RECIPES, settings.recipe, "recipe").compute_bytes
+    held = [np.where(np.asarray(layout.zero) == 3, stage_pool_bytes(
+        spec, layout, s, stage, compute_bytes, False, settings.mtp_layers, settings.embedding_loss_slots), s.allocated)
+            if fsdp2_pools else s.allocated for s, stage in ((first, 0), (last, layout.pp - 1))]
+    demand = np.maximum(*(overheads.reserved_bytes(h) + framework_gap_bytes(overheads, share, h, s.model_states)
+                          for h, s in zip(held, (first, last))))
     return plain(peak), plain(np.maximum(demand - overheads.reserved_bytes(peak), 0.0))
 
 

@@ -58,8 +58,9 @@ def framework_gap(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySet
     """Bytes the fit rule keeps free for the framework's published memory gap, as `plan` keeps them
     (planner.framework_rules published_reserve at the worst pipeline stage: core.memory.training.
     peak_and_framework_gap)."""
-    share = rules_for(settings.framework).published_reserve
-    return float(M.peak_and_framework_gap(spec, layout, settings, overheads, share)[1]) if share else 0.0
+    rules = rules_for(settings.framework)
+    return float(M.peak_and_framework_gap(spec, layout, settings, overheads, rules.published_reserve,
+                                          rules.fsdp2_stream_pools)[1])
 
 
 def _fits(spec, layout, settings, overheads, gpu, peaks: dict | None = None) -> tuple[bool, float, float]:
@@ -198,7 +199,8 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
              f"{_gib(gpu.memory_bytes * overheads.margin)} ({overheads.margin:.0%})",
              "kept free beyond the modelled reserve and runtime"),
         *((Line("framework_gap", "kept free for the framework's published gap", gap, "bytes", _gib(gap),
-                "a share of the reserved peak beyond the model states: what the framework's published runs "
+                "FSDP2's stream pools beyond the reserved peak (ZeRO-3 under torchtitan: core/memory/fsdp_streams.py)"
+                " and a share of the reserved peak beyond the model states: what the framework's published runs "
                 "held beyond this estimate (planner/framework_rules.py published_reserve; `plan` keeps the same)"),)
           if gap else ()),
         Line("headroom", "headroom after margin", budget - total, "bytes", _gib(budget - total)),

@@ -189,8 +189,10 @@ def _published_gap(inputs: PlanInputs) -> str:
     """The fit rule's share for the framework's published memory gap, as the margin assumption adds it."""
     from gpuplan.planner.framework_rules import rules_for
 
-    share = rules_for(inputs.framework).published_reserve
-    return f" + {share:.0%} of the reserved peak beyond the model states" if share else ""
+    rules = rules_for(inputs.framework)
+    pools = " + FSDP2's stream pools" if rules.fsdp2_stream_pools else ""
+    share = rules.published_reserve
+    return pools + (f" + {share:.0%} of the reserved peak beyond the model states" if share else "")
 
 
 def _margin_assumption(inputs: PlanInputs) -> Assumption:

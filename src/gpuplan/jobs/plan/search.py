@@ -44,10 +44,12 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _gap_words(share: float, framework: str) -> str:
-    """The fit rule's framework gap in words, for the no-fit message ('' without one)."""
-    return f" and {share:.0%} of the reserved peak beyond the model states kept free ({framework}'s published gap)" \
-        if share else ""
+def _gap_words(share: float, framework: str, pools: bool = False) -> str:
+    """The fit rule's framework gap in words, for the no-fit message ('' without one); ``pools``: FSDP2's
+    stream pools taken as a ZeRO-3 layout's reserved peak (planner.framework_rules)."""
+    words = " and FSDP2's stream pools" if pools else ""
+    return words + (f" and {share:.0%} of the reserved peak beyond the model states kept free ({framework}'s "
+                    "published gap)" if share else "")
 
 
 def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: int = 0) -> Evaluator:
@@ -297,7 +299,8 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
         enough = smallest_fitting_count(ev, max(counts), target, max_tp(ev), limits)
         raise InputError("memory", f"{table['total_bytes'][best] / 2**30:.1f} GiB at best",
                          f"no layout fits {ev.cluster.gpu.name} ({format_bytes(ev.cluster.gpu.memory_bytes)}) with "
-                         f"the {ev.overheads.margin:.0%} margin{_gap_words(ev.fit_reserve, inputs.framework)} on "
+                         f"the {ev.overheads.margin:.0%} margin"
+                         f"{_gap_words(ev.fit_reserve, inputs.framework, ev.fsdp2_pools)} on "
                          f"{max(counts):,} GPUs; {more_gpus_hint(enough)}")
     price, price_source = price_of(inputs, ev.cluster.gpu.id)
     wall = inputs.tokens / fitting["tokens_per_second"]

@@ -135,21 +135,15 @@ def fsdp2_reserved(spec, layout: ParallelLayout, settings: M.MemorySettings, fra
     torchtitan's today (profile embedding_own_fsdp_unit: the embedding, norm + LM head, each layer) or,
     ``embedding_in_root``, its earlier ones (embedding + norm + LM head as the root, kept unsharded into
     backward: its bf16 embedding joins the start-of-backward working set)."""
-    from gpuplan.core.memory.fsdp_streams import all_gather_pool_extra, fsdp2_reserved_peak
-    from gpuplan.core.memory.model_states import stage_params
+    from gpuplan.core.memory.fsdp_streams import stage_pool_bytes
     from gpuplan.core.precision import RECIPES
 
     compute_bytes = RECIPES[settings.recipe].compute_bytes
     worst = 0.0
     for stage in {0, layout.pp - 1}:
         m = M.stage_memory_parts(spec, layout, settings, stage)
-        params = stage_params(spec, layout, stage)
-        embedding = (stage == 0) * spec.vocab_size * spec.hidden_size / layout.tp
-        unit = params.root if embedding_in_root else max(embedding, params.root - embedding)
-        extra = all_gather_pool_extra(max(unit, params.largest_layer), params.largest_layer, compute_bytes)
-        backward_start = m.backward_start + embedding_in_root * compute_bytes * embedding
-        worst = max(worst, float(fsdp2_reserved_peak(backward_start, m.optimizer_step, m.grads_backward,
-                                                     m.grads_step, extra, frag)))
+        pools = stage_pool_bytes(spec, layout, m, stage, compute_bytes, embedding_in_root)
+        worst = max(worst, float(pools) * (1 + frag))
     return worst
 
 
