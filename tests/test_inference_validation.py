@@ -101,8 +101,10 @@ def test_decode_speed_within_30_percent():
 def test_tp_batch_latency_within_20_percent():
     """vLLM 0.2.7's latency at batch 64 (held out): -27% without the synchronous host time per
     step, -15% with it (kernels.host_step_seconds, taken from vllm#6854 and #6913), -7.3% with the
-    exposed share of its 64-token decode GEMMs' math (Efficiency.ridge_exposed)."""
-    assert all(-0.10 < e < -0.05 for e in _errors(KIND_LATENCY).values()), _errors(KIND_LATENCY)
+    exposed share of its 64-token decode GEMMs' math (Efficiency.ridge_exposed). The row the host
+    time was checked on; PR 2192's other three rows (added blind) are in test_serving_speed_rows.py."""
+    error = _errors(KIND_LATENCY)["vllm2192-llama2-70b-tp4-a100-bs64"]
+    assert -0.10 < error < -0.05, error
 
 
 def test_static_batch_throughput_by_hand():

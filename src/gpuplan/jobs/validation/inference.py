@@ -45,6 +45,8 @@ KIND_ONLINE_TTFT = ("inference: time to first token (s) at concurrency 1, NIM 1.
                     "release not stated: a TensorRT engine before 1.0)")
 KIND_ONLINE_TPOT = ("inference: time per output token (s) at concurrency 1, NIM 1.8 on TensorRT-LLM (held out; engine "
                     "release not stated: a TensorRT engine before 1.0)")
+KIND_ONLINE_TTFT_VLLM = "inference: time to first token (s) at concurrency 1, vLLM (held out)"
+KIND_ONLINE_TPOT_VLLM = "inference: time per output token (s) at concurrency 1, vLLM (held out)"
 Case = tuple[str, str, float, float, str, str]
 
 
@@ -196,8 +198,10 @@ def _online_cases(e: dict[str, Any]) -> list[Case]:
                   f"{decode.gemm_s * 1e3:.2f} ms ({decode.bound}) + KV {decode.attention_s * 1e3:.2f} + host "
                   f"{decode.host_s * 1e3:.2f} + all-reduce {decode.comm_s * 1e3:.2f} ms")
     note, ttft_basis = e.get("engine", ""), _prefill_basis(e, prefill)
-    return [(e["id"] + "-ttft", KIND_ONLINE_TTFT, e["measured_ttft_ms"] / 1e3, prefill.total, ttft_basis, note),
-            (e["id"] + "-tpot", KIND_ONLINE_TPOT, e["measured_tpot_ms"] / 1e3, decode.total, tpot_basis, note)]
+    vllm = parse_release(e["release"]).engine == "vllm"  # the engine names the kind (issue 38: per engine)
+    ttft_kind, tpot_kind = (KIND_ONLINE_TTFT_VLLM, KIND_ONLINE_TPOT_VLLM) if vllm else (KIND_ONLINE_TTFT, KIND_ONLINE_TPOT)
+    return [(e["id"] + "-ttft", ttft_kind, e["measured_ttft_ms"] / 1e3, prefill.total, ttft_basis, note),
+            (e["id"] + "-tpot", tpot_kind, e["measured_tpot_ms"] / 1e3, decode.total, tpot_basis, note)]
 
 
 def acceptance_for_length(length: float, tokens: int) -> float:
