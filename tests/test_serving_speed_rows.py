@@ -31,7 +31,8 @@ def test_row_counts_per_engine():
     vllm_latency = [i for i, e in latency.items() if e["release"].startswith("vllm")]
     vllm_online = [i for i, e in online.items() if e["release"].startswith("vllm")]
     sglang = [i for s in ("latency", "online") for i, e in _rows(s).items() if e["release"].startswith("sglang")]
-    assert len(vllm_latency) == 4  # PR 2192's 70B after (earlier) + 70B before, 33B before and after
+    assert len(vllm_latency) == 12  # PR 2192: 70B after (earlier) + 70B before, 33B before and after; PR 23197: 8
+    assert sum(i.startswith("vllm23197-") for i in vllm_latency) == 8
     assert vllm_online == [WMX]
     assert sglang == []  # none met the criterion; the search is recorded as an excluded entry
     excluded = {e["id"] for e in I.reference_measurements()["excluded"]}
@@ -39,7 +40,7 @@ def test_row_counts_per_engine():
             "musgrave-vllm023-llama3.1-8b-a100-40gb", "sglang-speed-none-met"} <= excluded
 
 
-@pytest.mark.parametrize("row_id", [*NEW_LATENCY, WMX])
+@pytest.mark.parametrize("row_id", [*NEW_LATENCY, WMX, "vllm23197-llama3.3-70b-tp4-h100-bf16-bs16"])
 def test_every_new_row_states_what_the_criterion_asks(row_id):
     e = {**_rows("latency"), **_rows("online")}[row_id]
     for field in ("release", "model", "gpu", "tp", "quantization", "prompt_tokens", "output_tokens", "source"):
@@ -57,6 +58,13 @@ def test_quoted_numbers_are_the_measured_values():
     assert cases[WMX + "-tpot"][2] == pytest.approx(0.0051, abs=1e-9)
     assert cases[WMX + "-ttft"][1] == I.KIND_ONLINE_TTFT_VLLM and "vLLM" in I.KIND_ONLINE_TTFT_VLLM
     assert cases[WMX + "-tpot"][1] == I.KIND_ONLINE_TPOT_VLLM and "vLLM" in I.KIND_ONLINE_TPOT_VLLM
+    # PR 23197 (BF16 baseline, 256 in / 32 out): 8B tp 1 and 70B tp 4 at batch 1 / 4 / 8 / 16, its own kind
+    quoted = {"llama3.1-8b-tp1": (0.236, 0.260, 0.284, 0.336), "llama3.3-70b-tp4": (0.558, 0.629, 0.700, 0.855)}
+    for tag, seconds in quoted.items():
+        for batch, value in zip((1, 4, 8, 16), seconds):
+            case = cases[f"vllm23197-{tag}-h100-bf16-bs{batch}"]
+            assert case[2] == pytest.approx(value, abs=1e-9)
+            assert case[1] == I.KIND_LATENCY_GPU_UNSTATED
     # the NIM rows keep their own (TensorRT-LLM) kinds
     assert cases["nim180-llama3.3-70b-fp8-tp2-h100-5000-500-c1-ttft"][1] == I.KIND_ONLINE_TTFT
 

@@ -28,6 +28,8 @@ KIND_KV = "inference: KV tokens in the logged KV memory"
 KIND_WEIGHTS = "inference: weights per GPU (bytes)"
 KIND_DECODE = "inference: batch-1 decode tokens/s, llama.cpp / MLC / ExLlama (their own prior)"
 KIND_LATENCY = "inference: batch latency (s), prefill + decode, vLLM (held out)"
+KIND_LATENCY_GPU_UNSTATED = ("inference: batch latency (s), prefill + decode, vLLM (held out; H100 form factor not "
+                             "stated: SXM taken)")
 KIND_SPECULATIVE = "inference: speculative-decoding speedup at batch 1, vLLM (held out)"
 KIND_THROUGHPUT = "inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (held out)"
 KIND_THROUGHPUT_FITTED = ("inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (fitted: "
@@ -168,7 +170,8 @@ def _latency_case(e: dict[str, Any]) -> Case:
     predicted = prefill.total + (output - 1) * decode.total
     basis = (f"prefill {prefill.total:.2f} s ({prefill.bound}) + {output - 1} x {decode.total * 1e3:.1f} ms "
              f"({decode.bound}, all-reduce {decode.comm_s * 1e3:.1f} ms)")
-    return e["id"], KIND_LATENCY, float(e["measured_seconds"]), predicted, basis, e.get("engine", "")
+    kind = KIND_LATENCY_GPU_UNSTATED if e.get("gpu_stated") is False else KIND_LATENCY
+    return e["id"], kind, float(e["measured_seconds"]), predicted, basis, e.get("engine", "")
 
 
 def _throughput_case(e: dict[str, Any]) -> Case:
