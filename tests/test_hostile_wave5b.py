@@ -206,3 +206,14 @@ def test_serve_warns_only_off_loopback(monkeypatch, run_cli, host, warns):
     code, _, err = run_cli("serve", "--host", host, "--port", str(_free_port()))
     assert code == 0 and calls[0]["host"] == host, err
     assert ("exposed" in err or "anyone who can reach" in err) is warns, err
+
+
+def test_csv_formula_behind_blanks_or_a_nul_is_neutralised_too():
+    # review wave 5b: ' =1', a line feed or a no-break space before '=' and a leading NUL (OWASP ASVS 1.2.10)
+    # passed as they were; plain numbers, signed or in exponent form, stay numbers
+    from gpuplan.report.render import csv_cell
+
+    for text in (" =1+1", "\n=1", "\xa0=1", "\x00x"):
+        assert csv_cell(text) == "'" + text
+    for number in ("-3", "-1e5", "-.5", "+1", "-12%"):
+        assert csv_cell(number) == number

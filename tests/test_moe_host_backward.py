@@ -123,6 +123,12 @@ def test_activation_sync_by_hand():
     # taken as GPU-bound gave -85.0 us, a sync that made the layer faster; review wave 5)
     assert M.activation_sync_extra_seconds(settings, 16, None, phases, 10 * US, True, 60 * US) == pytest.approx(
         0.0, abs=1e-12)
+    # the first stretch host-bound, the rest GPU-bound (one call 10 us, 60 us of routed GEMMs, the layer's GPU
+    # 1,464 + 2,516 + 2 x 10 = 4,000 us): GPU first 50 us against the host's 135.0, rest 3,950 us against the host's
+    # 3,593.8; the one-sync model exposes nothing (3,728.8 < 4,000): +85.0 us, all of it the first stretch's
+    slow_rest = MoeLayerPhases(1464 * US, 0.0, 2516 * US, 0.0)
+    assert M.activation_sync_extra_seconds(settings, 16, None, slow_rest, 10 * US, True, 60 * US) == pytest.approx(
+        85.0 * US, abs=0.5 * US)
 
 
 @pytest.mark.parametrize("row, before", [("mbridge-26.04.01-gpt-oss-120b-h100-sxm-64g-bf16", 0.246),

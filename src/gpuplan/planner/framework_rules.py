@@ -63,7 +63,9 @@ pools (core/memory/fsdp_streams.py, the rows' own FSDP units and loss: jobs/vali
 the gap taken on the part beyond the model states: (published - pools x 1.03) / (pools x 1.03 - states x
 1.03), median 0.091 over the 17 rows of catalog/reference/published_memory.yaml that gpuplan estimates
 (tests/test_planner_torchtitan_choice.py recomputes it; 16 of 17 at +0.035 to +0.164, the FlexAttention
-CP row at +0.289). Measured on those 17 rows: they are not held-out checks of this share. What is left:
+CP row at +0.289). Measured on those 17 rows: they are not held-out checks of this share. All 17 are pp 1
+ZeRO-3 layouts: pipeline layouts (stage_pool_bytes' pp > 1 branch, read from code) and ZeRO-0 ones take the same
+share with no published row behind it (review wave 5b). What is left:
 torch.compile's Inductor buffers, the caching allocator beyond its 3% and the all-gather pool's second
 in-flight buffer (docs/memory.md). Before FSDP2's pools were modelled the share was taken over allocated
 x 1.03: 0.27, from a derivation that took the last estimated row's model states for every row; with each

@@ -35,7 +35,8 @@ MAX_CANDIDATES = 6_000_000
 """Candidate layouts (x recompute modes) one search may consider: bounds its time and memory.
 More GPU counts than that allows are refused, naming the limit."""
 SEARCH_MEMORY_BUDGET = 960e6
-"""Bytes one search may hold (the evaluated table and its temporaries): MAX_EVALUATED follows from it."""
+"""Bytes one search may hold (the evaluated table and its temporaries): the 800,000-layout limit kept from before
+x the 1,200 B a layout below, so the measured worst case (1,097 B x 800,000 = 878 MB) stays within it."""
 BYTES_PER_EVALUATED_LAYOUT = 1_200
 """Peak bytes per layout counted against MAX_EVALUATED, measured (tracemalloc peak of the search over
 the count, seq_len 1, 256 counts 2^20-1 down, 2026-12-05). Pruned (each layout counted once,

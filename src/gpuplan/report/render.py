@@ -135,7 +135,10 @@ def csv_cell(value: Any) -> Any:
     number ('-3', '-1.5e3', '-12%'), are written as they are. None: an empty cell."""
     if value is None:
         return ""
-    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS) or PLAIN_NUMBER.fullmatch(value):
+    if not isinstance(value, str) or PLAIN_NUMBER.fullmatch(value):
+        return value
+    # a formula behind leading blanks (' =1', a line feed, a no-break space) or a NUL (OWASP ASVS 1.2.10) too
+    if not value.lstrip(" \n\xa0").startswith(FORMULA_STARTS) and "\0" not in value[:1]:
         return value
     return "'" + value
 

@@ -198,7 +198,7 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
         Line("margin", "safety margin", gpu.memory_bytes * overheads.margin, "bytes",
              f"{_gib(gpu.memory_bytes * overheads.margin)} ({overheads.margin:.0%})",
              "kept free beyond the modelled reserve and runtime"),
-        *((Line("framework_gap", "kept free for the framework's published gap", gap, "bytes", _gib(gap),
+        *((Line("framework_gap", "kept free for FSDP2's stream pools and the published share", gap, "bytes", _gib(gap),
                 "FSDP2's stream pools beyond the reserved peak (ZeRO-3 under torchtitan: core/memory/fsdp_streams.py)"
                 " and a share of the reserved peak beyond the model states: what the framework's published runs "
                 "held beyond this estimate (planner/framework_rules.py published_reserve; `plan` keeps the same)"),)
