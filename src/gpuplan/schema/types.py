@@ -47,7 +47,7 @@ def _text(value: Any, field: str) -> str:
     if not text.isascii():  # float() reads other scripts' digits ("١٢" = 12): refuse them
         raise InputError(field, value, "must be written with ASCII digits")
     if "_" in text:  # float() reads '0.4_0' as 0.4 and '1_0' as 10 (PEP 515); the unit parsers refused '1_000'
-        raise InputError(field, value, "must be written without '_' (1000, 1K or 1e3)")
+        raise InputError(field, value, "must be written without '_' (e.g. 1000, 1e3 or 40%)")
     return text
 
 
