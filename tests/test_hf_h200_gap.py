@@ -89,3 +89,23 @@ def test_full_recompute_profile_is_predicted_long_like_its_family(tmp_path):
     assert run.family == "full recompute"
     assert run.measured_step_s == pytest.approx(0.12076, abs=1e-5)
     assert 0.03 < run.predicted_step_s / run.measured_step_s - 1 < 0.15
+
+
+def test_l2_reuse_script_counts_the_op_profiles_forward(load_script):
+    """scripts/hf_l2_reuse.py runs transformers' own Llama layer forward at the 1B's shape (4,096 tokens): the
+    30 memory-bound kernels and the bytes docs/step.md reads off modeling_llama.py by hand, (84h + 20q + 20kv
+    + 10I) per token = 305,664 B x 4,096 = 1.252 GB (tolerance 1%: the RoPE cos/sin and norm-weight reads).
+    Hits never exceed reads, and the streaming LRU never credits more than the partial upper bound."""
+    import torch.nn.functional as F
+
+    script = load_script("hf_l2_reuse")
+    sdpa = F.scaled_dot_product_attention
+    h, q, kv, inter, tokens = 2048, 2048, 512, 8192, 4096
+    streaming = script.layer_forward_traffic("llama-3.2-1b", tokens, 50e6, partial=False)
+    upper = script.layer_forward_traffic("llama-3.2-1b", tokens, 50e6, partial=True)
+    assert F.scaled_dot_product_attention is sdpa
+    assert streaming.kernels == 30
+    assert streaming.read + streaming.written == pytest.approx((84 * h + 20 * q + 20 * kv + 10 * inter) * tokens, rel=0.01)
+    assert 0 < streaming.hit <= upper.hit <= upper.read
+    # an empty cache serves nothing
+    assert script.layer_forward_traffic("llama-3.2-1b", 16, 0.0, partial=False).hit == 0.0
