@@ -8,7 +8,8 @@ for foreach):
 * ``foreach`` (torch/optim/adamw.py -> adam._multi_tensor_adam with decoupled weight decay):
   _foreach_mul_ (decay: r1 w1), _foreach_lerp_ (m: r2 w1), _foreach_mul_ (v: r1 w1),
   _foreach_addcmul_ (v += (1-b2) g g: r3 w1), _foreach_sqrt (r1 w1), _foreach_div_ (r1 w1),
-  _foreach_add_ (eps: r1 w1), _foreach_addcdiv_ (p: r3 w1) = 21 accesses; 9 ops, each one
+  _foreach_add_ (eps: r1 w1), _foreach_addcdiv_ (p: r3 w1) = 21 accesses (20 from HBM: the
+  addcmul's two gradient operands are one tensor, REPEATED_READS_PER_PARAM); 9 ops, each one
   launch per FOREACH_TENSORS_PER_LAUNCH tensors (multi_tensor_apply, depth 3-4) or per
   FOREACH_ELEMENTS_PER_LAUNCH elements, whichever is more.
 * ``fused`` (torch._fused_adamw_): reads p, g, m, v, writes p, m, v = 7 accesses, one op.
@@ -27,6 +28,15 @@ from gpuplan.core.memory.model_states import stage_params
 from gpuplan.core.parallel import ParallelLayout
 
 ACCESSES_PER_PARAM = {"foreach": 21.0, "fused": 7.0, "forloop": 21.0}
+REPEATED_READS_PER_PARAM = {"foreach": 1.0, "fused": 0.0, "forloop": 1.0}
+"""Of those accesses, reads HBM does not serve: the second moment's update passes the gradient twice,
+``_foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)`` (torch/optim/adam.py _multi_tensor_adam,
+torch 2.11-2.13, ``scaled_device_grads = device_grads`` for a float beta2) and
+``exp_avg_sq.mul_(beta2).addcmul_(grad, grad, ...)`` (_single_tensor_adam). The foreach kernel loads each
+operand list's element in the same thread one after the other (aten/src/ATen/native/cuda/
+ForeachFunctors.cuh ``load_args`` / ``load_store``: ``r_args[r_index][ii] = args[r_index][i]``), so the
+second load of the same address reads the cache line the first just brought in. The census counts it
+(an operand is an operand); HBM moves 20 per parameter."""
 OPS_PER_STEP = {"foreach": 9, "fused": 1, "forloop": 9}
 FOREACH_TENSORS_PER_LAUNCH = 36
 """multi_tensor_apply's depth_to_max_tensors[3] (aten/src/ATen/native/cuda/MultiTensorApply.cuh)."""
@@ -35,8 +45,9 @@ FOREACH_ELEMENTS_PER_LAUNCH = 65536 * 320
 
 
 def optimizer_bytes(impl: str, trained_params, element_bytes: float):
-    """Bytes the step moves: accesses x parameters x bytes per element (the parameters' dtype)."""
-    return ACCESSES_PER_PARAM[impl] * trained_params * element_bytes
+    """HBM bytes the step moves: (accesses - repeated reads) x parameters x bytes per element (the
+    parameters' dtype)."""
+    return (ACCESSES_PER_PARAM[impl] - REPEATED_READS_PER_PARAM[impl]) * trained_params * element_bytes
 
 
 def optimizer_kernels(impl: str, trained_params, tensors):
