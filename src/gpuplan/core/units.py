@@ -149,9 +149,9 @@ def format_duration(seconds: float) -> str:
     return duration_in(seconds, unit)
 
 
-def plural(count: int, word: str) -> str:
-    """'1 sequence', '2 sequences', '1,024 notes'."""
-    return f"{count:,} {word}" + ("" if count == 1 else "s")
+def plural(count: float, word: str, spec: str = ",") -> str:
+    """'1 sequence', '2 sequences', '1,024 notes'; ``spec`` formats the count ('g': '1 day', '0.5 days')."""
+    return f"{count:{spec}} {word}" + ("" if count == 1 else "s")
 
 
 def format_gpu_time(amount: float) -> str:

@@ -158,7 +158,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                      Line("gpu", "accelerator", gpu.id, text=gpu.name),
                      Line("gpu_counts", "GPU counts", ",".join(map(str, result.counts))),
                      Line("deadline", "deadline", deadline_of(inputs), "days", "none" if deadline_of(inputs) is None
-                          else f"{deadline_of(inputs):g} day" + ("" if deadline_of(inputs) == 1 else "s")
+                          else plural(deadline_of(inputs), "day", "g")
                           + ("" if inputs.days else " (the article's default)")))
     from gpuplan.core.time.step import precision_class
 

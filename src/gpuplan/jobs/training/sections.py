@@ -82,7 +82,7 @@ def time_section(gpu, peak: float, time: TimeEstimate, flops: Flops, inputs: Tra
 
 def _days(days: float) -> str:
     """'1 day', '7 days', '0.5 days'."""
-    return f"{days:g} day" + ("" if days == 1 else "s")
+    return plural(days, "day", "g")
 
 
 def _gpus_lines(time: TimeEstimate, inputs: TrainingInputs, solved: str) -> tuple[Line, ...]:
