@@ -99,16 +99,22 @@ def scheduler_refusal(plan: Plan, gpu: Accelerator) -> int | None:
     return tokens if tokens < seqs else None
 
 
+def serving_gpus(plan: Plan):
+    """The catalog GPUs that run the plan (serves) and where its engine would start with the settings
+    given (scheduler_refusal): the candidates of every search over GPU types."""
+    from gpuplan.catalog import hardware_entries, load_accelerator
+
+    for gpu_id in hardware_entries():
+        gpu = load_accelerator(gpu_id)
+        if serves(plan, gpu) and not scheduler_refusal(plan, gpu):
+            yield gpu
+
+
 def search_configurations(plan: Plan, batch: int) -> list[tuple[Accelerator, Serving, float | None, str]]:
     """For every catalog GPU that runs the format: the smallest TP in {1, 2, 4, 8} (within one
     node) whose KV cache holds ``batch`` sequences of the plan's context."""
-    from gpuplan.catalog import hardware_entries, load_accelerator
-
     found = []
-    for gpu_id in hardware_entries():
-        gpu = load_accelerator(gpu_id)
-        if not serves(plan, gpu) or scheduler_refusal(plan, gpu):  # vLLM would not start with --max-num-seqs
-            continue
+    for gpu in serving_gpus(plan):
         for tp in SEARCH_TP:
             if tp > (gpu.devices_per_node or 8):
                 break

@@ -25,7 +25,7 @@ from gpuplan.core.serving.load import (
 )
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan
-from gpuplan.jobs.inference.serving import SEARCH_TP, evaluate, price_for, scheduler_refusal, serves
+from gpuplan.jobs.inference.serving import SEARCH_TP, evaluate, price_for, scheduler_refusal, serves, serving_gpus
 from gpuplan.report.model import Line, Section, Table
 
 DEFAULT_MAX_NUM_SEQS = 256
@@ -106,13 +106,8 @@ def refused_gpus(plan: Plan) -> list[str]:
 def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None) -> list[SizedConfig]:
     """Every (GPU type, TP) that meets the target, cheapest first; GPU types where vLLM would refuse
     the user's --max-num-seqs (scheduler_refusal) are left out."""
-    from gpuplan.catalog import hardware_entries, load_accelerator
-
     found = []
-    for gpu_id in hardware_entries():
-        gpu = load_accelerator(gpu_id)
-        if not serves(plan, gpu) or scheduler_refusal(plan, gpu):
-            continue
+    for gpu in serving_gpus(plan):
         for tp in SEARCH_TP:
             if tp > (gpu.devices_per_node or 8):
                 break
@@ -181,13 +176,8 @@ def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = N
     """Per GPU type (catalog id), the cheapest prefill pool + decode pool on that type (a homogeneous
     cluster, each phase with its own TP, as in DistServe) that meet the targets together; types
     where nothing does are left out. The KV transfer runs over min(tp_prefill, tp_decode) NICs."""
-    from gpuplan.catalog import hardware_entries, load_accelerator
-
     found: dict[str, tuple[Pool, Pool]] = {}
-    for gpu_id in hardware_entries():
-        gpu = load_accelerator(gpu_id)
-        if not serves(plan, gpu) or scheduler_refusal(plan, gpu):
-            continue
+    for gpu in serving_gpus(plan):
         price_h, source = price_for(gpu.id, price)
         steps = {}
         for tp in SEARCH_TP:
