@@ -61,7 +61,7 @@ def stage_pool_bytes(spec, layout, m, stage, compute_bytes: float, embedding_in_
     extra = all_gather_pool_extra(np.maximum(unit, params.largest_layer), params.largest_layer, compute_bytes)
     backward_start = m.backward_start + embedding_in_root * compute_bytes * embedding
     sharded_backward = np.minimum(m.grads_backward, m.grads_step)
-    return compute_pool_peak(backward_start, m.optimizer_step, sharded_backward, m.grads_step) + m.grads_step + extra
+    return fsdp2_reserved_peak(backward_start, m.optimizer_step, sharded_backward, m.grads_step, extra, 0.0)
 
 
 def fsdp2_reserved_peak(backward_start, optimizer_step, grads_backward, grads_step, all_gather_extra,
