@@ -246,13 +246,14 @@ def _linear_efficiencies(gpu, settings: StepSettings, h, tokens, tp):
     return e_dense, e_gemm
 
 
-def routed_seconds_per_token(spec: ModelSpec, gpu, settings: StepSettings, tokens, tp, ep=1):
+def routed_seconds_per_token(spec: ModelSpec, gpu, settings: StepSettings, tokens, tp, ep=1, efficiencies=None):
     """Forward seconds per token of one layer's routed expert GEMMs (0 when dense): the expert width and the tokens
-    each expert receives (ep x tokens x top-k / experts) bound the grouped GEMMs' shape."""
+    each expert receives (ep x tokens x top-k / experts) bound the grouped GEMMs' shape (``efficiencies``: the
+    caller's (dense, GEMM) pair from _linear_efficiencies at the same tokens, computed here when not given)."""
     routed = routed_expert_weights_per_token(spec)
     if spec.moe is None or not routed:
         return 0.0
-    e_dense, e_gemm = _linear_efficiencies(gpu, settings, spec.hidden_size, tokens, tp)
+    e_dense, e_gemm = efficiencies or _linear_efficiencies(gpu, settings, spec.hidden_size, tokens, tp)
     moe = spec.moe
     per_expert = tokens * ep * moe.experts_per_token / moe.num_experts
     e_expert = gemm_efficiency(gpu, minimum(minimum(spec.hidden_size / tp, moe.expert_intermediate_size), per_expert),
@@ -279,7 +280,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     gemm_flops = 2.0 * (weights - routed) / spec.num_layers / tp
     e_dense, e_gemm = _linear_efficiencies(gpu, settings, h, tokens, tp)
     recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
-    t_routed = routed_seconds_per_token(spec, gpu, settings, tokens, tp, ep)
+    t_routed = routed_seconds_per_token(spec, gpu, settings, tokens, tp, ep, (e_dense, e_gemm))
     t_gemm = gemm_flops / (peak * e_gemm) + t_routed
     e_attn = settings.attention_efficiency or attention_efficiency(gpu)
     exp_roof, tensor_rate = part_flash_roof(gpu)
@@ -375,12 +376,13 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
                                t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases)
     mb_tokens = micro_batch * settings.seq_len / cp  # core.time.moe_host, per micro-batch (the routed GEMMs: its syncs)
-    t_host = stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed_forward=mb_tokens *
-                                        routed_seconds_per_token(spec, cluster.gpu, settings, mb_tokens, tp, ep))
+    routed_forward = (mb_tokens * routed_seconds_per_token(spec, cluster.gpu, settings, mb_tokens, tp, ep)
+                      if settings.moe_launch == "eager" else 0.0)  # read only under eager launch (moe_host)
+    t_host = stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed_forward=routed_forward)
     compute, bubble = compute + micro_batches * t_host, bubble * (1 + t_host / t_mb)
     t_experts = stage_expert_kernel_seconds(spec, settings, ep, layers + mtp_on_first,  # core.time.moe_layer
                                             low_precision_recipe(settings.dtype, settings.fp8_recipe),
-                                            micro_batch * settings.seq_len / cp / tp, cluster.gpu.memory_bandwidth)
+                                            mb_tokens / tp, cluster.gpu.memory_bandwidth)
     compute, bubble = compute + micro_batches * t_experts, bubble * (1 + t_experts / t_mb)
     hbm = cluster.gpu.memory_bandwidth * settings.hbm_efficiency
     t_acc = 0.0  # DeepSpeed's BF16_Optimizer: its fp32 accumulation per micro-batch, over the largest stage
@@ -389,7 +391,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
         t_acc = (zero <= BF16_OPTIMIZER_MAX_ZERO) * fp32_grad_accumulation_seconds(acc_params, hbm)
     compute, bubble = compute + micro_batches * t_acc, bubble * (1 + t_acc / t_mb)
     compute = compute + micro_batches * AO.microbatch_exposed_seconds(  # CPU activation offloading: pp 1 only
-        spec, settings, cluster.gpu.id, micro_batch * settings.seq_len / cp, tp, spec.num_layers, phases)
+        spec, settings, cluster.gpu.id, mb_tokens, tp, spec.num_layers, phases)
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
     comm_total = sum((c.total for c in costs), 0.0)
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)
