@@ -109,8 +109,7 @@ def graph_bytes_by_nodes(rule: NodeRule):
 
     def estimate(spec, max_num_seqs, tp, layers, act_bytes=2, blas_workspace=0.0, activation_quant=False,
                  max_tokens=None, backend=None, fa_version=3, moe_experts="fused"):
-        limit = P.GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512)
-        piecewise, full = P.graph_capture_sizes(max_num_seqs, min(limit, max_tokens or limit))
+        piecewise, full = P.capture_sizes(spec, max_num_seqs, max_tokens)
         first_pw = 2 * max(piecewise) * act_bytes * P.first_capture_elements_per_token(spec, tp, moe_experts)
         first_pw += blas_workspace
         backend = backend or AB.vllm_attention_backend(spec, act_bytes)[0]

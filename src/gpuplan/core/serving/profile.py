@@ -17,7 +17,8 @@ from gpuplan.core.serving.releases import (FLASHINFER, GRAPH_CAPTURE_LIMIT, GiB,
 
 MiB = 2**20
 
-def activation_elements_per_token(spec: ModelSpec, tp: int = 1, moe_caches: bool = True) -> float:
+def activation_elements_per_token(spec: ModelSpec, tp: int = 1, moe_caches: bool = True,
+                                  routed: float | None = None) -> float:
     """Peak live activation elements per prefill token in one layer, one TP rank.
 
     Dense: gate+up output (2I/tp), the activated product (I/tp) and three hidden-size tensors
@@ -26,14 +27,16 @@ def activation_elements_per_token(spec: ModelSpec, tp: int = 1, moe_caches: bool
     2.99 GiB at 29,000; 3·14336 + 3·4096 elements x 2 bytes gives 2.06 and 2.99 GiB).
     MoE: vLLM fused_moe intermediate caches [M, k, 2N], [M·k, N], [M, k, h] with N = I_e/tp,
     plus a shared expert, plus the 3h hidden tensors; ``moe_caches`` False leaves the routed
-    caches out (they live in the persistent workspace, moe_workspace_bytes).
+    caches out (they live in the persistent workspace, moe_workspace_bytes); ``routed`` replaces the
+    routed experts' elements per token (first_capture_elements_per_token).
     """
     h = spec.hidden_size
     dense = 3 * spec.mlp.intermediate_size / tp + 3 * h
     if spec.moe is None or not spec.num_moe_layers:
         return dense
     moe = spec.moe
-    routed = moe.experts_per_token * (3 * moe.expert_intermediate_size / tp + h) if moe_caches else 0.0
+    if routed is None:
+        routed = moe.experts_per_token * (3 * moe.expert_intermediate_size / tp + h) if moe_caches else 0.0
     moe_layer = routed + 3 * moe.shared_intermediate_size / tp + 3 * h
     return max(moe_layer, dense if spec.num_dense_layers else 0.0)
 
@@ -90,12 +93,7 @@ def vllm_moe_experts(rules: VllmRules, quantized: str) -> str:
 def first_capture_elements_per_token(spec: ModelSpec, tp: int, experts: str = "fused") -> float:
     """activation_elements_per_token as a graph capture allocates them: the routed experts' share
     is what routed_call_elements says they allocate in the call."""
-    if spec.moe is None or not spec.num_moe_layers or experts == "fused":
-        return activation_elements_per_token(spec, tp)
-    h = spec.hidden_size
-    moe_layer = routed_call_elements(spec, tp, experts) + 3 * spec.moe.shared_intermediate_size / tp + 3 * h
-    dense = 3 * spec.mlp.intermediate_size / tp + 3 * h if spec.num_dense_layers else 0.0
-    return max(moe_layer, dense)
+    return activation_elements_per_token(spec, tp, routed=routed_call_elements(spec, tp, experts))
 
 
 V1_PROFILE_WORKSPACE = 0.052 * GiB
@@ -310,9 +308,15 @@ def graph_estimate_band(spec: ModelSpec, max_num_seqs: int, max_tokens: int | No
     docs/inference.md, 'Tensor parallelism, read from the code'): one page in the larger mode's
     sample x its further sizes, 100 MiB at 51 sizes. 28 of the 35 scored 0.19 logs lie within it,
     six more within 1.25x (their first captures' error); Qwen2.5-7B TP 4 is two pages off."""
-    limit = GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512)
-    piecewise, full = graph_capture_sizes(max_num_seqs, min(limit, max_tokens or limit))
+    piecewise, full = capture_sizes(spec, max_num_seqs, max_tokens)
     return GRAPH_SAMPLE_PAGE * (max(len(piecewise), len(full)) - 1)
+
+
+def capture_sizes(spec: ModelSpec, max_num_seqs: int, max_tokens: int | None = None):
+    """(piecewise, full) batch sizes vLLM captures for ``spec`` (releases.graph_capture_sizes), the largest
+    capped by the model type's GRAPH_CAPTURE_LIMIT and by max_num_batched_tokens ``max_tokens``."""
+    limit = GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512)
+    return graph_capture_sizes(max_num_seqs, min(limit, max_tokens or limit))
 
 
 FA_MAX_SPLITS = 32
@@ -394,8 +398,7 @@ def graph_bytes(spec: ModelSpec, max_num_seqs: int, tp: int, layers: int, act_by
     layer's routed caches are workspace views the capture does not allocate, but MXFP4 experts
     allocate their output and activated intermediate in the call (first_capture_elements_per_token;
     gpt-oss-20b tp 2: 106 MiB against 128 logged, 184 with the fused caches charged)."""
-    limit = GRAPH_CAPTURE_LIMIT.get(spec.model_type, 512)
-    piecewise, full = graph_capture_sizes(max_num_seqs, min(limit, max_tokens or limit))
+    piecewise, full = capture_sizes(spec, max_num_seqs, max_tokens)
     per_graph = per_graph_bytes(spec, layers, activation_quant)
     elements = first_capture_elements_per_token(spec, tp, moe_experts)
     first_piecewise = 2 * max(piecewise) * act_bytes * elements + blas_workspace
