@@ -235,6 +235,13 @@ def host_path(fabric: Accelerator) -> Accelerator:
     return replace(fabric, scale_up_bandwidth=None, scale_up_pcie=True, nvls_gain=None)
 
 
+def collective_fabric(fabric: Accelerator, p2p: bool) -> Accelerator:
+    """The part a TP group's collectives run on: ``fabric`` itself with GPU peer-to-peer access, else
+    host_path(fabric) (the one rule tp_allreduce_seconds, prime_decode_allreduces and the answer's
+    assumptions share: a priming pass on other links would miss the cache the timing reads)."""
+    return fabric if p2p else host_path(fabric)
+
+
 def custom_allreduce_limit(release: EngineRelease, tp: int, fabric: Accelerator | None = None,
                            given: float | None = None, p2p: bool = True) -> float:
     """Largest TP message the engine's own all-reduce kernel takes in this layout, bytes (0: NCCL
@@ -302,8 +309,8 @@ def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None,
     0 without tensor parallelism."""
     if tp <= 1:
         return 0.0
-    if not p2p and fabric is not None:
-        fabric = host_path(fabric)
+    if fabric is not None:
+        fabric = collective_fabric(fabric, p2p)
     pcie = on_pcie(fabric)
     custom = p2p and message_bytes <= custom_max_bytes and not (pcie and tp > 2)
     if fabric is not None and not custom:

@@ -161,7 +161,7 @@ def prime_decode_allreduces(spec: ModelSpec, setup: ServingSetup, tp: int, fabri
     """Evaluate, in one vectorised pass, the NCCL all-reduces decode steps at ``batches``
     sequences would ask for (kernels.prime_nccl_all_reduce): a search over batches then finds them."""
     if fabric is not None:
-        fabric = fabric if setup.runtime.p2p else KR.host_path(fabric)  # the links tp_allreduce_seconds asks about
+        fabric = KR.collective_fabric(fabric, setup.runtime.p2p)  # the links tp_allreduce_seconds asks about
         positions = decode_positions(setup)
         KR.prime_nccl_all_reduce([allreduce_message_bytes(spec, b * positions) for b in batches], tp, fabric)
 

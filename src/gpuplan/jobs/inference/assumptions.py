@@ -24,7 +24,7 @@ def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[
         Assumption("block_size", "KV block size", inputs.block_size, "vLLM default 16 tokens (PagedAttention)",
                    "--block-size", "block_size" in u),
         *_speed_assumptions(plan, u, serving.tp),
-        Assumption("allreduce_latency", "all-reduce latency", f"{e.latency(plan.gpu.scale_up_bandwidth if plan.setup.runtime.p2p else None) * 1e6:.0f} us",
+        Assumption("allreduce_latency", "all-reduce latency", f"{e.latency(KR.collective_fabric(plan.gpu, plan.setup.runtime.p2p).scale_up_bandwidth) * 1e6:.0f} us",
                    "vLLM custom all-reduce on H100 (sgl-project/sglang#2904); x3 without NVLink",
                    "--allreduce-latency-us", "allreduce_latency_us" in u),
         Assumption("context", "context per sequence", plan.context, "default min(4096, the model's maximum)",
@@ -90,7 +90,7 @@ def _allreduce_assumption(plan: Plan, tp: int) -> Assumption:
         value = f"NCCL at every size (the own kernel is refused on {tp} PCIe-only GPUs)"
     else:
         value = "NCCL at every size"
-    if tp > 1 and (KR.on_pcie(plan.gpu) or not p2p):
+    if tp > 1 and KR.on_pcie(KR.collective_fabric(plan.gpu, p2p)):
         value += f"; NCCL's time x {KR.PCIE_NCCL_SLOWDOWN:g} on PCIe-only GPUs (the ring through host memory)"
     return Assumption("tp_allreduce", "TP all-reduce implementation", value,
                       f"{release.label} (vllm PR 2192; TensorRT-LLM PluginConfig use_custom_all_reduce, AUTO: 16 MB "
