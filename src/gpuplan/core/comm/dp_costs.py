@@ -105,13 +105,13 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     ag_one = _per_unit("all_gather", weights / units, populations)
     if settings.dp_schedule == "deepspeed":  # its hook-driven fetches reach a fitted share of NCCL's rate
         rs_one, ag_one = rs_one / O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE, ag_one / O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE
-    gathers = np.where(zero3, gathers_per_micro_batch(spec, settings.zero3_regathers, settings.recompute, tp), 1.0)
     # ZeRO-3 gathers for every micro-batch (FSDP2 under a pipeline keeps the stage gathered); FSDP2 also
     # reduce-scatters every micro-batch, DeepSpeed once a step (its fitted overlap, core.frameworks)
     gather_each = zero3 & ((np.asarray(pp) == 1) | (settings.dp_schedule == "deepspeed"))
     # torchtitan's stage under a pipeline (reshard_after_forward False, resharded only by perform_reduce_grad):
     # one gather a step, not a forward and a backward one (core.comm.dp_overlap.fsdp2_exposed times one)
-    gathers = np.where(zero3 & ~gather_each & (settings.dp_schedule == "fsdp2"), 1.0, gathers)
+    regather = zero3 & (gather_each | (settings.dp_schedule != "fsdp2"))
+    gathers = np.where(regather, gathers_per_micro_batch(spec, settings.zero3_regathers, settings.recompute, tp), 1.0)
     rs_calls = many * units * np.where(per_mb, micro_batches, 1)
     ag_calls = many * (zero >= 1) * units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
     ar_across = K.collective_seconds("all_reduce", grads / shard / units, across) * units

@@ -71,6 +71,8 @@ the combined 1F1B schedule the paired forward's sync bounds the backward's run-a
 
 from __future__ import annotations
 
+from functools import cache
+
 from gpuplan.core.bulk import maximum
 from gpuplan.core.comm.moe_overlap import ALL_TO_ALLS_PER_LAYER
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS
@@ -222,6 +224,7 @@ MEASURED_LAYER_OPS = {"forward": 210, "backward": 467}
 """ATen ops of core.time.host's measured decoder layer (HOST_SECONDS_PER_OP: 704 us / 210, 756 us / 467)."""
 
 
+@cache
 def backward_to_forward_host() -> float:
     """The measured layer's backward host seconds over its forward's, both carried to the GPU host
     (r x (t - n x c) + n x k, core.time.host: r 1.506, k 3.25 us): 2.305 ms / 1.585 ms = 1.454."""
