@@ -83,8 +83,6 @@ def md_text(value: Any) -> str:
     spaces, and a '<' that could open an HTML tag written as &lt; ('<= 0.9' stays as it is). A
     model named after its folder ('x<img src=x onerror=...>/config.json') put raw HTML in the
     Markdown a renderer may show; a '|' in it split the table's row."""
-    import re
-
     return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", cell(value)).replace("|", "\\|").replace("\n", " ")
 
 

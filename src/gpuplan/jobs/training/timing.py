@@ -10,14 +10,14 @@ days that would be needed."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gpuplan.core.model import flops as F
 from gpuplan.core.economics.gpu_time import ComputeBudget, solve_compute_budget
+from gpuplan.core.economics.io import nodes_for
 from gpuplan.core.model.spec import params_for_6nd
 from gpuplan.core.units import SECONDS_PER_DAY
 from gpuplan.errors import InputError
@@ -249,14 +249,16 @@ def _searched_once() -> Callable[[TrainingInputs, int], Plan]:
     searched: dict[int, Plan] = {}
 
     def layout(inputs: TrainingInputs, count: int) -> Plan:
-        return searched[count] if count in searched else searched.setdefault(count, layout_for_gpus(inputs, count))
+        if count not in searched:
+            searched[count] = layout_for_gpus(inputs, count)
+        return searched[count]
 
     return layout
 
 
 def _all_working(plan: Plan) -> Plan:
     """``plan`` as the answer on the GPUs its layout computes on (none of them idle)."""
-    return dataclasses.replace(plan, gpus_asked=plan.gpus)
+    return replace(plan, gpus_asked=plan.gpus)
 
 
 def _node_size(inputs: TrainingInputs) -> int:
@@ -272,7 +274,7 @@ def _node_size(inputs: TrainingInputs) -> int:
 def _nodes(gpus: int, node: int) -> int:
     """``gpus`` up to whole nodes once past one node (clusters are rented and laid out by the node:
     the planner weighs an odd count against its multiples of the node, jobs/plan/search.py)."""
-    return gpus if gpus <= node else -(-gpus // node) * node
+    return gpus if gpus <= node else nodes_for(gpus, node) * node
 
 
 def _working(count: int, layout) -> int:
