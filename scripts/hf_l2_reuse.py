@@ -24,7 +24,11 @@ from __future__ import annotations
 import argparse
 from collections import OrderedDict
 
-HBM_SECONDS_PER_BYTE = 1 / (0.89 * 4.8e12)
+from gpuplan.catalog import load_accelerator
+from gpuplan.core.time.memory_kernels import HBM_STREAM_EFFICIENCY
+
+HBM_SECONDS_PER_BYTE = 1 / (HBM_STREAM_EFFICIENCY * load_accelerator("h200-sxm").memory_bandwidth)
+"""Seconds a streamed byte costs on the H200 the rows ran on (the element-wise kernels' HBM share)."""
 NOT_SCORED = ("mm", "bmm", "addmm", "empty_like")
 """Matmuls (core/time/linears.py's class) and the stand-in for the attention kernel."""
 

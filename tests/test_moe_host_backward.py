@@ -55,6 +55,14 @@ def test_refit_constant_reproduces_the_profiled_idle():
     assert M.MOE_LAYER_HOST_SECONDS == pytest.approx(2938 * US)
 
 
+def _recording(patch, name):
+    """Wrap moe_host's ``name`` so each value it returns is recorded (the list comes back): a test can then
+    tell a term that was computed and found 0 from one that was never asked."""
+    seen, real = [], getattr(M, name)
+    patch.setattr(M, name, lambda *args, **kwargs: seen.append(real(*args, **kwargs)) or seen[-1])
+    return seen
+
+
 def test_combined_schedule_takes_no_backward_term():
     # under the EP overlap the paired forward's sync bounds the backward instead (not modelled: docs/step.md)
     row = "mbridge-25.11-qwen3-235b-a22b-b200-64g-mxfp8"
@@ -63,6 +71,10 @@ def test_combined_schedule_takes_no_backward_term():
         patch.setattr(M, "backward_exposed_seconds", lambda *args, **kwargs: 0.0)
         without = _error(row)
     assert _error(row) == pytest.approx(without, rel=1e-12)
+    with pytest.MonkeyPatch.context() as patch:  # not asked at all under the combined schedule
+        seen = _recording(patch, "backward_exposed_seconds")
+        _error(row)
+    assert seen == []
 
 
 @pytest.mark.parametrize("row", ["mbridge-25.11-qwen3-30b-a3b-b200-8g-mxfp8", "mbridge-26.02-qwen3-30b-a3b-b200-8g-mxfp8"])
@@ -90,6 +102,10 @@ def test_gpt_oss_h100_backward_is_gpu_bound():
         patch.setattr(M, "backward_exposed_seconds", lambda *args, **kwargs: 0.0)
         without = _error(row)
     assert _error(row) == pytest.approx(without, rel=1e-12)
+    with pytest.MonkeyPatch.context() as patch:  # asked, and GPU-bound: 0 (not merely never asked)
+        seen = _recording(patch, "backward_exposed_seconds")
+        _error(row)
+    assert seen and max(seen) == 0.0
 
 
 def test_activation_sync_by_hand():
@@ -145,3 +161,7 @@ def test_gpt_oss_h100_rows_pay_the_activation_sync(row, before):
         patch.setattr(M, "activation_sync_extra_seconds", lambda *args, **kwargs: 0.0)
         unsynced = _error("mbridge-25.11-gpt-oss-120b-h100-sxm-64g-bf16")
     assert _error("mbridge-25.11-gpt-oss-120b-h100-sxm-64g-bf16") == pytest.approx(unsynced, rel=1e-12)
+    with pytest.MonkeyPatch.context() as patch:  # asked, and its forward GPU-bound: 0
+        seen = _recording(patch, "activation_sync_extra_seconds")
+        _error("mbridge-25.11-gpt-oss-120b-h100-sxm-64g-bf16")
+    assert seen and max(seen) == 0.0

@@ -35,6 +35,8 @@ def test_without_p2p_the_nccl_memory_is_the_pcie_rule_on_an_nvlink_part():
     assert E.comm_rule(1, None, bw, p2p=False) == "none" and E.comm_rule(2, 0.1, bw, p2p=False) == "given"
     assert P.comm_bytes(v010, "vllm", 2, 1, bw) == pytest.approx(2 * 544e6, rel=1e-9)
     assert P.comm_bytes(v010, "vllm", 2, 1, bw, p2p=False) == 0.25 * GiB
+    # core/serving/releases.py NVLINK_TP_NON_TORCH['lazy']: llm-d-benchmark's vLLM 0.11.0 H100 non-torch memory,
+    # 0.54 GiB at TP 2 less 0.13 GiB at TP 1
     assert P.comm_bytes(v011, "vllm", 2, 1, bw) == pytest.approx((0.54 - 0.13) * GiB)
     assert P.comm_bytes(v011, "vllm", 2, 1, bw, p2p=False) == 0.0
 
