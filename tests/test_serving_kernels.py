@@ -237,11 +237,11 @@ def test_custom_allreduce_limit_is_the_one_the_step_uses():
     assert KR.custom_allreduce_limit(release, 2, h100, given=0.0) == 0.0
     assert KR.custom_allreduce_limit(release, 2, load_accelerator("l40s")) == 0.0  # AUTO: no NVLink -> NCCL
     assert KR.custom_allreduce_limit(parse_release("vllm==0.19"), 2, load_accelerator("l40s")) == 8 * 2**20
-    # 12 MB at tp 2: ring 2 x 1/2 x 12 MB at 0.8 x 450 GB/s per direction + a 10 us latency = 43.3 us
+    # 12 MB at tp 2: ring 2 x 1/2 x 12 MB at 0.8 x 450 GB/s per direction (h100-sxm.toml: 900 GB/s both
+    # directions; kernels.COLLECTIVE_EFFICIENCY 0.8) + a 10 us latency = 10 + 33.333 = 43.333 us
     link = h100.scale_up_bandwidth
     own = KR.tp_allreduce_seconds(12e6, 2, link, 10e-6, fabric=h100, custom_max_bytes=16e6)
-    assert own == pytest.approx(10e-6 + 12e6 / (link / 2 * 0.8))
-    assert own == pytest.approx(43.3e-6, rel=0.01)
+    assert own == pytest.approx(10e-6 + 2 * (2 - 1) / 2 * 12e6 / (900e9 / 2 * 0.8), rel=1e-9)
     nccl = KR.tp_allreduce_seconds(12e6, 2, link, 10e-6, fabric=h100, custom_max_bytes=8e6)
     assert nccl != pytest.approx(own)
 
@@ -257,9 +257,16 @@ def test_nccl_between_pcie_only_gpus_is_slowed_by_the_fitted_factor():
     l40s, h100 = load_accelerator("l40s"), load_accelerator("h100")
     message = 2048 * 8192 * 2  # one 2,048-token prefill all-reduce of Llama-2-70B, 33.6 MB
     base = float(collective_seconds("all_reduce", message, cluster_for(l40s).group(4)))
-    assert KR.tp_allreduce_seconds(message, 4, l40s.scale_up_bandwidth, 0.0, fabric=l40s) == pytest.approx(1.44 * base)
-    # ~25 GB/s of bus bandwidth modelled -> ~17 GB/s: 2 x 3/4 x 33.6 MB / (1.44 x base)
-    assert 2 * 3 / 4 * message / (1.44 * base) / 1e9 == pytest.approx(17.3, abs=1.0)
+    # by hand, NCCL's ring / Simple on 4 PCIe GPUs (core.comm.collectives BASE_US / HW_US, from NCCL
+    # src/graph/tuning.cc): latency 8.4 us + 2 x 3 steps x 5.7 us (PCI ring Simple) = 42.6 us; bus 64 / 2 GB/s
+    # per direction (l40s.toml, PCIe Gen4 x16) x 0.80 (topology.DEFAULT_SCALE_UP_EFFICIENCY) = 25.6 GB/s;
+    # 2 x 3/4 x 33,554,432 B / 25.6 GB/s = 1,966.08 us: base = 2,008.68 us (exact arithmetic)
+    by_hand = (8.4 + 2 * 3 * 5.7) * 1e-6 + 2 * 3 / 4 * message / (64e9 / 2 * 0.80)
+    assert base == pytest.approx(by_hand, rel=1e-9)
+    assert KR.tp_allreduce_seconds(message, 4, l40s.scale_up_bandwidth, 0.0, fabric=l40s) == \
+        pytest.approx(1.44 * by_hand, rel=1e-9)
+    # 25.6 GB/s of bus bandwidth modelled -> 17.40 GB/s: 2 x 3/4 x 33.6 MB / (1.44 x 2,008.68 us)
+    assert 2 * 3 / 4 * message / (1.44 * base) / 1e9 == pytest.approx(17.40, abs=0.005)
     nv = float(collective_seconds("all_reduce", message, cluster_for(h100).group(4)))
     assert KR.tp_allreduce_seconds(message, 4, h100.scale_up_bandwidth, 0.0, fabric=h100, custom_max_bytes=0) == \
         pytest.approx(nv)
