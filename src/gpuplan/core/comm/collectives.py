@@ -108,6 +108,10 @@ receives from two children and sends to its parent) halves it. Measured: corewea
 makes no difference beyond two nodes (the ring, 8 NICs x 45 GB/s = 360 GB/s busbw, beats 480 / 2)."""
 
 
+NVLS_TREE_ALGBW_RATIO = 5 / 6
+"""NCCL's tuner's bus-to-algorithm bandwidth ratio for NVLS and NVLS-tree (tuning.cc @v2.26.2-1 line 293)."""
+
+
 NCCL_COLLECTIVE_CTAS = 16
 """Thread blocks (one per channel, each alone on an SM) NCCL runs a collective on across a DGX-class
 node with eight NICs: 'If you are on DGX with 8 NICs and a top speed of 190 GB/s, then it would use
@@ -259,8 +263,27 @@ def _nvls(size, links, tree: bool):
         lat = HW_US[links.intra_kind]["nvls"][2] + 0 * n
         usable = (k <= 1) & (n >= NVLS_MIN_RANKS)
     usable = usable & (links.nvls_gain > 0)
-    tuner = np.where(usable, lat * 1e-6 + 2 * (n - 1) / n * _arr(size) / np.where(bus > 0, bus, 1.0), np.inf)
-    return tuner + _nvls_fill(size, links, bus, tree), bus, tuner
+    algbw = nvls_tree_tuner_algbw(links) if tree else np.where(bus > 0, bus, 1.0) * n / (2 * np.maximum(n - 1, 1))
+    tuner = np.where(usable, lat * 1e-6 + _arr(size) / algbw, np.inf)
+    seconds = np.where(usable, lat * 1e-6 + 2 * (n - 1) / n * _arr(size) / np.where(bus > 0, bus, 1.0), np.inf)
+    return seconds + _nvls_fill(size, links, bus, tree), bus, tuner
+
+
+def nvls_tree_tuner_algbw(links):
+    """Algorithm bandwidth NCCL's tuner gives NVLS-tree, bytes/s (what it chooses by; the time keeps the
+    physical rate of _nvls). tuning.cc @v2.26.2-1 lines 252-253, 293: busBw = nChannels x min(bwIntra,
+    nNodes <= 2 ? bwInter : bwInter / 2), algbw = 5/6 x busBw; the NVLS graph has one channel per head,
+    min(GPUs of the domain, NCCL_MAX_NVLS_ARITY) (search.cc line 975), each at the search speed of its
+    head's NIC, bwIntra = bwInter (line 1013): here a GPU's share of the domain's NICs, net / per_node.
+    So NCCL rates NVLS-tree by the heads' NICs, not by the NVLS rate the time is bound by: 32 heads x
+    45 GB/s / 2 x 5/6 = 600 GB/s on 20 NVL72 racks, where the physical NVLS-tree runs at 212 and the
+    tree's estimate is 313, so NCCL runs NVLS-tree there; 8 x 45 / 2 x 5/6 = 150 GB/s beyond two HGX
+    H100 nodes, below the ring's 180."""
+    g, k = _arr(links.per_node), _arr(links.nodes)
+    heads = np.minimum(g, NCCL_MAX_NVLS_ARITY)
+    per_head = _arr(links.net) / np.maximum(g, 1)
+    bus = heads * per_head * np.where(k <= 2, 1.0, NVLS_TREE_BEYOND_TWO)
+    return NVLS_TREE_ALGBW_RATIO * np.where(bus > 0, bus, 1.0)
 
 
 def nvls_loop_bytes(links, tree: bool):
