@@ -177,22 +177,43 @@ def test_draft_not_smaller_than_the_target_is_refused(run_cli):
     assert "(the target itself)" in _refused(run_cli, "--speculative", "draft", "--draft-model", "llama-3.1-8b")
 
 
-@pytest.mark.parametrize("args", [
-    ("--model", "llama-3.1-405b", "--gpu", "a100"),
-    ("--model", "llama-3.1-405b", "--gpu", "a100", "--engine", "trtllm"),
-    ("--model", "llama-3.1-405b", "--gpu", "a100", "--engine", "sglang"),
-    ("--model", "llama-3.1-70b", "--gpu", "l4", "--speculative", "draft", "--draft-model", "llama-3.1-8b"),
+# bf16 weights by hand, 2 B a parameter, from each model's HF config (hidden h, layers L, query heads of
+# 128, 8 KV heads of 128, MLP width i, vocabulary 128,256, untied head): L x (2 h^2 + 2 h x 1024 + 3 h i + 2 h)
+# + 2 x 128256 x h + h. Llama-3.1-405B (h 16384, L 126, i 53248): 405,853,388,800; Llama-3.1-70B (h 8192,
+# L 80, i 28672): 70,553,706,496; Llama-3.1-8B (h 4096, L 32, i 14336): 8,030,261,248.
+def _llama31_params(h: int, layers: int, i: int) -> int:
+    return layers * (2 * h * h + 2 * h * 1024 + 3 * h * i + 2 * h) + 2 * 128256 * h + h
+
+
+LLAMA_405B, LLAMA_70B, LLAMA_8B = _llama31_params(16384, 126, 53248), _llama31_params(8192, 80, 28672), \
+    _llama31_params(4096, 32, 14336)
+
+
+@pytest.mark.parametrize("args, weights", [
+    (("--model", "llama-3.1-405b", "--gpu", "a100"), 2 * LLAMA_405B),
+    (("--model", "llama-3.1-405b", "--gpu", "a100", "--engine", "trtllm"), 2 * LLAMA_405B),
+    (("--model", "llama-3.1-405b", "--gpu", "a100", "--engine", "sglang"), 2 * LLAMA_405B),
+    # the draft model's weights sit beside the target's on the one GPU
+    (("--model", "llama-3.1-70b", "--gpu", "l4", "--speculative", "draft", "--draft-model", "llama-3.1-8b"),
+     2 * (LLAMA_70B + LLAMA_8B)),
 ])
-def test_no_memory_line_goes_negative_when_nothing_fits(run_json, args):
+def test_no_memory_line_goes_negative_when_nothing_fits(run_json, args, weights):
+    assert (LLAMA_405B, LLAMA_70B, LLAMA_8B) == (405_853_388_800, 70_553_706_496, 8_030_261_248)
     data = run_json("infer", *args, "--no-search")
     lines = {line["key"]: line for section in data["sections"] for line in section["lines"]}
     assert lines["kv_budget"]["value"] == 0 and "GB short" in lines["kv_budget"]["text"]
     assert lines["fits"]["value"] is False
+    # the weights alone exceed the GPU: the case this test is for (rel 1e-9: exact arithmetic)
+    assert lines["weights"]["value"] == pytest.approx(weights, rel=1e-9)
+    assert lines["weights"]["value"] > lines["usable"]["value"]
+    checked = 0
     for section in data["sections"]:
         for line in section["lines"]:
             if line.get("unit") == "bytes" and line.get("value") is not None:
                 assert line["value"] >= 0, line
+                checked += 1
             assert not str(line.get("text", "")).lstrip().startswith("-"), line
+    assert checked >= 10  # the loop saw the memory lines (20 or more byte lines at ae3dfd8)
 
 
 def test_draft_model_file_errors_name_draft_model(run_cli, tmp_path):
