@@ -65,11 +65,13 @@ def test_token_drop_rows_have_static_splits_and_no_host_term():
                                  "mbridge-26.04.01-qwen3-30b-a3b-h100-sxm-16g-fp8cs",
                                  "mbridge-26.06-qwen3-30b-a3b-h100-sxm-16g-fp8cs"])
 def test_held_out_h100_fp8_rows_of_the_profiled_layout(row):
-    # the FP8-CS rows of the profiled layout (held out; HybridEP, no overlap, eager router): +24..+26%
-    # too fast without the term, within 16% with it (-2.2..-0.7% with the counted backward, docs/step.md)
+    # the FP8-CS rows of the profiled layout (held out; HybridEP, no overlap, eager router): +25..+27%
+    # too fast without the term, -2.2..-0.7% with it and the counted backward (ae3dfd8, docs/step.md).
+    # Bound 5% (was 16%): the largest miss plus 2.8 points for model changes in flight; the term itself
+    # moves them by 27 points, so a bound of 5% still fails if the term goes
     run = ROWS[row]
     error = predict_tokens_per_gpu_s(run) / run["measured"]["tokens_per_s_per_gpu"] - 1
-    assert abs(error) < 0.16
+    assert abs(error) < 0.05
     no_term = predict_tokens_per_gpu_s(run, moe_launch="static") / run["measured"]["tokens_per_s_per_gpu"] - 1
     assert no_term > 0.24
     assert "static" in M.MOE_LAUNCH_MODES
