@@ -8,6 +8,8 @@ parallelisms each combines with (the pipeline and virtual-stage rules live in co
   Its published reserved peaks run above gpuplan's memory estimate: the fit rule takes FSDP2's stream
   pools as a ZeRO-3 layout's reserved peak (fsdp2_stream_pools) and keeps the share left beyond them free
   (TORCHTITAN_PUBLISHED_RESERVE), so a layout is not recommended on memory the published runs did not have.
+  Its pipelines are torch.distributed.pipelining's schedules: 1F1B needs at least pp micro-batches, interleaved
+  1F1B a multiple of its rounds (torch_pipeline_runs).
 - Megatron-Core (0.16): DDP (ZeRO-0), the distributed optimizer (optimizer states sharded,
   gradients reduce-scattered: gpuplan's ZeRO-1) or Megatron-FSDP (ZeRO-3); there is no ZeRO-2. Torch
   FSDP2 inside Megatron refuses pipeline and expert parallelism (megatron/training/arguments.py:
@@ -51,6 +53,9 @@ class FrameworkRules:
     estimate beyond the model states (weights, master weights, optimizer states), median over its
     published runs: the fit rule keeps that much more free, so the planner does not recommend a
     layout the published runs say would not fit. 0: no such gap measured."""
+    torch_pipelining: bool = False
+    """Pipelines run torch.distributed.pipelining's schedules, with their micro-batch rules
+    (torch_pipeline_runs)."""
     fsdp2_stream_pools: bool = False
     """The fit rule takes a ZeRO-3 layout's reserved peak as FSDP2's three stream pools
     (core.memory.fsdp_streams: compute + reduce-scatter + all-gather), not allocated x (1 + fragmentation);
@@ -74,7 +79,7 @@ row's own states it was 0.210 (docs/memory.md, Reserve of the fit rule)."""
 
 RULES: dict[str, FrameworkRules] = {
     "torchtitan": FrameworkRules((0, 3), replicated_only_alone=True, published_reserve=TORCHTITAN_PUBLISHED_RESERVE,
-                                 fsdp2_stream_pools=True),
+                                 fsdp2_stream_pools=True, torch_pipelining=True),
     "megatron": FrameworkRules((0, 1, 3), zero3_with_pipeline=False),
     "deepspeed": FrameworkRules((0, 1, 2, 3)),
     "hf": FrameworkRules((0, 3), replicated_only_alone=True, data_parallel_only=True),
@@ -132,3 +137,19 @@ def combined_1f1b_runs(pp, vpp, ep):
     ("virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1",
     L1446-1450; a virtual size of 1 is None, training/arguments.py L555-556, L582-583)."""
     return (ep > 1) & ((pp == 1) | (vpp > 1))
+
+
+def torch_pipeline_runs(pp, vpp, micro_batches):
+    """Whether torch.distributed.pipelining runs ``micro_batches`` per step on ``pp`` stages (torchtitan's
+    pipelines; array-friendly; True without a pipeline). One stage a rank is torchtitan's default schedule
+    "1F1B" (torchtitan/config/configs.py@b5bcd76 pipeline_parallel_schedule), whose Schedule1F1B raises
+    unless micro-batches >= stages (torch 2.13 torch/distributed/pipelining/schedules.py L1020-1024);
+    virtual stages run ScheduleInterleaved1F1B, which raises unless the micro-batches are a multiple of
+    its rounds, max(1, m // pp) (L2935-2942)."""
+    import numpy as np
+
+    m = np.asarray(micro_batches)
+    rounds = np.maximum(1, m // np.maximum(pp, 1))
+    single = m >= pp
+    interleaved = m % rounds == 0
+    return (np.asarray(pp) == 1) | np.where(np.asarray(vpp) > 1, interleaved, single)

@@ -35,7 +35,8 @@ import numpy as np
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import virtual_stages_fit
 from gpuplan.errors import InputError
-from gpuplan.planner.framework_rules import combined_1f1b_runs, interleaved_runs, rules_for, zero_allowed
+from gpuplan.planner.framework_rules import (combined_1f1b_runs, interleaved_runs, rules_for, torch_pipeline_runs,
+                                             zero_allowed)
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 DEGREES = ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "micro_batches", "global_batch")
@@ -213,13 +214,15 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
                     and ("zero" in fixed or zero_allowed(rules, z, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=ep_max)))
             # only interleaved layouts under that rule depend on pp
             needs_pp = vpp > 1 and (limits.interleaved_needs_pp_micro_batches or limits.combined_1f1b)
-            mb_key = (per_rank, pp if needs_pp else 0)
+            torch_pp = rules.torch_pipelining and pp > 1  # torch.distributed.pipelining's micro-batch rules
+            mb_key = (per_rank, pp if needs_pp or torch_pp else 0, torch_pp and vpp > 1)
             mbs = mb_choices.get(mb_key)
             if mbs is None:
                 mbs = mb_choices[mb_key] = tuple(
                     m for m in divisors(per_rank) if (limits.max_micro_batch is None or m <= limits.max_micro_batch)
                     and ("micro_batch" not in fixed or m == fixed["micro_batch"])
-                    and (not needs_pp or interleaved_runs(pp, vpp, per_rank // m, limits.combined_1f1b)))
+                    and (not needs_pp or interleaved_runs(pp, vpp, per_rank // m, limits.combined_1f1b))
+                    and (not torch_pp or bool(torch_pipeline_runs(pp, vpp, per_rank // m))))
             key = (eps, zeros, mbs)
             grid = built.get(key)
             if grid is None:  # ep, ZeRO, micro-batch columns (3 x rows), in product order

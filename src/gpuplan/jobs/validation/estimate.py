@@ -232,6 +232,10 @@ def planner_cases() -> list[Case]:
     for c in planner_choice_cases():
         kind = f"planner: its own choice vs the best published run ({c.framework})"
         out.append(Case(c.id, kind, c.measured, c.planned, f"tokens/s/GPU, {c.layout}"))
+        if c.framework == "torchtitan":  # by what the published layout was for (demonstrates_a_layout_feature)
+            part = ("groups whose published layout demonstrates async TP or a pipeline schedule" if c.demonstration
+                    else "the other groups")
+            out.append(Case(c.id, f"{kind[:-1]}, {part})", c.measured, c.planned, f"tokens/s/GPU, {c.layout}"))
         out.append(Case(c.id, f"planner: the planner's predicted advantage over the best published layout ({c.framework})",
                         c.at_published, c.planned, "tokens/s/GPU, predicted vs predicted"))
         out.append(Case(c.id, "planner: its own choice vs the best published run of the same model, GPU type and "

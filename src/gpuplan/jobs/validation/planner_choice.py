@@ -38,6 +38,9 @@ class ChoiceCase:
     best_any_count: float = 0.0
     """The fastest published run of the same model, GPU type, precision, framework and sequence at any
     GPU count, tokens/s/GPU (the group's own best where no other count is published)."""
+    demonstration: bool = False
+    """The group's published layout is fixed by the feature its source table demonstrates
+    (demonstrates_a_layout_feature), not chosen for throughput."""
 
     @property
     def error(self) -> float:
@@ -75,9 +78,48 @@ def planned_tokens_per_gpu_s(run: dict, framework: str, recompute: str | None = 
     return plan.tokens_per_second / plan.gpus_asked, plan.text()
 
 
+TORCHTITAN_RELEASES_WITHOUT_ACCUMULATION = ("3faaa1a", "9dec370")
+"""torchtitan commits of published rows that run one forward / backward per step without a pipeline:
+gradient accumulation came with 8570415c3 "Support gradient accumulation (#1238)", 2025-06-05; before it
+train.py takes one batch a step (``batch = next(data_iterator)``, 9dec370 train.py L259, 3faaa1a L260)
+and runs ``loss.backward()`` once on it (9dec370 L308, 3faaa1a L296): the local batch is the micro-batch.
+Pipeline layouts split the local batch in micro-batches of their own (pp_schedule.step, 9dec370 L286-293).
+The rows at 820504e and e7c0cae (June 2025) run it: 820504e train.py L207 gradient_accumulation_steps."""
+
+
+def release_of(run: dict) -> str:
+    """The torchtitan commit a published row ran ('torchtitan @9dec370 (...)' -> '9dec370'); '' if none."""
+    import re
+
+    match = re.search(r"torchtitan @([0-9a-f]{7,40})", run.get("framework", ""))
+    return match.group(1)[:7] if match else ""
+
+
+def accumulates(run: dict, framework: str) -> bool:
+    """Whether the framework release behind ``run`` runs more than one micro-batch a step without a
+    pipeline (TORCHTITAN_RELEASES_WITHOUT_ACCUMULATION; True for every other release and framework)."""
+    return not (framework == "torchtitan" and release_of(run) in TORCHTITAN_RELEASES_WITHOUT_ACCUMULATION)
+
+
+def release_runs(result, run: dict, framework: str):
+    """``result`` (jobs.plan.search.PlanSearch) kept to the layouts the release behind ``run`` runs: without
+    gradient accumulation, one micro-batch a step unless pipelined. The planner plans today's framework;
+    the check compares its choice with what the row's release could run (docs/step.md, Planner)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    if accumulates(run, framework):
+        return result
+    t = result.table
+    keep = np.flatnonzero((t["micro_batches"] == 1) | (t["pp"] > 1))
+    return replace(result, table=t.take(keep)) if len(keep) else result
+
+
 def planner_plan(run: dict, framework: str, recompute: str | None = None, kind_correction_rows: int = 0):
     """The planner.plan.Plan behind planned_tokens_per_gpu_s (``kind_correction_rows``: ranked with
-    each kind's signed error, planner.search.UncertaintyTable; 0 = as `plan` ranks)."""
+    each kind's signed error, planner.search.UncertaintyTable; 0 = as `plan` ranks), among the layouts
+    the row's release runs (release_runs)."""
     from gpuplan.jobs.plan.estimate import chosen_plan
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import best_index, search
@@ -93,7 +135,8 @@ def planner_plan(run: dict, framework: str, recompute: str | None = None, kind_c
     if framework == "torchtitan":  # the row's own compile setting (its framework string), as `plan --compile`
         fields["compile"] = "torch.compile" in run["framework"]
     group = group_key(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)
-    result = search(PlanInputs(**fields), leave_out=group, kind_correction_rows=kind_correction_rows)
+    result = release_runs(search(PlanInputs(**fields), leave_out=group, kind_correction_rows=kind_correction_rows),
+                          run, framework)
     return chosen_plan(result, best_index(result, "time"))
 
 
@@ -179,6 +222,26 @@ def best_at_any_count(groups: dict[tuple, list[dict]], key: tuple, seq_len: int)
                if (m, g, p, f) == (model, gpu, precision, framework) for r in runs if r["model"]["seq_len"] == seq_len)
 
 
+def demonstrates_a_layout_feature(groups: dict[tuple, list[dict]], key: tuple) -> bool:
+    """Whether the source table of ``key``'s best run (its family, model and GPU count, any precision)
+    compares a technique that runs only at the model-parallel degrees it publishes: async TP (tensor
+    parallelism; its rows' framework says '+ AsyncTP') or pipeline schedules (rows at one pp > 1 that
+    differ in virtual stages). Such a table fixes the layout to show the feature — torchtitan's
+    benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md: "measure the performance improvements of async
+    TP over the vanilla TP baseline"; llama3_h100_202412_torchtitan.md Table 5 (1F1B vs interleaved 1F1B
+    at FSDP 8 x TP 8 x PP 8) — so its best row need not be the fastest layout on that hardware
+    (docs/step.md, Planner). Torchtitan only: Megatron's recipes are tuned layouts (False)."""
+    model, gpu, gpus, _, framework = key
+    if framework != "torchtitan":
+        return False
+    best = max(groups[key], key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
+    table = [r for (m, g, n, _, f), runs in groups.items() if (m, g, n, f) == (model, gpu, gpus, framework)
+             for r in runs if r["family"] == best["family"]]
+    async_tp = any("AsyncTP" in r["framework"] for r in table)
+    piped = [r for r in table if r["layout"]["pp"] > 1 and r["model"]["seq_len"] == best["model"]["seq_len"]]
+    return async_tp or len({r["layout"].get("vpp") or 1 for r in piped}) > 1
+
+
 def planner_choice_cases() -> list[ChoiceCase]:
     cases, groups = [], _groups()
     for key, runs in sorted(groups.items()):
@@ -187,7 +250,8 @@ def planner_choice_cases() -> list[ChoiceCase]:
         planned, text = planned_tokens_per_gpu_s(best, framework)
         cases.append(ChoiceCase(best["id"], framework, float(best["measured"]["tokens_per_s_per_gpu"]),
                                 predict_tokens_per_gpu_s(best), planned, text,
-                                best_at_any_count(groups, key, best["model"]["seq_len"])))
+                                best_at_any_count(groups, key, best["model"]["seq_len"]),
+                                demonstrates_a_layout_feature(groups, key)))
     return cases
 
 

@@ -1,0 +1,116 @@
+"""The planner's own choice for torchtitan, held to what each published row's release runs (issue 37,
+point 3): gradient accumulation only from torchtitan 8570415c3 (2025-06-05), torch.distributed.pipelining's
+micro-batch rules for torchtitan's pipelines, and the split of the planner check by what the group's
+published layout was for (jobs/validation/planner_choice.py; docs/step.md, Planner)."""
+
+from __future__ import annotations
+
+from itertools import product
+
+import numpy as np
+import pytest
+
+from gpuplan.catalog import load_model
+from gpuplan.planner.framework_rules import torch_pipeline_runs
+from gpuplan.planner.space import SpaceLimits, divisors, enumerate_layouts, structures
+
+
+def _row(row_id: str) -> dict:
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    return next(r for r in published_throughput_rows() if r["id"] == row_id)
+
+
+@pytest.mark.parametrize("row_id, release, accumulates", [
+    ("torchtitan-2412-llama-3.1-8b-8g-fsdp-compile", "9dec370", False),
+    ("torchtitan-2408-llama-3.1-405b-128g-fsdp-tp", "3faaa1a", False),
+    ("torchtitan-2506-llama-3.1-70b-256g-bf16-async-tp", "820504e", True),
+    ("torchtitan-2506-trainy-llama-3.1-8b-h200-32g-fp8", "e7c0cae", True),
+])
+def test_the_rows_release_says_whether_it_accumulates(row_id, release, accumulates):
+    # torchtitan train.py at 9dec370 / 3faaa1a: one next(data_iterator) and one loss.backward() a step;
+    # 820504e / e7c0cae (after 8570415c3 'Support gradient accumulation'): gradient_accumulation_steps
+    from gpuplan.jobs.validation import planner_choice as C
+
+    run = _row(row_id)
+    assert C.release_of(run) == release
+    assert C.accumulates(run, "torchtitan") is accumulates
+    assert C.accumulates(run, "megatron")  # the rule is torchtitan's releases only
+
+
+def test_without_accumulation_the_local_batch_is_the_micro_batch():
+    """8B on 8 H100 at 9dec370, global batch 16: FSDP 8 runs 2 sequences in one forward / backward. Today's
+    torchtitan would split them (the free search takes micro-batch 1, no recompute); the release could not,
+    and micro-batch 2 without recompute does not fit the fit rule, so the check's choice is the published
+    layout itself (FSDP 8, micro-batch 2, selective)."""
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import best_index, search
+    from gpuplan.jobs.validation.planner_choice import planner_plan, release_runs
+
+    run = _row("torchtitan-2412-llama-3.1-8b-8g-fsdp-compile")
+    plan = planner_plan(run, "torchtitan")
+    assert (plan.layout.dp, plan.layout.tp, plan.layout.micro_batch, plan.recompute) == (8, 1, 2, "selective")
+    assert plan.layout.dp * plan.layout.micro_batch == run["layout"]["global_batch"]  # one micro-batch a step
+    result = search(PlanInputs(model="llama-3.1-8b", tokens=1e12, gpu=run["gpu"], gpus=8, seq_len=8192,
+                               global_batch=16, dtype="bf16", framework="torchtitan", compile=True))
+    today = best_index(result, "time")
+    assert result.table["micro_batches"][today] == 2  # what the rule removes
+    kept = release_runs(result, run, "torchtitan").table
+    assert len(kept) < len(result.table)
+    assert ((kept["micro_batches"] == 1) | (kept["pp"] > 1)).all()
+    assert release_runs(result, _row("torchtitan-2506-trainy-llama-3.1-8b-h200-32g-fp8"), "torchtitan") is result
+
+
+@pytest.mark.parametrize("pp, vpp, micro_batches, runs", [
+    (1, 1, 1, True),    # no pipeline
+    (4, 1, 3, False),   # Schedule1F1B: 3 micro-batches < 4 stages raises
+    (4, 1, 4, True),
+    (4, 2, 3, True),    # interleaved: rounds = max(1, 3 // 4) = 1
+    (4, 2, 9, False),   # rounds = 2, 9 % 2 = 1 raises
+    (4, 2, 8, True),    # rounds = 2
+    (8, 2, 12, True),   # rounds = 1
+    (8, 4, 20, True),   # rounds = 2
+    (8, 4, 25, False),  # rounds = 3, 25 % 3 = 1
+])
+def test_torch_pipelining_rules(pp, vpp, micro_batches, runs):
+    # torch 2.13 torch/distributed/pipelining/schedules.py: Schedule1F1B L1020-1024, ScheduleInterleaved1F1B L2935-2942
+    assert bool(torch_pipeline_runs(pp, vpp, micro_batches)) is runs
+
+
+def test_torchtitans_space_keeps_only_the_pipelines_torch_runs():
+    spec = load_model("llama-3-8b")  # 32 layers
+    counts, seq, target = (32, 64), 4096, 96.0
+    titan = enumerate_layouts(spec, counts, seq, target, 8, SpaceLimits(framework="torchtitan"))
+    generic = enumerate_layouts(spec, counts, seq, target, 8, SpaceLimits(framework="generic"))
+    piped = titan["pp"] > 1
+    assert piped.any()
+    assert bool(np.all(torch_pipeline_runs(titan["pp"][piped], titan["vpp"][piped], titan["micro_batches"][piped])))
+    loose = (generic["pp"] > 1) & ~torch_pipeline_runs(generic["pp"], generic["vpp"], generic["micro_batches"])
+    assert loose.any()  # the generic space has pipelines torch would refuse; torchtitan's does not
+    # every structure keeps each micro-batch torch runs (the cache keyed by pp and interleaving loses none)
+    expected = 0
+    for gpus in counts:
+        for tp, cp, pp, vpp, dp in structures(spec, gpus, seq, 8, SpaceLimits(framework="torchtitan")):
+            if dp > target:
+                continue
+            per_rank = dp * max(1, round(target / dp)) // dp
+            zeros = [z for z in (0, 3) if (z == 0 or dp * cp > 1) and not (z == 0 and dp * cp > 1 and (tp > 1 or pp > 1 or cp > 1))]
+            mbs = [m for m in divisors(per_rank) if pp == 1 or torch_pipeline_runs(pp, vpp, per_rank // m)]
+            expected += len(list(product(zeros, mbs)))
+    assert len(titan["pp"]) == expected
+
+
+def test_the_check_splits_torchtitans_groups_by_what_their_published_layout_was_for():
+    """Async-TP tables (2025-06 benchmark, the Aug-2024 405B page's Float8 + Async TP row, Dec-2024 Table 4)
+    and the pipeline-schedule table (Dec-2024 Table 5) publish one layout to show the feature: 7 of the 13
+    groups. The FSDP-only 8B tables (Dec-2024 Tables 1 and 3, Trainy's H200) are the other 6."""
+    from gpuplan.jobs.validation.planner_choice import _groups, demonstrates_a_layout_feature
+
+    groups = _groups()
+    titan = {k: demonstrates_a_layout_feature(groups, k) for k in groups if k[4] == "torchtitan"}
+    shown = sorted((k[0], k[2], k[3]) for k, v in titan.items() if v)
+    assert shown == [("llama-3.1-405b", 128, "bf16"), ("llama-3.1-405b", 128, "fp8"), ("llama-3.1-405b", 512, "fp8"),
+                     ("llama-3.1-70b", 256, "bf16"), ("llama-3.1-70b", 256, "fp8"),
+                     ("llama-3.1-8b", 64, "bf16"), ("llama-3.1-8b", 64, "fp8")]
+    assert len(titan) == 13
+    assert not any(demonstrates_a_layout_feature(groups, k) for k in groups if k[4] == "megatron")
