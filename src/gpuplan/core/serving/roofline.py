@@ -136,7 +136,7 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     comm = forward_allreduces(spec, setup.runtime.release) * KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric,
                                                               custom_max_bytes=custom, p2p=p2p)
     comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0
-    host = (layers * eff.layer_launch_s if work.tokens > eff.graph_max_tokens else 0.0)
+    host = layers * (eff.layer_launch_s if work.tokens > eff.graph_max_tokens else eff.graph_layer_s)
     host += KR.host_step_seconds(setup.runtime.release, work.sequences) if work.scheduled else 0.0
     return StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
                     attention_s=(work.kv_bytes / (bandwidth * kv) + work.attention_flops / tp / (peak * attention)

@@ -132,6 +132,15 @@ class Efficiency:
     graph_max_tokens: int = 512
     """Steps of at most this many tokens replay a CUDA graph and pay no launch time; 0 = never
     (core.serving.kernels.graph_max_tokens_of gives each release's)."""
+    graph_layer_s: float = 50e-6
+    """Time per decoder layer of a step that replays a CUDA graph, beyond its kernels' roofline: the
+    layer's ~10 kernels each take a few us whatever bytes they move (norms, RoPE, the cache write,
+    decode attention over a short cache, the activation; their roofline time is well under 1 us at
+    batch 1) and V1's piecewise graphs add two graph boundaries with the eager attention op between
+    (vllm/compilation/cuda_piecewise_backend.py). Fitted by grid (5 us steps) on vllm PR 23197's four
+    Llama-3.1-8B TP 1 H100 rows (vLLM 0.10 V1 benchmark_latency, batch 1-16: 18.4% -> 1.4% mean);
+    its Llama-3.3-70B TP 4 rows, vllm PR 2192's four V0 A100 rows and the vLLM 0.23 L4 TPOT are held
+    out (docs/inference.md section 7). Eager steps pay layer_launch_s instead."""
     allreduce_latency_s: float = 8e-6
     """Small-message all-reduce latency over NVLink: vLLM custom all-reduce 8.5-11.8 us at 4-32 KB on
     H100, TP 2-8 (sgl-project/sglang#2904)."""
@@ -176,10 +185,11 @@ class Efficiency:
 
 
 OTHER_ENGINES = Efficiency(bandwidth=(0.65, 0.45, 0.85), compute=(0.5, 0.3, 0.7), kv=0.65, attention=0.5,
-                           low_precision_gemm=1.0, graph_max_tokens=1 << 30)
+                           low_precision_gemm=1.0, graph_max_tokens=1 << 30, graph_layer_s=0.0)
 """The prior for engines outside vLLM, SGLang and TensorRT-LLM (llama.cpp, MLC, ExLlama): six
 published batch-1 decodes imply 0.51-0.82 of HBM bandwidth, median 0.67 (llama.cpp#4766 RTX 3090
-F16 0.69, Q4_0 0.51; mlc-ai/llm-perf-bench#1 RTX 4090: MLC 0.75/0.82, ExLlama 0.56/0.65)."""
+F16 0.69, Q4_0 0.51; mlc-ai/llm-perf-bench#1 RTX 4090: MLC 0.75/0.82, ExLlama 0.56/0.65). That
+whole-step fraction already holds their per-layer overheads: no graph_layer_s on top."""
 
 
 @dataclass(frozen=True)

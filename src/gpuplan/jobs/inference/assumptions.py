@@ -61,7 +61,8 @@ def _speed_assumptions(plan: Plan, u, tp: int) -> tuple[Assumption, ...]:
                    "none (overlapped)" if host == 0 else f"{host * 1e3:.1f} ms"
                    + (" + 0.1 ms a sequence" if KR.host_step_seconds(release, 1) > host else ""),
                    f"{release.label}'s scheduler (vllm#6854, #6913, PR 27614; core/serving/kernels.py); eager "
-                   f"steps over {e.graph_max_tokens} tokens add {e.layer_launch_s * 1e6:.0f} us a layer",
+                   f"steps over {e.graph_max_tokens} tokens add {e.layer_launch_s * 1e6:.0f} us a layer, "
+                   f"CUDA-graph steps {e.graph_layer_s * 1e6:.0f} us (fitted on vllm PR 23197's 8B rows)",
                    "--engine", False),
         Assumption("small_gemm_exposure", "GEMMs of few tokens: share of the shorter bound not hidden",
                    f"{e.ridge_exposed:g} x min(1, {e.ridge_tile_tokens} / tokens)",

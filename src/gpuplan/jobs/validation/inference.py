@@ -30,6 +30,8 @@ KIND_DECODE = "inference: batch-1 decode tokens/s, llama.cpp / MLC / ExLlama (th
 KIND_LATENCY = "inference: batch latency (s), prefill + decode, vLLM (held out)"
 KIND_LATENCY_GPU_UNSTATED = ("inference: batch latency (s), prefill + decode, vLLM (held out; H100 form factor not "
                              "stated: SXM taken)")
+KIND_LATENCY_FITTED = ("inference: batch latency (s), prefill + decode, vLLM (fitted: vllm PR 23197's Llama-3.1-8B "
+                       "rows set the per-layer time of a CUDA-graph step; H100 form factor not stated: SXM taken)")
 KIND_SPECULATIVE = "inference: speculative-decoding speedup at batch 1, vLLM (held out)"
 KIND_THROUGHPUT = "inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (held out)"
 KIND_THROUGHPUT_FITTED = ("inference: static-batch throughput (output tokens/s per GPU), TensorRT-LLM (fitted: "
@@ -122,9 +124,12 @@ def _decode_case(e: dict[str, Any]) -> Case:
 
 def _setup_of(e: dict[str, Any], fmt: W.WeightFormat) -> SU.ServingSetup:
     """The row's engine release decides its decode kernel and host time (core/serving/kernels.py);
-    a row may state the decode kernel its run used (decode_attention)."""
+    a row may state the decode kernel its run used (decode_attention). The CUDA-graph sizes follow
+    the engine's max_num_seqs (a row may state it; else 256), not the row's batch: benchmark_latency
+    and a served run at concurrency 1 leave it at the engine default (V1: 256 or 1,024, both
+    capturing up to 512 tokens)."""
     release = parse_release(e["release"])
-    eff = replace(SU.Efficiency(), graph_max_tokens=KR.graph_max_tokens_of(release, e.get("batch", 256)),
+    eff = replace(SU.Efficiency(), graph_max_tokens=KR.graph_max_tokens_of(release, e.get("max_num_seqs", 256)),
                   custom_allreduce_bytes=e.get("custom_allreduce_bytes"))
     attention = e.get("decode_attention", KR.decode_attention_of(release))
     runtime = SU.Runtime(engine=release.engine, version=release.version)
@@ -171,6 +176,7 @@ def _latency_case(e: dict[str, Any]) -> Case:
     basis = (f"prefill {prefill.total:.2f} s ({prefill.bound}) + {output - 1} x {decode.total * 1e3:.1f} ms "
              f"({decode.bound}, all-reduce {decode.comm_s * 1e3:.1f} ms)")
     kind = KIND_LATENCY_GPU_UNSTATED if e.get("gpu_stated") is False else KIND_LATENCY
+    kind = KIND_LATENCY_FITTED if e.get("fitted") == "graph_layer_s" else kind
     return e["id"], kind, float(e["measured_seconds"]), predicted, basis, e.get("engine", "")
 
 
