@@ -6,17 +6,12 @@ A100 80GB SXM4, forward + backward, causal panels (c) head dim 64 and (d) head d
 import math
 
 import pytest
+from helpers import NEOX_V1_ROWS
+from helpers import reference_runs_by_id as _runs
 
-from gpuplan.catalog import reference_runs
 from gpuplan.core.time.attention_core import FA1_CAUSAL_TFLOPS, FA2_CAUSAL_TFLOPS, fa1_fraction_of_peak, fa1_passes
 from gpuplan.core.time.efficiency import DEFAULT_ATTENTION_EFFICIENCY
 from gpuplan.jobs.validation.gpu_hours import run_inputs
-
-NEOX_V1_ROWS = ("pythia-160m", "pythia-410m", "pythia-1.4b", "pythia-2.8b", "pythia-6.9b", "pythia-12b")
-
-
-def _runs():
-    return {r["id"]: r for r in reference_runs()["runs"]}
 
 
 def test_fa1_runs_at_the_figures_own_speed():

@@ -2,15 +2,10 @@
 (jobs/validation/gpu_hours.py; training_runs.yaml; docs/training.md 'Why the second set is predicted fast')."""
 
 import pytest
+from helpers import NEOX_V1_ROWS
+from helpers import reference_runs_by_id as _runs
 
-from gpuplan.catalog import reference_runs
 from gpuplan.jobs.validation.gpu_hours import UNSTATED_VPP, end_to_end_gpu_hours, run_inputs
-
-NEOX_V1_ROWS = ("pythia-160m", "pythia-410m", "pythia-1.4b", "pythia-2.8b", "pythia-6.9b", "pythia-12b")
-
-
-def _runs():
-    return {r["id"]: r for r in reference_runs()["runs"]}
 
 
 def test_gpt_neox_v1_rows_hide_no_dp_or_tp_communication():

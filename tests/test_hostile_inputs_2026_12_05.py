@@ -7,16 +7,12 @@ import json
 
 import numpy as np
 import pytest
+from helpers import SEARCHED_1E12, one_line_refusal
 
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
 from gpuplan.planner.search import MAX_EVALUATED, micro_batch_prefix, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, enumerate_layouts
-
-
-def one_line_refusal(code, err, fragment):
-    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, (code, err)
-    assert fragment in err, err
 
 
 def _grid(**fields):
@@ -81,7 +77,7 @@ def test_the_1e12_token_batch_evaluates_a_third_of_its_layouts(run_cli):
     results = json.loads(out)["results"]
     # 938,378 enumerated; 73,020 rows of short runs + 9,666 long runs x (fitting + 1) with 257,692 fitting rows
     # = 340,378, each part derived or checked in tests/test_search_count_1e12.py (exact, tolerance 0)
-    assert results["searched"] == 340_378
+    assert results["searched"] == SEARCHED_1E12 == 340_378
     inputs = PlanInputs(model="llama-2-7b", global_batch_tokens="1e12")
     ev, gpus = evaluator_for(inputs), int(results["best_gpus"])
     full = search_layouts(ev, (gpus,), inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs),

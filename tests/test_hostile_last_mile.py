@@ -10,17 +10,13 @@ import stat
 from pathlib import Path
 
 import pytest
+from helpers import one_line_refusal
 
 from gpuplan.adapters import files
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "tests" / "fixtures" / "logs"
 MIXTRAL = ["--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--seq-len", "2048", "--ep", "4", "--zero", "1"]
-
-
-def one_line_refusal(code, err, fragment=""):
-    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, (code, err)
-    assert fragment in err, err
 
 
 @pytest.fixture

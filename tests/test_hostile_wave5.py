@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import one_line_refusal
 
 import gpuplan
 from gpuplan.errors import MAX_SHOWN_CHARS, InputError
@@ -21,11 +22,6 @@ LOGS = ROOT / "tests" / "fixtures" / "logs"
 TRAIN = ("train", "--model", "llama-2-7b", "--gpu", "h100", "--gpus", "64")
 TABLE_FLAGS = ("--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "2048", "--global-batch", "64",
                "--micro-batch", "1")
-
-
-def one_line_refusal(code, err, fragment=""):
-    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, (code, err)
-    assert fragment in err, err
 
 
 # ---- durations that need a unit: every bare number, not only '30' --------------------------------

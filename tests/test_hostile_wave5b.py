@@ -9,6 +9,7 @@ import tracemalloc
 
 import pytest
 import yaml
+from helpers import one_line_refusal
 
 from gpuplan.core.serving.setup import Runtime
 from gpuplan.jobs.plan.schema import PlanInputs
@@ -16,11 +17,6 @@ from gpuplan.report.model import Line, Report, Section, Table
 
 GiB = 2**30
 NEAR_2_20 = [2**20 - 1 - i for i in range(16)]  # odd and even counts just below 2^20: few divisors each
-
-
-def one_line_refusal(code, err, fragment=""):
-    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, (code, err)
-    assert fragment in err, err
 
 
 # ---- 1. the search limit is a memory budget; an MoE layout costs what a dense one does ----------------------

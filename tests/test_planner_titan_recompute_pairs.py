@@ -13,8 +13,6 @@ one layout cancel what the two runs share.
 
 from __future__ import annotations
 
-import pytest
-
 SOURCE = "pytorch/torchtitan docs/performance.md@1ea476e9f, Llama 2 table (64 A100 80GB, FSDP2)"
 
 

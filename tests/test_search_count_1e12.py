@@ -26,14 +26,13 @@ from functools import cache
 
 import numpy as np
 import pytest
+from helpers import DEADLINE_COUNTS, SEARCHED_1E12
 
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
 from gpuplan.planner.search import MIN_PRUNED_RUN, micro_batch_prefix
 from gpuplan.planner.space import RECOMPUTE_MODES, enumerate_layouts
 
-DEADLINE_COUNTS = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144,
-                   8192, 12288, 16384, 24576, 32768, 49152, 65536, 98304, 131072)
 SEQUENCES = 5**12  # 1e12 tokens / 4,096
 
 
@@ -100,5 +99,5 @@ def test_the_prune_keeps_the_fitting_micro_batches_and_one_more(grid):
     long = lengths >= MIN_PRUNED_RUN
     assert (int(long.sum()), int(fitting[long].sum())) == (9_666, 257_692)
     kept = np.where(long, np.minimum(fitting + 1, lengths), lengths)
-    assert int(kept.sum()) == 73_020 + 9_666 + 257_692 == 340_378
-    assert int(micro_batch_prefix(ev, g, RECOMPUTE_MODES).sum()) == 340_378
+    assert int(kept.sum()) == 73_020 + 9_666 + 257_692 == SEARCHED_1E12 == 340_378
+    assert int(micro_batch_prefix(ev, g, RECOMPUTE_MODES).sum()) == SEARCHED_1E12

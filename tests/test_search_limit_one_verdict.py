@@ -11,11 +11,11 @@ Also: the refusal names the counts asked apart from those the planner weighs bel
 import json
 
 import pytest
+from helpers import DEADLINE_COUNTS, SEARCHED_1E12
 
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.planner.search import MAX_EVALUATED, counts_label
 
-DEADLINE_COUNTS = "8,12,16,24,32,48,64,96,128,192,256,384,512,768,1024,1536,2048,3072,4096,6144,8192,12288,16384,24576,32768,49152,65536,98304,131072"
 IRREGULAR = ",".join(str(1000 + 7 * i) for i in range(256))  # 1000, 1007, ... 2785: none a common size
 
 
@@ -51,12 +51,13 @@ def test_the_1e12_token_batch_is_answered_by_the_cli_the_api_and_python_alike(ru
     """The API refused it ('over the API a search may consider at most 600,000 layouts, and these 29
     GPU count(s) give more'); 938,378 layouts before the prune, 340,378 evaluated (the CLI's count,
     test_hostile_inputs_2026_12_05)."""
-    fields = {"model": "llama-2-7b", "global_batch_tokens": "1e12", "gpus": DEADLINE_COUNTS}
+    counts = ",".join(map(str, DEADLINE_COUNTS))
+    fields = {"model": "llama-2-7b", "global_batch_tokens": "1e12", "gpus": counts}
     cli, api, python = three_verdicts(run_cli, client, fields,
-                                      ["llama-2-7b", "--global-batch-tokens", "1e12", "--gpus", DEADLINE_COUNTS])
+                                      ["llama-2-7b", "--global-batch-tokens", "1e12", "--gpus", counts])
     assert cli == api == python
     # 73,020 rows of short runs + 9,666 long runs x (fitting + 1), 257,692 fitting: tests/test_search_count_1e12.py
-    assert cli[0] == "ok" and cli[1] == 340_378 <= MAX_EVALUATED
+    assert cli[0] == "ok" and cli[1] == SEARCHED_1E12 <= MAX_EVALUATED
 
 
 @pytest.mark.parametrize("fields, args, fragment", [
@@ -144,7 +145,12 @@ def test_every_catalog_models_default_plan_is_under_the_limit(model, gpu, layout
     """The bare `plan gpt-oss-120b --gpu mi355x` / `plan qwen3-30b-a3b --gpu h100` (the deadline search
     over 29 counts) were refused at 600,000 ('the search would evaluate 703,532 layouts'); these are
     the largest default searches of the catalog (every model x GPU, --framework megatron, scanned)."""
-    from gpuplan.jobs.plan.search import deadline_counts, evaluator_for, max_tp, space_limits
+    from gpuplan.jobs.plan.search import (
+        deadline_counts,
+        evaluator_for,
+        max_tp,
+        space_limits,
+    )
     from gpuplan.planner.plan import counts_with_alternatives
     from gpuplan.planner.search import layouts_to_evaluate
 

@@ -1,0 +1,31 @@
+"""Plain helpers and constants several test modules share (fixtures live in conftest.py). Test modules
+import them as ``from helpers import ...``: pytest puts tests/ on sys.path (no tests/__init__.py,
+the default 'prepend' import mode)."""
+
+from __future__ import annotations
+
+DEADLINE_COUNTS = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144,
+                   8192, 12288, 16384, 24576, 32768, 49152, 65536, 98304, 131072)
+"""The 29 GPU counts the deadline search tries: powers of two and 3 x powers of two, 8 ... 131,072."""
+
+SEARCHED_1E12 = 73_020 + 9_666 + 257_692
+"""Layouts `plan llama-2-7b --global-batch-tokens 1e12` on DEADLINE_COUNTS evaluates (340,378): rows of the
+runs shorter than MIN_PRUNED_RUN + one per long run + the long runs' fitting rows, each part derived or checked
+in tests/test_search_count_1e12.py (the 257,692 fitting rows are the memory model's answer)."""
+
+NEOX_V1_ROWS = ("pythia-160m", "pythia-410m", "pythia-1.4b", "pythia-2.8b", "pythia-6.9b", "pythia-12b")
+"""The GPT-NeoX v1.0 Pythia rows of training_runs.yaml."""
+
+
+def one_line_refusal(code: int, err: str, fragment: str = "") -> None:
+    """Assert a refusal as the house rule asks: exit status 2, one 'error: ' line, no traceback, and
+    ``fragment`` in it."""
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, (code, err)
+    assert fragment in err, err
+
+
+def reference_runs_by_id() -> dict[str, dict]:
+    """catalog.reference_runs()'s runs (training_runs.yaml) by id."""
+    from gpuplan.catalog import reference_runs
+
+    return {r["id"]: r for r in reference_runs()["runs"]}
