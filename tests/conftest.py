@@ -52,10 +52,10 @@ def run_json(run_cli):
 
 @pytest.fixture(scope="module")
 def published_rows():
-    """The published-throughput rows by id (jobs.validation.published_throughput.published_throughput_rows)."""
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+    """The published-throughput rows by id (helpers.published_rows_by_id), one dict per test module."""
+    from helpers import published_rows_by_id
 
-    return {r["id"]: r for r in published_throughput_rows()}
+    return published_rows_by_id()
 
 
 def _published_row_fields(run: dict, **extra) -> tuple[dict, dict]:

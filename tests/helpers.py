@@ -29,3 +29,11 @@ def reference_runs_by_id() -> dict[str, dict]:
     from gpuplan.catalog import reference_runs
 
     return {r["id"]: r for r in reference_runs()["runs"]}
+
+
+def published_rows_by_id() -> dict[str, dict]:
+    """The published-throughput rows by id (jobs.validation.published_throughput.published_throughput_rows, a
+    fresh copy per call); conftest's module-scoped ``published_rows`` fixture serves the same dict to tests."""
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    return {r["id"]: r for r in published_throughput_rows()}

@@ -19,17 +19,16 @@ fitted (one pair).
 
 from __future__ import annotations
 
-import copy
-
 import pytest
+from helpers import published_rows_by_id
 
 ROW = "mbridge-25.11-qwen3-235b-a22b-b200-64g-mxfp8"
 
 
 def _predicted_step_seconds(precision: str, vpp: int, overlap: bool) -> float:
-    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, published_throughput_rows
+    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
-    run = copy.deepcopy(next(r for r in published_throughput_rows() if r["id"] == ROW))
+    run = published_rows_by_id()[ROW]  # a fresh copy: the edits below stay in this run
     assert (run["gpus"], run["layout"]["pp"], run["layout"]["ep"], run["layout"]["micro_batch"],
             run["layout"]["global_batch"], run["moe_comm"]["dispatcher"]) == (64, 8, 8, 1, 1024, "alltoall")
     run["precision"] = precision
@@ -53,10 +52,8 @@ def test_step_without_the_overlap_is_within_the_familys_mean_error_of_nvidias(pr
     assert predicted == pytest.approx(measured_s, rel=FAMILY_MEAN_ERROR)  # +2.4% and -7.1% at the time of writing
 
 
-def test_the_published_row_is_the_pairs_overlap_run():
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
-
-    run = next(r for r in published_throughput_rows() if r["id"] == ROW)
+def test_the_published_row_is_the_pairs_overlap_run(published_rows):
+    run = published_rows[ROW]
     assert run["moe_comm"]["a2a_overlap"] is True
     step = 1024 * 4096 / 64 / run["measured"]["tokens_per_s_per_gpu"]
     assert step == pytest.approx(20.1, abs=0.06)  # PR #1760's 'from 20.1s'

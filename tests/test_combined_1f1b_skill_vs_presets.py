@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplan.core.time.moe_host import backward_host_seconds, layer_host_seconds, ungraphed_router_seconds
-from gpuplan.jobs.validation.published_throughput import moe_router_graphs, published_throughput_rows
+from gpuplan.jobs.validation.published_throughput import moe_router_graphs
 
 SKILL = "mbridge-skill-qwen3-30b-a3b-h100-16g-bf16-hybridep"
 SIXTEEN_EXPERT_ROWS = {  # row: (global batch, GPUs, micro-batches, layers per stage, measured ms a pair)
@@ -28,15 +28,11 @@ SIXTEEN_EXPERT_ROWS = {  # row: (global batch, GPUs, micro-batches, layers per s
 }
 
 
-def _rows():
-    return {r["id"]: r for r in published_throughput_rows()}
-
-
-def test_b300_row_reads_its_v030_preset_field_by_field():
+def test_b300_row_reads_its_v030_preset_field_by_field(published_rows):
     # QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2 (= FP8_CS_V2, qwen3_workload_base_configs.py@v0.3.0 L235-242, from
     # FP8_CS_V1 L121-130): tp 1 (default), pp 8, vpp 4, ep 8, etp 1, micro-batch 1 (default), GBS 8,192,
     # moe_a2a_overlap True, no flex backend (alltoall), no cuda_graph_impl, no recompute
-    row = _rows()["mbridge-26.02-qwen3-235b-a22b-b300-256g-mxfp8"]
+    row = published_rows["mbridge-26.02-qwen3-235b-a22b-b300-256g-mxfp8"]
     layout = row["layout"]
     assert (layout["tp"], layout["pp"], layout["vpp"], layout["cp"], layout["ep"]) == (1, 8, 4, 1, 8)
     assert layout["etp"] in (None, 1)  # None: Megatron-Core's default, tp (1)
@@ -46,8 +42,8 @@ def test_b300_row_reads_its_v030_preset_field_by_field():
     assert row["precision"] == "mxfp8"
 
 
-def test_the_16_expert_combined_rows_run_their_router_ungraphed():
-    rows = _rows()
+def test_the_16_expert_combined_rows_run_their_router_ungraphed(published_rows):
+    rows = published_rows
     ids = list(SIXTEEN_EXPERT_ROWS) + ["mbridge-25.11-qwen3-30b-a3b-h100-sxm-16g-fp8cs"]
     for rid in ids:
         assert rows[rid]["moe_comm"]["cuda_graph"] == "none" and not moe_router_graphs(rows[rid]["moe_comm"])
@@ -57,16 +53,16 @@ def test_the_16_expert_combined_rows_run_their_router_ungraphed():
 
 
 @pytest.mark.parametrize("rid", list(SIXTEEN_EXPERT_ROWS))
-def test_measured_pair_by_hand(rid):
+def test_measured_pair_by_hand(rid, published_rows):
     global_batch, gpus, micro_batches, layers, pair_ms = SIXTEEN_EXPERT_ROWS[rid]
-    row = _rows()[rid]
+    row = published_rows[rid]
     assert (row["layout"]["global_batch"], row["gpus"]) == (global_batch, gpus)
     step = global_batch * 4096 / gpus / row["measured"]["tokens_per_s_per_gpu"]
     assert step / (micro_batches * layers) * 1e3 == pytest.approx(pair_ms, abs=0.01)
 
 
-def test_counted_host_difference_is_a_fraction_of_the_measured_one():
-    skill_row = _rows()[SKILL]
+def test_counted_host_difference_is_a_fraction_of_the_measured_one(published_rows):
+    skill_row = published_rows[SKILL]
     skill_pair_ms = 1024 * 4096 / 16 / skill_row["measured"]["tokens_per_s_per_gpu"] / (64 * 48) * 1e3
     assert skill_pair_ms == pytest.approx(6.558, abs=0.005)
 

@@ -102,14 +102,14 @@ def test_plan_explain_names_and_times_the_pipeline_accumulation(run_cli):
     assert "fp32 accumulation" in line["label"] and "accumulate_unsharded_grad_if_needed" in line["formula"]
 
 
-def test_a_pipeline_stage_is_gathered_once_a_step(monkeypatch):
+def test_a_pipeline_stage_is_gathered_once_a_step(monkeypatch, published_rows):
     """torchtitan's Llama 3.1 405B interleaved row (pp 8, vpp 2, dp 8, 8 micro-batches): the first stage's
     16 blocks are gathered once for the whole step (reshard_after_forward False under PP), so 16
     all-gathers, not 16 x 2 (forward and backward) as a resharding schedule would; 16 reduce-scatters."""
     import numpy as np
 
     from gpuplan.core.comm import step_comm
-    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, published_throughput_rows
+    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
     seen = {}
     original = step_comm.data_parallel_costs
@@ -119,7 +119,7 @@ def test_a_pipeline_stage_is_gathered_once_a_step(monkeypatch):
         return seen["costs"]
 
     monkeypatch.setattr(step_comm, "data_parallel_costs", spy)
-    run = next(r for r in published_throughput_rows() if r["id"] == "torchtitan-2412-llama-3.1-405b-512g-interleaved-1f1b")
+    run = published_rows["torchtitan-2412-llama-3.1-405b-512g-interleaved-1f1b"]
     predict_tokens_per_gpu_s(run)
     calls = {c.collective: float(np.sum(c.calls)) for c in seen["costs"]}
     assert calls["param all-gather"] == 16 and calls["grad reduce-scatter / all-reduce"] == 16

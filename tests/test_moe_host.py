@@ -10,7 +10,7 @@ from gpuplan.core.time import moe_host as M
 from gpuplan.core.time.host import HOST_SECONDS_PER_OP, reference_scale
 from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.step import StepSettings, microbatch_compute_time, step_time
-from gpuplan.jobs.validation.published_throughput import moe_launch, published_throughput_rows
+from gpuplan.jobs.validation.published_throughput import moe_launch
 
 US = 1e-6
 
@@ -103,8 +103,8 @@ def test_cuda_graphs_remove_the_term_and_eager_adds_it_per_layer_and_micro_batch
     assert 0 < per_layer <= upper + 1e-12
 
 
-def test_published_rows_take_the_recipes_cuda_graphs():
-    rows = {r["id"]: r for r in published_throughput_rows()}
+def test_published_rows_take_the_recipes_cuda_graphs(published_rows):
+    rows = published_rows
     graphed = [i for i, r in rows.items() if (r.get("moe_comm") or {}).get("cuda_graph") == "full_iteration"]
     # 21 + the two GPT-OSS GB200 rows whose presets also capture the whole step (26.06.01 V2 preset, 26.08 recipe)
     assert len(graphed) == 23

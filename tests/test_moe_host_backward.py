@@ -6,13 +6,14 @@ nothing fitted on them)."""
 from __future__ import annotations
 
 import pytest
+from helpers import published_rows_by_id
 
 from gpuplan.core.time import moe_host as M
 from gpuplan.core.time.moe_layer import backward_launches_per_local_expert
-from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, published_throughput_rows
+from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
 US = 1e-6
-ROWS = {r["id"]: r for r in published_throughput_rows()}
+ROWS = published_rows_by_id()
 
 
 def _error(row_id: str, **overrides) -> float:

@@ -2,12 +2,12 @@
 token-drop rows that have no host sync, and the held-out H100 rows it is checked on."""
 
 import pytest
+from helpers import published_rows_by_id
 
 from gpuplan.core.time import moe_host as M
-from gpuplan.jobs.validation.published_throughput import moe_launch, predict_tokens_per_gpu_s, \
-    published_throughput_rows
+from gpuplan.jobs.validation.published_throughput import moe_launch, predict_tokens_per_gpu_s
 
-ROWS = {r["id"]: r for r in published_throughput_rows()}
+ROWS = published_rows_by_id()
 # Megatron-Bridge skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md@067f987, 'HybridEP
 # production-shape validation': Qwen3-30B-A3B, 16 H100, BF16, EP 16, MBS 1, GBS 1024, overlap off
 PROFILE_STEP_S = 24.7138

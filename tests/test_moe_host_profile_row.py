@@ -9,15 +9,15 @@ import pytest
 ROW = "mbridge-skill-qwen3-30b-a3b-h100-16g-bf16-hybridep"
 
 
-def test_the_profiled_layouts_row_carries_its_note_and_no_host_time():
+def test_the_profiled_layouts_row_carries_its_note_and_no_host_time(published_rows):
     import gpuplan.core.time.step as S
     from gpuplan.jobs.validation.estimate import published_throughput_validation
-    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, published_throughput_rows
+    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
     cases, _ = published_throughput_validation()
     notes = {c.note for c in cases if c.id == ROW}
     assert notes == {"mbridge-skill-h100; same layout as the moe_host fit profile (its host term is 0 here)"}
-    run = next(r for r in published_throughput_rows() if r["id"] == ROW)
+    run = published_rows[ROW]
     lay = run["layout"]
     assert (run["gpus"], lay["ep"], lay["micro_batch"], run["moe_comm"]["backend"]) == (16, 16, 1, "hybridep")
     with_host = predict_tokens_per_gpu_s(run)

@@ -83,15 +83,15 @@ def test_not_charged_outside_megatron_core_or_on_dense_models():
     assert dense == pytest.approx(_step("fused", model="llama-3-8b")[1].total, rel=1e-12)
 
 
-def test_published_rows_with_the_fused_grouped_mlp_pay_nothing():
-    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, published_throughput_rows
+def test_published_rows_with_the_fused_grouped_mlp_pay_nothing(published_rows):
+    from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
-    rows = [r for r in published_throughput_rows() if (r.get("moe_comm") or {}).get("fused_grouped_mlp")]
+    rows = [r for r in published_rows.values() if (r.get("moe_comm") or {}).get("fused_grouped_mlp")]
     assert len(rows) == 23  # the 6 GPT-OSS rows and the 17 full-iteration-graph rows (test_moe_fused_mlp_fp8_attention)
     for r in rows:
         assert predict_tokens_per_gpu_s(r) == predict_tokens_per_gpu_s(r, moe_expert_kernels="fused"), r["id"]
     # a row without it (TE GroupedLinear, 16 local experts) is slower with the term
-    row = next(r for r in published_throughput_rows() if r["id"] == "mbridge-26.04.01-qwen3-30b-a3b-b200-8g-mxfp8")
+    row = published_rows["mbridge-26.04.01-qwen3-30b-a3b-b200-8g-mxfp8"]
     assert predict_tokens_per_gpu_s(row) < 0.96 * predict_tokens_per_gpu_s(row, moe_expert_kernels="fused")
 
 

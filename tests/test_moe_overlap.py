@@ -91,12 +91,10 @@ def test_overlap_is_a_cli_input(run_cli):
     assert value["hidden"] < 0.9 * value["plain"]
 
 
-def test_published_moe_rows_carry_their_release_recipe_settings():
+def test_published_moe_rows_carry_their_release_recipe_settings(published_rows):
     """Each Megatron-Bridge MoE row states the dispatcher and all-to-all overlap its release's
     recipe ran with, and where that was read (a tag and file); spot checks against the recipes."""
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
-
-    rows = {r["id"]: r for r in published_throughput_rows()}
+    rows = published_rows
     moe = [r for r in rows.values() if r["id"].startswith("mbridge-") and "moe_comm" in r]
     releases = [r for r in moe if r["family"].startswith("nemo-")]
     # 43, + the GB300 / GPT-OSS rows of 26.04.01-26.08 (21), + the GPT-OSS B200 / B300 / H100 rows of

@@ -13,8 +13,7 @@ from gpuplan.catalog import load_model
 from gpuplan.core.time import moe_host as M
 from gpuplan.core.time import moe_layer as L
 from gpuplan.core.time.step import StepSettings
-from gpuplan.jobs.validation.published_throughput import (
-    flex_backend, moe_router_graphs, predict_tokens_per_gpu_s, published_throughput_rows)
+from gpuplan.jobs.validation.published_throughput import flex_backend, moe_router_graphs, predict_tokens_per_gpu_s
 
 US = 1e-6
 OP = 7.5466 * US
@@ -39,8 +38,8 @@ def test_exposed_host_adds_the_ungraphed_router_only_where_the_host_binds():
     assert M.exposed_host_seconds("flex", 8, "tensorwise", 10e-3, router_graphs=False) == 0.0
 
 
-def test_published_rows_carry_their_recipes_cuda_graph_scope():
-    rows = {r["id"]: r for r in published_throughput_rows()}
+def test_published_rows_carry_their_recipes_cuda_graph_scope(published_rows):
+    rows = published_rows
     read = {i: r["moe_comm"]["cuda_graph"] for i, r in rows.items() if (r.get("moe_comm") or {}).get("cuda_graph")}
     # 21 full-iteration rows before + 80 read at their tags (2 of them full-iteration) + the 4 16-expert combined-1F1B
     # rows of 25.11 / 26.02 read without graphs (docs/step.md, "The skill run against the preset rows") + the 27
@@ -65,12 +64,12 @@ def test_published_rows_carry_their_recipes_cuda_graph_scope():
     assert flex_backend(skill) == "hybridep"
 
 
-def test_fp8cs_16_h100_step_grows_by_the_router_ops():
+def test_fp8cs_16_h100_step_grows_by_the_router_ops(published_rows):
     # mbridge-26.04 Qwen3-30B-A3B, 16 H100, EP 16, GBS 1,024, MBS 1: 64 micro-batches x 48 MoE layers, each
     # already host-bound forward and backward, so the step grows by 64 x 48 x 42 ops x 7.5466 us = 0.9738 s in
     # the forward and 1.4544 x that in the backward, whose counted host is the forward's Python x 1.4544
     # (core.time.moe_host.backward_host_seconds): 2.3900 s
-    row = next(r for r in published_throughput_rows() if r["id"] == "mbridge-26.04-qwen3-30b-a3b-h100-sxm-16g-fp8cs")
+    row = published_rows["mbridge-26.04-qwen3-30b-a3b-h100-sxm-16g-fp8cs"]
     tokens_per_gpu = 1024 * 4096 / 16
     graphed = tokens_per_gpu / predict_tokens_per_gpu_s(row, moe_router_graphs=True)
     eager = tokens_per_gpu / predict_tokens_per_gpu_s(row)

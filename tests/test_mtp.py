@@ -117,13 +117,12 @@ def test_mtp_collectives_are_one_more_layers_on_a_single_stage():
         step_time(replace(spec, mtp_layers=0), cluster, StepSettings(), **staged).ep_comm, rel=1e-9)
 
 
-def test_published_rows_state_whether_mtp_ran():
+def test_published_rows_state_whether_mtp_ran(published_rows):
     """The 25.11 tables label DeepSeek-V3 'w/o MTP' on GB200 and 'w/ MTP' on B200: the rows say so
     (model.mtp_layers) and the validation builds the spec the run trained."""
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
     from gpuplan.jobs.validation.throughput import run_spec
 
-    rows = {r["id"]: r for r in published_throughput_rows()}
+    rows = published_rows
     without = rows["mbridge-25.11-deepseek-v3-gb200-256g-mxfp8"]["model"]
     assert without["mtp_layers"] == 0 and run_spec(without).mtp_layers == 0
     assert run_spec(rows["mbridge-25.11-deepseek-v3-b200-256g-mxfp8"]["model"]).mtp_layers == 1

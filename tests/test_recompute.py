@@ -179,15 +179,12 @@ def test_cli_states_the_setting(run_cli):
     assert code == 2 and "recompute_modules" in err and "Traceback" not in err
 
 
-def test_published_rows_run_their_recipes_recompute():
+def test_published_rows_run_their_recipes_recompute(published_rows):
     """Each Megatron-Bridge row carries the recompute its recipe ran with, read at the row's tag
     (published_throughput.yaml recipe_recompute, with file and lines under derived)."""
-    from gpuplan.jobs.validation.published_throughput import (
-        published_throughput_rows,
-        recipe_recompute,
-    )
+    from gpuplan.jobs.validation.published_throughput import recipe_recompute
 
-    rows = {r["id"]: r for r in published_throughput_rows()}
+    rows = published_rows
     bridge = [r for r in rows.values() if r["family"].startswith("mbridge")
               or (r["family"].startswith("nemo-") and r["family"][5:10] >= "25.09")]
     assert len(bridge) == 221 and all("recipe_recompute" in r["derived"] for r in bridge)

@@ -90,12 +90,12 @@ def test_ep_overlap_and_dispatcher_are_user_inputs(run_cli):
     assert code == 2 and "ep_dispatcher" in err and "alltoall, flex" in err
 
 
-def test_published_recipes_overlap_tp_as_their_code_says():
+def test_published_recipes_overlap_tp_as_their_code_says(published_rows):
     """Megatron-Bridge Llama 3 recipes with TP > 1 set userbuffers; its MoE and Llama 2 recipes do
     not; torchtitan only in the rows run with AsyncTP."""
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows, tp_comm_overlapped
+    from gpuplan.jobs.validation.published_throughput import tp_comm_overlapped
 
-    rows = {r["id"]: r for r in published_throughput_rows()}
+    rows = published_rows
     assert tp_comm_overlapped(rows["mbridge-26.04.01-llama-3-70b-h100-sxm-64g-fp8cs"])
     assert not tp_comm_overlapped(rows["mbridge-26.04.01-qwen3-235b-a22b-h100-sxm-256g-fp8cs"])
     assert tp_comm_overlapped(rows["torchtitan-2506-llama-3.1-70b-256g-bf16-async-tp"])
