@@ -114,3 +114,22 @@ def test_the_check_splits_torchtitans_groups_by_what_their_published_layout_was_
                      ("llama-3.1-8b", 64, "bf16"), ("llama-3.1-8b", 64, "fp8")]
     assert len(titan) == 13
     assert not any(demonstrates_a_layout_feature(groups, k) for k in groups if k[4] == "megatron")
+
+
+@pytest.mark.parametrize("framework, widened", [("torchtitan", True), ("megatron", False)])
+def test_torchtitans_context_parallel_layouts_take_the_widest_uncertainty(framework, widened):
+    """torchtitan at b5bcd76 runs CP only with FlexAttention (models/common/decoder.py L173-183), which gpuplan
+    does not time and no published run checks: in the ranking its CP layouts carry the widest class RMS
+    (layout_uncertainty.json 'widest'); Megatron's keep the distance rule."""
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import search
+
+    inputs = PlanInputs(model="llama-3.1-8b", tokens=1e12, gpu="h100-sxm-96gb-500w", gpus=8, seq_len=8192,
+                        global_batch=16, dtype="fp8", framework=framework)
+    result = search(inputs)
+    t, widest = result.table, result.evaluator.uncertainty.widest
+    cp = t["cp"] > 1
+    assert cp.any() and (~cp).any()
+    assert widest == pytest.approx(0.2298)
+    assert bool(np.all(t["uncertainty"][cp] >= widest - 1e-12)) is widened
+    assert (t["uncertainty"][~cp] < widest).any()

@@ -9,7 +9,8 @@ parallelisms each combines with (the pipeline and virtual-stage rules live in co
   pools as a ZeRO-3 layout's reserved peak (fsdp2_stream_pools) and keeps the share left beyond them free
   (TORCHTITAN_PUBLISHED_RESERVE), so a layout is not recommended on memory the published runs did not have.
   Its pipelines are torch.distributed.pipelining's schedules: 1F1B needs at least pp micro-batches, interleaved
-  1F1B a multiple of its rounds (torch_pipeline_runs).
+  1F1B a multiple of its rounds (torch_pipeline_runs). Its context parallelism runs FlexAttention only
+  (cp_attention_untimed).
 - Megatron-Core (0.16): DDP (ZeRO-0), the distributed optimizer (optimizer states sharded,
   gradients reduce-scattered: gpuplan's ZeRO-1) or Megatron-FSDP (ZeRO-3); there is no ZeRO-2. Torch
   FSDP2 inside Megatron refuses pipeline and expert parallelism (megatron/training/arguments.py:
@@ -53,6 +54,13 @@ class FrameworkRules:
     estimate beyond the model states (weights, master weights, optimizer states), median over its
     published runs: the fit rule keeps that much more free, so the planner does not recommend a
     layout the published runs say would not fit. 0: no such gap measured."""
+    cp_attention_untimed: bool = False
+    """Context parallelism runs only with an attention kernel gpuplan does not time, which no published run
+    checks: its layouts take the widest uncertainty in the ranking (planner.search). torchtitan at b5bcd76
+    refuses CP with ScaledDotProductAttention ("Context Parallel is not supported with
+    ScaledDotProductAttention or VarlenAttention. Use FlexAttention or disable CP.",
+    torchtitan/models/common/decoder.py L173-183, since 5dd944e62, 2026-08-19); gpuplan times torchtitan's
+    SDPA (FlashAttention-2), and its published CP rows ran SDPA at 9dec370."""
     torch_pipelining: bool = False
     """Pipelines run torch.distributed.pipelining's schedules, with their micro-batch rules
     (torch_pipeline_runs)."""
@@ -79,7 +87,7 @@ row's own states it was 0.210 (docs/memory.md, Reserve of the fit rule)."""
 
 RULES: dict[str, FrameworkRules] = {
     "torchtitan": FrameworkRules((0, 3), replicated_only_alone=True, published_reserve=TORCHTITAN_PUBLISHED_RESERVE,
-                                 fsdp2_stream_pools=True, torch_pipelining=True),
+                                 fsdp2_stream_pools=True, torch_pipelining=True, cp_attention_untimed=True),
     "megatron": FrameworkRules((0, 1, 3), zero3_with_pipeline=False),
     "deepspeed": FrameworkRules((0, 1, 2, 3)),
     "hf": FrameworkRules((0, 3), replicated_only_alone=True, data_parallel_only=True),

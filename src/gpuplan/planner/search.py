@@ -128,6 +128,13 @@ class Evaluator:
         return rules_for(self.memory.framework).fsdp2_stream_pools
 
     @property
+    def cp_attention_untimed(self) -> bool:
+        """Whether the framework's CP layouts take the widest uncertainty (framework_rules)."""
+        from gpuplan.planner.framework_rules import rules_for
+
+        return rules_for(self.memory.framework).cp_attention_untimed
+
+    @property
     def budget(self) -> float:
         return self.overheads.budget_bytes(self.cluster.gpu.memory_bytes)
 
@@ -206,6 +213,9 @@ class Evaluator:
             if self.step.dp_schedule == "fsdp2" and "dp_traffic_seconds" in table.columns:  # FSDP2 beyond what ran
                 columns["uncertainty"] = columns["uncertainty"] + fsdp_traffic_uncertainty(
                     table["dp_traffic_seconds"], table["compute_seconds"], table["zero"])
+            if self.cp_attention_untimed:  # CP on an attention kernel no published run checks
+                columns["uncertainty"] = np.where(table["cp"] > 1, np.maximum(columns["uncertainty"], u.widest),
+                                                  columns["uncertainty"])
             if u.kind_correction_rows:
                 kinds = layout_kinds(table.columns, domain, moe)
                 columns["kind_bias"] = u.known.kind_bias(kinds, u.kind_correction_rows)[0]
