@@ -1,6 +1,7 @@
 """NCCL's tuner rates NVLS-tree by its heads' NICs (core.comm.collectives.nvls_tree_tuner_algbw), while the time
-keeps NVLS-tree's physical rate: numbers worked by hand from NCCL 2.26.2's tuning.cc (lines 252-253, 293, 339-340)
-and search.cc (lines 975, 1013), on the catalog's GB200 NVL72 (NVLink 900 GB/s x 0.756 = 680.4 GB/s, NVLS gain
+keeps NVLS-tree's physical rate and pays its tree levels' fill (nvls_tree_levels_fill): numbers worked by hand
+from NCCL 2.26.2's tuning.cc (lines 252-253, 293, 339-340), search.cc (lines 975, 1013) and the NVLS-tree kernel
+(src/device/all_reduce.h), on the catalog's GB200 NVL72 (NVLink 900 GB/s x 0.756 = 680.4 GB/s, NVLS gain
 1.25, one 400 Gb/s NIC per GPU at 0.9 = 45 GB/s) and HGX H100 nodes (8 NICs, 45 GB/s each)."""
 
 from __future__ import annotations
@@ -38,10 +39,24 @@ def test_twenty_nvl72_racks_run_nvls_tree_as_nccl_would():
     assert (algorithm, protocol) == ("nvls_tree", "Simple")
     # the time: NVLS's 850.5 GB/s halved beyond two domains = 425.25 GB/s of bus bandwidth; 192.2 us +
     # 2 x 1439/1440 x 536,870,912 / 425.25e9 = 2,523.2 us + two loops of 32 channels x 32 heads x 64 KiB
-    # = 67,108,864 B at 425.25 x 1440 / 2878 = 212.77 GB/s (630.8 us) -> 3.346 ms (CoreWeave measured 7.108 ms)
+    # = 67,108,864 B at 425.25 x 1440 / 2878 = 212.77 GB/s (630.8 us) -> 3.346 ms, and the tree levels' fill: each
+    # channel's first 64 KiB chunk 5 levels up and down (ncclGetBtree on 20 nodes), a head's 45 GB/s NIC shared by
+    # its 32 channels: 2 x 5 x 32 x 65,536 / 45e9 = 466.0 us -> 3.812 ms (CoreWeave measured 7.108 ms)
     assert bus == pytest.approx(425.25e9)
-    assert seconds == pytest.approx(192.2e-6 + 2 * 1439 / 1440 * 2**29 / 425.25e9 + 2 * 2**26 / (425.25e9 * 1440 / 2878),
-                                    rel=1e-6)
+    assert float(K.nvls_tree_levels_fill(2**29, links)) == pytest.approx(2 * 5 * 32 * 65536 / 45e9, rel=1e-9)
+    assert seconds == pytest.approx(192.2e-6 + 2 * 1439 / 1440 * 2**29 / 425.25e9 + 2 * 2**26 / (425.25e9 * 1440 / 2878)
+                                    + 466.03e-6, rel=1e-5)
+
+
+def test_the_tree_levels_fill_by_domains_and_payload():
+    # two NVL72 racks (one level, 128 KiB chunks below four domains): 2 x 1 x 32 x 131,072 / 45e9 = 186.4 us;
+    # one rack has no tree (0); 4 x 8 B200 (two levels, 8 heads, 32 channels, 64 KiB): 2 x 2 x 32 x 65,536 /
+    # 45e9 = 186.4 us; a 16 MiB payload on 20 racks is below a loop (64 MiB): its chunk is 16 MiB / (32 x 32)
+    # = 16 KiB, 2 x 5 x 32 x 16,384 / 45e9 = 116.5 us
+    assert float(K.nvls_tree_levels_fill(2**29, _links("gb200", 144))) == pytest.approx(186.41e-6, rel=1e-4)
+    assert float(K.nvls_tree_levels_fill(2**29, _links("gb200", 72))) == 0.0
+    assert float(K.nvls_tree_levels_fill(2**29, _links("b200", 32))) == pytest.approx(186.41e-6, rel=1e-4)
+    assert float(K.nvls_tree_levels_fill(2**24, _links("gb200", 1440))) == pytest.approx(116.51e-6, rel=1e-4)
 
 
 def test_hgx_h100_beyond_two_nodes_keeps_the_ring_at_large_payloads():

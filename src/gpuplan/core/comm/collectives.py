@@ -20,7 +20,8 @@ bandwidth this group gets):
   NVLS       all-reduce inside one NVSwitch domain, reduced in the switch: bus = intra x the part's
              measured NVLS gain (catalog ``nvls_allreduce_gain``)
   NVLS-tree  NVLS inside, tree across: bus = min(NVLS bus, net x 2 on two domains)
-             (NVLS and NVLS-tree also pay their pipeline fill, two loops: NVLS_FILL_STAGES)
+             (NVLS and NVLS-tree also pay their pipeline fill, two loops: NVLS_FILL_STAGES); NCCL's
+             tuner rates it by its heads' NICs instead (nvls_tree_tuner_algbw): that sets the choice
   CollNet    IB SHARP (chain inside the domain, reduction in the switches): algbw = intra / 2
   PAT        all-gather / reduce-scatter at one GPU per node: log-depth latency, 0.75 x the ring's bw
 
@@ -96,8 +97,6 @@ NVLS_FILL_STAGES = 2
 NVLS_TREE) runs three warp groups in a pipeline over loops of heads x chunk per channel -- scatter
 into the switch buffers, the multicast reduce + broadcast, gather back -- so the first loop's scatter
 and the last loop's gather run alone: two loop-times beyond bytes / bandwidth."""
-
-
 NVLS_TREE_BEYOND_TWO = 0.5
 """NVLS-tree's rate beyond two domains, as a share of NVLS's: NCCL's tuner sets the NVLS-tree bandwidth
 to min(bwIntra, nNodes <= 2 ? bwInter : bwInter / 2) (src/graph/tuning.cc @v2.26.2-1 line 252), and the
@@ -106,12 +105,8 @@ NVLS graph search gives the channels one speed, bwIntra = bwInter (search.cc @v2
 receives from two children and sends to its parent) halves it. Measured: coreweave GB200 NVL72, 2 racks
 408 GB/s algbw at 16 GiB, 20 racks 203 GB/s (0.50); NVIDIA/nccl#1221 (8x H100 nodes): NVLS on or off
 makes no difference beyond two nodes (the ring, 8 NICs x 45 GB/s = 360 GB/s busbw, beats 480 / 2)."""
-
-
 NVLS_TREE_ALGBW_RATIO = 5 / 6
 """NCCL's tuner's bus-to-algorithm bandwidth ratio for NVLS and NVLS-tree (tuning.cc @v2.26.2-1 line 293)."""
-
-
 NCCL_COLLECTIVE_CTAS = 16
 """Thread blocks (one per channel, each alone on an SM) NCCL runs a collective on across a DGX-class
 node with eight NICs: 'If you are on DGX with 8 NICs and a top speed of 190 GB/s, then it would use
@@ -270,15 +265,12 @@ def _nvls(size, links, tree: bool):
 
 
 def nvls_tree_tuner_algbw(links):
-    """Algorithm bandwidth NCCL's tuner gives NVLS-tree, bytes/s (what it chooses by; the time keeps the
-    physical rate of _nvls). tuning.cc @v2.26.2-1 lines 252-253, 293: busBw = nChannels x min(bwIntra,
-    nNodes <= 2 ? bwInter : bwInter / 2), algbw = 5/6 x busBw; the NVLS graph has one channel per head,
-    min(GPUs of the domain, NCCL_MAX_NVLS_ARITY) (search.cc line 975), each at the search speed of its
-    head's NIC, bwIntra = bwInter (line 1013): here a GPU's share of the domain's NICs, net / per_node.
-    So NCCL rates NVLS-tree by the heads' NICs, not by the NVLS rate the time is bound by: 32 heads x
-    45 GB/s / 2 x 5/6 = 600 GB/s on 20 NVL72 racks, where the physical NVLS-tree runs at 212 and the
-    tree's estimate is 313, so NCCL runs NVLS-tree there; 8 x 45 / 2 x 5/6 = 150 GB/s beyond two HGX
-    H100 nodes, below the ring's 180."""
+    """Algorithm bandwidth NCCL's tuner gives NVLS-tree, bytes/s (the choice; the time keeps _nvls's
+    physical rate): tuning.cc @v2.26.2-1 lines 252-253, 293, busBw = nChannels x min(bwIntra, nNodes <= 2 ?
+    bwInter : bwInter / 2), algbw = 5/6 x busBw, one channel per head, min(GPUs, NCCL_MAX_NVLS_ARITY)
+    (search.cc line 975), at its NIC's search speed, bwIntra = bwInter (line 1013; here net / per_node).
+    20 NVL72 racks: 32 x 45 / 2 x 5/6 = 600 GB/s (physical 212, the tree's estimate 313: NCCL runs
+    NVLS-tree); HGX H100 beyond two nodes 8 x 45 / 2 x 5/6 = 150 GB/s, below the ring's 186."""
     g, k = _arr(links.per_node), _arr(links.nodes)
     heads = np.minimum(g, NCCL_MAX_NVLS_ARITY)
     per_head = _arr(links.net) / np.maximum(g, 1)
@@ -298,14 +290,32 @@ def nvls_loop_bytes(links, tree: bool):
 
 def _nvls_fill(size, links, bus, tree: bool):
     """Seconds of NVLS's pipeline fill (NVLS_FILL_STAGES loops at the algorithm bandwidth; a payload
-    shorter than a loop fills with what it has). NCCL's tuner leaves it out (latency + bytes / bw), so
-    it moves the time, not the choice. The tree levels of NVLS-tree pass one chunk per channel each,
-    not a loop, and are not charged (one more loop per tree level, tried, fits coreweave's 20-rack
-    GB200 intercept but takes stas00's held-out 4-node B200 points at 128 / 256 MiB from -13 / +2% to
-    -30 / -12%: not adopted)."""
+    shorter than a loop fills with what it has), and for NVLS-tree its tree levels'
+    (nvls_tree_levels_fill). NCCL's tuner leaves both out (latency + bytes / bw), so they move the time,
+    not the choice. One whole loop per tree level (third and fifth passes, docs/step.md) contradicts
+    the 2-rack and 4-node B200 curves."""
     n = _arr(links.ranks)
     algbw = np.where(bus > 0, bus, 1.0) * n / (2 * np.maximum(n - 1, 1))
-    return NVLS_FILL_STAGES * np.minimum(nvls_loop_bytes(links, tree), _arr(size)) / algbw
+    fill = NVLS_FILL_STAGES * np.minimum(nvls_loop_bytes(links, tree), _arr(size)) / algbw
+    return fill + nvls_tree_levels_fill(size, links) if tree else fill
+
+
+def nvls_tree_levels_fill(size, links):
+    """Seconds the first NVLS-tree chunk of each channel spends crossing the inter-domain tree alone, up
+    and down (time only), as tree_chain_fill for tree/Simple: a head's reduce warps receive a chunk from
+    its children, add it and send it up one chunk per channel and loop (src/device/all_reduce.h
+    @v2.26.2-1, RunWorkColl NVLS_TREE: directRecvDirectSend of chunkCount, ProtoSimple<1, 1>), the
+    broadcast warps the same down, so the first chunk passes ceil(log2 k) network hops each way (the
+    deepest node of ncclGetBtree), each at its channel's share of the head's NIC: chunk x channels /
+    (net / per_node). Chunk = the loop's (nvls_loop_bytes / (channels x heads): 64 KiB from four domains)
+    or the payload's share if smaller. 20 NVL72 racks: 2 x 5 x 32 x 64 KiB / 45 GB/s = 0.47 ms; two racks
+    2 x 1 x 32 x 128 KiB / 45 GB/s = 0.19 ms (their measured intercept 0.87 ms, modelled 0.69 without it)."""
+    g, k = _arr(links.per_node), _arr(links.nodes)
+    channels = NVLS_CHANNELS.get(links.arch, NVLS_CHANNELS["hopper"])[1]
+    share = channels * np.minimum(g, NCCL_MAX_NVLS_ARITY)
+    chunk = np.minimum(nvls_loop_bytes(links, True), _arr(size)) / share
+    hop = chunk * channels / (_arr(links.net) / np.maximum(g, 1))
+    return 2 * np.ceil(np.log2(np.maximum(k, 1))) * hop
 
 
 def _collnet(size, links):
