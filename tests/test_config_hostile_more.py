@@ -143,7 +143,15 @@ ACCEPTED = [
 
 @pytest.mark.parametrize(("model", "change"), ACCEPTED, ids=[f"{m}-{i}" for i, (m, _) in enumerate(ACCEPTED)])
 def test_valid_neighbours_still_read(model, change):
-    model_spec_from_hf_config(_with(model, change))
+    """Read, and read as the same model: depth and width those of the unchanged config; a changed
+    vocabulary or expert count is the one given."""
+    base = model_spec_from_hf_config(_with(model, {}))
+    spec = model_spec_from_hf_config(_with(model, change))
+    assert (spec.num_layers, spec.hidden_size) == (base.num_layers, base.hidden_size)
+    assert spec.vocab_size == change.get("vocab_size", base.vocab_size)
+    if "num_local_experts" in change:
+        assert (spec.moe.num_experts, spec.moe.experts_per_token) == (change["num_local_experts"],
+                                                                      change["num_experts_per_tok"])
 
 
 def test_a_gemma3_pattern_of_one_plans(run_json, tmp_path):

@@ -327,9 +327,16 @@ def test_model_type_override_reads_an_unknown_decoder_but_never_an_encoder(run_c
 def test_every_catalog_config_still_reads():
     from gpuplan.adapters.hf_config import model_spec_from_hf_config
 
-    for entry in sorted((ROOT / "src" / "gpuplan" / "catalog" / "models").glob("*.json")):
+    entries = sorted((ROOT / "src" / "gpuplan" / "catalog" / "models").glob("*.json"))
+    assert len(entries) >= 60  # 61 catalog models at ae3dfd8
+    for entry in entries:
         config = json.loads(entry.read_text())["config"]
-        assert model_spec_from_hf_config(config, name=entry.stem).num_layers > 0
+        spec = model_spec_from_hf_config(config, name=entry.stem)
+        # read as the config states its depth and width (a multimodal config's text_config; GPT-2 / GPT-NeoX names)
+        text = config.get("text_config") or config
+        layers = text.get("num_hidden_layers", text.get("n_layer", text.get("num_layers")))
+        hidden = text.get("hidden_size", text.get("n_embd", text.get("d_model")))
+        assert (spec.num_layers, spec.hidden_size) == (layers, hidden), entry.stem
 
 
 def test_a_llava_config_says_its_vision_tower_is_left_out(run_cli, tmp_path):

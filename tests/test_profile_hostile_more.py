@@ -50,15 +50,19 @@ def test_refused_in_one_line_before_any_work(run_cli, args, field, valid):
     assert wall < FAST_S, f"{wall:.2f} s: the refusal came after work"
 
 
-@pytest.mark.parametrize("schema,raw", [
-    (TrialInputs, {"model": "pythia-70m", "recompute": "full", "optimizer": "sgd", "layers": "6"}),
-    (TrialInputs, {"model": "pythia-70m", "recompute": "none", "optimizer": "adamw"}),
+@pytest.mark.parametrize("schema,raw,read", [
+    (TrialInputs, {"model": "pythia-70m", "recompute": "full", "optimizer": "sgd", "layers": "6"}, {"layers": 6}),
+    (TrialInputs, {"model": "pythia-70m", "recompute": "none", "optimizer": "adamw"}, {}),
     (MeasureInputs, {"model": "pythia-70m", "model_type": "gpt_neox", "precision": "fp32-autocast",
-                     "recompute": "full", "optimizer_impl": "forloop", "gpus": "100000", "depths": "2,4"}),
-    (MeasureInputs, {"model": "pythia-70m", "model_type": "LLAMA", "optimizer_impl": "foreach"}),
+                     "recompute": "full", "optimizer_impl": "forloop", "gpus": "100000", "depths": "2,4"},
+     {"gpus": 100000, "depths": (2, 4)}),
+    (MeasureInputs, {"model": "pythia-70m", "model_type": "LLAMA", "optimizer_impl": "foreach"}, {"model_type": "llama"}),
 ])
-def test_valid_neighbours_are_accepted(schema, raw):
-    schema.parse(raw)
+def test_valid_neighbours_are_accepted(schema, raw, read):
+    """Accepted and read as given: each field as typed, or as ``read`` says its text converts (counts to
+    integers, a list to a tuple, a model type to lower case)."""
+    parsed = schema.parse(raw)
+    assert {key: getattr(parsed, key) for key in raw} == raw | read
 
 
 def test_layers_up_to_the_model_depth_pass_the_check(monkeypatch):

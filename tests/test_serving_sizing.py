@@ -130,7 +130,9 @@ def test_trtllm_kv_is_the_free_fraction_of_what_is_left():
         assert report.value("engine_headroom") == pytest.approx(0.1 * free, rel=1e-9), engine
     # TensorRT-LLM's own memory guide (docs/source/reference/memory.md): 79.10 GiB total, 70.48 GiB
     # available -> 'Allocated 63.44 GiB for max tokens in paged KV cache' = 0.9 x 70.48
-    assert 0.9 * 70.48 == pytest.approx(63.44, abs=0.01)  # the log rounds both to 0.01 GiB
+    from gpuplan.core.serving.engines import TRTLLM_FREE_FRACTION
+
+    assert TRTLLM_FREE_FRACTION * 70.48 == pytest.approx(63.44, abs=0.01)  # the log rounds both to 0.01 GiB
 
 
 def test_engine_settings_belong_to_their_engine(capsys):
