@@ -46,6 +46,26 @@ def first(cfg: dict[str, Any], *keys: str) -> Any:
     return None
 
 
+ACTIVATIONS = ("gelu", "gelu_10", "gelu_accurate", "gelu_fast", "gelu_new", "gelu_python", "gelu_python_tanh",
+               "gelu_pytorch_tanh", "hardswish", "laplace", "leaky_relu", "linear", "mish", "prelu", "quick_gelu",
+               "relu", "relu2", "relu6", "sigmoid", "silu", "sqrtsoftplus", "swish", "tanh", "xielu")
+"""The activation names transformers builds (transformers 5.25.0 src/transformers/activations.py ACT2CLS);
+any other raises KeyError in ACT2FN when the model is built."""
+
+
+def config_activation(cfg: dict[str, Any]) -> str:
+    """The MLP activation (hidden_act / hidden_activation / activation_function; silu if none), one
+    transformers knows: `hidden_act: "nope"` or `5` was read as a GeLU-free activation, exit 0."""
+    keys = ("hidden_act", "hidden_activation", "activation_function")
+    value = first(cfg, *keys)
+    if value is None:
+        return "silu"
+    if not isinstance(value, str) or value not in ACTIVATIONS:
+        key = next(k for k in keys if cfg.get(k) is not None)
+        raise InputError(f"config.json: {key}", value, "an activation transformers knows: " + ", ".join(ACTIVATIONS))
+    return value
+
+
 def int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: int | None = None,
                minimum: int = 1) -> int:
     value = first(cfg, *keys)

@@ -24,6 +24,7 @@ from gpuplan.adapters.config_fields import (
     check_flags,
     check_rope_scaling,
     check_routing,
+    config_activation,
     config_dropout,
     first,
     int_field,
@@ -289,8 +290,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     mlp_bias = cfg.get("mlp_bias", cfg.get("bias"))
     mlp = MLPSpec(intermediate_size=intermediate, gated=traits.gated_mlp,
                   bias=traits.mlp_bias if mlp_bias is None else bool(mlp_bias),
-                  activation=str(first(cfg, "hidden_act", "hidden_activation",
-                                        "activation_function") or "silu"))
+                  activation=config_activation(cfg))
     moe, moe_mask = _moe(cfg, layers)
     norms_per_layer = traits.norms_per_layer
     if model_type == "falcon" and not cfg.get("new_decoder_architecture"):
@@ -328,6 +328,9 @@ def load_hf_config(path: str | Path) -> dict[str, Any]:
     try:
         if p.is_dir():
             p = p / "config.json"
+            if not p.exists() and not p.is_symlink():  # was 'config: got 'config.json'; no such file'
+                raise InputError("model", str(path), "is a folder without a config.json; give a catalog name, "
+                                 "a config.json or a folder holding one")
     except OSError:  # a name too long for the file system
         raise InputError("model", str(path), "no such file; give a catalog name, a config.json "
                          "or a folder holding one") from None

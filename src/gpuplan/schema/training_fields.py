@@ -92,10 +92,7 @@ class LayoutFields(JobInputs):
                              "--global-batch-tokens, not both")
         given = self.global_batch if self.global_batch is not None else (
             self.global_batch_tokens / seq_len if self.global_batch_tokens is not None and seq_len else None)
-        if self.micro_batch is not None and given is not None and self.micro_batch > max(1, round(given)):
-            # a data-parallel rank's batch is at most the whole batch (dp 1); it was 'no layout' naming gpus
-            raise InputError("micro_batch", self.micro_batch, f"more than the global batch of {given:,.0f} sequences "
-                             f"(--global-batch / --global-batch-tokens): at most {max(1, round(given)):,}")
+        V.check_micro_batch(self.micro_batch, given, exact=self.global_batch is not None)
         return self
 
     def fixed_degrees(self) -> dict[str, int]:
@@ -129,10 +126,10 @@ class LayoutFields(JobInputs):
 
     def target_batch(self, seq_len: int) -> float:
         """Sequences per step asked for (the planner rounds it to a multiple of dp); without a
-        batch, the 4M-token default, which ``batch_per_gpu`` raises on large clusters."""
+        batch, the 4M-token default (at least one sequence), which ``batch_per_gpu`` raises on large clusters."""
         if self.global_batch is not None:
             return float(self.global_batch)
-        return (self.global_batch_tokens or DEFAULT_BATCH_TOKENS) / seq_len
+        return max(1.0, (self.global_batch_tokens or DEFAULT_BATCH_TOKENS) / seq_len)  # seq > 4M: 1, not 0.5
 
     def batch_per_gpu(self, seq_len: int) -> float:
         """Sequences per GPU the default batch holds at least at each GPU count (0 when a batch

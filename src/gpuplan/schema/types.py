@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
@@ -67,6 +68,7 @@ def _plain(bound: float) -> str:
 def _bounded(number: float, value: Any, field: str, low: float, high: float, low_open: bool) -> float:
     if not math.isfinite(number):
         raise InputError(field, value, "must be a finite number")
+    _not_subnormal(number, value, field)
     if (number <= low if low_open else number < low) or number > high:
         low_text = f"> {_plain(low)}" if low_open else f">= {_plain(low)}"
         raise InputError(field, value, f"must be {low_text} and <= {_plain(high)}")
@@ -125,6 +127,14 @@ def number(low: float, high: float, *, low_open: bool = False, whole: bool = Fal
     return parse
 
 
+def _not_subnormal(number: float, value: Any, field: str) -> None:
+    """Refuse a value below the smallest normal float (2.2e-308) but not 0 ('5e-324', '1e-310'): it
+    has lost its precision, and dividing by it overflows to inf (--mfu 5e-324 ended in a
+    ZeroDivisionError, --failure-rate 5e-324 in NaN warnings)."""
+    if number and abs(number) < sys.float_info.min:
+        raise InputError(field, value, "is too small to tell from 0 (below 2.2e-308, the smallest normal float)")
+
+
 def _no_underflow(parsed: float, text: Any, field: str, expected: str) -> None:
     """Refuse text with a non-zero digit that parses to 0 ("1e-400" underflows to 0.0)."""
     if parsed == 0 and isinstance(text, str) and re.search(r"[1-9]", text.lower().split("e")[0]):
@@ -135,7 +145,9 @@ def fraction(value: Any, info: ValidationInfo) -> float:
     """'40%' or 0.4, in (0, 1]."""
     field = _name(info)
     _finite(value, field)
-    return units.parse_fraction(value if isinstance(value, int | float) else _text(value, field), field)
+    parsed = units.parse_fraction(value if isinstance(value, int | float) else _text(value, field), field)
+    _not_subnormal(parsed, value, field)
+    return parsed
 
 
 def efficiency(value: Any, info: ValidationInfo) -> float:

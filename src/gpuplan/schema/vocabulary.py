@@ -221,3 +221,19 @@ Calibration = option(CalibrationDoc | None, None, "Calibration from `gpuplan cal
 
 # ---- outputs --------------------------------------------------------------------------------
 Out = option(T.Name | None, None, "File to write (atomically: a temporary file renamed into place).")
+
+
+def check_micro_batch(micro_batch: int | None, batch: float | None, exact: bool) -> None:
+    """--micro-batch against the global batch in sequences (``exact``: --global-batch, kept exactly;
+    else a target the planner rounds): at most the batch (dp 1), and with --global-batch a divisor of
+    it (Megatron asserts global_batch % (micro_batch x dp) == 0). Both were 'no layout can use these
+    GPU counts', naming gpus (--global-batch 8 --micro-batch 3)."""
+    if micro_batch is None or batch is None:
+        return
+    if micro_batch > max(1, round(batch)):
+        raise InputError("micro_batch", micro_batch, f"more than the global batch of {batch:,.0f} sequences "
+                         f"(--global-batch / --global-batch-tokens): at most {max(1, round(batch)):,}")
+    if exact and round(batch) % micro_batch:
+        divisors = [d for d in range(1, min(round(batch), 4096) + 1) if round(batch) % d == 0][:8]
+        raise InputError("micro_batch", micro_batch, f"must divide --global-batch {batch:,.0f} (global_batch % "
+                         f"(micro_batch x dp) == 0, Megatron's rule), e.g. {', '.join(map(str, divisors))}")

@@ -55,11 +55,11 @@ def parse_release(text: str) -> EngineRelease:
     naming ``engine`` otherwise (unknown engine, unreadable version, a release older than the
     rules modelled)."""
     raw = str(text).strip().lower()
-    name, _, version = raw.partition("==")
+    name, pinned, version = raw.partition("==")
     name = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm"}.get(name.strip(), name.strip())
     if name not in ENGINE_NAMES:
         raise InputError("engine", text, "must be vllm, sglang or trtllm, optionally with a release (vllm==0.19)")
-    if not version.strip():
+    if not pinned:  # 'vllm==' with no release falls through to the refusal below, not to the newest
         return release_of(name)
     match = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:[.+-]?(?:post|rc|dev)\S*)?", version.strip())
     if match is None:

@@ -223,9 +223,26 @@ def run_facts(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seconds: f
     if zero not in (0, 1, 2, 3):
         raise InputError("zero", zero, "must be 0, 1, 2 or 3")
     batch = float(global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS)
+    if step_seconds:
+        _check_step_time(spec, gpu, gpus, batch, step_seconds)
     step = step_seconds if step_seconds else batch / (tokens / wall_seconds)
     return RunFacts(spec, gpu, float(gpus), float(wall_seconds), float(gpu_hours), float(tokens), batch, step,
                     step_seconds is not None, recipe, zero, model_parallel)
+
+
+def _check_step_time(spec: ModelSpec, gpu: Accelerator, gpus: float, batch_tokens: float, step: float) -> None:
+    """A given --step-time no faster than the GPUs' largest dense peak (any dtype) allows for 6 FLOPs
+    per active non-embedding parameter per token (Kaplan et al. 2020 Sec. 2.1, as calibrate's
+    log_checks.check_step_flops): `--step-time 1e-300s` printed a 300-digit input rate, exit 0."""
+    from gpuplan.core.model.spec import count_parameters
+
+    counts = count_parameters(spec)
+    flops = 6 * (counts.active - counts.embedding - counts.position_embedding) * batch_tokens
+    peak = max(f for dtype, f in gpu.peak_flops if not dtype.startswith("int"))
+    if flops / (step * gpus) > peak:
+        raise InputError("step_time", f"{step:.3g} s", f"a step of {batch_tokens:,.0f} tokens on {gpus:,.0f} GPUs "
+                         f"needs at least {flops / (gpus * peak):.3g} s at the {gpu.name}'s peak "
+                         f"{peak / 1e12:,.0f} TFLOP/s (6 FLOPs per active parameter per token)")
 
 
 @dataclass(frozen=True)

@@ -66,8 +66,27 @@ def comparison(measured: dict[str, Any], estimated: dict[str, Any]) -> Table:
     return Table(table.title, table.columns, tuple(rows))
 
 
+MAX_TENSOR_BYTES = 2**63 - 1
+"""torch's limit on one tensor's storage (c10 TensorImpl: 'Storage size calculation overflowed')."""
+
+
+def check_tensor_sizes(spec: Any, inputs: MeasureInputs) -> None:
+    """The step's widest fp32 tensors within torch's storage limit: the logits (micro-batch x
+    sequence x vocabulary), the MLP's activations (x its width) and eager attention's scores (x heads
+    x sequence); past it torch raised 'Storage size calculation overflowed' (exit 70) on
+    `--micro-batch 1e9 --seq-len 16M`."""
+    mb, seq = inputs.micro_batch or 1, inputs.seq_len
+    widest = max(spec.vocab_size, spec.hidden_size, spec.mlp.intermediate_size)
+    scores = spec.attention.num_heads * seq if inputs.attention == "eager" else 0
+    needed = 4 * mb * seq * max(widest, scores)
+    if needed > MAX_TENSOR_BYTES:
+        raise InputError("micro_batch/seq_len", f"{mb:,} x {seq:,} tokens", f"one fp32 tensor of the step would "
+                         f"take {needed / 2**60:,.0f} EiB, past torch's 8 EiB limit; lower --micro-batch or --seq-len")
+
+
 def measure_report(inputs: MeasureInputs) -> Report:
     spec = inputs.spec()  # first: a config gpuplan cannot read is refused before the measurement
+    check_tensor_sizes(spec, inputs)
     config, measured, how = run_measurement(inputs)
     layout, settings = estimate_inputs(inputs.case())
     estimated = estimated_categories(spec, layout, settings)

@@ -44,10 +44,18 @@ def _mfu(value: Any, info) -> Any:
     elif isinstance(value, str) and "-" in value.strip()[1:] and "e" not in value.lower():
         raise InputError("mfu", value, "expected 0.4, 40%, a range such as 30-50% or 0.3-0.5, or predicted")
     else:
-        return T.fraction(value, info)
+        return _mfu_floor(T.fraction(value, info), value)
     if not low < high:
         raise InputError("mfu", value, "a range low-high with low < high, e.g. 30-50%")
-    return (low, high)
+    return (_mfu_floor(low, value), high)
+
+
+def _mfu_floor(mfu: float, value: Any) -> float:
+    """An MFU of at least 0.1%, the floor of every kernel efficiency (schema.types.efficiency): --mfu
+    1e-300 with --gpus ran the clock past float range (a ZeroDivisionError, exit 70)."""
+    if mfu < 0.001:
+        raise InputError("mfu", value, "must be at least 0.001 (0.1%) and at most 1 (100%)")
+    return mfu
 
 
 Mfu = T.typed(float | Literal["predicted"] | tuple[float, float], _mfu)
