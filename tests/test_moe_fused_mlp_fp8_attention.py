@@ -14,7 +14,7 @@ import yaml
 from gpuplan.catalog import load_accelerator
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.time.low_precision import fp8_attention_time_ratio
-from gpuplan.core.time.moe_layer import fused_mlp_saved_seconds, stage_expert_kernel_seconds
+from gpuplan.core.time.moe_layer import expert_kernel_fixed_seconds, fused_mlp_saved_seconds, stage_expert_kernel_seconds
 from gpuplan.core.time.step import StepSettings, microbatch_compute_time
 from gpuplan.jobs.validation.throughput import run_spec
 
@@ -80,7 +80,12 @@ def test_fused_mlp_term_applies_to_mxfp8_fused_layers_only():
     assert stage_expert_kernel_seconds(spec, st, 8, spec.num_layers, "tensorwise", 16384, hbm) == 0.0
     per_expert = stage_expert_kernel_seconds(spec, replace(st, moe_expert_kernels="per-expert"), 8, spec.num_layers,
                                              "mxfp8", 16384, hbm)
-    assert per_expert > 0
+    # per-expert kernels instead: each of the 48 MoE layers pays one layer's fixed kernel time for its
+    # 128 / 8 = 16 local experts (flex dispatcher: no sorts, no fused savings): 48 x (0.3136 + 0.37632) ms
+    # = 33.116 ms at ae3dfd8 (was only '> 0')
+    forward, backward = expert_kernel_fixed_seconds(16, "mxfp8")
+    assert spec.num_moe_layers == 48 and spec.moe.num_experts == 128
+    assert per_expert == pytest.approx(48 * (forward + backward), rel=1e-9)
 
 
 def test_full_iteration_rows_run_the_fused_grouped_mlp():
