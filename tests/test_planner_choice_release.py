@@ -133,3 +133,21 @@ def test_torchtitans_context_parallel_layouts_take_the_widest_uncertainty(framew
     assert widest == pytest.approx(0.2298)
     assert bool(np.all(t["uncertainty"][cp] >= widest - 1e-12)) is widened
     assert (t["uncertainty"][~cp] < widest).any()
+
+
+def test_the_terms_table_names_the_405b_bubble_and_the_published_8b_layouts():
+    """`planner_choice --terms`: GPU-seconds a sequence by step term. The published 405B-on-512 layout runs
+    interleaved 1F1B, pp 8, 2 virtual stages, 8 micro-batches (local batch 32 in micro-batches of 4: 9dec370's
+    default pipeline_parallel_microbatches = pp), one round: its bubble is (pp - 1) / (v m) = 7/16 of the
+    compute; the planner's FSDP 256 x TP 2 has none, so the bubble is the term that changes most."""
+    from gpuplan.jobs.validation.planner_choice import terms_table
+    from gpuplan.jobs.validation.published_throughput import predicted_step
+
+    rows = terms_table()
+    assert len(rows) == 2 + 2 * 13
+    i = next(k for k, r in enumerate(rows) if r.startswith("| llama-3.1-405b 512 "))
+    assert rows[i + 1].rstrip().endswith("| bubble |")
+    step = predicted_step(_row("torchtitan-2412-llama-3.1-405b-512g-interleaved-1f1b"))
+    assert step.bubble / step.compute == pytest.approx(7 / 16, rel=0.02)  # 0.431 in the model
+    same = [r for r in rows if r.rstrip().endswith("| none: the published layout |")]
+    assert len(same) == 4  # 8B on 8 and 128 H100, BF16 and FP8 (release_runs)

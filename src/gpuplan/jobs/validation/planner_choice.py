@@ -320,6 +320,39 @@ def advantage_table(framework: str = "torchtitan") -> list[str]:
     return rows
 
 
+TERMS = ("compute", "bubble", "tp_comm", "dp_comm", "cp_comm")
+"""The step terms terms_table shows (core.time.step.StepBreakdown; communication as exposed)."""
+
+
+def terms_table(framework: str = "torchtitan") -> list[str]:
+    """Markdown rows, one per group of ``framework``: the step model's seconds by term at the best published
+    layout and at the planner's layout timed as that row is (advantage_split's second layout), per sequence
+    of the global batch, and the term whose change is largest: why the model prefers its choice."""
+    from gpuplan.jobs.validation.published_throughput import predicted_step
+    from gpuplan.planner.plan import layout_text
+
+    rows = ["| group | release | layout | GPU-seconds a sequence: " + " / ".join(TERMS) + " | total | largest change |",
+            "|---|---|---|---|---|---|"]
+    for key, runs in sorted(_groups().items()):
+        if key[4] != framework:
+            continue
+        best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
+        plan, lay = planner_plan(best, framework), best["layout"]
+        degrees = {k: getattr(plan.layout, k) for k in ("dp", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch")}
+        chosen = {**best, "layout": {**lay, **degrees, "recompute": plan.recompute}}
+        parts = []
+        for run, text in ((best, layout_text(published_layout(lay), lay["recompute"])), (chosen, plan.text())):
+            step, per = predicted_step(run), run["gpus"] / lay["global_batch"]  # GPU-seconds a sequence
+            parts.append((text, [getattr(step, t) * per for t in TERMS], step.total * per))
+        deltas = [abs(b - a) for a, b in zip(parts[0][1], parts[1][1])]
+        change = TERMS[deltas.index(max(deltas))] if max(deltas) > 0 else "none: the published layout"
+        for i, (text, terms, total) in enumerate(parts):
+            head = f"{key[0]} {key[2]} {key[1]} {key[3]}" if i == 0 else ""
+            rows.append(f"| {head} | {release_of(best) if i == 0 else ''} | {text} | "
+                        + " / ".join(f"{x:.3f}" for x in terms) + f" | {total:.3f} | {change if i else ''} |")
+    return rows
+
+
 def kind_correction_table(min_rows: tuple[int, ...] = (3, 10)) -> list[str]:
     """Markdown rows: the planner check as `plan` ranks now, and with the kind correction (figure only;
     ranking and figure) at each of ``min_rows`` (docs/step.md, Planner: 'A correction by kind')."""
@@ -340,5 +373,5 @@ if __name__ == "__main__":
     import sys
 
     table = (kind_correction_table if "--kind-correction" in sys.argv else
-             advantage_table if "--advantage" in sys.argv else choice_table)
+             advantage_table if "--advantage" in sys.argv else terms_table if "--terms" in sys.argv else choice_table)
     print("\n".join(table()))

@@ -211,6 +211,13 @@ def flex_backend(moe_comm: dict[str, Any]) -> str:
 def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> float:
     """Tokens per second per GPU the step model predicts at the run's layout (``step_overrides``:
     StepSettings fields to change, e.g. while fitting a constant)."""
+    lay = run["layout"]
+    return lay["global_batch"] * run["model"]["seq_len"] / predicted_step(run, **step_overrides).total / run["gpus"]
+
+
+def predicted_step(run: dict[str, Any], **step_overrides: Any):
+    """The step model's StepBreakdown (seconds by term) at the run's layout, as predict_tokens_per_gpu_s
+    times it."""
     spec = run_spec(run["model"])
     gpu = load_accelerator(run["gpu"])
     cluster = cluster_for(gpu)
@@ -267,10 +274,9 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
                             grad_comm_bytes=4.0 if torchtitan else 2.0)
     settings = replace(settings, **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
-    step = step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
+    return step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
                      cp=lay.get("cp") or 1, ep=lay.get("ep") or 1, zero=lay.get("zero") or 0,
-                     micro_batch=lay["micro_batch"], micro_batches=micro_batches).total
-    return lay["global_batch"] * run["model"]["seq_len"] / step / run["gpus"]
+                     micro_batch=lay["micro_batch"], micro_batches=micro_batches)
 
 
 def published_throughput_cases() -> tuple[list[PublishedThroughputCase], list[tuple[str, str]]]:
