@@ -225,3 +225,30 @@ def test_a_folder_without_a_config_is_named_as_the_model(run_cli, tmp_path):
     assert str(tmp_path) in err
     shutil.copy(ROOT / "examples/llama-2-7b/config.json", tmp_path / "config.json")
     assert run_cli("train", "--model", str(tmp_path))[0] == 0
+
+
+# ---- 10. a terminal width no table can be drawn at -------------------------------------------
+
+@pytest.mark.parametrize("columns", ["0", "-5", "abc", "1", "1e9", "99999999"])
+def test_a_bad_columns_variable_never_hides_the_answer(run_cli, monkeypatch, columns):
+    """rich read COLUMNS=0 as a width of 0 and drew nothing: `gpuplan train` on a terminal printed no
+    answer at all, exit 0. A width outside 20..10,000 is ignored (the terminal's own size, else 80)."""
+    monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setattr("gpuplan.commands.build.on_terminal", lambda: True)
+    code, out, err = run_cli("train")
+    assert code == 0 and err == "" and "Training budget" in out and "1,352" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_a_valid_columns_variable_is_the_width(monkeypatch):
+    from gpuplan.commands.build import terminal_width
+
+    monkeypatch.setenv("COLUMNS", "132")
+    assert terminal_width() == 132
+
+
+def test_a_deadline_needing_astronomically_many_gpus_is_a_short_line(run_cli):
+    """--days 1e-300: 8.4e22 FLOPs x 1.2 / (312e12 x 0.4 x 86,400 x 1e-300) = 9.35e303 GPUs, printed
+    with all 304 digits before (551 characters)."""
+    err = refused(run_cli("train", "--days", "1e-300"), "days", "needs 9.35e+303 GPUs")
+    assert len(err) < 200

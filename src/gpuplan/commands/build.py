@@ -138,7 +138,28 @@ def emit(report: Any, fmt: str = "table", as_json: bool = False, full: bool = Fa
     else:
         from gpuplan.report import render
 
-        (render.print_rich if full else render.print_summary)(report)
+        (render.print_rich if full else render.print_summary)(report, terminal_width())
+
+
+MIN_WIDTH = 20
+"""Narrowest terminal a table is drawn for: rich drew nothing at COLUMNS=0 (exit 0, no answer)."""
+
+
+def terminal_width() -> int:
+    """The width to draw at: COLUMNS when it is a whole number from MIN_WIDTH to 10,000 (rich's own
+    reading), else the terminal's size, else 80. COLUMNS=0, -5, 1e9 or abc is ignored as GNU ls
+    ignores it, so a bad value never hides the answer."""
+    import os
+    import shutil
+
+    text = os.environ.get("COLUMNS", "").strip()
+    if text.isascii() and text.isdigit() and MIN_WIDTH <= int(text) <= 10_000:
+        return int(text)
+    try:
+        columns = os.get_terminal_size(sys.stdout.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        columns = shutil.get_terminal_size((80, 24)).columns
+    return columns if MIN_WIDTH <= columns <= 10_000 else 80
 
 
 PATH_FIELDS = ("model", "draft_model", "calibration")

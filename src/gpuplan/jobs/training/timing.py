@@ -289,7 +289,8 @@ def _whole(gpus: float, mfu: float, days: float) -> int:
                          "faster than a checkpoint period plus a restart; give more days or fewer tokens")
     needed = max(1, math.ceil(gpus - 1e-9))
     if needed > MAX_GPUS:
-        raise InputError("days", days, f"the budget needs {needed:,} GPUs at {mfu:.0%} MFU, more than the "
+        shown = f"{needed:,}" if needed < 1e15 else f"{needed:.3g}"  # 1e-300 days printed 300 digits
+        raise InputError("days", days, f"the budget needs {shown} GPUs at {mfu:.0%} MFU, more than the "
                          f"{MAX_GPUS:,} the planner lays out; give more days, fewer tokens or --gpus")
     return needed
 
