@@ -198,7 +198,6 @@ LLAMA_405B, LLAMA_70B, LLAMA_8B = _llama31_params(16384, 126, 53248), _llama31_p
      2 * (LLAMA_70B + LLAMA_8B)),
 ])
 def test_no_memory_line_goes_negative_when_nothing_fits(run_json, args, weights):
-    assert (LLAMA_405B, LLAMA_70B, LLAMA_8B) == (405_853_388_800, 70_553_706_496, 8_030_261_248)
     data = run_json("infer", *args, "--no-search")
     lines = {line["key"]: line for section in data["sections"] for line in section["lines"]}
     assert lines["kv_budget"]["value"] == 0 and "GB short" in lines["kv_budget"]["text"]

@@ -168,7 +168,6 @@ def test_405b_on_h100_with_torchtitan_keeps_its_published_reserve_free():
     hand_budget = 0.95 * 81559 * 2**20
     norms = 126 * 2 * 16384 + 16384
     matrices = 126 * (2 * 16384**2 + 2 * 16384 * 1024 + 3 * 16384 * 53248) + 2 * 128256 * 16384
-    assert matrices + norms == 405_853_388_800
     assert plan.budget_bytes == pytest.approx(hand_budget, rel=1e-9)  # exact arithmetic
     states = plan.memory.weights + plan.memory.grads + plan.memory.optimizer + plan.memory.master
     assert states == pytest.approx(16 * (matrices / 96 + norms / 12), rel=1e-9)
