@@ -64,6 +64,10 @@ def _speed_assumptions(plan: Plan, u, tp: int) -> tuple[Assumption, ...]:
                    f"steps over {e.graph_max_tokens} tokens add {e.layer_launch_s * 1e6:.0f} us a layer, "
                    f"CUDA-graph steps {e.graph_layer_s * 1e6:.0f} us (fitted on vllm PR 23197's 8B rows)",
                    "--engine", False),
+        Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step",
+                   "not a server's request path (HTTP, tokenising, process hand-offs, streaming): 20 ms median on "
+                   "a 4-vCPU L4 node under vLLM 0.23, <= 1.8 ms on NIM 1.8 (docs/inference.md section 7)",
+                   "none (add your server's)", False),
         Assumption("small_gemm_exposure", "GEMMs of few tokens: share of the shorter bound not hidden",
                    f"{e.ridge_exposed:g} x min(1, {e.ridge_tile_tokens} / tokens)",
                    "fitted on TensorRT-LLM v0.5's first-token table (14 rows; docs/inference.md section 5)",
