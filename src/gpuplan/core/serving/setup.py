@@ -138,7 +138,7 @@ class Efficiency:
     decode attention over a short cache, the activation; their roofline time is well under 1 us at
     batch 1) and V1's piecewise graphs add two graph boundaries with the eager attention op between
     (vllm/compilation/cuda_piecewise_backend.py). Fitted by grid (5 us steps) on vllm PR 23197's four
-    Llama-3.1-8B TP 1 H100 rows (vLLM 0.10 V1 benchmark_latency, batch 1-16: 18.4% -> 1.4% mean);
+    Llama-3.1-8B TP 1 H100 rows (vLLM 0.10 V1 benchmark_latency, batch 1-16: 18.4% at 0 us -> 1.5% mean);
     its Llama-3.3-70B TP 4 rows, vllm PR 2192's four V0 A100 rows and the vLLM 0.23 L4 TPOT are held
     out (docs/inference.md section 7). Eager steps pay layer_launch_s instead."""
     allreduce_latency_s: float = 8e-6
