@@ -252,3 +252,22 @@ def test_a_deadline_needing_astronomically_many_gpus_is_a_short_line(run_cli):
     with all 304 digits before (551 characters)."""
     err = refused(run_cli("train", "--days", "1e-300"), "days", "needs 9.35e+303 GPUs")
     assert len(err) < 200
+
+
+# ---- 11. a model path that is a link loop, a dangling link or missing --------------------------
+
+@pytest.mark.parametrize("kind", ["loop", "dangling", "missing"])
+def test_a_model_path_that_cannot_be_read_names_model(run_cli, tmp_path, kind):
+    """A symbolic-link loop or a dangling link was looked up in the catalog ('not in the catalog');
+    a missing config.json named `config`. Each now names --model and why the path cannot be read."""
+    path = tmp_path / "model"
+    if kind == "loop":
+        path.symlink_to(path)
+    elif kind == "dangling":
+        path.symlink_to(tmp_path / "nowhere")
+    else:
+        path = tmp_path / "missing.json"
+    reason = "Too many levels of symbolic links" if kind == "loop" else "no such file"
+    refused(run_cli("train", "--model", str(path)), "model", reason)
+    refused(run_cli("infer", "llama-3.1-8b", "--speculative", "draft", "--draft-model", str(path)), "draft_model",
+            reason)

@@ -334,7 +334,7 @@ def load_hf_config(path: str | Path) -> dict[str, Any]:
     except OSError:  # a name too long for the file system
         raise InputError("model", str(path), "no such file; give a catalog name, a config.json "
                          "or a folder holding one") from None
-    data = parse_json(read_text(p, "config", MAX_BYTES["config"]), "config.json", p)
+    data = parse_json(read_text(p, "model", MAX_BYTES["config"]), "config.json", p)  # the field is --model
     if not isinstance(data, dict):
         raise InputError("config.json", str(p), "expected a JSON object at the top level")
     return data

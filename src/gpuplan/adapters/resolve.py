@@ -18,7 +18,7 @@ def _is_path(model: str) -> bool:
     if model.endswith(".json"):
         return True
     try:
-        return Path(model).exists()
+        return Path(model).exists() or Path(model).is_symlink()  # a link loop or dangling link: a path
     except (OSError, ValueError):  # a name too long for the file system, a NUL byte
         return False
 
