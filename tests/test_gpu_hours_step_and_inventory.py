@@ -55,3 +55,42 @@ def test_every_run_with_a_total_and_no_gpu_count_is_named_in_excluded():
     assert set(named) <= ids
     assert set(named) == without_count
     assert len(without_count) == 9 and len(ids) == 26
+
+
+PYTHIA_ROWS = ("pythia-70m", "pythia-160m", "pythia-410m", "pythia-1b", "pythia-1.4b", "pythia-2.8b", "pythia-6.9b",
+               "pythia-12b")
+
+
+@pytest.mark.parametrize("run_id", PYTHIA_ROWS + ("starcoderbase-15.5b",))
+def test_aws_efa_v1_rows_pass_50_gbit_a_gpu(run_id):
+    """Stability AI's cluster (Pythia) and bigcode's (StarCoderBase) ran on AWS EFA v1, 4 x 100 Gb/s a node of 8
+    GPUs (p4d / p4de): 4 x 100 / 8 = 50 Gb/s a GPU, passed as `train --nic-gbit-per-gpu 50` (training_runs.yaml
+    network_source names the code that says so)."""
+    run = _runs()[run_id]
+    assert run_inputs(run).nic_gbit_per_gpu == 4 * 100 / 8 == 50
+    assert "FI_EFA_USE_DEVICE_RDMA" in run["network_source"]
+    assert "EFA v1" in run["network_source"]
+
+
+def test_starcoderbase_passes_what_its_launch_script_states():
+    """bigcode's pretrain_bigcode_model.slurm: tp 4, pp 4, micro-batch 1, the distributed optimizer (gpuplan's ZeRO-1)
+    and no recompute flag; the vpp its source leaves unnamed is Megatron-LM's default, 1."""
+    inputs = run_inputs(_runs()["starcoderbase-15.5b"])
+    assert (inputs.tp, inputs.pp, inputs.micro_batch, inputs.zero, inputs.vpp) == (4, 4, 1, 1, 1)
+    assert inputs.recompute == "none"
+
+
+def test_a_slower_scale_out_link_slows_the_pythia_12b_step_by_its_collectives_alone():
+    """Pythia 12B (dp64 tp4, --dp-overlap 0 --tp-overlap 0): at 50 Gb/s a GPU instead of the catalog's 200 the step
+    grows by exactly the growth of its communication class (every collective on the critical path), the rest of
+    the step unchanged."""
+    from gpuplan.jobs.budget.estimate import estimate_budget
+
+    run = _runs()["pythia-12b"]
+    slow = estimate_budget(run_inputs(run))
+    fast = estimate_budget(run_inputs({k: v for k, v in run.items() if k != "nic_gbit_per_gpu"}))
+    grow_step = slow.value("io_step_seconds") - fast.value("io_step_seconds")
+    grow_comm = slow.value("class_comm") - fast.value("class_comm")
+    # seconds a step: the 5.9 GB (11.85e9 / 4 x 2 B) each TP rank reduce-scatters and gathers over 64 replicas
+    assert grow_comm > 0.5
+    assert grow_step == pytest.approx(grow_comm, rel=1e-9)

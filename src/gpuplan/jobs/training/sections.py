@@ -277,11 +277,11 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
         out.append("--mfu predicted is the steady state of the planner's layout on the kernels given (flash attention, FlashAttention-2 "
                    "class, unless --attention-kernel flash1 / eager); whole "
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
-                   "(the packaged 2022-23 runs used 0.89-1.83x their predicted GPU-hours with the recompute, attention "
+                   "(the packaged 2022-23 runs used 0.89-1.73x their predicted GPU-hours with the recompute, attention "
                    "kernel and network their sources state; Llama 3.1 "
                    "405B and DeepSeek-V3, 2024, 0.92-1.15x: docs/accuracy.md); the budget's failure and checkpoint "
-                   "lines hold part of that (with them and the stated batch ramps and layouts, 14.1% mean over sixteen "
-                   "held-out runs, predicted low on average; 11.2% on the 7 runs fixed before TinyLlama, 17.9% on the 8 "
+                   "lines hold part of that (with them and the stated batch ramps and layouts, 12.3% mean over sixteen "
+                   "held-out runs, predicted low on average; 11.2% on the 7 runs fixed before TinyLlama, 14.2% on the 8 "
                    "chosen by a written criterion before their predictions were computed: docs/training.md)")
     used = inputs.builtin_defaults_used()
     if used:
