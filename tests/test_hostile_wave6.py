@@ -271,3 +271,23 @@ def test_a_model_path_that_cannot_be_read_names_model(run_cli, tmp_path, kind):
     refused(run_cli("train", "--model", str(path)), "model", reason)
     refused(run_cli("infer", "llama-3.1-8b", "--speculative", "draft", "--draft-model", str(path)), "draft_model",
             reason)
+
+
+# ---- 12. serve --host in full-width or other non-ASCII letters --------------------------------
+
+@pytest.mark.parametrize("host", ["ｌｏｃａｌｈｏｓｔ", "１２７.０.０.１"])
+def test_serve_refuses_a_non_ascii_host_before_binding(run_cli, host):
+    """getaddrinfo folds full-width letters (NFKC), so the server started on 'http://ｌｏｃａｌｈｏｓｔ:8000/'
+    and checked Host headers against that spelling; it is refused before anything is bound."""
+    refused(run_cli("serve", "--host", host, "--port", "18765"), "host", "must be written in ASCII")
+
+
+# ---- 13. a prompt and output past the context bound -------------------------------------------
+
+def test_prompt_and_output_past_the_context_bound_are_refused(run_cli):
+    """--context is at most 2^24 = 16,777,216 tokens; --prompt 16M --output-tokens 16M (2^25) was
+    served as a 33,554,432-token context."""
+    refused(run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--prompt", "16M",
+                    "--output-tokens", "16M"), "output_tokens", "16,777,216-token context bound")
+    assert run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--prompt", "8M",
+                   "--output-tokens", "8M")[0] == 0

@@ -45,6 +45,9 @@ def check_port_free(host: str, port: int) -> None:
     from gpuplan.errors import InputError
 
     bind = host.strip("[]")
+    if not bind.isascii():  # 'ｌｏｃａｌｈｏｓｔ' bound (NFKC), printed and Host-checked as written
+        raise InputError("host", host, "must be written in ASCII, e.g. 127.0.0.1, ::1 or localhost (a browser "
+                         "sends a name's ASCII form in the Host header, which the server checks against --host)")
     family = socket.AF_INET6 if ":" in bind else socket.AF_INET
     try:  # a host that is no address (999.1.1.1, 127.0.0.1:8000, a name that does not resolve)
         socket.getaddrinfo(bind, port, family, socket.SOCK_STREAM)

@@ -214,6 +214,9 @@ class InferenceInputs(ModelFields):
             raise InputError("rps", None, "give the request rate (--rps) to size for a latency target")
         if self.prompt is not None and self.context is not None:
             raise InputError("prompt", self.prompt, "give --prompt (with --output-tokens) or --context, not both")
+        if (self.prompt or 0) + (self.output_tokens or 0) > V.MAX_SEQ_LEN:  # the --context bound (2^24)
+            raise InputError("output_tokens", self.output_tokens, f"--prompt {self.prompt or 0:,} + --output-tokens "
+                             f"{self.output_tokens or 0:,} is past the {V.MAX_SEQ_LEN:,}-token context bound")
         self._check_engine_options()
         if self.draft_model is not None and self.speculative != "draft":
             raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
