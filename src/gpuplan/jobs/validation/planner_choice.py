@@ -113,6 +113,7 @@ def release_runs(result, run: dict, framework: str):
         return result
     t = result.table
     keep = np.flatnonzero((t["micro_batches"] == 1) | (t["pp"] > 1))
+    # none left (nothing fits in one micro-batch): the search's own answer, as `plan` gives it
     return replace(result, table=t.take(keep)) if len(keep) else result
 
 
