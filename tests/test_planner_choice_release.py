@@ -151,3 +151,17 @@ def test_the_terms_table_names_the_405b_bubble_and_the_published_8b_layouts():
     assert step.bubble / step.compute == pytest.approx(7 / 16, rel=0.02)  # 0.431 in the model
     same = [r for r in rows if r.rstrip().endswith("| none: the published layout |")]
     assert len(same) == 4  # 8B on 8 and 128 H100, BF16 and FP8 (release_runs)
+
+
+@pytest.mark.parametrize("args, code", [
+    (("--framework", "torchtitan", "--tp-comm-overlap"), 2),  # async TP without torch.compile: torchtitan raises
+    (("--framework", "torchtitan", "--tp-comm-overlap", "--compile"), 0),
+    (("--framework", "megatron", "--tp-comm-overlap"), 0),  # TE's userbuffers need no compile
+])
+def test_torchtitans_async_tp_needs_compile(run_cli, args, code):
+    # torchtitan config/configs.py@b5bcd76 L306-313 (CompileConfig.__post_init__): "Async TP requires 'model' in
+    # --compile.components and --compile.enable"; the same check at 3faaa1a / 9dec370 parallelize_llama.py
+    status, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "16", "--tokens", "1e10", *args)
+    assert status == code
+    if code:
+        assert err.count("\n") == 1 and "tp_comm_overlap" in err and "--compile" in err and not out

@@ -183,6 +183,9 @@ class SetupFields(JobInputs):
         if self.compile and self.framework != "torchtitan":
             raise InputError("compile", True, f"is torchtitan's torch.compile per block: give --framework torchtitan "
                              f"(not {self.framework}: {COMPILE_ELSEWHERE.get(self.framework, 'not modelled')})")
+        if getattr(self, "tp_comm_overlap", False) and self.framework == "torchtitan" and not self.compile:
+            raise InputError("tp_comm_overlap", True, "is torchtitan's async TP, which runs only compiled (torchtitan "
+                             "config/configs.py@b5bcd76 L306-313: 'Async TP requires ... --compile.enable'): give --compile")
         if getattr(self, "recompute", None) == "selective" and self.profile.selective == "none":
             raise InputError("recompute", "selective", f"--framework {self.framework} has no selective recompute "
                              "(gradient checkpointing is per layer): give none or full")
