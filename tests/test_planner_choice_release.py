@@ -165,3 +165,16 @@ def test_torchtitans_async_tp_needs_compile(run_cli, args, code):
     assert status == code
     if code:
         assert err.count("\n") == 1 and "tp_comm_overlap" in err and "--compile" in err and not out
+
+
+def test_torchtitan_gives_a_tied_embedding_model_no_pipeline():
+    # torchtitan models/common/decoder.py@b5bcd76 L168-170: "Weight tying is not supported with Pipeline Parallel."
+    # (its Llama 3.2 3B config ties, models/llama3/__init__.py L203); a pp the user fixes is evaluated as asked
+    spec = load_model("llama-3.2-3b")  # tie_word_embeddings, 28 layers
+    assert spec.tie_embeddings
+    titan = enumerate_layouts(spec, (32,), 4096, 64.0, 8, SpaceLimits(framework="torchtitan"))
+    megatron = enumerate_layouts(spec, (32,), 4096, 64.0, 8, SpaceLimits(framework="megatron"))
+    fixed = enumerate_layouts(spec, (32,), 4096, 64.0, 8, SpaceLimits(framework="torchtitan", fixed={"pp": 4}))
+    assert len(titan["pp"]) and (titan["pp"] == 1).all()
+    assert (megatron["pp"] > 1).any()
+    assert len(fixed["pp"]) and (fixed["pp"] == 4).all()

@@ -10,7 +10,7 @@ parallelisms each combines with (the pipeline and virtual-stage rules live in co
   (TORCHTITAN_PUBLISHED_RESERVE), so a layout is not recommended on memory the published runs did not have.
   Its pipelines are torch.distributed.pipelining's schedules: 1F1B needs at least pp micro-batches, interleaved
   1F1B a multiple of its rounds (torch_pipeline_runs). Its context parallelism runs FlexAttention only
-  (cp_attention_untimed).
+  (cp_attention_untimed); a model with tied embeddings gets no pipeline (pipeline_with_tied_embeddings).
 - Megatron-Core (0.16): DDP (ZeRO-0), the distributed optimizer (optimizer states sharded,
   gradients reduce-scattered: gpuplan's ZeRO-1) or Megatron-FSDP (ZeRO-3); there is no ZeRO-2. Torch
   FSDP2 inside Megatron refuses pipeline and expert parallelism (megatron/training/arguments.py:
@@ -61,6 +61,11 @@ class FrameworkRules:
     ScaledDotProductAttention or VarlenAttention. Use FlexAttention or disable CP.",
     torchtitan/models/common/decoder.py L173-183, since 5dd944e62, 2026-08-19); gpuplan times torchtitan's
     SDPA (FlashAttention-2), and its published CP rows ran SDPA at 9dec370."""
+    pipeline_with_tied_embeddings: bool = True
+    """A model whose output layer shares the embedding's weights runs pipeline parallelism. torchtitan at
+    b5bcd76 refuses it ("Weight tying is not supported with Pipeline Parallel.", models/common/decoder.py
+    L168-170; its Llama 3.2 1B / 3B configs tie, models/llama3/__init__.py L159, L203): the free search
+    gives such a model pp 1 (a pp the user fixes is evaluated as asked)."""
     torch_pipelining: bool = False
     """Pipelines run torch.distributed.pipelining's schedules, with their micro-batch rules
     (torch_pipeline_runs)."""
@@ -87,7 +92,8 @@ row's own states it was 0.210 (docs/memory.md, Reserve of the fit rule)."""
 
 RULES: dict[str, FrameworkRules] = {
     "torchtitan": FrameworkRules((0, 3), replicated_only_alone=True, published_reserve=TORCHTITAN_PUBLISHED_RESERVE,
-                                 fsdp2_stream_pools=True, torch_pipelining=True, cp_attention_untimed=True),
+                                 fsdp2_stream_pools=True, torch_pipelining=True, cp_attention_untimed=True,
+                                 pipeline_with_tied_embeddings=False),
     "megatron": FrameworkRules((0, 1, 3), zero3_with_pipeline=False),
     "deepspeed": FrameworkRules((0, 1, 2, 3)),
     "hf": FrameworkRules((0, 3), replicated_only_alone=True, data_parallel_only=True),

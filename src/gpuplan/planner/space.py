@@ -148,6 +148,7 @@ def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: Sp
     """(tp, cp, pp, vpp, dp) of every structure ``gpus`` GPUs allow (Python loops: a few hundred)."""
     fixed = limits.fixed
     L = spec.num_layers
+    no_pipeline = spec.tie_embeddings and not rules_for(limits.framework).pipeline_with_tied_embeddings
     for tp in tp_options(spec, gpus, max_tp):
         if "tp" in fixed and tp != fixed["tp"]:
             continue
@@ -155,7 +156,7 @@ def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: Sp
             if cp > limits.max_cp or (cp > 1 and seq_len % (2 * cp)) or ("cp" in fixed and cp != fixed["cp"]):
                 continue
             for pp in divisors(gpus // (tp * cp)):
-                if pp > L or ("pp" in fixed and pp != fixed["pp"]):
+                if pp > L or ("pp" in fixed and pp != fixed["pp"]) or (pp > 1 and no_pipeline and "pp" not in fixed):
                     continue
                 dp = gpus // (tp * cp * pp)
                 if "dp" in fixed and dp != fixed["dp"]:
