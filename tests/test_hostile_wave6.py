@@ -291,3 +291,26 @@ def test_prompt_and_output_past_the_context_bound_are_refused(run_cli):
                     "--output-tokens", "16M"), "output_tokens", "16,777,216-token context bound")
     assert run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--prompt", "8M",
                    "--output-tokens", "8M")[0] == 0
+
+
+# ---- 14. an output path that names a folder, or sits in a file ---------------------------------
+
+@pytest.mark.parametrize("flag", ["--out", "--markdown"])
+def test_report_refuses_an_output_ending_in_a_separator_and_writes_nothing(run_cli, tmp_path, flag):
+    """Path('r.html/') drops the separator: `report plan.yaml --out r.html/` wrote r.html and said
+    'wrote r.html/' (calibrate alone refused it). The rule is in adapters.files.check_writable now."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("model: llama-2-7b\ngpus: 8\n")
+    name = "r.html" if flag == "--out" else "r.md"
+    other = ("--out", str(tmp_path / "o.html")) if flag == "--markdown" else ()
+    refused(run_cli("report", str(plan), flag, str(tmp_path / name) + "/", *other), flag[2:],
+            "ends in a path separator, so names a folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.yaml"]
+
+
+def test_an_output_inside_a_file_says_the_file_is_not_a_folder(run_cli, tmp_path):
+    """'plan.yaml/r.html' was 'in a folder that does not exist (plan.yaml)': it exists, as a file."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("model: llama-2-7b\ngpus: 8\n")
+    refused(run_cli("report", str(plan), "--out", str(plan / "r.html")), "out", "which is not a folder")
+    assert plan.read_text() == "model: llama-2-7b\ngpus: 8\n"

@@ -213,6 +213,8 @@ def check_writable(path: str | Path, field: str = "out", inputs: tuple[Any, ...]
     (the files the command reads: same path, or the same file through another name or link);
     given ``suffixes`` (lower case), its name ends in one of them: the format written there (an
     HTML report over plan.yaml, a calibration over train.log, was written)."""
+    if str(path).endswith(("/", os.sep)):  # Path() drops the separator: 'x.html/' wrote x.html (report)
+        raise refusal(field, path, "ends in a path separator, so names a folder; give a file name")
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_symlink():
@@ -222,6 +224,8 @@ def check_writable(path: str | Path, field: str = "out", inputs: tuple[Any, ...]
                     "or another name")
     if target.is_dir():
         raise refusal(field, path, "is a directory; give a file name")
+    if folder.exists() and not folder.is_dir():  # was 'in a folder that does not exist' (it exists)
+        raise refusal(field, path, f"is in {folder}, which is not a folder (a file or a device)")
     if not folder.is_dir():
         raise refusal(field, path, f"is in a folder that does not exist ({folder}); create it first")
     if not os.access(folder, os.W_OK):
