@@ -94,3 +94,17 @@ def test_a_slower_scale_out_link_slows_the_pythia_12b_step_by_its_collectives_al
     # seconds a step: the 5.9 GB (11.85e9 / 4 x 2 B) each TP rank reduce-scatters and gathers over 64 replicas
     assert grow_comm > 0.5
     assert grow_step == pytest.approx(grow_comm, rel=1e-9)
+
+
+def test_starcoderbase_runs_flashattention_1():
+    """bigcode's Megatron-LM calls flash_attn_unpadded_func, FlashAttention 1's API (gone from flash-attn v2.0.0):
+    the row passes --attention-kernel flash1, which at its 8,192 tokens and head dim 128 (the generic 15.5B shape,
+    5,120 / 40) times the attention slower than the FlashAttention-2-class flash kernel."""
+    from gpuplan.jobs.budget.estimate import estimate_budget
+
+    run = _runs()["starcoderbase-15.5b"]
+    assert run_inputs(run).attention_kernel == "flash1"
+    assert "flash_attn_unpadded_func" in run["attention_kernel_source"]
+    fa1 = estimate_budget(run_inputs(run)).value("class_attention")
+    fa2 = estimate_budget(run_inputs(dict(run, attention_kernel="flash"))).value("class_attention")
+    assert fa1 > fa2
