@@ -90,7 +90,19 @@ class TrainingInputs(ModelFields, LayoutFields, SetupFields, StepFields):
     def _two_of_three(self) -> TrainingInputs:
         if self.gpus is not None and self.days is not None and self.mfu is not None:
             raise InputError("gpus/days/mfu", "all three", "give at most two; the third is solved")
+        if self.comm_allowance and self.time_predicted:  # it was read as 0 and said nothing (wave 6)
+            raise InputError("comm_allowance", self.comm_allowance, "applies when the MFU is given (--mfu 0.4); with "
+                             "--mfu predicted, --calibration or fixed degrees the step model prices communication "
+                             "collective by collective (give --mfu, or drop --comm-allowance)")
         return self
+
+    @property
+    def time_predicted(self) -> bool:
+        """Time from the layout's modelled step, not from an MFU: --mfu predicted, or no --mfu with a
+        calibration or fixed degrees (gpus and days both given: the MFU is solved)."""
+        if self.gpus is not None and self.days is not None:
+            return False
+        return self.predict_mfu or (self.mfu is None and (self.calibration is not None or self.layout_given))
 
     # ---- resolved values (defaults that depend on other inputs) ---------------------------
     @property

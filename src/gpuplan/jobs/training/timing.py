@@ -75,10 +75,8 @@ def count_flops(spec, inputs: TrainingInputs, recompute: str) -> Flops:
 
 
 def predicted_mode(inputs: TrainingInputs) -> bool:
-    """Time from the layout's modelled step (not from an MFU)?"""
-    if inputs.gpus is not None and inputs.days is not None:
-        return False  # both given: the MFU is solved
-    return inputs.predict_mfu or (inputs.mfu is None and (inputs.calibration is not None or inputs.layout_given))
+    """Time from the layout's modelled step (not from an MFU)? (TrainingInputs.time_predicted)"""
+    return inputs.time_predicted
 
 
 def _budgets(flops: float, peak: float, gpus, seconds, mfu: float, band: tuple[float, float] | None,

@@ -1,0 +1,45 @@
+"""Hostile inputs, wave 6 (2026-12-05), second part (the first: tests/test_hostile_wave6.py): options
+that did nothing and said nothing. Each refusal is one line on stderr naming the field, exit 2;
+the valid neighbour still answers."""
+
+import pytest
+
+
+def refused(result, field: str, fragment: str = "") -> str:
+    code, out, err = result
+    assert code == 2 and err.startswith(f"error: {field}: ") and err.count("\n") == 1, (code, err)
+    assert "Traceback" not in err and out == "", err
+    assert fragment in err, err
+    return err
+
+
+# ---- a communication allowance where the step model prices communication ----------------------
+
+@pytest.mark.parametrize("command", ["train", "budget"])
+@pytest.mark.parametrize("extra", [("--mfu", "predicted"), ("--tp", "2"), ("--recompute", "full")])
+def test_a_communication_allowance_with_a_predicted_time_is_refused(run_cli, command, extra):
+    """With --mfu predicted (or fixed degrees, which predict it) the time is the layout's modelled
+    step, communication included; --comm-allowance 0.3 was read as 0 (results comm_allowance 0.0,
+    the same wall-clock) and the answer did not say so."""
+    refused(run_cli(command, "llama-2-7b", "--gpus", "64", "--comm-allowance", "0.3", *extra), "comm_allowance",
+            "applies when the MFU is given")
+
+
+def test_the_allowance_still_applies_to_a_given_or_solved_mfu(run_json):
+    given = run_json("train", "llama-2-7b", "--gpus", "64", "--mfu", "0.4", "--comm-allowance", "0.3")["results"]
+    assert given["comm_allowance"] == pytest.approx(0.3)
+    assert given["wall_days_with_comm"] == pytest.approx(1.3 * given["wall_days"], rel=1e-9)
+    # 0 is what the predicted time uses: it contradicts nothing
+    predicted = run_json("train", "llama-2-7b", "--gpus", "64", "--mfu", "predicted", "--comm-allowance", "0")
+    assert predicted["results"]["comm_allowance"] == 0
+
+
+def test_the_api_refuses_the_allowance_with_a_predicted_mfu():
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web import create_app
+
+    response = TestClient(create_app(), raise_server_exceptions=False).post(
+        "/api/training", json={"model": "llama-2-7b", "gpus": 64, "mfu": "predicted", "comm_allowance": 0.2})
+    assert response.status_code == 422 and response.json()["field"] == "comm_allowance", response.text[:300]
