@@ -202,6 +202,19 @@ def clamped_glu_extra_bytes(spec: ModelSpec, impl: str, c: int) -> float:
     return 2.0 * c * moe.expert_intermediate_size
 
 
+def unsaved_expert_output_bytes(spec: ModelSpec, impl: str, c: int) -> float:
+    """Per routed row: the expert output (c·h) that HF's weighting by the routing probability saves and
+    Megatron-Core does not, less the probability Megatron saves instead (one fp32; 0 outside ``megatron``).
+    Megatron-Core from 0.13 applies the probability inside the experts' activation (experts.py TEGroupedMLP:
+    weighted_bias_swiglu_impl, whose WeightedSwiGLUFunction saves the fc1 output and the probability,
+    fused_bias_swiglu.py@core_v0.16.1 L194-196) and unpermutes without probs in every dispatcher
+    (token_dispatcher.py@core_v0.13.1 L303, L788, L1123; @core_v0.16.1 L319, L833, L1310), a scatter whose
+    backward needs no saved tensor; up to core 0.12 unpermute(probs=...) kept the expert output for the probs'
+    gradient (@core_v0.12.0 L641-645, L900-905). The megatron profile is core 0.16.1's. The unpermute still
+    reads the row (core.time.step.layer_activation_bytes counts that traffic)."""
+    return c * spec.hidden_size - FP32 if impl == "megatron" else 0.0
+
+
 def moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0,
               linear_input_bytes: float | None = None) -> float:
     """Router, per-token expert inputs/outputs and the top-k experts' MLPs (HF loop over experts:
@@ -213,7 +226,8 @@ def moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0,
     h = spec.hidden_size
     router = FP32 * moe.num_experts + c * moe.num_experts  # logits and fp32 softmax
     fc1 = c if linear_input_bytes is None or impl != "megatron" else linear_input_bytes  # GroupedLinear's input
-    per_routed = (c + fc1) * h + mlp_bytes(spec, moe.expert_intermediate_size, impl, c, linear_input_bytes) \
+    weighted = c * h - unsaved_expert_output_bytes(spec, impl, c)  # the routed row's weighted output
+    per_routed = fc1 * h + weighted + mlp_bytes(spec, moe.expert_intermediate_size, impl, c, linear_input_bytes) \
         + clamped_glu_extra_bytes(spec, impl, c)
     shared = mlp_bytes(spec, moe.shared_intermediate_size, impl, c, linear_input_bytes) \
         if moe.shared_intermediate_size else 0
@@ -369,12 +383,17 @@ def outside_layer_bytes(spec: ModelSpec, *, impl: str = "hf", compute_bytes: int
     return OutsideLayers(saved=final_norm + compute_bytes * v + FP32 * v + softcap, backward_temp=2 * FP32 * v)
 
 
-def pipeline_micro_batches_in_flight(pp: int, vpp: int, micro_batches: int) -> float:
-    """Micro-batches whose activations the first stage holds at once.
+def pipeline_micro_batches_in_flight(pp: int, vpp: int, micro_batches: int, stage=0) -> float:
+    """Micro-batches' worth of a stage's activations pipeline ``stage`` holds at once.
 
-    1F1B: up to pp (Narayanan et al. 2021, Sec. 2.2); interleaved with v virtual stages:
-    pp·(1 + (pp-1)/(pp·v)) (Korthikanti et al. 2022, Sec. 4.2.3). Never more than the step has.
+    1F1B: stage i holds pp - i (Narayanan et al. 2021, Sec. 2.2); interleaved with v virtual stages, Megatron-Core's
+    warm-up runs w = 2 (pp - i - 1) + (v - 1) pp model chunks on rank i (microbatch_group_size_per_vp_stage = pp
+    by default; pipeline_parallel/schedules.py get_pp_rank_microbatches, core_v0.14.0 L733-734, the same at
+    core_v0.13.1 and core_v0.19.0) and holds w + 1 chunks of L / (pp v) layers at the first steady-state backward:
+    (w + 1) / v stages' worth, pp (1 + (pp - 1) / (pp v)) on the first (Korthikanti et al. 2022, Sec. 4.2.3) and
+    pp - (pp - 1) / v on the last. Never more than the step has (warm-up capped at all m v chunks).
     """
-    interleaved = pp * (1 + (pp - 1) / (pp * vpp))
-    in_flight = np.where(pp == 1, 1.0, np.where(vpp > 1, interleaved, pp * 1.0))
+    warmup_chunks = 2 * (pp - stage - 1) + (vpp - 1) * pp
+    interleaved = (warmup_chunks + 1) / np.maximum(vpp, 1)
+    in_flight = np.where(pp == 1, 1.0, np.where(vpp > 1, interleaved, np.maximum(1.0, pp - stage)))
     return np.minimum(in_flight, micro_batches * 1.0)

@@ -286,8 +286,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
         per_token = _saved_per_token(spec, layout, settings, params, kw)
     per_token = per_token * (1 - RF.offloaded_share(settings.offload_layers, params.layers))
     micro_batches = layout.micro_batches_per_step
-    in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, micro_batches)
-    in_flight = np.where(layout.vpp == 1, np.maximum(1.0, in_flight - stage), in_flight)  # 1F1B: stage i holds p - i
+    in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, micro_batches, stage)
     activations = per_token * tokens * in_flight * settings.activation_scale
     last = stage == layout.pp - 1
     out = A.outside_layer_bytes(spec, impl=impl, compute_bytes=recipe.compute_bytes,

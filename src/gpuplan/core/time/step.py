@@ -219,7 +219,8 @@ def layer_activation_bytes(spec: ModelSpec, seq_len, implementation: str) -> flo
     if spec.moe is None or not spec.num_moe_layers:
         return dense
     moe = A.layer_activations(spec, seq_len, impl=implementation, moe_layer=True).total \
-        - spec.moe.experts_per_token * A.clamped_glu_extra_bytes(spec, implementation, 2)
+        - spec.moe.experts_per_token * A.clamped_glu_extra_bytes(spec, implementation, 2) \
+        + spec.moe.experts_per_token * A.unsaved_expert_output_bytes(spec, implementation, 2)  # unpermute reads it
     return (spec.num_moe_layers * moe + (spec.num_layers - spec.num_moe_layers) * dense) / spec.num_layers
 
 

@@ -27,32 +27,40 @@ class FitCheck:
 
 def fit_checks() -> list[FitCheck]:
     """The fit rule's verdict on every published layout with a catalog model."""
-    from gpuplan.jobs.plan.schema import PlanInputs
-    from gpuplan.jobs.plan.search import evaluator_for
-    from gpuplan.jobs.validation.published_throughput import PRECISION, published_layout, published_throughput_rows, \
-        recipe_recompute, why_not
-    from gpuplan.planner.plan import evaluate_layout
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows, why_not
 
     out = []
     for run in published_throughput_rows():
         if why_not(run) or not run["model"].get("catalog"):
             continue
-        lay, torchtitan = run["layout"], run["family"].startswith("torchtitan")
-        fields = dict(model=run["model"]["catalog"], tokens=1e12, gpu=run["gpu"], gpus=run["gpus"],
-                      seq_len=run["model"]["seq_len"], global_batch=lay["global_batch"],
-                      dtype=PRECISION[run["precision"]], framework="torchtitan" if torchtitan else "megatron")
-        if run["precision"] == "mxfp8":
-            fields["fp8_recipe"] = "mxfp8"
-        recompute = recipe_recompute(run)
-        fields.update({k: v for k, v in recompute.items() if k != "recompute" and v is not None})
-        fields.update(recipe_memory_fields(run))
-        plan = evaluate_layout(evaluator_for(PlanInputs(**fields)), published_layout(nemo2_layout(run)),
-                               recompute["recompute"],
-                               lay["global_batch"], run["gpus"])
+        plan = row_plan(run)
+        torchtitan = run["family"].startswith("torchtitan")
         family = run["family"].split("-")[0] + ("-" + run["gpu"] if not torchtitan else "")
         # the rule plan applies: reserved + runtime + what the framework's published memory gap keeps free
         out.append(FitCheck(run["id"], family, (plan.total_bytes + plan.fit_excess_bytes) / plan.budget_bytes - 1))
     return out
+
+
+def row_plan(run: dict[str, Any]):
+    """A published row's layout evaluated as `gpuplan plan` evaluates it (planner.plan.Plan: its memory
+    breakdown by category, runtime bytes, reserve and budget): the row's model, GPU, dtype and FP8 recipe,
+    framework, global batch, the recompute its recipe ran and its recipe's memory facts."""
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+    from gpuplan.jobs.validation.published_throughput import PRECISION, published_layout, recipe_recompute
+    from gpuplan.planner.plan import evaluate_layout
+
+    lay, torchtitan = run["layout"], run["family"].startswith("torchtitan")
+    fields = dict(model=run["model"]["catalog"], tokens=1e12, gpu=run["gpu"], gpus=run["gpus"],
+                  seq_len=run["model"]["seq_len"], global_batch=lay["global_batch"],
+                  dtype=PRECISION[run["precision"]], framework="torchtitan" if torchtitan else "megatron")
+    if run["precision"] == "mxfp8":
+        fields["fp8_recipe"] = "mxfp8"
+    recompute = recipe_recompute(run)
+    fields.update({k: v for k, v in recompute.items() if k != "recompute" and v is not None})
+    fields.update(recipe_memory_fields(run))
+    return evaluate_layout(evaluator_for(PlanInputs(**fields)), published_layout(nemo2_layout(run)),
+                           recompute["recompute"], lay["global_batch"], run["gpus"])
 
 
 def nemo2_layout(run: dict[str, Any]) -> dict[str, Any]:

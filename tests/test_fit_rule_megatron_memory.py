@@ -1,0 +1,78 @@
+"""What Megatron-Core holds that the fit rule on published layouts was getting wrong (docs/memory.md,
+*Published layouts the fit rule still refuses*): the interleaved schedule's per-rank warm-up and the MoE
+routed row's expert output, which Megatron-Core from 0.13 does not save. Bytes worked by hand."""
+
+import pytest
+
+from gpuplan.catalog import load_model
+from gpuplan.core.memory import activations as A
+from gpuplan.core.memory import training as M
+from gpuplan.core.parallel import ParallelLayout
+from gpuplan.core.time.step import layer_activation_bytes
+
+
+@pytest.mark.parametrize("pp, vpp, micro_batches, stage, chunks", [
+    # Megatron-Core get_pp_rank_microbatches (schedules.py@core_v0.14.0 L733-734): w = 2 (pp - i - 1) + (v - 1) pp
+    # warm-up chunks, w + 1 held at the first steady-state backward, each 1 / v of the stage's layers
+    (8, 5, 64, 0, 2 * 7 + 4 * 8 + 1),  # 47 chunks = 9.4 stages' worth = 8 (1 + 7 / 40), Korthikanti Sec. 4.2.3
+    (8, 5, 64, 3, 2 * 4 + 4 * 8 + 1),  # 41
+    (8, 5, 64, 7, 0 + 4 * 8 + 1),      # 33 = 6.6 stages' worth on the last rank
+    (4, 2, 4, 0, 4 * 2),               # 2·3 + 4 + 1 = 11 > m·v = 8 chunks: all of the step in warm-up
+])
+def test_interleaved_in_flight_per_rank(pp, vpp, micro_batches, stage, chunks):
+    assert A.pipeline_micro_batches_in_flight(pp, vpp, micro_batches, stage) == pytest.approx(chunks / vpp, rel=1e-12)
+
+
+@pytest.mark.parametrize("pp, micro_batches, stage, held", [(4, 64, 0, 4), (4, 64, 3, 1), (4, 2, 1, 2), (4, 2, 3, 1)])
+def test_one_f_one_b_in_flight_per_rank(pp, micro_batches, stage, held):
+    # non-interleaved: min(pp - i - 1, m) warm-up micro-batches + the steady-state one (at most m)
+    assert A.pipeline_micro_batches_in_flight(pp, 1, micro_batches, stage) == held
+
+
+def test_last_interleaved_stage_holds_33_of_47_chunks():
+    """Llama 3 70B, tp 4 pp 8 vpp 5 (the Megatron-Bridge H100 FP8 recipe), 8,192 tokens, 64 micro-batches:
+    every stage has 10 layers, so the last stage's layer activations are 33 / 47 of the first's."""
+    spec = load_model("llama-3-70b")
+    layout = ParallelLayout(dp=2, tp=4, pp=8, vpp=5, micro_batch=1, global_batch=128)
+    settings = M.MemorySettings(seq_len=8192, recipe="megatron", implementation="megatron", framework="megatron")
+    first = M.stage_memory(spec, layout, settings, 0).activations
+    last = M.stage_memory(spec, layout, settings, 7).activations
+    assert last / first == pytest.approx(33 / 47, rel=1e-9)
+
+
+def test_megatron_moe_routed_row_keeps_no_expert_output():
+    """Qwen3-30B-A3B (h 2,048, 128 experts, top 8, expert width 768), per token of one MoE layer, bf16:
+    router 4·128 + 2·128 = 768; per routed row fc1 input 2·2048, fc1 output 2·2·768, fc2 input 2·768 and the
+    fp32 probability 4 (no 2·2048 expert output: Megatron-Core >= 0.13 unpermutes without probs)."""
+    spec = load_model("qwen3-30b-a3b")
+    assert (spec.hidden_size, spec.moe.num_experts, spec.moe.experts_per_token,
+            spec.moe.expert_intermediate_size, spec.moe.shared_intermediate_size) == (2048, 128, 8, 768, 0)
+    router = 4 * 128 + 2 * 128
+    assert A.moe_bytes(spec, "megatron", 2) == router + 8 * (2 * 2048 + 4 + 4 * 768 + 2 * 768)  # 70,432
+    # MXFP8 (TE's quantised inputs, 1 + 1/32 B): fc1 input 2,112, fc2 input 792
+    assert A.moe_bytes(spec, "megatron", 2, linear_input_bytes=1 + 1 / 32) == pytest.approx(
+        router + 8 * (2112 + 4 + 4 * 768 + 792), rel=1e-12)  # 48,608
+    # HF's loop over experts weights each expert's output: gathered row + weighted output 2·2048 each, 4i MLP
+    assert A.moe_bytes(spec, "hf", 2) == router + 8 * (2 * 2 * 2048 + 4 * 2 * 768)
+
+
+def test_step_traffic_still_reads_the_unpermuted_row():
+    """core.time.step's elementwise traffic proxy keeps the row the unpermute reads (c·h per routed row)."""
+    spec = load_model("qwen3-30b-a3b")
+    saved = A.layer_activations(spec, 4096, impl="megatron", moe_layer=True).total
+    assert layer_activation_bytes(spec, 4096, "megatron") - saved == 8 * (2 * 2048 - 4)
+
+
+def test_published_qwen3_30b_row_drops_by_the_expert_outputs(monkeypatch):
+    """Qwen3-30B-A3B on 8 B200, ep 8, micro-batch 4 x 4,096 tokens, no recompute, MXFP8 (Megatron-Bridge
+    26.04), pp 1 (one micro-batch in flight): 48 MoE layers x 16,384 tokens x 8 rows x (2·2048 - 4) B =
+    25,744,637,952 B (23.98 GiB) fewer activations; refused before, fits now."""
+    from gpuplan.jobs.validation.published_fits import row_plan
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    run = next(r for r in published_throughput_rows() if r["id"] == "mbridge-26.04-qwen3-30b-a3b-b200-8g-mxfp8")
+    now = row_plan(run)
+    monkeypatch.setattr(A, "unsaved_expert_output_bytes", lambda *a: 0.0)
+    before = row_plan(run)
+    assert before.memory.activations - now.memory.activations == 48 * 16384 * 8 * (2 * 2048 - 4)
+    assert before.headroom_bytes < 0 < now.headroom_bytes
