@@ -43,3 +43,22 @@ def test_the_api_refuses_the_allowance_with_a_predicted_mfu():
     response = TestClient(create_app(), raise_server_exceptions=False).post(
         "/api/training", json={"model": "llama-2-7b", "gpus": 64, "mfu": "predicted", "comm_allowance": 0.2})
     assert response.status_code == 422 and response.json()["field"] == "comm_allowance", response.text[:300]
+
+
+# ---- a flag and its negation together ---------------------------------------------------------
+
+@pytest.mark.parametrize("args, field, shown", [
+    (("infer", "llama-3.1-8b", "--no-search", "--search"), "search", "--no-search and --search"),
+    (("train", "--tokenize", "--no-tokenize"), "tokenize", "--tokenize and --no-tokenize"),
+    (("plan", "llama-2-7b", "--gpus", "8", "--explain", "--no-explain"), "explain", "--explain and --no-explain"),
+    (("train", "--no-tokenize", "--no-tokenize"), "tokenize", "given twice (--no-tokenize)"),
+])
+def test_a_flag_and_its_negation_together_are_refused(run_cli, args, field, shown):
+    """`--search --no-search` was answered with the last one (click keeps it), as `--gpus 8 --gpus 9`
+    was before the given-twice rule; every --no-X negates --X, so they count as one option."""
+    refused(run_cli(*args), field, shown)
+
+
+def test_a_negation_alone_still_answers(run_cli):
+    assert run_cli("train", "--no-tokenize")[0] == 0
+    assert run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search")[0] == 0

@@ -85,10 +85,11 @@ def app(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-def repeated_option(argv: list[str]) -> str | None:
-    """The first long option given twice (``--model a --model b``; click would keep the last
-    silently). No gpuplan option takes several values by repetition."""
-    seen: set[str] = set()
+def repeated_option(argv: list[str]) -> tuple[str, str] | None:
+    """(option, as given) for the first long option given twice (``--model a --model b``; click would
+    keep the last silently), a flag and its negation counting as one (``--search --no-search``).
+    No gpuplan option takes several values by repetition."""
+    seen: dict[str, str] = {}
     for arg in argv:
         if arg == "--":
             break
@@ -96,9 +97,10 @@ def repeated_option(argv: list[str]) -> str | None:
             arg = "--format"
         if arg.startswith("--") and len(arg) > 2:
             name = arg.split("=", 1)[0]
-            if name in seen:
-                return name
-            seen.add(name)
+            option = "--" + name[5:] if name.startswith("--no-") else name  # every --no-X negates --X
+            if option in seen:
+                return option, name if seen[option] == name else f"{seen[option]} and {name}"
+            seen[option] = name
     return None
 
 
@@ -160,7 +162,7 @@ def _run(argv: list[str]) -> int:
     _tolerant_output()
     twice = repeated_option(argv)
     if twice is not None:
-        sys.stderr.write(f"error: {twice[2:].replace('-', '_')}: given twice ({twice}); give it once\n")
+        sys.stderr.write(f"error: {twice[0][2:].replace('-', '_')}: given twice ({twice[1]}); give it once\n")
         return 2
     try:
         result = app.main(args=argv, prog_name="gpuplan", standalone_mode=False)
