@@ -16,6 +16,7 @@ from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import lora as L
+from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving.memory import draft_kv_share
 from gpuplan.core.serving.setup import ServingSetup
 from gpuplan.core.serving.weights import ParamGroups, decode_weight_bytes_read, param_groups
@@ -246,7 +247,10 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
         step = replace(step, attention_s=max(step.attention_s, die_s))
     if s is None:
         return step
-    draft_s = 0.0
+    # the runner's eager launches around the verify and draft steps (spec_runner: counted from vLLM's code)
+    verify_ops_s, draft_ops_s = SR.runner_host_seconds(setup.runtime.release, s.method, s.tokens,
+                                                       setup.efficiency.layer_launch_s)
+    draft_s = draft_ops_s
     if s.draft is not None:  # k proposer steps at the batch, plain decoding of the draft shape
         plain = replace(setup, speculation=None, lora=None)  # adapters wrap the target only
         if KR.drafter_runs_eager(setup.runtime.release, s.method):  # no graph: launches a layer
@@ -257,10 +261,13 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
                                    tied=groups.tied)
         share = draft_kv_share(spec, s, setup.kv_bytes, tp, pp)
         draft_kv = kv_per_sequence * share / (1 - share) if share < 1 else 0.0
-        draft_s = s.tokens * decode_step(s.draft, draft_groups, plain, draft_kv, tp=tp, pp=1, batch=batch,
-                                         context=context, bandwidth=bandwidth, peak=peak, link=link,
-                                         which=which, fabric=fabric, scheduled=False).total
-    return replace(step, draft_s=draft_s, tokens_per_step=s.mean_accepted_length)
+        draft_s += s.tokens * decode_step(s.draft, draft_groups, plain, draft_kv, tp=tp, pp=1, batch=batch,
+                                          context=context, bandwidth=bandwidth, peak=peak, link=link,
+                                          which=which, fabric=fabric, scheduled=False).total
+        # the head's input projection (EAGLE fc / MTP eh_proj), unquantized, streamed like a GEMM's weights
+        draft_s += SR.fusion_weights(spec, s.method, s.tokens) * setup.fmt.other_bytes / (
+            bandwidth * setup.efficiency.rates(which, False)[0])
+    return replace(step, host_s=step.host_s + verify_ops_s, draft_s=draft_s, tokens_per_step=s.mean_accepted_length)
 
 
 def prefill_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, tp: int, pp: int, prompt,

@@ -1,0 +1,114 @@
+"""What vLLM's V1 model runner does for a speculative (EAGLE) step beyond a plain decode step,
+counted from its code, and what that costs at the package's own per-launch host time.
+
+A plain V1 decode step replays the target's CUDA graphs, samples, and syncs once
+(``sampled_token_ids.tolist()``). With EAGLE the runner also builds the speculative metadata,
+runs the rejection sampler, prepares the proposer's inputs and runs the proposer; every one of
+those operations is launched eagerly from Python, and four of them wait for the GPU (``.item()``,
+``.tolist()``). ``RunnerOps`` counts, per release read, the GPU operations (kernels and
+host<->device copies) launched from Python beyond the plain step's, outside the draft layer's own
+(which ``roofline.decode_step`` already charges at ``Efficiency.layer_launch_s`` a layer), and the
+extra syncs. One launch costs ``Efficiency.layer_launch_s / LAUNCHES_PER_EAGER_LAYER``; the syncs
+are counted, not priced (no per-sync figure in the package or a cited measurement).
+
+The EAGLE head also runs an ``fc`` projection the one-layer draft shape does not hold
+(``fusion_weights``). Units: launches, parameters, seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.serving.releases import EngineRelease
+
+LAUNCHES_PER_EAGER_LAYER = 10
+"""Launches of one eager decoder layer, what ``Efficiency.layer_launch_s`` (80 us) is the host time
+of ('~10 kernel launches a layer'). vLLM's Llama layer launches 10 (model_executor/models/llama.py
+@v0.8.4: two fused_add_rms_norm, the qkv / o / gate_up / down GEMMs, rotary_embedding,
+reshape_and_cache_flash, flash_attn_varlen_func, silu_and_mul), so one launch is 8 us."""
+
+
+@dataclass(frozen=True)
+class RunnerOps:
+    """GPU operations a release's V1 runner and EAGLE proposer launch from Python for one
+    speculative step beyond a plain decode step (kernels and host<->device copies), counted from
+    the code at ``source``; the draft decoder layer's own launches are not in these counts."""
+
+    per_verify: int
+    """Once per verify step at k > 1 proposed tokens: the speculative metadata, the rejection
+    sampler, the proposer's input preparation, the first draft step's embedding / concat / fc /
+    residual add / LM head / argmax, the stacking of the drafts."""
+    per_later_draft: int
+    """Each draft step after the first: the position, sequence-length and slot-mapping updates,
+    the embedding / concat / fc / residual add, the LM head and the argmax."""
+    single_draft_fewer: int
+    """Launches per_verify has that k = 1 skips (the early return before the loop's set-up)."""
+    syncs: int
+    """GPU -> host synchronisations beyond the plain step's one (counted, not priced)."""
+    source: str
+
+
+_RUNNER_084 = ("vllm v0.8.4 (wheel): v1/worker/gpu_model_runner.py L807-819 (4 H2D index copies, 2 gathers, "
+               "1 add; the plain step's L598 subtraction not counted), L1094 / L1104 (bonus / target logits "
+               "gathers), v1/sample/rejection_sampler.py L172 / L180 / L181 (fill_, argmax, Triton greedy "
+               "kernel; L124's .cpu() replaces the plain step's L1149 .tolist()), L1184 / L1205 (2 H2D), "
+               "v1/spec_decode/eagle.py prepare_inputs L160-179 (2 subs, cumsum, fill, .item(), Triton kernel), "
+               "runner L1214-1217 (4 gathers), L1229 (.tolist()): 24")
+EAGLE_OPS: tuple[tuple[tuple[int, int, int], tuple[int, int, int], RunnerOps], ...] = (
+    # V1 EAGLE ran a real head from vllm PR 16035 (model loading), merged between 0.8.3 and 0.8.4
+    # (0.8.3's eagle.py still holds DummyEagleModel): the rows named 0.8.3 ran this code.
+    ((0, 8, 0), (0, 8, 5), RunnerOps(
+        45, 13, 3, 4,
+        _RUNNER_084 + "; eagle.py propose L54-69 (sub, copy, index_put, index + add + int, max + .item(), "
+        "sub + max + .item(): 11), L86-94 (embed, cat, fc, residual add of llama_eagle.py L74-85, the "
+        "last-token gather, LM head, argmax: 7), L106 gather + L139 / L141 two stacks (3, skipped at k = 1); "
+        "loop L114-134: 7 position / slot ops + 4 forward ops + LM head + argmax = 13")),
+    ((0, 8, 5), (0, 9, 0), RunnerOps(
+        45, 17, 3, 4,
+        _RUNNER_084.replace("v0.8.4 (wheel)", "v0.8.5 (wheel; the runner's same operations, lines shifted)") + "; eagle.py@v0.8.5 propose L61-76 (11), "
+        "L93-101 (7), L111-112 two gathers + one stack (3, skipped at k = 1); loop adds the max-model-length "
+        "guard (>=, torch.where, two masked_fill_): 11 position / slot ops + 4 forward ops + LM head + argmax "
+        "= 17")),
+)
+"""EAGLE-1 (method 'eagle') in vLLM V1 before 0.9.0, whose proposer ran eagerly (kernels.
+drafter_runs_eager); later releases captured it in CUDA graphs (vllm PR 17211, 0.9.0) and changed
+the runner: their code is not counted here, so no term applies there (a lower bound)."""
+
+
+def runner_ops(release: EngineRelease | None, method: str) -> RunnerOps | None:
+    """The counts for ``release`` and ``method``, or None where none were read (other engines,
+    other releases, EAGLE-3's head with its own vocabulary map, draft models, n-gram)."""
+    if release is None or release.engine != "vllm" or method != "eagle":
+        return None
+    for first, end, ops in EAGLE_OPS:
+        if first <= release.version < end:
+            return ops
+    return None
+
+
+def runner_host_seconds(release: EngineRelease | None, method: str, tokens: int,
+                        layer_launch_s: float) -> tuple[float, float]:
+    """(seconds once per verify step, seconds over all ``tokens`` draft steps) of the launches
+    ``runner_ops`` counts, one launch = ``layer_launch_s`` / LAUNCHES_PER_EAGER_LAYER."""
+    ops = runner_ops(release, method)
+    if ops is None or tokens < 1:
+        return 0.0, 0.0
+    launch = layer_launch_s / LAUNCHES_PER_EAGER_LAYER
+    once = ops.per_verify - (ops.single_draft_fewer if tokens == 1 else 0)
+    return once * launch, (tokens - 1) * ops.per_later_draft * launch
+
+
+def fusion_weights(spec: ModelSpec, method: str, tokens: int) -> float:
+    """Parameters of the head's input projection read over one verify step's ``tokens`` draft
+    steps (a plain nn.Linear, replicated on every TP rank): EAGLE-1's fc from [embedding, hidden
+    state] (2h -> h) every step (vllm model_executor/models/llama_eagle.py@v0.8.4 L64-76) and
+    DeepSeek-V3's MTP eh_proj (2h -> h, tech. report Sec. 2.2) likewise; EAGLE-3's fc (3h -> h) on
+    the first step only, over the target's three concatenated feature layers, later steps feeding
+    back h-wide states (llama_eagle3.py@v0.8.5: fc only when the width differs)."""
+    h = spec.hidden_size
+    if method in ("eagle", "mtp"):
+        return tokens * 2 * h * h
+    if method == "eagle3":
+        return 3 * h * h if tokens >= 1 else 0.0
+    return 0.0
