@@ -62,3 +62,20 @@ def test_a_flag_and_its_negation_together_are_refused(run_cli, args, field, show
 def test_a_negation_alone_still_answers(run_cli):
     assert run_cli("train", "--no-tokenize")[0] == 0
     assert run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search")[0] == 0
+
+
+# ---- a duration in 'M' ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("flag, value", [("--days", "3M"), ("--days", "1M"), ("--restart", "10M"),
+                                         ("--checkpoint-interval", "30M")])
+def test_a_duration_in_capital_m_is_refused_as_minutes_or_months(run_cli, flag, value):
+    """The unit was lower-cased: `--days 3M` (three months, as systemd.time reads M) was 3 minutes and
+    the answer asked for 13,461,539 x 3 GPUs. Lower-case m stays minutes; min is the documented form."""
+    refused(run_cli("budget", "--params", "7B", flag, value), flag[2:].replace("-", "_"), "minutes or months")
+
+
+def test_minutes_and_other_capital_units_still_read():
+    from gpuplan.core.units import parse_duration
+
+    assert parse_duration("90min") == parse_duration("90m") == 5400.0
+    assert parse_duration("2W") == 2 * 604800.0 and parse_duration("36H") == 36 * 3600.0

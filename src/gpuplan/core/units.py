@@ -88,6 +88,9 @@ def parse_duration(text: str | int | float, field: str = "duration") -> float:
     match = _DURATION_RE.match(str(text))
     if not match or match.group(2).lower() not in SECONDS_PER | {"": 0}:
         raise InputError(field, text, "expected a duration such as 7d, 36h, 90min or 2w")
+    if match.group(2) in ("M", "Min", "MIN"):  # '--days 3M' was 3 minutes; systemd.time reads M as a month
+        raise InputError(field, text, "'M' reads as minutes or months: write min for minutes; for months give "
+                         "days or weeks (e.g. 90d or 13w)")
     unit = match.group(2).lower() or "d"
     return _positive(field, text, float(match.group(1)) * SECONDS_PER[unit])
 
