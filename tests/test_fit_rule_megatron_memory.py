@@ -76,3 +76,39 @@ def test_published_qwen3_30b_row_drops_by_the_expert_outputs(monkeypatch):
     before = row_plan(run)
     assert before.memory.activations - now.memory.activations == 48 * 16384 * 8 * (2 * 2048 - 4)
     assert before.headroom_bytes < 0 < now.headroom_bytes
+
+
+@pytest.mark.parametrize("linear_input_bytes, any_layout, copies", [
+    (1.0, True, 1),            # tensor-scaled FP8 on sm_100: no transpose (TE is_non_tn_fp8_gemm_supported)
+    (1.0, False, 2),           # Hopper: FP8 GEMMs are TN-only, TE keeps the transpose
+    (1 + 1 / 32, True, 2),     # MXFP8: row-wise and column-wise scale blocks, on any GPU
+    (0.5 + 1 / 16, True, 2),   # NVFP4 likewise
+])
+def test_fp8_weight_copies(linear_input_bytes, any_layout, copies):
+    from gpuplan.core.memory.recipe_facts import weight_copies
+
+    settings = M.MemorySettings(linear_input_bytes=linear_input_bytes, fp8_any_layout_gemm=any_layout)
+    assert weight_copies(settings) == copies
+
+
+def test_fp8_primary_weights_on_blackwell_hold_one_byte_per_matrix_parameter():
+    """Llama 3 70B, FP8 primary weights, dp 8 (weights unsharded): the layer matrices are
+    80 x (8192 x (8192 + 2 x 1024) + 8192 x 8192 + 3 x 8192 x 28672) = 68,451,041,280 parameters, so the
+    sm_100 run holds that many bytes fewer than the Hopper one (1 B instead of data + transpose)."""
+    spec = load_model("llama-3-70b")
+    layout = ParallelLayout(dp=8, zero=1, micro_batch=1, global_batch=8)
+    hopper = M.MemorySettings(seq_len=8192, recipe="megatron", implementation="megatron", framework="megatron",
+                              linear_input_bytes=1.0, low_precision_weights="primary")
+    blackwell = M.MemorySettings(**{**hopper.__dict__, "fp8_any_layout_gemm": True})
+    saved = M.stage_memory(spec, layout, hopper, 0).weights - M.stage_memory(spec, layout, blackwell, 0).weights
+    assert saved == pytest.approx(80 * (8192 * (8192 + 2 * 1024) + 8192 * 8192 + 3 * 8192 * 28672), rel=1e-12)
+
+
+def test_plan_sets_any_layout_gemm_on_the_sm100_parts():
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    def flag(gpu):
+        inputs = PlanInputs(model="llama-3-70b", tokens=1e12, gpu=gpu, gpus=64, dtype="fp8", framework="megatron")
+        return evaluator_for(inputs).memory.fp8_any_layout_gemm
+    assert [flag(g) for g in ("b200", "gb200", "b300", "gb300", "h100-sxm", "h200-sxm")] == [True] * 4 + [False] * 2

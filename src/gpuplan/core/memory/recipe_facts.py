@@ -24,8 +24,20 @@ def weights_as_held(states: ModelStates, params: StageParams, layout: ParallelLa
     low_precision_weights with an FP8 / FP4 linear_input_bytes, full training); else as they are and 0."""
     if settings.low_precision_weights and settings.linear_input_bytes and settings.finetune == "full":
         return low_precision_weights(states, params, layout, recipe, settings.low_precision_weights,
-                                     settings.linear_input_bytes)
+                                     settings.linear_input_bytes, weight_copies(settings))
     return states, 0.0
+
+
+def weight_copies(settings) -> int:
+    """Quantised copies Transformer Engine holds of a weight: a row-wise and a column-wise one (MXFP8 / NVFP4
+    scale blocks run along different dimensions; tensor-scaled FP8 on Hopper needs the transpose, FP8 GEMMs
+    being TN-only there), but one for tensor-scaled FP8 (linear_input_bytes 1) where FP8 GEMMs take any
+    layout (``settings.fp8_any_layout_gemm``: compute capability 10.x, B200 / GB200 / B300 / GB300): TE then
+    allocates no transpose and column-wise usage reads the row-wise data (TransformerEngine@v2.8
+    transformer_engine/pytorch/utils.py L461-467 is_non_tn_fp8_gemm_supported: (10, 0) <= cc < (12, 0);
+    csrc/quantizer.cpp L137, L191 with_transpose = columnwise_usage && !non_tn;
+    tensor/_internal/float8_tensor_base.py L204-209 update_usage)."""
+    return 1 if settings.fp8_any_layout_gemm and settings.linear_input_bytes == 1.0 else 2
 
 
 def step_fp32_grad_copy_bytes(params_total, layout: ParallelLayout, recipe: PrecisionRecipe, grad_dtype_given: bool,
@@ -43,15 +55,15 @@ def step_fp32_grad_copy_bytes(params_total, layout: ParallelLayout, recipe: Prec
 
 
 def low_precision_weights(states: ModelStates, params: StageParams, layout: ParallelLayout,
-                          recipe: PrecisionRecipe, mode: str, linear_input_bytes: float):
+                          recipe: PrecisionRecipe, mode: str, linear_input_bytes: float, copies: int = 2):
     """(states, cached bytes) with TE's low-precision weights: each layer matrix as a row-wise and a
     column-wise quantised copy, 2 x linear_input_bytes per parameter (FP8 2, MXFP8 2.0625, NVFP4 1.125;
     transformer_engine/pytorch/module/linear.py: weight_quantizer.set_usage(rowwise=True,
-    columnwise=is_grad_enabled)). 'primary' replaces the bf16 weights of the matrices (Megatron's param
+    columnwise=is_grad_enabled)); ``copies`` 1 for tensor-scaled FP8 on sm_100 (weight_copies). 'primary' replaces the bf16 weights of the matrices (Megatron's param
     buffer holds the quantised data: distributed_data_parallel.py, param_dtype = torch.uint8 for fp8
     params); 'cached' keeps them and adds the copy (TE's weight workspace, cached across micro-batches
     with is_first_microbatch; not under ZeRO-3, whose gathered weights are freed)."""
-    copy = 2 * linear_input_bytes
+    copy = copies * linear_input_bytes
     total = np.where(params.total > 0, params.total, 1)
     share = params.matrices / total  # the layer matrices' part of the (sharded) weights
     if mode == "primary":

@@ -133,6 +133,7 @@ class MemorySettings:
     given): 'primary' (Megatron --fp8-param-gather / fp4_param_gather: the weight is kept only in the
     low-precision format, row-wise and column-wise copies) or 'cached' (bf16 weights plus TE's
     low-precision copy of both, cached across micro-batches); None = the recipe's bf16 weights and no copy."""
+    fp8_any_layout_gemm: bool = False  # FP8 GEMMs take any layout (sm_100): core.memory.recipe_facts.weight_copies
     embedding_loss_slots: bool = False
     """Megatron's account_for_embedding_in_pipeline_split + account_for_loss_in_pipeline_split: the first
     and last pipeline stages hold one decoder layer fewer (core.memory.model_states.slot_stage_span)."""
