@@ -79,3 +79,19 @@ def test_minutes_and_other_capital_units_still_read():
 
     assert parse_duration("90min") == parse_duration("90m") == 5400.0
     assert parse_duration("2W") == 2 * 604800.0 and parse_duration("36H") == 36 * 3600.0
+
+
+# ---- report: a plots folder planted as a symbolic link ------------------------------------------
+
+def test_report_refuses_a_plots_folder_that_is_a_symbolic_link_and_writes_nothing(run_cli, tmp_path):
+    """--markdown r.md puts its plots in r-plots/; a link planted there (a shared /tmp) was followed
+    and the SVGs were written wherever it pointed, where --out and --markdown themselves refuse a link."""
+    pytest.importorskip("matplotlib")
+    plan, victim, out = tmp_path / "plan.yaml", tmp_path / "victim", tmp_path / "out"
+    plan.write_text("model: llama-2-7b\ngpus: 8\n")
+    victim.mkdir()
+    out.mkdir()
+    (out / "r-plots").symlink_to(victim)
+    refused(run_cli("report", str(plan), "--out", str(out / "r.html"), "--markdown", str(out / "r.md")),
+            "markdown", "a symbolic link (to")
+    assert list(victim.iterdir()) == [] and sorted(p.name for p in out.iterdir()) == ["r-plots"]

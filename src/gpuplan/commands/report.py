@@ -68,6 +68,7 @@ def command():
     from gpuplan.report.schema import ReportInputs
 
     def callback(plan: str, **flags: Any) -> None:
+        import os
         import sys
         from pathlib import Path
 
@@ -88,6 +89,9 @@ def command():
                              "HTML report different paths")
         if inputs.markdown and inputs.plots:
             folder = Path(inputs.markdown).parent / f"{Path(inputs.markdown).stem}-plots"
+            if folder.is_symlink():  # followed before: the plots went wherever a planted link pointed
+                raise InputError("markdown", inputs.markdown, f"its plots go in {folder}, a symbolic link (to "
+                                 f"{os.readlink(folder)}); remove it, choose another --markdown name, or pass --no-plots")
             if folder.exists() and not folder.is_dir():
                 raise InputError("markdown", inputs.markdown, f"its plots go in {folder}, which exists and is not a "
                                  "folder; move that file, choose another --markdown name, or pass --no-plots")
