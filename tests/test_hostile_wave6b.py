@@ -95,3 +95,19 @@ def test_report_refuses_a_plots_folder_that_is_a_symbolic_link_and_writes_nothin
     refused(run_cli("report", str(plan), "--out", str(out / "r.html"), "--markdown", str(out / "r.md")),
             "markdown", "a symbolic link (to")
     assert list(victim.iterdir()) == [] and sorted(p.name for p in out.iterdir()) == ["r-plots"]
+
+
+# ---- memory: an HSDP shard group with nothing sharded -------------------------------------------
+
+@pytest.mark.parametrize("extra", [("--zero", "0"), ("--framework", "hf")])
+def test_a_shard_group_without_sharding_is_refused(run_cli, extra):
+    """--shard-group 2 with ZeRO 0 (given, or hf's DDP default) left the peak unchanged (187.49 GB
+    on 8 H100 for llama-3.1-8b with and without it) and said nothing."""
+    refused(run_cli("memory", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--shard-group", "2", *extra),
+            "shard_group", "give --zero 1, 2 or 3")
+
+
+def test_a_shard_group_with_sharding_changes_the_peak(run_json):
+    args = ("memory", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--zero", "3")
+    whole, grouped = run_json(*args)["results"], run_json(*args, "--shard-group", "2")["results"]
+    assert grouped["peak_total"] > whole["peak_total"]  # states sharded over 2 ranks, not 8

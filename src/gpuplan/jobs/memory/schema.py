@@ -88,6 +88,9 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
             dp = self.dp or 1
         cp = self.cp or 1
         zero = self.zero if self.zero is not None else (self.profile.default_zero if dp * cp > 1 else 0)
+        if self.shard_group is not None and zero == 0:  # it changed nothing (same peak), and said nothing
+            raise InputError("shard_group", self.shard_group, "shards model states within groups (HSDP): give "
+                             "--zero 1, 2 or 3; ZeRO 0 replicates them on every rank")
         return ParallelLayout(dp=dp, tp=self.tp or 1, pp=self.pp or 1, vpp=self.vpp or 1, cp=cp, ep=self.ep or 1,
                               zero=zero, shard_group=self.shard_group, micro_batch=self.micro_batch or 1,
                               global_batch=self.global_batch, sequence_parallel=self.sequence_parallel)
