@@ -112,3 +112,18 @@ def test_plan_sets_any_layout_gemm_on_the_sm100_parts():
         inputs = PlanInputs(model="llama-3-70b", tokens=1e12, gpu=gpu, gpus=64, dtype="fp8", framework="megatron")
         return evaluator_for(inputs).memory.fp8_any_layout_gemm
     assert [flag(g) for g in ("b200", "gb200", "b300", "gb300", "h100-sxm", "h200-sxm")] == [True] * 4 + [False] * 2
+
+
+def test_nemo2_fp8_rows_run_a_bf16_gradient_buffer():
+    """NeMo 25.02 / 25.04 FP8 perf scripts set grad_reduce_in_fp32 False (pretrain_llama31_405b.py@v2.2.0 L80,
+    scripts/performance/utils.py@v2.3.0 L351): the 405B rows' gradient buffer is 2 B per parameter, half the
+    fp32 buffer counted before; the row (tp 4 pp 8 vpp 8 cp 2 on 128 B200) was refused and fits."""
+    from gpuplan.jobs.validation.published_fits import recipe_memory_fields, row_plan
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    run = next(r for r in published_throughput_rows() if r["id"] == "nemo2502-llama-3.1-405b-b200-128g")
+    assert recipe_memory_fields(run) == {"grad_dtype": "bf16"}
+    now = row_plan(run)
+    before = row_plan({**run, "recipe_memory": {"zero": 1}})
+    assert now.memory.grads / before.memory.grads == pytest.approx(2 / 4, rel=1e-12)
+    assert before.headroom_bytes < 0 < now.headroom_bytes

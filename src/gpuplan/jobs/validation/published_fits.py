@@ -88,11 +88,11 @@ each read at the row's tag and cited under derived.recipe_memory.<key>)."""
 
 
 def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
-    """PlanInputs memory fields a Megatron-Bridge row's benchmark ran with (empty for other rows).
+    """PlanInputs memory fields a Megatron-Bridge row's benchmark ran with (other rows: their recipe_memory's).
 
     - grad_dtype, moment_dtype, loss, embedding_loss_slots: the row's recipe_memory, read at its tag and cited
       per row (bf16 gradient buffer, bf16 Adam moments, TE's fused cross-entropy, the embedding / loss
-      pipeline slots).
+      pipeline slots); NeMo 25.02 / 25.04 rows carry grad_dtype (their perf scripts' grad_reduce_in_fp32 False).
     - low_precision_weights: the perf scripts take Bridge's precision presets (scripts/performance/utils/
       precision.py@v0.3.0 L25-41), whose FP8-CS and MXFP8 presets set fp8_param_gather = True (training/
       mixed_precision.py@v0.1.0rc4 L230, L268; @v0.3.0 L251, L289): 'primary'. The NVFP4 preset keeps bf16
@@ -103,11 +103,11 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     - offload_layers: the row's cpu_offloading_num_layers (read per row, cited in its derived map).
     - allocator expandable: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch (expandable_segments).
     """
+    recipe = run.get("recipe_memory") or {}
+    fields: dict[str, Any] = {k: recipe[k] for k in RECIPE_MEMORY_FIELDS if k in recipe}  # NeMo 2.0 rows: grad_dtype
     rel = bridge_release(run)
     if not rel:
-        return {}
-    recipe = run.get("recipe_memory") or {}
-    fields: dict[str, Any] = {k: recipe[k] for k in RECIPE_MEMORY_FIELDS if k in recipe}
+        return fields
     if run["precision"] in ("fp8-tensorwise", "mxfp8"):
         fields["low_precision_weights"] = "primary"
     elif run["precision"] == "nvfp4":
