@@ -111,3 +111,20 @@ def test_a_shard_group_with_sharding_changes_the_peak(run_json):
     args = ("memory", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--zero", "3")
     whole, grouped = run_json(*args)["results"], run_json(*args, "--shard-group", "2")["results"]
     assert grouped["peak_total"] > whole["peak_total"]  # states sharded over 2 ranks, not 8
+
+
+# ---- measure / profile: an unknown activation reaches transformers no more ----------------------
+
+@pytest.mark.parametrize("command", [("measure", "--seq-len", "16"),
+                                     ("profile", "--seq-len", "16", "--steps", "1", "--warmup", "0")])
+def test_an_unknown_activation_is_refused_before_the_model_is_built(run_cli, tmp_path, command):
+    """transformers' ACT2FN['nope'] raised KeyError inside the build: `measure` ended 'internal error:
+    KeyError: 'nope'' (exit 70). The config reader refuses the name first (adapters/config_fields.py)."""
+    import json
+    from pathlib import Path
+
+    config = json.loads((Path(__file__).resolve().parents[1] / "examples/llama-2-7b/config.json").read_text())
+    config.update(hidden_act="nope", num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+                  num_attention_heads=4, num_key_value_heads=4, vocab_size=1000)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    refused(run_cli(command[0], "--model", str(tmp_path), *command[1:]), "config.json: hidden_act", "got 'nope'")
