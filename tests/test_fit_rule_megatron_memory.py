@@ -127,3 +127,33 @@ def test_nemo2_fp8_rows_run_a_bf16_gradient_buffer():
     before = row_plan({**run, "recipe_memory": {"zero": 1}})
     assert now.memory.grads / before.memory.grads == pytest.approx(2 / 4, rel=1e-12)
     assert before.headroom_bytes < 0 < now.headroom_bytes
+
+
+@pytest.mark.parametrize("ep, expected", [
+    # DeepSeek-V3 (hidden 7,168, bf16 tokens: 14,336 B), Megatron's 20 SMs = 10 channels, DeepEP v1.2.1 configs;
+    # per buffered token 14,336 + 8 (source meta) + 128 x 8 + 128 x 4 + 128 x 4 = 16,392 B (RDMA: + 16)
+    # ep 64 = 8 nodes of 8: NVL 10 x 8 x (19 x 4 + 288 x 16,392) = 377,677,760 -> 377,677,824 (128-aligned);
+    # RDMA 10 x 8 x (18 x 2 x 4 + 2 x 140 x 16,408) = 367,550,720 -> one 2^29 NVSHMEM granule; + 32 MiB workspace
+    (64, 377_677_824 + 2**29 + 2**25),
+    # ep 8, one node: NVL 10 x 8 x (5 x 4 + 256 x 16,392) = 335,709,760 -> 335,709,824; no RDMA buffer
+    (8, 335_709_824 + 2**25),
+    (1, 0.0),
+])
+def test_deep_ep_buffers_by_hand(ep, expected):
+    from gpuplan.core.memory.deep_ep import deep_ep_bytes
+
+    assert deep_ep_bytes(ep, 7168) == expected
+
+
+def test_deepep_row_holds_deepep_buffers_not_nccl_all_to_all_peers():
+    """DeepSeek-V3 on 1,024 H100 (Megatron-Bridge 25.09, moe_enable_deepep, ep 64): NCCL all-to-all's 63 peers x
+    3.28 GB / 7 (x 1.5 / 1.5 on H100) = 29.52 GB replaced by DeepEP's 948,103,168 B; refused before, fits."""
+    from gpuplan.jobs.validation.published_fits import row_plan
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    run = next(r for r in published_throughput_rows() if r["id"] == "mbridge-25.09-deepseek-v3-h100-sxm-1024g-fp8cs")
+    now = row_plan(run)
+    before = row_plan({**run, "moe_comm": {**run["moe_comm"], "dispatcher": "alltoall"}})
+    assert now.fixed_bytes - before.fixed_bytes == pytest.approx(377_677_824 + 2**29 + 2**25 - 63 * 3.28e9 / 7,
+                                                                 rel=1e-12)
+    assert before.headroom_bytes < 0 < now.headroom_bytes

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from gpuplan.core.memory.deep_ep import deep_ep_bytes
 from gpuplan.core.parallel import ParallelLayout
 
 GiB = 2**30
@@ -78,24 +79,27 @@ def _a100_group_bytes(ranks):
 class HybridEPShape:
     """What sizes HybridEP's buffers (Megatron-Core's flex dispatcher, moe_flex_dispatcher_backend
     'hybridep'): the step's sequence length, the model's hidden size and routed experts, and the ranks
-    of one NVLink domain (the GPU's scale-up domain)."""
+    of one NVLink domain (the GPU's scale-up domain). ``backend`` 'deepep': DeepEP's normal-mode buffers
+    instead (core.memory.deep_ep, sized by the group's ranks and the hidden size)."""
 
     seq_len: int
     hidden: int
     experts: int
     domain: int
+    backend: str = "hybridep"
 
 
-def with_ep_dispatcher(overheads: "Overheads", dispatcher: str, seq_len: int, spec, gpu) -> "Overheads":
+def with_ep_dispatcher(overheads: "Overheads", dispatcher: str, seq_len: int, spec, gpu,
+                       backend: str = "hybridep") -> "Overheads":
     """``overheads`` with HybridEP's buffers in place of NCCL all-to-all peers for the flex dispatcher on a MoE
     ``spec`` (core.model.spec.ModelSpec; dense: unchanged) on ``gpu`` (core.hardware.Accelerator: its
     ``scale_up_ranks``, HybridEP's NVLink domain); plan's evaluator and ``gpuplan memory`` alike. Flex is
-    counted as HybridEP (moe_flex_dispatcher_backend 'hybridep'); DeepEP's buffers (the 'deepep' backend)
-    differ and are not modelled."""
+    counted as HybridEP (moe_flex_dispatcher_backend 'hybridep') unless ``backend`` is 'deepep' (plan's
+    --flex-backend): DeepEP's normal-mode buffers (core.memory.deep_ep)."""
     if dispatcher != "flex" or spec.moe is None:
         return overheads
     return replace(overheads, hybrid_ep=HybridEPShape(seq_len, spec.hidden_size, spec.moe.num_experts,
-                                                      gpu.scale_up_ranks))
+                                                      gpu.scale_up_ranks, backend))
 
 
 def hybrid_ep_bytes(layout: ParallelLayout, shape: HybridEPShape):
@@ -156,6 +160,8 @@ class Overheads:
         pipeline = np.minimum(2, pp - 1) * (self._group(2) if self.comm_per_group is None
                                             else self.comm_per_group)
         ep = np.asarray(layout.ep)
+        if self.hybrid_ep is not None and self.hybrid_ep.backend == "deepep":
+            return data + tensor + pipeline + deep_ep_bytes(ep, self.hybrid_ep.hidden)
         if self.hybrid_ep is not None:
             return data + tensor + pipeline + hybrid_ep_bytes(layout, self.hybrid_ep)
         experts = (ep - 1) * NCCL_ALL_TO_ALL_PEER_BYTES_H100 * self.channel_scale / 1.5

@@ -65,7 +65,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
     step = _step_settings(inputs, spec, gpu, step_kernel(inputs.attention_kernel, kernel), dict(tp_overlap)["none"])
     # flex: HybridEP's buffers in place of NCCL all-to-all peers (gpuplan memory takes the same)
     overheads = with_ep_dispatcher(inputs.overheads().for_gpu(gpu.scale_up_bandwidth), inputs.ep_dispatcher,
-                                   inputs.seq_len, spec, gpu)
+                                   inputs.seq_len, spec, gpu, inputs.flex_backend or "hybridep")
     scale = 1.0
     if inputs.calibration is not None:
         from gpuplan.calibrate.apply import apply_to_cluster, apply_to_overheads, apply_to_step_settings

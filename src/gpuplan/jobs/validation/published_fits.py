@@ -98,8 +98,9 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
       mixed_precision.py@v0.1.0rc4 L230, L268; @v0.3.0 L251, L289): 'primary'. The NVFP4 preset keeps bf16
       weights (fp8_param_gather = False, @v0.3.0 L402: 'cached') until fp4_param_gather = True (@v0.4.2 L422,
       26.04.01 on: 'primary').
-    - ep_dispatcher flex: the row's moe_comm (dispatcher flex, backend hybridep, read per row): HybridEP's
-      buffers instead of NCCL all-to-all's (core.memory.device_memory.hybrid_ep_bytes).
+    - ep_dispatcher flex: the row's moe_comm (dispatcher flex, read per row): HybridEP's buffers instead of
+      NCCL all-to-all's (core.memory.device_memory.hybrid_ep_bytes), DeepEP's where its backend names DeepEP
+      (flex_backend deepep: core.memory.deep_ep).
     - offload_layers: the row's cpu_offloading_num_layers (read per row, cited in its derived map).
     - allocator expandable: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch (expandable_segments).
     """
@@ -108,13 +109,16 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     rel = bridge_release(run)
     if not rel:
         return fields
+    from gpuplan.jobs.validation.published_throughput import flex_backend
     if run["precision"] in ("fp8-tensorwise", "mxfp8"):
         fields["low_precision_weights"] = "primary"
     elif run["precision"] == "nvfp4":
         fields["low_precision_weights"] = "primary" if rel >= (26, 4, 1) else "cached"
     moe_comm = run.get("moe_comm") or {}
-    if moe_comm.get("dispatcher") == "flex" and moe_comm.get("backend") == "hybridep":
+    if moe_comm.get("dispatcher") == "flex":  # HybridEP's, or DeepEP's buffers (published_throughput.flex_backend)
         fields["ep_dispatcher"] = "flex"
+        if flex_backend(moe_comm) == "deepep":
+            fields["flex_backend"] = "deepep"
     if run.get("cpu_offloading_num_layers"):
         fields["offload_layers"] = run["cpu_offloading_num_layers"]
     if expandable_segments(run):
