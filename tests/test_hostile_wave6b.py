@@ -128,3 +128,29 @@ def test_an_unknown_activation_is_refused_before_the_model_is_built(run_cli, tmp
                   num_attention_heads=4, num_key_value_heads=4, vocab_size=1000)
     (tmp_path / "config.json").write_text(json.dumps(config))
     refused(run_cli(command[0], "--model", str(tmp_path), *command[1:]), "config.json: hidden_act", "got 'nope'")
+
+
+# ---- measure: config.json fields only transformers reads ----------------------------------------
+
+TINY = dict(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+            num_key_value_heads=4, vocab_size=1000)
+
+
+@pytest.mark.parametrize("change, field, fragment", [
+    ({"rope_theta": "x"}, "config.json: rope_theta", "positive number"),  # TypeError in the forward
+    ({"pad_token_id": 5000}, "config.json: pad_token_id", "below vocab_size (1000)"),  # nn.Embedding assert
+    ({"use_cache": "x"}, "config.json: use_cache", "transformers"),  # StrictDataclassFieldValidationError
+    ({"initializer_range": "x"}, "config.json: initializer_range", "transformers"),
+    ({"head_dim": 7}, "config.json", "RoPE requires an even rotary dimension"),  # its validate_rope
+])
+def test_measure_refuses_what_transformers_refuses_in_one_line(run_cli, tmp_path, change, field, fragment):
+    """Each ended `measure` with 'internal error: ...' (exit 70; the strict-dataclass ones over several
+    lines). Fields gpuplan reads are checked by the reader; the rest by transformers' own config
+    checks, reported as one line naming the field (profile/measure.py _build_config)."""
+    import json
+    from pathlib import Path
+
+    pytest.importorskip("transformers")
+    config = json.loads((Path(__file__).resolve().parents[1] / "examples/llama-2-7b/config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, **TINY, **change}))
+    refused(run_cli("measure", "--model", str(tmp_path), "--seq-len", "16"), field, fragment)

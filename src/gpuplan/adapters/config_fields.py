@@ -174,10 +174,14 @@ def check_flags(cfg: dict[str, Any]) -> None:
         value = cfg.get(key)
         if value is not None and not (is_finite_number(value) and 0 < value < 1):
             raise InputError(f"config.json: {key}", value, "must be a small positive number (e.g. 1e-5)")
-    for key in ("attn_logit_softcapping", "final_logit_softcapping"):
+    for key in ("attn_logit_softcapping", "final_logit_softcapping", "rope_theta"):  # rope_theta 'x': exit 70
         value = cfg.get(key)
         if value is not None and not (is_finite_number(value) and value > 0):
             raise InputError(f"config.json: {key}", value, "must be a positive number or null")
+    vocab, pad = cfg.get("vocab_size"), cfg.get("pad_token_id")  # nn.Embedding's padding_idx: in [-vocab, vocab)
+    if pad is not None and not (isinstance(pad, int) and not isinstance(pad, bool)
+                                and (not isinstance(vocab, int) or -vocab <= pad < vocab)):
+        raise InputError("config.json: pad_token_id", pad, f"must be a token id below vocab_size ({vocab}) or null")
     dtype = first(cfg, "torch_dtype", "dtype")
     if dtype is not None and dtype not in DTYPES:
         raise InputError("config.json: torch_dtype", dtype, f"one of {', '.join(DTYPES)}")
