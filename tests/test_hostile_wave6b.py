@@ -154,3 +154,21 @@ def test_measure_refuses_what_transformers_refuses_in_one_line(run_cli, tmp_path
     config = json.loads((Path(__file__).resolve().parents[1] / "examples/llama-2-7b/config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, **TINY, **change}))
     refused(run_cli("measure", "--model", str(tmp_path), "--seq-len", "16"), field, fragment)
+
+
+# ---- a sequence past a learned position table (GPT-2) -------------------------------------------
+
+@pytest.mark.parametrize("args", [("profile", "gpt2", "--seq-len", "2048", "--steps", "1"),
+                                  ("measure", "gpt2", "--seq-len", "2048"),
+                                  ("train", "gpt2", "--gpus", "8"),  # the default --seq-len 4096
+                                  ("memory", "gpt2", "--seq-len", "1025")])
+def test_a_sequence_past_gpt2s_learned_positions_is_refused(run_cli, args):
+    """GPT-2's 1,024-row position table (n_positions) has no row past it: `profile gpt2 --seq-len 2048`
+    ended 'internal error: IndexError' (exit 70), while measure (fake tensors) and train answered for a
+    model that cannot run. Refused before torch is imported; RoPE models keep extrapolating."""
+    refused(run_cli(*args), "seq_len", "gpt2's 1,024 learned positions")
+
+
+def test_a_sequence_within_the_table_and_a_rope_model_past_its_maximum_answer(run_cli):
+    assert run_cli("train", "gpt2", "--gpus", "8", "--seq-len", "1024")[0] == 0
+    assert run_cli("train", "llama-2-7b", "--gpus", "64", "--seq-len", "8K")[0] == 0  # 4,096 positions, RoPE

@@ -17,6 +17,7 @@ def command():
         from gpuplan.profile.trial import run_trial
         from gpuplan.profile.trial_report import trial_report
 
+        inputs.spec()  # the config read and checked before torch (a sequence past GPT-2's positions: exit 70)
         if inputs.out and not inputs.sweep:
             from gpuplan.adapters.files import check_writable
 

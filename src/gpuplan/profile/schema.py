@@ -53,7 +53,11 @@ class RealModelInputs(JobInputs):
         """The ModelSpec of the model (read as --model-type where the job takes one)."""
         from gpuplan.adapters.resolve import resolve_model
 
-        return self.adjust_spec(resolve_model(self.model, None, model_type=getattr(self, "model_type", None)))
+        from gpuplan.schema.model_fields import check_positions
+
+        spec = resolve_model(self.model, None, model_type=getattr(self, "model_type", None))
+        check_positions(spec, getattr(self, "seq_len", None))
+        return self.adjust_spec(spec)
 
 
 MAX_TRIAL_STEPS = 100

@@ -53,4 +53,14 @@ class ModelFields(JobInputs):
         # quantization_config is then not read, so not checked either
         checkpoint_format = getattr(self, "quantization", "auto") == "auto"
         spec = resolve_model(model, params, model_type=self.model_type, checkpoint_format=checkpoint_format)
+        check_positions(spec, getattr(self, "seq_len", None))
         return self.adjust_spec(spec)  # JobInputs: as is; SetupFields: the MTP modules trained
+
+
+def check_positions(spec, seq_len: int | None) -> None:
+    """A sequence within a learned position table (GPT-2's n_positions): its nn.Embedding has no row past
+    it, so no framework runs one (`profile gpt2 --seq-len 2048`: IndexError, exit 70; train and measure
+    answered for it). RoPE and ALiBi models may run longer sequences (with a quality note in `infer`)."""
+    if seq_len and spec.learned_positions and seq_len > spec.learned_positions:
+        raise InputError("seq_len", seq_len, f"is past {spec.name}'s {spec.learned_positions:,} learned positions "
+                         f"(n_positions: a table with no row beyond it); at most {spec.learned_positions:,}")
