@@ -144,7 +144,8 @@ class Evaluator:
 
     def layout(self, g: dict) -> ParallelLayout:
         return ParallelLayout(dp=g["dp"], tp=g["tp"], pp=g["pp"], vpp=g["vpp"], cp=g["cp"], ep=g["ep"],
-                              zero=g["zero"], micro_batch=g["micro_batch"], global_batch=g["global_batch"])
+                              zero=g["zero"], micro_batch=g["micro_batch"], global_batch=g["global_batch"],
+                              sequence_parallel=self.step.sequence_parallel)  # memory: core.memory.activations
 
     def step_settings(self, recompute: str) -> StepSettings:
         """The step settings of a layout in ``recompute`` mode."""

@@ -368,6 +368,8 @@ class StepFields(JobInputs):
     attention_efficiency: Annotated[T.Efficiency | None, _f(None, "Attention kernel efficiency of the dense peak.",
                                                           "per GPU type")]
     attention_kernel: V.AttentionKernel
+    sequence_parallel: V.SequenceParallel
+    grad_all_reduce: V.GradAllReduce
 
     def node_accelerator(self, gpu: Any) -> Any:
         """``gpu`` with --gpus-per-node as its node size when given: the I/O, checkpoint and spot

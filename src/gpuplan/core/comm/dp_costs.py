@@ -5,7 +5,8 @@ its group's links and left on the critical path as the framework's schedule allo
 'tp-cp-ep-dp-pp'); HSDP shards within ``shard_group`` of them.
 
 ZeRO stages: 0 all-reduces the gradients; 1 and 2 (Megatron's distributed optimizer) reduce-scatter
-them and all-gather the updated parameters once a step; 3 (FSDP) gathers every layer before its
+them and all-gather the updated parameters once a step (1 with ``grad_all_reduce``: all-reduce, then the
+gather; ALL_REDUCE_THEN_GATHER); 3 (FSDP) gathers every layer before its
 forward and its backward and reduce-scatters its gradients (core.comm.zero3_gathers for DeepSpeed's
 extra gathers under recompute). Values may be numbers or numpy arrays. Units: seconds, bytes.
 """
@@ -22,6 +23,15 @@ from gpuplan.core.comm.zero3_gathers import gathers_per_micro_batch, layer_submo
 
 # PyTorch DDP's default bucket: bucket_cap_mb = 25 (torch/nn/parallel/distributed.py)
 DDP_BUCKET_BYTES = 25 * 2**20
+ALL_REDUCE_THEN_GATHER = "DeeperSpeed@eb7f5cff runtime/pipe/engine.py L234-246, zero/stage1.py L761-772"
+"""Where ZeRO-1 all-reduces every gradient and then all-gathers the updated shards (StepSettings.grad_all_reduce):
+2S + S on a ring, where a reduce-scatter + all-gather moves S + S. GPT-NeoX v1.0 trains through DeepSpeed's
+PipelineEngine even at pipe-parallel-size 1 (megatron/neox_arguments/arguments.py@v1.0 L826); its DeeperSpeed
+(eb7f5cff, DeepSpeed 0.3.15) ``_exec_reduce_grads`` calls ``buffered_allreduce_fallback`` on every gradient
+(500M-element buckets) after the last backward, bypassing ``allreduce_gradients``, whose stage-1 branch would
+have reduce-scattered (engine.py L1023-1038: ``zero_reduce_scatter``, the Pythia configurations'
+``reduce_scatter: true``), and its stage-1 optimizer then all-gathers the updated fp16 sub-partitions
+(``dist.all_gather`` per communication interval), in fp16 (``fp32_allreduce`` not set)."""
 
 
 def params_per_gpu(spec: ModelSpec, tp, pp, ep):
@@ -100,11 +110,14 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     weights = weights - embedding * settings.weight_comm_bytes
     grads_emb = embedding * settings.grad_comm_bytes * (settings.finetune == "full")
     grads = grads - grads_emb
-    rs_one = np.where(zero >= 1, _per_unit("reduce_scatter", grads / units, populations),
+    reduce_scatter = (zero >= 1) & ~(settings.grad_all_reduce & (zero == 1))  # ALL_REDUCE_THEN_GATHER
+    rs_one = np.where(reduce_scatter, _per_unit("reduce_scatter", grads / units, populations),
                       _per_unit("all_reduce", grads / units, populations))
     ag_one = _per_unit("all_gather", weights / units, populations)
-    if settings.dp_schedule == "deepspeed":  # its hook-driven fetches reach a fitted share of NCCL's rate
-        rs_one, ag_one = rs_one / O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE, ag_one / O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE
+    if settings.dp_schedule == "deepspeed":  # ZeRO-3's hook-driven fetches reach a fitted share of NCCL's rate,
+        # fitted on ZeRO-3 rows only (core.comm.dp_overlap): ZeRO-0-2's bucketed reductions keep NCCL's own rate
+        share = np.where(zero3, O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE, 1.0)
+        rs_one, ag_one = rs_one / share, ag_one / share
     # ZeRO-3 gathers for every micro-batch (FSDP2 under a pipeline keeps the stage gathered); FSDP2 also
     # reduce-scatters every micro-batch, DeepSpeed once a step (its fitted overlap, core.frameworks)
     gather_each = zero3 & ((np.asarray(pp) == 1) | (settings.dp_schedule == "deepspeed"))
@@ -118,7 +131,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
     exposed = _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute,
                        moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch, vpp)
-    grads_kind = "reduce_scatter" if np.all(zero >= 1) else "all_reduce"
+    grads_kind = "reduce_scatter" if np.all(reduce_scatter) else "all_reduce"
     what = {"grads": ("grad reduce-scatter / all-reduce", rs_calls, grads / units, grads_kind, group),
             "weights": ("param all-gather", ag_calls, weights / units, "all_gather", group),
             "across": ("HSDP all-reduce", (replicas > 1) * units, grads / shard / units, "all_reduce", across)}

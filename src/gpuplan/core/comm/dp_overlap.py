@@ -46,7 +46,10 @@ fitted on the three GPT-3 174B ZeRO-3 rows of Narayanan et al. 2021 Table 2 (gri
 3.9% mean |error| at 0.17-0.18), held out on the three 529B rows (4.2%). Those 2021 runs moved a
 full-model gather per micro-batch at ~30 GB/s per GPU where NCCL's ring over a DGX A100's eight
 200 Gb/s NICs gives ~180: their fetches were per-submodule, hook-driven and partly synchronous
-(deepspeed/runtime/zero/parameter_offload.py), which no NCCL constant describes. docs/step.md."""
+(deepspeed/runtime/zero/parameter_offload.py), which no NCCL constant describes. docs/step.md.
+Applied at ZeRO-3 only (core.comm.dp_costs): no ZeRO-0-2 row was in the fit, and their gradients go out in
+the engine's buckets after the backward (DeepSpeed's PipelineEngine _exec_reduce_grads; the BF16_Optimizer /
+stage-1 paths), not through the per-submodule hooks the share describes."""
 MEGATRON_BUCKET_PARAMS = 40e6
 MEGATRON_BUCKET_PARAMS_PER_DP_RANK = 1e6
 

@@ -24,6 +24,7 @@ from gpuplan.core.comm.moe_overlap import (ALL_TO_ALLS_PER_LAYER, MoeLayerPhases
                                            paired_send_slack)
 from gpuplan.core.comm.topology import Cluster
 from gpuplan.core.time.pipeline_schedule import exposed_p2p_seconds
+from gpuplan.core.time import sequence_parallel as SP
 
 
 def link(cluster: Cluster, span):
@@ -105,17 +106,21 @@ def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, lay
     """TP: 2 all-reduces forward + 2 backward per layer (Megatron, Shoeybi et al. 2019 Fig. 4), +2
     on full recompute; run with sequence parallelism (Megatron-Bridge's TP recipes, torchtitan's TP
     plan) each is a reduce-scatter + all-gather of the same buffer: NCCL's ring (NVLS serves
-    all-reduce only), timed by core.comm.collectives on the TP group's links."""
-    per_layer = 4 + 2 * (settings.recompute == "full")
+    all-reduce only), timed by core.comm.collectives on the TP group's links; without it (StepSettings.
+    sequence_parallel False: Megatron-LM 2021, Megatron-DeepSpeed, GPT-NeoX v1.0) an all-reduce."""
+    # without sequence parallelism: all-reduces, GPT-NeoX's parallel residual reduces once forward (core.time.sequence_parallel)
+    per_layer = SP.tp_exchanges_per_layer(spec, settings.sequence_parallel, settings.recompute)
     group = cluster.group(tp, 1)
-    one = K.collective_seconds("reduce_scatter", act_bytes, group) + K.collective_seconds("all_gather", act_bytes, group)
+    kinds = SP.tp_collective_kinds(settings.sequence_parallel)
+    one = sum(K.collective_seconds(kind, act_bytes, group) for kind in kinds)
     calls = micro_batches * layers * per_layer * (np.asarray(tp) > 1)
     total = calls * one
     exposed = (1 - settings.tp_overlap) * total
     if settings.tp_comm_overlap:  # chunked AG/RS pipelined with the GEMMs: one chunk in tp exposed
         exposed = exposed / np.maximum(np.asarray(tp, dtype=float), 1.0)
-    what = "RS + AG (SP)" + (", chunked with GEMMs" if settings.tp_comm_overlap else "")
-    return CollectiveCost("TP", what, calls, act_bytes, tp, total, exposed, "reduce_scatter", group)
+    what = ("RS + AG (SP)" if settings.sequence_parallel else "all-reduce (no SP)") + (
+        ", chunked with GEMMs" if settings.tp_comm_overlap else "")
+    return CollectiveCost("TP", what, calls, act_bytes, tp, total, exposed, kinds[0], group)
 
 
 def by_parallelism(costs: tuple[CollectiveCost, ...], name: str, field: str = "exposed"):

@@ -34,7 +34,7 @@ from gpuplan.core.time.moe_host import stage_exposed_host_seconds
 from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
 from gpuplan.core.time.optimizer import BF16_OPTIMIZER_MAX_ZERO, fp32_grad_accumulation_seconds, largest_stage_params
-from gpuplan.core.time import activation_offload as AO, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT
+from gpuplan.core.time import activation_offload as AO, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT, sequence_parallel as SP
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
@@ -167,6 +167,8 @@ class StepSettings:
     megatron_loss: str | None = None
     """Under elementwise_factor's model: Megatron's vocab-parallel loss on the last stage, 'te' or 'native'
     (core.time.megatron_ops.loss_seconds; loss_impl names the provider's); None: no loss term."""
+    sequence_parallel: bool = True  # False: norms and residual adds whole on every TP rank, all-reduce (core.time.sequence_parallel)
+    grad_all_reduce: bool = False  # ZeRO-1 gradients all-reduced in full, then the shards gathered (core.comm.dp_costs)
     fp32_grad_accumulation: bool = False
     """DeepSpeed bf16: its BF16_Optimizer adds each micro-batch's bf16 gradients into an fp32 copy in a pass
     of its own, at ZeRO <= 1 and any pipeline degree (core.time.optimizer.BF16_OPTIMIZER_MAX_ZERO)."""
@@ -300,6 +302,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     else:
         act = layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
         t_elem = (settings.elementwise_factor * act + eager) / hbm
+    t_elem = t_elem + SP.replicated_seconds_per_token(spec, settings, tp, gpu.memory_bandwidth)  # 0 under SP
     if fp8 and mega is None:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
         weights = F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp

@@ -40,7 +40,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     dp: Annotated[V.Degree | None, _f(None, "Data-parallel degree (when --gpus is not given).", "gpus / (tp·pp·cp)")]
     shard_group: Annotated[V.Degree | None, _f(None, "HSDP: shard model states within this many ranks.",
                                                "all data-parallel ranks")]
-    sequence_parallel: Annotated[T.Bool, _f(True, "Megatron sequence parallelism with tp > 1.")]
+    sequence_parallel: V.SequenceParallel
     attention_kernel: V.AttentionKernel
     dropout: Annotated[T.typed(float, T.number(0, 0.99)) | None, _f(None, "Dropout probability (masks are saved "
                                                                        "when > 0).", "the model config's")]

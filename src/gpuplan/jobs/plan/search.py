@@ -133,7 +133,8 @@ def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSet
                         # DeepSpeed's BF16_Optimizer accumulates in fp32 each micro-batch (core.time.optimizer)
                         fp32_grad_accumulation=inputs.framework == "deepspeed" and inputs.dtype == "bf16",
                         tp_overlap=tp_overlap,
-                        tp_comm_overlap=inputs.tp_comm_overlap,
+                        tp_comm_overlap=inputs.tp_comm_overlap, sequence_parallel=inputs.sequence_parallel,
+                        grad_all_reduce=inputs.grad_all_reduce,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
                         ep_a2a_overlap=inputs.ep_a2a_overlap, offload_layers=inputs.offload_layers,
                         eager_fallbacks=inputs.profile.eager_fallbacks, **inputs.kernel_step_settings(),

@@ -71,8 +71,10 @@ def predict_step_seconds(run: dict[str, Any]) -> float:
     # the framework's data-parallel schedule sets what stays exposed (core.comm.dp_overlap), no extra cap
     # Composer FSDP mixed_precision DEFAULT reduces gradients in fp32 (PURE in the compute dtype)
     grads = 4.0 if "mixed_precision DEFAULT" in run.get("precision_detail", "") else 2.0
+    # layout.sequence_parallel: the row's code (false for every row: Megatron-LM 2021, before sequence parallelism;
+    # core.time.sequence_parallel), true when absent
     settings = StepSettings(seq_len=run["model"]["seq_len"], recompute=lay["recompute"], dtype=dtype, dp_overlap=1.0,
-                            grad_comm_bytes=grads)
+                            grad_comm_bytes=grads, sequence_parallel=bool(lay.get("sequence_parallel", True)))
     if "DeepSpeed" in run.get("framework", ""):  # the deepspeed profile's ZeRO-3 behaviour
         settings = replace(settings, **framework("deepspeed").zero3_step_settings(), dp_schedule="deepspeed")
     if run.get("framework", "").startswith("Megatron-LM"):  # the 2021 code: unfused attention
