@@ -37,20 +37,20 @@ def test_the_gap_is_the_share_of_the_reserve_beyond_the_model_states(run_json):
     # the sharded gradients are already in the allocated peak, so the pools add the all-gather pool's
     # largest unit (final norm + LM head, 128,256 x 4,096 + 4,096) beyond the prefetched layer (attention
     # 2 x 4096^2 + 2 x 4096 x 1024, MLP 3 x 4096 x 14336, 2 norms), in bf16: 0.572 GiB. The gap is
-    # 1.03 x that + 0.09 x 1.03 x (pools - states) (planner/framework_rules.py): 0.589 + 4.786 = 5.375 GiB.
+    # 1.03 x that + 0.11 x 1.03 x (pools - states) (planner/framework_rules.py): 0.589 + 5.850 = 6.439 GiB.
     states = 12 * LLAMA_31_8B_PARAMS / 8
     gather = 2 * (128256 * 4096 + 4096 - (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096))
     pools = lines["peak_allocated"] + gather
-    expected = 1.03 * gather + 0.09 * 1.03 * (pools - states)
+    expected = 1.03 * gather + 0.11 * 1.03 * (pools - states)
     assert lines["framework_gap"] == pytest.approx(expected, rel=1e-3)
-    assert lines["framework_gap"] / 2**30 == pytest.approx(5.375, abs=0.01)
+    assert lines["framework_gap"] / 2**30 == pytest.approx(6.439, abs=0.01)
     budget = lines["capacity"] * 0.95  # the default 5% margin
     assert lines["headroom"] == pytest.approx(budget - lines["peak_total"] - lines["framework_gap"], rel=1e-6)
 
 
 def test_memory_and_plan_agree_where_the_gap_decides(run_cli, run_json):
     # sequences of 4,608, micro-batch 2: 71.1 GiB of reserved + runtime fits 75.7 GiB, but not with the
-    # ~5.9 GiB gap (FSDP2's pools + 9%).
+    # ~7.0 GiB gap (FSDP2's pools + 11%).
     layout = LAYOUT[:8] + ("4608",) + LAYOUT[9:]
     two = _lines(run_json("memory", *layout, "--framework", "torchtitan", "--micro-batch", "2", "--full"))
     assert two["peak_total"] + two["framework_gap"] > two["capacity"] * 0.95 > two["peak_total"]
@@ -85,22 +85,23 @@ def test_the_gap_is_kept_at_the_worst_pipeline_stage(run_json):
     # last stage's logits and loss make it the largest allocated peak, so the gap is taken on its states
     # (stage 0's are 12 x 198,195,200 B = 2.2 GiB more: the search and `memory` used them before, and
     # kept 0.27 x 1.03 x 2.2 = 0.62 GiB less free than `plan`'s chosen layout did at the share of then).
-    # ZeRO-0: no FSDP2 pools, the share alone (0.09, planner/framework_rules.py).
+    # ZeRO-0: no FSDP2 pools, the share alone (0.11, planner/framework_rules.py).
     lines = _lines(run_json("memory", *PP5, "--micro-batch", "5", "--full"))
     last_states = 12 * (8 * GEMMA2_9B_LAYER + GEMMA2_9B_TABLE + 3584)
-    expected = 0.09 * lines["peak_reserved"] * (1 - last_states / lines["peak_allocated"])
+    expected = 0.11 * lines["peak_reserved"] * (1 - last_states / lines["peak_allocated"])
     assert lines["framework_gap"] == pytest.approx(expected, rel=1e-3)
 
 
 def test_memory_and_plan_agree_with_pipeline_stages(run_cli, run_json):
-    # sequences of 4,608, micro-batch 6: 73.5 GiB of reserved + runtime plus the last stage's 3.8 GiB gap
-    # is 1.6 GiB over the 75.7 GiB budget (at the 0.27 share of before: micro-batch 5 at 4,096, 0.17 GiB
+    # sequences of 4,608, micro-batch 6: 73.5 GiB of reserved + runtime plus the last stage's 4.7 GiB gap
+    # is 2.5 GiB over the 75.7 GiB budget (1.6 GiB at the 0.09 share before the rows' separate q/k/v) (at the
+    # 0.27 share of before: micro-batch 5 at 4,096, 0.17 GiB
     # over, where stage 0's model states had made `memory` say it fits while `plan` recommended it and
     # then showed it over); both refuse it, both accept micro-batch 5.
     fixed = ("--tp", "1", "--cp", "1")
     pp5 = PP5[:10] + ("4608",) + PP5[11:]
     six = _lines(run_json("memory", *pp5, "--micro-batch", "6", "--full"))
-    assert six["fits"] is False and -2 * 2**30 < six["headroom"] < 0
+    assert six["fits"] is False and -3 * 2**30 < six["headroom"] < 0
     assert six["peak_total"] < six["capacity"] * 0.95
     code, _, err = run_cli("plan", *pp5, *fixed, "--micro-batch", "6")
     assert code == 2 and "torchtitan's published gap" in err

@@ -57,8 +57,9 @@ def test_published_8b_fsdp_row_adds_its_pools_with_the_root_of_its_code(monkeypa
     case, allocated = _cases_with_allocated(monkeypatch)["tt-l31-8b-8xh100-fsdp"]
     added = (4_015_130_624 + 1_665_130_496 + 1_050_673_152) * 1.03
     assert case.estimated - allocated * 1.03 == pytest.approx(added, rel=1e-6)
-    # 64.40 GiB allocated -> 72.79 GiB reserved against the published 82.4 GiB (was 66.33 GiB)
-    assert case.estimated / GiB == pytest.approx(72.79, abs=0.01)
+    # 63.40 GiB allocated -> 71.76 GiB reserved against the published 82.4 GiB (was 66.33 GiB; 72.79 before
+    # 9dec370's separate wq, wk, wv: op-level SAC keeps 0.5·sbh a layer less, 0.5 x 4096 x 16,384 x 32 B = 1 GiB)
+    assert case.estimated / GiB == pytest.approx(71.76, abs=0.01)
 
 
 def test_published_row_after_pr_1094_has_the_embedding_in_its_own_unit(monkeypatch):
@@ -112,12 +113,13 @@ def test_allocated_rows_stay_allocated(monkeypatch):
 def test_published_torchtitan_rows_gap_narrows(monkeypatch):
     # 17 rows: mean |error| 16.5%, max 29.4%, bias -11.8% with allocated x 1.03 and an eager loss everywhere;
     # 7.9%, max 13.5%, -7.9% with the pools, the rows' own FSDP units and the compiled loss (docs/memory.md);
+    # 8.8%, max 14.5%, -8.8% with the rows' separate wq, wk, wv under op-level SAC (tests/test_titan_sac_release.py);
     # the bounds keep 0.5 points of room for other changes to the allocated model
     rows = [c for c, _ in _cases_with_allocated(monkeypatch).values() if c.framework == "torchtitan"]
     assert len(rows) == 17
-    assert sum(abs(c.error) for c in rows) / len(rows) < 0.084
-    assert max(abs(c.error) for c in rows) < 0.14
-    assert sum(c.error for c in rows) / len(rows) == pytest.approx(-0.079, abs=0.01)
+    assert sum(abs(c.error) for c in rows) / len(rows) < 0.093
+    assert max(abs(c.error) for c in rows) < 0.15
+    assert sum(c.error for c in rows) / len(rows) == pytest.approx(-0.088, abs=0.01)
 
 
 def test_compiled_cross_entropy_keeps_the_bf16_logits_not_an_fp32_copy():

@@ -93,6 +93,9 @@ class FrameworkProfile:
     moe_launch: str = "none"
     """How it issues a MoE layer (core.time.moe_host): 'eager' for Megatron-Core (cuda_graph_impl
     defaults to 'none', transformer_config.py@core_v0.15.0 L638), whose dispatcher makes the host wait once per MoE layer."""
+    fused_qkv: bool | None = None
+    """Where its selective recompute is op-level SAC (the only reader: op_sac_fused_qkv): its model code runs
+    q, k and v as one linear (True), three (False), or as the model's config builds them (None: transformers)."""
     tp_overlap: float = 0.0
     """Share of the TP time its own linears hide unasked, at no or selective recompute (--tp-overlap's
     default; tp_overlap_for). Megatron-Core runs Transformer Engine's linears, which issue the
@@ -132,13 +135,15 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
         "torchtitan", "0.3.0 (git b5bcd76)",
         ("torchtitan/distributed/fsdp.py: MixedPrecisionPolicy(bf16, fp32), reshard_after_forward = not pp",
          "torchtitan/distributed/activation_checkpoint.py: op-level SAC, every other mm recomputed",
+         "torchtitan/models/llama3/__init__.py: fuse_qkv=True, one wqkv linear (3396a4b37 on; earlier wq, wk, wv)",
          "torch/distributed/pipelining/stage.py: set_reshard_after_backward(False) per micro-batch",
          "torchtitan/components/loss.py: ChunkedLossWrapper(num_chunks=8)",
          "torchtitan/components/optimizer.py: AdamW implementation 'fused' (PR #881)",
          "run_train.sh: PYTORCH_ALLOC_CONF=expandable_segments:True"),
         recipe="fsdp2", implementation="torchtitan", optimizer_impl="fused", selective="op-sac", loss="chunked",
         pp_keeps_unsharded=True, expandable_segments=True, embedding_own_fsdp_unit=True, default_zero=3,
-        loss_parallel=True, reports="reserved (its log line 'memory: X GiB' is max_reserved)"),
+        loss_parallel=True, reports="reserved (its log line 'memory: X GiB' is max_reserved)",
+        fused_qkv=True),  # torchtitan/models/llama3/__init__.py fuse_qkv=True (TORCHTITAN_FUSED_QKV_SINCE)
     FrameworkProfile(
         "megatron", "megatron-core 0.16.1",
         ("megatron/core/distributed/param_and_grad_buffer.py: fp32 grad buffer of all local params",
@@ -194,14 +199,59 @@ def framework(name: str) -> FrameworkProfile:
     return FRAMEWORKS[name]
 
 
+TORCHTITAN_FUSED_QKV_SINCE = "3396a4b"
+TORCHTITAN_FUSED_QKV_DATE = "2026-06-24"  # 3396a4b37's date: a 'main as of DATE' label is fused from then on
+"""torchtitan 3396a4b37 (#3714, 2026-06-24, "Enable Fused qkv by default"): its Llama 3 (and Qwen3, gpt-oss) runs
+q, k, v as one wqkv linear (models/llama3/__init__.py fuse_qkv: bool = True; the torchtitan 0.3.0 wheel, the
+profile's version, has it). Before, three: ``xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)``
+(models/llama/model.py@9dec370 L189; models/llama3/model/model.py at v0.2.1 and v0.2.2)."""
+TORCHTITAN_SEPARATE_QKV_RELEASES = ("1ea476e", "3faaa1a", "9dec370", "e7c0cae", "820504e")
+"""The torchtitan commits behind the published rows (their ``framework`` 'torchtitan @9dec370 (...)' or
+``framework_version`` 'torchtitan 9dec370 (...)'), none after 3396a4b37: ``git merge-base --is-ancestor
+3396a4b37 COMMIT`` is false for each (pytorch/torchtitan, mirror at b5bcd76)."""
+TORCHTITAN_FUSED_QKV_RELEASES = ("3396a4b", "b5bcd76")
+"""Commits at or after 3396a4b37 (merge-base --is-ancestor true): the fused-QKV commit itself and b5bcd76
+(2026-08-21), the commit the profile's 0.3.0 was read at."""
+
+
+def torchtitan_fuses_qkv(release: str = "") -> bool:
+    """Whether the torchtitan a label names runs q/k/v as one linear: ``release`` a published row's
+    'torchtitan @9dec370 (...)' or 'torchtitan 9dec370 (2024-12-26), ...' (or the bare commit), else its
+    'main as of 2025-01-27' (TORCHTITAN_FUSED_QKV_DATE); neither = the profile's release (0.3.0: yes).
+    ValueError for a commit not yet placed before or after 3396a4b37."""
+    import re
+
+    match = re.search(r"(?:torchtitan @?|^)([0-9a-f]{7,40})\b", release.strip())
+    if not match:
+        date = re.search(r"main as of (\d{4}-\d{2}-\d{2})", release)
+        return date.group(1) >= TORCHTITAN_FUSED_QKV_DATE if date else bool(FRAMEWORKS["torchtitan"].fused_qkv)
+    commit = match.group(1)
+    if commit[:7] in TORCHTITAN_SEPARATE_QKV_RELEASES + TORCHTITAN_FUSED_QKV_RELEASES:
+        return commit[:7] in TORCHTITAN_FUSED_QKV_RELEASES
+    raise ValueError(f"torchtitan commit {commit!r}: place it before or after {TORCHTITAN_FUSED_QKV_SINCE} "
+                     "(git merge-base --is-ancestor) in core.frameworks.TORCHTITAN_*_QKV_RELEASES")
+
+
+def op_sac_fused_qkv(spec: ModelSpec, framework_name: str, fused_qkv: bool | None = None) -> bool:
+    """Whether op-level SAC counts q, k, v as one matmul (every other mm in forward order is recomputed, so
+    the form moves which are saved): ``fused_qkv`` where the run says (a release's), else the framework's
+    model code (FrameworkProfile.fused_qkv), else the model config's (spec.fused_qkv)."""
+    if fused_qkv is not None:
+        return fused_qkv
+    profile = framework(framework_name)
+    return spec.fused_qkv if profile.fused_qkv is None else profile.fused_qkv
+
+
 def op_sac_bytes_per_token(spec: ModelSpec, c: int, tp, fused_qkv: bool = True) -> float:
     """Op-level selective activation checkpointing (torchtitan): per layer, every other matmul
     output in forward order is saved (the first, third, ...), plus the attention output and its
     fp32 logsumexp; norms, RoPE, SiLU and the SwiGLU product are recomputed. Llama-3-8B (fused
     wqkv, ffn 3.5h): qkv 3h + w1 7h + w2 2h + attention 2h = 14·sbh, as measured on torchtitan's
-    own code (14.0·sbh). Under TP (with sequence parallel) column-parallel outputs are sharded,
-    a row-parallel output is the full-size partial sum, and the reduce-scatter outputs after wo
-    and w2 are saved too (on the save list): 10.0·sbh at tp 2, measured."""
+    own code (14.0·sbh); with wq, wk, wv (``fused_qkv`` False: torchtitan before 3396a4b37,
+    transformers) q 2h + v 0.5h + w1 7h + w2 2h + attention 2h = 13.5·sbh. Under TP (with sequence
+    parallel) column-parallel outputs are sharded, a row-parallel output is the full-size partial
+    sum, and the reduce-scatter outputs after wo and w2 are saved too (on the save list): 10.0·sbh
+    at tp 2, measured."""
     a = spec.attention
     h = spec.hidden_size
     q, kv = a.num_heads * a.qk_head_dim, a.num_kv_heads * a.qk_head_dim

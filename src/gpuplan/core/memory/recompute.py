@@ -25,7 +25,8 @@
     which this module does not charge).
 
 torchtitan's op-level SAC (``selective`` under ``--framework torchtitan``) re-runs every other matmul
-and the forward's elementwise work (op_sac_recomputed_share).
+and the forward's elementwise work (op_sac_recomputed_share; which matmuls depends on whether q, k, v
+are one linear: StepSettings.op_sac_fused_qkv, core.frameworks.op_sac_fused_qkv).
 
 Memory: ``moe_act``, ``layernorm`` and ``mla_up_proj`` use output-discarding checkpoints
 (``CheckpointWithoutOutput``: the module runs without autograd and its output is freed once the
@@ -169,16 +170,20 @@ def block_recompute_share(recompute_layers: int, stage_layers, vpp):
     return np.minimum(float(recompute_layers), chunk) / chunk
 
 
-def op_sac_recomputed_share(spec: ModelSpec) -> float:
+def op_sac_recomputed_share(spec: ModelSpec, fused_qkv: bool = True) -> float:
     """Share of a layer's forward matmul FLOPs that torchtitan's op-level SAC re-runs in backward:
-    the matmuls in even forward positions (wo and w3 of a Llama layer with fused wqkv; the odd
-    ones' outputs are saved, torchtitan/distributed/activation_checkpoint.py): 35% on Llama-3-8B."""
+    the matmuls in even forward positions (``meta[mm_count_key] % 2 == 0``: the odd ones' outputs
+    are saved; parallelisms/parallelize_llama.py@9dec370 L253-258, distributed/activation_checkpoint.py
+    @b5bcd76 L258-272), in the order wq, wk, wv (or one wqkv), wo, w1, w3, w2. ``fused_qkv``
+    (core.frameworks.op_sac_fused_qkv): with one wqkv, wo and w3 (Llama-3-8B 34.6%, Llama-2-13B
+    30.6%); with three, wk, wo and w3 (36.5%, 38.8%)."""
     h, a = spec.hidden_size, spec.attention
     i = spec.mlp.intermediate_size
-    qkv = h * (a.num_heads * a.qk_head_dim + a.num_kv_heads * (a.qk_head_dim + a.value_head_dim))
+    q, k, v = (h * a.num_heads * a.qk_head_dim, h * a.num_kv_heads * a.qk_head_dim,
+               h * a.num_kv_heads * a.value_head_dim)
     wo = a.num_heads * a.value_head_dim * h
     mlp = [h * i] * (2 if spec.mlp.gated else 1) + [i * h]
-    flops = [qkv, wo, *mlp]
+    flops = ([q + k + v] if fused_qkv else [q, k, v]) + [wo, *mlp]
     return sum(flops[1::2]) / sum(flops)
 
 
@@ -195,7 +200,8 @@ def recompute_seconds_per_token(spec: ModelSpec, settings, rates: ForwardRates, 
     if settings.recompute != "selective":
         return 0.0
     if settings.selective == "op-sac":
-        return op_sac_recomputed_share(spec) * matmuls + elementwise / 3
+        fused = spec.fused_qkv if settings.op_sac_fused_qkv is None else settings.op_sac_fused_qkv
+        return op_sac_recomputed_share(spec, fused) * matmuls + elementwise / 3
     return sum(module_forward_seconds_per_token(spec, m, rates) for m in effective_modules(settings.recompute_modules))
 
 

@@ -110,6 +110,7 @@ class MemorySettings:
     loss: str | None = None
     """'hf-ce' (logits kept in the output + fp32 log-softmax), 'fp32-ce' (fp32 log-softmax only)
     or 'chunked' (torchtitan); None = the framework's."""
+    op_sac_fused_qkv: bool | None = None  # op-sac's q/k/v: one mm or three; None: core.frameworks.op_sac_fused_qkv's
     mtp_layers: int = 0
     """MTP modules trained on the last stage (core.model.mtp; the job resolves the model's and the
     framework's default): their parameters, one block's activations and their own logits / loss."""
@@ -281,7 +282,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     kw = _activation_options(spec, layout, settings, recipe)
     impl, autocast = kw["impl"], kw["autocast"]
     if settings.recompute == "selective" and profile.selective == "op-sac":
-        fused = spec.fused_qkv if settings.framework == "hf" else True  # transformers: separate q, k, v
+        fused = F.op_sac_fused_qkv(spec, settings.framework, settings.op_sac_fused_qkv)  # the release's q/k/v
         per_token = params.layers * F.op_sac_bytes_per_token(spec, recipe.compute_bytes, layout.tp, fused_qkv=fused)
     else:
         per_token = _saved_per_token(spec, layout, settings, params, kw)

@@ -135,6 +135,7 @@ class StepSettings:
     """What --recompute selective re-runs (the framework's, core.frameworks): 'core-attn'
     (Megatron: the attention core) or 'op-sac' (torchtitan: every other matmul and all
     elementwise work of the forward; attention outputs are saved)."""
+    op_sac_fused_qkv: bool | None = None  # op-sac: q/k/v one mm or three (core.frameworks); None: the spec's
     attention_kernel: str = "flash"
     """'flash' (fused) or 'eager' (unfused: Megatron-LM 2021, transformers): core.time.attention_core."""
     attention_dropout: float = 0.0

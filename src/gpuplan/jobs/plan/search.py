@@ -14,6 +14,7 @@ import numpy as np
 from gpuplan.core.memory import training as M
 from gpuplan.core.time.attention_core import execution_kernel, step_kernel
 from gpuplan.core.comm.dp_overlap import schedule_for
+from gpuplan.core.frameworks import op_sac_fused_qkv
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.memory.activations import saved_linear_input_bytes
@@ -144,6 +145,7 @@ def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSet
                         **inputs.recompute_settings(),
                         **zero3,
                         selective="op-sac" if inputs.profile.selective == "op-sac" else "core-attn",
+                        op_sac_fused_qkv=op_sac_fused_qkv(spec, inputs.framework),  # the release's (core.frameworks)
                         **eager_step_settings(inputs, spec),
                         attention_efficiency=inputs.attention_efficiency or (
                             attention_efficiency(gpu, hopper_tuned=True)

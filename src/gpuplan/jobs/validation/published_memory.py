@@ -15,7 +15,7 @@ from typing import Any
 
 from gpuplan.core.memory import training as M
 from gpuplan.core.memory.device_memory import fragmentation
-from gpuplan.core.frameworks import framework
+from gpuplan.core.frameworks import framework, torchtitan_fuses_qkv
 from gpuplan.core.parallel import ParallelLayout
 
 GiB = 2**30
@@ -92,7 +92,10 @@ def _estimate(row: dict[str, Any], spec) -> tuple[float, str]:
                                 # the torchtitan rows (Dec 2024 - 2025) predate ChunkedLossWrapper:
                                 # cross_entropy(pred.float()) keeps the fp32 log-softmax, compiled with the
                                 # model from PR #1033 on (LOSS_COMPILED_SINCE)
-                                loss=_torchtitan_loss(row) if fw == "torchtitan" else None)
+                                loss=_torchtitan_loss(row) if fw == "torchtitan" else None,
+                                # op-sac's saved matmul outputs: the release's q/k/v (wq, wk, wv before 3396a4b37)
+                                op_sac_fused_qkv=torchtitan_fuses_qkv(row["framework_version"]) if fw == "torchtitan"
+                                else None)
     allocated = M.peak_allocated(spec, layout, settings)
     notes = []
     if str(row.get("precision", "")).startswith("fp8"):

@@ -17,7 +17,7 @@ from gpuplan.catalog import load_accelerator
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE
 from gpuplan.core.time.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.time.titan_ops import from_framework_label
-from gpuplan.core.frameworks import framework
+from gpuplan.core.frameworks import framework, torchtitan_fuses_qkv
 from gpuplan.core.time.megatron_ops import cross_entropy_impl
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
@@ -229,6 +229,8 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
     settings = StepSettings(seq_len=run["model"]["seq_len"], **recompute,
                             dtype=PRECISION[run["precision"]],
                             selective=SELECTIVE.get(run["family"].split("-")[0], "core-attn"),
+                            # op-sac's matmul order: the release's q/k/v (core.frameworks: wq, wk, wv before 3396a4b37)
+                            op_sac_fused_qkv=torchtitan_fuses_qkv(run["framework"]) if torchtitan else None,
                             # NeMo / Megatron-Bridge run Transformer Engine's cuDNN fused attention
                             attention_efficiency=attention_efficiency(gpu, hopper_tuned=not torchtitan),
                             # torchtitan without torch.compile runs its eager modules (unfused norms,
