@@ -75,12 +75,16 @@ def test_deepspeed_share_applies_at_zero_3_only():
     assert float(d3["grad"].total) == pytest.approx(float(d3["grad"].calls) * seconds)
 
 
-def test_the_second_set_pythia_rows_state_it():
-    """The six GPT-NeoX v1.0 rows pass --grad-all-reduce with DeeperSpeed's code cited; the rows that do not
-    (LLaMA-65B, StarCoderBase, BLOOM) keep ZeRO's own traffic."""
+def test_the_rows_that_ran_deepspeeds_pipeline_engine_state_it():
+    """The six GPT-NeoX v1.0 rows pass --grad-all-reduce with DeeperSpeed's code cited, BLOOM with its DeepSpeed
+    branch's (_bf16_reduce_grads, 5ea1c60f8) and --dp-overlap 0 (ReduceGrads after the last backward); the rows
+    whose code reduce-scatters (LLaMA-65B: ZeRO-0 anyway; StarCoderBase's distributed optimizer) do not."""
     runs = _runs()
     for rid in ("pythia-160m", "pythia-410m", "pythia-1.4b", "pythia-2.8b", "pythia-6.9b", "pythia-12b"):
         assert run_inputs(runs[rid]).grad_all_reduce is True, rid
         assert "engine.py L234-246" in runs[rid]["grad_all_reduce_source"], rid
-    for rid in ("llama1-65b", "starcoderbase-15.5b", "bloom-176b"):
+    bloom = run_inputs(runs["bloom-176b"])
+    assert bloom.grad_all_reduce is True and bloom.dp_overlap == 0.0
+    assert "_bf16_reduce_grads" in runs["bloom-176b"]["grad_all_reduce_source"]
+    for rid in ("llama1-65b", "starcoderbase-15.5b"):
         assert run_inputs(runs[rid]).grad_all_reduce is False, rid

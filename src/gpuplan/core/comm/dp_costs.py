@@ -31,7 +31,10 @@ PipelineEngine even at pipe-parallel-size 1 (megatron/neox_arguments/arguments.p
 (500M-element buckets) after the last backward, bypassing ``allreduce_gradients``, whose stage-1 branch would
 have reduce-scattered (engine.py L1023-1038: ``zero_reduce_scatter``, the Pythia configurations'
 ``reduce_scatter: true``), and its stage-1 optimizer then all-gathers the updated fp16 sub-partitions
-(``dist.all_gather`` per communication interval), in fp16 (``fp32_allreduce`` not set)."""
+(``dist.all_gather`` per communication interval), in fp16 (``fp32_allreduce`` not set). BLOOM's DeepSpeed
+(olruwase/bf16-updates 5ea1c60f8) does the same under bf16: pipe/engine.py L250-267 ``_bf16_reduce_grads``
+all-reduces the BF16_Optimizer's fp32 gradient copy cast to bf16 per bucket (engine.py L2063-2069, L712-719),
+and bf16_optimizer.py L359 all-gathers the updated partitions."""
 
 
 def params_per_gpu(spec: ModelSpec, tp, pp, ep):
