@@ -172,3 +172,31 @@ def test_a_sequence_past_gpt2s_learned_positions_is_refused(run_cli, args):
 def test_a_sequence_within_the_table_and_a_rope_model_past_its_maximum_answer(run_cli):
     assert run_cli("train", "gpt2", "--gpus", "8", "--seq-len", "1024")[0] == 0
     assert run_cli("train", "llama-2-7b", "--gpus", "64", "--seq-len", "8K")[0] == 0  # 4,096 positions, RoPE
+
+
+@pytest.mark.parametrize("change, field", [({"bos_token_id": 5000}, "config.json: bos_token_id"),
+                                           ({"eos_token_id": [1, 5000]}, "config.json: eos_token_id"),
+                                           ({"eos_token_id": "x"}, "config.json: eos_token_id")])
+def test_token_ids_past_the_vocabulary_are_refused_by_every_job(run_cli, tmp_path, change, field):
+    import json
+    from pathlib import Path
+
+    config = json.loads((Path(__file__).resolve().parents[1] / "examples/llama-2-7b/config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, **TINY, **change}))
+    for command in (("train", "--gpus", "8"), ("measure", "--seq-len", "16")):
+        refused(run_cli(command[0], "--model", str(tmp_path), *command[1:]), field, "below vocab_size (1000)")
+
+
+def test_a_transformers_default_pad_id_past_a_small_vocabulary_is_named(run_cli, tmp_path):
+    """Phi3Config fills in pad_token_id 32000: a phi3 config.json with 1,000 tokens and no pad_token_id
+    failed nn.Embedding's padding_idx assert (exit 70), after two '[transformers] Model config' lines."""
+    import json
+
+    pytest.importorskip("transformers")
+    config = {"model_type": "phi3", "architectures": ["Phi3ForCausalLM"], **TINY, "max_position_embeddings": 4096}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    refused(run_cli("measure", "--model", str(tmp_path), "--seq-len", "16"), "config.json: pad_token_id",
+            "transformers' default")
+    (tmp_path / "config.json").write_text(json.dumps({**config, "pad_token_id": None}))
+    code, _, err = run_cli("measure", "--model", str(tmp_path), "--seq-len", "16")
+    assert code == 0 and "[transformers]" not in err, err

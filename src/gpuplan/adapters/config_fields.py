@@ -174,14 +174,22 @@ def check_flags(cfg: dict[str, Any]) -> None:
         value = cfg.get(key)
         if value is not None and not (is_finite_number(value) and 0 < value < 1):
             raise InputError(f"config.json: {key}", value, "must be a small positive number (e.g. 1e-5)")
-    for key in ("attn_logit_softcapping", "final_logit_softcapping", "rope_theta"):  # rope_theta 'x': exit 70
+    # rope_theta 'x' and Gemma's query_pre_attn_scalar 0 ended measure / profile with exit 70
+    for key in ("attn_logit_softcapping", "final_logit_softcapping", "rope_theta", "query_pre_attn_scalar"):
         value = cfg.get(key)
         if value is not None and not (is_finite_number(value) and value > 0):
             raise InputError(f"config.json: {key}", value, "must be a positive number or null")
-    vocab, pad = cfg.get("vocab_size"), cfg.get("pad_token_id")  # nn.Embedding's padding_idx: in [-vocab, vocab)
-    if pad is not None and not (isinstance(pad, int) and not isinstance(pad, bool)
-                                and (not isinstance(vocab, int) or -vocab <= pad < vocab)):
-        raise InputError("config.json: pad_token_id", pad, f"must be a token id below vocab_size ({vocab}) or null")
+    for key in ("rotary_pct", "partial_rotary_factor"):  # GPT-NeoX rotary_pct 2: a shape error in transformers
+        value = cfg.get(key)
+        if value is not None and not (is_finite_number(value) and 0 < value <= 1):
+            raise InputError(f"config.json: {key}", value, "must be the rotary share of a head, in (0, 1]")
+    vocab = cfg.get("vocab_size")
+    for key in ("pad_token_id", "bos_token_id", "eos_token_id"):  # pad: nn.Embedding's padding_idx, in [-vocab, vocab)
+        value = cfg.get(key)
+        ids = value if isinstance(value, list) and key == "eos_token_id" else [value]
+        if value is not None and not all(isinstance(i, int) and not isinstance(i, bool) and (
+                not isinstance(vocab, int) or -vocab <= i < vocab) for i in ids):
+            raise InputError(f"config.json: {key}", value, f"must be a token id below vocab_size ({vocab}) or null")
     dtype = first(cfg, "torch_dtype", "dtype")
     if dtype is not None and dtype not in DTYPES:
         raise InputError("config.json: torch_dtype", dtype, f"one of {', '.join(DTYPES)}")
@@ -268,3 +276,20 @@ def sliding_window(cfg: dict[str, Any]) -> int | None:
     if not (is_finite_number(window) and window == int(window) and window >= 1):
         raise InputError("config.json: sliding_window", window, "null for no window, or a positive token count")
     return int_field(cfg, "sliding_window")
+
+
+def transformers_refusal(exc: Exception, version: str) -> InputError:
+    """One line naming the config.json field transformers' own config checks refused (profile / measure
+    build the model; a StrictDataclassError spans lines); its text cut to 160 characters."""
+    text = " ".join(str(exc).split())
+    named = text.split("for field '", 1)[1].split("'", 1)[0] if "for field '" in text else ""
+    return InputError(f"config.json: {named}".rstrip(": "), text[:160], f"transformers {version} refuses it")
+
+
+def check_transformers_defaults(text_config: Any) -> None:
+    """The values transformers fills in checked as the config's own are: Phi3Config's default
+    pad_token_id 32000 on a smaller vocabulary failed nn.Embedding's padding_idx assert (exit 70)."""
+    vocab, pad = getattr(text_config, "vocab_size", None), getattr(text_config, "pad_token_id", None)
+    if isinstance(vocab, int) and isinstance(pad, int) and not -vocab <= pad < vocab:
+        raise InputError("config.json: pad_token_id", pad, f"is transformers' default for this model type and past "
+                         f"vocab_size ({vocab}); give pad_token_id (null or a token id below it)")

@@ -138,15 +138,22 @@ def _import_backends():
 def _build_config(transformers, hf_config: Mapping, num_layers: int | None):
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
+    from gpuplan.adapters.config_fields import check_transformers_defaults, transformers_refusal
+
     cfg = dict(hf_config)
     model_type, version = cfg.pop("model_type"), transformers.__version__
     if model_type not in CONFIG_MAPPING:
         raise InputError("hf_config.model_type", model_type, f"a model type this transformers ({version}) knows")
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # its warnings on values: gpuplan checks them, in one line
     try:
         config = transformers.AutoConfig.for_model(model_type, **cfg)
     except Exception as exc:  # noqa: BLE001 - its field checks (StrictDataclassError, ValueError): exit 70 before
-        raise _refused_by_transformers(exc, version) from None
+        raise transformers_refusal(exc, version) from None
+    finally:
+        transformers.logging.set_verbosity(verbosity)
     text = config.get_text_config()
+    check_transformers_defaults(text)
     full_layers = getattr(text, "num_hidden_layers", None)
     if num_layers is not None:
         if full_layers is None:
@@ -158,13 +165,6 @@ def _build_config(transformers, hf_config: Mapping, num_layers: int | None):
             reps = -(-num_layers // max(len(layer_types), 1))
             text.layer_types = (list(layer_types) * reps)[:num_layers]
     return config, text, full_layers
-
-
-def _refused_by_transformers(exc: Exception, version: str) -> InputError:
-    """One line naming the config.json field transformers' checks refused (its text cut to 160 characters)."""
-    text = " ".join(str(exc).split())
-    named = text.split("for field '", 1)[1].split("'", 1)[0] if "for field '" in text else ""
-    return InputError(f"config.json: {named}".rstrip(": "), text[:160], f"transformers {version} refuses it")
 
 
 def _make_optimizer(torch, params, optimizer: str, foreach: bool):
