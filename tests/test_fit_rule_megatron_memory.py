@@ -157,3 +157,28 @@ def test_deepep_row_holds_deepep_buffers_not_nccl_all_to_all_peers():
     assert now.fixed_bytes - before.fixed_bytes == pytest.approx(377_677_824 + 2**29 + 2**25 - 63 * 3.28e9 / 7,
                                                                  rel=1e-12)
     assert before.headroom_bytes < 0 < now.headroom_bytes
+
+
+def test_combined_1f1b_holds_one_more_warm_up_chunk():
+    """--overlap-moe-expert-parallel-comm schedules one extra warm-up micro-batch chunk (schedules.py@core_v0.14.0
+    L735-739): pp 8 vpp 4, first rank 2 x 7 + 3 x 8 + 1 + 1 = 40 chunks = 10 stages' worth (39 without)."""
+    assert A.pipeline_micro_batches_in_flight(8, 4, 128, 0, True) == 40 / 4
+    assert A.pipeline_micro_batches_in_flight(8, 4, 128, 0, False) == 39 / 4
+
+
+def test_published_a2a_overlap_row_holds_40_of_39_chunks(monkeypatch):
+    """Qwen3-235B-A22B on 256 H100 (tp 2 pp 8 vpp 4 ep 32, a2a overlap, Megatron-Bridge 26.04): the first rank's
+    activations grow by 40 / 39; the row still fits."""
+    from gpuplan.jobs.validation import published_fits
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    run = next(r for r in published_throughput_rows() if r["id"] == "mbridge-26.04-qwen3-235b-a22b-h100-sxm-256g-fp8cs")
+    assert run["moe_comm"]["a2a_overlap"] and published_fits.recipe_memory_fields(run)["ep_a2a_overlap"]
+    now = published_fits.row_plan(run)
+    orig = published_fits.recipe_memory_fields
+    monkeypatch.setattr(published_fits, "recipe_memory_fields",
+                        lambda r: {k: v for k, v in orig(r).items() if k != "ep_a2a_overlap"})
+    before = published_fits.row_plan(run)
+    assert now.memory.stage == before.memory.stage == 0
+    assert now.memory.activations / before.memory.activations == pytest.approx(40 / 39, rel=1e-12)
+    assert now.headroom_bytes > 0

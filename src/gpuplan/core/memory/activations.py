@@ -383,7 +383,7 @@ def outside_layer_bytes(spec: ModelSpec, *, impl: str = "hf", compute_bytes: int
     return OutsideLayers(saved=final_norm + compute_bytes * v + FP32 * v + softcap, backward_temp=2 * FP32 * v)
 
 
-def pipeline_micro_batches_in_flight(pp: int, vpp: int, micro_batches: int, stage=0) -> float:
+def pipeline_micro_batches_in_flight(pp: int, vpp: int, micro_batches: int, stage=0, combined_1f1b=False) -> float:
     """Micro-batches' worth of a stage's activations pipeline ``stage`` holds at once.
 
     1F1B: stage i holds pp - i (Narayanan et al. 2021, Sec. 2.2); interleaved with v virtual stages, Megatron-Core's
@@ -392,8 +392,11 @@ def pipeline_micro_batches_in_flight(pp: int, vpp: int, micro_batches: int, stag
     core_v0.13.1 and core_v0.19.0) and holds w + 1 chunks of L / (pp v) layers at the first steady-state backward:
     (w + 1) / v stages' worth, pp (1 + (pp - 1) / (pp v)) on the first (Korthikanti et al. 2022, Sec. 4.2.3) and
     pp - (pp - 1) / v on the last. Never more than the step has (warm-up capped at all m v chunks).
+    ``combined_1f1b`` (--overlap-moe-expert-parallel-comm): one more warm-up chunk, so that each steady-state
+    step's forward and backward are independent (schedules.py@core_v0.14.0 L735-739; interleaved only: with a
+    pipeline the combined schedule needs virtual stages, planner.framework_rules.combined_1f1b_runs).
     """
-    warmup_chunks = 2 * (pp - stage - 1) + (vpp - 1) * pp
+    warmup_chunks = 2 * (pp - stage - 1) + (vpp - 1) * pp + np.asarray(combined_1f1b, dtype=float)
     interleaved = (warmup_chunks + 1) / np.maximum(vpp, 1)
     in_flight = np.where(pp == 1, 1.0, np.where(vpp > 1, interleaved, np.maximum(1.0, pp - stage)))
     return np.minimum(in_flight, micro_batches * 1.0)

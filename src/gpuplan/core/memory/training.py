@@ -135,6 +135,7 @@ class MemorySettings:
     low-precision format, row-wise and column-wise copies) or 'cached' (bf16 weights plus TE's
     low-precision copy of both, cached across micro-batches); None = the recipe's bf16 weights and no copy."""
     fp8_any_layout_gemm: bool = False  # FP8 GEMMs take any layout (sm_100): core.memory.recipe_facts.weight_copies
+    ep_a2a_overlap: bool = False  # Megatron's combined 1F1B: one more interleaved warm-up chunk (activations)
     embedding_loss_slots: bool = False
     """Megatron's account_for_embedding_in_pipeline_split + account_for_loss_in_pipeline_split: the first
     and last pipeline stages hold one decoder layer fewer (core.memory.model_states.slot_stage_span)."""
@@ -288,7 +289,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
         per_token = _saved_per_token(spec, layout, settings, params, kw)
     per_token = per_token * (1 - RF.offloaded_share(settings.offload_layers, params.layers))
     micro_batches = layout.micro_batches_per_step
-    in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, micro_batches, stage)
+    in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, micro_batches, stage, settings.ep_a2a_overlap)
     activations = per_token * tokens * in_flight * settings.activation_scale
     last = stage == layout.pp - 1
     out = A.outside_layer_bytes(spec, impl=impl, compute_bytes=recipe.compute_bytes,
