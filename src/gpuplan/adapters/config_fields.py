@@ -57,13 +57,11 @@ def config_activation(cfg: dict[str, Any]) -> str:
     """The MLP activation (hidden_act / hidden_activation / activation_function; silu if none), one
     transformers knows: `hidden_act: "nope"` or `5` was read as a GeLU-free activation, exit 0."""
     keys = ("hidden_act", "hidden_activation", "activation_function")
-    value = first(cfg, *keys)
-    if value is None:
-        return "silu"
-    if not isinstance(value, str) or value not in ACTIVATIONS:
-        key = next(k for k in keys if cfg.get(k) is not None)
-        raise InputError(f"config.json: {key}", value, "an activation transformers knows: " + ", ".join(ACTIVATIONS))
-    return value
+    for key in keys:  # each one given: Gemma 2 runs hidden_activation beside a hidden_act (KeyError, exit 70)
+        value = cfg.get(key)
+        if value is not None and (not isinstance(value, str) or value not in ACTIVATIONS):
+            raise InputError(f"config.json: {key}", value, "an activation transformers knows: " + ", ".join(ACTIVATIONS))
+    return first(cfg, *keys) or "silu"
 
 
 def int_field(cfg: dict[str, Any], *keys: str, required: bool = True, default: int | None = None,
@@ -175,7 +173,8 @@ def check_flags(cfg: dict[str, Any]) -> None:
         if value is not None and not (is_finite_number(value) and 0 < value < 1):
             raise InputError(f"config.json: {key}", value, "must be a small positive number (e.g. 1e-5)")
     # rope_theta 'x' and Gemma's query_pre_attn_scalar 0 ended measure / profile with exit 70
-    for key in ("attn_logit_softcapping", "final_logit_softcapping", "rope_theta", "query_pre_attn_scalar"):
+    for key in ("attn_logit_softcapping", "final_logit_softcapping", "rope_theta", "query_pre_attn_scalar",
+                "rotary_emb_base", "rope_local_base_freq"):  # GPT-NeoX's and Gemma 3's local RoPE bases too
         value = cfg.get(key)
         if value is not None and not (is_finite_number(value) and value > 0):
             raise InputError(f"config.json: {key}", value, "must be a positive number or null")
@@ -293,3 +292,48 @@ def check_transformers_defaults(text_config: Any) -> None:
     if isinstance(vocab, int) and isinstance(pad, int) and not -vocab <= pad < vocab:
         raise InputError("config.json: pad_token_id", pad, f"is transformers' default for this model type and past "
                          f"vocab_size ({vocab}); give pad_token_id (null or a token id below it)")
+
+
+# MPT (mosaicml/llm-foundry llmfoundry/models/mpt/configuration_mpt.py @34f47ade1, the MPT-7B release week):
+# attn_type -> K/V heads; norm_type -> gpuplan's norm. grouped_query_attention (kv_n_heads) came later.
+MPT_KV_HEADS = {"multihead_attention": None, "multiquery_attention": 1, "grouped_query_attention": "kv_n_heads"}
+MPT_NORMS = {"layernorm": "layernorm", "low_precision_layernorm": "layernorm", "rmsnorm": "rmsnorm",
+             "low_precision_rmsnorm": "rmsnorm"}
+
+
+def mpt_fields(cfg: dict[str, Any]) -> dict[str, Any]:
+    """An MPT config.json (llm-foundry's MPTConfig) in the names the reader takes. MPTConfig defaults where left
+    out (configuration_mpt.py @34f47ade1 L38-50): expansion_ratio 4, max_seq_len 2048, learned_pos_emb true,
+    no_bias false. The MLP is up 4 x d_model, GELU (nn.GELU(approximate='none'), layers/blocks.py L22-26), down;
+    no_bias drops every bias, the norms' too (modeling_mpt.py L113-118); Wqkv is one fused projection
+    (attention.py L301); the logits reuse wte (L472-473: tied). Positions: the release code builds wpe only without
+    ALiBi (modeling_mpt.py L79-80), so MPT-7B (alibi and learned_pos_emb both true) has none; llm-foundry from
+    2023-09 builds it whenever learned_pos_emb is set: the checkpoints trained before, MPT-7B's, hold no wpe."""
+    attn, ffn = cfg.get("attn_config") or {}, cfg.get("ffn_config") or {}
+    if not isinstance(attn, dict) or not isinstance(ffn, dict):
+        raise InputError("config.json: attn_config/ffn_config", type(attn).__name__, "expected mappings (MPT)")
+    attn_type, norm = attn.get("attn_type", "multihead_attention"), cfg.get("norm_type", "low_precision_layernorm")
+    if not isinstance(attn_type, str) or attn_type not in MPT_KV_HEADS:
+        raise InputError("config.json: attn_config.attn_type", attn_type, "one of " + ", ".join(MPT_KV_HEADS))
+    if not isinstance(norm, str) or norm not in MPT_NORMS:
+        raise InputError("config.json: norm_type", norm, "one of " + ", ".join(MPT_NORMS))
+    if ffn.get("ffn_type", "mptmlp") != "mptmlp" or set(ffn) - {"ffn_type", "ffn_hidden_size"}:
+        raise InputError("config.json: ffn_config", ffn, "MPT's GELU MLP only ({'ffn_type': 'mptmlp'}, optionally "
+                         "ffn_hidden_size); other MPT feed-forward types are not read")
+    flags = {key: cfg.get(key, default) for key, default in (("no_bias", False), ("learned_pos_emb", True))}
+    flags |= {f"attn_config.{key}": attn.get(key, False) for key in ("alibi", "rope")}
+    for key, value in flags.items():
+        if not isinstance(value, bool):
+            raise InputError(f"config.json: {key}", value, "must be true or false")
+    hidden, layers, heads = (int_field(cfg, key) for key in ("d_model", "n_layers", "n_heads"))
+    kv = MPT_KV_HEADS[attn_type]
+    if isinstance(kv, str):  # grouped_query_attention names its K/V heads
+        kv = int_field({f"attn_config.{kv}": attn.get(kv)}, f"attn_config.{kv}")
+    learned = flags["learned_pos_emb"] and not flags["attn_config.alibi"]
+    return {**cfg, "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
+            "num_key_value_heads": kv,
+            "intermediate_size": ffn.get("ffn_hidden_size") or int_field(cfg, "expansion_ratio", default=4) * hidden,
+            "max_position_embeddings": cfg.get("max_seq_len", 2048), "bias": not flags["no_bias"],
+            "hidden_act": "gelu", "attn_pdrop": attn.get("attn_pdrop"), "mpt_norm": MPT_NORMS[norm],
+            "mpt_learned_positions": int_field(cfg, "max_seq_len", default=2048) if learned else 0,
+            "mpt_rope": flags["attn_config.rope"]}
