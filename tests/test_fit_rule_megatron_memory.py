@@ -182,3 +182,19 @@ def test_published_a2a_overlap_row_holds_40_of_39_chunks(monkeypatch):
     assert now.memory.stage == before.memory.stage == 0
     assert now.memory.activations / before.memory.activations == pytest.approx(40 / 39, rel=1e-12)
     assert now.headroom_bytes > 0
+
+
+def test_skill_row_runs_its_recipes_allocator_and_gradient_buffer():
+    """Megatron-Bridge 302976773079's 16-H100 Qwen3-30B-A3B recipe sets expandable segments in its env_vars and
+    grad_reduce_in_fp32 False (perf_recipes/qwen/h100/qwen3_moe.py L52, perf_recipes/_common.py L73): the
+    reserve is 3% (not 12%) and the gradient buffer 2 B per parameter; the row was refused (+3.6%) and fits."""
+    from gpuplan.jobs.validation.published_fits import recipe_memory_fields, row_plan
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    run = next(r for r in published_throughput_rows() if r["id"] == "mbridge-skill-qwen3-30b-a3b-h100-16g-bf16-hybridep")
+    assert {k: recipe_memory_fields(run)[k] for k in ("grad_dtype", "allocator")} == {"grad_dtype": "bf16",
+                                                                                   "allocator": "expandable"}
+    now, before = row_plan(run), row_plan({k: v for k, v in run.items() if k != "recipe_memory"})
+    assert (now.fragmentation, before.fragmentation) == (0.03, 0.12)
+    assert now.memory.grads / before.memory.grads == pytest.approx(2 / 4, rel=1e-12)
+    assert before.headroom_bytes < 0 < now.headroom_bytes

@@ -13,7 +13,9 @@ BRIDGE_TAG = {(25, 9, 0): "v0.1.0rc4", (25, 11, 0): "v0.2.2", (26, 2, 0): "v0.3.
               (26, 8, 0): "v0.6.0"}
 """The Megatron-Bridge tag of each NeMo container (the yaml header's recipe_recompute convention)."""
 VALUES = {"grad_dtype": {"bf16"}, "moment_dtype": {"bf16"}, "loss": {"te-ce"}, "embedding_loss_slots": {True},
-          "zero": {1}}
+          "zero": {1}, "allocator": {"expandable"}}
+SKILL_COMMIT = {"mbridge-skill-h100": "302976773079"}
+"""Megatron-Bridge skill rows (no container release): the commit their recipe is read at."""
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +29,8 @@ def _tag(run) -> str:
     from gpuplan.jobs.validation.published_fits import bridge_release
 
     nemo = {"nemo-24.07": "24.07", "nemo-25.02": "v2.2.0", "nemo-25.04": "v2.3.0"}  # Launcher; NVIDIA/NeMo
+    if run["family"] in SKILL_COMMIT:
+        return SKILL_COMMIT[run["family"]]
     if run["family"].rsplit("-", 1)[0] in nemo:
         return nemo[run["family"].rsplit("-", 1)[0]]
     return BRIDGE_TAG[bridge_release(run)]
@@ -35,8 +39,8 @@ def _tag(run) -> str:
 def test_every_recipe_memory_value_is_cited_at_the_rows_tag(rows):
     carrying = [r for r in rows if r.get("recipe_memory")]
     # 220 Megatron-Bridge rows (25.09 - 26.08), 8 NeMo 24.07 rows, 15 NeMo 25.02 / 25.04 rows (the one that prints
-    # FSDP carries grad_dtype only)
-    assert len(carrying) == 243
+    # FSDP carries grad_dtype only), the Megatron-Bridge skill row
+    assert len(carrying) == 244
     for run in carrying:
         tag = _tag(run)
         for key, value in run["recipe_memory"].items():

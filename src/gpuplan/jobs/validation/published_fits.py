@@ -82,7 +82,7 @@ def bridge_release(run: dict[str, Any]) -> tuple[int, ...]:
     return rel if rel >= (25, 9) and run["id"].startswith("mbridge-") else ()
 
 
-RECIPE_MEMORY_FIELDS = ("grad_dtype", "moment_dtype", "loss", "embedding_loss_slots")
+RECIPE_MEMORY_FIELDS = ("grad_dtype", "moment_dtype", "loss", "embedding_loss_slots", "allocator")
 """The row field recipe_memory's keys that are plan inputs of the same name (published_throughput.yaml's header:
 each read at the row's tag and cited under derived.recipe_memory.<key>)."""
 
