@@ -12,7 +12,7 @@ bound), so a malformed or hostile config gets one line naming the field.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from gpuplan.adapters.config_fields import (
     first,
     int_field,
     layer_indices,
+    mpt_fields,
     sliding_window,
     yarn_attention_factor,
 )
@@ -81,6 +82,9 @@ TRAITS: dict[str, ArchTraits] = {
     # the per-head attention sinks are < 0.1% of the parameters and not counted), alternating
     # sliding-window (128) and full attention through layer_types
     "gpt_oss": ArchTraits(qkv_bias=True, out_bias=True),
+    # MPT (llm-foundry modeling_mpt.py / blocks.py @34f47ade1): pre-LN blocks, fused Wqkv, GELU 4h MLP, tied
+    # logits, biases unless no_bias (which drops the norms' too: config_fields.mpt_fields); ALiBi or learned positions
+    "mpt": ArchTraits(gated_mlp=False, norm="layernorm", tie_default=True, fused_qkv=True),
 }
 # Hybrid state-space / recurrent families: their state memory and FLOPs are not modelled yet.
 STATE_SPACE = ("mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "bamba", "nemotron_h", "rwkv",
@@ -275,6 +279,9 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     if model_type == "dbrx":
         cfg = _dbrx_flat(cfg)
     traits = TRAITS[model_type]
+    if model_type == "mpt":
+        cfg = mpt_fields(cfg)
+        traits = replace(traits, norm=cfg["mpt_norm"], norm_bias=cfg["bias"])
     check_rope_scaling(cfg.get("rope_scaling"))
     if checkpoint_format:
         check_quantization_config(config.get("quantization_config"))  # the checkpoint's own, as infer reads it
@@ -301,7 +308,7 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         name=name, hidden_size=hidden, num_layers=layers, vocab_size=vocab,
         attention=attention, mlp=mlp, moe=moe, moe_layers=moe_mask,
         tie_embeddings=traits.tie_default if tie is None else bool(tie),
-        learned_positions=int_field(cfg, "n_positions") if model_type == "gpt2" else 0,
+        learned_positions=_learned_positions(cfg, model_type),
         max_position_embeddings=int_field(cfg, "max_position_embeddings", "n_positions",
                                            "seq_length", default=2048),
         norm=traits.norm, norm_bias=traits.norm_bias,  # type: ignore[arg-type]
@@ -310,14 +317,23 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         sliding_window=window, layer_types=layer_types,
         dtype=str(first(cfg, "torch_dtype", "dtype") or "bfloat16").replace("auto", "bfloat16"),
         # eager softmax in the scores' dtype: GPT-2; GPT-OSS (modeling_gpt_oss.py@5.25.0 L248, dtype=combined_logits.dtype)
-        dropout=config_dropout(cfg), eager_softmax_fp32=model_type not in ("gpt2", "gpt_oss"),
-        fused_qkv=traits.fused_qkv, fused_gate_up=traits.fused_gate_up, rotary=model_type != "gpt2",
+        # MPT's torch attention: torch.softmax on the bf16 scores (llm-foundry layers/attention.py @34f47ade1 L91)
+        dropout=config_dropout(cfg), eager_softmax_fp32=model_type not in ("gpt2", "gpt_oss", "mpt"),
+        fused_qkv=traits.fused_qkv, fused_gate_up=traits.fused_gate_up,
+        rotary=cfg.get("mpt_rope", True) if model_type == "mpt" else model_type != "gpt2",
         gemma_norm=traits.gemma_norm, attn_logit_softcap=cfg.get("attn_logit_softcapping"),
         final_logit_softcap=cfg.get("final_logit_softcapping"),
         # multi-token-prediction modules (DeepSeek-V3 num_nextn_predict_layers): 0 when absent
         mtp_layers=int_field(cfg, "num_nextn_predict_layers", required=False, default=0, minimum=0),
         model_type=model_type, source=source, notes=tuple(notes),
     )
+
+
+def _learned_positions(cfg: dict[str, Any], model_type: str) -> int:
+    """Rows of a learned position table: GPT-2's n_positions; MPT's wpe (none under ALiBi: mpt_fields)."""
+    if model_type == "mpt":
+        return int(cfg["mpt_learned_positions"])
+    return int_field(cfg, "n_positions") if model_type == "gpt2" else 0
 
 
 def load_hf_config(path: str | Path) -> dict[str, Any]:

@@ -280,8 +280,8 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "(the packaged 2022-23 runs used 0.89-1.73x their predicted GPU-hours with the recompute, attention "
                    "kernel and network their sources state; Llama 3.1 "
                    "405B and DeepSeek-V3, 2024, 0.92-1.15x: docs/accuracy.md); the budget's failure and checkpoint "
-                   "lines hold part of that (with them and the stated batch ramps and layouts, 10.7% mean over sixteen "
-                   "held-out runs, predicted low on average; 11.4% on the 7 runs fixed before TinyLlama, 10.9% on the 8 "
+                   "lines hold part of that (with them and the stated batch ramps and layouts, 9.7% mean over sixteen "
+                   "held-out runs, predicted low on average; 11.4% on the 7 runs fixed before TinyLlama, 8.7% on the 8 "
                    "chosen by a written criterion before their predictions were computed: docs/training.md)")
     used = inputs.builtin_defaults_used()
     if used:
