@@ -117,3 +117,17 @@ def test_mpts_own_shape_times_within_two_percent_of_the_generic_one():
     generic = {k: v for k, v in run.items() if k != "model"} | {"params": 6.7e9}
     own, other = (estimate_budget(run_inputs(r)).value("io_step_seconds") for r in (run, generic))
     assert own == pytest.approx(other, rel=0.02)
+
+
+def test_the_row_is_no_longer_the_kinds_outlier():
+    """With the recipe's layout the model's step is 2.38 s against the 2.96 s the card's 9.5 days amount to (a ratio
+    of 1.24, where the other held-out totals sit at 0.89-1.24x their model steps: docs/training.md): -19.0% end to end,
+    where the planner's mb2 without recompute gave -36.4%. The bound is that level + ~5 points, so a layout regression
+    (back to no recompute: -36%) fails; the sign stays low (the campaign's time around the step is not all modelled)."""
+    from gpuplan.jobs.validation.gpu_hours import reported_step_seconds
+
+    run = _runs()["mpt-7b"]
+    predicted, _ = end_to_end_gpu_hours(run)
+    error = predicted / run["measured_gpu_hours"] - 1
+    assert -0.25 < error < 0
+    assert reported_step_seconds(run) == pytest.approx(100_320 * 3600 / 440 / (1e12 / (1760 * 2048)), rel=1e-9)
