@@ -49,8 +49,18 @@ def test_grad_all_reduce_charges_an_all_reduce_then_the_gather():
     assert float(neox["grad"].total - plain["grad"].total) == pytest.approx(0.544, rel=0.1)
 
 
-def test_grad_all_reduce_touches_zero_1_only():
-    """ZeRO-0 all-reduces already; ZeRO-2 and 3 shard the gradients (their reduce-scatter stays)."""
+def test_grad_all_reduce_is_refused_off_zero_1_and_the_core_times_zero_1_only():
+    """The option is ZeRO-1's all-reduce then gather: at ZeRO-0 (an all-reduce already), 2 or 3 (sharded gradients)
+    or with the stage left to the planner it would change nothing, so the schema refuses it in one line
+    (schema/layout_rules.py; the CLI, plan-file and web doors: tests/test_option_rules_step_facts.py). The core
+    keeps its own guard: at any other stage of a layout array it times the stage's own collective."""
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.training.schema import TrainingInputs
+
+    for zero in (0, 2, 3, None):
+        with pytest.raises(InputError, match="grad_all_reduce: got True; .* give --zero 1"):
+            TrainingInputs(params="13B", tokens="1T", gpus=64, zero=zero, grad_all_reduce=True)
+    assert TrainingInputs(params="13B", tokens="1T", gpus=64, zero=1, grad_all_reduce=True).grad_all_reduce
     base = StepSettings(seq_len=2048, dp_overlap=0.0)
     for zero in (0, 2, 3):
         plain, _ = _costs(base, zero)

@@ -14,6 +14,7 @@ from gpuplan.core.comm import collectives as K
 from gpuplan.core.time import megatron_ops as MO
 from gpuplan.core.time import sequence_parallel as SP
 from gpuplan.core.time.step import step_time
+from gpuplan.errors import InputError
 from gpuplan.jobs.plan.search import evaluator_for
 from gpuplan.jobs.validation.gpu_hours import run_inputs
 
@@ -59,12 +60,10 @@ def test_pythia_12b_step_without_sequence_parallelism_by_hand():
     8 x 2,048 x 5,120 x 2 B = 167,772,160 B on the tp-4 NVLink group, in place of 2 x 36 x 6 = 432 pairs."""
     ev, with_sp = _pythia_12b(True)
     _, without = _pythia_12b(False)
-    extra = 16384 * 36 * 2 * 168_960 / (1.555e12 * 0.89) * 4 / 3
-    assert extra == pytest.approx(0.1920, abs=1e-4)
-    assert float(without.compute - with_sp.compute) == pytest.approx(extra, rel=2e-3)
+    # 16,384 x 36 x 2 x 168,960 B / (1,555e9 B/s x 0.89) x 4 / 3 = 0.1920 s
+    assert float(without.compute - with_sp.compute) == pytest.approx(0.1920, rel=2e-3)
     group = ev.cluster.group(4, 1)
-    size = 8 * 2048 * 5120 * 2
-    assert size == 167_772_160
+    size = 167_772_160  # 8 x 2,048 x 5,120 x 2 B
     all_reduce = float(K.collective_seconds("all_reduce", size, group))
     pair = float(K.collective_seconds("reduce_scatter", size, group) + K.collective_seconds("all_gather", size, group))
     assert float(without.tp_comm) == pytest.approx(288 * all_reduce, rel=1e-9)  # the row's tp_overlap 0
@@ -73,11 +72,20 @@ def test_pythia_12b_step_without_sequence_parallelism_by_hand():
 
 
 def test_the_rows_state_it_from_their_code():
-    """Every Pythia row and BLOOM pass --no-sequence-parallel, each citing the code that has none."""
+    """The Pythia rows with tp > 1 (6.9B, 12B) and BLOOM pass --no-sequence-parallel, each citing the code that has
+    none; the tp-1 Pythia rows state nothing (at tp 1 it changes nothing, and the schema refuses it there:
+    schema/layout_rules.py)."""
     runs = _runs()
-    for rid in [r for r in runs if r.startswith("pythia-")] + ["bloom-176b"]:
+    pythia = [r for r in runs if r.startswith("pythia-")]
+    with_tp = [r for r in pythia if runs[r]["layout"]["tp"] > 1]
+    assert sorted(with_tp) == ["pythia-12b", "pythia-6.9b"]
+    for rid in with_tp + ["bloom-176b"]:
         assert run_inputs(runs[rid]).sequence_parallel is False, rid
         assert "mappings.py" in runs[rid]["sequence_parallel_source"], rid
+    for rid in set(pythia) - set(with_tp):
+        assert "sequence_parallel" not in runs[rid] and run_inputs(runs[rid]).sequence_parallel is True, rid
+        with pytest.raises(InputError, match="changes nothing with --tp 1"):
+            run_inputs(dict(runs[rid], sequence_parallel=False))
     assert "L29-45" in runs["pythia-12b"]["sequence_parallel_source"]
     assert "c3be5d3f" in runs["bloom-176b"]["sequence_parallel_source"]
     assert run_inputs(runs["starcoderbase-15.5b"]).sequence_parallel is True  # its launch script sets it

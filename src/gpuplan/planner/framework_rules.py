@@ -60,12 +60,13 @@ class FrameworkRules:
     refuses CP with ScaledDotProductAttention ("Context Parallel is not supported with
     ScaledDotProductAttention or VarlenAttention. Use FlexAttention or disable CP.",
     torchtitan/models/common/decoder.py L173-183, since 5dd944e62, 2026-08-19); gpuplan times torchtitan's
-    SDPA (FlashAttention-2), and its published CP rows ran SDPA at 9dec370."""
+    SDPA (FlashAttention-2), and its published CP rows ran SDPA at 9dec370. A cp > 1 the user fixes is refused
+    (schema.layout_rules.check_setup); the published rows are evaluated at their layouts outside the schema."""
     pipeline_with_tied_embeddings: bool = True
     """A model whose output layer shares the embedding's weights runs pipeline parallelism. torchtitan at
     b5bcd76 refuses it ("Weight tying is not supported with Pipeline Parallel.", models/common/decoder.py
     L168-170; its Llama 3.2 1B / 3B configs tie, models/llama3/__init__.py L159, L203): the free search
-    gives such a model pp 1 (a pp the user fixes is evaluated as asked)."""
+    gives such a model pp 1, and a pp > 1 the user fixes is refused (schema.layout_rules.check_model)."""
     torch_pipelining: bool = False
     """Pipelines run torch.distributed.pipelining's schedules, with their micro-batch rules
     (torch_pipeline_runs)."""

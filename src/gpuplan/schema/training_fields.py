@@ -11,7 +11,7 @@ from pydantic import model_validator
 
 from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS
 from gpuplan.errors import InputError
-from gpuplan.schema import te_kernels as TE
+from gpuplan.schema import layout_rules as LR, te_kernels as TE
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
@@ -183,9 +183,7 @@ class SetupFields(JobInputs):
         if self.compile and self.framework != "torchtitan":
             raise InputError("compile", True, f"is torchtitan's torch.compile per block: give --framework torchtitan "
                              f"(not {self.framework}: {COMPILE_ELSEWHERE.get(self.framework, 'not modelled')})")
-        if getattr(self, "tp_comm_overlap", False) and self.framework == "torchtitan" and not self.compile:
-            raise InputError("tp_comm_overlap", True, "is torchtitan's async TP, which runs only compiled (torchtitan "
-                             "config/configs.py@b5bcd76 L306-313: 'Async TP requires ... --compile.enable'): give --compile")
+        LR.check_setup(self)  # step facts and layouts the framework refuses or that change nothing (schema.layout_rules)
         if getattr(self, "recompute", None) == "selective" and self.profile.selective == "none":
             raise InputError("recompute", "selective", f"--framework {self.framework} has no selective recompute "
                              "(gradient checkpointing is per layer): give none or full")
@@ -248,6 +246,7 @@ class SetupFields(JobInputs):
         from gpuplan.core.time.attention_core import fa1_refusal, runs_eager_only
 
         given = self.given
+        LR.check_model(self, spec)
         if spec.moe is None:
             for name in ("ep_dispatcher", "ep_a2a_overlap", "ep_overlap", "moe_capacity_factor"):
                 if name in given:

@@ -164,10 +164,12 @@ SequenceParallel = option(T.Bool, True, "Sequence parallelism with tp > 1 (Megat
                          "TP plan): norms and residual adds, and their activations, split over tp; TP exchanges as reduce-scatter + "
                          "all-gather. --no-sequence-parallel: code without it (Megatron-LM before 2022-04, "
                          "Megatron-DeepSpeed, GPT-NeoX v1.0) keeps them whole on every TP rank and all-reduces "
-                         "(core/time/sequence_parallel.py).")
+                         "(core/time/sequence_parallel.py); refused with --tp 1, --tp-comm-overlap, or a MoE model "
+                         "under --framework megatron (schema/layout_rules.py).")
 GradAllReduce = option(T.Bool, False, "Under ZeRO-1, all-reduce every gradient and then all-gather the updated "
                       "shards (2S + S; ZeRO-1 otherwise reduce-scatters, S + S): DeepSpeed's PipelineEngine as "
-                      "GPT-NeoX v1.0 runs it (core/comm/dp_costs.py ALL_REDUCE_THEN_GATHER).")
+                      "GPT-NeoX v1.0 runs it (core/comm/dp_costs.py ALL_REDUCE_THEN_GATHER). Needs --zero 1 "
+                      "stated; not under torchtitan or hf (no ZeRO-1).")
 Compile = option(T.Bool, False, "torch.compile per TransformerBlock, model and loss (torchtitan's "
                  "[compile] enable with components model, loss; --framework torchtitan, dense gated models): the "
                  "step is timed with Inductor's fused kernels (core/time/titan_ops.py). Not given: eager, "

@@ -1,0 +1,83 @@
+"""Step facts and layouts the named framework refuses, or that change nothing: one line naming the field
+(InputError), through every door (the CLI, plan files, the web API and the Python API share the schema:
+schema.training_fields.SetupFields calls these). Each rule cites the framework code that raises, or says why
+the option is a no-op there.
+
+- ``--grad-all-reduce`` (core.comm.dp_costs.ALL_REDUCE_THEN_GATHER) is ZeRO-1's all-reduce then gather, as
+  DeepSpeed's / DeeperSpeed's PipelineEngine runs it: it changes nothing at ZeRO 0 (already an all-reduce),
+  2 or 3, and torchtitan's and the Trainer's DDP / FSDP2 have no ZeRO-1. It is taken with a stated
+  ``--zero 1`` only (not under --framework torchtitan or hf): with the ZeRO stage left to the
+  planner the option would restrict nothing the user could see (the search may pick ZeRO 0 or 3, where it is
+  ignored), so the stage must be stated rather than the search silently narrowed.
+- ``--no-sequence-parallel`` (core.time.sequence_parallel) is refused with ``--tp-comm-overlap`` (Megatron
+  asserts "Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is enabled",
+  megatron/training/arguments.py@core_v0.15.0rc7 L899-900; TE's userbuffers and torchtitan's async TP overlap
+  the all-gather / reduce-scatter pair sequence parallelism issues), on a mixture-of-experts model under
+  --framework megatron (MoELayer raises with tensor parallelism and no sequence parallelism,
+  megatron/core/transformer/moe/moe_layer.py@core_v0.15.0rc7 L258-262; at tp 1 it is a no-op, so every
+  tp refuses it) and with ``--tp 1`` stated (a no-op: sequence parallelism splits over TP ranks; Megatron
+  itself turns it off at tp 1, arguments.py L888-897). With tp left to the planner it is taken: it times the
+  searched tp > 1 layouts without sequence parallelism and leaves the tp 1 ones as they are.
+- torchtitan at b5bcd76 (core.frameworks' torchtitan profile) refuses a pipeline on a model with tied
+  embeddings ("Weight tying is not supported with Pipeline Parallel.", torchtitan/models/common/decoder.py
+  L168-170) and context parallelism with ScaledDotProductAttention (L173-183: "Context Parallel is not
+  supported with ScaledDotProductAttention or VarlenAttention. Use FlexAttention or disable CP."); gpuplan
+  times torchtitan's SDPA, not FlexAttention, so a stated ``--pp`` > 1 / ``--cp`` > 1 is refused there
+  (the free search leaves them out: planner.framework_rules). The published torchtitan rows that ran CP
+  with SDPA (release 9dec370, which allowed it) are evaluated at their layouts outside this schema
+  (jobs.validation.published_fits / planner_choice), so they stay evaluable.
+- torchtitan's async TP needs torch.compile (config/configs.py@b5bcd76 L306-313).
+"""
+
+from __future__ import annotations
+
+from gpuplan.errors import InputError
+
+NO_ZERO_1_FRAMEWORKS = ("torchtitan", "hf")
+"""Frameworks whose data parallelism is DDP or FSDP(2) only (planner.framework_rules zero_stages (0, 3)): no
+ZeRO-1, so no ZeRO-1 all-reduce then gather. The others may run it: DeepSpeed's PipelineEngine (DeeperSpeed@eb7f5cff
+pipe/engine.py L234-246; DeepSpeed@edaa722 pipe/engine.py L296-307 _bf16_reduce_grads with the BF16_Optimizer),
+Megatron-derived code trained through it (GPT-NeoX v1.0 and BigScience's Megatron-DeepSpeed: the Pythia and BLOOM
+rows, whose framework is the default) and gpuplan's framework-neutral model."""
+
+
+def check_setup(inputs) -> None:
+    """The rules above that need no model (fields absent from a job's schema read as not given)."""
+    get = lambda name, default=None: getattr(inputs, name, default)  # noqa: E731
+    framework, tp = get("framework"), get("tp")
+    if get("tp_comm_overlap", False) and framework == "torchtitan" and not get("compile", False):
+        raise InputError("tp_comm_overlap", True, "is torchtitan's async TP, which runs only compiled (torchtitan "
+                         "config/configs.py@b5bcd76 L306-313: 'Async TP requires ... --compile.enable'): give --compile")
+    if not get("sequence_parallel", True):
+        if get("tp_comm_overlap", False):
+            raise InputError("sequence_parallel", False, "--tp-comm-overlap overlaps sequence parallelism's all-gather "
+                             "/ reduce-scatter (Megatron asserts 'Tensor parallel communication/GEMM overlap can happen "
+                             "only when sequence parallelism is enabled', arguments.py@core_v0.15.0rc7 L899-900): give "
+                             "one of the two")
+        if tp == 1:
+            raise InputError("sequence_parallel", False, "changes nothing with --tp 1 (sequence parallelism splits "
+                             "over TP ranks): leave --no-sequence-parallel out, or give --tp 2 or more")
+    if get("grad_all_reduce", False):
+        if framework in NO_ZERO_1_FRAMEWORKS:
+            raise InputError("grad_all_reduce", True, f"is ZeRO-1's all-reduce then gather (DeepSpeed's "
+                             f"PipelineEngine); --framework {framework} has no ZeRO-1 (DDP or FSDP): leave it out")
+        if get("zero") != 1:
+            stage = "the planner's choice" if get("zero") is None else f"--zero {get('zero')}"
+            raise InputError("grad_all_reduce", True, "is ZeRO-1's all-reduce then gather (DeepSpeed's PipelineEngine): "
+                             f"give --zero 1 (not {stage})")
+    cp = get("cp")
+    if framework == "torchtitan" and cp is not None and cp > 1:
+        raise InputError("cp", cp, "torchtitan (b5bcd76) runs context parallelism with FlexAttention only "
+                         "(models/common/decoder.py L173-183 raises under SDPA), which gpuplan does not time: give --cp 1")
+
+
+def check_model(inputs, spec) -> None:
+    """The rules above that need the model (schema.training_fields.SetupFields.adjust_spec)."""
+    framework, pp = getattr(inputs, "framework", None), getattr(inputs, "pp", None)
+    if not getattr(inputs, "sequence_parallel", True) and framework == "megatron" and spec.moe is not None:
+        raise InputError("sequence_parallel", False, f"{spec.name} is mixture-of-experts: Megatron's MoELayer raises "
+                         "with tensor parallelism and no sequence parallelism (moe_layer.py@core_v0.15.0rc7 L258-262), "
+                         "and at tp 1 it changes nothing: leave --no-sequence-parallel out")
+    if framework == "torchtitan" and spec.tie_embeddings and pp is not None and pp > 1:
+        raise InputError("pp", pp, f"{spec.name} ties its embeddings, and torchtitan (b5bcd76) raises 'Weight tying is "
+                         "not supported with Pipeline Parallel.' (models/common/decoder.py L168-170): give --pp 1")
