@@ -48,22 +48,41 @@ def scaled_gpu_counts(gpus: float) -> list[tuple[float, float]]:
 def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seconds: float, gpu_hours: float,
                    tokens: float, global_batch_tokens: float | None = None, step_seconds: float | None = None,
                    recipe: str = "mixed", zero: int = 1, model_parallel: int = 1,
-                   settings: BudgetSettings | None = None, batch_asked: bool = False) -> Budget:
+                   settings: BudgetSettings | None = None, batch_asked: bool = False,
+                   wall_range: tuple[float, float] | None = None) -> Budget:
     """All budget sections, their assumptions, the cluster-size table and notes for one run
-    (``batch_asked``: the user gave the global batch, which ``global_batch_tokens`` then holds)."""
+    (``batch_asked``: the user gave the global batch, which ``global_batch_tokens`` then holds;
+    ``wall_range``: the failure-free wall-clock's low and high ends, s, carried into the failure range)."""
     s = settings or BudgetSettings()
     validate_settings(s)
     run = run_facts(spec, gpu, gpus=gpus, wall_seconds=wall_seconds, gpu_hours=gpu_hours, tokens=tokens,
                     global_batch_tokens=global_batch_tokens, step_seconds=step_seconds, recipe=recipe, zero=zero,
                     model_parallel=model_parallel)
     main = scenario(run, s, run.gpus)
-    ranges = {k: scenario(run, s, run.gpus, rate=r) for k, r in zip(("low", "high"), R.FAILURE_RATE_RANGE)}
+    ranges = failure_ranges(run, s, wall_range)
     scaled = [(f, scenario(run, s, n)) for f, n in scaled_gpu_counts(run.gpus)]
     prices = resolve_prices(gpu.id, s)
     sections = (data_section(run, s), checkpoint_section(run, s, main), failure_section(run, main, ranges, scaled),
                 cost_section(run, main, prices, scaled), contingency_section(run, s, main, prices))
     return Budget(sections, budget_assumptions(s, global_batch_tokens, batch_asked), (scaling_table(run, scaled, prices),),
                   budget_notes(run, s, main, prices))
+
+
+def failure_ranges(run, s: BudgetSettings, wall_range: tuple[float, float] | None = None) -> dict:
+    """The failure section's low and high scenarios: the low failure rate (R.FAILURE_RATE_RANGE) on the failure-free
+    wall-clock's low end and the high rate on its high end (``wall_range``, s: the step model's band, as the
+    wall-clock line shows it; None: the point wall-clock, the failure rate's range alone). The expected wall-clock
+    with failures rises with both, so the two ends together bound it; the step time moves with the wall-clock (the
+    step is what is uncertain), the checkpoint size and the interval rule do not."""
+    from dataclasses import replace
+
+    ends = sorted(wall_range) if wall_range is not None else (run.wall_seconds, run.wall_seconds)
+    out = {}
+    for key, wall, rate in zip(("low", "high"), ends, R.FAILURE_RATE_RANGE):
+        scale = wall / run.wall_seconds
+        at = replace(run, wall_seconds=wall, gpu_hours=run.gpu_hours * scale, step_seconds=run.step_seconds * scale)
+        out[key] = scenario(at, s, run.gpus, rate=rate)
+    return out
 
 
 def budget_sections(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_seconds: float, gpu_hours: float,

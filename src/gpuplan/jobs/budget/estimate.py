@@ -25,8 +25,10 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
     spec, gpu = inputs.spec(), resolve_gpu(inputs.gpu)
     train, plan, used = training_report(inputs, failures_for_deadline(inputs, spec, gpu), spec)
     gpus = max(1, math.ceil(train.value("gpus") - 1e-9))
-    wall = train.value("wall_days_with_comm") * 86400 * train.value("gpus") / gpus
-    result = compute_budget(spec, inputs.node_accelerator(gpu), gpus=gpus, wall_seconds=wall,
+    days = train.line("wall_days_with_comm")
+    wall = days.value * 86400 * train.value("gpus") / gpus
+    ends = None if days.low is None or days.high is None else (days.low * wall / days.value, days.high * wall / days.value)
+    result = compute_budget(spec, inputs.node_accelerator(gpu), gpus=gpus, wall_seconds=wall, wall_range=ends,
                             gpu_hours=train.value("gpu_hours_with_comm"),
                             tokens=inputs.tokens, global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                             step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,

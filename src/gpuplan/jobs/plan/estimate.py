@@ -296,8 +296,9 @@ def _budget_for(plan: Plan, inputs: PlanInputs, result: PlanSearch, wall_seconds
     from gpuplan.jobs.budget.compute import compute_budget
 
     layout, ev = plan.layout, result.evaluator
+    error, _ = prediction_band(inputs.dtype, moe=ev.spec.moe is not None)  # the wall-clock line's band
     return compute_budget(ev.spec, inputs.node_accelerator(ev.cluster.gpu), gpus=float(plan.gpus),
-                          wall_seconds=wall_seconds,
+                          wall_seconds=wall_seconds, wall_range=(wall_seconds * (1 - error), wall_seconds * (1 + error)),
                           gpu_hours=gpu_hours, tokens=inputs.tokens,
                           global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                           step_seconds=plan.step_seconds, recipe=inputs.recipe_name, zero=layout.zero,
