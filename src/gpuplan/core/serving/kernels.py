@@ -81,6 +81,41 @@ def graph_max_tokens_of(release: EngineRelease, max_num_seqs: int = 256) -> int:
     return max(graph_capture_sizes(max_num_seqs)[0])
 
 
+VLLM_GRAPH_LAYER_S = 50e-6
+"""GPU time per decoder layer of a vLLM step that replays a CUDA graph, beyond its kernels' roofline:
+the small kernels' floor. A replayed graph has no launch cost, but a Llama layer still runs 11
+kernels (vLLM 0.19: 8 in the graph pieces, fused add + RMSNorm twice, QKV, rotary, o_proj, gate_up,
+SiLU-and-mul, down, and the cache write, attention and split-KV combine between them;
+scripts/graph_nodes_check.py), and each small one takes a few us whatever few bytes it moves (their
+roofline time at batch 1 is well under 1 us): 50 us is ~4.5 us a kernel. GPU time, not host time.
+Fitted by grid (5 us steps) on vllm PR 23197's four Llama-3.1-8B TP 1 H100 rows (vLLM 0.10 V1
+benchmark_latency, batch 1-16: 18.4% mean at 0 us -> 1.4% at 50 us); held out: its Llama-3.3-70B TP 4
+rows (same PR and machine), vllm PR 2192's four V0 0.2.7 A100 rows and the vLLM 0.23 L4 TPOT
+(docs/inference.md section 7)."""
+
+
+def graph_layer_seconds_of(release: EngineRelease) -> float:
+    """A graph step's per-layer kernel floor (setup.Efficiency.graph_layer_s when not given): vLLM
+    from 0.2.6, whose V0 replays one full graph per decode batch (worker/model_runner.py@v0.2.7
+    CUDAGraphRunner, L193-196) running the same ~11 small kernels a layer as V1's piecewise graphs:
+    VLLM_GRAPH_LAYER_S (fitted on V1, checked on V0's held-out PR 2192 rows: 10.3% -> 4.5% mean).
+    SGLang and TensorRT-LLM >= 1.0: 0, the state before the term, as no row of theirs checks it
+    (TensorRT-LLM fuses the norm, RoPE and cache write into its attention plugin: fewer kernels)."""
+    return VLLM_GRAPH_LAYER_S if release.engine == "vllm" and release.version >= (0, 2, 6) else 0.0
+
+
+def prefill_graphs_of(release: EngineRelease) -> bool:
+    """Whether a prefill step (prompt tokens) can replay a CUDA graph. vLLM V1 (0.8+) captures
+    piecewise graphs for any batch of up to its largest size, prompts included (attention runs
+    eagerly between the pieces). vLLM V0 captures decode batches only (worker/model_runner.py@v0.2.7
+    L140-147: prompt metadata use_cuda_graph=False; @v0.7.3 L762-770 _use_captured_graph needs
+    decode_only), SGLang too (srt/model_executor/forward_batch_info.py@v0.5.3 L121-126:
+    is_cuda_graph is DECODE / TARGET_VERIFY / IDLE; model_runner.py L2003-2011), and TensorRT-LLM's
+    PyTorch backend (_torch/pyexecutor/scheduler.py ScheduledRequests.can_run_cuda_graph:
+    'not self.context_requests'): their prefill runs eagerly."""
+    return release.engine == "vllm" and release.version >= (0, 8, 0)
+
+
 def drafter_runs_eager(release: EngineRelease, method: str) -> bool:
     """An EAGLE / MTP proposer launched without CUDA graphs: vLLM V1 before 0.9.0, whose release
     notes list 'torch.compile & cudagraph to EAGLE (#17211)' (v0.9.0, 2025-05-15; a vLLM maintainer

@@ -33,7 +33,8 @@ def forward_allreduces(spec: ModelSpec, release: KR.EngineRelease | None = None)
 class StepTime:
     """One forward step on one GPU, seconds: the weight GEMMs (streaming their weights or bound by
     their FLOPs), attention (the decode KV read or the prefill flash attention), elementwise
-    traffic and host time, and the TP all-reduces; kernels run one after another."""
+    traffic, a graph step's small-kernel floor, host time, and the TP all-reduces; kernels run one
+    after another."""
 
     memory_s: float
     """GEMMs streaming their weights from HBM."""
@@ -49,6 +50,9 @@ class StepTime:
     """Elementwise kernels (norms, RoPE, activations)."""
     host_s: float = 0.0
     """Host time the GPU waits for: kernel launches of an eager step, the scheduler between steps."""
+    kernel_floor_s: float = 0.0
+    """GPU time of a CUDA-graph step's small kernels beyond their roofline (setup.Efficiency.
+    graph_layer_s a layer: norms, RoPE, cache write, short attention, activation)."""
     exposed: float = 0.0
     """Share of the shorter GEMM bound (streaming or math) the kernels do not hide behind the longer
     one (setup.Efficiency.ridge_exposed: GEMMs of few tokens)."""
@@ -61,7 +65,7 @@ class StepTime:
     @property
     def verify_s(self) -> float:
         """The step itself (a speculative verify step), without the draft steps."""
-        return self.gemm_s + self.attention_s + self.other_s + self.host_s + self.comm_s
+        return self.gemm_s + self.attention_s + self.other_s + self.kernel_floor_s + self.host_s + self.comm_s
 
     @property
     def total(self) -> float:
@@ -114,6 +118,9 @@ class StepWork:
     kv_repeat_bytes: float = 0.0
     """Decode, per-query-head kernels: the repeated reads of each KV head that miss L2 (kv_bytes x
     (kv_reads_per_step - 1)), at kernels.repeat_read_bandwidth."""
+    prefill: bool = False
+    """A prefill step (prompt tokens): a CUDA graph covers it only where the release captures
+    prefill graphs (kernels.prefill_graphs_of: vLLM V1)."""
 
 
 def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, pp: int, bandwidth: float,
@@ -121,8 +128,9 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
               fabric: Accelerator | None = None) -> StepTime:
     """One forward step on a TP rank, kernels in sequence (Efficiency's fractions): the GEMMs at
     max(weights / (HBM x bw), FLOPs / (peak x gemm)), the KV read at kv and flash attention at
-    attention, the elementwise traffic at bw, the host launch time per layer of an eager step and
-    the scheduler's host time per step (kernels.host_step_seconds), then the TP
+    attention, the elementwise traffic at bw, per layer either an eager step's host launch time
+    (layer_launch_s) or a graph step's small-kernel floor (graph_layer_s, GPU time), the
+    scheduler's host time per step (kernels.host_step_seconds), then the TP
     all-reduces (kernels.tp_allreduce_seconds: the engine's kernel or NCCL on ``fabric``'s links)
     and the pipeline hops. Summed over pp stages."""
     eff = setup.efficiency
@@ -137,12 +145,22 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     comm = forward_allreduces(spec, setup.runtime.release) * KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric,
                                                               custom_max_bytes=custom, p2p=p2p)
     comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0
-    host = layers * (eff.layer_launch_s if work.tokens > eff.graph_max_tokens else eff.graph_layer_s)
-    host += KR.host_step_seconds(setup.runtime.release, work.sequences) if work.scheduled else 0.0
+    release = setup.runtime.release
+    graphed = work.tokens <= eff.graph_max_tokens and (not work.prefill or KR.prefill_graphs_of(release))
+    floor = layers * graph_layer_seconds(setup) if graphed else 0.0
+    host = 0.0 if graphed else layers * eff.layer_launch_s
+    host += KR.host_step_seconds(release, work.sequences) if work.scheduled else 0.0
     return StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
                     attention_s=(work.kv_bytes / (bandwidth * kv) + work.attention_flops / tp / (peak * attention)
                                  + work.kv_repeat_bytes / (KR.repeat_read_bandwidth(fabric, bandwidth) * kv)),
-                    other_s=elementwise, host_s=host, exposed=eff.exposed_share(work.tokens))
+                    other_s=elementwise, host_s=host, kernel_floor_s=floor, exposed=eff.exposed_share(work.tokens))
+
+
+def graph_layer_seconds(setup: ServingSetup) -> float:
+    """A CUDA-graph step's small-kernel floor per layer: the given Efficiency.graph_layer_s, else the
+    release's (kernels.graph_layer_seconds_of)."""
+    given = setup.efficiency.graph_layer_s
+    return given if given is not None else KR.graph_layer_seconds_of(setup.runtime.release)
 
 
 def allreduce_message_bytes(spec: ModelSpec, tokens, act_bytes: int = 2):
@@ -287,7 +305,7 @@ def prefill_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, t
     if setup.lora is not None:
         weights += L.step_bytes(spec, setup.lora, tp, 1)
         flops += batch * new * L.flops_per_token(spec, setup.lora)
-    work = StepWork(weights, flops, 0.0, batch * attention, batch * new, batch)
+    work = StepWork(weights, flops, 0.0, batch * attention, batch * new, batch, prefill=True)
     return step_time(work, spec, setup, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which,
                      fabric=fabric)
 

@@ -128,19 +128,22 @@ class Efficiency:
     peak doubles, the epilogue and scaling do not)."""
     layer_launch_s: float = 80e-6
     """Host time per decoder layer of a step that runs eagerly (no CUDA graph): ~10 kernel launches
-    a layer; fitted, as above, on TensorRT engines enqueued without graphs."""
+    a layer, which the GPU waits for (8 us a launch outruns the ~4.5 us a small kernel takes, so
+    the eager layer is launch-bound and pays no graph_layer_s on top); fitted, as above, on TensorRT
+    engines enqueued without graphs (--launch-layer-us). Against vLLM's own eager steps it is low:
+    vllm PR 1440 (Llama-2-7B, batch 1, 5 + 100 tokens: 1.2 s eager, 1.05 s graphs) gives 1.5 ms a
+    step, 47 us a layer more than a graph step, where 80 - 50 = 30 us here (docs/inference.md
+    section 5: no eager vLLM row to fit a vLLM value on)."""
     graph_max_tokens: int = 512
-    """Steps of at most this many tokens replay a CUDA graph and pay no launch time; 0 = never
-    (core.serving.kernels.graph_max_tokens_of gives each release's)."""
-    graph_layer_s: float = 50e-6
-    """Time per decoder layer of a step that replays a CUDA graph, beyond its kernels' roofline: the
-    layer's ~10 kernels each take a few us whatever bytes they move (norms, RoPE, the cache write,
-    decode attention over a short cache, the activation; their roofline time is well under 1 us at
-    batch 1) and V1's piecewise graphs add two graph boundaries with the eager attention op between
-    (vllm/compilation/cuda_piecewise_backend.py). Fitted by grid (5 us steps) on vllm PR 23197's four
-    Llama-3.1-8B TP 1 H100 rows (vLLM 0.10 V1 benchmark_latency, batch 1-16: 18.4% at 0 us -> 1.5% mean);
-    its Llama-3.3-70B TP 4 rows, vllm PR 2192's four V0 A100 rows and the vLLM 0.23 L4 TPOT are held
-    out (docs/inference.md section 7). Eager steps pay layer_launch_s instead."""
+    """Steps of at most this many tokens replay a CUDA graph and pay no launch time (prefill steps
+    only where the release captures them: kernels.prefill_graphs_of); 0 = never (--cuda-graph-gib 0;
+    core.serving.kernels.graph_max_tokens_of gives each release's)."""
+    graph_layer_s: float | None = None
+    """GPU time per decoder layer of a step that replays a CUDA graph, beyond its kernels' roofline
+    (the small kernels' floor: roofline.StepTime.kernel_floor_s, not host time); None = the
+    release's (core.serving.kernels.graph_layer_seconds_of: 50 us for vLLM from 0.2.6, fitted on
+    vllm PR 23197's Llama-3.1-8B rows; 0 for SGLang and TensorRT-LLM, unmeasured there);
+    --graph-layer-us. Eager steps pay layer_launch_s instead."""
     allreduce_latency_s: float = 8e-6
     """Small-message all-reduce latency over NVLink: vLLM custom all-reduce 8.5-11.8 us at 4-32 KB on
     H100, TP 2-8 (sgl-project/sglang#2904)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import profile as P
+from gpuplan.core.serving import roofline as R
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import Serving, price_for
@@ -60,10 +61,11 @@ def _speed_assumptions(plan: Plan, u, tp: int) -> tuple[Assumption, ...]:
         Assumption("host_time", "host time per step not hidden by the GPU",
                    "none (overlapped)" if host == 0 else f"{host * 1e3:.1f} ms"
                    + (" + 0.1 ms a sequence" if KR.host_step_seconds(release, 1) > host else ""),
-                   f"{release.label}'s scheduler (vllm#6854, #6913, PR 27614; core/serving/kernels.py); eager "
-                   f"steps over {e.graph_max_tokens} tokens add {e.layer_launch_s * 1e6:.0f} us a layer, "
-                   f"CUDA-graph steps {e.graph_layer_s * 1e6:.0f} us (fitted on vllm PR 23197's 8B rows)",
-                   "--engine", False),
+                   f"{release.label}'s scheduler (vllm#6854, #6913, PR 27614; core/serving/kernels.py); "
+                   + _eager_steps(e, release) + f": {e.layer_launch_s * 1e6:.0f} us a layer of launches "
+                   "(fitted on TensorRT engines without graphs)", "--engine / --launch-layer-us",
+                   "launch_layer_us" in u),
+        _kernel_floor_assumption(plan, u),
         Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step",
                    "not a server's request path (HTTP, tokenising, process hand-offs, streaming): 20 ms median on "
                    "a 4-vCPU L4 node under vLLM 0.23, <= 1.8 ms on NIM 1.8 (docs/inference.md section 7)",
@@ -76,6 +78,34 @@ def _speed_assumptions(plan: Plan, u, tp: int) -> tuple[Assumption, ...]:
                    f"{e.kv_repeat_l2_hit:.0%}", FITTED, "none (model constant)", False),
         _allreduce_assumption(plan, tp),
     )
+
+
+def _eager_steps(e, release) -> str:
+    """Which steps run eagerly: those past the largest graph, and prefill where the release
+    captures decode graphs only (kernels.prefill_graphs_of)."""
+    if e.graph_max_tokens <= 0:
+        return "every step runs eagerly (no CUDA graphs)"
+    prefill = "" if KR.prefill_graphs_of(release) else "prefill steps and "
+    return f"{prefill}steps over {e.graph_max_tokens} tokens run eagerly"
+
+
+def _kernel_floor_assumption(plan: Plan, u) -> Assumption:
+    """A CUDA-graph step's small-kernel floor per layer (GPU time): the value, and which engine it
+    was fitted on (core.serving.kernels.graph_layer_seconds_of)."""
+    release = plan.setup.runtime.release
+    value = R.graph_layer_seconds(plan.setup)
+    if "graph_layer_us" in u:
+        source = "given"
+    elif value > 0:
+        source = ("fitted on vllm PR 23197's four Llama-3.1-8B TP 1 rows (vLLM V1); V0's decode graphs held out "
+                  "(vllm PR 2192, docs/inference.md section 5)")
+    else:
+        source = (f"{release.label}: none, the state before the vLLM fit (no {release.engine} row measures it; "
+                  "vLLM's 50 us was fitted on vLLM V1 only)")
+    shown = "none (no CUDA graphs)" if plan.setup.efficiency.graph_max_tokens <= 0 else (
+        f"{value * 1e6:.0f} us a layer" if value > 0 else "none (0 us a layer)")
+    return Assumption("kernel_floor", "CUDA-graph step: small kernels' GPU time per layer beyond the roofline",
+                      shown, source, "--graph-layer-us", "graph_layer_us" in u)
 
 
 def _allreduce_assumption(plan: Plan, tp: int) -> Assumption:

@@ -205,12 +205,13 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
         _range_line("ttft", f"time to first token ({plan.prompt:,}-token prompt"  # what shortens it, named
                     + (f", {plan.setup.prefix_hit:.0%} of it cached" if plan.setup.prefix_hit else "") + ")", ttft,
                     "GEMMs max(FLOPs / (tp x peak x eff), weights / (bandwidth x eff)) + exposed share of the "
-                    f"shorter + flash attention + elementwise + host + all-reduces; {ttft[0].bound}-bound"),
+                    f"shorter + flash attention + elementwise + small-kernel floor + host + all-reduces; "
+                    f"{ttft[0].bound}-bound"),
         _range_line("tpot", f"time per output token (batch {batch}, {plan.decode_context:,.0f} cached tokens"
                     + (f", {plan.setup.speculation.method} k = {plan.setup.speculation.tokens}"
                        if plan.setup.speculation is not None else "") + ")",
                     serving.tpot, "GEMMs max(weights / (bandwidth x eff), FLOPs / (peak x eff)) + exposed share "
-                    f"+ batch x KV read + elementwise + host + all-reduces; {tpot.bound}-bound"),
+                    f"+ batch x KV read + elementwise + small-kernel floor + host + all-reduces; {tpot.bound}-bound"),
         Line("tpot_parts", "time per output token (by part)", tpot.verify_s, "s", _parts(tpot),
              "kernels in sequence (core/serving/roofline.py step_time)"),
         Line("tokens_per_s_sequence", "output tokens/s per sequence", 1 / tpot.total, "tokens/s",
@@ -237,9 +238,12 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
 
 
 def _parts(step: R.StepTime) -> str:
-    """A step's time by part, in ms: what a profiler trace of one step would show."""
+    """A step's time by part, in ms: what a profiler trace of one step would show (the small-kernel
+    floor is GPU time of a CUDA-graph step's small kernels, roofline.StepTime.kernel_floor_s; host is
+    what the GPU waits for: eager launches, the scheduler)."""
     parts = (("GEMMs", step.gemm_s), ("attention", step.attention_s),
-             ("elementwise", step.other_s), ("host", step.host_s), ("all-reduce", step.comm_s))
+             ("elementwise", step.other_s), ("small-kernel floor", step.kernel_floor_s), ("host", step.host_s),
+             ("all-reduce", step.comm_s))
     return ", ".join(f"{name} {seconds * 1e3:.2f} ms" for name, seconds in parts if seconds > 0)
 
 

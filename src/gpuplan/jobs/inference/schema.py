@@ -164,6 +164,11 @@ class InferenceInputs(ModelFields):
         None, "Fraction of the dense peak 16-bit GEMMs reach (flash attention scales with it).", "0.80 (0.60-0.90)")]
     allreduce_latency_us: Annotated[T.typed(float, T.number(0, 1e4)) | None, _f(
         None, "All-reduce latency over NVLink, us (x3 on PCIe).", "8")]
+    graph_layer_us: Annotated[T.typed(float, T.number(0, 1e3)) | None, _f(
+        None, "GPU time per decoder layer of a CUDA-graph step beyond its kernels' roofline (the small "
+              "kernels' floor), us.", "the release's: 50 for vLLM >= 0.2.6, 0 for SGLang / TensorRT-LLM")]
+    launch_layer_us: Annotated[T.typed(float, T.number(0, 1e3)) | None, _f(
+        None, "Host launch time per decoder layer of an eager step (no CUDA graph), us.", "80")]
     price: V.Price
     search: Annotated[T.Bool, _f(True, "Search catalog GPUs x TP for configurations that serve the load.")]
     prompt: Annotated[V.TokenLength | None, _f(None, "Prompt tokens per request (with --output-tokens: the "
@@ -325,7 +330,13 @@ class InferenceInputs(ModelFields):
 
         from gpuplan.core.serving import kernels as KR
 
-        eff = replace(SU.Efficiency(), graph_max_tokens=KR.graph_max_tokens_of(self.release, self.max_num_seqs or 256))
+        eager = self.cuda_graph_gib == 0  # '0 = eager': no step replays a graph
+        graphs = 0 if eager else KR.graph_max_tokens_of(self.release, self.max_num_seqs or 256)
+        eff = replace(SU.Efficiency(), graph_max_tokens=graphs)
+        if self.graph_layer_us is not None:
+            eff = replace(eff, graph_layer_s=self.graph_layer_us * 1e-6)
+        if self.launch_layer_us is not None:
+            eff = replace(eff, layer_launch_s=self.launch_layer_us * 1e-6)
         if self.bandwidth_efficiency is not None:
             eff = replace(eff, bandwidth=_scaled(eff.bandwidth, self.bandwidth_efficiency))
         if self.compute_efficiency is not None:

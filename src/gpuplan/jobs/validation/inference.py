@@ -166,7 +166,8 @@ def _prefill_basis(e: dict[str, Any], prefill) -> str:
     """How one prompt's prefill (a roofline.StepTime) adds up, in ms, for a first-token row's basis."""
     return (f"{e['prompt_tokens']} tokens: GEMMs {prefill.gemm_s * 1e3:.1f} ms "
             f"({prefill.bound}) + attention {prefill.attention_s * 1e3:.1f} + elementwise {prefill.other_s * 1e3:.1f} + "
-            f"host {prefill.host_s * 1e3:.1f} + all-reduce {prefill.comm_s * 1e3:.1f} ms")
+            f"small-kernel floor {prefill.kernel_floor_s * 1e3:.1f} + host {prefill.host_s * 1e3:.1f} + all-reduce "
+            f"{prefill.comm_s * 1e3:.1f} ms")
 
 
 def _latency_case(e: dict[str, Any]) -> Case:
@@ -204,8 +205,9 @@ def _online_cases(e: dict[str, Any]) -> list[Case]:
     prefill, _ = _static_batch({**e, "batch": 1, "output_tokens": 1})
     _, decode = _static_batch({**e, "batch": 1})
     tpot_basis = (f"batch 1 at {e['prompt_tokens'] + e['output_tokens'] // 2} cached tokens: GEMMs "
-                  f"{decode.gemm_s * 1e3:.2f} ms ({decode.bound}) + KV {decode.attention_s * 1e3:.2f} + host "
-                  f"{decode.host_s * 1e3:.2f} + all-reduce {decode.comm_s * 1e3:.2f} ms")
+                  f"{decode.gemm_s * 1e3:.2f} ms ({decode.bound}) + KV {decode.attention_s * 1e3:.2f} + small-kernel floor "
+                  f"{decode.kernel_floor_s * 1e3:.2f} + host {decode.host_s * 1e3:.2f} + all-reduce "
+                  f"{decode.comm_s * 1e3:.2f} ms")
     note, ttft_basis = e.get("engine", ""), _prefill_basis(e, prefill)
     vllm = parse_release(e["release"]).engine == "vllm"  # the engine names the kind (issue 38: per engine)
     ttft_kind, tpot_kind = (KIND_ONLINE_TTFT_VLLM, KIND_ONLINE_TPOT_VLLM) if vllm else (KIND_ONLINE_TTFT, KIND_ONLINE_TPOT)

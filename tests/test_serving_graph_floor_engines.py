@@ -1,0 +1,130 @@
+"""Where a CUDA-graph step's small-kernel floor (setup.Efficiency.graph_layer_s) applies: vLLM from
+0.2.6 only, 0 for SGLang and TensorRT-LLM (kernels.graph_layer_seconds_of); it is GPU time, its own
+part of the step (roofline.StepTime.kernel_floor_s), not host time; prefill steps replay graphs only
+under vLLM V1 (kernels.prefill_graphs_of); --cuda-graph-gib 0 times eager steps; the two per-layer
+constants are options of the one schema (review wave 6, items 1, 2, 6, 8)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import one_line_refusal
+
+from gpuplan.core.serving import kernels as KR
+from gpuplan.core.serving.releases import parse_release
+from gpuplan.jobs.inference.estimate import estimate_inference
+from gpuplan.jobs.inference.schema import InferenceInputs
+
+# Llama-3.1-8B bf16 on one H100 SXM (3.35 TB/s, 989.4 TFLOP/s bf16), batch 1 at 3,968 cached tokens,
+# worked by hand: weights streamed (no input embedding) 32 x (4096 x 6144 + 4096^2 + 3 x 4096 x 14336)
+# + 128,256 x 4096 = 7,504,658,432 x 2 B / (3.35e12 x 0.85) = 5.27105 ms; + 0.75 x the math
+# (2 x 7.5047e9 / (989.4e12 x 0.80) = 0.01896 ms) = 5.28527 ms; KV read 2 x 32 x 8 x 128 x 2 B x 3,968
+# / (3.35e12 x 0.95) = 0.16342 ms; elementwise 32 x (8 x 4096 + 2 x 5120 + 3 x 14336) x 2 B / (3.35e12 x
+# 0.85) = 0.00193 ms: 5.45063 ms (+0.2 us of norm weights). The same TPOT gpuplan printed at d781bd4~1
+# (5.450816 ms, `git archive d781bd4~1 src`), before the graph step's floor existed.
+BY_HAND_TPOT = 5.45063e-3
+LAYERS = 32
+
+
+def _report(**kw):
+    return estimate_inference(InferenceInputs(search=False, model="llama-3.1-8b", gpu="h100", **kw))
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm", "sglang==0.4.9", "trtllm==1.0"])
+def test_sglang_and_trtllm_keep_the_tpot_before_the_vllm_fit(engine):
+    """No SGLang or TensorRT-LLM row measures a graph step's floor: 0, the TPOT of before d781bd4."""
+    r = _report(engine=engine)
+    assert r.value("tpot") == pytest.approx(BY_HAND_TPOT, rel=1e-4)
+    assert "small-kernel floor" not in r.line("tpot_parts").text
+    assert r.assumption("kernel_floor").value == "none (0 us a layer)"
+    assert "fitted on vLLM V1 only" in r.assumption("kernel_floor").source
+
+
+def test_vllm_adds_its_fitted_floor_as_gpu_time_not_host_time():
+    """vLLM 0.29: 32 layers x 50 us = 1.6 ms on the same step, shown as its own part; the host part stays
+    empty, as the host-time assumption ('none (overlapped)') says."""
+    vllm, sglang = _report(), _report(engine="sglang")
+    assert vllm.value("tpot") - sglang.value("tpot") == pytest.approx(LAYERS * 50e-6, rel=1e-9)
+    parts = vllm.line("tpot_parts").text
+    assert "small-kernel floor 1.60 ms" in parts and "host" not in parts
+    assert vllm.assumption("host_time").value == "none (overlapped)"
+    assert vllm.assumption("kernel_floor").value == "50 us a layer"
+    assert "vllm PR 23197" in vllm.assumption("kernel_floor").source
+
+
+def test_release_rules():
+    """The floor from vLLM 0.2.6 (its first CUDA graphs); prefill graphs from V1 (0.8) only."""
+    floor = {t: KR.graph_layer_seconds_of(parse_release(t)) for t in
+             ("vllm==0.2.5", "vllm==0.2.7", "vllm==0.10.1", "sglang==0.5.3", "trtllm==1.0")}
+    assert floor == {"vllm==0.2.5": 0.0, "vllm==0.2.7": 50e-6, "vllm==0.10.1": 50e-6, "sglang==0.5.3": 0.0,
+                     "trtllm==1.0": 0.0}
+    prefill = {t: KR.prefill_graphs_of(parse_release(t)) for t in
+               ("vllm==0.7.3", "vllm==0.8.0", "vllm==0.19", "sglang==0.5.3", "trtllm==1.0")}
+    assert prefill == {"vllm==0.7.3": False, "vllm==0.8.0": True, "vllm==0.19": True, "sglang==0.5.3": False,
+                       "trtllm==1.0": False}
+
+
+@pytest.mark.parametrize("engine, extra", [
+    ("vllm==0.19", LAYERS * 50e-6),   # V1: the 128-token prompt replays a piecewise graph: its floor
+    ("vllm==0.7.3", LAYERS * 80e-6),  # V0: decode graphs only, the prompt's layers are launched eagerly
+    ("sglang", LAYERS * 80e-6),       # SGLang: decode graphs only
+])
+def test_a_short_prefill_is_eager_where_the_release_captures_decode_only(engine, extra):
+    """A 128-token prompt (within every release's graph sizes): V1 pays the graph step's floor,
+    32 x 50 us = 1.6 ms; V0 and SGLang launch it eagerly, 32 x 80 us = 2.56 ms, over the same step
+    with both per-layer constants at 0 (the scheduler's time, where there is one, is in both)."""
+    ttft = _report(engine=engine, prompt=128, output_tokens=128).value("ttft")
+    bare = _report(engine=engine, prompt=128, output_tokens=128, launch_layer_us=0, graph_layer_us=0).value("ttft")
+    assert ttft - bare == pytest.approx(extra, rel=1e-9)
+
+
+def test_cuda_graph_gib_0_times_eager_steps():
+    """'--cuda-graph-gib 0' (0 = eager): the batch-1 decode step pays 32 x 80 us of launches, not
+    32 x 50 us of graph floor: TPOT +2.56 ms over the by-hand roofline instead of +1.6 ms."""
+    r = _report(cuda_graph_gib=0)
+    assert r.value("tpot") == pytest.approx(BY_HAND_TPOT + LAYERS * 80e-6, rel=1e-4)
+    assert "host 2.56 ms" in r.line("tpot_parts").text
+    assert r.assumption("kernel_floor").value == "none (no CUDA graphs)"
+    assert r.assumption("host_time").source.count("every step runs eagerly") == 1
+
+
+def test_the_per_layer_constants_are_options():
+    """--graph-layer-us / --launch-layer-us through the one schema: 20 us a graph layer gives TPOT
+    by hand + 32 x 20 us; 100 us a launch under --cuda-graph-gib 0 gives + 32 x 100 us."""
+    assert _report(graph_layer_us=20).value("tpot") == pytest.approx(BY_HAND_TPOT + LAYERS * 20e-6, rel=1e-4)
+    assert _report(engine="sglang", graph_layer_us=20).value("tpot") == pytest.approx(
+        BY_HAND_TPOT + LAYERS * 20e-6, rel=1e-4)
+    eager = _report(cuda_graph_gib=0, launch_layer_us=100)
+    assert eager.value("tpot") == pytest.approx(BY_HAND_TPOT + LAYERS * 100e-6, rel=1e-4)
+    assert _report(graph_layer_us=20).assumption("kernel_floor").user_set
+
+
+@pytest.mark.parametrize("flag, value", [("--graph-layer-us", "-1"), ("--graph-layer-us", "nan"),
+                                         ("--launch-layer-us", "1e9"), ("--launch-layer-us", "inf"),
+                                         ("--graph-layer-us", "fast")])
+def test_bad_per_layer_values_are_refused_in_one_line(run_cli, flag, value):
+    code, _, err = run_cli("infer", "llama-3.1-8b", "--gpu", "h100", flag, value)
+    one_line_refusal(code, err, flag.lstrip("-").replace("-", "_"))
+
+
+def test_a_plan_file_and_the_web_api_take_the_same_fields(run_cli, tmp_path):
+    """The one schema: graph_layer_us in a plan file gives the CLI's TPOT (SGLang, 20 us: by hand +
+    32 x 20 us = 6.09 ms); the web API takes and refuses the same field."""
+    plan = tmp_path / "p.yaml"
+    plan.write_text("model: llama-3.1-8b\ngpu: h100\nengine: sglang\ngraph_layer_us: 20\n")
+    code, out, err = run_cli("infer", str(plan), "--json")
+    assert code == 0, err
+    import json
+
+    tpot = [line["value"] for s in json.loads(out)["sections"] for line in s.get("lines", []) if line["key"] == "tpot"]
+    assert tpot == [pytest.approx(BY_HAND_TPOT + LAYERS * 20e-6, rel=1e-4)]
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web import create_app
+
+    client = TestClient(create_app())
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "search": False}
+    assert client.post("/api/inference", json={**body, "launch_layer_us": 100}).status_code == 200
+    bad = client.post("/api/inference", json={**body, "graph_layer_us": -1})
+    assert bad.status_code == 422 and bad.json()["field"] == "graph_layer_us"
