@@ -128,3 +128,18 @@ def test_a_plan_file_and_the_web_api_take_the_same_fields(run_cli, tmp_path):
     assert client.post("/api/inference", json={**body, "launch_layer_us": 100}).status_code == 200
     bad = client.post("/api/inference", json={**body, "graph_layer_us": -1})
     assert bad.status_code == 422 and bad.json()["field"] == "graph_layer_us"
+
+
+@pytest.mark.parametrize("engine, context, extra", [
+    ("vllm==0.7.3", 8192, LAYERS * 50e-6),    # V0 at its 8,192-token capture limit: the decode graph
+    ("vllm==0.7.3", 16384, LAYERS * 80e-6),   # past it: eager launches (max_seq_len_to_capture)
+    ("vllm==0.19", 16384, LAYERS * 50e-6),    # V1's piecewise graphs: no context limit
+])
+def test_v0_replays_decode_graphs_up_to_8k_context(engine, context, extra):
+    """vLLM V0 captures decode graphs for contexts up to 8,192 tokens (arg_utils max_seq_len_to_capture):
+    the batch-1 decode step at a mean context (prompt + output / 2) of 8,192 pays the graph floor,
+    32 x 50 us, and at 16,384 the eager launches, 32 x 80 us, over the same step at 0 and 0."""
+    kw = dict(engine=engine, prompt=context - 64, output_tokens=128)
+    tpot = _report(**kw).value("tpot")
+    bare = _report(**kw, launch_layer_us=0, graph_layer_us=0).value("tpot")
+    assert tpot - bare == pytest.approx(extra, rel=1e-9)

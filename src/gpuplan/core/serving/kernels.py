@@ -97,7 +97,8 @@ rows (same PR and machine), vllm PR 2192's four V0 0.2.7 A100 rows and the vLLM 
 def graph_layer_seconds_of(release: EngineRelease) -> float:
     """A graph step's per-layer kernel floor (setup.Efficiency.graph_layer_s when not given): vLLM
     from 0.2.6, whose V0 replays one full graph per decode batch (worker/model_runner.py@v0.2.7
-    CUDAGraphRunner, L193-196) running the same ~11 small kernels a layer as V1's piecewise graphs:
+    CUDAGraphRunner L550-590 captures the whole model forward, chosen at L193-196) running the same
+    small kernels a layer as V1's piecewise graphs (llama.py@v0.2.7 L76-78, L151-156, L204-216):
     VLLM_GRAPH_LAYER_S (fitted on V1, checked on V0's held-out PR 2192 rows: 10.3% -> 4.5% mean).
     SGLang and TensorRT-LLM >= 1.0: 0, the state before the term, as no row of theirs checks it
     (TensorRT-LLM fuses the norm, RoPE and cache write into its attention plugin: fewer kernels)."""
@@ -114,6 +115,20 @@ def prefill_graphs_of(release: EngineRelease) -> bool:
     PyTorch backend (_torch/pyexecutor/scheduler.py ScheduledRequests.can_run_cuda_graph:
     'not self.context_requests'): their prefill runs eagerly."""
     return release.engine == "vllm" and release.version >= (0, 8, 0)
+
+
+V0_GRAPH_CONTEXT = 8192
+"""vLLM V0 replays a decode graph only while the batch's longest context is at most this many tokens:
+arg_utils.py@v0.2.7 L37 max_context_len_to_capture = 8192, checked in worker/model_runner.py L193-196;
+@v0.7.3 arg_utils.py L137 max_seq_len_to_capture = 8192, model_runner.py L767-769. Longer decode
+steps run eagerly. V1's piecewise graphs leave attention outside and have no such limit."""
+
+
+def graph_context_limit_of(release: EngineRelease) -> float:
+    """The longest cached context at which a decode step still replays a CUDA graph (tokens):
+    V0_GRAPH_CONTEXT for vLLM V0 (0.2.6-0.7.x), unlimited otherwise."""
+    v0 = release.engine == "vllm" and (0, 2, 6) <= release.version < (0, 8, 0)
+    return V0_GRAPH_CONTEXT if v0 else float("inf")
 
 
 def drafter_runs_eager(release: EngineRelease, method: str) -> bool:

@@ -121,6 +121,9 @@ class StepWork:
     prefill: bool = False
     """A prefill step (prompt tokens): a CUDA graph covers it only where the release captures
     prefill graphs (kernels.prefill_graphs_of: vLLM V1)."""
+    context: float = 0.0
+    """Decode: the cached tokens per sequence (vLLM V0 replays decode graphs only up to
+    kernels.graph_context_limit_of)."""
 
 
 def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, pp: int, bandwidth: float,
@@ -146,7 +149,8 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
                                                               custom_max_bytes=custom, p2p=p2p)
     comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0
     release = setup.runtime.release
-    graphed = work.tokens <= eff.graph_max_tokens and (not work.prefill or KR.prefill_graphs_of(release))
+    graphed = (work.tokens <= eff.graph_max_tokens and work.context <= KR.graph_context_limit_of(release)
+               and (not work.prefill or KR.prefill_graphs_of(release)))
     floor = layers * graph_layer_seconds(setup) if graphed else 0.0
     host = 0.0 if graphed else layers * eff.layer_launch_s
     host += KR.host_step_seconds(release, work.sequences) if work.scheduled else 0.0
@@ -258,7 +262,7 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     if setup.lora is not None:  # the active adapter slots are read too, and shrink + expand run per token
         weights += L.step_bytes(spec, setup.lora, tp, batch)
         flops += batch * positions * L.flops_per_token(spec, setup.lora)
-    work = StepWork(weights, flops, kv_read, 0.0, batch * positions, batch, scheduled, repeats)
+    work = StepWork(weights, flops, kv_read, 0.0, batch * positions, batch, scheduled, repeats, context=context)
     step = step_time(work, spec, setup, tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which,
                      fabric=fabric)
     if die_s is not None:
