@@ -219,3 +219,13 @@ def test_family_fields_transformers_runs_on_are_checked(run_cli, tmp_path, model
     target.update(change)
     (tmp_path / "config.json").write_text(json.dumps(config))
     refused(run_cli("train", "--model", str(tmp_path), "--gpus", "8"), field)
+
+
+# ---- profile: adapter options as train holds them ----------------------------------------------
+
+@pytest.mark.parametrize("extra, fragment", [(("--lora-rank", "8"), "give --finetune lora"),
+                                             (("--finetune", "lora", "--lora-rank", "1000"), "hidden size 512")])
+def test_profile_holds_adapter_options_as_train_does(run_cli, extra, fragment):
+    """`profile pythia-70m --lora-rank 8` trained in full and `--finetune lora --lora-rank 1000` (above
+    pythia-70m's 512 hidden units) ran, exit 0; `train` refuses both. Refused before torch is imported."""
+    refused(run_cli("profile", "pythia-70m", "--seq-len", "16", "--steps", "1", *extra), "lora_rank", fragment)

@@ -101,6 +101,20 @@ class TrialInputs(RealModelInputs):
     sweep_budget: Annotated[T.typed(float, T.number(10, 86400)), _f(
         180.0, "Seconds the sweep may take in all (runs that would not fit are skipped).")]
 
+    @model_validator(mode="after")
+    def _adapters(self) -> TrialInputs:
+        """--lora-rank with full fine-tuning is refused, as `train` refuses it (the trial ran full, exit 0)."""
+        if "lora_rank" in self.given and self.finetune == "full":
+            raise InputError("lora_rank", self.lora_rank, "applies to adapters: give --finetune lora")
+        return self
+
+    def adjust_spec(self, spec):
+        """An adapter rank within the hidden size, as `train` holds it (rank 1,000 on pythia-70m's 512 ran)."""
+        if self.finetune == "lora" and self.lora_rank > spec.hidden_size:
+            raise InputError("lora_rank", self.lora_rank, f"must be at most the hidden size {spec.hidden_size:,} "
+                             "(an adapter's rank is below the widths it adapts)")
+        return spec
+
     def settings(self):
         """The core-facing TrialSettings."""
         from gpuplan.profile.trial_plan import TrialSettings
