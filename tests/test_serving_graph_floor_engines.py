@@ -48,6 +48,8 @@ def test_vllm_adds_its_fitted_floor_as_gpu_time_not_host_time():
     parts = vllm.line("tpot_parts").text
     assert "small-kernel floor 1.60 ms" in parts and "host" not in parts
     assert vllm.assumption("host_time").value == "none (overlapped)"
+    assert vllm.value("kernel_floor_per_step") == pytest.approx(LAYERS * 50e-6, rel=1e-12)  # its own JSON number
+    assert sglang.value("kernel_floor_per_step") == 0.0
     assert vllm.assumption("kernel_floor").value == "50 us a layer"
     assert "vllm PR 23197" in vllm.assumption("kernel_floor").source
 
