@@ -18,7 +18,8 @@ bandwidth this group gets):
              the tree would be faster (NVIDIA/nccl#1801: 3 GB200 partitions, tree 485 vs ring 394
              GB/s): the choice follows NCCL's estimate, the time the volume
   NVLS       all-reduce inside one NVSwitch domain, reduced in the switch: bus = intra x the part's
-             measured NVLS gain (catalog ``nvls_allreduce_gain``)
+             measured NVLS gain (catalog ``nvls_allreduce_gain``); NCCL's tuner rates it by its NVLS
+             graph (nvls_tuner.nvls_tuner_algbw: channels x search speed x 5/6): that sets the choice
   NVLS-tree  NVLS inside, tree across: bus = min(NVLS bus, net x 2 on two domains)
              (NVLS and NVLS-tree also pay their pipeline fill, two loops: NVLS_FILL_STAGES); NCCL's
              tuner rates it by its heads' NICs instead (nvls_tree_tuner_algbw): that sets the choice
@@ -35,6 +36,9 @@ in bulk). Units: bytes, bytes/s, seconds.
 from __future__ import annotations
 
 import numpy as np
+
+# NVLS's heads and NCCL's NVLS estimates live in nvls_tuner (NCCL's search and tuner, not the physical rate)
+from gpuplan.core.comm.nvls_tuner import NCCL_MAX_NVLS_ARITY, NVLS_TREE_ALGBW_RATIO, nvls_tuner_algbw
 
 PROTOCOLS = ("LL", "LL128", "Simple")
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat")
@@ -74,18 +78,13 @@ NVLS_MIN_RANKS = 5
 """NVLS needs more than four GPUs of a switch domain: 'partitions that have less than or equal to
 four GPUs will not benefit from multicast' (NVIDIA GB200 NVL Partition User Guide v1.0); measured,
 NCCL picks it from 5 GPUs on 8x H200 and from 6 on 8x B200 (stas00/ml-engineering network/README.md
-@744d01e, SHARP)."""
+@744d01e, SHARP): on 5 B200 NCCL's own NVLS estimate is under the ring's (nvls_tuner module docstring)."""
 
 
 NVLS_CHANNELS = {"hopper": (16, 16), "blackwell": (24, 32)}
 """NVLS channels (thread blocks) per GPU, (one domain, several): src/transport/nvls.cc @5067397
 NVLS_NCHANNELS_SM90 16, NVLS_NCHANNELS_SM100_NVL 24 on one NVLink domain, NVLS_NCHANNELS_SM100 32
 across domains."""
-NCCL_MAX_NVLS_ARITY = 32
-"""NVLS heads per domain at most: src/include/device.h NCCL_MAX_NVLS_ARITY; search.cc gives the NVLS
-graph min(NCCL_MAX_NVLS_ARITY, GPUs) channels, one head each (8 on an HGX node, 32 on an NVL72 rack).
-Across nodes a head is a GPU with its NIC (NVIDIA/nccl#1357: 'NVLS Head 0..3' on nodes with 4 NICs);
-the catalog's parts have one NIC per GPU, so heads = GPUs of the domain, at most 32."""
 NVLS_CHUNK_BYTES = 128 * 1024
 """Bytes one NVLS channel moves per head and loop: nvls.cc NCCL_NVLS_CHUNKSIZE default 128 KiB."""
 NVLS_TREE_CHUNK_BYTES_FROM_FOUR = 64 * 1024
@@ -105,8 +104,6 @@ NVLS graph search gives the channels one speed, bwIntra = bwInter (search.cc @v2
 receives from two children and sends to its parent) halves it. Measured: coreweave GB200 NVL72, 2 racks
 408 GB/s algbw at 16 GiB, 20 racks 203 GB/s (0.50); NVIDIA/nccl#1221 (8x H100 nodes): NVLS on or off
 makes no difference beyond two nodes (the ring, 8 NICs x 45 GB/s = 360 GB/s busbw, beats 480 / 2)."""
-NVLS_TREE_ALGBW_RATIO = 5 / 6
-"""NCCL's tuner's bus-to-algorithm bandwidth ratio for NVLS and NVLS-tree (tuning.cc @v2.26.2-1 line 293)."""
 NCCL_COLLECTIVE_CTAS = 16
 """Thread blocks (one per channel, each alone on an SM) NCCL runs a collective on across a DGX-class
 node with eight NICs: 'If you are on DGX with 8 NICs and a top speed of 190 GB/s, then it would use
@@ -246,7 +243,8 @@ def tree_chain_fill(size, links):
 
 def _nvls(size, links, tree: bool):
     """(seconds, bus bandwidth, seconds as NCCL's tuner estimates them) of NVLS (one domain) or
-    NVLS-tree (several), Simple protocol: the tuner's latency + bytes / bandwidth plus the fill."""
+    NVLS-tree (several), Simple protocol: the tuner's latency + bytes / bandwidth plus the fill. The
+    estimate takes NCCL's own rate for both (nvls_tuner.nvls_tuner_algbw: 5 B200 run the ring, as measured)."""
     n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
     bus = links.intra * links.nvls_gain
     if tree:  # beyond two domains the tree halves NVLS's rate, and the NICs bound it (NVLS_TREE_BEYOND_TWO)
@@ -258,7 +256,9 @@ def _nvls(size, links, tree: bool):
         lat = HW_US[links.intra_kind]["nvls"][2] + 0 * n
         usable = (k <= 1) & (n >= NVLS_MIN_RANKS)
     usable = usable & (links.nvls_gain > 0)
-    algbw = nvls_tree_tuner_algbw(links) if tree else np.where(bus > 0, bus, 1.0) * n / (2 * np.maximum(n - 1, 1))
+    algbw = nvls_tree_tuner_algbw(links) if tree else nvls_tuner_algbw(links)
+    if algbw is None:  # NCCL's NVLink figure unknown (generation or line rate): the physical rate
+        algbw = np.where(bus > 0, bus, 1.0) * n / (2 * np.maximum(n - 1, 1))
     tuner = np.where(usable, lat * 1e-6 + _arr(size) / algbw, np.inf)
     seconds = np.where(usable, lat * 1e-6 + 2 * (n - 1) / n * _arr(size) / np.where(bus > 0, bus, 1.0), np.inf)
     return seconds + _nvls_fill(size, links, bus, tree), bus, tuner

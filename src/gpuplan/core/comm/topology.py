@@ -88,6 +88,9 @@ class GroupLinks:
     """Bytes the network path holds before it forwards (Cluster.net_stage_bytes); 0 = none."""
     net_stages: float = 0.0
     """How many such holds a multi-domain collective passes (Cluster.net_stages)."""
+    nvlink_line: float = 0.0
+    """NVLink line rate per GPU per direction, bytes/s, before efficiency (NCCL's NVLS graph counts its
+    links: core.comm.nvls_tuner); 0 = unknown."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,8 @@ class Cluster:
                           arch=self.gpu.collective_arch or "ampere", intra_kind="pci" if pcie else "nvlink",
                           nvls_gain=self.nvls_gain, collnet=self.collnet, net_latency_us=self.net_latency_us,
                           algorithm=self.algorithm, protocol=self.protocol,
-                          net_stage_bytes=self.net_stage_bytes, net_stages=self.net_stages)
+                          net_stage_bytes=self.net_stage_bytes, net_stages=self.net_stages,
+                          nvlink_line=0.0 if pcie else self.scale_up_bandwidth)
 
     def link(self, group_span: int) -> tuple[float, float]:
         """(achievable bandwidth per GPU per direction, latency) for a group spanning
