@@ -9,8 +9,9 @@ parallelisms each combines with (the pipeline and virtual-stage rules live in co
   pools as a ZeRO-3 layout's reserved peak (fsdp2_stream_pools) and keeps the share left beyond them free
   (TORCHTITAN_PUBLISHED_RESERVE), so a layout is not recommended on memory the published runs did not have.
   Its pipelines are torch.distributed.pipelining's schedules: 1F1B needs at least pp micro-batches, interleaved
-  1F1B a multiple of its rounds (torch_pipeline_runs). Its context parallelism runs FlexAttention only
-  (cp_attention_untimed); a model with tied embeddings gets no pipeline (pipeline_with_tied_embeddings).
+  1F1B a multiple of its rounds (torch_pipeline_runs). Its context parallelism runs FlexAttention only, which
+  gpuplan does not time: no CP (cp_attention_untimed); a model with tied embeddings gets no pipeline
+  (pipeline_with_tied_embeddings). A user-fixed cp > 1 or such pp > 1 is refused (schema.layout_rules).
 - Megatron-Core (0.16): DDP (ZeRO-0), the distributed optimizer (optimizer states sharded,
   gradients reduce-scattered: gpuplan's ZeRO-1) or Megatron-FSDP (ZeRO-3); there is no ZeRO-2. Torch
   FSDP2 inside Megatron refuses pipeline and expert parallelism (megatron/training/arguments.py:
@@ -56,12 +57,14 @@ class FrameworkRules:
     layout the published runs say would not fit. 0: no such gap measured."""
     cp_attention_untimed: bool = False
     """Context parallelism runs only with an attention kernel gpuplan does not time, which no published run
-    checks: its layouts take the widest uncertainty in the ranking (planner.search). torchtitan at b5bcd76
+    checks: the free search leaves CP out (planner.space.structures), as it leaves a tied model's pipeline out,
+    and a cp > 1 the user fixes is refused (schema.layout_rules). (Before review wave 6 such layouts were offered
+    with the widest uncertainty, planner.search, and the 8B-on-64 BF16 choice was one.) torchtitan at b5bcd76
     refuses CP with ScaledDotProductAttention ("Context Parallel is not supported with
     ScaledDotProductAttention or VarlenAttention. Use FlexAttention or disable CP.",
     torchtitan/models/common/decoder.py L173-183, since 5dd944e62, 2026-08-19); gpuplan times torchtitan's
-    SDPA (FlashAttention-2), and its published CP rows ran SDPA at 9dec370. A cp > 1 the user fixes is refused
-    (schema.layout_rules.check_setup); the published rows are evaluated at their layouts outside the schema."""
+    SDPA (FlashAttention-2), and its published CP rows ran SDPA at 9dec370; they are evaluated at their layouts
+    outside the schema and the search, so they stay scored."""
     pipeline_with_tied_embeddings: bool = True
     """A model whose output layer shares the embedding's weights runs pipeline parallelism. torchtitan at
     b5bcd76 refuses it ("Weight tying is not supported with Pipeline Parallel.", models/common/decoder.py

@@ -149,11 +149,12 @@ def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: Sp
     fixed = limits.fixed
     L = spec.num_layers
     no_pipeline = spec.tie_embeddings and not rules_for(limits.framework).pipeline_with_tied_embeddings
+    no_cp = rules_for(limits.framework).cp_attention_untimed and "cp" not in fixed  # CP needs an untimed kernel
     for tp in tp_options(spec, gpus, max_tp):
         if "tp" in fixed and tp != fixed["tp"]:
             continue
         for cp in divisors(gpus // tp):
-            if cp > limits.max_cp or (cp > 1 and seq_len % (2 * cp)) or ("cp" in fixed and cp != fixed["cp"]):
+            if cp > limits.max_cp or (cp > 1 and (seq_len % (2 * cp) or no_cp)) or ("cp" in fixed and cp != fixed["cp"]):
                 continue
             for pp in divisors(gpus // (tp * cp)):
                 if pp > L or ("pp" in fixed and pp != fixed["pp"]) or (pp > 1 and no_pipeline and "pp" not in fixed):
