@@ -229,3 +229,15 @@ def test_profile_holds_adapter_options_as_train_does(run_cli, extra, fragment):
     """`profile pythia-70m --lora-rank 8` trained in full and `--finetune lora --lora-rank 1000` (above
     pythia-70m's 512 hidden units) ran, exit 0; `train` refuses both. Refused before torch is imported."""
     refused(run_cli("profile", "pythia-70m", "--seq-len", "16", "--steps", "1", *extra), "lora_rank", fragment)
+
+
+# ---- a list or range of GPU counts outside `plan` -------------------------------------------------
+
+@pytest.mark.parametrize("args", [("train", "--gpus", "8,16"), ("budget", "--gpus", "512-4096"),
+                                  ("memory", "llama-3.1-8b", "--gpus", "8,16"),
+                                  ("infer", "llama-3.1-8b", "--gpus", "2-4")])
+def test_a_list_of_gpu_counts_outside_plan_says_plan_takes_it(run_cli, args):
+    """It was 'expected a number with an optional K/M/B/T suffix', which '8,16' reads as to a user who
+    saw `plan --gpus 256,512`."""
+    refused(run_cli(*args), "gpus", "is for `gpuplan plan`")
+    assert run_cli("plan", "llama-2-7b", "--gpus", "8,16")[0] == 0

@@ -69,7 +69,20 @@ def _calibration(value: Any, info) -> Any:
 
 
 Count = T.typed(float, T.count(MAX_TOKENS))
-Gpus = T.typed(int, T.count(MAX_GPUS, whole=True))
+def _gpus(value: Any, info) -> int:
+    """One total GPU count; a list or range (256,512 / 512-4096) is `plan`'s and says so (it was 'expected a
+    number with an optional K/M/B/T suffix')."""
+    if isinstance(value, str) and ("," in value or "-" in value.strip()[1:]) and "e-" not in value.lower():
+        raise InputError(_field_name(info), value, "one total GPU count, e.g. 64; a list (256,512) or a range "
+                         "(512-4096) of counts is for `gpuplan plan`")
+    return T.count(MAX_GPUS, whole=True)(value, info)
+
+
+def _field_name(info) -> str:
+    return info.field_name if info is not None and info.field_name else "gpus"
+
+
+Gpus = T.typed(int, _gpus)
 Degree = T.typed(int, T.count(MAX_DEGREE, whole=True))
 
 
