@@ -78,6 +78,12 @@ def test_web_and_python_api_refuse_the_same():
                sequence_parallel=False)
     with pytest.raises(InputError, match="mixture-of-experts"):  # needs the model: checked when it is resolved
         estimate_training(TrainingInputs(**moe))
+    client = TestClient(create_app())  # the model-level rules reach the web door too
+    response = client.post("/api/plan", json=moe)
+    assert response.status_code == 422 and response.json()["field"] == "sequence_parallel", response.text
+    tied = {"model": "llama-3.2-1b", "gpu": "h100", "tokens": "1T", "gpus": 16, "pp": 2, "framework": "torchtitan"}
+    response = client.post("/api/training", json=tied)
+    assert response.status_code == 422 and "Weight tying" in response.json()["message"], response.text
 
 
 def test_what_stays_accepted(run_cli):
