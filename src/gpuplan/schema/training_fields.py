@@ -93,6 +93,7 @@ class LayoutFields(JobInputs):
         given = self.global_batch if self.global_batch is not None else (
             self.global_batch_tokens / seq_len if self.global_batch_tokens is not None and seq_len else None)
         V.check_micro_batch(self.micro_batch, given, exact=self.global_batch is not None)
+        V.check_step_tokens(getattr(self, "tokens", None), self.target_batch(seq_len) * seq_len if seq_len else None)
         return self
 
     def fixed_degrees(self) -> dict[str, int]:

@@ -260,3 +260,12 @@ def check_micro_batch(micro_batch: int | None, batch: float | None, exact: bool)
         divisors = [d for d in range(1, min(round(batch), 4096) + 1) if round(batch) % d == 0][:8]
         raise InputError("micro_batch", micro_batch, f"must divide --global-batch {batch:,.0f} (global_batch % "
                          f"(micro_batch x dp) == 0, Megatron's rule), e.g. {', '.join(map(str, divisors))}")
+
+
+def check_step_tokens(tokens: float | None, batch_tokens: float | None) -> None:
+    """Training tokens of at least one optimizer step: `train --params 7B --tokens 1e3 --gpus 8` answered
+    0.04 s of wall-clock for a 4,194,304-token step that takes 212 s (tokens < the global batch)."""
+    if tokens is not None and batch_tokens is not None and tokens < batch_tokens:
+        raise InputError("tokens", f"{tokens:,.0f}", f"fewer than one optimizer step's global batch of "
+                         f"{batch_tokens:,.0f} tokens; give at least that many, or a smaller --global-batch or "
+                         "--global-batch-tokens")
