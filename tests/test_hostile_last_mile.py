@@ -334,7 +334,7 @@ def test_every_catalog_config_still_reads():
         spec = model_spec_from_hf_config(config, name=entry.stem)
         # read as the config states its depth and width (a multimodal config's text_config; GPT-2 / GPT-NeoX names)
         text = config.get("text_config") or config
-        layers = text.get("num_hidden_layers", text.get("n_layer", text.get("num_layers")))
+        layers = text.get("num_hidden_layers", text.get("n_layer", text.get("num_layers", text.get("n_layers"))))  # MPT: n_layers
         hidden = text.get("hidden_size", text.get("n_embd", text.get("d_model")))
         assert (spec.num_layers, spec.hidden_size) == (layers, hidden), entry.stem
 
