@@ -7,7 +7,7 @@ How many layouts a search may evaluate is not the API's to decide: the planner's
 before it evaluates anything, the same way for the CLI, plan files, the API and the Python API.
 It was counted here before the prune (and on the asked counts, not the deadline's defaults), so
 the API refused llama-2-7b with a 1e12-token batch on the 29 counts the deadline search uses
-(938,378 layouts before the prune, over 600,000), which the CLI answers (340,378 evaluated, ~2 s).
+(938,378 layouts before the prune, over 600,000), which the CLI answers (340,378 evaluated then, 346,033 since 7a8eafb; ~2 s).
 """
 
 from __future__ import annotations
