@@ -256,3 +256,19 @@ def test_fewer_tokens_than_one_step_are_refused(run_cli, args):
 def test_one_step_of_tokens_or_a_smaller_batch_answers(run_cli):
     assert run_cli("train", "--params", "7B", "--tokens", "4194304", "--gpus", "8")[0] == 0
     assert run_cli("train", "--params", "7B", "--tokens", "1M", "--global-batch", "8", "--gpus", "8")[0] == 0
+
+
+# ---- infer --rps with a setup the sizing does not take ---------------------------------------------
+
+@pytest.mark.parametrize("flag, value", [("--tp", "2"), ("--pp", "2"), ("--gpus", "4"), ("--batch", "8")])
+def test_sizing_refuses_a_fixed_setup_it_would_ignore(run_cli, flag, value):
+    """`infer llama-3.1-8b --rps 20 --ttft-p99 500ms --tpot 50ms --tp 2` answered '2 x (tp 1 on B200)',
+    the same as without --tp: the sizing chooses TP, replicas and batch itself."""
+    refused(run_cli("infer", "llama-3.1-8b", "--rps", "20", "--ttft-p99", "500ms", "--tpot", "50ms", flag, value),
+            flag[2:], "--rps sizes the GPU type, TP, replicas and batch itself")
+
+
+def test_sizing_still_takes_the_gpu_and_context(run_cli):
+    code, out, _ = run_cli("infer", "llama-3.1-8b", "--rps", "20", "--ttft-p99", "500ms", "--tpot", "50ms",
+                           "--gpu", "h100", "--context", "8K")
+    assert code == 0 and "H100" in out

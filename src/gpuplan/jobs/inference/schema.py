@@ -217,6 +217,10 @@ class InferenceInputs(ModelFields):
             raise InputError("gpus", self.gpus, f"must equal tp x pp = {self.tp} x {self.pp or 1}")
         if self.rps is None and (self.ttft_p99 is not None or self.tpot is not None):
             raise InputError("rps", None, "give the request rate (--rps) to size for a latency target")
+        fixed = next((name for name in ("tp", "pp", "gpus", "batch") if name in self.given), None)
+        if self.rps is not None and fixed:  # the sizing answered tp 1 for --tp 2, and said nothing
+            raise InputError(fixed, getattr(self, fixed), "--rps sizes the GPU type, TP, replicas and batch itself "
+                             f"over the catalog; drop --{fixed} (or drop --rps to serve this setup)")
         if self.prompt is not None and self.context is not None:
             raise InputError("prompt", self.prompt, "give --prompt (with --output-tokens) or --context, not both")
         if (self.prompt or 0) + (self.output_tokens or 0) > V.MAX_SEQ_LEN:  # the --context bound (2^24)
