@@ -272,3 +272,11 @@ def test_sizing_still_takes_the_gpu_and_context(run_cli):
     code, out, _ = run_cli("infer", "llama-3.1-8b", "--rps", "20", "--ttft-p99", "500ms", "--tpot", "50ms",
                            "--gpu", "h100", "--context", "8K")
     assert code == 0 and "H100" in out
+
+
+def test_tp_comm_overlap_with_a_stated_tp_1_is_refused(run_cli):
+    """Megatron turns sequence parallelism off at tp 1 and then asserts it for --tp-comm-overlap
+    (arguments.py@core_v0.15.0 L922-931); gpuplan answered the same 82.2 days as without it."""
+    refused(run_cli("train", "llama-2-7b", "--gpus", "64", "--tp", "1", "--tp-comm-overlap"), "tp_comm_overlap",
+            "with --tp 1 there are none")
+    assert run_cli("train", "llama-2-7b", "--gpus", "64", "--tp", "2", "--tp-comm-overlap")[0] == 0

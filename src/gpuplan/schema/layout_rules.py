@@ -45,6 +45,10 @@ def check_setup(inputs) -> None:
     """The rules above that need no model (fields absent from a job's schema read as not given)."""
     get = lambda name, default=None: getattr(inputs, name, default)  # noqa: E731
     framework, tp = get("framework"), get("tp")
+    if get("tp_comm_overlap", False) and tp == 1:  # Megatron turns SP off at tp 1, then asserts (arguments.py
+        # @core_v0.15.0 L922-931); torchtitan's async TP has no TP group: the same wall-clock, exit 0 before
+        raise InputError("tp_comm_overlap", True, "overlaps tensor-parallel collectives: with --tp 1 there are none "
+                         "(Megatron asserts sequence parallelism, which it turns off at tp 1): give --tp 2 or more")
     if get("tp_comm_overlap", False) and framework == "torchtitan" and not get("compile", False):
         raise InputError("tp_comm_overlap", True, "is torchtitan's async TP, which runs only compiled (torchtitan "
                          "config/configs.py@b5bcd76 L306-313: 'Async TP requires ... --compile.enable'): give --compile")
