@@ -198,3 +198,20 @@ def test_skill_row_runs_its_recipes_allocator_and_gradient_buffer():
     assert (now.fragmentation, before.fragmentation) == (0.03, 0.12)
     assert now.memory.grads / before.memory.grads == pytest.approx(2 / 4, rel=1e-12)
     assert before.headroom_bytes < 0 < now.headroom_bytes
+
+
+def test_nemo2502_mixtral_keeps_the_expert_output_core_0_11_saved():
+    """NeMo 25.02 pins megatron-lm 791b70e0 (core_r0.11.0; requirements/manifest.json@v2.2.0 L12-14), whose
+    all-to-all dispatcher unpermutes with probs (token_dispatcher.py L630 there): each routed row keeps its expert
+    output, c·h = 2 x 4,096 B, where core >= 0.13 keeps one fp32 probability (4 B). Mixtral 8x7B, top-2, 32 MoE
+    layers, micro-batch 2 x 4,096 tokens, pp 1 (one micro-batch in flight), tp 1:
+    32 x 2 x (8,192 - 4) x 8,192 = 4,292,870,144 B = 3.998 GiB more activations (exact)."""
+    from gpuplan.jobs.validation.published_fits import row_plan
+    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
+
+    run = next(r for r in published_throughput_rows() if r["id"] == "nemo2502-mixtral-8x7b-b200-64g")
+    assert run["recipe_memory"]["moe_keeps_expert_output"] is True
+    as_core_0_16 = {k: v for k, v in run["recipe_memory"].items() if k != "moe_keeps_expert_output"}
+    now, before = row_plan(run), row_plan({**run, "recipe_memory": as_core_0_16})
+    assert now.memory.activations - before.memory.activations == pytest.approx(32 * 2 * 8188 * 8192, abs=1)
+    assert before.headroom_bytes - now.headroom_bytes > 32 * 2 * 8188 * 8192  # the reserve grows with it

@@ -13,7 +13,7 @@ BRIDGE_TAG = {(25, 9, 0): "v0.1.0rc4", (25, 11, 0): "v0.2.2", (26, 2, 0): "v0.3.
               (26, 8, 0): "v0.6.0"}
 """The Megatron-Bridge tag of each NeMo container (the yaml header's recipe_recompute convention)."""
 VALUES = {"grad_dtype": {"bf16"}, "moment_dtype": {"bf16"}, "loss": {"te-ce"}, "embedding_loss_slots": {True},
-          "zero": {1}, "allocator": {"expandable"}}
+          "zero": {1}, "allocator": {"expandable"}, "moe_keeps_expert_output": {True}}
 SKILL_COMMIT = {"mbridge-skill-h100": "302976773079"}
 """Megatron-Bridge skill rows (no container release): the commit their recipe is read at."""
 

@@ -202,7 +202,7 @@ def clamped_glu_extra_bytes(spec: ModelSpec, impl: str, c: int) -> float:
     return 2.0 * c * moe.expert_intermediate_size
 
 
-def unsaved_expert_output_bytes(spec: ModelSpec, impl: str, c: int) -> float:
+def unsaved_expert_output_bytes(spec: ModelSpec, impl: str, c: int, keeps_expert_output: bool = False) -> float:
     """Per routed row: the expert output (c·h) that HF's weighting by the routing probability saves and
     Megatron-Core does not, less the probability Megatron saves instead (one fp32; 0 outside ``megatron``).
     Megatron-Core from 0.13 applies the probability inside the experts' activation (experts.py TEGroupedMLP:
@@ -210,13 +210,19 @@ def unsaved_expert_output_bytes(spec: ModelSpec, impl: str, c: int) -> float:
     fused_bias_swiglu.py@core_v0.16.1 L194-196) and unpermutes without probs in every dispatcher
     (token_dispatcher.py@core_v0.13.1 L303, L788, L1123; @core_v0.16.1 L319, L833, L1310), a scatter whose
     backward needs no saved tensor; up to core 0.12 unpermute(probs=...) kept the expert output for the probs'
-    gradient (@core_v0.12.0 L641-645, L900-905). The megatron profile is core 0.16.1's. The unpermute still
+    gradient (@core_v0.12.0 L641-645, L900-905). The megatron profile is core 0.16.1's: the saving is the default,
+    and ``--framework generic`` (the ``megatron`` implementation, core.frameworks) inherits it.
+    ``keeps_expert_output``: a run on core <= 0.12 (MemorySettings.moe_keeps_expert_output, a published row's
+    cited recipe fact: NeMo 25.02 / 25.04 pin core_r0.11.0 / core_r0.12.0 commits): no saving. Assumes TEGroupedMLP
+    with bias_activation_fusion (the fused weighted SwiGLU); the unfused paths (experts.py@core_v0.16.1
+    L112-117, L720-735: act(x) * probs) save one more expert_intermediate-wide tensor per row, and
+    moe_apply_probs_on_input (top-1) saves the input instead: neither is modelled. The unpermute still
     reads the row (core.time.step.layer_activation_bytes counts that traffic)."""
-    return c * spec.hidden_size - FP32 if impl == "megatron" else 0.0
+    return c * spec.hidden_size - FP32 if impl == "megatron" and not keeps_expert_output else 0.0
 
 
 def moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0,
-              linear_input_bytes: float | None = None) -> float:
+              linear_input_bytes: float | None = None, keeps_expert_output: bool = False) -> float:
     """Router, per-token expert inputs/outputs and the top-k experts' MLPs (HF loop over experts:
     each routed token is gathered (h), run through the expert, weighted (h)). With a capacity
     factor (Switch Transformer, Fedus et al. 2021, eq. 3; Megatron --moe-expert-capacity-factor)
@@ -226,7 +232,7 @@ def moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0,
     h = spec.hidden_size
     router = FP32 * moe.num_experts + c * moe.num_experts  # logits and fp32 softmax
     fc1 = c if linear_input_bytes is None or impl != "megatron" else linear_input_bytes  # GroupedLinear's input
-    weighted = c * h - unsaved_expert_output_bytes(spec, impl, c)  # the routed row's weighted output
+    weighted = c * h - unsaved_expert_output_bytes(spec, impl, c, keeps_expert_output)  # the weighted output
     per_routed = fc1 * h + weighted + mlp_bytes(spec, moe.expert_intermediate_size, impl, c, linear_input_bytes) \
         + clamped_glu_extra_bytes(spec, impl, c)
     shared = mlp_bytes(spec, moe.shared_intermediate_size, impl, c, linear_input_bytes) \
@@ -271,7 +277,8 @@ def layer_activations(spec: ModelSpec, seq_len, *, moe_layer: bool = False, impl
                       kernel: str = "flash", compute_bytes: int = 2, dropout: float = 0.0,
                       autocast: bool = False, capacity_factor: float = 1.0,
                       mask_bytes: float = 1, lora: tuple[int, float] | None = None,
-                      linear_input_bytes: float | None = None) -> LayerActivations:
+                      linear_input_bytes: float | None = None,
+                      keeps_expert_output: bool = False) -> LayerActivations:
     """Bytes saved per token by one layer (no recompute, no tensor parallelism). ``lora``:
     (rank, adapter input bytes) of a PEFT LoRA layer on a frozen HF base. ``linear_input_bytes``
     (``megatron`` only: Transformer Engine's quantising linears, saved_linear_input_bytes): the QKV
@@ -288,7 +295,7 @@ def layer_activations(spec: ModelSpec, seq_len, *, moe_layer: bool = False, impl
     if quantised is not None:  # the output projection's own quantised copy of the attention output
         attention += quantised * spec.attention.num_heads * spec.attention.value_head_dim
     if moe_layer and spec.moe is not None:
-        mlp = moe_bytes(spec, impl, c, capacity_factor, quantised)
+        mlp = moe_bytes(spec, impl, c, capacity_factor, quantised, keeps_expert_output)
     else:
         mlp = mlp_bytes(spec, spec.mlp.intermediate_size, impl, c, quantised)
     masks = 2 * mask_bytes * spec.hidden_size if dropout > 0 else 0.0  # two residual dropouts
@@ -306,7 +313,8 @@ def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int
                           kernel: str = "flash", recompute: str = "none", compute_bytes: int = 2,
                           tp: int = 1, sequence_parallel: bool = True, dropout: float = 0.0,
                           autocast: bool = False, capacity_factor: float = 1.0, mask_bytes: float = 1,
-                          lora: tuple[int, float] | None = None, linear_input_bytes: float | None = None) -> float:
+                          lora: tuple[int, float] | None = None, linear_input_bytes: float | None = None,
+                          keeps_expert_output: bool = False) -> float:
     """Activation bytes per token held by ``layers`` layers (``moe_layers`` of them MoE) at the
     end of the forward pass, on one tensor-parallel rank.
 
@@ -325,7 +333,7 @@ def saved_bytes_per_token(spec: ModelSpec, seq_len, layers: int, moe_layers: int
     moe = layer_activations(spec, seq_len, moe_layer=True, impl=impl, kernel=kernel,
                             compute_bytes=compute_bytes, dropout=dropout, autocast=autocast,
                             capacity_factor=capacity_factor, mask_bytes=mask_bytes, lora=lora,
-                            linear_input_bytes=linear_input_bytes)
+                            linear_input_bytes=linear_input_bytes, keeps_expert_output=keeps_expert_output)
 
     def on_rank(part: LayerActivations):
         if sequence_parallel and impl.startswith("torchtitan"):  # its SequenceParallel norms hand the
@@ -346,7 +354,8 @@ def recomputed_layer_bytes_per_token(spec: ModelSpec, seq_len, moe_layers, *, im
                                      kernel: str = "flash", compute_bytes: int = 2, tp: int = 1,
                                      dropout: float = 0.0, autocast: bool = False, mask_bytes: float = 1,
                                      lora: tuple[int, float] | None = None,
-                                     linear_input_bytes: float | None = None) -> float:
+                                     linear_input_bytes: float | None = None,
+                                     keeps_expert_output: bool = False) -> float:
     """Full recompute: the activations of the one layer being recomputed during backward."""
     dense = layer_activations(spec, seq_len, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
                               dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora,
@@ -355,7 +364,7 @@ def recomputed_layer_bytes_per_token(spec: ModelSpec, seq_len, moe_layers, *, im
         return dense / tp
     moe = layer_activations(spec, seq_len, moe_layer=True, impl=impl, kernel=kernel, compute_bytes=compute_bytes,
                             dropout=dropout, autocast=autocast, mask_bytes=mask_bytes, lora=lora,
-                            linear_input_bytes=linear_input_bytes).total
+                            linear_input_bytes=linear_input_bytes, keeps_expert_output=keeps_expert_output).total
     return np.where(np.asarray(moe_layers) > 0, max(dense, moe), dense) / tp
 
 

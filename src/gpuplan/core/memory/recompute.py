@@ -206,10 +206,11 @@ def recompute_seconds_per_token(spec: ModelSpec, settings, rates: ForwardRates, 
 
 
 def discarded_bytes_per_token(spec: ModelSpec, modules, c: int = 2, capacity_factor: float = 1.0,
-                              linear_input_bytes: float | None = None) -> tuple[float, float]:
+                              linear_input_bytes: float | None = None,
+                              keeps_expert_output: bool = False) -> tuple[float, float]:
     """(dense layer, MoE layer) bytes per token that Megatron's ``--recompute-modules`` free from
-    what the ``megatron`` implementation saves (before tensor parallelism; ``linear_input_bytes``:
-    core.memory.activations.layer_activations')."""
+    what the ``megatron`` implementation saves (before tensor parallelism; ``linear_input_bytes``,
+    ``keeps_expert_output``: core.memory.activations.layer_activations')."""
     h, a, moe = spec.hidden_size, spec.attention, spec.moe
     dense = routed = 0.0
     if "layernorm" in modules:  # MLA keeps input_layernorm standalone; MoE layers pre_mlp_layernorm
@@ -223,7 +224,7 @@ def discarded_bytes_per_token(spec: ModelSpec, modules, c: int = 2, capacity_fac
             + (c if linear_input_bytes is None else linear_input_bytes) * h
     if moe is not None:
         if "moe" in modules:
-            routed += A.moe_bytes(spec, "megatron", c, capacity_factor, linear_input_bytes)
+            routed += A.moe_bytes(spec, "megatron", c, capacity_factor, linear_input_bytes, keeps_expert_output)
         else:
             if "moe_act" in modules:
                 clamp = A.clamped_glu_extra_bytes(spec, "megatron", c)

@@ -135,6 +135,7 @@ class MemorySettings:
     low-precision format, row-wise and column-wise copies) or 'cached' (bf16 weights plus TE's
     low-precision copy of both, cached across micro-batches); None = the recipe's bf16 weights and no copy."""
     fp8_any_layout_gemm: bool = False  # FP8 GEMMs take any layout (sm_100): core.memory.recipe_facts.weight_copies
+    moe_keeps_expert_output: bool = False  # core <= 0.12 (activations.unsaved_expert_output_bytes)
     ep_a2a_overlap: bool = False  # Megatron's combined 1F1B: one more interleaved warm-up chunk (activations)
     embedding_loss_slots: bool = False
     """Megatron's account_for_embedding_in_pipeline_split + account_for_loss_in_pipeline_split: the first
@@ -190,7 +191,7 @@ def _saved_per_token(spec: ModelSpec, layout: ParallelLayout, settings: MemorySe
         per_token = share * per_token + (1 - share) * saved("none")
     if settings.recompute == "selective" and modules:
         dense, routed = R.discarded_bytes_per_token(spec, modules, kw["compute_bytes"], settings.moe_capacity_factor,
-                                                    kw["linear_input_bytes"])
+                                                    kw["linear_input_bytes"], kw["keeps_expert_output"])
         per_token = per_token - ((params.layers - params.moe_layers) * dense + params.moe_layers * routed) / layout.tp
     return per_token
 
@@ -227,7 +228,8 @@ def _activation_options(spec: ModelSpec, layout: ParallelLayout, settings: Memor
     return dict(impl=impl, kernel=settings.attention_kernel, compute_bytes=recipe.compute_bytes, tp=layout.tp,
                 dropout=spec.dropout if settings.dropout is None else settings.dropout, autocast=autocast,
                 mask_bytes=1 if settings.device == "cuda" else recipe.compute_bytes, lora=lora,
-                linear_input_bytes=settings.linear_input_bytes if settings.finetune == "full" else None)
+                linear_input_bytes=settings.linear_input_bytes if settings.finetune == "full" else None,
+                keeps_expert_output=settings.moe_keeps_expert_output)
 
 
 def _working_set(spec: ModelSpec, layout: ParallelLayout, recipe: PrecisionRecipe, params: StageParams, profile,

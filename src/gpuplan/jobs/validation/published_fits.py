@@ -12,7 +12,7 @@ Reported by family in docs/accuracy.md.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
@@ -59,8 +59,11 @@ def row_plan(run: dict[str, Any]):
     recompute = recipe_recompute(run)
     fields.update({k: v for k, v in recompute.items() if k != "recompute" and v is not None})
     fields.update(recipe_memory_fields(run))
-    return evaluate_layout(evaluator_for(PlanInputs(**fields)), published_layout(nemo2_layout(run)),
-                           recompute["recompute"], lay["global_batch"], run["gpus"])
+    evaluator = evaluator_for(PlanInputs(**fields))
+    if (run.get("recipe_memory") or {}).get("moe_keeps_expert_output"):  # a core <= 0.12 container (cited per row)
+        evaluator = replace(evaluator, memory=replace(evaluator.memory, moe_keeps_expert_output=True))
+    return evaluate_layout(evaluator, published_layout(nemo2_layout(run)), recompute["recompute"],
+                           lay["global_batch"], run["gpus"])
 
 
 def nemo2_layout(run: dict[str, Any]) -> dict[str, Any]:
