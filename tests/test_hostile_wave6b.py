@@ -243,6 +243,13 @@ def test_a_list_of_gpu_counts_outside_plan_says_plan_takes_it(run_cli, args):
     assert run_cli("plan", "llama-2-7b", "--gpus", "8,16")[0] == 0
 
 
+def test_a_yaml_list_of_gpu_counts_outside_plan_says_so_too(run_cli, tmp_path):
+    plan = tmp_path / "train.yaml"
+    plan.write_text("params: 7B\ngpus: [8, 16]\n")
+    code, _, err = run_cli("train", str(plan))
+    assert code == 2 and "gpus: got [8, 16]; one total GPU count" in err and err.count("\n") == 1, err
+
+
 # ---- fewer training tokens than one optimizer step ------------------------------------------------
 
 @pytest.mark.parametrize("args", [("train", "--params", "7B", "--tokens", "1e3", "--gpus", "8"),

@@ -72,7 +72,8 @@ Count = T.typed(float, T.count(MAX_TOKENS))
 def _gpus(value: Any, info) -> int:
     """One total GPU count; a list or range (256,512 / 512-4096) is `plan`'s and says so (it was 'expected a
     number with an optional K/M/B/T suffix')."""
-    if isinstance(value, str) and ("," in value or "-" in value.strip()[1:]) and "e-" not in value.lower():
+    if isinstance(value, list | tuple) or (isinstance(value, str) and ("," in value or "-" in value.strip()[1:])
+                                           and "e-" not in value.lower()):  # a YAML / JSON list too
         raise InputError(_field_name(info), value, "one total GPU count, e.g. 64; a list (256,512) or a range "
                          "(512-4096) of counts is for `gpuplan plan`")
     return T.count(MAX_GPUS, whole=True)(value, info)
@@ -225,7 +226,8 @@ MomentDtype = option(T.choice(*STATE_DTYPE_BYTES) | None, None, "Dtype of the op
                      "Not given: the recipe's.", "the recipe's")
 LowPrecisionWeights = option(T.choice("primary", "cached") | None, None, "How Transformer Engine's linears hold "
                              "their weights under --dtype fp8 / fp4: primary (Megatron --fp8-param-gather / "
-                             "fp4_param_gather: only the quantised row-wise + column-wise copies, 2 x 1 B for FP8) or "
+                             "fp4_param_gather: only the quantised row-wise + column-wise copies, 2 x 1 B for FP8 on Hopper, one "
+                             "1 B copy for tensor-scaled FP8 on sm_100 Blackwell) or "
                              "cached (bf16 weights plus that quantised copy, cached across micro-batches). Not given: "
                              "bf16 weights, no copy counted.", "bf16 weights")
 EmbeddingLossSlots = option(T.Bool, False, "Megatron's account_for_embedding_in_pipeline_split and "
@@ -237,8 +239,8 @@ OffloadLayers = option(T.typed(int, T.number(0, 1024, whole=True)), 0, "CPU acti
                        "saved activations wait in host memory; at least one layer stays on the GPU.")
 EpDispatcher = option(T.choice("alltoall", "flex"), "alltoall", "MoE token dispatcher: alltoall (NCCL, one copy per "
                       "remote expert) or flex (DeepEP / HybridEP: one copy per remote node, then NVLink). Memory counts "
-                      "flex as HybridEP's buffers (moe_flex_dispatcher_backend hybridep) in place of NCCL's all-to-all "
-                      "peers; DeepEP's own buffers differ and are not modelled.")
+                      "flex as the buffers of its --flex-backend (DeepEP's normal-mode buffers by default, HybridEP's "
+                      "with hybridep) in place of NCCL's all-to-all peers.")
 Calibration = option(CalibrationDoc | None, None, "Calibration from `gpuplan calibrate` (a file path; the API "
                      "takes the JSON document).")
 
