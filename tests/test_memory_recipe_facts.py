@@ -148,7 +148,8 @@ def test_recipe_facts_of_published_rows(published_rows):
     # _benchmark_common sets cross_entropy_fusion_impl "te" for every model (the row's recipe_memory, cited)
     assert recipe_memory_fields(r["mbridge-26.08-deepseek-v3-gb200-256g-mxfp8"]) == {
         "grad_dtype": "bf16", "moment_dtype": "bf16", "allocator": "expandable", "low_precision_weights": "primary",
-        "ep_dispatcher": "flex", "loss": "te-ce", "ep_a2a_overlap": True}  # + the row's moe_comm.a2a_overlap
+        "ep_dispatcher": "flex", "flex_backend": "hybridep", "loss": "te-ce",  # the row's backend, stated
+        "ep_a2a_overlap": True}  # + the row's moe_comm.a2a_overlap
     # Llama 3 70B on GB200: 40 of 80 layers offloaded (the row's cpu_offloading_num_layers); no expandable segments
     assert recipe_memory_fields(r["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"]) == {
         "grad_dtype": "bf16", "offload_layers": 40, "low_precision_weights": "primary", "loss": "te-ce"}

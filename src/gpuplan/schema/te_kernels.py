@@ -76,8 +76,8 @@ FlexBackend = option(T.choice(*FLEX_BACKENDS) | None, None, "Backend of --ep-dis
                      "moe_flex_dispatcher_backend, default deepep, transformer_config.py@core_v0.16.1 L682): deepep "
                      "leaves each expert's rows unaligned, so under FP8 Fp8Padding / Fp8Unpadding copy them "
                      "(token_dispatcher.py _DeepepManager); hybridep pads in its dispatch kernel (Megatron-Bridge "
-                     "moe_flex_dispatcher_backend='hybridep'). --framework megatron; memory counts HybridEP's buffers "
-                     "for both.", "deepep")
+                     "moe_flex_dispatcher_backend='hybridep'). --framework megatron; memory counts the backend's own "
+                     "buffers (DeepEP's normal-mode buffers or HybridEP's), in plan and memory alike.", "deepep")
 
 
 def kernel_step_settings(fp8_attention: bool, moe_expert_kernels: str, graph_scope: str, launch: str,

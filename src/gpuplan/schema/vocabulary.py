@@ -226,8 +226,8 @@ MomentDtype = option(T.choice(*STATE_DTYPE_BYTES) | None, None, "Dtype of the op
                      "Not given: the recipe's.", "the recipe's")
 LowPrecisionWeights = option(T.choice("primary", "cached") | None, None, "How Transformer Engine's linears hold "
                              "their weights under --dtype fp8 / fp4: primary (Megatron --fp8-param-gather / "
-                             "fp4_param_gather: only the quantised row-wise + column-wise copies, 2 x 1 B for FP8 on Hopper, one "
-                             "1 B copy for tensor-scaled FP8 on sm_100 Blackwell) or "
+                             "fp4_param_gather: only the quantised row-wise + column-wise copies, 2 x 1 B for "
+                             "FP8 on Hopper, one 1 B copy for tensor-scaled FP8 on sm_100 Blackwell) or "
                              "cached (bf16 weights plus that quantised copy, cached across micro-batches). Not given: "
                              "bf16 weights, no copy counted.", "bf16 weights")
 EmbeddingLossSlots = option(T.Bool, False, "Megatron's account_for_embedding_in_pipeline_split and "

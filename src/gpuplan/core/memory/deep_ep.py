@@ -10,6 +10,11 @@ the NVLink buffer is cudaMalloc'ed (csrc/deep_ep.cpp L49: num_nvl_bytes + barrie
 mapped in 2^29-byte granules (deep_ep/buffer.py L81-82 NVSHMEM_CUMEM_GRANULARITY), plus a 32 MiB workspace
 (L62, csrc/kernels/configs.cuh NUM_WORKSPACE_BYTES). The sizes are Config::get_nvl_buffer_size_hint and
 get_rdma_buffer_size_hint (csrc/config.hpp). Units: bytes.
+
+Assumption: the group is the expert-parallel ranks (device_memory passes layout.ep). Megatron's flex dispatcher
+builds the buffer on its tp_ep_group (token_dispatcher.py@core_v0.14.0 L1170-1171), expert-TP x EP ranks; the
+two agree at expert tensor parallelism 1, which every published flex row runs; with expert TP > 1 the buffer
+would be sized for etp x ep ranks (not modelled).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import model_validator
 
 from gpuplan.errors import InputError
+from gpuplan.schema import te_kernels as TE
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
@@ -52,6 +53,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     comm_buffer_gib: Annotated[V.Gib | None, _f(None, "NCCL buffers per communicator in use, GiB per GPU.",
                                                 "by GPU type and group size")]
     ep_dispatcher: V.EpDispatcher
+    flex_backend: TE.FlexBackend  # plan's field: the same default (DeepEP), so both count the same buffers
     calibration: V.Calibration
 
     @model_validator(mode="after")
@@ -67,6 +69,9 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         if self.ep_dispatcher == "flex" and (self.ep or 1) == 1:
             raise InputError("ep_dispatcher", "flex", "needs expert parallelism (--ep > 1): with --ep 1 there is no "
                              "all-to-all")
+        if self.flex_backend is not None and self.ep_dispatcher != "flex":
+            raise InputError("flex_backend", self.flex_backend, "is the backend of the flex dispatcher: give "
+                             "--ep-dispatcher flex (not alltoall), or leave --flex-backend out")
         return self
 
     @property
@@ -120,9 +125,10 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
                        comm_per_group=None if self.comm_buffer_gib is None else self.comm_buffer_gib * GiB)
 
     def overheads_on(self, gpu, spec):
-        """The overheads on ``gpu`` for ``spec``: its NVLink's NCCL buffers, and HybridEP's in place of the
-        all-to-all peers with --ep-dispatcher flex (core.memory.device_memory.with_ep_dispatcher, as plan)."""
+        """The overheads on ``gpu`` for ``spec``: its NVLink's NCCL buffers, and the --flex-backend's (DeepEP's by
+        default, HybridEP's) in place of the all-to-all peers with --ep-dispatcher flex
+        (core.memory.device_memory.with_ep_dispatcher, as plan)."""
         from gpuplan.core.memory.device_memory import with_ep_dispatcher
 
         return with_ep_dispatcher(self.overheads().for_gpu(gpu.scale_up_bandwidth), self.ep_dispatcher, self.seq_len,
-                                  spec, gpu)
+                                  spec, gpu, self.flex_backend or TE.DEFAULT_FLEX_BACKEND)

@@ -23,6 +23,7 @@ from gpuplan.core.time.step import StepSettings, attention_efficiency, low_preci
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_duration, plural
 from gpuplan.errors import InputError
+from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
                                   more_gpus_hint, no_layout_error, ranking, smallest_fitting_count)
@@ -64,9 +65,9 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                               inputs.implementation_name)  # transformers' modules: SDPA_REFUSED eager
     tp_overlap = tp_overlap_by_recompute(inputs)
     step = _step_settings(inputs, spec, gpu, step_kernel(inputs.attention_kernel, kernel), dict(tp_overlap)["none"])
-    # flex: HybridEP's buffers in place of NCCL all-to-all peers (gpuplan memory takes the same)
+    # flex: its backend's buffers (DeepEP by default, as the step) in place of NCCL all-to-all peers (as memory)
     overheads = with_ep_dispatcher(inputs.overheads().for_gpu(gpu.scale_up_bandwidth), inputs.ep_dispatcher,
-                                   inputs.seq_len, spec, gpu, inputs.flex_backend or "hybridep")
+                                   inputs.seq_len, spec, gpu, inputs.flex_backend or DEFAULT_FLEX_BACKEND)
     scale = 1.0
     if inputs.calibration is not None:
         from gpuplan.calibrate.apply import apply_to_cluster, apply_to_overheads, apply_to_step_settings

@@ -121,8 +121,7 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     moe_comm = run.get("moe_comm") or {}
     if moe_comm.get("dispatcher") == "flex":  # HybridEP's, or DeepEP's buffers (published_throughput.flex_backend)
         fields["ep_dispatcher"] = "flex"
-        if flex_backend(moe_comm) == "deepep":
-            fields["flex_backend"] = "deepep"
+        fields["flex_backend"] = flex_backend(moe_comm)  # stated either way: plan's default is DeepEP
     if moe_comm.get("a2a_overlap"):  # overlap_moe_expert_parallel_comm: the combined 1F1B's extra warm-up chunk
         fields["ep_a2a_overlap"] = True
     if run.get("cpu_offloading_num_layers"):
