@@ -208,10 +208,13 @@ profile's version, has it). Before, three: ``xq, xk, xv = self.wq(x), self.wk(x)
 TORCHTITAN_SEPARATE_QKV_RELEASES = ("1ea476e", "3faaa1a", "9dec370", "e7c0cae", "820504e")
 """The torchtitan commits behind the published rows (their ``framework`` 'torchtitan @9dec370 (...)' or
 ``framework_version`` 'torchtitan 9dec370 (...)'), none after 3396a4b37: ``git merge-base --is-ancestor
-3396a4b37 COMMIT`` is false for each (pytorch/torchtitan, mirror at b5bcd76)."""
+3396a4b37 COMMIT`` is false (exit 1) for each, run in a pytorch/torchtitan mirror whose HEAD is b5bcd76c6
+(2026-08-21): 1ea476e (2024-04-24), 3faaa1a (2024-08-23), 9dec370 (2024-12-26), e7c0cae (2025-06-11),
+820504e (2025-06-13): three separate q/k/v linears (tests/test_titan_sac_release.py reruns it where
+GPUPLAN_TORCHTITAN_GIT names a clone)."""
 TORCHTITAN_FUSED_QKV_RELEASES = ("3396a4b", "b5bcd76")
-"""Commits at or after 3396a4b37 (merge-base --is-ancestor true): the fused-QKV commit itself and b5bcd76
-(2026-08-21), the commit the profile's 0.3.0 was read at."""
+"""Commits at or after 3396a4b37 (merge-base --is-ancestor true, exit 0, same mirror at b5bcd76c6): the fused-QKV
+commit itself (2026-06-24) and b5bcd76 (2026-08-21), the commit the profile's 0.3.0 was read at: one wqkv."""
 
 
 def torchtitan_fuses_qkv(release: str = "") -> bool:
