@@ -131,3 +131,18 @@ def test_the_row_is_no_longer_the_kinds_outlier():
     error = predicted / run["measured_gpu_hours"] - 1
     assert -0.25 < error < 0
     assert reported_step_seconds(run) == pytest.approx(100_320 * 3600 / 440 / (1e12 / (1760 * 2048)), rel=1e-9)
+
+
+@pytest.mark.parametrize("ratio, width", [(4, 16_384), (2.5, 10_240), (3.5, 14_336)])
+def test_a_float_expansion_ratio_reads_as_llm_foundry_resolves_it(ratio, width):
+    """llm-foundry's resolve_ffn_hidden_size (ffn.py@8c8dd48f7 L117-121): int(d_model x expansion_ratio) where the
+    product is whole; d_model 4,096: 2.5 -> 10,240, 3.5 -> 14,336 (by hand)."""
+    spec = model_spec_from_hf_config({**MPT_7B, "expansion_ratio": ratio}, "mpt")
+    assert spec.mlp.intermediate_size == width
+
+
+@pytest.mark.parametrize("ratio", [2.0001, "4", True, -1, float("nan")])
+def test_an_expansion_ratio_without_a_whole_width_is_named(ratio):
+    with pytest.raises(InputError) as caught:
+        model_spec_from_hf_config({**MPT_7B, "expansion_ratio": ratio}, "bad")
+    assert "config.json: expansion_ratio" in str(caught.value)

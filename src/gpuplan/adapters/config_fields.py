@@ -332,8 +332,21 @@ def mpt_fields(cfg: dict[str, Any]) -> dict[str, Any]:
     learned = flags["learned_pos_emb"] and not flags["attn_config.alibi"]
     return {**cfg, "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
             "num_key_value_heads": kv,
-            "intermediate_size": ffn.get("ffn_hidden_size") or int_field(cfg, "expansion_ratio", default=4) * hidden,
+            "intermediate_size": ffn.get("ffn_hidden_size") or mpt_ffn_width(cfg.get("expansion_ratio", 4), hidden),
             "max_position_embeddings": cfg.get("max_seq_len", 2048), "bias": not flags["no_bias"],
             "hidden_act": "gelu", "attn_pdrop": attn.get("attn_pdrop"), "mpt_norm": MPT_NORMS[norm],
             "mpt_learned_positions": int_field(cfg, "max_seq_len", default=2048) if learned else 0,
             "mpt_rope": flags["attn_config.rope"]}
+
+
+def mpt_ffn_width(ratio: Any, d_model: int) -> int:
+    """MPT's MLP width without ffn_hidden_size: int(d_model x expansion_ratio), a float ratio allowed where the
+    product is whole (llm-foundry resolve_ffn_hidden_size, llmfoundry/models/layers/ffn.py@8c8dd48f7 L117-121;
+    34f47ade1, MPT-7B's, took an int ratio: layers/blocks.py L19-23). Another product is refused as there."""
+    if isinstance(ratio, bool) or not is_finite_number(ratio) or ratio <= 0:
+        raise InputError("config.json: expansion_ratio", ratio, "must be a positive number (the MLP is d_model x it)")
+    width = d_model * ratio
+    if width != int(width) or width > LIMITS.get("intermediate_size", DEFAULT_LIMIT):
+        raise InputError("config.json: expansion_ratio", ratio, f"d_model ({d_model}) x expansion_ratio must be a "
+                         f"whole number of at most {LIMITS.get('intermediate_size', DEFAULT_LIMIT):,} (llm-foundry)")
+    return int(width)
