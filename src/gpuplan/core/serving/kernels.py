@@ -100,8 +100,12 @@ def graph_layer_seconds_of(release: EngineRelease) -> float:
     CUDAGraphRunner L550-590 captures the whole model forward, chosen at L193-196) running the same
     small kernels a layer as V1's piecewise graphs (llama.py@v0.2.7 L76-78, L151-156, L204-216):
     VLLM_GRAPH_LAYER_S (fitted on V1, checked on V0's held-out PR 2192 rows: 10.3% -> 4.5% mean).
-    SGLang and TensorRT-LLM >= 1.0: 0, the state before the term, as no row of theirs checks it
-    (TensorRT-LLM fuses the norm, RoPE and cache write into its attention plugin: fewer kernels)."""
+    Every other release returns 0 (SGLang and TensorRT-LLM at any version; vLLM before 0.2.6 has no graphs),
+    the state before the term, for lack of data: no row of theirs checks it. Where TensorRT-LLM < 1.0 or
+    vLLM < 0.2.6 steps run eagerly (graph_max_tokens_of 0) the term never applies; SGLang's decode graph runs
+    the same norm / RoPE / cache-write / activation kernels as vLLM's, so its batch-1 gap to vLLM is unmeasured
+    and the infer answer says so (jobs.inference.assumptions); TensorRT-LLM fuses the norm, RoPE and cache
+    write into its attention plugin (fewer kernels). Not a measured 0."""
     return VLLM_GRAPH_LAYER_S if release.engine == "vllm" and release.version >= (0, 2, 6) else 0.0
 
 

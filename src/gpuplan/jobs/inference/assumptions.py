@@ -96,12 +96,16 @@ def _kernel_floor_assumption(plan: Plan, u) -> Assumption:
     value = R.graph_layer_seconds(plan.setup)
     if "graph_layer_us" in u:
         source = "given"
+    elif plan.setup.efficiency.graph_max_tokens <= 0:
+        source = f"{release.label} as set up: every step runs eagerly (its launches: the host-time line)"
     elif value > 0:
         source = ("fitted on vllm PR 23197's four Llama-3.1-8B TP 1 rows (vLLM V1); V0's decode graphs held out "
                   "(vllm PR 2192, docs/inference.md section 5)")
-    else:
-        source = (f"{release.label}: none, the state before the vLLM fit (no {release.engine} row measures it; "
-                  "vLLM's 50 us was fitted on vLLM V1 only)")
+    else:  # 0 for lack of data, not a measured difference: say what the batch-1 gap to vLLM owes to it
+        vllm = plan.spec.num_layers * KR.VLLM_GRAPH_LAYER_S
+        source = (f"{release.label}: 0 for lack of data (no {release.engine} row measures it; vLLM's 50 us was "
+                  f"fitted on vLLM V1 only): the engine gap to vLLM at batch 1 is unmeasured here, {vllm * 1e3:.1f} "
+                  f"ms a decode step of it ({plan.spec.num_layers} layers x 50 us) is this term alone")
     shown = "none (no CUDA graphs)" if plan.setup.efficiency.graph_max_tokens <= 0 else (
         f"{value * 1e6:.0f} us a layer" if value > 0 else "none (0 us a layer)")
     return Assumption("kernel_floor", "CUDA-graph step: small kernels' GPU time per layer beyond the roofline",

@@ -227,6 +227,7 @@ class InferenceInputs(ModelFields):
             raise InputError("output_tokens", self.output_tokens, f"--prompt {self.prompt or 0:,} + --output-tokens "
                              f"{self.output_tokens or 0:,} is past the {V.MAX_SEQ_LEN:,}-token context bound")
         self._check_engine_options()
+        self._check_graph_layer()
         if self.draft_model is not None and self.speculative != "draft":
             raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
         for name in ("spec_tokens", "spec_acceptance"):
@@ -260,6 +261,20 @@ class InferenceInputs(ModelFields):
                 why = E.option_refusal(name, self.engine_name)
                 if why:
                     raise InputError(name, getattr(self, name), why)
+
+    def _check_graph_layer(self) -> None:
+        """--graph-layer-us times CUDA-graph steps: refused where none runs (it changed no number and said so)."""
+        from gpuplan.core.serving import kernels as KR
+
+        if self.graph_layer_us is None:
+            return
+        if self.cuda_graph_gib == 0:
+            raise InputError("graph_layer_us", self.graph_layer_us, "times CUDA-graph steps, and --cuda-graph-gib 0 "
+                             "runs every step eagerly: drop one of the two (--launch-layer-us sets an eager step's)")
+        if KR.graph_max_tokens_of(self.release, self.max_num_seqs or 256) <= 0:
+            raise InputError("graph_layer_us", self.graph_layer_us, f"times CUDA-graph steps, and "
+                             f"{self.release.label} captures none (every step eager): drop it, or give a release "
+                             "with graphs (vLLM >= 0.2.6, SGLang, TensorRT-LLM >= 1.0)")
 
     def _check_lora(self) -> None:
         if self.max_loras is not None and "enable_lora" in self.model_fields_set and not self.enable_lora:
