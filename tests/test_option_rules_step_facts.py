@@ -15,6 +15,9 @@ CASES = [
     ((*DENSE, "--grad-all-reduce"), "grad_all_reduce", "give --zero 1 (not the planner's choice)"),
     ((*DENSE, "--zero", "1", "--framework", "torchtitan", "--grad-all-reduce"), "grad_all_reduce",
      "--framework torchtitan has no ZeRO-1"),
+    # review 6b item 5: the refusal names where it runs (the megatron profile stands for GPT-NeoX's Pythia rows)
+    ((*DENSE, "--zero", "1", "--framework", "hf", "--grad-all-reduce"), "grad_all_reduce",
+     "megatron for Megatron-derived code on DeepSpeed's engine (GPT-NeoX, Megatron-DeepSpeed)"),
     ((*DENSE, "--tp", "4", "--framework", "megatron", "--no-sequence-parallel", "--tp-comm-overlap"),
      "sequence_parallel", "arguments.py@core_v0.15.0rc7 L899-900"),
     ((*DENSE, "--no-sequence-parallel", "--tp-comm-overlap"), "sequence_parallel", "give one of the two"),

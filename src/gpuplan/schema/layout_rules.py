@@ -37,8 +37,14 @@ NO_ZERO_1_FRAMEWORKS = ("torchtitan", "hf")
 """Frameworks whose data parallelism is DDP or FSDP(2) only (planner.framework_rules zero_stages (0, 3)): no
 ZeRO-1, so no ZeRO-1 all-reduce then gather. The others may run it: DeepSpeed's PipelineEngine (DeeperSpeed@eb7f5cff
 pipe/engine.py L234-246; DeepSpeed@edaa722 pipe/engine.py L296-307 _bf16_reduce_grads with the BF16_Optimizer),
-Megatron-derived code trained through it (GPT-NeoX v1.0 and BigScience's Megatron-DeepSpeed: the Pythia and BLOOM
-rows, whose framework is the default) and gpuplan's framework-neutral model."""
+Megatron-derived code trained through it and gpuplan's framework-neutral model. The megatron profile takes it although
+Megatron-Core's own distributed optimizer reduce-scatters every bucket (distributed/param_and_grad_buffer.py
+@core_v0.16.1 L435-449; all_reduce only without the distributed optimizer, or with force_all_reduce, which
+training.py L1662 sets only to save wgrads): the profile also stands for Megatron-derived code on DeepSpeed's engine,
+GPT-NeoX v1.0 (the six Pythia rows, framework the default megatron) and BigScience's Megatron-DeepSpeed (BLOOM,
+framework deepspeed). Moving the Pythia rows to generic / deepspeed changes their numbers (1.4B -1.3%, 6.9B -0.3%,
+12B -0.1% of GPU-hours; 160M, 410M and 2.8B no longer fit 40 GB A100s at their GPU counts), so they stay
+(docs/training.md)."""
 
 
 def check_setup(inputs) -> None:
@@ -64,7 +70,9 @@ def check_setup(inputs) -> None:
     if get("grad_all_reduce", False):
         if framework in NO_ZERO_1_FRAMEWORKS:
             raise InputError("grad_all_reduce", True, f"is ZeRO-1's all-reduce then gather (DeepSpeed's "
-                             f"PipelineEngine); --framework {framework} has no ZeRO-1 (DDP or FSDP): leave it out")
+                             f"PipelineEngine); --framework {framework} has no ZeRO-1 (DDP or FSDP): leave it out, or "
+                             "give --framework deepspeed, or megatron for Megatron-derived code on DeepSpeed's engine "
+                             "(GPT-NeoX, Megatron-DeepSpeed)")
         if get("zero") != 1:
             stage = "the planner's choice" if get("zero") is None else f"--zero {get('zero')}"
             raise InputError("grad_all_reduce", True, "is ZeRO-1's all-reduce then gather (DeepSpeed's PipelineEngine): "
