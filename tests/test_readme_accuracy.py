@@ -76,3 +76,21 @@ def test_readme_band_is_the_packaged_band():
     quoted = _quoted(r"±([\d.]+)% dense BF16, ±([\d.]+)% dense FP8 and NVFP4, ±([\d.]+)% for any MoE")
     band = (prediction_band("bf16")[0], prediction_band("fp8")[0], prediction_band("bf16", moe=True)[0])
     assert quoted == pytest.approx(tuple(100 * b for b in band), abs=0.05)
+
+
+def test_readme_gpu_hours_split_by_revision_is_the_accuracy_table():
+    """Review wave 6b item 9: the held-out end-to-end kind split by whether a run's inputs were revised in wave 6
+    after its miss was seen (jobs.validation.gpu_hours.REVISED_AFTER_MISS) or not; README quotes both lines."""
+    from gpuplan.jobs.validation.gpu_hours import REVISED_AFTER_MISS
+
+    split = {k: v for k, v in KINDS.items() if k.startswith("gpu_hours end to end, held out: ")}
+    revised = next(v for k, v in split.items() if "revised in wave 6" in k)
+    untouched = next(v for k, v in split.items() if "untouched in wave 6" in k)
+    total = KINDS["gpu_hours (train --mfu predicted, end to end: the run's batch and ramp, checkpoints, failures; "
+                  "held out)"]
+    assert revised[0] == len(REVISED_AFTER_MISS) and revised[0] + untouched[0] == total[0]
+    quoted = _quoted(rf"the {revised[0]} runs whose inputs were revised in wave 6 after their misses were seen "
+                     r"\([^)]*\) are ([\d.]+)% mean \(max ([\d.]+)%, bias −([\d.]+)%\), "
+                     rf"the {untouched[0]} untouched \([^)]*\) ([\d.]+)% \(max ([\d.]+)%, bias −([\d.]+)%\)")
+    assert quoted == pytest.approx((revised[1], revised[2], -revised[3], untouched[1], untouched[2], -untouched[3]),
+                                   abs=0.05)
