@@ -66,11 +66,11 @@ def test_elementwise_seconds_follow_the_measured_kernel_line():
 
 
 def test_framework_label_picks_eager_or_compiled():
-    assert T.from_framework_label("torchtitan @9dec370 (torch 1963fc8; FSDP2)") == \
+    assert T.from_framework_label("torchtitan @9dec370 (torch 1963fc8; FSDP2)", fused_qkv=False) == \
         T.TitanOps(compiled=False, norm="python", loss_compiled=False)
-    assert T.from_framework_label("torchtitan @9dec370 (FSDP2) + torch.compile") == \
+    assert T.from_framework_label("torchtitan @9dec370 (FSDP2) + torch.compile", fused_qkv=False) == \
         T.TitanOps(compiled=True, norm="python", loss_compiled=False)
-    assert T.from_framework_label("torchtitan @e7c0cae (FSDP2) + torch.compile").loss_compiled
+    assert T.from_framework_label("torchtitan @e7c0cae (FSDP2) + torch.compile", fused_qkv=False).loss_compiled
 
 
 def test_moe_blocks_are_refused():

@@ -46,5 +46,6 @@ def test_torchtitan_plan_shows_its_memory_bound_classes(run_cli):
 def test_default_ops_are_eager_and_moe_keeps_the_fused_model():
     from gpuplan.catalog import load_model
 
-    assert T.default_ops(load_model("llama-3.1-8b")) == T.TitanOps(compiled=False, norm="fused")
-    assert T.default_ops(load_model("qwen3-30b-a3b")) is None
+    assert T.default_ops(load_model("llama-3.1-8b"), fused_qkv=True) == T.TitanOps(compiled=False, norm="fused",
+                                                                                   fused_qkv=True)
+    assert T.default_ops(load_model("qwen3-30b-a3b"), fused_qkv=True) is None

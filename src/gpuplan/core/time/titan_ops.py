@@ -16,6 +16,16 @@ op class, per token of the micro-batch (bytes each kernel reads + writes), read 
   pow_backward, mean backward = expand / N, to_copy backward = the reverse cast), plus the sums
   autograd makes where one tensor feeds several ops (the norm's output feeds wq, wk, wv: 2 adds;
   w1, w3: 1 add; each residual branch point: 1 add).
+* q / k / v per release (TitanOps.fused_qkv, the fact core.frameworks.torchtitan_fuses_qkv /
+  op_sac_fused_qkv keeps; StepSettings.op_sac_fused_qkv carries the same one): before 3396a4b37 three
+  linears wq, wk, wv read the norm's output, so its gradient takes 2 adds (above). From 3396a4b37
+  (torchtitan 0.3.0) one ``wqkv`` (models/common/attention.py@b5bcd76 FusedQKVLinear.forward L771-796,
+  the same at 3396a4b37 L697-709): no adds, but its output is split and materialised,
+  ``xq.reshape(...)`` (a copy: the q slice is strided), ``xk / xv .reshape(...).contiguous()`` (3
+  copies forward, read + write q + 2 kv), and split's backward concatenates dq, dk, dv into one
+  gradient (1 cat kernel, the same bytes); checked with autograd on the CPU (a TorchDispatchMode
+  census, tests/test_titan_ops_qkv.py): three linears' backward dispatch 2 aten.add, the fused
+  one 3 aten.clone forward and 1 aten.cat backward. Two linears fewer: 4 matmuls fewer a block.
 * compiled (torchtitan apply_compile: ``torch.compile(transformer_block, fullgraph=True)`` per
   block, parallelize_llama.py at 9dec370, torchtitan/distributed/compile.py later): Inductor
   fuses every pointwise op and row reduction between two extern kernels into one Triton kernel, so a
@@ -64,6 +74,9 @@ class TitanOps:
     """'python' (9dec370's RMSNorm in Python ops) or 'fused' (nn.RMSNorm, torchtitan 2025 on)."""
     loss_compiled: bool = False
     """The loss is compiled too (torchtitan components/loss.py from 2025; not at 9dec370)."""
+    fused_qkv: bool = False
+    """q, k, v as one wqkv linear (torchtitan 3396a4b37 on, 0.3.0) or three (before): the release's
+    fact from core.frameworks (torchtitan_fuses_qkv), passed by whoever builds the op list."""
 
 
 @dataclass(frozen=True)
@@ -85,13 +98,14 @@ class OpClass:
         return self.forward_kernels + self.backward_kernels
 
 
-def from_framework_label(framework: str) -> TitanOps:
+def from_framework_label(framework: str, *, fused_qkv: bool) -> TitanOps:
     """TitanOps of a published row's framework string: '+ torch.compile' compiles; the
-    Dec-2024 tree (git 9dec370) has the Python RMSNorm and an eager loss."""
+    Dec-2024 tree (git 9dec370) has the Python RMSNorm and an eager loss; ``fused_qkv``: the
+    release's q/k/v (core.frameworks.torchtitan_fuses_qkv of the same string)."""
     compiled = "torch.compile" in framework
     old_tree = "9dec370" in framework
     return TitanOps(compiled=compiled, norm="python" if old_tree else "fused",
-                    loss_compiled=compiled and not old_tree)
+                    loss_compiled=compiled and not old_tree, fused_qkv=fused_qkv)
 
 
 def _widths(spec: ModelSpec) -> tuple[float, float, float, float, bool]:
@@ -118,8 +132,8 @@ def _eager_norm(h: float, norm: str) -> tuple[float, float, float, float]:
     return 8, fwd * h, 16, bwd * h
 
 
-def eager_layer_classes(spec: ModelSpec, norm: str = "python") -> tuple[OpClass, ...]:
-    """torchtitan's eager Llama block, per op class (module docstring)."""
+def eager_layer_classes(spec: ModelSpec, norm: str = "python", fused_qkv: bool = False) -> tuple[OpClass, ...]:
+    """torchtitan's eager Llama block, per op class (module docstring); ``fused_qkv``: one wqkv."""
     if norm not in NORM_MODES:
         raise ValueError(f"norm must be one of {NORM_MODES}, not {norm!r}")
     h, q, kv, inter, repeats = _widths(spec)
@@ -139,13 +153,25 @@ def eager_layer_classes(spec: ModelSpec, norm: str = "python") -> tuple[OpClass,
         OpClass("swiglu", 2, 10 * inter, 3, 18 * inter),
         # two residual adds 4h+2h each; backward: autograd's sum at each branch point 4h+2h
         OpClass("residual", 2, 12 * h, 2, 12 * h),
-        # backward only: the sums of the linear-input gradients (wq/wk/wv: 2 adds, w1/w3: 1)
-        OpClass("grad_sums", 0, 0.0, 3, 3 * 3 * BF16 * h),
+        *_qkv_classes(h, q, kv, fused_qkv),
     )
 
 
-def compiled_layer_classes(spec: ModelSpec) -> tuple[OpClass, ...]:
-    """torchtitan's block under torch.compile: one Inductor kernel per fused region (module docstring)."""
+def _qkv_classes(h: float, q: float, kv: float, fused_qkv: bool) -> tuple[OpClass, OpClass]:
+    """The eager block's q/k/v-form classes (module docstring): backward sums of the linear-input
+    gradients, an add 2h read + h written each (wq/wk/wv: 2, w1/w3: 1); one wqkv: only w1/w3's, and
+    the split's copies (read + write q + 2kv; backward one cat of dq, dk, dv)."""
+    if not fused_qkv:
+        return OpClass("grad_sums", 0, 0.0, 3, 3 * 3 * BF16 * h), OpClass("qkv_split", 0, 0.0, 0, 0.0)
+    split = 2 * BF16 * (q + 2 * kv)
+    return OpClass("grad_sums", 0, 0.0, 1, 3 * BF16 * h), OpClass("qkv_split", 3, split, 1, split)
+
+
+def compiled_layer_classes(spec: ModelSpec, fused_qkv: bool = False) -> tuple[OpClass, ...]:
+    """torchtitan's block under torch.compile: one Inductor kernel per fused region (module docstring);
+    ``fused_qkv``: one wqkv, so attention_norm's backward reads one linear-input gradient, not three
+    (the split's copies ride in RoPE's cast kernels and its cat in the kernels that write dq, dk, dv:
+    assumed from Inductor's pointwise fusion and cat lowering, not read on generated code)."""
     h, q, kv, inter, repeats = _widths(spec)
     # norms: attention_norm reads x, writes its output; ffn_norm is fused with the residual before
     # it (reads x and the wo output, writes h and its output). Backward per norm with m consumers:
@@ -161,7 +187,7 @@ def compiled_layer_classes(spec: ModelSpec) -> tuple[OpClass, ...]:
     rope = (BF16 + FP32) * (q + kv) + 2 * FP32 * (q + kv) + FP32 * (q + kv) + BF16 * (3 * q if repeats else q + kv) \
         + (BF16 * kv if repeats else 0.0)
     return (
-        OpClass("norm", 2, 2 * BF16 * h + 4 * BF16 * h, 6, norm_bwd(3) + norm_bwd(2)),
+        OpClass("norm", 2, 2 * BF16 * h + 4 * BF16 * h, 6, norm_bwd(1 if fused_qkv else 3) + norm_bwd(2)),
         # forward: 2 casts + 2 fallback multiplies + 1 cast-back; backward: the casts of dq and the
         # repeated dk (its sum inside), 2 multiplies, dv's sum, 2 casts back, freqs_cis.conj()
         OpClass("rope", 5, rope, 8, rope),
@@ -193,7 +219,9 @@ def covers(spec: ModelSpec) -> bool:
 def layer_classes(spec: ModelSpec, ops: TitanOps) -> tuple[OpClass, ...]:
     if not covers(spec):
         raise ValueError(f"{spec.name}: torchtitan's op list covers dense gated (Llama) blocks only")
-    return compiled_layer_classes(spec) if ops.compiled else eager_layer_classes(spec, ops.norm)
+    if ops.compiled:
+        return compiled_layer_classes(spec, ops.fused_qkv)
+    return eager_layer_classes(spec, ops.norm, ops.fused_qkv)
 
 
 def elementwise_seconds_per_token(spec: ModelSpec, ops: TitanOps, tokens, hbm_bytes_per_s: float, tp=1):
@@ -226,6 +254,18 @@ EAGER_OTHER_OPS_BACKWARD = 42 + 1 + 24
 # 14 backward (input and weight gradients), SDPA's forward and backward kernel.
 EXTERN_KERNELS_FORWARD = 7 + 1
 EXTERN_KERNELS_BACKWARD = 14 + 1
+# One wqkv instead of wq, wk, wv (TitanOps.fused_qkv): two linears fewer (forward 2 x 4 ops and 2 mm, backward
+# 2 x 6 ops and 4 mm); the three q/k/v views become the split's view, split_with_sizes, _unsafe_view and two
+# views forward (5) and four view backwards (the autograd census of tests/test_titan_ops_qkv.py).
+FUSED_QKV_OTHER_OPS = (-2 * 4 - 3 + 5, -2 * 6 - 3 + 4)
+FUSED_QKV_EXTERN_KERNELS = (-2, -4)
+
+
+def _other_ops_and_extern_kernels(ops: TitanOps) -> tuple[float, float, float, float]:
+    """(forward other ops, backward other ops, forward extern kernels, backward extern kernels) of a block."""
+    d_ops, d_kernels = (FUSED_QKV_OTHER_OPS, FUSED_QKV_EXTERN_KERNELS) if ops.fused_qkv else ((0, 0), (0, 0))
+    return (EAGER_OTHER_OPS_FORWARD + d_ops[0], EAGER_OTHER_OPS_BACKWARD + d_ops[1],
+            EXTERN_KERNELS_FORWARD + d_kernels[0], EXTERN_KERNELS_BACKWARD + d_kernels[1])
 
 
 def host_seconds_per_layer(spec: ModelSpec, ops: TitanOps, sac: bool) -> tuple[float, float]:
@@ -236,12 +276,12 @@ def host_seconds_per_layer(spec: ModelSpec, ops: TitanOps, sac: bool) -> tuple[f
     kf = sum(c.forward_kernels for c in classes)
     kb = sum(c.backward_kernels for c in classes)
     scale = reference_scale()
+    other_f, other_b, extern_f, extern_b = _other_ops_and_extern_kernels(ops)
     if ops.compiled:
-        return ((kf + EXTERN_KERNELS_FORWARD) * scale.launch,
-                (kb + EXTERN_KERNELS_BACKWARD) * scale.launch)
-    nf, nb = kf + EAGER_OTHER_OPS_FORWARD, kb + EAGER_OTHER_OPS_BACKWARD
-    return (scale.seconds(nf * cpu_seconds_per_op("forward", sac), kf + EXTERN_KERNELS_FORWARD),
-            scale.seconds(nb * cpu_seconds_per_op("backward", sac), kb + EXTERN_KERNELS_BACKWARD))
+        return (kf + extern_f) * scale.launch, (kb + extern_b) * scale.launch
+    nf, nb = kf + other_f, kb + other_b
+    return (scale.seconds(nf * cpu_seconds_per_op("forward", sac), kf + extern_f),
+            scale.seconds(nb * cpu_seconds_per_op("backward", sac), kb + extern_b))
 
 
 def exposed_host_seconds(spec: ModelSpec, ops: TitanOps, forward_gpu, backward_gpu, sac: bool):
@@ -346,12 +386,13 @@ def pipeline_accumulation_seconds(spec: ModelSpec, hbm_bytes_per_s: float, stage
     return memory_bound_seconds(nbytes, kernels, hbm_bytes_per_s)
 
 
-def default_ops(spec: ModelSpec, compiled: bool = False) -> TitanOps | None:
+def default_ops(spec: ModelSpec, compiled: bool = False, *, fused_qkv: bool) -> TitanOps | None:
     """`--framework torchtitan`'s op list: eager by default (torchtitan's CompileConfig.enable
     defaults to False, torchtitan/config/configs.py at b5bcd76; 9dec370's ``training.compile`` too);
     ``compiled`` (--compile): every block and the loss compiled (CompileConfig.components defaults
     to ["model", "loss"] at b5bcd76). nn.RMSNorm either way; None (the fused model) for blocks the
-    list does not cover (MoE, ungated MLPs)."""
+    list does not cover (MoE, ungated MLPs). ``fused_qkv``: the release's q/k/v (core.frameworks.op_sac_fused_qkv,
+    the value StepSettings.op_sac_fused_qkv takes: one wqkv at 0.3.0)."""
     if not covers(spec):
         return None
-    return TitanOps(compiled=compiled, norm="fused", loss_compiled=compiled)
+    return TitanOps(compiled=compiled, norm="fused", loss_compiled=compiled, fused_qkv=fused_qkv)

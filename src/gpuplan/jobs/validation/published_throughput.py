@@ -260,7 +260,8 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
                                                    cuda_graph_scope(moe_comm), launch, flex_backend(moe_comm)),
                             eager_fallbacks=() if torchtitan else megatron_eager_fallbacks(run),
                             # torchtitan's own op list, eager or torch.compile per block (core.time.titan_ops)
-                            titan_ops=from_framework_label(run["framework"]) if torchtitan else None,
+                            titan_ops=from_framework_label(run["framework"], fused_qkv=torchtitan_fuses_qkv(
+                                run["framework"])) if torchtitan else None,  # its q/k/v too
                             # NeMo / Megatron-Bridge: the vocab-parallel loss on the last stage, TE's
                             # Triton one where the row's recipe sets it (recipe_memory.loss te-ce, read at
                             # its tag: the perf scripts set cross_entropy_fusion_impl 'te' for every model),
