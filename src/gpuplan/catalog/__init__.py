@@ -124,11 +124,31 @@ def accelerator_from_entry(entry: dict[str, Any]) -> Accelerator:
         nics_per_node=out.get("nics_per_node"), rail_optimized=bool(out.get("rail_optimized", False)),
         in_network_reduction=bool(out.get("in_network_reduction", False)),
         nvls_gain=up.get("nvls_allreduce_gain"), collective_arch=up.get("nccl_arch"),
+        compute_capability=compute_capability_of(entry),
         scale_up_efficiency=up.get("ring_efficiency"),
         kernels_like=entry.get("kernels_like"),
         confidence=entry.get("confidence", "medium"), aliases=tuple(entry.get("aliases", [])),
         sources=tuple(entry.get("sources", [])), notes=entry.get("notes", ""),
     )
+
+
+def compute_capability_of(entry: dict[str, Any]) -> tuple[int, int] | None:
+    """An entry's optional ``compute_capability``, text "MAJOR.MINOR" as NVIDIA's CUDA GPUs page lists it
+    (developer.nvidia.com/cuda-gpus: "9.0", "10.3"), as (major, minor); None when absent. InputError naming
+    the field for anything else, or for a part whose vendor is not NVIDIA (CUDA's numbering)."""
+    import re
+
+    value = entry.get("compute_capability")
+    if value is None:
+        return None
+    where = f"compute_capability ({entry.get('id', '?')})"
+    match = re.fullmatch(r"([1-9][0-9]?)\.([0-9])", value) if isinstance(value, str) else None
+    if match is None:
+        raise InputError(where, value, 'text "MAJOR.MINOR" as NVIDIA\'s CUDA GPUs page lists it, e.g. "9.0" '
+                         '(H100), "10.0" (B200), "12.0" (RTX 5090)')
+    if str(entry.get("vendor", "")).lower() != "nvidia":
+        raise InputError(where, value, "a CUDA compute capability is for NVIDIA parts only; leave it out")
+    return int(match.group(1)), int(match.group(2))
 
 
 def load_accelerator(name: str) -> Accelerator:

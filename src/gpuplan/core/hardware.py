@@ -50,6 +50,9 @@ class Accelerator:
     the topology default."""
     collective_arch: str | None = None
     """GPU generation as NCCL's tuner indexes its constants: volta, ampere, hopper, blackwell."""
+    compute_capability: tuple[int, int] | None = None
+    """CUDA compute capability (major, minor) as NVIDIA's CUDA GPUs page lists it (H100 (9, 0), B200 (10, 0),
+    B300 (10, 3), RTX 5090 (12, 0)); None for other vendors' parts or where not stated."""
     kernels_like: str | None = None
     """Id of the catalog part whose measured kernel efficiencies (MAMF, attention) this one shares
     because it is the same die (a power-capped or repackaged variant); None = its own or defaults."""
@@ -70,6 +73,16 @@ class Accelerator:
         of a node, else 8 (DGX / HGX). The link model's node, HybridEP's domain and the planner's layout
         kinds all use it."""
         return self.scale_up_domain or self.devices_per_node or 8
+
+    @property
+    def fp8_any_layout_gemm(self) -> bool:
+        """FP8 GEMMs take a column-wise (non-TN) operand without a transposed copy: Transformer Engine's
+        is_non_tn_fp8_gemm_supported, (10, 0) <= cc < (12, 0) or cc >= (13, 0)
+        (transformer_engine/pytorch/utils.py@v2.8 L462-467; common/transformer_engine.cpp L715-722, "a
+        temporary restriction"): data-centre Blackwell, not sm_120 (RTX 50, RTX PRO Blackwell). False where
+        the compute capability is not stated (TE's two copies: the larger memory)."""
+        cc = self.compute_capability
+        return cc is not None and ((10, 0) <= cc < (12, 0) or cc >= (13, 0))
 
     def peak(self, dtype: str) -> float:
         """Dense peak FLOP/s for ``dtype``; InputError if the part has no such path."""

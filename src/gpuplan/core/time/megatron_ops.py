@@ -181,9 +181,9 @@ def cast_recipe(dtype: str, fp8_recipe: str, ops: MegatronOps) -> str | None:
 
 
 def non_tn_fp8(gpu) -> bool:
-    """TE's is_non_tn_fp8_gemm_supported: data-centre Blackwell (sm 10.x; the NVIDIA parts with an
-    FP4 peak in the catalogue) runs FP8 GEMMs on a column-wise operand without a transpose."""
-    return gpu.vendor.lower() == "nvidia" and gpu.has_dtype("fp4")
+    """TE's is_non_tn_fp8_gemm_supported: data-centre Blackwell (compute capability 10.x, not sm_120) runs
+    FP8 GEMMs on a column-wise operand without a transpose (core.hardware.Accelerator.fp8_any_layout_gemm)."""
+    return gpu.fp8_any_layout_gemm
 
 
 def quantize_cost(recipe: str, after_norm: bool, non_tn: bool) -> tuple[float, float]:

@@ -86,7 +86,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                               # Transformer Engine keeps the linears' inputs quantised (megatron implementation)
                               linear_input_bytes=saved_linear_input_bytes(low_precision_recipe(inputs.dtype,
                                                                                                 inputs.fp8_recipe)),
-                              fp8_any_layout_gemm=gpu.collective_arch == "blackwell",  # sm_100 / sm_103 parts
+                              fp8_any_layout_gemm=gpu.fp8_any_layout_gemm,  # TE's rule by compute capability
                               ep_a2a_overlap=bool(inputs.ep_a2a_overlap))
     return Evaluator(spec, cluster, memory, step, overheads,
                      uncertainty_table(spec, inputs.dtype, leave_out, kind_correction_rows),
