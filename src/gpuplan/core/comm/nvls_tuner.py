@@ -22,7 +22,11 @@ channels): starts at 20 (24 x 32 > 720 x 72/71), 33 x 20 <= 720: 32 x 20 x 5/6 =
 there (measured: stas00/ml-engineering@744d01e, 5 B200 with NVLS on 677.8 GB/s busbw, the ring's 677.8).
 NCCL 2.28 changed the formula (tuning.cc @v2.28.3-1 lines 285-299, 348: bwIntra x nvlsEfficiency (0.85
 Hopper, 0.74 Blackwell) x (nCh - 1)/nCh x 2, capped by bwInter, x GPUs / (2 (GPUs - 1))); the model cites
-2.26.2 here as for NVLS-tree. Units: GB/s in the tables, bytes/s returned.
+2.26.2 here as for NVLS-tree. The published collective rows ran 2.26.2 (coreweave's three GB200 rows) or 2.27.3
+/ 2.27.7 (stas00's B200 and H200 rows, NVIDIA/nccl#1801), none 2.28 (docs/step.md, which NCCL each row ran); 2.27's
+all-reduce NVLS estimate is 2.26.2's (tuning.cc @v2.27.7-1 lines 267-269, 324), and its SM100_NVLINK_BW 40.1 (topo.h
+line 21) leaves every validated domain's search speed as worked above (8 B200: 9 x 80 = 720 <= 18 x 40.1 = 721.8).
+Units: GB/s in the tables, bytes/s returned.
 """
 
 from __future__ import annotations
