@@ -39,7 +39,11 @@ def test_which_frameworks_train_the_declared_mtp_module(framework, expected):
     flavours build none; transformers drops model.layers.61 (core/model/mtp.py)."""
     assert TrainingInputs(model="deepseek-v3", framework=framework).spec().mtp_layers == expected
     assert TrainingInputs(model="deepseek-v3", framework=framework, mtp_layers=0).spec().mtp_layers == 0
-    assert TrainingInputs(model="llama-3.1-8b", framework=framework, mtp_layers=2).spec().mtp_layers == 2
+    if expected:  # wave 6c: where the framework trains no MTP module, --mtp-layers 2 is refused (schema.layout_rules)
+        assert TrainingInputs(model="llama-3.1-8b", framework=framework, mtp_layers=2).spec().mtp_layers == 2
+    else:
+        with pytest.raises(InputError, match="mtp_layers"):
+            TrainingInputs(model="llama-3.1-8b", framework=framework, mtp_layers=2).spec()
 
 
 def test_mtp_module_parameters_match_deepseeks_weight_notes():

@@ -69,3 +69,13 @@ def unknown_name_error(field: str, name: str, candidates: Iterable[str]) -> Inpu
     near = closest_names(name, candidates)
     hint = f"did you mean {', '.join(near)}?" if near else "see `gpuplan catalog` for valid names"
     return InputError(field, name, f"not in the catalog; {hint}")
+
+
+def as_typed(error: InputError, raw: object) -> InputError:
+    """``error`` quoting the text the user typed for its field (``raw``: the flags, plan-file fields or API
+    body as given) where a check after parsing quoted the converted number: `--days 90min` was refused as
+    'got 0.0625' (wave 6c). Any other error is returned as it is."""
+    typed = raw.get(error.field) if hasattr(raw, "get") else None
+    if isinstance(typed, str) and error.value is not None and not isinstance(error.value, str):
+        return InputError(error.field, typed.strip(), error.expected)
+    return error

@@ -104,8 +104,8 @@ def read_bytes(path: str | Path, field: str, max_bytes: int, follow_links: bool 
 
 def read_text(path: str | Path, field: str, max_bytes: int, follow_links: bool = True) -> str:
     data = read_bytes(path, field, max_bytes, follow_links)
-    try:
-        return data.decode("utf-8")
+    try:  # utf-8-sig: a leading byte-order mark (Windows editors, Excel) is read past, as the log reader does
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise refusal(field, path, f"is not UTF-8 text (byte {exc.start})") from None
 
@@ -182,6 +182,7 @@ def parse_json(text: str, field: str, where: Any) -> Any:
     (_check_counts), duplicate keys, NaN/Infinity (and numbers that overflow to them, or integers
     of more than 64 digits: the error names the key) or deep nesting (the parser stops where the
     nesting passes Python's recursion limit; anything past MAX_DEPTH is refused after)."""
+    text = text.removeprefix("\ufeff")  # a byte-order mark: harmless (read_text drops it from files too)
     _check_counts(text, field, where)
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_NotANumber,

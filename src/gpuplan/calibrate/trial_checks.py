@@ -69,6 +69,9 @@ def check_trial(data: dict, source: str) -> dict:
     if peak is not None and not _within(peak, 0.0, MAX_BYTES, open_low=True):
         refuse("results.memory.peak_allocated_bytes", peak, f"must be a positive number of bytes up to {MAX_BYTES:g}")
     check_fields(data, source)
+    from gpuplan.calibrate.model_match import check_model_matches_config
+
+    check_model_matches_config(config, source)
     return data
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, as_typed
 
 FORMATS = ("table", "json", "markdown", "csv")
 
@@ -220,7 +220,10 @@ def job_command(name: str, schema: type, run: Callable[[Any], Any], help: str,
                  **flags: Any) -> None:
         check_format(fmt, as_json)
         raw, where = raw_inputs(target, flags, schema)
-        report = run(schema.parse(raw, where))
+        try:
+            report = run(schema.parse(raw, where))
+        except InputError as exc:  # a later check quoting a converted value: the text typed instead
+            raise as_typed(exc, raw) from None
         if report is not None:
             emit(report, fmt, as_json, full)
 

@@ -93,3 +93,29 @@ def check_model(inputs, spec) -> None:
     if framework == "torchtitan" and spec.tie_embeddings and pp is not None and pp > 1:
         raise InputError("pp", pp, f"{spec.name} ties its embeddings, and torchtitan (b5bcd76) raises 'Weight tying is "
                          "not supported with Pipeline Parallel.' (models/common/decoder.py L168-170): give --pp 1")
+    check_mtp(inputs, spec)
+
+
+MTP_CODE = {  # where each framework without MTP training shows it has none (wave 6c)
+    "hf": "transformers 5.25 trains no MTP module: every model with one drops its weights on load "
+          "(deepseek_v3/modeling_deepseek_v3.py _keys_to_ignore_on_load_unexpected = [r'model\\.layers\\.61.*'], "
+          "qwen3_next [r'^mtp.*'])",
+    "deepspeed": "DeepSpeed (edaa722) has no MTP module in training (its only MTP code is inference/v2's exaone4_5); "
+                 "the model code it runs decides, and transformers' drops the MTP weights",
+    "torchtitan": "torchtitan (b5bcd76) builds MTP modules only for DeepSeek-V3 (models/deepseek_v3/model.py "
+                  "DeepSeekV3Model(MTPDecoder), num_mtp_layers)",
+}
+MTP_TORCHTITAN_MODEL_TYPES = ("deepseek_v3",)
+"""Model types torchtitan b5bcd76 trains MTP modules for (models/deepseek_v3/__init__.py _build_mtp_layers)."""
+
+
+def check_mtp(inputs, spec) -> None:
+    """--mtp-layers above 0 where the framework trains no MTP module for this model: it added the modules'
+    memory and time to a run that has none (megatron and generic train them: core.model.mtp)."""
+    framework, mtp = getattr(inputs, "framework", None), getattr(inputs, "mtp_layers", None)
+    if not mtp or framework not in MTP_CODE:
+        return
+    if framework == "torchtitan" and spec.model_type in MTP_TORCHTITAN_MODEL_TYPES:
+        return
+    raise InputError("mtp_layers", mtp, f"{MTP_CODE[framework]}: give --framework megatron (Megatron-Core "
+                     "mtp_num_layers) or leave --mtp-layers out")

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, as_typed
 from gpuplan.jobs import JOBS
 
 CACHE_SIZE = 64
@@ -244,6 +244,8 @@ def run(name: str, body: dict[str, Any], stop: threading.Event | None = None):
     values given, never as a server error, and logged with its traceback for the maintainers."""
     try:
         return _run(name, body, stop)
+    except InputError as exc:  # a later check quoting a converted value: the text sent instead
+        raise as_typed(exc, body) from None
     except ArithmeticError as exc:
         _log.warning("estimator %s failed on %r", name, body, exc_info=True)
         given = {k: v for k, v in body.items() if k != "config" and v not in (None, "")}

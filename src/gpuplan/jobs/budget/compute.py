@@ -60,7 +60,9 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
                     model_parallel=model_parallel)
     main = scenario(run, s, run.gpus)
     ranges = failure_ranges(run, s, wall_range)
-    scaled = [(f, scenario(run, s, n)) for f, n in scaled_gpu_counts(run.gpus)]
+    # a larger count where failures outpace the checkpoints has no row to show (wave 6c: its spot wall-clock
+    # refused the whole answer for the run's own count, which completes)
+    scaled = [(f, sc) for f, sc in ((f, scenario(run, s, n)) for f, n in scaled_gpu_counts(run.gpus)) if sc.completes]
     prices = resolve_prices(gpu.id, s)
     sections = (data_section(run, s), checkpoint_section(run, s, main), failure_section(run, main, ranges, scaled),
                 cost_section(run, main, prices, scaled), contingency_section(run, s, main, prices))

@@ -179,6 +179,15 @@ class Scenario:
     def billed_spot(self) -> float:
         return K.billed_gpu_hours(self.gpus, self.spot.wall_seconds)
 
+    @property
+    def completes(self) -> bool:
+        """The run finishes on-demand and on spot: R.expected_wall_seconds refuses where failures come faster
+        than a checkpoint period plus a restart."""
+        try:
+            return bool(self.on_demand.wall_seconds < float("inf") and self.spot.wall_seconds < float("inf"))
+        except InputError:
+            return False
+
 
 def scenario(run: RunFacts, s: BudgetSettings, gpus: float, rate: float | None = None) -> Scenario:
     """Checkpointing and failures for ``gpus`` GPUs doing the run's work (work scales as 1/GPUs)."""
