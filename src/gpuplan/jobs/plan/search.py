@@ -25,6 +25,7 @@ from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_duration, p
 from gpuplan.errors import InputError
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
+from gpuplan.jobs.plan.completes import completing_rows
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
                                   more_gpus_hint, no_layout_error, ranking, smallest_fitting_count)
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
@@ -313,6 +314,7 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
     fitting.columns["days"] = wall / SECONDS_PER_DAY
     fitting.columns["gpu_hours"] = wall * fitting["gpus"] / 3600
     fitting.columns["cost"] = fitting["gpu_hours"] * (price if price is not None else np.nan)
+    fitting = fitting.take(completing_rows(inputs, ev, fitting))  # failures let the run finish (jobs/plan/completes)
     deadline, missed = deadline_of(inputs), ""
     if deadline is not None:  # the deadline rule (planner.plan.deadline_order): fewest GPUs, then cheapest
         from gpuplan.jobs.budget.compute import row_days_with_failures
