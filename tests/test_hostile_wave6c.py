@@ -195,3 +195,23 @@ def test_hostile_plan_files_are_refused_in_one_line(run_cli, tmp_path, text, fie
     path.write_text(text, encoding="utf-8")
     code, _, err = run_cli("train", str(path))
     one_line_refusal(code, err, field)
+
+
+# ---- found this wave, beyond the brief -----------------------------------------------------------
+
+@pytest.mark.parametrize("days", ["1w", "2 weeks", "7d"])
+def test_a_deadline_needing_fewer_gpus_than_the_model_fits_answers_with_the_smallest_that_fits(run_json, days):
+    """`budget --params 7B --tokens 1e9 --days 1w` solved 1 A100 (0.6 GPUs of compute) and was refused 'gpus:
+    got 1; no layout fits ... (--gpus 2)' though --gpus was not given: the answer is the smallest common cluster
+    size that holds the model (2 GPUs: 7B's 16 bytes/parameter of states, 112 GB, do not fit one 80 GB A100)."""
+    results = run_json("budget", "--params", "7B", "--tokens", "1e9", "--days", days)["results"]
+    assert results["gpus"] == 2, results["gpus"]
+
+
+@pytest.mark.parametrize("text, seconds", [("72 hours", 259_200), ("2 weeks", 1_209_600), ("90 minutes", 5_400),
+                                           ("1 hour", 3_600), ("30 seconds", 30), ("1 week", 604_800)])
+def test_durations_in_words_read_as_days_does(text, seconds):
+    """'3 days' was read and '72 hours' / '2 weeks' refused ('expected a duration such as 7d')."""
+    from gpuplan.core.units import parse_duration
+
+    assert parse_duration(text) == pytest.approx(seconds)

@@ -76,6 +76,11 @@ def as_typed(error: InputError, raw: object) -> InputError:
     body as given) where a check after parsing quoted the converted number: `--days 90min` was refused as
     'got 0.0625' (wave 6c). Any other error is returned as it is."""
     typed = raw.get(error.field) if hasattr(raw, "get") else None
-    if isinstance(typed, str) and error.value is not None and not isinstance(error.value, str):
-        return InputError(error.field, typed.strip(), error.expected)
-    return error
+    if not isinstance(typed, str) or error.value is None or isinstance(error.value, str):
+        return error
+    try:  # the number as typed ('3' for 3): the message stays as it was
+        if float(typed) == error.value:
+            return error
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return InputError(error.field, typed.strip(), error.expected)

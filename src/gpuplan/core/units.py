@@ -18,7 +18,10 @@ BYTE_UNITS = {
     "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "PIB": 2**50,
 }
 SECONDS_PER = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hr": 3600.0,
-               "d": 86400.0, "day": 86400.0, "days": 86400.0, "w": 604800.0, "wk": 604800.0}
+               "d": 86400.0, "day": 86400.0, "days": 86400.0, "w": 604800.0, "wk": 604800.0,
+               # the words in full, as 'days' is (wave 6c: '3 days' read, '72 hours' and '2 weeks' were refused)
+               "secs": 1.0, "second": 1.0, "seconds": 1.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+               "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0, "wks": 604800.0, "week": 604800.0, "weeks": 604800.0}
 SECONDS_PER_DAY = 86400.0
 SECONDS_PER_HOUR = 3600.0
 

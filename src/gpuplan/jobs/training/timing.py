@@ -192,7 +192,8 @@ def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float,
         return count
 
     count = settle(_nodes(_whole(gpu_seconds / deadline, mfu, days), node), _LayoutGuess.of(inputs))
-    plan, most = layout_for_gpus(inputs, count), 0
+    count, plan = _first_fitting(layout_for_gpus, inputs, count)
+    most = 0
     for _ in range(12):  # checked on the count's own layout (one round, two where its checkpoints differ)
         if wall(count, plan) <= deadline * (1 + 1e-12):
             break
@@ -209,7 +210,7 @@ def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float,
     count, plan = plan.gpus, _all_working(plan)  # those its layout computes on meet the deadline alone
     fewer_count = count - (node if count > node else 1)
     if fewer_count >= 1 and wall(fewer_count, plan) <= deadline:  # one node (GPU) fewer might do: on its own layout
-        fewer = layout_for_gpus(inputs, fewer_count)
+        fewer_count, fewer = _first_fitting(layout_for_gpus, inputs, fewer_count)  # a model too big for it: count
         if wall(fewer_count, fewer) <= deadline:
             count, plan = fewer.gpus, _all_working(fewer)
     estimate = _budgets(flops.used, peak, plan.gpus, None, mfu, inputs.mfu_band, "--mfu range", "article")
@@ -252,6 +253,30 @@ def _searched_once() -> Callable[[TrainingInputs, int], Plan]:
         return searched[count]
 
     return layout
+
+
+def _first_fitting(layout_for_gpus, inputs: TrainingInputs, count: int) -> tuple[int, Plan]:
+    """(count, its layout), or where no layout fits on so few GPUs (the deadline needs fewer GPUs than the
+    model's memory does) the smallest larger common cluster size where one fits: `budget --params 7B
+    --tokens 1e9 --days 1w` needed 1 A100 and was refused 'gpus: got 1; no layout fits' (wave 6c), though
+    --gpus was not given and 2 GPUs meet the week."""
+    from gpuplan.planner.plan import larger_counts
+
+    def too_few(error: InputError) -> bool:
+        return error.field == "gpus" and "no layout fits" in error.expected
+
+    try:
+        return count, layout_for_gpus(inputs, count)
+    except InputError as first:
+        if not too_few(first):
+            raise
+        for larger in larger_counts(count):
+            try:
+                return larger, layout_for_gpus(inputs, larger)
+            except InputError as again:
+                if not too_few(again):
+                    raise
+        raise first from None
 
 
 def _all_working(plan: Plan) -> Plan:
