@@ -173,7 +173,8 @@ def test_held_to_the_published_recompute_the_planner_picks_torchtitans_own_8b_la
     run = next(r for r in published_throughput_rows() if r["id"] == "torchtitan-2412-llama-3.1-8b-8g-fsdp-compile")
     held, text = planned_tokens_per_gpu_s(run, "torchtitan", "selective")
     assert text == "dp8 tp1 pp1 ZeRO-3 mb2, selective recompute"
-    ops = default_ops(run_spec(run["model"]), compiled=True, fused_qkv=True)  # the plan's release (0.3.0): one wqkv
+    # the plan's release (0.3.0): one wqkv, k and v not repeated
+    ops = default_ops(run_spec(run["model"]), compiled=True, fused_qkv=True, repeats_kv=False)
     assert held == pytest.approx(predict_tokens_per_gpu_s(run, titan_ops=ops), rel=0.005)
     # free, at 9dec370 (no gradient accumulation: planner_choice.release_runs) micro-batch 2 without
     # recompute does not fit, so the free choice is the published layout too (it was micro-batch 1, no

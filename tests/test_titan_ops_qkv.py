@@ -74,12 +74,13 @@ def test_fused_qkv_host_counts():
 
 
 def test_the_release_decides_the_form():
-    from gpuplan.core.frameworks import torchtitan_fuses_qkv
+    from gpuplan.core.frameworks import torchtitan_fuses_qkv, torchtitan_repeats_kv
     from gpuplan.jobs.validation.published_throughput import published_throughput_rows
 
     labels = {r["framework"] for r in published_throughput_rows() if r["family"].startswith("torchtitan")}
     assert labels  # every published row ran before 3396a4b37: three linears, the two sums kept
     assert not any(T.from_framework_label(x, fused_qkv=torchtitan_fuses_qkv(x)).fused_qkv for x in labels)
+    assert all(torchtitan_repeats_kv(x) for x in labels)  # and repeat_kv's copies
     # the plan's release (0.3.0): one wqkv, the same fact the op-SAC memory takes
     from gpuplan.catalog import load_model
     from gpuplan.jobs.eager_stack import eager_step_settings
@@ -87,7 +88,8 @@ def test_the_release_decides_the_form():
     class Inputs:
         framework, compile = "torchtitan", False
 
-    assert eager_step_settings(Inputs, load_model("llama-3.1-8b"))["titan_ops"].fused_qkv
+    ops = eager_step_settings(Inputs, load_model("llama-3.1-8b"))["titan_ops"]
+    assert ops.fused_qkv and not ops.repeats_kv
 
 
 def _aten_ops(fused: bool):
@@ -128,3 +130,27 @@ def test_autograd_sums_three_linears_and_cats_the_fused_split():
     assert f3.count("clone") == 0 and f1.count("clone") == 3  # q, k, v materialised
     assert b1.count("cat") == 1  # split's backward
     assert (f3.count("mm"), b3.count("mm"), f1.count("mm"), b1.count("mm")) == (3, 6, 1, 2)
+
+
+def test_gqa_without_repeats_from_ff0829c():
+    # ff0829c10 (2026-01-27) hands grouped k and v to SDPA with enable_gqa: repeat_kv's copies go. Published
+    # releases repeat (merge-base --is-ancestor false for all five), 0.3.0 does not
+    from gpuplan.core.frameworks import torchtitan_repeats_kv
+
+    assert torchtitan_repeats_kv("torchtitan @9dec370 (FSDP2)") and torchtitan_repeats_kv("torchtitan 820504e (x)")
+    assert not torchtitan_repeats_kv("") and not torchtitan_repeats_kv("torchtitan @b5bcd76")
+    assert torchtitan_repeats_kv("main as of 2026-01-26") and not torchtitan_repeats_kv("main as of 2026-01-27")
+    with pytest.raises(ValueError, match="ff0829c"):
+        torchtitan_repeats_kv("torchtitan @abcdef0")
+    # eager: repeat_kv copies k and v to the query width, 2 x (2kv + 2q) = 384 B each way in 2 + 2 kernels
+    # (kv 32, q 64), none without; compiled: RoPE's cast-back writes q, k repeated and v's copy (2 x 3q + 2kv =
+    # 448 B) -> q and k at their own widths (2(q + kv) = 192 B): 256 B less each way
+    rep = {c.name: c for c in T.eager_layer_classes(SPEC, "fused", repeats_kv=True)}["repeat_kv"]
+    assert (rep.forward_bytes, rep.backward_bytes, rep.kernels) == (384, 384, 4)
+    none = {c.name: c for c in T.eager_layer_classes(SPEC, "fused", repeats_kv=False)}["repeat_kv"]
+    assert none.bytes == 0 and none.kernels == 0
+    rope = [{c.name: c for c in T.compiled_layer_classes(SPEC, repeats_kv=r)}["rope"] for r in (True, False)]
+    assert rope[0].forward_bytes - rope[1].forward_bytes == 256 and rope[0].kernels == rope[1].kernels
+    # host: repeat_kv's 6 view ops forward and backward go too (the 9dec370 count of 53 forward)
+    f_rep, f_none = (T._other_ops_and_extern_kernels(T.TitanOps(False), r)[0] for r in (True, False))
+    assert (f_rep, f_none) == (53, 47)

@@ -23,8 +23,11 @@ def test_torchtitan_plan_shows_its_memory_bound_classes(run_cli):
     code, out, _ = run_cli(*DENSE)
     assert code == 0
     classes, report = _classes(out)
-    for name in ("norm", "rope", "repeat_kv", "swiglu", "residual", "grad_sums", "loss"):
+    for name in ("norm", "rope", "swiglu", "residual", "grad_sums", "qkv_split", "loss"):
         assert classes[f"class_titan_{name}"] > 0
+    # torchtitan 0.3.0 hands grouped k and v to SDPA (enable_gqa, core.frameworks.torchtitan_repeats_kv) and runs
+    # one wqkv: no repeat_kv line, the split's (docs/step.md, q / k / v per release in the op list)
+    assert "class_titan_repeat_kv" not in classes
     # the residual line by hand: two eager adds a layer, read 2 + 2 B and write 2 B of h 4,096 each = 12 h
     # = 49,152 B a token forward and again backward, 2 kernels each (titan_ops.py eager 'residual'); the plan's
     # layout dp8 mb4 at 4,096 tokens: 16,384 tokens a micro-batch, 1,024 / 8 / 4 = 32 micro-batches, 32 layers;
@@ -46,6 +49,6 @@ def test_torchtitan_plan_shows_its_memory_bound_classes(run_cli):
 def test_default_ops_are_eager_and_moe_keeps_the_fused_model():
     from gpuplan.catalog import load_model
 
-    assert T.default_ops(load_model("llama-3.1-8b"), fused_qkv=True) == T.TitanOps(compiled=False, norm="fused",
-                                                                                   fused_qkv=True)
-    assert T.default_ops(load_model("qwen3-30b-a3b"), fused_qkv=True) is None
+    assert T.default_ops(load_model("llama-3.1-8b"), fused_qkv=True, repeats_kv=False) == \
+        T.TitanOps(compiled=False, norm="fused", fused_qkv=True, repeats_kv=False)
+    assert T.default_ops(load_model("qwen3-30b-a3b"), fused_qkv=True, repeats_kv=False) is None

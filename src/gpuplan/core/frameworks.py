@@ -222,16 +222,40 @@ def torchtitan_fuses_qkv(release: str = "") -> bool:
     'torchtitan @9dec370 (...)' or 'torchtitan 9dec370 (2024-12-26), ...' (or the bare commit), else its
     'main as of 2025-01-27' (TORCHTITAN_FUSED_QKV_DATE); neither = the profile's release (0.3.0: yes).
     ValueError for a commit not yet placed before or after 3396a4b37."""
+    return _torchtitan_at_or_after(release, TORCHTITAN_FUSED_QKV_SINCE, TORCHTITAN_FUSED_QKV_DATE,
+                                   bool(FRAMEWORKS["torchtitan"].fused_qkv))
+
+
+TORCHTITAN_GQA_NATIVE_SINCE = "ff0829c"
+TORCHTITAN_GQA_NATIVE_DATE = "2026-01-27"
+"""torchtitan ff0829c10 (#2259, 2026-01-27, "GQA without kv repeats"): Llama 3's attention passes ``enable_gqa``
+to SDPA / FlexAttention (models/llama3/model/model.py@ff0829c10 L199, L274; models/common/attention.py@b5bcd76
+L901) instead of ``repeat_kv`` copying k and v to the query's heads (models/llama/model.py@9dec370). git
+merge-base --is-ancestor ff0829c10 COMMIT (mirror at b5bcd76c6): false (exit 1) for the five published commits of
+TORCHTITAN_SEPARATE_QKV_RELEASES, true for 3396a4b and b5bcd76 (TORCHTITAN_FUSED_QKV_RELEASES), so the known
+commits split the same way on both facts; a 'main as of DATE' label between the two dates does not."""
+
+
+def torchtitan_repeats_kv(release: str = "") -> bool:
+    """Whether the torchtitan a label names (as torchtitan_fuses_qkv reads it) copies k and v to the query's
+    heads (repeat_kv) for grouped-query attention: before ff0829c10 (published rows), not in 0.3.0."""
+    return not _torchtitan_at_or_after(release, TORCHTITAN_GQA_NATIVE_SINCE, TORCHTITAN_GQA_NATIVE_DATE, True)
+
+
+def _torchtitan_at_or_after(release: str, since: str, since_date: str, profile: bool) -> bool:
+    """Whether the torchtitan release a label names contains commit ``since`` (dated ``since_date``): a known
+    commit by TORCHTITAN_*_QKV_RELEASES (every one of them placed against both facts' commits), a 'main as of
+    DATE' label by its date, neither ``profile`` (the profile's release, b5bcd76). ValueError for an unplaced commit."""
     import re
 
     match = re.search(r"(?:torchtitan @?|^)([0-9a-f]{7,40})\b", release.strip())
     if not match:
         date = re.search(r"main as of (\d{4}-\d{2}-\d{2})", release)
-        return date.group(1) >= TORCHTITAN_FUSED_QKV_DATE if date else bool(FRAMEWORKS["torchtitan"].fused_qkv)
+        return date.group(1) >= since_date if date else profile
     commit = match.group(1)
     if commit[:7] in TORCHTITAN_SEPARATE_QKV_RELEASES + TORCHTITAN_FUSED_QKV_RELEASES:
         return commit[:7] in TORCHTITAN_FUSED_QKV_RELEASES
-    raise ValueError(f"torchtitan commit {commit!r}: place it before or after {TORCHTITAN_FUSED_QKV_SINCE} "
+    raise ValueError(f"torchtitan commit {commit!r}: place it before or after {since} "
                      "(git merge-base --is-ancestor) in core.frameworks.TORCHTITAN_*_QKV_RELEASES")
 
 

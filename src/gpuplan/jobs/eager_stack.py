@@ -21,12 +21,13 @@ def eager_step_settings(inputs, spec) -> dict:
     """StepSettings fields for a training job's inputs: the eager model under --framework hf, the
     loss under megatron, nothing more (core.time.step's fused model) under the other frameworks."""
     if inputs.framework == "torchtitan":  # its own op list (core.time.titan_ops) where it covers the model
-        from gpuplan.core.frameworks import op_sac_fused_qkv
+        from gpuplan.core.frameworks import op_sac_fused_qkv, torchtitan_repeats_kv
         from gpuplan.core.time.titan_ops import default_ops
 
-        # the release's q/k/v, the fact StepSettings.op_sac_fused_qkv takes (jobs.plan.search)
+        # the release's q/k/v, the fact StepSettings.op_sac_fused_qkv takes (jobs.plan.search), and its GQA
         fused_qkv = op_sac_fused_qkv(spec, inputs.framework)
-        return {"titan_ops": default_ops(spec, compiled=inputs.compile, fused_qkv=fused_qkv)}
+        return {"titan_ops": default_ops(spec, compiled=inputs.compile, fused_qkv=fused_qkv,
+                                         repeats_kv=torchtitan_repeats_kv())}
     if inputs.framework == "megatron":  # its loss on the last stage: the field memory reads too (SetupFields.loss_for;
         # te-ce = TE's fused cross-entropy, else Megatron's native vocab-parallel one: core.time.megatron_ops)
         from gpuplan.core.time.megatron_ops import cross_entropy_impl

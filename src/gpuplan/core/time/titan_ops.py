@@ -77,6 +77,9 @@ class TitanOps:
     fused_qkv: bool = False
     """q, k, v as one wqkv linear (torchtitan 3396a4b37 on, 0.3.0) or three (before): the release's
     fact from core.frameworks (torchtitan_fuses_qkv), passed by whoever builds the op list."""
+    repeats_kv: bool = True
+    """Grouped-query k and v copied to the query's heads (repeat_kv, before ff0829c10) or handed to SDPA
+    with enable_gqa (0.3.0; flash attention reads them grouped): core.frameworks.torchtitan_repeats_kv."""
 
 
 @dataclass(frozen=True)
@@ -98,21 +101,23 @@ class OpClass:
         return self.forward_kernels + self.backward_kernels
 
 
-def from_framework_label(framework: str, *, fused_qkv: bool) -> TitanOps:
+def from_framework_label(framework: str, *, fused_qkv: bool, repeats_kv: bool = True) -> TitanOps:
     """TitanOps of a published row's framework string: '+ torch.compile' compiles; the
-    Dec-2024 tree (git 9dec370) has the Python RMSNorm and an eager loss; ``fused_qkv``: the
-    release's q/k/v (core.frameworks.torchtitan_fuses_qkv of the same string)."""
+    Dec-2024 tree (git 9dec370) has the Python RMSNorm and an eager loss; ``fused_qkv`` / ``repeats_kv``:
+    the release's q/k/v and GQA (core.frameworks.torchtitan_fuses_qkv / torchtitan_repeats_kv of the string)."""
     compiled = "torch.compile" in framework
     old_tree = "9dec370" in framework
     return TitanOps(compiled=compiled, norm="python" if old_tree else "fused",
-                    loss_compiled=compiled and not old_tree, fused_qkv=fused_qkv)
+                    loss_compiled=compiled and not old_tree, fused_qkv=fused_qkv, repeats_kv=repeats_kv)
 
 
-def _widths(spec: ModelSpec) -> tuple[float, float, float, float, bool]:
-    """(h, q, kv, I, repeats): hidden, query width, key/value width, MLP width, k/v repeated."""
+def _widths(spec: ModelSpec, repeats_kv: bool = True) -> tuple[float, float, float, float, bool]:
+    """(h, q, kv, I, repeats): hidden, query width, key/value width, MLP width, k/v repeated (grouped-query
+    heads where the release runs repeat_kv: TitanOps.repeats_kv)."""
     a = spec.attention
     q, kv = a.num_heads * a.head_dim, a.num_kv_heads * a.head_dim
-    return float(spec.hidden_size), float(q), float(kv), float(spec.mlp.intermediate_size), a.num_heads > a.num_kv_heads
+    return (float(spec.hidden_size), float(q), float(kv), float(spec.mlp.intermediate_size),
+            repeats_kv and a.num_heads > a.num_kv_heads)
 
 
 def _eager_norm(h: float, norm: str) -> tuple[float, float, float, float]:
@@ -132,11 +137,13 @@ def _eager_norm(h: float, norm: str) -> tuple[float, float, float, float]:
     return 8, fwd * h, 16, bwd * h
 
 
-def eager_layer_classes(spec: ModelSpec, norm: str = "python", fused_qkv: bool = False) -> tuple[OpClass, ...]:
-    """torchtitan's eager Llama block, per op class (module docstring); ``fused_qkv``: one wqkv."""
+def eager_layer_classes(spec: ModelSpec, norm: str = "python", fused_qkv: bool = False,
+                        repeats_kv: bool = True) -> tuple[OpClass, ...]:
+    """torchtitan's eager Llama block, per op class (module docstring); ``fused_qkv``: one wqkv;
+    ``repeats_kv``: repeat_kv's copies (TitanOps.repeats_kv)."""
     if norm not in NORM_MODES:
         raise ValueError(f"norm must be one of {NORM_MODES}, not {norm!r}")
-    h, q, kv, inter, repeats = _widths(spec)
+    h, q, kv, inter, repeats = _widths(spec, repeats_kv)
     nk_f, nb_f, nk_b, nb_b = _eager_norm(h, norm)
     # RoPE per tensor of width w: float() 2w+4w, complex mul 4w+4w (the complex64 freqs_cis,
     # 4 x head_dim B per token, broadcast over the heads: left out), type_as 4w+2w; backward the
@@ -167,12 +174,13 @@ def _qkv_classes(h: float, q: float, kv: float, fused_qkv: bool) -> tuple[OpClas
     return OpClass("grad_sums", 0, 0.0, 1, 3 * BF16 * h), OpClass("qkv_split", 3, split, 1, split)
 
 
-def compiled_layer_classes(spec: ModelSpec, fused_qkv: bool = False) -> tuple[OpClass, ...]:
+def compiled_layer_classes(spec: ModelSpec, fused_qkv: bool = False, repeats_kv: bool = True) -> tuple[OpClass, ...]:
     """torchtitan's block under torch.compile: one Inductor kernel per fused region (module docstring);
     ``fused_qkv``: one wqkv, so attention_norm's backward reads one linear-input gradient, not three
     (the split's copies ride in RoPE's cast kernels and its cat in the kernels that write dq, dk, dv:
-    assumed from Inductor's pointwise fusion and cat lowering, not read on generated code)."""
-    h, q, kv, inter, repeats = _widths(spec)
+    assumed from Inductor's pointwise fusion and cat lowering, not read on generated code); ``repeats_kv``
+    False: RoPE's cast-back writes k at its own width and v is not copied."""
+    h, q, kv, inter, repeats = _widths(spec, repeats_kv)
     # norms: attention_norm reads x, writes its output; ffn_norm is fused with the residual before
     # it (reads x and the wo output, writes h and its output). Backward per norm with m consumers:
     # a row kernel reads the m linear-input gradients, x and the residual gradient, writes dx;
@@ -220,8 +228,8 @@ def layer_classes(spec: ModelSpec, ops: TitanOps) -> tuple[OpClass, ...]:
     if not covers(spec):
         raise ValueError(f"{spec.name}: torchtitan's op list covers dense gated (Llama) blocks only")
     if ops.compiled:
-        return compiled_layer_classes(spec, ops.fused_qkv)
-    return eager_layer_classes(spec, ops.norm, ops.fused_qkv)
+        return compiled_layer_classes(spec, ops.fused_qkv, ops.repeats_kv)
+    return eager_layer_classes(spec, ops.norm, ops.fused_qkv, ops.repeats_kv)
 
 
 def elementwise_seconds_per_token(spec: ModelSpec, ops: TitanOps, tokens, hbm_bytes_per_s: float, tp=1):
@@ -259,12 +267,17 @@ EXTERN_KERNELS_BACKWARD = 14 + 1
 # views forward (5) and four view backwards (the autograd census of tests/test_titan_ops_qkv.py).
 FUSED_QKV_OTHER_OPS = (-2 * 4 - 3 + 5, -2 * 6 - 3 + 4)
 FUSED_QKV_EXTERN_KERNELS = (-2, -4)
+REPEAT_KV_VIEW_OPS = 6
+"""repeat_kv's unsqueeze / expand / reshape for k and v (in the 24 views above, forward and backward alike):
+gone where k and v are not repeated (MHA: repeat_kv returns x at n_rep 1; 0.3.0: enable_gqa)."""
 
 
-def _other_ops_and_extern_kernels(ops: TitanOps) -> tuple[float, float, float, float]:
-    """(forward other ops, backward other ops, forward extern kernels, backward extern kernels) of a block."""
+def _other_ops_and_extern_kernels(ops: TitanOps, repeats: bool) -> tuple[float, float, float, float]:
+    """(forward other ops, backward other ops, forward extern kernels, backward extern kernels) of a block;
+    ``repeats``: k and v copied by repeat_kv."""
     d_ops, d_kernels = (FUSED_QKV_OTHER_OPS, FUSED_QKV_EXTERN_KERNELS) if ops.fused_qkv else ((0, 0), (0, 0))
-    return (EAGER_OTHER_OPS_FORWARD + d_ops[0], EAGER_OTHER_OPS_BACKWARD + d_ops[1],
+    views = 0 if repeats else REPEAT_KV_VIEW_OPS
+    return (EAGER_OTHER_OPS_FORWARD + d_ops[0] - views, EAGER_OTHER_OPS_BACKWARD + d_ops[1] - views,
             EXTERN_KERNELS_FORWARD + d_kernels[0], EXTERN_KERNELS_BACKWARD + d_kernels[1])
 
 
@@ -276,7 +289,7 @@ def host_seconds_per_layer(spec: ModelSpec, ops: TitanOps, sac: bool) -> tuple[f
     kf = sum(c.forward_kernels for c in classes)
     kb = sum(c.backward_kernels for c in classes)
     scale = reference_scale()
-    other_f, other_b, extern_f, extern_b = _other_ops_and_extern_kernels(ops)
+    other_f, other_b, extern_f, extern_b = _other_ops_and_extern_kernels(ops, _widths(spec, ops.repeats_kv)[4])
     if ops.compiled:
         return (kf + extern_f) * scale.launch, (kb + extern_b) * scale.launch
     nf, nb = kf + other_f, kb + other_b
@@ -386,13 +399,15 @@ def pipeline_accumulation_seconds(spec: ModelSpec, hbm_bytes_per_s: float, stage
     return memory_bound_seconds(nbytes, kernels, hbm_bytes_per_s)
 
 
-def default_ops(spec: ModelSpec, compiled: bool = False, *, fused_qkv: bool) -> TitanOps | None:
+def default_ops(spec: ModelSpec, compiled: bool = False, *, fused_qkv: bool, repeats_kv: bool) -> TitanOps | None:
     """`--framework torchtitan`'s op list: eager by default (torchtitan's CompileConfig.enable
     defaults to False, torchtitan/config/configs.py at b5bcd76; 9dec370's ``training.compile`` too);
     ``compiled`` (--compile): every block and the loss compiled (CompileConfig.components defaults
     to ["model", "loss"] at b5bcd76). nn.RMSNorm either way; None (the fused model) for blocks the
     list does not cover (MoE, ungated MLPs). ``fused_qkv``: the release's q/k/v (core.frameworks.op_sac_fused_qkv,
-    the value StepSettings.op_sac_fused_qkv takes: one wqkv at 0.3.0)."""
+    the value StepSettings.op_sac_fused_qkv takes: one wqkv at 0.3.0); ``repeats_kv``: its GQA
+    (core.frameworks.torchtitan_repeats_kv: none at 0.3.0)."""
     if not covers(spec):
         return None
-    return TitanOps(compiled=compiled, norm="fused", loss_compiled=compiled, fused_qkv=fused_qkv)
+    return TitanOps(compiled=compiled, norm="fused", loss_compiled=compiled, fused_qkv=fused_qkv,
+                    repeats_kv=repeats_kv)

@@ -17,7 +17,7 @@ from gpuplan.catalog import load_accelerator
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE
 from gpuplan.core.time.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.time.titan_ops import from_framework_label
-from gpuplan.core.frameworks import framework, torchtitan_fuses_qkv
+from gpuplan.core.frameworks import framework, torchtitan_fuses_qkv, torchtitan_repeats_kv
 from gpuplan.core.time.megatron_ops import cross_entropy_impl
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
@@ -261,7 +261,8 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
                             eager_fallbacks=() if torchtitan else megatron_eager_fallbacks(run),
                             # torchtitan's own op list, eager or torch.compile per block (core.time.titan_ops)
                             titan_ops=from_framework_label(run["framework"], fused_qkv=torchtitan_fuses_qkv(
-                                run["framework"])) if torchtitan else None,  # its q/k/v too
+                                run["framework"]), repeats_kv=torchtitan_repeats_kv(run["framework"]))
+                            if torchtitan else None,  # its q/k/v and GQA too
                             # NeMo / Megatron-Bridge: the vocab-parallel loss on the last stage, TE's
                             # Triton one where the row's recipe sets it (recipe_memory.loss te-ce, read at
                             # its tag: the perf scripts set cross_entropy_fusion_impl 'te' for every model),
