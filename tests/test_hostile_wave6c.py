@@ -215,3 +215,17 @@ def test_durations_in_words_read_as_days_does(text, seconds):
     from gpuplan.core.units import parse_duration
 
     assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("args, field, shown", [
+    (("infer", "llama-3.1-8b", "--quantization", "AWQ", "--no-search"), "quantization", "'AWQ'"),
+    (("train", "llama-2-7b", "--gpus", "8", "--framework", "Banana"), "framework", "'Banana'"),
+])
+def test_a_choice_refusal_quotes_the_word_as_typed(run_cli, args, field, shown):
+    """The choice was lower-cased before the check, and the refusal quoted 'awq' for AWQ."""
+    err = refused(run_cli(*args), field, f"got {shown}; must be one of ")
+    assert shown.lower() not in err.replace(shown, ""), err
+
+
+def test_a_choice_in_capitals_still_reads(run_cli):
+    assert run_cli("train", "llama-2-7b", "--gpus", "8", "--framework", "MEGATRON")[0] == 0

@@ -240,8 +240,15 @@ def name(value: Any, info: ValidationInfo) -> str:
 
 
 def choice(*values: str) -> Any:
-    """``Literal[values]`` read case-insensitively (the annotation of a choice field)."""
-    return Annotated[Literal[values], BeforeValidator(word)]  # type: ignore[valid-type]
+    """``Literal[values]`` read case-insensitively (the annotation of a choice field); a word not among them
+    is refused quoting it as typed (wave 6c: `--quantization AWQ` was quoted as 'awq')."""
+    def pick(value: Any, info: ValidationInfo) -> Any:
+        chosen = word(value, info)
+        if isinstance(chosen, str) and chosen not in values:
+            raise InputError(_name(info), value.strip(), f"must be one of {', '.join(map(str, values))}")
+        return chosen
+
+    return Annotated[Literal[values], BeforeValidator(pick)]  # type: ignore[valid-type]
 
 
 def typed(kind: Any, parser, schema: dict | None = None) -> Any:
