@@ -229,3 +229,13 @@ def test_a_choice_refusal_quotes_the_word_as_typed(run_cli, args, field, shown):
 
 def test_a_choice_in_capitals_still_reads(run_cli):
     assert run_cli("train", "llama-2-7b", "--gpus", "8", "--framework", "MEGATRON")[0] == 0
+
+
+@pytest.mark.parametrize("args, field, dash", [
+    (("plan", "llama-2-7b", "--gpus", "8\u201316"), "gpus", "U+2013"),
+    (("train", "llama-2-7b", "--gpus", "8", "--mfu", "\u22120.4"), "mfu", "U+2212"),
+])
+def test_a_unicode_dash_is_named_not_called_a_non_ascii_digit(run_cli, args, field, dash):
+    """`--gpus 8–16` (an en dash, as a word processor writes a range) was refused as 'must be written with
+    ASCII digits', though every digit was ASCII."""
+    refused(run_cli(*args), field, f"{dash}) is not the ASCII '-'")

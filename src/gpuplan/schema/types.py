@@ -37,6 +37,11 @@ def _name(info: ValidationInfo | None) -> str:
     return info.field_name if info is not None and info.field_name else "value"
 
 
+UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d"
+"""Hyphens, en / em dashes and minus signs a word processor puts where '-' was typed (wave 6c: `--gpus 8–16`
+was refused as 'must be written with ASCII digits')."""
+
+
 def _text(value: Any, field: str) -> str:
     """A raw value as text; refuses empty text and over-long values."""
     text = str(value).strip()
@@ -46,7 +51,9 @@ def _text(value: Any, field: str) -> str:
         raise InputError(field, value[:40] + "..." if isinstance(value, str) else value,
                          "is too long for a number (at most 64 characters)")
     if not text.isascii():  # float() reads other scripts' digits ("١٢" = 12): refuse them
-        raise InputError(field, value, "must be written with ASCII digits")
+        dash = next((c for c in text if c in UNICODE_DASHES), None)
+        raise InputError(field, value, f"must be written with ASCII characters: {dash!r} (U+{ord(dash):04X}) is not "
+                         "the ASCII '-' of a sign or a range" if dash else "must be written with ASCII digits")
     if "_" in text:  # float() reads '0.4_0' as 0.4 and '1_0' as 10 (PEP 515); the unit parsers refused '1_000'
         raise InputError(field, value, "must be written without '_' (e.g. 1000, 1e3 or 40%)")
     return text
