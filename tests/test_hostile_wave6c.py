@@ -239,3 +239,11 @@ def test_a_unicode_dash_is_named_not_called_a_non_ascii_digit(run_cli, args, fie
     """`--gpus 8–16` (an en dash, as a word processor writes a range) was refused as 'must be written with
     ASCII digits', though every digit was ASCII."""
     refused(run_cli(*args), field, f"{dash}) is not the ASCII '-'")
+
+
+def test_architectures_as_text_is_refused_whole(run_cli, tmp_path):
+    """`"architectures": "LlamaForCausalLM"` (text, not a list) was read letter by letter: 'got 'L'; does not
+    match model_type'."""
+    (tmp_path / "config.json").write_text(json.dumps({**LLAMA2, "architectures": "LlamaForCausalLM"}))
+    refused(run_cli("memory", str(tmp_path / "config.json"), "--gpus", "8"), "config.json: architectures",
+            "got 'LlamaForCausalLM'; must be a list of class names")

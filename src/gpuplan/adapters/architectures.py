@@ -50,7 +50,10 @@ def check_architecture(config: dict[str, Any], text: dict[str, Any], model_type:
         if where.get("is_encoder_decoder") is True:
             raise InputError("config.json: is_encoder_decoder", True, "an encoder-decoder model (T5, BART, Whisper "
                              "...); gpuplan models decoder-only language models")
-    names = [n for n in (text.get("architectures") or config.get("architectures") or []) if isinstance(n, str)]
+    listed = text.get("architectures") or config.get("architectures") or []
+    if not isinstance(listed, list):  # "LlamaForCausalLM" as text was read letter by letter ('L', wave 6c)
+        raise InputError("config.json: architectures", listed, 'must be a list of class names, e.g. ["LlamaForCausalLM"]')
+    names = [n for n in listed if isinstance(n, str)]
     for name in names:
         kind = _kind(name)
         if kind is not None:
