@@ -38,3 +38,18 @@ def published_rows_by_id() -> dict[str, dict]:
     from gpuplan.jobs.validation.published_throughput import published_throughput_rows
 
     return {r["id"]: r for r in published_throughput_rows()}
+
+
+def serving_rows_by_id(section: str) -> dict[str, dict]:
+    """One section (latency / online / excluded) of catalog/reference/inference_measurements.yaml by id
+    (jobs.validation.inference.reference_measurements)."""
+    from gpuplan.jobs.validation import inference
+
+    return {e["id"]: e for e in inference.reference_measurements()[section]}
+
+
+def serving_cases_by_id() -> dict[str, tuple]:
+    """jobs.validation.inference.inference_validation_cases() by case id (its first field)."""
+    from gpuplan.jobs.validation import inference
+
+    return {c[0]: c for c in inference.inference_validation_cases()}
