@@ -5,6 +5,8 @@ and what the held-out vLLM speed rows give with it (docs/inference.md sections 5
 from __future__ import annotations
 
 import pytest
+from helpers import serving_cases_by_id as _cases
+from helpers import serving_rows_by_id as _rows
 
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import setup as SU
@@ -12,14 +14,6 @@ from gpuplan.jobs.validation import inference as I
 
 WMX = "wmx-vllm023-qwen2.5-0.5b-l4-256-128-c1"
 FITTED_8B = [f"vllm23197-llama3.1-8b-tp1-h100-bf16-bs{b}" for b in (1, 4, 8, 16)]
-
-
-def _rows(section):
-    return {e["id"]: e for e in I.reference_measurements()[section]}
-
-
-def _cases():
-    return {c[0]: c for c in I.inference_validation_cases()}
 
 
 def _error(case) -> float:

@@ -7,6 +7,8 @@ Rows: catalog/reference/inference_measurements.yaml, sections latency / online /
 from __future__ import annotations
 
 import pytest
+from helpers import serving_cases_by_id as _cases
+from helpers import serving_rows_by_id as _rows
 
 from gpuplan.jobs.validation import inference as I
 
@@ -16,14 +18,6 @@ NEW_LATENCY = {  # id -> seconds, as vLLM PR 2192's table prints them (L before 
     "vllm2192-llama-33b-tp2-a100-bs64": 14.38,
 }
 WMX = "wmx-vllm023-qwen2.5-0.5b-l4-256-128-c1"
-
-
-def _rows(section):
-    return {e["id"]: e for e in I.reference_measurements()[section]}
-
-
-def _cases():
-    return {c[0]: c for c in I.inference_validation_cases()}
 
 
 def test_row_counts_per_engine():
