@@ -53,3 +53,12 @@ def serving_cases_by_id() -> dict[str, tuple]:
     from gpuplan.jobs.validation import inference
 
     return {c[0]: c for c in inference.inference_validation_cases()}
+
+
+def group_links(gpu: str, ranks: int, stride: int = 1, **network):
+    """core.comm.topology's links of a communicator of ``ranks`` catalog ``gpu``s, ``stride`` ranks apart
+    (cluster_for(load_accelerator(gpu), **network).group(ranks, stride)); ``network`` is cluster_for's keywords."""
+    from gpuplan.catalog import load_accelerator
+    from gpuplan.core.comm.topology import cluster_for
+
+    return cluster_for(load_accelerator(gpu), **network).group(ranks, stride)

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.catalog import load_accelerator
 from gpuplan.core.comm import collectives as K
 from gpuplan.core.comm import nvls_tuner as T
-from gpuplan.core.comm.topology import GroupLinks, cluster_for
+from gpuplan.core.comm.topology import GroupLinks
 
-
-def _links(gpu, ranks):
-    return cluster_for(load_accelerator(gpu)).group(ranks)
+from helpers import group_links
 
 
 @pytest.mark.parametrize("gpu, ranks, speed, algbw_gbps", [
@@ -32,7 +29,7 @@ def _links(gpu, ranks):
     ("gb200", 72, 20.0, 32 * 20 * 5 / 6),
 ])
 def test_nccls_single_domain_nvls_estimate(gpu, ranks, speed, algbw_gbps):
-    links = _links(gpu, ranks)
+    links = group_links(gpu, ranks)
     link = T.nccl_nvlink_gbps(links.arch, links.nvlink_line)
     assert float(T.nvls_search_speed(links.arch, link, ranks, min(ranks, 32))) == speed
     assert float(T.nvls_tuner_algbw(links)) == pytest.approx(algbw_gbps * 1e9, rel=1e-12)
@@ -46,19 +43,19 @@ def test_five_b200_run_the_ring_as_measured():
     # NCCL's NVLS estimate 375 GB/s algbw (24.5 ms at 8 GiB) is under the ring's 680.4 x 5/8 = 425.25
     # (ring/Simple: 8.4 + 8 x 3.4 = 35.6 us + 20.2 ms), so the ring runs; the physical NVLS rate, 850.5 x 5/8 =
     # 531.6 GB/s, had picked NVLS (846 GB/s busbw predicted, +24.8%)
-    links = _links("b200", 5)
+    links = group_links("b200", 5)
     algorithm, protocol, seconds, bus = K.chosen("all_reduce", 2**33, links)
     assert (algorithm, protocol) == ("ring", "Simple")
     assert seconds == pytest.approx(35.6e-6 + 2 * 4 / 5 * 2**33 / 680.4e9, rel=1e-6)
     assert float(K.bus_bandwidth("all_reduce", 2**33, links)) == pytest.approx(2 * 4 / 5 * 2**33 / seconds, rel=1e-9)
     # 6 B200: NCCL's 450 GB/s beats the ring's 680.4 x 6/10 = 408.2: NVLS, as measured (778 GB/s busbw)
-    assert K.chosen("all_reduce", 2**33, _links("b200", 6))[:2] == ("nvls", "Simple")
+    assert K.chosen("all_reduce", 2**33, group_links("b200", 6))[:2] == ("nvls", "Simple")
 
 
 def test_the_time_keeps_the_physical_rate():
     # 8 x B200, 8 GiB: chosen by NCCL's 533.3 GB/s, timed at 850.5 GB/s of bus: 25 us + 2 x 7/8 x 8 GiB /
     # 850.5e9 + two loops of 24 channels x 8 heads x 128 KiB = 24 MiB at 850.5 x 8/14 = 486 GB/s
-    links = _links("b200", 8)
+    links = group_links("b200", 8)
     algorithm, _, seconds, bus = K.chosen("all_reduce", 2**33, links)
     assert algorithm == "nvls" and bus == pytest.approx(850.5e9)
     assert seconds == pytest.approx(25e-6 + 2 * 7 / 8 * 2**33 / 850.5e9 + 2 * 24 * 2**20 / 486e9, rel=1e-6)
@@ -72,7 +69,7 @@ def test_the_time_keeps_the_physical_rate():
     ("b200", 8, 2.30e6, 2.32e6),
 ])
 def test_where_nvls_takes_over_from_the_ring(gpu, ranks, ring_le, nvls_ge):
-    links = _links(gpu, ranks)
+    links = group_links(gpu, ranks)
     assert K.chosen("all_reduce", ring_le, links)[:2] == ("ring", "LL")
     assert K.chosen("all_reduce", nvls_ge, links)[:2] == ("nvls", "Simple")
 

@@ -8,14 +8,10 @@ import statistics
 
 import pytest
 
-from gpuplan.catalog import load_accelerator
 from gpuplan.core.comm import collectives as K
-from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation import collectives as V
 
-
-def _links(gpu, ranks, stride=1, **network):
-    return cluster_for(load_accelerator(gpu), **network).group(ranks, stride)
+from helpers import group_links
 
 
 def test_nvls_on_one_nvl72_rack_pays_two_loops_of_fill():
@@ -23,7 +19,7 @@ def test_nvls_on_one_nvl72_rack_pays_two_loops_of_fill():
     # 2 x 71/72 x 536,870,912 B / 850.5e9 = 1.2700 ms. One loop = 24 channels x 32 heads x 128 KiB = 100,663,296 B,
     # at algbw 850.5 x 72 / 142 = 431.24 GB/s: 0.23342 ms; two of them 0.46685 ms -> 1.73685 ms, busbw
     # 1.97222 x 536,870,912 / 1.73685 ms = 609.6 GB/s (CoreWeave measured 586.1; the tuner's time alone: 833.8).
-    links = _links("gb200", 72)
+    links = group_links("gb200", 72)
     assert float(K.nvls_loop_bytes(links, tree=False)) == 100_663_296
     algorithm, protocol, seconds, bus = K.chosen("all_reduce", 2**29, links)
     assert (algorithm, protocol) == ("nvls", "Simple") and bus == pytest.approx(850.5e9)
@@ -35,7 +31,7 @@ def test_the_fill_moves_the_time_not_nccls_choice():
     # two racks, 512 MiB: NCCL's tuner estimate for NVLS-tree (32 heads x 45 GB/s x 5/6 = 1,200 GB/s, no fill:
     # 25 + 2 x 20.9 = 66.8 us + 447.4 us = 0.514 ms) stays the fastest, so it is still chosen although its
     # time (66.8 us + 2 x 143/144 x 512 MiB / 850.5 GB/s + the fill = 1.95 ms) is far above it
-    found = K.options("all_reduce", 2**29, _links("gb200", 144))
+    found = K.options("all_reduce", 2**29, group_links("gb200", 144))
     tuner = {key: float(value[2]) for key, value in found.items()}
     assert min(tuner, key=tuner.get) == ("nvls_tree", "Simple")
     assert tuner[("nvls_tree", "Simple")] == pytest.approx(66.8e-6 + 2**29 / (5 / 6 * 32 * 45e9), rel=1e-6)
@@ -45,7 +41,7 @@ def test_the_fill_moves_the_time_not_nccls_choice():
     fill = float(found[("nvls_tree", "Simple")][0]) - (66.8e-6 + 2 * 143 / 144 * 2**29 / 850.5e9)
     assert fill == pytest.approx(2 * 134_217_728 / (850.5e9 * 144 / 286) + 2 * 32 * 2**17 / 45e9, rel=1e-3)
     # a payload below one loop fills with what it has: 8 MiB on 8 x H200 (loop 16 x 8 x 128 KiB = 16 MiB)
-    h200 = _links("h200-sxm", 8)
+    h200 = group_links("h200-sxm", 8)
     # (the time less its latency and bytes at the physical rate 369 x 1.30 GB/s of bus: NCCL's estimate, small[2],
     # rates NVLS by its own graph since tests/test_collectives_nvls_single_domain.py)
     small = K.options("all_reduce", 2**23, h200)[("nvls", "Simple")]
@@ -57,20 +53,20 @@ def test_pat_replaces_the_ring_at_one_gpu_per_node():
     # 128 H100 nodes, a data-parallel group beside tp 8 (one member per node, its 400 Gb/s NIC at 45 GB/s),
     # all-gather of 1 MiB. PAT: 8 + log2(128) x 14 / 3.5 + 2.8 x 128 = 394.4 us + 1,048,576 / (0.75 x 45e9) =
     # 31.07 us -> 425.5 us. Ring Simple: 8.4 + 127 x 14 = 1,786.4 us + 127/128 MiB / 45e9 = 23.1 us -> 1,809.5 us.
-    links = _links("h100-sxm", 128, stride=8)
+    links = group_links("h100-sxm", 128, stride=8)
     algorithm, protocol, seconds, _ = K.chosen("all_gather", 2**20, links)
     assert (algorithm, protocol) == ("pat", "Simple") and seconds == pytest.approx(425.5e-6, rel=1e-3)
     ring = K.options("all_gather", 2**20, links)[("ring", "Simple")]
     assert float(ring[0]) == pytest.approx(1809.5e-6, rel=1e-3)
     # 1 GiB: the ring's bandwidth (1 / 0.75 of PAT's) wins again; with 8 GPUs per node PAT is not offered
     assert K.chosen("all_gather", 2**30, links)[0] == "ring"
-    assert ("pat", "Simple") not in {k for k, v in K.options("all_gather", 2**20, _links("h100-sxm", 64)).items()
+    assert ("pat", "Simple") not in {k for k, v in K.options("all_gather", 2**20, group_links("h100-sxm", 64)).items()
                                      if float(v[0]) < float("inf")}
 
 
 def test_nccl_algo_and_proto_lists_restrict_the_choice():
     # GCP's A3 Mega profile: NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple, NVLS off (gpu-recipes a3mega run_test.sh)
-    links = _links("h100-sxm", 16, nic_gbit_per_gpu=200, nvls_gain=0.0, algorithm="ring,tree", protocol="Simple")
+    links = group_links("h100-sxm", 16, nic_gbit_per_gpu=200, nvls_gain=0.0, algorithm="ring,tree", protocol="Simple")
     assert set(K.options("all_reduce", 2**20, links)) == {("ring", "Simple"), ("tree", "Simple")}
     assert K.chosen("all_reduce", 2**15, links)[:2] == ("tree", "Simple")
 
