@@ -9,16 +9,11 @@ from itertools import product
 
 import numpy as np
 import pytest
+from helpers import published_rows_by_id
 
 from gpuplan.catalog import load_model
 from gpuplan.planner.framework_rules import torch_pipeline_runs
 from gpuplan.planner.space import SpaceLimits, divisors, enumerate_layouts, structures
-
-
-def _row(row_id: str) -> dict:
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
-
-    return next(r for r in published_throughput_rows() if r["id"] == row_id)
 
 
 @pytest.mark.parametrize("row_id, release, accumulates", [
@@ -32,7 +27,7 @@ def test_the_rows_release_says_whether_it_accumulates(row_id, release, accumulat
     # 820504e / e7c0cae (after 8570415c3 'Support gradient accumulation'): gradient_accumulation_steps
     from gpuplan.jobs.validation import planner_choice as C
 
-    run = _row(row_id)
+    run = published_rows_by_id()[row_id]
     assert C.release_of(run) == release
     assert C.accumulates(run, "torchtitan") is accumulates
     assert C.accumulates(run, "megatron")  # the rule is torchtitan's releases only
@@ -47,7 +42,7 @@ def test_without_accumulation_the_local_batch_is_the_micro_batch():
     from gpuplan.jobs.plan.search import best_index, search
     from gpuplan.jobs.validation.planner_choice import planner_plan, release_runs
 
-    run = _row("torchtitan-2412-llama-3.1-8b-8g-fsdp-compile")
+    run = published_rows_by_id()["torchtitan-2412-llama-3.1-8b-8g-fsdp-compile"]
     plan = planner_plan(run, "torchtitan")
     assert (plan.layout.dp, plan.layout.tp, plan.layout.micro_batch, plan.recompute) == (8, 1, 2, "selective")
     assert plan.layout.dp * plan.layout.micro_batch == run["layout"]["global_batch"]  # one micro-batch a step
@@ -58,7 +53,8 @@ def test_without_accumulation_the_local_batch_is_the_micro_batch():
     kept = release_runs(result, run, "torchtitan").table
     assert len(kept) < len(result.table)
     assert ((kept["micro_batches"] == 1) | (kept["pp"] > 1)).all()
-    assert release_runs(result, _row("torchtitan-2506-trainy-llama-3.1-8b-h200-32g-fp8"), "torchtitan") is result
+    trainy = published_rows_by_id()["torchtitan-2506-trainy-llama-3.1-8b-h200-32g-fp8"]
+    assert release_runs(result, trainy, "torchtitan") is result
 
 
 @pytest.mark.parametrize("pp, vpp, micro_batches, runs", [
@@ -148,7 +144,7 @@ def test_the_terms_table_names_the_405b_bubble_and_the_published_8b_layouts():
     assert len(rows) == 2 + 2 * 13
     i = next(k for k, r in enumerate(rows) if r.startswith("| llama-3.1-405b 512 "))
     assert rows[i + 1].rstrip().endswith("| bubble |")
-    step = predicted_step(_row("torchtitan-2412-llama-3.1-405b-512g-interleaved-1f1b"))
+    step = predicted_step(published_rows_by_id()["torchtitan-2412-llama-3.1-405b-512g-interleaved-1f1b"])
     assert step.bubble / step.compute == pytest.approx(7 / 16, rel=0.02)  # 0.431 in the model
     same = [r for r in rows if r.rstrip().endswith("| none: the published layout |")]
     assert len(same) == 4  # 8B on 8 and 128 H100, BF16 and FP8 (release_runs)

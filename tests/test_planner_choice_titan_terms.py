@@ -11,14 +11,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from helpers import published_rows_by_id
 
 H100 = "h100-sxm-96gb-500w"
-
-
-def _row(run_id: str) -> dict:
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
-
-    return next(r for r in published_throughput_rows() if r["id"] == run_id)
 
 
 @pytest.fixture()
@@ -70,7 +65,7 @@ def test_the_degrees_factor_of_one_changed_degree_worked_by_hand(spy):
     from gpuplan.jobs.validation.planner_choice import advantage_split
     from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, published_layout
 
-    run = _row("torchtitan-2412-llama-3.1-405b-512g-interleaved-1f1b")
+    run = published_rows_by_id()["torchtitan-2412-llama-3.1-405b-512g-interleaved-1f1b"]
     published = published_layout(run["layout"])
     assert (published.pp, published.vpp, published.micro_batches_per_step) == (8, 2, 8)
     assert advantage_split(run, published, "full") == pytest.approx((1.0, 1.0), rel=1e-12)
@@ -107,7 +102,7 @@ def test_the_mode_factor_worked_by_hand(spy):
     from gpuplan.jobs.validation.planner_choice import advantage_split
     from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, published_layout
 
-    run = _row("torchtitan-2506-llama-3.1-70b-256g-bf16-async-tp")
+    run = published_rows_by_id()["torchtitan-2506-llama-3.1-70b-256g-bf16-async-tp"]
     predict_tokens_per_gpu_s(run)
     full = spy["step"]
     mode = advantage_split(run, published_layout(run["layout"]), "none")[0]
@@ -128,7 +123,7 @@ def test_the_405b_advantage_is_the_published_layouts_pipeline_bubble(spy):
     from gpuplan.jobs.validation.planner_choice import advantage_split
     from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
-    run = _row("torchtitan-2412-llama-3.1-405b-512g-interleaved-1f1b")
+    run = published_rows_by_id()["torchtitan-2412-llama-3.1-405b-512g-interleaved-1f1b"]
     predict_tokens_per_gpu_s(run)
     step = spy["step"]
     assert step.bubble / step.compute == pytest.approx(3.5 / 8, rel=0.02)  # compute holds the FSDP copies too
@@ -145,7 +140,7 @@ def test_the_70b_advantage_is_mostly_the_recompute_mode_then_the_tp_width():
     from gpuplan.core.parallel import ParallelLayout
     from gpuplan.jobs.validation.planner_choice import advantage_split
 
-    run = _row("torchtitan-2506-llama-3.1-70b-256g-bf16-async-tp")
+    run = published_rows_by_id()["torchtitan-2506-llama-3.1-70b-256g-bf16-async-tp"]
     mode, degrees = advantage_split(run, ParallelLayout(dp=128, tp=2, pp=1, zero=3, micro_batch=1, global_batch=512),
                                     "selective")
     assert 1.15 < mode < 1.25
@@ -181,9 +176,9 @@ def test_the_aug_2024_405b_rows_carry_more_fsdp_traffic_than_the_planners_70b_an
     assert max(traffic.values()) == pytest.approx(0.905, abs=0.005)
     assert max(v for k, v in traffic.items() if not k.startswith("torchtitan-2408")) <= 0.13
     bf16_405b = traffic["torchtitan-2408-llama-3.1-405b-128g-fsdp-tp"]
-    choice_70b = {**_row("torchtitan-2506-llama-3.1-70b-256g-bf16-async-tp")}
+    choice_70b = {**published_rows_by_id()["torchtitan-2506-llama-3.1-70b-256g-bf16-async-tp"]}
     choice_70b["layout"] = {**choice_70b["layout"], "dp": 128, "tp": 2, "micro_batch": 1, "recompute": "selective"}
-    choice_405b = {**_row("torchtitan-2412-llama-3.1-405b-512g-interleaved-1f1b")}
+    choice_405b = {**published_rows_by_id()["torchtitan-2412-llama-3.1-405b-512g-interleaved-1f1b"]}
     choice_405b["layout"] = {**choice_405b["layout"], "dp": 256, "tp": 2, "pp": 1, "vpp": 1, "micro_batch": 1}
     assert 3 * 0.13 < _dp_ratio(spy, choice_70b) < bf16_405b
     assert 3 * 0.13 < _dp_ratio(spy, choice_405b) < bf16_405b
@@ -262,7 +257,7 @@ def test_fsdp2_at_the_aug_2024_405b_traffic_is_not_as_optimistic_as_fsdp1(spy):
                 "torchtitan-2408-llama-3.1-405b-128g-fsdp-tp-float8": -0.080,
                 "torchtitan-2408-llama-3.1-405b-128g-fsdp-tp-float8-asynctp": 0.021}
     for rid, error in expected.items():
-        run = _row(rid)
+        run = published_rows_by_id()[rid]
         predicted = predict_tokens_per_gpu_s(run) / run["measured"]["tokens_per_s_per_gpu"] - 1
         traffic = spy["dp_total"] / spy["step"].compute
         assert predicted == pytest.approx(error, abs=0.03), rid
