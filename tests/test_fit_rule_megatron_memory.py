@@ -10,6 +10,8 @@ from gpuplan.core.memory import training as M
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.time.step import layer_activation_bytes
 
+from helpers import published_rows_by_id
+
 
 @pytest.mark.parametrize("pp, vpp, micro_batches, stage, chunks", [
     # Megatron-Core get_pp_rank_microbatches (schedules.py@core_v0.14.0 L733-734): w = 2 (pp - i - 1) + (v - 1) pp
@@ -68,9 +70,8 @@ def test_published_qwen3_30b_row_drops_by_the_expert_outputs(monkeypatch):
     26.04), pp 1 (one micro-batch in flight): 48 MoE layers x 16,384 tokens x 8 rows x (2·2048 - 4) B =
     25,744,637,952 B (23.98 GiB) fewer activations; refused before, fits now."""
     from gpuplan.jobs.validation.published_fits import row_plan
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
 
-    run = next(r for r in published_throughput_rows() if r["id"] == "mbridge-26.04-qwen3-30b-a3b-b200-8g-mxfp8")
+    run = published_rows_by_id()["mbridge-26.04-qwen3-30b-a3b-b200-8g-mxfp8"]
     now = row_plan(run)
     monkeypatch.setattr(A, "unsaved_expert_output_bytes", lambda *a: 0.0)
     before = row_plan(run)
@@ -119,9 +120,8 @@ def test_nemo2_fp8_rows_run_a_bf16_gradient_buffer():
     scripts/performance/utils.py@v2.3.0 L351): the 405B rows' gradient buffer is 2 B per parameter, half the
     fp32 buffer counted before; the row (tp 4 pp 8 vpp 8 cp 2 on 128 B200) was refused and fits."""
     from gpuplan.jobs.validation.published_fits import recipe_memory_fields, row_plan
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
 
-    run = next(r for r in published_throughput_rows() if r["id"] == "nemo2502-llama-3.1-405b-b200-128g")
+    run = published_rows_by_id()["nemo2502-llama-3.1-405b-b200-128g"]
     assert recipe_memory_fields(run) == {"grad_dtype": "bf16"}
     now = row_plan(run)
     before = row_plan({**run, "recipe_memory": {"zero": 1}})
@@ -149,9 +149,8 @@ def test_deepep_row_holds_deepep_buffers_not_nccl_all_to_all_peers():
     """DeepSeek-V3 on 1,024 H100 (Megatron-Bridge 25.09, moe_enable_deepep, ep 64): NCCL all-to-all's 63 peers x
     3.28 GB / 7 (x 1.5 / 1.5 on H100) = 29.52 GB replaced by DeepEP's 948,103,168 B; refused before, fits."""
     from gpuplan.jobs.validation.published_fits import row_plan
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
 
-    run = next(r for r in published_throughput_rows() if r["id"] == "mbridge-25.09-deepseek-v3-h100-sxm-1024g-fp8cs")
+    run = published_rows_by_id()["mbridge-25.09-deepseek-v3-h100-sxm-1024g-fp8cs"]
     now = row_plan(run)
     before = row_plan({**run, "moe_comm": {**run["moe_comm"], "dispatcher": "alltoall"}})
     assert now.fixed_bytes - before.fixed_bytes == pytest.approx(377_677_824 + 2**29 + 2**25 - 63 * 3.28e9 / 7,
@@ -170,9 +169,8 @@ def test_published_a2a_overlap_row_holds_40_of_39_chunks(monkeypatch):
     """Qwen3-235B-A22B on 256 H100 (tp 2 pp 8 vpp 4 ep 32, a2a overlap, Megatron-Bridge 26.04): the first rank's
     activations grow by 40 / 39; the row still fits."""
     from gpuplan.jobs.validation import published_fits
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
 
-    run = next(r for r in published_throughput_rows() if r["id"] == "mbridge-26.04-qwen3-235b-a22b-h100-sxm-256g-fp8cs")
+    run = published_rows_by_id()["mbridge-26.04-qwen3-235b-a22b-h100-sxm-256g-fp8cs"]
     assert run["moe_comm"]["a2a_overlap"] and published_fits.recipe_memory_fields(run)["ep_a2a_overlap"]
     now = published_fits.row_plan(run)
     orig = published_fits.recipe_memory_fields
@@ -189,9 +187,8 @@ def test_skill_row_runs_its_recipes_allocator_and_gradient_buffer():
     grad_reduce_in_fp32 False (perf_recipes/qwen/h100/qwen3_moe.py L52, perf_recipes/_common.py L73): the
     reserve is 3% (not 12%) and the gradient buffer 2 B per parameter; the row was refused (+3.6%) and fits."""
     from gpuplan.jobs.validation.published_fits import recipe_memory_fields, row_plan
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
 
-    run = next(r for r in published_throughput_rows() if r["id"] == "mbridge-skill-qwen3-30b-a3b-h100-16g-bf16-hybridep")
+    run = published_rows_by_id()["mbridge-skill-qwen3-30b-a3b-h100-16g-bf16-hybridep"]
     assert {k: recipe_memory_fields(run)[k] for k in ("grad_dtype", "allocator")} == {"grad_dtype": "bf16",
                                                                                    "allocator": "expandable"}
     now, before = row_plan(run), row_plan({k: v for k, v in run.items() if k != "recipe_memory"})
@@ -207,9 +204,8 @@ def test_nemo2502_mixtral_keeps_the_expert_output_core_0_11_saved():
     layers, micro-batch 2 x 4,096 tokens, pp 1 (one micro-batch in flight), tp 1:
     32 x 2 x (8,192 - 4) x 8,192 = 4,292,870,144 B = 3.998 GiB more activations (exact)."""
     from gpuplan.jobs.validation.published_fits import row_plan
-    from gpuplan.jobs.validation.published_throughput import published_throughput_rows
 
-    run = next(r for r in published_throughput_rows() if r["id"] == "nemo2502-mixtral-8x7b-b200-64g")
+    run = published_rows_by_id()["nemo2502-mixtral-8x7b-b200-64g"]
     assert run["recipe_memory"]["moe_keeps_expert_output"] is True
     as_core_0_16 = {k: v for k, v in run["recipe_memory"].items() if k != "moe_keeps_expert_output"}
     now, before = row_plan(run), row_plan({**run, "recipe_memory": as_core_0_16})

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.jobs.validation.published_throughput import predicted_step, published_throughput_rows
+from gpuplan.jobs.validation.published_throughput import predicted_step
+
+from helpers import published_rows_by_id
 
 LAYOUTS = ("b200", "gb200", "b300", "gb300")
 
 
 def _row(gpu: str) -> dict:
     rid = f"mbridge-26.04.01-gpt-oss-120b-{gpu}-64g-bf16"
-    return next(r for r in published_throughput_rows() if r["id"] == rid)
+    return published_rows_by_id()[rid]
 
 
 @pytest.mark.parametrize("gpu", LAYOUTS)
