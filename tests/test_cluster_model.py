@@ -14,6 +14,8 @@ from gpuplan.core.time.step import StepSettings
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.planner.framework_rules import rules_for, zero_allowed
 
+from helpers import reference_runs_by_id
+
 
 def test_megatron_buckets_and_the_window_they_hide_behind():
     # max(40M, 1M x dp) parameters a bucket (distributed_data_parallel.py L134): 2.2e9 / 40e6 -> 55 buckets;
@@ -171,10 +173,9 @@ def test_end_to_end_gpu_hours_times_the_layout_a_run_states():
     384 GPUs, so dp = 384 / 48 = 8, and ramps its batch from 192 sequences over 9,765,625 samples
     (2.0e10 tokens, 5.5% of its 366B); SmolLM3's nanotron config runs DDP (zero_stage 0), which the
     free planner replaced by ZeRO-1."""
-    from gpuplan.catalog import reference_runs
     from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, ramp_phases, run_inputs
 
-    runs = {r["id"]: r for r in reference_runs()["runs"]}
+    runs = reference_runs_by_id()
     bloom = run_inputs(runs["bloom-176b"])
     assert (bloom.tp, bloom.pp, bloom.vpp, bloom.cp, bloom.ep, bloom.zero, bloom.micro_batch) == (4, 12, 1, 1, 1, 1, 2)
     # four equal steps of the linear ramp: 192 + (2048 - 192) x (i + 0.5) / 4 sequences, 5e9 tokens each

@@ -6,6 +6,8 @@ import pytest
 
 from gpuplan.core.economics import checkpoint as C
 
+from helpers import reference_runs_by_id
+
 
 def test_few_writer_nodes_run_at_their_links_under_the_jobs_share():
     # parallel_fs (catalog/storage.toml): 40 GB/s node link, 0.98 GB/s per node when every node writes.
@@ -57,10 +59,9 @@ def test_ddp_checkpoint_of_llama_65b_on_2048_a100():
 def test_llama_65b_passes_the_papers_all_reduce_as_zero_0_and_nothing_else():
     """LLaMA (arXiv:2302.13971 Sec. 2.4) overlaps 'the communication between GPUs over the network (due to
     all_reduce operations)': gradients all-reduced, gpuplan's ZeRO-0; it gives no tp / pp degrees."""
-    from gpuplan.catalog import reference_runs
     from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, run_inputs
 
-    runs = {r["id"]: r for r in reference_runs()["runs"]}
+    runs = reference_runs_by_id()
     llama = run_inputs(runs["llama1-65b"])
     assert llama.zero == 0 and llama.tp is None and llama.pp is None and llama.micro_batch is None
     hours, basis = end_to_end_gpu_hours(runs["llama1-65b"])
@@ -103,11 +104,10 @@ def test_a_total_given_as_rate_times_tokens_is_compared_with_the_steady_state():
     """LLaMA's Table 15 hours are Sec. 2.4's rate over the tokens: 1.4e12 / 1,022,362 / 3,600 = 380.4
     tokens/s/GPU (the paper: 'around 380'); DeepSeek-V3's 2,664K are 14.8 x its 180K per trillion tokens.
     Neither holds downtime, so the end-to-end kind compares the budget's steady state for them."""
-    from gpuplan.catalog import reference_runs
     from gpuplan.jobs.budget.estimate import estimate_budget
     from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, run_inputs
 
-    runs = {r["id"]: r for r in reference_runs()["runs"]}
+    runs = reference_runs_by_id()
     llama, deepseek = runs["llama1-65b"], runs["deepseek-v3"]
     assert 1.4e12 / llama["measured_gpu_hours"] / 3600 == pytest.approx(380.4, abs=0.05)
     assert deepseek["measured_gpu_hours"] == pytest.approx(14.8 * 180_000)
@@ -131,11 +131,10 @@ def test_every_total_that_is_tokens_over_the_sources_rate_is_marked_rate():
     days, +-0.5); TinyLlama: 300B / 24,000 / 3,600 = 3,472 against 3,456 = 16 x 9 whole days (+-0.5 day = 5.6%).
     BLOOM's logged 105.2 s a step over its 366B / (2,048 x 2,048) = 87,260 steps is 106 days against 117.5, PaLM's
     46.2% MFU 5.6M chip-hours against 8.4M: not rates."""
-    from gpuplan.catalog import reference_runs
     from gpuplan.jobs.budget.estimate import estimate_budget
     from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, run_inputs
 
-    runs = {r["id"]: r for r in reference_runs()["runs"]}
+    runs = reference_runs_by_id()
     smol_days = 11.2e12 / (14_000 * 384) / 86_400
     assert smol_days == pytest.approx(24.11, abs=0.01) and abs(smol_days - 24) < 0.5
     assert runs["smollm3-3b"]["measured_gpu_hours"] == 384 * 24 * 24
@@ -153,11 +152,11 @@ def test_tinyllama_row_states_its_lit_gpt_layout():
     """TinyLlama (jzhang38/TinyLlama README and pretrain/tinyllama.py): 16 A100-40G, 2M-token batch = 1,024 x
     2,048, FSDP FULL_SHARD (ZeRO-3), micro-batch 8: 1,024 / 16 = 64 sequences a GPU = 8 micro-batches; 3,456
     GPU-hours on 300B tokens = 16 x 9 days x 24 h; its 24k tokens/s/GPU gives 3,472."""
-    from gpuplan.catalog import load_model, reference_runs
+    from gpuplan.catalog import load_model
     from gpuplan.core.model.spec import count_parameters
     from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, run_inputs
 
-    run = {r["id"]: r for r in reference_runs()["runs"]}["tinyllama-1.1b"]
+    run = reference_runs_by_id()["tinyllama-1.1b"]
     inputs = run_inputs(run)
     assert (inputs.gpus, inputs.global_batch, inputs.seq_len) == (16, 1024, 2048)
     assert (inputs.tp, inputs.pp, inputs.zero, inputs.micro_batch) == (1, 1, 3, 8)
