@@ -272,11 +272,12 @@ def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed
     paired = phases.mlp_backward if combined else 0.0
     per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, recipe, layer_forward, paired, eager_bias,
                                      settings.moe_router_graphs)
-    if not combined and CLAMPED_GLU in settings.eager_fallbacks and spec.moe.activation_clamp is not None:
-        # the clamped quick-GEGLU path syncs the host a second time, at the activation (below)
-        per_layer = per_layer + activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_call, eager_bias,
-                                                              routed_forward)
-    if not combined:  # the plain schedule's backward: no sync, but no lead to run ahead with (module docstring)
+    if not combined:  # the plain schedule (the combined one pairs each layer with the other micro-batch's)
+        if CLAMPED_GLU in settings.eager_fallbacks and spec.moe.activation_clamp is not None:
+            # the clamped quick-GEGLU path syncs the host a second time, at the activation (below)
+            per_layer = per_layer + activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_call,
+                                                                  eager_bias, routed_forward)
+        # its backward: no sync, but no lead to run ahead with (module docstring)
         layer_backward = phases.pre_dispatch_backward + phases.mlp_backward + BACKWARD_ALL_TO_ALLS * one_call
         per_layer = per_layer + backward_exposed_seconds(settings.ep_dispatcher, local_experts, recipe, layer_backward,
                                                          eager_bias, settings.moe_router_graphs)
