@@ -67,7 +67,7 @@ def check_log(log: TrainingLog) -> TrainingLog:
 
 def check_against_gpu(log: TrainingLog, gpu: Any, source: str) -> None:
     """Per-device TFLOP/s within the GPU's peak (any dtype) and memory within its capacity."""
-    peak = max(flops for dtype, flops in gpu.peak_flops if not dtype.startswith("int")) / 1e12
+    peak = float_peak_flops(gpu) / 1e12
     for r in log.records:
         if r.tflops_per_device is not None and r.tflops_per_device > peak:
             field, _ = label(log.format, "tflops_per_device")
@@ -121,16 +121,29 @@ def check_step_flops(step: float, tokens: float, gpus: int, model: str, gpu: Any
     add). Past it the flags misdescribe the run (`--global-batch 10000000` on a 64-sequence log fit
     a compute factor of 0.000x and an attention efficiency of 2,319,191%, exit 0)."""
     from gpuplan.adapters.resolve import resolve_model
-    from gpuplan.core.model.spec import count_parameters
 
-    counts = count_parameters(resolve_model(model))
-    flops = 6 * (counts.active - counts.embedding - counts.position_embedding) * tokens
-    peak = max(f for dtype, f in gpu.peak_flops if not dtype.startswith("int"))
+    flops = training_flops_floor(resolve_model(model), tokens)
+    peak = float_peak_flops(gpu)
     if flops / (step * gpus) > peak:
         raise InputError("global_batch/seq_len/gpus", f"{tokens:,.0f} tokens per {step:.3g} s step on {gpus:,} GPUs",
                          f"in {source}: needs at least {flops / (step * gpus) / 1e12:,.0f} TFLOP/s per GPU (6 x "
                          f"{model}'s active parameters per token), above the {gpu.name}'s peak {peak / 1e12:,.0f}; "
                          "check --global-batch, --seq-len and --gpus against the run")
+
+
+def float_peak_flops(gpu: Any) -> float:
+    """The GPU's largest peak over its float dtypes, FLOP/s (the int8 / int4 peaks left out): the
+    fastest any training step could run (check_against_gpu, check_step_flops, jobs/budget's --step-time)."""
+    return max(f for dtype, f in gpu.peak_flops if not dtype.startswith("int"))
+
+
+def training_flops_floor(spec: Any, tokens: float) -> float:
+    """Least FLOPs a training step of ``tokens`` tokens does: 6 per active non-embedding parameter per
+    token (Kaplan et al. 2020 Sec. 2.1, C ~ 6N: forward 2N, backward 4N; recompute and attention only add)."""
+    from gpuplan.core.model.spec import count_parameters
+
+    counts = count_parameters(spec)
+    return 6 * (counts.active - counts.embedding - counts.position_embedding) * tokens
 
 
 def _round(value: float) -> float:
