@@ -62,3 +62,12 @@ def group_links(gpu: str, ranks: int, stride: int = 1, **network):
     from gpuplan.core.comm.topology import cluster_for
 
     return cluster_for(load_accelerator(gpu), **network).group(ranks, stride)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 the OS had free a moment ago (bound to port 0, then released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

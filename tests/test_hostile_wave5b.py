@@ -4,12 +4,11 @@ check on every GPU type the sizing weighs, spreadsheet formulas in CSV cells, an
 
 import csv
 import io
-import socket
 import tracemalloc
 
 import pytest
 import yaml
-from helpers import one_line_refusal
+from helpers import free_port, one_line_refusal
 
 from gpuplan.core.serving.setup import Runtime
 from gpuplan.jobs.plan.schema import PlanInputs
@@ -187,19 +186,13 @@ def test_loopback_is_any_address_of_127_0_0_0_8_or_1(host, loopback):
     assert is_loopback(host) is loopback
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.mark.parametrize("host, warns", [("127.1", False), ("0.0.0.0", True)])
 def test_serve_warns_only_off_loopback(monkeypatch, run_cli, host, warns):
     uvicorn = pytest.importorskip("uvicorn")
     calls = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
     monkeypatch.setenv("GPUPLAN_ALLOWED_HOSTS", "")
-    code, _, err = run_cli("serve", "--host", host, "--port", str(_free_port()))
+    code, _, err = run_cli("serve", "--host", host, "--port", str(free_port()))
     assert code == 0 and calls[0]["host"] == host, err
     assert ("exposed" in err or "anyone who can reach" in err) is warns, err
 
