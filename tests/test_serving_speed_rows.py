@@ -81,6 +81,14 @@ def test_llama_33b_config_read_as_llama1_33b_by_hand():
 def test_l4_tpot_prediction_is_above_the_weight_read_floor():
     """Batch-1 decode of Qwen2.5-0.5B in bf16 reads at least its 494,032,768 weights x 2 B = 0.988 GB
     per token; at the L4's 300 GB/s that is 3.29 ms, below the measured 5.1 ms median ITL."""
+    from gpuplan.catalog import load_accelerator, load_model
+    from gpuplan.core.serving.weights import count_parameters
+
+    # Qwen2.5-0.5B's config (h 896, 24 layers, 14 query + 2 KV heads of 64 with q/k/v biases, MLP 4,864, vocab
+    # 151,936, tied): embedding 151,936 x 896 = 136,134,656; attention 24 x (2 x 896^2 + 2 x 896 x 128 + 896 +
+    # 2 x 128) = 44,067,840; MLP 24 x 3 x 896 x 4,864 = 313,786,368; norms (2 x 24 + 1) x 896 = 43,904
+    assert count_parameters(load_model("qwen2.5-0.5b")).active == 494_032_768
+    assert load_accelerator("l4").memory_bandwidth == 300e9  # catalog/hardware/l4.toml (its sources: 300 GB/s)
     predicted = _cases()[WMX + "-tpot"][3]
     floor = 494_032_768 * 2 / 300e9
     assert floor == pytest.approx(3.294e-3, rel=1e-3)
