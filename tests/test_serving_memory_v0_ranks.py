@@ -54,5 +54,7 @@ def test_rank_0_sampler_bound():
     step = P.sampler_bytes(spec, SEQS, TOKENS, rules, TP)
     assert step == pytest.approx(SEQS * spec.vocab_size * 38 + hidden)
     assert step / GiB == pytest.approx(1.47, abs=0.005)
+    llama = load_model("llama-3-8b")  # the hand figures below are its hidden size and vocabulary
+    assert (llama.hidden_size, llama.vocab_size) == (4_096, 128_256)
     llama_65 = (LOGGED_PEAK - 8_192 * 4_096 * 2) / (256 * 128_256)
     assert llama_65 == pytest.approx(39.2, abs=0.05)
