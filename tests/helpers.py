@@ -71,3 +71,35 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def field_refusal(result: tuple[int, str, str], field: str, fragment: str = "") -> str:
+    """Assert a CLI ``(code, out, err)`` is a one_line_refusal that names ``field`` first ('error: <field>: ...'),
+    with ``fragment`` in it, nothing on stdout and no Python warning; returns the error line."""
+    code, out, err = result
+    one_line_refusal(code, err, fragment)
+    assert err.startswith(f"error: {field}: ") and out == "" and "Warning" not in err, err
+    return err
+
+
+def published_memory_cases_with_states(monkeypatch) -> list[tuple]:
+    """(case, allocated peak, model states) for each published memory case the validation estimates
+    (jobs.validation.published_memory.published_cases, estimated not None), bytes; the model states are weights +
+    master + optimizer as the fit rule takes them. Spies on core.memory.training.peak_allocated, which the
+    validation calls once per estimated case (asserted)."""
+    import gpuplan.jobs.validation.published_memory as P
+    from gpuplan.core.memory import training as M
+
+    peaks, states = [], []
+    original = M.peak_allocated
+
+    def remembering_states(spec, layout, settings):
+        m = M.peak_memory(spec, layout, settings)
+        states.append(m.weights + m.master + m.optimizer)
+        peaks.append(original(spec, layout, settings))
+        return peaks[-1]
+
+    monkeypatch.setattr(P.M, "peak_allocated", remembering_states)
+    estimated = [c for c in P.published_cases() if c.estimated is not None]
+    assert len(estimated) == len(peaks) == len(states)
+    return list(zip(estimated, peaks, states))
