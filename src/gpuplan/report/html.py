@@ -15,7 +15,7 @@ from html import escape
 from typing import Any, Callable
 
 from gpuplan.report.model import Report
-from gpuplan.report.render import cell, md_text, range_text
+from gpuplan.report.render import cell, markdown_table, md_text, range_text, table_markdown
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI","Noto Sans","PingFang SC","Microsoft YaHei",sans-serif;
@@ -143,24 +143,20 @@ def report_markdown(report: Report, t: Callable[..., str]) -> list[str]:
     gpuplan.report.render.to_markdown, one heading level down)."""
     out: list[str] = []
     if report.inputs:
-        out += _md_table(t("report.inputs"), (t("report.input"), t("report.value")),
-                         [(line.label, line.display) for line in report.inputs])
+        out += markdown_table(t("report.inputs"), (t("report.input"), t("report.value")),
+                              [(line.label, line.display) for line in report.inputs])
     for section in report.sections:
-        out += _md_table(section.title, (t("report.quantity"), t("report.value"), t("report.range"),
-                                         t("report.formula")),
-                         [(line.label, line.display, range_text(line), line.formula) for line in section.lines])
+        out += markdown_table(section.title, (t("report.quantity"), t("report.value"), t("report.range"),
+                                              t("report.formula")),
+                              [(line.label, line.display, range_text(line), line.formula) for line in section.lines])
     for table in report.tables:
-        out += _md_table(table.title, table.columns, [tuple(cell(v) for v in row) for row in table.rows])
+        out += table_markdown(table)  # md_text formats each value as cell does
     if report.assumptions:
-        out += _md_table(t("report.assumptions"), (t("report.assumption"), t("report.value"), t("report.source"),
-                                                   t("report.flag")),
-                         [(a.label, f"{a.value}" + (f" ({t('report.set')})" if a.user_set else ""), a.source,
-                           f"`{a.flag}`" if a.flag else "") for a in report.assumptions])
+        out += markdown_table(t("report.assumptions"), (t("report.assumption"), t("report.value"), t("report.source"),
+                                                        t("report.flag")),
+                              [(a.label, f"{a.value}" + (f" ({t('report.set')})" if a.user_set else ""), a.source,
+                                f"`{a.flag}`" if a.flag else "") for a in report.assumptions])
     if report.notes:
         out += [f"### {t('report.notes')}", ""] + [f"- {md_text(n)}" for n in report.notes] + [""]
     return out
 
-
-def _md_table(title: str, columns, rows) -> list[str]:
-    return ([f"### {md_text(title)}", "", "| " + " | ".join(md_text(c) for c in columns) + " |",
-             "|" + "---|" * len(columns)] + ["| " + " | ".join(md_text(v) for v in row) + " |" for row in rows] + [""])

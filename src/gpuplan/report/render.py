@@ -169,11 +169,16 @@ def to_csv(report: Report) -> str:
     return buffer.getvalue()
 
 
-def table_markdown(table) -> list[str]:
-    out = [f"### {md_text(table.title)}", "", "| " + " | ".join(md_text(c) for c in table.columns) + " |",
-           "|" + "---|" * len(table.columns)]
-    out += ["| " + " | ".join(md_text(v) for v in row) + " |" for row in table.rows]
+def markdown_table(title: str, columns, rows) -> list[str]:
+    """A '### title' heading and a Markdown table, every cell through md_text, then a blank line."""
+    out = [f"### {md_text(title)}", "", "| " + " | ".join(md_text(c) for c in columns) + " |",
+           "|" + "---|" * len(columns)]
+    out += ["| " + " | ".join(md_text(v) for v in row) + " |" for row in rows]
     return out + [""]
+
+
+def table_markdown(table) -> list[str]:
+    return markdown_table(table.title, table.columns, table.rows)
 
 
 def to_markdown(report: Report) -> str:
