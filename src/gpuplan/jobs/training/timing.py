@@ -74,11 +74,6 @@ def count_flops(spec, inputs: TrainingInputs, recompute: str) -> Flops:
     return Flops(n_6nd, six_nd, exact, used, per_token.hardware / per_token.model)
 
 
-def predicted_mode(inputs: TrainingInputs) -> bool:
-    """Time from the layout's modelled step (not from an MFU)? (TrainingInputs.time_predicted)"""
-    return inputs.time_predicted
-
-
 def _budgets(flops: float, peak: float, gpus, seconds, mfu: float, band: tuple[float, float] | None,
              source: str, mode: str) -> TimeEstimate:
     expected = solve_compute_budget(flops, peak, gpus=gpus, wall_seconds=seconds, mfu=mfu)
@@ -101,7 +96,7 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
     if gpus is None and days is None:
         days = DEFAULT_DAYS  # the article: "to finish in 7 days"
     seconds = None if days is None else days * SECONDS_PER_DAY
-    if predicted_mode(inputs):
+    if inputs.time_predicted:
         plan = layout_for_gpus(inputs, gpus) if gpus is not None else layout_for_deadline(inputs, days, after_allowances)
         inputs = inputs.replace(comm_allowance=0.0, flops_method="exact", attention_flops="full")
         flops = count_flops(spec, inputs, plan.recompute)
