@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import published_memory_cases_with_states
 
 from gpuplan.planner import uncertainty as U
 
@@ -45,26 +46,14 @@ def test_unknown_errors_give_the_class_rms():
 
 def test_torchtitans_published_reserve_is_the_median_of_its_published_peaks(monkeypatch):
     import gpuplan.jobs.validation.published_memory as P
-    from gpuplan.core.memory import training as M
     from gpuplan.core.memory.device_memory import fragmentation
     from gpuplan.planner.framework_rules import TORCHTITAN_PUBLISHED_RESERVE, rules_for
 
-    states, peaks = [], []
-    original = M.peak_allocated
-
-    def remembering_states(spec, layout, settings):  # each row's model states, as the fit rule takes them
-        m = M.peak_memory(spec, layout, settings)
-        states.append(m.weights + m.master + m.optimizer)
-        peaks.append(original(spec, layout, settings))
-        return peaks[-1]
-
-    monkeypatch.setattr(P.M, "peak_allocated", remembering_states)
+    cases = published_memory_cases_with_states(monkeypatch)  # each row's model states, as the fit rule takes them
     rows = {row["id"]: row for row in P.published_rows()}
-    estimated = [c for c in P.published_cases() if c.estimated is not None]  # one peak_allocated call each
-    assert len(estimated) == len(peaks) == len(states)
     frag = 1 + fragmentation(True)  # torchtitan sets expandable segments
     share, share_before = [], []
-    for case, peak, kept in zip(estimated, peaks, states):  # each row with its own model states
+    for case, peak, kept in cases:  # each row with its own model states
         if case.framework != "torchtitan":
             continue
         assert case.kind == "reserved" and rows[case.id]["layout"]["zero"] == 3  # FSDP2: the pools apply

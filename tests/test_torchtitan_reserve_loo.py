@@ -4,27 +4,16 @@ predicted with the median of the other 16 rows' shares: pools x 1.03 + share x (
 
 import numpy as np
 import pytest
+from helpers import published_memory_cases_with_states
 
 
 def _rows(monkeypatch):
     """(measured reserved, pools x 1.03, pools x 1.03 - states x 1.03) of the 17 torchtitan rows, bytes."""
-    import gpuplan.jobs.validation.published_memory as P
-    from gpuplan.core.memory import training as M
     from gpuplan.core.memory.device_memory import fragmentation
 
-    states = []
-    original = M.peak_allocated
-
-    def remembering_states(spec, layout, settings):
-        m = M.peak_memory(spec, layout, settings)
-        states.append(m.weights + m.master + m.optimizer)
-        return original(spec, layout, settings)
-
-    monkeypatch.setattr(P.M, "peak_allocated", remembering_states)
-    estimated = [c for c in P.published_cases() if c.estimated is not None]
     frag = 1 + fragmentation(True)
-    return [(c.measured, c.estimated, c.estimated - kept * frag) for c, kept in zip(estimated, states)
-            if c.framework == "torchtitan"]
+    return [(c.measured, c.estimated, c.estimated - kept * frag)
+            for c, _, kept in published_memory_cases_with_states(monkeypatch) if c.framework == "torchtitan"]
 
 
 def test_leave_one_out_error_of_the_published_reserve(monkeypatch):
