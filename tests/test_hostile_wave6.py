@@ -21,16 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers import field_refusal
+
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA2 = json.loads((ROOT / "examples/llama-2-7b/config.json").read_text())
-
-
-def refused(result, field: str, fragment: str = "") -> str:
-    code, out, err = result
-    assert code == 2 and err.startswith(f"error: {field}: ") and err.count("\n") == 1, (code, err)
-    assert "Traceback" not in err and "Warning" not in err and out == "", err
-    assert fragment in err, err
-    return err
 
 
 # ---- 1. subnormal floats -------------------------------------------------------------------
@@ -54,7 +48,7 @@ SUBNORMAL = [
 
 @pytest.mark.parametrize("args, field", SUBNORMAL, ids=[f for _, f in SUBNORMAL])
 def test_a_subnormal_number_is_too_small_to_tell_from_zero(run_cli, args, field):
-    refused(run_cli(*args), field, "too small to tell from 0")
+    field_refusal(run_cli(*args), field, "too small to tell from 0")
 
 
 @pytest.mark.parametrize("args", [("train", "--gpus", "8", "--mfu", "0"), ("budget", "--comm-allowance", "0"),
@@ -86,7 +80,7 @@ def test_the_api_refuses_a_subnormal_json_number():
 @pytest.mark.parametrize("value", ["1e-300", "0.0009", "0.05%", "0.01%-50%"])
 def test_an_mfu_below_a_tenth_of_a_percent_is_refused(run_cli, value):
     """--mfu 1e-300 --gpus 8 ran the wall-clock past float range: ZeroDivisionError, exit 70."""
-    refused(run_cli("train", "--gpus", "8", "--mfu", value), "mfu", "at least 0.001 (0.1%)")
+    field_refusal(run_cli("train", "--gpus", "8", "--mfu", value), "mfu", "at least 0.001 (0.1%)")
 
 
 def test_an_mfu_of_a_tenth_of_a_percent_answers(run_json):
@@ -122,7 +116,7 @@ def test_the_api_plans_a_sequence_above_the_default_batch():
 
 @pytest.mark.parametrize("engine", ["vllm==", "sglang== ", "trtllm=="])
 def test_an_engine_pinned_to_no_release_is_refused(run_cli, engine):
-    refused(run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--engine", engine), "engine",
+    field_refusal(run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--engine", engine), "engine",
             "release must read like")
 
 
@@ -139,7 +133,7 @@ def test_an_engine_without_a_pin_is_its_newest_release():
 def test_a_step_time_faster_than_the_peak_allows_is_refused(run_cli, value):
     """The generic 7B (6.5e9 non-embedding parameters x 6 FLOPs) on 4,194,304 tokens and 1,336
     A100s at 312 TFLOP/s needs at least 0.399 s a step; 1e-300 s printed a 300-digit input rate."""
-    err = refused(run_cli("budget", "--step-time", value), "step_time", "needs at least")
+    err = field_refusal(run_cli("budget", "--step-time", value), "step_time", "needs at least")
     assert "TFLOP/s" in err and len(err) < 400
 
 
@@ -156,7 +150,7 @@ def test_measure_refuses_a_tensor_past_torchs_storage_limit_before_building(run_
     """1e9 x 16,777,216 tokens x 32,000 (the vocabulary) x 4 B = 2.1e21 B > 2^63 - 1: torch raised
     'Storage size calculation overflowed' (exit 70). Eager attention's scores: 1,000 x 32 heads x
     (2^24)^2 x 4 B = 3.6e19 B. Refused before torch is imported."""
-    refused(run_cli("measure", "llama-2-7b", "--depths", "2,4", *args), "micro_batch/seq_len", "8 EiB limit")
+    field_refusal(run_cli("measure", "llama-2-7b", "--depths", "2,4", *args), "micro_batch/seq_len", "8 EiB limit")
 
 
 def test_measure_tensor_limit_leaves_a_real_step_alone():
@@ -175,7 +169,7 @@ def test_measure_tensor_limit_leaves_a_real_step_alone():
 def test_an_unknown_activation_is_refused_naming_its_key(run_cli, tmp_path, key, value):
     (tmp_path / "config.json").write_text(json.dumps({**LLAMA2, "hidden_act": None, key: value}))
     for command in (("train", "--gpus", "8"), ("infer", "--gpu", "h100", "--no-search")):
-        refused(run_cli(command[0], "--model", str(tmp_path), *command[1:]), f"config.json: {key}",
+        field_refusal(run_cli(command[0], "--model", str(tmp_path), *command[1:]), f"config.json: {key}",
                 "an activation transformers knows: gelu")
 
 
@@ -195,7 +189,7 @@ def test_every_catalog_activation_is_one_transformers_knows():
 def test_a_micro_batch_that_does_not_divide_the_global_batch_is_named(run_cli, command):
     """Megatron asserts global_batch % (micro_batch x dp) == 0 (a --global-batch is kept exactly):
     --global-batch 8 --micro-batch 3 was 'gpus: no layout can use these GPU counts'."""
-    err = refused(run_cli(command, "--params", "7B", "--gpus", "8", "--global-batch", "8", "--micro-batch", "3"),
+    err = field_refusal(run_cli(command, "--params", "7B", "--gpus", "8", "--global-batch", "8", "--micro-batch", "3"),
                   "micro_batch", "must divide --global-batch 8")
     assert "e.g. 1, 2, 4, 8" in err
 
@@ -221,7 +215,7 @@ def test_the_api_names_the_micro_batch_too():
 # ---- 9. a folder without a config.json -----------------------------------------------------
 
 def test_a_folder_without_a_config_is_named_as_the_model(run_cli, tmp_path):
-    err = refused(run_cli("train", "--model", str(tmp_path)), "model", "is a folder without a config.json")
+    err = field_refusal(run_cli("train", "--model", str(tmp_path)), "model", "is a folder without a config.json")
     assert str(tmp_path) in err
     shutil.copy(ROOT / "examples/llama-2-7b/config.json", tmp_path / "config.json")
     assert run_cli("train", "--model", str(tmp_path))[0] == 0
@@ -250,7 +244,7 @@ def test_a_valid_columns_variable_is_the_width(monkeypatch):
 def test_a_deadline_needing_astronomically_many_gpus_is_a_short_line(run_cli):
     """--days 1e-300: 8.4e22 FLOPs x 1.2 / (312e12 x 0.4 x 86,400 x 1e-300) = 9.35e303 GPUs, printed
     with all 304 digits before (551 characters)."""
-    err = refused(run_cli("train", "--days", "1e-300"), "days", "needs 9.35e+303 GPUs")
+    err = field_refusal(run_cli("train", "--days", "1e-300"), "days", "needs 9.35e+303 GPUs")
     assert len(err) < 200
 
 
@@ -268,8 +262,8 @@ def test_a_model_path_that_cannot_be_read_names_model(run_cli, tmp_path, kind):
     else:
         path = tmp_path / "missing.json"
     reason = "Too many levels of symbolic links" if kind == "loop" else "no such file"
-    refused(run_cli("train", "--model", str(path)), "model", reason)
-    refused(run_cli("infer", "llama-3.1-8b", "--speculative", "draft", "--draft-model", str(path)), "draft_model",
+    field_refusal(run_cli("train", "--model", str(path)), "model", reason)
+    field_refusal(run_cli("infer", "llama-3.1-8b", "--speculative", "draft", "--draft-model", str(path)), "draft_model",
             reason)
 
 
@@ -279,7 +273,7 @@ def test_a_model_path_that_cannot_be_read_names_model(run_cli, tmp_path, kind):
 def test_serve_refuses_a_non_ascii_host_before_binding(run_cli, host):
     """getaddrinfo folds full-width letters (NFKC), so the server started on 'http://ｌｏｃａｌｈｏｓｔ:8000/'
     and checked Host headers against that spelling; it is refused before anything is bound."""
-    refused(run_cli("serve", "--host", host, "--port", "18765"), "host", "must be written in ASCII")
+    field_refusal(run_cli("serve", "--host", host, "--port", "18765"), "host", "must be written in ASCII")
 
 
 # ---- 13. a prompt and output past the context bound -------------------------------------------
@@ -287,7 +281,7 @@ def test_serve_refuses_a_non_ascii_host_before_binding(run_cli, host):
 def test_prompt_and_output_past_the_context_bound_are_refused(run_cli):
     """--context is at most 2^24 = 16,777,216 tokens; --prompt 16M --output-tokens 16M (2^25) was
     served as a 33,554,432-token context."""
-    refused(run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--prompt", "16M",
+    field_refusal(run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--prompt", "16M",
                     "--output-tokens", "16M"), "output_tokens", "16,777,216-token context bound")
     assert run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--prompt", "8M",
                    "--output-tokens", "8M")[0] == 0
@@ -303,7 +297,7 @@ def test_report_refuses_an_output_ending_in_a_separator_and_writes_nothing(run_c
     plan.write_text("model: llama-2-7b\ngpus: 8\n")
     name = "r.html" if flag == "--out" else "r.md"
     other = ("--out", str(tmp_path / "o.html")) if flag == "--markdown" else ()
-    refused(run_cli("report", str(plan), flag, str(tmp_path / name) + "/", *other), flag[2:],
+    field_refusal(run_cli("report", str(plan), flag, str(tmp_path / name) + "/", *other), flag[2:],
             "ends in a path separator, so names a folder")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.yaml"]
 
@@ -312,5 +306,5 @@ def test_an_output_inside_a_file_says_the_file_is_not_a_folder(run_cli, tmp_path
     """'plan.yaml/r.html' was 'in a folder that does not exist (plan.yaml)': it exists, as a file."""
     plan = tmp_path / "plan.yaml"
     plan.write_text("model: llama-2-7b\ngpus: 8\n")
-    refused(run_cli("report", str(plan), "--out", str(plan / "r.html")), "out", "which is not a folder")
+    field_refusal(run_cli("report", str(plan), "--out", str(plan / "r.html")), "out", "which is not a folder")
     assert plan.read_text() == "model: llama-2-7b\ngpus: 8\n"

@@ -4,13 +4,7 @@ the valid neighbour still answers."""
 
 import pytest
 
-
-def refused(result, field: str, fragment: str = "") -> str:
-    code, out, err = result
-    assert code == 2 and err.startswith(f"error: {field}: ") and err.count("\n") == 1, (code, err)
-    assert "Traceback" not in err and out == "", err
-    assert fragment in err, err
-    return err
+from helpers import field_refusal
 
 
 # ---- a communication allowance where the step model prices communication ----------------------
@@ -21,7 +15,7 @@ def test_a_communication_allowance_with_a_predicted_time_is_refused(run_cli, com
     """With --mfu predicted (or fixed degrees, which predict it) the time is the layout's modelled
     step, communication included; --comm-allowance 0.3 was read as 0 (results comm_allowance 0.0,
     the same wall-clock) and the answer did not say so."""
-    refused(run_cli(command, "llama-2-7b", "--gpus", "64", "--comm-allowance", "0.3", *extra), "comm_allowance",
+    field_refusal(run_cli(command, "llama-2-7b", "--gpus", "64", "--comm-allowance", "0.3", *extra), "comm_allowance",
             "applies when the MFU is given")
 
 
@@ -56,7 +50,7 @@ def test_the_api_refuses_the_allowance_with_a_predicted_mfu():
 def test_a_flag_and_its_negation_together_are_refused(run_cli, args, field, shown):
     """`--search --no-search` was answered with the last one (click keeps it), as `--gpus 8 --gpus 9`
     was before the given-twice rule; every --no-X negates --X, so they count as one option."""
-    refused(run_cli(*args), field, shown)
+    field_refusal(run_cli(*args), field, shown)
 
 
 def test_a_negation_alone_still_answers(run_cli):
@@ -71,7 +65,7 @@ def test_a_negation_alone_still_answers(run_cli):
 def test_a_duration_in_capital_m_is_refused_as_minutes_or_months(run_cli, flag, value):
     """The unit was lower-cased: `--days 3M` (three months, as systemd.time reads M) was 3 minutes and
     the answer asked for 13,461,539 x 3 GPUs. Lower-case m stays minutes; min is the documented form."""
-    refused(run_cli("budget", "--params", "7B", flag, value), flag[2:].replace("-", "_"), "minutes or months")
+    field_refusal(run_cli("budget", "--params", "7B", flag, value), flag[2:].replace("-", "_"), "minutes or months")
 
 
 def test_minutes_and_other_capital_units_still_read():
@@ -92,7 +86,7 @@ def test_report_refuses_a_plots_folder_that_is_a_symbolic_link_and_writes_nothin
     victim.mkdir()
     out.mkdir()
     (out / "r-plots").symlink_to(victim)
-    refused(run_cli("report", str(plan), "--out", str(out / "r.html"), "--markdown", str(out / "r.md")),
+    field_refusal(run_cli("report", str(plan), "--out", str(out / "r.html"), "--markdown", str(out / "r.md")),
             "markdown", "a symbolic link (to")
     assert list(victim.iterdir()) == [] and sorted(p.name for p in out.iterdir()) == ["r-plots"]
 
@@ -103,7 +97,7 @@ def test_report_refuses_a_plots_folder_that_is_a_symbolic_link_and_writes_nothin
 def test_a_shard_group_without_sharding_is_refused(run_cli, extra):
     """--shard-group 2 with ZeRO 0 (given, or hf's DDP default) left the peak unchanged (187.49 GB
     on 8 H100 for llama-3.1-8b with and without it) and said nothing."""
-    refused(run_cli("memory", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--shard-group", "2", *extra),
+    field_refusal(run_cli("memory", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--shard-group", "2", *extra),
             "shard_group", "give --zero 1, 2 or 3")
 
 
@@ -127,7 +121,7 @@ def test_an_unknown_activation_is_refused_before_the_model_is_built(run_cli, tmp
     config.update(hidden_act="nope", num_hidden_layers=2, hidden_size=64, intermediate_size=128,
                   num_attention_heads=4, num_key_value_heads=4, vocab_size=1000)
     (tmp_path / "config.json").write_text(json.dumps(config))
-    refused(run_cli(command[0], "--model", str(tmp_path), *command[1:]), "config.json: hidden_act", "got 'nope'")
+    field_refusal(run_cli(command[0], "--model", str(tmp_path), *command[1:]), "config.json: hidden_act", "got 'nope'")
 
 
 # ---- measure: config.json fields only transformers reads ----------------------------------------
@@ -153,7 +147,7 @@ def test_measure_refuses_what_transformers_refuses_in_one_line(run_cli, tmp_path
     pytest.importorskip("transformers")
     config = json.loads((Path(__file__).resolve().parents[1] / "examples/llama-2-7b/config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, **TINY, **change}))
-    refused(run_cli("measure", "--model", str(tmp_path), "--seq-len", "16"), field, fragment)
+    field_refusal(run_cli("measure", "--model", str(tmp_path), "--seq-len", "16"), field, fragment)
 
 
 # ---- a sequence past a learned position table (GPT-2) -------------------------------------------
@@ -166,7 +160,7 @@ def test_a_sequence_past_gpt2s_learned_positions_is_refused(run_cli, args):
     """GPT-2's 1,024-row position table (n_positions) has no row past it: `profile gpt2 --seq-len 2048`
     ended 'internal error: IndexError' (exit 70), while measure (fake tensors) and train answered for a
     model that cannot run. Refused before torch is imported; RoPE models keep extrapolating."""
-    refused(run_cli(*args), "seq_len", "gpt2's 1,024 learned positions")
+    field_refusal(run_cli(*args), "seq_len", "gpt2's 1,024 learned positions")
 
 
 def test_a_sequence_within_the_table_and_a_rope_model_past_its_maximum_answer(run_cli):
@@ -184,7 +178,7 @@ def test_token_ids_past_the_vocabulary_are_refused_by_every_job(run_cli, tmp_pat
     config = json.loads((Path(__file__).resolve().parents[1] / "examples/llama-2-7b/config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, **TINY, **change}))
     for command in (("train", "--gpus", "8"), ("measure", "--seq-len", "16")):
-        refused(run_cli(command[0], "--model", str(tmp_path), *command[1:]), field, "below vocab_size (1000)")
+        field_refusal(run_cli(command[0], "--model", str(tmp_path), *command[1:]), field, "below vocab_size (1000)")
 
 
 def test_a_transformers_default_pad_id_past_a_small_vocabulary_is_named(run_cli, tmp_path):
@@ -195,7 +189,7 @@ def test_a_transformers_default_pad_id_past_a_small_vocabulary_is_named(run_cli,
     pytest.importorskip("transformers")
     config = {"model_type": "phi3", "architectures": ["Phi3ForCausalLM"], **TINY, "max_position_embeddings": 4096}
     (tmp_path / "config.json").write_text(json.dumps(config))
-    refused(run_cli("measure", "--model", str(tmp_path), "--seq-len", "16"), "config.json: pad_token_id",
+    field_refusal(run_cli("measure", "--model", str(tmp_path), "--seq-len", "16"), "config.json: pad_token_id",
             "transformers' default")
     (tmp_path / "config.json").write_text(json.dumps({**config, "pad_token_id": None}))
     code, _, err = run_cli("measure", "--model", str(tmp_path), "--seq-len", "16")
@@ -218,7 +212,7 @@ def test_family_fields_transformers_runs_on_are_checked(run_cli, tmp_path, model
     target = config["text_config"] if isinstance(config.get("text_config"), dict) else config
     target.update(change)
     (tmp_path / "config.json").write_text(json.dumps(config))
-    refused(run_cli("train", "--model", str(tmp_path), "--gpus", "8"), field)
+    field_refusal(run_cli("train", "--model", str(tmp_path), "--gpus", "8"), field)
 
 
 # ---- profile: adapter options as train holds them ----------------------------------------------
@@ -228,7 +222,7 @@ def test_family_fields_transformers_runs_on_are_checked(run_cli, tmp_path, model
 def test_profile_holds_adapter_options_as_train_does(run_cli, extra, fragment):
     """`profile pythia-70m --lora-rank 8` trained in full and `--finetune lora --lora-rank 1000` (above
     pythia-70m's 512 hidden units) ran, exit 0; `train` refuses both. Refused before torch is imported."""
-    refused(run_cli("profile", "pythia-70m", "--seq-len", "16", "--steps", "1", *extra), "lora_rank", fragment)
+    field_refusal(run_cli("profile", "pythia-70m", "--seq-len", "16", "--steps", "1", *extra), "lora_rank", fragment)
 
 
 # ---- a list or range of GPU counts outside `plan` -------------------------------------------------
@@ -239,7 +233,7 @@ def test_profile_holds_adapter_options_as_train_does(run_cli, extra, fragment):
 def test_a_list_of_gpu_counts_outside_plan_says_plan_takes_it(run_cli, args):
     """It was 'expected a number with an optional K/M/B/T suffix', which '8,16' reads as to a user who
     saw `plan --gpus 256,512`."""
-    refused(run_cli(*args), "gpus", "is for `gpuplan plan`")
+    field_refusal(run_cli(*args), "gpus", "is for `gpuplan plan`")
     assert run_cli("plan", "llama-2-7b", "--gpus", "8,16")[0] == 0
 
 
@@ -257,7 +251,7 @@ def test_a_yaml_list_of_gpu_counts_outside_plan_says_so_too(run_cli, tmp_path):
 def test_fewer_tokens_than_one_step_are_refused(run_cli, args):
     """--tokens 1e3 on 8 A100 answered a wall-clock of 0.04 s while one step of the default 4,194,304-token
     batch takes 212 s; 4M (4,000,000) is also under 4 x 2^20."""
-    refused(run_cli(*args), "tokens", "fewer than one optimizer step's global batch of 4,194,304 tokens")
+    field_refusal(run_cli(*args), "tokens", "fewer than one optimizer step's global batch of 4,194,304 tokens")
 
 
 def test_one_step_of_tokens_or_a_smaller_batch_answers(run_cli):
@@ -271,7 +265,7 @@ def test_one_step_of_tokens_or_a_smaller_batch_answers(run_cli):
 def test_sizing_refuses_a_fixed_setup_it_would_ignore(run_cli, flag, value):
     """`infer llama-3.1-8b --rps 20 --ttft-p99 500ms --tpot 50ms --tp 2` answered '2 x (tp 1 on B200)',
     the same as without --tp: the sizing chooses TP, replicas and batch itself."""
-    refused(run_cli("infer", "llama-3.1-8b", "--rps", "20", "--ttft-p99", "500ms", "--tpot", "50ms", flag, value),
+    field_refusal(run_cli("infer", "llama-3.1-8b", "--rps", "20", "--ttft-p99", "500ms", "--tpot", "50ms", flag, value),
             flag[2:], "--rps sizes the GPU type, TP, replicas and batch itself")
 
 
@@ -284,6 +278,6 @@ def test_sizing_still_takes_the_gpu_and_context(run_cli):
 def test_tp_comm_overlap_with_a_stated_tp_1_is_refused(run_cli):
     """Megatron turns sequence parallelism off at tp 1 and then asserts it for --tp-comm-overlap
     (arguments.py@core_v0.15.0 L922-931); gpuplan answered the same 82.2 days as without it."""
-    refused(run_cli("train", "llama-2-7b", "--gpus", "64", "--tp", "1", "--tp-comm-overlap"), "tp_comm_overlap",
+    field_refusal(run_cli("train", "llama-2-7b", "--gpus", "64", "--tp", "1", "--tp-comm-overlap"), "tp_comm_overlap",
             "with --tp 1 there are none")
     assert run_cli("train", "llama-2-7b", "--gpus", "64", "--tp", "2", "--tp-comm-overlap")[0] == 0

@@ -19,19 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import one_line_refusal
+from helpers import field_refusal, one_line_refusal
 
 ROOT = Path(__file__).resolve().parents[1]
 TRIAL = ROOT / "tests/fixtures/h200/profile_llama-3.2-1b_bf16_mb2_s2048.json"
 LLAMA2 = json.loads((ROOT / "examples/llama-2-7b/config.json").read_text())
 BOM = b"\xef\xbb\xbf"
-
-
-def refused(result, field: str, fragment: str = "") -> str:
-    code, out, err = result
-    one_line_refusal(code, err, fragment)
-    assert err.startswith(f"error: {field}: ") and out == "", err
-    return err
 
 
 def api(path: str, body=None, raw: bytes | None = None):
@@ -59,7 +52,7 @@ def test_a_range_answers_with_a_count_where_the_run_completes(run_json):
 
 
 def test_a_range_where_no_count_completes_is_refused_naming_gpus(run_cli):
-    refused(run_cli("plan", "llama-3.1-405b", "--gpu", "h100", "--gpus", "8388608-10000000"), "gpus",
+    field_refusal(run_cli("plan", "llama-3.1-405b", "--gpu", "h100", "--gpus", "8388608-10000000"), "gpus",
             "completes with failures")
 
 
@@ -73,7 +66,7 @@ def test_the_api_plan_range_answers_too():
 @pytest.mark.parametrize("framework, fragment", [("hf", "_keys_to_ignore_on_load_unexpected"),
                                                  ("deepspeed", "edaa722"), ("torchtitan", "DeepSeekV3Model")])
 def test_mtp_layers_under_a_framework_without_mtp_is_refused(run_cli, framework, fragment):
-    refused(run_cli("train", "llama-2-7b", "--gpus", "64", "--framework", framework, "--mtp-layers", "1"),
+    field_refusal(run_cli("train", "llama-2-7b", "--gpus", "64", "--framework", framework, "--mtp-layers", "1"),
             "mtp_layers", fragment)
 
 
@@ -104,11 +97,11 @@ def _trial(tmp_path, **config) -> str:
                                              ("qwen2.5-0.5b", "model_type")])
 def test_a_trial_naming_another_model_is_refused(run_cli, tmp_path, model, fragment):
     """config.model llama-3.1-8b over Llama-3.2-1B's hf_config calibrated as 'llama-3.1-8b'."""
-    refused(run_cli("calibrate", _trial(tmp_path, model=model)), "config.model", fragment)
+    field_refusal(run_cli("calibrate", _trial(tmp_path, model=model)), "config.model", fragment)
 
 
 def test_a_trial_whose_layer_count_names_another_model_is_refused(run_cli, tmp_path):
-    refused(run_cli("calibrate", _trial(tmp_path, config_num_layers=32)), "config.model", "config_num_layers is 32")
+    field_refusal(run_cli("calibrate", _trial(tmp_path, config_num_layers=32)), "config.model", "config_num_layers is 32")
 
 
 def test_the_real_trial_and_its_hf_id_still_calibrate(run_cli, tmp_path):
@@ -152,14 +145,14 @@ def test_a_calibration_file_with_a_byte_order_mark_is_read(run_cli, tmp_path):
 # ---- 5. the value typed, not the value converted --------------------------------------------------
 
 def test_the_days_refusal_quotes_what_was_typed(run_cli):
-    err = refused(run_cli("budget", "--params", "7B", "--days", "90min"), "days")
+    err = field_refusal(run_cli("budget", "--params", "7B", "--days", "90min"), "days")
     assert err.startswith("error: days: got '90min';") and "0.0625" not in err, err
 
 
 def test_a_plan_file_days_refusal_quotes_what_was_written(run_cli, tmp_path):
     path = tmp_path / "plan.yaml"
     path.write_text("params: 7B\ndays: 90min\n")
-    err = refused(run_cli("budget", str(path)), "days")
+    err = field_refusal(run_cli("budget", str(path)), "days")
     assert "'90min'" in err and "0.0625" not in err, err
 
 
@@ -223,7 +216,7 @@ def test_durations_in_words_read_as_days_does(text, seconds):
 ])
 def test_a_choice_refusal_quotes_the_word_as_typed(run_cli, args, field, shown):
     """The choice was lower-cased before the check, and the refusal quoted 'awq' for AWQ."""
-    err = refused(run_cli(*args), field, f"got {shown}; must be one of ")
+    err = field_refusal(run_cli(*args), field, f"got {shown}; must be one of ")
     assert shown.lower() not in err.replace(shown, ""), err
 
 
@@ -238,12 +231,12 @@ def test_a_choice_in_capitals_still_reads(run_cli):
 def test_a_unicode_dash_is_named_not_called_a_non_ascii_digit(run_cli, args, field, dash):
     """`--gpus 8–16` (an en dash, as a word processor writes a range) was refused as 'must be written with
     ASCII digits', though every digit was ASCII."""
-    refused(run_cli(*args), field, f"{dash}) is not the ASCII '-'")
+    field_refusal(run_cli(*args), field, f"{dash}) is not the ASCII '-'")
 
 
 def test_architectures_as_text_is_refused_whole(run_cli, tmp_path):
     """`"architectures": "LlamaForCausalLM"` (text, not a list) was read letter by letter: 'got 'L'; does not
     match model_type'."""
     (tmp_path / "config.json").write_text(json.dumps({**LLAMA2, "architectures": "LlamaForCausalLM"}))
-    refused(run_cli("memory", str(tmp_path / "config.json"), "--gpus", "8"), "config.json: architectures",
+    field_refusal(run_cli("memory", str(tmp_path / "config.json"), "--gpus", "8"), "config.json: architectures",
             "got 'LlamaForCausalLM'; must be a list of class names")
