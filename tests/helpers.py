@@ -103,3 +103,8 @@ def published_memory_cases_with_states(monkeypatch) -> list[tuple]:
     estimated = [c for c in P.published_cases() if c.estimated is not None]
     assert len(estimated) == len(peaks) == len(states)
     return list(zip(estimated, peaks, states))
+
+
+def report_lines(report: dict) -> dict[str, dict]:
+    """A `--json` report's lines (each section's 'lines') by key."""
+    return {line["key"]: line for section in report["sections"] for line in section["lines"]}
