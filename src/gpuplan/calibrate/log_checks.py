@@ -133,7 +133,7 @@ def check_step_flops(step: float, tokens: float, gpus: int, model: str, gpu: Any
 
 def float_peak_flops(gpu: Any) -> float:
     """The GPU's largest peak over its float dtypes, FLOP/s (the int8 / int4 peaks left out): the
-    fastest any training step could run (check_against_gpu, check_step_flops, jobs/budget's --step-time)."""
+    fastest any training step could run (check_against_gpu, check_step_flops)."""
     return max(f for dtype, f in gpu.peak_flops if not dtype.startswith("int"))
 
 

@@ -243,9 +243,11 @@ def _check_step_time(spec: ModelSpec, gpu: Accelerator, gpus: float, batch_token
     """A given --step-time no faster than the GPUs' largest dense peak (any dtype) allows for 6 FLOPs
     per active non-embedding parameter per token (Kaplan et al. 2020 Sec. 2.1, as calibrate's
     log_checks.check_step_flops): `--step-time 1e-300s` printed a 300-digit input rate, exit 0."""
-    from gpuplan.calibrate.log_checks import float_peak_flops, training_flops_floor
+    from gpuplan.core.model.spec import count_parameters
 
-    flops, peak = training_flops_floor(spec, batch_tokens), float_peak_flops(gpu)
+    counts = count_parameters(spec)
+    flops = 6 * (counts.active - counts.embedding - counts.position_embedding) * batch_tokens
+    peak = max(f for dtype, f in gpu.peak_flops if not dtype.startswith("int"))
     if flops / (step * gpus) > peak:
         raise InputError("step_time", f"{step:.3g} s", f"a step of {batch_tokens:,.0f} tokens on {gpus:,.0f} GPUs "
                          f"needs at least {flops / (gpus * peak):.3g} s at the {gpu.name}'s peak "
