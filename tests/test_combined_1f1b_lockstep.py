@@ -30,7 +30,9 @@ def test_equal_steps_take_the_same_time_in_both_schedules(jitter, pp, vpp, m, ha
 def test_jitter_costs_the_combined_schedule_more(jitter):
     """pp 4 vpp 2 m 16, coefficient of variation 20%, mean of seeds 0-4 (deterministic draws): plain 109.57 (ideal 96
     + bubble 9 + 4.57 lost to jitter), combined 119.92: 10.34 more (10.8% of the ideal), what the combined
-    schedule's neighbours lose waiting for each other's whole paired step."""
+    schedule's neighbours lose waiting for each other's whole paired step. Worked by hand: the ideal 16 x 2 x 3 = 96
+    and the bubble (4 - 1) / 2 x 6 = 9 forward units (as the cv 0 test above); the jitter's 4.57 and 14.92 are the
+    script's own seeded output (scripts/combined_lockstep_jitter.py), not derived."""
     plain = sum(jitter.makespan(4, 2, 16, False, 0.2, s) for s in range(5)) / 5
     combined = sum(jitter.makespan(4, 2, 16, True, 0.2, s) for s in range(5)) / 5
     assert plain == pytest.approx(109.57, abs=0.01) and combined == pytest.approx(119.92, abs=0.01)
