@@ -3,6 +3,7 @@ commands a newcomer types next printed that was not true, each through the CLI a
 it. Each test failed on 54c46f5."""
 
 import pytest
+from helpers import report_lines
 
 
 def _assumptions(report: dict, label: str) -> list[dict]:
@@ -38,7 +39,7 @@ def test_plan_states_its_global_batch_once(run_json):
     report = run_json("plan", "llama-2-7b", "--tokens", "2T", "--gpu", "a100", "--gpus", "64")
     (batch,) = _assumptions(report, "global batch")
     assert batch["user_set"] is False and batch["value"] == "1,024 x 4,096 tokens"
-    line = next(s for sec in report["sections"] for s in sec["lines"] if s["key"] == "global_batch")
+    line = report_lines(report)["global_batch"]
     assert line["formula"] == "the default batch, rounded to a multiple of dp"
 
 
@@ -81,9 +82,9 @@ def test_disaggregated_cost_names_its_price_once(run_cli):
     import json
 
     report = json.loads(out)
-    line = next(s for sec in report["sections"] for s in sec["lines"] if s["key"] == "disagg_cost_per_hour")
-    prefill = next(s for sec in report["sections"] for s in sec["lines"] if s["key"] == "disagg_prefill")
-    decode = next(s for sec in report["sections"] for s in sec["lines"] if s["key"] == "disagg_decode")
+    line = report_lines(report)["disagg_cost_per_hour"]
+    prefill = report_lines(report)["disagg_prefill"]
+    decode = report_lines(report)["disagg_decode"]
     assert prefill["value"]["gpu"] == decode["value"]["gpu"] == "b200"
     assert line["formula"].count("median of") == 1
 
@@ -140,7 +141,7 @@ def test_given_gpus_count_only_those_the_layout_computes_on(run_cli, run_json):
     r = report["results"]
     assert r["gpus"] == 1112 and r["mem_layout"]["gpus"] == 1112 and r["mem_layout"]["idle_gpus"] == 1
     assert r["gpus"] * r["wall_days"] == pytest.approx(r["gpu_days"], rel=1e-9)
-    line = next(s for sec in report["sections"] for s in sec["lines"] if s["key"] == "gpus")
+    line = report_lines(report)["gpus"]
     assert line["formula"] == "the layout's: 1,113 given, 1 left idle (not counted)"
     code, out, err = run_cli("train", "llama-2-7b", "--tokens", "2T", "--gpu", "a100", "--gpus", "1113")
     assert "on 1,112 GPUs (1 more of the 1,113 asked left idle)" in out
@@ -199,7 +200,7 @@ def test_plan_names_its_failure_free_cost_apart_from_the_billed_one(run_json):
     its Cost section: the first is GPU-hours x price without failures (as the layouts table), the
     second bills the expected wall-clock with failures. The answer's lines now say which."""
     report = run_json("plan", "llama-2-7b", "--tokens", "2T", "--gpu", "a100", "--gpus", "1113")
-    lines = {s["key"]: s for sec in report["sections"] for s in sec["lines"]}
+    lines = report_lines(report)
     r = report["results"]
     assert lines["best_cost"]["label"] == "cost, failure-free"
     assert lines["best_gpu_hours"]["label"] == "GPU-hours, failure-free"
@@ -222,7 +223,7 @@ def test_disaggregated_ttft_is_the_p99_at_the_load_asked(run_json):
 
     report = run_json("infer", "llama-3.1-8b", "--rps", "20", "--ttft-p99", "500ms", "--tpot", "50ms", "--prompt",
                       "2K", "--output-tokens", "512", "--disaggregate")
-    lines = {s["key"]: s for sec in report["sections"] for s in sec["lines"]}
+    lines = report_lines(report)
     assert report["results"]["disagg_prefill"]["instances"] == 1
     capacity = float(re.match(r"([\d.]+) requests/s each", lines["disagg_prefill"]["formula"])[1])
     transfer = float(re.search(r"KV transfer, ([\d.]+) ms", lines["disagg_ttft_p99"]["formula"])[1]) / 1e3
@@ -248,7 +249,7 @@ def test_sized_latencies_are_at_the_load_asked(run_json):
     report = run_json("infer", "llama-3.1-70b", "--rps", "5", "--ttft-p99", "2s", "--tpot", "50ms", "--gpu", "h100")
     r = report["results"]
     assert r["sized_config"] == {"gpu": "h100-sxm", "tp": 4, "replicas": 3}
-    lines = {s["key"]: s for sec in report["sections"] for s in sec["lines"]}
+    lines = report_lines(report)
     assert lines["sized_ttft_p99"]["formula"].startswith("at 1.67 requests/s a replica (the load asked)")
     row = next(row for t, rows in report["tables"].items() if t.startswith("Configurations") for row in rows
                if row["gpu"] == "h100-sxm")
@@ -298,9 +299,8 @@ def test_serving_latency_labels_name_the_prefix_cache_and_the_speculation(run_js
     ...) 3.5 ms", the labels of a plain run (84.3 / 5.5 ms) though half the prompt was cached and
     EAGLE drafted 3 tokens a step."""
     args = ("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search")
-    plain = {s["key"]: s for sec in run_json(*args)["sections"] for s in sec["lines"]}
-    both = {s["key"]: s for sec in run_json(*args, "--speculative", "eagle", "--prefix-hit", "0.5")["sections"]
-            for s in sec["lines"]}
+    plain = report_lines(run_json(*args))
+    both = report_lines(run_json(*args, "--speculative", "eagle", "--prefix-hit", "0.5"))
     assert plain["ttft"]["label"] == "time to first token (3,840-token prompt)"
     assert both["ttft"]["label"] == "time to first token (3,840-token prompt, 50% of it cached)"
     assert both["tpot"]["label"] == plain["tpot"]["label"][:-1] + ", eagle k = 3)"
@@ -325,11 +325,11 @@ def test_a_one_day_deadline_is_singular_in_english_and_translated(run_json):
     from gpuplan.report.i18n import translate_report
 
     report = run_json("train", "--tokens", "1T", "--days", "1")
-    line = next(s for sec in report["sections"] for s in sec["lines"] if s["key"] == "gpus")
+    line = report_lines(report)["gpus"]
     assert line["label"] == "GPUs to finish in 1 day (solved)" and line["formula"].endswith("within 1 day")
     zh = translate_report(estimate_budget(BudgetInputs(tokens="1T", days=1)), "zh")
     assert zh.line("gpus").label == "1 天内完成所需 GPU 数（求解）"
-    week = next(s for sec in run_json("train")["sections"] for s in sec["lines"] if s["key"] == "gpus")
+    week = report_lines(run_json("train"))["gpus"]
     assert week["label"] == "GPUs to finish in 7 days (solved)"
 
 
