@@ -91,6 +91,29 @@ def _step_times(plan: Plan, gpu: Accelerator, tp: int, max_batch: int = 0):
     return prefill, decode
 
 
+def _tp_steps(plan: Plan, gpu: Accelerator, tp: int):
+    """(prefill step, decode step(batch), cap) of one replica at ``tp`` on ``gpu``, cap the sequences it
+    schedules at once (its KV cache's and scheduled_sequences, the fewer); None where tp does not divide
+    the heads or not one sequence fits."""
+    try:
+        serving = evaluate(plan, gpu, tp, 1, 1)
+    except InputError:  # tp does not divide the heads
+        return None
+    cap = min(serving.max_sequences, scheduled_sequences(plan, gpu))
+    return (*_step_times(plan, gpu, tp, cap), cap) if cap >= 1 else None
+
+
+def _replica_steps(plan: Plan, gpu: Accelerator) -> dict:
+    """_tp_steps of each TP in SEARCH_TP within one node (``gpu``'s devices_per_node, else 8) that runs, by TP."""
+    steps = {}
+    for tp in SEARCH_TP:
+        if tp > (gpu.devices_per_node or 8):
+            break
+        if (found := _tp_steps(plan, gpu, tp)) is not None:
+            steps[tp] = found
+    return steps
+
+
 def refused_gpus(plan: Plan) -> list[str]:
     """The catalog GPU types that would run the plan but where vLLM refuses the user's
     --max-num-seqs (scheduler_refusal), by default token budget: 'a10, l4 (2,048 tokens)'."""
@@ -108,17 +131,7 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None) 
     the user's --max-num-seqs (scheduler_refusal) are left out."""
     found = []
     for gpu in serving_gpus(plan):
-        for tp in SEARCH_TP:
-            if tp > (gpu.devices_per_node or 8):
-                break
-            try:
-                serving = evaluate(plan, gpu, tp, 1, 1)
-            except InputError:  # tp does not divide the heads
-                continue
-            cap = min(serving.max_sequences, scheduled_sequences(plan, gpu))
-            if cap < 1:
-                continue
-            prefill, decode = _step_times(plan, gpu, tp, cap)
+        for tp, (prefill, decode, cap) in _replica_steps(plan, gpu).items():
             replica = max_rate(target, prefill, decode, plan.output, cap)
             if replica is None:
                 continue
@@ -179,17 +192,7 @@ def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = N
     found: dict[str, tuple[Pool, Pool]] = {}
     for gpu in serving_gpus(plan):
         price_h, source = price_for(gpu.id, price)
-        steps = {}
-        for tp in SEARCH_TP:
-            if tp > (gpu.devices_per_node or 8):
-                break
-            try:
-                serving = evaluate(plan, gpu, tp, 1, 1)
-            except InputError:
-                continue
-            cap = min(serving.max_sequences, scheduled_sequences(plan, gpu))
-            if cap >= 1:
-                steps[tp] = (*_step_times(plan, gpu, tp, cap), cap)
+        steps = _replica_steps(plan, gpu)
         decodes = {}
         for tp, (_, decode, cap) in steps.items():
             rated = decode_pool_rate(target.tpot, decode, plan.output, cap)
@@ -358,8 +361,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
 def _at_load(plan: Plan, target: LoadTarget, config: SizedConfig) -> ReplicaLoad:
     """One replica of ``config`` at the load asked, the target's rate over its replicas (its
     ``replica`` is at the most it sustains within the target, the table's 'req/s per replica')."""
-    cap = min(evaluate(plan, config.gpu, config.tp, 1, 1).max_sequences, scheduled_sequences(plan, config.gpu))
-    prefill, decode = _step_times(plan, config.gpu, config.tp, cap)
+    prefill, decode, cap = _tp_steps(plan, config.gpu, config.tp)
     return replica_at(target.requests_per_s / config.replicas, prefill, decode, plan.output, cap) or config.replica
 
 
