@@ -4,7 +4,7 @@ the valid neighbour still answers."""
 
 import pytest
 
-from helpers import field_refusal
+from helpers import field_refusal, one_line_refusal
 
 
 # ---- a communication allowance where the step model prices communication ----------------------
@@ -241,7 +241,7 @@ def test_a_yaml_list_of_gpu_counts_outside_plan_says_so_too(run_cli, tmp_path):
     plan = tmp_path / "train.yaml"
     plan.write_text("params: 7B\ngpus: [8, 16]\n")
     code, _, err = run_cli("train", str(plan))
-    assert code == 2 and "gpus: got [8, 16]; one total GPU count" in err and err.count("\n") == 1, err
+    one_line_refusal(code, err, "gpus: got [8, 16]; one total GPU count")
 
 
 # ---- fewer training tokens than one optimizer step ------------------------------------------------
