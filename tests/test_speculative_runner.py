@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from helpers import serving_cases_by_id
 
 from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core.serving import kv_cache as K
@@ -105,10 +106,11 @@ def test_pr16035_rows_worked_by_hand():
     engine step (verify + k drafts) was 8.75 ms at k = 2 and 9.99 ms at k = 4 against a 7.513 ms
     plain step. Now + 360 us + (k - 1) x 104 us + k x 23.6 us (the fc's 67 MB): 9.261 / 10.756 ms, so 1.89 x 7.513 /
     9.261 = 1.533x and 2.08 x 7.513 / 10.756 = 1.453x (measured 1.364x / 1.288x)."""
-    from gpuplan.jobs.validation.inference import KIND_SPECULATIVE, inference_validation_cases
+    from gpuplan.jobs.validation.inference import KIND_SPECULATIVE
 
-    rows = {c[0]: c for c in inference_validation_cases() if c[1] == KIND_SPECULATIVE}
+    rows = serving_cases_by_id()
     k2, k4 = rows["vllm16035-llama3-8b-eagle-k2"], rows["vllm16035-llama3-8b-eagle-k4"]
+    assert k2[1] == k4[1] == KIND_SPECULATIVE
     assert k2[3] == pytest.approx(1.89 * 7.513 / (8.750 + 0.360 + 0.104 + 2 * 0.02357), rel=2e-3)
     assert k4[3] == pytest.approx(2.08 * 7.513 / (9.990 + 0.360 + 3 * 0.104 + 4 * 0.02357), rel=2e-3)
     assert k2[2] == pytest.approx(1.364, abs=1e-3) and k4[2] == pytest.approx(1.288, abs=1e-3)
