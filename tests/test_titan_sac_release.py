@@ -31,6 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers import published_rows_by_id
 
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory.recompute import op_sac_recomputed_share
@@ -187,9 +188,9 @@ def test_memory_follows_the_setting():
 
 def test_published_rows_run_their_release():
     """A 9dec370 op-SAC row is timed with wq, wk, wv: more recomputed than with one wqkv."""
-    from gpuplan.jobs.validation.published_throughput import predicted_step, published_throughput_rows
+    from gpuplan.jobs.validation.published_throughput import predicted_step
 
-    run = next(r for r in published_throughput_rows() if r["id"] == "torchtitan-2412-llama-3.1-8b-8g-fsdp")
+    run = published_rows_by_id()["torchtitan-2412-llama-3.1-8b-8g-fsdp"]
     assert run["layout"].get("recompute") in ("selective", "op-sac") and "9dec370" in run["framework"]
     as_published = predicted_step(run).total
     assert as_published == pytest.approx(predicted_step(run, op_sac_fused_qkv=False).total, rel=1e-12)
