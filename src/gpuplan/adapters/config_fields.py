@@ -161,27 +161,29 @@ def check_routing(cfg: dict[str, Any]) -> None:
                          "entries", 'must be a list of class names, e.g. ["LlamaForCausalLM"]')
 
 
+FLAG_RULES: tuple[tuple[tuple[str, ...], Any, str], ...] = (
+    (("tie_word_embeddings", "attention_bias", "mlp_bias", "bias", "use_parallel_residual", "new_decoder_architecture",
+      "multi_query", "parallel_attn", "use_sliding_window"), lambda v: isinstance(v, bool), "must be true or false"),
+    (("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"), lambda v: is_finite_number(v) and 0 < v < 1,
+     "must be a small positive number (e.g. 1e-5)"),
+    # rope_theta 'x' and Gemma's query_pre_attn_scalar 0 ended measure / profile with exit 70; GPT-NeoX's and
+    # Gemma 3's local RoPE bases too
+    (("attn_logit_softcapping", "final_logit_softcapping", "rope_theta", "query_pre_attn_scalar", "rotary_emb_base",
+      "rope_local_base_freq"), lambda v: is_finite_number(v) and v > 0, "must be a positive number or null"),
+    # GPT-NeoX rotary_pct 2: a shape error in transformers
+    (("rotary_pct", "partial_rotary_factor"), lambda v: is_finite_number(v) and 0 < v <= 1,
+     "must be the rotary share of a head, in (0, 1]"),
+)
+"""(config keys, test a given value passes, what would be valid), checked in this order by check_flags."""
+
+
 def check_flags(cfg: dict[str, Any]) -> None:
     """Boolean switches must be booleans, norm epsilons positive numbers, the dtype a float dtype."""
-    for key in ("tie_word_embeddings", "attention_bias", "mlp_bias", "bias", "use_parallel_residual",
-                "new_decoder_architecture", "multi_query", "parallel_attn", "use_sliding_window"):
-        value = cfg.get(key)
-        if value is not None and not isinstance(value, bool):
-            raise InputError(f"config.json: {key}", value, "must be true or false")
-    for key in ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"):
-        value = cfg.get(key)
-        if value is not None and not (is_finite_number(value) and 0 < value < 1):
-            raise InputError(f"config.json: {key}", value, "must be a small positive number (e.g. 1e-5)")
-    # rope_theta 'x' and Gemma's query_pre_attn_scalar 0 ended measure / profile with exit 70
-    for key in ("attn_logit_softcapping", "final_logit_softcapping", "rope_theta", "query_pre_attn_scalar",
-                "rotary_emb_base", "rope_local_base_freq"):  # GPT-NeoX's and Gemma 3's local RoPE bases too
-        value = cfg.get(key)
-        if value is not None and not (is_finite_number(value) and value > 0):
-            raise InputError(f"config.json: {key}", value, "must be a positive number or null")
-    for key in ("rotary_pct", "partial_rotary_factor"):  # GPT-NeoX rotary_pct 2: a shape error in transformers
-        value = cfg.get(key)
-        if value is not None and not (is_finite_number(value) and 0 < value <= 1):
-            raise InputError(f"config.json: {key}", value, "must be the rotary share of a head, in (0, 1]")
+    for keys, valid, expected in FLAG_RULES:
+        for key in keys:
+            value = cfg.get(key)
+            if value is not None and not valid(value):
+                raise InputError(f"config.json: {key}", value, expected)
     vocab = cfg.get("vocab_size")
     for key in ("pad_token_id", "bos_token_id", "eos_token_id"):  # pad: nn.Embedding's padding_idx, in [-vocab, vocab)
         value = cfg.get(key)
