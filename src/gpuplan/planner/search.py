@@ -28,6 +28,7 @@ from gpuplan.core.memory.recompute import block_recompute_share, recomputed_forw
 from gpuplan.core.time.step import StepSettings, model_flops_per_token, step_time
 from gpuplan.core.comm.topology import Cluster
 from gpuplan.errors import InputError
+from gpuplan.planner.framework_rules import rules_for  # space imports it already
 from gpuplan.planner.uncertainty import KnownLayouts, fsdp_traffic_uncertainty, layout_kinds, layout_uncertainty
 from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, check_fixed_in_range, enumerate_layouts
 
@@ -123,15 +124,11 @@ class Evaluator:
     @property
     def fsdp2_pools(self) -> bool:
         """Whether the fit rule takes FSDP2's stream pools as a ZeRO-3 layout's reserved peak (framework_rules)."""
-        from gpuplan.planner.framework_rules import rules_for
-
         return rules_for(self.memory.framework).fsdp2_stream_pools
 
     @property
     def cp_attention_untimed(self) -> bool:
         """Whether the framework's CP layouts take the widest uncertainty (framework_rules)."""
-        from gpuplan.planner.framework_rules import rules_for
-
         return rules_for(self.memory.framework).cp_attention_untimed
 
     @property
