@@ -242,11 +242,9 @@ def check_writable(path: str | Path, field: str = "out", inputs: tuple[Any, ...]
         raise refusal(field, path, f"must end in {' or '.join(suffixes)}, the format written (another name could "
                     "overwrite a file of another kind)")
     try:  # the write goes through a temporary file in the folder: try one now (/proc, a read-only mount)
-        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=folder)
+        _probe_write(folder, f".{target.name}.")
     except OSError as exc:
         raise refusal(field, path, f"cannot be written in {folder} ({exc.strerror or exc})") from None
-    os.close(fd)
-    _remove(probe)
     return target
 
 
@@ -265,12 +263,18 @@ def check_out_folder(path: str | Path, field: str = "out") -> Path:
         raise refusal(field, path, f"is in a folder that does not exist ({parent}); create it first")
     try:
         folder.mkdir(exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".gpuplan.", suffix=".probe", dir=folder)
+        _probe_write(folder, ".gpuplan.")
     except OSError as exc:
         raise refusal(field, path, f"cannot be written ({exc.strerror or exc})") from None
+    return folder
+
+
+def _probe_write(folder: Path, prefix: str) -> None:
+    """Create and remove an empty temporary file in ``folder`` (OSError where files cannot be made there:
+    /proc, a read-only mount, no permission)."""
+    fd, probe = tempfile.mkstemp(prefix=prefix, suffix=".probe", dir=folder)
     os.close(fd)
     _remove(probe)
-    return folder
 
 
 def _same_file(target: Path, source: Path) -> bool:
