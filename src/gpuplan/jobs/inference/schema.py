@@ -262,16 +262,21 @@ class InferenceInputs(ModelFields):
                 if why:
                     raise InputError(name, getattr(self, name), why)
 
-    def _check_graph_layer(self) -> None:
-        """--graph-layer-us times CUDA-graph steps: refused where none runs (it changed no number and said so)."""
+    def _graph_max_tokens(self) -> int:
+        """Tokens of the largest step that replays a CUDA graph: 0 with --cuda-graph-gib 0 ('0 = eager'), else
+        the release's at --max-num-seqs (core.serving.kernels.graph_max_tokens_of; 256 where it is not given)."""
         from gpuplan.core.serving import kernels as KR
 
+        return 0 if self.cuda_graph_gib == 0 else KR.graph_max_tokens_of(self.release, self.max_num_seqs or 256)
+
+    def _check_graph_layer(self) -> None:
+        """--graph-layer-us times CUDA-graph steps: refused where none runs (it changed no number and said so)."""
         if self.graph_layer_us is None:
             return
         if self.cuda_graph_gib == 0:
             raise InputError("graph_layer_us", self.graph_layer_us, "times CUDA-graph steps, and --cuda-graph-gib 0 "
                              "runs every step eagerly: drop one of the two (--launch-layer-us sets an eager step's)")
-        if KR.graph_max_tokens_of(self.release, self.max_num_seqs or 256) <= 0:
+        if self._graph_max_tokens() <= 0:
             raise InputError("graph_layer_us", self.graph_layer_us, f"times CUDA-graph steps, and "
                              f"{self.release.label} captures none (every step eager): drop it, or give a release "
                              "with graphs (vLLM >= 0.2.6, SGLang, TensorRT-LLM >= 1.0)")
@@ -347,11 +352,7 @@ class InferenceInputs(ModelFields):
         user's calibrations (a given efficiency keeps the default's relative range)."""
         from dataclasses import replace
 
-        from gpuplan.core.serving import kernels as KR
-
-        eager = self.cuda_graph_gib == 0  # '0 = eager': no step replays a graph
-        graphs = 0 if eager else KR.graph_max_tokens_of(self.release, self.max_num_seqs or 256)
-        eff = replace(SU.Efficiency(), graph_max_tokens=graphs)
+        eff = replace(SU.Efficiency(), graph_max_tokens=self._graph_max_tokens())
         if self.graph_layer_us is not None:
             eff = replace(eff, graph_layer_s=self.graph_layer_us * 1e-6)
         if self.launch_layer_us is not None:
