@@ -21,6 +21,11 @@ class InputError(ValueError):
         super().__init__(f"{self.field}: {given}; {expected}")
 
 
+class NoLayoutFits(InputError):
+    """No layout fits the GPU on the count asked or fewer (planner.plan.best_plan): a caller free to pick
+    the count may try larger ones (jobs.training.timing._first_fitting) rather than read the message."""
+
+
 MAX_SHOWN_CHARS = 240
 """Characters of a value quoted in a message: a 5,000-character choice from a plan file was echoed
 whole, the valid choices after it (MAX_TEXT names are 256 at most; the API cuts at 80)."""

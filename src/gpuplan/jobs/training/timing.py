@@ -20,7 +20,7 @@ from gpuplan.core.economics.gpu_time import ComputeBudget, solve_compute_budget
 from gpuplan.core.economics.io import nodes_for
 from gpuplan.core.model.spec import params_for_6nd
 from gpuplan.core.units import SECONDS_PER_DAY
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, NoLayoutFits
 from gpuplan.jobs.training.schema import DEFAULT_DAYS, DEFAULT_MFU, TrainingInputs
 from gpuplan.schema.vocabulary import MAX_GPUS
 
@@ -257,20 +257,14 @@ def _first_fitting(layout_for_gpus, inputs: TrainingInputs, count: int) -> tuple
     --gpus was not given and 2 GPUs meet the week."""
     from gpuplan.planner.plan import larger_counts
 
-    def too_few(error: InputError) -> bool:
-        return error.field == "gpus" and "no layout fits" in error.expected
-
     try:
         return count, layout_for_gpus(inputs, count)
-    except InputError as first:
-        if not too_few(first):
-            raise
+    except NoLayoutFits as first:
         for larger in larger_counts(count):
             try:
                 return larger, layout_for_gpus(inputs, larger)
-            except InputError as again:
-                if not too_few(again):
-                    raise
+            except NoLayoutFits:
+                continue
         raise first from None
 
 
