@@ -261,7 +261,7 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
     """The planner's best layout on ``gpus`` GPUs — weighed against the counts just below an
     irregular ``gpus`` (alternative_counts), or on the largest smaller count where some layout
     fits — and the fitting rows it was chosen from."""
-    searched, asked = counts_with_alternatives((gpus,), ev.cluster.gpus_per_node)
+    searched, _ = counts_with_alternatives((gpus,), ev.cluster.gpus_per_node)
     tried = list(searched)
     tables = [(searched, search_layouts(ev, searched, target_batch, max_tp, limits))]
     tables += [((count,), None) for count in fallback_counts(gpus, ev.cluster.gpus_per_node) if count < min(searched)]

@@ -95,7 +95,6 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
     gpus, days = inputs.gpus, inputs.days
     if gpus is None and days is None:
         days = DEFAULT_DAYS  # the article: "to finish in 7 days"
-    seconds = None if days is None else days * SECONDS_PER_DAY
     if inputs.time_predicted:
         plan = layout_for_gpus(inputs, gpus) if gpus is not None else layout_for_deadline(inputs, days, after_allowances)
         inputs = inputs.replace(comm_allowance=0.0, flops_method="exact", attention_flops="full")
