@@ -51,6 +51,11 @@ KIND_ONLINE_TPOT = ("inference: time per output token (s) at concurrency 1, NIM 
                     "release not stated: a TensorRT engine before 1.0)")
 KIND_ONLINE_TTFT_VLLM = "inference: time to first token (s) at concurrency 1, vLLM (held out)"
 KIND_ONLINE_TPOT_VLLM = "inference: time per output token (s) at concurrency 1, vLLM (held out)"
+KIND_ONLINE_TTFT_SGLANG = "inference: mean time to first token (s) at concurrency 1, SGLang (held out)"
+KIND_ONLINE_TPOT_SGLANG = "inference: mean time per output token (s) at concurrency 1, SGLang (held out)"
+_A100_UNSTATED = " (held out; A100 memory not stated: SXM4 80 GB taken)"
+KIND_ONLINE_TTFT_SGLANG_A100 = KIND_ONLINE_TTFT_SGLANG.replace(" (held out)", _A100_UNSTATED)
+KIND_ONLINE_TPOT_SGLANG_A100 = KIND_ONLINE_TPOT_SGLANG.replace(" (held out)", _A100_UNSTATED)
 Case = tuple[str, str, float, float, str, str]
 
 
@@ -195,24 +200,55 @@ def _throughput_case(e: dict[str, Any]) -> Case:
     return e["id"], kind, float(e["measured_tokens_per_s_per_gpu"]), predicted, basis, e.get("engine", "")
 
 
+def _online_kinds(e: dict[str, Any]) -> tuple[str, str]:
+    """(TTFT kind, TPOT kind) of a served row: the engine names the kind (issue 38: per engine); an
+    SGLang row on an A100 whose memory the source leaves out has its own kind."""
+    engine = parse_release(e["release"]).engine
+    if engine == "vllm":
+        return KIND_ONLINE_TTFT_VLLM, KIND_ONLINE_TPOT_VLLM
+    if engine == "sglang":
+        unstated = e.get("gpu_stated") is False
+        return ((KIND_ONLINE_TTFT_SGLANG_A100, KIND_ONLINE_TPOT_SGLANG_A100) if unstated
+                else (KIND_ONLINE_TTFT_SGLANG, KIND_ONLINE_TPOT_SGLANG))
+    return KIND_ONLINE_TTFT, KIND_ONLINE_TPOT
+
+
+def _served_request(e: dict[str, Any], prompt: int, output: int) -> tuple[R.StepTime, R.StepTime]:
+    """One request of a concurrency-1 run: (its prefill, one batch-1 decode step at prompt +
+    output / 2 cached tokens)."""
+    prefill, _ = _static_batch({**e, "batch": 1, "prompt_tokens": prompt, "output_tokens": 1})
+    _, decode = _static_batch({**e, "batch": 1, "prompt_tokens": prompt, "output_tokens": output})
+    return prefill, decode
+
+
 def _online_cases(e: dict[str, Any]) -> list[Case]:
-    """A served run at concurrency 1 (one request in flight, as AIPerf / genai-perf drive it): its
-    mean TTFT is one prefill of the prompt, its mean inter-token latency one decode step at batch 1
-    (context prompt + output / 2). Higher concurrencies mix prefills into decode steps and are not
-    rows here (core/serving/load.py models a Poisson load, not a closed loop)."""
+    """A served run at concurrency 1 (one request in flight, as AIPerf / genai-perf / the engines'
+    bench clients drive it): its TTFT is one prefill of the prompt, its inter-token latency one
+    decode step at batch 1 (context prompt + output / 2). A row whose requests differ in length
+    (``requests``: [prompt, output] pairs, as SGLang's bench_serving draws them from its seed) is
+    scored on the means its client prints: the mean of the requests' prefills and of their decode
+    steps (bench_serving's TPOT is a per-request mean, averaged over requests). Higher concurrencies
+    mix prefills into decode steps and are not rows here (core/serving/load.py models a Poisson
+    load, not a closed loop)."""
     if e.get("concurrency") != 1:
         raise InputError("reference", e["id"], "online rows must be at concurrency 1")
-    prefill, _ = _static_batch({**e, "batch": 1, "output_tokens": 1})
-    _, decode = _static_batch({**e, "batch": 1})
-    tpot_basis = (f"batch 1 at {e['prompt_tokens'] + e['output_tokens'] // 2} cached tokens: GEMMs "
+    pairs = e.get("requests") or [(e["prompt_tokens"], e["output_tokens"])]
+    steps = [_served_request(e, prompt, output) for prompt, output in pairs]
+    ttft = sum(prefill.total for prefill, _ in steps) / len(steps)
+    tpot = sum(decode.total for _, decode in steps) / len(steps)
+    prefill, decode = steps[-1]
+    last = f"request {len(steps)} of {len(steps)}: " if len(steps) > 1 else ""
+    tpot_basis = (f"{last}batch 1 at {pairs[-1][0] + pairs[-1][1] // 2} cached tokens: GEMMs "
                   f"{decode.gemm_s * 1e3:.2f} ms ({decode.bound}) + KV {decode.attention_s * 1e3:.2f} + small-kernel floor "
                   f"{decode.kernel_floor_s * 1e3:.2f} + host {decode.host_s * 1e3:.2f} + all-reduce "
                   f"{decode.comm_s * 1e3:.2f} ms")
-    note, ttft_basis = e.get("engine", ""), _prefill_basis(e, prefill)
-    vllm = parse_release(e["release"]).engine == "vllm"  # the engine names the kind (issue 38: per engine)
-    ttft_kind, tpot_kind = (KIND_ONLINE_TTFT_VLLM, KIND_ONLINE_TPOT_VLLM) if vllm else (KIND_ONLINE_TTFT, KIND_ONLINE_TPOT)
-    return [(e["id"] + "-ttft", ttft_kind, e["measured_ttft_ms"] / 1e3, prefill.total, ttft_basis, note),
-            (e["id"] + "-tpot", tpot_kind, e["measured_tpot_ms"] / 1e3, decode.total, tpot_basis, note)]
+    note, ttft_basis = e.get("engine", ""), last + _prefill_basis({**e, "prompt_tokens": pairs[-1][0]}, prefill)
+    if len(steps) > 1:
+        ttft_basis, tpot_basis = (f"mean of {len(steps)} requests ({ttft * 1e3:.1f} ms); " + ttft_basis,
+                                  f"mean of {len(steps)} requests ({tpot * 1e3:.2f} ms); " + tpot_basis)
+    ttft_kind, tpot_kind = _online_kinds(e)
+    return [(e["id"] + "-ttft", ttft_kind, e["measured_ttft_ms"] / 1e3, ttft, ttft_basis, note),
+            (e["id"] + "-tpot", tpot_kind, e["measured_tpot_ms"] / 1e3, tpot, tpot_basis, note)]
 
 
 def acceptance_for_length(length: float, tokens: int) -> float:
