@@ -223,3 +223,55 @@ def graph_capture_sizes(max_num_seqs: int, limit: int = 512) -> tuple[list[int],
     sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, limit + 1, 16))
     top = min(2 * max_num_seqs, limit)
     return [s for s in sizes if s <= top], [s for s in sizes if s <= min(top, max_num_seqs)]
+
+
+MiB = 2**20
+FI_FUSION_MAX_BYTES_SM90 = {2: 64 * MiB, 4: 2 * MiB, 8: MiB // 2}
+"""Largest all-reduce (bytes) vLLM 0.19 runs as FlashInfer's fused all-reduce + RMSNorm on an H100
+(compilation/passes/fusion/allreduce_rms_fusion.py@v0.19.0:54-59 FI_ALLREDUCE_FUSION_MAX_SIZE_MB, sm90,
+x MiB in config/compilation.py@v0.19.0:182-190). On by default at TP > 1 on sm90 / sm100 with pp = dp = 1
+(config/vllm.py@v0.19.0:116-135). It splits the compile ranges at max_size // (hidden x dtype bytes)
+tokens (config/vllm.py@v0.19.0:1518-1528): the logs' 'compile_ranges_endpoints': [292, 8192] for
+Qwen2.5-7B TP 4; sizes up to it run fused (is_applicable_for_range, allreduce_rms_fusion.py:852-856)."""
+
+CUSTOM_AR_MAX_BYTES = 8192 * 1024
+"""CustomAllreduce's max_size default (distributed/device_communicators/custom_all_reduce.py@v0.19.0:59),
+lowered to CUSTOM_ALL_REDUCE_MAX_SIZES (all_reduce_utils.py@v0.19.0:31-37, sm90: 64 / 32 / 0.5 /
+0.25 MiB at 2 / 4 / 6 / 8 GPUs) where torch symmetric memory is on (custom_all_reduce.py:123-133);
+should_custom_ar needs size < max_size and a multiple of 16 bytes (custom_all_reduce.py:233-246)."""
+CUSTOM_AR_TABLE_SM90 = {2: 64 * MiB, 4: 32 * MiB, 6: MiB // 2, 8: MiB // 4}
+SYMM_MEM_MAX_BYTES_SM90 = {2: 64 * MiB, 4: 32 * MiB, 6: 64 * MiB, 8: 64 * MiB}
+"""Torch symmetric-memory all-reduce, bf16 only, size < this (all_reduce_utils.py@v0.19.0:52-57,
+symm_mem.py:40-140: its buffer of this size is allocated at start-up); above it pynccl (NCCL)."""
+
+
+def graph_allreduce_path(hidden: int, tp: int, tokens: int, dtype_bytes: int = 2, bf16: bool = True) -> str:
+    """Which all-reduce vLLM 0.19 runs for a forward of ``tokens`` on an H100 group of ``tp`` GPUs with
+    P2P (cuda_communicator.py@v0.19.0:180-237 order: FlashInfer's standalone all-reduce is off,
+    VLLM_ALLREDUCE_USE_FLASHINFER False; then custom, symmetric memory, NCCL): 'fused' (FlashInfer
+    all-reduce + RMSNorm, in place), 'custom' (out of place; inside a graph its input's IPC address is
+    registered after the capture), 'symm_mem', 'nccl', or 'none' at tp 1."""
+    if tp <= 1:
+        return "none"
+    size = tokens * hidden * dtype_bytes
+    fused_max = FI_FUSION_MAX_BYTES_SM90.get(tp)
+    if fused_max is not None and tokens <= fused_max // (hidden * dtype_bytes):
+        return "fused"
+    custom_max = min(CUSTOM_AR_MAX_BYTES, CUSTOM_AR_TABLE_SM90.get(tp, CUSTOM_AR_MAX_BYTES))
+    if tp in CUSTOM_AR_TABLE_SM90 and size % 16 == 0 and size < custom_max:
+        return "custom"
+    if bf16 and tp in SYMM_MEM_MAX_BYTES_SM90 and size < SYMM_MEM_MAX_BYTES_SM90[tp]:
+        return "symm_mem"
+    return "nccl"
+
+
+def registered_graph_addresses(hidden: int, layers: int, tp: int, sizes: list[int], dtype_bytes: int = 2,
+                               bf16: bool = True) -> int:
+    """What vLLM 0.19 logs as 'Registering N cuda graph addresses' (custom_all_reduce.py@v0.19.0:216,
+    at the exit of graph_capture: one per custom all-reduce captured): the captured sizes (all modes)
+    whose all-reduce is 'custom' x (2 x layers + 1), one after attention and one after the MLP of each
+    layer and the embedding's. The v0.19.0 H100 logs: Qwen2.5-7B TP 4 1,596 = 28 x 57, Llama-3.1-8B
+    TP 4 2,080 = 32 x 65, the 80-layer models TP 4 9,982 = 62 x 161 (their 512s run symmetric memory),
+    0 at TP 2 (every size fused). Dense Llama / Qwen2 decoders: Llama-4-Scout logs 2 a layer."""
+    custom = sum(graph_allreduce_path(hidden, tp, s, dtype_bytes, bf16) == "custom" for s in sizes)
+    return custom * (2 * layers + 1)

@@ -5,6 +5,11 @@ user can hold each predicted number against the line in their log."""
 from __future__ import annotations
 
 from gpuplan.core.serving import memory as M
+from gpuplan.core.serving import profile as P
+from gpuplan.core.serving.releases import (
+    FI_FUSION_MAX_BYTES_SM90,
+    registered_graph_addresses,
+)
 from gpuplan.core.units import format_bytes, plural
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.report.model import Line, Section
@@ -100,12 +105,15 @@ def lora_lines(plan: Plan, m: M.Memory) -> tuple[Line, ...]:
                  gb(host), "max_cpu_loras x one adapter at the padded rank, unsharded"))
 
 
-def engine_log_section(plan: Plan, m: M.Memory, kv_tokens: int) -> Section:
+def engine_log_section(plan: Plan, m: M.Memory, kv_tokens: int, tp: int = 1, pp: int = 1) -> Section:
     """The engine's start-up memory lines as its release prints them (GiB, two decimals), for one
-    GPU of the layout. vLLM prints the split at DEBUG level from 0.9.2 (VLLM_LOGGING_LEVEL=DEBUG)."""
+    GPU of the layout (``tp`` x ``pp``). vLLM prints the split at DEBUG level from 0.9.2
+    (VLLM_LOGGING_LEVEL=DEBUG)."""
     release = plan.setup.runtime.release
     engine = release.engine
     lines = {"sglang": _sglang_log, "trtllm": _trtllm_log}.get(engine, _vllm_log)(plan, m, kv_tokens)
+    if engine == "vllm":
+        lines = [*lines, *_graph_allreduce_log(plan, m, tp, pp)]
     return Section(f"Engine start-up log, as {release.label} prints it (one GPU)", tuple(lines))
 
 
@@ -119,7 +127,7 @@ def _vllm_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
     rel = plan.setup.runtime.release
     non_kv = m.weights + m.activations + (m.fixed if m.counts_runtime else 0.0)
     non_torch = m.non_torch + m.comm
-    graphs = (f"Estimated CUDA graph memory: {_gib(m.cuda_graphs)} GiB total" if m.graphs_counted else
+    graphs = (f"Estimated CUDA graph memory: {_gib(m.cuda_graphs)} GiB total" if rel.version >= (0, 19, 0) else
               f"Graph capturing finished, took ~{_gib(m.cuda_graphs)} GiB (after the KV cache is sized: out of "
               "the headroom)")
     kv = max(m.kv_budget, 0.0)
@@ -139,11 +147,44 @@ def _vllm_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
                   f"weights memory: {_gib(m.weights)}GiB")]
     return [Line("log_weights", "weights", m.weights, "bytes", f"Model loading took {_gib(m.weights)} GiB memory"),
             *split,
-            Line("log_graphs", "CUDA graphs", m.cuda_graphs, "bytes", graphs,
-                 "counted before the KV cache from 0.21" if m.graphs_counted else "not in this release's KV sizing"),
+            Line("log_graphs", "CUDA graphs", m.cuda_graphs, "bytes", graphs, _graph_note(rel.version, m)),
             Line("log_kv", "available KV cache memory", kv, "bytes", f"Available KV cache memory: {_gib(kv)} GiB"),
             Line("log_kv_tokens", "GPU KV cache size", kv_tokens, "tokens", f"GPU KV cache size: {kv_tokens:,} tokens"),
             _concurrency(plan, kv_tokens), *_v1_choices(m)]
+
+
+def _graph_note(version, m: M.Memory) -> str:
+    """What the graph line is: from 0.19 vLLM logs its estimate (profile_cudagraph_memory,
+    gpu_model_runner.py@v0.19.0:5955), which 'Graph capturing finished in X secs, took Y GiB'
+    (:6047, the free-memory drop of the real capture, logged again as 'CUDA graph pool memory: Y GiB
+    (actual)') does not print: that one is not modelled."""
+    counted = "counted before the KV cache from 0.21" if m.graphs_counted else "not in this release's KV sizing"
+    if version < (0, 19, 0):
+        return counted
+    return (f"{counted}; vLLM's estimate (2 sizes a mode captured, the rest extrapolated); 'Graph capturing "
+            "finished ... took' is the real capture, not modelled")
+
+
+def _graph_allreduce_log(plan: Plan, m: M.Memory, tp: int, pp: int) -> list[Line]:
+    """'Registering N cuda graph addresses' as vLLM 0.19 logs it after the real capture, on an H100 TP
+    group with P2P (releases.registered_graph_addresses: the captured sizes whose all-reduce is the
+    custom kernel); which sizes run FlashInfer's fused all-reduce + RMSNorm instead. Neither allocates
+    inside the CUDA-graph estimate's window (docs/inference.md, 'Tensor parallelism, read from the
+    code'). Nothing at tp 1, pp > 1 (the fusion is off), off Hopper or without P2P (not read)."""
+    rel = plan.setup.runtime.release
+    if (tp < 2 or pp > 1 or rel.version < (0, 19, 0) or not plan.setup.runtime.p2p
+            or plan.gpu.collective_arch != "hopper" or m.cuda_graphs <= 0):
+        return []
+    spec, fmt = plan.spec, plan.setup.fmt
+    dtype_bytes = 4 if fmt.compute_dtype == "fp32" else 2
+    bf16 = dtype_bytes == 2 and fmt.name != "fp16"
+    piecewise, full = P.capture_sizes(spec, m.batch_limits[1], m.batch_limits[0])
+    n = registered_graph_addresses(spec.hidden_size, spec.num_layers, tp, piecewise + full, dtype_bytes, bf16)
+    fused = FI_FUSION_MAX_BYTES_SM90.get(tp, 0) // (spec.hidden_size * dtype_bytes)
+    return [Line("log_graph_allreduce", "custom all-reduces captured", n, "", f"Registering {n} cuda graph "
+                 "addresses", f"FlashInfer all-reduce + RMSNorm up to {min(fused, m.batch_limits[0]):,} tokens "
+                 "(compile range), the custom all-reduce above, 2 a layer + 1; nothing inside the graph "
+                 "estimate (vLLM 0.19 code, H100; core/serving/releases.py)")]
 
 
 def _v1_choices(m: M.Memory) -> list[Line]:
