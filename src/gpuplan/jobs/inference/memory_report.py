@@ -170,9 +170,10 @@ def _graph_allreduce_log(plan: Plan, m: M.Memory, tp: int, pp: int) -> list[Line
     group with P2P (releases.registered_graph_addresses: the captured sizes whose all-reduce is the
     custom kernel); which sizes run FlashInfer's fused all-reduce + RMSNorm instead. Neither allocates
     inside the CUDA-graph estimate's window (docs/inference.md, 'Tensor parallelism, read from the
-    code'). Nothing at tp 1, pp > 1 (the fusion is off), off Hopper or without P2P (not read)."""
+    code'). Only for 0.19.x, whose code was read; nothing at tp 1, pp > 1 (the fusion is off), off
+    Hopper or without P2P (not read)."""
     rel = plan.setup.runtime.release
-    if (tp < 2 or pp > 1 or rel.version < (0, 19, 0) or not plan.setup.runtime.p2p
+    if (tp < 2 or pp > 1 or not (0, 19, 0) <= rel.version < (0, 20, 0) or not plan.setup.runtime.p2p
             or plan.gpu.collective_arch != "hopper" or m.cuda_graphs <= 0):
         return []
     spec, fmt = plan.spec, plan.setup.fmt
