@@ -1,5 +1,6 @@
 """Where a CUDA-graph step's small-kernel floor (setup.Efficiency.graph_layer_s) applies: vLLM from
-0.2.6 only, 0 for SGLang and TensorRT-LLM (kernels.graph_layer_seconds_of); it is GPU time, its own
+0.2.6 and SGLang (since 2026-12-05: its decode graph runs the same kernels a layer), 0 for TensorRT-LLM
+(kernels.graph_layer_seconds_of); it is GPU time, its own
 part of the step (roofline.StepTime.kernel_floor_s), not host time; prefill steps replay graphs only
 under vLLM V1 (kernels.prefill_graphs_of); --cuda-graph-gib 0 times eager steps; the two per-layer
 constants are options of the one schema (review wave 6, items 1, 2, 6, 8)."""
@@ -30,9 +31,9 @@ def _report(**kw):
     return estimate_inference(InferenceInputs(search=False, model="llama-3.1-8b", gpu="h100", **kw))
 
 
-@pytest.mark.parametrize("engine", ["sglang", "trtllm", "sglang==0.4.9", "trtllm==1.0"])
-def test_sglang_and_trtllm_keep_the_tpot_before_the_vllm_fit(engine):
-    """No SGLang or TensorRT-LLM row measures a graph step's floor: 0, the TPOT of before d781bd4."""
+@pytest.mark.parametrize("engine", ["trtllm", "trtllm==1.0"])
+def test_trtllm_keeps_the_tpot_before_the_vllm_fit(engine):
+    """No TensorRT-LLM row measures a graph step's floor: 0, the TPOT of before d781bd4."""
     r = _report(engine=engine)
     assert r.value("tpot") == pytest.approx(BY_HAND_TPOT, rel=1e-4)
     assert "small-kernel floor" not in r.line("tpot_parts").text
@@ -43,13 +44,13 @@ def test_sglang_and_trtllm_keep_the_tpot_before_the_vllm_fit(engine):
 def test_vllm_adds_its_fitted_floor_as_gpu_time_not_host_time():
     """vLLM 0.29: 32 layers x 50 us = 1.6 ms on the same step, shown as its own part; the host part stays
     empty, as the host-time assumption ('none (overlapped)') says."""
-    vllm, sglang = _report(), _report(engine="sglang")
-    assert vllm.value("tpot") - sglang.value("tpot") == pytest.approx(LAYERS * 50e-6, rel=1e-9)
+    vllm, trtllm = _report(), _report(engine="trtllm==1.0")  # TensorRT-LLM 1.0 keeps no floor
+    assert vllm.value("tpot") - trtllm.value("tpot") == pytest.approx(LAYERS * 50e-6, rel=1e-9)
     parts = vllm.line("tpot_parts").text
     assert "small-kernel floor 1.60 ms" in parts and "host" not in parts
     assert vllm.assumption("host_time").value == "none (overlapped)"
     assert vllm.value("kernel_floor_per_step") == pytest.approx(LAYERS * 50e-6, rel=1e-12)  # its own JSON number
-    assert sglang.value("kernel_floor_per_step") == 0.0
+    assert trtllm.value("kernel_floor_per_step") == 0.0
     assert vllm.assumption("kernel_floor").value == "50 us a layer"
     assert "vllm PR 23197" in vllm.assumption("kernel_floor").source
 
@@ -58,7 +59,7 @@ def test_release_rules():
     """The floor from vLLM 0.2.6 (its first CUDA graphs); prefill graphs from V1 (0.8) only."""
     floor = {t: KR.graph_layer_seconds_of(parse_release(t)) for t in
              ("vllm==0.2.5", "vllm==0.2.7", "vllm==0.10.1", "sglang==0.5.3", "trtllm==1.0")}
-    assert floor == {"vllm==0.2.5": 0.0, "vllm==0.2.7": 50e-6, "vllm==0.10.1": 50e-6, "sglang==0.5.3": 0.0,
+    assert floor == {"vllm==0.2.5": 0.0, "vllm==0.2.7": 50e-6, "vllm==0.10.1": 50e-6, "sglang==0.5.3": 50e-6,
                      "trtllm==1.0": 0.0}
     prefill = {t: KR.prefill_graphs_of(parse_release(t)) for t in
                ("vllm==0.7.3", "vllm==0.8.0", "vllm==0.19", "sglang==0.5.3", "trtllm==1.0")}
@@ -147,9 +148,9 @@ def test_v0_replays_decode_graphs_up_to_8k_context(engine, context, extra):
     assert tpot - bare == pytest.approx(extra, rel=1e-9)
 
 
-@pytest.mark.parametrize("engine", ["sglang", "trtllm==1.0"])
+@pytest.mark.parametrize("engine", ["trtllm==1.0"])
 def test_the_answer_says_the_batch_1_gap_to_vllm_is_unmeasured(engine):
-    """Review wave 6b item 8: the 0 us floor of SGLang / TensorRT-LLM is for lack of data; the assumption line
+    """Review wave 6b item 8: the 0 us floor of TensorRT-LLM (SGLang's until 2026-12-05) is for lack of data; the assumption line
     (and its JSON) says the gap to vLLM at batch 1 is unmeasured and how much of it is this term:
     32 layers x 50 us = 1.6 ms a decode step (the vLLM - SGLang TPOT difference above)."""
     source = _report(engine=engine).assumption("kernel_floor").source
@@ -185,3 +186,15 @@ def test_graph_layer_us_refusal_in_a_plan_file_and_the_web_api(run_cli, tmp_path
     bad = client.post("/api/inference", json={**body, "engine": "vllm==0.2.5"})
     assert bad.status_code == 422 and bad.json()["field"] == "graph_layer_us"
     assert client.post("/api/inference", json={**body, "engine": "vllm==0.2.7"}).status_code == 200
+
+
+def test_sglang_pays_the_floor_a_kernel_of_its_layers():
+    """SGLang's decode graph runs vLLM's kernels a layer (sglang 0.5.3 llama.py): Llama-3.1-8B pays the
+    same 32 x 50 us as vLLM (11 kernels a layer), by hand TPOT 5.45063 + 1.6 ms; the assumption says
+    what it was fitted on and that SGLang's rows are held out."""
+    r = _report(engine="sglang")
+    assert r.value("tpot") == pytest.approx(BY_HAND_TPOT + LAYERS * 50e-6, rel=1e-4)
+    assert r.value("kernel_floor_per_step") == pytest.approx(LAYERS * 50e-6, rel=1e-12)
+    assert r.assumption("kernel_floor").value == "50 us a layer"
+    source = r.assumption("kernel_floor").source
+    assert "vllm PR 23197" in source and "SGLang" in source and "11 kernels a layer here" in source

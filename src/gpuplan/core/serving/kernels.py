@@ -94,19 +94,46 @@ rows (same PR and machine), vllm PR 2192's four V0 0.2.7 A100 rows and the vLLM 
 (docs/inference.md section 7)."""
 
 
-def graph_layer_seconds_of(release: EngineRelease) -> float:
-    """A graph step's per-layer kernel floor (setup.Efficiency.graph_layer_s when not given): vLLM
-    from 0.2.6, whose V0 replays one full graph per decode batch (worker/model_runner.py@v0.2.7
-    CUDAGraphRunner L550-590 captures the whole model forward, chosen at L193-196) running the same
-    small kernels a layer as V1's piecewise graphs (llama.py@v0.2.7 L76-78, L151-156, L204-216):
-    VLLM_GRAPH_LAYER_S (fitted on V1, checked on V0's held-out PR 2192 rows: 10.3% -> 4.5% mean).
-    Every other release returns 0 (SGLang and TensorRT-LLM at any version; vLLM before 0.2.6 has no graphs),
-    the state before the term, for lack of data: no row of theirs checks it. Where TensorRT-LLM < 1.0 or
-    vLLM < 0.2.6 steps run eagerly (graph_max_tokens_of 0) the term never applies; SGLang's decode graph runs
-    the same norm / RoPE / cache-write / activation kernels as vLLM's, so its batch-1 gap to vLLM is unmeasured
-    and the infer answer says so (jobs.inference.assumptions); TensorRT-LLM fuses the norm, RoPE and cache
-    write into its attention plugin (fewer kernels). Not a measured 0."""
-    return VLLM_GRAPH_LAYER_S if release.engine == "vllm" and release.version >= (0, 2, 6) else 0.0
+GRAPH_KERNELS_DENSE = 11
+"""Kernels of a dense (Llama) layer's graph step that VLLM_GRAPH_LAYER_S covers (its docstring's count)."""
+GRAPH_KERNELS_MOE_EXTRA = 4
+"""An MoE block's kernels beyond a dense MLP's three (gate_up, activation, down): router GEMM, top-k,
+align, w13, activation, w2, sum = 7 (SGLang 0.5.3 qwen3_moe.py L164-166, fused_moe.py
+fused_experts_impl L466-598: moe_align_block_size, invoke_fused_moe_kernel twice, silu_and_mul,
+moe_sum_reduce; topk.py fused_topk L458 topk_softmax with the renormalisation inside; vLLM's
+fused_moe path runs the same seven)."""
+GRAPH_KERNELS_QK_NORM = 2
+"""Per-head RMSNorm on q and on k (Qwen3: qwen3_moe.py@sglang 0.5.3 _apply_qk_norm L378-398, one
+RMSNorm each)."""
+
+
+def graph_kernels_per_layer(spec: ModelSpec) -> float:
+    """Mean kernels a layer of a CUDA-graph step runs, all-reduces aside (they are timed on their own):
+    GRAPH_KERNELS_DENSE, + GRAPH_KERNELS_MOE_EXTRA on MoE layers, + GRAPH_KERNELS_QK_NORM where q and
+    k are normed per head. MLA and sliding-window layers are counted as standard attention (not read)."""
+    moe = spec.num_moe_layers / spec.num_layers if spec.moe is not None else 0.0
+    qk = GRAPH_KERNELS_QK_NORM if spec.attention.qk_norm != "none" else 0
+    return GRAPH_KERNELS_DENSE + GRAPH_KERNELS_MOE_EXTRA * moe + qk
+
+
+def graph_layer_seconds_of(release: EngineRelease, spec: ModelSpec | None = None) -> float:
+    """A graph step's per-layer kernel floor (setup.Efficiency.graph_layer_s when not given):
+    VLLM_GRAPH_LAYER_S a dense layer, scaled by ``spec``'s kernels a layer (graph_kernels_per_layer /
+    GRAPH_KERNELS_DENSE: ~4.5 us a kernel) for vLLM from 0.2.6, whose V0 replays one full graph per
+    decode batch (worker/model_runner.py@v0.2.7 CUDAGraphRunner L550-590 captures the whole model
+    forward, chosen at L193-196) running the same small kernels a layer as V1's piecewise graphs
+    (llama.py@v0.2.7 L76-78, L151-156, L204-216), and for SGLang, whose decode graph
+    (cuda_graph_runner) replays the same kernels a layer (sglang 0.5.3 llama.py L94-102, L188-198,
+    L253-275: fused add + RMSNorm twice, QKV, rotary, attention with its cache write, o_proj,
+    gate_up, SiLU-and-mul, down). Fitted on vLLM V1; held out: V0's PR 2192 rows (10.3% -> 4.5% mean)
+    and SGLang's cookbook rows (docs/inference.md section 7; SGLang took 0 until 2026-12-05, for lack
+    of a row). TensorRT-LLM returns 0: it fuses the norm, RoPE and cache write into its attention
+    plugin (fewer kernels), and no row of its graph steps (1.0+) checks it; vLLM before 0.2.6 and
+    TensorRT engines before 1.0 run eagerly (graph_max_tokens_of 0), so the term never applies."""
+    graphs = (release.engine == "vllm" and release.version >= (0, 2, 6)) or release.engine == "sglang"
+    if not graphs:
+        return 0.0
+    return VLLM_GRAPH_LAYER_S * (graph_kernels_per_layer(spec) / GRAPH_KERNELS_DENSE if spec is not None else 1.0)
 
 
 def prefill_graphs_of(release: EngineRelease) -> bool:

@@ -151,7 +151,7 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     release = setup.runtime.release
     graphed = (work.tokens <= eff.graph_max_tokens and work.context <= KR.graph_context_limit_of(release)
                and (not work.prefill or KR.prefill_graphs_of(release)))
-    floor = layers * graph_layer_seconds(setup) if graphed else 0.0
+    floor = layers * graph_layer_seconds(setup, spec) if graphed else 0.0
     host = 0.0 if graphed else layers * eff.layer_launch_s
     host += KR.host_step_seconds(release, work.sequences) if work.scheduled else 0.0
     return StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
@@ -160,11 +160,12 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
                     other_s=elementwise, host_s=host, kernel_floor_s=floor, exposed=eff.exposed_share(work.tokens))
 
 
-def graph_layer_seconds(setup: ServingSetup) -> float:
-    """A CUDA-graph step's small-kernel floor per layer: the given Efficiency.graph_layer_s, else the
-    release's (kernels.graph_layer_seconds_of)."""
+def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec | None = None) -> float:
+    """A CUDA-graph step's small-kernel floor per layer: the given Efficiency.graph_layer_s (as given,
+    whatever the layer), else the release's for ``spec``'s layers (kernels.graph_layer_seconds_of:
+    scaled by their kernels; a dense layer's without a spec)."""
     given = setup.efficiency.graph_layer_s
-    return given if given is not None else KR.graph_layer_seconds_of(setup.runtime.release)
+    return given if given is not None else KR.graph_layer_seconds_of(setup.runtime.release, spec)
 
 
 def allreduce_message_bytes(spec: ModelSpec, tokens, act_bytes: int = 2):

@@ -93,14 +93,16 @@ def _kernel_floor_assumption(plan: Plan, u) -> Assumption:
     """A CUDA-graph step's small-kernel floor per layer (GPU time): the value, and which engine it
     was fitted on (core.serving.kernels.graph_layer_seconds_of)."""
     release = plan.setup.runtime.release
-    value = R.graph_layer_seconds(plan.setup)
+    value = R.graph_layer_seconds(plan.setup, plan.spec)
+    kernels = KR.graph_kernels_per_layer(plan.spec)
     if "graph_layer_us" in u:
         source = "given"
     elif plan.setup.efficiency.graph_max_tokens <= 0:
         source = f"{release.label} as set up: every step runs eagerly (its launches: the host-time line)"
     elif value > 0:
-        source = ("fitted on vllm PR 23197's four Llama-3.1-8B TP 1 rows (vLLM V1); V0's decode graphs held out "
-                  "(vllm PR 2192, docs/inference.md section 5)")
+        source = (f"50 us a dense layer of 11 kernels, {kernels:g} kernels a layer here; fitted on vllm PR 23197's "
+                  "four Llama-3.1-8B TP 1 rows (vLLM V1); held out: V0's decode graphs (vllm PR 2192) and SGLang's "
+                  "(its cookbook's concurrency-1 runs: same kernels a layer), docs/inference.md section 5")
     else:  # 0 for lack of data, not a measured difference: say what the batch-1 gap to vLLM owes to it
         vllm = plan.spec.num_layers * KR.VLLM_GRAPH_LAYER_S
         source = (f"{release.label}: 0 for lack of data (no {release.engine} row measures it; vLLM's 50 us was "
