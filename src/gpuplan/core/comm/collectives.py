@@ -39,7 +39,6 @@ import numpy as np
 
 # NVLS's heads and NCCL's NVLS estimates live in nvls_tuner (NCCL's search and tuner, not the physical rate)
 from gpuplan.core.comm.nvls_tuner import NCCL_MAX_NVLS_ARITY, NVLS_TREE_ALGBW_RATIO, nvls_tuner_algbw
-from gpuplan.core.comm.net_window import tree_ll128_window_algbw  # time only: NCCL's estimate has no window
 
 PROTOCOLS = ("LL", "LL128", "Simple")
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat")
@@ -211,8 +210,6 @@ def _tree(size, links, proto: int):
     (several domains only)."""
     n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
     alg = _tree_algbw(size, links, proto, links.net * k / np.maximum(2 * (k - 1), 1))
-    if proto == 1 and links.net_round_trip_us:  # LL128's small chunks cycle NCCL_STEPS slots a round trip
-        alg = np.minimum(alg, tree_ll128_window_algbw(size, links, links.tree_channels or NCCL_COLLECTIVE_CTAS))
     tuner = _tree_algbw(size, links, proto, np.where(k <= 2, links.net, links.net / 2))
     intra_lat = HW_US[links.intra_kind]["tree"][proto]
     inter_lat = HW_US["net"]["tree"][proto] + links.net_latency_us * (2 if proto == 2 else 1)

@@ -91,10 +91,6 @@ class GroupLinks:
     nvlink_line: float = 0.0
     """NVLink line rate per GPU per direction, bytes/s, before efficiency (NCCL's NVLS graph counts its
     links: core.comm.nvls_tuner); 0 = unknown."""
-    net_round_trip_us: float = 0.0
-    """A network message's round trip with its clear-to-send, us (Cluster.net_round_trip_us); 0 = none."""
-    tree_channels: float = 0.0
-    """Channels a tree/LL128 all-reduce runs on where a tuner plugin sets them; 0 = NCCL_COLLECTIVE_CTAS."""
 
 
 @dataclass(frozen=True)
@@ -125,9 +121,6 @@ class Cluster:
     """Bytes of a collective the network path stages before forwarding (NETWORK_PROFILES); 0 = none."""
     net_stages: float = 0.0
     """Staging passes a collective across domains pays, each min(payload, net_stage_bytes) / algbw."""
-    net_round_trip_us: float = 0.0
-    """Measured round trip of one network message and its clear-to-send, us: it caps how fast a
-    tree/LL128 channel's slots cycle (core.comm.net_window); 0 = not stated, no cap."""
 
     def group(self, ranks, stride=1) -> GroupLinks:
         """The links of a communicator of ``ranks`` ranks whose members are ``stride`` ranks apart
@@ -141,8 +134,7 @@ class Cluster:
                           nvls_gain=self.nvls_gain, collnet=self.collnet, net_latency_us=self.net_latency_us,
                           algorithm=self.algorithm, protocol=self.protocol,
                           net_stage_bytes=self.net_stage_bytes, net_stages=self.net_stages,
-                          nvlink_line=0.0 if pcie else self.scale_up_bandwidth,
-                          net_round_trip_us=self.net_round_trip_us)
+                          nvlink_line=0.0 if pcie else self.scale_up_bandwidth)
 
     def link(self, group_span: int) -> tuple[float, float]:
         """(achievable bandwidth per GPU per direction, latency) for a group spanning

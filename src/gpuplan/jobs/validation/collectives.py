@@ -136,8 +136,6 @@ def sweep_links(sweep: dict, series: dict, per_node: int):
         extra["collnet"] = True
     if network.get("net_latency_us"):  # a net plugin's stated latency (NCCL graph latencyInter)
         extra["net_latency_us"] = float(network["net_latency_us"])
-    if network.get("net_round_trip_us"):  # a measured message + clear-to-send round trip (core.comm.net_window)
-        extra["net_round_trip_us"] = float(network["net_round_trip_us"])
     cluster = cluster_for(load_accelerator(sweep["gpu"]), gpus_per_node=per_node,
                           nic_gbit_per_gpu=network.get("nic_gbit_per_gpu"), **extra)
     return cluster.group(per_node * int(sweep["nodes"]))
@@ -152,20 +150,6 @@ def tuner_plugin_choice(network: dict, payload: int) -> tuple[str, str] | None:
     return None
 
 
-def ofi_p6_tree_channels(payload: int, links) -> int:
-    """Channels AWS's tuner sets for a P6-B200 tree/LL128 all-reduce of 4 - 32 MiB at 8 ranks a node
-    (aws/aws-ofi-nccl v1.18.0 src/tuner/nccl_ofi_regions.cpp lines 2083-2093, calculateBestNChannelTree
-    lines 1920-1936): of 16, 24 and 32 the one whose chunk is largest, the most channels on a tie; 0
-    (NCCL's own count) outside. 4 x 8 ranks: 4 MiB 32 (17,280 B chunks on all three), 8 MiB 24
-    (34,560 B), 16 MiB 24 (71,040 B)."""
-    from gpuplan.core.comm.net_window import tree_ll128_chunk
-
-    if not 4 * 2**20 <= payload <= 32 * 2**20 or int(links.per_node) != 8:
-        return 0
-    chunks = {c: float(tree_ll128_chunk(payload, c, links.nodes, 8)) for c in (16, 24, 32)}
-    return max(chunks, key=lambda c: (chunks[c], c))
-
-
 def model_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) -> tuple[float, str]:
     """(the model's busbw in bytes/s, 'algorithm/protocol' it picked) for one point."""
     from dataclasses import replace
@@ -177,8 +161,6 @@ def model_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) 
     plugin = tuner_plugin_choice(sweep_network(sweep, series), payload)
     if plugin is not None:  # the plugin's choice replaces NCCL's own tuner (ncclTuner getCollInfo)
         links = replace(links, algorithm=plugin[0], protocol=plugin[1])
-        if plugin == ("tree", "LL128") and sweep_network(sweep, series).get("tuner_channels") == "ofi-p6":
-            links = replace(links, tree_channels=ofi_p6_tree_channels(payload, links))
     algorithm, protocol, seconds, _ = chosen(kind, payload, links)
     n = per_node * int(sweep["nodes"])
     factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
@@ -256,18 +238,3 @@ def tcpxo_fit() -> tuple[float, float]:
     _, _, _, bus = chosen("all_reduce", points[-1][0], timed)
     algbw = bus * n / (2 * (n - 1))  # the model's (H100's NVLink chain binds: 0.92 x 360 / 2 = 166 GB/s)
     return latency_us, float((intercept - floor) * algbw / base.net_stage_bytes)
-
-
-def efa_round_trip_fit() -> float:
-    """net_round_trip_us of the 4-node P6-B200 sweep from its ``round_trip_rows`` (another source: dstack's
-    2 x 8 P6-B200 nccl-tests, 8 - 256 B, tree/LL): their median time is NCCL's tree/LL latency on two
-    nodes, BASE + 2 ((ranks a node - 1) x NVLink step + one network hop) (tuning.cc; collectives._tree),
-    solved for the hop; the round trip is two hops (a message out, its clear-to-send back)."""
-    import statistics
-
-    from gpuplan.core.comm.collectives import BASE_US, HW_US
-
-    sweep = next(s for s in collective_sweeps() if s["id"] == "stas00-allreduce-p6-b200-4nodes")
-    median_us = statistics.median(us for _, us in sweep["round_trip_rows"])
-    hop_us = (median_us - BASE_US["tree"][0]) / 2 - (int(sweep["gpus_per_node"]) - 1) * HW_US["nvlink"]["tree"][0]
-    return 2 * hop_us
