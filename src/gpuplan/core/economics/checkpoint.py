@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuplan.core.memory import training as M
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
+from gpuplan.core.precision import OptimizerSpec, PrecisionRecipe
 
 # Device-to-host copy per GPU: nvbandwidth measured 25.1 GB/s on A100-SXM4 (PCIe Gen4,
 # NVIDIA/nvbandwidth#42) and 52.8 GB/s D2H on H100 (PCIe Gen5, NVIDIA/nvbandwidth#24).
@@ -65,9 +65,13 @@ def checkpoint_writers(gpus: int, zero: int, model_parallel: int = 1) -> int:
     return max(1, int(gpus) if zero >= 1 else min(int(gpus), model_parallel))
 
 
-def checkpoint_size(spec: ModelSpec, recipe: M.PrecisionRecipe, optimizer: M.OptimizerSpec,
+def checkpoint_size(spec: ModelSpec, recipe: PrecisionRecipe, optimizer: OptimizerSpec,
                     writers: int) -> CheckpointSize:
     """Whole-model checkpoint bytes from the memory model's unsharded states (gradients excluded)."""
+    # on use: the memory model imports numpy (~40 ms), and the budget schema reads this module's defaults
+    # (jobs/budget/fields.py), so `train --help`, a refused input and `from gpuplan import BudgetInputs` need none
+    from gpuplan.core.memory import training as M
+
     layout = ParallelLayout()
     params = M.stage_params(spec, layout, 0)
     states = M.model_state_bytes(params, layout, recipe, optimizer, spec.hidden_size)

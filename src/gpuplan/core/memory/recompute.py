@@ -50,7 +50,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-from gpuplan.core.memory import activations as A
 from gpuplan.core.model import flops as F
 from gpuplan.core.time.eager_fallbacks import EAGER_GLU_CLAMP_FORWARD_BYTES_PER_ELEMENT
 from gpuplan.core.model.spec import ModelSpec, expert_matrix_params, mlp_params
@@ -211,6 +210,8 @@ def discarded_bytes_per_token(spec: ModelSpec, modules, c: int = 2, capacity_fac
     """(dense layer, MoE layer) bytes per token that Megatron's ``--recompute-modules`` free from
     what the ``megatron`` implementation saves (before tensor parallelism; ``linear_input_bytes``,
     ``keeps_expert_output``: core.memory.activations.layer_activations')."""
+    from gpuplan.core.memory import activations as A  # on use: it imports numpy; the option vocabulary imports this module
+
     h, a, moe = spec.hidden_size, spec.attention, spec.moe
     dense = routed = 0.0
     if "layernorm" in modules:  # MLA keeps input_layernorm standalone; MoE layers pre_mlp_layernorm
