@@ -211,8 +211,9 @@ def test_a_default_batch_is_not_called_asked(run_json):
     # days must also hold the 20% communication allowance and failures: x 1.2 x (1 to 1.03; Llama 3's
     # interruption rate costs 1-2% of goodput at these sizes)
     (("--gpus", "8", "--days", "7"), 55.645, "64.1%"),  # A100's best published: MPT-7B, llm-foundry
-    # 6 x 70e9 x 2e12 / (200 x 989.4e12 x 20 x 86400) = 245.6%; H100 dense BF16's best 46.4% (MPT-7B)
-    (("--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "200", "--days", "20"), 2.456, "46.4%"),
+    # 6 x 70e9 x 2e12 / (200 x 989.4e12 x 20 x 86400) = 245.6%; H100 dense BF16's best 46.7% (Llama 3.1 70B on 512
+    # H100, torchtitan, IBM / Meta float8 blog Table 3: 960 tokens/s/GPU; was MPT-7B's 46.4% before that row)
+    (("--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "200", "--days", "20"), 2.456, "46.7%"),
 ])
 def test_a_solved_mfu_past_the_published_best_is_refused(run_cli, args, compute_only, ceiling):
     import re
@@ -223,7 +224,8 @@ def test_a_solved_mfu_past_the_published_best_is_refused(run_cli, args, compute_
     needed = float(re.search(r"\(([\d.]+)% of 6ND\)", err)[1]) / 100
     assert compute_only * 1.2 <= needed <= compute_only * 1.2 * 1.03
     assert f", above {ceiling}, the best published dense bf16 MFU" in err
-    assert "llmfoundry-mpt-7b-" in err and "--gpus " in err and " days on " in err
+    assert ("llmfoundry-mpt-7b-" in err or "torchtitan-ibm-2411-llama-3.1-70b-" in err) and "--gpus " in err \
+        and " days on " in err
 
 
 def test_the_refusal_names_the_gpus_at_the_ceiling(run_cli):

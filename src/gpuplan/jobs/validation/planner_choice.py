@@ -41,6 +41,9 @@ class ChoiceCase:
     demonstration: bool = False
     """The group's published layout is fixed by the feature its source table demonstrates
     (demonstrates_a_layout_feature), not chosen for throughput."""
+    layout_stated: bool = True
+    """False for the groups whose best run states its degrees only, not its batch or recompute
+    (degrees_only_groups): no step-model figure at the published layout (at_published NaN)."""
 
     @property
     def error(self) -> float:
@@ -60,14 +63,27 @@ class ChoiceCase:
         return self.planned / self.best_any_count - 1
 
 
-def _groups() -> dict[tuple, list[dict]]:
+def _groups(reason: str = "") -> dict[tuple, list[dict]]:
+    """(model, GPU, GPU count, precision, framework) -> the published rows of catalog models whose
+    why_not is ``reason`` ('' = the scored rows)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for run in published_throughput_rows():
-        if why_not(run) or not run["model"].get("catalog"):
+        if why_not(run) != reason or not run["model"].get("catalog"):
             continue
         framework = "torchtitan" if run["family"].startswith("torchtitan") else "megatron"
         groups[(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)].append(run)
     return groups
+
+
+def degrees_only_groups() -> dict[tuple, list[dict]]:
+    """The groups (as _groups) whose rows state the degrees but not the micro-batch, global batch or
+    recompute (why_not 'layout incomplete'; tp, pp and dp stated), whose groups have no scored row: the
+    IBM Cloud 512-H100 rows of 2024-11 (family torchtitan-2024-11-ibm-h100). The step model cannot be
+    timed at their layout; the planner's own choice can be set against their measured figure, planned
+    at the planner's default global batch (the batch is not published)."""
+    scored = _groups()
+    return {key: runs for key, runs in _groups("layout incomplete").items() if key not in scored
+            and all(r["layout"].get(k) for r in runs for k in ("tp", "pp", "dp"))}
 
 
 def planned_tokens_per_gpu_s(run: dict, framework: str, recompute: str | None = None) -> tuple[float, str]:
@@ -87,6 +103,12 @@ Pipeline layouts split the local batch in micro-batches of their own (pp_schedul
 The rows at 820504e and e7c0cae (June 2025) run it: 820504e train.py L207 gradient_accumulation_steps."""
 
 
+TORCHTITAN_FAMILIES_BEFORE_ACCUMULATION = ("torchtitan-2024-11-ibm-h100",)
+"""Families of torchtitan rows that name no commit but were published before gradient accumulation came
+(8570415c3, 2025-06-05): the IBM / Meta float8 blog of 2024-11-25 (pytorch/pytorch.github.io
+_posts/2024-11-25-training-using-float8-fsdp2.md@1580429b)."""
+
+
 def release_of(run: dict) -> str:
     """The torchtitan commit a published row ran ('torchtitan @9dec370 (...)' -> '9dec370'); '' if none."""
     import re
@@ -98,7 +120,8 @@ def release_of(run: dict) -> str:
 def accumulates(run: dict, framework: str) -> bool:
     """Whether the framework release behind ``run`` runs more than one micro-batch a step without a
     pipeline (TORCHTITAN_RELEASES_WITHOUT_ACCUMULATION; True for every other release and framework)."""
-    return not (framework == "torchtitan" and release_of(run) in TORCHTITAN_RELEASES_WITHOUT_ACCUMULATION)
+    return not (framework == "torchtitan" and (release_of(run) in TORCHTITAN_RELEASES_WITHOUT_ACCUMULATION
+                                               or run["family"] in TORCHTITAN_FAMILIES_BEFORE_ACCUMULATION))
 
 
 def release_runs(result, run: dict, framework: str):
@@ -244,15 +267,18 @@ def demonstrates_a_layout_feature(groups: dict[tuple, list[dict]], key: tuple) -
 
 
 def planner_choice_cases() -> list[ChoiceCase]:
-    cases, groups = [], _groups()
-    for key, runs in sorted(groups.items()):
-        framework = key[4]
+    """One case per group: the scored groups (_groups), then the degrees-only ones (degrees_only_groups,
+    layout_stated False, at_published NaN); "at any GPU count" looks over both."""
+    cases, groups, partial = [], _groups(), degrees_only_groups()
+    every = {**groups, **partial}
+    for key, runs in sorted(groups.items()) + sorted(partial.items()):
+        framework, stated = key[4], key in groups
         best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
         planned, text = planned_tokens_per_gpu_s(best, framework)
         cases.append(ChoiceCase(best["id"], framework, float(best["measured"]["tokens_per_s_per_gpu"]),
-                                predict_tokens_per_gpu_s(best), planned, text,
-                                best_at_any_count(groups, key, best["model"]["seq_len"]),
-                                demonstrates_a_layout_feature(groups, key)))
+                                predict_tokens_per_gpu_s(best) if stated else float("nan"), planned, text,
+                                best_at_any_count(every, key, best["model"]["seq_len"]),
+                                stated and demonstrates_a_layout_feature(groups, key), stated))
     return cases
 
 
@@ -284,6 +310,14 @@ def choice_table(framework: str = "torchtitan") -> list[str]:
                     f"| {predict_tokens_per_gpu_s(best) / measured - 1:+.1%} | {text} | {planned:,.0f} "
                     f"({planned / measured - 1:+.1%}) | {held / measured - 1:+.1%} ({held_text.split(',')[0]}) "
                     f"| {planned / anywhere - 1:+.1%} ({anywhere:,.0f}) | {bias:+.1%} ({n} rows) |")
+    for key, runs in sorted(degrees_only_groups().items()):  # new in wave 7: no batch / recompute published
+        best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
+        if key[4] == framework:
+            lay, measured = best["layout"], float(best["measured"]["tokens_per_s_per_gpu"])
+            planned, text = planned_tokens_per_gpu_s(best, framework)
+            rows.append(f"| {key[0]} {key[2]} {key[1]} {key[3]} | dp{lay['dp']} tp{lay['tp']} pp{lay['pp']} ZeRO-3, "
+                        f"batch and recompute not published | {measured:,.0f} | n/a | {text} | {planned:,.0f} "
+                        f"({planned / measured - 1:+.1%}) | n/a | {planned / measured - 1:+.1%} ({measured:,.0f}) | n/a |")
     return rows
 
 
