@@ -51,11 +51,13 @@ KIND_ONLINE_TPOT = ("inference: time per output token (s) at concurrency 1, NIM 
                     "release not stated: a TensorRT engine before 1.0)")
 KIND_ONLINE_TTFT_VLLM = "inference: time to first token (s) at concurrency 1, vLLM (held out)"
 KIND_ONLINE_TPOT_VLLM = "inference: time per output token (s) at concurrency 1, vLLM (held out)"
-KIND_ONLINE_TTFT_SGLANG = "inference: mean time to first token (s) at concurrency 1, SGLang (held out)"
-KIND_ONLINE_TPOT_SGLANG = "inference: mean time per output token (s) at concurrency 1, SGLang (held out)"
-_A100_UNSTATED = " (held out; A100 memory not stated: SXM4 80 GB taken)"
-KIND_ONLINE_TTFT_SGLANG_A100 = KIND_ONLINE_TTFT_SGLANG.replace(" (held out)", _A100_UNSTATED)
-KIND_ONLINE_TPOT_SGLANG_A100 = KIND_ONLINE_TPOT_SGLANG.replace(" (held out)", _A100_UNSTATED)
+KIND_ONLINE_TTFT_SGLANG = ("inference: time to first token (s) at concurrency 1, SGLang (held out; the client's mean "
+                           "over the run's requests)")
+KIND_ONLINE_TPOT_SGLANG = ("inference: time per output token (s) at concurrency 1, SGLang (held out; the client's mean "
+                           "over the run's requests)")
+_A100_UNSTATED = "; A100 memory not stated: SXM4 80 GB taken)"
+KIND_ONLINE_TTFT_SGLANG_A100 = KIND_ONLINE_TTFT_SGLANG[:-1] + _A100_UNSTATED
+KIND_ONLINE_TPOT_SGLANG_A100 = KIND_ONLINE_TPOT_SGLANG[:-1] + _A100_UNSTATED
 Case = tuple[str, str, float, float, str, str]
 
 
