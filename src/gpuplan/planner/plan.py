@@ -142,23 +142,54 @@ def row_layout(table: LayoutTable, i: int) -> tuple[ParallelLayout, str]:
     return layout, RECOMPUTE_MODES[get("recompute")]
 
 
-def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) -> np.ndarray:
-    """Row order, best first: by step time per token (time), cost, GPUs then time, or the
-    deadline rule (fewest GPUs, then cheapest: deadline_order). Where the table carries each
-    layout's uncertainty (planner.uncertainty), time is taken at its slow end, step x (1 + u): of two
-    layouts predicted alike, the one the model has been checked on comes first."""
+PLATEAU_SHARE = 0.01
+"""Counts whose ranking time (with failures) is within this share of the best one's are a plateau,
+where fewer GPUs are preferred: a difference that small is well inside every layout's ± model (5% to
+45%) and the failure rate's range, while more GPUs cost GPU-hours in proportion and bring more
+interruptions. 1%: a tie-break, not a trade of time for money (--rank-by cost is that)."""
+
+
+def slow_end_seconds_per_token(table: LayoutTable) -> np.ndarray:
+    """Each row's step time per sequence at its slow end, step / global batch x (1 + u) where the table
+    carries the layout's uncertainty (planner.uncertainty) and x (1 + kind_bias) where it carries that:
+    of two layouts predicted alike, the one the model has been checked on comes first."""
     seconds_per_token = table["step_seconds"] / (table["global_batch"] * 1.0)
     if "uncertainty" in table.columns:
         seconds_per_token = seconds_per_token * (1 + table["uncertainty"])
     if "kind_bias" in table.columns:  # only where the search asked for it (UncertaintyTable.kind_correction_rows)
         seconds_per_token = seconds_per_token * (1 + table["kind_bias"])
+    return seconds_per_token
+
+
+def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) -> np.ndarray:
+    """Row order, best first: by time (slow_end_seconds_per_token), cost, GPUs then time, or the
+    deadline rule (fewest GPUs, then cheapest: deadline_order). Where the table carries
+    ``failure_share`` (a run's expected wall-clock with failures and checkpoints / its failure-free
+    wall-clock, one per GPU count: jobs.plan.completes.failure_shares), time and cost are taken with
+    failures — the same share for every layout of a count, so their order within a count is as
+    without — and by time, counts within PLATEAU_SHARE of the best go to the fewest GPUs asked."""
+    seconds_per_token = slow_end_seconds_per_token(table)
+    share = table["failure_share"] if "failure_share" in table.columns else None
+    if share is not None:
+        seconds_per_token = seconds_per_token * share
+        cost = None if cost is None else cost * share
     if rank_by == "deadline":
         return np.lexsort((_cheapest_key(table, cost, seconds_per_token), table["gpus"]))
     if rank_by == "gpus":
         return np.lexsort((seconds_per_token, table["gpus"]))
     if rank_by == "cost" and cost is not None and not np.isnan(cost).all():
         return np.argsort(cost, kind="stable")
-    return np.lexsort((table["gpus"], seconds_per_token))
+    if share is None or not len(table):
+        return np.lexsort((table["gpus"], seconds_per_token))
+    return _fewest_on_plateau(table, seconds_per_token)
+
+
+def _fewest_on_plateau(table: LayoutTable, seconds_per_token: np.ndarray) -> np.ndarray:
+    """By time, except that the rows within PLATEAU_SHARE of the fastest come first, the fewest GPUs
+    asked first (gpus_asked: a count and the counts just below it weighed for it stay one choice)."""
+    asked = table["gpus_asked"] if "gpus_asked" in table.columns else table["gpus"]
+    plateau = seconds_per_token <= seconds_per_token.min() * (1 + PLATEAU_SHARE)
+    return np.lexsort((table["gpus"], seconds_per_token, np.where(plateau, asked, 0), ~plateau))
 
 
 def _cheapest_key(table: LayoutTable, cost: np.ndarray | None, seconds_per_token: np.ndarray) -> np.ndarray:

@@ -1,7 +1,10 @@
 """Which GPU counts of a layout search finish a run at all once failures are counted: the budget
 (core.economics.reliability.expected_wall_seconds) refuses a count whose failures come faster than a
 checkpoint period plus a restart, so the search must not answer with one (wave 6c: `plan
-llama-3.1-405b --gpus 1-10000000` picked 8,388,608 GPUs, then refused, although 1,024 completes)."""
+llama-3.1-405b --gpus 1-10000000` picked 8,388,608 GPUs, then refused, although 1,024 completes);
+nor, ranking by time, with one that completes slowly (wave 7: the same range then picked 2,097,152
+GPUs, 4.35 h failure-free but 7,910 days expected with failures): each count's failure share lets
+planner.plan.ranking compare counts with failures."""
 
 from __future__ import annotations
 
@@ -10,28 +13,43 @@ import numpy as np
 from gpuplan.errors import InputError
 
 
-def completing_rows(inputs, evaluator, fitting) -> np.ndarray:
+def completing_rows(inputs, evaluator, fitting) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row indices of ``fitting`` (a LayoutTable with days) on GPU counts where the expected run with
     failures completes, on-demand and on spot, at the budget's point failure rate and both ends of its
-    range (jobs.budget.compute.failure_ranges: the answer shows all three), judged, as
-    planner.plan.deadline_order does, once per count on its fastest row (the failure rate is the
-    count's; the rows' checkpoints differ little). Raises InputError naming gpus when no count does."""
-    counts = fitting["gpus"]
-    kept = []
+    range (jobs.budget.compute.failure_ranges: the answer shows all three), and each kept row's
+    failure shares, on-demand expected wall-clock with failures and checkpoints / failure-free
+    wall-clock: the slowest of those three (the ranking's, planner.plan.ranking) and the point rate's
+    (the answer's "expected wall-clock with failures"). All are judged
+    once per count on the row the ranking puts first within it (its fastest at the slow end,
+    planner.plan.slow_end_seconds_per_token): the failure rate is the count's; its rows' checkpoints
+    differ little, and the share does not depend on the run's length (Daly's expected wall-clock is
+    work x a factor of the interval, checkpoint, restart and MTBI). Raises InputError naming gpus when
+    no count completes."""
+    from gpuplan.planner.plan import slow_end_seconds_per_token
+
+    counts, key = fitting["gpus"], slow_end_seconds_per_token(fitting)
+    kept, shares, points = [], [], []
     for count in sorted(set(counts.tolist())):  # not np.unique: it imports numpy.ma (tests/test_startup.py)
         rows = np.flatnonzero(counts == count)
-        if _completes(inputs, evaluator, fitting, int(rows[np.argmin(fitting["days"][rows])])):
+        found = _failure_shares(inputs, evaluator, fitting, int(rows[np.argmin(key[rows])]))
+        if found is not None:
             kept.append(rows)
+            shares.append(np.full(len(rows), found[0]))
+            points.append(np.full(len(rows), found[1]))
     if not kept:
         raise InputError("gpus", _asked(inputs),
                          f"a GPU count where the run completes with failures: on {int(counts.min()):,} GPUs and more "
                          "failures come faster than a checkpoint period plus a restart (fewer GPUs, a lower "
                          "--failure-rate or a shorter --restart)")
-    return np.sort(np.concatenate(kept))
+    rows = np.concatenate(kept)
+    order = np.argsort(rows, kind="stable")
+    return rows[order], np.concatenate(shares)[order], np.concatenate(points)[order]
 
 
-def _completes(inputs, evaluator, table, i: int) -> bool:
-    """Row i's run finishes at the point failure rate and at both ends of R.FAILURE_RATE_RANGE."""
+def _failure_shares(inputs, evaluator, table, i: int) -> tuple[float, float] | None:
+    """Row i's on-demand expected wall-clock with failures / its failure-free wall-clock: the slowest at
+    the point failure rate and both ends of R.FAILURE_RATE_RANGE, and the point rate's; None when the
+    run does not finish at one of them (on-demand or on spot)."""
     from gpuplan.core.economics.reliability import FAILURE_RATE_RANGE
     from gpuplan.jobs.budget.model import run_facts, scenario
 
@@ -42,7 +60,10 @@ def _completes(inputs, evaluator, table, i: int) -> bool:
                     step_seconds=float(table["step_seconds"][i]), recipe=inputs.recipe_name,
                     zero=int(table["zero"][i]), model_parallel=tp * pp)
     settings = inputs.budget_settings()
-    return all(scenario(run, settings, gpus, rate=rate).completes for rate in (None, *FAILURE_RATE_RANGE))
+    scenarios = [scenario(run, settings, gpus, rate=rate) for rate in (None, *FAILURE_RATE_RANGE)]
+    if not all(s.completes for s in scenarios):
+        return None
+    return max(s.on_demand.wall_seconds for s in scenarios) / work, scenarios[0].on_demand.wall_seconds / work
 
 
 def _asked(inputs) -> str:

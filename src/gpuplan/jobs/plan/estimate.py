@@ -23,13 +23,17 @@ from gpuplan.report.model import Assumption, Line, Report, Section, Table
 from gpuplan.schema import te_kernels as TE
 from gpuplan.schema.base import job_inputs
 
-RANKED = {"time": "time at each layout's slow end, step x (1 + its ± model)", "cost": "cost", "gpus": "gpus",
+RANKED = {"time": "time with failures at each layout's slow end: step x (1 + its ± model), failure rate at its "
+                  "range's high end; fewest GPUs within 1%",
+          "cost": "cost with failures", "gpus": "gpus",
           "deadline": "the deadline rule: fewest GPUs meeting it with failures and checkpoints, then cheapest"}
-COLUMNS = ("GPUs", "layout", "step s", "± model", "MFU", "days", "GPU-hours", "cost", "peak/GPU", "exposed comm",
-           "bubble")
+COLUMNS = ("GPUs", "layout", "step s", "± model", "MFU", "days", "w/ failures", "GPU-hours", "cost", "peak/GPU",
+           "exposed comm", "bubble")
 """'± model': the layout's uncertainty (planner/uncertainty.py); ranking by time takes each layout at
 its slow end, step x (1 + u), so a layout the model knows less about can rank below one with the
-same point estimate."""
+same point estimate, and its count's failures at the highest rate of their range (planner.plan.ranking);
+'w/ failures': days with failures and checkpoints at the point rate, as the answer's "expected
+wall-clock with failures"."""
 # The answer-first view of `gpuplan plan`: the winner, its time, MFU, money and memory, and why.
 PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "best_days", "fail_wall_seconds",
                  "best_mfu", "best_step_seconds", "best_gpu_hours", "best_cost", "best_peak_bytes", "check_rank",
@@ -40,7 +44,8 @@ PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "best_
 def _rows(t: LayoutTable, idx) -> tuple:
     spread = t["uncertainty"] if "uncertainty" in t.columns else None
     return tuple((int(t["gpus"][i]), layout_text(*row_layout(t, i)), f"{t['step_seconds'][i]:.2f}",
-                  "" if spread is None else f"±{spread[i]:.0%}", f"{t['mfu'][i]:.1%}", f"{t['days'][i]:.1f}", format_gpu_time(t['gpu_hours'][i]),
+                  "" if spread is None else f"±{spread[i]:.0%}", f"{t['mfu'][i]:.1%}", f"{t['days'][i]:.1f}",
+                  f"{t['days_with_failures'][i]:.1f}", format_gpu_time(t['gpu_hours'][i]),
                   "" if np.isnan(t["cost"][i]) else f"${t['cost'][i]:,.0f}", format_bytes(t["total_bytes"][i]),
                   f"{t['exposed_comm_seconds'][i] / t['step_seconds'][i]:.0%}",
                   f"{t['bubble_seconds'][i] / t['step_seconds'][i]:.0%}") for i in idx)
@@ -180,8 +185,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   tables + budget.tables, headline=PLAN_HEADLINE,
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,
-                  summary_columns=() if inputs.explain else ("GPUs", "layout", "step s", "± model", "MFU", "days", "cost",
-                                                              "peak/GPU")), inputs, gpu.id), inputs, plan,
+                  summary_columns=() if inputs.explain else ("GPUs", "layout", "step s", "± model", "MFU", "days",
+                                                              "w/ failures", "cost", "peak/GPU")), inputs, gpu.id), inputs, plan,
                              in_answer=inputs.explain)
 
 
