@@ -61,7 +61,10 @@ def parse_release(text: str) -> EngineRelease:
         raise InputError("engine", text, "must be vllm, sglang or trtllm, optionally with a release (vllm==0.19)")
     if not pinned:  # 'vllm==' with no release falls through to the refusal below, not to the newest
         return release_of(name)
-    match = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:[.+-]?(?:post|rc|dev)\S*)?", version.strip())
+    # ASCII digits (re.ASCII: '\d' took 'vllm==٠.٩' as 0.9) and PEP 440's pre / post / dev suffixes only
+    # (packaging.version: rcN, .postN, .devN; '\S*' took 'vllm==0.19rc1;anything')
+    match = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:[.+-]?(?:post|rc|dev)\d*)*", version.strip(),
+                         re.ASCII)
     if match is None:
         raise InputError("engine", text, f"release must read like {name}==0.19 or {name}==0.19.1")
     found = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))

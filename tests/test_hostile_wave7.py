@@ -1,0 +1,29 @@
+"""Hostile inputs, wave 7 (2026-12-05): classes the earlier sweeps (tests/test_hostile_wave6*.py) left open,
+found by a driver of ~5,000 generated cases over the newer options, config readers, plan files and the web API.
+Each refusal is one line naming the field, exit status 2; the valid neighbour still answers.
+
+- `--engine vllm==٠.٩` (Arabic-Indic digits) was read as vllm 0.9 and `vllm==0.19rc1;x` as 0.19: the
+  release's digits are ASCII and its suffix one of PEP 440's (core/serving/releases.parse_release);
+"""
+
+import pytest
+
+from helpers import field_refusal
+
+
+# ---- 1. an engine release in other digits, or with a tail that is no PEP 440 suffix ----------------
+
+INFER = ("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search")
+
+
+@pytest.mark.parametrize("release", ["vllm==٠.٩", "vllm==0.١٩", "sglang==０.５.３", "vllm==0.19rc1;x", "vllm==0.19.post1 x"])
+def test_an_engine_release_in_other_digits_or_with_a_stray_tail_is_refused(run_cli, release):
+    field_refusal(run_cli(*INFER, "--engine", release), "engine", "release must read like")
+
+
+@pytest.mark.parametrize("release, label", [("VLLM==v0.10.1.post1", "vllm==0.10.1"), ("vllm==0.19.0rc1", "vllm==0.19"),
+                                            ("sglang==0.5.3.dev2", "sglang==0.5.3")])
+def test_pep_440_suffixes_still_read(release, label):
+    from gpuplan.core.serving.releases import parse_release
+
+    assert parse_release(release).label == label
