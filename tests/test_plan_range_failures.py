@@ -114,3 +114,12 @@ def test_the_web_api_and_python_api_answer_the_range_alike(range_answer):
     api = TestClient(create_app()).post("/api/plan", json=RANGE).json()
     assert api["results"]["best_gpus"] == range_answer.value("best_gpus")
     assert api["results"]["fail_wall_seconds"] == pytest.approx(range_answer.value("fail_wall_seconds"), rel=1e-9)
+
+
+def test_explain_says_what_it_ranked_by(run_cli):
+    """--explain shows the communication table in place of the layouts table, whose title named the key:
+    its search note names it instead (fa9b4a4: no 'ranked by' anywhere in the --explain output)."""
+    code, out, err = run_cli("plan", "llama-3.1-405b", "--gpus", "1-10000000", "--explain")
+    assert code == 0, err
+    note = next(line for line in out.splitlines() if line.startswith("note: search: "))
+    assert "ranked by time with failures at each layout's slow end" in note

@@ -48,8 +48,9 @@ def completing_rows(inputs, evaluator, fitting) -> tuple[np.ndarray, np.ndarray,
 
 def _failure_shares(inputs, evaluator, table, i: int) -> tuple[float, float] | None:
     """Row i's on-demand expected wall-clock with failures / its failure-free wall-clock: the slowest at
-    the point failure rate and both ends of R.FAILURE_RATE_RANGE, and the point rate's; None when the
-    run does not finish at one of them (on-demand or on spot)."""
+    the point failure rate and both ends of R.FAILURE_RATE_RANGE (the ends the answer prints, given
+    --failure-rate or not: jobs.budget.compute.failure_ranges), and the point rate's; None when the run
+    does not finish at one of them (on-demand or on spot)."""
     from gpuplan.core.economics.reliability import FAILURE_RATE_RANGE
     from gpuplan.jobs.budget.model import run_facts, scenario
 

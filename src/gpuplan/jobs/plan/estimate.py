@@ -179,7 +179,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   + tuple(a for a in budget.assumptions if a.key != "budget_global_batch"),
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
                   ((result.missed_default_deadline,) if result.missed_default_deadline else ())
-                  + (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms",)
+                  + (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms"  # --explain shows no
+                     + (f"; ranked by {RANKED[rank_by_of(inputs)]}" if inputs.explain else ""),)  # layouts table
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
                   + caveats + budget.notes,
                   tables + budget.tables, headline=PLAN_HEADLINE,
