@@ -4,6 +4,8 @@ Each refusal is one line naming the field, exit status 2; the valid neighbour st
 
 - `--engine vllm==٠.٩` (Arabic-Indic digits) was read as vllm 0.9 and `vllm==0.19rc1;x` as 0.19: the
   release's digits are ASCII and its suffix one of PEP 440's (core/serving/releases.parse_release);
+- `--attention-flops causal` with a predicted time (`--mfu predicted`, fixed degrees, a calibration) was
+  replaced by 'full' and the answer did not say so (jobs/training/schema.TrainingInputs, as --comm-allowance);
 """
 
 import pytest
@@ -27,3 +29,29 @@ def test_pep_440_suffixes_still_read(release, label):
     from gpuplan.core.serving.releases import parse_release
 
     assert parse_release(release).label == label
+
+
+# ---- 2. --attention-flops causal where the predicted time replaces it -----------------------------------
+
+@pytest.mark.parametrize("command", ["train", "budget"])
+@pytest.mark.parametrize("extra", [("--mfu", "predicted"), ("--tp", "2")])
+def test_causal_attention_flops_with_a_predicted_time_is_refused(run_cli, command, extra):
+    """It was replaced by 'full' (the assumption line read 'full', not set) and the answer was the same."""
+    field_refusal(run_cli(command, "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--attention-flops", "causal",
+                          *extra), "attention_flops", "applies when the MFU is given")
+
+
+def test_causal_attention_flops_still_counts_with_a_given_mfu(run_json):
+    """The exact count of llama-3.1-8b at s 4,096 drops from 1.029e23 to 9.650e22 over 2T tokens (the causal
+    halving of the attention scores); the API refuses the predicted case as the CLI does."""
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web.app import create_app
+
+    full = run_json("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--mfu", "0.4")["results"]
+    causal = run_json("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--mfu", "0.4", "--attention-flops",
+                      "causal")["results"]
+    assert causal["flops_exact"] < full["flops_exact"]
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 64, "mfu": "predicted", "attention_flops": "causal"}
+    response = TestClient(create_app()).post("/api/training", json=body)
+    assert response.status_code == 422 and response.json()["field"] == "attention_flops", response.text[:300]

@@ -94,6 +94,10 @@ class TrainingInputs(ModelFields, LayoutFields, SetupFields, StepFields):
             raise InputError("comm_allowance", self.comm_allowance, "applies when the MFU is given (--mfu 0.4); with "
                              "--mfu predicted, --calibration or fixed degrees the step model prices communication "
                              "collective by collective (give --mfu, or drop --comm-allowance)")
+        if self.attention_flops == "causal" and self.time_predicted:  # was replaced by 'full', unsaid (wave 7)
+            raise InputError("attention_flops", "causal", "applies when the MFU is given (--mfu 0.4); a predicted "
+                             "time counts every key ('full', PaLM / Megatron MFU) as the step model runs them (give "
+                             "--mfu, or drop --attention-flops)")
         return self
 
     @property
