@@ -3,8 +3,6 @@
 budget is that of its chosen layout). Apart from the training schema, so that `plan` does not build
 the train and budget schemas it never uses (~4 ms of its start-up)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import field_validator

@@ -2,8 +2,6 @@
 assumption (data, checkpoints, failures, prices, spot, contingency shares) as a field
 (jobs/budget/fields.py)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import model_validator
@@ -22,7 +20,7 @@ class BudgetInputs(TrainingInputs, BudgetFields):
     ``--contingency X`` replaces the named contingency shares with one bare share X."""
 
     @model_validator(mode="after")
-    def _one_contingency(self) -> BudgetInputs:
+    def _one_contingency(self) -> "BudgetInputs":
         named = [f"contingency_{n}" for n in CONTINGENCY_NAMES if f"contingency_{n}" in self.given]
         if "contingency" in self.given and named:
             raise InputError("contingency", self.contingency, f"give the bare share or the named ones "

@@ -1,8 +1,6 @@
 """The inputs of the training estimate (``gpuplan train``'s compute and time part; the Python
 API ``estimate_training``). Every field is a CLI flag, a plan-file key and an API body field."""
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Any, Literal
 
@@ -87,7 +85,7 @@ class TrainingInputs(ModelFields, LayoutFields, SetupFields, StepFields):
     calibration: V.Calibration
 
     @model_validator(mode="after")
-    def _two_of_three(self) -> TrainingInputs:
+    def _two_of_three(self) -> "TrainingInputs":
         if self.gpus is not None and self.days is not None and self.mfu is not None:
             raise InputError("gpus/days/mfu", "all three", "give at most two; the third is solved")
         if self.comm_allowance and self.time_predicted:  # it was read as 0 and said nothing (wave 6)
