@@ -125,15 +125,17 @@ def _published_titan_labels() -> list[str]:
 
 def test_every_published_torchtitan_row_is_placed():
     """Each published torchtitan row names a commit the release table places (no ValueError), and all of
-    them predate 3396a4b37: 35 throughput and 23 memory rows, at 9dec370, 3faaa1a, 820504e, e7c0cae or
-    'main as of' a date before 3396a4b37's (2026-06-24)."""
+    them predate 3396a4b37: 35 + 4 throughput and 23 memory rows, at 9dec370, 3faaa1a, 820504e, e7c0cae or
+    'main as of' a date before 3396a4b37's (2026-06-24): the 4 IBM / Meta rows (wave 7) name no commit, only
+    their blog's date, 2024-11-25."""
     labels = _published_titan_labels()
     dated = sorted(label for label in labels if "main as of" in label)
     commits = {re.search(r"torchtitan @?([0-9a-f]{7})", label).group(1) for label in labels if label not in dated}
     assert commits == {"9dec370", "3faaa1a", "820504e", "e7c0cae"}
     assert dated == [
-        "main as of 2025-01-27", "main as of 2025-01-27", "main as of 2025-10-15"]  # before 2026-06-24
-    assert len(labels) == 35 + 23
+        "main as of 2025-01-27", "main as of 2025-01-27", "main as of 2025-10-15"] + [  # before 2026-06-24
+        "torchtitan main as of 2024-11-25 (the blog's date; commit not stated; FSDP2) + torch.compile"] * 4
+    assert len(labels) == 35 + 4 + 23
     assert not any(F.torchtitan_fuses_qkv(label) for label in labels)
 
 
