@@ -80,10 +80,11 @@ def degrees_only_groups() -> dict[tuple, list[dict]]:
     recompute (why_not 'layout incomplete'; tp, pp and dp stated), whose groups have no scored row: the
     IBM Cloud 512-H100 rows of 2024-11 (family torchtitan-2024-11-ibm-h100). The step model cannot be
     timed at their layout; the planner's own choice can be set against their measured figure, planned
-    at the planner's default global batch (the batch is not published)."""
+    at the planner's default global batch (the batch is not published). torchtitan only: the check's
+    split of that line (jobs/validation/estimate.planner_cases) is torchtitan's."""
     scored = _groups()
     return {key: runs for key, runs in _groups("layout incomplete").items() if key not in scored
-            and all(r["layout"].get(k) for r in runs for k in ("tp", "pp", "dp"))}
+            and key[4] == "torchtitan" and all(r["layout"].get(k) for r in runs for k in ("tp", "pp", "dp"))}
 
 
 def planned_tokens_per_gpu_s(run: dict, framework: str, recompute: str | None = None) -> tuple[float, str]:
