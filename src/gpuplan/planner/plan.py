@@ -188,8 +188,10 @@ def _fewest_on_plateau(table: LayoutTable, seconds_per_token: np.ndarray) -> np.
     """By time, except that the rows within PLATEAU_SHARE of the fastest come first, the fewest GPUs
     asked first (gpus_asked: a count and the counts just below it weighed for it stay one choice)."""
     asked = table["gpus_asked"] if "gpus_asked" in table.columns else table["gpus"]
-    plateau = seconds_per_token <= seconds_per_token.min() * (1 + PLATEAU_SHARE)
-    return np.lexsort((table["gpus"], seconds_per_token, np.where(plateau, asked, 0), ~plateau))
+    order = np.lexsort((table["gpus"], seconds_per_token))
+    near = (seconds_per_token <= seconds_per_token.min() * (1 + PLATEAU_SHARE))[order]
+    first = order[near]  # few rows: re-sorted by the count asked, their time order kept within it (stable)
+    return np.concatenate((first[np.argsort(asked[first], kind="stable")], order[~near]))
 
 
 def _cheapest_key(table: LayoutTable, cost: np.ndarray | None, seconds_per_token: np.ndarray) -> np.ndarray:
