@@ -6,11 +6,18 @@ Each refusal is one line naming the field, exit status 2; the valid neighbour st
   release's digits are ASCII and its suffix one of PEP 440's (core/serving/releases.parse_release);
 - `--attention-flops causal` with a predicted time (`--mfu predicted`, fixed degrees, a calibration) was
   replaced by 'full' and the answer did not say so (jobs/training/schema.TrainingInputs, as --comm-allowance);
+- MPT config.json (the new reader, adapters/config_fields.mpt_fields): `ffn_config.ffn_hidden_size: 0` was read as
+  absent (4 x d_model), `attn_config: []` / `ffn_config: 0` as empty mappings (DBRX's reader too), and
+  `attn_config.qk_ln` / `qk_gn` were not read at all (true adds q_ln / k_ln weights; 'abc' was taken);
 """
 
-import pytest
+import json
+from pathlib import Path
 
+import pytest
 from helpers import field_refusal
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # ---- 1. an engine release in other digits, or with a tail that is no PEP 440 suffix ----------------
@@ -55,3 +62,39 @@ def test_causal_attention_flops_still_counts_with_a_given_mfu(run_json):
     body = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 64, "mfu": "predicted", "attention_flops": "causal"}
     response = TestClient(create_app()).post("/api/training", json=body)
     assert response.status_code == 422 and response.json()["field"] == "attention_flops", response.text[:300]
+
+
+# ---- 3. MPT (and DBRX) config.json fields read loosely ------------------------------------------------
+
+MPT = json.loads((ROOT / "src/gpuplan/catalog/models/mpt-7b.json").read_text())["config"]
+DBRX_NESTED = {"model_type": "dbrx", "architectures": ["DbrxForCausalLM"], "d_model": 1024, "n_heads": 8, "n_layers": 2,
+               "vocab_size": 1000, "max_seq_len": 4096}
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"ffn_config": {"ffn_type": "mptmlp", "ffn_hidden_size": 0}}, "config.json: ffn_config.ffn_hidden_size"),
+    ({"ffn_config": []}, "config.json: ffn_config"), ({"attn_config": 0}, "config.json: attn_config"),
+    ({"attn_config": {**MPT["attn_config"], "qk_ln": True}}, "config.json: attn_config.qk_ln"),
+    ({"attn_config": {**MPT["attn_config"], "qk_gn": "abc"}}, "config.json: attn_config.qk_gn"),
+])
+def test_mpt_fields_read_loosely_are_refused(run_cli, tmp_path, change, field):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**MPT, **change}))
+    field_refusal(run_cli("memory", "--model", str(path), "--gpu", "h100", "--gpus", "8"), field)
+
+
+def test_dbrx_sub_configs_that_are_no_mapping_are_refused(run_cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**DBRX_NESTED, "attn_config": [], "ffn_config": {"ffn_hidden_size": 2048}}))
+    field_refusal(run_cli("memory", "--model", str(path), "--gpu", "h100", "--gpus", "8"), "config.json: attn_config",
+                  "expected a mapping (DBRX)")
+
+
+def test_the_mpt_neighbours_still_read(run_json, tmp_path):
+    """qk_ln false (MPT-7B's own), a given ffn_hidden_size of 4 x d_model and ffn_config left out read as MPT-7B."""
+    states = []
+    for change in ({}, {"ffn_config": {"ffn_type": "mptmlp", "ffn_hidden_size": 16384}}, {"ffn_config": None}):
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps({**MPT, **change}))
+        states.append(run_json("memory", "--model", str(path), "--gpu", "h100", "--gpus", "8")["results"]["model_states_total"])
+    assert states[0] == states[1] == states[2]

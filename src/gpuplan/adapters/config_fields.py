@@ -311,9 +311,10 @@ def mpt_fields(cfg: dict[str, Any]) -> dict[str, Any]:
     (attention.py L301); the logits reuse wte (L472-473: tied). Positions: the release code builds wpe only without
     ALiBi (modeling_mpt.py L79-80), so MPT-7B (alibi and learned_pos_emb both true) has none; llm-foundry from
     2023-09 builds it whenever learned_pos_emb is set: the checkpoints trained before, MPT-7B's, hold no wpe."""
-    attn, ffn = cfg.get("attn_config") or {}, cfg.get("ffn_config") or {}
+    attn, ffn = cfg.get("attn_config", {}), cfg.get("ffn_config", {})  # null was dropped; [] or 0 is no mapping
     if not isinstance(attn, dict) or not isinstance(ffn, dict):
-        raise InputError("config.json: attn_config/ffn_config", type(attn).__name__, "expected mappings (MPT)")
+        key, bad = ("attn_config", attn) if not isinstance(attn, dict) else ("ffn_config", ffn)
+        raise InputError(f"config.json: {key}", type(bad).__name__, "expected a mapping (MPT)")
     attn_type, norm = attn.get("attn_type", "multihead_attention"), cfg.get("norm_type", "low_precision_layernorm")
     if not isinstance(attn_type, str) or attn_type not in MPT_KV_HEADS:
         raise InputError("config.json: attn_config.attn_type", attn_type, "one of " + ", ".join(MPT_KV_HEADS))
@@ -323,10 +324,14 @@ def mpt_fields(cfg: dict[str, Any]) -> dict[str, Any]:
         raise InputError("config.json: ffn_config", ffn, "MPT's GELU MLP only ({'ffn_type': 'mptmlp'}, optionally "
                          "ffn_hidden_size); other MPT feed-forward types are not read")
     flags = {key: cfg.get(key, default) for key, default in (("no_bias", False), ("learned_pos_emb", True))}
-    flags |= {f"attn_config.{key}": attn.get(key, False) for key in ("alibi", "rope")}
+    flags |= {f"attn_config.{key}": attn.get(key, False) for key in ("alibi", "rope", "qk_ln", "qk_gn")}
     for key, value in flags.items():
         if not isinstance(value, bool):
             raise InputError(f"config.json: {key}", value, "must be true or false")
+    for key in ("attn_config.qk_ln", "attn_config.qk_gn"):  # extra q / k norms: weights the reader does not count
+        if flags[key]:
+            raise InputError(f"config.json: {key}", True, "q / k normalisation (llm-foundry attention.py @34f47ade1 "
+                             "L306-309: q_ln, k_ln) is not read; false, or leave it out")
     hidden, layers, heads = (int_field(cfg, key) for key in ("d_model", "n_layers", "n_heads"))
     kv = MPT_KV_HEADS[attn_type]
     if isinstance(kv, str):  # grouped_query_attention names its K/V heads
@@ -334,7 +339,10 @@ def mpt_fields(cfg: dict[str, Any]) -> dict[str, Any]:
     learned = flags["learned_pos_emb"] and not flags["attn_config.alibi"]
     return {**cfg, "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
             "num_key_value_heads": kv,
-            "intermediate_size": ffn.get("ffn_hidden_size") or mpt_ffn_width(cfg.get("expansion_ratio", 4), hidden),
+            "intermediate_size": (mpt_ffn_width(cfg.get("expansion_ratio", 4), hidden)  # a given 0 is refused,
+                                  if ffn.get("ffn_hidden_size") is None else  # under its own name
+                                  int_field({"ffn_config.ffn_hidden_size": ffn["ffn_hidden_size"]},
+                                            "ffn_config.ffn_hidden_size")),
             "max_position_embeddings": cfg.get("max_seq_len", 2048), "bias": not flags["no_bias"],
             "hidden_act": "gelu", "attn_pdrop": attn.get("attn_pdrop"), "mpt_norm": MPT_NORMS[norm],
             "mpt_learned_positions": int_field(cfg, "max_seq_len", default=2048) if learned else 0,
