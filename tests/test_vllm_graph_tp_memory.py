@@ -75,11 +75,11 @@ def test_registered_addresses_match_the_logs(shape, tp, captured, sampled, log):
     assert registered_graph_addresses(hidden, layers, tp, [512, 496, 512, 496]) == sampled
 
 
-def _engine_log(tp: int, engine: str = "vllm==0.19") -> dict[str, object]:
+def _engine_log(tp: int, engine: str = "vllm==0.19", gpu: str = "h100-sxm") -> dict[str, object]:
     from gpuplan.jobs import JOBS
 
     job = JOBS["inference"]
-    report = job.run(job.schema.parse({"model": "qwen2.5-7b", "gpu": "h100-sxm", "tp": tp, "engine": engine,
+    report = job.run(job.schema.parse({"model": "qwen2.5-7b", "gpu": gpu, "tp": tp, "engine": engine,
                                        "context": 8192, "gpu_memory_utilization": 0.95}))
     section = next(s for s in report.sections if s.title.startswith("Engine start-up log"))
     return {line.key: line for line in section.lines}
@@ -91,6 +91,15 @@ def test_full_log_prints_the_registration_line_at_tp4():
     assert "up to 292 tokens" in lines["log_graph_allreduce"].formula
     assert "log_graph_allreduce" not in _engine_log(1)
     assert "log_graph_allreduce" not in _engine_log(4, "vllm==0.21")  # thresholds read in 0.19's code only
+
+
+@pytest.mark.parametrize("tp", [2, 4])
+def test_no_registration_line_on_pcie_only_gpus(tp):
+    """custom_all_reduce.py@v0.19.0:150-157 returns before ``self.disabled = False`` when world_size > 2
+    and the GPUs are not fully NVLink-connected, so capture() registers nothing and prints no
+    'Registering' line at TP 4 on PCIe H100s; at TP 2 the thresholds and logs read are NVLink H100s
+    only (FlashInfer's fusion over PCIe not read), so no line is printed for any PCIe-only group."""
+    assert "log_graph_allreduce" not in _engine_log(tp, gpu="h100-pcie")
 
 
 def test_graph_line_is_the_estimate_vllm_019_logs():

@@ -171,10 +171,11 @@ def _graph_allreduce_log(plan: Plan, m: M.Memory, tp: int, pp: int) -> list[Line
     custom kernel); which sizes run FlashInfer's fused all-reduce + RMSNorm instead. Neither allocates
     inside the CUDA-graph estimate's window (docs/inference.md, 'Tensor parallelism, read from the
     code'). Only for 0.19.x, whose code was read; nothing at tp 1, pp > 1 (the fusion is off), off
-    Hopper or without P2P (not read)."""
+    Hopper or without P2P (not read), nor on PCIe-only GPUs: above 2 GPUs the custom kernel is refused
+    (custom_all_reduce.py@v0.19.0:150-157, no registration), at 2 the thresholds and logs read are NVLink."""
     rel = plan.setup.runtime.release
     if (tp < 2 or pp > 1 or not (0, 19, 0) <= rel.version < (0, 20, 0) or not plan.setup.runtime.p2p
-            or plan.gpu.collective_arch != "hopper" or m.cuda_graphs <= 0):
+            or plan.gpu.collective_arch != "hopper" or plan.gpu.pcie_only or m.cuda_graphs <= 0):
         return []
     spec, fmt = plan.spec, plan.setup.fmt
     dtype_bytes = 4 if fmt.compute_dtype == "fp32" else 2
