@@ -123,3 +123,17 @@ def test_explain_says_what_it_ranked_by(run_cli):
     assert code == 0, err
     note = next(line for line in out.splitlines() if line.startswith("note: search: "))
     assert "ranked by time with failures at each layout's slow end" in note
+
+
+def test_a_missed_default_week_answers_the_count_fastest_with_failures():
+    """With neither --gpus nor --days and no count meeting the article's week, `plan` answers the fastest
+    count — fa9b4a4 took the fastest before failures: Llama 3.1 405B on 15T tokens at --failure-rate 5e-5
+    answered 131,072 GPUs (21.6 days failure-free, 115.4 with failures) while 65,536 GPUs finish in 101.7
+    (each `plan --gpus N` alone). Now the count whose expected wall-clock with failures is shortest."""
+    asked = {"model": "llama-3.1-405b", "tokens": "15T", "failure_rate": 5e-5}
+    answer = plan_report(asked)
+    note = next(n for n in answer.notes if n.startswith("no GPU count up to 131,072"))
+    assert " with them, on " in note
+    mine = answer.value("fail_wall_seconds")
+    for gpus in (65_536, 131_072):
+        assert mine <= plan_report({**asked, "gpus": gpus}).value("fail_wall_seconds") * 1.001, gpus
