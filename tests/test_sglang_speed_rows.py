@@ -81,19 +81,23 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
 def test_the_graph_floor_counts_the_kernels_of_the_layer():
     """A graph step's floor is vLLM's 50 us a dense layer of 11 kernels (kernels.VLLM_GRAPH_LAYER_S),
     scaled by the layer's kernels: Qwen3-235B-A22B's 94 MoE layers with per-head q / k norms run
-    11 + 4 (router, top-k, align, sum beyond the MLP's three) + 2 = 17, 50 x 17 / 11 = 77.27 us a layer,
-    94 of them 7.264 ms a decode step; Llama-3.1-70B's dense layers 11, 80 x 50 us = 4.0 ms."""
+    11 + 4 (router, top-k, align, sum beyond the MLP's three) + the q / k norms: in SGLang k_norm runs on a
+    second stream beside q_norm under graph capture (qwen3_moe.py@0.5.3 L382-390), 1 on the critical path,
+    16 kernels, 50 x 16 / 11 = 72.73 us a layer, 94 of them 6.836 ms a decode step; vLLM 0.19 runs the two
+    serially (qwen3_moe.py L349 / L353), 17. Llama-3.1-70B's dense layers 11, 80 x 50 us = 4.0 ms."""
     from gpuplan.core.serving import kernels as KR
     from gpuplan.core.serving.releases import parse_release
 
     qwen = I._model_of({"model": "qwen3-235b-a22b"})
     llama = I._model_of({"model": "llama-3.1-70b"})
-    assert KR.graph_kernels_per_layer(qwen) == 17 and KR.graph_kernels_per_layer(llama) == 11
+    assert KR.graph_kernels_per_layer(qwen, "sglang") == 16 and KR.graph_kernels_per_layer(qwen, "vllm") == 17
+    assert KR.graph_kernels_per_layer(llama, "sglang") == 11
     sglang = parse_release("sglang==0.5.6")
-    assert KR.graph_layer_seconds_of(sglang, qwen) == pytest.approx(50e-6 * 17 / 11, rel=1e-12)
+    assert KR.graph_layer_seconds_of(sglang, qwen) == pytest.approx(50e-6 * 16 / 11, rel=1e-12)
+    assert KR.graph_layer_seconds_of(parse_release("vllm==0.19"), qwen) == pytest.approx(50e-6 * 17 / 11, rel=1e-12)
     rows = _rows("online")
     e = rows["sglang056-qwen3-235b-a22b-tp8-b200-1000-1000-c1"]
     _, decode = I._served_request(e, 38, 144)
-    assert decode.kernel_floor_s == pytest.approx(94 * 50e-6 * 17 / 11, rel=1e-12)  # 7.264 ms
+    assert decode.kernel_floor_s == pytest.approx(94 * 50e-6 * 16 / 11, rel=1e-12)  # 6.836 ms
     _, decode = I._served_request(rows["sglang056-llama3.1-70b-tp8-a100-1000-1000-c1"], 38, 144)
     assert decode.kernel_floor_s == pytest.approx(80 * 50e-6, rel=1e-12)

@@ -102,17 +102,24 @@ align, w13, activation, w2, sum = 7 (SGLang 0.5.3 qwen3_moe.py L164-166, fused_m
 fused_experts_impl L466-598: moe_align_block_size, invoke_fused_moe_kernel twice, silu_and_mul,
 moe_sum_reduce; topk.py fused_topk L458 topk_softmax with the renormalisation inside; vLLM's
 fused_moe path runs the same seven)."""
-GRAPH_KERNELS_QK_NORM = 2
-"""Per-head RMSNorm on q and on k (Qwen3: qwen3_moe.py@sglang 0.5.3 _apply_qk_norm L378-398, one
-RMSNorm each)."""
+GRAPH_KERNELS_QK_NORM = {"vllm": 2, "sglang": 1}
+"""Per-head RMSNorm on q and on k, kernels on a graph step's critical path. vLLM runs them one after
+the other (qwen3_moe.py@v0.19.0 L349 q_norm, L353 k_norm; its q/k-norm + RoPE fusion,
+enable_qk_norm_rope_fusion, is off by default, config/compilation.py@v0.19.0:135): 2. SGLang under
+graph capture puts k_norm on a second stream beside q_norm (qwen3_moe.py@sglang 0.5.3 _apply_qk_norm
+L382-390, alt_stream made for CUDA at L665; qwen3.py L137-145 the same): the two overlap and the
+stream fork / join are graph edges, not kernels, so 1 (0.5.6's file not read). Counting SGLang's two
+serially instead gives Qwen3-235B-A22B 17 kernels (77.3 us a layer) and the held-out B200 TPOT kind
+-6.2% instead of -10.4% (docs/inference.md section 7); the count follows the code."""
 
 
-def graph_kernels_per_layer(spec: ModelSpec) -> float:
-    """Mean kernels a layer of a CUDA-graph step runs, all-reduces aside (they are timed on their own):
-    GRAPH_KERNELS_DENSE, + GRAPH_KERNELS_MOE_EXTRA on MoE layers, + GRAPH_KERNELS_QK_NORM where q and
-    k are normed per head. MLA and sliding-window layers are counted as standard attention (not read)."""
+def graph_kernels_per_layer(spec: ModelSpec, engine: str) -> float:
+    """Mean kernels a layer of ``engine``'s CUDA-graph step runs, all-reduces aside (timed on their own):
+    GRAPH_KERNELS_DENSE, + GRAPH_KERNELS_MOE_EXTRA on MoE layers, + GRAPH_KERNELS_QK_NORM[engine] where
+    q and k are normed per head (2, serially, for an engine whose code was not read). MLA and sliding-window
+    layers are counted as standard attention (not read)."""
     moe = spec.num_moe_layers / spec.num_layers if spec.moe is not None else 0.0
-    qk = GRAPH_KERNELS_QK_NORM if spec.attention.qk_norm != "none" else 0
+    qk = GRAPH_KERNELS_QK_NORM.get(engine, 2) if spec.attention.qk_norm != "none" else 0
     return GRAPH_KERNELS_DENSE + GRAPH_KERNELS_MOE_EXTRA * moe + qk
 
 
@@ -133,7 +140,8 @@ def graph_layer_seconds_of(release: EngineRelease, spec: ModelSpec | None = None
     graphs = (release.engine == "vllm" and release.version >= (0, 2, 6)) or release.engine == "sglang"
     if not graphs:
         return 0.0
-    return VLLM_GRAPH_LAYER_S * (graph_kernels_per_layer(spec) / GRAPH_KERNELS_DENSE if spec is not None else 1.0)
+    return VLLM_GRAPH_LAYER_S * (graph_kernels_per_layer(spec, release.engine) / GRAPH_KERNELS_DENSE
+                                 if spec is not None else 1.0)
 
 
 def prefill_graphs_of(release: EngineRelease) -> bool:

@@ -94,7 +94,7 @@ def _kernel_floor_assumption(plan: Plan, u) -> Assumption:
     was fitted on (core.serving.kernels.graph_layer_seconds_of)."""
     release = plan.setup.runtime.release
     value = R.graph_layer_seconds(plan.setup, plan.spec)
-    kernels = KR.graph_kernels_per_layer(plan.spec)
+    kernels = KR.graph_kernels_per_layer(plan.spec, release.engine)
     if "graph_layer_us" in u:
         source = "given"
     elif plan.setup.efficiency.graph_max_tokens <= 0:
