@@ -28,9 +28,9 @@ def test_row_counts_per_engine():
     assert len(vllm_latency) == 12  # PR 2192: 70B after (earlier) + 70B before, 33B before and after; PR 23197: 8
     assert sum(i.startswith("vllm23197-") for i in vllm_latency) == 8
     assert vllm_online == [WMX]
-    # the SGLang cookbook's five concurrency-1 runs (tests/test_sglang_speed_rows.py); the earlier empty
-    # search stays recorded as an excluded entry
-    assert len(sglang) == 5 and all(i.startswith("sglang056-") for i in sglang)
+    # the SGLang cookbook's five concurrency-1 runs and sgl-cookbook's three base-model runs
+    # (tests/test_sglang_speed_rows.py); the earlier empty search stays recorded as an excluded entry
+    assert len(sglang) == 8 and all(i.startswith("sglang056-") for i in sglang)
     excluded = {e["id"] for e in I.reference_measurements()["excluded"]}
     assert {"vllm2192-llama-13b-a30-and-llama-7b-t4", "vllm1805-llama2-7b-a10g-tp4",
             "musgrave-vllm023-llama3.1-8b-a100-40gb", "sglang-speed-none-met"} <= excluded

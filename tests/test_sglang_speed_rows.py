@@ -20,6 +20,10 @@ QUOTED = {  # id -> (input total, generated total, mean TTFT ms, mean TPOT ms) a
     "sglang056-qwen3-235b-a22b-tp8-b200-1000-1000-c1": (6101, 4210, 99.03, 10.12),
     "sglang056-qwen3-235b-a22b-tp8-b200-1000-8000-c1": (6101, 44452, 110.60, 10.23),
     "sglang056-qwen3-235b-a22b-tp8-b200-8000-1000-c1": (41941, 4210, 139.90, 10.31),
+    # sgl-project/sgl-cookbook@eeda7bbf docs/Qwen/Qwen3.md: the base Qwen3-235B-A22B, same settings
+    "sglang056-qwen3-235b-a22b-base-tp8-b200-1000-1000-c1": (6101, 4210, 96.27, 10.27),
+    "sglang056-qwen3-235b-a22b-base-tp8-b200-1000-8000-c1": (6101, 44452, 91.23, 10.33),
+    "sglang056-qwen3-235b-a22b-base-tp8-b200-8000-1000-c1": (41941, 4210, 159.87, 10.38),
     "sglang056-llama3.1-70b-tp8-a100-1000-1000-c1": (6101, 4220, 131.61, 18.63),
     "sglang056-llama3.1-70b-tp8-a100-8000-1000-c1": (41941, 4220, 395.25, 18.80),
 }
@@ -51,7 +55,8 @@ def test_rows_state_what_the_criterion_asks_and_quote_the_means(row_id):
     for field in ("release", "model", "gpu", "tp", "quantization", "source", "requests"):
         assert e.get(field) not in (None, ""), field
     assert e["release"] == "sglang==0.5.6" and e["concurrency"] == 1 and e["tp"] == 8
-    assert e["source"].startswith("https://github.com/sgl-project/sglang/blob/")
+    assert e["source"].startswith(("https://github.com/sgl-project/sglang/blob/",
+                                   "https://github.com/sgl-project/sgl-cookbook/blob/"))
     ttft, tpot = cases[row_id + "-ttft"], cases[row_id + "-tpot"]
     assert ttft[2] == pytest.approx(QUOTED[row_id][2] / 1e3, abs=1e-9)
     assert tpot[2] == pytest.approx(QUOTED[row_id][3] / 1e3, abs=1e-9)
