@@ -75,11 +75,12 @@ def test_registered_addresses_match_the_logs(shape, tp, captured, sampled, log):
     assert registered_graph_addresses(hidden, layers, tp, [512, 496, 512, 496]) == sampled
 
 
-def _engine_log(tp: int, engine: str = "vllm==0.19", gpu: str = "h100-sxm") -> dict[str, object]:
+def _engine_log(tp: int, engine: str = "vllm==0.19", gpu: str = "h100-sxm",
+                model: str = "qwen2.5-7b") -> dict[str, object]:
     from gpuplan.jobs import JOBS
 
     job = JOBS["inference"]
-    report = job.run(job.schema.parse({"model": "qwen2.5-7b", "gpu": gpu, "tp": tp, "engine": engine,
+    report = job.run(job.schema.parse({"model": model, "gpu": gpu, "tp": tp, "engine": engine,
                                        "context": 8192, "gpu_memory_utilization": 0.95}))
     section = next(s for s in report.sections if s.title.startswith("Engine start-up log"))
     return {line.key: line for line in section.lines}
@@ -88,9 +89,32 @@ def _engine_log(tp: int, engine: str = "vllm==0.19", gpu: str = "h100-sxm") -> d
 def test_full_log_prints_the_registration_line_at_tp4():
     lines = _engine_log(4)
     assert lines["log_graph_allreduce"].text == "Registering 1596 cuda graph addresses"
-    assert "up to 292 tokens" in lines["log_graph_allreduce"].formula
+    formula = lines["log_graph_allreduce"].formula
+    # captured sizes 1-288 fused (<= 292), 304-512 by 16 custom (14 a mode); the window's 4 x 57 = 228
+    assert "1-288 tokens FlashInfer all-reduce + RMSNorm, 304-512 tokens custom all-reduce;" in formula
+    assert "fusion up to 292 tokens" in formula and "an earlier line prints 228 after the estimate's window" in formula
     assert "log_graph_allreduce" not in _engine_log(1)
     assert "log_graph_allreduce" not in _engine_log(4, "vllm==0.21")  # thresholds read in 0.19's code only
+
+
+def test_registration_line_names_each_sizes_path():
+    """Hidden 8192: at TP 8 fused to 0.5 MiB // 16,384 B = 32 tokens, and the next captured size (40 tokens,
+    640 KiB) is over the custom kernel's 256 KiB: symmetric memory to 512, nothing registered. At TP 4
+    fused to 128, custom 136-496, and 512 (8 MiB, not < 8 MiB) symmetric memory: 62 x 161 = 9,982."""
+    tp8 = _engine_log(8, model="llama-3.1-70b")["log_graph_allreduce"]
+    assert tp8.text == "Registering 0 cuda graph addresses"
+    assert "1-32 tokens FlashInfer all-reduce + RMSNorm, 40-512 tokens symmetric memory;" in tp8.formula
+    assert "no custom all-reduce captured" in tp8.formula and "custom all-reduce above" not in tp8.formula
+    tp4 = _engine_log(4, model="llama-3.1-70b")["log_graph_allreduce"]
+    assert tp4.text == "Registering 9982 cuda graph addresses"
+    assert ("1-128 tokens FlashInfer all-reduce + RMSNorm, 136-496 tokens custom all-reduce, 512 tokens "
+            "symmetric memory;") in tp4.formula
+
+
+def test_registration_count_is_marked_dense_for_moe_models():
+    formula = _engine_log(4, model="mixtral-8x7b")["log_graph_allreduce"].formula
+    assert "the dense-decoder count" in formula
+    assert "dense-decoder" not in _engine_log(4)["log_graph_allreduce"].formula
 
 
 @pytest.mark.parametrize("tp", [2, 4])

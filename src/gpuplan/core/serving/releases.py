@@ -248,6 +248,13 @@ SYMM_MEM_MAX_BYTES_SM90 = {2: 64 * MiB, 4: 32 * MiB, 6: 64 * MiB, 8: 64 * MiB}
 symm_mem.py:40-140: its buffer of this size is allocated at start-up); above it pynccl (NCCL)."""
 
 
+def fused_token_limit(hidden: int, tp: int, dtype_bytes: int) -> int:
+    """Largest forward (tokens) vLLM 0.19 runs as FlashInfer's fused all-reduce + RMSNorm on ``tp`` H100s:
+    FI_FUSION_MAX_BYTES_SM90[tp] // (hidden x dtype bytes), the compile-range split of
+    config/vllm.py@v0.19.0:1518-1528; 0 where the table has no entry (the fusion never applies)."""
+    return FI_FUSION_MAX_BYTES_SM90.get(tp, 0) // (hidden * dtype_bytes)
+
+
 def graph_allreduce_path(hidden: int, tp: int, tokens: int, dtype_bytes: int = 2, bf16: bool = True) -> str:
     """Which all-reduce vLLM 0.19 runs for a forward of ``tokens`` on an H100 group of ``tp`` GPUs with
     P2P (cuda_communicator.py@v0.19.0:180-237 order: FlashInfer's standalone all-reduce is off,
@@ -257,8 +264,7 @@ def graph_allreduce_path(hidden: int, tp: int, tokens: int, dtype_bytes: int = 2
     if tp <= 1:
         return "none"
     size = tokens * hidden * dtype_bytes
-    fused_max = FI_FUSION_MAX_BYTES_SM90.get(tp)
-    if fused_max is not None and tokens <= fused_max // (hidden * dtype_bytes):
+    if tokens <= fused_token_limit(hidden, tp, dtype_bytes):
         return "fused"
     custom_max = min(CUSTOM_AR_MAX_BYTES, CUSTOM_AR_TABLE_SM90.get(tp, CUSTOM_AR_MAX_BYTES))
     if tp in CUSTOM_AR_TABLE_SM90 and size % 16 == 0 and size < custom_max:

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import profile as P
-from gpuplan.core.serving.releases import (
-    FI_FUSION_MAX_BYTES_SM90,
-    registered_graph_addresses,
-)
+from gpuplan.core.serving.releases import fused_token_limit, graph_allreduce_path, registered_graph_addresses
 from gpuplan.core.units import format_bytes, plural
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.report.model import Line, Section
@@ -182,11 +179,35 @@ def _graph_allreduce_log(plan: Plan, m: M.Memory, tp: int, pp: int) -> list[Line
     bf16 = dtype_bytes == 2 and fmt.name != "fp16"
     piecewise, full = P.capture_sizes(spec, m.batch_limits[1], m.batch_limits[0])
     n = registered_graph_addresses(spec.hidden_size, spec.num_layers, tp, piecewise + full, dtype_bytes, bf16)
-    fused = FI_FUSION_MAX_BYTES_SM90.get(tp, 0) // (spec.hidden_size * dtype_bytes)
+    window = registered_graph_addresses(spec.hidden_size, spec.num_layers, tp, piecewise[-2:] + full[-2:],
+                                        dtype_bytes, bf16)
+    fused = min(fused_token_limit(spec.hidden_size, tp, dtype_bytes), m.batch_limits[0])
+    runs = _path_runs(spec.hidden_size, tp, sorted(set(piecewise + full)), dtype_bytes, bf16)
+    custom = ("2 a layer + 1 per custom size" + (" (the dense-decoder count; an MoE model's not checked on a log)"
+                                                 if spec.moe is not None else "")
+              if n else "no custom all-reduce captured")
     return [Line("log_graph_allreduce", "custom all-reduces captured", n, "", f"Registering {n} cuda graph "
-                 "addresses", f"FlashInfer all-reduce + RMSNorm up to {min(fused, m.batch_limits[0]):,} tokens "
-                 "(compile range), the custom all-reduce above, 2 a layer + 1; nothing inside the graph "
-                 "estimate (vLLM 0.19 code, H100; core/serving/releases.py)")]
+                 "addresses", f"captured sizes: {runs}; FlashInfer's fusion up to {fused:,} tokens (compile range); "
+                 f"{custom}; an earlier line prints {window} after the estimate's window (its two largest sizes a "
+                 "mode); nothing inside the graph estimate (vLLM 0.19 code, H100; core/serving/releases.py)")]
+
+
+_PATH_NAMES = {"fused": "FlashInfer all-reduce + RMSNorm", "custom": "custom all-reduce",
+               "symm_mem": "symmetric memory", "nccl": "NCCL"}
+
+
+def _path_runs(hidden: int, tp: int, sizes: list[int], dtype_bytes: int, bf16: bool) -> str:
+    """The captured sizes grouped by the all-reduce each runs (releases.graph_allreduce_path), in
+    order: '1-292 tokens FlashInfer all-reduce + RMSNorm, 296-512 custom all-reduce'."""
+    runs: list[list] = []
+    for size in sizes:
+        path = graph_allreduce_path(hidden, tp, size, dtype_bytes, bf16)
+        if runs and runs[-1][0] == path:
+            runs[-1][2] = size
+        else:
+            runs.append([path, size, size])
+    return ", ".join(f"{a}-{b} tokens {_PATH_NAMES.get(p, p)}" if a != b else f"{a} tokens {_PATH_NAMES.get(p, p)}"
+                     for p, a, b in runs)
 
 
 def _v1_choices(m: M.Memory) -> list[Line]:
