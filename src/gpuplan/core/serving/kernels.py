@@ -123,7 +123,7 @@ def graph_kernels_per_layer(spec: ModelSpec, engine: str) -> float:
     return GRAPH_KERNELS_DENSE + GRAPH_KERNELS_MOE_EXTRA * moe + qk
 
 
-def graph_layer_seconds_of(release: EngineRelease, spec: ModelSpec | None = None) -> float:
+def graph_layer_seconds_of(release: EngineRelease, spec: ModelSpec) -> float:
     """A graph step's per-layer kernel floor (setup.Efficiency.graph_layer_s when not given):
     VLLM_GRAPH_LAYER_S a dense layer, scaled by ``spec``'s kernels a layer (graph_kernels_per_layer /
     GRAPH_KERNELS_DENSE: ~4.5 us a kernel) for vLLM from 0.2.6, whose V0 replays one full graph per
@@ -140,8 +140,7 @@ def graph_layer_seconds_of(release: EngineRelease, spec: ModelSpec | None = None
     graphs = (release.engine == "vllm" and release.version >= (0, 2, 6)) or release.engine == "sglang"
     if not graphs:
         return 0.0
-    return VLLM_GRAPH_LAYER_S * (graph_kernels_per_layer(spec, release.engine) / GRAPH_KERNELS_DENSE
-                                 if spec is not None else 1.0)
+    return VLLM_GRAPH_LAYER_S * graph_kernels_per_layer(spec, release.engine) / GRAPH_KERNELS_DENSE
 
 
 def prefill_graphs_of(release: EngineRelease) -> bool:

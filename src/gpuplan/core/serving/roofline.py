@@ -160,10 +160,10 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
                     other_s=elementwise, host_s=host, kernel_floor_s=floor, exposed=eff.exposed_share(work.tokens))
 
 
-def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec | None = None) -> float:
+def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec) -> float:
     """A CUDA-graph step's small-kernel floor per layer: the given Efficiency.graph_layer_s (as given,
     whatever the layer), else the release's for ``spec``'s layers (kernels.graph_layer_seconds_of:
-    scaled by their kernels; a dense layer's without a spec)."""
+    scaled by their kernels)."""
     given = setup.efficiency.graph_layer_s
     return given if given is not None else KR.graph_layer_seconds_of(setup.runtime.release, spec)
 

@@ -102,7 +102,7 @@ def lora_lines(plan: Plan, m: M.Memory) -> tuple[Line, ...]:
                  gb(host), "max_cpu_loras x one adapter at the padded rank, unsharded"))
 
 
-def engine_log_section(plan: Plan, m: M.Memory, kv_tokens: int, tp: int = 1, pp: int = 1) -> Section:
+def engine_log_section(plan: Plan, m: M.Memory, kv_tokens: int, tp: int, pp: int) -> Section:
     """The engine's start-up memory lines as its release prints them (GiB, two decimals), for one
     GPU of the layout (``tp`` x ``pp``). vLLM prints the split at DEBUG level from 0.9.2
     (VLLM_LOGGING_LEVEL=DEBUG)."""
