@@ -202,3 +202,13 @@ def test_sglang_pays_the_floor_a_kernel_of_its_layers():
     assert r.assumption("kernel_floor").value == "50 us a layer"
     source = r.assumption("kernel_floor").source
     assert "vllm PR 23197" in source and "SGLang" in source and "11 kernels a layer here" in source
+
+
+def test_floor_assumption_text_follows_the_constants(monkeypatch):
+    """The answer's kernel_floor source is formatted from kernels.VLLM_GRAPH_LAYER_S and
+    GRAPH_KERNELS_DENSE (review wave 7 r1, item 8): a refit cannot leave the text at 50 us / 11."""
+    assert "50 us a dense layer of 11 kernels" in _report(engine="vllm==0.29").assumption("kernel_floor").source
+    monkeypatch.setattr(KR, "VLLM_GRAPH_LAYER_S", 45e-6)
+    monkeypatch.setattr(KR, "GRAPH_KERNELS_DENSE", 12)
+    assert "45 us a dense layer of 12 kernels" in _report(engine="vllm==0.29").assumption("kernel_floor").source
+    assert "32 layers x 45 us" in _report(engine="trtllm==1.0").assumption("kernel_floor").source

@@ -100,14 +100,16 @@ def _kernel_floor_assumption(plan: Plan, u) -> Assumption:
     elif plan.setup.efficiency.graph_max_tokens <= 0:
         source = f"{release.label} as set up: every step runs eagerly (its launches: the host-time line)"
     elif value > 0:
-        source = (f"50 us a dense layer of 11 kernels, {kernels:g} kernels a layer here; fitted on vllm PR 23197's "
+        source = (f"{KR.VLLM_GRAPH_LAYER_S * 1e6:g} us a dense layer of {KR.GRAPH_KERNELS_DENSE} kernels, {kernels:g} "
+                  "kernels a layer here; fitted on vllm PR 23197's "
                   "four Llama-3.1-8B TP 1 rows (vLLM V1); held out: V0's decode graphs (vllm PR 2192) and SGLang's "
                   "(its cookbook's concurrency-1 runs: same kernels a layer), docs/inference.md section 5")
     else:  # 0 for lack of data, not a measured difference: say what the batch-1 gap to vLLM owes to it
         vllm = plan.spec.num_layers * KR.VLLM_GRAPH_LAYER_S
-        source = (f"{release.label}: 0 for lack of data (no {release.engine} row measures it; vLLM's 50 us was "
+        per_layer = f"{KR.VLLM_GRAPH_LAYER_S * 1e6:g} us"
+        source = (f"{release.label}: 0 for lack of data (no {release.engine} row measures it; vLLM's {per_layer} was "
                   f"fitted on vLLM V1 only): the engine gap to vLLM at batch 1 is unmeasured here, {vllm * 1e3:.1f} "
-                  f"ms a decode step of it ({plan.spec.num_layers} layers x 50 us) is this term alone")
+                  f"ms a decode step of it ({plan.spec.num_layers} layers x {per_layer}) is this term alone")
     shown = "none (no CUDA graphs)" if plan.setup.efficiency.graph_max_tokens <= 0 else (
         f"{value * 1e6:.0f} us a layer" if value > 0 else "none (0 us a layer)")
     return Assumption("kernel_floor", "CUDA-graph step: small kernels' GPU time per layer beyond the roofline",
