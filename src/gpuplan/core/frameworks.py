@@ -70,6 +70,11 @@ class FrameworkProfile:
     """Highest ZeRO stage the framework runs with pipeline parallelism (DeepSpeed's PipelineEngine
     asserts "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism",
     deepspeed/runtime/pipe/engine.py)."""
+    pipeline_bf16_optimizer: bool = False
+    """bf16 at ZeRO stage 0 under its pipeline engine runs DeepSpeed's BF16_Optimizer (engine.py@edaa722
+    L2014-2018): fp32 master and optimizer states over the data-parallel ranks, a whole bf16 accumulation buffer
+    (core.memory.bf16_optimizer), the bf16 weights all-gathered after each step (bf16_optimizer.py L454-464,
+    core.comm.dp_costs)."""
     interleaved_pipeline: bool = True
     """Runs the interleaved 1F1B schedule (vpp > 1). DeepSpeed's PipelineEngine does not: its
     TrainSchedule steps 2 x (micro_batches + stages - 1) over whole stages
@@ -170,11 +175,12 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "transformers gradient checkpointing (full only)",
          "deepspeed/runtime/zero/parameter_offload.py: module hooks re-gather for the recomputed forward",
          "deepspeed/runtime/pipe/engine.py: pipeline parallelism only with ZeRO 0 or 1",
-         "deepspeed/runtime/pipe/schedule.py: TrainSchedule is plain 1F1B (no virtual stages)"),
+         "deepspeed/runtime/pipe/schedule.py: TrainSchedule is plain 1F1B (no virtual stages)",
+         "deepspeed/runtime/bf16_optimizer.py: bf16 ZeRO-0 pipeline, fp32 master + Adam over dp, bf16 accumulation"),
         recipe="mixed", implementation="hf", optimizer_impl="fused", selective="none", loss="hf-ce",
         bucket_elements=5e8, step_fp32_grads=True, zero3_prefetch_elements=5e7,
         zero3_regathers_on_recompute=True, zero3_overlap=DEEPSPEED_ZERO3_OVERLAP, max_zero_with_pp=1,
-        interleaved_pipeline=False),
+        interleaved_pipeline=False, pipeline_bf16_optimizer=True),
     FrameworkProfile(
         "hf", "transformers 5.24 / peft 0.21 / accelerate 1.15",
         ("transformers/modeling_utils.py: gradient checkpointing per decoder layer (full only)",

@@ -13,6 +13,8 @@ extra gathers under recompute). Values may be numbers or numpy arrays. Units: se
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+
 import numpy as np
 
 from gpuplan.core.comm import collectives as K
@@ -83,10 +85,64 @@ def _populations(spec: ModelSpec, cluster, settings, *, tp, pp, ep, shard, train
     return ((1 - share, cluster.group(shard, tp)), (share, cluster.group(expert_ranks, etp * ep)))
 
 
-def _per_unit(kind: str, size, populations):
+def _per_unit(kind: str, size, populations, rows=None):
     """Seconds of one unit's collective: each population's part on its own group, one after the
-    other on the communication stream."""
-    return sum(K.collective_seconds(kind, size * share, links) * (share > 0) for share, links in populations)
+    other on the communication stream (``rows``: _distinct_rows, each distinct row costed once)."""
+    return sum(_seconds(kind, size * share, links, rows) * (share > 0) for share, links in populations)
+
+
+DISTINCT_MIN_ROWS = 64
+"""Fewer rows than this are costed row by row: finding the distinct ones would cost more than it saves."""
+
+
+def _distinct_rows(*columns, floats=()):
+    """(one representative row of each distinct combination, each row's combination) of the integer-valued
+    ``columns`` (numbers or arrays of one length), or None where every row is costed (no array of
+    DISTINCT_MIN_ROWS rows or more; non-integer values; a key past int64). The columns are packed into one
+    int64 key (mixed radix over their ranges) and sorted once (issue 39: a search's ~10,000 fitting layouts
+    hold ~1,150 distinct data-parallel groups; ~1 ms against ~25 ms of collectives). ``floats``: arrays the
+    key must determine too, checked (a row whose value differs from its representative's: None)."""
+    key, span, rows = None, 1, 0
+    for column in columns:
+        values = np.asarray(column)
+        if values.ndim == 0:
+            continue
+        ints = values.astype(np.int64)
+        if not np.array_equal(ints, values):
+            return None
+        low = int(ints.min())
+        width = int(ints.max()) - low + 1
+        span, rows = span * width, len(ints)
+        if span >= 2**62:
+            return None
+        key = ints - low if key is None else key * width + (ints - low)
+    if key is None or rows < DISTINCT_MIN_ROWS:
+        return None
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    starts = np.empty(rows, dtype=bool)
+    starts[0], starts[1:] = True, ordered[1:] != ordered[:-1]
+    inverse = np.empty(rows, dtype=np.intp)
+    inverse[order] = np.cumsum(starts) - 1
+    first = order[starts]
+    for values in floats:
+        if np.ndim(values) and not np.array_equal(np.asarray(values)[first][inverse], values):
+            return None
+    return first, inverse
+
+
+def _seconds(kind: str, size, links, rows=None):
+    """core.comm.collectives.collective_seconds of every row; with ``rows`` (_distinct_rows, which must
+    determine ``size`` and ``links``) each distinct row is costed once and its seconds broadcast back:
+    the same numbers (elementwise arithmetic on the same inputs)."""
+    if rows is None:
+        return K.collective_seconds(kind, size, links)
+    first, inverse = rows
+    size = np.asarray(size)[first] if np.ndim(size) else size
+    links = replace(links, **{f.name: getattr(links, f.name)[first] for f in fields(links)
+                              if np.ndim(getattr(links, f.name))})
+    seconds = K.collective_seconds(kind, size, links)
+    return seconds[inverse] if np.ndim(seconds) else seconds
 
 
 def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, ep, zero, micro_batches,
@@ -99,6 +155,8 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     replicas = data / shard
     populations = _populations(spec, cluster, settings, tp=tp, pp=pp, ep=ep, shard=shard,
                                trained_params=trained_params)
+    # what the collectives' sizes and groups depend on, row by row: each distinct combination costed once
+    rows = _distinct_rows(tp, pp, ep, data, 1 if shard_group is None else shard, zero, layers, floats=(trained_params,))
     group = populations[0][1]
     across = cluster.group(replicas, tp * shard)
     grads = trained_params * settings.grad_comm_bytes
@@ -114,9 +172,9 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     grads_emb = embedding * settings.grad_comm_bytes * (settings.finetune == "full")
     grads = grads - grads_emb
     reduce_scatter = (zero >= 1) & ~(settings.grad_all_reduce & (zero == 1))  # ALL_REDUCE_THEN_GATHER
-    rs_one = np.where(reduce_scatter, _per_unit("reduce_scatter", grads / units, populations),
-                      _per_unit("all_reduce", grads / units, populations))
-    ag_one = _per_unit("all_gather", weights / units, populations)
+    rs_one = np.where(reduce_scatter, _per_unit("reduce_scatter", grads / units, populations, rows),
+                      _per_unit("all_reduce", grads / units, populations, rows))
+    ag_one = _per_unit("all_gather", weights / units, populations, rows)
     if settings.dp_schedule == "deepspeed":  # ZeRO-3's hook-driven fetches reach a fitted share of NCCL's rate,
         # fitted on ZeRO-3 rows only (core.comm.dp_overlap): ZeRO-0-2's bucketed reductions keep NCCL's own rate
         share = np.where(zero3, O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE, 1.0)
@@ -129,8 +187,11 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     regather = zero3 & (gather_each | (settings.dp_schedule != "fsdp2"))
     gathers = np.where(regather, gathers_per_micro_batch(spec, settings.zero3_regathers, settings.recompute, tp), 1.0)
     rs_calls = many * units * np.where(per_mb, micro_batches, 1)
-    ag_calls = many * (zero >= 1) * units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
-    ar_across = K.collective_seconds("all_reduce", grads / shard / units, across) * units
+    # DeepSpeed's bf16 ZeRO-0 pipeline (BF16_Optimizer, core.memory.bf16_optimizer) shards its fp32 states and
+    # all-gathers the bf16 weights after each step too (bf16_optimizer.py@edaa722 update_lp_params L454-464)
+    gathered = (zero >= 1) | (settings.fp32_grad_accumulation & (zero == 0) & (np.asarray(pp) > 1))
+    ag_calls = many * gathered * units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
+    ar_across = _seconds("all_reduce", grads / shard / units, across, rows) * units
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
     exposed = _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute,
                        moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch, vpp)
@@ -144,8 +205,8 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     # the embedding unit: gathered before the first block's forward and reduced after the last block's
     # backward, every micro-batch, with no compute to hide behind
     emb_calls = 2 * micro_batches * (np.asarray(embedding) > 0)
-    emb = emb_calls / 2 * (K.collective_seconds("all_gather", embedding * settings.weight_comm_bytes, group)
-                           + K.collective_seconds("reduce_scatter", grads_emb, group) * (np.asarray(grads_emb) > 0))
+    emb = emb_calls / 2 * (_seconds("all_gather", embedding * settings.weight_comm_bytes, group, rows)
+                           + _seconds("reduce_scatter", grads_emb, group, rows) * (np.asarray(grads_emb) > 0))
     return costs + [CollectiveCost("DP", "embedding unit all-gather + reduce-scatter (FSDP2)", emb_calls,
                                    embedding * settings.weight_comm_bytes, tp * shard, emb, emb, "all_gather", group)]
 

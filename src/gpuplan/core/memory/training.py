@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuplan.core.memory import activations as A
+from gpuplan.core.memory import bf16_optimizer as BO
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import recompute as R
 from gpuplan.core.memory import recipe_facts as RF
@@ -140,6 +141,7 @@ class MemorySettings:
     embedding_loss_slots: bool = False
     """Megatron's account_for_embedding_in_pipeline_split + account_for_loss_in_pipeline_split: the first
     and last pipeline stages hold one decoder layer fewer (core.memory.model_states.slot_stage_span)."""
+    bf16_engine: bool = True  # DeepSpeed's engine in bf16 (not fp16): its BF16_Optimizer under a pipeline (core.memory.bf16_optimizer)
     offload_layers: int = 0
     """Megatron-Core --cpu-offloading-num-layers: the saved activations of the first N layers go to host
     memory during forward and come back one layer ahead in backward (Transformer Engine's
@@ -206,8 +208,8 @@ def _stage_states(spec: ModelSpec, layout: ParallelLayout, settings: MemorySetti
     else:
         adapters = RECIPES["fp32"] if framework(settings.framework).fp32_adapters else recipe
         states = finetune_states(params, spec, layout, settings, recipe, optimizer, adapters)
-    if settings.offload_optimizer:
-        states = replace(states, master=0.0, optimizer=0.0)
+    states = replace(states, master=0.0, optimizer=0.0) if settings.offload_optimizer else \
+        BO.bf16_optimizer_states(states, layout, settings, recipe)  # DeepSpeed's bf16 ZeRO-0 pipeline
     return RF.weights_as_held(states, params, layout, recipe, settings)
 
 
@@ -326,9 +328,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
         backward_start = np.maximum(backward_start, eager)
     step_temp = 0.0
     if settings.finetune == "full" and not settings.offload_optimizer:  # the step's buffers (kernel) + fp32 grad copy
-        step_temp = optimizer_step_temp_bytes(params, layout, recipe, largest_tensor_elements(spec, layout),
-                                              F.optimizer_impl_of(settings, recipe)) + RF.step_fp32_grad_copy_bytes(
-            params.total, layout, recipe, settings.grad_bytes is not None, profile.step_fp32_grads)
+        step_temp = BO.optimizer_step_buffers(spec, params, layout, recipe, settings)
     return StageMemory(states.weights, grads_in_forward, states.grads, states.master, states.optimizer, activations,
                        outside, temporaries, step_temp + buckets, working, backward_start,
                        resident + states.grads + step_temp)

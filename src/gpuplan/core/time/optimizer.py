@@ -83,13 +83,23 @@ fp32 gradient accumulation:
 ZeRO 2 / 3 get the ZeRO optimizer (no pass). Not modelled (no input for the accumulation dtype or version):
 from v0.17.6 (889f0ead2) the default accumulation dtype is bf16, so ZeRO stage 1 runs the ZeRO optimizer, a
 plain module at stage 0 DDP_BFLOAT16 (FP16_Optimizer in bf16, no pass), and a PipelineModule at stage 0 the
-BF16_Optimizer accumulating in bf16, 6 B a parameter (@edaa722 L1492-1495, L2011-2019): there the 18 B
-charged is an upper bound."""
+BF16_Optimizer accumulating in bf16, 6 B a parameter (@edaa722 L1492-1495, L2011-2019): charged so at ZeRO 0
+with pp > 1 (BF16_GRAD_ACCUMULATION_BYTES; its memory core.memory.bf16_optimizer), an upper bound elsewhere."""
 
 
-def fp32_grad_accumulation_seconds(trained_params, hbm_bytes_per_second):
-    """Seconds of that pass over ``trained_params`` local parameters, once per micro-batch."""
-    return FP32_GRAD_ACCUMULATION_BYTES * trained_params / hbm_bytes_per_second
+BF16_GRAD_ACCUMULATION_BYTES = 6.0
+"""The same pass where the accumulation buffer is bf16: a bf16 run at ZeRO stage 0 under DeepSpeed's pipeline
+engine, whose default grad_accum_dtype is the model dtype (engine.py@edaa722 L1492-1495, L2014-2018;
+core.memory.bf16_optimizer): ``lp.grad.to(bf16)`` returns the tensor itself, the add reads 2 + 2 B and writes 2 B
+(bf16_optimizer.py@edaa722 L371). Neither figure counts the zeroing of lp.grad before each backward (L473-489)."""
+
+
+def fp32_grad_accumulation_seconds(trained_params, hbm_bytes_per_second, zero=1, pp=1):
+    """Seconds of that pass over ``trained_params`` local parameters, once per micro-batch: fp32 accumulation,
+    or bf16 at ZeRO 0 with pp > 1 (``zero``, ``pp`` numbers or arrays)."""
+    bf16 = np.logical_and(np.asarray(zero) == 0, np.asarray(pp) > 1)
+    per_param = np.where(bf16, BF16_GRAD_ACCUMULATION_BYTES, FP32_GRAD_ACCUMULATION_BYTES)
+    return scalar_or_array(per_param * trained_params / hbm_bytes_per_second)
 
 
 def largest_stage_params(spec, tp, pp, ep, mtp=0):

@@ -393,14 +393,14 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     t_acc = 0.0  # DeepSpeed's BF16_Optimizer: its fp32 accumulation per micro-batch, over the largest stage
     if settings.fp32_grad_accumulation:
         acc_params = largest_stage_params(spec, tp, pp, ep, mtp) if settings.finetune == "full" else trained
-        t_acc = (zero <= BF16_OPTIMIZER_MAX_ZERO) * fp32_grad_accumulation_seconds(acc_params, hbm)
+        t_acc = (zero <= BF16_OPTIMIZER_MAX_ZERO) * fp32_grad_accumulation_seconds(acc_params, hbm, zero, pp)
     compute, bubble = compute + micro_batches * t_acc, bubble * (1 + t_acc / t_mb)
     compute = compute + micro_batches * AO.microbatch_exposed_seconds(  # CPU activation offloading: pp 1 only
         spec, settings, cluster.gpu.id, mb_tokens, tp, spec.num_layers, phases)
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
     comm_total = sum((c.total for c in costs), 0.0)
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)
-    shards = data * (zero >= 1) + (zero < 1)
+    shards = 1 + (data - 1) * ((zero >= 1) | (settings.fp32_grad_accumulation & (zero == 0) & (pp > 1)))  # BF16_Optimizer
     optimizer = 2 * 16.0 * trained / shards / hbm
     if settings.eager_ops is not None:
         optimizer = eager_optimizer_seconds(spec, cluster, settings, trained / shards, pp)

@@ -88,7 +88,8 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                               linear_input_bytes=saved_linear_input_bytes(low_precision_recipe(inputs.dtype,
                                                                                                 inputs.fp8_recipe)),
                               fp8_any_layout_gemm=gpu.fp8_any_layout_gemm,  # TE's rule by compute capability
-                              ep_a2a_overlap=bool(inputs.ep_a2a_overlap))
+                              ep_a2a_overlap=bool(inputs.ep_a2a_overlap),
+                              bf16_engine=inputs.dtype == "bf16")  # DeepSpeed's BF16_Optimizer (core.memory)
     return Evaluator(spec, cluster, memory, step, overheads,
                      uncertainty_table(spec, inputs.dtype, leave_out, kind_correction_rows),
                      rules_for(inputs.framework).published_reserve, tp_overlap)

@@ -1,0 +1,153 @@
+"""DeepSpeed bf16 at ZeRO stage 0 under its pipeline engine runs the BF16_Optimizer (core.memory.bf16_optimizer,
+FrameworkProfile.pipeline_bf16_optimizer): fp32 master and AdamW states over the data-parallel ranks, a whole bf16
+accumulation buffer beside autograd's bf16 gradients, the bf16 weights all-gathered after each step
+(core.comm.dp_costs), its 6 B accumulation pass (core.time.optimizer) and an optimizer step over 1/dp."""
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core.memory import bf16_optimizer as BO
+from gpuplan.core.memory import training as M
+from gpuplan.core.parallel import ParallelLayout
+
+# DeepSpeed's own code at edaa722 (the profile's commit), scripts/measure_deepspeed_bf16.py: a one-stage
+# PipelineModule of 33,088 parameters, bf16, ZeRO stage 0, AdamW, one train_batch of 3 micro-batches, rank 0.
+# (engine.py L2014 keys the choice on pipeline_parallelism, a PipelineModule, not on its stage count.)
+MEASURED_PARAMS = 33_088
+MEASURED = {  # dp: (accumulation buffer, master partition, each AdamW moment, lp.grad at the step, step partition)
+    2: ((33_088, "bfloat16"), (16_544, "float32"), (16_544, "float32"), (33_088, "bfloat16"), (16_544, "float32")),
+    4: ((33_088, "bfloat16"), (8_272, "float32"), (8_272, "float32"), (33_088, "bfloat16"), (8_272, "float32")),
+}
+WIDTH = {"bfloat16": 2, "float32": 4}
+DS = M.MemorySettings(framework="deepspeed", recipe="mixed", implementation="hf", seq_len=4096)
+
+
+def _bytes(entry):
+    elements, dtype = entry
+    return elements * WIDTH[dtype]
+
+
+def _flat_params(n: float) -> M.StageParams:
+    return M.StageParams(layers=1, moe_layers=0, dense=n, experts=0.0, matrices=n, largest_layer=n, root=0.0)
+
+
+@pytest.mark.parametrize("dp", sorted(MEASURED))
+def test_states_match_deepspeeds_own_buffers(dp):
+    """gpuplan's bytes for the measured run's parameters equal the buffers DeepSpeed allocated, exactly."""
+    acc, master, moment, lp_grads, step_grad = MEASURED[dp]
+    params = _flat_params(MEASURED_PARAMS)
+    layout = ParallelLayout(dp=dp, pp=2, zero=0)
+    recipe = M.RECIPES["mixed"]
+    whole = M.model_state_bytes(params, layout, recipe, M.OPTIMIZERS["adamw"], 64)
+    states = BO.bf16_optimizer_states(whole, layout, DS, recipe)
+    assert states.weights == 2 * MEASURED_PARAMS  # the bf16 flat group, 33,088 x 2 B
+    assert states.grads == _bytes(lp_grads) + _bytes(acc)  # autograd's bf16 grads + the bf16 accumulation buffer
+    assert states.master == _bytes(master)
+    assert states.optimizer == 2 * _bytes(moment)
+    step = BO.optimizer_step_buffers(load_model("llama-2-7b"), params, layout, recipe, DS)
+    assert step == _bytes(step_grad)  # fused AdamW: no kernel buffer; the fp32 copy of the rank's partition
+
+
+def test_llama31_8b_stage_by_hand():
+    """Llama-3.1-8B at dp4 pp2 ZeRO-0: the last stage's 16 layers (16 x 218,112,000: attention 41,943,040, MLP
+    176,160,768, norms 8,192), the untied head (128,256 x 4,096 = 525,336,576) and the final norm (4,096) are
+    4,015,132,672 parameters; 2 + 2 + 4 + 8 = 16 B each before, 2 + (2 + 2) + 4/4 + 8/4 = 9 B with the
+    BF16_Optimizer: 7 x 4,015,132,672 = 28,105,928,704 B less at the start of backward (its peak, both ways)."""
+    spec = load_model("llama-3.1-8b")
+    layout = ParallelLayout(dp=4, pp=2, zero=0, micro_batch=1)
+    n = M.stage_params(spec, layout, 1).total
+    assert n == 4_015_132_672
+    fp16 = M.stage_memory(spec, layout, replace(DS, bf16_engine=False), 1)
+    bf16 = M.stage_memory(spec, layout, DS, 1)
+    assert (fp16.weights, fp16.grads, fp16.master, fp16.optimizer) == (2 * n, 2 * n, 4 * n, 8 * n)
+    assert (bf16.weights, bf16.grads, bf16.master, bf16.optimizer) == (2 * n, 4 * n, n, 2 * n)
+    assert fp16.peak_phase == bf16.peak_phase == "backward start"
+    assert fp16.allocated - bf16.allocated == pytest.approx(28_105_928_704, rel=1e-12)
+    # inside the step: FP16_Optimizer's whole fp32 gradient copy (4n) against the partition's (4n / 4)
+    assert fp16.optimizer_step_total - bf16.optimizer_step_total == pytest.approx((16 + 4 - 9 - 1) * n, rel=1e-12)
+
+
+@pytest.mark.parametrize("change", [dict(pp=1), dict(zero=1), dict(zero=3, pp=1)])
+def test_only_at_zero_0_under_a_pipeline(change):
+    """A plain module at ZeRO 0 runs FP16_Optimizer in bf16 (DDP_BFLOAT16, engine.py L2019), ZeRO >= 1 the ZeRO
+    optimizer: their states as before (bf16_engine makes no difference there)."""
+    spec = load_model("llama-2-7b")
+    layout = ParallelLayout(**{**dict(dp=4, tp=2, pp=4, zero=0, micro_batch=1), **change})
+    assert not BO.runs_bf16_optimizer(layout, DS)
+    on, off = M.stage_memory(spec, layout, DS, 0), M.stage_memory(spec, layout, replace(DS, bf16_engine=False), 0)
+    assert on == off
+
+
+def test_other_frameworks_and_arrays():
+    layout = ParallelLayout(dp=4, pp=2, zero=0)
+    for name in ("megatron", "torchtitan", "hf", "generic"):
+        assert not BO.runs_bf16_optimizer(layout, replace(DS, framework=name, recipe=M.framework(name).recipe))
+    import numpy as np
+
+    many = ParallelLayout(dp=np.array([4, 4, 4]), pp=np.array([2, 1, 2]), zero=np.array([0, 0, 1]))
+    assert BO.runs_bf16_optimizer(many, DS).tolist() == [True, False, False]
+
+
+def test_step_time_terms_by_hand():
+    """Llama 2 7B, tp2 pp4 dp4 ZeRO-0, 16 micro-batches, A100 80GB (2.039 TB/s x 0.75 = 1.52925e12 B/s): the
+    accumulation pass at 6 B over the largest stage (875,106,304: tests/test_fp32_grad_accumulation.py) is
+    16 x 6 x 875,106,304 / 1.52925e12 = 0.0549357 s; the optimizer step over 1/4; and a parameter all-gather
+    of the stage's 842,301,952 parameters x 2 B appears beside the gradient all-reduce."""
+    from gpuplan.core.comm.dp_costs import data_parallel_costs
+    from gpuplan.core.comm.topology import cluster_for
+    from gpuplan.core.time.step import StepSettings, step_time
+
+    spec, cluster = load_model("llama-2-7b"), cluster_for(load_accelerator("a100-sxm4-80gb"))
+    plain = StepSettings(seq_len=2048, recompute="full", dp_schedule="deepspeed")
+    bf16 = replace(plain, fp32_grad_accumulation=True)
+    layout = dict(dp=4, tp=2, pp=4, zero=0, micro_batch=1, micro_batches=16)
+    before, after = step_time(spec, cluster, plain, **layout), step_time(spec, cluster, bf16, **layout)
+    assert after.compute - before.compute == pytest.approx(16 * 6 * 875_106_304 / 1.52925e12, rel=1e-5)
+    assert after.optimizer == pytest.approx(before.optimizer / 4, rel=1e-12)
+    kw = dict(dp=4, tp=2, pp=4, cp=1, ep=1, zero=0, micro_batches=16, shard_group=None, layers=8,
+              trained_params=842_301_952, t_bwd_gemm_mb=0.05, compute=1.0)
+
+    def gathered(settings, **change):
+        costs = data_parallel_costs(spec, cluster, settings, **{**kw, **change})
+        return sum(float(c.calls * c.bytes_per_call) for c in costs if c.collective == "param all-gather")
+
+    assert gathered(bf16) == pytest.approx(842_301_952 * 2, rel=1e-12)
+    assert gathered(plain) == gathered(bf16, pp=1) == gathered(bf16, zero=0, dp=1) == 0.0
+
+
+def test_train_bf16_against_fp16_through_the_cli(run_json):
+    """`train` at dp8 pp2 ZeRO-0 on H200: --dtype fp16 is FP16_Optimizer (16 B a parameter), bf16 the
+    BF16_Optimizer (2 + 4 + 12/8 = 7.5 B); the first stage (16 layers, 3,489,792,000, and the embedding,
+    525,336,576: 4,015,128,576) peaks at the start of backward both ways: 8.5 x 4,015,128,576 B apart."""
+    args = ("train", "llama-3.1-8b", "--framework", "deepspeed", "--gpus", "16", "--tp", "1", "--pp", "2",
+            "--zero", "0", "--gpu", "h200", "--micro-batch", "2")
+    bf16 = run_json(*args)["results"]["mem_peak_allocated"]
+    fp16 = run_json(*args, "--dtype", "fp16")["results"]["mem_peak_allocated"]
+    assert fp16 - bf16 == pytest.approx(8.5 * 4_015_128_576, rel=1e-9)
+
+
+@pytest.mark.skipif(not os.environ.get("GPUPLAN_DEEPSPEED_SRC"), reason="needs a DeepSpeed source tree "
+                    "(GPUPLAN_DEEPSPEED_SRC, with py-cpuinfo, hjson, msgpack, ninja and einops importable)")
+def test_measurement_reruns(tmp_path):
+    """Re-measure on the DeepSpeed tree named (the constants above are edaa722's)."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "measure_deepspeed_bf16.py"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (os.environ["GPUPLAN_DEEPSPEED_SRC"],
+                                                                     os.environ.get("PYTHONPATH")))))
+    out = tmp_path / "bf16.json"
+    subprocess.run([sys.executable, str(script), "--dp", "2", "--out", str(out)], env=env, check=True, timeout=600,
+                   capture_output=True)
+    got = json.loads(out.read_text())
+    acc, master, moment, lp_grads, step_grad = MEASURED[2]
+    assert got["optimizer"] == "BF16_Optimizer" and got["params"] == MEASURED_PARAMS
+    assert [tuple(x) for x in got["accumulation_buffer"]] == [(acc[0], "torch." + acc[1])]
+    assert [tuple(x) for x in got["master_partition"]] == [(master[0], "torch." + master[1])]
+    assert [tuple(x) for x in got["optimizer_states"]] == [(moment[0], "torch." + moment[1])] * 2
+    assert sum(n for n, _ in got["lp_grads_at_step"]) == lp_grads[0]
+    assert [tuple(x) for x in got["step_grad_partition"]] == [(step_grad[0], "torch." + step_grad[1], True)]
