@@ -99,6 +99,10 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
     assert decode.comm_s == pytest.approx(1.5077e-3, rel=1e-3)
     assert decode.kernel_floor_s == pytest.approx(6.8364e-3, rel=1e-4)
     assert prefill.memory_s == pytest.approx(8.62e-3, rel=2e-3) and prefill.host_s == pytest.approx(7.52e-3, rel=1e-9)
+    # bench_serving's TPOT mean leaves out requests with output <= 1 (bench_serving.py@0.5.3 L1538-1539;
+    # randint(0, ...) can draw 0 or 1): a row of [7936, 749] and [236, 1] scores [7936, 749]'s step alone
+    both = {**e, "id": "two", "requests": [[7936, 749], [236, 1]]}
+    assert I._online_cases(both)[1][3] == I._served_request(e, 7936, 749)[1].total
     # a one-request row gives exactly that request's prefill and step (the mean of one)
     single = {**e, "id": "one", "requests": [[7936, 749]]}
     ttft, tpot = I._online_cases(single)

@@ -237,7 +237,10 @@ def _online_cases(e: dict[str, Any]) -> list[Case]:
     pairs = e.get("requests") or [(e["prompt_tokens"], e["output_tokens"])]
     steps = [_served_request(e, prompt, output) for prompt, output in pairs]
     ttft = sum(prefill.total for prefill, _ in steps) / len(steps)
-    tpot = sum(decode.total for _, decode in steps) / len(steps)
+    # bench_serving averages TPOT over the requests with more than one output token only
+    # (sglang 0.5.3 bench_serving.py L1538-1539: if output_len > 1)
+    decodes = [decode.total for (_, decode), (_, output) in zip(steps, pairs) if output > 1]
+    tpot = sum(decodes) / len(decodes) if decodes else 0.0
     prefill, decode = steps[-1]
     last = f"request {len(steps)} of {len(steps)}: " if len(steps) > 1 else ""
     tpot_basis = (f"{last}batch 1 at {pairs[-1][0] + pairs[-1][1] // 2} cached tokens: GEMMs "
