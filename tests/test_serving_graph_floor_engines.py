@@ -156,7 +156,8 @@ def test_v0_replays_decode_graphs_up_to_8k_context(engine, context, extra):
 def test_the_answer_says_the_batch_1_gap_to_vllm_is_unmeasured(engine):
     """Review wave 6b item 8: the 0 us floor of TensorRT-LLM (SGLang's until 2026-12-05) is for lack of data; the assumption line
     (and its JSON) says the gap to vLLM at batch 1 is unmeasured and how much of it is this term:
-    32 layers x 50 us = 1.6 ms a decode step (the vLLM - SGLang TPOT difference above)."""
+    32 layers x 50 us = 1.6 ms a decode step (the vLLM - TensorRT-LLM 1.0 floor difference of
+    test_vllm_adds_its_fitted_floor_as_gpu_time_not_host_time)."""
     source = _report(engine=engine).assumption("kernel_floor").source
     assert "0 for lack of data" in source and "gap to vLLM at batch 1 is unmeasured" in source
     assert "1.6 ms a decode step of it (32 layers x 50 us)" in source
