@@ -43,6 +43,17 @@ DEFAULT_FAILURE_RATE = failure_rate_from_census(LLAMA3_UNEXPECTED_INTERRUPTIONS,
 # Range: Meta's research clusters (Kokolis et al. 2024, arXiv:2410.21680): RSC-2 2.34 and RSC-1
 # 6.50 failures per 1000 node-days of 8 A100s -> 2.34e-3 / (8 x 24) .. 6.50e-3 / (8 x 24).
 FAILURE_RATE_RANGE = (2.34e-3 / (8 * 24), 6.50e-3 / (8 * 24))
+
+
+def failure_rate_range(rate: float = DEFAULT_FAILURE_RATE) -> tuple[float, float]:
+    """Low and high failure rate around ``rate`` (per GPU-hour): FAILURE_RATE_RANGE scaled by
+    rate / DEFAULT_FAILURE_RATE, i.e. the census range's relative spread (RSC-2 0.62x, RSC-1 1.72x the
+    Llama 3 rate) carried to a stated rate; the default rate gives FAILURE_RATE_RANGE exactly. A stated
+    rate is one fleet's count over one period, as each census is, and two clusters of one operator
+    differ 2.8x (Kokolis et al. 2024, arXiv:2410.21680, RSC-1 vs RSC-2), so the range keeps that spread
+    rather than collapsing to the rate; the point always lies inside it (0.62 < 1 < 1.72)."""
+    scale = rate / DEFAULT_FAILURE_RATE
+    return FAILURE_RATE_RANGE[0] * scale, FAILURE_RATE_RANGE[1] * scale
 # Restart: detect, reschedule, reload the checkpoint, warm up. MegaScale (arXiv:2402.15627):
 # training catches up to the pre-crash progress "within 15 minutes from the latest checkpoints".
 DEFAULT_RESTART_SECONDS = 15 * 60.0

@@ -71,7 +71,8 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
 
 
 def failure_ranges(run, s: BudgetSettings, wall_range: tuple[float, float] | None = None) -> dict:
-    """The failure section's low and high scenarios: the low failure rate (R.FAILURE_RATE_RANGE) on the failure-free
+    """The failure section's low and high scenarios: the low failure rate (R.failure_rate_range of the point rate,
+    --failure-rate or the census default: the census range's spread around it) on the failure-free
     wall-clock's low end and the high rate on its high end (``wall_range``, s: the step model's band, as the
     wall-clock line shows it; None: the point wall-clock, the failure rate's range alone). The expected wall-clock
     with failures rises with both, so the two ends together bound it; the step time moves with the wall-clock (the
@@ -80,7 +81,7 @@ def failure_ranges(run, s: BudgetSettings, wall_range: tuple[float, float] | Non
 
     ends = sorted(wall_range) if wall_range is not None else (run.wall_seconds, run.wall_seconds)
     out = {}
-    for key, wall, rate in zip(("low", "high"), ends, R.FAILURE_RATE_RANGE):
+    for key, wall, rate in zip(("low", "high"), ends, R.failure_rate_range(s.failure_rate)):
         scale = wall / run.wall_seconds
         at = replace(run, wall_seconds=wall, gpu_hours=run.gpu_hours * scale, step_seconds=run.step_seconds * scale)
         out[key] = scenario(at, s, run.gpus, rate=rate)

@@ -352,7 +352,10 @@ def _failure_and_money_assumptions(s: BudgetSettings) -> list[Row]:
          "--checkpoint-interval", ("checkpoint_interval",)),
         ("failure_rate", "interruptions per GPU-hour", f"{rate:.3g} (MTBI {1 / (rate * R.LLAMA3_GPUS):.2f} h at 16,384)",
          "Llama 3 405B: 419 unexpected interruptions in 54 days on 16,384 H100 (arXiv:2407.21783 Sec. 3.3.4, "
-         "Table 5); range 1.22e-5..3.39e-5 from Meta RSC-2/RSC-1 (arXiv:2410.21680)", "--failure-rate",
+         "Table 5); range {}..{}: Meta RSC-2/RSC-1 (arXiv:2410.21680), scaled by a stated rate / the census rate "
+         "(core.economics.reliability.failure_rate_range)".format(*(f"{r:.3g}".replace("e-0", "e-")
+                                                                     for r in R.failure_rate_range(rate))),
+         "--failure-rate",
          ("failure_rate",)),
         ("restart_seconds", "restart time", format_duration(s.restart_seconds),
          "MegaScale (arXiv:2402.15627): back to pre-crash progress within 15 minutes", "--restart",

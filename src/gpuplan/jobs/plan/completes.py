@@ -48,10 +48,10 @@ def completing_rows(inputs, evaluator, fitting) -> tuple[np.ndarray, np.ndarray,
 
 def _failure_shares(inputs, evaluator, table, i: int) -> tuple[float, float] | None:
     """Row i's on-demand expected wall-clock with failures / its failure-free wall-clock: the slowest at
-    the point failure rate and both ends of R.FAILURE_RATE_RANGE (the ends the answer prints, given
-    --failure-rate or not: jobs.budget.compute.failure_ranges), and the point rate's; None when the run
+    the point failure rate and both ends of its range (R.failure_rate_range: the ends the answer prints,
+    jobs.budget.compute.failure_ranges, which follow --failure-rate), and the point rate's; None when the run
     does not finish at one of them (on-demand or on spot)."""
-    from gpuplan.core.economics.reliability import FAILURE_RATE_RANGE
+    from gpuplan.core.economics.reliability import failure_rate_range
     from gpuplan.jobs.budget.model import run_facts, scenario
 
     tp, pp, gpus = int(table["tp"][i]), int(table["pp"][i]), float(table["gpus"][i])
@@ -61,7 +61,7 @@ def _failure_shares(inputs, evaluator, table, i: int) -> tuple[float, float] | N
                     step_seconds=float(table["step_seconds"][i]), recipe=inputs.recipe_name,
                     zero=int(table["zero"][i]), model_parallel=tp * pp)
     settings = inputs.budget_settings()
-    scenarios = [scenario(run, settings, gpus, rate=rate) for rate in (None, *FAILURE_RATE_RANGE)]
+    scenarios = [scenario(run, settings, gpus, rate=rate) for rate in (None, *failure_rate_range(settings.failure_rate))]
     if not all(s.completes for s in scenarios):
         return None
     return max(s.on_demand.wall_seconds for s in scenarios) / work, scenarios[0].on_demand.wall_seconds / work
