@@ -174,6 +174,8 @@ def test_held_to_the_published_recompute_the_planner_picks_torchtitans_own_8b_la
     # 11 groups + torchtitan's Aug-2024 405B on 128 H100 (BF16, FP8: docs/performance.md@3faaa1a) + the four
     # degrees-only IBM 512-H100 groups (70B / 405B x BF16 / FP8: pytorch.org/blog/training-using-float8-fsdp2)
     assert len(rows) == 2 + 13 + 4 and all(row.count("|") == 10 for row in rows)
+    # the degrees-only groups come last, through the same row code, with no published layout to time
+    assert all("batch and recompute not published" in row and "| n/a |" in row for row in rows[-4:])
 
 
 def test_the_best_published_run_at_any_gpu_count_and_the_chosen_kinds_record():

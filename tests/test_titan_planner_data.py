@@ -40,11 +40,8 @@ def test_the_ibm_rows_quote_table_3_and_are_not_timed(row_id):
 
 
 def test_four_degrees_only_groups_planned_as_their_release_ran():
-    from gpuplan.jobs.validation.planner_choice import (
-        accumulates,
-        degrees_only_groups,
-        planner_plan,
-    )
+    from gpuplan.jobs.validation.planner_choice import degrees_only_groups, planner_plan
+    from gpuplan.jobs.validation.planner_releases import accumulates
 
     groups = degrees_only_groups()
     assert sorted((k[0], k[3]) for k in groups) == [("llama-3.1-405b", "bf16"), ("llama-3.1-405b", "fp8"),
@@ -53,10 +50,12 @@ def test_four_degrees_only_groups_planned_as_their_release_ran():
     run = published_rows_by_id()["torchtitan-ibm-2411-llama-3.1-70b-512g-fsdp-float8"]
     # published 2024-11-25, before torchtitan's gradient accumulation (8570415c3, 2025-06-05)
     assert not accumulates(run, "torchtitan")
-    plan = planner_plan(run, "torchtitan")
-    assert plan.layout.pp > 1 or plan.global_batch == plan.layout.dp * plan.layout.micro_batch
-    # no batch published: the planner's default, 4M tokens = 512 sequences of 8,192
-    assert plan.global_batch == 512
+    for runs in groups.values():  # each group's best run, as planner_choice_cases plans it
+        best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
+        plan = planner_plan(best, "torchtitan")
+        assert plan.layout.pp > 1 or plan.global_batch == plan.layout.dp * plan.layout.micro_batch
+        # no batch published: the planner's default, 4M tokens = 512 sequences of 8,192 (the line's label says so)
+        assert plan.global_batch == 512
 
 
 def test_the_check_splits_them_out_and_times_no_published_layout():
@@ -72,9 +71,16 @@ def test_the_check_splits_them_out_and_times_no_published_layout():
     for c in new:
         assert math.isnan(c.at_published) and c.measured == IBM[c.id][0]
         assert c.best_any_count == c.measured  # no other torchtitan count of these models on 700 W H100 80GB
-    kinds = {(c.id, c.kind) for c in planner_cases()}
-    assert not any(i in IBM and "predicted advantage" in k for i, k in kinds)
-    assert sum("states its degrees only" in k for _, k in kinds) == 4
+    planner = planner_cases()
+    # their line of its own (review wave 7 r2): the headline and any-count lines are at the run's batch, which
+    # these rows do not publish; 13 torchtitan groups on each, as before the IBM rows came
+    own = [c for c in planner if c.id in IBM]
+    assert len(own) == 4 and all("states its degrees only: batch not published" in c.kind
+                                 and "default 512 sequences" in c.kind and "not published" in c.note for c in own)
+    headline = "planner: its own choice vs the best published run (torchtitan)"
+    any_count = "at any GPU count (torchtitan)"
+    assert sum(c.kind == headline for c in planner) == 13 and sum(c.kind.endswith(any_count) for c in planner) == 13
+    assert sum("predicted advantage" in c.kind and "(torchtitan)" in c.kind for c in planner) == 13
 
 
 def test_the_70b_bf16_row_sets_the_hopper_dense_bf16_mfu_ceiling():

@@ -225,24 +225,26 @@ def communication_cases() -> list[Case]:
 
 def planner_cases() -> list[Case]:
     """The planner's own choice against the best published run of its group (jobs/validation/planner_choice.py):
-    the whole error, and its two factors — the model at the published layout, the planner's predicted advantage."""
-    from gpuplan.jobs.validation.planner_choice import planner_choice_cases
+    the whole error, and its two factors — the model at the published layout, the planner's predicted advantage.
+    Groups whose batch is not published (layout_stated False) have a line of their own and no other."""
+    from gpuplan.jobs.validation.planner_choice import DEGREES_ONLY_LINE, DEGREES_ONLY_NOTE, planner_choice_cases
 
     out = []
     for c in planner_choice_cases():
-        kind = f"planner: its own choice vs the best published run ({c.framework})"
-        out.append(Case(c.id, kind, c.measured, c.planned, f"tokens/s/GPU, {c.layout}"))
+        kind, basis = f"planner: its own choice vs the best published run ({c.framework})", f"tokens/s/GPU, {c.layout}"
+        if not c.layout_stated:  # planner_choice.degrees_only_groups: no run batch, no timed published layout
+            out.append(Case(c.id, f"{kind[:-1]}, {DEGREES_ONLY_LINE})", c.measured, c.planned, basis,
+                            DEGREES_ONLY_NOTE))
+            continue
+        out.append(Case(c.id, kind, c.measured, c.planned, basis))
         if c.framework == "torchtitan":  # by what the published layout was for (demonstrates_a_layout_feature)
             part = ("groups whose published layout demonstrates async TP or a pipeline schedule" if c.demonstration
-                    else "the other groups" if c.layout_stated else
-                    "groups whose best run states its degrees only, planned at the default batch (IBM 512 H100)")
-            out.append(Case(c.id, f"{kind[:-1]}, {part})", c.measured, c.planned, f"tokens/s/GPU, {c.layout}"))
-        if c.layout_stated:  # a degrees-only group has no timed published layout (planner_choice.degrees_only_groups)
-            out.append(Case(c.id, "planner: the planner's predicted advantage over the best published layout "
-                            f"({c.framework})", c.at_published, c.planned, "tokens/s/GPU, predicted vs predicted"))
+                    else "the other groups")
+            out.append(Case(c.id, f"{kind[:-1]}, {part})", c.measured, c.planned, basis))
+        out.append(Case(c.id, "planner: the planner's predicted advantage over the best published layout "
+                        f"({c.framework})", c.at_published, c.planned, "tokens/s/GPU, predicted vs predicted"))
         out.append(Case(c.id, "planner: its own choice vs the best published run of the same model, GPU type and "
-                        f"precision at any GPU count ({c.framework})", c.best_any_count, c.planned,
-                        f"tokens/s/GPU, {c.layout}"))
+                        f"precision at any GPU count ({c.framework})", c.best_any_count, c.planned, basis))
     return out
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from gpuplan.jobs.validation.planner_releases import accumulates, release_of
 from gpuplan.jobs.validation.published_throughput import (
     PRECISION,
     predict_tokens_per_gpu_s,
@@ -42,8 +43,7 @@ class ChoiceCase:
     """The group's published layout is fixed by the feature its source table demonstrates
     (demonstrates_a_layout_feature), not chosen for throughput."""
     layout_stated: bool = True
-    """False for the groups whose best run states its degrees only, not its batch or recompute
-    (degrees_only_groups): no step-model figure at the published layout (at_published NaN)."""
+    """False for degrees_only_groups (no batch or recompute published): at_published NaN."""
 
     @property
     def error(self) -> float:
@@ -75,16 +75,24 @@ def _groups(reason: str = "") -> dict[tuple, list[dict]]:
     return groups
 
 
-def degrees_only_groups() -> dict[tuple, list[dict]]:
+def degrees_only_groups(scored: dict[tuple, list[dict]] | None = None) -> dict[tuple, list[dict]]:
     """The groups (as _groups) whose rows state the degrees but not the micro-batch, global batch or
-    recompute (why_not 'layout incomplete'; tp, pp and dp stated), whose groups have no scored row: the
-    IBM Cloud 512-H100 rows of 2024-11 (family torchtitan-2024-11-ibm-h100). The step model cannot be
-    timed at their layout; the planner's own choice can be set against their measured figure, planned
-    at the planner's default global batch (the batch is not published). torchtitan only: the check's
-    split of that line (jobs/validation/estimate.planner_cases) is torchtitan's."""
-    scored = _groups()
+    recompute (why_not 'layout incomplete'; tp, pp and dp stated), whose groups have no scored row
+    (``scored``: _groups(), read again if None): the IBM Cloud 512-H100 rows of 2024-11 (family
+    torchtitan-2024-11-ibm-h100). The step model cannot be timed at their layout; the planner's own
+    choice can be set against their measured figure, planned at the planner's default global batch (the
+    batch is not published), on a line of their own (jobs/validation/estimate.planner_cases), outside
+    the torchtitan line at the run's batch. torchtitan only: that split is torchtitan's."""
+    scored = _groups() if scored is None else scored
     return {key: runs for key, runs in _groups("layout incomplete").items() if key not in scored
             and key[4] == "torchtitan" and all(r["layout"].get(k) for r in runs for k in ("tp", "pp", "dp"))}
+
+
+DEGREES_ONLY_LINE = ("groups whose best run states its degrees only: batch not published, the planner at its "
+                     "default 512 sequences; IBM 512 H100")
+"""degrees_only_groups' own planner line (estimate.planner_cases), outside the headline (at the run's batch, issue
+37): the default 4M tokens (schema.training_fields.DEFAULT_BATCH_TOKENS) are 512 of their 8,192-token sequences."""
+DEGREES_ONLY_NOTE = "batch and AC not published (the blog explored both); the planner at its default 4M tokens"
 
 
 def planned_tokens_per_gpu_s(run: dict, framework: str, recompute: str | None = None) -> tuple[float, str]:
@@ -93,36 +101,6 @@ def planned_tokens_per_gpu_s(run: dict, framework: str, recompute: str | None = 
     ``recompute``: held to that mode (`plan --recompute`), else the planner's choice."""
     plan = planner_plan(run, framework, recompute)
     return plan.tokens_per_second / plan.gpus_asked, plan.text()
-
-
-TORCHTITAN_RELEASES_WITHOUT_ACCUMULATION = ("3faaa1a", "9dec370")
-"""torchtitan commits of published rows that run one forward / backward per step without a pipeline:
-gradient accumulation came with 8570415c3 "Support gradient accumulation (#1238)", 2025-06-05; before it
-train.py takes one batch a step (``batch = next(data_iterator)``, 9dec370 train.py L259, 3faaa1a L260)
-and runs ``loss.backward()`` once on it (9dec370 L308, 3faaa1a L296): the local batch is the micro-batch.
-Pipeline layouts split the local batch in micro-batches of their own (pp_schedule.step, 9dec370 L286-293).
-The rows at 820504e and e7c0cae (June 2025) run it: 820504e train.py L207 gradient_accumulation_steps."""
-
-
-TORCHTITAN_FAMILIES_BEFORE_ACCUMULATION = ("torchtitan-2024-11-ibm-h100",)
-"""Families of torchtitan rows that name no commit but were published before gradient accumulation came
-(8570415c3, 2025-06-05): the IBM / Meta float8 blog of 2024-11-25 (pytorch/pytorch.github.io
-_posts/2024-11-25-training-using-float8-fsdp2.md@1580429b)."""
-
-
-def release_of(run: dict) -> str:
-    """The torchtitan commit a published row ran ('torchtitan @9dec370 (...)' -> '9dec370'); '' if none."""
-    import re
-
-    match = re.search(r"torchtitan @([0-9a-f]{7,40})", run.get("framework", ""))
-    return match.group(1)[:7] if match else ""
-
-
-def accumulates(run: dict, framework: str) -> bool:
-    """Whether the framework release behind ``run`` runs more than one micro-batch a step without a
-    pipeline (TORCHTITAN_RELEASES_WITHOUT_ACCUMULATION; True for every other release and framework)."""
-    return not (framework == "torchtitan" and (release_of(run) in TORCHTITAN_RELEASES_WITHOUT_ACCUMULATION
-                                               or run["family"] in TORCHTITAN_FAMILIES_BEFORE_ACCUMULATION))
 
 
 def release_runs(result, run: dict, framework: str):
@@ -270,7 +248,8 @@ def demonstrates_a_layout_feature(groups: dict[tuple, list[dict]], key: tuple) -
 def planner_choice_cases() -> list[ChoiceCase]:
     """One case per group: the scored groups (_groups), then the degrees-only ones (degrees_only_groups,
     layout_stated False, at_published NaN); "at any GPU count" looks over both."""
-    cases, groups, partial = [], _groups(), degrees_only_groups()
+    cases, groups = [], _groups()
+    partial = degrees_only_groups(groups)
     every = {**groups, **partial}
     for key, runs in sorted(groups.items()) + sorted(partial.items()):
         framework, stated = key[4], key in groups
@@ -286,40 +265,46 @@ def planner_choice_cases() -> list[ChoiceCase]:
 def choice_table(framework: str = "torchtitan") -> list[str]:
     """Markdown rows, one per group of ``framework``: the best published layout, its measured figure,
     the step model's error there, the planner's choice and its predicted figure, and the planner held
-    to the published run's recompute mode (docs/step.md, Planner)."""
-    from gpuplan.planner.plan import layout_text
-
+    to the published run's recompute mode (docs/step.md, Planner); the degrees-only groups
+    (degrees_only_groups) last, 'n/a' where their layout is not published."""
     from gpuplan.jobs.validation.uncertainty import scored_rows
 
     rows = ["| group | best published layout | measured | model there | planner's choice | predicted "
             "| with the published recompute | vs the best at any GPU count | model on the chosen kind elsewhere |",
             "|---|---|---|---|---|---|---|---|---|"]
     scored, groups = scored_rows(), _groups()
-    for key, runs in sorted(groups.items()):
-        (model, gpu, gpus, precision, fw) = key
-        if fw != framework:
-            continue
-        best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
-        lay, measured = best["layout"], float(best["measured"]["tokens_per_s_per_gpu"])
-        published = published_layout(lay)
-        plan = planner_plan(best, fw)
-        planned, text = plan.tokens_per_second / plan.gpus_asked, plan.text()
-        held, held_text = planned_tokens_per_gpu_s(best, fw, lay["recompute"])
-        anywhere = best_at_any_count(groups, key, best["model"]["seq_len"])
-        bias, n = kind_bias(scored, best, plan.layout, fw)
-        rows.append(f"| {model} {gpus} {gpu} {precision} | {layout_text(published, lay['recompute'])} | {measured:,.0f} "
-                    f"| {predict_tokens_per_gpu_s(best) / measured - 1:+.1%} | {text} | {planned:,.0f} "
-                    f"({planned / measured - 1:+.1%}) | {held / measured - 1:+.1%} ({held_text.split(',')[0]}) "
-                    f"| {planned / anywhere - 1:+.1%} ({anywhere:,.0f}) | {bias:+.1%} ({n} rows) |")
-    for key, runs in sorted(degrees_only_groups().items()):  # new in wave 7: no batch / recompute published
-        best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
+    partial = degrees_only_groups(groups)
+    every = {**groups, **partial}
+    for key, runs in sorted(groups.items()) + sorted(partial.items()):
         if key[4] == framework:
-            lay, measured = best["layout"], float(best["measured"]["tokens_per_s_per_gpu"])
-            planned, text = planned_tokens_per_gpu_s(best, framework)
-            rows.append(f"| {key[0]} {key[2]} {key[1]} {key[3]} | dp{lay['dp']} tp{lay['tp']} pp{lay['pp']} ZeRO-3, "
-                        f"batch and recompute not published | {measured:,.0f} | n/a | {text} | {planned:,.0f} "
-                        f"({planned / measured - 1:+.1%}) | n/a | {planned / measured - 1:+.1%} ({measured:,.0f}) | n/a |")
+            rows.append(_choice_row(key, max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"]), every,
+                                    scored, key in groups))
     return rows
+
+
+def _choice_row(key: tuple, best: dict, every: dict[tuple, list[dict]], scored: list[tuple], stated: bool) -> str:
+    """choice_table's row of group ``key`` (its best published run ``best``; ``stated``: its batch and
+    recompute are published, else the step model is not timed at its layout)."""
+    from gpuplan.planner.plan import layout_text
+
+    (model, gpu, gpus, precision, fw), lay = key, best["layout"]
+    measured = float(best["measured"]["tokens_per_s_per_gpu"])
+    plan = planner_plan(best, fw)
+    planned, text = plan.tokens_per_second / plan.gpus_asked, plan.text()
+    anywhere = best_at_any_count(every, key, best["model"]["seq_len"])
+    bias, n = kind_bias(scored, best, plan.layout, fw)
+    if stated:
+        figure, held_text = planned_tokens_per_gpu_s(best, fw, lay["recompute"])
+        published = layout_text(published_layout(lay), lay["recompute"])
+        there = f"{predict_tokens_per_gpu_s(best) / measured - 1:+.1%}"
+        held = f"{figure / measured - 1:+.1%} ({held_text.split(',')[0]})"
+    else:
+        published = (f"dp{lay['dp']} tp{lay['tp']} pp{lay['pp']} ZeRO-{lay.get('zero') or 0}, batch and recompute "
+                     f"not published (planned at the default batch, {plan.global_batch} sequences)")
+        there = held = "n/a"
+    return (f"| {model} {gpus} {gpu} {precision} | {published} | {measured:,.0f} | {there} | {text} | {planned:,.0f} "
+            f"({planned / measured - 1:+.1%}) | {held} | {planned / anywhere - 1:+.1%} ({anywhere:,.0f}) "
+            f"| {bias:+.1%} ({n} rows) |")
 
 
 def advantage_split(run: dict, layout, recompute: str) -> tuple[float, float]:
@@ -392,10 +377,11 @@ def terms_table(framework: str = "torchtitan") -> list[str]:
 def kind_correction_table(min_rows: tuple[int, ...] = (3, 10)) -> list[str]:
     """Markdown rows: the planner check as `plan` ranks now, and with the kind correction (figure only;
     ranking and figure) at each of ``min_rows`` (docs/step.md, Planner: 'A correction by kind')."""
-    rows = ["| variant | Megatron (54): group's best; any GPU count; advantage; model at the published layout "
-            "(mean abs / bias) | torchtitan (11): the same |",
-            "|---|---|---|"]
-    variants = [("as `plan` ranks (no correction)", planner_choice_cases())]
+    timed = [c for c in planner_choice_cases() if c.layout_stated]  # the degrees-only groups have no model error
+    counts = {fw: sum(c.framework == fw for c in timed) for fw in ("megatron", "torchtitan")}
+    rows = [f"| variant | Megatron ({counts['megatron']}): group's best; any GPU count; advantage; model at the "
+            f"published layout (mean abs / bias) | torchtitan ({counts['torchtitan']}): the same |", "|---|---|---|"]
+    variants = [("as `plan` ranks (no correction)", timed)]
     for n in min_rows:
         variants += [(f"figure corrected, kinds with >= {n} layouts", kind_correction_cases(n, rank=False)),
                      (f"ranking and figure corrected, >= {n}", kind_correction_cases(n))]
