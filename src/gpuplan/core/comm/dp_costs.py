@@ -87,8 +87,10 @@ def _populations(spec: ModelSpec, cluster, settings, *, tp, pp, ep, shard, train
 
 def _per_unit(kind: str, size, populations, rows=None):
     """Seconds of one unit's collective: each population's part on its own group, one after the
-    other on the communication stream (``rows``: _distinct_rows, each distinct row costed once)."""
-    return sum(_seconds(kind, size * share, links, rows) * (share > 0) for share, links in populations)
+    other on the communication stream (``rows``: _distinct_rows, each distinct row costed once). A population
+    with no share anywhere (a dense model's experts) is not costed: its finite seconds x False added 0."""
+    return sum(_seconds(kind, size * share, links, rows) * (share > 0) for share, links in populations
+               if np.ndim(share) or share > 0)
 
 
 DISTINCT_MIN_ROWS = 64
@@ -172,8 +174,10 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     grads_emb = embedding * settings.grad_comm_bytes * (settings.finetune == "full")
     grads = grads - grads_emb
     reduce_scatter = (zero >= 1) & ~(settings.grad_all_reduce & (zero == 1))  # ALL_REDUCE_THEN_GATHER
-    rs_one = np.where(reduce_scatter, _per_unit("reduce_scatter", grads / units, populations, rows),
-                      _per_unit("all_reduce", grads / units, populations, rows))
+    # each kind costed only where some row runs it (np.where takes the other's 0.0 nowhere)
+    rs_one = np.where(reduce_scatter,
+                      _per_unit("reduce_scatter", grads / units, populations, rows) if np.any(reduce_scatter) else 0.0,
+                      0.0 if np.all(reduce_scatter) else _per_unit("all_reduce", grads / units, populations, rows))
     ag_one = _per_unit("all_gather", weights / units, populations, rows)
     if settings.dp_schedule == "deepspeed":  # ZeRO-3's hook-driven fetches reach a fitted share of NCCL's rate,
         # fitted on ZeRO-3 rows only (core.comm.dp_overlap): ZeRO-0-2's bucketed reductions keep NCCL's own rate
@@ -191,7 +195,9 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     # all-gathers the bf16 weights after each step too (bf16_optimizer.py@edaa722 update_lp_params L454-464)
     gathered = (zero >= 1) | (settings.fp32_grad_accumulation & (zero == 0) & (np.asarray(pp) > 1))
     ag_calls = many * gathered * units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
-    ar_across = _seconds("all_reduce", grads / shard / units, across, rows) * units
+    # one replica (no HSDP): collective_seconds gives a group of one 0 seconds
+    ar_across = (_seconds("all_reduce", grads / shard / units, across, rows) if np.any(np.asarray(replicas) > 1)
+                 else 0.0) * units
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
     exposed = _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute,
                        moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch, vpp)
@@ -205,8 +211,9 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     # the embedding unit: gathered before the first block's forward and reduced after the last block's
     # backward, every micro-batch, with no compute to hide behind
     emb_calls = 2 * micro_batches * (np.asarray(embedding) > 0)
-    emb = emb_calls / 2 * (_seconds("all_gather", embedding * settings.weight_comm_bytes, group, rows)
-                           + _seconds("reduce_scatter", grads_emb, group, rows) * (np.asarray(grads_emb) > 0))
+    emb = emb_calls / 2 * ((_seconds("all_gather", embedding * settings.weight_comm_bytes, group, rows)
+                            + _seconds("reduce_scatter", grads_emb, group, rows) * (np.asarray(grads_emb) > 0))
+                           if np.any(emb_calls) else 0.0)  # none: 0 calls x finite seconds
     return costs + [CollectiveCost("DP", "embedding unit all-gather + reduce-scatter (FSDP2)", emb_calls,
                                    embedding * settings.weight_comm_bytes, tp * shard, emb, emb, "all_gather", group)]
 

@@ -1,0 +1,123 @@
+"""Issue 39 (speed): the layout search costs each distinct data-parallel group once
+(core.comm.dp_costs._distinct_rows) and broadcasts its collectives back to every layout that shares it.
+The answer must be the per-row answer exactly: hand-picked layouts (ZeRO 0-3, ep > 1, cp > 1, a pipeline,
+HSDP) under each data-parallel schedule, costed as one batch and one by one."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import numpy as np
+import pytest
+
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core.comm import dp_costs as D
+from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.time.step import StepSettings
+
+# (dp, tp, pp, cp, ep, zero) of Mixtral 8x7B's layouts on 32-256 H100s (8 experts: ep divides dp x cp)
+LAYOUTS = (
+    (8, 2, 2, 1, 1, 1),   # ZeRO-1 (distributed optimizer) under a pipeline
+    (4, 2, 1, 2, 1, 3),   # ZeRO-3 with context parallelism
+    (8, 1, 2, 1, 8, 1),   # every expert on its own rank
+    (16, 1, 1, 1, 4, 3),  # ZeRO-3 with expert parallelism
+    (4, 4, 2, 2, 2, 0),   # ZeRO-0 (all-reduce), cp 2, ep 2
+    (32, 8, 1, 1, 8, 2),  # ZeRO-2 across four NVLink domains
+    (2, 8, 4, 1, 2, 1),
+    (8, 2, 2, 1, 1, 0),   # the first layout's group under ZeRO-0 and ZeRO-3: other collectives
+    (8, 2, 2, 1, 1, 3),
+    (16, 1, 1, 1, 8, 3),  # the fourth with ep 8
+    (8, 4, 2, 1, 2, 0),   # the fifth's data group (dp x cp = 8, tp 4, pp 2, ep 2) without cp: one group
+)
+GROUPS = 10
+"""Distinct (tp, pp, ep, dp x cp, ZeRO) of LAYOUTS: the collectives of a data group see dp x cp only."""
+ROWS = len(LAYOUTS) * 5 * 2
+MICRO_BATCHES = (1, 2, 4, 8, 16)  # the search's rows differ in these, the groups do not
+SCHEDULES = ({"dp_schedule": "megatron"}, {"dp_schedule": "fsdp2", "grad_comm_bytes": 4.0},
+             {"dp_schedule": "deepspeed"}, {"dp_schedule": "ddp"}, {"dp_schedule": "megatron", "grad_all_reduce": True})
+
+
+def _batch():
+    """Every layout x micro-batch count, the layouts' rows interleaved, twice over (ROWS = 110: past
+    DISTINCT_MIN_ROWS), as the search passes them (float degrees)."""
+    rows = [layout + (m,) for m in MICRO_BATCHES for layout in LAYOUTS] * 2
+    columns = np.array(rows, dtype=float).T
+    return dict(zip(("dp", "tp", "pp", "cp", "ep", "zero", "micro_batches"), columns))
+
+
+def _costs(spec, cluster, settings, g, shard_group=None):
+    layers = spec.num_layers / g["pp"]
+    trained = D.params_per_gpu(spec, g["tp"], g["pp"], g["ep"])
+    compute = 0.05 * g["micro_batches"] * layers / g["tp"]
+    return D.data_parallel_costs(spec, cluster, settings, dp=g["dp"], tp=g["tp"], pp=g["pp"], cp=g["cp"], ep=g["ep"],
+                                 zero=np.asarray(g["zero"]).astype(np.int64), micro_batches=g["micro_batches"],
+                                 shard_group=shard_group, layers=layers, trained_params=trained,
+                                 t_bwd_gemm_mb=compute / g["micro_batches"] / 3, compute=compute)
+
+
+def _numbers(cost, row=None):
+    """The numeric fields of one CollectiveCost (at ``row`` of a batch), as float64."""
+    out = {}
+    for f in fields(cost):
+        value = getattr(cost, f.name)
+        if isinstance(value, (int, float, np.ndarray, np.number)) and not isinstance(value, bool):
+            value = np.broadcast_to(np.asarray(value, dtype=float), (ROWS,))[row] if row is not None else value
+            out[f.name] = float(value) if np.ndim(value) == 0 else value
+    return out
+
+
+def test_the_distinct_groups_are_the_hand_counted_ones():
+    g = _batch()
+    layers = 32 / g["pp"]
+    first, inverse = D._distinct_rows(g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"], layers)
+    assert len(first) == GROUPS  # 110 rows, 10 groups (the micro-batch counts are not in the key)
+    for column in (g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"]):
+        assert np.array_equal(column[first][inverse], column)
+    # fewer rows than DISTINCT_MIN_ROWS, scalars, non-integer degrees: every row costed
+    assert D._distinct_rows(g["tp"][:10], g["pp"][:10]) is None
+    assert D._distinct_rows(8, 2) is None
+    assert D._distinct_rows(g["tp"] + 0.5) is None
+    # a float that the integer key does not determine (here it differs within a group): every row costed
+    assert D._distinct_rows(g["tp"], floats=(g["micro_batches"],)) is None
+    assert D._distinct_rows(g["tp"], floats=(g["tp"] * 1.5,)) is not None
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES, ids=lambda s: "-".join(str(v) for v in s.values()))
+def test_a_batch_costed_by_groups_equals_each_layout_costed_alone(schedule):
+    spec = load_model("mixtral-8x7b")
+    cluster = cluster_for(load_accelerator("h100-sxm"))
+    settings = StepSettings(seq_len=4096, dp_overlap=0.9, **schedule)
+    g = _batch()
+    batch = _costs(spec, cluster, settings, g)
+    assert len(D._distinct_rows(g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"])[0]) == GROUPS
+    assert any(np.any(np.asarray(c.total) > 0) for c in batch)
+    for row in range(ROWS):
+        alone = _costs(spec, cluster, settings, {k: v[row] for k, v in g.items()})
+        for one, many in zip(alone, batch):
+            assert _numbers(one) == _numbers(many, row), (row, one.collective)
+
+
+def test_hsdp_replicas_by_groups_equal_every_row(monkeypatch):
+    # HSDP (FSDP2 HYBRID_SHARD): ZeRO-3 within 2 or 4 ranks (alternate rows: the shard group is in the key),
+    # the all-reduce across the rest; the same batch costed without the grouping (DISTINCT_MIN_ROWS past its
+    # length) gives the same arrays, bit for bit, and so does each row alone
+    spec = load_model("mixtral-8x7b")
+    cluster = cluster_for(load_accelerator("h100-sxm"))
+    settings = StepSettings(seq_len=4096, dp_overlap=0.9, dp_schedule="fsdp2")
+    g = _batch()
+    g["zero"] = np.full(ROWS, 3.0)
+    shard = np.minimum(np.where(np.arange(ROWS) % 2, 2.0, 4.0), g["dp"] * g["cp"])
+    grouped = _costs(spec, cluster, settings, g, shard_group=shard)
+    across = next(c for c in grouped if c.collective == "HSDP all-reduce")
+    replicated = g["dp"] * g["cp"] > shard  # dp x cp = 2 (and 4 in rows sharded by 4): no replica to reduce across
+    assert np.all(np.asarray(across.total)[replicated] > 0) and np.all(np.asarray(across.total)[~replicated] == 0)
+    for row in (0, 1, 7, 8):
+        alone = _costs(spec, cluster, settings, {k: v[row] for k, v in g.items()}, shard_group=shard[row])
+        for one, many in zip(alone, grouped):
+            assert _numbers(one) == _numbers(many, row), (row, one.collective)
+    monkeypatch.setattr(D, "DISTINCT_MIN_ROWS", 10**9)
+    every_row = _costs(spec, cluster, settings, g, shard_group=shard)
+    for a, b in zip(grouped, every_row):
+        assert _numbers(a).keys() == _numbers(b).keys()
+        for name, value in _numbers(a).items():
+            assert np.array_equal(value, _numbers(b)[name]), (a.collective, name)
