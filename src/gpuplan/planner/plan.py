@@ -161,6 +161,15 @@ def slow_end_seconds_per_token(table: LayoutTable) -> np.ndarray:
     return seconds_per_token
 
 
+def ranked_seconds_per_token(table: LayoutTable) -> np.ndarray:
+    """The time ranking by time compares, s per sequence: slow_end_seconds_per_token x the count's
+    failure_share (its expected wall-clock with failures / failure-free, at the highest rate of the
+    range the answer prints: jobs.plan.completes) where the table carries it. The Pareto front
+    (jobs.plan.estimate) takes the same time, so the answer is always on it."""
+    seconds_per_token = slow_end_seconds_per_token(table)
+    return seconds_per_token * table["failure_share"] if "failure_share" in table.columns else seconds_per_token
+
+
 def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) -> np.ndarray:
     """Row order, best first: by time (slow_end_seconds_per_token), cost, GPUs then time, or the
     deadline rule (fewest GPUs, then cheapest: deadline_order). Where the table carries
@@ -168,10 +177,9 @@ def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) ->
     wall-clock, one per GPU count: jobs.plan.completes.failure_shares), time and cost are taken with
     failures — the same share for every layout of a count, so their order within a count is as
     without — and by time, counts within PLATEAU_SHARE of the best go to the fewest GPUs asked."""
-    seconds_per_token = slow_end_seconds_per_token(table)
+    seconds_per_token = ranked_seconds_per_token(table)
     share = table["failure_share"] if "failure_share" in table.columns else None
     if share is not None:
-        seconds_per_token = seconds_per_token * share
         cost = None if cost is None else cost * share
     if rank_by == "deadline":
         return np.lexsort((_cheapest_key(table, cost, seconds_per_token), table["gpus"]))

@@ -97,17 +97,21 @@ def cluster_series(report) -> dict[str, Any] | None:
 
 
 def layout_series(report) -> dict[str, Any] | None:
-    """The planner's ranked layouts and its Pareto front as points (GPUs, days, cost, MFU)."""
+    """The planner's ranked layouts and its Pareto front as points (GPUs, days, cost, MFU). ``days``: each
+    layout's 'ranked days', the time it is ranked and the front is drawn by (the slow end with failures at
+    the range's high rate, planner.plan.ranked_seconds_per_token), not the failure-free days: the front is
+    a front on that axis; the best layout is the top table's first row."""
     top, front = _table(report, "top "), _table(report, "Pareto front")
     if top is None or front is None:
         return None
 
     def points(table) -> list[dict[str, Any]]:
-        return [{"gpus": number(r["GPUs"]), "days": number(r["days"]), "cost": number(r["cost"]),
+        return [{"gpus": number(r["GPUs"]), "days": number(r["ranked days"]), "cost": number(r["cost"]),
                  "mfu": number(r["MFU"]), "layout": r["layout"]} for r in table.records()]
 
-    return {"top": points(top), "front": sorted(points(front), key=lambda p: p["gpus"] or 0),
-            "best": {"gpus": _value(report, "best_gpus"), "days": _value(report, "best_days"),
+    ranked = points(top)
+    return {"top": ranked, "front": sorted(points(front), key=lambda p: p["gpus"] or 0),
+            "best": {"gpus": _value(report, "best_gpus"), "days": ranked[0]["days"] if ranked else None,
                      "layout": _value(report, "best_layout")},
             "colors": {"top": COLORS["top"], "front": COLORS["front"]}}
 
@@ -281,7 +285,7 @@ def _draw_layouts(fig, data: dict[str, Any], t) -> str:
     if best.get("gpus") and best.get("days"):
         ax.scatter([best["gpus"]], [best["days"]], marker="*", s=180, color="black", zorder=4,
                    label=f"{t('chart.best')}: {best['layout']}")
-    ax.set(xscale="log", yscale="log", xlabel=t("chart.gpus"), ylabel=t("chart.days"))
+    ax.set(xscale="log", yscale="log", xlabel=t("chart.gpus"), ylabel=t("chart.ranked_days"))
     ax.set_xscale("log", base=2)
     _plain_ticks(ax, "x", "y", at=sorted({p["gpus"] for p in top + front}))
     title = t("chart.pareto_title")

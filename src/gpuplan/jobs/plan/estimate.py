@@ -16,7 +16,7 @@ from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.search import PlanSearch, best_index, deadline_of, rank_by_of, search
-from gpuplan.planner.plan import Plan, evaluate_layout, layout_text, ranking, row_layout
+from gpuplan.planner.plan import Plan, evaluate_layout, layout_text, ranked_seconds_per_token, ranking, row_layout
 from gpuplan.planner.search import LayoutTable, pareto_front
 from gpuplan.planner.space import RECOMPUTE_MODES
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
@@ -28,12 +28,14 @@ RANKED = {"time": "time with failures at each layout's slow end: step x (1 + its
           "cost": "cost with failures", "gpus": "gpus",
           "deadline": "the deadline rule: fewest GPUs meeting it with failures and checkpoints, then cheapest"}
 COLUMNS = ("GPUs", "layout", "step s", "± model", "MFU", "days", "w/ failures", "GPU-hours", "cost", "peak/GPU",
-           "exposed comm", "bubble")
+           "exposed comm", "bubble", "ranked days")
 """'± model': the layout's uncertainty (planner/uncertainty.py); ranking by time takes each layout at
 its slow end, step x (1 + u), so a layout the model knows less about can rank below one with the
 same point estimate, and its count's failures at the highest rate of their range (planner.plan.ranking);
 'w/ failures': days with failures and checkpoints at the point rate, as the answer's "expected
-wall-clock with failures"."""
+wall-clock with failures"; 'ranked days': the time ranking by time compares, in days: 'days' x (1 + ± model)
+x the count's failure share at the high rate of its range (planner.plan.ranked_seconds_per_token), the Pareto
+front's time axis."""
 # The answer-first view of `gpuplan plan`: the winner, its time, MFU, money and memory, and why.
 PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "best_days", "fail_wall_seconds",
                  "best_mfu", "best_step_seconds", "best_gpu_hours", "best_cost", "best_peak_bytes", "check_rank",
@@ -48,7 +50,18 @@ def _rows(t: LayoutTable, idx) -> tuple:
                   f"{t['days_with_failures'][i]:.1f}", format_gpu_time(t['gpu_hours'][i]),
                   "" if np.isnan(t["cost"][i]) else f"${t['cost'][i]:,.0f}", format_bytes(t["total_bytes"][i]),
                   f"{t['exposed_comm_seconds'][i] / t['step_seconds'][i]:.0%}",
-                  f"{t['bubble_seconds'][i] / t['step_seconds'][i]:.0%}") for i in idx)
+                  f"{t['bubble_seconds'][i] / t['step_seconds'][i]:.0%}", f"{t['ranked_days'][i]:.1f}") for i in idx)
+
+
+def _with_ranked_columns(t: LayoutTable) -> LayoutTable:
+    """The table with the ranking's time in days (ranked_days: days x ranked / failure-free seconds per token,
+    planner.plan.ranked_seconds_per_token) and cost with the same failure share (ranked_cost, as --rank-by cost
+    compares it): the Pareto front's objectives, so a count fast only before failures is not on it (wave 7:
+    405B over 1-10000000 GPUs listed 262,144 to 2,097,152, 7,910 days with failures at the last)."""
+    factor = ranked_seconds_per_token(t) / (t["step_seconds"] / (t["global_batch"] * 1.0))
+    t.columns["ranked_days"] = t["days"] * factor
+    t.columns["ranked_cost"] = t["cost"] * (t["failure_share"] if "failure_share" in t.columns else 1.0)
+    return t
 
 
 def chosen_plan(result: PlanSearch, i: int) -> Plan:
@@ -136,18 +149,19 @@ def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tupl
 def plan_report(inputs: PlanInputs, progress=None) -> Report:
     inputs = job_inputs(inputs, PlanInputs)  # a mapping read through the one schema, as the other doors do
     result = search(inputs, progress)
-    table, price = result.table, result.price
+    table, price = _with_ranked_columns(result.table), result.price
     order = ranking(table, rank_by_of(inputs), table["cost"])
     top = order[: inputs.top]
     best = int(top[0])
     plan = chosen_plan(result, best)
     spec, gpu = result.evaluator.spec, result.evaluator.cluster.gpu
-    front = pareto_front(table, ("gpus", "days") + (("cost",) if price is not None else ()))
+    front = pareto_front(table, ("gpus", "ranked_days") + (("ranked_cost",) if price is not None else ()))
     summary = Section("Recommendation", recommendation(plan, inputs, result, best) + why_lines(plan, result.all))
     checked = _check_my_layout(inputs, result, plan) if inputs.layout_given else ()
     breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best"))
     tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by_of(inputs)]})", COLUMNS, _rows(table, top)),
-              Table("Pareto front (GPUs vs days" + (" vs cost)" if price is not None else ")"), COLUMNS,
+              Table("Pareto front (GPUs vs ranked days: the slow end with failures at the range's high rate"
+                    + (", vs cost with the same failures)" if price is not None else ")"), COLUMNS,
                     _rows(table, front[:20])),
               communication_table(plan, result.evaluator))
     budget = _budget_for(plan, inputs, result, float(table["days"][best]) * SECONDS_PER_DAY,

@@ -510,7 +510,7 @@ function drawCharts(charts) {
       series.push({name: "best", label: t("chart.best"), color: "#000", marker: "star", line: false,
         points: [[c.best.gpus, c.best.days, `${t("chart.best")}: ${c.best.layout}`]]});
     }
-    out.push(plot({name: "layouts", title: t("chart.pareto_title"), xLabel: t("chart.gpus"), yLabel: t("chart.days"),
+    out.push(plot({name: "layouts", title: t("chart.pareto_title"), xLabel: t("chart.gpus"), yLabel: t("chart.ranked_days"),
       xLog: true, yLog: true, xTicks: gpus, series}));
   }
   if (charts.capacity) {
