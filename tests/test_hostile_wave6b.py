@@ -154,7 +154,8 @@ def test_measure_refuses_what_transformers_refuses_in_one_line(run_cli, tmp_path
 
 @pytest.mark.parametrize("args", [("profile", "gpt2", "--seq-len", "2048", "--steps", "1"),
                                   ("measure", "gpt2", "--seq-len", "2048"),
-                                  ("train", "gpt2", "--gpus", "8"),  # the default --seq-len 4096
+                                  ("train", "gpt2", "--gpus", "8", "--seq-len", "4096"),  # typed: the default now
+                                  # follows the table (tests/test_defaults_follow_model.py)
                                   ("memory", "gpt2", "--seq-len", "1025")])
 def test_a_sequence_past_gpt2s_learned_positions_is_refused(run_cli, args):
     """GPT-2's 1,024-row position table (n_positions) has no row past it: `profile gpt2 --seq-len 2048`

@@ -37,9 +37,33 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
+_ESTIMATES = ("estimate_training", "estimate_budget", "estimate_memory", "plan_report", "estimate_inference")
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        found = getattr(importlib.import_module(_LAZY[name]), name)
+        return _quoting_what_was_passed(found) if name in _ESTIMATES else found
     raise AttributeError(f"module 'gpuplan' has no attribute {name!r}")
+
+
+def _quoting_what_was_passed(estimate: Any) -> Any:
+    """``estimate`` whose refusals quote what the caller passed for the field (`days='90min'`, not the
+    0.0625 days it became), as the CLI and the web API quote the text typed or sent (schema.base.as_passed)."""
+    import functools
+
+    @functools.wraps(estimate)
+    def answer(inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        from gpuplan.errors import InputError
+
+        try:
+            return estimate(inputs, *args, **kwargs)
+        except InputError as exc:
+            from gpuplan.schema.base import as_passed
+
+            raise as_passed(exc, inputs) from None
+
+    globals()[estimate.__name__] = answer  # once: later look-ups find it without __getattr__
+    return answer

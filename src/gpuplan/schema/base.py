@@ -13,9 +13,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from gpuplan.errors import InputError, closest_names
+from gpuplan.errors import InputError, as_typed, closest_names
 
 
 def _where(loc: tuple, prefix: str | None) -> str:
@@ -86,8 +86,20 @@ class JobInputs(BaseModel):
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
-        except ValidationError as exc:
-            raise input_error(exc, type(self)) from None
+        except ValidationError as exc:  # a cross-field check quoting a converted value: the text passed
+            raise as_typed(input_error(exc, type(self)), data) from None
+        _remember_typed(self, data)
+
+    @model_validator(mode="after")
+    def _defaults_from_the_model(self) -> Self:
+        """Defaults that follow the model the inputs name (ModelFields.follow_model: GPT-2's 1,024 positions
+        for the 4,096-token sequence), set before any other check reads them: pydantic runs the after-validators
+        of the bases first, and this is the base of every job schema."""
+        return self.follow_model()
+
+    def follow_model(self) -> Self:
+        """These inputs with the defaults the model sets (as they are: a job without a model)."""
+        return self
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], where: str | None = None) -> Self:
@@ -97,9 +109,10 @@ class JobInputs(BaseModel):
         data = {k: v for k, v in raw.items() if v is not None}
         with _source(where):
             try:
-                return cls.model_validate(data)
+                inputs = cls.model_validate(data)
             except ValidationError as exc:
-                raise input_error(exc, cls, where) from None
+                raise as_typed(input_error(exc, cls, where), data) from None
+        return _remember_typed(inputs, data)
 
     @classmethod
     def check_values(cls, raw: Mapping[str, Any], where: str | None = None) -> None:
@@ -139,12 +152,47 @@ class JobInputs(BaseModel):
         return frozenset(self.model_fields_set)
 
     def replace(self, **changes: Any) -> Self:
-        """A copy with ``changes`` applied and checked again."""
-        return type(self)(**(self.given_values() | changes))
+        """A copy with ``changes`` applied and checked again (what was typed for the rest kept)."""
+        copy = type(self)(**(self.given_values() | changes))
+        return _remember_typed(copy, {k: v for k, v in typed_values(self).items() if k not in changes})
 
     def given_values(self) -> dict[str, Any]:
         """The fields the user set, as checked values (objects kept as they are)."""
         return {name: getattr(self, name) for name in self.model_fields_set}
+
+
+_TYPED: dict[int, tuple[Any, dict[str, tuple[str, Any]]]] = {}
+"""id(inputs) -> (a weak reference to them, {field: (the text the caller passed, the value it became)}): kept
+beside the frozen model, not in it (pydantic compares private attributes, so equal inputs would not be equal)."""
+
+
+def _remember_typed(inputs: JobInputs, raw: Mapping[str, Any]) -> Any:
+    """Note the text ``raw`` gave each field of ``inputs`` (Python API refusals quote it: as_passed)."""
+    import weakref
+
+    typed = {k: (v, getattr(inputs, k)) for k, v in raw.items() if isinstance(v, str) and k in type(inputs).model_fields}
+    if typed:
+        key = id(inputs)
+        _TYPED[key] = (weakref.ref(inputs, lambda _, key=key: _TYPED.pop(key, None)), typed)
+    return inputs
+
+
+def typed_values(inputs: Any) -> dict[str, str]:
+    """The text the caller passed for each field of ``inputs`` whose value is still the one that text became
+    (a model_copy(update=...) that changed a field drops its text); a mapping as it is."""
+    if isinstance(inputs, Mapping):
+        return dict(inputs)
+    ref, typed = _TYPED.get(id(inputs), (None, {}))
+    if ref is None or ref() is not inputs:
+        return {}
+    return {k: text for k, (text, value) in typed.items() if getattr(inputs, k, None) == value}
+
+
+def as_passed(error: InputError, inputs: Any) -> InputError:
+    """``error`` quoting what the Python API's caller passed for its field (``inputs``: the job's inputs, or
+    the mapping given) where a check after parsing quoted the converted value (`days='90min'` refused as
+    'got 0.0625'); errors.as_typed, as the CLI and web doors apply it to the flags or body."""
+    return as_typed(error, typed_values(inputs))
 
 
 def job_inputs(inputs: Any, schema: type[JobInputs]) -> Any:

@@ -54,7 +54,36 @@ class ModelFields(JobInputs):
         checkpoint_format = getattr(self, "quantization", "auto") == "auto"
         spec = resolve_model(model, params, model_type=self.model_type, checkpoint_format=checkpoint_format)
         check_positions(spec, getattr(self, "seq_len", None))
+        if self._sequence_follows(spec):  # the answer says why its sequence is not the 4,096 default
+            from dataclasses import replace
+
+            default = type(self).model_fields["seq_len"].default
+            spec = replace(spec, notes=(*spec.notes, f"sequence length {self.seq_len:,}: {spec.name}'s learned position "
+                                        f"table has {spec.learned_positions:,} rows, fewer than the {default:,}-token "
+                                        f"default (--seq-len sets it, up to {spec.learned_positions:,})"))
         return self.adjust_spec(spec)  # JobInputs: as is; SetupFields: the MTP modules trained
+
+    def follow_model(self) -> "ModelFields":
+        """A sequence length left to its default follows a learned position table shorter than it (GPT-2's
+        n_positions 1,024 against 4,096: no framework runs a row past the table, check_positions); a typed one
+        is checked as typed. RoPE / ALiBi models keep the default (they run longer sequences)."""
+        if "seq_len" not in type(self).model_fields or "seq_len" in self.model_fields_set or self.model is None:
+            return self
+        from gpuplan.adapters.resolve import resolve_model
+
+        try:
+            positions = resolve_model(self.model, None, model_type=self.model_type).learned_positions
+        except InputError:  # refused where the job reads the model (spec), with the message it always had
+            return self
+        if positions and positions < self.seq_len:
+            self.__dict__["seq_len"] = positions  # frozen for callers; set once, here, before any check reads it
+        return self
+
+    def _sequence_follows(self, spec) -> bool:
+        """Whether the sequence length is the model's position table in place of the default (follow_model)."""
+        field = type(self).model_fields.get("seq_len")
+        return (field is not None and "seq_len" not in self.model_fields_set and spec.learned_positions > 0
+                and self.seq_len == spec.learned_positions < field.default)
 
 
 def check_positions(spec, seq_len: int | None) -> None:

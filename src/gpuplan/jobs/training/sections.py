@@ -230,8 +230,9 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
         Assumption("attention_flops", "attention FLOPs convention", inputs.attention_flops,
                    "full = PaLM/Megatron MFU convention (no causal halving)", "--attention-flops",
                    "attention_flops" in asked.given),
-        Assumption("seq_len", "sequence length", inputs.seq_len, "gpuplan default 4096", "--seq-len",
-                   "seq_len" in inputs.given),
+        Assumption("seq_len", "sequence length", inputs.seq_len, "gpuplan default 4096" if inputs.seq_len == 4096 or
+                   "seq_len" in inputs.given else "the model's learned positions: the 4096 default is past them "
+                   "(schema ModelFields.follow_model)", "--seq-len", "seq_len" in inputs.given),
         Assumption("comm_allowance", "communication allowance", comm_value,
                    "article: add 10-30% for communication at scale", "--comm-allowance",
                    "comm_allowance" in asked.given),
