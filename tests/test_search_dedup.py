@@ -1,5 +1,5 @@
 """Issue 39 (speed): the layout search costs each distinct data-parallel group once
-(core.comm.dp_costs._distinct_rows) and broadcasts its collectives back to every layout that shares it.
+(core.comm.dp_costs.distinct_rows) and broadcasts its collectives back to every layout that shares it.
 The answer must be the per-row answer exactly: hand-picked layouts (ZeRO 0-3, ep > 1, cp > 1, a pipeline,
 HSDP) under each data-parallel schedule, costed as one batch and one by one."""
 
@@ -69,17 +69,17 @@ def _numbers(cost, row=None):
 def test_the_distinct_groups_are_the_hand_counted_ones():
     g = _batch()
     layers = 32 / g["pp"]
-    first, inverse = D._distinct_rows(g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"], layers)
+    first, inverse = D.distinct_rows(g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"], layers)
     assert len(first) == GROUPS  # 110 rows, 10 groups (the micro-batch counts are not in the key)
     for column in (g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"]):
         assert np.array_equal(column[first][inverse], column)
     # fewer rows than DISTINCT_MIN_ROWS, scalars, non-integer degrees: every row costed
-    assert D._distinct_rows(g["tp"][:10], g["pp"][:10]) is None
-    assert D._distinct_rows(8, 2) is None
-    assert D._distinct_rows(g["tp"] + 0.5) is None
+    assert D.distinct_rows(g["tp"][:10], g["pp"][:10]) is None
+    assert D.distinct_rows(8, 2) is None
+    assert D.distinct_rows(g["tp"] + 0.5) is None
     # a float that the integer key does not determine (here it differs within a group): every row costed
-    assert D._distinct_rows(g["tp"], floats=(g["micro_batches"],)) is None
-    assert D._distinct_rows(g["tp"], floats=(g["tp"] * 1.5,)) is not None
+    assert D.distinct_rows(g["tp"], floats=(g["micro_batches"],)) is None
+    assert D.distinct_rows(g["tp"], floats=(g["tp"] * 1.5,)) is not None
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES, ids=lambda s: "-".join(str(v) for v in s.values()))
@@ -89,7 +89,7 @@ def test_a_batch_costed_by_groups_equals_each_layout_costed_alone(schedule):
     settings = StepSettings(seq_len=4096, dp_overlap=0.9, **schedule)
     g = _batch()
     batch = _costs(spec, cluster, settings, g)
-    assert len(D._distinct_rows(g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"])[0]) == GROUPS
+    assert len(D.distinct_rows(g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"])[0]) == GROUPS
     assert any(np.any(np.asarray(c.total) > 0) for c in batch)
     for row in range(ROWS):
         alone = _costs(spec, cluster, settings, {k: v[row] for k, v in g.items()})

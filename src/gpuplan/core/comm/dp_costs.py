@@ -87,9 +87,9 @@ def _populations(spec: ModelSpec, cluster, settings, *, tp, pp, ep, shard, train
 
 def _per_unit(kind: str, size, populations, rows=None):
     """Seconds of one unit's collective: each population's part on its own group, one after the
-    other on the communication stream (``rows``: _distinct_rows, each distinct row costed once). A population
+    other on the communication stream (``rows``: distinct_rows, each distinct row costed once). A population
     with no share anywhere (a dense model's experts) is not costed: its finite seconds x False added 0."""
-    return sum(_seconds(kind, size * share, links, rows) * (share > 0) for share, links in populations
+    return sum(seconds_by_rows(kind, size * share, links, rows) * (share > 0) for share, links in populations
                if np.ndim(share) or share > 0)
 
 
@@ -97,7 +97,7 @@ DISTINCT_MIN_ROWS = 64
 """Fewer rows than this are costed row by row: finding the distinct ones would cost more than it saves."""
 
 
-def _distinct_rows(*columns, floats=()):
+def distinct_rows(*columns, floats=()):
     """(one representative row of each distinct combination, each row's combination) of the integer-valued
     ``columns`` (numbers or arrays of one length), or None where every row is costed (no array of
     DISTINCT_MIN_ROWS rows or more; non-integer values; a key past int64). The columns are packed into one
@@ -133,8 +133,8 @@ def _distinct_rows(*columns, floats=()):
     return first, inverse
 
 
-def _seconds(kind: str, size, links, rows=None):
-    """core.comm.collectives.collective_seconds of every row; with ``rows`` (_distinct_rows, which must
+def seconds_by_rows(kind: str, size, links, rows=None):
+    """core.comm.collectives.collective_seconds of every row; with ``rows`` (distinct_rows, which must
     determine ``size`` and ``links``) each distinct row is costed once and its seconds broadcast back:
     the same numbers (elementwise arithmetic on the same inputs)."""
     if rows is None:
@@ -158,7 +158,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     populations = _populations(spec, cluster, settings, tp=tp, pp=pp, ep=ep, shard=shard,
                                trained_params=trained_params)
     # what the collectives' sizes and groups depend on, row by row: each distinct combination costed once
-    rows = _distinct_rows(tp, pp, ep, data, 1 if shard_group is None else shard, zero, layers, floats=(trained_params,))
+    rows = distinct_rows(tp, pp, ep, data, 1 if shard_group is None else shard, zero, layers, floats=(trained_params,))
     group = populations[0][1]
     across = cluster.group(replicas, tp * shard)
     grads = trained_params * settings.grad_comm_bytes
@@ -196,7 +196,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     gathered = (zero >= 1) | (settings.fp32_grad_accumulation & (zero == 0) & (np.asarray(pp) > 1))
     ag_calls = many * gathered * units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
     # one replica (no HSDP): collective_seconds gives a group of one 0 seconds
-    ar_across = (_seconds("all_reduce", grads / shard / units, across, rows) if np.any(np.asarray(replicas) > 1)
+    ar_across = (seconds_by_rows("all_reduce", grads / shard / units, across, rows) if np.any(np.asarray(replicas) > 1)
                  else 0.0) * units
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
     exposed = _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute,
@@ -211,8 +211,8 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     # the embedding unit: gathered before the first block's forward and reduced after the last block's
     # backward, every micro-batch, with no compute to hide behind
     emb_calls = 2 * micro_batches * (np.asarray(embedding) > 0)
-    emb = emb_calls / 2 * ((_seconds("all_gather", embedding * settings.weight_comm_bytes, group, rows)
-                            + _seconds("reduce_scatter", grads_emb, group, rows) * (np.asarray(grads_emb) > 0))
+    emb = emb_calls / 2 * ((seconds_by_rows("all_gather", embedding * settings.weight_comm_bytes, group, rows)
+                            + seconds_by_rows("reduce_scatter", grads_emb, group, rows) * (np.asarray(grads_emb) > 0))
                            if np.any(emb_calls) else 0.0)  # none: 0 calls x finite seconds
     return costs + [CollectiveCost("DP", "embedding unit all-gather + reduce-scatter (FSDP2)", emb_calls,
                                    embedding * settings.weight_comm_bytes, tp * shard, emb, emb, "all_gather", group)]
