@@ -121,3 +121,32 @@ def test_hsdp_replicas_by_groups_equal_every_row(monkeypatch):
         assert _numbers(a).keys() == _numbers(b).keys()
         for name, value in _numbers(a).items():
             assert np.array_equal(value, _numbers(b)[name]), (a.collective, name)
+
+
+def test_layout_uncertainty_by_distinct_degrees_equals_every_row(monkeypatch):
+    # a search table's rows repeat a layout across recompute modes (here: each of 12 layouts 8 times, 96 rows;
+    # the first and the tenth differ only in vpp 2 / 4 and ZeRO 1 / 2: one point and kind, 11 groups); the
+    # answer measured once per
+    # distinct (tp, pp, cp, dp, ep, micro-batch, interleaved, ZeRO-3) equals nearest_distance's own
+    # deduplication of every row, bit for bit, and its hand-worked value at a known layout
+    from gpuplan.planner import uncertainty as U
+
+    base = np.array([(8, 4, 2, 1, 1, 1, 4, 1), (4, 4, 2, 1, 1, 1, 8, 1), (8, 4, 4, 2, 1, 2, 2, 1),
+                     (8, 1, 1, 1, 1, 3, 16, 2), (2, 2, 1, 1, 1, 3, 32, 4), (8, 8, 1, 1, 1, 1, 2, 1),
+                     (4, 2, 1, 1, 1, 0, 16, 2), (1, 1, 1, 1, 1, 3, 128, 1), (8, 2, 2, 2, 1, 1, 4, 1),
+                     (8, 4, 4, 1, 1, 2, 4, 1), (4, 1, 1, 2, 1, 3, 16, 8), (8, 1, 1, 1, 1, 1, 16, 2)])
+    table = np.tile(base, (8, 1))
+    columns = dict(zip(U.POINT_COLUMNS, table.T))
+    known_columns = dict(zip(U.POINT_COLUMNS, base[[0, 11]].T))  # the first and the last are published
+    known = U.KnownLayouts(rms=0.08, growth=0.0143, points=U.layout_points(known_columns, 8e9),
+                           kinds=U.layout_kinds(known_columns, 8, False), groups=("a", "b"))
+    grouped = U.layout_uncertainty(columns, 8e9, 8, False, known, widest=0.45)
+    assert len(D.distinct_rows(*(table[:, i] for i in (0, 1, 3, 6, 4, 7)), table[:, 2] > 1, table[:, 5] >= 3)[0]) == 11
+    # the second layout: tp halved and dp doubled from the first, same kind: sqrt(0.08^2 + (0.0143 x sqrt 2)^2);
+    # the third runs cp 2, a kind nothing published has: the widest figure (rows 12 apart are the same layout)
+    assert grouped[1] == pytest.approx(0.0825, abs=1e-4) and grouped[0] == grouped[9] == pytest.approx(0.08)
+    assert grouped[2] == grouped[14] == 0.45
+    # the fourth is the last under ZeRO-3 (its gathers cross domains: a kind nothing published has)
+    assert grouped[11] == pytest.approx(0.08) and grouped[3] == 0.45
+    monkeypatch.setattr(D, "DISTINCT_MIN_ROWS", 10**9)
+    assert np.array_equal(U.layout_uncertainty(columns, 8e9, 8, False, known, widest=0.45), grouped)

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuplan.core.comm.dp_costs import distinct_rows as distinct_degrees  # integer columns, one int64 key
+
 CLASSES = ("bf16", "fp8", "moe")
 LAYOUT_FAMILY = {"bf16": "dense", "fp8": "dense", "moe": "moe"}
 """Whose published layouts a class's layouts are measured against: a dense BF16 and a dense FP8 run
@@ -167,6 +169,10 @@ def layout_kinds(columns, domain: int, moe: bool) -> np.ndarray:
     return kind_code(layout_features(columns, domain, moe))
 
 
+POINT_COLUMNS = ("tp", "pp", "vpp", "cp", "ep", "zero", "dp", "micro_batch")
+"""The search-table columns layout_points and layout_features read."""
+
+
 def layout_points(columns, active_params: float) -> np.ndarray:
     """COORDINATES of each layout of a search table (columns: tp, pp, vpp, cp, ep, zero, dp,
     micro_batch) for a model of ``active_params`` parameters."""
@@ -206,12 +212,14 @@ def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return unique, np.asarray(inverse).reshape(-1)
 
 
-def nearest_distance(points: np.ndarray, kinds, known: np.ndarray, known_kinds, chunk: int = 4096) -> np.ndarray:
+def nearest_distance(points: np.ndarray, kinds, known: np.ndarray, known_kinds, chunk: int = 4096,
+                     distinct: bool = True) -> np.ndarray:
     """Distance from each of ``points`` to the nearest of ``known`` of the same kind (inf when no
     published layout has its kind). Distinct (kind, point) rows are measured once: a search table
-    repeats a layout across GPU counts and recompute modes."""
+    repeats a layout across GPU counts and recompute modes (``distinct`` False: the caller's rows are
+    distinct already)."""
     rows = np.column_stack([np.asarray(kinds, dtype=float).reshape(-1), points])
-    unique, inverse = distinct_rows(rows)
+    unique, inverse = distinct_rows(rows) if distinct else (rows, None)
     best = np.full(len(unique), np.inf)
     known_kinds = np.asarray(known_kinds).reshape(-1)
     for kind in distinct_values(unique[:, 0]):
@@ -219,7 +227,7 @@ def nearest_distance(points: np.ndarray, kinds, known: np.ndarray, known_kinds, 
         for start in range(0, len(mine) if len(same) else 0, chunk):
             at = mine[start:start + chunk]
             best[at] = nearest_of(unique[at, 1:], same)
-    return best[np.asarray(inverse).reshape(-1)]
+    return best if inverse is None else best[np.asarray(inverse).reshape(-1)]
 
 
 def nearest_of(block: np.ndarray, same: np.ndarray) -> np.ndarray:
@@ -250,11 +258,18 @@ def distance_uncertainty(distance, known: KnownLayouts, widest: float, rms=None)
 def layout_uncertainty(columns, active_params: float, domain: int, moe: bool, known: KnownLayouts,
                        widest: float) -> np.ndarray:
     """Relative uncertainty of each layout's step time (module docstring) on a cluster whose
-    scale-up domains hold ``domain`` GPUs."""
+    scale-up domains hold ``domain`` GPUs. Each distinct layout -- the integer degrees its point and kind
+    are read from -- is measured once and its answer broadcast back (issue 39: an int64 key sorted once,
+    core.comm.dp_costs.distinct_rows, where distinct_rows' weighted sum sorted floats and checked them)."""
+    degrees = distinct_degrees(*(columns[k] for k in ("tp", "pp", "cp", "dp", "ep", "micro_batch")),
+                               np.asarray(columns["vpp"]) > 1, np.asarray(columns["zero"]) >= 3)
+    if degrees is not None:
+        columns = {k: np.asarray(columns[k])[degrees[0]] for k in POINT_COLUMNS}
     points = layout_points(columns, active_params)
     kinds = layout_kinds(columns, domain, moe)
-    return distance_uncertainty(nearest_distance(points, kinds, known.points, known.kinds), known, widest,
-                                known.kind_rms(kinds))
+    u = distance_uncertainty(nearest_distance(points, kinds, known.points, known.kinds, distinct=degrees is None),
+                             known, widest, known.kind_rms(kinds))
+    return u if degrees is None else u[degrees[1]]
 
 
 def fit_growth(distances: np.ndarray, half_squared_differences: np.ndarray) -> tuple[float, float]:
