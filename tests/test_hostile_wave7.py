@@ -9,6 +9,9 @@ Each refusal is one line naming the field, exit status 2; the valid neighbour st
 - MPT config.json (the new reader, adapters/config_fields.mpt_fields): `ffn_config.ffn_hidden_size: 0` was read as
   absent (4 x d_model), `attn_config: []` / `ffn_config: 0` as empty mappings (DBRX's reader too), and
   `attn_config.qk_ln` / `qk_gn` were not read at all (true adds q_ln / k_ln weights; 'abc' was taken);
+- options that change nothing at a degree of 1: `--embedding-loss-slots` with `--pp 1` (stated, or `memory`'s
+  default) and `memory --no-sequence-parallel` with tp left at memory's 1 answered as without them
+  (schema/layout_rules.check_setup; the stated `--tp 1` case was refused since wave 6);
 """
 
 import json
@@ -25,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 INFER = ("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search")
 
 
-@pytest.mark.parametrize("release", ["vllm==٠.٩", "vllm==0.١٩", "sglang==０.５.３", "vllm==0.19rc1;x", "vllm==0.19.post1 x"])
+@pytest.mark.parametrize("release", ["vllm==٠.٩", "vllm==0.١٩", "sglang==０.５.３", "vllm==0.19rc1;x",
+                                     "vllm==0.19.post1 x"])
 def test_an_engine_release_in_other_digits_or_with_a_stray_tail_is_refused(run_cli, release):
     field_refusal(run_cli(*INFER, "--engine", release), "engine", "release must read like")
 
@@ -96,5 +100,29 @@ def test_the_mpt_neighbours_still_read(run_json, tmp_path):
     for change in ({}, {"ffn_config": {"ffn_type": "mptmlp", "ffn_hidden_size": 16384}}, {"ffn_config": None}):
         path = tmp_path / "config.json"
         path.write_text(json.dumps({**MPT, **change}))
-        states.append(run_json("memory", "--model", str(path), "--gpu", "h100", "--gpus", "8")["results"]["model_states_total"])
+        results = run_json("memory", "--model", str(path), "--gpu", "h100", "--gpus", "8")["results"]
+        states.append(results["model_states_total"])
     assert states[0] == states[1] == states[2]
+
+
+# ---- 4. options that change nothing at a degree of 1 ------------------------------------------------------
+
+@pytest.mark.parametrize("args, field", [
+    (("memory", "llama-3.1-8b", "--gpus", "8", "--embedding-loss-slots"), "embedding_loss_slots"),
+    (("train", "llama-3.1-8b", "--gpus", "8", "--pp", "1", "--embedding-loss-slots"), "embedding_loss_slots"),
+    (("memory", "llama-3.1-8b", "--gpus", "8", "--no-sequence-parallel"), "sequence_parallel"),
+])
+def test_a_pipeline_or_sequence_option_at_degree_one_is_refused(run_cli, args, field):
+    field_refusal(run_cli(*args, "--gpu", "h100"), field, "--pp 1" if field == "embedding_loss_slots" else "--tp 1")
+
+
+def test_the_same_options_still_move_memory_at_degree_two(run_json):
+    """The refusals are for degree 1 only: at pp 4 the slots move the peak stage's layers (the model's own
+    answer, 34.996 -> 31.811 GB here: only its direction is asserted), at tp 2 the norms and residuals stay
+    whole on each TP rank (more memory)."""
+    def peak(*extra):
+        return run_json("memory", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", *extra)["results"]["peak_allocated"]
+
+    assert peak("--pp", "4", "--embedding-loss-slots") < peak("--pp", "4")
+    assert peak("--tp", "2", "--no-sequence-parallel") > peak("--tp", "2")
+    assert run_json("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--embedding-loss-slots")  # planner's pp

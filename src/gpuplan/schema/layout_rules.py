@@ -15,9 +15,10 @@ the option is a no-op there.
   the all-gather / reduce-scatter pair sequence parallelism issues), on a mixture-of-experts model under
   --framework megatron (MoELayer raises with tensor parallelism and no sequence parallelism,
   megatron/core/transformer/moe/moe_layer.py@core_v0.15.0rc7 L258-262; at tp 1 it is a no-op, so every
-  tp refuses it) and with ``--tp 1`` stated (a no-op: sequence parallelism splits over TP ranks; Megatron
-  itself turns it off at tp 1, arguments.py L888-897). With tp left to the planner it is taken: it times the
-  searched tp > 1 layouts without sequence parallelism and leaves the tp 1 ones as they are.
+  tp refuses it) and with ``--tp 1`` stated or, in ``memory``, left at its 1 (a no-op: sequence parallelism
+  splits over TP ranks; Megatron itself turns it off at tp 1, arguments.py L888-897). With tp left to the
+  planner it is taken: it times the searched tp > 1 layouts without sequence parallelism and leaves the tp 1
+  ones as they are.
 - torchtitan at b5bcd76 (core.frameworks' torchtitan profile) refuses a pipeline on a model with tied
   embeddings ("Weight tying is not supported with Pipeline Parallel.", torchtitan/models/common/decoder.py
   L168-170) and context parallelism with ScaledDotProductAttention (L173-183: "Context Parallel is not
@@ -27,6 +28,8 @@ the option is a no-op there.
   with SDPA (release 9dec370, which allowed it) are evaluated at their layouts outside this schema
   (jobs.validation.published_fits / planner_choice), so they stay evaluable.
 - torchtitan's async TP needs torch.compile (config/configs.py@b5bcd76 L306-313).
+- ``--embedding-loss-slots`` with ``--pp 1`` (stated, or `memory`'s default) is a no-op: Megatron adds the two
+  slots to the layers it splits over the pipeline stages (arguments.py@core_v0.15.0 L592-598), one stage at pp 1.
 """
 
 from __future__ import annotations
@@ -50,7 +53,13 @@ framework deepspeed). Moving the Pythia rows to generic / deepspeed changes thei
 def check_setup(inputs) -> None:
     """The rules above that need no model (fields absent from a job's schema read as not given)."""
     get = lambda name, default=None: getattr(inputs, name, default)  # noqa: E731
-    framework, tp = get("framework"), get("tp")
+    framework, tp, pp = get("framework"), get("tp"), get("pp")
+    if get("unstated_degrees_are_one", False):  # `memory` lays out tp 1 / pp 1 where they are not given
+        tp, pp = tp or 1, pp or 1
+    if get("embedding_loss_slots", False) and pp == 1:  # first and last stage are one: nothing moves
+        raise InputError("embedding_loss_slots", True, "moves a layer off the first and last pipeline stages: with "
+                         "--pp 1 there is one stage and nothing moves (memory and time unchanged): give --pp 2 or "
+                         "more, or leave it out")
     if get("tp_comm_overlap", False) and tp == 1:  # Megatron turns SP off at tp 1, then asserts (arguments.py
         # @core_v0.15.0 L922-931); torchtitan's async TP has no TP group: the same wall-clock, exit 0 before
         raise InputError("tp_comm_overlap", True, "overlaps tensor-parallel collectives: with --tp 1 there are none "

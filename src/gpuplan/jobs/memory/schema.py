@@ -56,6 +56,11 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     flex_backend: TE.FlexBackend  # plan's field: the same default (DeepEP), so both count the same buffers
     calibration: V.Calibration
 
+    @property
+    def unstated_degrees_are_one(self) -> bool:
+        """tp / pp not given are 1 here, not the planner's (schema.layout_rules.check_setup reads it)."""
+        return True
+
     @model_validator(mode="after")
     def _consistent(self) -> "MemoryInputs":
         if self.global_batch_tokens is not None:
