@@ -150,3 +150,18 @@ def test_layout_uncertainty_by_distinct_degrees_equals_every_row(monkeypatch):
     assert grouped[11] == pytest.approx(0.08) and grouped[3] == 0.45
     monkeypatch.setattr(D, "DISTINCT_MIN_ROWS", 10**9)
     assert np.array_equal(U.layout_uncertainty(columns, 8e9, 8, False, known, widest=0.45), grouped)
+
+
+def test_one_precision_class_read_from_the_uncertainty_file_equals_the_whole_file():
+    # the search decodes only its class and the widest figure of layout_uncertainty.json (issue 39: a third
+    # to a half of the file's parse): the same values the whole file gives, for each class; an absent one None
+    import json
+
+    from gpuplan.catalog.paths import CATALOG
+    from gpuplan.jobs.plan.search import _uncertainty_class
+
+    data = json.loads((CATALOG / "reference" / "layout_uncertainty.json").read_text("utf-8"))
+    for cls in ("bf16", "fp8", "moe"):
+        widest, entry = _uncertainty_class(cls)
+        assert widest == data["widest"] and entry == data[cls] and len(entry["points"]) > 10
+    assert _uncertainty_class("fp4") == (data["widest"], None)

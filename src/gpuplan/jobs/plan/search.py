@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -162,14 +163,13 @@ def uncertainty_table(spec, dtype: str, leave_out: str | None = None,
     away from them (planner.uncertainty); ``leave_out``: a group of published runs the planner must
     not know (the planner check scores its choice against that group); ``kind_correction_rows``:
     UncertaintyTable's (0: none)."""
-    from gpuplan.catalog import reference_json
     from gpuplan.core.model.spec import count_parameters
     from gpuplan.core.time.step import precision_class
     from gpuplan.planner.uncertainty import COORDINATES, KnownLayouts
 
-    data = reference_json("layout_uncertainty.json")
     cls = "moe" if spec.moe is not None else ("bf16" if precision_class(dtype) == "bf16" else "fp8")
-    entry = data.get(cls, {"rms": data["widest"], "growth": 0.0, "points": []})
+    widest, entry = _uncertainty_class(cls)
+    entry = entry if entry is not None else {"rms": widest, "growth": 0.0, "points": []}
     points = np.array([p["x"] for p in entry["points"]], dtype=float).reshape(-1, len(COORDINATES))
     kinds = np.array([p["kind"] for p in entry["points"]], dtype=np.int64)
     known = KnownLayouts(float(entry["rms"]), float(entry["growth"]), points, kinds,
@@ -178,7 +178,35 @@ def uncertainty_table(spec, dtype: str, leave_out: str | None = None,
                          np.array([p.get("b", np.nan) for p in entry["points"]], dtype=float))
     if leave_out is not None:
         known = known.without(leave_out)
-    return UncertaintyTable(known, float(data["widest"]), float(count_parameters(spec).active), kind_correction_rows)
+    return UncertaintyTable(known, widest, float(count_parameters(spec).active), kind_correction_rows)
+
+
+@cache
+def _uncertainty_class(cls: str) -> tuple[float, dict | None]:
+    """(the widest class RMS, the entry of class ``cls`` or None) of catalog/reference/layout_uncertainty.json,
+    decoding only those two values: json's raw_decode from where the generated file opens them (a top-level
+    key a line, jobs.validation.uncertainty). The file holds three classes, 94 KB: ~1.5 ms to parse whole on
+    the 2-core machine, ~0.7 ms for one (issue 39). Anything unexpected: the whole file, as before."""
+    import json
+
+    from gpuplan.catalog.paths import CATALOG
+
+    text = (CATALOG / "reference" / "layout_uncertainty.json").read_text("utf-8")
+    decode = json.JSONDecoder().raw_decode
+    try:
+        widest = decode(text, text.index(WIDEST_KEY) + len(WIDEST_KEY))[0]
+        at = text.find(f'\n  "{cls}": ')
+        entry = decode(text, at + len(cls) + 7)[0] if at >= 0 else None
+        if isinstance(widest, (int, float)) and (entry is None or isinstance(entry, dict)):
+            return float(widest), entry
+    except ValueError:
+        pass
+    data = json.loads(text)
+    return float(data["widest"]), data.get(cls)
+
+
+WIDEST_KEY = '\n  "widest": '
+"""How layout_uncertainty.json's writer opens its top-level widest RMS (jobs.validation.uncertainty)."""
 
 
 def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
