@@ -165,3 +165,20 @@ def test_one_precision_class_read_from_the_uncertainty_file_equals_the_whole_fil
         widest, entry = _uncertainty_class(cls)
         assert widest == data["widest"] and entry == data[cls] and len(entry["points"]) > 10
     assert _uncertainty_class("fp4") == (data["widest"], None)
+
+
+def test_the_zero_stages_of_a_structure_follow_its_key():
+    # enumerate_layouts answers the ZeRO stages once per space.zero_choice_key; every framework's
+    # zero_allowed must give one answer per key over the degrees a search lays out
+    from itertools import product
+
+    from gpuplan.planner.framework_rules import RULES, zero_allowed
+    from gpuplan.planner.space import zero_choice_key
+
+    degrees = (1, 2, 3, 4, 8, 64)
+    for rules in RULES.values():
+        answers: dict = {}
+        for dp, tp, pp, cp, ep, zero in product(degrees, degrees, degrees, (1, 2, 8), (1, 2, 8), (0, 1, 2, 3)):
+            answer = zero_allowed(rules, zero, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=ep)
+            assert answers.setdefault((zero_choice_key(dp, tp, pp, cp, ep), zero), answer) == answer
+        assert len(answers) == 24  # 6 keys (a pipeline is a model-parallel degree: 2 of 8 cannot occur) x 4 stages

@@ -207,7 +207,9 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
             if eps is None:
                 eps = ep_choices[dp * cp] = _ep_choices(experts, dp * cp, fixed, limits.combined_1f1b)
             ep_max = max(eps, default=1)
-            zero_key = (dp, tp, pp, cp, ep_max)
+            # the stages allowed read only whether dp x cp, pp and the other model-parallel degrees exceed 1
+            # (the tests below and framework_rules.zero_allowed; tests/test_search_dedup.py checks this key)
+            zero_key = zero_choice_key(dp, tp, pp, cp, ep_max)
             zeros = zero_choices.get(zero_key)
             if zeros is None:
                 zeros = zero_choices[zero_key] = tuple(
@@ -247,6 +249,13 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
     columns = dict(gpus=gpus, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero, micro_batch=mb,
                    micro_batches=per_rank // mb, global_batch=batch)
     return {name: columns[name] for name in DEGREES}
+
+
+def zero_choice_key(dp: int, tp: int, pp: int, cp: int, ep_max: int) -> tuple[bool, bool, bool]:
+    """What the ZeRO stages a structure may run depend on (enumerate_layouts' test and
+    framework_rules.zero_allowed): data parallelism (dp x cp > 1), a pipeline, any model-parallel degree.
+    One answer per key, not per structure: ~9,000 structures of a default-range plan share 8 keys."""
+    return dp * cp > 1, pp > 1, tp > 1 or pp > 1 or cp > 1 or ep_max > 1
 
 
 def check_fixed_in_range(fixed: dict, max_tp: int, max_cp: int) -> None:
