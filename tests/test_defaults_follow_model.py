@@ -126,3 +126,19 @@ def test_api_refusal_quotes_the_text_passed_at_construction():
 def test_the_cli_quotes_as_before(run_cli):
     code, _, err = run_cli("plan", "llama-3.1-8b", "--tokens", "2T", "--gpu", "h100", "--days", "90min")
     one_line_refusal(code, err, "days: got '90min'; no searched GPU count meets it")
+
+
+def test_measure_and_profile_follow_the_table_too():
+    """The jobs that build the model for real (profile.schema.RealModelInputs) read the same rule: `measure gpt2`
+    and `profile gpt2` were refused at the default; a typed 2,048 still is."""
+    from gpuplan import InputError
+    from gpuplan.jobs.measure.estimate import sequence_note
+    from gpuplan.jobs.measure.schema import MeasureInputs
+    from gpuplan.profile.schema import TrialInputs
+
+    for schema in (MeasureInputs, TrialInputs):
+        inputs = schema(model="gpt2")
+        assert inputs.seq_len == 1024 and NOTE in inputs.spec().notes
+        assert sequence_note(inputs, inputs.spec()) == NOTE
+        with pytest.raises(InputError, match=r"^seq_len: got 2048; is past gpt2's 1,024 learned positions"):
+            schema(model="gpt2", seq_len=2048).spec()

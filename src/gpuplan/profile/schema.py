@@ -53,11 +53,18 @@ class RealModelInputs(JobInputs):
         """The ModelSpec of the model (read as --model-type where the job takes one)."""
         from gpuplan.adapters.resolve import resolve_model
 
-        from gpuplan.schema.model_fields import check_positions
+        from gpuplan.schema.model_fields import check_positions, with_sequence_note
 
         spec = resolve_model(self.model, None, model_type=getattr(self, "model_type", None))
         check_positions(spec, getattr(self, "seq_len", None))
-        return self.adjust_spec(spec)
+        return self.adjust_spec(with_sequence_note(self, spec))
+
+    def follow_model(self) -> RealModelInputs:
+        """The sequence length the model sets where none was given (schema.model_fields.follow_learned_positions)."""
+        from gpuplan.schema.model_fields import follow_learned_positions
+
+        follow_learned_positions(self)
+        return self
 
 
 MAX_TRIAL_STEPS = 100

@@ -54,36 +54,51 @@ class ModelFields(JobInputs):
         checkpoint_format = getattr(self, "quantization", "auto") == "auto"
         spec = resolve_model(model, params, model_type=self.model_type, checkpoint_format=checkpoint_format)
         check_positions(spec, getattr(self, "seq_len", None))
-        if self._sequence_follows(spec):  # the answer says why its sequence is not the 4,096 default
-            from dataclasses import replace
-
-            default = type(self).model_fields["seq_len"].default
-            spec = replace(spec, notes=(*spec.notes, f"sequence length {self.seq_len:,}: {spec.name}'s learned position "
-                                        f"table has {spec.learned_positions:,} rows, fewer than the {default:,}-token "
-                                        f"default (--seq-len sets it, up to {spec.learned_positions:,})"))
-        return self.adjust_spec(spec)  # JobInputs: as is; SetupFields: the MTP modules trained
+        return self.adjust_spec(with_sequence_note(self, spec))  # adjust: SetupFields' MTP modules trained
 
     def follow_model(self) -> "ModelFields":
-        """A sequence length left to its default follows a learned position table shorter than it (GPT-2's
-        n_positions 1,024 against 4,096: no framework runs a row past the table, check_positions); a typed one
-        is checked as typed. RoPE / ALiBi models keep the default (they run longer sequences)."""
-        if "seq_len" not in type(self).model_fields or "seq_len" in self.model_fields_set or self.model is None:
-            return self
-        from gpuplan.adapters.resolve import resolve_model
-
-        try:
-            positions = resolve_model(self.model, None, model_type=self.model_type).learned_positions
-        except InputError:  # refused where the job reads the model (spec), with the message it always had
-            return self
-        if positions and positions < self.seq_len:
-            self.__dict__["seq_len"] = positions  # frozen for callers; set once, here, before any check reads it
+        """The sequence length the model sets where none was given (follow_learned_positions)."""
+        follow_learned_positions(self)
         return self
 
-    def _sequence_follows(self, spec) -> bool:
-        """Whether the sequence length is the model's position table in place of the default (follow_model)."""
-        field = type(self).model_fields.get("seq_len")
-        return (field is not None and "seq_len" not in self.model_fields_set and spec.learned_positions > 0
-                and self.seq_len == spec.learned_positions < field.default)
+
+def follow_learned_positions(inputs) -> None:
+    """A sequence length left to its default follows a learned position table shorter than it (GPT-2's
+    n_positions 1,024 against 4,096: no framework runs a row past the table, check_positions); a typed one is
+    checked as typed. RoPE / ALiBi models keep the default (they run longer sequences). Run by JobInputs' first
+    after-validator (``inputs``: a job schema with ``model`` and ``seq_len``), so every later check reads it."""
+    fields = type(inputs).model_fields
+    if "seq_len" not in fields or "seq_len" in inputs.model_fields_set or inputs.model is None:
+        return
+    from gpuplan.adapters.resolve import resolve_model
+
+    try:
+        positions = resolve_model(inputs.model, None, model_type=getattr(inputs, "model_type", None)).learned_positions
+    except InputError:  # refused where the job reads the model (spec), with the message it always had
+        return
+    if positions and positions < inputs.seq_len:
+        inputs.__dict__["seq_len"] = positions  # frozen for callers; set once, before any check reads it
+
+
+def sequence_note(inputs, spec) -> str | None:
+    """The note an answer carries where its sequence length is the model's position table in place of the
+    default (follow_learned_positions); None otherwise."""
+    field = type(inputs).model_fields.get("seq_len")
+    if (field is None or "seq_len" in inputs.model_fields_set or not spec.learned_positions
+            or not inputs.seq_len == spec.learned_positions < field.default):
+        return None
+    return (f"sequence length {inputs.seq_len:,}: {spec.name}'s learned position table has {spec.learned_positions:,} "
+            f"rows, fewer than the {field.default:,}-token default (--seq-len sets it, up to {spec.learned_positions:,})")
+
+
+def with_sequence_note(inputs, spec):
+    """``spec`` with sequence_note among its notes (the answers of train, plan and memory show them)."""
+    note = sequence_note(inputs, spec)
+    if note is None:
+        return spec
+    from dataclasses import replace
+
+    return replace(spec, notes=(*spec.notes, note))
 
 
 def check_positions(spec, seq_len: int | None) -> None:

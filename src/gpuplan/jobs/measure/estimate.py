@@ -13,6 +13,7 @@ from gpuplan.jobs.validation.memory import (
     estimated_categories,
 )
 from gpuplan.report.model import Line, Report, Section, Table
+from gpuplan.schema.model_fields import sequence_note
 
 SHOWN_ZERO_GIB = 0.0005
 """Below this a measured category prints as 0.000 GiB: a percentage against it says nothing."""
@@ -106,5 +107,5 @@ def measure_report(inputs: MeasureInputs) -> Report:
     report_inputs = tuple(Line(k, k.replace("_", " "), v) for k, v in {"model": spec.name, **inputs.case()}.items())
     return Report("measure", f"Measured training memory: {spec.name} (CPU, FakeTensorMode)", report_inputs, (),
                   (section,), ("allocated bytes of PyTorch tensors; a GPU adds the CUDA context, NCCL buffers and "
-                               "allocator caching (see `gpuplan memory`)",), (table,),
+                               "allocator caching (see `gpuplan memory`)", *filter(None, [sequence_note(inputs, spec)])), (table,),
                   headline=("measured_peak", "estimated_peak", "error", "wall_seconds"), summary_table=table.title)
