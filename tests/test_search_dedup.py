@@ -182,3 +182,27 @@ def test_the_zero_stages_of_a_structure_follow_its_key():
             answer = zero_allowed(rules, zero, dp=dp, tp=tp, pp=pp, cp=cp, ep_max=ep)
             assert answers.setdefault((zero_choice_key(dp, tp, pp, cp, ep), zero), answer) == answer
         assert len(answers) == 24  # 6 keys (a pipeline is a model-parallel degree: 2 of 8 cannot occur) x 4 stages
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_front_of_a_large_table_is_the_front_without_the_prefilter(seed):
+    # from PREFILTER_MIN_ROWS rows, pareto_front drops the rows their own first objective's best row equals or
+    # beats before its sweep (planner.pareto): the same indices, in the same order, as the sweep over every row
+    # (its own tests check it against the definition); cost ~ GPUs x days as in a plan table, with ties,
+    # repeated rows and a few NaN
+    from gpuplan.planner.pareto import PREFILTER_MIN_ROWS, _beaten_in_group, _front
+    from gpuplan.planner.search import LayoutTable, pareto_front
+
+    rng = np.random.default_rng(seed)
+    n = PREFILTER_MIN_ROWS + int(rng.integers(0, 3000))
+    gpus = rng.choice([8.0, 16.0, 64.0, 256.0, 1024.0], size=n)
+    days = np.round(rng.uniform(1, 50, n) * 64 / gpus, 1)
+    cost = np.round(gpus * days * rng.uniform(0.9, 1.1, n))
+    cost[rng.integers(0, n, 5)] = np.nan
+    values = np.stack([gpus, days, cost], axis=1)
+    values[rng.integers(0, n, 200)] = values[rng.integers(0, n, 200)]  # repeated rows: the first is kept
+    for k in (2, 3):
+        table = LayoutTable({f"o{i}": values[:, i] for i in range(k)})
+        front = pareto_front(table, tuple(f"o{i}" for i in range(k)))
+        assert np.array_equal(front, _front(values[:, :k])) and len(front) >= 5
+        assert _beaten_in_group(values[:, :k]).mean() > 0.5  # most rows never reach the sweep

@@ -29,6 +29,7 @@ from gpuplan.core.time.step import StepSettings, model_flops_per_token, step_tim
 from gpuplan.core.comm.topology import Cluster
 from gpuplan.errors import InputError
 from gpuplan.planner.framework_rules import rules_for  # space imports it already
+from gpuplan.planner.pareto import pareto_front  # noqa: F401 (re-exported: jobs.plan.estimate, the tests)
 from gpuplan.planner.uncertainty import KnownLayouts, fsdp_traffic_uncertainty, layout_kinds, layout_uncertainty
 from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, check_fixed_in_range, enumerate_layouts
 
@@ -360,45 +361,6 @@ def candidate_count(evaluator: Evaluator, counts: tuple[int, ...], target_batch:
     """Layouts x recompute modes a search would consider."""
     grid = enumerate_layouts(evaluator.spec, counts, evaluator.memory.seq_len, target_batch, max_tp, limits)
     return len(grid["gpus"]) * len((limits or SpaceLimits()).recompute)
-
-
-def pareto_front(table: LayoutTable, objectives: tuple[str, ...]) -> np.ndarray:
-    """Indices of layouts no other layout beats on every objective (all minimised), in
-    lexicographic order of the objectives; among layouts with identical objective values the
-    first is kept. Two or three objectives, vectorised: a sweep over the first objective's
-    distinct values against the staircase (the 2-D front of the other two) of the points so far."""
-    values = np.stack([np.asarray(table[o], dtype=float) for o in objectives], axis=1)
-    if not len(values):
-        return np.zeros(0, dtype=int)
-    if values.shape[1] not in (2, 3):
-        raise ValueError("pareto_front takes two or three objectives")
-    order = np.lexsort(values.T[::-1])
-    v = values[order]
-    if v.shape[1] == 2:  # sorted by (o1, o2): kept iff o2 beats every earlier point's o2
-        earlier = np.concatenate(([np.inf], np.minimum.accumulate(v[:-1, 1])))
-        return order[v[:, 1] < earlier]
-    keep = np.zeros(len(v), dtype=bool)
-    stair_b = stair_c = np.zeros(0)
-    starts = np.flatnonzero(np.concatenate(([True], v[1:, 0] != v[:-1, 0])))
-    for start, stop in zip(starts, np.append(starts[1:], len(v))):
-        b, c = v[start:stop, 1], v[start:stop, 2]  # one value of o1, sorted by (o2, o3)
-        alive = c < np.concatenate(([np.inf], np.minimum.accumulate(c[:-1])))  # within the group
-        if len(stair_b):  # dominated by an earlier group: the staircase point at or left of b
-            at = np.searchsorted(stair_b, b, side="right") - 1
-            alive &= ~((at >= 0) & (stair_c[np.maximum(at, 0)] <= c))
-        keep[start:stop] = alive
-        if alive.any():
-            stair_b, stair_c = _staircase(np.concatenate((stair_b, b[alive])), np.concatenate((stair_c, c[alive])))
-    return order[keep]
-
-
-def _staircase(b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The 2-D front of points (b, c): b ascending, c strictly descending."""
-    order = np.lexsort((c, b))
-    b, c = b[order], c[order]
-    best = np.concatenate(([np.inf], np.minimum.accumulate(c[:-1])))
-    keep = c < best
-    return b[keep], c[keep]
 
 
 __all__ = ["DEGREES", "RECOMPUTE_MODES", "Evaluator", "LayoutTable", "MAX_CANDIDATES", "MAX_EVALUATED",
