@@ -137,3 +137,60 @@ def test_a_missed_default_week_answers_the_count_fastest_with_failures():
     mine = answer.value("fail_wall_seconds")
     for gpus in (65_536, 131_072):
         assert mine <= plan_report({**asked, "gpus": gpus}).value("fail_wall_seconds") * 1.001, gpus
+
+
+H100_RANGE = {**RANGE, "gpu": "h100", "top": 20}
+
+
+def _degrees(layout: str) -> dict:
+    """'dp128 tp8 pp64 cp2 ZeRO-0 mb1, no recompute' -> {'tp': 8, 'pp': 64, 'cp': 2, 'zero': 0, 'micro_batch': 1}
+    (dp follows from the count)."""
+    names = {"tp": "tp", "pp": "pp", "vpp": "vpp", "cp": "cp", "ep": "ep", "mb": "micro_batch"}
+    out = {}
+    for word in layout.split(",")[0].split():
+        if word.startswith("ZeRO-"):
+            out["zero"] = int(word[5:])
+        else:
+            name = word.rstrip("0123456789")
+            if name in names:
+                out[names[name]] = int(word[len(name):])
+    return out
+
+
+def test_a_zero_0_rows_days_with_failures_is_that_layouts_own_answer():
+    """Review wave7 r3 #2: the share was taken once per count, on its first row (ZeRO-1: all 131,072 GPUs write
+    the checkpoint), and printed for ZeRO-0 rows too, whose checkpoint only one replica's tp x pp ranks write
+    (core.economics.checkpoint.checkpoint_writers: 512 or 256 writers, a longer write): 405B over 1-10000000 H100
+    printed 2.1 days with failures for 'dp256 tp8 pp32 cp2 ZeRO-0' whose own answer (`plan --gpus 131072 --tp 8
+    --pp 32 --cp 2 --zero 0`) is 2.19. Now every printed ZeRO-0 row's column is its layout's own answer (the
+    table rounds to 0.1 day)."""
+    answer = plan_report(H100_RANGE)
+    title, columns, rows = next((t.title, t.columns, t.rows) for t in answer.tables if t.title.startswith("top "))
+    at = {c: k for k, c in enumerate(columns)}
+    zero_0 = [r for r in rows if "ZeRO-0" in r[at["layout"]]]
+    assert len(zero_0) >= 3, title
+    for row in zero_0:
+        alone = plan_report({"model": "llama-3.1-405b", "gpu": "h100", "gpus": row[at["GPUs"]],
+                             **_degrees(row[at["layout"]])})
+        assert alone.value("best_layout") == row[at["layout"]]
+        assert float(row[at["w/ failures"]]) == pytest.approx(alone.value("fail_wall_seconds") / 86400, abs=0.051), row
+
+
+def test_every_rows_days_with_failures_is_its_own_budget():
+    """Each row's 'w/ failures' at full precision against the budget of that row alone (jobs.budget.compute.
+    row_days_with_failures: the layout's GPUs, checkpoint writers and step): every ZeRO-0 row, and every row on
+    the counts of 1,048,576 GPUs and more, where Daly's optimal interval falls below a step and each row's own
+    step sets its interval (one checkpoint per step: jobs.budget.model.scenario); there the count's one share
+    was off by up to 1.6e10 times and kept 40 rows whose own budget never finishes."""
+    from gpuplan.jobs.budget.compute import row_days_with_failures
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import search
+
+    inputs = PlanInputs(**{k: v for k, v in H100_RANGE.items() if k != "top"})
+    found = search(inputs)
+    table, own = found.table, row_days_with_failures(inputs, found.evaluator, found.table)
+    picked = np.flatnonzero((table["zero"] == 0) | (table["gpus"] >= 1_048_576))
+    assert (table["zero"][picked] == 0).sum() > 100 and (table["gpus"][picked] >= 1_048_576).sum() > 100
+    for i in picked:
+        assert table["days_with_failures"][i] == pytest.approx(own(int(i)), rel=1e-9), i
+

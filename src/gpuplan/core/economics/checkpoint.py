@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
@@ -65,6 +66,7 @@ def checkpoint_writers(gpus: int, zero: int, model_parallel: int = 1) -> int:
     return max(1, int(gpus) if zero >= 1 else min(int(gpus), model_parallel))
 
 
+@lru_cache(maxsize=256)  # a plan's search budgets every (GPU count, writers) group: the same few sizes
 def checkpoint_size(spec: ModelSpec, recipe: PrecisionRecipe, optimizer: OptimizerSpec,
                     writers: int) -> CheckpointSize:
     """Whole-model checkpoint bytes from the memory model's unsharded states (gradients excluded)."""

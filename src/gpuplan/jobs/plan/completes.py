@@ -1,70 +1,98 @@
-"""Which GPU counts of a layout search finish a run at all once failures are counted: the budget
+"""Which layouts of a layout search finish a run at all once failures are counted: the budget
 (core.economics.reliability.expected_wall_seconds) refuses a count whose failures come faster than a
 checkpoint period plus a restart, so the search must not answer with one (wave 6c: `plan
 llama-3.1-405b --gpus 1-10000000` picked 8,388,608 GPUs, then refused, although 1,024 completes);
 nor, ranking by time, with one that completes slowly (wave 7: the same range then picked 2,097,152
-GPUs, 4.35 h failure-free but 7,910 days expected with failures): each count's failure share lets
+GPUs, 4.35 h failure-free but 7,910 days expected with failures): each row's failure share lets
 planner.plan.ranking compare counts with failures."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
 from gpuplan.errors import InputError
 
 
-def completing_rows(inputs, evaluator, fitting) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Row indices of ``fitting`` (a LayoutTable with days) on GPU counts where the expected run with
-    failures completes, on-demand and on spot, at the budget's point failure rate and both ends of its
-    range (jobs.budget.compute.failure_ranges: the answer shows all three), and each kept row's
-    failure shares, on-demand expected wall-clock with failures and checkpoints / failure-free
-    wall-clock: the slowest of those three (the ranking's, planner.plan.ranking) and the point rate's
-    (the answer's "expected wall-clock with failures"). All are judged
-    once per count on the row the ranking puts first within it (its fastest at the slow end,
-    planner.plan.slow_end_seconds_per_token): the failure rate is the count's; its rows' checkpoints
-    differ little, and the share does not depend on the run's length (Daly's expected wall-clock is
-    work x a factor of the interval, checkpoint, restart and MTBI). Raises InputError naming gpus when
-    no count completes."""
-    from gpuplan.planner.plan import slow_end_seconds_per_token
+class Completing(NamedTuple):
+    """The rows of a layout table whose run completes with failures, ascending, and for each its
+    on-demand expected wall-clock with failures and checkpoints / failure-free wall-clock."""
 
-    counts, key = fitting["gpus"], slow_end_seconds_per_token(fitting)
-    kept, shares, points = [], [], []
-    for count in sorted(set(counts.tolist())):  # not np.unique: it imports numpy.ma (tests/test_startup.py)
-        rows = np.flatnonzero(counts == count)
-        found = _failure_shares(inputs, evaluator, fitting, int(rows[np.argmin(key[rows])]))
-        if found is not None:
-            kept.append(rows)
-            shares.append(np.full(len(rows), found[0]))
-            points.append(np.full(len(rows), found[1]))
-    if not kept:
+    rows: np.ndarray
+    slow_share: np.ndarray
+    """At the high end of the failure rate's range (the ranking's: planner.plan.ranking)."""
+    point_share: np.ndarray
+    """At the point failure rate (the answer's "expected wall-clock with failures")."""
+
+
+def completing_rows(inputs, evaluator, fitting) -> Completing:
+    """Rows of ``fitting`` (a LayoutTable with days) where the expected run with failures completes,
+    on-demand and on spot, at the budget's point failure rate and both ends of its range
+    (jobs.budget.compute.failure_ranges: the answer shows all three), with their failure shares. A
+    row's share is what its own budget (jobs.budget.model.scenario) depends on: the GPU count (the
+    failure rate), the checkpoint writers (all GPUs with ZeRO >= 1, one replica's tp x pp with ZeRO-0:
+    core.economics.checkpoint.checkpoint_writers; the write time and stall follow), and the step where
+    one checkpoint per step is the floor of the interval; not the run's length (Daly's expected
+    wall-clock is work x a factor of the interval, checkpoint, restart and MTBI). So the budget's
+    failure plans are made once per (count, writers) group, on its first row (any row gives the same plans),
+    and every row's expected wall-clock follows from them and its own step. Raises InputError naming gpus
+    when no row completes."""
+    gpus = fitting["gpus"].astype(np.int64)
+    writers = np.where(fitting["zero"] >= 1, gpus, np.minimum(gpus, fitting["tp"] * fitting["pp"]))  # checkpoint_writers
+    group = gpus * 2**32 + np.maximum(writers, 1)
+    order = np.argsort(group, kind="stable")  # not np.unique: it imports numpy.ma (tests/test_startup.py)
+    starts = np.flatnonzero(np.concatenate(([True], group[order][1:] != group[order][:-1])))
+    settings = inputs.budget_settings()
+    plans = [_group_plans(inputs, evaluator, settings, fitting, int(first)) for first in order[starts]]
+    which = np.empty(len(fitting), np.int64)
+    which[order] = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
+    steps, done, shares = fitting["step_seconds"], np.ones(len(fitting), bool), []
+    for k in range(6):  # on-demand and spot at the point rate, then at the low and the high end of its range
+        share, finishes = _wall_shares(*(np.array(column)[which] for column in zip(*(p[k] for p in plans))), steps)
+        done &= finishes
+        shares.append(share)
+    kept = np.flatnonzero(done)
+    if not len(kept):
         raise InputError("gpus", _asked(inputs),
-                         f"a GPU count where the run completes with failures: on {int(counts.min()):,} GPUs and more "
+                         f"a GPU count where the run completes with failures: on {int(gpus.min()):,} GPUs and more "
                          "failures come faster than a checkpoint period plus a restart (fewer GPUs, a lower "
                          "--failure-rate or a shorter --restart)")
-    rows = np.concatenate(kept)
-    order = np.argsort(rows, kind="stable")
-    return rows[order], np.concatenate(shares)[order], np.concatenate(points)[order]
+    return Completing(kept, np.maximum.reduce(shares[0::2])[kept], shares[0][kept])  # the slowest on-demand
 
 
-def _failure_shares(inputs, evaluator, table, i: int) -> tuple[float, float] | None:
-    """Row i's on-demand expected wall-clock with failures / its failure-free wall-clock: the slowest at
-    the point failure rate and both ends of its range (R.failure_rate_range: the ends the answer prints,
-    jobs.budget.compute.failure_ranges, which follow --failure-rate), and the point rate's; None when the run
-    does not finish at one of them (on-demand or on spot)."""
+def _group_plans(inputs, evaluator, settings, table, first: int) -> list[tuple[float, float, float, float]]:
+    """(MTBI, restart, checkpoint stall, interval before the step floor), all s, of the budget's failure plans
+    for row ``first``'s (count, writers) group (jobs.budget.model.scenario with no step floor): on-demand
+    and spot at the point failure rate, then at the low and the high end of its range (R.failure_rate_range:
+    the ends the answer prints, jobs.budget.compute.failure_ranges, which follow --failure-rate)."""
     from gpuplan.core.economics.reliability import failure_rate_range
     from gpuplan.jobs.budget.model import run_facts, scenario
 
-    tp, pp, gpus = int(table["tp"][i]), int(table["pp"][i]), float(table["gpus"][i])
-    work = inputs.tokens / float(table["tokens_per_second"][i])
-    run = run_facts(evaluator.spec, evaluator.cluster.gpu, gpus=gpus, wall_seconds=work, gpu_hours=work * gpus / 3600,
-                    tokens=inputs.tokens, global_batch_tokens=float(table["global_batch"][i]) * inputs.seq_len,
-                    step_seconds=float(table["step_seconds"][i]), recipe=inputs.recipe_name,
-                    zero=int(table["zero"][i]), model_parallel=tp * pp)
-    settings = inputs.budget_settings()
-    scenarios = [scenario(run, settings, gpus, rate=rate) for rate in (None, *failure_rate_range(settings.failure_rate))]
-    if not all(s.completes for s in scenarios):
-        return None
-    return max(s.on_demand.wall_seconds for s in scenarios) / work, scenarios[0].on_demand.wall_seconds / work
+    tp, pp, gpus = int(table["tp"][first]), int(table["pp"][first]), float(table["gpus"][first])
+    work = inputs.tokens / float(table["tokens_per_second"][first])
+    run = run_facts(evaluator.spec, evaluator.cluster.gpu, gpus=gpus, wall_seconds=work,
+                    gpu_hours=work * gpus / 3600, tokens=inputs.tokens, recipe=inputs.recipe_name,
+                    global_batch_tokens=float(table["global_batch"][first]) * inputs.seq_len,
+                    zero=int(table["zero"][first]), model_parallel=tp * pp)
+    run = replace(run, step_seconds=0.0)  # each row's own step floors its interval (_wall_shares)
+    found = [scenario(run, settings, gpus, rate=rate) for rate in (None, *failure_rate_range(settings.failure_rate))]
+    return [(p.mtbi, p.restart, p.checkpoint_cost, p.interval) for s in found for p in (s.on_demand, s.spot)]
+
+
+def _wall_shares(mtbi: np.ndarray, restart: np.ndarray, stall: np.ndarray, interval: np.ndarray,
+                 steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Expected wall-clock with failures / failure-free work, per row, with the checkpoint interval at least
+    the row's step (jobs.budget.model.scenario: 'at most one checkpoint per step'), and whether the run
+    finishes: core.economics.reliability.expected_wall_seconds (Daly 2006) and its refusal over arrays
+    (tests/test_plan_range_failures.py checks every row against its own budget)."""
+    from gpuplan.core.economics.reliability import MAX_FAILURE_EXPONENT as most
+
+    interval = np.maximum(interval, steps)
+    finishes = np.maximum(restart, interval + stall) / mtbi <= most
+    grow = np.expm1(np.minimum((interval + stall) / mtbi, most))  # capped where it does not finish anyway
+    return mtbi * np.exp(np.minimum(restart / mtbi, most)) * grow / interval, finishes
 
 
 def _asked(inputs) -> str:

@@ -343,10 +343,10 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
     fitting.columns["days"] = wall / SECONDS_PER_DAY
     fitting.columns["gpu_hours"] = wall * fitting["gpus"] / 3600
     fitting.columns["cost"] = fitting["gpu_hours"] * (price if price is not None else np.nan)
-    rows, share, point = completing_rows(inputs, ev, fitting)  # failures let the run finish (jobs/plan/completes)
-    fitting = fitting.take(rows)
-    fitting.columns["failure_share"] = share  # ranking by time / cost counts failures (planner.plan.ranking)
-    fitting.columns["days_with_failures"] = fitting["days"] * point  # the answer's expected wall-clock with failures
+    done = completing_rows(inputs, ev, fitting)  # the rows whose run finishes with failures (jobs/plan/completes)
+    fitting = fitting.take(done.rows)
+    fitting.columns["failure_share"] = done.slow_share  # ranking by time / cost counts failures (planner.plan.ranking)
+    fitting.columns["days_with_failures"] = fitting["days"] * done.point_share  # the answer's, row by row
     deadline, missed = deadline_of(inputs), ""
     if deadline is not None:  # the deadline rule (planner.plan.deadline_order): fewest GPUs, then cheapest
         from gpuplan.jobs.budget.compute import row_days_with_failures
