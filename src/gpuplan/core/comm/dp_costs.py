@@ -200,7 +200,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
                  else 0.0) * units
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
     exposed = _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute,
-                       moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch, vpp)
+                       moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch, vpp, pp)
     grads_kind = "reduce_scatter" if np.all(reduce_scatter) else "all_reduce"
     what = {"grads": ("grad reduce-scatter / all-reduce", rs_calls, grads / units, grads_kind, group),
             "weights": ("param all-gather", ag_calls, weights / units, "all_gather", group),
@@ -232,7 +232,7 @@ def _embedding_unit(spec: ModelSpec, settings, tp) -> float:
 
 
 def _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute, moe_phases, layers,
-             t_bwd_gemm_mb, many, arch=None, vpp=1) -> dict:
+             t_bwd_gemm_mb, many, arch=None, vpp=1, pp=1) -> dict:
     """Exposed seconds of each part under the framework's schedule, capped by --dp-overlap. The
     collectives hidden behind compute slow it by the SMs NCCL holds (core.comm.collectives.nccl_sm_share
     of ``arch``; not for DeepSpeed, whose fitted share already carries what its fetches cost)."""
@@ -241,7 +241,8 @@ def _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batch
         total = sum(totals.values())
         share = settings.dp_overlap if settings.zero3_overlap is None else np.where(
             zero3, settings.zero3_overlap, settings.dp_overlap)
-        hidden = O.deepspeed_exposed(total, t_bwd_gemm_mb + zero3 * compute, share)
+        # its PipelineEngine (pp > 1) reduces after the last backward: nothing hidden (dp_overlap.deepspeed_exposed)
+        hidden = O.deepspeed_exposed(total, t_bwd_gemm_mb + zero3 * compute, share, np.asarray(pp) > 1)
         return {k: np.where(total > 0, hidden * v / np.where(total > 0, total, 1.0), 0.0) for k, v in totals.items()}
     blocks = np.maximum(np.asarray(layers, dtype=float), 1.0)
     s = settings.nccl_sm_share if settings.nccl_sm_share is not None else K.nccl_sm_share(arch)

@@ -23,7 +23,8 @@ in which it issues the collectives (``StepSettings.dp_schedule``):
 - ``ddp``: bucketed all-reduce in the last backward (PyTorch DDP no_sync for the others),
   ``megatron``'s rule without the parameter gather.
 - ``deepspeed``: the fitted share (core.frameworks DEEPSPEED_ZERO3_OVERLAP) hidden behind the whole
-  compute, as before.
+  compute, as before; at ZeRO 0-2 up to --dp-overlap of it behind one micro-batch's backward, and none
+  under its PipelineEngine (pp > 1: reduced after the last backward, deepspeed_exposed).
 
 Values may be numbers or numpy arrays. Units: seconds, parameters.
 """
@@ -110,7 +111,18 @@ def pipeline_reduce_exposed(total, chunks, window, sm_share=0.0):
     return bucketed_exposed(total, np.maximum(np.asarray(chunks, dtype=float), 1.0), window, sm_share)
 
 
-def deepspeed_exposed(total, window, hidden_share):
-    """DeepSpeed ZeRO-3: at most ``hidden_share`` of the traffic hides behind ``window``."""
+def deepspeed_exposed(total, window, hidden_share, pipelined=False):
+    """DeepSpeed: at most ``hidden_share`` of the traffic hides behind ``window`` (seconds), none where
+    ``pipelined`` (pp > 1). Its PipelineEngine turns the engine's backward all-reduce off
+    (pipe/engine.py@edaa722 L79-80) and reduces only in the ReduceGrads its TrainSchedule issues after the
+    stage's last backward, before the OptimizerStep (pipe/schedule.py@edaa722 L237-241; _exec_reduce_grads
+    engine.py L296-304, buffered all-reduce or ZeRO-1's reduce_gradients); during the backward passes the
+    gradient-accumulation boundary is False (engine.py L682-691, passed to ZeRO's optimizer by
+    runtime/engine.py L2965-2966), so ZeRO-1's gradient hooks reduce nothing (zero/stage_1_and_2.py L1767-1769;
+    ZeRO-2/3 are refused under a pipeline, pipe/engine.py L76-77), and the BF16_Optimizer's weight all-gather
+    runs inside the step (bf16_optimizer.py L454-464). On the first stage, which ends a 1F1B step last,
+    no compute is left beside them: all exposed (torchtitan's pipeline reductions' rule,
+    pipeline_reduce_exposed, with one chunk). Units: seconds."""
     total = np.asarray(total, dtype=float)
-    return total - np.minimum(hidden_share * total, window)
+    hidden = np.minimum(hidden_share * total, window)
+    return total - np.where(pipelined, 0.0, hidden)

@@ -1,0 +1,82 @@
+"""DeepSpeed's PipelineEngine (pp > 1) reduces gradients only in the ReduceGrads its TrainSchedule issues after the
+stage's last backward (pipe/schedule.py@edaa722 L237-241, pipe/engine.py L79-80, L296-304, L682-691; ZeRO-1's hooks
+reduce nothing before that boundary, zero/stage_1_and_2.py L1767-1769) and the BF16_Optimizer all-gathers its
+weights inside the step (bf16_optimizer.py L454-464): no data-parallel collective overlaps compute, so gpuplan
+exposes all of it (core.comm.dp_overlap.deepspeed_exposed). Without a pipeline the rule is today's: up to
+--dp-overlap of the traffic hides behind one micro-batch's backward."""
+
+from dataclasses import replace
+
+import pytest
+
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core.comm import collectives as K
+from gpuplan.core.comm.dp_costs import data_parallel_costs
+from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.time.step import StepSettings, step_time
+
+SPEC, CLUSTER = load_model("llama-2-7b"), cluster_for(load_accelerator("a100-sxm4-80gb"))
+PLAIN = StepSettings(seq_len=2048, recompute="full", dp_schedule="deepspeed")
+STAGE_PARAMS = 842_301_952  # Llama 2 7B's largest stage at tp2 pp4 (tests/test_deepspeed_bf16_pipeline.py)
+BACKWARD_MB = 0.004  # seconds: one micro-batch's backward GEMMs, the window the unpipelined rule hides behind
+KW = dict(dp=4, tp=2, cp=1, ep=1, micro_batches=16, shard_group=None, layers=8, trained_params=STAGE_PARAMS,
+          t_bwd_gemm_mb=BACKWARD_MB, compute=1.0)
+
+
+def _by_kind(settings, **change):
+    costs = data_parallel_costs(SPEC, CLUSTER, settings, **{**KW, **change})
+    return {c.collective.split(" ")[0]: (float(c.calls), float(c.bytes_per_call), float(c.total), float(c.exposed))
+            for c in costs if float(c.total) > 0}
+
+
+def _all_reduce_by_hand():
+    """ZeRO-0's gradient all-reduce: Megatron-sized buckets, ceil(842,301,952 / 40e6) = 22 calls of
+    842,301,952 x 2 / 22 = 76,572,904.7 B over the 4 data-parallel ranks (stride tp = 2, inside the node): NCCL's
+    ring, 2 x 3/4 x 76,572,904.7 B / 240 GB/s = 478.6 us + latency = 507.4 us a call, 11.162 ms a step."""
+    size = STAGE_PARAMS * 2 / 22
+    per_call = float(K.collective_seconds("all_reduce", size, CLUSTER.group(4, 2)))
+    assert per_call == pytest.approx(1.5 * size / 240e9 + 28.8e-6, rel=1e-3)
+    return size, 22 * per_call
+
+
+@pytest.mark.parametrize("dp_overlap", [1.0, 0.5, 0.2])
+def test_zero0_pipeline_exposes_all_of_it(dp_overlap):
+    """pp4: all 11.162 ms exposed at any --dp-overlap; the same stage unpipelined (pp1) hides min(share x total,
+    one backward): 4 ms at share 1.0 and 0.5 (0.5 x 11.162 = 5.58 > 4), 0.2 x 11.162 = 2.232 ms at 0.2."""
+    size, total = _all_reduce_by_hand()
+    assert total == pytest.approx(0.011162, rel=1e-4)
+    settings = replace(PLAIN, dp_overlap=dp_overlap)
+    piped = _by_kind(settings, pp=4, zero=0)
+    assert list(piped) == ["grad"]
+    calls, per_call, got_total, exposed = piped["grad"]
+    assert (calls, per_call) == (22.0, pytest.approx(size, rel=1e-12))
+    assert got_total == pytest.approx(total, rel=1e-12) and exposed == pytest.approx(total, rel=1e-12)
+    flat = _by_kind(settings, pp=1, zero=0)["grad"]
+    assert flat[3] == pytest.approx(total - min(dp_overlap * total, BACKWARD_MB), rel=1e-12)
+
+
+def test_bf16_and_zero1_pipelines_expose_the_gather_too():
+    """The BF16_Optimizer at ZeRO-0 adds its post-step weight all-gather (22 calls of the same 76.6 MB), ZeRO-1 a
+    reduce-scatter and the gather of the updated shards: each exposed whole under the pipeline."""
+    bf16 = _by_kind(replace(PLAIN, fp32_grad_accumulation=True), pp=4, zero=0)
+    zero1 = _by_kind(PLAIN, pp=2, zero=1)
+    gather = float(K.collective_seconds("all_gather", STAGE_PARAMS * 2 / 22, CLUSTER.group(4, 2))) * 22
+    scatter = float(K.collective_seconds("reduce_scatter", STAGE_PARAMS * 2 / 22, CLUSTER.group(4, 2))) * 22
+    assert bf16["param"][2] == pytest.approx(gather, rel=1e-12)
+    assert zero1["grad"][2] == pytest.approx(scatter, rel=1e-12)
+    for kinds in (bf16, zero1):
+        assert set(kinds) == {"grad", "param"}
+        for calls, _, total, exposed in kinds.values():
+            assert calls == 22.0 and total > 0 and exposed == pytest.approx(total, rel=1e-12)
+
+
+def test_step_time_exposes_the_pipelines_traffic_and_keeps_the_rest():
+    """Whole steps of Llama 2 7B at dp4 tp2, 16 micro-batches: under DeepSpeed's pipeline (pp4) the exposed
+    data-parallel seconds equal its traffic; without one (pp1) and under Megatron's schedule at pp4 some hides."""
+    layout = dict(dp=4, tp=2, zero=0, micro_batch=1, micro_batches=16)
+    piped = step_time(SPEC, CLUSTER, PLAIN, pp=4, **layout)
+    assert float(piped.dp_traffic) > 0 and float(piped.dp_comm) == pytest.approx(float(piped.dp_traffic), rel=1e-12)
+    flat = step_time(SPEC, CLUSTER, PLAIN, pp=1, **layout)
+    megatron = step_time(SPEC, CLUSTER, replace(PLAIN, dp_schedule="megatron"), pp=4, **layout)
+    for other in (flat, megatron):
+        assert float(other.dp_comm) < float(other.dp_traffic)
