@@ -194,3 +194,30 @@ def test_every_rows_days_with_failures_is_its_own_budget():
     for i in picked:
         assert table["days_with_failures"][i] == pytest.approx(own(int(i)), rel=1e-9), i
 
+
+def test_a_deadline_keeps_only_layouts_that_meet_it_by_their_own_budget():
+    """Review wave7 r3 #3: the deadline took each count's share from its cheapest row (jobs.budget.compute.
+    row_days_with_failures, a second budget pass) for all its rows: `plan llama-3.1-405b --gpu h100 --gpus
+    65536-262144 --days 2.15` kept 14 ZeRO-0 layouts on 131,072 GPUs whose own budget needs up to 2.35 days with
+    failures. Now it reads each row's own 'w/ failures' (the column printed): every layout kept meets 2.15 days
+    by its own budget."""
+    from gpuplan.jobs.budget.compute import row_days_with_failures
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import search
+
+    inputs = PlanInputs(model="llama-3.1-405b", gpu="h100", gpus="65536-262144", days=2.15)
+    found = search(inputs)
+    own = row_days_with_failures(inputs, found.evaluator, found.table)
+    assert len(found.table) >= 10
+    assert all(own(i) <= 2.15 for i in range(len(found.table)))
+    assert (found.table["days_with_failures"] <= 2.15).all()
+
+
+def test_a_deadline_no_count_meets_is_refused_with_what_the_fastest_needs(run_cli):
+    """Review wave7 r3 #11: `plan llama-3.1-405b --tokens 15T --days 10` (e7726ae's refusal): exit 2, one line
+    naming the fastest count and its time with failures (21.6 days before them, 42.2 with them, on 131,072)."""
+    code, out, err = run_cli("plan", "llama-3.1-405b", "--tokens", "15T", "--days", "10")
+    assert code == 2 and not out
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("error: days: got 10.0; no searched GPU count meets it")
+    assert " with them, on 131,072 GPUs" in err

@@ -347,27 +347,34 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
     fitting = fitting.take(done.rows)
     fitting.columns["failure_share"] = done.slow_share  # ranking by time / cost counts failures (planner.plan.ranking)
     fitting.columns["days_with_failures"] = fitting["days"] * done.point_share  # the answer's, row by row
-    deadline, missed = deadline_of(inputs), ""
-    if deadline is not None:  # the deadline rule (planner.plan.deadline_order): fewest GPUs, then cheapest
-        from gpuplan.jobs.budget.compute import row_days_with_failures
-
-        meets = deadline_order(fitting, fitting["days"], deadline, row_days_with_failures(inputs, ev, fitting),
-                               fitting["cost"])
-        if not len(meets):
-            quickest = int(np.argmin(fitting["days_with_failures"]))  # fastest as the deadline measures it
-            quickest_s = fitting["days"][quickest] * SECONDS_PER_DAY  # '0.0 days' at 1,500 s before
-            fastest = (f"the fastest layout needs {format_duration(quickest_s)} before failures and checkpoints, "
-                       f"{format_duration(fitting['days_with_failures'][quickest] * SECONDS_PER_DAY)} with them, "
-                       f"on {plural(int(fitting['gpus'][quickest]), 'GPU')}")
-            if inputs.days is not None:  # a deadline the user gave: refused, with what would be needed
-                raise InputError("days", deadline, f"no searched GPU count meets it with failures and checkpoints: "
-                                 f"{fastest}")
-            # the article's default week, not asked for: answer with the fastest layout and say so
-            missed = (f"no GPU count up to {max(counts):,} trains it in the article's default {deadline:g} days; "
-                      f"{fastest}, shown here: give --days or --gpus for another answer")
-            meets = np.flatnonzero(fitting["gpus"] == fitting["gpus"][quickest])
-        fitting = fitting.take(meets)
+    fitting, missed = _deadline_rows(inputs, fitting, counts)
     return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits, missed)
+
+
+def _deadline_rows(inputs: PlanInputs, fitting: LayoutTable, counts) -> tuple[LayoutTable, str]:
+    """With a deadline (deadline_of), the rows that meet it with failures and checkpoints (each row's own
+    days_with_failures, the column the table prints: jobs.plan.completes), in the deadline rule's order
+    (planner.plan.deadline_order: fewest GPUs, then cheapest), and no note; with none, ``fitting`` as is.
+    When no row meets the article's default week, the count fastest with failures and a note saying so;
+    a --days no row meets is refused with what the fastest layout needs."""
+    deadline = deadline_of(inputs)
+    if deadline is None:
+        return fitting, ""
+    meets, missed = deadline_order(fitting, fitting["days_with_failures"], deadline, cost=fitting["cost"]), ""
+    if not len(meets):
+        quickest = int(np.argmin(fitting["days_with_failures"]))  # fastest as the deadline measures it
+        quickest_s = fitting["days"][quickest] * SECONDS_PER_DAY  # '0.0 days' at 1,500 s before
+        fastest = (f"the fastest layout needs {format_duration(quickest_s)} before failures and checkpoints, "
+                   f"{format_duration(fitting['days_with_failures'][quickest] * SECONDS_PER_DAY)} with them, "
+                   f"on {plural(int(fitting['gpus'][quickest]), 'GPU')}")
+        if inputs.days is not None:  # a deadline the user gave: refused, with what would be needed
+            raise InputError("days", deadline, f"no searched GPU count meets it with failures and checkpoints: "
+                             f"{fastest}")
+        # the article's default week, not asked for: answer with the fastest layout and say so
+        missed = (f"no GPU count up to {max(counts):,} trains it in the article's default {deadline:g} days; "
+                  f"{fastest}, shown here: give --days or --gpus for another answer")
+        meets = np.flatnonzero(fitting["gpus"] == fitting["gpus"][quickest])
+    return fitting.take(meets), missed
 
 
 def deadline_counts(inputs, gpus_per_node: int) -> tuple[int, ...]:
