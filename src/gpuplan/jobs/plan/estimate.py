@@ -64,6 +64,34 @@ def _with_ranked_columns(t: LayoutTable) -> LayoutTable:
     return t
 
 
+def _point_fastest_note(t: LayoutTable, best: int, rank_by: str) -> tuple[str, ...]:
+    """Ranking a range by time, a note when the answer's count is not the one fastest with failures at the point
+    estimate (the answer's headline figure): that count, its days at the point and as ranked (its ± model and
+    the failure rate's high end), and why it lost (review wave7 r3 #4: `plan llama-3.1-8b --gpu h100
+    --global-batch 256 --gpus 1024-65536` answered 16,384 GPUs, 1.27 days with failures, and named neither 65,536
+    (1.08 days at the point) nor 32,768 (1.14), ranked below on their ± model)."""
+    if rank_by != "time" or "failure_share" not in t.columns:
+        return ()
+    fast = int(np.argmin(t["days_with_failures"]))
+    if t["gpus"][fast] == t["gpus"][best]:
+        return ()
+    spread = t["uncertainty"] if "uncertainty" in t.columns else np.zeros(len(t))
+
+    def days(i: int, column: str) -> str:
+        return format_duration(float(t[column][i]) * SECONDS_PER_DAY)
+
+    def high(i: int) -> str:  # the days with failures at the rate's high end, before ± model
+        return format_duration(float(t["days"][i] * t["failure_share"][i]) * SECONDS_PER_DAY)
+
+    lost = "" if t["ranked_days"][fast] >= t["ranked_days"][best] else " (within 1%: the fewer GPUs first)"
+    return (f"{plural(int(t['gpus'][fast]), 'GPU')} would finish sooner at the point estimate: "
+            f"{days(fast, 'days_with_failures')} with failures ({layout_text(*row_layout(t, fast))}) against "
+            f"{days(best, 'days_with_failures')}; at the slow end the ranking compares, step x (1 + ± model) with "
+            f"failures at the high end of their range, {days(fast, 'ranked_days')} (± model {spread[fast]:.0%}; "
+            f"failures alone {high(fast)}) against {days(best, 'ranked_days')} (± model {spread[best]:.0%}; "
+            f"{high(best)}){lost}",)
+
+
 def chosen_plan(result: PlanSearch, i: int) -> Plan:
     """Row ``i`` of the search as a Plan (re-evaluated on the single-layout path: same numbers)."""
     layout, recompute = row_layout(result.table, i)
@@ -195,6 +223,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   ((result.missed_default_deadline,) if result.missed_default_deadline else ())
                   + (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms"  # --explain shows no
                      + (f"; ranked by {RANKED[rank_by_of(inputs)]}" if inputs.explain else ""),)  # layouts table
+                  + _point_fastest_note(table, best, rank_by_of(inputs))
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
                   + caveats + budget.notes,
                   tables + budget.tables, headline=PLAN_HEADLINE,
