@@ -252,3 +252,17 @@ def test_a_note_names_the_count_fastest_at_the_point_and_why_it_lost():
 def test_no_such_note_when_the_answer_is_the_fastest_or_a_deadline_ranks(asked):
     """7B over 8-512 answers 512, the fastest at the point too; a deadline ranks by its own rule."""
     assert not any("would finish sooner" in n for n in plan_report(asked).notes)
+
+
+def test_the_cost_ranking_says_which_failure_rate_and_that_the_cost_column_is_failure_free():
+    """Review wave7 r3 #6: `--rank-by cost` multiplies cost by the failure share at the rate's range high end but
+    the title said only 'cost with failures' beside a failure-free cost column, so 405B over 1-10000000 listed
+    $12,709,633 (512 GPUs) above $12,767,186 (256, ZeRO-0) with no word why. The rows are in order of cost x
+    the share ('ranked days' / (days x (1 + ± model)) is that share) and the title says so."""
+    answer = plan_report({**RANGE, "rank_by": "cost"})
+    title, columns, rows = next((t.title, t.columns, t.rows) for t in answer.tables if t.title.startswith("top "))
+    assert "high end of the failure rate's range" in title and "the cost column is failure-free" in title
+    at = {c: k for k, c in enumerate(columns)}
+    keyed = [float(r[at["cost"]].strip("$").replace(",", "")) * float(r[at["ranked days"]])
+             / (float(r[at["days"]]) * (1 + float(r[at["± model"]].strip("±%")) / 100)) for r in rows]
+    assert all(a <= b * 1.02 for a, b in zip(keyed, keyed[1:])), keyed  # 1 decimal of days: ~2% rounding

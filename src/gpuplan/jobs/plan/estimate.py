@@ -25,7 +25,8 @@ from gpuplan.schema.base import job_inputs
 
 RANKED = {"time": "time with failures at each layout's slow end: step x (1 + its ± model), failure rate at its "
                   "range's high end; fewest GPUs within 1%",
-          "cost": "cost with failures", "gpus": "gpus",
+          "cost": "cost with failures at the high end of the failure rate's range, on-demand; the cost column is "
+                  "failure-free", "gpus": "gpus",
           "deadline": "the deadline rule: fewest GPUs meeting it with failures and checkpoints, then cheapest"}
 COLUMNS = ("GPUs", "layout", "step s", "± model", "MFU", "days", "w/ failures", "GPU-hours", "cost", "peak/GPU",
            "exposed comm", "bubble", "ranked days")
