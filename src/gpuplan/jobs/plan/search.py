@@ -292,7 +292,7 @@ def _with_fallbacks(ev: Evaluator, counts: tuple[int, ...], table: LayoutTable, 
         waiting[count] = fallback_counts(count, ev.cluster.gpus_per_node)
     # in rounds, largest first as before, but each round's new counts searched at once and a count
     # already searched taken from its rows: `plan --gpus 1,2,...,4096` ran 647 one-count searches
-    rows_of = _rows_by_count(table)
+    rows_of = _rows_by_count(table) if waiting else {}  # split only when a count needs a fallback
     while waiting:
         tries = {count: smaller.pop(0) for count, smaller in waiting.items() if smaller}
         if not tries:
