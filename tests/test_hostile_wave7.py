@@ -12,6 +12,10 @@ Each refusal is one line naming the field, exit status 2; the valid neighbour st
 - options that change nothing at a degree of 1: `--embedding-loss-slots` with `--pp 1` (stated, or `memory`'s
   default) and `memory --no-sequence-parallel` with tp left at memory's 1 answered as without them
   (schema/layout_rules.check_setup; the stated `--tp 1` case was refused since wave 6);
+- a calibration file read without types (calibrate/model._build): a factor given as a number or text, a factor's
+  `default` as text, `reference` / `notes` not a mapping / list ended in 'internal error' (exit 70; 318 of 2,820
+  generated cases), `value: true` was read as 1, a ratio marked `unit: bytes` escaped the 0.001-1000 bound, and
+  `reference.gemm_dim` 0 or -1 was taken;
 """
 
 import json
@@ -126,3 +130,53 @@ def test_the_same_options_still_move_memory_at_degree_two(run_json):
     assert peak("--pp", "4", "--embedding-loss-slots") < peak("--pp", "4")
     assert peak("--tp", "2", "--no-sequence-parallel") > peak("--tp", "2")
     assert run_json("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--embedding-loss-slots")  # planner's pp
+
+
+# ---- 5. calibration files read field by field --------------------------------------------------------------
+
+TRIAL = ROOT / "tests/fixtures/h200/profile_llama-3.2-1b_bf16_mb2_s2048.json"
+
+
+@pytest.fixture(scope="module")
+def calibration(tmp_path_factory):
+    """A calibration `gpuplan calibrate` writes from the packaged H200 trial."""
+    from gpuplan.cli import main
+
+    path = tmp_path_factory.mktemp("cal") / "cal.json"
+    assert main(["calibrate", str(TRIAL), "--out", str(path), "--json"]) == 0
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("where, value, fragment", [
+    (("compute_time",), 5, "compute_time must be a mapping"),  # was exit 70: 'int' object has no attribute 'items'
+    (("compute_time", "default"), "abc", "compute_time.default must be a finite number"),  # exit 70 (format 'g')
+    (("compute_time", "value"), True, "compute_time.value must be a finite number"),  # was read as 1.0
+    (("compute_time", "unit"), "bytes", "compute_time.unit must be 'x'"),  # 1e6 'bytes' escaped the ratio bound
+    (("reference",), [], "Reference must be a mapping"), (("notes",), 7, "notes must be a list"),
+    (("reference", "gemm_dim"), 0, "gemm_dim must be a finite number above 0"),  # was taken (a 0-size GEMM)
+    (("reference", "gpus"), "h200", "gpus must be a list of text"),  # exit 70 (join)
+])
+def test_a_malformed_calibration_file_is_refused_naming_the_entry(run_cli, tmp_path, calibration, where, value,
+                                                                    fragment):
+    data = json.loads(json.dumps(calibration))
+    node = data
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    field_refusal(run_cli("memory", "llama-3.2-1b", "--gpu", "h200", "--gpus", "8", "--calibration", str(path)),
+                  "calibration", fragment)
+
+
+def test_the_calibration_still_reads_and_the_api_refuses_the_same(run_json, tmp_path, calibration):
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web.app import create_app
+
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(calibration))
+    assert run_json("memory", "llama-3.2-1b", "--gpu", "h200", "--gpus", "8", "--calibration", str(path))
+    body = {"model": "llama-3.2-1b", "gpu": "h200", "gpus": 8, "calibration": {**calibration, "compute_time": 5}}
+    response = TestClient(create_app()).post("/api/memory", json=body)
+    assert response.status_code == 422 and "compute_time must be a mapping" in response.text, response.text[:300]

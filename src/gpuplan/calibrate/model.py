@@ -146,11 +146,15 @@ def calibration_from_dict(data: Any, source: str) -> Calibration:
             raise ValueError("reference.environment must map names to text or numbers")
         if not isinstance(reference.framework, str):
             raise ValueError("reference.framework must be text")
-        measurements = tuple(_build(MeasurementFit, m) for m in data.get("measurements", ()))
+        if not (1 <= reference.gemm_dim <= 2**24 and reference.attention_efficiency <= 1):  # a size, a share
+            raise ValueError("reference.gemm_dim must be 1 to 2^24 and reference.attention_efficiency at most 1")
+        measurements = tuple(_build(MeasurementFit, m) for m in _items(data.get("measurements", ()), "measurements"))
+        notes = tuple(_items(data.get("notes", ()), "notes"))
+        if not all(isinstance(note, str) for note in notes):
+            raise ValueError("notes must be a list of text")
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError("calibration", source, f"is incomplete or malformed ({exc}); expected {expected}") from None
-    return Calibration(**factors, reference=reference, measurements=measurements,
-                       notes=tuple(data.get("notes", ())))
+    return Calibration(**factors, reference=reference, measurements=measurements, notes=notes)
 
 
 MAX_RATIO = 1e3
@@ -161,9 +165,11 @@ MAX_OVERHEAD_BYTES = float(2**40)
 
 
 def _factor(raw: dict, name: str = "factor") -> Factor:
-    factor = _build(Factor, raw)
+    factor = _build(Factor, raw, name)
     if factor.status not in STATUSES or not math.isfinite(factor.value):
         raise ValueError(f"bad factor {raw!r}")
+    if factor.unit != default_factor(name).unit:  # a ratio marked 'bytes' escaped the ratio bound (wave 7)
+        raise ValueError(f"{name}.unit must be {default_factor(name).unit!r}, not {factor.unit!r}")
     if factor.unit == "x" and not 1 / MAX_RATIO <= factor.value <= MAX_RATIO:
         raise ValueError(f"{name} {factor.value:g}: a ratio factor must be within 0.001 to 1000")
     if factor.unit == "bytes" and abs(factor.value) > MAX_OVERHEAD_BYTES:
@@ -171,10 +177,45 @@ def _factor(raw: dict, name: str = "factor") -> Factor:
     return factor
 
 
-def _build(cls, raw: dict):
-    names = {f.name for f in fields(cls)}
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items() if k in names}
+POSITIVE_FIELDS = ("gemm_dim", "attention_efficiency", "world_size")
+"""Fields that are 0 or less in no measurement (a GEMM size, an efficiency, a GPU count)."""
+KIND_WORDS = {"float": "a finite number", "float | None": "a finite number or null", "int": "a whole number >= 0",
+              "str": "text", "str | None": "text or null", "tuple[str, ...]": "a list of text", "dict": "a mapping"}
+
+
+def _build(cls, raw: Any, where: str = ""):
+    """``cls`` from a mapping, each field of the type its dataclass declares (wave 7: a factor given as a
+    number, a 'default' given as text or a gemm_dim of 0 ended in an internal error or was taken)."""
+    where = where or cls.__name__
+    if not isinstance(raw, dict):
+        raise TypeError(f"{where} must be a mapping, not {type(raw).__name__}")
+    kinds = {f.name: str(f.type) for f in fields(cls)}
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items() if k in kinds}
+    for key, value in values.items():
+        if not _of_kind(value, kinds[key]) or (key in POSITIVE_FIELDS and not value > 0):
+            raise ValueError(f"{where}.{key} must be {KIND_WORDS.get(kinds[key], kinds[key])}"
+                             f"{' above 0' if key in POSITIVE_FIELDS else ''}, not {value!r:.40}")
     return cls(**values)
+
+
+def _of_kind(value: Any, kind: str) -> bool:
+    """Whether ``value`` is of a dataclass field's declared type (the annotations of this module)."""
+    if value is None:
+        return "None" in kind
+    if isinstance(value, bool):
+        return False
+    if kind.startswith(("float", "int")):
+        return isinstance(value, int | float) and math.isfinite(value) and (kind.startswith("float") or (
+            isinstance(value, int) and value >= 0)) and not 0 < abs(value) < 2.2250738585072014e-308
+    if kind.startswith("tuple"):
+        return all(isinstance(item, str) for item in value) if isinstance(value, tuple) else False
+    return isinstance(value, dict) if kind == "dict" else isinstance(value, str)
+
+
+def _items(value: Any, where: str) -> list:
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"{where} must be a list, not {type(value).__name__}")
+    return list(value)
 
 
 def save_calibration(cal: Calibration, path: str | Path) -> Path:
