@@ -3,6 +3,9 @@
 budget is that of its chosen layout). Apart from the training schema, so that `plan` does not build
 the train and budget schemas it never uses (~4 ms of its start-up)."""
 
+# No `from __future__ import annotations` here: pydantic then reads the fields' annotations as the
+# objects they are, not as text it compiles and evaluates per field when the class is made (issue 39).
+
 from typing import Annotated, Any, Literal
 
 from pydantic import field_validator

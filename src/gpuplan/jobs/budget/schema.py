@@ -2,6 +2,9 @@
 assumption (data, checkpoints, failures, prices, spot, contingency shares) as a field
 (jobs/budget/fields.py)."""
 
+# No `from __future__ import annotations` here: pydantic then reads the fields' annotations as the
+# objects they are, not as text it compiles and evaluates per field when the class is made (issue 39).
+
 from typing import Annotated
 
 from pydantic import model_validator

@@ -1,6 +1,9 @@
 """The inputs of the training estimate (``gpuplan train``'s compute and time part; the Python
 API ``estimate_training``). Every field is a CLI flag, a plan-file key and an API body field."""
 
+# No `from __future__ import annotations` here: pydantic then reads the fields' annotations as the
+# objects they are, not as text it compiles and evaluates per field when the class is made (issue 39).
+
 import re
 from typing import Annotated, Any, Literal
 
