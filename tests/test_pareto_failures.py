@@ -1,5 +1,5 @@
 """The plan's Pareto front takes the time the ranking takes (wave 7): the layouts were ranked with failures
-(planner.plan.ranked_seconds_per_token: slow end x the count's failure share at the high rate of its range)
+(planner.plan.ranked_seconds_per_token: slow end x the layout's failure share at the high rate of its range)
 but the front still took failure-free days, so `plan llama-3.1-405b --gpus 1-10000000` listed 262,144 to
 2,097,152 GPUs on its front, whose runs take far longer once failures are counted (2,097,152: 4.35 h
 failure-free, 7,910 days expected with failures). Now the front is over (GPUs, ranked days, cost x the same
@@ -40,7 +40,7 @@ def test_no_count_past_the_answer_is_on_the_front(answer):
 
 
 def test_ranked_days_are_the_slow_end_with_failures_the_answer_prints(answer):
-    """The answer's row: ranked days = days x (1 + ± model) x its count's failure share at the range's high
+    """The answer's row: ranked days = days x (1 + ± model) x its failure share at the range's high
     rate, and that share is the budget's own 'expected wall-clock with failures' high end over the wall-clock
     line's high end (the same rate, jobs/budget/compute.failure_ranges; Daly's expected wall-clock is the work
     times a factor, so the ratio does not depend on the band). Tolerance 2%: '± model' prints whole percents

@@ -1,8 +1,8 @@
 """A range of GPU counts is ranked with failures (wave 7): `plan llama-3.1-405b --gpus 1-10000000`
 answered 2,097,152 GPUs, "wall-clock 4.35 h" but "expected wall-clock with failures 7,910.13 days
-(133.73 – 15,224,399 days)": the counts were ranked by failure-free time. Now each count's failure share
+(133.73 – 15,224,399 days)": the counts were ranked by failure-free time. Now each layout's failure share
 (the slowest of its expected wall-clocks with failures at the point failure rate and both ends of the
-rate's range / the failure-free wall-clock: jobs/plan/completes.py) multiplies its layouts' slow-end time
+rate's range / the failure-free wall-clock: jobs/plan/completes.py) multiplies its slow-end time
 (planner.plan.ranking), and counts within 1% of the best go to the fewest GPUs.
 
 The other counts' figures are each the answer `plan` gives for that count alone (the same search and
@@ -93,8 +93,10 @@ def test_within_one_percent_fewer_gpus_win_and_beyond_it_the_faster_count():
 
 
 def test_within_a_count_the_failure_share_leaves_the_order_alone():
-    """One share per count: two layouts on 4,096 GPUs keep their slow-end order (1.10 x 1.05 = 1.155 s
-    before 1.00 x 1.20 = 1.200 s) whatever the share, and a cost ranking multiplies cost by it too:
+    """Two layouts on 4,096 GPUs with the same share (the same checkpoint writers) keep their slow-end order
+    (1.10 x 1.05 = 1.155 s before 1.00 x 1.20 = 1.200 s): it would pass with the share ignored, which is its
+    point, not a test of the multiplication (the cases above and below test that); a cost ranking multiplies
+    cost by the share too:
     $100 x 3.0 = $300 on 8,192 GPUs loses to $200 x 1.2 = $240 on 4,096."""
     t = LayoutTable({"gpus": np.array([4096, 4096]), "step_seconds": np.array([1.00, 1.10]),
                      "global_batch": np.array([1024, 1024]), "uncertainty": np.array([0.20, 0.05]),

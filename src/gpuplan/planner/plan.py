@@ -150,7 +150,8 @@ interruptions. 1%: a tie-break, not a trade of time for money (--rank-by cost is
 
 
 def slow_end_seconds_per_token(table: LayoutTable) -> np.ndarray:
-    """Each row's step time per sequence at its slow end, step / global batch x (1 + u) where the table
+    """Each row's step time per sequence (∝ per token: one seq_len a sequence) at its slow end, step / global
+    batch x (1 + u) where the table
     carries the layout's uncertainty (planner.uncertainty) and x (1 + kind_bias) where it carries that:
     of two layouts predicted alike, the one the model has been checked on comes first."""
     seconds_per_token = table["step_seconds"] / (table["global_batch"] * 1.0)
@@ -162,7 +163,7 @@ def slow_end_seconds_per_token(table: LayoutTable) -> np.ndarray:
 
 
 def ranked_seconds_per_token(table: LayoutTable) -> np.ndarray:
-    """The time ranking by time compares, s per sequence: slow_end_seconds_per_token x the count's
+    """The time ranking by time compares, s per sequence: slow_end_seconds_per_token x the row's
     failure_share (its expected wall-clock with failures / failure-free, at the highest rate of the
     range the answer prints: jobs.plan.completes) where the table carries it. The Pareto front
     (jobs.plan.estimate) takes the same time, so the answer is always on it."""
@@ -174,9 +175,9 @@ def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) ->
     """Row order, best first: by time (slow_end_seconds_per_token), cost, GPUs then time, or the
     deadline rule (fewest GPUs, then cheapest: deadline_order). Where the table carries
     ``failure_share`` (a run's expected wall-clock with failures and checkpoints / its failure-free
-    wall-clock, one per GPU count: jobs.plan.completes.failure_shares), time and cost are taken with
-    failures — the same share for every layout of a count, so their order within a count is as
-    without — and by time, counts within PLATEAU_SHARE of the best go to the fewest GPUs asked."""
+    wall-clock, each layout's own: jobs.plan.completes.completing_rows), time and cost are taken with
+    failures — within a count a layout whose checkpoint is slower to write (ZeRO-0: one replica writes)
+    pays for it — and by time, counts within PLATEAU_SHARE of the best go to the fewest GPUs asked."""
     seconds_per_token = ranked_seconds_per_token(table)
     share = table["failure_share"] if "failure_share" in table.columns else None
     if share is not None:
@@ -216,8 +217,9 @@ def deadline_order(table: LayoutTable, days: np.ndarray, deadline: float,
     ``days``: each row's modelled days (no allowance: a row over the deadline here is out);
     ``days_after(i)``: row i's days once the answer's further allowances (failures and
     checkpoints in the budget) are added, evaluated once per GPU count on its cheapest row; the
-    count's other rows take the same share (the same failure rate; their checkpoints differ little).
-    Returns row indices in that order."""
+    count's other rows take the same share (the same failure rate; their checkpoints differ little:
+    `train`'s path; `plan` passes each row's own days with failures as ``days`` and no ``days_after``,
+    jobs.plan.search._deadline_rows). Returns row indices in that order."""
     candidates = np.flatnonzero(days <= deadline)
     seconds_per_token = table["step_seconds"] / (table["global_batch"] * 1.0)
     key = _cheapest_key(table, cost, seconds_per_token)

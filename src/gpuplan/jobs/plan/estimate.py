@@ -35,7 +35,7 @@ its slow end, step x (1 + u), so a layout the model knows less about can rank be
 same point estimate, and its count's failures at the highest rate of their range (planner.plan.ranking);
 'w/ failures': days with failures and checkpoints at the point rate, as the answer's "expected
 wall-clock with failures"; 'ranked days': the time ranking by time compares, in days: 'days' x (1 + ± model)
-x the count's failure share at the high rate of its range (planner.plan.ranked_seconds_per_token), the Pareto
+x the row's failure share at the high rate of its range (planner.plan.ranked_seconds_per_token), the Pareto
 front's time axis."""
 # The answer-first view of `gpuplan plan`: the winner, its time, MFU, money and memory, and why.
 PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "best_days", "fail_wall_seconds",
