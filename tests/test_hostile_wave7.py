@@ -16,6 +16,8 @@ Each refusal is one line naming the field, exit status 2; the valid neighbour st
   `default` as text, `reference` / `notes` not a mapping / list ended in 'internal error' (exit 70; 318 of 2,820
   generated cases), `value: true` was read as 1, a ratio marked `unit: bytes` escaped the 0.001-1000 bound, and
   `reference.gemm_dim` 0 or -1 was taken;
+- a `calibrate` table (CSV / JSON) read its cells with float(): '٣' (Arabic-Indic 3) was 3, '1_000' was 1000,
+  '40%' in step_time_s was 40 s, a subnormal was a rate (adapters/training_logs._num, _cell);
 """
 
 import json
@@ -180,3 +182,26 @@ def test_the_calibration_still_reads_and_the_api_refuses_the_same(run_json, tmp_
     body = {"model": "llama-3.2-1b", "gpu": "h200", "gpus": 8, "calibration": {**calibration, "compute_time": 5}}
     response = TestClient(create_app()).post("/api/memory", json=body)
     assert response.status_code == 422 and "compute_time must be a mapping" in response.text, response.text[:300]
+
+
+# ---- 6. calibrate table cells read with float() --------------------------------------------------------------
+
+TABLE = (ROOT / "tests/fixtures/logs/table.csv").read_text().splitlines()
+TABLE_ARGS = ("--model", "llama-3.2-1b", "--gpu", "h100", "--gpus", "8", "--tp", "4", "--seq-len", "4096")
+
+
+@pytest.mark.parametrize("cell, fragment", [("٢.٠٢", "is not a number"), ("2_02", "is not a number"),
+                                            ("40%", "only mfu takes '%'"), ("1e-320", "too small to tell from 0")])
+def test_a_table_cell_float_reads_loosely_is_refused(run_cli, tmp_path, cell, fragment):
+    """Row 2 (the first after the skipped warm-up step), column step_time_s."""
+    rows = [line.split(",") for line in TABLE]
+    rows[2][1] = cell
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(",".join(row) for row in rows) + "\n", encoding="utf-8")
+    field_refusal(run_cli("calibrate", str(path), *TABLE_ARGS), "file", fragment)
+
+
+def test_the_table_still_reads(run_json, tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(TABLE) + "\n")
+    assert run_json("calibrate", str(path), *TABLE_ARGS)["results"]

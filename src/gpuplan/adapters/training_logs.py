@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,11 @@ def _num(text: Any) -> float | None:
     """A number (non-finite ones kept, for the checks to refuse by name); None if not one."""
     if text is None or isinstance(text, bool):
         return None
+    text = str(text).replace(",", "").strip()
+    if not text.isascii() or "_" in text:  # float() reads '٣' as 3 and '1_000' as 1000 (wave 7)
+        return None
     try:
-        return float(str(text).replace(",", "").strip())
+        return float(text)
     except (ValueError, OverflowError):
         return float("inf") if isinstance(text, int) else None
 
@@ -268,6 +272,10 @@ def _cell(value: Any, column: str, row: int, source: str) -> float | None:
     number = _num(text.rstrip("%"))
     if number is None or isinstance(value, bool) or not math.isfinite(number):
         raise InputError("file", source, f"row {row}, column '{column}': {value!r} is not a number")
+    if percent and column != "mfu":  # '40%' in step_time_s was read as 40 s (wave 7)
+        raise InputError("file", source, f"row {row}, column '{column}': {value!r} is a share; only mfu takes '%'")
+    if 0 < abs(number) < sys.float_info.min:  # subnormal: not 0, too small to tell from it (schema.types)
+        raise InputError("file", source, f"row {row}, column '{column}': {value!r} is too small to tell from 0")
     if column == "mfu" and (percent or number > 1):
         number /= 100.0
     return number
