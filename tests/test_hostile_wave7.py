@@ -18,6 +18,8 @@ Each refusal is one line naming the field, exit status 2; the valid neighbour st
   `reference.gemm_dim` 0 or -1 was taken;
 - a `calibrate` table (CSV / JSON) read its cells with float(): '٣' (Arabic-Indic 3) was 3, '1_000' was 1000,
   '40%' in step_time_s was 40 s, a subnormal was a rate (adapters/training_logs._num, _cell);
+- `infer --no-search --nccl-gib` / `--allreduce-latency-us` on one GPU (tp x pp = 1, no --rps) answered exactly as
+  without them (jobs/inference/schema.InferenceInputs, as `--no-p2p` there).
 """
 
 import json
@@ -205,3 +207,24 @@ def test_the_table_still_reads(run_json, tmp_path):
     path = tmp_path / "log.csv"
     path.write_text("\n".join(TABLE) + "\n")
     assert run_json("calibrate", str(path), *TABLE_ARGS)["results"]
+
+
+# ---- 7. serving communication options on one GPU ---------------------------------------------------------------
+
+@pytest.mark.parametrize("option, field", [("--nccl-gib", "nccl_gib"),
+                                           ("--allreduce-latency-us", "allreduce_latency_us")])
+def test_serving_communication_options_on_one_gpu_are_refused(run_cli, option, field):
+    field_refusal(run_cli(*INFER, option, "5"), field, "tp x pp = 1")
+
+
+@pytest.mark.parametrize("layout", [("--tp", "2"), ("--pp", "2")])
+def test_they_still_move_the_answer_between_gpus(run_json, layout):
+    """At tp 2 or pp 2 each moves the answer (the API takes the same fields); on the default search too."""
+    def answer(*extra):
+        data = run_json(*INFER, *layout, *extra)
+        return json.dumps(data["results"], sort_keys=True)
+
+    assert answer("--allreduce-latency-us", "500") != answer()
+    if layout[0] == "--tp":
+        assert answer("--nccl-gib", "5") != answer()
+    assert run_json("infer", "llama-3.1-8b", "--gpu", "h100", "--nccl-gib", "5")  # the search tries larger TP

@@ -249,9 +249,23 @@ class InferenceInputs(ModelFields):
         if not self.p2p and self.tp_degree * self.pp_degree == 1 and self.rps is None:
             raise InputError("p2p", False, "applies between GPUs: give tp x pp > 1 (or --rps, whose sizing tries "
                              "larger TP); one GPU has no peer to reach")
+        self._check_single_gpu_comm()
         if self.gpus is not None and self.tp is None and self.gpus % (self.pp or 1):
             raise InputError("gpus", self.gpus, f"must be a multiple of pp = {self.pp}")
         return self
+
+    def _check_single_gpu_comm(self) -> None:
+        """NCCL buffers and the collective latency of one configuration (--no-search, no --rps) on one GPU (tp x
+        pp = 1) change nothing: the answer was the same with and without them (wave 7). The search and the --rps
+        sizing try larger TP, where they count."""
+        if self.search or self.rps is not None:
+            return
+        if self.nccl_gib is not None and self.tp_degree * self.pp_degree == 1:
+            raise InputError("nccl_gib", self.nccl_gib, "sizes NCCL's buffers between GPUs: with tp x pp = 1 there "
+                             "are none (give --tp or --pp > 1, or leave it out)")
+        if self.allreduce_latency_us is not None and self.tp_degree * self.pp_degree == 1:
+            raise InputError("allreduce_latency_us", self.allreduce_latency_us, "times collectives between GPUs: "
+                             "with tp x pp = 1 there are none (give --tp or --pp > 1, or leave it out)")
 
     def _check_engine_options(self) -> None:
         """An option only another engine's memory rule reads (core/serving/engines.py ENGINE_OPTIONS) is
