@@ -19,7 +19,9 @@ Each refusal is one line naming the field, exit status 2; the valid neighbour st
 - a `calibrate` table (CSV / JSON) read its cells with float(): '٣' (Arabic-Indic 3) was 3, '1_000' was 1000,
   '40%' in step_time_s was 40 s, a subnormal was a rate (adapters/training_logs._num, _cell);
 - `infer --no-search --nccl-gib` / `--allreduce-latency-us` on one GPU (tp x pp = 1, no --rps) answered exactly as
-  without them (jobs/inference/schema.InferenceInputs, as `--no-p2p` there).
+  without them (jobs/inference/schema.InferenceInputs, as `--no-p2p` there);
+- `memory --flex-backend hybridep --framework torchtitan` was taken (and counted HybridEP's buffers) where `train`
+  and `plan` refuse the same field as a Megatron-Core path (jobs/memory/schema.MemoryInputs).
 """
 
 import json
@@ -228,3 +230,18 @@ def test_they_still_move_the_answer_between_gpus(run_json, layout):
     if layout[0] == "--tp":
         assert answer("--nccl-gib", "5") != answer()
     assert run_json("infer", "llama-3.1-8b", "--gpu", "h100", "--nccl-gib", "5")  # the search tries larger TP
+
+
+# ---- 8. --flex-backend: memory and train disagreed ------------------------------------------------------------
+
+MOE_FLEX = ("qwen3-30b-a3b", "--gpu", "h100", "--ep", "8", "--ep-dispatcher", "flex", "--flex-backend", "hybridep",
+            "--framework", "torchtitan")
+
+
+@pytest.mark.parametrize("command, gpus", [("memory", "16"), ("train", "64"), ("plan", "64")])
+def test_flex_backend_outside_megatron_core_is_refused_by_every_command(run_cli, command, gpus):
+    field_refusal(run_cli(command, *MOE_FLEX, "--gpus", gpus), "flex_backend", "Megatron-Core path")
+
+
+def test_memory_still_takes_the_backend_under_megatron(run_json):
+    assert run_json("memory", *MOE_FLEX[:-1], "megatron", "--gpus", "16")["results"]["peak_allocated"] > 0
