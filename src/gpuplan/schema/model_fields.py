@@ -66,14 +66,24 @@ def follow_learned_positions(inputs) -> None:
     """A sequence length left to its default follows a learned position table shorter than it (GPT-2's
     n_positions 1,024 against 4,096: no framework runs a row past the table, check_positions); a typed one is
     checked as typed. RoPE / ALiBi models keep the default (they run longer sequences). Run by JobInputs' first
-    after-validator (``inputs``: a job schema with ``model`` and ``seq_len``), so every later check reads it."""
+    after-validator (``inputs``: a job schema with ``model`` and ``seq_len``), so every later check reads it.
+    In the web API's request models (``catalog_models_only``) a model outside the catalog keeps the default:
+    its path or Hub id is neither opened nor fetched (web.service refuses it after the body check)."""
     fields = type(inputs).model_fields
     if "seq_len" not in fields or "seq_len" in inputs.model_fields_set or inputs.model is None:
         return
     from gpuplan.adapters.resolve import resolve_model
 
+    model = inputs.model
+    if type(inputs).catalog_models_only:
+        from gpuplan.catalog import find_model_entry
+
+        entry = find_model_entry(model) if isinstance(model, str) else None
+        if entry is None:
+            return
+        model = entry["id"]  # resolve_model reads a catalog id from the catalog alone
     try:
-        positions = resolve_model(inputs.model, None, model_type=getattr(inputs, "model_type", None)).learned_positions
+        positions = resolve_model(model, None, model_type=getattr(inputs, "model_type", None)).learned_positions
     except InputError:  # refused where the job reads the model (spec), with the message it always had
         return
     if positions and positions < inputs.seq_len:

@@ -63,6 +63,7 @@ def request_model(name: str, schema: type[BaseModel]) -> type[BaseModel]:
         # built at once: FastAPI wraps the body model in a TypeAdapter, which a deferred build upsets
         "model_config": ConfigDict(**{**schema.model_config, "defer_build": False,
                                       "json_schema_extra": {"examples": [example]} if example else None}),
+        "catalog_models_only": True,  # the model-following defaults read the catalog only: no path, no Hub
         "__doc__": schema.__doc__,
         "__module__": __name__,
     }
