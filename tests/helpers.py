@@ -6,7 +6,8 @@ from __future__ import annotations
 
 DEADLINE_COUNTS = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144,
                    8192, 12288, 16384, 24576, 32768, 49152, 65536, 98304, 131072)
-"""The 29 GPU counts the deadline search tries: powers of two and 3 x powers of two, 8 ... 131,072."""
+"""The 29 GPU counts the deadline search tries first: powers of two and 3 x powers of two, 8 ... 131,072 (then
+the counts between the two that bracket the answer: planner.plan.deadline_counts_between)."""
 
 SEARCHED_1E12 = 73_020 + 9_666 + 263_347
 """Layouts `plan llama-2-7b --global-batch-tokens 1e12` on DEADLINE_COUNTS evaluates (346,033): rows of the
@@ -16,6 +17,21 @@ warm-up was taken per pipeline rank, core.memory.activations.pipeline_micro_batc
 
 NEOX_V1_ROWS = ("pythia-160m", "pythia-410m", "pythia-1.4b", "pythia-2.8b", "pythia-6.9b", "pythia-12b")
 """The GPT-NeoX v1.0 Pythia rows of training_runs.yaml."""
+
+
+def fastest_with_failures(counts, **plan_inputs) -> dict[int, float]:
+    """For each of ``counts`` GPUs, the fewest days with failures and checkpoints of any layout there (each
+    layout's own 'w/ failures', jobs.plan.completes), from one `plan` search over those counts (PlanInputs
+    ``plan_inputs``, ranked by time: no deadline rule); a count where nothing fits or completes is left out.
+    A deadline is missed on a count when this exceeds it."""
+    import numpy as np
+
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import search
+
+    table = search(PlanInputs(**plan_inputs, gpus=",".join(map(str, counts)), rank_by="time")).table
+    return {int(c): float(np.min(table["days_with_failures"][table["gpus"] == c]))
+            for c in counts if (table["gpus"] == c).any()}
 
 
 def one_line_refusal(code: int, err: str, fragment: str = "") -> None:

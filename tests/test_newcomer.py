@@ -139,15 +139,23 @@ def test_a_two_gpu_budget_counts_its_gpu_hours_and_gpus(run_cli):
 
 def test_an_unmet_default_week_answers_with_the_fastest_plan_and_says_so(run_cli, run_json):
     """`plan` with neither --gpus nor --days takes the article's week and searches the same GPU
-    counts `train --mfu predicted` does (common cluster sizes up to 131,072): Llama 3.1 405B on 2T
-    tokens of H100 answers 24,576 GPUs in both (plan searched powers of two to 16,384 and refused
-    it, exit 2). On 15T tokens of A100 no count meets the week: the answer is the fastest layout,
-    with a note; a week the user gives is refused with what would be needed."""
+    counts `train --mfu predicted` does (common cluster sizes up to 131,072, then the counts between
+    the two that bracket the answer): Llama 3.1 405B on 2T tokens of H100 answers the same count in
+    both, between 16,384 (9.36 days with failures) and 24,576 (6.50), where every count of the grid
+    below it misses (plan searched powers of two to 16,384 and refused it, exit 2; then 24,576 before
+    issue 39's counts between). On 15T tokens of A100 no count meets the week: the answer is the
+    fastest layout, with a note; a week the user gives is refused with what would be needed."""
+    from helpers import fastest_with_failures
+
+    from gpuplan.planner.plan import deadline_counts_between
+
     met = run_json("plan", "llama-3.1-405b", "--gpu", "h100")["results"]
     train = run_json("train", "--model", "llama-3.1-405b", "--gpu", "h100", "--mfu", "predicted")["results"]
-    assert met["best_gpus"] == train["gpus"] == 24576 and met["best_days"] < 7
-    # the fewest: 16,384, the next common size down (powers of two and 1.5x them), misses the week
-    assert run_json("plan", "llama-3.1-405b", "--gpu", "h100", "--gpus", "16384")["results"]["best_days"] > 7
+    assert met["best_gpus"] == train["gpus"] and 16384 < met["best_gpus"] < 24576
+    assert met["fail_wall_seconds"] <= 7 * 86400 and train["fail_wall_seconds"] <= 7 * 86400
+    # the fewest: 16,384, the common size below, and each count between it and the answer miss the week
+    grid = (16384,) + tuple(c for c in deadline_counts_between((16384,), 24576, 8) if c < met["best_gpus"])
+    assert all(d > 7 for d in fastest_with_failures(grid, model="llama-3.1-405b", gpu="h100").values())
     data = run_json("plan", "llama-3.1-405b", "--gpu", "a100", "--tokens", "15T")
     rows = data["tables"][next(k for k in data["tables"] if k.startswith("top "))]
     assert data["results"]["best_days"] > 7 and data["results"]["best_gpus"] == 131072
@@ -313,19 +321,22 @@ def test_readme_70b_deadline_is_met(run_json):
 
 
 def test_plan_deadline_picks_the_fewest_gpus_that_meet_it(run_json):
+    from helpers import fastest_with_failures
+
     data = run_json("plan", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--days", "30", "--top", "5")
     r = data["results"]
-    # the common cluster sizes (powers of two and 1.5x them, as `train --mfu predicted` searches):
-    # 768 GPUs (was 16,384 GPUs, 1.5 days; then 1,024 when only powers of two were searched)
-    assert r["best_gpus"] == 768 and r["fail_wall_seconds"] <= 30 * 86400
+    # the common cluster sizes (powers of two and 1.5x them, as `train --mfu predicted` searches), then the
+    # counts between 512 and 768 in steps of 32: 640 GPUs, 28.89 days with failures (was 16,384 GPUs, 1.5 days;
+    # then 1,024 when only powers of two were searched; then 768, 24.74 days, before issue 39's counts between)
+    assert r["best_gpus"] == 640 and r["fail_wall_seconds"] <= 30 * 86400
     train = run_json("train", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--days", "30", "--mfu",
                      "predicted")["results"]
-    assert train["gpus"] == 768
-    # 512 GPUs, the next common size down, are too few: their fastest layout needs more than 30 days
-    wider = run_json("plan", "--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "512")["results"]
-    assert wider["best_days"] > 30
+    assert train["gpus"] == 640
+    # 512 GPUs (the common size below) and every count between them at the granularity are too few
+    days = fastest_with_failures((512, 544, 576, 608), params="70B", tokens="2T", gpu="h100")
+    assert set(days) == {512, 544, 576, 608} and min(days.values()) > 30, days
     rows = data["tables"][next(t for t in data["tables"] if t.startswith("top"))]
-    assert all(row["GPUs"] == 768 for row in rows)
+    assert all(row["GPUs"] == 640 for row in rows)
 
 
 def test_plan_without_gpus_or_days_takes_the_article_week(run_json):

@@ -219,7 +219,7 @@ def deadline_order(table: LayoutTable, days: np.ndarray, deadline: float,
     checkpoints in the budget) are added, evaluated once per GPU count on its cheapest row; the
     count's other rows take the same share (the same failure rate; their checkpoints differ little:
     `train`'s path; `plan` passes each row's own days with failures as ``days`` and no ``days_after``,
-    jobs.plan.search._deadline_rows). Returns row indices in that order."""
+    jobs.plan.deadline.deadline_rows). Returns row indices in that order."""
     candidates = np.flatnonzero(days <= deadline)
     seconds_per_token = table["step_seconds"] / (table["global_batch"] * 1.0)
     key = _cheapest_key(table, cost, seconds_per_token)
@@ -234,6 +234,25 @@ def deadline_order(table: LayoutTable, days: np.ndarray, deadline: float,
         share = days_after(first) / max(float(days[first]), 1e-30)
         kept.append(rows[days[rows] * share <= deadline])
     return np.concatenate(kept)
+
+
+DEADLINE_STEPS = 8
+"""A deadline's answer is sought this finely between two common cluster sizes (deadline_counts_between):
+1/8 of the gap, 1/16 or 1/24 of the smaller size — 32 GPUs (4 nodes of 8) between 512 and 768, 1,024
+(128 nodes) between 16,384 and 24,576 — so it asks for at most ~6% more GPUs than the smallest count that
+meets it, where the common sizes alone (steps of 1.33x or 1.5x) could ask for a third more (docs/training.md)."""
+
+
+def deadline_counts_between(searched, meets: int, per_node: int) -> tuple[int, ...]:
+    """The counts between the largest ``searched`` count below ``meets`` (the smallest count meeting a
+    deadline; the one below it misses) and ``meets``: the gap in DEADLINE_STEPS equal steps, each rounded
+    down to whole nodes of ``per_node``; 512 -> 768: 544, 576, ..., 736; () when nothing was searched below."""
+    below = [c for c in searched if c < meets]
+    if not below:
+        return ()
+    low = max(below)
+    found = {int(low + i * (meets - low) / DEADLINE_STEPS) // per_node * per_node for i in range(1, DEADLINE_STEPS)}
+    return tuple(sorted(c for c in found if low < c < meets))
 
 
 def fallback_counts(gpus: int, per_node: int) -> list[int]:

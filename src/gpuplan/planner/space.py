@@ -283,7 +283,8 @@ def is_common_size(n: int) -> bool:
 
 DEADLINE_COUNTS_MAX = 131_072
 """Largest GPU count a deadline search considers (`train --mfu predicted` for --days, `plan` for the
-article's default week): the common cluster sizes up to it (range_counts)."""
+article's default week): the common cluster sizes up to it (range_counts), then the counts between the
+two that bracket the answer (planner.plan.deadline_counts_between)."""
 
 
 def range_counts(low: int, high: int) -> tuple[int, ...]:

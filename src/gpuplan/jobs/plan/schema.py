@@ -77,7 +77,8 @@ class PlanInputs(ModelFields, LayoutFields, SetupFields, StepFields, BudgetField
     @property
     def gpu_counts(self) -> tuple[int, ...]:
         """Counts --gpus names; not given: powers of two from 8 to 16,384 (a deadline search takes the
-        common cluster sizes up to 131,072 instead: jobs/plan/search.deadline_counts)."""
+        common cluster sizes up to 131,072 instead, then the counts between the two that bracket the answer:
+        jobs/plan/deadline.py)."""
         return self.gpus or tuple(2**k for k in range(3, 15))
 
     @property

@@ -1,7 +1,8 @@
 """The layout search behind ``gpuplan plan``, ``train``/``budget`` (their layout) and the web page:
 the Evaluator a job's inputs describe, the search over the GPU counts asked (a count where nothing
 fits falls back to the largest smaller one that works, the rest idle), and days, GPU-hours and
-cost for every layout that fits."""
+cost for every layout that fits; for a deadline, a second search over the counts between the common
+sizes that bracket its answer (jobs.plan.deadline)."""
 
 from __future__ import annotations
 
@@ -22,18 +23,19 @@ from gpuplan.core.memory.activations import saved_linear_input_bytes
 from gpuplan.core.memory.device_memory import with_ep_dispatcher
 from gpuplan.core.time.step import StepSettings, attention_efficiency, low_precision_recipe
 from gpuplan.core.comm.topology import cluster_for
-from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_duration, plural
+from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.jobs.plan.completes import completing_rows
-from gpuplan.planner.plan import (asked_column, counts_with_alternatives, deadline_order, fallback_counts,
+from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_rows
+from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of  # noqa: F401  (importable from here, as before)
+from gpuplan.planner.plan import (asked_column, counts_with_alternatives, fallback_counts,
                                   more_gpus_hint, no_layout_error, ranking, smallest_fitting_count)
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
                                               MODEL_PARALLEL_DEGREES, rules_for)
 from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, counts_label, search_layouts
-from gpuplan.planner.space import (DEADLINE_COUNTS_MAX, RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size,
-                                   range_counts)
+from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
 
 if TYPE_CHECKING:  # `train` searches its layout here too: it need not build plan's schema (~2 ms)
     from gpuplan.jobs.plan.schema import PlanInputs
@@ -339,7 +341,32 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
                          f"{_gap_words(ev.fit_reserve, inputs.framework, ev.fsdp2_pools)} on "
                          f"{max(counts):,} GPUs; {more_gpus_hint(enough)}")
     price, price_source = price_of(inputs, ev.cluster.gpu.id)
+    fitting = _with_days(inputs, ev, fitting, price)
+    between = counts_between(inputs, fitting, counts, ev.cluster.gpus_per_node)
+    if between:  # the common sizes bracket a deadline's answer: the counts between them, in one search
+        more = search_layouts(ev, between, target, max_tp(ev), limits, inputs.exhaustive,
+                              label=f"{len(between):,} GPU count(s) between the common sizes")
+        more.columns["gpus_asked"] = more["gpus"] if len(more) else np.zeros(0, dtype=np.int64)
+        table, counts = LayoutTable.concat([table, more]), tuple(sorted(counts + between))
+        if len(more) and more["fits"].any():
+            fitting = LayoutTable.concat([fitting, _with_days(inputs, ev, more.take(more["fits"]), price,
+                                                              deadline_of(inputs))])
+        seconds = time.perf_counter() - start
+    fitting, missed = deadline_rows(inputs, fitting, counts)
+    return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits, missed)
+
+
+def _with_days(inputs: PlanInputs, ev: Evaluator, fitting: LayoutTable, price: float | None,
+               most_days: float | None = None) -> LayoutTable:
+    """``fitting`` (timed rows) with days, GPU-hours and cost (USD at ``price`` per GPU-hour; NaN unpriced),
+    less the rows whose run never completes with failures, with each row's failure shares (completing_rows);
+    ``most_days``: rows slower than it before failures dropped first (failures only add: they cannot meet it)."""
     wall = inputs.tokens / fitting["tokens_per_second"]
+    if most_days is not None:
+        fitting = fitting.take(wall <= most_days * SECONDS_PER_DAY)
+        if not len(fitting):
+            return fitting
+        wall = inputs.tokens / fitting["tokens_per_second"]
     fitting.columns["days"] = wall / SECONDS_PER_DAY
     fitting.columns["gpu_hours"] = wall * fitting["gpus"] / 3600
     fitting.columns["cost"] = fitting["gpu_hours"] * (price if price is not None else np.nan)
@@ -348,58 +375,7 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
         fitting = fitting.take(done.rows)  # the default-range plan's 90,186 rows)
     fitting.columns["failure_share"] = done.slow_share  # ranking by time / cost counts failures (planner.plan.ranking)
     fitting.columns["days_with_failures"] = fitting["days"] * done.point_share  # the answer's, row by row
-    fitting, missed = _deadline_rows(inputs, fitting, counts)
-    return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits, missed)
-
-
-def _deadline_rows(inputs: PlanInputs, fitting: LayoutTable, counts) -> tuple[LayoutTable, str]:
-    """With a deadline (deadline_of), the rows that meet it with failures and checkpoints (each row's own
-    days_with_failures, the column the table prints: jobs.plan.completes), in the deadline rule's order
-    (planner.plan.deadline_order: fewest GPUs, then cheapest), and no note; with none, ``fitting`` as is.
-    When no row meets the article's default week, the count fastest with failures and a note saying so;
-    a --days no row meets is refused with what the fastest layout needs."""
-    deadline = deadline_of(inputs)
-    if deadline is None:
-        return fitting, ""
-    meets, missed = deadline_order(fitting, fitting["days_with_failures"], deadline, cost=fitting["cost"]), ""
-    if not len(meets):
-        quickest = int(np.argmin(fitting["days_with_failures"]))  # fastest as the deadline measures it
-        quickest_s = fitting["days"][quickest] * SECONDS_PER_DAY  # '0.0 days' at 1,500 s before
-        fastest = (f"the fastest layout needs {format_duration(quickest_s)} before failures and checkpoints, "
-                   f"{format_duration(fitting['days_with_failures'][quickest] * SECONDS_PER_DAY)} with them, "
-                   f"on {plural(int(fitting['gpus'][quickest]), 'GPU')}")
-        if inputs.days is not None:  # a deadline the user gave: refused, with what would be needed
-            raise InputError("days", deadline, f"no searched GPU count meets it with failures and checkpoints: "
-                             f"{fastest}")
-        # the article's default week, not asked for: answer with the fastest layout and say so
-        missed = (f"no GPU count up to {max(counts):,} trains it in the article's default {deadline:g} days; "
-                  f"{fastest}, shown here: give --days or --gpus for another answer")
-        meets = np.flatnonzero(fitting["gpus"] == fitting["gpus"][quickest])
-    return fitting.take(meets), missed
-
-
-def deadline_counts(inputs, gpus_per_node: int) -> tuple[int, ...]:
-    """The GPU counts searched: --gpus, or for a deadline (--days, or the article's default week
-    with neither) the common cluster sizes up to DEADLINE_COUNTS_MAX, the counts `train --mfu
-    predicted` searches for the same deadline (jobs/training/layout.py), so the two answer alike."""
-    if inputs.gpus is not None or rank_by_of(inputs) != "deadline":  # an explicit --rank-by: the default counts
-        return inputs.gpu_counts
-    return range_counts(gpus_per_node, DEADLINE_COUNTS_MAX)
-
-
-def deadline_of(inputs) -> float | None:
-    """The deadline in days: --days, or with neither --gpus nor --days the article's 7 days (as
-    `gpuplan train`): the smallest cluster that trains it in a week, not the largest searched."""
-    if inputs.days is not None or inputs.gpus is not None:
-        return inputs.days
-    from gpuplan.jobs.training.schema import DEFAULT_DAYS
-
-    return DEFAULT_DAYS
-
-
-def rank_by_of(inputs) -> str:
-    """--rank-by as given; with a deadline and no --rank-by, the deadline rule."""
-    return inputs.rank_by if "rank_by" in inputs.given or deadline_of(inputs) is None else "deadline"
+    return fitting
 
 
 def best_index(result: PlanSearch, rank_by: str) -> int:

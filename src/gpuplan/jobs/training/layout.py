@@ -10,8 +10,8 @@ from gpuplan.core.units import SECONDS_PER_DAY, format_duration
 from gpuplan.errors import InputError
 from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
 from gpuplan.jobs.training.schema import TrainingInputs
-from gpuplan.planner.plan import Plan, best_plan, deadline_order, evaluate_layout, row_layout
-from gpuplan.planner.search import search_layouts
+from gpuplan.planner.plan import Plan, best_plan, deadline_counts_between, deadline_order, evaluate_layout, row_layout
+from gpuplan.planner.search import LayoutTable, search_layouts
 from gpuplan.planner.space import DEADLINE_COUNTS_MAX, batch_target, range_counts
 
 
@@ -23,9 +23,10 @@ def layout_for_gpus(inputs: TrainingInputs, gpus: int, rank_by: str = "time") ->
 
 
 def layout_for_deadline(inputs: TrainingInputs, days: float, after_allowances=None) -> Plan:
-    """The fewest GPUs (of the common cluster sizes) whose best layout trains ``inputs.tokens``
-    within ``days`` after every allowance the answer adds (``after_allowances``: the budget's
-    failures and checkpoints; planner.plan.deadline_order), and its fastest layout."""
+    """The fewest GPUs whose layouts train ``inputs.tokens`` within ``days`` after every allowance the
+    answer adds (``after_allowances``: the budget's failures and checkpoints; planner.plan.deadline_order),
+    and the cheapest such layout on it: the common cluster sizes first, then the counts between the two that
+    bracket the answer (planner.plan.deadline_counts_between), as `plan` searches them (jobs.plan.deadline)."""
     ev = evaluator_for(inputs)
     target, limits = inputs.target_batch(inputs.seq_len), space_limits(inputs)
     counts = range_counts(ev.cluster.gpus_per_node, DEADLINE_COUNTS_MAX)
@@ -35,19 +36,37 @@ def layout_for_deadline(inputs: TrainingInputs, days: float, after_allowances=No
         raise InputError("days", days, f"no layout fits {ev.cluster.gpu.name} at any GPU count up to "
                          f"{DEADLINE_COUNTS_MAX:,}")
     days_of = inputs.tokens / fitting["tokens_per_second"] / 86400
-
-    def plan_of(i: int) -> Plan:
-        layout, recompute = row_layout(fitting, i)
-        return evaluate_layout(ev, layout, recompute, batch_target(target, layout.world, limits))
-
-    def with_allowances(i: int) -> float:
-        plan = plan_of(i)
-        return after_allowances(plan.gpus, plan, plan.days(inputs.tokens) * 86400) / 86400
-
-    order = deadline_order(fitting, days_of, days, with_allowances if after_allowances is not None else None)
+    order = _meeting(ev, inputs, fitting, days_of, days, after_allowances)
     if not len(order):
         quickest = int(np.argmin(days_of))
-        raise InputError("days", days, f"no layout meets it" + (" with failures and checkpoints" if after_allowances
+        raise InputError("days", days, "no layout meets it" + (" with failures and checkpoints" if after_allowances
                                                                   else "") + f": the fastest needs "
                          f"{format_duration(days_of[quickest] * SECONDS_PER_DAY)} before them on {int(fitting['gpus'][quickest]):,} GPUs")
-    return plan_of(int(order[0]))
+    # the common sizes bracket the answer: the counts between them, in one search, as plan's (jobs.plan.search)
+    between = deadline_counts_between(counts, int(fitting["gpus"][order[0]]), ev.cluster.gpus_per_node)
+    more = search_layouts(ev, between, target, max_tp(ev), limits) if between else LayoutTable({})
+    more = more.take(more["fits"]) if len(more) else more
+    if len(more):
+        more_days = inputs.tokens / more["tokens_per_second"] / 86400
+        found = _meeting(ev, inputs, more, more_days, days, after_allowances)
+        if len(found):
+            return _plan_of(ev, inputs, more, int(found[0]))
+    return _plan_of(ev, inputs, fitting, int(order[0]))
+
+
+def _plan_of(ev, inputs: TrainingInputs, fitting: LayoutTable, i: int) -> Plan:
+    """Row ``i`` of ``fitting`` evaluated as a Plan."""
+    layout, recompute = row_layout(fitting, i)
+    return evaluate_layout(ev, layout, recompute, batch_target(inputs.target_batch(inputs.seq_len), layout.world,
+                                                              space_limits(inputs)))
+
+
+def _meeting(ev, inputs: TrainingInputs, fitting: LayoutTable, days_of: np.ndarray, days: float,
+             after_allowances) -> np.ndarray:
+    """planner.plan.deadline_order on ``fitting`` (``days_of``: each row's days before allowances), the
+    budget's failures and checkpoints (``after_allowances``) evaluated on each count's cheapest row."""
+    def with_allowances(i: int) -> float:
+        plan = _plan_of(ev, inputs, fitting, i)
+        return after_allowances(plan.gpus, plan, plan.days(inputs.tokens) * 86400) / 86400
+
+    return deadline_order(fitting, days_of, days, with_allowances if after_allowances is not None else None)
