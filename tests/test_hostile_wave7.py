@@ -1,5 +1,6 @@
 """Hostile inputs, wave 7 (2026-12-05): classes the earlier sweeps (tests/test_hostile_wave6*.py) left open,
-found by a driver of ~5,000 generated cases over the newer options, config readers, plan files and the web API.
+found by a driver of ~12,000 generated cases (each door counted) over the newer options, config readers,
+calibration files, calibrate tables, plan files, the web API and the Python API.
 Each refusal is one line naming the field, exit status 2; the valid neighbour still answers.
 
 - `--engine vllm==٠.٩` (Arabic-Indic digits) was read as vllm 0.9 and `vllm==0.19rc1;x` as 0.19: the
