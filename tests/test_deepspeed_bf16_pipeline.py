@@ -45,8 +45,8 @@ def test_states_match_deepspeeds_own_buffers(dp):
     params = _flat_params(MEASURED_PARAMS)
     layout = ParallelLayout(dp=dp, pp=2, zero=0)
     recipe = M.RECIPES["mixed"]
-    whole = M.model_state_bytes(params, layout, recipe, M.OPTIMIZERS["adamw"], 64)
-    states = BO.bf16_optimizer_states(whole, layout, DS, recipe)
+    states = BO.bf16_optimizer_states(lambda at: M.model_state_bytes(params, at, recipe, M.OPTIMIZERS["adamw"], 64),
+                                      layout, DS, recipe)
     assert states.weights == 2 * MEASURED_PARAMS  # the bf16 flat group, 33,088 x 2 B
     assert states.grads == _bytes(lp_grads) + _bytes(acc)  # autograd's bf16 grads + the bf16 accumulation buffer
     assert states.master == _bytes(master)
@@ -72,6 +72,28 @@ def test_llama31_8b_stage_by_hand():
     assert fp16.allocated - bf16.allocated == pytest.approx(28_105_928_704, rel=1e-12)
     # inside the step: FP16_Optimizer's whole fp32 gradient copy (4n) against the partition's (4n / 4)
     assert fp16.optimizer_step_total - bf16.optimizer_step_total == pytest.approx((16 + 4 - 9 - 1) * n, rel=1e-12)
+
+
+def test_mixtral_expert_states_over_the_expert_data_parallel_group():
+    """BF16_Optimizer gives each MoE parameter group its expert-data-parallel group (bf16_optimizer.py@edaa722
+    _configure_moe_settings L125-134: real_dp_process_group[i] = _get_expert_data_parallel_group, the partition
+    L144-170), as ZeRO-1 does. Mixtral 8x7B at dp8 pp2 ep8 ZeRO-0, first stage: 16 layers x (attention
+    4,096 x (4,096 + 1,024 + 1,024) + 4,096 x 4,096 = 41,943,040, router 4,096 x 8 = 32,768, two norms 8,192)
+    + the embedding 32,000 x 4,096 = 131,072,000 -> 802,816,000 dense; one expert of 3 x 4,096 x 14,336 =
+    176,160,768 per layer -> 2,818,572,288 expert parameters, over 8 / 8 = 1 expert-data-parallel rank.
+    fp32 master 4 x (802,816,000 / 8 + 2,818,572,288) = 11,675,697,152 B (was 4 x 3,621,388,288 / 8 =
+    1,810,694,144: every state over 8), AdamW 2 x that, 23,351,394,304 B: 29,595,009,024 B more in all (9,865,003,008 + 19,730,006,016)."""
+    spec = load_model("mixtral-8x7b")
+    layout = ParallelLayout(dp=8, pp=2, ep=8, zero=0, micro_batch=1)
+    params = M.stage_params(spec, layout, 0)
+    assert (params.dense, params.experts) == (802_816_000, 2_818_572_288)
+    held = M.stage_memory(spec, layout, DS, 0)
+    assert held.master == 11_675_697_152 and held.optimizer == 23_351_394_304
+    assert held.weights == 2 * 3_621_388_288 and held.grads == 4 * 3_621_388_288  # whole, as before
+    zero1 = M.stage_memory(spec, replace(layout, zero=1), DS, 0)
+    assert (held.master, held.optimizer) == (zero1.master, zero1.optimizer)
+    fp16 = M.stage_memory(spec, layout, replace(DS, bf16_engine=False), 0)  # FP16_Optimizer: whole fp32 states
+    assert (fp16.master, fp16.optimizer) == (4 * 3_621_388_288, 8 * 3_621_388_288)
 
 
 @pytest.mark.parametrize("change", [dict(pp=1), dict(zero=1), dict(zero=3, pp=1)])

@@ -24,14 +24,17 @@ So 6 + 12/dp B a parameter between steps and 4/dp more inside the step, where gp
 (scripts/measure_deepspeed_bf16.py: a PipelineModule, bf16, ZeRO stage 0, gloo on CPU, 33,088 parameters):
 BF16_Optimizer chosen; accumulation buffer 33,088 bf16; master partition 16,544 / 8,272 fp32 and two AdamW
 moments of the same size at dp 2 / 4; at the step 33,088 bf16 ``lp.grad`` elements and a 16,544 / 8,272-element
-fp32 gradient partition in storage of its own (tests/test_deepspeed_bf16_pipeline.py). DeepSpeed 0.19.8 frees
-``lp.grad`` after accumulating only with ``immediate_grad_update`` (default False), so the default is the same.
+fp32 gradient partition in storage of its own (tests/test_deepspeed_bf16_pipeline.py). The 0.19.8 release of
+DeepSpeed (PyPI; edaa722's version.txt says 0.19.6) frees ``lp.grad`` after accumulating only with
+``immediate_grad_update`` (default False), so the default is the same. Expert parameters' master and moments are
+over the expert-data-parallel group (bf16_optimizer_states).
 
 Degrees may be numbers or numpy arrays. Units: bytes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -39,7 +42,7 @@ import numpy as np
 from gpuplan.core.bulk import scalar_or_array
 from gpuplan.core.frameworks import framework, optimizer_impl_of
 from gpuplan.core.memory import recipe_facts as RF
-from gpuplan.core.memory.model_states import ModelStates, StageParams, state_shards
+from gpuplan.core.memory.model_states import ModelStates, StageParams
 from gpuplan.core.memory.step_transients import largest_tensor_elements, optimizer_step_temp_bytes
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.precision import PrecisionRecipe
@@ -58,18 +61,25 @@ def runs_bf16_optimizer(layout: ParallelLayout, settings):
     return np.logical_and(wanted, np.logical_and(np.asarray(layout.zero) == 0, np.asarray(layout.pp) > 1))
 
 
-def bf16_optimizer_states(states: ModelStates, layout: ParallelLayout, settings, recipe: PrecisionRecipe):
-    """``states`` (ZeRO 0: all whole) as BF16_Optimizer holds them where it runs: the fp32 master and the
-    optimizer's states over the data-parallel ranks, the gradients twice (autograd's bf16 ``lp.grad`` and the
-    bf16 accumulation buffer); the weights as they are."""
+def bf16_optimizer_states(held: Callable[[ParallelLayout], ModelStates], layout: ParallelLayout, settings,
+                          recipe: PrecisionRecipe) -> ModelStates:
+    """The stage's states (``held``: the states under a layout's sharding; ``held(layout)`` at ZeRO 0, all
+    whole) as BF16_Optimizer holds them where it runs: the fp32 master and the optimizer's states partitioned
+    as ZeRO-1 partitions them, the gradients twice (autograd's bf16 ``lp.grad`` and the bf16 accumulation
+    buffer); the weights as they are. ZeRO-1's partition is this optimizer's: dense groups over the
+    data-parallel ranks (``seq_data_parallel_group``, engine.py@edaa722 L2351, dp x cp as state_shards), each
+    MoE group over its expert-data-parallel group (bf16_optimizer.py@edaa722 ``_configure_moe_settings``
+    L125-134: ``real_dp_process_group[i] = _get_expert_data_parallel_group``, partitioned at L144-170; as
+    model_states.expert_state_shards, dp x cp / ep)."""
+    states = held(layout)
     on = runs_bf16_optimizer(layout, settings)
     if not np.any(on):
         return states
-    shards = state_shards(layout)
+    partitioned = held(replace(layout, zero=1))
     grads = states.grads * (1 + GRAD_ACCUM_BYTES / recipe.grad_bytes)
     return ModelStates(weights=states.weights, grads=np.where(on, grads, states.grads),
-                       master=np.where(on, states.master / shards, states.master),
-                       optimizer=np.where(on, states.optimizer / shards, states.optimizer))
+                       master=np.where(on, partitioned.master, states.master),
+                       optimizer=np.where(on, partitioned.optimizer, states.optimizer))
 
 
 def optimizer_step_buffers(spec, params: StageParams, layout: ParallelLayout, recipe: PrecisionRecipe, settings):

@@ -203,13 +203,14 @@ def _stage_states(spec: ModelSpec, layout: ParallelLayout, settings: MemorySetti
     """(model states, TE's cached low-precision weight bytes) of a stage: full training or LoRA / QLoRA,
     ZeRO-Offload's CPU optimizer, low-precision weights (core.memory.recipe_facts.weights_as_held)."""
     optimizer = lookup(OPTIMIZERS, settings.optimizer, "optimizer")
-    if settings.finetune == "full":
-        states = model_state_bytes(params, layout, recipe, optimizer, spec.hidden_size)
-    else:
+
+    def held(at: ParallelLayout) -> ModelStates:  # the states under ``at``'s sharding
+        if settings.finetune == "full":
+            return model_state_bytes(params, at, recipe, optimizer, spec.hidden_size)
         adapters = RECIPES["fp32"] if framework(settings.framework).fp32_adapters else recipe
-        states = finetune_states(params, spec, layout, settings, recipe, optimizer, adapters)
-    states = replace(states, master=0.0, optimizer=0.0) if settings.offload_optimizer else \
-        BO.bf16_optimizer_states(states, layout, settings, recipe)  # DeepSpeed's bf16 ZeRO-0 pipeline
+        return finetune_states(params, spec, at, settings, recipe, optimizer, adapters)
+    states = replace(held(layout), master=0.0, optimizer=0.0) if settings.offload_optimizer else \
+        BO.bf16_optimizer_states(held, layout, settings, recipe)  # DeepSpeed's bf16 ZeRO-0 pipeline
     return RF.weights_as_held(states, params, layout, recipe, settings)
 
 
