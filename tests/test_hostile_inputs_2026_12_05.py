@@ -69,17 +69,24 @@ def test_pruned_search_of_a_huge_batch_finds_the_unpruned_best():
 
 
 def test_the_1e12_token_batch_evaluates_a_third_of_its_layouts(run_cli):
-    """The issue's case: 938,378 layouts enumerated, 346,033 evaluated (was every one, 6.2 s; now 1.3 s
-    on a 2-core machine); on the GPU count it chose, the full search (every micro-batch, every
-    mode) finds no faster layout (1,536 GPUs, dp1536 mb1 when written)."""
+    """The issue's case: 938,378 layouts enumerated, 346,033 evaluated on the deadline's common sizes (was every
+    one, 6.2 s; now 1.3 s on a 2-core machine), then the counts between the two that bracket the week's answer
+    (issue 39: 1,088 ... 1,472 between 1,024 and 1,536); on the GPU count it chose, the full search (every
+    micro-batch, every mode) finds no faster layout (1,536 GPUs, dp1536 mb1 when written; 1,472 since)."""
+    from gpuplan.planner.plan import deadline_counts_between
+
     code, out, err = run_cli("plan", "llama-2-7b", "--global-batch-tokens", "1e12", "--json")
     assert code == 0, err
     results = json.loads(out)["results"]
-    # 938,378 enumerated; 73,020 rows of short runs + 9,666 long runs x (fitting + 1) with 263,347 fitting rows
-    # = 346,033, each part derived or checked in tests/test_search_count_1e12.py (exact, tolerance 0)
-    assert results["searched"] == SEARCHED_1E12 == 346_033
     inputs = PlanInputs(model="llama-2-7b", global_batch_tokens="1e12")
     ev, gpus = evaluator_for(inputs), int(results["best_gpus"])
+    # 938,378 enumerated; 73,020 rows of short runs + 9,666 long runs x (fitting + 1) with 263,347 fitting rows
+    # = 346,033, each part derived or checked in tests/test_search_count_1e12.py (exact, tolerance 0); plus the
+    # second search's layouts (the same pruned search over the seven counts between)
+    between = deadline_counts_between((1024,), 1536, 8)
+    assert 1024 < gpus < 1536 and between == tuple(range(1088, 1536, 64))
+    second = search_layouts(ev, between, inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs))
+    assert results["searched"] == SEARCHED_1E12 + len(second) and SEARCHED_1E12 == 346_033
     full = search_layouts(ev, (gpus,), inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs),
                           exhaustive=True)
     fits = full.take(full["fits"])  # time per sequence: layouts round the batch to their dp
