@@ -239,8 +239,9 @@ def deadline_order(table: LayoutTable, days: np.ndarray, deadline: float,
 DEADLINE_STEPS = 8
 """A deadline's answer is sought this finely between two common cluster sizes (deadline_counts_between):
 1/8 of the gap, 1/16 or 1/24 of the smaller size — 32 GPUs (4 nodes of 8) between 512 and 768, 1,024
-(128 nodes) between 16,384 and 24,576 — so it asks for at most ~6% more GPUs than the smallest count that
-meets it, where the common sizes alone (steps of 1.33x or 1.5x) could ask for a third more (docs/training.md)."""
+(128 nodes) between 16,384 and 24,576 — so from 128 GPUs up (8-GPU nodes; below, a step is one node) it asks
+for at most ~6% more GPUs than the smallest count that meets it, where the common sizes alone (steps of 1.33x
+or 1.5x) could ask for a third more (docs/training.md)."""
 
 
 def deadline_counts_between(searched, meets: int, per_node: int) -> tuple[int, ...]:
