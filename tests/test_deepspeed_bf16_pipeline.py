@@ -26,7 +26,7 @@ MEASURED = {  # dp: (accumulation buffer, master partition, each AdamW moment, l
     4: ((33_088, "bfloat16"), (8_272, "float32"), (8_272, "float32"), (33_088, "bfloat16"), (8_272, "float32")),
 }
 WIDTH = {"bfloat16": 2, "float32": 4}
-DS = M.MemorySettings(framework="deepspeed", recipe="mixed", implementation="hf", seq_len=4096)
+DS = M.MemorySettings(framework="deepspeed", recipe="mixed", implementation="hf", seq_len=4096, deepspeed_bf16=True)
 
 
 def _bytes(entry):
@@ -64,7 +64,7 @@ def test_llama31_8b_stage_by_hand():
     layout = ParallelLayout(dp=4, pp=2, zero=0, micro_batch=1)
     n = M.stage_params(spec, layout, 1).total
     assert n == 4_015_132_672
-    fp16 = M.stage_memory(spec, layout, replace(DS, bf16_engine=False), 1)
+    fp16 = M.stage_memory(spec, layout, replace(DS, deepspeed_bf16=False), 1)
     bf16 = M.stage_memory(spec, layout, DS, 1)
     assert (fp16.weights, fp16.grads, fp16.master, fp16.optimizer) == (2 * n, 2 * n, 4 * n, 8 * n)
     assert (bf16.weights, bf16.grads, bf16.master, bf16.optimizer) == (2 * n, 4 * n, n, 2 * n)
@@ -92,25 +92,28 @@ def test_mixtral_expert_states_over_the_expert_data_parallel_group():
     assert held.weights == 2 * 3_621_388_288 and held.grads == 4 * 3_621_388_288  # whole, as before
     zero1 = M.stage_memory(spec, replace(layout, zero=1), DS, 0)
     assert (held.master, held.optimizer) == (zero1.master, zero1.optimizer)
-    fp16 = M.stage_memory(spec, layout, replace(DS, bf16_engine=False), 0)  # FP16_Optimizer: whole fp32 states
+    fp16 = M.stage_memory(spec, layout, replace(DS, deepspeed_bf16=False), 0)  # FP16_Optimizer: whole fp32 states
     assert (fp16.master, fp16.optimizer) == (4 * 3_621_388_288, 8 * 3_621_388_288)
 
 
 @pytest.mark.parametrize("change", [dict(pp=1), dict(zero=1), dict(zero=3, pp=1)])
 def test_only_at_zero_0_under_a_pipeline(change):
     """A plain module at ZeRO 0 runs FP16_Optimizer in bf16 (DDP_BFLOAT16, engine.py L2019), ZeRO >= 1 the ZeRO
-    optimizer: their states as before (bf16_engine makes no difference there)."""
+    optimizer: their states as before (deepspeed_bf16 makes no difference there)."""
     spec = load_model("llama-2-7b")
     layout = ParallelLayout(**{**dict(dp=4, tp=2, pp=4, zero=0, micro_batch=1), **change})
     assert not BO.runs_bf16_optimizer(layout, DS)
-    on, off = M.stage_memory(spec, layout, DS, 0), M.stage_memory(spec, layout, replace(DS, bf16_engine=False), 0)
+    on, off = M.stage_memory(spec, layout, DS, 0), M.stage_memory(spec, layout, replace(DS, deepspeed_bf16=False), 0)
     assert on == off
 
 
 def test_other_frameworks_and_arrays():
-    layout = ParallelLayout(dp=4, pp=2, zero=0)
+    from gpuplan.core.frameworks import deepspeed_bf16_engine
+
     for name in ("megatron", "torchtitan", "hf", "generic"):
-        assert not BO.runs_bf16_optimizer(layout, replace(DS, framework=name, recipe=M.framework(name).recipe))
+        assert not deepspeed_bf16_engine(name, "bf16", M.framework(name).recipe)
+    assert deepspeed_bf16_engine("deepspeed", "bf16", "mixed")
+    assert not deepspeed_bf16_engine("deepspeed", "fp16", "mixed") and not deepspeed_bf16_engine("deepspeed", "bf16", "bf16")
     import numpy as np
 
     many = ParallelLayout(dp=np.array([4, 4, 4]), pp=np.array([2, 1, 2]), zero=np.array([0, 0, 1]))
@@ -128,7 +131,7 @@ def test_step_time_terms_by_hand():
 
     spec, cluster = load_model("llama-2-7b"), cluster_for(load_accelerator("a100-sxm4-80gb"))
     plain = StepSettings(seq_len=2048, recompute="full", dp_schedule="deepspeed")
-    bf16 = replace(plain, fp32_grad_accumulation=True)
+    bf16 = replace(plain, deepspeed_bf16=True)
     layout = dict(dp=4, tp=2, pp=4, zero=0, micro_batch=1, micro_batches=16)
     before, after = step_time(spec, cluster, plain, **layout), step_time(spec, cluster, bf16, **layout)
     assert after.compute - before.compute == pytest.approx(16 * 6 * 875_106_304 / 1.52925e12, rel=1e-5)
@@ -153,6 +156,53 @@ def test_train_bf16_against_fp16_through_the_cli(run_json):
     bf16 = run_json(*args)["results"]["mem_peak_allocated"]
     fp16 = run_json(*args, "--dtype", "fp16")["results"]["mem_peak_allocated"]
     assert fp16 - bf16 == pytest.approx(8.5 * 4_015_128_576, rel=1e-9)
+
+
+@pytest.mark.parametrize("change, runs", [({}, True), ({"recipe": "bf16"}, False), ({"dtype": "fp16"}, False),
+                                          ({"framework": "megatron"}, False)])
+def test_memory_and_step_read_one_rule(change, runs):
+    """Memory and the step's three terms (accumulation pass, optimizer over 1/dp, weight all-gather) read the
+    same flag, set by one rule (core.frameworks.deepspeed_bf16_engine: DeepSpeed, bf16, its own mixed recipe)."""
+    from gpuplan.core.frameworks import deepspeed_bf16_engine
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    inputs = PlanInputs(**{"model": "llama-3.1-8b", "framework": "deepspeed", "gpu": "h200", **change})
+    ev = evaluator_for(inputs)
+    assert ev.memory.deepspeed_bf16 == ev.step.deepspeed_bf16 == runs
+    assert deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name) == runs
+
+
+def test_pure_bf16_recipe_steps_without_the_bf16_optimizer(run_json):
+    """`--recipe bf16` (bf16 weights, no fp32 master) is not DeepSpeed's BF16_Optimizer: its memory said so, but
+    its step kept the optimizer over 1/dp (0.00446 s), the weight all-gather and the 6 B pass (25.803 s, the
+    default's). Now its step is FP16_Optimizer's (the --dtype fp16 run: the same step model on H200, whose fp16
+    and bf16 peaks are equal): the optimizer step over all 8 x the default's stage parameters."""
+    args = ("train", "llama-3.1-8b", "--framework", "deepspeed", "--gpus", "16", "--tp", "1", "--pp", "2",
+            "--zero", "0", "--gpu", "h200", "--micro-batch", "2")
+    default = run_json(*args)["results"]
+    pure = run_json(*args, "--recipe", "bf16")["results"]
+    fp16 = run_json(*args, "--dtype", "fp16")["results"]
+    assert pure["class_optimizer"] == pytest.approx(8 * default["class_optimizer"], rel=1e-9)
+    assert pure["io_step_seconds"] == pytest.approx(fp16["io_step_seconds"], rel=1e-9)
+    assert pure["class_comm"] == pytest.approx(fp16["class_comm"], rel=1e-9)
+
+
+def test_published_memory_reads_the_rows_precision():
+    """jobs.validation.published_memory sets the flag from the row's precision: an fp16 DeepSpeed row (NeoX,
+    Pythia) at ZeRO 0 under a pipeline keeps FP16_Optimizer's whole fp32 states; a bf16 one gets BF16_Optimizer's.
+    Llama-3.1-8B dp4 pp2, 2,048 tokens with full recompute: both peak inside the optimizer step on the last stage
+    (4,015,132,672 parameters, test_llama31_8b_stage_by_hand), FP16_Optimizer at 2 + 2 + 4 + 8 + 4 (its whole fp32
+    gradient copy) = 20 B a parameter, BF16_Optimizer at 2 + 4 + 4/4 + 8/4 + 4/4 = 10 B: 10 B a parameter apart.
+    Both were BF16_Optimizer's before (the flag defaulted to True): 0 apart."""
+    from gpuplan.jobs.validation.published_memory import _estimate
+
+    spec = load_model("llama-3.1-8b")
+    row = {"framework": "deepspeed", "recompute": "full", "micro_batch": 1, "seq_len": 2048, "kind": "allocated",
+           "layout": {"dp": 4, "tp": 1, "pp": 2, "cp": 1, "zero": 0, "microbatches": 8}}
+    bf16, _ = _estimate({**row, "precision": "bf16"}, spec)
+    fp16, _ = _estimate({**row, "precision": "fp16"}, spec)
+    assert fp16 - bf16 == pytest.approx(10 * 4_015_132_672, rel=1e-12)
 
 
 @pytest.mark.skipif(not os.environ.get("GPUPLAN_DEEPSPEED_SRC"), reason="needs a DeepSpeed source tree "

@@ -58,7 +58,7 @@ def test_zero0_pipeline_exposes_all_of_it(dp_overlap):
 def test_bf16_and_zero1_pipelines_expose_the_gather_too():
     """The BF16_Optimizer at ZeRO-0 adds its post-step weight all-gather (22 calls of the same 76.6 MB), ZeRO-1 a
     reduce-scatter and the gather of the updated shards: each exposed whole under the pipeline."""
-    bf16 = _by_kind(replace(PLAIN, fp32_grad_accumulation=True), pp=4, zero=0)
+    bf16 = _by_kind(replace(PLAIN, deepspeed_bf16=True), pp=4, zero=0)
     zero1 = _by_kind(PLAIN, pp=2, zero=1)
     gather = float(K.collective_seconds("all_gather", STAGE_PARAMS * 2 / 22, CLUSTER.group(4, 2))) * 22
     scatter = float(K.collective_seconds("reduce_scatter", STAGE_PARAMS * 2 / 22, CLUSTER.group(4, 2))) * 22

@@ -1,6 +1,6 @@
 """DeepSpeed's BF16_Optimizer adds each micro-batch's bf16 gradients into an fp32 copy, with or without its
 pipeline engine, at ZeRO <= 1 (core.time.optimizer.fp32_grad_accumulation_seconds, BF16_OPTIMIZER_MAX_ZERO;
-StepSettings.fp32_grad_accumulation)."""
+StepSettings.deepspeed_bf16)."""
 
 from dataclasses import replace
 
@@ -22,7 +22,7 @@ def test_charged_once_per_micro_batch_on_the_largest_stage_at_zero_1_or_below():
     spec, gpu = load_model("llama-2-7b"), load_accelerator("a100-sxm4-80gb")
     cluster = cluster_for(gpu)
     plain = StepSettings(seq_len=2048, recompute="full")
-    bf16 = replace(plain, fp32_grad_accumulation=True)
+    bf16 = replace(plain, deepspeed_bf16=True)
     layout = dict(dp=4, tp=2, pp=4, zero=1, micro_batch=1, micro_batches=16)
     base, acc = step_time(spec, cluster, plain, **layout), step_time(spec, cluster, bf16, **layout)
     # Llama 2 7B (32 layers, h 4,096, FFN 11,008, untied 32,000 vocab) at tp2 pp4: a stage's 8 layers hold
@@ -68,6 +68,6 @@ def test_set_by_deepspeed_in_bf16_only():
                                                 "training_runs.yaml").read_text("utf-8"))["runs"]}
     inputs = run_inputs(runs["bloom-176b"])
     ev = evaluator_for(inputs)
-    assert ev.step.fp32_grad_accumulation
-    assert not evaluator_for(inputs.model_copy(update={"framework": "megatron"})).step.fp32_grad_accumulation
-    assert not evaluator_for(inputs.model_copy(update={"dtype": "fp16"})).step.fp32_grad_accumulation
+    assert ev.step.deepspeed_bf16
+    assert not evaluator_for(inputs.model_copy(update={"framework": "megatron"})).step.deepspeed_bf16
+    assert not evaluator_for(inputs.model_copy(update={"dtype": "fp16"})).step.deepspeed_bf16

@@ -338,3 +338,23 @@ def optimizer_impl_of(settings, recipe) -> str:
 def loss_of(settings) -> str:
     """The loss memory kind a run uses: the setting, else the framework's."""
     return settings.loss or framework(settings.framework).loss
+
+
+def deepspeed_bf16_engine(framework_name: str, dtype: str, recipe: str) -> bool:
+    """Whether the run is DeepSpeed's engine in bf16 with its own recipe (mixed: fp32 master; ``"bf16":
+    {"enabled": true}``), the engine that builds the BF16_Optimizer at ZeRO 0 under its pipeline
+    (runs_bf16_optimizer; engine.py@edaa722 L2014-2018, L2336-2357). Not under fp16 (FP16_Optimizer), a pure-bf16
+    recipe (bf16 weights, no fp32 master: not that optimizer) or another framework. The one rule the memory
+    (MemorySettings.deepspeed_bf16) and the step (StepSettings.deepspeed_bf16) are set by."""
+    profile = framework(framework_name)
+    return profile.pipeline_bf16_optimizer and dtype == "bf16" and recipe == profile.recipe
+
+
+def runs_bf16_optimizer(deepspeed_bf16, zero, pp):
+    """Where DeepSpeed's BF16_Optimizer runs (per layout, for arrays): its bf16 engine (``deepspeed_bf16``:
+    deepspeed_bf16_engine) at ZeRO stage 0 with pp > 1 (engine.py@edaa722 L2014-2018: pipeline parallelism, no
+    ZeRO). Its memory (core.memory.bf16_optimizer), its weight all-gather (core.comm.dp_costs), its optimizer
+    step over 1/dp (core.time.step) and its 6 B accumulation pass (core.time.optimizer) read this."""
+    import numpy as np  # lazily: the CLI's option vocabulary imports this module
+
+    return np.logical_and(deepspeed_bf16, np.logical_and(np.asarray(zero) == 0, np.asarray(pp) > 1))

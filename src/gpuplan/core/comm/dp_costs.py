@@ -20,6 +20,7 @@ import numpy as np
 from gpuplan.core.comm import collectives as K
 from gpuplan.core.comm import dp_overlap as O
 from gpuplan.core.comm.collective_cost import CollectiveCost
+from gpuplan.core.frameworks import runs_bf16_optimizer
 from gpuplan.core.model.spec import ModelSpec, count_parameters
 from gpuplan.core.comm.zero3_gathers import gathers_per_micro_batch, layer_submodule_params
 
@@ -194,7 +195,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     rs_calls = many * units * np.where(per_mb, micro_batches, 1)
     # DeepSpeed's bf16 ZeRO-0 pipeline (BF16_Optimizer, core.memory.bf16_optimizer) shards its fp32 states and
     # all-gathers the bf16 weights after each step too (bf16_optimizer.py@edaa722 update_lp_params L454-464)
-    gathered = (zero >= 1) | (settings.fp32_grad_accumulation & (zero == 0) & (np.asarray(pp) > 1))
+    gathered = (zero >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp)  # core.frameworks' one rule
     ag_calls = many * gathered * units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
     # one replica (no HSDP): collective_seconds gives a group of one 0 seconds
     ar_across = (seconds_by_rows("all_reduce", grads / shard / units, across, rows) if np.any(np.asarray(replicas) > 1)

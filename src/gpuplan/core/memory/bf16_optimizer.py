@@ -40,6 +40,7 @@ from dataclasses import replace
 import numpy as np
 
 from gpuplan.core.bulk import scalar_or_array
+from gpuplan.core import frameworks as F
 from gpuplan.core.frameworks import framework, optimizer_impl_of
 from gpuplan.core.memory import recipe_facts as RF
 from gpuplan.core.memory.model_states import ModelStates, StageParams
@@ -53,12 +54,10 @@ GRAD_ACCUM_BYTES = 2.0
 
 
 def runs_bf16_optimizer(layout: ParallelLayout, settings):
-    """Whether (per layout, for arrays) the run is DeepSpeed's BF16_Optimizer: the framework's pipeline engine
-    (FrameworkProfile.pipeline_bf16_optimizer), its own precision recipe in bf16 (``settings``:
-    core.memory.training.MemorySettings, bf16_engine), ZeRO stage 0 and pp > 1."""
-    profile = framework(settings.framework)
-    wanted = profile.pipeline_bf16_optimizer and settings.bf16_engine and settings.recipe == profile.recipe
-    return np.logical_and(wanted, np.logical_and(np.asarray(layout.zero) == 0, np.asarray(layout.pp) > 1))
+    """Whether (per layout, for arrays) the run is DeepSpeed's BF16_Optimizer (core.frameworks.runs_bf16_optimizer,
+    the rule the step model reads too): ``settings`` (core.memory.training.MemorySettings) with deepspeed_bf16
+    (core.frameworks.deepspeed_bf16_engine: DeepSpeed, bf16, its own mixed recipe), ZeRO stage 0 and pp > 1."""
+    return F.runs_bf16_optimizer(settings.deepspeed_bf16, layout.zero, layout.pp)
 
 
 def bf16_optimizer_states(held: Callable[[ParallelLayout], ModelStates], layout: ParallelLayout, settings,

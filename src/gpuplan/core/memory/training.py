@@ -141,7 +141,7 @@ class MemorySettings:
     embedding_loss_slots: bool = False
     """Megatron's account_for_embedding_in_pipeline_split + account_for_loss_in_pipeline_split: the first
     and last pipeline stages hold one decoder layer fewer (core.memory.model_states.slot_stage_span)."""
-    bf16_engine: bool = True  # DeepSpeed's engine in bf16 (not fp16): its BF16_Optimizer under a pipeline (core.memory.bf16_optimizer)
+    deepspeed_bf16: bool = False  # core.frameworks.deepspeed_bf16_engine: its BF16_Optimizer under a pipeline (core.memory.bf16_optimizer)
     offload_layers: int = 0
     """Megatron-Core --cpu-offloading-num-layers: the saved activations of the first N layers go to host
     memory during forward and come back one layer ahead in backward (Transformer Engine's

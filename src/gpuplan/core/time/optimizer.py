@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.core.bulk import scalar_or_array
+from gpuplan.core.frameworks import runs_bf16_optimizer
 from gpuplan.core.memory.model_states import stage_params
 from gpuplan.core.parallel import ParallelLayout
 
@@ -96,10 +97,21 @@ core.memory.bf16_optimizer): ``lp.grad.to(bf16)`` returns the tensor itself, the
 
 def fp32_grad_accumulation_seconds(trained_params, hbm_bytes_per_second, zero=1, pp=1):
     """Seconds of that pass over ``trained_params`` local parameters, once per micro-batch: fp32 accumulation,
-    or bf16 at ZeRO 0 with pp > 1 (``zero``, ``pp`` numbers or arrays)."""
-    bf16 = np.logical_and(np.asarray(zero) == 0, np.asarray(pp) > 1)
+    or bf16 where the BF16_Optimizer runs, ZeRO 0 with pp > 1 (``zero``, ``pp`` numbers or arrays; called for
+    DeepSpeed's bf16 engine only, StepSettings.deepspeed_bf16)."""
+    bf16 = runs_bf16_optimizer(True, zero, pp)  # core.frameworks' one rule, as memory and the step read it
     per_param = np.where(bf16, BF16_GRAD_ACCUMULATION_BYTES, FP32_GRAD_ACCUMULATION_BYTES)
     return scalar_or_array(per_param * trained_params / hbm_bytes_per_second)
+
+
+def accumulation_pass_seconds(spec, settings, trained, hbm_bytes_per_second, tp, pp, ep, zero, mtp=0):
+    """Seconds of DeepSpeed's BF16_Optimizer accumulation pass per micro-batch (``settings``: core.time.step's
+    StepSettings; 0 unless deepspeed_bf16, and above ZeRO BF16_OPTIMIZER_MAX_ZERO), over the largest stage's
+    parameters (full training) or the ``trained`` ones (adapters)."""
+    if not settings.deepspeed_bf16:
+        return 0.0
+    acc_params = largest_stage_params(spec, tp, pp, ep, mtp) if settings.finetune == "full" else trained
+    return (zero <= BF16_OPTIMIZER_MAX_ZERO) * fp32_grad_accumulation_seconds(acc_params, hbm_bytes_per_second, zero, pp)
 
 
 def largest_stage_params(spec, tp, pp, ep, mtp=0):

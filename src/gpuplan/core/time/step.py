@@ -33,7 +33,8 @@ from gpuplan.core.model.mtp import mtp_stage_layer_shed
 from gpuplan.core.time.moe_host import stage_exposed_host_seconds
 from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
-from gpuplan.core.time.optimizer import BF16_OPTIMIZER_MAX_ZERO, fp32_grad_accumulation_seconds, largest_stage_params
+from gpuplan.core.time.optimizer import accumulation_pass_seconds
+from gpuplan.core.frameworks import runs_bf16_optimizer
 from gpuplan.core.time import activation_offload as AO, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT, sequence_parallel as SP
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
@@ -170,9 +171,9 @@ class StepSettings:
     (core.time.megatron_ops.loss_seconds; loss_impl names the provider's); None: no loss term."""
     sequence_parallel: bool = True  # False: norms and residual adds whole on every TP rank, all-reduce (core.time.sequence_parallel)
     grad_all_reduce: bool = False  # ZeRO-1 gradients all-reduced in full, then the shards gathered (core.comm.dp_costs)
-    fp32_grad_accumulation: bool = False
-    """DeepSpeed bf16: its BF16_Optimizer adds each micro-batch's bf16 gradients into an fp32 copy in a pass
-    of its own, at ZeRO <= 1 and any pipeline degree (core.time.optimizer.BF16_OPTIMIZER_MAX_ZERO)."""
+    deepspeed_bf16: bool = False
+    """DeepSpeed's engine in bf16 (core.frameworks.deepspeed_bf16_engine): its BF16_Optimizer adds each micro-batch's
+    gradients into its own copy in a pass of its own at ZeRO <= 1 (core.time.optimizer.BF16_OPTIMIZER_MAX_ZERO)."""
 
 
 @dataclass(frozen=True)
@@ -390,17 +391,14 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                             mb_tokens / tp, cluster.gpu.memory_bandwidth)
     compute, bubble = compute + micro_batches * t_experts, bubble * (1 + t_experts / t_mb)
     hbm = cluster.gpu.memory_bandwidth * settings.hbm_efficiency
-    t_acc = 0.0  # DeepSpeed's BF16_Optimizer: its fp32 accumulation per micro-batch, over the largest stage
-    if settings.fp32_grad_accumulation:
-        acc_params = largest_stage_params(spec, tp, pp, ep, mtp) if settings.finetune == "full" else trained
-        t_acc = (zero <= BF16_OPTIMIZER_MAX_ZERO) * fp32_grad_accumulation_seconds(acc_params, hbm, zero, pp)
+    t_acc = accumulation_pass_seconds(spec, settings, trained, hbm, tp, pp, ep, zero, mtp)  # DeepSpeed's BF16_Optimizer
     compute, bubble = compute + micro_batches * t_acc, bubble * (1 + t_acc / t_mb)
     compute = compute + micro_batches * AO.microbatch_exposed_seconds(  # CPU activation offloading: pp 1 only
         spec, settings, cluster.gpu.id, mb_tokens, tp, spec.num_layers, phases)
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
     comm_total = sum((c.total for c in costs), 0.0)
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)
-    shards = 1 + (data - 1) * ((zero >= 1) | (settings.fp32_grad_accumulation & (zero == 0) & (pp > 1)))  # BF16_Optimizer
+    shards = 1 + (data - 1) * ((zero >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp))  # BF16_Optimizer
     optimizer = 2 * 16.0 * trained / shards / hbm
     if settings.eager_ops is not None:
         optimizer = eager_optimizer_seconds(spec, cluster, settings, trained / shards, pp)

@@ -111,6 +111,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     def settings(self, spec=None):
         """The memory model's settings; ``spec`` (the model this job trains, ``self.spec()`` when
         not passed) sets the MTP modules."""
+        from gpuplan.core.frameworks import deepspeed_bf16_engine
         from gpuplan.core.time.attention_core import execution_kernel
         from gpuplan.core.memory.training import MemorySettings
 
@@ -124,7 +125,10 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
                               recompute=self.recompute_given or "none", dropout=self.dropout, finetune=self.finetune,
                               **self.recompute_settings(), **self.recipe_memory_settings(),
                               lora_rank=self.lora_rank, moe_capacity_factor=self.moe_capacity_factor,
-                              offload_optimizer=self.offload_optimizer, optimizer_impl=self.optimizer_impl)
+                              offload_optimizer=self.offload_optimizer, optimizer_impl=self.optimizer_impl,
+                              # memory has no --dtype: bf16, the dtype train and plan default to (--recipe bf16,
+                              # pure bf16 weights, is not DeepSpeed's BF16_Optimizer: core.frameworks' one rule)
+                              deepspeed_bf16=deepspeed_bf16_engine(self.framework, "bf16", self.recipe_name))
 
     def overheads(self):
         from dataclasses import replace

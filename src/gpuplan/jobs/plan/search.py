@@ -16,7 +16,7 @@ import numpy as np
 from gpuplan.core.memory import training as M
 from gpuplan.core.time.attention_core import execution_kernel, step_kernel
 from gpuplan.core.comm.dp_overlap import schedule_for
-from gpuplan.core.frameworks import op_sac_fused_qkv
+from gpuplan.core.frameworks import deepspeed_bf16_engine, op_sac_fused_qkv
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.memory.activations import saved_linear_input_bytes
@@ -92,7 +92,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
                                                                                                 inputs.fp8_recipe)),
                               fp8_any_layout_gemm=gpu.fp8_any_layout_gemm,  # TE's rule by compute capability
                               ep_a2a_overlap=bool(inputs.ep_a2a_overlap),
-                              bf16_engine=inputs.dtype == "bf16")  # DeepSpeed's BF16_Optimizer (core.memory)
+                              deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name))
     return Evaluator(spec, cluster, memory, step, overheads,
                      uncertainty_table(spec, inputs.dtype, leave_out, kind_correction_rows),
                      rules_for(inputs.framework).published_reserve, tp_overlap)
@@ -138,8 +138,8 @@ def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSet
                         dp_schedule=schedule_for(inputs.framework),
                         # torchtitan's FSDP2 reduces gradients in fp32 (config mixed_precision_reduce = "float32")
                         grad_comm_bytes=4.0 if inputs.framework == "torchtitan" else 2.0,
-                        # DeepSpeed's BF16_Optimizer accumulates in fp32 each micro-batch (core.time.optimizer)
-                        fp32_grad_accumulation=inputs.framework == "deepspeed" and inputs.dtype == "bf16",
+                        # DeepSpeed's BF16_Optimizer: the rule memory reads too (core.frameworks, core.time.optimizer)
+                        deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name),
                         tp_overlap=tp_overlap,
                         tp_comm_overlap=inputs.tp_comm_overlap, sequence_parallel=inputs.sequence_parallel,
                         grad_all_reduce=inputs.grad_all_reduce,

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpuplan.core.memory import training as M
 from gpuplan.core.memory.device_memory import fragmentation
-from gpuplan.core.frameworks import framework, torchtitan_fuses_qkv
+from gpuplan.core.frameworks import deepspeed_bf16_engine, framework, torchtitan_fuses_qkv
 from gpuplan.core.parallel import ParallelLayout
 
 GiB = 2**30
@@ -85,7 +85,8 @@ def _estimate(row: dict[str, Any], spec) -> tuple[float, str]:
     mb = row["micro_batch"]
     layout = ParallelLayout(dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], cp=lay["cp"], zero=lay.get("zero") or 0,
                             micro_batch=mb, global_batch=mb * lay["dp"] * (lay.get("microbatches") or 1))
-    settings = M.MemorySettings(seq_len=row["seq_len"], recipe=recipe, framework=fw,
+    bf16 = deepspeed_bf16_engine(fw, row.get("precision"), recipe)  # an fp16 NeoX / Pythia row: FP16_Optimizer
+    settings = M.MemorySettings(seq_len=row["seq_len"], recipe=recipe, framework=fw, deepspeed_bf16=bf16,
                                 implementation=profile.implementation, recompute=recompute,
                                 finetune=finetune if finetune in ("full", "lora", "qlora") else "full",
                                 lora_rank=row.get("lora_rank") or 16,
