@@ -111,6 +111,26 @@ def test_a_changed_field_quotes_its_new_value():
         plan_report(kept)
 
 
+@pytest.mark.parametrize("old, new, seq_len", [("gpt2", "llama-2-7b", 4096), ("llama-2-7b", "gpt2", 1024)])
+def test_model_copy_follows_the_new_model(old, new, seq_len):
+    """model_copy(update=...) is checked again as replace is (pydantic's own does not validate): gpt2 -> llama-2-7b
+    kept gpt2's followed 1,024 silently, llama-2-7b -> gpt2 was refused quoting 'seq_len: got 4096', a value the
+    caller never typed."""
+    from gpuplan import MemoryInputs
+
+    copy = MemoryInputs(model=old).model_copy(update={"model": new})
+    assert copy.seq_len == seq_len == MemoryInputs(model=old).replace(model=new).seq_len
+    assert "seq_len" not in copy.given and copy == MemoryInputs(model=new)
+
+
+def test_a_plain_model_copy_keeps_the_text_passed():
+    """model_copy() without changes (review wave7 r4 NOTE 10): the refusal still quotes '90min', not 0.0625."""
+    from gpuplan import InputError, PlanInputs, plan_report
+
+    with pytest.raises(InputError, match=r"^days: got '90min'; "):
+        plan_report(PlanInputs(**DEADLINE).model_copy())
+
+
 def test_api_refusal_quotes_the_text_passed_at_construction():
     """A cross-field check at construction quoted the converted count: '2K' tokens as 2000.0."""
     from gpuplan import InputError, PlanInputs

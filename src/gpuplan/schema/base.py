@@ -159,6 +159,15 @@ class JobInputs(BaseModel):
         copy = type(self)(**(self.given_values() | changes))
         return _remember_typed(copy, {k: v for k, v in typed_values(self).items() if k not in changes})
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy. With ``update``, :meth:`replace`: the changes checked again and the defaults that follow the
+        model set anew (pydantic's own model_copy does not validate: ``MemoryInputs(model="gpt2")
+        .model_copy(update={"model": "llama-2-7b"})`` kept gpt2's 1,024-token seq_len). Without, pydantic's copy
+        with the text the caller passed kept (refusals quote it)."""
+        if update:
+            return self.replace(**update)
+        return _remember_typed(super().model_copy(deep=deep), typed_values(self))
+
     def given_values(self) -> dict[str, Any]:
         """The fields the user set, as checked values (objects kept as they are)."""
         return {name: getattr(self, name) for name in self.model_fields_set}
