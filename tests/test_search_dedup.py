@@ -1,7 +1,11 @@
 """Issue 39 (speed): the layout search costs each distinct data-parallel group once
-(core.comm.dp_costs.distinct_rows) and broadcasts its collectives back to every layout that shares it.
-The answer must be the per-row answer exactly: hand-picked layouts (ZeRO 0-3, ep > 1, cp > 1, a pipeline,
-HSDP) under each data-parallel schedule, costed as one batch and one by one."""
+(core.comm.dp_costs.distinct_rows) and broadcasts its collectives back to every layout that shares it;
+the TP collectives and the layout uncertainty group their rows the same way. The answer must be the
+per-row answer exactly: hand-picked layouts (ZeRO 0-3, ep > 1, cp > 1, a pipeline, HSDP) under each
+data-parallel schedule, costed as one batch and one by one, with rows that differ in one key column only
+(they must stay apart); whole searches with every grouping on and off, column by column; spies that the
+grouped path ran. The data-parallel batch passes no vpp (1): data_parallel_costs reads it only in
+_exposed, outside the grouping."""
 
 from __future__ import annotations
 
@@ -28,8 +32,9 @@ LAYOUTS = (
     (8, 2, 2, 1, 1, 3),
     (16, 1, 1, 1, 8, 3),  # the fourth with ep 8
     (8, 4, 2, 1, 2, 0),   # the fifth's data group (dp x cp = 8, tp 4, pp 2, ep 2) without cp: one group
+    (16, 2, 2, 1, 1, 1),  # the first with dp x cp doubled and nothing else: its own group (a wider ring)
 )
-GROUPS = 10
+GROUPS = 11
 """Distinct (tp, pp, ep, dp x cp, ZeRO) of LAYOUTS: the collectives of a data group see dp x cp only."""
 ROWS = len(LAYOUTS) * 5 * 2
 MICRO_BATCHES = (1, 2, 4, 8, 16)  # the search's rows differ in these, the groups do not
@@ -38,7 +43,7 @@ SCHEDULES = ({"dp_schedule": "megatron"}, {"dp_schedule": "fsdp2", "grad_comm_by
 
 
 def _batch():
-    """Every layout x micro-batch count, the layouts' rows interleaved, twice over (ROWS = 110: past
+    """Every layout x micro-batch count, the layouts' rows interleaved, twice over (ROWS = 120: past
     DISTINCT_MIN_ROWS), as the search passes them (float degrees)."""
     rows = [layout + (m,) for m in MICRO_BATCHES for layout in LAYOUTS] * 2
     columns = np.array(rows, dtype=float).T
@@ -66,11 +71,24 @@ def _numbers(cost, row=None):
     return out
 
 
+def _spy_on_collectives(monkeypatch) -> list[int]:
+    """Rows (1 for a scalar) of each core.comm.collectives.collective_seconds call from here on."""
+    from gpuplan.core.comm import collectives as K
+
+    calls, real = [], K.collective_seconds
+
+    def spy(kind, size, links):
+        calls.append(max([np.size(size)] + [np.size(getattr(links, f.name)) for f in fields(links)]))
+        return real(kind, size, links)
+    monkeypatch.setattr(K, "collective_seconds", spy)
+    return calls
+
+
 def test_the_distinct_groups_are_the_hand_counted_ones():
     g = _batch()
     layers = 32 / g["pp"]
     first, inverse = D.distinct_rows(g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"], layers)
-    assert len(first) == GROUPS  # 110 rows, 10 groups (the micro-batch counts are not in the key)
+    assert len(first) == GROUPS  # 120 rows, 11 groups (the micro-batch counts are not in the key)
     for column in (g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"]):
         assert np.array_equal(column[first][inverse], column)
     # fewer rows than DISTINCT_MIN_ROWS, scalars, non-integer degrees: every row costed
@@ -83,12 +101,16 @@ def test_the_distinct_groups_are_the_hand_counted_ones():
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES, ids=lambda s: "-".join(str(v) for v in s.values()))
-def test_a_batch_costed_by_groups_equals_each_layout_costed_alone(schedule):
+def test_a_batch_costed_by_groups_equals_each_layout_costed_alone(schedule, monkeypatch):
+    # LAYOUTS' last row differs from the first in dp x cp alone: a key without it would give it the first's
+    # ring of 8 (caught below, row by row); the spy shows the batch is costed on its GROUPS rows, not all ROWS
     spec = load_model("mixtral-8x7b")
     cluster = cluster_for(load_accelerator("h100-sxm"))
     settings = StepSettings(seq_len=4096, dp_overlap=0.9, **schedule)
     g = _batch()
+    costed = _spy_on_collectives(monkeypatch)
     batch = _costs(spec, cluster, settings, g)
+    assert costed and max(costed) == GROUPS
     assert len(D.distinct_rows(g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"])[0]) == GROUPS
     assert any(np.any(np.asarray(c.total) > 0) for c in batch)
     for row in range(ROWS):
@@ -123,48 +145,100 @@ def test_hsdp_replicas_by_groups_equal_every_row(monkeypatch):
             assert np.array_equal(value, _numbers(b)[name]), (a.collective, name)
 
 
+def test_tp_collectives_by_groups_equal_every_row(monkeypatch):
+    # core.comm.step_comm._tp_cost costs each distinct (tp, activation bytes) once: 96 rows of tp 1-8 x 3
+    # micro-batch sizes (4,096 tokens x hidden 4,096 x 2 B each), rows with the same tp and other bytes kept
+    # apart (a key without the bytes would give them the first's buffer), each row as costed alone
+    from gpuplan.core.comm.step_comm import _tp_cost
+
+    spec = load_model("mixtral-8x7b")
+    cluster = cluster_for(load_accelerator("h100-sxm"))
+    settings = StepSettings(seq_len=4096)
+    tp, tokens = (np.tile(np.repeat(c, 3 if i == 0 else 1), 8).astype(float)
+                  for i, c in enumerate(((1, 2, 4, 8), np.tile((4096, 8192, 16384), 4))))
+    act_bytes, micro_batches, layers = tokens * spec.hidden_size * 2.0, np.full(len(tp), 8.0), np.full(len(tp), 16.0)
+    costed = _spy_on_collectives(monkeypatch)
+    grouped = _tp_cost(spec, cluster, settings, tp, micro_batches, layers, act_bytes)
+    assert len(tp) == 96 and costed and max(costed) == 12  # 4 tp x 3 buffers
+    total = np.asarray(grouped.total)
+    assert np.all(total[tp == 1] == 0) and np.all(np.diff(total[:12].reshape(4, 3)[1:], axis=1) > 0)
+    for row in range(12):
+        alone = _tp_cost(spec, cluster, settings, tp[row], micro_batches[row], layers[row], act_bytes[row])
+        assert _numbers(alone) == {k: float(np.asarray(v)[row]) for k, v in _numbers(grouped).items()}, row
+    monkeypatch.setattr(D, "DISTINCT_MIN_ROWS", 10**9)
+    every_row = _tp_cost(spec, cluster, settings, tp, micro_batches, layers, act_bytes)
+    assert max(costed) == 96 and np.array_equal(every_row.total, grouped.total)
+    assert np.array_equal(every_row.exposed, grouped.exposed)
+
+
 def test_layout_uncertainty_by_distinct_degrees_equals_every_row(monkeypatch):
-    # a search table's rows repeat a layout across recompute modes (here: each of 12 layouts 8 times, 96 rows;
-    # the first and the tenth differ only in vpp 2 / 4 and ZeRO 1 / 2: one point and kind, 11 groups); the
-    # answer measured once per
-    # distinct (tp, pp, cp, dp, ep, micro-batch, interleaved, ZeRO-3) equals nearest_distance's own
-    # deduplication of every row, bit for bit, and its hand-worked value at a known layout
+    # a search table's rows repeat a layout across recompute modes (here: each of 19 layouts 8 times, 152 rows;
+    # the first and the tenth differ only in vpp 2 / 4 and ZeRO 1 / 2: one point and kind, 17 groups); the
+    # answer measured once per distinct (tp, pp, cp, dp, ep, micro-batch, interleaved, ZeRO-3) equals
+    # nearest_distance's own deduplication of every row, bit for bit, and its hand-worked value at a known
+    # layout. The last seven differ from a published one in one key column each (micro-batch, vpp 1, ep, dp,
+    # cp; ZeRO 2 / 3 with dp x tp past the domain): a key without that column would give them its answer
     from gpuplan.planner import uncertainty as U
 
     base = np.array([(8, 4, 2, 1, 1, 1, 4, 1), (4, 4, 2, 1, 1, 1, 8, 1), (8, 4, 4, 2, 1, 2, 2, 1),
                      (8, 1, 1, 1, 1, 3, 16, 2), (2, 2, 1, 1, 1, 3, 32, 4), (8, 8, 1, 1, 1, 1, 2, 1),
                      (4, 2, 1, 1, 1, 0, 16, 2), (1, 1, 1, 1, 1, 3, 128, 1), (8, 2, 2, 2, 1, 1, 4, 1),
-                     (8, 4, 4, 1, 1, 2, 4, 1), (4, 1, 1, 2, 1, 3, 16, 8), (8, 1, 1, 1, 1, 1, 16, 2)])
+                     (8, 4, 4, 1, 1, 2, 4, 1), (4, 1, 1, 2, 1, 3, 16, 8), (8, 1, 1, 1, 1, 1, 16, 2),
+                     # (tp, pp, vpp, cp, ep, zero, dp, micro_batch): one column from the first, or (last) the tenth
+                     (8, 4, 2, 1, 1, 1, 4, 2), (8, 4, 1, 1, 1, 1, 4, 1), (8, 4, 2, 1, 2, 1, 4, 1),
+                     (8, 4, 2, 1, 1, 1, 2, 1), (8, 4, 2, 2, 1, 1, 4, 1), (8, 4, 2, 1, 1, 2, 4, 1),
+                     (8, 4, 4, 1, 1, 3, 4, 1)])
+    n = len(base)
     table = np.tile(base, (8, 1))
     columns = dict(zip(U.POINT_COLUMNS, table.T))
-    known_columns = dict(zip(U.POINT_COLUMNS, base[[0, 11]].T))  # the first and the last are published
+    known_columns = dict(zip(U.POINT_COLUMNS, base[[0, 11]].T))  # the first and the twelfth are published
     known = U.KnownLayouts(rms=0.08, growth=0.0143, points=U.layout_points(known_columns, 8e9),
                            kinds=U.layout_kinds(known_columns, 8, False), groups=("a", "b"))
     grouped = U.layout_uncertainty(columns, 8e9, 8, False, known, widest=0.45)
-    assert len(D.distinct_rows(*(table[:, i] for i in (0, 1, 3, 6, 4, 7)), table[:, 2] > 1, table[:, 5] >= 3)[0]) == 11
+    assert len(D.distinct_rows(*(table[:, i] for i in (0, 1, 3, 6, 4, 7)), table[:, 2] > 1, table[:, 5] >= 3)[0]) == 17
     # the second layout: tp halved and dp doubled from the first, same kind: sqrt(0.08^2 + (0.0143 x sqrt 2)^2);
-    # the third runs cp 2, a kind nothing published has: the widest figure (rows 12 apart are the same layout)
+    # the third runs cp 2, a kind nothing published has: the widest figure (rows n apart are the same layout)
     assert grouped[1] == pytest.approx(0.0825, abs=1e-4) and grouped[0] == grouped[9] == pytest.approx(0.08)
-    assert grouped[2] == grouped[14] == 0.45
+    assert grouped[2] == grouped[n + 2] == 0.45
     # the fourth is the last under ZeRO-3 (its gathers cross domains: a kind nothing published has)
     assert grouped[11] == pytest.approx(0.08) and grouped[3] == 0.45
+    # one doubling from the first, same kind: sqrt(0.08^2 + 0.0143^2) (micro-batch, ep, dp halved); vpp 1 leaves
+    # the interleaved kind, cp 2 enters the context-parallel one: nothing published there; ZeRO 2 is the first's
+    # point (0.08: one group), ZeRO-3 of the tenth gathers across 4 x 8 ranks: its own kind
+    one_doubling = pytest.approx(np.hypot(0.08, 0.0143), abs=1e-12)
+    assert [grouped[i] for i in (12, 14, 15)] == [one_doubling] * 3 and grouped[n + 12] == grouped[12]
+    assert grouped[13] == grouped[16] == grouped[18] == 0.45 and grouped[17] == grouped[0]
+    layout_points, sizes = U.layout_points, []
+    monkeypatch.setattr(U, "layout_points", lambda columns, params: sizes.append(len(columns["tp"]))
+                        or layout_points(columns, params))
+    assert np.array_equal(U.layout_uncertainty(columns, 8e9, 8, False, known, widest=0.45), grouped)
     monkeypatch.setattr(D, "DISTINCT_MIN_ROWS", 10**9)
     assert np.array_equal(U.layout_uncertainty(columns, 8e9, 8, False, known, widest=0.45), grouped)
+    assert sizes == [17, 8 * n]  # measured on the 17 distinct layouts, then (grouping off) on every row
 
 
-def test_one_precision_class_read_from_the_uncertainty_file_equals_the_whole_file():
+def test_one_precision_class_read_from_the_uncertainty_file_equals_the_whole_file(monkeypatch):
     # the search decodes only its class and the widest figure of layout_uncertainty.json (issue 39: a third
-    # to a half of the file's parse): the same values the whole file gives, for each class; an absent one None
+    # to a half of the file's parse): the same values the whole file gives, for each class; an absent one None.
+    # json.loads (the whole-file fallback) fails while it reads: the answers come from the one-class path
     import json
 
     from gpuplan.catalog.paths import CATALOG
     from gpuplan.jobs.plan.search import _uncertainty_class
 
     data = json.loads((CATALOG / "reference" / "layout_uncertainty.json").read_text("utf-8"))
-    for cls in ("bf16", "fp8", "moe"):
-        widest, entry = _uncertainty_class(cls)
-        assert widest == data["widest"] and entry == data[cls] and len(entry["points"]) > 10
-    assert _uncertainty_class("fp4") == (data["widest"], None)
+
+    def whole_file(*args, **kwargs):
+        raise AssertionError("the whole file was parsed")
+    monkeypatch.setattr(json, "loads", whole_file)
+    _uncertainty_class.cache_clear()
+    try:
+        for cls in ("bf16", "fp8", "moe"):
+            widest, entry = _uncertainty_class(cls)
+            assert widest == data["widest"] and entry == data[cls] and len(entry["points"]) > 10
+        assert _uncertainty_class("fp4") == (data["widest"], None)
+    finally:
+        _uncertainty_class.cache_clear()
 
 
 def test_the_zero_stages_of_a_structure_follow_its_key():
@@ -206,3 +280,40 @@ def test_the_front_of_a_large_table_is_the_front_without_the_prefilter(seed):
         front = pareto_front(table, tuple(f"o{i}" for i in range(k)))
         assert np.array_equal(front, _front(values[:, :k])) and len(front) >= 5
         assert _beaten_in_group(values[:, :k]).mean() > 0.5  # most rows never reach the sweep
+
+
+SEARCHES = (dict(model="mixtral-8x7b", gpu="h100", gpus="64-256"),  # ep 1-8, ZeRO 0 / 1 / 3, cp up to 32, vpp
+            dict(model="llama-3.1-70b", gpu="h100", gpus="512"),  # dense: cp 1-32, vpp up to 40, ZeRO 0 / 1 / 3
+            dict(model="llama-3.1-8b", gpu="h100", gpus="16-128", framework="torchtitan"))  # FSDP2's schedule
+
+
+@pytest.mark.parametrize("asked", SEARCHES, ids=lambda a: f"{a['model']}-{a['gpus']}")
+def test_the_search_table_is_the_same_without_deduplication(asked, monkeypatch):
+    # jobs.plan.search.search end to end, once as it runs and once with every grouping off (the distinct-row
+    # key and the front's prefilter past any table; the ZeRO stages asked per structure): every column of the
+    # fitting table and of every layout considered, bit for bit, and the (GPUs, days, cost) front. A key
+    # column dropped from any grouping (dp x cp, activation bytes, micro-batch, vpp > 1...) changes some rows
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import search
+    from gpuplan.planner import pareto as P
+    from gpuplan.planner import space as S
+    from gpuplan.planner.search import pareto_front
+
+    costed = _spy_on_collectives(monkeypatch)
+    grouped = search(PlanInputs(**asked))
+    grouped_rows = sum(costed)
+    front = pareto_front(grouped.table, ("gpus", "days", "cost"))
+    monkeypatch.setattr(D, "DISTINCT_MIN_ROWS", 10**15)
+    monkeypatch.setattr(P, "PREFILTER_MIN_ROWS", 10**15)
+    monkeypatch.setattr(S, "zero_choice_key", lambda dp, tp, pp, cp, ep: (dp, tp, pp, cp, ep))
+    costed.clear()
+    every_row = search(PlanInputs(**asked))
+    # the grouped search costed its collectives on a fraction of the rows the ungrouped one did
+    assert grouped_rows * 4 < sum(costed), (grouped_rows, sum(costed))
+    for name, a, b in (("table", grouped.table, every_row.table), ("all", grouped.all, every_row.all)):
+        assert list(a.columns) == list(b.columns) and len(a) == len(b) > 200, name
+        for column in a.columns:
+            x, y = np.asarray(a[column]), np.asarray(b[column])
+            assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), (name, column)
+    assert np.array_equal(front, pareto_front(every_row.table, ("gpus", "days", "cost")))
+    assert {int(z) for z in grouped.all["zero"]} >= {0, 3} and np.any(grouped.all["vpp"] > 1)
