@@ -125,6 +125,15 @@ def _megatron_lines(ev, plan, settings) -> list[Line]:
                          "core/time/megatron_ops.py loss_seconds: StepSettings.megatron_loss")
                    if ln.key == "class_megatron_loss" else ln for ln in classes]
     rest = lines[0].value - sum(ln.value for ln in classes)
+    if not charged and rest < 0:  # the op list outgrows the fitted term it is said to sit inside (few tokens a
+        # micro-batch: 7.84 us a kernel, memory_kernels.KERNEL_FIXED_SECONDS): no split, never a negative matmul line
+        listed = sum(ln.value for ln in classes if ln.key != "class_megatron_loss" or not settings.megatron_loss)
+        classes = [ln for ln in classes if ln.key == "class_megatron_loss" and settings.megatron_loss]
+        rest = lines[0].value - sum(ln.value for ln in classes)
+        return [_line("class_gemm", f"matmuls + the fitted element-wise term (Megatron's op list, {listed:.4g} s, "
+                      "would exceed it at this micro-batch: not split)", rest, step,
+                      "core/time/step.py: MAMF x d/(d+512); element-wise 6 x saved bytes at HBM (fitted, docs/step.md)")
+                ] + classes + lines[1:]
     if charged:
         casts = MS.step_extra_seconds(spec, settings, gpu, tp=lay.tp, stage_layers=layers, local_params=1.0, shards=1)[0]
         if casts > 0:  # once a step, beside the micro-batches (core.time.step.step_time)

@@ -1,0 +1,33 @@
+"""Answers to VALID questions that contradict themselves (issue 39: answers a newcomer can trust at a glance).
+
+Wave 7's invariant sweep (a driver drawing ~4,000 random valid questions through the Python API, and a sample
+through the CLI's text and --json, plan files and the web API) checked: every printed point within its printed
+range, no negative / NaN number, MFU and HFU in (0, 100%], 'fits' against the peak, GPU-hours = GPUs x hours,
+cost = GPU-hours x price, deadlines met, the same headline through every door. Each test below is one defect
+class the sweep found, on one of the questions that found it; each fails on the parent of its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan import plan_report
+
+
+def _class_lines(report) -> dict[str, float]:
+    section = next(s for s in report.sections if "op class" in s.title)
+    return {line.key: line.value for line in section.lines}
+
+
+def test_no_op_class_takes_negative_seconds():
+    """plan --explain under Megatron (the default framework) lists Megatron's memory-bound op list 'inside the
+    fitted term' and gives the matmul line the rest (jobs/step_classes._megatron_lines). With few tokens a
+    micro-batch (here cp4, mb3 x 4,096 / 4 = 3,072 tokens; 7.84 us a kernel) the op list outgrew the fitted term
+    and the matmul line went negative: 'class_gemm -0.0003389 s (-5%)'. Now the fused line stays unsplit (its
+    label says why) and the lines, all >= 0, still add up to the step."""
+    report = plan_report({"params": "125M", "gpu": "b200", "gpus": 1911, "days": 30, "explain": True})
+    assert report.value("best_layout").startswith("dp384 tp1 pp1 cp4")
+    lines = _class_lines(report)
+    assert min(lines.values()) >= 0, lines
+    assert sum(lines.values()) == pytest.approx(report.value("best_step_seconds"), rel=1e-3)
+    gemm = next(ln for s in report.sections for ln in s.lines if ln.key == "class_gemm")
+    assert "not split" in gemm.label and not any(k.startswith("class_megatron_norm") for k in lines)
