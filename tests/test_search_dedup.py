@@ -1,5 +1,5 @@
 """Issue 39 (speed): the layout search costs each distinct data-parallel group once
-(core.comm.dp_costs.distinct_rows) and broadcasts its collectives back to every layout that shares it;
+(core.row_groups.group_rows) and broadcasts its collectives back to every layout that shares it;
 the TP collectives and the layout uncertainty group their rows the same way. The answer must be the
 per-row answer exactly: hand-picked layouts (ZeRO 0-3, ep > 1, cp > 1, a pipeline, HSDP) under each
 data-parallel schedule, costed as one batch and one by one, with rows that differ in one key column only
@@ -9,12 +9,14 @@ _exposed, outside the grouping."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import fields
 
 import numpy as np
 import pytest
 
 from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core import row_groups as R
 from gpuplan.core.comm import dp_costs as D
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.time.step import StepSettings
@@ -44,7 +46,7 @@ SCHEDULES = ({"dp_schedule": "megatron"}, {"dp_schedule": "fsdp2", "grad_comm_by
 
 def _batch():
     """Every layout x micro-batch count, the layouts' rows interleaved, twice over (ROWS = 120: past
-    DISTINCT_MIN_ROWS), as the search passes them (float degrees)."""
+    GROUP_MIN_ROWS), as the search passes them (float degrees)."""
     rows = [layout + (m,) for m in MICRO_BATCHES for layout in LAYOUTS] * 2
     columns = np.array(rows, dtype=float).T
     return dict(zip(("dp", "tp", "pp", "cp", "ep", "zero", "micro_batches"), columns))
@@ -87,17 +89,21 @@ def _spy_on_collectives(monkeypatch) -> list[int]:
 def test_the_distinct_groups_are_the_hand_counted_ones():
     g = _batch()
     layers = 32 / g["pp"]
-    first, inverse = D.distinct_rows(g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"], layers)
+    first, inverse = R.group_rows(g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"], layers)
     assert len(first) == GROUPS  # 120 rows, 11 groups (the micro-batch counts are not in the key)
     for column in (g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"]):
         assert np.array_equal(column[first][inverse], column)
-    # fewer rows than DISTINCT_MIN_ROWS, scalars, non-integer degrees: every row costed
-    assert D.distinct_rows(g["tp"][:10], g["pp"][:10]) is None
-    assert D.distinct_rows(8, 2) is None
-    assert D.distinct_rows(g["tp"] + 0.5) is None
+    # fewer rows than GROUP_MIN_ROWS, scalars, non-integer degrees: every row costed
+    assert R.group_rows(g["tp"][:10], g["pp"][:10]) is None
+    assert R.group_rows(8, 2) is None
+    assert R.group_rows(g["tp"] + 0.5) is None
+    with warnings.catch_warnings():  # NaN, inf, past int64: no cast warning (an error under -W error), None
+        warnings.simplefilter("error")
+        for bad in (np.nan, np.inf, -np.inf, 2.0**63, 1e300):
+            assert R.group_rows(np.where(np.arange(ROWS) == 7, bad, g["tp"])) is None, bad
     # a float that the integer key does not determine (here it differs within a group): every row costed
-    assert D.distinct_rows(g["tp"], floats=(g["micro_batches"],)) is None
-    assert D.distinct_rows(g["tp"], floats=(g["tp"] * 1.5,)) is not None
+    assert R.group_rows(g["tp"], floats=(g["micro_batches"],)) is None
+    assert R.group_rows(g["tp"], floats=(g["tp"] * 1.5,)) is not None
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES, ids=lambda s: "-".join(str(v) for v in s.values()))
@@ -111,7 +117,7 @@ def test_a_batch_costed_by_groups_equals_each_layout_costed_alone(schedule, monk
     costed = _spy_on_collectives(monkeypatch)
     batch = _costs(spec, cluster, settings, g)
     assert costed and max(costed) == GROUPS
-    assert len(D.distinct_rows(g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"])[0]) == GROUPS
+    assert len(R.group_rows(g["tp"], g["pp"], g["ep"], g["dp"] * g["cp"], g["zero"])[0]) == GROUPS
     assert any(np.any(np.asarray(c.total) > 0) for c in batch)
     for row in range(ROWS):
         alone = _costs(spec, cluster, settings, {k: v[row] for k, v in g.items()})
@@ -121,7 +127,7 @@ def test_a_batch_costed_by_groups_equals_each_layout_costed_alone(schedule, monk
 
 def test_hsdp_replicas_by_groups_equal_every_row(monkeypatch):
     # HSDP (FSDP2 HYBRID_SHARD): ZeRO-3 within 2 or 4 ranks (alternate rows: the shard group is in the key),
-    # the all-reduce across the rest; the same batch costed without the grouping (DISTINCT_MIN_ROWS past its
+    # the all-reduce across the rest; the same batch costed without the grouping (GROUP_MIN_ROWS past its
     # length) gives the same arrays, bit for bit, and so does each row alone
     spec = load_model("mixtral-8x7b")
     cluster = cluster_for(load_accelerator("h100-sxm"))
@@ -137,7 +143,7 @@ def test_hsdp_replicas_by_groups_equal_every_row(monkeypatch):
         alone = _costs(spec, cluster, settings, {k: v[row] for k, v in g.items()}, shard_group=shard[row])
         for one, many in zip(alone, grouped):
             assert _numbers(one) == _numbers(many, row), (row, one.collective)
-    monkeypatch.setattr(D, "DISTINCT_MIN_ROWS", 10**9)
+    monkeypatch.setattr(R, "GROUP_MIN_ROWS", 10**9)
     every_row = _costs(spec, cluster, settings, g, shard_group=shard)
     for a, b in zip(grouped, every_row):
         assert _numbers(a).keys() == _numbers(b).keys()
@@ -165,7 +171,7 @@ def test_tp_collectives_by_groups_equal_every_row(monkeypatch):
     for row in range(12):
         alone = _tp_cost(spec, cluster, settings, tp[row], micro_batches[row], layers[row], act_bytes[row])
         assert _numbers(alone) == {k: float(np.asarray(v)[row]) for k, v in _numbers(grouped).items()}, row
-    monkeypatch.setattr(D, "DISTINCT_MIN_ROWS", 10**9)
+    monkeypatch.setattr(R, "GROUP_MIN_ROWS", 10**9)
     every_row = _tp_cost(spec, cluster, settings, tp, micro_batches, layers, act_bytes)
     assert max(costed) == 96 and np.array_equal(every_row.total, grouped.total)
     assert np.array_equal(every_row.exposed, grouped.exposed)
@@ -195,7 +201,7 @@ def test_layout_uncertainty_by_distinct_degrees_equals_every_row(monkeypatch):
     known = U.KnownLayouts(rms=0.08, growth=0.0143, points=U.layout_points(known_columns, 8e9),
                            kinds=U.layout_kinds(known_columns, 8, False), groups=("a", "b"))
     grouped = U.layout_uncertainty(columns, 8e9, 8, False, known, widest=0.45)
-    assert len(D.distinct_rows(*(table[:, i] for i in (0, 1, 3, 6, 4, 7)), table[:, 2] > 1, table[:, 5] >= 3)[0]) == 17
+    assert len(R.group_rows(*(table[:, i] for i in (0, 1, 3, 6, 4, 7)), table[:, 2] > 1, table[:, 5] >= 3)[0]) == 17
     # the second layout: tp halved and dp doubled from the first, same kind: sqrt(0.08^2 + (0.0143 x sqrt 2)^2);
     # the third runs cp 2, a kind nothing published has: the widest figure (rows n apart are the same layout)
     assert grouped[1] == pytest.approx(0.0825, abs=1e-4) and grouped[0] == grouped[9] == pytest.approx(0.08)
@@ -212,7 +218,7 @@ def test_layout_uncertainty_by_distinct_degrees_equals_every_row(monkeypatch):
     monkeypatch.setattr(U, "layout_points", lambda columns, params: sizes.append(len(columns["tp"]))
                         or layout_points(columns, params))
     assert np.array_equal(U.layout_uncertainty(columns, 8e9, 8, False, known, widest=0.45), grouped)
-    monkeypatch.setattr(D, "DISTINCT_MIN_ROWS", 10**9)
+    monkeypatch.setattr(R, "GROUP_MIN_ROWS", 10**9)
     assert np.array_equal(U.layout_uncertainty(columns, 8e9, 8, False, known, widest=0.45), grouped)
     assert sizes == [17, 8 * n]  # measured on the 17 distinct layouts, then (grouping off) on every row
 
@@ -303,7 +309,7 @@ def test_the_search_table_is_the_same_without_deduplication(asked, monkeypatch):
     grouped = search(PlanInputs(**asked))
     grouped_rows = sum(costed)
     front = pareto_front(grouped.table, ("gpus", "days", "cost"))
-    monkeypatch.setattr(D, "DISTINCT_MIN_ROWS", 10**15)
+    monkeypatch.setattr(R, "GROUP_MIN_ROWS", 10**15)
     monkeypatch.setattr(P, "PREFILTER_MIN_ROWS", 10**15)
     monkeypatch.setattr(S, "zero_choice_key", lambda dp, tp, pp, cp, ep: (dp, tp, pp, cp, ep))
     costed.clear()

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.core.comm.dp_costs import distinct_rows as distinct_degrees  # integer columns, one int64 key
+from gpuplan.core.row_groups import group_rows
 
 CLASSES = ("bf16", "fp8", "moe")
 LAYOUT_FAMILY = {"bf16": "dense", "fp8": "dense", "moe": "moe"}
@@ -198,9 +198,11 @@ PRIMES = np.array([2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53], 
 
 def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(unique rows, inverse) as ``np.unique(rows, axis=0, return_inverse=True)`` gives them, in
-    another order: rows are told apart by one weighted sum (sorting one column is ~7x faster than
-    numpy's row-wise unique on a 40,000-layout search), and the answer is checked exact: where two
-    different rows share a sum, the row-wise unique decides."""
+    another order, for rows of any floats and always (unlike core.row_groups.group_rows, which
+    layout_uncertainty uses on its integer degrees: it packs integers and may decline): rows are told
+    apart by one weighted sum (sorting one column is ~7x faster than numpy's row-wise unique on a
+    40,000-layout search), and the answer is checked exact: where two different rows share a sum, the
+    row-wise unique decides."""
     # Fixed, pairwise-incommensurate weights (the fractional parts of the square roots of the primes;
     # numpy.random's import alone cost ~17 ms a command): any collision is caught by the check below.
     weights = 1.0 + np.modf(np.sqrt(PRIMES[:rows.shape[1]]))[0]
@@ -260,9 +262,11 @@ def layout_uncertainty(columns, active_params: float, domain: int, moe: bool, kn
     """Relative uncertainty of each layout's step time (module docstring) on a cluster whose
     scale-up domains hold ``domain`` GPUs. Each distinct layout -- the integer degrees its point and kind
     are read from -- is measured once and its answer broadcast back (issue 39: an int64 key sorted once,
-    core.comm.dp_costs.distinct_rows, where distinct_rows' weighted sum sorted floats and checked them)."""
-    degrees = distinct_degrees(*(columns[k] for k in ("tp", "pp", "cp", "dp", "ep", "micro_batch")),
-                               np.asarray(columns["vpp"]) > 1, np.asarray(columns["zero"]) >= 3)
+    core.row_groups.group_rows, where distinct_rows' weighted sum sorted floats and checked them). The key
+    must hold everything layout_points and layout_kinds read of a row (POINT_COLUMNS: vpp as vpp > 1, ZeRO
+    as ZeRO >= 3); a new column they read must join it (tests/test_search_dedup.py compares every row)."""
+    degrees = group_rows(*(columns[k] for k in ("tp", "pp", "cp", "dp", "ep", "micro_batch")),
+                         np.asarray(columns["vpp"]) > 1, np.asarray(columns["zero"]) >= 3)
     if degrees is not None:
         columns = {k: np.asarray(columns[k])[degrees[0]] for k in POINT_COLUMNS}
     points = layout_points(columns, active_params)

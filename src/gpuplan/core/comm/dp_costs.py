@@ -22,6 +22,7 @@ from gpuplan.core.comm import dp_overlap as O
 from gpuplan.core.comm.collective_cost import CollectiveCost
 from gpuplan.core.frameworks import runs_bf16_optimizer
 from gpuplan.core.model.spec import ModelSpec, count_parameters
+from gpuplan.core.row_groups import group_rows
 from gpuplan.core.comm.zero3_gathers import gathers_per_micro_batch, layer_submodule_params
 
 # PyTorch DDP's default bucket: bucket_cap_mb = 25 (torch/nn/parallel/distributed.py)
@@ -86,62 +87,22 @@ def _populations(spec: ModelSpec, cluster, settings, *, tp, pp, ep, shard, train
     return ((1 - share, cluster.group(shard, tp)), (share, cluster.group(expert_ranks, etp * ep)))
 
 
-def _per_unit(kind: str, size, populations, rows=None):
+def _per_unit(kind: str, size, populations, groups=None):
     """Seconds of one unit's collective: each population's part on its own group, one after the
-    other on the communication stream (``rows``: distinct_rows, each distinct row costed once). A population
-    with no share anywhere (a dense model's experts) is not costed: its finite seconds x False added 0."""
-    return sum(seconds_by_rows(kind, size * share, links, rows) * (share > 0) for share, links in populations
+    other on the communication stream (``groups``: core.row_groups.group_rows, each group costed once). A
+    population with no share anywhere (a dense model's experts) is not costed: its finite seconds x False
+    added 0."""
+    return sum(seconds_by_rows(kind, size * share, links, groups) * (share > 0) for share, links in populations
                if np.ndim(share) or share > 0)
 
 
-DISTINCT_MIN_ROWS = 64
-"""Fewer rows than this are costed row by row: finding the distinct ones would cost more than it saves."""
-
-
-def distinct_rows(*columns, floats=()):
-    """(one representative row of each distinct combination, each row's combination) of the integer-valued
-    ``columns`` (numbers or arrays of one length), or None where every row is costed (no array of
-    DISTINCT_MIN_ROWS rows or more; non-integer values; a key past int64). The columns are packed into one
-    int64 key (mixed radix over their ranges) and sorted once (issue 39: a warm `train` times 10,394 fitting
-    layouts that hold 272 distinct data-parallel groups and 424 distinct TP ones; ~0.3 ms each against ~25 ms
-    of collectives row by row). ``floats``: arrays the key must determine too, checked (a row whose value
-    differs from its representative's: None)."""
-    key, span, rows = None, 1, 0
-    for column in columns:
-        values = np.asarray(column)
-        if values.ndim == 0:
-            continue
-        ints = values.astype(np.int64)
-        if not np.array_equal(ints, values):
-            return None
-        low = int(ints.min())
-        width = int(ints.max()) - low + 1
-        span, rows = span * width, len(ints)
-        if span >= 2**62:
-            return None
-        key = ints - low if key is None else key * width + (ints - low)
-    if key is None or rows < DISTINCT_MIN_ROWS:
-        return None
-    order = np.argsort(key, kind="stable")  # timsort takes a search's runs of equal keys (runs first: slower)
-    ordered = key[order]
-    starts = np.empty(rows, dtype=bool)
-    starts[0], starts[1:] = True, ordered[1:] != ordered[:-1]
-    inverse = np.empty(rows, dtype=np.intp)
-    inverse[order] = np.cumsum(starts) - 1
-    first = order[starts]
-    for values in floats:
-        if np.ndim(values) and not np.array_equal(np.asarray(values)[first][inverse], values):
-            return None
-    return first, inverse
-
-
-def seconds_by_rows(kind: str, size, links, rows=None):
-    """core.comm.collectives.collective_seconds of every row; with ``rows`` (distinct_rows, which must
-    determine ``size`` and ``links``) each distinct row is costed once and its seconds broadcast back:
+def seconds_by_rows(kind: str, size, links, groups=None):
+    """core.comm.collectives.collective_seconds of every row; with ``groups`` (core.row_groups.group_rows,
+    which must determine ``size`` and ``links``) each group is costed once and its seconds broadcast back:
     the same numbers (elementwise arithmetic on the same inputs)."""
-    if rows is None:
+    if groups is None:
         return K.collective_seconds(kind, size, links)
-    first, inverse = rows
+    first, inverse = groups
     size = np.asarray(size)[first] if np.ndim(size) else size
     links = replace(links, **{f.name: getattr(links, f.name)[first] for f in fields(links)
                               if np.ndim(getattr(links, f.name))})
@@ -160,7 +121,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     populations = _populations(spec, cluster, settings, tp=tp, pp=pp, ep=ep, shard=shard,
                                trained_params=trained_params)
     # what the collectives' sizes and groups depend on, row by row: each distinct combination costed once
-    rows = distinct_rows(tp, pp, ep, data, 1 if shard_group is None else shard, zero, layers, floats=(trained_params,))
+    groups = group_rows(tp, pp, ep, data, 1 if shard_group is None else shard, zero, layers, floats=(trained_params,))
     group = populations[0][1]
     across = cluster.group(replicas, tp * shard)
     grads = trained_params * settings.grad_comm_bytes
@@ -178,9 +139,9 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     reduce_scatter = (zero >= 1) & ~(settings.grad_all_reduce & (zero == 1))  # ALL_REDUCE_THEN_GATHER
     # each kind costed only where some row runs it (np.where takes the other's 0.0 nowhere)
     rs_one = np.where(reduce_scatter,
-                      _per_unit("reduce_scatter", grads / units, populations, rows) if np.any(reduce_scatter) else 0.0,
-                      0.0 if np.all(reduce_scatter) else _per_unit("all_reduce", grads / units, populations, rows))
-    ag_one = _per_unit("all_gather", weights / units, populations, rows)
+                      _per_unit("reduce_scatter", grads / units, populations, groups) if np.any(reduce_scatter) else 0.0,
+                      0.0 if np.all(reduce_scatter) else _per_unit("all_reduce", grads / units, populations, groups))
+    ag_one = _per_unit("all_gather", weights / units, populations, groups)
     if settings.dp_schedule == "deepspeed":  # ZeRO-3's hook-driven fetches reach a fitted share of NCCL's rate,
         # fitted on ZeRO-3 rows only (core.comm.dp_overlap): ZeRO-0-2's bucketed reductions keep NCCL's own rate
         share = np.where(zero3, O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE, 1.0)
@@ -198,7 +159,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     gathered = (zero >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp)  # core.frameworks' one rule
     ag_calls = many * gathered * units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
     # one replica (no HSDP): collective_seconds gives a group of one 0 seconds
-    ar_across = (seconds_by_rows("all_reduce", grads / shard / units, across, rows) if np.any(np.asarray(replicas) > 1)
+    ar_across = (seconds_by_rows("all_reduce", grads / shard / units, across, groups) if np.any(np.asarray(replicas) > 1)
                  else 0.0) * units
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
     exposed = _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute,
@@ -213,8 +174,8 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     # the embedding unit: gathered before the first block's forward and reduced after the last block's
     # backward, every micro-batch, with no compute to hide behind
     emb_calls = 2 * micro_batches * (np.asarray(embedding) > 0)
-    emb = emb_calls / 2 * ((seconds_by_rows("all_gather", embedding * settings.weight_comm_bytes, group, rows)
-                            + seconds_by_rows("reduce_scatter", grads_emb, group, rows) * (np.asarray(grads_emb) > 0))
+    emb = emb_calls / 2 * ((seconds_by_rows("all_gather", embedding * settings.weight_comm_bytes, group, groups)
+                            + seconds_by_rows("reduce_scatter", grads_emb, group, groups) * (np.asarray(grads_emb) > 0))
                            if np.any(emb_calls) else 0.0)  # none: 0 calls x finite seconds
     return costs + [CollectiveCost("DP", "embedding unit all-gather + reduce-scatter (FSDP2)", emb_calls,
                                    embedding * settings.weight_comm_bytes, tp * shard, emb, emb, "all_gather", group)]

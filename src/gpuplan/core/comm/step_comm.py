@@ -17,9 +17,9 @@ import numpy as np
 
 from gpuplan.core.comm import volumes as C
 from gpuplan.core.comm.collective_cost import CollectiveCost
-from gpuplan.core.comm.dp_costs import (data_parallel_costs, distinct_rows, params_per_gpu,  # noqa: F401 (re-exported)
-                                         seconds_by_rows)
+from gpuplan.core.comm.dp_costs import data_parallel_costs, params_per_gpu, seconds_by_rows  # noqa: F401 (re-exported)
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.row_groups import group_rows
 from gpuplan.core.comm.moe_overlap import (ALL_TO_ALLS_PER_LAYER, MoeLayerPhases, exposed_all_to_all,
                                            paired_send_slack)
 from gpuplan.core.comm.topology import Cluster
@@ -112,8 +112,8 @@ def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, lay
     per_layer = SP.tp_exchanges_per_layer(spec, settings.sequence_parallel, settings.recompute)
     group = cluster.group(tp, 1)
     kinds = SP.tp_collective_kinds(settings.sequence_parallel)
-    rows = distinct_rows(tp, act_bytes)  # the group and the buffer: each distinct (tp, bytes) costed once
-    one = sum(seconds_by_rows(kind, act_bytes, group, rows) for kind in kinds)
+    groups = group_rows(tp, act_bytes)  # the group and the buffer: each distinct (tp, bytes) costed once
+    one = sum(seconds_by_rows(kind, act_bytes, group, groups) for kind in kinds)
     calls = micro_batches * layers * per_layer * (np.asarray(tp) > 1)
     total = calls * one
     exposed = (1 - settings.tp_overlap) * total
