@@ -104,6 +104,12 @@ def test_the_distinct_groups_are_the_hand_counted_ones():
     # a float that the integer key does not determine (here it differs within a group): every row costed
     assert R.group_rows(g["tp"], floats=(g["micro_batches"],)) is None
     assert R.group_rows(g["tp"], floats=(g["tp"] * 1.5,)) is not None
+    # seconds_by_rows takes sizes and links one value a row (or one for all): a grouped array is refused
+    cluster = cluster_for(load_accelerator("h100-sxm"))
+    groups = R.group_rows(g["tp"])
+    assert D.seconds_by_rows("all_reduce", g["tp"] * 1e6, cluster.group(g["tp"]), groups).shape == (ROWS,)
+    with pytest.raises(ValueError, match="one value for each of 120 rows"):
+        D.seconds_by_rows("all_reduce", g["tp"][groups[0]] * 1e6, cluster.group(g["tp"]), groups)
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES, ids=lambda s: "-".join(str(v) for v in s.values()))

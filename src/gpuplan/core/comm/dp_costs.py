@@ -97,15 +97,21 @@ def _per_unit(kind: str, size, populations, groups=None):
 
 
 def seconds_by_rows(kind: str, size, links, groups=None):
-    """core.comm.collectives.collective_seconds of every row; with ``groups`` (core.row_groups.group_rows,
-    which must determine ``size`` and ``links``) each group is costed once and its seconds broadcast back:
-    the same numbers (elementwise arithmetic on the same inputs)."""
+    """core.comm.collectives.collective_seconds of every row; with ``groups`` (core.row_groups.group_rows)
+    each group is costed once, at its first row, and its seconds broadcast back: the same numbers
+    (elementwise arithmetic on the same inputs). The contract: the groups' key must determine ``size`` and
+    every field of ``links`` row by row -- a new per-row input to a size or to a group's ranks or stride must
+    join the key (data_parallel_costs, step_comm._tp_cost) -- and what is the same for every row (the
+    StepSettings) must be a scalar. Checked here: each array is one value a row (ValueError otherwise);
+    that the key holds every input is checked by tests/test_search_dedup.py, searches grouped and not."""
     if groups is None:
         return K.collective_seconds(kind, size, links)
     first, inverse = groups
+    arrays = {f.name: value for f in fields(links) if np.ndim(value := getattr(links, f.name))}
+    if any(np.shape(v) != inverse.shape for v in (*arrays.values(), size) if np.ndim(v)):
+        raise ValueError(f"seconds_by_rows: a size or link array is not one value for each of {len(inverse)} rows")
     size = np.asarray(size)[first] if np.ndim(size) else size
-    links = replace(links, **{f.name: getattr(links, f.name)[first] for f in fields(links)
-                              if np.ndim(getattr(links, f.name))})
+    links = replace(links, **{name: value[first] for name, value in arrays.items()})
     seconds = K.collective_seconds(kind, size, links)
     return seconds[inverse] if np.ndim(seconds) else seconds
 
@@ -114,7 +120,10 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
                         shard_group, layers, trained_params, t_bwd_gemm_mb, compute, moe_phases=None, vpp=1
                         ) -> list[CollectiveCost]:
     """The gradient, parameter and cross-replica collectives of one step, with their exposed share
-    (``vpp``: model chunks per pipeline rank, for FSDP2's end-of-step reductions)."""
+    (``vpp``: model chunks per pipeline rank, for FSDP2's end-of-step reductions). The collectives are
+    costed once per distinct (tp, pp, ep, dp x cp, HSDP shard, ZeRO, layers), the trained parameters
+    checked constant within each (core.row_groups): a new per-row input to a size or a group must join
+    that key (seconds_by_rows' contract); ``settings`` is one StepSettings of scalars for every row."""
     data = dp * cp
     shard = data if shard_group is None else shard_group
     replicas = data / shard
@@ -136,16 +145,8 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     weights = weights - embedding * settings.weight_comm_bytes
     grads_emb = embedding * settings.grad_comm_bytes * (settings.finetune == "full")
     grads = grads - grads_emb
-    reduce_scatter = (zero >= 1) & ~(settings.grad_all_reduce & (zero == 1))  # ALL_REDUCE_THEN_GATHER
-    # each kind costed only where some row runs it (np.where takes the other's 0.0 nowhere)
-    rs_one = np.where(reduce_scatter,
-                      _per_unit("reduce_scatter", grads / units, populations, groups) if np.any(reduce_scatter) else 0.0,
-                      0.0 if np.all(reduce_scatter) else _per_unit("all_reduce", grads / units, populations, groups))
-    ag_one = _per_unit("all_gather", weights / units, populations, groups)
-    if settings.dp_schedule == "deepspeed":  # ZeRO-3's hook-driven fetches reach a fitted share of NCCL's rate,
-        # fitted on ZeRO-3 rows only (core.comm.dp_overlap): ZeRO-0-2's bucketed reductions keep NCCL's own rate
-        share = np.where(zero3, O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE, 1.0)
-        rs_one, ag_one = rs_one / share, ag_one / share
+    reduce_scatter, rs_one, ag_one, ar_across = _unit_seconds(settings, populations, across, grads, weights, units,
+                                                              shard, replicas, zero, groups)
     # ZeRO-3 gathers for every micro-batch (FSDP2 under a pipeline keeps the stage gathered); FSDP2 also
     # reduce-scatters every micro-batch, DeepSpeed once a step (its fitted overlap, core.frameworks)
     gather_each = zero3 & ((np.asarray(pp) == 1) | (settings.dp_schedule == "deepspeed"))
@@ -158,9 +159,6 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     # all-gathers the bf16 weights after each step too (bf16_optimizer.py@edaa722 update_lp_params L454-464)
     gathered = (zero >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp)  # core.frameworks' one rule
     ag_calls = many * gathered * units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
-    # one replica (no HSDP): collective_seconds gives a group of one 0 seconds
-    ar_across = (seconds_by_rows("all_reduce", grads / shard / units, across, groups) if np.any(np.asarray(replicas) > 1)
-                 else 0.0) * units
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
     exposed = _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute,
                        moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch, vpp, pp)
@@ -171,14 +169,40 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     costs = [CollectiveCost("DP", label, calls, size, tp * shard if name != "across" else tp * data, totals[name],
                             exposed[name], nccl, links)
              for name, (label, calls, size, nccl, links) in what.items()]
-    # the embedding unit: gathered before the first block's forward and reduced after the last block's
-    # backward, every micro-batch, with no compute to hide behind
+    return costs + [_embedding_cost(settings, embedding, grads_emb, micro_batches, tp * shard, group, groups)]
+
+
+def _embedding_cost(settings, embedding, grads_emb, micro_batches, ranks, group, groups) -> CollectiveCost:
+    """FSDP2's embedding unit (``embedding`` parameters a GPU, ``grads_emb`` gradient bytes; _embedding_unit):
+    gathered before the first block's forward and reduced after the last block's backward, every
+    micro-batch, with no compute to hide behind."""
     emb_calls = 2 * micro_batches * (np.asarray(embedding) > 0)
     emb = emb_calls / 2 * ((seconds_by_rows("all_gather", embedding * settings.weight_comm_bytes, group, groups)
                             + seconds_by_rows("reduce_scatter", grads_emb, group, groups) * (np.asarray(grads_emb) > 0))
                            if np.any(emb_calls) else 0.0)  # none: 0 calls x finite seconds
-    return costs + [CollectiveCost("DP", "embedding unit all-gather + reduce-scatter (FSDP2)", emb_calls,
-                                   embedding * settings.weight_comm_bytes, tp * shard, emb, emb, "all_gather", group)]
+    return CollectiveCost("DP", "embedding unit all-gather + reduce-scatter (FSDP2)", emb_calls,
+                          embedding * settings.weight_comm_bytes, ranks, emb, emb, "all_gather", group)
+
+
+def _unit_seconds(settings, populations, across, grads, weights, units, shard, replicas, zero, groups):
+    """(where the gradients are reduce-scattered, seconds of one unit's gradient reduce-scatter or all-reduce,
+    of its parameter all-gather, of its units' HSDP all-reduce across the replicas: ``units`` x one)."""
+    zero3 = zero >= 3
+    reduce_scatter = (zero >= 1) & ~(settings.grad_all_reduce & (zero == 1))  # ALL_REDUCE_THEN_GATHER
+    # each kind costed only where some row runs it (np.where takes the other's 0.0 nowhere)
+    size = grads / units
+    rs_one = np.where(reduce_scatter,
+                      _per_unit("reduce_scatter", size, populations, groups) if np.any(reduce_scatter) else 0.0,
+                      0.0 if np.all(reduce_scatter) else _per_unit("all_reduce", size, populations, groups))
+    ag_one = _per_unit("all_gather", weights / units, populations, groups)
+    if settings.dp_schedule == "deepspeed":  # ZeRO-3's hook-driven fetches reach a fitted share of NCCL's rate,
+        # fitted on ZeRO-3 rows only (core.comm.dp_overlap): ZeRO-0-2's bucketed reductions keep NCCL's own rate
+        share = np.where(zero3, O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE, 1.0)
+        rs_one, ag_one = rs_one / share, ag_one / share
+    # one replica (no HSDP): collective_seconds gives a group of one 0 seconds
+    ar_across = (seconds_by_rows("all_reduce", grads / shard / units, across, groups)
+                 if np.any(np.asarray(replicas) > 1) else 0.0) * units
+    return reduce_scatter, rs_one, ag_one, ar_across
 
 
 def _embedding_unit(spec: ModelSpec, settings, tp) -> float:
