@@ -1,7 +1,8 @@
 """Count what DeepSpeed's BF16_Optimizer holds, on DeepSpeed's own code: a PipelineModule trained one step in bf16
-at ZeRO stage 0 by its PipelineEngine, on CPU with gloo, ``dp`` data-parallel ranks (core.memory.bf16_optimizer).
+at ZeRO stage 0 by its PipelineEngine, on CPU with gloo, ``dp`` data-parallel ranks of ``stages`` pipeline stages
+(core.memory.bf16_optimizer).
 
-    PYTHONPATH=DEEPSPEED_SRC python scripts/measure_deepspeed_bf16.py [--dp 2] [--out FILE.json]
+    PYTHONPATH=DEEPSPEED_SRC python scripts/measure_deepspeed_bf16.py [--dp 2] [--stages 1] [--out FILE.json]
 
 DEEPSPEED_SRC: a DeepSpeed source tree (e.g. ``git archive edaa722 deepspeed op_builder accelerator`` of
 deepspeedai/DeepSpeed, unpacked; it imports py-cpuinfo, hjson, msgpack, ninja and einops). The one change to
@@ -9,7 +10,10 @@ DeepSpeed's behaviour: its CPU accelerator's C++ shared-memory collective is not
 None, as it does where the op is not compatible); gloo runs the collectives. Prints rank 0's record: elements
 and dtypes of the weights, the accumulation buffer, the fp32 master partition, the optimizer's states, and, at
 the optimizer step, autograd's bf16 gradients and the fp32 gradient partition (and whether it has storage of
-its own). Units: elements.
+its own). Units: elements. Rank 0 is the first stage (PipeDataParallelTopology: rank = stage x dp + data), so with
+``--stages 2`` it records a stage before the last, whose backward runs the PipelineEngine's own path
+(pipe/engine.py@edaa722 L861-863 clear_lp_grads, L882-885 update_hp_grads(clear_lp_grads=False)), not
+``super().backward``; its stage holds the first Linear (64 x 256 + 256 = 16,640 parameters).
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ def _record(engine, model) -> dict:
                 lp_grads_after_step=sum(p.grad.numel() for p in model.parameters() if p.grad is not None))
 
 
-def _rank(rank: int, dp: int, port: int, out: str | None) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(dp),
+def _rank(rank: int, dp: int, stages: int, port: int, out: str | None) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(dp * stages),
                       LOCAL_RANK=str(rank))
     import torch
     import deepspeed
@@ -46,7 +50,7 @@ def _rank(rank: int, dp: int, port: int, out: str | None) -> None:
     deepspeed.init_distributed(dist_backend="gloo")
     torch.manual_seed(0)
     layers = [torch.nn.Linear(HIDDEN, 4 * HIDDEN), torch.nn.GELU(), torch.nn.Linear(4 * HIDDEN, HIDDEN)]
-    model = PipelineModule(layers=layers, num_stages=1, loss_fn=torch.nn.MSELoss())
+    model = PipelineModule(layers=layers, num_stages=stages, loss_fn=torch.nn.MSELoss())
     config = {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3, "bf16": {"enabled": True},
               "zero_optimization": {"stage": 0}, "steps_per_print": 10**9,
               "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "torch_adam": True}}}
@@ -65,7 +69,7 @@ def _rank(rank: int, dp: int, port: int, out: str | None) -> None:
     o.optimizer.step = recording_step
     batch = (torch.randn(2, HIDDEN, dtype=torch.bfloat16), torch.randn(2, HIDDEN, dtype=torch.bfloat16))
     engine.train_batch(data_iter=iter([batch] * 3))
-    record = dict(rank=rank, dp=dp, **_record(engine, model), **seen)
+    record = dict(rank=rank, dp=dp, stages=stages, stage=engine.stage_id, **_record(engine, model), **seen)
     if rank == 0:
         print(json.dumps(record))
         if out:
@@ -76,10 +80,12 @@ def _rank(rank: int, dp: int, port: int, out: str | None) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dp", type=int, default=2)
+    parser.add_argument("--stages", type=int, default=1)
     parser.add_argument("--port", type=int, default=29531)
     parser.add_argument("--out")
     args = parser.parse_args()
-    ranks = [mp.Process(target=_rank, args=(r, args.dp, args.port, args.out)) for r in range(args.dp)]
+    world = args.dp * args.stages
+    ranks = [mp.Process(target=_rank, args=(r, args.dp, args.stages, args.port, args.out)) for r in range(world)]
     for p in ranks:
         p.start()
     for p in ranks:

@@ -17,13 +17,22 @@ from gpuplan.core.memory import bf16_optimizer as BO
 from gpuplan.core.memory import training as M
 from gpuplan.core.parallel import ParallelLayout
 
-# DeepSpeed's own code at edaa722 (the profile's commit), scripts/measure_deepspeed_bf16.py: a one-stage
-# PipelineModule of 33,088 parameters, bf16, ZeRO stage 0, AdamW, one train_batch of 3 micro-batches, rank 0.
-# (engine.py L2014 keys the choice on pipeline_parallelism, a PipelineModule, not on its stage count.)
-MEASURED_PARAMS = 33_088
-MEASURED = {  # dp: (accumulation buffer, master partition, each AdamW moment, lp.grad at the step, step partition)
-    2: ((33_088, "bfloat16"), (16_544, "float32"), (16_544, "float32"), (33_088, "bfloat16"), (16_544, "float32")),
-    4: ((33_088, "bfloat16"), (8_272, "float32"), (8_272, "float32"), (33_088, "bfloat16"), (8_272, "float32")),
+# DeepSpeed's own code at edaa722 (the profile's commit), scripts/measure_deepspeed_bf16.py: a PipelineModule of
+# 33,088 parameters, bf16, ZeRO stage 0, AdamW, one train_batch of 3 micro-batches, rank 0. One stage (engine.py
+# L2014 keys the choice on pipeline_parallelism, a PipelineModule, not on its stage count): the last stage's
+# backward (super().backward -> backward_epilogue). Two stages (--stages 2, world 2 x dp, re-measured in review
+# wave7 r4 SHOULD-FIX 5): rank 0 is the first stage, 64 x 256 + 256 = 16,640 parameters, whose backward is the
+# PipelineEngine's own (pipe/engine.py L861-863 clear_lp_grads, L882-885 update_hp_grads(clear_lp_grads=False)).
+MEASURED = {  # (stages, dp): (stage parameters, accumulation buffer, master partition, each AdamW moment,
+    #                          lp.grad at the step, step partition)
+    (1, 2): (33_088, (33_088, "bfloat16"), (16_544, "float32"), (16_544, "float32"), (33_088, "bfloat16"),
+             (16_544, "float32")),
+    (1, 4): (33_088, (33_088, "bfloat16"), (8_272, "float32"), (8_272, "float32"), (33_088, "bfloat16"),
+             (8_272, "float32")),
+    (2, 2): (16_640, (16_640, "bfloat16"), (8_320, "float32"), (8_320, "float32"), (16_640, "bfloat16"),
+             (8_320, "float32")),
+    (2, 4): (16_640, (16_640, "bfloat16"), (4_160, "float32"), (4_160, "float32"), (16_640, "bfloat16"),
+             (4_160, "float32")),
 }
 WIDTH = {"bfloat16": 2, "float32": 4}
 DS = M.MemorySettings(framework="deepspeed", recipe="mixed", implementation="hf", seq_len=4096, deepspeed_bf16=True)
@@ -38,16 +47,16 @@ def _flat_params(n: float) -> M.StageParams:
     return M.StageParams(layers=1, moe_layers=0, dense=n, experts=0.0, matrices=n, largest_layer=n, root=0.0)
 
 
-@pytest.mark.parametrize("dp", sorted(MEASURED))
-def test_states_match_deepspeeds_own_buffers(dp):
+@pytest.mark.parametrize("stages, dp", sorted(MEASURED))
+def test_states_match_deepspeeds_own_buffers(stages, dp):
     """gpuplan's bytes for the measured run's parameters equal the buffers DeepSpeed allocated, exactly."""
-    acc, master, moment, lp_grads, step_grad = MEASURED[dp]
-    params = _flat_params(MEASURED_PARAMS)
+    n, acc, master, moment, lp_grads, step_grad = MEASURED[stages, dp]
+    params = _flat_params(n)
     layout = ParallelLayout(dp=dp, pp=2, zero=0)
     recipe = M.RECIPES["mixed"]
     states = BO.bf16_optimizer_states(lambda at: M.model_state_bytes(params, at, recipe, M.OPTIMIZERS["adamw"], 64),
                                       layout, DS, recipe)
-    assert states.weights == 2 * MEASURED_PARAMS  # the bf16 flat group, 33,088 x 2 B
+    assert states.weights == 2 * n  # the bf16 flat group
     assert states.grads == _bytes(lp_grads) + _bytes(acc)  # autograd's bf16 grads + the bf16 accumulation buffer
     assert states.master == _bytes(master)
     assert states.optimizer == 2 * _bytes(moment)
@@ -207,17 +216,18 @@ def test_published_memory_reads_the_rows_precision():
 
 @pytest.mark.skipif(not os.environ.get("GPUPLAN_DEEPSPEED_SRC"), reason="needs a DeepSpeed source tree "
                     "(GPUPLAN_DEEPSPEED_SRC, with py-cpuinfo, hjson, msgpack, ninja and einops importable)")
-def test_measurement_reruns(tmp_path):
-    """Re-measure on the DeepSpeed tree named (the constants above are edaa722's)."""
+@pytest.mark.parametrize("stages, dp", sorted(MEASURED))
+def test_measurement_reruns(tmp_path, stages, dp):
+    """Re-measure on the DeepSpeed tree named (the constants above are edaa722's): 20-55 s each on 2 CPU cores."""
     script = Path(__file__).resolve().parents[1] / "scripts" / "measure_deepspeed_bf16.py"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (os.environ["GPUPLAN_DEEPSPEED_SRC"],
                                                                      os.environ.get("PYTHONPATH")))))
     out = tmp_path / "bf16.json"
-    subprocess.run([sys.executable, str(script), "--dp", "2", "--out", str(out)], env=env, check=True, timeout=600,
-                   capture_output=True)
+    subprocess.run([sys.executable, str(script), "--dp", str(dp), "--stages", str(stages), "--out", str(out),
+                    "--port", str(29_531 + 10 * stages + dp)], env=env, check=True, timeout=600, capture_output=True)
     got = json.loads(out.read_text())
-    acc, master, moment, lp_grads, step_grad = MEASURED[2]
-    assert got["optimizer"] == "BF16_Optimizer" and got["params"] == MEASURED_PARAMS
+    n, acc, master, moment, lp_grads, step_grad = MEASURED[stages, dp]
+    assert got["optimizer"] == "BF16_Optimizer" and got["params"] == n and got["stage"] == 0
     assert [tuple(x) for x in got["accumulation_buffer"]] == [(acc[0], "torch." + acc[1])]
     assert [tuple(x) for x in got["master_partition"]] == [(master[0], "torch." + master[1])]
     assert [tuple(x) for x in got["optimizer_states"]] == [(moment[0], "torch." + moment[1])] * 2

@@ -30,9 +30,11 @@ def _by_kind(settings, **change):
 
 
 def _all_reduce_by_hand():
-    """ZeRO-0's gradient all-reduce: Megatron-sized buckets, ceil(842,301,952 / 40e6) = 22 calls of
-    842,301,952 x 2 / 22 = 76,572,904.7 B over the 4 data-parallel ranks (stride tp = 2, inside the node): NCCL's
-    ring, 2 x 3/4 x 76,572,904.7 B / 240 GB/s = 478.6 us + latency = 507.4 us a call, 11.162 ms a step."""
+    """ZeRO-0's gradient all-reduce as gpuplan sizes it: Megatron-sized buckets, ceil(842,301,952 / 40e6) = 22 calls
+    of 842,301,952 x 2 / 22 = 76,572,904.7 B over the 4 data-parallel ranks (stride tp = 2, inside the node): NCCL's
+    ring, 2 x 3/4 x 76,572,904.7 B / 240 GB/s = 478.6 us + latency = 507.4 us a call, 11.162 ms a step. Not
+    DeepSpeed's own bucketing: its pipeline reduces the flat bf16 buffer with allreduce_no_retain(numel_per_bucket=
+    5e8) (engine.py@edaa722 L3691, L3740-3760), 1-2 calls: about 0.6 ms of latency fewer (review wave7 r4 NOTE 8)."""
     size = STAGE_PARAMS * 2 / 22
     per_call = float(K.collective_seconds("all_reduce", size, CLUSTER.group(4, 2)))
     assert per_call == pytest.approx(1.5 * size / 240e9 + 28.8e-6, rel=1e-3)

@@ -24,7 +24,8 @@ So 6 + 12/dp B a parameter between steps and 4/dp more inside the step, where gp
 (scripts/measure_deepspeed_bf16.py: a PipelineModule, bf16, ZeRO stage 0, gloo on CPU, 33,088 parameters):
 BF16_Optimizer chosen; accumulation buffer 33,088 bf16; master partition 16,544 / 8,272 fp32 and two AdamW
 moments of the same size at dp 2 / 4; at the step 33,088 bf16 ``lp.grad`` elements and a 16,544 / 8,272-element
-fp32 gradient partition in storage of its own (tests/test_deepspeed_bf16_pipeline.py). The 0.19.8 release of
+fp32 gradient partition in storage of its own; with two stages the first stage's 16,640 parameters (the
+PipelineEngine's own backward, pipe/engine.py L861-863, L882-885) the same way (tests/test_deepspeed_bf16_pipeline.py). The 0.19.8 release of
 DeepSpeed (PyPI; edaa722's version.txt says 0.19.6) frees ``lp.grad`` after accumulating only with
 ``immediate_grad_update`` (default False), so the default is the same. Expert parameters' master and moments are
 over the expert-data-parallel group (bf16_optimizer_states).
