@@ -31,3 +31,22 @@ def test_no_op_class_takes_negative_seconds():
     assert sum(lines.values()) == pytest.approx(report.value("best_step_seconds"), rel=1e-3)
     gemm = next(ln for s in report.sections for ln in s.lines if ln.key == "class_gemm")
     assert "not split" in gemm.label and not any(k.startswith("class_megatron_norm") for k in lines)
+
+
+@pytest.mark.parametrize("question, before", [
+    ({"model": "pythia-160m", "gpu": "h100", "gpus": 64, "dtype": "fp32", "framework": "hf"}, 4.261),
+    ({"model": "pythia-160m", "gpu": "h100", "gpus": 64, "dtype": "fp32", "finetune": "lora"}, 1.124),
+    ({"params": "7B", "gpu": "gb200", "gpus": 128, "dtype": "fp32", "framework": "hf"}, 10.96),
+])
+def test_a_full_precision_mfu_stays_below_the_gemm_ceiling(question, before):
+    """--dtype fp32 / tf32 (no autocast): the MFU's basis is that dtype's peak (H100 fp32 67 TFLOP/s), but the
+    fused step timed attention and the LM head at bf16's 989.4 and the eager (hf) step every matmul there:
+    MFU 426% (hf), 112% (LoRA), 1,096% on GB200, its range inverted (high clamped at 100%). Now they run at the
+    compute dtype's peak (core.time.low_precision.attention_head_peak): every FLOP at <= peak x MAMF, so a full
+    fine-tune's MFU is at most H100's MAMF fraction 0.803 and a LoRA one's (6ND counted, the base's weight
+    gradients not run) at most 1.5 x that, under 100% either way."""
+    line = plan_report(question).line("best_mfu")
+    assert 0 < line.value <= 1 and line.low <= line.value <= line.high, (line.value, line.low, line.high)
+    assert line.value < before / 2
+    if question.get("gpu") == "h100" and "finetune" not in question:
+        assert line.value <= 0.803

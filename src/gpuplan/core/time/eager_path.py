@@ -8,6 +8,7 @@ from __future__ import annotations
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.comm.topology import Cluster
 from gpuplan.core.time.efficiency import _mamf, attention_efficiency
+from gpuplan.core.time.low_precision import attention_head_peak
 
 
 def eager_run(spec: ModelSpec, cluster: Cluster, settings):
@@ -17,7 +18,7 @@ def eager_run(spec: ModelSpec, cluster: Cluster, settings):
     gpu = cluster.gpu
     fp32 = gpu.peak("fp32") if gpu.has_dtype("fp32") else gpu.peak("bf16") / 16
     return EagerRun(settings.eager_ops.for_recompute(settings.recompute),
-                    gpu.peak("bf16") if gpu.has_dtype("bf16") else gpu.peak(settings.dtype), fp32,
+                    attention_head_peak(gpu, settings.dtype), fp32,  # bf16 autocast; --dtype fp32 / tf32: none
                     _mamf(gpu), settings.gemm_d_half, gpu.memory_bandwidth, gpu,
                     settings.attention_efficiency or attention_efficiency(gpu), settings.seq_len,
                     settings.lora_rank if settings.finetune != "full" else 0, settings.recompute,

@@ -45,7 +45,7 @@ from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kern
 from gpuplan.core.comm.topology import Cluster
 from gpuplan.core.time.low_precision import (  # noqa: F401  (re-exported: their old home)
     BLOCK_SCALED, BLOCK_SCALED_GEMM_TIME_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, FP8_WEIGHT_CAST_BYTES, LOW_PRECISION,
-    MXFP8_CAST_BYTES_PER_ELEMENT, fp8_attention_seconds, low_precision_recipe, precision_class)
+    MXFP8_CAST_BYTES_PER_ELEMENT, attention_head_peak, fp8_attention_seconds, low_precision_recipe, precision_class)
 
 
 @dataclass(frozen=True)
@@ -275,7 +275,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
                                MoeLayerPhases(0.0, 0.0, 0.0, 0.0))
     gpu = cluster.gpu
     peak = gpu.peak(settings.dtype)  # matmuls run at the compute dtype's peak (FP8 linears) ...
-    bf16_peak = gpu.peak("bf16") if gpu.has_dtype("bf16") else peak  # ... attention and the LM head in bf16
+    bf16_peak = attention_head_peak(gpu, settings.dtype)  # ... attention and the LM head in bf16 (fp32: fp32)
     attn_peak = bf16_peak
     fp8 = settings.dtype in LOW_PRECISION  # FP8 or NVFP4 linears: scaled GEMMs with operand casts
     tokens = micro_batch * settings.seq_len / cp
