@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan import plan_report
+from helpers import one_line_refusal
+
+from gpuplan import estimate_budget, plan_report
+from gpuplan.errors import InputError
 
 
 def _class_lines(report) -> dict[str, float]:
@@ -50,3 +53,20 @@ def test_a_full_precision_mfu_stays_below_the_gemm_ceiling(question, before):
     assert line.value < before / 2
     if question.get("gpu") == "h100" and "finetune" not in question:
         assert line.value <= 0.803
+
+
+def test_a_given_mfu_whose_hfu_passes_the_peak_is_refused(run_cli):
+    """--recompute full runs the forward twice, so HFU = MFU x hardware / model FLOPs (1.30x here, the exact
+    count's recompute share); `train pythia-1b --mfu 0.9 --recompute full --days 3` printed 'HFU 117.4%' with
+    exit 0 (as --mfu 140% is refused, so is this). At 0.75 the answer stands, its HFU under 100%, and the
+    refusal's 'at most' is 1 / that ratio."""
+    question = {"model": "pythia-1b", "gpu": "h100", "recompute": "full", "days": 3}
+    answer = estimate_budget({**question, "mfu": 0.75})
+    ratio = answer.value("hfu") / answer.value("mfu")
+    assert 1.25 < ratio < 4 / 3 and answer.value("hfu") <= 1  # 8/6 for 6ND alone; attention's recompute is less
+    for mfu in (0.9, "60-90%"):
+        with pytest.raises(InputError) as refused:
+            estimate_budget({**question, "mfu": mfu})
+        assert refused.value.field == "mfu" and f"at most {1 / ratio:.1%}" in str(refused.value)
+    code, _, err = run_cli("train", "pythia-1b", "--gpu", "h100", "--recompute", "full", "--days", "3", "--mfu", "0.9")
+    one_line_refusal(code, err, "HFU of 117.4%")

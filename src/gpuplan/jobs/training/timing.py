@@ -106,11 +106,23 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
         return _solve_mfu(inputs, spec, gpu, peak, gpus, days, allowance, after_allowances)
     mfu = inputs.mfu_value or DEFAULT_MFU
     flops = count_flops(spec, inputs, inputs.recompute_mode)
+    _check_hfu(inputs, mfu, flops)
     if gpus is not None:  # the time on the GPUs the layout computes on (as --mfu predicted's)
         plan = layout_for_gpus(inputs, gpus)
         estimate = _budgets(flops.used, peak, plan.gpus, None, mfu, inputs.mfu_band, "--mfu range", "article")
         return estimate, plan, inputs, flops
     return _for_deadline(inputs, flops, peak, mfu, days, allowance, after_allowances)
+
+
+def _check_hfu(inputs: TrainingInputs, mfu: float, flops: Flops) -> None:
+    """Refuse a given MFU whose HFU (MFU x hardware / model FLOPs: --recompute full runs the forward
+    twice) passes the dense peak (wave 7 invariant sweep, issue 39: --mfu 0.9 --recompute full printed
+    'HFU 118%' and no note; --mfu 140% alone was already refused)."""
+    top = max(inputs.mfu_band or (mfu,)) * flops.hardware_ratio
+    if top > 1 + 1e-9:
+        raise InputError("mfu", inputs.mfu, f"with --recompute {inputs.recompute_mode} the GPUs run "
+                         f"{flops.hardware_ratio:.3g}x the model's FLOPs: an HFU of {top:.1%}, above the dense "
+                         f"peak; at most {1 / flops.hardware_ratio:.1%}")
 
 
 def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: float, allowance: float,
