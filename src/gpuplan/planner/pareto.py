@@ -17,7 +17,9 @@ def pareto_front(table, objectives: tuple[str, ...]) -> np.ndarray:
     """Indices of layouts no other layout beats on every objective (all minimised), in
     lexicographic order of the objectives; among layouts with identical objective values the
     first is kept. Two or three objectives, vectorised: a sweep over the first objective's
-    distinct values against the staircase (the 2-D front of the other two) of the points so far."""
+    distinct values against the staircase (the 2-D front of the other two) of the points so far. The
+    prefilter (_beaten_in_group) loops over the first objective's distinct values, O(distinct x rows):
+    put a few-valued objective first (`plan` puts the GPU count: ~29 values), not a continuous one."""
     values = np.stack([np.asarray(table[o], dtype=float) for o in objectives], axis=1)
     if not len(values):
         return np.zeros(0, dtype=int)

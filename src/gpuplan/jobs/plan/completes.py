@@ -41,6 +41,7 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
     when no row completes."""
     gpus = fitting["gpus"].astype(np.int64)
     writers = np.where(fitting["zero"] >= 1, gpus, np.minimum(gpus, fitting["tp"] * fitting["pp"]))  # checkpoint_writers
+    # one int64 per (count, writers): collision-free while writers <= gpus < 2^31 (MAX_GPUS is 10^7: schema.vocabulary)
     group = gpus * 2**32 + np.maximum(writers, 1)
     order = np.argsort(group, kind="stable")  # not np.unique: it imports numpy.ma (tests/test_startup.py)
     starts = np.flatnonzero(np.concatenate(([True], group[order][1:] != group[order][:-1])))

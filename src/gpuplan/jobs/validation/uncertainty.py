@@ -106,6 +106,8 @@ def uncertainty_json() -> str:
              "unit), and every scored published layout of its layout family (dense or MoE) as a point with "
              "its kind (planner/uncertainty.py FEATURES as bits) and the step model's error there: RMS (e) and "
              "signed mean (b, > 0: predicted faster than it ran)."]
+    # jobs.plan.search._uncertainty_class reads one class by finding '\n  "widest": ' and '\n  "<class>": '
+    # as written here (any other layout: it parses the whole file)
     lines = ["{", f'  "about": {json.dumps(about)},', f'  "coordinates": {json.dumps(list(COORDINATES))},',
              f'  "widest": {round(widest, 4)}']
     for cls in CLASSES:
