@@ -1,8 +1,8 @@
 """The web API never opens a path, nor calls the Hub, for a `model` a request names (house rule): the request
 model is the job's schema, whose first after-validator sets defaults the model implies (a learned position
 table's sequence length, schema.model_fields.follow_learned_positions). Inside a request model that rule reads
-the catalog only (web.models.request_model sets JobInputs.catalog_models_only); before 5ad0172's fix the body
-check read a config.json path twice and fetched a Hub id's config.json, then answered 'not in the catalog'."""
+the catalog or the pasted config only (web.models.door_learned_positions); before this fix the body check read
+a config.json path twice and fetched a Hub id's config.json, then answered 'not in the catalog'."""
 
 import json
 
@@ -71,3 +71,20 @@ def test_a_catalog_gpt2_still_follows_its_table_at_the_door(client, no_reads, en
     assert response.status_code == 200, response.text[:300]
     assert no_reads == []
     assert any("gpt2's learned position table has 1,024 rows" in note for note in response.json()["notes"])
+
+
+def test_a_pasted_gpt2_config_follows_its_table_at_the_door(client):
+    """A pasted config.json is read from the body (never a file): its 1,024 learned positions set the sequence at
+    the door as on the CLI, so global_batch_tokens 2,048 is answered (it was refused at the door: 'must hold at
+    least one sequence of --seq-len 4,096 tokens', while the service, reading its own temporary copy of the pasted
+    config, followed 1,024)."""
+    config = {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024,
+              "vocab_size": 50257}
+    body = {"config": config, "gpu": "h100", "gpus": 8, "tokens": "1B", "global_batch_tokens": 2048}
+    response = client.post("/api/training", json=body)
+    assert response.status_code == 200, response.text[:300]
+    assert response.json()["results"]["mem_global_batch"] == 2  # 2,048 tokens of 1,024-token sequences
+    # refused by the service's own check, one line; the door does not build it (its checks keep the 4,096 default)
+    hostile = {"config": {**config, "n_layer": 10**9}, "gpu": "h100", "gpus": 8, "tokens": "1B"}
+    response = client.post("/api/training", json=hostile)
+    assert response.status_code == 422 and response.json()["field"] == "config.json: n_layer"

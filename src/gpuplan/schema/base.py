@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, ClassVar, Self
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -82,9 +82,6 @@ class JobInputs(BaseModel):
     # schema (not for the bases and siblings it imports) at start-up.
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True,
                               validate_default=False, protected_namespaces=(), defer_build=True)
-    catalog_models_only: ClassVar[bool] = False
-    """True in the web API's request models (web.models.request_model): a default that follows the model
-    (follow_model) reads a catalog entry only, never a path or the Hub a request names (the house rule)."""
 
     def __init__(self, **data: Any) -> None:
         try:

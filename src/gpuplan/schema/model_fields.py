@@ -61,31 +61,38 @@ class ModelFields(JobInputs):
         follow_learned_positions(self)
         return self
 
+    def model_learned_positions(self) -> int | None:
+        """Rows of the learned position table of the model named (0: none, RoPE / ALiBi); None where there is no
+        model or it cannot be read (refused where the job reads it, spec, with the message it always had). The web
+        API's request models replace this with a reading that opens no path and calls no Hub
+        (web.models.door_learned_positions)."""
+        return learned_positions_of(self)
+
+
+def learned_positions_of(inputs) -> int | None:
+    """ModelFields.model_learned_positions for any job schema with ``model`` (and perhaps ``model_type``): the
+    model resolved as the job resolves it (a catalog name, a config.json, a Hub id)."""
+    if inputs.model is None:
+        return None
+    from gpuplan.adapters.resolve import resolve_model
+
+    try:
+        return resolve_model(inputs.model, None, model_type=getattr(inputs, "model_type", None)).learned_positions
+    except InputError:
+        return None
+
 
 def follow_learned_positions(inputs) -> None:
     """A sequence length left to its default follows a learned position table shorter than it (GPT-2's
     n_positions 1,024 against 4,096: no framework runs a row past the table, check_positions); a typed one is
     checked as typed. RoPE / ALiBi models keep the default (they run longer sequences). Run by JobInputs' first
     after-validator (``inputs``: a job schema with ``model`` and ``seq_len``), so every later check reads it.
-    In the web API's request models (``catalog_models_only``) a model outside the catalog keeps the default:
-    its path or Hub id is neither opened nor fetched (web.service refuses it after the body check)."""
-    fields = type(inputs).model_fields
-    if "seq_len" not in fields or "seq_len" in inputs.model_fields_set or inputs.model is None:
+    The table is ``inputs.model_learned_positions()``: in the web API's request models a catalog entry or the
+    pasted config.json only, never a path or the Hub a request names (web.models.door_learned_positions)."""
+    if "seq_len" not in type(inputs).model_fields or "seq_len" in inputs.model_fields_set:
         return
-    from gpuplan.adapters.resolve import resolve_model
-
-    model = inputs.model
-    if type(inputs).catalog_models_only:
-        from gpuplan.catalog import find_model_entry
-
-        entry = find_model_entry(model) if isinstance(model, str) else None
-        if entry is None:
-            return
-        model = entry["id"]  # resolve_model reads a catalog id from the catalog alone
-    try:
-        positions = resolve_model(model, None, model_type=getattr(inputs, "model_type", None)).learned_positions
-    except InputError:  # refused where the job reads the model (spec), with the message it always had
-        return
+    reader = getattr(inputs, "model_learned_positions", None)  # ModelFields' (the web door's in request models)
+    positions = reader() if reader is not None else learned_positions_of(inputs)
     if positions and positions < inputs.seq_len:
         inputs.__dict__["seq_len"] = positions  # frozen for callers; set once, before any check reads it
 

@@ -45,6 +45,31 @@ def calibration_value(value: Any) -> Any:
     return value
 
 
+def door_learned_positions(inputs: Any) -> int | None:
+    """ModelFields.model_learned_positions in a request model: rows of the learned position table of a catalog
+    model, or of the pasted ``config`` (checked as web.service checks it before the estimate); None for
+    anything else, which opens no path and calls no Hub (the service refuses a name outside the catalog)."""
+    from gpuplan.adapters.resolve import resolve_model
+    from gpuplan.catalog import find_model_entry
+
+    model, model_type = inputs.model, inputs.model_type
+    try:
+        if model is not None:
+            entry = find_model_entry(model) if isinstance(model, str) else None
+            # a catalog id: resolve_model reads the catalog alone
+            return None if entry is None else resolve_model(entry["id"], None, model_type=model_type).learned_positions
+        config = getattr(inputs, "config", None)
+        if not isinstance(config, dict):
+            return None
+        from gpuplan.adapters.hf_config import model_spec_from_hf_config
+        from gpuplan.web.service import check_config
+
+        check_config(config, model_type)  # the layer / expert bounds first: a hostile config is not built
+        return model_spec_from_hf_config(config, name="pasted-config", model_type=model_type).learned_positions
+    except InputError:  # refused by the service with its own message
+        return None
+
+
 def request_model(name: str, schema: type[BaseModel]) -> type[BaseModel]:
     """The request body of job ``name``: the job's own schema (the CLI's options and plan-file
     keys: same types, ranges and messages) plus ``config``, a pasted config.json."""
@@ -63,7 +88,8 @@ def request_model(name: str, schema: type[BaseModel]) -> type[BaseModel]:
         # built at once: FastAPI wraps the body model in a TypeAdapter, which a deferred build upsets
         "model_config": ConfigDict(**{**schema.model_config, "defer_build": False,
                                       "json_schema_extra": {"examples": [example]} if example else None}),
-        "catalog_models_only": True,  # the model-following defaults read the catalog only: no path, no Hub
+        # the defaults that follow the model read the catalog or the pasted config.json: no path, no Hub
+        "model_learned_positions": door_learned_positions,
         "__doc__": schema.__doc__,
         "__module__": __name__,
     }
