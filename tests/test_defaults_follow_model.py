@@ -124,11 +124,16 @@ def test_model_copy_follows_the_new_model(old, new, seq_len):
 
 
 def test_a_plain_model_copy_keeps_the_text_passed():
-    """model_copy() without changes (review wave7 r4 NOTE 10): the refusal still quotes '90min', not 0.0625."""
+    """model_copy() without changes, copy.copy and copy.deepcopy (review wave7 r4 NOTE 10): the refusal still quotes
+    '90min', not 0.0625."""
     from gpuplan import InputError, PlanInputs, plan_report
 
-    with pytest.raises(InputError, match=r"^days: got '90min'; "):
-        plan_report(PlanInputs(**DEADLINE).model_copy())
+    import copy
+
+    for copied in (PlanInputs(**DEADLINE).model_copy(), copy.copy(PlanInputs(**DEADLINE)),
+                   copy.deepcopy(PlanInputs(**DEADLINE))):
+        with pytest.raises(InputError, match=r"^days: got '90min'; "):
+            plan_report(copied)
 
 
 def test_api_refusal_quotes_the_text_passed_at_construction():

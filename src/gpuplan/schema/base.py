@@ -165,6 +165,12 @@ class JobInputs(BaseModel):
             return self.replace(**update)
         return _remember_typed(super().model_copy(deep=deep), typed_values(self))
 
+    def __copy__(self) -> Self:  # copy.copy / copy.deepcopy keep the text passed, as model_copy() does
+        return _remember_typed(super().__copy__(), typed_values(self))
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        return _remember_typed(super().__deepcopy__(memo), typed_values(self))
+
     def given_values(self) -> dict[str, Any]:
         """The fields the user set, as checked values (objects kept as they are)."""
         return {name: getattr(self, name) for name in self.model_fields_set}
