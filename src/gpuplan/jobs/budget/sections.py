@@ -225,11 +225,11 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
     if cost_od and cost_spot is not None:
         lines.append(Line("cost_spot_saving", "spot saving vs on-demand", 1 - cost_spot / cost_od, "fraction",
                           _pct(1 - cost_spot / cost_od), "after the extra restarts and lost work"))
-    for factor, other in scaled:
+    for factor, other in scaled:  # the change rounded first, then + 0.0: a 0.04% saving printed '(-0.0%)'
         if factor in (0.25, 0.5) and p.on_demand is not None:
             usd = K.cost_usd(other.billed_on_demand, p.on_demand)
             lines.append(Line(f"cost_time_for_space_{factor:g}x", f"time for space: {_gpus(other.gpus)}", usd, "USD",
-                              f"{_usd(usd)} in {format_duration(other.on_demand.wall_seconds)} ({usd / cost_od - 1:+.1%})",
+                              f"{_usd(usd)} in {format_duration(other.on_demand.wall_seconds)} ({round(usd / cost_od - 1, 3) + 0.0:+.1%})",
                               "fewer GPUs for longer: fewer interruptions per day, higher goodput"))
     return Section("Cost (on-demand vs spot)", tuple(lines))
 
