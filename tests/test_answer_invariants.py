@@ -79,3 +79,18 @@ def test_a_change_that_rounds_to_zero_prints_no_minus_sign():
     line = report.line("cost_time_for_space_0.5x")
     change = line.value / report.value("cost_on_demand_usd") - 1
     assert -0.0005 < change < 0 and line.text.endswith("(+0.0%)"), (change, line.text)
+
+
+def test_a_deadline_answer_adds_the_comm_allowance_once():
+    """`train --params 7B --tokens 2T --gpu h100 --days 7` solves 424 GPUs that finish in 7 days after the
+    communication allowance, failures and checkpoints, then said '509 GPUs for the same deadline with comm
+    allowance' (424 x 1.2: the allowance again). Now the line is the article's: GPU-days / days x 1.2 =
+    8.4e22 / (989.4e12 x 0.4 x 86,400 x 7) = 350.94 GPUs x 1.2 = 421.13 (range x 1.1 .. x 1.3), at most the
+    answer's count; with GPUs and days given (MFU solved) it is the GPUs given."""
+    answer = estimate_budget({"params": "7B", "tokens": "2T", "gpu": "h100", "days": 7})
+    line, solved = answer.line("gpus_with_comm"), answer.value("gpus")
+    assert solved == 424 and line.value == pytest.approx(421.13, abs=0.01)
+    assert (line.low, line.high) == pytest.approx((350.94 * 1.1, 350.94 * 1.3), abs=0.01)
+    assert line.value <= solved
+    given = estimate_budget({"params": "7B", "tokens": "2T", "gpu": "h100", "days": 7, "gpus": 512})
+    assert given.value("gpus_with_comm") == 512
