@@ -12,7 +12,7 @@ import pytest
 
 from helpers import one_line_refusal
 
-from gpuplan import estimate_budget, plan_report
+from gpuplan import estimate_budget, estimate_inference, plan_report
 from gpuplan.errors import InputError
 
 
@@ -94,3 +94,19 @@ def test_a_deadline_answer_adds_the_comm_allowance_once():
     assert line.value <= solved
     given = estimate_budget({"params": "7B", "tokens": "2T", "gpu": "h100", "days": 7, "gpus": 512})
     assert given.value("gpus_with_comm") == 512
+
+
+def test_sized_latencies_say_the_load_they_are_at():
+    """`infer llama-3.1-8b --rps 10 --ttft-p99 500ms --tpot 50ms` answered 1 B200, 'requests/s per replica
+    16.14', 'TTFT p99 265 ms', 'time per output token 9 ms' above a table whose B200 row (16.14 req/s) said
+    454 ms and 50 ms: the headline is at the 10 requests/s asked, the table at the most a replica sustains
+    (docs/inference.md), and the text said neither. Now the headline's text names its load and the rate line
+    says it is the most within the targets; the table row, at the higher rate, is the slower one."""
+    answer = estimate_inference({"model": "llama-3.1-8b", "rps": 10, "ttft_p99": "500ms", "tpot": "50ms"})
+    assert answer.value("sized_config") == {"gpu": "b200", "tp": 1, "replicas": 1}
+    ttft, tpot = answer.line("sized_ttft_p99"), answer.line("sized_tpot")
+    assert ttft.text.endswith(" at 10.00 requests/s a replica (target 500 ms)") and "at that load" in tpot.text
+    assert "the most within the targets" in answer.line("sized_rate_per_replica").label
+    row = next(r for r in answer.tables[0].records() if r["gpu"] == "b200")
+    assert row["req/s per replica"] == f"{answer.value('sized_rate_per_replica'):,.2f}"
+    assert float(row["TTFT p99"].split()[0]) / 1e3 > ttft.value and float(row["TPOT"].split()[0]) / 1e3 > tpot.value

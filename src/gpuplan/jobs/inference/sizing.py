@@ -343,12 +343,16 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
              text=_placement(best.replicas, best.tp, best.gpu, best.gpus),
              formula="replicas = ceil(rate / rate one replica sustains within the targets)"),
         *elsewhere,
-        Line("sized_rate_per_replica", "requests/s per replica", r.rate, "requests/s", f"{r.rate:,.2f}",
+        # the load asked beside the latencies: the table's row for this configuration gives them at the rate
+        # a replica sustains (265 ms beside 454 ms for one B200, wave 7 invariant sweep, issue 39)
+        Line("sized_rate_per_replica", "requests/s per replica (the most within the targets)", r.rate, "requests/s",
+             f"{r.rate:,.2f}",
              f"{r.in_flight:,.1f} in flight, prefill {r.prefill_utilisation:.0%} of GPU time"),
-        Line("sized_ttft_p99", "TTFT p99", load.ttft_p99, "s", f"{_ms(load.ttft_p99)} (target {ttft})",
+        Line("sized_ttft_p99", "TTFT p99", load.ttft_p99, "s",
+             f"{_ms(load.ttft_p99)} at {load.rate:,.2f} requests/s a replica (target {ttft})",
              f"at {load.rate:,.2f} requests/s a replica (the load asked): prefill + M/M/1 queueing wait p99 "
              "(docs/inference.md)"),
-        Line("sized_tpot", "time per output token", load.tpot, "s", f"{_ms(load.tpot)} (target {tpot})",
+        Line("sized_tpot", "time per output token", load.tpot, "s", f"{_ms(load.tpot)} at that load (target {tpot})",
              f"at {load.rate:,.2f} requests/s a replica: decode step at the batch in flight / (1 - prefill share)"),
         Line("sized_cost_per_hour", "cost", best.cost_per_hour, "USD/h",
              "n/a (no price)" if best.cost_per_hour is None else f"${best.cost_per_hour:,.2f}/h", best.price_source),
