@@ -35,9 +35,9 @@ def layout_for_deadline(inputs: TrainingInputs, days: float, after_allowances=No
     if not len(fitting):
         raise InputError("days", days, f"no layout fits {ev.cluster.gpu.name} at any GPU count up to "
                          f"{DEADLINE_COUNTS_MAX:,}")
-    days_of = inputs.tokens / fitting["tokens_per_second"] / 86400
-    order = _meeting(ev, inputs, fitting, days_of, days, after_allowances)
+    order = _meeting(ev, inputs, fitting, days, after_allowances, target, limits)
     if not len(order):
+        days_of = _days_of(inputs, fitting)
         quickest = int(np.argmin(days_of))
         raise InputError("days", days, "no layout meets it" + (" with failures and checkpoints" if after_allowances
                                                                   else "") + f": the fastest needs "
@@ -47,26 +47,31 @@ def layout_for_deadline(inputs: TrainingInputs, days: float, after_allowances=No
     more = search_layouts(ev, between, target, max_tp(ev), limits) if between else LayoutTable({})
     more = more.take(more["fits"]) if len(more) else more
     if len(more):
-        more_days = inputs.tokens / more["tokens_per_second"] / 86400
-        found = _meeting(ev, inputs, more, more_days, days, after_allowances)
+        found = _meeting(ev, inputs, more, days, after_allowances, target, limits)
         if len(found):
-            return _plan_of(ev, inputs, more, int(found[0]))
-    return _plan_of(ev, inputs, fitting, int(order[0]))
+            return _plan_of(ev, more, int(found[0]), target, limits)
+    return _plan_of(ev, fitting, int(order[0]), target, limits)
 
 
-def _plan_of(ev, inputs: TrainingInputs, fitting: LayoutTable, i: int) -> Plan:
-    """Row ``i`` of ``fitting`` evaluated as a Plan."""
+def _days_of(inputs: TrainingInputs, table: LayoutTable) -> np.ndarray:
+    """Each row's days to train ``inputs.tokens`` before allowances."""
+    return inputs.tokens / table["tokens_per_second"] / SECONDS_PER_DAY
+
+
+def _plan_of(ev, fitting: LayoutTable, i: int, target, limits) -> Plan:
+    """Row ``i`` of ``fitting`` evaluated as a Plan (``target``, ``limits``: the search's batch target and
+    space limits)."""
     layout, recompute = row_layout(fitting, i)
-    return evaluate_layout(ev, layout, recompute, batch_target(inputs.target_batch(inputs.seq_len), layout.world,
-                                                              space_limits(inputs)))
+    return evaluate_layout(ev, layout, recompute, batch_target(target, layout.world, limits))
 
 
-def _meeting(ev, inputs: TrainingInputs, fitting: LayoutTable, days_of: np.ndarray, days: float,
-             after_allowances) -> np.ndarray:
-    """planner.plan.deadline_order on ``fitting`` (``days_of``: each row's days before allowances), the
-    budget's failures and checkpoints (``after_allowances``) evaluated on each count's cheapest row."""
+def _meeting(ev, inputs: TrainingInputs, fitting: LayoutTable, days: float, after_allowances, target,
+             limits) -> np.ndarray:
+    """planner.plan.deadline_order on ``fitting`` (each row's days before allowances), the budget's failures
+    and checkpoints (``after_allowances``) evaluated on each count's cheapest row."""
     def with_allowances(i: int) -> float:
-        plan = _plan_of(ev, inputs, fitting, i)
+        plan = _plan_of(ev, fitting, i, target, limits)
         return after_allowances(plan.gpus, plan, plan.days(inputs.tokens) * 86400) / 86400
 
-    return deadline_order(fitting, days_of, days, with_allowances if after_allowances is not None else None)
+    return deadline_order(fitting, _days_of(inputs, fitting), days,
+                          with_allowances if after_allowances is not None else None)
