@@ -303,6 +303,16 @@ MPT_NORMS = {"layernorm": "layernorm", "low_precision_layernorm": "layernorm", "
              "low_precision_rmsnorm": "rmsnorm"}
 
 
+def nested_settings(cfg: dict[str, Any], family: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The attn_config and ffn_config mappings MPT and DBRX nest their settings in ({} where absent: a null
+    was dropped; [] or 0 is refused by name)."""
+    nested = {key: cfg.get(key, {}) for key in ("attn_config", "ffn_config")}
+    for key, value in nested.items():
+        if not isinstance(value, dict):
+            raise InputError(f"config.json: {key}", type(value).__name__, f"expected a mapping ({family})")
+    return nested["attn_config"], nested["ffn_config"]
+
+
 def mpt_fields(cfg: dict[str, Any]) -> dict[str, Any]:
     """An MPT config.json (llm-foundry's MPTConfig) in the names the reader takes. MPTConfig defaults where left
     out (configuration_mpt.py @34f47ade1 L38-50): expansion_ratio 4, max_seq_len 2048, learned_pos_emb true,
@@ -311,10 +321,7 @@ def mpt_fields(cfg: dict[str, Any]) -> dict[str, Any]:
     (attention.py L301); the logits reuse wte (L472-473: tied). Positions: the release code builds wpe only without
     ALiBi (modeling_mpt.py L79-80), so MPT-7B (alibi and learned_pos_emb both true) has none; llm-foundry from
     2023-09 builds it whenever learned_pos_emb is set: the checkpoints trained before, MPT-7B's, hold no wpe."""
-    attn, ffn = cfg.get("attn_config", {}), cfg.get("ffn_config", {})  # null was dropped; [] or 0 is no mapping
-    if not isinstance(attn, dict) or not isinstance(ffn, dict):
-        key, bad = ("attn_config", attn) if not isinstance(attn, dict) else ("ffn_config", ffn)
-        raise InputError(f"config.json: {key}", type(bad).__name__, "expected a mapping (MPT)")
+    attn, ffn = nested_settings(cfg, "MPT")
     attn_type, norm = attn.get("attn_type", "multihead_attention"), cfg.get("norm_type", "low_precision_layernorm")
     if not isinstance(attn_type, str) or attn_type not in MPT_KV_HEADS:
         raise InputError("config.json: attn_config.attn_type", attn_type, "one of " + ", ".join(MPT_KV_HEADS))

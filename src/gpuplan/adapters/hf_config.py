@@ -30,6 +30,7 @@ from gpuplan.adapters.config_fields import (
     int_field,
     layer_indices,
     mpt_fields,
+    nested_settings,
     sliding_window,
     yarn_attention_factor,
 )
@@ -258,10 +259,7 @@ def _model_type(cfg: dict[str, Any], override: str | None) -> tuple[str, list[st
 
 def _dbrx_flat(cfg: dict[str, Any]) -> dict[str, Any]:
     """DBRX nests attention and FFN settings (configuration_dbrx.py: attn_config, ffn_config)."""
-    attn, ffn = cfg.get("attn_config", {}), cfg.get("ffn_config", {})  # null was dropped; [] or 0 is no mapping
-    if not isinstance(attn, dict) or not isinstance(ffn, dict):
-        key, bad = ("attn_config", attn) if not isinstance(attn, dict) else ("ffn_config", ffn)
-        raise InputError(f"config.json: {key}", type(bad).__name__, "expected a mapping (DBRX)")
+    attn, ffn = nested_settings(cfg, "DBRX")
     flat = dict(cfg)
     flat.update({"num_hidden_layers": cfg.get("n_layers"), "num_attention_heads": cfg.get("n_heads"),
                  "num_key_value_heads": attn.get("kv_n_heads"), "intermediate_size": ffn.get("ffn_hidden_size"),
