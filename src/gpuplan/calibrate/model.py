@@ -23,6 +23,7 @@ A factor that the measurements cannot identify keeps its default (1, or 0 bytes)
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -206,7 +207,7 @@ def _of_kind(value: Any, kind: str) -> bool:
         return False
     if kind.startswith(("float", "int")):
         return isinstance(value, int | float) and math.isfinite(value) and (kind.startswith("float") or (
-            isinstance(value, int) and value >= 0)) and not 0 < abs(value) < 2.2250738585072014e-308
+            isinstance(value, int) and value >= 0)) and not 0 < abs(value) < sys.float_info.min
     if kind.startswith("tuple"):
         return all(isinstance(item, str) for item in value) if isinstance(value, tuple) else False
     return isinstance(value, dict) if kind == "dict" else isinstance(value, str)
