@@ -14,7 +14,7 @@ from gpuplan.core.comm.collectives import collective_seconds
 from gpuplan.core.comm.volumes import all_reduce_time
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.serving.releases import EngineRelease, graph_capture_sizes
+from gpuplan.core.serving.releases import CUSTOM_ALLREDUCE_MAX_BYTES, EngineRelease, graph_capture_sizes
 from gpuplan.core.comm.topology import cluster_for
 
 COLLECTIVE_EFFICIENCY = 0.8
@@ -272,11 +272,6 @@ def elementwise_bytes_per_token(spec: ModelSpec, tp: int, act_bytes: int = 2) ->
     inner = spec.mlp.intermediate_size if spec.moe is None else (
         spec.moe.experts_per_token * spec.moe.expert_intermediate_size + spec.moe.shared_intermediate_size)
     return (8 * spec.hidden_size + 2 * (q + k) + 3 * inner / tp) * act_bytes
-
-
-CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 2**20
-"""Largest message vLLM's custom all-reduce takes (vllm/distributed/device_communicators/
-custom_all_reduce.py ``max_size=8192 * 1024``; SGLang runs the same kernel); larger ones go to NCCL."""
 
 
 def custom_allreduce_bytes_of(release: EngineRelease, tp: int) -> float:

@@ -237,11 +237,13 @@ x MiB in config/compilation.py@v0.19.0:182-190). On by default at TP > 1 on sm90
 tokens (config/vllm.py@v0.19.0:1518-1528): the logs' 'compile_ranges_endpoints': [292, 8192] for
 Qwen2.5-7B TP 4; sizes up to it run fused (is_applicable_for_range, allreduce_rms_fusion.py:852-856)."""
 
-CUSTOM_AR_MAX_BYTES = 8192 * 1024
-"""CustomAllreduce's max_size default (distributed/device_communicators/custom_all_reduce.py@v0.19.0:59),
-lowered to CUSTOM_ALL_REDUCE_MAX_SIZES (all_reduce_utils.py@v0.19.0:31-37, sm90: 64 / 32 / 0.5 /
-0.25 MiB at 2 / 4 / 6 / 8 GPUs) where torch symmetric memory is on (custom_all_reduce.py:123-133);
-should_custom_ar needs size < max_size and a multiple of 16 bytes (custom_all_reduce.py:233-246)."""
+CUSTOM_ALLREDUCE_MAX_BYTES = 8192 * 1024
+"""Largest message vLLM's custom all-reduce takes, larger ones going to NCCL: CustomAllreduce's max_size
+default (distributed/device_communicators/custom_all_reduce.py@v0.19.0:59; SGLang runs the same kernel;
+core.serving.kernels.custom_allreduce_bytes_of reads it too). In vLLM 0.19 lowered to
+CUSTOM_ALL_REDUCE_MAX_SIZES (all_reduce_utils.py@v0.19.0:31-37, sm90: 64 / 32 / 0.5 / 0.25 MiB at 2 / 4 / 6 / 8
+GPUs) where torch symmetric memory is on (custom_all_reduce.py:123-133); should_custom_ar needs size < max_size
+and a multiple of 16 bytes (custom_all_reduce.py:233-246)."""
 CUSTOM_AR_TABLE_SM90 = {2: 64 * MiB, 4: 32 * MiB, 6: MiB // 2, 8: MiB // 4}
 SYMM_MEM_MAX_BYTES_SM90 = {2: 64 * MiB, 4: 32 * MiB, 6: 64 * MiB, 8: 64 * MiB}
 """Torch symmetric-memory all-reduce, bf16 only, size < this (all_reduce_utils.py@v0.19.0:52-57,
@@ -266,7 +268,7 @@ def graph_allreduce_path(hidden: int, tp: int, tokens: int, dtype_bytes: int = 2
     size = tokens * hidden * dtype_bytes
     if tokens <= fused_token_limit(hidden, tp, dtype_bytes):
         return "fused"
-    custom_max = min(CUSTOM_AR_MAX_BYTES, CUSTOM_AR_TABLE_SM90.get(tp, CUSTOM_AR_MAX_BYTES))
+    custom_max = min(CUSTOM_ALLREDUCE_MAX_BYTES, CUSTOM_AR_TABLE_SM90.get(tp, CUSTOM_ALLREDUCE_MAX_BYTES))
     if tp in CUSTOM_AR_TABLE_SM90 and size % 16 == 0 and size < custom_max:
         return "custom"
     if bf16 and tp in SYMM_MEM_MAX_BYTES_SM90 and size < SYMM_MEM_MAX_BYTES_SM90[tp]:
