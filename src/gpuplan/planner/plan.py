@@ -149,12 +149,23 @@ where fewer GPUs are preferred: a difference that small is well inside every lay
 interruptions. 1%: a tie-break, not a trade of time for money (--rank-by cost is that)."""
 
 
+def seconds_per_sequence(table: LayoutTable) -> np.ndarray:
+    """Each row's step time / global batch, s a sequence (the ranking's time before its slow end and failures)."""
+    return table["step_seconds"] / (table["global_batch"] * 1.0)
+
+
+def ranked_cost(table: LayoutTable, cost: np.ndarray | None) -> np.ndarray | None:
+    """``cost`` as ranking by cost compares it: x each row's failure_share where the table carries it
+    (ranked_seconds_per_token's failures at the high end of their range); None stays None."""
+    return cost * table["failure_share"] if cost is not None and "failure_share" in table.columns else cost
+
+
 def slow_end_seconds_per_token(table: LayoutTable) -> np.ndarray:
     """Each row's step time per sequence (∝ per token: one seq_len a sequence) at its slow end, step / global
     batch x (1 + u) where the table
     carries the layout's uncertainty (planner.uncertainty) and x (1 + kind_bias) where it carries that:
     of two layouts predicted alike, the one the model has been checked on comes first."""
-    seconds_per_token = table["step_seconds"] / (table["global_batch"] * 1.0)
+    seconds_per_token = seconds_per_sequence(table)
     if "uncertainty" in table.columns:
         seconds_per_token = seconds_per_token * (1 + table["uncertainty"])
     if "kind_bias" in table.columns:  # only where the search asked for it (UncertaintyTable.kind_correction_rows)
@@ -178,17 +189,14 @@ def ranking(table: LayoutTable, rank_by: str, cost: np.ndarray | None = None) ->
     wall-clock, each layout's own: jobs.plan.completes.completing_rows), time and cost are taken with
     failures — within a count a layout whose checkpoint is slower to write (ZeRO-0: one replica writes)
     pays for it — and by time, counts within PLATEAU_SHARE of the best go to the fewest GPUs asked."""
-    seconds_per_token = ranked_seconds_per_token(table)
-    share = table["failure_share"] if "failure_share" in table.columns else None
-    if share is not None:
-        cost = None if cost is None else cost * share
+    seconds_per_token, cost = ranked_seconds_per_token(table), ranked_cost(table, cost)
     if rank_by == "deadline":
         return np.lexsort((_cheapest_key(table, cost, seconds_per_token), table["gpus"]))
     if rank_by == "gpus":
         return np.lexsort((seconds_per_token, table["gpus"]))
     if rank_by == "cost" and cost is not None and not np.isnan(cost).all():
         return np.argsort(cost, kind="stable")
-    if share is None or not len(table):
+    if "failure_share" not in table.columns or not len(table):
         return np.lexsort((table["gpus"], seconds_per_token))
     return _fewest_on_plateau(table, seconds_per_token)
 
@@ -221,8 +229,7 @@ def deadline_order(table: LayoutTable, days: np.ndarray, deadline: float,
     `train`'s path; `plan` passes each row's own days with failures as ``days`` and no ``days_after``,
     jobs.plan.deadline.deadline_rows). Returns row indices in that order."""
     candidates = np.flatnonzero(days <= deadline)
-    seconds_per_token = table["step_seconds"] / (table["global_batch"] * 1.0)
-    key = _cheapest_key(table, cost, seconds_per_token)
+    key = _cheapest_key(table, cost, seconds_per_sequence(table))
     order = candidates[np.lexsort((key[candidates], table["gpus"][candidates]))]
     if days_after is None or not len(order):
         return order

@@ -16,7 +16,8 @@ from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.search import PlanSearch, best_index, deadline_of, rank_by_of, search
-from gpuplan.planner.plan import Plan, evaluate_layout, layout_text, ranked_seconds_per_token, ranking, row_layout
+from gpuplan.planner.plan import (Plan, evaluate_layout, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
+                                  row_layout, seconds_per_sequence)
 from gpuplan.planner.search import LayoutTable, pareto_front
 from gpuplan.planner.space import RECOMPUTE_MODES
 from gpuplan.report.model import Assumption, Line, Report, Section, Table
@@ -59,9 +60,8 @@ def _with_ranked_columns(t: LayoutTable) -> LayoutTable:
     planner.plan.ranked_seconds_per_token) and cost with the same failure share (ranked_cost, as --rank-by cost
     compares it): the Pareto front's objectives, so a count fast only before failures is not on it (wave 7:
     405B over 1-10000000 GPUs listed 262,144 to 2,097,152, 7,910 days with failures at the last)."""
-    factor = ranked_seconds_per_token(t) / (t["step_seconds"] / (t["global_batch"] * 1.0))
-    t.columns["ranked_days"] = t["days"] * factor
-    t.columns["ranked_cost"] = t["cost"] * (t["failure_share"] if "failure_share" in t.columns else 1.0)
+    t.columns["ranked_days"] = t["days"] * (ranked_seconds_per_token(t) / seconds_per_sequence(t))
+    t.columns["ranked_cost"] = ranked_cost(t, t["cost"])
     return t
 
 
