@@ -363,10 +363,10 @@ def _with_days(inputs: PlanInputs, ev: Evaluator, fitting: LayoutTable, price: f
     ``most_days``: rows slower than it before failures dropped first (failures only add: they cannot meet it)."""
     wall = inputs.tokens / fitting["tokens_per_second"]
     if most_days is not None:
-        fitting = fitting.take(wall <= most_days * SECONDS_PER_DAY)
+        soon = wall <= most_days * SECONDS_PER_DAY
+        fitting, wall = fitting.take(soon), wall[soon]
         if not len(fitting):
             return fitting
-        wall = inputs.tokens / fitting["tokens_per_second"]
     fitting.columns["days"] = wall / SECONDS_PER_DAY
     fitting.columns["gpu_hours"] = wall * fitting["gpus"] / 3600
     fitting.columns["cost"] = fitting["gpu_hours"] * (price if price is not None else np.nan)
