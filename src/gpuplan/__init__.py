@@ -37,7 +37,8 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-_ESTIMATES = ("estimate_training", "estimate_budget", "estimate_memory", "plan_report", "estimate_inference")
+_ESTIMATES = tuple(name for name, module in _LAZY.items() if module.endswith(".estimate"))
+"""The jobs' estimates (each job's estimate module): wrapped so that refusals quote what was passed."""
 
 
 def __getattr__(name: str) -> Any:
