@@ -111,6 +111,17 @@ def test_a_changed_field_quotes_its_new_value():
         plan_report(kept)
 
 
+def test_a_changed_field_given_as_text_quotes_that_text():
+    """replace / model_copy(update=...) with text: the refusal quotes the new text (final read: the copy kept the
+    other fields' text and dropped the change's, so days='90min' given in the update was refused as 0.0625)."""
+    from gpuplan import InputError, PlanInputs, plan_report
+
+    week = PlanInputs(**(DEADLINE | {"days": "7"}))
+    for changed in (week.replace(days="90min"), week.model_copy(update={"days": "90min"})):
+        with pytest.raises(InputError, match=r"^days: got '90min'; "):
+            plan_report(changed)
+
+
 @pytest.mark.parametrize("old, new, seq_len", [("gpt2", "llama-2-7b", 4096), ("llama-2-7b", "gpt2", 1024)])
 def test_model_copy_follows_the_new_model(old, new, seq_len):
     """model_copy(update=...) is checked again as replace is (pydantic's own does not validate): gpt2 -> llama-2-7b

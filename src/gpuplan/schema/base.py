@@ -152,9 +152,10 @@ class JobInputs(BaseModel):
         return frozenset(self.model_fields_set)
 
     def replace(self, **changes: Any) -> Self:
-        """A copy with ``changes`` applied and checked again (what was typed for the rest kept)."""
+        """A copy with ``changes`` applied and checked again (what was typed for the rest kept, and the text of
+        ``changes``: a later refusal quotes `days='90min'`, not 0.0625)."""
         copy = type(self)(**(self.given_values() | changes))
-        return _remember_typed(copy, {k: v for k, v in typed_values(self).items() if k not in changes})
+        return _remember_typed(copy, {k: v for k, v in typed_values(self).items() if k not in changes} | changes)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy. With ``update``, :meth:`replace`: the changes checked again and the defaults that follow the
