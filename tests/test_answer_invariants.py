@@ -72,13 +72,19 @@ def test_a_given_mfu_whose_hfu_passes_the_peak_is_refused(run_cli):
     one_line_refusal(code, err, "HFU of 117.4%")
 
 
-def test_a_change_that_rounds_to_zero_prints_no_minus_sign():
+def test_a_change_that_rounds_to_zero_keeps_two_figures():
     """The 'time for space' lines print the cost change against the answer's: a 0.016% saving on 64 H100 NVL
-    printed '(-0.0%)' (in 107 of ~450 swept budget answers). It is rounded to the 0.1% shown first."""
+    printed '(-0.0%)' (in 107 of ~450 swept budget answers), and a global batch of 4,095 against the default
+    4,096 '(-0.0% vs 4,096 by default)'. A change that rounds to zero at 0.1% keeps two significant figures
+    (core.units.signed_percent): -1 / 4,096 = -0.024%."""
+    from gpuplan.core.units import signed_percent
+
+    assert [signed_percent(x) for x in (0.0, 0.086, -1 / 4096, -0.0005)] == ["+0.0%", "+8.6%", "-0.024%", "-0.1%"]
     report = plan_report({"model": "qwen3-14b", "gpu": "h100-nvl", "gpus": 64})
     line = report.line("cost_time_for_space_0.5x")
     change = line.value / report.value("cost_on_demand_usd") - 1
-    assert -0.0005 < change < 0 and line.text.endswith("(+0.0%)"), (change, line.text)
+    assert -0.0005 < change < 0 and line.text.endswith(f"({change * 100:+.2g}%)"), (change, line.text)
+    assert "-0.0%" not in line.text
 
 
 def test_a_deadline_answer_adds_the_comm_allowance_once():

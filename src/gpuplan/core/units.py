@@ -160,6 +160,14 @@ def plural(count: float, word: str, spec: str = ",") -> str:
     return f"{count:{spec}} {word}" + ("" if count == 1 else "s")
 
 
+def signed_percent(change: float) -> str:
+    """A relative change with its sign, to 0.1% ('+8.6%'); one that rounds to zero keeps two significant
+    figures ('-0.024%': a batch of 4,095 against 4,096 printed '-0.0%'), and none is '+0.0%'."""
+    if change == 0 or abs(change) >= 0.0005:
+        return f"{change + 0.0:+.1%}"
+    return f"{change * 100:+.2g}%" if abs(change) >= 1e-6 else f"{'-' if change < 0 else '+'}<0.0001%"
+
+
 def format_gpu_time(amount: float) -> str:
     """GPU-hours or GPU-days as a count: whole above 10, three significant figures below (a
     short run's 0.0695 GPU-days is not "0")."""

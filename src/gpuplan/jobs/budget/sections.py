@@ -12,7 +12,7 @@ from gpuplan.core.economics import cost as K
 from gpuplan.core.economics import io as IO
 from gpuplan.core.memory import training as M
 from gpuplan.core.economics import reliability as R
-from gpuplan.core.units import format_duration, format_gpu_time, plural
+from gpuplan.core.units import format_duration, format_gpu_time, plural, signed_percent
 from gpuplan.errors import InputError
 from gpuplan.jobs.budget.model import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
@@ -225,11 +225,11 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
     if cost_od and cost_spot is not None:
         lines.append(Line("cost_spot_saving", "spot saving vs on-demand", 1 - cost_spot / cost_od, "fraction",
                           _pct(1 - cost_spot / cost_od), "after the extra restarts and lost work"))
-    for factor, other in scaled:  # the change rounded first, then + 0.0: a 0.04% saving printed '(-0.0%)'
+    for factor, other in scaled:  # a 0.016% saving printed '(-0.0%)' (units.signed_percent)
         if factor in (0.25, 0.5) and p.on_demand is not None:
             usd = K.cost_usd(other.billed_on_demand, p.on_demand)
             lines.append(Line(f"cost_time_for_space_{factor:g}x", f"time for space: {_gpus(other.gpus)}", usd, "USD",
-                              f"{_usd(usd)} in {format_duration(other.on_demand.wall_seconds)} ({round(usd / cost_od - 1, 3) + 0.0:+.1%})",
+                              f"{_usd(usd)} in {format_duration(other.on_demand.wall_seconds)} ({signed_percent(usd / cost_od - 1)})",
                               "fewer GPUs for longer: fewer interruptions per day, higher goodput"))
     return Section("Cost (on-demand vs spot)", tuple(lines))
 

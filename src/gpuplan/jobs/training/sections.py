@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpuplan.core.economics.gpu_time import ComputeBudget, comm_share_of_time, with_allowance
-from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time, plural
+from gpuplan.core.units import (SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time, plural,
+                                signed_percent)
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, TrainingInputs
 from gpuplan.jobs.training.timing import Flops, TimeEstimate
@@ -201,7 +202,7 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
              + (f" ({plan.idle_gpus:,} more of the {plan.gpus_asked:,} asked left idle)" if plan.idle_gpus else ""),
              formula=f"{source}; step {plan.step_seconds:.3f} s, modelled MFU {plan.mfu:.1%}"),
         Line("mem_global_batch", "global batch", plan.global_batch, "sequences",
-             f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({plan.batch_difference:+.1%} vs "
+             f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({signed_percent(plan.batch_difference)} vs "
              f"{plan.target_batch:,.0f} " + ("asked)" if inputs.global_batch is not None or
                                                inputs.global_batch_tokens is not None else "by default)")),
         Line("mem_peak_allocated", "allocated peak", m.allocated, "bytes", format_bytes(m.allocated),
