@@ -43,6 +43,10 @@ DEFAULT_FAILURE_RATE = failure_rate_from_census(LLAMA3_UNEXPECTED_INTERRUPTIONS,
 # Range: Meta's research clusters (Kokolis et al. 2024, arXiv:2410.21680): RSC-2 2.34 and RSC-1
 # 6.50 failures per 1000 node-days of 8 A100s -> 2.34e-3 / (8 x 24) .. 6.50e-3 / (8 x 24).
 FAILURE_RATE_RANGE = (2.34e-3 / (8 * 24), 6.50e-3 / (8 * 24))
+# Restart: detect, reschedule, reload the checkpoint, warm up. MegaScale (arXiv:2402.15627):
+# training catches up to the pre-crash progress "within 15 minutes from the latest checkpoints".
+DEFAULT_RESTART_SECONDS = 15 * 60.0
+RESTART_RANGE_SECONDS = (5 * 60.0, 60 * 60.0)
 
 
 def failure_rate_range(rate: float = DEFAULT_FAILURE_RATE) -> tuple[float, float]:
@@ -54,10 +58,6 @@ def failure_rate_range(rate: float = DEFAULT_FAILURE_RATE) -> tuple[float, float
     rather than collapsing to the rate; the point always lies inside it (0.62 < 1 < 1.72)."""
     scale = rate / DEFAULT_FAILURE_RATE
     return FAILURE_RATE_RANGE[0] * scale, FAILURE_RATE_RANGE[1] * scale
-# Restart: detect, reschedule, reload the checkpoint, warm up. MegaScale (arXiv:2402.15627):
-# training catches up to the pre-crash progress "within 15 minutes from the latest checkpoints".
-DEFAULT_RESTART_SECONDS = 15 * 60.0
-RESTART_RANGE_SECONDS = (5 * 60.0, 60 * 60.0)
 
 
 def mtbi_seconds(gpus: float, rate_per_gpu_hour: float, extra_per_hour: float = 0.0) -> float:
