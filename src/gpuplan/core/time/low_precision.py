@@ -42,6 +42,7 @@ MXFP8_CAST_BYTES_PER_ELEMENT = 2.0 + 2 * (1.0 + 1.0 / 32)
 # other pairs' ratios, and the NVFP4 family (docs/step.md, docs/accuracy.md).
 BLOCK_SCALED_GEMM_TIME_FACTOR = 1.16
 LOW_PRECISION = ("fp8", "fp4")
+BLOCK_SCALED = ("mxfp8", "nvfp4")
 FULL_PRECISION = ("fp32", "tf32")
 """Compute dtypes trained without autocast: every matmul, attention and the LM head included, runs in fp32
 (TF32 where allowed), so the step times them all at that dtype's peak (wave 7 invariant sweep, issue 39: at
@@ -54,7 +55,6 @@ def attention_head_peak(gpu, dtype: str) -> float:
     if dtype in FULL_PRECISION or not gpu.has_dtype("bf16"):
         return gpu.peak(dtype)
     return gpu.peak("bf16")
-BLOCK_SCALED = ("mxfp8", "nvfp4")
 
 
 def low_precision_recipe(dtype: str, fp8_recipe: str = "tensorwise") -> str | None:
