@@ -124,3 +124,9 @@ def published_memory_cases_with_states(monkeypatch) -> list[tuple]:
 def report_lines(report: dict) -> dict[str, dict]:
     """A `--json` report's lines (each section's 'lines') by key."""
     return {line["key"]: line for section in report["sections"] for line in section["lines"]}
+
+
+def titled_table(report, prefix: str):
+    """The first of a Report's tables whose title starts with ``prefix``, and its column indices by name."""
+    table = next(t for t in report.tables if t.title.startswith(prefix))
+    return table, {c: k for k, c in enumerate(table.columns)}

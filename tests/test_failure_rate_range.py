@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import report_lines
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -67,7 +68,7 @@ def test_the_cli_range_contains_its_point_at_a_stated_rate(run_cli):
     of 131,072 GPUs is 76 h, so the largest counts win."""
     code, out, err = run_cli(*RANGE_1E7, "--json")
     assert code == 0, err
-    lines = {line["key"]: line for s in json.loads(out)["sections"] for line in s["lines"]}
+    lines = report_lines(json.loads(out))
     wall, mtbi = lines["fail_wall_seconds"], lines["fail_mtbi_seconds"]
     assert wall["low"] <= wall["value"] <= wall["high"]
     gpus = json.loads(out)["results"]["best_gpus"]
@@ -102,11 +103,10 @@ def test_every_door_shows_the_same_range(run_cli):
         cli = json.loads(out)
         api = client.post(f"/api/{route}", json=asked).json()
         python = (plan_report(asked) if job == "plan" else estimate_budget(asked)).to_dict()
-        ends = [{line["key"]: line for s in r["sections"] for line in s["lines"]}["fail_wall_seconds"]
-                for r in (cli, api, python)]
+        ends = [report_lines(r)["fail_wall_seconds"] for r in (cli, api, python)]
         assert ends[0] == ends[1] == ends[2]
         assert ends[0]["low"] <= ends[0]["value"] <= ends[0]["high"]
-        mtbi = {line["key"]: line for s in cli["sections"] for line in s["lines"]}["fail_mtbi_seconds"]
+        mtbi = report_lines(cli)["fail_mtbi_seconds"]
         assert mtbi["high"] / mtbi["value"] == pytest.approx(1 / LOW_SHARE, rel=1e-4)
 
 

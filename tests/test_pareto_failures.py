@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import titled_table
 
 from gpuplan.jobs.plan.estimate import plan_report
 
@@ -20,18 +21,12 @@ def answer():
     return plan_report(RANGE)
 
 
-def _table(report, prefix):
-    table = next(t for t in report.tables if t.title.startswith(prefix))
-    at = {c: k for k, c in enumerate(table.columns)}
-    return table, at
-
-
 def test_no_count_past_the_answer_is_on_the_front(answer):
     """Fails before: the front ran to 2,097,152 GPUs. The answer (131,072) is the count fastest with failures at
     the slow end, so a larger count on the front would need a lower cost with failures, and at 262,144 and up
     both its time and its cost with failures are higher (the share grows with the count: 262,144 GPUs are
     52% slower than 131,072 at the high rate, docs/training.md)."""
-    front, at = _table(answer, "Pareto front")
+    front, at = titled_table(answer, "Pareto front")
     counts = [int(r[at["GPUs"]]) for r in front.rows]
     best = answer.value("best_gpus")
     assert max(counts) == best
@@ -45,7 +40,7 @@ def test_ranked_days_are_the_slow_end_with_failures_the_answer_prints(answer):
     line's high end (the same rate, jobs/budget/compute.failure_ranges; Daly's expected wall-clock is the work
     times a factor, so the ratio does not depend on the band). Tolerance 2%: '± model' prints whole percents
     and 'ranked days' one decimal."""
-    top, at = _table(answer, "top ")
+    top, at = titled_table(answer, "top ")
     row = top.rows[0]
     spread = float(row[at["± model"]].strip("±%")) / 100
     share = answer.line("fail_wall_seconds").high / (answer.line("best_days").high * 86400)
@@ -80,7 +75,7 @@ def test_the_chart_draws_the_ranked_axis(answer):
     from gpuplan.report.plots import layout_series
 
     series = layout_series(answer)
-    front, at = _table(answer, "Pareto front")
+    front, at = titled_table(answer, "Pareto front")
     assert sorted((p["gpus"], p["days"]) for p in series["front"]) == sorted(
         (float(r[at["GPUs"]]), float(r[at["ranked days"]])) for r in front.rows)
     by_count = {p["gpus"]: p["days"] for p in series["front"]}

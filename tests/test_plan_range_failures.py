@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import titled_table
 
 from gpuplan.jobs.plan.estimate import plan_report
 from gpuplan.planner.plan import PLATEAU_SHARE, ranking
@@ -61,10 +62,9 @@ def test_the_chosen_count_is_fastest_at_the_slow_end_of_its_with_failures_range(
 def test_the_layouts_table_shows_days_with_failures_and_says_what_it_ranks_by(range_answer):
     """The top table carries the answer's 'expected wall-clock with failures' per layout and its title
     names the ranking key; within the chosen count the order is still step x (1 + ± model)."""
-    title, rows = next((t.title, t.rows) for t in range_answer.tables if t.title.startswith("top "))
+    table, at = titled_table(range_answer, "top ")
+    title, rows = table.title, table.rows
     assert "with failures" in title and "slow end" in title and "fewest GPUs within 1%" in title
-    columns = next(t.columns for t in range_answer.tables if t.title == title)
-    at = {c: k for k, c in enumerate(columns)}
     first = rows[0]
     assert float(first[at["w/ failures"]]) == pytest.approx(range_answer.value("fail_wall_seconds") / 86400, abs=0.051)
     mine = [r for r in rows if r[at["GPUs"]] == first[at["GPUs"]]]
@@ -167,8 +167,8 @@ def test_a_zero_0_rows_days_with_failures_is_that_layouts_own_answer():
     --pp 32 --cp 2 --zero 0`) is 2.19. Now every printed ZeRO-0 row's column is its layout's own answer (the
     table rounds to 0.1 day)."""
     answer = plan_report(H100_RANGE)
-    title, columns, rows = next((t.title, t.columns, t.rows) for t in answer.tables if t.title.startswith("top "))
-    at = {c: k for k, c in enumerate(columns)}
+    table, at = titled_table(answer, "top ")
+    title, rows = table.title, table.rows
     zero_0 = [r for r in rows if "ZeRO-0" in r[at["layout"]]]
     assert len(zero_0) >= 3, title
     for row in zero_0:
@@ -262,9 +262,9 @@ def test_the_cost_ranking_says_which_failure_rate_and_that_the_cost_column_is_fa
     $12,709,633 (512 GPUs) above $12,767,186 (256, ZeRO-0) with no word why. The rows are in order of cost x
     the share ('ranked days' / (days x (1 + ± model)) is that share) and the title says so."""
     answer = plan_report({**RANGE, "rank_by": "cost"})
-    title, columns, rows = next((t.title, t.columns, t.rows) for t in answer.tables if t.title.startswith("top "))
+    table, at = titled_table(answer, "top ")
+    title, rows = table.title, table.rows
     assert "high end of the failure rate's range" in title and "the cost column is failure-free" in title
-    at = {c: k for k, c in enumerate(columns)}
     keyed = [float(r[at["cost"]].strip("$").replace(",", "")) * float(r[at["ranked days"]])
              / (float(r[at["days"]]) * (1 + float(r[at["± model"]].strip("±%")) / 100)) for r in rows]
     assert all(a <= b * 1.02 for a, b in zip(keyed, keyed[1:])), keyed  # 1 decimal of days: ~2% rounding
