@@ -79,23 +79,9 @@ class StepTime:
         return "memory" if self.memory_s >= self.compute_s else "compute"
 
 
-def decode_flops_per_token(spec: ModelSpec, context) -> float:
-    """FLOPs of one generated token: 2 per active matmul weight + LM head, and the new query
-    against ``context`` cached keys (every key: the 'full' convention for a single query)."""
-    return gemm_flops_per_token(spec) + attention_core_flops_per_token(spec, context, "full")
-
-
 def gemm_flops_per_token(spec: ModelSpec) -> float:
     """2 FLOPs per active matmul weight a token passes, LM head included."""
     return 2.0 * layer_matmul_weights_per_token(spec) + 2.0 * spec.vocab_size * spec.hidden_size
-
-
-def prefill_flops(spec: ModelSpec, prompt_tokens) -> float:
-    """FLOPs of a prompt's forward: matmuls per token, causal attention ((s+1)/2 keys on average,
-    as flash kernels run it), LM head for the last token only (vLLM computes logits for it)."""
-    per_token = 2.0 * layer_matmul_weights_per_token(spec) + attention_core_flops_per_token(spec, prompt_tokens,
-                                                                                            "causal")
-    return prompt_tokens * per_token + 2.0 * spec.vocab_size * spec.hidden_size
 
 
 @dataclass(frozen=True)
