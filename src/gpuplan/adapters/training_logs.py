@@ -55,9 +55,9 @@ def _num(text: Any) -> float | None:
     if not text.isascii() or "_" in text:  # float() reads '٣' as 3 and '1_000' as 1000 (wave 7)
         return None
     try:
-        return float(text)
-    except (ValueError, OverflowError):
-        return float("inf") if isinstance(text, int) else None
+        return float(text)  # text past the float range reads as inf (an int's digits too): refused by name
+    except ValueError:
+        return None
 
 
 def whole(value: Any, label: str, source: str, where: str = "") -> int:
