@@ -10,7 +10,8 @@ import numpy as np
 from gpuplan.catalog import prediction_band
 from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
 from gpuplan.core.memory import training as M
-from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time, plural
+from gpuplan.core.units import (SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time, plural,
+                               signed_percent)
 from gpuplan.errors import InputError
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
@@ -131,7 +132,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
              f"{plan.idle_gpus:,} of {plan.gpus_asked:,}" if plan.idle_gpus else "none",
              _why_idle(inputs) if plan.idle_gpus else ""),
         Line("global_batch", "global batch", plan.global_batch, "sequences",
-             f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({plan.batch_difference:+.1%} vs {asked:,.0f} "
+             f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({signed_percent(plan.batch_difference)} vs {asked:,.0f} "
              + ("asked)" if inputs.global_batch is not None or inputs.global_batch_tokens is not None else "by default)"),
              ("the batch asked" if inputs.global_batch is not None or inputs.global_batch_tokens is not None
               else "the default batch") + ", rounded to a multiple of dp"),
