@@ -116,16 +116,17 @@ def wall_with_failures(spec: ModelSpec, gpu: Accelerator, settings: BudgetSettin
         return float("inf")
 
 
-def row_days_with_failures(inputs, evaluator, table, step_given: float | None = None):
-    """For the deadline rule over a layout table (planner.plan.deadline_order): row i -> its days
-    with failures and checkpoints, as the budget of that layout counts them."""
+def row_days_with_failures(inputs, evaluator, table):
+    """Row i of a layout table -> its days with failures and checkpoints, as the budget of that layout
+    counts them, one budget a row: the reference tests/test_plan_range_failures.py holds plan's vectorised
+    shares against (jobs.plan.completes; plan's deadline read this before 84205b4, and nothing in src since)."""
     def days(i: int) -> float:
         tp, pp = int(table["tp"][i]), int(table["pp"][i])
         batch = float(table["global_batch"][i]) * inputs.seq_len
         work = inputs.tokens / float(table["tokens_per_second"][i])
         wall = wall_with_failures(evaluator.spec, evaluator.cluster.gpu, inputs.budget_settings(),
                                   gpus=float(table["gpus"][i]), work_seconds=work, tokens=inputs.tokens,
-                                  global_batch_tokens=batch, step_seconds=step_given or float(table["step_seconds"][i]),
+                                  global_batch_tokens=batch, step_seconds=float(table["step_seconds"][i]),
                                   recipe=inputs.recipe_name, zero=int(table["zero"][i]), model_parallel=tp * pp)
         return wall / 86400.0
 
