@@ -15,7 +15,9 @@ from gpuplan.core.model.spec import ModelSpec
 
 # QLoRA (Dettmers et al. 2023, Sec. 3): NF4 with double quantisation costs 4.127 bits per weight.
 QLORA_BASE_BYTES = 4.127 / 8
-FROZEN_FLOPS_PER_WEIGHT = 4.0  # forward 2 + input-gradient 2 (no weight gradient)
+# forward 2 + input-gradient 2 (no weight gradient), and with the weight gradient 2 more: the frozen / trained
+# ratio core.model.flops.FlopsPerToken.model applies (2 or 3 x the forward's matmul FLOPs)
+FROZEN_FLOPS_PER_WEIGHT = 4.0
 TRAINED_FLOPS_PER_WEIGHT = 6.0  # forward 2 + input-gradient 2 + weight-gradient 2
 
 
@@ -26,11 +28,6 @@ def lora_params_per_layer(spec: ModelSpec, rank: int, tp=1):
     attn = (h + q) + 2 * (h + kv) + (a.num_heads * a.value_head_dim + h)
     mlp = (3 if spec.mlp.gated else 2) * (h + spec.mlp.intermediate_size)
     return rank * (attn + mlp) / tp
-
-
-def matmul_flops_factor(finetune: str) -> float:
-    """FLOPs per weight per token of the base model's matmuls, forward and backward."""
-    return TRAINED_FLOPS_PER_WEIGHT if finetune == "full" else FROZEN_FLOPS_PER_WEIGHT
 
 
 def adapter_flops_per_token(spec: ModelSpec, finetune: str, rank: int) -> float:
