@@ -140,13 +140,9 @@ def calibration_from_dict(data: Any, source: str) -> Calibration:
     try:
         factors = {name: _factor(data[name], name) for name in FACTOR_NAMES
                    if name not in OPTIONAL_FACTORS or name in data}
-        reference = _build(Reference, data["reference"])
-        env = reference.environment
-        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str | int | float)
-                                                for k, v in env.items()):
+        reference = _build(Reference, data["reference"])  # each field of its declared type (framework: text)
+        if not all(isinstance(k, str) and isinstance(v, str | int | float) for k, v in reference.environment.items()):
             raise ValueError("reference.environment must map names to text or numbers")
-        if not isinstance(reference.framework, str):
-            raise ValueError("reference.framework must be text")
         if not (1 <= reference.gemm_dim <= 2**24 and reference.attention_efficiency <= 1):  # a size, a share
             raise ValueError("reference.gemm_dim must be 1 to 2^24 and reference.attention_efficiency at most 1")
         measurements = tuple(_build(MeasurementFit, m) for m in _items(data.get("measurements", ()), "measurements"))
