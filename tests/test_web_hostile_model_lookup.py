@@ -15,6 +15,8 @@ from gpuplan.adapters import hf_config, hub  # noqa: E402
 from gpuplan.web import create_app  # noqa: E402
 
 ENDPOINTS = ("training", "budget", "memory", "plan", "inference")  # every job whose schema has a model field
+GPT2_CONFIG = {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024,
+               "vocab_size": 50257}  # gpt2-shaped: learned positions, 1,024 rows
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +45,7 @@ def gpt2_config_path(tmp_path):
     """A real gpt2-shaped config.json on disk (learned positions: the rule would read it on the CLI)."""
     path = tmp_path / "gpt2-like" / "config.json"
     path.parent.mkdir()
-    path.write_text(json.dumps({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12,
-                                "n_positions": 1024, "vocab_size": 50257}), encoding="utf-8")
+    path.write_text(json.dumps(GPT2_CONFIG), encoding="utf-8")
     return str(path)
 
 
@@ -78,8 +79,7 @@ def test_a_pasted_gpt2_config_follows_its_table_at_the_door(client):
     the door as on the CLI, so global_batch_tokens 2,048 is answered (it was refused at the door: 'must hold at
     least one sequence of --seq-len 4,096 tokens', while the service, reading its own temporary copy of the pasted
     config, followed 1,024)."""
-    config = {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024,
-              "vocab_size": 50257}
+    config = GPT2_CONFIG
     body = {"config": config, "gpu": "h100", "gpus": 8, "tokens": "1B", "global_batch_tokens": 2048}
     response = client.post("/api/training", json=body)
     assert response.status_code == 200, response.text[:300]
