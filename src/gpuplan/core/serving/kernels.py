@@ -62,6 +62,10 @@ def allreduces_per_layer(spec: ModelSpec, release: EngineRelease | None) -> int:
     return 1 if since is not None and release.version >= since else 2
 
 
+VLLM_GRAPHS_SINCE = (0, 2, 6)
+"""The first vLLM release that replays CUDA graphs (vllm PR 1926, 'Optimize model execution with CUDA graph')."""
+
+
 def graph_max_tokens_of(release: EngineRelease, max_num_seqs: int = 256) -> int:
     """Steps of up to this many tokens replay CUDA graphs (no host launch time): none for TensorRT
     engines before 1.0 and vLLM before 0.2.6 (vllm PR 1926, 'Optimize model execution with CUDA
@@ -74,7 +78,7 @@ def graph_max_tokens_of(release: EngineRelease, max_num_seqs: int = 256) -> int:
         return max_num_seqs if version >= (1, 0, 0) else 0
     if release.engine == "sglang":
         return 256
-    if version < (0, 2, 6):
+    if version < VLLM_GRAPHS_SINCE:
         return 0
     if version < (0, 8, 0):
         return 256
@@ -137,7 +141,7 @@ def graph_layer_seconds_of(release: EngineRelease, spec: ModelSpec) -> float:
     of a row). TensorRT-LLM returns 0: it fuses the norm, RoPE and cache write into its attention
     plugin (fewer kernels), and no row of its graph steps (1.0+) checks it; vLLM before 0.2.6 and
     TensorRT engines before 1.0 run eagerly (graph_max_tokens_of 0), so the term never applies."""
-    graphs = (release.engine == "vllm" and release.version >= (0, 2, 6)) or release.engine == "sglang"
+    graphs = (release.engine == "vllm" and release.version >= VLLM_GRAPHS_SINCE) or release.engine == "sglang"
     if not graphs:
         return 0.0
     return VLLM_GRAPH_LAYER_S * graph_kernels_per_layer(spec, release.engine) / GRAPH_KERNELS_DENSE
@@ -165,7 +169,7 @@ steps run eagerly. V1's piecewise graphs leave attention outside and have no suc
 def graph_context_limit_of(release: EngineRelease) -> float:
     """The longest cached context at which a decode step still replays a CUDA graph (tokens):
     V0_GRAPH_CONTEXT for vLLM V0 (0.2.6-0.7.x), unlimited otherwise."""
-    v0 = release.engine == "vllm" and (0, 2, 6) <= release.version < (0, 8, 0)
+    v0 = release.engine == "vllm" and VLLM_GRAPHS_SINCE <= release.version < (0, 8, 0)
     return V0_GRAPH_CONTEXT if v0 else float("inf")
 
 
