@@ -16,7 +16,8 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
 from gpuplan.jobs.plan.schema import PlanInputs
-from gpuplan.jobs.plan.search import PlanSearch, best_index, deadline_of, rank_by_of, search
+from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
+from gpuplan.jobs.plan.search import PlanSearch, best_index, search
 from gpuplan.planner.plan import (Plan, evaluate_layout, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
                                   row_layout, seconds_per_sequence)
 from gpuplan.planner.search import LayoutTable, pareto_front
@@ -180,7 +181,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     inputs = job_inputs(inputs, PlanInputs)  # a mapping read through the one schema, as the other doors do
     result = search(inputs, progress)
     table, price = _with_ranked_columns(result.table), result.price
-    order = ranking(table, rank_by_of(inputs), table["cost"])
+    rank_by, deadline = rank_by_of(inputs), deadline_of(inputs)
+    order = ranking(table, rank_by, table["cost"])
     top = order[: inputs.top]
     best = int(top[0])
     plan = chosen_plan(result, best)
@@ -189,7 +191,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     summary = Section("Recommendation", recommendation(plan, inputs, result, best) + why_lines(plan, result.all))
     checked = _check_my_layout(inputs, result, plan) if inputs.layout_given else ()
     breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best"))
-    tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by_of(inputs)]})", COLUMNS, _rows(table, top)),
+    tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]})", COLUMNS, _rows(table, top)),
               Table("Pareto front (GPUs vs ranked days: the slow end with failures at the range's high rate"
                     + (", vs cost with the same failures)" if price is not None else ")"), COLUMNS,
                     _rows(table, front[:20])),
@@ -206,8 +208,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                                                              format_count(inputs.tokens)),
                      Line("gpu", "accelerator", gpu.id, text=gpu.name),
                      Line("gpu_counts", "GPU counts", ",".join(map(str, result.counts))),
-                     Line("deadline", "deadline", deadline_of(inputs), "days", "none" if deadline_of(inputs) is None
-                          else plural(deadline_of(inputs), "day", "g")
+                     Line("deadline", "deadline", deadline, "days", "none" if deadline is None
+                          else plural(deadline, "day", "g")
                           + ("" if inputs.days else " (the article's default)")))
     from gpuplan.core.time.step import precision_class
 
@@ -224,8 +226,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
                   ((result.missed_default_deadline,) if result.missed_default_deadline else ())
                   + (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms"  # --explain shows no
-                     + (f"; ranked by {RANKED[rank_by_of(inputs)]}" if inputs.explain else ""),)  # layouts table
-                  + _point_fastest_note(table, best, rank_by_of(inputs))
+                     + (f"; ranked by {RANKED[rank_by]}" if inputs.explain else ""),)  # layouts table
+                  + _point_fastest_note(table, best, rank_by)
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
                   + caveats + budget.notes,
                   tables + budget.tables, headline=PLAN_HEADLINE,

@@ -28,8 +28,7 @@ from gpuplan.errors import InputError
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.jobs.plan.completes import completing_rows
-from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_rows
-from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of  # noqa: F401  (importable from here, as before)
+from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_of, deadline_rows
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, fallback_counts,
                                   more_gpus_hint, no_layout_error, ranking, smallest_fitting_count)
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
