@@ -217,10 +217,8 @@ def _online_kinds(e: dict[str, Any]) -> tuple[str, str]:
 
 def _served_request(e: dict[str, Any], prompt: int, output: int) -> tuple[R.StepTime, R.StepTime]:
     """One request of a concurrency-1 run: (its prefill, one batch-1 decode step at prompt +
-    output / 2 cached tokens)."""
-    prefill, _ = _static_batch({**e, "batch": 1, "prompt_tokens": prompt, "output_tokens": 1})
-    _, decode = _static_batch({**e, "batch": 1, "prompt_tokens": prompt, "output_tokens": output})
-    return prefill, decode
+    output / 2 cached tokens): one static batch of one (its prefill reads the prompt only)."""
+    return _static_batch({**e, "batch": 1, "prompt_tokens": prompt, "output_tokens": output})
 
 
 def _online_cases(e: dict[str, Any]) -> list[Case]:
