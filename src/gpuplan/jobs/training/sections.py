@@ -239,6 +239,7 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
         mfu_value += f" ({time.slow.mfu:.2f}-{time.fast.mfu:.2f})"
     comm_value = ("none: communication is in the modelled step time" if predicted
                   else f"{mid:.0%}" if low == high else f"{mid:.0%} ({low:.0%}-{high:.0%})")
+    default_seq = type(inputs).model_fields["seq_len"].default  # schema.vocabulary.SeqLen's 4096
     return (
         Assumption("mfu", "MFU", mfu_value, mfu_source, "--mfu (0.4, 30-50% or predicted), --calibration",
                    asked.mfu is not None or asked.calibration is not None),
@@ -249,9 +250,10 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
         Assumption("attention_flops", "attention FLOPs convention", inputs.attention_flops,
                    "full = PaLM/Megatron MFU convention (no causal halving)", "--attention-flops",
                    "attention_flops" in asked.given),
-        Assumption("seq_len", "sequence length", inputs.seq_len, "gpuplan default 4096" if inputs.seq_len == 4096 or
-                   "seq_len" in inputs.given else "the model's learned positions: the 4096 default is past them "
-                   "(schema ModelFields.follow_model)", "--seq-len", "seq_len" in inputs.given),
+        Assumption("seq_len", "sequence length", inputs.seq_len, f"gpuplan default {default_seq}"
+                   if inputs.seq_len == default_seq or "seq_len" in inputs.given else f"the model's learned positions: "
+                   f"the {default_seq} default is past them (schema ModelFields.follow_model)", "--seq-len",
+                   "seq_len" in inputs.given),
         Assumption("comm_allowance", "communication allowance", comm_value,
                    "article: add 10-30% for communication at scale", "--comm-allowance",
                    "comm_allowance" in asked.given),
