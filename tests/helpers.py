@@ -34,6 +34,18 @@ def fastest_with_failures(counts, **plan_inputs) -> dict[int, float]:
             for c in counts if (table["gpus"] == c).any()}
 
 
+def misses_below(answer: int, deadline: float, low: int, high: int, **plan_inputs) -> dict[int, float]:
+    """Each count of the grid the deadline search walks from the common size ``low`` (the gap to ``high`` in
+    planner.plan.DEADLINE_STEPS steps) below ``answer``, with the fewest days with failures any layout there
+    needs (fastest_with_failures); asserts that every such count has a layout and misses ``deadline``."""
+    from gpuplan.planner.plan import DEADLINE_STEPS, deadline_counts_between
+
+    grid = (low,) + tuple(c for c in deadline_counts_between((low,), high, DEADLINE_STEPS) if c < answer)
+    days = fastest_with_failures(grid, **plan_inputs)
+    assert set(days) == set(grid) and all(d > deadline for d in days.values()), days
+    return days
+
+
 def one_line_refusal(code: int, err: str, fragment: str = "") -> None:
     """Assert a refusal as the house rule asks: exit status 2, one 'error: ' line, no traceback, and
     ``fragment`` in it."""

@@ -6,7 +6,7 @@ below is re-derived from the search itself: the answer meets the deadline, and e
 granularity, down to the common size below (which misses), does not."""
 
 import pytest
-from helpers import fastest_with_failures
+from helpers import misses_below
 
 from gpuplan.planner.plan import DEADLINE_STEPS, deadline_counts_between
 from gpuplan.planner.space import range_counts
@@ -28,16 +28,6 @@ def test_the_granularity_is_an_eighth_of_the_gap_in_whole_nodes():
     assert deadline_counts_between(common, 8, 8) == ()  # nothing searched below the smallest count
 
 
-def _misses_below(answer: int, deadline: float, low: int, high: int, **plan_inputs) -> dict[int, float]:
-    """Each count of the grid the deadline search walks from the common size ``low`` (the gap to ``high`` in
-    DEADLINE_STEPS steps) below ``answer``, with the fewest days with failures any layout there needs; asserts
-    that each misses ``deadline``."""
-    grid = (low,) + tuple(c for c in deadline_counts_between((low,), high, 8) if c < answer)
-    days = fastest_with_failures(grid, **plan_inputs)
-    assert set(days) == set(grid) and all(d > deadline for d in days.values()), days
-    return days
-
-
 @pytest.mark.parametrize("asked, deadline, low, high", [
     # the README's example: was 768 GPUs (24.74 days with failures); 640 meet it (28.89), 608 do not (31.11)
     ({"params": "70B", "tokens": "2T", "gpu": "h100"}, 30, 512, 768),
@@ -54,7 +44,7 @@ def test_a_deadline_answers_the_smallest_count_that_meets_it(run_json, asked, de
     gpus = r["best_gpus"]
     assert low < gpus < high and gpus in deadline_counts_between((low,), high, 8)
     assert r["fail_wall_seconds"] <= deadline * 86400 and r["idle_gpus"] == 0
-    _misses_below(gpus, deadline, low, high, **asked)
+    misses_below(gpus, deadline, low, high, **asked)
     train = run_json("train", *([f"--model={asked['model']}"] if "model" in asked else []),
                      *[f"--{k}={v}" for k, v in asked.items() if k != "model"],
                      "--days", str(deadline), "--mfu", "predicted")["results"]
@@ -71,7 +61,7 @@ def test_the_405b_deadline_takes_a_count_the_pipeline_divides():
     best = found.table["gpus"][0]
     assert 16384 < best < 24576 and found.table["days_with_failures"][0] <= 60
     assert set(found.counts) >= set(range(17408, 24576, 1024))  # the counts between were searched
-    _misses_below(int(best), 60, 16384, 24576, model="llama-3.1-405b", tokens="15T", gpu="h100")
+    misses_below(int(best), 60, 16384, 24576, model="llama-3.1-405b", tokens="15T", gpu="h100")
     at_24576 = found.table["gpus"] == 24576
     cheapest_there = found.table["cost"][at_24576].min()
     assert found.table["cost"][0] < cheapest_there  # fewer GPUs fail less and scale better: cheaper too
@@ -82,7 +72,7 @@ def test_the_default_week_searches_between_and_keeps_768(run_json):
     no count from 544 to 736 meets the week (736: 7.25 days), so the answer stays the common size."""
     r = run_json("plan")["results"]
     assert r["best_gpus"] == 768 and r["fail_wall_seconds"] <= 7 * 86400
-    _misses_below(768, 7, 512, 768)  # PlanInputs' defaults, as `gpuplan plan`
+    misses_below(768, 7, 512, 768)  # PlanInputs' defaults, as `gpuplan plan`
 
 
 def test_counts_given_are_kept_with_a_deadline(run_json):

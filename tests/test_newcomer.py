@@ -146,17 +146,14 @@ def test_an_unmet_default_week_answers_with_the_fastest_plan_and_says_so(run_cli
     below it misses (plan searched powers of two to 16,384 and refused it, exit 2; then 24,576 before
     issue 39's counts between). On 15T tokens of A100 no count meets the week: the answer is the
     fastest layout, with a note; a week the user gives is refused with what would be needed."""
-    from helpers import fastest_with_failures
-
-    from gpuplan.planner.plan import deadline_counts_between
+    from helpers import misses_below
 
     met = run_json("plan", "llama-3.1-405b", "--gpu", "h100")["results"]
     train = run_json("train", "--model", "llama-3.1-405b", "--gpu", "h100", "--mfu", "predicted")["results"]
     assert met["best_gpus"] == train["gpus"] and 16384 < met["best_gpus"] < 24576
     assert met["fail_wall_seconds"] <= 7 * 86400 and train["fail_wall_seconds"] <= 7 * 86400
     # the fewest: 16,384, the common size below, and each count between it and the answer miss the week
-    grid = (16384,) + tuple(c for c in deadline_counts_between((16384,), 24576, 8) if c < met["best_gpus"])
-    assert all(d > 7 for d in fastest_with_failures(grid, model="llama-3.1-405b", gpu="h100").values())
+    misses_below(met["best_gpus"], 7, 16384, 24576, model="llama-3.1-405b", gpu="h100")
     data = run_json("plan", "llama-3.1-405b", "--gpu", "a100", "--tokens", "15T")
     rows = data["tables"][next(k for k in data["tables"] if k.startswith("top "))]
     assert data["results"]["best_days"] > 7 and data["results"]["best_gpus"] == 131072
