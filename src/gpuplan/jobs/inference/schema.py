@@ -258,14 +258,12 @@ class InferenceInputs(ModelFields):
         """NCCL buffers and the collective latency of one configuration (--no-search, no --rps) on one GPU (tp x
         pp = 1) change nothing: the answer was the same with and without them (wave 7). The search and the --rps
         sizing try larger TP, where they count."""
-        if self.search or self.rps is not None:
+        if self.search or self.rps is not None or self.tp_degree * self.pp_degree != 1:
             return
-        if self.nccl_gib is not None and self.tp_degree * self.pp_degree == 1:
-            raise InputError("nccl_gib", self.nccl_gib, "sizes NCCL's buffers between GPUs: with tp x pp = 1 there "
-                             "are none (give --tp or --pp > 1, or leave it out)")
-        if self.allreduce_latency_us is not None and self.tp_degree * self.pp_degree == 1:
-            raise InputError("allreduce_latency_us", self.allreduce_latency_us, "times collectives between GPUs: "
-                             "with tp x pp = 1 there are none (give --tp or --pp > 1, or leave it out)")
+        for field, what in (("nccl_gib", "sizes NCCL's buffers"), ("allreduce_latency_us", "times collectives")):
+            if getattr(self, field) is not None:
+                raise InputError(field, getattr(self, field), f"{what} between GPUs: with tp x pp = 1 there are none "
+                                 "(give --tp or --pp > 1, or leave it out)")
 
     def _check_engine_options(self) -> None:
         """An option only another engine's memory rule reads (core/serving/engines.py ENGINE_OPTIONS) is
