@@ -196,8 +196,9 @@ def _uncertainty_class(cls: str) -> tuple[float, dict | None]:
     decode = json.JSONDecoder().raw_decode
     try:
         widest = decode(text, text.index(WIDEST_KEY) + len(WIDEST_KEY))[0]
-        at = text.find(f'\n  "{cls}": ')
-        entry = decode(text, at + len(cls) + 7)[0] if at >= 0 else None
+        opening = f'\n  "{cls}": '  # as WIDEST_KEY
+        at = text.find(opening)
+        entry = decode(text, at + len(opening))[0] if at >= 0 else None
         if isinstance(widest, (int, float)) and (entry is None or isinstance(entry, dict)):
             return float(widest), entry
     except ValueError:
