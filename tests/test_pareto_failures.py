@@ -61,11 +61,16 @@ def test_the_front_is_the_definition_over_the_ranked_objectives():
     objectives = ("gpus", "ranked_days", "ranked_cost")
     front = pareto_front(table, objectives)
     values = np.stack([table[o] for o in objectives], axis=1)
-    on_front = set(front.tolist())
-    for i in range(len(values)):
-        beaten = ((values <= values[i]).all(axis=1) & (values < values[i]).any(axis=1)).any()
-        twin_on_front = any((values[j] == values[i]).all() for j in on_front)  # identical rows: the first kept
-        assert (not beaten) if i in on_front else (beaten or twin_on_front), i
+    on_front, front_rows = set(front.tolist()), {tuple(values[j]) for j in front}
+    for start in range(0, len(values), 1024):  # row i beaten: some row <= it on every objective, < on one
+        rows = values[start:start + 1024]
+        no_worse, better = np.ones((len(rows), len(values)), bool), np.zeros((len(rows), len(values)), bool)
+        for k, column in enumerate(values.T):  # a 2-D pass per objective (3-D broadcasting is 10x slower)
+            no_worse &= column[None, :] <= rows[:, k, None]
+            better |= column[None, :] < rows[:, k, None]
+        for i, beaten in enumerate((no_worse & better).any(axis=1).tolist(), start):
+            twin_on_front = tuple(values[i]) in front_rows  # identical rows: the first kept
+            assert (not beaten) if i in on_front else (beaten or twin_on_front), i
     assert table["gpus"][pareto_front(table, ("gpus", "days", "cost"))].max() >= 2_097_152
     assert table["gpus"][front].max() == 131_072
 
