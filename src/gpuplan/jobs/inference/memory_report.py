@@ -120,11 +120,17 @@ def _concurrency(plan: Plan, kv_tokens: int) -> Line:
                 f"Maximum concurrency for {plan.context:,} tokens per request: {x:.2f}x", "KV tokens / context")
 
 
+GRAPH_ESTIMATE_LOGGED_SINCE = (0, 19, 0)
+"""vLLM logs its CUDA-graph estimate ('Estimated CUDA graph memory', profile_cudagraph_memory) from this
+release (_graph_note); before, only the real capture's 'Graph capturing finished ... took'."""
+
+
 def _vllm_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
     rel = plan.setup.runtime.release
     non_kv = m.weights + m.activations + (m.fixed if m.counts_runtime else 0.0)
     non_torch = m.non_torch + m.comm
-    graphs = (f"Estimated CUDA graph memory: {_gib(m.cuda_graphs)} GiB total" if rel.version >= (0, 19, 0) else
+    graphs = (f"Estimated CUDA graph memory: {_gib(m.cuda_graphs)} GiB total"
+              if rel.version >= GRAPH_ESTIMATE_LOGGED_SINCE else
               f"Graph capturing finished, took ~{_gib(m.cuda_graphs)} GiB (after the KV cache is sized: out of "
               "the headroom)")
     kv = max(m.kv_budget, 0.0)
@@ -156,7 +162,7 @@ def _graph_note(version, m: M.Memory) -> str:
     (:6047, the free-memory drop of the real capture, logged again as 'CUDA graph pool memory: Y GiB
     (actual)') does not print: that one is not modelled."""
     counted = "counted before the KV cache from 0.21" if m.graphs_counted else "not in this release's KV sizing"
-    if version < (0, 19, 0):
+    if version < GRAPH_ESTIMATE_LOGGED_SINCE:
         return counted
     return (f"{counted}; vLLM's estimate (2 sizes a mode captured, the rest extrapolated); 'Graph capturing "
             "finished ... took' is the real capture, not modelled")
