@@ -177,6 +177,16 @@ def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tupl
                     step_lines(mine, "mine") + memory_lines(mine, "mine") + comparison_lines(mine, best, free.table)),)
 
 
+def _report_inputs(inputs: PlanInputs, model: str, gpu, counts, deadline: float | None) -> tuple[Line, ...]:
+    """The answer's inputs: model, tokens, accelerator, the GPU counts searched and the deadline (days)."""
+    return (Line("model", "model", model),
+            Line("tokens", "tokens", inputs.tokens, "tokens", format_count(inputs.tokens)),
+            Line("gpu", "accelerator", gpu.id, text=gpu.name),
+            Line("gpu_counts", "GPU counts", ",".join(map(str, counts))),
+            Line("deadline", "deadline", deadline, "days", "none" if deadline is None
+                 else plural(deadline, "day", "g") + ("" if inputs.days else " (the article's default)")))
+
+
 def plan_report(inputs: PlanInputs, progress=None) -> Report:
     inputs = job_inputs(inputs, PlanInputs)  # a mapping read through the one schema, as the other doors do
     result = search(inputs, progress)
@@ -204,13 +214,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
 
         calibration = (Section("Calibration (measured factors replace the defaults)",
                                calibrated_vs_default_lines(inputs.calibration)),)
-    report_inputs = (Line("model", "model", spec.name), Line("tokens", "tokens", inputs.tokens, "tokens",
-                                                             format_count(inputs.tokens)),
-                     Line("gpu", "accelerator", gpu.id, text=gpu.name),
-                     Line("gpu_counts", "GPU counts", ",".join(map(str, result.counts))),
-                     Line("deadline", "deadline", deadline, "days", "none" if deadline is None
-                          else plural(deadline, "day", "g")
-                          + ("" if inputs.days else " (the article's default)")))
+    report_inputs = _report_inputs(inputs, spec.name, gpu, result.counts, deadline)
     from gpuplan.core.time.step import precision_class
 
     low = precision_class(inputs.dtype)
