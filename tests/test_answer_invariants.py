@@ -118,3 +118,18 @@ def test_sized_latencies_say_the_load_they_are_at():
     row = next(r for r in answer.tables[0].records() if r["gpu"] == "b200")
     assert row["req/s per replica"] == f"{answer.value('sized_rate_per_replica'):,.2f}"
     assert float(row["TTFT p99"].split()[0]) / 1e3 > ttft.value and float(row["TPOT"].split()[0]) / 1e3 > tpot.value
+
+
+def test_a_range_prints_in_its_points_unit():
+    """A rate's range printed in GB/s or MB/s whatever its point: 'read rate per node, raw text 58.29 KB/s,
+    range 0.05 MB/s – 0.06 MB/s' (42 of ~200 swept budget answers), and the on-demand price '$1.71/GPU-h'
+    beside '$1.49 – $3.43'. report.render.value_text takes the point's unit, as it does for durations."""
+    from gpuplan.report.render import range_text
+
+    answer = estimate_budget({"params": "7B", "gpu": "tpu-v5p", "global_batch": 1024, "gpus": 3290})
+    raw = answer.line("io_bytes_per_s_raw")
+    assert raw.display.endswith(" KB/s") and raw.low < raw.high
+    assert range_text(raw) == f"{raw.low / 1e3:,.2f} KB/s – {raw.high / 1e3:,.2f} KB/s"
+    price = estimate_budget({"params": "13B", "gpus": 64, "tokens": "1T"}).line("cost_price_on_demand")  # A100
+    assert price.display.endswith("/GPU-h")
+    assert range_text(price) == f"${price.low:,.2f}/GPU-h – ${price.high:,.2f}/GPU-h"

@@ -48,14 +48,18 @@ def value_text(value: float, unit: str, like: str = "") -> str:
         return f"{value:,.0f}" + (f" {unit}" if unit != "GPUs" and (not like or unit in like) else "")
     if unit == "bytes":
         return format_bytes(value)
-    if unit == "bytes/s":
+    if unit == "bytes/s":  # in the line's own unit: '58.29 KB/s' had '0.05 MB/s – 0.06 MB/s' (wave 7 sweep)
+        scale = {"KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12}
+        word = like.split("(")[0].split()[-1:] if like else []
+        if word and word[0] in scale:
+            return f"{value / scale[word[0]]:,.2f} {word[0]}"
         return f"{value / 1e9:,.2f} GB/s" if value >= 1e8 else f"{value / 1e6:,.2f} MB/s"
     if unit.startswith("fraction"):
         return f"{value:.1%}"
     if unit == "USD":
         return f"${value:,.0f}"
     if unit in ("USD/GPU-hour",):
-        return f"${value:,.2f}"
+        return f"${value:,.2f}" + ("/GPU-h" if like.endswith("/GPU-h") else "")
     if unit == "x":
         return f"{value:,.3g}x"
     if unit == "FLOPs":
