@@ -30,7 +30,7 @@ def instead_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Se
         if bigger.max_sequences >= batch:
             lines.append(Line("instead_gpus", "would fit on", tp * serving.pp, "GPUs",
                               f"tp {tp} x pp {serving.pp} = {tp * serving.pp} x {gpu.name} (holds "
-                              f"{bigger.max_sequences:,} sequences)", "the smallest tensor-parallel degree in "
+                              f"{plural(bigger.max_sequences, 'sequence')})", "the smallest tensor-parallel degree in "
                               f"{{{', '.join(map(str, SEARCH_TP))}}} within a node that holds the load"))
             break
     else:
