@@ -4,6 +4,8 @@ the default 'prepend' import mode)."""
 
 from __future__ import annotations
 
+from functools import cache
+
 DEADLINE_COUNTS = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144,
                    8192, 12288, 16384, 24576, 32768, 49152, 65536, 98304, 131072)
 """The 29 GPU counts the deadline search tries first: powers of two and 3 x powers of two, 8 ... 131,072 (then
@@ -74,6 +76,26 @@ def serving_rows_by_id(section: str) -> dict[str, dict]:
     from gpuplan.jobs.validation import inference
 
     return {e["id"]: e for e in inference.reference_measurements()[section]}
+
+
+@cache
+def _computed_once(module: str, function: str) -> tuple:
+    """``module.function()``'s list, computed once a test session (its items are frozen dataclasses)."""
+    from importlib import import_module
+
+    return tuple(getattr(import_module(module), function)())
+
+
+def validation_cases_once() -> list:
+    """jobs.validation.estimate.validation_cases(), computed once a test session (~3 s a run), a fresh
+    list per call. A test that monkeypatches its inputs calls validation_cases() itself."""
+    return list(_computed_once("gpuplan.jobs.validation.estimate", "validation_cases"))
+
+
+def planner_choice_cases_once() -> list:
+    """jobs.validation.planner_choice.planner_choice_cases(), computed once a test session (~2-3 s a run),
+    a fresh list per call. A test that monkeypatches its inputs calls planner_choice_cases() itself."""
+    return list(_computed_once("gpuplan.jobs.validation.planner_choice", "planner_choice_cases"))
 
 
 def serving_cases_by_id() -> dict[str, tuple]:

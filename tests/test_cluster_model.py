@@ -16,7 +16,7 @@ from gpuplan.core.time.step import StepSettings
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.planner.framework_rules import rules_for, zero_allowed
 
-from helpers import reference_runs_by_id
+from helpers import planner_choice_cases_once, reference_runs_by_id, validation_cases_once
 
 
 def test_megatron_buckets_and_the_window_they_hide_behind():
@@ -107,9 +107,9 @@ def test_a_batch_ramp_costs_time_on_the_same_layout():
 
 
 def test_end_to_end_gpu_hours_held_out_mean_within_a_point_of_its_level():
-    from gpuplan.jobs.validation.estimate import KIND_END_TO_END, validation_cases
+    from gpuplan.jobs.validation.estimate import KIND_END_TO_END
 
-    cases = validation_cases()
+    cases = validation_cases_once()
     held = [c for c in cases if c.kind == KIND_END_TO_END.format(role="held out")]
     assert len(held) == 16
     # issue 37's bar is 10% mean; the sixteen held-out runs land at 14.1% (bias -10.9%): 11.2% on the 7 fixed
@@ -154,9 +154,7 @@ def test_gpu_hours_runs_are_timed_at_their_own_shapes():
 
 
 def test_planner_choice_splits_into_model_error_and_advantage():
-    from gpuplan.jobs.validation.planner_choice import planner_choice_cases
-
-    cases = planner_choice_cases()
+    cases = planner_choice_cases_once()
     assert len(cases) >= 60
     for c in cases:
         if c.layout_stated:

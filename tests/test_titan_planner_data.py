@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from helpers import published_rows_by_id
+from helpers import planner_choice_cases_once, published_rows_by_id
 
 IBM = {  # id -> (tokens/s/GPU as printed, tp)
     "torchtitan-ibm-2411-llama-3.1-70b-512g-fsdp": (960, 1),
@@ -62,7 +62,7 @@ def test_the_check_splits_them_out_and_times_no_published_layout(monkeypatch):
     from gpuplan.jobs.validation import planner_choice
     from gpuplan.jobs.validation.estimate import planner_cases
 
-    every = planner_choice.planner_choice_cases()
+    every = planner_choice_cases_once()
     monkeypatch.setattr(planner_choice, "planner_choice_cases", lambda: every)  # planner_cases: these, not again
     cases = [c for c in every if c.framework == "torchtitan"]
     new = [c for c in cases if not c.layout_stated]

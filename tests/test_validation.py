@@ -9,13 +9,13 @@ from gpuplan.jobs.validation.estimate import (
     KIND_PREDICTED,
     KIND_PRIOR,
     accuracy_markdown,
-    validation_cases,
     validation_report,
 )
+from helpers import validation_cases_once
 
 
 def cases_by(kind):
-    return {c.id: c for c in validation_cases() if c.kind == kind}
+    return {c.id: c for c in validation_cases_once() if c.kind == kind}
 
 
 def test_llama1_65b_from_its_reported_throughput():
@@ -95,7 +95,7 @@ def test_predicted_gpu_hours_note_quotes_the_held_out_end_to_end_means():
     found = re.search(r"(\d+\.\d)% mean over sixteen held-out runs.*? (\d+\.\d)% on the 7 runs fixed before TinyLlama, "
                       r"(\d+\.\d)% on the 8 chosen by a written criterion", note)
     assert found, note
-    held = [c for c in validation_cases() if c.kind == KIND_END_TO_END.format(role="held out")]
+    held = [c for c in validation_cases_once() if c.kind == KIND_END_TO_END.format(role="held out")]
     second = [c for c in held if c.id in SECOND_SET]
     before = [c for c in held if c.id not in SECOND_SET + ("tinyllama-1.1b",)]
     assert (len(held), len(before), len(second)) == (16, 7, 8)
