@@ -111,7 +111,7 @@ def test_only_at_zero_0_under_a_pipeline(change):
     optimizer: their states as before (deepspeed_bf16 makes no difference there)."""
     spec = load_model("llama-2-7b")
     layout = ParallelLayout(**{**dict(dp=4, tp=2, pp=4, zero=0, micro_batch=1), **change})
-    assert not BO.runs_bf16_optimizer(layout, DS)
+    assert not BO.layout_runs_bf16_optimizer(layout, DS)
     on, off = M.stage_memory(spec, layout, DS, 0), M.stage_memory(spec, layout, replace(DS, deepspeed_bf16=False), 0)
     assert on == off
 
@@ -126,7 +126,7 @@ def test_other_frameworks_and_arrays():
     import numpy as np
 
     many = ParallelLayout(dp=np.array([4, 4, 4]), pp=np.array([2, 1, 2]), zero=np.array([0, 0, 1]))
-    assert BO.runs_bf16_optimizer(many, DS).tolist() == [True, False, False]
+    assert BO.layout_runs_bf16_optimizer(many, DS).tolist() == [True, False, False]
 
 
 def test_step_time_terms_by_hand():

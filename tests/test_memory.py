@@ -4,6 +4,7 @@ import pytest
 
 from gpuplan.catalog import load_model
 from gpuplan.core.memory import training as M
+from gpuplan.core.memory.micro_batch_fit import largest_micro_batch
 from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.errors import InputError
 from gpuplan.jobs.memory.estimate import estimate_memory
@@ -125,7 +126,7 @@ def test_full_recompute_and_micro_batch():
     assert layer_activations(spec, 4096, impl="hf").total == 186_504
     assert none - full == 32 * (186_504 - 2 * 4096) * 4096 == 23_371_710_464
     budget = 80 * GiB
-    b = M.largest_micro_batch(spec, ParallelLayout(dp=8, zero=3), base, budget)
+    b = largest_micro_batch(spec, ParallelLayout(dp=8, zero=3), base, budget)
     assert M.peak_memory(spec, ParallelLayout(dp=8, zero=3, micro_batch=b), base).allocated <= budget
     assert M.peak_memory(spec, ParallelLayout(dp=8, zero=3, micro_batch=b + 1), base).allocated > budget
 

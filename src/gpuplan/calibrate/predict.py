@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpuplan.core.memory import training as M
+from gpuplan.core.memory.micro_batch_fit import activation_bytes_per_sample
 from gpuplan.core.time import step as S
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
@@ -215,7 +216,7 @@ def step_parts(case: Case, settings: S.StepSettings | None = None, cluster: Clus
 
 def memory_parts(case: Case) -> MemoryParts:
     peak = M.peak_memory(case.spec, case.layout, case.memory)
-    per_sequence = M.activation_bytes_per_sample(case.spec, case.layout, case.memory)
+    per_sequence = activation_bytes_per_sample(case.spec, case.layout, case.memory)
     return MemoryParts(peak.backward_start_total, peak.optimizer_step_total, per_sequence * case.layout.micro_batch)
 
 

@@ -54,7 +54,7 @@ GRAD_ACCUM_BYTES = 2.0
 (engine.py@edaa722 get_data_types L1492-1495; fp32 accumulation without ZeRO raises, L2020-2021)."""
 
 
-def runs_bf16_optimizer(layout: ParallelLayout, settings):
+def layout_runs_bf16_optimizer(layout: ParallelLayout, settings):
     """Whether (per layout, for arrays) the run is DeepSpeed's BF16_Optimizer (core.frameworks.runs_bf16_optimizer,
     the rule the step model reads too): ``settings`` (core.memory.training.MemorySettings) with deepspeed_bf16
     (core.frameworks.deepspeed_bf16_engine: DeepSpeed, bf16, its own mixed recipe), ZeRO stage 0 and pp > 1."""
@@ -72,7 +72,7 @@ def bf16_optimizer_states(held: Callable[[ParallelLayout], ModelStates], layout:
     L125-134: ``real_dp_process_group[i] = _get_expert_data_parallel_group``, partitioned at L144-170; as
     model_states.expert_state_shards, dp x cp / ep)."""
     states = held(layout)
-    on = runs_bf16_optimizer(layout, settings)
+    on = layout_runs_bf16_optimizer(layout, settings)
     if not np.any(on):
         return states
     partitioned = held(replace(layout, zero=1))
@@ -86,7 +86,8 @@ def optimizer_step_buffers(spec, params: StageParams, layout: ParallelLayout, re
     """Transient bytes inside optimizer.step(): the kernel's buffers (step_transients.optimizer_step_temp_bytes)
     and the fp32 copy of the gradient shard (recipe_facts.step_fp32_grad_copy_bytes), each over the partition
     the step updates: the ZeRO partition, or BF16_Optimizer's data-parallel partition at ZeRO stage 0."""
-    stepped = replace(layout, zero=scalar_or_array(np.where(runs_bf16_optimizer(layout, settings), 1, layout.zero)))
+    stepped = replace(layout, zero=scalar_or_array(np.where(layout_runs_bf16_optimizer(layout, settings), 1,
+                                                            layout.zero)))
     kernel = optimizer_step_temp_bytes(params, stepped, recipe, largest_tensor_elements(spec, layout),
                                        optimizer_impl_of(settings, recipe))
     return kernel + RF.step_fp32_grad_copy_bytes(params.total, stepped, recipe, settings.grad_bytes is not None,

@@ -14,6 +14,7 @@ from dataclasses import replace
 from gpuplan.planner.framework_rules import rules_for
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core.memory import training as M
+from gpuplan.core.memory.micro_batch_fit import largest_micro_batch
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout, check_layout
@@ -82,7 +83,7 @@ def verdict(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings,
             gpu: Accelerator, peaks: dict | None = None) -> tuple[bool, float, int]:
     """(fits, headroom bytes, largest micro-batch) on ``gpu`` (``peaks``: as _fits)."""
     fits, _, headroom = _fits(spec, layout, settings, overheads, gpu, peaks)
-    best = M.largest_micro_batch(spec, layout, settings, M.usable_bytes(gpu.memory_bytes, overheads, layout))
+    best = largest_micro_batch(spec, layout, settings, M.usable_bytes(gpu.memory_bytes, overheads, layout))
     while best > 0 and not _fits(spec, replace(layout, micro_batch=best), settings, overheads, gpu, peaks)[0]:
         best -= 1  # the framework's gap grows with the micro-batch's activations
     return fits, headroom, best
