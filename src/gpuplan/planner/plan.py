@@ -327,10 +327,12 @@ def more_gpus_hint(enough: int | None) -> str:
 
 
 def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits: SpaceLimits | None = None,
-              rank_by: str = "time") -> tuple[Plan, LayoutTable]:
+              rank_by: str = "time", weigh: Callable[[LayoutTable], LayoutTable] | None = None
+              ) -> tuple[Plan, LayoutTable]:
     """The planner's best layout on ``gpus`` GPUs — weighed against the counts just below an
     irregular ``gpus`` (alternative_counts), or on the largest smaller count where some layout
-    fits — and the fitting rows it was chosen from."""
+    fits — and the fitting rows it was chosen from. ``weigh``: the fitting rows as ranking should
+    see them (`train`'s: jobs.training.layout adds plan's failure_share, jobs.plan.completes)."""
     searched, _ = counts_with_alternatives((gpus,), ev.cluster.gpus_per_node)
     tried = list(searched)
     tables = [(searched, search_layouts(ev, searched, target_batch, max_tp, limits))]
@@ -338,6 +340,7 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
     for counts, table in tables:
         table = table if table is not None else search_layouts(ev, counts, target_batch, max_tp, limits)
         fitting = table.take(table["fits"]) if len(table) else table
+        fitting = weigh(fitting) if weigh is not None and len(fitting) else fitting
         if len(fitting):
             i = int(ranking(fitting, rank_by)[0])
             layout, recompute = row_layout(fitting, i)
