@@ -42,7 +42,6 @@ import numpy as np
 
 from gpuplan.core.bulk import scalar_or_array
 from gpuplan.core import frameworks as F
-from gpuplan.core.frameworks import framework, optimizer_impl_of
 from gpuplan.core.memory import recipe_facts as RF
 from gpuplan.core.memory.model_states import ModelStates, StageParams
 from gpuplan.core.memory.step_transients import largest_tensor_elements, optimizer_step_temp_bytes
@@ -89,6 +88,6 @@ def optimizer_step_buffers(spec, params: StageParams, layout: ParallelLayout, re
     stepped = replace(layout, zero=scalar_or_array(np.where(layout_runs_bf16_optimizer(layout, settings), 1,
                                                             layout.zero)))
     kernel = optimizer_step_temp_bytes(params, stepped, recipe, largest_tensor_elements(spec, layout),
-                                       optimizer_impl_of(settings, recipe))
+                                       F.optimizer_impl_of(settings, recipe))
     return kernel + RF.step_fp32_grad_copy_bytes(params.total, stepped, recipe, settings.grad_bytes is not None,
-                                                 framework(settings.framework).step_fp32_grads)
+                                                 F.framework(settings.framework).step_fp32_grads)
