@@ -1,5 +1,5 @@
 """DeepSpeed's BF16_Optimizer adds each micro-batch's bf16 gradients into an fp32 copy, with or without its
-pipeline engine, at ZeRO <= 1 (core.time.optimizer.fp32_grad_accumulation_seconds, BF16_OPTIMIZER_MAX_ZERO;
+pipeline engine, at ZeRO <= 1 (core.time.optimizer.grad_accumulation_seconds, BF16_OPTIMIZER_MAX_ZERO;
 StepSettings.deepspeed_bf16)."""
 
 from dataclasses import replace
@@ -9,13 +9,13 @@ import pytest
 from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core.comm.step_comm import params_per_gpu
 from gpuplan.core.comm.topology import cluster_for
-from gpuplan.core.time.optimizer import fp32_grad_accumulation_seconds, largest_stage_params
+from gpuplan.core.time.optimizer import grad_accumulation_seconds, largest_stage_params
 from gpuplan.core.time.step import StepSettings, step_time
 
 
 def test_one_pass_moves_eighteen_bytes_per_parameter():
     # cast: read 2 B, write 4 B; add: read 4 + 4 B, write 4 B -> 18 B; 1e9 parameters at 1.5e12 B/s = 12 ms
-    assert fp32_grad_accumulation_seconds(1e9, 1.5e12) == pytest.approx(0.012)
+    assert grad_accumulation_seconds(1e9, 1.5e12) == pytest.approx(0.012)
 
 
 def test_charged_once_per_micro_batch_on_the_largest_stage_at_zero_1_or_below():

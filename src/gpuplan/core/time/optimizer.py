@@ -95,7 +95,7 @@ core.memory.bf16_optimizer): ``lp.grad.to(bf16)`` returns the tensor itself, the
 (bf16_optimizer.py@edaa722 L371). Neither figure counts the zeroing of lp.grad before each backward (L473-489)."""
 
 
-def fp32_grad_accumulation_seconds(trained_params, hbm_bytes_per_second, zero=1, pp=1):
+def grad_accumulation_seconds(trained_params, hbm_bytes_per_second, zero=1, pp=1):
     """Seconds of that pass over ``trained_params`` local parameters, once per micro-batch: fp32 accumulation,
     or bf16 where the BF16_Optimizer runs, ZeRO 0 with pp > 1 (``zero``, ``pp`` numbers or arrays; called for
     DeepSpeed's bf16 engine only, StepSettings.deepspeed_bf16)."""
@@ -111,7 +111,7 @@ def accumulation_pass_seconds(spec, settings, trained, hbm_bytes_per_second, tp,
     if not settings.deepspeed_bf16:
         return 0.0
     acc_params = largest_stage_params(spec, tp, pp, ep, mtp) if settings.finetune == "full" else trained
-    return (zero <= BF16_OPTIMIZER_MAX_ZERO) * fp32_grad_accumulation_seconds(acc_params, hbm_bytes_per_second, zero, pp)
+    return (zero <= BF16_OPTIMIZER_MAX_ZERO) * grad_accumulation_seconds(acc_params, hbm_bytes_per_second, zero, pp)
 
 
 def largest_stage_params(spec, tp, pp, ep, mtp=0):
