@@ -53,11 +53,9 @@ class RealModelInputs(JobInputs):
         """The ModelSpec of the model (read as --model-type where the job takes one)."""
         from gpuplan.adapters.resolve import resolve_model
 
-        from gpuplan.schema.model_fields import check_positions, with_sequence_note
+        from gpuplan.schema.model_fields import job_spec
 
-        spec = resolve_model(self.model, None, model_type=getattr(self, "model_type", None))
-        check_positions(spec, getattr(self, "seq_len", None))
-        return self.adjust_spec(with_sequence_note(self, spec))
+        return job_spec(self, resolve_model(self.model, None, model_type=getattr(self, "model_type", None)))
 
     def follow_model(self) -> RealModelInputs:
         """The sequence length the model sets where none was given (schema.model_fields.follow_learned_positions)."""

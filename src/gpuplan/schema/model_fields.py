@@ -52,9 +52,8 @@ class ModelFields(JobInputs):
         # infer --quantization other than auto replaces the checkpoint's format: its
         # quantization_config is then not read, so not checked either
         checkpoint_format = getattr(self, "quantization", "auto") == "auto"
-        spec = resolve_model(model, params, model_type=self.model_type, checkpoint_format=checkpoint_format)
-        check_positions(spec, getattr(self, "seq_len", None))
-        return self.adjust_spec(with_sequence_note(self, spec))  # adjust: SetupFields' MTP modules trained
+        return job_spec(self, resolve_model(model, params, model_type=self.model_type,
+                                            checkpoint_format=checkpoint_format))
 
     def follow_model(self) -> "ModelFields":
         """The sequence length the model sets where none was given (follow_learned_positions)."""
@@ -108,14 +107,17 @@ def sequence_note(inputs, spec) -> str | None:
             f"rows, fewer than the {field.default:,}-token default (--seq-len sets it, up to {spec.learned_positions:,})")
 
 
-def with_sequence_note(inputs, spec):
-    """``spec`` with sequence_note among its notes (the answers of train, plan and memory show them)."""
+def job_spec(inputs, spec):
+    """``spec`` as the job ``inputs`` reads it (ModelFields.spec, profile's RealModelInputs.spec): its sequence
+    length checked against the learned positions (check_positions), sequence_note among its notes (the answers of
+    train, plan and memory show them), then the job's own adjust_spec (SetupFields' MTP modules trained)."""
+    check_positions(spec, getattr(inputs, "seq_len", None))
     note = sequence_note(inputs, spec)
-    if note is None:
-        return spec
-    from dataclasses import replace
+    if note is not None:
+        from dataclasses import replace
 
-    return replace(spec, notes=(*spec.notes, note))
+        spec = replace(spec, notes=(*spec.notes, note))
+    return inputs.adjust_spec(spec)
 
 
 def check_positions(spec, seq_len: int | None) -> None:
