@@ -164,3 +164,13 @@ def titled_table(report, prefix: str):
     """The first of a Report's tables whose title starts with ``prefix``, and its column indices by name."""
     table = next(t for t in report.tables if t.title.startswith(prefix))
     return table, {c: k for k, c in enumerate(table.columns)}
+
+
+def titan_layer_totals(spec, ops) -> tuple:
+    """core.time.titan_ops.layer_classes summed over the classes: (forward kernels, forward bytes, backward
+    kernels, backward bytes) per token of one layer."""
+    from gpuplan.core.time import titan_ops
+
+    classes = titan_ops.layer_classes(spec, ops)
+    return (sum(c.forward_kernels for c in classes), sum(c.forward_bytes for c in classes),
+            sum(c.backward_kernels for c in classes), sum(c.backward_bytes for c in classes))

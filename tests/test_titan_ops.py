@@ -3,6 +3,7 @@ Llama block's bytes and kernels worked by hand from the code (torchtitan 9dec370
 norms.py; Inductor's fusion between extern kernels), and the held-out torchtitan rows."""
 
 import pytest
+from helpers import titan_layer_totals
 
 from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec
 from gpuplan.core.time import titan_ops as T
@@ -14,12 +15,6 @@ EAGER = T.TitanOps(compiled=False, norm="python")
 COMPILED = T.TitanOps(compiled=True)
 
 
-def _totals(ops):
-    classes = T.layer_classes(SPEC, ops)
-    return (sum(c.forward_kernels for c in classes), sum(c.forward_bytes for c in classes),
-            sum(c.backward_kernels for c in classes), sum(c.backward_bytes for c in classes))
-
-
 def test_eager_block_bytes_and_kernels_by_hand():
     # forward per token: 2 Python RMSNorms x 36h = 4,608; RoPE 20q + 20kv = 1,920; repeat_kv
     # copies k and v to the query width 2 x (2kv + 2q) = 384; SwiGLU 10I = 1,280; 2 residual adds
@@ -27,7 +22,7 @@ def test_eager_block_bytes_and_kernels_by_hand():
     # backward: norms 2 x 92h = 11,776; RoPE 1,920; repeat_kv's sums 384; SwiGLU 18I = 2,304;
     # residual sums 768; linear-input gradient sums 3 x 6h = 1,152  ->  18,304 B in 32 + 8 + 2 + 3
     # + 2 + 3 = 50 kernels (RoPE's 8: 3 per tensor + freqs_cis.conj() once per tensor)
-    assert _totals(EAGER) == pytest.approx((28, 8960, 50, 18304), rel=1e-12)
+    assert titan_layer_totals(SPEC, EAGER) == pytest.approx((28, 8960, 50, 18304), rel=1e-12)
 
 
 def test_compiled_block_bytes_and_kernels_by_hand():
@@ -37,7 +32,7 @@ def test_compiled_block_bytes_and_kernels_by_hand():
     # kernels; silu x mul 6I = 768; last residual 6h = 384  ->  4,096 B in 9 kernels.
     # backward: norm row + weight-gradient kernels with 3 and 2 consumers (2m + 4) x 2h = 20h + 16h
     # = 2,304; RoPE 2,176 in 8; SwiGLU 10I = 1,280  ->  5,760 B in 6 + 8 + 1 = 15 kernels
-    assert _totals(COMPILED) == pytest.approx((9, 4096, 15, 5760), rel=1e-12)
+    assert titan_layer_totals(SPEC, COMPILED) == pytest.approx((9, 4096, 15, 5760), rel=1e-12)
 
 
 def test_loss_eager_and_compiled_by_hand():

@@ -4,6 +4,7 @@ forward and concatenates their gradients backward (models/common/attention.py@b5
 Bytes and kernels worked by hand; the autograd fact checked on the CPU."""
 
 import pytest
+from helpers import titan_layer_totals
 
 from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec
 from gpuplan.core.time import titan_ops as T
@@ -14,12 +15,6 @@ SPEC = ModelSpec("t", hidden_size=64, num_layers=2, vocab_size=1000,
 # Llama-3-8B's widths: h 4,096, q 4,096, kv 1,024 (8 of 32 heads), I 14,336 = 3.5 h
 LLAMA3_8B = ModelSpec("l", hidden_size=4096, num_layers=32, vocab_size=128256,
                       attention=AttentionSpec(num_heads=32, num_kv_heads=8, head_dim=128), mlp=MLPSpec(14336))
-
-
-def _totals(spec, ops):
-    classes = T.layer_classes(spec, ops)
-    return (sum(c.forward_kernels for c in classes), sum(c.forward_bytes for c in classes),
-            sum(c.backward_kernels for c in classes), sum(c.backward_bytes for c in classes))
 
 
 def test_fused_qkv_drops_the_two_sums_and_adds_the_split_copies():
@@ -34,7 +29,8 @@ def test_fused_qkv_drops_the_two_sums_and_adds_the_split_copies():
     split = one["qkv_split"]
     assert (split.forward_kernels, split.forward_bytes) == (3, 512)
     assert (split.backward_kernels, split.backward_bytes) == (1, 512)
-    f3, b3 = _totals(SPEC, T.TitanOps(False, "python")), _totals(SPEC, T.TitanOps(False, "python", fused_qkv=True))
+    f3 = titan_layer_totals(SPEC, T.TitanOps(False, "python"))
+    b3 = titan_layer_totals(SPEC, T.TitanOps(False, "python", fused_qkv=True))
     assert (b3[0] - f3[0], b3[1] - f3[1], b3[2] - f3[2], b3[3] - f3[3]) == (3, 512, -1, -256)
 
 
@@ -43,8 +39,8 @@ def test_llama3_8b_eager_layer_moves_228h_either_way():
     # 5h + 5h, SwiGLU 35h + 63h, residual 12h + 12h, grad_sums 18h = 228h in 14 + 22 kernels. One wqkv: sums
     # 6h (1 kernel) and the split 4 B x (q + 2kv) = 6h each way (3 + 1 kernels): 228h in 17 + 21 kernels
     h = 4096
-    three = _totals(LLAMA3_8B, T.TitanOps(compiled=False, norm="fused"))
-    one = _totals(LLAMA3_8B, T.TitanOps(compiled=False, norm="fused", fused_qkv=True))
+    three = titan_layer_totals(LLAMA3_8B, T.TitanOps(compiled=False, norm="fused"))
+    one = titan_layer_totals(LLAMA3_8B, T.TitanOps(compiled=False, norm="fused", fused_qkv=True))
     assert (three[0], three[2]) == (14, 22) and three[1] + three[3] == pytest.approx(228 * h, rel=1e-12)
     assert (one[0], one[2]) == (17, 21) and one[1] + one[3] == pytest.approx(228 * h, rel=1e-12)
 
