@@ -11,12 +11,7 @@ import json
 import math
 
 import pytest
-
-
-def _lines(out: str, *keys: str) -> dict:
-    report = json.loads(out)
-    lines = {line["key"]: line for section in report["sections"] for line in section["lines"]}
-    return {k: lines[k] for k in keys}
+from helpers import report_lines
 
 
 def _check(free: dict, failed: dict, days: float) -> None:
@@ -31,7 +26,7 @@ def test_plan_failure_range_carries_the_wall_clock_band(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "256", "--framework", "torchtitan",
                              "--json")
     assert code == 0, err
-    got = _lines(out, "best_days", "fail_wall_seconds")
+    got = report_lines(json.loads(out))
     _check(got["best_days"], got["fail_wall_seconds"], 86400.0)
     # the band is ±4.8% here (82.51-90.76 d): the failure range is at least that wide now, 0.6% before
     width = (got["fail_wall_seconds"]["high"] - got["fail_wall_seconds"]["low"]) / got["fail_wall_seconds"]["value"]
@@ -42,7 +37,7 @@ def test_plan_failure_range_carries_the_wall_clock_band(run_cli):
 def test_budget_failure_range_carries_the_mfu_range(run_cli):
     code, out, err = run_cli("budget", "--params", "13B", "--gpus", "64", "--tokens", "1T", "--json")
     assert code == 0, err
-    got = _lines(out, "wall_days_with_comm", "fail_wall_seconds", "gpus")
+    got = report_lines(json.loads(out))
     days = 86400.0 * got["gpus"]["value"] / math.ceil(got["gpus"]["value"] - 1e-9)  # the GPUs rented, whole
     _check(got["wall_days_with_comm"], got["fail_wall_seconds"], days)
 
