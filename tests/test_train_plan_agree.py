@@ -50,6 +50,8 @@ def test_the_large_ask_leaves_idle_the_gpus_that_finish_later_with_failures():
     inputs = BudgetInputs(**ask, mfu="predicted")
     train = estimate_budget(inputs)
     failure_free = layout_for_gpus(TrainingInputs(**ask, mfu="predicted"), ask["gpus"])
+    # 499,968 = 1,116 x 448: dp 1,116 of tp 8 x pp 14 x cp 4 (pp 14 x vpp 9 = the 126 layers), the most whole
+    # replicas of 448 GPUs within 500,000 (500,000 / 448 = 1,116.07)
     assert failure_free.gpus == 499_968 and train.value("gpus") < failure_free.gpus
     after = failures_for_deadline(inputs, inputs.spec(), resolve_gpu(ask["gpu"]))
     wall = after(failure_free.gpus, failure_free, failure_free.days(inputs.tokens) * 86400)
