@@ -27,7 +27,7 @@ from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
-from gpuplan.jobs.plan.completes import completing_rows
+from gpuplan.jobs.plan.completes import with_completing_shares
 from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_of, deadline_rows
 from gpuplan.planner.plan import (asked_column, counts_with_alternatives, fallback_counts,
                                   more_gpus_hint, no_layout_error, ranking, smallest_fitting_count)
@@ -359,7 +359,7 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
 def _with_days(inputs: PlanInputs, ev: Evaluator, fitting: LayoutTable, price: float | None,
                most_days: float | None = None) -> LayoutTable:
     """``fitting`` (timed rows) with days, GPU-hours and cost (USD at ``price`` per GPU-hour; NaN unpriced),
-    less the rows whose run never completes with failures, with each row's failure shares (completing_rows);
+    less the rows whose run never completes with failures, with each row's failure shares (with_completing_shares);
     ``most_days``: rows slower than it before failures dropped first (failures only add: they cannot meet it)."""
     wall = inputs.tokens / fitting["tokens_per_second"]
     if most_days is not None:
@@ -370,11 +370,8 @@ def _with_days(inputs: PlanInputs, ev: Evaluator, fitting: LayoutTable, price: f
     fitting.columns["days"] = wall / SECONDS_PER_DAY
     fitting.columns["gpu_hours"] = wall * fitting["gpus"] / 3600
     fitting.columns["cost"] = fitting["gpu_hours"] * (price if price is not None else np.nan)
-    done = completing_rows(inputs, ev, fitting)  # the rows whose run finishes with failures (jobs/plan/completes)
-    if len(done.rows) < len(fitting):  # else every row completes, in order: no copy of its ~35 columns (12 ms of
-        fitting = fitting.take(done.rows)  # the default-range plan's 90,186 rows)
-    fitting.columns["failure_share"] = done.slow_share  # ranking by time / cost counts failures (planner.plan.ranking)
-    fitting.columns["days_with_failures"] = fitting["days"] * done.point_share  # the answer's, row by row
+    fitting, point_share = with_completing_shares(inputs, ev, fitting)  # the rows that finish with failures
+    fitting.columns["days_with_failures"] = fitting["days"] * point_share  # the answer's, row by row
     return fitting
 
 

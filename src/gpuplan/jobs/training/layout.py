@@ -8,7 +8,7 @@ import numpy as np
 
 from gpuplan.core.units import SECONDS_PER_DAY, format_duration
 from gpuplan.errors import InputError
-from gpuplan.jobs.plan.completes import completing_rows
+from gpuplan.jobs.plan.completes import completing_rows, with_completing_shares
 from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.planner.plan import (Plan, best_plan, deadline_counts_between, deadline_order, evaluate_layout, row_layout,
@@ -31,7 +31,7 @@ def layout_for_gpus(inputs: TrainingInputs, gpus: int, rank_by: str = "time") ->
 def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):
     """The weighing step best_plan ranks `train`'s rows through: plan's (jobs.plan.search._with_days) — the rows
     whose run completes with failures, each with its failure_share at the failure rate's high end
-    (jobs.plan.completes.completing_rows, the one implementation), all standing for the ``gpus`` asked
+    (jobs.plan.completes.with_completing_shares, the one implementation), all standing for the ``gpus`` asked
     (gpus_asked: the plateau rule keeps their time order, planner.plan._fewest_on_plateau); ``first_only``
     (ranking by time, where best_plan takes the first row only): just the rows that could come first. Where no row
     completes the rows stay unweighed: the budget's Failures section then says why (commit 875dd94's open
@@ -39,11 +39,9 @@ def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):
     def weigh(fitting: LayoutTable) -> LayoutTable:
         try:
             fitting = _could_win(inputs, ev, fitting) if first_only else fitting
-            done = completing_rows(inputs, ev, fitting)
+            kept, _ = with_completing_shares(inputs, ev, fitting)
         except InputError:
             return fitting
-        kept = fitting.take(done.rows) if len(done.rows) < len(fitting) else fitting
-        kept.columns["failure_share"] = done.slow_share
         kept.columns["gpus_asked"] = np.full(len(kept), gpus, dtype=np.int64)
         return kept
 
