@@ -28,7 +28,6 @@ from gpuplan.core.precision import OptimizerSpec, PrecisionRecipe
 # Device-to-host copy per GPU: nvbandwidth measured 25.1 GB/s on A100-SXM4 (PCIe Gen4,
 # NVIDIA/nvbandwidth#42) and 52.8 GB/s D2H on H100 (PCIe Gen5, NVIDIA/nvbandwidth#24).
 DEFAULT_HOST_COPY_BYTES_PER_S = 25e9
-HOST_COPY_RANGE = (25e9, 52.8e9)
 # torchtitan job_config Checkpoint.keep_latest_k: "The default value is 10 to avoid filling up the disk."
 DEFAULT_KEEP_CHECKPOINTS = 10
 STATE_BYTES_CACHE = 64

@@ -46,7 +46,6 @@ FAILURE_RATE_RANGE = (2.34e-3 / (8 * 24), 6.50e-3 / (8 * 24))
 # Restart: detect, reschedule, reload the checkpoint, warm up. MegaScale (arXiv:2402.15627):
 # training catches up to the pre-crash progress "within 15 minutes from the latest checkpoints".
 DEFAULT_RESTART_SECONDS = 15 * 60.0
-RESTART_RANGE_SECONDS = (5 * 60.0, 60 * 60.0)
 
 
 def failure_rate_range(rate: float = DEFAULT_FAILURE_RATE) -> tuple[float, float]:
