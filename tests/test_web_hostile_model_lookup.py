@@ -61,6 +61,18 @@ def test_a_path_or_hub_id_is_refused_without_being_read(client, no_reads, gpt2_c
     assert "\n" not in data["message"] and "Traceback" not in response.text
 
 
+@pytest.mark.parametrize("model", ["PATH", "someorg/somemodel-xyz"])
+def test_the_patched_readers_are_the_ones_a_model_lookup_calls(no_reads, gpt2_config_path, model):
+    """The control that lets `no_reads == []` above fail: outside the web API, adapters.resolve.model_config
+    reaches the patched reader for the same two models (a path: load_hf_config; a Hub id: hub.fetch_config)."""
+    from gpuplan.adapters.resolve import model_config
+
+    model = gpt2_config_path if model == "PATH" else model
+    with pytest.raises(RuntimeError, match="called by the web API"):
+        model_config(model)
+    assert [what for what, _ in no_reads] == ["load_hf_config" if model == gpt2_config_path else "hub.fetch_config"]
+
+
 @pytest.mark.parametrize("endpoint", ["training", "memory", "plan"])
 def test_a_catalog_gpt2_still_follows_its_table_at_the_door(client, no_reads, endpoint):
     """Not switched off: the body check reads 1,024 for gpt2, so global_batch_tokens 2,048 (two sequences; under
