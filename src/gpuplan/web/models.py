@@ -55,17 +55,15 @@ def door_learned_positions(inputs: Any) -> int | None:
     model, model_type = inputs.model, inputs.model_type
     try:
         if model is not None:
-            entry = find_model_entry(model) if isinstance(model, str) else None
+            entry = find_model_entry(model)  # model: a checked name (the after-validators run on checked fields)
             # a catalog id: resolve_model reads the catalog alone
             return None if entry is None else resolve_model(entry["id"], None, model_type=model_type).learned_positions
         config = getattr(inputs, "config", None)
         if not isinstance(config, dict):
             return None
-        from gpuplan.adapters.hf_config import model_spec_from_hf_config
         from gpuplan.web.service import check_config
 
-        check_config(config, model_type)  # the layer / expert bounds first: a hostile config is not built
-        return model_spec_from_hf_config(config, name="pasted-config", model_type=model_type).learned_positions
+        return check_config(config, model_type).learned_positions  # the layer / expert bounds before it is built
     except InputError:  # refused by the service with its own message
         return None
 

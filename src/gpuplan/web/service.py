@@ -299,9 +299,9 @@ def _report(name: str, inputs: Any, stop: threading.Event | None):
     return plan_report(inputs, checkpoint)
 
 
-def check_config(config: Any, model_type: Any = None) -> None:
-    """Raise InputError unless ``config`` reads as a Hugging Face config.json within limits (read
-    as ``model_type`` when one is given, as --model-type does on the CLI)."""
+def check_config(config: Any, model_type: Any = None):
+    """The ModelSpec ``config`` reads as (a Hugging Face config.json within limits, read as ``model_type`` when one
+    is given, as --model-type does on the CLI); InputError unless it reads as one."""
     from gpuplan.adapters.hf_config import model_spec_from_hf_config, text_config
 
     if not isinstance(config, dict):
@@ -313,8 +313,8 @@ def check_config(config: Any, model_type: Any = None) -> None:
             if isinstance(value, int | float) and not isinstance(value, bool) and value > limit:
                 raise InputError(f"config.json: {key}", value, f"must be at most {limit:,} here")
     try:
-        model_spec_from_hf_config(config, name="pasted-config",
-                                  model_type=model_type if isinstance(model_type, str) and model_type else None)
+        return model_spec_from_hf_config(config, name="pasted-config",
+                                         model_type=model_type if isinstance(model_type, str) and model_type else None)
     except InputError:
         raise
     except CONFIG_ERRORS as exc:
