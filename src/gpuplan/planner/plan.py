@@ -219,28 +219,16 @@ def _cheapest_key(table: LayoutTable, cost: np.ndarray | None, seconds_per_token
 
 
 def deadline_order(table: LayoutTable, days: np.ndarray, deadline: float,
-                   days_after: Callable[[int], float] | None = None, cost: np.ndarray | None = None) -> np.ndarray:
-    """The deadline rule: the rows that meet ``deadline`` (days) after every allowance the answer
-    adds, the smallest GPU count first, then the cheapest (cost; GPU-hours when unpriced).
-    ``days``: each row's modelled days (no allowance: a row over the deadline here is out);
-    ``days_after(i)``: row i's days once the answer's further allowances (failures and
-    checkpoints in the budget) are added, evaluated once per GPU count on its cheapest row; the
-    count's other rows take the same share (the same failure rate; their checkpoints differ little:
-    `train`'s path; `plan` passes each row's own days with failures as ``days`` and no ``days_after``,
-    jobs.plan.deadline.deadline_rows). Returns row indices in that order."""
+                   cost: np.ndarray | None = None) -> np.ndarray:
+    """The deadline rule: the rows that meet ``deadline`` (days), the smallest GPU count first, then the
+    cheapest (cost; GPU-hours when unpriced). ``days``: each row's days after every allowance the answer
+    adds (a row over the deadline here is out): `plan` and the budget pass each row's own days with failures
+    (jobs.plan.deadline.deadline_rows, jobs.training.layout._meeting), the training estimate alone its days
+    before allowances.
+    Returns row indices in that order."""
     candidates = np.flatnonzero(days <= deadline)
     key = _cheapest_key(table, cost, seconds_per_sequence(table))
-    order = candidates[np.lexsort((key[candidates], table["gpus"][candidates]))]
-    if days_after is None or not len(order):
-        return order
-    counts = table["gpus"][order]
-    starts = np.flatnonzero(np.concatenate(([True], counts[1:] != counts[:-1])))
-    kept = []
-    for start, end in zip(starts, np.append(starts[1:], len(order))):
-        rows, first = order[start:end], int(order[start])
-        share = days_after(first) / max(float(days[first]), 1e-30)
-        kept.append(rows[days[rows] * share <= deadline])
-    return np.concatenate(kept)
+    return candidates[np.lexsort((key[candidates], table["gpus"][candidates]))]
 
 
 DEADLINE_STEPS = 8

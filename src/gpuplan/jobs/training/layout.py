@@ -61,7 +61,7 @@ def layout_for_deadline(inputs: TrainingInputs, days: float, after_allowances=No
     if not len(fitting):
         raise InputError("days", days, f"no layout fits {ev.cluster.gpu.name} at any GPU count up to "
                          f"{DEADLINE_COUNTS_MAX:,}")
-    order = _meeting(ev, inputs, fitting, days, after_allowances, target, limits)
+    order = _meeting(ev, inputs, fitting, days, after_allowances)
     if not len(order):
         days_of = _days_of(inputs, fitting)
         quickest = int(np.argmin(days_of))
@@ -73,7 +73,7 @@ def layout_for_deadline(inputs: TrainingInputs, days: float, after_allowances=No
     more = search_layouts(ev, between, target, max_tp(ev), limits) if between else LayoutTable({})
     more = more.take(more["fits"]) if len(more) else more
     if len(more):
-        found = _meeting(ev, inputs, more, days, after_allowances, target, limits)
+        found = _meeting(ev, inputs, more, days, after_allowances)
         if len(found):
             return _plan_of(ev, more, int(found[0]), target, limits)
     return _plan_of(ev, fitting, int(order[0]), target, limits)
@@ -106,21 +106,14 @@ def _plan_of(ev, fitting: LayoutTable, i: int, target, limits) -> Plan:
     return evaluate_layout(ev, layout, recompute, batch_target(target, layout.world, limits))
 
 
-def _meeting(ev, inputs: TrainingInputs, fitting: LayoutTable, days: float, after_allowances, target,
-             limits) -> np.ndarray:
-    """planner.plan.deadline_order on ``fitting`` (each row's days before allowances), the budget's failures
-    and checkpoints (``after_allowances``) evaluated on each count's cheapest row; where ``inputs`` carry the
-    budget's settings, each row's own days with failures instead, as `plan --days` weighs them
-    (jobs.plan.deadline.deadline_rows: days x completing_rows' point share; M4's note: one share a count)."""
-    if after_allowances is not None and hasattr(inputs, "budget_settings"):
+def _meeting(ev, inputs: TrainingInputs, fitting: LayoutTable, days: float, after_allowances) -> np.ndarray:
+    """planner.plan.deadline_order on ``fitting``: each row's days before allowances, or with the budget's
+    failures and checkpoints (``after_allowances`` given: jobs.budget.estimate, whose inputs carry the budget's
+    settings) each row's own days with failures, as `plan --days` weighs them (jobs.plan.deadline.deadline_rows:
+    days x completing_rows' point share)."""
+    if after_allowances is not None:
         return deadline_order(fitting, _days_with_failures(inputs, ev, fitting, days), days)
-
-    def with_allowances(i: int) -> float:
-        plan = _plan_of(ev, fitting, i, target, limits)
-        return after_allowances(plan.gpus, plan, plan.days(inputs.tokens) * 86400) / 86400
-
-    return deadline_order(fitting, _days_of(inputs, fitting), days,
-                          with_allowances if after_allowances is not None else None)
+    return deadline_order(fitting, _days_of(inputs, fitting), days)
 
 
 def _days_with_failures(inputs, ev, fitting: LayoutTable, deadline: float) -> np.ndarray:
