@@ -174,3 +174,13 @@ def titan_layer_totals(spec, ops) -> tuple:
     classes = titan_ops.layer_classes(spec, ops)
     return (sum(c.forward_kernels for c in classes), sum(c.forward_bytes for c in classes),
             sum(c.backward_kernels for c in classes), sum(c.backward_bytes for c in classes))
+
+
+def op_class_values(out: str) -> tuple[dict, dict]:
+    """A `--json` report's op-class section (the first whose title names 'op class') as {key: value}, and the
+    report."""
+    import json
+
+    report = json.loads(out)
+    section = next(s for s in report["sections"] if "op class" in s["title"])
+    return {line["key"]: line["value"] for line in section["lines"]}, report

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import op_class_values
 
 from gpuplan.catalog import load_model
 from gpuplan.core.time import titan_ops as T
@@ -62,19 +63,13 @@ def test_llama_8b_copies_by_hand():
     assert staged == pytest.approx((10 + 78) * 8_030_261_248 / 2 / 1e12 + (2 * 17 + 8 * 9 * 16) * 7.84e-6, rel=1e-6)
 
 
-def _classes(out: str):
-    report = json.loads(out)
-    section = next(s for s in report["sections"] if "op class" in s["title"])
-    return {line["key"]: line["value"] for line in section["lines"]}, report
-
-
 def test_plan_explain_shows_fsdp_copies_and_adds_up(run_cli):
     # mb4 + selective recompute held: the choice until the fit rule took FSDP2's stream pools (now mb2, none)
     code, out, _ = run_cli("plan", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "8", "--pp", "1",
                            "--tp", "1", "--micro-batch", "4", "--recompute", "selective", "--framework", "torchtitan",
                            "--full", "--json")
     assert code == 0
-    classes, report = _classes(out)
+    classes, report = op_class_values(out)
     layout = report["results"]
     step = layout["best_step_seconds"]
     assert sum(classes.values()) == pytest.approx(step, rel=0.001)
@@ -84,4 +79,4 @@ def test_plan_explain_shows_fsdp_copies_and_adds_up(run_cli):
     code, out, _ = run_cli("plan", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "8", "--pp", "1",
                            "--tp", "1", "--framework", "megatron", "--full", "--json")
     assert code == 0
-    assert "class_titan_fsdp_copies" not in _classes(out)[0]
+    assert "class_titan_fsdp_copies" not in op_class_values(out)[0]

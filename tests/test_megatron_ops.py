@@ -5,6 +5,7 @@ uses it (opt-in: StepSettings.megatron_ops) and shows it (plan --explain / --ful
 import json
 
 import pytest
+from helpers import op_class_values
 
 from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core.comm.topology import cluster_for
@@ -119,12 +120,6 @@ def test_host_time_from_te_cpu_timings():
     assert MS.exposed_host_seconds(MO.MegatronOps(cuda_graphs=True), 0.0, 0.0) == 0
 
 
-def _classes(out: str):
-    report = json.loads(out)
-    section = next(s for s in report["sections"] if "op class" in s["title"])
-    return {line["key"]: line["value"] for line in section["lines"]}, report
-
-
 PLAN = ("plan", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "8", "--pp", "1", "--tp", "1",
         "--framework", "megatron", "--full", "--json")
 
@@ -132,7 +127,7 @@ PLAN = ("plan", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "8"
 def test_plan_shows_megatron_classes_that_add_up_to_the_step(run_cli):
     code, out, _ = run_cli(*PLAN, "--dtype", "fp8")
     assert code == 0
-    classes, report = _classes(out)
+    classes, report = op_class_values(out)
     assert sum(classes.values()) == pytest.approx(report["results"]["best_step_seconds"], rel=0.001)
     for name in ("norm", "qkv_split", "rope", "swiglu", "residual", "grad_sums", "fp8_casts", "loss"):
         assert classes[f"class_megatron_{name}"] > 0
@@ -152,7 +147,7 @@ def test_plan_shows_megatron_classes_that_add_up_to_the_step(run_cli):
     # a MoE model keeps the fused lines
     code, out, _ = run_cli("plan", "qwen3-30b-a3b", "--tokens", "1T", "--gpu", "h100", "--gpus", "16",
                            "--framework", "megatron", "--full", "--json")
-    assert code == 0 and not any(k.startswith("class_megatron") for k in _classes(out)[0])
+    assert code == 0 and not any(k.startswith("class_megatron") for k in op_class_values(out)[0])
 
 
 def test_opted_in_lines_add_up_and_charge_the_weight_casts():
@@ -234,5 +229,5 @@ def test_the_loss_line_says_it_is_charged_beside_the_fitted_term(run_cli):
     assert labels["class_megatron_loss"] == "loss kernels, charged beside the fitted term"
     assert labels["class_megatron_norm"].endswith("op list inside the fitted term")
     results = report["results"]
-    classes, _ = _classes(out)
+    classes, _ = op_class_values(out)
     assert sum(classes.values()) == pytest.approx(results["best_step_seconds"], rel=0.001)

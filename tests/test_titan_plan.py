@@ -1,9 +1,8 @@
 """`plan --framework torchtitan` times torchtitan's default (eager) op list and shows it class by
 class (jobs/step_classes.py, core/time/titan_ops.py); MoE models keep the fused model."""
 
-import json
-
 import pytest
+from helpers import op_class_values
 
 from gpuplan.core.time import titan_ops as T
 
@@ -13,16 +12,10 @@ DENSE = ("plan", "llama-3.1-8b", "--tokens", "1T", "--gpu", "h100", "--gpus", "8
          "--micro-batch", "4", "--recompute", "selective", "--framework", "torchtitan", "--full", "--json")
 
 
-def _classes(out: str) -> dict:
-    report = json.loads(out)
-    section = next(s for s in report["sections"] if "op class" in s["title"])
-    return {line["key"]: line["value"] for line in section["lines"]}, report
-
-
 def test_torchtitan_plan_shows_its_memory_bound_classes(run_cli):
     code, out, _ = run_cli(*DENSE)
     assert code == 0
-    classes, report = _classes(out)
+    classes, report = op_class_values(out)
     for name in ("norm", "rope", "swiglu", "residual", "grad_sums", "qkv_split", "loss"):
         assert classes[f"class_titan_{name}"] > 0
     # torchtitan 0.3.0 hands grouped k and v to SDPA (enable_gqa, core.frameworks.torchtitan_repeats_kv) and runs
