@@ -162,8 +162,8 @@ MAX_OVERHEAD_BYTES = float(2**40)
 
 
 def _factor(raw: dict, name: str = "factor") -> Factor:
-    factor = _build(Factor, raw, name)
-    if factor.status not in STATUSES or not math.isfinite(factor.value):
+    factor = _build(Factor, raw, name)  # value: a finite number (_of_kind)
+    if factor.status not in STATUSES:
         raise ValueError(f"bad factor {raw!r}")
     if factor.unit != default_factor(name).unit:  # a ratio marked 'bytes' escaped the ratio bound (wave 7)
         raise ValueError(f"{name}.unit must be {default_factor(name).unit!r}, not {factor.unit!r}")
