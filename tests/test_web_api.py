@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import free_port
 
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -286,16 +287,8 @@ def serve_cli(monkeypatch, run_cli):
     return run
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_serve_binds_loopback_by_default(serve_cli):
-    port = _free_port()
+    port = free_port()
     (code, out, err), calls = serve_cli("--port", str(port))
     assert code == 0, err
     (app, options), = calls
@@ -308,7 +301,7 @@ def test_serve_binds_loopback_by_default(serve_cli):
 
 
 def test_serve_on_all_interfaces_warns(serve_cli):
-    port = _free_port()
+    port = free_port()
     (code, out, err), calls = serve_cli("--host", "0.0.0.0", "--port", str(port))
     assert code == 0, err
     assert calls[0][1] == {"factory": True, "host": "0.0.0.0", "port": port, "log_level": "warning"}
