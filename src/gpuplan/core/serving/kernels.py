@@ -14,7 +14,8 @@ from gpuplan.core.comm.collectives import collective_seconds
 from gpuplan.core.comm.volumes import all_reduce_time
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.serving.releases import CUSTOM_ALLREDUCE_MAX_BYTES, EngineRelease, graph_capture_sizes
+from gpuplan.core.serving.releases import (CUSTOM_ALLREDUCE_MAX_BYTES, VLLM_V1_SINCE, EngineRelease,
+                                           graph_capture_sizes)
 from gpuplan.core.comm.topology import cluster_for
 
 COLLECTIVE_EFFICIENCY = 0.8
@@ -80,7 +81,7 @@ def graph_max_tokens_of(release: EngineRelease, max_num_seqs: int = 256) -> int:
         return 256
     if version < VLLM_GRAPHS_SINCE:
         return 0
-    if version < (0, 8, 0):
+    if version < VLLM_V1_SINCE:
         return 256
     return max(graph_capture_sizes(max_num_seqs)[0])
 
@@ -156,7 +157,7 @@ def prefill_graphs_of(release: EngineRelease) -> bool:
     is_cuda_graph is DECODE / TARGET_VERIFY / IDLE; model_runner.py L2003-2011), and TensorRT-LLM's
     PyTorch backend (_torch/pyexecutor/scheduler.py ScheduledRequests.can_run_cuda_graph:
     'not self.context_requests'): their prefill runs eagerly."""
-    return release.engine == "vllm" and release.version >= (0, 8, 0)
+    return release.engine == "vllm" and release.version >= VLLM_V1_SINCE
 
 
 V0_GRAPH_CONTEXT = 8192
@@ -169,7 +170,7 @@ steps run eagerly. V1's piecewise graphs leave attention outside and have no suc
 def graph_context_limit_of(release: EngineRelease) -> float:
     """The longest cached context at which a decode step still replays a CUDA graph (tokens):
     V0_GRAPH_CONTEXT for vLLM V0 (0.2.6-0.7.x), unlimited otherwise."""
-    v0 = release.engine == "vllm" and VLLM_GRAPHS_SINCE <= release.version < (0, 8, 0)
+    v0 = release.engine == "vllm" and VLLM_GRAPHS_SINCE <= release.version < VLLM_V1_SINCE
     return V0_GRAPH_CONTEXT if v0 else float("inf")
 
 
@@ -178,7 +179,7 @@ def drafter_runs_eager(release: EngineRelease, method: str) -> bool:
     notes list 'torch.compile & cudagraph to EAGLE (#17211)' (v0.9.0, 2025-05-15; a vLLM maintainer
     on the V1 EAGLE benchmarks of April 2025, vllm PR 17202: '#17211 can be critical for the e2e
     performance'). Each draft step then pays Efficiency.layer_launch_s per layer."""
-    return (release.engine == "vllm" and (0, 8, 0) <= release.version < (0, 9, 0)
+    return (release.engine == "vllm" and VLLM_V1_SINCE <= release.version < (0, 9, 0)
             and method in ("eagle", "eagle3", "mtp"))
 
 

@@ -20,6 +20,8 @@ Version = tuple[int, int, int]
 NEWEST = {"vllm": (0, 29, 0), "sglang": (0, 5, 3), "trtllm": (1, 0, 0)}
 """The newest release whose rules are modelled, per engine: the default version."""
 OLDEST = {"vllm": (0, 2, 0), "sglang": (0, 3, 0), "trtllm": (0, 5, 0)}
+VLLM_V1_SINCE = (0, 8, 0)
+"""The first vLLM release whose default engine is V1 (VllmRules.v1 from its row on; V0 before)."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,7 @@ def vllm_batch_defaults(version: Version, memory_bytes: float, gpu_name: str, ma
     chunked prefill (2048 tokens) above 32K (engine/arg_utils.py). V1 0.8: 2048 and 256. From 0.9
     (get_batch_defaults, OPENAI_API_SERVER): 8192 and 1024 on GPUs of >= 70 GiB that are not
     A100s, else 2048 and 256."""
-    if version < (0, 8, 0):
+    if version < VLLM_V1_SINCE:
         return (max(max_model_len, 2048) if max_model_len <= 32768 else 2048), 256
     if version < (0, 9, 0):
         return 2048, 256

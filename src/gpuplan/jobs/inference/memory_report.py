@@ -7,7 +7,8 @@ from __future__ import annotations
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import profile as P
 from gpuplan.core.serving.kernels import VLLM_GRAPHS_SINCE
-from gpuplan.core.serving.releases import fused_token_limit, graph_allreduce_path, registered_graph_addresses
+from gpuplan.core.serving.releases import (VLLM_V1_SINCE, fused_token_limit, graph_allreduce_path,
+                                           registered_graph_addresses)
 from gpuplan.core.units import format_bytes, plural
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.report.model import Line, Section
@@ -135,7 +136,7 @@ def _vllm_log(plan: Plan, m: M.Memory, kv_tokens: int) -> list[Line]:
               f"Graph capturing finished, took ~{_gib(m.cuda_graphs)} GiB (after the KV cache is sized: out of "
               "the headroom)")
     kv = max(m.kv_budget, 0.0)
-    if rel.version < (0, 8, 0):
+    if rel.version < VLLM_V1_SINCE:
         if rel.version < VLLM_GRAPHS_SINCE:
             graphs = "(none: eager until vLLM 0.2.6, PR 1926)"
         return [Line("log_weights", "weights", m.weights, "bytes", f"Loading model weights took {m.weights / GiB:.4f} GB"),
