@@ -90,12 +90,13 @@ class HybridEPShape:
 
 
 def with_ep_dispatcher(overheads: "Overheads", dispatcher: str, seq_len: int, spec, gpu,
-                       backend: str = "deepep") -> "Overheads":
+                       backend: str) -> "Overheads":
     """``overheads`` with HybridEP's buffers in place of NCCL all-to-all peers for the flex dispatcher on a MoE
     ``spec`` (core.model.spec.ModelSpec; dense: unchanged) on ``gpu`` (core.hardware.Accelerator: its
     ``scale_up_ranks``, HybridEP's NVLink domain); plan's evaluator and ``gpuplan memory`` alike, by their shared
-    --flex-backend: 'deepep' (Megatron-Core's default moe_flex_dispatcher_backend) counts DeepEP's normal-mode
-    buffers (core.memory.deep_ep), 'hybridep' HybridEP's."""
+    --flex-backend (``backend``; its default, schema.te_kernels.DEFAULT_FLEX_BACKEND, is the callers'): 'deepep'
+    (Megatron-Core's default moe_flex_dispatcher_backend) counts DeepEP's normal-mode buffers (core.memory.deep_ep),
+    'hybridep' HybridEP's."""
     if dispatcher != "flex" or spec.moe is None:
         return overheads
     return replace(overheads, hybrid_ep=HybridEPShape(seq_len, spec.hidden_size, spec.moe.num_experts,
