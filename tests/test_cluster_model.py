@@ -117,9 +117,10 @@ def test_end_to_end_gpu_hours_held_out_mean_within_a_point_of_its_level():
     # TinyLlama (+4.6%, added after its prediction was computed), 8.7% on the 8 entered by training_runs.yaml's
     # written criterion before their predictions were computed (Pythia 160M-12B, MPT-7B -19.0%, StarCoderBase
     # -11.4%; 17.9% when entered, their inputs revised after the misses were seen: docs/training.md, README).
-    # The bounds were those means + ~1 point when written (14.1% and 11.2% then); the 7-run one still is (11.4%),
-    # the 16-run one is now 5.2 points above its mean (left as it was: the final read keeps assertion values).
-    assert sum(abs(c.error) for c in held) / len(held) < 0.149
+    # The bounds were those means + ~1 point when written (14.1% and 11.2% then); the 7-run one still is (11.4%).
+    # The 16-run bound is issue 37's bar itself (10% mean; was 0.149, 5.2 points loose): a change that takes the
+    # held-out GPU-hours past the goal fails here, not only in docs/accuracy.md.
+    assert sum(abs(c.error) for c in held) / len(held) < 0.10
     first = [c for c in held if c.id in ("llama1-65b", "bloom-176b", "palm-540b", "pythia-70m", "pythia-1b",
                                          "deepseek-v3", "smollm3-3b")]
     assert len(first) == 7 and sum(abs(c.error) for c in first) / 7 < 0.118
