@@ -20,6 +20,15 @@ class InputError(ValueError):
         given = "got no value" if value is None else f"got {shown(value)}"  # None: left out (or null in a file)
         super().__init__(f"{self.field}: {given}; {expected}")
 
+    def retold(self, field: str, value: object, expected: str) -> "InputError":
+        """The same refusal with its parts replaced, of the same type (a NoLayoutFits stays one: callers
+        free to pick the count catch that type, jobs.training.timing._first_fitting); an InputError where
+        a subclass takes other arguments."""
+        try:
+            return type(self)(field, value, expected)
+        except TypeError:
+            return InputError(field, value, expected)
+
 
 class NoLayoutFits(InputError):
     """No layout fits the GPU on the count asked or fewer (planner.plan.best_plan): a caller free to pick
@@ -88,4 +97,4 @@ def as_typed(error: InputError, raw: object) -> InputError:
             return error
     except (TypeError, ValueError, OverflowError):
         pass
-    return InputError(error.field, typed.strip(), error.expected)
+    return error.retold(error.field, typed.strip(), error.expected)

@@ -346,4 +346,4 @@ def _without_path(exc: InputError, path: Path) -> InputError:
             return text
         return text.replace(str(path), "config.json").replace(str(path.parent), "config.json")
 
-    return InputError(clean(exc.field), clean(exc.value), clean(exc.expected))
+    return exc.retold(clean(exc.field), clean(exc.value), clean(exc.expected))
