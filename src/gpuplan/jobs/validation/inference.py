@@ -95,6 +95,8 @@ def _gpu(name: str):
 
 
 def _format(entry: dict[str, Any]) -> W.WeightFormat:
+    if entry["quantization"] == "mxfp4":  # gpt-oss checkpoints: MXFP4 experts only (jobs/inference/quant_config)
+        return replace(W.MXFP4, quantized="experts")
     return W.weight_format(entry["quantization"], entry.get("group_size", 128), entry.get("zero_point", True))
 
 
