@@ -70,3 +70,71 @@ def test_the_web_config_path_taken_out_keeps_the_type(tmp_path):
     path = tmp_path / "llama.json"
     error = _without_path(NoLayoutFits("gpus", 8, f"no layout fits {path}"), path)
     assert isinstance(error, NoLayoutFits) and str(error) == "gpus: got 8; no layout fits config.json"
+
+
+# ---- leftover 2: a pasted config is built once per reading, and read as the CLI reads it -----------------
+
+def _counting_builds(monkeypatch) -> list[str]:
+    import gpuplan.adapters.hf_config as H
+    import gpuplan.adapters.resolve as R
+
+    names: list[str] = []
+    original = H.model_spec_from_hf_config
+
+    def counted(config, name="custom", *args, **kwargs):
+        names.append(name)
+        return original(config, name, *args, **kwargs)
+
+    monkeypatch.setattr(H, "model_spec_from_hf_config", counted)
+    monkeypatch.setattr(R, "_SPECS", {}, raising=False)
+    return names
+
+
+def test_a_pasted_config_is_built_once_for_the_request_model_and_once_as_the_job_reads_it(client, monkeypatch):
+    """It was built 8 times per /api/training request (3 by web.service.check_config: twice in the request model's
+    defaults, pydantic running the after-validators again around JobInputs.__init__, once by the service; 5 more
+    as the job resolved the temporary file): now once as pasted (the layer / expert bounds, the structure) and
+    once as the job reads its file, as the CLI reads a config.json."""
+    from gpuplan.catalog import model_entry
+
+    names = _counting_builds(monkeypatch)
+    config = dict(model_entry("qwen2.5-0.5b")["config"])
+    response = client.post("/api/training", json={"config": config, "gpu": "h100", "gpus": 8})
+    assert response.status_code == 200, response.text[:300]
+    assert len(names) == 2 and names[0] == "pasted-config", names
+
+
+def test_a_catalog_model_is_built_once_per_command(monkeypatch, run_cli):
+    names = _counting_builds(monkeypatch)
+    code, _, err = run_cli("train", "qwen2.5-0.5b", "--gpu", "h100", "--gpus", "8")
+    assert code == 0, err
+    assert names == ["qwen2.5-0.5b"], names
+
+
+@pytest.fixture
+def bogus_quantization_config(tmp_path) -> tuple[dict, Path]:
+    from gpuplan.catalog import model_entry
+
+    config = dict(model_entry("qwen2.5-0.5b")["config"]) | {"quantization_config": {"quant_method": "bogus"}}
+    path = tmp_path / "qwen" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(config))
+    return config, path
+
+
+def test_a_malformed_quantization_config_is_read_alike_by_the_cli_and_the_web(client, run_cli,
+                                                                              bogus_quantization_config):
+    """infer --quantization fp8 replaces the checkpoint's format, so its quantization_config is not read: the CLI
+    answered and the web API refused the same config pasted (its check read the quantization_config always).
+    Without --quantization both refuse it, naming the key."""
+    config, path = bogus_quantization_config
+    code, _, err = run_cli("infer", str(path), "--gpu", "h100", "--no-search", "--quantization", "fp8")
+    assert code == 0, err
+    response = client.post("/api/inference", json={"config": config, "gpu": "h100", "search": False,
+                                                   "quantization": "fp8"})
+    assert response.status_code == 200, response.text[:300]
+    line = field_refusal(run_cli("infer", str(path), "--gpu", "h100", "--no-search"),
+                         "config.json: quantization_config.quant_method", "got 'bogus'")
+    message = web_refusal(client.post("/api/inference", json={"config": config, "gpu": "h100", "search": False}),
+                          "config.json: quantization_config.quant_method", "got 'bogus'")
+    assert line == f"error: {message}\n"

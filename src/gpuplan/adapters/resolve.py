@@ -5,6 +5,8 @@ or folder, a Hub id (its config.json fetched), else "not in the catalog" with su
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +65,6 @@ def resolve_model(model: str | None = None, params: str | float | None = None,
     """A catalog id or hf_repo, a config.json (or folder holding one), a Hub id, or a bare
     parameter count. ``model_type`` reads the config as that type (e.g. an unsupported one as
     'llama')."""
-    from gpuplan.adapters import hf_config
-
     model = _as_text(model, "model", paths=True)
     if model and params:
         raise InputError("model/params", f"{model} / {params}", "give either a model or --params, not both")
@@ -76,8 +76,41 @@ def resolve_model(model: str | None = None, params: str | float | None = None,
         raise InputError("model", model, "give a catalog name (see `gpuplan catalog models`), "
                          "a Hugging Face id, a config.json path, or --params such as 7B")
     config, name, source = model_config(model)
-    return hf_config.model_spec_from_hf_config(config, name=name, source=source, model_type=model_type,
+    return spec_of_config(config, name, source, model_type, checkpoint_format=checkpoint_format)
+
+
+SPECS_KEPT = 16
+"""ModelSpecs spec_of_config keeps (the last built): one command or web request reads its model 5-8 times (the
+defaults that follow the model, pydantic running a schema's after-validators again around its own __init__, each
+estimate stage), each a whole build (wave 8: a pasted config was built 8 times per request)."""
+_SPECS: dict[tuple, ModelSpec] = {}
+_SPECS_LOCK = threading.Lock()
+
+
+def spec_of_config(config: dict[str, Any], name: str, source: str = "", model_type: str | None = None, *,
+                   checkpoint_format: bool = True) -> ModelSpec:
+    """hf_config.model_spec_from_hf_config, kept for the exact config text (its JSON), name, source, model_type and
+    checkpoint_format: a ModelSpec is frozen, so the same build answers again; refusals are not kept (raised
+    again by the same checks). A config that is no JSON text is built each time."""
+    from gpuplan.adapters import hf_config
+
+    try:
+        key = (json.dumps(config, allow_nan=False), name, source, model_type, checkpoint_format)
+        hash(key)
+    except (TypeError, ValueError, RecursionError):
+        key = None
+    with _SPECS_LOCK:
+        kept = _SPECS.get(key) if key is not None else None
+    if kept is not None:
+        return kept
+    spec = hf_config.model_spec_from_hf_config(config, name=name, source=source, model_type=model_type,
                                                checkpoint_format=checkpoint_format)
+    if key is not None:
+        with _SPECS_LOCK:
+            while len(_SPECS) >= SPECS_KEPT:
+                _SPECS.pop(next(iter(_SPECS)))
+            _SPECS[key] = spec
+    return spec
 
 
 def resolve_gpu(gpu: str) -> Accelerator:

@@ -49,11 +49,8 @@ class ModelFields(JobInputs):
         from gpuplan.adapters.resolve import resolve_model
 
         model, params = self.model_params
-        # infer --quantization other than auto replaces the checkpoint's format: its
-        # quantization_config is then not read, so not checked either
-        checkpoint_format = getattr(self, "quantization", "auto") == "auto"
         return job_spec(self, resolve_model(model, params, model_type=self.model_type,
-                                            checkpoint_format=checkpoint_format))
+                                            checkpoint_format=reads_checkpoint_format(self)))
 
     def follow_model(self) -> "ModelFields":
         """The sequence length the model sets where none was given (follow_learned_positions)."""
@@ -75,10 +72,17 @@ def learned_positions_of(inputs) -> int | None:
         return None
     from gpuplan.adapters.resolve import resolve_model
 
-    try:
-        return resolve_model(inputs.model, None, model_type=getattr(inputs, "model_type", None)).learned_positions
+    try:  # read as the job reads it (the same build, kept by adapters.resolve.spec_of_config)
+        return resolve_model(inputs.model, None, model_type=getattr(inputs, "model_type", None),
+                             checkpoint_format=reads_checkpoint_format(inputs)).learned_positions
     except InputError:
         return None
+
+
+def reads_checkpoint_format(inputs) -> bool:
+    """Whether the job reads the checkpoint's quantization_config (and so checks it): not where infer
+    --quantization names a format other than auto, which replaces the checkpoint's."""
+    return getattr(inputs, "quantization", "auto") == "auto"
 
 
 def follow_learned_positions(inputs) -> None:
