@@ -3,7 +3,7 @@ inference_measurements.yaml ``online:``): each row's measured numbers are the on
 its lengths are the ones the quoted totals give, and it names a source page and an engine release.
 
 Hand-checked against the pages: the SGLang cookbook's DeepSeek-R1.md and GPT-OSS.md (sgl-cookbook
-@7b5bd9c0) and GPUStack's performance-lab qwen3-8b/h100-latency.md (gpustack @47277d79)."""
+@7b5bd9c0) and GPUStack's performance-lab qwen3-8b/h100-latency.md (gpustack @47277d79); vllm#20469."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ ADDED = {
     "sglang056p1-deepseek-r1-0528-tp8-b200-8000-1000-c1": ("sglang==0.5.6.post1", 165.91, 9.26),
     "sglang056-gpt-oss-120b-tp8-b200-sharegpt-c1": ("sglang==0.5.6", 33.71, 2.31),
     "gpustack-vllm0110-qwen3-8b-h100-sharegpt-c1": ("vllm==0.11.0", 59.01, 7.28),
+    "vllm20469-qwen3-14b-awq-a100pcie-16000-200-c1-eager": ("vllm==0.9.1", 3345.37, 20.63),
 }
 
 
@@ -46,7 +47,8 @@ def test_row_numbers_round_trip_from_its_quote(name):
     row = _rows()[name]
     release, ttft, tpot = ADDED[name]
     assert row["release"] == release and parse_release(release).engine == release.split("==")[0]
-    assert row["source"].startswith("https://github.com/") and "/blob/" in row["source"]
+    url = row["source"].split()[0]  # a page at a commit, or an issue thread
+    assert url.startswith("https://github.com/") and ("/blob/" in url or "/issues/" in url)
     assert (row["measured_ttft_ms"], row["measured_tpot_ms"]) == (ttft, tpot)
     assert _quoted(row["source"], "Mean TTFT (ms)") == ttft
     assert _quoted(row["source"], "Mean TPOT (ms)") == tpot
@@ -74,6 +76,16 @@ def test_sharegpt_rows_take_the_mean_lengths_of_100_requests(name):
     assert row["prompt_tokens"] == round(_quoted(row["source"], "Total input tokens") / 100)
     assert row["output_tokens"] == round(_quoted(row["source"], "Total generated tokens") / 100)
     assert "requests" not in row and "lengths_note" in row
+
+
+def test_fixed_length_row_is_the_quoted_totals_over_30_requests():
+    """vllm#20469: 30 random prompts at the default range ratio, every one 16,000 / 200 tokens;
+    the run is eager (--enforce-eager), which the row states."""
+    row = _rows()["vllm20469-qwen3-14b-awq-a100pcie-16000-200-c1-eager"]
+    assert 30 * row["prompt_tokens"] == _quoted(row["source"], "Total input tokens") == 480000
+    assert 30 * row["output_tokens"] == _quoted(row["source"], "Total generated tokens") == 6000
+    assert row["enforce_eager"] is True and "--enforce-eager" in row["engine"]
+    assert "'GPU 0: NVIDIA A100 80GB PCIe'" in row["source"] and row["gpu"] == "a100-pcie-80gb"
 
 
 def test_added_rows_are_scored_as_held_out_ttft_and_tpot():
