@@ -14,6 +14,7 @@ from gpuplan.core.model.flops import (
 )
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import lora as L
 from gpuplan.core.serving import spec_runner as SR
@@ -53,6 +54,9 @@ class StepTime:
     kernel_floor_s: float = 0.0
     """GPU time of a CUDA-graph step's small kernels beyond their roofline (setup.Efficiency.
     graph_layer_s a layer: norms, RoPE, cache write, short attention, activation)."""
+    issue_s: float = 0.0
+    """SGLang's eager prefill: host seconds to issue the forward's kernels (first_token_path), of which
+    host_s holds the part past the GPU work; 0 elsewhere."""
     exposed: float = 0.0
     """Share of the shorter GEMM bound (streaming or math) the kernels do not hide behind the longer
     one (setup.Efficiency.ridge_exposed: GEMMs of few tokens)."""
@@ -138,12 +142,18 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     graphed = (work.tokens <= eff.graph_max_tokens and work.context <= KR.graph_context_limit_of(release)
                and (not work.prefill or KR.prefill_graphs_of(release)))
     floor = layers * graph_layer_seconds(setup, spec) if graphed else 0.0
-    host = 0.0 if graphed else layers * eff.layer_launch_s
+    issue = None if graphed or not work.prefill else FT.eager_prefill_issue_seconds(release, spec)
+    host = 0.0 if graphed or issue is not None else layers * eff.layer_launch_s
     host += KR.host_step_seconds(release, work.sequences) if work.scheduled else 0.0
-    return StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
+    step = StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
                     attention_s=(work.kv_bytes / (bandwidth * kv) + work.attention_flops / tp / (peak * attention)
                                  + work.kv_repeat_bytes / (KR.repeat_read_bandwidth(fabric, bandwidth) * kv)),
                     other_s=elementwise, host_s=host, kernel_floor_s=floor, exposed=eff.exposed_share(work.tokens))
+    if issue is None:
+        return step
+    # an SGLang eager prefill: the host issues every kernel and runs ahead of the GPU (first_token_path)
+    gpu = step.verify_s - host
+    return replace(step, host_s=host + FT.exposed_host_seconds(issue, gpu), issue_s=issue)
 
 
 def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec) -> float:

@@ -11,6 +11,8 @@ smallest and cheapest first. Formulas: core/serving/ (memory.py, roofline.py, kv
 from __future__ import annotations
 
 from gpuplan.core.serving import engines as E
+from gpuplan.core.serving import first_token_path as FT
+from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import weights as W
@@ -212,6 +214,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
                        if plan.setup.speculation is not None else "") + ")",
                     serving.tpot, "GEMMs max(weights / (bandwidth x eff), FLOPs / (peak x eff)) + exposed share "
                     f"+ batch x KV read + elementwise + small-kernel floor + host + all-reduces; {tpot.bound}-bound"),
+        *_prefill_issue_lines(plan, ttft[0]),
         Line("tpot_parts", "time per output token (by part)", tpot.verify_s, "s", _parts(tpot),
              "kernels in sequence (core/serving/roofline.py step_time)"),
         Line("kernel_floor_per_step", "small-kernel floor per decode step (GPU time)", tpot.kernel_floor_s, "s",
@@ -239,6 +242,20 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
         lines.append(Line("cost_per_million_tokens", "cost per million output tokens", cost, "USD",
                           f"${cost:,.3f} (at ${price:,.2f}/GPU-hour x {serving.gpus})", source))
     return Section("Speed (roofline; range = efficiency range)", tuple(lines))
+
+
+def _prefill_issue_lines(plan: Plan, ttft: R.StepTime) -> tuple[Line, ...]:
+    """SGLang's eager prefill: the host time to issue its kernels, and the part of it past the GPU
+    work that the first token waits for (core/serving/first_token_path.py); none elsewhere."""
+    if not ttft.issue_s:
+        return ()
+    kernels = KR.graph_kernels_per_layer(plan.spec, plan.setup.runtime.engine)
+    return (Line("ttft_host_issue", "prefill host issue time (eager forward)", ttft.issue_s, "s",
+                 f"{ttft.issue_s * 1e3:,.1f} ms ({ttft.host_s * 1e3:,.1f} ms past the GPU work)",
+                 f"{plan.spec.num_layers} layers x {kernels:.1f} kernels x "
+                 f"{FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.1f} us a kernel (sglang PR 12160: DeepSeek-V3 "
+                 "1-token prefill 82.6 ms eager vs 23.1 ms graphed); the forward ends at max(host, GPU): "
+                 "SGLang runs prefill without CUDA graphs (piecewise graphs off by default)"),)
 
 
 def _parts(step: R.StepTime) -> str:

@@ -1,0 +1,71 @@
+"""The host side of a prompt's eager prefill in SGLang: what the GPU waits for before the first token.
+
+Units: seconds, kernels, layers. What runs between a client's request and its first streamed token
+at concurrency 1 in SGLang 0.5.6 (sglang wheel 0.5.6, python/sglang/srt/...):
+
+- bench_serving times TTFT to the first streamed chunk whose ``text`` is not empty
+  (bench_serving.py@v0.5.6:578-586); the server streams every token (server_args.py@v0.5.6:289
+  stream_interval = 1; scheduler_output_processor_mixin.py@v0.5.6:808-818).
+- The scheduler busy-polls its ZMQ socket (managers/scheduler.py@v0.5.6:1077 recv_pyobj(zmq.NOBLOCK);
+  no idle sleep unless --sleep-on-idle, L640) and runs the overlap loop (L1004-1047): the prefill is
+  launched, and its sampled token is processed (process_batch_result, which sends it to the
+  detokenizer) only after the next batch, the first decode step, has been launched (L1036-1041).
+- The prefill itself runs eagerly: piecewise CUDA graphs for extend batches are off by default
+  (server_args.py@v0.5.6:508 enable_piecewise_cuda_graph = False) and the CUDA-graph runner replays
+  decode batches only (kernels.prefill_graphs_of). Every kernel of every layer is issued from Python.
+- The eager forward has no host sync inside its layers: the FlashInfer backend's ``.item()`` /
+  ``.cpu()`` calls sit in init_forward_metadata, once a forward, before the layers
+  (layers/attention/flashinfer_backend.py@v0.5.6:564-632, 949-951, 1181-1276); llama.py,
+  qwen3_moe.py, fused_moe.py and topk.py have none. So the host runs ahead of the GPU, and an eager
+  forward ends at the later of its host issue time and its GPU work (the launch queue never empties
+  when the host is the slower; it never fills when the GPU is): max(host, GPU), not their sum.
+
+The host issue time is counted, not fitted on a TTFT row: kernels a layer (kernels.graph_kernels_per_layer,
+counted from SGLang's model code) x layers x the host time SGLang spends issuing one kernel eagerly,
+SGLANG_EAGER_HOST_PER_KERNEL_S, taken from a public measurement outside the validation set.
+"""
+
+from __future__ import annotations
+
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.serving import kernels as KR
+from gpuplan.core.serving.releases import EngineRelease
+
+PR12160_EAGER_FORWARD_S = 82.64e-3
+"""SGLang 'forward cost' of a 1-new-token prefill run eagerly (DeepSeek-V3, TP 8): sgl-project/sglang
+PR 12160 ('support prefill-cuda-graph based on cuda-graph-runner', 2025-10-26), its log line
+'Prefill batch. #new-seq: 1, #new-token: 1 ... forward cost-82.6406478881836 ms'."""
+PR12160_GRAPH_FORWARD_S = 23.10e-3
+"""The same 1-new-token prefill replaying the PR's prefill CUDA graph: 'forward cost- 23.097753524780273 ms'.
+The difference, 59.5 ms, is host time an eager forward makes the GPU wait for (the GPU work is the
+same kernels either way)."""
+DEEPSEEK_V3_LAYERS = 61
+DEEPSEEK_V3_MOE_LAYERS = 58
+"""DeepSeek-V3's config: num_hidden_layers 61, first_k_dense_replace 3 (catalog deepseek-v3)."""
+DEEPSEEK_V3_KERNELS_PER_LAYER = (KR.GRAPH_KERNELS_DENSE
+                                 + KR.GRAPH_KERNELS_MOE_EXTRA * DEEPSEEK_V3_MOE_LAYERS / DEEPSEEK_V3_LAYERS)
+"""11 + 4 x 58 / 61 = 14.80 kernels a layer, as kernels.graph_kernels_per_layer counts them (MLA counted
+as standard attention there, as for every model: the count is the same rule the step uses)."""
+SGLANG_EAGER_HOST_PER_KERNEL_S = (PR12160_EAGER_FORWARD_S - PR12160_GRAPH_FORWARD_S) / (
+    DEEPSEEK_V3_LAYERS * DEEPSEEK_V3_KERNELS_PER_LAYER)
+"""Host seconds SGLang spends issuing one kernel of an eager forward: (82.64 - 23.10) ms / (61 layers x
+14.80 kernels) = 65.9 us. Python module calls, CustomOp dispatch, the quantisation method's apply,
+the attention backend's branches and the launch itself, per kernel; about 9 ATen ops' worth on
+the H200 host (core.time.host: 7.5 us an op there). The PR does not name its GPU or host; no SGLang
+TTFT row of the validation set is used (they are held out)."""
+
+
+def eager_prefill_issue_seconds(release: EngineRelease, spec: ModelSpec) -> float | None:
+    """Host seconds to issue one eager prefill forward of ``spec`` in ``release``: layers x
+    kernels a layer (graph_kernels_per_layer) x SGLANG_EAGER_HOST_PER_KERNEL_S for SGLang (all
+    releases modelled run prefill eagerly: kernels.prefill_graphs_of); None for the other engines,
+    whose eager steps keep setup.Efficiency.layer_launch_s."""
+    if release.engine != "sglang" or KR.prefill_graphs_of(release):
+        return None
+    return spec.num_layers * KR.graph_kernels_per_layer(spec, release.engine) * SGLANG_EAGER_HOST_PER_KERNEL_S
+
+
+def exposed_host_seconds(issue_s: float, gpu_s: float) -> float:
+    """Host time the step adds beyond its GPU work, seconds: the forward ends at max(issue, GPU)
+    (no sync inside the layers: module docstring), so max(0, issue - GPU)."""
+    return max(0.0, issue_s - gpu_s)
