@@ -222,9 +222,8 @@ def deadline_order(table: LayoutTable, days: np.ndarray, deadline: float,
                    cost: np.ndarray | None = None) -> np.ndarray:
     """The deadline rule: the rows that meet ``deadline`` (days), the smallest GPU count first, then the
     cheapest (cost; GPU-hours when unpriced). ``days``: each row's days after every allowance the answer
-    adds (a row over the deadline here is out): `plan` and the budget pass each row's own days with failures
-    (jobs.plan.deadline.deadline_rows, jobs.training.layout._meeting), the training estimate alone its days
-    before allowances.
+    adds (a row over the deadline here is out): each row's own days with failures, for `plan`, `train` and the
+    training job alike (jobs.plan.deadline.deadline_rows, through jobs.plan.search.search_on).
     Returns row indices in that order."""
     candidates = np.flatnonzero(days <= deadline)
     key = _cheapest_key(table, cost, seconds_per_sequence(table))
