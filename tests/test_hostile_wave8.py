@@ -138,3 +138,85 @@ def test_a_malformed_quantization_config_is_read_alike_by_the_cli_and_the_web(cl
     message = web_refusal(client.post("/api/inference", json={"config": config, "gpu": "h100", "search": False}),
                           "config.json: quantization_config.quant_method", "got 'bogus'")
     assert line == f"error: {message}\n"
+
+
+# ---- leftover 4: plan-file numbers read as the flags read them -------------------------------------------
+
+def _plan(tmp_path, suffix: str, gpus: str) -> Path:
+    plan = tmp_path / f"plan{suffix}"
+    if suffix == ".toml":
+        plan.write_text(f'model = "llama-3.1-8b"\ngpu = "h100"\ngpus = {gpus}   # a comment\n')
+    else:
+        plan.write_text(f"model: llama-3.1-8b\ngpu: h100\ngpus: {gpus}\n")
+    return plan
+
+
+@pytest.mark.parametrize("suffix, typed", [(".yaml", "0x10"), (".yaml", "0o10"), (".yaml", ".inf"), (".yaml", "-.inf"),
+                                           (".yaml", ".nan"), (".yaml", "1_000"), (".yaml", "1:04"),
+                                           (".toml", "0x10"), (".toml", "0o10"), (".toml", "0b1000"),
+                                           (".toml", "1_000"), (".toml", "inf"), (".toml", "nan"), (".toml", "-inf")])
+def test_a_number_written_otherwise_is_refused_in_a_plan_file_as_on_the_cli(run_cli, client, tmp_path, suffix, typed):
+    """`gpus: 0x10` (YAML 1.2 hex) and `gpus = 0x10` / `0o10` / `0b1000` / `1_000` (TOML) planned 16 / 8 / 8 / 1,000
+    GPUs where --gpus 0x10 and the web's "0x10" were refused; YAML's .inf was refused with another message ('got inf;
+    must be a finite number'). Every door now quotes the text with the same reason."""
+    cli = field_refusal(run_cli("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", typed), "gpus", f"got {typed!r}")
+    plan = _plan(tmp_path, suffix, typed)
+    from_file = field_refusal(run_cli("train", str(plan)), f"{plan}: gpus", f"got {typed!r}")
+    assert from_file.split(": gpus: ", 1)[1] == cli.split("error: gpus: ", 1)[1]
+    web = web_refusal(client.post("/api/training", json={"model": "llama-3.1-8b", "gpu": "h100", "gpus": typed}),
+                      "gpus")
+    assert f"error: {web}\n" == cli
+
+
+@pytest.mark.parametrize("suffix, typed, gpus", [(".yaml", "010", 10), (".yaml", "1e3", 1000), (".yaml", "1.0e+3", 1000),
+                                                 (".yaml", "+16", 16), (".toml", "1e3", 1000), (".toml", "1.0e+3", 1000),
+                                                 (".toml", "16.0", 16)])
+def test_a_plain_number_means_the_same_at_every_door(run_json, client, tmp_path, suffix, typed, gpus):
+    """'010' is 10 (YAML 1.2; YAML 1.1 read 8), as --gpus 010 and the web's "010"."""
+    assert run_json("train", str(_plan(tmp_path, suffix, typed)))["results"]["gpus"] == gpus
+    assert run_json("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", typed)["results"]["gpus"] == gpus
+    response = client.post("/api/training", json={"model": "llama-3.1-8b", "gpu": "h100", "gpus": typed})
+    assert response.status_code == 200 and response.json()["results"]["gpus"] == gpus, response.text[:300]
+
+
+# ---- leftover 5: a boolean written as text means the same at every door --------------------------------
+
+TRUE_WORDS = ("true", "yes", "on", "1", "True", " TRUE ")
+FALSE_WORDS = ("false", "no", "off", "0")
+
+
+@pytest.mark.parametrize("word", [*TRUE_WORDS, *FALSE_WORDS, True, False, 1, 0])
+def test_a_boolean_as_text_means_the_same_on_the_web_in_a_plan_file_and_in_python(client, run_cli, tmp_path, word):
+    """The schema reads true/false, yes/no, on/off and 1/0 (types.boolean, documented on --help): the web API's
+    "true", a plan file's `compile: "true"` or `compile: yes` and the Python API's compile='1' all mean true.
+    `compile` is torchtitan's, so a true value with --framework megatron is refused naming it, a false one
+    answers, at every door."""
+    from gpuplan import estimate_training
+    from gpuplan.errors import InputError
+
+    truthy = word is True or word == 1 or (isinstance(word, str) and word.strip().lower() in TRUE_WORDS)
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8, "framework": "megatron", "compile": word}
+    response = client.post("/api/training", json=body)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in body.items()))
+    code, _, err = run_cli("train", str(plan))
+    if truthy:
+        web_refusal(response, "compile", "torchtitan")
+        assert code == 2 and ": compile: " in err, err
+        with pytest.raises(InputError, match="^compile: "):
+            estimate_training(body)
+    else:
+        assert response.status_code == 200 and code == 0, (response.text[:300], err)
+        estimate_training(body)
+
+
+@pytest.mark.parametrize("word", ["2", 2, 0.5, "y", "n", "", "truee", "1.0", [True], {"a": 1}])
+def test_other_values_for_a_boolean_are_refused_alike(client, word):
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.training.schema import TrainingInputs
+
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8, "framework": "torchtitan", "compile": word}
+    message = web_refusal(client.post("/api/training", json=body), "compile")
+    with pytest.raises(InputError) as caught:
+        TrainingInputs.parse(body)
+    assert str(caught.value) == message

@@ -1,5 +1,5 @@
-"""YAML and TOML text -> data for plan files, strictly: YAML 1.2 numbers (YAML 1.1's base-60
-"1:04" and other legacy forms stay text), no anchors or aliases (the "billion laughs" bomb needs
+"""YAML and TOML text -> data for plan files, strictly: numbers as the flags write them (YAML 1.1's
+base-60 "1:04", hex, octal, 1_000, inf and nan stay text, refused by their field as on the CLI), no anchors or aliases (the "billion laughs" bomb needs
 them, and the docs promise none), no duplicate or non-text keys, no Python-object tags, at most
 MAX_DEPTH levels of nesting; TOML dates as their ISO text. Files are read by adapters.files."""
 
@@ -43,24 +43,26 @@ def _yaml_loader():
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
-    # YAML 1.2's core schema for numbers: YAML 1.1's base-60 ("1:04" = 64) and other legacy forms
-    # stay text, so the schema refuses them instead of reading a different number
+    # numbers as the flags write them (PLAIN_INT / PLAIN_FLOAT): YAML 1.1's base-60 ("1:04" = 64), octal
+    # ("010" = 8), 1_000, and YAML 1.2's 0x10 / 0o10 / .inf / .nan stay text, so the field refuses them
+    # with the message the CLI, the web API and the Python API give (wave 8: `gpus: 0x10` planned 16 GPUs
+    # where --gpus 0x10 was refused)
     dropped = (INT_TAG, FLOAT_TAG, "tag:yaml.org,2002:timestamp")  # a date stays text: no field takes one
     Loader.yaml_implicit_resolvers = {k: [(tag, rx) for tag, rx in v if tag not in dropped]
                                       for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-    Loader.add_implicit_resolver(INT_TAG, YAML12_INT, list("-+0123456789"))
-    Loader.add_implicit_resolver(FLOAT_TAG, YAML12_FLOAT, list("-+.0123456789"))
+    Loader.add_implicit_resolver(INT_TAG, PLAIN_INT, list("-+0123456789"))
+    Loader.add_implicit_resolver(FLOAT_TAG, PLAIN_FLOAT, list("-+.0123456789"))
 
     def construct_int(loader, node):
         text = loader.construct_scalar(node)
-        if not YAML12_INT.match(text) or len(text.lstrip("+-")) > 64:  # an explicit !!int tag on other text
-            raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not an integer (at most 64 "
-                                                    "digits)", node.start_mark)
-        return int(text, 16) if text.lstrip("+-").startswith("0x") else int(text, 8) if "0o" in text else int(text)
+        if not PLAIN_INT.match(text) or len(text.lstrip("+-")) > 64:  # an explicit !!int tag on other text
+            raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not an integer (decimal digits, "
+                                                    "at most 64)", node.start_mark)
+        return int(text)
 
     def construct_float(loader, node):
         text = loader.construct_scalar(node)
-        if not (YAML12_FLOAT.match(text) or YAML12_INT.match(text)):
+        if not (PLAIN_FLOAT.match(text) or PLAIN_INT.match(text)):
             raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not a number", node.start_mark)
         return yaml.SafeLoader.construct_yaml_float(loader, node)
 
@@ -83,9 +85,10 @@ def _yaml_loader():
 
 
 INT_TAG, FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-YAML12_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
-YAML12_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
-                          r"|\.(?:nan|NaN|NAN))$")
+PLAIN_INT = re.compile(r"^[-+]?[0-9]+$")
+"""A whole number as every door reads one (units.parse_number: decimal digits; '010' is 10, as YAML 1.2 reads it)."""
+PLAIN_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
+"""A decimal number with an optional exponent (1e3, 1.0e+3): no inf / nan, no '_', no hex / octal / binary."""
 
 
 def parse_yaml(text: str, field: str, where: Any) -> Any:
@@ -115,7 +118,26 @@ def parse_toml(text: str, field: str, where: Any) -> Any:
         raise refusal(field, where, f"is not valid TOML: {str(exc).splitlines()[0][:80]}") from None
     if nesting_depth(data) > MAX_DEPTH:
         raise refusal(field, where, f"is nested more than {MAX_DEPTH} levels deep")
-    return _dates_as_text(data)
+    return _numbers_as_typed(_dates_as_text(data), text)
+
+
+def _numbers_as_typed(data: Any, text: str) -> Any:
+    """A plan file's numbers written other than as the flags write them (TOML's 0x10, 0o10, 0b10, 1_000, inf,
+    nan) as their text: the field refuses that text with the message the other doors give (wave 8: `gpus = 0x10`
+    planned 16 GPUs where --gpus 0x10 was refused). A plan file is a flat mapping: each top-level number's text
+    is found on its own `key = value` line."""
+    if not isinstance(data, dict):
+        return data
+    kept = dict(data)
+    for key, value in data.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        quoted = re.escape(key)
+        found = re.search(rf"^[ \t]*(?:{quoted}|\"{quoted}\"|'{quoted}')[ \t]*=[ \t]*([^\s#]+)", text, re.MULTILINE)
+        typed = found.group(1) if found else None
+        if typed is not None and not (PLAIN_INT.match(typed) or PLAIN_FLOAT.match(typed)):
+            kept[key] = typed
+    return kept
 
 
 def _dates_as_text(value: Any) -> Any:
