@@ -36,20 +36,25 @@ def test_train_and_plan_answer_the_same_count_layout_and_days_with_failures(ask)
     train = estimate_budget(BudgetInputs(**ask, mfu="predicted"))
     plan = plan_report(ask)
     assert train.value("gpus") == plan.value("best_gpus")
+    # the training job (a plain TrainingInputs: the Python / web API's estimate_training) weighs with the budget's
+    # defaults too (jobs.training.layout.with_budget_fields); before wave 8 it ranked failure-free: 499,968 / 249,984
+    assert layout_for_gpus(TrainingInputs(**ask, mfu="predicted"), ask["gpus"]).gpus == plan.value("best_gpus")
     # train's layout line reads '<layout> on <count> GPUs (...)'; plan's best_layout value is '<layout>'
     assert train.line("mem_layout").text.startswith(plan.value("best_layout") + " on ")
     assert train.value("fail_wall_seconds") == pytest.approx(plan.value("fail_wall_seconds"), rel=1e-9)
 
 
 def test_the_large_ask_leaves_idle_the_gpus_that_finish_later_with_failures():
-    """Ranked failure-free (a plain TrainingInputs carries no budget settings: the ranking before this
-    change), 500,000 H100 give 499,968 GPUs; with failures (the budget's expected wall-clock at the point
-    rate, jobs.budget.estimate.failures_for_deadline) that layout finishes later than the one train now
+    """Ranked failure-free (best_plan with no weighing step: the ranking before this change), 500,000 H100
+    give 499,968 GPUs; with failures (the budget's expected wall-clock at the point rate,
+    jobs.budget.estimate.failures_for_deadline) that layout finishes later than the one train now
     answers on fewer GPUs."""
     ask = LARGE[0]
     inputs = BudgetInputs(**ask, mfu="predicted")
     train = estimate_budget(inputs)
-    failure_free = layout_for_gpus(TrainingInputs(**ask, mfu="predicted"), ask["gpus"])
+    ev = evaluator_for(inputs)
+    failure_free, _ = best_plan(ev, ask["gpus"], inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs),
+                                "time")
     # 499,968 = 1,116 x 448: dp 1,116 of tp 8 x pp 14 x cp 4 (pp 14 x vpp 9 = the 126 layers), the most whole
     # replicas of 448 GPUs within 500,000 (500,000 / 448 = 1,116.07)
     assert failure_free.gpus == 499_968 and train.value("gpus") < failure_free.gpus

@@ -35,9 +35,8 @@ def _searches_for_deadline(inputs) -> bool:
 
 def deadline_counts(inputs, gpus_per_node: int) -> tuple[int, ...]:
     """The GPU counts searched first: --gpus, or for a deadline (--days, or the article's default week
-    with neither) the common cluster sizes up to DEADLINE_COUNTS_MAX, the counts `train --mfu
-    predicted` searches first for the same deadline (jobs/training/layout.py), so the two answer alike;
-    then deadline_counts_between (the same in both)."""
+    with neither) the common cluster sizes up to DEADLINE_COUNTS_MAX; then deadline_counts_between
+    (jobs.plan.search.search_on: `plan` and `train --mfu predicted` search a deadline there alike)."""
     if not _searches_for_deadline(inputs):  # --gpus, or an explicit --rank-by: the counts asked / the default's
         return inputs.gpu_counts
     return range_counts(gpus_per_node, DEADLINE_COUNTS_MAX)

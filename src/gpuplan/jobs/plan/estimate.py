@@ -17,8 +17,8 @@ from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
-from gpuplan.jobs.plan.search import PlanSearch, best_index, search
-from gpuplan.planner.plan import (Plan, evaluate_layout, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
+from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, search
+from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
                                   row_layout, seconds_per_sequence)
 from gpuplan.planner.search import LayoutTable, pareto_front
 from gpuplan.planner.space import RECOMPUTE_MODES
@@ -93,13 +93,6 @@ def _point_fastest_note(t: LayoutTable, best: int, rank_by: str) -> tuple[str, .
             f"failures at the high end of their range, {days(fast, 'ranked_days')} (± model {spread[fast]:.0%}; "
             f"failures alone {high(fast)}) against {days(best, 'ranked_days')} (± model {spread[best]:.0%}; "
             f"{high(best)}){lost}",)
-
-
-def chosen_plan(result: PlanSearch, i: int) -> Plan:
-    """Row ``i`` of the search as a Plan (re-evaluated on the single-layout path: same numbers)."""
-    layout, recompute = row_layout(result.table, i)
-    return evaluate_layout(result.evaluator, layout, recompute, result.target_for(layout.world),
-                           int(result.table["gpus_asked"][i]))
 
 
 def _why_idle(inputs: PlanInputs) -> str:

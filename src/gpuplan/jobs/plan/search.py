@@ -29,8 +29,8 @@ from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.jobs.plan.completes import with_completing_shares
 from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_of, deadline_rows
-from gpuplan.planner.plan import (asked_column, counts_with_alternatives, fallback_counts,
-                                  more_gpus_hint, no_layout_error, ranking, smallest_fitting_count)
+from gpuplan.planner.plan import (Plan, asked_column, counts_with_alternatives, evaluate_layout, fallback_counts,
+                                  more_gpus_hint, no_layout_error, ranking, row_layout, smallest_fitting_count)
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
                                               MODEL_PARALLEL_DEGREES, rules_for)
 from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, counts_label, search_layouts
@@ -317,7 +317,16 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
     """Every layout on the counts asked, those that fit timed and costed; a deadline keeps only
     the layouts that meet it (``leave_out``: a group of published runs the ranking must not know;
     ``kind_correction_rows``: planner.search.UncertaintyTable's, 0 = none)."""
-    ev = evaluator_for(inputs, leave_out, kind_correction_rows)
+    return search_on(inputs, evaluator_for(inputs, leave_out, kind_correction_rows), inputs.exhaustive, progress)
+
+
+def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) -> PlanSearch:
+    """search on the Evaluator ``ev``: `plan`'s search, and for a deadline (--days, or the article's week with
+    neither --gpus nor --days) the one that answers it for `plan` and for `train --mfu predicted`
+    (jobs.training.layout.layout_for_deadline): the common cluster sizes, the counts between the two that
+    bracket the answer, each row's own days with failures, the deadline rule's order (jobs.plan.deadline).
+    ``inputs``: PlanInputs, or any inputs with the budget's fields (BudgetInputs) and neither --rank-by nor
+    --exhaustive (``exhaustive`` stands for it)."""
     target = inputs.target_batch(inputs.seq_len)
     limits = space_limits(inputs)
     counts = deadline_counts(inputs, ev.cluster.gpus_per_node)
@@ -325,9 +334,9 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
     searched, asked = counts_with_alternatives(counts, ev.cluster.gpus_per_node)
     label = (counts_label(len(searched), len(counts)) if inputs.gpus else
              f"the default range, {len(searched):,} GPU count(s)")
-    table = search_layouts(ev, searched, target, max_tp(ev), limits, inputs.exhaustive, progress, label)
+    table = search_layouts(ev, searched, target, max_tp(ev), limits, exhaustive, progress, label)
     table.columns["gpus_asked"] = asked_column(table, searched, asked)
-    table = _with_fallbacks(ev, counts, table, target, limits, inputs.exhaustive)
+    table = _with_fallbacks(ev, counts, table, target, limits, exhaustive)
     seconds = time.perf_counter() - start
     if not len(table):
         raise no_layout_error(limits, tuple(counts))
@@ -344,7 +353,7 @@ def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
     fitting = _with_days(inputs, ev, fitting, price)
     between = counts_between(inputs, fitting, counts, ev.cluster.gpus_per_node)
     if between:  # the common sizes bracket a deadline's answer: the counts between them, in one search
-        more = search_layouts(ev, between, target, max_tp(ev), limits, inputs.exhaustive,
+        more = search_layouts(ev, between, target, max_tp(ev), limits, exhaustive,
                               label=f"{len(between):,} GPU count(s) between the common sizes")
         more.columns["gpus_asked"] = more["gpus"] if len(more) else np.zeros(0, dtype=np.int64)
         table, counts = LayoutTable.concat([table, more]), tuple(sorted(counts + between))
@@ -378,3 +387,10 @@ def _with_days(inputs: PlanInputs, ev: Evaluator, fitting: LayoutTable, price: f
 def best_index(result: PlanSearch, rank_by: str) -> int:
     """Row of ``result.table`` ranked first."""
     return int(ranking(result.table, rank_by, result.table["cost"])[0])
+
+
+def chosen_plan(result: PlanSearch, i: int) -> Plan:
+    """Row ``i`` of the search as a Plan (re-evaluated on the single-layout path: same numbers)."""
+    layout, recompute = row_layout(result.table, i)
+    return evaluate_layout(result.evaluator, layout, recompute, result.target_for(layout.world),
+                           int(result.table["gpus_asked"][i]))

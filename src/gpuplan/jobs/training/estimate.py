@@ -51,7 +51,8 @@ def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | 
     )
     report = Report("train", f"Training estimate: {spec.name} on {format_count(inputs.tokens)} tokens, {gpu.name}",
                     report_inputs, S.assumptions(inputs, gpu, peak, time, spec.mtp_layers, asked), sections,
-                    S.notes(spec, counts, flops, inputs, plan, asked), headline=TRAINING_HEADLINE,
+                    ((time.deadline_note,) if time.deadline_note else ()) + S.notes(spec, counts, flops, inputs, plan, asked),
+                    headline=TRAINING_HEADLINE,
                     key_assumptions=("mfu", "comm_allowance", "peak"))
     from gpuplan.jobs.calibration_notice import with_calibration_warning
 

@@ -58,6 +58,9 @@ class TimeEstimate:
     """Wall-clock after every allowance the answer adds, on the GPUs solved (within the deadline)."""
     deadline_allowances: str = ""
     """What that wall-clock includes ('communication allowance', '... and failures')."""
+    deadline_note: str = ""
+    """Set when the article's default week is met on no searched GPU count (--mfu predicted answers the fastest
+    layout, as `plan` does: jobs.plan.deadline.deadline_rows): says so."""
 
 
 AfterAllowances = Callable[[int, "Plan", float], float]
@@ -96,12 +99,13 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
     if gpus is None and days is None:
         days = DEFAULT_DAYS  # the article: "to finish in 7 days"
     if inputs.time_predicted:
-        plan = layout_for_gpus(inputs, gpus) if gpus is not None else layout_for_deadline(inputs, days, after_allowances)
+        plan, missed = (layout_for_gpus(inputs, gpus), "") if gpus is not None else layout_for_deadline(inputs)
         inputs = inputs.replace(comm_allowance=0.0, flops_method="exact", attention_flops="full")
         flops = count_flops(spec, inputs, plan.recompute)
         error, source = prediction_band(inputs.dtype, moe=spec.moe is not None)
         band = (plan.mfu / (1 + error), min(1.0, plan.mfu / max(1e-9, 1 - error)))
-        return (_budgets(flops.used, peak, plan.gpus, None, plan.mfu, band, source, "predicted"), plan, inputs, flops)
+        estimate = _budgets(flops.used, peak, plan.gpus, None, plan.mfu, band, source, "predicted")
+        return replace(estimate, deadline_note=missed), plan, inputs, flops
     if gpus is not None and days is not None:
         return _solve_mfu(inputs, spec, gpu, peak, gpus, days, allowance, after_allowances)
     mfu = inputs.mfu_value or DEFAULT_MFU
