@@ -27,10 +27,13 @@ def test_row_counts_per_engine():
     sglang = [i for s in ("latency", "online") for i, e in _rows(s).items() if e["release"].startswith("sglang")]
     assert len(vllm_latency) == 12  # PR 2192: 70B after (earlier) + 70B before, 33B before and after; PR 23197: 8
     assert sum(i.startswith("vllm23197-") for i in vllm_latency) == 8
-    assert vllm_online == [WMX]
+    # + GPUStack's vLLM 0.11.0 Qwen3-8B run and vllm#20469 (tests/test_serving_reference_rows.py)
+    assert sorted(vllm_online) == sorted([WMX, "gpustack-vllm0110-qwen3-8b-h100-sharegpt-c1",
+                                          "vllm20469-qwen3-14b-awq-a100pcie-16000-200-c1-eager"])
     # the SGLang cookbook's five concurrency-1 runs and sgl-cookbook's three base-model runs
-    # (tests/test_sglang_speed_rows.py); the earlier empty search stays recorded as an excluded entry
-    assert len(sglang) == 8 and all(i.startswith("sglang056-") for i in sglang)
+    # (tests/test_sglang_speed_rows.py), its DeepSeek-R1-0528 (3) and gpt-oss-120b (1) runs
+    # (tests/test_serving_reference_rows.py); the earlier empty search stays recorded as an excluded entry
+    assert len(sglang) == 12 and all(i.startswith("sglang056") for i in sglang)
     excluded = {e["id"] for e in I.reference_measurements()["excluded"]}
     assert {"vllm2192-llama-13b-a30-and-llama-7b-t4", "vllm1805-llama2-7b-a10g-tp4",
             "musgrave-vllm023-llama3.1-8b-a100-40gb", "sglang-speed-none-met"} <= excluded
