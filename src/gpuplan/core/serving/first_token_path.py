@@ -20,7 +20,7 @@ at concurrency 1 in SGLang 0.5.6 (sglang wheel 0.5.6, python/sglang/srt/...):
   forward ends at the later of its host issue time and its GPU work (the launch queue never empties
   when the host is the slower; it never fills when the GPU is): max(host, GPU), not their sum.
 
-The host issue time is counted, not fitted on a TTFT row: kernels a layer (kernels.graph_kernels_per_layer,
+The host issue time is counted, not fitted on a TTFT row: kernels a layer (kernels_issued_per_layer,
 counted from SGLang's model code) x layers x the host time SGLang spends issuing one kernel eagerly,
 SGLANG_EAGER_HOST_PER_KERNEL_S, taken from a public measurement outside the validation set.
 """
@@ -36,9 +36,15 @@ PR12160_EAGER_FORWARD_S = 82.64e-3
 PR 12160 ('support prefill-cuda-graph based on cuda-graph-runner', 2025-10-26), its log line
 'Prefill batch. #new-seq: 1, #new-token: 1 ... forward cost-82.6406478881836 ms'."""
 PR12160_GRAPH_FORWARD_S = 23.10e-3
-"""The same 1-new-token prefill replaying the PR's prefill CUDA graph: 'forward cost- 23.097753524780273 ms'.
-The difference, 59.5 ms, is host time an eager forward makes the GPU wait for (the GPU work is the
-same kernels either way)."""
+"""The same 1-new-token prefill replaying the PR's prefill CUDA graph: 'forward cost- 23.097753524780273 ms'."""
+PR12160_GRAPH_GPU_S = 6.5e-3
+"""GPU work of that graphed 1-token forward, as gpuplan models it (a batch-1 DeepSeek-V3 fp8 TP 8 step:
+weights streamed, the graph's small-kernel floor, the all-reduces; roofline.decode_step, sglang==0.5.6):
+5.8 ms on a B200, 6.2 on an H200, 6.5 on an H20, 6.8 on an H100 / H800, 7.4 on an H100 96 GB. The PR
+names no GPU; 6.5 ms is the middle, and the spread moves the per-kernel time below by +-1 us.
+With per-forward host work F (metadata, sampling) common to both runs, the graphed forward is
+F + G and the eager one F + max(I, G) = F + I (host-bound: 82.6 > 23.1), so the eager forward's
+issue time is I = 82.64 - 23.10 + G = 66.0 ms."""
 DEEPSEEK_V3_LAYERS = 61
 DEEPSEEK_V3_MOE_LAYERS = 58
 """DeepSeek-V3's config: num_hidden_layers 61, first_k_dense_replace 3 (catalog deepseek-v3)."""
@@ -46,23 +52,35 @@ DEEPSEEK_V3_KERNELS_PER_LAYER = (KR.GRAPH_KERNELS_DENSE
                                  + KR.GRAPH_KERNELS_MOE_EXTRA * DEEPSEEK_V3_MOE_LAYERS / DEEPSEEK_V3_LAYERS)
 """11 + 4 x 58 / 61 = 14.80 kernels a layer, as kernels.graph_kernels_per_layer counts them (MLA counted
 as standard attention there, as for every model: the count is the same rule the step uses)."""
-SGLANG_EAGER_HOST_PER_KERNEL_S = (PR12160_EAGER_FORWARD_S - PR12160_GRAPH_FORWARD_S) / (
+SGLANG_EAGER_HOST_PER_KERNEL_S = (PR12160_EAGER_FORWARD_S - PR12160_GRAPH_FORWARD_S + PR12160_GRAPH_GPU_S) / (
     DEEPSEEK_V3_LAYERS * DEEPSEEK_V3_KERNELS_PER_LAYER)
-"""Host seconds SGLang spends issuing one kernel of an eager forward: (82.64 - 23.10) ms / (61 layers x
-14.80 kernels) = 65.9 us. Python module calls, CustomOp dispatch, the quantisation method's apply,
-the attention backend's branches and the launch itself, per kernel; about 9 ATen ops' worth on
-the H200 host (core.time.host: 7.5 us an op there). The PR does not name its GPU or host; no SGLang
-TTFT row of the validation set is used (they are held out)."""
+"""Host seconds SGLang spends issuing one kernel of an eager forward: (82.64 - 23.10 + 6.5) ms / (61 layers
+x 14.80 kernels) = 73.1 us. Python module calls, CustomOp dispatch, the quantisation method's apply,
+the attention backend's branches and the launch itself, per kernel; about ten ATen ops' worth on
+the H200 host (core.time.host: 7.5 us an op there). The PR does not name its GPU or host, and
+DeepSeek-V3's layer is counted by the same rule as every model's (MLA as standard attention, fp8
+quantisation kernels not counted), which may undercount its kernels; no SGLang TTFT row of the
+validation set is used (they are held out)."""
+
+
+def kernels_issued_per_layer(spec: ModelSpec) -> float:
+    """Kernels the host issues a layer of SGLang's eager forward: kernels.graph_kernels_per_layer's
+    count, with q and k normed by two kernels where the model norms them per head. The graph count
+    takes SGLang's q/k norms as one (k_norm on a second stream beside q_norm, overlapping on the GPU),
+    but that fork exists only under graph capture; eagerly both run one after the other
+    (qwen3_moe.py@v0.5.6:373-386, get_is_capture_mode() else branch), and the host issues both either way."""
+    extra = 2 - KR.GRAPH_KERNELS_QK_NORM["sglang"] if spec.attention.qk_norm != "none" else 0
+    return KR.graph_kernels_per_layer(spec, "sglang") + extra
 
 
 def eager_prefill_issue_seconds(release: EngineRelease, spec: ModelSpec) -> float | None:
     """Host seconds to issue one eager prefill forward of ``spec`` in ``release``: layers x
-    kernels a layer (graph_kernels_per_layer) x SGLANG_EAGER_HOST_PER_KERNEL_S for SGLang (all
-    releases modelled run prefill eagerly: kernels.prefill_graphs_of); None for the other engines,
-    whose eager steps keep setup.Efficiency.layer_launch_s."""
+    kernels_issued_per_layer x SGLANG_EAGER_HOST_PER_KERNEL_S for SGLang (all releases modelled
+    run prefill eagerly: kernels.prefill_graphs_of); None for the other engines, whose eager
+    steps keep setup.Efficiency.layer_launch_s."""
     if release.engine != "sglang" or KR.prefill_graphs_of(release):
         return None
-    return spec.num_layers * KR.graph_kernels_per_layer(spec, release.engine) * SGLANG_EAGER_HOST_PER_KERNEL_S
+    return spec.num_layers * kernels_issued_per_layer(spec) * SGLANG_EAGER_HOST_PER_KERNEL_S
 
 
 def exposed_host_seconds(issue_s: float, gpu_s: float) -> float:

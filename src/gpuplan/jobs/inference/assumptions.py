@@ -87,7 +87,7 @@ def _eager_steps(e, release) -> str:
         return "every step runs eagerly (no CUDA graphs)"
     if release.engine == "sglang":  # its eager prefill: the issue time of core/serving/first_token_path.py
         return (f"steps over {e.graph_max_tokens} tokens run eagerly; prefill runs eagerly too, its host time "
-                "the kernels' issue time (65.9 us a kernel, sglang PR 12160) against the GPU work, max of the two")
+                "the kernels' issue time (73.1 us a kernel, sglang PR 12160) against the GPU work, max of the two")
     prefill = "" if KR.prefill_graphs_of(release) else "prefill steps and "
     return f"{prefill}steps over {e.graph_max_tokens} tokens run eagerly"
 

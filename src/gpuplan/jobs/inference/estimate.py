@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import first_token_path as FT
-from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import weights as W
@@ -249,12 +248,13 @@ def _prefill_issue_lines(plan: Plan, ttft: R.StepTime) -> tuple[Line, ...]:
     work that the first token waits for (core/serving/first_token_path.py); none elsewhere."""
     if not ttft.issue_s:
         return ()
-    kernels = KR.graph_kernels_per_layer(plan.spec, plan.setup.runtime.engine)
+    kernels = FT.kernels_issued_per_layer(plan.spec)
     return (Line("ttft_host_issue", "prefill host issue time (eager forward)", ttft.issue_s, "s",
                  f"{ttft.issue_s * 1e3:,.1f} ms ({ttft.host_s * 1e3:,.1f} ms past the GPU work)",
                  f"{plan.spec.num_layers} layers x {kernels:.1f} kernels x "
                  f"{FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.1f} us a kernel (sglang PR 12160: DeepSeek-V3 "
-                 "1-token prefill 82.6 ms eager vs 23.1 ms graphed); the forward ends at max(host, GPU): "
+                 "1-token prefill 82.6 ms eager vs 23.1 ms graphed, + 6.5 ms of its GPU work); the forward "
+                 "ends at max(host, GPU): "
                  "SGLang runs prefill without CUDA graphs (piecewise graphs off by default)"),)
 
 

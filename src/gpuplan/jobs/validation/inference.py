@@ -177,7 +177,8 @@ def _prefill_basis(e: dict[str, Any], prefill) -> str:
     return (f"{e['prompt_tokens']} tokens: GEMMs {prefill.gemm_s * 1e3:.1f} ms "
             f"({prefill.bound}) + attention {prefill.attention_s * 1e3:.1f} + elementwise {prefill.other_s * 1e3:.1f} + "
             f"small-kernel floor {prefill.kernel_floor_s * 1e3:.1f} + host {prefill.host_s * 1e3:.1f} + all-reduce "
-            f"{prefill.comm_s * 1e3:.1f} ms")
+            f"{prefill.comm_s * 1e3:.1f} ms" + (f" (host: eager issue {prefill.issue_s * 1e3:.1f} ms less the GPU work; "
+                                               "first_token_path)" if prefill.issue_s else ""))
 
 
 def _latency_case(e: dict[str, Any]) -> Case:
