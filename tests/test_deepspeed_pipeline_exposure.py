@@ -2,8 +2,10 @@
 stage's last backward (pipe/schedule.py@edaa722 L237-241, pipe/engine.py L79-80, L296-304, L682-691; ZeRO-1's hooks
 reduce nothing before that boundary, zero/stage_1_and_2.py L1767-1769) and the BF16_Optimizer all-gathers its
 weights inside the step (bf16_optimizer.py L454-464): no data-parallel collective overlaps compute, so gpuplan
-exposes all of it (core.comm.dp_overlap.deepspeed_exposed). Without a pipeline the rule is today's: up to
---dp-overlap of the traffic hides behind one micro-batch's backward."""
+exposes all of it (core.comm.dp_overlap.deepspeed_exposed). Without a pipeline ZeRO 0-2 hide nothing either at
+DeepSpeed's defaults (wave 8: overlap_comm is false below stage 3, core.comm.dp_overlap.deepspeed_overlaps;
+tests/test_deepspeed_unpipelined_exposure.py); the rule was up to --dp-overlap of the traffic behind one
+micro-batch's backward."""
 
 from dataclasses import replace
 
@@ -43,8 +45,9 @@ def _all_reduce_by_hand():
 
 @pytest.mark.parametrize("dp_overlap", [1.0, 0.5, 0.2])
 def test_zero0_pipeline_exposes_all_of_it(dp_overlap):
-    """pp4: all 11.162 ms exposed at any --dp-overlap; the same stage unpipelined (pp1) hides min(share x total,
-    one backward): 4 ms at share 1.0 and 0.5 (0.5 x 11.162 = 5.58 > 4), 0.2 x 11.162 = 2.232 ms at 0.2."""
+    """pp4: all 11.162 ms exposed at any --dp-overlap; the same stage unpipelined (pp1) too since wave 8 (the
+    engine all-reduces after the backward, runtime/engine.py@edaa722 L2970-2982; it hid min(share x total, one
+    backward) before: 4 ms at share 1.0 and 0.5, 2.232 ms at 0.2)."""
     size, total = _all_reduce_by_hand()
     assert total == pytest.approx(0.011162, rel=1e-4)
     settings = replace(PLAIN, dp_overlap=dp_overlap)
@@ -54,7 +57,7 @@ def test_zero0_pipeline_exposes_all_of_it(dp_overlap):
     assert (calls, per_call) == (22.0, pytest.approx(size, rel=1e-12))
     assert got_total == pytest.approx(total, rel=1e-12) and exposed == pytest.approx(total, rel=1e-12)
     flat = _by_kind(settings, pp=1, zero=0)["grad"]
-    assert flat[3] == pytest.approx(total - min(dp_overlap * total, BACKWARD_MB), rel=1e-12)
+    assert flat[3] == pytest.approx(total, rel=1e-12)
 
 
 def test_bf16_and_zero1_pipelines_expose_the_gather_too():
@@ -73,12 +76,14 @@ def test_bf16_and_zero1_pipelines_expose_the_gather_too():
 
 
 def test_step_time_exposes_the_pipelines_traffic_and_keeps_the_rest():
-    """Whole steps of Llama 2 7B at dp4 tp2, 16 micro-batches: under DeepSpeed's pipeline (pp4) the exposed
-    data-parallel seconds equal its traffic; without one (pp1) and under Megatron's schedule at pp4 some hides."""
-    layout = dict(dp=4, tp=2, zero=0, micro_batch=1, micro_batches=16)
-    piped = step_time(SPEC, CLUSTER, PLAIN, pp=4, **layout)
-    assert float(piped.dp_traffic) > 0 and float(piped.dp_comm) == pytest.approx(float(piped.dp_traffic), rel=1e-12)
-    flat = step_time(SPEC, CLUSTER, PLAIN, pp=1, **layout)
-    megatron = step_time(SPEC, CLUSTER, replace(PLAIN, dp_schedule="megatron"), pp=4, **layout)
-    for other in (flat, megatron):
+    """Whole steps of Llama 2 7B at dp4 tp2, 16 micro-batches: under DeepSpeed's pipeline (pp4) and without one
+    (pp1, ZeRO-0) the exposed data-parallel seconds equal its traffic; under Megatron's schedule at pp4 and
+    DeepSpeed's ZeRO-3 at pp1 some hides."""
+    layout = dict(dp=4, tp=2, micro_batch=1, micro_batches=16)
+    for pp in (4, 1):
+        ds = step_time(SPEC, CLUSTER, PLAIN, pp=pp, zero=0, **layout)
+        assert float(ds.dp_traffic) > 0 and float(ds.dp_comm) == pytest.approx(float(ds.dp_traffic), rel=1e-12)
+    zero3 = step_time(SPEC, CLUSTER, PLAIN, pp=1, zero=3, **layout)
+    megatron = step_time(SPEC, CLUSTER, replace(PLAIN, dp_schedule="megatron"), pp=4, zero=0, **layout)
+    for other in (zero3, megatron):
         assert float(other.dp_comm) < float(other.dp_traffic)

@@ -148,19 +148,21 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     reduce_scatter, rs_one, ag_one, ar_across = _unit_seconds(settings, populations, across, grads, weights, units,
                                                               shard, replicas, zero, groups)
     # ZeRO-3 gathers for every micro-batch (FSDP2 under a pipeline keeps the stage gathered); FSDP2 also
-    # reduce-scatters every micro-batch, DeepSpeed once a step (its fitted overlap, core.frameworks)
+    # reduce-scatters every micro-batch, DeepSpeed once a step (ZeRO-2 every micro-batch: each_mb above)
     gather_each = zero3 & ((np.asarray(pp) == 1) | (settings.dp_schedule == "deepspeed"))
     # torchtitan's stage under a pipeline (reshard_after_forward False, resharded only by perform_reduce_grad):
     # one gather a step, not a forward and a backward one (core.comm.dp_overlap.fsdp2_exposed times one)
     regather = zero3 & (gather_each | (settings.dp_schedule != "fsdp2"))
     gathers = np.where(regather, gathers_per_micro_batch(spec, settings.zero3_regathers, settings.recompute, tp), 1.0)
-    rs_calls = many * units * np.where(per_mb, micro_batches, 1)
+    # DeepSpeed's ZeRO-2 reduces after every micro-batch's backward (core.comm.dp_overlap)
+    each_mb = per_mb | ((settings.dp_schedule == "deepspeed") & O.deepspeed_reduces_each_micro_batch(zero))
+    rs_calls = many * units * np.where(each_mb, micro_batches, 1)
     # DeepSpeed's bf16 ZeRO-0 pipeline (BF16_Optimizer, core.memory.bf16_optimizer) shards its fp32 states and
     # all-gathers the bf16 weights after each step too (bf16_optimizer.py@edaa722 update_lp_params L454-464)
     gathered = (zero >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp)  # core.frameworks' one rule
     ag_calls = many * gathered * units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
-    exposed = _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute,
+    exposed = _exposed(settings, totals, rs_one, ag_one, units, zero, per_mb, micro_batches, compute,
                        moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch, vpp, pp)
     grads_kind = "reduce_scatter" if np.all(reduce_scatter) else "all_reduce"
     what = {"grads": ("grad reduce-scatter / all-reduce", rs_calls, grads / units, grads_kind, group),
@@ -218,18 +220,21 @@ def _embedding_unit(spec: ModelSpec, settings, tp) -> float:
     return (counts.embedding + counts.position_embedding) / np.asarray(tp, dtype=float)
 
 
-def _exposed(settings, totals, rs_one, ag_one, units, zero3, per_mb, micro_batches, compute, moe_phases, layers,
+def _exposed(settings, totals, rs_one, ag_one, units, zero, per_mb, micro_batches, compute, moe_phases, layers,
              t_bwd_gemm_mb, many, arch=None, vpp=1, pp=1) -> dict:
-    """Exposed seconds of each part under the framework's schedule, capped by --dp-overlap. The
-    collectives hidden behind compute slow it by the SMs NCCL holds (core.comm.collectives.nccl_sm_share
-    of ``arch``; not for DeepSpeed, whose fitted share already carries what its fetches cost)."""
+    """Exposed seconds of each part under the framework's schedule (``zero``: the ZeRO stage), capped by
+    --dp-overlap. The collectives hidden behind compute slow it by the SMs NCCL holds
+    (core.comm.collectives.nccl_sm_share of ``arch``; not for DeepSpeed, whose fitted share already carries what
+    its fetches cost)."""
     fwd, bwd = _windows(compute, micro_batches, moe_phases, layers)
+    zero3 = np.asarray(zero) >= 3
     if settings.dp_schedule == "deepspeed":
         total = sum(totals.values())
         share = settings.dp_overlap if settings.zero3_overlap is None else np.where(
             zero3, settings.zero3_overlap, settings.dp_overlap)
-        # its PipelineEngine (pp > 1) reduces after the last backward: nothing hidden (dp_overlap.deepspeed_exposed)
-        hidden = O.deepspeed_exposed(total, t_bwd_gemm_mb + zero3 * compute, share, np.asarray(pp) > 1)
+        # ZeRO-3 hides its fitted share behind the compute; ZeRO 0-2 (overlap_comm off at DeepSpeed's default) and
+        # its PipelineEngine hide nothing (dp_overlap.deepspeed_overlaps / deepspeed_exposed)
+        hidden = O.deepspeed_exposed(total, t_bwd_gemm_mb + zero3 * compute, share, O.deepspeed_overlaps(zero, pp))
         return {k: np.where(total > 0, hidden * v / np.where(total > 0, total, 1.0), 0.0) for k, v in totals.items()}
     blocks = np.maximum(np.asarray(layers, dtype=float), 1.0)
     s = settings.nccl_sm_share if settings.nccl_sm_share is not None else K.nccl_sm_share(arch)

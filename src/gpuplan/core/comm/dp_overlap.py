@@ -22,9 +22,10 @@ in which it issues the collectives (``StepSettings.dp_schedule``):
   the stage's last backward (pipeline_reduce_exposed).
 - ``ddp``: bucketed all-reduce in the last backward (PyTorch DDP no_sync for the others),
   ``megatron``'s rule without the parameter gather.
-- ``deepspeed``: the fitted share (core.frameworks DEEPSPEED_ZERO3_OVERLAP) hidden behind the whole
-  compute, as before; at ZeRO 0-2 up to --dp-overlap of it behind one micro-batch's backward, and none
-  under its PipelineEngine (pp > 1: reduced after the last backward, deepspeed_exposed).
+- ``deepspeed``: at ZeRO-3 the fitted share (core.frameworks DEEPSPEED_ZERO3_OVERLAP) hidden behind the
+  whole compute; at ZeRO 0-2 none, with or without its PipelineEngine (deepspeed_exposed): ZeRO-0's engine
+  all-reduces after the backward, ZeRO-1/2 reduce on the compute stream at DeepSpeed's default overlap_comm
+  (false below stage 3), ZeRO-2 every micro-batch (deepspeed_reduces_each_micro_batch).
 
 Values may be numbers or numpy arrays. Units: seconds, parameters.
 """
@@ -111,9 +112,34 @@ def pipeline_reduce_exposed(total, chunks, window, sm_share=0.0):
     return bucketed_exposed(total, np.maximum(np.asarray(chunks, dtype=float), 1.0), window, sm_share)
 
 
-def deepspeed_exposed(total, window, hidden_share, pipelined=False):
-    """DeepSpeed: at most ``hidden_share`` of the traffic hides behind ``window`` (seconds), none where
-    ``pipelined`` (pp > 1). Its PipelineEngine turns the engine's backward all-reduce off
+def deepspeed_overlaps(zero, pp):
+    """Where DeepSpeed@edaa722 runs a data-parallel collective beside compute at its defaults (per layout, for
+    arrays): ZeRO-3 without a pipeline only. ``zero_optimization.overlap_comm`` defaults to true at stage 3 and false
+    below (runtime/zero/config.py L138, validator L383-386); without it ZeRO-1/2 reduce on the current (compute)
+    stream (zero/stage_1_and_2.py average_tensor L1350-1356, reduce_ipg_grads L1719-1724), ZeRO-1 only once the
+    backward is over (process_gradients reduces in the hooks only with partition_gradients or overlap_comm,
+    L1759-1765; engine.allreduce_gradients calls reduce_gradients at the boundary, runtime/engine.py L2906-2910,
+    which buckets every gradient then, stage_1_and_2.py L874-881), ZeRO-2 in its backward hooks as buckets of
+    reduce_bucket_size (5e8 elements, config.py L113) fill, serialised with the backward kernels. ZeRO-0 has no
+    ZeRO optimizer: the engine all-reduces (buffered_allreduce_fallback, engine.py L2911-2913) from
+    _backward_epilogue, after the backward (L2970-2982), on the current stream. Under the PipelineEngine (pp > 1)
+    every reduction waits for the schedule's ReduceGrads (deepspeed_exposed)."""
+    return (np.asarray(zero) >= 3) & (np.asarray(pp) == 1)
+
+
+def deepspeed_reduces_each_micro_batch(zero):
+    """Where DeepSpeed reduces the gradients after every micro-batch's backward, not once a step: ZeRO-2
+    (partition_gradients; engine.allreduce_gradients "ZeRO stage >= 2 communicates during non gradient accumulation
+    boundaries as well", runtime/engine.py@edaa722 L2902-2904; zero/stage_1_and_2.py reduce_ready_partitions_and_
+    remove_grads L1767-1768 reduces whenever partition_gradients). ZeRO-3's reductions are the fitted schedule's
+    (core.comm.dp_costs); ZeRO-0/1 reduce at the gradient-accumulation boundary only (L2906-2913)."""
+    return np.asarray(zero) == 2
+
+
+def deepspeed_exposed(total, window, hidden_share, overlaps):
+    """DeepSpeed: at most ``hidden_share`` of the traffic hides behind ``window`` (seconds) where it ``overlaps``
+    (deepspeed_overlaps: ZeRO-3 without a pipeline), none elsewhere. At ZeRO 0-2 no collective runs beside compute
+    at DeepSpeed's defaults (deepspeed_overlaps); and its PipelineEngine turns the engine's backward all-reduce off
     (pipe/engine.py@edaa722 L79-80) and reduces only in the ReduceGrads its TrainSchedule issues after the
     stage's last backward, before the OptimizerStep (pipe/schedule.py@edaa722 L237-241; _exec_reduce_grads
     engine.py L296-304, buffered all-reduce or ZeRO-1's reduce_gradients); during the backward passes the
@@ -122,7 +148,8 @@ def deepspeed_exposed(total, window, hidden_share, pipelined=False):
     ZeRO-2/3 are refused under a pipeline, pipe/engine.py L76-77), and the BF16_Optimizer's weight all-gather
     runs inside the step (bf16_optimizer.py L454-464). On the first stage, which ends a 1F1B step last,
     no compute is left beside them: all exposed (torchtitan's pipeline reductions' rule,
-    pipeline_reduce_exposed, with one chunk). Units: seconds."""
+    pipeline_reduce_exposed, with one chunk). A ZeRO-1/2 run that sets overlap_comm true would hide some
+    (gpuplan has no input for it). Units: seconds."""
     total = np.asarray(total, dtype=float)
     hidden = np.minimum(hidden_share * total, window)
-    return total - np.where(pipelined, 0.0, hidden)
+    return total - np.where(overlaps, hidden, 0.0)

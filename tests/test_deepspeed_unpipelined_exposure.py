@@ -1,0 +1,94 @@
+"""DeepSpeed without a pipeline at ZeRO 0-2 (wave 8, issue 37 item 2), read from DeepSpeed@edaa722:
+* ``zero_optimization.overlap_comm`` defaults to true only at stage 3 (runtime/zero/config.py L138, validator
+  L383-386); without it ZeRO-1/2 reduce on the compute stream (zero/stage_1_and_2.py average_tensor L1350-1356),
+  ZeRO-1 only after the backward (reduce_gradients L874-881 from engine.allreduce_gradients L2906-2910), ZeRO-2 in
+  its backward hooks, serialised with the backward kernels, after every micro-batch (engine.py L2902-2904,
+  stage_1_and_2.py L1767-1768);
+* ZeRO-0 all-reduces from the engine's _backward_epilogue, after the backward (engine.py L2970-2982, L2911-2913).
+So nothing hides, and ZeRO-2 moves its gradients once per micro-batch. gpuplan hid min(--dp-overlap x traffic, one
+micro-batch's backward) at all three and reduced ZeRO-2's gradients once a step. ZeRO-3 keeps its fitted share."""
+
+from dataclasses import replace
+
+import pytest
+
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core.comm import collectives as K
+from gpuplan.core.comm import dp_overlap as O
+from gpuplan.core.comm.dp_costs import data_parallel_costs
+from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.frameworks import framework
+
+SPEC, CLUSTER = load_model("llama-2-7b"), cluster_for(load_accelerator("a100-sxm4-80gb"))
+PARAMS = 3_369_207_808  # one rank's parameters, Llama 2 7B at tp2 pp1 (6,738,415,616 / 2): 85 buckets of at most
+#                         40e6 (Megatron-Core's size, core.comm.dp_overlap.megatron_buckets), 79,275,477.8 B each
+BACKWARD_MB = 0.004  # seconds: one micro-batch's backward GEMMs (the window the old rule hid behind)
+KW = dict(dp=4, tp=2, cp=1, ep=1, pp=1, micro_batches=16, shard_group=None, layers=8, trained_params=PARAMS,
+          t_bwd_gemm_mb=BACKWARD_MB, compute=1.0)
+
+
+def _settings():
+    from gpuplan.core.time.step import StepSettings
+
+    # the deepspeed profile as jobs.plan.search builds it without --dp-overlap: schedule 1.0, ZeRO-3 share 0.30
+    return StepSettings(seq_len=2048, recompute="full", dp_schedule="deepspeed", dp_overlap=1.0,
+                        **framework("deepspeed").zero3_step_settings())
+
+
+def _by_kind(settings, **change):
+    costs = data_parallel_costs(SPEC, CLUSTER, settings, **{**KW, **change})
+    return {c.collective.split(" ")[0]: (float(c.calls), float(c.total), float(c.exposed))
+            for c in costs if float(c.total) > 0}
+
+
+def _seconds(kind: str) -> float:
+    """One bucket's collective: 3,369,207,808 x 2 B / 85 = 79.28 MB over 4 ranks, tp 2 apart (NCCL's model)."""
+    return float(K.collective_seconds(kind, PARAMS * 2 / 85, CLUSTER.group(4, 2)))
+
+
+def test_the_rule_reads_deepspeeds_defaults():
+    """Overlap only at ZeRO-3 without a pipeline; each micro-batch's reduction only at ZeRO-2."""
+    assert O.deepspeed_overlaps([0, 1, 2, 3, 1], [1, 1, 1, 1, 4]).tolist() == [False, False, False, True, False]
+    assert O.deepspeed_reduces_each_micro_batch([0, 1, 2, 3]).tolist() == [False, False, True, False]
+
+
+def test_zero1_unpipelined_exposes_its_reduce_scatter_and_gather():
+    """85 reduce-scatters and 85 all-gathers of 79.28 MB, once a step: 85 x (rs + ag) seconds, all exposed (before:
+    4 ms of it hidden, the backward window, at --dp-overlap 1.0)."""
+    kinds = _by_kind(_settings(), zero=1)
+    assert kinds["grad"][:2] == (85.0, pytest.approx(85 * _seconds("reduce_scatter"), rel=1e-12))
+    assert kinds["param"][:2] == (85.0, pytest.approx(85 * _seconds("all_gather"), rel=1e-12))
+    total = kinds["grad"][1] + kinds["param"][1]
+    assert total > 2 * BACKWARD_MB  # so the old rule's 4 ms hidden was a real share of it
+    for _, seconds, exposed in kinds.values():
+        assert exposed == pytest.approx(seconds, rel=1e-12)
+
+
+def test_zero2_reduces_every_micro_batch_and_hides_none():
+    """ZeRO-2: 16 micro-batches x 85 reduce-scatters = 1,360 calls (before: 85), the gather still once a step; all
+    exposed."""
+    kinds = _by_kind(_settings(), zero=2)
+    assert kinds["grad"][:2] == (1360.0, pytest.approx(1360 * _seconds("reduce_scatter"), rel=1e-12))
+    assert kinds["param"][0] == 85.0
+    for _, seconds, exposed in kinds.values():
+        assert exposed == pytest.approx(seconds, rel=1e-12)
+
+
+def test_zero3_keeps_its_fitted_share():
+    """ZeRO-3 (overlap_comm true at DeepSpeed's default): hidden = min(0.30 x traffic, backward + compute), the
+    rule DEEPSPEED_ZERO3_OVERLAP was fitted under (core.frameworks; the Narayanan et al. 2021 rows)."""
+    kinds = _by_kind(_settings(), zero=3)
+    total = sum(seconds for _, seconds, _ in kinds.values())
+    exposed = sum(e for _, _, e in kinds.values())
+    assert exposed == pytest.approx(total - min(0.30 * total, BACKWARD_MB + 1.0), rel=1e-12)
+    assert exposed < total
+
+
+@pytest.mark.parametrize("share", [1.0, 0.5])
+def test_dp_overlap_caps_and_never_adds(share):
+    """--dp-overlap is a cap on the schedule's hiding (StepSettings.dp_overlap): at ZeRO 0-2, where DeepSpeed's
+    schedule hides nothing, no --dp-overlap hides any."""
+    settings = replace(_settings(), dp_overlap=share, zero3_overlap=None)  # as jobs.plan.search with --dp-overlap
+    for zero in (0, 1, 2):
+        for _, seconds, exposed in _by_kind(settings, zero=zero).values():
+            assert exposed == pytest.approx(seconds, rel=1e-12)
