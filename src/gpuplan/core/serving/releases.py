@@ -278,6 +278,29 @@ def graph_allreduce_path(hidden: int, tp: int, tokens: int, dtype_bytes: int = 2
     return "nccl"
 
 
+VLLM_ALLREDUCE_TABLES_SINCE = (0, 19, 0)
+"""The release whose all-reduce choice graph_allreduce_path reads (cuda_communicator.py@v0.19.0:180-237,
+all_reduce_utils.py@v0.19.0:31-57); earlier releases keep CUSTOM_ALLREDUCE_MAX_BYTES (not read)."""
+
+
+def own_allreduce_max_bytes(hidden: int, tp: int, dtype_bytes: int = 2, bf16: bool = True) -> int:
+    """Largest message (bytes) graph_allreduce_path gives to a kernel of vLLM 0.19's own on an H100
+    group of ``tp`` (FlashInfer's fused all-reduce + RMSNorm, the custom all-reduce or symmetric
+    memory, all one- / two-shot NVLink kernels), larger ones going to NCCL: the max of the three
+    tables' limits where they apply (the paths are tried in that order and each limit is a size
+    bound), less one 16-byte step for the strict '<'; 0 where none applies (NCCL at every size).
+    The timing's custom-kernel bound (kernels.custom_allreduce_limit) reads this, so the memory
+    report's paths and the all-reduce seconds follow one rule."""
+    if tp <= 1:
+        return 0
+    limits = [fused_token_limit(hidden, tp, dtype_bytes) * hidden * dtype_bytes]
+    if tp in CUSTOM_AR_TABLE_SM90:
+        limits.append(min(CUSTOM_ALLREDUCE_MAX_BYTES, CUSTOM_AR_TABLE_SM90[tp]) - 16)
+    if bf16 and tp in SYMM_MEM_MAX_BYTES_SM90:
+        limits.append(SYMM_MEM_MAX_BYTES_SM90[tp] - 16)
+    return max(limits)
+
+
 def registered_graph_addresses(hidden: int, layers: int, tp: int, sizes: list[int], dtype_bytes: int = 2,
                                bf16: bool = True) -> int:
     """What vLLM 0.19 logs as 'Registering N cuda graph addresses' (custom_all_reduce.py@v0.19.0:216,

@@ -134,7 +134,8 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     p2p = setup.runtime.p2p
     link = link if p2p else None  # without GPU P2P the hops go through host memory (kernels.host_path)
     latency = eff.latency(link)
-    custom = KR.custom_allreduce_limit(setup.runtime.release, tp, fabric, eff.custom_allreduce_bytes, p2p)
+    custom = KR.custom_allreduce_limit(setup.runtime.release, tp, fabric, eff.custom_allreduce_bytes, p2p,
+                                       spec.hidden_size)
     comm = forward_allreduces(spec, setup.runtime.release) * KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric,
                                                               custom_max_bytes=custom, p2p=p2p)
     comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0

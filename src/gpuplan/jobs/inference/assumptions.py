@@ -125,21 +125,27 @@ def _allreduce_assumption(plan: Plan, tp: int) -> Assumption:
     fabric and a given workspace)."""
     release = plan.setup.runtime.release
     p2p = plan.setup.runtime.p2p
-    limit = KR.custom_allreduce_limit(release, tp, plan.gpu, plan.setup.efficiency.custom_allreduce_bytes, p2p)
+    limit = KR.custom_allreduce_limit(release, tp, plan.gpu, plan.setup.efficiency.custom_allreduce_bytes, p2p,
+                                      plan.spec.hidden_size)
     if tp <= 1:
         value = "none (tp 1)"
     elif not p2p:
         value = "NCCL at every size through host memory (no GPU P2P: the own kernel is off, NCCL over SHM)"
     elif limit > 0:
-        value = f"own kernel up to {_size(limit)} at tp {tp}, NCCL above"
+        strict = KR.reads_allreduce_tables(release, plan.gpu) and plan.setup.efficiency.custom_allreduce_bytes is None
+        value = (f"own kernels below {_size(limit + 16)} at tp {tp}, NCCL from there" if strict  # vLLM's size < max
+                 else f"own kernel up to {_size(limit)} at tp {tp}, NCCL above")
     elif KR.on_pcie(plan.gpu) and KR.custom_allreduce_bytes_of(release, tp) > 0:
         value = f"NCCL at every size (the own kernel is refused on {tp} PCIe-only GPUs)"
     else:
         value = "NCCL at every size"
     if tp > 1 and KR.on_pcie(KR.collective_fabric(plan.gpu, p2p)):
         value += f"; NCCL's time x {KR.PCIE_NCCL_SLOWDOWN:g} on PCIe-only GPUs (the ring through host memory)"
+    tables = ("vLLM 0.19's fused all-reduce + RMSNorm, custom and symmetric-memory limits on sm90, the memory "
+              "report's rule: releases.own_allreduce_max_bytes; " if KR.reads_allreduce_tables(release, plan.gpu)
+              and plan.setup.efficiency.custom_allreduce_bytes is None else "")
     return Assumption("tp_allreduce", "TP all-reduce implementation", value,
-                      f"{release.label} (vllm PR 2192; TensorRT-LLM PluginConfig use_custom_all_reduce, AUTO: 16 MB "
+                      f"{release.label} ({tables}vllm PR 2192; TensorRT-LLM PluginConfig use_custom_all_reduce, AUTO: 16 MB "
                       "workspace at tp <= 2, 8 MB above); NCCL costed by its tuner model (core/comm/collectives.py); "
                       "the PCIe slowdown fitted on TensorRT-LLM v0.9.0's L40S first-token rows (kernels.PCIE_NCCL_SLOWDOWN)",
                       "--engine", False)
