@@ -27,7 +27,6 @@ DEFAULT_CONTINGENCY_SHARES = (("restarts", 0.05), ("tuning", 0.05), ("failures",
 # trailing month): p5 (H100) 10-20% (2025-05-01), 15-20% (2026-02-24); p4d (A100) 5-10%
 # (thundercompute.com blog, both dates). Read as preemptions per node-month.
 DEFAULT_SPOT_PREEMPTIONS_PER_NODE_MONTH = 0.15
-SPOT_PREEMPTIONS_RANGE = (0.05, 0.20)
 # The article: spot capacity "can cost 60%+ less"; used only when the price catalog has no
 # published spot/on-demand pair at all.
 ARTICLE_SPOT_DISCOUNT = 0.60
