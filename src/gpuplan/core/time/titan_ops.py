@@ -60,7 +60,6 @@ from gpuplan.core.time.memory_kernels import memory_bound_seconds
 
 BF16 = 2.0
 FP32 = 4.0
-COMPLEX64 = 8.0
 NORM_MODES = ("python", "fused")
 
 
