@@ -3,7 +3,9 @@ or solved) and the compute budget with its low / high ends, and the layout it st
 
 A deadline (``--days`` without ``--gpus``) is met after every allowance the answer adds: the
 GPU count is the smallest whose wall-clock with the communication allowance — and, in the
-budget (`gpuplan train`), with failures and checkpoints — is within it. The article's own
+budget (`gpuplan train`), with failures and checkpoints — is within it; with ``--mfu predicted``
+`plan`'s own deadline search answers it, failures and checkpoints included for every door
+(jobs.training.layout.layout_for_deadline). The article's own
 figure, GPU-days / days, is kept beside it as the compute-only count. A solved MFU (GPUs and days
 given) above 100% or above the best published MFU of its class is refused, naming the GPUs or
 days that would be needed."""
