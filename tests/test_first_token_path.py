@@ -91,3 +91,14 @@ def test_held_out_qwen3_rows_are_host_bound():
     ttft = VI._online_cases(entry)[0]
     assert ttft[3] == pytest.approx(116.87e-3, rel=REL)
     assert abs(ttft[3] / ttft[2] - 1) < 0.20
+
+
+def test_range_is_pr_12160s_bracket():
+    """Slow: the graphed forward all GPU work (I = 82.64 ms, 91.52 us a kernel); fast: none of it
+    (I = 59.54 ms, 65.94 us); Qwen3-235B-A22B's 1,598 kernels: 146.2 / 105.4 ms."""
+    expected, slow, fast = FT.SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S
+    assert (slow, fast) == (pytest.approx(91.52e-6, rel=REL), pytest.approx(65.94e-6, rel=REL))
+    assert fast < expected < slow
+    qwen3, sglang = load_model("qwen3-235b-a22b"), parse_release("sglang==0.5.6")
+    assert FT.eager_prefill_issue_seconds(sglang, qwen3, 1) == pytest.approx(146.25e-3, rel=REL)
+    assert FT.eager_prefill_issue_seconds(sglang, qwen3, 2) == pytest.approx(105.37e-3, rel=REL)

@@ -73,14 +73,24 @@ def kernels_issued_per_layer(spec: ModelSpec) -> float:
     return KR.graph_kernels_per_layer(spec, "sglang") + extra
 
 
-def eager_prefill_issue_seconds(release: EngineRelease, spec: ModelSpec) -> float | None:
+SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S = (SGLANG_EAGER_HOST_PER_KERNEL_S,
+                                        PR12160_EAGER_FORWARD_S / (DEEPSEEK_V3_LAYERS * DEEPSEEK_V3_KERNELS_PER_LAYER),
+                                        (PR12160_EAGER_FORWARD_S - PR12160_GRAPH_FORWARD_S)
+                                        / (DEEPSEEK_V3_LAYERS * DEEPSEEK_V3_KERNELS_PER_LAYER))
+"""(expected, slow, fast) seconds a kernel, the range of the answer's TTFT (roofline's ``which`` 0 / 1 /
+2): what PR 12160's two lines allow whatever its GPU work G, 0 <= G <= 23.1 ms, and its per-forward
+host work F, I = 82.64 - 23.10 + G: G = 23.10 (the graphed forward all GPU, F = 0) gives 82.64 ms, 91.5 us
+a kernel; G = 0 gives 59.54 ms, 65.9 us; expected 73.1 us."""
+
+
+def eager_prefill_issue_seconds(release: EngineRelease, spec: ModelSpec, which: int = 0) -> float | None:
     """Host seconds to issue one eager prefill forward of ``spec`` in ``release``: layers x
-    kernels_issued_per_layer x SGLANG_EAGER_HOST_PER_KERNEL_S for SGLang (all releases modelled
-    run prefill eagerly: kernels.prefill_graphs_of); None for the other engines, whose eager
+    kernels_issued_per_layer x SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S[which] for SGLang (all releases
+    modelled run prefill eagerly: kernels.prefill_graphs_of); None for the other engines, whose eager
     steps keep setup.Efficiency.layer_launch_s."""
     if release.engine != "sglang" or KR.prefill_graphs_of(release):
         return None
-    return spec.num_layers * kernels_issued_per_layer(spec) * SGLANG_EAGER_HOST_PER_KERNEL_S
+    return spec.num_layers * kernels_issued_per_layer(spec) * SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S[which]
 
 
 def exposed_host_seconds(issue_s: float, gpu_s: float) -> float:

@@ -143,7 +143,7 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     graphed = (work.tokens <= eff.graph_max_tokens and work.context <= KR.graph_context_limit_of(release)
                and (not work.prefill or KR.prefill_graphs_of(release)))
     floor = layers * graph_layer_seconds(setup, spec) if graphed else 0.0
-    issue = None if graphed or not work.prefill else FT.eager_prefill_issue_seconds(release, spec)
+    issue = None if graphed or not work.prefill else FT.eager_prefill_issue_seconds(release, spec, which)
     host = 0.0 if graphed or issue is not None else layers * eff.layer_launch_s
     host += KR.host_step_seconds(release, work.sequences) if work.scheduled else 0.0
     step = StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
