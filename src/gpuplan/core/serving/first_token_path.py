@@ -13,10 +13,11 @@ at concurrency 1 in SGLang 0.5.6 (sglang wheel 0.5.6, python/sglang/srt/...):
 - The prefill itself runs eagerly: piecewise CUDA graphs for extend batches are off by default
   (server_args.py@v0.5.6:508 enable_piecewise_cuda_graph = False) and the CUDA-graph runner replays
   decode batches only (kernels.prefill_graphs_of). Every kernel of every layer is issued from Python.
-- The eager forward has no host sync inside its layers: the FlashInfer backend's ``.item()`` /
-  ``.cpu()`` calls sit in init_forward_metadata, once a forward, before the layers
-  (layers/attention/flashinfer_backend.py@v0.5.6:564-632, 949-951, 1181-1276); llama.py,
-  qwen3_moe.py, fused_moe.py and topk.py have none. So the host runs ahead of the GPU, and an eager
+- The eager forward has no host sync inside its layers: the FlashInfer backend's one device sync of
+  an extend batch, ``paged_kernel_lens.sum().item()`` ('TODO: remove this device sync'), sits in
+  FlashInferIndicesUpdaterPrefill.update_single_wrapper (layers/attention/flashinfer_backend.py@v0.5.6:
+  1178-1181), reached from init_forward_metadata (L417-503), once a forward, before the layers;
+  forward_extend (L698-804), llama.py, qwen3_moe.py, fused_moe.py and topk.py have none. So the host runs ahead of the GPU, and an eager
   forward ends at the later of its host issue time and its GPU work (the launch queue never empties
   when the host is the slower; it never fills when the GPU is): max(host, GPU), not their sum.
 
