@@ -11,8 +11,11 @@ at concurrency 1 in SGLang 0.5.6 (sglang wheel 0.5.6, python/sglang/srt/...):
   launched, and its sampled token is processed (process_batch_result, which sends it to the
   detokenizer) only after the next batch, the first decode step, has been launched (L1036-1041).
 - The prefill itself runs eagerly: piecewise CUDA graphs for extend batches are off by default
-  (server_args.py@v0.5.6:508 enable_piecewise_cuda_graph = False) and the CUDA-graph runner replays
-  decode batches only (kernels.prefill_graphs_of). Every kernel of every layer is issued from Python.
+  (server_args.py@v0.5.6:508 enable_piecewise_cuda_graph = False; model_runner.py@v0.5.6:2583-2587
+  replays them only when that runner exists), and the CUDA-graph runner replays decode batches only
+  (forward_batch_info.py@v0.5.6:150-155 is_cuda_graph: DECODE / TARGET_VERIFY / IDLE;
+  kernels.prefill_graphs_of). forward_extend then runs init_forward_metadata and model.forward
+  (model_runner.py@v0.5.6:2589-2596): every kernel of every layer is issued from Python.
 - The eager forward has no host sync inside its layers: the FlashInfer backend's one device sync of
   an extend batch, ``paged_kernel_lens.sum().item()`` ('TODO: remove this device sync'), sits in
   FlashInferIndicesUpdaterPrefill.update_single_wrapper (layers/attention/flashinfer_backend.py@v0.5.6:
