@@ -5,6 +5,12 @@ the web), no traceback, no hang.
 - a refusal re-quoted with the text typed (errors.as_typed) or with the web's temporary config path taken out
   (web.service._without_path) came back as a plain InputError: a NoLayoutFits lost its type, which callers
   free to pick the GPU count catch (jobs.training.timing._first_fitting);
+- a pasted config was built 8 times per web request (now 2), and its quantization_config checked where the CLI
+  does not read it (infer --quantization fp8: refused on the web, answered on the CLI);
+- plan files read 0x10 / 0o10 (YAML) and 0x10 / 0o10 / 0b1000 / 1_000 (TOML) as numbers the flags refuse, and
+  .inf / .nan with another message;
+- a number past float range or NaN in a pasted config (the web body) was quoted as 'inf' / 'Infinity' where the CLI
+  quotes the same config.json's '1e400', and a checked key's 1e400 was refused for its range, not as written.
 """
 
 import json
@@ -556,3 +562,45 @@ def test_contradictory_inputs_are_refused_alike_by_the_cli_and_the_web(client, r
         body[option[2:].replace("-", "_")] = value
     message = web_refusal(client.post(f"/api/{name}", json=body), field)
     assert err == f"error: {message}\n"
+
+
+# ---- the sweep finding: a pasted config's non-finite number is refused as the same config.json is ---------------
+
+@pytest.mark.parametrize("key, literal", [("rope_theta", "1e400"), ("rope_theta", "-1e400"), ("initializer_range", "NaN"),
+                                          ("bogus", "Infinity"), ("bogus", "1e400"), ("bogus", "9" * 100),
+                                          ("layer_types", "[1e400]")])
+def test_a_non_finite_number_in_a_pasted_config_is_refused_as_in_the_file(client, tmp_path, key, literal):
+    """{"config": {..., "rope_theta": 1e400}} was refused as "rope_theta: got inf; must be a positive number or
+    null" and an unread key's 1e400 quoted as 'Infinity' (the service wrote the parsed config back out), where the
+    CLI reading the same text as config.json says "config.json: rope_theta: got '1e400'; must be a finite JSON
+    number": web.body.read_body keeps such numbers as written (adapters.files.JSON_FLOAT_HOOKS) and refuses them
+    with parse_json's line."""
+    from gpuplan.catalog import model_entry
+
+    config = {k: v for k, v in model_entry("qwen2.5-0.5b")["config"].items() if k != key}
+    text = json.dumps(config)[:-1] + f', "{key}": {literal}}}'
+    path = tmp_path / "qwen" / "config.json"
+    path.parent.mkdir()
+    path.write_text(text)
+    code, out, err = gpuplan("memory", str(path), "--gpu", "h100")
+    assert code == 2 and err.startswith(f"error: config.json: {key}") and "must be a finite JSON number" in err, err
+    response = client.post("/api/memory", content='{"gpu": "h100", "config": ' + text + "}",
+                           headers={"content-type": "application/json"})
+    field = f"config.json: {key}" + ("[0]" if literal.startswith("[") else "")
+    assert f"error: {web_refusal(response, field)}\n" == err
+
+
+@pytest.mark.parametrize("body, field", [('{"gpus": NaN}', "gpus"), ('{"mfu": -Infinity}', "mfu"),
+                                         ('{"days": 1e400}', "days"), ('{"gpus": [1e400]}', "gpus[0]"),
+                                         ('{"calibration": {"factors": {"x": NaN}}}', "calibration: factors.x")])
+def test_a_non_finite_number_in_a_body_names_its_field_as_written(client, body, field):
+    response = client.post("/api/training", content=body, headers={"content-type": "application/json"})
+    message = web_refusal(response, field, "must be a finite JSON number")
+    assert message.startswith(f"{field}: got '")
+
+
+def test_a_top_level_integer_past_64_digits_is_still_its_fields_range(client):
+    """Integers stay Python's at the top level (the field says what is valid: gpus at most 10,000,000)."""
+    response = client.post("/api/training", content='{"gpus": ' + "9" * 100 + "}",
+                           headers={"content-type": "application/json"})
+    web_refusal(response, "gpus", "must be > 0")

@@ -145,7 +145,36 @@ def _json_float(text: str) -> Any:
 
 
 def _json_int(text: str) -> Any:
-    return int(text) if len(text) <= 64 else _NotANumber(text[:20] + "...")  # far past any real count
+    return int(text) if len(text) <= MAX_INT_DIGITS else _NotANumber(text[:20] + "...")  # far past any real count
+
+
+JSON_FLOAT_HOOKS = {"parse_constant": _NotANumber, "parse_float": _json_float}
+"""json.loads hooks that keep NaN, Infinity and numbers past float range as their text (first_bad_number finds
+them): the web API's body reader's (web.body.read_body), so a pasted config.json and the same file are refused
+with the same line; its integers stay Python's (a top-level field's refusal says 'too large a number')."""
+JSON_NUMBER_HOOKS = JSON_FLOAT_HOOKS | {"parse_int": _json_int}
+"""parse_json's: JSON_FLOAT_HOOKS, and integers of more than 64 digits kept as their first 20 digits."""
+FINITE_NUMBER = "must be a finite JSON number"
+MAX_INT_DIGITS = 64
+
+
+def first_bad_number(data: Any, long_ints: bool = False) -> tuple[str, str] | None:
+    """(dotted key path, text as written) of the first NaN / Infinity / out-of-range number in data read with
+    JSON_FLOAT_HOOKS or JSON_NUMBER_HOOKS; with ``long_ints`` also the first integer of more than
+    MAX_INT_DIGITS digits (as _json_int quotes it); None when there is none."""
+    found = _first_bad_number(data)
+    if found is not None or not long_ints:
+        return found
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool) and len(str(abs(item))) > MAX_INT_DIGITS:
+            return path or "(top level)", str(item)[:20] + "..."
+        if isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in reversed(list(enumerate(item))))
+    return None
 
 
 def _first_bad_number(data: Any) -> tuple[str, str] | None:
@@ -185,8 +214,7 @@ def parse_json(text: str, field: str, where: Any) -> Any:
     text = text.removeprefix("\ufeff")  # a byte-order mark: harmless (read_text drops it from files too)
     _check_counts(text, field, where)
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_NotANumber,
-                          parse_float=_json_float, parse_int=_json_int)
+        data = json.loads(text, object_pairs_hook=_no_duplicates, **JSON_NUMBER_HOOKS)
     except RecursionError:
         raise refusal(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
     except json.JSONDecodeError as exc:
@@ -197,7 +225,7 @@ def parse_json(text: str, field: str, where: Any) -> Any:
         raise refusal(field, where, f"is nested more than {MAX_DEPTH} levels deep")
     bad = _first_bad_number(data)
     if bad is not None:
-        raise InputError(f"{field}: {bad[0]}", bad[1], "must be a finite JSON number")
+        raise InputError(f"{field}: {bad[0]}", bad[1], FINITE_NUMBER)
     return data
 
 

@@ -9,6 +9,7 @@ answers 422 like any other bad input.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from gpuplan.errors import InputError
@@ -74,9 +75,11 @@ def read_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
         raise InputError("body", f"Content-Type {preview(content_type, 40) if content_type else '(none)'}", EXPECTED)
     if not raw.strip():
         raise InputError("body", "", f"is empty; {EXPECTED}")
+    from gpuplan.adapters.files import JSON_FLOAT_HOOKS
+
     keys = _KeysOnce()
     try:
-        data = json.loads(raw, object_pairs_hook=keys)
+        data = json.loads(raw, object_pairs_hook=keys, **JSON_FLOAT_HOOKS)
     except RecursionError:
         raise InputError("body", f"more than {MAX_DEPTH} levels of nesting",
                          f"is nested too deeply (at most {MAX_DEPTH} levels); {EXPECTED}") from None
@@ -91,7 +94,31 @@ def read_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
         kind = JSON_TYPES.get(type(data), type(data).__name__)
         raise InputError("body", raw.decode("utf-8", "replace").strip(), f"is a JSON {kind}, not an object; {EXPECTED}")
     _check_tree(data)
+    _check_numbers(data)
     return data
+
+
+def _check_numbers(data: dict[str, Any]) -> None:
+    """Refuse NaN, Infinity, a number past float range (1e400), and in a pasted config an integer of more than 64
+    digits, as adapters.files.parse_json refuses them in a file, naming the field (a pasted config's key as the
+    CLI names the same key of a config.json; a top-level integer is left to its field: 'too large a number'): {"config": {"rope_theta": 1e400}} was refused as 'got inf; must be a positive
+    number' and an unread key's 1e400 quoted as 'Infinity' (the service writes the config back out), where the
+    CLI says "config.json: rope_theta: got '1e400'; must be a finite JSON number" (wave 8)."""
+    from gpuplan.adapters.files import FINITE_NUMBER, first_bad_number
+
+    bad = first_bad_number(data)
+    if bad is None and isinstance(data.get("config"), dict | list):
+        inner = first_bad_number(data["config"], long_ints=True)
+        bad = None if inner is None else (f"config.{inner[0]}" if not inner[0].startswith("[") else
+                                          f"config{inner[0]}", inner[1])
+    if bad is None:
+        return
+    path, text = bad
+    top = re.match(r"[^.\[]*", path).group(0)  # the field: 'gpus', 'config' of 'config.rope_theta'
+    rest = path[len(top):].removeprefix(".")
+    field = path if not rest or rest.startswith("[") and top != "config" else \
+        f"config.json: {rest}" if top == "config" else f"{top}: {rest}"
+    raise InputError(preview(field), text, FINITE_NUMBER)
 
 
 def _check_tree(data: dict[str, Any]) -> None:
