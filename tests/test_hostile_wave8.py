@@ -604,3 +604,17 @@ def test_a_top_level_integer_past_64_digits_is_still_its_fields_range(client):
     response = client.post("/api/training", content='{"gpus": ' + "9" * 100 + "}",
                            headers={"content-type": "application/json"})
     web_refusal(response, "gpus", "must be > 0")
+
+
+# ---- the sweep finding: a deadline far too short for the GPUs given ------------------------------------------
+
+@pytest.mark.parametrize("command", ["train", "budget"])
+def test_a_deadline_of_minutes_on_a_few_gpus_is_refused_not_an_internal_error(client, run_cli, command):
+    """`--gpus 8 --days 30min` searched for the GPU count the solved MFU needs, met counts where failures come
+    faster than a checkpoint and a restart, and the refusal there read PlanInputs.gpu_counts, which train's and
+    budget's inputs do not have: exit 70 (AttributeError) and HTTP 500. Now the MFU refusal, exit 2 / 422."""
+    field_refusal(run_cli(command, "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--days", "30min"), "gpus/days",
+                  "needs MFU")
+    name = COMMANDS[command][0]
+    response = client.post(f"/api/{name}", json={"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8, "days": "30min"})
+    web_refusal(response, "gpus/days", "needs MFU")
