@@ -1,0 +1,91 @@
+"""What a streamed vLLM request crosses before its first token, beyond one prefill forward.
+
+Units: tokens, seconds. Read from the vLLM sdists of 0.9.1, 0.11.0 and 0.23.0 (PyPI vllm-X.tar.gz).
+
+Modelled here: chunked prefill. The V1 engine (0.8 on, releases.VLLM_V1_SINCE) always chunks
+(engine/arg_utils.py@v0.9.1:1522-1523 'V1 always uses chunked prefills'): the scheduler gives a
+waiting request min(its uncached tokens, the step's token budget) new tokens
+(v1/core/sched/scheduler.py@v0.9.1:396-406; @v0.11.0:423-437; @v0.23.0:684-699) and a running one
+the rest the same way, one engine step each (@v0.9.1:185-206). The budget is max_num_batched_tokens;
+``vllm serve`` (usage context OPENAI_API_SERVER) defaults it to 8,192 on GPUs of >= 70 GiB that are
+not A100s, else 2,048 (@v0.9.1:1554-1566; @v0.23.0:1605-1623; releases.vllm_batch_defaults). A partial
+prefill samples nothing, so the first token waits for every chunk: each chunk a forward of its new
+tokens attending to the cached prefix plus themselves (the chunk's causal attention = the causal
+attention of prefix + chunk less that of the prefix, roofline.prefill_step with prefix_hit), with its
+own weight read, host and scheduler time. A 16,000-token prompt on an A100 is 8 steps (7 x 2,048 + 1,664).
+
+Read and not modelled (no public measurement sizes it for these releases; docs/inference.md 'The
+request path outside the forward'):
+- the client: ``vllm bench serve`` / benchmark_serving time TTFT to the first streamed chunk that has
+  ``choices``, text possibly empty (benchmarks/backend_request_func.py@v0.9.1:309-321; vllm/benchmarks/
+  lib/endpoint_request_func.py@v0.11.0:309-319 for the chat endpoint). The chat endpoint's first such
+  chunk is the role chunk (delta role 'assistant', content ''), sent on the first engine output
+  (entrypoints/openai/serving_chat.py@v0.11.0:574-619), so both endpoints time the first sampled token.
+- the API server renders the chat template and tokenises in its own process, AsyncLLM sends the
+  request to the EngineCore process over ZMQ (msgpack), the EngineCore blocks on its input queue when
+  idle and wakes at once, the output comes back the same way and the output processor detokenises it
+  incrementally before the SSE chunk is written. Public sizes of these stages are each under 1 ms
+  (docs/inference.md); they do not add up to the 20-50 ms the concurrency-1 rows leave unexplained.
+- async scheduling (default from 0.14, kernels.host_step_seconds): the first token is returned once the
+  prefill's sampled token is back, after the next step has been queued (v1/engine/core.py@v0.23.0:
+  504-560 step_with_batch_queue: queue of 2, block on the oldest), so it adds no GPU time to TTFT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from gpuplan.core.serving.releases import VLLM_V1_SINCE
+
+
+def prefill_chunks(prompt: int, cached: int, budget: int) -> tuple[tuple[int, int], ...]:
+    """(cached prefix, new tokens) of each engine step that prefills a ``prompt``-token request of
+    which ``cached`` tokens hit the prefix cache, at ``budget`` tokens a step (max_num_batched_tokens):
+    the V1 scheduler's min(remaining, budget) per step. A fully cached prompt still computes its last
+    token (one step of 1, as roofline.prefill_step counts it)."""
+    if budget < 1:
+        raise ValueError(f"budget: got {budget}; must be at least 1 token")
+    done = min(cached, prompt - 1)
+    steps = []
+    while done < prompt:
+        new = min(prompt - done, budget)
+        steps.append((done, new))
+        done += new
+    return tuple(steps)
+
+
+def chunk_budget(setup, gpu, batch: int = 1) -> int | None:
+    """max_num_batched_tokens of the vLLM V1 server that splits one request's prefill, or None where
+    no split is modelled: not vLLM, V0 (chunking off by default below 32K contexts), no GPU given,
+    or a static batch of several prompts (an offline run, usage context LLM_CLASS: not read here)."""
+    release = setup.runtime.release
+    if release.engine != "vllm" or release.version < VLLM_V1_SINCE or gpu is None or batch != 1:
+        return None
+    return setup.runtime.batch_limits(gpu.memory_bytes, gpu.name)[0]
+
+
+def chunked_prefill(step: Callable, setup, prompt: int, budget: int):
+    """The prefill of one request split into the scheduler's chunks: ``step(setup, prompt)`` (a
+    roofline.prefill_step with its other keywords bound) for each chunk, the chunk's cached prefix
+    given as the setup's prefix_hit (half a token up, so prefill_step's floor lands on the prefix),
+    summed into one roofline.StepTime (combine)."""
+    cached = int(setup.prefix_hit * prompt)
+    parts = [step(replace(setup, prefix_hit=(prefix + 0.5) / (prefix + new) if prefix else 0.0), prefix + new)
+             for prefix, new in prefill_chunks(prompt, cached, budget)]
+    return combine(parts)
+
+
+def combine(parts):
+    """roofline.StepTimes run one after another as one StepTime: every term summed; the GEMM time
+    kept exact by choosing the exposed share of the summed shorter bound that gives the sum of the
+    parts' gemm_s (each between its longer bound and the sum of both, so the share lies in [0, 1])."""
+    first = parts[0]
+    memory, compute = sum(p.memory_s for p in parts), sum(p.compute_s for p in parts)
+    gemm = sum(p.gemm_s for p in parts)
+    shorter, longer = min(memory, compute), max(memory, compute)
+    exposed = min(1.0, max(0.0, (gemm - longer) / shorter)) if shorter > 0 else 0.0
+    return replace(first, memory_s=memory, compute_s=compute, comm_s=sum(p.comm_s for p in parts),
+                   attention_s=sum(p.attention_s for p in parts), other_s=sum(p.other_s for p in parts),
+                   host_s=sum(p.host_s for p in parts), kernel_floor_s=sum(p.kernel_floor_s for p in parts),
+                   issue_s=sum(p.issue_s for p in parts), exposed=exposed)
