@@ -17,6 +17,7 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import lora as L
+from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving.memory import draft_kv_share
 from gpuplan.core.serving.setup import ServingSetup
@@ -297,6 +298,11 @@ def prefill_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, t
     (weights read once), causal flash attention, elementwise and host time, all-reduces. With
     prefix caching only the uncached suffix is computed: causal FLOPs of the whole prompt minus
     those of the cached prefix (the suffix still attends to every cached key)."""
+    budget = RP.chunk_budget(setup, fabric, batch)  # vLLM V1 prefills a long prompt in chunks (request_path)
+    if budget is not None and prompt - math.floor(setup.prefix_hit * prompt) > budget:
+        return RP.chunked_prefill(lambda s, p: prefill_step(spec, groups, s, tp=tp, pp=pp, prompt=p, bandwidth=bandwidth,
+                                                            peak=peak, link=link, which=which, fabric=fabric),
+                                  setup, prompt, budget)
     cached = math.floor(setup.prefix_hit * prompt)
     new = max(1, prompt - cached)
     attention = attention_core_flops_per_token(spec, prompt, "causal") * prompt
