@@ -618,3 +618,29 @@ def test_a_deadline_of_minutes_on_a_few_gpus_is_refused_not_an_internal_error(cl
     name = COMMANDS[command][0]
     response = client.post(f"/api/{name}", json={"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8, "days": "30min"})
     web_refusal(response, "gpus/days", "needs MFU")
+
+
+# ---- leftover 6: a GPU range with a deadline says which counts it searched ----------------------------------
+
+RANGE_NOTE = "--gpus 100-300 searched 2 GPU counts (128, 256: a range stands for its powers of two)"
+
+
+def test_a_range_with_a_deadline_says_which_counts_were_searched(run_json, client):
+    """`plan --gpus 100-300 --days 10` answers 256 GPUs (the fewest of 128 and 256 meeting 10 days) where the same
+    plan without --gpus finds 208: the answer now says the range stood for its powers of two and how to search
+    between them, at the CLI, the web API and the Python API alike."""
+    from gpuplan import plan_report
+
+    cli = run_json("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "100-300", "--days", "10")
+    assert cli["results"]["best_gpus"] == 256 and any(RANGE_NOTE in note for note in cli["notes"]), cli["notes"]
+    free = run_json("plan", "llama-3.1-8b", "--gpu", "h100", "--days", "10")["results"]["best_gpus"]
+    assert 128 < free < 256  # what the note points to: the counts between were not searched
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": "100-300", "days": 10}
+    assert any(RANGE_NOTE in note for note in client.post("/api/plan", json=body).json()["notes"])
+    assert any(RANGE_NOTE in note for note in plan_report(body).notes)
+
+
+@pytest.mark.parametrize("gpus, days", [("128,256", "10"), ("100-300", None), ("256", "10")])
+def test_no_range_note_without_a_range_and_a_deadline(run_json, gpus, days):
+    args = ("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", gpus) + (("--days", days) if days else ())
+    assert not any("a range stands" in note for note in run_json(*args)["notes"])
