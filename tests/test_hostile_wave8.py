@@ -26,6 +26,26 @@ TIMEOUT_S = 60
 """Seconds any one case may take (a hang fails the case, it does not hold the suite)."""
 
 
+CASE_SECONDS = 120
+"""Seconds any one test may take in-process (the slowest here takes ~1 s): past it the test fails as a hang."""
+
+
+@pytest.fixture(autouse=True)
+def time_box():
+    """Each in-process case is time-boxed too (SIGALRM in the main thread, where the CLI and the test client's
+    caller run), so a hang fails the case rather than the suite."""
+    import signal
+
+    def expire(signum, frame):
+        raise TimeoutError(f"the case ran past {CASE_SECONDS} s: a hang")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(CASE_SECONDS)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
 def gpuplan(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
     """The installed CLI in a subprocess, time-boxed: (exit status, stdout, stderr)."""
     done = subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True,
