@@ -14,6 +14,9 @@ tokens attending to the cached prefix plus themselves (the chunk's causal attent
 attention of prefix + chunk less that of the prefix, roofline.prefill_step with prefix_hit), with its
 own weight read, host and scheduler time. A 16,000-token prompt on an A100 is 8 steps (7 x 2,048 + 1,664).
 
+Modelled here too: the API server's tokeniser batch window (TOKENIZER_BATCH_WAIT_S), a wait the code
+sets, from 0.10.0.
+
 Read and not modelled (no public measurement sizes it for these releases; docs/inference.md 'The
 request path outside the forward'):
 - the client: ``vllm bench serve`` / benchmark_serving time TTFT to the first streamed chunk that has
@@ -38,6 +41,22 @@ from typing import Callable
 
 from gpuplan.core.serving.releases import VLLM_V1_SINCE
 
+MICROBATCH_TOKENIZER_SINCE = (0, 10, 0)
+"""The first vLLM release whose OpenAI server tokenises through AsyncMicrobatchTokenizer (vllm/utils/
+__init__.py@v0.10.0:521; absent from 0.9.2, whose server tokenises in a one-thread pool at once:
+entrypoints/openai/serving_engine.py@v0.9.1:223-227 make_async). Read in 0.10.0, 0.10.1(.1), 0.10.2,
+0.11.0 (serving_engine.py@v0.11.0:265-274, 553-582: the chat endpoint's text prompt, via
+_tokenize_prompt_input_async L692-723; entrypoints/renderer.py@v0.11.0:367-373: the completions
+endpoint) and 0.23.0 (renderers/base.py@v0.23.0:149-155, 434-442, reached from render_cmpl_async L954-969
+and the chat renderer L1025-1043); later releases taken to keep it."""
+TOKENIZER_BATCH_WAIT_S = 0.002
+"""AsyncMicrobatchTokenizer's batch_wait_timeout_s default (utils/__init__.py@v0.11.0:477,
+utils/async_utils.py@v0.23.0:36), which every reader above keeps: its encode loop takes a prompt, then
+waits until the window closes for more prompts to tokenise with it (_batch_encode_loop,
+utils/__init__.py@v0.11.0:529-551, async_utils.py@v0.23.0:90-112: asyncio.wait_for(queue.get(), deadline
+- now) until TimeoutError) before it tokenises. A request alone (concurrency 1) waits the whole 2 ms;
+under load a later arrival closes a batch sooner, so 2 ms is its most."""
+
 
 def prefill_chunks(prompt: int, cached: int, budget: int) -> tuple[tuple[int, int], ...]:
     """(cached prefix, new tokens) of each engine step that prefills a ``prompt``-token request of
@@ -53,6 +72,23 @@ def prefill_chunks(prompt: int, cached: int, budget: int) -> tuple[tuple[int, in
         steps.append((done, new))
         done += new
     return tuple(steps)
+
+
+def api_server_seconds(release) -> float:
+    """Seconds vLLM's OpenAI server holds a text request before the engine sees it, as its code sets
+    them (not measured): the tokeniser's batch window from MICROBATCH_TOKENIZER_SINCE; 0 before and for
+    other engines. Template rendering, tokenising itself, the ZMQ hops and detokenising are not in it
+    (module docstring)."""
+    if release.engine != "vllm" or release.version < MICROBATCH_TOKENIZER_SINCE:
+        return 0.0
+    return TOKENIZER_BATCH_WAIT_S
+
+
+def served(step, release):
+    """A prefill step (roofline.StepTime) as a request served by ``release`` waits for its first
+    token: plus api_server_seconds, counted as host time (the GPU is idle for it)."""
+    wait = api_server_seconds(release)
+    return replace(step, host_s=step.host_s + wait) if wait else step
 
 
 def chunk_budget(setup, gpu, batch: int = 1) -> int | None:
