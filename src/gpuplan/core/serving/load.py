@@ -63,16 +63,17 @@ def queue_wait(prefill_s: float, rho: float) -> tuple[float, float]:
 
 
 def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], output: int,
-               max_in_flight: float = math.inf) -> ReplicaLoad | None:
+               max_in_flight: float = math.inf, path_s: float = 0.0) -> ReplicaLoad | None:
     """The steady state of one replica at ``rate`` requests/s (None when prompts alone saturate
     it, or once the sequences in flight pass ``max_in_flight``: the fixed point only grows from
     there, as a decode step never gets faster with more sequences). ``decode_s(batch)``: seconds
-    of one decode step at that many sequences."""
+    of one decode step at that many sequences. ``path_s``: seconds the server holds a request before
+    the engine sees it (request_path.api_server_seconds): in its TTFT, not the GPU's busy time."""
     rho = rate * prefill_s
     if rho >= 1:
         return None
     wait_mean, wait_p99 = queue_wait(prefill_s, rho)
-    ttft_mean = prefill_s + wait_mean
+    ttft_mean = path_s + prefill_s + wait_mean
     in_flight = rate * (ttft_mean + output * decode_s(1) / (1 - rho))
     for _ in range(50):  # fixed point: more sequences in flight, slower steps, more in flight
         tpot = decode_s(max(1, math.ceil(in_flight))) / (1 - rho)
@@ -83,15 +84,15 @@ def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], 
             break
         in_flight = new
     tpot = decode_s(max(1, math.ceil(in_flight))) / (1 - rho)
-    return ReplicaLoad(rate, rho, ttft_mean, prefill_s + wait_p99, tpot, in_flight)
+    return ReplicaLoad(rate, rho, ttft_mean, path_s + prefill_s + wait_p99, tpot, in_flight)
 
 
 def max_rate(target: LoadTarget, prefill_s: float, decode_s: Callable[[int], float], output: int,
-             max_sequences: int) -> ReplicaLoad | None:
+             max_sequences: int, path_s: float = 0.0) -> ReplicaLoad | None:
     """The highest rate one replica sustains within the target and its KV capacity
     (``max_sequences`` in flight); None when even a trickle misses the target."""
     def ok(rate: float) -> ReplicaLoad | None:
-        load = replica_at(rate, prefill_s, decode_s, output, max_sequences)
+        load = replica_at(rate, prefill_s, decode_s, output, max_sequences, path_s)
         return load if load and load.meets(target) and load.in_flight <= max_sequences else None
 
     low = ok(1e-6)
