@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
@@ -132,7 +133,8 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None) 
     found = []
     for gpu in serving_gpus(plan):
         for tp, (prefill, decode, cap) in _replica_steps(plan, gpu).items():
-            replica = max_rate(target, prefill, decode, plan.output, cap)
+            replica = max_rate(target, prefill, decode, plan.output, cap,
+                               RP.api_server_seconds(plan.setup.runtime.release))
             if replica is None:
                 continue
             cost, source = price_for(gpu.id, price)
@@ -366,7 +368,8 @@ def _at_load(plan: Plan, target: LoadTarget, config: SizedConfig) -> ReplicaLoad
     """One replica of ``config`` at the load asked, the target's rate over its replicas (its
     ``replica`` is at the most it sustains within the target, the table's 'req/s per replica')."""
     prefill, decode, cap = _tp_steps(plan, config.gpu, config.tp)
-    return replica_at(target.requests_per_s / config.replicas, prefill, decode, plan.output, cap) or config.replica
+    return replica_at(target.requests_per_s / config.replicas, prefill, decode, plan.output, cap,
+                      RP.api_server_seconds(plan.setup.runtime.release)) or config.replica
 
 
 def _elsewhere_line(asked_gpu: str | None, on_asked: list[SizedConfig], cheapest: SizedConfig) -> tuple:
