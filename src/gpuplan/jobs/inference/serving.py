@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import memory as M
+from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
@@ -46,7 +47,8 @@ def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serv
     kv_seq = layout.bytes_per_sequence(plan.decode_context)
     tpot = tuple(R.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
                                which=w, **common) for w in (0, 1, 2))
-    ttft = tuple(R.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, which=w, **common) for w in (0, 1, 2))
+    ttft = tuple(RP.served(R.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, which=w, **common),
+                           setup.runtime.release) for w in (0, 1, 2))  # + the server's hold (request_path)
     return Serving(tp, pp, memory, layout, max_sequences(plan, layout, memory.kv_budget),
                    K.max_context(layout, memory.kv_budget, batch), K.tokens_in(layout, memory.kv_budget),
                    ttft, tpot)
