@@ -16,6 +16,7 @@ from typing import Any
 from dataclasses import replace
 
 from gpuplan.core.serving import kernels as KR
+from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import setup as SU
 from gpuplan.core.serving.releases import parse_release
@@ -221,8 +222,10 @@ def _online_kinds(e: dict[str, Any]) -> tuple[str, str]:
 
 def _served_request(e: dict[str, Any], prompt: int, output: int) -> tuple[R.StepTime, R.StepTime]:
     """One request of a concurrency-1 run: (its prefill, one batch-1 decode step at prompt +
-    output / 2 cached tokens): one static batch of one (its prefill reads the prompt only)."""
-    return _static_batch({**e, "batch": 1, "prompt_tokens": prompt, "output_tokens": output})
+    output / 2 cached tokens): one static batch of one (its prefill reads the prompt only), the
+    prefill as the server holds it (request_path.served: vLLM's tokeniser batch window)."""
+    prefill, decode = _static_batch({**e, "batch": 1, "prompt_tokens": prompt, "output_tokens": output})
+    return RP.served(prefill, parse_release(e["release"])), decode
 
 
 def _online_cases(e: dict[str, Any]) -> list[Case]:
