@@ -80,3 +80,38 @@ def test_chunks_keep_the_work_and_add_a_step_each():
     assert chunked.gemm_s == pytest.approx(sum(x.gemm_s for x in parts), rel=1e-9)
     # the split costs 7 more steps' host time and weight reads, not more FLOPs: under 2% here
     assert 0 < chunked.total - whole.total < 0.02 * whole.total
+
+
+def test_tokeniser_batch_window_from_0_10():
+    """vLLM's OpenAI server holds a lone text prompt for AsyncMicrobatchTokenizer's whole 2 ms window
+    (batch_wait_timeout_s = 0.002, utils/__init__.py@v0.10.0:521 ... async_utils.py@v0.23.0:36); 0.9
+    tokenises at once; SGLang and TensorRT-LLM get nothing from this rule."""
+    from gpuplan.core.serving.releases import parse_release
+    assert RP.api_server_seconds(parse_release("vllm==0.9.1")) == 0.0
+    assert RP.api_server_seconds(parse_release("vllm==0.10.0")) == 0.002
+    assert RP.api_server_seconds(parse_release("vllm==0.11.0")) == 0.002
+    assert RP.api_server_seconds(parse_release("vllm==0.23")) == 0.002
+    assert RP.api_server_seconds(parse_release("sglang==0.5.6")) == 0.0
+
+
+def test_served_request_adds_the_window_as_host_time():
+    # the gpustack Qwen3-8B H100 row (vLLM 0.11.0, 233 tokens): the served prefill is the engine's + 2.000 ms
+    row = {"id": "t", "model": "qwen3-8b", "gpu": "h100-sxm", "release": "vllm==0.11.0", "quantization": "bf16",
+           "kv_dtype": "bf16", "tp": 1, "concurrency": 1}
+    engine, _ = VI._static_batch({**row, "batch": 1, "prompt_tokens": 233, "output_tokens": 221})
+    served, _ = VI._served_request(row, 233, 221)
+    assert served.total - engine.total == pytest.approx(0.002, rel=1e-9)
+    assert served.host_s - engine.host_s == pytest.approx(0.002, rel=1e-9)
+
+
+def test_load_counts_the_window_in_ttft_not_in_gpu_time():
+    """core/serving/load.replica_at: path_s is in the mean and p99 TTFT, not the utilisation. Hand-worked:
+    prefill 20 ms at 10 requests/s is rho 0.2, M/M/1 mean wait 0.2 x 20 / 0.8 = 5 ms, p99 wait
+    20 x ln(20) / 0.8 = 74.9 ms; TTFT mean 2 + 20 + 5 = 27 ms, p99 2 + 20 + 74.9 = 96.9 ms."""
+    import math
+    from gpuplan.core.serving.load import replica_at
+    load = replica_at(10.0, 0.020, lambda b: 0.010, 100, path_s=0.002)
+    assert load.prefill_utilisation == pytest.approx(0.2, rel=1e-12)
+    assert load.ttft_mean == pytest.approx(0.027, rel=1e-9)
+    assert load.ttft_p99 == pytest.approx(0.002 + 0.020 + 0.020 * math.log(20) / 0.8, rel=1e-9)
+    assert load.ttft_p99 == pytest.approx(0.0969, abs=1e-4)
