@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import first_token_path as FT
+from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import weights as W
@@ -213,7 +214,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
                        if plan.setup.speculation is not None else "") + ")",
                     serving.tpot, "GEMMs max(weights / (bandwidth x eff), FLOPs / (peak x eff)) + exposed share "
                     f"+ batch x KV read + elementwise + small-kernel floor + host + all-reduces; {tpot.bound}-bound"),
-        *_prefill_issue_lines(plan, ttft[0]),
+        *_prefill_issue_lines(plan, ttft[0]), *_request_path_lines(plan),
         Line("tpot_parts", "time per output token (by part)", tpot.verify_s, "s", _parts(tpot),
              "kernels in sequence (core/serving/roofline.py step_time)"),
         Line("kernel_floor_per_step", "small-kernel floor per decode step (GPU time)", tpot.kernel_floor_s, "s",
@@ -241,6 +242,25 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
         lines.append(Line("cost_per_million_tokens", "cost per million output tokens", cost, "USD",
                           f"${cost:,.3f} (at ${price:,.2f}/GPU-hour x {serving.gpus})", source))
     return Section("Speed (roofline; range = efficiency range)", tuple(lines))
+
+
+def _request_path_lines(plan: Plan) -> tuple[Line, ...]:
+    """vLLM's request path in the TTFT (core/serving/request_path.py): the server's tokeniser batch
+    window (0.10 on) and the scheduler's prefill chunks (V1, a prompt past the token budget)."""
+    release, lines = plan.setup.runtime.release, []
+    if hold := RP.api_server_seconds(release):
+        lines.append(Line("ttft_server_hold", "server hold before the engine (in TTFT)", hold, "s",
+                          f"{hold * 1e3:,.1f} ms (tokeniser batch window)", "vLLM >= 0.10 AsyncMicrobatchTokenizer "
+                          "batch_wait_timeout_s (utils/async_utils.py@v0.23.0:36); HTTP, template, ZMQ hops and "
+                          "detokenising not costed"))
+    budget = RP.chunk_budget(plan.setup, plan.gpu)
+    new = plan.prompt - int(plan.setup.prefix_hit * plan.prompt)
+    if budget is not None and new > budget:
+        steps = len(RP.prefill_chunks(plan.prompt, plan.prompt - new, budget))
+        lines.append(Line("ttft_prefill_chunks", "prefill engine steps (chunked prefill)", steps, "steps",
+                          f"{steps} of <= {budget:,} tokens", "vLLM V1 scheduler: min(remaining, max_num_batched_"
+                          "tokens) a step (scheduler.py@v0.9.1:396-406; the GPU's default or --prefill-tokens)"))
+    return tuple(lines)
 
 
 def _prefill_issue_lines(plan: Plan, ttft: R.StepTime) -> tuple[Line, ...]:
