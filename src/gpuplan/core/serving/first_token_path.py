@@ -24,16 +24,22 @@ at concurrency 1 in SGLang 0.5.6 (sglang wheel 0.5.6, python/sglang/srt/...):
   forward ends at the later of its host issue time and its GPU work (the launch queue never empties
   when the host is the slower; it never fills when the GPU is): max(host, GPU), not their sum.
 
-The host issue time is counted, not fitted on a TTFT row: kernels a layer (kernels_issued_per_layer,
-counted from SGLang's model code) x layers x the host time SGLang spends issuing one kernel eagerly,
-SGLANG_EAGER_HOST_PER_KERNEL_S, taken from a public measurement outside the validation set.
+The host issue time is counted, not fitted on a TTFT row: launches a layer (layer_kernels, counted from
+the engines' code per family and path) x layers x the host time spent issuing one launch eagerly,
+SGLANG_EAGER_HOST_PER_KERNEL_S, taken from a public measurement outside the validation set with the
+measured forward's own launches counted the same way. vLLM's --enforce-eager steps (decode and prefill)
+are timed by the same rule (eager_issue_seconds, runs_issue_bound).
 """
 
 from __future__ import annotations
 
+from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import kernels as KR
-from gpuplan.core.serving.releases import EngineRelease
+from gpuplan.core.serving import layer_kernels as LK
+from gpuplan.core.serving.releases import VLLM_V1_SINCE, EngineRelease, parse_release
+
+SGLANG_056 = parse_release("sglang==0.5.6")
 
 PR12160_EAGER_FORWARD_S = 82.64e-3
 """SGLang 'forward cost' of a 1-new-token prefill run eagerly (DeepSeek-V3, TP 8): sgl-project/sglang
@@ -44,57 +50,80 @@ PR12160_GRAPH_FORWARD_S = 23.10e-3
 PR12160_GRAPH_GPU_S = 6.5e-3
 """GPU work of that graphed 1-token forward, as gpuplan models it (a batch-1 DeepSeek-V3 fp8 TP 8 step:
 weights streamed, the graph's small-kernel floor, the all-reduces; roofline.decode_step, sglang==0.5.6):
-5.8 ms on a B200, 6.2 on an H200, 6.5 on an H20, 6.8 on an H100 / H800, 7.4 on an H100 96 GB. The PR
-names no GPU; 6.5 ms is the middle, and the spread moves the per-kernel time below by +-1 us.
+6.2 ms on an H200, 6.5 on an H20, 6.8 on an H100 / H800, 7.4 on an H100 96 GB (the Hopper parts whose
+code path layer_kernels counts for the PR). The PR names no GPU; 6.5 ms is the middle, and the spread
+moves the per-launch time below by +-0.4 us.
 With per-forward host work F (metadata, sampling) common to both runs, the graphed forward is
 F + G and the eager one F + max(I, G) = F + I (host-bound: 82.6 > 23.1), so the eager forward's
 issue time is I = 82.64 - 23.10 + G = 66.0 ms."""
 DEEPSEEK_V3_LAYERS = 61
 DEEPSEEK_V3_MOE_LAYERS = 58
 """DeepSeek-V3's config: num_hidden_layers 61, first_k_dense_replace 3 (catalog deepseek-v3)."""
-DEEPSEEK_V3_KERNELS_PER_LAYER = (KR.GRAPH_KERNELS_DENSE
-                                 + KR.GRAPH_KERNELS_MOE_EXTRA * DEEPSEEK_V3_MOE_LAYERS / DEEPSEEK_V3_LAYERS)
-"""11 + 4 x 58 / 61 = 14.80 kernels a layer, as kernels.graph_kernels_per_layer counts them (MLA counted
-as standard attention there, as for every model: the count is the same rule the step uses)."""
+DEEPSEEK_V3_ALLREDUCES = 2
+"""TP all-reduces a layer of the PR's TP 8 forward, launched like any kernel (no fusion off sm100)."""
+DEEPSEEK_V3_KERNELS_PER_LAYER = (
+    (LK.DEEPSEEK_SM90_PR12160_ATTENTION.issued + LK.DEEPSEEK_SM100_DENSE_MLP.issued) * (DEEPSEEK_V3_LAYERS - DEEPSEEK_V3_MOE_LAYERS)
+    + (LK.DEEPSEEK_SM90_PR12160_ATTENTION.issued + LK.DEEPSEEK_SM90_PR12160_MOE.issued) * DEEPSEEK_V3_MOE_LAYERS
+) / DEEPSEEK_V3_LAYERS + DEEPSEEK_V3_ALLREDUCES
+"""Launches a layer of the PR's eager forward, counted from SGLang's code (layer_kernels: the sm90 path,
+absorbed MLA, triton MoE with the shared expert fused in, FP8 block linears as two kernels):
+(3 x (15 + 5) + 58 x (15 + 9)) / 61 + 2 all-reduces = 25.80 (14.80 before 2026-12-05, when the general
+rule's 11 + 4 x 58 / 61 stood for it: MLA as standard attention, no quantisation kernels, no all-reduces)."""
 SGLANG_EAGER_HOST_PER_KERNEL_S = (PR12160_EAGER_FORWARD_S - PR12160_GRAPH_FORWARD_S + PR12160_GRAPH_GPU_S) / (
     DEEPSEEK_V3_LAYERS * DEEPSEEK_V3_KERNELS_PER_LAYER)
 """Host seconds SGLang spends issuing one kernel of an eager forward: (82.64 - 23.10 + 6.5) ms / (61 layers
-x 14.80 kernels) = 73.1 us. Python module calls, CustomOp dispatch, the quantisation method's apply,
-the attention backend's branches and the launch itself, per kernel; about ten ATen ops' worth on
-the H200 host (core.time.host: 7.5 us an op there). The PR does not name its GPU or host, and
-DeepSeek-V3's layer is counted by the same rule as every model's (MLA as standard attention, fp8
-quantisation kernels not counted), which may undercount its kernels; no SGLang TTFT row of the
-validation set is used (they are held out)."""
+x 25.80 launches) = 41.96 us (73.1 us when the layer was counted as 14.80). Python module calls,
+CustomOp dispatch, the quantisation method's apply, the attention backend's branches and the launch
+itself, per launch. The PR does not name its GPU or host; no TTFT row of the validation set is used
+(they are held out). One constant a launch is the model's assumption: a library call with much Python
+behind one launch (flashinfer's fused-MoE wrappers consult an autotuner) costs more than a bare op."""
 
 
-def kernels_issued_per_layer(spec: ModelSpec) -> float:
-    """Kernels the host issues a layer of SGLang's eager forward: kernels.graph_kernels_per_layer's
-    count, with q and k normed by two kernels where the model norms them per head. The graph count
-    takes SGLang's q/k norms as one (k_norm on a second stream beside q_norm, overlapping on the GPU),
-    but that fork exists only under graph capture; eagerly both run one after the other
-    (qwen3_moe.py@v0.5.6:373-386, get_is_capture_mode() else branch), and the host issues both either way."""
-    extra = 2 - KR.GRAPH_KERNELS_QK_NORM["sglang"] if spec.attention.qk_norm != "none" else 0
-    return KR.graph_kernels_per_layer(spec, "sglang") + extra
+def kernels_issued_per_layer(spec: ModelSpec, release: EngineRelease | None = None, fabric: Accelerator | None = None,
+                             fmt_name: str = "bf16", tokens: float = 1.0, tp: int = 1) -> float:
+    """Launches the host issues a layer of an eager forward (layer_kernels.issued_kernels: the engine's
+    counted path where the table has it, else the general rule with q and k normed by two launches;
+    all-reduces at tp > 1). ``release`` None: SGLang 0.5.6."""
+    release = release or SGLANG_056
+    return LK.issued_kernels(spec, release, fabric, fmt_name, prefill=True, tokens=tokens, tp=tp)
 
 
 SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S = (SGLANG_EAGER_HOST_PER_KERNEL_S,
                                         PR12160_EAGER_FORWARD_S / (DEEPSEEK_V3_LAYERS * DEEPSEEK_V3_KERNELS_PER_LAYER),
                                         (PR12160_EAGER_FORWARD_S - PR12160_GRAPH_FORWARD_S)
                                         / (DEEPSEEK_V3_LAYERS * DEEPSEEK_V3_KERNELS_PER_LAYER))
-"""(expected, slow, fast) seconds a kernel, the range of the answer's TTFT (roofline's ``which`` 0 / 1 /
+"""(expected, slow, fast) seconds a launch, the range of the answer's TTFT (roofline's ``which`` 0 / 1 /
 2): what PR 12160's two lines allow whatever its GPU work G, 0 <= G <= 23.1 ms, and its per-forward
-host work F, I = 82.64 - 23.10 + G: G = 23.10 (the graphed forward all GPU, F = 0) gives 82.64 ms, 91.5 us
-a kernel; G = 0 gives 59.54 ms, 65.9 us; expected 73.1 us."""
+host work F, I = 82.64 - 23.10 + G: G = 23.10 (the graphed forward all GPU, F = 0) gives 82.64 ms, 52.5 us
+a launch; G = 0 gives 59.54 ms, 37.8 us; expected 41.96 us."""
 
 
-def eager_prefill_issue_seconds(release: EngineRelease, spec: ModelSpec, which: int = 0) -> float | None:
-    """Host seconds to issue one eager prefill forward of ``spec`` in ``release``: layers x
-    kernels_issued_per_layer x SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S[which] for SGLang (all releases
-    modelled run prefill eagerly: kernels.prefill_graphs_of); None for the other engines, whose eager
-    steps keep setup.Efficiency.layer_launch_s."""
-    if release.engine != "sglang" or KR.prefill_graphs_of(release):
+def eager_issue_seconds(release: EngineRelease, spec: ModelSpec, which: int = 0, *, fabric: Accelerator | None = None,
+                        fmt_name: str = "bf16", tokens: float = 1.0, tp: int = 1, prefill: bool = True) -> float:
+    """Host seconds to issue one eager forward of ``spec`` in ``release``: layers x the launches a layer
+    (layer_kernels.issued_kernels) x SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S[which]. The one per-launch time
+    serves every engine's eager forward whose launches come from Python: SGLang's prefill (every release
+    modelled runs it eagerly: kernels.prefill_graphs_of) and vLLM's steps under --enforce-eager
+    (vLLM V1 at graph_max_tokens 0: config.py@v0.9.1:4438-4446 leaves compilation off and captures no
+    graph when enforce_eager, so every custom op and torch op is launched from Python)."""
+    return spec.num_layers * LK.issued_kernels(spec, release, fabric, fmt_name, prefill=prefill, tokens=tokens,
+                                               tp=tp) * SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S[which]
+
+
+def runs_issue_bound(release: EngineRelease, prefill: bool, graph_max_tokens: int) -> bool:
+    """Whether an eager step of ``release`` is timed by the issue time (max(issue, GPU)): SGLang's prefill,
+    and any step of vLLM V1 (0.8+) run with --enforce-eager (graph_max_tokens 0). Other eager steps
+    (TensorRT engines before 1.0, vLLM V0's prefill, vLLM before 0.2.6) keep setup.Efficiency.layer_launch_s."""
+    if release.engine == "sglang":
+        return prefill and not KR.prefill_graphs_of(release)
+    return release.engine == "vllm" and release.version >= VLLM_V1_SINCE and graph_max_tokens <= 0
+
+
+def eager_prefill_issue_seconds(release: EngineRelease, spec: ModelSpec, which: int = 0, **kw) -> float | None:
+    """eager_issue_seconds for an SGLang prefill; None for the other engines (module docstring)."""
+    if not runs_issue_bound(release, True, 1):
         return None
-    return spec.num_layers * kernels_issued_per_layer(spec) * SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S[which]
+    return eager_issue_seconds(release, spec, which, **kw)
 
 
 def exposed_host_seconds(issue_s: float, gpu_s: float) -> float:

@@ -16,6 +16,7 @@ from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import kernels as KR
+from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import lora as L
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import spec_runner as SR
@@ -56,8 +57,8 @@ class StepTime:
     """GPU time of a CUDA-graph step's small kernels beyond their roofline (setup.Efficiency.
     graph_layer_s a layer: norms, RoPE, cache write, short attention, activation)."""
     issue_s: float = 0.0
-    """SGLang's eager prefill: host seconds to issue the forward's kernels (first_token_path), of which
-    host_s holds the part past the GPU work; 0 elsewhere."""
+    """An eager forward launched from Python (SGLang's prefill, vLLM V1 --enforce-eager): host seconds
+    to issue its kernels (first_token_path), of which host_s holds the part past the GPU work; 0 elsewhere."""
     exposed: float = 0.0
     """Share of the shorter GEMM bound (streaming or math) the kernels do not hide behind the longer
     one (setup.Efficiency.ridge_exposed: GEMMs of few tokens)."""
@@ -143,8 +144,12 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     release = setup.runtime.release
     graphed = (work.tokens <= eff.graph_max_tokens and work.context <= KR.graph_context_limit_of(release)
                and (not work.prefill or KR.prefill_graphs_of(release)))
-    floor = layers * graph_layer_seconds(setup, spec) if graphed else 0.0
-    issue = None if graphed or not work.prefill else FT.eager_prefill_issue_seconds(release, spec, which)
+    floor = layers * graph_layer_seconds(setup, spec, fabric) if graphed else 0.0
+    # eager forwards launched from Python (SGLang's prefill, vLLM V1 --enforce-eager; not the proposer's
+    # draft steps, spec_runner's): max(issue, GPU), first_token_path
+    eager = not graphed and work.scheduled and FT.runs_issue_bound(release, work.prefill, eff.graph_max_tokens)
+    issue = FT.eager_issue_seconds(release, spec, which, fabric=fabric, fmt_name=setup.fmt.name, tokens=work.tokens,
+                                   tp=tp, prefill=work.prefill) if eager else None
     host = 0.0 if graphed or issue is not None else layers * eff.layer_launch_s
     host += KR.host_step_seconds(release, work.sequences) if work.scheduled else 0.0
     step = StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
@@ -153,17 +158,21 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
                     other_s=elementwise, host_s=host, kernel_floor_s=floor, exposed=eff.exposed_share(work.tokens))
     if issue is None:
         return step
-    # an SGLang eager prefill: the host issues every kernel and runs ahead of the GPU (first_token_path)
+    # an eager forward: the host issues every kernel and runs ahead of the GPU (first_token_path)
     gpu = step.verify_s - host
     return replace(step, host_s=host + FT.exposed_host_seconds(issue, gpu), issue_s=issue)
 
 
-def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec) -> float:
+def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec, fabric: Accelerator | None = None) -> float:
     """A CUDA-graph step's small-kernel floor per layer: the given Efficiency.graph_layer_s (as given,
     whatever the layer), else the release's for ``spec``'s layers (kernels.graph_layer_seconds_of:
-    scaled by their kernels)."""
+    scaled by their kernels), with the kernels counted for the path on ``fabric`` where
+    core.serving.layer_kernels has it (SGLang on sm100: DeepSeek-V3 FP8, GPT-OSS MXFP4)."""
     given = setup.efficiency.graph_layer_s
-    return given if given is not None else KR.graph_layer_seconds_of(setup.runtime.release, spec)
+    if given is not None:
+        return given
+    release = setup.runtime.release
+    return KR.graph_layer_seconds_of(release, spec) * LK.graph_floor_scale(spec, release, fabric, setup.fmt.name)
 
 
 def allreduce_message_bytes(spec: ModelSpec, tokens, act_bytes: int = 2):

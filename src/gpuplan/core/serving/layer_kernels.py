@@ -1,0 +1,207 @@
+"""Kernels one decoder layer runs, counted from the engines' code, per model family and path.
+
+Units: kernels a decoder layer (all-reduces apart: core.serving.kernels.allreduces_per_layer counts
+those). One count serves two rules, so they cannot disagree:
+
+- ``issued``: the kernels the host launches, one by one, for a layer of an eager forward (each
+  torch op, custom op or library call that reaches the GPU; a library call that launches several
+  kernels from C++ is one launch here). first_token_path's issue time is layers x (issued +
+  all-reduces) x its per-launch host time.
+- ``graph``: the kernels on the critical path of a CUDA-graph decode step of that layer (a library
+  call counted by the kernels it runs; work forked onto a second stream under graph capture counted
+  once, the longer branch). kernels.graph_layer_seconds_of's floor is VLLM_GRAPH_LAYER_S x graph /
+  GRAPH_KERNELS_DENSE (~4.5 us a kernel).
+
+Sources: the sglang 0.5.6 wheel (python/sglang/srt/...), flashinfer-python 0.5.3 (sglang 0.5.6's pin,
+its METADATA: flashinfer_python==0.5.3; data/csrc/...) and the vllm 0.9.1 wheel, cited file@version:line.
+Where no entry matches, the counting rule of kernels.graph_kernels_per_layer stands (it is the count
+below for a bf16 dense layer in SGLang 0.5.6 and for Qwen3 in vLLM 0.9.1: SGLANG_DENSE_A100, VLLM_091_QWEN3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.core.hardware import Accelerator
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.serving import kernels as KR
+from gpuplan.core.serving.releases import EngineRelease
+
+
+@dataclass(frozen=True)
+class LayerKernels:
+    """One decoder layer's kernels on one path, all-reduces apart (module docstring)."""
+
+    issued: float
+    """Launches the host issues for the layer when it runs eagerly."""
+    graph: float
+    """Kernels on a CUDA-graph step's critical path for the layer (GPU)."""
+    source: str
+
+
+FP8_BLOCK_LINEAR = 2
+"""An FP8 block-scale (128 x 128) linear in SGLang 0.5.6 is two kernels whatever the GEMM backend:
+the activations' per-token-group quantisation, then the GEMM (layers/quantization/fp8_utils.py@v0.5.6:
+dispatch L151-161; flashinfer L177-188, CUTLASS L218-224 (shapes not a multiple of 128 fall back to
+Triton, L206-212), DeepGEMM L261-272, Triton L386-392: per_token_group_quant_fp8 then the matmul)."""
+
+NORMS_IN_ALLREDUCE_MAX_TOKENS = 2048
+"""SGLang 0.5.6 fuses the all-reduce with the residual add and the next RMSNorm (flashinfer's
+allreduce_residual_rmsnorm) for steps of up to 2,048 tokens at TP > 1 where
+enable_flashinfer_allreduce_fusion is set (layers/communicator.py@v0.5.6:76 FUSE_ALLREDUCE_MAX_BATCH_SIZE,
+L532-568, L766-780); server_args.py@v0.5.6:1028-1034 sets it on sm100 for DeepseekV3ForCausalLM and
+L1086-1092 for GptOssForCausalLM (one node, no DP attention). Past it, two fused add + RMSNorm kernels
+a layer run again."""
+
+# --- DeepSeek-V3 / R1, native FP8 block-scale checkpoint, SGLang 0.5.6 -----------------------------
+# B200 (sm100) defaults: attention trtllm_mla (server_args.py@v0.5.6:1016-1025), MoE runner
+# flashinfer_trtllm for fp8 (L1052-1060), which sets disable_shared_experts_fusion (L1521-1531): the
+# shared expert runs as its own MLP. Per layer, from models/deepseek_v2.py@v0.5.6 unless named:
+_MLA_COMMON = ("qkv_a FP8 linear 2 (fused_qkv_a_proj_with_mqa via fetch_qkv_latent, L1758-1766), q_b FP8 "
+               "linear 2, o_proj FP8 linear 2 (L2093); w_kc / w_vc dequantised to bf16 at load for 128x128 "
+               "blocks (L3584-3602), so torch.bmm 1 each")
+DEEPSEEK_SM100_DECODE_ATTENTION = LayerKernels(
+    issued=15, graph=14,
+    source="absorbed MLA (handle_attention_trtllm_mla L391-411: decode -> MLA): " + _MLA_COMMON + " (L1835, "
+           "L2080-2091); q_a / kv_a RMSNorm 2 (L1775-1785; under graph capture kv_a on the alt stream beside "
+           "q_a: 1 on the critical path); rotary 1 (bf16 KV: not fused, L1720-1731, L1899-1904); "
+           "trtllm_mla_backend.py@v0.5.6 forward_decode L793-891: set_mla_kv_buffer 1, concat_mla_absorb_q 1, "
+           "seq_lens.to(int32) 1, trtllm_batch_decode_with_kv_cache_mla 1; input / post-attention norms in the "
+           "all-reduces (NORMS_IN_ALLREDUCE_MAX_TOKENS): 2+2+2+1+1+2+1+4 = 15 issued, 14 on the graph's path")
+DEEPSEEK_SM100_PREFILL_ATTENTION = LayerKernels(
+    issued=18, graph=18,
+    source="prefill without prefix: MHA_CHUNKED_KV (L391-396), forward_normal_prepare L1600-1712: qkv_a 2, "
+           "q_a RMSNorm 1, q_b 2, kv_a RMSNorm 1, kv_b FP8 linear 2 (L1676), rotary 1, q_pe copy 1 (L1682), "
+           "set_mla_kv_buffer 1 (L2740-2744), kv_b again 2 (L1697: the file runs it twice), k concat 2 "
+           "(_concat_and_cast_mha_k L2807-2830: 16 local heads at TP 8, two slice copies), "
+           "trtllm_ragged_attention_deepseek 1 (trtllm_mla_backend.py@v0.5.6:1072), o_proj 2: 18")
+DEEPSEEK_SM100_MOE_DECODE = LayerKernels(
+    issued=11, graph=11,
+    source="DeepseekV2MoE under graph capture: forward_normal_dual_stream (L756-821): shared expert "
+           "(DeepseekV2MLP L483-511: gate_up FP8 2, SiLU-and-mul 1, down FP8 2) = 5 on the main stream; on "
+           "the alt stream dsv3_router_gemm 1 (<= 16 tokens, L566-577, float32 out), BYPASSED top-k (topk.py"
+           "@v0.5.6:285-307), fp8.py@v0.5.6 apply_with_router_logits L1212-1281: per_token_group_quant 1, "
+           "a_sf.t().contiguous() 1, correction_bias.to(bf16) 1 (float32 parameter, L526-536), "
+           "trtllm_fp8_block_scale_moe 1 launch running 6 kernels (flashinfer 0.5.3 "
+           "csrc/trtllm_fused_moe_routing_deepseek.cu:600-624 routingMainKernel + routingIndicesClusterKernel; "
+           "trtllm_fused_moe_runner.cu:520-555 gemm1, activation (DeepSeek FP8 only), gemm2, finalize) = 10; "
+           "then += shared 1. Issued 5 + 5 + 1 = 11; graph max(5, 4 + 6) + 1 = 11")
+DEEPSEEK_SM100_MOE_PREFILL = LayerKernels(
+    issued=12, graph=17,
+    source="forward_normal (L822-898), eager: shared expert 5, router F.linear 1 (> 16 tokens, L577-578), "
+           "router_logits.to(float32) 1 (fp8.py@v0.5.6:1256-1259), quant 1, transpose 1, bias cast 1, "
+           "trtllm_fp8_block_scale_moe 1 (6 kernels on the GPU), += shared 1: 12 issued, 17 run")
+DEEPSEEK_SM100_DENSE_MLP = LayerKernels(
+    issued=5, graph=5, source="first_k_dense_replace layers: DeepseekV2MLP gate_up FP8 2, SiLU-and-mul 1, down FP8 2")
+
+# sglang PR 12160's eager forward (the per-launch host time's measurement): a Hopper machine (the PR
+# names none; the path below is sm90's) at sglang 0.5.3-0.5.4, counted on 0.5.6's code: attention
+# fa3 (the sm90 default for DeepSeek), a 1-new-token extend with 1 cached token -> absorbed MLA
+# (_handle_attention_backend L343-365: prefix 1 is neither 0 nor >= chunked_prefix_cache_threshold),
+# no all-reduce fusion (sm100 only), MoE triton with the shared expert fused in (L3412-3452: CUDA sm >= 80,
+# no EP, not flashinfer_trtllm).
+DEEPSEEK_SM90_PR12160_ATTENTION = LayerKernels(
+    issued=15, graph=14,
+    source="input fused add + RMSNorm 1, " + _MLA_COMMON + ", q_a / kv_a RMSNorm 2, rotary 1, fa3 "
+           "forward_extend MLA set_mla_kv_buffer 1 + flash_attn_with_kvcache 1 (layers/attention/"
+           "flashattention_backend.py@v0.5.6:705-712, L940-960), post-attention fused add + RMSNorm 1: "
+           "1+2+2+2+1+1+2+1+2+1 = 15")
+DEEPSEEK_SM90_PR12160_MOE = LayerKernels(
+    issued=9, graph=9,
+    source="dsv3_router_gemm 1, moe_fused_gate 1 (topk.py@v0.5.6:807-831), triton fused_experts_impl "
+           "(fused_moe_triton/fused_moe.py@v0.5.6:517-640): moe_align_block_size 1, w13 quant + kernel 2 "
+           "(fused_moe_triton_kernels.py@v0.5.6:633), SiLU-and-mul 1, w2 quant + kernel 2, moe_sum_reduce 1: 9")
+
+# --- GPT-OSS (MXFP4 experts, bf16 attention with sinks / sliding window), SGLang 0.5.6 on sm100 ------
+GPT_OSS_SM100 = LayerKernels(
+    issued=8, graph=11,
+    source="attention trtllm_mha and MoE flashinfer_mxfp4 on sm100 (server_args.py@v0.5.6:1062-1111); "
+           "models/gpt_oss.py@v0.5.6: qkv linear (bias in the GEMM) 1, rotary with the KV write fused (bf16 KV, "
+           "L298-313; models/utils.py@v0.5.6:29-35) 1, q.contiguous() 1 and trtllm_batch_decode_with_kv_cache "
+           "(sinks and window as arguments) 1 (layers/attention/trtllm_mha_backend.py@v0.5.6:515-573; prefill "
+           "trtllm_batch_context_with_kv_cache L636), o_proj 1; norms in the all-reduces; MoE router 1 "
+           "(L179), mxfp8_quantize 1 (layers/quantization/mxfp4.py@v0.5.6:636-638), "
+           "trtllm_fp4_block_scale_moe 1 launch (L660) running 4 kernels (routing: one block kernel "
+           "at few tokens, csrc/trtllm_fused_moe_routing_renormalize.cu:436-457; gemm1 with its activation "
+           "fused, gemm2, finalize: trtllm_fused_moe_runner.cu:520-555): issued 8, graph 11")
+
+# --- confirmations of the general rule ------------------------------------------------------------
+SGLANG_DENSE_A100 = LayerKernels(
+    issued=11, graph=11,
+    source="Llama on A100 (attention flashinfer): models/llama.py@v0.5.6 L188-199, L253-272: input fused add + "
+           "RMSNorm 1, qkv 1, rotary 1, flashinfer extend set_kv_buffer + ragged prefill 2 (layers/attention/"
+           "flashinfer_backend.py@v0.5.6:715-800; decode: the cache write + decode kernel), o_proj 1, post "
+           "norm 1, gate_up 1, SiLU-and-mul 1, down 1: 11 = GRAPH_KERNELS_DENSE")
+VLLM_091_QWEN3 = LayerKernels(
+    issued=13, graph=13,
+    source="vllm 0.9.1 Qwen3 (AWQ converted to awq_marlin: one gptq_marlin_gemm a linear), eager: "
+           "model_executor/models/qwen3.py@v0.9.1 L128-147, L201-225: fused add + RMSNorm 1, qkv 1, "
+           "q_norm 1, k_norm 1 (layers/layernorm.py@v0.9.1:20-43), rotary 1, reshape_and_cache_flash + "
+           "flash_attn_varlen_func 2, o_proj 1, post norm 1, gate_up 1, SiLU-and-mul 1, down 1: 13 = "
+           "GRAPH_KERNELS_DENSE + GRAPH_KERNELS_QK_NORM['vllm']")
+
+
+def _sm100(fabric: Accelerator | None) -> bool:
+    return fabric is not None and (fabric.compute_capability or (0, 0)) >= (10, 0)
+
+
+def _deepseek_fp8(spec: ModelSpec, fmt_name: str) -> bool:
+    return spec.attention.is_mla and spec.moe is not None and fmt_name == "fp8"
+
+
+def table_entry(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None, fmt_name: str,
+                prefill: bool) -> tuple[LayerKernels, LayerKernels] | None:
+    """(dense layer, MoE layer) counts where the table has the path (SGLang on sm100: DeepSeek-V3-style
+    MLA + MoE in FP8, GPT-OSS in MXFP4); None where the general rule stands."""
+    if release.engine != "sglang" or not _sm100(fabric):
+        return None
+    if _deepseek_fp8(spec, fmt_name):
+        attention = DEEPSEEK_SM100_PREFILL_ATTENTION if prefill else DEEPSEEK_SM100_DECODE_ATTENTION
+        moe = DEEPSEEK_SM100_MOE_PREFILL if prefill else DEEPSEEK_SM100_MOE_DECODE
+        return _plus(attention, DEEPSEEK_SM100_DENSE_MLP), _plus(attention, moe)
+    if spec.model_type == "gpt_oss" and fmt_name == "mxfp4":
+        return GPT_OSS_SM100, GPT_OSS_SM100
+    return None
+
+
+def _plus(a: LayerKernels, b: LayerKernels) -> LayerKernels:
+    return LayerKernels(a.issued + b.issued, a.graph + b.graph, a.source + "; " + b.source)
+
+
+def _mean(pair: tuple[LayerKernels, LayerKernels], spec: ModelSpec, attr: str) -> float:
+    dense, moe = pair
+    share = spec.num_moe_layers / spec.num_layers if spec.moe is not None else 0.0
+    return getattr(dense, attr) * (1 - share) + getattr(moe, attr) * share
+
+
+def graph_kernels(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None = None,
+                  fmt_name: str = "bf16") -> float:
+    """Mean kernels a layer of a CUDA-graph decode step runs on its critical path, all-reduces apart:
+    the table's where it has the path, else kernels.graph_kernels_per_layer."""
+    pair = table_entry(spec, release, fabric, fmt_name, prefill=False)
+    return KR.graph_kernels_per_layer(spec, release.engine) if pair is None else _mean(pair, spec, "graph")
+
+
+def issued_kernels(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None = None,
+                   fmt_name: str = "bf16", *, prefill: bool = True, tokens: float = 1.0, tp: int = 1) -> float:
+    """Mean launches the host issues a layer of an eager forward of ``tokens`` tokens, all-reduces
+    included (kernels.allreduces_per_layer at tp > 1): the table's where it has the path, else the
+    general rule, kernels.graph_kernels_per_layer with q and k normed by two launches (under graph
+    capture SGLang forks k_norm onto a second stream; eagerly both run: qwen3_moe.py@v0.5.6:373-386).
+    Where the path fuses the norms into the all-reduces (NORMS_IN_ALLREDUCE_MAX_TOKENS), a step of more
+    tokens, or one without TP, issues the two add + RMSNorm kernels again."""
+    pair = table_entry(spec, release, fabric, fmt_name, prefill)
+    if pair is None:
+        extra = 2 - KR.GRAPH_KERNELS_QK_NORM.get(release.engine, 2) if spec.attention.qk_norm != "none" else 0
+        count = KR.graph_kernels_per_layer(spec, release.engine) + extra
+    else:
+        count = _mean(pair, spec, "issued")
+        if tp <= 1 or tokens > NORMS_IN_ALLREDUCE_MAX_TOKENS:
+            count += 2
+    return count + (KR.allreduces_per_layer(spec, release) if tp > 1 else 0)
+
+
+def graph_floor_scale(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None, fmt_name: str) -> float:
+    """graph_kernels / kernels.graph_kernels_per_layer: how much the table's count moves the general
+    rule's floor (1 where the table has no entry)."""
+    return graph_kernels(spec, release, fabric, fmt_name) / KR.graph_kernels_per_layer(spec, release.engine)
