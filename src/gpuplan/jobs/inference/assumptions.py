@@ -4,7 +4,9 @@ comes from, and the flag that changes it."""
 from __future__ import annotations
 
 from gpuplan.core.serving import engines as E
+from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import kernels as KR
+from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import profile as P
 from gpuplan.core.serving import roofline as R
 from gpuplan.jobs.inference.resolve import Plan
@@ -83,11 +85,13 @@ def _speed_assumptions(plan: Plan, u, tp: int) -> tuple[Assumption, ...]:
 def _eager_steps(e, release) -> str:
     """Which steps run eagerly: those past the largest graph, and prefill where the release
     captures decode graphs only (kernels.prefill_graphs_of)."""
+    issue = (f"the kernels' issue time ({FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.1f} us a launch, sglang PR 12160; "
+             "launches counted in core/serving/layer_kernels.py) against the GPU work, max of the two")
     if e.graph_max_tokens <= 0:
-        return "every step runs eagerly (no CUDA graphs)"
+        vllm_v1 = FT.runs_issue_bound(release, False, 0)
+        return "every step runs eagerly (no CUDA graphs)" + (f", its host time {issue}" if vllm_v1 else "")
     if release.engine == "sglang":  # its eager prefill: the issue time of core/serving/first_token_path.py
-        return (f"steps over {e.graph_max_tokens} tokens run eagerly; prefill runs eagerly too, its host time "
-                "the kernels' issue time (73.1 us a kernel, sglang PR 12160) against the GPU work, max of the two")
+        return f"steps over {e.graph_max_tokens} tokens run eagerly; prefill runs eagerly too, its host time {issue}"
     prefill = "" if KR.prefill_graphs_of(release) else "prefill steps and "
     return f"{prefill}steps over {e.graph_max_tokens} tokens run eagerly"
 
@@ -96,8 +100,8 @@ def _kernel_floor_assumption(plan: Plan, u) -> Assumption:
     """A CUDA-graph step's small-kernel floor per layer (GPU time): the value, and which engine it
     was fitted on (core.serving.kernels.graph_layer_seconds_of)."""
     release = plan.setup.runtime.release
-    value = R.graph_layer_seconds(plan.setup, plan.spec)
-    kernels = KR.graph_kernels_per_layer(plan.spec, release.engine)
+    value = R.graph_layer_seconds(plan.setup, plan.spec, plan.gpu)
+    kernels = LK.graph_kernels(plan.spec, release, plan.gpu, plan.setup.fmt.name)
     if "graph_layer_us" in u:
         source = "given"
     elif plan.setup.efficiency.graph_max_tokens <= 0:

@@ -219,7 +219,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
              "kernels in sequence (core/serving/roofline.py step_time)"),
         Line("kernel_floor_per_step", "small-kernel floor per decode step (GPU time)", tpot.kernel_floor_s, "s",
              f"{tpot.kernel_floor_s * 1e3:,.2f} ms" if tpot.kernel_floor_s else "none (eager step, or 0 us a layer)",
-             f"{plan.spec.num_layers} layers x {R.graph_layer_seconds(plan.setup, plan.spec) * 1e6:.0f} us of a CUDA-graph "
+             f"{plan.spec.num_layers} layers x {R.graph_layer_seconds(plan.setup, plan.spec, plan.gpu) * 1e6:.0f} us of a CUDA-graph "
              "step's small kernels (setup.Efficiency.graph_layer_s; not host time)"),
         Line("tokens_per_s_sequence", "output tokens/s per sequence", 1 / tpot.total, "tokens/s",
              f"{1 / tpot.total:,.1f}", low=1 / serving.tpot[1].total, high=1 / serving.tpot[2].total),
@@ -268,14 +268,14 @@ def _prefill_issue_lines(plan: Plan, ttft: R.StepTime) -> tuple[Line, ...]:
     work that the first token waits for (core/serving/first_token_path.py); none elsewhere."""
     if not ttft.issue_s:
         return ()
-    kernels = FT.kernels_issued_per_layer(plan.spec)
+    kernels = ttft.issue_s / (plan.spec.num_layers * FT.SGLANG_EAGER_HOST_PER_KERNEL_S)  # launches a layer
     return (Line("ttft_host_issue", "prefill host issue time (eager forward)", ttft.issue_s, "s",
                  f"{ttft.issue_s * 1e3:,.1f} ms ({ttft.host_s * 1e3:,.1f} ms past the GPU work)",
-                 f"{plan.spec.num_layers} layers x {kernels:.1f} kernels x "
-                 f"{FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.1f} us a kernel (sglang PR 12160: DeepSeek-V3 "
+                 f"{plan.spec.num_layers} layers x {kernels:.1f} launches (core/serving/layer_kernels.py) x "
+                 f"{FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.1f} us a launch (sglang PR 12160: DeepSeek-V3 "
                  "1-token prefill 82.6 ms eager vs 23.1 ms graphed, + 6.5 ms of its GPU work); the forward "
                  "ends at max(host, GPU): "
-                 "SGLang runs prefill without CUDA graphs (piecewise graphs off by default)"),)
+                 "SGLang runs prefill without CUDA graphs (piecewise graphs off by default), vLLM none under --enforce-eager"),)
 
 
 def _parts(step: R.StepTime) -> str:
