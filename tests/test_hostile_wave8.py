@@ -14,6 +14,7 @@ the web), no traceback, no hang.
 """
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -664,3 +665,24 @@ def test_a_range_with_a_deadline_says_which_counts_were_searched(run_json, clien
 def test_no_range_note_without_a_range_and_a_deadline(run_json, gpus, days):
     args = ("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", gpus) + (("--days", days) if days else ())
     assert not any("a range stands" in note for note in run_json(*args)["notes"])
+
+
+# ---- the sweep finding: a refusal inside a calibration names its place at every door --------------------------
+
+def test_a_nan_inside_a_calibration_names_its_key_on_the_cli_as_on_the_web(client, run_cli, tmp_path):
+    """The CLI said 'calibration: got 'NaN'' (schema.base.error_from_detail kept only the field's name of the
+    reader's 'calibration: schema_version'), the web API 'calibration: schema_version: got 'NaN''; both now name
+    the key."""
+    log = ROOT / "tests" / "fixtures" / "logs" / "megatron_mixtral.log"
+    made = tmp_path / "calibration.json"
+    assert run_cli("calibrate", str(log), "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--seq-len",
+                   "2048", "--ep", "4", "--zero", "1", "--out", str(made), "--json")[0] == 0
+    text = re.sub(r'"schema_version": [0-9]+', '"schema_version": NaN', made.read_text(), count=1)
+    assert "NaN" in text
+    broken = tmp_path / "broken.json"
+    broken.write_text(text)
+    err = field_refusal(run_cli("train", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--calibration", str(broken)),
+                        "calibration: schema_version", "got 'NaN'; must be a finite JSON number")
+    body = '{"model": "mixtral-8x7b", "gpu": "h100", "gpus": 16, "calibration": ' + text + "}"
+    response = client.post("/api/training", content=body, headers={"content-type": "application/json"})
+    assert err == f"error: {web_refusal(response, 'calibration: schema_version')}\n"

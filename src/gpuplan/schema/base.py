@@ -38,6 +38,8 @@ def error_from_detail(err: Mapping[str, Any], valid: tuple[str, ...] = (), prefi
     original = (err.get("ctx") or {}).get("error")
     if isinstance(original, InputError):
         field = original.field if not loc else _where(loc, None)
+        if isinstance(original.field, str) and original.field.startswith(f"{field}: "):
+            field = original.field  # a place inside the field ('calibration: factors.x'), as the web API names it
         if prefix:
             field = f"{prefix}: {field}"
         return InputError(field, original.value, original.expected)
