@@ -8,6 +8,7 @@ from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import profile as P
+from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
@@ -68,9 +69,12 @@ def _speed_assumptions(plan: Plan, u, tp: int) -> tuple[Assumption, ...]:
                    "(fitted on TensorRT engines without graphs)", "--engine / --launch-layer-us",
                    "launch_layer_us" in u),
         _kernel_floor_assumption(plan, u),
-        Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step",
-                   "not a server's request path (HTTP, tokenising, process hand-offs, streaming): 20 ms median on "
-                   "a 4-vCPU L4 node under vLLM 0.23, <= 1.8 ms on NIM 1.8 (docs/inference.md section 7)",
+        Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step"
+                   + (" (vLLM V1: its scheduler's chunks) + the server's 2 ms tokeniser batch window"
+                      if RP.api_server_seconds(release) else ""),
+                   "not the rest of a server's request path (HTTP, template, tokenising, process hand-offs, "
+                   "streaming): 20 ms median on a 4-vCPU L4 node under vLLM 0.23, <= 1.8 ms on NIM 1.8 "
+                   "(docs/inference.md sections 5e and 7)",
                    "none (add your server's)", False),
         Assumption("small_gemm_exposure", "GEMMs of few tokens: share of the shorter bound not hidden",
                    f"{e.ridge_exposed:g} x min(1, {e.ridge_tile_tokens} / tokens)",
