@@ -57,31 +57,32 @@ a layer run again."""
 # B200 (sm100) defaults: attention trtllm_mla (server_args.py@v0.5.6:1016-1025), MoE runner
 # flashinfer_trtllm for fp8 (L1052-1060), which sets disable_shared_experts_fusion (L1521-1531): the
 # shared expert runs as its own MLP. Per layer, from models/deepseek_v2.py@v0.5.6 unless named:
-_MLA_COMMON = ("qkv_a FP8 linear 2 (fused_qkv_a_proj_with_mqa via fetch_qkv_latent, L1758-1766), q_b FP8 "
-               "linear 2, o_proj FP8 linear 2 (L2093); w_kc / w_vc dequantised to bf16 at load for 128x128 "
-               "blocks (L3584-3602), so torch.bmm 1 each")
+_MLA_COMMON = ("qkv_a FP8 linear 2 (fused_qkv_a_proj_with_mqa via fetch_qkv_latent, L1757-1764), q_b FP8 "
+               "linear 2 (L1814), o_proj FP8 linear 2 (L2092); w_kc / w_vc dequantised to bf16 at load for "
+               "128x128 blocks (L3584-3602), so torch.bmm 1 each (L1893, L2085-2091)")
 DEEPSEEK_SM100_DECODE_ATTENTION = LayerKernels(
     issued=15, graph=14,
-    source="absorbed MLA (handle_attention_trtllm_mla L391-411: decode -> MLA): " + _MLA_COMMON + " (L1835, "
-           "L2080-2091); q_a / kv_a RMSNorm 2 (L1775-1785; under graph capture kv_a on the alt stream beside "
-           "q_a: 1 on the critical path); rotary 1 (bf16 KV: not fused, L1720-1731, L1899-1904); "
+    source="absorbed MLA (handle_attention_trtllm_mla L391-411: decode -> MLA): " + _MLA_COMMON + "; q_a / "
+           "kv_a RMSNorm 2 (L1806-1807; under graph capture kv_a on the alt stream beside q_a, L1768-1775: 1 on "
+           "the critical path); rotary 1 (bf16 KV: not fused into the attention, L1720-1731, L1899-1904); "
            "trtllm_mla_backend.py@v0.5.6 forward_decode L793-891: set_mla_kv_buffer 1, concat_mla_absorb_q 1, "
            "seq_lens.to(int32) 1, trtllm_batch_decode_with_kv_cache_mla 1; input / post-attention norms in the "
            "all-reduces (NORMS_IN_ALLREDUCE_MAX_TOKENS): 2+2+2+1+1+2+1+4 = 15 issued, 14 on the graph's path")
 DEEPSEEK_SM100_PREFILL_ATTENTION = LayerKernels(
-    issued=18, graph=18,
-    source="prefill without prefix: MHA_CHUNKED_KV (L391-396), forward_normal_prepare L1600-1712: qkv_a 2, "
-           "q_a RMSNorm 1, q_b 2, kv_a RMSNorm 1, kv_b FP8 linear 2 (L1676), rotary 1, q_pe copy 1 (L1682), "
-           "set_mla_kv_buffer 1 (L2740-2744), kv_b again 2 (L1697: the file runs it twice), k concat 2 "
-           "(_concat_and_cast_mha_k L2807-2830: 16 local heads at TP 8, two slice copies), "
-           "trtllm_ragged_attention_deepseek 1 (trtllm_mla_backend.py@v0.5.6:1072), o_proj 2: 18")
+    issued=17, graph=17,
+    source="prefill without prefix: MHA_CHUNKED_KV (L391-396), forward_normal_prepare L1600-1712: qkv_a 2 "
+           "(L1608-1614), q_a RMSNorm 1 + q_b 2 (L1649-1650), kv_a RMSNorm 1 + kv_b FP8 linear 2 (L1681-1682), "
+           "rotary 1 (L1688), q_pe copy 1 (L1689), set_mla_kv_buffer 1 (L1691, L2740-2744), kv_b again 2 "
+           "(L1706: outside the one-shot branch, so the file runs it twice), k concat 1 (L1711; 16 local heads "
+           "at TP 8: concat_and_cast_mha_k_triton, L2818-2828), trtllm_ragged_attention_deepseek 1 "
+           "(trtllm_mla_backend.py@v0.5.6:1072), o_proj 2 (L2706): 17")
 DEEPSEEK_SM100_MOE_DECODE = LayerKernels(
     issued=11, graph=11,
     source="DeepseekV2MoE under graph capture: forward_normal_dual_stream (L756-821): shared expert "
            "(DeepseekV2MLP L483-511: gate_up FP8 2, SiLU-and-mul 1, down FP8 2) = 5 on the main stream; on "
            "the alt stream dsv3_router_gemm 1 (<= 16 tokens, L566-577, float32 out), BYPASSED top-k (topk.py"
-           "@v0.5.6:285-307), fp8.py@v0.5.6 apply_with_router_logits L1212-1281: per_token_group_quant 1, "
-           "a_sf.t().contiguous() 1, correction_bias.to(bf16) 1 (float32 parameter, L526-536), "
+           "@v0.5.6:285-307), fp8.py@v0.5.6 apply_with_router_logits L1212-1281: per_token_group_quant 1 (L1234), "
+           "a_sf.t().contiguous() 1 (L1236), correction_bias.to(bf16) 1 (L1241; a float32 parameter, L526-536), "
            "trtllm_fp8_block_scale_moe 1 launch running 6 kernels (flashinfer 0.5.3 "
            "csrc/trtllm_fused_moe_routing_deepseek.cu:600-624 routingMainKernel + routingIndicesClusterKernel; "
            "trtllm_fused_moe_runner.cu:520-555 gemm1, activation (DeepSeek FP8 only), gemm2, finalize) = 10; "
@@ -89,7 +90,7 @@ DEEPSEEK_SM100_MOE_DECODE = LayerKernels(
 DEEPSEEK_SM100_MOE_PREFILL = LayerKernels(
     issued=12, graph=17,
     source="forward_normal (L822-898), eager: shared expert 5, router F.linear 1 (> 16 tokens, L577-578), "
-           "router_logits.to(float32) 1 (fp8.py@v0.5.6:1256-1259), quant 1, transpose 1, bias cast 1, "
+           "router_logits.to(float32) 1 (fp8.py@v0.5.6:1256), quant 1 (L1234), transpose 1 (L1236), bias cast 1 (L1241), "
            "trtllm_fp8_block_scale_moe 1 (6 kernels on the GPU), += shared 1: 12 issued, 17 run")
 DEEPSEEK_SM100_DENSE_MLP = LayerKernels(
     issued=5, graph=5, source="first_k_dense_replace layers: DeepseekV2MLP gate_up FP8 2, SiLU-and-mul 1, down FP8 2")
