@@ -111,5 +111,5 @@ def _wall_shares(mtbi: np.ndarray, restart: np.ndarray, stall: np.ndarray, inter
 
 def _asked(inputs) -> str:
     """--gpus as the search read it (a range shows as its counts' span)."""
-    counts = getattr(inputs, "gpu_counts", None) or (inputs.gpus,)  # plan's list / range; train's and budget's one count
+    counts = getattr(inputs, "gpu_counts", None) or (inputs.gpus,)  # plan's list or range; train's one count
     return f"{counts[0]:,}" if len(counts) == 1 else f"{min(counts):,}-{max(counts):,}"
