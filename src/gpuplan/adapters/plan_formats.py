@@ -1,6 +1,6 @@
 """YAML and TOML text -> data for plan files, strictly: numbers as the flags write them (YAML 1.1's
-base-60 "1:04", hex, octal, 1_000, inf and nan stay text, refused by their field as on the CLI), no anchors or aliases (the "billion laughs" bomb needs
-them, and the docs promise none), no duplicate or non-text keys, no Python-object tags, at most
+base-60 "1:04", hex, octal, 1_000, inf and nan stay text, refused by their field as on the CLI), no
+anchors or aliases (the "billion laughs" bomb needs them, and the docs promise none), no duplicate or non-text keys, no Python-object tags, at most
 MAX_DEPTH levels of nesting; TOML dates as their ISO text. Files are read by adapters.files."""
 
 from __future__ import annotations

@@ -101,9 +101,10 @@ def read_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
 def _check_numbers(data: dict[str, Any]) -> None:
     """Refuse NaN, Infinity, a number past float range (1e400), and in a pasted config an integer of more than 64
     digits, as adapters.files.parse_json refuses them in a file, naming the field (a pasted config's key as the
-    CLI names the same key of a config.json; a top-level integer is left to its field: 'too large a number'): {"config": {"rope_theta": 1e400}} was refused as 'got inf; must be a positive
-    number' and an unread key's 1e400 quoted as 'Infinity' (the service writes the config back out), where the
-    CLI says "config.json: rope_theta: got '1e400'; must be a finite JSON number" (wave 8)."""
+    CLI names the same key of a config.json; a top-level integer is left to its field: 'too large a number').
+    {"config": {"rope_theta": 1e400}} was refused as 'got inf; must be a positive number' and an unread key's
+    1e400 quoted as 'Infinity' (the service writes the config back out), where the CLI says
+    "config.json: rope_theta: got '1e400'; must be a finite JSON number" (wave 8)."""
     from gpuplan.adapters.files import FINITE_NUMBER, first_bad_number
 
     bad = first_bad_number(data)
