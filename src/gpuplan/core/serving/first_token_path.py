@@ -20,8 +20,8 @@ at concurrency 1 in SGLang 0.5.6 (sglang wheel 0.5.6, python/sglang/srt/...):
   an extend batch, ``paged_kernel_lens.sum().item()`` ('TODO: remove this device sync'), sits in
   FlashInferIndicesUpdaterPrefill.update_single_wrapper (layers/attention/flashinfer_backend.py@v0.5.6:
   1178-1181), reached from init_forward_metadata (L417-503), once a forward, before the layers;
-  forward_extend (L698-804), llama.py, qwen3_moe.py, fused_moe.py and topk.py have none. So the host runs ahead of the GPU, and an eager
-  forward ends at the later of its host issue time and its GPU work (the launch queue never empties
+  forward_extend (L698-804), llama.py, qwen3_moe.py, fused_moe.py and topk.py have none. So the host
+  runs ahead of the GPU, and an eager forward ends at the later of its host issue time and its GPU work (the launch queue never empties
   when the host is the slower; it never fills when the GPU is): max(host, GPU), not their sum.
 
 The host issue time is counted, not fitted on a TTFT row: launches a layer (layer_kernels, counted from
@@ -61,9 +61,10 @@ DEEPSEEK_V3_MOE_LAYERS = 58
 """DeepSeek-V3's config: num_hidden_layers 61, first_k_dense_replace 3 (catalog deepseek-v3)."""
 DEEPSEEK_V3_ALLREDUCES = 2
 """TP all-reduces a layer of the PR's TP 8 forward, launched like any kernel (no fusion off sm100)."""
+_PR12160_ATTENTION = LK.DEEPSEEK_SM90_PR12160_ATTENTION.issued
 DEEPSEEK_V3_KERNELS_PER_LAYER = (
-    (LK.DEEPSEEK_SM90_PR12160_ATTENTION.issued + LK.DEEPSEEK_SM100_DENSE_MLP.issued) * (DEEPSEEK_V3_LAYERS - DEEPSEEK_V3_MOE_LAYERS)
-    + (LK.DEEPSEEK_SM90_PR12160_ATTENTION.issued + LK.DEEPSEEK_SM90_PR12160_MOE.issued) * DEEPSEEK_V3_MOE_LAYERS
+    (_PR12160_ATTENTION + LK.DEEPSEEK_SM100_DENSE_MLP.issued) * (DEEPSEEK_V3_LAYERS - DEEPSEEK_V3_MOE_LAYERS)
+    + (_PR12160_ATTENTION + LK.DEEPSEEK_SM90_PR12160_MOE.issued) * DEEPSEEK_V3_MOE_LAYERS
 ) / DEEPSEEK_V3_LAYERS + DEEPSEEK_V3_ALLREDUCES
 """Launches a layer of the PR's eager forward, counted from SGLang's code (layer_kernels: the sm90 path,
 absorbed MLA, triton MoE with the shared expert fused in, FP8 block linears as two kernels):

@@ -90,7 +90,8 @@ DEEPSEEK_SM100_MOE_DECODE = LayerKernels(
 DEEPSEEK_SM100_MOE_PREFILL = LayerKernels(
     issued=12, graph=17,
     source="forward_normal (L822-898), eager: shared expert 5, router F.linear 1 (> 16 tokens, L577-578), "
-           "router_logits.to(float32) 1 (fp8.py@v0.5.6:1256), quant 1 (L1234), transpose 1 (L1236), bias cast 1 (L1241), "
+           "router_logits.to(float32) 1 (fp8.py@v0.5.6:1256), quant 1 (L1234), transpose 1 (L1236), "
+           "bias cast 1 (L1241), "
            "trtllm_fp8_block_scale_moe 1 (6 kernels on the GPU), += shared 1: 12 issued, 17 run")
 DEEPSEEK_SM100_DENSE_MLP = LayerKernels(
     issued=5, graph=5, source="first_k_dense_replace layers: DeepseekV2MLP gate_up FP8 2, SiLU-and-mul 1, down FP8 2")

@@ -275,7 +275,8 @@ def _prefill_issue_lines(plan: Plan, ttft: R.StepTime) -> tuple[Line, ...]:
                  f"{FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.1f} us a launch (sglang PR 12160: DeepSeek-V3 "
                  "1-token prefill 82.6 ms eager vs 23.1 ms graphed, + 6.5 ms of its GPU work); the forward "
                  "ends at max(host, GPU): "
-                 "SGLang runs prefill without CUDA graphs (piecewise graphs off by default), vLLM none under --enforce-eager"),)
+                 "SGLang runs prefill without CUDA graphs (piecewise graphs off by default), vLLM none under "
+                 "--enforce-eager"),)
 
 
 def _parts(step: R.StepTime) -> str:
