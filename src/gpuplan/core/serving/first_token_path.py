@@ -21,8 +21,9 @@ at concurrency 1 in SGLang 0.5.6 (sglang wheel 0.5.6, python/sglang/srt/...):
   FlashInferIndicesUpdaterPrefill.update_single_wrapper (layers/attention/flashinfer_backend.py@v0.5.6:
   1178-1181), reached from init_forward_metadata (L417-503), once a forward, before the layers;
   forward_extend (L698-804), llama.py, qwen3_moe.py, fused_moe.py and topk.py have none. So the host
-  runs ahead of the GPU, and an eager forward ends at the later of its host issue time and its GPU work (the launch queue never empties
-  when the host is the slower; it never fills when the GPU is): max(host, GPU), not their sum.
+  runs ahead of the GPU, and an eager forward ends at the later of its host issue time and its GPU
+  work (the launch queue never empties when the host is the slower; it never fills when the GPU is):
+  max(host, GPU), not their sum.
 
 The host issue time is counted, not fitted on a TTFT row: launches a layer (layer_kernels, counted from
 the engines' code per family and path) x layers x the host time spent issuing one launch eagerly,
