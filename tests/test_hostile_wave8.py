@@ -643,7 +643,8 @@ def test_a_deadline_of_minutes_on_a_few_gpus_is_refused_not_an_internal_error(cl
 
 # ---- leftover 6: a GPU range with a deadline says which counts it searched ----------------------------------
 
-RANGE_NOTE = "--gpus 100-300 searched 2 GPU counts (128, 256: a range stands for its powers of two)"
+RANGE_NOTE = ("--gpus 100-300 searched 4 GPU counts (100, 128, 256, 300: a range stands for its powers of two and "
+              "both ends)")
 
 
 def test_a_range_with_a_deadline_says_which_counts_were_searched(run_json, client):

@@ -113,10 +113,10 @@ def sequence_note(inputs, spec) -> str | None:
 
 def gpu_range_note(inputs) -> str | None:
     """The note a plan carries where --gpus was a range (low-high) and --days a deadline: the range stands for its
-    powers of two (jobs.plan.schema.gpu_counts), so the deadline's fewest GPUs are chosen among those only, where
-    a plan without --gpus also searches the counts between two common sizes (jobs.plan.deadline.counts_between):
-    `plan --gpus 100-300 --days 10` answered 256 GPUs (7.97 days) and said nothing of the ~200 that also meet
-    the 10 days (wave 8). None otherwise."""
+    powers of two and both ends (jobs.plan.schema.gpu_counts), so the deadline's fewest GPUs are chosen among those
+    only, where a plan without --gpus also searches the counts between two common sizes
+    (jobs.plan.deadline.counts_between): `plan --gpus 100-300 --days 10` answered 256 GPUs (7.97 days) and said
+    nothing of the ~200 that also meet the 10 days (wave 8). None otherwise."""
     from gpuplan.core.units import plural
     from gpuplan.schema.base import typed_values
 
@@ -126,8 +126,8 @@ def gpu_range_note(inputs) -> str | None:
         return None
     searched = ", ".join(f"{c:,}" for c in counts)
     return (f"--gpus {typed.strip()} searched {plural(len(counts), 'GPU count')} ({searched}: a range stands for its "
-            "powers of two), not the counts between them: leave --gpus out for the fewest GPUs that meet the "
-            "deadline, or list the counts to compare (--gpus 160,192,224)")
+            "powers of two and both ends), not the counts between them: leave --gpus out for the fewest GPUs that "
+            "meet the deadline, or list the counts to compare (--gpus 160,192,224)")
 
 
 def job_spec(inputs, spec):

@@ -118,8 +118,8 @@ SeqLen = option(TokenLength, 4096, "Tokens per sequence; K = 1,024 (8K = 8,192).
 
 # ---- hardware and time ----------------------------------------------------------------------
 Gpu = option(T.Name, "a100", "Accelerator: catalog id or alias (`gpuplan catalog gpus`).")
-GPU_COUNT = field(None, "Total GPUs; `plan` also takes a list (256,512) or a range (512-4096: its powers of two). "
-                  "Not given: solved from --days (train), searched by `plan`, 1 elsewhere.", "derived")
+GPU_COUNT = field(None, "Total GPUs; `plan` also takes a list (256,512) or a range (100-300: its powers of two and "
+                  "both ends). Not given: solved from --days (train), searched by `plan`, 1 elsewhere.", "derived")
 GpuCount = Annotated[Gpus | None, GPU_COUNT]
 Days = option(T.Days | None, None, "Wall-clock deadline: 7, 7d, 36h or 2w (a bare number is days).")
 Dtype = option(T.choice(*DTYPES), "bf16", "Compute dtype whose dense peak FLOP/s is used: bf16, fp16, fp8, fp4 "

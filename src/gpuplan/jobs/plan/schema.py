@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from gpuplan.errors import InputError
 from gpuplan.jobs.budget.fields import BudgetFields
+from gpuplan.planner.space import power_counts
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
@@ -26,7 +27,9 @@ def _one(value: Any, field: str) -> int:
 
 
 def gpu_counts(value: Any, info=None) -> tuple[int, ...]:
-    """'1024' -> (1024,), '512-4096' -> the powers of two in range, '256,512,1024' -> those."""
+    """'1024' -> (1024,), '256,512,1024' -> those, '512-4096' -> the powers of two in range and both ends
+    (planner.space.power_counts), so a range without a power of two keeps both ends: '100-120' -> (100, 120),
+    where it stood for 100 alone and the rest was dropped silently (wave 9)."""
     try:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return (_one(value, "gpus"),)
@@ -38,7 +41,7 @@ def gpu_counts(value: Any, info=None) -> tuple[int, ...]:
                 low, high = (_one(x, "gpus") for x in text.split("-", 1))
                 if low > high:
                     raise InputError("gpus", text, "a range low-high with low <= high, e.g. 512-4096")
-                counts = tuple(c for c in (2**k for k in range(0, 24)) if low <= c <= high) or (low,)
+                counts = power_counts(low, high)
             else:
                 counts = tuple(_one(x, "gpus") for x in text.split(","))
     except InputError as exc:
