@@ -73,3 +73,51 @@ def test_the_widest_range_keeps_its_answer_and_stays_quick():
     assert time.perf_counter() - start < 10
     assert answer.value("best_gpus") == 131_072
     assert answer.value("fail_wall_seconds") / 86_400 == pytest.approx(2.06, abs=0.01)
+
+
+# ---- 2. a refusal suggests only values the schema takes ---------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["train", "budget"])
+def test_the_mfu_refusal_suggests_no_gpu_count_past_the_most_gpus_takes(run_cli, client, command):
+    """`--gpus 8 --days 30min` on llama-3.1-8b / H100 needs 8,698x the MFU (869,820%, against the 46.7% Hopper
+    ceiling): at 46.7% the GPUs for 30 minutes run past 10^7 (proportionally alone 8 x 8,698 / 0.467 = 149,000,
+    and the failures of a larger count push it on), so the refusal offered `--gpus 477977354`, which --gpus
+    refuses. It now says no count up to 10,000,000 runs it; the time on 8 GPUs (387.93 days) is within --days.
+    The CLI's train is the budget job: the web API's /api/budget and the Python API's estimate_budget say the same."""
+    from gpuplan import estimate_budget, estimate_training
+    from gpuplan.errors import InputError
+
+    err = field_refusal(run_cli(command, "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--days", "30min"),
+                        "gpus/days", "no GPU count up to 10,000,000 (the most --gpus takes) runs it in 30.0 min, or "
+                                     "387.93 days on 8 GPUs")
+    assert "477" not in err and not any(int(n) > 10_000_000 for n in _suggested_counts(err)), err
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8, "days": "30min"}
+    assert client.post("/api/budget", json=body).json()["message"] == err.removeprefix("error: ").rstrip("\n")
+    with pytest.raises(InputError) as refused:
+        estimate_budget(body)
+    assert f"error: {refused.value}\n" == err
+    # the training job alone (/api/training, estimate_training) solves its own count here: 215,886, a valid --gpus
+    web = client.post("/api/training", json=body).json()["message"]
+    with pytest.raises(InputError) as alone:
+        estimate_training(body)
+    assert str(alone.value) == web and all(int(n) <= 10_000_000 for n in _suggested_counts(web)), web
+
+
+def _suggested_counts(err: str) -> list[str]:
+    import re
+
+    return re.findall(r"--gpus ([0-9]+)", err)
+
+
+def test_the_mfu_refusal_suggests_no_days_past_the_most_days_takes(run_cli):
+    """1,000T tokens: 500 x the 2T run's 387.93 days on 8 GPUs = 193,964 days, past --days' 36,500."""
+    field_refusal(run_cli("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--days", "30min", "--tokens",
+                          "1000T"), "gpus/days", "on 8 GPUs it would take 193,964 days, more than the 36,500 --days "
+                                                 "takes; or give --mfu")
+
+
+def test_a_count_within_the_most_gpus_takes_is_still_offered(run_cli):
+    """512 H100s for 15T tokens in a day: 26,577 GPUs (a valid --gpus) and 45.57 days on the 512."""
+    field_refusal(run_cli("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "512", "--days", "1d", "--tokens", "15T"),
+                  "gpus/days", "at that MFU the run needs 26,577 GPUs for 1.00 days (--gpus 26577), or 45.57 days on "
+                               "512 GPUs")

@@ -355,7 +355,25 @@ def check_solved_mfu(solved: ComputeBudget, flops: Flops, inputs: TrainingInputs
     raise InputError("gpus/days", f"{given:,.0f} GPUs in {format_duration(deadline)}",
                      f"needs MFU {exact_mfu:.1%}" + ("" if flops.used == flops.exact else
                                                      f" of the exact FLOPs ({solved.mfu:.1%} of {inputs.flops_method.upper()})")
-                     + f", above {why}; at that MFU the run needs {gpus_needed:,} GPUs "
-                     f"for {format_duration(deadline)} (--gpus {gpus_needed}), or "
-                     f"{format_duration(seconds_needed)} on {given:,.0f} GPUs; or give --mfu and one of "
-                     "--gpus / --days")
+                     + f", above {why}; at that MFU " + _needed_words(gpus_needed, deadline, seconds_needed, given)
+                     + "; or give --mfu and one of --gpus / --days")
+
+
+MOST_DAYS = 36_500
+"""The longest --days the schema takes (schema.types.days: 0 < days <= 36,500, a century)."""
+
+
+def _needed_words(gpus: int, deadline: float, seconds: float, given: float) -> str:
+    """What the MFU refusal offers: the GPUs for the deadline and the time on the GPUs given, each as a value
+    to type only where the schema takes it (--gpus up to MAX_GPUS, --days up to MOST_DAYS); past those, that no
+    value does (a count past MAX_GPUS is not solved, gpus_within stops there). Wave 9: `train llama-3.1-8b
+    --gpu h100 --gpus 8 --days 30min` suggested --gpus 477977354, which --gpus refuses."""
+    from gpuplan.core.units import format_duration
+
+    when, on = format_duration(deadline), f"{given:,.0f} GPUs"
+    count = (f"the run needs {gpus:,} GPUs for {when} (--gpus {gpus})" if gpus <= MAX_GPUS else
+             f"no GPU count up to {MAX_GPUS:,} (the most --gpus takes) runs it in {when}")
+    days = seconds / SECONDS_PER_DAY
+    longer = (f"{format_duration(seconds)} on {on}" if days <= MOST_DAYS else
+              f"on {on} it would take {days:,.0f} days, more than the {MOST_DAYS:,} --days takes")
+    return f"{count}, or {longer}"
