@@ -14,8 +14,8 @@ from gpuplan.core.comm.collectives import collective_seconds
 from gpuplan.core.comm.volumes import all_reduce_time
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.serving.releases import (CUSTOM_ALLREDUCE_MAX_BYTES, VLLM_ALLREDUCE_TABLES_SINCE, VLLM_V1_SINCE,
-                                           EngineRelease, graph_capture_sizes, own_allreduce_max_bytes)
+from gpuplan.core.serving.releases import (CUSTOM_ALLREDUCE_MAX_BYTES, VLLM_V1_SINCE, EngineRelease,
+                                           graph_capture_sizes, own_allreduce_max_bytes, reads_019_allreduce)
 from gpuplan.core.comm.topology import cluster_for
 
 COLLECTIVE_EFFICIENCY = 0.8
@@ -331,7 +331,8 @@ def collective_fabric(fabric: Accelerator, p2p: bool) -> Accelerator:
 
 
 def custom_allreduce_limit(release: EngineRelease, tp: int, fabric: Accelerator | None = None,
-                           given: float | None = None, p2p: bool = True, hidden: int | None = None) -> float:
+                           given: float | None = None, p2p: bool = True, hidden: int | None = None, *,
+                           dtype_bytes: int = 2, bf16: bool = True, pp: int = 1) -> float:
     """Largest TP message the engine's own all-reduce kernel takes in this layout, bytes (0: NCCL
     at every size): the release's limit (custom_allreduce_bytes_of) or ``given``, 0 without tensor
     parallelism and on more than two PCIe-only GPUs (vLLM custom_all_reduce.py refuses 'more than
@@ -341,22 +342,17 @@ def custom_allreduce_limit(release: EngineRelease, tp: int, fabric: Accelerator 
     !mIsNVLINKSupported) return AllReduceStrategyType::NCCL'). Without GPU P2P (``p2p`` False) every
     engine's kernel is off: it exchanges buffers over CUDA IPC peer access (vLLM v0.10.1.1
     custom_all_reduce.py:147, 'Custom allreduce is disabled because your platform lacks GPU P2P
-    capability'; TensorRT-LLM's AUTO: no P2P -> NCCL). vLLM from 0.19 on sm90 parts, given the model's
-    ``hidden`` size: the memory report's rule (reads_allreduce_tables)."""
+    capability'; TensorRT-LLM's AUTO: no P2P -> NCCL). Where releases.reads_019_allreduce holds (vLLM
+    0.19.x, sm90, not PCIe-only, P2P), given the model's ``hidden`` size, the elements' ``dtype_bytes``
+    / ``bf16`` (releases.allreduce_dtype of the weight format) and ``pp`` (the fusion needs pp 1): the
+    memory report's rule, releases.own_allreduce_max_bytes. Other releases keep 8 MiB."""
     if tp <= 1 or not p2p or (on_pcie(fabric) and (tp > 2 or release.engine == "trtllm")):
         return 0.0
     if given is not None:
         return given
-    if hidden is not None and reads_allreduce_tables(release, fabric):
-        return float(own_allreduce_max_bytes(hidden, tp))
+    if hidden is not None and reads_019_allreduce(release, fabric, p2p):
+        return float(own_allreduce_max_bytes(hidden, tp, dtype_bytes, bf16, fused=pp <= 1))
     return custom_allreduce_bytes_of(release, tp)
-
-
-def reads_allreduce_tables(release: EngineRelease, fabric: Accelerator | None) -> bool:
-    """vLLM from 0.19 on an sm90 part (H100 / H200 / H800 / H20): its own kernels take the messages
-    releases.own_allreduce_max_bytes gives (the memory report's graph_allreduce_path), not 8 MiB."""
-    return (release.engine == "vllm" and release.version >= VLLM_ALLREDUCE_TABLES_SINCE and fabric is not None
-            and fabric.compute_capability == (9, 0))
 
 
 _NCCL_ALL_REDUCE_SECONDS: dict[tuple[float, int, Accelerator], float] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuplan.core.hardware import Accelerator
 from gpuplan.core.serving.engines import ENGINE_NAMES
 from gpuplan.errors import InputError
 
@@ -259,16 +260,18 @@ def fused_token_limit(hidden: int, tp: int, dtype_bytes: int) -> int:
     return FI_FUSION_MAX_BYTES_SM90.get(tp, 0) // (hidden * dtype_bytes)
 
 
-def graph_allreduce_path(hidden: int, tp: int, tokens: int, dtype_bytes: int = 2, bf16: bool = True) -> str:
+def graph_allreduce_path(hidden: int, tp: int, tokens: int, dtype_bytes: int = 2, bf16: bool = True,
+                         fused: bool = True) -> str:
     """Which all-reduce vLLM 0.19 runs for a forward of ``tokens`` on an H100 group of ``tp`` GPUs with
     P2P (cuda_communicator.py@v0.19.0:180-237 order: FlashInfer's standalone all-reduce is off,
     VLLM_ALLREDUCE_USE_FLASHINFER False; then custom, symmetric memory, NCCL): 'fused' (FlashInfer
     all-reduce + RMSNorm, in place), 'custom' (out of place; inside a graph its input's IPC address is
-    registered after the capture), 'symm_mem', 'nccl', or 'none' at tp 1."""
+    registered after the capture), 'symm_mem', 'nccl', or 'none' at tp 1. ``fused`` False: the fusion
+    is off (pipeline parallelism: it needs pp = 1, config/vllm.py@v0.19.0:116-135)."""
     if tp <= 1:
         return "none"
     size = tokens * hidden * dtype_bytes
-    if tokens <= fused_token_limit(hidden, tp, dtype_bytes):
+    if fused and tokens <= fused_token_limit(hidden, tp, dtype_bytes):
         return "fused"
     custom_max = min(CUSTOM_ALLREDUCE_MAX_BYTES, CUSTOM_AR_TABLE_SM90.get(tp, CUSTOM_ALLREDUCE_MAX_BYTES))
     if tp in CUSTOM_AR_TABLE_SM90 and size % 16 == 0 and size < custom_max:
@@ -278,22 +281,45 @@ def graph_allreduce_path(hidden: int, tp: int, tokens: int, dtype_bytes: int = 2
     return "nccl"
 
 
-VLLM_ALLREDUCE_TABLES_SINCE = (0, 19, 0)
-"""The release whose all-reduce choice graph_allreduce_path reads (cuda_communicator.py@v0.19.0:180-237,
-all_reduce_utils.py@v0.19.0:31-57); earlier releases keep CUSTOM_ALLREDUCE_MAX_BYTES (not read)."""
+VLLM_ALLREDUCE_TABLES = ((0, 19, 0), (0, 20, 0))
+"""The releases [first, next) whose all-reduce choice graph_allreduce_path reads: 0.19.x
+(cuda_communicator.py@v0.19.0:180-237, all_reduce_utils.py@v0.19.0:31-57, allreduce_rms_fusion.py@v0.19.0:54-59).
+Every other vLLM release, the earlier ones and 0.20-0.29 (the default vllm==0.29) alike, keeps
+CUSTOM_ALLREDUCE_MAX_BYTES (8 MiB) in the timing and gets no graph all-reduce line: their code was not read."""
 
 
-def own_allreduce_max_bytes(hidden: int, tp: int, dtype_bytes: int = 2, bf16: bool = True) -> int:
+def reads_019_allreduce(release: EngineRelease, fabric: Accelerator | None, p2p: bool = True) -> bool:
+    """The one predicate for vLLM 0.19's all-reduce rule (graph_allreduce_path / own_allreduce_max_bytes), read
+    by the step timing (kernels.custom_allreduce_limit) and the memory report's 'Registering N cuda graph
+    addresses' line alike: a release in VLLM_ALLREDUCE_TABLES, an sm90 part (the tables are sm90's: H100 / H200
+    / H800 / H20) that is not PCIe-only (above 2 GPUs vLLM refuses its custom kernel there,
+    custom_all_reduce.py@v0.19.0:150-157, and the thresholds read are NVLink's), with GPU P2P (without it the
+    custom kernel is off and no other path was read)."""
+    first, after = VLLM_ALLREDUCE_TABLES
+    return (release.engine == "vllm" and first <= release.version < after and fabric is not None
+            and fabric.compute_capability == (9, 0) and not fabric.pcie_only and p2p)
+
+
+def allreduce_dtype(compute_dtype: str, fmt_name: str) -> tuple[int, bool]:
+    """(bytes an element, bf16) of the hidden states a TP all-reduce moves under a weight format: 4 bytes
+    where the format computes in fp32, else 2; bf16 unless 4 bytes or the fp16 format (torch symmetric
+    memory takes bf16 only, all_reduce_utils.py@v0.19.0:52-57). The memory report and the step timing
+    both take them from here."""
+    dtype_bytes = 4 if compute_dtype == "fp32" else 2
+    return dtype_bytes, dtype_bytes == 2 and fmt_name != "fp16"
+
+
+def own_allreduce_max_bytes(hidden: int, tp: int, dtype_bytes: int = 2, bf16: bool = True, fused: bool = True) -> int:
     """Largest message (bytes) graph_allreduce_path gives to a kernel of vLLM 0.19's own on an H100
-    group of ``tp`` (FlashInfer's fused all-reduce + RMSNorm, the custom all-reduce or symmetric
-    memory, all one- / two-shot NVLink kernels), larger ones going to NCCL: the max of the three
-    tables' limits where they apply (the paths are tried in that order and each limit is a size
-    bound), less one 16-byte step for the strict '<'; 0 where none applies (NCCL at every size).
-    The timing's custom-kernel bound (kernels.custom_allreduce_limit) reads this, so the memory
-    report's paths and the all-reduce seconds follow one rule."""
+    group of ``tp`` (FlashInfer's fused all-reduce + RMSNorm where ``fused``, the custom all-reduce, and
+    symmetric memory where ``bf16``: one- / two-shot NVLink kernels), larger ones going to NCCL: the max
+    of the tables' limits where they apply (the paths are tried in that order and each limit is a size
+    bound), less one 16-byte step for the strict '<'; 0 where none applies (NCCL at every size). The
+    timing's custom-kernel bound (kernels.custom_allreduce_limit) reads this where reads_019_allreduce
+    holds, so the memory report's paths and the all-reduce seconds follow one rule."""
     if tp <= 1:
         return 0
-    limits = [fused_token_limit(hidden, tp, dtype_bytes) * hidden * dtype_bytes]
+    limits = [fused_token_limit(hidden, tp, dtype_bytes) * hidden * dtype_bytes if fused else 0]
     if tp in CUSTOM_AR_TABLE_SM90:
         limits.append(min(CUSTOM_ALLREDUCE_MAX_BYTES, CUSTOM_AR_TABLE_SM90[tp]) - 16)
     if bf16 and tp in SYMM_MEM_MAX_BYTES_SM90:

@@ -21,6 +21,7 @@ from gpuplan.core.serving import lora as L
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving.memory import draft_kv_share
+from gpuplan.core.serving.releases import allreduce_dtype
 from gpuplan.core.serving.setup import ServingSetup
 from gpuplan.core.serving.weights import ParamGroups, decode_weight_bytes_read, param_groups
 
@@ -132,12 +133,14 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     bw, gemm, kv, attention = eff.rates(which, setup.fmt.compute_dtype not in ("fp32", "bf16", "fp16"))
     layers = spec.num_layers
     elementwise = work.tokens * layers * KR.elementwise_bytes_per_token(spec, tp, act_bytes) / (bandwidth * bw)
-    message = allreduce_message_bytes(spec, work.tokens, act_bytes)
+    # the all-reduce's elements as the memory report takes them (releases.allreduce_dtype: fp32 compute 4 bytes)
+    ar_bytes, bf16 = allreduce_dtype(setup.fmt.compute_dtype, setup.fmt.name)
+    message = allreduce_message_bytes(spec, work.tokens, ar_bytes)
     p2p = setup.runtime.p2p
     link = link if p2p else None  # without GPU P2P the hops go through host memory (kernels.host_path)
     latency = eff.latency(link)
     custom = KR.custom_allreduce_limit(setup.runtime.release, tp, fabric, eff.custom_allreduce_bytes, p2p,
-                                       spec.hidden_size)
+                                       spec.hidden_size, dtype_bytes=ar_bytes, bf16=bf16, pp=pp)
     comm = forward_allreduces(spec, setup.runtime.release) * KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric,
                                                               custom_max_bytes=custom, p2p=p2p)
     comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0
@@ -194,7 +197,8 @@ def prime_decode_allreduces(spec: ModelSpec, setup: ServingSetup, tp: int, fabri
     if fabric is not None:
         fabric = KR.collective_fabric(fabric, setup.runtime.p2p)  # the links tp_allreduce_seconds asks about
         positions = decode_positions(setup)
-        KR.prime_nccl_all_reduce([allreduce_message_bytes(spec, b * positions) for b in batches], tp, fabric)
+        ar_bytes = allreduce_dtype(setup.fmt.compute_dtype, setup.fmt.name)[0]  # step_time's message
+        KR.prime_nccl_all_reduce([allreduce_message_bytes(spec, b * positions, ar_bytes) for b in batches], tp, fabric)
 
 
 def gpu_keywords(gpu: Accelerator, setup: ServingSetup) -> dict:

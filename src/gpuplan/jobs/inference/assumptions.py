@@ -10,6 +10,7 @@ from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import profile as P
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving.releases import allreduce_dtype, reads_019_allreduce
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import Serving, price_for
@@ -27,7 +28,7 @@ def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[
         *_engine_assumptions(plan, inputs, serving),
         Assumption("block_size", "KV block size", inputs.block_size, "vLLM default 16 tokens (PagedAttention)",
                    "--block-size", "block_size" in u),
-        *_speed_assumptions(plan, u, serving.tp),
+        *_speed_assumptions(plan, u, serving.tp, serving.pp),
         Assumption("allreduce_latency", "all-reduce latency", f"{e.latency(KR.collective_fabric(plan.gpu, plan.setup.runtime.p2p).scale_up_bandwidth) * 1e6:.0f} us",
                    "vLLM custom all-reduce on H100 (sgl-project/sglang#2904); x3 without NVLink",
                    "--allreduce-latency-us", "allreduce_latency_us" in u),
@@ -43,7 +44,7 @@ def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[
 FITTED = "fitted on TensorRT-LLM v0.6.1's static-batch table (21 rows; docs/inference.md)"
 
 
-def _speed_assumptions(plan: Plan, u, tp: int) -> tuple[Assumption, ...]:
+def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption, ...]:
     """The kernel fractions of the roofline, the decode kernel and the host time per step."""
     e, release = plan.setup.efficiency, plan.setup.runtime.release
     host = KR.host_step_seconds(release, 0)
@@ -82,7 +83,7 @@ def _speed_assumptions(plan: Plan, u, tp: int) -> tuple[Assumption, ...]:
                    "none (model constant)", False),
         Assumption("kv_repeat_l2_hit", "repeated KV reads served by L2 (per-query-head decode kernels)",
                    f"{e.kv_repeat_l2_hit:.0%}", FITTED, "none (model constant)", False),
-        _allreduce_assumption(plan, tp),
+        _allreduce_assumption(plan, tp, pp),
     )
 
 
@@ -127,20 +128,22 @@ def _kernel_floor_assumption(plan: Plan, u) -> Assumption:
                       shown, source, "--graph-layer-us", "graph_layer_us" in u)
 
 
-def _allreduce_assumption(plan: Plan, tp: int) -> Assumption:
+def _allreduce_assumption(plan: Plan, tp: int, pp: int = 1) -> Assumption:
     """Which all-reduce the step time uses for this layout's TP messages: the same limit
     core.serving.roofline.step_time takes (kernels.custom_allreduce_limit: the release, tp, the
-    fabric and a given workspace)."""
+    fabric, a given workspace, the format's elements (releases.allreduce_dtype) and pp)."""
     release = plan.setup.runtime.release
     p2p = plan.setup.runtime.p2p
+    ar_bytes, bf16 = allreduce_dtype(plan.setup.fmt.compute_dtype, plan.setup.fmt.name)
     limit = KR.custom_allreduce_limit(release, tp, plan.gpu, plan.setup.efficiency.custom_allreduce_bytes, p2p,
-                                      plan.spec.hidden_size)
+                                      plan.spec.hidden_size, dtype_bytes=ar_bytes, bf16=bf16, pp=pp)
+    tables = reads_019_allreduce(release, plan.gpu, p2p) and plan.setup.efficiency.custom_allreduce_bytes is None
     if tp <= 1:
         value = "none (tp 1)"
     elif not p2p:
         value = "NCCL at every size through host memory (no GPU P2P: the own kernel is off, NCCL over SHM)"
     elif limit > 0:
-        strict = KR.reads_allreduce_tables(release, plan.gpu) and plan.setup.efficiency.custom_allreduce_bytes is None
+        strict = tables and (limit + 16) % 2**20 == 0  # a strict '<' limit (vLLM's size < max); the fusion's is '<='
         value = (f"own kernels below {_size(limit + 16)} at tp {tp}, NCCL from there" if strict  # vLLM's size < max
                  else f"own kernel up to {_size(limit)} at tp {tp}, NCCL above")
     elif KR.on_pcie(plan.gpu) and KR.custom_allreduce_bytes_of(release, tp) > 0:
@@ -150,8 +153,7 @@ def _allreduce_assumption(plan: Plan, tp: int) -> Assumption:
     if tp > 1 and KR.on_pcie(KR.collective_fabric(plan.gpu, p2p)):
         value += f"; NCCL's time x {KR.PCIE_NCCL_SLOWDOWN:g} on PCIe-only GPUs (the ring through host memory)"
     tables = ("vLLM 0.19's fused all-reduce + RMSNorm, custom and symmetric-memory limits on sm90, the memory "
-              "report's rule: releases.own_allreduce_max_bytes; " if KR.reads_allreduce_tables(release, plan.gpu)
-              and plan.setup.efficiency.custom_allreduce_bytes is None else "")
+              "report's rule: releases.own_allreduce_max_bytes; " if tables else "")
     return Assumption("tp_allreduce", "TP all-reduce implementation", value,
                       f"{release.label} ({tables}vllm PR 2192; TensorRT-LLM PluginConfig use_custom_all_reduce, AUTO: 16 MB "
                       "workspace at tp <= 2, 8 MB above); NCCL costed by its tuner model (core/comm/collectives.py); "
@@ -161,7 +163,7 @@ def _allreduce_assumption(plan: Plan, tp: int) -> Assumption:
 
 def _size(nbytes: float) -> str:
     """'8 MiB' for a binary size (vLLM's 8192 x 1024), '16 MB' for a decimal one (TensorRT-LLM's)."""
-    return f"{nbytes / 2**20:g} MiB" if nbytes % 2**20 == 0 else f"{nbytes / 1e6:g} MB"
+    return f"{nbytes / 2**20:g} MiB" if nbytes % 2**16 == 0 else f"{nbytes / 1e6:g} MB"
 
 
 def _lora_assumptions(plan: Plan, u) -> tuple[Assumption, ...]:

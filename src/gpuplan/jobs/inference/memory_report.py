@@ -7,8 +7,8 @@ from __future__ import annotations
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import profile as P
 from gpuplan.core.serving.kernels import VLLM_GRAPHS_SINCE
-from gpuplan.core.serving.releases import (VLLM_V1_SINCE, fused_token_limit, graph_allreduce_path,
-                                           registered_graph_addresses)
+from gpuplan.core.serving.releases import (VLLM_V1_SINCE, allreduce_dtype, fused_token_limit, graph_allreduce_path,
+                                           reads_019_allreduce, registered_graph_addresses)
 from gpuplan.core.units import format_bytes, plural
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.report.model import Line, Section
@@ -175,16 +175,16 @@ def _graph_allreduce_log(plan: Plan, m: M.Memory, tp: int, pp: int) -> list[Line
     group with P2P (releases.registered_graph_addresses: the captured sizes whose all-reduce is the
     custom kernel); which sizes run FlashInfer's fused all-reduce + RMSNorm instead. Neither allocates
     inside the CUDA-graph estimate's window (docs/inference.md, 'Tensor parallelism, read from the
-    code'). Only for 0.19.x, whose code was read; nothing at tp 1, pp > 1 (the fusion is off), off
-    Hopper or without P2P (not read), nor on PCIe-only GPUs: above 2 GPUs the custom kernel is refused
-    (custom_all_reduce.py@v0.19.0:150-157, no registration), at 2 the thresholds and logs read are NVLink."""
+    code'). Where releases.reads_019_allreduce holds (0.19.x, whose code was read; sm90, not PCIe-only,
+    with P2P), the predicate the step timing's all-reduce limit reads too, with the elements of
+    releases.allreduce_dtype. Nothing at tp 1, nor at pp > 1: there the fusion is off (it needs pp 1,
+    config/vllm.py@v0.19.0:116-135) and the timing drops it from the limit (kernels.custom_allreduce_limit
+    pp), but no pp > 1 log was read for this line's count."""
     rel = plan.setup.runtime.release
-    if (tp < 2 or pp > 1 or not (0, 19, 0) <= rel.version < (0, 20, 0) or not plan.setup.runtime.p2p
-            or plan.gpu.collective_arch != "hopper" or plan.gpu.pcie_only or m.cuda_graphs <= 0):
+    if tp < 2 or pp > 1 or not reads_019_allreduce(rel, plan.gpu, plan.setup.runtime.p2p) or m.cuda_graphs <= 0:
         return []
     spec, fmt = plan.spec, plan.setup.fmt
-    dtype_bytes = 4 if fmt.compute_dtype == "fp32" else 2
-    bf16 = dtype_bytes == 2 and fmt.name != "fp16"
+    dtype_bytes, bf16 = allreduce_dtype(fmt.compute_dtype, fmt.name)
     piecewise, full = P.capture_sizes(spec, m.batch_limits[1], m.batch_limits[0])
     n = registered_graph_addresses(spec.hidden_size, spec.num_layers, tp, piecewise + full, dtype_bytes, bf16)
     window = registered_graph_addresses(spec.hidden_size, spec.num_layers, tp, piecewise[-2:] + full[-2:],
