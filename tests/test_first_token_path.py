@@ -109,3 +109,43 @@ def test_range_is_pr_12160s_bracket():
     qwen3, sglang = load_model("qwen3-235b-a22b"), parse_release("sglang==0.5.6")
     assert FT.eager_prefill_issue_seconds(sglang, qwen3, 1, tp=8) == pytest.approx(93.77e-3, rel=REL)
     assert FT.eager_prefill_issue_seconds(sglang, qwen3, 2, tp=8) == pytest.approx(67.56e-3, rel=REL)
+
+
+def _sglang_decode(model, gpu, fmt, batch, graph_max_tokens=256):
+    from dataclasses import replace
+
+    from gpuplan.catalog import load_accelerator
+    from gpuplan.core.serving import roofline as R
+    from gpuplan.core.serving import setup as SU
+    from gpuplan.core.serving.weights import FORMATS, param_groups
+    spec, part = load_model(model), load_accelerator(gpu)
+    setup = SU.ServingSetup(FORMATS[fmt], 2, runtime=SU.Runtime(engine="sglang", version=(0, 5, 6)),
+                            efficiency=replace(SU.Efficiency(), graph_max_tokens=graph_max_tokens))
+    return R.decode_step(spec, param_groups(spec), setup, 1e6, tp=8, pp=1, batch=batch, context=2000,
+                         **R.gpu_keywords(part, setup))
+
+
+def test_sglang_eager_decode_is_issue_bound():
+    """SGLang's decode step past cuda_graph_max_bs (256 here) runs the same eager Python forward as its
+    prefill (model_runner.py@v0.5.6:2660-2700): max(issue, GPU), not 80 us a layer. Qwen3-235B-A22B on
+    8 x B200, batch 257: 94 layers x 19 launches x 41.957 us = 74.93 ms (the GPU work ~21 ms), so the step
+    is the issue time; batch 256 replays its graph (no issue time)."""
+    eager = _sglang_decode("qwen3-235b-a22b", "b200", "bf16", 257)
+    assert eager.issue_s == pytest.approx(94 * 19 * FT.SGLANG_EAGER_HOST_PER_KERNEL_S, rel=1e-9)
+    assert eager.issue_s == pytest.approx(74.93e-3, rel=REL)
+    assert eager.verify_s == pytest.approx(eager.issue_s, rel=1e-9)  # host-bound: the step ends with its issue
+    graphed = _sglang_decode("qwen3-235b-a22b", "b200", "bf16", 256)
+    assert graphed.issue_s == 0 and graphed.host_s == 0 and graphed.kernel_floor_s > 0
+    # --cuda-graph-gib 0 (SGLang's --disable-cuda-graph): batch 1 is eager too
+    assert _sglang_decode("qwen3-235b-a22b", "b200", "bf16", 1, graph_max_tokens=0).issue_s == pytest.approx(
+        74.93e-3, rel=REL)
+
+
+def test_sglang_eager_decode_reads_the_decode_path_counts():
+    """DeepSeek-V3 (R1's shape) FP8 on 8 x B200, eager decode (layer_kernels' decode path, not the prefill's): dense layers
+    15 + 5, MoE layers 15 + 11 launches, norms inside the all-reduces (<= 2,048 tokens at TP 8) + 2
+    all-reduces: (3 x 20 + 58 x 26) / 61 + 2 = 27.705 a layer; x 61 layers x 41.957 us = 70.91 ms."""
+    eager = _sglang_decode("deepseek-v3", "b200", "fp8", 300)
+    assert eager.issue_s == pytest.approx(61 * ((3 * 20 + 58 * 26) / 61 + 2) * FT.SGLANG_EAGER_HOST_PER_KERNEL_S,
+                                          rel=1e-9)
+    assert eager.issue_s == pytest.approx(70.91e-3, rel=REL)

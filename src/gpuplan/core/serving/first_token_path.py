@@ -28,8 +28,9 @@ at concurrency 1 in SGLang 0.5.6 (sglang wheel 0.5.6, python/sglang/srt/...):
 The host issue time is counted, not fitted on a TTFT row: launches a layer (layer_kernels, counted from
 the engines' code per family and path) x layers x the host time spent issuing one launch eagerly,
 SGLANG_EAGER_HOST_PER_KERNEL_S, taken from a public measurement outside the validation set with the
-measured forward's own launches counted the same way. vLLM's --enforce-eager steps (decode and prefill)
-are timed by the same rule (eager_issue_seconds, runs_issue_bound).
+measured forward's own launches counted the same way. SGLang's eager decode steps (a batch past its CUDA
+graphs, or none captured) and vLLM's --enforce-eager steps (decode and prefill) are timed by the same rule
+(eager_issue_seconds, runs_issue_bound).
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def eager_issue_seconds(release: EngineRelease, spec: ModelSpec, which: int = 0,
     """Host seconds to issue one eager forward of ``spec`` in ``release``: layers x the launches a layer
     (layer_kernels.issued_kernels) x SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S[which]. The one per-launch time
     serves every engine's eager forward whose launches come from Python: SGLang's prefill (every release
-    modelled runs it eagerly: kernels.prefill_graphs_of) and vLLM's steps under --enforce-eager
+    modelled runs it eagerly: kernels.prefill_graphs_of) and its decode steps past its graphs (runs_issue_bound;
+    the decode path's counts, ``prefill`` False, where layer_kernels has them), and vLLM's steps under --enforce-eager
     (vLLM V1 at graph_max_tokens 0: config.py@v0.9.1:4438-4446 leaves compilation off and captures no
     graph when enforce_eager, so every custom op and torch op is launched from Python)."""
     return spec.num_layers * LK.issued_kernels(spec, release, fabric, fmt_name, prefill=prefill, tokens=tokens,
@@ -113,11 +115,17 @@ def eager_issue_seconds(release: EngineRelease, spec: ModelSpec, which: int = 0,
 
 
 def runs_issue_bound(release: EngineRelease, prefill: bool, graph_max_tokens: int) -> bool:
-    """Whether an eager step of ``release`` is timed by the issue time (max(issue, GPU)): SGLang's prefill,
-    and any step of vLLM V1 (0.8+) run with --enforce-eager (graph_max_tokens 0). Other eager steps
-    (TensorRT engines before 1.0, vLLM V0's prefill, vLLM before 0.2.6) keep setup.Efficiency.layer_launch_s."""
+    """Whether an eager step of ``release`` (the caller's: not replaying a CUDA graph) is timed by the issue
+    time (max(issue, GPU)). SGLang: every eager step, its prefill (no prefill graphs, kernels.prefill_graphs_of)
+    and its decode steps that no graph covers: a batch above cuda_graph_max_bs (cuda_graph_runner.py@v0.5.6:
+    359-377 can_run: bs <= max_bs) or no graph runner at all (--disable-cuda-graph, model_runner.py@v0.5.6:
+    2412-2422; gpuplan's --cuda-graph-gib 0, graph_max_tokens 0) run model_runner._forward_raw's eager branch
+    (L2660-2700: forward_decode L2546-2567, init_forward_metadata then model.forward), the same Python
+    forward as the prefill's. vLLM V1 (0.8+): any step run with --enforce-eager (graph_max_tokens 0). Other
+    eager steps (TensorRT engines before 1.0, vLLM V0's prefill and its decode past its graphs, vLLM before
+    0.2.6) keep setup.Efficiency.layer_launch_s."""
     if release.engine == "sglang":
-        return prefill and not KR.prefill_graphs_of(release)
+        return True
     return release.engine == "vllm" and release.version >= VLLM_V1_SINCE and graph_max_tokens <= 0
 
 
