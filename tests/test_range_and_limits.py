@@ -3,6 +3,10 @@ outruns a learned position table — each agreed by every door (CLI, plan files,
 
 1. `plan --gpus 100-120` searched 100 alone (a range with no power of two fell back to its low end) and said
    nothing of 101-120: a range now searches its powers of two and both ends (planner.space.power_counts).
+2. The MFU refusal of `train --gpus 8 --days 30min` offered `--gpus 477977354`, past the 10^7 --gpus takes: a
+   refusal now offers only values the options take (jobs.training.timing._needed_words).
+3. `infer gpt2 --context 4096` answered 'shown as if it ran' where train refuses a sequence past GPT-2's learned
+   position table: refused now, naming --context or --prompt + --output-tokens and the 1,024 rows.
 """
 
 import time
@@ -121,3 +125,52 @@ def test_a_count_within_the_most_gpus_takes_is_still_offered(run_cli):
     field_refusal(run_cli("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "512", "--days", "1d", "--tokens", "15T"),
                   "gpus/days", "at that MFU the run needs 26,577 GPUs for 1.00 days (--gpus 26577), or 45.57 days on "
                                "512 GPUs")
+
+
+# ---- 3. infer: a context past a learned position table is refused, as train refuses it ------------------------
+
+GPT2_LIMIT = "past gpt2's 1,024 learned positions (n_positions: a table with no row beyond it; vLLM refuses a longer " \
+             "max_model_len)"
+
+
+@pytest.mark.parametrize("args, field, fragment", [
+    (("--context", "4096"), "context", f"got 4096; is {GPT2_LIMIT}; at most 1,024"),
+    (("--context", "1025"), "context", "got 1025; is past gpt2's 1,024"),  # one past the table
+    # --prompt alone: 2,000 + the 256 default output tokens
+    (("--prompt", "2000"), "prompt", f"--prompt 2,000 + --output-tokens 256 = 2,256 tokens is {GPT2_LIMIT}; at most "
+                                     "1,024 in all"),
+    (("--prompt", "769", "--output-tokens", "256"), "prompt", "= 1,025 tokens is past"),
+])
+def test_infer_refuses_a_context_past_a_learned_position_table_at_every_door(run_cli, client, tmp_path, args, field,
+                                                                             fragment):
+    """GPT-2's wpe has 1,024 rows: vLLM raises for a longer max_model_len (vllm/config.py@v0.8.5:3081-3109, unless
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN), train refuses --seq-len past it; infer answered 'shown as if it ran'."""
+    from gpuplan import estimate_inference
+    from gpuplan.errors import InputError
+
+    err = field_refusal(run_cli("infer", "gpt2", *args), field, fragment)
+    body = {"model": "gpt2", **{a[2:].replace("-", "_"): int(v) for a, v in zip(args[::2], args[1::2])}}
+    response = client.post("/api/inference", json=body)
+    assert response.status_code == 422 and response.json()["message"] == err.removeprefix("error: ").rstrip("\n")
+    with pytest.raises(InputError) as refused:
+        estimate_inference(body)
+    assert f"error: {refused.value}\n" == err
+    plan = tmp_path / "infer.yaml"
+    plan.write_text("model: gpt2\n" + "".join(f"{k}: {v}\n" for k, v in body.items() if k != "model"))
+    code, out, from_file = run_cli("infer", str(plan))
+    assert code == 2 and from_file.endswith(err.split(f"error: {field}: ", 1)[1]), from_file
+
+
+@pytest.mark.parametrize("args", [("--context", "1024"), ("--prompt", "768", "--output-tokens", "256"), ()])
+def test_infer_runs_a_context_within_the_table(run_json, args):
+    """1,024 tokens in all (the default context for gpt2 is min(4,096, 1,024) = 1,024) is the table exactly."""
+    answer = run_json("infer", "gpt2", *args)
+    assert not any("exceeds the model's maximum" in note for note in answer["notes"])
+
+
+@pytest.mark.parametrize("model, limit", [("llama-2-7b", "4,096"), ("mpt-7b", "2,048")])
+def test_rope_and_alibi_models_past_their_maximum_keep_a_note(run_json, model, limit):
+    """RoPE (Llama 2: 4,096) and ALiBi (MPT-7B: max_seq_len 2,048, no table) run longer sequences at a quality
+    cost: answered, with the note."""
+    notes = run_json("infer", model, "--context", "8192")["notes"]
+    assert any(f"context 8,192 exceeds the model's maximum of {limit} positions" in note for note in notes), notes

@@ -67,6 +67,7 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
         output = inputs.output_tokens if inputs.output_tokens is not None else min(256, context // 2)
     if not 1 <= output < context:
         raise InputError("output_tokens", output, f"must be at least 1 and below the context ({context})")
+    check_learned_context(spec, context, inputs.prompt, output)
     K.kv_heads_per_gpu(spec.attention, inputs.tp_degree)  # tp vs heads / KV heads: one clear line
     if inputs.pp_degree > spec.num_layers:
         raise InputError("pp", inputs.pp_degree, f"pipeline stages cannot exceed the {spec.num_layers} layers")
@@ -251,15 +252,35 @@ def quantized_input_dims(spec: ModelSpec) -> dict[str, int]:
     return {name: int(size) for name, size in dims.items() if size}
 
 
+def check_learned_context(spec: ModelSpec, context: int, prompt: int | None, output: int) -> None:
+    """Refuse a context (tokens, prompt + output) past a learned absolute position table (GPT-2's n_positions,
+    `wpe`): its nn.Embedding has no row beyond it, so no engine runs it. vLLM derives max_model_len from
+    n_positions / max_position_embeddings and raises ValueError for a longer one unless VLLM_ALLOW_LONG_MAX_MODEL_LEN
+    is set (vllm/config.py@v0.8.5:2977-3109, _get_and_verify_max_len: keys at L2987-2991, the ValueError at
+    L3081-3109), as train / plan / memory refuse a --seq-len past it (schema.model_fields.check_positions). RoPE
+    and ALiBi models keep their note (context_notes): they run longer sequences, with a quality cost. Wave 9: `infer
+    gpt2 --context 4096` answered 'shown as if it ran'."""
+    limit = spec.learned_positions
+    if not limit or context <= limit:
+        return
+    table = (f"past {spec.name}'s {limit:,} learned positions (n_positions: a table with no row beyond it; vLLM "
+             f"refuses a longer max_model_len)")
+    if prompt is not None:
+        raise InputError("prompt", prompt, f"--prompt {prompt:,} + --output-tokens {output:,} = {context:,} tokens is "
+                         f"{table}; at most {limit:,} in all")
+    raise InputError("context", context, f"is {table}; at most {limit:,}")
+
+
 def context_notes(spec: ModelSpec, raw: dict[str, Any], context: int) -> list[str]:
     """Warn when the context exceeds the model's maximum, and say what RoPE scaling would change."""
     limit = spec.max_position_embeddings
     if context <= limit:
         return []
     head = f"context {context:,} exceeds the model's maximum of {limit:,} positions"
-    if not spec.rotary:
-        return [f"{head}: its learned position table has no rows beyond it and cannot be scaled; "
-                "memory and speed are shown as if it ran"]
+    if not spec.rotary:  # a learned table is refused (check_learned_context): ALiBi (MPT), a bias with no table
+        return [f"{head}: positions beyond it were never trained (a linear bias, no table to run out of): expect "
+                "quality loss; vLLM refuses max_model_len above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; memory "
+                "and speed are shown as if it ran"]
     rope = raw.get("rope_scaling") or {}
     if rope:
         kind = rope.get("rope_type") or rope.get("type")
