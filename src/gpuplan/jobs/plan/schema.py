@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 from gpuplan.errors import InputError
 from gpuplan.jobs.budget.fields import BudgetFields
-from gpuplan.planner.space import power_counts
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
@@ -41,6 +40,8 @@ def gpu_counts(value: Any, info=None) -> tuple[int, ...]:
                 low, high = (_one(x, "gpus") for x in text.split("-", 1))
                 if low > high:
                     raise InputError("gpus", text, "a range low-high with low <= high, e.g. 512-4096")
+                from gpuplan.planner.space import power_counts  # lazy: planner.space loads numpy (test_startup)
+
                 counts = power_counts(low, high)
             else:
                 counts = tuple(_one(x, "gpus") for x in text.split(","))
