@@ -119,7 +119,8 @@ def runs_issue_bound(release: EngineRelease, prefill: bool, graph_max_tokens: in
     time (max(issue, GPU)). SGLang: every eager step, its prefill (no prefill graphs, kernels.prefill_graphs_of)
     and its decode steps that no graph covers: a batch above cuda_graph_max_bs (cuda_graph_runner.py@v0.5.6:
     359-377 can_run: bs <= max_bs) or no graph runner at all (--disable-cuda-graph, model_runner.py@v0.5.6:
-    2412-2422; gpuplan's --cuda-graph-gib 0, graph_max_tokens 0) run model_runner._forward_raw's eager branch
+    2412-2422; graph_max_tokens 0: a validation row's enforce_eager, the CLI refuses --cuda-graph-gib for SGLang)
+    run model_runner._forward_raw's eager branch
     (L2660-2700: forward_decode L2546-2567, init_forward_metadata then model.forward), the same Python
     forward as the prefill's. vLLM V1 (0.8+): any step run with --enforce-eager (graph_max_tokens 0). Other
     eager steps (TensorRT engines before 1.0, vLLM V0's prefill and its decode past its graphs, vLLM before
