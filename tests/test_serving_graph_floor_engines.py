@@ -11,6 +11,7 @@ import pytest
 
 from helpers import one_line_refusal
 
+from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving.releases import parse_release
 from gpuplan.jobs.inference.estimate import estimate_inference
@@ -43,12 +44,12 @@ def test_trtllm_keeps_the_tpot_before_the_vllm_fit(engine):
 
 def test_vllm_adds_its_fitted_floor_as_gpu_time_not_host_time():
     """vLLM 0.29: 32 layers x 50 us = 1.6 ms on the same step, shown as its own part; the host part stays
-    empty, as the host-time assumption ('none (overlapped)') says."""
+    empty, as the host-time assumption ('scheduler: none (overlapped)', no eager forward) says."""
     vllm, trtllm = _report(), _report(engine="trtllm==1.0")  # TensorRT-LLM 1.0 keeps no floor
     assert vllm.value("tpot") - trtllm.value("tpot") == pytest.approx(LAYERS * 50e-6, rel=1e-9)
     parts = vllm.line("tpot_parts").text
     assert "small-kernel floor 1.60 ms" in parts and "host" not in parts
-    assert vllm.assumption("host_time").value == "none (overlapped)"
+    assert vllm.assumption("host_time").value == "scheduler: none (overlapped)"
     assert vllm.value("kernel_floor_per_step") == pytest.approx(LAYERS * 50e-6, rel=1e-12)  # its own JSON number
     assert trtllm.value("kernel_floor_per_step") == 0.0
     assert vllm.assumption("kernel_floor").value == "50 us a layer"
@@ -95,6 +96,23 @@ def test_cuda_graph_gib_0_times_eager_steps():
     assert "host 9.32 ms" in r.line("tpot_parts").text
     assert r.assumption("kernel_floor").value == "none (no CUDA graphs)"
     assert r.assumption("host_time").source.count("every step runs eagerly") == 1
+    # the issue time, not the 80 us a layer of launches that --launch-layer-us sets (review w8 r1 item 3)
+    assert "80 us a layer" not in r.assumption("host_time").source
+    assert f"{FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.2f} us a launch" in r.assumption("host_time").source
+
+
+def test_sglang_host_time_row_names_the_issue_time():
+    """SGLang 0.5.6 (review w8 r1 item 3): the row says its scheduler is overlapped but its eager forwards
+    (prefill, decode past cuda_graph_max_bs) add their issue time past the GPU work, at the per-launch time
+    of first_token_path (formatted from the constant: 41.96 us), which --launch-layer-us does not change;
+    no '80 us a layer' clause."""
+    row = _report(engine="sglang==0.5.6").assumption("host_time")
+    assert row.value == "scheduler: none (overlapped); eager forwards: their issue time past the GPU work"
+    assert "prefill and decode steps over 256 tokens" in row.source and "80 us a layer" not in row.source
+    assert "41.96 us a launch" in row.source and "--launch-layer-us does not change it" in row.source
+    # vLLM V0 keeps the launches a layer, and says what sets them
+    v0 = _report(engine="vllm==0.7.3").assumption("host_time").source
+    assert "80 us a layer of launches" in v0 and "what --launch-layer-us sets" in v0
 
 
 def test_the_per_layer_constants_are_options():

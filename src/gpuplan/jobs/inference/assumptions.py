@@ -63,12 +63,11 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
                    f"{release.label}'s kernel (core/serving/kernels.py)", "--decode-attention",
                    "decode_attention" in u),
         Assumption("host_time", "host time per step not hidden by the GPU",
-                   "none (overlapped)" if host == 0 else f"{host * 1e3:.1f} ms"
-                   + (" + 0.1 ms a sequence" if KR.host_step_seconds(release, 1) > host else ""),
+                   ("scheduler: none (overlapped)" if host == 0 else f"scheduler: {host * 1e3:.1f} ms"
+                    + (" + 0.1 ms a sequence" if KR.host_step_seconds(release, 1) > host else ""))
+                   + ("; eager forwards: their issue time past the GPU work" if _issue_bound(e, release) else ""),
                    f"{release.label}'s scheduler (vllm#6854, #6913, PR 27614; core/serving/kernels.py); "
-                   + _eager_steps(e, release) + f": {e.layer_launch_s * 1e6:.0f} us a layer of launches "
-                   "(fitted on TensorRT engines without graphs)", "--engine / --launch-layer-us",
-                   "launch_layer_us" in u),
+                   + _eager_steps(e, release), "--engine / --launch-layer-us", "launch_layer_us" in u),
         _kernel_floor_assumption(plan, u),
         Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step"
                    + (" (vLLM V1: its scheduler's chunks) + the server's 2 ms tokeniser batch window"
@@ -87,18 +86,31 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
     )
 
 
+def _issue_bound(e, release) -> bool:
+    """Some step of ``release`` runs eagerly and is timed by its issue time (first_token_path.runs_issue_bound):
+    SGLang's prefill and eager decode steps, vLLM V1 under --enforce-eager."""
+    return FT.runs_issue_bound(release, not KR.prefill_graphs_of(release), e.graph_max_tokens) and (
+        release.engine == "sglang" or e.graph_max_tokens <= 0)
+
+
 def _eager_steps(e, release) -> str:
-    """Which steps run eagerly: those past the largest graph, and prefill where the release
-    captures decode graphs only (kernels.prefill_graphs_of)."""
-    issue = (f"the kernels' issue time ({FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.1f} us a launch, sglang PR 12160; "
-             "launches counted in core/serving/layer_kernels.py) against the GPU work, max of the two")
+    """Which steps run eagerly (those past the largest graph, prefill where the release captures decode
+    graphs only: kernels.prefill_graphs_of) and which host time each takes: the kernels' issue time
+    (first_token_path, the per-launch time formatted from its constant; --launch-layer-us does not change
+    it) or setup.Efficiency.layer_launch_s a layer (what --launch-layer-us sets)."""
+    issue = (f"the kernels' issue time ({FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.2f} us a launch, sglang PR 12160; "
+             "launches counted in core/serving/layer_kernels.py) against the GPU work, max of the two "
+             "(--launch-layer-us does not change it)")
+    launches = (f"{e.layer_launch_s * 1e6:.0f} us a layer of launches (fitted on TensorRT engines without graphs; "
+                "what --launch-layer-us sets)")
     if e.graph_max_tokens <= 0:
-        vllm_v1 = FT.runs_issue_bound(release, False, 0)
-        return "every step runs eagerly (no CUDA graphs)" + (f", its host time {issue}" if vllm_v1 else "")
-    if release.engine == "sglang":  # its eager prefill: the issue time of core/serving/first_token_path.py
-        return f"steps over {e.graph_max_tokens} tokens run eagerly; prefill runs eagerly too, its host time {issue}"
+        return "every step runs eagerly (no CUDA graphs), its host time " + (
+            issue if FT.runs_issue_bound(release, False, 0) else launches)
+    if release.engine == "sglang":  # its eager steps: the issue time of core/serving/first_token_path.py
+        return (f"prefill and decode steps over {e.graph_max_tokens} tokens (past cuda_graph_max_bs) run eagerly, "
+                f"their host time {issue}")
     prefill = "" if KR.prefill_graphs_of(release) else "prefill steps and "
-    return f"{prefill}steps over {e.graph_max_tokens} tokens run eagerly"
+    return f"{prefill}steps over {e.graph_max_tokens} tokens run eagerly: {launches}"
 
 
 def _kernel_floor_assumption(plan: Plan, u) -> Assumption:
