@@ -206,6 +206,53 @@ def test_a_plain_number_means_the_same_at_every_door(run_json, client, tmp_path,
     assert response.status_code == 200 and response.json()["results"]["gpus"] == gpus, response.text[:300]
 
 
+@pytest.mark.parametrize("suffix, body, got, typed", [
+    (".toml", "gpus = [0x10, 0o10]\n", "['0x10', '0o10']", "0x10,8"),
+    (".toml", "gpus = [0x10, 8]\n", "['0x10', 8]", "0x10,8"),
+    (".toml", "gpus = [\n  1_000,  # a comment\n  8,\n]\n", "['1_000', 8]", "1_000,8"),
+    (".toml", '"gp\\u0075s" = 0x10\n', "'0x10'", "0x10,8"),
+    (".toml", "'gpus' = inf\n", "'inf'", "inf"),
+    (".yaml", "gpus: [0x10, 8]\n", "['0x10', 8]", "0x10,8"),
+    (".yaml", "gpus:\n  - 16\n  - 0o10\n", "[16, '0o10']", "0x10,8"),
+])
+def test_a_number_written_otherwise_inside_a_list_or_under_an_escaped_key_is_refused(run_cli, tmp_path, suffix, body,
+                                                                                     got, typed):
+    """Review w8 r2 MUST 1: the TOML check looked for the key's `key = value` line as text and checked top-level
+    numbers only, so `gpus = [0x10, 0o10]` planned 16 and 8 GPUs (exit 0), `"gp\\u0075s" = 0x10` (a TOML escape in
+    the key) planned 16. Now every number in a value is read from its own text, wherever it stands, and refused as
+    --gpus 0x10,8 is."""
+    head = 'model = "llama-3.1-8b"\ngpu = "h100"\n' if suffix == ".toml" else "model: llama-3.1-8b\ngpu: h100\n"
+    plan = tmp_path / f"plan{suffix}"
+    plan.write_text(head + body)
+    cli = field_refusal(run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", typed), "gpus")
+    line = field_refusal(run_cli("plan", str(plan)), f"{plan}: gpus", f"got {got}")
+    assert line.split(";", 1)[1] == cli.split(";", 1)[1]
+
+
+def test_a_key_line_inside_a_multi_line_string_does_not_shadow_the_value():
+    """Review w8 r2: the line lookup found `gpus = 16` inside an earlier multi-line string and kept the real 0x10."""
+    from gpuplan.adapters.plan_formats import parse_toml
+
+    text = 'note = """\ngpus = 16\n"""\nlit = \'\'\'\ngpus = 8\'\'\'\'\ngpus = 0x10 # 16\n'
+    data = parse_toml(text, "plan", "p.toml")
+    assert data == {"note": "gpus = 16\n", "lit": "gpus = 8'", "gpus": "0x10"}
+
+
+@pytest.mark.parametrize("body, gpus", [("gpus = [16, 8]\n", "16,8"), ('"gp\\u0075s" = 16\n', "16"),
+                                        ("[extra]\n0x10 = 'a key, not a number'\n", None)])
+def test_a_plain_list_and_a_key_that_looks_like_a_number_are_kept(tmp_path, body, gpus):
+    """The scanner quotes values only: plain lists keep their numbers, and a bare key spelled like a number stays
+    a key (TOML 1.0: bare keys may be all digits and letters)."""
+    from gpuplan.adapters.plan_formats import parse_toml
+
+    data = parse_toml('model = "llama-3.1-8b"\n' + body, "plan", "plan.toml")
+    if gpus is None:
+        assert data["extra"] == {"0x10": "a key, not a number"}
+    else:
+        assert ",".join(str(g) for g in (data["gpus"] if isinstance(data["gpus"], list) else [data["gpus"]])) == gpus
+        assert all(type(g) is int for g in (data["gpus"] if isinstance(data["gpus"], list) else [data["gpus"]]))
+
+
 # ---- leftover 5: a boolean written as text means the same at every door --------------------------------
 
 TRUE_WORDS = ("true", "yes", "on", "1", "True", " TRUE ")

@@ -110,6 +110,9 @@ def parse_toml(text: str, field: str, where: Any) -> Any:
 
     try:
         data = tomllib.loads(text)
+        if nesting_depth(data) <= MAX_DEPTH:
+            quoted = odd_numbers_quoted(text)
+            data = tomllib.loads(quoted) if quoted != text else data
     except RecursionError:
         raise refusal(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
     except tomllib.TOMLDecodeError as exc:
@@ -118,26 +121,78 @@ def parse_toml(text: str, field: str, where: Any) -> Any:
         raise refusal(field, where, f"is not valid TOML: {str(exc).splitlines()[0][:80]}") from None
     if nesting_depth(data) > MAX_DEPTH:
         raise refusal(field, where, f"is nested more than {MAX_DEPTH} levels deep")
-    return _numbers_as_typed(_dates_as_text(data), text)
+    return _dates_as_text(data)
 
 
-def _numbers_as_typed(data: Any, text: str) -> Any:
-    """A plan file's numbers written other than as the flags write them (TOML's 0x10, 0o10, 0b10, 1_000, inf,
-    nan) as their text: the field refuses that text with the message the other doors give (wave 8: `gpus = 0x10`
-    planned 16 GPUs where --gpus 0x10 was refused). A plan file is a flat mapping: each top-level number's text
-    is found on its own `key = value` line."""
-    if not isinstance(data, dict):
-        return data
-    kept = dict(data)
-    for key, value in data.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
+TOML_NUMBER = re.compile(
+    r"[-+]?(?:0x[0-9A-Fa-f](?:_?[0-9A-Fa-f])*|0o[0-7](?:_?[0-7])*|0b[01](?:_?[01])*|inf|nan"
+    r"|(?:0|[1-9](?:_?[0-9])*)(?:\.[0-9](?:_?[0-9])*)?(?:[eE][-+]?[0-9](?:_?[0-9])*)?)")
+"""A TOML 1.0 integer or float literal (toml.io/en/v1.0.0 'Integer' and 'Float'): hex / octal / binary, '_'
+between digits, inf and nan."""
+_BARE = re.compile(r"[A-Za-z0-9_+\-.:]+")  # a bare key, number, date, time, true or false (toml.io/en/v1.0.0)
+
+
+def odd_numbers_quoted(text: str) -> str:
+    """The TOML text with every number in a value written other than as the flags write them (TOML's 0x10, 0o10,
+    0b10, 1_000, inf, nan) put in double quotes: it then reads as text, and its field refuses that text with the
+    message the other doors give (wave 8: `gpus = 0x10` planned 16 GPUs where --gpus 0x10 was refused; review w8 r2:
+    so did `gpus = [0x10, 0o10]` and `"gp\\u0075s" = 0x10`, which a lookup of the key's line missed). A small
+    scanner over valid TOML (tomllib has read it once): strings and comments are skipped, a number is a value when
+    it follows '=' or opens / continues an array; keys and table headers are left as written."""
+    out, stack, prev, i, n = [], [], "", 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "#":
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+        elif c in "\"'":
+            j = _string_end(text, i)
+            prev = '"'
+        elif c in "[{":
+            value = prev == "=" or (bool(stack) and stack[-1] == "[" and prev in "[,")
+            stack.append("[" if c == "[" and value else "{" if c == "{" else "header")
+            j, prev = i + 1, c
+        elif c in "]}":
+            if stack:
+                stack.pop()
+            j, prev = i + 1, c
+        elif c in "=,":
+            j, prev = i + 1, c
+        elif (bare := _BARE.match(text, i)) is not None:
+            j, token = bare.end(), bare.group()
+            value = prev == "=" or (bool(stack) and stack[-1] == "[" and prev in "[,")
+            if value and TOML_NUMBER.fullmatch(token) and not (PLAIN_INT.match(token) or PLAIN_FLOAT.match(token)):
+                out.append(f'"{token}"')
+                i, prev = j, "a"
+                continue
+            prev = "a"
+        else:
+            j = i + 1
+        out.append(text[i:j])
+        i = j
+    return "".join(out)
+
+
+def _string_end(text: str, i: int) -> int:
+    """The index just past the TOML string opening at text[i] (basic "..", literal '..', and their triple-quoted
+    multi-line forms, which may end in up to two more quotes)."""
+    quote = text[i]
+    triple = text.startswith(quote * 3, i)
+    j = i + (3 if triple else 1)
+    while j < len(text):
+        if text[j] == "\\" and quote == '"':
+            j += 2
             continue
-        quoted = re.escape(key)
-        found = re.search(rf"^[ \t]*(?:{quoted}|\"{quoted}\"|'{quoted}')[ \t]*=[ \t]*([^\s#]+)", text, re.MULTILINE)
-        typed = found.group(1) if found else None
-        if typed is not None and not (PLAIN_INT.match(typed) or PLAIN_FLOAT.match(typed)):
-            kept[key] = typed
-    return kept
+        if triple and text.startswith(quote * 3, j):
+            j += 3
+            extra = 0
+            while extra < 2 and j < len(text) and text[j] == quote:
+                j, extra = j + 1, extra + 1
+            return j
+        if not triple and text[j] == quote:
+            return j + 1
+        j += 1
+    return j
 
 
 def _dates_as_text(value: Any) -> Any:
