@@ -149,3 +149,23 @@ def test_sglang_eager_decode_reads_the_decode_path_counts():
     assert eager.issue_s == pytest.approx(61 * ((3 * 20 + 58 * 26) / 61 + 2) * FT.SGLANG_EAGER_HOST_PER_KERNEL_S,
                                           rel=1e-9)
     assert eager.issue_s == pytest.approx(70.91e-3, rel=REL)
+
+
+def _infer(**kw):
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+    return estimate_inference(InferenceInputs(search=False, **kw))
+
+
+def test_past_the_gpu_work_is_the_exposed_issue_time_only():
+    """Review w8 r1 item 5: SGLang 0.3.0 (a scheduler that is not overlapped: 0.6 ms a step, kernels.HOST_FIXED_S)
+    on Llama-3.1-70B, 8 x H100, 3,840-token prompt: the issue time (80 x 13 x 41.957 us = 43.64 ms) hides behind
+    ~165 ms of GPU work, so 0.0 ms of it is past the GPU work; the 0.6 ms is the scheduler's (in host_s)."""
+    r = _infer(model="llama-3.1-70b", gpu="h100", tp=8, engine="sglang==0.3.0")
+    line = r.line("ttft_host_issue")
+    assert line.value == pytest.approx(43.64e-3, rel=REL)
+    assert "(0.0 ms past the GPU work)" in line.text
+    # Qwen3-235B-A22B on 8 x B200, 16-token prompt (SGLang 0.5.6 overlaps its scheduler): 74.93 ms of issue, ~7.2 ms of GPU
+    r = _infer(model="qwen3-235b-a22b", gpu="b200", tp=8, engine="sglang==0.5.6", prompt=16)
+    assert "(67.7 ms past the GPU work)" in r.line("ttft_host_issue").text
+

@@ -58,8 +58,11 @@ class StepTime:
     """GPU time of a CUDA-graph step's small kernels beyond their roofline (setup.Efficiency.
     graph_layer_s a layer: norms, RoPE, cache write, short attention, activation)."""
     issue_s: float = 0.0
-    """An eager forward launched from Python (SGLang's prefill, vLLM V1 --enforce-eager): host seconds
+    """An eager forward launched from Python (SGLang's eager steps, vLLM V1 --enforce-eager): host seconds
     to issue its kernels (first_token_path), of which host_s holds the part past the GPU work; 0 elsewhere."""
+    issue_exposed_s: float = 0.0
+    """The part of issue_s past the GPU work (first_token_path.exposed_host_seconds), held in host_s beside
+    the scheduler's time (kernels.host_step_seconds) and any server hold; 0 where the GPU hides the issue."""
     exposed: float = 0.0
     """Share of the shorter GEMM bound (streaming or math) the kernels do not hide behind the longer
     one (setup.Efficiency.ridge_exposed: GEMMs of few tokens)."""
@@ -163,7 +166,8 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
         return step
     # an eager forward: the host issues every kernel and runs ahead of the GPU (first_token_path)
     gpu = step.verify_s - host
-    return replace(step, host_s=host + FT.exposed_host_seconds(issue, gpu), issue_s=issue)
+    exposed = FT.exposed_host_seconds(issue, gpu)
+    return replace(step, host_s=host + exposed, issue_s=issue, issue_exposed_s=exposed)
 
 
 def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec, fabric: Accelerator | None = None) -> float:

@@ -207,13 +207,13 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
         _range_line("ttft", f"time to first token ({plan.prompt:,}-token prompt"  # what shortens it, named
                     + (f", {plan.setup.prefix_hit:.0%} of it cached" if plan.setup.prefix_hit else "") + ")", ttft,
                     "GEMMs max(FLOPs / (tp x peak x eff), weights / (bandwidth x eff)) + exposed share of the "
-                    f"shorter + flash attention + elementwise + small-kernel floor + host + all-reduces; "
-                    f"{ttft[0].bound}-bound"),
+                    "shorter + flash attention + elementwise + small-kernel floor + host + all-reduces; "
+                    + f"{ttft[0].bound}-bound"),
         _range_line("tpot", f"time per output token (batch {batch}, {plan.decode_context:,.0f} cached tokens"
                     + (f", {plan.setup.speculation.method} k = {plan.setup.speculation.tokens}"
                        if plan.setup.speculation is not None else "") + ")",
                     serving.tpot, "GEMMs max(weights / (bandwidth x eff), FLOPs / (peak x eff)) + exposed share "
-                    f"+ batch x KV read + elementwise + small-kernel floor + host + all-reduces; {tpot.bound}-bound"),
+                    f"+ batch x KV read + elementwise + small-kernel floor + host + all-reduces; " + f"{tpot.bound}-bound"),
         *_prefill_issue_lines(plan, ttft[0]), *_request_path_lines(plan),
         Line("tpot_parts", "time per output token (by part)", tpot.verify_s, "s", _parts(tpot),
              "kernels in sequence (core/serving/roofline.py step_time)"),
@@ -270,9 +270,9 @@ def _prefill_issue_lines(plan: Plan, ttft: R.StepTime) -> tuple[Line, ...]:
         return ()
     kernels = ttft.issue_s / (plan.spec.num_layers * FT.SGLANG_EAGER_HOST_PER_KERNEL_S)  # launches a layer
     return (Line("ttft_host_issue", "prefill host issue time (eager forward)", ttft.issue_s, "s",
-                 f"{ttft.issue_s * 1e3:,.1f} ms ({ttft.host_s * 1e3:,.1f} ms past the GPU work)",
+                 f"{ttft.issue_s * 1e3:,.1f} ms ({ttft.issue_exposed_s * 1e3:,.1f} ms past the GPU work)",
                  f"{plan.spec.num_layers} layers x {kernels:.1f} launches (core/serving/layer_kernels.py) x "
-                 f"{FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.1f} us a launch (sglang PR 12160: DeepSeek-V3 "
+                 f"{FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.2f} us a launch (sglang PR 12160: DeepSeek-V3 "
                  "1-token prefill 82.6 ms eager vs 23.1 ms graphed, + 6.5 ms of its GPU work); the forward "
                  "ends at max(host, GPU): "
                  "SGLang runs prefill without CUDA graphs (piecewise graphs off by default), vLLM none under "
