@@ -169,3 +169,13 @@ def test_past_the_gpu_work_is_the_exposed_issue_time_only():
     r = _infer(model="qwen3-235b-a22b", gpu="b200", tp=8, engine="sglang==0.5.6", prompt=16)
     assert "(67.7 ms past the GPU work)" in r.line("ttft_host_issue").text
 
+
+def test_ttft_bound_says_host_when_the_issue_outlasts_the_gpu():
+    """Review w8 r1 item 4: the 16-token and the 3,840-token Qwen3-235B-A22B SGLang prefills on 8 x B200 are
+    host-bound (issue 74.9 ms against ~7 / ~54 ms of GPU work); Llama-3.1-70B on 8 x H100 is not (43.6 ms of
+    issue under ~165 ms of GPU work: compute-bound)."""
+    for prompt in (16, 3840):
+        r = _infer(model="qwen3-235b-a22b", gpu="b200", tp=8, engine="sglang==0.5.6", prompt=prompt)
+        assert r.line("ttft").formula.endswith("; host-bound (eager issue)"), prompt
+    r = _infer(model="llama-3.1-70b", gpu="h100", tp=8, engine="sglang==0.5.6")
+    assert r.line("ttft").formula.endswith("; compute-bound")

@@ -84,6 +84,10 @@ class StepTime:
 
     @property
     def bound(self) -> str:
+        """What bounds the step: 'host (eager issue)' where an eager forward's issue time exceeds its GPU
+        work (issue_exposed_s > 0), else 'attention', 'memory' or 'compute' (the larger GPU term)."""
+        if self.issue_exposed_s > 0:
+            return "host (eager issue)"
         if self.attention_s > self.gemm_s:
             return "attention"
         return "memory" if self.memory_s >= self.compute_s else "compute"

@@ -208,12 +208,12 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
                     + (f", {plan.setup.prefix_hit:.0%} of it cached" if plan.setup.prefix_hit else "") + ")", ttft,
                     "GEMMs max(FLOPs / (tp x peak x eff), weights / (bandwidth x eff)) + exposed share of the "
                     "shorter + flash attention + elementwise + small-kernel floor + host + all-reduces; "
-                    + f"{ttft[0].bound}-bound"),
+                    + _bound_label(ttft[0])),
         _range_line("tpot", f"time per output token (batch {batch}, {plan.decode_context:,.0f} cached tokens"
                     + (f", {plan.setup.speculation.method} k = {plan.setup.speculation.tokens}"
                        if plan.setup.speculation is not None else "") + ")",
                     serving.tpot, "GEMMs max(weights / (bandwidth x eff), FLOPs / (peak x eff)) + exposed share "
-                    f"+ batch x KV read + elementwise + small-kernel floor + host + all-reduces; " + f"{tpot.bound}-bound"),
+                    f"+ batch x KV read + elementwise + small-kernel floor + host + all-reduces; " + _bound_label(tpot)),
         *_prefill_issue_lines(plan, ttft[0]), *_request_path_lines(plan),
         Line("tpot_parts", "time per output token (by part)", tpot.verify_s, "s", _parts(tpot),
              "kernels in sequence (core/serving/roofline.py step_time)"),
@@ -261,6 +261,12 @@ def _request_path_lines(plan: Plan) -> tuple[Line, ...]:
                           f"{steps} of <= {budget:,} tokens", "vLLM V1 scheduler: min(remaining, max_num_batched_"
                           "tokens) a step (scheduler.py@v0.9.1:396-406; the GPU's default or --prefill-tokens)"))
     return tuple(lines)
+
+
+def _bound_label(step: R.StepTime) -> str:
+    """'compute-bound', 'memory-bound', 'attention-bound' or 'host-bound (eager issue)' (roofline.StepTime.bound)."""
+    bound = step.bound
+    return "host-bound (eager issue)" if bound == "host (eager issue)" else f"{bound}-bound"
 
 
 def _prefill_issue_lines(plan: Plan, ttft: R.StepTime) -> tuple[Line, ...]:
