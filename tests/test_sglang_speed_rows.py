@@ -88,7 +88,8 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
     ahead of the GPU (core.serving.first_token_path), so each prefill takes the longer of the issue time,
     94 layers x (17 launches + 2 all-reduces) x 41.957 us = 74.93 ms, and its GPU work; the longest of the
     10 prompts (961 tokens) holds ~10 ms of GPU work, so every request is host-bound and the mean is the
-    issue time (the 8000/1000 row's longest prompts, ~65 ms of GPU work at 7,936 tokens, come close)."""
+    issue time (in the 8000/1000 row the 5,057-token prompt holds 64.3 ms of GPU work, still host-bound; the
+    7,936-token one holds 90.2 ms, over the issue time: GPU-bound)."""
     cases = _cases()
     b200 = "sglang056-qwen3-235b-a22b-tp8-b200-8000-1000-c1"
     assert cases[b200 + "-tpot"][3] == pytest.approx(9.1672e-3, rel=2e-3)
@@ -110,6 +111,10 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
     assert I._online_cases(both)[1][3] == I._served_request(e, 7936, 749)[1].total
     # a one-request row gives exactly that request's prefill and step (the mean of one)
     single = {**e, "id": "one", "requests": [[7936, 749]]}
+    # the 7,936-token prefill's 90.2 ms of GPU work outlasts the 74.93 ms issue: GPU-bound, no issue exposed
+    long = I._served_request(e, 7936, 749)[0]
+    assert long.total == pytest.approx(90.2e-3, rel=2e-3) and long.issue_exposed_s == 0.0
+    assert long.total > long.issue_s
     ttft, tpot = I._online_cases(single)
     assert (ttft[3], tpot[3]) == tuple(s.total for s in I._served_request(e, 7936, 749))
 
