@@ -20,8 +20,9 @@ from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.frameworks import framework
 
 SPEC, CLUSTER = load_model("llama-2-7b"), cluster_for(load_accelerator("a100-sxm4-80gb"))
-PARAMS = 3_369_207_808  # one rank's parameters, Llama 2 7B at tp2 pp1 (6,738,415,616 / 2): 85 buckets of at most
-#                         40e6 (Megatron-Core's size, core.comm.dp_overlap.megatron_buckets), 79,275,477.8 B each
+PARAMS = 3_369_207_808  # one rank's parameters, Llama 2 7B at tp2 pp1 (6,738,415,616 / 2): 7 buckets of at most
+#                         5e8 elements (DeepSpeed's reduce_bucket_size, zero/config.py@edaa722 L113), 962,630,802.3 B
+#                         each; the updated parameters gathered in one all_gather_into_tensor of 6,738,415,616 B
 BACKWARD_MB = 0.004  # seconds: one micro-batch's backward GEMMs (the window the old rule hid behind)
 KW = dict(dp=4, tp=2, cp=1, ep=1, pp=1, micro_batches=16, shard_group=None, layers=8, trained_params=PARAMS,
           t_bwd_gemm_mb=BACKWARD_MB, compute=1.0)
@@ -41,9 +42,10 @@ def _by_kind(settings, **change):
             for c in costs if float(c.total) > 0}
 
 
-def _seconds(kind: str) -> float:
-    """One bucket's collective: 3,369,207,808 x 2 B / 85 = 79.28 MB over 4 ranks, tp 2 apart (NCCL's model)."""
-    return float(K.collective_seconds(kind, PARAMS * 2 / 85, CLUSTER.group(4, 2)))
+def _seconds(kind: str, pieces: int = 7) -> float:
+    """One bucket's collective: 3,369,207,808 x 2 B / 7 = 962.6 MB (the gather: / 1) over 4 ranks, tp 2 apart
+    (NCCL's model)."""
+    return float(K.collective_seconds(kind, PARAMS * 2 / pieces, CLUSTER.group(4, 2)))
 
 
 def test_the_rule_reads_deepspeeds_defaults():
@@ -52,12 +54,14 @@ def test_the_rule_reads_deepspeeds_defaults():
     assert O.deepspeed_reduces_each_micro_batch([0, 1, 2, 3]).tolist() == [False, False, True, False]
 
 
-def test_zero1_unpipelined_exposes_its_reduce_scatter_and_gather():
-    """85 reduce-scatters and 85 all-gathers of 79.28 MB, once a step: 85 x (rs + ag) seconds, all exposed (before:
-    4 ms of it hidden, the backward window, at --dp-overlap 1.0)."""
+def test_zero1_unpipelined_exposes_its_all_reduce_and_gather():
+    """7 all-reduces of 962.6 MB (each bucket whole: use_multi_rank_bucket_allreduce, zero/config.py@edaa722 L119,
+    stage_1_and_2.py L1443-1460) and one all-gather of 6.74 GB, once a step, all exposed. Before (review w8 r2
+    MUST 3, SHOULD 1): 85 reduce-scatters and 85 all-gathers of 79.28 MB, Megatron-Core's 40e6-element buckets."""
     kinds = _by_kind(_settings(), zero=1)
-    assert kinds["grad"][:2] == (85.0, pytest.approx(85 * _seconds("reduce_scatter"), rel=1e-12))
-    assert kinds["param"][:2] == (85.0, pytest.approx(85 * _seconds("all_gather"), rel=1e-12))
+    assert kinds["grad"][:2] == (7.0, pytest.approx(7 * _seconds("all_reduce"), rel=1e-12))
+    assert kinds["param"][:2] == (1.0, pytest.approx(_seconds("all_gather", 1), rel=1e-12))
+    assert kinds["grad"][1] > 1.9 * 7 * _seconds("reduce_scatter")  # a ring all-reduce: twice a reduce-scatter
     total = kinds["grad"][1] + kinds["param"][1]
     assert total > 2 * BACKWARD_MB  # so the old rule's 4 ms hidden was a real share of it
     for _, seconds, exposed in kinds.values():
@@ -65,11 +69,11 @@ def test_zero1_unpipelined_exposes_its_reduce_scatter_and_gather():
 
 
 def test_zero2_reduces_every_micro_batch_and_hides_none():
-    """ZeRO-2: 16 micro-batches x 85 reduce-scatters = 1,360 calls (before: 85), the gather still once a step; all
-    exposed."""
+    """ZeRO-2: 16 micro-batches x 7 all-reduces = 112 calls (before: 1,360 reduce-scatters in 85 Megatron buckets),
+    the gather still one a step; all exposed."""
     kinds = _by_kind(_settings(), zero=2)
-    assert kinds["grad"][:2] == (1360.0, pytest.approx(1360 * _seconds("reduce_scatter"), rel=1e-12))
-    assert kinds["param"][0] == 85.0
+    assert kinds["grad"][:2] == (112.0, pytest.approx(112 * _seconds("all_reduce"), rel=1e-12))
+    assert kinds["param"][0] == 1.0
     for _, seconds, exposed in kinds.values():
         assert exposed == pytest.approx(seconds, rel=1e-12)
 

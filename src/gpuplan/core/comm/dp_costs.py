@@ -6,7 +6,8 @@ its group's links and left on the critical path as the framework's schedule allo
 
 ZeRO stages: 0 all-reduces the gradients; 1 and 2 (Megatron's distributed optimizer) reduce-scatter
 them and all-gather the updated parameters once a step (1 with ``grad_all_reduce``: all-reduce, then the
-gather; ALL_REDUCE_THEN_GATHER); 3 (FSDP) gathers every layer before its
+gather; ALL_REDUCE_THEN_GATHER; DeepSpeed's 1 and 2 all-reduce each of their 5e8-element buckets and gather
+once, _unit_seconds / deepspeed_buckets); 3 (FSDP) gathers every layer before its
 forward and its backward and reduce-scatters its gradients (core.comm.zero3_gathers for DeepSpeed's
 extra gathers under recompute). Values may be numbers or numpy arrays. Units: seconds, bytes.
 """
@@ -20,7 +21,7 @@ import numpy as np
 from gpuplan.core.comm import collectives as K
 from gpuplan.core.comm import dp_overlap as O
 from gpuplan.core.comm.collective_cost import CollectiveCost
-from gpuplan.core.frameworks import runs_bf16_optimizer
+from gpuplan.core.frameworks import framework, runs_bf16_optimizer
 from gpuplan.core.model.spec import ModelSpec, count_parameters
 from gpuplan.core.row_groups import group_rows
 from gpuplan.core.comm.zero3_gathers import gathers_per_micro_batch, layer_submodule_params
@@ -50,16 +51,40 @@ def params_per_gpu(spec: ModelSpec, tp, pp, ep):
 
 
 def _units(spec: ModelSpec, settings, trained_params, grads, data, layers, zero3):
-    """How many pieces the traffic goes out in: under ZeRO-3 a layer each (an FSDP unit: one flat
-    parameter per block) or, DeepSpeed, each linear submodule of a layer (its pre-forward hook
-    gathers one module's parameters at a time, deepspeed/runtime/zero/parameter_offload.py); else
-    Megatron's buckets, or DDP's 25 MiB ones."""
+    """(gradient units, parameter-gather units): how many pieces the traffic goes out in. Under ZeRO-3 a layer
+    each (an FSDP unit: one flat parameter per block) or, DeepSpeed, each linear submodule of a layer (its
+    pre-forward hook gathers one module's parameters at a time, deepspeed/runtime/zero/parameter_offload.py);
+    DeepSpeed's ZeRO 0-2 in its own buckets (deepspeed_units); else Megatron's buckets, or DDP's 25 MiB ones,
+    the gather in the gradients' buckets."""
     if settings.dp_schedule == "ddp":
         buckets = np.maximum(np.ceil(np.asarray(grads, dtype=float) / DDP_BUCKET_BYTES), 1.0)
+    elif settings.dp_schedule == "deepspeed":
+        buckets = deepspeed_buckets(trained_params)
     else:
         buckets = O.megatron_buckets(trained_params, data)
     per_layer = len(layer_submodule_params(spec)) if settings.dp_schedule == "deepspeed" else 1
-    return np.where(zero3, np.maximum(np.asarray(layers, dtype=float), 1.0) * per_layer, buckets)
+    sharded = np.maximum(np.asarray(layers, dtype=float), 1.0) * per_layer
+    gather = DEEPSPEED_GATHERS if settings.dp_schedule == "deepspeed" else buckets
+    return np.where(zero3, sharded, buckets), np.where(zero3, sharded, gather)
+
+
+def deepspeed_buckets(trained_params):
+    """DeepSpeed's gradient buckets below ZeRO-3 for one rank's ``trained_params``: reduce_bucket_size elements
+    each (zero/config.py@edaa722 L113, 5e8; the memory model's core.frameworks.bucket_bytes reads the same
+    FrameworkProfile.bucket_elements). ZeRO-1/2 fill an IPG bucket and reduce it when the next gradient would
+    overflow it (stage_1_and_2.py@edaa722 L1201-1203, reduce_ipg_grads L1691-1715); ZeRO-0 and the bf16 pipeline
+    reduce through engine.buffered_allreduce_fallback in 5e8-element buffers (engine.py@edaa722 L160
+    MEMORY_OPT_ALLREDUCE_SIZE, L2891, L2913, L3784), as DeeperSpeed's (ALL_REDUCE_THEN_GATHER: 500M elements)."""
+    return np.maximum(np.ceil(np.asarray(trained_params, dtype=float) / framework("deepspeed").bucket_elements), 1.0)
+
+
+DEEPSPEED_GATHERS = 1.0
+"""DeepSpeed's updated-parameter all-gathers below ZeRO-3, a step: one dist.all_gather_into_tensor per optimizer
+parameter group (runtime/utils.py@edaa722 all_gather_dp_groups L1016-1019 -> all_gather_into_tensor_dp_groups
+L1005-1013, taken whenever torch.distributed has all_gather_into_tensor; allgather_bucket_size only sizes the older
+per-shard path, L1021-1051), from stage_1_and_2.py@edaa722 L2396-2400 and bf16_optimizer.py@edaa722 update_lp_params
+L454-464. Counted as one: a training script's second group (no weight decay: norms and biases) is under 0.01% of a
+Llama's bytes, one call's latency."""
 
 
 def _windows(compute, micro_batches, moe_phases, layers):
@@ -138,15 +163,15 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     zero = np.asarray(zero)
     zero3 = zero >= 3
     many = np.asarray(shard) > 1
-    units = _units(spec, settings, trained_params, grads, data, layers, zero3)
+    units, gather_units = _units(spec, settings, trained_params, grads, data, layers, zero3)
     # ZeRO-3 per micro-batch under FSDP2: the embedding is its own unit, outside the blocks' overlap
     per_mb = zero3 & (np.asarray(pp) == 1) & (settings.dp_schedule != "deepspeed")
     embedding = _embedding_unit(spec, settings, tp) * (per_mb & many)
     weights = weights - embedding * settings.weight_comm_bytes
     grads_emb = embedding * settings.grad_comm_bytes * (settings.finetune == "full")
     grads = grads - grads_emb
-    reduce_scatter, rs_one, ag_one, ar_across = _unit_seconds(settings, populations, across, grads, weights, units,
-                                                              shard, replicas, zero, groups)
+    reduce_scatter, rs_one, ag_one, ar_across = _unit_seconds(settings, populations, across, grads, weights,
+                                                              (units, gather_units), shard, replicas, zero, groups)
     # ZeRO-3 gathers for every micro-batch (FSDP2 under a pipeline keeps the stage gathered); FSDP2 also
     # reduce-scatters every micro-batch, DeepSpeed once a step (ZeRO-2 every micro-batch: each_mb above)
     gather_each = zero3 & ((np.asarray(pp) == 1) | (settings.dp_schedule == "deepspeed"))
@@ -160,13 +185,13 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     # DeepSpeed's bf16 ZeRO-0 pipeline (BF16_Optimizer, core.memory.bf16_optimizer) shards its fp32 states and
     # all-gathers the bf16 weights after each step too (bf16_optimizer.py@edaa722 update_lp_params L454-464)
     gathered = (zero >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp)  # core.frameworks' one rule
-    ag_calls = many * gathered * units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
+    ag_calls = many * gathered * gather_units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
     exposed = _exposed(settings, totals, rs_one, ag_one, units, zero, per_mb, micro_batches, compute,
                        moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch, vpp, pp)
     grads_kind = "reduce_scatter" if np.all(reduce_scatter) else "all_reduce"
     what = {"grads": ("grad reduce-scatter / all-reduce", rs_calls, grads / units, grads_kind, group),
-            "weights": ("param all-gather", ag_calls, weights / units, "all_gather", group),
+            "weights": ("param all-gather", ag_calls, weights / gather_units, "all_gather", group),
             "across": ("HSDP all-reduce", (replicas > 1) * units, grads / shard / units, "all_reduce", across)}
     costs = [CollectiveCost("DP", label, calls, size, tp * shard if name != "across" else tp * data, totals[name],
                             exposed[name], nccl, links)
@@ -188,15 +213,25 @@ def _embedding_cost(settings, embedding, grads_emb, micro_batches, ranks, group,
 
 def _unit_seconds(settings, populations, across, grads, weights, units, shard, replicas, zero, groups):
     """(where the gradients are reduce-scattered, seconds of one unit's gradient reduce-scatter or all-reduce,
-    of its parameter all-gather, of its units' HSDP all-reduce across the replicas: ``units`` x one)."""
+    of its parameter all-gather, of its units' HSDP all-reduce across the replicas: ``units`` x one);
+    ``units``: (gradient units, gather units), _units."""
+    units, gather_units = units
     zero3 = zero >= 3
     reduce_scatter = (zero >= 1) & ~(settings.grad_all_reduce & (zero == 1))  # ALL_REDUCE_THEN_GATHER
+    if settings.dp_schedule == "deepspeed":
+        # DeepSpeed's ZeRO-1/2 all-reduce each bucket whole: use_multi_rank_bucket_allreduce defaults true
+        # (zero/config.py@edaa722 L119, since #4695 / 2afa1c7f2, 2023-11), average_tensor then keys every slice
+        # ("allreduce", group) (stage_1_and_2.py@edaa722 L1443-1446) and allreduce_and_scatter ->
+        # allreduce_and_copy_with_multiple_ranks -> allreduce_bucket all-reduces the bucket over the data group and
+        # keeps its own partition (L1454-1460, L1314-1348, L1290-1302): 2(n-1)/n x bucket a rank, not a
+        # reduce-scatter's (n-1)/n (dist.reduce to the owner only with the option off, L1447-1448, L1462-1468)
+        reduce_scatter = reduce_scatter & zero3
     # each kind costed only where some row runs it (np.where takes the other's 0.0 nowhere)
     size = grads / units
     rs_one = np.where(reduce_scatter,
                       _per_unit("reduce_scatter", size, populations, groups) if np.any(reduce_scatter) else 0.0,
                       0.0 if np.all(reduce_scatter) else _per_unit("all_reduce", size, populations, groups))
-    ag_one = _per_unit("all_gather", weights / units, populations, groups)
+    ag_one = _per_unit("all_gather", weights / gather_units, populations, groups)
     if settings.dp_schedule == "deepspeed":  # ZeRO-3's hook-driven fetches reach a fitted share of NCCL's rate,
         # fitted on ZeRO-3 rows only (core.comm.dp_overlap): ZeRO-0-2's bucketed reductions keep NCCL's own rate
         share = np.where(zero3, O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE, 1.0)
