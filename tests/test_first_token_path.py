@@ -142,8 +142,8 @@ def test_sglang_eager_decode_is_issue_bound():
 
 
 def test_sglang_eager_decode_reads_the_decode_path_counts():
-    """DeepSeek-V3 (R1's shape) FP8 on 8 x B200, eager decode (layer_kernels' decode path, not the prefill's): dense layers
-    15 + 5, MoE layers 15 + 11 launches, norms inside the all-reduces (<= 2,048 tokens at TP 8) + 2
+    """DeepSeek-V3 (R1's shape) FP8 on 8 x B200, eager decode (layer_kernels' decode path, not the
+    prefill's): dense layers 15 + 5, MoE layers 15 + 11 launches, norms inside the all-reduces (<= 2,048 tokens at TP 8) + 2
     all-reduces: (3 x 20 + 58 x 26) / 61 + 2 = 27.705 a layer; x 61 layers x 41.957 us = 70.91 ms."""
     eager = _sglang_decode("deepseek-v3", "b200", "fp8", 300)
     assert eager.issue_s == pytest.approx(61 * ((3 * 20 + 58 * 26) / 61 + 2) * FT.SGLANG_EAGER_HOST_PER_KERNEL_S,
@@ -165,7 +165,8 @@ def test_past_the_gpu_work_is_the_exposed_issue_time_only():
     line = r.line("ttft_host_issue")
     assert line.value == pytest.approx(43.64e-3, rel=REL)
     assert "(0.0 ms past the GPU work)" in line.text
-    # Qwen3-235B-A22B on 8 x B200, 16-token prompt (SGLang 0.5.6 overlaps its scheduler): 74.93 ms of issue, ~7.2 ms of GPU
+    # Qwen3-235B-A22B on 8 x B200, 16-token prompt (SGLang 0.5.6 overlaps its scheduler): 74.93 ms of
+    # issue, ~7.2 ms of GPU work
     r = _infer(model="qwen3-235b-a22b", gpu="b200", tp=8, engine="sglang==0.5.6", prompt=16)
     assert "(67.7 ms past the GPU work)" in r.line("ttft_host_issue").text
 

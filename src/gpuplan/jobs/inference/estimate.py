@@ -213,7 +213,8 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
                     + (f", {plan.setup.speculation.method} k = {plan.setup.speculation.tokens}"
                        if plan.setup.speculation is not None else "") + ")",
                     serving.tpot, "GEMMs max(weights / (bandwidth x eff), FLOPs / (peak x eff)) + exposed share "
-                    f"+ batch x KV read + elementwise + small-kernel floor + host + all-reduces; " + _bound_label(tpot)),
+                    "+ batch x KV read + elementwise + small-kernel floor + host + all-reduces; "
+                    + _bound_label(tpot)),
         *_prefill_issue_lines(plan, ttft[0]), *_request_path_lines(plan),
         Line("tpot_parts", "time per output token (by part)", tpot.verify_s, "s", _parts(tpot),
              "kernels in sequence (core/serving/roofline.py step_time)"),
