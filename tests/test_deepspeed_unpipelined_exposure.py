@@ -1,6 +1,7 @@
 """DeepSpeed without a pipeline at ZeRO 0-2 (wave 8, issue 37 item 2), read from DeepSpeed@edaa722:
 * ``zero_optimization.overlap_comm`` defaults to true only at stage 3 (runtime/zero/config.py L138, validator
-  L383-386); without it ZeRO-1/2 reduce on the compute stream (zero/stage_1_and_2.py average_tensor L1350-1356),
+  L383-386); without it ZeRO-1/2 reduce on the compute stream (zero/stage_1_and_2.py average_tensor L1351-1365,
+  the current stream at L1364-1365),
   ZeRO-1 only after the backward (reduce_gradients L874-881 from engine.allreduce_gradients L2906-2910), ZeRO-2 in
   its backward hooks, serialised with the backward kernels, after every micro-batch (engine.py L2902-2904,
   stage_1_and_2.py L1767-1768);

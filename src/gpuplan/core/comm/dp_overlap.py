@@ -116,7 +116,8 @@ def deepspeed_overlaps(zero, pp):
     """Where DeepSpeed@edaa722 runs a data-parallel collective beside compute at its defaults (per layout, for
     arrays): ZeRO-3 without a pipeline only. ``zero_optimization.overlap_comm`` defaults to true at stage 3 and false
     below (runtime/zero/config.py L138, validator L383-386); without it ZeRO-1/2 reduce on the current (compute)
-    stream (zero/stage_1_and_2.py average_tensor L1350-1356, reduce_ipg_grads L1719-1724), ZeRO-1 only once the
+    stream (zero/stage_1_and_2.py average_tensor L1351-1365: the current stream at L1364-1365; reduce_ipg_grads
+    L1719-1724), ZeRO-1 only once the
     backward is over (process_gradients reduces in the hooks only with partition_gradients or overlap_comm,
     L1759-1765; engine.allreduce_gradients calls reduce_gradients at the boundary, runtime/engine.py L2906-2910,
     which buckets every gradient then, stage_1_and_2.py L874-881), ZeRO-2 in its backward hooks as buckets of
