@@ -117,6 +117,28 @@ def _counting_builds(monkeypatch) -> list[str]:
     return names
 
 
+def test_the_spec_cache_evicts_the_least_recently_used(monkeypatch):
+    """Review w8 r2 SHOULD 5: the 16-entry cache evicted first-in first-out, so a model read on every request was
+    pushed out by 16 one-off configs (each web request's temp path is a new key). Now a hit moves it to the end:
+    read 'hot', then 16 one-off configs with a read of 'hot' between each, and 'hot' is still kept (1 build)."""
+    from gpuplan.adapters import resolve as R
+
+    names = _counting_builds(monkeypatch)
+    config = _LLAMA_CONFIG
+    R.spec_of_config(config, "hot")
+    for i in range(R.SPECS_KEPT + 4):
+        R.spec_of_config({**config, "vocab_size": 1000 + i}, f"one-off {i}")
+        R.spec_of_config(config, "hot")
+    assert names.count("hot") == 1 and len(R._SPECS) == R.SPECS_KEPT
+    R.spec_of_config({**config, "vocab_size": 1000}, "one-off 0")  # long evicted: built again
+    assert names.count("one-off 0") == 2
+
+
+_LLAMA_CONFIG = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1376, "num_hidden_layers": 2,
+                 "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 32000,
+                 "max_position_embeddings": 2048}
+
+
 def test_a_pasted_config_is_built_once_for_the_request_model_and_once_as_the_job_reads_it(client, monkeypatch):
     """It was built 8 times per /api/training request (3 by web.service.check_config: twice in the request model's
     defaults, pydantic running the after-validators again around JobInputs.__init__, once by the service; 5 more

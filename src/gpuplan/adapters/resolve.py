@@ -80,7 +80,8 @@ def resolve_model(model: str | None = None, params: str | float | None = None,
 
 
 SPECS_KEPT = 16
-"""ModelSpecs spec_of_config keeps (the last built): one command or web request reads its model 5-8 times (the
+"""ModelSpecs spec_of_config keeps (the 16 least recently used are evicted last: a hit moves its entry to the end, so
+a hot catalog model outlives one-off pasted configs and web temp paths): one command or web request reads its model 5-8 times (the
 defaults that follow the model, pydantic running a schema's after-validators again around its own __init__, each
 estimate stage), each a whole build (wave 8: a pasted config was built 8 times per request)."""
 _SPECS: dict[tuple, ModelSpec] = {}
@@ -100,15 +101,18 @@ def spec_of_config(config: dict[str, Any], name: str, source: str = "", model_ty
     except (TypeError, ValueError, RecursionError):
         key = None
     with _SPECS_LOCK:
-        kept = _SPECS.get(key) if key is not None else None
+        kept = _SPECS.pop(key, None) if key is not None else None
+        if kept is not None:  # least recently used first: a hit moves to the end (review w8 r2 SHOULD 5)
+            _SPECS[key] = kept
     if kept is not None:
         return kept
     spec = hf_config.model_spec_from_hf_config(config, name=name, source=source, model_type=model_type,
                                                checkpoint_format=checkpoint_format)
     if key is not None:
         with _SPECS_LOCK:
+            _SPECS.pop(key, None)  # two concurrent misses: the second build replaces the first at the end
             while len(_SPECS) >= SPECS_KEPT:
-                _SPECS.pop(next(iter(_SPECS)))
+                _SPECS.pop(next(iter(_SPECS)))  # the least recently used
             _SPECS[key] = spec
     return spec
 
