@@ -117,6 +117,30 @@ def _counting_builds(monkeypatch) -> list[str]:
     return names
 
 
+@pytest.mark.parametrize("digits", [100, 5000])
+def test_a_long_integer_in_a_pasted_config_gets_the_files_line(client, run_cli, tmp_path, digits):
+    """Review w8 r2 SHOULD 3: past Python's 4,300-digit int conversion limit the web said 'body: ...; is not valid
+    JSON (Exceeds the limit (4300 digits) ...)' for valid JSON, where `gpuplan memory` on the same config.json says
+    "config.json: intermediate_size: got '99999999999999999999...'; must be a finite JSON number"."""
+    config = {**_LLAMA_CONFIG, "intermediate_size": 1376}
+    text = json.dumps(config).replace("1376", "9" * digits)
+    (tmp_path / "config.json").write_text(text)
+    line = field_refusal(run_cli("memory", str(tmp_path)), "config.json: intermediate_size", "finite JSON number")
+    body = '{"config": ' + text + ', "gpu": "h100", "search": false}'
+    response = client.post("/api/inference", content=body, headers={"content-type": "application/json"})
+    assert f"error: {web_refusal(response, 'config.json: intermediate_size')}\n" == line
+
+
+def test_a_long_integer_at_the_top_level_gets_the_flags_line(client, run_cli):
+    """A top-level "gpus": <5,000 digits> was 'not valid JSON' too; now the line --gpus gives the same digits."""
+    line = field_refusal(run_cli("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "9" * 5000), "gpus",
+                         "too long for a number")
+    for gpus in ("9" * 5000, f"[8, {'9' * 5000}]"):
+        body = '{"model": "llama-3.1-8b", "gpu": "h100", "gpus": ' + gpus + "}"
+        response = client.post("/api/training", content=body, headers={"content-type": "application/json"})
+        assert f"error: {web_refusal(response, 'gpus')}\n" == line
+
+
 def test_the_spec_cache_evicts_the_least_recently_used(monkeypatch):
     """Review w8 r2 SHOULD 5: the 16-entry cache evicted first-in first-out, so a model read on every request was
     pushed out by 16 one-off configs (each web request's temp path is a new key). Now a hit moves it to the end:

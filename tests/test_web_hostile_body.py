@@ -86,8 +86,8 @@ def test_duplicate_key_inside_a_pasted_config_is_422(client):
     assert data["field"] == "body" and "'hidden_size' twice" in data["message"]
 
 
-@pytest.mark.parametrize("content", [b"{abc", b'{"model": "llama-3.1-8b",', b"\xff\xfe\x00{",
-                                     b'{"gpus": ' + b"9" * 5000 + b"}"])
+@pytest.mark.parametrize("content", [b"{abc", b'{"model": "llama-3.1-8b",', b"\xff\xfe\x00{"])
+# (5,000 digits is valid JSON: the field's line since review w8 r2, tests/test_hostile_wave8.py)
 def test_body_that_is_not_json_names_the_body(client, content):
     data = post(client, "memory", content)
     assert data["field"] == "body"

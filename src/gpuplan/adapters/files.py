@@ -148,10 +148,28 @@ def _json_int(text: str) -> Any:
     return int(text) if len(text) <= MAX_INT_DIGITS else _NotANumber(text[:20] + "...")  # far past any real count
 
 
-JSON_FLOAT_HOOKS = {"parse_constant": _NotANumber, "parse_float": _json_float}
-"""json.loads hooks that keep NaN, Infinity and numbers past float range as their text (first_bad_number finds
-them): the web API's body reader's (web.body.read_body), so a pasted config.json and the same file are refused
-with the same line; its integers stay Python's (a top-level field's refusal says 'too large a number')."""
+class LongInteger(_NotANumber):
+    """An integer whose text Python will not convert (past sys.get_int_max_str_digits, 4,300 digits by default):
+    quoted as its first 20 digits, as _json_int quotes one; ``digits`` keeps the whole text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text[:20] + "...")
+        self.digits = text
+
+
+def _json_int_any_length(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:  # Python's int max_str_digits: json.loads said 'Exceeds the limit (4300 digits)'
+        return LongInteger(text)
+
+
+JSON_FLOAT_HOOKS = {"parse_constant": _NotANumber, "parse_float": _json_float, "parse_int": _json_int_any_length}
+"""json.loads hooks that keep NaN, Infinity, numbers past float range and integers past Python's 4,300-digit
+conversion limit as their text (first_bad_number finds them): the web API's body reader's (web.body.read_body), so
+a pasted config.json and the same file are refused with the same line (review w8 r2: 5,000 digits in a pasted
+config were 'not valid JSON'); its other integers stay Python's (a top-level field's refusal says 'too large a
+number')."""
 JSON_NUMBER_HOOKS = JSON_FLOAT_HOOKS | {"parse_int": _json_int}
 """parse_json's: JSON_FLOAT_HOOKS, and integers of more than 64 digits kept as their first 20 digits."""
 FINITE_NUMBER = "must be a finite JSON number"
