@@ -97,3 +97,25 @@ def test_dp_overlap_caps_and_never_adds(share):
     for zero in (0, 1, 2):
         for _, seconds, exposed in _by_kind(settings, zero=zero).values():
             assert exposed == pytest.approx(seconds, rel=1e-12)
+
+
+@pytest.mark.parametrize("options, value", [
+    (("--zero", "1", "--pp", "1"), "none hidden: DeepSpeed overlap_comm is off below ZeRO-3 (no input)"),
+    (("--zero", "0", "--pp", "2"), "none hidden: DeepSpeed's PipelineEngine reduces after the last backward"),
+    (("--zero", "3", "--pp", "1"), "up to 30% of ZeRO-3's traffic"),
+    (("--zero", "3", "--pp", "1", "--dp-overlap", "0.5"), "up to 50% of ZeRO-3's traffic"),
+])
+def test_the_plan_report_says_what_deepspeed_hides(run_json, options, value):
+    """Review w8 r2 SHOULD 2: the assumption line said 'DP/FSDP overlap 90%' for DeepSpeed ZeRO 0-2, where the step
+    model hides nothing (and the 0.9 default is applied to no framework unless --dp-overlap is given)."""
+    data = run_json("plan", "llama-2-7b", "--gpu", "a100", "--gpus", "64", "--framework", "deepspeed", *options)
+    line = next(a for a in data["assumptions"] if a["key"] == "overlap")
+    assert line["value"] == value
+
+
+@pytest.mark.parametrize("options, value", [((), "the framework's schedule alone (no --dp-overlap cap)"),
+                                            (("--dp-overlap", "0.8"),
+                                             "at most 80% hidden (--dp-overlap caps the schedule)")])
+def test_the_plan_report_says_the_cap_only_when_given(run_json, options, value):
+    data = run_json("plan", "llama-2-7b", "--gpu", "a100", "--gpus", "64", *options)
+    assert next(a for a in data["assumptions"] if a["key"] == "overlap")["value"] == value
