@@ -155,9 +155,11 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
 
 def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tuple[Section, ...]:
     """The user's layout against the planner's free choice on the same GPU counts."""
+    free_degrees = {k: None for k in ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "recompute")}
+    if inputs.grad_all_reduce:  # ZeRO-1's all-reduce then gather: only at the stated --zero 1 (schema.layout_rules)
+        free_degrees.pop("zero")
     try:
-        free = search(inputs.replace(**{k: None for k in ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch",
-                                                           "recompute")}))
+        free = search(inputs.replace(**free_degrees))
     except InputError as exc:  # the free search past the size limit: not the degrees given
         if exc.field != "gpus" or "the search would" not in exc.expected:
             raise
