@@ -184,7 +184,8 @@ SequenceParallel = option(T.Bool, True, "Sequence parallelism with tp > 1 (Megat
 GradAllReduce = option(T.Bool, False, "Under ZeRO-1, all-reduce every gradient and then all-gather the updated "
                       "shards (2S + S; ZeRO-1 otherwise reduce-scatters, S + S): DeepSpeed's PipelineEngine as "
                       "GPT-NeoX v1.0 runs it (core/comm/dp_costs.py ALL_REDUCE_THEN_GATHER). Needs --zero 1 "
-                      "stated; not under torchtitan or hf (no ZeRO-1).")
+                      "stated; not under torchtitan or hf (no ZeRO-1). Under --framework deepspeed it changes no "
+                      "figure: DeepSpeed's ZeRO-1 all-reduces each bucket anyway (zero/config.py@edaa722 L119).")
 Compile = option(T.Bool, False, "torch.compile per TransformerBlock, model and loss (torchtitan's "
                  "[compile] enable with components model, loss; --framework torchtitan, dense gated models): the "
                  "step is timed with Inductor's fused kernels (core/time/titan_ops.py). Not given: eager, "
