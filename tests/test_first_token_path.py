@@ -126,15 +126,15 @@ def _sglang_decode(model, gpu, fmt, batch, graph_max_tokens=256):
 
 
 def test_sglang_eager_decode_is_issue_bound():
-    """SGLang's decode step past cuda_graph_max_bs (256 here) runs the same eager Python forward as its
+    """SGLang's decode step past cuda_graph_max_bs (512 on a B200) runs the same eager Python forward as its
     prefill (model_runner.py@v0.5.6:2660-2700): max(issue, GPU), not 80 us a layer. Qwen3-235B-A22B on
-    8 x B200, batch 257: 94 layers x 19 launches x 41.957 us = 74.93 ms (the GPU work ~21 ms), so the step
-    is the issue time; batch 256 replays its graph (no issue time)."""
-    eager = _sglang_decode("qwen3-235b-a22b", "b200", "bf16", 257)
+    8 x B200, batch 513: 94 layers x 19 launches x 41.957 us = 74.93 ms (the GPU work ~33 ms), so the step
+    is the issue time; batch 512 replays its graph (no issue time)."""
+    eager = _sglang_decode("qwen3-235b-a22b", "b200", "bf16", 513)
     assert eager.issue_s == pytest.approx(94 * 19 * FT.SGLANG_EAGER_HOST_PER_KERNEL_S, rel=1e-9)
     assert eager.issue_s == pytest.approx(74.93e-3, rel=REL)
     assert eager.verify_s == pytest.approx(eager.issue_s, rel=1e-9)  # host-bound: the step ends with its issue
-    graphed = _sglang_decode("qwen3-235b-a22b", "b200", "bf16", 256)
+    graphed = _sglang_decode("qwen3-235b-a22b", "b200", "bf16", 512)
     assert graphed.issue_s == 0 and graphed.host_s == 0 and graphed.kernel_floor_s > 0
     # --cuda-graph-gib 0 (SGLang's --disable-cuda-graph): batch 1 is eager too
     assert _sglang_decode("qwen3-235b-a22b", "b200", "bf16", 1, graph_max_tokens=0).issue_s == pytest.approx(
@@ -145,10 +145,42 @@ def test_sglang_eager_decode_reads_the_decode_path_counts():
     """DeepSeek-V3 (R1's shape) FP8 on 8 x B200, eager decode (layer_kernels' decode path, not the
     prefill's): dense layers 15 + 5, MoE layers 15 + 11 launches, norms inside the all-reduces (<= 2,048 tokens at TP 8) + 2
     all-reduces: (3 x 20 + 58 x 26) / 61 + 2 = 27.705 a layer; x 61 layers x 41.957 us = 70.91 ms."""
-    eager = _sglang_decode("deepseek-v3", "b200", "fp8", 300)
+    eager = _sglang_decode("deepseek-v3", "b200", "fp8", 513)  # past the B200's cuda_graph_max_bs (512)
     assert eager.issue_s == pytest.approx(61 * ((3 * 20 + 58 * 26) / 61 + 2) * FT.SGLANG_EAGER_HOST_PER_KERNEL_S,
                                           rel=1e-9)
     assert eager.issue_s == pytest.approx(70.91e-3, rel=REL)
+
+
+@pytest.mark.parametrize("gpu, tp, graph_bs", [("b200", 1, 512), ("b200", 8, 512), ("h100", 2, 256),
+                                                ("h100", 4, 512), ("h200", 8, 512), ("a100-40gb", 8, 160)])
+def test_sglang_graph_limit_is_its_cuda_graph_max_bs(gpu, tp, graph_bs):
+    """Final read 8 item 1: SGLang's graph limit is cuda_graph_max_bs by device memory and TP
+    (server_args.py@v0.5.6:756-802: < 60 GB 32 / 160 at TP >= 4; < 160 GB 256 / 512; B200 512), the tiers
+    engines.sglang_defaults holds for the memory split, not 256 everywhere."""
+    from gpuplan.catalog import load_accelerator
+    from gpuplan.core.serving import engines as E
+    from gpuplan.core.serving import kernels as KR
+    from gpuplan.core.serving import roofline as R
+
+    part, sglang = load_accelerator(gpu), parse_release("sglang==0.5.6")
+    assert KR.graph_max_tokens_of(sglang, gpu=part, tp=tp) == graph_bs == E.sglang_defaults(part.memory_bytes, tp)[1]
+    assert R.graph_max_tokens_at(sglang, 256, part, tp) == graph_bs  # the schema's GPU-free value is re-read
+    assert R.graph_max_tokens_at(sglang, 0, part, tp) == 0  # --cuda-graph-gib 0 stays eager
+
+
+def test_sglang_batch_512_on_8_b200_replays_its_graph():
+    """Final read 8 item 1: Qwen3-235B-A22B on 8 x B200, batch 512, was priced as an eager step (74.93 ms =
+    94 x 19 x 41.957 us, 6,833 tokens/s, below batch 256's 10,273); SGLang 0.5.6 replays its graph there, so
+    the step is its GPU work plus the small-kernel floor, no issue time: under half the eager step, and
+    tokens/s rise with the batch. Llama-3.1-70B on 8 x H100 (TP 8 >= 4: 512) at batch 302 likewise: below
+    its 43.64 ms eager step (80 x 13 x 41.957 us)."""
+    graphed = _sglang_decode("qwen3-235b-a22b", "b200", "bf16", 512, graph_max_tokens=256)
+    assert graphed.issue_s == 0 and graphed.kernel_floor_s > 0
+    assert graphed.verify_s < 74.93e-3 / 2
+    at_256 = _sglang_decode("qwen3-235b-a22b", "b200", "bf16", 256)
+    assert 512 / graphed.verify_s > 256 / at_256.verify_s
+    r = _infer(model="llama-3.1-70b", gpu="h100", tp=8, engine="sglang==0.5.6", batch=302)
+    assert r.line("tpot").value < 43.64e-3 * 0.9
 
 
 def _infer(**kw):

@@ -14,6 +14,7 @@ from gpuplan.core.comm.collectives import collective_seconds
 from gpuplan.core.comm.volumes import all_reduce_time
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.serving.engines import sglang_defaults
 from gpuplan.core.serving.releases import (CUSTOM_ALLREDUCE_MAX_BYTES, VLLM_V1_SINCE, EngineRelease,
                                            graph_capture_sizes, own_allreduce_max_bytes, reads_019_allreduce)
 from gpuplan.core.comm.topology import cluster_for
@@ -67,18 +68,20 @@ VLLM_GRAPHS_SINCE = (0, 2, 6)
 """The first vLLM release that replays CUDA graphs (vllm PR 1926, 'Optimize model execution with CUDA graph')."""
 
 
-def graph_max_tokens_of(release: EngineRelease, max_num_seqs: int = 256) -> int:
+def graph_max_tokens_of(release: EngineRelease, max_num_seqs: int = 256, gpu: Accelerator | None = None,
+                        tp: int = 1) -> int:
     """Steps of up to this many tokens replay CUDA graphs (no host launch time): none for TensorRT
-    engines before 1.0 and vLLM before 0.2.6 (vllm PR 1926, 'Optimize model execution with CUDA
-    graph', merged for 0.2.6); vLLM V0 captured decode batches up to 256 (model_runner.py
-    _BATCH_SIZES_TO_CAPTURE), V1 up to min(2 x max_num_seqs, 512) (releases.graph_capture_sizes);
-    SGLang up to its cuda_graph_max_bs (160-512 on large GPUs); TensorRT-LLM 1.0 up to its max
-    batch (its log: 'Creating CUDA graph instances' up to max_num_requests)."""
+    engines before 1.0 and vLLM before 0.2.6 (vllm PR 1926, merged for 0.2.6); vLLM V0 captured decode
+    batches up to 256 (model_runner.py _BATCH_SIZES_TO_CAPTURE), V1 up to min(2 x max_num_seqs, 512)
+    (releases.graph_capture_sizes); SGLang up to its cuda_graph_max_bs on ``gpu`` at ``tp``
+    (engines.sglang_defaults: 512 on a B200 and at TP >= 4 on H100 / H200, 256 below TP 4;
+    server_args.py@v0.5.6:776-802; 512 without a GPU: roofline.graph_max_tokens_at reads each step's); TensorRT-LLM 1.0 up to its max batch (its log:
+    'Creating CUDA graph instances' up to max_num_requests)."""
     version = release.version
     if release.engine == "trtllm":
         return max_num_seqs if version >= (1, 0, 0) else 0
     if release.engine == "sglang":
-        return 256
+        return 512 if gpu is None else sglang_defaults(gpu.memory_bytes, tp)[1]
     if version < VLLM_GRAPHS_SINCE:
         return 0
     if version < VLLM_V1_SINCE:

@@ -21,7 +21,7 @@ from gpuplan.core.serving import lora as L
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving.memory import draft_kv_share
-from gpuplan.core.serving.releases import allreduce_dtype
+from gpuplan.core.serving.releases import EngineRelease, allreduce_dtype
 from gpuplan.core.serving.setup import ServingSetup
 from gpuplan.core.serving.weights import ParamGroups, decode_weight_bytes_read, param_groups
 
@@ -152,12 +152,13 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
                                                               custom_max_bytes=custom, p2p=p2p)
     comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0
     release = setup.runtime.release
-    graphed = (work.tokens <= eff.graph_max_tokens and work.context <= KR.graph_context_limit_of(release)
+    graph_max = graph_max_tokens_at(release, eff.graph_max_tokens, fabric, tp)
+    graphed = (work.tokens <= graph_max and work.context <= KR.graph_context_limit_of(release)
                and (not work.prefill or KR.prefill_graphs_of(release)))
     floor = layers * graph_layer_seconds(setup, spec, fabric) if graphed else 0.0
     # eager forwards launched from Python (SGLang's prefill, vLLM V1 --enforce-eager; not the proposer's
     # draft steps, spec_runner's): max(issue, GPU), first_token_path
-    eager = not graphed and work.scheduled and FT.runs_issue_bound(release, work.prefill, eff.graph_max_tokens)
+    eager = not graphed and work.scheduled and FT.runs_issue_bound(release, work.prefill, graph_max)
     issue = FT.eager_issue_seconds(release, spec, which, fabric=fabric, fmt_name=setup.fmt.name, tokens=work.tokens,
                                    tp=tp, prefill=work.prefill) if eager else None
     host = 0.0 if graphed or issue is not None else layers * eff.layer_launch_s
@@ -172,6 +173,15 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     gpu = step.verify_s - host
     exposed = FT.exposed_host_seconds(issue, gpu)
     return replace(step, host_s=host + exposed, issue_s=issue, issue_exposed_s=exposed)
+
+
+def graph_max_tokens_at(release: EngineRelease, configured: int, fabric: Accelerator | None, tp: int) -> int:
+    """Tokens of the largest step on ``fabric`` at ``tp`` that replays a CUDA graph: ``configured``
+    (setup.Efficiency.graph_max_tokens; 0 = eager), except SGLang's, which its server sets by the GPU's
+    memory and TP (kernels.graph_max_tokens_of: cuda_graph_max_bs, engines.sglang_defaults)."""
+    if configured <= 0 or release.engine != "sglang" or fabric is None:
+        return configured
+    return KR.graph_max_tokens_of(release, gpu=fabric, tp=tp)
 
 
 def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec, fabric: Accelerator | None = None) -> float:

@@ -137,7 +137,8 @@ class Efficiency:
     graph_max_tokens: int = 512
     """Steps of at most this many tokens replay a CUDA graph and pay no launch time (prefill steps
     only where the release captures them: kernels.prefill_graphs_of); 0 = never (--cuda-graph-gib 0;
-    core.serving.kernels.graph_max_tokens_of gives each release's)."""
+    core.serving.kernels.graph_max_tokens_of gives each release's; SGLang's follows the step's GPU and
+    TP, roofline.graph_max_tokens_at)."""
     graph_layer_s: float | None = None
     """GPU time per decoder layer of a step that replays a CUDA graph, beyond its kernels' roofline
     (the small kernels' floor: roofline.StepTime.kernel_floor_s, not host time); None = the

@@ -67,7 +67,8 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
                     + (" + 0.1 ms a sequence" if KR.host_step_seconds(release, 1) > host else ""))
                    + ("; eager forwards: their issue time past the GPU work" if _issue_bound(e, release) else ""),
                    f"{release.label}'s scheduler (vllm#6854, #6913, PR 27614; core/serving/kernels.py); "
-                   + _eager_steps(e, release), "--engine / --launch-layer-us", "launch_layer_us" in u),
+                   + _eager_steps(e, release, R.graph_max_tokens_at(release, e.graph_max_tokens, plan.gpu, tp)),
+                   "--engine / --launch-layer-us", "launch_layer_us" in u),
         _kernel_floor_assumption(plan, u),
         Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step"
                    + (" (vLLM V1: its scheduler's chunks) + the server's 2 ms tokeniser batch window"
@@ -93,7 +94,7 @@ def _issue_bound(e, release) -> bool:
         release.engine == "sglang" or e.graph_max_tokens <= 0)
 
 
-def _eager_steps(e, release) -> str:
+def _eager_steps(e, release, graph_max: int) -> str:
     """Which steps run eagerly (those past the largest graph, prefill where the release captures decode
     graphs only: kernels.prefill_graphs_of) and which host time each takes: the kernels' issue time
     (first_token_path, the per-launch time formatted from its constant; --launch-layer-us does not change
@@ -107,10 +108,10 @@ def _eager_steps(e, release) -> str:
         return "every step runs eagerly (no CUDA graphs), its host time " + (
             issue if FT.runs_issue_bound(release, False, 0) else launches)
     if release.engine == "sglang":  # its eager steps: the issue time of core/serving/first_token_path.py
-        return (f"prefill and decode steps over {e.graph_max_tokens} tokens (past cuda_graph_max_bs) run eagerly, "
+        return (f"prefill and decode steps over {graph_max} tokens (past cuda_graph_max_bs) run eagerly, "
                 f"their host time {issue}")
     prefill = "" if KR.prefill_graphs_of(release) else "prefill steps and "
-    return f"{prefill}steps over {e.graph_max_tokens} tokens run eagerly: {launches}"
+    return f"{prefill}steps over {graph_max} tokens run eagerly: {launches}"
 
 
 def _kernel_floor_assumption(plan: Plan, u) -> Assumption:

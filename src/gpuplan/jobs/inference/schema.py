@@ -276,7 +276,8 @@ class InferenceInputs(ModelFields):
 
     def _graph_max_tokens(self) -> int:
         """Tokens of the largest step that replays a CUDA graph: 0 with --cuda-graph-gib 0 ('0 = eager'), else
-        the release's at --max-num-seqs (core.serving.kernels.graph_max_tokens_of; 256 where it is not given)."""
+        the release's at --max-num-seqs (core.serving.kernels.graph_max_tokens_of; 256 where it is not given;
+        SGLang's is read per GPU and TP where a step is timed: core.serving.roofline.graph_max_tokens_at)."""
         from gpuplan.core.serving import kernels as KR
 
         return 0 if self.cuda_graph_gib == 0 else KR.graph_max_tokens_of(self.release, self.max_num_seqs or 256)

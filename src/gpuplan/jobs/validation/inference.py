@@ -139,7 +139,8 @@ def _setup_of(e: dict[str, Any], fmt: W.WeightFormat) -> SU.ServingSetup:
     and a served run at concurrency 1 leave it at the engine default (V1: 256 or 1,024, both
     capturing up to 512 tokens); ``enforce_eager: true`` (vLLM --enforce-eager) captures none."""
     release = parse_release(e["release"])
-    graphs = 0 if e.get("enforce_eager") else KR.graph_max_tokens_of(release, e.get("max_num_seqs", 256))
+    graphs = 0 if e.get("enforce_eager") else KR.graph_max_tokens_of(release, e.get("max_num_seqs", 256),
+                                                                       _gpu(e["gpu"]), e.get("tp", 1))
     eff = replace(SU.Efficiency(), graph_max_tokens=graphs,  # --enforce-eager: no CUDA graphs (setup.py)
                   custom_allreduce_bytes=e.get("custom_allreduce_bytes"))
     attention = e.get("decode_attention", KR.decode_attention_of(release))
