@@ -115,7 +115,13 @@ def test_sglang_host_time_row_names_the_issue_time():
     no '80 us a layer' clause."""
     row = _report(engine="sglang==0.5.6").assumption("host_time")
     assert row.value == "scheduler: none (overlapped); eager forwards: their issue time past the GPU work"
-    assert "prefill and decode steps over 256 tokens" in row.source and "80 us a layer" not in row.source
+    # every prefill is eager (not only past 256 tokens: final read 8 item 2); decode past the H100 TP 1 graph max
+    assert "every prefill step, and decode steps of more than 256 sequences" in row.source
+    assert "over 256 tokens" not in row.source and "80 us a layer" not in row.source
+    # 8 x B200: cuda_graph_max_bs 512 (server_args.py@v0.5.6:796-802)
+    b200 = estimate_inference(InferenceInputs(search=False, model="qwen3-235b-a22b", gpu="b200", tp=8,
+                                              engine="sglang==0.5.6")).assumption("host_time")
+    assert "decode steps of more than 512 sequences" in b200.source
     assert "41.96 us a launch" in row.source and "--launch-layer-us does not change it" in row.source
     # vLLM V0 keeps the launches a layer, and says what sets them
     v0 = _report(engine="vllm==0.7.3").assumption("host_time").source

@@ -108,8 +108,8 @@ def _eager_steps(e, release, graph_max: int) -> str:
         return "every step runs eagerly (no CUDA graphs), its host time " + (
             issue if FT.runs_issue_bound(release, False, 0) else launches)
     if release.engine == "sglang":  # its eager steps: the issue time of core/serving/first_token_path.py
-        return (f"prefill and decode steps over {graph_max} tokens (past cuda_graph_max_bs) run eagerly, "
-                f"their host time {issue}")
+        return (f"every prefill step, and decode steps of more than {graph_max} sequences (past cuda_graph_max_bs "
+                f"on this GPU and TP), run eagerly, their host time {issue}")
     prefill = "" if KR.prefill_graphs_of(release) else "prefill steps and "
     return f"{prefill}steps over {graph_max} tokens run eagerly: {launches}"
 
