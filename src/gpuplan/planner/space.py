@@ -293,11 +293,12 @@ def power_counts(low: int, high: int) -> tuple[int, ...]:
     (25 counts). Not range_counts' 1.5x sizes as well: they move `plan llama-3.1-405b --gpu h100 --gpus
     1-10000000` from 131,072 GPUs (2.06 days with failures) to 98,304 (2.45 days), which the slow end ranks
     first (docs/training.md), and a range names the counts its user means, 512-4096 its powers of two."""
-    return tuple(sorted({2**k for k in range(0, 24) if low <= 2**k <= high} | {low, high}))
+    return tuple(sorted({2**k for k in range(high.bit_length()) if low <= 2**k <= high} | {low, high}))
 
 
 def range_counts(low: int, high: int) -> tuple[int, ...]:
-    """GPU counts a range stands for: the common cluster sizes in it — powers of two and 1.5x
-    powers of two (512, 768, 1024, 1536, ...) — plus its two ends."""
-    sizes = {c for k in range(0, 24) for c in (2**k, 3 * 2**k) if low <= c <= high}
+    """The common cluster sizes in [low, high] — powers of two and 1.5x powers of two (512, 768, 1024,
+    1536, ...) — plus its two ends: the deadline search's first pass (jobs.plan.deadline.deadline_counts) and
+    the smaller / larger counts planner.plan tries; a `--gpus` range searches power_counts instead."""
+    sizes = {c for k in range(high.bit_length()) for c in (2**k, 3 * 2**k) if low <= c <= high}
     return tuple(sorted(sizes | {low, high}))
