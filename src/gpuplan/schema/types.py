@@ -178,12 +178,16 @@ def share(high: float = 5.0):
     return parse
 
 
+MAX_DAYS = 36_500
+"""The longest --days the schema takes, in days (a century: a bound on input, not on any run)."""
+
+
 def days(value: Any, info: ValidationInfo) -> float:
-    """A wall-clock duration in days: 7, '7d', '36h', '2w' (a bare number is days)."""
+    """A wall-clock duration in days: 7, '7d', '36h', '2w' (a bare number is days), 0 < days <= MAX_DAYS."""
     field = _name(info)
     _finite(value, field)
     seconds = units.parse_duration(value if isinstance(value, int | float) else _text(value, field), field)
-    return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, 36_500, True)
+    return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True)
 
 
 def seconds(high: float, positive: bool = False):

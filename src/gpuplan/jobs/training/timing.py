@@ -24,6 +24,7 @@ from gpuplan.core.model.spec import params_for_6nd
 from gpuplan.core.units import SECONDS_PER_DAY
 from gpuplan.errors import InputError, NoLayoutFits
 from gpuplan.jobs.training.schema import DEFAULT_DAYS, DEFAULT_MFU, TrainingInputs
+from gpuplan.schema.types import MAX_DAYS  # schema.types.days' bound
 from gpuplan.schema.vocabulary import MAX_GPUS
 
 if TYPE_CHECKING:  # the planner (numpy) is imported where a layout is searched
@@ -359,13 +360,9 @@ def check_solved_mfu(solved: ComputeBudget, flops: Flops, inputs: TrainingInputs
                      + "; or give --mfu and one of --gpus / --days")
 
 
-MOST_DAYS = 36_500
-"""The longest --days the schema takes (schema.types.days: 0 < days <= 36,500, a century)."""
-
-
 def _needed_words(gpus: int, deadline: float, seconds: float, given: float) -> str:
     """What the MFU refusal offers: the GPUs for the deadline and the time on the GPUs given, each as a value
-    to type only where the schema takes it (--gpus up to MAX_GPUS, --days up to MOST_DAYS); past those, that no
+    to type only where the schema takes it (--gpus up to MAX_GPUS, --days up to MAX_DAYS); past those, that no
     value does (a count past MAX_GPUS is not solved, gpus_within stops there). Wave 9: `train llama-3.1-8b
     --gpu h100 --gpus 8 --days 30min` suggested --gpus 477977354, which --gpus refuses."""
     from gpuplan.core.units import format_duration
@@ -374,6 +371,6 @@ def _needed_words(gpus: int, deadline: float, seconds: float, given: float) -> s
     count = (f"the run needs {gpus:,} GPUs for {when} (--gpus {gpus})" if gpus <= MAX_GPUS else
              f"no GPU count up to {MAX_GPUS:,} (the most --gpus takes) runs it in {when}")
     days = seconds / SECONDS_PER_DAY
-    longer = (f"{format_duration(seconds)} on {on}" if days <= MOST_DAYS else
-              f"on {on} it would take {days:,.0f} days, more than the {MOST_DAYS:,} --days takes")
+    longer = (f"{format_duration(seconds)} on {on}" if days <= MAX_DAYS else
+              f"on {on} it would take {days:,.0f} days, more than the {MAX_DAYS:,} --days takes")
     return f"{count}, or {longer}"
