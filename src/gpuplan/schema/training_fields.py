@@ -343,7 +343,7 @@ class StepFields(JobInputs):
     nic_gbit_per_gpu: Annotated[T.typed(float, T.number(1, 1e5)) | None, _f(
         None, "Scale-out Gb/s per GPU (1 to 100,000).", "catalog, else 400")]
     dp_overlap: Annotated[Overlap, _f(0.9, "Cap on the share of DP/FSDP communication hidden, applied only when "
-                                           "given; DeepSpeed hides none below ZeRO-3 (overlap_comm: no input).")]
+                                      "given; DeepSpeed hides none below ZeRO-3 (overlap_comm: no input).", "no cap")]
     tp_overlap: Annotated[Overlap | None, _f(
         None, "Share of TP communication hidden behind compute (with --tp-comm-overlap: of the chunk left exposed).",
         "the framework's: megatron 0.25 (TE's async backward reduce-scatters; 2/12 under full recompute), else 0")]
