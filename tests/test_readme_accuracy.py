@@ -52,6 +52,23 @@ def test_readme_step_time_figures_are_the_accuracy_table(pattern, kinds):
     assert quoted == pytest.approx(tuple(means), abs=0.05)
 
 
+def test_readme_concurrency_1_serving_figures_are_the_accuracy_table():
+    """The vLLM and SGLang concurrency-1 kinds the README quotes (final read 8 item 5: it said 'TPOT 0.0% and
+    TTFT -74% (1 run)' after the kinds had 3 runs at 6.5% / 58.7%): count, mean, max and the TTFT bias."""
+    vllm = " at concurrency 1, vLLM (held out)"
+    sglang = " at concurrency 1, SGLang (held out; the client's mean over the run's requests)"
+    tpot, ttft = "inference: time per output token (s)", "inference: time to first token (s)"
+    runs, tpot_mean, tpot_max, ttft_bias = _quoted(r"its concurrency-1 runs \((\d+): [^)]*\) TPOT ([\d.]+)% "
+                                                   r"\(max ([\d.]+)%\) and TTFT −([\d.]+)%")
+    assert (runs, tpot_mean, tpot_max) == pytest.approx(KINDS[tpot + vllm][:3], abs=0.05)
+    assert (runs, ttft_bias, ttft_bias) == pytest.approx((KINDS[ttft + vllm][0], KINDS[ttft + vllm][1],
+                                                          -KINDS[ttft + vllm][3]), abs=0.05)
+    runs, tpot_mean, ttft_bias = _quoted(r"SGLang 0\.5\.6's (\d+) B200 concurrency-1 runs TPOT ([\d.]+)%, "
+                                         r"TTFT −([\d.]+)%")
+    assert (runs, tpot_mean) == pytest.approx(KINDS[tpot + sglang][:2], abs=0.05)
+    assert (runs, ttft_bias) == pytest.approx((KINDS[ttft + sglang][0], -KINDS[ttft + sglang][3]), abs=0.05)
+
+
 def test_readme_gpu_hours_figures_are_the_accuracy_table():
     cases, mean, worst, bias = KINDS["gpu_hours (train --mfu predicted, end to end: the run's batch and ramp, "
                                      "checkpoints, failures; held out)"]
