@@ -3,7 +3,10 @@ degrees), or — to meet a deadline with a predicted MFU — the fewest GPUs who
 it, found by `plan`'s own deadline search (jobs.plan.search.search_on). The memory verdict, and in
 predicted mode the step time and MFU, come from this one Plan. Both measure a layout with the budget's
 failures and checkpoints (a plain TrainingInputs takes the budget's defaults, as estimate_budget does),
-so `train`, `plan`, the web API and the Python API answer one count for one ask."""
+so with `--mfu predicted` `train`, `plan`, the web API and the Python API answer one count for one ask. Not
+with a fixed MFU: `estimate_training` and /api/training solve the count with the communication allowance
+only (7B, 2T tokens, A100, 7 days, MFU 0.4: 1,336 GPUs), `gpuplan train`, `estimate_budget` and /api/budget
+with failures as well (1,352); README.md gives both."""
 
 from __future__ import annotations
 
