@@ -15,7 +15,6 @@ from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.quant_config import (  # noqa: F401 (re-exported: callers import them from here)
-    keeps_attention_16bit,
     weight_format_from_hf,
 )
 from gpuplan.jobs.inference.schema import QUANTIZATIONS, InferenceInputs
