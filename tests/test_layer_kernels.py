@@ -30,11 +30,11 @@ def test_deepseek_b200_counts():
     (3 x 22 + 58 x 29) / 61 = 28.656, + 2 all-reduces at TP 8 = 30.656; past 2,048 tokens the norms leave
     the all-reduces: 32.656."""
     spec, b200 = load_model("deepseek-v3"), _gpu((10, 0))
-    assert LK.graph_kernels(spec, SGLANG, b200, "fp8") == pytest.approx(1507 / 61, rel=REL)
+    assert LK.graph_kernels(spec, SGLANG, b200, "fp8", tp=8) == pytest.approx(1507 / 61, rel=REL)
     assert LK.issued_kernels(spec, SGLANG, b200, "fp8", tokens=961, tp=8) == pytest.approx(1748 / 61 + 2, rel=REL)
     assert LK.issued_kernels(spec, SGLANG, b200, "fp8", tokens=5057, tp=8) == pytest.approx(1748 / 61 + 4, rel=REL)
     # the floor: 50 us x 24.705 / 11 = 112.3 us a layer (general rule: 50 x 14.803 / 11 = 67.3 us)
-    scale = LK.graph_floor_scale(spec, SGLANG, b200, "fp8")
+    scale = LK.graph_floor_scale(spec, SGLANG, b200, "fp8", tp=8)
     assert KR.graph_layer_seconds_of(SGLANG, spec) * scale == pytest.approx(50e-6 * 1507 / 61 / 11, rel=REL)
 
 
@@ -60,9 +60,25 @@ def test_gpt_oss_b200():
     """GPT-OSS MXFP4 on sm100: 11 kernels on the graph's path (50 us a layer, 36 layers: 1.80 ms, was
     36 x 50 x 15 / 11 = 2.45 ms); 8 launches + 2 all-reduces eagerly: 36 x 10 x 41.957 us = 15.10 ms."""
     spec, b200 = load_model("gpt-oss-120b"), _gpu((10, 0))
-    assert LK.graph_kernels(spec, SGLANG, b200, "mxfp4") == 11
+    assert LK.graph_kernels(spec, SGLANG, b200, "mxfp4", tp=8) == 11
     assert FT.eager_issue_seconds(SGLANG, spec, fabric=b200, fmt_name="mxfp4", tokens=332, tp=8) == pytest.approx(
         36 * 10 * PER_LAUNCH, rel=REL)
+
+
+def test_tp_1_counts_the_norms_in_both_rules():
+    """Final read 8 SHOULD 1: without TP no all-reduce fuses the two add + RMSNorm kernels, so the graph count
+    takes them as the issued count does. GPT-OSS MXFP4 on one B200: graph 11 + 2 = 13 (50 x 13 / 11 =
+    59.1 us a layer, was 50 us), issued 8 + 2 = 10; DeepSeek-V3 FP8: 1507 / 61 + 2."""
+    spec, b200 = load_model("gpt-oss-120b"), _gpu((10, 0))
+    assert LK.graph_kernels(spec, SGLANG, b200, "mxfp4", tp=1) == 13
+    assert LK.issued_kernels(spec, SGLANG, b200, "mxfp4", tokens=1, tp=1) == 10
+    assert KR.graph_layer_seconds_of(SGLANG, spec) * LK.graph_floor_scale(spec, SGLANG, b200, "mxfp4", 1) == (
+        pytest.approx(50e-6 * 13 / 11, rel=REL))
+    assert LK.graph_kernels(load_model("deepseek-v3"), SGLANG, b200, "fp8", tp=1) == pytest.approx(1507 / 61 + 2,
+                                                                                                 rel=REL)
+    # the general rule (no table entry) counts its norms already: unchanged by tp
+    llama = load_model("llama-3.1-8b")
+    assert LK.graph_kernels(llama, SGLANG, b200, tp=1) == LK.graph_kernels(llama, SGLANG, b200, tp=8) == 11
 
 
 def test_deepseek_rows_move_by_the_count():

@@ -177,11 +177,21 @@ def _mean(pair: tuple[LayerKernels, LayerKernels], spec: ModelSpec, attr: str) -
 
 
 def graph_kernels(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None = None,
-                  fmt_name: str = "bf16") -> float:
+                  fmt_name: str = "bf16", *, tp: int = 1) -> float:
     """Mean kernels a layer of a CUDA-graph decode step runs on its critical path, all-reduces apart:
-    the table's where it has the path, else kernels.graph_kernels_per_layer."""
+    the table's where it has the path, else kernels.graph_kernels_per_layer. Where the table's path
+    fuses the norms into the all-reduces, a step without TP runs the two add + RMSNorm kernels
+    (_norms_apart: issued_kernels' rule; a graph step is never past NORMS_IN_ALLREDUCE_MAX_TOKENS)."""
     pair = table_entry(spec, release, fabric, fmt_name, prefill=False)
-    return KR.graph_kernels_per_layer(spec, release.engine) if pair is None else _mean(pair, spec, "graph")
+    if pair is None:
+        return KR.graph_kernels_per_layer(spec, release.engine)
+    return _mean(pair, spec, "graph") + (2 if _norms_apart(tp, 1.0) else 0)
+
+
+def _norms_apart(tp: int, tokens: float) -> bool:
+    """The table's paths fuse the residual add + RMSNorm into the all-reduces (NORMS_IN_ALLREDUCE_MAX_TOKENS);
+    without TP, or past that many tokens, the two add + RMSNorm kernels run apart."""
+    return tp <= 1 or tokens > NORMS_IN_ALLREDUCE_MAX_TOKENS
 
 
 def issued_kernels(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None = None,
@@ -197,13 +207,12 @@ def issued_kernels(spec: ModelSpec, release: EngineRelease, fabric: Accelerator 
         extra = 2 - KR.GRAPH_KERNELS_QK_NORM.get(release.engine, 2) if spec.attention.qk_norm != "none" else 0
         count = KR.graph_kernels_per_layer(spec, release.engine) + extra
     else:
-        count = _mean(pair, spec, "issued")
-        if tp <= 1 or tokens > NORMS_IN_ALLREDUCE_MAX_TOKENS:
-            count += 2
+        count = _mean(pair, spec, "issued") + (2 if _norms_apart(tp, tokens) else 0)
     return count + (KR.allreduces_per_layer(spec, release) if tp > 1 else 0)
 
 
-def graph_floor_scale(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None, fmt_name: str) -> float:
+def graph_floor_scale(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None, fmt_name: str,
+                      tp: int = 1) -> float:
     """graph_kernels / kernels.graph_kernels_per_layer: how much the table's count moves the general
     rule's floor (1 where the table has no entry)."""
-    return graph_kernels(spec, release, fabric, fmt_name) / KR.graph_kernels_per_layer(spec, release.engine)
+    return graph_kernels(spec, release, fabric, fmt_name, tp=tp) / KR.graph_kernels_per_layer(spec, release.engine)

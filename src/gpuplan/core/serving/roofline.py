@@ -155,7 +155,7 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     graph_max = graph_max_tokens_at(release, eff.graph_max_tokens, fabric, tp)
     graphed = (work.tokens <= graph_max and work.context <= KR.graph_context_limit_of(release)
                and (not work.prefill or KR.prefill_graphs_of(release)))
-    floor = layers * graph_layer_seconds(setup, spec, fabric) if graphed else 0.0
+    floor = layers * graph_layer_seconds(setup, spec, fabric, tp) if graphed else 0.0
     # eager forwards launched from Python (SGLang's prefill, vLLM V1 --enforce-eager; not the proposer's
     # draft steps, spec_runner's): max(issue, GPU), first_token_path
     eager = not graphed and work.scheduled and FT.runs_issue_bound(release, work.prefill, graph_max)
@@ -184,7 +184,8 @@ def graph_max_tokens_at(release: EngineRelease, configured: int, fabric: Acceler
     return KR.graph_max_tokens_of(release, gpu=fabric, tp=tp)
 
 
-def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec, fabric: Accelerator | None = None) -> float:
+def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec, fabric: Accelerator | None = None,
+                        tp: int = 1) -> float:
     """A CUDA-graph step's small-kernel floor per layer: the given Efficiency.graph_layer_s (as given,
     whatever the layer), else the release's for ``spec``'s layers (kernels.graph_layer_seconds_of:
     scaled by their kernels), with the kernels counted for the path on ``fabric`` where
@@ -193,7 +194,7 @@ def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec, fabric: Accelerato
     if given is not None:
         return given
     release = setup.runtime.release
-    return KR.graph_layer_seconds_of(release, spec) * LK.graph_floor_scale(spec, release, fabric, setup.fmt.name)
+    return KR.graph_layer_seconds_of(release, spec) * LK.graph_floor_scale(spec, release, fabric, setup.fmt.name, tp)
 
 
 def allreduce_message_bytes(spec: ModelSpec, tokens, act_bytes: int = 2):

@@ -69,7 +69,7 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
                    f"{release.label}'s scheduler (vllm#6854, #6913, PR 27614; core/serving/kernels.py); "
                    + _eager_steps(e, release, R.graph_max_tokens_at(release, e.graph_max_tokens, plan.gpu, tp)),
                    "--engine / --launch-layer-us", "launch_layer_us" in u),
-        _kernel_floor_assumption(plan, u),
+        _kernel_floor_assumption(plan, u, tp),
         Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step"
                    + (" (vLLM V1: its scheduler's chunks) + the server's 2 ms tokeniser batch window"
                       if RP.api_server_seconds(release) else ""),
@@ -114,12 +114,12 @@ def _eager_steps(e, release, graph_max: int) -> str:
     return f"{prefill}steps over {graph_max} tokens run eagerly: {launches}"
 
 
-def _kernel_floor_assumption(plan: Plan, u) -> Assumption:
+def _kernel_floor_assumption(plan: Plan, u, tp: int) -> Assumption:
     """A CUDA-graph step's small-kernel floor per layer (GPU time): the value, and which engine it
     was fitted on (core.serving.kernels.graph_layer_seconds_of)."""
     release = plan.setup.runtime.release
-    value = R.graph_layer_seconds(plan.setup, plan.spec, plan.gpu)
-    kernels = LK.graph_kernels(plan.spec, release, plan.gpu, plan.setup.fmt.name)
+    value = R.graph_layer_seconds(plan.setup, plan.spec, plan.gpu, tp)
+    kernels = LK.graph_kernels(plan.spec, release, plan.gpu, plan.setup.fmt.name, tp=tp)
     if "graph_layer_us" in u:
         source = "given"
     elif plan.setup.efficiency.graph_max_tokens <= 0:
