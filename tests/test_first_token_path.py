@@ -6,6 +6,7 @@ import pytest
 
 from gpuplan.catalog import load_model
 from gpuplan.core.serving import first_token_path as FT
+from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving.releases import parse_release
 from gpuplan.jobs.validation import inference as VI
 
@@ -42,18 +43,20 @@ def test_issue_time_counts_layers_and_kernels():
     # Qwen3-235B-A22B (general rule): 94 MoE layers x (11 + 4 MoE + 2 q/k norms, issued one after the
     # other eagerly + 2 all-reduces at TP 8) = 1,786 launches x 41.957 us = 74.93 ms; 17 a layer at TP 1
     qwen3 = load_model("qwen3-235b-a22b")
-    assert FT.kernels_issued_per_layer(qwen3, tp=8) == 19
-    assert FT.kernels_issued_per_layer(qwen3) == 17
-    assert FT.eager_prefill_issue_seconds(sglang, qwen3, tp=8) == pytest.approx(74.93e-3, rel=REL)
+    assert LK.issued_kernels(qwen3, sglang, tp=8) == 19
+    assert LK.issued_kernels(qwen3, sglang) == 17
+    assert FT.eager_issue_seconds(sglang, qwen3, tp=8) == pytest.approx(74.93e-3, rel=REL)
     # Llama-3.1-70B: 80 dense layers x (11 + 2 all-reduces) = 1,040 x 41.957 us = 43.64 ms
-    assert FT.kernels_issued_per_layer(load_model("llama-3.1-70b"), tp=8) == 13
-    assert FT.eager_prefill_issue_seconds(sglang, load_model("llama-3.1-70b"), tp=8) == pytest.approx(
+    assert LK.issued_kernels(load_model("llama-3.1-70b"), sglang, tp=8) == 13
+    assert FT.eager_issue_seconds(sglang, load_model("llama-3.1-70b"), tp=8) == pytest.approx(
         43.64e-3, rel=REL)
 
 
 @pytest.mark.parametrize("release", ["vllm==0.23", "trtllm==0.10", "trtllm==1.0"])
 def test_other_engines_keep_their_rules(release):
-    assert FT.eager_prefill_issue_seconds(parse_release(release), load_model("llama-3.1-70b")) is None
+    """No issue-time rule for their eager steps (runs_issue_bound): vLLM with graphs (V1's prefill replays
+    them), TensorRT-LLM before and after 1.0 keep setup.Efficiency.layer_launch_s."""
+    assert not FT.runs_issue_bound(parse_release(release), 256)
 
 
 def test_exposed_host_is_what_the_gpu_does_not_hide():
@@ -107,8 +110,8 @@ def test_range_is_pr_12160s_bracket():
     assert (slow, fast) == (pytest.approx(52.50e-6, rel=REL), pytest.approx(37.83e-6, rel=REL))
     assert fast < expected < slow
     qwen3, sglang = load_model("qwen3-235b-a22b"), parse_release("sglang==0.5.6")
-    assert FT.eager_prefill_issue_seconds(sglang, qwen3, 1, tp=8) == pytest.approx(93.77e-3, rel=REL)
-    assert FT.eager_prefill_issue_seconds(sglang, qwen3, 2, tp=8) == pytest.approx(67.56e-3, rel=REL)
+    assert FT.eager_issue_seconds(sglang, qwen3, 1, tp=8) == pytest.approx(93.77e-3, rel=REL)
+    assert FT.eager_issue_seconds(sglang, qwen3, 2, tp=8) == pytest.approx(67.56e-3, rel=REL)
 
 
 def _sglang_decode(model, gpu, fmt, batch, graph_max_tokens=256):

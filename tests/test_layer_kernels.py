@@ -98,7 +98,7 @@ def test_vllm_enforce_eager_decode_is_issue_bound():
     10.45 ms, -49%, at 80 us a layer of launches)."""
     tpot = _case("vllm20469-qwen3-14b-awq-a100pcie-16000-200-c1-eager-tpot")
     assert tpot[3] == pytest.approx(40 * 13 * PER_LAUNCH + KR.HOST_FIXED_S, rel=2e-3)
-    assert FT.runs_issue_bound(parse_release("vllm==0.9.1"), False, 0)
-    assert not FT.runs_issue_bound(parse_release("vllm==0.9.1"), False, 512)  # graphs: the floor instead
-    assert not FT.runs_issue_bound(parse_release("vllm==0.7.3"), True, 0)  # V0: layer_launch_s
-    assert not FT.runs_issue_bound(parse_release("trtllm==0.10"), True, 0)
+    assert FT.runs_issue_bound(parse_release("vllm==0.9.1"), 0)
+    assert not FT.runs_issue_bound(parse_release("vllm==0.9.1"), 512)  # graphs: the floor instead
+    assert not FT.runs_issue_bound(parse_release("vllm==0.7.3"), 0)  # V0: layer_launch_s
+    assert not FT.runs_issue_bound(parse_release("trtllm==0.10"), 0)

@@ -37,11 +37,8 @@ from __future__ import annotations
 
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
-from gpuplan.core.serving.releases import VLLM_V1_SINCE, EngineRelease, parse_release
-
-SGLANG_056 = parse_release("sglang==0.5.6")
+from gpuplan.core.serving.releases import VLLM_V1_SINCE, EngineRelease
 
 PR12160_EAGER_FORWARD_S = 82.64e-3
 """SGLang 'forward cost' of a 1-new-token prefill run eagerly (DeepSeek-V3, TP 8): sgl-project/sglang
@@ -82,15 +79,6 @@ itself, per launch. The PR does not name its GPU or host; no TTFT row of the val
 behind one launch (flashinfer's fused-MoE wrappers consult an autotuner) costs more than a bare op."""
 
 
-def kernels_issued_per_layer(spec: ModelSpec, release: EngineRelease | None = None, fabric: Accelerator | None = None,
-                             fmt_name: str = "bf16", tokens: float = 1.0, tp: int = 1) -> float:
-    """Launches the host issues a layer of an eager forward (layer_kernels.issued_kernels: the engine's
-    counted path where the table has it, else the general rule with q and k normed by two launches;
-    all-reduces at tp > 1). ``release`` None: SGLang 0.5.6."""
-    release = release or SGLANG_056
-    return LK.issued_kernels(spec, release, fabric, fmt_name, prefill=True, tokens=tokens, tp=tp)
-
-
 SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S = (SGLANG_EAGER_HOST_PER_KERNEL_S,
                                         PR12160_EAGER_FORWARD_S / (DEEPSEEK_V3_LAYERS * DEEPSEEK_V3_KERNELS_PER_LAYER),
                                         (PR12160_EAGER_FORWARD_S - PR12160_GRAPH_FORWARD_S)
@@ -114,7 +102,7 @@ def eager_issue_seconds(release: EngineRelease, spec: ModelSpec, which: int = 0,
                                                tp=tp) * SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S[which]
 
 
-def runs_issue_bound(release: EngineRelease, prefill: bool, graph_max_tokens: int) -> bool:
+def runs_issue_bound(release: EngineRelease, graph_max_tokens: int) -> bool:
     """Whether an eager step of ``release`` (the caller's: not replaying a CUDA graph) is timed by the issue
     time (max(issue, GPU)). SGLang: every eager step, its prefill (no prefill graphs, kernels.prefill_graphs_of)
     and its decode steps that no graph covers: a batch above cuda_graph_max_bs (cuda_graph_runner.py@v0.5.6:
@@ -128,13 +116,6 @@ def runs_issue_bound(release: EngineRelease, prefill: bool, graph_max_tokens: in
     if release.engine == "sglang":
         return True
     return release.engine == "vllm" and release.version >= VLLM_V1_SINCE and graph_max_tokens <= 0
-
-
-def eager_prefill_issue_seconds(release: EngineRelease, spec: ModelSpec, which: int = 0, **kw) -> float | None:
-    """eager_issue_seconds for an SGLang prefill; None for the other engines (module docstring)."""
-    if not runs_issue_bound(release, True, 1):
-        return None
-    return eager_issue_seconds(release, spec, which, **kw)
 
 
 def exposed_host_seconds(issue_s: float, gpu_s: float) -> float:

@@ -128,6 +128,8 @@ GPT_OSS_SM100 = LayerKernels(
            "fused, gemm2, finalize: trtllm_fused_moe_runner.cu:520-555): issued 8, graph 11")
 
 # --- confirmations of the general rule ------------------------------------------------------------
+# Citations only: no rule reads these two (the general rule gives the same counts); tests/test_layer_kernels.py
+# checks that they stay equal to kernels.graph_kernels_per_layer.
 SGLANG_DENSE_A100 = LayerKernels(
     issued=11, graph=11,
     source="Llama on A100 (attention flashinfer): models/llama.py@v0.5.6 L188-199, L253-272: input fused add + "

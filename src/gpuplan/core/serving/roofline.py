@@ -158,7 +158,7 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     floor = layers * graph_layer_seconds(setup, spec, fabric, tp) if graphed else 0.0
     # eager forwards launched from Python (SGLang's prefill, vLLM V1 --enforce-eager; not the proposer's
     # draft steps, spec_runner's): max(issue, GPU), first_token_path
-    eager = not graphed and work.scheduled and FT.runs_issue_bound(release, work.prefill, graph_max)
+    eager = not graphed and work.scheduled and FT.runs_issue_bound(release, graph_max)
     issue = FT.eager_issue_seconds(release, spec, which, fabric=fabric, fmt_name=setup.fmt.name, tokens=work.tokens,
                                    tp=tp, prefill=work.prefill) if eager else None
     host = 0.0 if graphed or issue is not None else layers * eff.layer_launch_s

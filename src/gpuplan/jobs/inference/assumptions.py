@@ -90,8 +90,7 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
 def _issue_bound(e, release) -> bool:
     """Some step of ``release`` runs eagerly and is timed by its issue time (first_token_path.runs_issue_bound):
     SGLang's prefill and eager decode steps, vLLM V1 under --enforce-eager."""
-    return FT.runs_issue_bound(release, not KR.prefill_graphs_of(release), e.graph_max_tokens) and (
-        release.engine == "sglang" or e.graph_max_tokens <= 0)
+    return FT.runs_issue_bound(release, e.graph_max_tokens)
 
 
 def _eager_steps(e, release, graph_max: int) -> str:
@@ -106,7 +105,7 @@ def _eager_steps(e, release, graph_max: int) -> str:
                 "what --launch-layer-us sets)")
     if e.graph_max_tokens <= 0:
         return "every step runs eagerly (no CUDA graphs), its host time " + (
-            issue if FT.runs_issue_bound(release, False, 0) else launches)
+            issue if FT.runs_issue_bound(release, 0) else launches)
     if release.engine == "sglang":  # its eager steps: the issue time of core/serving/first_token_path.py
         return (f"every prefill step, and decode steps of more than {graph_max} sequences (past cuda_graph_max_bs "
                 f"on this GPU and TP), run eagerly, their host time {issue}")
