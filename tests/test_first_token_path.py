@@ -24,8 +24,8 @@ def test_per_kernel_host_time_from_pr_12160():
     # (82.64 - 23.10 + 6.5) ms over 61 x 25.803 = 1,574.0 launches = 41.96 us
     assert FT.DEEPSEEK_V3_KERNELS_PER_LAYER == pytest.approx(1452 / 61 + 2, rel=REL)
     assert FT.DEEPSEEK_V3_KERNELS_PER_LAYER == pytest.approx(25.8033, rel=REL)
-    assert FT.SGLANG_EAGER_HOST_PER_KERNEL_S == pytest.approx(66.04e-3 / 1574.0, rel=REL)
-    assert FT.SGLANG_EAGER_HOST_PER_KERNEL_S == pytest.approx(41.96e-6, rel=REL)
+    assert FT.EAGER_HOST_PER_LAUNCH_S == pytest.approx(66.04e-3 / 1574.0, rel=REL)
+    assert FT.EAGER_HOST_PER_LAUNCH_S == pytest.approx(41.96e-6, rel=REL)
 
 
 @pytest.mark.parametrize("gpu", ["h20", "h200-sxm", "h800-sxm"])
@@ -36,6 +36,13 @@ def test_graphed_forward_gpu_time_is_gpuplans_decode_step(gpu):
     entry = {**_entry("deepseek-v3", gpu, "sglang==0.5.6", 8), "quantization": "fp8"}
     _, decode = VI._served_request(entry, 2, 2)
     assert abs(decode.verify_s - decode.host_s - FT.PR12160_GRAPH_GPU_S) < 1.0e-3
+
+
+def test_pr_12160_all_reduces_are_kernels_rule():
+    """The PR's forward counts DeepSeek-V3's TP all-reduces as kernels.allreduces_per_layer does (2: Megatron's pair)."""
+    from gpuplan.core.serving import kernels as KR
+
+    assert FT.DEEPSEEK_V3_ALLREDUCES == KR.allreduces_per_layer(load_model("deepseek-v3"), parse_release("sglang==0.5.4"))
 
 
 def test_issue_time_counts_layers_and_kernels():
@@ -106,7 +113,7 @@ def test_held_out_qwen3_rows_are_host_bound():
 def test_range_is_pr_12160s_bracket():
     """Slow: the graphed forward all GPU work (I = 82.64 ms over 1,574.0 launches, 52.50 us a launch);
     fast: none of it (I = 59.54 ms, 37.83 us); Qwen3-235B-A22B's 1,786 launches at TP 8: 93.77 / 67.56 ms."""
-    expected, slow, fast = FT.SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S
+    expected, slow, fast = FT.EAGER_HOST_PER_LAUNCH_RANGE_S
     assert (slow, fast) == (pytest.approx(52.50e-6, rel=REL), pytest.approx(37.83e-6, rel=REL))
     assert fast < expected < slow
     qwen3, sglang = load_model("qwen3-235b-a22b"), parse_release("sglang==0.5.6")
@@ -134,7 +141,7 @@ def test_sglang_eager_decode_is_issue_bound():
     8 x B200, batch 513: 94 layers x 19 launches x 41.957 us = 74.93 ms (the GPU work ~33 ms), so the step
     is the issue time; batch 512 replays its graph (no issue time)."""
     eager = _sglang_decode("qwen3-235b-a22b", "b200", "bf16", 513)
-    assert eager.issue_s == pytest.approx(94 * 19 * FT.SGLANG_EAGER_HOST_PER_KERNEL_S, rel=1e-9)
+    assert eager.issue_s == pytest.approx(94 * 19 * FT.EAGER_HOST_PER_LAUNCH_S, rel=1e-9)
     assert eager.issue_s == pytest.approx(74.93e-3, rel=REL)
     assert eager.verify_s == pytest.approx(eager.issue_s, rel=1e-9)  # host-bound: the step ends with its issue
     graphed = _sglang_decode("qwen3-235b-a22b", "b200", "bf16", 512)
@@ -149,7 +156,7 @@ def test_sglang_eager_decode_reads_the_decode_path_counts():
     prefill's): dense layers 15 + 5, MoE layers 15 + 11 launches, norms inside the all-reduces (<= 2,048 tokens at TP 8) + 2
     all-reduces: (3 x 20 + 58 x 26) / 61 + 2 = 27.705 a layer; x 61 layers x 41.957 us = 70.91 ms."""
     eager = _sglang_decode("deepseek-v3", "b200", "fp8", 513)  # past the B200's cuda_graph_max_bs (512)
-    assert eager.issue_s == pytest.approx(61 * ((3 * 20 + 58 * 26) / 61 + 2) * FT.SGLANG_EAGER_HOST_PER_KERNEL_S,
+    assert eager.issue_s == pytest.approx(61 * ((3 * 20 + 58 * 26) / 61 + 2) * FT.EAGER_HOST_PER_LAUNCH_S,
                                           rel=1e-9)
     assert eager.issue_s == pytest.approx(70.91e-3, rel=REL)
 

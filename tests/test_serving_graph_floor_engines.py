@@ -90,7 +90,7 @@ def test_a_short_prefill_is_eager_where_the_release_captures_decode_only(engine,
     bare = _report(engine=engine, prompt=128, output_tokens=128, launch_layer_us=0, graph_layer_us=0).value("ttft")
     assert report.value("ttft") - bare == pytest.approx(extra, rel=1e-9)
     if engine == "sglang":
-        assert report.value("ttft_host_issue") == pytest.approx(32 * 11 * FT.SGLANG_EAGER_HOST_PER_KERNEL_S, rel=1e-9)
+        assert report.value("ttft_host_issue") == pytest.approx(32 * 11 * FT.EAGER_HOST_PER_LAUNCH_S, rel=1e-9)
         assert report.value("ttft_host_issue") == pytest.approx(14.77e-3, rel=1e-3)
 
 
@@ -105,7 +105,7 @@ def test_cuda_graph_gib_0_times_eager_steps():
     assert r.assumption("host_time").source.count("every step runs eagerly") == 1
     # the issue time, not the 80 us a layer of launches that --launch-layer-us sets (review w8 r1 item 3)
     assert "80 us a layer" not in r.assumption("host_time").source
-    assert f"{FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.2f} us a launch" in r.assumption("host_time").source
+    assert f"{FT.EAGER_HOST_PER_LAUNCH_S * 1e6:.2f} us a launch" in r.assumption("host_time").source
 
 
 def test_sglang_host_time_row_names_the_issue_time():

@@ -27,7 +27,7 @@ at concurrency 1 in SGLang 0.5.6 (sglang wheel 0.5.6, python/sglang/srt/...):
 
 The host issue time is counted, not fitted on a TTFT row: launches a layer (layer_kernels, counted from
 the engines' code per family and path) x layers x the host time spent issuing one launch eagerly,
-SGLANG_EAGER_HOST_PER_KERNEL_S, taken from a public measurement outside the validation set with the
+EAGER_HOST_PER_LAUNCH_S, taken from a public measurement outside the validation set with the
 measured forward's own launches counted the same way. SGLang's eager decode steps (a batch past its CUDA
 graphs, or none captured) and vLLM's --enforce-eager steps (decode and prefill) are timed by the same rule
 (eager_issue_seconds, runs_issue_bound).
@@ -59,19 +59,23 @@ DEEPSEEK_V3_LAYERS = 61
 DEEPSEEK_V3_MOE_LAYERS = 58
 """DeepSeek-V3's config: num_hidden_layers 61, first_k_dense_replace 3 (catalog deepseek-v3)."""
 DEEPSEEK_V3_ALLREDUCES = 2
-"""TP all-reduces a layer of the PR's TP 8 forward, launched like any kernel (no fusion off sm100)."""
+"""TP all-reduces a layer of the PR's TP 8 forward, launched like any kernel (no fusion off sm100): the
+Megatron pair kernels.allreduces_per_layer gives DeepSeek-V3 (a constant here, since no ModelSpec is loaded
+at import; tests/test_first_token_path.py checks the two agree)."""
 _PR12160_ATTENTION = LK.DEEPSEEK_SM90_PR12160_ATTENTION.issued
 DEEPSEEK_V3_KERNELS_PER_LAYER = (
-    (_PR12160_ATTENTION + LK.DEEPSEEK_SM100_DENSE_MLP.issued) * (DEEPSEEK_V3_LAYERS - DEEPSEEK_V3_MOE_LAYERS)
+    (_PR12160_ATTENTION + LK.DEEPSEEK_FP8_DENSE_MLP.issued) * (DEEPSEEK_V3_LAYERS - DEEPSEEK_V3_MOE_LAYERS)
     + (_PR12160_ATTENTION + LK.DEEPSEEK_SM90_PR12160_MOE.issued) * DEEPSEEK_V3_MOE_LAYERS
 ) / DEEPSEEK_V3_LAYERS + DEEPSEEK_V3_ALLREDUCES
 """Launches a layer of the PR's eager forward, counted from SGLang's code (layer_kernels: the sm90 path,
 absorbed MLA, triton MoE with the shared expert fused in, FP8 block linears as two kernels):
 (3 x (15 + 5) + 58 x (15 + 9)) / 61 + 2 all-reduces = 25.80 (14.80 before 2026-12-05, when the general
 rule's 11 + 4 x 58 / 61 stood for it: MLA as standard attention, no quantisation kernels, no all-reduces)."""
-SGLANG_EAGER_HOST_PER_KERNEL_S = (PR12160_EAGER_FORWARD_S - PR12160_GRAPH_FORWARD_S + PR12160_GRAPH_GPU_S) / (
+EAGER_HOST_PER_LAUNCH_S = (PR12160_EAGER_FORWARD_S - PR12160_GRAPH_FORWARD_S + PR12160_GRAPH_GPU_S) / (
     DEEPSEEK_V3_LAYERS * DEEPSEEK_V3_KERNELS_PER_LAYER)
-"""Host seconds SGLang spends issuing one kernel of an eager forward: (82.64 - 23.10 + 6.5) ms / (61 layers
+"""Host seconds an engine spends issuing one launch of an eager forward from Python, measured on SGLang and
+taken for every forward timed by the issue time (SGLang's prefill and eager decode, vLLM V1 --enforce-eager:
+runs_issue_bound): (82.64 - 23.10 + 6.5) ms / (61 layers
 x 25.80 launches) = 41.96 us (73.1 us when the layer was counted as 14.80). Python module calls,
 CustomOp dispatch, the quantisation method's apply, the attention backend's branches and the launch
 itself, per launch. The PR does not name its GPU or host; no TTFT row of the validation set is used
@@ -79,7 +83,7 @@ itself, per launch. The PR does not name its GPU or host; no TTFT row of the val
 behind one launch (flashinfer's fused-MoE wrappers consult an autotuner) costs more than a bare op."""
 
 
-SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S = (SGLANG_EAGER_HOST_PER_KERNEL_S,
+EAGER_HOST_PER_LAUNCH_RANGE_S = (EAGER_HOST_PER_LAUNCH_S,
                                         PR12160_EAGER_FORWARD_S / (DEEPSEEK_V3_LAYERS * DEEPSEEK_V3_KERNELS_PER_LAYER),
                                         (PR12160_EAGER_FORWARD_S - PR12160_GRAPH_FORWARD_S)
                                         / (DEEPSEEK_V3_LAYERS * DEEPSEEK_V3_KERNELS_PER_LAYER))
@@ -92,14 +96,14 @@ a launch; G = 0 gives 59.54 ms, 37.8 us; expected 41.96 us."""
 def eager_issue_seconds(release: EngineRelease, spec: ModelSpec, which: int = 0, *, fabric: Accelerator | None = None,
                         fmt_name: str = "bf16", tokens: float = 1.0, tp: int = 1, prefill: bool = True) -> float:
     """Host seconds to issue one eager forward of ``spec`` in ``release``: layers x the launches a layer
-    (layer_kernels.issued_kernels) x SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S[which]. The one per-launch time
+    (layer_kernels.issued_kernels) x EAGER_HOST_PER_LAUNCH_RANGE_S[which]. The one per-launch time
     serves every engine's eager forward whose launches come from Python: SGLang's prefill (every release
     modelled runs it eagerly: kernels.prefill_graphs_of) and its decode steps past its graphs (runs_issue_bound;
     the decode path's counts, ``prefill`` False, where layer_kernels has them), and vLLM's steps under --enforce-eager
     (vLLM V1 at graph_max_tokens 0: config.py@v0.9.1:4438-4446 leaves compilation off and captures no
     graph when enforce_eager, so every custom op and torch op is launched from Python)."""
     return spec.num_layers * LK.issued_kernels(spec, release, fabric, fmt_name, prefill=prefill, tokens=tokens,
-                                               tp=tp) * SGLANG_EAGER_HOST_PER_KERNEL_RANGE_S[which]
+                                               tp=tp) * EAGER_HOST_PER_LAUNCH_RANGE_S[which]
 
 
 def runs_issue_bound(release: EngineRelease, graph_max_tokens: int) -> bool:

@@ -93,7 +93,7 @@ DEEPSEEK_SM100_MOE_PREFILL = LayerKernels(
            "router_logits.to(float32) 1 (fp8.py@v0.5.6:1256), quant 1 (L1234), transpose 1 (L1236), "
            "bias cast 1 (L1241), "
            "trtllm_fp8_block_scale_moe 1 (6 kernels on the GPU), += shared 1: 12 issued, 17 run")
-DEEPSEEK_SM100_DENSE_MLP = LayerKernels(
+DEEPSEEK_FP8_DENSE_MLP = LayerKernels(  # the same on sm90 (PR 12160's forward) and sm100: no backend choice in it
     issued=5, graph=5, source="first_k_dense_replace layers: DeepseekV2MLP gate_up FP8 2, SiLU-and-mul 1, down FP8 2")
 
 # sglang PR 12160's eager forward (the per-launch host time's measurement): a Hopper machine (the PR
@@ -162,7 +162,7 @@ def table_entry(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | N
     if _deepseek_fp8(spec, fmt_name):
         attention = DEEPSEEK_SM100_PREFILL_ATTENTION if prefill else DEEPSEEK_SM100_DECODE_ATTENTION
         moe = DEEPSEEK_SM100_MOE_PREFILL if prefill else DEEPSEEK_SM100_MOE_DECODE
-        return _plus(attention, DEEPSEEK_SM100_DENSE_MLP), _plus(attention, moe)
+        return _plus(attention, DEEPSEEK_FP8_DENSE_MLP), _plus(attention, moe)
     if spec.model_type == "gpt_oss" and fmt_name == "mxfp4":
         return GPT_OSS_SM100, GPT_OSS_SM100
     return None

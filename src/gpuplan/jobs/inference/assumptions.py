@@ -98,7 +98,7 @@ def _eager_steps(e, release, graph_max: int) -> str:
     graphs only: kernels.prefill_graphs_of) and which host time each takes: the kernels' issue time
     (first_token_path, the per-launch time formatted from its constant; --launch-layer-us does not change
     it) or setup.Efficiency.layer_launch_s a layer (what --launch-layer-us sets)."""
-    issue = (f"the kernels' issue time ({FT.SGLANG_EAGER_HOST_PER_KERNEL_S * 1e6:.2f} us a launch, sglang PR 12160; "
+    issue = (f"the kernels' issue time ({FT.EAGER_HOST_PER_LAUNCH_S * 1e6:.2f} us a launch, sglang PR 12160; "
              "launches counted in core/serving/layer_kernels.py) against the GPU work, max of the two "
              "(--launch-layer-us does not change it)")
     launches = (f"{e.layer_launch_s * 1e6:.0f} us a layer of launches (fitted on TensorRT engines without graphs; "
