@@ -102,3 +102,13 @@ def test_vllm_enforce_eager_decode_is_issue_bound():
     assert not FT.runs_issue_bound(parse_release("vllm==0.9.1"), 512)  # graphs: the floor instead
     assert not FT.runs_issue_bound(parse_release("vllm==0.7.3"), 0)  # V0: layer_launch_s
     assert not FT.runs_issue_bound(parse_release("trtllm==0.10"), 0)
+
+
+def test_validation_basis_puts_the_step_bound_last():
+    """Final read 8: the served rows' basis read 'GEMMs 8.9 ms (host (eager issue)) + ...', as if the GEMMs were
+    host-bound; the step's bound now closes the basis ('; bound: host (eager issue)'), the GEMMs carry none."""
+    for row in ("vllm20469-qwen3-14b-awq-a100pcie-16000-200-c1-eager-tpot",
+                "sglang056p1-deepseek-r1-0528-tp8-b200-1000-1000-c1-ttft"):
+        basis = _case(row)[4]
+        assert basis.endswith("; bound: host (eager issue)"), basis
+        assert "(host (eager issue))" not in basis

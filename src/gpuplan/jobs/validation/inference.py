@@ -177,10 +177,11 @@ def _ttft_case(e: dict[str, Any]) -> Case:
 def _prefill_basis(e: dict[str, Any], prefill) -> str:
     """How one prompt's prefill (a roofline.StepTime) adds up, in ms, for a first-token row's basis."""
     return (f"{e['prompt_tokens']} tokens: GEMMs {prefill.gemm_s * 1e3:.1f} ms "
-            f"({prefill.bound}) + attention {prefill.attention_s * 1e3:.1f} + elementwise {prefill.other_s * 1e3:.1f} + "
+            f"+ attention {prefill.attention_s * 1e3:.1f} + elementwise {prefill.other_s * 1e3:.1f} + "
             f"small-kernel floor {prefill.kernel_floor_s * 1e3:.1f} + host {prefill.host_s * 1e3:.1f} + all-reduce "
             f"{prefill.comm_s * 1e3:.1f} ms" + (f" (host: eager issue {prefill.issue_s * 1e3:.1f} ms less the GPU work; "
-                                               "first_token_path)" if prefill.issue_s else ""))
+                                               "first_token_path)" if prefill.issue_s else "")
+            + f"; bound: {prefill.bound}")  # the step's bound, not the GEMMs' (final read 8)
 
 
 def _latency_case(e: dict[str, Any]) -> Case:
@@ -250,9 +251,9 @@ def _online_cases(e: dict[str, Any]) -> list[Case]:
     prefill, decode = steps[-1]
     last = f"request {len(steps)} of {len(steps)}: " if len(steps) > 1 else ""
     tpot_basis = (f"{last}batch 1 at {pairs[-1][0] + pairs[-1][1] // 2} cached tokens: GEMMs "
-                  f"{decode.gemm_s * 1e3:.2f} ms ({decode.bound}) + KV {decode.attention_s * 1e3:.2f} + small-kernel floor "
+                  f"{decode.gemm_s * 1e3:.2f} ms + KV {decode.attention_s * 1e3:.2f} + small-kernel floor "
                   f"{decode.kernel_floor_s * 1e3:.2f} + host {decode.host_s * 1e3:.2f} + all-reduce "
-                  f"{decode.comm_s * 1e3:.2f} ms")
+                  f"{decode.comm_s * 1e3:.2f} ms; bound: {decode.bound}")
     note, ttft_basis = e.get("engine", ""), last + _prefill_basis({**e, "prompt_tokens": pairs[-1][0]}, prefill)
     if len(steps) > 1:
         ttft_basis, tpot_basis = (f"mean of {len(steps)} requests ({ttft * 1e3:.1f} ms); " + ttft_basis,
