@@ -122,10 +122,32 @@ def test_sglang_host_time_row_names_the_issue_time():
     b200 = estimate_inference(InferenceInputs(search=False, model="qwen3-235b-a22b", gpu="b200", tp=8,
                                               engine="sglang==0.5.6")).assumption("host_time")
     assert "decode steps of more than 512 sequences" in b200.source
+    # final read 8: an SGLang run cites SGLang, not vLLM's issues; the default 0.5.3 says it takes 0.5.6's counts
+    assert "vllm#" not in row.source and "vllm#" not in b200.source
+    assert "0.5.6's eager-path launches" in _report(engine="sglang").assumption("host_time").source
+    assert "0.5.6's eager-path launches" not in row.source
     assert "41.96 us a launch" in row.source and "--launch-layer-us does not change it" in row.source
     # vLLM V0 keeps the launches a layer, and says what sets them
     v0 = _report(engine="vllm==0.7.3").assumption("host_time").source
     assert "80 us a layer of launches" in v0 and "what --launch-layer-us sets" in v0
+
+
+def test_prefill_issue_line_names_the_engine_that_ran():
+    """Final read 8: the '--full' prefill issue line's source named vLLM on SGLang runs and SGLang on vLLM ones."""
+    sglang = _report(engine="sglang==0.5.6").line("ttft_host_issue").formula
+    vllm = _report(engine="vllm==0.9.1", cuda_graph_gib=0).line("ttft_host_issue").formula
+    assert "SGLang runs prefill without CUDA graphs" in sglang and "vLLM" not in sglang
+    assert "--enforce-eager" in vllm and "SGLang runs" not in vllm
+
+
+def test_kv_replication_note_names_the_engine_that_ran():
+    """Final read 8: 'each KV head is replicated on 2 GPUs (vLLM)' was printed on SGLang runs. SGLang's
+    QKVParallelLinear replicates the same way (layers/linear.py@v0.5.6:818-820: tp / KV heads copies)."""
+    def note(engine):
+        r = estimate_inference(InferenceInputs(search=False, model="qwen3-235b-a22b", gpu="b200", tp=8, engine=engine))
+        return next(n for n in r.notes if "KV heads: each KV head" in n)
+    assert note("sglang").endswith("replicated on 2 GPUs (SGLang), so the cache per GPU stops shrinking")
+    assert "(vLLM)" in note("vllm")
 
 
 def test_the_per_layer_constants_are_options():

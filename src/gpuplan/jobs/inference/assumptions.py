@@ -66,8 +66,7 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
                    ("scheduler: none (overlapped)" if host == 0 else f"scheduler: {host * 1e3:.1f} ms"
                     + (" + 0.1 ms a sequence" if KR.host_step_seconds(release, 1) > host else ""))
                    + ("; eager forwards: their issue time past the GPU work" if _issue_bound(e, release) else ""),
-                   f"{release.label}'s scheduler (vllm#6854, #6913, PR 27614; core/serving/kernels.py); "
-                   + _eager_steps(e, release, R.graph_max_tokens_at(release, e.graph_max_tokens, plan.gpu, tp)),
+                   _scheduler_source(release) + _eager_steps(e, release, R.graph_max_tokens_at(release, e.graph_max_tokens, plan.gpu, tp)),
                    "--engine / --launch-layer-us", "launch_layer_us" in u),
         _kernel_floor_assumption(plan, u, tp),
         Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step"
@@ -85,6 +84,18 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
                    f"{e.kv_repeat_l2_hit:.0%}", FITTED, "none (model constant)", False),
         _allreduce_assumption(plan, tp, pp),
     )
+
+
+def _scheduler_source(release) -> str:
+    """Where the scheduler's host time comes from, for ``release``'s engine only (kernels.host_step_seconds)."""
+    if release.engine == "sglang":
+        counts = "" if release.version >= (0, 5, 6) else (
+            f"; {release.label} taken with 0.5.6's eager-path launches (core/serving/layer_kernels.py)")
+        return (f"{release.label}'s scheduler: overlapped from 0.4 (its zero-overhead batch scheduler), 0.6 ms a "
+                f"step before (core/serving/kernels.py){counts}; ")
+    if release.engine == "vllm":
+        return f"{release.label}'s scheduler (vllm#6854, #6913, PR 27614; core/serving/kernels.py); "
+    return f"{release.label}'s scheduler (core/serving/kernels.py host_step_seconds); "
 
 
 def _issue_bound(e, release) -> bool:

@@ -281,9 +281,10 @@ def _prefill_issue_lines(plan: Plan, ttft: R.StepTime) -> tuple[Line, ...]:
                  f"{plan.spec.num_layers} layers x {kernels:.1f} launches (core/serving/layer_kernels.py) x "
                  f"{FT.EAGER_HOST_PER_LAUNCH_S * 1e6:.2f} us a launch (sglang PR 12160: DeepSeek-V3 "
                  "1-token prefill 82.6 ms eager vs 23.1 ms graphed, + 6.5 ms of its GPU work); the forward "
-                 "ends at max(host, GPU): "
-                 "SGLang runs prefill without CUDA graphs (piecewise graphs off by default), vLLM none under "
-                 "--enforce-eager"),)
+                 "ends at max(host, GPU): " + (
+                     "SGLang runs prefill without CUDA graphs (piecewise graphs off by default)"
+                     if plan.setup.runtime.release.engine == "sglang" else
+                     "vLLM captures no CUDA graph under --enforce-eager (--cuda-graph-gib 0)")),)
 
 
 def _parts(step: R.StepTime) -> str:

@@ -86,8 +86,10 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
                      "to run them together (shown as if it did)")
     kv_heads = spec.attention.num_kv_heads
     if not spec.attention.is_mla and inputs.tp_degree > kv_heads:
+        # QKVParallelLinear num_kv_head_replicas = tp / KV heads: vLLM's, and SGLang's copy (layers/linear.py@v0.5.6:818-820)
+        who = {"vllm": " (vLLM)", "sglang": " (SGLang)"}.get(engine, "")
         notes.append(f"tp {inputs.tp_degree} > {kv_heads} KV heads: each KV head is replicated on {inputs.tp_degree // kv_heads} "
-                     "GPUs (vLLM), so the cache per GPU stops shrinking")
+                     f"GPUs{who}, so the cache per GPU stops shrinking")
     if inputs.lora is not None:  # MLA: one clear line before any search
         from gpuplan.core.serving.lora import check_supported
 
