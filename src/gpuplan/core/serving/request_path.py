@@ -37,9 +37,12 @@ request path outside the forward'):
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Sequence
 
-from gpuplan.core.serving.releases import VLLM_V1_SINCE
+from gpuplan.core.hardware import Accelerator
+from gpuplan.core.serving.forward_time import StepTime
+from gpuplan.core.serving.releases import VLLM_V1_SINCE, EngineRelease
+from gpuplan.core.serving.setup import ServingSetup
 
 MICROBATCH_TOKENIZER_SINCE = (0, 10, 0)
 """The first vLLM release whose OpenAI server tokenises through AsyncMicrobatchTokenizer (vllm/utils/
@@ -74,7 +77,7 @@ def prefill_chunks(prompt: int, cached: int, budget: int) -> tuple[tuple[int, in
     return tuple(steps)
 
 
-def api_server_seconds(release) -> float:
+def api_server_seconds(release: EngineRelease) -> float:
     """Seconds vLLM's OpenAI server holds a text request before the engine sees it, as its code sets
     them (not measured): the tokeniser's batch window from MICROBATCH_TOKENIZER_SINCE; 0 before and for
     other engines. Template rendering, tokenising itself, the ZMQ hops and detokenising are not in it
@@ -84,14 +87,14 @@ def api_server_seconds(release) -> float:
     return TOKENIZER_BATCH_WAIT_S
 
 
-def served(step, release):
+def served(step: StepTime, release: EngineRelease) -> StepTime:
     """A prefill step (roofline.StepTime) as a request served by ``release`` waits for its first
     token: plus api_server_seconds, counted as host time (the GPU is idle for it)."""
     wait = api_server_seconds(release)
     return replace(step, host_s=step.host_s + wait) if wait else step
 
 
-def chunk_budget(setup, gpu, batch: int = 1) -> int | None:
+def chunk_budget(setup: ServingSetup, gpu: Accelerator | None, batch: int = 1) -> int | None:
     """max_num_batched_tokens of the vLLM V1 server that splits one request's prefill, or None where
     no split is modelled: not vLLM, V0 (chunking off by default below 32K contexts), no GPU given,
     or a static batch of several prompts (an offline run, usage context LLM_CLASS: not read here)."""
@@ -101,7 +104,8 @@ def chunk_budget(setup, gpu, batch: int = 1) -> int | None:
     return setup.runtime.batch_limits(gpu.memory_bytes, gpu.name)[0]
 
 
-def chunked_prefill(step: Callable, setup, prompt: int, budget: int):
+def chunked_prefill(step: Callable[[ServingSetup, int], StepTime], setup: ServingSetup, prompt: int,
+                    budget: int) -> StepTime:
     """The prefill of one request split into the scheduler's chunks: ``step(setup, prompt)`` (a
     roofline.prefill_step with its other keywords bound) for each chunk, the chunk's cached prefix
     given as the setup's prefix_hit (half a token up, so prefill_step's floor lands on the prefix),
@@ -112,7 +116,7 @@ def chunked_prefill(step: Callable, setup, prompt: int, budget: int):
     return combine(parts)
 
 
-def combine(parts):
+def combine(parts: Sequence[StepTime]) -> StepTime:
     """roofline.StepTimes run one after another as one StepTime: every term summed; the GEMM time
     kept exact by choosing the exposed share of the summed shorter bound that gives the sum of the
     parts' gemm_s (each between its longer bound and the sum of both, so the share lies in [0, 1])."""

@@ -22,6 +22,7 @@ from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving.memory import draft_kv_share
 from gpuplan.core.serving.releases import EngineRelease, allreduce_dtype
+from gpuplan.core.serving.forward_time import StepTime  # re-exported: callers name roofline.StepTime
 from gpuplan.core.serving.setup import ServingSetup
 from gpuplan.core.serving.weights import ParamGroups, decode_weight_bytes_read, param_groups
 
@@ -31,66 +32,6 @@ def forward_allreduces(spec: ModelSpec, release: KR.EngineRelease | None = None)
     (Sec. 3), or one per layer where the release's model code sums a parallel block's attention and
     MLP outputs before reducing them (kernels.allreduces_per_layer: Falcon)."""
     return KR.allreduces_per_layer(spec, release) * spec.num_layers
-
-
-@dataclass(frozen=True)
-class StepTime:
-    """One forward step on one GPU, seconds: the weight GEMMs (streaming their weights or bound by
-    their FLOPs), attention (the decode KV read or the prefill flash attention), elementwise
-    traffic, a graph step's small-kernel floor, host time, and the TP all-reduces; kernels run one
-    after another."""
-
-    memory_s: float
-    """GEMMs streaming their weights from HBM."""
-    compute_s: float
-    """GEMMs bound by their FLOPs."""
-    comm_s: float
-    draft_s: float = 0.0
-    """Speculative decoding: the proposer's k draft steps before this (verify) step."""
-    tokens_per_step: float = 1.0
-    """Output tokens the step yields per sequence (speculative decoding: the mean accepted length)."""
-    attention_s: float = 0.0
-    other_s: float = 0.0
-    """Elementwise kernels (norms, RoPE, activations)."""
-    host_s: float = 0.0
-    """Host time the GPU waits for: kernel launches of an eager step, the scheduler between steps."""
-    kernel_floor_s: float = 0.0
-    """GPU time of a CUDA-graph step's small kernels beyond their roofline (setup.Efficiency.
-    graph_layer_s a layer: norms, RoPE, cache write, short attention, activation)."""
-    issue_s: float = 0.0
-    """An eager forward launched from Python (SGLang's eager steps, vLLM V1 --enforce-eager): host seconds
-    to issue its kernels (first_token_path), of which host_s holds the part past the GPU work; 0 elsewhere."""
-    issue_exposed_s: float = 0.0
-    """The part of issue_s past the GPU work (first_token_path.exposed_host_seconds), held in host_s beside
-    the scheduler's time (kernels.host_step_seconds) and any server hold; 0 where the GPU hides the issue."""
-    exposed: float = 0.0
-    """Share of the shorter GEMM bound (streaming or math) the kernels do not hide behind the longer
-    one (setup.Efficiency.ridge_exposed: GEMMs of few tokens)."""
-
-    @property
-    def gemm_s(self) -> float:
-        """The weight GEMMs: the longer of streaming and math, plus the exposed share of the shorter."""
-        return max(self.memory_s, self.compute_s) + self.exposed * min(self.memory_s, self.compute_s)
-
-    @property
-    def verify_s(self) -> float:
-        """The step itself (a speculative verify step), without the draft steps."""
-        return self.gemm_s + self.attention_s + self.other_s + self.kernel_floor_s + self.host_s + self.comm_s
-
-    @property
-    def total(self) -> float:
-        """Seconds per output token."""
-        return (self.verify_s + self.draft_s) / self.tokens_per_step
-
-    @property
-    def bound(self) -> str:
-        """What bounds the step: 'host (eager issue)' where an eager forward's issue time exceeds its GPU
-        work (issue_exposed_s > 0), else 'attention', 'memory' or 'compute' (the larger GPU term)."""
-        if self.issue_exposed_s > 0:
-            return "host (eager issue)"
-        if self.attention_s > self.gemm_s:
-            return "attention"
-        return "memory" if self.memory_s >= self.compute_s else "compute"
 
 
 def gemm_flops_per_token(spec: ModelSpec) -> float:
