@@ -117,7 +117,8 @@ MIB = 2**20
 def sglang_defaults(total_bytes: float, tp: int) -> tuple[int, int]:
     """SGLang's (chunked_prefill_size, cuda_graph_max_bs) for a GPU of ``total_bytes``
     (sgl-project/sglang python/sglang/srt/server_args.py, ServerArgs._handle_gpu_memory_settings:
-    tiers at 20, 35, 60, 90 and 160 GB of device memory)."""
+    tiers at 20, 35, 60, 90 and 160 GB of device memory; @v0.5.6:725-802 the same on NVIDIA parts). The one
+    source of both the memory split's reserve and the decode graph limit (kernels.graph_max_tokens_of)."""
     gpu_mem = total_bytes / MIB
     if gpu_mem < 20 * 1024:
         return 2048, 8
