@@ -153,6 +153,16 @@ def _deepseek_fp8(spec: ModelSpec, fmt_name: str) -> bool:
     return spec.attention.is_mla and spec.moe is not None and fmt_name == "fp8"
 
 
+def _plus(a: LayerKernels, b: LayerKernels) -> LayerKernels:
+    return LayerKernels(a.issued + b.issued, a.graph + b.graph, a.source + "; " + b.source)
+
+
+_DEEPSEEK_SM100 = {prefill: (_plus(attention, DEEPSEEK_FP8_DENSE_MLP), _plus(attention, moe))
+                   for prefill, attention, moe in ((True, DEEPSEEK_SM100_PREFILL_ATTENTION, DEEPSEEK_SM100_MOE_PREFILL),
+                                                   (False, DEEPSEEK_SM100_DECODE_ATTENTION, DEEPSEEK_SM100_MOE_DECODE))}
+"""(dense layer, MoE layer) of DeepSeek-V3 FP8 on sm100, by prefill: built once (table_entry runs per step)."""
+
+
 def table_entry(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None, fmt_name: str,
                 prefill: bool) -> tuple[LayerKernels, LayerKernels] | None:
     """(dense layer, MoE layer) counts where the table has the path (SGLang on sm100: DeepSeek-V3-style
@@ -160,16 +170,10 @@ def table_entry(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | N
     if release.engine != "sglang" or not _sm100(fabric):
         return None
     if _deepseek_fp8(spec, fmt_name):
-        attention = DEEPSEEK_SM100_PREFILL_ATTENTION if prefill else DEEPSEEK_SM100_DECODE_ATTENTION
-        moe = DEEPSEEK_SM100_MOE_PREFILL if prefill else DEEPSEEK_SM100_MOE_DECODE
-        return _plus(attention, DEEPSEEK_FP8_DENSE_MLP), _plus(attention, moe)
+        return _DEEPSEEK_SM100[bool(prefill)]
     if spec.model_type == "gpt_oss" and fmt_name == "mxfp4":
         return GPT_OSS_SM100, GPT_OSS_SM100
     return None
-
-
-def _plus(a: LayerKernels, b: LayerKernels) -> LayerKernels:
-    return LayerKernels(a.issued + b.issued, a.graph + b.graph, a.source + "; " + b.source)
 
 
 def _mean(pair: tuple[LayerKernels, LayerKernels], spec: ModelSpec, attr: str) -> float:
