@@ -104,6 +104,14 @@ def chunk_budget(setup: ServingSetup, gpu: Accelerator | None, batch: int = 1) -
     return setup.runtime.batch_limits(gpu.memory_bytes, gpu.name)[0]
 
 
+def split_budget(setup: ServingSetup, gpu: Accelerator | None, prompt: int, batch: int = 1) -> int | None:
+    """chunk_budget where the prompt's uncached tokens (the prefix cache's hit taken off, as chunked_prefill
+    counts it) exceed it, so the prefill runs as several chunks; None where it is one forward. The one test
+    the step timing (roofline.prefill_step) and the answer's chunk line (jobs/inference/estimate) share."""
+    budget = chunk_budget(setup, gpu, batch)
+    return budget if budget is not None and prompt - int(setup.prefix_hit * prompt) > budget else None
+
+
 def chunked_prefill(step: Callable[[ServingSetup, int], StepTime], setup: ServingSetup, prompt: int,
                     budget: int) -> StepTime:
     """The prefill of one request split into the scheduler's chunks: ``step(setup, prompt)`` (a

@@ -271,8 +271,8 @@ def prefill_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, t
     (weights read once), causal flash attention, elementwise and host time, all-reduces. With
     prefix caching only the uncached suffix is computed: causal FLOPs of the whole prompt minus
     those of the cached prefix (the suffix still attends to every cached key)."""
-    budget = RP.chunk_budget(setup, fabric, batch)  # vLLM V1 prefills a long prompt in chunks (request_path)
-    if budget is not None and prompt - math.floor(setup.prefix_hit * prompt) > budget:
+    budget = RP.split_budget(setup, fabric, prompt, batch)  # vLLM V1 prefills a long prompt in chunks (request_path)
+    if budget is not None:
         return RP.chunked_prefill(lambda s, p: prefill_step(spec, groups, s, tp=tp, pp=pp, prompt=p, bandwidth=bandwidth,
                                                             peak=peak, link=link, which=which, fabric=fabric),
                                   setup, prompt, budget)

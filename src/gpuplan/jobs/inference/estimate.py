@@ -254,10 +254,9 @@ def _request_path_lines(plan: Plan) -> tuple[Line, ...]:
                           f"{hold * 1e3:,.1f} ms (tokeniser batch window)", "vLLM >= 0.10 AsyncMicrobatchTokenizer "
                           "batch_wait_timeout_s (utils/async_utils.py@v0.23.0:36); HTTP, template, ZMQ hops and "
                           "detokenising not costed"))
-    budget = RP.chunk_budget(plan.setup, plan.gpu)
-    new = plan.prompt - int(plan.setup.prefix_hit * plan.prompt)
-    if budget is not None and new > budget:
-        steps = len(RP.prefill_chunks(plan.prompt, plan.prompt - new, budget))
+    budget = RP.split_budget(plan.setup, plan.gpu, plan.prompt)
+    if budget is not None:
+        steps = len(RP.prefill_chunks(plan.prompt, int(plan.setup.prefix_hit * plan.prompt), budget))
         lines.append(Line("ttft_prefill_chunks", "prefill engine steps (chunked prefill)", steps, "steps",
                           f"{steps} of <= {budget:,} tokens", "vLLM V1 scheduler: min(remaining, max_num_batched_"
                           "tokens) a step (scheduler.py@v0.9.1:396-406; the GPU's default or --prefill-tokens)"))
