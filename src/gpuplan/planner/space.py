@@ -300,5 +300,5 @@ def range_counts(low: int, high: int) -> tuple[int, ...]:
     """The common cluster sizes in [low, high] — powers of two and 1.5x powers of two (512, 768, 1024,
     1536, ...) — plus its two ends: the deadline search's first pass (jobs.plan.deadline.deadline_counts) and
     the smaller / larger counts planner.plan tries; a `--gpus` range searches power_counts instead."""
-    sizes = {c for k in range(high.bit_length()) for c in (2**k, 3 * 2**k) if low <= c <= high}
-    return tuple(sorted(sizes | {low, high}))
+    threes = {3 * 2**k for k in range(high.bit_length()) if low <= 3 * 2**k <= high}
+    return tuple(sorted(threes.union(power_counts(low, high))))
