@@ -54,17 +54,17 @@ def _units(spec: ModelSpec, settings, trained_params, grads, data, layers, zero3
     """(gradient units, parameter-gather units): how many pieces the traffic goes out in. Under ZeRO-3 a layer
     each (an FSDP unit: one flat parameter per block) or, DeepSpeed, each linear submodule of a layer (its
     pre-forward hook gathers one module's parameters at a time, deepspeed/runtime/zero/parameter_offload.py);
-    DeepSpeed's ZeRO 0-2 in its own buckets (deepspeed_units); else Megatron's buckets, or DDP's 25 MiB ones,
-    the gather in the gradients' buckets."""
+    DeepSpeed's ZeRO 0-2 in its own buckets (deepspeed_buckets, DEEPSPEED_GATHERS); else Megatron's buckets, or
+    DDP's 25 MiB ones, the gather in the gradients' buckets."""
+    per_layer = 1
     if settings.dp_schedule == "ddp":
-        buckets = np.maximum(np.ceil(np.asarray(grads, dtype=float) / DDP_BUCKET_BYTES), 1.0)
+        buckets = gather = np.maximum(np.ceil(np.asarray(grads, dtype=float) / DDP_BUCKET_BYTES), 1.0)
     elif settings.dp_schedule == "deepspeed":
-        buckets = deepspeed_buckets(trained_params)
+        buckets, gather = deepspeed_buckets(trained_params), DEEPSPEED_GATHERS
+        per_layer = len(layer_submodule_params(spec))
     else:
-        buckets = O.megatron_buckets(trained_params, data)
-    per_layer = len(layer_submodule_params(spec)) if settings.dp_schedule == "deepspeed" else 1
+        buckets = gather = O.megatron_buckets(trained_params, data)
     sharded = np.maximum(np.asarray(layers, dtype=float), 1.0) * per_layer
-    gather = DEEPSPEED_GATHERS if settings.dp_schedule == "deepspeed" else buckets
     return np.where(zero3, sharded, buckets), np.where(zero3, sharded, gather)
 
 
