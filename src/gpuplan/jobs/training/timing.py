@@ -21,7 +21,7 @@ from gpuplan.core.model import flops as F
 from gpuplan.core.economics.gpu_time import ComputeBudget, solve_compute_budget
 from gpuplan.core.economics.io import nodes_for
 from gpuplan.core.model.spec import params_for_6nd
-from gpuplan.core.units import SECONDS_PER_DAY
+from gpuplan.core.units import SECONDS_PER_DAY, format_duration
 from gpuplan.errors import InputError, NoLayoutFits
 from gpuplan.jobs.training.schema import DEFAULT_DAYS, DEFAULT_MFU, TrainingInputs
 from gpuplan.schema.types import MAX_DAYS  # schema.types.days' bound
@@ -332,8 +332,6 @@ def check_solved_mfu(solved: ComputeBudget, flops: Flops, inputs: TrainingInputs
     (jobs/validation/mfu_ceiling.py; compared on gpuplan's MFU definition, exact model FLOPs).
     The message names the GPUs for those days (``gpus_within(ceiling)``, each count solved with its
     own layout and failures; else in proportion) and the days on those GPUs at that ceiling."""
-    from gpuplan.core.units import format_duration
-
     exact_mfu = solved.mfu * flops.exact / flops.used  # the published ceilings count exact FLOPs
     limit, why = 1.0, "100%, the dense peak"
     if gpu is not None:
@@ -365,8 +363,6 @@ def _needed_words(gpus: int, deadline: float, seconds: float, given: float) -> s
     to type only where the schema takes it (--gpus up to MAX_GPUS, --days up to MAX_DAYS); past those, that no
     value does (a count past MAX_GPUS is not solved, gpus_within stops there). Wave 9: `train llama-3.1-8b
     --gpu h100 --gpus 8 --days 30min` suggested --gpus 477977354, which --gpus refuses."""
-    from gpuplan.core.units import format_duration
-
     when, on = format_duration(deadline), f"{given:,.0f} GPUs"
     count = (f"the run needs {gpus:,} GPUs for {when} (--gpus {gpus})" if gpus <= MAX_GPUS else
              f"no GPU count up to {MAX_GPUS:,} (the most --gpus takes) runs it in {when}")
