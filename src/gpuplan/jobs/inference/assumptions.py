@@ -65,7 +65,7 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
         Assumption("host_time", "host time per step not hidden by the GPU",
                    ("scheduler: none (overlapped)" if host == 0 else f"scheduler: {host * 1e3:.1f} ms"
                     + (" + 0.1 ms a sequence" if KR.host_step_seconds(release, 1) > host else ""))
-                   + ("; eager forwards: their issue time past the GPU work" if _issue_bound(e, release) else ""),
+                   + ("; eager forwards: their issue time past the GPU work" if FT.runs_issue_bound(release, e.graph_max_tokens) else ""),
                    _scheduler_source(release) + _eager_steps(e, release, R.graph_max_tokens_at(release, e.graph_max_tokens, plan.gpu, tp)),
                    "--engine / --launch-layer-us", "launch_layer_us" in u),
         _kernel_floor_assumption(plan, u, tp),
@@ -98,12 +98,6 @@ def _scheduler_source(release) -> str:
     return f"{release.label}'s scheduler (core/serving/kernels.py host_step_seconds); "
 
 
-def _issue_bound(e, release) -> bool:
-    """Some step of ``release`` runs eagerly and is timed by its issue time (first_token_path.runs_issue_bound):
-    SGLang's prefill and eager decode steps, vLLM V1 under --enforce-eager."""
-    return FT.runs_issue_bound(release, e.graph_max_tokens)
-
-
 def _eager_steps(e, release, graph_max: int) -> str:
     """Which steps run eagerly (those past the largest graph, prefill where the release captures decode
     graphs only: kernels.prefill_graphs_of) and which host time each takes: the kernels' issue time
@@ -117,7 +111,7 @@ def _eager_steps(e, release, graph_max: int) -> str:
     if e.graph_max_tokens <= 0:
         return "every step runs eagerly (no CUDA graphs), its host time " + (
             issue if FT.runs_issue_bound(release, 0) else launches)
-    if release.engine == "sglang":  # its eager steps: the issue time of core/serving/first_token_path.py
+    if FT.runs_issue_bound(release, graph_max):  # with graphs: SGLang's eager steps (first_token_path)
         return (f"every prefill step, and decode steps of more than {graph_max} sequences (past cuda_graph_max_bs "
                 f"on this GPU and TP), run eagerly, their host time {issue}")
     prefill = "" if KR.prefill_graphs_of(release) else "prefill steps and "
@@ -160,13 +154,13 @@ def _allreduce_assumption(plan: Plan, tp: int, pp: int = 1) -> Assumption:
     ar_bytes, bf16 = allreduce_dtype(plan.setup.fmt.compute_dtype, plan.setup.fmt.name)
     limit = KR.custom_allreduce_limit(release, tp, plan.gpu, plan.setup.efficiency.custom_allreduce_bytes, p2p,
                                       plan.spec.hidden_size, dtype_bytes=ar_bytes, bf16=bf16, pp=pp)
-    tables = reads_019_allreduce(release, plan.gpu, p2p) and plan.setup.efficiency.custom_allreduce_bytes is None
+    reads_tables = reads_019_allreduce(release, plan.gpu, p2p) and plan.setup.efficiency.custom_allreduce_bytes is None
     if tp <= 1:
         value = "none (tp 1)"
     elif not p2p:
         value = "NCCL at every size through host memory (no GPU P2P: the own kernel is off, NCCL over SHM)"
     elif limit > 0:
-        strict = tables and (limit + 16) % 2**20 == 0  # a strict '<' limit (vLLM's size < max); the fusion's is '<='
+        strict = reads_tables and (limit + 16) % 2**20 == 0  # a strict '<' limit (vLLM's size < max); the fusion's is '<='
         value = (f"own kernels below {_size(limit + 16)} at tp {tp}, NCCL from there" if strict  # vLLM's size < max
                  else f"own kernel up to {_size(limit)} at tp {tp}, NCCL above")
     elif KR.on_pcie(plan.gpu) and KR.custom_allreduce_bytes_of(release, tp) > 0:
@@ -176,7 +170,7 @@ def _allreduce_assumption(plan: Plan, tp: int, pp: int = 1) -> Assumption:
     if tp > 1 and KR.on_pcie(KR.collective_fabric(plan.gpu, p2p)):
         value += f"; NCCL's time x {KR.PCIE_NCCL_SLOWDOWN:g} on PCIe-only GPUs (the ring through host memory)"
     tables = ("vLLM 0.19's fused all-reduce + RMSNorm, custom and symmetric-memory limits on sm90, the memory "
-              "report's rule: releases.own_allreduce_max_bytes; " if tables else "")
+              "report's rule: releases.own_allreduce_max_bytes; " if reads_tables else "")
     return Assumption("tp_allreduce", "TP all-reduce implementation", value,
                       f"{release.label} ({tables}vllm PR 2192; TensorRT-LLM PluginConfig use_custom_all_reduce, AUTO: 16 MB "
                       "workspace at tp <= 2, 8 MB above); NCCL costed by its tuner model (core/comm/collectives.py); "
