@@ -51,6 +51,17 @@ def run_json(run_cli):
 
 
 @pytest.fixture(scope="module")
+def client():
+    """A FastAPI test client of the web app (gpuplan.web.app.create_app), one per test module; a module that needs
+    other settings (raise_server_exceptions=False, a calibration folder) defines its own ``client``."""
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web.app import create_app
+
+    return TestClient(create_app())
+
+
+@pytest.fixture(scope="module")
 def published_rows():
     """The published-throughput rows by id (helpers.published_rows_by_id), one dict per test module."""
     from helpers import published_rows_by_id

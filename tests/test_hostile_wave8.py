@@ -54,15 +54,6 @@ def gpuplan(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
     return done.returncode, done.stdout, done.stderr
 
 
-@pytest.fixture(scope="module")
-def client():
-    from fastapi.testclient import TestClient
-
-    from gpuplan.web.app import create_app
-
-    return TestClient(create_app())
-
-
 def web_refusal(response, field: str, fragment: str = "") -> str:
     """A 4xx naming ``field`` (the same one-line message as the CLI's); returns the message."""
     assert 400 <= response.status_code < 500, response.text[:400]

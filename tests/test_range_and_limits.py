@@ -15,15 +15,6 @@ import pytest
 from helpers import field_refusal
 
 
-@pytest.fixture(scope="module")
-def client():
-    from fastapi.testclient import TestClient
-
-    from gpuplan.web.app import create_app
-
-    return TestClient(create_app())
-
-
 # ---- 1. a --gpus range: its powers of two and both ends -------------------------------------------------------
 
 @pytest.mark.parametrize("typed, counts", [
