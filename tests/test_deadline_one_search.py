@@ -15,6 +15,8 @@ The expected figures are each door's own answer (no hard-coded count), except wh
 
 from __future__ import annotations
 
+from functools import cache
+
 import pytest
 
 from gpuplan import BudgetInputs, TrainingInputs, estimate_budget, estimate_training, plan_report
@@ -37,20 +39,26 @@ ASKS = [
 ]
 
 
+@cache
+def _answers(index: int) -> tuple:
+    """ASKS[index] through the three doors, once a session: (train = the budget job, plan, the training job)."""
+    ask = ASKS[index]
+    return (estimate_budget(BudgetInputs(**ask, mfu="predicted")), plan_report(ask),
+            estimate_training(TrainingInputs(**ask, mfu="predicted")))
+
+
 def _ask_id(ask: dict) -> str:
     return "-".join(str(ask.get(k, "week")) for k in ("model" if "model" in ask else "params", "tokens", "gpu", "days"))
 
 
-@pytest.mark.parametrize("ask", ASKS, ids=_ask_id)
-def test_train_plan_and_the_training_job_answer_one_count_days_and_cost(ask):
+@pytest.mark.parametrize("index", range(len(ASKS)), ids=[_ask_id(ask) for ask in ASKS])
+def test_train_plan_and_the_training_job_answer_one_count_days_and_cost(index):
     """Count, failure-free days, days with failures, on-demand GPU-hours and cost agree to 1e-9 (the same rows of the same
     search); the training job's count and days too. Fails before on five asks, all through the training job:
     mixtral-8x7b 2T H100 20 days 176 GPUs (plan 184), 7B 300B MI300X 2 days the same count on another layout
     (1.8974 days, plan 1.9032), 405B 60 days 17,408 (18,432), 70B 20 days 9,216 (9,728), and 405B's week (refused
     by train as well)."""
-    train = estimate_budget(BudgetInputs(**ask, mfu="predicted"))
-    plan = plan_report(ask)
-    training = estimate_training(TrainingInputs(**ask, mfu="predicted"))
+    ask, (train, plan, training) = ASKS[index], _answers(index)
     assert train.value("gpus") == plan.value("best_gpus") == training.value("gpus")
     assert train.value("wall_days") == pytest.approx(plan.value("best_days"), rel=1e-9)
     assert training.value("wall_days") == pytest.approx(plan.value("best_days"), rel=1e-9)
@@ -65,21 +73,17 @@ def test_train_plan_and_the_training_job_answer_one_count_days_and_cost(ask):
 def test_the_readme_deadline_is_640_gpus_through_every_door():
     """README.md: `gpuplan plan --params 70B --tokens 2T --gpu h100 --days 30` -> 640 GPUs (the fewest meeting it,
     tests/test_deadline_smallest_count derives why); train and the training job answer it too."""
-    ask = ASKS[0]
-    assert plan_report(ask).value("best_gpus") == 640
-    assert estimate_budget(BudgetInputs(**ask, mfu="predicted")).value("gpus") == 640
-    assert estimate_training(TrainingInputs(**ask, mfu="predicted")).value("gpus") == 640
+    train, plan, training = _answers(0)
+    assert plan.value("best_gpus") == train.value("gpus") == training.value("gpus") == 640
 
 
 def test_the_default_week_met_nowhere_answers_the_fastest_with_plans_note():
     """405B on 15T H100 tokens with neither --gpus nor --days: no count up to 131,072 trains it in 7 days with
     failures (the fastest needs 7.93 days before them); train answers plan's fastest layout and plan's note
     (before: refused with 'days: got 7.0')."""
-    ask = ASKS[-1]
-    train = estimate_budget(BudgetInputs(**ask, mfu="predicted"))
-    plan = plan_report(ask)
+    train, plan, training = _answers(len(ASKS) - 1)
     note = next(n for n in plan.notes if n.startswith("no GPU count up to 131,072 trains it"))
-    assert note in train.notes and note in estimate_training(TrainingInputs(**ask, mfu="predicted")).notes
+    assert note in train.notes and note in training.notes
     assert train.value("gpus") == plan.value("best_gpus") == 131_072
 
 
