@@ -11,9 +11,10 @@ import re
 
 import numpy as np
 import pytest
+from helpers import serving_cases_by_id
 
 from gpuplan.core.serving.releases import parse_release
-from gpuplan.jobs.validation.inference import inference_validation_cases, reference_measurements
+from gpuplan.jobs.validation.inference import reference_measurements
 
 # id -> (release, mean TTFT ms, mean TPOT ms) as printed in the quoted result blocks
 ADDED = {
@@ -89,7 +90,7 @@ def test_fixed_length_row_is_the_quoted_totals_over_30_requests():
 
 
 def test_added_rows_are_scored_as_held_out_ttft_and_tpot():
-    cases = {case[0]: case for case in inference_validation_cases()}
+    cases = serving_cases_by_id()
     for name, (_, ttft, tpot) in ADDED.items():
         assert cases[name + "-ttft"][2] == pytest.approx(ttft / 1e3)
         assert cases[name + "-tpot"][2] == pytest.approx(tpot / 1e3)
