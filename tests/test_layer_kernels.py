@@ -3,6 +3,7 @@ the two rules that read them (the CUDA-graph decode floor and the eager issue ti
 table's (each entry cites its lines); times are worked by hand. Tolerance 0.1% unless stated."""
 
 import pytest
+from helpers import serving_cases_by_id
 
 from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core.serving import first_token_path as FT
@@ -21,7 +22,7 @@ def _gpu(cc):
 
 
 def _case(row_id):
-    return {c[0]: c for c in VI.inference_validation_cases()}[row_id]
+    return serving_cases_by_id()[row_id]
 
 
 def test_deepseek_b200_counts():
