@@ -183,25 +183,23 @@ def first_bad_number(data: Any, long_ints: bool = False) -> tuple[str, str] | No
     found = _first_bad_number(data)
     if found is not None or not long_ints:
         return found
-    stack: list[tuple[Any, str]] = [(data, "")]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, int) and not isinstance(item, bool) and len(str(abs(item))) > MAX_INT_DIGITS:
-            return path or "(top level)", str(item)[:20] + "..."
-        if isinstance(item, dict):
-            stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in reversed(list(item.items())))
-        elif isinstance(item, list):
-            stack.extend((v, f"{path}[{i}]") for i, v in reversed(list(enumerate(item))))
-    return None
+    return _first_where(data, lambda item: isinstance(item, int) and not isinstance(item, bool)
+                        and len(str(abs(item))) > MAX_INT_DIGITS, lambda item: str(item)[:20] + "...")
 
 
 def _first_bad_number(data: Any) -> tuple[str, str] | None:
-    """(dotted key path, text) of the first _NotANumber in parsed JSON (iterative)."""
+    """(dotted key path, text) of the first _NotANumber in parsed JSON."""
+    return _first_where(data, lambda item: isinstance(item, _NotANumber), lambda item: item.text)
+
+
+def _first_where(data: Any, bad: Any, text: Any) -> tuple[str, str] | None:
+    """(dotted key path, text(item)) of the first item in document order for which bad(item) holds (iterative: no
+    recursion on hostile input); None when there is none."""
     stack: list[tuple[Any, str]] = [(data, "")]
     while stack:
         item, path = stack.pop()
-        if isinstance(item, _NotANumber):
-            return path or "(top level)", item.text
+        if bad(item):
+            return path or "(top level)", text(item)
         if isinstance(item, dict):
             stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in reversed(list(item.items())))
         elif isinstance(item, list):
