@@ -104,3 +104,25 @@ def published_row_fields():
 def plan_published_row():
     """_plan_published_row: `gpuplan plan` (Python API) held to a published row's own layout."""
     return _plan_published_row
+
+
+CASE_SECONDS = 120
+"""Seconds any one test may take in-process under ``time_box`` (the slowest hostile-input case takes ~1 s): past it
+the test fails as a hang."""
+
+
+@pytest.fixture
+def time_box():
+    """An in-process case time-boxed (SIGALRM in the main thread, where the CLI and the test client's caller run),
+    so a hang fails the case rather than the suite; a module asks for it with
+    ``pytestmark = pytest.mark.usefixtures("time_box")``."""
+    import signal
+
+    def expire(signum, frame):
+        raise TimeoutError(f"the case ran past {CASE_SECONDS} s: a hang")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(CASE_SECONDS)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)

@@ -184,3 +184,13 @@ def op_class_values(out: str) -> tuple[dict, dict]:
     report = json.loads(out)
     section = next(s for s in report["sections"] if "op class" in s["title"])
     return {line["key"]: line["value"] for line in section["lines"]}, report
+
+
+def web_refusal(response, field: str, fragment: str = "") -> str:
+    """A 4xx naming ``field`` (the same one-line message as the CLI's); returns the message."""
+    assert 400 <= response.status_code < 500, response.text[:400]
+    body = response.json()
+    message = body.get("message") or str(body.get("detail"))
+    assert body.get("field") == field or message.startswith(f"{field}: "), body
+    assert fragment in message and "\n" not in message and "Traceback" not in message, message
+    return message
