@@ -29,6 +29,9 @@ NUMBER_OR_TEXT = {"anyOf": [{"type": "number"}, {"type": "string", "maxLength": 
 BOOL_OR_TEXT = {"anyOf": [{"type": "boolean"}, {"type": "string", "maxLength": 8}]}
 MAX_TEXT = 256
 """Longest text value accepted (a model name, a path, a provider): longer is refused."""
+TOO_LONG = "is too long for a number (at most 64 characters)"
+"""The refusal of a number written in more than 64 characters (NUMBER_OR_TEXT's maxLength), after a flag or in the
+web API's body (web.body: an integer past Python's digit limit)."""
 PLAN_FILE: ContextVar[str | None] = ContextVar("gpuplan_plan_file", default=None)
 """The plan file whose values are being checked (JobInputs.parse / check_values with ``where``)."""
 
@@ -48,8 +51,7 @@ def _text(value: Any, field: str) -> str:
     if not text:
         raise InputError(field, value, "must not be empty")
     if len(text) > 64:
-        raise InputError(field, value[:40] + "..." if isinstance(value, str) else value,
-                         "is too long for a number (at most 64 characters)")
+        raise InputError(field, value[:40] + "..." if isinstance(value, str) else value, TOO_LONG)
     if not text.isascii():  # float() reads other scripts' digits ("١٢" = 12): refuse them
         dash = next((c for c in text if c in UNICODE_DASHES), None)
         raise InputError(field, value, f"must be written with ASCII characters: {dash!r} (U+{ord(dash):04X}) is not "

@@ -103,14 +103,14 @@ def _check_long_integers(data: dict[str, Any]) -> None:
     """A top-level field's integer past Python's digit limit (adapters.files.LongInteger), or one in its list, is
     refused with the line its field gives the same digits after a flag (schema.types: 'gpus: got '9999...'; is too
     long for a number (at most 64 characters)'); the body was 'not valid JSON' (review w8 r2). Refused here, not
-    left to the field as text: FastAPI parses the body again after read_body, and its json.loads cannot."""
+    left to the field as text: the field would be handed the LongInteger (FastAPI validates the body as read here)."""
     from gpuplan.adapters.files import LongInteger
+    from gpuplan.schema.types import TOO_LONG
 
     for key, value in data.items():
         for item in value if isinstance(value, list) else (value,):
             if isinstance(item, LongInteger):
-                raise InputError(preview(key), item.digits[:40] + "...",
-                                 "is too long for a number (at most 64 characters)")
+                raise InputError(preview(key), item.digits[:40] + "...", TOO_LONG)
 
 
 def _check_numbers(data: dict[str, Any]) -> None:
