@@ -222,3 +222,14 @@ def test_ttft_bound_says_host_when_the_issue_outlasts_the_gpu():
         assert r.line("ttft").formula.endswith("; host-bound (eager issue)"), prompt
     r = _infer(model="llama-3.1-70b", gpu="h100", tp=8, engine="sglang==0.5.6")
     assert r.line("ttft").formula.endswith("; compute-bound")
+
+
+def test_the_pr12160_layer_counts_are_the_catalogs_deepseek_v3():
+    """first_token_path writes DeepSeek-V3's 61 layers, 58 of them MoE (config.json num_hidden_layers 61,
+    first_k_dense_replace 3), as constants so the module reads no catalog file at import; they must stay the
+    catalog's, which the per-launch constant divides by."""
+    from gpuplan.catalog import load_model
+    from gpuplan.core.serving import first_token_path as FTP
+
+    spec = load_model("deepseek-v3")
+    assert (spec.num_layers, spec.num_moe_layers) == (FTP.DEEPSEEK_V3_LAYERS, FTP.DEEPSEEK_V3_MOE_LAYERS) == (61, 58)
