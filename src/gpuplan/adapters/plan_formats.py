@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpuplan.adapters.files import MAX_DEPTH, nesting_depth, refusal
+from gpuplan.adapters.files import MAX_DEPTH, MAX_INT_DIGITS, nesting_depth, refusal
 
 
 def _yaml_loader():
@@ -55,9 +55,9 @@ def _yaml_loader():
 
     def construct_int(loader, node):
         text = loader.construct_scalar(node)
-        if not PLAIN_INT.match(text) or len(text.lstrip("+-")) > 64:  # an explicit !!int tag on other text
+        if not PLAIN_INT.match(text) or len(text.lstrip("+-")) > MAX_INT_DIGITS:  # an explicit !!int tag on other text
             raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not an integer (decimal digits, "
-                                                    "at most 64)", node.start_mark)
+                                                    f"at most {MAX_INT_DIGITS})", node.start_mark)
         return int(text)
 
     def construct_float(loader, node):
