@@ -233,3 +233,14 @@ def test_the_pr12160_layer_counts_are_the_catalogs_deepseek_v3():
 
     spec = load_model("deepseek-v3")
     assert (spec.num_layers, spec.num_moe_layers) == (FTP.DEEPSEEK_V3_LAYERS, FTP.DEEPSEEK_V3_MOE_LAYERS) == (61, 58)
+
+
+def test_the_pr12160_launches_a_layer_are_layer_kernels_mean_of_the_catalogs_deepseek_v3():
+    """DEEPSEEK_V3_KERNELS_PER_LAYER is layer_kernels' dense / MoE weighting (layer_mean, the one _mean reads for a
+    spec), not a second copy of it: on the catalog's DeepSeek-V3 (61 layers, 58 MoE) _mean over PR 12160's
+    (dense, MoE) pair gives it exactly; by hand (3 x (15 + 5) + 58 x (15 + 9)) / 61 + 2 all-reduces
+    = 1,452 / 61 + 2 = 25.8033 (rel 1e-12)."""
+    spec = load_model("deepseek-v3")
+    assert FT.DEEPSEEK_V3_KERNELS_PER_LAYER == LK._mean(FT.PR12160_LAYERS, spec, "issued") + FT.DEEPSEEK_V3_ALLREDUCES
+    assert FT.DEEPSEEK_V3_KERNELS_PER_LAYER == pytest.approx(1452 / 61 + 2, rel=1e-12)
+    assert [k.issued for k in FT.PR12160_LAYERS] == [20, 24]

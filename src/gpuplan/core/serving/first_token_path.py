@@ -62,11 +62,13 @@ DEEPSEEK_V3_ALLREDUCES = 2
 """TP all-reduces a layer of the PR's TP 8 forward, launched like any kernel (no fusion off sm100): the
 Megatron pair kernels.allreduces_per_layer gives DeepSeek-V3 (a constant here, since no ModelSpec is loaded
 at import; tests/test_first_token_path.py checks the two agree)."""
-_PR12160_ATTENTION = LK.DEEPSEEK_SM90_PR12160_ATTENTION.issued
-DEEPSEEK_V3_KERNELS_PER_LAYER = (
-    (_PR12160_ATTENTION + LK.DEEPSEEK_FP8_DENSE_MLP.issued) * (DEEPSEEK_V3_LAYERS - DEEPSEEK_V3_MOE_LAYERS)
-    + (_PR12160_ATTENTION + LK.DEEPSEEK_SM90_PR12160_MOE.issued) * DEEPSEEK_V3_MOE_LAYERS
-) / DEEPSEEK_V3_LAYERS + DEEPSEEK_V3_ALLREDUCES
+PR12160_LAYERS = (LK.LayerKernels(LK.DEEPSEEK_SM90_PR12160_ATTENTION.issued + LK.DEEPSEEK_FP8_DENSE_MLP.issued, 0,
+                                  "PR 12160 dense layer"),
+                  LK.LayerKernels(LK.DEEPSEEK_SM90_PR12160_ATTENTION.issued + LK.DEEPSEEK_SM90_PR12160_MOE.issued, 0,
+                                  "PR 12160 MoE layer"))
+"""(dense layer, MoE layer) launches of the PR's eager forward (sm90 path, layer_kernels), all-reduces apart."""
+DEEPSEEK_V3_KERNELS_PER_LAYER = LK.layer_mean(PR12160_LAYERS, DEEPSEEK_V3_LAYERS, DEEPSEEK_V3_MOE_LAYERS,
+                                              "issued") + DEEPSEEK_V3_ALLREDUCES
 """Launches a layer of the PR's eager forward, counted from SGLang's code (layer_kernels: the sm90 path,
 absorbed MLA, triton MoE with the shared expert fused in, FP8 block linears as two kernels):
 (3 x (15 + 5) + 58 x (15 + 9)) / 61 + 2 all-reduces = 25.80 (14.80 before 2026-12-05, when the general

@@ -176,10 +176,17 @@ def table_entry(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | N
     return None
 
 
-def _mean(pair: tuple[LayerKernels, LayerKernels], spec: ModelSpec, attr: str) -> float:
+def layer_mean(pair: tuple[LayerKernels, LayerKernels], layers: int, moe_layers: int, attr: str) -> float:
+    """Mean kernels a layer (``attr``: 'issued' or 'graph') of a model of ``layers`` decoder layers, ``moe_layers``
+    of them MoE: (dense x (layers - moe_layers) + MoE x moe_layers) / layers. The one weighting both a spec's
+    count (_mean) and first_token_path's PR 12160 forward (DeepSeek-V3, 61 layers, 58 MoE) read."""
     dense, moe = pair
-    share = spec.num_moe_layers / spec.num_layers if spec.moe is not None else 0.0
+    share = moe_layers / layers
     return getattr(dense, attr) * (1 - share) + getattr(moe, attr) * share
+
+
+def _mean(pair: tuple[LayerKernels, LayerKernels], spec: ModelSpec, attr: str) -> float:
+    return layer_mean(pair, spec.num_layers, spec.num_moe_layers if spec.moe is not None else 0, attr)
 
 
 def graph_kernels(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None = None,
