@@ -62,6 +62,18 @@ def queue_wait(prefill_s: float, rho: float) -> tuple[float, float]:
     return mean, p99
 
 
+def first_token_seconds(prefill_s: float, rho: float, path_s: float = 0.0,
+                        transfer_s: float = 0.0) -> tuple[float, float]:
+    """(mean, p99) TTFT of a request, seconds: the server's hold before the engine sees it (``path_s``,
+    request_path.api_server_seconds: vLLM's tokeniser batch window), the prefill, the M/M/1 wait at prefill
+    utilisation ``rho`` (queue_wait) and, for a disaggregated prefill instance, the KV transfer to the
+    decode instance (``transfer_s``). The one rule a colocated replica (replica_at) and a prefill pool
+    (prefill_pool_rate, jobs/inference/sizing's pool TTFT) read."""
+    wait_mean, wait_p99 = queue_wait(prefill_s, rho)
+    fixed = path_s + prefill_s + transfer_s
+    return fixed + wait_mean, fixed + wait_p99
+
+
 def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], output: int,
                max_in_flight: float = math.inf, path_s: float = 0.0) -> ReplicaLoad | None:
     """The steady state of one replica at ``rate`` requests/s (None when prompts alone saturate
@@ -72,8 +84,7 @@ def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], 
     rho = rate * prefill_s
     if rho >= 1:
         return None
-    wait_mean, wait_p99 = queue_wait(prefill_s, rho)
-    ttft_mean = path_s + prefill_s + wait_mean
+    ttft_mean, ttft_p99 = first_token_seconds(prefill_s, rho, path_s)
     in_flight = rate * (ttft_mean + output * decode_s(1) / (1 - rho))
     for _ in range(50):  # fixed point: more sequences in flight, slower steps, more in flight
         tpot = decode_s(max(1, math.ceil(in_flight))) / (1 - rho)
@@ -84,7 +95,7 @@ def replica_at(rate: float, prefill_s: float, decode_s: Callable[[int], float], 
             break
         in_flight = new
     tpot = decode_s(max(1, math.ceil(in_flight))) / (1 - rho)
-    return ReplicaLoad(rate, rho, ttft_mean, path_s + prefill_s + wait_p99, tpot, in_flight)
+    return ReplicaLoad(rate, rho, ttft_mean, ttft_p99, tpot, in_flight)
 
 
 def max_rate(target: LoadTarget, prefill_s: float, decode_s: Callable[[int], float], output: int,
@@ -119,11 +130,12 @@ def replicas_for(target: LoadTarget, per_replica: ReplicaLoad) -> int:
 # steps are never interrupted by prompts (TPOT = t_decode(B), no 1 / (1 - rho) stretch).
 
 
-def prefill_pool_rate(ttft_p99: float, prefill_s: float, transfer_s: float) -> float | None:
-    """The highest rate (requests/s) one prefill-only instance takes with its p99 TTFT (prefill
-    + queueing wait p99 + KV transfer) within ``ttft_p99``; None when an idle one misses it."""
+def prefill_pool_rate(ttft_p99: float, prefill_s: float, transfer_s: float, path_s: float = 0.0) -> float | None:
+    """The highest rate (requests/s) one prefill-only instance takes with its p99 TTFT (first_token_seconds:
+    the server's hold ``path_s`` + prefill + queueing wait p99 + KV transfer) within ``ttft_p99``; None when
+    an idle one misses it."""
     def p99(rate: float) -> float:
-        return prefill_s + queue_wait(prefill_s, rate * prefill_s)[1] + transfer_s
+        return first_token_seconds(prefill_s, rate * prefill_s, path_s, transfer_s)[1]
 
     if p99(0.0) > ttft_p99 * (1 + 1e-9):
         return None

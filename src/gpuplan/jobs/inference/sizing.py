@@ -18,9 +18,9 @@ from gpuplan.core.serving.load import (
     LoadTarget,
     ReplicaLoad,
     decode_pool_rate,
+    first_token_seconds,
     max_rate,
     prefill_pool_rate,
-    queue_wait,
     replica_at,
     replicas_for,
 )
@@ -204,14 +204,15 @@ def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = N
                 decodes[tp] = Pool("decode", gpu, tp, rate, count, price_h, source,
                                    _decode_step_at(target.requests_per_s / count, decode, plan.output, cap),
                                    in_flight=in_flight)
+        hold = RP.api_server_seconds(plan.setup.runtime.release)  # the prefill instance's server, as colocated
         for tp_p, (prefill, _, _) in steps.items():
             for tp_d, decode_pool in decodes.items():
                 transfer = kv_transfer_seconds(plan, gpu, min(tp_p, tp_d))
-                rate = prefill_pool_rate(target.ttft_p99, prefill, transfer)
+                rate = prefill_pool_rate(target.ttft_p99, prefill, transfer, hold)
                 if not rate:
                     continue
                 count = replicas_for(target, _rated(rate))  # the p99 at the load asked, each at its share
-                ttft = prefill + transfer + queue_wait(prefill, target.requests_per_s / count * prefill)[1]
+                ttft = first_token_seconds(prefill, target.requests_per_s / count * prefill, hold, transfer)[1]
                 pools = (Pool("prefill", gpu, tp_p, rate, count, price_h, source, ttft, transfer), decode_pool)
                 if gpu.id not in found or _pools_cost(pools) < _pools_cost(found[gpu.id]):
                     found[gpu.id] = pools
@@ -286,7 +287,7 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
         Line("disagg_prefill", "prefill pool", {"gpu": prefill.gpu.id, "tp": prefill.tp,
                                                "instances": prefill.instances},
              text=_placement(prefill.instances, prefill.tp, prefill.gpu, prefill.gpus),
-             formula=f"{prefill.rate_per_instance:,.2f} requests/s each: prefill + M/M/1 wait p99 + KV transfer "
+             formula=f"{prefill.rate_per_instance:,.2f} requests/s each: server hold + prefill + M/M/1 wait p99 + KV transfer "
                      "within the TTFT target"),
         Line("disagg_decode", "decode pool", {"gpu": decode.gpu.id, "tp": decode.tp, "instances": decode.instances},
              text=_placement(decode.instances, decode.tp, decode.gpu, decode.gpus),
