@@ -9,6 +9,8 @@ outruns a learned position table — each agreed by every door (CLI, plan files,
    position table: refused now, naming --context or --prompt + --output-tokens and the 1,024 rows.
 """
 
+import math
+import re
 import time
 
 import pytest
@@ -72,19 +74,56 @@ def test_the_widest_range_keeps_its_answer_and_stays_quick():
 
 # ---- 2. a refusal suggests only values the schema takes ---------------------------------------------------------
 
+# The times and counts these refusals name, by hand (llama-3.1-8b on H100s at the MFU ceiling, the budget's defaults):
+# - exact FLOPs a token at seq 4,096, 'full' attention (core.model.flops): 6 x (32 layers x 4,096 x (2 x 4,096 +
+#   2 x 1,024 + 3 x 14,336) matmul weights + 128,256 x 4,096 LM head) + 12 x 32 x 4,096 x 4,096 = 51,470,401,536;
+# - the ceiling (jobs.validation.mfu_ceiling): torchtitan's 960 tokens/s a GPU on Llama 3.1 70B at seq 8,192 (the
+#   pytorch.org float8 FSDP2 post, Table 3), its 481,434,796,032 FLOPs a token the same way, over H100's 989.4
+#   TFLOP/s dense bf16: 46.713%;
+# - the 20% communication allowance (jobs.training.schema.DEFAULT_COMM_ALLOWANCE, the article's 10-30% midpoint);
+# - failures and checkpoints, Daly 2006 (core.economics.reliability): wall / work = M e^(R/M) (e^((t+d)/M) - 1) / t
+#   at Daly's interval t = sqrt(2 d M) - d (his higher-order terms move the stretch by 4e-10), with
+#   M = 54 days x 16,384 GPUs / 419 interruptions (the Llama 3 census) / N GPUs, d = a 14 B-a-parameter checkpoint
+#   (bf16 weights, fp32 master and Adam moments: 112.4 GB) at 0.98 GB/s a node of 8 (Llama 3 Sec. 3.3.1,
+#   catalog/storage.toml), R = 900 s to restart. A deadline fixes the work the GPUs do in it, so the time at the
+#   ceiling is the deadline's MFU x its failures' stretch: 1.0032 on 8 GPUs, 1.0057 on 512, 1.144 on 26,530
+#   (M = 6,864 s: a restart costs 13%).
+FLOPS_PER_TOKEN = 6 * (32 * 4096 * (2 * 4096 + 2 * 1024 + 3 * 14336) + 128256 * 4096) + 12 * 32 * 4096 * 4096
+HOPPER_CEILING = 960 * (6 * (80 * 8192 * (2 * 8192 + 2 * 1024 + 3 * 28672) + 128256 * 8192)
+                        + 12 * 80 * 8192 * 8192) / 989.4e12
+
+
+def _stretch(gpus: float) -> float:
+    """Daly's wall / work on ``gpus`` H100s (the list above: R, d and M in seconds)."""
+    mtbi, restart = 54 * 86400 * 16384 / 419 / gpus, 900.0
+    write = 14 * 8_030_261_248 / (gpus / 8 * 0.98e9)
+    interval = math.sqrt(2 * write * mtbi) - write
+    return mtbi * math.exp(restart / mtbi) * (math.exp((interval + write) / mtbi) - 1) / interval
+
+
+def _days_at_the_ceiling(tokens: float, gpus: int) -> float:
+    return tokens * FLOPS_PER_TOKEN * 1.2 / (gpus * 989.4e12 * HOPPER_CEILING) * _stretch(gpus) / 86400
+
+
+def _shown(err: str, pattern: str) -> float:
+    return float(re.search(pattern, err).group(1).replace(",", ""))
+
+
 @pytest.mark.parametrize("command", ["train", "budget"])
 def test_the_mfu_refusal_suggests_no_gpu_count_past_the_most_gpus_takes(run_cli, client, command):
     """`--gpus 8 --days 30min` on llama-3.1-8b / H100 needs 8,698x the MFU (869,820%, against the 46.7% Hopper
     ceiling): at 46.7% the GPUs for 30 minutes run past 10^7 (proportionally alone 8 x 8,698 / 0.467 = 149,000,
     and the failures of a larger count push it on), so the refusal offered `--gpus 477977354`, which --gpus
-    refuses. It now says no count up to 10,000,000 runs it; the time on 8 GPUs (387.93 days) is within --days.
+    refuses. It now says no count up to 10,000,000 runs it; the time on 8 GPUs (387.93 days, worked above) is within
+    --days.
     The CLI's train is the budget job: the web API's /api/budget and the Python API's estimate_budget say the same."""
     from gpuplan import estimate_budget, estimate_training
     from gpuplan.errors import InputError
 
     err = field_refusal(run_cli(command, "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--days", "30min"),
-                        "gpus/days", "no GPU count up to 10,000,000 (the most --gpus takes) runs it in 30.0 min, or "
-                                     "387.93 days on 8 GPUs")
+                        "gpus/days", "no GPU count up to 10,000,000 (the most --gpus takes) runs it in 30.0 min, or ")
+    # 2T tokens x 51.47 GFLOP x 1.2 / (8 x 989.4 TFLOP/s x 46.713%) = 386.68 days, x 1.0032 = 387.929 (printed to 0.01)
+    assert _shown(err, r"or ([0-9.,]+) days on 8 GPUs") == pytest.approx(_days_at_the_ceiling(2e12, 8), abs=0.005)
     assert "477" not in err and not any(int(n) > 10_000_000 for n in _suggested_counts(err)), err
     body = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8, "days": "30min"}
     assert client.post("/api/budget", json=body).json()["message"] == err.removeprefix("error: ").rstrip("\n")
@@ -105,17 +144,29 @@ def _suggested_counts(err: str) -> list[str]:
 
 
 def test_the_mfu_refusal_suggests_no_days_past_the_most_days_takes(run_cli):
-    """1,000T tokens: 500 x the 2T run's 387.93 days on 8 GPUs = 193,964 days, past --days' 36,500."""
-    field_refusal(run_cli("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--days", "30min", "--tokens",
-                          "1000T"), "gpus/days", "on 8 GPUs it would take 193,964 days, more than the 36,500 --days "
-                                                 "takes; or give --mfu")
+    """1,000T tokens: 500 x the 2T run's 387.929 days on 8 GPUs = 193,964 days (the same 30-minute run's failures),
+    past --days' 36,500."""
+    err = field_refusal(run_cli("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--days", "30min",
+                                "--tokens", "1000T"), "gpus/days", "on 8 GPUs it would take ")
+    assert "days, more than the 36,500 --days takes; or give --mfu" in err, err
+    days = _shown(err, r"it would take ([0-9,]+) days")
+    assert days == pytest.approx(_days_at_the_ceiling(1000e12, 8), abs=0.5)  # printed to the day
 
 
 def test_a_count_within_the_most_gpus_takes_is_still_offered(run_cli):
-    """512 H100s for 15T tokens in a day: 26,577 GPUs (a valid --gpus) and 45.57 days on the 512."""
-    field_refusal(run_cli("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "512", "--days", "1d", "--tokens", "15T"),
-                  "gpus/days", "at that MFU the run needs 26,577 GPUs for 1.00 days (--gpus 26577), or 45.57 days on "
-                               "512 GPUs")
+    """512 H100s for 15T tokens in a day: 26,577 GPUs (a valid --gpus) and 45.57 days on the 512. By hand: 15T x
+    51.47 GFLOP x 1.2 / (989.4 TFLOP/s x 46.713%) is 23,201 GPU-days: 45.31 days on 512, x 1.0057 = 45.573; and the
+    fewest N with N >= 23,201 x Daly's stretch on N is 26,530 (x 1.144). The solve answers within 0.5% of it: it
+    steps up from the proportional guess, each count on its own layout (26,530 and 26,540 need 46.7-46.8% on
+    theirs; 26,577 computes on 26,560)."""
+    err = field_refusal(run_cli("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "512", "--days", "1d",
+                                "--tokens", "15T"), "gpus/days", "at that MFU the run needs ")
+    gpus = _shown(err, r"the run needs ([0-9,]+) GPUs for 1.00 days")
+    assert f"(--gpus {gpus:.0f}), or " in err, err  # a count --gpus takes, as typed
+    base = 15e12 * FLOPS_PER_TOKEN * 1.2 / (989.4e12 * HOPPER_CEILING * 86400)  # GPU-days at the ceiling
+    fewest = next(n for n in range(math.ceil(base), 10 * math.ceil(base)) if n >= base * _stretch(n))
+    assert fewest == 26_530 and gpus == pytest.approx(fewest, rel=0.005) and gpus >= fewest
+    assert _shown(err, r"or ([0-9.]+) days on 512 GPUs") == pytest.approx(_days_at_the_ceiling(15e12, 512), abs=0.005)
 
 
 # ---- 3. infer: a context past a learned position table is refused, as train refuses it ------------------------
