@@ -307,6 +307,9 @@ def test_a_range_with_a_deadline_says_which_counts_were_searched(run_json, clien
 
     cli = run_json("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "100-300", "--days", "10")
     assert cli["results"]["best_gpus"] == 256 and any(RANGE_NOTE in note for note in cli["notes"]), cli["notes"]
+    # by hand: 2T tokens x 51.47 GFLOP a token (exact, seq 4,096) = 1.029e23 FLOPs in 10 days (864,000 s) of H100s
+    # (989.4 TFLOP/s) need MFU 94% on 128 (above any layout's) and 47% on 256: 256 is the fewest if its MFU is between
+    assert 1.029e23 / (256 * 989.4e12 * 864_000) < cli["results"]["best_mfu"] < 1.029e23 / (128 * 989.4e12 * 864_000)
     free = run_json("plan", "llama-3.1-8b", "--gpu", "h100", "--days", "10")["results"]["best_gpus"]
     assert 128 < free < 256  # what the note points to: the counts between were not searched
     body = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": "100-300", "days": 10}
