@@ -295,16 +295,18 @@ def _overlap_assumption(inputs: PlanInputs, plan: Plan) -> Assumption:
     otherwise); DeepSpeed hides nothing under its PipelineEngine or below ZeRO-3 (overlap_comm off at its
     defaults, no input for it) and its fitted ZeRO-3 share (review w8 r2: the line said 'DP/FSDP overlap 90%'
     where nothing hid)."""
+    from gpuplan.core.comm.dp_overlap import deepspeed_overlaps
     from gpuplan.core.frameworks import DEEPSPEED_ZERO3_OVERLAP
 
     given = "dp_overlap" in inputs.given
     cap = f"at most {inputs.dp_overlap:.0%} hidden (--dp-overlap caps the schedule)" if given else \
         "the framework's schedule alone (no --dp-overlap cap)"
     value, source = cap, "bucketed all-reduce / prefetch behind the compute (core/comm/dp_overlap.py)"
-    if inputs.framework == "deepspeed" and int(plan.layout.pp) > 1:
+    hides = bool(deepspeed_overlaps(plan.layout.zero, plan.layout.pp))  # the step model's one rule
+    if inputs.framework == "deepspeed" and not hides and int(plan.layout.pp) > 1:
         value = "none hidden: DeepSpeed's PipelineEngine reduces after the last backward"
         source = "deepspeed/runtime/pipe/schedule.py@edaa722 L237-241 (docs/training.md)"
-    elif inputs.framework == "deepspeed" and int(plan.layout.zero) < 3:
+    elif inputs.framework == "deepspeed" and not hides:
         value = "none hidden: DeepSpeed overlap_comm is off below ZeRO-3 (no input)"
         source = "deepspeed/runtime/zero/config.py@edaa722 L138, L383-386 (docs/step.md)"
     elif inputs.framework == "deepspeed":
