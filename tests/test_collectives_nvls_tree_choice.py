@@ -23,24 +23,24 @@ def test_nccls_nvls_tree_estimate_is_heads_times_their_nics():
 
 def test_twenty_nvl72_racks_run_nvls_tree_as_nccl_would():
     # 1,440 GB200 in 20 racks, 512 MiB, 2.26.2's protocols across racks (LL, Simple: no LL128 over Grace's NICs).
-    # NCCL's estimates: NVLS-tree 25 + 2 x log2i(20) x 20.9 = 192.2 us + 536,870,912 / 600e9 = 894.8 us -> 1.087 ms;
+    # NCCL's estimates: NVLS-tree 25 + 2 x log2i(20) x 14 = 137.0 us + 536,870,912 / 600e9 = 894.8 us -> 1.032 ms;
     # tree/Simple 8.4 + 2 x (71 x 4.0 + 4 x 14) = 688.4 us + 536,870,912 / (0.92 x 680.4 / 2 = 312.98 GB/s)
     # = 1,715.3 us -> 2.404 ms. NVLS-tree is chosen (the model's own physical rate for it, 212.8 GB/s of algbw,
     # had given 3.35 ms against the tree's 2.40, so the tree ran).
     links = group_links("gb200", 1440, protocol="LL,Simple")
     found = K.options("all_reduce", 2**29, links)
-    assert float(found[("nvls_tree", "Simple")][2]) == pytest.approx(192.2e-6 + 2**29 / 600e9, rel=1e-6)
+    assert float(found[("nvls_tree", "Simple")][2]) == pytest.approx(137.0e-6 + 2**29 / 600e9, rel=1e-6)
     assert float(found[("tree", "Simple")][2]) == pytest.approx(688.4e-6 + 2**29 / (0.92 * 680.4e9 / 2), rel=1e-6)
     algorithm, protocol, seconds, bus = K.chosen("all_reduce", 2**29, links)
     assert (algorithm, protocol) == ("nvls_tree", "Simple")
-    # the time: NVLS's 850.5 GB/s halved beyond two domains = 425.25 GB/s of bus bandwidth; 192.2 us +
+    # the time: NVLS's 850.5 GB/s halved beyond two domains = 425.25 GB/s of bus bandwidth; 137.0 us +
     # 2 x 1439/1440 x 536,870,912 / 425.25e9 = 2,523.2 us + two loops of 32 channels x 32 heads x 64 KiB
-    # = 67,108,864 B at 425.25 x 1440 / 2878 = 212.77 GB/s (630.8 us) -> 3.346 ms, and the tree levels' fill: each
+    # = 67,108,864 B at 425.25 x 1440 / 2878 = 212.77 GB/s (630.8 us) -> 3.291 ms, and the tree levels' fill: each
     # channel's first 64 KiB chunk 5 levels up and down (ncclGetBtree on 20 nodes), a head's 45 GB/s NIC shared by
-    # its 32 channels: 2 x 5 x 32 x 65,536 / 45e9 = 466.0 us -> 3.812 ms (CoreWeave measured 7.108 ms)
+    # its 32 channels: 2 x 5 x 32 x 65,536 / 45e9 = 466.0 us -> 3.757 ms (CoreWeave measured 7.108 ms)
     assert bus == pytest.approx(425.25e9)
     assert float(K.nvls_tree_levels_fill(2**29, links)) == pytest.approx(2 * 5 * 32 * 65536 / 45e9, rel=1e-9)
-    assert seconds == pytest.approx(192.2e-6 + 2 * 1439 / 1440 * 2**29 / 425.25e9 + 2 * 2**26 / (425.25e9 * 1440 / 2878)
+    assert seconds == pytest.approx(137.0e-6 + 2 * 1439 / 1440 * 2**29 / 425.25e9 + 2 * 2**26 / (425.25e9 * 1440 / 2878)
                                     + 466.03e-6, rel=1e-5)
 
 

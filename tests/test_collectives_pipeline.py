@@ -29,16 +29,16 @@ def test_nvls_on_one_nvl72_rack_pays_two_loops_of_fill():
 
 def test_the_fill_moves_the_time_not_nccls_choice():
     # two racks, 512 MiB: NCCL's tuner estimate for NVLS-tree (32 heads x 45 GB/s x 5/6 = 1,200 GB/s, no fill:
-    # 25 + 2 x 20.9 = 66.8 us + 447.4 us = 0.514 ms) stays the fastest, so it is still chosen although its
-    # time (66.8 us + 2 x 143/144 x 512 MiB / 850.5 GB/s + the fill = 1.95 ms) is far above it
+    # 25 + 2 x 14 = 53.0 us + 447.4 us = 0.500 ms) stays the fastest, so it is still chosen although its
+    # time (53.0 us + 2 x 143/144 x 512 MiB / 850.5 GB/s + the fill = 1.95 ms) is far above it
     found = K.options("all_reduce", 2**29, group_links("gb200", 144))
     tuner = {key: float(value[2]) for key, value in found.items()}
     assert min(tuner, key=tuner.get) == ("nvls_tree", "Simple")
-    assert tuner[("nvls_tree", "Simple")] == pytest.approx(66.8e-6 + 2**29 / (5 / 6 * 32 * 45e9), rel=1e-6)
+    assert tuner[("nvls_tree", "Simple")] == pytest.approx(53.0e-6 + 2**29 / (5 / 6 * 32 * 45e9), rel=1e-6)
     assert float(found[("nvls_tree", "Simple")][0]) > tuner[("nvls_tree", "Simple")] + 1.4e-3
     # across domains a loop is 32 channels x 32 heads x 128 KiB = 134,217,728 B, at algbw 850.5 x 144 / 286 =
     # 428.2 GB/s: two loops 0.6269 ms; the tree level's fill 2 x 1 x 32 x 128 KiB / 45 GB/s = 0.1864 ms
-    fill = float(found[("nvls_tree", "Simple")][0]) - (66.8e-6 + 2 * 143 / 144 * 2**29 / 850.5e9)
+    fill = float(found[("nvls_tree", "Simple")][0]) - (53.0e-6 + 2 * 143 / 144 * 2**29 / 850.5e9)
     assert fill == pytest.approx(2 * 134_217_728 / (850.5e9 * 144 / 286) + 2 * 32 * 2**17 / 45e9, rel=1e-3)
     # a payload below one loop fills with what it has: 8 MiB on 8 x H200 (loop 16 x 8 x 128 KiB = 16 MiB)
     h200 = group_links("h200-sxm", 8)

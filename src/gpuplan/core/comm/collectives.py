@@ -45,7 +45,11 @@ ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat")
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 
 # tuning.cc ncclTunerConstantsDefaults, microseconds: baseLatencies[algo][proto] and
-# hwLatencies[NVLINK | PCI | NET][algo][proto] (CollNet: the Chain row)
+# hwLatencies[NVLINK | PCI | NET][algo][proto] (CollNet: the Chain row). The same in every release from
+# v2.26.2-1 to @5067397 but NVLS-tree's network step: 14 us up to v2.28.7-1 (tuning.cc @v2.26.2-1 line 141,
+# @v2.27.7-1 line 155, @v2.28.7-1 line 165), 20.9 from v2.28.9-1 (dbc86fd0, 2025-11-10). Every measured
+# collective row ran 2.26.2 - 2.27.7 (docs/step.md, 'Which NCCL each published collective row ran'), and
+# NVLS-tree's tuner rating is 2.26.2's (nvls_tree_tuner_algbw), so its latency is that release's too.
 BASE_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "collnet": (0.0, 0.0, 0.0),
            "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0), "pat": (8.0, 8.0, 8.0)}
 HW_US = {
@@ -54,7 +58,7 @@ HW_US = {
     "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "collnet": (0.0, 0.0, 2.8),
             "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0)},
     "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "collnet": (0.0, 0.0, 30.0),
-            "nvls": (0.0, 0.0, 18.0), "nvls_tree": (0.0, 0.0, 20.9), "pat": (0.0, 0.0, 14.0)},
+            "nvls": (0.0, 0.0, 18.0), "nvls_tree": (0.0, 0.0, 14.0), "pat": (0.0, 0.0, 14.0)},
 }
 # PAT (tuning.cc): busBw x .75; latency log2i(nNodes) x (interLat / 3.5) + nRanks x 2.8 us
 PAT_FACTOR, PAT_LOG_LATENCY_DIVISOR, PAT_PER_RANK_US = 0.75, 3.5, 2.8
