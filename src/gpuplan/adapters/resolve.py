@@ -6,7 +6,8 @@ or folder, a Hub id (its config.json fetched), else "not in the catalog" with su
 from __future__ import annotations
 
 import json
-import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -80,41 +81,47 @@ def resolve_model(model: str | None = None, params: str | float | None = None,
 
 
 SPECS_KEPT = 16
-"""ModelSpecs spec_of_config keeps (the 16 least recently used are evicted last: a hit moves its entry to the end, so
-a hot catalog model outlives one-off pasted configs and web temp paths): one command or web request reads its model 5-8 times (the
-defaults that follow the model, pydantic running a schema's after-validators again around its own __init__, each
-estimate stage), each a whole build (wave 8: a pasted config was built 8 times per request)."""
-_SPECS: dict[tuple, ModelSpec] = {}
-_SPECS_LOCK = threading.Lock()
+"""ModelSpecs spec_of_config keeps, least recently used evicted first (functools.lru_cache: a hit moves its entry
+to the end, so a hot catalog model outlives one-off pasted configs and web temp paths): one command or web request
+reads its model 5-8 times (the defaults that follow the model, pydantic running a schema's after-validators again
+around its own __init__, each estimate stage), each a whole build (wave 8: a pasted config was built 8 times per
+request)."""
+
+
+@dataclass(frozen=True)
+class _ConfigText:
+    """A config dict as lru_cache can key it (a dict is unhashable): equal and hashed by its JSON ``text`` alone."""
+
+    text: str
+    config: dict[str, Any] = field(compare=False)
 
 
 def spec_of_config(config: dict[str, Any], name: str, source: str = "", model_type: str | None = None, *,
                    checkpoint_format: bool = True) -> ModelSpec:
     """hf_config.model_spec_from_hf_config, kept for the exact config text (its JSON), name, source, model_type and
     checkpoint_format: a ModelSpec is frozen, so the same build answers again; refusals are not kept (raised
-    again by the same checks). A config that is no JSON text is built each time."""
+    again by the same checks). A config that is no JSON text, or an unhashable other argument, is built each time."""
+    try:
+        text = json.dumps(config, allow_nan=False)
+        hash((name, source, model_type, checkpoint_format))
+    except (TypeError, ValueError, RecursionError):
+        return _built_spec(config, name, source, model_type, checkpoint_format)
+    return _kept_spec(_ConfigText(text, config), name, source, model_type, checkpoint_format)
+
+
+@lru_cache(maxsize=SPECS_KEPT)
+def _kept_spec(config: _ConfigText, name: str, source: str, model_type: str | None,
+               checkpoint_format: bool) -> ModelSpec:
+    """spec_of_config's cache (lru_cache is thread-safe: two concurrent misses both build, one is kept)."""
+    return _built_spec(config.config, name, source, model_type, checkpoint_format)
+
+
+def _built_spec(config: dict[str, Any], name: str, source: str, model_type: str | None,
+                checkpoint_format: bool) -> ModelSpec:
     from gpuplan.adapters import hf_config
 
-    try:
-        key = (json.dumps(config, allow_nan=False), name, source, model_type, checkpoint_format)
-        hash(key)
-    except (TypeError, ValueError, RecursionError):
-        key = None
-    with _SPECS_LOCK:
-        kept = _SPECS.pop(key, None) if key is not None else None
-        if kept is not None:  # least recently used first: a hit moves to the end (review w8 r2 SHOULD 5)
-            _SPECS[key] = kept
-    if kept is not None:
-        return kept
-    spec = hf_config.model_spec_from_hf_config(config, name=name, source=source, model_type=model_type,
+    return hf_config.model_spec_from_hf_config(config, name=name, source=source, model_type=model_type,
                                                checkpoint_format=checkpoint_format)
-    if key is not None:
-        with _SPECS_LOCK:
-            _SPECS.pop(key, None)  # two concurrent misses: the second build replaces the first at the end
-            while len(_SPECS) >= SPECS_KEPT:
-                _SPECS.pop(next(iter(_SPECS)))  # the least recently used
-            _SPECS[key] = spec
-    return spec
 
 
 def resolve_gpu(gpu: str) -> Accelerator:
