@@ -61,6 +61,33 @@ utils/__init__.py@v0.11.0:529-551, async_utils.py@v0.23.0:90-112: asyncio.wait_f
 under load a later arrival closes a batch sooner, so 2 ms is its most."""
 
 
+VLLM_CACHE_BLOCK_TOKENS = 16
+"""vLLM's KV block on CUDA when --block-size is not given (platforms/cuda.py@v0.9.1:139-140): V1's prefix cache
+hits whole blocks only (v1/core/kv_cache_manager.py@v0.9.1:163-173 find_longest_cache_hit up to prompt - 1)."""
+
+
+def warm_first_request_cached(release: EngineRelease, prompt: int) -> int:
+    """Tokens of a run's first measured request that its server finds in its prefix cache when the engine's
+    own benchmark client drove the run: that client sends the run's first prompt once before it starts the
+    clock, and the server keeps it. SGLang: bench_serving's warm-up sends input_requests[0] (bench_serving.py
+    @v0.5.6:1886-1940, no /flush_cache unless SGLANG_IS_IN_CI or --flush-cache, L1953-1955) and the radix cache
+    is on (server_args.py@v0.5.6:483 disable_radix_cache False); a prompt matches up to its length less one
+    (managers/schedule_batch.py@v0.5.6:784-790): prompt - 1 (pages of 1, the default, L1480-1481; a backend's
+    pages of 32-128 round the match down by under a page, left out: that step stays host-bound). vLLM V1 (0.8
+    on): the client's 'initial single prompt test run' sends input_requests[0] (benchmarks/benchmark_serving.py
+    @v0.9.1:299-327; vllm/benchmarks/serve.py@v0.11.0:508-547 and @v0.23.0:675-720, the endpoint ready check)
+    and V1 enables prefix caching by default (engine/arg_utils.py@v0.9.1:1525-1527; config/cache.py@v0.23.0:92):
+    whole blocks of VLLM_CACHE_BLOCK_TOKENS below the prompt's last token. 0 for other engines and vLLM V0
+    (prefix caching off by default)."""
+    if prompt <= 1:
+        return 0
+    if release.engine == "sglang":
+        return prompt - 1
+    if release.engine == "vllm" and release.version >= VLLM_V1_SINCE:
+        return (prompt - 1) // VLLM_CACHE_BLOCK_TOKENS * VLLM_CACHE_BLOCK_TOKENS
+    return 0
+
+
 def prefill_chunks(prompt: int, cached: int, budget: int) -> tuple[tuple[int, int], ...]:
     """(cached prefix, new tokens) of each engine step that prefills a ``prompt``-token request of
     which ``cached`` tokens hit the prefix cache, at ``budget`` tokens a step (max_num_batched_tokens):

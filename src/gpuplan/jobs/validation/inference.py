@@ -149,12 +149,14 @@ def _setup_of(e: dict[str, Any], fmt: W.WeightFormat) -> SU.ServingSetup:
                            decode_attention=attention)
 
 
-def _static_batch(e: dict[str, Any]) -> tuple[R.StepTime, R.StepTime]:
+def _static_batch(e: dict[str, Any], cached: int = 0) -> tuple[R.StepTime, R.StepTime]:
     """(prefill of the whole batch, one decode step at the mean context) for a static batch: the
     prompts of ``batch`` sequences in one forward (weights read once), then decode steps at
-    prompt + output / 2 cached tokens."""
+    prompt + output / 2 cached tokens. ``cached``: prompt tokens the prefill finds in the prefix cache."""
     spec, gpu, fmt = _model_of(e), _gpu(e["gpu"]), _format(e)
     setup = _setup_of(e, fmt)
+    if cached:  # half a token up, so prefill_step's floor lands on ``cached`` (as request_path.chunked_prefill)
+        setup = replace(setup, prefix_hit=(cached + 0.5) / e["prompt_tokens"])
     tp, batch = e["tp"], e["batch"]
     groups = W.param_groups(spec)
     common = dict(tp=tp, pp=1, **R.gpu_keywords(gpu, setup))
@@ -222,12 +224,28 @@ def _online_kinds(e: dict[str, Any]) -> tuple[str, str]:
     return KIND_ONLINE_TTFT, KIND_ONLINE_TPOT
 
 
-def _served_request(e: dict[str, Any], prompt: int, output: int) -> tuple[R.StepTime, R.StepTime]:
+ENGINE_CLIENTS = ("bench_serving", "bench serve", "benchmark_serving")
+"""The engines' own benchmark clients as the rows' ``engine`` notes name them (sglang.bench_serving, ``vllm bench
+serve``, vLLM's benchmarks/benchmark_serving.py): each sends the run's first prompt once before its clock starts,
+so the server's prefix cache holds the first measured request (request_path.warm_first_request_cached)."""
+
+
+def _warm_first(e: dict[str, Any]) -> bool:
+    """Whether the row's first listed request was sent once before the clock (an engine's own client) and the
+    row lists its requests in the client's order (``requests``), so that request is known."""
+    return bool(e.get("requests")) and any(client in e.get("engine", "") for client in ENGINE_CLIENTS)
+
+
+def _served_request(e: dict[str, Any], prompt: int, output: int, *, warm: bool = False) -> tuple[R.StepTime, R.StepTime]:
     """One request of a concurrency-1 run: (its prefill, one batch-1 decode step at prompt +
     output / 2 cached tokens): one static batch of one (its prefill reads the prompt only), the
-    prefill as the server holds it (request_path.served: vLLM's tokeniser batch window)."""
-    prefill, decode = _static_batch({**e, "batch": 1, "prompt_tokens": prompt, "output_tokens": output})
-    return RP.served(prefill, parse_release(e["release"])), decode
+    prefill as the server holds it (request_path.served: vLLM's tokeniser batch window). ``warm``: the
+    client sent this prompt before the clock, so the prefill computes only what the prefix cache lacks
+    (request_path.warm_first_request_cached)."""
+    release = parse_release(e["release"])
+    cached = RP.warm_first_request_cached(release, prompt) if warm else 0
+    prefill, decode = _static_batch({**e, "batch": 1, "prompt_tokens": prompt, "output_tokens": output}, cached)
+    return RP.served(prefill, release), decode
 
 
 def _online_cases(e: dict[str, Any]) -> list[Case]:
@@ -236,13 +254,16 @@ def _online_cases(e: dict[str, Any]) -> list[Case]:
     decode step at batch 1 (context prompt + output / 2). A row whose requests differ in length
     (``requests``: [prompt, output] pairs, as SGLang's bench_serving draws them from its seed) is
     scored on the means its client prints: the mean of the requests' prefills and of their decode
-    steps (bench_serving's TPOT is a per-request mean, averaged over requests). Higher concurrencies
+    steps (bench_serving's TPOT is a per-request mean, averaged over requests); its request 1, which the
+    engine's own client sent once before the clock (_warm_first), prefills only what the prefix cache
+    lacks (request_path.warm_first_request_cached). Higher concurrencies
     mix prefills into decode steps and are not rows here (core/serving/load.py models a Poisson
     load, not a closed loop)."""
     if e.get("concurrency") != 1:
         raise InputError("reference", e["id"], "online rows must be at concurrency 1")
     pairs = e.get("requests") or [(e["prompt_tokens"], e["output_tokens"])]
-    steps = [_served_request(e, prompt, output) for prompt, output in pairs]
+    warm = _warm_first(e)  # the client's warm-up left request 1's prompt in the prefix cache
+    steps = [_served_request(e, prompt, output, warm=warm and i == 0) for i, (prompt, output) in enumerate(pairs)]
     ttft = sum(prefill.total for prefill, _ in steps) / len(steps)
     # bench_serving averages TPOT over the requests with more than one output token only
     # (sglang 0.5.3 bench_serving.py L1538-1539: if output_len > 1)
