@@ -6,7 +6,6 @@ or folder, a Hub id (its config.json fetched), else "not in the catalog" with su
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -88,12 +87,18 @@ around its own __init__, each estimate stage), each a whole build (wave 8: a pas
 request)."""
 
 
-@dataclass(frozen=True)
-class _ConfigText:
-    """A config dict as lru_cache can key it (a dict is unhashable): equal and hashed by its JSON ``text`` alone."""
+class _ConfigText(str):
+    """A config's JSON text, carrying the dict it was written from: lru_cache keys on the text (a dict is
+    unhashable), a miss builds from ``config``. A str subclass, not a dataclass: no generated code to record
+    (commands.record_dataclass_code)."""
 
-    text: str
-    config: dict[str, Any] = field(compare=False)
+    config: dict[str, Any]
+
+    @classmethod
+    def of(cls, text: str, config: dict[str, Any]) -> _ConfigText:
+        kept = cls(text)
+        kept.config = config
+        return kept
 
 
 def spec_of_config(config: dict[str, Any], name: str, source: str = "", model_type: str | None = None, *,
@@ -106,7 +111,7 @@ def spec_of_config(config: dict[str, Any], name: str, source: str = "", model_ty
         hash((name, source, model_type, checkpoint_format))
     except (TypeError, ValueError, RecursionError):
         return _built_spec(config, name, source, model_type, checkpoint_format)
-    return _kept_spec(_ConfigText(text, config), name, source, model_type, checkpoint_format)
+    return _kept_spec(_ConfigText.of(text, config), name, source, model_type, checkpoint_format)
 
 
 @lru_cache(maxsize=SPECS_KEPT)
