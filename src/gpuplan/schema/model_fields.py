@@ -111,36 +111,17 @@ def sequence_note(inputs, spec) -> str | None:
             f"rows, fewer than the {field.default:,}-token default (--seq-len sets it, up to {spec.learned_positions:,})")
 
 
-def gpu_range_note(inputs) -> str | None:
-    """The note a plan carries where --gpus was a range (low-high) and --days a deadline: the range stands for its
-    powers of two and both ends (jobs.plan.schema.gpu_counts), so the deadline's fewest GPUs are chosen among those
-    only, where a plan without --gpus also searches the counts between two common sizes
-    (jobs.plan.deadline.counts_between): `plan --gpus 100-300 --days 10` answered 256 GPUs (7.97 days) and said
-    nothing of the ~200 that also meet the 10 days (wave 8). None otherwise."""
-    from gpuplan.core.units import plural
-    from gpuplan.schema.base import typed_values
-
-    counts, days = getattr(inputs, "gpu_counts", None), getattr(inputs, "days", None)
-    typed = typed_values(inputs).get("gpus")
-    if days is None or not counts or not isinstance(typed, str) or "-" not in typed.strip()[1:]:
-        return None
-    searched = ", ".join(f"{c:,}" for c in counts)
-    return (f"--gpus {typed.strip()} searched {plural(len(counts), 'GPU count')} ({searched}: a range stands for its "
-            "powers of two and both ends), not the counts between them: leave --gpus out for the fewest GPUs that "
-            "meet the deadline, or list the counts to compare (--gpus 160,192,224)")
-
-
 def job_spec(inputs, spec):
     """``spec`` as the job ``inputs`` reads it (ModelFields.spec, profile's RealModelInputs.spec): its sequence
-    length checked against the learned positions (check_positions), sequence_note and gpu_range_note among its
-    notes (the answers of train, plan and memory show them), then the job's own adjust_spec (SetupFields' MTP
-    modules trained)."""
+    length checked against the learned positions (check_positions), sequence_note among its notes (the answers
+    of train, plan and memory show them), then the job's own adjust_spec (SetupFields' MTP modules trained,
+    plan's --gpus range note)."""
     check_positions(spec, getattr(inputs, "seq_len", None))
-    notes = tuple(note for note in (sequence_note(inputs, spec), gpu_range_note(inputs)) if note is not None)
-    if notes:
+    note = sequence_note(inputs, spec)
+    if note is not None:
         from dataclasses import replace
 
-        spec = replace(spec, notes=(*spec.notes, *notes))
+        spec = replace(spec, notes=(*spec.notes, note))
     return inputs.adjust_spec(spec)
 
 
