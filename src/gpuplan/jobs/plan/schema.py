@@ -78,6 +78,16 @@ class PlanInputs(ModelFields, LayoutFields, SetupFields, StepFields, BudgetField
     exhaustive: Annotated[T.Bool, _f(False, "Time every layout and recompute mode (no pruning): the reference the "
                                             "pruned search is tested against.")]
 
+    def adjust_spec(self, spec):
+        """The model with gpu_range_note among its notes (after sequence_note, schema.model_fields.job_spec), then
+        the other field groups' checks."""
+        note = gpu_range_note(self)
+        if note is not None:
+            from dataclasses import replace
+
+            spec = replace(spec, notes=(*spec.notes, note))
+        return super().adjust_spec(spec)
+
     @property
     def gpu_counts(self) -> tuple[int, ...]:
         """Counts --gpus names; not given: powers of two from 8 to 16,384 (a deadline search takes the
@@ -89,3 +99,22 @@ class PlanInputs(ModelFields, LayoutFields, SetupFields, StepFields, BudgetField
     def batch_tokens(self) -> float:
         """Tokens per step asked for (--global-batch-tokens or --global-batch x --seq-len)."""
         return self.target_batch(self.seq_len) * self.seq_len
+
+
+def gpu_range_note(inputs: PlanInputs) -> str | None:
+    """The note a plan carries where --gpus was a range (low-high) and --days a deadline: the range stands for its
+    powers of two and both ends (gpu_counts), so the deadline's fewest GPUs are chosen among those only, where a
+    plan without --gpus also searches the counts between two common sizes (jobs.plan.deadline.counts_between):
+    `plan --gpus 100-300 --days 10` answered 256 GPUs (7.97 days) and said nothing of the ~200 that also meet the
+    10 days (wave 8). None otherwise."""
+    from gpuplan.core.units import plural
+    from gpuplan.schema.base import typed_values
+
+    counts, days = inputs.gpu_counts, inputs.days
+    typed = typed_values(inputs).get("gpus")
+    if days is None or not counts or not isinstance(typed, str) or "-" not in typed.strip()[1:]:
+        return None
+    searched = ", ".join(f"{c:,}" for c in counts)
+    return (f"--gpus {typed.strip()} searched {plural(len(counts), 'GPU count')} ({searched}: a range stands for its "
+            "powers of two and both ends), not the counts between them: leave --gpus out for the fewest GPUs that "
+            "meet the deadline, or list the counts to compare (--gpus 160,192,224)")
