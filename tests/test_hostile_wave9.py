@@ -1,0 +1,41 @@
+"""Hostile inputs, wave 9 (2026-12-06): what a fresh sweep of the doors found (each refusal one line naming the
+field and what is valid, exit status 2, 422 on the web, no traceback, no hang), and a pin that the web API parses
+a request body once. The invariant sweep over valid inputs is tests/test_invariants_wave9.py.
+"""
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+
+# ---- the body is parsed once: web/routes.py hands read_body's dict to Starlette's private Request._json ------
+
+def test_a_request_body_is_parsed_once(client, monkeypatch):
+    """routes.StrictBodyRoute sets ``request._json`` so that Starlette's Request.json() (which FastAPI calls to
+    validate the body) answers the dict read_body parsed. Should a Starlette release rename ``_json``, the body
+    would silently be parsed twice (json.loads once in read_body, once in Request.json): counted here."""
+    import json as json_module
+
+    body = b'{"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8}'
+    original, texts = json_module.loads, []
+
+    def counted(text, *args, **kwargs):
+        texts.append(text)
+        return original(text, *args, **kwargs)
+
+    monkeypatch.setattr(json_module, "loads", counted)
+    response = client.post("/api/memory", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text[:300]
+    assert sum(1 for text in texts if text in (body, body.decode())) == 1, texts
+
+
+def test_fastapi_validates_the_dict_read_body_returned(client, monkeypatch):
+    """The same pin by what is validated, whatever parser Starlette uses: read_body's dict (here with the GPU
+    count the text lacks) is what FastAPI checks; a second parse of the text would see 'gpus': 'eight' and 422."""
+    import gpuplan.web.routes as routes
+
+    original = routes.read_body
+    monkeypatch.setattr(routes, "read_body", lambda raw, kind: original(raw, kind) | {"gpus": 8})
+    response = client.post("/api/memory", content=b'{"model": "llama-3.1-8b", "gpu": "h100", "gpus": [[]]}',
+                           headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text[:300]
