@@ -30,3 +30,19 @@ def test_two_nvl72_racks_nvls_tree_latency_by_hand():
     # 5/6 = 1,200 GB/s (two domains: not halved). 1 GiB: 53 us + 894.8 us.
     tuner = float(K.options("all_reduce", 2**30, group_links("gb200", 144))[("nvls_tree", "Simple")][2])
     assert tuner == pytest.approx(53e-6 + 2**30 / (32 * 45e9 * 5 / 6), rel=1e-9)
+
+
+def test_every_measured_sweep_ran_a_release_with_the_modelled_nvls_tree_step():
+    # collective_measurements.yaml states each sweep's NCCL as its source prints it (null where it does not);
+    # the constants above hold up to v2.28.7-1, so a sweep measured on 2.28.9 or later would need 20.9 us
+    from gpuplan.jobs.validation.collectives import collective_sweeps
+
+    sweeps = collective_sweeps()
+    assert all("nccl" in sweep for sweep in sweeps)
+    stated = {sweep["id"]: tuple(int(part) for part in sweep["nccl"].split(".")) for sweep in sweeps if sweep["nccl"]}
+    assert stated and max(stated.values()) <= (2, 28, 7)
+    assert stated["coreweave-gb200-nvl72-20racks"] == (2, 26, 2)
+    assert stated["stas00-allreduce-p6-b200-4nodes"] == (2, 27, 7)
+    assert stated["nccl1801-gb200-3-partitions-ib"] == (2, 27, 3)
+    assert {sweep["id"] for sweep in sweeps if not sweep["nccl"]} == {
+        "stas00-h200-gpu-count-8gib", "a3mega-h100-2nodes-tcpxo", "coreweave-h100-64-sharp"}
