@@ -56,7 +56,7 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
         shares.append(share)
     kept = np.flatnonzero(done)
     if not len(kept):
-        raise InputError("gpus", _asked(inputs),
+        raise InputError("gpus", _asked(inputs, gpus),
                          f"a GPU count where the run completes with failures: on {int(gpus.min()):,} GPUs and more "
                          "failures come faster than a checkpoint period plus a restart (fewer GPUs, a lower "
                          "--failure-rate or a shorter --restart)")
@@ -109,7 +109,9 @@ def _wall_shares(mtbi: np.ndarray, restart: np.ndarray, stall: np.ndarray, inter
     return mtbi * np.exp(np.minimum(restart / mtbi, most)) * grow / interval, finishes
 
 
-def _asked(inputs) -> str:
-    """--gpus as the search read it (a range shows as its counts' span)."""
-    counts = getattr(inputs, "gpu_counts", None) or (inputs.gpus,)  # plan's list or range; train's one count
+def _asked(inputs, searched: np.ndarray) -> str:
+    """--gpus as the search read it (a range shows as its counts' span); the counts ``searched`` where none was
+    given (`train --global-batch-tokens 1e12` with no --gpus ended in a TypeError formatting None, wave 9)."""
+    given = (inputs.gpus,) if inputs.gpus else (int(searched.min()), int(searched.max()))
+    counts = getattr(inputs, "gpu_counts", None) or given  # plan's list or range; train's one count
     return f"{counts[0]:,}" if len(counts) == 1 else f"{min(counts):,}-{max(counts):,}"
