@@ -4,6 +4,7 @@ a request body once. The invariant sweep over valid inputs is tests/test_invaria
 """
 
 import pytest
+from helpers import field_refusal, web_refusal
 
 pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
 
@@ -39,3 +40,22 @@ def test_fastapi_validates_the_dict_read_body_returned(client, monkeypatch):
     response = client.post("/api/memory", content=b'{"model": "llama-3.1-8b", "gpu": "h100", "gpus": [[]]}',
                            headers={"content-type": "application/json"})
     assert response.status_code == 200, response.text[:300]
+
+
+# ---- found by the sweep: a refusal that formatted a GPU count nobody gave --------------------------------
+
+@pytest.mark.parametrize("command", ["train", "budget"])
+def test_no_completing_count_without_gpus_is_one_line(run_cli, command):
+    """`train deepseek-v3 --tp 8 --global-batch-tokens 1e12` (no --gpus): a step of 244M sequences outlasts the
+    time between failures on every count searched; jobs.plan.completes._asked formatted the --gpus not given
+    ('internal error: TypeError: unsupported format string passed to NoneType.__format__', exit 70). Now the
+    refusal names the counts searched."""
+    line = field_refusal(run_cli(command, "deepseek-v3", "--recipe", "article", "--tp", "8", "--global-batch-tokens",
+                                 "1e12"), "gpus", "completes with failures")
+    assert "got '768-" in line, line
+
+
+def test_no_completing_count_without_gpus_is_a_422(client):
+    response = client.post("/api/training", json={"model": "deepseek-v3", "recipe": "article", "tp": 8,
+                                                  "global_batch_tokens": 1e12})
+    web_refusal(response, "gpus", "completes with failures")
