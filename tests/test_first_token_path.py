@@ -48,15 +48,32 @@ def test_pr_12160_all_reduces_are_kernels_rule():
 def test_issue_time_counts_layers_and_kernels():
     sglang = parse_release("sglang==0.5.6")
     # Qwen3-235B-A22B (general rule): 94 MoE layers x (11 + 4 MoE + 2 q/k norms, issued one after the
-    # other eagerly + 2 all-reduces at TP 8) = 1,786 launches x 41.957 us = 74.93 ms; 17 a layer at TP 1
+    # other eagerly + 2 all-reduces at TP 8) = 1,786 launches x 41.957 us = 74.93 ms; 17 a layer at TP 1;
+    # a prefill adds the forward's 16.6 ms outside the layers (23.10 - 6.5): 91.53 ms
     qwen3 = load_model("qwen3-235b-a22b")
     assert LK.issued_kernels(qwen3, sglang, tp=8) == 19
     assert LK.issued_kernels(qwen3, sglang) == 17
-    assert FT.eager_issue_seconds(sglang, qwen3, tp=8) == pytest.approx(74.93e-3, rel=REL)
-    # Llama-3.1-70B: 80 dense layers x (11 + 2 all-reduces) = 1,040 x 41.957 us = 43.64 ms
+    assert FT.eager_issue_seconds(sglang, qwen3, tp=8, prefill=False) == pytest.approx(74.93e-3, rel=REL)
+    assert FT.eager_issue_seconds(sglang, qwen3, tp=8) == pytest.approx(74.93e-3 + 16.6e-3, rel=REL)
+    # Llama-3.1-70B: 80 dense layers x (11 + 2 all-reduces) = 1,040 x 41.957 us = 43.64 ms (+ 16.6 = 60.24)
     assert LK.issued_kernels(load_model("llama-3.1-70b"), sglang, tp=8) == 13
     assert FT.eager_issue_seconds(sglang, load_model("llama-3.1-70b"), tp=8) == pytest.approx(
-        43.64e-3, rel=REL)
+        60.24e-3, rel=REL)
+
+
+def test_pr_12160s_own_eager_forward_is_its_log_line():
+    """The per-forward term closes PR 12160's equations: its eager forward is F + I = (23.10 - G) + (82.64 - 23.10
+    + G) = 82.64 ms at every G, so at each end of the range (G = 6.5, 23.1, 0) F + 61 x 25.803 launches x the
+    per-launch time gives the logged 82.64 ms (before 2026-12-06 the model gave I alone, 66.04 ms at G = 6.5).
+    vLLM's eager steps and SGLang's eager decode steps take no per-forward term (0)."""
+    launches = FT.DEEPSEEK_V3_LAYERS * FT.DEEPSEEK_V3_KERNELS_PER_LAYER
+    assert launches == pytest.approx(1574.0, rel=1e-4)
+    for forward, per_launch in zip(FT.SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S, FT.EAGER_HOST_PER_LAUNCH_RANGE_S):
+        assert forward + launches * per_launch == pytest.approx(82.64e-3, rel=1e-9)
+    assert FT.SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S == pytest.approx((16.6e-3, 0.0, 23.10e-3), rel=1e-9)
+    assert FT.eager_forward_host_seconds(parse_release("sglang==0.5.6")) == pytest.approx(16.6e-3, rel=1e-9)
+    assert FT.eager_forward_host_seconds(parse_release("sglang==0.5.6"), prefill=False) == 0.0
+    assert FT.eager_forward_host_seconds(parse_release("vllm==0.9.1")) == 0.0
 
 
 @pytest.mark.parametrize("release", ["vllm==0.23", "trtllm==0.10", "trtllm==1.0"])
@@ -72,20 +89,21 @@ def test_exposed_host_is_what_the_gpu_does_not_hide():
 
 
 def test_short_prompt_is_host_bound():
-    """A 38-token Qwen3-235B prefill on 8 x B200: the GPU work (~10 ms) hides under the 74.93 ms issue
-    time, so the step is the issue time (SGLang >= 0.4 adds no scheduler host time)."""
+    """A 38-token Qwen3-235B prefill on 8 x B200: the GPU work (~10 ms) hides under the 91.53 ms issue
+    time (74.93 of launches + 16.6 outside the layers), so the step is the issue time (SGLang >= 0.4 adds no
+    scheduler host time)."""
     prefill, _ = VI._served_request(_entry("qwen3-235b-a22b", "b200", "sglang==0.5.6", 8), 38, 2)
     gpu = prefill.verify_s - prefill.host_s
     assert gpu < 0.03
-    assert prefill.issue_s == pytest.approx(74.93e-3, rel=REL)
-    assert prefill.total == pytest.approx(74.93e-3, rel=REL)
+    assert prefill.issue_s == pytest.approx(91.53e-3, rel=REL)
+    assert prefill.total == pytest.approx(91.53e-3, rel=REL)
 
 
 def test_long_prompt_is_gpu_bound():
-    """A 7,936-token Llama-3.1-70B prefill on 8 x A100: GPU work (~0.8 s) above the 43.6 ms issue
-    time, so no host time is added."""
+    """A 7,936-token Llama-3.1-70B prefill on 8 x A100: GPU work (~0.8 s) above the 60.2 ms issue
+    time (43.64 + 16.6), so no host time is added."""
     prefill, _ = VI._served_request(_entry("llama-3.1-70b", "a100-sxm4-80gb", "sglang==0.5.6", 8), 7936, 2)
-    assert prefill.issue_s == pytest.approx(43.64e-3, rel=REL)
+    assert prefill.issue_s == pytest.approx(60.24e-3, rel=REL)
     assert prefill.host_s == 0.0
     assert prefill.total > 0.5
 
@@ -100,25 +118,38 @@ def test_tensorrt_prefill_keeps_its_launches():
 def test_held_out_qwen3_rows_are_host_bound():
     """The cookbook's Qwen3-235B-A22B-Instruct-2507 1000/1000 run (held out: nothing fitted on it):
     every request's prompt (38-961 tokens) is host-bound, so the mean TTFT is the issue time,
-    74.93 ms, against 99.03 ms measured: -24.3% (+18.0% while the per-launch time divided the coarse
-    14.8-kernel DeepSeek count, 73.1 us; -79% before the issue time existed). The miss is what the
-    one-constant-a-launch rule leaves (docs/inference.md section 5); the test pins it within 5 points."""
+    74.93 ms of launches + 16.6 ms outside the layers = 91.53 ms, against 99.03 ms measured: -7.6% (-24.3%
+    without the per-forward term; +18.0% while the per-launch time divided the coarse 14.8-kernel DeepSeek
+    count, 73.1 us; -79% before the issue time existed). The test pins it within 5 points."""
     entry = next(e for e in VI.reference_measurements()["online"]
                  if e["id"] == "sglang056-qwen3-235b-a22b-tp8-b200-1000-1000-c1")
     ttft = VI._online_cases(entry)[0]
-    assert ttft[3] == pytest.approx(74.93e-3, rel=REL)
-    assert -0.29 < ttft[3] / ttft[2] - 1 < -0.19
+    assert ttft[3] == pytest.approx(91.53e-3, rel=REL)
+    assert -0.125 < ttft[3] / ttft[2] - 1 < -0.025
 
 
 def test_range_is_pr_12160s_bracket():
-    """Slow: the graphed forward all GPU work (I = 82.64 ms over 1,574.0 launches, 52.50 us a launch);
-    fast: none of it (I = 59.54 ms, 37.83 us); Qwen3-235B-A22B's 1,786 launches at TP 8: 93.77 / 67.56 ms."""
+    """The graphed forward all GPU work (G = 23.1: I = 82.64 ms over 1,574.0 launches, 52.50 us a launch, F = 0)
+    or none of it (G = 0: I = 59.54 ms, 37.83 us, F = 23.10 ms). Qwen3-235B-A22B's 1,786 launches at TP 8,
+    more than the PR's 1,574, make G = 23.1 the slower end: 93.77 ms against 23.10 + 67.56 = 90.66 ms; a
+    decode step (no F) keeps 93.77 / 67.56."""
     expected, slow, fast = FT.EAGER_HOST_PER_LAUNCH_RANGE_S
     assert (slow, fast) == (pytest.approx(52.50e-6, rel=REL), pytest.approx(37.83e-6, rel=REL))
     assert fast < expected < slow
     qwen3, sglang = load_model("qwen3-235b-a22b"), parse_release("sglang==0.5.6")
     assert FT.eager_issue_seconds(sglang, qwen3, 1, tp=8) == pytest.approx(93.77e-3, rel=REL)
-    assert FT.eager_issue_seconds(sglang, qwen3, 2, tp=8) == pytest.approx(67.56e-3, rel=REL)
+    assert FT.eager_issue_seconds(sglang, qwen3, 2, tp=8) == pytest.approx(90.66e-3, rel=REL)
+    assert FT.eager_issue_seconds(sglang, qwen3, 2, tp=8, prefill=False) == pytest.approx(67.56e-3, rel=REL)
+    # gpt-oss-120b's 360 launches (fewer than 1,574): G = 0 is the slower end, 23.10 + 360 x 37.83 us = 36.72 ms,
+    # G = 23.1 the faster, 360 x 52.50 us = 18.90 ms
+    gpt, b200 = load_model("gpt-oss-120b"), _b200()
+    ends = [FT.eager_issue_seconds(sglang, gpt, w, fabric=b200, fmt_name="mxfp4", tokens=332, tp=8) for w in (1, 2)]
+    assert ends == [pytest.approx(36.72e-3, rel=REL), pytest.approx(18.90e-3, rel=REL)]
+
+
+def _b200():
+    from gpuplan.catalog import load_accelerator
+    return load_accelerator("b200")
 
 
 def _sglang_decode(model, gpu, fmt, batch, graph_max_tokens=256):
@@ -201,27 +232,30 @@ def _infer(**kw):
 
 def test_past_the_gpu_work_is_the_exposed_issue_time_only():
     """Review w8 r1 item 5: SGLang 0.3.0 (a scheduler that is not overlapped: 0.6 ms a step, kernels.HOST_FIXED_S)
-    on Llama-3.1-70B, 8 x H100, 3,840-token prompt: the issue time (80 x 13 x 41.957 us = 43.64 ms) hides behind
-    ~165 ms of GPU work, so 0.0 ms of it is past the GPU work; the 0.6 ms is the scheduler's (in host_s)."""
+    on Llama-3.1-70B, 8 x H100, 3,840-token prompt: the issue time (80 x 13 x 41.957 us = 43.64 ms, + 16.6 ms
+    outside the layers = 60.24 ms) hides behind ~165 ms of GPU work, so 0.0 ms of it is past the GPU work; the
+    0.6 ms is the scheduler's (in host_s)."""
     r = _infer(model="llama-3.1-70b", gpu="h100", tp=8, engine="sglang==0.3.0")
     line = r.line("ttft_host_issue")
-    assert line.value == pytest.approx(43.64e-3, rel=REL)
-    assert "(0.0 ms past the GPU work)" in line.text
+    assert line.value == pytest.approx(60.24e-3, rel=REL)
+    assert "(0.0 ms past the GPU work)" in line.text and "13.0 launches" in line.formula
     # Qwen3-235B-A22B on 8 x B200, 16-token prompt (SGLang 0.5.6 overlaps its scheduler: no host time a step),
-    # worked by hand. Issue: 94 layers x (17 launches + 2 all-reduces) x 41.957 us = 74.935 ms. GPU work, one
-    # rank (TP 8; B200 8 TB/s at 0.85, 2.25 PFLOP/s at 0.8 for GEMMs):
+    # worked by hand. Issue: 94 layers x (17 launches + 2 all-reduces) x 41.957 us = 74.935 ms + 16.6 ms a
+    # forward outside the layers = 91.535 ms. GPU work, one rank (TP 8; B200 8 TB/s at 0.85, 2.25 PFLOP/s at
+    # 0.8 for GEMMs):
     #   weights: 16 tokens x 8 of 128 experts touch 1 - (1 - 8/128)^16 = 0.64393 of the experts, so
     #     (94 x 71,303,168 attention + 0.64393 x 227,096,395,776 routed) x 2 B + (49,283,072 router + 622,329,856
     #     head) x 2 B = 307.215e9 B / 8 + 774,144 norm weights x 2 B = 38.403e9 B / 6.8e12 B/s = 5.6476 ms;
     #   FLOPs 2 x (20,945,305,600 x 16 + 151,936 x 4,096) / 8 / 1.8e15 = 46.6 us, x 0.75 exposed = 35.0 us;
     #   elementwise 16 x 94 x 79,360 B / 6.8e12 = 17.6 us; attention ~0;
     #   all-reduces 188 x (8 us + 2 x 7/8 x 131,072 B / (0.8 x 900 GB/s)) = 188 x 8.3186 us = 1.5639 ms;
-    #   GPU 5.6476 + 0.0350 + 0.0176 + 1.5639 = 7.264 ms, so 74.935 - 7.264 = 67.671 ms of issue past it.
+    #   GPU 5.6476 + 0.0350 + 0.0176 + 1.5639 = 7.264 ms, so 91.535 - 7.264 = 84.271 ms of issue past it.
     r = _infer(model="qwen3-235b-a22b", gpu="b200", tp=8, engine="sglang==0.5.6", prompt=16)
     line = r.line("ttft_host_issue")
-    assert line.value == pytest.approx(94 * 19 * 41.957e-6, rel=1e-4)
+    assert line.value == pytest.approx(94 * 19 * 41.957e-6 + 16.6e-3, rel=1e-4)
+    assert "19.0 launches" in line.formula and "+ 16.6 ms a forward outside the layers" in line.formula
     past = float(line.text.split("(")[1].split(" ms past")[0])
-    assert past == pytest.approx(74.935 - 7.264, abs=0.06)  # printed to 0.1 ms
+    assert past == pytest.approx(91.535 - 7.264, abs=0.06)  # printed to 0.1 ms
 
 
 def test_ttft_bound_says_host_when_the_issue_outlasts_the_gpu():

@@ -95,17 +95,45 @@ host work F, I = 82.64 - 23.10 + G: G = 23.10 (the graphed forward all GPU, F = 
 a launch; G = 0 gives 59.54 ms, 37.8 us; expected 41.96 us."""
 
 
+SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S = (PR12160_GRAPH_FORWARD_S - PR12160_GRAPH_GPU_S, 0.0,
+                                           PR12160_GRAPH_FORWARD_S)
+"""Host seconds an SGLang prefill forward spends outside its layers' launches, F, paired with
+EAGER_HOST_PER_LAUNCH_RANGE_S by ``which``: the F of PR 12160's own equations. Its graphed forward is F + G
+= 23.10 ms, so F = 23.10 - G: 16.6 ms at the expected G = 6.5 ms (0 at G = 23.1, 23.1 at G = 0). The eager
+forward is F + I = 82.64 ms whatever G; with F left out (before 2026-12-06) the model put PR 12160's own
+eager forward at I = 66.0 ms, 16.6 ms under the log line it was derived from. What F holds is not itemised by
+the PR (metadata for the extend, logits and sampling, the scheduler's share of the forward); it is taken as one
+term a forward, the same for every model, on prefill (extend) forwards only: the PR measured extend forwards,
+and a decode step's per-forward host time is bounded by the SGLang TPOT rows instead (its graph steps overlap
+their host work with the previous step's GPU work: a 16.6 ms F would hold every step above the 9.2-10.4 ms
+measured)."""
+
+
 def eager_issue_seconds(release: EngineRelease, spec: ModelSpec, which: int = 0, *, fabric: Accelerator | None = None,
                         fmt_name: str = "bf16", tokens: float = 1.0, tp: int = 1, prefill: bool = True) -> float:
     """Host seconds to issue one eager forward of ``spec`` in ``release``: layers x the launches a layer
-    (layer_kernels.issued_kernels) x EAGER_HOST_PER_LAUNCH_RANGE_S[which]. The one per-launch time
-    serves every engine's eager forward whose launches come from Python: SGLang's prefill (every release
-    modelled runs it eagerly: kernels.prefill_graphs_of) and its decode steps past its graphs (runs_issue_bound;
-    the decode path's counts, ``prefill`` False, where layer_kernels has them), and vLLM's steps under --enforce-eager
-    (vLLM V1 at graph_max_tokens 0: config.py@v0.9.1:4438-4446 leaves compilation off and captures no
-    graph when enforce_eager, so every custom op and torch op is launched from Python)."""
-    return spec.num_layers * LK.issued_kernels(spec, release, fabric, fmt_name, prefill=prefill, tokens=tokens,
-                                               tp=tp) * EAGER_HOST_PER_LAUNCH_RANGE_S[which]
+    (layer_kernels.issued_kernels) x EAGER_HOST_PER_LAUNCH_RANGE_S[which], plus, for SGLang's prefill, the
+    forward's host time outside its layers (SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S; PR 12160's forward is then
+    its logged 82.64 ms at every ``which``). The one per-launch time serves every engine's eager forward whose
+    launches come from Python: SGLang's prefill (every release modelled runs it eagerly: kernels.prefill_graphs_of)
+    and its decode steps past its graphs (runs_issue_bound; the decode path's counts, ``prefill`` False, where
+    layer_kernels has them), and vLLM's steps under --enforce-eager (vLLM V1 at graph_max_tokens 0:
+    config.py@v0.9.1:4438-4446 leaves compilation off and captures no graph when enforce_eager, so every custom
+    op and torch op is launched from Python). ``which`` 1 / 2 are the slower / faster of the range's two ends
+    (G = 23.1 or 0 in PR 12160's equations): with the per-forward term, which end is slower depends on the
+    forward's launches against the PR's 1,574."""
+    launches = spec.num_layers * LK.issued_kernels(spec, release, fabric, fmt_name, prefill=prefill, tokens=tokens,
+                                                   tp=tp)
+    forward = SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S if prefill and release.engine == "sglang" else (0.0, 0.0, 0.0)
+    ends = [forward[i] + launches * EAGER_HOST_PER_LAUNCH_RANGE_S[i] for i in (0, 1, 2)]
+    if which == 0:
+        return ends[0]
+    return max(ends[1:]) if which == 1 else min(ends[1:])
+
+
+def eager_forward_host_seconds(release: EngineRelease, prefill: bool = True) -> float:
+    """The expected per-forward part of eager_issue_seconds (SGLang prefill: 16.6 ms; else 0)."""
+    return SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S[0] if prefill and release.engine == "sglang" else 0.0
 
 
 def runs_issue_bound(release: EngineRelease, graph_max_tokens: int) -> bool:
