@@ -90,8 +90,9 @@ def test_a_short_prefill_is_eager_where_the_release_captures_decode_only(engine,
     bare = _report(engine=engine, prompt=128, output_tokens=128, launch_layer_us=0, graph_layer_us=0).value("ttft")
     assert report.value("ttft") - bare == pytest.approx(extra, rel=1e-9)
     if engine == "sglang":
-        assert report.value("ttft_host_issue") == pytest.approx(32 * 11 * FT.EAGER_HOST_PER_LAUNCH_S, rel=1e-9)
-        assert report.value("ttft_host_issue") == pytest.approx(14.77e-3, rel=1e-3)
+        # + the prefill forward's host time outside its layers (first_token_path, 23.10 - 6.5 = 16.6 ms)
+        assert report.value("ttft_host_issue") == pytest.approx(32 * 11 * FT.EAGER_HOST_PER_LAUNCH_S + 16.6e-3, rel=1e-9)
+        assert report.value("ttft_host_issue") == pytest.approx(14.77e-3 + 16.6e-3, rel=1e-3)
 
 
 def test_cuda_graph_gib_0_times_eager_steps():
