@@ -28,7 +28,9 @@ at concurrency 1 in SGLang 0.5.6 (sglang wheel 0.5.6, python/sglang/srt/...):
 The host issue time is counted, not fitted on a TTFT row: launches a layer (layer_kernels, counted from
 the engines' code per family and path) x layers x the host time spent issuing one launch eagerly,
 EAGER_HOST_PER_LAUNCH_S, taken from a public measurement outside the validation set with the
-measured forward's own launches counted the same way. SGLang's eager decode steps (a batch past its CUDA
+measured forward's own launches counted the same way; an SGLang prefill adds the forward's host time
+outside its layers (SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S), from the same measurement's equations, so
+that the measured forward itself comes out at its logged time. SGLang's eager decode steps (a batch past its CUDA
 graphs, or none captured) and vLLM's --enforce-eager steps (decode and prefill) are timed by the same rule
 (eager_issue_seconds, runs_issue_bound).
 """
