@@ -104,8 +104,10 @@ def _eager_steps(e, release, graph_max: int) -> str:
     (first_token_path, the per-launch time formatted from its constant; --launch-layer-us does not change
     it) or setup.Efficiency.layer_launch_s a layer (what --launch-layer-us sets)."""
     issue = (f"the kernels' issue time ({FT.EAGER_HOST_PER_LAUNCH_S * 1e6:.2f} us a launch, sglang PR 12160; "
-             "launches counted in core/serving/layer_kernels.py) against the GPU work, max of the two "
-             "(--launch-layer-us does not change it)")
+             "launches counted in core/serving/layer_kernels.py" + (
+                 f"; + {FT.eager_forward_host_seconds(release) * 1e3:.1f} ms a prefill forward outside the layers"
+                 if FT.eager_forward_host_seconds(release) else "") +
+             ") against the GPU work, max of the two (--launch-layer-us does not change it)")
     launches = (f"{e.layer_launch_s * 1e6:.0f} us a layer of launches (fitted on TensorRT engines without graphs; "
                 "what --launch-layer-us sets)")
     if e.graph_max_tokens <= 0:
