@@ -158,6 +158,8 @@ def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: 
         the one given (its layout's GPUs, its failures): a few rounds up from the proportional guess."""
         count = math.ceil(gpus * solved.mfu * flops.exact / flops.used / limit - 1e-9)
         for _ in range(6):
+            if count > MAX_GPUS:  # past what --gpus takes: not laid out (--days 0.001 on 8 GPUs asked ~10^20 GPUs of
+                break  # the planner, an OverflowError, wave 9); _needed_words says no count up to MAX_GPUS does
             try:
                 mfu = solved_on(count)[2].mfu * flops.exact / flops.used
             except InputError:
