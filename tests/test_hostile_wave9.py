@@ -59,3 +59,15 @@ def test_no_completing_count_without_gpus_is_a_422(client):
     response = client.post("/api/training", json={"model": "deepseek-v3", "recipe": "article", "tp": 8,
                                                   "global_batch_tokens": 1e12})
     web_refusal(response, "gpus", "completes with failures")
+
+
+@pytest.mark.parametrize("command", ["train", "budget"])
+@pytest.mark.parametrize("gpus, days", [("8", "0.001"), ("1000", "1min")])
+def test_a_deadline_of_seconds_on_given_gpus_is_the_mfu_refusal(run_cli, command, gpus, days):
+    """GPUs and days given: the MFU refusal offers the GPUs that would do (timing.gpus_within, from the proportional
+    guess gpus x MFU / ceiling). For 86 s on 8 A100s that guess is ~10^20 GPUs, handed to the planner: 'internal
+    error: OverflowError: Python int too large to convert to C long' (exit 70). Now a count past the 10,000,000
+    --gpus takes is not laid out, and the line says no count up to it does."""
+    line = field_refusal(run_cli(command, "llama-2-7b", "--gpus", gpus, "--days", days), "gpus/days",
+                         "no GPU count up to 10,000,000")
+    assert "above" in line and "MFU" in line, line
