@@ -28,7 +28,8 @@ def test_grouped_mm_experts_as_517_runs_them(family):
     term), masked_fill_ of it (4 h), masked_fill of the up output (4 x 2Ie), silu of the gate half (4 Ie) and x up
     (6 Ie), masked_fill of the down output (4 h), x the routing weight (4 h), the un-permuting gather (4 h) and
     the sum over k (2 h): T*k*h 2 + 4 + 4 + 4 + 4 + 2 = 20, T*k*Ie 8 + 4 + 6 = 18. The three masked fills
-    (L63, L72, L93: unconditional in 5.17, EP-only from 5.2x) are 8 + 8 of them and 5 of the layer's forward
+    (L437, L445, L465, with the sentinel compare and clamp_ at L420-421: unconditional in 5.17, expert-parallel
+    only in 5.25) are 8 + 8 of them and 5 of the layer's forward
     kernels; a profile read from 5.25 had 12 and 10 (tolerance: T*k-sized index work is spread over the
     features, k being 1-3 in the generator's shapes). Mixtral's routing weights stay fp32 (its router
     returns softmax(float) values, modeling_mixtral.py@5.17.0 L107-110): its product and gathers carry 8 B
