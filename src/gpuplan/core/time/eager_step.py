@@ -18,7 +18,7 @@ Units: seconds, tokens, FLOP/s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuplan.core.bulk import maximum
 from gpuplan.core.model.spec import ModelSpec
@@ -90,11 +90,35 @@ def _rates(run: EagerRun, peak: float, operand_bytes: float) -> G.GemmRates:
     return G.GemmRates(peak, run.mamf, run.d_half, run.hbm_bytes_per_second, operand_bytes)
 
 
+def fp32_expert_loop(linears: list[G.Linear]) -> list[G.Linear]:
+    """The routed experts of an amp run as torch executes them: transformers casts the tokens to the
+    experts' fp32 weights (integrations/moe.py@5.17.0 L332: ``grouped_mm(input.to(weight.dtype), ...)``;
+    grouped_mm is not autocast-enabled) and torch's CUDA _grouped_mm takes fp32 (GroupedMMUtils.h
+    _grouped_mm_validate_inputs: Float32, BFloat16 or Float16) but runs its CUTLASS kernel for bf16 only
+    (cuda/GroupedBlas.cpp _grouped_mm_cuda: ``use_fast_path = ... && a_b_and_out_are_bf16``, else
+    _grouped_mm_fallback: offs.cpu(), one mm per group; torch 2.9-2.11). With TF32 off (torch's default) each
+    expert is its own fp32 GEMM at the part's fp32 rate (count x groups, one group each). Not counted: the
+    device-to-host sync of offs each such call (about one launch latency exposed per call)."""
+    return [replace(lin, count=lin.count * lin.groups, groups=1.0) if lin.groups > 1 else lin for lin in linears]
+
+
+def _base_matmuls(base: list[G.Linear], run: EagerRun, tokens, weight_grads: bool):
+    """(forward, backward) seconds of the layer's own linears: bf16 (autocast) GEMMs, an amp run's
+    experts in fp32 one per expert (fp32_expert_loop; param_bytes 4 = fp32 parameters under autocast)."""
+    if run.param_bytes < 4.0 or not any(lin.groups > 1 for lin in base):
+        return G.linears_seconds(base, tokens, _rates(run, run.peak, 2.0), weight_grads=weight_grads)
+    dense = [lin for lin in base if lin.groups <= 1]
+    experts = fp32_expert_loop([lin for lin in base if lin.groups > 1])
+    f1, b1 = G.linears_seconds(dense, tokens, _rates(run, run.peak, 2.0), weight_grads=weight_grads)
+    f2, b2 = G.linears_seconds(experts, tokens, _rates(run, run.fp32_peak, 4.0), weight_grads=weight_grads)
+    return f1 + f2, b1 + b2
+
+
 def _layer_matmuls(spec: ModelSpec, run: EagerRun, tokens, moe: bool):
     """(forward, backward, recompute) matmul seconds of one layer."""
     base = G.layer_linears(spec, moe_layer=moe)
     frozen = run.lora_rank > 0
-    fwd, bwd = G.linears_seconds(base, tokens, _rates(run, run.peak, 2.0), weight_grads=not frozen)
+    fwd, bwd = _base_matmuls(base, run, tokens, weight_grads=not frozen)
     if run.attention_kernel == "eager":
         seqs = tokens / run.seq_len
         for m, k, n, heads in A.eager_score_linears(spec, run.seq_len):
@@ -103,13 +127,13 @@ def _layer_matmuls(spec: ModelSpec, run: EagerRun, tokens, moe: bool):
             fwd = fwd + G.gemm_seconds(m, k, n, **g)
             bwd = bwd + G.gemm_seconds(m, n, k, **g) + G.gemm_seconds(k, m, n, **g)
     if frozen:
-        f, b = G.linears_seconds(G.lora_linears(spec, run.lora_rank), tokens, _rates(run, run.fp32_peak, 4.0),
-                                 weight_grads=True)
+        adapted = G.lora_linears(spec, run.lora_rank)
+        f, b = G.linears_seconds(adapted, tokens, _rates(run, run.fp32_peak, 4.0), weight_grads=True)
         fwd, bwd = fwd + f, bwd + b
     if run.recompute == "full":
         again = fwd
     elif run.recompute == "selective":  # op-level SAC recomputes every second matmul (core.time docstring)
-        again, _ = G.linears_seconds(base[1::2], tokens, _rates(run, run.peak, 2.0), weight_grads=False)
+        again, _ = _base_matmuls(base[1::2], run, tokens, weight_grads=False)
     else:
         again = 0.0
     return fwd, bwd, again
