@@ -114,6 +114,40 @@ def _base_matmuls(base: list[G.Linear], run: EagerRun, tokens, weight_grads: boo
     return f1 + f2, b1 + b2
 
 
+def expert_lora_rank(lin: G.Linear, rank: int) -> int:
+    """peft's rank on a fused expert parameter: gate_up carries gate's and up's adapters, 2r
+    (peft/utils/transformers_weight_conversion.py@0.21.0 L474: ``r * len(required_old_targets)``)."""
+    return 2 * rank if lin.name.endswith("gate_up") else rank
+
+
+def expert_lora_seconds(base: list[G.Linear], run: EagerRun, tokens):
+    """(forward, backward) seconds LoRA on a MoE layer's experts adds (peft 0.21 with transformers 5.x 3-D
+    expert parameters: "all-linear" targets gate_up_proj and down_proj as parameters, ParamWrapper).
+
+    peft folds the adapters into the weight on every forward, W' = baddbmm(W, B, A) per expert in W's dtype
+    (peft/tuners/lora/layer.py@0.21.0 _LoraFactorsProxy.forward L2292-2296: it reads W and writes an
+    expert-stack-sized W'), so the grouped GEMM's weight gradient runs although W is frozen (W' needs it for
+    A and B), and the backward of the baddbmm multiplies that gradient by A and by B (two batched GEMMs over
+    it). Units: seconds."""
+    experts = [lin for lin in base if lin.groups > 1]
+    if not experts:
+        return 0.0, 0.0
+    _, without = _base_matmuls(experts, run, tokens, weight_grads=False)
+    _, with_w = _base_matmuls(experts, run, tokens, weight_grads=True)
+    fwd, bwd = 0.0, with_w - without
+    peak = run.fp32_peak if run.param_bytes >= 4.0 else run.peak  # autocast is off inside the fold
+    g = dict(peak=peak, mamf=run.mamf, d_half=run.d_half, hbm_bytes_per_second=run.hbm_bytes_per_second,
+             operand_bytes=run.param_bytes)
+    for lin in experts:
+        r, out, inp = expert_lora_rank(lin, run.lora_rank), lin.outputs, lin.inputs
+        w_bytes = lin.groups * out * inp * run.param_bytes  # baddbmm's C operand (W), read besides A, B and W'
+        fwd = fwd + G.gemm_seconds(out, r, inp, groups=lin.groups, **g) + memory_bound_seconds(w_bytes, 0.0,
+                                                                                                run.hbm_bytes_per_second)
+        bwd = bwd + G.gemm_seconds(out, inp, r, groups=lin.groups, **g) + G.gemm_seconds(r, out, inp, groups=lin.groups,
+                                                                                         **g)
+    return fwd, bwd
+
+
 def _layer_matmuls(spec: ModelSpec, run: EagerRun, tokens, moe: bool):
     """(forward, backward, recompute) matmul seconds of one layer."""
     base = G.layer_linears(spec, moe_layer=moe)
@@ -128,6 +162,12 @@ def _layer_matmuls(spec: ModelSpec, run: EagerRun, tokens, moe: bool):
             bwd = bwd + G.gemm_seconds(m, n, k, **g) + G.gemm_seconds(k, m, n, **g)
     if frozen:
         adapted = G.lora_linears(spec, run.lora_rank)
+        if moe:  # peft's linear adapters: attention (and shared experts); the routed experts': expert_lora_seconds.
+            r = run.lora_rank  # The router's (h x experts) fold is left out: under 0.1% of the experts'
+            adapted = [x for lin in base if lin.groups <= 1 and lin.name != "router"
+                       for x in (G.Linear(lin.name + ".lora_A", lin.inputs, r), G.Linear(lin.name + ".lora_B", r, lin.outputs))]
+            f, b = expert_lora_seconds(base, run, tokens)
+            fwd, bwd = fwd + f, bwd + b
         f, b = G.linears_seconds(adapted, tokens, _rates(run, run.fp32_peak, 4.0), weight_grads=True)
         fwd, bwd = fwd + f, bwd + b
     if run.recompute == "full":

@@ -106,17 +106,35 @@ def layer_params(spec: ModelSpec, moe_layer: bool = False) -> float:
     return attn + norms + mlp_params(spec.mlp.intermediate_size, h, spec.mlp.gated, spec.mlp.bias)
 
 
-def layer_features(spec: ModelSpec, tokens, seq_len, lora_rank: int = 0, moe_layer: bool = False) -> dict:
-    """The per-layer features of a micro-batch of ``tokens`` tokens in sequences of ``seq_len``."""
+def adapter_params(spec: ModelSpec, lora_rank: int, moe_layer: bool = False) -> float:
+    """LoRA parameters of one decoder layer as peft puts them (R). Dense: r (in + out) on every linear
+    (core.model.finetune). A MoE layer of transformers 5.x keeps its experts as 3-D parameters: peft 0.21's
+    "all-linear" adapts q, k, v, o and the router as linears and the experts' gate_up_proj and down_proj as
+    parameters, one (r x in, out x r) pair per expert, gate_up at rank 2r (gate's and up's adapters fused:
+    peft/utils/transformers_weight_conversion.py@0.21.0 L474). Checked against peft's own count
+    (tests/test_hf_families_moe.py: 20,760,576 for a Qwen3-30B-A3B layer at r 16)."""
     from gpuplan.core.model.finetune import lora_params_per_layer
 
+    if not (moe_layer and spec.moe is not None):
+        return lora_params_per_layer(spec, lora_rank)
+    a, h, m = spec.attention, spec.hidden_size, spec.moe
+    q, kv = a.num_heads * a.qk_head_dim, a.num_kv_heads * a.qk_head_dim
+    attn = (h + q) + 2 * (h + kv) + (a.num_heads * a.value_head_dim + h)
+    ie = m.expert_intermediate_size
+    experts = m.num_experts * (2 * (h + 2 * ie) + (ie + h))
+    shared = 3 * (h + m.shared_intermediate_size) if m.shared_intermediate_size else 0  # gate, up, down linears
+    return lora_rank * (attn + (h + m.num_experts) + experts + shared)
+
+
+def layer_features(spec: ModelSpec, tokens, seq_len, lora_rank: int = 0, moe_layer: bool = False) -> dict:
+    """The per-layer features of a micro-batch of ``tokens`` tokens in sequences of ``seq_len``."""
     a, h = spec.attention, spec.hidden_size
     d = a.qk_head_dim
     t = tokens
     f = {"T*h": t * h, "T*q": t * a.num_heads * d, "T*kv": t * a.num_kv_heads * d,
          "T*I": t * spec.mlp.intermediate_size, "T*d": t * d, "s*d": seq_len * d, "T*s": t * seq_len,
          "T*heads*s": t * a.num_heads * seq_len, "T": t, "P": layer_params(spec, moe_layer), "1": 1.0,
-         "T*r": t * lora_rank, "R": lora_params_per_layer(spec, lora_rank) if lora_rank else 0.0}
+         "T*r": t * lora_rank, "R": adapter_params(spec, lora_rank, moe_layer) if lora_rank else 0.0}
     if moe_layer and spec.moe is not None:
         m = spec.moe
         f.update({"T*k*h": t * m.experts_per_token * h, "T*k*Ie": t * m.experts_per_token * m.expert_intermediate_size,
