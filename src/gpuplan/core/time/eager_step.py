@@ -120,6 +120,10 @@ def expert_lora_rank(lin: G.Linear, rank: int) -> int:
     return 2 * rank if lin.name.endswith("gate_up") else rank
 
 
+FOLDS_PER_FORWARD = 2
+"""peft's expert fold per forward: the parametrization's registration check and its use (expert_lora_seconds)."""
+
+
 def expert_lora_seconds(base: list[G.Linear], run: EagerRun, tokens):
     """(forward, backward) seconds LoRA on a MoE layer's experts adds (peft 0.21 with transformers 5.x 3-D
     expert parameters: "all-linear" targets gate_up_proj and down_proj as parameters, ParamWrapper).
@@ -128,7 +132,10 @@ def expert_lora_seconds(base: list[G.Linear], run: EagerRun, tokens):
     (peft/tuners/lora/layer.py@0.21.0 _LoraFactorsProxy.forward L2292-2296: it reads W and writes an
     expert-stack-sized W'), so the grouped GEMM's weight gradient runs although W is frozen (W' needs it for
     A and B), and the backward of the baddbmm multiplies that gradient by A and by B (two batched GEMMs over
-    it). Units: seconds."""
+    it). peft registers the fold as a parametrization on each forward (_activate_lora L2567), and torch's
+    register_parametrization evaluates it once to check its shape and dtype (torch/nn/utils/parametrize.py
+    ParametrizationList.__init__: ``if not self.unsafe: Z = self()``): two folds per forward, one in the graph
+    (the census of the layer shows two baddbmm per expert parameter forward, two bmm backward). Units: seconds."""
     experts = [lin for lin in base if lin.groups > 1]
     if not experts:
         return 0.0, 0.0
@@ -141,8 +148,9 @@ def expert_lora_seconds(base: list[G.Linear], run: EagerRun, tokens):
     for lin in experts:
         r, out, inp = expert_lora_rank(lin, run.lora_rank), lin.outputs, lin.inputs
         w_bytes = lin.groups * out * inp * run.param_bytes  # baddbmm's C operand (W), read besides A, B and W'
-        fwd = fwd + G.gemm_seconds(out, r, inp, groups=lin.groups, **g) + memory_bound_seconds(w_bytes, 0.0,
-                                                                                                run.hbm_bytes_per_second)
+        fold = G.gemm_seconds(out, r, inp, groups=lin.groups, **g) + memory_bound_seconds(w_bytes, 0.0,
+                                                                                         run.hbm_bytes_per_second)
+        fwd = fwd + FOLDS_PER_FORWARD * fold
         bwd = bwd + G.gemm_seconds(out, inp, r, groups=lin.groups, **g) + G.gemm_seconds(r, out, inp, groups=lin.groups,
                                                                                          **g)
     return fwd, bwd
