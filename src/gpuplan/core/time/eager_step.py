@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpuplan.core.bulk import maximum
+from gpuplan.core.memory.activations import sliding_mask_applies
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.time import attention as A
 from gpuplan.core.time import linears as G
@@ -173,7 +174,8 @@ def _layer_matmuls(spec: ModelSpec, run: EagerRun, tokens, moe: bool):
         if moe:  # peft's linear adapters: attention (and shared experts); the routed experts': expert_lora_seconds.
             r = run.lora_rank  # The router's (h x experts) fold is left out: under 0.1% of the experts'
             adapted = [x for lin in base if lin.groups <= 1 and lin.name != "router"
-                       for x in (G.Linear(lin.name + ".lora_A", lin.inputs, r), G.Linear(lin.name + ".lora_B", r, lin.outputs))]
+                       for x in (G.Linear(lin.name + ".lora_A", lin.inputs, r),
+                                 G.Linear(lin.name + ".lora_B", r, lin.outputs))]
             f, b = expert_lora_seconds(base, run, tokens)
             fwd, bwd = fwd + f, bwd + b
         f, b = G.linears_seconds(adapted, tokens, _rates(run, run.fp32_peak, 4.0), weight_grads=True)
@@ -195,6 +197,31 @@ def _attention(spec: ModelSpec, run: EagerRun, tokens):
     return tokens * f, tokens * b
 
 
+def masked_sdpa_extra(spec: ModelSpec, run: EagerRun, tokens) -> tuple[tuple, tuple]:
+    """((bytes, kernels) forward, (bytes, kernels) backward) per layer that SDPA with a materialised sliding
+    mask adds to the op profile (whose shapes stay below the window: scripts/hf_op_profiles.py), averaged over
+    the layers. With a mask, transformers repeats k and v to every head (integrations/sdpa_attention.py@5.17.0
+    L97-101; use_gqa_in_sdpa L27-35 needs ``attention_mask is None``): forward two copies reading kv and writing q
+    width, backward two sums back; and torch turns the boolean (b, 1, s, s) mask into an additive one on every
+    call (attention.cpp convert_boolean_attn_mask_cudnn: ``where(mask.logical_not(), -65504, 0)``: 1 + 1 B,
+    then 1 + 2 B per element, two kernels). Recompute (full, or op-level SAC: none of these is a saved mm)
+    runs the forward's again in the backward. bf16 k / v. Units: bytes, kernels."""
+    if run.attention_kernel == "eager" or not sliding_mask_applies(spec, run.seq_len):
+        return (0.0, 0.0), (0.0, 0.0)
+    a = spec.attention
+    share = spec.num_sliding_layers / spec.num_layers
+    mask = 5.0 * tokens * run.seq_len
+    if a.num_heads > a.num_kv_heads:
+        k, v = a.num_kv_heads * a.qk_head_dim, a.num_kv_heads * a.value_head_dim
+        repeat = 2.0 * tokens * (k + v + a.num_heads * (a.qk_head_dim + a.value_head_dim))
+        copies = 2.0
+    else:
+        repeat = copies = 0.0
+    fwd = (share * (mask + repeat), share * (2.0 + copies))
+    again = fwd if run.recompute in ("full", "selective") else (0.0, 0.0)
+    return fwd, (share * repeat + again[0], share * copies + again[1])
+
+
 def _head_matmuls(spec: ModelSpec, run: EagerRun, tokens):
     head = [G.Linear("lm_head", spec.hidden_size, spec.vocab_size)]
     return G.linears_seconds(head, tokens, _rates(run, run.peak, 2.0), weight_grads=run.lora_rank == 0)
@@ -213,11 +240,13 @@ def microbatch(spec: ModelSpec, run: EagerRun, tokens, layers, head=1.0) -> tupl
     recompute_attention = att_f if run.recompute == "full" else 0.0
     scale = reference_scale()
     out = []
-    for phase, gemm, att in (("forward", layers * fwd_g + h_f, layers * att_f),
-                             ("backward", layers * (bwd_g + again) + h_b, layers * (att_b + recompute_attention))):
-        nbytes = layers * run.ops.value("layer", f"{phase}.memory", "bytes", lf)
-        kernels = layers * run.ops.value("layer", f"{phase}.memory", "kernels", lf)
-        all_kernels = layers * run.ops.cell_total("layer", phase, "kernels", lf)
+    masked = masked_sdpa_extra(spec, run, tokens)
+    for phase, gemm, att, (extra_bytes, extra_kernels) in (
+            ("forward", layers * fwd_g + h_f, layers * att_f, masked[0]),
+            ("backward", layers * (bwd_g + again) + h_b, layers * (att_b + recompute_attention), masked[1])):
+        nbytes = layers * (run.ops.value("layer", f"{phase}.memory", "bytes", lf) + extra_bytes)
+        kernels = layers * (run.ops.value("layer", f"{phase}.memory", "kernels", lf) + extra_kernels)
+        all_kernels = layers * (run.ops.cell_total("layer", phase, "kernels", lf) + extra_kernels)
         per_op = cpu_seconds_per_op(phase, run.recompute == "selective")
         host_cpu = layers * run.ops.cell_total("layer", phase, "ops", lf) * per_op
         nbytes = nbytes + head * run.ops.value("rest", f"{phase}.memory", "bytes", rf)
