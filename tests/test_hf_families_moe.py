@@ -124,7 +124,8 @@ def test_lora_on_experts_folds_them_every_step():
     f0, b0 = G.linears_seconds(base, 4096, E._rates(run, run.peak, 2.0), weight_grads=False)
     attn = [x for lin in base[:4] for x in (G.Linear("a", lin.inputs, 16), G.Linear("b", 16, lin.outputs))]
     fa, ba = G.linears_seconds(attn, 4096, E._rates(run, run.fp32_peak, 4.0), weight_grads=True)
-    assert f.gemm == pytest.approx(f0 + fa + 1.1816e-3, rel=1e-3) and b.gemm == pytest.approx(b0 + ba + 1.7837e-3, rel=1e-3)
+    assert f.gemm == pytest.approx(f0 + fa + 1.1816e-3, rel=1e-3)
+    assert b.gemm == pytest.approx(b0 + ba + 1.7837e-3, rel=1e-3)
 
 
 def test_lora_moe_optimizer_walks_peft_expert_adapters():
