@@ -103,6 +103,13 @@ ServingGib = T.typed(float, T.number(0, 64))
 EngineFraction = T.typed(float, _engine_fraction)
 
 
+MAX_PREFILL_CHUNKS = V.MAX_SEQ_LEN // 2048
+"""Chunks one prefill may be split into (8,192): the most vLLM's smallest default budget (2,048 tokens,
+core.serving.releases.vllm_batch_defaults) makes of the longest --context (2^24). Each chunk is one roofline step
+(core.serving.request_path.chunked_prefill, ~20 us, timed for each of the search's ~240 prefills): `--context 16M
+--prefill-tokens 1` ran for hours (wave 9); at this bound the search takes ~30 s on 2 cores, one setup ~1 s."""
+
+
 class InferenceInputs(ModelFields):
     """A model, a GPU and a layout, the load, and how the engine runs it."""
 
@@ -228,6 +235,11 @@ class InferenceInputs(ModelFields):
                              f"{self.output_tokens or 0:,} is past the {V.MAX_SEQ_LEN:,}-token context bound")
         self._check_engine_options()
         self._check_graph_layer()
+        prompt = self.prompt or self.context or 0
+        if self.prefill_tokens and -(-prompt // self.prefill_tokens) > MAX_PREFILL_CHUNKS:  # one roofline a chunk
+            raise InputError("prefill_tokens", self.prefill_tokens, f"splits a {prompt:,}-token prompt into more than "
+                             f"{MAX_PREFILL_CHUNKS:,} prefill chunks; at least {-(-prompt // MAX_PREFILL_CHUNKS):,} "
+                             "tokens per step, or a shorter --context / --prompt")
         if self.draft_model is not None and self.speculative != "draft":
             raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
         for name in ("spec_tokens", "spec_acceptance"):
