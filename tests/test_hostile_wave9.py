@@ -71,3 +71,26 @@ def test_a_deadline_of_seconds_on_given_gpus_is_the_mfu_refusal(run_cli, command
     line = field_refusal(run_cli(command, "llama-2-7b", "--gpus", gpus, "--days", days), "gpus/days",
                          "no GPU count up to 10,000,000")
     assert "above" in line and "MFU" in line, line
+
+
+# ---- found by the sweep: a prefill split into millions of chunks (a hang) --------------------------------
+
+def test_a_prefill_of_millions_of_chunks_is_refused_at_once(run_cli):
+    """`infer --context 16M --prefill-tokens 1 --max-num-seqs 1 --no-search` (valid to vLLM: a 1-token budget) timed
+    16,777,216 prefill chunks, one roofline step each (~20 us): past 2 minutes on one setup, hours with the search.
+    Now at most 8,192 chunks (2^24 / vLLM's smallest default budget, 2,048: every default passes), the budget that
+    would do named."""
+    line = field_refusal(run_cli("infer", "pythia-70m", "--gpu", "h200", "--context", "16M", "--max-num-seqs", "1",
+                                 "--prefill-tokens", "1", "--no-search"), "prefill_tokens", "at least 2,048 tokens")
+    assert "more than 8,192 prefill chunks" in line, line
+
+
+def test_a_prefill_at_the_chunk_bound_is_answered(run_json):
+    answer = run_json("infer", "pythia-70m", "--gpu", "h200", "--context", "4M", "--prefill-tokens", "512", "--no-search")
+    assert answer["results"]["ttft"] > 0
+
+
+def test_a_prefill_of_millions_of_chunks_is_a_422(client):
+    response = client.post("/api/inference", json={"model": "pythia-70m", "gpu": "h200", "context": "16M",
+                                                   "max_num_seqs": 1, "prefill_tokens": 1})
+    web_refusal(response, "prefill_tokens", "prefill chunks")
