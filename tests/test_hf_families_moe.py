@@ -142,3 +142,25 @@ def test_lora_moe_optimizer_walks_peft_expert_adapters():
     want = E.optimizer_step(run, spec.num_layers * 20_760_576, E.trained_tensors(spec, 16, spec.num_layers)).wall
     assert got == pytest.approx(want, rel=1e-12) and got > 2 * eager_optimizer_seconds(
         resolve_model("qwen3-30b-a3b"), cluster, StepSettings(seq_len=4096, eager_ops=ops), trained=1.0, pp=1)
+
+
+def test_peft_activation_is_host_time_of_a_lora_moe_layer(monkeypatch):
+    """peft 0.21 registers and removes the experts' and router's parametrizations each forward: 2 x 171 + 122 =
+    464 us of the measuring CPU's Python a MoE layer (E.PEFT_ACTIVATION_CPU_SECONDS), carried to the H200's
+    host at r = reference_scale().python; full recompute runs it again in the backward. 4 layers."""
+    from dataclasses import replace
+
+    from gpuplan.core.time.host import reference_scale
+
+    spec = resolve_model("qwen3-30b-a3b")
+    run = replace(_run(spec, "bf16", 2.0, 512), lora_rank=16)
+    f1, b1 = E.microbatch(spec, run, 512, 4, head=0.0)
+    monkeypatch.setattr(E, "PEFT_ACTIVATION_CPU_SECONDS", {"expert": 0.0, "router": 0.0})
+    f0, b0 = E.microbatch(spec, run, 512, 4, head=0.0)
+    r = reference_scale().python
+    assert f1.host - f0.host == pytest.approx(4 * 464e-6 * r, rel=1e-6) and b1.host == b0.host
+    full = replace(run, recompute="full")
+    _, bf0 = E.microbatch(spec, full, 512, 4, head=0.0)
+    monkeypatch.undo()
+    _, bf1 = E.microbatch(spec, full, 512, 4, head=0.0)
+    assert bf1.host - bf0.host == pytest.approx(4 * 464e-6 * r, rel=1e-6)

@@ -121,6 +121,13 @@ def expert_lora_rank(lin: G.Linear, rank: int) -> int:
     return 2 * rank if lin.name.endswith("gate_up") else rank
 
 
+PEFT_ACTIVATION_CPU_SECONDS = {"expert": 171e-6, "router": 122e-6}
+"""Python seconds, on the CPU that measured core.time.host.HOST_SECONDS_PER_OP, of peft 0.21's
+ParamWrapper._activate_lora entered and left once per forward (register_parametrization with its check,
+remove_parametrizations), per adapted expert parameter and for the router. Measured 2026-12-06 on a tiny
+Qwen3-MoE layer (8 experts, hidden 64; transformers 5.17.0, peft 0.21.0, torch 2.13 CPU, min of 7 x 200):
+down_proj 199 us, gate_up_proj 208, router 146, less their 5 / 5 / 4 ATen ops at that machine's 1-element
+add_ (2.73 us; the op profile counts them), x 2.465 / 2.73 (host.REFERENCE_PROBES' add_ over that one)."""
 FOLDS_PER_FORWARD = 2
 """peft's expert fold per forward: the parametrization's registration check and its use (expert_lora_seconds)."""
 
@@ -241,6 +248,9 @@ def microbatch(spec: ModelSpec, run: EagerRun, tokens, layers, head=1.0) -> tupl
     scale = reference_scale()
     out = []
     masked = masked_sdpa_extra(spec, run, tokens)
+    peft_cpu = 0.0  # a LoRA MoE layer's peft activations, each forward (recompute: the backward's again)
+    if run.lora_rank and moe:
+        peft_cpu = 2 * PEFT_ACTIVATION_CPU_SECONDS["expert"] + PEFT_ACTIVATION_CPU_SECONDS["router"]
     for phase, gemm, att, (extra_bytes, extra_kernels) in (
             ("forward", layers * fwd_g + h_f, layers * att_f, masked[0]),
             ("backward", layers * (bwd_g + again) + h_b, layers * (att_b + recompute_attention), masked[1])):
@@ -249,6 +259,8 @@ def microbatch(spec: ModelSpec, run: EagerRun, tokens, layers, head=1.0) -> tupl
         all_kernels = layers * (run.ops.cell_total("layer", phase, "kernels", lf) + extra_kernels)
         per_op = cpu_seconds_per_op(phase, run.recompute == "selective")
         host_cpu = layers * run.ops.cell_total("layer", phase, "ops", lf) * per_op
+        if phase == "forward" or run.recompute in ("full", "selective"):
+            host_cpu = host_cpu + layers * peft_cpu
         nbytes = nbytes + head * run.ops.value("rest", f"{phase}.memory", "bytes", rf)
         kernels = kernels + head * run.ops.value("rest", f"{phase}.memory", "kernels", rf)
         all_kernels = all_kernels + head * run.ops.cell_total("rest", phase, "kernels", rf)
