@@ -15,7 +15,8 @@ attention of prefix + chunk less that of the prefix, roofline.prefill_step with 
 own weight read, host and scheduler time. A 16,000-token prompt on an A100 is 8 steps (7 x 2,048 + 1,664).
 
 Modelled here too: the API server's tokeniser batch window (TOKENIZER_BATCH_WAIT_S), a wait the code
-sets, from 0.10.0.
+sets, from 0.10.0; and vLLM 0.11.0's chat endpoint parsing its chat template again for every request
+(CHAT_TEMPLATE_REPARSE_S, chat_template_seconds).
 
 Read and not modelled (no public measurement sizes it for these releases; docs/inference.md 'The
 request path outside the forward'):
@@ -104,20 +105,55 @@ def prefill_chunks(prompt: int, cached: int, budget: int) -> tuple[tuple[int, in
     return tuple(steps)
 
 
-def api_server_seconds(release: EngineRelease) -> float:
-    """Seconds vLLM's OpenAI server holds a text request before the engine sees it, as its code sets
-    them (not measured): the tokeniser's batch window from MICROBATCH_TOKENIZER_SINCE; 0 before and for
-    other engines. Template rendering, tokenising itself, the ZMQ hops and detokenising are not in it
-    (module docstring)."""
-    if release.engine != "vllm" or release.version < MICROBATCH_TOKENIZER_SINCE:
+CHAT_TEMPLATE_REPARSE_RELEASES = ((0, 11, 0), (0, 11, 1))
+"""[first, first fixed) vLLM releases whose chat endpoint parses the chat template for every request.
+0.11.0 added resolve_chat_template_kwargs (vllm PR 25794, the chat_template_kwargs filter of advisories
+GHSA-6fvq-23cw-5628 / GHSA-4hw3-g54f-xfrj): it builds a new jinja2 ImmutableSandboxedEnvironment, parses
+the template and runs jinja2.meta.find_undeclared_variables over it (entrypoints/chat_utils.py@v0.11.0:
+1575-1599), called by apply_hf_chat_template for every request (L1627-1631; from _preprocess_chat,
+entrypoints/openai/serving_engine.py@v0.11.0:791-796, on the server's event loop, before the prompt is
+tokenised). 0.10.2 has no such call (its chat_utils.py parses only inside the lru_cached content-format
+detection, L392); 0.11.1 caches the parse (_cached_resolve_chat_template_kwargs = lru_cache(...),
+entrypoints/chat_utils.py@v0.11.1:1523-1535, 1578), as does 0.23.0 (renderers/hf.py@v0.23.0:606-617, 663).
+The completions endpoint renders no template."""
+CHAT_TEMPLATE_REPARSE_S = 0.011
+"""Seconds one such parse takes: 0.11.0's resolve_chat_template_kwargs run on a 4,169-character
+Qwen3-style template (ChatML, tools and <think> branches) in CPython 3.11 with jinja2 3.1.6 on gpuplan's
+build host (AMD EPYC, 2 vCPUs): median 11.1 / 11.2 ms, min 10.4-10.7 ms of 60 calls, two runs; 10.8-11.3 ms
+median for vLLM's 5,255-character Llama-3.1 tool template (examples/tool_chat_template_llama3.1_json.jinja).
+The parse alone is 4.0-4.5 ms of it, find_undeclared_variables (a full code-generation pass) the rest.
+Public cross-check, outside the validation rows: vllm PR 20065 (2025-06) measured the parse of the
+uncached content-format detection at 6-8 s over 1,000 chat requests (6-8 ms a request, a Llama template,
+host not stated), 1.4-1.8x the 4.4 ms the same parse takes here; that host would take ~15-19 ms for the
+0.11.0 call. The build host's value is taken (the lower); a server CPU's single-thread speed moves it."""
+
+
+def chat_template_seconds(release: EngineRelease) -> float:
+    """Seconds vLLM's chat endpoint spends re-parsing the chat template of one request, synchronously
+    before tokenising it: CHAT_TEMPLATE_REPARSE_S in the releases CHAT_TEMPLATE_REPARSE_RELEASES names
+    (0.11.0), 0 in the others and for other engines (the render itself, ~0.05 ms, is left out)."""
+    first, fixed = CHAT_TEMPLATE_REPARSE_RELEASES
+    if release.engine != "vllm" or not first <= release.version < fixed:
         return 0.0
-    return TOKENIZER_BATCH_WAIT_S
+    return CHAT_TEMPLATE_REPARSE_S
 
 
-def served(step: StepTime, release: EngineRelease) -> StepTime:
+def api_server_seconds(release: EngineRelease, chat: bool = False) -> float:
+    """Seconds vLLM's OpenAI server holds a text request before the engine sees it, as its code sets
+    them: the tokeniser's batch window from MICROBATCH_TOKENIZER_SINCE (0 before and for other engines),
+    plus, for a request to the chat endpoint (``chat``), chat_template_seconds. Tokenising itself, the ZMQ
+    hops and detokenising are not in it (module docstring)."""
+    if release.engine != "vllm":
+        return 0.0
+    window = TOKENIZER_BATCH_WAIT_S if release.version >= MICROBATCH_TOKENIZER_SINCE else 0.0
+    return window + (chat_template_seconds(release) if chat else 0.0)
+
+
+def served(step: StepTime, release: EngineRelease, chat: bool = False) -> StepTime:
     """A prefill step (roofline.StepTime) as a request served by ``release`` waits for its first
-    token: plus api_server_seconds, counted as host time (the GPU is idle for it)."""
-    wait = api_server_seconds(release)
+    token: plus api_server_seconds (``chat``: the request came to the chat endpoint), counted as host
+    time (the GPU is idle for it)."""
+    wait = api_server_seconds(release, chat)
     return replace(step, host_s=step.host_s + wait) if wait else step
 
 

@@ -236,16 +236,27 @@ def _warm_first(e: dict[str, Any]) -> bool:
     return bool(e.get("requests")) and any(client in e.get("engine", "") for client in ENGINE_CLIENTS)
 
 
+CHAT_ENDPOINT_MARKS = ("/v1/chat/completions", "openai-chat")
+"""How a row's ``engine`` note names a client that sent its requests to the chat endpoint (``vllm bench serve
+--backend openai-chat --endpoint /v1/chat/completions``): the server renders the chat template for each."""
+
+
+def _chat_endpoint(e: dict[str, Any]) -> bool:
+    """Whether the row's client sent its requests to the OpenAI chat endpoint (its ``engine`` note names it)."""
+    return any(mark in e.get("engine", "") for mark in CHAT_ENDPOINT_MARKS)
+
+
 def _served_request(e: dict[str, Any], prompt: int, output: int, *, warm: bool = False) -> tuple[R.StepTime, R.StepTime]:
     """One request of a concurrency-1 run: (its prefill, one batch-1 decode step at prompt +
     output / 2 cached tokens): one static batch of one (its prefill reads the prompt only), the
-    prefill as the server holds it (request_path.served: vLLM's tokeniser batch window). ``warm``: the
+    prefill as the server holds it (request_path.served: vLLM's tokeniser batch window, and vLLM 0.11.0's
+    per-request chat-template parse where the client used the chat endpoint). ``warm``: the
     client sent this prompt before the clock, so the prefill computes only what the prefix cache lacks
     (request_path.warm_first_request_cached)."""
     release = parse_release(e["release"])
     cached = RP.warm_first_request_cached(release, prompt) if warm else 0
     prefill, decode = _static_batch({**e, "batch": 1, "prompt_tokens": prompt, "output_tokens": output}, cached)
-    return RP.served(prefill, release), decode
+    return RP.served(prefill, release, chat=_chat_endpoint(e)), decode
 
 
 def _online_cases(e: dict[str, Any]) -> list[Case]:
@@ -276,6 +287,8 @@ def _online_cases(e: dict[str, Any]) -> list[Case]:
                   f"{decode.kernel_floor_s * 1e3:.2f} + host {decode.host_s * 1e3:.2f} + all-reduce "
                   f"{decode.comm_s * 1e3:.2f} ms; bound: {decode.bound}")
     note, ttft_basis = e.get("engine", ""), last + _prefill_basis({**e, "prompt_tokens": pairs[-1][0]}, prefill)
+    if _chat_endpoint(e) and (parse := RP.chat_template_seconds(parse_release(e["release"]))):
+        ttft_basis += f" (host: {parse * 1e3:.1f} ms of it the chat template parsed again; request_path)"
     if len(steps) > 1:
         ttft_basis, tpot_basis = (f"mean of {len(steps)} requests ({ttft * 1e3:.1f} ms); " + ttft_basis,
                                   f"mean of {len(steps)} requests ({tpot * 1e3:.2f} ms); " + tpot_basis)
