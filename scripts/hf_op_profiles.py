@@ -187,7 +187,35 @@ def solve(rows: list[tuple[dict, dict]], names: tuple[str, ...]) -> tuple[dict, 
     return out, worst
 
 
+@contextlib.contextmanager
+def fp32_grouped_mm_meta(torch):
+    """Let FakeTensorMode take fp32 torch._grouped_mm, as the CUDA op does (GroupedMMUtils.h accepts Float32;
+    cuda/GroupedBlas.cpp runs it on _grouped_mm_fallback): torch's meta kernel checks for bf16 only. For the
+    amp census of MoE families (transformers casts the tokens to the fp32 expert weights)."""
+    import torch._meta_registrations as meta
+
+    orig = meta._meta_grouped_mm_common
+
+    def relaxed(mat_a, mat_b, scale_a, scale_b, offs=None, bias=None, scale_result=None, out_dtype=None,
+                use_fast_accum=False):
+        if scale_a is None and mat_a.dtype == mat_b.dtype == torch.float32:
+            return orig(mat_a.to(torch.bfloat16), mat_b.to(torch.bfloat16), scale_a, scale_b, offs, bias,
+                        scale_result, torch.bfloat16, use_fast_accum).to(torch.float32)
+        return orig(mat_a, mat_b, scale_a, scale_b, offs, bias, scale_result, out_dtype, use_fast_accum)
+
+    meta._meta_grouped_mm_common = relaxed
+    try:
+        yield
+    finally:
+        meta._meta_grouped_mm_common = orig
+
+
 def profile_setting(torch, transformers, family: str, setting: dict) -> dict:
+    with fp32_grouped_mm_meta(torch) if setting.get("precision") == "fp32-autocast" else contextlib.nullcontext():
+        return _profile_setting(torch, transformers, family, setting)
+
+
+def _profile_setting(torch, transformers, family: str, setting: dict) -> dict:
     from gpuplan.profile.op_census import CensusSettings, take_census
 
     base = json.loads((MODELS / f"{FAMILIES[family]}.json").read_text())["config"]
