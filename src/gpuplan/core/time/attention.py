@@ -39,8 +39,9 @@ s keys per query (not the w the window keeps, nor the causal (s + 1) / 2, nor fl
 core.time.attention_core.flash_executed_keys, which needs the window passed to the kernel). Such a
 layer is timed on cuDNN's non-causal curve (Hopper: the same paper's non-causal panel, the H200
 scaled by its causal probe) or the fallback efficiency; below the window the mask is skipped and the
-layer is plain causal. Not counted: the kernel's reads of the s x s bias and the boolean -> additive
-conversion (3 B per score element and sequence, memory-bound).
+layer is plain causal. The boolean -> additive conversion and the k / v repeated to every head are
+charged in core.time.eager_step.masked_sdpa_extra (memory-bound); the kernel's own reads of the s x s
+bias are not counted.
 Units: seconds per token per layer, FLOP/s.
 """
 
