@@ -34,6 +34,9 @@ def _yaml_loader():
         def construct_mapping(self, node, deep=False):  # noqa: ANN001
             seen = set()
             for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # no constructor: 'could not determine a constructor
+                    raise yaml.constructor.ConstructorError(None, None, "the merge key '<<' is not accepted (write "
+                                                            "its keys out)", key_node.start_mark)  # (wave 9)
                 key = self.construct_object(key_node, deep=deep)
                 if not isinstance(key, str):
                     raise yaml.constructor.ConstructorError(None, None, f"keys must be names (text), got {key!r:.40}",
