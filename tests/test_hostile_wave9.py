@@ -94,3 +94,15 @@ def test_a_prefill_of_millions_of_chunks_is_a_422(client):
     response = client.post("/api/inference", json={"model": "pythia-70m", "gpu": "h200", "context": "16M",
                                                    "max_num_seqs": 1, "prefill_tokens": 1})
     web_refusal(response, "prefill_tokens", "prefill chunks")
+
+
+# ---- a YAML merge key names itself -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("merge", ["<<: {gpus: 8}", "<<: [{gpus: 8}, {days: 30}]"])
+def test_a_yaml_merge_key_is_named(run_cli, tmp_path, merge):
+    """YAML's merge key (no anchor needed: `<<: {gpus: 8}`) was refused in PyYAML's words, 'could not determine a
+    constructor for the tag tag:yaml.org,2002:merge'; now the line names the key and what to do."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(f"model: llama-3.1-8b\n{merge}\n")
+    line = field_refusal(run_cli("train", str(plan)), "plan file", "the merge key '<<' is not accepted")
+    assert "line 2" in line and "constructor" not in line, line
