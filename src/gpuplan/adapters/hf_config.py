@@ -252,6 +252,10 @@ def _model_type(cfg: dict[str, Any], override: str | None) -> tuple[str, list[st
     if given in STATE_SPACE or "mamba" in given:
         raise InputError("config.json: model_type", given, "hybrid state-space / recurrent models (Mamba, Jamba, "
                          "...) are not modelled yet: their state memory and FLOPs differ from attention layers")
+    fields = [key for key in ("model", "gpu", "gpus", "tokens", "days", "params") if key in cfg]
+    if not given and fields:  # `gpuplan train plan.json` read a plan's fields as a model config (wave 9)
+        raise InputError("config.json: model_type", None, f"this JSON holds gpuplan's fields ({', '.join(fields)}), "
+                         "not a Hugging Face config: a plan file is YAML or TOML (.yaml, .yml, .toml)")
     raise InputError("config.json: model_type", given or None, f"{'is not supported; ' if given else ''}supported: "
                      f"{', '.join(supported_model_types())}; --model-type llama reads it as Llama-style "
                      "(gated MLP, RMSNorm, no biases)")
