@@ -106,3 +106,13 @@ def test_a_yaml_merge_key_is_named(run_cli, tmp_path, merge):
     plan.write_text(f"model: llama-3.1-8b\n{merge}\n")
     line = field_refusal(run_cli("train", str(plan)), "plan file", "the merge key '<<' is not accepted")
     assert "line 2" in line and "constructor" not in line, line
+
+
+def test_a_plan_written_as_json_is_told_apart_from_a_model_config(run_cli, tmp_path):
+    """`gpuplan train plan.json` with {"model": ..., "gpus": 8}: a .json target is a model's config.json, and this one
+    was refused as 'config.json: model_type: got no value; supported: dbrx, ...' (22 model types), which says nothing
+    of the plan the user wrote. Now the line says it holds gpuplan's fields and that a plan file is YAML or TOML."""
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"model": "llama-3.1-8b", "gpus": 8}')
+    line = field_refusal(run_cli("train", str(plan)), "config.json: model_type", "gpuplan's fields (model, gpus)")
+    assert ".yaml, .yml, .toml" in line and "dbrx" not in line, line
