@@ -138,8 +138,16 @@ async def guarded(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.wait_for(asyncio.shield(running), REQUEST_SECONDS)
     except asyncio.TimeoutError:
         stop.set()
+        hint = NARROWER.get(args[0] if args and isinstance(args[0], str) else "", NARROWER["plan"])
         raise Busy(f"the estimate took longer than the {REQUEST_SECONDS:.0f} s limit; narrow the request "
-                   "(fewer GPU counts, a smaller top)") from None
+                   f"({hint})") from None
+
+
+NARROWER = {"plan": "fewer GPU counts, a smaller top",
+            "inference": "a shorter context or prompt, or \"search\": false to leave out the search over GPU types"}
+"""What makes a slow estimate smaller, by job (``guarded``'s first argument, service.estimate's job name): an
+inference request over its budget (a 16M-token context times ~8,000 prefill chunks per GPU type searched, ~30 s)
+was told 'fewer GPU counts, a smaller top', fields it does not have (wave 9)."""
 
 
 SECURITY_HEADERS = (
