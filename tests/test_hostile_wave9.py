@@ -116,3 +116,15 @@ def test_a_plan_written_as_json_is_told_apart_from_a_model_config(run_cli, tmp_p
     plan.write_text('{"model": "llama-3.1-8b", "gpus": 8}')
     line = field_refusal(run_cli("train", str(plan)), "config.json: model_type", "gpuplan's fields (model, gpus)")
     assert ".yaml, .yml, .toml" in line and "dbrx" not in line, line
+
+
+def test_a_slow_inference_is_told_what_narrows_it(client, monkeypatch):
+    """Past the web's time budget an estimate is answered 503 with what would narrow it: an inference request (no
+    GPU counts, no top) was told 'fewer GPU counts, a smaller top'. Here the budget is cut to 1 ms."""
+    import gpuplan.web.limits as limits
+
+    monkeypatch.setattr(limits, "REQUEST_SECONDS", 0.001)
+    response = client.post("/api/inference", json={"model": "pythia-70m", "gpu": "h200", "context": "64K"})
+    assert response.status_code == 503, response.text[:300]
+    message = response.json()["message"]
+    assert '"search": false' in message and "GPU counts" not in message, message
