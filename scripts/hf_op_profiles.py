@@ -12,6 +12,7 @@ that express the step's bytes, kernels and dispatched ops as sums of dimension f
   per decoder layer: T*h, T*q, T*kv, T*I, T*d, s*d, T*s, T*heads*s, T, P, 1
                      (+ MoE: T*k*h, T*k*Ie, T*E)
                      (+ LoRA: T*r, R)
+                     (+ MoE under amp: Pc, the parameters autocast casts: P less the routed experts')
   the rest:          T*h, T*q, T*kv, T*I, T*V, V*h, s*d, T*s, T, 1  (the first layer's differences:
                      with a frozen base its input needs no gradient)
 
@@ -59,6 +60,12 @@ SETTINGS = {
 LAYER_FEATURES = ("T*h", "T*q", "T*kv", "T*I", "T*d", "s*d", "T*s", "T*heads*s", "T", "P", "1")
 MOE_FEATURES = ("T*k*h", "T*k*Ie", "T*E")
 LORA_FEATURES = ("T*r", "R")
+CAST_FEATURES = ("Pc",)
+"""MoE under amp: Pc, the layer's parameters less the routed experts' (attention, router, shared experts,
+norms), the weights autocast casts to bf16 each forward. The experts stay fp32 (transformers 5.17 casts the
+tokens to them instead, integrations/moe.py@5.17.0 L332), so P alone cannot carry the cast: without Pc the
+amp solve traded P against T*E and the sequence terms (residual 8.6%, bytes below bf16's from s ~7k). For a
+dense layer Pc = P (collinear), so dense profiles keep P alone and are unchanged."""
 REST_FEATURES = ("T*h", "T*q", "T*kv", "T*I", "T*V", "V*h", "s*d", "T*s", "T", "1")
 # Small variants: (hidden, heads, kv_heads, head_dim, intermediate, seq, batch, vocab, experts, top_k, rank)
 
@@ -121,9 +128,11 @@ def features(cfg: dict, v: tuple, layer_params: float, adapter_params: float) ->
              "s*d": seq * d, "T*s": t * seq, "T*heads*s": t * heads * seq, "T": t, "P": layer_params, "1": 1.0}
     if moe:
         expert_width = inter if cfg["model_type"] == "mixtral" else cfg["moe_intermediate_size"]  # Mixtral: intermediate_size
+        experts = cfg.get("num_experts") or cfg.get("num_local_experts")
         layer.update({"T*k*h": t * cfg["num_experts_per_tok"] * h,
                       "T*k*Ie": t * cfg["num_experts_per_tok"] * expert_width,
-                      "T*E": t * (cfg.get("num_experts") or cfg.get("num_local_experts"))})
+                      "T*E": t * experts,
+                      "Pc": layer_params - experts * 3 * h * expert_width})  # gate_up (E, 2Ie, h) + down (E, h, Ie)
     layer.update({"T*r": t * rank, "R": adapter_params})
     rest = {"T*h": t * h, "T*q": layer["T*q"], "T*kv": layer["T*kv"], "T*I": layer["T*I"], "T*V": t * cfg["vocab_size"], "V*h": cfg["vocab_size"] * h, "s*d": seq * d, "T*s": t * seq,
             "T": t, "1": 1.0}
@@ -221,6 +230,7 @@ def _profile_setting(torch, transformers, family: str, setting: dict) -> dict:
     base = json.loads((MODELS / f"{FAMILIES[family]}.json").read_text())["config"]
     moe = family in ("qwen3_moe", "mixtral")
     names = LAYER_FEATURES + (MOE_FEATURES if moe else ()) + (LORA_FEATURES if "lora_rank" in setting else ())
+    names += CAST_FEATURES if moe and setting.get("precision") == "fp32-autocast" else ()
     if family in EAGER_ONLY:
         setting = {**setting, "attention": "eager"}
     layer_rows, rest_rows = [], []

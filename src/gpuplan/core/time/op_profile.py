@@ -5,14 +5,15 @@ family's transformers modeling file (gpuplan.profile.op_census, FakeTensorMode) 
 shapes, solved per phase (forward, backward, optimizer) and op class for the coefficients of
 
   per decoder layer   T*h, T*q, T*kv, T*I, T*d, s*d, T*s, T*heads*s, T, P, 1
-                      (MoE: T*k*h, T*k*Ie, T*E; LoRA: T*r, R)
+                      (MoE: T*k*h, T*k*Ie, T*E; LoRA: T*r, R; MoE under amp: Pc)
   the rest            T*h, T*q, T*kv, T*I, T*V, V*h, s*d, T*s, T, 1
 
 for three quantities: bytes the memory-bound kernels move, kernels launched, and ATen ops
 dispatched (host work, core.time.host; 'view' ops launch no kernel). T = tokens of the micro-batch, h hidden,
 q / kv = query / key-value width, I MLP width, d head dim, s sequence, P the layer's parameters,
 V vocabulary, E experts, k experts per token, Ie expert width, r LoRA rank, R the layer's adapter
-parameters. Settings (bf16, amp, LoRA, selective and full recompute, eager attention) were
+parameters, Pc the parameters autocast casts (cast_params). Settings (bf16, amp, LoRA, selective and full
+recompute, eager attention) were
 measured one at a time on top of bf16 + SDPA; a run that combines them takes the bf16 profile plus
 each setting's difference from it (``compose``; docs/step.md checks one combination).
 
@@ -135,11 +136,23 @@ def layer_features(spec: ModelSpec, tokens, seq_len, lora_rank: int = 0, moe_lay
          "T*I": t * spec.mlp.intermediate_size, "T*d": t * d, "s*d": seq_len * d, "T*s": t * seq_len,
          "T*heads*s": t * a.num_heads * seq_len, "T": t, "P": layer_params(spec, moe_layer), "1": 1.0,
          "T*r": t * lora_rank, "R": adapter_params(spec, lora_rank, moe_layer) if lora_rank else 0.0}
+    f["Pc"] = cast_params(spec, moe_layer)
     if moe_layer and spec.moe is not None:
         m = spec.moe
         f.update({"T*k*h": t * m.experts_per_token * h, "T*k*Ie": t * m.experts_per_token * m.expert_intermediate_size,
                   "T*E": t * m.num_experts})
     return f
+
+
+def cast_params(spec: ModelSpec, moe_layer: bool = False) -> float:
+    """Pc: the layer's parameters autocast casts to bf16 each forward under amp: all of a dense layer's (P); a
+    MoE layer's less its routed experts', which stay fp32 (transformers 5.17 casts the tokens to them instead,
+    integrations/moe.py@5.17.0 L332). Only the MoE amp profiles use it (scripts/hf_op_profiles.CAST_FEATURES)."""
+    p = layer_params(spec, moe_layer)
+    if moe_layer and spec.moe is not None:
+        m = spec.moe
+        p -= m.num_experts * mlp_params(m.expert_intermediate_size, spec.hidden_size, gated=True)
+    return p
 
 
 def rest_features(spec: ModelSpec, tokens, seq_len) -> dict:
