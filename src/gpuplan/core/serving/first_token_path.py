@@ -21,9 +21,14 @@ at concurrency 1 in SGLang 0.5.6 (sglang wheel 0.5.6, python/sglang/srt/...):
   FlashInferIndicesUpdaterPrefill.update_single_wrapper (layers/attention/flashinfer_backend.py@v0.5.6:
   1178-1181), reached from init_forward_metadata (L417-503), once a forward, before the layers;
   forward_extend (L698-804), llama.py, qwen3_moe.py, fused_moe.py and topk.py have none. So the host
-  runs ahead of the GPU, and an eager forward ends at the later of its host issue time and its GPU
-  work (the launch queue never empties when the host is the slower; it never fills when the GPU is):
-  max(host, GPU), not their sum.
+  runs ahead of the GPU while it issues the layers, and the layers end at the later of their host issue
+  time I and their GPU work G (the launch queue never empties when the host is the slower; it never fills
+  when the GPU is): max(I, G), not their sum.
+- The forward's host work outside its layers, F, does not hide under G: forward_extend runs
+  init_forward_metadata before model.forward (model_runner.py@v0.5.6:2589-2592), and that metadata
+  preparation ends in the device sync above (flashinfer_backend.py@v0.5.6:1181), so no layer of the
+  forward is queued while it runs. An SGLang eager prefill forward is F + max(I, G) (eager_exposed_seconds),
+  the serial form PR 12160's equations assume when they size F (PR12160_GRAPH_GPU_S).
 
 The host issue time is counted, not fitted on a TTFT row: launches a layer (layer_kernels, counted from
 the engines' code per family and path) x layers x the host time spent issuing one launch eagerly,
@@ -54,9 +59,10 @@ weights streamed, the graph's small-kernel floor, the all-reduces; roofline.deco
 6.2 ms on an H200, 6.5 on an H20, 6.8 on an H100 / H800, 7.4 on an H100 96 GB (the Hopper parts whose
 code path layer_kernels counts for the PR). The PR names no GPU; 6.5 ms is the middle, and the spread
 moves the per-launch time below by +-0.4 us.
-With per-forward host work F (metadata, sampling) common to both runs, the graphed forward is
-F + G and the eager one F + max(I, G) = F + I (host-bound: 82.6 > 23.1), so the eager forward's
-issue time is I = 82.64 - 23.10 + G = 66.0 ms."""
+With per-forward host work F (metadata, sampling) common to both runs and serial with the layers (module
+docstring: the metadata's device sync precedes the layers), the graphed forward is F + G and the eager one
+F + max(I, G) = F + I (host-bound: 82.6 > 23.1), so the eager forward's layer issue time is
+I = 82.64 - 23.10 + G = 66.0 ms. roofline.step_time applies the same serial form (eager_exposed_seconds)."""
 DEEPSEEK_V3_LAYERS = 61
 DEEPSEEK_V3_MOE_LAYERS = 58
 """DeepSeek-V3's config: num_hidden_layers 61, first_k_dense_replace 3 (catalog deepseek-v3)."""
@@ -133,6 +139,26 @@ def eager_issue_seconds(release: EngineRelease, spec: ModelSpec, which: int = 0,
     return max(ends[1:]) if which == 1 else min(ends[1:])
 
 
+def eager_exposed_seconds(release: EngineRelease, spec: ModelSpec, gpu_s: float, which: int = 0, *,
+                          fabric: Accelerator | None = None, fmt_name: str = "bf16", tokens: float = 1.0, tp: int = 1,
+                          prefill: bool = True) -> tuple[float, float, float]:
+    """(issue, per-forward, exposed) host seconds of one eager forward whose layers take ``gpu_s`` of GPU work:
+    issue = F + I (eager_issue_seconds' sum), F the per-forward host time outside the layers (SGLang prefill:
+    SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S; else 0), and exposed = F + max(0, I - G), the host time the step
+    adds beyond its GPU work: the forward is F + max(I, G) (module docstring: F's metadata and its device sync
+    run before any layer is queued), so F is paid whatever G. ``which`` 0 is the expected end; 1 / 2 the range
+    end (PR 12160's G = 23.1 or 0) whose exposed time is the larger / smaller."""
+    launches = spec.num_layers * LK.issued_kernels(spec, release, fabric, fmt_name, prefill=prefill, tokens=tokens,
+                                                   tp=tp)
+    forward = SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S if prefill and release.engine == "sglang" else (0.0, 0.0, 0.0)
+    ends = [(forward[i] + launches * EAGER_HOST_PER_LAUNCH_RANGE_S[i], forward[i],
+             forward[i] + exposed_host_seconds(launches * EAGER_HOST_PER_LAUNCH_RANGE_S[i], gpu_s)) for i in (0, 1, 2)]
+    if which == 0:
+        return ends[0]
+    pick = max if which == 1 else min
+    return pick(ends[1:], key=lambda end: end[2])
+
+
 def eager_forward_host_seconds(release: EngineRelease, prefill: bool = True) -> float:
     """The expected per-forward part of eager_issue_seconds (SGLang prefill: 16.6 ms; else 0)."""
     return SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S[0] if prefill and release.engine == "sglang" else 0.0
@@ -155,6 +181,7 @@ def runs_issue_bound(release: EngineRelease, graph_max_tokens: int) -> bool:
 
 
 def exposed_host_seconds(issue_s: float, gpu_s: float) -> float:
-    """Host time the step adds beyond its GPU work, seconds: the forward ends at max(issue, GPU)
-    (no sync inside the layers: module docstring), so max(0, issue - GPU)."""
+    """Host time the layers add beyond their GPU work, seconds: they end at max(issue, GPU) (no sync inside
+    the layers: module docstring), so max(0, issue - GPU). The per-forward host time outside the layers is
+    added to it serially (eager_exposed_seconds)."""
     return max(0.0, issue_s - gpu_s)

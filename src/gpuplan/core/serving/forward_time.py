@@ -36,9 +36,13 @@ class StepTime:
     issue_s: float = 0.0
     """An eager forward launched from Python (SGLang's eager steps, vLLM V1 --enforce-eager): host seconds
     to issue its kernels (first_token_path), of which host_s holds the part past the GPU work; 0 elsewhere."""
+    issue_forward_s: float = 0.0
+    """The part of issue_s outside the layers (SGLang's prefill: first_token_path.eager_forward_host_seconds),
+    run before the layers are queued, so never hidden by the GPU work; 0 elsewhere."""
     issue_exposed_s: float = 0.0
-    """The part of issue_s past the GPU work (first_token_path.exposed_host_seconds), held in host_s beside
-    the scheduler's time (kernels.host_step_seconds) and any server hold; 0 where the GPU hides the issue."""
+    """The part of issue_s past the GPU work (first_token_path.eager_exposed_seconds: issue_forward_s + the
+    layers' issue time past their GPU work), held in host_s beside the scheduler's time (kernels.
+    host_step_seconds) and any server hold; 0 where there is no per-forward part and the GPU hides the issue."""
     exposed: float = 0.0
     """Share of the shorter GEMM bound (streaming or math) the kernels do not hide behind the longer
     one (setup.Efficiency.ridge_exposed: GEMMs of few tokens)."""
@@ -60,9 +64,10 @@ class StepTime:
 
     @property
     def bound(self) -> str:
-        """What bounds the step: 'host (eager issue)' where an eager forward's issue time exceeds its GPU
-        work (issue_exposed_s > 0), else 'attention', 'memory' or 'compute' (the larger GPU term)."""
-        if self.issue_exposed_s > 0:
+        """What bounds the step: 'host (eager issue)' where an eager forward's layer issue time exceeds their GPU
+        work (issue_exposed_s above its per-forward part), else 'attention', 'memory' or 'compute' (the larger
+        GPU term)."""
+        if self.issue_exposed_s > self.issue_forward_s:
             return "host (eager issue)"
         if self.attention_s > self.gemm_s:
             return "attention"

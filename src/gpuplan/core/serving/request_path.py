@@ -199,5 +199,6 @@ def combine(parts: Sequence[StepTime]) -> StepTime:
     return replace(first, memory_s=memory, compute_s=compute, comm_s=sum(p.comm_s for p in parts),
                    attention_s=sum(p.attention_s for p in parts), other_s=sum(p.other_s for p in parts),
                    host_s=sum(p.host_s for p in parts), kernel_floor_s=sum(p.kernel_floor_s for p in parts),
-                   issue_s=sum(p.issue_s for p in parts), issue_exposed_s=sum(p.issue_exposed_s for p in parts),
+                   issue_s=sum(p.issue_s for p in parts), issue_forward_s=sum(p.issue_forward_s for p in parts),
+                   issue_exposed_s=sum(p.issue_exposed_s for p in parts),
                    exposed=exposed)

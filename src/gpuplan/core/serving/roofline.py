@@ -100,20 +100,20 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     # eager forwards launched from Python (SGLang's prefill, vLLM V1 --enforce-eager; not the proposer's
     # draft steps, spec_runner's): max(issue, GPU), first_token_path
     eager = not graphed and work.scheduled and FT.runs_issue_bound(release, graph_max)
-    issue = FT.eager_issue_seconds(release, spec, which, fabric=fabric, fmt_name=setup.fmt.name, tokens=work.tokens,
-                                   tp=tp, prefill=work.prefill) if eager else None
-    host = 0.0 if graphed or issue is not None else layers * eff.layer_launch_s
+    host = 0.0 if graphed or eager else layers * eff.layer_launch_s
     host += KR.host_step_seconds(release, work.sequences) if work.scheduled else 0.0
     step = StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
                     attention_s=(work.kv_bytes / (bandwidth * kv) + work.attention_flops / tp / (peak * attention)
                                  + work.kv_repeat_bytes / (KR.repeat_read_bandwidth(fabric, bandwidth) * kv)),
                     other_s=elementwise, host_s=host, kernel_floor_s=floor, exposed=eff.exposed_share(work.tokens))
-    if issue is None:
+    if not eager:
         return step
-    # an eager forward: the host issues every kernel and runs ahead of the GPU (first_token_path)
-    gpu = step.verify_s - host
-    exposed = FT.exposed_host_seconds(issue, gpu)
-    return replace(step, host_s=host + exposed, issue_s=issue, issue_exposed_s=exposed)
+    # an eager forward: the host issues every kernel and runs ahead of the GPU, after the forward's own host
+    # work outside the layers (serial: F + max(I, G), first_token_path)
+    issue, forward, exposed = FT.eager_exposed_seconds(release, spec, step.verify_s - host, which, fabric=fabric,
+                                                       fmt_name=setup.fmt.name, tokens=work.tokens, tp=tp,
+                                                       prefill=work.prefill)
+    return replace(step, host_s=host + exposed, issue_s=issue, issue_forward_s=forward, issue_exposed_s=exposed)
 
 
 def graph_max_tokens_at(release: EngineRelease, configured: int, fabric: Accelerator | None, tp: int) -> int:

@@ -274,15 +274,16 @@ def _prefill_issue_lines(plan: Plan, ttft: R.StepTime) -> tuple[Line, ...]:
     work that the first token waits for (core/serving/first_token_path.py); none elsewhere."""
     if not ttft.issue_s:
         return ()
-    forward = FT.eager_forward_host_seconds(plan.setup.runtime.release)  # outside the layers (SGLang)
+    forward = ttft.issue_forward_s  # outside the layers (SGLang), before them: F + max(I, G)
     kernels = (ttft.issue_s - forward) / (plan.spec.num_layers * FT.EAGER_HOST_PER_LAUNCH_S)  # launches a layer
     outside = f" + {forward * 1e3:.1f} ms a forward outside the layers (23.1 ms graphed less the 6.5)" if forward else ""
     return (Line("ttft_host_issue", "prefill host issue time (eager forward)", ttft.issue_s, "s",
                  f"{ttft.issue_s * 1e3:,.1f} ms ({ttft.issue_exposed_s * 1e3:,.1f} ms past the GPU work)",
                  f"{plan.spec.num_layers} layers x {kernels:.1f} launches (core/serving/layer_kernels.py) x "
                  f"{FT.EAGER_HOST_PER_LAUNCH_S * 1e6:.2f} us a launch{outside} (sglang PR 12160: DeepSeek-V3 "
-                 "1-token prefill 82.6 ms eager vs 23.1 ms graphed, + 6.5 ms of its GPU work); the forward "
-                 "ends at max(host, GPU): " + (
+                 "1-token prefill 82.6 ms eager vs 23.1 ms graphed, + 6.5 ms of its GPU work); the layers "
+                 "end at max(their issue, GPU)" + (", after the forward's host work outside them" if forward else "")
+                 + ": " + (
                      "SGLang runs prefill without CUDA graphs (piecewise graphs off by default)"
                      if plan.setup.runtime.release.engine == "sglang" else
                      "vLLM captures no CUDA graph under --enforce-eager (--cuda-graph-gib 0)")),)
