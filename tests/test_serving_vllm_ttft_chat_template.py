@@ -53,15 +53,16 @@ def test_server_hold_adds_the_parse_for_chat_requests_only():
 
 
 def test_rows_name_their_endpoint():
-    assert VI._chat_endpoint(_row(GPUSTACK))          # --backend openai-chat --endpoint /v1/chat/completions
-    assert not VI._chat_endpoint(_row(WMX))           # vllm bench serve's default completions backend
-    assert not VI._chat_endpoint(_row(ISSUE_20469))   # --backend vllm --endpoint /v1/completions
+    """Structured row fields (review w9 r1 S2), read onto setup.Runtime.endpoint as infer's --endpoint is."""
+    assert VI._runtime_of(_row(GPUSTACK)).endpoint == "chat"              # --backend openai-chat --endpoint /v1/chat/completions
+    assert VI._runtime_of(_row(WMX)).endpoint == "completions"            # vllm bench serve's default completions backend
+    assert VI._runtime_of(_row(ISSUE_20469)).endpoint == "completions"    # --backend vllm --endpoint /v1/completions
 
 
 def test_gpustack_row_adds_exactly_the_parse_as_host_time():
     e = _row(GPUSTACK)
     chat, _ = VI._served_request(e, e["prompt_tokens"], e["output_tokens"])
-    plain = VI._served_request({**e, "engine": "vllm bench serve"}, e["prompt_tokens"], e["output_tokens"])[0]
+    plain = VI._served_request({**e, "endpoint": "completions"}, e["prompt_tokens"], e["output_tokens"])[0]
     assert chat.total - plain.total == pytest.approx(RP.CHAT_TEMPLATE_REPARSE_S, rel=1e-9)
     assert chat.host_s - plain.host_s == pytest.approx(RP.CHAT_TEMPLATE_REPARSE_S, rel=1e-9)
     assert chat.gemm_s == plain.gemm_s and chat.attention_s == plain.attention_s  # the GPU work is unchanged

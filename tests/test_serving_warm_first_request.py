@@ -58,4 +58,4 @@ def test_only_rows_listing_their_requests_from_an_engine_client_are_warmed():
     assert I._warm_first(rows["vllm20469-qwen3-14b-awq-a100pcie-16000-200-c1-eager"])
     # one request of mean lengths (which request came first is not known) or a client that sends no warm-up
     assert not I._warm_first(rows["gpustack-vllm0110-qwen3-8b-h100-sharegpt-c1"])
-    assert not I._warm_first({**rows["sglang056-qwen3-235b-a22b-tp8-b200-1000-1000-c1"], "engine": "AIPerf"})
+    assert not I._warm_first({**rows["sglang056-qwen3-235b-a22b-tp8-b200-1000-1000-c1"], "client": "aiperf"})

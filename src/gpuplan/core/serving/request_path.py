@@ -43,7 +43,7 @@ from typing import Callable, Sequence
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.serving.forward_time import StepTime
 from gpuplan.core.serving.releases import VLLM_V1_SINCE, EngineRelease
-from gpuplan.core.serving.setup import ServingSetup
+from gpuplan.core.serving.setup import Runtime, ServingSetup
 
 MICROBATCH_TOKENIZER_SINCE = (0, 10, 0)
 """The first vLLM release whose OpenAI server tokenises through AsyncMicrobatchTokenizer (vllm/utils/
@@ -149,11 +149,16 @@ def api_server_seconds(release: EngineRelease, chat: bool = False) -> float:
     return window + (chat_template_seconds(release) if chat else 0.0)
 
 
-def served(step: StepTime, release: EngineRelease, chat: bool = False) -> StepTime:
-    """A prefill step (roofline.StepTime) as a request served by ``release`` waits for its first
-    token: plus api_server_seconds (``chat``: the request came to the chat endpoint), counted as host
-    time (the GPU is idle for it)."""
-    wait = api_server_seconds(release, chat)
+def server_hold_seconds(runtime: Runtime) -> float:
+    """api_server_seconds of the setup's engine release at the endpoint its requests reach (Runtime.endpoint):
+    the one hold every door reads (infer, the sizing, the web API, validate)."""
+    return api_server_seconds(runtime.release, runtime.endpoint == "chat")
+
+
+def served(step: StepTime, runtime: Runtime) -> StepTime:
+    """A prefill step (roofline.StepTime) as a request served by ``runtime``'s release at its endpoint waits
+    for its first token: plus server_hold_seconds, counted as host time (the GPU is idle for it)."""
+    wait = server_hold_seconds(runtime)
     return replace(step, host_s=step.host_s + wait) if wait else step
 
 

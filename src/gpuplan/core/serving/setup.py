@@ -14,6 +14,9 @@ from gpuplan.core.serving.speculative import Speculation
 from gpuplan.core.serving.weights import WeightFormat
 
 GiB = 2**30
+ENDPOINTS = ("completions", "chat")
+"""The OpenAI-compatible endpoints a served request can reach (Runtime.endpoint): vLLM's /v1/completions and
+/v1/chat/completions (entrypoints/openai/api_server.py), SGLang's alike."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,10 @@ class Runtime:
     src/transport/p2p.cc p2pCanConnect -> shm.cc), so the NCCL memory and all-reduce rules of
     PCIe-only GPUs apply (core.serving.engines.comm_rule, kernels.tp_allreduce_seconds); the part
     keeps its own memory bandwidth and compute."""
+    endpoint: str = "completions"
+    """The OpenAI-compatible endpoint the requests reach (ENDPOINTS): 'completions' (/v1/completions, a text
+    prompt) or 'chat' (/v1/chat/completions: the server renders the model's chat template first; vLLM 0.11.0
+    also parses the template again for every request, core.serving.request_path.chat_template_seconds)."""
 
     @property
     def release(self) -> R.EngineRelease:

@@ -71,11 +71,15 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
         _kernel_floor_assumption(plan, u, tp),
         Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step"
                    + (" (vLLM V1: its scheduler's chunks) + the server's 2 ms tokeniser batch window"
-                      if RP.api_server_seconds(release) else ""),
-                   "not the rest of a server's request path (HTTP, template, tokenising, process hand-offs, "
-                   "streaming): 20 ms median on a 4-vCPU L4 node under vLLM 0.23, <= 1.8 ms on NIM 1.8 "
-                   "(docs/inference.md sections 5e and 7)",
-                   "none (add your server's)", False),
+                      if RP.api_server_seconds(release) else "")
+                   + (f" + {RP.chat_template_seconds(release) * 1e3:.0f} ms chat-template parse"
+                      if plan.setup.runtime.endpoint == "chat" and RP.chat_template_seconds(release) else "")
+                   + f"; requests to the {plan.setup.runtime.endpoint} endpoint",
+                   "not the rest of a server's request path (HTTP, the chat template's render, tokenising, process "
+                   "hand-offs, streaming): 20 ms median on a 4-vCPU L4 node under vLLM 0.23, <= 1.8 ms on NIM 1.8 "
+                   "(docs/inference.md sections 5e and 7); vLLM 0.11.0's chat endpoint re-parses its template per "
+                   "request (11 ms, core/serving/request_path.py), costed with --endpoint chat",
+                   "--endpoint (completions by default; add your server's own path)", "endpoint" in u),
         Assumption("small_gemm_exposure", "GEMMs of few tokens: share of the shorter bound not hidden",
                    f"{e.ridge_exposed:g} x min(1, {e.ridge_tile_tokens} / tokens)",
                    "fitted on TensorRT-LLM v0.5's first-token table (14 rows; docs/inference.md section 5)",

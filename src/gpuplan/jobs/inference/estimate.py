@@ -248,12 +248,20 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
 def _request_path_lines(plan: Plan) -> tuple[Line, ...]:
     """vLLM's request path in the TTFT (core/serving/request_path.py): the server's tokeniser batch
     window (0.10 on) and the scheduler's prefill chunks (V1, a prompt past the token budget)."""
-    release, lines = plan.setup.runtime.release, []
-    if hold := RP.api_server_seconds(release):
+    runtime, lines = plan.setup.runtime, []
+    if hold := RP.server_hold_seconds(runtime):
+        parse = RP.chat_template_seconds(runtime.release) if runtime.endpoint == "chat" else 0.0
+        window = hold - parse
+        what = " + ".join(part for part, seconds in (("tokeniser batch window", window), (
+            f"{parse * 1e3:.0f} ms chat-template parse", parse)) if seconds)
         lines.append(Line("ttft_server_hold", "server hold before the engine (in TTFT)", hold, "s",
-                          f"{hold * 1e3:,.1f} ms (tokeniser batch window)", "vLLM >= 0.10 AsyncMicrobatchTokenizer "
-                          "batch_wait_timeout_s (utils/async_utils.py@v0.23.0:36); HTTP, template, ZMQ hops and "
-                          "detokenising not costed"))
+                          f"{hold * 1e3:,.1f} ms ({what})", "vLLM >= 0.10 AsyncMicrobatchTokenizer "
+                          "batch_wait_timeout_s (utils/async_utils.py@v0.23.0:36)" + (
+                              "; vLLM 0.11.0's chat endpoint parses the chat template again for every request "
+                              "(entrypoints/chat_utils.py@v0.11.0:1575-1599; core/serving/request_path.py)"
+                              if parse else "") + "; HTTP, ZMQ hops and detokenising not costed" + (
+                              ", nor the chat template's render (~0.05 ms)" if runtime.endpoint == "chat" else
+                              " (the completions endpoint renders no chat template; --endpoint chat)")))
     budget = RP.split_budget(plan.setup, plan.gpu, plan.prompt)
     if budget is not None:
         steps = len(RP.prefill_chunks(plan.prompt, int(plan.setup.prefix_hit * plan.prompt), budget))

@@ -176,6 +176,9 @@ class InferenceInputs(ModelFields):
               "kernels' floor), us.", "the release's: 50 for vLLM >= 0.2.6, 0 for SGLang / TensorRT-LLM")]
     launch_layer_us: Annotated[T.typed(float, T.number(0, 1e3)) | None, _f(
         None, "Host launch time per decoder layer of an eager step (no CUDA graph), us.", "80")]
+    endpoint: Annotated[T.choice(*SU.ENDPOINTS), _f(
+        "completions", "OpenAI endpoint the requests reach: completions (/v1/completions) or chat "
+                       "(/v1/chat/completions: vLLM 0.11.0 parses the chat template again for each, +11 ms TTFT).")]
     price: V.Price
     search: Annotated[T.Bool, _f(True, "Search catalog GPUs x TP for configurations that serve the load.")]
     prompt: Annotated[V.TokenLength | None, _f(None, "Prompt tokens per request (with --output-tokens: the "
@@ -369,7 +372,7 @@ class InferenceInputs(ModelFields):
                          driver_reserved=self.driver_reserved_gib * GiB, non_torch=_gib(self.non_torch_gib),
                          comm_buffers=_gib(self.nccl_gib), cuda_graphs=_gib(self.cuda_graph_gib),
                          prefill_tokens=self.prefill_tokens, max_num_seqs=self.max_num_seqs, sampler=self.sampler,
-                          p2p=self.p2p)
+                          p2p=self.p2p, endpoint=self.endpoint)
 
     @property
     def efficiency(self) -> SU.Efficiency:

@@ -134,7 +134,7 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None) 
     for gpu in serving_gpus(plan):
         for tp, (prefill, decode, cap) in _replica_steps(plan, gpu).items():
             replica = max_rate(target, prefill, decode, plan.output, cap,
-                               RP.api_server_seconds(plan.setup.runtime.release))
+                               RP.server_hold_seconds(plan.setup.runtime))
             if replica is None:
                 continue
             cost, source = price_for(gpu.id, price)
@@ -204,7 +204,7 @@ def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = N
                 decodes[tp] = Pool("decode", gpu, tp, rate, count, price_h, source,
                                    _decode_step_at(target.requests_per_s / count, decode, plan.output, cap),
                                    in_flight=in_flight)
-        hold = RP.api_server_seconds(plan.setup.runtime.release)  # the prefill instance's server, as colocated
+        hold = RP.server_hold_seconds(plan.setup.runtime)  # the prefill instance's server, as colocated
         for tp_p, (prefill, _, _) in steps.items():
             for tp_d, decode_pool in decodes.items():
                 transfer = kv_transfer_seconds(plan, gpu, min(tp_p, tp_d))
@@ -370,7 +370,7 @@ def _at_load(plan: Plan, target: LoadTarget, config: SizedConfig) -> ReplicaLoad
     ``replica`` is at the most it sustains within the target, the table's 'req/s per replica')."""
     prefill, decode, cap = _tp_steps(plan, config.gpu, config.tp)
     return replica_at(target.requests_per_s / config.replicas, prefill, decode, plan.output, cap,
-                      RP.api_server_seconds(plan.setup.runtime.release)) or config.replica
+                      RP.server_hold_seconds(plan.setup.runtime)) or config.replica
 
 
 def _elsewhere_line(asked_gpu: str | None, on_asked: list[SizedConfig], cheapest: SizedConfig) -> tuple:

@@ -144,7 +144,7 @@ def _setup_of(e: dict[str, Any], fmt: W.WeightFormat) -> SU.ServingSetup:
     eff = replace(SU.Efficiency(), graph_max_tokens=graphs,  # --enforce-eager: no CUDA graphs (setup.py)
                   custom_allreduce_bytes=e.get("custom_allreduce_bytes"))
     attention = e.get("decode_attention", KR.decode_attention_of(release))
-    runtime = SU.Runtime(engine=release.engine, version=release.version)
+    runtime = _runtime_of(e)
     return SU.ServingSetup(fmt, K.KV_DTYPE_BYTES[e.get("kv_dtype", "fp16")], runtime=runtime, efficiency=eff,
                            decode_attention=attention)
 
@@ -224,39 +224,55 @@ def _online_kinds(e: dict[str, Any]) -> tuple[str, str]:
     return KIND_ONLINE_TTFT, KIND_ONLINE_TPOT
 
 
-ENGINE_CLIENTS = ("bench_serving", "bench serve", "benchmark_serving")
-"""The engines' own benchmark clients as the rows' ``engine`` notes name them (sglang.bench_serving, ``vllm bench
-serve``, vLLM's benchmarks/benchmark_serving.py): each sends the run's first prompt once before its clock starts,
-so the server's prefix cache holds the first measured request (request_path.warm_first_request_cached)."""
+ONLINE_CLIENTS = ("sglang.bench_serving", "vllm bench serve", "benchmark_serving", "aiperf")
+"""The clients an online row's ``client`` field may name: SGLang's python -m sglang.bench_serving, ``vllm bench
+serve``, vLLM's benchmarks/benchmark_serving.py, NVIDIA AIPerf."""
+ENGINE_CLIENTS = ONLINE_CLIENTS[:3]
+"""The engines' own benchmark clients: each sends the run's first prompt once before its clock starts
+(bench_serving.py@v0.5.6:1886-1940; benchmark_serving.py@v0.9.1:299-327; vllm/benchmarks/serve.py@v0.11.0:
+508-547), so the server's prefix cache holds the first measured request (request_path.warm_first_request_cached).
+AIPerf is not read here and is taken to send none."""
+
+
+def _online_field(e: dict[str, Any], field: str, values: tuple[str, ...], default: str | None = None) -> str:
+    """A structured online-row field (``client``, ``endpoint``), refused in one line naming the row, the field
+    and the values allowed when missing (no default) or not among them."""
+    value = e.get(field, default)
+    if value not in values:
+        raise InputError("reference", e.get("id"), f"{field}: got {value!r}; must be one of {', '.join(values)}")
+    return value
 
 
 def _warm_first(e: dict[str, Any]) -> bool:
-    """Whether the row's first listed request was sent once before the clock (an engine's own client) and the
-    row lists its requests in the client's order (``requests``), so that request is known."""
-    return bool(e.get("requests")) and any(client in e.get("engine", "") for client in ENGINE_CLIENTS)
+    """Whether the row's first listed request was sent once before the clock (its ``client`` is an engine's own,
+    ENGINE_CLIENTS) and the row lists its requests in the client's order (``requests``), so that request is
+    known."""
+    client = _online_field(e, "client", ONLINE_CLIENTS)  # every online row names its client
+    return bool(e.get("requests")) and client in ENGINE_CLIENTS
 
 
-CHAT_ENDPOINT_MARKS = ("/v1/chat/completions", "openai-chat")
-"""How a row's ``engine`` note names a client that sent its requests to the chat endpoint (``vllm bench serve
---backend openai-chat --endpoint /v1/chat/completions``): the server renders the chat template for each."""
-
-
-def _chat_endpoint(e: dict[str, Any]) -> bool:
-    """Whether the row's client sent its requests to the OpenAI chat endpoint (its ``engine`` note names it)."""
-    return any(mark in e.get("engine", "") for mark in CHAT_ENDPOINT_MARKS)
+def _runtime_of(e: dict[str, Any]) -> SU.Runtime:
+    """The row's engine release, at the endpoint its client sent the requests to (``endpoint``: SU.ENDPOINTS;
+    absent = completions, a text prompt: OpenAI /v1/completions or SGLang's native /generate, which
+    bench_serving --backend sglang posts to, bench_serving.py@v0.5.6:835, 2367-2369). The same Runtime field
+    ``gpuplan infer --endpoint`` sets, so validate and every door read one server hold
+    (request_path.server_hold_seconds)."""
+    release = parse_release(e["release"])
+    return SU.Runtime(engine=release.engine, version=release.version,
+                      endpoint=_online_field(e, "endpoint", SU.ENDPOINTS, "completions"))
 
 
 def _served_request(e: dict[str, Any], prompt: int, output: int, *, warm: bool = False) -> tuple[R.StepTime, R.StepTime]:
     """One request of a concurrency-1 run: (its prefill, one batch-1 decode step at prompt +
     output / 2 cached tokens): one static batch of one (its prefill reads the prompt only), the
     prefill as the server holds it (request_path.served: vLLM's tokeniser batch window, and vLLM 0.11.0's
-    per-request chat-template parse where the client used the chat endpoint). ``warm``: the
+    per-request chat-template parse where the row's ``endpoint`` is chat). ``warm``: the
     client sent this prompt before the clock, so the prefill computes only what the prefix cache lacks
     (request_path.warm_first_request_cached)."""
     release = parse_release(e["release"])
     cached = RP.warm_first_request_cached(release, prompt) if warm else 0
     prefill, decode = _static_batch({**e, "batch": 1, "prompt_tokens": prompt, "output_tokens": output}, cached)
-    return RP.served(prefill, release, chat=_chat_endpoint(e)), decode
+    return RP.served(prefill, _runtime_of(e)), decode
 
 
 def _online_cases(e: dict[str, Any]) -> list[Case]:
@@ -287,7 +303,7 @@ def _online_cases(e: dict[str, Any]) -> list[Case]:
                   f"{decode.kernel_floor_s * 1e3:.2f} + host {decode.host_s * 1e3:.2f} + all-reduce "
                   f"{decode.comm_s * 1e3:.2f} ms; bound: {decode.bound}")
     note, ttft_basis = e.get("engine", ""), last + _prefill_basis({**e, "prompt_tokens": pairs[-1][0]}, prefill)
-    if _chat_endpoint(e) and (parse := RP.chat_template_seconds(parse_release(e["release"]))):
+    if _runtime_of(e).endpoint == "chat" and (parse := RP.chat_template_seconds(parse_release(e["release"]))):
         ttft_basis += f" (host: {parse * 1e3:.1f} ms of it the chat template parsed again; request_path)"
     if len(steps) > 1:
         ttft_basis, tpot_basis = (f"mean of {len(steps)} requests ({ttft * 1e3:.1f} ms); " + ttft_basis,
