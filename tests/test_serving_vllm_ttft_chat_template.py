@@ -16,6 +16,7 @@ import pytest
 
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving.releases import parse_release
+from gpuplan.errors import InputError
 from gpuplan.jobs.validation import inference as VI
 
 
@@ -70,8 +71,9 @@ def test_gpustack_row_adds_exactly_the_parse_as_host_time():
 
 def test_issue_20469_lists_its_thirty_requests_and_request_one_is_warm():
     e = _row(ISSUE_20469)
-    pairs = e["requests"]
-    assert len(pairs) == 30
+    assert e["num_requests"] == 30 and "requests" not in e  # 30 of one length (review w9 r1 S4)
+    pairs = VI._request_pairs(e)
+    assert pairs == [(16000, 200)] * 30
     assert sum(p for p, _ in pairs) == 480000 and sum(o for _, o in pairs) == 6000  # the client's totals
     assert VI._warm_first(e)
     ttft, tpot = VI._online_cases(e)
@@ -83,3 +85,10 @@ def test_issue_20469_lists_its_thirty_requests_and_request_one_is_warm():
     assert ttft[3] == pytest.approx((29 * cold + warm) / 30, rel=1e-9)
     # every request decodes at the same context: the TPOT is the one step's
     assert tpot[3] == pytest.approx(VI._served_request(e, 16000, 200)[1].total, rel=1e-9)
+
+
+@pytest.mark.parametrize("count", [0, -3, 2.5, True, "30"])
+def test_a_bad_request_count_is_one_line_naming_it(count):
+    e = {**_row(ISSUE_20469), "num_requests": count}
+    with pytest.raises(InputError, match=r"num_requests: got .*; must be a whole number >= 1"):
+        VI._online_cases(e)

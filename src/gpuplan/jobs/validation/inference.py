@@ -245,10 +245,22 @@ def _online_field(e: dict[str, Any], field: str, values: tuple[str, ...], defaul
 
 def _warm_first(e: dict[str, Any]) -> bool:
     """Whether the row's first listed request was sent once before the clock (its ``client`` is an engine's own,
-    ENGINE_CLIENTS) and the row lists its requests in the client's order (``requests``), so that request is
-    known."""
+    ENGINE_CLIENTS) and the row gives its requests in the client's order (``requests``, or ``num_requests`` of one
+    length), so that request is known."""
     client = _online_field(e, "client", ONLINE_CLIENTS)  # every online row names its client
-    return bool(e.get("requests")) and client in ENGINE_CLIENTS
+    return bool(e.get("requests") or e.get("num_requests")) and client in ENGINE_CLIENTS
+
+
+def _request_pairs(e: dict[str, Any]) -> list[tuple[int, int]]:
+    """The row's requests in the client's order, (prompt, output) each: its ``requests`` list, else
+    ``num_requests`` copies of (prompt_tokens, output_tokens) (a run of fixed lengths, e.g. vllm#20469's 30 of
+    16,000 / 200: every request is known, the first included), else one request of the row's lengths."""
+    if e.get("requests"):
+        return [(int(p), int(o)) for p, o in e["requests"]]
+    count = e.get("num_requests", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise InputError("reference", e.get("id"), f"num_requests: got {count!r}; must be a whole number >= 1")
+    return [(e["prompt_tokens"], e["output_tokens"])] * count
 
 
 def _runtime_of(e: dict[str, Any]) -> SU.Runtime:
@@ -288,7 +300,7 @@ def _online_cases(e: dict[str, Any]) -> list[Case]:
     load, not a closed loop)."""
     if e.get("concurrency") != 1:
         raise InputError("reference", e["id"], "online rows must be at concurrency 1")
-    pairs = e.get("requests") or [(e["prompt_tokens"], e["output_tokens"])]
+    pairs = _request_pairs(e)
     warm = _warm_first(e)  # the client's warm-up left request 1's prompt in the prefix cache
     steps = [_served_request(e, prompt, output, warm=warm and i == 0) for i, (prompt, output) in enumerate(pairs)]
     ttft = sum(prefill.total for prefill, _ in steps) / len(steps)
