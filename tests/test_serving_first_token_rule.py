@@ -37,10 +37,13 @@ def test_colocated_and_prefill_pool_read_the_same_hold():
 def test_disaggregated_pool_ttft_counts_vllms_tokeniser_hold():
     """Llama-3.1-8B, vLLM 0.29 (default release, >= 0.10: a 2 ms hold), 20 requests/s of 2K + 512, TTFT p99
     500 ms, TPOT 50 ms: the prefill pool's TTFT is first_token_seconds of its prefill step, the load asked
-    and its transfer, with the 2 ms: it exceeds prefill + transfer + p99 wait by 2 ms (abs 1e-9; on the parent
-    by 0)."""
+    and its transfer, with the hold of both instances' servers (the proxy sends the text request to the prefill
+    instance, then to the decode instance, which tokenises it again: toy_proxy_server.py@v0.11.0:149-225;
+    review w9 r1 S1): it exceeds prefill + transfer + p99 wait by 2 x 2 ms (abs 1e-9; by 0 before 2026-12-06,
+    by 2 ms before S1)."""
     plan = resolve_plan(InferenceInputs(model="llama-3.1-8b", prompt=2048, output_tokens=512, search=False))
     assert RP.api_server_seconds(plan.setup.runtime.release) == 0.002
+    assert RP.disaggregated_hold_seconds(plan.setup.runtime) == 0.004
     target = LoadTarget(ttft_p99=0.5, tpot=0.05, requests_per_s=20)
     options = S.disaggregated_by_gpu(plan, target)
     assert options
@@ -48,5 +51,15 @@ def test_disaggregated_pool_ttft_counts_vllms_tokeniser_hold():
         prefill_s = S._replica_steps(plan, prefill_pool.gpu)[prefill_pool.tp][0]
         rho = target.requests_per_s / prefill_pool.instances * prefill_s
         without = prefill_s + prefill_pool.transfer_s + queue_wait(prefill_s, rho)[1]
-        assert prefill_pool.latency_s - without == pytest.approx(0.002, abs=1e-9)
+        assert prefill_pool.latency_s - without == pytest.approx(0.004, abs=1e-9)
         assert prefill_pool.latency_s <= target.ttft_p99 * (1 + 1e-9)
+
+
+def test_disaggregated_hold_is_both_servers_at_the_endpoint_asked():
+    """vLLM 0.11.0's chat endpoint: each instance's server holds 2 ms + the 11 ms parse, 26 ms in all; the
+    completions endpoint 4 ms; SGLang 0 (no tokeniser window modelled); vLLM 0.9.1 (no window) 0."""
+    from gpuplan.core.serving.setup import Runtime
+    assert RP.disaggregated_hold_seconds(Runtime(version=(0, 11, 0), endpoint="chat")) == pytest.approx(0.026)
+    assert RP.disaggregated_hold_seconds(Runtime(version=(0, 11, 0))) == pytest.approx(0.004)
+    assert RP.disaggregated_hold_seconds(Runtime(engine="sglang", version=(0, 5, 6), endpoint="chat")) == 0.0
+    assert RP.disaggregated_hold_seconds(Runtime(version=(0, 9, 1), endpoint="chat")) == 0.0

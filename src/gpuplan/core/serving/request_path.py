@@ -155,6 +155,20 @@ def server_hold_seconds(runtime: Runtime) -> float:
     return api_server_seconds(runtime.release, runtime.endpoint == "chat")
 
 
+def disaggregated_hold_seconds(runtime: Runtime) -> float:
+    """Seconds a request of a disaggregated vLLM deployment (prefill and decode instances, each a ``vllm serve``
+    with its own OpenAI server) is held by the servers before its first token: server_hold_seconds twice. vLLM's
+    P/D proxies send the client's request, as text, first to a prefill instance (max_tokens 1, not streamed) and,
+    once it answers, the same request with its kv_transfer_params to a decode instance, whose stream the client
+    reads (tests/v1/kv_connector/nixl_integration/toy_proxy_server.py@v0.11.0:149-225, @v0.23.0:155-252;
+    examples/online_serving/disaggregated_serving/disagg_proxy_demo.py@v0.11.0:253-280); the decode instance's
+    server parses and tokenises it again (its own tokeniser window and, on 0.11.0's chat endpoint, its own
+    template parse: the request path of serving_engine.py@v0.11.0 does not skip them for kv_transfer_params,
+    which ride in the request body, entrypoints/openai/protocol.py@v0.11.0:642, 754-756) before the engine loads
+    the transferred KV. The two holds are serial (the proxy awaits the prefill's answer). 0 for other engines."""
+    return 2 * server_hold_seconds(runtime) if runtime.engine == "vllm" else 0.0
+
+
 def served(step: StepTime, runtime: Runtime) -> StepTime:
     """A prefill step (roofline.StepTime) as a request served by ``runtime``'s release at its endpoint waits
     for its first token: plus server_hold_seconds, counted as host time (the GPU is idle for it)."""
