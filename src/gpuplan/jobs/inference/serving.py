@@ -112,8 +112,9 @@ def serving_gpus(plan: Plan):
             yield gpu
 
 
-def _sequences(plan: Plan, gpu: Accelerator, tp: int) -> int:
-    """evaluate(plan, gpu, tp, 1, ...)'s max_sequences without its timing (the memory and the KV layout only)."""
+def max_sequences_at(plan: Plan, gpu: Accelerator, tp: int) -> int:
+    """evaluate(plan, gpu, tp, 1, ...)'s max_sequences without its timing (the memory and the KV layout only): the
+    searches time only the setups they keep (search_configurations, sizing._tp_steps)."""
     group_tp_check(plan.spec, plan.setup.fmt, tp)
     memory = M.serving_memory_on(plan.spec, plan.groups, plan.setup, tp, 1, gpu)
     return max_sequences(plan, K.kv_layout(plan.spec, plan.setup.kv_bytes, tp, 1, plan.setup.block_size),
@@ -129,7 +130,7 @@ def search_configurations(plan: Plan, batch: int) -> list[tuple[Accelerator, Ser
             if tp > (gpu.devices_per_node or 8):
                 break
             try:
-                if _sequences(plan, gpu, tp) < batch:  # timed only where it is kept: a 16M-token prefill is ~8,000
+                if max_sequences_at(plan, gpu, tp) < batch:  # timed only where kept: a 16M-token prefill is ~8,000
                     continue  # chunks per setup; pythia-70m at 16M tries 99 setups and keeps 28 (31.5 -> 6.3 s, wave 9)
                 serving = evaluate(plan, gpu, tp, 1, batch)
             except InputError:  # tp does not fit the heads

@@ -26,7 +26,8 @@ from gpuplan.core.serving.load import (
 )
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan
-from gpuplan.jobs.inference.serving import SEARCH_TP, evaluate, price_for, scheduler_refusal, serves, serving_gpus
+from gpuplan.jobs.inference.serving import (SEARCH_TP, max_sequences_at, price_for, scheduler_refusal, serves,
+                                              serving_gpus)
 from gpuplan.report.model import Line, Section, Table
 
 DEFAULT_MAX_NUM_SEQS = 256
@@ -96,11 +97,11 @@ def _tp_steps(plan: Plan, gpu: Accelerator, tp: int):
     """(prefill step, decode step(batch), cap) of one replica at ``tp`` on ``gpu``, cap the sequences it
     schedules at once (its KV cache's and scheduled_sequences, the fewer); None where tp does not divide
     the heads or not one sequence fits."""
-    try:
-        serving = evaluate(plan, gpu, tp, 1, 1)
+    try:  # its KV capacity only: evaluate's three timed prefills were not read (_step_times times one; wave 9:
+        sequences = max_sequences_at(plan, gpu, tp)  # --prompt 8M --disaggregate timed 263 x 3 of ~2,000 chunks)
     except InputError:  # tp does not divide the heads
         return None
-    cap = min(serving.max_sequences, scheduled_sequences(plan, gpu))
+    cap = min(sequences, scheduled_sequences(plan, gpu))
     return (*_step_times(plan, gpu, tp, cap), cap) if cap >= 1 else None
 
 
