@@ -148,3 +148,25 @@ def test_the_serving_search_times_only_the_setups_it_keeps(monkeypatch):
     monkeypatch.setattr(serving, "evaluate", spied)
     estimate_inference({"model": "llama-3.1-8b", "quantization": "int4", "context": "2M"})
     assert len(timed) > 10 and all(timed), timed
+
+
+def test_the_sizing_search_times_no_replica_twice(monkeypatch):
+    """jobs.inference.sizing._tp_steps called evaluate() for a replica's KV capacity, which timed three prefills it
+    never read (_step_times times the one used): `--prompt 8M --disaggregate` took 40.9 s (now 1.95 s). The sizing
+    reads serving.max_sequences_at; evaluate() is left to the answer's search (35 calls here, 298 before)."""
+    import gpuplan.jobs.inference.serving as serving
+    import gpuplan.jobs.inference.sizing as sizing
+    from gpuplan import estimate_inference
+
+    calls, original = [], serving.evaluate
+
+    def counted(*args, **kwargs):
+        calls.append(args[2])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(serving, "evaluate", counted)
+    if hasattr(sizing, "evaluate"):  # the parent's sizing imported it by name
+        monkeypatch.setattr(sizing, "evaluate", counted)
+    estimate_inference({"model": "llama-3.1-8b", "rps": 20, "ttft_p99": "500ms", "tpot": "50ms", "prompt": "2K",
+                        "output_tokens": 512, "disaggregate": True})
+    assert 0 < len(calls) <= 60, len(calls)
