@@ -242,7 +242,7 @@ def moe_bytes(spec: ModelSpec, impl: str, c: int, capacity_factor: float = 1.0,
 
 def lora_layer_activations(spec: ModelSpec, seq_len, rank: int, adapter_input_bytes: float, *,
                            kernel: str = "flash", compute_bytes: int = 2, dropout: float = 0.0,
-                           mask_bytes: float = 1) -> LayerActivations:
+                           mask_bytes: float = 1, moe_layer: bool = False) -> LayerActivations:
     """A PEFT LoRA layer on a frozen transformers base (adapters on every linear layer), per token.
 
     A frozen matmul keeps no input (its weight gets no gradient) and a frozen norm weight keeps
@@ -250,14 +250,23 @@ def lora_layer_activations(spec: ModelSpec, seq_len, rank: int, adapter_input_by
     and gate/silu(gate)/up (3i). Each adapter keeps its own copy of its input for lora_A
     (``adapter_input_bytes`` per element: 4 for PEFT's fp32 adapters, which cast the input; 2
     under autocast, which casts it to bf16 per module) and lora_A's output (r). Llama-3-8B, r 16,
-    PEFT 0.21 (tuners/lora/layer.py): 72.14·sbh measured, 53.24 under autocast (q, k, v cast apart)."""
+    PEFT 0.21 (tuners/lora/layer.py): 72.14·sbh measured, 53.24 under autocast (q, k, v cast apart).
+
+    ``moe_layer`` (transformers 5.x's 3-D experts): peft folds the adapters into the expert and router weights
+    (peft_fold_bytes), which then need a gradient, so the grouped GEMMs keep their token inputs as in full
+    fine-tuning (moe_bytes, hf); only the shared experts' linears carry adapters of their own."""
     c, h, a = compute_bytes, spec.hidden_size, spec.attention
     norms = 2 * (FP32 * h + FP32)
     attention = _attention_bytes(spec, seq_len, "hf", kernel, c, dropout, mask_bytes)
-    i = spec.mlp.intermediate_size
-    mlp = (3 if spec.mlp.gated else 1) * c * i
     attn_inputs = [h] * (1 if spec.fused_qkv else 3) + [a.num_heads * a.value_head_dim]
-    mlp_inputs = ([h] * (1 if spec.fused_gate_up else 2) if spec.mlp.gated else [h]) + [i]
+    if moe_layer and spec.moe is not None:
+        shared = spec.moe.shared_intermediate_size
+        mlp = moe_bytes(spec, "hf", c)
+        mlp_inputs = [h, h, shared] if shared else []
+    else:
+        i = spec.mlp.intermediate_size
+        mlp = (3 if spec.mlp.gated else 1) * c * i
+        mlp_inputs = ([h] * (1 if spec.fused_gate_up else 2) if spec.mlp.gated else [h]) + [i]
     adapters = sum(adapter_input_bytes * (width + rank) for width in attn_inputs + mlp_inputs)
     return LayerActivations(norms, attention, mlp, 0.0, adapters)
 
@@ -288,7 +297,7 @@ def layer_activations(spec: ModelSpec, seq_len, *, moe_layer: bool = False, impl
     c = compute_bytes
     if lora is not None and impl == "hf":
         return lora_layer_activations(spec, seq_len, lora[0], lora[1], kernel=kernel, compute_bytes=c,
-                                      dropout=dropout, mask_bytes=mask_bytes)
+                                      dropout=dropout, mask_bytes=mask_bytes, moe_layer=moe_layer)
     quantised = linear_input_bytes if impl == "megatron" else None
     norms = _layer_norms(spec, impl, c, autocast)
     attention = _attention_bytes(spec, seq_len, impl, kernel, c, dropout, mask_bytes)

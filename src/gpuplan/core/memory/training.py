@@ -22,6 +22,7 @@ from gpuplan.core.memory import recipe_facts as RF
 from gpuplan.core.model.finetune import lora_params_per_layer  # noqa: F401 - re-exported (tests/test_memory.py)
 from gpuplan.core.frameworks import framework
 from gpuplan.core.memory.device_memory import Overheads, framework_gap_bytes, usable_bytes  # noqa: F401 - re-exported
+from gpuplan.core.memory.lora_moe import peft_fold_memory
 from gpuplan.core.memory.fsdp_streams import stage_pool_bytes
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.memory.model_states import (  # noqa: F401 - re-exported: memory's vocabulary
@@ -296,6 +297,10 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     micro_batches = layout.micro_batches_per_step
     in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, micro_batches, stage, settings.ep_a2a_overlap)
     activations = per_token * tokens * in_flight * settings.activation_scale
+    fold, fold_temp = 0.0, 0.0
+    if settings.finetune != "full" and settings.framework == "hf":  # peft's rebuilt expert weights (core.memory.lora_moe)
+        fold, fold_temp = peft_fold_memory(spec, recipe.compute_bytes, params.moe_layers, in_flight, settings.recompute)
+    activations = activations + fold
     last = stage == layout.pp - 1
     out = A.outside_layer_bytes(spec, impl=impl, compute_bytes=recipe.compute_bytes,
                                 tp=layout.tp, autocast=autocast)
@@ -315,7 +320,10 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     if settings.recompute == "full":  # later in backward: the loss gradient is gone, one layer recomputed
         layer = A.recomputed_layer_bytes_per_token(spec, settings.seq_len, params.moe_layers, **kw) * tokens \
             * settings.activation_scale
-        backward_start = np.maximum(backward_start, backward_start - loss_temp + layer)
+        backward_start = np.maximum(backward_start, backward_start - loss_temp + layer + fold_temp)
+    else:  # the MoE layer being backpropagated: its peft dW' (and W' rebuilt under selective) once the loss is done
+        extra = np.maximum(fold_temp - loss_temp, 0.0)
+        backward_start, temporaries = backward_start + extra, temporaries + extra
     if settings.attention_kernel == "eager" and settings.recompute != "selective":
         held, attn_temp = eager_attention_backward(spec, recipe, layout, per_token, params.layers, tokens,
                                                    activations, outside, seq_len=settings.seq_len,

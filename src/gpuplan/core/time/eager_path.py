@@ -41,10 +41,6 @@ def eager_optimizer_seconds(spec: ModelSpec, cluster: Cluster, settings, trained
     """Seconds of the optimizer step over ``trained`` parameters per GPU (a stage of spec.num_layers / pp layers)."""
     from gpuplan.core.time.eager_step import optimizer_step, trained_tensors
 
-    from gpuplan.core.time.op_profile import adapter_params
-
     rank = settings.lora_rank if settings.finetune != "full" else 0
-    layers = spec.num_layers / pp
-    if rank and spec.moe is not None and spec.num_moe_layers > 0:  # peft's expert adapters (op_profile.adapter_params),
-        trained = layers * adapter_params(spec, rank, moe_layer=True)  # not the dense count ``trained`` carries
+    layers = spec.num_layers / pp  # ``trained``: core.model.finetune.lora_params' peft count under LoRA (step._adapters_per_gpu)
     return optimizer_step(eager_run(spec, cluster, settings), trained, trained_tensors(spec, rank, layers)).wall

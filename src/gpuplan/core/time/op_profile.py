@@ -108,23 +108,14 @@ def layer_params(spec: ModelSpec, moe_layer: bool = False) -> float:
 
 
 def adapter_params(spec: ModelSpec, lora_rank: int, moe_layer: bool = False) -> float:
-    """LoRA parameters of one decoder layer as peft puts them (R). Dense: r (in + out) on every linear
-    (core.model.finetune). A MoE layer of transformers 5.x keeps its experts as 3-D parameters: peft 0.21's
-    "all-linear" adapts q, k, v, o and the router as linears and the experts' gate_up_proj and down_proj as
-    parameters, one (r x in, out x r) pair per expert, gate_up at rank 2r (gate's and up's adapters fused:
-    peft/utils/transformers_weight_conversion.py@0.21.0 L474). Checked against peft's own count
-    (tests/test_hf_families_moe.py: 20,760,576 for a Qwen3-30B-A3B layer at r 16)."""
-    from gpuplan.core.model.finetune import lora_params_per_layer
+    """LoRA parameters of one decoder layer as peft puts them (R): core.model.finetune's count, the one the
+    memory and step models use (dense: lora_params_per_layer; a MoE layer: peft_moe_layer_params, per-token
+    and folded adapters together)."""
+    from gpuplan.core.model.finetune import lora_params_per_layer, peft_moe_layer_params
 
     if not (moe_layer and spec.moe is not None):
         return lora_params_per_layer(spec, lora_rank)
-    a, h, m = spec.attention, spec.hidden_size, spec.moe
-    q, kv = a.num_heads * a.qk_head_dim, a.num_kv_heads * a.qk_head_dim
-    attn = (h + q) + 2 * (h + kv) + (a.num_heads * a.value_head_dim + h)
-    ie = m.expert_intermediate_size
-    experts = m.num_experts * (2 * (h + 2 * ie) + (ie + h))
-    shared = 3 * (h + m.shared_intermediate_size) if m.shared_intermediate_size else 0  # gate, up, down linears
-    return lora_rank * (attn + (h + m.num_experts) + experts + shared)
+    return sum(peft_moe_layer_params(spec, lora_rank))
 
 
 def layer_features(spec: ModelSpec, tokens, seq_len, lora_rank: int = 0, moe_layer: bool = False) -> dict:
