@@ -15,6 +15,9 @@ from gpuplan.jobs.validation.memory import (
 from gpuplan.report.model import Line, Report, Section, Table
 from gpuplan.schema.model_fields import sequence_note
 
+MAX_FULL_DEPTH = 256
+"""Layers measured at full depth (--depths not given): twice the deepest catalog model (llama-3.1-405b, 126); a
+config.json takes up to 10,000 (adapters.config_fields), ~0.2 s a layer here."""
 SHOWN_ZERO_GIB = 0.0005
 """Below this a measured category prints as 0.000 GiB: a percentage against it says nothing."""
 
@@ -40,6 +43,10 @@ def run_measurement(inputs: MeasureInputs) -> tuple[dict[str, Any], dict[str, An
     kwargs = inputs.case()
     full = _layers_of(config)
     if inputs.depths is None:
+        if full > MAX_FULL_DEPTH:  # one fake-tensor pass per layer: 10,000 layers ran past 30 min (wave 9)
+            raise InputError("depths", None, f"measuring all {full:,} layers builds and runs each under fake tensors "
+                             f"(256 took 56 s on 2 cores); at most {MAX_FULL_DEPTH} in full: give --depths, e.g. 2,4, "
+                             "to extrapolate to the full depth")
         m = measure_training_memory(config, **kwargs)
         return config, {"peak_bytes": m.peak_bytes, "peak_phase": m.peak_phase, "at_peak": m.at_peak,
                         "versions": m.versions, "wall_seconds": m.wall_seconds}, f"full depth ({full} layers)"
