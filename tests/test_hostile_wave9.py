@@ -3,10 +3,13 @@ field and what is valid, exit status 2, 422 on the web, no traceback, no hang), 
 a request body once. The invariant sweep over valid inputs is tests/test_invariants_wave9.py.
 """
 
+from pathlib import Path
+
 import pytest
 from helpers import field_refusal, web_refusal
 
 pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # ---- the body is parsed once: web/routes.py hands read_body's dict to Starlette's private Request._json ------
@@ -170,3 +173,15 @@ def test_the_sizing_search_times_no_replica_twice(monkeypatch):
     estimate_inference({"model": "llama-3.1-8b", "rps": 20, "ttft_p99": "500ms", "tpot": "50ms", "prompt": "2K",
                         "output_tokens": 512, "disaggregate": True})
     assert 0 < len(calls) <= 60, len(calls)
+
+
+def test_a_full_depth_measurement_of_thousands_of_layers_is_refused_at_once(run_cli, tmp_path):
+    """`gpuplan measure config.json` of a valid config with 10,000 layers (config.json's bound) builds and runs every
+    layer under fake tensors, ~0.2 s a layer: past 30 minutes and 1.5 GB. Now at most 256 layers in full (twice the
+    deepest catalog model, 126), and the line offers --depths to extrapolate."""
+    import json
+
+    config = json.loads((ROOT / "examples" / "llama-2-7b" / "config.json").read_text()) | {"num_hidden_layers": 10000}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    line = field_refusal(run_cli("measure", str(tmp_path / "config.json")), "depths", "give --depths, e.g. 2,4")
+    assert "10,000 layers" in line, line
