@@ -25,7 +25,7 @@ from gpuplan.core.model.flops import training_flops_per_token
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.memory.recompute import block_recompute_share, recomputed_forward_flops_per_token
-from gpuplan.core.time.step import StepSettings, model_flops_per_token, step_time
+from gpuplan.core.time.step import StepSettings, step_time
 from gpuplan.core.comm.topology import Cluster
 from gpuplan.errors import InputError
 from gpuplan.planner.framework_rules import rules_for  # space imports it already
@@ -194,10 +194,11 @@ class Evaluator:
             return table
         seq = self.memory.seq_len
         tokens = table["global_batch"] * seq
-        flops = model_flops_per_token(self.spec, seq, self.step.finetune, self.step.lora_rank) * tokens
+        base = training_flops_per_token(self.spec, seq, "full", "none", self.step.finetune, self.step.lora_rank,
+                                        peft_experts=self.step.eager_ops is not None)  # step._adapters_per_gpu's rule
+        flops = base.model * tokens  # core.time.step.model_flops_per_token's numerator, peft's expert fold as timed
         peak = self.cluster.gpu.peak(self.step.dtype)
         mfu = flops / (table["step_seconds"] * table["gpus"] * peak)
-        base = training_flops_per_token(self.spec, seq, "full", "none", self.step.finetune, self.step.lora_rank)
         extra = np.array([recomputed_forward_flops_per_token(self.spec, seq, mode, self.step.recompute_modules)
                           for mode in RECOMPUTE_MODES])[table["recompute"]]
         if self.step.recompute_layers is not None:  # Megatron's block method: a share of each chunk

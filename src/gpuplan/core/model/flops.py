@@ -145,14 +145,17 @@ class FlopsPerToken:
 
 def training_flops_per_token(spec: ModelSpec, seq_len, convention: AttentionConvention = "full",
                              recompute: Recompute = "none", finetune: str = "full",
-                             lora_rank: int = 16) -> FlopsPerToken:
+                             lora_rank: int = 16, peft_experts: bool = False) -> FlopsPerToken:
     """Exact training FLOPs per token for sequences of ``seq_len`` tokens (``finetune`` lora or
-    qlora: a frozen base plus rank-``lora_rank`` adapters on every linear)."""
+    qlora: a frozen base plus rank-``lora_rank`` adapters on every linear). ``peft_experts``: peft's
+    adapters on an MoE's fused experts (--framework hf, i.e. StepSettings.eager_ops set, the rule
+    core.time.step._adapters_per_gpu reads), folded into the expert weights once a step rather than
+    multiplied per token (core.model.finetune.adapter_flops_per_token), so they add no per-token FLOPs."""
     from gpuplan.core.model.finetune import adapter_flops_per_token
 
     layers = 2.0 * layer_matmul_weights_per_token(spec)
     attention = attention_core_flops_per_token(spec, seq_len, convention)
     lm_head = 2.0 * spec.vocab_size * spec.hidden_size
     extra = {"none": 0.0, "selective": attention, "full": layers + attention}[recompute]
-    adapters = adapter_flops_per_token(spec, finetune, lora_rank) / 3.0  # forward share of the 6 per weight
+    adapters = adapter_flops_per_token(spec, finetune, lora_rank, peft_experts) / 3.0  # forward share of 6 per weight
     return FlopsPerToken(layers, attention, lm_head, extra, frozen_base=finetune != "full", adapter_forward=adapters)
