@@ -286,12 +286,15 @@ def _step_fn(run, model, optimizers, loss_fn, inputs, labels, tracker, pdims):
 
 def _pp_stage_forward_backward(run, model, tracker, forward_backward) -> None:
     """What torch.distributed.pipelining's PipelineStage does to an FSDP stage
-    (stage.py ``backward_maybe_with_nosync`` / ``perform_reduce_grad``): no reshard after forward
-    or backward and no grad sync for every microbatch, then one post_backward per group."""
+    (stage.py ``backward_maybe_with_nosync`` / ``perform_reduce_grad``): no reshard after backward
+    and no grad sync for every microbatch, then one post_backward per group; reshard after forward
+    as torchtitan resolves ``run.reshard`` with PP on (distributed/fsdp.py
+    get_fsdp_reshard_after_forward_policy: not resharded unless "always")."""
     from torch.distributed.fsdp import fully_shard
+    from torchtitan.distributed.fsdp import get_fsdp_reshard_after_forward_policy
 
-    tracker.phase = "forward_backward"
-    model.set_reshard_after_forward(False)
+    tracker.phase = "forward_backward"  # torchtitan's policy with PP on: "default" / "never" False, "always" True
+    model.set_reshard_after_forward(get_fsdp_reshard_after_forward_policy(run.reshard, pp_enabled=True))
     for _ in range(run.microbatches):
         model.set_is_last_backward(False)
         model.set_reshard_after_backward(False)
