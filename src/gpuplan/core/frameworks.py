@@ -44,6 +44,10 @@ class FrameworkProfile:
     pp_keeps_unsharded: bool = False
     """FSDP under pipeline parallelism keeps the stage's params unsharded (bf16) and accumulates
     unsharded fp32 grads across micro-batches."""
+    zero2_is_fsdp2_no_reshard: bool = False
+    """Its ZeRO-2 is FSDP2's fully_shard(reshard_after_forward=False) (FSDP1's SHARD_GRAD_OP, torch's ZeRO-2):
+    every parameter sharded as at ZeRO-3, the bf16 params kept unsharded from forward into backward
+    (states_zero, pp_unsharded_stage_bytes)."""
     bucket_elements: float = 0.0
     """Gradient-reduction bucket(s) outside the model states (DeepSpeed IPG buffers), elements."""
     zero3_prefetch_elements: float = 0.0
@@ -146,7 +150,8 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "torchtitan/components/optimizer.py: AdamW implementation 'fused' (PR #881)",
          "run_train.sh: PYTORCH_ALLOC_CONF=expandable_segments:True"),
         recipe="fsdp2", implementation="torchtitan", optimizer_impl="fused", selective="op-sac", loss="chunked",
-        pp_keeps_unsharded=True, expandable_segments=True, embedding_own_fsdp_unit=True, default_zero=3,
+        pp_keeps_unsharded=True, zero2_is_fsdp2_no_reshard=True, expandable_segments=True,
+        embedding_own_fsdp_unit=True, default_zero=3,
         loss_parallel=True, reports="reserved (its log line 'memory: X GiB' is max_reserved)",
         fused_qkv=True),  # torchtitan/models/llama3/__init__.py fuse_qkv=True (TORCHTITAN_FUSED_QKV_SINCE)
     FrameworkProfile(
@@ -310,13 +315,32 @@ def chunked_loss_bytes(spec: ModelSpec, tp) -> tuple[float, float, float]:
     return FP32 * spec.hidden_size, (2 + 4 + 8) * v / LOSS_CHUNKS, 6 * v * spec.hidden_size
 
 
-def pp_unsharded_stage_bytes(profile: FrameworkProfile, layout: ParallelLayout, stage_params_total, compute_bytes):
-    """(unsharded params, unsharded fp32 grads) a pipeline stage keeps under FSDP (torchtitan):
-    2 + 4 B per stage parameter when pp > 1 and the states are sharded (ZeRO-3)."""
+def states_zero(profile: FrameworkProfile, zero):
+    """The ZeRO stage by which a stage's model states are sharded: 3 for a ZeRO-2 that is FSDP2 without
+    reshard after forward (zero2_is_fsdp2_no_reshard: fully_shard shards every parameter whatever
+    reshard_after_forward is; torch/distributed/fsdp/_fully_shard/_fully_shard.py@v2.13.0 L180-190), else ``zero``."""
     import numpy as np  # lazily: the CLI's option vocabulary imports this module
 
-    on = np.logical_and(profile.pp_keeps_unsharded, np.logical_and(np.asarray(layout.pp) > 1, layout.zero >= 3))
-    return np.where(on, compute_bytes * stage_params_total, 0.0), np.where(on, FP32 * stage_params_total, 0.0)
+    return np.where(np.logical_and(profile.zero2_is_fsdp2_no_reshard, np.asarray(zero) == 2), 3, zero)
+
+
+def pp_unsharded_stage_bytes(profile: FrameworkProfile, layout: ParallelLayout, stage_params_total, compute_bytes):
+    """(unsharded params, unsharded fp32 grads) a pipeline stage keeps under FSDP (torchtitan): 2 + 4 B per
+    stage parameter when pp > 1 and FSDP shards the gradients (ZeRO-2 and 3 alike). torch.distributed.pipelining
+    runs every micro-batch's backward of an FSDP stage with set_reshard_after_backward(False) and
+    set_requires_gradient_sync(False) whatever reshard_after_forward is (stage.py@v2.13.0 L844-847), so FSDP
+    keeps the unsharded gradient, upcast to the reduce dtype (fp32 under torchtitan's MixedPrecisionPolicy) and
+    accumulated (_fsdp_param_group.py L607-612, _fsdp_param.py L802-821), and reduce-scatters once in
+    perform_reduce_grad after the last micro-batch (stage.py L1164-1187). Measured with torchtitan's own code
+    (llama-3.1-8b, dp 8, pp 2, full AC, fake tensors): the peak holds both under reshard "default" (False
+    with PP) and "always" (docs/memory.md). A ZeRO-2 that is FSDP2 without reshard after forward
+    (zero2_is_fsdp2_no_reshard) keeps the bf16 params unsharded from forward into backward at pp 1 as well."""
+    import numpy as np  # lazily: the CLI's option vocabulary imports this module
+
+    zero = np.asarray(layout.zero)
+    grads = np.logical_and(profile.pp_keeps_unsharded, np.logical_and(np.asarray(layout.pp) > 1, zero >= 2))
+    params = np.logical_or(grads, np.logical_and(profile.zero2_is_fsdp2_no_reshard, zero == 2))
+    return np.where(params, compute_bytes * stage_params_total, 0.0), np.where(grads, FP32 * stage_params_total, 0.0)
 
 
 def bucket_bytes(profile: FrameworkProfile, layout: ParallelLayout, compute_bytes):

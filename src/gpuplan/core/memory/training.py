@@ -22,6 +22,7 @@ from gpuplan.core.memory import recipe_facts as RF
 from gpuplan.core.model.finetune import lora_params_per_layer  # noqa: F401 - re-exported (tests/test_memory.py)
 from gpuplan.core.frameworks import framework
 from gpuplan.core.memory.device_memory import Overheads, framework_gap_bytes, usable_bytes  # noqa: F401 - re-exported
+from gpuplan.core.bulk import scalar_or_array
 from gpuplan.core.memory.lora_moe import peft_fold_memory
 from gpuplan.core.memory.fsdp_streams import stage_pool_bytes
 from gpuplan.core.model.spec import ModelSpec
@@ -204,6 +205,7 @@ def _stage_states(spec: ModelSpec, layout: ParallelLayout, settings: MemorySetti
     """(model states, TE's cached low-precision weight bytes) of a stage: full training or LoRA / QLoRA,
     ZeRO-Offload's CPU optimizer, low-precision weights (core.memory.recipe_facts.weights_as_held)."""
     optimizer = lookup(OPTIMIZERS, settings.optimizer, "optimizer")
+    layout = replace(layout, zero=scalar_or_array(F.states_zero(framework(settings.framework), layout.zero)))
 
     def held(at: ParallelLayout) -> ModelStates:  # the states under ``at``'s sharding
         if settings.finetune == "full":
