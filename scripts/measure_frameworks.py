@@ -76,6 +76,7 @@ MATRIX: list[FrameworkRun] = [
     _titan(recompute="full", pp=2, microbatches=2),
     _titan(recompute="full", pp=2, microbatches=8),
     _titan(recompute="full", pp=4, microbatches=4),
+    _titan(recompute="full", pp=2, microbatches=2, reshard="always"),  # PP stage without the default no-reshard (docs/memory.md)
     # Megatron-Core, DDP + distributed optimizer over 8 ranks
     _megatron(),
     _megatron(recompute="selective"),
