@@ -109,7 +109,7 @@ def check_rope_scaling(scaling: Any) -> None:
     if scaling is None:
         return
     if not isinstance(scaling, dict):
-        raise InputError("config.json: rope_scaling", type(scaling).__name__,
+        raise InputError("config.json: rope_scaling", scaling,
                          'expected a mapping, e.g. {"rope_type": "yarn", "factor": 4.0}, or null')
     kind = scaling.get("rope_type", scaling.get("type"))
     if kind is not None and (not isinstance(kind, str) or kind not in ROPE_TYPES):
@@ -125,8 +125,10 @@ def check_rope_scaling(scaling: Any) -> None:
     for key in ("short_factor", "long_factor"):  # LongRoPE: one rescale per rotary frequency
         value = scaling.get(key)
         if value is not None and (not isinstance(value, list) or not all(is_finite_number(v) for v in value)):
-            raise InputError(f"config.json: rope_scaling.{key}", type(value).__name__ if not isinstance(value, list)
-                             else f"{len(value)} entries", "must be a list of numbers (one per rotary frequency)")
+            bad = next(i for i, v in enumerate(value) if not is_finite_number(v)) if isinstance(value, list) else None
+            raise InputError(f"config.json: rope_scaling.{key}", value if bad is None else value[bad],
+                             "must be a list of numbers (one per rotary frequency)" if bad is None else
+                             f"entry {bad} (from 0) must be a finite number (one per rotary frequency)")
     for key in ROPE_SCALING_NUMBERS:  # YaRN / Llama 3 / LongRoPE parameters (transformers modeling_rope_utils)
         value = scaling.get(key)
         if value is not None and (not is_finite_number(value) or value < 0
@@ -157,8 +159,10 @@ def check_routing(cfg: dict[str, Any]) -> None:
         raise InputError("config.json: topk_group", picked, f"must be at most n_group ({groups})")
     names = cfg.get("architectures")
     if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
-        raise InputError("config.json: architectures", names if not isinstance(names, list) else f"{len(names)} "
-                         "entries", 'must be a list of class names, e.g. ["LlamaForCausalLM"]')
+        bad = next(i for i, n in enumerate(names) if not isinstance(n, str)) if isinstance(names, list) else None
+        raise InputError("config.json: architectures", names if bad is None else names[bad],
+                         f'entry {bad} (from 0) must be a class name (text), e.g. "LlamaForCausalLM"'
+                         if bad is not None else 'must be a list of class names, e.g. ["LlamaForCausalLM"]')
 
 
 FLAG_RULES: tuple[tuple[tuple[str, ...], Any, str], ...] = (
@@ -309,7 +313,7 @@ def nested_settings(cfg: dict[str, Any], family: str) -> tuple[dict[str, Any], d
     nested = {key: cfg.get(key, {}) for key in ("attn_config", "ffn_config")}
     for key, value in nested.items():
         if not isinstance(value, dict):
-            raise InputError(f"config.json: {key}", type(value).__name__, f"expected a mapping ({family})")
+            raise InputError(f"config.json: {key}", value, f"expected a mapping ({family}), or null")
     return nested["attn_config"], nested["ffn_config"]
 
 

@@ -103,10 +103,10 @@ CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {"gemma3": _GEMMA3_DEFAULTS, "gemma
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
     """The language-model part of a config: VLM configs nest it under ``text_config``."""
     if not isinstance(config, dict):
-        raise InputError("config.json", type(config).__name__, "expected a JSON object")
+        raise InputError("config.json", config, "expected a JSON object ({...}) at the top level")
     inner = config.get("text_config")
     if inner is not None and not isinstance(inner, dict):
-        raise InputError("config.json: text_config", type(inner).__name__, "expected a mapping (a VLM's language model)")
+        raise InputError("config.json: text_config", inner, "expected a mapping (a VLM's language model), or null")
     if isinstance(inner, dict) and inner:
         merged = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
         if config.get("model_type") == "gemma3":  # the nested text config is a gemma3_text one
@@ -199,14 +199,26 @@ def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bo
     return moe, mask
 
 
+def _layer_types_refusal(types: Any, num_layers: int) -> InputError:
+    """A layer_types that is not one known type per layer: a wrong entry quoted with its place, a list of the
+    wrong length by its count, anything else as given (its type's name was quoted: 'got 'str'')."""
+    kinds = " or ".join(KNOWN_LAYER_TYPES)
+    if not isinstance(types, list):
+        return InputError("config.json: layer_types", types, f"must be a list of {num_layers} layer types ({kinds})")
+    bad = next((i for i, t in enumerate(types) if t not in KNOWN_LAYER_TYPES), None)
+    if bad is not None:
+        return InputError("config.json: layer_types", types[bad], f"entry {bad} (from 0) must be {kinds} (one type "
+                          "per layer)")
+    return InputError("config.json: layer_types", f"{len(types)} entries", f"must be a list of {num_layers} layer "
+                      f"types (one per layer: {kinds})")
+
+
 def _layer_types(cfg: dict[str, Any], num_layers: int) -> tuple[int | None, tuple[str, ...]]:
     """Sliding-window size and per-layer 'full'/'sliding' (empty when no layer slides)."""
     types = cfg.get("layer_types")
     if types is not None and (not isinstance(types, list) or len(types) != num_layers
                               or not all(t in KNOWN_LAYER_TYPES for t in types)):
-        raise InputError("config.json: layer_types", types if not isinstance(types, list) else f"{len(types)} "
-                         "entries", f"must be a list of {num_layers} layer types (one per layer: "
-                         f"{' or '.join(KNOWN_LAYER_TYPES)})")
+        raise _layer_types_refusal(types, num_layers)
     window = sliding_window(cfg)
     if window is None:
         return None, ()
