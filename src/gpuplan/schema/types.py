@@ -1,7 +1,8 @@
 """Field types of the job schemas: what a user may type for each kind of quantity.
 
 Every type accepts the raw text of a flag or plan-file value ("7B", "2T", "8K", "40%", "7d",
-"true") and the JSON number or boolean an API body sends, and turns it into the base unit
+"true") and the JSON number or boolean an API body sends (and, for a duration, the Python API's
+datetime.timedelta: this module is the one place it is converted), and turns it into the base unit
 (parameters, tokens, seconds, days, fractions, bytes). Parsing is done by gpuplan.core.units, so
 the CLI, plan files, the web API and the Python API read a value the same way and refuse the
 same values with the same message (field, value, what would be valid).
@@ -14,9 +15,11 @@ negative or zero counts, fractions where a whole number is needed ("4096.7"), do
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import sys
 from contextvars import ContextVar
+from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
@@ -45,8 +48,15 @@ UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d"
 was refused as 'must be written with ASCII digits')."""
 
 
-def _text(value: Any, field: str) -> str:
-    """A raw value as text; refuses empty text and over-long values."""
+NUMBER_FORMS = "a number or its text, e.g. 8, '8' or '7B'"
+"""What a numeric field takes (the refusal of a value that is neither)."""
+
+
+def _text(value: Any, field: str, valid: str = NUMBER_FORMS) -> str:
+    """A raw value as text; refuses empty text, over-long values and a value that is neither text nor a number
+    (``valid`` says what is): str() read the Python API's Path("8") as 8 and any object by its str()."""
+    if not isinstance(value, str | numbers.Number):
+        raise InputError(field, value, f"expected {valid}, not a {type(value).__name__}")
     text = str(value).strip()
     if not text:
         raise InputError(field, value, "must not be empty")
@@ -116,7 +126,8 @@ def number(low: float, high: float, *, low_open: bool = False, whole: bool = Fal
     def parse(value: Any, info: ValidationInfo) -> float | int:
         field = _name(info)
         _finite(value, field)
-        text = value if isinstance(value, int | float) else _text(value, field)
+        text = value if isinstance(value, int | float) else \
+            _text(value, field, f"a number from {low:g} to {high:g} or its text")
         scale = 1.0
         if percent and isinstance(text, str) and text.endswith("%"):
             text, scale = text[:-1], 0.01
@@ -154,7 +165,8 @@ def fraction(value: Any, info: ValidationInfo) -> float:
     """'40%' or 0.4, in (0, 1]."""
     field = _name(info)
     _finite(value, field)
-    parsed = units.parse_fraction(value if isinstance(value, int | float) else _text(value, field), field)
+    parsed = units.parse_fraction(value if isinstance(value, int | float) else
+                                  _text(value, field, "a fraction or its text, e.g. 0.4 or '40%'"), field)
     _not_subnormal(parsed, value, field)
     return parsed
 
@@ -172,7 +184,8 @@ def share(high: float = 5.0):
     def parse(value: Any, info: ValidationInfo) -> float:
         field = _name(info)
         _finite(value, field)
-        text = value if isinstance(value, int | float) else _text(value, field)
+        text = value if isinstance(value, int | float) else \
+            _text(value, field, f"a share from 0 to {high:g} or its text, e.g. 0.2 or '20%'")
         parsed = units.parse_allowance(text, field, high)
         _no_underflow(parsed, text, field, f"expected a share from 0 to {high:g} (0.2 = 20%)")  # 1e-400 is not 0
         return _bounded(parsed, value, field, 0, high, False)
@@ -184,11 +197,21 @@ MAX_DAYS = 36_500
 """The longest --days the schema takes, in days (a century: a bound on input, not on any run)."""
 
 
+DURATION_FORMS = "datetime.timedelta (the Python API)"
+"""A duration field's further form: the schema is the one place it is converted (seconds = total_seconds());
+the CLI, plan files and the web API give text or numbers, and read them as before."""
+
+
 def days(value: Any, info: ValidationInfo) -> float:
-    """A wall-clock duration in days: 7, '7d', '36h', '2w' (a bare number is days), 0 < days <= MAX_DAYS."""
+    """A wall-clock duration in days: 7, '7d', '36h', '2w' (a bare number is days) or a datetime.timedelta,
+    0 < days <= MAX_DAYS."""
     field = _name(info)
+    if isinstance(value, timedelta):
+        return _bounded(value.total_seconds() / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True)
     _finite(value, field)
-    seconds = units.parse_duration(value if isinstance(value, int | float) else _text(value, field), field)
+    text = value if isinstance(value, int | float) else \
+        _text(value, field, f"a number of days, text such as '7d', '36h' or '2w', or a {DURATION_FORMS}")
+    seconds = units.parse_duration(text, field)
     return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True)
 
 
@@ -199,11 +222,17 @@ def seconds(high: float, positive: bool = False):
 
     def parse(value: Any, info: ValidationInfo) -> float:
         field = _name(info)
+        if isinstance(value, timedelta):
+            number = value.total_seconds()
+            if positive and number == 0:
+                raise InputError(field, value, "must be a positive duration, e.g. 10min")
+            return _bounded(number, value, field, 0, high, positive)
         _finite(value, field)
         if isinstance(value, int | float) and value and PLAN_FILE.get():
             # `restart: 15` in a plan file is the text typed after --restart, not 15 seconds (the API's unit)
             raise InputError(field, value, "give a unit, e.g. 30min, 2h or 90s")
-        text = value if isinstance(value, int | float) else _text(value, field)
+        text = value if isinstance(value, int | float) else \
+            _text(value, field, f"text with a unit such as '30min' or '2h', seconds as a number, or a {DURATION_FORMS}")
         zero = re.fullmatch(r"0*\.?0*\s*([a-z]*)", text.lower()) if isinstance(text, str) and "0" in text else None
         if zero and zero.group(1) in {**units.SECONDS_PER, "": 0}:
             number = 0.0  # zero with any unit (or none) is zero
@@ -224,7 +253,8 @@ def boolean(value: Any, info: ValidationInfo) -> bool:
     field = _name(info)
     if isinstance(value, bool):
         return value
-    return units.parse_bool(_text(value, field) if not isinstance(value, int | float) else value, field)
+    return units.parse_bool(_text(value, field, "true or false (or text: yes/no, on/off, 1/0)")
+                            if not isinstance(value, int | float) else value, field)
 
 
 def word(value: Any, info: ValidationInfo) -> Any:
