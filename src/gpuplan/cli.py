@@ -104,6 +104,8 @@ def repeated_option(argv: list[str]) -> tuple[str, str] | None:
     return None
 
 
+INTERRUPTED = 128 + 2  # SIGINT is 2 on every POSIX system (signal(7)); signal is not imported for it
+"""Exit status of a run stopped by Ctrl-C (KeyboardInterrupt): 130, what a shell reports for SIGINT."""
 ANSWER_COMMANDS = frozenset({"train", "budget", "memory", "plan", "infer", "catalog"})
 """Commands that compute an answer, print it and are done: run as the process's entry, they end it
 without the interpreter's teardown (_end_process)."""
@@ -175,7 +177,10 @@ def _run(argv: list[str]) -> int:
     except click.ClickException as exc:
         sys.stderr.write(f"error: {usage_line(exc)}\n")
         return 2
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:  # click turns a Ctrl-C inside a command into Abort (core.py, main)
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # 128 + SIGINT, as a shell reports it (was 'aborted', 1)
+            sys.stderr.write("interrupted\n")
+            return INTERRUPTED
         sys.stderr.write("aborted\n")
         return 1
     except click.exceptions.Exit as exc:
@@ -191,7 +196,7 @@ def _run(argv: list[str]) -> int:
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
-        return 130
+        return INTERRUPTED
     except Exception as exc:  # a bug, not bad input: one line, and the traceback on request
         return _internal_error(exc)
     return result if isinstance(result, int) else 0
