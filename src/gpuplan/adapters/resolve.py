@@ -105,11 +105,15 @@ def spec_of_config(config: dict[str, Any], name: str, source: str = "", model_ty
                    checkpoint_format: bool = True) -> ModelSpec:
     """hf_config.model_spec_from_hf_config, kept for the exact config text (its JSON), name, source, model_type and
     checkpoint_format: a ModelSpec is frozen, so the same build answers again; refusals are not kept (raised
-    again by the same checks). A config that is no JSON text, or an unhashable other argument, is built each time."""
+    again by the same checks). A config that is no JSON text, is not JSON-native (its text reads back as another
+    value: a tuple, a non-text key), or an unhashable other argument, is built each time."""
     try:
         text = json.dumps(config, allow_nan=False)
         hash((name, source, model_type, checkpoint_format))
+        native = json.loads(text) == config  # a tuple and its list, {1: x} and {"1": x} share a text (review w9 S1)
     except (TypeError, ValueError, RecursionError):
+        return _built_spec(config, name, source, model_type, checkpoint_format)
+    if not native:  # not JSON-native: built each time, so a refusal (a tuple layer_types) is never a cached build
         return _built_spec(config, name, source, model_type, checkpoint_format)
     return _kept_spec(_ConfigText.of(text, config), name, source, model_type, checkpoint_format)
 
