@@ -138,16 +138,22 @@ async def guarded(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.wait_for(asyncio.shield(running), REQUEST_SECONDS)
     except asyncio.TimeoutError:
         stop.set()
-        hint = NARROWER.get(args[0] if args and isinstance(args[0], str) else "", NARROWER["plan"])
+        hint = NARROWER[args[0]]  # service.estimate's job name: every job has its own (tests/test_hostile_wave9.py)
         raise Busy(f"the estimate took longer than the {REQUEST_SECONDS:.0f} s limit; narrow the request "
                    f"({hint})") from None
 
 
-NARROWER = {"plan": "fewer GPU counts, a smaller top",
+NARROWER = {"training": "give \"gpus\" (one count: no search over counts) or fix \"tp\" and \"pp\"",
+            "budget": "give \"gpus\" (one count: no search over counts) or fix \"tp\" and \"pp\"",
+            "memory": "fix \"tp\" and \"pp\", or a shorter \"seq_len\"",
+            "plan": "fewer GPU counts, a smaller top",
             "inference": "a shorter context or prompt, or \"search\": false to leave out the search over GPU types"}
-"""What makes a slow estimate smaller, by job (``guarded``'s first argument, service.estimate's job name): an
-inference request over its budget (a 16M-token context times ~8,000 prefill chunks per GPU type searched, ~30 s)
-was told 'fewer GPU counts, a smaller top', fields it does not have (wave 9)."""
+"""What makes a slow estimate smaller, by job (``guarded``'s first argument, service.estimate's job name; one
+entry per jobs.JOBS name, tests/test_hostile_wave9.py), each naming that job's own fields: an inference request
+over its budget (a 16M-token context times ~8,000 prefill chunks per GPU type searched, ~30 s) was told 'fewer GPU
+counts, a smaller top', fields it does not have (wave 9); training, budget and memory were too (wave 9 review S2).
+Training and budget without "gpus" search the counts (jobs.training.layout.layout_for_deadline), and fixed "tp" /
+"pp" narrow every layout search (planner.search); memory lays out one count."""
 
 
 SECURITY_HEADERS = (
