@@ -8,6 +8,7 @@ planner.plan.ranking compare counts with failures."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -56,10 +57,9 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
         shares.append(share)
     kept = np.flatnonzero(done)
     if not len(kept):
-        raise InputError("gpus", _asked(inputs, gpus),
-                         f"a GPU count where the run completes with failures: on {int(gpus.min()):,} GPUs and more "
-                         "failures come faster than a checkpoint period plus a restart (fewer GPUs, a lower "
-                         "--failure-rate or a shorter --restart)")
+        tokens_per_step = fitting["global_batch"].astype(float) * inputs.seq_len
+        raise no_completion(_batch_given(inputs), _asked(inputs, gpus), inputs.gpus is not None,
+                            largest_step_tokens(plans, which, tokens_per_step / steps))
     return Completing(kept, np.maximum.reduce(shares[0::2])[kept], shares[0][kept])  # the slowest on-demand
 
 
@@ -91,6 +91,14 @@ def _group_plans(inputs, evaluator, settings, table, first: int) -> list[tuple[f
                     global_batch_tokens=float(table["global_batch"][first]) * inputs.seq_len,
                     zero=int(table["zero"][first]), model_parallel=tp * pp)
     run = replace(run, step_seconds=0.0)  # each row's own step floors its interval (_wall_shares)
+    return _plans_of(run, settings, gpus)
+
+
+def _plans_of(run, settings, gpus: float) -> list[tuple[float, float, float, float]]:
+    """_group_plans' six (MTBI, restart, stall, interval) of ``run`` (its step_seconds 0: no floor) on ``gpus``."""
+    from gpuplan.core.economics.reliability import failure_rate_range
+    from gpuplan.jobs.budget.model import scenario
+
     found = [scenario(run, settings, gpus, rate=rate) for rate in (None, *failure_rate_range(settings.failure_rate))]
     return [(p.mtbi, p.restart, p.checkpoint_cost, p.interval) for s in found for p in (s.on_demand, s.spot)]
 
@@ -107,6 +115,92 @@ def _wall_shares(mtbi: np.ndarray, restart: np.ndarray, stall: np.ndarray, inter
     finishes = np.maximum(restart, interval + stall) / mtbi <= most
     grow = np.expm1(np.minimum((interval + stall) / mtbi, most))  # capped where it does not finish anyway
     return mtbi * np.exp(np.minimum(restart / mtbi, most)) * grow / interval, finishes
+
+
+def check_run_completes(run, settings, batch_asked: bool) -> None:
+    """The given count's door (jobs.budget.compute.compute_budget: `train`/`budget`/`plan` on one count) by
+    completing_rows' test: the run on its GPUs completes at all six failure plans, else no_completion's refusal.
+    Wave 9 review M1: `budget deepseek-v3 --tp 8 --global-batch-tokens 1e12 --gpus 768` printed 119,729,289 days
+    with failures where the search door refused the same count."""
+    plans = [_plans_of(replace(run, step_seconds=0.0), settings, run.gpus)]
+    which, steps = np.zeros(1, np.int64), np.array([run.step_seconds])
+    for k in range(6):
+        if not _wall_shares(*(np.array(column)[which] for column in zip(*(p[k] for p in plans))), steps)[1][0]:
+            batch = ("global_batch_tokens", _whole_or(run.global_batch_tokens)) if batch_asked else None
+            raise no_completion(batch, f"{run.gpus:,.0f}", True,
+                                largest_step_tokens(plans, which, np.array([run.global_batch_tokens]) / steps))
+
+
+def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float) -> None:
+    """The given count's door of the training estimate (jobs.training.timing.estimate_time, --gpus without
+    --days): its chosen ``plan`` running ``wall_seconds`` failure-free completes with the budget's failures
+    (``inputs`` with budget fields: jobs.training.layout.with_budget_fields gives a plain job the defaults), as
+    the same job's search door requires (layout_for_deadline refuses on completing_rows); else the same refusal. Wave 9 review
+    M1: the web's training job answered 92.89 days on --gpus 768 where it refused with no --gpus."""
+    from gpuplan.jobs.budget.model import run_facts
+
+    layout = plan.layout
+    run = run_facts(spec, gpu, gpus=float(plan.gpus), wall_seconds=wall_seconds,
+                    gpu_hours=wall_seconds * plan.gpus / 3600, tokens=inputs.tokens, recipe=inputs.recipe_name,
+                    global_batch_tokens=float(plan.global_batch * inputs.seq_len), zero=layout.zero,
+                    model_parallel=layout.tp * layout.pp)
+    check_run_completes(run, inputs.budget_settings(), _batch_given(inputs) is not None)
+
+
+def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray) -> float:
+    """The most tokens a step may hold for some row to complete at all six failure plans (each row at its own
+    throughput, ``tokens_per_second``): a step is the floor of the checkpoint interval (_wall_shares), so
+    max(interval, step) + stall <= MAX_FAILURE_EXPONENT x MTBI bounds it; 0 where no step is short enough (the
+    restart or the optimal interval alone outlasts the bound). With a fixed global batch the step and the MTBI
+    both scale as 1/GPUs, so the bound hardly moves with the count; it is the remedy the refusal offers."""
+    from gpuplan.core.economics.reliability import MAX_FAILURE_EXPONENT as most
+
+    best = np.full(len(which), np.inf)
+    for k in range(6):
+        mtbi, restart, stall, interval = (np.array(column)[which] for column in zip(*(p[k] for p in plans)))
+        room = most * mtbi - stall
+        fits = (restart <= most * mtbi) & (interval <= room)  # else no step is short enough
+        best = np.minimum(best, np.where(fits, room * tokens_per_second, 0.0))
+    return float(best.max(initial=0.0))
+
+
+def no_completion(batch: tuple[str, float] | None, asked: str | None, gpus_given: bool,
+                  step_tokens: float) -> InputError:
+    """The one refusal of a run that completes with failures on no count asked or searched (`plan`/`train`'s
+    search and the given count's budget, jobs.budget.compute.compute_budget, by the same test): it names the
+    global batch where the user gave it and a shorter step would complete (``step_tokens`` > 0, the most a step
+    may hold: largest_step_tokens), else --gpus as given (``asked``), else that no count was given. Fewer GPUs
+    are offered only where the user chose the counts: with none given the search starts at the smallest count
+    that fits (wave 9 review M1: `train deepseek-v3 --tp 8 --global-batch-tokens 1e12` was told 'fewer GPUs')."""
+    where = f"on {asked} GPUs" if asked else "on the GPUs asked"
+    what = (f"a GPU count where the run completes with failures: {where} failures come faster than a checkpoint "
+            "period plus a restart")
+    scale = 10.0 ** (math.floor(math.log10(step_tokens)) - 2) if step_tokens > 0 else 1.0
+    shown = math.floor(step_tokens / scale) * scale  # three digits rounded down: the bound, never past it
+    shorter = f"a global batch of at most {shown:.3g} tokens a step" if step_tokens > 0 else ""
+    remedies = ([shorter] if shorter else []) + (["fewer GPUs"] if gpus_given and not (batch and shorter) else [])
+    remedies += ["a lower --failure-rate", "a shorter --restart"]
+    advice = f" ({', '.join(remedies[:-1])} or {remedies[-1]})"
+    if batch is not None and shorter:
+        name, value = batch
+        return InputError(name, value, f"{what}, because each step (the least checkpoint interval) outlasts the time "
+                          f"between failures; with a fixed global batch no GPU count changes that{advice}")
+    if gpus_given:
+        return InputError("gpus", asked, what + advice)
+    return InputError("gpus", None, f"{what}, on every count searched{advice}")
+
+
+def _batch_given(inputs) -> tuple[str, float] | None:
+    """(field, value) of the global batch the user gave: --global-batch-tokens or --global-batch, else None."""
+    for name in ("global_batch_tokens", "global_batch"):
+        value = getattr(inputs, name, None)
+        if value is not None:
+            return name, _whole_or(value)
+    return None
+
+
+def _whole_or(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else value
 
 
 def _asked(inputs, searched: np.ndarray) -> str:

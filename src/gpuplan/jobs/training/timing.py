@@ -109,6 +109,8 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
         error, source = prediction_band(inputs.dtype, moe=spec.moe is not None)
         band = (plan.mfu / (1 + error), min(1.0, plan.mfu / max(1e-9, 1 - error)))
         estimate = _budgets(flops.used, peak, plan.gpus, None, plan.mfu, band, source, "predicted")
+        if gpus is not None:  # the search door (layout_for_deadline) refuses a run failures never let finish
+            _check_completes(inputs, spec, gpu, plan, estimate)
         return replace(estimate, deadline_note=missed), plan, inputs, flops
     if gpus is not None and days is not None:
         return _solve_mfu(inputs, spec, gpu, peak, gpus, days, allowance, after_allowances)
@@ -118,8 +120,20 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
     if gpus is not None:  # the time on the GPUs the layout computes on (as --mfu predicted's)
         plan = layout_for_gpus(inputs, gpus)
         estimate = _budgets(flops.used, peak, plan.gpus, None, mfu, inputs.mfu_band, "--mfu range", "article")
+        _check_completes(inputs, spec, gpu, plan, estimate)
         return estimate, plan, inputs, flops
     return _for_deadline(inputs, flops, peak, mfu, days, allowance, after_allowances)
+
+
+def _check_completes(inputs: TrainingInputs, spec, gpu, plan: Plan, estimate: TimeEstimate) -> None:
+    """--gpus given: the chosen layout's run completes with the budget's failures (jobs.plan.completes, the search
+    door's test), else the search door's refusal (wave 9 review M1)."""
+    from gpuplan.adapters.resolve import resolve_gpu
+    from gpuplan.jobs.plan.completes import check_plan_completes
+    from gpuplan.jobs.training.layout import with_budget_fields
+
+    check_plan_completes(with_budget_fields(inputs), spec, gpu or resolve_gpu(inputs.gpu), plan,
+                         estimate.expected.wall_seconds)
 
 
 def _check_hfu(inputs: TrainingInputs, mfu: float, flops: Flops) -> None:
