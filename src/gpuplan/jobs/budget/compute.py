@@ -53,11 +53,14 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
     """All budget sections, their assumptions, the cluster-size table and notes for one run
     (``batch_asked``: the user gave the global batch, which ``global_batch_tokens`` then holds;
     ``wall_range``: the failure-free wall-clock's low and high ends, s, carried into the failure range)."""
+    from gpuplan.jobs.plan.completes import check_run_completes
+
     s = settings or BudgetSettings()
     validate_settings(s)
     run = run_facts(spec, gpu, gpus=gpus, wall_seconds=wall_seconds, gpu_hours=gpu_hours, tokens=tokens,
                     global_batch_tokens=global_batch_tokens, step_seconds=step_seconds, recipe=recipe, zero=zero,
                     model_parallel=model_parallel)
+    check_run_completes(run, s, batch_asked)  # the search door's test (jobs.plan.completes), one refusal for both
     main = scenario(run, s, run.gpus)
     ranges = failure_ranges(run, s, wall_range)
     # a larger count where failures outpace the checkpoints has no row to show (wave 6c: its spot wall-clock
