@@ -47,21 +47,45 @@ def test_fastapi_validates_the_dict_read_body_returned(client, monkeypatch):
 
 # ---- found by the sweep: a refusal that formatted a GPU count nobody gave --------------------------------
 
+DEEPSEEK_1E12 = ("deepseek-v3", "--recipe", "article", "--tp", "8", "--global-batch-tokens", "1e12")
+
+
+@pytest.mark.parametrize("command", ["train", "budget", "plan"])
+@pytest.mark.parametrize("gpus", [(), ("--gpus", "768")])
+def test_a_step_longer_than_the_failures_names_the_batch_on_both_doors(run_cli, command, gpus):
+    """`train deepseek-v3 --tp 8 --global-batch-tokens 1e12`: a 46-day step (one step floors the checkpoint
+    interval) against an MTBI of days at 768 GPUs; with a fixed batch the step and the MTBI both scale as 1/GPUs,
+    so no count completes. Wave 9 first formatted a --gpus nobody gave (TypeError), then named `gpus`, quoted the
+    searched span as given and advised 'fewer GPUs' (768 is the smallest count that fits); with --gpus 768 train
+    answered 92.89 days and budget 119,729,289 days with failures. Both doors now refuse by one test
+    (jobs.plan.completes) naming the batch, with the largest step that completes (exp(50) x MTBI less the stall,
+    at the layouts' throughput: ~9.8e11-9.95e11 tokens) and without 'fewer GPUs'."""
+    if command == "plan" and not gpus:
+        pytest.skip("plan's default search is train's (jobs.training.layout.layout_for_deadline)")
+    line = field_refusal(run_cli(command, *DEEPSEEK_1E12, *gpus), "global_batch_tokens", "completes with failures")
+    assert "fewer GPUs" not in line and "at most 9." in line and "e+11 tokens a step" in line, line
+
+
 @pytest.mark.parametrize("command", ["train", "budget"])
-def test_no_completing_count_without_gpus_is_one_line(run_cli, command):
-    """`train deepseek-v3 --tp 8 --global-batch-tokens 1e12` (no --gpus): a step of 244M sequences outlasts the
-    time between failures on every count searched; jobs.plan.completes._asked formatted the --gpus not given
-    ('internal error: TypeError: unsupported format string passed to NoneType.__format__', exit 70). Now the
-    refusal names the counts searched."""
-    line = field_refusal(run_cli(command, "deepseek-v3", "--recipe", "article", "--tp", "8", "--global-batch-tokens",
-                                 "1e12"), "gpus", "completes with failures")
-    assert "got '768-" in line, line
+def test_a_batch_under_the_bound_answers(run_json, command):
+    """The remedy the refusal offers is one that answers: 1e11 tokens a step (under the ~9.9e11 bound)."""
+    data = run_json(command, *DEEPSEEK_1E12[:-1], "1e11")
+    assert 0 < data["results"]["gpus"] <= 131_072
 
 
-def test_no_completing_count_without_gpus_is_a_422(client):
+def test_a_count_range_is_told_fewer_gpus_and_named(run_cli):
+    """Where the user chose the counts (plan --gpus 8,388,608-10,000,000 of llama-3.1-405b: the restart outlasts the
+    MTBI, no step does), `gpus` is named as given and fewer GPUs can help."""
+    line = field_refusal(run_cli("plan", "llama-3.1-405b", "--gpu", "h100", "--gpus", "8388608-10000000"), "gpus",
+                         "completes with failures")
+    assert "got '8,388,608-10,000,000'" in line and "fewer GPUs" in line, line
+
+
+@pytest.mark.parametrize("gpus", [{}, {"gpus": 768}])
+def test_a_step_longer_than_the_failures_is_a_422_naming_the_batch(client, gpus):
     response = client.post("/api/training", json={"model": "deepseek-v3", "recipe": "article", "tp": 8,
-                                                  "global_batch_tokens": 1e12})
-    web_refusal(response, "gpus", "completes with failures")
+                                                  "global_batch_tokens": 1e12, **gpus})
+    web_refusal(response, "global_batch_tokens", "completes with failures")
 
 
 @pytest.mark.parametrize("command", ["train", "budget"])
@@ -185,3 +209,46 @@ def test_a_full_depth_measurement_of_thousands_of_layers_is_refused_at_once(run_
     (tmp_path / "config.json").write_text(json.dumps(config))
     line = field_refusal(run_cli("measure", str(tmp_path / "config.json")), "depths", "give --depths, e.g. 2,4")
     assert "10,000 layers" in line, line
+
+
+@pytest.mark.parametrize("job, body", [("training", {"model": "llama-3.1-8b"}), ("budget", {"model": "llama-3.1-8b"}),
+                                       ("memory", {"model": "llama-3.1-8b", "gpus": 8})])
+def test_a_slow_training_budget_or_memory_is_told_its_own_fields(client, monkeypatch, job, body):
+    """Review w9 S2: only inference had its own hint; training, budget and memory were told 'fewer GPU counts, a
+    smaller top' (plan's fields). Every job now has an entry (a KeyError, not a silent fallback, for a new one)."""
+    import gpuplan.web.limits as limits
+    from gpuplan.jobs import JOBS
+
+    import time
+
+    import gpuplan.web.service as service
+
+    assert set(limits.NARROWER) == set(JOBS)
+    monkeypatch.setattr(limits, "REQUEST_SECONDS", 0.05)
+    monkeypatch.setattr(service, "estimate", lambda *args: time.sleep(0.5))  # memory answers in < 1 ms once warm
+    monkeypatch.setattr(service, "cached", lambda key: None)  # an earlier test's answer is kept (web/routes.py)
+    response = client.post(f"/api/{job}", json={**body, "gpu": "h100"})
+    assert response.status_code == 503, response.text[:300]
+    message = response.json()["message"]
+    assert limits.NARROWER[job] in message and "top" not in message, message
+
+
+def test_a_tuple_layer_types_is_refused_after_its_list_was_built():
+    """Review w9 S1: spec_of_config's cache key was the config's JSON text, which a tuple shares with its list: a
+    Gemma 2 config with layer_types as a list was built and kept, and the same config with a tuple (refused cold:
+    'must be a list of 42 layer types') was then served from the cache. A config that is not JSON-native is now
+    built each time, so the tuple is refused whatever came before."""
+    from gpuplan.adapters import resolve as R
+    from gpuplan.catalog import model_entry
+    from gpuplan.errors import InputError
+
+    config = dict(model_entry("gemma-2-9b")["config"])
+    kinds = ["sliding_attention", "full_attention"] * (config["num_hidden_layers"] // 2)
+    R._kept_spec.cache_clear()
+    listed = R.spec_of_config({**config, "layer_types": list(kinds)}, "gemma-2 listed")
+    assert listed.layer_types == tuple(kinds) or len(listed.layer_types) == len(kinds)
+    with pytest.raises(InputError) as refused:
+        R.spec_of_config({**config, "layer_types": tuple(kinds)}, "gemma-2 listed")
+    assert "layer_types" in str(refused.value) and "list" in str(refused.value), str(refused.value)
+    R.spec_of_config({1: 0, **config}, "gemma-2 int key")  # a non-text key: built, never kept
+    assert R._kept_spec.cache_info().currsize == 1
