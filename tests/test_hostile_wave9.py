@@ -252,3 +252,26 @@ def test_a_tuple_layer_types_is_refused_after_its_list_was_built():
     assert "layer_types" in str(refused.value) and "list" in str(refused.value), str(refused.value)
     R.spec_of_config({1: 0, **config}, "gemma-2 int key")  # a non-text key: built, never kept
     assert R._kept_spec.cache_info().currsize == 1
+
+
+def test_a_deadline_no_count_meets_is_refused_without_a_diverged_count(run_cli):
+    """Review w9 S3: `train llama-3.1-405b --gpu h100 --tokens 15T --days D` printed the failure loop's diverging
+    iterate as 'the budget needs N GPUs': 15,482,691 for 2 days, 22,307,644,047,868 for 3, 41,363,034 for 10, while
+    30 days answered 58,368. A count is now printed only as the failure-free need (proportional to 1/days: --days
+    0.001 and 0.002 need 1,281,879,766 and 640,939,883, twice as many for half the time); where failures make every
+    count miss, the line says no count up to 10,000,000 does, with the fastest (~17.6 days on settle's guessed
+    layout), and a deadline past it answers."""
+    import re
+
+    needs = {}
+    for days in ("0.001", "0.002", "2", "3", "10", "17"):
+        line = field_refusal(run_cli("train", "llama-3.1-405b", "--gpu", "h100", "--tokens", "15T", "--days", days),
+                             "days")
+        counts = re.findall(r"needs at least ([\d,]+) GPUs", line)
+        if counts:
+            needs[float(days)] = int(counts[0].replace(",", ""))
+        else:
+            assert "no GPU count up to 10,000,000 meets it" in line and "fastest is about 17." in line, line
+    assert sorted(needs) == [0.001, 0.002] and needs[0.001] >= 2 * needs[0.002] - 1, needs
+    code, out, err = run_cli("train", "llama-3.1-405b", "--gpu", "h100", "--tokens", "15T", "--days", "20")
+    assert code == 0, err

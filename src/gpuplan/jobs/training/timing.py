@@ -215,13 +215,17 @@ def _for_deadline(inputs: TrainingInputs, flops: Flops, peak: float, mfu: float,
         """The fewest GPUs (whole nodes past one) from ``count`` up meeting the deadline with
         ``layout``'s checkpoints (the failure share grows slowly with the count: two or three rounds)."""
         for _ in range(8):
-            needed = _nodes(_whole(count * wall(count, layout) / deadline, mfu, days), node)
+            raw = count * wall(count, layout) / deadline
+            if not raw <= MAX_GPUS:  # grown by failures past any count laid out: the iterate is no requirement
+                return _fastest_within(lambda n: wall(n, layout), least, node, deadline, days, allowance)
+            needed = _nodes(_whole(raw, mfu, days), node)
             if needed <= count:
                 break
             count = needed
         return count
 
-    count = settle(_nodes(_whole(gpu_seconds / deadline, mfu, days), node), _LayoutGuess.of(inputs))
+    least = _nodes(_whole(gpu_seconds / deadline, mfu, days), node)  # failure-free: no fewer GPUs meet it
+    count = settle(least, _LayoutGuess.of(inputs))
     count, plan = _first_fitting(layout_for_gpus, inputs, count)
     most = 0
     for _ in range(12):  # checked on the count's own layout (one round, two where its checkpoints differ)
@@ -330,6 +334,28 @@ def _working(count: int, layout) -> int:
     return max(1, count - getattr(layout, "idle_gpus", 0))
 
 
+def _fastest_within(wall: Callable[[int], float], start: int, node: int, deadline: float, days: float,
+                    allowance: float) -> int:
+    """The fewest GPUs from ``start`` (the failure-free count: none fewer meets it) up to MAX_GPUS whose ``wall``
+    meets ``deadline``, on a grid of 2^(1/8) steps (whole nodes), where settle's iterate count x wall / deadline
+    outgrew MAX_GPUS; where none does, the refusal says so with the fastest count on the grid (from start / 64;
+    on settle's guessed layout, so about). Review w9 S3: the iterate was printed as the GPUs needed (405B on
+    15T tokens: 15,482,691 for 2 days, 22,307,644,047,868 for 3, 41,363,034 for 10)."""
+    counts = sorted({_nodes(min(MAX_GPUS, math.ceil(start * 2 ** (k / 8 - 6))), node) for k in range(280)})
+    counts = [n for n in counts if n <= MAX_GPUS]
+    walls = [wall(n) for n in counts]
+    meets = [n for n, w in zip(counts, walls) if w <= deadline and n >= start]
+    if meets:
+        return meets[0]
+    best = min(range(len(walls)), key=walls.__getitem__)
+    fastest = (f"the fastest is about {format_duration(walls[best])} on {counts[best]:,} GPUs"
+               if math.isfinite(walls[best]) else "on every count failures come faster than a checkpoint period plus a "
+               "restart")
+    raise InputError("days", days, f"no GPU count up to {MAX_GPUS:,} meets it with the {allowance:.0%} communication "
+                     f"allowance, failures and checkpoints (more GPUs fail more often; {fastest}); give more days or "
+                     "fewer tokens")
+
+
 def _whole(gpus: float, mfu: float, days: float) -> int:
     if not math.isfinite(gpus):  # failures faster than a checkpoint period and a restart at every count
         raise InputError("days", days, "no GPU count finishes in time: on the GPUs it would take, failures come "
@@ -337,7 +363,7 @@ def _whole(gpus: float, mfu: float, days: float) -> int:
     needed = max(1, math.ceil(gpus - 1e-9))
     if needed > MAX_GPUS:
         shown = f"{needed:,}" if needed < 1e15 else f"{needed:.3g}"  # 1e-300 days printed 300 digits
-        raise InputError("days", days, f"the budget needs {shown} GPUs at {mfu:.0%} MFU, more than the "
+        raise InputError("days", days, f"the budget needs at least {shown} GPUs at {mfu:.0%} MFU (before failures), more than the "
                          f"{MAX_GPUS:,} the planner lays out; give more days, fewer tokens or --gpus")
     return needed
 
