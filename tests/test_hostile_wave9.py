@@ -275,3 +275,16 @@ def test_a_deadline_no_count_meets_is_refused_without_a_diverged_count(run_cli):
     assert sorted(needs) == [0.001, 0.002] and needs[0.001] >= 2 * needs[0.002] - 1, needs
     code, out, err = run_cli("train", "llama-3.1-405b", "--gpu", "h100", "--tokens", "15T", "--days", "20")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("context, refused", [("4194304", False), ("4194816", True)])
+def test_the_prefill_chunk_bound_is_8192_exactly(run_cli, context, refused):
+    """Review w9 N1: the bound's only test was 16M / 1. At 512 tokens a step, 4,194,304 = 8,192 x 512 tokens is
+    answered and 4,194,816 = 8,193 x 512 refused, naming 513 tokens a step (ceil(4,194,816 / 8,192))."""
+    args = ("infer", "pythia-70m", "--gpu", "h100", "--context", context, "--prefill-tokens", "512", "--no-search")
+    if refused:
+        line = field_refusal(run_cli(*args), "prefill_tokens", "more than 8,192 prefill chunks")
+        assert "at least 513 tokens per step" in line, line
+    else:
+        code, _, err = run_cli(*args)
+        assert code == 0, err

@@ -59,7 +59,24 @@ def _check_finite(report) -> dict:
     negative = [(k, v) for k, v in data["results"].items() if isinstance(v, int | float) and not isinstance(v, bool)
                 and v < 0 and not any(word in k for word in SIGNED)]
     assert not negative, negative
+    cells = [(title, column, _cell(value)) for title, rows in data["tables"].items() for row in rows
+             for column, value in row.items()]  # the tables too (review w9 S4): numbers and numbers shown as text
+    negative = [c for c in cells if c[2] is not None and c[2] < 0 and not any(w in c[1].lower() for w in SIGNED)]
+    assert not negative, negative[:5]
     return data["results"]
+
+
+def _cell(value) -> float | None:
+    """A table cell's number: an int / float, or text such as '1,736 ms', '$1.28', '18.0'; None for anything else."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).replace(",", "").replace("$", "").split(" ")[0]
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def _share(report, key: str) -> None:
@@ -168,3 +185,44 @@ def test_a_serving_answer_holds_against_itself(ask):
     if results["max_sequences"] == 0:
         assert not results["fits"]
         assert any("KV cache" in note or "context" in note for note in report.notes), report.notes
+
+
+SEARCHED = [{"model": "llama-3.1-8b", "gpu": "h100", "context": "8K", "batch": 8},
+            {"model": "qwen2.5-7b", "gpu": "h100", "context": "32K", "batch": 4}]
+
+
+@pytest.mark.parametrize("ask", SEARCHED, ids=lambda a: a["model"])
+def test_every_searched_configuration_holds_the_batch(ask):
+    """Review w9 S4: the grid ran no searched ask (jobs.inference.serving.search_configurations, changed by a3aed2d):
+    each catalog configuration it lists holds the batch at the context, with a positive TPOT."""
+    report = estimate_inference(ask)
+    results = _check_finite(report)
+    assert results["ttft"] > 0 and results["tpot"] > 0
+    rows = next(rows for title, rows in report.to_dict()["tables"].items() if title.startswith("catalog config"))
+    assert len(rows) > 3
+    for row in rows:
+        assert row["max sequences"] >= ask["batch"] and _cell(row["TPOT ms"]) > 0, row
+
+
+SIZED = [{"model": "llama-3.1-8b", "gpu": "h100", "prompt": "2K", "output_tokens": 256, "rps": 5, "ttft_p99": "2s",
+          "tpot": "50ms"},
+         {"model": "qwen2.5-7b", "gpu": "l4", "prompt": "8K", "output_tokens": 128, "rps": 2, "ttft_p99": "5s",
+          "tpot": "100ms"}]
+
+
+@pytest.mark.parametrize("ask", SIZED, ids=lambda a: a["model"])
+def test_an_rps_sizing_meets_its_own_targets(ask):
+    """Review w9 S4: the grid ran no --rps sizing (jobs.inference.sizing, changed by ae591bf): the chosen replicas
+    serve the rate within the p99 TTFT and TPOT targets, and so does every row of the table of configurations that
+    meet them (its text rounded: 2 decimals of req/s a replica, whole ms)."""
+    report = estimate_inference(ask)
+    results = _check_finite(report)
+    ttft, tpot = float(ask["ttft_p99"][:-1]), float(ask["tpot"][:-2]) / 1000  # '2s', '50ms' -> s
+    replicas = results["sized_config"]["replicas"]
+    assert replicas * results["sized_rate_per_replica"] >= ask["rps"] * (1 - 1e-9)
+    assert 0 < results["sized_ttft_p99"] <= ttft * (1 + 1e-9) and 0 < results["sized_tpot"] <= tpot * (1 + 1e-9)
+    tables = report.to_dict()["tables"]
+    rows = next(rows for title, rows in tables.items() if title.startswith("Configurations meeting"))
+    for row in rows:
+        assert int(row["replicas"]) * (_cell(row["req/s per replica"]) + 0.005) >= ask["rps"], row
+        assert _cell(row["TTFT p99"]) <= ttft * 1000 + 0.5 and _cell(row["TPOT"]) <= tpot * 1000 + 0.5, row
