@@ -267,7 +267,7 @@ def test_a_deadline_no_count_meets_is_refused_without_a_diverged_count(run_cli):
     for days in ("0.001", "0.002", "2", "3", "10", "17"):
         line = field_refusal(run_cli("train", "llama-3.1-405b", "--gpu", "h100", "--tokens", "15T", "--days", days),
                              "days")
-        counts = re.findall(r"needs at least ([\d,]+) GPUs", line)
+        counts = re.findall(r"needs ([\d,]+) GPUs at 40% MFU before failures", line)
         if counts:
             needs[float(days)] = int(counts[0].replace(",", ""))
         else:

@@ -363,7 +363,7 @@ def _whole(gpus: float, mfu: float, days: float) -> int:
     needed = max(1, math.ceil(gpus - 1e-9))
     if needed > MAX_GPUS:
         shown = f"{needed:,}" if needed < 1e15 else f"{needed:.3g}"  # 1e-300 days printed 300 digits
-        raise InputError("days", days, f"the budget needs at least {shown} GPUs at {mfu:.0%} MFU (before failures), more than the "
+        raise InputError("days", days, f"the budget needs {shown} GPUs at {mfu:.0%} MFU before failures, more than the "
                          f"{MAX_GPUS:,} the planner lays out; give more days, fewer tokens or --gpus")
     return needed
 
