@@ -117,7 +117,7 @@ def _wall_shares(mtbi: np.ndarray, restart: np.ndarray, stall: np.ndarray, inter
     return mtbi * np.exp(np.minimum(restart / mtbi, most)) * grow / interval, finishes
 
 
-def check_run_completes(run, settings, batch_asked: bool) -> None:
+def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | None) -> None:
     """The given count's door (jobs.budget.compute.compute_budget: `train`/`budget`/`plan` on one count) by
     completing_rows' test: the run on its GPUs completes at all six failure plans, else no_completion's refusal.
     Wave 9 review M1: `budget deepseek-v3 --tp 8 --global-batch-tokens 1e12 --gpus 768` printed 119,729,289 days
@@ -126,7 +126,8 @@ def check_run_completes(run, settings, batch_asked: bool) -> None:
     which, steps = np.zeros(1, np.int64), np.array([run.step_seconds])
     for k in range(6):
         if not _wall_shares(*(np.array(column)[which] for column in zip(*(p[k] for p in plans))), steps)[1][0]:
-            batch = ("global_batch_tokens", _whole_or(run.global_batch_tokens)) if batch_asked else None
+            batch = batch_asked if isinstance(batch_asked, tuple) else (  # (field, value) as given, else the run's
+                ("global_batch_tokens", _whole_or(run.global_batch_tokens)) if batch_asked else None)
             raise no_completion(batch, f"{run.gpus:,.0f}", True,
                                 largest_step_tokens(plans, which, np.array([run.global_batch_tokens]) / steps))
 
@@ -144,7 +145,7 @@ def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float) -> None:
                     gpu_hours=wall_seconds * plan.gpus / 3600, tokens=inputs.tokens, recipe=inputs.recipe_name,
                     global_batch_tokens=float(plan.global_batch * inputs.seq_len), zero=layout.zero,
                     model_parallel=layout.tp * layout.pp)
-    check_run_completes(run, inputs.budget_settings(), _batch_given(inputs) is not None)
+    check_run_completes(run, inputs.budget_settings(), _batch_given(inputs))
 
 
 def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray) -> float:
