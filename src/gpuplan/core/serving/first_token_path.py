@@ -130,10 +130,7 @@ def eager_issue_seconds(release: EngineRelease, spec: ModelSpec, which: int = 0,
     op and torch op is launched from Python). ``which`` 1 / 2 are the slower / faster of the range's two ends
     (G = 23.1 or 0 in PR 12160's equations): with the per-forward term, which end is slower depends on the
     forward's launches against the PR's 1,574."""
-    launches = spec.num_layers * LK.issued_kernels(spec, release, fabric, fmt_name, prefill=prefill, tokens=tokens,
-                                                   tp=tp)
-    forward = SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S if prefill and release.engine == "sglang" else (0.0, 0.0, 0.0)
-    ends = [forward[i] + launches * EAGER_HOST_PER_LAUNCH_RANGE_S[i] for i in (0, 1, 2)]
+    ends = [forward + layers for forward, layers in _issue_ends(release, spec, fabric, fmt_name, tokens, tp, prefill)]
     if which == 0:
         return ends[0]
     return max(ends[1:]) if which == 1 else min(ends[1:])
@@ -148,11 +145,8 @@ def eager_exposed_seconds(release: EngineRelease, spec: ModelSpec, gpu_s: float,
     adds beyond its GPU work: the forward is F + max(I, G) (module docstring: F's metadata and its device sync
     run before any layer is queued), so F is paid whatever G. ``which`` 0 is the expected end; 1 / 2 the range
     end (PR 12160's G = 23.1 or 0) whose exposed time is the larger / smaller."""
-    launches = spec.num_layers * LK.issued_kernels(spec, release, fabric, fmt_name, prefill=prefill, tokens=tokens,
-                                                   tp=tp)
-    forward = SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S if prefill and release.engine == "sglang" else (0.0, 0.0, 0.0)
-    ends = [(forward[i] + launches * EAGER_HOST_PER_LAUNCH_RANGE_S[i], forward[i],
-             forward[i] + exposed_host_seconds(launches * EAGER_HOST_PER_LAUNCH_RANGE_S[i], gpu_s)) for i in (0, 1, 2)]
+    ends = [(forward + layers, forward, forward + exposed_host_seconds(layers, gpu_s))
+            for forward, layers in _issue_ends(release, spec, fabric, fmt_name, tokens, tp, prefill)]
     if which == 0:
         return ends[0]
     pick = max if which == 1 else min
@@ -161,7 +155,24 @@ def eager_exposed_seconds(release: EngineRelease, spec: ModelSpec, gpu_s: float,
 
 def eager_forward_host_seconds(release: EngineRelease, prefill: bool = True) -> float:
     """The expected per-forward part of eager_issue_seconds (SGLang prefill: 16.6 ms; else 0)."""
-    return SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S[0] if prefill and release.engine == "sglang" else 0.0
+    return _forward_range(release, prefill)[0]
+
+
+def _forward_range(release: EngineRelease, prefill: bool) -> tuple[float, float, float]:
+    """F at each end (expected, PR 12160's G = 0 / 23.1 ends): SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S for an SGLang
+    prefill, else none."""
+    return SGLANG_PREFILL_HOST_PER_FORWARD_RANGE_S if prefill and release.engine == "sglang" else (0.0, 0.0, 0.0)
+
+
+def _issue_ends(release: EngineRelease, spec: ModelSpec, fabric: Accelerator | None, fmt_name: str, tokens: float,
+                tp: int, prefill: bool) -> list[tuple[float, float]]:
+    """(F, I) at each end of the ranges: the per-forward host time (_forward_range) and the layers' issue time
+    (layers x layer_kernels.issued_kernels x EAGER_HOST_PER_LAUNCH_RANGE_S), the two terms eager_issue_seconds and
+    eager_exposed_seconds combine."""
+    launches = spec.num_layers * LK.issued_kernels(spec, release, fabric, fmt_name, prefill=prefill, tokens=tokens,
+                                                   tp=tp)
+    forward = _forward_range(release, prefill)
+    return [(forward[i], launches * EAGER_HOST_PER_LAUNCH_RANGE_S[i]) for i in (0, 1, 2)]
 
 
 def runs_issue_bound(release: EngineRelease, graph_max_tokens: int) -> bool:
