@@ -87,20 +87,6 @@ around its own __init__, each estimate stage), each a whole build (wave 8: a pas
 request)."""
 
 
-class _ConfigText(str):
-    """A config's JSON text, carrying the dict it was written from: lru_cache keys on the text (a dict is
-    unhashable), a miss builds from ``config``. A str subclass, not a dataclass: no generated code to record
-    (commands.record_dataclass_code)."""
-
-    config: dict[str, Any]
-
-    @classmethod
-    def of(cls, text: str, config: dict[str, Any]) -> _ConfigText:
-        kept = cls(text)
-        kept.config = config
-        return kept
-
-
 def spec_of_config(config: dict[str, Any], name: str, source: str = "", model_type: str | None = None, *,
                    checkpoint_format: bool = True) -> ModelSpec:
     """hf_config.model_spec_from_hf_config, kept for the exact config text (its JSON), name, source, model_type and
@@ -112,17 +98,18 @@ def spec_of_config(config: dict[str, Any], name: str, source: str = "", model_ty
         hash((name, source, model_type, checkpoint_format))
         native = json.loads(text) == config  # a tuple and its list, {1: x} and {"1": x} share a text (review w9 S1)
     except (TypeError, ValueError, RecursionError):
-        return _built_spec(config, name, source, model_type, checkpoint_format)
+        native = False
     if not native:  # not JSON-native: built each time, so a refusal (a tuple layer_types) is never a cached build
         return _built_spec(config, name, source, model_type, checkpoint_format)
-    return _kept_spec(_ConfigText.of(text, config), name, source, model_type, checkpoint_format)
+    return _kept_spec(text, name, source, model_type, checkpoint_format)
 
 
 @lru_cache(maxsize=SPECS_KEPT)
-def _kept_spec(config: _ConfigText, name: str, source: str, model_type: str | None,
-               checkpoint_format: bool) -> ModelSpec:
-    """spec_of_config's cache (lru_cache is thread-safe: two concurrent misses both build, one is kept)."""
-    return _built_spec(config.config, name, source, model_type, checkpoint_format)
+def _kept_spec(text: str, name: str, source: str, model_type: str | None, checkpoint_format: bool) -> ModelSpec:
+    """spec_of_config's cache, keyed on the config's JSON text (a dict is unhashable); a miss builds from the text
+    read back, which is the config itself (spec_of_config keeps only a JSON-native one). lru_cache is thread-safe:
+    two concurrent misses both build, one is kept."""
+    return _built_spec(json.loads(text), name, source, model_type, checkpoint_format)
 
 
 def _built_spec(config: dict[str, Any], name: str, source: str, model_type: str | None,
