@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpuplan.core.memory import training as M
+from gpuplan.core.model.finetune import peft_counts_experts
 from gpuplan.core.model.flops import training_flops_per_token
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout
@@ -195,7 +196,7 @@ class Evaluator:
         seq = self.memory.seq_len
         tokens = table["global_batch"] * seq
         base = training_flops_per_token(self.spec, seq, "full", "none", self.step.finetune, self.step.lora_rank,
-                                        peft_experts=self.step.eager_ops is not None)  # step._adapters_per_gpu's rule
+                                        peft_experts=peft_counts_experts(self.step))
         flops = base.model * tokens  # core.time.step.model_flops_per_token's numerator, peft's expert fold as timed
         peak = self.cluster.gpu.peak(self.step.dtype)
         mfu = flops / (table["step_seconds"] * table["gpus"] * peak)

@@ -15,7 +15,7 @@ from gpuplan.core.model.spec import (
     mlp_params,
     norm_params,
 )
-from gpuplan.core.model.finetune import QLORA_BASE_BYTES, lora_params
+from gpuplan.core.model.finetune import QLORA_BASE_BYTES, lora_params, peft_counts_experts
 from gpuplan.core.model.mtp import mtp_block_is_moe, mtp_module_params, mtp_stage_layer_shed
 from gpuplan.core.bulk import scalar_or_array
 from gpuplan.core.parallel import ParallelLayout
@@ -212,7 +212,7 @@ def finetune_states(params: StageParams, spec: ModelSpec, layout: ParallelLayout
     # parameter, requires_grad or not; FSDP2 fully_shard likewise): 1/d of it per rank
     frozen = frozen / np.where(layout.zero >= 3, state_shards(layout), 1)
     adapters = lora_params(spec, settings.lora_rank, params.layers, layout.tp,  # --framework hf: peft's MoE count
-                           peft_experts=settings.framework == "hf", moe_layers=params.moe_layers)
+                           peft_experts=peft_counts_experts(settings), moe_layers=params.moe_layers)
     adapter_params = StageParams(params.layers, 0, adapters, 0.0, adapters, 0.0, 0.0)
     trained = model_state_bytes(adapter_params, layout, adapter_recipe, optimizer, spec.hidden_size)
     return ModelStates(frozen + trained.weights, trained.grads, trained.master, trained.optimizer)

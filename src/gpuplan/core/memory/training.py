@@ -19,7 +19,7 @@ from gpuplan.core.memory import bf16_optimizer as BO
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import recompute as R
 from gpuplan.core.memory import recipe_facts as RF
-from gpuplan.core.model.finetune import lora_params_per_layer  # noqa: F401 - re-exported (tests/test_memory.py)
+from gpuplan.core.model.finetune import lora_params_per_layer, peft_counts_experts  # noqa: F401 - re-exported (tests/test_memory.py)
 from gpuplan.core.frameworks import framework
 from gpuplan.core.memory.device_memory import Overheads, framework_gap_bytes, usable_bytes  # noqa: F401 - re-exported
 from gpuplan.core.bulk import scalar_or_array
@@ -300,7 +300,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     in_flight = A.pipeline_micro_batches_in_flight(layout.pp, layout.vpp, micro_batches, stage, settings.ep_a2a_overlap)
     activations = per_token * tokens * in_flight * settings.activation_scale
     fold, fold_temp = 0.0, 0.0
-    if settings.finetune != "full" and settings.framework == "hf":  # peft's rebuilt expert weights (core.memory.lora_moe)
+    if settings.finetune != "full" and peft_counts_experts(settings):  # peft's rebuilt expert weights (core.memory.lora_moe)
         fold, fold_temp = peft_fold_memory(spec, recipe.compute_bytes, params.moe_layers, in_flight, settings.recompute)
     activations = activations + fold
     last = stage == layout.pp - 1

@@ -73,6 +73,14 @@ def peft_dense_layer_params(spec: ModelSpec, rank: int) -> float:
     return rank * (peft_attention_widths(spec) + mlp)
 
 
+def peft_counts_experts(settings) -> bool:
+    """Does peft train the experts' adapters (peft_moe_layer_params)? Only under --framework hf (peft on
+    transformers 5.x): the step's StepSettings say so by carrying hf's eager op profile (eager_ops, set by
+    jobs.eager_stack), the memory settings and the training inputs by their framework. The one rule the
+    adapter count, the FLOPs numerator and peft's expert-fold memory read."""
+    return getattr(settings, "eager_ops", None) is not None or getattr(settings, "framework", None) == "hf"
+
+
 def lora_params(spec: ModelSpec, rank: int, layers=None, tp=1, peft_experts: bool = False, per_token: bool = False,
                 moe_layers=None):
     """Trained adapter parameters of ``layers`` decoder layers (None: all), the single count the memory, step,

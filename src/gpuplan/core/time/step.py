@@ -346,9 +346,9 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
 
 
 def _adapters_per_gpu(spec: ModelSpec, settings: StepSettings, tp, pp):
-    from gpuplan.core.model.finetune import lora_params  # --framework hf (eager ops): peft's MoE count
+    from gpuplan.core.model.finetune import lora_params, peft_counts_experts  # hf (eager ops): peft's MoE count
 
-    return lora_params(spec, settings.lora_rank, tp=tp, peft_experts=settings.eager_ops is not None) / pp
+    return lora_params(spec, settings.lora_rank, tp=tp, peft_experts=peft_counts_experts(settings)) / pp
 
 
 def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1, tp=1, pp=1, vpp=1, cp=1,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gpuplan.core.model import flops as F
+from gpuplan.core.model.finetune import peft_counts_experts
 from gpuplan.core.economics.gpu_time import ComputeBudget, solve_compute_budget
 from gpuplan.core.economics.io import nodes_for
 from gpuplan.core.model.spec import params_for_6nd
@@ -74,8 +75,8 @@ allowances (failures, checkpoints: the budget) are added, s."""
 def count_flops(spec, inputs: TrainingInputs, recompute: str) -> Flops:
     n_6nd = params_for_6nd(spec)
     per_token = F.training_flops_per_token(spec, inputs.seq_len, inputs.attention_flops,  # type: ignore[arg-type]
-                                           recompute, inputs.finetune, inputs.lora_rank,  # hf: eager_ops (eager_stack)
-                                           peft_experts=inputs.framework == "hf")  # step._adapters_per_gpu's rule
+                                           recompute, inputs.finetune, inputs.lora_rank,
+                                           peft_experts=peft_counts_experts(inputs))
     six_nd, exact = F.flops_6nd(n_6nd, inputs.tokens), per_token.model * inputs.tokens
     used = six_nd if inputs.flops_method == "6nd" and inputs.finetune == "full" else exact
     return Flops(n_6nd, six_nd, exact, used, per_token.hardware / per_token.model)
