@@ -149,6 +149,12 @@ def api_server_seconds(release: EngineRelease, chat: bool = False) -> float:
     return window + (chat_template_seconds(release) if chat else 0.0)
 
 
+def endpoint_parse_seconds(runtime: Runtime) -> float:
+    """The chat-template parse in server_hold_seconds: chat_template_seconds where the setup's requests reach the
+    chat endpoint (Runtime.endpoint), else 0; the part the answers' hold lines and validate's basis name."""
+    return chat_template_seconds(runtime.release) if runtime.endpoint == "chat" else 0.0
+
+
 def server_hold_seconds(runtime: Runtime) -> float:
     """api_server_seconds of the setup's engine release at the endpoint its requests reach (Runtime.endpoint):
     the one hold every door reads (infer, the sizing, the web API, validate)."""

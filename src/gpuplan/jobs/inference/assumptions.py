@@ -72,8 +72,8 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
         Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step"
                    + (" (vLLM V1: its scheduler's chunks) + the server's 2 ms tokeniser batch window"
                       if RP.api_server_seconds(release) else "")
-                   + (f" + {RP.chat_template_seconds(release) * 1e3:.0f} ms chat-template parse"
-                      if plan.setup.runtime.endpoint == "chat" and RP.chat_template_seconds(release) else "")
+                   + (f" + {parse * 1e3:.0f} ms chat-template parse"
+                      if (parse := RP.endpoint_parse_seconds(plan.setup.runtime)) else "")
                    + f"; requests to the {plan.setup.runtime.endpoint} endpoint",
                    "not the rest of a server's request path (HTTP, the chat template's render, tokenising, process "
                    "hand-offs, streaming): 20 ms median on a 4-vCPU L4 node under vLLM 0.23, <= 1.8 ms on NIM 1.8 "

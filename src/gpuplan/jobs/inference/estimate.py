@@ -250,7 +250,7 @@ def _request_path_lines(plan: Plan) -> tuple[Line, ...]:
     window (0.10 on) and the scheduler's prefill chunks (V1, a prompt past the token budget)."""
     runtime, lines = plan.setup.runtime, []
     if hold := RP.server_hold_seconds(runtime):
-        parse = RP.chat_template_seconds(runtime.release) if runtime.endpoint == "chat" else 0.0
+        parse = RP.endpoint_parse_seconds(runtime)
         window = hold - parse
         what = " + ".join(part for part, seconds in (("tokeniser batch window", window), (
             f"{parse * 1e3:.0f} ms chat-template parse", parse)) if seconds)

@@ -315,7 +315,7 @@ def _online_cases(e: dict[str, Any]) -> list[Case]:
                   f"{decode.kernel_floor_s * 1e3:.2f} + host {decode.host_s * 1e3:.2f} + all-reduce "
                   f"{decode.comm_s * 1e3:.2f} ms; bound: {decode.bound}")
     note, ttft_basis = e.get("engine", ""), last + _prefill_basis({**e, "prompt_tokens": pairs[-1][0]}, prefill)
-    if _runtime_of(e).endpoint == "chat" and (parse := RP.chat_template_seconds(parse_release(e["release"]))):
+    if parse := RP.endpoint_parse_seconds(_runtime_of(e)):
         ttft_basis += f" (host: {parse * 1e3:.1f} ms of it the chat template parsed again; request_path)"
     if len(steps) > 1:
         ttft_basis, tpot_basis = (f"mean of {len(steps)} requests ({ttft * 1e3:.1f} ms); " + ttft_basis,
