@@ -19,7 +19,8 @@ from gpuplan.core.memory import bf16_optimizer as BO
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import recompute as R
 from gpuplan.core.memory import recipe_facts as RF
-from gpuplan.core.model.finetune import lora_params_per_layer, peft_counts_experts  # noqa: F401 - re-exported (tests/test_memory.py)
+from gpuplan.core.model.finetune import lora_params_per_layer  # noqa: F401 - re-exported (tests/test_memory.py)
+from gpuplan.core.model.finetune import peft_counts_experts
 from gpuplan.core.frameworks import framework
 from gpuplan.core.memory.device_memory import Overheads, framework_gap_bytes, usable_bytes  # noqa: F401 - re-exported
 from gpuplan.core.bulk import scalar_or_array
