@@ -43,11 +43,12 @@ def estimate_inference(inputs: InferenceInputs) -> Report:
     from gpuplan.jobs.inference import sizing
 
     target = LoadTarget(inputs.ttft_p99 or float("inf"), inputs.tpot or float("inf"), inputs.rps)
-    configs = sizing.size_for_target(plan, target, inputs.price)
+    steps = sizing.replica_steps_by_gpu(plan)  # timed once for the colocated and the disaggregated search
+    configs = sizing.size_for_target(plan, target, inputs.price, timed=steps)
     asked = plan.gpu.id if "gpu" in inputs.given else None
     sections = [sizing.sizing_section(plan, target, configs, asked)]
     if inputs.disaggregate:
-        options = sizing.disaggregated_by_gpu(plan, target, inputs.price)
+        options = sizing.disaggregated_by_gpu(plan, target, inputs.price, timed=steps)
         sections.insert(0, sizing.disaggregated_section(plan, target, options, configs, asked))
     title = f"Sizing {plan.spec.name} for {inputs.rps:g} requests/s"
     return replace(report, title=title, sections=(*sections, *report.sections),

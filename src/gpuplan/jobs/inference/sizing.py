@@ -128,12 +128,19 @@ def refused_gpus(plan: Plan) -> list[str]:
     return [f"{', '.join(ids)} ({tokens:,} tokens)" for tokens, ids in sorted(by_budget.items())]
 
 
-def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None) -> list[SizedConfig]:
+def replica_steps_by_gpu(plan: Plan) -> dict[str, dict]:
+    """_replica_steps of every GPU type that serves the plan (serving_gpus), by catalog id: timed once for both
+    size_for_target and disaggregated_by_gpu (each timed every (GPU, TP) prefill itself)."""
+    return {gpu.id: _replica_steps(plan, gpu) for gpu in serving_gpus(plan)}
+
+
+def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None, *,
+                    timed: dict[str, dict] | None = None) -> list[SizedConfig]:
     """Every (GPU type, TP) that meets the target, cheapest first; GPU types where vLLM would refuse
-    the user's --max-num-seqs (scheduler_refusal) are left out."""
+    the user's --max-num-seqs (scheduler_refusal) are left out. ``timed``: replica_steps_by_gpu, if already timed."""
     found = []
     for gpu in serving_gpus(plan):
-        for tp, (prefill, decode, cap) in _replica_steps(plan, gpu).items():
+        for tp, (prefill, decode, cap) in (timed[gpu.id] if timed else _replica_steps(plan, gpu)).items():
             replica = max_rate(target, prefill, decode, plan.output, cap,
                                RP.server_hold_seconds(plan.setup.runtime))
             if replica is None:
@@ -188,14 +195,16 @@ def _pools_cost(pools: tuple[Pool, Pool]) -> tuple:
     return (None in hourly, sum(h or 0.0 for h in hourly), sum(p.gpus for p in pools))
 
 
-def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = None) -> dict[str, tuple[Pool, Pool]]:
+def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = None, *,
+                         timed: dict[str, dict] | None = None) -> dict[str, tuple[Pool, Pool]]:
     """Per GPU type (catalog id), the cheapest prefill pool + decode pool on that type (a homogeneous
     cluster, each phase with its own TP, as in DistServe) that meet the targets together; types
-    where nothing does are left out. The KV transfer runs over min(tp_prefill, tp_decode) NICs."""
+    where nothing does are left out. The KV transfer runs over min(tp_prefill, tp_decode) NICs.
+    ``timed``: replica_steps_by_gpu, if already timed."""
     found: dict[str, tuple[Pool, Pool]] = {}
     for gpu in serving_gpus(plan):
         price_h, source = price_for(gpu.id, price)
-        steps = _replica_steps(plan, gpu)
+        steps = timed[gpu.id] if timed else _replica_steps(plan, gpu)
         decodes = {}
         for tp, (_, decode, cap) in steps.items():
             rated = decode_pool_rate(target.tpot, decode, plan.output, cap)
