@@ -52,7 +52,7 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
     which[order] = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
     steps, done, shares = fitting["step_seconds"], np.ones(len(fitting), bool), []
     for k in range(6):  # on-demand and spot at the point rate, then at the low and the high end of its range
-        share, finishes = _wall_shares(*(np.array(column)[which] for column in zip(*(p[k] for p in plans))), steps)
+        share, finishes = _wall_shares(*_plan_columns(plans, which, k), steps)
         done &= finishes
         shares.append(share)
     kept = np.flatnonzero(done)
@@ -103,6 +103,12 @@ def _plans_of(run, settings, gpus: float) -> list[tuple[float, float, float, flo
     return [(p.mtbi, p.restart, p.checkpoint_cost, p.interval) for s in found for p in (s.on_demand, s.spot)]
 
 
+def _plan_columns(plans, which: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
+    """(MTBI, restart, stall, interval) of failure plan ``k`` (of _plans_of's six) for each row, by its group
+    (``which`` indexes ``plans``, one list of six per group)."""
+    return tuple(np.array(column)[which] for column in zip(*(p[k] for p in plans)))
+
+
 def _wall_shares(mtbi: np.ndarray, restart: np.ndarray, stall: np.ndarray, interval: np.ndarray,
                  steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Expected wall-clock with failures / failure-free work, per row, with the checkpoint interval at least
@@ -125,7 +131,7 @@ def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | N
     plans = [_plans_of(replace(run, step_seconds=0.0), settings, run.gpus)]
     which, steps = np.zeros(1, np.int64), np.array([run.step_seconds])
     for k in range(6):
-        if not _wall_shares(*(np.array(column)[which] for column in zip(*(p[k] for p in plans))), steps)[1][0]:
+        if not _wall_shares(*_plan_columns(plans, which, k), steps)[1][0]:
             batch = batch_asked if isinstance(batch_asked, tuple) else (  # (field, value) as given, else the run's
                 ("global_batch_tokens", _whole_or(run.global_batch_tokens)) if batch_asked else None)
             raise no_completion(batch, f"{run.gpus:,.0f}", True,
@@ -158,7 +164,7 @@ def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray)
 
     best = np.full(len(which), np.inf)
     for k in range(6):
-        mtbi, restart, stall, interval = (np.array(column)[which] for column in zip(*(p[k] for p in plans)))
+        mtbi, restart, stall, interval = _plan_columns(plans, which, k)
         room = most * mtbi - stall
         fits = (restart <= most * mtbi) & (interval <= room)  # else no step is short enough
         best = np.minimum(best, np.where(fits, room * tokens_per_second, 0.0))
