@@ -81,8 +81,7 @@ def _group_plans(inputs, evaluator, settings, table, first: int) -> list[tuple[f
     for row ``first``'s (count, writers) group (jobs.budget.model.scenario with no step floor): on-demand
     and spot at the point failure rate, then at the low and the high end of its range (R.failure_rate_range:
     the ends the answer prints, jobs.budget.compute.failure_ranges, which follow --failure-rate)."""
-    from gpuplan.core.economics.reliability import failure_rate_range
-    from gpuplan.jobs.budget.model import run_facts, scenario
+    from gpuplan.jobs.budget.model import run_facts
 
     tp, pp, gpus = int(table["tp"][first]), int(table["pp"][first]), float(table["gpus"][first])
     work = inputs.tokens / float(table["tokens_per_second"][first])
