@@ -7,6 +7,7 @@ architecture is assembled from them in adapters/hf_config.py.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from gpuplan.errors import InputError
@@ -103,6 +104,16 @@ each requires from config.json (original_max_position_embeddings and rope_theta 
 the config); 'su' is Phi-3's older name for longrope, 'mrope' Qwen2-VL's for default."""
 
 
+def list_refusal(field: str, values: Any, ok: Callable[[Any], bool], listed: str, entry: str) -> InputError | None:
+    """A config.json list field's refusal: ``values`` itself when it is no list (``listed`` says what is valid),
+    else its first entry that is not ``ok``, quoted with its place ('entry 31 (from 0) ' + ``entry``); None when
+    every entry is. The value given is quoted, not its type's name or '32 entries' (wave 9)."""
+    if not isinstance(values, list):
+        return InputError(field, values, listed)
+    bad = next((i for i, v in enumerate(values) if not ok(v)), None)
+    return None if bad is None else InputError(field, values[bad], f"entry {bad} (from 0) {entry}")
+
+
 def check_rope_scaling(scaling: Any) -> None:
     """``rope_scaling`` is absent, null, or a mapping of a known type with the keys that type
     requires, whose ``factor`` (where given) is a number in (0, MAX_ROPE_FACTOR]."""
@@ -124,11 +135,11 @@ def check_rope_scaling(scaling: Any) -> None:
         raise InputError("config.json: rope_scaling.factor", factor, f"must be a number in (0, {MAX_ROPE_FACTOR:g}]")
     for key in ("short_factor", "long_factor"):  # LongRoPE: one rescale per rotary frequency
         value = scaling.get(key)
-        if value is not None and (not isinstance(value, list) or not all(is_finite_number(v) for v in value)):
-            bad = next(i for i, v in enumerate(value) if not is_finite_number(v)) if isinstance(value, list) else None
-            raise InputError(f"config.json: rope_scaling.{key}", value if bad is None else value[bad],
-                             "must be a list of numbers (one per rotary frequency)" if bad is None else
-                             f"entry {bad} (from 0) must be a finite number (one per rotary frequency)")
+        if value is not None and (refusal := list_refusal(
+                f"config.json: rope_scaling.{key}", value, is_finite_number,
+                "must be a list of numbers (one per rotary frequency)",
+                "must be a finite number (one per rotary frequency)")):
+            raise refusal
     for key in ROPE_SCALING_NUMBERS:  # YaRN / Llama 3 / LongRoPE parameters (transformers modeling_rope_utils)
         value = scaling.get(key)
         if value is not None and (not is_finite_number(value) or value < 0
@@ -158,11 +169,11 @@ def check_routing(cfg: dict[str, Any]) -> None:
     if groups is not None and picked is not None and picked > groups:
         raise InputError("config.json: topk_group", picked, f"must be at most n_group ({groups})")
     names = cfg.get("architectures")
-    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
-        bad = next(i for i, n in enumerate(names) if not isinstance(n, str)) if isinstance(names, list) else None
-        raise InputError("config.json: architectures", names if bad is None else names[bad],
-                         f'entry {bad} (from 0) must be a class name (text), e.g. "LlamaForCausalLM"'
-                         if bad is not None else 'must be a list of class names, e.g. ["LlamaForCausalLM"]')
+    if names is not None and (refusal := list_refusal(
+            "config.json: architectures", names, lambda n: isinstance(n, str),
+            'must be a list of class names, e.g. ["LlamaForCausalLM"]',
+            'must be a class name (text), e.g. "LlamaForCausalLM"')):
+        raise refusal
 
 
 FLAG_RULES: tuple[tuple[tuple[str, ...], Any, str], ...] = (

@@ -29,6 +29,7 @@ from gpuplan.adapters.config_fields import (
     first,
     int_field,
     layer_indices,
+    list_refusal,
     mpt_fields,
     nested_settings,
     sliding_window,
@@ -199,26 +200,19 @@ def _moe(cfg: dict[str, Any], num_layers: int) -> tuple[MoESpec | None, tuple[bo
     return moe, mask
 
 
-def _layer_types_refusal(types: Any, num_layers: int) -> InputError:
-    """A layer_types that is not one known type per layer: a wrong entry quoted with its place, a list of the
-    wrong length by its count, anything else as given (its type's name was quoted: 'got 'str'')."""
-    kinds = " or ".join(KNOWN_LAYER_TYPES)
-    if not isinstance(types, list):
-        return InputError("config.json: layer_types", types, f"must be a list of {num_layers} layer types ({kinds})")
-    bad = next((i for i, t in enumerate(types) if t not in KNOWN_LAYER_TYPES), None)
-    if bad is not None:
-        return InputError("config.json: layer_types", types[bad], f"entry {bad} (from 0) must be {kinds} (one type "
-                          "per layer)")
-    return InputError("config.json: layer_types", f"{len(types)} entries", f"must be a list of {num_layers} layer "
-                      f"types (one per layer: {kinds})")
-
-
 def _layer_types(cfg: dict[str, Any], num_layers: int) -> tuple[int | None, tuple[str, ...]]:
     """Sliding-window size and per-layer 'full'/'sliding' (empty when no layer slides)."""
     types = cfg.get("layer_types")
-    if types is not None and (not isinstance(types, list) or len(types) != num_layers
-                              or not all(t in KNOWN_LAYER_TYPES for t in types)):
-        raise _layer_types_refusal(types, num_layers)
+    if types is not None:
+        kinds = " or ".join(KNOWN_LAYER_TYPES)
+        refusal = list_refusal("config.json: layer_types", types, lambda t: t in KNOWN_LAYER_TYPES,
+                               f"must be a list of {num_layers} layer types ({kinds})",
+                               f"must be {kinds} (one type per layer)")
+        if refusal:
+            raise refusal
+        if len(types) != num_layers:
+            raise InputError("config.json: layer_types", f"{len(types)} entries", f"must be a list of {num_layers} "
+                             f"layer types (one per layer: {kinds})")
     window = sliding_window(cfg)
     if window is None:
         return None, ()
