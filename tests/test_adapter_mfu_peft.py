@@ -25,6 +25,8 @@ def test_peft_adapter_flops_per_token_are_the_attention_adapters_by_hand():
     per_token = F.training_flops_per_token(spec, 4096, "full", finetune="lora", lora_rank=16, peft_experts=True)
     assert 3 * per_token.adapter_forward == pytest.approx(6 * 48 * ATTENTION_ADAPTERS_PER_LAYER, rel=1e-12)
     dense = F.training_flops_per_token(spec, 4096, "full", finetune="lora", lora_rank=16)
+    # the dense rule (lora_params_per_layer) on every layer: 16 x (17,408 attention widths + 3 x (2,048 + 6,144),
+    # the config's dense intermediate_size) = 671,744 a layer; 6 x 48 x 671,744 = 193,462,272
     assert 3 * dense.adapter_forward == pytest.approx(193.462272e6, rel=1e-9)  # per-token expert adapters counted
     assert dense.model - per_token.model == pytest.approx(193.462272e6 - 80.216064e6, rel=1e-9)
 
