@@ -174,7 +174,7 @@ def test_the_serving_search_times_only_the_setups_it_keeps(monkeypatch):
 
     monkeypatch.setattr(serving, "evaluate", spied)
     estimate_inference({"model": "llama-3.1-8b", "quantization": "int4", "context": "2M"})
-    assert len(timed) > 10 and all(timed), timed
+    assert len(timed) > 10 and all(timed), timed  # > 10: the spy saw the search (not vacuous over an empty list)
 
 
 def test_the_sizing_search_times_no_replica_twice(monkeypatch):
@@ -196,7 +196,7 @@ def test_the_sizing_search_times_no_replica_twice(monkeypatch):
         monkeypatch.setattr(sizing, "evaluate", counted)
     estimate_inference({"model": "llama-3.1-8b", "rps": 20, "ttft_p99": "500ms", "tpot": "50ms", "prompt": "2K",
                         "output_tokens": 512, "disaggregate": True})
-    assert 0 < len(calls) <= 60, len(calls)
+    assert 0 < len(calls) <= 60, len(calls)  # 35 counted now: 60 leaves room for a new setup, far under the 298
 
 
 def test_a_full_depth_measurement_of_thousands_of_layers_is_refused_at_once(run_cli, tmp_path):
