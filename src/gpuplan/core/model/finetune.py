@@ -24,11 +24,19 @@ TRAINED_FLOPS_PER_WEIGHT = 6.0  # forward 2 + input-gradient 2 + weight-gradient
 def lora_params_per_layer(spec: ModelSpec, rank: int, tp=1):
     """Adapters on every linear of a layer (q, k, v, o and the MLP): r·(in + out) each. The rule of every
     framework but peft on a MoE model (lora_params)."""
+    return rank * (_qkvo_widths(spec) + _mlp_widths(spec)) / tp
+
+
+def _qkvo_widths(spec: ModelSpec) -> float:
+    """Σ (in + out) over q, k, v and o as separate linears (MLA's too, at its head widths: the dense rule)."""
     h, a = spec.hidden_size, spec.attention
     q, kv = a.num_heads * a.qk_head_dim, a.num_kv_heads * a.qk_head_dim
-    attn = (h + q) + 2 * (h + kv) + (a.num_heads * a.value_head_dim + h)
-    mlp = (3 if spec.mlp.gated else 2) * (h + spec.mlp.intermediate_size)
-    return rank * (attn + mlp) / tp
+    return (h + q) + 2 * (h + kv) + (a.num_heads * a.value_head_dim + h)
+
+
+def _mlp_widths(spec: ModelSpec) -> float:
+    """Σ (in + out) over the dense MLP's linears: gate, up and down (gated) or up and down."""
+    return (3 if spec.mlp.gated else 2) * (spec.hidden_size + spec.mlp.intermediate_size)
 
 
 def peft_attention_widths(spec: ModelSpec) -> float:
@@ -38,8 +46,7 @@ def peft_attention_widths(spec: ModelSpec) -> float:
     LM head)."""
     a, h = spec.attention, spec.hidden_size
     if not a.is_mla:
-        q, kv = a.num_heads * a.qk_head_dim, a.num_kv_heads * a.qk_head_dim
-        return (h + q) + 2 * (h + kv) + (a.num_heads * a.value_head_dim + h)
+        return _qkvo_widths(spec)
     q_out = a.num_heads * a.qk_head_dim
     q = (h + a.q_lora_rank) + (a.q_lora_rank + q_out) if a.q_lora_rank else h + q_out
     kv_a = h + (a.kv_lora_rank or 0) + a.qk_rope_head_dim
@@ -69,8 +76,7 @@ def peft_moe_layer_params(spec: ModelSpec, rank: int) -> tuple[float, float]:
 def peft_dense_layer_params(spec: ModelSpec, rank: int) -> float:
     """LoRA parameters of a dense layer under peft's "all-linear": its attention linears
     (peft_attention_widths) and the MLP's; lora_params_per_layer's count where attention is not MLA."""
-    mlp = (3 if spec.mlp.gated else 2) * (spec.hidden_size + spec.mlp.intermediate_size)
-    return rank * (peft_attention_widths(spec) + mlp)
+    return rank * (peft_attention_widths(spec) + _mlp_widths(spec))
 
 
 def peft_counts_experts(settings) -> bool:
