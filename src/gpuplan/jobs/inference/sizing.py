@@ -21,6 +21,7 @@ from gpuplan.core.serving.load import (
     first_token_seconds,
     max_rate,
     prefill_pool_rate,
+    queue_wait,
     replica_at,
     replicas_for,
 )
@@ -171,6 +172,8 @@ class Pool:
     transfer; decode: TPOT at the batch in flight."""
     transfer_s: float = 0.0
     in_flight: float = 0.0
+    prefill_s: float = 0.0
+    """Prefill role: seconds of one prompt's prefill on an instance (a term of latency_s)."""
 
     @property
     def gpus(self) -> int:
@@ -223,7 +226,8 @@ def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = N
                     continue
                 count = replicas_for(target, _rated(rate))  # the p99 at the load asked, each at its share
                 ttft = first_token_seconds(prefill, target.requests_per_s / count * prefill, hold, transfer)[1]
-                pools = (Pool("prefill", gpu, tp_p, rate, count, price_h, source, ttft, transfer), decode_pool)
+                pools = (Pool("prefill", gpu, tp_p, rate, count, price_h, source, ttft, transfer,
+                              prefill_s=prefill), decode_pool)
                 if gpu.id not in found or _pools_cost(pools) < _pools_cost(found[gpu.id]):
                     found[gpu.id] = pools
     return found
@@ -305,8 +309,11 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
                      "flight (Little's law), decode steps never interrupted by prompts"),
         Line("disagg_ttft_p99", "TTFT p99", prefill.latency_s, "s", f"{_ms(prefill.latency_s)} (target "
              f"{_ms(target.ttft_p99)})", f"at {target.requests_per_s / prefill.instances:,.2f} requests/s an "
-             f"instance (the load asked); includes the KV transfer, {prefill.transfer_s * 1e3:,.1f} ms "
-             "(prompt KV / (tp x NIC bandwidth))"),
+             "instance (the load asked): " + _ttft_terms(
+                 RP.disaggregated_hold_seconds(plan.setup.runtime), prefill.prefill_s,
+                 target.requests_per_s / prefill.instances * prefill.prefill_s, prefill.transfer_s)
+             + " (KV transfer: prompt KV / (tp x NIC bandwidth); server hold: the prefill and the decode "
+             "instance's servers each)"),
         Line("disagg_tpot", "time per output token", decode.latency_s, "s",
              f"{_ms(decode.latency_s)} (target {_ms(target.tpot)})", "decode step at the batch in flight at "
              f"{target.requests_per_s / decode.instances:,.2f} requests/s an instance (the load asked)"),
@@ -322,6 +329,15 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.0f} ms"
+
+
+def _ttft_terms(hold_s: float, prefill_s: float, rho: float, transfer_s: float = 0.0) -> str:
+    """Every term a p99 TTFT adds (load.first_token_seconds), each in ms: 'server hold 2.0 ms + prefill 45.3 ms
+    + M/M/1 queueing wait p99 111.3 ms' (+ the KV transfer where there is one); the terms sum to the number."""
+    terms = [("server hold", hold_s), ("prefill", prefill_s), ("M/M/1 queueing wait p99", queue_wait(prefill_s, rho)[1])]
+    if transfer_s:
+        terms.append(("KV transfer", transfer_s))
+    return " + ".join(f"{name} {seconds * 1e3:,.1f} ms" for name, seconds in terms)
 
 
 def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], asked_gpu: str | None = None) -> Section:
@@ -343,7 +359,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
                                *left_out))
     on_asked = [c for c in configs if c.gpu.id == asked_gpu]
     best = on_asked[0] if on_asked else configs[0]
-    r, load = best.replica, _at_load(plan, target, best)
+    r, (load, prefill_s) = best.replica, _at_load(plan, target, best)
     elsewhere = _elsewhere_line(asked_gpu, on_asked, configs[0])
     tokens_per_hour = target.requests_per_s * (plan.prompt + plan.output) * 3600
     per_million = None if best.cost_per_hour is None else best.cost_per_hour / tokens_per_hour * 1e6
@@ -363,8 +379,9 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
              f"{r.in_flight:,.1f} in flight, prefill {r.prefill_utilisation:.0%} of GPU time"),
         Line("sized_ttft_p99", "TTFT p99", load.ttft_p99, "s",
              f"{_ms(load.ttft_p99)} at {load.rate:,.2f} requests/s a replica (target {ttft})",
-             f"at {load.rate:,.2f} requests/s a replica (the load asked): prefill + M/M/1 queueing wait p99 "
-             "(docs/inference.md)"),
+             f"at {load.rate:,.2f} requests/s a replica (the load asked): "
+             + _ttft_terms(RP.server_hold_seconds(plan.setup.runtime), prefill_s, load.prefill_utilisation)
+             + " (docs/inference.md)"),
         Line("sized_tpot", "time per output token", load.tpot, "s", f"{_ms(load.tpot)} at that load (target {tpot})",
              f"at {load.rate:,.2f} requests/s a replica: decode step at the batch in flight / (1 - prefill share)"),
         Line("sized_cost_per_hour", "cost", best.cost_per_hour, "USD/h",
@@ -375,12 +392,13 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
     ))
 
 
-def _at_load(plan: Plan, target: LoadTarget, config: SizedConfig) -> ReplicaLoad:
+def _at_load(plan: Plan, target: LoadTarget, config: SizedConfig) -> tuple[ReplicaLoad, float]:
     """One replica of ``config`` at the load asked, the target's rate over its replicas (its
-    ``replica`` is at the most it sustains within the target, the table's 'req/s per replica')."""
+    ``replica`` is at the most it sustains within the target, the table's 'req/s per replica'), and its
+    prefill seconds (a term of the TTFT)."""
     prefill, decode, cap = _tp_steps(plan, config.gpu, config.tp)
     return replica_at(target.requests_per_s / config.replicas, prefill, decode, plan.output, cap,
-                      RP.server_hold_seconds(plan.setup.runtime)) or config.replica
+                      RP.server_hold_seconds(plan.setup.runtime)) or config.replica, prefill
 
 
 def _elsewhere_line(asked_gpu: str | None, on_asked: list[SizedConfig], cheapest: SizedConfig) -> tuple:

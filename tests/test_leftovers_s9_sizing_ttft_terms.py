@@ -1,0 +1,54 @@
+"""The sizing's TTFT p99 lines name every term their number adds (closing note s8, leftovers: the text of
+sized_ttft_p99 said 'prefill + M/M/1 queueing wait p99' while the value also held vLLM's server hold, and the
+disaggregated line named only the KV transfer). Now each term is printed in ms and they sum to the value."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from gpuplan import estimate_inference
+from gpuplan.jobs.inference.schema import InferenceInputs
+
+ASK = dict(model="llama-3.1-8b", rps=20, ttft_p99="500ms", tpot="50ms", prompt="2K", output_tokens=512, gpu="h100")
+
+
+def _line(report, key):
+    return next(ln for s in report.sections for ln in s.lines if ln.key == key)
+
+
+def _terms(formula: str) -> dict[str, float]:
+    """'server hold 2.0 ms + prefill 21.0 ms + ...' -> {name: seconds}."""
+    return {name.strip(): float(ms.replace(",", "")) / 1e3
+            for name, ms in re.findall(r"([A-Za-z/0-9 ]+?) ([\d,]+\.\d) ms", formula.split(": ", 1)[1])}
+
+
+@pytest.mark.parametrize("disaggregate, key, hold_ms", [(False, "sized_ttft_p99", 2.0), (True, "disagg_ttft_p99", 4.0)])
+def test_ttft_p99_text_names_every_term_it_adds(disaggregate, key, hold_ms):
+    """vLLM (the default engine, >= 0.10) holds a request for its tokeniser's 2 ms batch window
+    (request_path.TOKENIZER_BATCH_WAIT_S, utils/async_utils.py@v0.23.0:36); a disaggregated request passes two
+    servers (4 ms). The printed terms (each rounded to 0.1 ms) add up to the value within 0.15 ms, and the wait
+    term is the M/M/1 p99 of the printed prefill at the load asked: t ln(100 rho) / (1 - rho), rho = rate x t."""
+    report = estimate_inference(InferenceInputs(**ASK, disaggregate=disaggregate))
+    line = _line(report, key)
+    terms = _terms(line.formula)
+    assert terms["server hold"] == pytest.approx(hold_ms / 1e3)
+    assert {"server hold", "prefill", "M/M/1 queueing wait p99"} <= set(terms)
+    assert ("KV transfer" in terms) == disaggregate
+    assert sum(terms.values()) == pytest.approx(line.value, abs=0.15e-3)
+    rate = float(re.search(r"at ([\d.]+) requests/s", line.formula).group(1))
+    t = terms["prefill"]
+    rho = rate * t
+    assert terms["M/M/1 queueing wait p99"] == pytest.approx(t * math.log(100 * rho) / (1 - rho), rel=0.02)
+
+
+def test_sglang_sizing_prints_no_hold():
+    """SGLang's server holds nothing gpuplan costs (request_path.api_server_seconds: 0 for other engines): the
+    hold term reads 0.0 ms and the rest still sums to the value."""
+    report = estimate_inference(InferenceInputs(**ASK, engine="sglang"))
+    line = _line(report, "sized_ttft_p99")
+    terms = _terms(line.formula)
+    assert terms["server hold"] == 0.0
+    assert sum(terms.values()) == pytest.approx(line.value, abs=0.15e-3)
