@@ -9,7 +9,8 @@ them and all-gather the updated parameters once a step (1 with ``grad_all_reduce
 gather; ALL_REDUCE_THEN_GATHER; DeepSpeed's 1 and 2 all-reduce each of their 5e8-element buckets and gather
 once, _unit_seconds / deepspeed_buckets); 3 (FSDP) gathers every layer before its
 forward and its backward and reduce-scatters its gradients (core.comm.zero3_gathers for DeepSpeed's
-extra gathers under recompute). Values may be numbers or numpy arrays. Units: seconds, bytes.
+extra gathers under recompute). torchtitan's ZeRO-2 is FSDP2 without reshard after forward (fsdp2_no_reshard):
+ZeRO-3's collectives with one gather a micro-batch. Values may be numbers or numpy arrays. Units: seconds, bytes.
 """
 
 from __future__ import annotations
@@ -160,7 +161,10 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     across = cluster.group(replicas, tp * shard)
     grads = trained_params * settings.grad_comm_bytes
     weights = params_per_gpu(spec, tp, pp, ep) * settings.weight_comm_bytes
-    zero = np.asarray(zero)
+    # torchtitan's ZeRO-2 is FSDP2 without reshard after forward: its collectives are ZeRO-3's, one gather a
+    # micro-batch (forward only) where a pipeline does not keep the stage gathered (fsdp2_no_reshard)
+    no_reshard = fsdp2_no_reshard(settings, zero)
+    zero = np.where(no_reshard, 3, zero)
     zero3 = zero >= 3
     many = np.asarray(shard) > 1
     units, gather_units = _units(spec, settings, trained_params, grads, data, layers, zero3)
@@ -178,7 +182,8 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     # torchtitan's stage under a pipeline (reshard_after_forward False, resharded only by perform_reduce_grad):
     # one gather a step, not a forward and a backward one (core.comm.dp_overlap.fsdp2_exposed times one)
     regather = zero3 & (gather_each | (settings.dp_schedule != "fsdp2"))
-    gathers = np.where(regather, gathers_per_micro_batch(spec, settings.zero3_regathers, settings.recompute, tp), 1.0)
+    gathers = np.where(regather & ~no_reshard,
+                       gathers_per_micro_batch(spec, settings.zero3_regathers, settings.recompute, tp), 1.0)
     # DeepSpeed's ZeRO-2 reduces after every micro-batch's backward (core.comm.dp_overlap)
     each_mb = per_mb | ((settings.dp_schedule == "deepspeed") & O.deepspeed_reduces_each_micro_batch(zero))
     rs_calls = many * units * np.where(each_mb, micro_batches, 1)
@@ -188,7 +193,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     ag_calls = many * gathered * gather_units * np.where(zero3, gathers * np.where(gather_each, micro_batches, 1), 1)
     totals = {"grads": rs_calls * rs_one, "weights": ag_calls * ag_one, "across": (replicas > 1) * ar_across}
     exposed = _exposed(settings, totals, rs_one, ag_one, units, zero, per_mb, micro_batches, compute,
-                       moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch, vpp, pp)
+                       moe_phases, layers, t_bwd_gemm_mb, many, cluster.gpu.collective_arch, vpp, pp, no_reshard)
     grads_kind = "reduce_scatter" if np.all(reduce_scatter) else "all_reduce"
     what = {"grads": ("grad reduce-scatter / all-reduce", rs_calls, grads / units, grads_kind, group),
             "weights": ("param all-gather", ag_calls, weights / gather_units, "all_gather", group),
@@ -197,6 +202,23 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
                             exposed[name], nccl, links)
              for name, (label, calls, size, nccl, links) in what.items()]
     return costs + [_embedding_cost(settings, embedding, grads_emb, micro_batches, tp * shard, group, groups)]
+
+
+def fsdp2_no_reshard(settings, zero):
+    """Rows (``zero``: ZeRO stage, array or scalar) whose ZeRO-2 is FSDP2's fully_shard(reshard_after_forward=False)
+    (the schedule's framework has core.frameworks zero2_is_fsdp2_no_reshard: torchtitan's
+    --parallelism.fsdp_reshard_after_forward "never", torchtitan/distributed/fsdp.py@b5bcd76:112-135, 236-256, which
+    passes the flag to every block's fully_shard). Every parameter is sharded (states_zero) and the collectives are
+    ZeRO-3's: each block all-gathered before its forward and kept unsharded for its backward, which therefore
+    gathers nothing (FSDPParamGroup.reshard returns in the forward without reshard_after_forward and unshard is a
+    no-op on unsharded params, torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py@v2.13.0:499-509, 372-376,
+    pre_backward 576-586), its gradients reduce-scattered after its
+    backward, every micro-batch (torchtitan's trainer keeps gradient sync on at pp 1), and resharded after backward
+    (reshard_after_backward defaults True, L223, L637-638), so the next micro-batch's forward gathers again. Under a pipeline the
+    stage is kept gathered for the step as at ZeRO-3 (one gather, one reduce-scatter a step)."""
+    profiles = [framework(name) for name, schedule in O.SCHEDULE_OF_FRAMEWORK.items() if schedule == settings.dp_schedule]
+    flag = bool(profiles) and all(p.zero2_is_fsdp2_no_reshard for p in profiles)
+    return np.asarray(zero) == 2 if flag else np.zeros(np.shape(zero), dtype=bool)
 
 
 def _embedding_cost(settings, embedding, grads_emb, micro_batches, ranks, group, groups) -> CollectiveCost:
@@ -256,11 +278,11 @@ def _embedding_unit(spec: ModelSpec, settings, tp) -> float:
 
 
 def _exposed(settings, totals, rs_one, ag_one, units, zero, per_mb, micro_batches, compute, moe_phases, layers,
-             t_bwd_gemm_mb, many, arch=None, vpp=1, pp=1) -> dict:
+             t_bwd_gemm_mb, many, arch=None, vpp=1, pp=1, no_reshard=False) -> dict:
     """Exposed seconds of each part under the framework's schedule (``zero``: the ZeRO stage), capped by
     --dp-overlap. The collectives hidden behind compute slow it by the SMs NCCL holds
     (core.comm.collectives.nccl_sm_share of ``arch``; not for DeepSpeed, whose fitted share already carries what
-    its fetches cost)."""
+    its fetches cost). ``no_reshard`` (fsdp2_no_reshard): FSDP2 rows whose backward gathers nothing."""
     fwd, bwd = _windows(compute, micro_batches, moe_phases, layers)
     zero3 = np.asarray(zero) >= 3
     if settings.dp_schedule == "deepspeed":
@@ -275,6 +297,10 @@ def _exposed(settings, totals, rs_one, ag_one, units, zero, per_mb, micro_batche
     s = settings.nccl_sm_share if settings.nccl_sm_share is not None else K.nccl_sm_share(arch)
     chunks = vpp if settings.dp_schedule == "fsdp2" else None  # torchtitan's stages: torch.distributed.pipelining
     fsdp = O.fsdp2_exposed(ag_one, rs_one, fwd / blocks, bwd / blocks, blocks, micro_batches, per_mb, s, chunks)
+    if np.any(no_reshard & per_mb):  # each micro-batch: the forward's gathers, the backward's reduce-scatters only
+        kept = micro_batches * (O.fsdp_pass_exposed(ag_one, fwd / blocks, blocks, s)
+                                + O.fsdp_pass_exposed(rs_one, bwd / blocks, blocks, s))
+        fsdp = np.where(no_reshard & per_mb, kept, fsdp)
     grads = np.where(zero3, 0.0, O.bucketed_exposed(totals["grads"], units, bwd, s))
     weights = np.where(zero3, fsdp, O.bucketed_exposed(totals["weights"], units, fwd, s))
     across = O.bucketed_exposed(totals["across"], units, bwd, s)
