@@ -87,6 +87,22 @@ def peft_counts_experts(settings) -> bool:
     return getattr(settings, "eager_ops", None) is not None or getattr(settings, "framework", None) == "hf"
 
 
+def lora_layer_params(spec: ModelSpec, rank: int, moe_layer: bool = False, peft_experts: bool = False,
+                      per_token: bool = False) -> float:
+    """Trained adapter parameters of one decoder layer (undivided by TP): the one per-layer rule lora_params sums
+    and the hf op profile's R feature reads (core.time.op_profile.adapter_params). ``peft_experts`` (peft on
+    transformers 5.x, peft_counts_experts) on a model with MoE layers: a MoE layer (``moe_layer``) at
+    peft_moe_layer_params (``per_token``: without its folded expert and router adapters), a dense layer at
+    peft_dense_layer_params (its MLA linears as peft finds them); otherwise every layer at the dense rule
+    (lora_params_per_layer)."""
+    if not (peft_experts and rank and spec.moe is not None and spec.num_moe_layers > 0):
+        return lora_params_per_layer(spec, rank)
+    if not moe_layer:
+        return peft_dense_layer_params(spec, rank)
+    lin, folded = peft_moe_layer_params(spec, rank)
+    return lin + (0.0 if per_token else folded)
+
+
 def lora_params(spec: ModelSpec, rank: int, layers=None, tp=1, peft_experts: bool = False, per_token: bool = False,
                 moe_layers=None):
     """Trained adapter parameters of ``layers`` decoder layers (None: all), the single count the memory, step,
@@ -100,10 +116,9 @@ def lora_params(spec: ModelSpec, rank: int, layers=None, tp=1, peft_experts: boo
     layers = spec.num_layers if layers is None else layers
     if not (peft_experts and rank and spec.moe is not None and spec.num_moe_layers > 0):
         return layers * lora_params_per_layer(spec, rank, tp)
-    lin, folded = peft_moe_layer_params(spec, rank)
     moe_layers = layers * spec.num_moe_layers / spec.num_layers if moe_layers is None else moe_layers
-    moe = lin + (0.0 if per_token else folded)
-    return (moe_layers * moe + (layers - moe_layers) * peft_dense_layer_params(spec, rank)) / tp
+    moe, dense = (lora_layer_params(spec, rank, flag, True, per_token) for flag in (True, False))
+    return (moe_layers * moe + (layers - moe_layers) * dense) / tp
 
 
 def adapter_flops_per_token(spec: ModelSpec, finetune: str, rank: int, peft_experts: bool = False) -> float:

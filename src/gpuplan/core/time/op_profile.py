@@ -108,14 +108,13 @@ def layer_params(spec: ModelSpec, moe_layer: bool = False) -> float:
 
 
 def adapter_params(spec: ModelSpec, lora_rank: int, moe_layer: bool = False) -> float:
-    """LoRA parameters of one decoder layer as peft puts them (R): core.model.finetune's count, the one the
-    memory and step models use (dense: lora_params_per_layer; a MoE layer: peft_moe_layer_params, per-token
-    and folded adapters together)."""
-    from gpuplan.core.model.finetune import lora_params_per_layer, peft_moe_layer_params
+    """LoRA parameters of one decoder layer as peft puts them (R): core.model.finetune.lora_layer_params under
+    peft (per-token and folded adapters together), the per-layer count lora_params sums for the memory, step,
+    DP gradient bytes, MFU numerator and calibrate. A dense layer of a model with MoE layers (DeepSeek's first
+    ones) is counted with its MLA linears as peft finds them, as lora_params counts it (the dense rule before)."""
+    from gpuplan.core.model.finetune import lora_layer_params
 
-    if not (moe_layer and spec.moe is not None):
-        return lora_params_per_layer(spec, lora_rank)
-    return sum(peft_moe_layer_params(spec, lora_rank))
+    return lora_layer_params(spec, lora_rank, moe_layer and spec.moe is not None, peft_experts=True)
 
 
 def layer_features(spec: ModelSpec, tokens, seq_len, lora_rank: int = 0, moe_layer: bool = False) -> dict:
