@@ -65,20 +65,20 @@ def _errors(kind):
     return {c[0]: (c[3] - c[2]) / c[2] for c in CASES if c[1] == kind}
 
 
-def test_speculative_speedup_is_optimistic_by_at_most_20_percent():
+def test_speculative_speedup_within_5_percent():
     """vLLM EAGLE at batch 1 (vllm#16035, V1 on 0.8.x, its EAGLE head launched eagerly before
-    0.9.0's #17211): the roofline speedup with the logged acceptance length is 1.62x / 1.56x against
+    0.9.0's #17211): the roofline speedup with the logged acceptance length was 1.62x / 1.56x against
     1.36x / 1.29x measured: +18.9% / +21.4% (+14.5% / +13.7% before a CUDA-graph step paid
     Efficiency.graph_layer_s a layer, which made the plain step 7.51 ms, the PR's own vanilla run
-    7.77 ms, and the verify step no slower relative to it). With the runner's eager launches counted
-    from vLLM 0.8.4's code (core/serving/spec_runner.py: 45 a verify step + 13 a later draft step at
-    8 us, and the EAGLE fc's 67 MB a draft step) the engine step is 9.26 / 10.76 ms: 1.53x / 1.45x,
-    +12.3% / +12.7%. Differencing the PR's k = 2 and k = 4 rates still leaves ~0.9 ms a verify step
-    beyond a plain step that the code's launches do not size (docs/inference.md section 7)."""
+    7.77 ms). With the runner's eager launches counted from vLLM 0.8.4's code (core/serving/spec_runner.py)
+    at 8 us a launch: 1.53x / 1.45x, +12.3% / +12.7%. At the package's Python launch time (41.96 us,
+    first_token_path, the constant vLLM V1's --enforce-eager steps use), the 29 launches nothing hides
+    serial and the draft forwards max(issue, GPU) (no sync between them): 10.52 / 12.40 ms engine steps,
+    1.349x / 1.260x, -1.1% / -2.2% (2026-12-06)."""
     from gpuplan.jobs.validation.inference import KIND_SPECULATIVE
 
     errors = _errors(KIND_SPECULATIVE)
-    assert len(errors) == 2 and all(0.11 < e < 0.14 for e in errors.values()), errors
+    assert len(errors) == 2 and all(-0.05 < e < 0.0 for e in errors.values()), errors
 
 
 def test_kv_per_token_formula_matches_engine_logs_within_2_percent():

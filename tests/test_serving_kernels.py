@@ -278,12 +278,12 @@ def test_nccl_between_pcie_only_gpus_is_slowed_by_the_fitted_factor():
 
 def test_eagle_drafter_runs_eager_before_vllm_0_9():
     """vLLM 0.9.0's notes list 'torch.compile & cudagraph to EAGLE (#17211)': before it the V1
-    EAGLE head ran without CUDA graphs, so each of the k draft steps pays one layer's launch time
-    (Efficiency.layer_launch_s, 80 us); from 0.9.0 the draft steps replay graphs. Llama-3-8B, k = 2,
-    batch 1 on an H100: 0.8.3's draft time is 0.9.0's + 2 x (80 - 50) us, the eager launch time in
-    place of a graph step's per-layer time (Efficiency.graph_layer_s; 0.9.0's scheduler host time is
-    0.6 ms like 0.8's), + the 13 eager launches at 8 us of 0.8's second draft step (spec_runner: the
-    slot-mapping and head ops vLLM 0.8.4's proposer loop launches; no counts are read for 0.9)."""
+    EAGLE head ran without CUDA graphs, its draft forwards issued from Python; from 0.9.0 the draft
+    steps replay graphs. Llama-3-8B, k = 2, batch 1 on an H100: 0.8.3's two draft forwards are issued
+    as 42 launches (spec_runner.draft_segment_seconds: the segment's 11, 2 x 9 of the head's layer, 13 of
+    the second step) at 41.96 us (first_token_path.EAGER_HOST_PER_LAUNCH_S) = 1.762 ms, more than their
+    GPU work, so they take that; 0.9.0's are their GPU time (2 x (522 us streaming the layer and the LM
+    head + 50 us a graph layer) + the fc's 47 us = 1.196 ms)."""
     from dataclasses import replace as dc_replace
 
     from gpuplan.core.serving import kv_cache as K
@@ -307,5 +307,8 @@ def test_eagle_drafter_runs_eager_before_vllm_0_9():
                              bandwidth=gpu.memory_bandwidth, peak=gpu.peak("bf16"), link=None)
         return step.draft_s
 
-    assert draft_seconds("vllm==0.8.3") - draft_seconds("vllm==0.9.0") == pytest.approx(2 * (80e-6 - 50e-6)
-                                                                                      + 13 * 8e-6)
+    from gpuplan.core.serving.first_token_path import EAGER_HOST_PER_LAUNCH_S
+
+    assert EAGER_HOST_PER_LAUNCH_S == pytest.approx(41.96e-6, rel=1e-3)
+    assert draft_seconds("vllm==0.8.3") == pytest.approx(42 * EAGER_HOST_PER_LAUNCH_S, rel=1e-9)
+    assert draft_seconds("vllm==0.9.0") == pytest.approx(2 * (522.2e-6 + 50e-6) + 47.1e-6, rel=0.005)

@@ -18,7 +18,7 @@ from gpuplan.core.serving import weights as W
 from gpuplan.core.serving.releases import parse_release
 from gpuplan.core.serving.speculative import speculation
 
-LAUNCH_S = 80e-6 / 10  # Efficiency.layer_launch_s over the 10 launches of vLLM's eager Llama layer
+LAUNCH_S = 41.957e-6  # first_token_path.EAGER_HOST_PER_LAUNCH_S: (82.64 - 23.10 + 6.5) ms / (61 x 25.80) launches
 
 
 def test_counts_are_those_read_from_each_release():
@@ -39,16 +39,25 @@ def test_counts_are_those_read_from_each_release():
 
 
 def test_host_seconds_worked_by_hand():
-    """At 8 us a launch: k = 2 on 0.8.4 -> 45 x 8 = 360 us once + 1 x 13 x 8 = 104 us over the
-    drafts; k = 1 -> (45 - 3) x 8 = 336 us and no later draft; k = 4 on 0.8.5 -> 360 us +
-    3 x 17 x 8 = 408 us; nothing where no counts were read."""
+    """At 41.957 us a launch (the package's Python launch time, first_token_path): once a verify step
+    45 - 5 (queued behind the forward) - 11 (the draft segment) = 29 launches -> 1.2168 ms, at any k, on
+    0.8.4 and 0.8.5; nothing where no counts were read. The draft segment at k = 2 on 0.8.4: 11 + 2 x 9 +
+    13 = 42 launches -> 1.7622 ms when the GPU work is less; k = 1: 11 - 3 + 9 = 17 -> 0.7133 ms; k = 4 on
+    0.8.5: 11 + 36 + 3 x 17 = 98 -> 4.1118 ms; a GPU time above the issue time is returned as it is."""
+    from gpuplan.core.serving.first_token_path import EAGER_HOST_PER_LAUNCH_S
+
+    assert EAGER_HOST_PER_LAUNCH_S == pytest.approx(LAUNCH_S, rel=1e-4)
     r084, r085 = parse_release("vllm==0.8.4"), parse_release("vllm==0.8.5")
-    assert SR.runner_host_seconds(r084, "eagle", 2, 80e-6) == pytest.approx((360e-6, 104e-6), rel=1e-12)
-    assert SR.runner_host_seconds(r084, "eagle", 1, 80e-6) == pytest.approx((336e-6, 0.0), abs=1e-15)
-    assert SR.runner_host_seconds(r085, "eagle", 4, 80e-6) == pytest.approx((360e-6, 408e-6), rel=1e-12)
-    assert SR.runner_host_seconds(parse_release("vllm==0.9.0"), "eagle", 4, 80e-6) == (0.0, 0.0)
-    # the per-launch cost follows Efficiency.layer_launch_s: twice the layer time, twice the seconds
-    assert SR.runner_host_seconds(r084, "eagle", 2, 160e-6) == pytest.approx((720e-6, 208e-6), rel=1e-12)
+    o084, o085 = SR.runner_ops(r084, "eagle"), SR.runner_ops(r085, "eagle")
+    assert SR.EAGLE1_LAYER_LAUNCHES == 9
+    assert (o084.behind_forward, o084.draft_segment) == (o085.behind_forward, o085.draft_segment) == (5, 11)
+    assert SR.serial_host_seconds(o084, LAUNCH_S) == pytest.approx(1.21675e-3, rel=1e-4)
+    assert SR.serial_host_seconds(o085, LAUNCH_S) == SR.serial_host_seconds(o084, LAUNCH_S)
+    assert SR.serial_host_seconds(None, LAUNCH_S) == 0.0
+    assert SR.draft_segment_seconds(o084, 2, LAUNCH_S, 1e-3) == pytest.approx(1.76219e-3, rel=1e-4)
+    assert SR.draft_segment_seconds(o084, 1, LAUNCH_S, 0.0) == pytest.approx(0.71327e-3, rel=1e-4)
+    assert SR.draft_segment_seconds(o085, 4, LAUNCH_S, 0.0) == pytest.approx(4.11179e-3, rel=1e-4)
+    assert SR.draft_segment_seconds(o084, 2, LAUNCH_S, 5e-3) == 5e-3  # GPU-bound: the GPU time
 
 
 def test_fusion_weights_by_head():
@@ -78,39 +87,40 @@ def _steps(label: str, k: int):
 
 def test_verify_step_pays_the_runner_launches():
     """vLLM 0.8.4, k = 2: the verify step's host time is the plain step's (0.6 ms scheduling; its 32
-    graph layers x 50 us are GPU time, the small-kernel floor) + the runner's 360 us, the verify
-    forward of 3 tokens replaying the same graphs."""
+    graph layers x 50 us are GPU time, the small-kernel floor) + the runner's 29 serial launches at
+    41.957 us = 1.2168 ms, the verify forward of 3 tokens replaying the same graphs."""
     base, fast = _steps("vllm==0.8.4", 2)
     assert base.host_s == pytest.approx(0.6e-3, rel=1e-9)
     assert base.kernel_floor_s == fast.kernel_floor_s == pytest.approx(32 * 50e-6, rel=1e-9)
-    assert fast.host_s - base.host_s == pytest.approx(360e-6, rel=1e-9)
+    assert fast.host_s - base.host_s == pytest.approx(29 * LAUNCH_S, rel=1e-4)
 
 
-def test_draft_steps_pay_the_fc_and_the_loop_launches():
-    """k = 2 on 0.8.4 vs 0.9.0 (same 0.6 ms scheduling, drafter on graphs from 0.9.0, no runner counts
-    there): 2 x (80 - 50) us of the layer's launch time + 104 us of the loop's launches; the fc's
-    2 x 2 x 4096^2 x 2 B = 134,217,728 B at 0.85 x 3.35 TB/s = 47.1 us is in both."""
+def test_draft_steps_are_their_issue_time_when_the_host_is_slower():
+    """k = 2 on 0.8.4 vs 0.9.0 (drafter on graphs from 0.9.0, no runner counts there): 0.9.0's two draft
+    steps are GPU time, each one layer (218,103,808 parameters) + the LM head (128,256 x 4096) in bf16,
+    1,486.9 MB at 0.85 x 3.35 TB/s = 522.2 us, + the layer's 50 us (+ ~2 us of KV and elementwise), and
+    the fc's 2 x 2 x 4096^2 x 2 B = 134,217,728 B = 47.1 us; 0.8.4 issues the same drafts eagerly as 42
+    launches, 1.7622 ms, which the GPU work (~1.1 ms without graphs) does not reach."""
     _, eager = _steps("vllm==0.8.4", 2)
     _, graphed = _steps("vllm==0.9.0", 2)
-    assert eager.draft_s - graphed.draft_s == pytest.approx(2 * 30e-6 + 104e-6, rel=1e-9)
     fc_s = 134_217_728 / (0.85 * 3.35e12)
     assert fc_s == pytest.approx(47.135e-6, rel=1e-4)
-    # a graphed draft step: one layer (218,103,808 parameters) + the LM head (128,256 x 4096) in bf16,
-    # 1,486.9 MB at 0.85 x 3.35 TB/s = 522.2 us, + the layer's 50 us (+ ~2 us of KV and elementwise);
-    # two of them + the fc
     assert graphed.draft_s == pytest.approx(2 * (522.2e-6 + 50e-6) + fc_s, rel=0.005)
+    assert eager.draft_s == pytest.approx(42 * LAUNCH_S, rel=1e-4)
+    assert 2 * 524e-6 + fc_s < eager.draft_s
 
 
 def test_pr16035_rows_worked_by_hand():
-    """The two held-out rows (vllm PR 16035, Llama-3-8B + EAGLE at batch 1): before these terms the
-    engine step (verify + k drafts) was 8.75 ms at k = 2 and 9.99 ms at k = 4 against a 7.513 ms
-    plain step. Now + 360 us + (k - 1) x 104 us + k x 23.6 us (the fc's 67 MB): 9.261 / 10.756 ms, so 1.89 x 7.513 /
-    9.261 = 1.533x and 2.08 x 7.513 / 10.756 = 1.453x (measured 1.364x / 1.288x)."""
+    """The two held-out rows (vllm PR 16035, Llama-3-8B + EAGLE at batch 1) against a 7.508 ms plain step:
+    k = 2: verify 7.508 + 1.217 (29 serial launches) + 0.032 (3 tokens' growth) = 8.758 ms, drafts 1.762 ms
+    (42 launches) -> 10.520 ms, 1.89 x 7.508 / 10.520 = 1.349x (measured 1.364x); k = 4: 7.508 + 1.217 +
+    0.065 = 8.790 ms, drafts 86 x 41.957 us = 3.608 ms -> 12.398 ms, 2.08 x 7.508 / 12.398 = 1.260x
+    (measured 1.288x). At 8 us a launch (before 2026-12-06) the same counts gave 1.533x / 1.453x."""
     from gpuplan.jobs.validation.inference import KIND_SPECULATIVE
 
     rows = serving_cases_by_id()
     k2, k4 = rows["vllm16035-llama3-8b-eagle-k2"], rows["vllm16035-llama3-8b-eagle-k4"]
     assert k2[1] == k4[1] == KIND_SPECULATIVE
-    assert k2[3] == pytest.approx(1.89 * 7.513 / (8.750 + 0.360 + 0.104 + 2 * 0.02357), rel=2e-3)
-    assert k4[3] == pytest.approx(2.08 * 7.513 / (9.990 + 0.360 + 3 * 0.104 + 4 * 0.02357), rel=2e-3)
+    assert k2[3] == pytest.approx(1.89 * 7.508e-3 / (7.508e-3 + 29 * LAUNCH_S + 0.0323e-3 + 42 * LAUNCH_S), rel=2e-3)
+    assert k4[3] == pytest.approx(2.08 * 7.508e-3 / (7.508e-3 + 29 * LAUNCH_S + 0.0646e-3 + 86 * LAUNCH_S), rel=2e-3)
     assert k2[2] == pytest.approx(1.364, abs=1e-3) and k4[2] == pytest.approx(1.288, abs=1e-3)

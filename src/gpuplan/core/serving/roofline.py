@@ -241,10 +241,11 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
         step = replace(step, attention_s=max(step.attention_s, die_s))
     if s is None:
         return step
-    # the runner's eager launches around the verify and draft steps (spec_runner: counted from vLLM's code)
-    verify_ops_s, draft_ops_s = SR.runner_host_seconds(setup.runtime.release, s.method, s.tokens,
-                                                       setup.efficiency.layer_launch_s)
-    draft_s = draft_ops_s
+    # the runner's eager launches around the verify and draft steps (spec_runner: counted from vLLM's code),
+    # each at the package's Python launch time (first_token_path)
+    ops = SR.runner_ops(setup.runtime.release, s.method)
+    launch_s = FT.EAGER_HOST_PER_LAUNCH_RANGE_S[which]
+    verify_ops_s, draft_s = SR.serial_host_seconds(ops, launch_s), 0.0
     if s.draft is not None:  # k proposer steps at the batch, plain decoding of the draft shape
         plain = replace(setup, speculation=None, lora=None)  # adapters wrap the target only
         if KR.drafter_runs_eager(setup.runtime.release, s.method):  # no graph: launches a layer
@@ -255,12 +256,15 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
                                    tied=groups.tied)
         share = draft_kv_share(spec, s, setup.kv_bytes, tp, pp)
         draft_kv = kv_per_sequence * share / (1 - share) if share < 1 else 0.0
-        draft_s += s.tokens * decode_step(s.draft, draft_groups, plain, draft_kv, tp=tp, pp=1, batch=batch,
-                                          context=context, bandwidth=bandwidth, peak=peak, link=link,
-                                          which=which, fabric=fabric, scheduled=False).total
+        one = decode_step(s.draft, draft_groups, plain, draft_kv, tp=tp, pp=1, batch=batch, context=context,
+                          bandwidth=bandwidth, peak=peak, link=link, which=which, fabric=fabric, scheduled=False)
+        # where the runner's launches were counted, the drafts' own host time is their issue (spec_runner)
+        draft_s = s.tokens * (one.total - (one.host_s if ops is not None else 0.0))
         # the head's input projection (EAGLE fc / MTP eh_proj), unquantized, streamed like a GEMM's weights
         draft_s += SR.fusion_weights(spec, s.method, s.tokens) * setup.fmt.other_bytes / (
             bandwidth * setup.efficiency.rates(which, False)[0])
+        if ops is not None:  # no sync between the draft forwards: max(issue, GPU)
+            draft_s = SR.draft_segment_seconds(ops, s.tokens, launch_s, draft_s)
     return replace(step, host_s=step.host_s + verify_ops_s, draft_s=draft_s, tokens_per_step=s.mean_accepted_length)
 
 

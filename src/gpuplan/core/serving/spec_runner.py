@@ -6,11 +6,28 @@ A plain V1 decode step replays the target's CUDA graphs, samples, and syncs once
 runs the rejection sampler, prepares the proposer's inputs and runs the proposer; every one of
 those operations is launched eagerly from Python, and four of them wait for the GPU (``.item()``,
 ``.tolist()``). ``RunnerOps`` counts, per release read, the GPU operations (kernels and
-host<->device copies) launched from Python beyond the plain step's, outside the draft layer's own
-(which ``roofline.decode_step`` already charges at ``Efficiency.layer_launch_s`` a layer), and the
-extra syncs. One launch costs ``Efficiency.layer_launch_s / LAUNCHES_PER_EAGER_LAYER``; the syncs
-are counted, not priced (no per-sync figure in the package or a cited measurement).
+host<->device copies) launched from Python beyond the plain step's, and the extra syncs.
 
+One launch costs what the package charges any launch an engine issues eagerly from Python
+(core.serving.first_token_path.EAGER_HOST_PER_LAUNCH_RANGE_S: 41.96 us expected, from SGLang PR
+12160's eager and graphed forwards, outside the validation set; the same constant times vLLM V1's
+--enforce-eager steps). Before 2026-12-06 a launch here was Efficiency.layer_launch_s / 10 = 8 us,
+the TensorRT engines' C++ enqueue the 80 us was fitted on, not a Python-issued torch op.
+
+Where the launches fall against the syncs decides what they cost (v1/worker/gpu_model_runner.py
+@v0.8.4:1085-1240, v1/spec_decode/eagle.py@v0.8.4:34-185; the V1 step is synchronous: the previous
+step ended on its draft tokens' ``.tolist()``):
+
+- ``behind_forward``: launched after the target's graphed forward and before the first sync (the logits
+  gathers, the rejection sampler): they queue behind the forward's GPU work, so they cost nothing.
+- the rest of ``per_verify`` outside the draft segment (the speculative metadata before the forward;
+  after the sampled tokens' sync, the proposer's input preparation and its preamble up to its two
+  ``.item()`` syncs): the GPU has nothing else queued, so each launch's host time is serial.
+- the draft segment (after the last ``.item()``, eagle.py@v0.8.4:86-141, to ``draft_token_ids.tolist()``,
+  runner L1229): the k draft forwards with no sync between them, so the host runs ahead of the GPU
+  and the segment takes max(issue, GPU), the rule first_token_path applies to any eager forward.
+
+The syncs' own latency is not priced (no per-sync figure in the package or a cited measurement).
 The EAGLE head also runs an ``fc`` projection the one-layer draft shape does not hold
 (``fusion_weights``). Units: launches, parameters, seconds.
 """
@@ -23,10 +40,15 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving.releases import EngineRelease
 
 LAUNCHES_PER_EAGER_LAYER = 10
-"""Launches of one eager decoder layer, what ``Efficiency.layer_launch_s`` (80 us) is the host time
-of ('~10 kernel launches a layer'). vLLM's Llama layer launches 10 (model_executor/models/llama.py
-@v0.8.4: two fused_add_rms_norm, the qkv / o / gate_up / down GEMMs, rotary_embedding,
-reshape_and_cache_flash, flash_attn_varlen_func, silu_and_mul), so one launch is 8 us."""
+"""Launches of one eager decoder layer of vLLM's Llama (model_executor/models/llama.py@v0.8.4: two
+fused_add_rms_norm, the qkv / o / gate_up / down GEMMs, rotary_embedding, reshape_and_cache_flash,
+flash_attn_varlen_func, silu_and_mul)."""
+EAGLE1_LAYER_LAUNCHES = LAUNCHES_PER_EAGER_LAYER - 1
+"""Launches of the EAGLE-1 head's one decoder layer a draft forward: the Llama layer's 10 less its input
+RMSNorm, which the head's first layer replaces with nn.Identity (model_executor/models/llama_eagle.py
+@v0.8.4:33-37, layer 0 built with disable_input_layernorm=True at L57-63; with residual None the layer
+calls it on the hidden states alone, so no kernel): 9. The head's embedding, concat, fc and final
+residual add (L74-85) are in RunnerOps' counts."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +69,17 @@ class RunnerOps:
     syncs: int
     """GPU -> host synchronisations beyond the plain step's one (counted, not priced)."""
     source: str
+    behind_forward: int = 5
+    """Of per_verify, launched between the target's forward and the first sync: the bonus and target
+    logits gathers (gpu_model_runner.py@v0.8.4:1094, 1104) and the greedy rejection sampler's fill_,
+    argmax and Triton kernel (v1/sample/rejection_sampler.py@v0.8.4:172-181). They queue behind the
+    forward's GPU work (a batch-1 decode forward, milliseconds), so their host time is hidden."""
+    draft_segment: int = 11
+    """Of per_verify, launched after the proposer's last sync (eagle.py@v0.8.4:68-69, two .item()) with the
+    draft forwards: the first draft step's embedding, concat, fc, residual add, last-token gather, LM head and
+    argmax (L86-94, llama_eagle.py L74-85: 7), the positions gather L106 and the two stacks L139 / L141 (3,
+    the single_draft_fewer skipped at k = 1), and draft_token_ids.tolist() (runner L1229: 1) = 11. 0.8.5:
+    L93-101 (7), L111-112 two gathers + one stack (3), the .tolist() (1) = 11."""
 
 
 _RUNNER_084 = ("vllm v0.8.4 (wheel): v1/worker/gpu_model_runner.py L807-819 (4 H2D index copies, 2 gathers, "
@@ -87,16 +120,25 @@ def runner_ops(release: EngineRelease | None, method: str) -> RunnerOps | None:
     return None
 
 
-def runner_host_seconds(release: EngineRelease | None, method: str, tokens: int,
-                        layer_launch_s: float) -> tuple[float, float]:
-    """(seconds once per verify step, seconds over all ``tokens`` draft steps) of the launches
-    ``runner_ops`` counts, one launch = ``layer_launch_s`` / LAUNCHES_PER_EAGER_LAYER."""
-    ops = runner_ops(release, method)
-    if ops is None or tokens < 1:
-        return 0.0, 0.0
-    launch = layer_launch_s / LAUNCHES_PER_EAGER_LAYER
-    once = ops.per_verify - (ops.single_draft_fewer if tokens == 1 else 0)
-    return once * launch, (tokens - 1) * ops.per_later_draft * launch
+def serial_host_seconds(ops: RunnerOps | None, launch_s: float) -> float:
+    """Host seconds once a verify step that no GPU work hides: ``per_verify`` less the launches queued behind
+    the target's forward and those of the draft segment (draft_segment_seconds), each ``launch_s``. 0.8.4:
+    45 - 5 - 11 = 29 launches (the metadata's 6 before the forward; after the sampled tokens' sync the 2
+    host -> device lists, input preparation and 4 gathers, 12; the proposer's preamble, 11), at any k."""
+    if ops is None:
+        return 0.0
+    return (ops.per_verify - ops.behind_forward - ops.draft_segment) * launch_s
+
+
+def draft_segment_seconds(ops: RunnerOps, tokens: int, launch_s: float, gpu_s: float) -> float:
+    """Seconds of the k = ``tokens`` draft forwards, launched from Python with no sync between them
+    (eagle.py@v0.8.4:86-141): max(issue, GPU), ``gpu_s`` the drafts' GPU work (layer, LM head, fc, KV).
+    Issue: the segment's own launches (draft_segment, less single_draft_fewer at k = 1), k layers of
+    EAGLE1_LAYER_LAUNCHES and (k - 1) x per_later_draft, each ``launch_s``. 0.8.4 at k = 2: 11 + 2 x 9 +
+    13 = 42 launches; k = 4: 11 + 36 + 39 = 86."""
+    once = ops.draft_segment - (ops.single_draft_fewer if tokens == 1 else 0)
+    launches = once + tokens * EAGLE1_LAYER_LAUNCHES + (tokens - 1) * ops.per_later_draft
+    return max(launches * launch_s, gpu_s)
 
 
 def fusion_weights(spec: ModelSpec, method: str, tokens: int) -> float:
