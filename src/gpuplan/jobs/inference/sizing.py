@@ -6,7 +6,7 @@ when no price is known)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gpuplan.core.serving import request_path as RP
@@ -57,6 +57,9 @@ class SizedConfig:
     replicas: int
     price: float | None
     price_source: str
+    steps: tuple | None = field(default=None, compare=False, repr=False)
+    """_tp_steps of (gpu, tp) as size_for_target timed them: (prefill seconds, decode step(batch), cap), so the
+    answer's load line (_at_load) does not time the prefill again."""
 
     @property
     def gpus(self) -> int:
@@ -147,7 +150,8 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None, 
             if replica is None:
                 continue
             cost, source = price_for(gpu.id, price)
-            found.append(SizedConfig(gpu, tp, replica, replicas_for(target, replica), cost, source))
+            found.append(SizedConfig(gpu, tp, replica, replicas_for(target, replica), cost, source,
+                                     (prefill, decode, cap)))
     return sorted(found, key=lambda c: (c.cost_per_hour is None, c.cost_per_hour or 0.0, c.gpus))
 
 
@@ -396,7 +400,7 @@ def _at_load(plan: Plan, target: LoadTarget, config: SizedConfig) -> tuple[Repli
     """One replica of ``config`` at the load asked, the target's rate over its replicas (its
     ``replica`` is at the most it sustains within the target, the table's 'req/s per replica'), and its
     prefill seconds (a term of the TTFT)."""
-    prefill, decode, cap = _tp_steps(plan, config.gpu, config.tp)
+    prefill, decode, cap = config.steps or _tp_steps(plan, config.gpu, config.tp)
     return replica_at(target.requests_per_s / config.replicas, prefill, decode, plan.output, cap,
                       RP.server_hold_seconds(plan.setup.runtime)) or config.replica, prefill
 
