@@ -352,11 +352,12 @@ def _adapters_per_gpu(spec: ModelSpec, settings: StepSettings, tp, pp):
 
 
 def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1, tp=1, pp=1, vpp=1, cp=1,
-              ep=1, zero=0, micro_batch=1, micro_batches=1, shard_group=None) -> StepBreakdown:
+              ep=1, zero=0, micro_batch=1, micro_batches=1, shard_group=None, stage_layers=None) -> StepBreakdown:
     """Seconds per optimizer step. Rank order tp (innermost), cp, dp, pp (Megatron's default
     'tp-cp-ep-dp-pp'): a group rides NVLink when it spans no more than a node. ``shard_group``
     (HSDP): ZeRO shards within groups of that many data-parallel ranks and all-reduces the
-    shards across the groups (PyTorch HYBRID_SHARD)."""
+    shards across the groups (PyTorch HYBRID_SHARD). ``stage_layers``: (fullest, last) stage's layers
+    where a recipe fixes the split (core.time.pipeline_schedule.layout_stage_layers), else stage_span's."""
     # uneven stages (core.memory.training.stage_layer_counts): the first ones take the remainder, the last
     # (with the LM head and any MTP modules, which shed layers to the others: core.model.mtp) never has
     # more; the slowest stage sets the pace. Collectives follow the first stage's layers (pp > 1:
@@ -364,8 +365,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     mtp = spec.mtp_layers
     mtp_on_first = mtp * (pp == 1)
     shed = mtp_stage_layer_shed(spec, mtp)
-    layers = stage_span(spec.num_layers, pp, 0, shed)[1]  # the first (fullest) stage
-    last_layers = stage_span(spec.num_layers, pp, pp - 1, shed)[1]
+    layers, last_layers = stage_layers or (stage_span(spec.num_layers, pp, 0, shed)[1],  # the first (fullest) stage
+                                           stage_span(spec.num_layers, pp, pp - 1, shed)[1])
     t_mb, t_attn_mb, t_bwd_gemm_mb, phases = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
                                                                       layers, pp == 1, ep, mtp_on_first, vpp)
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
