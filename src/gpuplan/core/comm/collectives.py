@@ -12,9 +12,10 @@ bandwidth this group gets):
   ring       2(n-1)/n S per rank (all-reduce), (n-1)/n S (all-gather, reduce-scatter); a channel
              leaves the domain once, so NVLink carries (g-1)/g of it: bus = min(intra g/(g-1), net)
   tree       all-reduce only, chain inside the domain (each GPU sends S up and S down: intra / 2)
-             and a double binary tree across domains: a domain sends 2 S (k-1)/k, x 0.92; Simple also
+             and a double binary tree across domains, as fast as its busiest domain's NICs: S on two
+             domains, 1.5 S on three, 2 S from four (tree_busiest_domain_load), x 0.92; Simple also
              pays its first chunk's crossing of the chain and the tree (tree_chain_fill). NCCL's
-             tuner rounds that to 2 S beyond two domains ("ratio .5"), so it picks the ring where
+             tuner takes 2 S beyond two domains ("ratio .5"), so on three it picks the ring where
              the tree would be faster (NVIDIA/nccl#1801: 3 GB200 partitions, tree 485 vs ring 394
              GB/s): the choice follows NCCL's estimate, the time the volume
   NVLS       all-reduce inside one NVSwitch domain, reduced in the switch: bus = intra x the part's
@@ -39,6 +40,8 @@ import numpy as np
 
 # NVLS's heads and NCCL's NVLS estimates live in nvls_tuner (NCCL's search and tuner, not the physical rate)
 from gpuplan.core.comm.nvls_tuner import NCCL_MAX_NVLS_ARITY, NVLS_TREE_ALGBW_RATIO, nvls_tuner_algbw
+# the load of NCCL's double binary tree on its busiest domain (src/graph/trees.cc)
+from gpuplan.core.comm.nccl_trees import tree_busiest_domain_load
 
 PROTOCOLS = ("LL", "LL128", "Simple")
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat")
@@ -213,7 +216,7 @@ def _tree(size, links, proto: int):
     """(seconds, bus bandwidth, seconds as NCCL's tuner estimates them) of the tree all-reduce
     (several domains only)."""
     n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
-    alg = _tree_algbw(size, links, proto, links.net * k / np.maximum(2 * (k - 1), 1))
+    alg = _tree_algbw(size, links, proto, links.net / tree_busiest_domain_load(k))
     tuner = _tree_algbw(size, links, proto, np.where(k <= 2, links.net, links.net / 2))
     intra_lat = HW_US[links.intra_kind]["tree"][proto]
     inter_lat = HW_US["net"]["tree"][proto] + links.net_latency_us * (2 if proto == 2 else 1)
