@@ -4,6 +4,7 @@ disaggregated line named only the KV transfer). Now each term is printed in ms a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -52,3 +53,26 @@ def test_sglang_sizing_prints_no_hold():
     terms = _terms(line.formula)
     assert terms["server hold"] == 0.0
     assert sum(terms.values()) == pytest.approx(line.value, abs=0.15e-3)
+
+
+def test_the_chosen_configuration_is_not_timed_again(monkeypatch):
+    """size_for_target keeps each configuration's timed steps (SizedConfig.steps), so the answer's load line
+    (_at_load) reads them: with _tp_steps made to fail, the section is still built, with the same numbers as
+    when the steps are timed afresh (the parent timed the chosen (GPU, TP) a second time here)."""
+    from gpuplan.core.serving.load import LoadTarget
+    from gpuplan.jobs.inference import sizing
+    from gpuplan.jobs.inference.resolve import resolve_plan
+    from gpuplan.schema.base import job_inputs
+
+    plan = resolve_plan(job_inputs(InferenceInputs(**ASK), InferenceInputs))
+    target = LoadTarget(0.5, 0.05, 20)
+    configs = sizing.size_for_target(plan, target)
+    fresh = sizing.sizing_section(plan, target, [dataclasses.replace(c, steps=None) for c in configs], "h100")
+
+    def timed_again(*args, **kwargs):
+        raise AssertionError("the chosen configuration's prefill was timed again")
+
+    monkeypatch.setattr(sizing, "_tp_steps", timed_again)
+    kept = sizing.sizing_section(plan, target, configs, "h100")
+    assert [(ln.key, ln.value, ln.text, ln.formula) for ln in kept.lines] == [
+        (ln.key, ln.value, ln.text, ln.formula) for ln in fresh.lines]
