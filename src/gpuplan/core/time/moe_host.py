@@ -75,7 +75,7 @@ from functools import cache
 
 from gpuplan.core.bulk import maximum
 from gpuplan.core.comm.moe_overlap import ALL_TO_ALLS_PER_LAYER
-from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS
+from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE, eager_rope_bytes_per_token
 from gpuplan.core.time.host import HOST_SECONDS_PER_OP, cpu_seconds_per_op, reference_scale
 from gpuplan.core.time.low_precision import low_precision_recipe
 from gpuplan.core.time.moe_layer import backward_launches_per_local_expert, forward_launches_per_local_expert
@@ -184,6 +184,30 @@ EAGER_BIAS_PYTHON_OPS_PER_EXPERT = 2
 (experts.py@core_v0.15.0 L823-840), after the experts' GEMMs, still inside the segment."""
 
 
+EAGER_ROPE_PYTHON_OPS_PER_TENSOR = 15 - 1
+"""Forward ops Megatron-Core's unfused RoPE (core.time.eager_fallbacks 'yarn-rope') dispatches for one of q / k beyond the
+fused path's one ``fused_apply_rotary_pos_emb`` call: ``_apply_rotary_pos_emb_bshd`` (rope_utils.py@2edffad L92-126,
+the same at core_v0.16.0-0.19.0) slices t twice (L113), builds cos_ and sin_ with cos / sin, ``* mscale`` and ``.to``
+each (L122-123: 6), ``t * cos_``, ``_rotate_half``'s chunk, neg and cat (L83-84: 3), ``* sin_``, the sum and the closing
+cat (L125-126): 15. SelfAttention calls it for the query and the key (attention.py@2edffad L1106-1125): 2 a layer.
+MOE_LAYER_HOST_SECONDS' profiled layer (Qwen3-30B-A3B, mscale 1) took the fused call."""
+EAGER_CLAMP_PYTHON_OPS = 5
+"""Forward ops the clamped quick-GEGLU (core.time.eager_fallbacks 'clamped-glu') dispatches beyond the unclamped
+weighted activation: ``input.chunk``, the two ``clamp`` calls, ``torch.cat`` and the offset's ``torch.tensor``
+(fused_bias_geglu.py@2edffad L428-439; the tensor's host sync is activation_sync_extra_seconds'). All five run
+before that sync."""
+
+
+def fallback_python_ops(spec, fallbacks: tuple[str, ...]) -> tuple[int, int]:
+    """(ops before the activation's sync, all ops) that a MoE layer's forward adds to MOE_LAYER_HOST_SECONDS' count
+    for the eager fallbacks the run takes (core.time.eager_fallbacks; the fc2 bias is host_after_sync_seconds'):
+    the unfused RoPE of q and k where the model has a YaRN attention factor, the activation's clamp where it has one."""
+    rope = 2 * EAGER_ROPE_PYTHON_OPS_PER_TENSOR * (YARN_ROPE in fallbacks and eager_rope_bytes_per_token(spec) > 0)
+    clamp = EAGER_CLAMP_PYTHON_OPS * (CLAMPED_GLU in fallbacks and spec.moe is not None
+                                      and spec.moe.activation_clamp is not None)
+    return clamp, rope + clamp
+
+
 def forward_op_seconds() -> float:
     """One Python-dispatched forward op on the GPU machine's host (core.time.host carry-over)."""
     scale = reference_scale()
@@ -203,21 +227,22 @@ def host_after_sync_seconds(dispatcher: str, local_experts, recipe: str | None, 
 
 
 def exposed_host_seconds(dispatcher: str, local_experts, recipe: str | None, layer_forward, paired_mlp_backward=0.0,
-                         eager_bias: bool = False, router_graphs: bool = True):
+                         eager_bias: bool = False, router_graphs: bool = True, fallback_ops: int = 0):
     """Seconds one MoE layer's forward waits on the host per micro-batch: max(0, the host's sync-to-sync
     time (MOE_LAYER_HOST_SECONDS + host_after_sync_seconds + ungraphed_router_seconds) - ``layer_forward``,
     the GPU's forward of the layer with its critical-path all-to-alls, - ``paired_mlp_backward``, the
-    combined 1F1B schedule's other micro-batch)."""
-    host = layer_host_seconds(dispatcher, local_experts, recipe, eager_bias, router_graphs)
+    combined 1F1B schedule's other micro-batch; ``fallback_ops``: fallback_python_ops' all-ops count)."""
+    host = layer_host_seconds(dispatcher, local_experts, recipe, eager_bias, router_graphs, fallback_ops)
     return maximum(host - layer_forward - paired_mlp_backward, 0.0)
 
 
 def layer_host_seconds(dispatcher: str, local_experts, recipe: str | None, eager_bias: bool = False,
-                       router_graphs: bool = True):
+                       router_graphs: bool = True, fallback_ops: int = 0):
     """The host's sync-to-sync seconds of one MoE layer's forward: MOE_LAYER_HOST_SECONDS +
-    host_after_sync_seconds + ungraphed_router_seconds (also scripts/combined_host_check.py's forward)."""
+    host_after_sync_seconds + ungraphed_router_seconds + the eager fallbacks' ``fallback_ops`` (fallback_python_ops)
+    (also scripts/combined_host_check.py's forward)."""
     return MOE_LAYER_HOST_SECONDS + host_after_sync_seconds(dispatcher, local_experts, recipe, eager_bias) \
-        + ungraphed_router_seconds(dispatcher, router_graphs)
+        + ungraphed_router_seconds(dispatcher, router_graphs) + fallback_ops * forward_op_seconds()
 
 
 MEASURED_LAYER_OPS = {"forward": 210, "backward": 467}
@@ -234,20 +259,20 @@ def backward_to_forward_host() -> float:
 
 
 def backward_host_seconds(dispatcher: str, local_experts, recipe: str | None, eager_bias: bool = False,
-                          router_graphs: bool = True):
+                          router_graphs: bool = True, fallback_ops: int = 0):
     """Host seconds to issue one MoE layer's backward (module docstring): the forward's Python (layer_host_seconds
     less its per-expert launches) x backward_to_forward_host() + the backward's per-expert launches x k."""
     launch = reference_scale().launch
-    forward_python = layer_host_seconds(dispatcher, local_experts, recipe, eager_bias, router_graphs) \
+    forward_python = layer_host_seconds(dispatcher, local_experts, recipe, eager_bias, router_graphs, fallback_ops) \
         - forward_launches_per_local_expert(recipe) * local_experts * launch
     return forward_python * backward_to_forward_host() + backward_launches_per_local_expert(recipe) * local_experts * launch
 
 
 def backward_exposed_seconds(dispatcher: str, local_experts, recipe: str | None, layer_backward,
-                             eager_bias: bool = False, router_graphs: bool = True):
+                             eager_bias: bool = False, router_graphs: bool = True, fallback_ops: int = 0):
     """Seconds one MoE layer's backward waits on the host per micro-batch under the plain schedule:
     max(0, backward_host_seconds - ``layer_backward``, the GPU's backward of the layer with its all-to-alls)."""
-    host = backward_host_seconds(dispatcher, local_experts, recipe, eager_bias, router_graphs)
+    host = backward_host_seconds(dispatcher, local_experts, recipe, eager_bias, router_graphs, fallback_ops)
     return maximum(host - layer_backward, 0.0)
 
 
@@ -270,17 +295,18 @@ def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed
     combined = bool(settings.ep_a2a_overlap)  # the all-to-alls run beside the paired micro-batch instead
     layer_forward = phases.pre_dispatch_forward + phases.mlp_forward + (not combined) * FORWARD_ALL_TO_ALLS * one_call
     paired = phases.mlp_backward if combined else 0.0
+    before_sync, fallback_ops = fallback_python_ops(spec, settings.eager_fallbacks)
     per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, recipe, layer_forward, paired, eager_bias,
-                                     settings.moe_router_graphs)
+                                     settings.moe_router_graphs, fallback_ops)
     if not combined:  # the plain schedule (the combined one pairs each layer with the other micro-batch's)
         if CLAMPED_GLU in settings.eager_fallbacks and spec.moe.activation_clamp is not None:
             # the clamped quick-GEGLU path syncs the host a second time, at the activation (below)
             per_layer = per_layer + activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_call,
-                                                                  eager_bias, routed_forward)
+                                                                  eager_bias, routed_forward, (before_sync, fallback_ops))
         # its backward: no sync, but no lead to run ahead with (module docstring)
         layer_backward = phases.pre_dispatch_backward + phases.mlp_backward + BACKWARD_ALL_TO_ALLS * one_call
         per_layer = per_layer + backward_exposed_seconds(settings.ep_dispatcher, local_experts, recipe, layer_backward,
-                                                         eager_bias, settings.moe_router_graphs)
+                                                         eager_bias, settings.moe_router_graphs, fallback_ops)
     return per_layer * spec.num_moe_layers * layers / spec.num_layers
 
 
@@ -291,7 +317,8 @@ FC1_SHARE_OF_EXPERT_GEMMS = 2.0 / 3.0
 """fc1's share of a gated expert MLP's GEMM time: 2 x I x h of its 3 x I x h weights (the gate and up halves)."""
 
 
-def activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_call, eager_bias, routed_forward):
+def activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_call, eager_bias, routed_forward,
+                                  fallback_ops: tuple[int, int] = (0, 0)):
     """Host seconds a MoE layer's forward waits beyond exposed_host_seconds' when its activation syncs the host.
 
     Megatron-Core's clamped quick-GEGLU (TEGroupedMLP.bias_act_func -> weighted_bias_quick_geglu_impl,
@@ -312,14 +339,15 @@ def activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_c
     (``routed_forward``: the layer's routed expert GEMMs in the forward, core.time.step.routed_seconds_per_token;
     MOE_LAYER_HOST_SECONDS is taken wholly after the activation: its parts are the attention, router,
     preprocessing and combine, fc1's GroupedLinear set-up being the exception). The same call in the backward,
-    under 'moe_act' recompute, syncs once per layer there: the per-layer max of backward_exposed_seconds."""
+    under 'moe_act' recompute, syncs once per layer there: the per-layer max of backward_exposed_seconds.
+    ``fallback_ops``: fallback_python_ops' (before the sync, all) counts, in host_first and in the layer's host."""
     combined = bool(settings.ep_a2a_overlap)
     if combined:
         return 0.0
     launch, op = reference_scale().launch, forward_op_seconds()
     dispatcher = settings.ep_dispatcher
-    host = layer_host_seconds(dispatcher, local_experts, recipe, eager_bias, settings.moe_router_graphs)
-    host_first = (DISPATCHER_HOST_OPS[dispatcher] + EXPERT_OPS_BEFORE_ACTIVATION) * op \
+    host = layer_host_seconds(dispatcher, local_experts, recipe, eager_bias, settings.moe_router_graphs, fallback_ops[1])
+    host_first = (DISPATCHER_HOST_OPS[dispatcher] + EXPERT_OPS_BEFORE_ACTIVATION + fallback_ops[0]) * op \
         + forward_launches_per_local_expert(recipe) / 2 * local_experts * launch  # fc1's half of the launches
     gpu = phases.pre_dispatch_forward + phases.mlp_forward + FORWARD_ALL_TO_ALLS * one_call
     gpu_first = one_call + FC1_SHARE_OF_EXPERT_GEMMS * routed_forward
