@@ -87,3 +87,44 @@ def exposed_p2p_seconds(pp, vpp, micro_batches, transfer, combined_1f1b=False, p
     if not combined.any():
         return exposed
     return exposed + combined * paired_step_transfers(pp, vpp, micro_batches) * maximum(transfer - paired_slack, 0.0)
+
+
+LAYOUT_SYMBOLS = {"E": "embedding", "L": "loss", "t": "decoder", "m": "mtp"}
+"""Megatron-Core's pipeline_model_parallel_layout characters (megatron/core/transformer/
+pipeline_parallel_layer_layout.py parse_str_to_list, @core_v0.14.0 L254-292 and @b0cc2706dd L283-321:
+'E' embedding, 'L' loss, 't' a transformer (decoder) layer, 'm' a multi-token-prediction layer; ',' is
+cosmetic)."""
+
+
+def layout_chunks(layout: str) -> list[str]:
+    """The virtual-stage chunks of a Megatron-Core layout string, unrolled as parse_str_to_list does
+    (@b0cc2706dd L288-301: ``(...)*n`` first, then ``x*n``; '|' separates chunks): "Et|(tt|)*2mL" ->
+    ['Et', 'tt', 'tt', 'mL']. Raises ValueError naming a character outside LAYOUT_SYMBOLS."""
+    import re
+
+    text = layout.replace(",", "")
+    for pattern in (r"\(([^)]+)\)\*(\d+)", r"(.)\*(\d+)"):
+        text = re.sub(pattern, lambda m: m.group(1) * int(m.group(2)), text)
+    chunks = text.split("|")
+    bad = sorted({c for chunk in chunks for c in chunk} - set(LAYOUT_SYMBOLS))
+    if bad:
+        raise ValueError(f"pp_layout {layout!r}: unknown layer character(s) {bad}; valid: {sorted(LAYOUT_SYMBOLS)}")
+    return chunks
+
+
+def layout_stage_layers(layout: str, pp: int, num_layers: int) -> tuple[int, int]:
+    """(decoder layers on the fullest pipeline rank but the last, decoder layers on the last rank) of a
+    Megatron-Core layout string: chunk v runs on rank v mod pp (the 1-D list is read as
+    layout[vpp_rank * pp + pp_rank], PipelineParallelLayerLayout.__init__, @b0cc2706dd L39-54), so a rank's layers are
+    those of chunks r, r + pp, r + 2 pp, ... The step model prices the LM head and the MTP modules on the
+    last rank (core.time.step), so a layout must put every 'L' and 'm' there; its chunks must divide
+    among the pp ranks and its 't's number ``num_layers``. Raises ValueError naming what does not hold."""
+    chunks = layout_chunks(layout)
+    if pp < 1 or len(chunks) % pp:
+        raise ValueError(f"pp_layout {layout!r}: {len(chunks)} chunks do not divide among pp = {pp} ranks")
+    per_rank = [sum(chunk.count("t") for chunk in chunks[rank::pp]) for rank in range(pp)]
+    if sum(per_rank) != num_layers:
+        raise ValueError(f"pp_layout {layout!r}: {sum(per_rank)} decoder layers ('t'), the model has {num_layers}")
+    if any(c in chunk for rank in range(pp - 1) for chunk in chunks[rank::pp] for c in "Lm"):
+        raise ValueError(f"pp_layout {layout!r}: the loss ('L') and MTP ('m') must sit on the last rank")
+    return (max(per_rank[:-1]) if pp > 1 else per_rank[0]), per_rank[-1]

@@ -17,6 +17,7 @@ from gpuplan.catalog import load_accelerator
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE
 from gpuplan.core.time.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.time.titan_ops import from_framework_label
+from gpuplan.core.time.pipeline_schedule import layout_stage_layers
 from gpuplan.core.frameworks import framework, torchtitan_fuses_qkv, torchtitan_repeats_kv
 from gpuplan.core.time.megatron_ops import cross_entropy_impl
 from gpuplan.core.comm.topology import cluster_for
@@ -280,7 +281,19 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     return step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
                      cp=lay.get("cp") or 1, ep=lay.get("ep") or 1, zero=lay.get("zero") or 0,
-                     micro_batch=lay["micro_batch"], micro_batches=micro_batches)
+                     micro_batch=lay["micro_batch"], micro_batches=micro_batches, stage_layers=recipe_stage_layers(run))
+
+
+def recipe_stage_layers(run: dict[str, Any]) -> tuple[int, int] | None:
+    """(fullest, last) pipeline rank's decoder layers where the row's recipe fixes the split with a Megatron-Core
+    layout string (the row's ``pp_layout``, cited at its tag; core.time.pipeline_schedule.layout_stage_layers),
+    else None: the step model's own split (core.memory.model_states.stage_span), which equals the DeepSeek-V3
+    recipes' (pp, vp) map (src/megatron/bridge/recipes/deepseek/deepseek_v3.py@v0.1.0rc4 L117-140, @v0.3.1
+    set_deepseek_v3_pipeline_model_parallel_layout) and their "Et*4|(t*4|)*14tmL" presets at every pp they run."""
+    layout = run.get("pp_layout")
+    if not layout:
+        return None
+    return layout_stage_layers(layout, run["layout"]["pp"], run_spec(run["model"]).num_layers)
 
 
 def published_throughput_cases() -> tuple[list[PublishedThroughputCase], list[tuple[str, str]]]:
