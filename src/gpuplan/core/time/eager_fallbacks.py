@@ -18,12 +18,15 @@ token is a row of hidden-size elements), read from the ops and their autograd ba
   ``alltoall`` dispatcher keeps): forward ``b * p`` writes 2, ``t + .`` reads 2 + 2 and writes 2,
   ``cat`` reads 2 and writes 2 (``.to`` is a no-op): 12; backward the bias gradient ``g * p``
   (read 2, write 2) summed over rows (read 2) and the probability gradient ``g * b`` likewise:
-  12. Total 24.
+  12, and the gradient of ``torch.split``'s views re-assembled into one tensor for fc2's backward
+  (autograd's ``split_with_sizes_backward`` is ``at::cat`` of the per-expert gradients,
+  torch/csrc/autograd/FunctionsManual.cpp; read 2, write 2): 16. Total 28.
 * probabilities in fp32 (DeepEP and HybridEP convert them: ``token_dispatcher.py``, "HybridEP only
   supports float32 probs"), so the sum is promoted to fp32: forward ``b * p`` writes 4, ``t + .``
   reads 2 + 4 and writes 4, ``cat`` reads 4 and writes 4, ``.to(bf16)`` reads 4 and writes 2: 28;
-  backward the cast back (read 2, write 4), the gradient of ``t`` cast to bf16 (read 4, write 2)
-  and the two products and sums above in fp32 (12 each): 36. Total 64.
+  backward the cast back (read 2, write 4), the gradient of ``t`` cast to bf16 (read 4, write 2),
+  the two products and sums above in fp32 (12 each) and the split's re-assembly (read 2, write 2):
+  40. Total 68.
 
 **YaRN RoPE with an attention factor** (``"yarn-rope"``). ``apply_rotary_pos_emb`` takes TE's fused
 RoPE only when the YaRN concentration factor ("mscale") is 1: otherwise it logs "mscale=... is not
@@ -64,7 +67,7 @@ YARN_ROPE = "yarn-rope"
 CLAMPED_GLU = "clamped-glu"
 MEGATRON_EAGER_FALLBACKS = (EXPERT_BIAS, YARN_ROPE, CLAMPED_GLU)
 """What Megatron-Core runs eagerly by default (no TE op fuser), for a model that has each path."""
-EAGER_FC2_BIAS_BYTES_PER_ELEMENT = {"bf16": 24.0, "fp32": 64.0}
+EAGER_FC2_BIAS_BYTES_PER_ELEMENT = {"bf16": 28.0, "fp32": 68.0}
 """HBM bytes per element of an expert output row, forward + backward, by probability dtype."""
 EAGER_ROPE_EXTRA_BYTES_PER_ELEMENT = 50.0 - 8.0
 """HBM bytes per element of q and k beyond a fused RoPE kernel's, forward + backward."""
