@@ -42,11 +42,12 @@ def test_gpt_oss_has_the_three_paths_and_other_models_none():
 
 def test_expert_bias_bytes_by_hand():
     """GPT-OSS 120B: hidden 2,880, top-4, every one of its 36 layers MoE. bf16 probabilities
-    (NCCL alltoall): 24 B per element of each of the 4 output rows = 276,480 B per token and layer;
-    fp32 (DeepEP / HybridEP): 64 B -> 737,280."""
+    (NCCL alltoall): 28 B per element of each of the 4 output rows = 322,560 B per token and layer;
+    fp32 (DeepEP / HybridEP): 68 B -> 783,360."""
     spec = load_model("gpt-oss-120b")
-    assert eager_expert_bias_bytes_per_token(spec, "bf16") == 24 * 2880 * 4 == 276_480
-    assert eager_expert_bias_bytes_per_token(spec, "fp32") == 64 * 2880 * 4 == 737_280
+    # 24 / 64 B an element, + 4 for the split's re-assembly in the backward (autograd's split_with_sizes_backward: cat)
+    assert eager_expert_bias_bytes_per_token(spec, "bf16") == 28 * 2880 * 4 == 322_560
+    assert eager_expert_bias_bytes_per_token(spec, "fp32") == 68 * 2880 * 4 == 783_360
     assert routing_probs_dtype("flex") == "fp32" and routing_probs_dtype("alltoall") == "bf16"
 
 
@@ -54,17 +55,17 @@ def test_rope_bytes_by_hand():
     """q is 64 heads x 64, k 8 x 64: 4,608 elements per token and layer x (50 - 8) B = 193,536 B."""
     spec = load_model("gpt-oss-120b")
     assert eager_rope_bytes_per_token(spec) == 42 * (64 + 8) * 64 == 193_536
-    assert eager_fallback_bytes_per_token(spec, ("expert-bias", "yarn-rope"), "alltoall") == 276_480 + 193_536
+    assert eager_fallback_bytes_per_token(spec, ("expert-bias", "yarn-rope"), "alltoall") == 322_560 + 193_536
     assert eager_fallback_bytes_per_token(spec, ("yarn-rope",), "flex") == 193_536  # TE's fused grouped MLP
 
 
 def test_glu_clamp_bytes_by_hand():
     """Each of the 4 routed rows has a first-linear output of 2 x 2,880 bf16 elements; clamps + cat
     forward 8 B, clamp_backward + the chunk's re-assembly 15 B: 23 x 5,760 x 4 = 529,920 B per token
-    and layer; all three paths under NCCL alltoall 276,480 + 193,536 + 529,920 = 999,936."""
+    and layer; all three paths under NCCL alltoall 322,560 + 193,536 + 529,920 = 1,046,016."""
     spec = load_model("gpt-oss-120b")
     assert eager_glu_clamp_bytes_per_token(spec) == 23 * 5760 * 4 == 529_920
-    assert eager_fallback_bytes_per_token(spec, MEGATRON_EAGER_FALLBACKS, "alltoall") == 999_936
+    assert eager_fallback_bytes_per_token(spec, MEGATRON_EAGER_FALLBACKS, "alltoall") == 1_046_016
     assert eager_glu_clamp_bytes_per_token(load_model("qwen3-30b-a3b")) == 0.0
     assert eager_fallback_bytes_per_token(spec, (), "flex") == 0.0
 
@@ -103,14 +104,14 @@ def test_malformed_yarn_scaling_is_refused(bad):
 
 def test_step_time_adds_the_bytes_at_hbm_speed():
     """One micro-batch of 4 x 4,096 tokens on one B200, 36 layers, NCCL alltoall: the three paths add
-    tokens x layers x (276,480 + 193,536 + 529,920) B / (bandwidth x 0.75 HBM efficiency)."""
+    tokens x layers x (322,560 + 193,536 + 529,920) B / (bandwidth x 0.75 HBM efficiency)."""
     spec = load_model("gpt-oss-120b")
     cluster = cluster_for(_gpu("b200"))
     args = {"tp": 1, "cp": 1, "micro_batch": 4, "layers": 36, "head": False, "ep": 64}
     fused = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096), **args).total
     eager = microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096, eager_fallbacks=MEGATRON_EAGER_FALLBACKS),
                                     **args).total
-    expected = 4 * 4096 * 36 * (276_480 + 193_536 + 529_920) / (cluster.gpu.memory_bandwidth * 0.75)
+    expected = 4 * 4096 * 36 * (322_560 + 193_536 + 529_920) / (cluster.gpu.memory_bandwidth * 0.75)
     assert eager - fused == pytest.approx(expected, rel=1e-9)
 
 
