@@ -226,7 +226,7 @@ def seconds(high: float, positive: bool = False):
             number = value.total_seconds()
             if positive and number == 0:
                 raise InputError(field, value, "must be a positive duration, e.g. 10min")
-            return _bounded(number, value, field, 0, high, positive)
+            return _bounded_duration(number, value, field, high, positive)
         _finite(value, field)
         if isinstance(value, int | float) and value and PLAN_FILE.get():
             # `restart: 15` in a plan file is the text typed after --restart, not 15 seconds (the API's unit)
@@ -243,9 +243,26 @@ def seconds(high: float, positive: bool = False):
             number = float(text) if isinstance(text, int | float) else units.parse_duration(text, field)
         if positive and number == 0:
             raise InputError(field, value, "must be a positive duration, e.g. 10min")
-        return _bounded(number, value, field, 0, high, positive)
+        return _bounded_duration(number, value, field, high, positive)
 
     return parse
+
+
+def _bounded_duration(number: float, value: Any, field: str, high: float, positive: bool) -> float:
+    """``number`` seconds within [0, ``high``] (``positive``: above 0); past ``high`` the bound is named with its
+    unit, 'at most 1h (3,600 s)': the bare bound in seconds ('must be >= 0 and <= 3600' for `--ttft-p99 2h`, '<=
+    604800' for `--restart 30d`) named no unit, and the field was typed in hours or days."""
+    if math.isfinite(number) and number > high:
+        raise InputError(field, value, f"must be at most {_duration_text(high)} ({high:,.0f} s)")
+    return _bounded(number, value, field, 0, high, positive)
+
+
+def _duration_text(seconds: float) -> str:
+    """A bound in the largest unit that writes it whole: 3,600 -> '1h', 604,800 -> '7d', 60 -> '1min'."""
+    for unit, size in (("d", units.SECONDS_PER_DAY), ("h", units.SECONDS_PER_HOUR), ("min", 60.0)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:,.0f}{unit}"
+    return f"{seconds:g}s"
 
 
 def boolean(value: Any, info: ValidationInfo) -> bool:

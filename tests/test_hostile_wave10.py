@@ -1,0 +1,46 @@
+"""Hostile inputs, wave 10 (2026-12-06): what a fresh sweep of the doors found, each refusal one line naming the
+field and what is valid (exit status 2, 422 on the web, no traceback, no hang). The sweep: ~10,000 seeded random
+combinations of `infer` options (the engine releases, --endpoint, speculative decoding, disaggregation, --rps /
+--ttft-p99 / --tpot sizing, LoRA serving) with numeric edge values, every numeric option of budget / memory / infer
+alone at 22 edge values, 2,000 inputs sent through the four doors (CLI flags, a plan file, the web API, the Python
+API) and compared, plan files and logs of odd shapes. The invariant grid is tests/test_invariants_wave10.py.
+"""
+
+import pytest
+from helpers import field_refusal, web_refusal
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+
+# ---- a duration past its bound names the bound with its unit ------------------------------------------------
+
+DURATION_BOUNDS = [
+    (("infer", "llama-3.1-8b", "--rps", "1"), "--ttft-p99", "2h", "ttft_p99", "at most 1h (3,600 s)"),
+    (("infer", "llama-3.1-8b", "--rps", "1"), "--tpot", "2min", "tpot", "at most 1min (60 s)"),
+    (("budget", "llama-3.1-8b", "--gpus", "64"), "--restart", "30d", "restart", "at most 7d (604,800 s)"),
+    (("budget", "llama-3.1-8b", "--gpus", "64"), "--step-time", "1000d", "step_time", "at most 7d (604,800 s)"),
+    (("budget", "llama-3.1-8b", "--gpus", "64"), "--checkpoint-interval", "1000d", "checkpoint_interval",
+     "at most 365d (31,536,000 s)"),
+]
+
+
+@pytest.mark.parametrize("base, option, typed, field, bound", DURATION_BOUNDS, ids=lambda v: str(v)[:20])
+def test_a_duration_past_its_bound_names_the_bound_with_its_unit(run_cli, base, option, typed, field, bound):
+    """`--ttft-p99 2h` was refused 'must be >= 0 and <= 3600' and `--restart 30d` '<= 604800': a bound in seconds
+    with no unit, for a value typed in hours or days (and '>= 0' where 0 is refused). Now the line names the bound
+    in the unit that writes it whole, with its seconds (schema.types.seconds)."""
+    line = field_refusal(run_cli(*base, option, typed), field, bound)
+    assert "<=" not in line and ">=" not in line, line
+
+
+@pytest.mark.parametrize("job, body, field", [("inference", {"model": "llama-3.1-8b", "rps": 1, "ttft_p99": 7200},
+                                               "ttft_p99"),
+                                              ("budget", {"model": "llama-3.1-8b", "restart": "30d"}, "restart")])
+def test_a_duration_past_its_bound_is_a_422_naming_the_bound(client, job, body, field):
+    """The web API's JSON number is seconds: 7,200 is 2h, past the 1h bound."""
+    web_refusal(client.post(f"/api/{job}", json=body), field, "must be at most ")
+
+
+@pytest.mark.parametrize("typed", ["7d", "604800s", "1w"])
+def test_a_duration_at_its_bound_is_answered(run_json, typed):
+    assert run_json("budget", "llama-3.1-8b", "--gpus", "64", "--restart", typed)["results"]["gpus"] == 64
