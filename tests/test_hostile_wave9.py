@@ -12,12 +12,12 @@ pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the c
 ROOT = Path(__file__).resolve().parents[1]
 
 
-# ---- the body is parsed once: web/routes.py hands read_body's dict to Starlette's private Request._json ------
+# ---- the body is parsed once: web/routes.py hands read_body's dict to FastAPI (routes.CheckedBody.json) ------
 
 def test_a_request_body_is_parsed_once(client, monkeypatch):
-    """routes.StrictBodyRoute sets ``request._json`` so that Starlette's Request.json() (which FastAPI calls to
-    validate the body) answers the dict read_body parsed. Should a Starlette release rename ``_json``, the body
-    would silently be parsed twice (json.loads once in read_body, once in Request.json): counted here."""
+    """routes.StrictBodyRoute hands FastAPI a CheckedBody whose json() (which FastAPI calls to validate the body)
+    answers the dict read_body parsed (it set Starlette's private ``request._json`` before the ninth session). A
+    second parse (json.loads once in read_body, once in Request.json) is counted here."""
     import json as json_module
 
     body = b'{"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8}'

@@ -110,10 +110,10 @@ def slots_of(app: Any) -> Slots:
     return app.state.estimate_slots
 
 
-async def guarded(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
+async def guarded(app: Any, fn: Callable[..., Any], *args: Any, job: str) -> Any:
     """Run ``fn(*args, stop)`` in a worker thread once a slot is free (waiting in line, see
-    :class:`Slots`), within REQUEST_SECONDS. ``stop`` is a threading.Event set when the request
-    is answered 503 for time: work that checks it (raising Stopped) ends early. A slot is
+    :class:`Slots`), within REQUEST_SECONDS; past it, 503 with ``job``'s hint (NARROWER). ``stop`` is
+    a threading.Event set when the request is answered 503 for time: work that checks it (raising Stopped) ends early. A slot is
     released when the work ends, even after its request has been answered 503, so slow work
     cannot pile up."""
     slots = slots_of(app)
@@ -138,7 +138,7 @@ async def guarded(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.wait_for(asyncio.shield(running), REQUEST_SECONDS)
     except asyncio.TimeoutError:
         stop.set()
-        hint = NARROWER[args[0]]  # service.estimate's job name: every job has its own (tests/test_hostile_wave9.py)
+        hint = NARROWER[job]  # every job has its own (tests/test_hostile_wave9.py)
         raise Busy(f"the estimate took longer than the {REQUEST_SECONDS:.0f} s limit; narrow the request "
                    f"({hint})") from None
 
@@ -148,7 +148,7 @@ NARROWER = {"training": "give \"gpus\" (one count: no search over counts) or fix
             "memory": "fix \"tp\" and \"pp\", or a shorter \"seq_len\"",
             "plan": "fewer GPU counts, a smaller top",
             "inference": "a shorter context or prompt, or \"search\": false to leave out the search over GPU types"}
-"""What makes a slow estimate smaller, by job (``guarded``'s first argument, service.estimate's job name; one
+"""What makes a slow estimate smaller, by job (``guarded``'s ``job``, service.estimate's job name; one
 entry per jobs.JOBS name, tests/test_hostile_wave9.py), each naming that job's own fields: an inference request
 over its budget (a 16M-token context times ~8,000 prefill chunks per GPU type searched, ~30 s) was told 'fewer GPU
 counts, a smaller top', fields it does not have (wave 9); training, budget and memory were too (wave 9 review S2).

@@ -44,13 +44,29 @@ class StrictBodyRoute(APIRoute):
         async def strict(request: Request) -> Response:
             _known_query(request, allowed)
             if has_body:
-                request.state.body = read_body(await request.body(), request.headers.get("content-type"))
-                # the body FastAPI validates next: Request.json() answers its kept _json, so the text is parsed
-                # once (read_body's reading is json.loads' own where it returns: its odd numbers are refused)
-                request._json = request.state.body
+                raw = await request.body()
+                request.state.body = read_body(raw, request.headers.get("content-type"))
+                request = CheckedBody(request, raw, request.state.body)
             return await handler(request)
 
         return strict
+
+
+class CheckedBody(Request):
+    """The request FastAPI validates next, its body() and json() answering the bytes read and the dict read_body
+    checked (FastAPI's documented custom Request pattern, "Custom Request and APIRoute class": public methods
+    overridden, not Starlette's private Request._json), so the text is parsed once (read_body's reading is
+    json.loads' own where it returns: its odd numbers are refused). State lives in the shared ASGI scope."""
+
+    def __init__(self, request: Request, raw: bytes, body: Any) -> None:
+        super().__init__(request.scope, request.receive)
+        self.checked_raw, self.checked_body = raw, body
+
+    async def body(self) -> bytes:
+        return self.checked_raw
+
+    async def json(self) -> Any:
+        return self.checked_body
 
 
 def _known_query(request: Request, allowed: set[str]) -> None:
@@ -123,7 +139,8 @@ def _add_job(router: APIRouter, job: Job) -> None:
         key = service.cache_key(name, raw, lang, folder)
         result = service.cached(key)
         if result is None:
-            result = await flights_of(app).run(key, lambda: guarded(app, service.estimate, name, raw, lang, folder))
+            result = await flights_of(app).run(key, lambda: guarded(app, service.estimate, name, raw, lang, folder,
+                                                                        job=name))
         return JSONResponse(result)
 
     endpoint.__name__ = f"estimate_{name}"
