@@ -18,7 +18,8 @@ from gpuplan.core.time.pipeline_schedule import layout_chunks, layout_stage_laye
 from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, predicted_step, recipe_stage_layers
 
 H100_DSV3 = "mbridge-25.09-deepseek-v3-h100-sxm-1024g-fp8cs"
-BLACKWELL_PRESET = "Et*4|(t*4|)*14tmL"  # deepseek_workload_base_configs.py@v0.3.0 L48 (GB300 pp 2 vp 8), @v0.5.0 (B200 pp 8 vp 2)
+# deepseek_workload_base_configs.py@v0.3.0 L48 (GB300 pp 2 vp 8), @v0.5.0 (B200 pp 8 vp 2)
+BLACKWELL_PRESET = "Et*4|(t*4|)*14tmL"
 
 
 def test_layout_unrolls_as_megatron_parses_it():
@@ -36,7 +37,8 @@ def test_h100_deepseek_layout_by_hand():
 @pytest.mark.parametrize("pp", [2, 8, 16])
 def test_blackwell_preset_equals_the_models_own_split(pp):
     # the presets the Blackwell rows ran: the generic split already matches, so those rows need no pp_layout
-    assert layout_stage_layers(BLACKWELL_PRESET, pp, 61) == (stage_span(61, pp, 0, 3)[1], stage_span(61, pp, pp - 1, 3)[1])
+    own = (stage_span(61, pp, 0, 3)[1], stage_span(61, pp, pp - 1, 3)[1])
+    assert layout_stage_layers(BLACKWELL_PRESET, pp, 61) == own
 
 
 @pytest.mark.parametrize("layout, pp, layers, words", [
