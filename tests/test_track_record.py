@@ -17,7 +17,9 @@ def test_packaged_track_record_is_the_current_code():
 
 def test_gpt_oss_runs_all_slower_than_predicted():
     """docs/accuracy.md: the 29 GPT-OSS 120B rows (Megatron-Bridge 25.11-26.08, five GPU types)
-    are +7.4% to +82.8%, mean +24.3% (+11.0…+82.8%, +25.8%, before their activation's host sync on the H100 and 25.11
+    are +7.0% to +82.5%, mean +23.6% (+7.4…+82.8%, +24.3%, before the eager fallbacks' host ops and the fc2 bias's
+    split re-assembly, core/time/moe_host.py fallback_python_ops, core/time/eager_fallbacks.py; +11.0…+82.8%, +25.8%,
+    before their activation's host sync on the H100 and 25.11
     GB200 rows, core/time/moe_host.py activation_sync_extra_seconds; +9.4…+82.1%, +23.9%, before each row's recipe
     loss: Megatron-Bridge's
     perf scripts run TE's fused cross-entropy for every model, jobs/validation/published_throughput.py
@@ -42,8 +44,8 @@ def test_gpt_oss_runs_all_slower_than_predicted():
     # pins at +-0.005, not hand-worked figures; the docstring keeps their history
     records = model_track_records()
     oss = records["gpt-oss-120b"]
-    assert oss.cases == 29 and oss.mean_error == pytest.approx(0.243, abs=0.005)
-    assert oss.low == pytest.approx(0.074, abs=0.005) and oss.high == pytest.approx(0.828, abs=0.005)
+    assert oss.cases == 29 and oss.mean_error == pytest.approx(0.236, abs=0.005)
+    assert oss.low == pytest.approx(0.070, abs=0.005) and oss.high == pytest.approx(0.825, abs=0.005)
     # 405B: 51 -> 54 rows with torchtitan's Aug-2024 FSDP 16 x TP 8 runs (published_throughput.yaml), 0.049 -> 0.046
     assert records["llama-3.1-405b"].cases == 54 and records["llama-3.1-405b"].mean_error == pytest.approx(0.046, abs=0.005)
 
