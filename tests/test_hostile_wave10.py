@@ -44,3 +44,29 @@ def test_a_duration_past_its_bound_is_a_422_naming_the_bound(client, job, body, 
 @pytest.mark.parametrize("typed", ["7d", "604800s", "1w"])
 def test_a_duration_at_its_bound_is_answered(run_json, typed):
     assert run_json("budget", "llama-3.1-8b", "--gpus", "64", "--restart", typed)["results"]["gpus"] == 64
+
+
+# ---- a format the default GPU cannot run says the GPU was not named ----------------------------------------
+
+@pytest.mark.parametrize("extra", [(), ("--rps", "5", "--ttft-p99", "2s", "--tpot", "50ms")])
+def test_a_format_the_default_gpu_cannot_run_offers_another_gpu(run_cli, extra):
+    """`infer llama-3.1-8b --quantization fp8` (no --gpu; with --rps the sizing even answers over every GPU type) was
+    refused 'NVIDIA A100 80GB SXM4 has no fp8 compute path ...; choose a format it runs', a GPU the user never
+    named. The line now says the A100 is the default and that --gpu names one that runs it; `--gpu h100` answers."""
+    line = field_refusal(run_cli("infer", "llama-3.1-8b", "--quantization", "fp8", *extra), "quantization",
+                         "no fp8 compute path")
+    assert "--gpu (a100 is the default: --gpu was not given)" in line, line
+    code, _, err = run_cli("infer", "llama-3.1-8b", "--quantization", "fp8", "--gpu", "h100", *extra)
+    assert code == 0, err
+
+
+def test_a_format_the_named_gpu_cannot_run_keeps_its_line(run_cli, client):
+    """--gpu a100 given: the user chose the GPU, so the line offers only the formats it runs (unchanged), at the
+    CLI and the web API alike."""
+    line = field_refusal(run_cli("infer", "llama-3.1-8b", "--quantization", "fp8", "--gpu", "a100"), "quantization",
+                         "choose a format it runs: --quantization fp32, bf16, fp16, int8 or int4\n")
+    web = web_refusal(client.post("/api/inference", json={"model": "llama-3.1-8b", "quantization": "fp8",
+                                                          "gpu": "a100"}), "quantization")
+    assert f"error: {web}\n" == line
+    web_refusal(client.post("/api/inference", json={"model": "llama-3.1-8b", "quantization": "fp8"}),
+                "quantization", "--gpu was not given")

@@ -54,7 +54,13 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
                          f"{' or '.join(E.ENGINE_VENDORS[engine])} GPUs only ({gpu.name}: vendor "
                          f"{gpu.vendor}); use --engine {valid}")
     raw = raw_model_config(*inputs.model_params)
-    fmt, origin, notes = resolve_format(inputs.quantization, inputs.group_size, spec, raw, gpu)
+    try:
+        fmt, origin, notes = resolve_format(inputs.quantization, inputs.group_size, spec, raw, gpu)
+    except InputError as exc:  # a GPU nobody named (the default) is not the user's to change formats for
+        if exc.field != "quantization" or "gpu" in inputs.given:
+            raise
+        raise exc.retold(exc.field, exc.value, f"{exc.expected}; or name a GPU that runs it with --gpu ("
+                         f"{inputs.gpu} is the default: --gpu was not given)") from None
     if inputs.quantization == "int4" and inputs.group_size is not None:
         notes += group_size_check(inputs.group_size, spec, "group_size" in inputs.given)
     kv_dtype = _kv_dtype(inputs.kv_dtype, fmt, spec)
