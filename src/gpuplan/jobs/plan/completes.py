@@ -58,8 +58,9 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
     kept = np.flatnonzero(done)
     if not len(kept):
         tokens_per_step = fitting["global_batch"].astype(float) * inputs.seq_len
+        granule = (fitting["dp"] * fitting["micro_batch"]).astype(np.int64) * inputs.seq_len
         raise no_completion(_batch_given(inputs), _asked(inputs, gpus), inputs.gpus is not None,
-                            largest_step_tokens(plans, which, tokens_per_step / steps))
+                            largest_step_tokens(plans, which, tokens_per_step / steps, granule), aligned=True)
     return Completing(kept, np.maximum.reduce(shares[0::2])[kept], shares[0][kept])  # the slowest on-demand
 
 
@@ -122,19 +123,20 @@ def _wall_shares(mtbi: np.ndarray, restart: np.ndarray, stall: np.ndarray, inter
     return mtbi * np.exp(np.minimum(restart / mtbi, most)) * grow / interval, finishes
 
 
-def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | None) -> None:
+def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | None, granule: int | None = None) -> None:
     """The given count's door (jobs.budget.compute.compute_budget: `train`/`budget`/`plan` on one count) by
     completing_rows' test: the run on its GPUs completes at all six failure plans, else no_completion's refusal.
     Wave 9 review M1: `budget deepseek-v3 --tp 8 --global-batch-tokens 1e12 --gpus 768` printed 119,729,289 days
-    with failures where the search door refused the same count."""
+    with failures where the search door refused the same count. ``granule``: tokens of one sequence on each of
+    the layout's dp x micro-batch slots, the unit the refusal's largest batch is rounded down to (largest_step_tokens)."""
     plans = [_plans_of(replace(run, step_seconds=0.0), settings, run.gpus)]
     which, steps = np.zeros(1, np.int64), np.array([run.step_seconds])
     for k in range(6):
         if not _wall_shares(*_plan_columns(plans, which, k), steps)[1][0]:
             batch = batch_asked if isinstance(batch_asked, tuple) else (  # (field, value) as given, else the run's
                 ("global_batch_tokens", _whole_or(run.global_batch_tokens)) if batch_asked else None)
-            raise no_completion(batch, f"{run.gpus:,.0f}", True,
-                                largest_step_tokens(plans, which, np.array([run.global_batch_tokens]) / steps))
+            raise no_completion(batch, f"{run.gpus:,.0f}", True, largest_step_tokens(
+                plans, which, np.array([run.global_batch_tokens]) / steps, granule), aligned=granule is not None)
 
 
 def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float) -> None:
@@ -150,15 +152,21 @@ def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float) -> None:
                     gpu_hours=wall_seconds * plan.gpus / 3600, tokens=inputs.tokens, recipe=inputs.recipe_name,
                     global_batch_tokens=float(plan.global_batch * inputs.seq_len), zero=layout.zero,
                     model_parallel=layout.tp * layout.pp)
-    check_run_completes(run, inputs.budget_settings(), _batch_given(inputs))
+    check_run_completes(run, inputs.budget_settings(), _batch_given(inputs),
+                        layout.dp * layout.micro_batch * inputs.seq_len)
 
 
-def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray) -> float:
+def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray, granule=None) -> float:
     """The most tokens a step may hold for some row to complete at all six failure plans (each row at its own
     throughput, ``tokens_per_second``): a step is the floor of the checkpoint interval (_wall_shares), so
     max(interval, step) + stall <= MAX_FAILURE_EXPONENT x MTBI bounds it; 0 where no step is short enough (the
     restart or the optimal interval alone outlasts the bound). With a fixed global batch the step and the MTBI
-    both scale as 1/GPUs, so the bound hardly moves with the count; it is the remedy the refusal offers."""
+    both scale as 1/GPUs, so the bound hardly moves with the count; it is the remedy the refusal offers.
+    ``granule`` (tokens, per row: dp x micro-batch x seq_len): each row's bound rounded down to a multiple of it
+    that the fewest significant digits (from three) write exactly (_aligned), so the batch quoted lays out as
+    that row's layout does (the same dp and micro-batch, every GPU working) and keeps the rounding's margin below
+    the bound (one granule under it was refused again: the bound moves ~1e-7 with the batch); unrounded, 9.9e11 tokens on 768 GPUs was told 8.88e11 (216,796,875 sequences, odd: dp 4 no longer divides
+    it, and the layout that does runs slower) and 8.88e11 was refused in turn, told 8.04e11."""
     from gpuplan.core.economics.reliability import MAX_FAILURE_EXPONENT as most
 
     best = np.full(len(which), np.inf)
@@ -167,11 +175,30 @@ def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray)
         room = most * mtbi - stall
         fits = (restart <= most * mtbi) & (interval <= room)  # else no step is short enough
         best = np.minimum(best, np.where(fits, room * tokens_per_second, 0.0))
+    if granule is not None:
+        best = np.array([_aligned(float(b), int(g)) for b, g in zip(best, np.broadcast_to(granule, best.shape))])
     return float(best.max(initial=0.0))
 
 
+def _aligned(tokens: float, granule: int) -> float:
+    """The largest multiple of ``granule`` at most ``tokens`` that d significant digits write exactly (a multiple
+    of lcm(granule, 10^(e-d+1)), e the exponent of ``tokens``), for the fewest d from 3 that comes within one
+    unit of the third digit of the three-digit floor (so never more than two such units under ``tokens``),
+    else the largest multiple of ``granule``; 0 where none is positive."""
+    if not tokens > 0 or not math.isfinite(tokens):
+        return 0.0
+    exponent = math.floor(math.log10(tokens))
+    third = 10 ** max(0, exponent - 2)
+    close = (math.floor(tokens / third) - 1) * third  # one third-digit unit under the three-digit floor
+    for digits in range(3, exponent + 2):
+        unit = math.lcm(granule, 10 ** (exponent - digits + 1))
+        if (shown := math.floor(tokens / unit) * unit) > 0 and shown >= close:
+            return float(shown)
+    return float(math.floor(tokens / granule) * granule)
+
+
 def no_completion(batch: tuple[str, float] | None, asked: str | None, gpus_given: bool,
-                  step_tokens: float) -> InputError:
+                  step_tokens: float, aligned: bool = False) -> InputError:
     """The one refusal of a run that completes with failures on no count asked or searched (`plan`/`train`'s
     search and the given count's budget, jobs.budget.compute.compute_budget, by the same test): it names the
     global batch where the user gave it and a shorter step would complete (``step_tokens`` > 0, the most a step
@@ -183,7 +210,11 @@ def no_completion(batch: tuple[str, float] | None, asked: str | None, gpus_given
             "period plus a restart")
     scale = 10.0 ** (math.floor(math.log10(step_tokens)) - 2) if step_tokens > 0 else 1.0
     shown = math.floor(step_tokens / scale) * scale  # three digits rounded down: the bound, never past it
-    shorter = f"a global batch of at most {shown:.3g} tokens a step" if step_tokens > 0 else ""
+    # ``aligned`` (largest_step_tokens with a granule): already a batch the layout runs, written in full where three
+    # digits would change it (rounding it down to three digits would leave the layout's multiple again)
+    written = f"{shown:.3g}" if not aligned or shown == step_tokens else next(
+        text for d in range(4, 18) if float(text := f"{step_tokens:.{d}g}") == step_tokens)
+    shorter = f"a global batch of at most {written} tokens a step" if step_tokens > 0 else ""
     remedies = ([shorter] if shorter else []) + (["fewer GPUs"] if gpus_given and not (batch and shorter) else [])
     remedies += ["a lower --failure-rate", "a shorter --restart"]
     advice = f" ({', '.join(remedies[:-1])} or {remedies[-1]})"

@@ -1,0 +1,37 @@
+"""The refusal of a run that never completes with failures offers the largest global batch a step may hold
+(jobs/plan/completes.largest_step_tokens). It was the bound at the asked batch's throughput, floored to three
+digits: 9.9e11 tokens on 768 GPUs was told 8.88e11, whose 216,796,875 sequences dp 4 does not divide, and 8.88e11
+was refused in turn (told 8.04e11). Now the bound is rounded down to a whole number of the layout's dp x
+micro-batch sequences, written exactly in the fewest digits from three (_aligned), and the batch it names answers."""
+
+import re
+
+import pytest
+from helpers import field_refusal
+
+from gpuplan.jobs.plan.completes import _aligned
+
+ASK = ("deepseek-v3", "--tp", "8", "--gpus", "768")
+
+
+def test_aligned_by_hand():
+    """granule dp 4 x micro-batch 5 x 4,096 = 81,920 tokens, bound 8.887e11 (three-digit floor 8.88e11; the rule
+    takes the fewest digits within one third-digit unit of it, >= 8.87e11): 3 digits, lcm(81,920, 10^9) = 3.2e10,
+    27 x 3.2e10 = 8.64e11, too far; 4 digits, lcm(81,920, 10^8) = 6.4e9, 138 x = 8.832e11, too far; 5 digits,
+    lcm(81,920, 10^7) = 1.28e9, 694 x = 8.8832e11 (10,843,750 granules). No granule under the bound: 0."""
+    assert _aligned(8.887e11, 81_920) == 694 * 1.28e9 == 8.8832e11
+    assert 8.8832e11 / 81_920 == 10_843_750
+    assert _aligned(0.0, 81_920) == 0.0
+    assert _aligned(1.0e4, 81_920) == 0.0
+    assert _aligned(9.0e4, 81_920) == 81_920  # past every digit count: the granule multiple itself
+
+
+def test_the_batch_offered_answers(run_cli, run_json):
+    """9.9e11 tokens on 768 GPUs (deepseek-v3, tp 8): refused naming the batch; the batch offered, 8.8832e11
+    (dp 4 x micro-batch 5 x 10,843,750 sequences; the parent offered 8.88e11, which it refused), answers."""
+    line = field_refusal(run_cli("train", *ASK, "--global-batch-tokens", "9.9e11"), "global_batch_tokens",
+                         "completes with failures")
+    offered = re.search(r"at most ([\d.e+,]+) tokens a step", line).group(1)
+    assert offered == "8.8832e+11", line
+    data = run_json("train", *ASK, "--global-batch-tokens", offered)
+    assert data["results"]["gpus"] == 768
