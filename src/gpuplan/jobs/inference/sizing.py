@@ -21,7 +21,6 @@ from gpuplan.core.serving.load import (
     first_token_seconds,
     max_rate,
     prefill_pool_rate,
-    queue_wait,
     replica_at,
     replicas_for,
 )
@@ -29,6 +28,8 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.serving import (SEARCH_TP, max_sequences_at, price_for, scheduler_refusal, serves,
                                               serving_gpus)
+from gpuplan.jobs.inference.sizing_text import POOL_SEARCH
+from gpuplan.jobs.inference.sizing_text import ms_text as _ms, placement as _placement, ttft_terms as _ttft_terms
 from gpuplan.report.model import Line, Section, Table
 
 DEFAULT_MAX_NUM_SEQS = 256
@@ -68,15 +69,6 @@ class SizedConfig:
     @property
     def cost_per_hour(self) -> float | None:
         return None if self.price is None else self.price * self.gpus
-
-
-POOL_SEARCH = "every catalog GPU type and TP in {1, 2, 4, 8} per pool, one node per instance"
-"""How the disaggregated pools are searched (the formula of their lines)."""
-
-
-def _placement(count: int, tp: int, gpu: Accelerator, gpus: int) -> str:
-    """'2 x (tp 4 on NVIDIA H100 80GB SXM5) = 8 GPUs': replicas or instances of one TP group."""
-    return f"{count} x (tp {tp} on {gpu.name}) = {plural(gpus, 'GPU')}"
 
 
 def _step_times(plan: Plan, gpu: Accelerator, tp: int, max_batch: int = 0):
@@ -329,19 +321,6 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
              total / tokens_per_hour * 1e6, "USD",
              "n/a" if total is None else f"${total / tokens_per_hour * 1e6:,.3f}", "prompt + output tokens served"),
     )
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:,.0f} ms"
-
-
-def _ttft_terms(hold_s: float, prefill_s: float, rho: float, transfer_s: float = 0.0) -> str:
-    """Every term a p99 TTFT adds (load.first_token_seconds), each in ms: 'server hold 2.0 ms + prefill 45.3 ms
-    + M/M/1 queueing wait p99 111.3 ms' (+ the KV transfer where there is one); the terms sum to the number."""
-    terms = [("server hold", hold_s), ("prefill", prefill_s), ("M/M/1 queueing wait p99", queue_wait(prefill_s, rho)[1])]
-    if transfer_s:
-        terms.append(("KV transfer", transfer_s))
-    return " + ".join(f"{name} {seconds * 1e3:,.1f} ms" for name, seconds in terms)
 
 
 def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], asked_gpu: str | None = None) -> Section:
