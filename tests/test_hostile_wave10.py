@@ -70,3 +70,29 @@ def test_a_format_the_named_gpu_cannot_run_keeps_its_line(run_cli, client):
     assert f"error: {web}\n" == line
     web_refusal(client.post("/api/inference", json={"model": "llama-3.1-8b", "quantization": "fp8"}),
                 "quantization", "--gpu was not given")
+
+
+# ---- a spot price above on-demand is a negative discount -----------------------------------------------------
+
+@pytest.mark.parametrize("command", ["budget", "train", "plan"])
+def test_a_spot_price_above_on_demand_is_refused(run_cli, command):
+    """`budget --spot-price 1e6 --price 1` answered 'spot saving vs on-demand -100205448.6%' (exit 0), while the same
+    spot price written as a discount (--spot-discount -50%) is refused (0 to 99.9%): spot is sold at a discount off
+    on-demand (AWS, GCP and Azure cap it at the on-demand price). Now refused naming the on-demand price."""
+    line = field_refusal(run_cli(command, "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--spot-price", "1e6",
+                                 "--price", "1"), "spot_price", "must be at most the on-demand price, $1.00/GPU-h")
+    assert "(--price)" in line, line
+
+
+def test_a_spot_price_above_the_catalog_price_names_it_and_price(run_cli, client):
+    """No --price: the bound is the price catalog's on-demand median for the GPU ($3.99 for the H100), which --price
+    replaces; the web API refuses alike, and a spot price at or under it answers."""
+    line = field_refusal(run_cli("budget", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--spot-price", "5"),
+                         "spot_price", "$3.99/GPU-h (the price catalog's; --price sets yours)")
+    web = web_refusal(client.post("/api/budget", json={"model": "llama-3.1-8b", "gpu": "h100", "gpus": 64,
+                                                       "spot_price": "5"}), "spot_price")
+    assert f"error: {web}\n" == line
+    for spot, price in (("3.99", ()), ("5", ("--price", "6"))):
+        code, out, err = run_cli("budget", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--spot-price", spot,
+                                 *price)
+        assert code == 0, err

@@ -121,6 +121,10 @@ def resolve_prices(gpu_id: str, s: BudgetSettings) -> Prices:
     low, high = (min(per_provider), max(per_provider)) if per_provider else (od, od)
     reserved = lookup_price(gpu_id, "reserved", s.provider)
     spot, spot_src = (s.spot_price, "given (--spot-price)") if s.spot_price else (None, "")
+    if spot is not None and od is not None and spot > od:  # a negative discount: --spot-discount takes 0-99.9%
+        basis = "--price" if s.price else "the price catalog's; --price sets yours"
+        raise InputError("spot_price", int(spot) if spot == int(spot) else spot, f"must be at most the on-demand "
+                         f"price, ${od:,.2f}/GPU-h ({basis}): spot is sold at a discount off on-demand")
     if spot is None and s.provider is not None and s.spot_discount is None:
         spot, spot_src = lookup_price(gpu_id, "spot", s.provider) or (None, "")
     if spot is None and od is not None:
