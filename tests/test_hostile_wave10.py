@@ -96,3 +96,31 @@ def test_a_spot_price_above_the_catalog_price_names_it_and_price(run_cli, client
         code, out, err = run_cli("budget", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--spot-price", spot,
                                  *price)
         assert code == 0, err
+
+
+# ---- non-ASCII number text names the character -----------------------------------------------------------------
+
+@pytest.mark.parametrize("option, typed, said", [
+    ("--tpot", "5µs", "'µ' (U+00B5) is not one"),
+    ("--context", "8Ｋ", "'Ｋ' (U+FF2B) is not one"),
+    ("--price", "2€", "'€' (U+20AC) is not one"),
+    ("--prefix-hit", "40٪", "'٪' (U+066A) is not one"),
+    ("--batch", "٣", "'٣' (U+0663) is the digit 3; write 3"),
+    ("--gpus", "８", "'８' (U+FF18) is the digit 8; write 8"),
+    ("--batch", "8²", "'²' (U+00B2) is not one"),
+])
+def test_non_ascii_number_text_names_the_character(run_cli, option, typed, said):
+    """Every non-ASCII number text but a dash (wave 6c) was refused 'must be written with ASCII digits', also
+    `--tpot 5µs`, `--context 8Ｋ` (a full-width K) and `--price 2€`, whose digits were ASCII. The line now names the
+    first non-ASCII character, and for another script's digit the ASCII one to write."""
+    extra = ("--rps", "1") if option == "--tpot" else ("--no-search",)
+    field = option[2:].replace("-", "_")
+    line = field_refusal(run_cli("infer", "llama-3.1-8b", *extra, option, typed), field, said)
+    assert ("ASCII digits" in line) == ("digit" in said), line
+
+
+def test_non_ascii_is_refused_alike_on_the_web(run_cli, client):
+    line = field_refusal(run_cli("infer", "llama-3.1-8b", "--no-search", "--context", "8Ｋ"), "context")
+    web = web_refusal(client.post("/api/inference", json={"model": "llama-3.1-8b", "search": False,
+                                                          "context": "8Ｋ"}), "context")
+    assert f"error: {web}\n" == line

@@ -63,12 +63,27 @@ def _text(value: Any, field: str, valid: str = NUMBER_FORMS) -> str:
     if len(text) > 64:
         raise InputError(field, value[:40] + "..." if isinstance(value, str) else value, TOO_LONG)
     if not text.isascii():  # float() reads other scripts' digits ("١٢" = 12): refuse them
-        dash = next((c for c in text if c in UNICODE_DASHES), None)
-        raise InputError(field, value, f"must be written with ASCII characters: {dash!r} (U+{ord(dash):04X}) is not "
-                         "the ASCII '-' of a sign or a range" if dash else "must be written with ASCII digits")
+        raise InputError(field, value, _not_ascii(text))
     if "_" in text:  # float() reads '0.4_0' as 0.4 and '1_0' as 10 (PEP 515); the unit parsers refused '1_000'
         raise InputError(field, value, "must be written without '_' (e.g. 1000, 1e3 or 40%)")
     return text
+
+
+def _not_ascii(text: str) -> str:
+    """Why non-ASCII number text is refused, naming its first such character: a dash (wave 6c), another script's
+    digit ('８' is 8), or anything else. 'must be written with ASCII digits' was said of `--tpot 5µs`, `--seq-len
+    8Ｋ` and `--price 2€` too, whose digits were all ASCII."""
+    import unicodedata
+
+    dash = next((c for c in text if c in UNICODE_DASHES), None)
+    if dash:
+        return (f"must be written with ASCII characters: {dash!r} (U+{ord(dash):04X}) is not the ASCII '-' of a sign "
+                "or a range")
+    first = next(c for c in text if not c.isascii())
+    digit = unicodedata.decimal(first, None)  # a decimal digit of another script; not superscripts ("8²")
+    if digit is not None:
+        return f"must be written with ASCII digits: {first!r} (U+{ord(first):04X}) is the digit {digit}; write {digit}"
+    return f"must be written with ASCII characters: {first!r} (U+{ord(first):04X}) is not one"
 
 
 def _finite(value: Any, field: str) -> None:
