@@ -124,3 +124,17 @@ def test_non_ascii_is_refused_alike_on_the_web(run_cli, client):
     web = web_refusal(client.post("/api/inference", json={"model": "llama-3.1-8b", "search": False,
                                                           "context": "8Ｋ"}), "context")
     assert f"error: {web}\n" == line
+
+
+# ---- a latency target's unknown unit is told the latency units ----------------------------------------------
+
+@pytest.mark.parametrize("option, typed", [("--tpot", "1us"), ("--ttft-p99", "500msec"), ("--tpot", "50x")])
+def test_a_latency_with_an_unknown_unit_is_told_latency_units(run_cli, option, typed):
+    """`--tpot 1us` was refused 'expected a duration such as 7d, 36h, 90min or 2w' (days and weeks, for a time per
+    token whose floor is 0.001ms). The latency targets now name latency units and that 1us is 0.001ms."""
+    field = option[2:].replace("-", "_")
+    line = field_refusal(run_cli("infer", "llama-3.1-8b", "--rps", "1", option, typed), field,
+                         "expected a latency with a unit, e.g. 500ms, 2s or 0.05ms")
+    assert "7d" not in line and "1us is 0.001ms" in line, line
+    code, _, err = run_cli("infer", "llama-3.1-8b", "--rps", "1", option, "0.001ms")
+    assert code == 0, err

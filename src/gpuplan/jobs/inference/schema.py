@@ -60,7 +60,13 @@ def _target(high: float):
     parse = T.seconds(high)
 
     def check(value: Any, info) -> float:
-        seconds = parse(value, info)
+        try:
+            seconds = parse(value, info)
+        except InputError as exc:  # core.units names days and weeks ('7d, 36h, 90min or 2w'): a latency's units
+            if not exc.expected.startswith("expected a duration such as"):
+                raise
+            raise exc.retold(exc.field, exc.value, "expected a latency with a unit, e.g. 500ms, 2s or 0.05ms (ms, s, "
+                             "min or h; 1us is 0.001ms)") from None
         if seconds < MIN_TARGET_S:
             raise InputError(info.field_name or "target", value, "must be a positive duration, at least 0.001ms (e.g. "
                              "500ms); omit it for no limit")
