@@ -138,3 +138,23 @@ def test_a_latency_with_an_unknown_unit_is_told_latency_units(run_cli, option, t
     assert "7d" not in line and "1us is 0.001ms" in line, line
     code, _, err = run_cli("infer", "llama-3.1-8b", "--rps", "1", option, "0.001ms")
     assert code == 0, err
+
+
+# ---- LoRA serving on a vLLM release that had none ------------------------------------------------------------
+
+@pytest.mark.parametrize("engine, lora, field", [("vllm==0.2.6", ("--enable-lora",), "enable_lora"),
+                                                 ("vllm==0.2.7", ("--max-loras", "2"), "max_loras")])
+def test_lora_on_a_vllm_release_before_0_3_is_refused(run_cli, client, engine, lora, field):
+    """vLLM's multi-LoRA serving (vllm PR 1804) shipped in 0.3.0; `--engine vllm==0.2.6 --enable-lora` sized adapter
+    slots on a release without them (exit 0). Refused naming the release that has them, at every door."""
+    line = field_refusal(run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--engine", engine, *lora),
+                         field, "vLLM has them from 0.3.0")
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "search": False, "engine": engine,
+            **({"enable_lora": True} if field == "enable_lora" else {"max_loras": 2})}
+    web = web_refusal(client.post("/api/inference", json=body), field)
+    assert f"error: {web}\n" == line
+
+
+def test_lora_on_vllm_0_3_answers(run_json):
+    assert run_json("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--engine", "vllm==0.3",
+                    "--enable-lora")["results"]["fits"]

@@ -116,6 +116,13 @@ core.serving.releases.vllm_batch_defaults) makes of the longest --context (2^24)
 --prefill-tokens 1` ran for hours (wave 9); at this bound the search takes ~30 s on 2 cores, one setup ~1 s."""
 
 
+VLLM_LORA_SINCE = (0, 3, 0)
+"""The first vLLM release with --enable-lora: multi-LoRA serving (vllm/lora/, vllm PR 1804 'Add multi-LoRA support',
+merged January 2024) shipped in v0.3.0 (2024-01-31; vllm issue 2909 runs --enable-lora on the release of 2024-02);
+v0.2.7 (2024-01-03) had no LoRA path. Older releases are modelled (from
+0.2.0, core.serving.releases.OLDEST), so --engine vllm==0.2.x --enable-lora sized adapter slots no such engine has."""
+
+
 class InferenceInputs(ModelFields):
     """A model, a GPU and a layout, the load, and how the engine runs it."""
 
@@ -329,6 +336,11 @@ class InferenceInputs(ModelFields):
         if self.engine_name == "trtllm":
             raise InputError("enable_lora", True, "multi-LoRA memory is modelled for --engine vllm and sglang "
                              "(TensorRT-LLM sizes its LoRA cache from its own fractions)")
+        if self.engine_name == "vllm" and self.release.version < VLLM_LORA_SINCE:
+            field = "enable_lora" if self.enable_lora else "max_loras"
+            raise InputError(field, getattr(self, field), f"{self.release.label} serves no LoRA adapters: vLLM has "
+                             "them from 0.3.0 (vllm PR 1804, 'Add multi-LoRA support', --enable-lora); give "
+                             "--engine vllm==0.3 or later")
         if self.engine_name == "vllm":
             L.check_rank(self.max_lora_rank)
         slots = self.lora.max_loras
