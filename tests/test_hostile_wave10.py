@@ -158,3 +158,27 @@ def test_lora_on_a_vllm_release_before_0_3_is_refused(run_cli, client, engine, l
 def test_lora_on_vllm_0_3_answers(run_json):
     assert run_json("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--engine", "vllm==0.3",
                     "--enable-lora")["results"]["fits"]
+
+
+# ---- speculative decoding on a vLLM release that had none --------------------------------------------------------
+
+@pytest.mark.parametrize("engine, method", [("vllm==0.2.6", ("eagle",)), ("vllm==0.4", ("ngram", "--spec-acceptance",
+                                                                                         "0.5")),
+                                            ("vllm==0.3.3", ("draft", "--draft-model", "llama-3.2-1b"))])
+def test_speculative_decoding_on_a_vllm_release_before_0_4_1_is_refused(run_cli, client, engine, method):
+    """vLLM's --speculative-model arrived with vllm PR 3706 (after v0.4.0) and was usable from v0.4.1; `--engine
+    vllm==0.2.6 --speculative eagle` answered a speed-up that release cannot give (exit 0). Refused naming 0.4.1."""
+    line = field_refusal(run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--engine", engine,
+                                 "--speculative", *method), "speculative", "vLLM has it from 0.4.1")
+    web = web_refusal(client.post("/api/inference", json={"model": "llama-3.1-8b", "gpu": "h100", "search": False,
+                                                          "engine": engine, "speculative": method[0],
+                                                          **dict(zip(["spec_acceptance" if "ngram" in method else
+                                                                      "draft_model"], method[2:3]))}),
+                      "speculative")
+    assert f"error: {web}\n" == line
+
+
+@pytest.mark.parametrize("engine", ["vllm==0.4.1", "vllm", "sglang", "trtllm"])
+def test_speculative_decoding_on_a_release_with_it_answers(run_json, engine):
+    assert run_json("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--engine", engine, "--speculative",
+                    "eagle")["results"]["tpot"] > 0

@@ -122,6 +122,12 @@ merged January 2024) shipped in v0.3.0 (2024-01-31; vllm issue 2909 runs --enabl
 v0.2.7 (2024-01-03) had no LoRA path. Older releases are modelled (from
 0.2.0, core.serving.releases.OLDEST), so --engine vllm==0.2.x --enable-lora sized adapter slots no such engine has."""
 
+VLLM_SPECULATIVE_SINCE = (0, 4, 1)
+"""The first vLLM release with speculative decoding: --speculative-model / --num-speculative-tokens came with
+SpeculativeConfig (vllm PR 3706, merged 2024-04-02, after v0.4.0 of 2024-03-30) and were usable once the correctness
+PR 3951 landed (vllm issue 4266, 2024-04-22), in v0.4.1 (2024-04-24). Each method's own first release (ngram, EAGLE,
+MTP, EAGLE-3 came later) is not checked."""
+
 
 class InferenceInputs(ModelFields):
     """A model, a GPU and a layout, the load, and how the engine runs it."""
@@ -256,6 +262,11 @@ class InferenceInputs(ModelFields):
             raise InputError("prefill_tokens", self.prefill_tokens, f"splits a {prompt:,}-token prompt into more than "
                              f"{MAX_PREFILL_CHUNKS:,} prefill chunks; at least {-(-prompt // MAX_PREFILL_CHUNKS):,} "
                              "tokens per step, or a shorter --context / --prompt")
+        old_vllm = self.engine_name == "vllm" and self.release.version < VLLM_SPECULATIVE_SINCE
+        if self.speculative != "none" and old_vllm:
+            raise InputError("speculative", self.speculative, f"{self.release.label} has no speculative decoding: vLLM "
+                             "has it from 0.4.1 (--speculative-model, vllm PR 3706); give --engine vllm==0.4.1 or "
+                             "later, or leave --speculative out")
         if self.draft_model is not None and self.speculative != "draft":
             raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
         for name in ("spec_tokens", "spec_acceptance"):
