@@ -219,8 +219,15 @@ _HF_DICT = re.compile(r"\{'[^{}]*\}")
 
 
 def _literal(text: str) -> Any:
+    """A printed Trainer dict read by ast.literal_eval; None where it is not a literal. Its compile step's warnings
+    are silenced: `'learning_rate': 6.6inf` printed '<unknown>:1: SyntaxWarning: invalid decimal literal' above the
+    refusal (and `'\\d'` text an invalid-escape warning), a second stderr line beside the one the house rule allows."""
+    import warnings
+
     try:
-        return ast.literal_eval(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
 
