@@ -207,3 +207,27 @@ def test_a_printed_trainer_dict_with_a_malformed_number_prints_no_warning(tmp_pa
                            "h100", "--gpus", "8", "--seq-len", "2048"], capture_output=True, text=True, timeout=120)
     assert "Warning" not in done.stderr, done.stderr
     assert done.returncode == 0 or (done.returncode == 2 and done.stderr.count("\n") == 1), done.stderr
+
+
+# ---- a logged memory size the pattern took but no number reads ----------------------------------------------
+
+LOGS = ROOT / "tests" / "fixtures" / "logs"
+
+
+@pytest.mark.parametrize("fixture, old, new, field, args", [
+    ("torchtitan_rank0.log", "memory:  9.46GiB", "memory:  ９.46GiB", "memory",
+     ("--model", "llama-3.2-1b", "--gpu", "h100", "--gpus", "1", "--seq-len", "2048")),
+    ("megatron_mixtral.log", "max allocated: 54250.98583984375", "max allocated: 54250.9.8", "max allocated",
+     ("--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--seq-len", "2048")),
+    ("megatron_mixtral.log", "max reserved: 61480.0", "max reserved: ６1480.0", "max reserved",
+     ("--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--seq-len", "2048")),
+])
+def test_a_logged_memory_size_that_is_no_number_is_named(run_cli, tmp_path, fixture, old, new, field, args):
+    """The logs' memory patterns take digits as '\\d' (a full-width '９' too) and Megatron's as '[\\d.]+' ('1.2.3'),
+    which adapters.training_logs._num reads as None: 'internal error: TypeError: unsupported operand type(s) for
+    *: NoneType and int' (exit 70), found by mutating the fixtures. Now one line naming the size."""
+    text = (LOGS / fixture).read_text()
+    assert old in text
+    log = tmp_path / fixture
+    log.write_text(text.replace(old, new))
+    field_refusal(run_cli("calibrate", str(log), *args), field, "a size written as an ASCII number")

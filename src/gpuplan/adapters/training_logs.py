@@ -68,6 +68,16 @@ def whole(value: Any, label: str, source: str, where: str = "") -> int:
     return int(number)
 
 
+def _size(text: str, unit: float, label: str, source: str) -> float:
+    """A logged memory size ``text`` (in ``unit`` bytes) as bytes; InputError naming ``label`` where the text the
+    pattern took is not a number: its digits are '\\d', which takes '９' (a full-width 9) and '1.2.3', which _num
+    reads as None ('None * int': an internal error, exit 70)."""
+    number = _num(text)
+    if number is None:
+        raise InputError(label, text, f"in {source}: a size written as an ASCII number, e.g. 66.91")
+    return number * unit
+
+
 def _each_line(lines: Iterable[str] | str) -> Iterable[str]:
     return lines.splitlines() if isinstance(lines, str) else lines
 
@@ -101,7 +111,7 @@ def parse_torchtitan(lines: Iterable[str] | str, source: str) -> TrainingLog:
             raise InputError("memory", memory.group(0)[7:].strip(), f"in {source}: a size in {', '.join(_UNITS)}")
         record = LogRecord(
             step=step, loss=_field(line, _TITAN_LOSS),
-            memory_bytes=_num(memory.group(1)) * _UNITS[memory.group(2)] if memory else None,
+            memory_bytes=_size(memory.group(1), _UNITS[memory.group(2)], "memory", source) if memory else None,
             memory_kind="reserved" if memory else None,
             tokens_per_s_per_device=_field(line, _TITAN_TPS),
             tflops_per_device=_field(line, _TITAN_TFLOPS),
@@ -139,7 +149,8 @@ def parse_megatron(lines: Iterable[str] | str, source: str) -> TrainingLog:
     for line in _each_line(lines):
         memory = _MEGA_MEMORY.search(line)
         if memory:
-            allocated, reserved = _num(memory.group(4)) * MiB, _num(memory.group(6)) * MiB
+            allocated = _size(memory.group(4), MiB, "max allocated", source)
+            reserved = _size(memory.group(6), MiB, "max reserved", source)
             max_allocated = max(allocated, max_allocated or 0.0)  # worst rank
             max_reserved = max(reserved, max_reserved or 0.0)
             continue
