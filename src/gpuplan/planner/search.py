@@ -31,6 +31,7 @@ from gpuplan.core.comm.topology import Cluster
 from gpuplan.errors import InputError
 from gpuplan.planner.framework_rules import rules_for  # space imports it already
 from gpuplan.planner.pareto import pareto_front  # noqa: F401 (re-exported: jobs.plan.estimate, the tests)
+from gpuplan.core.comm.dp_costs import fsdp2_no_reshard
 from gpuplan.planner.uncertainty import KnownLayouts, fsdp_traffic_uncertainty, layout_kinds, layout_uncertainty
 from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, check_fixed_in_range, enumerate_layouts
 
@@ -213,7 +214,8 @@ class Evaluator:
             columns["uncertainty"] = layout_uncertainty(table.columns, u.active_params, domain, moe, u.known, u.widest)
             if self.step.dp_schedule == "fsdp2" and "dp_traffic_seconds" in table.columns:  # FSDP2 beyond what ran
                 columns["uncertainty"] = columns["uncertainty"] + fsdp_traffic_uncertainty(
-                    table["dp_traffic_seconds"], table["compute_seconds"], table["zero"])
+                    table["dp_traffic_seconds"], table["compute_seconds"], table["zero"],
+                    fsdp2_no_reshard(self.step, table["zero"]))  # torchtitan's ZeRO-2 is FSDP2 too
             if self.cp_attention_untimed:  # CP on an attention kernel no published run checks
                 columns["uncertainty"] = np.where(table["cp"] > 1, np.maximum(columns["uncertainty"], u.widest),
                                                   columns["uncertainty"])

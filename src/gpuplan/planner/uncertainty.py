@@ -133,14 +133,17 @@ TP), where the FSDP1 slope above would put it at +45%: FSDP2 does not share FSDP
 (jobs/validation/planner_choice) scores: that check is not held out from it."""
 
 
-def fsdp_traffic_uncertainty(dp_traffic_seconds, compute_seconds, zero):
-    """What an FSDP2 (torchtitan) layout adds to its uncertainty where its ZeRO-3 traffic per second of
+def fsdp_traffic_uncertainty(dp_traffic_seconds, compute_seconds, zero, zero2_fsdp=False):
+    """What an FSDP2 (torchtitan) layout adds to its uncertainty where its FSDP traffic per second of
     compute exceeds PUBLISHED_FSDP_TRAFFIC: FSDP_TRAFFIC_SLOPE x the excess (0 at or below it, and for
-    ZeRO < 3). The ranking takes the slow end, step x (1 + u): a layout beyond the traffic any published
-    run carried must be predicted faster by what FSDP runs at that traffic lost to the model."""
+    ZeRO < 3 unless ``zero2_fsdp``, rows whose ZeRO-2 is FSDP2 without reshard after forward:
+    core.comm.dp_costs.fsdp2_no_reshard, whose traffic is FSDP2's gathers and reduce-scatters). The ranking
+    takes the slow end, step x (1 + u): a layout beyond the traffic any published run carried must be
+    predicted faster by what FSDP runs at that traffic lost to the model."""
     compute = np.asarray(compute_seconds, dtype=float)
     traffic = np.asarray(dp_traffic_seconds, dtype=float) / np.where(compute > 0, compute, np.inf)
-    return FSDP_TRAFFIC_SLOPE * np.maximum(traffic - PUBLISHED_FSDP_TRAFFIC, 0.0) * (np.asarray(zero) >= 3)
+    fsdp = (np.asarray(zero) >= 3) | np.asarray(zero2_fsdp, dtype=bool)
+    return FSDP_TRAFFIC_SLOPE * np.maximum(traffic - PUBLISHED_FSDP_TRAFFIC, 0.0) * fsdp
 
 
 def layout_features(columns, domain: int, moe: bool) -> dict[str, np.ndarray]:
