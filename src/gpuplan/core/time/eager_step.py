@@ -234,13 +234,32 @@ def _head_matmuls(spec: ModelSpec, run: EagerRun, tokens):
     return G.linears_seconds(head, tokens, _rates(run, run.peak, 2.0), weight_grads=run.lora_rank == 0)
 
 
+def layer_kinds(spec: ModelSpec, layers) -> tuple[tuple[object, bool], ...]:
+    """((layers of the kind, is a MoE layer), ...) on a stage of ``layers`` decoder layers: a model with MoE
+    layers keeps spec.num_dense_layers dense ones (DeepSeek's first_k_dense_replace: V2-Lite 1 of 27, V3 3 of
+    61; core.model.spec.count_parameters and core.model.finetune.lora_params count them apart), split across a
+    stage in their whole-model proportion as lora_params splits them (hf is data-parallel only: the stage is
+    the model)."""
+    if spec.moe is None or spec.num_moe_layers <= 0:
+        return ((layers, False),)
+    if spec.num_dense_layers <= 0:
+        return ((layers, True),)
+    moe = layers * spec.num_moe_layers / spec.num_layers
+    return ((moe, True), (layers - moe, False))
+
+
 def microbatch(spec: ModelSpec, run: EagerRun, tokens, layers, head=1.0) -> tuple[PhaseTimes, PhaseTimes]:
     """(forward, backward) of one micro-batch on a stage with ``layers`` decoder layers (and the
-    embedding, LM head and loss where ``head`` is 1: a number or an array of 0 / 1)."""
-    moe = spec.moe is not None and spec.num_moe_layers > 0
-    lf = layer_features(spec, tokens, run.seq_len, run.lora_rank, moe_layer=moe)
+    embedding, LM head and loss where ``head`` is 1: a number or an array of 0 / 1). Dense and MoE layers
+    (layer_kinds) each take their own linears, adapters and op-profile features (P, R, T*I or the experts')."""
     rf = rest_features(spec, tokens, run.seq_len)
-    fwd_g, bwd_g, again = _layer_matmuls(spec, run, tokens, moe)
+    kinds = []  # (layers, features, (fwd, bwd, recompute) matmul seconds, peft host seconds a forward) per kind
+    for n, moe in layer_kinds(spec, layers):
+        # a LoRA MoE layer's peft activations, each forward (recompute: the backward's again)
+        peft_cpu = 2 * PEFT_ACTIVATION_CPU_SECONDS["expert"] + PEFT_ACTIVATION_CPU_SECONDS["router"] \
+            if run.lora_rank and moe else 0.0
+        kinds.append((n, layer_features(spec, tokens, run.seq_len, run.lora_rank, moe_layer=moe),
+                      _layer_matmuls(spec, run, tokens, moe), peft_cpu))
     att_f, att_b = _attention(spec, run, tokens)
     h_f, h_b = _head_matmuls(spec, run, tokens)
     h_f, h_b = head * h_f, head * h_b
@@ -248,19 +267,20 @@ def microbatch(spec: ModelSpec, run: EagerRun, tokens, layers, head=1.0) -> tupl
     scale = reference_scale()
     out = []
     masked = masked_sdpa_extra(spec, run, tokens)
-    peft_cpu = 0.0  # a LoRA MoE layer's peft activations, each forward (recompute: the backward's again)
-    if run.lora_rank and moe:
-        peft_cpu = 2 * PEFT_ACTIVATION_CPU_SECONDS["expert"] + PEFT_ACTIVATION_CPU_SECONDS["router"]
     for phase, gemm, att, (extra_bytes, extra_kernels) in (
-            ("forward", layers * fwd_g + h_f, layers * att_f, masked[0]),
-            ("backward", layers * (bwd_g + again) + h_b, layers * (att_b + recompute_attention), masked[1])):
-        nbytes = layers * (run.ops.value("layer", f"{phase}.memory", "bytes", lf) + extra_bytes)
-        kernels = layers * (run.ops.value("layer", f"{phase}.memory", "kernels", lf) + extra_kernels)
-        all_kernels = layers * (run.ops.cell_total("layer", phase, "kernels", lf) + extra_kernels)
+            ("forward", h_f, layers * att_f, masked[0]),
+            ("backward", h_b, layers * (att_b + recompute_attention), masked[1])):
         per_op = cpu_seconds_per_op(phase, run.recompute == "selective")
-        host_cpu = layers * run.ops.cell_total("layer", phase, "ops", lf) * per_op
-        if phase == "forward" or run.recompute in ("full", "selective"):
-            host_cpu = host_cpu + layers * peft_cpu
+        nbytes = kernels = all_kernels = host_cpu = 0.0
+        for n, lf, (fwd_g, bwd_g, again), peft_cpu in kinds:
+            gemm = gemm + n * (fwd_g if phase == "forward" else bwd_g + again)
+            nbytes = nbytes + n * (run.ops.value("layer", f"{phase}.memory", "bytes", lf) + extra_bytes)
+            kernels = kernels + n * (run.ops.value("layer", f"{phase}.memory", "kernels", lf) + extra_kernels)
+            all_kernels = all_kernels + n * (run.ops.cell_total("layer", phase, "kernels", lf) + extra_kernels)
+            host = n * run.ops.cell_total("layer", phase, "ops", lf) * per_op
+            if phase == "forward" or run.recompute in ("full", "selective"):
+                host = host + n * peft_cpu
+            host_cpu = host_cpu + host
         nbytes = nbytes + head * run.ops.value("rest", f"{phase}.memory", "bytes", rf)
         kernels = kernels + head * run.ops.value("rest", f"{phase}.memory", "kernels", rf)
         all_kernels = all_kernels + head * run.ops.cell_total("rest", phase, "kernels", rf)
