@@ -1,8 +1,9 @@
 """The hf eager step (core.time.eager_step.microbatch) times a MoE model's dense layers as dense layers
 (DeepSeek's first_k_dense_replace: V2-Lite 1 of 27, V3 3 of 61), each kind by its own linears and op-profile
 features, so its adapter count R and its layers' parameters P sum to core.model.finetune.lora_params and
-count_parameters, and its MLP matmuls to the model FLOPs' (core.model.flops.layer_matmul_weights_per_token).
-Before, every layer of a model with MoE layers was a MoE layer."""
+count_parameters, and its matmuls to the model FLOPs' (core.model.flops.layer_matmul_weights_per_token, MLA's
+attention linears as transformers runs them) and its per-token adapters to lora_params(per_token=True). Before,
+every layer of a model with MoE layers was a MoE layer, and MLA's attention ran as q, k, v, o at the head widths."""
 
 from __future__ import annotations
 
@@ -51,17 +52,44 @@ def test_adapters_and_parameters_sum_to_the_models_counts():
     assert p == 26 * 584_847_872 + 81_007_104 == count_parameters(V2_LITE).non_embedding - 2048
 
 
-def test_mlp_matmuls_sum_to_the_model_flops():
-    """MLP weights a token passes through, per layer kind's linears (core.time.linears.layer_linears): MoE router
-    2048 x 64 + 6 experts x 3 x 2048 x 1408 + shared 3 x 2048 x 2816 = 69,337,088; dense 3 x 2048 x 10,944 =
-    67,239,936; 26 x + 1 x = 1,870,004,224, the model FLOPs' MLP share (the MFU numerator's)."""
-    def mlp_weights(moe):
-        return sum(lin.inputs * lin.outputs * lin.rows * lin.groups * lin.count
-                   for lin in G.layer_linears(V2_LITE, moe_layer=moe) if lin.name not in ("q", "k", "v", "o", "qkv"))
+def _weights(linears):
+    return sum(lin.inputs * lin.outputs * lin.rows * lin.groups * lin.count for lin in linears)
 
-    eager = sum(n * mlp_weights(moe) for n, moe in E.layer_kinds(V2_LITE, 27))
-    model = layer_matmul_weights_per_token(V2_LITE) - 27 * attention_matmul_weights(V2_LITE.attention, 2048)
-    assert eager == 26 * 69_337_088 + 67_239_936 == 1_870_004_224 == model
+
+def test_matmuls_sum_to_the_model_flops():
+    """Weights a token passes through, per layer kind's linears (eager_layer_linears): MoE router 2048 x 64 +
+    6 experts x 3 x 2048 x 1408 + shared 3 x 2048 x 2816 = 69,337,088; dense 3 x 2048 x 10,944 = 67,239,936;
+    26 x + 1 x = 1,870,004,224, the model FLOPs' MLP share (the MFU numerator's; 27 x 69,337,088 before). MLA's
+    attention: q 2048 x 3072 + kv_a 2048 x 576 + kv_b 512 x 4096 + o 2048 x 2048 = 13,762,560 a layer (q, k, v, o
+    at the head widths before: 20,971,520). In all 2,241,593,344 = core.model.flops' (2,438,332,416 before, +8.8%)."""
+    def mlp(moe):
+        return _weights([lin for lin in E.eager_layer_linears(V2_LITE, moe) if lin.name not in E.ATTENTION_LINEARS
+                         and lin.name not in ("q_a", "q_b", "kv_a", "kv_b")])
+
+    kinds = E.layer_kinds(V2_LITE, 27)
+    assert sum(n * mlp(moe) for n, moe in kinds) == 26 * 69_337_088 + 67_239_936 == 1_870_004_224
+    attention = _weights(E.eager_layer_linears(V2_LITE, False)) - 67_239_936
+    assert attention == 2048 * 3072 + 2048 * 576 + 512 * 4096 + 2048 * 2048 == 13_762_560
+    assert attention == attention_matmul_weights(V2_LITE.attention, 2048)
+    total = sum(n * _weights(E.eager_layer_linears(V2_LITE, moe)) for n, moe in kinds)
+    assert total == layer_matmul_weights_per_token(V2_LITE) == 2_241_593_344
+    llama = load_model("llama-3.1-8b")  # not MLA: core.time.linears' list as it was
+    assert E.eager_layer_linears(llama, False) == G.layer_linears(llama)
+
+
+def test_per_token_adapters_sum_to_lora_params():
+    """peft's per-token adapters at r 16: a MoE layer's MLA linears (q 2048 + 3072, kv_a 2048 + 576, kv_b 512 +
+    4096, o 2048 + 2048 = 16,448) and shared gate, up, down (3 x (2048 + 2816) = 14,592): 16 x 31,040 = 496,640;
+    the dense layer's 16 x (16,448 + 3 x (2048 + 10,944)) = 886,784; 26 x + 1 x = 13,799,424 =
+    lora_params(per_token=True), the adapters' FLOPs numerator (finetune.adapter_flops_per_token)."""
+    def adapters(moe):
+        return _weights(E.peft_linear_adapters(E.eager_layer_linears(V2_LITE, moe), 16))
+
+    assert adapters(True) == 496_640 and adapters(False) == 886_784
+    total = sum(n * adapters(moe) for n, moe in E.layer_kinds(V2_LITE, 27))
+    assert total == 13_799_424 == lora_params(V2_LITE, 16, peft_experts=True, per_token=True)
+    llama = load_model("llama-3.1-8b")  # the dense rule's pairs, as core.time.linears.lora_linears has them
+    assert E.peft_linear_adapters(G.layer_linears(llama), 16) == G.lora_linears(llama, 16)
 
 
 def _phases(spec, layers, finetune="full", rank=0):

@@ -164,9 +164,46 @@ def expert_lora_seconds(base: list[G.Linear], run: EagerRun, tokens):
     return fwd, bwd
 
 
+ATTENTION_LINEARS = ("q", "k", "v", "o", "qkv")
+
+
+def eager_layer_linears(spec: ModelSpec, moe: bool) -> list[G.Linear]:
+    """One layer's linears as transformers runs them (core.time.linears.layer_linears), MLA's attention as
+    DeepSeek-V2/V3's modeling code has it (modeling_deepseek_v3.py@5.17.0 L383-411, the linears
+    core.model.finetune.peft_attention_widths counts and core.model.flops.attention_matmul_weights times):
+    q_proj (or q_a_proj + q_b_proj), kv_a_proj_with_mqa (h -> kv_lora_rank + rope), kv_b_proj (kv_lora_rank ->
+    heads x (nope + v)), o_proj, not q, k, v at the head widths (V2-Lite: 13.76 M weights, not 20.97 M)."""
+    base, a, h = G.layer_linears(spec, moe_layer=moe), spec.attention, spec.hidden_size
+    if not a.is_mla:
+        return base
+    q_out, latent = a.num_heads * a.qk_head_dim, a.kv_lora_rank or 0
+    q = [G.Linear("q_a", h, a.q_lora_rank), G.Linear("q_b", a.q_lora_rank, q_out)] if a.q_lora_rank \
+        else [G.Linear("q", h, q_out)]
+    mla = q + [G.Linear("kv_a", h, latent + a.qk_rope_head_dim),
+               G.Linear("kv_b", latent, a.num_heads * (a.qk_nope_head_dim + a.value_head_dim)),
+               G.Linear("o", a.num_heads * a.value_head_dim, h)]
+    return mla + [lin for lin in base if lin.name not in ATTENTION_LINEARS]
+
+
+def peft_linear_adapters(base: list[G.Linear], rank: int) -> list[G.Linear]:
+    """peft's per-token (A, B) pairs on a layer's 2-D linears ("all-linear"): every one but the routed experts
+    (expert_lora_seconds) and the router (its weight is folded like theirs; the fold's h x experts is left out:
+    under 0.1% of the experts'); a shared expert as the gate_proj, up_proj and down_proj it is in transformers
+    (core.model.finetune.peft_moe_layer_params), its gate and up two adapters."""
+    out = []
+    for lin in base:
+        if lin.groups > 1 or lin.name == "router":
+            continue
+        parts = [G.Linear(n, lin.inputs, lin.outputs / 2) for n in ("shared.gate", "shared.up")] \
+            if lin.name == "shared.gate_up" else [lin]
+        out += [x for q in parts for x in (G.Linear(q.name + ".lora_A", q.inputs, rank),
+                                            G.Linear(q.name + ".lora_B", rank, q.outputs))]
+    return out
+
+
 def _layer_matmuls(spec: ModelSpec, run: EagerRun, tokens, moe: bool):
     """(forward, backward, recompute) matmul seconds of one layer."""
-    base = G.layer_linears(spec, moe_layer=moe)
+    base = eager_layer_linears(spec, moe)
     frozen = run.lora_rank > 0
     fwd, bwd = _base_matmuls(base, run, tokens, weight_grads=not frozen)
     if run.attention_kernel == "eager":
@@ -177,12 +214,8 @@ def _layer_matmuls(spec: ModelSpec, run: EagerRun, tokens, moe: bool):
             fwd = fwd + G.gemm_seconds(m, k, n, **g)
             bwd = bwd + G.gemm_seconds(m, n, k, **g) + G.gemm_seconds(k, m, n, **g)
     if frozen:
-        adapted = G.lora_linears(spec, run.lora_rank)
-        if moe:  # peft's linear adapters: attention (and shared experts); the routed experts': expert_lora_seconds.
-            r = run.lora_rank  # The router's (h x experts) fold is left out: under 0.1% of the experts'
-            adapted = [x for lin in base if lin.groups <= 1 and lin.name != "router"
-                       for x in (G.Linear(lin.name + ".lora_A", lin.inputs, r),
-                                 G.Linear(lin.name + ".lora_B", r, lin.outputs))]
+        adapted = peft_linear_adapters(base, run.lora_rank)
+        if moe:  # the routed experts' adapters: expert_lora_seconds
             f, b = expert_lora_seconds(base, run, tokens)
             fwd, bwd = fwd + f, bwd + b
         f, b = G.linears_seconds(adapted, tokens, _rates(run, run.fp32_peak, 4.0), weight_grads=True)
