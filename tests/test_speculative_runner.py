@@ -26,14 +26,14 @@ def test_counts_are_those_read_from_each_release():
     + 11 in the proposer's preamble + 7 around the first draft layer + 3 set-up / stacking ops at
     k > 1 = 45; each later draft step 7 position / slot ops + 4 head ops + LM head + argmax = 13.
     0.8.5's loop adds the max-model-length guard (4 ops) and drops the probability stack: 45 / 17.
-    No counts for 0.9 (graphed drafter, code not read), other engines, EAGLE-3 or draft models."""
+    No counts for 0.9 (graphed drafter, code not read), other engines, EAGLE-3 before 0.8.5 or draft models."""
     ops = SR.runner_ops(parse_release("vllm==0.8.3"), "eagle")
     assert (ops.per_verify, ops.per_later_draft, ops.single_draft_fewer, ops.syncs) == (45, 13, 3, 4)
     assert SR.runner_ops(parse_release("vllm==0.8.4"), "eagle") is ops
     later = SR.runner_ops(parse_release("vllm==0.8.5"), "eagle")
     assert (later.per_verify, later.per_later_draft) == (45, 17)
     for label, method in (("vllm==0.9.0", "eagle"), ("vllm==0.29", "eagle"), ("sglang==0.4.9", "eagle"),
-                          ("vllm==0.8.5", "eagle3"), ("vllm==0.8.4", "draft"), ("vllm==0.8.4", "ngram")):
+                          ("vllm==0.8.4", "eagle3"), ("vllm==0.8.4", "draft"), ("vllm==0.8.4", "ngram")):
         assert SR.runner_ops(parse_release(label), method) is None, (label, method)
     assert SR.runner_ops(None, "eagle") is None
 

@@ -27,6 +27,15 @@ step ended on its draft tokens' ``.tolist()``):
   runner L1229): the k draft forwards with no sync between them, so the host runs ahead of the GPU
   and the segment takes max(issue, GPU), the rule first_token_path applies to any eager forward.
 
+Every eager vLLM 0.8.x drafter is priced by this one rule (EAGLE-1 from 0.8.0, EAGLE-3 from 0.8.5; MTP on
+0.8.x ran on the V0 engine and is refused, ``unavailable``), at the Python launch time whatever
+--launch-layer-us says: that flag sets Efficiency.layer_launch_s, the TensorRT-style per-layer enqueue the
+graphed and engine paths pay, not a Python-issued launch (as for --enforce-eager steps).
+
+Lower-bound exclusions (launches not counted): with tp > 1, VocabParallelEmbedding's mask / sub / masked_fill
+ops and the draft layer's all-reduces; non-greedy draft sampling (eagle.py@v0.8.4 L225-: where, div_, softmax,
+the sampling ops), the counts being the greedy path's.
+
 The syncs' own latency is not priced (no per-sync figure in the package or a cited measurement).
 The EAGLE head also runs an ``fc`` projection the one-layer draft shape does not hold
 (``fusion_weights``). Units: launches, parameters, seconds.
@@ -49,6 +58,13 @@ RMSNorm, which the head's first layer replaces with nn.Identity (model_executor/
 @v0.8.4:33-37, layer 0 built with disable_input_layernorm=True at L57-63; with residual None the layer
 calls it on the hidden states alone, so no kernel): 9. The head's embedding, concat, fc and final
 residual add (L74-85) are in RunnerOps' counts."""
+EAGLE3_LAYER_LAUNCHES = 12
+"""Launches of the EAGLE-3 head's one decoder layer a draft forward (model_executor/models/llama_eagle3.py
+@v0.8.5:51-76): input_layernorm on the embeddings and hidden_norm on the hidden states (two rms_norm, no
+residual yet), the concat to 2h, the qkv / o GEMMs, rotary_embedding, reshape_and_cache_flash,
+flash_attn_varlen_func, post_attention fused_add_rms_norm, gate_up / down GEMMs, silu_and_mul: 12. The head's
+embedding, fc (first step only, L122-123), final fused_add_rms_norm (L133) and the draft-to-target vocabulary
+map of compute_logits (L205-213) are in RunnerOps' counts."""
 
 
 @dataclass(frozen=True)
@@ -69,17 +85,21 @@ class RunnerOps:
     syncs: int
     """GPU -> host synchronisations beyond the plain step's one (counted, not priced)."""
     source: str
-    behind_forward: int = 5
+    layer_launches: int
+    """Launches of the head's decoder layer each draft forward (EAGLE1_LAYER_LAUNCHES, EAGLE3_LAYER_LAUNCHES)."""
+    behind_forward: int
     """Of per_verify, launched between the target's forward and the first sync: the bonus and target
     logits gathers (gpu_model_runner.py@v0.8.4:1094, 1104) and the greedy rejection sampler's fill_,
     argmax and Triton kernel (v1/sample/rejection_sampler.py@v0.8.4:172-181). They queue behind the
     forward's GPU work (a batch-1 decode forward, milliseconds), so their host time is hidden."""
-    draft_segment: int = 11
+    draft_segment: int
     """Of per_verify, launched after the proposer's last sync (eagle.py@v0.8.4:68-69, two .item()) with the
     draft forwards: the first draft step's embedding, concat, fc, residual add, last-token gather, LM head and
     argmax (L86-94, llama_eagle.py L74-85: 7), the positions gather L106 and the two stacks L139 / L141 (3,
     the single_draft_fewer skipped at k = 1), and draft_token_ids.tolist() (runner L1229: 1) = 11. 0.8.5:
-    L93-101 (7), L111-112 two gathers + one stack (3), the .tolist() (1) = 11."""
+    L93-101 (7), L111-112 two gathers + one stack (3), the .tolist() (1) = 11. EAGLE-3 at 0.8.5: embedding,
+fc, final norm, gather, LM head + the vocabulary map's arange / add / new_full / index_put, argmax (10), the 3,
+the .tolist() = 14. Both fields are set per entry from the code read (no default a later release inherits)."""
 
 
 _RUNNER_084 = ("vllm v0.8.4 (wheel): v1/worker/gpu_model_runner.py L807-819 (4 H2D index copies, 2 gathers, "
@@ -96,25 +116,64 @@ EAGLE_OPS: tuple[tuple[tuple[int, int, int], tuple[int, int, int], RunnerOps], .
         _RUNNER_084 + "; eagle.py propose L54-69 (sub, copy, index_put, index + add + int, max + .item(), "
         "sub + max + .item(): 11), L86-94 (embed, cat, fc, residual add of llama_eagle.py L74-85, the "
         "last-token gather, LM head, argmax: 7), L106 gather + L139 / L141 two stacks (3, skipped at k = 1); "
-        "loop L114-134: 7 position / slot ops + 4 forward ops + LM head + argmax = 13")),
+        "loop L114-134: 7 position / slot ops + 4 forward ops + LM head + argmax = 13",
+        EAGLE1_LAYER_LAUNCHES, behind_forward=5, draft_segment=11)),
     ((0, 8, 5), (0, 9, 0), RunnerOps(
         45, 17, 3, 4,
         _RUNNER_084.replace("v0.8.4 (wheel)", "v0.8.5 (wheel; the runner's same operations, lines shifted)") + "; eagle.py@v0.8.5 propose L61-76 (11), "
         "L93-101 (7), L111-112 two gathers + one stack (3, skipped at k = 1); loop adds the max-model-length "
         "guard (>=, torch.where, two masked_fill_): 11 position / slot ops + 4 forward ops + LM head + argmax "
-        "= 17")),
+        "= 17", EAGLE1_LAYER_LAUNCHES, behind_forward=5, draft_segment=11)),
 )
 """EAGLE-1 (method 'eagle') in vLLM V1 before 0.9.0, whose proposer ran eagerly (kernels.
 drafter_runs_eager); later releases captured it in CUDA graphs (vllm PR 17211, 0.9.0) and changed
 the runner: their code is not counted here, so no term applies there (a lower bound)."""
 
+EAGLE3_OPS: tuple[tuple[tuple[int, int, int], tuple[int, int, int], RunnerOps], ...] = (
+    # EAGLE-3 (method 'eagle3') first shipped in vLLM 0.8.5 (model_executor/models/llama_eagle3.py; 0.8.4's
+    # engine/arg_utils.py L1496-1510 takes only ngram / eagle on V1), run by the same EagleProposer.propose
+    # as EAGLE-1 (v1/spec_decode/eagle.py@v0.8.5:41-169)
+    ((0, 8, 5), (0, 9, 0), RunnerOps(
+        51, 19, 3, 4,
+        "vllm v0.8.5 (wheel): EAGLE-1's 45 at 0.8.5 (above) with the runner's target hidden states taken from the "
+        "three auxiliary layers (gpu_model_runner.py L1255-1264: 3 gathers + torch.cat for L1260's 1 gather: +3) "
+        "and the head's own first-step ops (draft_segment 14 for 11: +3); loop: 11 position / slot ops + embedding "
+        "+ final norm (llama_eagle3.py L121, L133) + LM head + the vocabulary map (arange, add, new_full, "
+        "index_put, L207-213) + argmax = 19", EAGLE3_LAYER_LAUNCHES, behind_forward=5, draft_segment=14)),
+)
+"""EAGLE-3 in vLLM V1 before 0.9.0 (eager; kernels.drafter_runs_eager)."""
+
+EAGER_DRAFTERS_FROM = {"eagle": (0, 8, 0), "eagle3": (0, 8, 5)}
+"""The first vLLM release whose V1 engine ran each eager drafter (engine/arg_utils.py@v0.8.5 L1423-1441: V1
+takes ngram, eagle and eagle3 and falls back to V0 for any other method; @v0.8.4 L1491-1510: ngram and eagle)."""
+
+
+def unavailable(release: EngineRelease | None, method: str) -> str | None:
+    """Why ``method`` cannot be priced on ``release``'s V1 engine before 0.9.0, or None. vLLM 0.8.x ran its
+    EAGLE drafters eagerly (kernels.drafter_runs_eager), priced from the code counted here; a method that
+    release's V1 did not run has no such counts: EAGLE-3 before 0.8.5 (no llama_eagle3.py, no 'eagle3' in
+    arg_utils), and MTP on 0.8.x, which V1 handed to the V0 engine (arg_utils.py@v0.8.5 L1438-1441, the
+    whole server, not only the drafter), not modelled for 0.8.x."""
+    if release is None or release.engine != "vllm" or not (0, 8, 0) <= release.version < (0, 9, 0):
+        return None
+    if method == "mtp":
+        return ("vLLM 0.8.x's V1 engine runs no MTP drafter (engine/arg_utils.py@v0.8.5 L1423-1441: ngram, eagle, "
+                "eagle3 only; MTP falls back to the V0 engine, which is not modelled for 0.8.x): use a later vllm "
+                "release, or eagle / draft / ngram")
+    if method == "eagle3" and release.version < EAGER_DRAFTERS_FROM["eagle3"]:
+        return ("vLLM runs EAGLE-3 from 0.8.5 (model_executor/models/llama_eagle3.py first ships there; "
+                "engine/arg_utils.py@v0.8.4 L1496-1510 takes only ngram / eagle): use vllm>=0.8.5, or eagle")
+    return None
+
 
 def runner_ops(release: EngineRelease | None, method: str) -> RunnerOps | None:
-    """The counts for ``release`` and ``method``, or None where none were read (other engines,
-    other releases, EAGLE-3's head with its own vocabulary map, draft models, n-gram)."""
-    if release is None or release.engine != "vllm" or method != "eagle":
+    """The counts for ``release`` and ``method``, or None where none were read (other engines, other
+    releases, draft models, n-gram, MTP). Every eager vLLM 0.8.x drafter the inputs admit (unavailable)
+    has counts: EAGLE-1 from 0.8.0, EAGLE-3 from 0.8.5."""
+    table = {"eagle": EAGLE_OPS, "eagle3": EAGLE3_OPS}.get(method)
+    if release is None or release.engine != "vllm" or table is None:
         return None
-    for first, end, ops in EAGLE_OPS:
+    for first, end, ops in table:
         if first <= release.version < end:
             return ops
     return None
@@ -133,12 +192,16 @@ def serial_host_seconds(ops: RunnerOps | None, launch_s: float) -> float:
 def draft_segment_seconds(ops: RunnerOps, tokens: int, launch_s: float, gpu_s: float) -> float:
     """Seconds of the k = ``tokens`` draft forwards, launched from Python with no sync between them
     (eagle.py@v0.8.4:86-141): max(issue, GPU), ``gpu_s`` the drafts' GPU work (layer, LM head, fc, KV).
-    Issue: the segment's own launches (draft_segment, less single_draft_fewer at k = 1), k layers of
-    EAGLE1_LAYER_LAUNCHES and (k - 1) x per_later_draft, each ``launch_s``. 0.8.4 at k = 2: 11 + 2 x 9 +
-    13 = 42 launches; k = 4: 11 + 36 + 39 = 86."""
+    Issue: draft_launches(ops, tokens), each ``launch_s``."""
+    return max(draft_launches(ops, tokens) * launch_s, gpu_s)
+
+
+def draft_launches(ops: RunnerOps, tokens: int) -> int:
+    """Launches of the draft segment: its own (draft_segment, less single_draft_fewer at k = 1), k layers of
+    ``ops.layer_launches`` and (k - 1) x per_later_draft. EAGLE-1 at 0.8.4, k = 2: 11 + 2 x 9 + 13 = 42;
+    k = 4: 11 + 36 + 39 = 86. EAGLE-3 at 0.8.5, k = 2: 14 + 2 x 12 + 19 = 57."""
     once = ops.draft_segment - (ops.single_draft_fewer if tokens == 1 else 0)
-    launches = once + tokens * EAGLE1_LAYER_LAUNCHES + (tokens - 1) * ops.per_later_draft
-    return max(launches * launch_s, gpu_s)
+    return once + tokens * ops.layer_launches + (tokens - 1) * ops.per_later_draft
 
 
 def fusion_weights(spec: ModelSpec, method: str, tokens: int) -> float:
