@@ -204,6 +204,33 @@ def draft_launches(ops: RunnerOps, tokens: int) -> int:
     return once + tokens * ops.layer_launches + (tokens - 1) * ops.per_later_draft
 
 
+@dataclass(frozen=True)
+class RunnerHost:
+    """The speculative runner's host time at one verify step, for the answer: ``serial_launches`` at
+    ``launch_s`` each (serial_host_seconds, seconds ``serial_s``) and the draft forwards' ``draft_launches``
+    (draft_launches, issue ``draft_issue_s``), ``host_bound`` where that issue exceeds the drafts' GPU work."""
+
+    serial_launches: int
+    serial_s: float
+    draft_launches: int
+    draft_issue_s: float
+    launch_s: float
+    host_bound: bool
+
+
+def runner_host(release: EngineRelease | None, method: str, tokens: int, launch_s: float,
+                draft_s: float) -> RunnerHost | None:
+    """What the answer says of the runner's host time (roofline.decode_step prices it), or None where no counts
+    apply; ``draft_s`` the priced draft segment (seconds), host-bound when it equals the issue time."""
+    ops = runner_ops(release, method)
+    if ops is None:
+        return None
+    serial = ops.per_verify - ops.behind_forward - ops.draft_segment
+    drafts = draft_launches(ops, tokens)
+    return RunnerHost(serial, serial * launch_s, drafts, drafts * launch_s, launch_s,
+                      draft_s <= drafts * launch_s * (1 + 1e-9))
+
+
 def fusion_weights(spec: ModelSpec, method: str, tokens: int) -> float:
     """Parameters of the head's input projection read over one verify step's ``tokens`` draft
     steps (a plain nn.Linear, replicated on every TP rank): EAGLE-1's fc from [embedding, hidden

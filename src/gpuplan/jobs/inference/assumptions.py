@@ -10,6 +10,7 @@ from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import profile as P
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving.releases import allreduce_dtype, reads_019_allreduce
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
@@ -48,6 +49,7 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
     """The kernel fractions of the roofline, the decode kernel and the host time per step."""
     e, release = plan.setup.efficiency, plan.setup.runtime.release
     host = KR.host_step_seconds(release, 0)
+    graph_max = R.graph_max_tokens_at(release, e.graph_max_tokens, plan.gpu, tp)
     return (
         Assumption("bandwidth_efficiency", "HBM bandwidth fraction (weight GEMMs, elementwise)",
                    f"{e.bandwidth[0]:.2f} ({e.bandwidth[1]:.2f}-{e.bandwidth[2]:.2f})", FITTED,
@@ -65,9 +67,11 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
         Assumption("host_time", "host time per step not hidden by the GPU",
                    ("scheduler: none (overlapped)" if host == 0 else f"scheduler: {host * 1e3:.1f} ms"
                     + (" + 0.1 ms a sequence" if KR.host_step_seconds(release, 1) > host else ""))
-                   + ("; eager forwards: their issue time past the GPU work" if FT.runs_issue_bound(release, e.graph_max_tokens) else ""),
-                   _scheduler_source(release) + _eager_steps(e, release, R.graph_max_tokens_at(release, e.graph_max_tokens, plan.gpu, tp)),
-                   "--engine / --launch-layer-us", "launch_layer_us" in u),
+                   + ("; eager forwards: their issue time past the GPU work" if FT.runs_issue_bound(release, e.graph_max_tokens) else "")
+                   + _runner_value(plan),
+                   _scheduler_source(release) + _eager_steps(e, release, graph_max) + _runner_source(plan),
+                   "--engine" + (" / --launch-layer-us" if _launch_flag_moves(e, release, graph_max) else ""),
+                   "launch_layer_us" in u),
         _kernel_floor_assumption(plan, u, tp),
         Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step"
                    + (" (vLLM V1: its scheduler's chunks) + the server's 2 ms tokeniser batch window"
@@ -100,6 +104,31 @@ def _scheduler_source(release) -> str:
     if release.engine == "vllm":
         return f"{release.label}'s scheduler (vllm#6854, #6913, PR 27614; core/serving/kernels.py); "
     return f"{release.label}'s scheduler (core/serving/kernels.py host_step_seconds); "
+
+
+def _launch_flag_moves(e, release, graph_max: int) -> bool:
+    """Whether --launch-layer-us (Efficiency.layer_launch_s) moves the host time: only where an eager step is
+    priced at a layer's launches, not at the kernels' issue time (_eager_steps' two branches)."""
+    return not FT.runs_issue_bound(release, 0 if e.graph_max_tokens <= 0 else graph_max)
+
+
+def _runner_value(plan: Plan) -> str:
+    """The speculative runner's launches (core/serving/spec_runner.py), where counted: vLLM 0.8.x's eager EAGLE."""
+    s = plan.setup.speculation
+    ops = None if s is None else SR.runner_ops(plan.setup.runtime.release, s.method)
+    if ops is None:
+        return ""
+    return (f"; speculative runner: {ops.per_verify - ops.behind_forward - ops.draft_segment} serial launches a verify "
+            f"step + {SR.draft_launches(ops, s.tokens)} draft launches, {FT.EAGER_HOST_PER_LAUNCH_S * 1e6:.2f} us each")
+
+
+def _runner_source(plan: Plan) -> str:
+    s = plan.setup.speculation
+    if not _runner_value(plan):
+        return ""
+    return (f"; the speculative runner's launches counted from {plan.setup.runtime.release.label}'s V1 runner and "
+            f"{s.method} proposer (core/serving/spec_runner.py), each at the Python launch time (first_token_path; "
+            "--launch-layer-us does not change them), the draft forwards max(issue, GPU)")
 
 
 def _eager_steps(e, release, graph_max: int) -> str:

@@ -15,6 +15,7 @@ from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.units import format_bytes, plural
@@ -319,7 +320,26 @@ def _speculation_lines(plan: Plan, tpot: R.StepTime) -> tuple[Line, ...]:
                  f"acceptance: {spec.source}"),
             Line("spec_step", "verify step + draft steps", verify + tpot.draft_s, "s",
                  f"{verify * 1e3:,.2f} ms + {tpot.draft_s * 1e3:,.2f} ms",
-                 "TPOT = (verify over k + 1 positions + k draft steps) / tokens per step"))
+                 "TPOT = (verify over k + 1 positions + k draft steps) / tokens per step")) + _runner_host_lines(plan, tpot)
+
+
+def _runner_host_lines(plan: Plan, tpot: R.StepTime) -> tuple[Line, ...]:
+    """The speculative runner's host time, where its launches were counted (vLLM 0.8.x's eager EAGLE
+    drafters, core/serving/spec_runner.py): the serial launches inside the verify step and the draft
+    forwards' issue, each at the Python launch time (--launch-layer-us does not change them)."""
+    spec = plan.setup.speculation
+    host = SR.runner_host(plan.setup.runtime.release, spec.method, spec.tokens, FT.EAGER_HOST_PER_LAUNCH_S,
+                          tpot.draft_s)
+    if host is None:
+        return ()
+    bound = "host-bound: the draft steps' time" if host.host_bound else "below the drafts' GPU work, hidden"
+    return (Line("spec_runner_host", "speculative runner host time (in the verify step; draft issue)",
+                 host.serial_s + host.draft_issue_s, "s",
+                 f"{host.serial_s * 1e3:,.2f} ms + {host.draft_issue_s * 1e3:,.2f} ms",
+                 f"{host.serial_launches} serial launches in the verify step + {host.draft_launches} draft launches "
+                 f"({bound}), {host.launch_s * 1e6:.2f} us a Python launch (first_token_path; counts from "
+                 f"{plan.setup.runtime.release.label}'s code, core/serving/spec_runner.py; --launch-layer-us does "
+                 "not change it)"),)
 
 
 def _curve_table(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Table:
