@@ -21,7 +21,7 @@ bandwidth this group gets):
   NVLS       all-reduce inside one NVSwitch domain, reduced in the switch: bus = intra x the part's
              measured NVLS gain (catalog ``nvls_allreduce_gain``); NCCL's tuner rates it by its NVLS
              graph (nvls_tuner.nvls_tuner_algbw: channels x search speed x 5/6): that sets the choice
-  NVLS-tree  NVLS inside, tree across: bus = min(NVLS bus, net x 2 on two domains)
+  NVLS-tree  NVLS inside, tree across: bus = min(NVLS bus, 2 net) / tree_busiest_domain_load
              (NVLS and NVLS-tree also pay their pipeline fill, two loops: NVLS_FILL_STAGES); NCCL's
              tuner rates it by its heads' NICs instead (nvls_tree_tuner_algbw): that sets the choice
   CollNet    IB SHARP (chain inside the domain, reduction in the switches): algbw = intra / 2
@@ -104,7 +104,8 @@ NVLS_TREE) runs three warp groups in a pipeline over loops of heads x chunk per 
 into the switch buffers, the multicast reduce + broadcast, gather back -- so the first loop's scatter
 and the last loop's gather run alone: two loop-times beyond bytes / bandwidth."""
 NVLS_TREE_BEYOND_TWO = 0.5
-"""NVLS-tree's rate beyond two domains, as a share of NVLS's: NCCL's tuner sets the NVLS-tree bandwidth
+"""NVLS-tree's rate beyond two domains in NCCL's tuner (nvls_tree_tuner_algbw; the physical rate divides by
+tree_busiest_domain_load instead, the same 0.5 from four domains, 2/3 on three): the tuner sets the bandwidth
 to min(bwIntra, nNodes <= 2 ? bwInter : bwInter / 2) (src/graph/tuning.cc @v2.26.2-1 line 252), and the
 NVLS graph search gives the channels one speed, bwIntra = bwInter (search.cc @v2.26.2-1: 'tmpGraph.bwIntra
 = tmpGraph.bwInter = speedArray[speedIndex]'), so past two domains the double binary tree (each domain
@@ -254,8 +255,8 @@ def _nvls(size, links, tree: bool):
     estimate takes NCCL's own rate for both (nvls_tuner.nvls_tuner_algbw: 5 B200 run the ring, as measured)."""
     n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
     bus = links.intra * links.nvls_gain
-    if tree:  # beyond two domains the tree halves NVLS's rate, and the NICs bound it (NVLS_TREE_BEYOND_TWO)
-        bus = np.minimum(bus * np.where(k <= 2, 1.0, NVLS_TREE_BEYOND_TWO), links.net * np.where(k <= 2, 2.0, 1.0))
+    if tree:  # the NICs bound it, and its double binary tree runs at the busiest domain's rate (S, 1.5 S, 2 S)
+        bus = np.minimum(bus, 2.0 * links.net) / tree_busiest_domain_load(k)  # ncclGetDtree, as the tree's
         lat = HW_US[links.intra_kind]["nvls_tree"][2] + 2 * np.floor(np.log2(np.maximum(k, 1))) * (
             HW_US["net"]["nvls_tree"][2] + 2 * links.net_latency_us)
         usable = (k > 1) & (g >= NVLS_MIN_RANKS)
