@@ -30,7 +30,7 @@ def test_layout_unrolls_as_megatron_parses_it():
 
 
 def test_h100_deepseek_layout_by_hand():
-    assert layout_stage_layers("Et|(tt|)*30mL", 8, 61) == (8, 6)
+    assert layout_stage_layers("Et|(tt|)*30mL", 8, 4, 61) == (8, 6)
     assert stage_span(61, 8, 7, 3)[1] == 5  # the model's own split: one layer fewer on the last rank
 
 
@@ -38,18 +38,18 @@ def test_h100_deepseek_layout_by_hand():
 def test_blackwell_preset_equals_the_models_own_split(pp):
     # the presets the Blackwell rows ran: the generic split already matches, so those rows need no pp_layout
     own = (stage_span(61, pp, 0, 3)[1], stage_span(61, pp, pp - 1, 3)[1])
-    assert layout_stage_layers(BLACKWELL_PRESET, pp, 61) == own
+    assert layout_stage_layers(BLACKWELL_PRESET, pp, 16 // pp, 61) == own
 
 
 @pytest.mark.parametrize("layout, pp, layers, words", [
     ("Etx|tmL", 2, 2, "unknown layer character"),
-    ("Et|tt|tmL", 2, 4, "do not divide"),
+    ("Et|tt|tmL", 2, 4, "3 chunks, the row runs pp x vpp = 2 x 1"),
     ("Et|ttmL", 2, 4, "3 decoder layers"),
-    ("EtL|tm", 2, 2, "last rank"),
+    ("EtL|tm", 2, 2, "'L' close the last"),
 ])
 def test_bad_layouts_are_refused_with_the_reason(layout, pp, layers, words):
     with pytest.raises(ValueError, match=words):
-        layout_stage_layers(layout, pp, layers)
+        layout_stage_layers(layout, pp, 1, layers)
 
 
 def test_the_h100_row_runs_its_recipes_split(published_rows):

@@ -112,19 +112,35 @@ def layout_chunks(layout: str) -> list[str]:
     return chunks
 
 
-def layout_stage_layers(layout: str, pp: int, num_layers: int) -> tuple[int, int]:
-    """(decoder layers on the fullest pipeline rank but the last, decoder layers on the last rank) of a
-    Megatron-Core layout string: chunk v runs on rank v mod pp (the 1-D list is read as
-    layout[vpp_rank * pp + pp_rank], PipelineParallelLayerLayout.__init__, @b0cc2706dd L39-54), so a rank's layers are
-    those of chunks r, r + pp, r + 2 pp, ... The step model prices the LM head and the MTP modules on the
-    last rank (core.time.step), so a layout must put every 'L' and 'm' there; its chunks must divide
-    among the pp ranks and its 't's number ``num_layers``. Raises ValueError naming what does not hold."""
+def layout_stage_layers(layout: str, pp: int, vpp: int, num_layers: int) -> tuple[int, int]:
+    """(max decoder layers over every rank but the last, decoder layers on the last rank) of a Megatron-Core
+    layout string: chunk v runs on rank v mod pp (the 1-D list is read as layout[vpp_rank * pp + pp_rank],
+    PipelineParallelLayerLayout.__init__, @b0cc2706dd L39-54), so a rank's layers are those of chunks r, r + pp,
+    r + 2 pp, ... The first value counts 't's only: the embedding on rank 0 ('E') and the step's collectives,
+    which follow the first stage's layers (core.time.step), leave the 'E' out (negligible beside a layer).
+
+    Validation only: the published rows' ``pp_layout`` (jobs.validation.published_throughput) is its one caller;
+    the CLI, plan file and web have no layout option, so a plan prices the model's own split
+    (core.memory.model_states.stage_span) and the validated row a split no plan can request.
+
+    Checked as Megatron-Core checks it (pipeline_parallel_layer_layout.py@core_v0.14.0): the chunks number
+    pp x ``vpp`` (Megatron derives vpp from the count, L37-42); 'E' is the first layer and 'L' the last, once
+    each (L90-102, the flattened layout in layer order: the first chunk starts with 'E', the last ends with
+    'L'); the 't's number ``num_layers`` (L103); no 't' after an 'm' (L111-115). The step model prices the LM
+    head and the MTP modules on the last rank (core.time.step), so every 'm' must sit there too. Raises ValueError naming pp_layout and what
+    does not hold."""
     chunks = layout_chunks(layout)
-    if pp < 1 or len(chunks) % pp:
-        raise ValueError(f"pp_layout {layout!r}: {len(chunks)} chunks do not divide among pp = {pp} ranks")
+    if pp < 1 or vpp < 1 or len(chunks) != pp * vpp:
+        raise ValueError(f"pp_layout {layout!r}: {len(chunks)} chunks, the row runs pp x vpp = {pp} x {vpp} = {pp * vpp}"
+                         " (Megatron-Core derives vpp from the chunk count)")
+    flat = "".join(chunks)
+    if not (flat.startswith("E") and flat.endswith("L") and flat.count("E") == flat.count("L") == 1):
+        raise ValueError(f"pp_layout {layout!r}: 'E' must open the first chunk and 'L' close the last, once each")
     per_rank = [sum(chunk.count("t") for chunk in chunks[rank::pp]) for rank in range(pp)]
     if sum(per_rank) != num_layers:
         raise ValueError(f"pp_layout {layout!r}: {sum(per_rank)} decoder layers ('t'), the model has {num_layers}")
-    if any(c in chunk for rank in range(pp - 1) for chunk in chunks[rank::pp] for c in "Lm"):
-        raise ValueError(f"pp_layout {layout!r}: the loss ('L') and MTP ('m') must sit on the last rank")
+    after_mtp = flat[flat.index("m"):] if "m" in flat else ""
+    if "t" in after_mtp or any("m" in chunk for rank in range(pp - 1) for chunk in chunks[rank::pp]):
+        raise ValueError(f"pp_layout {layout!r}: the MTP layers ('m') must follow every decoder layer and sit on the "
+                         "last rank, with the loss")
     return (max(per_rank[:-1]) if pp > 1 else per_rank[0]), per_rank[-1]

@@ -293,7 +293,7 @@ def recipe_stage_layers(run: dict[str, Any]) -> tuple[int, int] | None:
     layout = run.get("pp_layout")
     if not layout:
         return None
-    return layout_stage_layers(layout, run["layout"]["pp"], run_spec(run["model"]).num_layers)
+    return layout_stage_layers(layout, run["layout"]["pp"], run["layout"].get("vpp") or 1, run_spec(run["model"]).num_layers)
 
 
 def published_throughput_cases() -> tuple[list[PublishedThroughputCase], list[tuple[str, str]]]:
