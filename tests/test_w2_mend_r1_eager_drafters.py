@@ -73,6 +73,7 @@ def test_methods_v1_did_not_run_are_refused():
     other engines pass."""
     assert "0.8.5" in SR.unavailable(parse_release("vllm==0.8.4"), "eagle3")
     assert "V0" in SR.unavailable(parse_release("vllm==0.8.5"), "mtp")
+    assert "0.8.5" in SR.unavailable(parse_release("vllm==0.6.3"), "eagle3")  # V0: no EAGLE-3 either
     for label, method in (("vllm==0.8.5", "eagle3"), ("vllm==0.8.4", "eagle"), ("vllm==0.9.0", "mtp"),
                           ("sglang==0.4.9", "mtp"), ("vllm==0.7.3", "mtp")):
         assert SR.unavailable(parse_release(label), method) is None, (label, method)

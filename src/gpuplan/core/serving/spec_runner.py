@@ -149,20 +149,20 @@ takes ngram, eagle and eagle3 and falls back to V0 for any other method; @v0.8.4
 
 
 def unavailable(release: EngineRelease | None, method: str) -> str | None:
-    """Why ``method`` cannot be priced on ``release``'s V1 engine before 0.9.0, or None. vLLM 0.8.x ran its
-    EAGLE drafters eagerly (kernels.drafter_runs_eager), priced from the code counted here; a method that
-    release's V1 did not run has no such counts: EAGLE-3 before 0.8.5 (no llama_eagle3.py, no 'eagle3' in
+    """Why vLLM ``release`` cannot run ``method`` as priced here, or None. vLLM 0.8.x ran its EAGLE drafters
+    eagerly (kernels.drafter_runs_eager), priced from the code counted here; a method that release's V1 did
+    not run has no such counts: EAGLE-3 before 0.8.5 (no llama_eagle3.py in any earlier release, no 'eagle3' in
     arg_utils), and MTP on 0.8.x, which V1 handed to the V0 engine (arg_utils.py@v0.8.5 L1438-1441, the
     whole server, not only the drafter), not modelled for 0.8.x."""
-    if release is None or release.engine != "vllm" or not (0, 8, 0) <= release.version < (0, 9, 0):
+    if release is None or release.engine != "vllm":
         return None
-    if method == "mtp":
-        return ("vLLM 0.8.x's V1 engine runs no MTP drafter (engine/arg_utils.py@v0.8.5 L1423-1441: ngram, eagle, "
-                "eagle3 only; MTP falls back to the V0 engine, which is not modelled for 0.8.x): use a later vllm "
-                "release, or eagle / draft / ngram")
     if method == "eagle3" and release.version < EAGER_DRAFTERS_FROM["eagle3"]:
         return ("vLLM runs EAGLE-3 from 0.8.5 (model_executor/models/llama_eagle3.py first ships there; "
                 "engine/arg_utils.py@v0.8.4 L1496-1510 takes only ngram / eagle): use vllm>=0.8.5, or eagle")
+    if method == "mtp" and (0, 8, 0) <= release.version < (0, 9, 0):
+        return ("vLLM 0.8.x's V1 engine runs no MTP drafter (engine/arg_utils.py@v0.8.5 L1423-1441: ngram, eagle, "
+                "eagle3 only; MTP falls back to the V0 engine, which is not modelled for 0.8.x): use a later vllm "
+                "release, or eagle / draft / ngram")
     return None
 
 
