@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpuplan.errors import InputError
+from gpuplan.jobs.plan.offer import NoCompletion, offer_words
 
 
 class Completing(NamedTuple):
@@ -214,14 +215,14 @@ def no_completion(batch: tuple[str, float] | None, asked: str | None, gpus_given
     # digits would change it (rounding it down to three digits would leave the layout's multiple again)
     written = f"{shown:.3g}" if not aligned or shown == step_tokens else next(
         text for d in range(4, 18) if float(text := f"{step_tokens:.{d}g}") == step_tokens)
-    shorter = f"a global batch of at most {written} tokens a step" if step_tokens > 0 else ""
+    shorter = offer_words(written) if step_tokens > 0 else ""
     remedies = ([shorter] if shorter else []) + (["fewer GPUs"] if gpus_given and not (batch and shorter) else [])
     remedies += ["a lower --failure-rate", "a shorter --restart"]
     advice = f" ({', '.join(remedies[:-1])} or {remedies[-1]})"
     if batch is not None and shorter:
         name, value = batch
-        return InputError(name, value, f"{what}, because each step (the least checkpoint interval) outlasts the time "
-                          f"between failures; with a fixed global batch no GPU count changes that{advice}")
+        return NoCompletion(name, value, f"{what}, because each step (the least checkpoint interval) outlasts the "
+                            f"time between failures; with a fixed global batch no GPU count changes that{advice}", written)
     if gpus_given:
         return InputError("gpus", asked, what + advice)
     return InputError("gpus", None, f"{what}, on every count searched{advice}")

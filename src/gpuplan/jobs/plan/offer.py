@@ -1,0 +1,77 @@
+"""The batch a no-completion refusal offers, checked on the door that refuses (jobs.plan.completes.no_completion
+writes it; answering_offer re-runs the door on it). No numpy here: jobs.training.timing wraps its estimate with
+it at import (tests/test_startup.py)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TypeVar
+
+from gpuplan.errors import InputError
+
+T = TypeVar("T")
+
+
+class NoCompletion(InputError):
+    """no_completion's refusal naming the global batch, with the batch it offers (``offered``: tokens, as printed),
+    so a door can check that the offer answers (answering_offer)."""
+
+    def __init__(self, field: str, value: object, expected: str, offered: str = ""):
+        super().__init__(field, value, expected)
+        self.offered_text = offered
+
+    @property
+    def offered(self) -> float:
+        return float(self.offered_text) if self.offered_text else 0.0
+
+
+OFFER_ROUNDS = 4
+"""Re-runs of a door on the batch its refusal offers (answering_offer): a round takes the offer of the refusal
+before it; two settled every ask of tests/test_w2_completion_offer.py."""
+
+
+def answering_offer(answer: Callable[[], T], rerun: Callable[[float], object]) -> T:
+    """``answer()`` (a door), where it refuses with a NoCompletion offering a global batch: the same refusal, its
+    offer replaced by one the door answers. The offer is the most a step may hold at the throughput of the batch
+    asked (largest_step_tokens); a smaller batch runs fewer micro-batches a step, so the pipeline bubble and the
+    per-step costs weigh more and its tokens/s is lower (wave 10 review M1: `budget llama-3.1-405b
+    --global-batch-tokens 1e12 --gpus 8192 --failure-rate 0.01 --zero 0` offered 7.9822848e8 at 627,003 tok/s,
+    which ran at 623,912 tok/s and was refused, offering 7.9429632e8). ``rerun(batch)``: the door with
+    --global-batch-tokens ``batch``; each offer it refuses is replaced by that refusal's own (smaller) one, at
+    most OFFER_ROUNDS times; an offer it refuses for another reason, or that does not shrink, is kept."""
+    try:
+        return answer()
+    except NoCompletion as refusal:
+        offer = refusal
+        for _ in range(OFFER_ROUNDS if refusal.offered > 0 else 0):
+            try:
+                rerun(offer.offered)
+            except NoCompletion as again:
+                if not 0 < again.offered < offer.offered:
+                    break
+                offer = again
+                continue
+            except InputError:
+                break
+            break
+        if offer is refusal:
+            raise
+        text = refusal.expected.replace(offer_words(refusal.offered_text), offer_words(offer.offered_text))
+        raise NoCompletion(refusal.field, refusal.value, text, offer.offered_text) from None
+
+
+def offer_words(written: str) -> str:
+    """The refusal's words for the batch it offers (``written``: tokens as printed)."""
+    return f"a global batch of at most {written} tokens a step"
+
+
+def offers_answering_batch(door: Callable[..., T]) -> Callable[..., T]:
+    """``door(inputs, ...)`` whose no-completion refusal offers a batch the same door answers (answering_offer):
+    re-run with ``inputs`` given --global-batch-tokens the offer (and no --global-batch)."""
+    @functools.wraps(door)
+    def answered(inputs, *args, **kwargs):
+        return answering_offer(lambda: door(inputs, *args, **kwargs), lambda batch: door(
+            inputs.replace(global_batch_tokens=batch, global_batch=None), *args, **kwargs))
+
+    return answered
