@@ -49,10 +49,13 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
                    tokens: float, global_batch_tokens: float | None = None, step_seconds: float | None = None,
                    recipe: str = "mixed", zero: int = 1, model_parallel: int = 1,
                    settings: BudgetSettings | None = None, batch_asked: bool = False,
-                   wall_range: tuple[float, float] | None = None) -> Budget:
+                   wall_range: tuple[float, float] | None = None, granule: int | None = None) -> Budget:
     """All budget sections, their assumptions, the cluster-size table and notes for one run
     (``batch_asked``: the user gave the global batch, which ``global_batch_tokens`` then holds;
-    ``wall_range``: the failure-free wall-clock's low and high ends, s, carried into the failure range)."""
+    ``wall_range``: the failure-free wall-clock's low and high ends, s, carried into the failure range;
+    ``granule``: tokens of one sequence on each of the layout's dp x micro-batch slots, the unit a refusal's
+    offered batch is rounded down to, jobs.plan.completes.largest_step_tokens). Completion is tested at the point
+    (the step the answer prints); a range end that does not complete is printed so (failure_section), not refused."""
     from gpuplan.jobs.plan.completes import check_run_completes
 
     s = settings or BudgetSettings()
@@ -60,7 +63,7 @@ def compute_budget(spec: ModelSpec, gpu: Accelerator, *, gpus: float, wall_secon
     run = run_facts(spec, gpu, gpus=gpus, wall_seconds=wall_seconds, gpu_hours=gpu_hours, tokens=tokens,
                     global_batch_tokens=global_batch_tokens, step_seconds=step_seconds, recipe=recipe, zero=zero,
                     model_parallel=model_parallel)
-    check_run_completes(run, s, batch_asked)  # the search door's test (jobs.plan.completes), one refusal for both
+    check_run_completes(run, s, batch_asked, granule)  # the search door's test (jobs.plan.completes), one refusal for both
     main = scenario(run, s, run.gpus)
     ranges = failure_ranges(run, s, wall_range)
     # a larger count where failures outpace the checkpoints has no row to show (wave 6c: its spot wall-clock
