@@ -33,7 +33,8 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
                             tokens=inputs.tokens, global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                             step_seconds=inputs.step_time, recipe=inputs.recipe_name, zero=plan.layout.zero,
                             model_parallel=plan.layout.tp * plan.layout.pp, settings=used.budget_settings(),
-                            batch_asked=inputs.global_batch is not None or inputs.global_batch_tokens is not None)
+                            batch_asked=inputs.global_batch is not None or inputs.global_batch_tokens is not None,
+                            granule=plan.layout.dp * plan.layout.micro_batch * inputs.seq_len)
     keep = {"Compute", "GPU time"}
     time_sections = tuple(sec for sec in train.sections if sec.title in keep)
     memory = tuple(sec for sec in train.sections if sec.title.startswith(("Layout and memory", "One step by op class",

@@ -380,7 +380,8 @@ def _budget_for(plan: Plan, inputs: PlanInputs, result: PlanSearch, wall_seconds
                           gpu_hours=gpu_hours, tokens=inputs.tokens,
                           global_batch_tokens=float(plan.global_batch * inputs.seq_len),
                           step_seconds=plan.step_seconds, recipe=inputs.recipe_name, zero=layout.zero,
-                          model_parallel=layout.tp * layout.pp, settings=inputs.budget_settings())
+                          model_parallel=layout.tp * layout.pp, settings=inputs.budget_settings(),
+                          granule=layout.dp * layout.micro_batch * inputs.seq_len)
 
 
 __all__ = ["RECOMPUTE_MODES", "chosen_plan", "plan_report"]
