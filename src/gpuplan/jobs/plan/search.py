@@ -28,6 +28,7 @@ from gpuplan.errors import InputError
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.jobs.plan.completes import with_completing_shares
+from gpuplan.jobs.plan.offer import offers_answering_batch
 from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_of, deadline_rows
 from gpuplan.planner.plan import (Plan, asked_column, counts_with_alternatives, evaluate_layout, fallback_counts,
                                   more_gpus_hint, no_layout_error, ranking, row_layout, smallest_fitting_count)
@@ -312,6 +313,7 @@ def _with_fallbacks(ev: Evaluator, counts: tuple[int, ...], table: LayoutTable, 
     return LayoutTable.concat([table] + extra) if extra else table
 
 
+@offers_answering_batch  # the batch a no-completion refusal offers answers on this door (wave 10 review M1)
 def search(inputs: PlanInputs, progress=None, leave_out: str | None = None,
            kind_correction_rows: int = 0) -> PlanSearch:
     """Every layout on the counts asked, those that fit timed and costed; a deadline keeps only
