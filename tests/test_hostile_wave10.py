@@ -231,3 +231,13 @@ def test_a_logged_memory_size_that_is_no_number_is_named(run_cli, tmp_path, fixt
     log = tmp_path / fixture
     log.write_text(text.replace(old, new))
     field_refusal(run_cli("calibrate", str(log), *args), field, "a size written as an ASCII number")
+
+
+# ---- profile --sweep-budget without --sweep ----------------------------------------------------------------------
+
+def test_a_sweep_budget_without_the_sweep_is_refused(run_cli, tmp_path):
+    """`gpuplan profile pythia-70m --sweep-budget 100` ran one trial and never read the budget (exit 0): refused
+    before anything is built, naming --sweep."""
+    field_refusal(run_cli("profile", "pythia-70m", "--sweep-budget", "100", "--out", str(tmp_path / "t.json")),
+                  "sweep_budget", "got 100; is the seconds the sweep may take: give --sweep with it")
+    assert not (tmp_path / "t.json").exists()

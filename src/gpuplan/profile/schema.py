@@ -108,9 +108,14 @@ class TrialInputs(RealModelInputs):
 
     @model_validator(mode="after")
     def _adapters(self) -> TrialInputs:
-        """--lora-rank with full fine-tuning is refused, as `train` refuses it (the trial ran full, exit 0)."""
+        """--lora-rank with full fine-tuning is refused, as `train` refuses it (the trial ran full, exit 0); so is
+        --sweep-budget without --sweep (one run never reads it: it changed nothing, exit 0)."""
         if "lora_rank" in self.given and self.finetune == "full":
             raise InputError("lora_rank", self.lora_rank, "applies to adapters: give --finetune lora")
+        if "sweep_budget" in self.given and not self.sweep:
+            budget = int(self.sweep_budget) if self.sweep_budget.is_integer() else self.sweep_budget
+            raise InputError("sweep_budget", budget, "is the seconds the sweep may take: give --sweep "
+                             "with it, or leave it out")
         return self
 
     def adjust_spec(self, spec):
