@@ -16,6 +16,7 @@ from gpuplan.core.serving import profile as P
 from gpuplan.core.serving import releases as REL
 from gpuplan.core.serving import speculative as S
 from gpuplan.errors import InputError
+from gpuplan.jobs.inference import inputs_releases as IR
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
@@ -114,19 +115,6 @@ MAX_PREFILL_CHUNKS = V.MAX_SEQ_LEN // 2048
 core.serving.releases.vllm_batch_defaults) makes of the longest --context (2^24). Each chunk is one roofline step
 (core.serving.request_path.chunked_prefill, ~20 us, timed for each of the search's ~240 prefills): `--context 16M
 --prefill-tokens 1` ran for hours (wave 9); at this bound the search takes ~30 s on 2 cores, one setup ~1 s."""
-
-
-VLLM_LORA_SINCE = (0, 3, 0)
-"""The first vLLM release with --enable-lora: multi-LoRA serving (vllm/lora/, vllm PR 1804 'Add multi-LoRA support',
-merged January 2024) shipped in v0.3.0 (2024-01-31; vllm issue 2909 runs --enable-lora on the release of 2024-02);
-v0.2.7 (2024-01-03) had no LoRA path. Older releases are modelled (from
-0.2.0, core.serving.releases.OLDEST), so --engine vllm==0.2.x --enable-lora sized adapter slots no such engine has."""
-
-VLLM_SPECULATIVE_SINCE = (0, 4, 1)
-"""The first vLLM release with speculative decoding: --speculative-model / --num-speculative-tokens came with
-SpeculativeConfig (vllm PR 3706, merged 2024-04-02, after v0.4.0 of 2024-03-30) and were usable once the correctness
-PR 3951 landed (vllm issue 4266, 2024-04-22), in v0.4.1 (2024-04-24). Each method's own first release (ngram, EAGLE,
-MTP, EAGLE-3 came later) is not checked."""
 
 
 class InferenceInputs(ModelFields):
@@ -262,11 +250,7 @@ class InferenceInputs(ModelFields):
             raise InputError("prefill_tokens", self.prefill_tokens, f"splits a {prompt:,}-token prompt into more than "
                              f"{MAX_PREFILL_CHUNKS:,} prefill chunks; at least {-(-prompt // MAX_PREFILL_CHUNKS):,} "
                              "tokens per step, or a shorter --context / --prompt")
-        old_vllm = self.engine_name == "vllm" and self.release.version < VLLM_SPECULATIVE_SINCE
-        if self.speculative != "none" and old_vllm:
-            raise InputError("speculative", self.speculative, f"{self.release.label} has no speculative decoding: vLLM "
-                             "has it from 0.4.1 (--speculative-model, vllm PR 3706); give --engine vllm==0.4.1 or "
-                             "later, or leave --speculative out")
+        IR.check_speculative(self.speculative, self.release)
         if self.draft_model is not None and self.speculative != "draft":
             raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
         for name in ("spec_tokens", "spec_acceptance"):
@@ -347,11 +331,8 @@ class InferenceInputs(ModelFields):
         if self.engine_name == "trtllm":
             raise InputError("enable_lora", True, "multi-LoRA memory is modelled for --engine vllm and sglang "
                              "(TensorRT-LLM sizes its LoRA cache from its own fractions)")
-        if self.engine_name == "vllm" and self.release.version < VLLM_LORA_SINCE:
-            field = "enable_lora" if self.enable_lora else "max_loras"
-            raise InputError(field, getattr(self, field), f"{self.release.label} serves no LoRA adapters: vLLM has "
-                             "them from 0.3.0 (vllm PR 1804, 'Add multi-LoRA support', --enable-lora); give "
-                             "--engine vllm==0.3 or later")
+        field = "enable_lora" if self.enable_lora else "max_loras"
+        IR.check_lora(field, getattr(self, field), self.release)
         if self.engine_name == "vllm":
             L.check_rank(self.max_lora_rank)
         slots = self.lora.max_loras
