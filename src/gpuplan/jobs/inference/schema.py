@@ -56,9 +56,12 @@ MIN_TARGET_S = 1e-6
 """A latency target below a microsecond is 0 in all but name (no GPU step is that fast)."""
 
 
-def _target(high: float):
-    """A latency target: a positive duration (0 is refused: omit the target for no limit)."""
-    parse = T.seconds(high)
+def _target(high: float, examples: str):
+    """A latency target: a positive duration (0 is refused: omit the target for no limit). ``examples``: latencies
+    valid for this target, named by every refusal of its form (`--tpot 50` was told '30min, 2h or 90s')."""
+    parse = T.seconds(high, examples=examples)
+    latency_units = [u for u, size in (("ms", 1e-3), ("s", 1.0), ("min", 60.0), ("h", 3600.0)) if size <= high]
+    unit_list = ", ".join(latency_units[:-1]) + f" or {latency_units[-1]}"
 
     def check(value: Any, info) -> float:
         try:
@@ -66,8 +69,8 @@ def _target(high: float):
         except InputError as exc:  # core.units names days and weeks ('7d, 36h, 90min or 2w'): a latency's units
             if not exc.expected.startswith("expected a duration such as"):
                 raise
-            raise exc.retold(exc.field, exc.value, "expected a latency with a unit, e.g. 500ms, 2s or 0.05ms (ms, s, "
-                             "min or h; 1us is 0.001ms)") from None
+            raise exc.retold(exc.field, exc.value, f"expected a latency with a unit, e.g. {examples} ({unit_list}; "
+                             "1us is 0.001ms)") from None
         if seconds < MIN_TARGET_S:
             raise InputError(info.field_name or "target", value, "must be a positive duration, at least 0.001ms (e.g. "
                              "500ms); omit it for no limit")
@@ -193,10 +196,10 @@ class InferenceInputs(ModelFields):
     rps: Annotated[T.typed(float, T.number(1e-6, 1e7)) | None, _f(
         None, "Requests per second to serve: sizes the cheapest GPU type, count and TP that meet --ttft-p99 and "
               "--tpot (docs/inference.md).", "no sizing")]
-    ttft_p99: Annotated[T.typed(float, _target(3600)) | None, _f(None, "Target p99 time to first token, e.g. "
-                                                                        "500ms (with --rps).", "no limit")]
-    tpot: Annotated[T.typed(float, _target(60)) | None, _f(None, "Target time per output token, e.g. 50ms "
-                                                                  "(with --rps).", "no limit")]
+    ttft_p99: Annotated[T.typed(float, _target(3600, "500ms or 2s")) | None, _f(
+        None, "Target p99 time to first token, e.g. 500ms (with --rps).", "no limit")]
+    tpot: Annotated[T.typed(float, _target(60, "50ms or 0.2s")) | None, _f(
+        None, "Target time per output token, e.g. 50ms (with --rps).", "no limit")]
     disaggregate: Annotated[T.Bool, _f(False, "With --rps: size separate prefill and decode pools (DistServe, "
                                               "Splitwise) instead of colocated replicas; TTFT includes the KV "
                                               "transfer over the network.")]
