@@ -136,8 +136,9 @@ def test_a_latency_with_an_unknown_unit_is_told_latency_units(run_cli, option, t
     """`--tpot 1us` was refused 'expected a duration such as 7d, 36h, 90min or 2w' (days and weeks, for a time per
     token whose floor is 0.001ms). The latency targets now name latency units and that 1us is 0.001ms."""
     field = option[2:].replace("-", "_")
+    examples = {"tpot": "50ms or 0.2s (ms, s or min;", "ttft_p99": "500ms or 2s (ms, s, min or h;"}[field]
     line = field_refusal(run_cli("infer", "llama-3.1-8b", "--rps", "1", option, typed), field,
-                         "expected a latency with a unit, e.g. 500ms, 2s or 0.05ms")
+                         f"expected a latency with a unit, e.g. {examples}")  # tests/test_w3_mend_r2_latency_units
     assert "7d" not in line and "1us is 0.001ms" in line, line
     code, _, err = run_cli("infer", "llama-3.1-8b", "--rps", "1", option, "0.001ms")
     assert code == 0, err

@@ -236,7 +236,8 @@ def test_a_plan_files_bare_number_duration_asks_for_a_unit(run_cli, tmp_path, co
     plan.write_text(text)
     code, _, err = run_cli(command, str(plan))
     one_line_refusal(code, err, f"{plan}: {field}: got ")
-    assert err.endswith("give a unit, e.g. 30min, 2h or 90s\n"), err
+    examples = "50ms or 0.2s" if field == "tpot" else "30min, 2h or 90s"  # a latency's own (review w10 r2 M2)
+    assert err.endswith(f"give a unit, e.g. {examples}\n"), err
 
 
 def test_a_plan_files_duration_with_a_unit_and_the_apis_number_are_read(run_json, tmp_path):

@@ -230,10 +230,12 @@ def days(value: Any, info: ValidationInfo) -> float:
     return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True)
 
 
-def seconds(high: float, positive: bool = False):
+def seconds(high: float, positive: bool = False, examples: str = "30min, 2h or 90s"):
     """A duration with a unit ('30min', '2h', '90s'); bare text such as '30' is refused (minutes
     or days?), as is a plan file's bare number, but 0 is 0 and a JSON number is seconds (the base unit). ``positive``: 0 is refused
-    however it is written (0, "0", "0s", "0min"), as a duration that cannot be zero."""
+    however it is written (0, "0", "0s", "0min"), as a duration that cannot be zero. ``examples``: the durations a
+    refusal offers, valid for the field ('give a unit, e.g. ...'): a latency's are not a restart's (`--tpot 50` was
+    told '30min, 2h or 90s', two of them past tpot's 1min bound)."""
 
     def parse(value: Any, info: ValidationInfo) -> float:
         field = _name(info)
@@ -245,15 +247,15 @@ def seconds(high: float, positive: bool = False):
         _finite(value, field)
         if isinstance(value, int | float) and value and PLAN_FILE.get():
             # `restart: 15` in a plan file is the text typed after --restart, not 15 seconds (the API's unit)
-            raise InputError(field, value, "give a unit, e.g. 30min, 2h or 90s")
+            raise InputError(field, value, f"give a unit, e.g. {examples}")
         text = value if isinstance(value, int | float) else \
-            _text(value, field, f"text with a unit such as '30min' or '2h', seconds as a number, or a {DURATION_FORMS}")
+            _text(value, field, f"text with a unit (e.g. {examples}), seconds as a number, or a {DURATION_FORMS}")
         zero = re.fullmatch(r"0*\.?0*\s*([a-z]*)", text.lower()) if isinstance(text, str) and "0" in text else None
         if zero and zero.group(1) in {**units.SECONDS_PER, "": 0}:
             number = 0.0  # zero with any unit (or none) is zero
         elif isinstance(text, str) and re.fullmatch(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?", text.lower()):
             # any bare number ('+15', '30.', '1e3'), not only '30': parse_duration read those as days
-            raise InputError(field, value, "give a unit, e.g. 30min, 2h or 90s")
+            raise InputError(field, value, f"give a unit, e.g. {examples}")
         else:
             number = float(text) if isinstance(text, int | float) else units.parse_duration(text, field)
         if positive and number == 0:
