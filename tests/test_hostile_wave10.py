@@ -170,10 +170,13 @@ def test_lora_on_vllm_0_3_answers(run_json):
                                                                                          "0.5")),
                                             ("vllm==0.3.3", ("draft", "--draft-model", "llama-3.2-1b"))])
 def test_speculative_decoding_on_a_vllm_release_before_0_4_1_is_refused(run_cli, client, engine, method):
-    """vLLM's --speculative-model arrived with vllm PR 3706 (after v0.4.0) and was usable from v0.4.1; `--engine
-    vllm==0.2.6 --speculative eagle` answered a speed-up that release cannot give (exit 0). Refused naming 0.4.1."""
+    """vLLM's --speculative-model flags arrived with vllm PR 3706 (after v0.4.0), which ran nothing (its executor
+    raised); decoding ran with PRs 3894 (LLMEngine) and 3951 (correctness), in v0.4.1 (review w10 r2 S1: the line
+    cited 3706). `--engine vllm==0.2.6 --speculative eagle` answered a speed-up that release cannot give (exit 0).
+    Refused naming 0.4.1 and the PRs that made it run."""
     line = field_refusal(run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--engine", engine,
                                  "--speculative", *method), "speculative", "vLLM has it from 0.4.1")
+    assert "vllm PRs 3894 and 3951" in line and "3706" not in line, line
     web = web_refusal(client.post("/api/inference", json={"model": "llama-3.1-8b", "gpu": "h100", "search": False,
                                                           "engine": engine, "speculative": method[0],
                                                           **dict(zip(["spec_acceptance" if "ngram" in method else

@@ -13,18 +13,25 @@ merged January 2024) shipped in v0.3.0 (2024-01-31; vllm issue 2909 runs --enabl
 v0.2.7 (2024-01-03) had no LoRA path."""
 
 VLLM_SPECULATIVE_SINCE = (0, 4, 1)
-"""The first vLLM release with speculative decoding: --speculative-model / --num-speculative-tokens came with
-SpeculativeConfig (vllm PR 3706, merged 2024-04-02, after v0.4.0 of 2024-03-30) and were usable once the correctness
-PR 3951 landed (vllm issue 4266, 2024-04-22), in v0.4.1 (2024-04-24). Each method's own first release (ngram, EAGLE,
-MTP, EAGLE-3 came later) is not checked."""
+"""The first vLLM release whose speculative decoding runs and is correct. The flags alone (--speculative-model /
+--num-speculative-tokens, SpeculativeConfig: vllm PR 3706, merged 2024-04-02) did not run: that PR's description
+says the executor raises when speculation is on. It ran end to end with PR 3894 ('[Speculative decoding 6/9]
+Integrate speculative decoding with LLMEngine', opened 2024-04-07: 'the output is garbage' until 7/9) and gave the
+target's own tokens with PR 3951 ('[Speculative decoding 7/9] Speculative decoding end-to-end correctness tests',
+opened 2024-04-09: the sampler's greedy probabilities, batch-expansion scoring and the bonus token's KV fixed). A
+maintainer wrote on vllm issue 4266 (2024-04-22) that 3951 was being merged, after which the two flags 'can be used
+and should be correct'; v0.4.1 followed on 2024-04-24, v0.4.0 (2024-03-30) predates all three PRs. That v0.4.1's
+tag holds 3951 is read from these dates, not from the tag (the vLLM snapshot is too large to fetch here). Each
+method's own first release (ngram: PR 4237, opened 2024-04-21; EAGLE: PR 6830, 2024-08; MTP, EAGLE-3 later) is not
+checked, except EAGLE-3 / MTP on 0.8.x (core.serving.spec_runner.unavailable)."""
 
 
 def check_speculative(speculative: str, release) -> None:
     """InputError naming ``speculative`` where the vLLM ``release`` (core.serving.releases.EngineRelease) has none."""
     if speculative != "none" and release.engine == "vllm" and release.version < VLLM_SPECULATIVE_SINCE:
         raise InputError("speculative", speculative, f"{release.label} has no speculative decoding: vLLM has it from "
-                         "0.4.1 (--speculative-model, vllm PR 3706); give --engine vllm==0.4.1 or later, or leave "
-                         "--speculative out")
+                         "0.4.1 (--speculative-model runs from vllm PRs 3894 and 3951); give --engine vllm==0.4.1 or "
+                         "later, or leave --speculative out")
 
 
 def check_lora(field: str, value: object, release) -> None:
