@@ -63,6 +63,11 @@ _GPT2 = ArchTraits(gated_mlp=False, norm="layernorm", qkv_bias=True, out_bias=Tr
                    mlp_bias=True, tie_default=True, fused_qkv=True)
 _NEOX = ArchTraits(gated_mlp=False, norm="layernorm", qkv_bias=True, out_bias=True,
                    mlp_bias=True, parallel_residual=True, fused_qkv=True)
+# GPTBigCode (SantaCoder, StarCoder; transformers models/gpt_bigcode/modeling_gpt_bigcode.py@5.25.0): GPT-2 blocks of
+# nn.Linear with biases (c_attn L156, c_proj L158, c_fc / c_proj L246-247), LayerNorms ln_1 / ln_2 (L266, L270),
+# LM head tied to wte (L509); multi-query K/V in _attention
+_BIGCODE = ArchTraits(gated_mlp=False, norm="layernorm", qkv_bias=True, out_bias=True,
+                      mlp_bias=True, tie_default=True, fused_qkv=True)
 _GEMMA2 = ArchTraits(norms_per_layer=4, tie_default=True, gemma_norm=True)
 _GEMMA3 = ArchTraits(norms_per_layer=4, qk_norm="per_head", tie_default=True, gemma_norm=True)
 TRAITS: dict[str, ArchTraits] = {
@@ -73,7 +78,7 @@ TRAITS: dict[str, ArchTraits] = {
     "olmo2": ArchTraits(qk_norm="full"),
     "gemma": ArchTraits(tie_default=True, gemma_norm=True), "gemma2": _GEMMA2,
     "gemma3": _GEMMA3, "gemma3_text": _GEMMA3,
-    "gpt2": _GPT2, "gpt_neox": _NEOX,
+    "gpt2": _GPT2, "gpt_neox": _NEOX, "gpt_bigcode": _BIGCODE,
     "falcon": ArchTraits(gated_mlp=False, norm="layernorm", tie_default=True,
                          parallel_residual=True, fused_qkv=True),
     # Llama 4 (modeling_llama4.py): RMSNorm, weightless L2 qk-norm, MoE with a shared expert
@@ -97,8 +102,12 @@ _GEMMA3_DEFAULTS = {"vocab_size": 262208, "num_attention_heads": 8, "num_key_val
                     "head_dim": 256, "sliding_window": 4096, "sliding_window_pattern": 6}
 # GPT-2: configuration_gpt2.py, GPT2Config.__init__ (dropouts 0.1, activation gelu_new).
 _GPT2_DEFAULTS = {"resid_pdrop": 0.1, "attn_pdrop": 0.1, "embd_pdrop": 0.1, "activation_function": "gelu_new"}
+# GPTBigCode: configuration_gpt_bigcode.py@5.25.0 L59-77 (n_positions 1024, gelu_pytorch_tanh, dropouts 0.1,
+# multi_query true); n_inner None is 4 x n_embd (modeling_gpt_bigcode.py L264), int_field's default below.
+_BIGCODE_DEFAULTS = {"n_positions": 1024, "activation_function": "gelu_pytorch_tanh", "resid_pdrop": 0.1,
+                     "embd_pdrop": 0.1, "attn_pdrop": 0.1, "multi_query": True}
 CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {"gemma3": _GEMMA3_DEFAULTS, "gemma3_text": _GEMMA3_DEFAULTS,
-                                              "gpt2": _GPT2_DEFAULTS}
+                                              "gpt2": _GPT2_DEFAULTS, "gpt_bigcode": _BIGCODE_DEFAULTS}
 
 
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -119,7 +128,13 @@ def text_config(config: dict[str, Any]) -> dict[str, Any]:
 
 def _attention(cfg: dict[str, Any], t: ArchTraits, hidden: int) -> AttentionSpec:
     heads = int_field(cfg, "num_attention_heads", "n_head", "num_heads")
-    if cfg.get("model_type") == "falcon":
+    bigcode = cfg.get("model_type") == "gpt_bigcode"
+    if bigcode:  # modeling_gpt_bigcode.py@5.25.0 L125-127: head_dim = n_embd // n_head, one K/V head under multi_query
+        if hidden % heads:  # L132-136 raise ValueError: n_embd must be divisible by n_head (no head_dim field)
+            raise InputError("config.json: n_head", heads, f"must divide n_embd {hidden} (GPTBigCode's head width "
+                             "is n_embd / n_head)")
+        kv_heads = 1 if cfg["multi_query"] else heads
+    elif cfg.get("model_type") == "falcon":
         if cfg.get("new_decoder_architecture"):
             kv_heads = int_field(cfg, "num_kv_heads", default=heads)
         else:
@@ -132,7 +147,7 @@ def _attention(cfg: dict[str, Any], t: ArchTraits, hidden: int) -> AttentionSpec
     if heads % kv_heads:
         raise InputError("config.json: num_key_value_heads", kv_heads,
                          f"must divide num_attention_heads {heads}")
-    head_dim = int_field(cfg, "head_dim", default=hidden // heads)
+    head_dim = hidden // heads if bigcode else int_field(cfg, "head_dim", default=hidden // heads)
     bias = cfg.get("attention_bias", cfg.get("bias"))
     mla = cfg.get("kv_lora_rank") is not None
     return AttentionSpec(
@@ -287,6 +302,9 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
            "model_type": model_type}
     if model_type == "dbrx":
         cfg = _dbrx_flat(cfg)
+    if model_type == "gpt_bigcode" and cfg.get("add_cross_attention"):  # L151-152: no multi-query cross-attention
+        raise InputError("config.json: add_cross_attention", cfg["add_cross_attention"], "GPTBigCode blocks with "
+                         "cross-attention (an encoder-decoder use) are not modelled: give false or leave it out")
     traits = TRAITS[model_type]
     if model_type == "mpt":
         cfg = mpt_fields(cfg)
@@ -327,9 +345,10 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
         dtype=str(first(cfg, "torch_dtype", "dtype") or "bfloat16").replace("auto", "bfloat16"),
         # eager softmax in the scores' dtype: GPT-2; GPT-OSS (modeling_gpt_oss.py@5.25.0 L248, dtype=combined_logits.dtype)
         # MPT's torch attention: torch.softmax on the bf16 scores (llm-foundry layers/attention.py @34f47ade1 L91)
+        # GPTBigCode's eager softmax is fp32 (modeling_gpt_bigcode.py@5.25.0 L107, dtype=torch.float32)
         dropout=config_dropout(cfg), eager_softmax_fp32=model_type not in ("gpt2", "gpt_oss", "mpt"),
         fused_qkv=traits.fused_qkv, fused_gate_up=traits.fused_gate_up,
-        rotary=cfg.get("mpt_rope", True) if model_type == "mpt" else model_type != "gpt2",
+        rotary=cfg.get("mpt_rope", True) if model_type == "mpt" else model_type not in ("gpt2", "gpt_bigcode"),
         gemma_norm=traits.gemma_norm, attn_logit_softcap=cfg.get("attn_logit_softcapping"),
         final_logit_softcap=cfg.get("final_logit_softcapping"),
         # multi-token-prediction modules (DeepSeek-V3 num_nextn_predict_layers): 0 when absent
@@ -339,10 +358,11 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
 
 
 def _learned_positions(cfg: dict[str, Any], model_type: str) -> int:
-    """Rows of a learned position table: GPT-2's n_positions; MPT's wpe (none under ALiBi: mpt_fields)."""
+    """Rows of a learned position table: GPT-2's and GPTBigCode's n_positions (wpe, modeling_gpt_bigcode.py@5.25.0
+    L374); MPT's wpe (none under ALiBi: mpt_fields)."""
     if model_type == "mpt":
         return int(cfg["mpt_learned_positions"])
-    return int_field(cfg, "n_positions") if model_type == "gpt2" else 0
+    return int_field(cfg, "n_positions") if model_type in ("gpt2", "gpt_bigcode") else 0
 
 
 def load_hf_config(path: str | Path) -> dict[str, Any]:
