@@ -303,9 +303,9 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "kernel and network their sources state; Llama 3.1 "
                    "405B, DeepSeek-V3 and llm.c's GPT-2 774M / 1558M, 2024, 0.76-1.15x: docs/accuracy.md); the "
                    "budget's failure and checkpoint lines hold part of that (with them and the stated batch ramps and "
-                   "layouts, 11.3% mean over nineteen "
+                   "layouts, 10.8% mean over nineteen "
                    "held-out runs, predicted low on average; 11.4% on the 7 runs fixed before TinyLlama, 8.7% on the 8 "
-                   "chosen by a written criterion before their predictions were computed, 20.1% on the 3 of wave 7 "
+                   "chosen by a written criterion before their predictions were computed, 17.1% on the 3 of wave 7 "
                    "chosen by the same criterion: docs/training.md)")
     used = inputs.builtin_defaults_used()
     if used:
