@@ -85,7 +85,7 @@ def test_a_plan_file_reads_relative_paths_from_its_own_folder(run_cli, tmp_path,
     assert json.loads(out)["results"]["params_total"] == 6_738_415_616  # Llama-2-7B's published count
     plan.write_text(f"model: {plan}\n")
     code, _, err = run_cli("train", str(plan))
-    assert code == 2 and err.startswith("error: model: got ") and "is a plan file" in err, err
+    assert code == 2 and err.startswith(f"error: {plan}: model: got ") and "is a plan file" in err, err
 
 
 @pytest.mark.parametrize("command", [("catalog", "gpus"), ("validate",), ("calibrate", "x.csv"), ("train",)])

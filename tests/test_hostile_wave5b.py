@@ -71,7 +71,7 @@ def test_the_hostile_plan_file_one_past_the_budget_is_refused_naming_gpus(run_cl
     plan.write_text(yaml.safe_dump({"model": "deepseek-v3", "seq_len": 1, "exhaustive": True,
                                     "gpus": [2**20 - i for i in range(256)]}))
     code, _, err = run_cli("plan", str(plan))
-    one_line_refusal(code, err, "error: gpus: got '256 GPU count(s) asked + 2 the planner weighs below irregular "
+    one_line_refusal(code, err, f"error: {plan}: gpus: got '256 GPU count(s) asked + 2 the planner weighs below irregular "
                      "ones'; the search would evaluate 800,070 layouts x recompute modes, more than 800,000; "
                      "leave --exhaustive off")
 

@@ -152,7 +152,7 @@ def test_the_days_refusal_quotes_what_was_typed(run_cli):
 def test_a_plan_file_days_refusal_quotes_what_was_written(run_cli, tmp_path):
     path = tmp_path / "plan.yaml"
     path.write_text("params: 7B\ndays: 90min\n")
-    err = field_refusal(run_cli("budget", str(path)), "days")
+    err = field_refusal(run_cli("budget", str(path)), f"{path}: days")  # a plan file's value names the file
     assert "'90min'" in err and "0.0625" not in err, err
 
 

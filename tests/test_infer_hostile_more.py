@@ -224,7 +224,7 @@ def test_draft_model_file_errors_name_draft_model(run_cli, tmp_path):
     plan.write_text(f"model: llama-3.1-8b\ngpu: h100\nsearch: false\nspeculative: draft\n"
                     f"draft_model: {tmp_path / 'cfg.json'}\n")
     code, _, err = run_cli("infer", str(plan))
-    assert code == 2 and err.startswith("error: draft_model: got "), err
+    assert code == 2 and err.startswith(f"error: {plan}: draft_model: got "), err
 
 
 def test_format_suggestions_all_run_on_the_accelerator(run_cli):

@@ -223,7 +223,10 @@ def job_command(name: str, schema: type, run: Callable[[Any], Any], help: str,
         try:
             report = run(schema.parse(raw, where))
         except InputError as exc:  # a later check quoting a converted value: the text typed instead
-            raise as_typed(exc, raw) from None
+            typed = as_typed(exc, raw)
+            if where and typed.field in raw and flags.get(typed.field) is None:  # a plan file's own value: named
+                typed = typed.retold(f"{where}: {typed.field}", typed.value, typed.expected)  # as its schema's are
+            raise typed from None
         if report is not None:
             emit(report, fmt, as_json, full)
 
