@@ -89,9 +89,11 @@ def test_a_spot_price_above_on_demand_is_refused(run_cli, command):
 
 def test_a_spot_price_above_the_catalog_price_names_it_and_price(run_cli, client):
     """No --price: the bound is the price catalog's on-demand median for the GPU ($3.99 for the H100), which --price
-    replaces; the web API refuses alike, and a spot price at or under it answers."""
+    replaces; the web API refuses alike, and a spot price at or under it answers. The line says it is the median
+    and names the dearest provider and --provider (tests/test_w3_mend_r2_spot_bound)."""
     line = field_refusal(run_cli("budget", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64", "--spot-price", "5"),
-                         "spot_price", "$3.99/GPU-h (the price catalog's; --price sets yours)")
+                         "spot_price", "$3.99/GPU-h (the median of 9 providers' on-demand prices, which this answer "
+                         "uses; the dearest is Azure at $12.29: --provider or --price prices yours)")
     web = web_refusal(client.post("/api/budget", json={"model": "llama-3.1-8b", "gpu": "h100", "gpus": 64,
                                                        "spot_price": "5"}), "spot_price")
     assert f"error: {web}\n" == line
