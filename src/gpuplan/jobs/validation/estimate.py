@@ -21,7 +21,8 @@ from gpuplan.core.economics.gpu_time import solve_compute_budget
 from gpuplan.core.model.spec import params_for_6nd
 from gpuplan.jobs.training.schema import DEFAULT_MFU, TrainingInputs
 from gpuplan.jobs.training.timing import count_flops
-from gpuplan.jobs.validation.gpu_hours import FITTED_RUNS, end_to_end_gpu_hours, end_to_end_split_table
+from gpuplan.jobs.validation.gpu_hours import (FITTED_RUNS, end_to_end_gpu_hours, end_to_end_split_table,
+                                                predicted_sets_table)
 from gpuplan.report.model import Report, Table
 
 KIND_GIVEN = "gpu_hours (given reported throughput)"
@@ -303,6 +304,7 @@ def validation_report() -> Report:
         notes=("error = (predicted - measured) / measured; mean and max are of |error|, bias the mean signed error",),
         tables=(Table("summary", ("kind", "cases", "mean abs error", "max abs error", "bias"), tuple(summary)),
                 end_to_end_split_table([c for c in cases if c.kind == KIND_END_TO_END.format(role="held out")]),
+                predicted_sets_table([c for c in cases if c.kind == KIND_PREDICTED]),
                 Table("cases", ("run", "kind", "measured", "predicted", "error", "basis", "note"), rows),
                 *_framework_tables(), _fit_rule_table(),
                 Table("excluded", ("run", "reason"), excluded)))
