@@ -187,8 +187,10 @@ def test_software_facts_passed_to_predicted_gpu_hours_carry_their_source():
                                          "smollm3-3b", "llama1-65b", "tinyllama-1.1b", *SECOND_SET, *THIRD_SET}
     assert all(r.get("cluster_source") for r in stated)
     # issue 15's bar holds on the runs it was set on; the second set (issue 37, chosen by training_runs.yaml's
-    # criterion before its predictions were computed) is 29.1% mean on this kind (29.4% before StarCoderBase's
-    # tokens became its 250k steps x 512 x 8,192), all predicted low (docs/training.md)
+    # criterion before its predictions were computed) is 21.9% mean on this kind at 0f09bc2 (the 29.1% quoted
+    # here was older), all predicted low; the third set (wave 7) 23.1% at bf88697 (-28.1 / +31.4 / +9.9%), 20.2% with
+    # 0f09bc2's SantaCoder shape: both stated in validate's 'by set' table (gpu_hours.predicted_sets_table,
+    # tests/test_w3_mend_r2_predicted_sets) and docs/training.md
     errors = [abs(c.error) for i, c in cases_by(KIND_PREDICTED).items() if i not in ("smollm3-3b",) + SECOND_SET + THIRD_SET]
     assert len(errors) == 8 and sum(errors) / 8 <= 0.15
 
