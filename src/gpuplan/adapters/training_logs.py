@@ -82,8 +82,20 @@ def _each_line(lines: Iterable[str] | str) -> Iterable[str]:
     return lines.splitlines() if isinstance(lines, str) else lines
 
 
-def _field(line: str, pattern: re.Pattern) -> float | None:
-    return _num(match.group(1)) if (match := pattern.search(line)) else None
+def _logged(value: Any, label: str, source: str) -> float | None:
+    """A logged number: None where absent (``value`` None), else its float; InputError naming ``label`` where it is
+    there but not an ASCII number (a full-width 'tps: １000' read as None, 'missing', before review w10 r3 S4)."""
+    if value is None:
+        return None
+    if (number := _num(value)) is None:
+        raise InputError(label, value, f"in {source}: a number written in ASCII digits, e.g. 1234.5")
+    return number
+
+
+def _field(line: str, pattern: re.Pattern, label: str, source: str) -> float | None:
+    """The number ``pattern`` takes from ``line`` (None where the line has none): one rule for every logged
+    number, refused by ``label`` where the pattern's '\\d' took a non-ASCII digit (_logged)."""
+    return _logged(match.group(1), label, source) if (match := pattern.search(line)) else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,12 +122,12 @@ def parse_torchtitan(lines: Iterable[str] | str, source: str) -> TrainingLog:
         if memory and memory.group(2) not in _UNITS:
             raise InputError("memory", memory.group(0)[7:].strip(), f"in {source}: a size in {', '.join(_UNITS)}")
         record = LogRecord(
-            step=step, loss=_field(line, _TITAN_LOSS),
+            step=step, loss=_field(line, _TITAN_LOSS, "loss", source),
             memory_bytes=_size(memory.group(1), _UNITS[memory.group(2)], "memory", source) if memory else None,
             memory_kind="reserved" if memory else None,
-            tokens_per_s_per_device=_field(line, _TITAN_TPS),
-            tflops_per_device=_field(line, _TITAN_TFLOPS),
-            mfu=None if (mfu := _field(line, _TITAN_MFU)) is None else mfu / 100.0)
+            tokens_per_s_per_device=_field(line, _TITAN_TPS, "tps", source),
+            tflops_per_device=_field(line, _TITAN_TFLOPS, "tflops", source),
+            mfu=None if (mfu := _field(line, _TITAN_MFU, "mfu", source)) is None else mfu / 100.0)
         # several ranks print the same step: keep the lowest rank's line; a [rankN] prints it once
         if rank_match and ((rank, step) in seen or seen.add((rank, step))):
             raise InputError("step", step, f"in {source}: logged twice by rank {rank}; give one run's log")
@@ -155,7 +167,7 @@ def parse_megatron(lines: Iterable[str] | str, source: str) -> TrainingLog:
             max_reserved = max(reserved, max_reserved or 0.0)
             continue
         match = _MEGA_ITER.search(line)
-        elapsed = _field(line, _MEGA_ELAPSED)
+        elapsed = _field(line, _MEGA_ELAPSED, "elapsed time per iteration (ms)", source)
         if not match or elapsed is None:
             continue
         batch = re.search(rf"global batch size:\s*{_NUM}", line)
@@ -165,8 +177,8 @@ def parse_megatron(lines: Iterable[str] | str, source: str) -> TrainingLog:
         if step in records:
             raise InputError("iteration", step, f"in {source}: logged twice; give one run's log, each iteration once")
         records[step] = LogRecord(
-            step=step, step_time_s=elapsed / 1000.0, loss=_field(line, _MEGA_LOSS),
-            tflops_per_device=_field(line, _MEGA_TFLOPS))
+            step=step, step_time_s=elapsed / 1000.0, loss=_field(line, _MEGA_LOSS, "lm loss", source),
+            tflops_per_device=_field(line, _MEGA_TFLOPS, "throughput per GPU (TFLOP/s/GPU)", source))
     if not records:
         raise InputError("file", source, "has no Megatron-LM 'iteration N/ M | ... | elapsed time per iteration (ms):' "
                          "lines; expected " + EXPECTED)
@@ -207,7 +219,7 @@ def parse_hf_entries(entries: list, source: str, global_step: Any = None) -> Tra
     if eval_seconds >= runtime:
         raise InputError("eval_runtime", eval_seconds, f"in {source}: evaluation (summed) must take less than "
                          f"train_runtime, {runtime:g} s, which includes it")
-    losses = [_num(e.get("loss")) for e in entries if "loss" in e]
+    losses = [_logged(e.get("loss"), "loss", source) for e in entries if "loss" in e]
     record = LogRecord(step=int(steps), step_time_s=(runtime - eval_seconds) / steps,
                        loss=next((x for x in reversed(losses) if x is not None), None))
     meta = {"train_runtime": runtime, "eval_seconds": eval_seconds, "steps": int(steps)}
