@@ -112,16 +112,18 @@ def test_answering_offer_by_hand():
     assert answering_offer(lambda: door(50), rerun) == 50  # an answer passes untouched
 
 
-def test_answering_offer_keeps_what_it_cannot_better():
-    """The first refusal unchanged where the offer is refused for another reason, does not shrink, or is none;
-    at most OFFER_ROUNDS re-runs where it keeps shrinking."""
+def test_answering_offer_prints_no_unchecked_batch():
+    """Where the offer is refused for another reason, does not shrink, or keeps shrinking past OFFER_ROUNDS
+    re-runs, the refusal offers no batch and says which it tried (review w10 r3 S2: 96 was printed unchecked)."""
     first = _refusal("100")
     for other in (InputError("memory", "90 GiB", "no layout fits"), _refusal("100"), _refusal("")):
         def rerun(batch, other=other):
             raise other
         with pytest.raises(NoCompletion) as caught:
             answering_offer(lambda: (_ for _ in ()).throw(first), rerun)
-        assert caught.value is first
+        assert caught.value.offered == 0 and str(caught.value) == (
+            "global_batch_tokens: got 200; no run completes (a smaller global batch; no offer: the batch tried "
+            "(100 tokens a step) did not answer, or fewer GPUs)")
     calls = []
 
     def shrinking(batch):
@@ -130,4 +132,5 @@ def test_answering_offer_keeps_what_it_cannot_better():
 
     with pytest.raises(NoCompletion) as caught:
         answering_offer(lambda: (_ for _ in ()).throw(_refusal("100")), shrinking)
-    assert calls == [100.0, 99.0, 98.0, 97.0][:OFFER_ROUNDS] and caught.value.offered == 100 - OFFER_ROUNDS
+    assert calls == [100.0, 99.0, 98.0, 97.0][:OFFER_ROUNDS] and caught.value.offered == 0
+    assert "no offer: the batches tried (100 down to 97 tokens a step) did not answer" in str(caught.value)
