@@ -332,10 +332,13 @@ def _runner_host_lines(plan: Plan, tpot: R.StepTime) -> tuple[Line, ...]:
                           tpot.draft_s)
     if host is None:
         return ()
+    # the value is the host time the step adds: the draft issue only where it is the draft steps' time
+    added = host.serial_s + (host.draft_issue_s if host.host_bound else 0.0)
     bound = "host-bound: the draft steps' time" if host.host_bound else "below the drafts' GPU work, hidden"
+    text = (f"{host.serial_s * 1e3:,.2f} ms + {host.draft_issue_s * 1e3:,.2f} ms" if host.host_bound else
+            f"{host.serial_s * 1e3:,.2f} ms (draft issue {host.draft_issue_s * 1e3:,.2f} ms hidden)")
     return (Line("spec_runner_host", "speculative runner host time (in the verify step; draft issue)",
-                 host.serial_s + host.draft_issue_s, "s",
-                 f"{host.serial_s * 1e3:,.2f} ms + {host.draft_issue_s * 1e3:,.2f} ms",
+                 added, "s", text,
                  f"{host.serial_launches} serial launches in the verify step + {host.draft_launches} draft launches "
                  f"({bound}), {host.launch_s * 1e6:.2f} us a Python launch (first_token_path; counts from "
                  f"{plan.setup.runtime.release.label}'s code, core/serving/spec_runner.py; --launch-layer-us does "
