@@ -362,7 +362,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
              f"{r.in_flight:,.1f} in flight, prefill {r.prefill_utilisation:.0%} of GPU time"),
         Line("sized_ttft_p99", "TTFT p99", load.ttft_p99, "s",
              f"{_ms(load.ttft_p99)} at {load.rate:,.2f} requests/s a replica (target {ttft})",
-             f"at {load.rate:,.2f} requests/s a replica (the load asked): "
+             "at the load asked: "
              + _ttft_terms(RP.server_hold_seconds(plan.setup.runtime), prefill_s, load.prefill_utilisation)
              + " (docs/inference.md)"),
         Line("sized_tpot", "time per output token", load.tpot, "s", f"{_ms(load.tpot)} at that load (target {tpot})",
