@@ -157,6 +157,25 @@ def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float) -> None:
                         layout.dp * layout.micro_batch * inputs.seq_len)
 
 
+def solved_no_completion(inputs, spec, gpu, plan, deadline_seconds: float) -> InputError:
+    """The refusal of the solved-MFU door (jobs.training.timing._solve_mfu, --gpus and --days) where on ``plan``'s
+    GPUs failures come faster than a checkpoint period plus a restart: the given count's refusal
+    (check_plan_completes) for the run at the slowest throughput that meets the deadline (its failure-free wall
+    the whole ``deadline_seconds``), so it names the global batch given and offers one a step may hold, as every
+    other door does (review w10 r3 S3: `budget llama-3.1-405b --global-batch-tokens 1e12 --gpus 1024 --days 400
+    --failure-rate 0.01` was told 'gpus: ... fewer GPUs', which cannot help a fixed batch); the door's
+    answering_offer then checks the offer. Where that test passes (it weighs six failure plans, the budget one)
+    the count's own line. ``inputs``: with the budget's fields (jobs.training.layout.with_budget_fields)."""
+    from gpuplan.adapters.resolve import resolve_gpu
+
+    try:
+        check_plan_completes(inputs, spec, gpu or resolve_gpu(inputs.gpu), plan, deadline_seconds)
+    except InputError as refusal:
+        return refusal
+    return InputError("gpus", plan.gpus, f"on {plan.gpus:,} GPUs failures come faster than a checkpoint period plus a "
+                      "restart; no run finishes (a lower --failure-rate or a shorter --restart)")
+
+
 def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray, granule=None) -> float:
     """The most tokens a step may hold for some row to complete at all six failure plans (each row at its own
     throughput, ``tokens_per_second``): a step is the floor of the checkpoint interval (_wall_shares), so

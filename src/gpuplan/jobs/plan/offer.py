@@ -47,7 +47,7 @@ def answering_offer(answer: Callable[[], T], rerun: Callable[[float], object]) -
     except NoCompletion as refusal:
         if not refusal.offered > 0:
             raise
-        offer, tried = refusal, []
+        offer, tried, why = refusal, [], "did not complete"
         for _ in range(OFFER_ROUNDS):
             tried.append(offer.offered_text)
             try:
@@ -57,21 +57,24 @@ def answering_offer(answer: Callable[[], T], rerun: Callable[[float], object]) -
                     break
                 offer = again
                 continue
-            except InputError:
+            except InputError as other:
+                why = f"was refused on {other.field}"
                 break
             if offer is refusal:
                 raise
             text = refusal.expected.replace(offer_words(refusal.offered_text), offer_words(offer.offered_text))
             raise NoCompletion(refusal.field, refusal.value, text, offer.offered_text) from None
-        text = refusal.expected.replace(offer_words(refusal.offered_text), unverified_words(tried))
+        text = refusal.expected.replace(offer_words(refusal.offered_text), unverified_words(tried, why))
         raise NoCompletion(refusal.field, refusal.value, text) from None
 
 
-def unverified_words(tried: list[str]) -> str:
-    """The refusal's words where no batch it offered was answered: the batches re-run (tokens, as printed)."""
-    which = tried[0] if len(tried) == 1 else f"{tried[0]} down to {tried[-1]}"
-    return (f"a smaller global batch; no offer: the batch{'es' if len(tried) > 1 else ''} tried ({which} tokens a "
-            "step) did not answer")
+def unverified_words(tried: list[str], why: str) -> str:
+    """The refusal's words where no batch it offered was answered: the batches re-run (tokens, as printed) and
+    ``why`` ('did not complete', 'was refused on FIELD')."""
+    if len(tried) == 1:
+        return f"a smaller global batch; no offer: the batch tried ({tried[0]} tokens a step) {why}"
+    return (f"a smaller global batch; no offer: of the batches tried ({tried[0]} down to {tried[-1]} tokens a step) "
+            f"the last {why}")
 
 
 def offer_words(written: str) -> str:
