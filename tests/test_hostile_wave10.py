@@ -175,10 +175,12 @@ def test_speculative_decoding_on_a_vllm_release_before_0_4_1_is_refused(run_cli,
     """vLLM's --speculative-model flags arrived with vllm PR 3706 (after v0.4.0), which ran nothing (its executor
     raised); decoding ran with PRs 3894 (LLMEngine) and 3951 (correctness), in v0.4.1 (review w10 r2 S1: the line
     cited 3706). `--engine vllm==0.2.6 --speculative eagle` answered a speed-up that release cannot give (exit 0).
-    Refused naming 0.4.1 and the PRs that made it run."""
+    Refused naming the method's own first release (review w10 r3 M1: ngram 0.4.2, EAGLE 0.5.5, read in the
+    wheels), and for a draft model the PRs that made it run."""
+    since = {"eagle": "0.5.5", "ngram": "0.4.2", "draft": "0.4.1"}[method[0]]
     line = field_refusal(run_cli("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--engine", engine,
-                                 "--speculative", *method), "speculative", "vLLM has it from 0.4.1")
-    assert "vllm PRs 3894 and 3951" in line and "3706" not in line, line
+                                 "--speculative", *method), "speculative", f"vLLM runs it from {since}")
+    assert ("vllm PRs 3894 and 3951" in line) == (method[0] == "draft") and "3706" not in line, line
     web = web_refusal(client.post("/api/inference", json={"model": "llama-3.1-8b", "gpu": "h100", "search": False,
                                                           "engine": engine, "speculative": method[0],
                                                           **dict(zip(["spec_acceptance" if "ngram" in method else
@@ -187,8 +189,9 @@ def test_speculative_decoding_on_a_vllm_release_before_0_4_1_is_refused(run_cli,
     assert f"error: {web}\n" == line
 
 
-@pytest.mark.parametrize("engine", ["vllm==0.4.1", "vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize("engine", ["vllm==0.5.5", "vllm", "sglang", "trtllm"])
 def test_speculative_decoding_on_a_release_with_it_answers(run_json, engine):
+    """EAGLE from vLLM 0.5.5 (its first release, review w10 r3 M1; 0.4.1 answered before)."""
     assert run_json("infer", "llama-3.1-8b", "--gpu", "h100", "--no-search", "--engine", engine, "--speculative",
                     "eagle")["results"]["tpot"] > 0
 

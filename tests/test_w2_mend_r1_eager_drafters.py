@@ -69,41 +69,15 @@ def test_eagle_and_eagle3_drafts_follow_one_rule():
 
 
 def test_methods_v1_did_not_run_are_refused():
-    """EAGLE-3 before 0.8.5 and MTP on 0.8.x have no eager V1 drafter to price: one reason each; 0.9.0 and
-    other engines pass."""
-    assert "0.8.5" in SR.unavailable(parse_release("vllm==0.8.4"), "eagle3")
-    assert "V0" in SR.unavailable(parse_release("vllm==0.8.5"), "mtp")
-    assert "0.8.5" in SR.unavailable(parse_release("vllm==0.6.3"), "eagle3")  # V0: no EAGLE-3 either
+    """EAGLE-3 before 0.8.5 and MTP on 0.8.x have no eager V1 drafter to price: one reason each (since review w10 r3,
+    jobs/inference/inputs_releases.check_speculative); 0.9.0 and other engines pass."""
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.inference.inputs_releases import check_speculative
+
+    for label, method, fragment in (("vllm==0.8.4", "eagle3", "0.8.5"), ("vllm==0.8.5", "mtp", "V0"),
+                                    ("vllm==0.6.3", "eagle3", "0.8.5")):
+        with pytest.raises(InputError, match=fragment):
+            check_speculative(method, parse_release(label))
     for label, method in (("vllm==0.8.5", "eagle3"), ("vllm==0.8.4", "eagle"), ("vllm==0.9.0", "mtp"),
                           ("sglang==0.4.9", "mtp"), ("vllm==0.7.3", "mtp")):
-        assert SR.unavailable(parse_release(label), method) is None, (label, method)
-
-
-def _answer(**kw):
-    from gpuplan.jobs.inference.estimate import estimate_inference
-    from gpuplan.jobs.inference.schema import InferenceInputs
-
-    return estimate_inference(InferenceInputs(search=False, model="llama-3.1-8b", gpu="h100", **kw))
-
-
-def test_answer_names_the_runner_host_time():
-    """Review w10 r1 SHOULD-FIX 2: vLLM 0.8.4, EAGLE k = 2 names the runner's 29 serial launches (1.2168 ms,
-    inside the 8.90 ms verify step) and the drafts' 42 launches (1.7622 ms, host-bound), at 41.96 us a
-    launch, and says --launch-layer-us does not change them; 0.9.0 (graphed drafter) has no such line."""
-    r = _answer(engine="vllm==0.8.4", speculative="eagle", spec_tokens=2)
-    line = r.line("spec_runner_host")
-    assert line.value == pytest.approx((29 + 42) * LAUNCH_S, rel=1e-4)
-    assert "29 serial launches" in line.formula and "42 draft launches (host-bound" in line.formula
-    assert "--launch-layer-us does not change it" in line.formula
-    host = next(a for a in r.assumptions if a.key == "host_time")
-    assert "29 serial launches a verify step + 42 draft launches, 41.96 us each" in host.value
-    graphed = _answer(engine="vllm==0.9.0", speculative="eagle", spec_tokens=2)
-    assert all(ln.key != "spec_runner_host" for s in graphed.sections for ln in s.lines)
-
-
-def test_host_line_names_launch_layer_us_only_where_it_moves():
-    """SGLang 0.5.6 prices its eager steps at the kernels' issue time: the host-time line does not point to
-    --launch-layer-us; vLLM 0.8.4's eager prefill steps are priced at Efficiency.layer_launch_s: it does."""
-    flag = {e: next(a.flag for a in _answer(engine=e).assumptions if a.key == "host_time")
-            for e in ("sglang==0.5.6", "vllm==0.8.4")}
-    assert flag == {"sglang==0.5.6": "--engine", "vllm==0.8.4": "--engine / --launch-layer-us"}
+        check_speculative(method, parse_release(label))

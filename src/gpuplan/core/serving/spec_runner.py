@@ -27,8 +27,8 @@ step ended on its draft tokens' ``.tolist()``):
   runner L1229): the k draft forwards with no sync between them, so the host runs ahead of the GPU
   and the segment takes max(issue, GPU), the rule first_token_path applies to any eager forward.
 
-Every eager vLLM 0.8.x drafter is priced by this one rule (EAGLE-1 from 0.8.0, EAGLE-3 from 0.8.5; MTP on
-0.8.x ran on the V0 engine and is refused, ``unavailable``), at the Python launch time whatever
+Every eager vLLM 0.8.x drafter is priced by this one rule (EAGLE-1 from 0.8.0, EAGLE-3 from 0.8.5; which
+release runs which method, MTP on 0.8.x's V0 included, is jobs/inference/inputs_releases.VLLM_SPECULATIVE_SINCE), at the Python launch time whatever
 --launch-layer-us says: that flag sets Efficiency.layer_launch_s, the TensorRT-style per-layer enqueue the
 graphed and engine paths pay, not a Python-issued launch (as for --enforce-eager steps).
 
@@ -143,33 +143,10 @@ EAGLE3_OPS: tuple[tuple[tuple[int, int, int], tuple[int, int, int], RunnerOps], 
 )
 """EAGLE-3 in vLLM V1 before 0.9.0 (eager; kernels.drafter_runs_eager)."""
 
-EAGER_DRAFTERS_FROM = {"eagle": (0, 8, 0), "eagle3": (0, 8, 5)}
-"""The first vLLM release whose V1 engine ran each eager drafter (engine/arg_utils.py@v0.8.5 L1423-1441: V1
-takes ngram, eagle and eagle3 and falls back to V0 for any other method; @v0.8.4 L1491-1510: ngram and eagle)."""
-
-
-def unavailable(release: EngineRelease | None, method: str) -> str | None:
-    """Why vLLM ``release`` cannot run ``method`` as priced here, or None. vLLM 0.8.x ran its EAGLE drafters
-    eagerly (kernels.drafter_runs_eager), priced from the code counted here; a method that release's V1 did
-    not run has no such counts: EAGLE-3 before 0.8.5 (no llama_eagle3.py in any earlier release, no 'eagle3' in
-    arg_utils), and MTP on 0.8.x, which V1 handed to the V0 engine (arg_utils.py@v0.8.5 L1438-1441, the
-    whole server, not only the drafter), not modelled for 0.8.x."""
-    if release is None or release.engine != "vllm":
-        return None
-    if method == "eagle3" and release.version < EAGER_DRAFTERS_FROM["eagle3"]:
-        return ("vLLM runs EAGLE-3 from 0.8.5 (model_executor/models/llama_eagle3.py first ships there; "
-                "engine/arg_utils.py@v0.8.4 L1496-1510 takes only ngram / eagle): use vllm>=0.8.5, or eagle")
-    if method == "mtp" and (0, 8, 0) <= release.version < (0, 9, 0):
-        return ("vLLM 0.8.x's V1 engine runs no MTP drafter (engine/arg_utils.py@v0.8.5 L1423-1441: ngram, eagle, "
-                "eagle3 only; MTP falls back to the V0 engine, which is not modelled for 0.8.x): use a later vllm "
-                "release, or eagle / draft / ngram")
-    return None
-
-
 def runner_ops(release: EngineRelease | None, method: str) -> RunnerOps | None:
     """The counts for ``release`` and ``method``, or None where none were read (other engines, other
-    releases, draft models, n-gram, MTP). Every eager vLLM 0.8.x drafter the inputs admit (unavailable)
-    has counts: EAGLE-1 from 0.8.0, EAGLE-3 from 0.8.5."""
+    releases, draft models, n-gram, MTP). Every eager vLLM 0.8.x drafter the inputs admit
+    (inputs_releases.check_speculative) has counts: EAGLE-1 from 0.8.0, EAGLE-3 from 0.8.5."""
     table = {"eagle": EAGLE_OPS, "eagle3": EAGLE3_OPS}.get(method)
     if release is None or release.engine != "vllm" or table is None:
         return None
@@ -186,7 +163,13 @@ def serial_host_seconds(ops: RunnerOps | None, launch_s: float) -> float:
     host -> device lists, input preparation and 4 gathers, 12; the proposer's preamble, 11), at any k."""
     if ops is None:
         return 0.0
-    return (ops.per_verify - ops.behind_forward - ops.draft_segment) * launch_s
+    return serial_launches(ops) * launch_s
+
+
+def serial_launches(ops: RunnerOps) -> int:
+    """Launches of ``per_verify`` that no GPU work hides: less those behind the target's forward and the draft
+    segment's (0.8.4: 45 - 5 - 11 = 29; EAGLE-3 at 0.8.5: 51 - 5 - 14 = 32)."""
+    return ops.per_verify - ops.behind_forward - ops.draft_segment
 
 
 def draft_segment_seconds(ops: RunnerOps, tokens: int, launch_s: float, gpu_s: float) -> float:
@@ -225,7 +208,7 @@ def runner_host(release: EngineRelease | None, method: str, tokens: int, launch_
     ops = runner_ops(release, method)
     if ops is None:
         return None
-    serial = ops.per_verify - ops.behind_forward - ops.draft_segment
+    serial = serial_launches(ops)
     drafts = draft_launches(ops, tokens)
     return RunnerHost(serial, serial * launch_s, drafts, drafts * launch_s, launch_s,
                       draft_s <= drafts * launch_s * (1 + 1e-9))

@@ -12,26 +12,76 @@ VLLM_LORA_SINCE = (0, 3, 0)
 merged January 2024) shipped in v0.3.0 (2024-01-31; vllm issue 2909 runs --enable-lora on the release of 2024-02);
 v0.2.7 (2024-01-03) had no LoRA path."""
 
-VLLM_SPECULATIVE_SINCE = (0, 4, 1)
-"""The first vLLM release whose speculative decoding runs and is correct. The flags alone (--speculative-model /
---num-speculative-tokens, SpeculativeConfig: vllm PR 3706, merged 2024-04-02) did not run: that PR's description
-says the executor raises when speculation is on. It ran end to end with PR 3894 ('[Speculative decoding 6/9]
-Integrate speculative decoding with LLMEngine', opened 2024-04-07: 'the output is garbage' until 7/9) and gave the
-target's own tokens with PR 3951 ('[Speculative decoding 7/9] Speculative decoding end-to-end correctness tests',
-opened 2024-04-09: the sampler's greedy probabilities, batch-expansion scoring and the bonus token's KV fixed). A
-maintainer wrote on vllm issue 4266 (2024-04-22) that 3951 was being merged, after which the two flags 'can be used
-and should be correct'; v0.4.1 followed on 2024-04-24, v0.4.0 (2024-03-30) predates all three PRs. That v0.4.1's
-tag holds 3951 is read from these dates, not from the tag (the vLLM snapshot is too large to fetch here). Each
-method's own first release (ngram: PR 4237, opened 2024-04-21; EAGLE: PR 6830, 2024-08; MTP, EAGLE-3 later) is not
-checked, except EAGLE-3 / MTP on 0.8.x (core.serving.spec_runner.unavailable)."""
+VLLM_SPECULATIVE_SINCE = {"draft": (0, 4, 1), "ngram": (0, 4, 2), "eagle": (0, 5, 5), "mtp": (0, 7, 3),
+                          "eagle3": (0, 8, 5)}
+"""The first vLLM release that runs each --speculative method, read from the release wheels themselves
+(pip download vllm==X, unzip -l; review w10 r3 M1), the one rule for every method and engine generation:
+
+- draft (a draft model): 0.4.1. The 0.4.0 wheel ships no vllm/spec_decode/ at all (only tests/spec_decode/); 0.4.1's
+  ships spec_decode_worker.py, multi_step_worker.py, batch_expansion.py. The flags came with vllm PR 3706 (its
+  executor raised); decoding ran with PR 3894 (LLMEngine integration) and was correct with PR 3951.
+- ngram: 0.4.2. vllm/spec_decode/ngram_worker.py is absent from the 0.4.1 wheel and first in 0.4.2's (config.py
+  @v0.4.2 L770: speculative_model == "[ngram]").
+- eagle (EAGLE-1): 0.5.5. vllm/model_executor/models/eagle.py is absent from the 0.5.4 wheel and first in 0.5.5's.
+- mtp: 0.7.3. vllm/model_executor/models/deepseek_mtp.py is absent from the 0.7.2 wheel and first in 0.7.3's.
+- eagle3: 0.8.5. model_executor/models/llama_eagle3.py is absent from the 0.8.4 and 0.7.3 wheels and first in
+  0.8.5's (engine/arg_utils.py@v0.8.4 L1491-1510 takes only ngram and eagle)."""
+
+VLLM_SPECULATIVE_V0_ONLY = {"mtp": ((0, 8, 0), (0, 9, 0))}
+"""Methods vLLM ran only on its V0 engine in releases gpuplan prices as V1 (releases.VLLM_V1_SINCE): 0.8.x's V1
+takes ngram, eagle and eagle3 (engine/arg_utils.py@v0.8.5 L1423-1441) and hands any other method, MTP included,
+to the whole V0 engine (L1649-1658; an error under VLLM_USE_V1=1). gpuplan prices every vllm 0.8.x as V1, so such
+an ask is refused, naming the V0 release (0.7.3) and 0.9.0, where V1 runs MTP."""
+
+EAGLE3_TARGETS = (((0, 8, 5), (0, 10, 1), ("llama",)), ((0, 10, 1), (0, 10, 3), ("llama", "qwen")))
+"""vLLM releases whose SpeculativeConfig runs EAGLE-3 only on a target whose model_type contains one of the names
+(read in the wheels): 'Eagle3 is only supported for Llama models' at config.py@v0.8.5 L2588-2592, @v0.9.0
+L2739-2743, @v0.9.1 L2816, @v0.9.2 L2909, @v0.10.0 L3030; eagle3_target_supported = ["llama", "qwen"] at
+config/__init__.py@v0.10.1 L2347-2354 and @v0.10.2 L2372-2379. Releases from 0.10.3 are not read, so not gated."""
+
+
+_SINCE_EVIDENCE = {"draft": "vllm/spec_decode/ first in the 0.4.1 wheel; it runs from vllm PRs 3894 and 3951",
+                   "ngram": "vllm/spec_decode/ngram_worker.py first in the 0.4.2 wheel",
+                   "eagle": "model_executor/models/eagle.py first in the 0.5.5 wheel",
+                   "mtp": "model_executor/models/deepseek_mtp.py first in the 0.7.3 wheel",
+                   "eagle3": "model_executor/models/llama_eagle3.py first in the 0.8.5 wheel"}
+"""What each VLLM_SPECULATIVE_SINCE entry was read from, for the refusal."""
+
+
+def _text(version: tuple[int, ...]) -> str:
+    return ".".join(str(part) for part in version)
 
 
 def check_speculative(speculative: str, release) -> None:
-    """InputError naming ``speculative`` where the vLLM ``release`` (core.serving.releases.EngineRelease) has none."""
-    if speculative != "none" and release.engine == "vllm" and release.version < VLLM_SPECULATIVE_SINCE:
-        raise InputError("speculative", speculative, f"{release.label} has no speculative decoding: vLLM has it from "
-                         "0.4.1 (--speculative-model runs from vllm PRs 3894 and 3951); give --engine vllm==0.4.1 or "
-                         "later, or leave --speculative out")
+    """InputError naming ``speculative`` where the vLLM ``release`` (core.serving.releases.EngineRelease) does not
+    run that method (VLLM_SPECULATIVE_SINCE, VLLM_SPECULATIVE_V0_ONLY)."""
+    if speculative == "none" or release.engine != "vllm":
+        return
+    since = VLLM_SPECULATIVE_SINCE.get(speculative)
+    if since is not None and release.version < since:
+        raise InputError("speculative", speculative, f"{release.label} has no {speculative} speculative decoding: "
+                         f"vLLM runs it from {_text(since)} ({_SINCE_EVIDENCE[speculative]}); give "
+                         f"--engine vllm=={_text(since)} or later, or another --speculative")
+    window = VLLM_SPECULATIVE_V0_ONLY.get(speculative)
+    if window is not None and window[0] <= release.version < window[1]:
+        raise InputError("speculative", speculative, f"{release.label} runs {speculative} only on its V0 engine "
+                         "(engine/arg_utils.py@v0.8.5 L1423-1441, L1649-1658) and gpuplan prices vllm 0.8.x as V1; "
+                         f"give --engine vllm=={_text(since)} (V0) or vllm==0.9.0 or later (V1)")
+
+
+def check_eagle3_target(speculative: str, model_type: str, release) -> None:
+    """InputError naming ``speculative`` where the vLLM ``release`` runs EAGLE-3 on some targets only
+    (EAGLE3_TARGETS) and ``model_type`` (the target's config.json) names none of them."""
+    if speculative != "eagle3" or release is None or release.engine != "vllm":
+        return
+    for first, end, names in EAGLE3_TARGETS:
+        if first <= release.version < end and not any(name in model_type for name in names):
+            which = " or ".join(n.capitalize() for n in names)
+            wider = [(f, n) for f, _, n in EAGLE3_TARGETS if f >= end and any(x in model_type for x in n)]
+            newer = f", --engine vllm=={_text(wider[0][0])} or later" if wider else ""
+            raise InputError("speculative", speculative, f"{release.label} runs EAGLE-3 on {which} targets only, "
+                             f"not model_type {model_type or '(none)'} (vllm config.py@v{_text(first)}: 'Eagle3 is "
+                             f"only supported for ...'); give a {which} model{newer}, or --speculative eagle")
 
 
 def check_lora(field: str, value: object, release) -> None:

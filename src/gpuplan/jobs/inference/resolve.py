@@ -123,11 +123,9 @@ def _speculation(inputs: InferenceInputs, spec: ModelSpec, raw: dict[str, Any]):
     if inputs.speculative == "mtp" and not raw.get("num_nextn_predict_layers"):
         raise InputError("speculative", "mtp", f"{spec.name}'s config declares no multi-token-prediction layer "
                          "(num_nextn_predict_layers, as DeepSeek-V3 / R1 do); use eagle, draft or ngram")
-    from gpuplan.core.serving.spec_runner import unavailable
+    from gpuplan.jobs.inference.inputs_releases import check_eagle3_target
 
-    why = unavailable(inputs.runtime.release, inputs.speculative)  # vLLM 0.8.x V1's eager drafters
-    if why is not None:
-        raise InputError("speculative", inputs.speculative, why)
+    check_eagle3_target(inputs.speculative, str(raw.get("model_type") or ""), inputs.runtime.release)
     return speculation(inputs.speculative, inputs.spec_tokens, inputs.spec_acceptance, spec, draft)
 
 
