@@ -33,7 +33,8 @@ TABLE_FLAGS = ("--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--seq
 @pytest.mark.parametrize("value", ["+15", "30.", "1.5e1", "1e3", "1e-9", "2E1"])
 def test_a_bare_number_duration_in_any_spelling_asks_for_a_unit(run_cli, flag, value):
     code, _, err = run_cli(*TRAIN, flag, value)
-    one_line_refusal(code, err, f"{flag[2:].replace('-', '_')}: got {value!r}; give a unit, e.g. 30min")
+    examples = "6s" if flag == "--step-time" else "30min"  # a step time's own examples (review w10 r3)
+    one_line_refusal(code, err, f"{flag[2:].replace('-', '_')}: got {value!r}; give a unit, e.g. {examples}")
 
 
 @pytest.mark.parametrize(("value", "seconds"), [("30min", 1800.0), ("1e3s", 1000.0), (".5h", 1800.0), ("90s", 90.0)])
@@ -236,7 +237,8 @@ def test_a_plan_files_bare_number_duration_asks_for_a_unit(run_cli, tmp_path, co
     plan.write_text(text)
     code, _, err = run_cli(command, str(plan))
     one_line_refusal(code, err, f"{plan}: {field}: got ")
-    examples = "50ms or 0.2s" if field == "tpot" else "30min, 2h or 90s"  # a latency's own (review w10 r2 M2)
+    examples = {"tpot": "50ms or 0.2s", "step_time": "6s, 1.5s or 800ms"}.get(field, "30min, 2h or 90s")  # the
+    # field's own: a latency's (review w10 r2 M2), a step time's (review w10 r3)
     assert err.endswith(f"give a unit, e.g. {examples}\n"), err
 
 

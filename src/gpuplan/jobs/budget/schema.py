@@ -33,7 +33,6 @@ class BudgetInputs(TrainingInputs, BudgetFields):
                              "--spot-discount (off on-demand), not both")
         return self
 
-    step_time: Annotated[T.typed(float, T.seconds(WEEK)) | None, V.field(None, "Measured step time, e.g. 6s: sets the "
-                                                                      "input-rate check of the I/O section only (the "
-                                                                      "wall-clock comes from --mfu or the planner).",
-                                                                      "derived")]
+    step_time: Annotated[T.typed(float, T.seconds(WEEK, examples="6s, 1.5s or 800ms")) | None, V.field(
+        None, "Measured step time, e.g. 6s: sets the input-rate check of the I/O section only (the wall-clock comes "
+        "from --mfu or the planner).", "derived")]  # examples: `--step-time 6` was told '30min, 2h or 90s' (r3)
