@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.errors import InputError
+from gpuplan.jobs.measure.dropout_note import math_path_note
 from gpuplan.jobs.measure.schema import MeasureInputs
 from gpuplan.jobs.validation.memory import (
     comparison_table,
@@ -111,8 +112,10 @@ def measure_report(inputs: MeasureInputs) -> Report:
         Line("versions", "versions", versions),
     ))
     table = comparison(measured, estimated)
+    gap = measured["at_peak"].get("activation", 0) - estimated["activation"]
+    dropout = math_path_note(config, spec, inputs.attention_kernel, inputs.micro_batch or 1, inputs.seq_len, gap)
     report_inputs = tuple(Line(k, k.replace("_", " "), v) for k, v in {"model": spec.name, **inputs.case()}.items())
     return Report("measure", f"Measured training memory: {spec.name} (CPU, FakeTensorMode)", report_inputs, (),
                   (section,), ("allocated bytes of PyTorch tensors; a GPU adds the CUDA context, NCCL buffers and "
-                               "allocator caching (see `gpuplan memory`)", *filter(None, [sequence_note(inputs, spec)])), (table,),
+                               "allocator caching (see `gpuplan memory`)", *filter(None, [sequence_note(inputs, spec), dropout])), (table,),
                   headline=("measured_peak", "estimated_peak", "error", "wall_seconds"), summary_table=table.title)
