@@ -128,9 +128,16 @@ def test_torchtitans_free_search_leaves_context_parallelism_out(framework, offer
     t, widest = result.table, result.evaluator.uncertainty.widest
     cp = t["cp"] > 1
     assert bool(cp.any()) is offered and (~cp).any()
-    # catalog/reference/layout_uncertainty.json's 'widest': its MoE class RMS, the model's own fitted figure
-    # (docs/step.md, Planner), not a hand-worked number
-    assert widest == pytest.approx(0.2298)
+    # catalog/reference/layout_uncertainty.json's 'widest' (its MoE class RMS, the model's own fitted figure, docs/step.md,
+    # Planner; regenerated with the model, so read from the packaged file rather than pinned): 0.2278 at ffd599e
+    import json
+    from pathlib import Path
+
+    import gpuplan.catalog
+
+    packaged = Path(gpuplan.catalog.__file__).parent / "reference" / "layout_uncertainty.json"
+    assert widest == pytest.approx(json.loads(packaged.read_text(encoding="utf-8"))["widest"])
+    assert 0.1 < widest < 0.4  # a class RMS of the step model's held-out error, not a default
     assert (t["uncertainty"] < widest).any()
 
 
