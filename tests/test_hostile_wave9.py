@@ -59,11 +59,15 @@ def test_a_step_longer_than_the_failures_names_the_batch_on_both_doors(run_cli, 
     searched span as given and advised 'fewer GPUs' (768 is the smallest count that fits); with --gpus 768 train
     answered 92.89 days and budget 119,729,289 days with failures. Both doors now refuse by one test
     (jobs.plan.completes) naming the batch, with the largest step that completes (exp(50) x MTBI less the stall,
-    at the layouts' throughput: ~9.8e11-9.95e11 tokens) and without 'fewer GPUs'."""
+    at the layouts' throughput: ~9.8e11-9.95e11 tokens) and without 'fewer GPUs'. Review w10 r4 M1: that bound's
+    batch answered ~e^50 x its failure-free time; the batch offered is now held within twice it (6.6816e10 on
+    768 GPUs), or none is offered where no re-run answers within twice (the searched span)."""
     if command == "plan" and not gpus:
         pytest.skip("plan's default search is train's (jobs.training.layout.layout_for_deadline)")
     line = field_refusal(run_cli(command, *DEEPSEEK_1E12, *gpus), "global_batch_tokens", "completes with failures")
-    assert "fewer GPUs" not in line and "at most 9." in line and "e+11 tokens a step" in line, line
+    assert "fewer GPUs" not in line and "at most 9." not in line, line
+    assert ("tokens a step, the largest batch whose expected time with failures is at most twice the failure-free "
+            "time" in line or "no offer: " in line and "did not complete within twice" in line), line
 
 
 @pytest.mark.parametrize("command", ["train", "budget"])

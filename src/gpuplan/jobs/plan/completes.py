@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpuplan.errors import InputError
-from gpuplan.jobs.plan.offer import NoCompletion, offer_words
+from gpuplan.jobs.plan.offer import OFFER_SLOWDOWN, NoCompletion, checking_offer, offer_words
 
 
 class Completing(NamedTuple):
@@ -56,6 +56,8 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
         share, finishes = _wall_shares(*_plan_columns(plans, which, k), steps)
         done &= finishes
         shares.append(share)
+    if checking_offer() and (done & ~(shares[0] <= OFFER_SLOWDOWN)).any():  # an offer's re-run: the search may
+        done[:] = False  # pick any row that completes, so every one must be within OFFER_SLOWDOWN of failure-free
     kept = np.flatnonzero(done)
     if not len(kept):
         tokens_per_step = fitting["global_batch"].astype(float) * inputs.seq_len
@@ -133,7 +135,8 @@ def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | N
     plans = [_plans_of(replace(run, step_seconds=0.0), settings, run.gpus)]
     which, steps = np.zeros(1, np.int64), np.array([run.step_seconds])
     for k in range(6):
-        if not _wall_shares(*_plan_columns(plans, which, k), steps)[1][0]:
+        share, finishes = _wall_shares(*_plan_columns(plans, which, k), steps)
+        if not finishes[0] or (k == 0 and checking_offer() and not share[0] <= OFFER_SLOWDOWN):
             batch = batch_asked if isinstance(batch_asked, tuple) else (  # (field, value) as given, else the run's
                 ("global_batch_tokens", _whole_or(run.global_batch_tokens)) if batch_asked else None)
             raise no_completion(batch, f"{run.gpus:,.0f}", True, largest_step_tokens(
@@ -186,7 +189,10 @@ def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray,
     that the fewest significant digits (from three) write exactly (_aligned), so the batch quoted lays out as
     that row's layout does (the same dp and micro-batch, every GPU working) and keeps the rounding's margin below
     the bound (one granule under it was refused again: the bound moves ~1e-7 with the batch); unrounded, 9.9e11 tokens on 768 GPUs was told 8.88e11 (216,796,875 sequences, odd: dp 4 no longer divides
-    it, and the layout that does runs slower) and 8.88e11 was refused in turn, told 8.04e11."""
+    it, and the layout that does runs slower) and 8.88e11 was refused in turn, told 8.04e11. Review w10 r4 M1: that
+    bound is where the expected wall-clock grows as e^50; on an offer's re-run (jobs.plan.offer.checking_offer) the
+    step is also held to where the point failure rate's on-demand expected wall-clock is at most OFFER_SLOWDOWN x the
+    failure-free one (_within_slowdown), so the refused offer is replaced by one within it."""
     from gpuplan.core.economics.reliability import MAX_FAILURE_EXPONENT as most
 
     best = np.full(len(which), np.inf)
@@ -195,9 +201,34 @@ def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray,
         room = most * mtbi - stall
         fits = (restart <= most * mtbi) & (interval <= room)  # else no step is short enough
         best = np.minimum(best, np.where(fits, room * tokens_per_second, 0.0))
+    ever = best > 0  # rows that complete at some step
+    if checking_offer():  # an offer's re-run: the batch offered next is also held within OFFER_SLOWDOWN
+        best = np.minimum(best, _within_slowdown(*_plan_columns(plans, which, 0), room=best / tokens_per_second)
+                          * tokens_per_second)
     if granule is not None:
         best = np.array([_aligned(float(b), int(g)) for b, g in zip(best, np.broadcast_to(granule, best.shape))])
+    if checking_offer():  # every row that completes at all must be within it (completing_rows): the least of them
+        return float(best[ever].min(initial=np.inf)) if ever.any() else 0.0
     return float(best.max(initial=0.0))
+
+
+def _within_slowdown(mtbi, restart, stall, interval, room) -> np.ndarray:
+    """The longest step (s, per row) at most ``room`` whose _wall_shares share (expected wall-clock with failures /
+    failure-free work) is at most OFFER_SLOWDOWN, by bisection (the share is constant below the checkpoint
+    interval, where the step does not floor it, and grows with the step above it: Daly's e^((step + stall)/MTBI));
+    0 where even the interval's share is over it."""
+    def share(step):
+        return _wall_shares(mtbi, restart, stall, interval, step)[0]
+
+    room = np.asarray(room, float)
+    low, high = np.minimum(interval, room), room
+    ok = (room > 0) & (share(np.maximum(low, 1e-300)) <= OFFER_SLOWDOWN)
+    low = np.where(share(np.maximum(high, 1e-300)) <= OFFER_SLOWDOWN, high, low)  # the whole room is within it
+    for _ in range(60):  # halves the bracket 60 times: far below the granule the batch is rounded down to
+        mid = (low + high) / 2
+        good = share(np.maximum(mid, 1e-300)) <= OFFER_SLOWDOWN
+        low, high = np.where(good, mid, low), np.where(good, high, mid)
+    return np.where(ok, low, 0.0)
 
 
 def _aligned(tokens: float, granule: int) -> float:
@@ -234,6 +265,8 @@ def no_completion(batch: tuple[str, float] | None, asked: str | None, gpus_given
     # digits would change it (rounding it down to three digits would leave the layout's multiple again)
     written = f"{shown:.3g}" if not aligned or shown == step_tokens else next(
         text for d in range(4, 18) if float(text := f"{step_tokens:.{d}g}") == step_tokens)
+    if checking_offer():  # an offer's re-run (jobs.plan.offer.answering_offer): only its offer is read; 0 = none
+        return NoCompletion("global_batch_tokens", batch[1] if batch else None, what, written)
     shorter = offer_words(written) if step_tokens > 0 else ""
     remedies = ([shorter] if shorter else []) + (["fewer GPUs"] if gpus_given and not (batch and shorter) else [])
     remedies += ["a lower --failure-rate", "a shorter --restart"]

@@ -4,6 +4,7 @@ it at import (tests/test_startup.py)."""
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from collections.abc import Callable
 from typing import TypeVar
@@ -26,6 +27,21 @@ class NoCompletion(InputError):
         return float(self.offered_text) if self.offered_text else 0.0
 
 
+OFFER_SLOWDOWN = 2.0
+"""The most an offered batch's expected wall-clock with failures may be, as a multiple of its failure-free
+wall-clock (review w10 r4 M1: the batch at the completion cut-off, 7.9429632e8 for `budget llama-3.1-405b
+--gpus 8192 --global-batch-tokens 1e12 --failure-rate 0.01 --zero 0`, answered 4.36e21 days, since Daly's
+expected wall grows as e^(step/MTBI) up to e^50 there). A bound on the answer the user is offered, not a fit."""
+
+_CHECKING_OFFER = contextvars.ContextVar("checking_offer", default=False)
+
+
+def checking_offer() -> bool:
+    """Whether a door runs as answering_offer's re-run: then a run whose expected wall-clock with failures is over
+    OFFER_SLOWDOWN x its failure-free one is refused as not completing (jobs.plan.completes), with its own offer."""
+    return _CHECKING_OFFER.get()
+
+
 OFFER_ROUNDS = 4
 """Re-runs of a door on the batch its refusal offers (answering_offer): a round takes the offer of the refusal
 before it; two settled every ask of tests/test_w2_completion_offer.py."""
@@ -39,7 +55,8 @@ def answering_offer(answer: Callable[[], T], rerun: Callable[[float], object]) -
     --global-batch-tokens 1e12 --gpus 8192 --failure-rate 0.01 --zero 0` offered 7.9822848e8 at 627,003 tok/s,
     which ran at 623,912 tok/s and was refused, offering 7.9429632e8). ``rerun(batch)``: the door with
     --global-batch-tokens ``batch``; each offer it refuses is replaced by that refusal's own (smaller) one, at
-    most OFFER_ROUNDS re-runs. Only an offer a re-run answered is printed: where none answers within the rounds,
+    most OFFER_ROUNDS re-runs; a re-run counts as answering only where its expected wall-clock with failures is at
+    most OFFER_SLOWDOWN x its failure-free one (checking_offer; review w10 r4 M1). Only an offer a re-run answered is printed: where none answers within the rounds,
     is refused for another reason or does not shrink, the refusal offers no batch and says so (unverified_words;
     review w10 r3 S2: the fourth round's offer, or one refused for memory, was printed unchecked)."""
     try:
@@ -47,9 +64,10 @@ def answering_offer(answer: Callable[[], T], rerun: Callable[[float], object]) -
     except NoCompletion as refusal:
         if not refusal.offered > 0:
             raise
-        offer, tried, why = refusal, [], "did not complete"
+        offer, tried, why = refusal, [], "did not complete within twice its failure-free time"
         for _ in range(OFFER_ROUNDS):
             tried.append(offer.offered_text)
+            token = _CHECKING_OFFER.set(True)
             try:
                 rerun(offer.offered)
             except NoCompletion as again:
@@ -60,6 +78,8 @@ def answering_offer(answer: Callable[[], T], rerun: Callable[[float], object]) -
             except InputError as other:
                 why = f"was refused on {other.field}"
                 break
+            finally:
+                _CHECKING_OFFER.reset(token)
             if offer is refusal:
                 raise
             text = refusal.expected.replace(offer_words(refusal.offered_text), offer_words(offer.offered_text))
@@ -79,7 +99,8 @@ def unverified_words(tried: list[str], why: str) -> str:
 
 def offer_words(written: str) -> str:
     """The refusal's words for the batch it offers (``written``: tokens as printed)."""
-    return f"a global batch of at most {written} tokens a step"
+    return (f"a global batch of at most {written} tokens a step, the largest batch whose expected time with "
+            f"failures is at most twice the failure-free time")
 
 
 def offers_answering_batch(door: Callable[..., T]) -> Callable[..., T]:
