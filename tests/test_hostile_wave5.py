@@ -237,7 +237,7 @@ def test_a_plan_files_bare_number_duration_asks_for_a_unit(run_cli, tmp_path, co
     plan.write_text(text)
     code, _, err = run_cli(command, str(plan))
     one_line_refusal(code, err, f"{plan}: {field}: got ")
-    examples = {"tpot": "50ms or 0.2s", "step_time": "6s, 1.5s or 800ms"}.get(field, "30min, 2h or 90s")  # the
+    examples = {"tpot": "50ms or 0.2s", "step_time": "6s or 1.5min"}.get(field, "30min, 2h or 90s")  # the
     # field's own: a latency's (review w10 r2 M2), a step time's (review w10 r3)
     assert err.endswith(f"give a unit, e.g. {examples}\n"), err
 

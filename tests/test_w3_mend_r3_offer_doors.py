@@ -61,9 +61,22 @@ def test_the_reviews_ask_is_offered_no_batch_on_any_door(run_cli, client, tmp_pa
 
 
 def test_a_bare_step_time_is_told_step_time_examples(run_cli):
+    """The step time's examples show its unit only (review w10 r4 S3: 800ms, once among them, is refused on ordinary
+    asks as faster than the model can step); each of them answers."""
     line = field_refusal(run_cli("budget", "llama-3.1-8b", "--step-time", "6"), "step_time",
-                         "give a unit, e.g. 6s, 1.5s or 800ms\n")
-    assert "30min" not in line
-    for typed in ("6s", "1.5s", "800ms"):
+                         "give a unit, e.g. 6s or 1.5min\n")
+    assert "30min" not in line and "800ms" not in line
+    for typed in ("6s", "1.5min"):
         code, out, err = run_cli("budget", "llama-3.1-8b", "--step-time", typed)
         assert code == 0 and "input supply" in out, (typed, err)
+
+
+@pytest.mark.parametrize("option, typed, examples", [("--step-time", "6x", "6s or 1.5min"),
+                                                     ("--restart", "30x", "30min, 2h or 90s")])
+def test_an_unknown_unit_is_told_the_fields_own_examples(run_cli, option, typed, examples):
+    """Review w10 r4 S2: `--step-time 6x` and `--restart 30x` were told 'such as 7d, 36h, 90min or 2w' (a deadline's
+    examples, from core.units.parse_duration); each now names its own field's."""
+    field = option[2:].replace("-", "_")
+    line = field_refusal(run_cli("budget", "llama-3.1-8b", option, typed), field,
+                         f"got '{typed}'; expected a duration such as {examples}\n")
+    assert "2w" not in line and "7d" not in line
