@@ -194,11 +194,17 @@ class RunnerHost:
     (draft_launches, issue ``draft_issue_s``), ``host_bound`` where that issue exceeds the drafts' GPU work."""
 
     serial_launches: int
-    serial_s: float
     draft_launches: int
-    draft_issue_s: float
     launch_s: float
     host_bound: bool
+
+    @property
+    def serial_s(self) -> float:
+        return self.serial_launches * self.launch_s
+
+    @property
+    def draft_issue_s(self) -> float:
+        return self.draft_launches * self.launch_s
 
 
 def runner_host(release: EngineRelease | None, method: str, tokens: int, launch_s: float,
@@ -210,8 +216,7 @@ def runner_host(release: EngineRelease | None, method: str, tokens: int, launch_
         return None
     serial = serial_launches(ops)
     drafts = draft_launches(ops, tokens)
-    return RunnerHost(serial, serial * launch_s, drafts, drafts * launch_s, launch_s,
-                      draft_s <= drafts * launch_s * (1 + 1e-9))
+    return RunnerHost(serial, drafts, launch_s, draft_s <= drafts * launch_s * (1 + 1e-9))
 
 
 def fusion_weights(spec: ModelSpec, method: str, tokens: int) -> float:
