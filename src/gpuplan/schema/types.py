@@ -239,30 +239,29 @@ def seconds(high: float, positive: bool = False, examples: str = "30min, 2h or 9
 
     def parse(value: Any, info: ValidationInfo) -> float:
         field = _name(info)
-        if isinstance(value, timedelta):
-            number = value.total_seconds()
-            if positive and number == 0:
-                raise InputError(field, value, "must be a positive duration, e.g. 10min")
-            return _bounded_duration(number, value, field, high, positive)
-        _finite(value, field)
-        if isinstance(value, int | float) and value and PLAN_FILE.get():
-            # `restart: 15` in a plan file is the text typed after --restart, not 15 seconds (the API's unit)
-            raise InputError(field, value, f"give a unit, e.g. {examples}")
-        text = value if isinstance(value, int | float) else \
-            _text(value, field, f"text with a unit (e.g. {examples}), seconds as a number, or a {DURATION_FORMS}")
-        zero = re.fullmatch(r"0*\.?0*\s*([a-z]*)", text.lower()) if isinstance(text, str) and "0" in text else None
-        if zero and zero.group(1) in {**units.SECONDS_PER, "": 0}:
-            number = 0.0  # zero with any unit (or none) is zero
-        elif isinstance(text, str) and re.fullmatch(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?", text.lower()):
-            # any bare number ('+15', '30.', '1e3'), not only '30': parse_duration read those as days
-            raise InputError(field, value, f"give a unit, e.g. {examples}")
-        else:
-            number = float(text) if isinstance(text, int | float) else _duration(text, field, examples)
+        number = value.total_seconds() if isinstance(value, timedelta) else _typed_seconds(value, field, examples)
         if positive and number == 0:
             raise InputError(field, value, "must be a positive duration, e.g. 10min")
         return _bounded_duration(number, value, field, high, positive)
 
     return parse
+
+
+def _typed_seconds(value: Any, field: str, examples: str) -> float:
+    """seconds()' reading of a typed or JSON ``value`` (not a timedelta) as seconds, refusals naming ``examples``."""
+    _finite(value, field)
+    if isinstance(value, int | float) and value and PLAN_FILE.get():
+        # `restart: 15` in a plan file is the text typed after --restart, not 15 seconds (the API's unit)
+        raise InputError(field, value, f"give a unit, e.g. {examples}")
+    text = value if isinstance(value, int | float) else \
+        _text(value, field, f"text with a unit (e.g. {examples}), seconds as a number, or a {DURATION_FORMS}")
+    zero = re.fullmatch(r"0*\.?0*\s*([a-z]*)", text.lower()) if isinstance(text, str) and "0" in text else None
+    if zero and zero.group(1) in {**units.SECONDS_PER, "": 0}:
+        return 0.0  # zero with any unit (or none) is zero
+    if isinstance(text, str) and re.fullmatch(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?", text.lower()):
+        # any bare number ('+15', '30.', '1e3'), not only '30': parse_duration read those as days
+        raise InputError(field, value, f"give a unit, e.g. {examples}")
+    return float(text) if isinstance(text, int | float) else _duration(text, field, examples)
 
 
 def _duration(text: str, field: str, examples: str) -> float:
