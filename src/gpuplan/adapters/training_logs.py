@@ -72,23 +72,22 @@ def _size(text: str, unit: float, label: str, source: str) -> float:
     """A logged memory size ``text`` (in ``unit`` bytes) as bytes; InputError naming ``label`` where the text the
     pattern took is not a number: its digits are '\\d', which takes '９' (a full-width 9) and '1.2.3', which _num
     reads as None ('None * int': an internal error, exit 70)."""
-    number = _num(text)
-    if number is None:
-        raise InputError(label, text, f"in {source}: a size written as an ASCII number, e.g. 66.91")
-    return number * unit
+    return _logged(text, label, source, "a size written as an ASCII number, e.g. 66.91") * unit
 
 
 def _each_line(lines: Iterable[str] | str) -> Iterable[str]:
     return lines.splitlines() if isinstance(lines, str) else lines
 
 
-def _logged(value: Any, label: str, source: str) -> float | None:
-    """A logged number: None where absent (``value`` None), else its float; InputError naming ``label`` where it is
-    there but not an ASCII number (a full-width 'tps: １000' read as None, 'missing', before review w10 r3 S4)."""
+def _logged(value: Any, label: str, source: str, what: str = "a number written in ASCII digits, e.g. 1234.5"
+            ) -> float | None:
+    """A logged number: None where absent (``value`` None), else its float; InputError naming ``label`` (and
+    ``what`` is expected) where it is there but not an ASCII number (a full-width 'tps: １000' read as None,
+    'missing', before review w10 r3 S4)."""
     if value is None:
         return None
     if (number := _num(value)) is None:
-        raise InputError(label, value, f"in {source}: a number written in ASCII digits, e.g. 1234.5")
+        raise InputError(label, value, f"in {source}: {what}")
     return number
 
 
