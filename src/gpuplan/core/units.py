@@ -84,13 +84,14 @@ def parse_bytes(text: str | int | float, field: str = "bytes") -> float:
     return _positive(field, text, float(match.group(1)) * BYTE_UNITS[unit])
 
 
-def parse_duration(text: str | int | float, field: str = "duration") -> float:
-    """'7d' -> 604800 s, '36h' -> 129600 s; a bare number is days (the planner's unit)."""
+def parse_duration(text: str | int | float, field: str = "duration", examples: str = "7d, 36h, 90min or 2w") -> float:
+    """'7d' -> 604800 s, '36h' -> 129600 s; a bare number is days (the planner's unit). ``examples``: the durations
+    an unknown unit is told, valid for the field (a step time's are not a deadline's)."""
     if isinstance(text, int | float) and not isinstance(text, bool):
         return _positive(field, text, as_float(text, field) * SECONDS_PER_DAY)
     match = _DURATION_RE.match(str(text))
     if not match or match.group(2).lower() not in SECONDS_PER | {"": 0}:
-        raise InputError(field, text, "expected a duration such as 7d, 36h, 90min or 2w")
+        raise InputError(field, text, f"expected a duration such as {examples}")
     if match.group(2) in ("M", "Min", "MIN"):  # '--days 3M' was 3 minutes; systemd.time reads M as a month
         raise InputError(field, text, "'M' reads as minutes or months: write min for minutes; for months give "
                          "days or weeks (e.g. 90d or 13w)")
