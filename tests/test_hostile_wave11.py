@@ -5,8 +5,11 @@ cause. Each refusal is one line naming the field and what is valid (exit status 
 SWEEP_SIZES_PLACEHOLDER
 """
 
+import re
+from pathlib import Path
+
 import pytest
-from helpers import field_refusal
+from helpers import field_refusal, web_refusal
 
 from gpuplan.core import units
 from gpuplan.errors import InputError
@@ -35,3 +38,50 @@ def test_the_core_duration_parser_names_the_examples_it_is_given():
 def test_an_unknown_duration_unit_names_the_fields_examples(run_cli, flag, text, field, examples):
     field_refusal(run_cli("budget", "llama-3.1-8b", "--gpus", "64", flag, text), field,
                   f"expected a duration such as {examples}")
+
+
+# ---- (b) + (c): the --gpus + --days door offers a batch within twice the failure-free time --------------------
+
+OFFERED = re.compile(r"a global batch of at most ([\d.e+]+) tokens a step")
+SOLVED = {"model": "llama-3.1-8b", "global_batch_tokens": 2e11, "gpus": 64, "failure_rate": 0.01, "days": 400}
+SOLVED_ARGS = ("budget", "llama-3.1-8b", "--global-batch-tokens", "2e11", "--gpus", "64", "--failure-rate", "0.01",
+               "--days", "400")
+
+
+def test_the_solved_door_offers_a_batch_that_answers_on_every_door(run_cli, run_json, client, tmp_path):
+    """`--gpus 64 --days 400` with a 2e11-token batch at 0.01 failures a GPU-hour: the parent offered the completion
+    cut-off's batch (9.469952e9: the wall-clock with failures grows up to e^50 there, so its re-run needed an MFU
+    past the peak) and printed 'no offer: ... refused on gpus/days', where the same ask without --days is offered a
+    batch (7.602176e8). The door now offers the largest batch within OFFER_SLOWDOWN (2x) first, as an offer's
+    re-run does (completes.solved_no_completion -> largest_step_tokens(slowdown=True)); CLI, web and plan file say
+    the same, and the batch answers on each (400 days met, MFU solved 27.7%)."""
+    cli = field_refusal(run_cli(*SOLVED_ARGS), "global_batch_tokens", "completes with failures")
+    offered = OFFERED.search(cli).group(1)
+    assert offered == "3.1850496e+08" and "no offer" not in cli  # 1,215 granules of 2^18 tokens (dp 64 x 1 x 4,096)
+    web = web_refusal(client.post("/api/budget", json=SOLVED), "global_batch_tokens", "completes with failures")
+    assert f"error: {web}\n" == cli
+    plan = tmp_path / "t.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in SOLVED.items()))
+    code, out, err = run_cli("budget", str(plan))
+    assert code == 2 and err == cli.replace("error: ", f"error: {plan}: ", 1) and out == ""
+    answer = run_json(*SOLVED_ARGS[:3], offered, *SOLVED_ARGS[4:])["results"]
+    assert 0 < answer["mfu"] < 0.5, answer["mfu"]
+    assert client.post("/api/budget", json={**SOLVED, "global_batch_tokens": float(offered)}).status_code == 200
+
+
+def test_the_solved_door_keeps_its_no_offer_line_where_no_batch_is_within_twice(run_cli):
+    """405B on 1,024 GPUs at 0.01: MTBI 351 s against a 900 s restart, so e^(R/M) alone is 13x and no batch comes
+    within 2x; the door falls back to the cut-off's batch and says which it tried (as before, tested in
+    test_w3_mend_r3_solved_door), naming the batch given, not `gpus`."""
+    line = field_refusal(run_cli("budget", "llama-3.1-405b", "--global-batch-tokens", "1e12", "--failure-rate", "0.01",
+                                 "--gpus", "1024", "--days", "400"), "global_batch_tokens")
+    assert "no offer: the batch tried (5.890048e+08 tokens a step) was refused on gpus/days" in line
+
+
+def test_the_count_refusal_is_one_text():
+    """The solved door's last resort is no_completion's own 'gpus' line (it had a second wording, 'no run
+    finishes (a lower --failure-rate or a shorter --restart)', without 'fewer GPUs')."""
+    from gpuplan.jobs.plan import completes
+
+    source = Path(completes.__file__).read_text()
+    assert "no run finishes" not in source and source.count('InputError("gpus"') == 2  # given / searched

@@ -126,7 +126,8 @@ def _wall_shares(mtbi: np.ndarray, restart: np.ndarray, stall: np.ndarray, inter
     return mtbi * np.exp(np.minimum(restart / mtbi, most)) * grow / interval, finishes
 
 
-def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | None, granule: int | None = None) -> None:
+def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | None, granule: int | None = None,
+                        slowdown: bool = False) -> None:
     """The given count's door (jobs.budget.compute.compute_budget: `train`/`budget`/`plan` on one count) by
     completing_rows' test: the run on its GPUs completes at all six failure plans, else no_completion's refusal.
     Wave 9 review M1: `budget deepseek-v3 --tp 8 --global-batch-tokens 1e12 --gpus 768` printed 119,729,289 days
@@ -140,10 +141,11 @@ def check_run_completes(run, settings, batch_asked: bool | tuple[str, float] | N
             batch = batch_asked if isinstance(batch_asked, tuple) else (  # (field, value) as given, else the run's
                 ("global_batch_tokens", _whole_or(run.global_batch_tokens)) if batch_asked else None)
             raise no_completion(batch, f"{run.gpus:,.0f}", True, largest_step_tokens(
-                plans, which, np.array([run.global_batch_tokens]) / steps, granule), aligned=granule is not None)
+                plans, which, np.array([run.global_batch_tokens]) / steps, granule, slowdown),
+                aligned=granule is not None)
 
 
-def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float) -> None:
+def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float, slowdown: bool = False) -> None:
     """The given count's door of the training estimate (jobs.training.timing.estimate_time, --gpus without
     --days): its chosen ``plan`` running ``wall_seconds`` failure-free completes with the budget's failures
     (``inputs`` with budget fields: jobs.training.layout.with_budget_fields gives a plain job the defaults), as
@@ -157,7 +159,7 @@ def check_plan_completes(inputs, spec, gpu, plan, wall_seconds: float) -> None:
                     global_batch_tokens=float(plan.global_batch * inputs.seq_len), zero=layout.zero,
                     model_parallel=layout.tp * layout.pp)
     check_run_completes(run, inputs.budget_settings(), _batch_given(inputs),
-                        layout.dp * layout.micro_batch * inputs.seq_len)
+                        layout.dp * layout.micro_batch * inputs.seq_len, slowdown)
 
 
 def solved_no_completion(inputs, spec, gpu, plan, deadline_seconds: float) -> InputError:
@@ -171,15 +173,17 @@ def solved_no_completion(inputs, spec, gpu, plan, deadline_seconds: float) -> In
     the count's own line. ``inputs``: with the budget's fields (jobs.training.layout.with_budget_fields)."""
     from gpuplan.adapters.resolve import resolve_gpu
 
-    try:
-        check_plan_completes(inputs, spec, gpu or resolve_gpu(inputs.gpu), plan, deadline_seconds)
-    except InputError as refusal:
-        return refusal
-    return InputError("gpus", plan.gpus, f"on {plan.gpus:,} GPUs failures come faster than a checkpoint period plus a "
-                      "restart; no run finishes (a lower --failure-rate or a shorter --restart)")
+    for slowdown in (True, False):  # the batch within OFFER_SLOWDOWN first: the cut-off's never answers here
+        try:
+            check_plan_completes(inputs, spec, gpu or resolve_gpu(inputs.gpu), plan, deadline_seconds, slowdown)
+        except InputError as refusal:  # else (no batch within it) the cut-off's, which names the batch given
+            if not slowdown or isinstance(refusal, NoCompletion) and refusal.offered > 0:
+                return refusal
+    return no_completion(None, f"{plan.gpus:,}", True, 0.0)  # the count's own line, as every door words it
 
 
-def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray, granule=None) -> float:
+def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray, granule=None,
+                        slowdown: bool = False) -> float:
     """The most tokens a step may hold for some row to complete at all six failure plans (each row at its own
     throughput, ``tokens_per_second``): a step is the floor of the checkpoint interval (_wall_shares), so
     max(interval, step) + stall <= MAX_FAILURE_EXPONENT x MTBI bounds it; 0 where no step is short enough (the
@@ -202,7 +206,7 @@ def largest_step_tokens(plans, which: np.ndarray, tokens_per_second: np.ndarray,
         fits = (restart <= most * mtbi) & (interval <= room)  # else no step is short enough
         best = np.minimum(best, np.where(fits, room * tokens_per_second, 0.0))
     ever = best > 0  # rows that complete at some step
-    if checking_offer():  # an offer's re-run: the batch offered next is also held within OFFER_SLOWDOWN
+    if checking_offer() or slowdown:  # an offer's re-run (or ``slowdown``): the batch offered is held within it
         best = np.minimum(best, _within_slowdown(*_plan_columns(plans, which, 0), room=best / tokens_per_second)
                           * tokens_per_second)
     if granule is not None:
