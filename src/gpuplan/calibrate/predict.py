@@ -21,6 +21,7 @@ from gpuplan.core.time import step as S
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout, check_layout
+from gpuplan.planner.framework_rules import rules_for
 from gpuplan.core.comm.topology import Cluster, cluster_for
 from gpuplan.errors import InputError
 
@@ -112,7 +113,8 @@ def case_of(measurement) -> Case:
     batch = m.global_batch if m.global_batch else m.micro_batch * m.dp
     layout = ParallelLayout(dp=m.dp, tp=m.tp, pp=m.pp, ep=m.ep, zero=m.zero, micro_batch=m.micro_batch,
                             global_batch=batch)
-    check_layout(spec, layout, seq_len=m.seq_len)
+    check_layout(spec, layout, seq_len=m.seq_len, framework=m.framework,
+                 kv_subsharding=rules_for(m.framework).kv_subsharding)
     eager = m.framework == "hf"  # the trial's own step: transformers modules, torch.optim, op-level SAC
     memory = M.MemorySettings(seq_len=m.seq_len, recipe=m.recipe, optimizer=m.optimizer,
                               implementation=m.implementation, recompute=m.recompute,

@@ -75,18 +75,48 @@ def virtual_stages_fit(num_layers: int, pp: int, vpp: int) -> bool:
     return pp * vpp <= num_layers + 2 * split
 
 
+def kv_heads_below_tp(spec: ModelSpec, tp):
+    """Whether tp exceeds the model's key/value heads (never for MLA, whose K/V come from one latent):
+    the layouts only a framework that sub-shards the QKV activation runs (check_model_degrees).
+    Array-friendly."""
+    attn = spec.attention
+    return (not attn.is_mla) & (attn.num_kv_heads < tp)
+
+
+def check_kv_heads(spec: ModelSpec, tp: int, kv_subsharding: bool = False, framework: str = "") -> None:
+    """Raise InputError when tp does not fit the key/value heads. Splitting them (Megatron-Core before 0.16,
+    torchtitan's ColwiseParallel wk / wv) needs tp to divide them. ``kv_subsharding``: the framework also runs
+    tp a multiple of them (Megatron-Core 0.16: transformer_config.py@core_v0.16.0 L939-946 'num_query_groups
+    must be a multiple or divisor of tensor_model_parallel_size'; attention.py@core_v0.16.0 L289-300,
+    L1264-1278, L1397-1416: linear_qkv's weight stays split evenly over the TP ranks, each rank all-gathers the
+    mixed QKV activation and keeps its K/V head and its num_heads / tp query heads: core.comm.qkv_gather
+    times it). torchtitan views each rank's wk / wv (or fused wqkv) shard as whole heads ('Use -1 ... as TP may
+    have sharded them', torchtitan/models/common/attention.py@b5bcd76 L697-705, L766-771): tp must divide them."""
+    attn = spec.attention
+    kv = attn.num_kv_heads
+    if attn.is_mla or kv % tp == 0:
+        return
+    if not kv_subsharding:
+        under = f" under --framework {framework}" if framework else ""
+        raise InputError("tp", tp, f"must divide the {kv} key/value heads{under} (only Megatron-Core 0.16's QKV "
+                         "sub-sharding, --framework megatron or generic, runs tp a multiple of them)")
+    if tp % kv:
+        raise InputError("tp", tp, f"must divide or be a multiple of the {kv} key/value heads (Megatron-Core "
+                         "transformer_config.py@core_v0.16.0 L939-946)")
+
+
 def check_model_degrees(spec: ModelSpec, *, tp: int = 1, pp: int = 1, vpp: int = 1, ep: int = 1, cp: int = 1,
-                        seq_len: int | None = None) -> None:
+                        seq_len: int | None = None, kv_subsharding: bool = False, framework: str = "") -> None:
     """Raise InputError naming the first degree the model itself rules out, whatever the GPU
-    count: tp not dividing the (key/value) heads, pp·vpp beyond the layers, ep on a dense model
-    or not dividing the experts, 2·cp not dividing the sequence. The planner checks the degrees a
-    user fixed with it before any count is searched; check_layout applies it to a whole layout."""
+    count: tp not dividing the attention heads or not fitting the key/value heads (check_kv_heads:
+    ``kv_subsharding``, the framework runs tp a multiple of them; ``framework`` names it in the
+    refusal), pp·vpp beyond the layers, ep on a dense model or not dividing the experts, 2·cp not
+    dividing the sequence. The planner checks the degrees a user fixed with it before any count is
+    searched; check_layout applies it to a whole layout."""
     attn = spec.attention
     if attn.num_heads % tp:
         raise InputError("tp", tp, f"must divide the {attn.num_heads} attention heads")
-    if not attn.is_mla and attn.num_kv_heads % tp:
-        raise InputError("tp", tp, f"must divide the {attn.num_kv_heads} key/value heads "
-                         "(Megatron and torchtitan split K/V heads, they do not replicate them)")
+    check_kv_heads(spec, tp, kv_subsharding, framework)
     if not virtual_stages_fit(spec.num_layers, pp, vpp):
         raise InputError("pp", pp if vpp == 1 else f"{pp} x vpp {vpp}",
                          f"pipeline stages cannot exceed the {spec.num_layers} layers")
@@ -105,8 +135,9 @@ def check_model_degrees(spec: ModelSpec, *, tp: int = 1, pp: int = 1, vpp: int =
 
 
 def check_layout(spec: ModelSpec, layout: ParallelLayout, gpus: int | None = None,
-                 seq_len: int | None = None) -> None:
-    """Raise InputError naming the first constraint the layout breaks."""
+                 seq_len: int | None = None, kv_subsharding: bool = False, framework: str = "") -> None:
+    """Raise InputError naming the first constraint the layout breaks (``kv_subsharding``, ``framework``:
+    check_model_degrees')."""
     for name in ("dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch"):
         value = getattr(layout, name)
         if not isinstance(value, int) or value < 1:
@@ -117,7 +148,7 @@ def check_layout(spec: ModelSpec, layout: ParallelLayout, gpus: int | None = Non
         raise InputError("layout", f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp} x cp {layout.cp}",
                          f"= {layout.world} GPUs, but the plan has {gpus}; dp·tp·pp·cp must equal the GPU count")
     check_model_degrees(spec, tp=layout.tp, pp=layout.pp, vpp=layout.vpp, ep=layout.ep, cp=layout.cp,
-                        seq_len=seq_len)
+                        seq_len=seq_len, kv_subsharding=kv_subsharding, framework=framework)
     if layout.ep > 1:
         if (layout.dp * layout.cp) % layout.ep:
             raise InputError("ep", layout.ep, f"must divide dp x cp = {layout.dp * layout.cp} "

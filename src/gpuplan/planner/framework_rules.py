@@ -73,6 +73,13 @@ class FrameworkRules:
     torch_pipelining: bool = False
     """Pipelines run torch.distributed.pipelining's schedules, with their micro-batch rules
     (torch_pipeline_runs)."""
+    kv_subsharding: bool = False
+    """tp may be a multiple of the model's key/value heads, not only a divisor (core.parallel.check_kv_heads):
+    Megatron-Core 0.16 sub-shards the QKV activation (attention.py@core_v0.16.0 L1397-1416, f7dfb99795 'Support
+    TP greater than num_kv_heads'); the generic model takes Megatron-Core's modules. torchtitan views each
+    rank's K/V shard as whole heads (models/common/attention.py@b5bcd76 L697-705, L766-771: tp must divide
+    them); transformers runs no TP (data_parallel_only); DeepSpeed's TP modules were not read for it: kept to
+    the divisor. A layout the user fixes only: the free search keeps tp dividing the K/V heads."""
     fsdp2_stream_pools: bool = False
     """The fit rule takes a ZeRO-3 layout's reserved peak as FSDP2's three stream pools
     (core.memory.fsdp_streams: compute + reduce-scatter + all-gather), not allocated x (1 + fragmentation);
@@ -101,10 +108,13 @@ RULES: dict[str, FrameworkRules] = {
     "torchtitan": FrameworkRules((0, 3), replicated_only_alone=True, published_reserve=TORCHTITAN_PUBLISHED_RESERVE,
                                  fsdp2_stream_pools=True, torch_pipelining=True, cp_attention_untimed=True,
                                  pipeline_with_tied_embeddings=False),
-    "megatron": FrameworkRules((0, 1, 3), zero3_with_pipeline=False),
+    "megatron": FrameworkRules((0, 1, 3), zero3_with_pipeline=False, kv_subsharding=True),
     "deepspeed": FrameworkRules((0, 1, 2, 3)),
     "hf": FrameworkRules((0, 3), replicated_only_alone=True, data_parallel_only=True),
-    "generic": FrameworkRules((0, 1, 2, 3)),
+    # llm.c: data parallelism over NCCL only, -z 0 or 1 (llmc/zero.cuh@f1e2ace L558-578: stages 2 and 3 "not yet
+    # supported", switched off); train_gpt2.cu has no tensor, pipeline, context or expert parallelism
+    "llmc": FrameworkRules((0, 1), data_parallel_only=True),
+    "generic": FrameworkRules((0, 1, 2, 3), kv_subsharding=True),
 }
 
 

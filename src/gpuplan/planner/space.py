@@ -103,10 +103,13 @@ def divisors(n: int) -> tuple[int, ...]:
     return tuple(sorted(found))
 
 
-def tp_options(spec: ModelSpec, gpus: int, max_tp: int) -> list[int]:
+def tp_options(spec: ModelSpec, gpus: int, max_tp: int, fixed_multiple_of_kv: int | None = None) -> list[int]:
+    """TP degrees dividing the heads and the K/V heads; ``fixed_multiple_of_kv``: a tp the user fixed that is
+    a multiple of the K/V heads, kept where the framework runs it (framework_rules.kv_subsharding)."""
     a = spec.attention
     kv = a.num_heads if a.is_mla else a.num_kv_heads
-    return [t for t in divisors(gpus) if t <= max_tp and a.num_heads % t == 0 and kv % t == 0]
+    return [t for t in divisors(gpus) if t <= max_tp and a.num_heads % t == 0
+            and (kv % t == 0 or (t == fixed_multiple_of_kv and t % kv == 0))]
 
 
 def batch_for(dp: int, target: float) -> int:
@@ -150,7 +153,8 @@ def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: Sp
     L = spec.num_layers
     no_pipeline = spec.tie_embeddings and not rules_for(limits.framework).pipeline_with_tied_embeddings
     no_cp = rules_for(limits.framework).cp_attention_untimed and "cp" not in fixed  # CP needs an untimed kernel
-    for tp in tp_options(spec, gpus, max_tp):
+    kept = fixed.get("tp") if rules_for(limits.framework).kv_subsharding else None
+    for tp in tp_options(spec, gpus, max_tp, kept):
         if "tp" in fixed and tp != fixed["tp"]:
             continue
         for cp in divisors(gpus // tp):

@@ -17,6 +17,8 @@ import numpy as np
 
 from gpuplan.core.comm import volumes as C
 from gpuplan.core.comm.collective_cost import CollectiveCost
+from gpuplan.core.comm.qkv_gather import qkv_gather_cost
+from gpuplan.core.parallel import kv_heads_below_tp
 from gpuplan.core.comm.dp_costs import data_parallel_costs, params_per_gpu, seconds_by_rows  # noqa: F401 (re-exported)
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.row_groups import group_rows
@@ -44,6 +46,8 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     h = spec.hidden_size
     act_bytes = tokens * h * 2.0
     costs = [_tp_cost(spec, cluster, settings, tp, micro_batches, layers, act_bytes)]
+    if np.any(kv_heads_below_tp(spec, np.asarray(tp))):  # Megatron-Core's QKV sub-sharding (core.comm.qkv_gather)
+        costs.append(qkv_gather_cost(spec, cluster, settings, tp, micro_batches, layers, tokens))
     # PP: activations forward and gradients backward at each stage boundary; interleaving crosses
     # vpp times as many boundaries (Narayanan et al. 2021 Sec. 2.2); exposed: the transfers on the
     # schedule's critical path (fill and drain, plain 1F1B's steady-state round trips; every paired

@@ -37,7 +37,8 @@ GiB = 2**30
 def resolve_layout(spec: ModelSpec, inputs: MemoryInputs) -> ParallelLayout:
     """The inputs' layout (dp derived from ``gpus`` when given), every constraint checked."""
     layout = inputs.layout()
-    check_layout(spec, layout, inputs.gpus, inputs.seq_len)
+    check_layout(spec, layout, inputs.gpus, inputs.seq_len, framework=inputs.framework,
+                 kv_subsharding=rules_for(inputs.framework).kv_subsharding)
     return layout
 
 

@@ -113,7 +113,8 @@ def _checked_gpu(inputs, spec):
     from gpuplan.schema.te_kernels import check_kernels_run_on
 
     fixed = {k: v for k, v in inputs.fixed_degrees().items() if k in ("tp", "pp", "vpp", "ep", "cp")}
-    check_model_degrees(spec, **fixed, seq_len=inputs.seq_len)
+    check_model_degrees(spec, **fixed, seq_len=inputs.seq_len, framework=inputs.framework,
+                        kv_subsharding=rules_for(inputs.framework).kv_subsharding)
     gpu = resolve_gpu(inputs.gpu)
     gpu.peak(inputs.dtype)  # InputError when the part lacks the dtype
     check_recipe_runs_on(inputs.recipe_name, gpu)
