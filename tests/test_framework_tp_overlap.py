@@ -71,7 +71,7 @@ def test_only_megatron_hides_tp_by_default():
     pairs of 4,096 x 4,096 x 2 = 33,554,432 B. Every profile is charged all of them; megatron has
     16 x 32 x 2 = 1,024 reduce-scatters (QKV and fc1 dgrad) hidden. A 2-GPU ring RS moves half the buffer:
     at least 0.5 x 33,554,432 / 369e9 s = 45.47 us (h100-sxm.toml ring busbw 0.82 x 450 GB/s).
-    --framework hf has no tensor parallelism to hide (it refuses tp 2)."""
+    --framework hf and llmc have no tensor parallelism to hide (they refuse tp 2)."""
     from gpuplan.core.comm import collectives as K
     from gpuplan.core.parallel import ParallelLayout
     from gpuplan.errors import InputError
@@ -83,7 +83,7 @@ def test_only_megatron_hides_tp_by_default():
     for name in FRAMEWORKS:
         fields = dict(model="llama-3.1-8b", tokens=1e12, gpu="h100", gpus=8, seq_len=4096, global_batch=64,
                       framework=name, tp=2, pp=1, cp=1, zero=1, micro_batch=1, recompute="none")
-        if name == "hf":
+        if name in ("hf", "llmc"):  # data parallelism only (framework_rules)
             with pytest.raises(InputError) as err:
                 PlanInputs(**fields)
             assert err.value.field == "tp"

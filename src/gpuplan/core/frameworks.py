@@ -35,7 +35,8 @@ class FrameworkProfile:
     """Default optimizer kernel: foreach, fused or forloop ('recipe': the precision recipe's)."""
     selective: str
     """What --recompute selective keeps: 'op-sac' (every other matmul output + attention output),
-    'core-attn' (drops only the attention core's s x s tensors) or 'none' (no selective mode)."""
+    'core-attn' (drops only the attention core's s x s tensors), 'llmc-gelu' (llm.c -r 1: the GELU output) or
+    'none' (no selective mode)."""
     loss: str
     """'hf-ce' (HF's output object keeps the bf16 logits; the loss saves its fp32 log-softmax),
     'fp32-ce' (only the fp32 log-softmax is saved: torchtitan's cross_entropy(pred.float()) with
@@ -114,6 +115,12 @@ class FrameworkProfile:
     are timed with none hidden (async TP: --tp-comm-overlap); DeepSpeed's fitted rows (ZeRO-3, 2021)
     ran no TP and transformers has none (data parallelism only); generic is gpuplan's
     framework-neutral model, which hides only what it is told to."""
+
+    recompute_modes: tuple[str, ...] = ("none", "selective", "full")
+    """The --recompute modes it runs (llm.c: -r 0 and 1, none and selective; no whole-layer recompute)."""
+    caching_allocator: bool = True
+    """Its tensors come from PyTorch's caching allocator (the reserve over allocated, core.memory.device_memory);
+    False: plain cudaMalloc of each buffer once (llm.c), reserved = allocated."""
 
     def tp_overlap_for(self, recompute: str) -> float:
         """tp_overlap under ``recompute``: full recompute re-runs the forward's blocking collectives,
@@ -196,11 +203,32 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "gpuplan.profile.recompute: --recompute selective = torchtitan's op-level SAC per decoder layer"),
         recipe="amp", implementation="hf", optimizer_impl="foreach", selective="op-sac", loss="hf-ce",
         fp32_adapters=True, default_zero=0),
+    FrameworkProfile(
+        "llmc", "karpathy/llm.c (git f1e2ace)",
+        ("train_gpt2.cu L118-428: parameters, bf16 gradients, activations, fp32 master + AdamW m, v allocated once "
+         "with cudaMalloc (core.memory.llmc_memory)",
+         "llmc/zero.cuh L496-573: ZeRO-1 shards master and m, v; gradients reduce-scattered per layer in backward",
+         "llmc/fused_classifier.cuh: loss and logits gradient in one kernel, in place on the bf16 logits",
+         "llmc/cudnn_att.cpp: cuDNN's fused attention (USE_CUDNN=1); llmc/matmul.cuh: cuBLASLt GEMMs, bias epilogue",
+         "train_gpt2.cu L1406: -r 0|1|2 = none, gelu, gelu+ln (gpuplan: none, selective = -r 1)",
+         "core.time.llmc_ops: its memory-bound kernels, launched from C"),
+        recipe="mixed", implementation="llmc", optimizer_impl="fused", selective="llmc-gelu", loss="llmc-fused",
+        default_zero=0, hopper_tuned_attention=True, recompute_modes=("none", "selective"), caching_allocator=False),
 )}
 DEFAULT_FRAMEWORK = "megatron"
 MEGATRON_CORE_FRAMEWORKS = ("megatron", "generic")
 """Where Megatron-Core / Transformer Engine options are taken (its recipe options, --ep-a2a-overlap's combined
 1F1B, the TE kernel choices): megatron, and generic (gpuplan's framework-neutral model)."""
+
+
+def check_recompute_runs(profile: FrameworkProfile, recompute: str | None) -> None:
+    """InputError when ``profile``'s framework has no such --recompute mode (None: not given)."""
+    if recompute == "selective" and profile.selective == "none":
+        raise InputError("recompute", "selective", f"--framework {profile.name} has no selective recompute "
+                         "(gradient checkpointing is per layer): give none or full")
+    if recompute is not None and recompute not in profile.recompute_modes:
+        raise InputError("recompute", recompute, f"--framework {profile.name} runs {' or '.join(profile.recompute_modes)} "
+                         "only (llm.c: -r 0 and -r 1; it has no whole-layer recompute)")
 
 
 def framework(name: str) -> FrameworkProfile:

@@ -34,6 +34,8 @@ def eager_step_settings(inputs, spec) -> dict:
 
         # --loss given: the one the memory takes too; else the provider's
         return {"megatron_loss": cross_entropy_impl(spec, getattr(inputs, "loss", None))}
+    if inputs.framework == "llmc":  # llm.c's own kernels (core.time.llmc_ops)
+        return {"implementation": "llmc"}
     if inputs.framework != "hf":
         return {}
     return eager_stack_fields(spec.model_type, inputs.recipe_name, inputs.finetune, inputs.attention_kernel,

@@ -148,6 +148,21 @@ def _megatron_lines(ev, plan, settings) -> list[Line]:
     return lines[:1] + classes + lines[1:]
 
 
+def _llmc_lines(ev, plan, settings) -> list[Line]:
+    """llm.c: its memory-bound kernels class by class (core/time/llmc_ops.py), the matmuls and attention beside."""
+    from gpuplan.core.time import llmc_ops as LO
+
+    lines = _fused_lines(ev, plan, settings)
+    lay, spec, step = plan.layout, ev.spec, plan.step_seconds
+    seconds = LO.class_seconds(spec, settings.recompute, lay.micro_batch * settings.seq_len, ev.cluster.gpu.memory_bandwidth)
+    classes = _class_lines("llmc", seconds, plan, spec.num_layers / lay.pp, "core/time/llmc_ops.py: bytes per token "
+                           "from llm.c's kernels (loss: fused classifier, encoder, final LayerNorm)")
+    rest = lines[0].value - sum(ln.value for ln in classes)
+    lines[0] = _line("class_gemm", "matmuls (cuBLASLt, bias in the epilogue) and exposed host", rest, step,
+                     "core/time/step.py: MAMF x d/(d+512); host: core/time/llmc_ops.py exposed_host_seconds")
+    return lines[:1] + classes + lines[1:]
+
+
 def step_class_lines(ev, plan, framework: str = "") -> tuple[Line, ...]:
     """The chosen layout's step by op class, plus its exposed communication and bubble (``ev``: the
     plan search's evaluator, jobs.plan.search.evaluator_for; ``framework``: the job's --framework)."""
@@ -158,6 +173,7 @@ def step_class_lines(ev, plan, framework: str = "") -> tuple[Line, ...]:
                                                                    or framework == "megatron")
     lines = _eager_lines(ev, plan, settings) if settings.eager_ops is not None else \
         _titan_lines(ev, plan, settings) if settings.titan_ops is not None else \
+        _llmc_lines(ev, plan, settings) if settings.implementation == "llmc" else \
         _megatron_lines(ev, plan, settings) if megatron else _fused_lines(ev, plan, settings)
     step = plan.step_seconds
     lines += _moe_lines(plan.step, step)

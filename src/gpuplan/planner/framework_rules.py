@@ -50,6 +50,10 @@ class FrameworkRules:
     data_parallel_only: bool = False
     """No tensor, pipeline, context or expert parallelism of its own: DDP / FSDP only (transformers'
     Trainer with accelerate)."""
+    data_parallel_engine: str = ""
+    refuses_other_zero: bool = False
+    """A --zero outside zero_stages is refused (llm.c); otherwise a stated stage is taken as given."""
+    """Under data_parallel_only: what its data parallelism is, as the refusal of a model-parallel degree names it."""
     published_reserve: float = 0.0
     """Share by which the framework's published reserved-memory peaks exceed gpuplan's reserved
     estimate beyond the model states (weights, master weights, optimizer states), median over its
@@ -110,10 +114,12 @@ RULES: dict[str, FrameworkRules] = {
                                  pipeline_with_tied_embeddings=False),
     "megatron": FrameworkRules((0, 1, 3), zero3_with_pipeline=False, kv_subsharding=True),
     "deepspeed": FrameworkRules((0, 1, 2, 3)),
-    "hf": FrameworkRules((0, 3), replicated_only_alone=True, data_parallel_only=True),
+    "hf": FrameworkRules((0, 3), replicated_only_alone=True, data_parallel_only=True,
+                         data_parallel_engine="DDP or FSDP: transformers"),
     # llm.c: data parallelism over NCCL only, -z 0 or 1 (llmc/zero.cuh@f1e2ace L558-578: stages 2 and 3 "not yet
     # supported", switched off); train_gpt2.cu has no tensor, pipeline, context or expert parallelism
-    "llmc": FrameworkRules((0, 1), data_parallel_only=True),
+    "llmc": FrameworkRules((0, 1), data_parallel_only=True, data_parallel_engine="DDP or ZeRO-1 over NCCL: llm.c",
+                           refuses_other_zero=True),
     "generic": FrameworkRules((0, 1, 2, 3), kv_subsharding=True),
 }
 
@@ -125,6 +131,17 @@ MODEL_PARALLEL_DEGREES = ("tp", "pp", "vpp", "cp", "ep")
 def rules_for(framework: str) -> FrameworkRules:
     """The rules of ``framework`` (generic's, which allow everything, for an unknown name)."""
     return RULES.get(framework, RULES["generic"])
+
+
+def check_zero_runs(framework: str, zero: int | None) -> None:
+    """InputError for a stated --zero the framework does not run, where its rules refuse it (refuses_other_zero)."""
+    from gpuplan.errors import InputError
+
+    rules = rules_for(framework)
+    if zero is not None and rules.refuses_other_zero and zero not in rules.zero_stages:
+        raise InputError("zero", zero, f"--framework {framework} runs ZeRO stage "
+                         f"{' or '.join(map(str, rules.zero_stages))} only (llm.c's -z: stages 2 and 3 are switched off, "
+                         "llmc/zero.cuh@f1e2ace L575-578)")
 
 
 def zero_allowed(rules: FrameworkRules, zero: int, *, dp: int, tp: int, pp: int, cp: int, ep_max: int) -> bool:

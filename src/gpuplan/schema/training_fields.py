@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import model_validator
 
-from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS
+from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS, check_recompute_runs
 from gpuplan.errors import InputError
 from gpuplan.schema import layout_rules as LR, te_kernels as TE
 from gpuplan.schema import types as T
@@ -185,17 +185,16 @@ class SetupFields(JobInputs):
             raise InputError("compile", True, f"is torchtitan's torch.compile per block: give --framework torchtitan "
                              f"(not {self.framework}: {COMPILE_ELSEWHERE.get(self.framework, 'not modelled')})")
         LR.check_setup(self)  # step facts and layouts the framework refuses or that change nothing (schema.layout_rules)
-        if getattr(self, "recompute", None) == "selective" and self.profile.selective == "none":
-            raise InputError("recompute", "selective", f"--framework {self.framework} has no selective recompute "
-                             "(gradient checkpointing is per layer): give none or full")
-        from gpuplan.planner.framework_rules import MODEL_PARALLEL_DEGREES, rules_for
+        check_recompute_runs(self.profile, getattr(self, "recompute", None))  # the modes the framework has
+        from gpuplan.planner.framework_rules import MODEL_PARALLEL_DEGREES, check_zero_runs, rules_for
 
+        check_zero_runs(self.framework, getattr(self, "zero", None))  # llm.c: -z 0 or 1
         if rules_for(self.framework).data_parallel_only:
             for name in MODEL_PARALLEL_DEGREES:
                 value = getattr(self, name, None)
                 if value is not None and value > 1:
-                    raise InputError(name, value, "--framework hf trains with data parallelism only (DDP or FSDP: "
-                                     "transformers has no tensor, pipeline, context or expert parallelism); give 1, "
+                    raise InputError(name, value, f"--framework {self.framework} trains with data parallelism only "
+                                     f"({rules_for(self.framework).data_parallel_engine} has no tensor, pipeline, context or expert parallelism); give 1, "
                                      "or --framework torchtitan / megatron")
         zero, pp = getattr(self, "zero", None), getattr(self, "pp", None)
         limit = self.profile.max_zero_with_pp
@@ -325,7 +324,7 @@ class SetupFields(JobInputs):
     def overheads(self):
         from gpuplan.core.memory.device_memory import Overheads, fragmentation
 
-        return Overheads(margin=self.margin, fragmentation=fragmentation(self.expandable_segments))
+        return Overheads(margin=self.margin, fragmentation=fragmentation(self.expandable_segments) * self.profile.caching_allocator)
 
 
 Overlap = T.typed(float, T.number(0, 1, percent=True))  # '40%' read as other shares are

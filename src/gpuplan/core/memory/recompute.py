@@ -196,8 +196,8 @@ def recompute_seconds_per_token(spec: ModelSpec, settings, rates: ForwardRates, 
         if settings.recompute_layers is None:
             return forward
         return forward * block_recompute_share(settings.recompute_layers, stage_layers, vpp)
-    if settings.recompute != "selective":
-        return 0.0
+    if settings.recompute != "selective" or getattr(settings, "implementation", None) == "llmc":
+        return 0.0  # llm.c's -r 1 re-runs GELU alone: core.time.llmc_ops counts that kernel
     if settings.selective == "op-sac":
         fused = spec.fused_qkv if settings.op_sac_fused_qkv is None else settings.op_sac_fused_qkv
         return op_sac_recomputed_share(spec, fused) * matmuls + elementwise / 3

@@ -16,6 +16,7 @@ import numpy as np
 
 from gpuplan.core.memory import activations as A
 from gpuplan.core.memory import bf16_optimizer as BO
+from gpuplan.core.memory import llmc_memory as LM
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import recompute as R
 from gpuplan.core.memory import recipe_facts as RF
@@ -283,6 +284,9 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     """Allocated bytes on one GPU of pipeline ``stage`` at the start of backward (all activations
     held, the loss gradient allocated) and inside optimizer.step() (gradients complete, step
     temporaries). ``layout``'s degrees and ``stage`` may be numpy arrays (many layouts)."""
+    if settings.framework == "llmc":  # llm.c allocates each buffer once, as its code counts them (core.memory.llmc_memory)
+        return StageMemory(**LM.stage_memory(spec, layout, settings.seq_len, settings.recompute,
+                                             cudnn=settings.attention_kernel != "eager"))
     recipe = RF.recipe_as_run(lookup(RECIPES, settings.recipe, "recipe"), settings.grad_bytes,
                               settings.moment_bytes)
     params = stage_params(spec, layout, stage, settings.mtp_layers, settings.embedding_loss_slots)

@@ -35,7 +35,7 @@ from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
 from gpuplan.core.time.optimizer import accumulation_pass_seconds
 from gpuplan.core.frameworks import runs_bf16_optimizer
-from gpuplan.core.time import activation_offload as AO, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT, sequence_parallel as SP
+from gpuplan.core.time import activation_offload as AO, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT, sequence_parallel as SP, llmc_ops as LO
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
@@ -301,9 +301,9 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
                                                   MO.non_tn_fp8(gpu), tokens, gpu.memory_bandwidth, tp, cp) + eager / hbm
     elif settings.titan_ops is not None:  # torchtitan's own kernels, eager or compiled (core.time.titan_ops)
         t_elem = sum(TT.elementwise_seconds_per_token(spec, settings.titan_ops, tokens, gpu.memory_bandwidth, tp))
-    else:
-        act = layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
-        t_elem = (settings.elementwise_factor * act + eager) / hbm
+    else:  # the fitted factor on the saved activations; llm.c's own kernels instead where it runs (core.time.llmc_ops)
+        act = 0.0 if LO.runs(settings) else layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
+        t_elem = (settings.elementwise_factor * act + eager) / hbm + LO.elementwise_seconds_per_token(spec, settings, tokens, gpu.memory_bandwidth)
     t_elem = t_elem + SP.replicated_seconds_per_token(spec, settings, tp, gpu.memory_bandwidth)  # 0 under SP
     if fp8 and mega is None:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
@@ -336,7 +336,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     titan = TT.microbatch_extra_seconds(spec, settings, tokens, gpu.memory_bandwidth, tp, (fwd, bwd + extra),
                                         layers, head)  # torchtitan: its loss and exposed host time
     titan = titan + MS.microbatch_extra_seconds(spec, settings, gpu.memory_bandwidth, tokens, tp, (fwd, bwd + extra),
-                                                layers, head + mtp)  # Megatron: its losses and exposed host time
+                                                layers, head + mtp) + LO.microbatch_extra_seconds(spec, settings, tokens, gpu.memory_bandwidth, head, layers, (fwd, bwd + extra))  # Megatron's / llm.c's losses and host
     # an MTP module: one block (the mean layer's time), the 2h -> h projection at the linears'
     # speed, and the shared LM head once more (core.model.mtp)
     mtp_time = mtp * (per_layer + (2 + weight_grads) * tokens * 4.0 * h * h / tp / (peak * e_gemm) + head_time)

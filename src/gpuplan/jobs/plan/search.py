@@ -217,6 +217,7 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     """The degrees the user fixed narrow the search to them (`plan --tp 8 --pp 4`: that layout)."""
     combined = bool(getattr(inputs, "ep_a2a_overlap", False))  # Megatron's combined 1F1B (framework_rules)
     modes = tuple(m for m in RECOMPUTE_MODES if (m != "selective" or inputs.profile.selective != "none")
+                  and m in inputs.profile.recompute_modes
                   and not (combined and m in COMBINED_1F1B_REFUSED_RECOMPUTE))
     recompute = (inputs.recompute_given,) if inputs.recompute_given is not None else modes
     only_data = dict.fromkeys(MODEL_PARALLEL_DEGREES, 1) if rules_for(inputs.framework).data_parallel_only else {}

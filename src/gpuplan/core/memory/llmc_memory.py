@@ -1,0 +1,83 @@
+"""llm.c's device memory, counted as its own code allocates it (``--framework llmc``).
+
+karpathy/llm.c (train_gpt2.cu and llmc/*, read at @f1e2ace, the commit the llm.c rows of
+catalog/reference/training_runs.yaml cite) allocates every buffer once, with cudaMalloc, before the
+first step, and frees nothing until exit: there is no caching allocator, no per-op temporaries and no
+second peak. What it allocates (BF16 build, PRECISION ?= BF16, Makefile L233; cuDNN attention, USE_CUDNN=1):
+
+* parameters, bf16, one block (train_gpt2.cu L118-168 fill_in_parameter_sizes / malloc_and_point_parameters):
+  Vp·C + maxT·C + L·(12C² + 13C) + 2C, with Vp the vocabulary padded to a multiple of 128 (L90; 50,304 for
+  GPT-2's 50,257, L583) and maxT the position table's rows;
+* gradients, bf16, the same size, unsharded at ZeRO-1 (gpt2_allocate_state L370: malloc_and_point_parameters);
+* AdamW m and v and the fp32 master weights, 4 B each per parameter of the rank's shard (L397-409:
+  shard_num_parameters = params / ranks at ZeRO-1, llmc/zero.cuh L558-573, where the count divides evenly;
+  else ZeRO is switched off and the shard is every parameter);
+* the activations (fill_in_activation_sizes, L219-254), per token: each layer keeps ln1 (C, not at -r 2),
+  atty (C), residual2 (C), ln2 (C, not at -r 2), fch (4C), fch_gelu (4C at -r 0; one layer's 4C buffer
+  reused at -r 1 and 2), residual3 (C) and qkvr (3C) in bf16, and ln1/ln2 mean and rstd (4 floats) plus
+  cuDNN's softmax statistics (NH floats; without cuDNN its own attention keeps NH·T bf16 scores); once:
+  encoded (C), lnf (C), lnf mean/rstd and losses (3 floats), ``output`` (max(3C, NH·T, Vp) bf16: the logits,
+  overwritten in place by their gradient by the fused classifier, llmc/fused_classifier.cuh L65-112 - no fp32
+  logits or softmax is kept), scratch_bt4c (4C) and scratch_btc (C);
+* inputs and targets, int32 (L380-381), the cuBLASLt workspace, 32 MiB (llmc/cublas_common.h L28), and
+  cuDNN's workspace, grown to what its graphs ask "up to 256MiB" (llmc/cudnn_att.cpp L23, L209): counted
+  at that bound.
+
+gpuplan's recompute modes map to llm.c's -r flag (train_gpt2.cu L1406 "0|1|2 = none,gelu,gelu+ln"): none
+= -r 0, selective = -r 1 (GELU recomputed in backward, L895-899); llm.c has no whole-layer recompute.
+Units: bytes, elements. Layout degrees may be numpy arrays (the planner).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuplan.core.model.spec import ModelSpec
+
+BF16, FP32, INT32 = 2, 4, 4
+VOCAB_PAD = 128  # train_gpt2.cu L90: "padded to e.g. %128==0"
+CUBLASLT_WORKSPACE_BYTES = 32 * 1024 * 1024  # llmc/cublas_common.h@f1e2ace L28
+CUDNN_WORKSPACE_BYTES = 256 * 1024 * 1024  # llmc/cudnn_att.cpp@f1e2ace L23, L209: "up to 256MiB"
+LLMC_RECOMPUTE_FLAG = {"none": 0, "selective": 1}
+"""gpuplan's --recompute -> llm.c's -r (train_gpt2.cu@f1e2ace L1406, L1449)."""
+
+
+def padded_vocab(vocab_size: int) -> int:
+    """llm.c's padded vocabulary Vp: the vocabulary rounded up to a multiple of 128 (50,257 -> 50,304)."""
+    return -(-vocab_size // VOCAB_PAD) * VOCAB_PAD
+
+
+def parameter_count(spec: ModelSpec) -> int:
+    """llm.c's num_parameters: fill_in_parameter_sizes' 16 tensors (train_gpt2.cu@f1e2ace L118-139)."""
+    c, layers = spec.hidden_size, spec.num_layers
+    return padded_vocab(spec.vocab_size) * c + spec.learned_positions * c + layers * (12 * c * c + 13 * c) + 2 * c
+
+
+def activation_bytes(spec: ModelSpec, micro_batch, seq_len: int, recompute: int, cudnn: bool = True):
+    """(per-layer tensors of all layers, the rest) of llm.c's activation block, bytes, for B = ``micro_batch``."""
+    c, heads, layers = spec.hidden_size, spec.attention.num_heads, spec.num_layers
+    tokens = np.asarray(micro_batch) * seq_len
+    # ln1, atty, residual2, ln2, fch, fch_gelu, residual3, qkvr (bf16); ln1/ln2 mean, rstd; attention's kept state
+    per_layer = BF16 * (c * (recompute < 2) + c + c + c * (recompute < 2) + 4 * c + 4 * c * (recompute < 1) + c + 3 * c)
+    per_layer = per_layer + FP32 * 4 + (FP32 * heads if cudnn else BF16 * heads * seq_len)
+    # encoded, fch_gelu's one buffer (-r >= 1), lnf, output, scratch_bt4c, scratch_btc (bf16); lnf mean, rstd, losses
+    once = BF16 * (c + 4 * c * (recompute >= 1) + c + max(3 * c, heads * seq_len, padded_vocab(spec.vocab_size))
+                   + 4 * c + c) + FP32 * 3
+    return layers * per_layer * tokens, once * tokens
+
+
+def stage_memory(spec: ModelSpec, layout, seq_len: int, recompute: str, cudnn: bool = True) -> dict:
+    """llm.c's allocations on one GPU by gpuplan's categories (core.memory.training.StageMemory's fields):
+    every buffer is live from the first step on, so both candidate peaks are the whole sum."""
+    params = parameter_count(spec)
+    dp = np.asarray(layout.dp * layout.cp)
+    sharded = np.logical_and(np.asarray(layout.zero) == 1, params % dp == 0)  # zero.cuh L565-573
+    shard = np.where(sharded, params / dp, params)
+    layers, once = activation_bytes(spec, layout.micro_batch, seq_len, LLMC_RECOMPUTE_FLAG[recompute], cudnn)
+    once = once + 2 * INT32 * np.asarray(layout.micro_batch) * seq_len  # inputs, targets
+    workspaces = CUBLASLT_WORKSPACE_BYTES + CUDNN_WORKSPACE_BYTES * cudnn
+    weights, grads, master, optimizer = BF16 * params, BF16 * params, FP32 * shard, 2 * FP32 * shard
+    total = weights + grads + master + optimizer + layers + once + workspaces
+    return dict(weights=weights, grads_backward=grads, grads_step=grads, master=master, optimizer=optimizer,
+                activations=layers, outside_layers=once, temporaries_backward=workspaces, temporaries_step=workspaces,
+                fsdp_working_set=0.0, backward_start=total, optimizer_step=total)
