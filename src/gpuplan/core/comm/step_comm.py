@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.core.comm import volumes as C
+from gpuplan.core.comm import async_tp, volumes as C
 from gpuplan.core.comm.collective_cost import CollectiveCost
 from gpuplan.core.comm.qkv_gather import qkv_gather_cost
 from gpuplan.core.parallel import kv_heads_below_tp
@@ -117,12 +117,18 @@ def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, lay
     group = cluster.group(tp, 1)
     kinds = SP.tp_collective_kinds(settings.sequence_parallel)
     groups = group_rows(tp, act_bytes)  # the group and the buffer: each distinct (tp, bytes) costed once
-    one = sum(seconds_by_rows(kind, act_bytes, group, groups) for kind in kinds)
+    each = {kind: seconds_by_rows(kind, act_bytes, group, groups) for kind in kinds}
+    one = sum(each.values())
     calls = micro_batches * layers * per_layer * (np.asarray(tp) > 1)
     total = calls * one
     exposed = (1 - settings.tp_overlap) * total
     if settings.tp_comm_overlap:  # chunked AG/RS pipelined with the GEMMs: one chunk in tp exposed
         exposed = exposed / np.maximum(np.asarray(tp, dtype=float), 1.0)
+    if settings.tp_comm_overlap and settings.titan_ops is not None and settings.sequence_parallel:  # torch async TP
+        exposed = (1 - settings.tp_overlap) * async_tp.exposed_seconds(
+            reduce_scatter=each["reduce_scatter"], all_gather=each["all_gather"], exchanges_per_layer=per_layer, tp=tp,
+            calls_per_exchange_layer=calls / per_layer, act_bytes=act_bytes,
+            hbm_bytes_per_s=cluster.gpu.memory_bandwidth, fused_qkv=settings.titan_ops.fused_qkv)
     what = ("RS + AG (SP)" if settings.sequence_parallel else "all-reduce (no SP)") + (
         ", chunked with GEMMs" if settings.tp_comm_overlap else "")
     return CollectiveCost("TP", what, calls, act_bytes, tp, total, exposed, kinds[0], group)
