@@ -339,12 +339,11 @@ def microbatch_extra_seconds(spec: ModelSpec, settings, tokens, hbm_bytes_per_s:
 # accumulation += on the reduce-scatter stream, both beside compute; NCCL averages fp32 (ReduceOp.AVG:
 # no div_ kernel).
 FSDP_COPY_OUT_BYTES = BF16 + BF16
-# torchtitan's ZeRO-2 is fully_shard(reshard_after_forward=False) (core.frameworks zero2_is_fsdp2_no_reshard, which
-# tests/test_w2_titan_zero2_copies.py holds equal; torchtitan/distributed/fsdp.py@b5bcd76:112-135, 236-256): reshard()
+# torchtitan's ZeRO-2 is fully_shard(reshard_after_forward=False) (the torchtitan profile's zero2_is_fsdp2_no_reshard,
+# which tests/test_w2_titan_zero2_copies.py holds True; torchtitan/distributed/fsdp.py@b5bcd76:112-135, 236-256): reshard()
 # returns in the forward, pre_backward's unshard is a no-op on the unsharded group (``if self.is_unsharded: return``):
 # no backward copy-out; post_backward's foreach_reduce every micro-batch at pp 1, then reshard_after_backward
 # (_fsdp_param_group.py@v2.13.0 L372-376, 499-509, 576-586, 637-638; the same at pytorch 002a76f).
-ZERO2_KEPT_GATHERED = True
 FSDP_GRAD_COPY_IN_BYTES = BF16 + FP32
 # Under a pipeline (torch.distributed.pipelining, torch 2.13 stage.py backward_maybe_with_nosync L844-848:
 # set_requires_gradient_sync(False) for every micro-batch's backward; perform_reduce_grad L1164-1191 calls
@@ -372,7 +371,7 @@ def fsdp_copy_seconds(spec: ModelSpec, hbm_bytes_per_s: float, *, tp, pp, shard,
     layer_id < n_layers - 1; the root, embeddings + norm + output, not resharded), every gradient
     reduced, every micro-batch; under a pipeline torchtitan keeps the stage unsharded (reshard False):
     one gather and one reduction a step, and the gradients accumulate unsharded in fp32
-    (pipeline_accumulation_seconds). ZeRO-2 (ZERO2_KEPT_GATHERED): no backward re-gather, else as ZeRO-3.
+    (pipeline_accumulation_seconds). ZeRO-2 (torchtitan's, kept gathered: above): no backward re-gather, else as ZeRO-3.
     0 without FSDP (zero < 2 or a shard group of 1). One kernel per unit and copy at core.time.memory_kernels'
     line. Scalars or arrays."""
     import numpy as np
@@ -386,7 +385,7 @@ def fsdp_copy_seconds(spec: ModelSpec, hbm_bytes_per_s: float, *, tp, pp, shard,
     regather = memory_bound_seconds(FSDP_COPY_OUT_BYTES * (spec.num_layers - 1) * layer, spec.num_layers - 1,
                                     hbm_bytes_per_s)
     staged = once + pipeline_accumulation_seconds(spec, hbm_bytes_per_s, stage, pp, micro_batches)
-    kept = (np.asarray(zero) == 2) & ZERO2_KEPT_GATHERED
+    kept = np.asarray(zero) == 2  # only torchtitan's steps call this (StepSettings.titan_ops)
     per_step = np.where(np.asarray(pp) == 1, micro_batches * (once + np.where(kept, 0.0, regather)), staged)
     out = per_step * (((np.asarray(zero) >= 3) | kept) & (np.asarray(shard) > 1))
     return float(out) if np.ndim(out) == 0 else out
