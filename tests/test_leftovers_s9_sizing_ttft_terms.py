@@ -46,13 +46,14 @@ def test_ttft_p99_text_names_every_term_it_adds(disaggregate, key, hold_ms):
     assert terms["M/M/1 queueing wait p99"] == pytest.approx(t * math.log(100 * rho) / (1 - rho), rel=0.02)
 
 
-def test_sglang_sizing_prints_no_hold():
-    """SGLang's server holds nothing gpuplan costs (request_path.api_server_seconds: 0 for other engines): the
-    hold term reads 0.0 ms and the rest still sums to the value."""
+def test_sglang_sizing_prints_its_tokenising_hold():
+    """SGLang's server holds a request while its TokenizerManager tokenises the prompt (prompt_tokenize: 1.4 us a
+    token; no batch window, request_path.api_server_seconds 0 for other engines): the 2,048-token prompt's hold
+    term reads 2,048 x 1.4 us = 2.87 ms (printed to 0.1 ms) and the rest still sums to the value."""
     report = estimate_inference(InferenceInputs(**ASK, engine="sglang"))
     line = _line(report, "sized_ttft_p99")
     terms = _terms(line.formula)
-    assert terms["server hold"] == 0.0
+    assert terms["server hold"] == pytest.approx(2048 * 1.4e-6, abs=0.06e-3)
     assert sum(terms.values()) == pytest.approx(line.value, abs=0.15e-3)
 
 

@@ -42,6 +42,7 @@ from typing import Callable, Sequence
 
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.serving.forward_time import StepTime
+from gpuplan.core.serving.prompt_tokenize import tokenize_seconds
 from gpuplan.core.serving.releases import VLLM_V1_SINCE, EngineRelease
 from gpuplan.core.serving.setup import Runtime, ServingSetup
 
@@ -155,10 +156,11 @@ def endpoint_parse_seconds(runtime: Runtime) -> float:
     return chat_template_seconds(runtime.release) if runtime.endpoint == "chat" else 0.0
 
 
-def server_hold_seconds(runtime: Runtime) -> float:
-    """api_server_seconds of the setup's engine release at the endpoint its requests reach (Runtime.endpoint):
-    the one hold every door reads (infer, the sizing, the web API, validate)."""
-    return api_server_seconds(runtime.release, runtime.endpoint == "chat")
+def server_hold_seconds(runtime: Runtime, prompt: int = 0) -> float:
+    """api_server_seconds of the setup's engine release at the endpoint its requests reach (Runtime.endpoint),
+    plus the server's tokenising of a ``prompt``-token text prompt where it is costed (SGLang:
+    prompt_tokenize.tokenize_seconds): the one hold every door reads (infer, the sizing, the web API, validate)."""
+    return api_server_seconds(runtime.release, runtime.endpoint == "chat") + tokenize_seconds(runtime.release, prompt)
 
 
 def disaggregated_hold_seconds(runtime: Runtime) -> float:
@@ -175,10 +177,10 @@ def disaggregated_hold_seconds(runtime: Runtime) -> float:
     return 2 * server_hold_seconds(runtime) if runtime.engine == "vllm" else 0.0
 
 
-def served(step: StepTime, runtime: Runtime) -> StepTime:
-    """A prefill step (roofline.StepTime) as a request served by ``runtime``'s release at its endpoint waits
-    for its first token: plus server_hold_seconds, counted as host time (the GPU is idle for it)."""
-    wait = server_hold_seconds(runtime)
+def served(step: StepTime, runtime: Runtime, prompt: int = 0) -> StepTime:
+    """A prefill step (roofline.StepTime) of a ``prompt``-token request as a request served by ``runtime``'s release
+    at its endpoint waits for its first token: plus server_hold_seconds, counted as host time (the GPU is idle for it)."""
+    wait = server_hold_seconds(runtime, prompt)
     return replace(step, host_s=step.host_s + wait) if wait else step
 
 

@@ -8,6 +8,7 @@ from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import profile as P
+from gpuplan.core.serving import prompt_tokenize as PT
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import spec_runner as SR
@@ -78,8 +79,11 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
                       if RP.api_server_seconds(release) else "")
                    + (f" + {parse * 1e3:.0f} ms chat-template parse"
                       if (parse := RP.endpoint_parse_seconds(plan.setup.runtime)) else "")
+                   + (f" + {tokenise * 1e3:.1f} ms tokenising the prompt (SGLang's TokenizerManager)"
+                      if (tokenise := PT.tokenize_seconds(release, plan.prompt)) else "")
                    + f"; requests to the {plan.setup.runtime.endpoint} endpoint",
-                   "not the rest of a server's request path (HTTP, the chat template's render, tokenising, process "
+                   "not the rest of a server's request path (HTTP, the chat template's render, "
+                   + ("" if PT.tokenize_seconds(release, plan.prompt) else "tokenising, ") + "process "
                    "hand-offs, streaming): 20 ms median on a 4-vCPU L4 node under vLLM 0.23, <= 1.8 ms on NIM 1.8 "
                    "(docs/inference.md sections 5e and 7); vLLM 0.11.0's chat endpoint re-parses its template per "
                    "request (11 ms, core/serving/request_path.py), costed with --endpoint chat",

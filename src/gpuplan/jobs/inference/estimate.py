@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import first_token_path as FT
+from gpuplan.core.serving import prompt_tokenize as PT
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import roofline as R
@@ -248,22 +249,30 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
 
 
 def _request_path_lines(plan: Plan) -> tuple[Line, ...]:
-    """vLLM's request path in the TTFT (core/serving/request_path.py): the server's tokeniser batch
-    window (0.10 on) and the scheduler's prefill chunks (V1, a prompt past the token budget)."""
+    """The request path in the TTFT (core/serving/request_path.py): vLLM's tokeniser batch window (0.10 on),
+    SGLang's tokenising of the prompt (prompt_tokenize) and vLLM V1's prefill chunks (a prompt past the budget)."""
     runtime, lines = plan.setup.runtime, []
-    if hold := RP.server_hold_seconds(runtime):
+    if hold := RP.server_hold_seconds(runtime, plan.prompt):
         parse = RP.endpoint_parse_seconds(runtime)
-        window = hold - parse
+        tokenise = PT.tokenize_seconds(runtime.release, plan.prompt)
+        window = hold - parse - tokenise
         what = " + ".join(part for part, seconds in (("tokeniser batch window", window), (
-            f"{parse * 1e3:.0f} ms chat-template parse", parse)) if seconds)
+            f"{parse * 1e3:.0f} ms chat-template parse", parse), (
+            f"tokenising the {plan.prompt:,}-token prompt", tokenise)) if seconds)
+        if tokenise:  # SGLang: the TokenizerManager's call, before the scheduler sees the request
+            source = ("SGLang's TokenizerManager tokenises the text before the scheduler sees it "
+                      f"(tokenizer_manager.py@v0.5.6:663), {PT.SGLANG_TOKENIZE_PER_TOKEN_S * 1e6:.1f} us a token "
+                      "timed on a 2-vCPU EPYC (core/serving/prompt_tokenize.py); HTTP, ZMQ hops and detokenising "
+                      "not costed")
+        else:
+            source = ("vLLM >= 0.10 AsyncMicrobatchTokenizer batch_wait_timeout_s (utils/async_utils.py@v0.23.0:36)" + (
+                "; vLLM 0.11.0's chat endpoint parses the chat template again for every request "
+                "(entrypoints/chat_utils.py@v0.11.0:1575-1599; core/serving/request_path.py)" if parse else "")
+                + "; HTTP, ZMQ hops and detokenising not costed" + (
+                ", nor the chat template's render (~0.05 ms)" if runtime.endpoint == "chat" else
+                " (the completions endpoint renders no chat template; --endpoint chat)"))
         lines.append(Line("ttft_server_hold", "server hold before the engine (in TTFT)", hold, "s",
-                          f"{hold * 1e3:,.1f} ms ({what})", "vLLM >= 0.10 AsyncMicrobatchTokenizer "
-                          "batch_wait_timeout_s (utils/async_utils.py@v0.23.0:36)" + (
-                              "; vLLM 0.11.0's chat endpoint parses the chat template again for every request "
-                              "(entrypoints/chat_utils.py@v0.11.0:1575-1599; core/serving/request_path.py)"
-                              if parse else "") + "; HTTP, ZMQ hops and detokenising not costed" + (
-                              ", nor the chat template's render (~0.05 ms)" if runtime.endpoint == "chat" else
-                              " (the completions endpoint renders no chat template; --endpoint chat)")))
+                          f"{hold * 1e3:,.1f} ms ({what})", source))
     budget = RP.split_budget(plan.setup, plan.gpu, plan.prompt)
     if budget is not None:
         steps = len(RP.prefill_chunks(plan.prompt, int(plan.setup.prefix_hit * plan.prompt), budget))

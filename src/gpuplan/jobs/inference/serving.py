@@ -48,7 +48,7 @@ def evaluate(plan: Plan, gpu: Accelerator, tp: int, pp: int, batch: int) -> Serv
     tpot = tuple(R.decode_step(spec, plan.groups, setup, kv_seq, batch=batch, context=plan.decode_context,
                                which=w, **common) for w in (0, 1, 2))
     ttft = tuple(RP.served(R.prefill_step(spec, plan.groups, setup, prompt=plan.prompt, which=w, **common),
-                           setup.runtime) for w in (0, 1, 2))  # + the server's hold at its endpoint (request_path)
+                           setup.runtime, plan.prompt) for w in (0, 1, 2))  # + the server's hold at its endpoint (request_path)
     return Serving(tp, pp, memory, layout, max_sequences(plan, layout, memory.kv_budget),
                    K.max_context(layout, memory.kv_budget, batch), K.tokens_in(layout, memory.kv_budget),
                    ttft, tpot)

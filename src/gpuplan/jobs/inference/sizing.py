@@ -138,7 +138,7 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None, 
     for gpu in serving_gpus(plan):
         for tp, (prefill, decode, cap) in (timed[gpu.id] if timed else _replica_steps(plan, gpu)).items():
             replica = max_rate(target, prefill, decode, plan.output, cap,
-                               RP.server_hold_seconds(plan.setup.runtime))
+                               RP.server_hold_seconds(plan.setup.runtime, plan.prompt))
             if replica is None:
                 continue
             cost, source = price_for(gpu.id, price)
@@ -363,7 +363,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
         Line("sized_ttft_p99", "TTFT p99", load.ttft_p99, "s",
              f"{_ms(load.ttft_p99)} at {load.rate:,.2f} requests/s a replica (target {ttft})",
              "at the load asked: "
-             + _ttft_terms(RP.server_hold_seconds(plan.setup.runtime), prefill_s, load.prefill_utilisation)
+             + _ttft_terms(RP.server_hold_seconds(plan.setup.runtime, plan.prompt), prefill_s, load.prefill_utilisation)
              + " (docs/inference.md)"),
         Line("sized_tpot", "time per output token", load.tpot, "s", f"{_ms(load.tpot)} at that load (target {tpot})",
              f"at {load.rate:,.2f} requests/s a replica: decode step at the batch in flight / (1 - prefill share)"),
@@ -381,7 +381,7 @@ def _at_load(plan: Plan, target: LoadTarget, config: SizedConfig) -> tuple[Repli
     prefill seconds (a term of the TTFT)."""
     prefill, decode, cap = config.steps or _tp_steps(plan, config.gpu, config.tp)
     return replica_at(target.requests_per_s / config.replicas, prefill, decode, plan.output, cap,
-                      RP.server_hold_seconds(plan.setup.runtime)) or config.replica, prefill
+                      RP.server_hold_seconds(plan.setup.runtime, plan.prompt)) or config.replica, prefill
 
 
 def _elsewhere_line(asked_gpu: str | None, on_asked: list[SizedConfig], cheapest: SizedConfig) -> tuple:

@@ -284,7 +284,7 @@ def _served_request(e: dict[str, Any], prompt: int, output: int, *, warm: bool =
     release = parse_release(e["release"])
     cached = RP.warm_first_request_cached(release, prompt) if warm else 0
     prefill, decode = _static_batch({**e, "batch": 1, "prompt_tokens": prompt, "output_tokens": output}, cached)
-    return RP.served(prefill, _runtime_of(e)), decode
+    return RP.served(prefill, _runtime_of(e), prompt), decode
 
 
 def _online_cases(e: dict[str, Any]) -> list[Case]:

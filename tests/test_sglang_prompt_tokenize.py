@@ -1,0 +1,61 @@
+"""SGLang's tokenising of the prompt before the scheduler sees the request (core/serving/prompt_tokenize.py,
+issue 38): the TokenizerManager calls the Hugging Face tokenizer on the text (tokenizer_manager.py@v0.5.6:663)
+and sends the request on only then (L524-525), so the time to first token grows by 1.4 us a prompt token
+(timed on the build host: prompt_tokenize.SGLANG_TOKENIZE_PER_TOKEN_S), on every door and in validate.
+"""
+
+import json
+
+import pytest
+
+from gpuplan.core.serving import prompt_tokenize as PT
+from gpuplan.core.serving import request_path as RP
+from gpuplan.core.serving import setup as SU
+from gpuplan.core.serving.releases import parse_release
+
+ISSUE = 94 * 19 * 41.957e-6 + 16.6e-3
+"""Qwen3-235B-A22B's eager prefill host time on 8 x B200 (first_token_path): 94 layers x 19 launches x 41.957 us
+= 74.93 ms + 16.6 ms a forward outside the layers = 91.53 ms (tests/test_sglang_speed_rows.py works it)."""
+GPU_7936 = 90.197e-3
+"""The 7,936-token prefill's GPU work on one rank of 8 B200s, worked by hand in tests/test_sglang_speed_rows.py:
+GEMMs 23.191 + attention 8.982 + elementwise 8.706 + all-reduces 49.318 ms."""
+
+
+def test_sglang_tokenises_at_its_rate_and_other_engines_add_nothing():
+    """8,000 tokens x 1.4 us = 11.2 ms on SGLang 0.5.6 (and 0.4.9, same TokenizerManager call); vLLM and
+    TensorRT-LLM get 0 from this term (vLLM's hold is its 2 ms batch window, request_path); no prompt, 0."""
+    sglang = parse_release("sglang==0.5.6")
+    assert PT.tokenize_seconds(sglang, 8000) == pytest.approx(11.2e-3, rel=1e-12)
+    assert PT.tokenize_seconds(parse_release("sglang==0.4.9"), 1000) == pytest.approx(1.4e-3, rel=1e-12)
+    assert PT.tokenize_seconds(sglang, 0) == 0.0
+    for other in ("vllm==0.11.0", "trtllm==1.0"):
+        assert PT.tokenize_seconds(parse_release(other), 8000) == 0.0
+    # the server hold every door reads: SGLang's is the tokenising alone, vLLM 0.11's its window whatever the prompt
+    sglang_rt = SU.Runtime(engine="sglang", version=(0, 5, 6))
+    vllm_rt = SU.Runtime(engine="vllm", version=(0, 11, 0))
+    assert RP.server_hold_seconds(sglang_rt, 5057) == pytest.approx(5057 * 1.4e-6, rel=1e-12)
+    assert RP.server_hold_seconds(sglang_rt) == 0.0
+    assert RP.server_hold_seconds(vllm_rt, 5057) == RP.server_hold_seconds(vllm_rt) == pytest.approx(2e-3)
+
+
+def _door_ttft(prompt: int, capsys) -> float:
+    from gpuplan.cli import main
+
+    code = main(["infer", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--gpus", "8", "--tp", "8",
+                 "--engine", "sglang==0.5.6", "--quantization", "bf16", "--context", str(prompt + 1000),
+                 "--output-tokens", "1000", "--batch", "1", "--no-search", "--json"])
+    out = capsys.readouterr().out
+    assert code in (0, None), out
+    return json.loads(out)["results"]["ttft"]
+
+
+def test_door_ttft_grows_with_the_prompt_as_the_code_says(capsys):
+    """gpuplan infer --engine sglang==0.5.6, Qwen3-235B-A22B BF16 TP 8 on B200, by hand:
+    1,000 tokens: host-bound (~10 ms of GPU work under the 74.93 ms of layer issue): 91.53 + 1,000 x 1.4 us
+    = 92.93 ms. 7,936 tokens: the GPU work, 90.20 ms, passes the issue time, so F + G + tokenising =
+    16.6 + 90.20 + 7,936 x 1.4 us (11.11) = 117.91 ms. Between them the prompt adds 24.98 ms, of which the
+    tokenising is 9.71 ms."""
+    short, long = _door_ttft(1000, capsys), _door_ttft(7936, capsys)
+    assert short == pytest.approx(ISSUE + 1000 * 1.4e-6, rel=2e-3)
+    assert long == pytest.approx(16.6e-3 + GPU_7936 + 7936 * 1.4e-6, rel=2e-3)
+    assert long - short == pytest.approx(24.98e-3, rel=1e-2)
