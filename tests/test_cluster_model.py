@@ -111,12 +111,14 @@ def test_end_to_end_gpu_hours_held_out_mean_within_a_point_of_its_level():
 
     cases = validation_cases_once()
     held = [c for c in cases if c.kind == KIND_END_TO_END.format(role="held out")]
-    third = {"santacoder-1.1b", "llmc-gpt2-774m", "llmc-gpt2-1558m"}  # wave 7's set, entered by the same criterion
-    assert len(held) == 19
-    # With the third set the nineteen land at 11.3% (max 31.4%, llm.c GPT-2 774M; bias -4.1%): issue 37's 10% bar is
-    # NOT met on them; the three alone are 20.1% (bias +7.5%). Bound: that mean + ~1 point. The bar below stays on
+    third = {"santacoder-1.1b", "llmc-gpt2-774m", "llmc-gpt2-1558m",  # wave 7's set, entered by the same criterion,
+             "llmc-gpt2-350m"}  # and the 350M written then, entered in wave 12 once --framework llmc fits it
+    assert len(held) == 20
+    # With the third set the twenty land at 10.3% (max 20.3%, llm.c GPT-2 350M; wave 12, the llm.c rows under
+    # --framework llmc: 774M +31.4 -> +16.0%, 1558M +9.9 -> -6.8%): issue 37's 10% bar is NOT met on them (the
+    # nineteen before the 350M: 9.8%). Bound: that mean + ~1 point (was 0.123 at 11.3%). The bar below stays on
     # the sixteen it was written for.
-    assert sum(abs(c.error) for c in held) / len(held) < 0.123
+    assert sum(abs(c.error) for c in held) / len(held) < 0.113
     held = [c for c in held if c.id not in third]
     assert len(held) == 16
     # issue 37's bar is 10% mean; the sixteen held-out runs land at 9.7% (bias -6.3%; docs/accuracy.md): 11.4% on

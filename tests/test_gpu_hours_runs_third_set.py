@@ -1,8 +1,8 @@
 """GPU-hours end to end (issue 37 point 4), third held-out set (wave 7): SantaCoder and llm.c's GPT-2 774M and
-1558M, entered in training_runs.yaml by the header's written criterion before their predictions were computed.
-The rows parse, cite their sources, stay out of the fitted subset, and their reported totals are the
-hand-worked products of the figures their sources print; two candidates the criterion let in are refused by
-gpuplan and recorded under ``excluded`` (the llm.c 350M's layout does not fit gpuplan's memory model)."""
+1558M, entered in training_runs.yaml by the header's written criterion before their predictions were computed,
+and llm.c's GPT-2 350M, whose inputs were written then but whose layout gpuplan's memory model refused until
+--framework llmc counted llm.c's own allocations (wave 12). The rows parse, cite their sources, stay out of the
+fitted subset, and their reported totals are the hand-worked products of the figures their sources print."""
 
 import pytest
 
@@ -11,7 +11,7 @@ from gpuplan.jobs.validation.gpu_hours import (FITTED_RUNS, end_to_end_gpu_hours
 
 from helpers import reference_runs_by_id
 
-THIRD_SET = ("santacoder-1.1b", "llmc-gpt2-774m", "llmc-gpt2-1558m")
+THIRD_SET = ("santacoder-1.1b", "llmc-gpt2-774m", "llmc-gpt2-1558m", "llmc-gpt2-350m")
 
 
 @pytest.mark.parametrize("run_id", THIRD_SET)
@@ -42,12 +42,13 @@ def test_santacoder_total_and_tokens_are_the_cards_products():
 
 
 @pytest.mark.parametrize("run_id, steps, step_s, tokens_a_step",
-                         [("llmc-gpt2-774m", 286_102, 1.7, 524_288), ("llmc-gpt2-1558m", 32_000, 2.80, 1_048_576)])
+                         [("llmc-gpt2-774m", 286_102, 1.7, 524_288), ("llmc-gpt2-1558m", 32_000, 2.80, 1_048_576),
+                          ("llmc-gpt2-350m", 60_000, 0.820, 524_288)])
 def test_llmc_totals_are_the_scripts_steps_times_their_measured_step(run_id, steps, step_s, tokens_a_step):
     run = reference_runs_by_id()[run_id]
     # scripts/run_gpt2_774M.sh: 286,102 steps x ~1.7 s on 8 A100 = 1,080.83 GPU-hours;
     # scripts/run_gpt2_1558M.sh: 32,000 steps x 2.80 s on 8 H100 = 199.11 GPU-hours (the measured 2.80 s, not
-    # the next comment line's 2.7 s)
+    # the next comment line's 2.7 s); scripts/run_gpt2_350M.sh: 60,000 steps x ~820 ms on 8 A100 = 109.33 GPU-hours
     assert run["measured_gpu_hours"] == pytest.approx(steps * step_s * 8 / 3600, abs=0.005)
     assert run["tokens"] == steps * tokens_a_step
     assert run["global_batch"] * run["seq_len"] == tokens_a_step
@@ -67,19 +68,25 @@ def test_llmc_1558m_end_to_end_is_its_steady_step_times_steps_on_8_gpus():
     assert "steady state" in basis and "dp8 tp1 pp1 ZeRO-1 mb16" in basis
 
 
-def test_llmc_350m_is_excluded_because_gpuplan_refuses_its_layout():
-    """llm.c ran GPT-2 350M at 64 x 1,024 tokens a GPU without recompute on 8 A100 80GB; gpuplan's memory model
-    finds no layout. The row is under ``excluded`` with that reason; if the memory model comes to fit it, this
-    fails and the row should move into ``runs`` (its inputs are in the exclusion's reason)."""
+def test_llmc_350m_fits_under_llmc_but_not_under_the_default_framework():
+    """llm.c ran GPT-2 350M at 64 x 1,024 tokens a GPU without recompute on 8 A100 80GB. gpuplan's default
+    framework (megatron: fp32 logits + softmax, the caching allocator's reserve) finds no layout; --framework llmc
+    counts llm.c's own allocations (core/memory/llmc_memory.py) and fits: the row moved from ``excluded`` to
+    ``runs`` (wave 12) with its wave-7 inputs, and names the framework."""
     from gpuplan.catalog import reference_runs
     from gpuplan.errors import NoLayoutFits
     from gpuplan.jobs.budget.estimate import estimate_budget
     from gpuplan.jobs.budget.schema import BudgetInputs
 
-    excluded = {e["id"]: e for e in reference_runs()["excluded"]}
-    assert "no layout fits" in excluded["llmc-gpt2-350m"]["reason"]
+    assert "llmc-gpt2-350m" not in {e["id"] for e in reference_runs()["excluded"]}
+    run = reference_runs_by_id()["llmc-gpt2-350m"]
+    assert run["framework"] == "llmc" and run["layout"]["micro_batch"] == 64
+    fields = dict(model="gpt2-medium", tokens=60_000 * 524_288, gpu="a100-sxm4-80gb", gpus=8, mfu="predicted",
+                  dtype="bf16", seq_len=1024, global_batch=512, recompute="none", attention_kernel="flash", tp=1,
+                  pp=1, vpp=1, cp=1, ep=1, zero=1, micro_batch=64)
     with pytest.raises(NoLayoutFits):
-        estimate_budget(BudgetInputs(model="gpt2-medium", tokens=60_000 * 524_288, gpu="a100-sxm4-80gb", gpus=8,
-                                     mfu="predicted", dtype="bf16", seq_len=1024, global_batch=512,
-                                     recompute="none", attention_kernel="flash", tp=1, pp=1, vpp=1, cp=1, ep=1,
-                                     zero=1, micro_batch=64))
+        estimate_budget(BudgetInputs(**fields))
+    # llm.c's count (tests/test_llmc_framework.py works it by hand): 57.23 GiB allocated, reserved the same
+    answer = estimate_budget(BudgetInputs(**fields, framework="llmc"))
+    assert answer.value("mem_fits")
+    assert answer.value("mem_peak_allocated") / 2**30 == pytest.approx(57.23, abs=0.01)

@@ -141,7 +141,8 @@ def test_every_total_that_is_tokens_over_the_sources_rate_is_marked_rate():
     tiny = 300e9 / 24_000 / 3600
     assert abs(tiny - runs["tinyllama-1.1b"]["measured_gpu_hours"]) < 16 * 0.5 * 24  # within half a day on 16 GPUs
     marked = {i for i, r in runs.items() if r.get("reported_as") == "rate"}
-    assert marked == {"llama1-65b", "deepseek-v3", "smollm3-3b", "tinyllama-1.1b", "llmc-gpt2-774m", "llmc-gpt2-1558m"}
+    assert marked == {"llama1-65b", "deepseek-v3", "smollm3-3b", "tinyllama-1.1b", "llmc-gpt2-774m", "llmc-gpt2-1558m",
+                      "llmc-gpt2-350m"}
     for run_id in ("smollm3-3b", "tinyllama-1.1b"):  # compared with the steady state, the stated layout named
         hours, basis = end_to_end_gpu_hours(runs[run_id])
         assert hours == pytest.approx(estimate_budget(run_inputs(runs[run_id])).value("gpu_hours_with_comm"))

@@ -45,7 +45,7 @@ def resolve_layout(spec: ModelSpec, inputs: MemoryInputs) -> ParallelLayout:
 def _validate_settings(settings: M.MemorySettings) -> None:
     M.lookup(M.RECIPES, settings.recipe, "recipe")
     M.lookup(M.OPTIMIZERS, settings.optimizer, "optimizer")
-    choices = {"implementation": ("hf", "megatron", "megatron-local", "torchtitan"), "attention_kernel": ("flash", "eager"),
+    choices = {"implementation": ("hf", "megatron", "megatron-local", "torchtitan", "llmc"), "attention_kernel": ("flash", "eager"),
                "recompute": ("none", "selective", "full"), "finetune": ("full", "lora", "qlora")}
     for name, valid in choices.items():
         if getattr(settings, name) not in valid:

@@ -29,14 +29,15 @@ ISSUE_15_RUNS = ("llama1-65b", "bloom-176b", "palm-540b", "pythia-70m", "pythia-
 SECOND_SET = ("pythia-160m", "pythia-410m", "pythia-1.4b", "pythia-2.8b", "pythia-6.9b", "pythia-12b", "mpt-7b",
               "starcoderbase-15.5b")
 """Entered by training_runs.yaml's written criterion after issue 15 (issue 37 point 4), data before predictions."""
-THIRD_SET = ("santacoder-1.1b", "llmc-gpt2-774m", "llmc-gpt2-1558m")
-"""The third set by the same criterion (wave 7, 882de08 / bf88697; tests/test_gpu_hours_runs_third_set.py)."""
+THIRD_SET = ("santacoder-1.1b", "llmc-gpt2-774m", "llmc-gpt2-1558m", "llmc-gpt2-350m")
+"""The third set by the same criterion (wave 7, 882de08 / bf88697; llm.c 350M entered in wave 12 once --framework llmc
+counts its memory; tests/test_gpu_hours_runs_third_set.py)."""
 PREDICTED_SETS = (("issue 15's runs, the 15% bar", ISSUE_15_RUNS),
                   ("second set (issue 37), not in the bar", SECOND_SET),
                   ("third set (wave 7), not in the bar", THIRD_SET))
 STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
           "ep_dispatcher", "dp_overlap", "tp_overlap", "sequence_parallel",
-          "grad_all_reduce")
+          "grad_all_reduce", "grad_dtype")
 """Software facts a run's source or code states, passed as `train` takes them (--dp-overlap / --tp-overlap:
 the share of DP / TP communication the run's code hides, e.g. 0 where it issues them after the backward or
 synchronously, as GPT-NeoX v1.0 does for the Pythia rows: docs/training.md)."""
