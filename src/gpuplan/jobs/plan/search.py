@@ -126,6 +126,14 @@ def _checked_gpu(inputs, spec):
     return gpu
 
 
+def grad_comm_bytes(inputs) -> float:
+    """Bytes per gradient element the data-parallel reduction moves: 4 where gradients are reduced in fp32 --
+    torchtitan's FSDP2 (mixed_precision_reduce = "float32") and an explicit --grad-dtype fp32 (Megatron-Core's
+    grad_reduce_in_fp32: 'If true, reduce grads in fp32', distributed_data_parallel_config.py@core_v0.16.0 L11-12;
+    the buffer's dtype, distributed_data_parallel.py L147) -- else 2 (bf16)."""
+    return 4.0 if inputs.framework == "torchtitan" or getattr(inputs, "grad_dtype", None) == "fp32" else 2.0
+
+
 def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSettings:
     """The step model's settings for the inputs (before calibration): the framework's schedules and overlaps,
     the options given, the eager stack or megatron loss (jobs.eager_stack); ``tp_overlap``: without recompute
@@ -137,8 +145,7 @@ def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSet
     dp_overlap = inputs.dp_overlap if "dp_overlap" in inputs.given else 1.0
     return StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=dp_overlap,
                         dp_schedule=schedule_for(inputs.framework),
-                        # torchtitan's FSDP2 reduces gradients in fp32 (config mixed_precision_reduce = "float32")
-                        grad_comm_bytes=4.0 if inputs.framework == "torchtitan" else 2.0,
+                        grad_comm_bytes=grad_comm_bytes(inputs),
                         # DeepSpeed's BF16_Optimizer: the rule memory reads too (core.frameworks, core.time.optimizer)
                         deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name),
                         tp_overlap=tp_overlap,
