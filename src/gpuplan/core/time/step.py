@@ -88,7 +88,7 @@ class StepSettings:
     transformer_engine/pytorch/module/base.py initialize_ub) and PyTorch async TP
     (torch.ops.symm_mem.fused_all_gather_matmul / fused_matmul_reduce_scatter, torchtitan
     enable_async_tensor_parallel). The local chunk's GEMM runs while the remote chunks arrive, so
-    one chunk in tp stays exposed: TP time x 1/tp (x (1 - tp_overlap) on top)."""
+    one chunk in tp stays exposed: TP time x 1/tp (x (1 - tp_overlap) on top); torchtitan: core.comm.async_tp."""
     ep_overlap: float = 0.0
     """Share of the EP all-to-all hidden behind compute (a plain fraction; see ep_a2a_overlap)."""
     ep_a2a_overlap: bool = False
