@@ -108,9 +108,11 @@ def test_llmc_memory_bound_kernels_by_hand():
 
 
 @pytest.mark.parametrize("flag, value, field", [("--tp", "2", "tp"), ("--pp", "2", "pp"), ("--zero", "3", "zero"),
-                                                ("--zero", "2", "zero"), ("--recompute", "full", "recompute")])
+                                                ("--zero", "2", "zero"), ("--recompute", "full", "recompute"),
+                                                ("--dtype", "fp8", "dtype")])
 def test_llmc_refuses_what_llmc_does_not_run(run_cli, flag, value, field):
-    """Data parallelism only, -z 0 / 1 (zero.cuh L575-578), -r 0 / 1: one line naming the field, exit 2."""
+    """Data parallelism only, -z 0 / 1 (zero.cuh L575-578), -r 0 / 1, the BF16 build: one line naming the field,
+    exit 2."""
     code, out, err = run_cli("train", "gpt2-large", "--framework", "llmc", "--gpu", "a100-sxm4-80gb", "--gpus", "8",
                              "--tokens", "1e10", "--mfu", "predicted", flag, value)
     assert code == 2, out + err

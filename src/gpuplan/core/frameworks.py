@@ -118,6 +118,8 @@ class FrameworkProfile:
 
     recompute_modes: tuple[str, ...] = ("none", "selective", "full")
     """The --recompute modes it runs (llm.c: -r 0 and 1, none and selective; no whole-layer recompute)."""
+    dtypes: tuple[str, ...] = ()
+    """The --dtype values it is modelled in (empty: any)."""
     caching_allocator: bool = True
     """Its tensors come from PyTorch's caching allocator (the reserve over allocated, core.memory.device_memory);
     False: plain cudaMalloc of each buffer once (llm.c), reserved = allocated."""
@@ -213,7 +215,8 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "train_gpt2.cu L1406: -r 0|1|2 = none, gelu, gelu+ln (gpuplan: none, selective = -r 1)",
          "core.time.llmc_ops: its memory-bound kernels, launched from C"),
         recipe="mixed", implementation="llmc", optimizer_impl="fused", selective="llmc-gelu", loss="llmc-fused",
-        default_zero=0, hopper_tuned_attention=True, recompute_modes=("none", "selective"), caching_allocator=False),
+        default_zero=0, hopper_tuned_attention=True, recompute_modes=("none", "selective"), caching_allocator=False,
+        dtypes=("bf16",)),
 )}
 DEFAULT_FRAMEWORK = "megatron"
 MEGATRON_CORE_FRAMEWORKS = ("megatron", "generic")
@@ -221,8 +224,11 @@ MEGATRON_CORE_FRAMEWORKS = ("megatron", "generic")
 1F1B, the TE kernel choices): megatron, and generic (gpuplan's framework-neutral model)."""
 
 
-def check_recompute_runs(profile: FrameworkProfile, recompute: str | None) -> None:
-    """InputError when ``profile``'s framework has no such --recompute mode (None: not given)."""
+def check_framework_runs(profile: FrameworkProfile, recompute: str | None, dtype: str | None = None) -> None:
+    """InputError when ``profile``'s framework has no such --recompute mode or --dtype (None: not given)."""
+    if dtype is not None and profile.dtypes and dtype not in profile.dtypes:
+        raise InputError("dtype", dtype, f"--framework {profile.name} is modelled in {' or '.join(profile.dtypes)} "
+                         "only (llm.c's default PRECISION=BF16 build, Makefile@f1e2ace L233-234; it has no FP8 / FP4)")
     if recompute == "selective" and profile.selective == "none":
         raise InputError("recompute", "selective", f"--framework {profile.name} has no selective recompute "
                          "(gradient checkpointing is per layer): give none or full")

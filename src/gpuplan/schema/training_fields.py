@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import model_validator
 
-from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS, check_recompute_runs
+from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS, check_framework_runs
 from gpuplan.errors import InputError
 from gpuplan.schema import layout_rules as LR, te_kernels as TE
 from gpuplan.schema import types as T
@@ -185,7 +185,7 @@ class SetupFields(JobInputs):
             raise InputError("compile", True, f"is torchtitan's torch.compile per block: give --framework torchtitan "
                              f"(not {self.framework}: {COMPILE_ELSEWHERE.get(self.framework, 'not modelled')})")
         LR.check_setup(self)  # step facts and layouts the framework refuses or that change nothing (schema.layout_rules)
-        check_recompute_runs(self.profile, getattr(self, "recompute", None))  # the modes the framework has
+        check_framework_runs(self.profile, getattr(self, "recompute", None), getattr(self, "dtype", None))
         from gpuplan.planner.framework_rules import MODEL_PARALLEL_DEGREES, check_zero_runs, rules_for
 
         check_zero_runs(self.framework, getattr(self, "zero", None))  # llm.c: -z 0 or 1
