@@ -99,12 +99,20 @@ def parse_duration(text: str | int | float, field: str = "duration", examples: s
     return _positive(field, text, float(match.group(1)) * SECONDS_PER[unit])
 
 
+def percent_share(number_text: str) -> float:
+    """The share a percentage's number writes, '99.9' -> 0.999: the quotient rounded to 15 significant digits, so a
+    bound typed as a percentage is the bound (99.9 / 100 is 0.9990000000000001 in binary, and '--spot-discount
+    99.9%' was refused 'must be between 0 and 0.999', wave 11). Raises ValueError as float() does."""
+    quotient = float(number_text) / 100
+    return float(f"{quotient:.15g}") if math.isfinite(quotient) else quotient
+
+
 def parse_fraction(text: str | int | float, field: str = "fraction") -> float:
     """'40%' -> 0.4, '0.4' -> 0.4. Must lie in (0, 1]."""
     refuse_huge_integer(text, field)
     raw = str(text).strip()
     try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+        value = percent_share(raw[:-1]) if raw.endswith("%") else float(raw)
     except ValueError:
         raise InputError(field, text, "expected a fraction such as 0.4 or 40%") from None
     if not (0 < value <= 1):
@@ -181,7 +189,7 @@ def parse_allowance(text: str | int | float, field: str = "allowance", high: flo
     refuse_huge_integer(text, field)
     raw = str(text).strip()
     try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+        value = percent_share(raw[:-1]) if raw.endswith("%") else float(raw)
     except ValueError:
         raise InputError(field, text, "expected a fraction such as 0.2 or 20%") from None
     if not (math.isfinite(value) and 0 <= value <= high):

@@ -143,11 +143,9 @@ def number(low: float, high: float, *, low_open: bool = False, whole: bool = Fal
         _finite(value, field)
         text = value if isinstance(value, int | float) else \
             _text(value, field, f"a number from {low:g} to {high:g} or its text")
-        scale = 1.0
-        if percent and isinstance(text, str) and text.endswith("%"):
-            text, scale = text[:-1], 0.01
+        share = percent and isinstance(text, str) and text.endswith("%")
         try:
-            parsed = float(text) * scale
+            parsed = units.percent_share(text[:-1]) if share else float(text)
         except (TypeError, ValueError):
             shown = f" (or {low * 100:g}% to {high * 100:g}%)" if percent else ""
             raise InputError(field, value, f"expected a number between {low:g} and {high:g}{shown}") from None
