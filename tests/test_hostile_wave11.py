@@ -85,3 +85,41 @@ def test_the_count_refusal_is_one_text():
 
     source = Path(completes.__file__).read_text()
     assert "no run finishes" not in source and source.count('InputError("gpus"') == 2  # given / searched
+
+
+# ---- --spot-price below what --spot-discount takes ---------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["budget", "train", "plan"])
+def test_a_spot_price_past_the_largest_discount_is_refused(run_cli, command):
+    """'--spot-price 1e-300' printed 'spot price $0.00/GPU-h', 'cost, spot $0', 'spot saving vs on-demand 100.0%',
+    while the same price as a discount (--spot-discount 100%) was refused (at most 99.9%, core.economics.cost
+    MAX_SPOT_DISCOUNT): the bound is 0.1% of the on-demand price the answer uses, $1.71 x 0.001 = $0.00171."""
+    line = field_refusal(run_cli(command, "llama-3.1-8b", "--gpus", "64", "--spot-price", "1e-300"), "spot_price",
+                         "must be at least $0.00171/GPU-h, 0.1% of the on-demand price $1.71/GPU-h")
+    assert "as --spot-discount takes at most 99.9%" in line
+
+
+def test_the_spot_price_bound_is_the_discount_bound_on_every_door(run_cli, run_json, client):
+    field_refusal(run_cli("budget", "llama-3.1-8b", "--gpus", "64", "--price", "1", "--spot-price", "0.0009"),
+                  "spot_price", "must be at least $0.001/GPU-h, 0.1% of the on-demand price $1.00/GPU-h (--price)")
+    web_refusal(client.post("/api/budget", json={"model": "llama-3.1-8b", "gpus": 64, "price": 1, "spot_price": 9e-4}),
+                "spot_price", "must be at least $0.001/GPU-h")
+    at_bound = run_json("budget", "llama-3.1-8b", "--gpus", "64", "--price", "1", "--spot-price", "0.001")["results"]
+    discount = run_json("budget", "llama-3.1-8b", "--gpus", "64", "--price", "1", "--spot-discount", "99.9%")["results"]
+    assert at_bound["cost_spot_usd"] == pytest.approx(discount["cost_spot_usd"], rel=1e-9) > 0
+
+
+# ---- a bound typed as a percentage is the bound ------------------------------------------------------------------
+
+def test_a_percentage_reads_as_the_share_it_writes():
+    """99.9 / 100 is 0.9990000000000001 in binary: '--spot-discount 99.9%' was refused 'must be between 0 and
+    0.999'. core.units.percent_share rounds the quotient to 15 significant digits (every % reader uses it)."""
+    assert units.percent_share("99.9") == 0.999 and units.percent_share("57") == 0.57
+    assert units.percent_share("12.5") == 0.125 and units.parse_allowance("99.9%", "spot_discount", 0.999) == 0.999
+    assert units.parse_fraction("0.1%") == 0.001
+
+
+def test_the_largest_spot_discount_answers_as_a_percentage(run_json):
+    typed = run_json("budget", "llama-3.1-8b", "--gpus", "64", "--spot-discount", "99.9%")["results"]
+    plain = run_json("budget", "llama-3.1-8b", "--gpus", "64", "--spot-discount", "0.999")["results"]
+    assert typed["cost_spot_usd"] == plain["cost_spot_usd"] > 0

@@ -31,6 +31,10 @@ DEFAULT_SPOT_PREEMPTIONS_PER_NODE_MONTH = 0.15
 # published spot/on-demand pair at all.
 ARTICLE_SPOT_DISCOUNT = 0.60
 
+MAX_SPOT_DISCOUNT = 0.999
+"""The most a spot discount may be (--spot-discount's bound; a --spot-price below (1 - this) x on-demand is refused
+alike, wave 11: '--spot-price 1e-300' printed a $0 spot budget and a 100.0% saving). A bound on input, not a fit."""
+
 
 def billed_gpu_hours(gpus: float, wall_seconds: float) -> float:
     """GPU-hours paid for: every GPU for the whole (failure-inclusive) wall-clock."""

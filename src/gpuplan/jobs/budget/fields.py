@@ -83,8 +83,8 @@ class BudgetFields(JobInputs):
                                           "median over providers")]
     price: V.Price
     spot_price: Annotated[V.Usd | None, _f(None, "Spot USD per GPU-hour.", "published spot prices")]
-    spot_discount: Annotated[T.typed(float, T.share(0.999)) | None, _f(None, "Spot discount off on-demand, e.g. "
-                                                                          "60%.", "published discount")]
+    spot_discount: Annotated[T.typed(float, T.share(K.MAX_SPOT_DISCOUNT)) | None, _f(
+        None, "Spot discount off on-demand, e.g. 60%.", "published discount")]
     spot_preemption: Annotated[T.typed(float, T.number(0, 1000)), _f(
         K.DEFAULT_SPOT_PREEMPTIONS_PER_NODE_MONTH, "Spot reclaims per node-month.")]
     contingency_restarts: Annotated[V.Share, _f(0.05, "Contingency share for restarts.")]

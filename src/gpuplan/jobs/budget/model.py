@@ -9,6 +9,7 @@ numbers a training estimate already has and returns the report sections "Data lo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from gpuplan.catalog.storage import storage_spec
@@ -126,6 +127,13 @@ def resolve_prices(gpu_id: str, s: BudgetSettings) -> Prices:
         raise InputError("spot_price", int(spot) if spot == int(spot) else spot, f"must be at most the on-demand "
                          f"price, ${od:,.2f}/GPU-h ({_spot_bound_basis(gpu_id, s, per_provider)}): spot is sold at a "
                          "discount off on-demand")
+    least = od * (1 - K.MAX_SPOT_DISCOUNT) if od is not None else 0.0  # a discount past --spot-discount's bound
+    if spot is not None and spot < least * (1 - 1e-9):
+        shown = math.ceil(least / 10 ** (e := math.floor(math.log10(least)) - 2) - 1e-6) * 10**e  # 3 digits, up
+        raise InputError("spot_price", spot, f"must be at least ${shown:.3g}/GPU-h, "
+                         f"{1 - K.MAX_SPOT_DISCOUNT:.1%} of the on-demand price ${od:,.2f}/GPU-h "
+                         f"({_spot_bound_basis(gpu_id, s, per_provider)}), as --spot-discount takes at most "
+                         f"{K.MAX_SPOT_DISCOUNT:.1%}")
     if spot is None and s.provider is not None and s.spot_discount is None:
         spot, spot_src = lookup_price(gpu_id, "spot", s.provider) or (None, "")
     if spot is None and od is not None:
