@@ -16,9 +16,10 @@ from gpuplan.core.serving.releases import parse_release
 ISSUE = 94 * 19 * 41.957e-6 + 16.6e-3
 """Qwen3-235B-A22B's eager prefill host time on 8 x B200 (first_token_path): 94 layers x 19 launches x 41.957 us
 = 74.93 ms + 16.6 ms a forward outside the layers = 91.53 ms (tests/test_sglang_speed_rows.py works it)."""
-GPU_7936 = 90.197e-3
+GPU_7936 = 104.576e-3
 """The 7,936-token prefill's GPU work on one rank of 8 B200s, worked by hand in tests/test_sglang_speed_rows.py:
-GEMMs 23.191 + attention 8.982 + elementwise 8.706 + all-reduces 49.318 ms."""
+GEMMs 23.191 + attention 8.982 + elementwise 23.085 (of it 14.379 the MoE's per-expert rows, moe_combine) +
+all-reduces 49.318 ms."""
 
 
 def test_sglang_tokenises_at_its_rate_and_other_engines_add_nothing():
@@ -52,10 +53,31 @@ def _door_ttft(prompt: int, capsys) -> float:
 def test_door_ttft_grows_with_the_prompt_as_the_code_says(capsys):
     """gpuplan infer --engine sglang==0.5.6, Qwen3-235B-A22B BF16 TP 8 on B200, by hand:
     1,000 tokens: host-bound (~10 ms of GPU work under the 74.93 ms of layer issue): 91.53 + 1,000 x 1.4 us
-    = 92.93 ms. 7,936 tokens: the GPU work, 90.20 ms, passes the issue time, so F + G + tokenising =
-    16.6 + 90.20 + 7,936 x 1.4 us (11.11) = 117.91 ms. Between them the prompt adds 24.98 ms, of which the
+    = 92.93 ms. 7,936 tokens: the GPU work, 104.58 ms, passes the issue time, so F + G + tokenising =
+    16.6 + 104.58 + 7,936 x 1.4 us (11.11) = 132.29 ms. Between them the prompt adds 39.36 ms, of which the
     tokenising is 9.71 ms."""
     short, long = _door_ttft(1000, capsys), _door_ttft(7936, capsys)
     assert short == pytest.approx(ISSUE + 1000 * 1.4e-6, rel=2e-3)
     assert long == pytest.approx(16.6e-3 + GPU_7936 + 7936 * 1.4e-6, rel=2e-3)
-    assert long - short == pytest.approx(24.98e-3, rel=1e-2)
+    assert long - short == pytest.approx(39.36e-3, rel=1e-2)
+
+
+def test_triton_moe_combine_bytes_by_hand():
+    """SGLang's Triton MoE runner (fused_moe.py@v0.5.6:455-458, 581-638) writes a hidden row per (token, chosen
+    expert) and sums them: 2 x top-k x hidden x 2 B beyond a dense MLP. Qwen3-235B-A22B (top-k 8, hidden 4,096,
+    every layer MoE): 131,072 B a token a layer; at 7,936 tokens on a B200 rank (8 TB/s x 0.85) 7,936 x 94 x
+    131,072 B / 6.8e12 = 14.379 ms. DeepSeek-V3 (58 of 61 layers MoE, top-k 8, hidden 7,168) in BF16: 2 x 8 x 7,168
+    x 2 x 58 / 61 = 218,095 B; in FP8 (flashinfer's TensorRT-LLM MoE on sm100, another kernel): 0. Dense models,
+    top-k 1 (Llama-4-Scout's 16 experts route one) and vLLM: 0."""
+    from gpuplan.catalog import load_model
+    from gpuplan.core.serving import moe_combine as MC
+
+    sglang = parse_release("sglang==0.5.6")
+    qwen = load_model("qwen3-235b-a22b")
+    assert MC.combine_bytes_per_token(qwen, sglang, "bf16") == 131_072
+    assert 7936 * 94 * MC.combine_bytes_per_token(qwen, sglang, "bf16") / 6.8e12 == pytest.approx(14.379e-3, rel=1e-4)
+    deepseek = load_model("deepseek-v3")
+    assert MC.combine_bytes_per_token(deepseek, sglang, "bf16") == pytest.approx(2 * 8 * 7168 * 2 * 58 / 61, rel=1e-12)
+    assert MC.combine_bytes_per_token(deepseek, sglang, "fp8") == 0.0
+    assert MC.combine_bytes_per_token(load_model("llama-3.1-70b"), sglang, "bf16") == 0.0
+    assert MC.combine_bytes_per_token(qwen, parse_release("vllm==0.11.0"), "bf16") == 0.0

@@ -96,16 +96,17 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
     94 layers x (17 launches + 2 all-reduces) x 41.957 us = 74.93 ms + 16.6 ms a forward outside the layers
     (PR 12160's 23.10 ms graphed forward less its 6.5 ms of GPU work) = 91.53 ms, and its GPU work; the longest of the
     10 prompts (961 tokens) holds ~10 ms of GPU work, so every request is host-bound and the mean is the
-    issue time (in the 8000/1000 row the 5,057-token prompt holds 64.3 ms of GPU work, still host-bound; the
-    7,936-token one, worked below, holds 90.20 ms, just under it: host-bound, 1.34 ms of issue past the GPU).
+    issue time, + the server's tokenising of the mean prompt (in the 8000/1000 row the 5,057-token prompt holds
+    73.5 ms of GPU work, still host-bound; the 7,936-token one, worked below, holds 104.58 ms, over the issue).
 
     The 7,936-token prefill by hand (one rank of 8; B200 8 TB/s at 0.85, 2.25 PFLOP/s at 0.8 for GEMMs and
     0.6 for attention): GEMM FLOPs 2 x (20,945,305,600 x 7,936 + 151,936 x 4,096) / 8 / 1.8e15 = 23.087 ms
     over the weights' 8.620 ms, + 0.0121 (Efficiency.exposed_share at 7,936 tokens) x 8.620 = 23.191 ms;
     attention 94 layers x 2 x 64 heads x (128 + 128) x (7,937 / 2) x 7,936 = 9.7008e13 FLOPs / 8 / 1.35e15
-    = 8.982 ms; elementwise 7,936 x 94 x 79,360 B / 6.8e12 = 8.706 ms; all-reduces 2 x 94 of 7,936 x 4,096 x
-    2 B = 65,011,712 B (NCCL by size, kernels.tp_allreduce_seconds: 262.3 us each, bus 433.7 GB/s) = 49.318 ms:
-    90.197 ms. The run's warm-up sends its first prompt before the clock (request_path.warm_first_request_cached),
+    = 8.982 ms; elementwise 7,936 x 94 x (79,360 + 131,072) B / 6.8e12 = 23.085 ms (the second term SGLang's
+    Triton MoE writing one 4,096-wide row per token and chosen expert and summing them, 2 x 8 x 4,096 x 2 B:
+    moe_combine; 8.706 ms without it); all-reduces 2 x 94 of 7,936 x 4,096 x 2 B = 65,011,712 B (NCCL by
+    size, kernels.tp_allreduce_seconds: 262.3 us each, bus 433.7 GB/s) = 49.318 ms: 104.576 ms. The run's warm-up sends its first prompt before the clock (request_path.warm_first_request_cached),
     so a row's request 1 finds its prompt cached: 1 new token, host-bound at the issue time."""
     cases = _cases()
     b200 = "sglang056-qwen3-235b-a22b-tp8-b200-8000-1000-c1"
@@ -127,16 +128,16 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
     # randint(0, ...) can draw 0 or 1): a row of [7936, 749] and [236, 1] scores [7936, 749]'s step alone
     both = {**e, "id": "two", "requests": [[7936, 749], [236, 1]]}
     assert I._online_cases(both)[1][3] == I._served_request(e, 7936, 749)[1].total
-    # the 7,936-token prefill's GPU work (worked above), 90.20 ms, over the layers' 74.94 ms issue, which hides;
-    # the 16.6 ms a forward outside the layers runs before them (F + max(I, G), review w9 r1 M2): 106.80 ms,
-    # + 7,936 x 1.4 us = 11.11 ms of tokenising before the scheduler sees the request: 117.91 ms
+    # the 7,936-token prefill's GPU work (worked above), 104.58 ms, over the layers' 74.94 ms issue, which hides;
+    # the 16.6 ms a forward outside the layers runs before them (F + max(I, G), review w9 r1 M2): 121.18 ms,
+    # + 7,936 x 1.4 us = 11.11 ms of tokenising before the scheduler sees the request: 132.29 ms
     long = I._served_request(e, 7936, 749)[0]
     assert long.compute_s == pytest.approx(23.087e-3, rel=1e-3) and long.gemm_s == pytest.approx(23.191e-3, rel=1e-3)
-    assert long.attention_s == pytest.approx(8.982e-3, rel=1e-3) and long.other_s == pytest.approx(8.706e-3, rel=1e-3)
+    assert long.attention_s == pytest.approx(8.982e-3, rel=1e-3) and long.other_s == pytest.approx(23.085e-3, rel=1e-3)
     from gpuplan.core.serving import kernels as KR
     per_call = KR.tp_allreduce_seconds(65_011_712, 8, 1.8e12, 8e-6, fabric=I._gpu("b200"))
     assert long.comm_s == pytest.approx(188 * per_call, rel=1e-9) and per_call == pytest.approx(262.3e-6, rel=1e-3)
-    gpu = 23.191e-3 + 8.982e-3 + 8.706e-3 + 49.318e-3
+    gpu = 23.191e-3 + 8.982e-3 + 23.085e-3 + 49.318e-3
     assert long.total - long.issue_exposed_s - 7936 * TOKENISE == pytest.approx(gpu, rel=1e-3)
     assert long.total == pytest.approx(gpu + 16.6e-3 + 7936 * TOKENISE, rel=1e-3)
     assert long.issue_exposed_s == pytest.approx(16.6e-3, abs=1e-9)

@@ -18,6 +18,7 @@ from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import lora as L
+from gpuplan.core.serving import moe_combine as MC
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving.memory import draft_kv_share
@@ -80,7 +81,9 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     eff = setup.efficiency
     bw, gemm, kv, attention = eff.rates(which, setup.fmt.compute_dtype not in ("fp32", "bf16", "fp16"))
     layers = spec.num_layers
-    elementwise = work.tokens * layers * KR.elementwise_bytes_per_token(spec, tp, act_bytes) / (bandwidth * bw)
+    # + SGLang's Triton MoE writing and summing one hidden row per (token, expert) (moe_combine)
+    elementwise = work.tokens * layers * (KR.elementwise_bytes_per_token(spec, tp, act_bytes) + MC.combine_bytes_per_token(
+        spec, setup.runtime.release, setup.fmt.name, act_bytes)) / (bandwidth * bw)
     # the all-reduce's elements as the memory report takes them (releases.allreduce_dtype: fp32 compute 4 bytes)
     ar_bytes, bf16 = allreduce_dtype(setup.fmt.compute_dtype, setup.fmt.name)
     message = allreduce_message_bytes(spec, work.tokens, ar_bytes)
