@@ -24,7 +24,7 @@ pytorch/pytorch@00122fb ``fuse_matmul_reduce_scatter``):
 What a fused op still exposes, from ``torch/distributed/_symmetric_memory/__init__.py`` (torch 2.13):
 ``_pipelined_multi_all_gather_and_consume`` copies the local shard into its symmetric buffer and
 barriers before the first GEMM chunk, on the compute stream ("we are giving up the chance to overlap
-'mv' and 'b' with the first shard_consumer", L233-264): 2 B moved per shard byte; the fused
+'mv' and 'b' with the first shard_consumer", L222-264): 2 B moved per shard byte; the fused
 reduce-scatter (``_fused_matmul_reduce_scatter_impl`` L1254-1336) gathers the tp partial products of
 its rows (``stacked_partials``, the whole [tokens, h] buffer) and sums them in one kernel after the
 pipeline: the buffer read and its 1/tp written. Beyond those, one chunk in tp of the collective's time
