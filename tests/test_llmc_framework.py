@@ -118,3 +118,22 @@ def test_llmc_refuses_what_llmc_does_not_run(run_cli, flag, value, field):
     assert code == 2, out + err
     text = err.strip().splitlines()[-1]
     assert text.startswith(f"error: {field}: got") and "llmc" in text
+
+
+def test_memory_advice_offers_only_what_llmc_runs():
+    """`gpuplan memory --framework llmc`'s changes to try: micro-batch 1, ZeRO-1 and -r 1 (selective); not ZeRO-2/3,
+    full recompute, TP/PP or CPU optimizer offload, which llm.c does not have (megatron's list, same layout, has
+    ZeRO-2 and 3, full recompute and PP)."""
+    from gpuplan.adapters.resolve import resolve_model
+    from gpuplan.core.memory.training import MemorySettings
+    from gpuplan.core.parallel import ParallelLayout
+    from gpuplan.jobs.memory.estimate import _candidate_changes
+
+    spec = resolve_model("gpt2-xl")
+    spec = getattr(spec, "spec", spec)
+    lay = ParallelLayout(dp=8, zero=0, micro_batch=32, global_batch=1024)
+    names = [c[0] for c in _candidate_changes(spec, lay, MemorySettings(seq_len=1024, recipe="mixed", framework="llmc",
+                                                                         implementation="llmc"))]
+    assert names == ["micro-batch 1", "ZeRO-1", "selective recompute"]
+    mega = [c[0] for c in _candidate_changes(spec, lay, MemorySettings(seq_len=1024, recipe="mixed"))]
+    assert {"ZeRO-3", "full recompute", "PP 2"} <= set(mega)

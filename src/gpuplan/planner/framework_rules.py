@@ -52,6 +52,9 @@ class FrameworkRules:
     Trainer with accelerate)."""
     data_parallel_engine: str = ""
     refuses_other_zero: bool = False
+    optimizer_offload: bool = True
+    """It can keep the optimizer step on the CPU (ZeRO-Offload); llm.c cannot (its m, v and master weights only
+    fall back to cudaMallocManaged, train_gpt2.cu@f1e2ace L391-416)."""
     """A --zero outside zero_stages is refused (llm.c); otherwise a stated stage is taken as given."""
     """Under data_parallel_only: what its data parallelism is, as the refusal of a model-parallel degree names it."""
     published_reserve: float = 0.0
@@ -119,7 +122,7 @@ RULES: dict[str, FrameworkRules] = {
     # llm.c: data parallelism over NCCL only, -z 0 or 1 (llmc/zero.cuh@f1e2ace L558-578: stages 2 and 3 "not yet
     # supported", switched off); train_gpt2.cu has no tensor, pipeline, context or expert parallelism
     "llmc": FrameworkRules((0, 1), data_parallel_only=True, data_parallel_engine="DDP or ZeRO-1 over NCCL: llm.c",
-                           refuses_other_zero=True),
+                           refuses_other_zero=True, optimizer_offload=False),
     "generic": FrameworkRules((0, 1, 2, 3), kv_subsharding=True),
 }
 

@@ -94,17 +94,20 @@ def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.Memo
     """Single changes to try when it does not fit, cheapest first (the article's order); no TP / PP
     for a framework with data parallelism only (--framework hf: planner.framework_rules)."""
     data_ranks = layout.dp * layout.cp
-    model_parallel = not rules_for(settings.framework).data_parallel_only
+    rules = rules_for(settings.framework)
+    model_parallel = not rules.data_parallel_only
+    recompute = fix_recompute(settings.framework)  # the framework's heaviest recompute mode (llm.c: -r 1)
     if layout.micro_batch > 1:
         yield "micro-batch 1", layout, replace(layout, micro_batch=1), settings, "more steps of accumulation"
     for stage, cost in ((1, "no extra communication"), (2, "no extra communication"),
                         (3, "parameter all-gathers: ~1.5x the DP communication volume")):
-        if data_ranks > 1 and layout.zero < stage:
+        if data_ranks > 1 and layout.zero < stage and (stage in rules.zero_stages or not rules.refuses_other_zero):
             yield f"ZeRO-{stage}", layout, replace(layout, zero=stage), settings, cost
     offloading = settings.offload_layers > 0  # no recompute, no PP with it (framework_rules.CPU_OFFLOAD_PP)
     if settings.recompute == "none" and not offloading:
-        yield "full recompute", layout, layout, replace(settings, recompute="full"), "~33% more compute"
-    if data_ranks == 1:
+        yield f"{recompute} recompute", layout, layout, replace(settings, recompute=recompute), \
+            "~33% more compute" if recompute == "full" else "GELU recomputed in backward (llm.c -r 1)"
+    if data_ranks == 1 and not rules.refuses_other_zero:
         yield "ZeRO-3 over 8 GPUs", layout, replace(layout, dp=8, zero=3), settings, \
             "8x the GPUs per replica; parameter all-gathers"
     heads, kv = spec.attention.num_heads, spec.attention.num_kv_heads
@@ -116,9 +119,17 @@ def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.Memo
         if pp > layout.pp and pp <= spec.num_layers:
             new = _take_from_dp(layout, pp=pp)
             yield f"PP {pp}", layout, new, settings, f"{new.world} GPUs; pipeline bubble (p-1)/m"
-    if layout.zero >= 1 or data_ranks == 1:
+    if (layout.zero >= 1 or data_ranks == 1) and rules.optimizer_offload:
         yield "CPU optimizer offload", layout, layout, replace(settings, offload_optimizer=True), \
             "optimizer step on the CPU; PCIe traffic per step"
+
+
+def fix_recompute(framework_name: str) -> str:
+    """The recompute mode memory's advice tries: full, or the framework's only other (llm.c: selective, -r 1)."""
+    from gpuplan.core.frameworks import framework
+
+    modes = framework(framework_name).recompute_modes
+    return "full" if "full" in modes else modes[-1]
 
 
 def _no_single_fix(settings: M.MemorySettings) -> str:
@@ -145,7 +156,8 @@ def suggestions(spec, layout, settings, overheads, gpu) -> list[tuple[str, float
         fits, peak, _ = _fits(spec, new_layout, new_settings, overheads, gpu)
         if fits:
             found.append((name, peak, cost))
-    if not found and settings.recompute == "none" and layout.dp * layout.cp > 1 and not settings.offload_layers:
+    if not found and settings.recompute == "none" and layout.dp * layout.cp > 1 and not settings.offload_layers \
+            and fix_recompute(settings.framework) == "full" and 3 in rules_for(settings.framework).zero_stages:
         fits, both, _ = _fits(spec, replace(layout, zero=3), replace(settings, recompute="full"), overheads, gpu)
         if fits:
             found.append(("ZeRO-3 + full recompute", both, "both costs above"))
