@@ -137,3 +137,14 @@ def test_memory_advice_offers_only_what_llmc_runs():
     assert names == ["micro-batch 1", "ZeRO-1", "selective recompute"]
     mega = [c[0] for c in _candidate_changes(spec, lay, MemorySettings(seq_len=1024, recipe="mixed"))]
     assert {"ZeRO-3", "full recompute", "PP 2"} <= set(mega)
+
+
+@pytest.mark.parametrize("command", ["train", "memory"])
+def test_llmc_refuses_a_model_that_is_not_gpt2(run_cli, command):
+    """train_gpt2.cu trains GPT-2 blocks only: Llama 3.1 8B (RMSNorm, gated SiLU MLP, 8 K/V heads, RoPE, untied head)
+    is refused naming the model field, exit 2."""
+    code, out, err = run_cli(command, "llama-3.1-8b", "--framework", "llmc", "--gpu", "h100", "--gpus", "8",
+                             *(("--tokens", "1e10") if command == "train" else ()))
+    assert code == 2, out + err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("error: model: got 'llama-3.1-8b'") and "GPT-2 blocks only" in line and "rmsnorm" in line

@@ -102,6 +102,11 @@ def check_model(inputs, spec) -> None:
     if framework == "torchtitan" and spec.tie_embeddings and pp is not None and pp > 1:
         raise InputError("pp", pp, f"{spec.name} ties its embeddings, and torchtitan (b5bcd76) raises 'Weight tying is "
                          "not supported with Pipeline Parallel.' (models/common/decoder.py L168-170): give --pp 1")
+    if framework == "llmc":  # llm.c's train_gpt2.cu: GPT-2 blocks only (core.memory.llmc_memory)
+        from gpuplan.core.memory.llmc_memory import gpt2_shape_refusal
+
+        if (reason := gpt2_shape_refusal(spec)) is not None:
+            raise InputError("model", spec.name, reason)
     check_mtp(inputs, spec)
 
 

@@ -81,3 +81,23 @@ def stage_memory(spec: ModelSpec, layout, seq_len: int, recompute: str, cudnn: b
     return dict(weights=weights, grads_backward=grads, grads_step=grads, master=master, optimizer=optimizer,
                 activations=layers, outside_layers=once, temporaries_backward=workspaces, temporaries_step=workspaces,
                 fsdp_working_set=0.0, backward_start=total, optimizer_step=total)
+
+
+def gpt2_shape_refusal(spec: ModelSpec) -> str | None:
+    """Why llm.c's train_gpt2.cu cannot train ``spec`` (None: it can). Its model is GPT-2's block and nothing else
+    (train_gpt2.cu@f1e2ace L87-139, L685-751): LayerNorm with biases, multi-head attention with a head per query
+    (qkvw is 3C x C), a 4C GELU MLP, a learned position table and the token embedding tied to the LM head."""
+    a, mlp = spec.attention, spec.mlp
+    checks = (("a mixture of experts", spec.moe is not None),
+              (f"{spec.norm} (llm.c: LayerNorm with bias)", spec.norm != "layernorm" or not spec.norm_bias),
+              (f"a {'gated ' if mlp.gated else ''}{mlp.activation} MLP of {mlp.intermediate_size} (llm.c: GELU, 4C)",
+               mlp.gated or not mlp.activation.startswith("gelu") or mlp.intermediate_size != 4 * spec.hidden_size),
+              (f"{a.num_kv_heads} K/V heads for {a.num_heads} query heads (llm.c: one each)",
+               a.num_kv_heads != a.num_heads or a.num_heads * a.qk_head_dim != spec.hidden_size),
+              ("no learned position table (llm.c: wpe)", not spec.learned_positions),
+              ("an LM head of its own (llm.c ties it to wte)", not spec.tie_embeddings))
+    found = [what for what, bad in checks if bad]
+    if not found:
+        return None
+    return (f"--framework llmc trains GPT-2 blocks only (karpathy/llm.c train_gpt2.cu); {spec.name} has "
+            f"{'; '.join(found)}: give a GPT-2 model (gpt2, gpt2-medium, gpt2-large, gpt2-xl) or another --framework")
