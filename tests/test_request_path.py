@@ -44,7 +44,10 @@ def test_server_budget_per_gpu(gpu, budget):
 def test_no_split_outside_vllm_v1_or_for_a_static_batch():
     setup, part, _ = _setup_gpu("a100-pcie-80gb", "vllm==0.7.3")  # V0: chunking off below 32K contexts
     assert RP.chunk_budget(setup, part) is None
+    # SGLang 0.5.3 on: its chunked_prefill_size default, 8,192 on an 80 GB part (tests/test_sglang_chunked_prefill)
     setup, part, _ = _setup_gpu("a100-pcie-80gb", "sglang==0.5.3")
+    assert RP.chunk_budget(setup, part) == 8192
+    setup, part, _ = _setup_gpu("a100-pcie-80gb", "sglang==0.4.9")
     assert RP.chunk_budget(setup, part) is None
     setup, part, _ = _setup_gpu("a100-pcie-80gb")
     assert RP.chunk_budget(setup, part, batch=4) is None

@@ -41,6 +41,7 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from gpuplan.core.hardware import Accelerator
+from gpuplan.core.serving.engines import sglang_defaults
 from gpuplan.core.serving.forward_time import StepTime
 from gpuplan.core.serving.prompt_tokenize import tokenize_seconds
 from gpuplan.core.serving.releases import VLLM_V1_SINCE, EngineRelease
@@ -184,12 +185,26 @@ def served(step: StepTime, runtime: Runtime, prompt: int = 0) -> StepTime:
     return replace(step, host_s=step.host_s + wait) if wait else step
 
 
+SGLANG_CHUNK_RULE_SINCE = (0, 5, 3)
+"""The first SGLang release whose chunked_prefill_size default is read (by device memory: engines.sglang_defaults,
+server_args.py@v0.5.3 and @v0.5.6:725-806); earlier releases are not modelled as chunking."""
+
+
 def chunk_budget(setup: ServingSetup, gpu: Accelerator | None, batch: int = 1) -> int | None:
-    """max_num_batched_tokens of the vLLM V1 server that splits one request's prefill, or None where
-    no split is modelled: not vLLM, V0 (chunking off by default below 32K contexts), no GPU given,
-    or a static batch of several prompts (an offline run, usage context LLM_CLASS: not read here)."""
+    """Tokens a prefill step takes of one request's prompt where the server splits it: vLLM V1's
+    max_num_batched_tokens, or SGLang's chunked_prefill_size default for the GPU's memory (0.5.3 on: 16,384 on a
+    B200, 8,192 on an 80 GB A100 / H100, 4,096 on a 40 GB A100; engines.sglang_defaults). SGLang's PrefillAdder
+    cuts a request longer than the chunk to the chunk (managers/schedule_policy.py@v0.5.6:616-651, pages of 1),
+    and add_chunked_req gives each later round the next chunk (L545-566): one extend forward each, with its own
+    host time (first_token_path: F + max(I, G) a forward). None where no split is modelled: other engines,
+    vLLM V0 (chunking off by default below 32K contexts), SGLang before 0.5.3, no GPU given, or a static batch of
+    several prompts (an offline run, usage context LLM_CLASS: not read here)."""
     release = setup.runtime.release
-    if release.engine != "vllm" or release.version < VLLM_V1_SINCE or gpu is None or batch != 1:
+    if gpu is None or batch != 1:
+        return None
+    if release.engine == "sglang" and release.version >= SGLANG_CHUNK_RULE_SINCE:
+        return sglang_defaults(gpu.memory_bytes, 1)[0]
+    if release.engine != "vllm" or release.version < VLLM_V1_SINCE:
         return None
     return setup.runtime.batch_limits(gpu.memory_bytes, gpu.name)[0]
 

@@ -277,8 +277,12 @@ def _request_path_lines(plan: Plan) -> tuple[Line, ...]:
     if budget is not None:
         steps = len(RP.prefill_chunks(plan.prompt, int(plan.setup.prefix_hit * plan.prompt), budget))
         lines.append(Line("ttft_prefill_chunks", "prefill engine steps (chunked prefill)", steps, "steps",
-                          f"{steps} of <= {budget:,} tokens", "vLLM V1 scheduler: min(remaining, max_num_batched_"
-                          "tokens) a step (scheduler.py@v0.9.1:396-406; the GPU's default or --prefill-tokens)"))
+                          f"{steps} of <= {budget:,} tokens", (
+                              "SGLang's chunked_prefill_size, its default for the GPU's memory (server_args.py@v0.5.6:"
+                              "725-806; schedule_policy.py@v0.5.6:616-651 cuts the request to it, one extend forward "
+                              "a chunk)" if plan.setup.runtime.release.engine == "sglang" else
+                              "vLLM V1 scheduler: min(remaining, max_num_batched_tokens) a step (scheduler.py@v0.9.1:"
+                              "396-406; the GPU's default or --prefill-tokens)")))
     return tuple(lines)
 
 
@@ -294,11 +298,14 @@ def _prefill_issue_lines(plan: Plan, ttft: R.StepTime) -> tuple[Line, ...]:
     if not ttft.issue_s:
         return ()
     forward = ttft.issue_forward_s  # outside the layers (SGLang), before them: F + max(I, G)
-    kernels = (ttft.issue_s - forward) / (plan.spec.num_layers * FT.EAGER_HOST_PER_LAUNCH_S)  # launches a layer
-    outside = f" + {forward * 1e3:.1f} ms a forward outside the layers (23.1 ms graphed less the 6.5)" if forward else ""
+    forwards = _prefill_forwards(plan)  # a chunked prefill issues one eager forward a chunk
+    kernels = (ttft.issue_s - forward) / (forwards * plan.spec.num_layers * FT.EAGER_HOST_PER_LAUNCH_S)  # a layer
+    outside = (f" + {forward / forwards * 1e3:.1f} ms a forward outside the layers (23.1 ms graphed less the 6.5)"
+               if forward else "")
     return (Line("ttft_host_issue", "prefill host issue time (eager forward)", ttft.issue_s, "s",
                  f"{ttft.issue_s * 1e3:,.1f} ms ({ttft.issue_exposed_s * 1e3:,.1f} ms past the GPU work)",
-                 f"{plan.spec.num_layers} layers x {kernels:.1f} launches (core/serving/layer_kernels.py) x "
+                 (f"{forwards} forwards (chunks) x " if forwards > 1 else "")
+                 + f"{plan.spec.num_layers} layers x {kernels:.1f} launches (core/serving/layer_kernels.py) x "
                  f"{FT.EAGER_HOST_PER_LAUNCH_S * 1e6:.2f} us a launch{outside} (sglang PR 12160: DeepSeek-V3 "
                  "1-token prefill 82.6 ms eager vs 23.1 ms graphed, + 6.5 ms of its GPU work); the layers "
                  "end at max(their issue, GPU)" + (", after the forward's host work outside them" if forward else "")
@@ -306,6 +313,12 @@ def _prefill_issue_lines(plan: Plan, ttft: R.StepTime) -> tuple[Line, ...]:
                      "SGLang runs prefill without CUDA graphs (piecewise graphs off by default)"
                      if plan.setup.runtime.release.engine == "sglang" else
                      "vLLM captures no CUDA graph under --enforce-eager (--cuda-graph-gib 0)")),)
+
+
+def _prefill_forwards(plan: Plan) -> int:
+    """Forwards the prompt's prefill runs: its chunks where the server splits it (request_path.split_budget), else 1."""
+    budget = RP.split_budget(plan.setup, plan.gpu, plan.prompt)
+    return len(RP.prefill_chunks(plan.prompt, int(plan.setup.prefix_hit * plan.prompt), budget)) if budget else 1
 
 
 def _parts(step: R.StepTime) -> str:
