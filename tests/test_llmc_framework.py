@@ -109,7 +109,8 @@ def test_llmc_memory_bound_kernels_by_hand():
 
 @pytest.mark.parametrize("flag, value, field", [("--tp", "2", "tp"), ("--pp", "2", "pp"), ("--zero", "3", "zero"),
                                                 ("--zero", "2", "zero"), ("--recompute", "full", "recompute"),
-                                                ("--dtype", "fp8", "dtype")])
+                                                ("--dtype", "fp8", "dtype"), ("--attention-kernel", "flash1",
+                                                                              "attention_kernel")])
 def test_llmc_refuses_what_llmc_does_not_run(run_cli, flag, value, field):
     """Data parallelism only, -z 0 / 1 (zero.cuh L575-578), -r 0 / 1, the BF16 build: one line naming the field,
     exit 2."""

@@ -191,6 +191,8 @@ def fa1_refusal(spec, framework: str | None, gpu=None, fp8_attention: bool = Fal
     where it can: head dims multiples of 8 up to 128, one for q / k and v (fmha_api.cpp@v0.2.2 L245, L247-249),
     no sliding window (no window argument before flash-attn 2.3), and not under transformers' own modules
     (their flash path needs flash-attn 2: SDPA or FlashAttention-2)."""
+    if framework == "llmc":  # llmc/cudnn_att.cpp (USE_CUDNN=1) or llmc/attention.cuh's unfused kernels, no flash-attn
+        return "--framework llmc runs cuDNN's fused attention or its own unfused kernels, not FlashAttention 1: give flash or eager"
     a = spec.attention
     if a.qk_head_dim != a.value_head_dim or a.qk_head_dim > 128 or a.qk_head_dim % 8:
         return (f"FlashAttention 1 runs one head dim, a multiple of 8 up to 128; {spec.name} has "
