@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
+from gpuplan.jobs.validation.published_throughput import nemo2_layout  # the step reads the same layout
+
 
 @dataclass(frozen=True)
 class FitCheck:
@@ -64,17 +66,6 @@ def row_plan(run: dict[str, Any]):
         evaluator = replace(evaluator, memory=replace(evaluator.memory, moe_keeps_expert_output=True))
     return evaluate_layout(evaluator, published_layout(nemo2_layout(run)), recompute["recompute"],
                            lay["global_batch"], run["gpus"])
-
-
-def nemo2_layout(run: dict[str, Any]) -> dict[str, Any]:
-    """A row's layout, with optimizer-state sharding (ZeRO-1) where the page leaves it unprinted and the row's
-    recipe_memory.zero, read at the release's tag, says the recipe shards: NeMo 24.07 (NeMo-Framework-Launcher
-    24.07 training configs' optim distributed_fused_adam, Apex's optimizer that shards the fp32 master weights
-    and Adam states over the data-parallel ranks), NeMo 25.02 / 25.04 (NeMo v2.2.0 / v2.3.0 pretraining
-    recipes' distributed_fused_adam_with_cosine_annealing, use_distributed_optimizer=True), cited per row."""
-    lay = run["layout"]
-    zero = (run.get("recipe_memory") or {}).get("zero")
-    return lay if lay.get("zero") is not None or zero is None else dict(lay, zero=zero)
 
 
 def bridge_release(run: dict[str, Any]) -> tuple[int, ...]:

@@ -100,6 +100,18 @@ def published_layout(lay: dict[str, Any]):
                           global_batch=lay["global_batch"])
 
 
+def nemo2_layout(run: dict[str, Any]) -> dict[str, Any]:
+    """A row's layout, with optimizer-state sharding (ZeRO-1) where the page leaves it unprinted and the row's
+    recipe_memory.zero, read at the release's tag, says the recipe shards; the memory check (published_fits.row_plan)
+    and the step (predicted_step) both read it here. NeMo 24.07 (NeMo-Framework-Launcher 24.07 training configs'
+    optim distributed_fused_adam, Apex's optimizer that shards the fp32 master weights and Adam states over the
+    data-parallel ranks), NeMo 25.02 / 25.04 (NeMo v2.2.0 / v2.3.0 pretraining
+    recipes' distributed_fused_adam_with_cosine_annealing, use_distributed_optimizer=True), cited per row."""
+    lay = run["layout"]
+    zero = (run.get("recipe_memory") or {}).get("zero")
+    return lay if lay.get("zero") is not None or zero is None else dict(lay, zero=zero)
+
+
 def why_not(run: dict[str, Any]) -> str:
     """Why a row cannot be predicted ('' when it can)."""
     if run.get("precision") == "fp8-rowwise":
@@ -222,7 +234,7 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
     spec = run_spec(run["model"])
     gpu = load_accelerator(run["gpu"])
     cluster = cluster_for(gpu)
-    lay = run["layout"]
+    lay = nemo2_layout(run)  # the ZeRO stage the memory check reads (NeMo rows' distributed optimizer)
     torchtitan = run["family"].startswith("torchtitan")
     moe_comm = run.get("moe_comm") or {}
     launch = moe_launch(moe_comm)

@@ -1,0 +1,34 @@
+"""The step reads the ZeRO stage the memory check reads (jobs.validation.published_throughput.nemo2_layout):
+NeMo 24.07 / 25.02 / 25.04 rows leave the distributed optimizer unprinted and carry it in recipe_memory.zero
+(distributed_fused_adam / use_distributed_optimizer=True, cited per row)."""
+
+from copy import deepcopy
+
+import pytest
+
+from gpuplan.jobs.validation import published_fits, published_throughput as pt
+
+
+def _rows():
+    return {r["id"]: r for r in pt.published_throughput_rows()}
+
+
+def test_memory_and_step_read_one_layout():
+    assert published_fits.nemo2_layout is pt.nemo2_layout
+
+
+def test_nemo_row_steps_with_its_recipe_zero1():
+    row = _rows()["nemo2502-mixtral-8x7b-b200-64g"]
+    assert row["layout"]["zero"] is None and row["recipe_memory"]["zero"] == 1
+    printed = deepcopy(row)
+    printed["layout"]["zero"] = 1
+    assert pt.predicted_step(row).total == pytest.approx(pt.predicted_step(printed).total, rel=1e-12)
+    ddp = deepcopy(row)
+    del ddp["recipe_memory"]["zero"]
+    sharded, replicated = pt.predicted_step(row), pt.predicted_step(ddp)
+    # the optimizer pass (2 x 16 B a parameter, memory-bound) on a 1/dp shard: dp = 64
+    assert replicated.optimizer / sharded.optimizer == pytest.approx(64, rel=1e-9)
+    # the same bytes cross the network (all-reduce = reduce-scatter + all-gather on a ring) ...
+    assert sharded.dp_traffic == pytest.approx(replicated.dp_traffic, rel=0.05)
+    # ... but the gather hides in the next forward, not only in the last backward: less exposed
+    assert sharded.dp_comm < replicated.dp_comm
