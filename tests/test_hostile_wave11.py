@@ -124,3 +124,22 @@ def test_the_largest_spot_discount_answers_as_a_percentage(run_json):
     typed = run_json("budget", "llama-3.1-8b", "--gpus", "64", "--spot-discount", "99.9%")["results"]
     plain = run_json("budget", "llama-3.1-8b", "--gpus", "64", "--spot-discount", "0.999")["results"]
     assert typed["cost_spot_usd"] == plain["cost_spot_usd"] > 0
+
+
+# ---- measure's dropout note never prints a share over 100% -----------------------------------------------------
+
+def test_the_dropout_note_gives_no_share_past_the_gap():
+    """A 2-layer GPTBigCode config (n_embd 256, 4 heads, attn_pdrop 0.1) measured at s 128: the math path keeps
+    2 x (12·1·4·128² + 4·1·128·256 − 4·1·4·128) = 1,830,912 bytes, while the activation gap at the measured peak
+    (the optimizer step's) was ~1 KiB: the note printed '178800% of the measured activation gap (0.000 GiB)'."""
+    from types import SimpleNamespace
+
+    from gpuplan.jobs.measure.dropout_note import math_path_extra_bytes, math_path_note
+
+    spec = SimpleNamespace(num_layers=2, attention=SimpleNamespace(num_heads=4, head_dim=64))
+    assert math_path_extra_bytes(spec, 1, 128) == 1_830_912
+    config = {"model_type": "gpt_bigcode", "attn_pdrop": 0.1}
+    small = math_path_note(config, spec, "sdpa", 1, 128, 1024.0)
+    assert "%" not in small and "more than the measured activation gap at the peak (0.000 GiB)" in small
+    large = math_path_note(config, spec, "sdpa", 1, 128, 1_830_912 / 0.98)
+    assert "98% of the measured activation gap" in large  # gpt2's 512 x 2 case reads 98% (b8a4bda)
