@@ -34,19 +34,20 @@ def test_bloom_strips_recompute_from_hardware_tflops():
 
 
 def test_prior_kind_covers_every_run():
-    assert len(cases_by(KIND_PRIOR)) == 29  # 20 + Llama 3.1 8B / 70B, SmolLM3, TinyLlama 1.1B, MPT-7B, StarCoderBase (issue 37)
+    assert len(cases_by(KIND_PRIOR)) == 30  # 20 + Llama 3.1 8B / 70B, SmolLM3, TinyLlama 1.1B, MPT-7B, StarCoderBase (issue 37)
+    # + the third set (wave 7) and llm.c's 350M (wave 12)
     # + the third set (wave 7): SantaCoder, llm.c GPT-2 774M / 1558M
     # Llama 2 7B, hand: 6 x 6,738,415,616 x 2e12 / (312e12 x 0.4 x 3600) = 179,979 vs 184,320 reported
     assert cases_by(KIND_PRIOR)["llama2-7b"].predicted == pytest.approx(179_979, abs=1)
 
 
-MODERN_RUNS = ("llama3.1-405b", "deepseek-v3", "llmc-gpt2-774m", "llmc-gpt2-1558m")
+MODERN_RUNS = ("llama3.1-405b", "deepseek-v3", "llmc-gpt2-774m", "llmc-gpt2-1558m", "llmc-gpt2-350m")
 SECOND_SET = ("pythia-160m", "pythia-410m", "pythia-1.4b", "pythia-2.8b", "pythia-6.9b", "pythia-12b", "mpt-7b",
               "starcoderbase-15.5b")
 """The end-to-end runs entered by training_runs.yaml's written criterion (issue 37 point 4, second set), their data
 committed before their predictions were computed."""
-THIRD_SET = ("santacoder-1.1b", "llmc-gpt2-774m", "llmc-gpt2-1558m")
-"""The third set by the same criterion (wave 7; tests/test_gpu_hours_runs_third_set.py)."""
+THIRD_SET = ("santacoder-1.1b", "llmc-gpt2-774m", "llmc-gpt2-1558m", "llmc-gpt2-350m")
+"""The third set by the same criterion (wave 7; the 350M entered in wave 12; tests/test_gpu_hours_runs_third_set.py)."""
 
 
 def _predicted_note_ranges() -> tuple[tuple[float, float], tuple[float, float]]:
@@ -95,18 +96,18 @@ def test_predicted_gpu_hours_note_quotes_the_held_out_end_to_end_means():
 
     report = estimate_training(TrainingInputs(model="llama-3-8b", gpu="h100", gpus=64, tokens=1e12, mfu="predicted"))
     note = next(str(n) for n in report.notes if str(n).startswith("--mfu predicted is the steady state"))
-    found = re.search(r"(\d+\.\d)% mean over nineteen held-out runs.*? (\d+\.\d)% on the 7 runs fixed before TinyLlama, "
-                      r"(\d+\.\d)% on the 8 chosen by a written criterion.*? (\d+\.\d)% on the 3 of wave 7", note)
+    found = re.search(r"(\d+\.\d)% mean over twenty held-out runs.*? (\d+\.\d)% on the 7 runs fixed before TinyLlama, "
+                      r"(\d+\.\d)% on the 8 chosen by a written criterion.*? (\d+\.\d)% on the 4 of wave 7", note)
     assert found, note
     held = [c for c in validation_cases_once() if c.kind == KIND_END_TO_END.format(role="held out")]
     second = [c for c in held if c.id in SECOND_SET]
     third = [c for c in held if c.id in THIRD_SET]
     before = [c for c in held if c.id not in SECOND_SET + THIRD_SET + ("tinyllama-1.1b",)]
-    assert (len(held), len(before), len(second), len(third)) == (19, 7, 8, 3)
-    assert float(found[1]) == round(100 * sum(abs(c.error) for c in held) / 19, 1)
+    assert (len(held), len(before), len(second), len(third)) == (20, 7, 8, 4)  # + llm.c's 350M (wave 12)
+    assert float(found[1]) == round(100 * sum(abs(c.error) for c in held) / 20, 1)
     assert float(found[2]) == round(100 * sum(abs(c.error) for c in before) / 7, 1)
     assert float(found[3]) == round(100 * sum(abs(c.error) for c in second) / 8, 1)
-    assert float(found[4]) == round(100 * sum(abs(c.error) for c in third) / 3, 1)
+    assert float(found[4]) == round(100 * sum(abs(c.error) for c in third) / 4, 1)
 
 
 def test_predicted_gpu_hours_uses_the_runs_stated_batch():
