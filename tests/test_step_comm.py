@@ -297,12 +297,17 @@ def test_mxfp8_casts_by_hand_and_block_scaled_gemms_cost_the_fitted_factor():
 
 
 def test_block_scaled_factor_is_the_fit_of_its_named_subset_and_holds_out():
-    """Refit from the packaged rows: the three 25.09 dense one-layout pairs give 1.157 (constant
-    1.16); the nine held-out one-layout pairs' FP8-CS / MXFP8 ratios: mean 2.51%, the eight besides
-    DeepSeek-V3 within 2.8% (25.11 Llama 3 8B on GB200 -2.8%, 26.02.01 Llama 3.1 405B on GB300 -0.5%).
-    The mean was 1.9% when the bound was set and 2.3% before a8fc6d4 counted current scaling's four
+    """Refit from the packaged rows: the three 25.09 dense one-layout pairs give 1.149 (constant
+    1.15); the nine held-out one-layout pairs' FP8-CS / MXFP8 ratios: mean 2.98%, the eight besides
+    DeepSeek-V3 within 3.6% (25.11 Llama 3.1 405B on B200 +3.55%, 25.11 Llama 3 8B on GB200 -3.13%).
+    The mean was 1.9% when the bound was set, 2.3% before a8fc6d4 counted current scaling's four
     kernels per expert slice from TE's code (the MoE pairs' predicted ratio fell, read from the code, not
-    fitted); the bound is that 2.51% + 0.1 point, so a regression past it fails."""
+    fitted), and 2.51% before 2026-12-06, when the FP8-CS rows began gathering their primary FP8 weights
+    at 1 B (fp8_param_gather, read from Megatron-Bridge's preset and Megatron-Core's uint8 buffer: their
+    predicted ratio rose where the gather is exposed, 405B +2.0 points; the refit then lowered the factor
+    1.157 -> 1.149, lowering every held-out ratio ~0.4 point) and the 25.11 405B / B200 MXFP8 run gathers
+    synchronously (its perf config's overlap_param_gather False: +0.9 point); the bound is that 2.98% +
+    0.1 point, so a regression past it fails."""
     from gpuplan.core.time.step import BLOCK_SCALED_GEMM_TIME_FACTOR
     from gpuplan.jobs.validation.fp8_recipes import fit_block_scaled_gemm_time_factor, recipe_pairs
 
@@ -313,7 +318,7 @@ def test_block_scaled_factor_is_the_fit_of_its_named_subset_and_holds_out():
                                          "mbridge-25.09-llama-3.1-405b-b200-128g-mxfp8"]
     assert fit_block_scaled_gemm_time_factor(fit) == pytest.approx(BLOCK_SCALED_GEMM_TIME_FACTOR, abs=0.01)
     held = [abs(p.predicted_ratio() / p.measured_ratio - 1) for p in pairs if p.same_layout and not p.in_fit_subset]
-    assert len(held) == 9 and sum(held) / len(held) < 0.026, held
+    assert len(held) == 9 and sum(held) / len(held) < 0.031, held
     # the four MoE pairs also carry current scaling's per-expert amax pass (core.time.moe_layer): DeepSeek-V3
     # on 256 B200 (32 local experts) -9.0% (-3.8% before it); the other eight within 5%
     assert sorted(held)[-2] < 0.05 and max(held) < 0.10, held
@@ -341,4 +346,4 @@ def test_plan_states_how_its_low_precision_linears_are_costed():
 
     assert assumption() is None  # bf16: nothing to say
     assert assumption(dtype="fp8").startswith("per-tensor FP8: casts 7 B/element")
-    assert assumption(dtype="fp8", fp8_recipe="mxfp8").startswith("MXFP8: casts 4.0625 B/element, block-scaled GEMMs x1.16")
+    assert assumption(dtype="fp8", fp8_recipe="mxfp8").startswith("MXFP8: casts 4.0625 B/element, block-scaled GEMMs x1.15")

@@ -15,7 +15,7 @@ ZeRO-3's collectives with one gather a micro-batch. Values may be numbers or num
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -67,6 +67,43 @@ def _units(spec: ModelSpec, settings, trained_params, grads, data, layers, zero3
         buckets = gather = O.megatron_buckets(trained_params, data)
     sharded = np.maximum(np.asarray(layers, dtype=float), 1.0) * per_layer
     return np.where(zero3, sharded, buckets), np.where(zero3, sharded, gather)
+
+
+@dataclass(frozen=True)
+class ParamGather:
+    """The data-parallel parameter all-gather: its bytes (every ZeRO stage's gathers) and, for Megatron's
+    distributed optimizer (ZeRO 1-2), whether it overlaps the next forward (ZeRO-3's gathers: their own schedule)."""
+
+    bytes: float = 2.0
+    """Bytes an element on the wire: bf16 2; per-tensor FP8 primary weights: primary_fp8_gather_bytes."""
+    overlapped: bool = True
+    """Megatron's overlap_param_gather: the gather runs bucket by bucket under the next forward
+    (core.comm.dp_overlap.bucketed_exposed); False: the optimizer step issues it synchronously and all of it
+    is exposed (optimizer/distrib_optimizer.py@core_v0.15.0 step_with_ready_grads L2590-2596: start_param_sync
+    per model chunk when not ddp_config.overlap_param_gather)."""
+
+
+def primary_fp8_gather_bytes(spec: ModelSpec, tp: int, pp: int, ep: int, weight_bytes: float = 2.0) -> float:
+    """Bytes an element of Megatron's distributed-optimizer parameter all-gather, averaged over a rank's
+    parameters (params_per_gpu's, every stage), when Transformer Engine holds the layer matrices as primary
+    per-tensor FP8 weights (fp8_param_gather: Megatron-Bridge's FP8-CS preset, training/mixed_precision.py
+    @v0.1.0rc4 L268, @v0.2.2 L289, @v0.3.0 L289). Megatron-Core buffers a Float8Tensor's data as torch.uint8
+    (distributed/distributed_data_parallel.py@core_v0.14.0 L225-233, @core_v0.16.0 L142-146) and gathers
+    that buffer (param_and_grad_buffer.py start_param_sync: all_gather of bucket.param_data), 1 B; the scale
+    comes from an all-reduce of one amax a tensor (fp8_utils.py@core_v0.14.0 L264, L351: bytes negligible).
+    The rest (embedding, LM head, norms, biases) stays ``weight_bytes`` (bf16). The matrices are the memory
+    model's (core.memory.model_states.StageParams.matrices: attention, MLP, shared and routed experts,
+    router). Not MXFP8: its primary weights gather in bf16 through the gradient buffer
+    (param_and_grad_buffer.py@core_v0.14.0 L681-695, @core_v0.16.0 L779-792: param_data is a bf16 view of
+    the shared grad buffer; L304-322: each param quantises its gathered slice), so it stays ``weight_bytes``."""
+    from gpuplan.core.memory.model_states import stage_params
+    from gpuplan.core.parallel import ParallelLayout
+
+    layout = ParallelLayout(tp=tp, pp=pp, ep=ep)
+    stages = [stage_params(spec, layout, stage) for stage in range(pp)]
+    matrices = sum(float(s.matrices) for s in stages)
+    total = sum(float(s.total) for s in stages)
+    return weight_bytes - (weight_bytes - 1.0) * matrices / total
 
 
 def deepspeed_buckets(trained_params):
@@ -160,7 +197,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     group = populations[0][1]
     across = cluster.group(replicas, tp * shard)
     grads = trained_params * settings.grad_comm_bytes
-    weights = params_per_gpu(spec, tp, pp, ep) * settings.weight_comm_bytes
+    weights = params_per_gpu(spec, tp, pp, ep) * settings.param_gather.bytes
     # torchtitan's ZeRO-2 is FSDP2 without reshard after forward: its collectives are ZeRO-3's, one gather a
     # micro-batch (forward only) where a pipeline does not keep the stage gathered (fsdp2_no_reshard)
     no_reshard = fsdp2_no_reshard(settings, zero)
@@ -171,7 +208,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     # ZeRO-3 per micro-batch under FSDP2: the embedding is its own unit, outside the blocks' overlap
     per_mb = zero3 & (np.asarray(pp) == 1) & (settings.dp_schedule != "deepspeed")
     embedding = _embedding_unit(spec, settings, tp) * (per_mb & many)
-    weights = weights - embedding * settings.weight_comm_bytes
+    weights = weights - embedding * settings.param_gather.bytes
     grads_emb = embedding * settings.grad_comm_bytes * (settings.finetune == "full")
     grads = grads - grads_emb
     reduce_scatter, rs_one, ag_one, ar_across = _unit_seconds(settings, populations, across, grads, weights,
@@ -243,11 +280,11 @@ def _embedding_cost(settings, embedding, grads_emb, micro_batches, ranks, group,
     gathered before the first block's forward and reduced after the last block's backward, every
     micro-batch, with no compute to hide behind."""
     emb_calls = 2 * micro_batches * (np.asarray(embedding) > 0)
-    emb = emb_calls / 2 * ((seconds_by_rows("all_gather", embedding * settings.weight_comm_bytes, group, groups)
+    emb = emb_calls / 2 * ((seconds_by_rows("all_gather", embedding * settings.param_gather.bytes, group, groups)
                             + seconds_by_rows("reduce_scatter", grads_emb, group, groups) * (np.asarray(grads_emb) > 0))
                            if np.any(emb_calls) else 0.0)  # none: 0 calls x finite seconds
     return CollectiveCost("DP", "embedding unit all-gather + reduce-scatter (FSDP2)", emb_calls,
-                          embedding * settings.weight_comm_bytes, ranks, emb, emb, "all_gather", group)
+                          embedding * settings.param_gather.bytes, ranks, emb, emb, "all_gather", group)
 
 
 def _unit_seconds(settings, populations, across, grads, weights, units, shard, replicas, zero, groups):
@@ -319,7 +356,8 @@ def _exposed(settings, totals, rs_one, ag_one, units, zero, per_mb, micro_batche
                                 + O.fsdp_pass_exposed(rs_one, bwd / blocks, blocks, s))
         fsdp = np.where(no_reshard & per_mb, kept, fsdp)
     grads = np.where(zero3, 0.0, O.bucketed_exposed(totals["grads"], units, bwd, s))
-    weights = np.where(zero3, fsdp, O.bucketed_exposed(totals["weights"], units, fwd, s))
+    gather = O.bucketed_exposed(totals["weights"], units, fwd, s) if settings.param_gather.overlapped else totals["weights"]
+    weights = np.where(zero3, fsdp, gather)
     across = O.bucketed_exposed(totals["across"], units, bwd, s)
     exposed = {"grads": many * grads, "weights": many * weights, "across": across}
     floor = 1 - settings.dp_overlap

@@ -19,7 +19,7 @@ from gpuplan.core.comm import async_tp, volumes as C
 from gpuplan.core.comm.collective_cost import CollectiveCost
 from gpuplan.core.comm.qkv_gather import qkv_gather_cost
 from gpuplan.core.parallel import kv_heads_below_tp
-from gpuplan.core.comm.dp_costs import data_parallel_costs, params_per_gpu, seconds_by_rows  # noqa: F401 (re-exported)
+from gpuplan.core.comm.dp_costs import ParamGather, data_parallel_costs, params_per_gpu, seconds_by_rows  # noqa: F401 (re-exported)
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.row_groups import group_rows
 from gpuplan.core.comm.moe_overlap import (ALL_TO_ALLS_PER_LAYER, MoeLayerPhases, exposed_all_to_all,

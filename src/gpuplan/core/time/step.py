@@ -37,7 +37,7 @@ from gpuplan.core.time.optimizer import accumulation_pass_seconds
 from gpuplan.core.frameworks import runs_bf16_optimizer
 from gpuplan.core.time import activation_offload as AO, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT, sequence_parallel as SP, llmc_ops as LO
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
-from gpuplan.core.comm.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
+from gpuplan.core.comm.step_comm import ParamGather, by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
     ATTENTION_EFFICIENCY, DEFAULT_ATTENTION_EFFICIENCY, DEFAULT_MAMF_FRACTION, FP8_MAMF_RATIO,
     HOPPER_TUNED_ATTENTION_SPEEDUP, MAMF_FP8_FRACTION, MAMF_FRACTION, _kernel_ids, _lookup, _mamf,
@@ -124,7 +124,7 @@ class StepSettings:
     copy per remote node, then NVLink), core/comm.expert_all_to_all_time."""
     grad_comm_bytes: float = 2.0
     """Bytes per gradient element on the wire (bf16 = 2; fp32 reduction = 4)."""
-    weight_comm_bytes: float = 2.0
+    param_gather: ParamGather = ParamGather()  # bytes an element, overlapped or not (core.comm.dp_costs.ParamGather)
     finetune: str = "full"
     """'full', or 'lora'/'qlora': a frozen base (no weight-gradient matmuls, gradients and
     optimizer step for the adapters only; core/model/finetune.py)."""

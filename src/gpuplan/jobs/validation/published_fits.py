@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
-from gpuplan.jobs.validation.published_throughput import nemo2_layout  # the step reads the same layout
+from gpuplan.jobs.validation.published_throughput import (  # the step reads the same layout and weights
+    bridge_release, nemo2_layout, recipe_low_precision_weights)
 
 
 @dataclass(frozen=True)
@@ -68,14 +69,6 @@ def row_plan(run: dict[str, Any]):
                            lay["global_batch"], run["gpus"])
 
 
-def bridge_release(run: dict[str, Any]) -> tuple[int, ...]:
-    """(year, month, patch) of a Megatron-Bridge performance row (NeMo 25.09 on), () otherwise."""
-    from gpuplan.jobs.validation.published_throughput import release
-
-    rel = release(run["family"])
-    return rel if rel >= (25, 9) and run["id"].startswith("mbridge-") else ()
-
-
 RECIPE_MEMORY_FIELDS = ("grad_dtype", "moment_dtype", "loss", "embedding_loss_slots", "allocator")
 """The row field recipe_memory's keys that are plan inputs of the same name (published_throughput.yaml's header:
 each read at the row's tag and cited under derived.recipe_memory.<key>)."""
@@ -87,11 +80,8 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     - grad_dtype, moment_dtype, loss, embedding_loss_slots: the row's recipe_memory, read at its tag and cited
       per row (bf16 gradient buffer, bf16 Adam moments, TE's fused cross-entropy, the embedding / loss
       pipeline slots); NeMo 25.02 / 25.04 rows carry grad_dtype (their perf scripts' grad_reduce_in_fp32 False).
-    - low_precision_weights: the perf scripts take Bridge's precision presets (scripts/performance/utils/
-      precision.py@v0.3.0 L25-41), whose FP8-CS and MXFP8 presets set fp8_param_gather = True (training/
-      mixed_precision.py@v0.1.0rc4 L230, L268; @v0.3.0 L251, L289): 'primary'. The NVFP4 preset keeps bf16
-      weights (fp8_param_gather = False, @v0.3.0 L402: 'cached') until fp4_param_gather = True (@v0.4.2 L422,
-      26.04.01 on: 'primary').
+    - low_precision_weights: published_throughput.recipe_low_precision_weights (FP8-CS and MXFP8 presets'
+      fp8_param_gather = True: 'primary'; NVFP4 'cached' until 26.04.01), which the step's gather reads too.
     - ep_dispatcher flex: the row's moe_comm (dispatcher flex, read per row): HybridEP's buffers instead of
       NCCL all-to-all's (core.memory.device_memory.hybrid_ep_bytes), DeepEP's where its backend names DeepEP
       (flex_backend deepep: core.memory.deep_ep).
@@ -105,10 +95,8 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     if not rel:
         return fields
     from gpuplan.jobs.validation.published_throughput import flex_backend
-    if run["precision"] in ("fp8-tensorwise", "mxfp8"):
-        fields["low_precision_weights"] = "primary"
-    elif run["precision"] == "nvfp4":
-        fields["low_precision_weights"] = "primary" if rel >= (26, 4, 1) else "cached"
+    if recipe_low_precision_weights(run):  # the step's parameter gather reads the same
+        fields["low_precision_weights"] = recipe_low_precision_weights(run)
     moe_comm = run.get("moe_comm") or {}
     if moe_comm.get("dispatcher") == "flex":  # HybridEP's, or DeepEP's buffers (published_throughput.flex_backend)
         fields["ep_dispatcher"] = "flex"

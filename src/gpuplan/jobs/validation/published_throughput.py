@@ -20,6 +20,7 @@ from gpuplan.core.time.titan_ops import from_framework_label
 from gpuplan.core.time.pipeline_schedule import layout_stage_layers
 from gpuplan.core.frameworks import framework, torchtitan_fuses_qkv, torchtitan_repeats_kv
 from gpuplan.core.time.megatron_ops import cross_entropy_impl
+from gpuplan.core.comm.dp_costs import ParamGather, primary_fp8_gather_bytes
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 from gpuplan.schema.te_kernels import kernel_step_settings
@@ -110,6 +111,44 @@ def nemo2_layout(run: dict[str, Any]) -> dict[str, Any]:
     lay = run["layout"]
     zero = (run.get("recipe_memory") or {}).get("zero")
     return lay if lay.get("zero") is not None or zero is None else dict(lay, zero=zero)
+
+
+def bridge_release(run: dict[str, Any]) -> tuple[int, ...]:
+    """(year, month, patch) of a Megatron-Bridge performance row (NeMo 25.09 on), () otherwise."""
+    rel = release(run["family"])
+    return rel if rel >= (25, 9) and run["id"].startswith("mbridge-") else ()
+
+
+def recipe_low_precision_weights(run: dict[str, Any]) -> str | None:
+    """How a Megatron-Bridge row's recipe holds the layer weights (the plan input low_precision_weights, which the
+    memory check, published_fits.recipe_memory_fields, and the step's parameter gather, predicted_step, both read
+    here): the perf scripts take Bridge's precision presets (scripts/performance/utils/precision.py@v0.3.0
+    L25-41; utils/helpers.py@v0.2.2 L35-50, first_last_layers_bf16 = False), whose MXFP8 and FP8-CS presets set
+    fp8_param_gather = True (training/mixed_precision.py@v0.1.0rc4 L230, L268; @v0.2.2 and @v0.3.0 L251, L289):
+    'primary'. The NVFP4
+    preset keeps bf16 weights (fp8_param_gather = False, @v0.3.0 L402: 'cached') until fp4_param_gather = True
+    (@v0.4.2 L422, 26.04.01 on: 'primary'). None for other rows (not read)."""
+    rel = bridge_release(run)
+    if not rel:
+        return None
+    if run["precision"] in ("fp8-tensorwise", "mxfp8"):
+        return "primary"
+    if run["precision"] == "nvfp4":
+        return "primary" if rel >= (26, 4, 1) else "cached"
+    return None
+
+
+def param_gather(run: dict[str, Any], spec) -> ParamGather:
+    """StepSettings.param_gather of a row. Bytes: per-tensor FP8 primary weights (recipe_low_precision_weights
+    'primary' under FP8-CS) gather their layer matrices at 1 B (core.comm.dp_costs.primary_fp8_gather_bytes);
+    bf16 otherwise (MXFP8's primary weights gather in bf16 through the gradient buffer, the same docstring; NVFP4
+    'primary' from 26.04.01: Megatron-Core 0.16's buffer has no FP4 path, taken as bf16). Overlapped unless the
+    row's overlap_param_gather is false (cited per row: the 25.11 perf configs' fp8_mx switch)."""
+    overlapped = run.get("overlap_param_gather") is not False
+    if run["precision"] != "fp8-tensorwise" or recipe_low_precision_weights(run) != "primary":
+        return ParamGather(overlapped=overlapped)
+    lay = run["layout"]
+    return ParamGather(primary_fp8_gather_bytes(spec, lay["tp"], lay["pp"], lay.get("ep") or 1), overlapped)
 
 
 def why_not(run: dict[str, Any]) -> str:
@@ -288,7 +327,10 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
                             # with overlapped gradient reduce and parameter gather (core.comm.dp_overlap)
                             dp_schedule="fsdp2" if torchtitan else "megatron", dp_overlap=1.0,
                             # torchtitan reduces gradients in fp32 (config mixed_precision_reduce = "float32")
-                            grad_comm_bytes=4.0 if torchtitan else 2.0)
+                            grad_comm_bytes=4.0 if torchtitan else 2.0,
+                            # the distributed optimizer's gather: FP8-CS primary weights at their FP8 bytes,
+                            # synchronous where the recipe turns its overlap off (param_gather)
+                            param_gather=param_gather(run, spec))
     settings = replace(settings, **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     return step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
