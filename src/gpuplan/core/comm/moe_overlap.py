@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.core.bulk import maximum, minimum
+from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
 
 # SMs the MoE dispatcher kernels hold while they run beside compute (the phases below): DeepEP's
 # default 20 (Megatron-Core transformer_config.py moe_deepep_num_sms, "historical default 20") of
@@ -105,3 +106,18 @@ def paired_send_slack(phases: MoeLayerPhases, call_seconds):
     which runs beside the paired backward's attention (the last phase above), so it leaves
     max(0, pre-dispatch backward - one all-to-all) before the end. The step waits on the later."""
     return minimum(phases.attention_weight_grad, maximum(phases.pre_dispatch_backward - call_seconds, 0.0))
+
+
+def fill_drain_all_to_all(ep_exposed, ep_total, combined_1f1b, pp, vpp, micro_batches):
+    """EP all-to-all seconds the pipeline's fill and drain add to its bubble: the bubble idles a stage for
+    pipeline_bubble_fraction(pp, vpp, micro_batches) micro-batches of another stage's work (core.time.
+    pipeline_schedule; core.time.step charges it at the compute alone), and that work is whole
+    micro-batches, each MoE layer's dispatch and combine inside them: the warm-up runs pp - rank - 1 full
+    forward_steps and the cool-down their backward_steps (schedules.py@core_v0.14.0 L2079-2083, L2131-2132,
+    L2257-2259, forward_backward_pipelining_without_interleaving; the interleaved schedule's warm-up and
+    cool-down likewise, L1369, L1771), and the NCCL ``alltoall`` dispatcher's all_to_all runs in the layer's
+    order (token_dispatcher.py@core_v0.14.0 L625-631, L769). Per micro-batch that is the stage's exposed
+    all-to-all (``ep_exposed`` / ``micro_batches``: the step's own, no combined schedule) or, under the
+    combined 1F1B schedule (``combined_1f1b``), all of it (``ep_total``): the fill's forwards and the
+    drain's backwards are the unpaired micro-batches exposed_all_to_all charges in full. Seconds per step."""
+    return pipeline_bubble_fraction(pp, vpp, micro_batches) * (ep_total if combined_1f1b else ep_exposed) / micro_batches

@@ -28,7 +28,7 @@ from gpuplan.core.bulk import minimum
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token
 from gpuplan.core.model.spec import ModelSpec, expert_matrix_params
 from gpuplan.core.memory.model_states import stage_span
-from gpuplan.core.comm.moe_overlap import EP_COMM_SM_SHARE, MoeLayerPhases
+from gpuplan.core.comm.moe_overlap import EP_COMM_SM_SHARE, MoeLayerPhases, fill_drain_all_to_all
 from gpuplan.core.model.mtp import mtp_stage_layer_shed
 from gpuplan.core.time.moe_host import stage_exposed_host_seconds
 from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
@@ -397,7 +397,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     compute = compute + micro_batches * AO.microbatch_exposed_seconds(  # CPU activation offloading: pp 1 only
         spec, settings, cluster.gpu.id, mb_tokens, tp, spec.num_layers, phases)
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
-    comm_total = sum((c.total for c in costs), 0.0)
+    comm_total, bubble = sum((c.total for c in costs), 0.0), bubble + fill_drain_all_to_all(exposed["EP"], by_parallelism(costs, "EP", "total"), settings.ep_a2a_overlap, pp, vpp, micro_batches)
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)
     shards = 1 + (data - 1) * ((zero >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp))  # BF16_Optimizer
     optimizer = 2 * 16.0 * trained / shards / hbm
