@@ -181,9 +181,8 @@ def drafter_runs_eager(release: EngineRelease, method: str) -> bool:
     """An EAGLE proposer launched without CUDA graphs: vLLM V1 before 0.9.0, whose release
     notes list 'torch.compile & cudagraph to EAGLE (#17211)' (v0.9.0, 2025-05-15; a vLLM maintainer
     on the V1 EAGLE benchmarks of April 2025, vllm PR 17202: '#17211 can be critical for the e2e
-    performance'). Each draft step then pays Efficiency.layer_launch_s per layer. MTP is not listed:
-    vLLM 0.8.x runs it on V0 only, which the inputs refuse for a 0.8.x release
-    (jobs.inference.inputs_releases.VLLM_SPECULATIVE_V0_ONLY), so no V1 0.8.x MTP reaches here."""
+    performance'). Each draft step then pays Efficiency.layer_launch_s per layer. No MTP: 0.8.x runs it on V0
+    only, refused before here (jobs.inference.inputs_releases.VLLM_SPECULATIVE_V0_ONLY)."""
     return (release.engine == "vllm" and VLLM_V1_SINCE <= release.version < (0, 9, 0)
             and method in ("eagle", "eagle3"))
 
