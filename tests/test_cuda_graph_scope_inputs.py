@@ -25,7 +25,11 @@ MICRO_BATCHES, MOE_LAYERS = 64, 48  # 1,024 / (dp 16 x mb 1); Qwen3-30B-A3B's 48
 
 def _row_fields(run, **extra) -> dict:
     """The row's recipe as a user types it (conftest's published_row_fields adds the layout)."""
-    return dict(dtype="fp8", framework="megatron", ep_dispatcher="flex", loss=run["recipe_memory"]["loss"]) | extra
+    from gpuplan.jobs.validation.published_throughput import recipe_low_precision_weights
+
+    fields = dict(dtype="fp8", framework="megatron", ep_dispatcher="flex", loss=run["recipe_memory"]["loss"]) | extra
+    fp8 = fields["dtype"] == "fp8"  # FP8-CS: primary weights (its gather at 1 B); a BF16 run has none
+    return fields | {"low_precision_weights": recipe_low_precision_weights(run) if fp8 else None}
 
 
 def _step(plan_published_row, run, **extra) -> float:

@@ -122,7 +122,8 @@ def test_nemo2_fp8_rows_run_a_bf16_gradient_buffer():
     from gpuplan.jobs.validation.published_fits import recipe_memory_fields, row_plan
 
     run = published_rows_by_id()["nemo2502-llama-3.1-405b-b200-128g"]
-    assert recipe_memory_fields(run) == {"grad_dtype": "bf16"}
+    # + its FP8 primary weights (fp8_params = True, mixed_precision.py@v2.2.0 L53: tests/test_fp8_param_gather)
+    assert recipe_memory_fields(run) == {"grad_dtype": "bf16", "low_precision_weights": "primary"}
     now = row_plan(run)
     before = row_plan({**run, "recipe_memory": {"zero": 1}})
     assert now.memory.grads / before.memory.grads == pytest.approx(2 / 4, rel=1e-12)

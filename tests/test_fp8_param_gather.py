@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from gpuplan.catalog import load_accelerator, load_model
-from gpuplan.core.comm.dp_costs import ParamGather, data_parallel_costs, params_per_gpu, primary_fp8_gather_bytes
+from gpuplan.core.comm.dp_costs import ParamGather, data_parallel_costs, gather_bytes, params_per_gpu
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.time.step import StepSettings
 from gpuplan.jobs.validation import published_throughput as pt
@@ -27,11 +27,12 @@ TOTAL = MATRICES + EMBED_HEAD + NORMS  # 405,853,388,800
 def test_405b_fp8cs_gather_bytes_by_hand():
     spec = load_model("llama-3.1-405b")
     assert TOTAL == 405_853_388_800
-    # per GPU at tp 4: matrices, embedding and head / 4, the norms replicated over TP
-    matrices, rest = MATRICES / 4, EMBED_HEAD / 4 + NORMS
-    by_hand = (matrices * 1 + rest * 2) / (matrices + rest)  # 1.01040 B an element
-    assert primary_fp8_gather_bytes(spec, 4, 8, 1) == pytest.approx(by_hand, rel=1e-6)
-    assert by_hand == pytest.approx(1.0104, abs=1e-4)
+    # one rank's share at tp 4, pp 8 (params_per_gpu: every parameter / (tp x pp)): matrices at 1 B, the rest at 2
+    by_hand = (MATRICES * 1 + (EMBED_HEAD + NORMS) * 2) / 32  # 12.815e9 B, 1.01037 B an element
+    fp8 = ParamGather(fp8_matrices=True)
+    assert gather_bytes(spec, fp8, 4, 8, 1) == pytest.approx(by_hand, rel=1e-9)
+    assert by_hand / (TOTAL / 32) == pytest.approx(1.0104, abs=1e-4)
+    assert gather_bytes(spec, ParamGather(), 4, 8, 1) == pytest.approx(TOTAL / 32 * 2, rel=1e-9)
 
 
 def test_405b_fp8cs_row_gathers_half_the_bf16_bytes_a_step():
@@ -39,8 +40,8 @@ def test_405b_fp8cs_row_gathers_half_the_bf16_bytes_a_step():
     weights once a step, 405,853,388,800 / 32 = 12.68e9 elements; at 1.0104 B: 12.81 GB (bf16: 25.37 GB)."""
     row = {r["id"]: r for r in pt.published_throughput_rows()}["mbridge-25.09-llama-3.1-405b-b200-128g-fp8cs"]
     spec = load_model("llama-3.1-405b")
-    gather = pt.param_gather(row, spec)
-    assert gather.overlapped and gather.bytes == pytest.approx(1.0104, abs=1e-4)
+    gather = pt.param_gather(row)
+    assert gather == ParamGather(fp8_matrices=True)
     cluster = cluster_for(load_accelerator("b200"))
     held = params_per_gpu(spec, 4, 8, 1)
     assert held == pytest.approx(TOTAL / 32)
@@ -52,24 +53,35 @@ def test_405b_fp8cs_row_gathers_half_the_bf16_bytes_a_step():
         (ag,) = [c for c in costs if c.collective == "param all-gather"]
         return ag.calls * ag.bytes_per_call
 
-    assert gathered_bytes(gather) == pytest.approx(TOTAL / 32 * 1.0104, rel=2e-4)  # 12.81 GB
+    assert gathered_bytes(gather) == pytest.approx((MATRICES + 2 * (EMBED_HEAD + NORMS)) / 32, rel=1e-9)  # 12.81 GB
     assert gathered_bytes(ParamGather()) == pytest.approx(TOTAL / 32 * 2, rel=1e-9)  # 25.37 GB
 
 
-def test_mxfp8_and_nemo2_rows_gather_bf16_and_the_25_11_switch_is_synchronous():
+def test_mxfp8_rows_gather_bf16_and_the_25_11_switch_is_synchronous():
     rows = {r["id"]: r for r in pt.published_throughput_rows()}
-    spec = load_model("llama-3.1-405b")
-    assert pt.param_gather(rows["mbridge-25.09-llama-3.1-405b-b200-128g-mxfp8"], spec) == ParamGather()
+    assert pt.param_gather(rows["mbridge-25.09-llama-3.1-405b-b200-128g-mxfp8"]) == ParamGather()
     sync = rows["mbridge-25.11-llama-3.1-405b-b200-128g-mxfp8"]
-    assert pt.param_gather(sync, spec) == ParamGather(2.0, overlapped=False)
+    assert pt.param_gather(sync) == ParamGather(overlapped=False)
     # synchronous: the whole gather is exposed, more than the overlapped schedule leaves
     step, overlapped = pt.predicted_step(sync), pt.predicted_step(sync, param_gather=ParamGather())
     assert step.dp_comm > overlapped.dp_comm and step.dp_traffic == pytest.approx(overlapped.dp_traffic)
-    # NeMo 25.04 FP8-CS rows: no recipe reading of fp8_param_gather (recipe_low_precision_weights None)
-    nemo = next(r for r in rows.values() if r["family"].startswith("nemo-25.04") and r["precision"] == "fp8-tensorwise")
-    assert pt.recipe_low_precision_weights(nemo) is None and pt.param_gather(nemo, spec) == ParamGather()
 
 
 def test_settings_default_gathers_bf16_overlapped():
-    assert StepSettings().param_gather == ParamGather(2.0, True)
-    assert replace(StepSettings(), param_gather=ParamGather(1.0)).param_gather.overlapped
+    assert StepSettings().param_gather == ParamGather(2.0, fp8_matrices=False, overlapped=True)
+    assert replace(StepSettings(), param_gather=ParamGather(fp8_matrices=True)).param_gather.overlapped
+
+
+def test_nemo2_fp8_rows_gather_fp8_but_under_megatron_fsdp():
+    """NeMo 25.02 (fp8_params = True, mixed_precision.py@v2.2.0 L53) and 25.04 (fp8_param_gather = True,
+    @v2.3.0 L70 / L135; off under Megatron FSDP, scripts/performance/utils.py@v2.3.0 L352-354): the step's
+    gather and the memory check's weights read one answer."""
+    from gpuplan.jobs.validation.published_fits import recipe_memory_fields
+
+    rows = {r["id"]: r for r in pt.published_throughput_rows()}
+    for run_id in ("nemo2502-llama-3.1-405b-b200-128g", "nemo2504-llama-3.1-405b-gb200-128g"):
+        assert pt.param_gather(rows[run_id]) == ParamGather(fp8_matrices=True)
+        assert recipe_memory_fields(rows[run_id])["low_precision_weights"] == "primary"
+    fsdp = rows["nemo2504-llama-3-70b-gb200-64g"]  # printed FSDP: ZeRO-3
+    assert pt.recipe_low_precision_weights(fsdp) is None and "low_precision_weights" not in recipe_memory_fields(fsdp)
+    assert pt.recipe_low_precision_weights(rows["nemo2407-llama-3-8b-h100-8g"]) is None  # 24.07: not read

@@ -16,10 +16,11 @@ FP8_UB = "mbridge-26.04.01-llama-3-70b-h100-sxm-64g-fp8cs"  # tp 4 with userbuff
 def plan(plan_published_row):
     """`gpuplan plan` (Python API) held to the row's own layout (conftest's plan_published_row), as a user would
     type it: the row's precision, --framework megatron, --tp-comm-overlap where the recipe runs userbuffers."""
-    from gpuplan.jobs.validation.published_throughput import PRECISION, tp_comm_overlapped
+    from gpuplan.jobs.validation.published_throughput import PRECISION, recipe_low_precision_weights, tp_comm_overlapped
 
     def plan_row(run, recompute: str = "none", **extra):
-        settings = dict(dtype=PRECISION[run["precision"]], framework="megatron", recompute=recompute)
+        settings = dict(dtype=PRECISION[run["precision"]], framework="megatron", recompute=recompute,
+                        low_precision_weights=recipe_low_precision_weights(run))  # FP8-CS: primary (its gather)
         if tp_comm_overlapped(run):
             settings["tp_comm_overlap"] = True
         return plan_published_row(run, **settings | extra)

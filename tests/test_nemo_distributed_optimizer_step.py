@@ -6,6 +6,8 @@ from copy import deepcopy
 
 import pytest
 
+from gpuplan.core.comm.dp_costs import ParamGather
+
 from gpuplan.jobs.validation import published_fits, published_throughput as pt
 
 
@@ -25,7 +27,8 @@ def test_nemo_row_steps_with_its_recipe_zero1():
     assert pt.predicted_step(row).total == pytest.approx(pt.predicted_step(printed).total, rel=1e-12)
     ddp = deepcopy(row)
     del ddp["recipe_memory"]["zero"]
-    sharded, replicated = pt.predicted_step(row), pt.predicted_step(ddp)
+    # bf16 gathers on both sides (the row's FP8 parameter gather: tests/test_fp8_param_gather)
+    sharded, replicated = pt.predicted_step(row, param_gather=ParamGather()), pt.predicted_step(ddp)
     # the optimizer pass (2 x 16 B a parameter, memory-bound) on a 1/dp shard: dp = 64
     assert replicated.optimizer / sharded.optimizer == pytest.approx(64, rel=1e-9)
     # the same bytes cross the network (all-reduce = reduce-scatter + all-gather on a ring) ...

@@ -75,7 +75,10 @@ class ParamGather:
     distributed optimizer (ZeRO 1-2), whether it overlaps the next forward (ZeRO-3's gathers: their own schedule)."""
 
     bytes: float = 2.0
-    """Bytes an element on the wire: bf16 2; per-tensor FP8 primary weights: primary_fp8_gather_bytes."""
+    """Bytes an element on the wire (bf16 2), the layer matrices' too unless fp8_matrices."""
+    fp8_matrices: bool = False
+    """Transformer Engine holds the layer matrices as primary per-tensor FP8 weights (fp8_param_gather): they
+    gather at 1 B an element (gather_bytes)."""
     overlapped: bool = True
     """Megatron's overlap_param_gather: the gather runs bucket by bucket under the next forward
     (core.comm.dp_overlap.bucketed_exposed); False: the optimizer step issues it synchronously and all of it
@@ -83,27 +86,32 @@ class ParamGather:
     per model chunk when not ddp_config.overlap_param_gather)."""
 
 
-def primary_fp8_gather_bytes(spec: ModelSpec, tp: int, pp: int, ep: int, weight_bytes: float = 2.0) -> float:
-    """Bytes an element of Megatron's distributed-optimizer parameter all-gather, averaged over a rank's
-    parameters (params_per_gpu's, every stage), when Transformer Engine holds the layer matrices as primary
-    per-tensor FP8 weights (fp8_param_gather: Megatron-Bridge's FP8-CS preset, training/mixed_precision.py
-    @v0.1.0rc4 L268, @v0.2.2 L289, @v0.3.0 L289). Megatron-Core buffers a Float8Tensor's data as torch.uint8
-    (distributed/distributed_data_parallel.py@core_v0.14.0 L225-233, @core_v0.16.0 L142-146) and gathers
-    that buffer (param_and_grad_buffer.py start_param_sync: all_gather of bucket.param_data), 1 B; the scale
-    comes from an all-reduce of one amax a tensor (fp8_utils.py@core_v0.14.0 L264, L351: bytes negligible).
-    The rest (embedding, LM head, norms, biases) stays ``weight_bytes`` (bf16). The matrices are the memory
-    model's (core.memory.model_states.StageParams.matrices: attention, MLP, shared and routed experts,
-    router). Not MXFP8: its primary weights gather in bf16 through the gradient buffer
-    (param_and_grad_buffer.py@core_v0.14.0 L681-695, @core_v0.16.0 L779-792: param_data is a bf16 view of
-    the shared grad buffer; L304-322: each param quantises its gathered slice), so it stays ``weight_bytes``."""
+def matrices_per_gpu(spec: ModelSpec, tp, pp, ep):
+    """Layer matrices (attention, MLP, shared and routed experts, router: core.memory.model_states.StageParams.
+    matrices) one GPU holds, as params_per_gpu divides them: dense / (tp x pp), routed experts / (ep x pp)."""
     from gpuplan.core.memory.model_states import stage_params
     from gpuplan.core.parallel import ParallelLayout
 
-    layout = ParallelLayout(tp=tp, pp=pp, ep=ep)
-    stages = [stage_params(spec, layout, stage) for stage in range(pp)]
-    matrices = sum(float(s.matrices) for s in stages)
-    total = sum(float(s.total) for s in stages)
-    return weight_bytes - (weight_bytes - 1.0) * matrices / total
+    whole = stage_params(spec, ParallelLayout(), 0)
+    return (whole.matrices - whole.experts) / (tp * pp) + whole.experts / (ep * pp)
+
+
+def gather_bytes(spec: ModelSpec, param_gather: ParamGather, tp, pp, ep):
+    """Bytes of one rank's parameters on the gather's wire. With fp8_matrices (primary per-tensor FP8 weights:
+    Megatron-Bridge's FP8-CS preset sets fp8_param_gather = True, training/mixed_precision.py@v0.1.0rc4 L268,
+    @v0.2.2 L289, @v0.3.0 L289) Megatron-Core buffers a Float8Tensor's data as torch.uint8
+    (distributed/distributed_data_parallel.py@core_v0.14.0 L225-233, @core_v0.16.0 L142-146) and gathers that
+    buffer (param_and_grad_buffer.py start_param_sync: all_gather of bucket.param_data): 1 B a matrix element;
+    the scale comes from an all-reduce of one amax a tensor (fp8_utils.py@core_v0.14.0 L264, L351: bytes
+    negligible); the rest (embedding, LM head, norms) stays ``param_gather.bytes``. TE's GroupedLinear experts
+    are primary FP8 too (module/grouped_linear.py@v1.13 L645, base.py L448). Not MXFP8: its primary weights
+    gather in bf16 through the gradient buffer (reuse_grad_buf_for_mxfp8_param_ag; param_and_grad_buffer.py
+    @core_v0.14.0 L681-695, @core_v0.16.0 L779-792: param_data is a bf16 view of the shared grad buffer;
+    L304-322: each param quantises its gathered slice)."""
+    held = params_per_gpu(spec, tp, pp, ep) * param_gather.bytes
+    if not param_gather.fp8_matrices:
+        return held
+    return held - matrices_per_gpu(spec, tp, pp, ep) * (param_gather.bytes - 1.0)
 
 
 def deepspeed_buckets(trained_params):
@@ -197,7 +205,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     group = populations[0][1]
     across = cluster.group(replicas, tp * shard)
     grads = trained_params * settings.grad_comm_bytes
-    weights = params_per_gpu(spec, tp, pp, ep) * settings.param_gather.bytes
+    weights = gather_bytes(spec, settings.param_gather, tp, pp, ep)
     # torchtitan's ZeRO-2 is FSDP2 without reshard after forward: its collectives are ZeRO-3's, one gather a
     # micro-batch (forward only) where a pipeline does not keep the stage gathered (fsdp2_no_reshard)
     no_reshard = fsdp2_no_reshard(settings, zero)

@@ -15,6 +15,7 @@ import numpy as np
 
 from gpuplan.core.memory import training as M
 from gpuplan.core.time.attention_core import execution_kernel, step_kernel
+from gpuplan.core.comm.dp_costs import ParamGather
 from gpuplan.core.comm.dp_overlap import schedule_for
 from gpuplan.core.frameworks import deepspeed_bf16_engine, op_sac_fused_qkv
 from gpuplan.core.parallel import check_model_degrees
@@ -146,6 +147,9 @@ def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSet
     return StepSettings(seq_len=inputs.seq_len, dtype=inputs.dtype, dp_overlap=dp_overlap,
                         dp_schedule=schedule_for(inputs.framework),
                         grad_comm_bytes=grad_comm_bytes(inputs),
+                        # --low-precision-weights primary under per-tensor FP8: the matrices gather at 1 B (core.comm.dp_costs)
+                        param_gather=ParamGather(fp8_matrices=getattr(inputs, "low_precision_weights", None) == "primary"
+                                                 and inputs.dtype == "fp8" and inputs.fp8_recipe != "mxfp8"),
                         # DeepSpeed's BF16_Optimizer: the rule memory reads too (core.frameworks, core.time.optimizer)
                         deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name),
                         tp_overlap=tp_overlap,

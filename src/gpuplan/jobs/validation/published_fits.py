@@ -81,7 +81,8 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
       per row (bf16 gradient buffer, bf16 Adam moments, TE's fused cross-entropy, the embedding / loss
       pipeline slots); NeMo 25.02 / 25.04 rows carry grad_dtype (their perf scripts' grad_reduce_in_fp32 False).
     - low_precision_weights: published_throughput.recipe_low_precision_weights (FP8-CS and MXFP8 presets'
-      fp8_param_gather = True: 'primary'; NVFP4 'cached' until 26.04.01), which the step's gather reads too.
+      fp8_param_gather = True: 'primary'; NVFP4 'cached' until 26.04.01; NeMo 25.02 / 25.04 FP8 rows' fp8_params /
+      fp8_param_gather: 'primary' but under Megatron FSDP), which the step's gather reads too.
     - ep_dispatcher flex: the row's moe_comm (dispatcher flex, read per row): HybridEP's buffers instead of
       NCCL all-to-all's (core.memory.device_memory.hybrid_ep_bytes), DeepEP's where its backend names DeepEP
       (flex_backend deepep: core.memory.deep_ep).
@@ -91,12 +92,12 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     """
     recipe = run.get("recipe_memory") or {}
     fields: dict[str, Any] = {k: recipe[k] for k in RECIPE_MEMORY_FIELDS if k in recipe}  # NeMo 2.0 rows: grad_dtype
+    if recipe_low_precision_weights(run):  # Bridge and NeMo 2 FP8 rows; the step's parameter gather reads the same
+        fields["low_precision_weights"] = recipe_low_precision_weights(run)
     rel = bridge_release(run)
     if not rel:
         return fields
     from gpuplan.jobs.validation.published_throughput import flex_backend
-    if recipe_low_precision_weights(run):  # the step's parameter gather reads the same
-        fields["low_precision_weights"] = recipe_low_precision_weights(run)
     moe_comm = run.get("moe_comm") or {}
     if moe_comm.get("dispatcher") == "flex":  # HybridEP's, or DeepEP's buffers (published_throughput.flex_backend)
         fields["ep_dispatcher"] = "flex"

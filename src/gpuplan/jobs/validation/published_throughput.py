@@ -20,7 +20,7 @@ from gpuplan.core.time.titan_ops import from_framework_label
 from gpuplan.core.time.pipeline_schedule import layout_stage_layers
 from gpuplan.core.frameworks import framework, torchtitan_fuses_qkv, torchtitan_repeats_kv
 from gpuplan.core.time.megatron_ops import cross_entropy_impl
-from gpuplan.core.comm.dp_costs import ParamGather, primary_fp8_gather_bytes
+from gpuplan.core.comm.dp_costs import ParamGather
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 from gpuplan.schema.te_kernels import kernel_step_settings
@@ -127,10 +127,18 @@ def recipe_low_precision_weights(run: dict[str, Any]) -> str | None:
     fp8_param_gather = True (training/mixed_precision.py@v0.1.0rc4 L230, L268; @v0.2.2 and @v0.3.0 L251, L289):
     'primary'. The NVFP4
     preset keeps bf16 weights (fp8_param_gather = False, @v0.3.0 L402: 'cached') until fp4_param_gather = True
-    (@v0.4.2 L422, 26.04.01 on: 'primary'). None for other rows (not read)."""
+    (@v0.4.2 L422, 26.04.01 on: 'primary'). NeMo 25.02 / 25.04 FP8 rows: 'primary' too (25.02: the perf scripts'
+    bf16_with_fp8_mixed, scripts/llm/performance/pretrain_llama3_8b.py@v2.2.0 L64-65, sets fp8_params = True,
+    recipes/precision/mixed_precision.py@v2.2.0 L53, which turns fp8_param_gather on, lightning/pytorch/plugins/
+    mixed_precision.py@v2.2.0 L99-105; 25.04: bf16_with_fp8_mixed / _current_scaling_mixed set fp8_param_gather =
+    True, mixed_precision.py@v2.3.0 L70 / L135, taken by scripts/performance/utils.py@v2.3.0 L340-349) except
+    under Megatron FSDP (ZeRO-3 rows: the same utils.py L352-354 turns it off). None for other rows (not read:
+    NeMo 24.07's launcher, torchtitan)."""
     rel = bridge_release(run)
     if not rel:
-        return None
+        nemo2 = release(run["family"])[:2] in ((25, 2), (25, 4)) and run["id"].startswith("nemo25")
+        fp8 = PRECISION.get(run["precision"]) == "fp8" and run["precision"] != "mxfp8"
+        return "primary" if nemo2 and fp8 and nemo2_layout(run).get("zero") != 3 else None
     if run["precision"] in ("fp8-tensorwise", "mxfp8"):
         return "primary"
     if run["precision"] == "nvfp4":
@@ -138,17 +146,16 @@ def recipe_low_precision_weights(run: dict[str, Any]) -> str | None:
     return None
 
 
-def param_gather(run: dict[str, Any], spec) -> ParamGather:
-    """StepSettings.param_gather of a row. Bytes: per-tensor FP8 primary weights (recipe_low_precision_weights
-    'primary' under FP8-CS) gather their layer matrices at 1 B (core.comm.dp_costs.primary_fp8_gather_bytes);
-    bf16 otherwise (MXFP8's primary weights gather in bf16 through the gradient buffer, the same docstring; NVFP4
-    'primary' from 26.04.01: Megatron-Core 0.16's buffer has no FP4 path, taken as bf16). Overlapped unless the
-    row's overlap_param_gather is false (cited per row: the 25.11 perf configs' fp8_mx switch)."""
-    overlapped = run.get("overlap_param_gather") is not False
-    if run["precision"] != "fp8-tensorwise" or recipe_low_precision_weights(run) != "primary":
-        return ParamGather(overlapped=overlapped)
-    lay = run["layout"]
-    return ParamGather(primary_fp8_gather_bytes(spec, lay["tp"], lay["pp"], lay.get("ep") or 1), overlapped)
+def param_gather(run: dict[str, Any]) -> ParamGather:
+    """StepSettings.param_gather of a row: primary per-tensor FP8 weights (recipe_low_precision_weights 'primary'
+    under FP8-CS or NeMo 2's delayed / current scaling) gather their layer matrices at 1 B
+    (core.comm.dp_costs.gather_bytes); bf16 otherwise (MXFP8's primary weights gather in bf16 through the gradient
+    buffer, the same docstring; NVFP4 'primary' from 26.04.01: Megatron-Core 0.16's buffer has no FP4 path read,
+    taken as bf16). Overlapped unless the row's overlap_param_gather is false (cited per row: the 25.11 perf
+    configs' fp8_mx switch)."""
+    fp8 = PRECISION.get(run["precision"]) == "fp8" and run["precision"] != "mxfp8"
+    return ParamGather(fp8_matrices=fp8 and recipe_low_precision_weights(run) == "primary",
+                       overlapped=run.get("overlap_param_gather") is not False)
 
 
 def why_not(run: dict[str, Any]) -> str:
@@ -330,7 +337,7 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
                             grad_comm_bytes=4.0 if torchtitan else 2.0,
                             # the distributed optimizer's gather: FP8-CS primary weights at their FP8 bytes,
                             # synchronous where the recipe turns its overlap off (param_gather)
-                            param_gather=param_gather(run, spec))
+                            param_gather=param_gather(run))
     settings = replace(settings, **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     return step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
