@@ -2,7 +2,15 @@
 (gpt_bigcode config reading, the vLLM --speculative release gates, completion refusals that offer a re-run batch,
 --spot-price, the training-log adapters, budget / plan / memory / measure), and three leftovers fixed at their
 cause. Each refusal is one line naming the field and what is valid (exit status 2, 4xx on the web, no traceback).
-SWEEP_SIZES_PLACEHOLDER
+The sweep (not run here; each case a `python -m gpuplan` subprocess under a 25 s timeout, or in-process with
+SIGALRM): 2,300 random `infer` combinations (vLLM / SGLang releases, every --speculative method, drafts, --rps
+sizing, LoRA, disaggregation; 1,500 with edge values such as 0, -0, nan, inf, 1e308, 5e-324, '1_000', ' 8 ',
+fullwidth and Arabic digits, 5,000-character text), 1,000 train / budget / plan combinations over --spot-price,
+--price, --provider, --spot-discount, --failure-rate, --global-batch-tokens, --gpus with --days, 600 mutated
+GPTBigCode config.json files through memory / train / infer / plan (150 also through the web's pasted config and the
+Python API), 600 mutated training logs through calibrate, 500 bodies through the four doors (flags, plan file, web
+TestClient, Python API), FIFOs / symlink loops / folders / devices as files, YAML 1.1 sexagesimals, dates and tags.
+No hang, traceback or exit 0 with stderr; the defects below were what it found, with the three leftovers.
 """
 
 import re
