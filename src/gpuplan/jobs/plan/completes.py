@@ -298,8 +298,13 @@ def _whole_or(value: float) -> float | int:
 
 
 def _asked(inputs, searched: np.ndarray) -> str:
-    """--gpus as the search read it (a range shows as its counts' span); the counts ``searched`` where none was
-    given (`train --global-batch-tokens 1e12` with no --gpus ended in a TypeError formatting None, wave 9)."""
+    """--gpus as written (plan's CountsAsked: a range as its span, a list as its counts); the span of the counts
+    ``searched`` where none was given (`train --global-batch-tokens 1e12` with no --gpus ended in a TypeError
+    formatting None, wave 9)."""
     given = (inputs.gpus,) if inputs.gpus else (int(searched.min()), int(searched.max()))
     counts = getattr(inputs, "gpu_counts", None) or given  # plan's list or range; train's one count
+    from gpuplan.jobs.plan.schema import CountsAsked  # lazy: the schema loads the field groups
+
+    if isinstance(counts, CountsAsked):
+        return str(counts)
     return f"{counts[0]:,}" if len(counts) == 1 else f"{min(counts):,}-{max(counts):,}"

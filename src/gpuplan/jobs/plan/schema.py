@@ -6,6 +6,8 @@ deadline) to search, and the knobs of the step model."""
 
 from typing import Annotated, Any
 
+from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
+
 from gpuplan.errors import InputError
 from gpuplan.jobs.budget.fields import BudgetFields
 from gpuplan.schema import types as T
@@ -25,10 +27,31 @@ def _one(value: Any, field: str) -> int:
         int(T.count(V.MAX_GPUS, whole=True)(value.strip(), None))
 
 
+class CountsAsked(tuple):
+    """GPU counts as --gpus wrote them: ``span`` True for a range low-high, False for one count or a list, so a
+    message says 'on 64-128 GPUs' for a range and 'on 64 or 128 GPUs' for the list 64,128 (a list read as a
+    range was a wave 11 finding). A tuple of ints otherwise; `str` is the wording."""
+
+    def __new__(cls, counts, span: bool = False):
+        made = super().__new__(cls, counts)
+        made.span = span
+        return made
+
+    def __str__(self) -> str:
+        words = [f"{c:,}" for c in self]
+        if self.span:
+            return f"{min(self):,}-{max(self):,}"
+        return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
 def gpu_counts(value: Any, info=None) -> tuple[int, ...]:
     """'1024' -> (1024,), '256,512,1024' -> those, '512-4096' -> the powers of two in range and both ends
     (planner.space.power_counts), so a range without a power of two keeps both ends: '100-120' -> (100, 120),
-    where it stood for 100 alone and the rest was dropped silently (wave 9)."""
+    where it stood for 100 alone and the rest was dropped silently (wave 9). Returned as CountsAsked (list or
+    range kept)."""
+    if isinstance(value, CountsAsked):
+        return value
+    span = False
     try:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return (_one(value, "gpus"),)
@@ -42,7 +65,7 @@ def gpu_counts(value: Any, info=None) -> tuple[int, ...]:
                     raise InputError("gpus", text, "a range low-high with low <= high, e.g. 512-4096")
                 from gpuplan.planner.space import power_counts  # lazy: planner.space loads numpy (test_startup)
 
-                counts = power_counts(low, high)
+                counts, span = power_counts(low, high), True
             else:
                 counts = tuple(_one(x, "gpus") for x in text.split(","))
     except InputError as exc:
@@ -50,14 +73,17 @@ def gpu_counts(value: Any, info=None) -> tuple[int, ...]:
                          if "expected" in exc.expected else exc.expected) from None
     if not counts or len(counts) > MAX_COUNTS:
         raise InputError("gpus", f"{len(counts):,} GPU counts" if counts else value, f"1 to {MAX_COUNTS:,} GPU counts")
-    return tuple(dict.fromkeys(counts))
+    return CountsAsked(dict.fromkeys(counts), span)
 
 
 def _f(default, help: str, shown: str | None = None):
     return V.field(default, help, shown)
 
 
-GpuCounts = T.typed(tuple[int, ...], gpu_counts)
+GpuCounts = Annotated[tuple[int, ...], PlainValidator(gpu_counts), PlainSerializer(tuple, return_type=tuple[int, ...]),
+                      WithJsonSchema(T.NUMBER_OR_TEXT)]
+"""PlainValidator (T.typed's BeforeValidator would rebuild a plain tuple): CountsAsked reaches the job as parsed;
+dumped as the plain tuple it was (pydantic's tuple serializer warns on a subclass)."""
 
 
 class PlanInputs(ModelFields, LayoutFields, SetupFields, StepFields, BudgetFields):
