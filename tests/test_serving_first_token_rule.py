@@ -57,9 +57,27 @@ def test_disaggregated_pool_ttft_counts_vllms_tokeniser_hold():
 
 def test_disaggregated_hold_is_both_servers_at_the_endpoint_asked():
     """vLLM 0.11.0's chat endpoint: each instance's server holds 2 ms + the 11 ms parse, 26 ms in all; the
-    completions endpoint 4 ms; SGLang 0 (no tokeniser window modelled); vLLM 0.9.1 (no window) 0."""
+    completions endpoint 4 ms; SGLang with no prompt 0 (no tokeniser window); vLLM 0.9.1 (no window) 0."""
     from gpuplan.core.serving.setup import Runtime
     assert RP.disaggregated_hold_seconds(Runtime(version=(0, 11, 0), endpoint="chat")) == pytest.approx(0.026)
     assert RP.disaggregated_hold_seconds(Runtime(version=(0, 11, 0))) == pytest.approx(0.004)
     assert RP.disaggregated_hold_seconds(Runtime(engine="sglang", version=(0, 5, 6), endpoint="chat")) == 0.0
     assert RP.disaggregated_hold_seconds(Runtime(version=(0, 9, 1), endpoint="chat")) == 0.0
+
+
+def test_disaggregated_sglang_hold_is_its_tokenising_once(capsys):
+    """SGLang's prefill-mode server tokenises as any server does (tokenizer_manager.py@v0.5.6:524-525, 663, no
+    branch on disaggregation_mode) and its load balancer posts to the prefill and decode servers at once
+    (mini_lb asyncio.gather): the disaggregated hold is server_hold_seconds once, 8,000 x 1.4 us = 11.2 ms (0 on
+    the parent, review w11 r3 M1), the same hold as the replicas' line of the same run (CLI, both lines)."""
+    from gpuplan.cli import main
+    from gpuplan.core.serving.setup import Runtime
+    sglang = Runtime(engine="sglang", version=(0, 5, 6))
+    assert RP.disaggregated_hold_seconds(sglang, 8000) == pytest.approx(11.2e-3, rel=1e-12)
+    assert RP.disaggregated_hold_seconds(sglang, 8000) == RP.server_hold_seconds(sglang, 8000)
+    main(["infer", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--engine", "sglang==0.5.6", "--quantization", "bf16",
+          "--prompt", "8000", "--output-tokens", "1000", "--rps", "2", "--ttft-p99", "2s", "--tpot", "50ms",
+          "--disaggregate", "--full"])
+    out = capsys.readouterr().out
+    holds = [line.split("server hold ")[1].split(" ms")[0] for line in out.splitlines() if "server hold 1" in line]
+    assert holds == ["11.2", "11.2"], out

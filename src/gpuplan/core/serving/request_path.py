@@ -164,18 +164,25 @@ def server_hold_seconds(runtime: Runtime, prompt: int = 0) -> float:
     return api_server_seconds(runtime.release, runtime.endpoint == "chat") + tokenize_seconds(runtime.release, prompt)
 
 
-def disaggregated_hold_seconds(runtime: Runtime) -> float:
-    """Seconds a request of a disaggregated vLLM deployment (prefill and decode instances, each a ``vllm serve``
-    with its own OpenAI server) is held by the servers before its first token: server_hold_seconds twice. vLLM's
-    P/D proxies send the client's request, as text, first to a prefill instance (max_tokens 1, not streamed) and,
-    once it answers, the same request with its kv_transfer_params to a decode instance, whose stream the client
-    reads (tests/v1/kv_connector/nixl_integration/toy_proxy_server.py@v0.11.0:149-225, @v0.23.0:155-252;
+def disaggregated_hold_seconds(runtime: Runtime, prompt: int = 0) -> float:
+    """Seconds a request of a disaggregated deployment (prefill and decode instances, each with its own server) is
+    held by the servers before its first token, a ``prompt``-token text prompt: the one hold rule
+    (server_hold_seconds, tokenising included), counted per server on the request's critical path.
+    vLLM: twice. Its P/D proxies send the client's request, as text, first to a prefill instance (max_tokens 1, not
+    streamed) and, once it answers, the same request with its kv_transfer_params to a decode instance, whose stream
+    the client reads (tests/v1/kv_connector/nixl_integration/toy_proxy_server.py@v0.11.0:149-225, @v0.23.0:155-252;
     examples/online_serving/disaggregated_serving/disagg_proxy_demo.py@v0.11.0:253-280); the decode instance's
     server parses and tokenises it again (its own tokeniser window and, on 0.11.0's chat endpoint, its own
     template parse: the request path of serving_engine.py@v0.11.0 does not skip them for kv_transfer_params,
     which ride in the request body, entrypoints/openai/protocol.py@v0.11.0:642, 754-756) before the engine loads
-    the transferred KV. The two holds are serial (the proxy awaits the prefill's answer). 0 for other engines."""
-    return 2 * server_hold_seconds(runtime) if runtime.engine == "vllm" else 0.0
+    the transferred KV. The two holds are serial (the proxy awaits the prefill's answer).
+    SGLang: once. A prefill-mode server tokenises like any other (tokenizer_manager.py@v0.5.6:524-525, 663 have no
+    branch on disaggregation_mode, read only at L373 and L1945); its load balancer posts the request to the
+    prefill and the decode server at the same time (sglang/srt/disaggregation/mini_lb.py, 0.4.x,
+    MiniLoadBalancer.generate_stream: asyncio.gather of both posts; 0.5.x's sgl-router keeps the concurrent
+    dispatch), so the decode server's tokenising runs beside the prefill server's, off the critical path."""
+    hold = server_hold_seconds(runtime, prompt)
+    return 2 * hold if runtime.engine == "vllm" else hold
 
 
 def served(step: StepTime, runtime: Runtime, prompt: int = 0) -> StepTime:

@@ -213,7 +213,7 @@ def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = N
                 decodes[tp] = Pool("decode", gpu, tp, rate, count, price_h, source,
                                    _decode_step_at(target.requests_per_s / count, decode, plan.output, cap),
                                    in_flight=in_flight)
-        hold = RP.disaggregated_hold_seconds(plan.setup.runtime)  # the prefill and the decode instance's servers
+        hold = RP.disaggregated_hold_seconds(plan.setup.runtime, plan.prompt)  # the servers on the critical path
         for tp_p, (prefill, _, _) in steps.items():
             for tp_d, decode_pool in decodes.items():
                 transfer = kv_transfer_seconds(plan, gpu, min(tp_p, tp_d))
@@ -306,10 +306,11 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
         Line("disagg_ttft_p99", "TTFT p99", prefill.latency_s, "s", f"{_ms(prefill.latency_s)} (target "
              f"{_ms(target.ttft_p99)})", f"at {target.requests_per_s / prefill.instances:,.2f} requests/s an "
              "instance (the load asked): " + _ttft_terms(
-                 RP.disaggregated_hold_seconds(plan.setup.runtime), prefill.prefill_s,
+                 RP.disaggregated_hold_seconds(plan.setup.runtime, plan.prompt), prefill.prefill_s,
                  target.requests_per_s / prefill.instances * prefill.prefill_s, prefill.transfer_s)
-             + " (KV transfer: prompt KV / (tp x NIC bandwidth); server hold: the prefill and the decode "
-             "instance's servers each)"),
+             + " (KV transfer: prompt KV / (tp x NIC bandwidth); server hold: " + (
+                 "the prefill and then the decode instance's server" if plan.setup.runtime.engine == "vllm" else
+                 "the prefill and the decode servers tokenise at once, counted once") + ")"),
         Line("disagg_tpot", "time per output token", decode.latency_s, "s",
              f"{_ms(decode.latency_s)} (target {_ms(target.tpot)})", "decode step at the batch in flight at "
              f"{target.requests_per_s / decode.instances:,.2f} requests/s an instance (the load asked)"),
