@@ -1,10 +1,12 @@
 """The serving features an engine release must have for `gpuplan infer`'s options to apply (InferenceInputs checks
 them): a vLLM release older than a feature answered as if it had it (wave 10: `--engine vllm==0.2.6 --enable-lora`
-sized adapter slots, `--speculative eagle` a speed-up, exit 0). Releases from 0.2.0 are modelled
-(core.serving.releases.OLDEST)."""
+sized adapter slots, `--speculative eagle` a speed-up, exit 0), and so did an SGLang or TensorRT-LLM release older
+than a speculative method (wave 11: `--engine sglang==0.3.0 --speculative eagle3`). The releases modelled are
+core.serving.releases.OLDEST to NEWEST."""
 
 from __future__ import annotations
 
+from gpuplan.core.serving.engines import ENGINE_NAMES
 from gpuplan.errors import InputError
 
 VLLM_LORA_SINCE = (0, 3, 0)
@@ -27,6 +29,39 @@ VLLM_SPECULATIVE_SINCE = {"draft": (0, 4, 1), "ngram": (0, 4, 2), "eagle": (0, 5
 - eagle3: 0.8.5. model_executor/models/llama_eagle3.py is absent from the 0.8.4 and 0.7.3 wheels and first in
   0.8.5's (engine/arg_utils.py@v0.8.4 L1491-1510 takes only ngram and eagle)."""
 
+SGLANG_SPECULATIVE_SINCE = {"eagle": "0.4.1.post4", "mtp": "0.4.3.post1", "eagle3": "0.4.4.post2",
+                            "draft": "0.5.2", "ngram": "0.5.3"}
+"""The first SGLang build whose --speculative-algorithm takes each method, read from the release wheels
+(pip download --no-deps sglang==X, unzip; 2026-12-06): sglang/srt/server_args.py's choices and
+sglang/srt/speculative/. gpuplan reads X.Y.Z.postN as X.Y.Z (core.serving.releases.parse_release), so a method first
+in a .postN build is gated at X.Y.Z: sglang==0.4.1 (whose .post1-.post3 builds lack EAGLE) answers eagle, 0.4.0
+refuses it.
+
+- eagle: 0.4.1.post4. No srt/speculative/ in 0.4.0, 0.4.1, 0.4.1.post1; spec_info.py alone in .post2 and .post3;
+  eagle_worker.py and choices=["EAGLE"] (server_args.py@0.4.1.post4 L667) from .post4 (sgl-project/sglang PR 2150).
+- mtp (NEXTN, DeepSeek's multi-token-prediction layer): 0.4.3.post1. choices=["EAGLE"] at server_args.py@0.4.3
+  L708; ["EAGLE", "NEXTN"] at @0.4.3.post1 L711 (spec_info.py: 'NEXTN spec decoding is for DeepSeek V3/R1').
+- eagle3: 0.4.4.post2. ["EAGLE", "NEXTN"] at @0.4.4.post1 L758; ["EAGLE", "EAGLE3", "NEXTN"] at @0.4.4.post2 L816.
+- draft (a draft model, STANDALONE): 0.5.2. Absent from @0.5.1.post3 L1428; standalone_worker.py and "STANDALONE"
+  at @0.5.2 L1538.
+- ngram (NGRAM): 0.5.3. Absent from @0.5.2 L1538 (no 'ngram' or 'lookahead' anywhere in its server_args.py or
+  speculative/); ngram_worker.py and "NGRAM" at @0.5.3 L2044."""
+
+TRTLLM_SPECULATIVE_SINCE = {"draft": "0.7.0", "eagle": "0.15.0", "ngram": "0.15.0", "mtp": "0.19.0",
+                            "eagle3": "0.19.0"}
+"""The first TensorRT-LLM release that runs each method, from its release notes (NVIDIA/TensorRT-LLM
+docs/source/release-notes.md@001eaece): the wheels (pypi.nvidia.com, over 1 GB each; PyPI's 0.7.0 is a 6.9 kB stub
+sdist) were not read.
+
+- draft (draft-target model): 0.7.0. 'Speculative decoding (preview)' heads the 0.7 series' notes (titled 0.7.1;
+  0.7.0 has no section of its own, so the series is taken whole); nothing in 0.5 / 0.6. TensorRT-LLM issue 791
+  (2024-01-02): 'already support for it in the main branch as a preview'.
+- eagle (EAGLE-1): 0.15.0 ('Added support for EAGLE. Refer to examples/eagle/README.md').
+- ngram (prompt lookup): 0.15.0 ('Added support for prompt-lookup speculative decoding', examples/prompt_lookup);
+  0.13.0's lookahead decoding (Jacobi n-gram pools) is another method, not gpuplan's ngram.
+- mtp: 0.19.0 (PyTorch workflow: 'Added Multi-Token Prediction (MTP) support'); 0.18.x ships no 0.18.0.dev feature.
+- eagle3: 0.19.0 (PyTorch workflow: 'Added initial EAGLE-3 implementation')."""
+
 VLLM_SPECULATIVE_V0_ONLY = {"mtp": ((0, 8, 0), (0, 9, 0))}
 """Methods vLLM ran only on its V0 engine in releases gpuplan prices as V1 (releases.VLLM_V1_SINCE): 0.8.x's V1
 takes ngram, eagle and eagle3 (engine/arg_utils.py@v0.8.5 L1423-1441) and hands any other method, MTP included,
@@ -47,21 +82,53 @@ _SINCE_EVIDENCE = {"draft": "vllm/spec_decode/ first in the 0.4.1 wheel; it runs
                    "eagle3": "model_executor/models/llama_eagle3.py first in the 0.8.5 wheel"}
 """What each VLLM_SPECULATIVE_SINCE entry was read from, for the refusal."""
 
+_SGLANG_EVIDENCE = {m: f"--speculative-algorithm {a} first in server_args.py of the {SGLANG_SPECULATIVE_SINCE[m]} wheel"
+                    for m, a in (("eagle", "EAGLE"), ("mtp", "NEXTN"), ("eagle3", "EAGLE3"), ("draft", "STANDALONE"),
+                                 ("ngram", "NGRAM"))}
+_TRTLLM_EVIDENCE = {"draft": "'Speculative decoding (preview)', the 0.7 release notes",
+                    "eagle": "'Added support for EAGLE', the 0.15.0 release notes",
+                    "ngram": "'prompt-lookup speculative decoding', the 0.15.0 release notes",
+                    "mtp": "'Multi-Token Prediction (MTP) support', the 0.19.0 release notes",
+                    "eagle3": "'initial EAGLE-3 implementation', the 0.19.0 release notes"}
+"""What each SGLANG_ / TRTLLM_SPECULATIVE_SINCE entry was read from, for the refusal."""
+
 
 def _text(version: tuple[int, ...]) -> str:
     return ".".join(str(part) for part in version)
 
 
+def _triple(text: str) -> tuple[int, int, int]:
+    """'0.4.1.post4' -> (0, 4, 1): the release as gpuplan reads it (parse_release drops the .postN)."""
+    major, minor, patch = (int(part) for part in text.split(".")[:3])
+    return major, minor, patch
+
+
+def first_release(engine: str, speculative: str) -> tuple[tuple[int, int, int], str, str] | None:
+    """(gate, first build as written, what it was read from) of ``speculative`` on ``engine``; None: not gated."""
+    if engine == "vllm":
+        since = VLLM_SPECULATIVE_SINCE.get(speculative)
+        return None if since is None else (since, _text(since), _SINCE_EVIDENCE[speculative])
+    table, evidence = {"sglang": (SGLANG_SPECULATIVE_SINCE, _SGLANG_EVIDENCE),
+                       "trtllm": (TRTLLM_SPECULATIVE_SINCE, _TRTLLM_EVIDENCE)}.get(engine, ({}, {}))
+    if speculative not in table:
+        return None
+    return _triple(table[speculative]), table[speculative], evidence[speculative]
+
+
 def check_speculative(speculative: str, release) -> None:
-    """InputError naming ``speculative`` where the vLLM ``release`` (core.serving.releases.EngineRelease) does not
-    run that method (VLLM_SPECULATIVE_SINCE, VLLM_SPECULATIVE_V0_ONLY)."""
-    if speculative == "none" or release.engine != "vllm":
+    """InputError naming ``speculative`` where the ``release`` (core.serving.releases.EngineRelease) does not run
+    that method (VLLM_SPECULATIVE_SINCE, SGLANG_SPECULATIVE_SINCE, TRTLLM_SPECULATIVE_SINCE; vLLM's
+    VLLM_SPECULATIVE_V0_ONLY)."""
+    if speculative == "none":
+        return
+    first = first_release(release.engine, speculative)
+    if first is not None and release.version < first[0]:
+        raise InputError("speculative", speculative, f"{release.label} has no {speculative} speculative decoding: "
+                         f"{ENGINE_NAMES[release.engine]} runs it from {first[1]} ({first[2]}); give "
+                         f"--engine {release.engine}=={first[1]} or later, or another --speculative")
+    if release.engine != "vllm":
         return
     since = VLLM_SPECULATIVE_SINCE.get(speculative)
-    if since is not None and release.version < since:
-        raise InputError("speculative", speculative, f"{release.label} has no {speculative} speculative decoding: "
-                         f"vLLM runs it from {_text(since)} ({_SINCE_EVIDENCE[speculative]}); give "
-                         f"--engine vllm=={_text(since)} or later, or another --speculative")
     window = VLLM_SPECULATIVE_V0_ONLY.get(speculative)
     if window is not None and window[0] <= release.version < window[1]:
         raise InputError("speculative", speculative, f"{release.label} runs {speculative} only on its V0 engine "
