@@ -51,12 +51,12 @@ class FrameworkRules:
     """No tensor, pipeline, context or expert parallelism of its own: DDP / FSDP only (transformers'
     Trainer with accelerate)."""
     data_parallel_engine: str = ""
+    """Under data_parallel_only: what its data parallelism is, as the refusal of a model-parallel degree names it."""
     refuses_other_zero: bool = False
+    """A --zero outside zero_stages is refused (llm.c); otherwise a stated stage is taken as given."""
     optimizer_offload: bool = True
     """It can keep the optimizer step on the CPU (ZeRO-Offload); llm.c cannot (its m, v and master weights only
     fall back to cudaMallocManaged, train_gpt2.cu@f1e2ace L391-416)."""
-    """A --zero outside zero_stages is refused (llm.c); otherwise a stated stage is taken as given."""
-    """Under data_parallel_only: what its data parallelism is, as the refusal of a model-parallel degree names it."""
     published_reserve: float = 0.0
     """Share by which the framework's published reserved-memory peaks exceed gpuplan's reserved
     estimate beyond the model states (weights, master weights, optimizer states), median over its
