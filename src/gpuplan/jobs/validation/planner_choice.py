@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from gpuplan.jobs.validation.planner_releases import accumulates, release_of
 from gpuplan.jobs.validation.published_throughput import (
     PRECISION,
+    nemo2_layout,
     predict_tokens_per_gpu_s,
     published_layout,
     published_throughput_rows,
+    recipe_low_precision_weights,
     why_not,
 )
 
@@ -137,6 +139,10 @@ def planner_plan(run: dict, framework: str, recompute: str | None = None, kind_c
         fields["recompute"] = recompute
     if framework == "torchtitan":  # the row's own compile setting (its framework string), as `plan --compile`
         fields["compile"] = "torch.compile" in run["framework"]
+    # the row's FP8 weights as its step and memory check read them (published_throughput.param_gather,
+    # published_fits.recipe_memory_fields): every layout the planner times gathers what the published one does
+    if framework == "megatron" and recipe_low_precision_weights(run):
+        fields["low_precision_weights"] = recipe_low_precision_weights(run)
     group = group_key(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)
     result = release_runs(search(PlanInputs(**fields), leave_out=group, kind_correction_rows=kind_correction_rows),
                           run, framework)
@@ -194,7 +200,7 @@ def kind_correction_cases(min_rows: int, rank: bool = True) -> list[ChoiceCase]:
         best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
         plan = planner_plan(best, framework, kind_correction_rows=min_rows if rank else 0)
         bias, _ = chosen_kind_bias(best, framework, plan.layout, min_rows)
-        published, _ = chosen_kind_bias(best, framework, published_layout(best["layout"]), min_rows)
+        published, _ = chosen_kind_bias(best, framework, published_layout(nemo2_layout(best)), min_rows)
         cases.append(ChoiceCase(best["id"], framework, float(best["measured"]["tokens_per_s_per_gpu"]),
                                 predict_tokens_per_gpu_s(best) / (1 + published),
                                 plan.tokens_per_second / plan.gpus_asked / (1 + bias),
@@ -285,8 +291,6 @@ def choice_table(framework: str = "torchtitan") -> list[str]:
 def _choice_row(key: tuple, best: dict, every: dict[tuple, list[dict]], scored: list[tuple], stated: bool) -> str:
     """choice_table's row of group ``key`` (its best published run ``best``; ``stated``: its batch and
     recompute are published, else the step model is not timed at its layout)."""
-    from gpuplan.planner.plan import layout_text
-
     (model, gpu, gpus, precision, fw), lay = key, best["layout"]
     measured = float(best["measured"]["tokens_per_s_per_gpu"])
     plan = planner_plan(best, fw)
@@ -295,16 +299,25 @@ def _choice_row(key: tuple, best: dict, every: dict[tuple, list[dict]], scored: 
     bias, n = kind_bias(scored, best, plan.layout, fw)
     if stated:
         figure, held_text = planned_tokens_per_gpu_s(best, fw, lay["recompute"])
-        published = layout_text(published_layout(lay), lay["recompute"])
+        published = published_text(best)
         there = f"{predict_tokens_per_gpu_s(best) / measured - 1:+.1%}"
         held = f"{figure / measured - 1:+.1%} ({held_text.split(',')[0]})"
     else:
-        published = (f"dp{lay['dp']} tp{lay['tp']} pp{lay['pp']} ZeRO-{lay.get('zero') or 0}, batch and recompute "
+        zero = nemo2_layout(best).get("zero") or 0
+        published = (f"dp{lay['dp']} tp{lay['tp']} pp{lay['pp']} ZeRO-{zero}, batch and recompute "
                      f"not published (planned at the default batch, {plan.global_batch} sequences)")
         there = held = "n/a"
     return (f"| {model} {gpus} {gpu} {precision} | {published} | {measured:,.0f} | {there} | {text} | {planned:,.0f} "
             f"({planned / measured - 1:+.1%}) | {held} | {planned / anywhere - 1:+.1%} ({anywhere:,.0f}) "
             f"| {bias:+.1%} ({n} rows) |")
+
+
+def published_text(run: dict) -> str:
+    """planner.plan.layout_text of ``run``'s published layout as its step runs it (nemo2_layout: NeMo 2 rows'
+    recipe ZeRO-1 where the page leaves it unprinted)."""
+    from gpuplan.planner.plan import layout_text
+
+    return layout_text(published_layout(nemo2_layout(run)), run["layout"]["recompute"])
 
 
 def advantage_split(run: dict, layout, recompute: str) -> tuple[float, float]:
@@ -325,8 +338,6 @@ def advantage_split(run: dict, layout, recompute: str) -> tuple[float, float]:
 def advantage_table(framework: str = "torchtitan") -> list[str]:
     """Markdown rows, one per group of ``framework``: the planner's predicted advantage over the best
     published layout and its two factors (advantage_split)."""
-    from gpuplan.planner.plan import layout_text
-
     rows = ["| group | best published layout | planner's choice | advantage | from the recompute mode "
             "| from the degrees and micro-batch |", "|---|---|---|---|---|---|"]
     for key, runs in sorted(_groups().items()):
@@ -335,7 +346,7 @@ def advantage_table(framework: str = "torchtitan") -> list[str]:
         best = max(runs, key=lambda r: r["measured"]["tokens_per_s_per_gpu"])
         plan = planner_plan(best, framework)
         mode, layout = advantage_split(best, plan.layout, plan.recompute)
-        published = layout_text(published_layout(best["layout"]), best["layout"]["recompute"])
+        published = published_text(best)
         rows.append(f"| {key[0]} {key[2]} {key[1]} {key[3]} | {published} | {plan.text()} | {mode * layout - 1:+.1%} "
                     f"| {mode - 1:+.1%} | {layout - 1:+.1%} |")
     return rows
@@ -350,7 +361,6 @@ def terms_table(framework: str = "torchtitan") -> list[str]:
     layout and at the planner's layout timed as that row is (advantage_split's second layout), per sequence
     of the global batch, and the term whose change is largest: why the model prefers its choice."""
     from gpuplan.jobs.validation.published_throughput import predicted_step
-    from gpuplan.planner.plan import layout_text
 
     rows = ["| group | release | layout | GPU-seconds a sequence: " + " / ".join(TERMS) + " | total | largest change |",
             "|---|---|---|---|---|---|"]
@@ -362,7 +372,7 @@ def terms_table(framework: str = "torchtitan") -> list[str]:
         degrees = {k: getattr(plan.layout, k) for k in ("dp", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch")}
         chosen = {**best, "layout": {**lay, **degrees, "recompute": plan.recompute}}
         parts = []
-        for run, text in ((best, layout_text(published_layout(lay), lay["recompute"])), (chosen, plan.text())):
+        for run, text in ((best, published_text(best)), (chosen, plan.text())):
             step, per = predicted_step(run), run["gpus"] / lay["global_batch"]  # GPU-seconds a sequence
             parts.append((text, [getattr(step, t) * per for t in TERMS], step.total * per))
         deltas = [abs(b - a) for a, b in zip(parts[0][1], parts[1][1])]
