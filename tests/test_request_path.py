@@ -47,8 +47,8 @@ def test_no_split_outside_vllm_v1_or_for_a_static_batch():
     # SGLang 0.5.3 on: its chunked_prefill_size default, 8,192 on an 80 GB part (tests/test_sglang_chunked_prefill)
     setup, part, _ = _setup_gpu("a100-pcie-80gb", "sglang==0.5.3")
     assert RP.chunk_budget(setup, part) == 8192
-    setup, part, _ = _setup_gpu("a100-pcie-80gb", "sglang==0.4.9")
-    assert RP.chunk_budget(setup, part) is None
+    setup, part, _ = _setup_gpu("a100-pcie-80gb", "sglang==0.4.9")  # before 0.5.3: 8,192 above 25,000 MiB
+    assert RP.chunk_budget(setup, part) == 8192
     setup, part, _ = _setup_gpu("a100-pcie-80gb")
     assert RP.chunk_budget(setup, part, batch=4) is None
     assert RP.chunk_budget(setup, None) is None

@@ -31,8 +31,16 @@ def test_chunk_is_the_default_for_the_gpus_memory():
     assert RP.chunk_budget(sglang, load_gpu("b200")) == 16384
     assert RP.chunk_budget(sglang, load_gpu("a100-sxm4-80gb")) == 8192
     assert RP.chunk_budget(sglang, load_gpu("a100-sxm4-40gb")) == 4096
-    # releases before 0.5.3 (the rule not read), no GPU, or a static batch of several prompts: no split modelled
-    assert RP.chunk_budget(_setup("sglang==0.4.9"), load_gpu("b200")) is None
+    # releases before 0.5.3: 8,192 (server_args.py@0.4.0 L171-175), 2,048 under 25,000 MiB from 0.3.6 (L173-174 there),
+    # a flat 8,192 in 0.3.0-0.3.5 (review w11 r3 M4; None on the parent). No GPU or a static batch: no split modelled
+    assert RP.chunk_budget(_setup("sglang==0.4.9"), load_gpu("b200")) == 8192
+    assert RP.chunk_budget(_setup("sglang==0.4.9"), load_gpu("a100-sxm4-40gb")) == 8192
+    for release, small in (("sglang==0.4.9", 2048), ("sglang==0.3.6", 2048), ("sglang==0.3.5", 8192)):
+        assert RP.sglang_chunk_size(_setup(release).runtime.release, 24 * 2**30) == small  # a 24 GB L4 / A10
+    assert RP.sglang_chunk_size(_setup("sglang==0.4.9").runtime.release, 25_000 * 2**20) == 8192
+    # 20,000 tokens on sglang 0.4.9 are three forwards (8,192, 8,192, 3,616), as SGLang runs them
+    assert RP.prefill_chunks(20000, 0, RP.split_budget(_setup("sglang==0.4.9"), load_gpu("b200"), 20000)) == (
+        (0, 8192), (8192, 8192), (16384, 3616))
     assert RP.chunk_budget(sglang, None) is None
     assert RP.chunk_budget(sglang, load_gpu("b200"), batch=4) is None
     # the B200 rows' longest prompt, 7,936 tokens, is one forward; 19,000 are two: 16,384 then 2,616 after them

@@ -193,24 +193,42 @@ def served(step: StepTime, runtime: Runtime, prompt: int = 0) -> StepTime:
 
 
 SGLANG_CHUNK_RULE_SINCE = (0, 5, 3)
-"""The first SGLang release whose chunked_prefill_size default is read (by device memory: engines.sglang_defaults,
-server_args.py@v0.5.3 and @v0.5.6:725-806); earlier releases are not modelled as chunking."""
+"""The first SGLang release whose chunked_prefill_size default follows the device-memory tiers (engines.sglang_defaults,
+server_args.py@v0.5.3 and @v0.5.6:725-806)."""
+SGLANG_SMALL_GPU_CHUNK_SINCE = (0, 3, 6)
+"""The first SGLang release that cuts the chunk on GPUs under 25,000 MiB: 0.3.6's ServerArgs.__post_init__
+divides the 8,192 default by 4 where get_nvgpu_memory_capacity() < 25000 (server_args.py@0.3.6 L63, L173-174);
+0.4.0 to 0.5.2 set it as 2,048 if gpu_mem < 25_000 else 8,192 (server_args.py@0.4.0 L171-175; the same block
+in 0.5.2's __post_init__). 0.3.0 to 0.3.5 chunk at a flat 8,192 (chunked_prefill_size: int = 8192,
+server_args.py@0.3.0 L54, @0.3.5 L56). Read in the release wheels (pip download --no-deps sglang==X, 2026-12-06)."""
+SGLANG_OLD_CHUNK, SGLANG_OLD_SMALL_GPU_CHUNK, SGLANG_SMALL_GPU_MIB = 8192, 2048, 25_000
+
+
+def sglang_chunk_size(release: EngineRelease, memory_bytes: float) -> int:
+    """Tokens of SGLang's default chunked_prefill_size on a GPU of ``memory_bytes`` for ``release``: the
+    memory tiers from SGLANG_CHUNK_RULE_SINCE (engines.sglang_defaults); before it 8,192, or 2,048 below
+    25,000 MiB from SGLANG_SMALL_GPU_CHUNK_SINCE (the gpu_mem that nvidia-smi reports, in MiB)."""
+    if release.version >= SGLANG_CHUNK_RULE_SINCE:
+        return sglang_defaults(memory_bytes, 1)[0]
+    small = memory_bytes / 2**20 < SGLANG_SMALL_GPU_MIB and release.version >= SGLANG_SMALL_GPU_CHUNK_SINCE
+    return SGLANG_OLD_SMALL_GPU_CHUNK if small else SGLANG_OLD_CHUNK
 
 
 def chunk_budget(setup: ServingSetup, gpu: Accelerator | None, batch: int = 1) -> int | None:
     """Tokens a prefill step takes of one request's prompt where the server splits it: vLLM V1's
-    max_num_batched_tokens, or SGLang's chunked_prefill_size default for the GPU's memory (0.5.3 on: 16,384 on a
-    B200, 8,192 on an 80 GB A100 / H100, 4,096 on a 40 GB A100; engines.sglang_defaults). SGLang's PrefillAdder
-    cuts a request longer than the chunk to the chunk (managers/schedule_policy.py@v0.5.6:616-651, pages of 1),
+    max_num_batched_tokens, or SGLang's chunked_prefill_size default for the GPU's memory (sglang_chunk_size;
+    0.5.3 on: 16,384 on a B200, 8,192 on an 80 GB A100 / H100, 4,096 on a 40 GB A100; before 0.5.3 8,192, 2,048
+    under 25,000 MiB from 0.3.6). SGLang's PrefillAdder cuts a request longer than the chunk to the chunk
+    (managers/schedule_policy.py@v0.5.6:616-651, pages of 1; @0.4.0 L186 the same truncation),
     and add_chunked_req gives each later round the next chunk (L545-566): one extend forward each, with its own
     host time (first_token_path: F + max(I, G) a forward). None where no split is modelled: other engines,
-    vLLM V0 (chunking off by default below 32K contexts), SGLang before 0.5.3, no GPU given, or a static batch of
+    vLLM V0 (chunking off by default below 32K contexts), no GPU given, or a static batch of
     several prompts (an offline run, usage context LLM_CLASS: not read here)."""
     release = setup.runtime.release
     if gpu is None or batch != 1:
         return None
-    if release.engine == "sglang" and release.version >= SGLANG_CHUNK_RULE_SINCE:
-        return sglang_defaults(gpu.memory_bytes, 1)[0]
+    if release.engine == "sglang":
+        return sglang_chunk_size(release, gpu.memory_bytes)
     if release.engine != "vllm" or release.version < VLLM_V1_SINCE:
         return None
     return setup.runtime.batch_limits(gpu.memory_bytes, gpu.name)[0]
