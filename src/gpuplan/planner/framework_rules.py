@@ -38,6 +38,52 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class FixedOption:
+    """One setup option a framework runs one way only: ``runs`` the values that are its own behaviour (None: the
+    option left out), ``what`` what it runs instead, as the refusal says it."""
+
+    field: str
+    runs: tuple
+    what: str
+
+
+LLMC_CODE = "train_gpt2.cu@f1e2ace"
+LLMC_FIXED_OPTIONS = (
+    FixedOption("finetune", ("full",), f"trains every weight: {LLMC_CODE} has no LoRA / QLoRA adapters"),
+    FixedOption("lora_rank", (), f"has no adapters ({LLMC_CODE} trains every weight)"),
+    FixedOption("mtp_layers", (None, 0), f"trains GPT-2 with no multi-token-prediction modules ({LLMC_CODE})"),
+    FixedOption("optimizer", ("adamw",), "runs AdamW only (llmc/adamw.cuh adamw_kernel3, train_gpt2.cu L1101)"),
+    FixedOption("offload_optimizer", (None, False), "keeps master weights and m, v on the GPU (no CPU step; "
+                "cudaMallocManaged only as a fallback, train_gpt2.cu@f1e2ace L391-416)"),
+    FixedOption("dropout", (None, 0, 0.0), f"has no dropout ({LLMC_CODE})"),
+    FixedOption("implementation", (None,), "runs its own CUDA kernels (core.memory.llmc_memory)"),
+    FixedOption("recipe", (None, "mixed"), "keeps bf16 weights and gradients, fp32 master weights and m, v "
+                f"({LLMC_CODE} L118-428)"),
+    FixedOption("loss", (None,), "computes the loss and its gradient in one kernel, in place on the "
+                "logits (llmc/fused_classifier.cuh)"),
+    FixedOption("optimizer_impl", (None, "fused"), "runs one fused AdamW kernel (llmc/adamw.cuh)"),
+    FixedOption("allocator", (None,), f"allocates its buffers once with cudaMalloc ({LLMC_CODE} L155, L265): no "
+                "PyTorch caching allocator"),
+    FixedOption("grad_all_reduce", (None, False), "all-reduces gradients at -z 0 and reduce-scatters them at -z 1 "
+                "(llmc/zero.cuh@f1e2ace L533-547)"),
+)
+"""What --framework llm.c runs of the setup options: any other value is refused (one line, exit 2)."""
+
+
+def check_fixed_options(framework: str, inputs) -> None:
+    """InputError for a setup option ``inputs`` (a job's fields) give that the framework has no choice of
+    (FrameworkRules.fixed_options): naming the field and what the framework runs."""
+    from gpuplan.errors import InputError
+
+    for option in rules_for(framework).fixed_options:
+        value = getattr(inputs, option.field, None)
+        if option.field in inputs.given and value not in option.runs:
+            shown = next((v for v in option.runs if v not in (None, False)), None)  # (0 == False: dropout, MTP)
+            give = f"give {shown} or leave it out" if shown is not None else "leave it out"
+            raise InputError(option.field, value, f"--framework {framework} {option.what}: {give}")
+
+
+@dataclass(frozen=True)
 class FrameworkRules:
     """The data-parallel sharding a framework offers and what it combines with."""
 
@@ -87,6 +133,8 @@ class FrameworkRules:
     rank's K/V shard as whole heads (models/common/attention.py@b5bcd76 L697-705, L766-771: tp must divide
     them); transformers runs no TP (data_parallel_only); DeepSpeed's TP modules were not read for it: kept to
     the divisor. A layout the user fixes only: the free search keeps tp dividing the K/V heads."""
+    fixed_options: tuple[FixedOption, ...] = ()
+    """Setup options the framework has no choice of: given with any other value they are refused (check_fixed_options)."""
     fsdp2_stream_pools: bool = False
     """The fit rule takes a ZeRO-3 layout's reserved peak as FSDP2's three stream pools
     (core.memory.fsdp_streams: compute + reduce-scatter + all-gather), not allocated x (1 + fragmentation);
@@ -122,7 +170,7 @@ RULES: dict[str, FrameworkRules] = {
     # llm.c: data parallelism over NCCL only, -z 0 or 1 (llmc/zero.cuh@f1e2ace L558-578: stages 2 and 3 "not yet
     # supported", switched off); train_gpt2.cu has no tensor, pipeline, context or expert parallelism
     "llmc": FrameworkRules((0, 1), data_parallel_only=True, data_parallel_engine="DDP or ZeRO-1 over NCCL: llm.c",
-                           refuses_other_zero=True, optimizer_offload=False),
+                           refuses_other_zero=True, optimizer_offload=False, fixed_options=LLMC_FIXED_OPTIONS),
     "generic": FrameworkRules((0, 1, 2, 3), kv_subsharding=True),
 }
 
@@ -134,6 +182,20 @@ MODEL_PARALLEL_DEGREES = ("tp", "pp", "vpp", "cp", "ep")
 def rules_for(framework: str) -> FrameworkRules:
     """The rules of ``framework`` (generic's, which allow everything, for an unknown name)."""
     return RULES.get(framework, RULES["generic"])
+
+
+def check_data_parallel_only(framework: str, inputs) -> None:
+    """InputError for a tensor, pipeline, context or expert degree above 1 that ``inputs`` give under a framework
+    with data parallelism only (FrameworkRules.data_parallel_only)."""
+    from gpuplan.errors import InputError
+
+    rules = rules_for(framework)
+    for name in MODEL_PARALLEL_DEGREES if rules.data_parallel_only else ():
+        value = getattr(inputs, name, None)
+        if value is not None and value > 1:
+            raise InputError(name, value, f"--framework {framework} trains with data parallelism only "
+                             f"({rules.data_parallel_engine} has no tensor, pipeline, context or expert "
+                             "parallelism); give 1, or --framework torchtitan / megatron")
 
 
 def check_zero_runs(framework: str, zero: int | None) -> None:

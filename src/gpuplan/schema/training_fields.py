@@ -186,16 +186,11 @@ class SetupFields(JobInputs):
                              f"(not {self.framework}: {COMPILE_ELSEWHERE.get(self.framework, 'not modelled')})")
         LR.check_setup(self)  # step facts and layouts the framework refuses or that change nothing (schema.layout_rules)
         check_framework_runs(self.profile, getattr(self, "recompute", None), getattr(self, "dtype", None))
-        from gpuplan.planner.framework_rules import MODEL_PARALLEL_DEGREES, check_zero_runs, rules_for
+        from gpuplan.planner.framework_rules import check_data_parallel_only, check_fixed_options, check_zero_runs
 
+        check_fixed_options(self.framework, self)  # llm.c: the setup options it runs one way only
         check_zero_runs(self.framework, getattr(self, "zero", None))  # llm.c: -z 0 or 1
-        if rules_for(self.framework).data_parallel_only:
-            for name in MODEL_PARALLEL_DEGREES:
-                value = getattr(self, name, None)
-                if value is not None and value > 1:
-                    raise InputError(name, value, f"--framework {self.framework} trains with data parallelism only "
-                                     f"({rules_for(self.framework).data_parallel_engine} has no tensor, pipeline, context or expert parallelism); give 1, "
-                                     "or --framework torchtitan / megatron")
+        check_data_parallel_only(self.framework, self)  # llm.c, hf: no tp, pp, cp, ep
         zero, pp = getattr(self, "zero", None), getattr(self, "pp", None)
         limit = self.profile.max_zero_with_pp
         if zero is not None and pp is not None and pp > 1 and zero > limit:
