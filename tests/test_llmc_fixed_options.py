@@ -74,3 +74,14 @@ def test_web_and_python_refuse_too(client):
         estimate_training(TrainingInputs(model="gpt2-large", framework="llmc", gpus=8, tokens=1e10, finetune="lora"))
     with pytest.raises(InputError, match="^optimizer: got 'sgd'"):
         estimate_memory(MemoryInputs(model="gpt2-large", framework="llmc", gpus=8, optimizer="sgd"))
+
+
+def test_memory_report_points_at_what_moves_llmc(run_cli):
+    """Under llmc --recipe and --implementation are fixed (refused otherwise), so the report's 'assumptions that
+    move it most' names recompute (-r 0 / -r 1) and the margin instead; megatron's list is unchanged."""
+    code, out, err = run_cli(*MEMORY)
+    assert code == 0, err
+    moving = out.split("assumptions that move it most")[1].split("note:")[0]
+    assert "--recipe" not in moving and "--implementation" not in moving and "--recompute" in moving
+    code, out, err = run_cli(*(a if a != "llmc" else "megatron" for a in MEMORY))
+    assert "--recipe" in out.split("assumptions that move it most")[1]

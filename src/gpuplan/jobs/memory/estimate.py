@@ -295,7 +295,8 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     return Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
                   memory_assumptions(settings, overheads, spec.model_type) + recipe_fact_assumptions(settings, inputs.given)
                   + compile_memory_assumption(inputs), tuple(sections), _notes(spec, settings), (table,),
-                  headline=headline, key_assumptions=("recipe", "implementation", "margin"),
+                  headline=headline, key_assumptions=("recompute", "margin") if rules_for(settings.framework).fixed_options
+                  else ("recipe", "implementation", "margin"),  # llm.c: no recipe / implementation to choose
                   summary_table=table.title)
 
 
