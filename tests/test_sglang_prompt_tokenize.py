@@ -22,21 +22,28 @@ GEMMs 23.191 + attention 8.982 + elementwise 23.085 (of it 14.379 the MoE's per-
 all-reduces 49.318 ms."""
 
 
-def test_sglang_tokenises_at_its_rate_and_other_engines_add_nothing():
-    """8,000 tokens x 1.4 us = 11.2 ms on SGLang 0.5.6 (and 0.4.9, same TokenizerManager call); vLLM and
-    TensorRT-LLM get 0 from this term (vLLM's hold is its 2 ms batch window, request_path); no prompt, 0."""
+def test_sglang_and_vllm_tokenise_at_one_rate_and_trtllm_adds_nothing():
+    """8,000 tokens x 1.4 us = 11.2 ms on SGLang 0.5.6 (and 0.4.9, same TokenizerManager call) and on vLLM, whose
+    API server makes the same Hugging Face call before the engine sees the request (0.11.0 / 0.23.0 after the
+    batch window, async_utils.py@v0.23.0:116-132; 0.9.1 through make_async; V0 0.2-0.5 in AsyncLLMEngine.add_request;
+    review w11 r3 M2: 0 on the parent); TensorRT-LLM 0 (not read); no prompt, 0."""
     sglang = parse_release("sglang==0.5.6")
     assert PT.tokenize_seconds(sglang, 8000) == pytest.approx(11.2e-3, rel=1e-12)
     assert PT.tokenize_seconds(parse_release("sglang==0.4.9"), 1000) == pytest.approx(1.4e-3, rel=1e-12)
     assert PT.tokenize_seconds(sglang, 0) == 0.0
-    for other in ("vllm==0.11.0", "trtllm==1.0"):
-        assert PT.tokenize_seconds(parse_release(other), 8000) == 0.0
-    # the server hold every door reads: SGLang's is the tokenising alone, vLLM 0.11's its window whatever the prompt
+    for vllm in ("vllm==0.2.0", "vllm==0.6.4", "vllm==0.9.1", "vllm==0.11.0", "vllm==0.23.0"):
+        assert PT.tokenize_seconds(parse_release(vllm), 8000) == pytest.approx(11.2e-3, rel=1e-12)
+    assert PT.tokenize_seconds(parse_release("trtllm==1.0"), 8000) == 0.0
+    # the server hold every door reads: SGLang's is the tokenising alone, vLLM 0.11's its 2 ms window + the same
+    # tokenising; vLLM 0.9.1 (no window) the tokenising alone
     sglang_rt = SU.Runtime(engine="sglang", version=(0, 5, 6))
     vllm_rt = SU.Runtime(engine="vllm", version=(0, 11, 0))
     assert RP.server_hold_seconds(sglang_rt, 5057) == pytest.approx(5057 * 1.4e-6, rel=1e-12)
     assert RP.server_hold_seconds(sglang_rt) == 0.0
-    assert RP.server_hold_seconds(vllm_rt, 5057) == RP.server_hold_seconds(vllm_rt) == pytest.approx(2e-3)
+    assert RP.server_hold_seconds(vllm_rt) == pytest.approx(2e-3)
+    assert RP.server_hold_seconds(vllm_rt, 5057) == pytest.approx(2e-3 + 5057 * 1.4e-6, rel=1e-12)
+    assert RP.server_hold_seconds(SU.Runtime(engine="vllm", version=(0, 9, 1)), 5057) == pytest.approx(
+        5057 * 1.4e-6, rel=1e-12)
 
 
 def _door_ttft(prompt: int, capsys) -> float:

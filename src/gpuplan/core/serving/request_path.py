@@ -25,11 +25,13 @@ request path outside the forward'):
   lib/endpoint_request_func.py@v0.11.0:309-319 for the chat endpoint). The chat endpoint's first such
   chunk is the role chunk (delta role 'assistant', content ''), sent on the first engine output
   (entrypoints/openai/serving_chat.py@v0.11.0:574-619), so both endpoints time the first sampled token.
-- the API server renders the chat template and tokenises in its own process, AsyncLLM sends the
-  request to the EngineCore process over ZMQ (msgpack), the EngineCore blocks on its input queue when
-  idle and wakes at once, the output comes back the same way and the output processor detokenises it
-  incrementally before the SSE chunk is written. Public sizes of these stages are each under 1 ms
-  (docs/inference.md); they do not add up to the 20-50 ms the concurrency-1 rows leave unexplained.
+- the API server renders the chat template in its own process, AsyncLLM sends the request to the
+  EngineCore process over ZMQ (msgpack), the EngineCore blocks on its input queue when idle and wakes at
+  once, the output comes back the same way and the output processor detokenises it incrementally before
+  the SSE chunk is written. Public sizes of these stages are each under 1 ms (docs/inference.md); they
+  do not add up to the 20-50 ms the concurrency-1 rows leave unexplained. The API server's tokenising of
+  the prompt is not among them: it grows with the prompt (1.4 us a token, 11.2 ms at 8,000 tokens) and is
+  costed (prompt_tokenize.tokenize_seconds, in server_hold_seconds).
 - async scheduling (default from 0.14, kernels.host_step_seconds): the first token is returned once the
   prefill's sampled token is back, after the next step has been queued (v1/engine/core.py@v0.23.0:
   504-560 step_with_batch_queue: queue of 2, block on the oldest), so it adds no GPU time to TTFT.
@@ -143,8 +145,9 @@ def chat_template_seconds(release: EngineRelease) -> float:
 def api_server_seconds(release: EngineRelease, chat: bool = False) -> float:
     """Seconds vLLM's OpenAI server holds a text request before the engine sees it, as its code sets
     them: the tokeniser's batch window from MICROBATCH_TOKENIZER_SINCE (0 before and for other engines),
-    plus, for a request to the chat endpoint (``chat``), chat_template_seconds. Tokenising itself, the ZMQ
-    hops and detokenising are not in it (module docstring)."""
+    plus, for a request to the chat endpoint (``chat``), chat_template_seconds. The tokenising that follows the
+    window is added by server_hold_seconds (prompt_tokenize); the ZMQ hops and detokenising are not costed
+    (module docstring)."""
     if release.engine != "vllm":
         return 0.0
     window = TOKENIZER_BATCH_WAIT_S if release.version >= MICROBATCH_TOKENIZER_SINCE else 0.0
@@ -159,7 +162,7 @@ def endpoint_parse_seconds(runtime: Runtime) -> float:
 
 def server_hold_seconds(runtime: Runtime, prompt: int = 0) -> float:
     """api_server_seconds of the setup's engine release at the endpoint its requests reach (Runtime.endpoint),
-    plus the server's tokenising of a ``prompt``-token text prompt where it is costed (SGLang:
+    plus the server's tokenising of a ``prompt``-token text prompt (SGLang and vLLM:
     prompt_tokenize.tokenize_seconds): the one hold every door reads (infer, the sizing, the web API, validate)."""
     return api_server_seconds(runtime.release, runtime.endpoint == "chat") + tokenize_seconds(runtime.release, prompt)
 

@@ -79,7 +79,7 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
                       if RP.api_server_seconds(release) else "")
                    + (f" + {parse * 1e3:.0f} ms chat-template parse"
                       if (parse := RP.endpoint_parse_seconds(plan.setup.runtime)) else "")
-                   + (f" + {tokenise * 1e3:.1f} ms tokenising the prompt (SGLang's TokenizerManager)"
+                   + (f" + {tokenise * 1e3:.1f} ms tokenising the prompt (the server's tokenizer)"
                       if (tokenise := PT.tokenize_seconds(release, plan.prompt)) else "")
                    + f"; requests to the {plan.setup.runtime.endpoint} endpoint",
                    "not the rest of a server's request path (HTTP, the chat template's render, "

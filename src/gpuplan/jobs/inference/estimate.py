@@ -250,7 +250,8 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
 
 def _request_path_lines(plan: Plan) -> tuple[Line, ...]:
     """The request path in the TTFT (core/serving/request_path.py): vLLM's tokeniser batch window (0.10 on),
-    SGLang's tokenising of the prompt (prompt_tokenize) and vLLM V1's prefill chunks (a prompt past the budget)."""
+    the server's tokenising of the prompt (SGLang and vLLM: prompt_tokenize) and the prefill chunks (a prompt past
+    the budget)."""
     runtime, lines = plan.setup.runtime, []
     if hold := RP.server_hold_seconds(runtime, plan.prompt):
         parse = RP.endpoint_parse_seconds(runtime)
@@ -259,11 +260,17 @@ def _request_path_lines(plan: Plan) -> tuple[Line, ...]:
         what = " + ".join(part for part, seconds in (("tokeniser batch window", window), (
             f"{parse * 1e3:.0f} ms chat-template parse", parse), (
             f"tokenising the {plan.prompt:,}-token prompt", tokenise)) if seconds)
-        if tokenise:  # SGLang: the TokenizerManager's call, before the scheduler sees the request
-            source = ("SGLang's TokenizerManager tokenises the text before the scheduler sees it "
-                      f"(tokenizer_manager.py@v0.5.6:663), {PT.SGLANG_TOKENIZE_PER_TOKEN_S * 1e6:.1f} us a token "
-                      "timed on a 2-vCPU EPYC (core/serving/prompt_tokenize.py); HTTP, ZMQ hops and detokenising "
-                      "not costed")
+        if tokenise:  # the server's Hugging Face tokenizer call, before the engine sees the request
+            source = (("SGLang's TokenizerManager tokenises the text before the scheduler sees it "
+                       "(tokenizer_manager.py@v0.5.6:663)" if runtime.release.engine == "sglang" else
+                       "vLLM's API server tokenises the text before the engine sees it (utils/async_utils.py@v0.23.0:"
+                       "116-132; earlier releases: core/serving/prompt_tokenize.py)" + (
+                           ", after its batch window (L36)" if window else ""))
+                      + f", {PT.TOKENIZE_PER_TOKEN_S * 1e6:.1f} us a token timed on a 2-vCPU EPYC "
+                      "(core/serving/prompt_tokenize.py)" + (
+                          "; vLLM 0.11.0's chat endpoint parses the chat template again for every request "
+                          "(entrypoints/chat_utils.py@v0.11.0:1575-1599)" if parse else "")
+                      + "; HTTP, ZMQ hops and detokenising not costed")
         else:
             source = ("vLLM >= 0.10 AsyncMicrobatchTokenizer batch_wait_timeout_s (utils/async_utils.py@v0.23.0:36)" + (
                 "; vLLM 0.11.0's chat endpoint parses the chat template again for every request "
