@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 from gpuplan.core.time.eager_fallbacks import MEGATRON_EAGER_FALLBACKS
 from gpuplan.core.time.megatron_ops import TE_HIDDEN_TP_SHARE, te_hidden_tp_share
 from gpuplan.core.model.spec import ModelSpec
@@ -99,7 +98,6 @@ class FrameworkProfile:
     """Paths it runs as eager PyTorch ops for models that have them (core.time.eager_fallbacks:
     Megatron-Core's expert fc2 bias and activation clamp without the TE op fuser, RoPE with a YaRN
     attention factor)."""
-
     moe_launch: str = "none"
     """How it issues a MoE layer (core.time.moe_host): 'eager' for Megatron-Core (cuda_graph_impl
     defaults to 'none', transformer_config.py@core_v0.15.0 L638), whose dispatcher makes the host wait once per MoE layer."""
@@ -115,9 +113,10 @@ class FrameworkProfile:
     are timed with none hidden (async TP: --tp-comm-overlap); DeepSpeed's fitted rows (ZeRO-3, 2021)
     ran no TP and transformers has none (data parallelism only); generic is gpuplan's
     framework-neutral model, which hides only what it is told to."""
-
     recompute_modes: tuple[str, ...] = ("none", "selective", "full")
     """The --recompute modes it runs (llm.c: -r 0 and 1, none and selective; no whole-layer recompute)."""
+    default_recompute: str = "none"
+    """--recompute where `gpuplan memory` is not given one: its own default (llm.c: -r 1, core.memory.llmc_memory)."""
     dtypes: tuple[str, ...] = ()
     """The --dtype values it is modelled in (empty: any)."""
     caching_allocator: bool = True
@@ -216,7 +215,7 @@ FRAMEWORKS: dict[str, FrameworkProfile] = {p.name: p for p in (
          "core.time.llmc_ops: its memory-bound kernels, launched from C"),
         recipe="mixed", implementation="llmc", optimizer_impl="fused", selective="llmc-gelu", loss="llmc-fused",
         default_zero=0, hopper_tuned_attention=True, recompute_modes=("none", "selective"), caching_allocator=False,
-        dtypes=("bf16",)),
+        dtypes=("bf16",), default_recompute="selective"),
 )}
 DEFAULT_FRAMEWORK = "megatron"
 MEGATRON_CORE_FRAMEWORKS = ("megatron", "generic")

@@ -24,7 +24,9 @@ second peak. What it allocates (BF16 build, PRECISION ?= BF16, Makefile L233; cu
   at that bound.
 
 gpuplan's recompute modes map to llm.c's -r flag (train_gpt2.cu L1406 "0|1|2 = none,gelu,gelu+ln"): none
-= -r 0, selective = -r 1 (GELU recomputed in backward, L895-899); llm.c has no whole-layer recompute.
+= -r 0, selective = -r 1 (GELU recomputed in backward, L895-899); llm.c has no whole-layer recompute. Its
+default is -r 1 (L1449 ``int recompute = 1;``, L1406 "(default = 1)"), which `gpuplan memory` takes where
+--recompute is not given (core.frameworks' default_recompute; the planner doors choose -r 0 or 1 themselves).
 Units: bytes, elements. Layout degrees may be numpy arrays (the planner).
 """
 
@@ -33,6 +35,10 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.core.model.spec import ModelSpec
+
+RECOMPUTE_SOURCE = ("llm.c's -r: none = -r 0, selective = -r 1 (the GELU output recomputed in backward); not given: its "
+                    "default -r 1 (train_gpt2.cu@f1e2ace L1406, L1449)")
+"""The recompute assumption's source under --framework llmc (jobs.memory.assumptions)."""
 
 BF16, FP32, INT32 = 2, 4, 4
 VOCAB_PAD = 128  # train_gpt2.cu L90: "padded to e.g. %128==0"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import recipe_facts as RF
 from gpuplan.core.memory import training as M
+from gpuplan.core.memory.llmc_memory import RECOMPUTE_SOURCE as LLMC_RECOMPUTE
 from gpuplan.core.memory.recompute import recompute_label
 from gpuplan.core.units import format_bytes
 from gpuplan.jobs.assumptions import mtp_assumption
@@ -94,6 +95,7 @@ def memory_assumptions(settings: M.MemorySettings, overheads: M.Overheads,
         _kernel_assumption(settings, model_type),
         Assumption("recompute", "activation recompute",
                    recompute_label(settings.recompute, settings.recompute_modules, settings.recompute_layers),
+                   LLMC_RECOMPUTE if settings.framework == "llmc" else
                    "full keeps each layer input (2·sbh); Megatron's modules free what core/memory/recompute.py lists",
                    "--recompute / --recompute-modules / --recompute-layers"),
         Assumption("cuda_context", "CUDA context", _gib(overheads.cuda_context),

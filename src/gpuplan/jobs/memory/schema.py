@@ -122,7 +122,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
                               loss=self.loss_for(spec),
                               attention_kernel=execution_kernel(self.attention_kernel, spec.model_type, self.framework,
                                                                 self.implementation_name),
-                              recompute=self.recompute_given or "none", dropout=self.dropout, finetune=self.finetune,
+                              recompute=self.recompute_given or self.profile.default_recompute, dropout=self.dropout, finetune=self.finetune,
                               **self.recompute_settings(), **self.recipe_memory_settings(),
                               lora_rank=self.lora_rank, moe_capacity_factor=self.moe_capacity_factor,
                               offload_optimizer=self.offload_optimizer, optimizer_impl=self.optimizer_impl,
