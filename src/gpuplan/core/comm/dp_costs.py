@@ -145,16 +145,50 @@ def _windows(compute, micro_batches, moe_phases, layers):
     return t_mb * share, t_mb * (1 - share)
 
 
+def expert_share(spec: ModelSpec, settings, tp, pp, ep):
+    """Of one GPU's trained parameters (params_per_gpu), the routed experts' share: 0 for a dense model and
+    under LoRA / QLoRA (the adapters are all dense here)."""
+    if spec.moe is None:
+        return 0.0
+    experts = count_parameters(spec).routed_experts / (ep * pp)
+    return np.where(settings.finetune == "full", experts / params_per_gpu(spec, tp, pp, ep), 0.0)
+
+
+def expert_data_ranks(data, tp, ep, expert_tp=None):
+    """Ranks of the expert data-parallel group beside ``data`` (dp x cp) data-parallel ranks: data x tp / (etp x ep),
+    at least 1 (``expert_tp``: StepSettings.expert_tp, None = tp). Megatron-Core builds the expert ranks from the
+    same world, world / (etp x ep x pp) data-parallel (parallel_state.py@core_v0.14.0 L697-717: expert_data_parallel_size
+    = world_size // expert_tensor_model_pipeline_parallel_size, order tp-ep-dp-pp)."""
+    etp = tp if expert_tp is None else expert_tp
+    return np.maximum(data * tp / (etp * np.maximum(ep, 1)), 1)
+
+
+def optimizer_shards(spec: ModelSpec, settings, zero, *, data, tp, pp, ep):
+    """How many ways one GPU's trained parameters are divided among the optimizer's shards (its step updates
+    trained / optimizer_shards of them): 1 without sharded states; with ZeRO >= 1 (or DeepSpeed's BF16_Optimizer,
+    core.frameworks.runs_bf16_optimizer) the dense parameters over the ``data`` (dp x cp) ranks and the routed
+    experts over their expert data-parallel group (expert_data_ranks): Megatron-Core's DDP puts the expert
+    parameters in buffers of their own on the expert data-parallel group (distributed_data_parallel.py@core_v0.14.0
+    L86-88, L378-385), get_megatron_optimizer gives them a distributed optimizer of their own on that group
+    (optimizer/__init__.py@core_v0.14.0 L706-735) and each optimizer shards its buffers by that group's size
+    (distrib_optimizer.py@core_v0.14.0 L165-173: bucket / data_parallel_group.size()); DeepSpeed partitions each
+    MoE group over its expert-data-parallel group too (core.memory.bf16_optimizer). The harmonic mix of the two:
+    1 / ((1 - s) / data + s / expert ranks), s = expert_share."""
+    sharded = (np.asarray(zero) >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp)
+    share = expert_share(spec, settings, tp, pp, ep)
+    dense = np.where(sharded, data, 1)
+    experts = np.where(sharded, expert_data_ranks(data, tp, ep, settings.expert_tp), 1)
+    return 1 / ((1 - share) / dense + share / experts)
+
+
 def _populations(spec: ModelSpec, cluster, settings, *, tp, pp, ep, shard, trained_params):
     """(share of the traffic, group links) of the dense parameters, reduced over the data group
     (shard ranks, tp apart), and of the routed experts, reduced over the expert data-parallel group
-    (shard x tp / (etp x ep) ranks, etp x ep apart: Megatron-Core's expert rank order tp-ep-dp-pp,
+    (expert_data_ranks of the shard, etp x ep apart: Megatron-Core's expert rank order tp-ep-dp-pp,
     parallel_state.py)."""
-    held = params_per_gpu(spec, tp, pp, ep)
-    experts = count_parameters(spec).routed_experts / (ep * pp)
-    share = np.where(settings.finetune == "full", experts / held, 0.0) if spec.moe is not None else 0.0
+    share = expert_share(spec, settings, tp, pp, ep)
     etp = tp if settings.expert_tp is None else settings.expert_tp
-    expert_ranks = np.maximum(shard * tp / (etp * np.maximum(ep, 1)), 1)
+    expert_ranks = expert_data_ranks(shard, tp, ep, settings.expert_tp)
     return ((1 - share, cluster.group(shard, tp)), (share, cluster.group(expert_ranks, etp * ep)))
 
 

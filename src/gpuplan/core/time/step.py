@@ -34,7 +34,7 @@ from gpuplan.core.time.moe_host import stage_exposed_host_seconds
 from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
 from gpuplan.core.time.optimizer import accumulation_pass_seconds
-from gpuplan.core.frameworks import runs_bf16_optimizer
+from gpuplan.core.comm.dp_costs import optimizer_shards
 from gpuplan.core.time import activation_offload as AO, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT, sequence_parallel as SP, llmc_ops as LO
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import ParamGather, by_parallelism, params_per_gpu, step_communication  # noqa: F401
@@ -399,7 +399,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
     comm_total, bubble = sum((c.total for c in costs), 0.0), bubble + fill_drain_all_to_all(exposed["EP"], by_parallelism(costs, "EP", "total"), settings.ep_a2a_overlap, pp, vpp, micro_batches)
     # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)
-    shards = 1 + (data - 1) * ((zero >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp))  # BF16_Optimizer
+    shards = optimizer_shards(spec, settings, zero, data=data, tp=tp, pp=pp, ep=ep)  # dense: dp x cp; experts: expert dp
     optimizer = 2 * 16.0 * trained / shards / hbm
     if settings.eager_ops is not None:
         optimizer = eager_optimizer_seconds(spec, cluster, settings, trained / shards, pp)
