@@ -27,7 +27,8 @@ def _row_fields(run, **extra) -> dict:
     """The row's recipe as a user types it (conftest's published_row_fields adds the layout)."""
     from gpuplan.jobs.validation.published_throughput import recipe_low_precision_weights
 
-    fields = dict(dtype="fp8", framework="megatron", ep_dispatcher="flex", loss=run["recipe_memory"]["loss"]) | extra
+    fields = dict(dtype="fp8", framework="megatron", ep_dispatcher="flex", loss=run["recipe_memory"]["loss"],
+                  grad_dtype=run["recipe_memory"]["grad_dtype"]) | extra  # bf16 buffer and wire, as the row's step
     fp8 = fields["dtype"] == "fp8"  # FP8-CS: primary weights (its gather at 1 B); a BF16 run has none
     return fields | {"low_precision_weights": recipe_low_precision_weights(run) if fp8 else None}
 

@@ -20,7 +20,8 @@ def plan(plan_published_row):
 
     def plan_row(run, recompute: str = "none", **extra):
         settings = dict(dtype=PRECISION[run["precision"]], framework="megatron", recompute=recompute,
-                        low_precision_weights=recipe_low_precision_weights(run))  # FP8-CS: primary (its gather)
+                        low_precision_weights=recipe_low_precision_weights(run),  # FP8-CS: primary (its gather)
+                        grad_dtype=run["recipe_memory"]["grad_dtype"])  # bf16: the recipe's buffer and DP wire
         if tp_comm_overlapped(run):
             settings["tp_comm_overlap"] = True
         return plan_published_row(run, **settings | extra)

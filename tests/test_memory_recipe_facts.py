@@ -161,7 +161,12 @@ def test_recipe_facts_of_published_rows(published_rows):
     assert not expandable_segments(r["mbridge-26.02-llama-3.1-405b-gb300-256g-fp8cs"])
     assert expandable_segments(r["mbridge-26.06-llama-3.1-405b-gb300-256g-fp8cs"])
     assert expandable_segments(r["mbridge-26.02-llama-3.1-405b-gb200-256g-fp8cs"])
-    assert all(recipe_memory_fields(v) == {} for v in r.values() if v["family"].startswith(("torchtitan", "nemo-24")))
+    assert all(recipe_memory_fields(v) == {} for v in r.values() if v["family"].startswith("torchtitan"))
+    # NeMo 24.07: Apex DistributedFusedAdam's grad_sync_dtype, fp32 unless the launcher config sets it (Nemotron-4
+    # 340B's bf16, nemotron_340b.yaml@24.07 L161): the row's recipe_memory.grad_dtype, cited
+    nemo24 = {k: recipe_memory_fields(v) for k, v in r.items() if v["family"].startswith("nemo-24")}
+    assert nemo24.pop("nemo2407-nemotron-4-340b-h100-128g") == {"grad_dtype": "bf16"}
+    assert len(nemo24) == 7 and all(f == {"grad_dtype": "fp32"} for f in nemo24.values())
     # NeMo 2.0 pages leave the sharding unprinted: the recipes' distributed optimizer (ZeRO-1)
     assert nemo2_layout(r["nemo2502-llama-3-8b-b200-8g"])["zero"] == 1
     assert nemo2_layout(r["nemo2407-llama-3-8b-h100-8g"])["zero"] == 1  # NeMo 1.x: Apex distributed_fused_adam

@@ -19,7 +19,8 @@ def _recipe(run, **extra) -> dict:
     add the layout): MXFP8, megatron, the flex dispatcher with the combined 1F1B."""
     return dict(dtype="fp8", fp8_recipe="mxfp8", framework="megatron", ep_dispatcher="flex", ep_a2a_overlap=True,
                 flex_backend=run["moe_comm"]["backend"],  # hybridep, the row's moe_comm (Megatron-Core's is deepep)
-                loss=run["recipe_memory"]["loss"]) | extra  # te-ce: its perf scripts' cross_entropy_fusion_impl 'te'
+                loss=run["recipe_memory"]["loss"],  # te-ce: its perf scripts' cross_entropy_fusion_impl 'te'
+                grad_dtype=run["recipe_memory"]["grad_dtype"]) | extra  # bf16: grad_reduce_in_fp32 False (wire too)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 import numpy as np
 
+from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS
 from gpuplan.core.memory.model_states import ModelStates, StageParams, state_shards
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.precision import PrecisionRecipe
@@ -16,6 +17,21 @@ def recipe_as_run(recipe: PrecisionRecipe, grad_bytes: float | None, moment_byte
     """``recipe`` with the run's gradient-buffer and optimizer-state bytes per element where given (None: its own)."""
     changes = {k: v for k, v in (("grad_bytes", grad_bytes), ("state_bytes", moment_bytes)) if v is not None}
     return replace(recipe, **changes) if changes else recipe
+
+
+def reduced_grad_bytes(framework_name: str, recipe: PrecisionRecipe, grad_bytes: float | None) -> float:
+    """Bytes per gradient element the data-parallel reduce-scatter / all-reduce moves: the one width memory
+    and step read. Megatron-Core (megatron, generic) reduces its gradient buffer in the buffer's own dtype,
+    the width memory holds it in (recipe_as_run: --grad-dtype / a row's recipe_memory.grad_dtype, else the
+    recipe's; ``grad_dtype = torch.float if ddp_config.grad_reduce_in_fp32 else param.dtype``,
+    distributed_data_parallel.py@core_v0.16.0 L147; Megatron-LM's bf16 runs turn accumulate_allreduce_grads_in_fp32
+    on, megatron/training/arguments.py@core_v0.16.0 L720-724, passed as grad_reduce_in_fp32 by training.py L1295:
+    the 'megatron' recipe's 4 B). torchtitan's FSDP2 reduces in fp32 whatever the parameters hold
+    (MixedPrecisionPolicy reduce_dtype=float32, config mixed_precision_reduce); DeepSpeed, the Trainer and
+    llm.c in bf16 (2 B), as before this rule. Units: bytes."""
+    if framework_name in MEGATRON_CORE_FRAMEWORKS:
+        return float(recipe_as_run(recipe, grad_bytes, None).grad_bytes)
+    return 4.0 if framework_name == "torchtitan" else 2.0
 
 
 def weights_as_held(states: ModelStates, params: StageParams, layout: ParallelLayout, recipe: PrecisionRecipe,

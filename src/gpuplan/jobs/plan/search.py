@@ -19,8 +19,9 @@ from gpuplan.core.comm.dp_costs import ParamGather
 from gpuplan.core.comm.dp_overlap import schedule_for
 from gpuplan.core.frameworks import deepspeed_bf16_engine, op_sac_fused_qkv
 from gpuplan.core.parallel import check_model_degrees
-from gpuplan.core.precision import check_recipe_runs_on
+from gpuplan.core.precision import RECIPES, check_recipe_runs_on
 from gpuplan.core.memory.activations import saved_linear_input_bytes
+from gpuplan.core.memory.recipe_facts import reduced_grad_bytes
 from gpuplan.core.memory.device_memory import with_ep_dispatcher
 from gpuplan.core.time.step import StepSettings, attention_efficiency, low_precision_recipe
 from gpuplan.core.comm.topology import cluster_for
@@ -128,11 +129,12 @@ def _checked_gpu(inputs, spec):
 
 
 def grad_comm_bytes(inputs) -> float:
-    """Bytes per gradient element the data-parallel reduction moves: 4 where gradients are reduced in fp32 --
-    torchtitan's FSDP2 (mixed_precision_reduce = "float32") and an explicit --grad-dtype fp32 (Megatron-Core's
-    grad_reduce_in_fp32: 'If true, reduce grads in fp32', distributed_data_parallel_config.py@core_v0.16.0 L11-12;
-    the buffer's dtype, distributed_data_parallel.py L147) -- else 2 (bf16)."""
-    return 4.0 if inputs.framework == "torchtitan" or getattr(inputs, "grad_dtype", None) == "fp32" else 2.0
+    """Bytes per gradient element the data-parallel reduction moves: the width memory holds the gradient buffer
+    in (the inputs' recipe with --grad-dtype, as MemorySettings.grad_bytes reads it), by one rule
+    (core.memory.recipe_facts.reduced_grad_bytes): under megatron 4 (fp32, Megatron-Core's grad_reduce_in_fp32)
+    unless --grad-dtype bf16; torchtitan 4; others 2."""
+    return reduced_grad_bytes(inputs.framework, RECIPES[inputs.recipe_name],
+                              inputs.recipe_memory_settings()["grad_bytes"])
 
 
 def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSettings:

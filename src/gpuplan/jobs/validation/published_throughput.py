@@ -21,9 +21,12 @@ from gpuplan.core.time.pipeline_schedule import layout_stage_layers
 from gpuplan.core.frameworks import framework, torchtitan_fuses_qkv, torchtitan_repeats_kv
 from gpuplan.core.time.megatron_ops import cross_entropy_impl
 from gpuplan.core.comm.dp_costs import ParamGather
+from gpuplan.core.memory.recipe_facts import reduced_grad_bytes
+from gpuplan.core.precision import RECIPES
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.jobs.validation.throughput import run_spec
 from gpuplan.schema.te_kernels import kernel_step_settings
+from gpuplan.schema.vocabulary import STATE_DTYPE_BYTES
 
 # What the step model runs each precision label as: MXFP8 (Blackwell block scaling) and FP8
 # tensorwise/current/delayed scaling all as FP8 GEMMs with operand casts (core/time/step.py; MXFP8 with
@@ -333,8 +336,8 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
                             # torchtitan: FSDP2's per-block gathers; NeMo: Megatron's distributed optimizer
                             # with overlapped gradient reduce and parameter gather (core.comm.dp_overlap)
                             dp_schedule="fsdp2" if torchtitan else "megatron", dp_overlap=1.0,
-                            # torchtitan reduces gradients in fp32 (config mixed_precision_reduce = "float32")
-                            grad_comm_bytes=4.0 if torchtitan else 2.0,
+                            # the gradient width memory holds: torchtitan's fp32 reduce, the row's grad_dtype
+                            grad_comm_bytes=row_grad_comm_bytes(run),
                             # the distributed optimizer's gather: FP8-CS primary weights at their FP8 bytes,
                             # synchronous where the recipe turns its overlap off (param_gather)
                             param_gather=param_gather(run))
@@ -343,6 +346,17 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
     return step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
                      cp=lay.get("cp") or 1, ep=lay.get("ep") or 1, zero=lay.get("zero") or 0,
                      micro_batch=lay["micro_batch"], micro_batches=micro_batches, stage_layers=recipe_stage_layers(run))
+
+
+def row_grad_comm_bytes(run: dict[str, Any]) -> float:
+    """Bytes a gradient element moves in the row's data-parallel reduction, by the rule `plan` and the row's memory
+    check read (core.memory.recipe_facts.reduced_grad_bytes): the framework's default recipe with the row's
+    recipe_memory.grad_dtype (read at its tag; published_fits.recipe_memory_fields passes it as --grad-dtype).
+    torchtitan: 4 (FSDP2's reduce_dtype fp32); Megatron rows: 2 where the recipe sets grad_reduce_in_fp32 False,
+    else Megatron-Core's fp32 buffer, 4."""
+    name = "torchtitan" if run["family"].startswith("torchtitan") else "megatron"
+    given = (run.get("recipe_memory") or {}).get("grad_dtype")
+    return reduced_grad_bytes(name, RECIPES[framework(name).recipe], STATE_DTYPE_BYTES.get(given))
 
 
 def recipe_stage_layers(run: dict[str, Any]) -> tuple[int, int] | None:
