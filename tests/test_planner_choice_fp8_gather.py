@@ -48,7 +48,8 @@ def test_mixtrals_published_layout_gathers_as_its_step_does_in_the_planners_tabl
     run = published_rows_by_id()[MIXTRAL]
     step = predicted_step(run)
     fields = dict(model=run["model"]["catalog"], tokens=1e12, gpu=run["gpu"], gpus=64, seq_len=run["model"]["seq_len"],
-                  global_batch=256, dtype="fp8", framework="megatron")
+                  global_batch=256, dtype="fp8", framework="megatron",
+                  grad_dtype=run["recipe_memory"]["grad_dtype"])  # bf16 (grad_reduce_in_fp32 False), as planner_plan
     traffic = {}
     for weights in ("primary", None):
         t = search(PlanInputs(**fields, **({"low_precision_weights": weights} if weights else {}))).table

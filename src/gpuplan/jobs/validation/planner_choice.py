@@ -143,6 +143,9 @@ def planner_plan(run: dict, framework: str, recompute: str | None = None, kind_c
     # published_fits.recipe_memory_fields): every layout the planner times gathers what the published one does
     if framework == "megatron" and recipe_low_precision_weights(run):
         fields["low_precision_weights"] = recipe_low_precision_weights(run)
+    # the row's gradient width (recipe_memory.grad_dtype, read at its tag): buffer and DP wire, as its step and memory
+    if framework == "megatron" and (run.get("recipe_memory") or {}).get("grad_dtype"):
+        fields["grad_dtype"] = run["recipe_memory"]["grad_dtype"]
     group = group_key(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)
     result = release_runs(search(PlanInputs(**fields), leave_out=group, kind_correction_rows=kind_correction_rows),
                           run, framework)
