@@ -39,6 +39,16 @@ from gpuplan.core.model.spec import ModelSpec
 RECOMPUTE_SOURCE = ("llm.c's -r: none = -r 0, selective = -r 1 (the GELU output recomputed in backward); not given: its "
                     "default -r 1 (train_gpt2.cu@f1e2ace L1406, L1449)")
 """The recompute assumption's source under --framework llmc (jobs.memory.assumptions)."""
+CUDAMALLOC_ONCE = "= allocated: llm.c cudaMallocs each buffer once before the first step (train_gpt2.cu@f1e2ace L155, L265, L370-408)"
+"""The reserved peak's note where there is no caching allocator (FrameworkProfile.caching_allocator False)."""
+
+
+def peak_labels(caching_allocator: bool) -> tuple[str, str]:
+    """The reports' allocated and reserved peak labels: PyTorch's tensors and caching allocator, or (llm.c)
+    buffers each allocated once with cudaMalloc, so reserved = allocated."""
+    if caching_allocator:
+        return "allocated peak (PyTorch tensors)", "reserved peak (caching allocator)"
+    return "allocated peak (llm.c's cudaMalloc buffers)", "reserved peak (no caching allocator)"
 
 BF16, FP32, INT32 = 2, 4, 4
 VOCAB_PAD = 128  # train_gpt2.cu L90: "padded to e.g. %128==0"

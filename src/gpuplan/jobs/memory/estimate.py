@@ -13,7 +13,9 @@ from dataclasses import replace
 
 from gpuplan.planner.framework_rules import rules_for
 from gpuplan.adapters.resolve import resolve_gpu
+from gpuplan.core import frameworks as F
 from gpuplan.core.memory import training as M
+from gpuplan.core.memory.llmc_memory import CUDAMALLOC_ONCE, peak_labels
 from gpuplan.core.memory.micro_batch_fit import largest_micro_batch
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
@@ -189,7 +191,8 @@ def _recipe_section(spec: ModelSpec, settings: M.MemorySettings) -> Section:
 
 
 def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: ParallelLayout,
-                  gpu: Accelerator, gap: float = 0.0) -> Section:
+                  gpu: Accelerator, gap: float = 0.0, cached: bool = True) -> Section:
+    """The peak lines; ``cached`` False: no caching allocator (llm.c cudaMallocs once, core.memory.llmc_memory)."""
     fixed = overheads.fixed_bytes(layout)
     reserved = overheads.reserved_bytes(peak.allocated)
     total = reserved + fixed
@@ -200,11 +203,11 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
             ("fsdp_working_set", peak.fsdp_working_set)]
     lines = [Line(f"peak_{k}", k.replace("_", " "), v, "bytes", _gib(v)) for k, v in rows]
     lines += [
-        Line("peak_allocated", "allocated peak (PyTorch tensors)", peak.allocated, "bytes", _gib(peak.allocated),
+        Line("peak_allocated", peak_labels(cached)[0], peak.allocated, "bytes", _gib(peak.allocated),
              f"at {peak.peak_phase}, pipeline stage {peak.stage}"),
-        Line("peak_reserved", "reserved peak (caching allocator)", reserved, "bytes", _gib(reserved),
+        Line("peak_reserved", peak_labels(cached)[1], reserved, "bytes", _gib(reserved),
              f"allocated x {1 + overheads.fragmentation:.2f}: fragmentation of the allocator's cached blocks "
-             "(core/memory/device_memory.py)"),
+             "(core/memory/device_memory.py)" if cached else CUDAMALLOC_ONCE),
         Line("overheads", "CUDA context + NCCL buffers", fixed, "bytes", _gib(fixed),
              "outside the allocator; see assumptions"),
         Line("peak_total", "device memory needed (reserved + runtime)", total, "bytes", _gib(total)),
@@ -262,7 +265,8 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     peak = M.peak_memory(spec, layout, settings)
     peaks = {(layout, settings): peak.allocated}  # the verdicts below ask it again, per GPU
     gap = framework_gap(spec, layout, settings, overheads)
-    sections = [_recipe_section(spec, settings), _peak_section(peak, overheads, layout, gpu, gap)]
+    sections = [_recipe_section(spec, settings), _peak_section(peak, overheads, layout, gpu, gap,
+                                                                             F.framework(settings.framework).caching_allocator)]
     if settings.offload_optimizer:
         sections.append(_host_section(spec, layout, gpu))
     fits, headroom, best_mb = verdict(spec, layout, settings, overheads, gpu, peaks)

@@ -169,7 +169,7 @@ def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tupl
                          f"{' or leave --exhaustive off' if inputs.exhaustive else ''}") from None
     best = chosen_plan(free, best_index(free, "time"))
     return (Section(f"Your layout: {mine.text()} on {plural(mine.gpus, 'GPU')}",
-                    step_lines(mine, "mine") + memory_lines(mine, "mine") + comparison_lines(mine, best, free.table)),)
+                    step_lines(mine, "mine") + memory_lines(mine, "mine", inputs.profile.caching_allocator) + comparison_lines(mine, best, free.table)),)
 
 
 def _report_inputs(inputs: PlanInputs, model: str, gpu, counts, deadline: float | None) -> tuple[Line, ...]:
@@ -195,7 +195,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     front = pareto_front(table, ("gpus", "ranked_days") + (("ranked_cost",) if price is not None else ()))
     summary = Section("Recommendation", recommendation(plan, inputs, result, best) + why_lines(plan, result.all))
     checked = _check_my_layout(inputs, result, plan) if inputs.layout_given else ()
-    breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best"))
+    breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best", inputs.profile.caching_allocator))
     tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]})", COLUMNS, _rows(table, top)),
               Table("Pareto front (GPUs vs ranked days: the slow end with failures at the range's high rate"
                     + (", vs cost with the same failures)" if price is not None else ")"), COLUMNS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuplan.core.memory.llmc_memory import CUDAMALLOC_ONCE, peak_labels
 from gpuplan.core.units import format_bytes
 from gpuplan.planner.plan import Plan
 from gpuplan.planner.search import LayoutTable
@@ -24,16 +25,17 @@ def step_lines(plan: Plan, prefix: str) -> tuple[Line, ...]:
     return tuple(lines)
 
 
-def memory_lines(plan: Plan, prefix: str) -> tuple[Line, ...]:
-    m = plan.memory
+def memory_lines(plan: Plan, prefix: str, caching_allocator: bool = True) -> tuple[Line, ...]:
+    """The plan's memory lines; ``caching_allocator`` False (llm.c): reserved = allocated, labelled so."""
+    m, (allocated, reserved) = plan.memory, peak_labels(caching_allocator)
     parts = (("weights", m.weights), ("grads", m.grads), ("master", m.master), ("optimizer", m.optimizer),
              ("activations", m.activations), ("outside_layers", m.outside_layers),
              ("temporaries", m.temporaries), ("fsdp_working_set", m.fsdp_working_set))
     lines = [Line(f"{prefix}_mem_{k}", k.replace("_", " "), v, "bytes", format_bytes(v)) for k, v in parts if v]
-    lines += [Line(f"{prefix}_mem_allocated", "allocated peak (PyTorch tensors)", m.allocated, "bytes",
+    lines += [Line(f"{prefix}_mem_allocated", allocated, m.allocated, "bytes",
                    format_bytes(m.allocated)),
-              Line(f"{prefix}_mem_reserved", "reserved peak (caching allocator)", plan.reserved_bytes, "bytes",
-                   format_bytes(plan.reserved_bytes), f"allocated x {1 + plan.fragmentation:.2f}"),
+              Line(f"{prefix}_mem_reserved", reserved, plan.reserved_bytes, "bytes", format_bytes(plan.reserved_bytes),
+                   f"allocated x {1 + plan.fragmentation:.2f}" if caching_allocator else CUDAMALLOC_ONCE),
               Line(f"{prefix}_mem_fixed", "CUDA context + NCCL buffers", plan.fixed_bytes, "bytes",
                    format_bytes(plan.fixed_bytes)),
               Line(f"{prefix}_mem_total", "device memory needed (reserved + runtime)", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpuplan.core.economics.gpu_time import ComputeBudget, comm_share_of_time, with_allowance
+from gpuplan.core.memory.llmc_memory import CUDAMALLOC_ONCE, peak_labels
 from gpuplan.core.units import (SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time, plural,
                                 signed_percent)
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
@@ -207,8 +208,9 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
                                                inputs.global_batch_tokens is not None else "by default)")),
         Line("mem_peak_allocated", "allocated peak", m.allocated, "bytes", format_bytes(m.allocated),
              f"at {m.peak_phase}, pipeline stage {m.stage}; `gpuplan memory` of this layout gives the same"),
-        Line("mem_peak_reserved", "reserved peak (caching allocator)", plan.reserved_bytes, "bytes",
-             format_bytes(plan.reserved_bytes), f"allocated x {1 + plan.fragmentation:.2f} (fragmentation)"),
+        Line("mem_peak_reserved", peak_labels(inputs.profile.caching_allocator)[1], plan.reserved_bytes, "bytes",
+             format_bytes(plan.reserved_bytes), f"allocated x {1 + plan.fragmentation:.2f} (fragmentation)"
+             if inputs.profile.caching_allocator else CUDAMALLOC_ONCE),
         Line("mem_peak_total", "reserved + CUDA context + NCCL", plan.total_bytes, "bytes",
              format_bytes(plan.total_bytes)),
         Line("mem_capacity", "usable memory (after the margin)", plan.budget_bytes, "bytes",
