@@ -12,8 +12,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from gpuplan.catalog import load_model
-from gpuplan.core.comm.dp_costs import expert_data_ranks, optimizer_shards
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core.comm.collectives import collective_seconds
+from gpuplan.core.comm.dp_costs import (ParamGather, _populations, data_parallel_costs, expert_data_ranks,
+                                        gather_bytes, gather_populations, optimizer_shards)
+from gpuplan.core.comm.dp_overlap import megatron_buckets
+from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.time.step import StepSettings
 
 # Mixtral 8x7B (mistralai/Mixtral-8x7B-v0.1 config.json): 32 layers, hidden 4,096, 32 heads / 8 KV heads of 128,
@@ -65,3 +69,35 @@ def test_vectorised_over_layouts():
     got = optimizer_shards(spec, SETTINGS, np.array([0, 1, 3]), data=np.array([64, 64, 32]), tp=np.array([1, 1, 1]),
                            pp=np.array([1, 1, 1]), ep=np.array([8, 8, 4]))
     assert got == pytest.approx([1, _hand(64, 8, 8), _hand(32, 8, 4)], rel=1e-12)
+
+
+def test_mixtrals_fp8_gather_splits_by_bytes_between_the_dense_and_expert_groups():
+    """Review w11 r2 SHOULD 5: with primary FP8 weights (ParamGather fp8_matrices) Mixtral 8x7B at tp 1, pp 1,
+    ep 8 gathers its experts at 1 B (5,637,144,576 B a GPU) and its dense parameters as 1 B matrices (attention
+    1,342,177,280 + router 1,048,576) plus 2 B embedding, head and norms (262,410,240 x 2): 1,868,046,336 B.
+    The expert data-parallel group carries 75.1% of the bytes, not the experts' 77.8% of the parameters
+    (5.84e9 B before: +3.6%)."""
+    spec, cluster = load_model("mixtral-8x7b"), cluster_for(load_accelerator("b200"))
+    settings = replace(SETTINGS, param_gather=ParamGather(fp8_matrices=True))
+    experts, dense = EXPERTS / 8, 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 4096 * 8) + 2 * (
+        2 * 32000 * 4096 + 32 * 2 * 4096 + 4096)
+    assert (experts, dense) == (5_637_144_576, 1_868_046_336)
+    weights = gather_bytes(spec, settings.param_gather, 1, 1, 8)
+    assert weights == pytest.approx(experts + dense, rel=1e-12)
+    pops = _populations(spec, cluster, settings, tp=1, pp=1, ep=8, shard=64, trained_params=DENSE + experts)
+    (dense_share, dense_links), (expert_share, expert_links) = gather_populations(spec, settings, pops, weights,
+                                                                                   tp=1, pp=1, ep=8)
+    assert expert_share * weights == pytest.approx(experts, rel=1e-12)  # 75.1%, not 77.8%
+    assert dense_share * weights == pytest.approx(dense, rel=1e-12)
+    assert pops[1][0] * weights == pytest.approx(5.841e9, rel=1e-3)  # the parameter share: what the gradients keep
+    bf16 = gather_populations(spec, SETTINGS, pops, gather_bytes(spec, ParamGather(), 1, 1, 8), tp=1, pp=1, ep=8)
+    assert bf16 is pops  # every element 2 B: the parameter shares are the byte shares
+    # the step's gather: each group's bytes on its own links, one after the other
+    costs = data_parallel_costs(spec, cluster, settings, dp=64, tp=1, pp=1, cp=1, ep=8, zero=1, micro_batches=4,
+                                shard_group=None, layers=32, trained_params=DENSE + experts, t_bwd_gemm_mb=0.1,
+                                compute=1.0)
+    (ag,) = [c for c in costs if c.collective == "param all-gather"]
+    units = megatron_buckets(DENSE + experts, 64)
+    one = collective_seconds("all_gather", dense / units, dense_links) + collective_seconds(
+        "all_gather", experts / units, expert_links)
+    assert ag.total == pytest.approx(units * one, rel=1e-9)

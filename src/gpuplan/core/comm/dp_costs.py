@@ -164,21 +164,17 @@ def expert_data_ranks(data, tp, ep, expert_tp=None):
 
 
 def optimizer_shards(spec: ModelSpec, settings, zero, *, data, tp, pp, ep):
-    """How many ways one GPU's trained parameters are divided among the optimizer's shards (its step updates
-    trained / optimizer_shards of them): 1 without sharded states; with ZeRO >= 1 (or DeepSpeed's BF16_Optimizer,
-    core.frameworks.runs_bf16_optimizer) the dense parameters over the ``data`` (dp x cp) ranks and the routed
-    experts over their expert data-parallel group (expert_data_ranks): Megatron-Core's DDP puts the expert
-    parameters in buffers of their own on the expert data-parallel group (distributed_data_parallel.py@core_v0.14.0
-    L86-88, L378-385), get_megatron_optimizer gives them a distributed optimizer of their own on that group
-    (optimizer/__init__.py@core_v0.14.0 L706-735) and each optimizer shards its buffers by that group's size
-    (distrib_optimizer.py@core_v0.14.0 L165-173: bucket / data_parallel_group.size()); DeepSpeed partitions each
-    MoE group over its expert-data-parallel group too (core.memory.bf16_optimizer). The harmonic mix of the two:
+    """How many ways one GPU's trained parameters are split among optimizer shards (its step updates trained /
+    optimizer_shards): 1 without sharded states; with ZeRO >= 1 (or DeepSpeed's BF16_Optimizer) the dense ones over
+    ``data`` (dp x cp) ranks, the routed experts over expert_data_ranks: Megatron-Core's DDP buffers the experts on
+    the expert data-parallel group (distributed_data_parallel.py@core_v0.14.0 L86-88, L378-385), which gets a
+    distributed optimizer of its own (optimizer/__init__.py@core_v0.14.0 L706-735) sharding by its size
+    (distrib_optimizer.py@core_v0.14.0 L165-173); DeepSpeed's MoE groups too (core.memory.bf16_optimizer).
     1 / ((1 - s) / data + s / expert ranks), s = expert_share."""
     sharded = (np.asarray(zero) >= 1) | runs_bf16_optimizer(settings.deepspeed_bf16, zero, pp)
     share = expert_share(spec, settings, tp, pp, ep)
-    dense = np.where(sharded, data, 1)
     experts = np.where(sharded, expert_data_ranks(data, tp, ep, settings.expert_tp), 1)
-    return 1 / ((1 - share) / dense + share / experts)
+    return 1 / ((1 - share) / np.where(sharded, data, 1) + share / experts)
 
 
 def _populations(spec: ModelSpec, cluster, settings, *, tp, pp, ep, shard, trained_params):
@@ -190,6 +186,19 @@ def _populations(spec: ModelSpec, cluster, settings, *, tp, pp, ep, shard, train
     etp = tp if settings.expert_tp is None else settings.expert_tp
     expert_ranks = expert_data_ranks(shard, tp, ep, settings.expert_tp)
     return ((1 - share, cluster.group(shard, tp)), (share, cluster.group(expert_ranks, etp * ep)))
+
+
+def gather_populations(spec: ModelSpec, settings, populations, weights, *, tp, pp, ep):
+    """_populations with the shares of the all-gather's ``weights`` bytes (gather_bytes): under fp8_matrices the
+    routed experts (all matrices) gather 1 B an element, the dense parameters mix 1 B matrices with the embedding,
+    head and norms at param_gather.bytes (Mixtral 8x7B at ep 8: experts 75.1% of 7.505e9 B, not their 77.8% of
+    the parameters); otherwise the parameter shares."""
+    (_, dense), (by_params, experts) = populations
+    if not settings.param_gather.fp8_matrices or spec.moe is None:
+        return populations
+    weights, expert_bytes = np.asarray(weights, dtype=float), count_parameters(spec).routed_experts / (ep * pp)
+    by_bytes = np.where(np.asarray(by_params) > 0, expert_bytes / np.where(weights > 0, weights, 1.0), 0.0)
+    return ((1 - by_bytes, dense), (by_bytes, experts))
 
 
 def _per_unit(kind: str, size, populations, groups=None):
@@ -253,8 +262,10 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     weights = weights - embedding * settings.param_gather.bytes
     grads_emb = embedding * settings.grad_comm_bytes * (settings.finetune == "full")
     grads = grads - grads_emb
-    reduce_scatter, rs_one, ag_one, ar_across = _unit_seconds(settings, populations, across, grads, weights,
-                                                              (units, gather_units), shard, replicas, zero, groups)
+    gathers_by = gather_populations(spec, settings, populations, weights, tp=tp, pp=pp, ep=ep)  # the bytes' split
+    reduce_scatter, rs_one, ag_one, ar_across = _unit_seconds(settings, (populations, gathers_by), across, grads,
+                                                              weights, (units, gather_units), shard, replicas, zero,
+                                                              groups)
     # ZeRO-3 gathers for every micro-batch (FSDP2 under a pipeline keeps the stage gathered); FSDP2 also
     # reduce-scatters every micro-batch, DeepSpeed once a step (ZeRO-2 every micro-batch: each_mb above)
     gather_each = zero3 & ((np.asarray(pp) == 1) | (settings.dp_schedule == "deepspeed"))
@@ -332,8 +343,10 @@ def _embedding_cost(settings, embedding, grads_emb, micro_batches, ranks, group,
 def _unit_seconds(settings, populations, across, grads, weights, units, shard, replicas, zero, groups):
     """(where the gradients are reduce-scattered, seconds of one unit's gradient reduce-scatter or all-reduce,
     of its parameter all-gather, of its units' HSDP all-reduce across the replicas: ``units`` x one);
-    ``units``: (gradient units, gather units), _units."""
+    ``units``: (gradient units, gather units), _units; ``populations``: (the gradients', the gather's:
+    gather_populations)."""
     units, gather_units = units
+    populations, gathers_by = populations
     zero3 = zero >= 3
     reduce_scatter = (zero >= 1) & ~(settings.grad_all_reduce & (zero == 1))  # ALL_REDUCE_THEN_GATHER
     if settings.dp_schedule == "deepspeed":
@@ -349,7 +362,7 @@ def _unit_seconds(settings, populations, across, grads, weights, units, shard, r
     rs_one = np.where(reduce_scatter,
                       _per_unit("reduce_scatter", size, populations, groups) if np.any(reduce_scatter) else 0.0,
                       0.0 if np.all(reduce_scatter) else _per_unit("all_reduce", size, populations, groups))
-    ag_one = _per_unit("all_gather", weights / gather_units, populations, groups)
+    ag_one = _per_unit("all_gather", weights / gather_units, gathers_by, groups)
     if settings.dp_schedule == "deepspeed":  # ZeRO-3's hook-driven fetches reach a fitted share of NCCL's rate,
         # fitted on ZeRO-3 rows only (core.comm.dp_overlap): ZeRO-0-2's bucketed reductions keep NCCL's own rate
         share = np.where(zero3, O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE, 1.0)
