@@ -23,8 +23,8 @@ def spy(monkeypatch):
     from gpuplan.core.time import step as S
     from gpuplan.jobs.validation import published_throughput as P, throughput as T
 
-    seen = {}
-    step_time, dp_costs = S.step_time, step_comm.data_parallel_costs
+    seen = {"tp_costs": []}
+    step_time, dp_costs, tp_cost = S.step_time, step_comm.data_parallel_costs, step_comm._tp_cost
 
     def dp_spy(*args, **kwargs):
         costs = dp_costs(*args, **kwargs)
@@ -32,11 +32,16 @@ def spy(monkeypatch):
         seen["dp_costs"] = costs
         return costs
 
+    def tp_spy(*args, **kwargs):
+        seen["tp_costs"].append((args, tp_cost(*args, **kwargs)))
+        return seen["tp_costs"][-1][1]
+
     def step_spy(*args, **kwargs):
         seen["step"] = step_time(*args, **kwargs)
         return seen["step"]
 
     monkeypatch.setattr(step_comm, "data_parallel_costs", dp_spy)
+    monkeypatch.setattr(step_comm, "_tp_cost", tp_spy)
     monkeypatch.setattr(P, "step_time", step_spy)
     monkeypatch.setattr(T, "step_time", step_spy)
     return seen
@@ -100,8 +105,13 @@ def test_the_mode_factor_worked_by_hand(spy):
     runs async TP (core.comm.async_tp): the two pairs recompute drops are the forward's, both fused (1/tp of
     them exposed plus their shard copies and partial sums), while the backward's two unfused reduce-scatters
     stay in both modes, so less than 2/6 of the exposed TP seconds go (0.235 of them at 2026-12-06; 1/3
-    before async TP's unfused reduce-scatters were charged); nothing else moves. With the published step's
-    total T, compute C and the TP seconds that go, dTP, the mode factor is T / (T - C / 4 - dTP)."""
+    before async TP's unfused reduce-scatters were charged): exactly core.comm.async_tp.exposed_seconds at 6
+    exchanges a layer minus the same at 4, on the row's own TP collectives (one NCCL reduce-scatter and
+    all-gather of the [tokens, h] buffer on the TP group), x (1 - tp_overlap); nothing else moves. With the
+    published step's total T, compute C and the TP seconds that go, dTP, the mode factor is
+    T / (T - C / 4 - dTP)."""
+    from gpuplan.core.comm import async_tp as AT
+    from gpuplan.core.comm.collectives import collective_seconds
     from gpuplan.jobs.validation.planner_choice import advantage_split
     from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s, published_layout
 
@@ -111,7 +121,22 @@ def test_the_mode_factor_worked_by_hand(spy):
     mode = advantage_split(run, published_layout(run["layout"]), "none")[0]
     none = spy["step"]
     dropped_tp = float(full.tp_comm - none.tp_comm)
-    assert 0 < dropped_tp < float(full.tp_comm) / 3
+    (args_full, tp_full), (args_none, tp_none) = spy["tp_costs"][0], spy["tp_costs"][-1]
+    spec, cluster, settings, tp = args_full[:4]
+    assert (settings.recompute, args_none[2].recompute, settings.tp_comm_overlap) == ("full", "none", True)
+    assert float(tp_full.calls) / 6 == float(tp_none.calls) / 4  # micro-batches x layers, 6 and 4 exchanges
+
+    def async_exposed(exchanges):
+        rs, ag = (collective_seconds(kind, tp_full.bytes_per_call, tp_full.group)
+                  for kind in ("reduce_scatter", "all_gather"))
+        return (1 - settings.tp_overlap) * AT.exposed_seconds(
+            reduce_scatter=rs, all_gather=ag, exchanges_per_layer=exchanges, tp=tp,
+            calls_per_exchange_layer=float(tp_full.calls) / 6, act_bytes=tp_full.bytes_per_call,
+            hbm_bytes_per_s=cluster.gpu.memory_bandwidth, fused_qkv=settings.titan_ops.fused_qkv)
+
+    assert float(full.tp_comm) == pytest.approx(float(async_exposed(6)), rel=1e-9)
+    assert dropped_tp == pytest.approx(float(async_exposed(6) - async_exposed(4)), rel=1e-9)
+    assert dropped_tp / float(full.tp_comm) == pytest.approx(0.235, abs=0.0005)  # below 2/6: the unfused RS stay
     assert float(none.compute) == pytest.approx(3 / 4 * float(full.compute), rel=0.02)
     assert float(full.total - none.total) == pytest.approx(
         float(full.compute - none.compute + full.tp_comm - none.tp_comm), rel=1e-9)
