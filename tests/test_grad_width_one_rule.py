@@ -1,0 +1,87 @@
+"""One gradient width for memory and the data-parallel wire (review w11 r1 M1; core.memory.recipe_facts.reduced_grad_bytes):
+under --framework megatron the default gradient buffer is fp32 (Megatron-LM's bf16 runs set
+accumulate_allreduce_grads_in_fp32, megatron/training/arguments.py@core_v0.16.0 L720-724, passed as
+grad_reduce_in_fp32, training.py L1295) and Megatron-Core reduces that buffer in its own dtype
+(distributed_data_parallel.py L147), so typing --grad-dtype fp32 changes nothing, through the train and plan doors;
+--grad-dtype bf16 halves the gradient bytes on the wire; torchtitan reduces in fp32 whatever the recipe."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpuplan.cli import main
+
+LAYOUT = ["--gpu", "h100", "--gpus", "256", "--tp", "2", "--pp", "1", "--zero", "1", "--micro-batch", "1",
+          "--seq-len", "4096", "--tokens", "100B", "--global-batch", "256"]
+
+
+def _run(capsys, argv: list[str]) -> dict:
+    assert main(argv + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _train(capsys, *extra: str) -> dict:
+    return _run(capsys, ["train", "--model", "llama-3.1-8b", "--framework", "megatron", *LAYOUT, *extra])["results"]
+
+
+def test_the_default_and_an_explicit_fp32_give_the_same_memory_and_step(capsys):
+    default, fp32, bf16 = _train(capsys), _train(capsys, "--grad-dtype", "fp32"), _train(capsys, "--grad-dtype", "bf16")
+    for key in ("mem_peak_allocated", "io_step_seconds", "gpu_hours"):
+        assert default[key] == fp32[key], key
+    # bf16 holds 2 B a gradient, not 4: 4,015,130,624 params a GPU (8,030,261,248 / tp 2) x 2 B = 8,030,261,248 B
+    # = 7.479 GiB less at the peak (the start of backward; the fp32 copy of the 1/128 shard the distributed optimizer
+    # makes inside its step, 0.117 GiB, is not held there)
+    saved = (default["mem_peak_allocated"] - bf16["mem_peak_allocated"]) / 2**30
+    assert saved == pytest.approx(8_030_261_248 / 2**30, abs=0.001)
+    assert bf16["io_step_seconds"] < default["io_step_seconds"]
+
+
+def _dp_grad_row(capsys, *extra: str) -> dict:
+    out = _run(capsys, ["plan", "llama-3.1-8b", "--framework", "megatron", *LAYOUT, "--explain", *extra])
+    table = next(t for k, t in out["tables"].items() if k.startswith("Communication per step"))
+    return next(r for r in table if r["group"] == "DP" and r["collective"].startswith("grad"))
+
+
+def test_bf16_halves_the_gradient_bytes_on_the_wire(capsys):
+    """8,030,261,248 params / tp 2 = 4,015,130,624 gradients a GPU, reduced in 32 buckets: at 2 B, 8,030,261,248 B
+    / 32 = 250,945,664 B = 239.32 MiB a call; at 4 B (the default, as memory holds them) 478.64 MiB."""
+    default, fp32, bf16 = _dp_grad_row(capsys), _dp_grad_row(capsys, "--grad-dtype", "fp32"), \
+        _dp_grad_row(capsys, "--grad-dtype", "bf16")
+    assert default == fp32
+    assert (bf16["calls"], bf16["bytes each"]) == ("32", "239.32 MiB")
+    assert (default["calls"], default["bytes each"]) == ("32", "478.64 MiB")
+
+
+def test_torchtitan_reduces_in_fp32_and_generic_at_its_bf16_recipe():
+    """torchtitan: FSDP2's MixedPrecisionPolicy(reduce_dtype=float32) whatever the recipe holds (unchanged);
+    generic: the 'mixed' recipe's bf16 buffer, 2 B unless --grad-dtype fp32 (unchanged)."""
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import grad_comm_bytes
+
+    def width(**kw) -> float:
+        return grad_comm_bytes(PlanInputs(model="llama-3.1-8b", gpu="h100", gpus=8, **kw))
+
+    assert width(framework="torchtitan") == width(framework="torchtitan", recipe="bf16") == 4.0
+    assert width(framework="generic") == 2.0 and width(framework="generic", grad_dtype="fp32") == 4.0
+    assert width(framework="megatron") == width(framework="megatron", grad_dtype="fp32") == 4.0
+    assert width(framework="megatron", grad_dtype="bf16") == width(framework="megatron", recipe="mixed") == 2.0
+    assert width(framework="deepspeed") == width(framework="hf") == 2.0
+
+
+def test_a_published_rows_step_reads_its_recipes_width():
+    """published_throughput.row_grad_comm_bytes: the Megatron-Bridge rows' grad_reduce_in_fp32 False (bf16, 2 B),
+    NeMo 24.07's Apex grad_sync_dtype (fp32 unless set; Nemotron-4 340B's bf16), torchtitan's fp32."""
+    from helpers import published_rows_by_id
+
+    from gpuplan.jobs.validation.published_throughput import row_grad_comm_bytes
+
+    rows = published_rows_by_id()
+    assert row_grad_comm_bytes(rows["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"]) == 2.0
+    assert row_grad_comm_bytes(rows["nemo2407-llama-3-8b-h100-8g"]) == 4.0
+    assert row_grad_comm_bytes(rows["nemo2407-nemotron-4-340b-h100-128g"]) == 2.0
+    titan = next(r for r in rows.values() if r["family"].startswith("torchtitan"))
+    assert row_grad_comm_bytes(titan) == 4.0
+    bare = {k: v for k, v in rows["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"].items() if k != "recipe_memory"}
+    assert row_grad_comm_bytes(bare) == 4.0  # a recipe not read: Megatron-Core's default fp32 buffer
