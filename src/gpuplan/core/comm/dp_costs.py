@@ -100,7 +100,8 @@ def gather_bytes(spec: ModelSpec, param_gather: ParamGather, tp, pp, ep):
     """Bytes of one rank's parameters on the gather's wire. With fp8_matrices (primary per-tensor FP8 weights:
     Megatron-Bridge's FP8-CS preset sets fp8_param_gather = True, training/mixed_precision.py@v0.1.0rc4 L268,
     @v0.2.2 L289, @v0.3.0 L289) Megatron-Core buffers a Float8Tensor's data as torch.uint8
-    (distributed/distributed_data_parallel.py@core_v0.14.0 L225-233, @core_v0.16.0 L142-146) and gathers that
+    (distributed/distributed_data_parallel.py@core_v0.14.0 L225-233, @core_v0.16.0 L142-146; Megatron-FSDP's too,
+    megatron_fsdp/param_and_grad_buffer.py@core_v0.14.0 L1806-1810) and gathers that
     buffer (param_and_grad_buffer.py start_param_sync: all_gather of bucket.param_data): 1 B a matrix element;
     the scale comes from an all-reduce of one amax a tensor (fp8_utils.py@core_v0.14.0 L264, L351: bytes
     negligible); the rest (embedding, LM head, norms) stays ``param_gather.bytes``. TE's GroupedLinear experts
@@ -156,9 +157,8 @@ def expert_share(spec: ModelSpec, settings, tp, pp, ep):
 
 def expert_data_ranks(data, tp, ep, expert_tp=None):
     """Ranks of the expert data-parallel group beside ``data`` (dp x cp) data-parallel ranks: data x tp / (etp x ep),
-    at least 1 (``expert_tp``: StepSettings.expert_tp, None = tp). Megatron-Core builds the expert ranks from the
-    same world, world / (etp x ep x pp) data-parallel (parallel_state.py@core_v0.14.0 L697-717: expert_data_parallel_size
-    = world_size // expert_tensor_model_pipeline_parallel_size, order tp-ep-dp-pp)."""
+    at least 1 (``expert_tp``: StepSettings.expert_tp, None = tp): Megatron-Core's expert_data_parallel_size =
+    world_size // (etp x ep x pp), ranks in order tp-ep-dp-pp (parallel_state.py@core_v0.14.0 L697-717)."""
     etp = tp if expert_tp is None else expert_tp
     return np.maximum(data * tp / (etp * np.maximum(ep, 1)), 1)
 
@@ -191,8 +191,7 @@ def _populations(spec: ModelSpec, cluster, settings, *, tp, pp, ep, shard, train
 def gather_populations(spec: ModelSpec, settings, populations, weights, *, tp, pp, ep):
     """_populations with the shares of the all-gather's ``weights`` bytes (gather_bytes): under fp8_matrices the
     routed experts (all matrices) gather 1 B an element, the dense parameters mix 1 B matrices with the embedding,
-    head and norms at param_gather.bytes (Mixtral 8x7B at ep 8: experts 75.1% of 7.505e9 B, not their 77.8% of
-    the parameters); otherwise the parameter shares."""
+    head and norms at param_gather.bytes (Mixtral 8x7B, ep 8: experts 75.1% of 7.505e9 B); else parameter shares."""
     (_, dense), (by_params, experts) = populations
     if not settings.param_gather.fp8_matrices or spec.moe is None:
         return populations
