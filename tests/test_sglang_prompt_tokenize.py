@@ -74,8 +74,8 @@ def test_triton_moe_combine_bytes_by_hand():
     expert) and sums them: 2 x top-k x hidden x 2 B beyond a dense MLP. Qwen3-235B-A22B (top-k 8, hidden 4,096,
     every layer MoE): 131,072 B a token a layer; at 7,936 tokens on a B200 rank (8 TB/s x 0.85) 7,936 x 94 x
     131,072 B / 6.8e12 = 14.379 ms. DeepSeek-V3 (58 of 61 layers MoE, top-k 8, hidden 7,168) in BF16: 2 x 8 x 7,168
-    x 2 x 58 / 61 = 218,095 B; in FP8 (flashinfer's TensorRT-LLM MoE on sm100, another kernel): 0. Dense models,
-    top-k 1 (Llama-4-Scout's 16 experts route one) and vLLM: 0."""
+    x 2 x 58 / 61 = 218,095 B with no GPU given (no shared-expert fusion, capability unknown); in FP8 on a B200
+    (flashinfer's TensorRT-LLM MoE on sm100, another kernel): 0. Dense models and vLLM: 0."""
     from gpuplan.catalog import load_model
     from gpuplan.core.serving import moe_combine as MC
 
@@ -85,6 +85,42 @@ def test_triton_moe_combine_bytes_by_hand():
     assert 7936 * 94 * MC.combine_bytes_per_token(qwen, sglang, "bf16") / 6.8e12 == pytest.approx(14.379e-3, rel=1e-4)
     deepseek = load_model("deepseek-v3")
     assert MC.combine_bytes_per_token(deepseek, sglang, "bf16") == pytest.approx(2 * 8 * 7168 * 2 * 58 / 61, rel=1e-12)
-    assert MC.combine_bytes_per_token(deepseek, sglang, "fp8") == 0.0
+    assert MC.combine_bytes_per_token(deepseek, sglang, "fp8", gpu=_gpu("b200")) == 0.0
     assert MC.combine_bytes_per_token(load_model("llama-3.1-70b"), sglang, "bf16") == 0.0
     assert MC.combine_bytes_per_token(qwen, parse_release("vllm==0.11.0"), "bf16") == 0.0
+
+
+def _gpu(name: str):
+    from gpuplan.catalog import load_accelerator
+    return load_accelerator(name)
+
+
+def test_moe_rows_follow_the_runner_sglang_picks_not_the_format():
+    """SGLang 0.5.6 picks the MoE kernel by runner (review w11 r3 M3; moe_combine's docstring cites each line):
+    FP8 runs the Triton runner (fp8.py@v0.5.6:1008-1016) off sm100, with the same bf16 per-expert rows as BF16, and
+    INT4 runs Marlin's (fused_marlin_moe.py@v0.5.6:135-136, 177-207): 2 x top-k x hidden x 2 B. On sm100
+    flashinfer_trtllm takes DeepSeek-V3 in fp8 / bf16 (served as fp8) and Qwen3-MoE in fp8, 0; Qwen3-MoE BF16 or INT4
+    and DeepSeek INT8 keep the rows there. DeepSeek-V3 fuses its shared expert at capability >= 8.0 (deepseek_v2.py
+    @v0.5.6:3412-3452): top-k + 1 = 9 rows, 2 x 9 x 7,168 x 2 x 58 / 61 = 245,357 B; at 8,000 tokens on an H200
+    (4.8 TB/s x 0.85) 8,000 x 61 x that / 4.08e12 = 29.3 ms (the reviewer's ~29 ms). All of it 0 on the parent
+    for FP8 and INT4; GPT-OSS (flashinfer_mxfp4 / triton_kernels) 0 everywhere."""
+    from gpuplan.catalog import load_model
+    from gpuplan.core.serving import moe_combine as MC
+
+    sglang = parse_release("sglang==0.5.6")
+    qwen, deepseek = load_model("qwen3-235b-a22b"), load_model("deepseek-v3")
+    h100, h200, a100, b200 = _gpu("h100"), _gpu("h200"), _gpu("a100-sxm4-80gb"), _gpu("b200")
+    for gpu in (h100, a100):
+        for fmt in ("bf16", "fp8", "int4-g128", "int8"):
+            assert MC.combine_bytes_per_token(qwen, sglang, fmt, gpu=gpu) == 131_072, (gpu.id, fmt)
+    assert MC.combine_bytes_per_token(qwen, sglang, "fp8", gpu=b200) == 0.0
+    assert MC.combine_bytes_per_token(qwen, sglang, "bf16", gpu=b200) == 131_072
+    assert MC.combine_bytes_per_token(qwen, sglang, "int4-g128", gpu=b200) == 131_072
+    nine = 2 * 9 * 7168 * 2 * 58 / 61
+    assert MC.triton_rows_per_token(deepseek, sglang, "fp8", h200) == 9
+    assert MC.combine_bytes_per_token(deepseek, sglang, "fp8", gpu=h200) == pytest.approx(nine, rel=1e-12)
+    assert 8000 * 61 * nine / (4.8e12 * 0.85) == pytest.approx(29.3e-3, rel=2e-3)
+    assert MC.combine_bytes_per_token(deepseek, sglang, "bf16", gpu=b200) == 0.0  # served as fp8 on sm100
+    assert MC.combine_bytes_per_token(deepseek, sglang, "int8", gpu=b200) == pytest.approx(nine, rel=1e-12)
+    assert MC.triton_rows_per_token(qwen, sglang, "fp8", h200) == 8  # no shared expert to fuse
+    assert MC.combine_bytes_per_token(load_model("gpt-oss-120b"), sglang, "bf16", gpu=h100) == 0.0

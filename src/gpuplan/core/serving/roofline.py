@@ -81,9 +81,9 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     eff = setup.efficiency
     bw, gemm, kv, attention = eff.rates(which, setup.fmt.compute_dtype not in ("fp32", "bf16", "fp16"))
     layers = spec.num_layers
-    # + SGLang's Triton MoE writing and summing one hidden row per (token, expert) (moe_combine)
+    # + SGLang's Triton / Marlin MoE writing and summing one hidden row per (token, expert) (moe_combine)
     elementwise = work.tokens * layers * (KR.elementwise_bytes_per_token(spec, tp, act_bytes) + MC.combine_bytes_per_token(
-        spec, setup.runtime.release, setup.fmt.name, act_bytes)) / (bandwidth * bw)
+        spec, setup.runtime.release, setup.fmt.name, act_bytes, fabric)) / (bandwidth * bw)
     # the all-reduce's elements as the memory report takes them (releases.allreduce_dtype: fp32 compute 4 bytes)
     ar_bytes, bf16 = allreduce_dtype(setup.fmt.compute_dtype, setup.fmt.name)
     message = allreduce_message_bytes(spec, work.tokens, ar_bytes)
