@@ -232,7 +232,8 @@ def check_framework_runs(profile: FrameworkProfile, recompute: str | None, dtype
         raise InputError("recompute", "selective", f"--framework {profile.name} has no selective recompute "
                          "(gradient checkpointing is per layer): give none or full")
     if recompute is not None and recompute not in profile.recompute_modes:
-        raise InputError("recompute", recompute, f"--framework {profile.name} runs {' or '.join(profile.recompute_modes)} "
+        modes = " or ".join(profile.recompute_modes)
+        raise InputError("recompute", recompute, f"--framework {profile.name} runs {modes} "
                          "only (llm.c: -r 0 and -r 1; it has no whole-layer recompute)")
 
 

@@ -134,7 +134,7 @@ class FrameworkRules:
     them); transformers runs no TP (data_parallel_only); DeepSpeed's TP modules were not read for it: kept to
     the divisor. A layout the user fixes only: the free search keeps tp dividing the K/V heads."""
     fixed_options: tuple[FixedOption, ...] = ()
-    """Setup options the framework has no choice of: given with any other value they are refused (check_fixed_options)."""
+    """Setup options the framework has no choice of: given with another value, refused (check_fixed_options)."""
     fsdp2_stream_pools: bool = False
     """The fit rule takes a ZeRO-3 layout's reserved peak as FSDP2's three stream pools
     (core.memory.fsdp_streams: compute + reduce-scatter + all-gather), not allocated x (1 + fragmentation);
@@ -148,7 +148,8 @@ the gap taken on the part beyond the model states: (published - pools x 1.03) / 
 1.03), median 0.113 over the 17 rows of catalog/reference/published_memory.yaml that gpuplan estimates
 (tests/test_planner_torchtitan_choice.py recomputes it; 16 of 17 at +0.051 to +0.177, the FlexAttention
 CP row at +0.289; 0.091 and 0.09 before the op-SAC rows kept their releases' separate wq, wk, wv,
-core.frameworks.torchtitan_fuses_qkv: 0.5·sbh a layer less, docs/memory.md). Measured on those 17 rows: they are not held-out checks of this share;
+core.frameworks.torchtitan_fuses_qkv: 0.5·sbh a layer less, docs/memory.md). Measured on those 17 rows: they are not
+held-out checks of this share;
 leave-one-out (each row scored with the median of the other 16: 0.1035-0.1135) the reserved peak is off 3.0% mean
 |error|, max 7.0% (tests/test_torchtitan_reserve_loo.py; the in-sample fit verdicts: docs/memory.md). All 17 are pp 1
 ZeRO-3 layouts: pipeline layouts (stage_pool_bytes' pp > 1 branch, read from code) and ZeRO-0 ones take the same
@@ -205,7 +206,8 @@ def check_zero_runs(framework: str, zero: int | None) -> None:
     rules = rules_for(framework)
     if zero is not None and rules.refuses_other_zero and zero not in rules.zero_stages:
         raise InputError("zero", zero, f"--framework {framework} runs ZeRO stage "
-                         f"{' or '.join(map(str, rules.zero_stages))} only (llm.c's -z: stages 2 and 3 are switched off, "
+                         f"{' or '.join(map(str, rules.zero_stages))} only (llm.c's -z: stages 2 and 3 are switched "
+                         "off, "
                          "llmc/zero.cuh@f1e2ace L575-578)")
 
 
@@ -216,7 +218,8 @@ def zero_allowed(rules: FrameworkRules, zero: int, *, dp: int, tp: int, pp: int,
         return False
     if zero >= 3 and pp > 1 and not rules.zero3_with_pipeline:
         return False
-    return not (zero == 0 and dp * cp > 1 and rules.replicated_only_alone and (tp > 1 or pp > 1 or cp > 1 or ep_max > 1))
+    model_parallel = tp > 1 or pp > 1 or cp > 1 or ep_max > 1
+    return not (zero == 0 and dp * cp > 1 and rules.replicated_only_alone and model_parallel)
 
 
 CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE = 1, "none"

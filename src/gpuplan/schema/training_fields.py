@@ -319,7 +319,8 @@ class SetupFields(JobInputs):
     def overheads(self):
         from gpuplan.core.memory.device_memory import Overheads, fragmentation
 
-        return Overheads(margin=self.margin, fragmentation=fragmentation(self.expandable_segments) * self.profile.caching_allocator)
+        return Overheads(margin=self.margin,  # no caching allocator (llm.c): no fragmentation reserve
+                         fragmentation=fragmentation(self.expandable_segments) * self.profile.caching_allocator)
 
 
 Overlap = T.typed(float, T.number(0, 1, percent=True))  # '40%' read as other shares are

@@ -36,10 +36,11 @@ import numpy as np
 
 from gpuplan.core.model.spec import ModelSpec
 
-RECOMPUTE_SOURCE = ("llm.c's -r: none = -r 0, selective = -r 1 (the GELU output recomputed in backward); not given: its "
-                    "default -r 1 (train_gpt2.cu@f1e2ace L1406, L1449)")
+RECOMPUTE_SOURCE = ("llm.c's -r: none = -r 0, selective = -r 1 (the GELU output recomputed in backward); "
+                    "not given: its default -r 1 (train_gpt2.cu@f1e2ace L1406, L1449)")
 """The recompute assumption's source under --framework llmc (jobs.memory.assumptions)."""
-CUDAMALLOC_ONCE = "= allocated: llm.c cudaMallocs each buffer once before the first step (train_gpt2.cu@f1e2ace L155, L265, L370-408)"
+CUDAMALLOC_ONCE = ("= allocated: llm.c cudaMallocs each buffer once before the first step "
+                   "(train_gpt2.cu@f1e2ace L155, L265, L370-408)")
 """The reserved peak's note where there is no caching allocator (FrameworkProfile.caching_allocator False)."""
 
 

@@ -303,7 +303,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         t_elem = sum(TT.elementwise_seconds_per_token(spec, settings.titan_ops, tokens, gpu.memory_bandwidth, tp))
     else:  # the fitted factor on the saved activations; llm.c's own kernels instead where it runs (core.time.llmc_ops)
         act = 0.0 if LO.runs(settings) else layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
-        t_elem = (settings.elementwise_factor * act + eager) / hbm + LO.elementwise_seconds_per_token(spec, settings, tokens, gpu.memory_bandwidth)
+        t_elem = ((settings.elementwise_factor * act + eager) / hbm
+                  + LO.elementwise_seconds_per_token(spec, settings, tokens, gpu.memory_bandwidth))
     t_elem = t_elem + SP.replicated_seconds_per_token(spec, settings, tp, gpu.memory_bandwidth)  # 0 under SP
     if fp8 and mega is None:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
@@ -333,10 +334,10 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     head_flops = 2.0 * spec.vocab_size * h / tp
     head_time = (2 + weight_grads) * tokens * head_flops / (bf16_peak * gemm_efficiency(gpu, minimum(h, tokens),
                                                                                          settings.gemm_d_half))
-    titan = TT.microbatch_extra_seconds(spec, settings, tokens, gpu.memory_bandwidth, tp, (fwd, bwd + extra),
-                                        layers, head)  # torchtitan: its loss and exposed host time
-    titan = titan + MS.microbatch_extra_seconds(spec, settings, gpu.memory_bandwidth, tokens, tp, (fwd, bwd + extra),
-                                                layers, head + mtp) + LO.microbatch_extra_seconds(spec, settings, tokens, gpu.memory_bandwidth, head, layers, (fwd, bwd + extra))  # Megatron's / llm.c's losses and host
+    passes, bandwidth = (fwd, bwd + extra), gpu.memory_bandwidth  # torchtitan's, Megatron's, llm.c's losses and host
+    titan = (TT.microbatch_extra_seconds(spec, settings, tokens, bandwidth, tp, passes, layers, head)
+             + MS.microbatch_extra_seconds(spec, settings, bandwidth, tokens, tp, passes, layers, head + mtp)
+             + LO.microbatch_extra_seconds(spec, settings, tokens, bandwidth, head, layers, passes))
     # an MTP module: one block (the mean layer's time), the 2h -> h projection at the linears'
     # speed, and the shared LM head once more (core.model.mtp)
     mtp_time = mtp * (per_layer + (2 + weight_grads) * tokens * 4.0 * h * h / tp / (peak * e_gemm) + head_time)
