@@ -41,3 +41,71 @@ def check_model_matches_config(config: dict, source: str) -> None:
 def _differs(given: Any, known: Any) -> bool:
     return (given.strip().lower() != known.strip().lower()) if isinstance(given, str) and isinstance(known, str) \
         else given != known
+
+
+LOG_FLOPS_MARGIN = 0.05
+"""Margin beyond the band of the frameworks' own FLOP formulas (logged_flops_band) for what none of them counts
+alike: the printed rounding of the logged TFLOP/s (torchtitan prints 0.52: +-1%), norms and biases (< 1%: Kaplan
+et al. 2020 Table 1, core/model/flops.py), Megatron's padded vocabulary (to 128 x tp rows: under 2% of the LM head
+on a 32k vocabulary). 1% + 1% + 2% < 5%."""
+
+
+def logged_flops_per_token(log, gpus: int, batch: int, seq_len: int) -> tuple[float, str] | None:
+    """Training FLOPs per token the log's own TFLOP/s imply, median over the records after the first (warm-up),
+    and how: torchtitan's tflops = num_flops_per_token x tps / 1e12 (torchtitan/components/metrics.py@b5bcd76
+    L489), so tflops / tps; Megatron's 'throughput per GPU' = num_floating_point_operations(batch) / (step s x 1e12 x
+    world size) (megatron/training/training.py@core_r0.6.0 L758-775), so TFLOP/s x step x GPUs / (batch x seq_len).
+    None where the log states no TFLOP/s."""
+    import statistics
+
+    records = list(log.records)
+    used = records[1:] if len(records) > 1 else records
+    values, how = [], ""
+    for r in used:
+        if r.tflops_per_device is None:
+            continue
+        if r.tokens_per_s_per_device:
+            values.append(r.tflops_per_device * 1e12 / r.tokens_per_s_per_device)
+            how = "TFLOP/s / tokens per second per GPU"
+        elif r.tokens_per_s:
+            values.append(r.tflops_per_device * 1e12 * gpus / r.tokens_per_s)
+            how = "TFLOP/s x GPUs / tokens per second"
+        elif r.step_time_s:
+            values.append(r.tflops_per_device * 1e12 * r.step_time_s * gpus / (batch * seq_len))
+            how = f"TFLOP/s x step s x {gpus:,} GPUs / ({batch:,} x {seq_len:,} tokens)"
+    return (statistics.median(values), how) if values else None
+
+
+def logged_flops_band(spec, seq_len: int, recompute: str = "none") -> tuple[float, float]:
+    """(least, most) training FLOPs per token the frameworks' own formulas count for ``spec``: least = causal
+    attention (Megatron's num_floating_point_operations from core_r0.12.0, training.py L311 'seq_length /
+    hidden_size / 2'; none of core_r0.8.0-0.11.0 halves) without the LM head (torchtitan's 6 x (params - embedding
+    params) left a tied head out; torchtitan/models/utils.py@b5bcd76 L444-456 keeps it and records why); most =
+    full attention (Megatron core_r0.6.0 training.py L65-90 'seq_length / hidden_size'; torchtitan 'do not account
+    for sparsity in causal attention', utils.py@b5bcd76 L446) with the LM head and any recomputation (a table's
+    TFLOP/s may count it). core.model.flops.training_flops_per_token counts both conventions."""
+    from gpuplan.core.model.flops import training_flops_per_token
+
+    causal = training_flops_per_token(spec, seq_len, "causal")
+    full = training_flops_per_token(spec, seq_len, "full", recompute=recompute)
+    return causal.model - 3.0 * causal.lm_head_forward, max(full.model, full.hardware)
+
+
+def check_log_trained_model(log, model: str, seq_len: int, gpus: int, batch: int, recompute: str = "none") -> None:
+    """InputError naming ``model`` where the log's own FLOPs per token (logged_flops_per_token) are outside the
+    named model's band (logged_flops_band, +- LOG_FLOPS_MARGIN): the log trained another model (wave 11: the
+    Mixtral 8x7B Megatron log read as `santacoder` printed a 13.562x compute factor, exit 0)."""
+    logged = logged_flops_per_token(log, gpus, batch, seq_len)
+    if logged is None:
+        return
+    from gpuplan.adapters.resolve import resolve_model
+
+    flops, how = logged
+    least, most = logged_flops_band(resolve_model(model), seq_len, recompute)
+    if least * (1 - LOG_FLOPS_MARGIN) <= flops <= most * (1 + LOG_FLOPS_MARGIN):
+        return
+    ratio = flops / most if flops > most else flops / least
+    raise InputError("model", model, f"{log.source} logs {flops:.4g} training FLOPs per token ({how}); {model} at "
+                     f"{seq_len:,} tokens counts {least:.4g} to {most:.4g} (the frameworks' formulas, "
+                     f"+-{LOG_FLOPS_MARGIN:.0%}), {ratio:.3g}x off: the log trained another model; give the "
+                     "--model it trained (and check --seq-len, --gpus and --global-batch)")

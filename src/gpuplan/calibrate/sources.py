@@ -28,6 +28,7 @@ from gpuplan.calibrate.measurement import (
     measurement_from_trial,
     require,
 )
+from gpuplan.calibrate.model_match import check_log_trained_model
 from gpuplan.calibrate.trial_checks import check_trial, check_trial_memory
 from gpuplan.errors import InputError
 
@@ -73,6 +74,7 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
         raise InputError("file", source, "gives neither a step time, a throughput nor a memory peak")
     if step is not None:
         check_step_flops(step, batch * seq_len, gpus, model, accelerator, source)
+    check_log_trained_model(log, model, seq_len, gpus, batch, context.recompute)
     return check_layout_given(Measurement(
         source=source, kind=fmt, model=model, seq_len=seq_len, world_size=gpus, gpu=gpu, device="cuda",
         tp=context.tp, pp=context.pp, ep=context.ep, zero=zero if context.zero is None else context.zero,
