@@ -238,8 +238,12 @@ def test_megatron_log_calibrates_against_the_prediction():
     assert any("layout probably differs" in n for n in cal.notes)  # -144 GiB: EP/optimizer sharding mismatch
 
 
-def test_torchtitan_step_time_from_tokens_per_second():
-    ctx = LogContext(model="llama-3.2-1b", gpu="h100", gpus=8, global_batch=8, seq_len=2048, zero=3)
+def test_torchtitan_step_time_from_tokens_per_second(tmp_path):
+    # the run is torchtitan's llama3 debugmodel (its 0.52 TFLOP/s / 7,282 tps = 7.1e7 FLOPs per token; llama-3.2-1b
+    # is refused: tests/test_calibrate_model_mismatch.py)
+    from test_calibrate_model_mismatch import debugmodel_config
+
+    ctx = LogContext(model=debugmodel_config(tmp_path), gpu="h100", gpus=8, global_batch=8, seq_len=2048, zero=3)
     m = load_measurement(LOGS / "torchtitan_rank0.log", ctx)
     # 8 sequences x 2048 tokens / (7,317.5 tokens/s/device x 8 devices)
     assert m.step_time_s == pytest.approx(8 * 2048 / (7317.5 * 8))
