@@ -100,17 +100,37 @@ def stage_memory(spec: ModelSpec, layout, seq_len: int, recompute: str, cudnn: b
                 fsdp_working_set=0.0, backward_start=total, optimizer_step=total)
 
 
+LLMC_WIDTH_MULTIPLE = 64
+"""llm.c's bias-gradient kernel takes each linear's output width in warps of 64 at BF16: "OC must be a multiple of
+64!" (llmc/matmul.cuh@f1e2ace L253, matmul_backward); GPT-2's widths are 3C, C and 4C, so C must be a multiple of 64."""
+
+
 def gpt2_shape_refusal(spec: ModelSpec) -> str | None:
     """Why llm.c's train_gpt2.cu cannot train ``spec`` (None: it can). Its model is GPT-2's block and nothing else
     (train_gpt2.cu@f1e2ace L87-139, L685-751): LayerNorm with biases, multi-head attention with a head per query
-    (qkvw is 3C x C), a 4C GELU MLP, a learned position table and the token embedding tied to the LM head."""
+    (qkvw is 3C x C) and biases on every linear (qkvb, attprojb, fcb, fcprojb), a 4C GELU MLP, attention then MLP
+    in sequence, dense causal attention, a learned position table and the token embedding tied to the LM head;
+    its bias-gradient kernel needs C a multiple of 64 (LLMC_WIDTH_MULTIPLE)."""
     a, mlp = spec.attention, spec.mlp
+    norm = f"{spec.norm}{'' if spec.norm_bias else ' without bias'}"
+    biasless = [name for name, has in (("q/k/v", a.qkv_bias), ("attention output", a.out_bias), ("MLP", mlp.bias))
+                if not has]
+    windowed = spec.sliding_window is not None and (not spec.layer_types or "sliding" in spec.layer_types)
+    softcap = spec.attn_logit_softcap is not None or spec.final_logit_softcap is not None
     checks = (("a mixture of experts", spec.moe is not None),
-              (f"{spec.norm} (llm.c: LayerNorm with bias)", spec.norm != "layernorm" or not spec.norm_bias),
+              (f"{norm} (llm.c: LayerNorm with bias)", spec.norm != "layernorm" or not spec.norm_bias
+               or spec.gemma_norm),
+              (f"no {', '.join(biasless)} bias (llm.c: a bias on every linear)", bool(biasless)),
               (f"a {'gated ' if mlp.gated else ''}{mlp.activation} MLP of {mlp.intermediate_size} (llm.c: GELU, 4C)",
                mlp.gated or not mlp.activation.startswith("gelu") or mlp.intermediate_size != 4 * spec.hidden_size),
               (f"{a.num_kv_heads} K/V heads for {a.num_heads} query heads (llm.c: one each)",
                a.num_kv_heads != a.num_heads or a.num_heads * a.qk_head_dim != spec.hidden_size),
+              ("a parallel residual (llm.c: attention, then the MLP)", spec.parallel_residual),
+              ("sliding-window attention (llm.c: dense causal)", windowed),
+              (f"QK norm {a.qk_norm} (llm.c: none)", a.qk_norm != "none"),
+              ("logit softcaps (llm.c: none)", softcap),
+              (f"width {spec.hidden_size}, not a multiple of {LLMC_WIDTH_MULTIPLE} (llmc/matmul.cuh L253: "
+               f"'OC must be a multiple of {LLMC_WIDTH_MULTIPLE}')", spec.hidden_size % LLMC_WIDTH_MULTIPLE != 0),
               ("no learned position table (llm.c: wpe)", not spec.learned_positions),
               ("an LM head of its own (llm.c ties it to wte)", not spec.tie_embeddings))
     found = [what for what, bad in checks if bad]
