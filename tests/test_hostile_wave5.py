@@ -58,9 +58,12 @@ def test_a_long_choice_in_a_plan_file_is_quoted_cut_short(run_cli, tmp_path):
     code, _, err = run_cli("memory", str(plan))
     one_line_refusal(code, err, "framework: got 'xxx")
     # the whole line: the first MAX_SHOWN_CHARS (240) characters quoted, the length named (errors.shown), the
-    # choices after it (was: '...' in err and len(err) < 240 + the path + 150, a slack with no reason)
+    # choices after it (was: '...' in err and len(err) < 240 + the path + 150, a slack with no reason); the
+    # choices are --framework's vocabulary (core.frameworks.FRAMEWORKS: llmc joined in wave 12)
+    from gpuplan.core.frameworks import FRAMEWORKS
+
     assert err == (f"error: {plan}: framework: got {'x' * MAX_SHOWN_CHARS!r}... (5,000 characters); "
-                   "must be one of generic, torchtitan, megatron, deepspeed, hf\n")
+                   f"must be one of {', '.join(FRAMEWORKS)}\n")
 
 
 def test_a_long_list_is_quoted_cut_short_on_the_python_api():
