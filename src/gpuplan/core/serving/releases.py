@@ -18,8 +18,11 @@ from gpuplan.errors import InputError
 GiB = 2**30
 Version = tuple[int, int, int]
 
-NEWEST = {"vllm": (0, 29, 0), "sglang": (0, 5, 3), "trtllm": (1, 0, 0)}
-"""The newest release whose rules are modelled, per engine: the default version."""
+NEWEST = {"vllm": (0, 29, 0), "sglang": (0, 5, 6), "trtllm": (1, 0, 0)}
+"""The newest release whose rules are modelled, per engine: the default version. SGLang 0.5.6: its
+server_args.py memory tiers and chunked prefill (@v0.5.6:725-806), the tokenising (prompt_tokenize), the MoE
+runner's per-expert rows (moe_combine), the sm100 kernel counts (layer_kernels) and the request path were read
+in the 0.5.6 wheel (review w11 r3 S3: the label said 'rules of sglang==0.5.3' for them)."""
 OLDEST = {"vllm": (0, 2, 0), "sglang": (0, 3, 0), "trtllm": (0, 5, 0)}
 VLLM_V1_SINCE = (0, 8, 0)
 """The first vLLM release whose default engine is V1 (VllmRules.v1 from its row on; V0 before)."""
