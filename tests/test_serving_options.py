@@ -75,9 +75,13 @@ def test_prefix_hit_halves_the_linear_prefill_and_shares_the_prefix():
     base = _report(prompt=3840, output_tokens=256)
     hit = _report(prompt=3840, output_tokens=256, prefix_hit=0.5)
     # compute-bound prefill: FLOPs(3840) - FLOPs(1920) + one LM head; the matmul part halves and the
-    # causal attention of the second half (keys 1921..3840) is 3/4 of the whole prompt's
-    assert hit.value("ttft") < 0.55 * base.value("ttft")
-    assert hit.value("ttft") > 0.45 * base.value("ttft")
+    # causal attention of the second half (keys 1921..3840) is 3/4 of the whole prompt's. The server's hold (its
+    # 2 ms window + tokenising the whole 3,840-token text, 5.38 ms: prompt_tokenize, review w11 r3 M2) does not shrink
+    # with a cache hit: it is taken off both before the ratio
+    hold = base.value("ttft_server_hold")
+    assert hold == hit.value("ttft_server_hold") == pytest.approx(0.002 + 3840 * 1.4e-6, rel=1e-9)
+    assert hit.value("ttft") - hold < 0.55 * (base.value("ttft") - hold)
+    assert hit.value("ttft") - hold > 0.45 * (base.value("ttft") - hold)
     # KV: 1,920 shared tokens stored once (120 blocks of 16 x 128 KiB), each sequence holds 2,176
     budget = base.value("kv_budget")
     per_token = 128 * 1024
