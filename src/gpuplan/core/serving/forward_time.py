@@ -27,7 +27,10 @@ class StepTime:
     """Output tokens the step yields per sequence (speculative decoding: the mean accepted length)."""
     attention_s: float = 0.0
     other_s: float = 0.0
-    """Elementwise kernels (norms, RoPE, activations)."""
+    """Elementwise kernels (norms, RoPE, activations), SGLang's MoE per-expert rows included."""
+    moe_rows_s: float = 0.0
+    """Of other_s: SGLang's MoE kernel writing and summing its per-expert output rows (moe_combine), named
+    apart in the answers' by-part lines."""
     host_s: float = 0.0
     """Host time the GPU waits for: kernel launches of an eager step, the scheduler between steps."""
     kernel_floor_s: float = 0.0

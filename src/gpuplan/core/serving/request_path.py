@@ -268,6 +268,7 @@ def combine(parts: Sequence[StepTime]) -> StepTime:
     exposed = min(1.0, max(0.0, (gemm - longer) / shorter)) if shorter > 0 else 0.0
     return replace(first, memory_s=memory, compute_s=compute, comm_s=sum(p.comm_s for p in parts),
                    attention_s=sum(p.attention_s for p in parts), other_s=sum(p.other_s for p in parts),
+                   moe_rows_s=sum(p.moe_rows_s for p in parts),
                    host_s=sum(p.host_s for p in parts), kernel_floor_s=sum(p.kernel_floor_s for p in parts),
                    issue_s=sum(p.issue_s for p in parts), issue_forward_s=sum(p.issue_forward_s for p in parts),
                    issue_exposed_s=sum(p.issue_exposed_s for p in parts),

@@ -218,6 +218,9 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
                     serving.tpot, "GEMMs max(weights / (bandwidth x eff), FLOPs / (peak x eff)) + exposed share "
                     "+ batch x KV read + elementwise + small-kernel floor + host + all-reduces; "
                     + _bound_label(tpot)),
+        Line("ttft_parts", "time to first token (by part)", ttft[0].verify_s, "s", _parts(ttft[0]),
+             "kernels in sequence (core/serving/roofline.py step_time; host: the server hold, the scheduler and an "
+             "eager forward's issue past its GPU work)"),
         *_prefill_issue_lines(plan, ttft[0]), *_request_path_lines(plan),
         Line("tpot_parts", "time per output token (by part)", tpot.verify_s, "s", _parts(tpot),
              "kernels in sequence (core/serving/roofline.py step_time)"),
@@ -332,10 +335,12 @@ def _parts(step: R.StepTime) -> str:
     """A step's time by part, in ms: what a profiler trace of one step would show (the small-kernel
     floor is GPU time of a CUDA-graph step's small kernels, roofline.StepTime.kernel_floor_s; host is
     what the GPU waits for: eager launches, the scheduler)."""
-    parts = (("GEMMs", step.gemm_s), ("attention", step.attention_s),
-             ("elementwise", step.other_s), ("small-kernel floor", step.kernel_floor_s), ("host", step.host_s),
-             ("all-reduce", step.comm_s))
-    return ", ".join(f"{name} {seconds * 1e3:.2f} ms" for name, seconds in parts if seconds > 0)
+    rows = (f" (of it SGLang's MoE per-expert rows, moe_combine, {step.moe_rows_s * 1e3:.2f} ms)"
+            if round(step.moe_rows_s * 1e3, 2) > 0 else "")
+    parts = (("GEMMs", step.gemm_s, ""), ("attention", step.attention_s, ""),
+             ("elementwise", step.other_s, rows), ("small-kernel floor", step.kernel_floor_s, ""),
+             ("host", step.host_s, ""), ("all-reduce", step.comm_s, ""))
+    return ", ".join(f"{name} {seconds * 1e3:.2f} ms{note}" for name, seconds, note in parts if seconds > 0)
 
 
 def _speculation_lines(plan: Plan, tpot: R.StepTime) -> tuple[Line, ...]:
