@@ -250,7 +250,11 @@ def test_the_refusal_names_the_gpus_at_the_ceiling(run_cli):
     # the 20 days for compute
     needed = float(re.search(r"needs MFU ([\d.]+)%", err)[1]) / 100
     gpus = int(re.search(r"the run needs ([\d,]+) GPUs for 20.00 days", err)[1].replace(",", ""))
-    assert 200 * needed / best <= gpus <= 200 * needed / best * 1.01
+    # and the count's own layout: since the data-parallel wire carries megatron's 4-byte gradients (as its memory
+    # holds them), 1,358 H100 run dp20 tp2 pp8 vpp10 cp4 on 1,280 (78 idle; at 2 B dp679 ZeRO-3 on all 1,358), and
+    # the solver settles up from there to 1,432 (1,408 used), 6.1% above 1,349.5. Some counts between also run
+    # (1,365, 1,379; 1,370 and 1,375 do not): test_newcomer_wave5's one-fewer check catches that
+    assert 200 * needed / best <= gpus <= 200 * needed / best * 1.07
 
 
 def test_a_solved_mfu_within_the_published_best_is_the_answer(run_json):
@@ -335,7 +339,9 @@ def test_plan_deadline_picks_the_fewest_gpus_that_meet_it(run_json):
     days = fastest_with_failures((512, 544, 576, 608), params="70B", tokens="2T", gpu="h100")
     assert set(days) == {512, 544, 576, 608} and min(days.values()) > 30, days
     rows = data["tables"][next(t for t in data["tables"] if t.startswith("top"))]
-    assert all(row["GPUs"] == 640 for row in rows)
+    # fewest GPUs first: the four 640-GPU layouts that meet it, then 672 (five at 640 while gradients crossed the
+    # data-parallel wire at 2 B, below the 4 B megatron's memory holds: core.memory.recipe_facts.reduced_grad_bytes)
+    assert rows[0]["GPUs"] == 640 and [r["GPUs"] for r in rows] == sorted(r["GPUs"] for r in rows)
 
 
 def test_plan_without_gpus_or_days_takes_the_article_week(run_json):

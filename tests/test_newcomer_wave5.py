@@ -192,7 +192,9 @@ def test_a_time_ranking_says_it_takes_each_layouts_slow_end(run_json):
                      "± model), failure rate at its range's high end; fewest GPUs within 1%)")
     rows = [r for r in report["tables"][title] if r["GPUs"] == 1112]  # one global batch: seconds per token ~ step
     slow = [float(r["step s"]) * (1 + float(r["± model"].strip("±%")) / 100) for r in rows]
-    assert len(rows) >= 3 and all(a <= b * 1.005 for a, b in zip(slow, slow[1:]))
+    # read from the printed cells: the step to 0.005 s (0.5% of ~1 s) and the ± model to a whole percent (0.45% of
+    # 1.11): 1% covers both roundings (0.98 x 1.23 = 1.205 printed before 1.08 x 1.11 = 1.199)
+    assert len(rows) >= 3 and all(a <= b * 1.01 for a, b in zip(slow, slow[1:]))
     assert min(float(r["step s"]) for r in rows) < float(rows[0]["step s"])  # a faster point estimate ranks lower
 
 
@@ -269,7 +271,9 @@ def test_sized_latencies_are_at_the_load_asked(run_json):
     # 1,368 at MPT-7B's 46.4% ceiling before the IBM / Meta Llama 3.1 70B row (46.7%); was 1,360 before that.
     # The GPUs at the ceiling go as 1 / ceiling: 1,368 x 0.46378 / 0.46713 = 1,358.2 (both ceilings worked in
     # tests/test_titan_planner_data.py::test_the_70b_bf16_row_sets_the_hopper_dense_bf16_mfu_ceiling)
-    (("--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "{}", "--days", "20"), 1358),
+    # 1,432 (1,408 used) since megatron's gradients cross the data-parallel wire at the 4 B its memory holds: the
+    # layouts on 1,358 to 1,431 H100 leave GPUs idle or run slower (tests/test_newcomer.py)
+    (("--params", "70B", "--tokens", "2T", "--gpu", "h100", "--gpus", "{}", "--days", "20"), 1432),
 ])
 def test_the_gpus_a_refusal_names_are_accepted_and_one_fewer_is_not(run_cli, run_json, args, named):
     import re
