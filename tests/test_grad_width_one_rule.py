@@ -30,11 +30,11 @@ def test_the_default_and_an_explicit_fp32_give_the_same_memory_and_step(capsys):
     default, fp32, bf16 = _train(capsys), _train(capsys, "--grad-dtype", "fp32"), _train(capsys, "--grad-dtype", "bf16")
     for key in ("mem_peak_allocated", "io_step_seconds", "gpu_hours"):
         assert default[key] == fp32[key], key
-    # bf16 holds 2 B a gradient, not 4: 4,015,130,624 params a GPU (8,030,261,248 / tp 2) x 2 B = 8,030,261,248 B
-    # = 7.479 GiB less at the peak (the start of backward; the fp32 copy of the 1/128 shard the distributed optimizer
-    # makes inside its step, 0.117 GiB, is not held there)
-    saved = (default["mem_peak_allocated"] - bf16["mem_peak_allocated"]) / 2**30
-    assert saved == pytest.approx(8_030_261_248 / 2**30, abs=0.001)
+    # bf16 holds 2 B a gradient, not 4: memory's 4,015,263,744 params a GPU at tp 2 ((8,030,261,248 - 266,240) / 2
+    # split + the 65 norm vectors of 4,096, 266,240 params, whole on each rank) x 2 B = 8,030,527,488 B = 7.479 GiB
+    # less at the peak (the start of backward; the fp32 copy of the 1/128 shard the distributed optimizer makes
+    # inside its step, 0.117 GiB, is not held there)
+    assert default["mem_peak_allocated"] - bf16["mem_peak_allocated"] == pytest.approx(8_030_527_488, rel=1e-9)
     assert bf16["io_step_seconds"] < default["io_step_seconds"]
 
 
@@ -85,3 +85,26 @@ def test_a_published_rows_step_reads_its_recipes_width():
     assert row_grad_comm_bytes(titan) == 4.0
     bare = {k: v for k, v in rows["mbridge-26.02-llama-3-70b-gb200-64g-fp8cs"].items() if k != "recipe_memory"}
     assert row_grad_comm_bytes(bare) == 4.0  # a recipe not read: Megatron-Core's default fp32 buffer
+
+
+def test_an_fp16_run_holds_and_reduces_its_gradients_in_fp16(capsys):
+    """Megatron-LM turns accumulate_allreduce_grads_in_fp32 on for bf16 only (megatron/training/arguments.py
+    @core_v0.16.0 L711-724; the flag is store_true, L2194-2196): an fp16 run's buffer is its parameters' dtype,
+    2 B held and reduced (core.memory.recipe_facts.default_grad_bytes), so the default and --grad-dtype bf16 (the
+    2-byte choice) agree; --grad-dtype fp32 gives 4 B in both."""
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import grad_comm_bytes
+
+    def both(**kw) -> tuple:
+        inputs = PlanInputs(model="llama-3.1-8b", gpu="h100", gpus=8, **kw)
+        return inputs.recipe_memory_settings()["grad_bytes"], grad_comm_bytes(inputs)
+
+    assert both(framework="megatron", dtype="fp16") == (2.0, 2.0)
+    assert both(framework="megatron", dtype="fp16", grad_dtype="fp32") == (4.0, 4.0)
+    assert both(framework="megatron", dtype="bf16") == (None, 4.0)  # None: the 'megatron' recipe's 4 B
+    assert both(framework="generic", dtype="fp16") == (None, 2.0)  # the 'mixed' recipe holds 2 B already
+    default, bf16 = _train(capsys, "--dtype", "fp16"), _train(capsys, "--dtype", "fp16", "--grad-dtype", "bf16")
+    for key in ("mem_peak_allocated", "io_step_seconds"):
+        assert default[key] == bf16[key], key
+    fp32 = _train(capsys, "--dtype", "fp16", "--grad-dtype", "fp32")
+    assert fp32["mem_peak_allocated"] - default["mem_peak_allocated"] == pytest.approx(8_030_527_488, rel=1e-9)

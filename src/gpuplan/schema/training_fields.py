@@ -310,9 +310,15 @@ class SetupFields(JobInputs):
 
     def recipe_memory_settings(self) -> dict:
         """MemorySettings fields a Megatron recipe sets: gradient-buffer and optimizer-moment bytes (None: the
-        recipe's), low-precision weights, activation offload and the embedding / loss pipeline slots."""
+        recipe's; fp16 under Megatron-Core: 2, core.memory.recipe_facts.default_grad_bytes), low-precision weights,
+        activation offload and the embedding / loss pipeline slots."""
+        from gpuplan.core.memory.recipe_facts import default_grad_bytes
+        from gpuplan.core.precision import RECIPES
+
         width = V.STATE_DTYPE_BYTES
-        return {"grad_bytes": width.get(self.grad_dtype), "moment_bytes": width.get(self.moment_dtype),
+        grads = default_grad_bytes(self.framework, getattr(self, "dtype", "bf16"), RECIPES[self.recipe_name],
+                                   width.get(self.grad_dtype))  # memory has no --dtype: bf16 (jobs.memory.schema)
+        return {"grad_bytes": grads, "moment_bytes": width.get(self.moment_dtype),
                 "offload_layers": self.offload_layers, "low_precision_weights": self.low_precision_weights,
                 "embedding_loss_slots": self.embedding_loss_slots}
 

@@ -19,6 +19,21 @@ def recipe_as_run(recipe: PrecisionRecipe, grad_bytes: float | None, moment_byte
     return replace(recipe, **changes) if changes else recipe
 
 
+def default_grad_bytes(framework_name: str, dtype: str | None, recipe: PrecisionRecipe,
+                       grad_bytes: float | None) -> float | None:
+    """Gradient-buffer bytes per element the run holds (None: the recipe's): ``grad_bytes`` where stated
+    (--grad-dtype, a row's grad_dtype); under Megatron-Core (megatron, generic) in fp16, the parameters' 2 B:
+    Megatron-LM turns accumulate_allreduce_grads_in_fp32 on for bf16 only (megatron/training/arguments.py
+    @core_v0.16.0 L711-724; the flag is store_true, L2194-2196), so an fp16 run's buffer stays in param.dtype
+    (distributed_data_parallel.py L147). Memory (MemorySettings.grad_bytes) and the wire (reduced_grad_bytes)
+    both read this. Units: bytes."""
+    if grad_bytes is not None:
+        return grad_bytes
+    if framework_name in MEGATRON_CORE_FRAMEWORKS and dtype == "fp16" and recipe.grad_bytes > 2:
+        return 2.0
+    return None
+
+
 def reduced_grad_bytes(framework_name: str, recipe: PrecisionRecipe, grad_bytes: float | None) -> float:
     """Bytes per gradient element the data-parallel reduce-scatter / all-reduce moves: the one width memory
     and step read. Megatron-Core (megatron, generic) reduces its gradient buffer in the buffer's own dtype,
