@@ -313,10 +313,9 @@ class SetupFields(JobInputs):
         recipe's; fp16 under Megatron-Core: 2, core.memory.recipe_facts.default_grad_bytes), low-precision weights,
         activation offload and the embedding / loss pipeline slots."""
         from gpuplan.core.memory.recipe_facts import default_grad_bytes
-        from gpuplan.core.precision import RECIPES
 
         width = V.STATE_DTYPE_BYTES
-        grads = default_grad_bytes(self.framework, getattr(self, "dtype", "bf16"), RECIPES[self.recipe_name],
+        grads = default_grad_bytes(self.framework, getattr(self, "dtype", "bf16"), self.recipe_name,
                                    width.get(self.grad_dtype))  # memory has no --dtype: bf16 (jobs.memory.schema)
         return {"grad_bytes": grads, "moment_bytes": width.get(self.moment_dtype),
                 "offload_layers": self.offload_layers, "low_precision_weights": self.low_precision_weights,

@@ -11,7 +11,7 @@ import numpy as np
 from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS
 from gpuplan.core.memory.model_states import ModelStates, StageParams, state_shards
 from gpuplan.core.parallel import ParallelLayout
-from gpuplan.core.precision import PrecisionRecipe
+from gpuplan.core.precision import RECIPES, PrecisionRecipe
 
 def recipe_as_run(recipe: PrecisionRecipe, grad_bytes: float | None, moment_bytes: float | None) -> PrecisionRecipe:
     """``recipe`` with the run's gradient-buffer and optimizer-state bytes per element where given (None: its own)."""
@@ -19,17 +19,17 @@ def recipe_as_run(recipe: PrecisionRecipe, grad_bytes: float | None, moment_byte
     return replace(recipe, **changes) if changes else recipe
 
 
-def default_grad_bytes(framework_name: str, dtype: str | None, recipe: PrecisionRecipe,
+def default_grad_bytes(framework_name: str, dtype: str | None, recipe_name: str,
                        grad_bytes: float | None) -> float | None:
-    """Gradient-buffer bytes per element the run holds (None: the recipe's): ``grad_bytes`` where stated
-    (--grad-dtype, a row's grad_dtype); under Megatron-Core (megatron, generic) in fp16, the parameters' 2 B:
-    Megatron-LM turns accumulate_allreduce_grads_in_fp32 on for bf16 only (megatron/training/arguments.py
-    @core_v0.16.0 L711-724; the flag is store_true, L2194-2196), so an fp16 run's buffer stays in param.dtype
-    (distributed_data_parallel.py L147). Memory (MemorySettings.grad_bytes) and the wire (reduced_grad_bytes)
+    """Gradient-buffer bytes per element the run holds (None: the recipe's, ``recipe_name`` in core.precision
+    .RECIPES): ``grad_bytes`` where stated (--grad-dtype, a row's grad_dtype); under Megatron-Core (megatron,
+    generic) in fp16, the parameters' 2 B: Megatron-LM turns accumulate_allreduce_grads_in_fp32 on for bf16
+    only (megatron/training/arguments.py@core_v0.16.0 L711-724; the flag is store_true, L2194-2196), so an fp16
+    run's buffer stays in param.dtype (distributed_data_parallel.py L147). Memory (MemorySettings.grad_bytes) and the wire (reduced_grad_bytes)
     both read this. Units: bytes."""
     if grad_bytes is not None:
         return grad_bytes
-    if framework_name in MEGATRON_CORE_FRAMEWORKS and dtype == "fp16" and recipe.grad_bytes > 2:
+    if framework_name in MEGATRON_CORE_FRAMEWORKS and dtype == "fp16" and RECIPES[recipe_name].grad_bytes > 2:
         return 2.0
     return None
 
