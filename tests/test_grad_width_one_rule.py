@@ -1,5 +1,5 @@
-"""One gradient width for memory and the data-parallel wire (review w11 r1 M1; core.memory.recipe_facts.reduced_grad_bytes):
-under --framework megatron the default gradient buffer is fp32 (Megatron-LM's bf16 runs set
+"""One gradient width for memory and the data-parallel wire (review w11 r1 M1;
+core.memory.recipe_facts.reduced_grad_bytes): under --framework megatron the default gradient buffer is fp32 (Megatron-LM's bf16 runs set
 accumulate_allreduce_grads_in_fp32, megatron/training/arguments.py@core_v0.16.0 L720-724, passed as
 grad_reduce_in_fp32, training.py L1295) and Megatron-Core reduces that buffer in its own dtype
 (distributed_data_parallel.py L147), so typing --grad-dtype fp32 changes nothing, through the train and plan doors;

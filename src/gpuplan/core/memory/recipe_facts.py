@@ -25,8 +25,8 @@ def default_grad_bytes(framework_name: str, dtype: str | None, recipe_name: str,
     .RECIPES): ``grad_bytes`` where stated (--grad-dtype, a row's grad_dtype); under Megatron-Core (megatron,
     generic) in fp16, the parameters' 2 B: Megatron-LM turns accumulate_allreduce_grads_in_fp32 on for bf16
     only (megatron/training/arguments.py@core_v0.16.0 L711-724; the flag is store_true, L2194-2196), so an fp16
-    run's buffer stays in param.dtype (distributed_data_parallel.py L147). Memory (MemorySettings.grad_bytes) and the wire (reduced_grad_bytes)
-    both read this. Units: bytes."""
+    run's buffer stays in param.dtype (distributed_data_parallel.py L147). Memory (MemorySettings.grad_bytes)
+    and the wire (reduced_grad_bytes) both read this. Units: bytes."""
     if grad_bytes is not None:
         return grad_bytes
     if framework_name in MEGATRON_CORE_FRAMEWORKS and dtype == "fp16" and RECIPES[recipe_name].grad_bytes > 2:
