@@ -5,8 +5,14 @@ keeps the stated ZeRO-1 (jobs.plan.estimate._check_my_layout), and the three doo
 
 import pytest
 
-ASK = dict(model="llama-2-7b", gpu="a100", gpus=64, zero=1, grad_all_reduce=True)
-ARGS = ("llama-2-7b", "--gpu", "a100", "--gpus", "64", "--zero", "1", "--grad-all-reduce")
+# --grad-dtype bf16: the hand-worked figure below is a 2-byte wire. Since f96bd8d megatron's default gradient buffer
+# is fp32 for bf16 (Megatron-LM accumulate_allreduce_grads_in_fp32, arguments.py@core_v0.16.0 L711-724), 4 B on the
+# wire: 151.21 MiB buckets, where NCCL's estimate picks ring/Simple for the reduce-scatter (`plan --explain`:
+# Simple's 180 vs LL128's 165.6 GB/s outweighs its latency at this size) but ring/LL128 for the all-reduce, so the extra is no longer "the same protocol, twice the
+# bytes" (0.01345 s: 85 x (AR LL128 - RS Simple) x the exposed share). The test's point, that the option is applied
+# and only the DP term moves by the all-reduce's extra ring pass, is kept on the 2-byte wire where both are LL128.
+ASK = dict(model="llama-2-7b", gpu="a100", gpus=64, zero=1, grad_dtype="bf16", grad_all_reduce=True)
+ARGS = ("llama-2-7b", "--gpu", "a100", "--gpus", "64", "--zero", "1", "--grad-dtype", "bf16", "--grad-all-reduce")
 LAYOUT = ("--tp", "1", "--pp", "2", "--vpp", "8", "--micro-batch", "1", "--recompute", "none", "--mfu", "predicted")
 TERMS = ("compute", "bubble", "pp_comm", "dp_comm", "optimizer")  # the step terms plan reports for this layout
 
