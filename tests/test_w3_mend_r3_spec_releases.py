@@ -51,7 +51,9 @@ def test_plan_file_and_python_api_refuse_the_same(run_cli, tmp_path):
 
 
 def test_each_first_release_runs():
-    """The first release of each method, and 0.9.0 MTP, pass; other engines are not gated here."""
+    """The first release of each method, and 0.9.0 MTP, pass; SGLang 0.4.9 runs MTP (NEXTN from 0.4.3.post1).
+    SGLang's and TensorRT-LLM's own per-method gates (79a4c09) are checked in
+    tests/test_spec_release_gates_sglang.py."""
     for method, since in IR.VLLM_SPECULATIVE_SINCE.items():
         IR.check_speculative(method, parse_release("vllm==" + ".".join(map(str, since))))
     IR.check_speculative("mtp", parse_release("vllm==0.9.0"))
