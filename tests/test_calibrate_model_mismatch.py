@@ -9,6 +9,7 @@ debugmodel log 7.126e7 vs 7.157e7 (torchtitan counts full attention)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from gpuplan.adapters.training_logs import read_training_log
 from gpuplan.calibrate.measurement import LogContext
 from gpuplan.calibrate.model_match import LOG_FLOPS_MARGIN, logged_flops_band, logged_flops_per_token
 from gpuplan.calibrate.sources import load_measurement
+from gpuplan.core.model.flops import training_flops_per_token
 from gpuplan.errors import InputError
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
@@ -81,3 +83,20 @@ def test_the_cli_refuses_the_wave_11_ask(run_cli, tmp_path):
 def test_a_log_without_tflops_is_not_checked():
     """Megatron's 2020 format logs no throughput: nothing states the model, the step time is taken as is."""
     assert logged_flops_per_token(read_training_log(LOGS / "megatron_2020.log"), 8, 8, 1024) is None
+
+
+def test_a_sliding_window_model_is_counted_over_the_whole_sequence():
+    """Review w11 r4 M1: the cited formulas count every layer over the whole sequence (torchtitan 12 x l x h x q x t,
+    'do not account for sparsity'; Megatron core_r0.6.0 L65-90 'seq_length / hidden_size'), so a Mistral 7B v0.1
+    log at 8,192 tokens (window 4,096) logs torchtitan's 6 x (N - embedding) + 12 x l x h x q x t =
+    6 x (7,241,732,096 - 131,072,000) + 12 x 32 x 32 x 128 x 8,192 = 4.2664e10 + 1.2885e10 = 5.5549e10 per token
+    (norms are in N; gpuplan counts their FLOPs apart: +-0.01%). The window-capped count (4.91e10) refused it, 1.13x."""
+    _, most = logged_flops_band(resolve_model("mistral-7b-v0.1"), 8192)
+    assert most == pytest.approx(6 * (7_241_732_096 - 131_072_000) + 12 * 32 * 32 * 128 * 8192, rel=1e-4)
+    for model, seq_len in [("mistral-7b-v0.1", 32768), ("gemma-2-9b", 8192), ("gemma-3-12b", 4096),
+                           ("gpt-oss-20b", 4096)]:
+        spec = resolve_model(model)
+        assert spec.sliding_window < seq_len
+        least, most = logged_flops_band(spec, seq_len)
+        full = training_flops_per_token(replace(spec, sliding_window=None), seq_len, "full")
+        assert most == full.model > training_flops_per_token(spec, seq_len, "full").model and least < most

@@ -83,11 +83,17 @@ def logged_flops_band(spec, seq_len: int, recompute: str = "none") -> tuple[floa
     params) left a tied head out; torchtitan/models/utils.py@b5bcd76 L444-456 keeps it and records why); most =
     full attention (Megatron core_r0.6.0 training.py L65-90 'seq_length / hidden_size'; torchtitan 'do not account
     for sparsity in causal attention', utils.py@b5bcd76 L446) with the LM head and any recomputation (a table's
-    TFLOP/s may count it). core.model.flops.training_flops_per_token counts both conventions."""
+    TFLOP/s may count it). Neither cited formula limits a sliding-window layer to its window (Megatron's
+    'seq_length / hidden_size' and torchtitan's 12 x l x h x q x t take the whole sequence at every layer), so most
+    counts every layer at full attention over seq_len (the spec with sliding_window=None); least keeps gpuplan's
+    window-limited causal count, the fewest FLOPs any convention counts. core.model.flops.training_flops_per_token
+    counts both conventions."""
+    from dataclasses import replace
+
     from gpuplan.core.model.flops import training_flops_per_token
 
     causal = training_flops_per_token(spec, seq_len, "causal")
-    full = training_flops_per_token(spec, seq_len, "full", recompute=recompute)
+    full = training_flops_per_token(replace(spec, sliding_window=None), seq_len, "full", recompute=recompute)
     return causal.model - 3.0 * causal.lm_head_forward, max(full.model, full.hardware)
 
 
