@@ -172,20 +172,21 @@ def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: 
                 raise solved_no_completion(with_budget_fields(inputs), spec, gpu, plan, deadline)  # names the batch
         return plan, work, solve_compute_budget(flops.used, peak, gpus=plan.gpus, wall_seconds=work / (1.0 + allowance))
 
-    def gpus_within(limit: float) -> int:
-        """The fewest GPUs whose solved MFU (exact FLOPs) is within ``limit``, each count solved as
-        the one given (its layout's GPUs, its failures): a few rounds up from the proportional guess."""
-        count = math.ceil(gpus * solved.mfu * flops.exact / flops.used / limit - 1e-9)
-        for _ in range(6):
+    def gpus_within(limit: float, minimal_rounds: int = 12) -> int:
+        """The fewest GPUs whose solved MFU (exact FLOPs) is within ``limit``, each count solved as if given. Not
+        monotone (70B, 200 H100, 20 days: 1,360-1,367 meet, 1,368-1,375 idle GPUs and miss), so a step goes to the
+        working GPUs the limit needs (failures grow with the count) or one up; after ``minimal_rounds``, by count."""
+        count = math.ceil(solved.gpus * solved.mfu * flops.exact / flops.used / limit - 1e-9)
+        for round_ in range(minimal_rounds + 6):
             if count > MAX_GPUS:  # past what --gpus takes: not laid out (--days 0.001 on 8 GPUs asked ~10^20 GPUs of
                 break  # the planner, an OverflowError, wave 9); _needed_words says no count up to MAX_GPUS does
             try:
-                mfu = solved_on(count)[2].mfu * flops.exact / flops.used
+                mfu = (on := solved_on(count)[2]).mfu * flops.exact / flops.used
             except InputError:
                 break
             if mfu <= limit:
                 break
-            count = max(count + 1, math.ceil(count * mfu / limit - 1e-9))
+            count = max(count + 1, math.ceil((on.gpus if round_ < minimal_rounds else count) * mfu / limit - 1e-9))
         return count
 
     plan, work, solved = solved_on(gpus)
