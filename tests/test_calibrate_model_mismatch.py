@@ -18,7 +18,8 @@ from helpers import field_refusal
 from gpuplan.adapters.resolve import resolve_model
 from gpuplan.adapters.training_logs import read_training_log
 from gpuplan.calibrate.measurement import LogContext
-from gpuplan.calibrate.model_match import LOG_FLOPS_MARGIN, logged_flops_band, logged_flops_per_token
+from gpuplan.calibrate.model_match import (LOG_FLOPS_MARGIN, logged_flops_band, logged_flops_per_token,
+                                          printed_tflops_rounding)
 from gpuplan.calibrate.sources import load_measurement
 from gpuplan.core.model.flops import training_flops_per_token
 from gpuplan.errors import InputError
@@ -100,3 +101,40 @@ def test_a_sliding_window_model_is_counted_over_the_whole_sequence():
         least, most = logged_flops_band(spec, seq_len)
         full = training_flops_per_token(replace(spec, sliding_window=None), seq_len, "full")
         assert most == full.model > training_flops_per_token(spec, seq_len, "full").model and least < most
+
+
+def _titan_log(folder: Path, tflops: str, tps: int) -> Path:
+    """The torchtitan fixture with every record's tflops and tps replaced (the printed form, two decimals)."""
+    import re
+
+    text = (LOGS / "torchtitan_rank0.log").read_text()
+    text = re.sub(r"tflops: [0-9.]+", f"tflops: {tflops}", re.sub(r"tps: [0-9,]+", f"tps: {tps:,}", text))
+    path = folder / "titan.log"
+    path.write_text(text)
+    return path
+
+
+def test_a_log_printing_zero_tflops_is_not_read_as_zero_flops(tmp_path):
+    """Review w11 r4 M2: torchtitan prints f'{tflops:,.2f}' (components/metrics.py@b5bcd76 L534), so a run under
+    0.005 TFLOP/s per GPU prints 0.00 (+-100%): such records state no FLOP count and are skipped; the fixture with
+    0.00 calibrates against the model it trained (it was refused '0x off')."""
+    log = _titan_log(tmp_path, "0.00", 7297)
+    assert logged_flops_per_token(read_training_log(log), 8, 8, 2048) is None
+    ctx = LogContext(model=debugmodel_config(tmp_path), gpu="h100", gpus=8, global_batch=8, seq_len=2048, zero=3)
+    assert load_measurement(log, ctx).step_time_s
+
+
+def test_the_printed_rounding_widens_the_margin(tmp_path):
+    """Half a unit in the last printed digit over the value: the fixture's 0.52 -> 0.005 / 0.52 = 0.96%; Megatron's
+    Mixtral log (.1f, smallest value read 239.x) -> about 0.05 / 239 = 0.02%; a printed 0.05 -> 10%. A 0.05 TFLOP/s
+    debugmodel log at 1.12x the band's top (7.1565e7: tps = 0.05e12 / (1.12 x 7.1565e7) = 624) calibrates with the
+    15% margin and was refused at 5%; at 1.20x (tps 582) it is refused."""
+    assert printed_tflops_rounding(read_training_log(LOGS / "torchtitan_rank0.log")) == pytest.approx(0.005 / 0.52)
+    assert printed_tflops_rounding(read_training_log(LOGS / "megatron_mixtral.log")) == pytest.approx(2.1e-4, rel=0.05)
+    ctx = LogContext(model=debugmodel_config(tmp_path), gpu="h100", gpus=8, global_batch=8, seq_len=2048, zero=3)
+    log = _titan_log(tmp_path, "0.05", 624)
+    assert printed_tflops_rounding(read_training_log(log)) == pytest.approx(0.1)
+    assert load_measurement(log, ctx).step_time_s
+    with pytest.raises(InputError) as exc:
+        load_measurement(_titan_log(tmp_path, "0.05", 582), ctx)
+    assert exc.value.field == "model" and "+-15.0% with the printed rounding" in str(exc.value)

@@ -45,9 +45,42 @@ def _differs(given: Any, known: Any) -> bool:
 
 LOG_FLOPS_MARGIN = 0.05
 """Margin beyond the band of the frameworks' own FLOP formulas (logged_flops_band) for what none of them counts
-alike: the printed rounding of the logged TFLOP/s (torchtitan prints 0.52: +-1%), norms and biases (< 1%: Kaplan
-et al. 2020 Table 1, core/model/flops.py), Megatron's padded vocabulary (to 128 x tp rows: under 2% of the LM head
-on a 32k vocabulary). 1% + 1% + 2% < 5%."""
+alike: norms and biases (< 1%: Kaplan et al. 2020 Table 1, core/model/flops.py), Megatron's padded vocabulary (to
+128 x tp rows: under 2% of the LM head on a 32k vocabulary), and 2% to spare. The printed rounding of the logged
+TFLOP/s is added per log on top (printed_tflops_rounding)."""
+
+PRINTED_TFLOPS_DECIMALS = {"torchtitan": 2, "megatron": 1}
+"""Decimals each log format prints its TFLOP/s with: torchtitan f"tflops: {tflops:,.2f}"
+(torchtitan/components/metrics.py@b5bcd76 L534); Megatron f"throughput per GPU (TFLOP/s/GPU): {throughput:.1f}"
+(megatron/training/training.py@core_r0.6.0 L775). A table's are read from the number itself."""
+
+
+def _checked_records(log) -> list:
+    """The records the model check reads: those after the first (warm-up) that print a TFLOP/s above zero. A
+    printed 0 (torchtitan's 0.00 under 0.005 TFLOP/s) is +-100% rounding and states no FLOP count."""
+    records = list(log.records)
+    used = records[1:] if len(records) > 1 else records
+    return [r for r in used if r.tflops_per_device]
+
+
+def _half_unit(value: float, log_format: str) -> float:
+    """Half a unit in the last printed digit of a logged TFLOP/s (TFLOP/s): the format's decimals
+    (PRINTED_TFLOPS_DECIMALS) or, where the number carries more, its own; a table's from its shortest repr (a
+    printed '0.50' reads as 0.5, so the half unit is never under the printed one)."""
+    from decimal import Decimal
+
+    exponent = Decimal(repr(float(value))).as_tuple().exponent
+    exponent = exponent if isinstance(exponent, int) else 0
+    decimals = PRINTED_TFLOPS_DECIMALS.get(log_format)
+    return 0.5 * 10.0 ** (min(exponent, -decimals) if decimals is not None else exponent)
+
+
+def printed_tflops_rounding(log) -> float:
+    """The largest relative printed rounding among the checked records (_checked_records): half a unit in the
+    last printed digit over the printed value (dimensionless; torchtitan's 0.52 -> 0.005 / 0.52 = 0.96%, Megatron's
+    239.8 -> 0.05 / 239.8 = 0.02%, torchtitan's 0.05 -> 10%). 0 where no record is checked."""
+    return max((_half_unit(r.tflops_per_device, log.format) / r.tflops_per_device for r in _checked_records(log)),
+               default=0.0)
 
 
 def logged_flops_per_token(log, gpus: int, batch: int, seq_len: int) -> tuple[float, str] | None:
@@ -55,15 +88,11 @@ def logged_flops_per_token(log, gpus: int, batch: int, seq_len: int) -> tuple[fl
     and how: torchtitan's tflops = num_flops_per_token x tps / 1e12 (torchtitan/components/metrics.py@b5bcd76
     L489), so tflops / tps; Megatron's 'throughput per GPU' = num_floating_point_operations(batch) / (step s x 1e12 x
     world size) (megatron/training/training.py@core_r0.6.0 L758-775), so TFLOP/s x step x GPUs / (batch x seq_len).
-    None where the log states no TFLOP/s."""
+    Records printing a TFLOP/s of 0 are skipped (_checked_records). None where no record states one above 0."""
     import statistics
 
-    records = list(log.records)
-    used = records[1:] if len(records) > 1 else records
     values, how = [], ""
-    for r in used:
-        if r.tflops_per_device is None:
-            continue
+    for r in _checked_records(log):
         if r.tokens_per_s_per_device:
             values.append(r.tflops_per_device * 1e12 / r.tokens_per_s_per_device)
             how = "TFLOP/s / tokens per second per GPU"
@@ -99,8 +128,10 @@ def logged_flops_band(spec, seq_len: int, recompute: str = "none") -> tuple[floa
 
 def check_log_trained_model(log, model: str, seq_len: int, gpus: int, batch: int, recompute: str = "none") -> None:
     """InputError naming ``model`` where the log's own FLOPs per token (logged_flops_per_token) are outside the
-    named model's band (logged_flops_band, +- LOG_FLOPS_MARGIN): the log trained another model (wave 11: the
-    Mixtral 8x7B Megatron log read as `santacoder` printed a 13.562x compute factor, exit 0)."""
+    named model's band (logged_flops_band), widened by LOG_FLOPS_MARGIN plus the log's printed rounding
+    (printed_tflops_rounding: half a unit in the last printed TFLOP/s digit over the value, the largest over the
+    records read): the log trained another model (wave 11: the Mixtral 8x7B Megatron log read as `santacoder`
+    printed a 13.562x compute factor, exit 0)."""
     logged = logged_flops_per_token(log, gpus, batch, seq_len)
     if logged is None:
         return
@@ -108,10 +139,11 @@ def check_log_trained_model(log, model: str, seq_len: int, gpus: int, batch: int
 
     flops, how = logged
     least, most = logged_flops_band(resolve_model(model), seq_len, recompute)
-    if least * (1 - LOG_FLOPS_MARGIN) <= flops <= most * (1 + LOG_FLOPS_MARGIN):
+    margin = LOG_FLOPS_MARGIN + printed_tflops_rounding(log)
+    if least * (1 - margin) <= flops <= most * (1 + margin):
         return
     ratio = flops / most if flops > most else flops / least
     raise InputError("model", model, f"{log.source} logs {flops:.4g} training FLOPs per token ({how}); {model} at "
                      f"{seq_len:,} tokens counts {least:.4g} to {most:.4g} (the frameworks' formulas, "
-                     f"+-{LOG_FLOPS_MARGIN:.0%}), {ratio:.3g}x off: the log trained another model; give the "
+                     f"+-{margin:.1%} with the printed rounding), {ratio:.3g}x off: the log trained another model; give the "
                      "--model it trained (and check --seq-len, --gpus and --global-batch)")
