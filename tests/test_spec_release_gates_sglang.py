@@ -14,9 +14,9 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.inference import inputs_releases as IR
 
 BOUNDARIES = (  # (method, the release just before, the first release as the wheels / notes write it)
-    ("eagle", "sglang==0.4.0", "sglang==0.4.1.post4"),    # eagle_worker.py, choices ["EAGLE"] @0.4.1.post4 L667
-    ("mtp", "sglang==0.4.2.post4", "sglang==0.4.3.post1"),  # ["EAGLE", "NEXTN"] @0.4.3.post1 L711
-    ("eagle3", "sglang==0.4.3.post4", "sglang==0.4.4.post2"),  # "EAGLE3" @0.4.4.post2 L816, not @0.4.4.post1 L758
+    ("eagle", "sglang==0.4.1.post3", "sglang==0.4.1.post4"),    # eagle_worker.py, choices ["EAGLE"] @0.4.1.post4 L667
+    ("mtp", "sglang==0.4.3", "sglang==0.4.3.post1"),      # ["EAGLE", "NEXTN"] @0.4.3.post1 L711
+    ("eagle3", "sglang==0.4.4.post1", "sglang==0.4.4.post2"),  # "EAGLE3" @0.4.4.post2 L816, not @0.4.4.post1 L758
     ("draft", "sglang==0.5.1.post3", "sglang==0.5.2"),    # "STANDALONE" @0.5.2 L1538
     ("ngram", "sglang==0.5.2", "sglang==0.5.3"),          # "NGRAM" @0.5.3 L2044
     ("draft", "trtllm==0.6.1", "trtllm==0.7.0"),          # 'Speculative decoding (preview)', 0.7 notes
@@ -38,10 +38,24 @@ def test_the_release_before_refuses_and_the_first_answers(method, before, first)
 
 
 def test_a_post_build_is_read_as_its_release():
-    """gpuplan reads 0.4.1.postN as 0.4.1 (parse_release), so 0.4.1 answers EAGLE though its .post1-.post3 wheels
-    have none: the gate is the first X.Y.Z with a build that runs it (stated in SGLANG_SPECULATIVE_SINCE)."""
-    IR.check_speculative("eagle", parse_release("sglang==0.4.1"))
-    IR.check_speculative("eagle", parse_release("sglang==0.4.1.post1"))
+    """Review w11 r4 M3: an SGLang post build keeps its number (releases.parse_version: 0.4.1.post1 = (0, 4, 1, 1),
+    after 0.4.1, before 0.4.2), so the builds the wheels show lacking a method refuse it (EAGLE absent from
+    0.4.1-0.4.1.post3, NEXTN from 0.4.3, EAGLE3 from 0.4.4.post1: SGLANG_SPECULATIVE_SINCE) and the first build
+    and every later release answer; the label names the build. vLLM and TensorRT-LLM still read X.Y.Z.postN as
+    X.Y.Z (tests/test_serving_memory, tests/test_hostile_wave7)."""
+    assert parse_release("sglang==0.4.1.post1").version == (0, 4, 1, 1)
+    assert (0, 4, 1) < parse_release("sglang==0.4.1.post1").version < parse_release("sglang==0.4.2").version
+    assert parse_release("sglang==0.5.0.post2").label == "sglang==0.5.0.post2"
+    assert parse_release("vllm==0.6.3.post1").version == (0, 6, 3)
+    for method, refused, answered in (("eagle", ("0.4.1", "0.4.1.post1", "0.4.1.post3"), ("0.4.1.post4", "0.4.2")),
+                                      ("mtp", ("0.4.3",), ("0.4.3.post1", "0.4.4")),
+                                      ("eagle3", ("0.4.4", "0.4.4.post1"), ("0.4.4.post2", "0.4.5"))):
+        for build in refused:
+            with pytest.raises(InputError) as exc:
+                IR.check_speculative(method, parse_release(f"sglang=={build}"))
+            assert f"sglang=={build} has no {method}" in str(exc.value)
+        for build in answered:
+            IR.check_speculative(method, parse_release(f"sglang=={build}"))
 
 
 DOORS = (("llama-3.1-8b", "h100", 1, "sglang==0.3.0", "eagle3", "sglang==0.4.4.post2"),
@@ -67,8 +81,8 @@ def test_every_door_refuses(run_cli, client, tmp_path, model, gpu, gpus, engine,
 
 
 def test_the_first_release_answers_on_the_cli(run_cli):
-    """sglang==0.4.4 (read as 0.4.4.post2's release) prices EAGLE-3; trtllm==0.19 MTP on DeepSeek-V3."""
-    for args in (("llama-3.1-8b", "--gpu", "h100", "--engine", "sglang==0.4.4", "--speculative", "eagle3"),
+    """sglang==0.4.4.post2 (the first build with EAGLE3) prices EAGLE-3; trtllm==0.19 MTP on DeepSeek-V3."""
+    for args in (("llama-3.1-8b", "--gpu", "h100", "--engine", "sglang==0.4.4.post2", "--speculative", "eagle3"),
                  ("deepseek-v3", "--gpu", "h200", "--gpus", "8", "--engine", "trtllm==0.19", "--speculative", "mtp")):
         code, out, err = run_cli("infer", *args, "--no-search")
         assert code == 0 and "ms" in out, err

@@ -16,7 +16,15 @@ from gpuplan.core.serving.engines import ENGINE_NAMES
 from gpuplan.errors import InputError
 
 GiB = 2**30
-Version = tuple[int, int, int]
+Version = tuple[int, ...]
+"""(major, minor, patch), and for an engine in POST_BUILD_ENGINES a post build's number as a 4th part: SGLang
+0.4.1.post1 = (0, 4, 1, 1), which sorts after 0.4.1 = (0, 4, 1) and before 0.4.2 = (0, 4, 2), as PEP 440 orders
+them (packaging.version: a post release follows its base release)."""
+POST_BUILD_ENGINES = ("sglang",)
+"""Engines whose rules are read at post builds: SGLang ships features in .postN wheels (EAGLE first in 0.4.1.post4,
+NEXTN in 0.4.3.post1, EAGLE3 in 0.4.4.post2: jobs/inference/inputs_releases.SGLANG_SPECULATIVE_SINCE), so its
+gates compare the post number. Every other engine reads X.Y.Z.postN as X.Y.Z, as before (no rule of theirs is
+read at a post build)."""
 
 NEWEST = {"vllm": (0, 29, 0), "sglang": (0, 5, 6), "trtllm": (1, 0, 0)}
 """The newest release whose rules are modelled, per engine: the default version. SGLang 0.5.6: its
@@ -38,9 +46,10 @@ class EngineRelease:
 
     @property
     def label(self) -> str:
-        """``vllm==0.19`` (the patch shown when it is not 0)."""
-        major, minor, patch = self.version
-        return f"{self.engine}=={major}.{minor}" + (f".{patch}" if patch else "")
+        """``vllm==0.19`` (the patch shown when it is not 0 or a post build follows: ``sglang==0.4.1.post1``)."""
+        major, minor, patch = self.version[:3]
+        post = f".post{self.version[3]}" if len(self.version) > 3 else ""
+        return f"{self.engine}=={major}.{minor}" + (f".{patch}" if patch or post else "") + post
 
     @property
     def described(self) -> str:
@@ -67,18 +76,31 @@ def parse_release(text: str) -> EngineRelease:
         raise InputError("engine", text, "must be vllm, sglang or trtllm, optionally with a release (vllm==0.19)")
     if not pinned:  # 'vllm==' with no release falls through to the refusal below, not to the newest
         return release_of(name)
-    # ASCII digits (re.ASCII: '\d' took 'vllm==٠.٩' as 0.9) and PEP 440's pre / post / dev suffixes only
-    # (packaging.version: rcN, .postN, .devN; '\S*' took 'vllm==0.19rc1;anything')
-    match = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:[.+-]?(?:post|rc|dev)\d*)*", version.strip(),
-                         re.ASCII)
-    if match is None:
+    found = parse_version(version, name)
+    if found is None:
         raise InputError("engine", text, f"release must read like {name}==0.19 or {name}==0.19.1")
-    found = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
     if found < OLDEST[name]:
         oldest = ".".join(map(str, OLDEST[name][:2]))
         raise InputError("engine", text, f"{ENGINE_NAMES[name]} releases before {oldest} are not modelled; give "
                          f"{name}=={oldest} or later")
     return EngineRelease(name, found, True)
+
+
+def parse_version(text: str, engine: str) -> Version | None:
+    """'0.4.1.post4' -> (0, 4, 1, 4) for an engine in POST_BUILD_ENGINES, (0, 4, 1) for any other; '0.19' ->
+    (0, 19, 0); None where the text is no release (a post number over 3 digits included, as for the other parts).
+    A bare '.post' is post 0 (PEP 440's implicit number)."""
+    # ASCII digits (re.ASCII: '\d' took 'vllm==٠.٩' as 0.9) and PEP 440's pre / post / dev suffixes only
+    # (packaging.version: rcN, .postN, .devN; '\S*' took 'vllm==0.19rc1;anything')
+    match = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?((?:[.+-]?(?:post|rc|dev)\d*)*)", text.strip(),
+                         re.ASCII)
+    if match is None:
+        return None
+    found = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
+    post = re.search(r"post(\d*)", match.group(4), re.ASCII)
+    if post is None or engine not in POST_BUILD_ENGINES:
+        return found
+    return found + (int(post.group(1) or 0),) if len(post.group(1)) <= 3 else None  # as the other parts: 3 digits
 
 
 @dataclass(frozen=True)

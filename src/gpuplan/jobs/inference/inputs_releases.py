@@ -7,6 +7,7 @@ core.serving.releases.OLDEST to NEWEST."""
 from __future__ import annotations
 
 from gpuplan.core.serving.engines import ENGINE_NAMES
+from gpuplan.core.serving.releases import parse_version
 from gpuplan.errors import InputError
 
 VLLM_LORA_SINCE = (0, 3, 0)
@@ -33,9 +34,9 @@ SGLANG_SPECULATIVE_SINCE = {"eagle": "0.4.1.post4", "mtp": "0.4.3.post1", "eagle
                             "draft": "0.5.2", "ngram": "0.5.3"}
 """The first SGLang build whose --speculative-algorithm takes each method, read from the release wheels
 (pip download --no-deps sglang==X, unzip; 2026-12-06): sglang/srt/server_args.py's choices and
-sglang/srt/speculative/. gpuplan reads X.Y.Z.postN as X.Y.Z (core.serving.releases.parse_release), so a method first
-in a .postN build is gated at X.Y.Z: sglang==0.4.1 (whose .post1-.post3 builds lack EAGLE) answers eagle, 0.4.0
-refuses it.
+sglang/srt/speculative/. gpuplan keeps an SGLang post build's number (core.serving.releases.parse_version:
+0.4.1.post4 = (0, 4, 1, 4), after 0.4.1 and its .post1-.post3, before 0.4.2), so a method first in a .postN build
+is gated at that build: sglang==0.4.1 and 0.4.1.post1-.post3 refuse eagle, 0.4.1.post4 answers.
 
 - eagle: 0.4.1.post4. No srt/speculative/ in 0.4.0, 0.4.1, 0.4.1.post1; spec_info.py alone in .post2 and .post3;
   eagle_worker.py and choices=["EAGLE"] (server_args.py@0.4.1.post4 L667) from .post4 (sgl-project/sglang PR 2150).
@@ -97,13 +98,7 @@ def _text(version: tuple[int, ...]) -> str:
     return ".".join(str(part) for part in version)
 
 
-def _triple(text: str) -> tuple[int, int, int]:
-    """'0.4.1.post4' -> (0, 4, 1): the release as gpuplan reads it (parse_release drops the .postN)."""
-    major, minor, patch = (int(part) for part in text.split(".")[:3])
-    return major, minor, patch
-
-
-def first_release(engine: str, speculative: str) -> tuple[tuple[int, int, int], str, str] | None:
+def first_release(engine: str, speculative: str) -> tuple[tuple[int, ...], str, str] | None:
     """(gate, first build as written, what it was read from) of ``speculative`` on ``engine``; None: not gated."""
     if engine == "vllm":
         since = VLLM_SPECULATIVE_SINCE.get(speculative)
@@ -112,7 +107,7 @@ def first_release(engine: str, speculative: str) -> tuple[tuple[int, int, int], 
                        "trtllm": (TRTLLM_SPECULATIVE_SINCE, _TRTLLM_EVIDENCE)}.get(engine, ({}, {}))
     if speculative not in table:
         return None
-    return _triple(table[speculative]), table[speculative], evidence[speculative]
+    return parse_version(table[speculative], engine), table[speculative], evidence[speculative]
 
 
 def check_speculative(speculative: str, release) -> None:
