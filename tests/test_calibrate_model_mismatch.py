@@ -44,11 +44,11 @@ def test_the_matching_logs_state_their_model_within_half_a_percent(tmp_path):
     gpuplan's full-attention count for Mixtral 8x7B at 2,048 (tests/fixtures/logs/README.md: 1.6325e14 per
     sequence). torchtitan: the median of steps 15-18's TFLOP/s / tps (0.52-0.53 / 7,282-7,334); the debugmodel's 6 x 5.11e6 layer weights + 6 x 524,288 head
     + 12 x 6 x 256 x 2,048 attention = 7.157e7."""
-    flops, _ = logged_flops_per_token(read_training_log(LOGS / "megatron_mixtral.log"), 16, 128, 2048)
+    flops, _, _ = logged_flops_per_token(read_training_log(LOGS / "megatron_mixtral.log"), 16, 128, 2048)
     least, most = logged_flops_band(resolve_model("mixtral-8x7b"), 2048)
     assert flops == pytest.approx(7.9715e10, rel=1e-4) and most == pytest.approx(7.9713e10, rel=1e-4)
     assert least < most
-    flops, _ = logged_flops_per_token(read_training_log(LOGS / "torchtitan_rank0.log"), 8, 8, 2048)
+    flops, _, _ = logged_flops_per_token(read_training_log(LOGS / "torchtitan_rank0.log"), 8, 8, 2048)
     _, most = logged_flops_band(resolve_model(debugmodel_config(tmp_path)), 2048)
     assert flops == pytest.approx(0.52e12 / 7297.5, rel=1e-3) and most == pytest.approx(7.1565e7, rel=1e-4)
     assert abs(flops / most - 1) < 0.005 < LOG_FLOPS_MARGIN
@@ -138,3 +138,19 @@ def test_the_printed_rounding_widens_the_margin(tmp_path):
     with pytest.raises(InputError) as exc:
         load_measurement(_titan_log(tmp_path, "0.05", 582), ctx)
     assert exc.value.field == "model" and "+-15.0% with the printed rounding" in str(exc.value)
+
+
+def test_the_refusal_names_every_flag_the_logged_figure_depends_on():
+    """Review w11 r4 S1: the right model at the wrong --gpus is refused as far off as another model (the Mixtral log
+    at --gpus 32: 239.8 x 5.4449 s x 32 / (128 x 2,048) = 1.594e11, 2x the band's top), so the line names --model,
+    --seq-len, --gpus and --global-batch (Megatron's step-time path) as candidates; torchtitan's per-GPU tps path
+    depends on neither --gpus nor batch and names --model or --seq-len."""
+    with pytest.raises(InputError) as exc:
+        load_measurement(LOGS / "megatron_mixtral.log", LogContext(model="mixtral-8x7b", **{**MIXTRAL, "gpus": 32}))
+    message = str(exc.value)
+    assert exc.value.field == "model" and "2x off" in message and "\n" not in message
+    assert "--model, --seq-len, --gpus or --global-batch is wrong" in message
+    with pytest.raises(InputError) as exc:
+        load_measurement(LOGS / "torchtitan_rank0.log", LogContext(model="llama-3.2-1b", gpu="h100", gpus=8,
+                                                                  global_batch=8, seq_len=2048, zero=3))
+    assert "so --model or --seq-len is wrong" in str(exc.value)

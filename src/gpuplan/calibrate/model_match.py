@@ -83,26 +83,27 @@ def printed_tflops_rounding(log) -> float:
                default=0.0)
 
 
-def logged_flops_per_token(log, gpus: int, batch: int, seq_len: int) -> tuple[float, str] | None:
+def logged_flops_per_token(log, gpus: int, batch: int, seq_len: int) -> tuple[float, str, tuple[str, ...]] | None:
     """Training FLOPs per token the log's own TFLOP/s imply, median over the records after the first (warm-up),
-    and how: torchtitan's tflops = num_flops_per_token x tps / 1e12 (torchtitan/components/metrics.py@b5bcd76
+    how, and the flags besides --seq-len that the figure depends on (the candidates for a mismatch): torchtitan's tflops = num_flops_per_token x tps / 1e12 (torchtitan/components/metrics.py@b5bcd76
     L489), so tflops / tps; Megatron's 'throughput per GPU' = num_floating_point_operations(batch) / (step s x 1e12 x
     world size) (megatron/training/training.py@core_r0.6.0 L758-775), so TFLOP/s x step x GPUs / (batch x seq_len).
     Records printing a TFLOP/s of 0 are skipped (_checked_records). None where no record states one above 0."""
     import statistics
 
-    values, how = [], ""
+    values, how, flags = [], "", ()
     for r in _checked_records(log):
         if r.tokens_per_s_per_device:
             values.append(r.tflops_per_device * 1e12 / r.tokens_per_s_per_device)
-            how = "TFLOP/s / tokens per second per GPU"
+            how, flags = "TFLOP/s / tokens per second per GPU", ()
         elif r.tokens_per_s:
             values.append(r.tflops_per_device * 1e12 * gpus / r.tokens_per_s)
-            how = "TFLOP/s x GPUs / tokens per second"
+            how, flags = "TFLOP/s x GPUs / tokens per second", ("--gpus",)
         elif r.step_time_s:
             values.append(r.tflops_per_device * 1e12 * r.step_time_s * gpus / (batch * seq_len))
             how = f"TFLOP/s x step s x {gpus:,} GPUs / ({batch:,} x {seq_len:,} tokens)"
-    return (statistics.median(values), how) if values else None
+            flags = ("--gpus", "--global-batch")
+    return (statistics.median(values), how, flags) if values else None
 
 
 def logged_flops_band(spec, seq_len: int, recompute: str = "none") -> tuple[float, float]:
@@ -130,20 +131,25 @@ def check_log_trained_model(log, model: str, seq_len: int, gpus: int, batch: int
     """InputError naming ``model`` where the log's own FLOPs per token (logged_flops_per_token) are outside the
     named model's band (logged_flops_band), widened by LOG_FLOPS_MARGIN plus the log's printed rounding
     (printed_tflops_rounding: half a unit in the last printed TFLOP/s digit over the value, the largest over the
-    records read): the log trained another model (wave 11: the Mixtral 8x7B Megatron log read as `santacoder`
-    printed a 13.562x compute factor, exit 0)."""
+    records read). The refusal names every flag the logged figure depends on as a candidate (--model and --seq-len
+    always; --gpus where the rate is not per GPU; --global-batch on the step-time path): a wrong --gpus or batch
+    for the right model is off by the same kind of factor (review w11 r4 S1). Wave 11: the Mixtral 8x7B Megatron
+    log read as `santacoder` printed a 13.562x compute factor, exit 0."""
     logged = logged_flops_per_token(log, gpus, batch, seq_len)
     if logged is None:
         return
     from gpuplan.adapters.resolve import resolve_model
 
-    flops, how = logged
+    flops, how, flags = logged
     least, most = logged_flops_band(resolve_model(model), seq_len, recompute)
     margin = LOG_FLOPS_MARGIN + printed_tflops_rounding(log)
     if least * (1 - margin) <= flops <= most * (1 + margin):
         return
     ratio = flops / most if flops > most else flops / least
+    names = ("--model", "--seq-len") + flags
+    given = ", ".join(names[:-1]) + " or " + names[-1]
     raise InputError("model", model, f"{log.source} logs {flops:.4g} training FLOPs per token ({how}); {model} at "
                      f"{seq_len:,} tokens counts {least:.4g} to {most:.4g} (the frameworks' formulas, "
-                     f"+-{margin:.1%} with the printed rounding), {ratio:.3g}x off: the log trained another model; give the "
-                     "--model it trained (and check --seq-len, --gpus and --global-batch)")
+                     f"+-{margin:.1%} with the printed rounding), {ratio:.3g}x off: the log's FLOPs per token do "
+                     f"not match what was given, so {given} is wrong (the log trained another model, or ran at "
+                     "other flags); give the values the log ran")
