@@ -4,11 +4,66 @@ otherwise). Units: seconds per optimizer step on the critical path."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from gpuplan.report.model import Line, Report, Section
 
 TITLE = "One step by op class (seconds on the critical path)"
+
+
+@dataclass(frozen=True)
+class PacedStage:
+    """The pipeline stage whose micro-batch paces the step, as core.time.step.step_time picks it: the
+    first (fullest) stage, or the last (the LM head, its loss and any MTP modules) where that one is
+    slower; without a pipeline, the only stage (every layer, the head, MTP modules on it)."""
+
+    layers: int
+    """Decoder layers on the stage (core.memory.model_states.stage_span)."""
+    head: bool
+    """The LM head and its loss live here."""
+    mtp: int
+    """MTP modules on the stage (core.model.mtp), each a block and one more loss."""
+    times: object
+    """Its core.time.step.MicroBatchTimes (seconds per micro-batch)."""
+    name: str
+    """'only', 'first' or 'last'."""
+
+
+def paced_stage(ev, plan, settings) -> PacedStage:
+    """The stage step_time's compute and bubble follow: the slower of its first and last stage's
+    micro-batch (core/time/step.py step_time: t_mb = max(first, last), stage_span's split, no recipe split
+    in the plan search). The class lines describe it so that they add up to the step."""
+    from gpuplan.core.memory.model_states import stage_span
+    from gpuplan.core.model.mtp import mtp_stage_layer_shed
+    from gpuplan.core.time.step import microbatch_compute_time
+
+    lay, spec = plan.layout, ev.spec
+    mtp, pp = spec.mtp_layers, lay.pp
+    shed = mtp_stage_layer_shed(spec, mtp)
+
+    def times(layers, head, modules):
+        return microbatch_compute_time(spec, ev.cluster, settings, lay.tp, lay.cp, lay.micro_batch, layers, head,
+                                       lay.ep, modules, vpp=lay.vpp)
+
+    first = int(stage_span(spec.num_layers, pp, 0, shed)[1])
+    t_first = times(first, pp == 1, mtp * (pp == 1))
+    if pp == 1:
+        return PacedStage(first, True, mtp, t_first, "only")
+    last = int(stage_span(spec.num_layers, pp, pp - 1, shed)[1])
+    t_last = times(last, True, mtp)
+    if float(t_last.total) > float(t_first.total):
+        return PacedStage(last, True, mtp, t_last, "last")
+    return PacedStage(first, False, 0, t_first, "first")
+
+
+def stage_tag(stage: PacedStage, pp: int) -> str:
+    """The words a breakdown under a pipeline adds: which stage its compute lines describe."""
+    if stage.name == "only":
+        return ""
+    what = f"{stage.layers} layers" + (" + LM head and loss" if stage.head else "") + \
+        (f" + {stage.mtp} MTP module{'s' * (stage.mtp > 1)}" if stage.mtp else "")
+    return (f"; the {stage.name} of {pp} pipeline stages ({what}), which paces the step "
+            "(communication and once-a-step casts: the first stage's)")
 
 
 def _line(key: str, label: str, seconds: float, step: float, formula: str) -> Line:
@@ -22,11 +77,13 @@ def _eager_lines(ev, plan, settings) -> list[Line]:
     lay, spec = plan.layout, ev.spec
     run = eager_run(spec, ev.cluster, settings)
     k = lay.micro_batches_per_step
-    fwd, bwd = microbatch(spec, run, lay.micro_batch * settings.seq_len, spec.num_layers / lay.pp)
+    stage = paced_stage(ev, plan, settings)
+    fwd, bwd = microbatch(spec, run, lay.micro_batch * settings.seq_len, stage.layers, 1.0 if stage.head else 0.0)
     step = plan.step_seconds
     host = k * (fwd.host_beyond_gpu + bwd.host_beyond_gpu)
     return [
-        _line("class_gemm", "matmuls (layers, LM head, adapters; forward + backward)", k * (fwd.gemm + bwd.gemm), step,
+        _line("class_gemm", "matmuls (layers, LM head, adapters; forward + backward)" + stage_tag(stage, lay.pp),
+              k * (fwd.gemm + bwd.gemm), step,
               "core/time/linears.py: 2mkn / (peak x MAMF x d/(d+512)), memory floor for skinny GEMMs"),
         _line("class_attention", "attention (eager: its score matmuls are in the matmuls line, its softmax and masks "
               "in the memory-bound line)" if run.attention_kernel == "eager" else
@@ -42,16 +99,12 @@ def _eager_lines(ev, plan, settings) -> list[Line]:
     ]
 
 
-def _fused_lines(ev, plan, settings) -> list[Line]:
-    from gpuplan.core.time.step import microbatch_compute_time
-
-    lay, spec = plan.layout, ev.spec
-    layers = spec.num_layers / lay.pp
-    mb = microbatch_compute_time(spec, ev.cluster, settings, lay.tp, lay.cp, lay.micro_batch, layers, lay.pp == 1,
-                                 lay.ep, vpp=lay.vpp)
+def _fused_lines(ev, plan, settings, stage: PacedStage) -> list[Line]:
+    lay, mb = plan.layout, stage.times
     k, step = lay.micro_batches_per_step, plan.step_seconds
     return [
-        _line("class_gemm", "matmuls + element-wise (fused kernels)", k * (float(mb.total) - float(mb.attention)), step,
+        _line("class_gemm", "matmuls + element-wise (fused kernels)" + stage_tag(stage, lay.pp),
+              k * (float(mb.total) - float(mb.attention)), step,
               "core/time/step.py: MAMF x d/(d+512); element-wise 6 x saved bytes at HBM (fitted, docs/step.md)"),
         _line("class_attention", "attention kernels", k * float(mb.attention), step,
               "core/time/attention_core.py: causal FLOPs at the part's attention efficiency"),
@@ -59,19 +112,23 @@ def _fused_lines(ev, plan, settings) -> list[Line]:
     ]
 
 
-def _class_lines(prefix: str, seconds_by_class: dict, plan, layers, source: str, tag: str = "") -> list[Line]:
-    """One line per memory-bound op class: a layer's seconds per micro-batch x the stage's layers x the
-    micro-batches (the loss once, and only without a pipeline: the lines follow the first stage)."""
+def _class_lines(prefix: str, seconds_by_class: dict, plan, stage: PacedStage, source: str, tag: str = "",
+                 losses=None) -> list[Line]:
+    """One line per memory-bound op class: a layer's seconds per micro-batch x the paced stage's layers (its
+    MTP modules' blocks too) x the micro-batches; the loss ``losses`` times (default: once where the stage
+    holds the LM head, none elsewhere)."""
     from gpuplan.core.time.memory_kernels import (
         HBM_STREAM_EFFICIENCY,
         KERNEL_FIXED_SECONDS,
     )
 
     lay = plan.layout
+    losses = int(stage.head) if losses is None else losses
     return [_line(f"class_{prefix}_{name}", f"{name} kernels{tag}",
-                  lay.micro_batches_per_step * seconds * (1 if name == "loss" else layers), plan.step_seconds,
+                  lay.micro_batches_per_step * seconds * (losses if name == "loss" else stage.layers + stage.mtp),
+                  plan.step_seconds,
                   f"{source} at {HBM_STREAM_EFFICIENCY:.0%} of HBM + {KERNEL_FIXED_SECONDS * 1e6:.2f} us per kernel")
-            for name, seconds in seconds_by_class.items() if name != "loss" or lay.pp == 1]
+            for name, seconds in seconds_by_class.items() if name != "loss" or losses]
 
 
 def _titan_lines(ev, plan, settings) -> list[Line]:
@@ -79,13 +136,14 @@ def _titan_lines(ev, plan, settings) -> list[Line]:
     fused model's micro-batch (matmuls, FP8 casts, the recomputed forward) and its attention."""
     from gpuplan.core.time import titan_ops as TT
 
-    lines = _fused_lines(ev, plan, settings)
+    stage = paced_stage(ev, plan, settings)
+    lines = _fused_lines(ev, plan, settings, stage)
     lay, spec, ops = plan.layout, ev.spec, settings.titan_ops
-    k, step, layers = lay.micro_batches_per_step, plan.step_seconds, spec.num_layers / lay.pp
+    k, step = lay.micro_batches_per_step, plan.step_seconds
     tokens = lay.micro_batch * settings.seq_len / lay.cp
     mode = "torch.compile per block" if ops.compiled else f"eager, {ops.norm} RMSNorm"
     classes = _class_lines("titan", TT.class_seconds(spec, ops, tokens, ev.cluster.gpu.memory_bandwidth, lay.tp), plan,
-                           layers, f"core/time/titan_ops.py ({mode}): bytes per token from torchtitan's code")
+                           stage, f"core/time/titan_ops.py ({mode}): bytes per token from torchtitan's code")
     rest = lines[0].value - sum(ln.value for ln in classes)
     copies = TT.fsdp_copy_seconds(spec, ev.cluster.gpu.memory_bandwidth, tp=lay.tp, pp=lay.pp,
                                   shard=lay.shard_group or lay.dp * lay.cp,
@@ -97,7 +155,7 @@ def _titan_lines(ev, plan, settings) -> list[Line]:
                              "6 B each reduce-scatter (chunk_cat bf16 -> fp32), torch _fsdp_collectives.py"
                              + ("; under the pipeline the gradients kept in fp32 across micro-batches, 10 B per "
                                 "parameter each (_fsdp_param.py accumulate_unsharded_grad_if_needed)" if lay.pp > 1 else "")))
-    lines[0] = _line("class_gemm", "matmuls, FP8 casts, recomputed forward and host", rest, step,
+    lines[0] = _line("class_gemm", "matmuls, FP8 casts, recomputed forward and host" + stage_tag(stage, lay.pp), rest, step,
                      "core/time/step.py: MAMF x d/(d+512); op-level SAC repeats the forward's element-wise third")
     return lines[:1] + classes + lines[1:]
 
@@ -107,19 +165,23 @@ def _megatron_lines(ev, plan, settings) -> list[Line]:
     StepSettings.megatron_ops the step charges them (opt-in); otherwise the answer keeps the fitted
     element-wise term and the op list is shown inside it (explain only; docs/step.md says why)."""
     from gpuplan.core.time import megatron_ops as MO
+    from gpuplan.core.memory.model_states import stage_span
+    from gpuplan.core.model.mtp import mtp_stage_layer_shed
     from gpuplan.core.time import megatron_ops_step as MS
 
     active = MO.active(ev.spec, settings)
     charged = active is not None
     ops = active or MO.default_ops(ev.spec)
-    lines = _fused_lines(ev, plan, settings)
+    stage = paced_stage(ev, plan, settings)
+    lines = _fused_lines(ev, plan, settings, stage)
     lay, spec, gpu = plan.layout, ev.spec, ev.cluster.gpu
-    step, layers = plan.step_seconds, spec.num_layers / lay.pp
+    step, tag = plan.step_seconds, stage_tag(stage, lay.pp)
     recipe, non_tn = MO.cast_recipe(settings.dtype, settings.fp8_recipe, ops), MO.non_tn_fp8(gpu)
     seconds = MO.class_seconds(spec, ops, recipe, non_tn, lay.micro_batch * settings.seq_len / lay.cp,
                                gpu.memory_bandwidth, lay.tp, lay.cp)
-    classes = _class_lines("megatron", seconds, plan, layers, "core/time/megatron_ops.py: bytes per token from "
-                           "Megatron-Core + TE's code", "" if charged else ", op list inside the fitted term")
+    classes = _class_lines("megatron", seconds, plan, stage, "core/time/megatron_ops.py: bytes per token from "
+                           "Megatron-Core + TE's code", "" if charged else ", op list inside the fitted term",
+                           losses=int(stage.head) + stage.mtp)  # one loss per MTP module too (megatron_ops_step)
     if not charged and settings.megatron_loss:  # the loss is charged beside the fitted term (step.py)
         classes = [_line(ln.key, "loss kernels, charged beside the fitted term", ln.value, step,
                          "core/time/megatron_ops.py loss_seconds: StepSettings.megatron_loss")
@@ -131,17 +193,19 @@ def _megatron_lines(ev, plan, settings) -> list[Line]:
         classes = [ln for ln in classes if ln.key == "class_megatron_loss" and settings.megatron_loss]
         rest = lines[0].value - sum(ln.value for ln in classes)
         return [_line("class_gemm", f"matmuls + the fitted element-wise term (Megatron's op list, {listed:.4g} s, "
-                      "would exceed it at this micro-batch: not split)", rest, step,
+                      f"would exceed it at this micro-batch: not split){tag}", rest, step,
                       "core/time/step.py: MAMF x d/(d+512); element-wise 6 x saved bytes at HBM (fitted, docs/step.md)")
                 ] + classes + lines[1:]
     if charged:
-        casts = MS.step_extra_seconds(spec, settings, gpu, tp=lay.tp, stage_layers=layers, local_params=1.0, shards=1)[0]
+        first = int(stage_span(spec.num_layers, lay.pp, 0, mtp_stage_layer_shed(spec, spec.mtp_layers))[1])
+        casts = MS.step_extra_seconds(spec, settings, gpu, tp=lay.tp, stage_layers=first, local_params=1.0,
+                                      shards=1)[0]  # step_time casts the first stage's weights
         if casts > 0:  # once a step, beside the micro-batches (core.time.step.step_time)
             classes.append(_line("class_megatron_weight_casts", "FP8 weight casts (once a step: TE's weight cache)", casts,
                                  step, "core/time/megatron_ops_step.py: one quantisation per weight, is_first_microbatch"))
     label = "matmuls, recomputed forward and host" if charged else \
         "matmuls + the fitted element-wise term beyond Megatron's op list (the answer's model)"
-    lines[0] = _line("class_gemm", label, rest, step, "core/time/step.py: MAMF x d/(d+512); docs/step.md, Megatron")
+    lines[0] = _line("class_gemm", label + tag, rest, step, "core/time/step.py: MAMF x d/(d+512); docs/step.md, Megatron")
     if charged:
         lines[-1] = _line("class_optimizer", "optimizer step (distributed optimizer, fused Adam)", lines[-1].value, step,
                           "core/time/megatron_ops_step.py: 38 B per shard parameter + 4 B per local one zeroed")
@@ -152,13 +216,15 @@ def _llmc_lines(ev, plan, settings) -> list[Line]:
     """llm.c: its memory-bound kernels class by class (core/time/llmc_ops.py), the matmuls and attention beside."""
     from gpuplan.core.time import llmc_ops as LO
 
-    lines = _fused_lines(ev, plan, settings)
+    stage = paced_stage(ev, plan, settings)
+    lines = _fused_lines(ev, plan, settings, stage)
     lay, spec, step = plan.layout, ev.spec, plan.step_seconds
     seconds = LO.class_seconds(spec, settings.recompute, lay.micro_batch * settings.seq_len, ev.cluster.gpu.memory_bandwidth)
-    classes = _class_lines("llmc", seconds, plan, spec.num_layers / lay.pp, "core/time/llmc_ops.py: bytes per token "
+    classes = _class_lines("llmc", seconds, plan, stage, "core/time/llmc_ops.py: bytes per token "
                            "from llm.c's kernels (loss: fused classifier, encoder, final LayerNorm)")
     rest = lines[0].value - sum(ln.value for ln in classes)
-    lines[0] = _line("class_gemm", "matmuls (cuBLASLt, bias in the epilogue) and exposed host", rest, step,
+    lines[0] = _line("class_gemm", "matmuls (cuBLASLt, bias in the epilogue) and exposed host" + stage_tag(stage, lay.pp),
+                     rest, step,
                      "core/time/step.py: MAMF x d/(d+512); host: core/time/llmc_ops.py exposed_host_seconds")
     return lines[:1] + classes + lines[1:]
 
@@ -174,14 +240,35 @@ def step_class_lines(ev, plan, framework: str = "") -> tuple[Line, ...]:
     lines = _eager_lines(ev, plan, settings) if settings.eager_ops is not None else \
         _titan_lines(ev, plan, settings) if settings.titan_ops is not None else \
         _llmc_lines(ev, plan, settings) if settings.implementation == "llmc" else \
-        _megatron_lines(ev, plan, settings) if megatron else _fused_lines(ev, plan, settings)
+        _megatron_lines(ev, plan, settings) if megatron else _fused_lines(ev, plan, settings,
+                                                                          paced_stage(ev, plan, settings))
     step = plan.step_seconds
-    lines += _moe_lines(plan.step, step)
+    lines += _moe_lines(plan.step, step) + _accumulation_lines(ev, plan, settings)
     for key, label, value in (("class_comm", "exposed communication", float(plan.step.exposed_comm)),
                               ("class_bubble", "pipeline bubble", float(plan.step.bubble))):
         if value > 0:
             lines.append(_line(key, label, value, step, "core/comm/step_comm.py, core/time/pipeline_schedule.py"))
     return tuple(lines)
+
+
+def _accumulation_lines(ev, plan, settings) -> list[Line]:
+    """DeepSpeed's BF16_Optimizer gradient accumulation pass, once per micro-batch over the larger stage's
+    parameters, as core.time.step.step_time charges it beside the micro-batches (core/time/optimizer.py)."""
+    from gpuplan.core.comm.step_comm import params_per_gpu
+    from gpuplan.core.time.optimizer import accumulation_pass_seconds
+    from gpuplan.core.time.step import _adapters_per_gpu
+
+    lay, spec = plan.layout, ev.spec
+    trained = params_per_gpu(spec, lay.tp, lay.pp, lay.ep) if settings.finetune == "full" else \
+        _adapters_per_gpu(spec, settings, lay.tp, lay.pp)
+    seconds = lay.micro_batches_per_step * float(accumulation_pass_seconds(
+        spec, settings, trained, ev.cluster.gpu.memory_bandwidth * settings.hbm_efficiency, lay.tp, lay.pp, lay.ep,
+        lay.zero, spec.mtp_layers))
+    if seconds <= 0:
+        return []
+    return [_line("class_grad_accumulation", "gradient accumulation pass (DeepSpeed BF16_Optimizer, each micro-batch)",
+                  seconds, plan.step_seconds, "core/time/optimizer.py accumulation_pass_seconds: bytes per local "
+                  "parameter at HBM speed (deepspeed bf16_optimizer.py@edaa722)")]
 
 
 def _moe_lines(breakdown, step: float) -> list[Line]:
