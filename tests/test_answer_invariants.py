@@ -33,9 +33,9 @@ def test_no_op_class_takes_negative_seconds():
     label says why) and the lines, all >= 0, still add up to the step."""
     # The property needs a pipeline-free best layout with few tokens a micro-batch: dp384 tp1 pp1 cp4 mb3. Since
     # megatron's default bf16 gradient wire is fp32 (f96bd8d, Megatron-LM accumulate_allreduce_grads_in_fp32,
-    # arguments.py@core_v0.16.0 L711-724) the default ask's best is dp384 tp1 pp2 cp2 mb1, whose op list (2.75 ms)
-    # also outgrows the fitted term, but whose lines follow the first stage (step_classes._class_lines) while the step
-    # is the last stage's, with the LM head: 6.50 vs 7.94 ms, not a sum. --grad-dtype bf16 keeps the 2-byte wire the
+    # arguments.py@core_v0.16.0 L711-724) the default ask's best is dp384 tp1 pp2 cp2 mb1, whose lines describe
+    # the last stage (3 layers + the LM head), where Megatron's op list fits inside the fitted term and is split
+    # (that pipelined lines add up: tests/test_step_classes_pipeline.py). --grad-dtype bf16 keeps the 2-byte wire the
     # finding ran on, and its layout.
     report = plan_report({"params": "125M", "gpu": "b200", "gpus": 1911, "days": 30, "grad_dtype": "bf16",
                           "explain": True})
