@@ -29,7 +29,7 @@ from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
 from gpuplan.errors import InputError
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
-from gpuplan.jobs.plan.completes import with_completing_shares
+from gpuplan.jobs.plan.completes import check_offer_pick, with_completing_shares
 from gpuplan.jobs.plan.offer import offers_answering_batch
 from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_of, deadline_rows
 from gpuplan.planner.plan import (Plan, asked_column, counts_with_alternatives, evaluate_layout, fallback_counts,
@@ -379,7 +379,9 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
                                                               deadline_of(inputs))])
         seconds = time.perf_counter() - start
     fitting, missed = deadline_rows(inputs, fitting, counts)
-    return PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits, missed)
+    found = PlanSearch(ev, fitting, table, seconds, price, price_source, counts, target, limits, missed)
+    check_offer_pick(inputs, found, best_index)  # an offer's re-run: the row picked within 2x of failure-free (review w11 r4 S2)
+    return found
 
 
 def _with_days(inputs: PlanInputs, ev: Evaluator, fitting: LayoutTable, price: float | None,
