@@ -122,10 +122,24 @@ def test_the_spot_price_bound_is_the_discount_bound_on_every_door(run_cli, run_j
 
 def test_a_percentage_reads_as_the_share_it_writes():
     """99.9 / 100 is 0.9990000000000001 in binary: '--spot-discount 99.9%' was refused 'must be between 0 and
-    0.999'. core.units.percent_share rounds the quotient to 15 significant digits (every % reader uses it)."""
+    0.999'. core.units.percent_share takes the float nearest the exact decimal quotient (every % reader uses it)."""
     assert units.percent_share("99.9") == 0.999 and units.percent_share("57") == 0.57
     assert units.percent_share("12.5") == 0.125 and units.parse_allowance("99.9%", "spot_discount", 0.999) == 0.999
     assert units.parse_fraction("0.1%") == 0.001
+
+
+def test_a_percentage_past_a_bound_is_refused_as_its_decimal_is(run_cli):
+    """Review w11 r4 S3: rounding the binary quotient to 15 digits took '99.90000000000001%' to 0.999 and
+    '100.0000000000001%' to 1.0, inside bounds their plain decimals 0.9990000000000001 and 1.000000000000001 are
+    refused at; the exact decimal quotient keeps them apart from the bound."""
+    assert units.percent_share("99.90000000000001") == float("0.9990000000000001") > 0.999
+    assert units.percent_share("100.0000000000001") == float("1.000000000000001") > 1
+    with pytest.raises(InputError):
+        units.parse_fraction("100.0000000000001%")
+    assert units.parse_fraction("100%") == 1.0 and units.percent_share("-0") == 0.0
+    for value in ("99.90000000000001%", "0.9990000000000001"):
+        field_refusal(run_cli("budget", "llama-3.1-8b", "--gpus", "64", "--spot-discount", value), "spot_discount",
+                      "0.999")
 
 
 def test_the_largest_spot_discount_answers_as_a_percentage(run_json):

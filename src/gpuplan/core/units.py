@@ -7,6 +7,7 @@ quantity is a plain number in base units (parameters, tokens, bytes, seconds, FL
 
 from __future__ import annotations
 
+import decimal
 import math
 import re
 
@@ -99,12 +100,20 @@ def parse_duration(text: str | int | float, field: str = "duration", examples: s
     return _positive(field, text, float(match.group(1)) * SECONDS_PER[unit])
 
 
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+"""Decimal arithmetic that never rounds a scaling by 100 (scaleb only moves the exponent)."""
+
+
 def percent_share(number_text: str) -> float:
-    """The share a percentage's number writes, '99.9' -> 0.999: the quotient rounded to 15 significant digits, so a
-    bound typed as a percentage is the bound (99.9 / 100 is 0.9990000000000001 in binary, and '--spot-discount
-    99.9%' was refused 'must be between 0 and 0.999', wave 11). Raises ValueError as float() does."""
-    quotient = float(number_text) / 100
-    return float(f"{quotient:.15g}") if math.isfinite(quotient) else quotient
+    """The share a percentage's number writes, '99.9' -> 0.999: the float nearest the exact decimal quotient
+    (the number's decimal point moved two places, then rounded once), so a share typed as a percentage is the float
+    its plain decimal gives and meets every bound as that decimal does: '99.9%' is 0.999, not 99.9 / 100 =
+    0.9990000000000001 (wave 11: '--spot-discount 99.9%' was refused 'must be between 0 and 0.999'), while
+    '99.90000000000001%' is 0.9990000000000001 and '100.0000000000001%' 1.000000000000001, refused as
+    0.9990000000000001 and 1.000000000000001 are (review w11 r4 S3: rounding the binary quotient to 15 digits
+    took them to 0.999 and 1.0). Raises ValueError as float() does."""
+    float(number_text)  # the text float() refuses is refused alike (ValueError), 'snan' included
+    return float(decimal.Decimal(number_text).scaleb(-2, _EXACT))
 
 
 def parse_fraction(text: str | int | float, field: str = "fraction") -> float:
