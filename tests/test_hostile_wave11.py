@@ -142,6 +142,23 @@ def test_a_percentage_past_a_bound_is_refused_as_its_decimal_is(run_cli):
                       "0.999")
 
 
+def test_a_spot_price_under_a_cent_prints_its_digits(run_cli):
+    """Review w11 r4: at --spot-discount's 99.9% bound on a $1 price the answer printed 'spot price $0.00/GPU-h'
+    (and 'on-demand x (1 - 100%)'); prices under $0.01 print three significant digits (units.format_usd_per_gpu_hour)
+    and the discount three digits (units.format_percent)."""
+    assert units.format_usd_per_gpu_hour(0.001) == "$0.001/GPU-h"
+    assert units.format_usd_per_gpu_hour(0.0017125) == "$0.00171/GPU-h"
+    assert units.format_usd_per_gpu_hour(2.49) == "$2.49/GPU-h" and units.format_usd_per_gpu_hour(1234.5) == "$1,234.50/GPU-h"
+    assert units.format_percent(0.999) == "99.9%" and units.format_percent(0.6) == "60%"
+    for flag, value in (("--spot-discount", "99.9%"), ("--spot-price", "0.001")):
+        code, out, err = run_cli("budget", "llama-3.1-8b", "--gpus", "64", "--price", "1", flag, value)
+        assert code == 0 and "$0.00/GPU-h" not in out, err
+        assert re.search(r"spot price +\$0\.001/GPU-h", out), out
+    code, out, err = run_cli("budget", "llama-3.1-8b", "--gpus", "64", "--price", "1", "--spot-discount", "99.9%",
+                             "--json")
+    assert code == 0 and "on-demand x (1 - 99.9%)" in out, err
+
+
 def test_the_largest_spot_discount_answers_as_a_percentage(run_json):
     typed = run_json("budget", "llama-3.1-8b", "--gpus", "64", "--spot-discount", "99.9%")["results"]
     plain = run_json("budget", "llama-3.1-8b", "--gpus", "64", "--spot-discount", "0.999")["results"]

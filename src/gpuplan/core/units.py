@@ -129,6 +129,19 @@ def parse_fraction(text: str | int | float, field: str = "fraction") -> float:
     return value
 
 
+def format_usd_per_gpu_hour(usd: float) -> str:
+    """A price in USD per GPU-hour: '$2.49/GPU-h' (two decimals, thousands separated); under $0.01 three significant
+    digits, '$0.001/GPU-h', '$0.00171/GPU-h', where two decimals printed '$0.00' (review w11 r4: the spot price at
+    --spot-discount's 99.9% bound on a $1 price)."""
+    return f"${usd:,.2f}/GPU-h" if usd >= 0.01 or usd == 0 else f"${usd:.3g}/GPU-h"
+
+
+def format_percent(share: float) -> str:
+    """A share as a percentage with up to three significant digits: 0.6 -> '60%', 0.999 -> '99.9%' (':.0%' printed
+    '100%' for the largest --spot-discount)."""
+    return f"{share * 100:.3g}%"
+
+
 def format_count(value: float, digits: int = 3) -> str:
     """7.24e9 -> '7.24B', 999,885,952 -> '1B'; counts of 1e15 and more print as exponents."""
     if abs(value) >= 999.5e12:

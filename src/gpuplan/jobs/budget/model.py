@@ -20,6 +20,7 @@ from gpuplan.core.memory import training as M
 from gpuplan.core.economics import reliability as R
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.units import format_percent, format_usd_per_gpu_hour
 from gpuplan.errors import InputError
 from gpuplan.report.model import Assumption, Section, Table
 
@@ -125,13 +126,13 @@ def resolve_prices(gpu_id: str, s: BudgetSettings) -> Prices:
     spot, spot_src = (s.spot_price, "given (--spot-price)") if s.spot_price else (None, "")
     if spot is not None and od is not None and spot > od:  # a negative discount: --spot-discount takes 0-99.9%
         raise InputError("spot_price", int(spot) if spot == int(spot) else spot, f"must be at most the on-demand "
-                         f"price, ${od:,.2f}/GPU-h ({_spot_bound_basis(gpu_id, s, per_provider)}): spot is sold at a "
+                         f"price, {format_usd_per_gpu_hour(od)} ({_spot_bound_basis(gpu_id, s, per_provider)}): spot is sold at a "
                          "discount off on-demand")
     least = od * (1 - K.MAX_SPOT_DISCOUNT) if od is not None else 0.0  # a discount past --spot-discount's bound
     if spot is not None and spot < least * (1 - 1e-9):
         shown = math.ceil(least / 10 ** (e := math.floor(math.log10(least)) - 2) - 1e-6) * 10**e  # 3 digits, up
         raise InputError("spot_price", spot, f"must be at least ${shown:.3g}/GPU-h, "
-                         f"{1 - K.MAX_SPOT_DISCOUNT:.1%} of the on-demand price ${od:,.2f}/GPU-h "
+                         f"{1 - K.MAX_SPOT_DISCOUNT:.1%} of the on-demand price {format_usd_per_gpu_hour(od)} "
                          f"({_spot_bound_basis(gpu_id, s, per_provider)}), as --spot-discount takes at most "
                          f"{K.MAX_SPOT_DISCOUNT:.1%}")
     if spot is None and s.provider is not None and s.spot_discount is None:
@@ -139,7 +140,7 @@ def resolve_prices(gpu_id: str, s: BudgetSettings) -> Prices:
     if spot is None and od is not None:
         discount = (s.spot_discount, "given (--spot-discount)") if s.spot_discount is not None else \
             spot_discount(gpu_id, s.provider) or (K.ARTICLE_SPOT_DISCOUNT, "the article: spot can cost 60%+ less")
-        spot, spot_src = K.spot_price(od, discount[0]), f"on-demand x (1 - {discount[0]:.0%}); {discount[1]}"
+        spot, spot_src = K.spot_price(od, discount[0]), f"on-demand x (1 - {format_percent(discount[0])}); {discount[1]}"
     return Prices(od, od_src, spot, spot_src or "no on-demand price to discount",
                   reserved[0] if reserved else None, reserved[1] if reserved else "", low, high)
 

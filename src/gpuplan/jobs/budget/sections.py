@@ -12,7 +12,7 @@ from gpuplan.core.economics import cost as K
 from gpuplan.core.economics import io as IO
 from gpuplan.core.memory import training as M
 from gpuplan.core.economics import reliability as R
-from gpuplan.core.units import format_duration, format_gpu_time, plural, signed_percent
+from gpuplan.core.units import format_duration, format_gpu_time, format_usd_per_gpu_hour, plural, signed_percent
 from gpuplan.errors import InputError
 from gpuplan.jobs.budget.model import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
@@ -216,9 +216,9 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
     cost_spot = None if p.spot is None else K.cost_usd(sc.billed_spot, p.spot)
     lines = [
         Line("cost_price_on_demand", "on-demand price", p.on_demand, "USD/GPU-hour",
-             "n/a" if p.on_demand is None else f"${p.on_demand:.2f}/GPU-h", p.on_demand_source,
+             "n/a" if p.on_demand is None else format_usd_per_gpu_hour(p.on_demand), p.on_demand_source,
              p.on_demand_low, p.on_demand_high),
-        Line("cost_price_spot", "spot price", p.spot, "USD/GPU-hour", "n/a" if p.spot is None else f"${p.spot:.2f}/GPU-h",
+        Line("cost_price_spot", "spot price", p.spot, "USD/GPU-hour", "n/a" if p.spot is None else format_usd_per_gpu_hour(p.spot),
              p.spot_source),
         Line("cost_gpu_hours_on_demand", "GPU-hours billed, on-demand", sc.billed_on_demand, "GPU-hours",
              format_gpu_time(sc.billed_on_demand), f"{_gpus(run.gpus)} x {format_duration(od.wall_seconds)} (failures included)"),
@@ -229,7 +229,7 @@ def cost_section(run: RunFacts, sc: Scenario, p: Prices, scaled: list[tuple[floa
     if p.reserved is not None:
         cost_res = K.cost_usd(sc.billed_on_demand, p.reserved)
         lines.append(Line("cost_reserved_usd", "cost, reserved/committed", cost_res, "USD", _usd(cost_res),
-                          f"GPU-hours x ${p.reserved:.2f}: {p.reserved_source}"))
+                          f"GPU-hours x {format_usd_per_gpu_hour(p.reserved)}: {p.reserved_source}"))
     lines += [
         Line("cost_spot_interruptions_per_day", "spot: interruptions per day", 86400 / spot.mtbi, "per day",
              f"{86400 / spot.mtbi:.3g}", "hardware failures + nodes x reclaims per node-month / 730 h"),
@@ -361,8 +361,8 @@ def _failure_and_money_assumptions(s: BudgetSettings) -> list[Row]:
     rate = s.failure_rate
     interval = "Daly optimum" if s.checkpoint_interval is None else format_duration(s.checkpoint_interval)
     shares = ", ".join(f"{n} {'modelled' if v is None else format(v, '.0%')}" for n, v in s.contingency)
-    price = f"${s.price:.2f}/GPU-h" if s.price else s.provider or "median over providers"
-    spot = (f"${s.spot_price:.2f}/GPU-h" if s.spot_price else _pct(s.spot_discount) if s.spot_discount is not None
+    price = format_usd_per_gpu_hour(s.price) if s.price else s.provider or "median over providers"
+    spot = (format_usd_per_gpu_hour(s.spot_price) if s.spot_price else _pct(s.spot_discount) if s.spot_discount is not None
             else "published spot prices / spot-on-demand pairs")
     return [
         ("checkpoint_interval", "checkpoint interval", interval, "Young 1974 / Daly 2006: sqrt(2 x stall x MTBI)",
