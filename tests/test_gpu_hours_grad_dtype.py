@@ -4,20 +4,16 @@ SmolLM3 row passes it from its nanotron config (accumulate_grad_in_fp32 true: gr
 all-reduces the fp32 buffers). Without --grad-dtype, megatron's default is that fp32 buffer too (one rule for memory
 and wire: core.memory.recipe_facts.reduced_grad_bytes)."""
 
-from pathlib import Path
 from types import SimpleNamespace
 
-import yaml
+from helpers import reference_runs_by_id
 
-import gpuplan
 from gpuplan.jobs.plan.search import grad_comm_bytes
 from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, run_inputs
 
-RUNS = Path(gpuplan.__file__).parent / "catalog" / "reference" / "training_runs.yaml"
-
 
 def _smollm3() -> dict:
-    return next(r for r in yaml.safe_load(RUNS.read_text())["runs"] if r["id"] == "smollm3-3b")
+    return reference_runs_by_id()["smollm3-3b"]
 
 
 def _inputs(framework: str, grad_dtype: str | None, recipe: str | None = None) -> SimpleNamespace:
