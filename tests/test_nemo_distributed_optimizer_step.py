@@ -11,16 +11,12 @@ from gpuplan.core.comm.dp_costs import ParamGather
 from gpuplan.jobs.validation import published_fits, published_throughput as pt
 
 
-def _rows():
-    return {r["id"]: r for r in pt.published_throughput_rows()}
-
-
 def test_memory_and_step_read_one_layout():
     assert published_fits.nemo2_layout is pt.nemo2_layout
 
 
-def test_nemo_row_steps_with_its_recipe_zero1():
-    row = _rows()["nemo2502-mixtral-8x7b-b200-64g"]
+def test_nemo_row_steps_with_its_recipe_zero1(published_rows):
+    row = published_rows["nemo2502-mixtral-8x7b-b200-64g"]
     assert row["layout"]["zero"] is None and row["recipe_memory"]["zero"] == 1
     printed = deepcopy(row)
     printed["layout"]["zero"] = 1
