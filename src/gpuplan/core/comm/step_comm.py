@@ -122,13 +122,13 @@ def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, lay
     calls = micro_batches * layers * per_layer * (np.asarray(tp) > 1)
     total = calls * one
     exposed = (1 - settings.tp_overlap) * total
-    if settings.tp_comm_overlap:  # chunked AG/RS pipelined with the GEMMs: one chunk in tp exposed
-        exposed = exposed / np.maximum(np.asarray(tp, dtype=float), 1.0)
     if settings.tp_comm_overlap and settings.titan_ops is not None and settings.sequence_parallel:  # torch async TP
         exposed = (1 - settings.tp_overlap) * async_tp.exposed_seconds(
             reduce_scatter=each["reduce_scatter"], all_gather=each["all_gather"], exchanges_per_layer=per_layer, tp=tp,
             calls_per_exchange_layer=calls / per_layer, act_bytes=act_bytes,
             hbm_bytes_per_s=cluster.gpu.memory_bandwidth, fused_qkv=settings.titan_ops.fused_qkv)
+    elif settings.tp_comm_overlap:  # chunked AG/RS pipelined with the GEMMs: one chunk in tp exposed
+        exposed = exposed / np.maximum(np.asarray(tp, dtype=float), 1.0)
     what = ("RS + AG (SP)" if settings.sequence_parallel else "all-reduce (no SP)") + (
         ", chunked with GEMMs" if settings.tp_comm_overlap else "")
     return CollectiveCost("TP", what, calls, act_bytes, tp, total, exposed, kinds[0], group)
