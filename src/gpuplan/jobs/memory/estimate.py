@@ -128,9 +128,7 @@ def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.Memo
 
 def fix_recompute(framework_name: str) -> str:
     """The recompute mode memory's advice tries: full, or the framework's only other (llm.c: selective, -r 1)."""
-    from gpuplan.core.frameworks import framework
-
-    modes = framework(framework_name).recompute_modes
+    modes = F.framework(framework_name).recompute_modes
     return "full" if "full" in modes else modes[-1]
 
 
@@ -202,10 +200,11 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
             ("outside_layers", peak.outside_layers), ("temporaries", peak.temporaries),
             ("fsdp_working_set", peak.fsdp_working_set)]
     lines = [Line(f"peak_{k}", k.replace("_", " "), v, "bytes", _gib(v)) for k, v in rows]
+    allocated_label, reserved_label = peak_labels(cached)
     lines += [
-        Line("peak_allocated", peak_labels(cached)[0], peak.allocated, "bytes", _gib(peak.allocated),
+        Line("peak_allocated", allocated_label, peak.allocated, "bytes", _gib(peak.allocated),
              f"at {peak.peak_phase}, pipeline stage {peak.stage}"),
-        Line("peak_reserved", peak_labels(cached)[1], reserved, "bytes", _gib(reserved),
+        Line("peak_reserved", reserved_label, reserved, "bytes", _gib(reserved),
              f"allocated x {1 + overheads.fragmentation:.2f}: fragmentation of the allocator's cached blocks "
              "(core/memory/device_memory.py)" if cached else CUDAMALLOC_ONCE),
         Line("overheads", "CUDA context + NCCL buffers", fixed, "bytes", _gib(fixed),
