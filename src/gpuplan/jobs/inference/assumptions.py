@@ -83,7 +83,7 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
                       if (tokenise := PT.tokenize_seconds(release, plan.prompt)) else "")
                    + f"; requests to the {plan.setup.runtime.endpoint} endpoint",
                    "not the rest of a server's request path (HTTP, the chat template's render, "
-                   + ("" if PT.tokenize_seconds(release, plan.prompt) else "tokenising, ") + "process "
+                   + ("" if tokenise else "tokenising, ") + "process "  # tokenise: bound in the value above
                    "hand-offs, streaming): 20 ms median on a 4-vCPU L4 node under vLLM 0.23, <= 1.8 ms on NIM 1.8 "
                    "(docs/inference.md sections 5e and 7); vLLM 0.11.0's chat endpoint re-parses its template per "
                    "request (11 ms, core/serving/request_path.py), costed with --endpoint chat",
