@@ -7,27 +7,19 @@ grad_reduce_in_fp32, training.py L1295) and Megatron-Core reduces that buffer in
 
 from __future__ import annotations
 
-import json
-
 import pytest
-
-from gpuplan.cli import main
 
 LAYOUT = ["--gpu", "h100", "--gpus", "256", "--tp", "2", "--pp", "1", "--zero", "1", "--micro-batch", "1",
           "--seq-len", "4096", "--tokens", "100B", "--global-batch", "256"]
 
 
-def _run(capsys, argv: list[str]) -> dict:
-    assert main(argv + ["--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+def _train(run_json, *extra: str) -> dict:
+    return run_json("train", "--model", "llama-3.1-8b", "--framework", "megatron", *LAYOUT, *extra)["results"]
 
 
-def _train(capsys, *extra: str) -> dict:
-    return _run(capsys, ["train", "--model", "llama-3.1-8b", "--framework", "megatron", *LAYOUT, *extra])["results"]
-
-
-def test_the_default_and_an_explicit_fp32_give_the_same_memory_and_step(capsys):
-    default, fp32, bf16 = _train(capsys), _train(capsys, "--grad-dtype", "fp32"), _train(capsys, "--grad-dtype", "bf16")
+def test_the_default_and_an_explicit_fp32_give_the_same_memory_and_step(run_json):
+    default, fp32 = _train(run_json), _train(run_json, "--grad-dtype", "fp32")
+    bf16 = _train(run_json, "--grad-dtype", "bf16")
     for key in ("mem_peak_allocated", "io_step_seconds", "gpu_hours"):
         assert default[key] == fp32[key], key
     # bf16 holds 2 B a gradient, not 4: memory's 4,015,263,744 params a GPU at tp 2 ((8,030,261,248 - 266,240) / 2
@@ -38,17 +30,17 @@ def test_the_default_and_an_explicit_fp32_give_the_same_memory_and_step(capsys):
     assert bf16["io_step_seconds"] < default["io_step_seconds"]
 
 
-def _dp_grad_row(capsys, *extra: str) -> dict:
-    out = _run(capsys, ["plan", "llama-3.1-8b", "--framework", "megatron", *LAYOUT, "--explain", *extra])
+def _dp_grad_row(run_json, *extra: str) -> dict:
+    out = run_json("plan", "llama-3.1-8b", "--framework", "megatron", *LAYOUT, "--explain", *extra)
     table = next(t for k, t in out["tables"].items() if k.startswith("Communication per step"))
     return next(r for r in table if r["group"] == "DP" and r["collective"].startswith("grad"))
 
 
-def test_bf16_halves_the_gradient_bytes_on_the_wire(capsys):
+def test_bf16_halves_the_gradient_bytes_on_the_wire(run_json):
     """8,030,261,248 params / tp 2 = 4,015,130,624 gradients a GPU, reduced in 32 buckets: at 2 B, 8,030,261,248 B
     / 32 = 250,945,664 B = 239.32 MiB a call; at 4 B (the default, as memory holds them) 478.64 MiB."""
-    default, fp32, bf16 = _dp_grad_row(capsys), _dp_grad_row(capsys, "--grad-dtype", "fp32"), \
-        _dp_grad_row(capsys, "--grad-dtype", "bf16")
+    default, fp32, bf16 = _dp_grad_row(run_json), _dp_grad_row(run_json, "--grad-dtype", "fp32"), \
+        _dp_grad_row(run_json, "--grad-dtype", "bf16")
     assert default == fp32
     assert (bf16["calls"], bf16["bytes each"]) == ("32", "239.32 MiB")
     assert (default["calls"], default["bytes each"]) == ("32", "478.64 MiB")
@@ -87,7 +79,7 @@ def test_a_published_rows_step_reads_its_recipes_width():
     assert row_grad_comm_bytes(bare) == 4.0  # a recipe not read: Megatron-Core's default fp32 buffer
 
 
-def test_an_fp16_run_holds_and_reduces_its_gradients_in_fp16(capsys):
+def test_an_fp16_run_holds_and_reduces_its_gradients_in_fp16(run_json):
     """Megatron-LM turns accumulate_allreduce_grads_in_fp32 on for bf16 only (megatron/training/arguments.py
     @core_v0.16.0 L711-724; the flag is store_true, L2194-2196): an fp16 run's buffer is its parameters' dtype,
     2 B held and reduced (core.memory.recipe_facts.default_grad_bytes), so the default and --grad-dtype bf16 (the
@@ -103,8 +95,8 @@ def test_an_fp16_run_holds_and_reduces_its_gradients_in_fp16(capsys):
     assert both(framework="megatron", dtype="fp16", grad_dtype="fp32") == (4.0, 4.0)
     assert both(framework="megatron", dtype="bf16") == (None, 4.0)  # None: the 'megatron' recipe's 4 B
     assert both(framework="generic", dtype="fp16") == (None, 2.0)  # the 'mixed' recipe holds 2 B already
-    default, bf16 = _train(capsys, "--dtype", "fp16"), _train(capsys, "--dtype", "fp16", "--grad-dtype", "bf16")
+    default, bf16 = _train(run_json, "--dtype", "fp16"), _train(run_json, "--dtype", "fp16", "--grad-dtype", "bf16")
     for key in ("mem_peak_allocated", "io_step_seconds"):
         assert default[key] == bf16[key], key
-    fp32 = _train(capsys, "--dtype", "fp16", "--grad-dtype", "fp32")
+    fp32 = _train(run_json, "--dtype", "fp16", "--grad-dtype", "fp32")
     assert fp32["mem_peak_allocated"] - default["mem_peak_allocated"] == pytest.approx(8_030_527_488, rel=1e-9)
