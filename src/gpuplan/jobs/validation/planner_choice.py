@@ -141,8 +141,8 @@ def planner_plan(run: dict, framework: str, recompute: str | None = None, kind_c
         fields["compile"] = "torch.compile" in run["framework"]
     # the row's FP8 weights as its step and memory check read them (published_throughput.param_gather,
     # published_fits.recipe_memory_fields): every layout the planner times gathers what the published one does
-    if framework == "megatron" and recipe_low_precision_weights(run):
-        fields["low_precision_weights"] = recipe_low_precision_weights(run)
+    if framework == "megatron" and (weights := recipe_low_precision_weights(run)):
+        fields["low_precision_weights"] = weights
     # the row's gradient width (recipe_memory.grad_dtype, read at its tag): buffer and DP wire, as its step and memory
     if framework == "megatron" and (run.get("recipe_memory") or {}).get("grad_dtype"):
         fields["grad_dtype"] = run["recipe_memory"]["grad_dtype"]

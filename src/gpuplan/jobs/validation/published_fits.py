@@ -92,8 +92,8 @@ def recipe_memory_fields(run: dict[str, Any]) -> dict[str, Any]:
     """
     recipe = run.get("recipe_memory") or {}
     fields: dict[str, Any] = {k: recipe[k] for k in RECIPE_MEMORY_FIELDS if k in recipe}  # NeMo 2.0 rows: grad_dtype
-    if recipe_low_precision_weights(run):  # Bridge and NeMo 2 FP8 rows; the step's parameter gather reads the same
-        fields["low_precision_weights"] = recipe_low_precision_weights(run)
+    if weights := recipe_low_precision_weights(run):  # Bridge and NeMo 2 FP8 rows; the step's gather reads the same
+        fields["low_precision_weights"] = weights
     rel = bridge_release(run)
     if not rel:
         return fields
