@@ -6,8 +6,6 @@ host time, F + max(I, G) (first_token_path). The chunk is SGLang's default for t
 40 GB A100. The validation rows (prompts <= 7,936 tokens) are under every chunk their GPUs take, so none moves.
 """
 
-import json
-
 import pytest
 
 from gpuplan.core.serving import request_path as RP
@@ -48,19 +46,14 @@ def test_chunk_is_the_default_for_the_gpus_memory():
     assert RP.prefill_chunks(19000, 0, RP.split_budget(sglang, load_gpu("b200"), 19000)) == ((0, 16384), (16384, 2616))
 
 
-def test_door_pays_the_host_time_of_each_chunk(capsys):
+def test_door_pays_the_host_time_of_each_chunk(run_json):
     """gpuplan infer --engine sglang==0.5.6, Qwen3-235B-A22B BF16 TP 8 on 8 B200, a 19,000-token prompt: two
     forwards, each issuing 94 layers x 19 launches x 41.957 us = 74.93 ms + 16.6 ms outside the layers, so the
     prefill's host issue time is 2 x 91.535 = 183.07 ms (one forward's, 91.5 ms, at 7,936 tokens)."""
-    from gpuplan.cli import main
-
     def issue(prompt: int) -> tuple[float, str]:
-        code = main(["infer", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--gpus", "8", "--tp", "8",
-                     "--engine", "sglang==0.5.6", "--quantization", "bf16", "--context", str(prompt + 1000),
-                     "--output-tokens", "1000", "--batch", "1", "--no-search", "--json"])
-        out = capsys.readouterr().out
-        assert code in (0, None), out
-        report = json.loads(out)
+        report = run_json("infer", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--gpus", "8", "--tp", "8",
+                          "--engine", "sglang==0.5.6", "--quantization", "bf16", "--context", str(prompt + 1000),
+                          "--output-tokens", "1000", "--batch", "1", "--no-search")
         line = next(x for s in report["sections"] for x in s["lines"] if x["key"] == "ttft_host_issue")
         return line["value"], line["formula"]
 

@@ -4,8 +4,6 @@ and sends the request on only then (L524-525), so the time to first token grows 
 (timed on the build host: prompt_tokenize.SGLANG_TOKENIZE_PER_TOKEN_S), on every door and in validate.
 """
 
-import json
-
 import pytest
 
 from gpuplan.core.serving import prompt_tokenize as PT
@@ -46,24 +44,19 @@ def test_sglang_and_vllm_tokenise_at_one_rate_and_trtllm_adds_nothing():
         5057 * 1.4e-6, rel=1e-12)
 
 
-def _door_ttft(prompt: int, capsys) -> float:
-    from gpuplan.cli import main
-
-    code = main(["infer", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--gpus", "8", "--tp", "8",
-                 "--engine", "sglang==0.5.6", "--quantization", "bf16", "--context", str(prompt + 1000),
-                 "--output-tokens", "1000", "--batch", "1", "--no-search", "--json"])
-    out = capsys.readouterr().out
-    assert code in (0, None), out
-    return json.loads(out)["results"]["ttft"]
+def _door_ttft(prompt: int, run_json) -> float:
+    return run_json("infer", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--gpus", "8", "--tp", "8",
+                    "--engine", "sglang==0.5.6", "--quantization", "bf16", "--context", str(prompt + 1000),
+                    "--output-tokens", "1000", "--batch", "1", "--no-search")["results"]["ttft"]
 
 
-def test_door_ttft_grows_with_the_prompt_as_the_code_says(capsys):
+def test_door_ttft_grows_with_the_prompt_as_the_code_says(run_json):
     """gpuplan infer --engine sglang==0.5.6, Qwen3-235B-A22B BF16 TP 8 on B200, by hand:
     1,000 tokens: host-bound (~10 ms of GPU work under the 74.93 ms of layer issue): 91.53 + 1,000 x 1.4 us
     = 92.93 ms. 7,936 tokens: the GPU work, 104.58 ms, passes the issue time, so F + G + tokenising =
     16.6 + 104.58 + 7,936 x 1.4 us (11.11) = 132.29 ms. Between them the prompt adds 39.36 ms, of which the
     tokenising is 9.71 ms."""
-    short, long = _door_ttft(1000, capsys), _door_ttft(7936, capsys)
+    short, long = _door_ttft(1000, run_json), _door_ttft(7936, run_json)
     assert short == pytest.approx(ISSUE + 1000 * 1.4e-6, rel=2e-3)
     assert long == pytest.approx(16.6e-3 + GPU_7936 + 7936 * 1.4e-6, rel=2e-3)
     assert long - short == pytest.approx(39.36e-3, rel=1e-2)
