@@ -29,27 +29,33 @@ class PacedStage:
     """'only', 'first' or 'last'."""
 
 
+def stage_layers(spec, pp: int, rank: int) -> int:
+    """Decoder layers on pipeline rank ``rank`` of ``pp`` as step_time splits them (core.memory.model_states.
+    stage_span, the last stage shedding layers for MTP modules: core.model.mtp.mtp_stage_layer_shed)."""
+    from gpuplan.core.memory.model_states import stage_span
+    from gpuplan.core.model.mtp import mtp_stage_layer_shed
+
+    return int(stage_span(spec.num_layers, pp, rank, mtp_stage_layer_shed(spec, spec.mtp_layers))[1])
+
+
 def paced_stage(ev, plan, settings) -> PacedStage:
     """The stage step_time's compute and bubble follow: the slower of its first and last stage's
     micro-batch (core/time/step.py step_time: t_mb = max(first, last), stage_span's split, no recipe split
     in the plan search). The class lines describe it so that they add up to the step."""
-    from gpuplan.core.memory.model_states import stage_span
-    from gpuplan.core.model.mtp import mtp_stage_layer_shed
     from gpuplan.core.time.step import microbatch_compute_time
 
     lay, spec = plan.layout, ev.spec
     mtp, pp = spec.mtp_layers, lay.pp
-    shed = mtp_stage_layer_shed(spec, mtp)
 
     def times(layers, head, modules):
         return microbatch_compute_time(spec, ev.cluster, settings, lay.tp, lay.cp, lay.micro_batch, layers, head,
                                        lay.ep, modules, vpp=lay.vpp)
 
-    first = int(stage_span(spec.num_layers, pp, 0, shed)[1])
+    first = stage_layers(spec, pp, 0)
     t_first = times(first, pp == 1, mtp * (pp == 1))
     if pp == 1:
         return PacedStage(first, True, mtp, t_first, "only")
-    last = int(stage_span(spec.num_layers, pp, pp - 1, shed)[1])
+    last = stage_layers(spec, pp, pp - 1)
     t_last = times(last, True, mtp)
     if float(t_last.total) > float(t_first.total):
         return PacedStage(last, True, mtp, t_last, "last")
@@ -165,8 +171,6 @@ def _megatron_lines(ev, plan, settings) -> list[Line]:
     StepSettings.megatron_ops the step charges them (opt-in); otherwise the answer keeps the fitted
     element-wise term and the op list is shown inside it (explain only; docs/step.md says why)."""
     from gpuplan.core.time import megatron_ops as MO
-    from gpuplan.core.memory.model_states import stage_span
-    from gpuplan.core.model.mtp import mtp_stage_layer_shed
     from gpuplan.core.time import megatron_ops_step as MS
 
     active = MO.active(ev.spec, settings)
@@ -197,8 +201,8 @@ def _megatron_lines(ev, plan, settings) -> list[Line]:
                       "core/time/step.py: MAMF x d/(d+512); element-wise 6 x saved bytes at HBM (fitted, docs/step.md)")
                 ] + classes + lines[1:]
     if charged:
-        first = int(stage_span(spec.num_layers, lay.pp, 0, mtp_stage_layer_shed(spec, spec.mtp_layers))[1])
-        casts = MS.step_extra_seconds(spec, settings, gpu, tp=lay.tp, stage_layers=first, local_params=1.0,
+        casts = MS.step_extra_seconds(spec, settings, gpu, tp=lay.tp, stage_layers=stage_layers(spec, lay.pp, 0),
+                                      local_params=1.0,
                                       shards=1)[0]  # step_time casts the first stage's weights
         if casts > 0:  # once a step, beside the micro-batches (core.time.step.step_time)
             classes.append(_line("class_megatron_weight_casts", "FP8 weight casts (once a step: TE's weight cache)", casts,
