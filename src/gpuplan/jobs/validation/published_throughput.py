@@ -122,6 +122,11 @@ def bridge_release(run: dict[str, Any]) -> tuple[int, ...]:
     return rel if rel >= (25, 9) and run["id"].startswith("mbridge-") else ()
 
 
+def _per_tensor_fp8(run: dict[str, Any]) -> bool:
+    """The row runs FP8 with per-tensor scaling (delayed / current / tensorwise), not MXFP8's blocks."""
+    return PRECISION.get(run["precision"]) == "fp8" and run["precision"] != "mxfp8"
+
+
 def recipe_low_precision_weights(run: dict[str, Any]) -> str | None:
     """How a Megatron-Bridge row's recipe holds the layer weights (the plan input low_precision_weights, which the
     memory check, published_fits.recipe_memory_fields, and the step's parameter gather, predicted_step, both read
@@ -140,8 +145,7 @@ def recipe_low_precision_weights(run: dict[str, Any]) -> str | None:
     rel = bridge_release(run)
     if not rel:
         nemo2 = release(run["family"])[:2] in ((25, 2), (25, 4)) and run["id"].startswith("nemo25")
-        fp8 = PRECISION.get(run["precision"]) == "fp8" and run["precision"] != "mxfp8"
-        return "primary" if nemo2 and fp8 and nemo2_layout(run).get("zero") != 3 else None
+        return "primary" if nemo2 and _per_tensor_fp8(run) and nemo2_layout(run).get("zero") != 3 else None
     if run["precision"] in ("fp8-tensorwise", "mxfp8"):
         return "primary"
     if run["precision"] == "nvfp4":
@@ -156,8 +160,7 @@ def param_gather(run: dict[str, Any]) -> ParamGather:
     buffer, the same docstring; NVFP4 'primary' from 26.04.01: Megatron-Core 0.16's buffer has no FP4 path read,
     taken as bf16). Overlapped unless the row's overlap_param_gather is false (cited per row: the 25.11 perf
     configs' fp8_mx switch)."""
-    fp8 = PRECISION.get(run["precision"]) == "fp8" and run["precision"] != "mxfp8"
-    return ParamGather(fp8_matrices=fp8 and recipe_low_precision_weights(run) == "primary",
+    return ParamGather(fp8_matrices=_per_tensor_fp8(run) and recipe_low_precision_weights(run) == "primary",
                        overlapped=run.get("overlap_param_gather") is not False)
 
 
