@@ -376,7 +376,6 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     compute = t_mb * micro_batches + (0.0 if settings.titan_ops is None else TT.fsdp_copy_seconds(  # FSDP2's copies
         spec, cluster.gpu.memory_bandwidth, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches))
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
-    data = dp * cp
     params = params_per_gpu(spec, tp, pp, ep)
     trained = params if settings.finetune == "full" else _adapters_per_gpu(spec, settings, tp, pp)
     costs = step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
@@ -398,10 +397,11 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     compute = compute + micro_batches * AO.microbatch_exposed_seconds(  # CPU activation offloading: pp 1 only
         spec, settings, cluster.gpu.id, mb_tokens, tp, spec.num_layers, phases)
     exposed = {name: by_parallelism(costs, name) for name in ("TP", "PP", "DP", "CP", "EP")}
-    comm_total, bubble = sum((c.total for c in costs), 0.0), bubble + fill_drain_all_to_all(exposed["EP"], by_parallelism(costs, "EP", "total"), settings.ep_a2a_overlap, pp, vpp, micro_batches)
-    # optimizer: read+write weights, grads, fp32 master and two Adam states (~20 B/param, memory-bound)
-    shards = optimizer_shards(spec, settings, zero, data=data, tp=tp, pp=pp, ep=ep)  # dense: dp x cp; experts: expert dp
-    optimizer = 2 * 16.0 * trained / shards / hbm
+    comm_total = sum((c.total for c in costs), 0.0)
+    bubble = bubble + fill_drain_all_to_all(exposed["EP"], by_parallelism(costs, "EP", "total"),  # + the fill and
+                                            settings.ep_a2a_overlap, pp, vpp, micro_batches)  # drain's EP all-to-alls
+    shards = optimizer_shards(spec, settings, zero, data=dp * cp, tp=tp, pp=pp, ep=ep)  # experts: over the expert dp
+    optimizer = 2 * 16.0 * trained / shards / hbm  # read+write weights, grads, fp32 master, 2 Adam states (HBM-bound)
     if settings.eager_ops is not None:
         optimizer = eager_optimizer_seconds(spec, cluster, settings, trained / shards, pp)
     mega = MS.step_extra_seconds(spec, settings, cluster.gpu, tp=tp, stage_layers=layers, local_params=trained,
