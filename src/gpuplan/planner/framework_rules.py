@@ -207,8 +207,7 @@ def check_zero_runs(framework: str, zero: int | None) -> None:
     if zero is not None and rules.refuses_other_zero and zero not in rules.zero_stages:
         raise InputError("zero", zero, f"--framework {framework} runs ZeRO stage "
                          f"{' or '.join(map(str, rules.zero_stages))} only (llm.c's -z: stages 2 and 3 are switched "
-                         "off, "
-                         "llmc/zero.cuh@f1e2ace L575-578)")
+                         "off, llmc/zero.cuh@f1e2ace L575-578)")
 
 
 def zero_allowed(rules: FrameworkRules, zero: int, *, dp: int, tp: int, pp: int, cp: int, ep_max: int) -> bool:
