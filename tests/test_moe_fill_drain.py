@@ -30,13 +30,13 @@ def test_no_pipeline_no_fill():
     assert fill_drain_all_to_all(1.0, 1.0, False, 1, 1, 10) == 0.0
 
 
-def test_deepseek_v3_b200_row_bubble_grows_by_the_fill_all_to_all(monkeypatch):
+def test_deepseek_v3_b200_row_bubble_grows_by_the_fill_all_to_all(monkeypatch, published_rows):
     # Megatron-Bridge 25.09 DeepSeek-V3 on 256 B200 (pp 16, ep 8, 128 micro-batches, NCCL alltoall, no combined
     # schedule): the step's bubble grows by 15 x (exposed EP seconds) / 128 and nothing else moves
     import gpuplan.core.time.step as step
-    from gpuplan.jobs.validation.published_throughput import predicted_step, published_throughput_rows
+    from gpuplan.jobs.validation.published_throughput import predicted_step
 
-    row = next(r for r in published_throughput_rows() if r["id"] == "mbridge-25.09-deepseek-v3-b200-256g-mxfp8")
+    row = published_rows["mbridge-25.09-deepseek-v3-b200-256g-mxfp8"]
     with_fill = predicted_step(row)
     monkeypatch.setattr(step, "fill_drain_all_to_all", lambda *a: 0.0)
     without = predicted_step(row)
