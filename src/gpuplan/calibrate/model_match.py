@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuplan.adapters.quant_fields import listing
 from gpuplan.errors import InputError
 
 SHAPE_KEYS = ("model_type", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
@@ -146,8 +147,7 @@ def check_log_trained_model(log, model: str, seq_len: int, gpus: int, batch: int
     if least * (1 - margin) <= flops <= most * (1 + margin):
         return
     ratio = flops / most if flops > most else flops / least
-    names = ("--model", "--seq-len") + flags
-    given = ", ".join(names[:-1]) + " or " + names[-1]
+    given = listing(("--model", "--seq-len") + flags)
     raise InputError("model", model, f"{log.source} logs {flops:.4g} training FLOPs per token ({how}); {model} at "
                      f"{seq_len:,} tokens counts {least:.4g} to {most:.4g} (the frameworks' formulas, "
                      f"+-{margin:.1%} with the printed rounding), {ratio:.3g}x off: the log's FLOPs per token do "

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 
+from gpuplan.adapters.quant_fields import listing
 from gpuplan.errors import InputError
 from gpuplan.jobs.budget.fields import BudgetFields
 from gpuplan.schema import types as T
@@ -38,10 +39,7 @@ class CountsAsked(tuple):
         return made
 
     def __str__(self) -> str:
-        words = [f"{c:,}" for c in self]
-        if self.span:
-            return f"{min(self):,}-{max(self):,}"
-        return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+        return f"{min(self):,}-{max(self):,}" if self.span else listing(tuple(f"{c:,}" for c in self))
 
 
 def gpu_counts(value: Any, info=None) -> tuple[int, ...]:
