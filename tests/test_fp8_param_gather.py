@@ -35,10 +35,10 @@ def test_405b_fp8cs_gather_bytes_by_hand():
     assert gather_bytes(spec, ParamGather(), 4, 8, 1) == pytest.approx(TOTAL / 32 * 2, rel=1e-9)
 
 
-def test_405b_fp8cs_row_gathers_half_the_bf16_bytes_a_step():
+def test_405b_fp8cs_row_gathers_half_the_bf16_bytes_a_step(published_rows):
     """mbridge-25.09-llama-3.1-405b-b200-128g-fp8cs (tp 4, pp 8, cp 2, dp 2): each rank gathers its stage's
     weights once a step, 405,853,388,800 / 32 = 12.68e9 elements; at 1.0104 B: 12.81 GB (bf16: 25.37 GB)."""
-    row = {r["id"]: r for r in pt.published_throughput_rows()}["mbridge-25.09-llama-3.1-405b-b200-128g-fp8cs"]
+    row = published_rows["mbridge-25.09-llama-3.1-405b-b200-128g-fp8cs"]
     spec = load_model("llama-3.1-405b")
     gather = pt.param_gather(row)
     assert gather == ParamGather(fp8_matrices=True)
@@ -57,8 +57,8 @@ def test_405b_fp8cs_row_gathers_half_the_bf16_bytes_a_step():
     assert gathered_bytes(ParamGather()) == pytest.approx(TOTAL / 32 * 2, rel=1e-9)  # 25.37 GB
 
 
-def test_mxfp8_rows_gather_bf16_and_the_25_11_switch_is_synchronous():
-    rows = {r["id"]: r for r in pt.published_throughput_rows()}
+def test_mxfp8_rows_gather_bf16_and_the_25_11_switch_is_synchronous(published_rows):
+    rows = published_rows
     assert pt.param_gather(rows["mbridge-25.09-llama-3.1-405b-b200-128g-mxfp8"]) == ParamGather()
     sync = rows["mbridge-25.11-llama-3.1-405b-b200-128g-mxfp8"]
     assert pt.param_gather(sync) == ParamGather(overlapped=False)
@@ -72,13 +72,13 @@ def test_settings_default_gathers_bf16_overlapped():
     assert replace(StepSettings(), param_gather=ParamGather(fp8_matrices=True)).param_gather.overlapped
 
 
-def test_nemo2_fp8_rows_gather_fp8_but_under_megatron_fsdp():
+def test_nemo2_fp8_rows_gather_fp8_but_under_megatron_fsdp(published_rows):
     """NeMo 25.02 (fp8_params = True, mixed_precision.py@v2.2.0 L53) and 25.04 (fp8_param_gather = True,
     @v2.3.0 L70 / L135; off under Megatron FSDP, scripts/performance/utils.py@v2.3.0 L352-354): the step's
     gather and the memory check's weights read one answer."""
     from gpuplan.jobs.validation.published_fits import recipe_memory_fields
 
-    rows = {r["id"]: r for r in pt.published_throughput_rows()}
+    rows = published_rows
     for run_id in ("nemo2502-llama-3.1-405b-b200-128g", "nemo2504-llama-3.1-405b-gb200-128g"):
         assert pt.param_gather(rows[run_id]) == ParamGather(fp8_matrices=True)
         assert recipe_memory_fields(rows[run_id])["low_precision_weights"] == "primary"
