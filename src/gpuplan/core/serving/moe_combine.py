@@ -59,8 +59,9 @@ FUSED_SHARED_MIN_CAPABILITY = (8, 0)
 """deepseek_v2.py@v0.5.6:3427-3433: shared-expert fusion on NVIDIA parts of compute capability >= 8.0."""
 
 
-def _sm100(gpu: Accelerator | None) -> bool:
-    return gpu is not None and (gpu.compute_capability or (0, 0))[0] == 10
+def _capability(gpu: Accelerator | None) -> tuple[int, ...]:
+    """``gpu``'s compute capability; (0, 0) where no GPU is given or its entry states none."""
+    return (gpu.compute_capability or (0, 0)) if gpu is not None else (0, 0)
 
 
 def triton_rows_per_token(spec: ModelSpec, release: EngineRelease, fmt_name: str,
@@ -72,12 +73,12 @@ def triton_rows_per_token(spec: ModelSpec, release: EngineRelease, fmt_name: str
     shared-expert fusion (the compute capability unknown)."""
     if release.engine != "sglang" or spec.moe is None or spec.model_type in OTHER_RUNNER_MODELS:
         return 0
-    if _sm100(gpu) and fmt_name in FLASHINFER_TRTLLM_SM100.get(spec.model_type, ()):
+    capability = _capability(gpu)
+    if capability[0] == 10 and fmt_name in FLASHINFER_TRTLLM_SM100.get(spec.model_type, ()):  # sm100
         return 0
     if fmt_name == "nvfp4":
         return 0
     moe, topk = spec.moe, spec.moe.experts_per_token
-    capability = (gpu.compute_capability or (0, 0)) if gpu is not None else (0, 0)
     fused_shared = int(spec.model_type == "deepseek_v3" and moe.num_experts == 256
                        and moe.shared_intermediate_size == moe.expert_intermediate_size
                        and capability >= FUSED_SHARED_MIN_CAPABILITY)
