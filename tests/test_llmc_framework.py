@@ -15,8 +15,6 @@ ROW_774M = ["train", "gpt2-large", "--framework", "llmc", "--gpu", "a100-sxm4-80
             "none", "--mfu", "predicted", "--tokens", "149999845376", "--dtype", "bf16", "--json"]
 
 
-
-
 def hand_count(L, C, NH, B, T=1024, Vp=50304, maxT=1024, ranks=8, zero=1, recompute=0):
     """llm.c's device bytes, term by term (train_gpt2.cu@f1e2ace line numbers)."""
     params = Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C  # L118-139
@@ -43,14 +41,10 @@ def test_parameter_counts_are_llmcs():
     from gpuplan.adapters.resolve import resolve_model
     from gpuplan.core.memory.llmc_memory import padded_vocab, parameter_count
 
-    def spec(name):
-        s = resolve_model(name)
-        return getattr(s, "spec", s)
-
     assert padded_vocab(50257) == 50304
-    assert parameter_count(spec("gpt2")) == 124_439_808 + 47 * 768 == 124_475_904
-    assert parameter_count(spec("gpt2-large")) == 774_090_240
-    assert parameter_count(spec("gpt2-xl")) == 1_557_686_400
+    assert parameter_count(resolve_model("gpt2")) == 124_439_808 + 47 * 768 == 124_475_904
+    assert parameter_count(resolve_model("gpt2-large")) == 774_090_240
+    assert parameter_count(resolve_model("gpt2-xl")) == 1_557_686_400
 
 
 def test_train_774m_memory_is_the_hand_count_and_mfu_below_one(run_cli):
@@ -81,7 +75,6 @@ def test_350m_recompute_selective_drops_the_gelu_outputs():
     from gpuplan.core.parallel import ParallelLayout
 
     spec = resolve_model("gpt2-medium")
-    spec = getattr(spec, "spec", spec)
     lay = ParallelLayout(dp=8, zero=1, micro_batch=64, global_batch=512)
     none, sel = (stage_memory(spec, lay, 1024, mode)["backward_start"] for mode in ("none", "selective"))
     assert none == hand_count(L=24, C=1024, NH=16, B=64)
@@ -97,7 +90,6 @@ def test_llmc_memory_bound_kernels_by_hand():
     from gpuplan.core.time.llmc_ops import class_seconds, layer_classes
 
     spec = resolve_model("gpt2-large")
-    spec = getattr(spec, "spec", spec)
     classes = layer_classes(spec, "none")
     assert sum(k.bytes for k in classes) == 32 * 1280 + 16 + 58 * 1280 + 16 == 115_232
     assert sum(k.kernels for k in classes) == 16
@@ -131,7 +123,6 @@ def test_memory_advice_offers_only_what_llmc_runs():
     from gpuplan.jobs.memory.estimate import _candidate_changes
 
     spec = resolve_model("gpt2-xl")
-    spec = getattr(spec, "spec", spec)
     lay = ParallelLayout(dp=8, zero=0, micro_batch=32, global_batch=1024)
     names = [c[0] for c in _candidate_changes(spec, lay, MemorySettings(seq_len=1024, recipe="mixed", framework="llmc",
                                                                          implementation="llmc"))]

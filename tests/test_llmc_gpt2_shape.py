@@ -12,8 +12,7 @@ import pytest
 def _gpt2_large():
     from gpuplan.adapters.resolve import resolve_model
 
-    spec = resolve_model("gpt2-large")
-    return getattr(spec, "spec", spec)
+    return resolve_model("gpt2-large")
 
 
 @pytest.mark.parametrize("change, fragment", [
