@@ -21,9 +21,9 @@ def test_llmc_774m_and_1558m_are_filed_as_revised_after_the_miss():
 
 
 def test_the_rows_notes_say_it():
-    from gpuplan.catalog import reference_runs
+    from helpers import reference_runs_by_id
 
-    runs = {r["id"]: r for r in reference_runs()["runs"]}
+    runs = reference_runs_by_id()
     for name in ("llmc-gpt2-774m", "llmc-gpt2-1558m"):
         assert "Revised after its miss was seen" in runs[name]["notes"] and "REVISED_AFTER_MISS" in runs[name]["notes"]
     assert "weak held-out" in runs["llmc-gpt2-350m"]["notes"]
