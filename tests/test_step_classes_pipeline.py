@@ -49,7 +49,7 @@ def test_uneven_pipeline_stages_class_lines_add_up(framework):
     assert "of 3 pipeline stages" in lines[0].label
 
 
-def test_the_cli_json_and_the_web_api_show_the_same_lines(run_cli):
+def test_the_cli_json_and_the_web_api_show_the_same_lines(run_cli, client):
     """`gpuplan plan ... --explain --json` and POST /api/plan carry the lines the Python API makes, adding up
     to the step each reports."""
     report = plan_report(DEFAULT_ASK)
@@ -58,12 +58,7 @@ def test_the_cli_json_and_the_web_api_show_the_same_lines(run_cli):
                              "--explain", "--json")
     assert code == 0, err
     docs = [json.loads(out)]
-    pytest.importorskip("fastapi")
-    from fastapi.testclient import TestClient
-
-    from gpuplan.web import create_app
-
-    response = TestClient(create_app()).post("/api/plan?lang=en", json=DEFAULT_ASK)
+    response = client.post("/api/plan?lang=en", json=DEFAULT_ASK)
     assert response.status_code == 200
     docs.append(response.json())
     for doc in docs:
