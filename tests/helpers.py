@@ -4,7 +4,9 @@ the default 'prepend' import mode)."""
 
 from __future__ import annotations
 
+import json
 from functools import cache
+from pathlib import Path
 
 DEADLINE_COUNTS = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144,
                    8192, 12288, 16384, 24576, 32768, 49152, 65536, 98304, 131072)
@@ -179,8 +181,6 @@ def titan_layer_totals(spec, ops) -> tuple:
 def op_class_values(out: str) -> tuple[dict, dict]:
     """A `--json` report's op-class section (the first whose title names 'op class') as {key: value}, and the
     report."""
-    import json
-
     report = json.loads(out)
     section = next(s for s in report["sections"] if "op class" in s["title"])
     return {line["key"]: line["value"] for line in section["lines"]}, report
@@ -194,3 +194,14 @@ def web_refusal(response, field: str, fragment: str = "") -> str:
     assert body.get("field") == field or message.startswith(f"{field}: "), body
     assert fragment in message and "\n" not in message and "Traceback" not in message, message
     return message
+
+
+def debugmodel_config(folder: Path) -> str:
+    """torchtitan's llama3 debugmodel (torchtitan/models/llama3/__init__.py@b5bcd76 _debugmodel: dim 256, 16 heads,
+    6 layers, vocab 2048, untied lm_head; FFN compute_ffn_hidden_dim(256, multiple_of=256) = 768) as a config.json."""
+    path = folder / "config.json"
+    path.write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 768,
+        "num_attention_heads": 16, "num_key_value_heads": 16, "num_hidden_layers": 6, "vocab_size": 2048,
+        "max_position_embeddings": 2048, "tie_word_embeddings": False, "hidden_act": "silu", "rms_norm_eps": 1e-5}))
+    return str(path)

@@ -241,7 +241,7 @@ def test_megatron_log_calibrates_against_the_prediction():
 def test_torchtitan_step_time_from_tokens_per_second(tmp_path):
     # the run is torchtitan's llama3 debugmodel (its 0.52 TFLOP/s / 7,282 tps = 7.1e7 FLOPs per token; llama-3.2-1b
     # is refused: tests/test_calibrate_model_mismatch.py)
-    from test_calibrate_model_mismatch import debugmodel_config
+    from helpers import debugmodel_config
 
     ctx = LogContext(model=debugmodel_config(tmp_path), gpu="h100", gpus=8, global_batch=8, seq_len=2048, zero=3)
     m = load_measurement(LOGS / "torchtitan_rank0.log", ctx)

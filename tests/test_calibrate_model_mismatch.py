@@ -8,12 +8,11 @@ debugmodel log 7.126e7 vs 7.157e7 (torchtitan counts full attention)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import field_refusal
+from helpers import debugmodel_config, field_refusal
 
 from gpuplan.adapters.resolve import resolve_model
 from gpuplan.adapters.training_logs import read_training_log
@@ -26,17 +25,6 @@ from gpuplan.errors import InputError
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 MIXTRAL = dict(gpu="h100", gpus=16, tp=4, ep=4, zero=1, seq_len=2048)
-
-
-def debugmodel_config(folder: Path) -> str:
-    """torchtitan's llama3 debugmodel (torchtitan/models/llama3/__init__.py@b5bcd76 _debugmodel: dim 256, 16 heads,
-    6 layers, vocab 2048, untied lm_head; FFN compute_ffn_hidden_dim(256, multiple_of=256) = 768) as a config.json."""
-    path = folder / "config.json"
-    path.write_text(json.dumps({
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 768,
-        "num_attention_heads": 16, "num_key_value_heads": 16, "num_hidden_layers": 6, "vocab_size": 2048,
-        "max_position_embeddings": 2048, "tie_word_embeddings": False, "hidden_act": "silu", "rms_norm_eps": 1e-5}))
-    return str(path)
 
 
 def test_the_matching_logs_state_their_model_within_half_a_percent(tmp_path):
