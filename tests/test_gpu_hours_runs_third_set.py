@@ -86,7 +86,11 @@ def test_llmc_350m_fits_under_llmc_but_not_under_the_default_framework():
                   pp=1, vpp=1, cp=1, ep=1, zero=1, micro_batch=64)
     with pytest.raises(NoLayoutFits):
         estimate_budget(BudgetInputs(**fields))
-    # llm.c's count (tests/test_llmc_framework.py works it by hand): 57.23 GiB allocated, reserved the same
+    # llm.c's count (tests/test_llmc_framework.py's hand_count, its terms for L 24, C 1,024, 16 heads, B 64, ZeRO-1
+    # on 8): params 354,871,296 x 4 B (bf16 weights + grads) = 1,419,485,184; the 1/8 shard 44,358,912 x 12 B (fp32
+    # master, m, v) = 532,306,944; layers 24 x 65,536 x (2 x 16 x 1,024 + 4 x 20) = 51,665,436,672; once 65,536 x
+    # (2 x (7 x 1,024 + 50,304) + 12) = 7,533,756,416; inputs / targets 524,288; workspaces 301,989,888: sum
+    # 61,453,499,392 B = 57.233 GiB allocated, reserved the same
     answer = estimate_budget(BudgetInputs(**fields, framework="llmc"))
     assert answer.value("mem_fits")
     assert answer.value("mem_peak_allocated") / 2**30 == pytest.approx(57.23, abs=0.01)
