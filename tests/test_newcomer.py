@@ -345,6 +345,7 @@ def test_plan_deadline_picks_the_fewest_gpus_that_meet_it(run_json):
     # fewest GPUs first: the four 640-GPU layouts that meet it, then 672 (five at 640 while gradients crossed the
     # data-parallel wire at 2 B, below the 4 B megatron's memory holds: core.memory.recipe_facts.reduced_grad_bytes)
     assert rows[0]["GPUs"] == 640 and [r["GPUs"] for r in rows] == sorted(r["GPUs"] for r in rows)
+    assert [r["GPUs"] for r in rows] == [640] * 4 + [672]  # what the comment above says, so a change fails here
 
 
 def test_plan_without_gpus_or_days_takes_the_article_week(run_json):
