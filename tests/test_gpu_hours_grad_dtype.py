@@ -52,6 +52,7 @@ def test_fp32_reduction_lengthens_the_smollm3_step_by_a_bounded_amount():
     row = _smollm3()
     fp32, _ = end_to_end_gpu_hours(row)
     bf16, _ = end_to_end_gpu_hours({**row, "grad_dtype": "bf16"})
+    assert (float(row["tokens"]), row["global_batch"], row["seq_len"], row["gpus"]) == (11.3e12, 576, 4096, 384)
     steps = 11.3e12 / (576 * 4096)
     extra_s = (fp32 - bf16) * 3600 / 384 / steps
     assert 0.0 < extra_s <= 0.25, extra_s
