@@ -20,7 +20,8 @@ from schemathesis.checks import (  # noqa: E402
 
 from gpuplan.web import create_app  # noqa: E402
 
-EXAMPLES_PER_OPERATION = 40
+EXAMPLES_PER_OPERATION = 24  # 40 until the tenth session; cut to keep CI under 10 minutes (the hostile waves'
+# own door tests, tests/test_hostile_*.py, carry the broader sweeps)
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app())
 CALLS: dict[str, int] = {}
 
