@@ -1,7 +1,7 @@
 """SGLang's tokenising of the prompt before the scheduler sees the request (core/serving/prompt_tokenize.py,
 issue 38): the TokenizerManager calls the Hugging Face tokenizer on the text (tokenizer_manager.py@v0.5.6:663)
 and sends the request on only then (L524-525), so the time to first token grows by 1.4 us a prompt token
-(timed on the build host: prompt_tokenize.SGLANG_TOKENIZE_PER_TOKEN_S), on every door and in validate.
+(timed on the build host: prompt_tokenize.TOKENIZE_PER_TOKEN_S), on every door and in validate.
 """
 
 import pytest

@@ -50,8 +50,6 @@ of 15-80 calls in each of three runs (the host shared with other jobs: the media
 1.23-2.48 us a token on the same host). 1.4 us is taken for every byte-level BPE tokenizer (Llama-3's and DeepSeek-V3's are of the same kind; not timed). Measured,
 not fitted: no TTFT row is used. A server CPU's single-thread speed moves it. vLLM's servers make the same call
 (module docstring): the same rate."""
-SGLANG_TOKENIZE_PER_TOKEN_S = TOKENIZE_PER_TOKEN_S
-"""The name the rate had while only SGLang's call was costed (kept for readers of it)."""
 TOKENIZING_SERVERS = ("sglang", "vllm")
 """Engines whose server tokenises the prompt text before the engine sees the request (module docstring)."""
 
