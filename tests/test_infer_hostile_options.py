@@ -101,7 +101,7 @@ def test_api_body_refused_the_same(body, field):
     ("--gpu-memory-utilization", "1"),
     ("--engine", "sglang", "--mem-fraction-static", "0.01"),
     ("--engine", "trtllm", "--free-gpu-memory-fraction", "0.01"),
-    ("--price", "1e-300"),  # a subnormal (5e-324) is refused in every field since wave 6 (test_hostile_wave6.py)
+    ("--price", "1e-4"),  # the floor (core/economics/cost.py MIN_USD_PER_GPU_HOUR, wave 12: 1e-300 priced a $0 answer)
     ("--speculative", "ngram", "--spec-acceptance", "1e-300"),
     ("--speculative", "eagle", "--spec-tokens", "5", "--spec-acceptance", "1"),
     ("--quantization", "int4", "--group-size", "64"),

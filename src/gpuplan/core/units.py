@@ -136,6 +136,15 @@ def format_usd_per_gpu_hour(usd: float) -> str:
     return f"${usd:,.2f}/GPU-h" if usd >= 0.01 or usd == 0 else f"${usd:.3g}/GPU-h"
 
 
+def format_usd(usd: float, decimals: int = 0) -> str:
+    """Dollars to ``decimals`` places, thousands separated ('$93,792', '$2.49'); a non-zero amount that those places
+    would print as zero keeps three significant digits ('$0.0094', '$1.23e-07'): '--price 1e-300' printed a $0
+    budget and '$0.00/GPU-hour' (wave 12 hostile sweep)."""
+    if usd and abs(usd) < 0.5 * 10.0**-decimals:
+        return f"${usd:.3g}"
+    return f"${usd:,.{decimals}f}"
+
+
 def format_percent(share: float) -> str:
     """A share as a percentage with up to three significant digits: 0.6 -> '60%', 0.999 -> '99.9%' (':.0%' printed
     '100%' for the largest --spot-discount)."""

@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from gpuplan.core.units import plural
+from gpuplan.core.units import format_usd, plural
 from gpuplan.report.model import Report
 
 
@@ -57,9 +57,9 @@ def value_text(value: float, unit: str, like: str = "") -> str:
     if unit.startswith("fraction"):
         return f"{value:.1%}"
     if unit == "USD":
-        return f"${value:,.0f}"
+        return format_usd(value)
     if unit in ("USD/GPU-hour",):
-        return f"${value:,.2f}" + ("/GPU-h" if like.endswith("/GPU-h") else "")
+        return format_usd(value, 2) + ("/GPU-h" if like.endswith("/GPU-h") else "")
     if unit == "x":
         return f"{value:,.3g}x"
     if unit == "FLOPs":

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from gpuplan.core import precision as M  # the recipe and optimizer tables (no numpy)
+from gpuplan.core.economics.cost import MAX_SPOT_DISCOUNT, MIN_USD_PER_GPU_HOUR
 from gpuplan.core.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
 from gpuplan.core.memory.recompute import MEGATRON_RECOMPUTE_MODULES
 from gpuplan.errors import InputError
@@ -100,7 +101,21 @@ GpusPerNode = T.typed(int, _gpus_per_node)
 TokenLength = T.typed(int, T.count(MAX_SEQ_LEN, whole=True, suffix_base=1024))
 Sequences = T.typed(int, T.count(MAX_BATCH, whole=True))
 Zero = T.typed(int, T.number(0, 3, whole=True))
+def _usd_per_gpu_hour(value: Any, info) -> float:
+    """USD per GPU-hour in [MIN_USD_PER_GPU_HOUR, 1e6]: below the floor a price printed a $0 budget (wave 12)."""
+    try:
+        return T.number(MIN_USD_PER_GPU_HOUR, 1e6)(value, info)
+    except InputError as exc:
+        if not exc.expected.startswith("must be >="):  # not a number, not finite: its own message
+            raise
+        raise exc.retold(exc.field, value, f"must be at least ${MIN_USD_PER_GPU_HOUR:g}/GPU-h and at most "
+                         f"$1,000,000/GPU-h: the floor is {1 - MAX_SPOT_DISCOUNT:.1%} of the cheapest published "
+                         "on-demand price, as --spot-price takes at least 0.1% of on-demand") from None
+
+
 Usd = T.typed(float, T.number(0, 1e6, low_open=True))
+"""--spot-price: bounded by the on-demand price it discounts (jobs.budget.model.resolve_prices: at least 0.1%)."""
+OnDemandUsd = T.typed(float, _usd_per_gpu_hour)
 Share = T.typed(float, T.share())
 Gib = T.typed(float, T.number(0, 4096))
 CalibrationDoc = Annotated[Any, BeforeValidator(_calibration),
@@ -124,7 +139,7 @@ GpuCount = Annotated[Gpus | None, GPU_COUNT]
 Days = option(T.Days | None, None, "Wall-clock deadline: 7, 7d, 36h or 2w (a bare number is days).")
 Dtype = option(T.choice(*DTYPES), "bf16", "Compute dtype whose dense peak FLOP/s is used: bf16, fp16, fp8, fp4 "
                "(NVFP4 linear layers, Blackwell), tf32, fp32.")
-Price = option(Usd | None, None, "On-demand USD per GPU-hour (overrides the price catalog).", "price catalog")
+Price = option(OnDemandUsd | None, None, "On-demand USD per GPU-hour (overrides the price catalog).", "price catalog")
 
 # ---- layout ---------------------------------------------------------------------------------
 NOT_GIVEN = "Not given: the planner's choice (train, budget, plan); {memory} for `memory`."

@@ -36,6 +36,13 @@ MAX_SPOT_DISCOUNT = 0.999
 alike, wave 11: '--spot-price 1e-300' printed a $0 spot budget and a 100.0% saving). A bound on input, not a fit."""
 
 
+MIN_USD_PER_GPU_HOUR = 1e-4
+"""The least --price or --spot-price taken, USD per GPU-hour: --spot-price's rule (at least 0.1% of on-demand, a
+discount of at most MAX_SPOT_DISCOUNT) applied to the cheapest on-demand row in the price catalog, Akash's RTX 3090
+at $0.16 (catalog/prices/akash.toml) -> $0.00016, rounded down to one digit. Wave 12: '--price 1e-300' priced a
+$0 budget. A bound on input, not a fit; tests/test_hostile_w12.py fails when a cheaper row would cross it."""
+
+
 def billed_gpu_hours(gpus: float, wall_seconds: float) -> float:
     """GPU-hours paid for: every GPU for the whole (failure-inclusive) wall-clock."""
     return gpus * wall_seconds / SECONDS_PER_HOUR

@@ -5,7 +5,7 @@ do, smallest and cheapest first."""
 from __future__ import annotations
 
 from gpuplan.core.serving import roofline as R
-from gpuplan.core.units import plural
+from gpuplan.core.units import format_usd, plural
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
@@ -72,7 +72,7 @@ def search_section(rows: list, inputs: InferenceInputs) -> Section:
     if priced:
         hourly, gpu, s = min(priced, key=lambda r: r[0])
         lines.append(Line("cheapest_config", "cheapest configuration", f"{s.tp} x {gpu.id}",
-                          text=f"{s.tp} x {gpu.name} at ${hourly:,.2f}/hour"))
+                          text=f"{s.tp} x {gpu.name} at {format_usd(hourly, 2)}/hour"))
     else:
         lines.append(Line("cheapest_config", "cheapest configuration", None,
                           text="not available: no prices known (price catalog not installed)"))

@@ -13,6 +13,7 @@ from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving.releases import allreduce_dtype, reads_019_allreduce
+from gpuplan.core.units import format_usd
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import Serving, price_for
@@ -38,7 +39,7 @@ def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[
                    "--context", "context" in u),
         Assumption("output_tokens", "output tokens per sequence", plan.output, "default min(256, context / 2); "
                    "TPOT is taken at prompt + output / 2 cached tokens", "--output-tokens", "output_tokens" in u),
-        Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:,.2f}", source,
+        Assumption("price", "price per GPU-hour", "n/a" if price is None else format_usd(price, 2), source,
                    "--price", "price" in u),
     ) + _lora_assumptions(plan, u)
 

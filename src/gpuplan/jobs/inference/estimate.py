@@ -19,7 +19,7 @@ from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
-from gpuplan.core.units import format_bytes, plural
+from gpuplan.core.units import format_bytes, format_usd, plural
 from gpuplan.jobs.inference.alternatives import instead_section, search_section, search_table
 from gpuplan.jobs.inference.assumptions import assumptions
 from gpuplan.jobs.inference.memory_report import engine_log_section, memory_section
@@ -247,7 +247,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
                           "not available: no price known (give --price, USD per GPU-hour)", source))
     else:
         lines.append(Line("cost_per_million_tokens", "cost per million output tokens", cost, "USD",
-                          f"${cost:,.3f} (at ${price:,.2f}/GPU-hour x {serving.gpus})", source))
+                          f"{format_usd(cost, 3)} (at {format_usd(price, 2)}/GPU-hour x {serving.gpus})", source))
     return Section("Speed (roofline; range = efficiency range)", tuple(lines))
 
 

@@ -13,7 +13,7 @@ from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.units import plural
+from gpuplan.core.units import format_usd, plural
 from gpuplan.core.serving.load import (
     LoadTarget,
     ReplicaLoad,
@@ -281,7 +281,7 @@ def _disagg_gpu_lines(asked_gpu: str | None, pools: tuple[Pool, Pool], cheapest:
     hourly = [p.cost_per_hour for p in cheapest]
     text = (f"prefill {prefill.instances} x (tp {prefill.tp}) + decode {decode.instances} x (tp {decode.tp}) on "
             f"{prefill.gpu.name} = {plural(prefill.gpus + decode.gpus, 'GPU')}"
-            + ("" if None in hourly else f", ${sum(hourly):,.2f}/h"))
+            + ("" if None in hourly else f", {format_usd(sum(hourly), 2)}/h"))
     return (Line("disagg_any_gpu", "cheapest on any GPU type", None, text=text,
                  formula=POOL_SEARCH),)
 
@@ -315,7 +315,7 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
              f"{_ms(decode.latency_s)} (target {_ms(target.tpot)})", "decode step at the batch in flight at "
              f"{target.requests_per_s / decode.instances:,.2f} requests/s an instance (the load asked)"),
         Line("disagg_cost_per_hour", "cost", total, "USD/h", "n/a (no price)" if total is None else
-             f"${total:,.2f}/h" + ("" if together is None else f" (colocated: ${together:,.2f}/h)"),
+             f"{format_usd(total, 2)}/h" + ("" if together is None else f" (colocated: {format_usd(together, 2)}/h)"),
              prefill.price_source if prefill.price_source == decode.price_source  # one GPU type: one price
              else f"{prefill.price_source}; {decode.price_source}"),
         Line("disagg_cost_per_million_tokens", "cost per million tokens", None if total is None else
@@ -369,7 +369,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
         Line("sized_tpot", "time per output token", load.tpot, "s", f"{_ms(load.tpot)} at that load (target {tpot})",
              f"at {load.rate:,.2f} requests/s a replica: decode step at the batch in flight / (1 - prefill share)"),
         Line("sized_cost_per_hour", "cost", best.cost_per_hour, "USD/h",
-             "n/a (no price)" if best.cost_per_hour is None else f"${best.cost_per_hour:,.2f}/h", best.price_source),
+             "n/a (no price)" if best.cost_per_hour is None else f"{format_usd(best.cost_per_hour, 2)}/h", best.price_source),
         Line("sized_cost_per_million_tokens", "cost per million tokens", per_million, "USD",
              "n/a" if per_million is None else f"${per_million:,.3f}", "prompt + output tokens served"),
         *left_out,
@@ -392,7 +392,7 @@ def _elsewhere_line(asked_gpu: str | None, on_asked: list[SizedConfig], cheapest
     if asked_gpu is None or not on_asked or on_asked[0] is cheapest:
         return ()
     text = _placement(cheapest.replicas, cheapest.tp, cheapest.gpu, cheapest.gpus) + (
-        "" if cheapest.cost_per_hour is None else f", ${cheapest.cost_per_hour:,.2f}/h")
+        "" if cheapest.cost_per_hour is None else f", {format_usd(cheapest.cost_per_hour, 2)}/h")
     return (Line("sized_config_any_gpu", "cheapest on any GPU type", None, text=text,
                  formula="every catalog GPU type and TP in {1, 2, 4, 8}, one node per replica"),)
 
@@ -406,6 +406,6 @@ def sizing_table(configs: list[SizedConfig]) -> Table:
         seen.add(c.gpu.id)
         rows.append((c.gpu.id, f"tp {c.tp}", f"{c.replicas}", f"{c.gpus}", f"{c.replica.rate:,.2f}",
                      _ms(c.replica.ttft_p99), _ms(c.replica.tpot),
-                     "n/a" if c.cost_per_hour is None else f"${c.cost_per_hour:,.2f}"))
+                     "n/a" if c.cost_per_hour is None else format_usd(c.cost_per_hour, 2)))
     return Table("Configurations meeting the target (cheapest TP per GPU type)",
                  ("gpu", "tp", "replicas", "GPUs", "req/s per replica", "TTFT p99", "TPOT", "cost/h"), tuple(rows))
