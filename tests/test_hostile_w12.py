@@ -57,3 +57,26 @@ def test_the_floor_price_answers_with_non_zero_costs(run_cli):
     assert cost_line.split()[-1] not in ("$0", "$0.00"), cost_line
     code, out, err = run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", "--price", "1e-4")
     assert code == 0 and "at $0.0001/GPU-hour" in out and "$0.000 " not in out, out
+
+
+# ---- (b) one source for "the step is llm.c's" ---------------------------------------------------------------------
+
+def test_recompute_asks_llmc_ops_whether_the_step_is_llmcs(monkeypatch):
+    """core/memory/recompute.py repeated llmc_ops.runs (implementation == 'llmc') inline; it now asks llmc_ops, so
+    the two cannot drift: with runs() patched to say yes, a selective op-SAC step re-runs nothing (llm.c's -r 1
+    GELU is llmc_ops' kernel), and with it saying no, the op-SAC share (1 s of matmuls: 4.75/13, test_titan_sac_release)."""
+    from gpuplan.catalog import load_model
+    from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
+    from gpuplan.core.time import llmc_ops
+    from gpuplan.core.time.step import StepSettings
+
+    spec, rates = load_model("llama-3.1-8b"), ForwardRates(1.0, 0.0, 0.0, 1.0)
+    settings = StepSettings(recompute="selective", selective="op-sac", op_sac_fused_qkv=False)
+
+    def seconds():
+        return recompute_seconds_per_token(spec, settings, rates, forward=2.0, matmuls=1.0, elementwise=0.0,
+                                           stage_layers=32)
+
+    assert seconds() == pytest.approx(4.75 / 13, rel=1e-9)
+    monkeypatch.setattr(llmc_ops, "runs", lambda s: True)
+    assert seconds() == 0.0

@@ -192,11 +192,13 @@ def recompute_seconds_per_token(spec: ModelSpec, settings, rates: ForwardRates, 
     recompute, recompute_layers, recompute_modules, selective) add to backward. ``forward``,
     ``matmuls``, ``elementwise``: the mean layer's forward, its matmuls' and its elementwise work's
     seconds per token."""
+    from gpuplan.core.time import llmc_ops  # on use: it imports numpy; the option vocabulary imports this module
+
     if settings.recompute == "full":
         if settings.recompute_layers is None:
             return forward
         return forward * block_recompute_share(settings.recompute_layers, stage_layers, vpp)
-    if settings.recompute != "selective" or getattr(settings, "implementation", None) == "llmc":
+    if settings.recompute != "selective" or llmc_ops.runs(settings):
         return 0.0  # llm.c's -r 1 re-runs GELU alone: core.time.llmc_ops counts that kernel
     if settings.selective == "op-sac":
         fused = spec.fused_qkv if settings.op_sac_fused_qkv is None else settings.op_sac_fused_qkv
