@@ -80,3 +80,31 @@ def test_recompute_asks_llmc_ops_whether_the_step_is_llmcs(monkeypatch):
     assert seconds() == pytest.approx(4.75 / 13, rel=1e-9)
     monkeypatch.setattr(llmc_ops, "runs", lambda s: True)
     assert seconds() == 0.0
+
+
+# ---- (c) the planner check takes the row's step fields from the memory check's one source ---------------------------
+
+def test_the_planner_check_takes_grad_and_weights_from_recipe_memory_fields(monkeypatch):
+    """planner_choice.planner_plan re-read recipe_memory.grad_dtype and the FP8 weights itself (a near-copy of
+    published_fits.recipe_memory_fields); it now takes STEP_RECIPE_FIELDS from that function: a patched answer
+    reaches the search's PlanInputs, the memory-only fields (moment_dtype) do not."""
+    import gpuplan.jobs.plan.search as S
+    import gpuplan.jobs.validation.published_fits as PF
+    from gpuplan.jobs.validation.planner_choice import planner_plan
+
+    class Searched(Exception):
+        pass
+
+    def searched(inputs, **kwargs):
+        raise Searched(inputs)
+
+    monkeypatch.setattr(PF, "recipe_memory_fields", lambda run: {"grad_dtype": "fp32", "moment_dtype": "bf16",
+                                                                  "low_precision_weights": "primary"})
+    monkeypatch.setattr(S, "search", searched)
+    run = {"model": {"catalog": "llama-3.1-8b", "seq_len": 8192}, "gpu": "h100-sxm", "gpus": 8, "precision": "fp8",
+           "layout": {"global_batch": 128}, "framework": "megatron", "recipe_memory": {"grad_dtype": "bf16"}}
+    with pytest.raises(Searched) as found:
+        planner_plan(run, "megatron")
+    inputs = found.value.args[0]
+    assert (inputs.grad_dtype, inputs.low_precision_weights) == ("fp32", "primary"), inputs
+    assert inputs.moment_dtype != "bf16"

@@ -21,9 +21,14 @@ from gpuplan.jobs.validation.published_throughput import (
     predict_tokens_per_gpu_s,
     published_layout,
     published_throughput_rows,
-    recipe_low_precision_weights,
     why_not,
 )
+
+STEP_RECIPE_FIELDS = ("low_precision_weights", "grad_dtype")
+"""The fields of published_fits.recipe_memory_fields that every layout the planner times takes from the row: its
+FP8 weights (published_throughput.param_gather: every layout gathers what the published one does) and its gradient
+width (recipe_memory.grad_dtype, read at its tag: buffer and DP wire). The rest (moments, loss, buffers) are the
+published layout's memory check only."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,7 @@ def planner_plan(run: dict, framework: str, recompute: str | None = None, kind_c
     from gpuplan.jobs.plan.estimate import chosen_plan
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import best_index, search
+    from gpuplan.jobs.validation.published_fits import recipe_memory_fields
     from gpuplan.jobs.validation.uncertainty import group_key
 
     fields = dict(model=run["model"]["catalog"], tokens=1e12, gpu=run["gpu"], gpus=run["gpus"],
@@ -139,13 +145,8 @@ def planner_plan(run: dict, framework: str, recompute: str | None = None, kind_c
         fields["recompute"] = recompute
     if framework == "torchtitan":  # the row's own compile setting (its framework string), as `plan --compile`
         fields["compile"] = "torch.compile" in run["framework"]
-    # the row's FP8 weights as its step and memory check read them (published_throughput.param_gather,
-    # published_fits.recipe_memory_fields): every layout the planner times gathers what the published one does
-    if framework == "megatron" and (weights := recipe_low_precision_weights(run)):
-        fields["low_precision_weights"] = weights
-    # the row's gradient width (recipe_memory.grad_dtype, read at its tag): buffer and DP wire, as its step and memory
-    if framework == "megatron" and (run.get("recipe_memory") or {}).get("grad_dtype"):
-        fields["grad_dtype"] = run["recipe_memory"]["grad_dtype"]
+    if framework == "megatron":  # what the row's step reads too, from the memory check's own source
+        fields |= {k: v for k, v in recipe_memory_fields(run).items() if k in STEP_RECIPE_FIELDS}
     group = group_key(run["model"]["catalog"], run["gpu"], run["gpus"], PRECISION[run["precision"]], framework)
     result = release_runs(search(PlanInputs(**fields), leave_out=group, kind_correction_rows=kind_correction_rows),
                           run, framework)
