@@ -108,3 +108,18 @@ def test_the_planner_check_takes_grad_and_weights_from_recipe_memory_fields(monk
     inputs = found.value.args[0]
     assert (inputs.grad_dtype, inputs.low_precision_weights) == ("fp32", "primary"), inputs
     assert inputs.moment_dtype != "bf16"
+
+
+# ---- (d) gpus_within takes the limit alone ---------------------------------------------------------------------------
+
+def test_gpus_within_takes_only_the_limit(run_cli, monkeypatch):
+    """jobs/training/timing.gpus_within had a ``minimal_rounds`` parameter no caller passed: the solver the MFU
+    refusal is handed (check_solved_mfu) now takes the MFU limit alone."""
+    import inspect
+
+    import gpuplan.jobs.training.timing as T
+
+    handed = []
+    monkeypatch.setattr(T, "check_solved_mfu", lambda *args: handed.append(args[-1]))
+    assert run_cli("train", "llama-2-7b", "--gpus", "64", "--days", "30")[0] == 0
+    assert list(inspect.signature(handed[0]).parameters) == ["limit"]

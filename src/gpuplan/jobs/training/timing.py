@@ -172,12 +172,12 @@ def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: 
                 raise solved_no_completion(with_budget_fields(inputs), spec, gpu, plan, deadline)  # names the batch
         return plan, work, solve_compute_budget(flops.used, peak, gpus=plan.gpus, wall_seconds=work / (1.0 + allowance))
 
-    def gpus_within(limit: float, minimal_rounds: int = 12) -> int:
+    def gpus_within(limit: float) -> int:
         """The fewest GPUs whose solved MFU (exact FLOPs) is within ``limit``, each count solved as if given. Not
         monotone (70B, 200 H100, 20 days: 1,360-1,367 meet, 1,368-1,375 idle GPUs and miss), so a step goes to the
-        working GPUs the limit needs (failures grow with the count) or one up; after ``minimal_rounds``, by count."""
+        working GPUs the limit needs (failures grow with the count) or one up; after 12 rounds, by count."""
         count = math.ceil(solved.gpus * solved.mfu * flops.exact / flops.used / limit - 1e-9)
-        for round_ in range(minimal_rounds + 6):
+        for round_ in range((minimal_rounds := 12) + 6):  # a parameter no caller passed until wave 12
             if count > MAX_GPUS:  # past what --gpus takes: not laid out (--days 0.001 on 8 GPUs asked ~10^20 GPUs of
                 break  # the planner, an OverflowError, wave 9); _needed_words says no count up to MAX_GPUS does
             try:
