@@ -123,3 +123,29 @@ def test_gpus_within_takes_only_the_limit(run_cli, monkeypatch):
     monkeypatch.setattr(T, "check_solved_mfu", lambda *args: handed.append(args[-1]))
     assert run_cli("train", "llama-2-7b", "--gpus", "64", "--days", "30")[0] == 0
     assert list(inspect.signature(handed[0]).parameters) == ["limit"]
+
+
+# ---- (e) check_speculative looks a vLLM release up once ---------------------------------------------------------------
+
+@pytest.mark.parametrize("release, refused", [("vllm==0.8.2", True), ("vllm==0.9.0", False), ("vllm==0.4.0", True)])
+def test_check_speculative_reads_the_release_table_once(monkeypatch, release, refused):
+    """jobs/inference/inputs_releases.check_speculative read VLLM_SPECULATIVE_SINCE through first_release and then
+    again for the V0-only refusal; once now, and the refusal still names the V0 release (0.7.3, mtp's first)."""
+    import gpuplan.jobs.inference.inputs_releases as IR
+    from gpuplan.core.serving.releases import parse_release
+    from gpuplan.errors import InputError
+
+    reads = []
+
+    class Counted(dict):
+        def get(self, key, default=None):
+            reads.append(key)
+            return super().get(key, default)
+
+    monkeypatch.setattr(IR, "VLLM_SPECULATIVE_SINCE", Counted(IR.VLLM_SPECULATIVE_SINCE))
+    if refused:
+        with pytest.raises(InputError, match=r"vllm==0\.7\.3|from 0\.7\.3"):
+            IR.check_speculative("mtp", parse_release(release))
+    else:
+        IR.check_speculative("mtp", parse_release(release))
+    assert reads == ["mtp"]

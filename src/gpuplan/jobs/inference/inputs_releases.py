@@ -121,14 +121,11 @@ def check_speculative(speculative: str, release) -> None:
         raise InputError("speculative", speculative, f"{release.label} has no {speculative} speculative decoding: "
                          f"{ENGINE_NAMES[release.engine]} runs it from {first[1]} ({first[2]}); give "
                          f"--engine {release.engine}=={first[1]} or later, or another --speculative")
-    if release.engine != "vllm":
-        return
-    since = VLLM_SPECULATIVE_SINCE.get(speculative)
-    window = VLLM_SPECULATIVE_V0_ONLY.get(speculative)
-    if window is not None and window[0] <= release.version < window[1]:
+    window = VLLM_SPECULATIVE_V0_ONLY.get(speculative) if release.engine == "vllm" else None
+    if window is not None and window[0] <= release.version < window[1]:  # first: the V0 release, looked up once
         raise InputError("speculative", speculative, f"{release.label} runs {speculative} only on its V0 engine "
                          "(engine/arg_utils.py@v0.8.5 L1423-1441, L1649-1658) and gpuplan prices vllm 0.8.x as V1; "
-                         f"give --engine vllm=={_text(since)} (V0) or vllm==0.9.0 or later (V1)")
+                         f"give --engine vllm=={first[1]} (V0) or vllm==0.9.0 or later (V1)")
 
 
 def check_eagle3_target(speculative: str, model_type: str, release) -> None:
