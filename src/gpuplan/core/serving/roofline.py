@@ -18,6 +18,7 @@ from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import lora as L
+from gpuplan.core.serving import marlin as MG
 from gpuplan.core.serving import moe_combine as MC
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import spec_runner as SR
@@ -80,6 +81,8 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     and the pipeline hops. Summed over pp stages."""
     eff = setup.efficiency
     bw, gemm, kv, attention = eff.rates(which, setup.fmt.compute_dtype not in ("fp32", "bf16", "fp16"))
+    # vLLM's int4 linears on sm8x run Marlin, whose 64-row tiles cap its GEMM rate (marlin)
+    gemm = MG.gemm_fraction(setup, fabric, gemm)
     layers = spec.num_layers
     # + SGLang's Triton / Marlin MoE writing and summing one hidden row per (token, expert) (moe_combine)
     moe_rows = work.tokens * layers * MC.combine_bytes_per_token(spec, setup.runtime.release, setup.fmt.name,
