@@ -14,8 +14,8 @@ each row's derived.cuda_graph):
   Qwen3-30B on 8 GB200 / 8 B200 and Qwen3-235B on 64 GB200 (Megatron-Core's per-layer graphs, scope 'full': the
   whole layer, recorded as local:attn,moe_router,moe_preprocess,experts), false for the DeepSeek-V3 GB200 / B200,
   Qwen3-235B B200 / H100 and Qwen3-30B H100 entries.
-- The four NeMo 2 Mixtral rows carry no moe_comm (their MoE launch is not modelled): their derived.cuda_graph says
-  'not stated in moe_comm' and gives the reading.
+- The four NeMo 2 Mixtral rows (NeMo v2.2.0 / v2.3.0 perf scripts): per-layer graphs (enable_cuda_graph, recorded as
+  local:...) on the two 8x7B rows, none on the two 8x22B rows; drop-and-pad (tests/test_ep_mixtral_token_drop.py).
 """
 
 from __future__ import annotations
@@ -79,17 +79,14 @@ def _megatron_moe_rows():
 def test_every_megatron_moe_row_states_its_cuda_graphs():
     rows = _megatron_moe_rows()
     stated = {i for i, r in rows.items() if (r.get("moe_comm") or {}).get("cuda_graph")}
-    not_stated = {i for i, r in rows.items() if not r.get("moe_comm")}
-    # 105 read before this wave's pass + the 27 read here; the 4 NeMo 2 Mixtral rows carry no moe_comm
-    assert (len(rows), len(stated), len(not_stated)) == (136, 132, 4)
-    assert not set(rows) - stated - not_stated  # a row with a moe_comm but no graph reading fails here
+    # 105 read before this wave's pass + the 27 read here + the 4 NeMo 2 Mixtral rows (wave 12): every row
+    assert (len(rows), len(stated)) == (136, 136)
     for i in stated:
         assert rows[i]["moe_comm"]["cuda_graph"] in VOCABULARY, i
         assert "@" in _citation(rows[i]["derived"]), i  # full_iteration rows cite their perf recipe too
-    assert not_stated == set(NEMO2_ROWS)
-    for i in not_stated:
-        cite = rows[i]["derived"]["cuda_graph"]
-        assert cite.startswith("not stated in moe_comm (") and "@v2." in cite, i
+    for i, per_layer in NEMO2_ROWS.items():
+        assert rows[i]["moe_comm"]["cuda_graph"] == (LOCAL if per_layer else "none"), i
+        assert "@v2." in rows[i]["derived"]["cuda_graph"], i
 
 
 def test_wave_5_readings_at_their_tags():
@@ -113,7 +110,7 @@ def test_per_layer_graphs_read_as_router_graphed_on_drop_and_pad_rows():
     # router as graphed (as te:moe_router); every such row is drop-and-pad (moe_launch static: no MoE host term)
     rows = _megatron_moe_rows()
     local = [r for r in rows.values() if (r.get("moe_comm") or {}).get("cuda_graph") == LOCAL]
-    assert len(local) == 5
+    assert len(local) == 7  # the 5 25.09 perf_matrix rows + the 2 NeMo 2 Mixtral 8x7B rows
     for row in local:
         comm = row["moe_comm"]
         assert comm["static_splits"] and moe_launch(comm) == "static"
@@ -125,7 +122,7 @@ def test_nemo2_readings():
     for rid, graphed in NEMO2_ROWS.items():
         cite = rows[rid]["derived"]["cuda_graph"]
         assert ("per-layer CUDA graphs" in cite) == graphed, rid
-        assert moe_launch(rows[rid].get("moe_comm") or {}) == "none"  # not modelled: the reading moves nothing
+        assert moe_launch(rows[rid]["moe_comm"]) == "static"  # drop-and-pad: tests/test_ep_mixtral_token_drop.py
 
 
 def test_ungraphed_router_costs_the_b200_row_its_ops():

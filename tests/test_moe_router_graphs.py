@@ -44,8 +44,9 @@ def test_published_rows_carry_their_recipes_cuda_graph_scope(published_rows):
     # 21 full-iteration rows before + 80 read at their tags (2 of them full-iteration) + the 4 16-expert combined-1F1B
     # rows of 25.11 / 26.02 read without graphs (docs/step.md, "The skill run against the preset rows") + the 27
     # Qwen3 25.11 / 26.02 and 25.09 perf_matrix rows read in wave 5 (tests/test_moe_graph_readings.py): every
-    # Megatron-Bridge MoE row (132; the 4 NeMo 2 Mixtral rows carry no moe_comm)
-    assert len(read) == 132
+    # Megatron-Bridge MoE row (132) + the 4 NeMo 2 Mixtral rows, read at v2.2.0 / v2.3.0 in wave 12 (drop-and-pad:
+    # tests/test_ep_mixtral_token_drop.py)
+    assert len(read) == 136
     assert set(read.values()) == {"full_iteration", "none", "te:moe_router,moe_preprocess",
                                   "te:attn,moe_router,moe_preprocess", "local:attn,moe_router,moe_preprocess,experts"}
     assert all("cuda_graph" in rows[i]["derived"] for i in read)
