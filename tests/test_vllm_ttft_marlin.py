@@ -71,3 +71,13 @@ def test_issue_20469_cold_prefill_gemms_run_at_marlins_rate_and_the_row_is_withi
     measured, predicted = ttft[2], ttft[3]
     assert measured == pytest.approx(3.34537, rel=1e-6)
     assert abs(predicted / measured - 1) <= 0.10  # +5.8% on 2026-12-06; -31.6% with the 16-bit fraction
+
+
+def test_a_users_compute_efficiency_rescales_marlins_fraction_too():
+    """--compute-efficiency rescales the 16-bit range (jobs/inference/schema.py _scaled); Marlin's follows it:
+    a calibration to 0.60 (0.75 x the default 0.80) gives 0.75 x 0.4532 = 0.3399."""
+    a100 = load_accelerator("a100-pcie-80gb")
+    setup = SU.ServingSetup(W.weight_format("int4", group_size=128), 2.0,
+                            runtime=SU.Runtime(engine="vllm", version=(0, 9, 1)),
+                            efficiency=SU.Efficiency(compute=(0.60, 0.45, 0.675)))
+    assert MG.gemm_fraction(setup, a100, 0.60) == pytest.approx(0.3399, rel=1e-3)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.serving.releases import EngineRelease
-from gpuplan.core.serving.setup import OTHER_ENGINES, ServingSetup
+from gpuplan.core.serving.setup import OTHER_ENGINES, Efficiency, ServingSetup
 
 MARLIN_PLATEAU_TFLOPS = 141.4
 """TFLOP/s Marlin's int4 x fp16 GEMM holds from batch 64 to 4,000 rows: vllm PR 2497 (the Marlin
@@ -53,6 +53,8 @@ MARLIN_LARGE_M_FRACTION = MARLIN_PLATEAU_TFLOPS / AMPERE_FP16_PEAK_TFLOPS
 """Marlin's compute ceiling as a share of the dense fp16 peak: 141.4 / 312 = 0.453 (0.80 for a 16-bit GEMM,
 setup.Efficiency.compute). Taken for every sm8x part (the figure is an A100's; the kernel's tile is the same
 on Ada)."""
+DEFAULT_COMPUTE = Efficiency().compute[0]
+"""The expected 16-bit GEMM fraction the Marlin fraction stands in for (setup.Efficiency.compute, 0.80)."""
 VLLM_MARLIN_SINCE = (0, 5, 3)
 """The first vLLM release that converts AWQ checkpoints to awq_marlin: vllm PR 6612 ('Add AWQ support to the
 Marlin kernel', July 2024), run on the vllm/vllm-openai:v0.5.3.post1 image in its own thread; awq_marlin.py is in
@@ -76,12 +78,13 @@ def runs_marlin(release: EngineRelease, fabric: Accelerator | None, fmt_name: st
 
 def gemm_fraction(setup: ServingSetup, fabric: Accelerator | None, fraction: float) -> float:
     """The GEMM compute fraction a step of ``setup`` reaches on ``fabric``, given the 16-bit GEMM's ``fraction`` at
-    this end of the range: MARLIN_LARGE_M_FRACTION scaled like the 16-bit range (x fraction / the expected
-    setup.Efficiency.compute) where runs_marlin for the setup's release and weight format, else ``fraction``.
-    Setups on the prior for engines outside vLLM, SGLang and TensorRT-LLM (setup.OTHER_ENGINES: llama.cpp, MLC,
-    ExLlama, which carry a default vLLM Runtime) keep ``fraction``: they run their own kernels. The
-    weight-streaming bound is untouched: at a few rows Marlin is memory-bound (the same bench: 1,158.6 GB/s at
-    batch 1 to 16), which roofline's max(weights, FLOPs) keeps."""
+    this end of the range: where runs_marlin for the setup's release and weight format, MARLIN_LARGE_M_FRACTION x
+    fraction / DEFAULT_COMPUTE (0.80, setup.Efficiency's expected 16-bit fraction): 0.453 at the expected end,
+    0.34 / 0.51 at the low / high end, and a user's --compute-efficiency, which rescales the 16-bit range, rescales
+    Marlin's by the same factor. Else ``fraction``. Setups on the prior for engines outside vLLM, SGLang and
+    TensorRT-LLM (setup.OTHER_ENGINES: llama.cpp, MLC, ExLlama, which carry a default vLLM Runtime) keep
+    ``fraction``: they run their own kernels. The weight-streaming bound is untouched: at a few rows Marlin is
+    memory-bound (the same bench: 1,158.6 GB/s at batch 1 to 16), which roofline's max(weights, FLOPs) keeps."""
     if setup.efficiency == OTHER_ENGINES or not runs_marlin(setup.runtime.release, fabric, setup.fmt.name):
         return fraction
-    return MARLIN_LARGE_M_FRACTION * fraction / setup.efficiency.compute[0]
+    return MARLIN_LARGE_M_FRACTION * fraction / DEFAULT_COMPUTE
