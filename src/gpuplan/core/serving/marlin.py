@@ -27,6 +27,11 @@ run the batch 64 kernel repeatedly' (IST-DASLab/marlin issue 2, 2024-01-18, answ
 which fp16 x fp16 and ExLlamaV2 outperform Marlin at long sequences). Its throughput therefore stops
 growing with M at the 64-row problem's rate, below a cuBLAS GEMM's.
 
+Later releases keep it: 0.23.0 converts the same way (awq_marlin.py@v0.23.0:251-270, skipped only under
+VLLM_BATCH_INVARIANT), calls ops.marlin_gemm from apply_awq_marlin_linear (utils/marlin_utils.py@v0.23.0:601-641)
+and cuts M into the same 64-row problems with the same first large-batch tile
+(csrc/quantization/marlin/marlin.cu@v0.23.0:136-141, 416-421).
+
 Not modelled: Hopper (0.9.1 runs awq_marlin there too, but the ceiling below is an Ampere figure; GPTQ goes to
 Machete), other engines (SGLang's AWQ path is H5's; TensorRT-LLM has its own int4 kernels), the sustained
 clock of a 300 W PCIe A100 (its dense peak is the SXM part's on paper: catalog a100-pcie-80gb).
