@@ -55,7 +55,25 @@ the gate half: compare 2 + 1, ``where`` 1 + 2 + 2 = 8; the linear half's two com
 gradients (read 2, write 2): 15. Total 23. TE's op fuser runs ``ScaledClampedQGeGLU`` instead
 (``experts.py`` at core 0.18-0.19), with no eager clamp.
 
-Units: bytes per token per layer.
+**Their kernels' fixed time.** The bytes above are charged at HBM speed; each eager kernel also
+pays core.time.memory_kernels' fixed ~8 us (launch, ramp-up, tail wave), which a per-token term
+cannot see. Counted per layer and micro-batch beyond the fused path's kernels (the fc2 bias's
+per-expert kernels are core.time.moe_layer's): the unfused RoPE, per call (q, then k:
+``apply_rotary_pos_emb`` once each), runs forward ``t * cos_``, the negation and ``cat`` of
+``_rotate_half``, ``* sin_``, the sum and the closing ``cat`` over the tensor (6): 12 for q and k,
+less the fused kernel's 2: 10; backward the 7 a call that the byte count above reads
+(core.time.megatron_ops._rope: 14 for q and k), less the fused 2: 12. Before them each call rebuilds
+its factors from the position frequencies, ``cos``, ``* mscale``, ``.to`` and the same for ``sin``:
+6 kernels over s x 64 fp32 values (1 MB at 4,096), 12 a layer, each taken at a one-block kernel's
+time (core.time.moe_layer.TINY_KERNEL_SECONDS, a lower bound) rather than the fixed ~8 us of a
+tensor-sized pass (rope_utils.py@2edffad, the
+Megatron-LM commit Megatron-Bridge v0.4.2 pins, L92-126, reached from ``apply_rotary_pos_emb`` L250-318). The clamp: forward the two ``clamp`` and the
+``cat`` (``chunk`` is a view): 3; backward the gate half's ``clamp_backward`` (compare, ``where``: 2),
+the linear half's (two compares, ``logical_and_``, ``where``: 4) and the chunk's re-assembly (1): 7
+(fused_bias_geglu.py@2edffad L410-442). A recompute that re-runs the function re-runs its forward
+kernels: Megatron's 'moe_act' (or 'moe', or full) for the clamp, full recompute for the RoPE.
+
+Units: bytes per token per layer; kernels per layer and micro-batch.
 """
 
 from __future__ import annotations
@@ -74,6 +92,14 @@ EAGER_ROPE_EXTRA_BYTES_PER_ELEMENT = 50.0 - 8.0
 EAGER_GLU_CLAMP_FORWARD_BYTES_PER_ELEMENT = 8.0
 EAGER_GLU_CLAMP_BYTES_PER_ELEMENT = EAGER_GLU_CLAMP_FORWARD_BYTES_PER_ELEMENT + 15.0
 """HBM bytes per element of an expert's first-linear output (bf16), forward (8) + backward (15)."""
+
+
+EAGER_ROPE_EXTRA_KERNELS = (12 - 2, 14 - 2)
+"""(forward, backward) tensor-sized kernels per layer the unfused RoPE of q and k launches beyond TE's fused RoPE."""
+EAGER_ROPE_FACTOR_KERNELS = 2 * 6
+"""Small forward kernels per layer that rebuild cos / sin x mscale from the frequencies (q and k: 6 each)."""
+EAGER_GLU_CLAMP_KERNELS = (3, 7)
+"""(forward, backward) kernels per MoE layer of the eager clamp before the quick-GEGLU."""
 
 
 def routing_probs_dtype(ep_dispatcher: str) -> str:
@@ -122,3 +148,20 @@ def eager_fallback_bytes_per_token(spec: ModelSpec, fallbacks: tuple[str, ...], 
     if CLAMPED_GLU in fallbacks:
         total += eager_glu_clamp_bytes_per_token(spec)
     return total
+
+
+def eager_fallback_kernels(spec: ModelSpec, fallbacks: tuple[str, ...], rerun_rope: bool = False,
+                           rerun_clamp: bool = False) -> tuple[float, float]:
+    """(tensor-sized, small) kernels the ``fallbacks`` a run takes launch per micro-batch in the mean
+    layer beyond the fused path's (module docstring): forward + backward, and the forward again where a
+    recompute re-runs it (``rerun_rope``: full recompute; ``rerun_clamp``: full, 'moe' or 'moe_act').
+    The expert bias's per-expert kernels are core.time.moe_layer's, not counted here."""
+    passes, small = 0.0, 0.0
+    if YARN_ROPE in fallbacks and eager_rope_bytes_per_token(spec):
+        forward, backward = EAGER_ROPE_EXTRA_KERNELS
+        passes += forward * (1 + rerun_rope) + backward
+        small += EAGER_ROPE_FACTOR_KERNELS * (1 + rerun_rope)
+    if CLAMPED_GLU in fallbacks and eager_glu_clamp_bytes_per_token(spec):
+        forward, backward = EAGER_GLU_CLAMP_KERNELS
+        passes += (forward * (1 + rerun_clamp) + backward) * spec.num_moe_layers / spec.num_layers
+    return passes, small

@@ -83,7 +83,7 @@ Nothing is fitted. Units: seconds, counts, bytes.
 from __future__ import annotations
 
 from gpuplan.core.bulk import minimum
-from gpuplan.core.time.eager_fallbacks import EXPERT_BIAS, routing_probs_dtype
+from gpuplan.core.time.eager_fallbacks import EXPERT_BIAS, eager_fallback_kernels, routing_probs_dtype
 from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS, memory_bound_seconds
 
 EXPERT_KERNEL_MODES = ("per-expert", "fused")
@@ -221,7 +221,8 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
     """Per micro-batch: the MoE layers among a stage's ``layers`` (forward, backward and a recompute's
     second forward, reruns_experts): the per-expert kernels' fixed seconds (``settings.moe_expert_kernels``
     'per-expert'), the alltoall dispatcher's sorts of the rank's ``tokens`` (a rank holding more than
-    one expert) and its quantisation padding's copies (pads_for_quantization), the eager fc2 bias's per-expert kernels (settings.eager_fallbacks), less the element-wise
+    one expert) and its quantisation padding's copies (pads_for_quantization), the eager fc2 bias's per-expert kernels
+    and the eager RoPE's and clamp's fixed time (settings.eager_fallbacks), less the element-wise
     passes the fused MXFP8 grouped MLP folds into its GEMMs (negative then). 0 unless
     Megatron-Core's MoE layer is modelled (``settings.moe_launch`` not 'none')."""
     if spec.moe is None or not spec.num_moe_layers or settings.moe_launch == "none":
@@ -241,7 +242,20 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
     if spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks:
         bias_f, bias_b = eager_bias_fixed_seconds(local, routing_probs_dtype(settings.ep_dispatcher))
         forward, backward = forward + bias_f, backward + bias_b
-    return (forward + backward + forward * reruns_experts(settings)) * spec.num_moe_layers * layers / spec.num_layers
+    moe_share = spec.num_moe_layers / spec.num_layers
+    return (forward + backward + forward * reruns_experts(settings)) * moe_share * layers \
+        + eager_fallback_fixed_seconds(spec, settings) * layers
+
+
+def eager_fallback_fixed_seconds(spec, settings, fixed: float = KERNEL_FIXED_SECONDS):
+    """Fixed GPU seconds per micro-batch of the mean layer's eager RoPE and clamp kernels
+    (core.time.eager_fallbacks.eager_fallback_kernels; their bytes are the element-wise term's): the
+    tensor-sized ones at ``fixed``, the RoPE's frequency kernels at TINY_KERNEL_SECONDS. Full recompute
+    re-runs both forwards, Megatron's 'moe' / 'moe_act' modules the clamp's."""
+    full = settings.recompute == "full" and settings.recompute_layers is None
+    act = full or (settings.recompute == "selective" and bool({"moe", "moe_act"} & set(settings.recompute_modules)))
+    passes, small = eager_fallback_kernels(spec, settings.eager_fallbacks, rerun_rope=full, rerun_clamp=act)
+    return fixed * passes + TINY_KERNEL_SECONDS * small
 
 
 def reruns_experts(settings) -> bool:

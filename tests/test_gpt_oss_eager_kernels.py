@@ -1,0 +1,63 @@
+"""GPT-OSS's eager RoPE and clamp: the fixed GPU time of their kernels (core.time.eager_fallbacks,
+core.time.moe_layer.eager_fallback_fixed_seconds; docs/step.md, "GPT-OSS 120B on Blackwell, seventh pass").
+
+Hand-worked counts per layer and micro-batch, read from Megatron-LM at 2edffad (the commit Megatron-Bridge
+v0.4.2 pins): the unfused YaRN RoPE of q and k, beyond TE's fused kernel, 10 forward + 12 backward
+tensor-sized kernels and 12 small ones rebuilding cos / sin x mscale; the clamp before the quick-GEGLU 3
+forward + 7 backward, its forward again under the 'moe_act' recompute. At 7.84 us a tensor-sized kernel and
+0.92 us a small one: (10 + 12 + 3 + 7 + 3) x 7.84 + 12 x 0.92 = 285.44 us a layer and micro-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import gpuplan.core.time.moe_layer as ML
+from gpuplan.catalog import load_model
+from gpuplan.core.time.eager_fallbacks import (CLAMPED_GLU, EXPERT_BIAS, MEGATRON_EAGER_FALLBACKS, YARN_ROPE,
+                                               eager_fallback_kernels)
+from gpuplan.core.time.step import StepSettings
+from gpuplan.jobs.validation.published_throughput import megatron_eager_fallbacks, predicted_step
+
+B200_ROW = "mbridge-26.04.01-gpt-oss-120b-b200-64g-bf16"
+PER_LAYER_US = (10 + 12 + 3 + 7 + 3) * 7.84 + 12 * 0.92  # 285.44 us
+
+
+@pytest.fixture(scope="module")
+def gpt_oss():
+    return load_model("gpt-oss-120b")
+
+
+def test_kernel_counts_read_from_the_code(gpt_oss):
+    assert eager_fallback_kernels(gpt_oss, MEGATRON_EAGER_FALLBACKS) == (10 + 12 + 3 + 7, 12)
+    assert eager_fallback_kernels(gpt_oss, MEGATRON_EAGER_FALLBACKS, rerun_clamp=True) == (35, 12)
+    assert eager_fallback_kernels(gpt_oss, MEGATRON_EAGER_FALLBACKS, rerun_rope=True) == (42, 24)
+    assert eager_fallback_kernels(gpt_oss, (CLAMPED_GLU,)) == (10, 0)  # 25.11: TE's fused RoPE still ran
+    assert eager_fallback_kernels(gpt_oss, (EXPERT_BIAS,)) == (0, 0)  # moe_layer counts the bias per expert
+
+
+def test_models_without_the_paths_launch_nothing_more():
+    qwen = load_model("qwen3-30b-a3b")  # plain RoPE, unclamped SwiGLU
+    assert eager_fallback_kernels(qwen, MEGATRON_EAGER_FALLBACKS) == (0, 0)
+
+
+def test_moe_act_recompute_adds_the_clamp_forward(gpt_oss):
+    settings = StepSettings(seq_len=4096, recompute="selective", recompute_modules=("layernorm", "moe_act"),
+                            eager_fallbacks=MEGATRON_EAGER_FALLBACKS)
+    assert ML.eager_fallback_fixed_seconds(gpt_oss, settings) == pytest.approx(PER_LAYER_US * 1e-6, rel=1e-9)
+    plain = replace(settings, recompute="none", recompute_modules=())
+    assert ML.eager_fallback_fixed_seconds(gpt_oss, plain) == pytest.approx((PER_LAYER_US - 3 * 7.84) * 1e-6,
+                                                                            rel=1e-9)
+
+
+def test_b200_row_step_grows_by_the_hand_worked_time(monkeypatch, published_rows):
+    """64 B200, 26.04.01: pp 1, 36 layers, 5 micro-batches, selective recompute of layernorm + moe_act, so
+    the step grows by 5 x 36 x 285.44 us = 51.38 ms (no bubble at pp 1)."""
+    row = published_rows[B200_ROW]
+    assert set(megatron_eager_fallbacks(row)) == {EXPERT_BIAS, YARN_ROPE, CLAMPED_GLU}
+    with_kernels = predicted_step(row).total
+    monkeypatch.setattr(ML, "eager_fallback_fixed_seconds", lambda spec, settings, fixed=0.0: 0.0)
+    without = predicted_step(row).total
+    assert with_kernels - without == pytest.approx(5 * 36 * PER_LAYER_US * 1e-6, rel=1e-6)
