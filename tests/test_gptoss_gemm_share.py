@@ -38,10 +38,11 @@ def test_mxfp8_over_bf16_matches_the_published_few_percent(gpu):
 def test_slow_bf16_gemms_would_make_mxfp8_gain_far_more(gpu):
     """The counterfactual the docs size: were the BF16 linears slow enough to explain the measured
     BF16 step, MXFP8 (which the model runs at its own rate) would finish in the modelled MXFP8 step,
-    a gain of at least 1.25x at every layout (GB300 1.26, B300 1.37, B200 1.37, GB200 1.52), where
-    #3389 reports ~1.05."""
+    a gain above 1.15x (the upper end the test above allows around #3389's ~1.05) at every layout
+    (GB300 1.23, B300 1.35, B200 1.35, GB200 1.48 once the eager RoPE / clamp kernels' fixed time is
+    charged; 1.26 / 1.37 / 1.37 / 1.52 before, when this bound was 1.25)."""
     row = _row(gpu)
     lay = row["layout"]
     measured = lay["global_batch"] * row["model"]["seq_len"] / row["measured"]["tokens_per_s_per_gpu"] / row["gpus"]
     mxfp8 = predicted_step(row, dtype="fp8", fp8_recipe="mxfp8").total
-    assert measured / mxfp8 > 1.25, (gpu, measured / mxfp8)
+    assert measured / mxfp8 > 1.15, (gpu, measured / mxfp8)
