@@ -9,6 +9,7 @@ import pytest
 from helpers import published_rows_by_id
 
 from gpuplan.core.time import moe_host as M
+from gpuplan.core.time import moe_layer as ML
 from gpuplan.core.time.moe_layer import backward_launches_per_local_expert
 from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
 
@@ -158,8 +159,9 @@ def test_gpt_oss_h100_rows_pay_the_activation_sync(row, before):
     with pytest.MonkeyPatch.context() as patch:  # and without the fallbacks' host ops (fallback_python_ops), added since
         patch.setattr(M, "activation_sync_extra_seconds", lambda *args, **kwargs: 0.0)
         patch.setattr(M, "fallback_python_ops", lambda *args: (0, 0))
+        patch.setattr(ML, "eager_fallback_fixed_seconds", lambda *args, **kwargs: 0.0)  # and their kernels' GPU floor
         assert _error(row) == pytest.approx(before, abs=0.005)
-    assert 0.10 < _error(row) < 0.17
+    assert 0.05 < _error(row) < 0.17  # +11.6 / +8.5% once the eager RoPE / clamp kernels' fixed time is charged
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(M, "activation_sync_extra_seconds", lambda *args, **kwargs: 0.0)
         unsynced = _error("mbridge-25.11-gpt-oss-120b-h100-sxm-64g-bf16")
