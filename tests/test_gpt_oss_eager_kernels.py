@@ -1,5 +1,5 @@
 """GPT-OSS's eager RoPE and clamp: the fixed GPU time of their kernels (core.time.eager_fallbacks,
-core.time.moe_layer.eager_fallback_fixed_seconds; docs/step.md, "GPT-OSS 120B on Blackwell, seventh pass").
+core.time.moe_layer.eager_fallback_fixed_seconds; docs/step.md, "GPT-OSS 120B, seventh pass").
 
 Hand-worked counts per layer and micro-batch, read from Megatron-LM at 2edffad (the commit Megatron-Bridge
 v0.4.2 pins): the unfused YaRN RoPE of q and k, beyond TE's fused kernel, 10 forward + 12 backward
