@@ -48,10 +48,11 @@ MARLIN_PLATEAU_TFLOPS = 141.4
 integration, comment by resorcap, 2024-01-24), IST-DASLab/marlin bench.py (its 'ideal' shape, group 128):
 'batch=0064 ... TFLOP/s=139.662', 'batch=0128 ... 140.903', 'batch=0256 ... 141.424', 'batch=1024 ...
 141.152', 'batch=2048 ... 141.425, ... speedup=0.60', 'batch=4000 ... 141.124, ... speedup=0.61'. The comment
-does not name the GPU in the stored copy; an A100-class part (312 TFLOP/s dense fp16) is inferred from two of
-its own figures: batch 1 streams 1,158.6 GB/s, more than an A10, A40, A6000, L40S or RTX 4090 can read (600-1,008
-GB/s), and its 0.60 speedup at batch 2,048 puts torch's fp16 GEMM at 141.4 / 0.60 = 236 TFLOP/s, 75% of an
-A100's peak and about 0.35-0.4 of an H100's. Not fitted: no validation row is used."""
+does not name the GPU; it is an A100: bench.py@0f102e11 sizes its 'ideal' shape (4 x 256 x SMS, 256 x SMS) from an
+SM count it sets only for device names with 'A100', 'A10', '3090' or 'A6000' (SMS = -1 otherwise, a negative
+shape), and batch 1 streams 1,158.6 GB/s, more than an A10, RTX 3090 or RTX A6000 can read (600-936 GB/s). Its
+0.60 speedup puts torch's fp16 GEMM there at 141.4 / 0.60 = 236 TFLOP/s, 75% of the A100's peak. Not fitted: no
+validation row is used."""
 AMPERE_FP16_PEAK_TFLOPS = 312.0
 """The A100's dense fp16 / bf16 tensor-core peak (NVIDIA A100 datasheet; catalog a100-sxm / a100-pcie-80gb)."""
 MARLIN_LARGE_M_FRACTION = MARLIN_PLATEAU_TFLOPS / AMPERE_FP16_PEAK_TFLOPS
