@@ -7,7 +7,7 @@ Which kernel runs. An AWQ checkpoint (quant_method 'awq', 4 bits, group 128, zer
 'awq_marlin' when is_awq_marlin_compatible and the user named no method (or marlin / awq_marlin)
 (model_executor/layers/quantization/awq_marlin.py@v0.9.1:107-124, 154-176: CUDA, 4 or 8 bits, a group size
 and zero point that check_marlin_supported accepts); only ``--quantization awq`` keeps the old AWQ kernel
-(L119-123), whose dequantize-then-matmul path for M >= 256 (awq.py) is therefore not what a default server runs.
+(L119-123), whose dequantize-then-matmul path for M >= 256 (awq.py@v0.9.1:184-188) is therefore not what a default server runs.
 Every awq_marlin linear calls ops.gptq_marlin_gemm at any M (apply_awq_marlin_linear,
 quantization/utils/marlin_utils.py@v0.9.1:434-475): there is no switch to a dequantised cuBLAS GEMM for a
 prefill. GPTQ checkpoints reach the same kernel on sm8x (gptq_marlin.py@v0.9.1:237 choose_mp_linear_kernel:
