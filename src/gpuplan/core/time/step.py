@@ -35,7 +35,7 @@ from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
 from gpuplan.core.time.optimizer import accumulation_pass_seconds
 from gpuplan.core.comm.dp_costs import optimizer_shards
-from gpuplan.core.time import activation_offload as AO, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT, sequence_parallel as SP, llmc_ops as LO
+from gpuplan.core.time import activation_offload as AO, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT, titan_float8 as TF, sequence_parallel as SP, llmc_ops as LO
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import ParamGather, by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
@@ -373,8 +373,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
                                      ep=ep, mtp=mtp, vpp=vpp).total
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
-    compute = t_mb * micro_batches + (0.0 if settings.titan_ops is None else TT.fsdp_copy_seconds(  # FSDP2's copies
-        spec, cluster.gpu.memory_bandwidth, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches))
+    compute = t_mb * micro_batches + TF.step_copy_seconds(  # torchtitan's FSDP2 copies, its float8 all-gather's change
+        spec, cluster, settings, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches)
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
     params = params_per_gpu(spec, tp, pp, ep)
     trained = params if settings.finetune == "full" else _adapters_per_gpu(spec, settings, tp, pp)

@@ -160,7 +160,9 @@ def param_gather(run: dict[str, Any]) -> ParamGather:
     buffer, the same docstring; NVFP4 'primary' from 26.04.01: Megatron-Core 0.16's buffer has no FP4 path read,
     taken as bf16). Overlapped unless the row's overlap_param_gather is false (cited per row: the 25.11 perf
     configs' fp8_mx switch)."""
-    return ParamGather(fp8_matrices=_per_tensor_fp8(run) and recipe_low_precision_weights(run) == "primary",
+    fp8 = _per_tensor_fp8(run) and (recipe_low_precision_weights(run) == "primary"  # torchtitan: core.time.titan_float8
+                                    or run.get("fsdp_float8_all_gather") is True)
+    return ParamGather(fp8_matrices=fp8,
                        overlapped=run.get("overlap_param_gather") is not False)
 
 

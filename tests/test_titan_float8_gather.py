@@ -1,0 +1,93 @@
+"""torchtitan's FSDP2 float8 all-gather (--float8.enable_fsdp_float8_all_gather, core.time.titan_float8): torchao's
+WeightWithDynamicFloat8CastTensor casts each shard to float8 before the gather (torchao/float8/fsdp_utils.py@eab345c
+L226-244), the gather moves 1 B a layer-matrix element (core.comm.dp_costs.gather_bytes, the Megatron FP8 param
+gather's mechanism), the copy-out copies 1 + 1 B, and Float8Linear skips its own weight cast
+(float8_linear.py@eab345c L324-336). Hand-worked on Llama 3.1 8B."""
+
+import pytest
+
+from gpuplan.catalog import load_accelerator, load_model
+from gpuplan.core.comm import collectives as K
+from gpuplan.core.comm.dp_costs import ParamGather, gather_bytes
+from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.time import titan_float8 as TF
+from gpuplan.core.time.memory_kernels import HBM_STREAM_EFFICIENCY, memory_bound_seconds
+from gpuplan.core.time.step import StepSettings
+from gpuplan.core.time.titan_ops import TitanOps
+from gpuplan.jobs.validation import published_throughput as pt
+
+# Llama 3.1 8B (meta-llama/Llama-3.1-8B config.json): 32 layers, hidden 4,096, 32 heads of 128, 8 KV heads,
+# FFN 14,336, vocabulary 128,256, untied head; RMSNorm weights only
+H, L, FFN, VOCAB, KV = 4096, 32, 14336, 128256, 8 * 128
+MATRICES = L * (2 * H * H + 2 * H * KV + 3 * H * FFN)  # wq wo, wk wv, w1 w2 w3: 6,979,321,856
+REST = 2 * VOCAB * H + (2 * L + 1) * H  # tok_embeddings + output + norms: 1,050,939,392 (bf16: not Float8Linear)
+
+
+@pytest.fixture(scope="module")
+def h100_cluster():
+    return cluster_for(load_accelerator("h100-sxm-96gb-500w"))
+
+
+def test_8b_gather_bytes_by_hand():
+    spec = load_model("llama-3.1-8b")
+    assert (MATRICES, REST) == (6_979_321_856, 1_050_939_392)
+    # FSDP over 8 (tp 1, pp 1): the whole stage is gathered: matrices at 1 B, the rest at 2 B = 9.081e9 B (bf16 16.06e9)
+    fp8 = gather_bytes(spec, ParamGather(fp8_matrices=True), 1, 1, 1)
+    assert fp8 == pytest.approx(MATRICES + 2 * REST, rel=1e-9)
+    assert fp8 / gather_bytes(spec, ParamGather(), 1, 1, 1) == pytest.approx(0.5654, abs=1e-4)
+
+
+def test_float8_gather_seconds_by_hand(h100_cluster):
+    """FSDP 8, ZeRO-3, pp 1, one micro-batch: the copy-out saves 2 B x (the stage + 31 of 32 blocks re-gathered
+    for backward) = 27.48e9 B, the weight cast 5 B x 6.979e9 = 34.90e9 B; the amax pass reads 4 B x 6.979e9 / 8
+    = 3.49e9 B (one kernel) and one all-reduce of 7 x 32 fp32 amaxes over the 8 ranks."""
+    spec, hbm = load_model("llama-3.1-8b"), h100_cluster.gpu.memory_bandwidth
+    saved = 2 * MATRICES * (1 + 31 / 32) + 5 * MATRICES
+    assert saved == pytest.approx(62.38e9, rel=1e-3)
+    amax = memory_bound_seconds(4 * MATRICES / 8, 1, hbm) + K.collective_seconds("all_reduce", 4 * 7 * 32,
+                                                                                  h100_cluster.group(8, 1))
+    got = TF.float8_gather_seconds(spec, h100_cluster, tp=1, pp=1, shard=8, zero=3, micro_batches=1)
+    assert got == pytest.approx(amax - saved / (hbm * HBM_STREAM_EFFICIENCY), rel=1e-9)
+    assert got == pytest.approx(-0.0276, abs=5e-4)  # 2.4 TB/s HBM2e at the 89% stream line
+    # torchtitan's ZeRO-2 (reshard_after_forward False): no backward re-gather, the copy-out saved once
+    kept = TF.float8_gather_seconds(spec, h100_cluster, tp=1, pp=1, shard=8, zero=2, micro_batches=1)
+    assert got - kept == pytest.approx(-2 * MATRICES * 31 / 32 / (hbm * HBM_STREAM_EFFICIENCY), rel=1e-9)
+    # no FSDP: torchtitan's dp_shard_enabled gate (float8.py@9dec370 L51-54) and ZeRO-1
+    assert TF.float8_gather_seconds(spec, h100_cluster, tp=1, pp=1, shard=1, zero=3, micro_batches=1) == 0
+    assert TF.float8_gather_seconds(spec, h100_cluster, tp=1, pp=1, shard=8, zero=1, micro_batches=1) == 0
+
+
+def test_only_torchtitan_fp8_tensorwise_gathers_float8():
+    ops = TitanOps(norm="fused", compiled=True, fused_qkv=False)
+    fp8 = ParamGather(fp8_matrices=True)
+    assert TF.gathers_float8(StepSettings(dtype="fp8", titan_ops=ops, param_gather=fp8))
+    assert not TF.gathers_float8(StepSettings(dtype="fp8", titan_ops=ops))  # torchtitan's default: bf16 gathers
+    assert not TF.gathers_float8(StepSettings(dtype="fp8", param_gather=fp8))  # Megatron's FP8 gather: not here
+    assert not TF.gathers_float8(StepSettings(dtype="bf16", titan_ops=ops, param_gather=fp8))
+    assert not TF.gathers_float8(StepSettings(dtype="fp8", fp8_recipe="mxfp8", titan_ops=ops, param_gather=fp8))
+
+
+def test_rows_carry_the_flag_with_a_citation(published_rows):
+    flagged = {i: r for i, r in published_rows.items() if "fsdp_float8_all_gather" in r}
+    assert len(flagged) == 28
+    assert all(r["derived"].get("fsdp_float8_all_gather") for r in flagged.values())
+    on = {i for i, r in flagged.items() if r["fsdp_float8_all_gather"]}
+    # rowwise (recipe_name: refused with the gather) and FSDP degree 1 (dp_shard_enabled false) rows stay bf16
+    assert {i for i in flagged if "fp8rw" in i or "cp8" in i} == set(flagged) - on
+    assert all(r["layout"]["dp"] > 1 for i, r in flagged.items() if i in on)
+    row = published_rows["torchtitan-2412-llama-3.1-8b-8g-fsdp-compile-float8"]
+    assert pt.param_gather(row) == ParamGather(fp8_matrices=True)
+    assert pt.param_gather(published_rows["torchtitan-2412-llama-3.1-8b-8g-cp8-seq262144"]) == ParamGather()
+    assert pt.param_gather(published_rows["torchtitan-2412-llama-3.1-8b-8g-fsdp-compile"]) == ParamGather()
+
+
+def test_8b_row_step_by_hand(published_rows):
+    """torchtitan-2412-llama-3.1-8b-8g-fsdp-compile-float8 (FSDP 8, local batch 2, one micro-batch a step): the
+    compute stream sheds float8_gather_seconds (27.6 ms of a ~2 s step)."""
+    row = published_rows["torchtitan-2412-llama-3.1-8b-8g-fsdp-compile-float8"]
+    on, off = pt.predicted_step(row), pt.predicted_step(row, param_gather=ParamGather())
+    cluster = cluster_for(load_accelerator(row["gpu"]))
+    delta = TF.float8_gather_seconds(load_model("llama-3.1-8b"), cluster, tp=1, pp=1, shard=8, zero=3,
+                                     micro_batches=1)
+    assert on.compute - off.compute == pytest.approx(delta, rel=1e-6)
+    assert on.dp_comm < off.dp_comm and on.total < off.total
