@@ -149,3 +149,31 @@ def test_check_speculative_reads_the_release_table_once(monkeypatch, release, re
     else:
         IR.check_speculative("mtp", parse_release(release))
     assert reads == ["mtp"]
+
+
+# ---- (f) calibrate checks a log without TFLOP/s by what it prints -----------------------------------------------------
+
+LOGS = __import__("pathlib").Path(__file__).parent / "fixtures" / "logs"
+
+
+def test_a_table_with_an_mfu_is_checked_against_the_named_model(run_cli):
+    """tests/fixtures/logs/table.csv prints tokens/s and MFU, no TFLOP/s. Hand-worked on the rows after the warm-up,
+    MFU x 989.4e12 (H100 SXM dense bf16) x 8 GPUs / tokens/s: 0.395 / 64,887 -> 4.818e10, 0.40 / 65,536 -> 4.831e10,
+    0.392 / 64,251 -> 4.829e10 FLOPs per token, median 4.829e10: an 8B model's. Read as pythia-70m (2.643e8 to
+    5.698e8: 4.829e10 / 5.698e8 = 84.8) it was a compute factor of 129, exit 0; refused now, naming --gpu among the
+    flags (the peak is its), the band 2x wider either way (MFU_PEAK_CONVENTIONS)."""
+    flags = ("--gpu", "h100", "--gpus", "8", "--tp", "8", "--seq-len", "8192")
+    line = field_refusal(run_cli("calibrate", str(LOGS / "table.csv"), "--model", "pythia-70m", *flags), "model",
+                         "MFU x dense peak x GPUs / tokens per second")
+    assert "84.8x off" in line and "--gpu or --gpus" in line and "2x either way" in line, line
+    code, out, err = run_cli("calibrate", str(LOGS / "table.csv"), "--model", "llama-3-8b", *flags)
+    assert code == 0 and "no logged TFLOP/s or MFU" not in out, err
+
+
+def test_a_log_with_neither_says_in_one_line_what_it_did_not_check(run_cli):
+    """The HF Trainer's printed dicts carry a runtime and no FLOP rate: the model is checked against the GPU's peak
+    only, and the calibration says so in one note line."""
+    code, out, err = run_cli("calibrate", str(LOGS / "hf_printed.log"), "--model", "llama-3-8b", "--gpu", "h100",
+                             "--gpus", "8", "--tp", "8", "--seq-len", "2048")
+    notes = [line for line in out.splitlines() if "no logged TFLOP/s or MFU" in line]
+    assert code == 0 and len(notes) == 1 and "--model llama-3-8b is checked only" in notes[0], out

@@ -192,7 +192,7 @@ def test_the_calibration_still_reads_and_the_api_refuses_the_same(run_json, tmp_
 # ---- 6. calibrate table cells read with float() --------------------------------------------------------------
 
 TABLE = (ROOT / "tests/fixtures/logs/table.csv").read_text().splitlines()
-TABLE_ARGS = ("--model", "llama-3.2-1b", "--gpu", "h100", "--gpus", "8", "--tp", "4", "--seq-len", "4096")
+TABLE_ARGS = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "4", "--seq-len", "4096")
 
 
 @pytest.mark.parametrize("cell, fragment", [("٢.٠٢", "is not a number"), ("2_02", "is not a number"),

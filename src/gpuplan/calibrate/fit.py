@@ -277,7 +277,7 @@ def fit_calibration(measurements: Sequence[Measurement]) -> Calibration:
                           memory_calibrated_bytes=r.memory.peak(cal.activation_memory.value, cal.memory_overhead.value))
         fits.append(fit)
     cal = replace(cal, measurements=tuple(fits))
-    notes = _plausibility(cal)
+    notes = [m.unchecked for m in measurements if m.unchecked] + _plausibility(cal)
     if cal.reference.gpus == ("cpu",):
         notes.append("measured on the CPU stand-in: the time factors describe this CPU, not a GPU; "
                      "apply them to GPU plans only as a rough guide")

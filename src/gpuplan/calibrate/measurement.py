@@ -70,6 +70,9 @@ class Measurement:
     environment: dict = field(default_factory=dict)
     """Where it ran: device, GPU name, catalog id, torch / transformers / peft versions (trials)."""
     notes: tuple[str, ...] = field(default=())
+    unchecked: str = ""
+    """What the checks of a log could not check, one line (calibrate.model_match.check_log_trained_model: a log
+    that prints neither TFLOP/s nor MFU); the calibration's notes carry it. Empty: everything was checked."""
 
     @property
     def dp(self) -> int:

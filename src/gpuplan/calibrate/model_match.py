@@ -64,6 +64,47 @@ def _checked_records(log) -> list:
     return [r for r in used if r.tflops_per_device]
 
 
+MFU_PEAK_CONVENTIONS = 2.0
+"""How far the peak a logged MFU divides by may be from the dense peak of the run's dtype that gpuplan multiplies
+it by: a log may take the 2:4-sparse peak (NVIDIA's H100 datasheet prints 1,979 TFLOP/s bf16 'with sparsity'
+beside the dense 989) or the next dtype's (fp8's dense peak is 2x bf16's, same datasheet). So a logged MFU states
+the FLOPs per token only to within this factor either way: the check on it is that much wider."""
+
+
+def _mfu_records(log) -> list:
+    """The records after the first (warm-up) that print an MFU above zero, in a log that prints no TFLOP/s (a
+    TFLOP/s states the FLOPs without a peak; a printed 0.00 is rounding, _checked_records)."""
+    records = list(log.records)
+    used = records[1:] if len(records) > 1 else records
+    return [] if any(r.tflops_per_device is not None for r in records) else [r for r in used if r.mfu]
+
+
+def logged_mfu_flops_per_token(log, gpus: int, batch: int, seq_len: int, peak: float) -> tuple | None:
+    """(FLOPs per token, how, flags, printed rounding) a log's MFU implies at the dense ``peak`` (FLOP/s) of the
+    run's dtype, median over _mfu_records: MFU x peak stands for the TFLOP/s it does not print (then as
+    logged_flops_per_token). The rounding is half a unit in the MFU's last printed digit over the value. None where
+    no record prints an MFU with a rate."""
+    import statistics
+
+    values, rounding, how, flags = [], 0.0, "", ()
+    for r in _mfu_records(log):
+        achieved = r.mfu * peak
+        if r.tokens_per_s_per_device:
+            values.append(achieved / r.tokens_per_s_per_device)
+            how, flags = "MFU x dense peak / tokens per second per GPU", ("--gpu",)
+        elif r.tokens_per_s:
+            values.append(achieved * gpus / r.tokens_per_s)
+            how, flags = "MFU x dense peak x GPUs / tokens per second", ("--gpu", "--gpus")
+        elif r.step_time_s:
+            values.append(achieved * r.step_time_s * gpus / (batch * seq_len))
+            how, flags = f"MFU x dense peak x step s x {gpus:,} GPUs / ({batch:,} x {seq_len:,} tokens)", \
+                ("--gpu", "--gpus", "--global-batch")
+        else:
+            continue
+        rounding = max(rounding, _half_unit(r.mfu, "") / r.mfu)
+    return (statistics.median(values), how, flags, rounding) if values else None
+
+
 def _half_unit(value: float, log_format: str) -> float:
     """Half a unit in the last printed digit of a logged TFLOP/s (TFLOP/s): the format's decimals
     (PRINTED_TFLOPS_DECIMALS) or, where the number carries more, its own; a table's from its shortest repr (a
@@ -128,28 +169,38 @@ def logged_flops_band(spec, seq_len: int, recompute: str = "none") -> tuple[floa
     return causal.model - 3.0 * causal.lm_head_forward, max(full.model, full.hardware)
 
 
-def check_log_trained_model(log, model: str, seq_len: int, gpus: int, batch: int, recompute: str = "none") -> None:
+def check_log_trained_model(log, model: str, seq_len: int, gpus: int, batch: int, recompute: str = "none",
+                            peak: float | None = None) -> str:
     """InputError naming ``model`` where the log's own FLOPs per token (logged_flops_per_token) are outside the
     named model's band (logged_flops_band), widened by LOG_FLOPS_MARGIN plus the log's printed rounding
     (printed_tflops_rounding: half a unit in the last printed TFLOP/s digit over the value, the largest over the
     records read). The refusal names every flag the logged figure depends on as a candidate (--model and --seq-len
     always; --gpus where the rate is not per GPU; --global-batch on the step-time path): a wrong --gpus or batch
     for the right model is off by the same kind of factor (review w11 r4 S1). Wave 11: the Mixtral 8x7B Megatron
-    log read as `santacoder` printed a 13.562x compute factor, exit 0."""
-    logged = logged_flops_per_token(log, gpus, batch, seq_len)
-    if logged is None:
-        return
+    log read as `santacoder` printed a 13.562x compute factor, exit 0. A log that prints no TFLOP/s but an MFU is
+    checked by MFU x ``peak`` (the dense peak of the run's dtype, FLOP/s; logged_mfu_flops_per_token), the band
+    MFU_PEAK_CONVENTIONS wider (wave 12: a table of tokens/s and a 38% MFU read as pythia-70m fit a compute factor
+    of 129, exit 0). Returns "" when checked, else the one line that says what could not be."""
     from gpuplan.adapters.resolve import resolve_model
 
+    logged = logged_flops_per_token(log, gpus, batch, seq_len)
+    spread, rounding = 1.0, printed_tflops_rounding(log)
+    if logged is None and peak and (by_mfu := logged_mfu_flops_per_token(log, gpus, batch, seq_len, peak)):
+        logged, spread, rounding = by_mfu[:3], MFU_PEAK_CONVENTIONS, by_mfu[3]
+    if logged is None:
+        return (f"{log.source}: no logged TFLOP/s or MFU states its FLOPs per token, so --model {model} is checked "
+                "only as far as 6 FLOPs per active parameter per token at its logged rate stay within the GPU's "
+                "peak (a smaller model than the one trained would pass)")
     flops, how, flags = logged
     least, most = logged_flops_band(resolve_model(model), seq_len, recompute)
-    margin = LOG_FLOPS_MARGIN + printed_tflops_rounding(log)
-    if least * (1 - margin) <= flops <= most * (1 + margin):
-        return
+    margin = LOG_FLOPS_MARGIN + rounding
+    if least * (1 - margin) / spread <= flops <= most * (1 + margin) * spread:
+        return ""
     ratio = flops / most if flops > most else flops / least
     given = listing(("--model", "--seq-len") + flags)
+    wider = f", and {spread:g}x either way for the peak a logged MFU divides by" if spread != 1 else ""
     raise InputError("model", model, f"{log.source} logs {flops:.4g} training FLOPs per token ({how}); {model} at "
                      f"{seq_len:,} tokens counts {least:.4g} to {most:.4g} (the frameworks' formulas, "
-                     f"+-{margin:.1%} with the printed rounding), {ratio:.3g}x off: the log's FLOPs per token do "
-                     f"not match what was given, so {given} is wrong (the log trained another model, or ran at "
+                     f"+-{margin:.1%} with the printed rounding{wider}), {ratio:.3g}x off: the log's FLOPs per token "
+                     f"do not match what was given, so {given} is wrong (the log trained another model, or ran at "
                      "other flags); give the values the log ran")

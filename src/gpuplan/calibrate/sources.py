@@ -74,14 +74,16 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
         raise InputError("file", source, "gives neither a step time, a throughput nor a memory peak")
     if step is not None:
         check_step_flops(step, batch * seq_len, gpus, model, accelerator, source)
-    check_log_trained_model(log, model, seq_len, gpus, batch, context.recompute)
+    dense = accelerator.peak(context.dtype) if accelerator.has_dtype(context.dtype) else None
+    unchecked = check_log_trained_model(log, model, seq_len, gpus, batch, context.recompute, dense)
     return check_layout_given(Measurement(
         source=source, kind=fmt, model=model, seq_len=seq_len, world_size=gpus, gpu=gpu, device="cuda",
         tp=context.tp, pp=context.pp, ep=context.ep, zero=zero if context.zero is None else context.zero,
         micro_batch=context.micro_batch, global_batch=batch, recipe=recipe,
         implementation=implementation, dtype=context.dtype, recompute=context.recompute, step_time_s=step,
         step_time_stdev_s=summary.step_time_stdev_s, peak_memory_bytes=summary.memory_bytes,
-        memory_kind=summary.memory_kind, samples=summary.records_used, notes=tuple(notes)), context, accelerator)
+        memory_kind=summary.memory_kind, samples=summary.records_used, notes=tuple(notes), unchecked=unchecked),
+        context, accelerator)
 
 
 def load_measurement(path: str | Path, context: LogContext | None = None, fmt: str | None = None,
