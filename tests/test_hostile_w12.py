@@ -177,3 +177,22 @@ def test_a_log_with_neither_says_in_one_line_what_it_did_not_check(run_cli):
                              "--gpus", "8", "--tp", "8", "--seq-len", "2048")
     notes = [line for line in out.splitlines() if "no logged TFLOP/s or MFU" in line]
     assert code == 0 and len(notes) == 1 and "--model llama-3-8b is checked only" in notes[0], out
+
+
+# ---- (g) sweep: an engine release with a PEP 440 local label ---------------------------------------------------------
+
+@pytest.mark.parametrize("given, read", [("vllm==0.10.1+cu128", (0, 10, 1)), ("VLLM==0.10.1rc1+cu128", (0, 10, 1)),
+                                         ("sglang==0.4.1.post4+cu124", (0, 4, 1, 4)),
+                                         ("sglang==0.5.3.dev1+g1a2b3c", (0, 5, 3)), ("trtllm==0.19.0+cu128", (0, 19, 0))])
+def test_a_local_build_label_reads_as_its_release(given, read):
+    """`pip show vllm` prints a CUDA build as '0.10.1+cu128' (PEP 440's local label: the same public release); the
+    sweep found it refused as 'release must read like vllm==0.19', which named nothing wrong with it."""
+    from gpuplan.core.serving.releases import parse_release
+
+    assert parse_release(given).version == read
+
+
+@pytest.mark.parametrize("given", ["vllm==0.10.1+", "vllm==0.10.1+cu128+x", "vllm==0.10.1a1", "vllm==1!0.10.1"])
+def test_what_is_no_release_still_says_which_suffixes_are_read(run_cli, given):
+    field_refusal(run_cli("infer", "llama-3-8b", "--gpu", "h100", "--no-search", "--engine", given), "engine",
+                  "a +local label such as +cu128 are read; alpha, beta and epochs not")

@@ -78,7 +78,8 @@ def parse_release(text: str) -> EngineRelease:
         return release_of(name)
     found = parse_version(version, name)
     if found is None:
-        raise InputError("engine", text, f"release must read like {name}==0.19 or {name}==0.19.1")
+        raise InputError("engine", text, f"release must read like {name}==0.19 or {name}==0.19.1 (PEP 440's "
+                         "rcN, .postN, .devN and a +local label such as +cu128 are read; alpha, beta and epochs not)")
     if found < OLDEST[name]:
         oldest = ".".join(map(str, OLDEST[name][:2]))
         raise InputError("engine", text, f"{ENGINE_NAMES[name]} releases before {oldest} are not modelled; give "
@@ -92,8 +93,9 @@ def parse_version(text: str, engine: str) -> Version | None:
     A bare '.post' is post 0 (PEP 440's implicit number)."""
     # ASCII digits (re.ASCII: '\d' took 'vllm==٠.٩' as 0.9) and PEP 440's pre / post / dev suffixes only
     # (packaging.version: rcN, .postN, .devN; '\S*' took 'vllm==0.19rc1;anything')
-    match = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?((?:[.+-]?(?:post|rc|dev)\d*)*)", text.strip(),
-                         re.ASCII)
+    # and PEP 440's local label ('+cu128', '+g1a2b3c', as `pip show vllm` prints a CUDA build: the same release)
+    match = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?((?:[.+-]?(?:post|rc|dev)\d*)*)"
+                         r"(?:\+[a-z0-9]{1,32}(?:\.[a-z0-9]{1,32}){0,3})?", text.strip(), re.ASCII)
     if match is None:
         return None
     found = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
