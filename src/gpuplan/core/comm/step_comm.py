@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.core.comm import async_tp, volumes as C
+from gpuplan.core.time import context_parallel as CP
 from gpuplan.core.comm.collective_cost import CollectiveCost
 from gpuplan.core.comm.qkv_gather import qkv_gather_cost
 from gpuplan.core.parallel import kv_heads_below_tp
@@ -63,16 +64,19 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
                                  micro_batches=micro_batches, shard_group=shard_group, layers=layers,
                                  trained_params=trained_params, t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute,
                                  moe_phases=moe_phases, vpp=vpp)
-    # CP: ring of K/V blocks per layer (forward, and K/V + their gradients backward), overlapped
-    # with the attention it feeds (Liu et al. 2023, Ring Attention)
+    # CP: ring of K/V blocks per layer (forward, K/V + their gradients backward, again in a re-run
+    # forward), each send hidden behind one ring step's attention as TE's p2p ring runs it
+    # (Liu et al. 2023, Ring Attention; core.time.context_parallel)
     a = spec.attention
     kv_width = (a.num_heads if a.is_mla else a.num_kv_heads) * (a.qk_head_dim + a.value_head_dim)
     cp_bw, cp_lat = link(cluster, tp * cp)
     kv_bytes = tokens * kv_width * 2.0 / tp
-    cp_calls = micro_batches * layers * 3 * (cp - 1)
-    cp_total = cp_calls * C.p2p_time(kv_bytes, cp_bw, cp_lat)
-    costs.append(CollectiveCost("CP", "K/V ring send/recv", cp_calls, kv_bytes, tp * cp, cp_total,
-                                C.exposed(cp_total, micro_batches * t_attn_mb, 1.0)))
+    reruns = CP.attention_reruns(settings, layers, vpp)
+    cp_calls = micro_batches * layers * CP.ring_transfers_per_layer(cp, reruns)
+    cp_one = C.p2p_time(kv_bytes, cp_bw, cp_lat)
+    costs.append(CollectiveCost("CP", "K/V ring send/recv", cp_calls, kv_bytes, tp * cp, cp_calls * cp_one,
+                                micro_batches * layers * CP.ring_exposed_per_layer(cp_one, t_attn_mb / layers, cp,
+                                                                                   reruns)))
     # EP: dispatch + combine all-to-all per MoE layer, forward and backward (4 per layer). With
     # TP and sequence parallelism each TP rank dispatches its own s/tp tokens (Megatron-Core
     # token_dispatcher.py, MoEAlltoAllTokenDispatcher). The expert group is etp x ep consecutive
