@@ -35,7 +35,7 @@ from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
 from gpuplan.core.time.optimizer import accumulation_pass_seconds
 from gpuplan.core.comm.dp_costs import optimizer_shards
-from gpuplan.core.time import activation_offload as AO, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT, titan_float8 as TF, sequence_parallel as SP, llmc_ops as LO
+from gpuplan.core.time import activation_offload as AO, context_parallel as CPK, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT, titan_float8 as TF, sequence_parallel as SP, llmc_ops as LO
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import ParamGather, by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
@@ -303,8 +303,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         t_elem = sum(TT.elementwise_seconds_per_token(spec, settings.titan_ops, tokens, gpu.memory_bandwidth, tp))
     else:  # the fitted factor on the saved activations; llm.c's own kernels instead where it runs (core.time.llmc_ops)
         act = 0.0 if LO.runs(settings) else layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
-        t_elem = ((settings.elementwise_factor * act + eager) / hbm
-                  + LO.elementwise_seconds_per_token(spec, settings, tokens, gpu.memory_bandwidth))
+        t_elem = ((settings.elementwise_factor * act + eager) / hbm + CPK.ring_kernels(spec, cp, tokens, gpu.memory_bandwidth, tp)
+                  + LO.elementwise_seconds_per_token(spec, settings, tokens, gpu.memory_bandwidth))  # + TE's CP ring kernels
     t_elem = t_elem + SP.replicated_seconds_per_token(spec, settings, tp, gpu.memory_bandwidth)  # 0 under SP
     if fp8 and mega is None:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
