@@ -48,6 +48,7 @@ from gpuplan.core.precision import (  # noqa: F401 - the recipe tables are part 
     PrecisionRecipe,
     lookup,
 )
+from gpuplan.core.memory.float8_gather import unsharded_float8_saving
 from gpuplan.core.memory.step_transients import (  # noqa: F401 - re-exported
     OPTIMIZER_IMPLS,
     eager_attention_backward,
@@ -140,6 +141,7 @@ class MemorySettings:
     low-precision format, row-wise and column-wise copies) or 'cached' (bf16 weights plus TE's
     low-precision copy of both, cached across micro-batches); None = the recipe's bf16 weights and no copy."""
     fp8_any_layout_gemm: bool = False  # FP8 GEMMs take any layout (sm_100): core.memory.recipe_facts.weight_copies
+    fsdp_float8_all_gather: bool = False  # torchtitan's FSDP2 float8 all-gather: unsharded matrices at 1 B (core.memory.float8_gather)
     moe_keeps_expert_output: bool = False  # core <= 0.12 (activations.unsaved_expert_output_bytes)
     ep_a2a_overlap: bool = False  # Megatron's combined 1F1B: one more interleaved warm-up chunk (activations)
     embedding_loss_slots: bool = False
@@ -241,7 +243,7 @@ def _activation_options(spec: ModelSpec, layout: ParallelLayout, settings: Memor
 
 
 def _working_set(spec: ModelSpec, layout: ParallelLayout, recipe: PrecisionRecipe, params: StageParams, profile,
-                 stage):
+                 stage, float8_gather: bool = False):
     """(unsharded working set bytes, pipeline-stage gradient bytes, params) in backward: FSDP / ZeRO-3's gathered
     units with the framework's prefetch, or a stage unsharded under PP (core.frameworks); params without an
     embedding that is its own FSDP unit (the step's buffers count the params so, as before)."""
@@ -251,6 +253,8 @@ def _working_set(spec: ModelSpec, layout: ParallelLayout, recipe: PrecisionRecip
     working = fsdp_working_set_bytes(params, layout, recipe)
     working = working + (working > 0) * profile.zero3_prefetch_elements * recipe.compute_bytes
     stage_unsharded, stage_grads = F.pp_unsharded_stage_bytes(profile, layout, params.total, recipe.compute_bytes)
+    layer, stage_saved = unsharded_float8_saving(spec, params, layout, recipe.compute_bytes, float8_gather)
+    working, stage_unsharded = working - (working > 0) * layer, stage_unsharded - (stage_unsharded > 0) * stage_saved
     return np.maximum(working, stage_unsharded), stage_grads, params
 
 
@@ -318,7 +322,8 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     head = last * spec.vocab_size * spec.hidden_size / layout.tp * declared_scale(spec)
     # autocast keeps a bf16 copy of every matmul weight (LM head included) for backward
     weight_copies = params.matrices * recipe.fp8_weight_bytes + (params.matrices + head) * 2.0 * autocast + weight_cache
-    working, stage_grads, params = _working_set(spec, layout, recipe, params, profile, stage)
+    working, stage_grads, params = _working_set(spec, layout, recipe, params, profile, stage,
+                                                settings.fsdp_float8_all_gather)
     grads_in_forward = states.grads * np.logical_or(recipe.persistent_grads, micro_batches > 1) + stage_grads
     buckets = F.bucket_bytes(profile, layout, recipe.compute_bytes)
     resident = states.weights + states.master + states.optimizer + buckets

@@ -96,7 +96,8 @@ def _estimate(row: dict[str, Any], spec) -> tuple[float, str]:
                                 loss=_torchtitan_loss(row) if fw == "torchtitan" else None,
                                 # op-sac's saved matmul outputs: the release's q/k/v (wq, wk, wv before 3396a4b37)
                                 op_sac_fused_qkv=torchtitan_fuses_qkv(row["framework_version"]) if fw == "torchtitan"
-                                else None)
+                                else None,  # the row's fp8_allgather: core.memory.float8_gather
+                                fsdp_float8_all_gather=row.get("fp8_allgather") is True and fw == "torchtitan")
     allocated = M.peak_allocated(spec, layout, settings)
     notes = []
     if str(row.get("precision", "")).startswith("fp8"):
