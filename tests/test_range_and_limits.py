@@ -66,7 +66,8 @@ def test_the_widest_range_keeps_its_answer_and_stays_quick(run_json):
 
     2.06 days was the 2-byte gradient wire's; since f96bd8d megatron's default bf16 wire is the fp32 buffer
     (Megatron-LM accumulate_allreduce_grads_in_fp32, arguments.py@core_v0.16.0 L711-724), so the default ask is
-    checked against it by the search's own optimality: --grad-dtype bf16 keeps 2.06 days (dp256 tp8 pp32 cp2);
+    checked against it by the search's own optimality: --grad-dtype bf16 keeps dp256 tp8 pp32 cp2 (2.06 days, 2.09
+    since TE's context-parallel ring kernels are charged: core.time.context_parallel.ring_kernels);
     the 4-byte wire cannot beat the 2-byte one (same compute, twice the bytes, more memory) and cannot lose to
     that layout run at 4 B (the search has it), so its step lies between the two, and at the same 131,072 GPUs
     (same checkpoint, same Daly stretch) its wall with failures is 2.06 days x the step ratio."""
@@ -77,7 +78,7 @@ def test_the_widest_range_keeps_its_answer_and_stays_quick(run_json):
     assert time.perf_counter() - start < 10
     two_bytes = plan_report({"model": "llama-3.1-405b", "gpu": "h100", "gpus": "1-10000000", "grad_dtype": "bf16"})
     assert answer.value("best_gpus") == two_bytes.value("best_gpus") == 131_072
-    assert two_bytes.value("fail_wall_seconds") / 86_400 == pytest.approx(2.06, abs=0.01)
+    assert two_bytes.value("fail_wall_seconds") / 86_400 == pytest.approx(2.09, abs=0.01)
     assert two_bytes.value("best_layout").startswith("dp256 tp8 pp32 cp2 ZeRO-1 mb1")
     its_layout_at_4_bytes = run_json("train", "llama-3.1-405b", "--gpu", "h100", "--gpus", "131072", "--tp", "8",
                                      "--pp", "32", "--cp", "2", "--zero", "1", "--micro-batch", "1", "--recompute",
