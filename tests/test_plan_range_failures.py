@@ -146,9 +146,9 @@ H100_RANGE = {**RANGE, "gpu": "h100", "top": 20}
 
 def _degrees(layout: str) -> dict:
     """'dp128 tp8 pp64 cp2 ZeRO-0 mb1, no recompute' -> {'tp': 8, 'pp': 64, 'cp': 2, 'zero': 0, 'micro_batch': 1}
-    (dp follows from the count)."""
+    (dp follows from the count; a layout without 'cp' runs cp 1: 'dp256 tp8 pp64 ZeRO-0 mb1')."""
     names = {"tp": "tp", "pp": "pp", "vpp": "vpp", "cp": "cp", "ep": "ep", "mb": "micro_batch"}
-    out = {}
+    out = {"cp": 1}
     for word in layout.split(",")[0].split():
         if word.startswith("ZeRO-"):
             out["zero"] = int(word[5:])
