@@ -24,11 +24,12 @@ def _section(report) -> list:
 def test_the_default_asks_class_lines_add_up_to_its_pipelined_step():
     """generic-0.125B (7 layers: stage_span gives the first stage 4, the last 3 + the LM head) on dp384 tp1 pp2 cp2:
     the last stage paces the step (its 3 layers + head outrun the first's 4), so the lines are its: the loss line
-    comes back (it was dropped under any pipeline) and the sum is the step, 7.94 ms, within rounding (1e-9)."""
+    comes back (it was dropped under any pipeline) and the sum is the step, 9.07 ms (7.94 before TE's CP ring kernels
+    were charged: core.time.context_parallel.ring_kernels), within rounding (1e-9)."""
     report = plan_report(DEFAULT_ASK)
     assert report.value("best_layout").startswith("dp384 tp1 pp2 cp2 ZeRO-0 mb1")
     step = report.value("best_step_seconds")
-    assert step == pytest.approx(7.94e-3, abs=0.005e-3)
+    assert step == pytest.approx(9.07e-3, abs=0.005e-3)
     lines = {ln.key: ln for ln in _section(report)}
     assert sum(ln.value for ln in lines.values()) == pytest.approx(step, rel=1e-9)
     assert min(ln.value for ln in lines.values()) >= 0
