@@ -196,3 +196,27 @@ def test_a_local_build_label_reads_as_its_release(given, read):
 def test_what_is_no_release_still_says_which_suffixes_are_read(run_cli, given):
     field_refusal(run_cli("infer", "llama-3-8b", "--gpu", "h100", "--no-search", "--engine", given), "engine",
                   "a +local label such as +cu128 are read; alpha, beta and epochs not")
+
+
+# ---- (h) sweep: tensor-parallel options under a data-parallel-only framework; SDPA under llm.c ------------------------
+
+@pytest.mark.parametrize("framework", ["llmc", "hf"])
+@pytest.mark.parametrize("option, field", [(("--tp-comm-overlap",), "tp_comm_overlap"),
+                                           (("--sequence-parallel",), "sequence_parallel"),
+                                           (("--no-sequence-parallel",), "sequence_parallel"),
+                                           (("--tp-overlap", "0.5"), "tp_overlap")])
+def test_a_tensor_parallel_option_under_data_parallelism_only_is_refused(run_cli, framework, option, field):
+    """llm.c and transformers' Trainer have no tensor parallelism (planner/framework_rules RULES: data_parallel_only);
+    the wave-12 sweep found these four taken silently (exit 0, the answer as without them)."""
+    field_refusal(run_cli("train", "gpt2", "--gpu", "h100", "--gpus", "8", "--framework", framework, *option), field,
+                  f"--framework {framework} has no tensor parallelism")
+
+
+def test_llmc_takes_its_two_attention_paths_and_refuses_sdpa(run_cli, client):
+    """llm.c runs cuDNN's fused attention (flash) or its own unfused kernels (eager); --attention-kernel sdpa was
+    taken silently. The web body goes through the same schema."""
+    base = ("train", "gpt2", "--gpu", "h100", "--gpus", "8", "--framework", "llmc")
+    assert run_cli(*base, "--attention-kernel", "eager")[0] == 0
+    field_refusal(run_cli(*base, "--attention-kernel", "sdpa"), "attention_kernel", "no PyTorch SDPA")
+    web_refusal(client.post("/api/training", json={"model": "gpt2", "gpu": "h100", "gpus": 8, "framework": "llmc",
+                                                "attention_kernel": "sdpa"}), "attention_kernel", "no PyTorch SDPA")

@@ -66,6 +66,9 @@ LLMC_FIXED_OPTIONS = (
                 "PyTorch caching allocator"),
     FixedOption("grad_all_reduce", (None, False), "all-reduces gradients at -z 0 and reduce-scatters them at -z 1 "
                 "(llmc/zero.cuh@f1e2ace L533-547)"),
+    FixedOption("attention_kernel", (None, "flash", "eager"), "runs cuDNN's fused attention (flash: "
+                "llmc/cudnn_att.cpp, USE_CUDNN=1) or its own unfused kernels (eager: llmc/attention.cuh), no "
+                "PyTorch SDPA or FlashAttention 1 (wave 12: sdpa was taken silently)"),
 )
 """What --framework llm.c runs of the setup options: any other value is refused (one line, exit 2)."""
 
@@ -178,6 +181,9 @@ RULES: dict[str, FrameworkRules] = {
 
 MODEL_PARALLEL_DEGREES = ("tp", "pp", "vpp", "cp", "ep")
 """The degrees a data_parallel_only framework keeps at 1."""
+TENSOR_PARALLEL_OPTIONS = ("tp_comm_overlap", "sequence_parallel", "tp_overlap")
+"""Options of tensor parallelism a data_parallel_only framework has none of: given, refused (wave 12: --framework
+llmc / hf took --tp-comm-overlap, --sequence-parallel and --tp-overlap 0.5 and answered as without them)."""
 
 
 def rules_for(framework: str) -> FrameworkRules:
@@ -197,6 +203,11 @@ def check_data_parallel_only(framework: str, inputs) -> None:
             raise InputError(name, value, f"--framework {framework} trains with data parallelism only "
                              f"({rules.data_parallel_engine} has no tensor, pipeline, context or expert "
                              "parallelism); give 1, or --framework torchtitan / megatron")
+    for name in TENSOR_PARALLEL_OPTIONS if rules.data_parallel_only else ():
+        if name in getattr(inputs, "given", ()):
+            raise InputError(name, getattr(inputs, name, None), f"--framework {framework} has no tensor parallelism "
+                             f"({rules.data_parallel_engine} trains with data parallelism only): leave it out, or "
+                             "give --framework torchtitan / megatron")
 
 
 def check_zero_runs(framework: str, zero: int | None) -> None:
