@@ -125,3 +125,22 @@ def test_8b_fsdp_peak_drops_by_the_layer():
     bf16 = M.MemorySettings(seq_len=8192, framework="torchtitan", recompute="selective")
     drop = M.peak_allocated(spec, layout, bf16) - M.peak_allocated(spec, layout, swap(bf16, fsdp_float8_all_gather=True))
     assert drop == pytest.approx(MATRICES // L, rel=1e-9)
+
+
+def test_plan_option_is_torchtitans_fp8_tensorwise_only():
+    """--fsdp-float8-all-gather (torchtitan's --float8.enable_fsdp_float8_all_gather, default False): refused in one
+    line under another framework, another dtype or MXFP8; under torchtitan fp8 the plan's step gathers float8."""
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import _step_settings
+
+    base = dict(model="llama-3.1-8b", gpus=8, gpu="h100-sxm", dtype="fp8", fsdp_float8_all_gather=True)
+    for bad in (dict(framework="megatron"), dict(framework="torchtitan", dtype="bf16"),
+                dict(framework="torchtitan", fp8_recipe="mxfp8")):
+        with pytest.raises(InputError, match="give --framework torchtitan --dtype fp8"):
+            PlanInputs(**{**base, **bad})
+    inputs = PlanInputs(**base, framework="torchtitan")
+    assert PlanInputs(**{**base, "fsdp_float8_all_gather": False}, framework="torchtitan").fsdp_float8_all_gather is False
+    assert inputs.recipe_memory_settings()["fsdp_float8_all_gather"] is True
+    spec, gpu = load_model("llama-3.1-8b"), load_accelerator("h100-sxm")
+    assert _step_settings(inputs, spec, gpu, "flash", 0.0).param_gather.fp8_matrices

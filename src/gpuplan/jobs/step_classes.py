@@ -151,11 +151,13 @@ def _titan_lines(ev, plan, settings) -> list[Line]:
     classes = _class_lines("titan", TT.class_seconds(spec, ops, tokens, ev.cluster.gpu.memory_bandwidth, lay.tp), plan,
                            stage, f"core/time/titan_ops.py ({mode}): bytes per token from torchtitan's code")
     rest = lines[0].value - sum(ln.value for ln in classes)
-    copies = TT.fsdp_copy_seconds(spec, ev.cluster.gpu.memory_bandwidth, tp=lay.tp, pp=lay.pp,
-                                  shard=lay.shard_group or lay.dp * lay.cp,
-                                  zero=lay.zero, micro_batches=k)
+    from gpuplan.core.time import titan_float8 as TF  # the step's own sum: copies and the float8 all-gather's change
+
+    copies = TF.step_copy_seconds(spec, ev.cluster, settings, tp=lay.tp, pp=lay.pp,
+                                  shard=lay.shard_group or lay.dp * lay.cp, zero=lay.zero, micro_batches=k)
     if copies > 0:  # on the compute stream beside the micro-batches (core.time.step.step_time)
-        what = "copy-out + gradient copy-in" + (" + fp32 accumulation" if lay.pp > 1 else "")
+        what = "copy-out + gradient copy-in" + (" + fp32 accumulation" if lay.pp > 1 else "") + (
+            "; float8 all-gather: 1 + 1 B copy-out, no Float8Linear weight cast" if TF.gathers_float8(settings) else "")
         classes.append(_line("class_titan_fsdp_copies", f"fsdp_copies (FSDP2 {what})", copies, step,
                              "core/time/titan_ops.py: 4 B per parameter each all-gather (split_with_sizes_copy), "
                              "6 B each reduce-scatter (chunk_cat bf16 -> fp32), torch _fsdp_collectives.py"

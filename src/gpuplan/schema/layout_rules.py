@@ -56,6 +56,11 @@ def check_setup(inputs) -> None:
     framework, tp, pp = get("framework"), get("tp"), get("pp")
     if get("unstated_degrees_are_one", False):  # `memory` lays out tp 1 / pp 1 where they are not given
         tp, pp = tp or 1, pp or 1
+    if get("fsdp_float8_all_gather", False) and (framework != "torchtitan" or get("dtype") != "fp8"
+                                                 or get("fp8_recipe", "tensorwise") != "tensorwise"):
+        raise InputError("fsdp_float8_all_gather", True, "is torchtitan's FSDP2 float8 all-gather of tensorwise "
+                         f"Float8Linear weights: give --framework torchtitan --dtype fp8 (not {framework}, "
+                         f"{get('dtype') or 'no --dtype'} {get('fp8_recipe') or ''}; plan, train or budget)")
     if get("embedding_loss_slots", False) and pp == 1:  # first and last stage are one: nothing moves
         raise InputError("embedding_loss_slots", True, "moves a layer off the first and last pipeline stages: with "
                          "--pp 1 there is one stage and nothing moves (memory and time unchanged): give --pp 2 or "

@@ -11,9 +11,7 @@ from pydantic import model_validator
 
 from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS, check_framework_runs
 from gpuplan.errors import InputError
-from gpuplan.schema import layout_rules as LR, te_kernels as TE
-from gpuplan.schema import types as T
-from gpuplan.schema import vocabulary as V
+from gpuplan.schema import layout_rules as LR, te_kernels as TE, types as T, vocabulary as V
 from gpuplan.schema.base import JobInputs
 
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -158,6 +156,7 @@ class SetupFields(JobInputs):
     grad_dtype: V.GradDtype
     moment_dtype: V.MomentDtype
     low_precision_weights: V.LowPrecisionWeights
+    fsdp_float8_all_gather: V.FsdpFloat8AllGather  # torchtitan's (schema.layout_rules.check_setup)
     embedding_loss_slots: V.EmbeddingLossSlots
     offload_layers: V.OffloadLayers
     mtp_layers: V.MtpLayers
@@ -319,7 +318,7 @@ class SetupFields(JobInputs):
                                    width.get(self.grad_dtype))  # memory has no --dtype: bf16 (jobs.memory.schema)
         return {"grad_bytes": grads, "moment_bytes": width.get(self.moment_dtype),
                 "offload_layers": self.offload_layers, "low_precision_weights": self.low_precision_weights,
-                "embedding_loss_slots": self.embedding_loss_slots}
+                "embedding_loss_slots": self.embedding_loss_slots, "fsdp_float8_all_gather": self.fsdp_float8_all_gather}
 
     def overheads(self):
         from gpuplan.core.memory.device_memory import Overheads, fragmentation

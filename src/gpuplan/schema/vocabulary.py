@@ -247,6 +247,12 @@ LowPrecisionWeights = option(T.choice("primary", "cached") | None, None, "How Tr
                              "FP8 on Hopper, one 1 B copy for tensor-scaled FP8 on sm_100 Blackwell) or "
                              "cached (bf16 weights plus that quantised copy, cached across micro-batches). Not given: "
                              "bf16 weights, no copy counted.", "bf16 weights")
+FsdpFloat8AllGather = option(T.Bool, False, "torchtitan's --float8.enable_fsdp_float8_all_gather (with "
+                              "precompute_float8_dynamic_scale_for_fsdp): FSDP2 gathers the Float8Linear weights as "
+                              "float8, 1 B an element instead of bf16's 2, cast on the shard before the gather, and "
+                              "holds them unsharded at 1 B (core/time/titan_float8.py, core/memory/float8_gather.py). "
+                              "--framework torchtitan, --dtype fp8 tensorwise, FSDP degree > 1. Not given: bf16 "
+                              "gathers, torchtitan's default (config_manager.py@9dec370 L541-545).")
 EmbeddingLossSlots = option(T.Bool, False, "Megatron's account_for_embedding_in_pipeline_split and "
                             "account_for_loss_in_pipeline_split (Megatron-Bridge's Llama 3.1 405B and Qwen3-235B "
                             "recipes): the embedding and the loss each take a layer slot, so the first and last "

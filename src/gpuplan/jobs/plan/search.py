@@ -150,7 +150,8 @@ def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSet
                         dp_schedule=schedule_for(inputs.framework),
                         grad_comm_bytes=grad_comm_bytes(inputs),
                         # --low-precision-weights primary under per-tensor FP8: the matrices gather at 1 B (core.comm.dp_costs)
-                        param_gather=ParamGather(fp8_matrices=getattr(inputs, "low_precision_weights", None) == "primary"
+                        param_gather=ParamGather(fp8_matrices=(getattr(inputs, "low_precision_weights", None) == "primary"
+                                                               or getattr(inputs, "fsdp_float8_all_gather", False))  # torchtitan
                                                  and inputs.dtype == "fp8" and inputs.fp8_recipe != "mxfp8"),
                         # DeepSpeed's BF16_Optimizer: the rule memory reads too (core.frameworks, core.time.optimizer)
                         deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name),
