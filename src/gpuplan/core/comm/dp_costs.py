@@ -78,7 +78,7 @@ class ParamGather:
     """Bytes an element on the wire (bf16 2), the layer matrices' too unless fp8_matrices."""
     fp8_matrices: bool = False
     """Transformer Engine holds the layer matrices as primary per-tensor FP8 weights (fp8_param_gather): they
-    gather at 1 B an element (gather_bytes)."""
+    gather at 1 B an element (gather_bytes); torchtitan's FSDP2 float8 all-gather too (core.time.titan_float8)."""
     overlapped: bool = True
     """Megatron's overlap_param_gather: the gather runs bucket by bucket under the next forward
     (core.comm.dp_overlap.bucketed_exposed); False: the optimizer step issues it synchronously and all of it

@@ -20,7 +20,7 @@ each rank's *shard* to float8 before the all-gather and wrap the gathered bytes 
   step's per-micro-batch weight cast (core.time.low_precision.FP8_WEIGHT_CAST_BYTES: amax read 2 B + read 2 B
   + write 1 B a weight, charged by core.time.step for every FP8 layer) does not run on the compute stream.
 * precompute_float8_dynamic_scale_for_fsdp L30-83 (torchtitan calls it after every optimizer step,
-  float8.py@9dec370 L104-120): one ``_foreach_norm(ord=inf)`` over the fp32 shards (read 4 B a shard element)
+  float8.py@9dec370 L106-119): one ``_foreach_norm(ord=inf)`` over the fp32 shards (read 4 B a shard element)
   and one all-reduce of one fp32 amax a Float8Linear over the weights' mesh (dp_shard x tp), on the compute
   stream, exposed.
 
