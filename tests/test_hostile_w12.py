@@ -220,3 +220,17 @@ def test_llmc_takes_its_two_attention_paths_and_refuses_sdpa(run_cli, client):
     field_refusal(run_cli(*base, "--attention-kernel", "sdpa"), "attention_kernel", "no PyTorch SDPA")
     web_refusal(client.post("/api/training", json={"model": "gpt2", "gpu": "h100", "gpus": 8, "framework": "llmc",
                                                 "attention_kernel": "sdpa"}), "attention_kernel", "no PyTorch SDPA")
+
+
+# ---- (i) sweep: a null field on the web, as in a plan file -------------------------------------------------------------
+
+@pytest.mark.parametrize("path, field", [("/api/training", "days"), ("/api/inference", "engine"),
+                                         ("/api/plan", "gpus"), ("/api/memory", "tp")])
+def test_a_null_field_is_refused_on_the_web_as_in_a_plan_file(client, tmp_path, run_cli, path, field):
+    """{"days": null} answered with the built-in 7 days while {"engine": null} was refused and a plan file's
+    `days: null` too (adapters/plan_file); web/body.py now refuses a null field with the plan file's words."""
+    web_refusal(client.post(path, json={"model": "llama-3-8b", "gpu": "h100", field: None}), field,
+                "give a value, or leave the key out for the default")
+    plan = tmp_path / "p.yaml"
+    plan.write_text(f"model: llama-3-8b\ngpu: h100\n{field}: null\n")
+    assert "give a value, or leave the key out for the default" in run_cli("train", str(plan))[2]
