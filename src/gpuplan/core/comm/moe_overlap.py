@@ -8,7 +8,12 @@ TransformerLayerSchedulePlan.run; pipeline_parallel/combined_1f1b.py for pp = 1)
     comm stream:    combine bwd       | dispatch fwd -> dispatch bwd        | combine fwd
     compute stream: pre-dispatch fwd  | MLP bwd -> MLP wgrad -> MLP fwd     | pre-dispatch bwd
 
-("pre-dispatch" is attention, its norms and the router; "MLP" the experts and shared experts).
+("pre-dispatch" is attention, its norms and the router; "MLP" the experts and shared experts; the
+same order at core_v0.14.0-core_v0.19.0). Megatron's attention node also runs the shared experts and
+the permute (fine_grained_callables.py@core_v0.16.0 L477-481, moe_shared_expert_overlap off as every
+Bridge overlap recipe sets it); the split here (core.time.step) keeps the shared experts in the MLP:
+moving 1/9 of the MLP (DeepSeek-V3's one shared of nine active experts) changes its overlapped rows by
+0 to +1.5 points of step time (docs/step.md, "The combined-1F1B credit against the published pairs").
 Each phase lasts as long as the longer of its two streams. The dispatcher kernels run on SMs the
 GEMMs then lack (DeepEP / HybridEP reserve a fixed number; NCCL's all-to-all its channels), so the
 compute beside a running all-to-all advances at (1 - sm_share) of its speed: a phase with
@@ -36,7 +41,11 @@ from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
 # SMs the MoE dispatcher kernels hold while they run beside compute (the phases below): DeepEP's
 # default 20 (Megatron-Core transformer_config.py moe_deepep_num_sms, "historical default 20") of
 # an H100's 132 is 0.15; the Megatron-Bridge perf recipes give HybridEP 32 (perf_recipes/*/common.py
-# moe_hybridep_num_sms = 32) of a B200's 148, 0.22. One share for both: 0.2.
+# moe_hybridep_num_sms = 32) of a B200's 148, 0.22; NCCL's alltoall (the 'alltoall' dispatcher) runs
+# one CTA per p2p channel, pow2Up(min(nChannels, 64)) of them (nccl src/graph/paths.cc@v2.27.7-1
+# L836-867): 32 on an 18-NVLink GPU (24 coll channels), 0.24 / 0.22. One share for all three: 0.2
+# (tests/test_a2a_overlap_credit.py; the published pairs against it: docs/step.md, "The combined-1F1B
+# credit against the published pairs").
 EP_COMM_SM_SHARE = 0.2
 
 ALL_TO_ALLS_PER_LAYER = 4
