@@ -234,3 +234,14 @@ def test_a_null_field_is_refused_on_the_web_as_in_a_plan_file(client, tmp_path, 
     plan = tmp_path / "p.yaml"
     plan.write_text(f"model: llama-3-8b\ngpu: h100\n{field}: null\n")
     assert "give a value, or leave the key out for the default" in run_cli("train", str(plan))[2]
+
+
+# ---- (j) sweep: a deadline too large to count in seconds names the bound ----------------------------------------------
+
+@pytest.mark.parametrize("days", ["1e308", "1e308h", "1e400", "1e308 d"])
+def test_a_deadline_past_the_bound_names_it_however_large(run_cli, client, days):
+    """'--days 1e6' was told 'must be > 0 and <= 36500' but '--days 1e308' (x 86,400 s overflows to inf) 'must be a
+    positive, finite number', which it is; both name the bound now, on the web (a JSON number) too."""
+    field_refusal(run_cli("train", "llama-3-8b", "--gpu", "h100", "--days", days), "days", "must be > 0 and <= 36500")
+    web_refusal(client.post("/api/training", json={"model": "llama-3-8b", "gpu": "h100", "days": 1e308}), "days",
+                "must be > 0 and <= 36500")

@@ -224,8 +224,20 @@ def days(value: Any, info: ValidationInfo) -> float:
     _finite(value, field)
     text = value if isinstance(value, int | float) else \
         _text(value, field, f"a number of days, text such as '7d', '36h' or '2w', or a {DURATION_FORMS}")
-    seconds = units.parse_duration(text, field)
+    try:
+        seconds = units.parse_duration(text, field)
+    except InputError as exc:  # '1e308' (days, x 86,400 s) and '1e308h' overflow to inf: past the bound, not
+        _days_past_bound(text, value, field)  # 'not a positive, finite number' (wave 12 sweep: '1e6' named it)
+        raise exc from None
     return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True)
+
+
+def _days_past_bound(text: Any, value: Any, field: str) -> None:
+    """InputError naming MAX_DAYS where ``text`` is a positive number (a unit or none after it) too large to count in
+    seconds; nothing otherwise (its own refusal stands)."""
+    match = re.fullmatch(r"\s*\+?((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e\+?[0-9]+)?)\s*[a-z]*\s*", str(text).lower())
+    if match and float(match.group(1)) > 0:
+        raise InputError(field, value, f"must be > 0 and <= {_plain(MAX_DAYS)}")
 
 
 def seconds(high: float, positive: bool = False, examples: str = "30min, 2h or 90s"):
