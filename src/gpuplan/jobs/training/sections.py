@@ -303,7 +303,7 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
                    "(the packaged 2022-23 runs used 0.89-1.73x their predicted GPU-hours with the recompute, attention "
                    "kernel and network their sources state; Llama 3.1 "
-                   "405B, DeepSeek-V3 and llm.c's GPT-2 350M / 774M / 1558M, 2024, 0.83-1.14x: docs/accuracy.md); the "
+                   "405B, DeepSeek-V3 and llm.c's GPT-2 350M / 774M / 1558M, 2024, 0.83-1.12x: docs/accuracy.md); the "
                    "budget's failure and checkpoint lines hold part of that (with them and the stated batch ramps and "
                    "layouts, 10.0% mean over twenty "
                    "held-out runs, predicted low on average; 10.7% on the 7 runs fixed before TinyLlama, 8.6% on the 8 "
