@@ -409,8 +409,9 @@ def _exposed(settings, totals, rs_one, ag_one, units, zero, per_mb, micro_batche
         kept = micro_batches * (O.fsdp_pass_exposed(ag_one, fwd / blocks, blocks, s)
                                 + O.fsdp_pass_exposed(rs_one, bwd / blocks, blocks, s))
         fsdp = np.where(no_reshard & per_mb, kept, fsdp)
-    grads = np.where(zero3, 0.0, O.bucketed_exposed(totals["grads"], units, bwd, s))
-    gather = O.bucketed_exposed(totals["weights"], units, fwd, s) if settings.param_gather.overlapped else totals["weights"]
+    grads = np.where(zero3, 0.0, O.interleaved_exposed(totals["grads"], units, bwd, s, vpp, pp, True))
+    gather = O.interleaved_exposed(totals["weights"], units, fwd, s, vpp, pp) if settings.param_gather.overlapped \
+        else totals["weights"]
     weights = np.where(zero3, fsdp, gather)
     across = O.bucketed_exposed(totals["across"], units, bwd, s)
     exposed = {"grads": many * grads, "weights": many * weights, "across": across}

@@ -72,6 +72,35 @@ def bucketed_exposed(total, buckets, window, sm_share=0.0):
     return total / buckets + np.maximum(rest - window, sm_share * rest)
 
 
+def interleaved_exposed(total, buckets, window, sm_share=0.0, chunks=1, pp=1, after_last=False):
+    """Megatron's gradient reduce-scatter (or parameter all-gather) of ``total`` seconds in ``buckets`` under the
+    interleaved 1F1B schedule, ``chunks`` (vpp) model chunks a rank, ``window``: one micro-batch's backward
+    (forward) over all the rank's layers. Each chunk syncs on its own (megatron/core/pipeline_parallel/
+    schedules.py@core_v0.14.0): the chunks' backwards run last chunk first (get_model_chunk_id L1064-1069) in
+    groups of microbatch_group_size_per_vp_stage = pp micro-batches (get_schedule_table L758-762); chunk c's grad
+    sync starts after its last micro-batch's backward (backward_step_helper_postprocess L1259-1275 through the
+    grad_sync_func that align_grad_reduce sets: Megatron-LM's default, training/arguments.py@core_v0.14.0
+    L2368-2371, Megatron-Bridge's, training/config.py@v0.1.0rc4 L122, setup.py L279-282; without it the chunk's
+    buckets go out during that backward, L1242-1247, as NeMo 2's core_r0.11 DDP config, which has no
+    align_grad_reduce, runs them: nemo/lightning/megatron_parallel.py@v2.2.0 L120). With align_param_gather
+    (NeMo 2 and Megatron-Bridge set it where pp > 1 and vpp > 1: megatron_comm_overlap.py@v2.2.0 L185-192,
+    comm_overlap.py@v0.1.0rc4 L542-549) chunks 0 and 1 gather before the first forward (L1038-1041), chunk c + 1
+    from chunk c's first micro-batch (forward_step_helper_preprocess L1155-1173), each bucket waited for by the
+    forward pre-hook (distributed_data_parallel.py@core_v0.14.0 L467-500).
+
+    Chunk 0 has no compute after (before) its traffic, total / chunks: its gather follows bucketed_exposed over
+    its own forward (window / chunks); its reductions are exposed whole (``after_last``: issued after its last
+    backward) or, without grad_sync_func, bucketed_exposed over that backward. Every other chunk's traffic has
+    at least pp of that chunk's passes, pp x window / chunks, to run beside: max(traffic - that, sm_share x
+    traffic) each. chunks = 1: bucketed_exposed whatever ``after_last``."""
+    chunks = np.maximum(np.asarray(chunks, dtype=float), 1.0)
+    per = np.asarray(total, dtype=float) / chunks
+    first = bucketed_exposed(per, np.maximum(np.asarray(buckets, dtype=float) / chunks, 1.0), window / chunks,
+                             sm_share)
+    first = np.where(after_last & (chunks > 1), per, first)
+    return first + (chunks - 1) * np.maximum(per - pp * window / chunks, sm_share * per)
+
+
 def fsdp_pass_exposed(collective, compute, blocks, sm_share=0.0):
     """One forward (or backward) pass over ``blocks`` FSDP units, each needing ``collective``
     seconds of communication beside ``compute`` seconds of work: the first unit's (or last's)
