@@ -245,3 +245,15 @@ def test_a_deadline_past_the_bound_names_it_however_large(run_cli, client, days)
     field_refusal(run_cli("train", "llama-3-8b", "--gpu", "h100", "--days", days), "days", "must be > 0 and <= 36500")
     web_refusal(client.post("/api/training", json={"model": "llama-3-8b", "gpu": "h100", "days": 1e308}), "days",
                 "must be > 0 and <= 36500")
+
+
+# ---- (k) sweep: the TP degrees a serving refusal offers all run -----------------------------------------------------
+
+def test_the_tp_degrees_offered_for_kv_heads_divide_the_attention_heads(run_cli):
+    """Qwen2.5-7B: 28 attention heads, 4 K/V heads. '--tp 14' was offered [1, 2, 4, 8, 16], of which 8 and 16 do not
+    divide 28 (refused in turn). Hand-worked: divisors of 28 that divide 4 or are multiples of it: 1, 2, 4, 28."""
+    line = field_refusal(run_cli("infer", "qwen2.5-7b", "--gpu", "h100", "--tp", "14", "--gpus", "14", "--no-search"),
+                         "tp", "try tp in [1, 2, 4, 28]")
+    for tp in ("1", "2", "4", "28"):
+        code = run_cli("infer", "qwen2.5-7b", "--gpu", "h100", "--tp", tp, "--gpus", tp, "--no-search")[0]
+        assert code == 0, (tp, line)

@@ -42,9 +42,9 @@ def kv_heads_per_gpu(attn: AttentionSpec, tp: int) -> int:
         return kv // tp
     if tp % kv == 0:  # vLLM replicates each KV head on tp // kv ranks
         return 1
-    raise InputError("tp", tp, f"must divide the {kv} key/value heads (or be a multiple of them, "
-                     "which replicates each head): try tp in "
-                     f"{sorted({d for d in (1, 2, 4, 8, 16) if kv % d == 0 or d % kv == 0})}")
+    fits = [d for d in range(1, attn.num_heads + 1) if attn.num_heads % d == 0 and (kv % d == 0 or d % kv == 0)]
+    raise InputError("tp", tp, f"must divide the {kv} key/value heads (or be a multiple of them, "  # and the heads:
+                     f"which replicates each head): try tp in {fits}")  # [1, 2, 4, 8, 16] offered 8 to 28 heads
 
 
 def kv_bytes_per_token_per_layer(attn: AttentionSpec, kv_bytes: float, tp: int = 1) -> float:
