@@ -13,7 +13,7 @@ import numpy as np
 from gpuplan.core.memory import training as M
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.time.step import StepBreakdown, step_time
-from gpuplan.core.units import SECONDS_PER_DAY
+from gpuplan.core.units import SECONDS_PER_DAY, plural
 from gpuplan.errors import InputError, NoLayoutFits
 from gpuplan.planner.search import Evaluator, LayoutTable, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size, range_counts
@@ -338,7 +338,7 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
             break  # layouts exist but none fits: fewer GPUs hold more per GPU
     if not len(tables[0][1]):  # no layout at all on the count asked (a rule, not memory): plan's reason
         raise no_layout_error(limits, (gpus,))
-    raise NoLayoutFits("gpus", gpus, f"no layout fits {ev.cluster.gpu.name} on {gpus:,} GPUs or fewer (tried "
+    raise NoLayoutFits("gpus", gpus, f"no layout fits {ev.cluster.gpu.name} on {plural(gpus, 'GPU')} or fewer (tried "
                      f"{', '.join(f'{c:,}' for c in sorted(tried, reverse=True)[:6])}); "
                      + more_gpus_hint(smallest_fitting_count(ev, gpus, target_batch, max_tp, limits)))
 
