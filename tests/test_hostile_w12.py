@@ -257,3 +257,9 @@ def test_the_tp_degrees_offered_for_kv_heads_divide_the_attention_heads(run_cli)
     for tp in ("1", "2", "4", "28"):
         code = run_cli("infer", "qwen2.5-7b", "--gpu", "h100", "--tp", tp, "--gpus", tp, "--no-search")[0]
         assert code == 0, (tp, line)
+
+
+def test_no_layout_on_one_gpu_says_one_gpu(run_cli):
+    """planner/plan: 'no layout fits AMD Instinct MI300X on 1 GPUs or fewer' (the sweep); units.plural now."""
+    line = field_refusal(run_cli("train", "mixtral-8x7b", "--gpu", "mi300x", "--gpus", "1"), "gpus", "on 1 GPU or fewer")
+    assert "1 GPUs" not in line
