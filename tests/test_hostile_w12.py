@@ -282,3 +282,13 @@ def test_no_layout_on_one_gpu_says_one_gpu(run_cli):
     line = field_refusal(run_cli("train", "mixtral-8x7b", "--gpu", "mi300x", "--gpus", "1"), "gpus",
                          "on 1 GPU or fewer")
     assert "1 GPUs" not in line
+
+
+def test_the_training_endpoint_says_it_takes_part_of_trains_options(client):
+    """`gpuplan train` is the budget's schema; /api/training is TrainingInputs (no --price: the four-door sweep found
+    it refused there while the CLI took it). Its OpenAPI description said 'the same schema'; it names the subset and
+    where the whole set is now."""
+    paths = client.get("/openapi.json").json()["paths"]
+    assert paths["/api/training"]["post"]["description"].endswith(
+        "that TrainingInputs takes (the same checks); all of them: POST /api/budget.")
+    assert paths["/api/budget"]["post"]["description"].endswith("(the same schema).")

@@ -146,5 +146,17 @@ def _add_job(router: APIRouter, job: Job) -> None:
     endpoint.__name__ = f"estimate_{name}"
     router.add_api_route(f"/{name}", endpoint, methods=["POST"], response_model=ReportResponse, responses=ERRORS,
                          summary=f"{job.summary.split(' (')[0]}",
-                         description=f"{job.summary}\n\nFields: the options of `gpuplan {job.command}` "
-                                     "(the same schema).")
+                         description=f"{job.summary}\n\n{_fields_line(job)}")
+
+
+def _fields_line(job: Job) -> str:
+    """Which CLI options a job's body takes. `gpuplan train` builds its options from the budget's schema, so the
+    training job's body takes a subset of them (no price or failure fields): its description said 'the options of
+    `gpuplan train` (the same schema)' and /api/training refused train's --price (wave-12 sweep, four doors)."""
+    fields = set(job.schema.model_fields)
+    wider = next((other for other in JOBS.values() if other.command == job.command and other.name != job.name
+                  and _available(other) and set(other.schema.model_fields) > fields), None)
+    if wider is None:
+        return f"Fields: the options of `gpuplan {job.command}` (the same schema)."
+    return (f"Fields: the options of `gpuplan {job.command}` that {job.schema.__name__} takes (the same checks); "
+            f"all of them: POST /api/{wider.name}.")
