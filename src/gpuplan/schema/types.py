@@ -227,7 +227,8 @@ def days(value: Any, info: ValidationInfo) -> float:
     try:
         seconds = units.parse_duration(text, field)
     except InputError as exc:  # '1e308' (days, x 86,400 s) and '1e308h' overflow to inf: past the bound, not
-        _days_past_bound(text, value, field)  # 'not a positive, finite number' (wave 12 sweep: '1e6' named it)
+        if exc.expected == "must be a positive, finite number":  # 'not a positive, finite number' ('1e6' named it)
+            _days_past_bound(text, value, field)
         raise exc from None
     return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True)
 
