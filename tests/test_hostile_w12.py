@@ -292,3 +292,19 @@ def test_the_training_endpoint_says_it_takes_part_of_trains_options(client):
     assert paths["/api/training"]["post"]["description"].endswith(
         "that TrainingInputs takes (the same checks); all of them: POST /api/budget.")
     assert paths["/api/budget"]["post"]["description"].endswith("(the same schema).")
+
+
+def test_an_unknown_unit_keeps_its_own_refusal(run_cli):
+    """The bound is named only for a number that overflowed: '3x' is still told the units (8e48d4b named the bound)."""
+    field_refusal(run_cli("train", "llama-3-8b", "--gpu", "h100", "--days", "3x"), "days", "expected a duration")
+
+
+@pytest.mark.parametrize("name, text", [("p.yaml", "model: llama-3-8b\ntokens: 1e400\n"),
+                                        ("p.toml", "model = 'llama-3-8b'\ntokens = 1e400\n")])
+def test_a_plan_files_overflowing_number_is_quoted_as_written(run_cli, tmp_path, name, text):
+    """'tokens: 1e400' in a plan file was refused as 'got inf'; the web quotes '1e400' (web/body.py); YAML and TOML
+    now keep an overflowing float's text (adapters/plan_formats), so every door quotes what was written."""
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run_cli("train", str(path))
+    assert code == 2 and "tokens: got '1e400'; must be a positive, finite number" in err, err

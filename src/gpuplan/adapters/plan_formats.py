@@ -5,6 +5,7 @@ MAX_DEPTH levels of nesting; TOML dates as their ISO text. Files are read by ada
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -67,7 +68,8 @@ def _yaml_loader():
         text = loader.construct_scalar(node)
         if not (PLAIN_FLOAT.match(text) or PLAIN_INT.match(text)):
             raise yaml.constructor.ConstructorError(None, None, f"{text[:40]!r} is not a number", node.start_mark)
-        return yaml.SafeLoader.construct_yaml_float(loader, node)
+        number = yaml.SafeLoader.construct_yaml_float(loader, node)  # '1e400' overflows: kept as written, as the
+        return text if math.isinf(number) and "inf" not in text.lower() else number  # web quotes it (wave 12)
 
     def construct_bool(loader, node):
         text = loader.construct_scalar(node)
@@ -112,10 +114,10 @@ def parse_toml(text: str, field: str, where: Any) -> Any:
     import tomllib
 
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text, parse_float=_float_as_written)
         if nesting_depth(data) <= MAX_DEPTH:
             quoted = odd_numbers_quoted(text)
-            data = tomllib.loads(quoted) if quoted != text else data
+            data = tomllib.loads(quoted, parse_float=_float_as_written) if quoted != text else data
     except RecursionError:
         raise refusal(field, where, f"is nested more than {MAX_DEPTH} levels deep") from None
     except tomllib.TOMLDecodeError as exc:
@@ -125,6 +127,13 @@ def parse_toml(text: str, field: str, where: Any) -> Any:
     if nesting_depth(data) > MAX_DEPTH:
         raise refusal(field, where, f"is nested more than {MAX_DEPTH} levels deep")
     return _dates_as_text(data)
+
+
+def _float_as_written(text: str) -> float | str:
+    """A TOML float; one that overflows ('1e400') as its text, so the refusal quotes what was written (as the web's
+    and YAML's do: 'tokens: got '1e400'', not 'got inf'); TOML's own inf literal stays inf."""
+    number = float(text.replace("_", ""))
+    return text if math.isinf(number) and "inf" not in text else number
 
 
 TOML_NUMBER = re.compile(
