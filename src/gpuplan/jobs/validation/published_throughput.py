@@ -21,6 +21,7 @@ from gpuplan.core.time.pipeline_schedule import layout_stage_layers
 from gpuplan.core.frameworks import framework, torchtitan_fuses_qkv, torchtitan_repeats_kv
 from gpuplan.core.time.megatron_ops import cross_entropy_impl
 from gpuplan.core.comm.dp_costs import ParamGather
+from gpuplan.core.comm.dp_overlap import NEMO_BUCKET_PARAMS
 from gpuplan.core.memory.recipe_facts import reduced_grad_bytes
 from gpuplan.core.precision import RECIPES
 from gpuplan.core.comm.topology import cluster_for
@@ -345,7 +346,11 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
                             grad_comm_bytes=row_grad_comm_bytes(run),
                             # the distributed optimizer's gather: FP8-CS primary weights at their FP8 bytes,
                             # synchronous where the recipe turns its overlap off (param_gather)
-                            param_gather=param_gather(run))
+                            param_gather=param_gather(run),
+                            # NeMo 2 / Megatron-Bridge: 128 Mi-parameter gradient buckets at dp > 1 under the
+                            # distributed optimizer (core.comm.dp_overlap.NEMO_BUCKET_PARAMS); others Megatron-Core's default
+                            dp_bucket_params=NEMO_BUCKET_PARAMS if run["id"].startswith(("nemo2502", "nemo2504", "mbridge-"))
+                            and lay["dp"] > 1 and (lay.get("zero") or 0) >= 1 else None)
     settings = replace(settings, **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     return step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
