@@ -44,7 +44,8 @@ def test_405b_b200_twin_ratio(rows):
     measured = gb200["measured"]["tokens_per_s_per_gpu"] / b200["measured"]["tokens_per_s_per_gpu"]
     assert measured == pytest.approx(0.929, abs=0.001)
     step = PT.predicted_step(b200)
-    assert step.dp_traffic == pytest.approx(0.441, abs=0.01)
+    # 0.441 s in Megatron-Core's 40M-parameter buckets, 0.428 s in Bridge's 128 Mi ones (fewer latencies; W2-A)
+    assert step.dp_traffic == pytest.approx(0.428, abs=0.01)
     assert step.dp_comm < 0.1
     modelled = PT.predict_tokens_per_gpu_s(gb200) / PT.predict_tokens_per_gpu_s(b200)
     assert measured < modelled < 1.08
