@@ -64,7 +64,7 @@ def _units(spec: ModelSpec, settings, trained_params, grads, data, layers, zero3
         buckets, gather = deepspeed_buckets(trained_params), DEEPSPEED_GATHERS
         per_layer = len(layer_submodule_params(spec))
     else:
-        buckets = gather = O.megatron_buckets(trained_params, data)
+        buckets = gather = O.megatron_buckets(trained_params, data, settings.dp_bucket_params)
     sharded = np.maximum(np.asarray(layers, dtype=float), 1.0) * per_layer
     return np.where(zero3, sharded, buckets), np.where(zero3, sharded, gather)
 

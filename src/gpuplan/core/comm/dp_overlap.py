@@ -3,7 +3,7 @@ in which it issues the collectives (``StepSettings.dp_schedule``):
 
 - ``megatron``: Megatron-Core's DDP with the distributed optimizer, overlap_grad_reduce and
   overlap_param_gather on (the Megatron-Bridge recipes' setting). Gradients are bucketed,
-  max(40M, 1M x dp) parameters a bucket (megatron/core/distributed/distributed_data_parallel.py
+  max(40M, 1M x dp) parameters a bucket (NeMo 2 / Megatron-Bridge: 128 Mi, NEMO_BUCKET_PARAMS; distributed_data_parallel.py
   L134), and reduced (reduce-scatter; all-reduce without the distributed optimizer) only in the
   last micro-batch's backward, each bucket as soon as its gradients are final
   (param_and_grad_buffer.py register_grad_ready); parameters are all-gathered bucket by bucket
@@ -54,11 +54,20 @@ the engine's buckets after the backward (DeepSpeed's PipelineEngine _exec_reduce
 stage-1 paths), not through the per-submodule hooks the share describes."""
 MEGATRON_BUCKET_PARAMS = 40e6
 MEGATRON_BUCKET_PARAMS_PER_DP_RANK = 1e6
+NEMO_BUCKET_PARAMS = 128 * 2**20
+"""Parameters a gradient bucket holds under NeMo 2 / Megatron-Bridge where dp > 1 with the distributed optimizer:
+their comm-overlap setup sets DistributedDataParallelConfig.bucket_size = 128 * 1024 * 1024
+(nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py@v2.2.0 L185-186, @v2.3.0 L186;
+src/megatron/bridge/training/comm_overlap.py@v0.1.0rc4 L542-543, @v0.6.0 L576-577, applied to the DDP config
+only under use_distributed_optimizer, @v0.6.0 L636-643), in place of Megatron-Core's default
+max(40M, 1M x dp) (distributed_data_parallel.py@core_v0.14.0 L62-65)."""
 
 
-def megatron_buckets(params, dp):
-    """Gradient buckets of one rank's ``params`` under Megatron-Core's default bucket size."""
-    size = np.maximum(MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PARAMS_PER_DP_RANK * np.asarray(dp, dtype=float))
+def megatron_buckets(params, dp, bucket_params=None):
+    """Gradient buckets of one rank's ``params`` (parameters) under Megatron-Core's default bucket size, or
+    ``bucket_params`` parameters a bucket where the framework sets it (StepSettings.dp_bucket_params)."""
+    size = bucket_params or np.maximum(MEGATRON_BUCKET_PARAMS,
+                                       MEGATRON_BUCKET_PARAMS_PER_DP_RANK * np.asarray(dp, dtype=float))
     return np.maximum(np.ceil(np.asarray(params, dtype=float) / size), 1.0)
 
 

@@ -84,6 +84,9 @@ class StepSettings:
     ep_dispatcher: str = "alltoall"
     """'alltoall' (NCCL all-to-all: one copy per remote expert) or 'flex' (DeepEP / HybridEP: one
     copy per remote node, then NVLink), core/comm.expert_all_to_all_time."""
+    dp_bucket_params: float | None = None
+    """Parameters a Megatron-Core gradient bucket holds where the framework sets the size (NeMo 2 / Megatron-Bridge:
+    core.comm.dp_overlap.NEMO_BUCKET_PARAMS); None = Megatron-Core's default max(40M, 1M x dp)."""
     grad_comm_bytes: float = 2.0
     """Bytes per gradient element on the wire (bf16 = 2; fp32 reduction = 4)."""
     param_gather: ParamGather = ParamGather()  # bytes an element, overlapped or not (core.comm.dp_costs.ParamGather)
