@@ -8,12 +8,14 @@ TransformerLayerSchedulePlan.run; pipeline_parallel/combined_1f1b.py for pp = 1)
     comm stream:    combine bwd       | dispatch fwd -> dispatch bwd        | combine fwd
     compute stream: pre-dispatch fwd  | MLP bwd -> MLP wgrad -> MLP fwd     | pre-dispatch bwd
 
-("pre-dispatch" is attention, its norms and the router; "MLP" the experts and shared experts; the
-same order at core_v0.14.0-core_v0.19.0). Megatron's attention node also runs the shared experts and
-the permute (fine_grained_callables.py@core_v0.16.0 L477-481, moe_shared_expert_overlap off as every
-Bridge overlap recipe sets it); the split here (core.time.step) keeps the shared experts in the MLP:
-moving 1/9 of the MLP (DeepSeek-V3's one shared of nine active experts) changes its overlapped rows by
-0 to +1.5 points of step time (docs/step.md, "The combined-1F1B credit against the published pairs").
+("pre-dispatch" is attention, its norms, the router and, from Megatron-Core 0.16, the shared experts;
+"MLP" the routed experts; the same order at core_v0.14.0-core_v0.19.0). The attention node runs the
+pre-MLP norm, the router and the permute at every one of those tags (fine_grained_callables.py@core_v0.14.0
+L345-366 submodule_post_attn_forward: router_and_preprocess); the shared experts moved into it at core 0.16
+(@core_v0.16.0 L477-481, moe_shared_expert_overlap off as every Bridge overlap recipe sets it; their weight
+gradients with the attention's delayed ones, L363-379), from the MLP node where core_v0.14.0 / core_v0.15.0 ran
+them (experts_compute, @core_v0.14.0 L398-400; @core_v0.15.0 L398). pre_dispatch_mlp_weights says which weights
+core.time.step moves out of the MLP phases.
 Each phase lasts as long as the longer of its two streams. The dispatcher kernels run on SMs the
 GEMMs then lack (DeepEP / HybridEP reserve a fixed number; NCCL's all-to-all its channels), so the
 compute beside a running all-to-all advances at (1 - sm_share) of its speed: a phase with
@@ -53,6 +55,19 @@ ALL_TO_ALLS_PER_LAYER = 4
 four the paired schedule below places, and what core.comm.step_comm counts)."""
 
 
+def pre_dispatch_mlp_weights(spec, shared_experts: bool) -> float:
+    """Matmul weights per token of the mean layer's MLP that the combined-1F1B attention node runs before the
+    dispatch (the module docstring): the router's h x experts, and the shared experts' where ``shared_experts``
+    (Megatron-Core 0.16 on; StepSettings.shared_experts_before_dispatch). 0 for a dense model."""
+    from gpuplan.core.model.spec import mlp_params
+
+    moe = spec.moe
+    if moe is None or not spec.num_moe_layers:
+        return 0.0
+    shared = mlp_params(moe.shared_intermediate_size, spec.hidden_size, gated=True) if shared_experts else 0
+    return spec.num_moe_layers * (spec.hidden_size * moe.num_experts + shared) / spec.num_layers
+
+
 @dataclass(frozen=True)
 class MoeLayerPhases:
     """Seconds of one MoE layer for one micro-batch on one GPU, split at the all-to-alls."""
@@ -61,9 +76,9 @@ class MoeLayerPhases:
     pre_dispatch_backward: object
     mlp_forward: object
     mlp_backward: object
-    """Input and weight gradients of the experts and shared experts."""
+    """Input and weight gradients of the routed experts (and the shared experts before core 0.16)."""
     attention_weight_grad: object = 0.0
-    """Inside pre_dispatch_backward: the attention projections' weight gradients, which the combined
+    """Inside pre_dispatch_backward: the attention projections' (and core 0.16's shared experts') weight gradients, which the combined
     schedule's delay_wgrad_compute runs last (core.time.pipeline_schedule.exposed_p2p_seconds)."""
 
 

@@ -29,7 +29,7 @@ from gpuplan.core.bulk import minimum
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token
 from gpuplan.core.model.spec import ModelSpec, expert_matrix_params
 from gpuplan.core.memory.model_states import stage_span
-from gpuplan.core.comm.moe_overlap import MoeLayerPhases, fill_drain_all_to_all
+from gpuplan.core.comm.moe_overlap import MoeLayerPhases, fill_drain_all_to_all, pre_dispatch_mlp_weights
 from gpuplan.core.model.mtp import mtp_stage_layer_shed
 from gpuplan.core.time.moe_host import stage_exposed_host_seconds
 from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
@@ -191,14 +191,17 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     weight_grads = 1.0 if settings.finetune == "full" else 0.0  # a frozen base computes input gradients only
     bwd = tokens * ((1 + weight_grads) * t_gemm + t_attn_bwd + 2 * t_elem / 3)
     # the same work split at a MoE layer's all-to-alls (core.comm.moe_overlap): attention projections,
-    # the attention core and half the elementwise work before the dispatch, the rest in the MLP
-    t_attn_gemm = 2.0 * F.attention_matmul_weights(spec.attention, h) / tp / (peak * e_gemm)
+    # the attention core and half the elementwise work before the dispatch, the rest in the MLP; under the
+    # combined 1F1B schedule the router (and from core 0.16 the shared experts) too: pre_dispatch_mlp_weights
+    early = pre_dispatch_mlp_weights(spec, settings.shared_experts_before_dispatch) if settings.ep_a2a_overlap else 0.0
+    t_attn_gemm = 2.0 * (F.attention_matmul_weights(spec.attention, h) + early) / tp / (peak * e_gemm)
+    t_delayed_wgrad = t_attn_gemm - 2.0 * (early and pre_dispatch_mlp_weights(spec, False)) / tp / (peak * e_gemm)  # not the router's
     phases = MoeLayerPhases(
         pre_dispatch_forward=tokens * (t_attn_gemm + t_attn + t_elem / 6),
         pre_dispatch_backward=tokens * ((1 + weight_grads) * t_attn_gemm + t_attn_bwd + t_elem / 3),
         mlp_forward=tokens * (t_gemm - t_attn_gemm + t_elem / 6),
         mlp_backward=tokens * ((1 + weight_grads) * (t_gemm - t_attn_gemm) + t_elem / 3),
-        attention_weight_grad=tokens * weight_grads * t_attn_gemm)
+        attention_weight_grad=tokens * weight_grads * t_delayed_wgrad)
     rates = ForwardRates(1.0 / (peak * e_gemm), t_routed, t_attn, hbm, tp,
                          CLAMPED_GLU in settings.eager_fallbacks)
     extra = tokens * recompute_seconds_per_token(spec, settings, rates, forward=fwd / tokens, matmuls=t_gemm,

@@ -57,6 +57,9 @@ class StepSettings:
     """Megatron-Core's combined 1F1B schedule (--overlap-moe-expert-parallel-comm): each
     all-to-all runs beside the other micro-batch's compute, phase by phase (core.comm.moe_overlap);
     replaces ep_overlap."""
+    shared_experts_before_dispatch: bool = True
+    """Under ep_a2a_overlap: the combined schedule's attention node runs the shared experts (Megatron-Core 0.16 on,
+    the version core.frameworks profiles); False: its MLP node does (core 0.14 / 0.15): core.comm.moe_overlap."""
     moe_launch: str = "none"
     """How a MoE layer is issued (core.time.moe_host): 'eager' charges the host time its dispatcher's sync exposes."""
     moe_router_graphs: bool = True
