@@ -317,6 +317,9 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
                             # release's recipe (the row's moe_comm, read from Megatron-Bridge at its tag)
                             ep_dispatcher="flex" if moe_comm.get("dispatcher") == "flex" else "alltoall",
                             ep_a2a_overlap=bool(moe_comm.get("a2a_overlap")),
+                            # its attention node runs the shared experts from Megatron-Core 0.16 (26.02 on;
+                            # core.comm.moe_overlap), its MLP node before
+                            shared_experts_before_dispatch=bridge_release(run) >= (26, 2),
                             # the recipe's TE kernels as `plan --fp8-attention --moe-expert-kernels fused
                             # --cuda-graph-scope --flex-backend` takes them (schema.te_kernels): FP8 attention
                             # (mixed_precision.fp8_dot_product_attention, read at its tag), TE GroupedLinear's
