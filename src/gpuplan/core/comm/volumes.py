@@ -70,7 +70,13 @@ def expert_all_to_all_time(tokens, hidden_bytes, top_k, ep, ranks_per_domain, up
     k x (ep - local) / ep copies per token cross the network. DeepEP / HybridEP ('flex'
     dispatcher; deepseek-ai/DeepEP README: forwarding from the RDMA domain to the NVLink domain;
     DeepSeek-V3 report Sec. 3.2.2: a token crosses IB once per target node, then NVLink) send one
-    copy per remote node: expected_remote_nodes copies. ``deduplicate`` selects the latter."""
+    copy per remote node: expected_remote_nodes copies. ``deduplicate`` selects the latter.
+
+    Latency: one link latency per peer ((local - 1) up, (nodes - 1) out). That is not how NCCL's kernel
+    runs the peers -- its p2p schedule sends to every peer at once, one batch per channel up to 256
+    ranks (core.comm.p2p_schedule, NVIDIA/nccl@v2.27.7-1) -- but one latency per batch predicts the
+    'alltoall' MoE rows further too fast (held-out 9.57 -> 9.93%), so the term stays, standing in for a
+    cost the model does not have (docs/step.md, 'The expert all-to-all's latency')."""
     local = minimum(ranks_per_domain, ep)
     nodes = ep / local
     intra = tokens * top_k * (local - 1) / ep * hidden_bytes

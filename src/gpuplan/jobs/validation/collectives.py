@@ -116,6 +116,11 @@ def sweep_network(sweep: dict, series: dict) -> dict:
 def sweep_links(sweep: dict, series: dict, per_node: int):
     """The links of the sweep's communicator: its GPU, ranks per node (the scale-up domain it
     uses), nodes, and the network fields it states."""
+    return sweep_cluster(sweep, series, per_node).group(per_node * int(sweep["nodes"]))
+
+
+def sweep_cluster(sweep: dict, series: dict, per_node: int):
+    """The cluster the sweep ran on (core.comm.topology.cluster_for with the network fields it states)."""
     from gpuplan.catalog import load_accelerator
     from gpuplan.core.comm.topology import cluster_for, network_profile
 
@@ -136,9 +141,8 @@ def sweep_links(sweep: dict, series: dict, per_node: int):
         extra["collnet"] = True
     if network.get("net_latency_us"):  # a net plugin's stated latency (NCCL graph latencyInter)
         extra["net_latency_us"] = float(network["net_latency_us"])
-    cluster = cluster_for(load_accelerator(sweep["gpu"]), gpus_per_node=per_node,
-                          nic_gbit_per_gpu=network.get("nic_gbit_per_gpu"), **extra)
-    return cluster.group(per_node * int(sweep["nodes"]))
+    return cluster_for(load_accelerator(sweep["gpu"]), gpus_per_node=per_node,
+                       nic_gbit_per_gpu=network.get("nic_gbit_per_gpu"), **extra)
 
 
 def tuner_plugin_choice(network: dict, payload: int) -> tuple[str, str] | None:
@@ -157,6 +161,8 @@ def model_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) 
     from gpuplan.core.comm.collectives import chosen
 
     kind = series["collective"]
+    if kind == "all_to_all":
+        return all_to_all_bus_bandwidth(sweep, series, per_node, payload), "p2p/all-to-all"
     links = sweep_links(sweep, series, per_node)
     plugin = tuner_plugin_choice(sweep_network(sweep, series), payload)
     if plugin is not None:  # the plugin's choice replaces NCCL's own tuner (ncclTuner getCollInfo)
@@ -171,9 +177,25 @@ def model_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) 
     return factor * payload / seconds, f"{algorithm}/{protocol}"
 
 
-def case_kind(sweep: dict, payload: int) -> str:
+def all_to_all_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) -> float:
+    """The model's all-to-all busbw in bytes/s, (n-1)/n x payload / seconds: the step model's expert
+    all-to-all (core.comm.volumes.all_to_all_time) on the scale-up link it rides (Cluster.link(1)),
+    ``payload`` = the bytes each rank sends, its own share included (nccl-tests alltoall_perf's size).
+    One scale-up domain only: the hierarchical time across domains is expert_all_to_all_time's,
+    which takes tokens, not a flat buffer."""
+    from gpuplan.core.comm.volumes import all_to_all_time
+
+    if int(sweep["nodes"]) != 1:
+        raise ValueError(f"sweep {sweep['id']}: all_to_all sweeps are scored inside one node only (nodes: 1)")
+    bandwidth, latency = sweep_cluster(sweep, series, per_node).link(1)
+    return (per_node - 1) / per_node * payload / all_to_all_time(payload, per_node, bandwidth, latency)
+
+
+def case_kind(sweep: dict, payload: int, collective: str = "") -> str:
     regime = "< 16 MiB" if payload < LATENCY_REGIME_BELOW_BYTES else ">= 16 MiB"
     bench = sweep.get("benchmark", "nccl-tests")
+    if collective == "all_to_all":  # its own kind: NCCL's p2p path, not the collective algorithms
+        bench += " all-to-all"
     where = "one node" if int(sweep["nodes"]) == 1 else "several nodes"
     transport = sweep.get("network", {}).get("transport")
     if transport:  # a network NCCL has no latency constants for (its plugin's latency unknown)
@@ -204,7 +226,8 @@ def collective_cases() -> list[CollectiveCase]:
                     continue
                 predicted, algorithm = model_bus_bandwidth(sweep, series, per_node, payload)
                 tag = f"{series['collective']}-{i}-{per_node * int(sweep['nodes'])}r-{payload}"
-                cases.append(CollectiveCase(f"{sweep['id']}-{tag}", case_kind(sweep, payload), busbw * 1e9, predicted,
+                cases.append(CollectiveCase(f"{sweep['id']}-{tag}", case_kind(sweep, payload, series["collective"]),
+                                            busbw * 1e9, predicted,
                                             sweep["cite"], algorithm))
     return cases
 

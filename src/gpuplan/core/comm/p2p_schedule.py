@@ -1,0 +1,103 @@
+"""How NCCL runs an all-to-all: one group of send/recv pairs, one pair per peer, spread over its
+p2p channels (NVIDIA/nccl @v2.27.7-1; the same scheduler from v2.23.4-1, every published MoE row
+ran 2.26.2 - 2.27.7).
+
+  rounds     init.cc L1092-1138: the peers are nRanks rounds; round r sends to one peer and receives
+             from one (node delta, then local delta, both in a quadratic order).
+  channels   graph/paths.cc L836-867 (ncclTopoComputeP2pChannels): p2pnChannels = pow2Up(min(coll
+             channels, 64)); p2pnChannelsPerPeer = pow2Up(the fewest channels any peer gets):
+             2 x (NVLink path bw / one link's bw) for an NVLink peer, 2 for a network peer, halved
+             while 2 x nRanks > 4 x p2pnChannels (L797-833, ncclTopoGetNchannels).
+  parts      enqueue.cc L1039-1042: nChannelsMin = p2pnChannelsPerPeer halved while nChannelsMin x
+             nRanks > p2pnChannels; L893-903: a peer's bytes go in min(nChannelsMin, bytes /
+             minPartSize) parts, doubled while a part exceeds maxPartSize (up to nChannelsPerPeer);
+             minPartSize = chunk / 8 (one node) or chunk / 2, maxPartSize = 32 chunks or one chunk;
+             chunk = NCCL_P2P_NVL_CHUNKSIZE 512 KiB in one NVLink domain, NCCL_P2P_NET_CHUNKSIZE 128 KiB
+             across nodes (init.cc L625-639).
+  placement  channel.h L19-30 (ncclP2pChannelBaseForRound): one node, round r starts on channel r;
+             several, on nodeDelta x ceil(localRanks / 8) + localDelta / 8, so the 8 local rounds of
+             one node delta share a channel; device.h L269-274: part k sits bit_reverse(k) channels on.
+  batches    enqueue.cc L95-160 (addWorkBatchToPlan): a channel packs the works landing on it into
+             batches of at most NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8 (device.h L369), never two of one
+             round; the batch's works run at once, the channel's warps split among them
+             (device/sendrecv.h L104, nWarpPerWork = nWarps / nWorks); a channel runs its batches one
+             after another, all channels at once.
+
+So the peers' latencies overlap: an all-to-all pays one per-step latency per batch of its busiest
+channel, not one per peer. 8 GPUs in a node: 8 rounds x 4 parts on 32 channels, 1 work each;
+64 ranks in an NVL72 rack: 64 rounds x 1 part, 2 works per channel, one batch; 8 nodes x 8 GPUs: 8
+node deltas x 8 local rounds, each delta's 8 on its own channel (2 with a second part): one batch.
+A second batch comes only past 32 channels' worth of node deltas (17 nodes with two parts).
+
+Not yet the step model's: core.comm.volumes.expert_all_to_all_time still charges one link latency per
+peer. Charging one per batch instead (wave 12, W2-B) moves the 292 held-out throughput rows from
+9.57% to 9.93% mean error: every NCCL 'alltoall' MoE family gets faster and was already predicted too
+fast (Qwen3-235B on 64 GB200 -7.3% -> +21.2%, GPT-OSS on GB200 +23.8 -> +30.2% bias), so the per-peer
+term stands in for a cost the model lacks there (docs/step.md, 'The expert all-to-all's latency').
+Measured (deepseek-ai/DeepEP#303, 8 H20, 128 B): 10.6 us, against 35 us per peer and 5 us per batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuplan.core.bulk import scalar_or_array
+
+P2P_CHANNELS = 32
+"""p2pnChannels on NVLink systems: pow2Up(min(collective channels, 64)) -- '24 coll channels, ...,
+32 p2p channels, 32 p2p channels per peer' on an 8-GPU H100 node, '32 coll channels, ..., 32 p2p
+channels, 32 p2p channels per peer' on a GB200 NVL72 (MNNVL) rack (NCCL_DEBUG=INFO init lines,
+graph/paths.cc@v2.27.7-1 L863-867)."""
+P2P_PER_BATCH = 8
+"""Works one channel runs at once: NCCL_MAX_DEV_WORK_P2P_PER_BATCH (src/include/device.h@v2.27.7-1 L369)."""
+NVL_CHUNK_BYTES = 512 * 1024
+"""NCCL_P2P_NVL_CHUNKSIZE default (src/init.cc@v2.27.7-1 L627): the p2p step inside one NVLink domain."""
+NET_CHUNK_BYTES = 128 * 1024
+"""NCCL_P2P_NET_CHUNKSIZE default (src/init.cc@v2.27.7-1 L625): the p2p step once nNodes > 1."""
+NET_CHANNELS_PER_PEER = 2
+"""Channels NCCL starts a network peer with (graph/paths.cc@v2.27.7-1 L817-827: 'start from 2
+channels per NIC and reduce with scale'); one NIC per GPU (netCountByBw 1)."""
+
+
+def _arr(x):
+    return np.asarray(x, dtype=float)
+
+
+def channels_per_peer(ranks, nodes):
+    """p2pnChannelsPerPeer: P2P_CHANNELS inside one NVLink domain (every peer an NVLink peer of 2 x
+    18 links or more, capped at p2pnChannels), NET_CHANNELS_PER_PEER across domains, halved while
+    2 x ranks > 4 x P2P_CHANNELS (1 past 64 ranks)."""
+    n, k = _arr(ranks), _arr(nodes)
+    net = np.where(NET_CHANNELS_PER_PEER * n > 4 * P2P_CHANNELS, NET_CHANNELS_PER_PEER / 2, NET_CHANNELS_PER_PEER)
+    return np.where(k > 1, net, float(P2P_CHANNELS))
+
+
+def parts_per_peer(per_peer_bytes, ranks, nodes):
+    """Channels one peer's bytes are split over (enqueue.cc@v2.27.7-1 L1039-1042, L893-903)."""
+    n, k, size = _arr(ranks), _arr(nodes), _arr(per_peer_bytes)
+    most = channels_per_peer(ranks, nodes)
+    least = most
+    for _ in range(6):  # halve while least x ranks > P2P_CHANNELS (at most log2(64) times)
+        least = np.where((least * n > P2P_CHANNELS) & (least > 1), least / 2, least)
+    chunk = np.where(k > 1, NET_CHUNK_BYTES, NVL_CHUNK_BYTES)
+    min_part = np.where(k > 1, chunk / 2, chunk / 8)
+    max_part = np.where(k > 1, chunk, chunk * 32)
+    parts = np.maximum(1.0, np.minimum(least, np.ceil(size / min_part)))
+    for _ in range(6):  # double while a part exceeds max_part and parts <= most / 2
+        grow = (np.maximum(min_part, np.ceil(size / parts)) > max_part) & (parts <= most / 2)
+        parts = np.where(grow, parts * 2, parts)
+    return parts
+
+
+def sequential_batches(ranks, per_node, nodes, per_peer_bytes):
+    """Batches the busiest p2p channel runs one after another in one all-to-all (>= 1): one NVLink
+    domain, ceil(ceil(ranks x parts / P2P_CHANNELS) / 8) (round r's parts on channels r + bit-reversed
+    offsets, one work each per round); several, ceil(ceil(node deltas x ceil(per_node / 8) x parts /
+    P2P_CHANNELS) x min(per_node, 8) / 8) (each base channel takes up to 8 local rounds). Works
+    elementwise."""
+    n, g, k = _arr(ranks), _arr(per_node), _arr(nodes)
+    parts = parts_per_peer(per_peer_bytes, ranks, nodes)
+    one_domain = np.ceil(np.ceil(n * parts / P2P_CHANNELS) / P2P_PER_BATCH)
+    bases = np.ceil(k) * np.ceil(g / P2P_PER_BATCH)
+    several = np.ceil(np.ceil(bases * parts / P2P_CHANNELS) * np.minimum(g, P2P_PER_BATCH) / P2P_PER_BATCH)
+    return scalar_or_array(np.maximum(1.0, np.where(k > 1, several, one_domain)))
