@@ -45,4 +45,5 @@ def test_every_measured_sweep_ran_a_release_with_the_modelled_nvls_tree_step():
     assert stated["stas00-allreduce-p6-b200-4nodes"] == (2, 27, 7)
     assert stated["nccl1801-gb200-3-partitions-ib"] == (2, 27, 3)
     assert {sweep["id"] for sweep in sweeps if not sweep["nccl"]} == {
-        "stas00-h200-gpu-count-8gib", "a3mega-h100-2nodes-tcpxo", "coreweave-h100-64-sharp"}
+        "stas00-h200-gpu-count-8gib", "a3mega-h100-2nodes-tcpxo", "coreweave-h100-64-sharp",
+        "deepep303-h20-alltoall-1node"}  # all-to-all: NCCL's p2p path, no NVLS-tree step
