@@ -23,6 +23,7 @@ from gpuplan.jobs.validation.published_throughput import megatron_eager_fallback
 
 B200_ROW = "mbridge-26.04.01-gpt-oss-120b-b200-64g-bf16"
 PER_LAYER_US = (10 + 12 + 3 + 7 + 3) * 7.84 + 12 * 0.92  # 285.44 us
+BDA_US = 1 * 7.84  # the unfused bias-dropout-add's bias add, forward (eager_fallbacks 'unfused-bda', wave 12 W2-A)
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +32,9 @@ def gpt_oss():
 
 
 def test_kernel_counts_read_from_the_code(gpt_oss):
-    assert eager_fallback_kernels(gpt_oss, MEGATRON_EAGER_FALLBACKS) == (10 + 12 + 3 + 7, 12)
-    assert eager_fallback_kernels(gpt_oss, MEGATRON_EAGER_FALLBACKS, rerun_clamp=True) == (35, 12)
-    assert eager_fallback_kernels(gpt_oss, MEGATRON_EAGER_FALLBACKS, rerun_rope=True) == (42, 24)
+    assert eager_fallback_kernels(gpt_oss, MEGATRON_EAGER_FALLBACKS) == (10 + 12 + 3 + 7 + 1, 12)  # + the bda's 1
+    assert eager_fallback_kernels(gpt_oss, MEGATRON_EAGER_FALLBACKS, rerun_clamp=True) == (36, 12)
+    assert eager_fallback_kernels(gpt_oss, MEGATRON_EAGER_FALLBACKS, rerun_rope=True) == (44, 24)
     assert eager_fallback_kernels(gpt_oss, (CLAMPED_GLU,)) == (10, 0)  # 25.11: TE's fused RoPE still ran
     assert eager_fallback_kernels(gpt_oss, (EXPERT_BIAS,)) == (0, 0)  # moe_layer counts the bias per expert
 
@@ -46,9 +47,10 @@ def test_models_without_the_paths_launch_nothing_more():
 def test_moe_act_recompute_adds_the_clamp_forward(gpt_oss):
     settings = StepSettings(seq_len=4096, recompute="selective", recompute_modules=("layernorm", "moe_act"),
                             eager_fallbacks=MEGATRON_EAGER_FALLBACKS)
-    assert ML.eager_fallback_fixed_seconds(gpt_oss, settings) == pytest.approx(PER_LAYER_US * 1e-6, rel=1e-9)
+    assert ML.eager_fallback_fixed_seconds(gpt_oss, settings) == pytest.approx((PER_LAYER_US + BDA_US) * 1e-6,
+                                                                               rel=1e-9)
     plain = replace(settings, recompute="none", recompute_modules=())
-    assert ML.eager_fallback_fixed_seconds(gpt_oss, plain) == pytest.approx((PER_LAYER_US - 3 * 7.84) * 1e-6,
+    assert ML.eager_fallback_fixed_seconds(gpt_oss, plain) == pytest.approx((PER_LAYER_US + BDA_US - 3 * 7.84) * 1e-6,
                                                                             rel=1e-9)
 
 
@@ -56,8 +58,8 @@ def test_b200_row_step_grows_by_the_hand_worked_time(monkeypatch, published_rows
     """64 B200, 26.04.01: pp 1, 36 layers, 5 micro-batches, selective recompute of layernorm + moe_act, so
     the step grows by 5 x 36 x 285.44 us = 51.38 ms (no bubble at pp 1)."""
     row = published_rows[B200_ROW]
-    assert set(megatron_eager_fallbacks(row)) == {EXPERT_BIAS, YARN_ROPE, CLAMPED_GLU}
+    assert set(megatron_eager_fallbacks(row)) == {EXPERT_BIAS, YARN_ROPE, CLAMPED_GLU, "unfused-bda"}
     with_kernels = predicted_step(row).total
     monkeypatch.setattr(ML, "eager_fallback_fixed_seconds", lambda spec, settings, fixed=0.0: 0.0)
     without = predicted_step(row).total
-    assert with_kernels - without == pytest.approx(5 * 36 * PER_LAYER_US * 1e-6, rel=1e-6)
+    assert with_kernels - without == pytest.approx(5 * 36 * (PER_LAYER_US + BDA_US) * 1e-6, rel=1e-6)

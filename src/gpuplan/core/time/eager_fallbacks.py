@@ -1,4 +1,4 @@
-"""HBM traffic of three Megatron-Core paths that fall back to eager PyTorch ops for GPT-OSS-like models.
+"""HBM traffic of four Megatron-Core paths that fall back to eager PyTorch ops for GPT-OSS-like models.
 
 **Expert fc2 bias** (``"expert-bias"``). Models whose experts carry biases (GPT-OSS:
 ``gate_up_proj_bias`` / ``down_proj_bias``, transformers ``models/gpt_oss/modeling_gpt_oss.py``) run,
@@ -55,6 +55,18 @@ the gate half: compare 2 + 1, ``where`` 1 + 2 + 2 = 8; the linear half's two com
 gradients (read 2, write 2): 15. Total 23. TE's op fuser runs ``ScaledClampedQGeGLU`` instead
 (``experts.py`` at core 0.18-0.19), with no eager clamp.
 
+**Unfused bias-dropout-add** (``"unfused-bda"``). Megatron-Core's TEGroupedMLP refuses bias_dropout_fusion
+with linear biases (``assert not (add_bias_linear and bias_dropout_fusion)``, experts.py@core_v0.15.0 L764,
+@core_v0.16.0 L531, @2edffad L173-175), so a MoE model whose experts carry biases runs every bias-dropout-add
+unfused (Megatron-Bridge's GPT-OSS provider: ``bias_dropout_fusion = False``, gpt_oss_provider.py@v0.2.2 L82,
+gpt_oss_bridge.py@v0.3.1 L81, @v0.4.2 L74). ``get_bias_dropout_add`` then returns the
+unfused ``_bias_dropout_add_func`` (megatron/core/fusions/fused_bias_dropout.py@2edffad L83-94, L11-57), which adds
+linear_proj's bias in a kernel of its own (``x = x + bias``: reads 2, writes 2 a bf16 element of h), whose dropout
+at p = 0 returns its input (ATen Dropout.cpp ``_dropout``: p == 0 returns the input), and whose residual add moves
+what the fused kernel moves; the MoE layer's bda has no bias (the experts' fc2 bias is ``"expert-bias"``'s).
+The bias's gradient is a sum over tokens in either form. 4 h B a token and one tensor-sized kernel a layer,
+forward, where the attention's output projection has a bias.
+
 **Their kernels' fixed time.** The bytes above are charged at HBM speed; each eager kernel also
 pays core.time.memory_kernels' fixed ~8 us (launch, ramp-up, tail wave), which a per-token term
 cannot see. Counted per layer and micro-batch beyond the fused path's kernels (the fc2 bias's
@@ -83,7 +95,8 @@ from gpuplan.core.model.spec import ModelSpec
 EXPERT_BIAS = "expert-bias"
 YARN_ROPE = "yarn-rope"
 CLAMPED_GLU = "clamped-glu"
-MEGATRON_EAGER_FALLBACKS = (EXPERT_BIAS, YARN_ROPE, CLAMPED_GLU)
+UNFUSED_BDA = "unfused-bda"
+MEGATRON_EAGER_FALLBACKS = (EXPERT_BIAS, YARN_ROPE, CLAMPED_GLU, UNFUSED_BDA)
 """What Megatron-Core runs eagerly by default (no TE op fuser), for a model that has each path."""
 EAGER_FC2_BIAS_BYTES_PER_ELEMENT = {"bf16": 28.0, "fp32": 68.0}
 """HBM bytes per element of an expert output row, forward + backward, by probability dtype."""
@@ -94,6 +107,10 @@ EAGER_GLU_CLAMP_BYTES_PER_ELEMENT = EAGER_GLU_CLAMP_FORWARD_BYTES_PER_ELEMENT + 
 """HBM bytes per element of an expert's first-linear output (bf16), forward (8) + backward (15)."""
 
 
+UNFUSED_BDA_BIAS_BYTES_PER_ELEMENT = 2.0 + 2.0
+"""HBM bytes per element of h of the unfused bias add (read, write; bf16), forward."""
+UNFUSED_BDA_KERNELS = (1, 0)
+"""(forward, backward) kernels per layer of the unfused bias add beyond the fused bias-dropout-add's."""
 EAGER_ROPE_EXTRA_KERNELS = (12 - 2, 14 - 2)
 """(forward, backward) tensor-sized kernels per layer the unfused RoPE of q and k launches beyond TE's fused RoPE."""
 EAGER_ROPE_FACTOR_KERNELS = 2 * 6
@@ -137,6 +154,15 @@ def eager_glu_clamp_bytes_per_token(spec: ModelSpec) -> float:
     return per_row * moe.experts_per_token * spec.num_moe_layers / spec.num_layers
 
 
+def unfused_bda_bytes_per_token(spec: ModelSpec) -> float:
+    """HBM bytes per token and layer the unfused bias-dropout-add moves beyond the fused one's: the attention's output
+    bias added in a pass of its own, where the experts carry biases (Megatron then turns the fusion off; 0 otherwise)."""
+    moe = spec.moe
+    if moe is None or not moe.expert_bias or not spec.attention.out_bias:
+        return 0.0
+    return UNFUSED_BDA_BIAS_BYTES_PER_ELEMENT * spec.hidden_size
+
+
 def eager_fallback_bytes_per_token(spec: ModelSpec, fallbacks: tuple[str, ...], ep_dispatcher: str) -> float:
     """Bytes per token of the mean layer (one GPU's share before tensor parallelism) that the
     ``fallbacks`` a run takes move beyond what the elementwise term already charges."""
@@ -147,6 +173,8 @@ def eager_fallback_bytes_per_token(spec: ModelSpec, fallbacks: tuple[str, ...], 
         total += eager_rope_bytes_per_token(spec)
     if CLAMPED_GLU in fallbacks:
         total += eager_glu_clamp_bytes_per_token(spec)
+    if UNFUSED_BDA in fallbacks:
+        total += unfused_bda_bytes_per_token(spec)
     return total
 
 
@@ -164,4 +192,7 @@ def eager_fallback_kernels(spec: ModelSpec, fallbacks: tuple[str, ...], rerun_ro
     if CLAMPED_GLU in fallbacks and eager_glu_clamp_bytes_per_token(spec):
         forward, backward = EAGER_GLU_CLAMP_KERNELS
         passes += (forward * (1 + rerun_clamp) + backward) * spec.num_moe_layers / spec.num_layers
+    if UNFUSED_BDA in fallbacks and unfused_bda_bytes_per_token(spec):
+        forward, backward = UNFUSED_BDA_KERNELS
+        passes += forward * (1 + rerun_rope) + backward  # full recompute re-runs the layer's forward
     return passes, small

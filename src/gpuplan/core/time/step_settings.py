@@ -80,7 +80,7 @@ class StepSettings:
     gathers and reductions: core.comm.dp_overlap); None = the part's (core.comm.collectives.nccl_sm_share)."""
     eager_fallbacks: tuple[str, ...] = ()
     """Megatron-Core paths the run takes as eager ops where the model has them: 'expert-bias',
-    'yarn-rope', 'clamped-glu' (core.time.eager_fallbacks); () for fused kernels or another framework."""
+    'yarn-rope', 'clamped-glu', 'unfused-bda' (core.time.eager_fallbacks); () for fused kernels or another framework."""
     expert_tp: int | None = None
     """Expert tensor parallelism: None = tp (Megatron-Core's default for
     --expert-tensor-parallel-size); Megatron-Bridge's MoE recipes set 1."""

@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from gpuplan.catalog import load_accelerator
-from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE
+from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, UNFUSED_BDA, YARN_ROPE
 from gpuplan.core.time.step import StepSettings, attention_efficiency, step_time
 from gpuplan.core.time.titan_ops import from_framework_label
 from gpuplan.core.time.pipeline_schedule import layout_stage_layers
@@ -210,9 +210,10 @@ def megatron_eager_fallbacks(run: dict[str, Any]) -> tuple[str, ...]:
     the experts' fc2 bias and the clamp of their gated activation unless the recipe runs TE's fused
     grouped MLP (the row's moe_comm.fused_grouped_mlp); the YaRN RoPE from Megatron-Core 0.16 (containers 26.02 on): before,
     apply_rope_fusion ran TE's fused RoPE whatever the mscale (rope_utils.py@core_v0.15.0), and
-    NeMo 25.11 shipped core 0.15."""
+    NeMo 25.11 shipped core 0.15; the unfused bias-dropout-add at every release (a model with expert biases: TEGroupedMLP
+    refuses the fusion, core.time.eager_fallbacks)."""
     experts = () if (run.get("moe_comm") or {}).get("fused_grouped_mlp") else (EXPERT_BIAS, CLAMPED_GLU)
-    return experts + ((YARN_ROPE,) if release(run["family"]) >= (26,) else ())
+    return experts + ((YARN_ROPE,) if release(run["family"]) >= (26,) else ()) + (UNFUSED_BDA,)  # bda: every release
 
 
 def recipe_recompute(run: dict[str, Any]) -> dict[str, Any]:
