@@ -36,6 +36,7 @@ from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
 from gpuplan.core.time.optimizer import accumulation_pass_seconds
 from gpuplan.core.comm.dp_costs import optimizer_shards
+from gpuplan.core.time import megatron_grad_passes as MG
 from gpuplan.core.time import activation_offload as AO, context_parallel as CPK, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT, titan_float8 as TF, sequence_parallel as SP, llmc_ops as LO
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import ParamGather, by_parallelism, params_per_gpu, step_communication  # noqa: F401
@@ -248,6 +249,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                                                       layers, pp == 1, ep, mtp_on_first, vpp)
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
                                      ep=ep, mtp=mtp, vpp=vpp).total
+    t_embed = MG.embedding_grad_seconds(spec, settings, tp, zero, cluster.gpu.memory_bandwidth)  # the first stage's
+    t_mb, t_last = t_mb + t_embed, t_last + t_embed * (pp == 1)
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
     compute = t_mb * micro_batches + TF.step_copy_seconds(  # torchtitan's FSDP2 copies, its float8 all-gather's change
         spec, cluster, settings, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches)

@@ -139,6 +139,9 @@ class StepSettings:
     (core.time.megatron_ops.loss_seconds; loss_impl names the provider's); None: no loss term."""
     sequence_parallel: bool = True  # False: norms and residual adds whole on every TP rank, all-reduce (core.time.sequence_parallel)
     grad_all_reduce: bool = False  # ZeRO-1 gradients all-reduced in full, then the shards gathered (core.comm.dp_costs)
+    embedding_grad_add: bool = False
+    """Megatron-Core's DDP adds the untied embedding's dense gradient into main_grad every micro-batch (NeMo 2 /
+    Megatron-Bridge, --framework megatron): core.time.megatron_grad_passes."""
     deepspeed_bf16: bool = False
     """DeepSpeed's engine in bf16 (core.frameworks.deepspeed_bf16_engine): its BF16_Optimizer adds each micro-batch's
     gradients into its own copy in a pass of its own at ZeRO <= 1 (core.time.optimizer.BF16_OPTIMIZER_MAX_ZERO)."""

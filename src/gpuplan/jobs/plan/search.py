@@ -155,6 +155,8 @@ def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSet
                                                  and inputs.dtype == "fp8" and inputs.fp8_recipe != "mxfp8"),
                         # DeepSpeed's BF16_Optimizer: the rule memory reads too (core.frameworks, core.time.optimizer)
                         deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name),
+                        # Megatron-Core DDP's hook adds the embedding's dense gradient (core.time.megatron_grad_passes)
+                        embedding_grad_add=inputs.framework == "megatron",
                         tp_overlap=tp_overlap,
                         tp_comm_overlap=inputs.tp_comm_overlap, sequence_parallel=inputs.sequence_parallel,
                         grad_all_reduce=inputs.grad_all_reduce,

@@ -117,6 +117,12 @@ def nemo2_layout(run: dict[str, Any]) -> dict[str, Any]:
     return lay if lay.get("zero") is not None or zero is None else dict(lay, zero=zero)
 
 
+def megatron_ddp(run: dict[str, Any]) -> bool:
+    """The row trains through Megatron-Core's DDP with NeMo 2's or Megatron-Bridge's comm-overlap setup (NeMo 25.02
+    on; NeMo 24.07's launcher: Apex's DistributedFusedAdam)."""
+    return run["id"].startswith(("nemo2502", "nemo2504", "mbridge-"))
+
+
 def bridge_release(run: dict[str, Any]) -> tuple[int, ...]:
     """(year, month, patch) of a Megatron-Bridge performance row (NeMo 25.09 on), () otherwise."""
     rel = release(run["family"])
@@ -353,8 +359,10 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
                             param_gather=param_gather(run),
                             # NeMo 2 / Megatron-Bridge: 128 Mi-parameter gradient buckets at dp > 1 under the
                             # distributed optimizer (core.comm.dp_overlap.NEMO_BUCKET_PARAMS); others Megatron-Core's default
-                            dp_bucket_params=NEMO_BUCKET_PARAMS if run["id"].startswith(("nemo2502", "nemo2504", "mbridge-"))
-                            and lay["dp"] > 1 and (lay.get("zero") or 0) >= 1 else None)
+                            dp_bucket_params=NEMO_BUCKET_PARAMS if megatron_ddp(run)
+                            and lay["dp"] > 1 and (lay.get("zero") or 0) >= 1 else None,
+                            # Megatron DDP's hook adds the embedding's dense gradient (core.time.megatron_grad_passes)
+                            embedding_grad_add=megatron_ddp(run))
     settings = replace(settings, **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     return step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
