@@ -82,7 +82,7 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     eff = setup.efficiency
     bw, gemm, kv, attention = eff.rates(which, setup.fmt.compute_dtype not in ("fp32", "bf16", "fp16"))
     # vLLM's int4 linears on sm8x run Marlin, whose 64-row tiles cap its GEMM rate (marlin)
-    gemm = MG.gemm_fraction(setup, fabric, gemm)
+    gemm = MG.gemm_fraction(setup, fabric, gemm, moe=spec.moe is not None)
     layers = spec.num_layers
     # + SGLang's Triton / Marlin MoE writing and summing one hidden row per (token, expert) (moe_combine)
     moe_rows = work.tokens * layers * MC.combine_bytes_per_token(spec, setup.runtime.release, setup.fmt.name,
