@@ -7,6 +7,7 @@ from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import first_token_path as FT
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
+from gpuplan.core.serving import marlin as MG
 from gpuplan.core.serving import profile as P
 from gpuplan.core.serving import prompt_tokenize as PT
 from gpuplan.core.serving import request_path as RP
@@ -47,6 +48,18 @@ def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[
 FITTED = "fitted on TensorRT-LLM v0.6.1's static-batch table (21 rows; docs/inference.md)"
 
 
+def _marlin_clause(plan: Plan) -> str:
+    """Where vLLM runs the int4 linears through Marlin (core/serving/marlin.py), the GEMM fraction the answer used
+    in place of the 16-bit one, scaled from it (so a --compute-efficiency moves it too); else ''."""
+    setup, moe = plan.setup, plan.spec.moe is not None
+    fraction = [MG.gemm_fraction(setup, plan.gpu, c, moe) for c in setup.efficiency.compute]
+    if fraction == list(setup.efficiency.compute):
+        return ""
+    arch = "Ada" if tuple(plan.gpu.compute_capability) == MG.ADA_COMPUTE_CAPABILITY else "Ampere"
+    return (f"; vLLM int4 on sm8x runs Marlin: {fraction[0]:.2f} ({fraction[1]:.2f}-{fraction[2]:.2f}) = this x "
+            f"{MG.marlin_ratio(plan.gpu):.3g} ({arch}; core/serving/marlin.py)")
+
+
 def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption, ...]:
     """The kernel fractions of the roofline, the decode kernel and the host time per step."""
     e, release = plan.setup.efficiency, plan.setup.runtime.release
@@ -58,7 +71,8 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
                    "--bandwidth-efficiency", "bandwidth_efficiency" in u),
         Assumption("compute_efficiency", "16-bit GEMM fraction of the dense peak",
                    f"{e.compute[0]:.2f} ({e.compute[1]:.2f}-{e.compute[2]:.2f}); FP8/INT8/FP4 x "
-                   f"{e.low_precision_gemm:g}", FITTED, "--compute-efficiency", "compute_efficiency" in u),
+                   f"{e.low_precision_gemm:g}" + _marlin_clause(plan), FITTED, "--compute-efficiency",
+                   "compute_efficiency" in u),
         Assumption("kernel_efficiency", "decode KV read / prefill flash attention",
                    f"{e.kv:.2f} of bandwidth / {e.attention:.2f} of peak",
                    "KV read fitted as above; FlashAttention-2/3 forward 0.5-0.75 of peak (Dao 2023, Shah 2024)",

@@ -178,7 +178,8 @@ class InferenceInputs(ModelFields):
         None, "HBM-bandwidth fraction the weight GEMMs and elementwise kernels reach (the KV read scales with it).",
         "0.85 (0.65-0.95)")]
     compute_efficiency: Annotated[T.Efficiency | None, _f(
-        None, "Fraction of the dense peak 16-bit GEMMs reach (flash attention scales with it).", "0.80 (0.60-0.90)")]
+        None, "Fraction of the dense peak 16-bit GEMMs reach (flash attention scales with it; where vLLM runs int4 "
+              "through Marlin, its fraction is scaled from this one: docs/inference.md 5k).", "0.80 (0.60-0.90)")]
     allreduce_latency_us: Annotated[T.typed(float, T.number(0, 1e4)) | None, _f(
         None, "All-reduce latency over NVLink, us (x3 on PCIe).", "8")]
     graph_layer_us: Annotated[T.typed(float, T.number(0, 1e3)) | None, _f(
