@@ -27,7 +27,8 @@ So the peers' latencies overlap: an all-to-all pays one per-step latency per bat
 channel, not one per peer. 8 GPUs in a node: 8 rounds x 4 parts on 32 channels, 1 work each;
 64 ranks in an NVL72 rack: 64 rounds x 1 part, 2 works per channel, one batch; 8 nodes x 8 GPUs: 8
 node deltas x 8 local rounds, each delta's 8 on its own channel (2 with a second part): one batch.
-A second batch comes only past 32 channels' worth of node deltas (17 nodes with two parts).
+A second batch comes only past 32 channels' worth of node deltas: 33 nodes of 8 GPUs (one part a
+peer past 64 ranks).
 
 Not yet the step model's: core.comm.volumes.expert_all_to_all_time still charges one link latency per
 peer. Charging one per batch instead (wave 12, W2-B) moves the 292 held-out throughput rows from
