@@ -1,5 +1,6 @@
 """H1's small executed terms, charged wherever Megatron-Core runs them (issue 37, wave 12 W2-A): the untied
-embedding's dense gradient added into main_grad (core.time.megatron_grad_passes; the unfused bias-dropout-add: tests/test_w2a_unfused_bda.py). Hand-worked numbers."""
+embedding's dense gradient added into main_grad, the per-token loss's gradient scaling
+(core.time.megatron_grad_passes; the unfused bias-dropout-add: tests/test_w2a_unfused_bda.py). Hand-worked numbers."""
 
 import pytest
 
@@ -31,6 +32,14 @@ def test_embedding_gradient_bytes_by_hand(models):
     assert MG.embedding_grad_seconds(oss, StepSettings(), 1, 1, b200) == 0.0  # not Megatron's DDP
 
 
+def test_loss_scale_by_hand():
+    # 1e9 local parameters in a bf16 buffer: read + write 2 x 2 B = 4e9 B, two buffers' kernels
+    bw = 8e12
+    on = StepSettings(per_token_loss=True, grad_comm_bytes=2.0)
+    assert MG.loss_scale_seconds(on, 1e9, bw) == pytest.approx(2 * KERNEL_FIXED_SECONDS + 4e9 / (bw * 0.89))
+    assert MG.loss_scale_seconds(StepSettings(), 1e9, bw) == 0.0
+
+
 def test_step_charges_the_embedding_each_micro_batch(models):
     llama, cluster = models["llama-3-8b"], cluster_for(load_accelerator("b200"))
     kw = dict(dp=8, micro_batch=1, micro_batches=8, zero=1)
@@ -41,16 +50,17 @@ def test_step_charges_the_embedding_each_micro_batch(models):
     assert on.compute - off.compute == pytest.approx(8 * one, rel=1e-9)
 
 
-@pytest.mark.parametrize("row, embedding", [
-    ("mbridge-26.04.01-gpt-oss-120b-b200-64g-bf16", True),
-    ("mbridge-25.09-llama-3-8b-b200-8g-fp8cs", True),  # every Megatron DDP row: the embedding's add
-    ("nemo2407-llama-2-7b-h100-8g", False),  # Apex's optimizer: not Megatron DDP's hook
+@pytest.mark.parametrize("row, embedding, per_token", [
+    ("mbridge-26.04.01-gpt-oss-120b-b200-64g-bf16", True, True),  # Bridge v0.4.2: gpt_oss.py L193
+    ("mbridge-25.11-gpt-oss-120b-b200-64g-bf16", True, False),  # v0.2.2: no per-token loss yet
+    ("mbridge-25.09-llama-3-8b-b200-8g-fp8cs", True, False),  # every Megatron DDP row: the embedding's add
+    ("nemo2407-llama-2-7b-h100-8g", False, False),  # Apex's optimizer: not Megatron DDP's hook
 ])
-def test_rows_take_the_terms_their_code_runs(monkeypatch, published_rows, row, embedding):
+def test_rows_take_the_terms_their_code_runs(monkeypatch, published_rows, row, embedding, per_token):
     from gpuplan.jobs.validation import published_throughput as P
 
     seen = {}
     monkeypatch.setattr(P, "step_time", lambda spec, cluster, settings, **kw: seen.setdefault("s", settings))
     P.predicted_step(published_rows[row])
     s = seen["s"]
-    assert s.embedding_grad_add == embedding
+    assert (s.embedding_grad_add, s.per_token_loss) == (embedding, per_token)

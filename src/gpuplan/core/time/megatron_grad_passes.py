@@ -1,4 +1,4 @@
-"""Passes over gradient memory that Megatron-Core's DDP runs beside the layers' kernels (issue 37, wave 12
+"""Two passes over gradient memory that Megatron-Core's DDP runs beside the layers' kernels (issue 37, wave 12
 W2-A; sized on GPT-OSS 120B in docs/step.md, "GPT-OSS 120B, seventh pass", and charged wherever the code runs them).
 
 * **The untied embedding's dense gradient** (StepSettings.embedding_grad_add). The word embedding's backward is
@@ -12,6 +12,12 @@ W2-A; sized on GPT-OSS 120B in docs/step.md, "GPT-OSS 120B, seventh pass", and c
   gradient and writes the main gradient (m + 2 + m, m = its width: 4 under grad_reduce_in_fp32, 2 in bf16):
   4 + 2m; two kernels. On the stage that holds the embedding (the first), each micro-batch. A tied embedding at
   pp 1 shares the head's weight and is left out (not read).
+* **Per-token loss scaling** (StepSettings.per_token_loss: ``calculate_per_token_loss = True``, Megatron-Bridge's
+  GPT-OSS recipes from v0.3.0, recipes/gpt_oss/gpt_oss.py@v0.4.2 L73, L193). finalize_model_grads all-reduces the
+  step's token count and, once a step, scales every local gradient by 1 / num_tokens
+  (finalize_model_grads.py@core_v0.16.0 L484-497; @2edffad L488-501: ``model_chunk.scale_gradients``, i.e.
+  ``grad_data *= scaling_factor`` over each gradient buffer, param_and_grad_buffer.py@2edffad L1213-1217): the
+  whole buffer read and written once, 2 x its width a local parameter, one kernel a buffer (dense and expert).
 
 Units: seconds, bytes, parameters.
 """
@@ -26,6 +32,7 @@ EMBEDDING_GRAD_ZEROS_BYTES = 2.0
 EMBEDDING_GRAD_READ_BYTES = 2.0
 """The bf16 gradient the DDP hook reads once an element."""
 EMBEDDING_GRAD_KERNELS = 2  # the zeros, the add_
+LOSS_SCALE_BUFFERS = 2  # dense and expert gradient buffers (one kernel each)
 
 
 def embedding_grad_bytes(spec: ModelSpec, tp, main_grad_bytes: float) -> float:
@@ -46,3 +53,10 @@ def embedding_grad_seconds(spec: ModelSpec, settings, tp, zero, hbm_bytes_per_s:
                                    hbm_bytes_per_s)
     return seconds * (zero < 3)
 
+
+def loss_scale_seconds(settings, local_params, hbm_bytes_per_s: float):
+    """Seconds a step spends scaling the gradient buffer of ``local_params`` trained parameters where
+    settings.per_token_loss (read and write at settings.grad_comm_bytes an element)."""
+    if not settings.per_token_loss:
+        return 0.0
+    return memory_bound_seconds(2 * settings.grad_comm_bytes * local_params, LOSS_SCALE_BUFFERS, hbm_bytes_per_s)

@@ -287,6 +287,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                  shards=shards)  # Megatron: FP8 weight casts once a step, its distributed optimizer
     if mega is not None:
         compute, optimizer = compute + mega[0], mega[1]
+    compute = compute + MG.loss_scale_seconds(settings, trained, cluster.gpu.memory_bandwidth)  # per-token loss
     return StepBreakdown(compute, bubble, exposed["TP"], exposed["PP"], exposed["DP"], exposed["CP"], exposed["EP"],
                          optimizer, comm_total=comm_total, moe_host=micro_batches * t_host,
                          moe_expert_kernels=micro_batches * t_experts, dp_traffic=by_parallelism(costs, "DP", "total"))

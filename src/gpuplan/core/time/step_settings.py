@@ -142,6 +142,8 @@ class StepSettings:
     embedding_grad_add: bool = False
     """Megatron-Core's DDP adds the untied embedding's dense gradient into main_grad every micro-batch (NeMo 2 /
     Megatron-Bridge, --framework megatron): core.time.megatron_grad_passes."""
+    per_token_loss: bool = False
+    """calculate_per_token_loss: the gradient buffer scaled by 1 / tokens once a step (core.time.megatron_grad_passes)."""
     deepspeed_bf16: bool = False
     """DeepSpeed's engine in bf16 (core.frameworks.deepspeed_bf16_engine): its BF16_Optimizer adds each micro-batch's
     gradients into its own copy in a pass of its own at ZeRO <= 1 (core.time.optimizer.BF16_OPTIMIZER_MAX_ZERO)."""

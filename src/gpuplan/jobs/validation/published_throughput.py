@@ -361,8 +361,10 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
                             # distributed optimizer (core.comm.dp_overlap.NEMO_BUCKET_PARAMS); others Megatron-Core's default
                             dp_bucket_params=NEMO_BUCKET_PARAMS if megatron_ddp(run)
                             and lay["dp"] > 1 and (lay.get("zero") or 0) >= 1 else None,
-                            # Megatron DDP's hook adds the embedding's dense gradient (core.time.megatron_grad_passes)
-                            embedding_grad_add=megatron_ddp(run))
+                            # Megatron DDP's hook adds the embedding's dense gradient (core.time.megatron_grad_passes);
+                            # GPT-OSS recipes from Bridge v0.3.0 (26.02) set calculate_per_token_loss (the same module)
+                            embedding_grad_add=megatron_ddp(run),
+                            per_token_loss=run["model"]["catalog"].startswith("gpt-oss") and bridge_release(run) >= (26, 2))
     settings = replace(settings, **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
     return step_time(spec, cluster, settings, dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], vpp=lay.get("vpp") or 1,
