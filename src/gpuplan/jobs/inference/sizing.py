@@ -320,7 +320,7 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
              else f"{prefill.price_source}; {decode.price_source}"),
         Line("disagg_cost_per_million_tokens", "cost per million tokens", None if total is None else
              total / tokens_per_hour * 1e6, "USD",
-             "n/a" if total is None else f"${total / tokens_per_hour * 1e6:,.3f}", "prompt + output tokens served"),
+             "n/a" if total is None else format_usd(total / tokens_per_hour * 1e6, 3), "prompt + output tokens served"),
     )
 
 
@@ -371,7 +371,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
         Line("sized_cost_per_hour", "cost", best.cost_per_hour, "USD/h",
              "n/a (no price)" if best.cost_per_hour is None else f"{format_usd(best.cost_per_hour, 2)}/h", best.price_source),
         Line("sized_cost_per_million_tokens", "cost per million tokens", per_million, "USD",
-             "n/a" if per_million is None else f"${per_million:,.3f}", "prompt + output tokens served"),
+             "n/a" if per_million is None else format_usd(per_million, 3), "prompt + output tokens served"),
         *left_out,
     ))
 

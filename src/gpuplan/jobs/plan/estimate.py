@@ -52,7 +52,7 @@ def _rows(t: LayoutTable, idx) -> tuple:
     return tuple((int(t["gpus"][i]), layout_text(*row_layout(t, i)), f"{t['step_seconds'][i]:.2f}",
                   "" if spread is None else f"±{spread[i]:.0%}", f"{t['mfu'][i]:.1%}", f"{t['days'][i]:.1f}",
                   f"{t['days_with_failures'][i]:.1f}", format_gpu_time(t['gpu_hours'][i]),
-                  "" if np.isnan(t["cost"][i]) else f"${t['cost'][i]:,.0f}", format_bytes(t["total_bytes"][i]),
+                  "" if np.isnan(t["cost"][i]) else format_usd(t['cost'][i]), format_bytes(t["total_bytes"][i]),
                   f"{t['exposed_comm_seconds'][i] / t['step_seconds'][i]:.0%}",
                   f"{t['bubble_seconds'][i] / t['step_seconds'][i]:.0%}", f"{t['ranked_days'][i]:.1f}") for i in idx)
 
@@ -281,7 +281,7 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
         *_moe_all_to_all_assumption(inputs, result),
         _overlap_assumption(inputs, plan),
         _margin_assumption(inputs),
-        Assumption("price", "price per GPU-hour", "n/a" if price is None else f"${price:.2f}", result.price_source,
+        Assumption("price", "price per GPU-hour", "n/a" if price is None else format_usd(price, 2), result.price_source,
                    "--price / --provider", "price" in inputs.given or "provider" in inputs.given),
         Assumption("search", "layout search", "exhaustive" if inputs.exhaustive else "pruned (least recompute "
                    "that fits)", "planner/search.py: memory falls and time rises with recompute", "--exhaustive",
