@@ -130,17 +130,16 @@ def parse_fraction(text: str | int | float, field: str = "fraction") -> float:
 
 
 def format_usd_per_gpu_hour(usd: float) -> str:
-    """A price in USD per GPU-hour: '$2.49/GPU-h' (two decimals, thousands separated); under $0.01 three significant
-    digits, '$0.001/GPU-h', '$0.00171/GPU-h', where two decimals printed '$0.00' (review w11 r4: the spot price at
-    --spot-discount's 99.9% bound on a $1 price)."""
-    return f"${usd:,.2f}/GPU-h" if usd >= 0.01 or usd == 0 else f"${usd:.3g}/GPU-h"
+    """A price in USD per GPU-hour: format_usd(usd, 2) + '/GPU-h' ('$2.49/GPU-h', '$0.001/GPU-h', '$0.00171/GPU-h'),
+    so a price prints as the same amount does (review w12 r3 S1: the two had different cut-offs)."""
+    return format_usd(usd, 2) + "/GPU-h"
 
 
 def format_usd(usd: float, decimals: int = 0) -> str:
-    """Dollars to ``decimals`` places, thousands separated ('$93,792', '$2.49'); a non-zero amount that those places
-    would print as zero keeps three significant digits ('$0.0094', '$1.23e-07'): '--price 1e-300' printed a $0
-    budget and '$0.00/GPU-hour' (wave 12 hostile sweep)."""
-    if usd and abs(usd) < 0.5 * 10.0**-decimals:
+    """Dollars to ``decimals`` places, thousands separated ('$93,792', '$2.49'); a non-zero amount under one unit of
+    the last place keeps three significant digits ('$0.0094', '$0.007', '$1.23e-07'): '--price 1e-300' printed a $0
+    budget and '$0.00/GPU-hour' (wave 12 hostile sweep), and $0.007 printed '$0.01', 43% off (review w12 r3 S1)."""
+    if usd and abs(usd) < 10.0**-decimals:
         return f"${usd:.3g}"
     return f"${usd:,.{decimals}f}"
 
