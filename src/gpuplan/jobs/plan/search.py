@@ -25,7 +25,7 @@ from gpuplan.core.memory.recipe_facts import reduced_grad_bytes
 from gpuplan.core.memory.device_memory import with_ep_dispatcher
 from gpuplan.core.time.step import StepSettings, attention_efficiency, low_precision_recipe
 from gpuplan.core.comm.topology import cluster_for
-from gpuplan.core.units import SECONDS_PER_DAY, format_bytes
+from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, plural
 from gpuplan.errors import InputError
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
@@ -368,7 +368,7 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
                          f"no layout fits {ev.cluster.gpu.name} ({format_bytes(ev.cluster.gpu.memory_bytes)}) with "
                          f"the {ev.overheads.margin:.0%} margin"
                          f"{_gap_words(ev.fit_reserve, inputs.framework, ev.fsdp2_pools)} on "
-                         f"{max(counts):,} GPUs; {more_gpus_hint(enough)}")
+                         f"{plural(max(counts), 'GPU')}; {more_gpus_hint(enough)}")
     price, price_source = price_of(inputs, ev.cluster.gpu.id)
     fitting = _with_days(inputs, ev, fitting, price)
     between = counts_between(inputs, fitting, counts, ev.cluster.gpus_per_node)
