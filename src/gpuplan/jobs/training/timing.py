@@ -32,6 +32,12 @@ from gpuplan.schema.vocabulary import MAX_GPUS
 if TYPE_CHECKING:  # the planner (numpy) is imported where a layout is searched
     from gpuplan.planner.plan import Plan
 
+WORKING_GPU_ROUNDS = 12
+"""gpus_within's rounds that step to the working GPUs the MFU limit needs (failures grow with the count), before it
+steps by count: the 12 rounds of its former ``minimal_rounds`` default, which no caller changed (review w12 r3 S5)."""
+COUNT_ROUNDS = 6
+"""gpus_within's further rounds, each one GPU count up or to the count the limit needs (the former range's + 6)."""
+
 
 @dataclass(frozen=True)
 class Flops:
@@ -175,9 +181,9 @@ def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: 
     def gpus_within(limit: float) -> int:
         """The fewest GPUs whose solved MFU (exact FLOPs) is within ``limit``, each count solved as if given. Not
         monotone (70B, 200 H100, 20 days: 1,360-1,367 meet, 1,368-1,375 idle GPUs and miss), so a step goes to the
-        working GPUs the limit needs (failures grow with the count) or one up; after 12 rounds, by count."""
+        working GPUs the limit needs (failures grow with the count) or one up; after WORKING_GPU_ROUNDS, by count."""
         count = math.ceil(solved.gpus * solved.mfu * flops.exact / flops.used / limit - 1e-9)
-        for round_ in range((minimal_rounds := 12) + 6):  # a parameter no caller passed until wave 12
+        for round_ in range(WORKING_GPU_ROUNDS + COUNT_ROUNDS):
             if count > MAX_GPUS:  # past what --gpus takes: not laid out (--days 0.001 on 8 GPUs asked ~10^20 GPUs of
                 break  # the planner, an OverflowError, wave 9); _needed_words says no count up to MAX_GPUS does
             try:
@@ -186,7 +192,7 @@ def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: 
                 break
             if mfu <= limit:
                 break
-            count = max(count + 1, math.ceil((on.gpus if round_ < minimal_rounds else count) * mfu / limit - 1e-9))
+            count = max(count + 1, math.ceil((on.gpus if round_ < WORKING_GPU_ROUNDS else count) * mfu / limit - 1e-9))
         return count
 
     plan, work, solved = solved_on(gpus)
