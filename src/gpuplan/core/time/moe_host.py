@@ -39,7 +39,10 @@ StepSettings.moe_router_graphs False: the ops those graphs replay in MOE_LAYER_H
 gpu_layer_forward = the layer's forward (attention and router, MLP: MoeLayerPhases) + its two
 forward all-to-alls where they run on the critical path (not under the combined 1F1B schedule,
 where the paired micro-batch's MLP backward runs on the other stream instead and is counted as
-cover). host_after_sync counts what grows with the layout: (dispatcher ops + expert-module ops) x
+cover), plus the fixed GPU time of the eager fallbacks' kernels, which the phases' per-token terms leave out (the
+fc2 bias's per expert, the RoPE's and the clamp's: core.time.moe_layer.eager_fallback_layer_seconds; the backward
+likewise): the host issues them, so a host-bound layer hides them up to its excess, and core.time.step's
+expert-kernel term, charged after this one, adds only what the host did not cover. host_after_sync counts what grows with the layout: (dispatcher ops + expert-module ops) x
 the carried cost of a forward ATen op (core.time.host: r x (CPU seconds per op - c) + k) + the
 per-expert launches x k (TE GroupedLinear's ``split_quantize`` and ``general_grouped_gemm`` loop
 over the experts in C++: per local expert 2 launches in BF16, 4 in MXFP8 and 10 in FP8 current
@@ -78,7 +81,8 @@ from gpuplan.core.comm.moe_overlap import ALL_TO_ALLS_PER_LAYER
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE, eager_rope_bytes_per_token
 from gpuplan.core.time.host import HOST_SECONDS_PER_OP, cpu_seconds_per_op, reference_scale
 from gpuplan.core.time.low_precision import low_precision_recipe
-from gpuplan.core.time.moe_layer import backward_launches_per_local_expert, forward_launches_per_local_expert
+from gpuplan.core.time.moe_layer import backward_launches_per_local_expert, forward_launches_per_local_expert, \
+    eager_fallback_layer_seconds
 
 MOE_LAUNCH_MODES = ("none", "eager", "static", "graph")
 """How the framework issues a MoE layer: 'eager' (Megatron-Core from Python; this module's term),
@@ -293,7 +297,11 @@ def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed
         return 0.0
     one_call, local_experts, recipe, eager_bias = stage_host_inputs(spec, settings, ep, costs)
     combined = bool(settings.ep_a2a_overlap)  # the all-to-alls run beside the paired micro-batch instead
-    layer_forward = phases.pre_dispatch_forward + phases.mlp_forward + (not combined) * FORWARD_ALL_TO_ALLS * one_call
+    # the eager fallbacks' kernels' fixed GPU time, which the phases do not hold: the host issues them, so a host-bound
+    # layer takes max(host, GPU + them) (core.time.moe_layer.eager_fallback_layer_seconds; review w12 M1)
+    fixed_forward, fixed_backward = eager_fallback_layer_seconds(spec, settings, ep)
+    layer_forward = phases.pre_dispatch_forward + phases.mlp_forward + (not combined) * FORWARD_ALL_TO_ALLS * one_call \
+        + fixed_forward
     paired = phases.mlp_backward if combined else 0.0
     before_sync, fallback_ops = fallback_python_ops(spec, settings.eager_fallbacks)
     per_layer = exposed_host_seconds(settings.ep_dispatcher, local_experts, recipe, layer_forward, paired, eager_bias,
@@ -302,9 +310,11 @@ def stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed
         if CLAMPED_GLU in settings.eager_fallbacks and spec.moe.activation_clamp is not None:
             # the clamped quick-GEGLU path syncs the host a second time, at the activation (below)
             per_layer = per_layer + activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_call,
-                                                                  eager_bias, routed_forward, (before_sync, fallback_ops))
+                                                                  eager_bias, routed_forward, (before_sync, fallback_ops),
+                                                                  fixed_forward)
         # its backward: no sync, but no lead to run ahead with (module docstring)
-        layer_backward = phases.pre_dispatch_backward + phases.mlp_backward + BACKWARD_ALL_TO_ALLS * one_call
+        layer_backward = phases.pre_dispatch_backward + phases.mlp_backward + BACKWARD_ALL_TO_ALLS * one_call \
+            + fixed_backward
         per_layer = per_layer + backward_exposed_seconds(settings.ep_dispatcher, local_experts, recipe, layer_backward,
                                                          eager_bias, settings.moe_router_graphs, fallback_ops)
     return per_layer * spec.num_moe_layers * layers / spec.num_layers
@@ -318,7 +328,7 @@ FC1_SHARE_OF_EXPERT_GEMMS = 2.0 / 3.0
 
 
 def activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_call, eager_bias, routed_forward,
-                                  fallback_ops: tuple[int, int] = (0, 0)):
+                                  fallback_ops: tuple[int, int] = (0, 0), fixed_forward: float = 0.0):
     """Host seconds a MoE layer's forward waits beyond exposed_host_seconds' when its activation syncs the host.
 
     Megatron-Core's clamped quick-GEGLU (TEGroupedMLP.bias_act_func -> weighted_bias_quick_geglu_impl,
@@ -340,7 +350,9 @@ def activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_c
     MOE_LAYER_HOST_SECONDS is taken wholly after the activation: its parts are the attention, router,
     preprocessing and combine, fc1's GroupedLinear set-up being the exception). The same call in the backward,
     under 'moe_act' recompute, syncs once per layer there: the per-layer max of backward_exposed_seconds.
-    ``fallback_ops``: fallback_python_ops' (before the sync, all) counts, in host_first and in the layer's host."""
+    ``fallback_ops``: fallback_python_ops' (before the sync, all) counts, in host_first and in the layer's host;
+    ``fixed_forward``: the eager fallbacks' kernels' fixed GPU seconds (moe_layer.eager_fallback_layer_seconds'
+    forward), in gpu_layer, after the activation's sync (fc2's bias, the clamp, the next layer's RoPE)."""
     combined = bool(settings.ep_a2a_overlap)
     if combined:
         return 0.0
@@ -349,7 +361,7 @@ def activation_sync_extra_seconds(settings, local_experts, recipe, phases, one_c
     host = layer_host_seconds(dispatcher, local_experts, recipe, eager_bias, settings.moe_router_graphs, fallback_ops[1])
     host_first = (DISPATCHER_HOST_OPS[dispatcher] + EXPERT_OPS_BEFORE_ACTIVATION + fallback_ops[0]) * op \
         + forward_launches_per_local_expert(recipe) / 2 * local_experts * launch  # fc1's half of the launches
-    gpu = phases.pre_dispatch_forward + phases.mlp_forward + FORWARD_ALL_TO_ALLS * one_call
+    gpu = phases.pre_dispatch_forward + phases.mlp_forward + FORWARD_ALL_TO_ALLS * one_call + fixed_forward
     gpu_first = one_call + FC1_SHARE_OF_EXPERT_GEMMS * routed_forward
     return (maximum(host_first - gpu_first, 0.0) + maximum(host - host_first - (gpu - gpu_first), 0.0)
             - maximum(host - gpu, 0.0))
