@@ -68,9 +68,10 @@ class _KeysOnce:
                              "every level, a pasted config included)")
 
 
-def read_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
+def read_body(raw: bytes, content_type: str | None, known: frozenset[str] | None = None) -> dict[str, Any]:
     """The body as a dict of field -> value; InputError naming ``body`` (or the field) when it is
-    not one strict JSON object."""
+    not one strict JSON object. ``known``: the request model's field names, the keys a null is refused for (an
+    unknown key is left to the schema's 'unknown field'); None refuses a null under any key."""
     if not is_json_type(content_type):
         raise InputError("body", f"Content-Type {preview(content_type, 40) if content_type else '(none)'}", EXPECTED)
     if not raw.strip():
@@ -96,15 +97,17 @@ def read_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
     _check_long_integers(data)
     _check_tree(data)
     _check_numbers(data)
-    _check_no_nulls(data)
+    _check_no_nulls(data, known)
     return data
 
 
-def _check_no_nulls(data: dict[str, Any]) -> None:
+def _check_no_nulls(data: dict[str, Any], known: frozenset[str] | None = None) -> None:
     """Refuse a top-level field given as null, as a plan file refuses `gpus: null` (adapters.plan_file): not the
     default in disguise. The wave-12 sweep found {"days": null} answered with the built-in 7 days (exit 0's
-    equivalent) while {"engine": null} was refused and a plan file's `days: null` too; one rule for both doors now."""
-    empty = next((key for key, value in data.items() if value is None), None)
+    equivalent) while {"engine": null} was refused and a plan file's `days: null` too; one rule for both doors now.
+    Only for ``known`` keys: {"foo": null} told the user foo has a default; the schema answers 'unknown field'
+    (review w12 r3 S4)."""
+    empty = next((key for key, value in data.items() if value is None and (known is None or key in known)), None)
     if empty is not None:
         raise InputError(preview(empty), "null", "give a value, or leave the key out for the default")
 

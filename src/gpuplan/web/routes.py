@@ -40,12 +40,14 @@ class StrictBodyRoute(APIRoute):
         handler = super().get_route_handler()
         allowed = {param.alias for param in self.dependant.query_params}
         has_body = self.body_field is not None
+        fields = getattr(self.body_field.field_info.annotation, "model_fields", {}) if has_body else {}
+        known = frozenset(name for key, field in fields.items() for name in (key, field.alias) if name)
 
         async def strict(request: Request) -> Response:
             _known_query(request, allowed)
             if has_body:
                 raw = await request.body()
-                request.state.body = read_body(raw, request.headers.get("content-type"))
+                request.state.body = read_body(raw, request.headers.get("content-type"), known or None)
                 request = CheckedBody(request, raw, request.state.body)
             return await handler(request)
 
