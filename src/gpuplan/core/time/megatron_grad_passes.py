@@ -43,15 +43,14 @@ def embedding_grad_bytes(spec: ModelSpec, tp, main_grad_bytes: float) -> float:
     return per_element * spec.vocab_size * spec.hidden_size / tp
 
 
-def embedding_grad_seconds(spec: ModelSpec, settings, tp, zero, hbm_bytes_per_s: float):
+def embedding_grad_seconds(spec: ModelSpec, settings, tp, hbm_bytes_per_s: float):
     """Seconds a micro-batch of the first stage spends on it where settings.embedding_grad_add (Megatron-Core's DDP;
-    not under ZeRO-3, Megatron FSDP's own path), at memory_kernels' rate; the main gradient is
-    settings.grad_comm_bytes wide."""
+    core.time.step charges it below ZeRO-3 only, Megatron FSDP taking its own path), at memory_kernels' rate; the
+    main gradient is settings.grad_comm_bytes wide."""
     if not settings.embedding_grad_add or spec.tie_embeddings:
         return 0.0
-    seconds = memory_bound_seconds(embedding_grad_bytes(spec, tp, settings.grad_comm_bytes), EMBEDDING_GRAD_KERNELS,
-                                   hbm_bytes_per_s)
-    return seconds * (zero < 3)
+    return memory_bound_seconds(embedding_grad_bytes(spec, tp, settings.grad_comm_bytes), EMBEDDING_GRAD_KERNELS,
+                                hbm_bytes_per_s)
 
 
 def loss_scale_seconds(settings, local_params, hbm_bytes_per_s: float):

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
+
 from gpuplan.core.memory import activations as A
 from gpuplan.core.model import flops as F
 from gpuplan.core.time.eager_path import eager_microbatch_seconds, eager_optimizer_seconds
@@ -141,9 +143,10 @@ def routed_seconds_per_token(spec: ModelSpec, gpu, settings: StepSettings, token
 
 
 def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, tp, cp, micro_batch,
-                            layers, head: bool, ep=1, mtp: int = 0, vpp=1) -> MicroBatchTimes:
+                            layers, head: bool, ep=1, mtp: int = 0, vpp=1, embedding=0) -> MicroBatchTimes:
     """Forward + backward (+ recompute) seconds for one micro-batch on one GPU of a stage with
-    ``layers`` layers (``head``: the LM head lives here; ``mtp``: MTP modules too, core.model.mtp)."""
+    ``layers`` layers (``head``: the LM head lives here; ``mtp``: MTP modules too, core.model.mtp; ``embedding``:
+    1 where the word embedding does and Megatron DDP adds its dense gradient, core.time.megatron_grad_passes)."""
     if settings.eager_ops is not None:
         return MicroBatchTimes(*eager_microbatch_seconds(spec, cluster, settings, micro_batch, layers, head),
                                MoeLayerPhases(0.0, 0.0, 0.0, 0.0))
@@ -218,6 +221,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     # an MTP module: one block (the mean layer's time), the 2h -> h projection at the linears'
     # speed, and the shared LM head once more (core.model.mtp)
     mtp_time = mtp * (per_layer + (2 + weight_grads) * tokens * 4.0 * h * h / tp / (peak * e_gemm) + head_time)
+    titan = titan + embedding * MG.embedding_grad_seconds(spec, settings, tp, gpu.memory_bandwidth)
     return MicroBatchTimes(layers * per_layer + head * head_time + mtp_time + titan,
                            (layers + mtp) * tokens * (t_attn + t_attn_bwd),
                            (layers + mtp) * tokens * (1 + weight_grads) * t_gemm, phases)
@@ -245,12 +249,12 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     shed = mtp_stage_layer_shed(spec, mtp)
     layers, last_layers = stage_layers or (stage_span(spec.num_layers, pp, 0, shed)[1],  # the first (fullest) stage
                                            stage_span(spec.num_layers, pp, pp - 1, shed)[1])
+    below_zero3 = np.asarray(zero) < 3  # the embedding's gradient add: Megatron DDP's hook, not Megatron FSDP's
     t_mb, t_attn_mb, t_bwd_gemm_mb, phases = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
-                                                                      layers, pp == 1, ep, mtp_on_first, vpp)
+                                                                      layers, pp == 1, ep, mtp_on_first, vpp,
+                                                                      embedding=below_zero3)
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
-                                     ep=ep, mtp=mtp, vpp=vpp).total
-    t_embed = MG.embedding_grad_seconds(spec, settings, tp, zero, cluster.gpu.memory_bandwidth)  # the first stage's
-    t_mb, t_last = t_mb + t_embed, t_last + t_embed * (pp == 1)
+                                     ep=ep, mtp=mtp, vpp=vpp, embedding=below_zero3 & (np.asarray(pp) == 1)).total
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
     compute = t_mb * micro_batches + TF.step_copy_seconds(  # torchtitan's FSDP2 copies, its float8 all-gather's change
         spec, cluster, settings, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches)
