@@ -47,12 +47,12 @@ def paced_stage(ev, plan, settings) -> PacedStage:
     lay, spec = plan.layout, ev.spec
     mtp, pp = spec.mtp_layers, lay.pp
 
-    def times(layers, head, modules):
+    def times(layers, head, modules, embedding=0):
         return microbatch_compute_time(spec, ev.cluster, settings, lay.tp, lay.cp, lay.micro_batch, layers, head,
-                                       lay.ep, modules, vpp=lay.vpp)
+                                       lay.ep, modules, vpp=lay.vpp, embedding=embedding)
 
     first = stage_layers(spec, pp, 0)
-    t_first = times(first, pp == 1, mtp * (pp == 1))
+    t_first = times(first, pp == 1, mtp * (pp == 1), lay.zero < 3)  # the embedding's gradient add, as step_time
     if pp == 1:
         return PacedStage(first, True, mtp, t_first, "only")
     last = stage_layers(spec, pp, pp - 1)
