@@ -51,12 +51,14 @@ def params_per_gpu(spec: ModelSpec, tp, pp, ep):
     return dense / (tp * pp) + counts.routed_experts / (ep * pp)
 
 
-def _units(spec: ModelSpec, settings, trained_params, grads, data, layers, zero3):
+def _units(spec: ModelSpec, settings, trained_params, grads, data, layers, zero3, zero=1):
     """(gradient units, parameter-gather units): how many pieces the traffic goes out in. Under ZeRO-3 a layer
     each (an FSDP unit: one flat parameter per block) or, DeepSpeed, each linear submodule of a layer (its
     pre-forward hook gathers one module's parameters at a time, deepspeed/runtime/zero/parameter_offload.py);
     DeepSpeed's ZeRO 0-2 in its own buckets (deepspeed_buckets, DEEPSPEED_GATHERS); else Megatron's buckets, or
-    DDP's 25 MiB ones, the gather in the gradients' buckets."""
+    DDP's 25 MiB ones, the gather in the gradients' buckets. settings.dp_bucket_params (NeMo 2 / Megatron-Bridge's
+    comm-overlap setup) sizes Megatron's buckets only under the distributed optimizer (``zero`` >= 1) and over more than
+    one data rank, as that setup applies it (core.comm.dp_overlap.NEMO_BUCKET_PARAMS)."""
     per_layer = 1
     if settings.dp_schedule == "ddp":
         buckets = gather = np.maximum(np.ceil(np.asarray(grads, dtype=float) / DDP_BUCKET_BYTES), 1.0)
@@ -64,7 +66,11 @@ def _units(spec: ModelSpec, settings, trained_params, grads, data, layers, zero3
         buckets, gather = deepspeed_buckets(trained_params), DEEPSPEED_GATHERS
         per_layer = len(layer_submodule_params(spec))
     else:
-        buckets = gather = O.megatron_buckets(trained_params, data, settings.dp_bucket_params)
+        buckets = gather = O.megatron_buckets(trained_params, data)
+        if settings.dp_bucket_params:
+            recipe = (np.asarray(zero) >= 1) & (np.asarray(data) > 1)
+            buckets = gather = np.where(recipe, O.megatron_buckets(trained_params, data, settings.dp_bucket_params),
+                                        buckets)
     sharded = np.maximum(np.asarray(layers, dtype=float), 1.0) * per_layer
     return np.where(zero3, sharded, buckets), np.where(zero3, sharded, gather)
 
@@ -254,7 +260,7 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     zero = np.where(no_reshard, 3, zero)
     zero3 = zero >= 3
     many = np.asarray(shard) > 1
-    units, gather_units = _units(spec, settings, trained_params, grads, data, layers, zero3)
+    units, gather_units = _units(spec, settings, trained_params, grads, data, layers, zero3, zero)
     # ZeRO-3 per micro-batch under FSDP2: the embedding is its own unit, outside the blocks' overlap
     per_mb = zero3 & (np.asarray(pp) == 1) & (settings.dp_schedule != "deepspeed")
     embedding = _embedding_unit(spec, settings, tp) * (per_mb & many)

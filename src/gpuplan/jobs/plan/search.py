@@ -16,7 +16,7 @@ import numpy as np
 from gpuplan.core.memory import training as M
 from gpuplan.core.time.attention_core import execution_kernel, step_kernel
 from gpuplan.core.comm.dp_costs import ParamGather
-from gpuplan.core.comm.dp_overlap import schedule_for
+from gpuplan.core.comm.dp_overlap import NEMO_BUCKET_PARAMS, schedule_for
 from gpuplan.core.frameworks import deepspeed_bf16_engine, op_sac_fused_qkv
 from gpuplan.core.parallel import check_model_degrees
 from gpuplan.core.precision import RECIPES, check_recipe_runs_on
@@ -157,6 +157,8 @@ def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSet
                         deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name),
                         # Megatron-Core DDP's hook adds the embedding's dense gradient (core.time.megatron_grad_passes)
                         embedding_grad_add=inputs.framework == "megatron",
+                        # its data-parallel schedule is Megatron-Bridge's comm-overlap setup, whose buckets go with it
+                        dp_bucket_params=NEMO_BUCKET_PARAMS if inputs.framework == "megatron" else None,
                         tp_overlap=tp_overlap,
                         tp_comm_overlap=inputs.tp_comm_overlap, sequence_parallel=inputs.sequence_parallel,
                         grad_all_reduce=inputs.grad_all_reduce,

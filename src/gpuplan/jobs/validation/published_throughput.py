@@ -359,8 +359,7 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
                             param_gather=param_gather(run),
                             # NeMo 2 / Megatron-Bridge: 128 Mi-parameter gradient buckets at dp > 1 under the
                             # distributed optimizer (core.comm.dp_overlap.NEMO_BUCKET_PARAMS); others Megatron-Core's default
-                            dp_bucket_params=NEMO_BUCKET_PARAMS if megatron_ddp(run)
-                            and lay["dp"] > 1 and (lay.get("zero") or 0) >= 1 else None,
+                            dp_bucket_params=NEMO_BUCKET_PARAMS if megatron_ddp(run) else None,
                             # Megatron DDP's hook adds the embedding's dense gradient (core.time.megatron_grad_passes);
                             # GPT-OSS recipes from Bridge v0.3.0 (26.02) set calculate_per_token_loss (the same module)
                             embedding_grad_add=megatron_ddp(run),
