@@ -28,3 +28,19 @@ def test_rows_take_their_framework_bucket(monkeypatch, published_rows, row, expe
     monkeypatch.setattr(P, "step_time", lambda spec, cluster, settings, **kw: seen.setdefault("s", settings))
     P.predicted_step(published_rows[row])
     assert seen["s"].dp_bucket_params == expected
+
+
+def test_the_recipe_bucket_needs_the_distributed_optimizer_and_data_ranks():
+    import numpy as np
+
+    from gpuplan.adapters.resolve import resolve_model
+    from gpuplan.core.comm.dp_costs import _units
+    from gpuplan.core.time.step import StepSettings
+
+    spec, s = resolve_model("llama-3-8b"), StepSettings(dp_bucket_params=NEMO_BUCKET_PARAMS)
+    zero = np.array([0, 1, 1])
+    data = np.array([64, 64, 1])
+    units, gather = _units(spec, s, 1e9, 2e9, data, 32, np.array([False, False, False]), zero)
+    # ZeRO-0 (no distributed optimizer: the setup leaves Megatron-Core's default, 64e6 at dp 64): 16; ZeRO-1 at dp 64:
+    # 128 Mi, 8; one data rank: the default's 40e6 floor, 25
+    assert list(units) == [16, 8, 25] and list(gather) == [16, 8, 25]
