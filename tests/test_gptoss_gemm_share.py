@@ -5,7 +5,7 @@ patch (NVIDIA-NeMo/Megatron-Bridge#3389, opened 2026-04-17, labelled 26.04.01; G
 The step model, at the four Blackwell 26.04.01 BF16 layouts with only the precision switched to
 MXFP8, gives 1.04-1.11x. Closing the BF16 rows' +17...+37% gap with slower BF16 GEMMs alone would
 need them 1.4-2.1x slower than modelled (GEMMs are 0.30-0.45 of the modelled step), and then the
-same switch would gain 1.26-1.52x (the measured BF16 step over the modelled MXFP8 one), not 5%.
+same switch would gain 1.23-1.48x (the measured BF16 step over the modelled MXFP8 one), not 5%.
 This pins the model's MXFP8 / BF16 ratio at these layouts within 1.00-1.15 (the issue's ~1.05
 with 0.10 either side), so a change that makes the GPT-OSS BF16 linears much slower fails here.
 """

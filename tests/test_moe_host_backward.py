@@ -161,7 +161,7 @@ def test_gpt_oss_h100_rows_pay_the_activation_sync(row, before):
         patch.setattr(M, "fallback_python_ops", lambda *args: (0, 0))
         patch.setattr(ML, "eager_fallback_fixed_seconds", lambda *args, **kwargs: 0.0)  # and their kernels' GPU floor
         assert _error(row) == pytest.approx(before, abs=0.005)
-    assert 0.05 < _error(row) < 0.17  # +11.6 / +8.5% once the eager RoPE / clamp kernels' fixed time is charged
+    assert 0.05 < _error(row) < 0.17  # +14.0 / +10.8% since 3c1bc24 (the eager kernels inside the host max)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(M, "activation_sync_extra_seconds", lambda *args, **kwargs: 0.0)
         unsynced = _error("mbridge-25.11-gpt-oss-120b-h100-sxm-64g-bf16")
