@@ -307,4 +307,4 @@ def test_a_plan_files_overflowing_number_is_quoted_as_written(run_cli, tmp_path,
     path = tmp_path / name
     path.write_text(text)
     code, out, err = run_cli("train", str(path))
-    assert code == 2 and "tokens: got '1e400'; must be a positive, finite number" in err, err
+    assert code == 2 and "tokens: got '1e400'; must be >= 1000 and <= 1e+18" in err, err  # the bound (review w12 r3 S3)

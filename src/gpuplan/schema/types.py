@@ -99,13 +99,32 @@ def _plain(bound: float) -> str:
     return f"{int(bound)}" if bound == int(bound) and abs(bound) < 1e12 else f"{bound:g}"
 
 
+def _bound_words(low: float, high: float, low_open: bool) -> str:
+    """The refusal of a number outside [low, high] (or (low, high]): 'must be >= 1000 and <= 1e+18'."""
+    return f"must be {f'> {_plain(low)}' if low_open else f'>= {_plain(low)}'} and <= {_plain(high)}"
+
+
+_NUMBER_AND_UNIT = re.compile(r"\s*[-+]?((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?)\s*[a-z]*\s*")
+"""A number as typed, with a sign and a unit or suffix or neither ('1e400', '-1e400', '1e308h', '1e300T')."""
+
+
+def _past_bound(text: Any, value: Any, field: str, high: float, words: str) -> None:
+    """InputError ``words`` (the field's bounds) where ``text`` is a number written with a size past ``high``; nothing
+    otherwise. A number that overflowed in reading ('1e400' to inf, '1e308' days in seconds) is past the field's
+    bound, as a large finite one is ('--tokens 1e308': '<= 1e+18'), not 'not finite' (review w12 r3 S3)."""
+    match = _NUMBER_AND_UNIT.fullmatch(str(text).lower())
+    if match and float(match.group(1)) > high:
+        raise InputError(field, value, words)
+
+
 def _bounded(number: float, value: Any, field: str, low: float, high: float, low_open: bool) -> float:
     if not math.isfinite(number):
+        if isinstance(value, str):  # typed digits that overflowed ('1e400'), not the text 'inf'
+            _past_bound(value, value, field, high, _bound_words(low, high, low_open))
         raise InputError(field, value, "must be a finite number")
     _not_subnormal(number, value, field)
     if (number <= low if low_open else number < low) or number > high:
-        low_text = f"> {_plain(low)}" if low_open else f">= {_plain(low)}"
-        raise InputError(field, value, f"must be {low_text} and <= {_plain(high)}")
+        raise InputError(field, value, _bound_words(low, high, low_open))
     return number
 
 
@@ -124,7 +143,13 @@ def count(high: float, *, low: float = 0.0, whole: bool = False, suffix_base: fl
                 value = float(match.group(1)) * (1024 if match.group(2) in "kK" else 2**20)
         elif not isinstance(value, int | float):
             _text(value, field)
-        number = _bounded(units.parse_count(value, field), value, field, low, high, low == 0)
+        try:
+            counted = units.parse_count(value, field)
+        except InputError as exc:  # '1e400', '1e300T' overflow to inf: past the high bound (_past_bound)
+            if exc.expected == "must be a positive, finite number" and isinstance(value, str):
+                _past_bound(value, value, field, high, _bound_words(low, high, low == 0))
+            raise exc from None
+        number = _bounded(counted, value, field, low, high, low == 0)
         if whole:
             if number != int(number):
                 raise InputError(field, value, "must be a whole number")
@@ -228,17 +253,9 @@ def days(value: Any, info: ValidationInfo) -> float:
         seconds = units.parse_duration(text, field)
     except InputError as exc:  # '1e308' (days, x 86,400 s) and '1e308h' overflow to inf: past the bound, not
         if exc.expected == "must be a positive, finite number":  # 'not a positive, finite number' ('1e6' named it)
-            _days_past_bound(text, value, field)
+            _past_bound(text, value, field, MAX_DAYS, _bound_words(0, MAX_DAYS, True))
         raise exc from None
     return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True)
-
-
-def _days_past_bound(text: Any, value: Any, field: str) -> None:
-    """InputError naming MAX_DAYS where ``text`` is a positive number (a unit or none after it) too large to count in
-    seconds; nothing otherwise (its own refusal stands)."""
-    match = re.fullmatch(r"\s*\+?((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e\+?[0-9]+)?)\s*[a-z]*\s*", str(text).lower())
-    if match and float(match.group(1)) > 0:
-        raise InputError(field, value, f"must be > 0 and <= {_plain(MAX_DAYS)}")
 
 
 def seconds(high: float, positive: bool = False, examples: str = "30min, 2h or 90s"):
