@@ -37,13 +37,14 @@ def _dp_grad_row(run_json, *extra: str) -> dict:
 
 
 def test_bf16_halves_the_gradient_bytes_on_the_wire(run_json):
-    """8,030,261,248 params / tp 2 = 4,015,130,624 gradients a GPU, reduced in 32 buckets: at 2 B, 8,030,261,248 B
-    / 32 = 250,945,664 B = 239.32 MiB a call; at 4 B (the default, as memory holds them) 478.64 MiB."""
+    """8,030,261,248 params / tp 2 = 4,015,130,624 gradients a GPU, reduced in NeMo 2 / Bridge's 128 Mi-parameter buckets
+    (--framework megatron, core.comm.dp_overlap.NEMO_BUCKET_PARAMS): 4,015,130,624 / 134,217,728 = 29.9 -> 30; at 2 B,
+    8,030,261,248 B / 30 = 267,675,375 B = 255.28 MiB a call; at 4 B (the default, as memory holds them) 510.55 MiB."""
     default, fp32, bf16 = _dp_grad_row(run_json), _dp_grad_row(run_json, "--grad-dtype", "fp32"), \
         _dp_grad_row(run_json, "--grad-dtype", "bf16")
     assert default == fp32
-    assert (bf16["calls"], bf16["bytes each"]) == ("32", "239.32 MiB")
-    assert (default["calls"], default["bytes each"]) == ("32", "478.64 MiB")
+    assert (bf16["calls"], bf16["bytes each"]) == ("30", "255.28 MiB")
+    assert (default["calls"], default["bytes each"]) == ("30", "510.55 MiB")
 
 
 def test_torchtitan_reduces_in_fp32_and_generic_at_its_bf16_recipe():
