@@ -52,10 +52,19 @@ def test_token_drop_rows_have_static_splits_and_no_host_term():
     # counted in published_throughput.yaml: the 25.09 tokendrop rows, GB200 6 + B200 5 + H100 2
     # (Qwen3-235B-A22B 5, DeepSeek-V3 4, Qwen3-30B-A3B 4)
     assert len(dropped) == 13
-    assert [r for r in ROWS.values() if (r.get("moe_comm") or {}).get("static_splits")] == dropped
+    # and, since ce988d3, the four NeMo 2 Mixtral rows (NeMo v2.2.0 / v2.3.0 performance_mode adds
+    # MegatronTokenDropCallback, capacity 1.0 padded), each citing the callback and its padding default
+    mixtral = ("nemo2502-mixtral-8x7b-b200-64g", "nemo2502-mixtral-8x22b-b200-256g",
+               "nemo2504-mixtral-8x7b-gb200-64g", "nemo2504-mixtral-8x22b-gb200-256g")
+    static = [r["id"] for r in ROWS.values() if (r.get("moe_comm") or {}).get("static_splits")]
+    assert sorted(static) == sorted([r["id"] for r in dropped] + list(mixtral))
     for r in dropped:
         assert moe_launch(r["moe_comm"]) == "static"
         assert "pad_to_capacity=True" in r["derived"]["moe_comm.static_splits"]
+    for rid in mixtral:
+        assert moe_launch(ROWS[rid]["moe_comm"]) == "static"
+        why = ROWS[rid]["derived"]["moe_comm.static_splits"]
+        assert "MegatronTokenDropCallback" in why and "moe_pad_expert_input_to_capacity True" in why
     run = ROWS["mbridge-25.09-qwen3-30b-a3b-h100-sxm-16g-fp8cs"]
     # a static layer keeps its kernels and loses only the host term: as fast as a graphed one
     assert _step_seconds(run) == pytest.approx(_step_seconds(run, moe_launch="graph"), rel=1e-12)

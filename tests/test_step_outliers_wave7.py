@@ -74,7 +74,11 @@ def test_gb200_over_b200_at_the_405b_layout_is_where_the_model_parts_from_the_pa
     assert [gb["layout"][k] for k in LAYOUT_CELLS] == [b["layout"][k] for k in LAYOUT_CELLS]
     measured = gb["measured"]["tokens_per_s_per_gpu"] / b["measured"]["tokens_per_s_per_gpu"]
     assert measured == pytest.approx(0.929, abs=0.001)
-    assert predict_tokens_per_gpu_s(gb) / predict_tokens_per_gpu_s(b) == pytest.approx(1.103, abs=0.02)
+    # 1.103 until 0d4052f (Megatron's DP reduce-scatter / param gather chunk by chunk under the interleaved schedule:
+    # B200's exposed DP 0.278 -> 0.090 s, its commit message: 'modelled GB200/B200 1.101 -> 1.065'); still above the
+    # measured 0.929, where the model parts from the pages
+    predicted = predict_tokens_per_gpu_s(gb) / predict_tokens_per_gpu_s(b)
+    assert predicted == pytest.approx(1.065, abs=0.02) and predicted > measured + 0.1
     small_gb, small_b = (published_rows[f"mbridge-25.09-llama-3-8b-{g}-8g-mxfp8"] for g in ("gb200", "b200"))
     small = small_gb["measured"]["tokens_per_s_per_gpu"] / small_b["measured"]["tokens_per_s_per_gpu"]
     assert small == pytest.approx(1.018, abs=0.001)
