@@ -71,6 +71,25 @@ beside the dense 989) or the next dtype's (fp8's dense peak is 2x bf16's, same d
 the FLOPs per token only to within this factor either way: the check on it is that much wider."""
 
 
+NANOGPT_MFU_PEAK = 312e12
+"""FLOP/s nanoGPT's estimate_mfu divides by on any GPU: 'flops_promised = 312e12 # A100 GPU bfloat16 peak flops is
+312 TFLOPS' (karpathy/nanoGPT model.py:301, and the llm.c / nanoGPT forks that copy it). An 8-H100 nanoGPT table reads
+3.17x the dense bf16 peak's FLOPs (989 / 312)."""
+
+
+def mfu_peak_conventions(accelerator, dtype: str) -> tuple[tuple[str, float], ...]:
+    """The named peaks (FLOP/s) other than ``accelerator``'s dense ``dtype`` peak that a logged MFU is known to divide
+    by, past MFU_PEAK_CONVENTIONS' 2x either way: nanoGPT's A100 bf16 peak (NANOGPT_MFU_PEAK) on any GPU, and, in a
+    run below 16 bits, the part's bf16 dense peak, which torchtitan divides by whatever the dtype
+    (torchtitan/tools/utils.py get_peak_flops: 'hardcoded BF16 type peak flops'; torchtitan/utils.py@4b3f2e41 L119
+    before the move), so an fp8 run's MFU is 2x the fp8 peak's and its slack inside the 2x was the 5% margin only."""
+    named = [("nanoGPT's A100 bf16 peak (estimate_mfu, 312 TFLOP/s on any GPU)", NANOGPT_MFU_PEAK)]
+    if dtype not in ("bf16", "fp16", "fp32", "tf32") and accelerator.has_dtype("bf16"):
+        named.append((f"the bf16 dense peak (torchtitan's MFU in a {dtype} run, "
+                      f"{accelerator.peak('bf16') / 1e12:,.0f} TFLOP/s)", accelerator.peak("bf16")))
+    return tuple(named)
+
+
 def _mfu_records(log) -> list:
     """The records after the first (warm-up) that print an MFU above zero, in a log that prints no TFLOP/s (a
     TFLOP/s states the FLOPs without a peak; a printed 0.00 is rounding, _checked_records)."""
@@ -170,7 +189,7 @@ def logged_flops_band(spec, seq_len: int, recompute: str = "none") -> tuple[floa
 
 
 def check_log_trained_model(log, model: str, seq_len: int, gpus: int, batch: int, recompute: str = "none",
-                            peak: float | None = None) -> str:
+                            peak: float | None = None, conventions: tuple[tuple[str, float], ...] = ()) -> str:
     """InputError naming ``model`` where the log's own FLOPs per token (logged_flops_per_token) are outside the
     named model's band (logged_flops_band), widened by LOG_FLOPS_MARGIN plus the log's printed rounding
     (printed_tflops_rounding: half a unit in the last printed TFLOP/s digit over the value, the largest over the
@@ -180,13 +199,20 @@ def check_log_trained_model(log, model: str, seq_len: int, gpus: int, batch: int
     log read as `santacoder` printed a 13.562x compute factor, exit 0. A log that prints no TFLOP/s but an MFU is
     checked by MFU x ``peak`` (the dense peak of the run's dtype, FLOP/s; logged_mfu_flops_per_token), the band
     MFU_PEAK_CONVENTIONS wider (wave 12: a table of tokens/s and a 38% MFU read as pythia-70m fit a compute factor
-    of 129, exit 0). Returns "" when checked, else the one line that says what could not be."""
+    of 129, exit 0). An MFU outside that band is read over each of ``conventions`` (mfu_peak_conventions: named
+    peaks a log's MFU is known to divide by); one that fits is accepted with a note line naming it, and a refusal
+    names 'the peak the log's MFU divides by' among the candidates (review w12 r3 N1). Returns "" when checked, else
+    the one line that says what could not be checked or how the MFU was read."""
     from gpuplan.adapters.resolve import resolve_model
 
     logged = logged_flops_per_token(log, gpus, batch, seq_len)
     spread, rounding = 1.0, printed_tflops_rounding(log)
     if logged is None and peak and (by_mfu := logged_mfu_flops_per_token(log, gpus, batch, seq_len, peak)):
         logged, spread, rounding = by_mfu[:3], MFU_PEAK_CONVENTIONS, by_mfu[3]
+    if logged is None and not peak and _mfu_records(log):
+        return (f"{log.source}: its MFU is not checked: --gpu has no dense peak at --dtype to take it against, so "
+                f"--model {model} is checked only as far as 6 FLOPs per active parameter per token at its logged "
+                "rate stay within the GPU's peak")
     if logged is None:
         return (f"{log.source}: no logged TFLOP/s or MFU states its FLOPs per token, so --model {model} is checked "
                 "only as far as 6 FLOPs per active parameter per token at its logged rate stay within the GPU's "
@@ -196,11 +222,18 @@ def check_log_trained_model(log, model: str, seq_len: int, gpus: int, batch: int
     margin = LOG_FLOPS_MARGIN + rounding
     if least * (1 - margin) / spread <= flops <= most * (1 + margin) * spread:
         return ""
+    by_mfu = spread != 1
+    for name, other in conventions if by_mfu else ():
+        if least * (1 - margin) <= flops * other / peak <= most * (1 + margin):
+            return (f"{log.source}: its MFU fits {model} taken over {name}, not the dense {peak / 1e12:,.0f} "
+                    f"TFLOP/s of --gpu at --dtype ({flops:.4g} -> {flops * other / peak:.4g} FLOPs per token); read so")
     ratio = flops / most if flops > most else flops / least
     given = listing(("--model", "--seq-len") + flags)
-    wider = f", and {spread:g}x either way for the peak a logged MFU divides by" if spread != 1 else ""
+    why = "ran at other flags, or its MFU divides by another peak" if by_mfu else "or ran at other flags"
+    wider = f", and {spread:g}x either way for the peak a logged MFU divides by" if by_mfu else ""
+    wider += "".join(f"; nor over {name}" for name, _ in conventions) if by_mfu else ""
     raise InputError("model", model, f"{log.source} logs {flops:.4g} training FLOPs per token ({how}); {model} at "
                      f"{seq_len:,} tokens counts {least:.4g} to {most:.4g} (the frameworks' formulas, "
                      f"+-{margin:.1%} with the printed rounding{wider}), {ratio:.3g}x off: the log's FLOPs per token "
-                     f"do not match what was given, so {given} is wrong (the log trained another model, or ran at "
-                     "other flags); give the values the log ran")
+                     f"do not match what was given, so {given} is wrong (the log trained another model, {why}); "
+                     "give the values the log ran")

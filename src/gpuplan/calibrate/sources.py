@@ -28,7 +28,7 @@ from gpuplan.calibrate.measurement import (
     measurement_from_trial,
     require,
 )
-from gpuplan.calibrate.model_match import check_log_trained_model
+from gpuplan.calibrate.model_match import check_log_trained_model, mfu_peak_conventions
 from gpuplan.calibrate.trial_checks import check_trial, check_trial_memory
 from gpuplan.errors import InputError
 
@@ -75,7 +75,8 @@ def measurement_from_log(log: TrainingLog, context: LogContext) -> Measurement:
     if step is not None:
         check_step_flops(step, batch * seq_len, gpus, model, accelerator, source)
     dense = accelerator.peak(context.dtype) if accelerator.has_dtype(context.dtype) else None
-    unchecked = check_log_trained_model(log, model, seq_len, gpus, batch, context.recompute, dense)
+    unchecked = check_log_trained_model(log, model, seq_len, gpus, batch, context.recompute, dense,
+                                        mfu_peak_conventions(accelerator, context.dtype) if dense else ())
     return check_layout_given(Measurement(
         source=source, kind=fmt, model=model, seq_len=seq_len, world_size=gpus, gpu=gpu, device="cuda",
         tp=context.tp, pp=context.pp, ep=context.ep, zero=zero if context.zero is None else context.zero,
