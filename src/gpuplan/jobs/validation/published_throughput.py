@@ -34,6 +34,10 @@ from gpuplan.schema.vocabulary import STATE_DTYPE_BYTES
 # its own recipe, StepSettings.fp8_recipe).
 PRECISION = {"bf16": "bf16", "fp8": "fp8", "fp8-tensorwise": "fp8", "fp8-delayed": "fp8", "mxfp8": "fp8",
              "nvfp4": "fp4"}
+# StepSettings.fp8_recipe by label: TE's delayed scaling quantises the experts' inputs in one fused multi-tensor cast
+# (core.time.moe_layer: 'delayed'; the NeMo 2.2.0 perf scripts' bf16_with_fp8_mixed, review w12 R1 S4); every other
+# per-tensor label runs current scaling's per-expert quantisers
+FP8_RECIPE = {"mxfp8": "mxfp8", "fp8-delayed": "delayed"}
 # torchtitan's "selective" is op-level SAC (its configs' default); NeMo/Megatron's is core_attn
 SELECTIVE = {"torchtitan": "op-sac"}
 
@@ -348,7 +352,7 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
                             megatron_loss=None if torchtitan else row_loss_impl(run, spec),
                             # the recipe's CPU activation offloading, first N layers (core.time.activation_offload)
                             offload_layers=run.get("cpu_offloading_num_layers") or 0,
-                            fp8_recipe="mxfp8" if run["precision"] == "mxfp8" else "tensorwise",
+                            fp8_recipe=FP8_RECIPE.get(run["precision"], "tensorwise"),
                             # torchtitan: FSDP2's per-block gathers; NeMo: Megatron's distributed optimizer
                             # with overlapped gradient reduce and parameter gather (core.comm.dp_overlap)
                             dp_schedule="fsdp2" if torchtitan else "megatron", dp_overlap=1.0,
