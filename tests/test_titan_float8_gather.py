@@ -39,22 +39,47 @@ def test_8b_gather_bytes_by_hand():
 
 def test_float8_gather_seconds_by_hand(h100_cluster):
     """FSDP 8, ZeRO-3, pp 1, one micro-batch: the copy-out saves 2 B x (the stage + 31 of 32 blocks re-gathered
-    for backward) = 27.48e9 B, the weight cast 5 B x 6.979e9 = 34.90e9 B; the amax pass reads 4 B x 6.979e9 / 8
-    = 3.49e9 B (one kernel) and one all-reduce of 7 x 32 fp32 amaxes over the 8 ranks."""
+    for backward) = 27.48e9 B at the 89% stream line; the weight cast 5 B x 6.979e9 = 34.90e9 B at the rate
+    core.time.step charged it, memory bandwidth x StepSettings.hbm_efficiency (0.75), x 4/3 under a recompute
+    that re-runs the forward's elementwise third; the amax pass reads 4 B x 6.979e9 / 8 = 3.49e9 B (one kernel)
+    and one all-reduce of 7 x 32 fp32 amaxes over the 8 ranks."""
     spec, hbm = load_model("llama-3.1-8b"), h100_cluster.gpu.memory_bandwidth
-    saved = 2 * MATRICES * (1 + 31 / 32) + 5 * MATRICES
-    assert saved == pytest.approx(62.38e9, rel=1e-3)
+    copy_out, cast = 2 * MATRICES * (1 + 31 / 32), 5 * MATRICES
+    assert (copy_out, cast) == (pytest.approx(27.48e9, rel=1e-3), pytest.approx(34.90e9, rel=1e-3))
     amax = memory_bound_seconds(4 * MATRICES / 8, 1, hbm) + K.collective_seconds("all_reduce", 4 * 7 * 32,
                                                                                   h100_cluster.group(8, 1))
-    got = TF.float8_gather_seconds(spec, h100_cluster, tp=1, pp=1, shard=8, zero=3, micro_batches=1)
-    assert got == pytest.approx(amax - saved / (hbm * HBM_STREAM_EFFICIENCY), rel=1e-9)
-    assert got == pytest.approx(-0.0276, abs=5e-4)  # 2.4 TB/s HBM2e at the 89% stream line
+    args = dict(tp=1, pp=1, shard=8, micro_batches=1, hbm_efficiency=0.75)
+    got = TF.float8_gather_seconds(spec, h100_cluster, zero=3, **args)
+    assert got == pytest.approx(amax - copy_out / (hbm * HBM_STREAM_EFFICIENCY) - cast / (hbm * 0.75), rel=1e-9)
+    assert got == pytest.approx(-0.0306, abs=5e-4)  # 2.4 TB/s HBM2e: 12.9 ms of copy-out, 19.4 ms of cast (16.3 at 0.89)
+    assert TF.float8_gather_seconds(spec, h100_cluster, zero=3, **args, rerun=1.0) - got == pytest.approx(
+        -cast / 3 / (hbm * 0.75), rel=1e-9)  # full recompute / op SAC: the re-run forward's cast is gone too
     # torchtitan's ZeRO-2 (reshard_after_forward False): no backward re-gather, the copy-out saved once
-    kept = TF.float8_gather_seconds(spec, h100_cluster, tp=1, pp=1, shard=8, zero=2, micro_batches=1)
+    kept = TF.float8_gather_seconds(spec, h100_cluster, zero=2, **args)
     assert got - kept == pytest.approx(-2 * MATRICES * 31 / 32 / (hbm * HBM_STREAM_EFFICIENCY), rel=1e-9)
     # no FSDP: torchtitan's dp_shard_enabled gate (float8.py@9dec370 L51-54) and ZeRO-1
-    assert TF.float8_gather_seconds(spec, h100_cluster, tp=1, pp=1, shard=1, zero=3, micro_batches=1) == 0
-    assert TF.float8_gather_seconds(spec, h100_cluster, tp=1, pp=1, shard=8, zero=1, micro_batches=1) == 0
+    assert TF.float8_gather_seconds(spec, h100_cluster, zero=3, **{**args, "shard": 1}) == 0
+    assert TF.float8_gather_seconds(spec, h100_cluster, zero=1, **args) == 0
+    # dp_shard counts no cp ranks: FSDP over dp 1 x cp 8 gathers in bf16, over dp 2 x cp 4 in float8
+    assert TF.float8_gather_seconds(spec, h100_cluster, zero=3, **args, cp=8) == 0
+    assert TF.float8_gather_seconds(spec, h100_cluster, zero=3, **args, cp=4) != 0
+
+
+def test_one_gate_for_memory_and_step():
+    """torchtitan's dp_shard_enabled (parallel_dims.py@9dec370 L103-104: dp_shard > 1) is the one gate: FSDP's
+    ranks (shard_group or dp x cp) over cp. HSDP with a shard group of 1 replica's cp ranks: off."""
+    from gpuplan.core.memory.float8_gather import dp_shard_enabled
+
+    assert dp_shard_enabled(8) and dp_shard_enabled(8, 4) and not dp_shard_enabled(8, 8) and not dp_shard_enabled(1)
+    assert list(dp_shard_enabled([1, 2, 8], 2)) == [False, False, True]
+
+
+def test_recompute_rerun_share():
+    assert TF.recompute_rerun_share(StepSettings(recompute="full"), 32) == 1.0
+    assert TF.recompute_rerun_share(StepSettings(recompute="selective", selective="op-sac"), 32) == 1.0
+    assert TF.recompute_rerun_share(StepSettings(recompute="selective"), 32) == 0.0  # core-attn: no cast re-run
+    assert TF.recompute_rerun_share(StepSettings(recompute="none"), 32) == 0.0
+    assert TF.recompute_rerun_share(StepSettings(recompute="full", recompute_layers=8), 32) == 0.25
 
 
 def test_only_torchtitan_fp8_tensorwise_gathers_float8():
@@ -83,12 +108,12 @@ def test_rows_carry_the_flag_with_a_citation(published_rows):
 
 def test_8b_row_step_by_hand(published_rows):
     """torchtitan-2412-llama-3.1-8b-8g-fsdp-compile-float8 (FSDP 8, local batch 2, one micro-batch a step): the
-    compute stream sheds float8_gather_seconds (27.6 ms of a ~2 s step)."""
+    compute stream sheds float8_gather_seconds (its op SAC re-runs the forward: 37.1 ms of a ~2 s step)."""
     row = published_rows["torchtitan-2412-llama-3.1-8b-8g-fsdp-compile-float8"]
     on, off = pt.predicted_step(row), pt.predicted_step(row, param_gather=ParamGather())
     cluster = cluster_for(load_accelerator(row["gpu"]))
     delta = TF.float8_gather_seconds(load_model("llama-3.1-8b"), cluster, tp=1, pp=1, shard=8, zero=3,
-                                     micro_batches=1)
+                                     micro_batches=1, hbm_efficiency=0.75, rerun=1.0)  # op SAC: the cast re-run
     assert on.compute - off.compute == pytest.approx(delta, rel=1e-6)
     assert on.dp_comm < off.dp_comm and on.total < off.total
 

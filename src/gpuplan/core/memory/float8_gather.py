@@ -24,10 +24,19 @@ def layer_norm_params(spec) -> float:
     return 2.0 * spec.hidden_size
 
 
+def dp_shard_enabled(state_shards, cp=1):
+    """torchtitan's gate on the float8 all-gather, for memory and step time alike: Float8Handler sets
+    enable_fsdp_float8_all_gather only where ``parallel_dims.dp_shard_enabled`` (float8.py@9dec370 L51-54), i.e.
+    dp_shard > 1 (parallelisms/parallel_dims.py@9dec370 L103-104). FSDP2 shards over dp_shard x cp
+    (dp_shard_cp), gpuplan's ``state_shards`` (ParallelLayout.state_shards: shard_group or dp x cp), so
+    dp_shard = state_shards / cp: context parallelism alone (dp 1, cp 8) does not turn it on. Arrays broadcast."""
+    return np.asarray(state_shards) > np.asarray(cp)
+
+
 def unsharded_float8_saving(spec, params, layout, compute_bytes: float, on):
     """(bytes the gathered largest layer saves, bytes a pipeline stage kept unsharded saves) when ``on``:
     its matrices at FLOAT8_BYTES instead of ``compute_bytes``. ``params``: core.memory.model_states.StageParams
-    of the stage; 0 where FSDP does not shard (torchtitan enables the float8 gather only with dp_shard > 1)."""
-    per = (compute_bytes - FLOAT8_BYTES) * np.logical_and(on, np.asarray(layout.dp) > 1)
+    of the stage; 0 where torchtitan leaves the gather in bf16 (dp_shard_enabled false)."""
+    per = (compute_bytes - FLOAT8_BYTES) * np.logical_and(on, dp_shard_enabled(layout.state_shards, layout.cp))
     layer = np.maximum(np.asarray(params.largest_layer, dtype=float) - layer_norm_params(spec), 0.0)
     return per * layer, per * np.asarray(params.matrices, dtype=float)
