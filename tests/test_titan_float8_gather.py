@@ -160,12 +160,24 @@ def test_plan_option_is_torchtitans_fp8_tensorwise_only():
     from gpuplan.jobs.plan.search import _step_settings
 
     base = dict(model="llama-3.1-8b", gpus=8, gpu="h100-sxm", dtype="fp8", fsdp_float8_all_gather=True)
-    for bad in (dict(framework="megatron"), dict(framework="torchtitan", dtype="bf16"),
-                dict(framework="torchtitan", fp8_recipe="mxfp8")):
-        with pytest.raises(InputError, match="give --framework torchtitan --dtype fp8"):
+    for bad, cause in ((dict(framework="megatron"), r"give --framework torchtitan \(not megatron\)$"),
+                       (dict(framework="torchtitan", dtype="bf16"), r"give --dtype fp8 \(not bf16\)$"),
+                       (dict(framework="torchtitan", fp8_recipe="mxfp8"), r"give --fp8-recipe tensorwise \(not mxfp8;")):
+        with pytest.raises(InputError, match=cause):  # the one cause that stops it, named (review_w12_r2 M4)
             PlanInputs(**{**base, **bad})
     inputs = PlanInputs(**base, framework="torchtitan")
     assert PlanInputs(**{**base, "fsdp_float8_all_gather": False}, framework="torchtitan").fsdp_float8_all_gather is False
     assert inputs.recipe_memory_settings()["fsdp_float8_all_gather"] is True
     spec, gpu = load_model("llama-3.1-8b"), load_accelerator("h100-sxm")
     assert _step_settings(inputs, spec, gpu, "flash", 0.0).param_gather.fp8_matrices
+
+
+def test_memory_does_not_list_the_option():
+    """`gpuplan memory` has no --dtype, so it cannot know Float8Linear runs: the option is plan / train / budget's
+    (StepFields); memory refuses it as an unknown field (CLI, plan file, web and Python share MemoryInputs)."""
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.memory.schema import MemoryInputs
+
+    assert "fsdp_float8_all_gather" not in MemoryInputs.model_fields
+    with pytest.raises(InputError, match="unknown field"):
+        MemoryInputs(model="llama-3.1-8b", gpu="h100", dp=8, zero=3, framework="torchtitan", fsdp_float8_all_gather=True)

@@ -56,11 +56,8 @@ def check_setup(inputs) -> None:
     framework, tp, pp = get("framework"), get("tp"), get("pp")
     if get("unstated_degrees_are_one", False):  # `memory` lays out tp 1 / pp 1 where they are not given
         tp, pp = tp or 1, pp or 1
-    if get("fsdp_float8_all_gather", False) and (framework != "torchtitan" or get("dtype") != "fp8"
-                                                 or get("fp8_recipe", "tensorwise") != "tensorwise"):
-        raise InputError("fsdp_float8_all_gather", True, "is torchtitan's FSDP2 float8 all-gather of tensorwise "
-                         f"Float8Linear weights: give --framework torchtitan --dtype fp8 (not {framework}, "
-                         f"{get('dtype') or 'no --dtype'} {get('fp8_recipe') or ''}; plan, train or budget)")
+    if get("fsdp_float8_all_gather", False):
+        _check_float8_all_gather(framework, get("dtype"), get("fp8_recipe", "tensorwise"))
     if get("embedding_loss_slots", False) and pp == 1:  # first and last stage are one: nothing moves
         raise InputError("embedding_loss_slots", True, "moves a layer off the first and last pipeline stages: with "
                          "--pp 1 there is one stage and nothing moves (memory and time unchanged): give --pp 2 or "
@@ -95,6 +92,21 @@ def check_setup(inputs) -> None:
     if framework == "torchtitan" and cp is not None and cp > 1:
         raise InputError("cp", cp, "torchtitan (b5bcd76) runs context parallelism with FlexAttention only "
                          "(models/common/decoder.py L173-183 raises under SDPA), which gpuplan does not time: give --cp 1")
+
+
+def _check_float8_all_gather(framework, dtype, fp8_recipe) -> None:
+    """--fsdp-float8-all-gather names the one cause that stops it (plan, train and budget carry it: StepFields;
+    `memory` has no --dtype to say Float8Linear runs, so it does not list the option)."""
+    what = "is torchtitan's FSDP2 float8 all-gather of its tensorwise Float8Linear weights"
+    if framework != "torchtitan":
+        raise InputError("fsdp_float8_all_gather", True, f"{what}: give --framework torchtitan (not {framework})")
+    if dtype != "fp8":
+        raise InputError("fsdp_float8_all_gather", True, f"{what}, which run under --dtype fp8 only: give --dtype fp8 "
+                         f"(not {dtype})")
+    if fp8_recipe != "tensorwise":  # a recipe_name asserts (components/quantization/float8.py@820504e L57-60);
+        # MX formats run torchtitan's MXConverter (mx.py), which has no such option
+        raise InputError("fsdp_float8_all_gather", True, f"{what}: give --fp8-recipe tensorwise (not {fp8_recipe}; "
+                         "torchtitan asserts it off with a float8 recipe_name and its MX converter has none)")
 
 
 def check_model(inputs, spec) -> None:
