@@ -11,7 +11,6 @@ from functools import cache
 from importlib import resources
 
 import pytest
-import yaml
 
 CATALOG = resources.files("gpuplan.catalog")
 HARDWARE_IDS = {p.name[: -len(".toml")] for p in (CATALOG / "hardware").iterdir() if p.name.endswith(".toml")}
