@@ -218,12 +218,14 @@ def test_a_deadline_keeps_only_layouts_that_meet_it_by_their_own_budget():
 
 def test_a_deadline_no_count_meets_is_refused_with_what_the_fastest_needs(run_cli):
     """Review wave7 r3 #11: `plan llama-3.1-405b --tokens 15T --days 10` (e7726ae's refusal): exit 2, one line
-    naming the fastest count and its time with failures (21.6 days before them, 42.2 with them, on 131,072)."""
+    naming the fastest count and its time with failures (24.58 days before them, 40.83 with them, on 98,304; 21.6 /
+    42.2 on 131,072 before 0d4052f timed the DP syncs of the interleaved schedule chunk by chunk: 98,304's pp6 vpp21
+    layout 15.84 -> 14.31 s a step, 131,072's pp64 one unchanged)."""
     code, out, err = run_cli("plan", "llama-3.1-405b", "--tokens", "15T", "--days", "10")
     assert code == 2 and not out
     assert len(err.strip().splitlines()) == 1
     assert err.startswith("error: days: got 10.0; no searched GPU count meets it")
-    assert " with them, on 131,072 GPUs" in err
+    assert " with them, on 98,304 GPUs" in err
 
 
 def test_a_note_names_the_count_fastest_at_the_point_and_why_it_lost():
