@@ -317,8 +317,8 @@ class SetupFields(JobInputs):
                                    width.get(self.grad_dtype))  # memory has no --dtype: bf16 (jobs.memory.schema)
         return {"grad_bytes": grads, "moment_bytes": width.get(self.moment_dtype),
                 "offload_layers": self.offload_layers, "low_precision_weights": self.low_precision_weights,
-                "embedding_loss_slots": self.embedding_loss_slots,
-                "fsdp_float8_all_gather": getattr(self, "fsdp_float8_all_gather", False)}  # StepFields' (not memory)
+                "embedding_loss_slots": self.embedding_loss_slots, "fsdp_float8_all_gather": getattr(
+                    self, "fsdp_float8_all_gather", False)}  # StepFields' field: absent from memory
 
     def overheads(self):
         from gpuplan.core.memory.device_memory import Overheads, fragmentation
@@ -358,9 +358,7 @@ class StepFields(JobInputs):
                       "scaling) or mxfp8 (MX 32-element block scaling; parts with block-scaled tensor cores: "
                       "Blackwell, MI355X).")]
     fp8_attention: TE.Fp8Attention
-    # torchtitan's, beside --dtype / --fp8-recipe (schema.layout_rules.check_setup); not in `memory`, which has no
-    # --dtype to say Float8Linear runs (review_w12_r2 M4)
-    fsdp_float8_all_gather: V.FsdpFloat8AllGather
+    fsdp_float8_all_gather: V.FsdpFloat8AllGather  # torchtitan's; not `memory`'s, which has no --dtype (layout_rules)
     moe_expert_kernels: TE.MoeExpertKernels
     full_iteration_graph: TE.FullIterationGraph
     cuda_graph_scope: TE.CudaGraphScope
