@@ -154,7 +154,8 @@ def _titan_lines(ev, plan, settings) -> list[Line]:
     from gpuplan.core.time import titan_float8 as TF  # the step's own sum: copies and the float8 all-gather's change
 
     copies = TF.step_copy_seconds(spec, ev.cluster, settings, tp=lay.tp, pp=lay.pp,
-                                  shard=lay.shard_group or lay.dp * lay.cp, zero=lay.zero, micro_batches=k)
+                                  shard=lay.shard_group or lay.dp * lay.cp, zero=lay.zero, micro_batches=k,
+                                  cp=lay.cp)
     if copies > 0:  # on the compute stream beside the micro-batches (core.time.step.step_time)
         what = "copy-out + gradient copy-in" + (" + fp32 accumulation" if lay.pp > 1 else "") + (
             "; float8 all-gather: 1 + 1 B copy-out, no Float8Linear weight cast" if TF.gathers_float8(settings) else "")

@@ -257,7 +257,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                      ep=ep, mtp=mtp, vpp=vpp, embedding=below_zero3 & (np.asarray(pp) == 1)).total
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
     compute = t_mb * micro_batches + TF.step_copy_seconds(  # torchtitan's FSDP2 copies, its float8 all-gather's change
-        spec, cluster, settings, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches)
+        spec, cluster, settings, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches, cp=cp)
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
     params = params_per_gpu(spec, tp, pp, ep)
     trained = params if settings.finetune == "full" else _adapters_per_gpu(spec, settings, tp, pp)
