@@ -110,10 +110,11 @@ class StepSettings:
     attention_dropout: float = 0.0
     """Attention dropout probability (eager kernels move a mask and a dropped copy)."""
     fp8_recipe: str = "tensorwise"
-    """FP8 scaling of the linears when dtype is 'fp8': 'tensorwise' (per-tensor current or delayed
-    scaling: TE Float8CurrentScaling / DelayedScaling, torchao tensorwise) or 'mxfp8' (MX
-    32-element block scaling, Blackwell-class parts): FP8_CAST_BYTES_PER_ELEMENT vs
-    MXFP8_CAST_BYTES_PER_ELEMENT and block_scaled_gemm_time_factor."""
+    """FP8 scaling of the linears when dtype is 'fp8': 'tensorwise' (per-tensor current scaling: TE
+    Float8CurrentScaling, torchao tensorwise), 'delayed' (TE DelayedScaling: timed as 'tensorwise' but for
+    core.time.moe_layer's per-expert quantisers, none: QUANTIZE_KERNELS_PER_CALL; the NeMo 25.02 B200 Mixtral
+    rows, published_throughput.FP8_RECIPE) or 'mxfp8' (MX 32-element block scaling, Blackwell-class parts):
+    FP8_CAST_BYTES_PER_ELEMENT vs MXFP8_CAST_BYTES_PER_ELEMENT and block_scaled_gemm_time_factor."""
     block_scaled_gemm_time_factor: float = BLOCK_SCALED_GEMM_TIME_FACTOR
     """GEMM time of a block-scaled GEMM (MXFP8, NVFP4) / a per-tensor FP8 one at the same shape and
     peak (fitted, BLOCK_SCALED_GEMM_TIME_FACTOR)."""
