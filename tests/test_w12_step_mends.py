@@ -17,3 +17,16 @@ def test_float8_gather_time_gates_on_dp_shard_like_memory(published_rows):
     on = pt.predicted_step(row, param_gather=ParamGather(fp8_matrices=True))
     off = pt.predicted_step(row, param_gather=ParamGather())
     assert on.compute == pytest.approx(off.compute, rel=1e-12)
+
+
+def test_cp_ring_output_corrections_on_the_value_width():
+    """TE's ring merges the attention output, heads x value_head_dim wide (context_parallel.py@v2.9 L1643-1650:
+    ``out.view(v_shape)`` under MLA). DeepSeek-V3 at cp 2 (128 heads, qk 192, v 128): K/V concatenation
+    2 x 2 B x (128 x 192 + 128 x 128) = 163,840 B, the first step's correction 2 x 2 B x 16,384 = 65,536 B and one
+    later step's 4.5 B x 16,384 = 73,728 B: 303,104 B a local token (on the query width: 372,736). Llama 3.1 8B,
+    whose q and o are both 4,096 wide, is unchanged: 2 x 2 x 2,048 + 4 x 4,096 + 4.5 x 4,096 = 43,008 B."""
+    from gpuplan.catalog import load_model
+    from gpuplan.core.time.megatron_ops import cp_class
+
+    assert cp_class(load_model("deepseek-v3"), 2).forward_bytes == pytest.approx(303_104, rel=1e-12)
+    assert cp_class(load_model("llama-3.1-8b"), 2).forward_bytes == pytest.approx(43_008, rel=1e-12)

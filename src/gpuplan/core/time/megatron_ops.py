@@ -51,7 +51,7 @@ apply_rope_fusion, persist_layer_norm True; gpt_provider.py: cross_entropy_loss_
 * ``cp_attention`` (context parallelism, cp > 1): TE's ring attention (``AttnFuncWithCPAndKVP2P``,
   transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py, v2.9, sbhd, bf16)
   concatenates k and v into the ring's send buffer (read + write 2 B each), takes the first step's
-  output (``flash_attn_fwd_out_correction_init``: 4 B per query element) and merges each later
+  output (``flash_attn_fwd_out_correction_init``: 4 B per output element) and merges each later
   step's (``flash_attn_fwd_out_correction``: out += out_step x exp(lse_step - lse), read 2 + 2 write
   2, on half the queries for the causal steps past the rank's own: 4.5 B on average) with its LSE
   correction; backward the first step's dq, dk, dv are copied into the accumulators (4 B) and each
@@ -218,11 +218,14 @@ def _rope(ops: MegatronOps, width: float) -> tuple[float, float, float, float]:
 
 
 def cp_class(spec: ModelSpec, cp) -> OpClass:
-    """Context parallelism's own kernels per local token (module docstring); zero at cp 1."""
+    """Context parallelism's own kernels per local token (module docstring); zero at cp 1. The output corrections
+    act on the attention output, heads x value_head_dim wide (``o``): TE views it as ``v_shape`` under MLA
+    (context_parallel.py@v2.9 L1643-1650: 128 x 128 for DeepSeek-V3, not the queries' 128 x 192); dq is q wide."""
     _, q, kv, v, _, _ = _widths(spec)
+    o = float(spec.attention.num_heads * spec.attention.value_head_dim)
     ring = cp > 1
     steps = cp - 1.0  # steps after the first
-    forward = (2 * BF16 * (kv + v) + 2 * BF16 * q + 4.5 * q * steps) * ring
+    forward = (2 * BF16 * (kv + v) + 2 * BF16 * o + 4.5 * o * steps) * ring
     backward = (2 * BF16 * (q + kv + v) + 4.5 * (q + kv + v) * steps) * ring
     return OpClass("cp_attention", (2 + 2 * steps) * ring, forward, 3 * cp * ring, backward)
 
