@@ -1,6 +1,6 @@
 """torchtitan's ZeRO-2-is-FSDP2 fact is read by comm where memory reads it (review w10 r1 SHOULD-FIX 4):
-dp_costs.fsdp2_no_reshard = core.frameworks.states_zero of the schedule's profile, and frameworks sharing a
-schedule cannot silently disagree on it."""
+core.comm.fsdp2_reshard.fsdp2_no_reshard (dp_costs' rule) = core.frameworks.states_zero of the schedule's profile,
+and frameworks sharing a schedule cannot silently disagree on it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from gpuplan.core import frameworks as F
 from gpuplan.core.comm import dp_costs as D
 from gpuplan.core.comm import dp_overlap as O
+from gpuplan.core.comm import fsdp2_reshard as R
 from gpuplan.core.time.step import StepSettings
 
 
@@ -32,8 +33,8 @@ def test_a_second_fsdp2_framework_without_the_flag_is_refused(monkeypatch):
     titan = F.framework("torchtitan")
     other = replace(titan, zero2_is_fsdp2_no_reshard=False)
     monkeypatch.setitem(O.SCHEDULE_OF_FRAMEWORK, "other-fsdp2", "fsdp2")
-    real = D.framework
-    monkeypatch.setattr(D, "framework", lambda n: other if n == "other-fsdp2" else real(n))
+    real = R.framework
+    monkeypatch.setattr(R, "framework", lambda n: other if n == "other-fsdp2" else real(n))
     with pytest.raises(ValueError, match="zero2_is_fsdp2_no_reshard"):
         D.fsdp2_no_reshard(StepSettings(dp_schedule="fsdp2"), 2)
-    assert D.schedule_profile("no-such-schedule") is None
+    assert R.schedule_profile("no-such-schedule") is None

@@ -9,6 +9,7 @@ takes and how much of it compute hides. Units: bytes, seconds.
   step_comm.py        the collectives of one step, parallelism by parallelism
   dp_costs.py         the data-parallel collectives: gradient reduce-scatter / all-reduce, gathers
   dp_overlap.py       how much data-parallel communication each framework leaves exposed
+  fsdp2_reshard.py    where torchtitan's ZeRO-2 is FSDP2 without reshard after forward (ZeRO-3's collectives)
   zero3_gathers.py    how often ZeRO-3 / FSDP gathers each parameter per micro-batch
   moe_overlap.py      the expert all-to-all under Megatron-Core's combined 1F1B schedule
 """
