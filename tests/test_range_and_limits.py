@@ -4,7 +4,7 @@ outruns a learned position table — each agreed by every door (CLI, plan files,
 1. `plan --gpus 100-120` searched 100 alone (a range with no power of two fell back to its low end) and said
    nothing of 101-120: a range now searches its powers of two and both ends (planner.space.power_counts).
 2. The MFU refusal of `train --gpus 8 --days 30min` offered `--gpus 477977354`, past the 10^7 --gpus takes: a
-   refusal now offers only values the options take (jobs.training.timing._needed_words).
+   refusal now offers only values the options take (jobs.training.mfu_refusal.needed_words).
 3. `infer gpt2 --context 4096` answered 'shown as if it ran' where train refuses a sequence past GPT-2's learned
    position table: refused now, naming --context or --prompt + --output-tokens and the 1,024 rows.
 """

@@ -25,8 +25,8 @@ from gpuplan.core.model.spec import params_for_6nd
 from gpuplan.core.units import SECONDS_PER_DAY, format_duration
 from gpuplan.errors import InputError, NoLayoutFits
 from gpuplan.jobs.plan.offer import offers_answering_batch
+from gpuplan.jobs.training.mfu_refusal import check_solved_mfu
 from gpuplan.jobs.training.schema import DEFAULT_DAYS, DEFAULT_MFU, TrainingInputs
-from gpuplan.schema.types import MAX_DAYS  # schema.types.days' bound
 from gpuplan.schema.vocabulary import MAX_GPUS
 
 if TYPE_CHECKING:  # the planner (numpy) is imported where a layout is searched
@@ -185,7 +185,7 @@ def _solve_mfu(inputs: TrainingInputs, spec, gpu, peak: float, gpus: int, days: 
         count = math.ceil(solved.gpus * solved.mfu * flops.exact / flops.used / limit - 1e-9)
         for round_ in range(WORKING_GPU_ROUNDS + COUNT_ROUNDS):
             if count > MAX_GPUS:  # past what --gpus takes: not laid out (--days 0.001 on 8 GPUs asked ~10^20 GPUs of
-                break  # the planner, an OverflowError, wave 9); _needed_words says no count up to MAX_GPUS does
+                break  # the planner, an OverflowError, wave 9); mfu_refusal.needed_words: no count up to MAX_GPUS does
             try:
                 mfu = (on := solved_on(count)[2]).mfu * flops.exact / flops.used
             except InputError:
@@ -377,50 +377,3 @@ def _whole(gpus: float, mfu: float, days: float) -> int:
         raise InputError("days", days, f"the budget needs {shown} GPUs at {mfu:.0%} MFU before failures, more than the "
                          f"{MAX_GPUS:,} the planner lays out; give more days, fewer tokens or --gpus")
     return needed
-
-
-def check_solved_mfu(solved: ComputeBudget, flops: Flops, inputs: TrainingInputs, spec, gpu,
-                     deadline: float | None = None, gpus_within: Callable[[float], int] | None = None) -> None:
-    """Refuse GPUs and days that need an MFU no GPU delivers: above 100% (faster than the dense
-    peak) or above the best MFU published for the GPU's class, model kind and precision
-    (jobs/validation/mfu_ceiling.py; compared on gpuplan's MFU definition, exact model FLOPs).
-    The message names the GPUs for those days (``gpus_within(ceiling)``, each count solved with its
-    own layout and failures; else in proportion) and the days on those GPUs at that ceiling."""
-    exact_mfu = solved.mfu * flops.exact / flops.used  # the published ceilings count exact FLOPs
-    limit, why = 1.0, "100%, the dense peak"
-    if gpu is not None:
-        from gpuplan.core.time.step import precision_class
-        from gpuplan.jobs.validation.mfu_ceiling import ceiling, hardware_class
-
-        dtype = precision_class(inputs.dtype)
-        best = ceiling(gpu.id, spec.moe is not None, dtype)
-        if best is not None and best.mfu < 1.0:
-            kind = "MoE" if spec.moe is not None else "dense"
-            limit, why = best.mfu, (f"{best.mfu:.1%}, the best published {kind} {dtype} "
-                                    f"MFU on {hardware_class(gpu.id)} ({best.run}; {best.source.split(', http')[0]})")
-    if exact_mfu <= limit:
-        return
-    at = limit * flops.used / flops.exact  # the ceiling on the basis of the FLOPs used for time
-    gpus_needed = gpus_within(limit) if gpus_within else math.ceil(solved.gpus * solved.mfu / at - 1e-9)
-    deadline = deadline or solved.wall_seconds
-    seconds_needed = deadline * solved.mfu / at
-    given = inputs.gpus or solved.gpus  # the count given (the solve is on those its layout computes on)
-    raise InputError("gpus/days", f"{given:,.0f} GPUs in {format_duration(deadline)}",
-                     f"needs MFU {exact_mfu:.1%}" + ("" if flops.used == flops.exact else
-                                                     f" of the exact FLOPs ({solved.mfu:.1%} of {inputs.flops_method.upper()})")
-                     + f", above {why}; at that MFU " + _needed_words(gpus_needed, deadline, seconds_needed, given)
-                     + "; or give --mfu and one of --gpus / --days")
-
-
-def _needed_words(gpus: int, deadline: float, seconds: float, given: float) -> str:
-    """What the MFU refusal offers: the GPUs for the deadline and the time on the GPUs given, each as a value
-    to type only where the schema takes it (--gpus up to MAX_GPUS, --days up to MAX_DAYS); past those, that no
-    value does (a count past MAX_GPUS is not solved, gpus_within stops there). Wave 9: `train llama-3.1-8b
-    --gpu h100 --gpus 8 --days 30min` suggested --gpus 477977354, which --gpus refuses."""
-    when, on = format_duration(deadline), f"{given:,.0f} GPUs"
-    count = (f"the run needs {gpus:,} GPUs for {when} (--gpus {gpus})" if gpus <= MAX_GPUS else
-             f"no GPU count up to {MAX_GPUS:,} (the most --gpus takes) runs it in {when}")
-    days = seconds / SECONDS_PER_DAY
-    longer = (f"{format_duration(seconds)} on {on}" if days <= MAX_DAYS else
-              f"on {on} it would take {days:,.0f} days, more than the {MAX_DAYS:,} --days takes")
-    return f"{count}, or {longer}"
