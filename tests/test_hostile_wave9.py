@@ -38,8 +38,8 @@ def test_fastapi_validates_the_dict_read_body_returned(client, monkeypatch):
     count the text lacks) is what FastAPI checks; a second parse of the text would see 'gpus': 'eight' and 422."""
     import gpuplan.web.routes as routes
 
-    original = routes.read_body
-    monkeypatch.setattr(routes, "read_body", lambda raw, kind: original(raw, kind) | {"gpus": 8})
+    original = routes.read_body  # the stub passes read_body's arguments on, whatever they are (a7815d8 added `known`)
+    monkeypatch.setattr(routes, "read_body", lambda *args: original(*args) | {"gpus": 8})
     response = client.post("/api/memory", content=b'{"model": "llama-3.1-8b", "gpu": "h100", "gpus": [[]]}',
                            headers={"content-type": "application/json"})
     assert response.status_code == 200, response.text[:300]
