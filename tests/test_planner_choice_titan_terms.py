@@ -206,13 +206,10 @@ def test_the_aug_2024_405b_rows_carry_more_fsdp_traffic_than_the_planners_70b_an
     # 31 rows scored (why_not empty) in published_throughput.yaml: torchtitan-2024-h100 18 +
     # torchtitan-2025-asynctp-h100 8 + torchtitan-2025-h200 2 + torchtitan-2024-08-h100 3
     assert len(traffic) == 31
-    # the constant is the BF16 row's 0.62, rounded up, set when the Float8 rows read 0.905 with bf16 gathers where
-    # they gathered in float8. Since b9b0936 (and 582e44b's cast rate) they are charged their float8 gathers and
-    # read 0.704: above the constant, which by its own definition (the most any row carries as the model charges
-    # it) would now be 0.71 -- planner.uncertainty's, left to the lead (wave-12 mend MC); its docstring's
-    # estimate of their real traffic was ~0.60-0.68
-    bf16_rows = {k: v for k, v in traffic.items() if not k.startswith("torchtitan-2408") or "float8" not in k}
-    assert PUBLISHED_FSDP_TRAFFIC - 0.01 < max(bf16_rows.values()) <= PUBLISHED_FSDP_TRAFFIC
+    # the constant is the most any scored row carries as the model charges it, rounded up: since b9b0936 (and
+    # 582e44b's cast rate) the Float8 rows are charged their float8 gathers and read 0.704 (0.905 with bf16
+    # gathers, when the constant was the BF16 row's 0.62 rounded up, 0.63)
+    assert PUBLISHED_FSDP_TRAFFIC - 0.01 < max(traffic.values()) <= PUBLISHED_FSDP_TRAFFIC
     assert max(traffic.values()) == pytest.approx(0.704, abs=0.005)  # 0.905 before b9b0936
     assert max(v for k, v in traffic.items() if not k.startswith("torchtitan-2408")) <= 0.13
     bf16_405b = traffic["torchtitan-2408-llama-3.1-405b-128g-fsdp-tp"]
@@ -250,17 +247,17 @@ def test_on_h100_fsdp_runs_the_model_is_more_optimistic_the_more_fsdp_traffic(sp
 def test_fsdp_traffic_widens_the_uncertainty_beyond_the_published_traffic_only():
     from gpuplan.planner.uncertainty import fsdp_traffic_uncertainty
 
-    u = fsdp_traffic_uncertainty(np.array([1.31, 0.53, 1.31, 1.31, 0.63]), np.array([1.0, 1.0, 1.0, 0.0, 1.0]),
+    u = fsdp_traffic_uncertainty(np.array([1.31, 0.53, 1.31, 1.31, 0.71]), np.array([1.0, 1.0, 1.0, 0.0, 1.0]),
                                  np.array([3, 3, 1, 3, 3]))
-    # 0.59 x (1.31 - 0.63) = 0.4012; at or below 0.63 (the 405B choice's 0.53 too): 0; ZeRO-1: 0; no
+    # 0.59 x (1.31 - 0.71) = 0.354; at or below 0.71 (the 405B choice's 0.53 too): 0; ZeRO-1: 0; no
     # compute (untimed row): 0
-    assert list(u) == pytest.approx([0.4012, 0.0, 0.0, 0.0, 0.0], abs=1e-9)
+    assert list(u) == pytest.approx([0.354, 0.0, 0.0, 0.0, 0.0], abs=1e-9)
 
 
 def test_torchtitans_ranking_takes_the_traffic_term_and_megatrons_does_not():
     """70B FSDP 128 x TP 2 on 256 H100, held (full recompute, which both frameworks fit), at 2,048-token
-    sequences: FSDP traffic 1.24 of compute, beyond the 0.63 any published torchtitan layout carried (0.620, rounded up). Under
-    torchtitan its uncertainty carries 0.59 x (traffic - 0.63) on top of the distance-and-kind figure;
+    sequences: FSDP traffic 1.24 of compute, beyond the 0.71 any published torchtitan layout carried (0.704, rounded up). Under
+    torchtitan its uncertainty carries 0.59 x (traffic - 0.71) on top of the distance-and-kind figure;
     under megatron (its own data-parallel schedule) the same layout's does not. At the check group's
     8,192-token sequences the same layout carries 0.33: inside what ran, no term."""
     from gpuplan.jobs.plan.schema import PlanInputs
@@ -280,7 +277,7 @@ def test_torchtitans_ranking_takes_the_traffic_term_and_megatrons_does_not():
         extra = fsdp_traffic_uncertainty(t["dp_traffic_seconds"], t["compute_seconds"], t["zero"])
         uncertain[framework] = (float(t["uncertainty"][0] - base[0]), float(extra[0]))
     added, expected = uncertain["torchtitan"]
-    assert added == pytest.approx(expected) and expected == pytest.approx(0.59 * (1.244 - 0.63), abs=0.01)
+    assert added == pytest.approx(expected) and expected == pytest.approx(0.59 * (1.244 - 0.71), abs=0.01)
     assert uncertain["megatron"][0] == pytest.approx(0.0)
 
 

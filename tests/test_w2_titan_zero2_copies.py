@@ -59,19 +59,20 @@ def test_plan_charges_zero2_its_copies(run_cli):
 
 
 def test_zero2_takes_the_fsdp_traffic_term():
-    """The term itself: 0.59 x (traffic / compute - 0.63) for ZeRO-2 rows that are FSDP2 (zero2_fsdp), 0 for
+    """The term itself: 0.59 x (traffic / compute - 0.71) for ZeRO-2 rows that are FSDP2 (zero2_fsdp), 0 for
     the ZeRO-2 rows that are not (a bucketed ZeRO-2's traffic is not FSDP's)."""
     from gpuplan.planner.uncertainty import fsdp_traffic_uncertainty
 
     u = fsdp_traffic_uncertainty(np.array([0.8152, 0.8152, 0.8152]), np.ones(3), np.array([2, 2, 3]),
                                  np.array([True, False, False]))
-    assert list(u) == pytest.approx([0.59 * 0.1852, 0.0, 0.59 * 0.1852], abs=1e-9)
+    assert list(u) == pytest.approx([0.59 * 0.1052, 0.0, 0.59 * 0.1052], abs=1e-9)
 
 
 def test_planner_widens_torchtitan_zero2_beyond_the_published_traffic():
     """llama-3.1-8b on 256 H100, s 2048, global batch 256, dp 256 mb 1 held: torchtitan's ZeRO-2 carries
     0.815 of its compute in FSDP traffic (one gather and one reduce-scatter a micro-batch), beyond the
-    0.63 any published run carried: +0.59 x 0.185 = +0.109 on its uncertainty (was +0)."""
+    0.71 any published run carried (0.704: planner.uncertainty.PUBLISHED_FSDP_TRAFFIC): +0.59 x 0.105 = +0.062 on its
+    uncertainty (+0.109 at the earlier 0.63; +0 before the ZeRO-2 rule)."""
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import search
     from gpuplan.planner.uncertainty import layout_uncertainty
@@ -84,5 +85,5 @@ def test_planner_widens_torchtitan_zero2_beyond_the_published_traffic():
                               u.widest)
     traffic = float(t["dp_traffic_seconds"][0] / t["compute_seconds"][0])
     assert traffic == pytest.approx(0.815, abs=0.01)
-    assert float(t["uncertainty"][0] - base[0]) == pytest.approx(0.59 * (traffic - 0.63), rel=1e-9)
-    assert float(t["uncertainty"][0] - base[0]) == pytest.approx(0.109, abs=0.006)
+    assert float(t["uncertainty"][0] - base[0]) == pytest.approx(0.59 * (traffic - 0.71), rel=1e-9)
+    assert float(t["uncertainty"][0] - base[0]) == pytest.approx(0.062, abs=0.006)

@@ -120,17 +120,17 @@ a micro-batch, traffic 0.43-0.55: +36..+38%; traffic below 0.06: +3..+15%). The 
 gathers behind compute where those runs show they were not hidden (overlapped compute runs 18.9%
 slower on average, 40% at most: Lee et al. 2025, arXiv 2507.03114; docs/step.md, Planner, 'FSDP
 traffic beyond what ran'). Reported on the torchtitan planner groups (jobs/validation/planner_choice)."""
-PUBLISHED_FSDP_TRAFFIC = 0.63
+PUBLISHED_FSDP_TRAFFIC = 0.71
 """The most data-parallel traffic / compute at a published torchtitan layout, as the model charges it, rounded
-up (0.620: Llama 3.1 405B FSDP 16 x TP 8, local batch 2, BF16, on 128 Grand Teton H100, torchtitan-2408-...-fsdp-tp;
-before the three Aug-2024 rows 0.129 at Trainy's 8B FSDP 64 on H200; tests/test_planner_choice_titan_terms.py
-recomputes it over the scored rows). Its two Float8 rows read 0.905, but they gathered the weights in float8
-while the model charges bf16 gathers (docs/step.md, Planner), so their real traffic is ~0.60-0.68: they do not
-extend the range (review wave 5; 0.63 and 0.91 give the same validated numbers). Up to it the model's figure has
-been checked on torchtitan's FSDP2, and there the step model is +11.1% (BF16) and -8.0% / +2.1% (Float8 / + async
-TP), where the FSDP1 slope above would put it at +45%: FSDP2 does not share FSDP1's growth up to this traffic
-(docs/step.md, Planner). A coverage limit, set from the same torchtitan rows the planner check
-(jobs/validation/planner_choice) scores: that check is not held out from it."""
+up: 0.704, the two Aug-2024 Llama 3.1 405B Float8 rows (FSDP 16 x TP 8, local batch 2, 128 Grand Teton H100,
+torchtitan-2408-...-fsdp-tp-float8 and -async-tp), charged their float8 all-gathers since b9b0936 / 582e44b
+(core.time.titan_float8; 0.905 with bf16 gathers, when this was 0.63 from the BF16 row's 0.620; before the three
+Aug-2024 rows 0.129 at Trainy's 8B FSDP 64 on H200; tests/test_planner_choice_titan_terms.py recomputes it over
+the scored rows). Up to it the model's figure has been checked on torchtitan's FSDP2, and there the step model is
++11.1% (BF16, 0.62) and -3.8% / +2.6% (Float8 / + async TP, 0.704), where the FSDP1 slope above would put it
+at +45% / +50%: FSDP2 does not share FSDP1's growth up to this traffic (docs/step.md, Planner). A coverage
+limit, set from the same torchtitan rows the planner check (jobs/validation/planner_choice) scores: that check is
+not held out from it."""
 
 
 def fsdp_traffic_uncertainty(dp_traffic_seconds, compute_seconds, zero, zero2_fsdp=False):
