@@ -5,36 +5,38 @@ keeps the stated ZeRO-1 (jobs.plan.estimate._check_my_layout), and the three doo
 
 import pytest
 
-# --grad-dtype bf16: the hand-worked figure below is a 2-byte wire. Since f96bd8d megatron's default gradient buffer
-# is fp32 for bf16 (Megatron-LM accumulate_allreduce_grads_in_fp32, arguments.py@core_v0.16.0 L711-724), 4 B on the
-# wire: 151.21 MiB buckets, where NCCL's estimate picks ring/Simple for the reduce-scatter (`plan --explain`:
-# Simple's 180 vs LL128's 165.6 GB/s outweighs its latency at this size) but ring/LL128 for the all-reduce, so the extra is no longer "the same protocol, twice the
-# bytes" (0.01345 s: 85 x (AR LL128 - RS Simple) x the exposed share). The test's point, that the option is applied
-# and only the DP term moves by the all-reduce's extra ring pass, is kept on the 2-byte wire where both are LL128.
+# --grad-dtype bf16: the hand-worked figure below is on a 2-byte wire (since f96bd8d megatron's default gradient
+# buffer is fp32 for bf16: Megatron-LM accumulate_allreduce_grads_in_fp32, arguments.py@core_v0.16.0 L711-724).
 ASK = dict(model="llama-2-7b", gpu="a100", gpus=64, zero=1, grad_dtype="bf16", grad_all_reduce=True)
 ARGS = ("llama-2-7b", "--gpu", "a100", "--gpus", "64", "--zero", "1", "--grad-dtype", "bf16", "--grad-all-reduce")
 LAYOUT = ("--tp", "1", "--pp", "2", "--vpp", "8", "--micro-batch", "1", "--recompute", "none", "--mfu", "predicted")
 TERMS = ("compute", "bubble", "pp_comm", "dp_comm", "optimizer")  # the step terms plan reports for this layout
 
-# What --grad-all-reduce adds to the exposed DP term of dp32 tp1 pp2 vpp8 ZeRO-1 mb1 on 8-GPU A100 nodes, by hand:
+# What --grad-all-reduce adds to the exposed DP term of dp32 tp1 pp2 vpp8 ZeRO-1 mb1 on 8-GPU A100 nodes, by hand.
+# Re-worked for two wave-12 commits (the pin was 0.0071115 s: 85 buckets of 40M parameters, both collectives LL128,
+# 1/85 + 16/108 x 84/85 exposed): 03000ea (plan's megatron schedule reduces in NeMo 2 / Bridge's 128 Mi-parameter
+# buckets under the distributed optimizer over > 1 data rank) and 0d4052f (under the interleaved schedule each model
+# chunk syncs its gradients on its own, chunk 0's after its last backward, exposed whole).
 # - gradient bytes a GPU reduces: 6,738,415,616 parameters (the catalog's count) / pp 2 x 2 B (bf16) = 6.738e9 B,
-#   in ceil(3.369e9 / 40e6) = 85 Megatron buckets (core.comm.dp_overlap.megatron_buckets: 40M parameters) of
-#   79,275,478 B (`plan --explain`: 85 calls of 75.60 MiB, ring / LL128);
+#   in ceil(3.369e9 / 134,217,728) = 26 buckets (core.comm.dp_overlap.megatron_buckets with
+#   StepSettings.dp_bucket_params) of 259,169,831 B (`plan --explain`: 26 calls of 247.16 MiB);
 # - the ring's bus: the 32 DP ranks are 8 per node on 4 nodes, so min(NVLink 300 GB/s x 0.8 x 8/7 = 274 GB/s,
-#   the node's 8 x 200 Gb/s HDR NICs = 200 GB/s x 0.9 efficiency = 180 GB/s) = 180 GB/s, x 0.92 for LL128
-#   (NCCL tuning.cc; core.comm.collectives LL128_FACTOR) = 165.6 GB/s;
-# - an all-reduce moves 2 x 31/32 of a bucket where the reduce-scatter moves 31/32 (nccl-tests PERFORMANCE.md):
-#   31/32 x 79,275,478 B / 165.6 GB/s = 0.463757 ms more a bucket, and 31 more ring steps, 28 on NVLink at
-#   1.9 us and 3 across nodes at 4.0 us (NCCL's LL128 ring hwLatencies) = 65.2 us: 0.528957 ms a bucket,
-#   44.96 ms a step over 85 buckets;
-# - Megatron hides all but the last bucket behind the backward (0.31 s a micro-batch, more than the 0.09 s
-#   of the rest), which runs on 108 - 16 SMs while NCCL holds 16 (core.comm.dp_overlap.bucketed_exposed):
-#   exposed 1/85 + 16/108 x 84/85 = 0.158170 of it: 7.1115 ms.
-DP_BUCKETS = 85
+#   the node's 8 x 200 Gb/s HDR NICs = 200 GB/s x 0.9 efficiency = 180 GB/s) = 180 GB/s;
+# - at 247 MiB NCCL's estimate (core.comm.collectives, tuning.cc's constants) picks ring / Simple for the
+#   reduce-scatter and ring / LL128 (x 0.92: 165.6 GB/s) for the all-reduce (`plan --explain`), so the extra is
+#   the all-reduce's 2 x 31/32 x bucket / 165.6 GB/s + 14.0 us base + 56 NVLink steps x 1.9 + 6 network steps
+#   x 4.0 = 3.17666 ms, less the reduce-scatter's 31/32 x bucket / 180 GB/s + 8.4 us base + 28 NVLink steps x 3.4
+#   + 3 network steps x 14.0 = 1.54044 ms: 1.63622 ms a bucket, 42.54 ms a step over 26 buckets;
+# - exposed (core.comm.dp_overlap.interleaved_exposed, vpp 8, pp 2): chunk 0's eighth whole, each of the other
+#   7 chunks' eighth (10.3 ms with the option) beside pp 2 x its passes (2 x 0.31 s backward / 8 = 77 ms), so only
+#   the SMs NCCL holds show, 16 of 108 (core.comm.collectives.nccl_sm_share): 1/8 + 7/8 x 16/108 = 0.254630 of
+#   it: 10.8324 ms.
+DP_BUCKETS = 26
 BUCKET_BYTES = 6_738_415_616 / 2 * 2 / DP_BUCKETS
-EXTRA_PER_BUCKET_S = 31 / 32 * BUCKET_BYTES / (8 * 25e9 * 0.9 * 0.92) + (28 * 1.9 + 3 * 4.0) * 1e-6
-EXPOSED_SHARE = 1 / DP_BUCKETS + 16 / 108 * (DP_BUCKETS - 1) / DP_BUCKETS
-ALL_REDUCE_EXTRA_S = DP_BUCKETS * EXTRA_PER_BUCKET_S * EXPOSED_SHARE  # 0.0071115 s
+ALL_REDUCE_S = 2 * 31 / 32 * BUCKET_BYTES / (8 * 25e9 * 0.9 * 0.92) + (14.0 + 56 * 1.9 + 6 * 4.0) * 1e-6
+REDUCE_SCATTER_S = 31 / 32 * BUCKET_BYTES / (8 * 25e9 * 0.9) + (8.4 + 28 * 3.4 + 3 * 14.0) * 1e-6
+EXPOSED_SHARE = 1 / 8 + 7 / 8 * 16 / 108
+ALL_REDUCE_EXTRA_S = DP_BUCKETS * (ALL_REDUCE_S - REDUCE_SCATTER_S) * EXPOSED_SHARE  # 0.0108324 s
 
 
 def test_cli_plan_answers_with_the_stated_zero_1(run_json):
@@ -44,7 +46,7 @@ def test_cli_plan_answers_with_the_stated_zero_1(run_json):
     for results in (with_it, without):  # the step is its terms (float sums: 1e-12)
         assert results["best_step_seconds"] == pytest.approx(sum(results[f"best_step_{t}"] for t in TERMS),
                                                              rel=1e-12)
-    # the option is applied, not dropped: only the DP term moves, by the hand-worked all-reduce above (the same
+    # the option is applied, not dropped: only the DP term moves, by the hand-worked extra above (the same
     # arithmetic as the model's; 1e-6 for the order of the float operations)
     assert all(with_it[f"best_step_{t}"] == without[f"best_step_{t}"] for t in TERMS if t != "dp_comm")
     assert with_it["best_step_dp_comm"] - without["best_step_dp_comm"] == pytest.approx(ALL_REDUCE_EXTRA_S, rel=1e-6)
