@@ -30,3 +30,36 @@ def test_cp_ring_output_corrections_on_the_value_width():
 
     assert cp_class(load_model("deepseek-v3"), 2).forward_bytes == pytest.approx(303_104, rel=1e-12)
     assert cp_class(load_model("llama-3.1-8b"), 2).forward_bytes == pytest.approx(43_008, rel=1e-12)
+
+
+def test_cp_ring_hides_behind_the_models_own_forward_and_backward_attention():
+    """The ring's transfers hide behind each step's attention core, forward and backward as the step model times
+    them (core.time.attention_core.layer_attention_seconds), not split 1 : 2.5 (review_w12_r2 S5). Eager attention
+    with dropout (Megatron-LM 2021's kernel: the backward's matmuls are 2x the forward's, its score traffic is not
+    2.5x): forward share 0.397 on Llama 3.1 8B at 4,096 tokens, tp 8 (flash: 1 / 3.5 = 0.286). At cp 4, tp 8 (the
+    ring spans two H100 nodes) the exposure follows context_parallel's step rule on that split:
+    (cp - 1) max(0, t - a_f / cp) + 2 max(0, t - a_b / cp) + (cp - 2) max(0, 2t - a_b / cp) a layer-micro-batch."""
+    from gpuplan.catalog import load_accelerator, load_model
+    from gpuplan.core.comm.topology import cluster_for
+    from gpuplan.core.time.attention_core import attention_forward_share
+    from gpuplan.core.time.step import StepSettings, microbatch_compute_time, step_time
+
+    spec, cluster = load_model("llama-3.1-8b"), cluster_for(load_accelerator("h100-sxm"))
+    settings = StepSettings(seq_len=4096, attention_kernel="eager", attention_dropout=0.1)
+    tp, cp, k = 8, 4, 4
+    share = attention_forward_share(spec, cluster.gpu, settings, tp)
+    assert share == pytest.approx(0.3966, abs=5e-4)
+    assert attention_forward_share(spec, cluster.gpu, StepSettings(seq_len=4096), tp) == pytest.approx(1 / 3.5)
+    step = step_time(spec, cluster, settings, dp=1, tp=tp, cp=cp, micro_batch=1, micro_batches=k)
+    layers = spec.num_layers
+    attention = microbatch_compute_time(spec, cluster, settings, tp, cp, 1, layers, True).attention / layers
+    a_f, a_b = attention * share / cp, attention * (1 - share) / cp
+    from gpuplan.core.comm.step_comm import link
+    from gpuplan.core.comm import volumes as C
+
+    kv_bytes = 1 * 4096 / cp * (8 * 128 * 2) * 2 / tp  # tokens x (k + v width) x 2 B / tp
+    t = C.p2p_time(kv_bytes, *link(cluster, tp * cp))
+    per_layer = (cp - 1) * max(0, t - a_f) + 2 * max(0, t - a_b) + (cp - 2) * max(0, 2 * t - a_b)
+    assert per_layer > 0
+    assert float(step.cp_comm) == pytest.approx(k * layers * per_layer, rel=1e-9)
+    assert float(step.cp_comm) == pytest.approx(5.004e-3, abs=2e-6)

@@ -40,9 +40,10 @@ def link(cluster: Cluster, span):
 
 def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, pp, vpp, cp, ep, zero,
                        micro_batch, micro_batches, shard_group, layers, trained_params, t_attn_mb,
-                       t_bwd_gemm_mb, compute, moe_phases: MoeLayerPhases | None = None
-                       ) -> tuple[CollectiveCost, ...]:
-    """Every collective of one step on the slowest pipeline stage (``layers`` of them)."""
+                       t_bwd_gemm_mb, compute, moe_phases: MoeLayerPhases | None = None,
+                       attention_forward_share=CP.FLASH_FORWARD_SHARE) -> tuple[CollectiveCost, ...]:
+    """Every collective of one step on the slowest pipeline stage (``layers`` of them); ``attention_forward_share``:
+    the forward's share of ``t_attn_mb`` (the CP ring's steps: core.time.context_parallel.ring_exposed_per_layer)."""
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
     act_bytes = tokens * h * 2.0
@@ -76,7 +77,7 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     cp_one = C.p2p_time(kv_bytes, cp_bw, cp_lat)
     costs.append(CollectiveCost("CP", "K/V ring send/recv", cp_calls, kv_bytes, tp * cp, cp_calls * cp_one,
                                 micro_batches * layers * CP.ring_exposed_per_layer(cp_one, t_attn_mb / layers, cp,
-                                                                                   reruns)))
+                                                                                   reruns, attention_forward_share)))
     # EP: dispatch + combine all-to-all per MoE layer, forward and backward (4 per layer). With
     # TP and sequence parallelism each TP rank dispatches its own s/tp tokens (Megatron-Core
     # token_dispatcher.py, MoEAlltoAllTokenDispatcher). The expert group is etp x ep consecutive

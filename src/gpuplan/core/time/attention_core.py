@@ -301,3 +301,26 @@ def attention_seconds_per_token(spec, seq_len, tp, *, kernel: str, peak: float, 
     forward = matmuls + scores * (EAGER_FORWARD_BYTES + drop) / hbm_bytes_per_s
     backward = 2 * matmuls + scores * (EAGER_BACKWARD_BYTES + drop) / hbm_bytes_per_s
     return forward, backward
+
+
+def layer_attention_seconds(spec, gpu, settings, tp) -> tuple[object, object]:
+    """(forward, backward) seconds per token of one layer's attention core on one GPU as core.time.step runs it:
+    attention_seconds_per_token at the settings' kernel, efficiency (else the part's) and dropout, in bf16 at the
+    part's attention peak (low_precision.attention_head_peak), FP8 attention's ratio where it is on
+    (low_precision.fp8_attention_seconds). The CP ring hides each transfer behind one step of these
+    (core.time.context_parallel.ring_exposed_per_layer)."""
+    from gpuplan.core.time.efficiency import _mamf, attention_efficiency
+    from gpuplan.core.time.low_precision import attention_head_peak, fp8_attention_seconds
+
+    exp_roof, tensor_rate = part_flash_roof(gpu)
+    return fp8_attention_seconds(settings.fp8_attention, gpu.id, spec, attention_seconds_per_token(
+        spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attention_head_peak(gpu, settings.dtype),
+        efficiency=settings.attention_efficiency or attention_efficiency(gpu), mamf=_mamf(gpu),
+        hbm_bytes_per_s=gpu.memory_bandwidth * settings.hbm_efficiency, dropout=settings.attention_dropout,
+        tensor_flops_per_exp=exp_roof, tensor_rate=tensor_rate))
+
+
+def attention_forward_share(spec, gpu, settings, tp):
+    """The forward's share of one layer's attention core, forward + backward (layer_attention_seconds)."""
+    forward, backward = layer_attention_seconds(spec, gpu, settings, tp)
+    return forward / (forward + backward)

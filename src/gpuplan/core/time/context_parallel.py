@@ -60,16 +60,22 @@ def ring_transfers_per_layer(cp, reruns=0.0):
     return (3.0 + reruns) * np.maximum(np.asarray(cp, dtype=float) - 1.0, 0.0)
 
 
-def ring_exposed_per_layer(transfer, attention, cp, reruns=0.0):
+FLASH_FORWARD_SHARE = 1.0 / (1.0 + FLASH_BACKWARD_RATIO)
+"""The flash kernels' forward share of the attention core (backward = FLASH_BACKWARD_RATIO x forward): the split
+ring_exposed_per_layer takes where its caller gives none."""
+
+
+def ring_exposed_per_layer(transfer, attention, cp, reruns=0.0, forward_share=FLASH_FORWARD_SHARE):
     """Seconds of one layer's ring left exposed per micro-batch, step by step: ``transfer`` the
     seconds of one K/V-block send, ``attention`` the layer's attention core forward + backward
-    seconds per micro-batch, split as the flash kernels' (FLASH_BACKWARD_RATIO) and divided over the
-    cp equal steps. Forward (and each re-run) (cp - 1) x max(0, t - a_f / cp); backward
-    2 x max(0, t - a_b / cp) + (cp - 2) x max(0, 2t - a_b / cp)."""
+    seconds per micro-batch, ``forward_share`` of it the forward's (core.time.step gives the model's own:
+    attention_core.layer_attention_seconds, which FP8 attention, FlashAttention-1 and dropout move off the flash
+    kernels' FLASH_FORWARD_SHARE), each divided over the cp equal steps. Forward (and each re-run)
+    (cp - 1) x max(0, t - a_f / cp); backward 2 x max(0, t - a_b / cp) + (cp - 2) x max(0, 2t - a_b / cp)."""
     cp = np.asarray(cp, dtype=float)
     steps = np.maximum(cp, 1.0)
-    forward_step = attention / (1.0 + FLASH_BACKWARD_RATIO) / steps
-    backward_step = attention * FLASH_BACKWARD_RATIO / (1.0 + FLASH_BACKWARD_RATIO) / steps
+    forward_step = attention * forward_share / steps
+    backward_step = attention * (1.0 - np.asarray(forward_share)) / steps
     later = np.maximum(cp - 1.0, 0.0)
     forward = (1.0 + reruns) * later * np.maximum(transfer - forward_step, 0.0)
     backward = (2.0 * np.maximum(transfer - backward_step, 0.0) * (cp > 1)

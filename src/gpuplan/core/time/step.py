@@ -26,7 +26,7 @@ from gpuplan.core.memory import activations as A
 from gpuplan.core.model import flops as F
 from gpuplan.core.time.eager_path import eager_microbatch_seconds, eager_optimizer_seconds
 from gpuplan.core.time.step_settings import StepSettings  # noqa: F401  (re-exported: its old home)
-from gpuplan.core.time.attention_core import attention_seconds_per_token, part_flash_roof
+from gpuplan.core.time.attention_core import attention_forward_share, layer_attention_seconds
 from gpuplan.core.bulk import minimum
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token
 from gpuplan.core.model.spec import ModelSpec, expert_matrix_params
@@ -153,7 +153,6 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     gpu = cluster.gpu
     peak = gpu.peak(settings.dtype)  # matmuls run at the compute dtype's peak (FP8 linears) ...
     bf16_peak = attention_head_peak(gpu, settings.dtype)  # ... attention and the LM head in bf16 (fp32: fp32)
-    attn_peak = bf16_peak
     fp8 = settings.dtype in LOW_PRECISION  # FP8 or NVFP4 linears: scaled GEMMs with operand casts
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
@@ -164,13 +163,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     recipe = low_precision_recipe(settings.dtype, settings.fp8_recipe)
     t_routed = routed_seconds_per_token(spec, gpu, settings, tokens, tp, ep, (e_dense, e_gemm))
     t_gemm = gemm_flops / (peak * e_gemm) + t_routed
-    e_attn = settings.attention_efficiency or attention_efficiency(gpu)
-    exp_roof, tensor_rate = part_flash_roof(gpu)
     hbm = gpu.memory_bandwidth * settings.hbm_efficiency
-    t_attn, t_attn_bwd = fp8_attention_seconds(settings.fp8_attention, gpu.id, spec, attention_seconds_per_token(
-        spec, settings.seq_len, tp, kernel=settings.attention_kernel, peak=attn_peak, efficiency=e_attn, mamf=_mamf(gpu),
-        hbm_bytes_per_s=hbm, dropout=settings.attention_dropout,
-        tensor_flops_per_exp=exp_roof, tensor_rate=tensor_rate))
+    t_attn, t_attn_bwd = layer_attention_seconds(spec, gpu, settings, tp)  # the core, forward and backward
     mega = MO.active(spec, settings)  # Megatron-Core + TE's kernels, FP8 casts included (core.time.megatron_ops)
     eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp
     if mega is not None:
@@ -264,7 +258,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     costs = step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
                                micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
                                layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
-                               t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases)
+                               t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases,
+                               attention_forward_share=attention_forward_share(spec, cluster.gpu, settings, tp))
     mb_tokens = micro_batch * settings.seq_len / cp  # core.time.moe_host, per micro-batch (the routed GEMMs: its syncs)
     routed_forward = (mb_tokens * routed_seconds_per_token(spec, cluster.gpu, settings, mb_tokens, tp, ep)
                       if settings.moe_launch == "eager" else 0.0)  # read only under eager launch (moe_host)

@@ -132,6 +132,7 @@ def communication_table(plan: Plan, ev) -> Table:
     seconds per step in all and on the critical path."""
     from gpuplan.core.time.step import _adapters_per_gpu, microbatch_compute_time, params_per_gpu
     from gpuplan.core.comm.step_comm import step_communication
+    from gpuplan.core.time.attention_core import attention_forward_share
 
     lay, cluster = plan.layout, ev.cluster
     settings = ev.step_settings(plan.recompute)
@@ -145,7 +146,8 @@ def communication_table(plan: Plan, ev) -> Table:
     costs = step_communication(ev.spec, cluster, settings, dp=lay.dp, tp=lay.tp, pp=lay.pp, vpp=lay.vpp, cp=lay.cp,
                                ep=lay.ep, zero=lay.zero, micro_batch=lay.micro_batch, micro_batches=m,
                                shard_group=lay.shard_group, layers=layers, trained_params=trained, t_attn_mb=t_attn,
-                               t_bwd_gemm_mb=t_bwd, compute=float(plan.step.compute), moe_phases=phases)
+                               t_bwd_gemm_mb=t_bwd, compute=float(plan.step.compute), moe_phases=phases,
+                               attention_forward_share=attention_forward_share(ev.spec, cluster.gpu, settings, lay.tp))
     rows = []
     for c in costs:
         if float(c.calls) <= 0:
