@@ -63,3 +63,26 @@ def test_cp_ring_hides_behind_the_models_own_forward_and_backward_attention():
     assert per_layer > 0
     assert float(step.cp_comm) == pytest.approx(k * layers * per_layer, rel=1e-9)
     assert float(step.cp_comm) == pytest.approx(5.004e-3, abs=2e-6)
+
+
+def test_te_ring_kernels_only_where_te_runs_the_ring():
+    """TE's CP ring kernels (context_parallel.ring_kernels, 0.1221 ms a layer-micro-batch at Llama 3.1 405B's
+    tp 4 cp 2 GB200 layout: test_context_parallel) are charged where TE's AttnFuncWithCPAndKVP2P runs: Megatron-Core
+    (NeMo / Megatron-Bridge rows, --framework megatron). --framework deepspeed (Ulysses) and generic pay the ring's
+    transfers only (review_w12_r2 note)."""
+    from gpuplan.catalog import load_accelerator, load_model
+    from gpuplan.core.comm.topology import cluster_for
+    from gpuplan.core.time import context_parallel as CP
+    from gpuplan.core.time.step import StepSettings, microbatch_compute_time
+    from gpuplan.jobs.plan import search as S
+    from gpuplan.jobs.plan.schema import PlanInputs
+
+    spec, gpu = load_model("llama-3.1-405b"), load_accelerator("gb200")
+    cluster = cluster_for(gpu)
+    ring = CP.ring_kernels(spec, 2, 4096, gpu.memory_bandwidth, 4) * 4096
+    te, other = (microbatch_compute_time(spec, cluster, StepSettings(seq_len=8192, te_cp_ring=on), 4, 2, 1, 16,
+                                         False).total for on in (True, False))
+    assert te - other == pytest.approx(16 * ring, rel=1e-9) and ring == pytest.approx(0.1221e-3, rel=1e-3)
+    for framework, runs_te in (("megatron", True), ("generic", False), ("deepspeed", False)):
+        inputs = PlanInputs(model="llama-3.1-8b", tokens=1e11, gpu="h100", gpus=16, framework=framework, cp=2)
+        assert S._step_settings(inputs, load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), "flash", 0.0).te_cp_ring is runs_te

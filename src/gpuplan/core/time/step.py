@@ -174,8 +174,9 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         t_elem = sum(TT.elementwise_seconds_per_token(spec, settings.titan_ops, tokens, gpu.memory_bandwidth, tp))
     else:  # the fitted factor on the saved activations; llm.c's own kernels instead where it runs (core.time.llmc_ops)
         act = 0.0 if LO.runs(settings) else layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
-        t_elem = ((settings.elementwise_factor * act + eager) / hbm + CPK.ring_kernels(spec, cp, tokens, gpu.memory_bandwidth, tp)
-                  + LO.elementwise_seconds_per_token(spec, settings, tokens, gpu.memory_bandwidth))  # + TE's CP ring kernels
+        t_elem = ((settings.elementwise_factor * act + eager) / hbm + LO.elementwise_seconds_per_token(
+            spec, settings, tokens, gpu.memory_bandwidth) + settings.te_cp_ring * CPK.ring_kernels(  # TE's CP ring's kernels
+            spec, cp, tokens, gpu.memory_bandwidth, tp))
     t_elem = t_elem + SP.replicated_seconds_per_token(spec, settings, tp, gpu.memory_bandwidth)  # 0 under SP
     if fp8 and mega is None:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp

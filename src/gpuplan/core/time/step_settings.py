@@ -130,6 +130,13 @@ class StepSettings:
     """Calibrated ratios of the eager step's (matmul, attention, memory-bound, host) seconds."""
     titan_ops: object | None = None
     """torchtitan's op list, eager or compiled (core.time.titan_ops.TitanOps); None: elementwise_factor's model."""
+    te_cp_ring: bool = True
+    """Context parallelism runs Transformer Engine's p2p ring (AttnFuncWithCPAndKVP2P: Megatron-Core's default
+    cp_comm_type, so the NeMo / Megatron-Bridge rows and --framework megatron): its own kernels
+    (core.time.context_parallel.ring_kernels) beside the fitted element-wise factor. False for the frameworks that
+    do not run it (--framework deepspeed: Ulysses all-to-all; generic: framework-neutral), which pay the ring's
+    transfers only (core.comm.step_comm). torchtitan runs torch's ring (its op list's branch: this is not read),
+    whose merge is not charged (docs/step.md)."""
     megatron_ops: object | None = None
     """Megatron-Core + TE's op list (core.time.megatron_ops.MegatronOps); None: elementwise_factor's model."""
     offload_layers: int = 0

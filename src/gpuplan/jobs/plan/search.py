@@ -155,8 +155,8 @@ def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSet
                                                  and inputs.dtype == "fp8" and inputs.fp8_recipe != "mxfp8"),
                         # DeepSpeed's BF16_Optimizer: the rule memory reads too (core.frameworks, core.time.optimizer)
                         deepspeed_bf16=deepspeed_bf16_engine(inputs.framework, inputs.dtype, inputs.recipe_name),
-                        # Megatron-Core DDP's hook adds the embedding's dense gradient (core.time.megatron_grad_passes)
-                        embedding_grad_add=inputs.framework == "megatron",
+                        # Megatron-Core DDP's embedding-gradient add (core.time.megatron_grad_passes), TE's CP ring kernels
+                        embedding_grad_add=inputs.framework == "megatron", te_cp_ring=inputs.framework == "megatron",
                         # its data-parallel schedule is Megatron-Bridge's comm-overlap setup, whose buckets go with it
                         dp_bucket_params=NEMO_BUCKET_PARAMS if inputs.framework == "megatron" else None,
                         tp_overlap=tp_overlap,
