@@ -30,7 +30,8 @@ def test_the_batch_offered_answers(run_cli, run_json):
     """9.9e11 tokens on 768 GPUs (deepseek-v3, tp 8): refused naming the batch; the batch offered answers. It was
     8.8832e11 (dp 4 x micro-batch 5 x 10,843,750 sequences; before that 8.88e11, refused), the completion
     cut-off's batch; review w10 r4 M1 holds it within twice the failure-free time: 6.6816e10 (815,625 granules of
-    81,920 tokens), answered 204.66 days with failures on 102.53 failure-free (1.996x)."""
+    81,920 tokens), answered 204.66 days with failures on 102.53 failure-free (1.996x; 1.999x since wave 12's step-model
+    commits lengthened the step a little: the same batch, still within 2x)."""
     line = field_refusal(run_cli("train", *ASK, "--global-batch-tokens", "9.9e11"), "global_batch_tokens",
                          "completes with failures")
     offered = re.search(r"at most ([\d.e+,]+) tokens a step", line).group(1)
@@ -39,4 +40,4 @@ def test_the_batch_offered_answers(run_cli, run_json):
     data = run_json("train", *ASK, "--global-batch-tokens", offered)
     assert data["results"]["gpus"] == 768
     ratio = data["results"]["fail_wall_seconds"] / 86400 / data["results"]["wall_days_with_comm"]
-    assert 1 <= ratio <= 2 and ratio == pytest.approx(1.996, abs=1e-3)
+    assert 1 <= ratio <= 2 and ratio == pytest.approx(1.999, abs=1e-3)
