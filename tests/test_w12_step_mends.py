@@ -86,3 +86,25 @@ def test_te_ring_kernels_only_where_te_runs_the_ring():
     for framework, runs_te in (("megatron", True), ("generic", False), ("deepspeed", False)):
         inputs = PlanInputs(model="llama-3.1-8b", tokens=1e11, gpu="h100", gpus=16, framework=framework, cp=2)
         assert S._step_settings(inputs, load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), "flash", 0.0).te_cp_ring is runs_te
+
+
+def test_a_dense_yarn_model_pays_the_eager_ropes_kernels():
+    """A dense model with a YaRN attention factor (a user config's rope_scaling 'yarn') under Megatron-Core runs the
+    unfused RoPE (core.time.eager_fallbacks): its bytes, 42 B x (32 + 8) x 128 = 215,040 B a token and layer, and
+    its kernels' fixed time, 22 x 7.84 + 12 x 0.92 = 183.52 us a layer-micro-batch, both in the step's element-wise
+    work (review_w12_r1 S3: the kernels sat in moe_layer, 0 for dense models). Llama 3.1 8B-shaped, 32 layers, one
+    micro-batch of 4,096 tokens on an H100 (3.35 TB/s x 0.75)."""
+    from dataclasses import replace
+
+    from gpuplan.catalog import load_accelerator, load_model
+    from gpuplan.core.comm.topology import cluster_for
+    from gpuplan.core.time.eager_fallbacks import YARN_ROPE
+    from gpuplan.core.time.step import StepSettings, microbatch_compute_time
+
+    base = load_model("llama-3.1-8b")
+    spec = replace(base, attention=replace(base.attention, rope_attention_factor=1.35))
+    cluster = cluster_for(load_accelerator("h100-sxm"))
+    fused, eager = (microbatch_compute_time(spec, cluster, StepSettings(seq_len=4096, eager_fallbacks=f), 1, 1, 1, 32,
+                                            False).total for f in ((), (YARN_ROPE,)))
+    by_hand = 32 * (4096 * 215_040 / (cluster.gpu.memory_bandwidth * 0.75) + 183.52e-6)
+    assert eager - fused == pytest.approx(by_hand, rel=1e-9)

@@ -77,7 +77,7 @@ less the fused kernel's 2: 10; backward the 7 a call that the byte count above r
 (core.time.megatron_ops._rope: 14 for q and k), less the fused 2: 12. Before them each call rebuilds
 its factors from the position frequencies, ``cos``, ``* mscale``, ``.to`` and the same for ``sin``:
 6 kernels over s x 64 fp32 values (1 MB at 4,096), 12 a layer, each taken at a one-block kernel's
-time (core.time.moe_layer.TINY_KERNEL_SECONDS, a lower bound) rather than the fixed ~8 us of a
+time (core.time.memory_kernels.TINY_KERNEL_SECONDS, a lower bound) rather than the fixed ~8 us of a
 tensor-sized pass (rope_utils.py@2edffad, the
 Megatron-LM commit Megatron-Bridge v0.4.2 pins, L92-126, reached from ``apply_rotary_pos_emb`` L250-318). The clamp: forward the two ``clamp`` and the
 ``cat`` (``chunk`` is a view): 3; backward the gate half's ``clamp_backward`` (compare, ``where``: 2),
@@ -91,6 +91,7 @@ Units: bytes per token per layer; kernels per layer and micro-batch.
 from __future__ import annotations
 
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS, TINY_KERNEL_SECONDS
 
 EXPERT_BIAS = "expert-bias"
 YARN_ROPE = "yarn-rope"
@@ -196,3 +197,13 @@ def eager_fallback_kernels(spec: ModelSpec, fallbacks: tuple[str, ...], rerun_ro
         forward, backward = UNFUSED_BDA_KERNELS
         passes += forward * (1 + rerun_rope) + backward  # full recompute re-runs the layer's forward
     return passes, small
+
+
+def eager_rope_fixed_seconds(spec: ModelSpec, fallbacks: tuple[str, ...]) -> float:
+    """Fixed GPU seconds per micro-batch of one layer's unfused YaRN RoPE kernels beyond the fused kernel's, forward
+    + backward (eager_fallback_kernels: 10 + 12 tensor-sized at KERNEL_FIXED_SECONDS, 12 small ones at
+    TINY_KERNEL_SECONDS: 183.52 us), for dense and MoE models alike; 0 without the fallback or a YaRN attention
+    factor. core.time.step charges them where it charges the RoPE's bytes, in the element-wise work (a third
+    forward, two thirds backward, a full recompute re-running the third, as those bytes)."""
+    passes, small = eager_fallback_kernels(spec, tuple(f for f in fallbacks if f == YARN_ROPE))
+    return KERNEL_FIXED_SECONDS * passes + TINY_KERNEL_SECONDS * small

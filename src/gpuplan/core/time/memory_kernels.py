@@ -24,6 +24,10 @@ HBM_STREAM_EFFICIENCY = 0.89
 """Achieved / peak HBM bandwidth of a large PyTorch element-wise kernel (4.27 / 4.8 TB/s, above)."""
 KERNEL_FIXED_SECONDS = 7.84e-6
 """Fixed GPU time of one memory-bound kernel (the intercept above)."""
+TINY_KERNEL_SECONDS = 0.92e-6
+"""GPU seconds of a one-block kernel (current scaling's scale from amax): 1,000 1-element adds
+replayed from a CUDA graph on an H200, 0.919 us each (catalog/reference/gpu_step_probes.yaml,
+probe 'kernel', scripts/gpu_step_probes.py)."""
 
 
 def memory_bound_seconds(nbytes, kernels, hbm_bytes_per_second: float,

@@ -83,8 +83,9 @@ Nothing is fitted. Units: seconds, counts, bytes.
 from __future__ import annotations
 
 from gpuplan.core.bulk import minimum
-from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, EXPERT_BIAS, eager_fallback_kernels, routing_probs_dtype
-from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS, memory_bound_seconds
+from gpuplan.core.time.eager_fallbacks import (CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE, eager_fallback_kernels,
+                                               routing_probs_dtype)
+from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS, TINY_KERNEL_SECONDS, memory_bound_seconds  # noqa: F401
 
 EXPERT_KERNEL_MODES = ("per-expert", "fused")
 """How a Megatron-Core MoE layer's experts are launched: 'per-expert' (TE GroupedLinear's default
@@ -100,10 +101,6 @@ one-block ``compute_scale_from_amax_kernel`` (L258@v2.12) and the cast pass (a c
 Hopper needs the columnwise copy: one kernel writing both, common/cast/dispatch/quantize.cuh@v2.12
 NVTE_DELAYED_TENSOR_SCALING case, which current-scaling tensors take); MXFP8 one cast pass; delayed
 scaling and NVFP4 fused across the experts (no kernel per expert)."""
-TINY_KERNEL_SECONDS = 0.92e-6
-"""GPU seconds of a one-block kernel (current scaling's scale from amax): 1,000 1-element adds
-replayed from a CUDA graph on an H200, 0.919 us each (catalog/reference/gpu_step_probes.yaml,
-probe 'kernel', scripts/gpu_step_probes.py)."""
 QUANTIZE_CALLS_PER_EXPERT = (2, 2)
 """(forward, backward): fc1 / fc2 inputs, then fc1 / fc2 output gradients."""
 GEMMS_PER_EXPERT = (2, 4)
@@ -222,8 +219,8 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
     second forward, reruns_experts): the per-expert kernels' fixed seconds (``settings.moe_expert_kernels``
     'per-expert'), the alltoall dispatcher's sorts of the rank's ``tokens`` (a rank holding more than
     one expert) and its quantisation padding's copies (pads_for_quantization), the eager fc2 bias's per-expert kernels
-    and the eager RoPE's and clamp's fixed time (settings.eager_fallbacks), less the element-wise
-    passes the fused MXFP8 grouped MLP folds into its GEMMs (negative then). 0 unless
+    and the eager clamp's and bias add's fixed time (settings.eager_fallbacks; the RoPE's: core.time.step), less the
+    element-wise passes the fused MXFP8 grouped MLP folds into its GEMMs (negative then). 0 unless
     Megatron-Core's MoE layer is modelled (``settings.moe_launch`` not 'none')."""
     if spec.moe is None or not spec.num_moe_layers or settings.moe_launch == "none":
         return 0.0
@@ -248,14 +245,26 @@ def stage_expert_kernel_seconds(spec, settings, ep, layers, recipe: str | None, 
 
 
 def eager_fallback_fixed_seconds(spec, settings, fixed: float = KERNEL_FIXED_SECONDS):
-    """Fixed GPU seconds per micro-batch of the mean layer's eager RoPE and clamp kernels
-    (core.time.eager_fallbacks.eager_fallback_kernels; their bytes are the element-wise term's): the
-    tensor-sized ones at ``fixed``, the RoPE's frequency kernels at TINY_KERNEL_SECONDS. Full recompute
-    re-runs both forwards, Megatron's 'moe' / 'moe_act' modules the clamp's."""
-    full = settings.recompute == "full" and settings.recompute_layers is None
+    """Fixed GPU seconds per micro-batch of the mean layer's eager clamp and unfused bias-add kernels
+    (core.time.eager_fallbacks.eager_fallback_kernels; their bytes are the element-wise term's) at ``fixed``.
+    Full recompute re-runs both forwards, Megatron's 'moe' / 'moe_act' modules the clamp's. The eager RoPE's
+    kernels are not here: every model with a YaRN factor runs them, dense ones too, so core.time.step charges them
+    beside the RoPE's bytes (eager_fallbacks.eager_rope_fixed_seconds; review w12 R1 S3)."""
+    full = _recomputes_every_layer(settings)
     act = full or (settings.recompute == "selective" and bool({"moe", "moe_act"} & set(settings.recompute_modules)))
-    passes, small = eager_fallback_kernels(spec, settings.eager_fallbacks, rerun_rope=full, rerun_clamp=act)
+    passes, small = eager_fallback_kernels(spec, _without_rope(settings.eager_fallbacks), rerun_rope=full,
+                                           rerun_clamp=act)
     return fixed * passes + TINY_KERNEL_SECONDS * small
+
+
+def _without_rope(fallbacks):
+    """The eager fallbacks a MoE layer's fixed time counts: all but the RoPE's (core.time.step's)."""
+    return tuple(f for f in fallbacks if f != YARN_ROPE)
+
+
+def _recomputes_every_layer(settings) -> bool:
+    """Full recompute of every layer (Megatron's block recompute of N layers a chunk, recompute_layers, is not)."""
+    return settings.recompute == "full" and settings.recompute_layers is None
 
 
 def eager_fallback_layer_seconds(spec, settings, ep, fixed: float = KERNEL_FIXED_SECONDS):
@@ -275,7 +284,8 @@ def eager_fallback_layer_seconds(spec, settings, ep, fixed: float = KERNEL_FIXED
     if spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks:
         forward, backward = eager_bias_fixed_seconds(spec.moe.num_experts / ep,
                                                      routing_probs_dtype(settings.ep_dispatcher), fixed)
-    every_layer = tuple(f for f in settings.eager_fallbacks if f != CLAMPED_GLU)  # RoPE (and any other per-layer path)
+    every_layer = tuple(f for f in _without_rope(settings.eager_fallbacks) if f != CLAMPED_GLU)  # the unfused bias add
+    # (the RoPE's kernels sit in the phases' element-wise work: core.time.step, eager_fallbacks.eager_rope_fixed_seconds)
     clamp = (CLAMPED_GLU,) if CLAMPED_GLU in settings.eager_fallbacks else ()
     per_moe_layer = spec.num_layers / spec.num_moe_layers  # eager_fallback_kernels counts the clamp for the mean layer
     for fallbacks, scale in ((every_layer, 1.0), (clamp, per_moe_layer)):
@@ -291,5 +301,4 @@ def reruns_experts(settings) -> bool:
     """Whether the recomputed forward runs the experts again: full recompute of every layer, or
     selective recompute of Megatron's 'moe' module (the whole MoE layer; 'moe_act' re-runs only the
     activation). Block recompute of N layers per chunk (recompute_layers) is not counted."""
-    full = settings.recompute == "full" and settings.recompute_layers is None
-    return full or (settings.recompute == "selective" and "moe" in settings.recompute_modules)
+    return _recomputes_every_layer(settings) or (settings.recompute == "selective" and "moe" in settings.recompute_modules)

@@ -28,7 +28,7 @@ from gpuplan.core.time.eager_path import eager_microbatch_seconds, eager_optimiz
 from gpuplan.core.time.step_settings import StepSettings  # noqa: F401  (re-exported: its old home)
 from gpuplan.core.time.attention_core import attention_forward_share, layer_attention_seconds
 from gpuplan.core.bulk import minimum
-from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token
+from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token, eager_rope_fixed_seconds
 from gpuplan.core.model.spec import ModelSpec, expert_matrix_params
 from gpuplan.core.memory.model_states import stage_span
 from gpuplan.core.comm.moe_overlap import MoeLayerPhases, fill_drain_all_to_all, pre_dispatch_mlp_weights
@@ -166,15 +166,16 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     hbm = gpu.memory_bandwidth * settings.hbm_efficiency
     t_attn, t_attn_bwd = layer_attention_seconds(spec, gpu, settings, tp)  # the core, forward and backward
     mega = MO.active(spec, settings)  # Megatron-Core + TE's kernels, FP8 casts included (core.time.megatron_ops)
-    eager = eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp
+    eager = (eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp / hbm  # seconds
+             + eager_rope_fixed_seconds(spec, settings.eager_fallbacks) / tokens)  # + the eager RoPE's kernels' fixed time
     if mega is not None:
         t_elem = MO.elementwise_seconds_per_token(spec, mega, MO.cast_recipe(settings.dtype, settings.fp8_recipe, mega),
-                                                  MO.non_tn_fp8(gpu), tokens, gpu.memory_bandwidth, tp, cp) + eager / hbm
+                                                  MO.non_tn_fp8(gpu), tokens, gpu.memory_bandwidth, tp, cp) + eager
     elif settings.titan_ops is not None:  # torchtitan's own kernels, eager or compiled (core.time.titan_ops)
         t_elem = sum(TT.elementwise_seconds_per_token(spec, settings.titan_ops, tokens, gpu.memory_bandwidth, tp))
     else:  # the fitted factor on the saved activations; llm.c's own kernels instead where it runs (core.time.llmc_ops)
         act = 0.0 if LO.runs(settings) else layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
-        t_elem = ((settings.elementwise_factor * act + eager) / hbm + LO.elementwise_seconds_per_token(
+        t_elem = (settings.elementwise_factor * act / hbm + eager + LO.elementwise_seconds_per_token(
             spec, settings, tokens, gpu.memory_bandwidth) + settings.te_cp_ring * CPK.ring_kernels(  # TE's CP ring's kernels
             spec, cp, tokens, gpu.memory_bandwidth, tp))
     t_elem = t_elem + SP.replicated_seconds_per_token(spec, settings, tp, gpu.memory_bandwidth)  # 0 under SP
