@@ -15,11 +15,14 @@ MIXTRAL = "nemo2502-mixtral-8x7b-b200-64g"  # NeMo 25.02 FP8, fp8_params = True:
 
 def _captured_inputs(monkeypatch, row_id: str, framework: str):
     """The PlanInputs planner_plan hands the search for ``row_id``."""
+    # estimate binds `search` by name when first imported: imported under the patch it would keep the stub after
+    # this test, and plan tests run later in the same process broke (test_planner_space alone after this file)
+    from gpuplan.jobs.plan import estimate  # noqa: F401
     from gpuplan.jobs.plan import search as S
     from gpuplan.jobs.validation.planner_choice import planner_plan
 
     seen, real = [], S.search
-    monkeypatch.setattr(S, "search", lambda inputs, **kw: seen.append(inputs) or real(inputs, **kw))
+    monkeypatch.setattr(S, "search", lambda inputs, *args, **kw: seen.append(inputs) or real(inputs, *args, **kw))
     planner_plan(published_rows_by_id()[row_id], framework)
     return seen[0]
 
