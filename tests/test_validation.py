@@ -130,6 +130,9 @@ def test_docs_accuracy_is_generated_from_the_current_code(monkeypatch):
     from gpuplan.jobs.validation import estimate, planner_choice
     from helpers import planner_choice_cases_once
 
+    # computed unpatched first: once patched, a first computation would call the patched name itself
+    # (RecursionError when this test runs before any other that fills the caches)
+    validation_cases_once(), planner_choice_cases_once()
     monkeypatch.setattr(estimate, "validation_cases", validation_cases_once)
     monkeypatch.setattr(planner_choice, "planner_choice_cases", planner_choice_cases_once)
     doc = Path(__file__).resolve().parents[1] / "docs" / "accuracy.md"
