@@ -169,6 +169,16 @@ def block_recompute_share(recompute_layers: int, stage_layers, vpp):
     return np.minimum(float(recompute_layers), chunk) / chunk
 
 
+def full_recompute_share(settings, stage_layers, vpp=1):
+    """Share of a stage's layers whose forward ``settings`` re-run in full in backward: 1 under full recompute of every
+    layer, block_recompute_share with Megatron's recompute_layers, 0 without full recompute (arrays broadcast)."""
+    if settings.recompute != "full":
+        return 0.0
+    if settings.recompute_layers is None:
+        return 1.0
+    return block_recompute_share(settings.recompute_layers, stage_layers, vpp)
+
+
 def op_sac_recomputed_share(spec: ModelSpec, fused_qkv: bool = True) -> float:
     """Share of a layer's forward matmul FLOPs that torchtitan's op-level SAC re-runs in backward:
     the matmuls in even forward positions (``meta[mm_count_key] % 2 == 0``: the odd ones' outputs
@@ -195,9 +205,7 @@ def recompute_seconds_per_token(spec: ModelSpec, settings, rates: ForwardRates, 
     from gpuplan.core.time import llmc_ops  # on use: it imports numpy; the option vocabulary imports this module
 
     if settings.recompute == "full":
-        if settings.recompute_layers is None:
-            return forward
-        return forward * block_recompute_share(settings.recompute_layers, stage_layers, vpp)
+        return forward * full_recompute_share(settings, stage_layers, vpp)
     if settings.recompute != "selective" or llmc_ops.runs(settings):
         return 0.0  # llm.c's -r 1 re-runs GELU alone: core.time.llmc_ops counts that kernel
     if settings.selective == "op-sac":

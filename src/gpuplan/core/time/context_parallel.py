@@ -43,12 +43,10 @@ def attention_reruns(settings, stage_layers, vpp=1):
     backward: full recompute (the block method's share with ``recompute_layers``), or selective
     recompute of Megatron's 'core_attn' module; torchtitan's op-level SAC saves SDPA's outputs
     (core.memory.recompute.op_sac_recomputed_share) and re-runs none."""
-    from gpuplan.core.memory.recompute import block_recompute_share, effective_modules
+    from gpuplan.core.memory.recompute import effective_modules, full_recompute_share
 
     if settings.recompute == "full":
-        if settings.recompute_layers is None:
-            return 1.0
-        return block_recompute_share(settings.recompute_layers, stage_layers, vpp)
+        return full_recompute_share(settings, stage_layers, vpp)
     if settings.recompute == "selective" and settings.selective != "op-sac":
         return float("core_attn" in effective_modules(settings.recompute_modules))
     return 0.0

@@ -40,7 +40,7 @@ import numpy as np
 from gpuplan.core.comm import collectives as K
 from gpuplan.core.comm.dp_costs import matrices_per_gpu
 from gpuplan.core.memory.float8_gather import dp_shard_enabled
-from gpuplan.core.memory.recompute import block_recompute_share
+from gpuplan.core.memory.recompute import full_recompute_share
 from gpuplan.core.model import flops as F
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.time import titan_ops as TT
@@ -68,8 +68,7 @@ def recompute_rerun_share(settings, stage_layers):
     recompute re-runs in backward (core.memory.recompute.recompute_seconds_per_token): all of it under full
     recompute (its block share with recompute_layers) and torchtitan's op SAC; none otherwise."""
     if settings.recompute == "full":
-        return 1.0 if settings.recompute_layers is None else block_recompute_share(settings.recompute_layers,
-                                                                                  stage_layers, 1)
+        return full_recompute_share(settings, stage_layers)
     return 1.0 if settings.recompute == "selective" and settings.selective == "op-sac" else 0.0
 
 
