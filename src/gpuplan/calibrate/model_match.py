@@ -56,12 +56,38 @@ PRINTED_TFLOPS_DECIMALS = {"torchtitan": 2, "megatron": 1}
 (megatron/training/training.py@core_r0.6.0 L775). A table's are read from the number itself."""
 
 
+def _after_warmup(records: list) -> list:
+    """The records after the first (warm-up); the one record where there is only one."""
+    return records[1:] if len(records) > 1 else records
+
+
 def _checked_records(log) -> list:
     """The records the model check reads: those after the first (warm-up) that print a TFLOP/s above zero. A
     printed 0 (torchtitan's 0.00 under 0.005 TFLOP/s) is +-100% rounding and states no FLOP count."""
-    records = list(log.records)
-    used = records[1:] if len(records) > 1 else records
-    return [r for r in used if r.tflops_per_device]
+    return [r for r in _after_warmup(list(log.records)) if r.tflops_per_device]
+
+
+def _per_token(records, achieved, label: str, lead: tuple[str, ...], gpus: int, batch: int, seq_len: int) -> tuple:
+    """(values, how, flags, records read): FLOPs per token from each record's ``achieved(r)`` FLOP/s per GPU
+    (``label`` in ``how``) over its rate: tokens per second per GPU, tokens per second on ``gpus``, or a step of
+    ``batch`` x ``seq_len`` tokens on ``gpus``; a record with no rate is skipped. ``flags``: ``lead`` plus those the
+    last record's rate depends on (--gpus, --global-batch). logged_flops_per_token and logged_mfu_flops_per_token."""
+    values, how, flags, read = [], "", (), []
+    for r in records:
+        if r.tokens_per_s_per_device:
+            values.append(achieved(r) / r.tokens_per_s_per_device)
+            how, flags = f"{label} / tokens per second per GPU", lead
+        elif r.tokens_per_s:
+            values.append(achieved(r) * gpus / r.tokens_per_s)
+            how, flags = f"{label} x GPUs / tokens per second", lead + ("--gpus",)
+        elif r.step_time_s:
+            values.append(achieved(r) * r.step_time_s * gpus / (batch * seq_len))
+            how = f"{label} x step s x {gpus:,} GPUs / ({batch:,} x {seq_len:,} tokens)"
+            flags = lead + ("--gpus", "--global-batch")
+        else:
+            continue
+        read.append(r)
+    return values, how, flags, read
 
 
 MFU_PEAK_CONVENTIONS = 2.0
@@ -94,8 +120,8 @@ def _mfu_records(log) -> list:
     """The records after the first (warm-up) that print an MFU above zero, in a log that prints no TFLOP/s (a
     TFLOP/s states the FLOPs without a peak; a printed 0.00 is rounding, _checked_records)."""
     records = list(log.records)
-    used = records[1:] if len(records) > 1 else records
-    return [] if any(r.tflops_per_device is not None for r in records) else [r for r in used if r.mfu]
+    return [] if any(r.tflops_per_device is not None for r in records) else \
+        [r for r in _after_warmup(records) if r.mfu]
 
 
 def logged_mfu_flops_per_token(log, gpus: int, batch: int, seq_len: int, peak: float) -> tuple | None:
@@ -105,22 +131,9 @@ def logged_mfu_flops_per_token(log, gpus: int, batch: int, seq_len: int, peak: f
     no record prints an MFU with a rate."""
     import statistics
 
-    values, rounding, how, flags = [], 0.0, "", ()
-    for r in _mfu_records(log):
-        achieved = r.mfu * peak
-        if r.tokens_per_s_per_device:
-            values.append(achieved / r.tokens_per_s_per_device)
-            how, flags = "MFU x dense peak / tokens per second per GPU", ("--gpu",)
-        elif r.tokens_per_s:
-            values.append(achieved * gpus / r.tokens_per_s)
-            how, flags = "MFU x dense peak x GPUs / tokens per second", ("--gpu", "--gpus")
-        elif r.step_time_s:
-            values.append(achieved * r.step_time_s * gpus / (batch * seq_len))
-            how, flags = f"MFU x dense peak x step s x {gpus:,} GPUs / ({batch:,} x {seq_len:,} tokens)", \
-                ("--gpu", "--gpus", "--global-batch")
-        else:
-            continue
-        rounding = max(rounding, _half_unit(r.mfu, "") / r.mfu)
+    values, how, flags, read = _per_token(_mfu_records(log), lambda r: r.mfu * peak, "MFU x dense peak", ("--gpu",),
+                                          gpus, batch, seq_len)
+    rounding = max((_half_unit(r.mfu, "") / r.mfu for r in read), default=0.0)
     return (statistics.median(values), how, flags, rounding) if values else None
 
 
@@ -152,18 +165,8 @@ def logged_flops_per_token(log, gpus: int, batch: int, seq_len: int) -> tuple[fl
     Records printing a TFLOP/s of 0 are skipped (_checked_records). None where no record states one above 0."""
     import statistics
 
-    values, how, flags = [], "", ()
-    for r in _checked_records(log):
-        if r.tokens_per_s_per_device:
-            values.append(r.tflops_per_device * 1e12 / r.tokens_per_s_per_device)
-            how, flags = "TFLOP/s / tokens per second per GPU", ()
-        elif r.tokens_per_s:
-            values.append(r.tflops_per_device * 1e12 * gpus / r.tokens_per_s)
-            how, flags = "TFLOP/s x GPUs / tokens per second", ("--gpus",)
-        elif r.step_time_s:
-            values.append(r.tflops_per_device * 1e12 * r.step_time_s * gpus / (batch * seq_len))
-            how = f"TFLOP/s x step s x {gpus:,} GPUs / ({batch:,} x {seq_len:,} tokens)"
-            flags = ("--gpus", "--global-batch")
+    values, how, flags, _ = _per_token(_checked_records(log), lambda r: r.tflops_per_device * 1e12, "TFLOP/s", (),
+                                       gpus, batch, seq_len)
     return (statistics.median(values), how, flags) if values else None
 
 
