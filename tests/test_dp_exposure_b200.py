@@ -29,18 +29,13 @@ def test_hand_worked_chunks():
     assert got == pytest.approx([O.bucketed_exposed(0.8, 80, 0.4, 0.1), 0.17], abs=1e-12)
 
 
-@pytest.fixture(scope="module")
-def rows():
-    return {r["id"]: r for r in PT.published_throughput_rows()}
-
-
-def test_405b_b200_twin_ratio(rows):
+def test_405b_b200_twin_ratio(published_rows):
     # Megatron-Bridge 25.09, Llama 3.1 405B MXFP8, 128 GPUs, tp4 pp8 vpp8 cp2 dp2 on both: measured GB200 / B200
     # tokens/s 0.929 (published_throughput.yaml); the model put 0.278 s of B200's DP traffic (0.441 s) on the
     # critical path, as if one micro-batch's pass hid each whole step's reduce-scatter / gather, and gave 1.101.
     # Chunk by chunk the B200 DP exposure is under 0.1 s and the modelled ratio under 1.08 (1.065)
-    b200 = rows["mbridge-25.09-llama-3.1-405b-b200-128g-mxfp8"]
-    gb200 = rows["mbridge-25.09-llama-3.1-405b-gb200-128g-mxfp8"]
+    b200 = published_rows["mbridge-25.09-llama-3.1-405b-b200-128g-mxfp8"]
+    gb200 = published_rows["mbridge-25.09-llama-3.1-405b-gb200-128g-mxfp8"]
     measured = gb200["measured"]["tokens_per_s_per_gpu"] / b200["measured"]["tokens_per_s_per_gpu"]
     assert measured == pytest.approx(0.929, abs=0.001)
     step = PT.predicted_step(b200)
