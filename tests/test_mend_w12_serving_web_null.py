@@ -4,15 +4,7 @@ refused as before (web/body._check_no_nulls)."""
 
 import pytest
 
-fastapi = pytest.importorskip("fastapi")
-from fastapi.testclient import TestClient  # noqa: E402
-
-from gpuplan.web.app import create_app  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    return TestClient(create_app())
+pytest.importorskip("fastapi")  # the web extra; conftest's module-scoped ``client`` serves the app
 
 
 def test_an_unknown_key_given_null_is_an_unknown_field(client):
