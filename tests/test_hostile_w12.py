@@ -21,6 +21,7 @@ architecture are answered).
 """
 
 import tomllib
+from pathlib import Path
 
 import pytest
 from helpers import field_refusal, web_refusal
@@ -171,7 +172,7 @@ def test_check_speculative_reads_the_release_table_once(monkeypatch, release, re
 
 # ---- (f) calibrate checks a log without TFLOP/s by what it prints ----------------------------------------------------
 
-LOGS = __import__("pathlib").Path(__file__).parent / "fixtures" / "logs"
+LOGS = Path(__file__).parent / "fixtures" / "logs"
 
 
 def test_a_table_with_an_mfu_is_checked_against_the_named_model(run_cli):
