@@ -72,6 +72,17 @@ def published_rows_by_id() -> dict[str, dict]:
     return {r["id"]: r for r in published_throughput_rows()}
 
 
+def row_step_settings(monkeypatch, run: dict):
+    """The StepSettings jobs.validation.published_throughput.predicted_step hands step_time for a published row
+    (step_time stubbed under ``monkeypatch`` to keep them; nothing is timed)."""
+    from gpuplan.jobs.validation import published_throughput as P
+
+    seen = {}
+    monkeypatch.setattr(P, "step_time", lambda spec, cluster, settings, **kw: seen.setdefault("s", settings))
+    P.predicted_step(run)
+    return seen["s"]
+
+
 def serving_rows_by_id(section: str) -> dict[str, dict]:
     """One section (latency / online / excluded) of catalog/reference/inference_measurements.yaml by id
     (jobs.validation.inference.reference_measurements)."""

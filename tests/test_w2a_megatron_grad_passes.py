@@ -3,6 +3,7 @@ embedding's dense gradient added into main_grad, the per-token loss's gradient s
 (core.time.megatron_grad_passes; the unfused bias-dropout-add: tests/test_w2a_unfused_bda.py). Hand-worked numbers."""
 
 import pytest
+from helpers import row_step_settings
 
 from gpuplan.adapters.resolve import resolve_model
 from gpuplan.catalog import load_accelerator
@@ -59,10 +60,5 @@ def test_step_charges_the_embedding_each_micro_batch(models):
     ("nemo2407-llama-2-7b-h100-8g", False, False),  # Apex's optimizer: not Megatron DDP's hook
 ])
 def test_rows_take_the_terms_their_code_runs(monkeypatch, published_rows, row, embedding, per_token):
-    from gpuplan.jobs.validation import published_throughput as P
-
-    seen = {}
-    monkeypatch.setattr(P, "step_time", lambda spec, cluster, settings, **kw: seen.setdefault("s", settings))
-    P.predicted_step(published_rows[row])
-    s = seen["s"]
+    s = row_step_settings(monkeypatch, published_rows[row])
     assert (s.embedding_grad_add, s.per_token_loss) == (embedding, per_token)

@@ -2,9 +2,9 @@
 wave 12 W2-A): hand-worked bucket counts, and which published rows take them."""
 
 import pytest
+from helpers import row_step_settings
 
 from gpuplan.core.comm.dp_overlap import NEMO_BUCKET_PARAMS, megatron_buckets
-from gpuplan.jobs.validation import published_throughput as P
 
 
 def test_bucket_counts_hand_worked():
@@ -24,10 +24,7 @@ def test_bucket_counts_hand_worked():
     ("nemo2407-llama-2-7b-h100-8g", None),  # NeMo 24.07: Apex's optimizer, not the callback: Megatron-Core's default
 ])
 def test_rows_take_their_framework_bucket(monkeypatch, published_rows, row, expected):
-    seen = {}
-    monkeypatch.setattr(P, "step_time", lambda spec, cluster, settings, **kw: seen.setdefault("s", settings))
-    P.predicted_step(published_rows[row])
-    assert seen["s"].dp_bucket_params == expected
+    assert row_step_settings(monkeypatch, published_rows[row]).dp_bucket_params == expected
 
 
 def test_the_recipe_bucket_needs_the_distributed_optimizer_and_data_ranks():

@@ -2,6 +2,7 @@
 experts before the dispatch (core.comm.moe_overlap.pre_dispatch_mlp_weights; issue 37, wave 12 W2-A)."""
 
 import pytest
+from helpers import row_step_settings
 
 from gpuplan.adapters.resolve import resolve_model
 from gpuplan.catalog import load_accelerator
@@ -56,9 +57,4 @@ def test_phases_move_the_router_and_shared_experts(dsv3, shared):
     ("mbridge-25.09-deepseek-v3-h100-sxm-1024g-fp8cs", False),  # 25.09: core 0.14, the MLP node
 ])
 def test_rows_take_their_release(monkeypatch, published_rows, row, expected):
-    from gpuplan.jobs.validation import published_throughput as P
-
-    seen = {}
-    monkeypatch.setattr(P, "step_time", lambda spec, cluster, settings, **kw: seen.setdefault("s", settings))
-    P.predicted_step(published_rows[row])
-    assert seen["s"].shared_experts_before_dispatch is expected
+    assert row_step_settings(monkeypatch, published_rows[row]).shared_experts_before_dispatch is expected
