@@ -83,8 +83,10 @@ Nothing is fitted. Units: seconds, counts, bytes.
 from __future__ import annotations
 
 from gpuplan.core.bulk import minimum
-from gpuplan.core.time.eager_fallbacks import (CLAMPED_GLU, EXPERT_BIAS, YARN_ROPE, eager_fallback_kernels,
-                                               routing_probs_dtype)
+from gpuplan.core.time.eager_fallbacks import (CLAMPED_GLU, EAGER_GLU_CLAMP_KERNELS, EXPERT_BIAS, UNFUSED_BDA,
+                                               UNFUSED_BDA_KERNELS, YARN_ROPE, eager_fallback_kernels,
+                                               eager_glu_clamp_bytes_per_token, routing_probs_dtype,
+                                               unfused_bda_bytes_per_token)
 from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS, TINY_KERNEL_SECONDS, memory_bound_seconds  # noqa: F401
 
 EXPERT_KERNEL_MODES = ("per-expert", "fused")
@@ -269,31 +271,28 @@ def _recomputes_every_layer(settings) -> bool:
 
 def eager_fallback_layer_seconds(spec, settings, ep, fixed: float = KERNEL_FIXED_SECONDS):
     """(forward, backward) fixed GPU seconds of one MoE layer and micro-batch's eager-fallback kernels
-    (``settings.eager_fallbacks``: the fc2 bias's per-expert ones, the layer's RoPE and clamp ones,
-    eager_fallback_kernels, at ``fixed`` and TINY_KERNEL_SECONDS), the GPU time core.time.moe_host compares the
-    host against beside the layer's phases (core.comm.moe_overlap.MoeLayerPhases hold only per-token work). The host
-    side counts these paths' Python ops (moe_host.fallback_python_ops, EAGER_BIAS_PYTHON_OPS_PER_EXPERT), so a
-    host-bound layer hides their kernels up to its excess: the layer takes max(host, GPU + these), and
-    stage_expert_kernel_seconds charges them after (review w12 M1). Left out as the phases leave them out: a
-    recompute's second forward (its host ops are not counted either). Not included (measured, not adopted:
-    docs/step.md 'The release outliers, wave 12'): the per-expert GroupedLinear kernels' fixed time
-    (expert_kernel_fixed_seconds), which the host's per-expert launches would hide the same way."""
+    (``settings.eager_fallbacks``: the fc2 bias's per-expert ones, the clamp's and the unfused bias add's,
+    core.time.eager_fallbacks' EAGER_GLU_CLAMP_KERNELS and UNFUSED_BDA_KERNELS, at ``fixed``), the GPU time
+    core.time.moe_host compares the host against beside the layer's phases (core.comm.moe_overlap.MoeLayerPhases
+    hold only per-token work). The host side counts these paths' Python ops (moe_host.fallback_python_ops,
+    EAGER_BIAS_PYTHON_OPS_PER_EXPERT), so a host-bound layer hides their kernels up to its excess: the layer takes
+    max(host, GPU + these), and stage_expert_kernel_seconds charges them after (review w12 M1). Left out as the
+    phases leave them out: a recompute's second forward (its host ops are not counted either). Not included
+    (measured, not adopted: docs/step.md 'The release outliers, wave 12'): the per-expert GroupedLinear kernels'
+    fixed time (expert_kernel_fixed_seconds), which the host's per-expert launches would hide the same way."""
     if spec.moe is None or not spec.num_moe_layers or settings.moe_launch == "none":
         return 0.0, 0.0
     forward = backward = 0.0
     if spec.moe.expert_bias and EXPERT_BIAS in settings.eager_fallbacks:
         forward, backward = eager_bias_fixed_seconds(spec.moe.num_experts / ep,
                                                      routing_probs_dtype(settings.ep_dispatcher), fixed)
-    every_layer = tuple(f for f in _without_rope(settings.eager_fallbacks) if f != CLAMPED_GLU)  # the unfused bias add
-    # (the RoPE's kernels sit in the phases' element-wise work: core.time.step, eager_fallbacks.eager_rope_fixed_seconds)
-    clamp = (CLAMPED_GLU,) if CLAMPED_GLU in settings.eager_fallbacks else ()
-    per_moe_layer = spec.num_layers / spec.num_moe_layers  # eager_fallback_kernels counts the clamp for the mean layer
-    for fallbacks, scale in ((every_layer, 1.0), (clamp, per_moe_layer)):
-        both = eager_fallback_kernels(spec, fallbacks)  # forward + backward
-        rerun = eager_fallback_kernels(spec, fallbacks, rerun_rope=True, rerun_clamp=True)  # + the forward again
-        one_forward = (rerun[0] - both[0], rerun[1] - both[1])
-        forward += scale * (fixed * one_forward[0] + TINY_KERNEL_SECONDS * one_forward[1])
-        backward += scale * (fixed * (both[0] - one_forward[0]) + TINY_KERNEL_SECONDS * (both[1] - one_forward[1]))
+    # the clamp's and the unfused bias add's kernels (eager_fallbacks' counts; the RoPE's sit in the phases'
+    # element-wise work: core.time.step, eager_fallbacks.eager_rope_fixed_seconds); no small ones among them
+    for name, has_path, (kernels_f, kernels_b) in ((UNFUSED_BDA, unfused_bda_bytes_per_token, UNFUSED_BDA_KERNELS),
+                                                   (CLAMPED_GLU, eager_glu_clamp_bytes_per_token,
+                                                    EAGER_GLU_CLAMP_KERNELS)):
+        if name in settings.eager_fallbacks and has_path(spec):
+            forward, backward = forward + fixed * kernels_f, backward + fixed * kernels_b
     return forward, backward
 
 
