@@ -112,15 +112,20 @@ def test_predicted_gpu_hours_note_quotes_the_held_out_end_to_end_means():
 
 def test_predicted_gpu_hours_uses_the_runs_stated_batch():
     """Llama 3.1 405B on 16,384 H100 with its stated 2,048 x 8,192-token batch: the planner's
-    layout lands at 42.1% MFU, inside the 38-43% of the paper's Table 4 (a 4M-token default
+    layout lands at 40.6% MFU, inside the 38-43% of the paper's Table 4 (a 4M-token default
     batch would leave a quarter of a sequence per GPU and a far slower layout)."""
     case = cases_by(KIND_PREDICTED)["llama3.1-405b"]
     mfu = float(case.basis.split("MFU ")[-1])
-    assert 0.38 <= mfu <= 0.45
+    assert 0.38 <= mfu <= 0.43
     # hand: 4.0957e25 model FLOPs (15.6T tokens x core.time.step.model_flops_per_token at 8,192) /
-    # (989.4 TFLOP/s x 0.421 x 3,600) = 27.31M GPU-hours vs 30.84M on the model card -> -11.4%
+    # (989.4 TFLOP/s x 0.406 x 3,600) = 28.32M GPU-hours vs 30.84M on the model card -> -8.2%
     assert case.predicted == pytest.approx(4.0957e25 / (989.4e12 * mfu * 3600), rel=2e-3)
-    assert case.error == pytest.approx(-0.114, abs=0.02)
+    # wave 12 moved it -12.5% (MFU 0.426, at 43b7127) -> -8.2% (0.406), re-run at each commit from git-archive trees:
+    # 617b869 (TE's CP ring kernels in the step's element-wise work) -12.5 -> -10.7% (0.417); 02f8c12 (the untied
+    # embedding's dense gradient added every micro-batch) -10.7 -> -7.9% (0.405); 03000ea (NeMo / Bridge's DP bucket)
+    # -7.9 -> -8.2% (0.406); 0d4052f (chunk-wise DP syncs) moved nothing here. The pin: what the planner gives now,
+    # +-1 point (a step-model change that moves the 405B layout's MFU by ~0.005 fails here)
+    assert case.error == pytest.approx(-0.082, abs=0.01)
 
 
 def test_docs_accuracy_is_generated_from_the_current_code(monkeypatch):
