@@ -108,19 +108,20 @@ _NUMBER_AND_UNIT = re.compile(r"\s*[-+]?((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0
 """A number as typed, with a sign and a unit or suffix or neither ('1e400', '-1e400', '1e308h', '1e300T')."""
 
 
-def _past_bound(text: Any, value: Any, field: str, high: float, words: str) -> None:
-    """InputError ``words`` (the field's bounds) where ``text`` is a number written with a size past ``high``; nothing
-    otherwise. A number that overflowed in reading ('1e400' to inf, '1e308' days in seconds) is past the field's
-    bound, as a large finite one is ('--tokens 1e308': '<= 1e+18'), not 'not finite' (review w12 r3 S3)."""
+def _past_bound(text: Any, value: Any, field: str, low: float, high: float, low_open: bool) -> None:
+    """InputError naming the field's bounds (_bound_words) where ``text`` is a number written with a size past
+    ``high``; nothing otherwise. A number that overflowed in reading ('1e400' to inf, '1e308' days in seconds) is
+    past the field's bound, as a large finite one is ('--tokens 1e308': '<= 1e+18'), not 'not finite' (review w12
+    r3 S3)."""
     match = _NUMBER_AND_UNIT.fullmatch(str(text).lower())
     if match and float(match.group(1)) > high:
-        raise InputError(field, value, words)
+        raise InputError(field, value, _bound_words(low, high, low_open))
 
 
 def _bounded(number: float, value: Any, field: str, low: float, high: float, low_open: bool) -> float:
     if not math.isfinite(number):
         if isinstance(value, str):  # typed digits that overflowed ('1e400'), not the text 'inf'
-            _past_bound(value, value, field, high, _bound_words(low, high, low_open))
+            _past_bound(value, value, field, low, high, low_open)
         raise InputError(field, value, "must be a finite number")
     _not_subnormal(number, value, field)
     if (number <= low if low_open else number < low) or number > high:
@@ -147,7 +148,7 @@ def count(high: float, *, low: float = 0.0, whole: bool = False, suffix_base: fl
             counted = units.parse_count(value, field)
         except InputError as exc:  # '1e400', '1e300T' overflow to inf: past the high bound (_past_bound)
             if exc.expected == "must be a positive, finite number" and isinstance(value, str):
-                _past_bound(value, value, field, high, _bound_words(low, high, low == 0))
+                _past_bound(value, value, field, low, high, low == 0)
             raise exc from None
         number = _bounded(counted, value, field, low, high, low == 0)
         if whole:
@@ -253,7 +254,7 @@ def days(value: Any, info: ValidationInfo) -> float:
         seconds = units.parse_duration(text, field)
     except InputError as exc:  # '1e308' (days, x 86,400 s) and '1e308h' overflow to inf: past the bound, not
         if exc.expected == "must be a positive, finite number":  # 'not a positive, finite number' ('1e6' named it)
-            _past_bound(text, value, field, MAX_DAYS, _bound_words(0, MAX_DAYS, True))
+            _past_bound(text, value, field, 0, MAX_DAYS, True)
         raise exc from None
     return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True)
 
