@@ -17,8 +17,8 @@ def test_packaged_track_record_is_the_current_code():
 
 def test_gpt_oss_runs_all_slower_than_predicted():
     """docs/accuracy.md: the 29 GPT-OSS 120B rows (Megatron-Bridge 25.11-26.08, five GPU types)
-    are +6.3% to +59.2%, mean +19.8% (the track record regenerated at f805772 after wave 12's model changes, among
-    them the 25.11 B200 BF16 row at its release's preset ep 64, not the table's 8, +81.8% before: published_throughput.yaml;
+    are +6.3% to +59.2%, mean +19.8% (the track record regenerated at f805772 after wave 12's model changes and
+    the 25.11 B200 BF16 row's layout, its release's preset ep 64, not the table's 8, +81.8% before: published_throughput.yaml;
     +6.9…+81.8%, +23.3%, at its regeneration 20fff7e;
     +7.0…+82.5%, +23.6%, at its regeneration ffd599e; +7.4…+82.8%, +24.3%, before the eager fallbacks' host ops
     and the fc2 bias's split re-assembly, core/time/moe_host.py fallback_python_ops, core/time/eager_fallbacks.py;
