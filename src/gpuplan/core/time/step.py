@@ -193,9 +193,10 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     # the same work split at a MoE layer's all-to-alls (core.comm.moe_overlap): attention projections,
     # the attention core and half the elementwise work before the dispatch, the rest in the MLP; under the
     # combined 1F1B schedule the router (and from core 0.16 the shared experts) too: pre_dispatch_mlp_weights
-    early = pre_dispatch_mlp_weights(spec, settings.shared_experts_before_dispatch) if settings.ep_a2a_overlap else 0.0
+    early, router = ((pre_dispatch_mlp_weights(spec, settings.shared_experts_before_dispatch),
+                      pre_dispatch_mlp_weights(spec, False)) if settings.ep_a2a_overlap else (0.0, 0.0))
     t_attn_gemm = 2.0 * (F.attention_matmul_weights(spec.attention, h) + early) / tp / (peak * e_gemm)
-    t_delayed_wgrad = t_attn_gemm - 2.0 * (early and pre_dispatch_mlp_weights(spec, False)) / tp / (peak * e_gemm)  # not the router's
+    t_delayed_wgrad = t_attn_gemm - 2.0 * router / tp / (peak * e_gemm)  # the router's wgrad is not delayed
     phases = MoeLayerPhases(
         pre_dispatch_forward=tokens * (t_attn_gemm + t_attn + t_elem / 6),
         pre_dispatch_backward=tokens * ((1 + weight_grads) * t_attn_gemm + t_attn_bwd + t_elem / 3),
