@@ -10,8 +10,8 @@ import numpy as np
 from gpuplan.catalog import prediction_band
 from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
 from gpuplan.core.memory import training as M
-from gpuplan.core.units import (SECONDS_PER_DAY, format_usd, format_bytes, format_count, format_duration, format_gpu_time, plural,
-                               signed_percent)
+from gpuplan.core.units import (SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time, format_usd,
+                               plural, signed_percent)
 from gpuplan.errors import InputError
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
