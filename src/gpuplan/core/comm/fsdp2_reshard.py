@@ -33,8 +33,9 @@ def fsdp2_no_reshard(settings, zero):
 
 def schedule_profile(schedule: str):
     """The framework profile (core.frameworks) whose data-parallel ``schedule`` (StepSettings.dp_schedule) it is, or
-    None where no framework runs it. StepSettings carries the schedule, not the framework (core/time/step.py is at
-    its size limit), so the frameworks sharing one schedule must agree on what the step reads from their profile
+    None where no framework runs it. StepSettings carries the schedule, not the framework (kept off while StepSettings
+    lived in core/time/step.py at its size limit; core/time/step_settings.py since a4d2754), so the frameworks
+    sharing one schedule must agree on what the step reads from their profile
     (zero2_is_fsdp2_no_reshard): a new framework on 'fsdp2' without torchtitan's flag raises here rather than
     silently turning torchtitan's ZeRO-2 traffic back to bucketed ZeRO-2 while its memory stays FSDP2's."""
     profiles = [framework(name) for name, runs in O.SCHEDULE_OF_FRAMEWORK.items() if runs == schedule]
