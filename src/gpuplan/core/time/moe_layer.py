@@ -87,7 +87,7 @@ from gpuplan.core.time.eager_fallbacks import (CLAMPED_GLU, EAGER_GLU_CLAMP_KERN
                                                UNFUSED_BDA_KERNELS, YARN_ROPE, eager_fallback_kernels,
                                                eager_glu_clamp_bytes_per_token, routing_probs_dtype,
                                                unfused_bda_bytes_per_token)
-from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS, TINY_KERNEL_SECONDS, memory_bound_seconds  # noqa: F401
+from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS, TINY_KERNEL_SECONDS, memory_bound_seconds
 
 EXPERT_KERNEL_MODES = ("per-expert", "fused")
 """How a Megatron-Core MoE layer's experts are launched: 'per-expert' (TE GroupedLinear's default
