@@ -163,7 +163,7 @@ def test_gpt_oss_h100_rows_pay_the_activation_sync(row, before):
         patch.setattr(ML, "eager_fallback_fixed_seconds", lambda *args, **kwargs: 0.0)  # and their kernels' GPU floor
         patch.setattr(S, "eager_rope_fixed_seconds", lambda *args: 0.0)  # (the RoPE's: core.time.step's)
         assert _error(row) == pytest.approx(before, abs=0.005)
-    assert 0.05 < _error(row) < 0.17  # +13.8 / +10.6% (+14.0 / +10.8% at 3c1bc24: the eager kernels inside the host max)
+    assert 0.10 < _error(row) < 0.17  # +13.8 / +10.6% (+14.0 / +10.8% at 3c1bc24: the eager kernels inside the host max)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(M, "activation_sync_extra_seconds", lambda *args, **kwargs: 0.0)
         unsynced = _error("mbridge-25.11-gpt-oss-120b-h100-sxm-64g-bf16")
