@@ -106,8 +106,7 @@ def test_the_planner_check_takes_grad_and_weights_from_recipe_memory_fields(monk
     """planner_choice.planner_plan re-read recipe_memory.grad_dtype and the FP8 weights itself (a near-copy of
     published_fits.recipe_memory_fields); it now takes STEP_RECIPE_FIELDS from that function: a patched answer
     reaches the search's PlanInputs, the memory-only fields (moment_dtype) do not."""
-    import gpuplan.jobs.plan.estimate  # noqa: F401  bound `search` on import: imported first, under the patch, it
-    import gpuplan.jobs.plan.search as S  # kept the stub for every later test (plan answered 'internal error')
+    import gpuplan.jobs.plan.search as S
     import gpuplan.jobs.validation.published_fits as PF
     from gpuplan.jobs.validation.planner_choice import planner_plan
 

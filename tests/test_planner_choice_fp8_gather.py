@@ -15,9 +15,6 @@ MIXTRAL = "nemo2502-mixtral-8x7b-b200-64g"  # NeMo 25.02 FP8, fp8_params = True:
 
 def _captured_inputs(monkeypatch, row_id: str, framework: str):
     """The PlanInputs planner_plan hands the search for ``row_id``."""
-    # estimate binds `search` by name when first imported: imported under the patch it would keep the stub after
-    # this test, and plan tests run later in the same process broke (test_planner_space alone after this file)
-    from gpuplan.jobs.plan import estimate  # noqa: F401
     from gpuplan.jobs.plan import search as S
     from gpuplan.jobs.validation.planner_choice import planner_plan
 

@@ -17,7 +17,8 @@ from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
-from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, search
+from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
+from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan
 from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
                                   row_layout, seconds_per_sequence)
 from gpuplan.planner.search import LayoutTable, pareto_front
@@ -159,7 +160,7 @@ def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tupl
     if inputs.grad_all_reduce:  # ZeRO-1's all-reduce then gather: only at the stated --zero 1 (schema.layout_rules)
         free_degrees.pop("zero")
     try:
-        free = search(inputs.replace(**free_degrees))
+        free = plan_search.search(inputs.replace(**free_degrees))
     except InputError as exc:  # the free search past the size limit: not the degrees given
         if exc.field != "gpus" or "the search would" not in exc.expected:
             raise
@@ -184,7 +185,7 @@ def _report_inputs(inputs: PlanInputs, model: str, gpu, counts, deadline: float 
 
 def plan_report(inputs: PlanInputs, progress=None) -> Report:
     inputs = job_inputs(inputs, PlanInputs)  # a mapping read through the one schema, as the other doors do
-    result = search(inputs, progress)
+    result = plan_search.search(inputs, progress)
     table, price = _with_ranked_columns(result.table), result.price
     rank_by, deadline = rank_by_of(inputs), deadline_of(inputs)
     order = ranking(table, rank_by, table["cost"])
