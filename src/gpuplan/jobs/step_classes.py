@@ -105,7 +105,7 @@ def _eager_lines(ev, plan, settings) -> list[Line]:
     ]
 
 
-def _fused_lines(ev, plan, settings, stage: PacedStage) -> list[Line]:
+def _fused_lines(plan, stage: PacedStage) -> list[Line]:
     lay, mb = plan.layout, stage.times
     k, step = lay.micro_batches_per_step, plan.step_seconds
     return [
@@ -143,7 +143,7 @@ def _titan_lines(ev, plan, settings) -> list[Line]:
     from gpuplan.core.time import titan_ops as TT
 
     stage = paced_stage(ev, plan, settings)
-    lines = _fused_lines(ev, plan, settings, stage)
+    lines = _fused_lines(plan, stage)
     lay, spec, ops = plan.layout, ev.spec, settings.titan_ops
     k, step = lay.micro_batches_per_step, plan.step_seconds
     tokens = lay.micro_batch * settings.seq_len / lay.cp
@@ -180,7 +180,7 @@ def _megatron_lines(ev, plan, settings) -> list[Line]:
     charged = active is not None
     ops = active or MO.default_ops(ev.spec)
     stage = paced_stage(ev, plan, settings)
-    lines = _fused_lines(ev, plan, settings, stage)
+    lines = _fused_lines(plan, stage)
     lay, spec, gpu = plan.layout, ev.spec, ev.cluster.gpu
     step, tag = plan.step_seconds, stage_tag(stage, lay.pp)
     recipe, non_tn = MO.cast_recipe(settings.dtype, settings.fp8_recipe, ops), MO.non_tn_fp8(gpu)
@@ -224,7 +224,7 @@ def _llmc_lines(ev, plan, settings) -> list[Line]:
     from gpuplan.core.time import llmc_ops as LO
 
     stage = paced_stage(ev, plan, settings)
-    lines = _fused_lines(ev, plan, settings, stage)
+    lines = _fused_lines(plan, stage)
     lay, spec, step = plan.layout, ev.spec, plan.step_seconds
     seconds = LO.class_seconds(spec, settings.recompute, lay.micro_batch * settings.seq_len, ev.cluster.gpu.memory_bandwidth)
     classes = _class_lines("llmc", seconds, plan, stage, "core/time/llmc_ops.py: bytes per token "
@@ -247,8 +247,7 @@ def step_class_lines(ev, plan, framework: str = "") -> tuple[Line, ...]:
     lines = _eager_lines(ev, plan, settings) if settings.eager_ops is not None else \
         _titan_lines(ev, plan, settings) if settings.titan_ops is not None else \
         _llmc_lines(ev, plan, settings) if settings.implementation == "llmc" else \
-        _megatron_lines(ev, plan, settings) if megatron else _fused_lines(ev, plan, settings,
-                                                                          paced_stage(ev, plan, settings))
+        _megatron_lines(ev, plan, settings) if megatron else _fused_lines(plan, paced_stage(ev, plan, settings))
     step = plan.step_seconds
     lines += _moe_lines(plan.step, step) + _accumulation_lines(ev, plan, settings)
     for key, label, value in (("class_comm", "exposed communication", float(plan.step.exposed_comm)),
