@@ -198,13 +198,15 @@ def check_data_parallel_only(framework: str, inputs) -> None:
     from gpuplan.errors import InputError
 
     rules = rules_for(framework)
-    for name in MODEL_PARALLEL_DEGREES if rules.data_parallel_only else ():
+    if not rules.data_parallel_only:
+        return
+    for name in MODEL_PARALLEL_DEGREES:
         value = getattr(inputs, name, None)
         if value is not None and value > 1:
             raise InputError(name, value, f"--framework {framework} trains with data parallelism only "
                              f"({rules.data_parallel_engine} has no tensor, pipeline, context or expert "
                              "parallelism); give 1, or --framework torchtitan / megatron")
-    for name in TENSOR_PARALLEL_OPTIONS if rules.data_parallel_only else ():
+    for name in TENSOR_PARALLEL_OPTIONS:
         if name in getattr(inputs, "given", ()):
             raise InputError(name, getattr(inputs, name, None), f"--framework {framework} has no tensor parallelism "
                              f"({rules.data_parallel_engine} trains with data parallelism only): leave it out, or "
