@@ -20,6 +20,9 @@ def _line(gpu: str, group: int = 128, compute=None) -> str:
 
 
 def test_the_marlin_fraction_is_printed_next_to_the_16_bit_one():
+    # the 16-bit default 0.80 (0.60-0.90) (jobs/inference/schema.py compute_efficiency) times Marlin's ratio:
+    # Ampere 141.4 / 312 / 0.80 = 0.5665 -> 0.453 (0.340-0.510), Ada 0.82 -> 0.656 (0.492-0.738), printed to two
+    # decimals
     assert "runs Marlin: 0.45 (0.34-0.51) = this x 0.567 (Ampere" in _line("a100-pcie-80gb")
     assert "runs Marlin: 0.66 (0.49-0.74) = this x 0.82 (Ada" in _line("l4")
 
