@@ -254,9 +254,9 @@ def eager_fallback_fixed_seconds(spec, settings, fixed: float = KERNEL_FIXED_SEC
     beside the RoPE's bytes (eager_fallbacks.eager_rope_fixed_seconds; review w12 R1 S3)."""
     full = _recomputes_every_layer(settings)
     act = full or (settings.recompute == "selective" and bool({"moe", "moe_act"} & set(settings.recompute_modules)))
-    passes, small = eager_fallback_kernels(spec, _without_rope(settings.eager_fallbacks), rerun_rope=full,
-                                           rerun_clamp=act)
-    return fixed * passes + TINY_KERNEL_SECONDS * small
+    passes, _ = eager_fallback_kernels(spec, _without_rope(settings.eager_fallbacks), rerun_rope=full,
+                                       rerun_clamp=act)  # no small kernels: only the RoPE's are (left out here)
+    return fixed * passes
 
 
 def _without_rope(fallbacks):
