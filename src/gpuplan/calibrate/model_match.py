@@ -212,14 +212,13 @@ def check_log_trained_model(log, model: str, seq_len: int, gpus: int, batch: int
     spread, rounding = 1.0, printed_tflops_rounding(log)
     if logged is None and peak and (by_mfu := logged_mfu_flops_per_token(log, gpus, batch, seq_len, peak)):
         logged, spread, rounding = by_mfu[:3], MFU_PEAK_CONVENTIONS, by_mfu[3]
+    only = (f"--model {model} is checked only as far as 6 FLOPs per active parameter per token at its logged rate "
+            "stay within the GPU's peak")  # calibrate.log_checks.check_step_flops
     if logged is None and not peak and _mfu_records(log):
-        return (f"{log.source}: its MFU is not checked: --gpu has no dense peak at --dtype to take it against, so "
-                f"--model {model} is checked only as far as 6 FLOPs per active parameter per token at its logged "
-                "rate stay within the GPU's peak")
+        return f"{log.source}: its MFU is not checked: --gpu has no dense peak at --dtype to take it against, so {only}"
     if logged is None:
-        return (f"{log.source}: no logged TFLOP/s or MFU states its FLOPs per token, so --model {model} is checked "
-                "only as far as 6 FLOPs per active parameter per token at its logged rate stay within the GPU's "
-                "peak (a smaller model than the one trained would pass)")
+        return (f"{log.source}: no logged TFLOP/s or MFU states its FLOPs per token, so {only} (a smaller model than "
+                "the one trained would pass)")
     flops, how, flags = logged
     least, most = logged_flops_band(resolve_model(model), seq_len, recompute)
     margin = LOG_FLOPS_MARGIN + rounding
