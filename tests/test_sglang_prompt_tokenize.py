@@ -4,6 +4,8 @@ and sends the request on only then (L524-525), so the time to first token grows 
 (timed on the build host: prompt_tokenize.TOKENIZE_PER_TOKEN_S), on every door and in validate.
 """
 
+import re
+
 import pytest
 
 from gpuplan.core.serving import prompt_tokenize as PT
@@ -119,19 +121,17 @@ def test_moe_rows_follow_the_runner_sglang_picks_not_the_format():
     assert MC.combine_bytes_per_token(load_model("gpt-oss-120b"), sglang, "bf16", gpu=h100) == 0.0
 
 
-def test_full_answer_names_the_moe_rows_and_the_ttft_parts_sum(capsys):
+def test_full_answer_names_the_moe_rows_and_the_ttft_parts_sum(run_cli):
     """infer --full, Qwen3-235B-A22B BF16 TP 8 on B200, 7,936 tokens (review w11 r3 S1): the TTFT by part names the
     MoE per-expert rows inside elementwise, 14.38 ms of 23.09 ms (by hand above: 7,936 x 94 x 131,072 B / 6.8e12),
     and the parts (GEMMs 23.19 + attention 8.98 + elementwise 23.09 + host 27.71 + all-reduce 49.32) sum to the
     TTFT, 132.29 ms (0.01 ms a part of rounding). No such line on the parent."""
-    from gpuplan.cli import main
-
-    main(["infer", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--gpus", "8", "--tp", "8", "--engine",
-          "sglang==0.5.6", "--quantization", "bf16", "--context", "8936", "--output-tokens", "1000", "--batch", "1",
-          "--no-search", "--full"])
-    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("time to first token (by part)"))
+    code, out, err = run_cli("infer", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--gpus", "8", "--tp", "8",
+                             "--engine", "sglang==0.5.6", "--quantization", "bf16", "--context", "8936",
+                             "--output-tokens", "1000", "--batch", "1", "--no-search", "--full")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("time to first token (by part)"))
     assert "elementwise 23.09 ms (of it SGLang's MoE per-expert rows, moe_combine, 14.38 ms)" in line
-    import re
     value = re.sub(r" \(of it [^)]*\)", "", line.split("(by part)")[1].split("kernels in sequence")[0])
     parts = [float(part.split()[-2]) for part in value.strip().split(", ")]
     assert len(parts) == 5 and sum(parts) == pytest.approx(132.29, abs=0.06)
