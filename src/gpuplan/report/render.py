@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from gpuplan.core.units import format_usd, plural
+from gpuplan.core.units import format_usd, format_usd_per_gpu_hour, plural
 from gpuplan.report.model import Report
 
 
@@ -58,8 +58,8 @@ def value_text(value: float, unit: str, like: str = "") -> str:
         return f"{value:.1%}"
     if unit == "USD":
         return format_usd(value)
-    if unit in ("USD/GPU-hour",):
-        return format_usd(value, 2) + ("/GPU-h" if like.endswith("/GPU-h") else "")
+    if unit == "USD/GPU-hour":
+        return format_usd_per_gpu_hour(value) if like.endswith("/GPU-h") else format_usd(value, 2)
     if unit == "x":
         return f"{value:,.3g}x"
     if unit == "FLOPs":
