@@ -76,12 +76,11 @@ def expert_all_to_all_time(tokens, hidden_bytes, top_k, ep, ranks_per_domain, up
     runs the peers -- its p2p schedule sends to every peer at once, one batch per channel up to 256
     ranks (core.comm.p2p_schedule, NVIDIA/nccl@v2.27.7-1) -- but one latency per batch predicts the
     'alltoall' MoE rows further too fast (held-out 9.57 -> 9.93%), so the term stays, standing in for a
-    cost the model does not have (docs/step.md, 'The expert all-to-all's latency') -- not the host's
-    per-peer ncclSend / ncclRecv work, at most 1.5 us a peer (ppl-ai/pplx-kernels@12cecfd README, EP128)
-    and no help to the held-out rows at up to 5 us (docs/step.md, 'The host's part of an NCCL all-to-all'). HybridEP / DeepEP
-    (``deduplicate``) hold one domain-wide sync, not one per peer; one latency a side for them alone
-    moves held-out throughput 9.81 -> 9.67% but DeepSeek-V3's GPU-hours row +14.6 -> +21.7%, past the
-    end-to-end 10% bar: not adopted either (same section)."""
+    cost the model does not have (docs/step.md, 'The expert all-to-all's latency') -- not the host's per-peer ncclSend /
+    ncclRecv work, at most 1.5 us a peer (ppl-ai/pplx-kernels@12cecfd README, EP128) and no help to the held-out rows at
+    up to 5 us (docs/step.md, 'The host's part of an NCCL all-to-all'). HybridEP / DeepEP (``deduplicate``) hold one
+    domain-wide sync, not one per peer; one latency a side for them alone moves held-out throughput 9.81 -> 9.67% but
+    DeepSeek-V3's GPU-hours row +14.6 -> +21.7%, past the end-to-end 10% bar: not adopted either (same section)."""
     local = minimum(ranks_per_domain, ep)
     nodes = ep / local
     intra = tokens * top_k * (local - 1) / ep * hidden_bytes

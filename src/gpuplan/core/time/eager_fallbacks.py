@@ -75,13 +75,13 @@ per-expert kernels are core.time.moe_layer's): the unfused RoPE, per call (q, th
 ``_rotate_half``, ``* sin_``, the sum and the closing ``cat`` over the tensor (6): 12 for q and k,
 less the fused kernel's 2: 10; backward the 7 a call that the byte count above reads
 (core.time.megatron_ops._rope: 14 for q and k), less the fused 2: 12. Before them each call rebuilds
-its factors from the position frequencies, ``cos``, ``* mscale``, ``.to`` and the same for ``sin``:
-6 kernels over s x 64 fp32 values (1 MB at 4,096), 12 a layer, each taken at a one-block kernel's
-time (core.time.memory_kernels.TINY_KERNEL_SECONDS, a lower bound) rather than the fixed ~8 us of a
-tensor-sized pass (rope_utils.py@2edffad, the
-Megatron-LM commit Megatron-Bridge v0.4.2 pins, L92-126, reached from ``apply_rotary_pos_emb`` L250-318). The clamp: forward the two ``clamp`` and the
-``cat`` (``chunk`` is a view): 3; backward the gate half's ``clamp_backward`` (compare, ``where``: 2),
-the linear half's (two compares, ``logical_and_``, ``where``: 4) and the chunk's re-assembly (1): 7
+its factors from the position frequencies, ``cos``, ``* mscale``, ``.to`` and the same for ``sin``: 6 kernels over s x
+64 fp32 values (1 MB at 4,096), 12 a layer, each taken at a one-block kernel's time
+(core.time.memory_kernels.TINY_KERNEL_SECONDS, a lower bound) rather than the fixed ~8 us of a tensor-sized pass
+(rope_utils.py@2edffad, the Megatron-LM commit Megatron-Bridge v0.4.2 pins, L92-126, reached from
+``apply_rotary_pos_emb`` L250-318). The clamp: forward the two ``clamp`` and the ``cat`` (``chunk`` is a view): 3;
+backward the gate half's ``clamp_backward`` (compare, ``where``: 2), the linear half's (two compares, ``logical_and_``,
+``where``: 4) and the chunk's re-assembly (1): 7
 (fused_bias_geglu.py@2edffad L410-442). A recompute that re-runs the function re-runs its forward
 kernels: Megatron's 'moe_act' (or 'moe', or full) for the clamp, full recompute for the RoPE.
 

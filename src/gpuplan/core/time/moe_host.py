@@ -39,10 +39,11 @@ StepSettings.moe_router_graphs False: the ops those graphs replay in MOE_LAYER_H
 gpu_layer_forward = the layer's forward (attention and router, MLP: MoeLayerPhases) + its two
 forward all-to-alls where they run on the critical path (not under the combined 1F1B schedule,
 where the paired micro-batch's MLP backward runs on the other stream instead and is counted as
-cover), plus the fixed GPU time of the eager fallbacks' kernels, which the phases' per-token terms leave out (the
-fc2 bias's per expert, the clamp's and the bias add's: core.time.moe_layer.eager_fallback_layer_seconds; the backward
-likewise; the RoPE's are in the phases, core.time.step charging them as element-wise work): the host issues them, so a host-bound layer hides them up to its excess, and core.time.step's
-expert-kernel term, charged after this one, adds only what the host did not cover. host_after_sync counts what grows with the layout: (dispatcher ops + expert-module ops) x
+cover), plus the fixed GPU time of the eager fallbacks' kernels, which the phases' per-token terms leave out (the fc2
+bias's per expert, the clamp's and the bias add's: core.time.moe_layer.eager_fallback_layer_seconds; the backward
+likewise; the RoPE's are in the phases, core.time.step charging them as element-wise work): the host issues them, so a
+host-bound layer hides them up to its excess, and core.time.step's expert-kernel term, charged after this one, adds only
+what the host did not cover. host_after_sync counts what grows with the layout: (dispatcher ops + expert-module ops) x
 the carried cost of a forward ATen op (core.time.host: r x (CPU seconds per op - c) + k) + the
 per-expert launches x k (TE GroupedLinear's ``split_quantize`` and ``general_grouped_gemm`` loop
 over the experts in C++: per local expert 2 launches in BF16, 4 in MXFP8 and 10 in FP8 current
