@@ -87,7 +87,8 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     # + SGLang's Triton / Marlin MoE writing and summing one hidden row per (token, expert) (moe_combine)
     moe_rows = work.tokens * layers * MC.combine_bytes_per_token(spec, setup.runtime.release, setup.fmt.name,
                                                                   act_bytes, fabric) / (bandwidth * bw)
-    elementwise = work.tokens * layers * KR.elementwise_bytes_per_token(spec, tp, act_bytes) / (bandwidth * bw) + moe_rows
+    elementwise = (work.tokens * layers * KR.elementwise_bytes_per_token(spec, tp, act_bytes) / (bandwidth * bw)
+                   + moe_rows)
     # the all-reduce's elements as the memory report takes them (releases.allreduce_dtype: fp32 compute 4 bytes)
     ar_bytes, bf16 = allreduce_dtype(setup.fmt.compute_dtype, setup.fmt.name)
     message = allreduce_message_bytes(spec, work.tokens, ar_bytes)
@@ -112,7 +113,8 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     step = StepTime(work.weight_bytes / (bandwidth * bw), work.gemm_flops / tp / (peak * gemm), comm,
                     attention_s=(work.kv_bytes / (bandwidth * kv) + work.attention_flops / tp / (peak * attention)
                                  + work.kv_repeat_bytes / (KR.repeat_read_bandwidth(fabric, bandwidth) * kv)),
-                    other_s=elementwise, moe_rows_s=moe_rows, host_s=host, kernel_floor_s=floor, exposed=eff.exposed_share(work.tokens))
+                    other_s=elementwise, moe_rows_s=moe_rows, host_s=host, kernel_floor_s=floor,
+                    exposed=eff.exposed_share(work.tokens))
     if not eager:
         return step
     # an eager forward: the host issues every kernel and runs ahead of the GPU, after the forward's own host

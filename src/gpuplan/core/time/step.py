@@ -38,8 +38,9 @@ from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
 from gpuplan.core.time.optimizer import accumulation_pass_seconds
 from gpuplan.core.comm.dp_costs import optimizer_shards
-from gpuplan.core.time import megatron_grad_passes as MG
-from gpuplan.core.time import activation_offload as AO, context_parallel as CPK, megatron_ops as MO, megatron_ops_step as MS, titan_ops as TT, titan_float8 as TF, sequence_parallel as SP, llmc_ops as LO
+from gpuplan.core.time import activation_offload as AO, context_parallel as CPK, llmc_ops as LO
+from gpuplan.core.time import megatron_grad_passes as MG, megatron_ops as MO, megatron_ops_step as MS
+from gpuplan.core.time import sequence_parallel as SP, titan_float8 as TF, titan_ops as TT
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.step_comm import ParamGather, by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
@@ -166,8 +167,9 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     hbm = gpu.memory_bandwidth * settings.hbm_efficiency
     t_attn, t_attn_bwd = layer_attention_seconds(spec, gpu, settings, tp)  # the core, forward and backward
     mega = MO.active(spec, settings)  # Megatron-Core + TE's kernels, FP8 casts included (core.time.megatron_ops)
-    eager = (eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp / hbm  # seconds
-             + eager_rope_fixed_seconds(spec, settings.eager_fallbacks) / tokens)  # + the eager RoPE's kernels' fixed time
+    # seconds: the eager fallbacks' bytes, + the eager RoPE's kernels' fixed time
+    eager = (eager_fallback_bytes_per_token(spec, settings.eager_fallbacks, settings.ep_dispatcher) / tp / hbm
+             + eager_rope_fixed_seconds(spec, settings.eager_fallbacks) / tokens)
     if mega is not None:
         t_elem = MO.elementwise_seconds_per_token(spec, mega, MO.cast_recipe(settings.dtype, settings.fp8_recipe, mega),
                                                   MO.non_tn_fp8(gpu), tokens, gpu.memory_bandwidth, tp, cp) + eager
@@ -176,8 +178,8 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     else:  # the fitted factor on the saved activations; llm.c's own kernels instead where it runs (core.time.llmc_ops)
         act = 0.0 if LO.runs(settings) else layer_activation_bytes(spec, settings.seq_len, settings.implementation) / tp
         t_elem = (settings.elementwise_factor * act / hbm + eager + LO.elementwise_seconds_per_token(
-            spec, settings, tokens, gpu.memory_bandwidth) + settings.te_cp_ring * CPK.ring_kernels(  # TE's CP ring's kernels
-            spec, cp, tokens, gpu.memory_bandwidth, tp))
+            spec, settings, tokens, gpu.memory_bandwidth) + settings.te_cp_ring * CPK.ring_kernels(
+            spec, cp, tokens, gpu.memory_bandwidth, tp))  # + TE's CP ring's kernels
     t_elem = t_elem + SP.replicated_seconds_per_token(spec, settings, tp, gpu.memory_bandwidth)  # 0 under SP
     if fp8 and mega is None:  # operand casts (forward third, backward two thirds, like the other elementwise work)
         widths = F.layer_gemm_widths_per_token(spec) / tp
@@ -254,7 +256,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                      ep=ep, mtp=mtp, vpp=vpp, embedding=below_zero3 & (np.asarray(pp) == 1)).total
     t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
     compute = t_mb * micro_batches + TF.step_copy_seconds(  # torchtitan's FSDP2 copies, its float8 all-gather's change
-        spec, cluster, settings, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches, cp=cp)
+        spec, cluster, settings, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches,
+        cp=cp)
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
     params = params_per_gpu(spec, tp, pp, ep)
     trained = params if settings.finetune == "full" else _adapters_per_gpu(spec, settings, tp, pp)
