@@ -31,7 +31,7 @@ from gpuplan.core.comm.topology import Cluster
 from gpuplan.errors import InputError
 from gpuplan.planner.framework_rules import rules_for  # space imports it already
 from gpuplan.planner.pareto import pareto_front  # noqa: F401 (re-exported: jobs.plan.estimate, the tests)
-from gpuplan.core.comm.dp_costs import fsdp2_no_reshard
+from gpuplan.core.comm.fsdp2_reshard import fsdp2_no_reshard
 from gpuplan.planner.uncertainty import KnownLayouts, fsdp_traffic_uncertainty, layout_kinds, layout_uncertainty
 from gpuplan.planner.space import DEGREES, RECOMPUTE_MODES, SpaceLimits, check_fixed_in_range, enumerate_layouts
 

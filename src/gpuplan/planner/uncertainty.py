@@ -137,7 +137,7 @@ def fsdp_traffic_uncertainty(dp_traffic_seconds, compute_seconds, zero, zero2_fs
     """What an FSDP2 (torchtitan) layout adds to its uncertainty where its FSDP traffic per second of
     compute exceeds PUBLISHED_FSDP_TRAFFIC: FSDP_TRAFFIC_SLOPE x the excess (0 at or below it, and for
     ZeRO < 3 unless ``zero2_fsdp``, rows whose ZeRO-2 is FSDP2 without reshard after forward:
-    core.comm.dp_costs.fsdp2_no_reshard, whose traffic is FSDP2's gathers and reduce-scatters). The ranking
+    core.comm.fsdp2_reshard.fsdp2_no_reshard, whose traffic is FSDP2's gathers and reduce-scatters). The ranking
     takes the slow end, step x (1 + u): a layout beyond the traffic any published run carried must be
     predicted faster by what FSDP runs at that traffic lost to the model."""
     compute = np.asarray(compute_seconds, dtype=float)
