@@ -1,7 +1,7 @@
 """The step model's eager-stack path: where StepSettings.eager_ops names an eager op profile (what Hugging
 Face transformers dispatches), core.time.step times the micro-batch and the optimizer step op class by op
 class with host time (core.time.eager_step) instead of its fused model. ``settings`` is a
-core.time.step.StepSettings (not imported: that module imports this one). Units: seconds, FLOP/s, bytes/s."""
+core.time.step_settings.StepSettings (read by attribute, not imported). Units: seconds, FLOP/s, bytes/s."""
 
 from __future__ import annotations
 
