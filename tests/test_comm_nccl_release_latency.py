@@ -40,10 +40,11 @@ def test_every_measured_sweep_ran_a_release_with_the_modelled_nvls_tree_step():
     sweeps = collective_sweeps()
     assert all("nccl" in sweep for sweep in sweeps)
     stated = {sweep["id"]: tuple(int(part) for part in sweep["nccl"].split(".")) for sweep in sweeps if sweep["nccl"]}
-    assert stated and max(stated.values()) <= (2, 28, 7)
+    p2p_only = {s["id"] for s in sweeps if all(x["collective"] == "all_to_all" for x in s["series"])}  # no NVLS-tree
+    assert stated and max(v for k, v in stated.items() if k not in p2p_only) <= (2, 28, 7)
     assert stated["coreweave-gb200-nvl72-20racks"] == (2, 26, 2)
     assert stated["stas00-allreduce-p6-b200-4nodes"] == (2, 27, 7)
     assert stated["nccl1801-gb200-3-partitions-ib"] == (2, 27, 3)
     assert {sweep["id"] for sweep in sweeps if not sweep["nccl"]} == {
         "stas00-h200-gpu-count-8gib", "a3mega-h100-2nodes-tcpxo", "coreweave-h100-64-sharp",
-        "deepep303-h20-alltoall-1node"}  # all-to-all: NCCL's p2p path, no NVLS-tree step
+        "deepep303-h20-alltoall-1node", "oci-gb200-alltoall-nvl72"}  # all-to-all: NCCL's p2p path, no NVLS-tree step
