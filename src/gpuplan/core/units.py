@@ -56,9 +56,40 @@ def as_float(value: object, field: str) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
+NOT_POSITIVE = "must be a positive, finite number"
+"""The refusal of a count, size or duration that is not above 0 or not finite."""
+
+
+class NotPositive(InputError):
+    """parse_count / parse_bytes / parse_duration's refusal of a value that is 0, negative, NaN or infinite
+    (NOT_POSITIVE): its own type, so a caller tells it from a refusal of the text's form without reading the
+    message (schema.types names the field's bound for a number past it)."""
+
+
+class Overflowed(NotPositive):
+    """A NotPositive whose number was written finite but overflowed to an infinity in reading or scaling: '1e400',
+    '-1e400', '1e300T' (x 1e12), '1e308' days (x 86,400 s). Not an infinity given as one (float('inf'))."""
+
+
+def overflowed(text: object, value: float) -> bool:
+    """Whether ``value``, read from ``text``, is an infinity that ``text`` did not write: digits ('1e400') or a
+    finite number read or scaled past float range, not 'inf' / '.inf' / float('inf'). The one test the unit
+    parsers (Overflowed) and the plan files' float readers (adapters.plan_formats) share."""
+    if not math.isinf(value):
+        return False
+    return "inf" not in text.lower() if isinstance(text, str) else math.isfinite(float(text))  # type: ignore[arg-type]
+
+
+def lost_to_zero(text: object, value: float) -> bool:
+    """Whether ``value``, read from the text ``text``, underflowed to 0: the text has a non-zero digit before its
+    exponent ('1e-400', '5e-999%') and reads as 0.0. The one test the schema (types.number / share) and the plan
+    files' float readers (adapters.plan_formats) share."""
+    return value == 0 and isinstance(text, str) and re.search(r"[1-9]", text.lower().split("e")[0]) is not None
+
+
 def _positive(field: str, text: object, value: float) -> float:
     if not math.isfinite(value) or value <= 0:
-        raise InputError(field, text, "must be a positive, finite number")
+        raise (Overflowed if overflowed(text, value) else NotPositive)(field, text, NOT_POSITIVE)
     return value
 
 

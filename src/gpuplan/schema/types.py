@@ -146,8 +146,8 @@ def count(high: float, *, low: float = 0.0, whole: bool = False, suffix_base: fl
             _text(value, field)
         try:
             counted = units.parse_count(value, field)
-        except InputError as exc:  # '1e400', '1e300T' overflow to inf: past the high bound (_past_bound)
-            if exc.expected == "must be a positive, finite number" and isinstance(value, str):
+        except units.Overflowed as exc:  # '1e400', '1e300T' overflow to inf: past the high bound (_past_bound)
+            if isinstance(value, str):
                 _past_bound(value, value, field, low, high, low == 0)
             raise exc from None
         number = _bounded(counted, value, field, low, high, low == 0)
@@ -195,8 +195,8 @@ def _not_subnormal(number: float, value: Any, field: str) -> None:
 
 
 def _no_underflow(parsed: float, text: Any, field: str, expected: str) -> None:
-    """Refuse text with a non-zero digit that parses to 0 ("1e-400" underflows to 0.0)."""
-    if parsed == 0 and isinstance(text, str) and re.search(r"[1-9]", text.lower().split("e")[0]):
+    """Refuse text with a non-zero digit that parses to 0 ("1e-400" underflows to 0.0; units.lost_to_zero)."""
+    if units.lost_to_zero(text, parsed):
         raise InputError(field, text, f"is too small to tell from 0; {expected}")
 
 
@@ -252,9 +252,8 @@ def days(value: Any, info: ValidationInfo) -> float:
         _text(value, field, f"a number of days, text such as '7d', '36h' or '2w', or a {DURATION_FORMS}")
     try:
         seconds = units.parse_duration(text, field)
-    except InputError as exc:  # '1e308' (days, x 86,400 s) and '1e308h' overflow to inf: past the bound, not
-        if exc.expected == "must be a positive, finite number":  # 'not a positive, finite number' ('1e6' named it)
-            _past_bound(text, value, field, 0, MAX_DAYS, True)
+    except units.Overflowed as exc:  # '1e308' (days, x 86,400 s) and '1e308h' overflow to inf: past the bound,
+        _past_bound(text, value, field, 0, MAX_DAYS, True)  # not 'not a positive, finite number' ('1e6' named it)
         raise exc from None
     return _bounded(seconds / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True)
 
