@@ -5,11 +5,11 @@ MAX_DEPTH levels of nesting; TOML dates as their ISO text. Files are read by ada
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
 from gpuplan.adapters.files import MAX_DEPTH, MAX_INT_DIGITS, nesting_depth, refusal
+from gpuplan.core import units
 
 
 def _yaml_loader():
@@ -141,9 +141,7 @@ def _lost(text: str, number: float) -> bool:
     underflowed to 0 ('1e-400': a non-zero digit before the exponent). Kept as text, the field refuses what was
     written, as the flag does ('price: got '1e-400'; is too small to tell from 0', review w12 r3 S3; a plan file
     said 'got 0.0; must be at least $0.0001')."""
-    if math.isinf(number):
-        return "inf" not in text.lower()
-    return number == 0 and re.search(r"[1-9]", text.lower().split("e")[0]) is not None
+    return units.overflowed(text, number) or units.lost_to_zero(text, number)
 
 
 TOML_NUMBER = re.compile(
