@@ -132,19 +132,19 @@ def test_lora_on_experts_folds_them_every_step():
 
 def test_lora_moe_optimizer_walks_peft_expert_adapters():
     """The optimizer step of a LoRA run on a MoE model updates peft's adapters (20,760,576 a Qwen3-30B-A3B
-    layer at r 16, above): the step's trained count (core.model.finetune.lora_params via step._adapters_per_gpu,
-    the one the DP gradient bytes use too) is 48 x 20,760,576 under --framework hf (eager ops), the dense rule's
+    layer at r 16, above): the step's trained count (core.model.finetune.lora_params via core.time.trained_params.
+    trained_params_per_gpu, the one the DP gradient bytes use too) is 48 x 20,760,576 under --framework hf (eager ops), the dense rule's
     48 x 671,744 otherwise."""
     from gpuplan.core.time.eager_path import eager_optimizer_seconds
-    from gpuplan.core.time.step import _adapters_per_gpu
+    from gpuplan.core.time.trained_params import trained_params_per_gpu
 
     spec = resolve_model("qwen3-30b-a3b")
     ops = eager_ops_for(spec.model_type, "bf16", "lora", "flash")
     settings = StepSettings(seq_len=4096, eager_ops=ops, finetune="lora", lora_rank=16)
-    assert _adapters_per_gpu(spec, settings, 1, 1) == 48 * 20_760_576
-    assert _adapters_per_gpu(spec, StepSettings(seq_len=4096, finetune="lora", lora_rank=16), 1, 1) == 48 * 671_744
+    assert trained_params_per_gpu(spec, settings, 1, 1) == 48 * 20_760_576
+    assert trained_params_per_gpu(spec, StepSettings(seq_len=4096, finetune="lora", lora_rank=16), 1, 1) == 48 * 671_744
     cluster = cluster_for(H200, None, None)
-    got = eager_optimizer_seconds(spec, cluster, settings, trained=_adapters_per_gpu(spec, settings, 1, 1), pp=1)
+    got = eager_optimizer_seconds(spec, cluster, settings, trained=trained_params_per_gpu(spec, settings, 1, 1), pp=1)
     run = eager_run(spec, cluster, settings)
     want = E.optimizer_step(run, spec.num_layers * 20_760_576, E.trained_tensors(spec, 16, spec.num_layers)).wall
     assert got == pytest.approx(want, rel=1e-12)

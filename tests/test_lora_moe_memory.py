@@ -44,13 +44,15 @@ def test_dense_and_moe_layers_weighted_apart_mla_attention():
     + shared 3 x (7168 + 2048), router 7168 + 256, experts 256 x (2 x (7168 + 2 x 2048) + 2048 + 7168) = 8,260,928
     x 16 = 132,174,848; dense layer: + 3 x (7168 + 18432) = 176,192 x 16 = 2,819,072. 58 x 132,174,848 + 3 x
     2,819,072 = 7,674,598,400 (the review's S1: every layer at the MoE count was 61 x 132.5 M)."""
-    from gpuplan.core.time.step import StepSettings, _adapters_per_gpu
+    from gpuplan.core.time.step import StepSettings
+    from gpuplan.core.time.trained_params import trained_params_per_gpu
 
     spec = resolve_model("deepseek-v3")
     assert lora_params(spec, 16, peft_experts=True) == 7_674_598_400
     assert lora_params(spec, 16, peft_experts=True, layers=3, moe_layers=0) == 3 * 2_819_072
     ops = object()  # any eager op profile marks --framework hf
-    assert _adapters_per_gpu(spec, StepSettings(finetune="lora", lora_rank=16, eager_ops=ops), 1, 1) == 7_674_598_400
+    hf_lora = StepSettings(finetune="lora", lora_rank=16, eager_ops=ops)
+    assert trained_params_per_gpu(spec, hf_lora, 1, 1) == 7_674_598_400
 
 
 def test_adapter_flops_count_only_per_token_adapters():

@@ -260,13 +260,11 @@ def step_class_lines(ev, plan, framework: str = "") -> tuple[Line, ...]:
 def _accumulation_lines(ev, plan, settings) -> list[Line]:
     """DeepSpeed's BF16_Optimizer gradient accumulation pass, once per micro-batch over the larger stage's
     parameters, as core.time.step.step_time charges it beside the micro-batches (core/time/optimizer.py)."""
-    from gpuplan.core.comm.step_comm import params_per_gpu
     from gpuplan.core.time.optimizer import accumulation_pass_seconds
-    from gpuplan.core.time.step import _adapters_per_gpu
+    from gpuplan.core.time.trained_params import trained_params_per_gpu
 
     lay, spec = plan.layout, ev.spec
-    trained = params_per_gpu(spec, lay.tp, lay.pp, lay.ep) if settings.finetune == "full" else \
-        _adapters_per_gpu(spec, settings, lay.tp, lay.pp)
+    trained = trained_params_per_gpu(spec, settings, lay.tp, lay.pp, lay.ep)  # step_time's, the same helper
     seconds = lay.micro_batches_per_step * float(accumulation_pass_seconds(
         spec, settings, trained, ev.cluster.gpu.memory_bandwidth * settings.hbm_efficiency, lay.tp, lay.pp, lay.ep,
         lay.zero, spec.mtp_layers))

@@ -149,7 +149,7 @@ def training_flops_per_token(spec: ModelSpec, seq_len, convention: AttentionConv
     """Exact training FLOPs per token for sequences of ``seq_len`` tokens (``finetune`` lora or
     qlora: a frozen base plus rank-``lora_rank`` adapters on every linear). ``peft_experts``: peft's
     adapters on an MoE's fused experts (--framework hf, i.e. StepSettings.eager_ops set, the rule
-    core.time.step._adapters_per_gpu reads), folded into the expert weights once a step rather than
+    core.time.trained_params.trained_params_per_gpu reads), folded into the expert weights once a step rather than
     multiplied per token (core.model.finetune.adapter_flops_per_token), so they add no per-token FLOPs."""
     from gpuplan.core.model.finetune import adapter_flops_per_token
 

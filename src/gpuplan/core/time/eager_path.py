@@ -42,5 +42,5 @@ def eager_optimizer_seconds(spec: ModelSpec, cluster: Cluster, settings, trained
     from gpuplan.core.time.eager_step import optimizer_step, trained_tensors
 
     rank = settings.lora_rank if settings.finetune != "full" else 0
-    layers = spec.num_layers / pp  # ``trained``: core.model.finetune.lora_params' peft count under LoRA (step._adapters_per_gpu)
+    layers = spec.num_layers / pp  # ``trained``: core.model.finetune.lora_params' peft count under LoRA (trained_params_per_gpu)
     return optimizer_step(eager_run(spec, cluster, settings), trained, trained_tensors(spec, rank, layers)).wall

@@ -36,6 +36,7 @@ from gpuplan.core.model.mtp import mtp_stage_layer_shed
 from gpuplan.core.time.moe_host import stage_exposed_host_seconds
 from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
+from gpuplan.core.time.trained_params import trained_params_per_gpu
 from gpuplan.core.time.optimizer import accumulation_pass_seconds
 from gpuplan.core.comm.dp_costs import optimizer_shards
 from gpuplan.core.time import activation_offload as AO, context_parallel as CPK, llmc_ops as LO
@@ -73,6 +74,8 @@ class StepBreakdown:
     """Inside compute: the per-expert kernels' fixed GPU time and the alltoall dispatcher's sorts (core.time.moe_layer)."""
     dp_traffic: object = 0.0
     """All data-parallel communication, hidden or not (planner.uncertainty.fsdp_traffic_uncertainty)."""
+    collectives: tuple = ()
+    """The core.comm.step_comm costs the communication fields sum (what `plan --explain` lists)."""
 
     @property
     def total(self) -> float:
@@ -226,12 +229,6 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
                            (layers + mtp) * tokens * (1 + weight_grads) * t_gemm, phases)
 
 
-def _adapters_per_gpu(spec: ModelSpec, settings: StepSettings, tp, pp):
-    from gpuplan.core.model.finetune import lora_params, peft_counts_experts  # hf (eager ops): peft's MoE count
-
-    return lora_params(spec, settings.lora_rank, tp=tp, peft_experts=peft_counts_experts(settings)) / pp
-
-
 def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1, tp=1, pp=1, vpp=1, cp=1,
               ep=1, zero=0, micro_batch=1, micro_batches=1, shard_group=None, stage_layers=None) -> StepBreakdown:
     """Seconds per optimizer step. Rank order tp (innermost), cp, dp, pp (Megatron's default
@@ -259,8 +256,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
         spec, cluster, settings, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches,
         cp=cp)
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
-    params = params_per_gpu(spec, tp, pp, ep)
-    trained = params if settings.finetune == "full" else _adapters_per_gpu(spec, settings, tp, pp)
+    trained = trained_params_per_gpu(spec, settings, tp, pp, ep)  # full: the local parameters; LoRA: the adapters
     costs = step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
                                micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
                                layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
@@ -295,7 +291,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     compute = compute + MG.loss_scale_seconds(settings, trained, cluster.gpu.memory_bandwidth)  # per-token loss
     return StepBreakdown(compute, bubble, exposed["TP"], exposed["PP"], exposed["DP"], exposed["CP"], exposed["EP"],
                          optimizer, comm_total=comm_total, moe_host=micro_batches * t_host,
-                         moe_expert_kernels=micro_batches * t_experts, dp_traffic=by_parallelism(costs, "DP", "total"))
+                         moe_expert_kernels=micro_batches * t_experts, dp_traffic=by_parallelism(costs, "DP", "total"),
+                         collectives=costs)
 
 
 def model_flops_per_token(spec: ModelSpec, seq_len, finetune: str = "full", lora_rank: int = 16) -> float:

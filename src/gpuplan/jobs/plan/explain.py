@@ -116,44 +116,41 @@ def _algorithm(c) -> str:
     return f"{algorithm} / {protocol}"
 
 
-def _link(c, cluster) -> str:
-    """Where the group's traffic runs: its ranks per scale-up domain over NVLink, the rest over the NICs."""
-    if c.group is None:
-        return "NVLink" if float(c.span) <= cluster.gpus_per_node else "network"
-    per_node, nodes = int(float(c.group.per_node)), int(round(float(c.group.nodes)))
-    if nodes <= 1:
-        return f"NVLink ({per_node} GPUs)"
-    return f"{per_node}/domain x {nodes} domains: NVLink + {float(c.group.net) / 1e9:,.0f} GB/s NICs"
+def _link(c, cluster, ep: int = 1, etp: int = 1) -> str:
+    """Where the group's traffic runs, as its cost was timed: an NCCL group's ranks per scale-up domain over NVLink,
+    the rest over the domains' NICs (core.comm.topology.Cluster.group); the expert all-to-all's ``ep`` ranks, ``etp``
+    apart, split the same way, NVLink and the NICs at once (core.comm.volumes.expert_all_to_all_time); a
+    point-to-point send on one link, NVLink inside a domain, else the network (core.comm.step_comm.link)."""
+    gpn = cluster.gpus_per_node
+    if c.group is not None:
+        per_node, nodes = int(float(c.group.per_node)), int(round(float(c.group.nodes)))
+        if nodes <= 1:
+            return f"NVLink ({per_node} GPUs)"
+        return f"{per_node}/domain x {nodes} domains: NVLink + {float(c.group.net) / 1e9:,.0f} GB/s NICs"
+    up, out = cluster.link(1)[0] / 1e9, cluster.link(gpn + 1)[0] / 1e9  # achievable GB/s per GPU, one direction
+    if c.parallelism == "EP":
+        local = min(max(1, gpn // etp), ep)  # step_comm's per_domain, capped at the group (volumes: minimum)
+        if local >= ep:
+            return f"NVLink ({ep} ranks, {up:,.0f} GB/s)"
+        return f"{local}/domain x {ep / local:,.0f} domains: NVLink + {out:,.0f} GB/s NIC a GPU"
+    return f"NVLink ({up:,.0f} GB/s)" if float(c.span) <= gpn else f"network ({out:,.0f} GB/s a GPU)"
 
 
 def communication_table(plan: Plan, ev) -> Table:
-    """The plan's communication, collective by collective (core.comm.step_comm), for `plan --explain`:
-    per collective the bytes of one call, NCCL's algorithm / protocol for that size, the link, and the
-    seconds per step in all and on the critical path."""
-    from gpuplan.core.time.step import _adapters_per_gpu, microbatch_compute_time, params_per_gpu
-    from gpuplan.core.comm.step_comm import step_communication
-    from gpuplan.core.time.attention_core import attention_forward_share
-
-    lay, cluster = plan.layout, ev.cluster
-    settings = ev.step_settings(plan.recompute)
-    base, extra = ev.spec.num_layers // lay.pp, ev.spec.num_layers % lay.pp
-    layers = base + (extra > 0)
-    t_mb, t_attn, t_bwd, phases = microbatch_compute_time(ev.spec, cluster, settings, lay.tp, lay.cp,
-                                                          lay.micro_batch, layers, head=lay.pp == 1, ep=lay.ep, vpp=lay.vpp)
-    trained = (params_per_gpu(ev.spec, lay.tp, lay.pp, lay.ep) if settings.finetune == "full"
-               else _adapters_per_gpu(ev.spec, settings, lay.tp, lay.pp))
-    m = lay.micro_batches_per_step
-    costs = step_communication(ev.spec, cluster, settings, dp=lay.dp, tp=lay.tp, pp=lay.pp, vpp=lay.vpp, cp=lay.cp,
-                               ep=lay.ep, zero=lay.zero, micro_batch=lay.micro_batch, micro_batches=m,
-                               shard_group=lay.shard_group, layers=layers, trained_params=trained, t_attn_mb=t_attn,
-                               t_bwd_gemm_mb=t_bwd, compute=float(plan.step.compute), moe_phases=phases,
-                               attention_forward_share=attention_forward_share(ev.spec, cluster.gpu, settings, lay.tp))
+    """The plan's communication, collective by collective, for `plan --explain`: per collective the bytes of one
+    call, NCCL's algorithm / protocol for that size, the link, and the seconds per step in all and on the critical
+    path. The rows are the very costs core.time.step.step_time summed into the plan's step (StepBreakdown.
+    collectives), so the exposed column adds up to its communication share and the s/step column to comm_total."""
+    cluster, lay = ev.cluster, plan.layout
+    expert_tp = ev.step_settings(plan.recompute).expert_tp
+    etp = lay.tp if expert_tp is None else expert_tp  # the expert group's stride (core.comm.step_comm)
+    costs = plan.step.collectives
     rows = []
     for c in costs:
         if float(c.calls) <= 0:
             continue
         rows.append((c.parallelism, c.collective, f"{float(c.calls):,.0f}", format_bytes(float(c.bytes_per_call)),
-                     _algorithm(c), _link(c, cluster), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
+                     _algorithm(c), _link(c, cluster, lay.ep, etp), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
     total = sum(float(c.total) for c in costs)
     exposed = sum(float(c.exposed) for c in costs)
     rows.append(("all", "", "", "", "", "", f"{total:.3f}", f"{exposed:.3f}"))

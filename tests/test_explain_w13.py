@@ -1,0 +1,79 @@
+"""`plan --explain`'s communication table is the step's own communication (wave 13, T3 item 1).
+
+The table used to rebuild the costs beside step_time: the stage's layers worked out inline (no MTP modules at pp 1,
+whose layers step_time adds to the collectives' count: core.model.mtp) and the compute window given as the finished
+step's compute (step_time passes the micro-batches' and the copies' before the host, expert-kernel and accumulation
+terms). DeepSeek-V3 on 1,024 H100 (dp1024 ep64 ZeRO-3, full recompute): its exposed column summed 2.491 s against
+the step's 2.527 s. The rows are now StepBreakdown.collectives, the costs step_time sums, so the columns add up to
+the step exactly; the issue-37 acceptance: per collective the bytes, NCCL algorithm / protocol, link, s/step and
+exposed s, for every collective the step charges."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.core.parallel import ParallelLayout
+from gpuplan.jobs.plan.explain import COMMUNICATION_COLUMNS, communication_table
+from gpuplan.jobs.plan.schema import PlanInputs
+from gpuplan.jobs.plan.search import evaluator_for
+from gpuplan.planner.plan import evaluate_layout
+
+# (name, model, gpus, seq_len, layout, recompute): dense pp > 1 interleaved; MoE with MTP at pp 1 (the modules join the
+# only stage); MoE with MTP at pp > 1 (the last stage sheds layers for them); dense with cp 8 over two domains
+CASES = (
+    ("dense pp4 vpp", "llama-3.1-70b", 512, 8192,
+     ParallelLayout(dp=16, tp=8, pp=4, vpp=20, zero=1, micro_batch=2, global_batch=1024), "none"),
+    ("moe mtp pp1", "deepseek-v3", 1024, 4096,
+     ParallelLayout(dp=1024, ep=64, zero=3, micro_batch=1, global_batch=4096), "full"),
+    ("moe mtp pp8", "deepseek-v3", 1024, 4096,
+     ParallelLayout(dp=16, tp=8, pp=8, ep=16, zero=1, micro_batch=1, global_batch=4096), "full"),
+    ("dense cp8", "llama-3.1-8b", 256, 131072,
+     ParallelLayout(dp=8, tp=2, pp=2, vpp=16, cp=8, zero=1, micro_batch=1, global_batch=32), "none"),
+)
+PARTS = {"TP": "tp_comm", "PP": "pp_comm", "DP": "dp_comm", "CP": "cp_comm", "EP": "ep_comm"}
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[c[0] for c in CASES])
+def case(request):
+    _, model, gpus, seq_len, layout, recompute = request.param
+    ev = evaluator_for(PlanInputs(model=model, gpu="h100", gpus=str(gpus), seq_len=seq_len))
+    plan = evaluate_layout(ev, layout, recompute, float(layout.global_batch))
+    return plan, communication_table(plan, ev)
+
+
+def test_the_exposed_column_adds_up_to_the_steps_communication(case):
+    plan, table = case
+    rows, (*_, total, exposed) = table.rows[:-1], table.rows[-1]
+    # the 'all' row is the step's own sums, to the table's 3 decimals
+    assert exposed == f"{float(plan.step.exposed_comm):.3f}" and total == f"{float(plan.step.comm_total):.3f}"
+    # each printed row rounds to 0.5 ms: the rows add up to the step within that per row
+    assert sum(float(r[-1]) for r in rows) == pytest.approx(float(plan.step.exposed_comm), abs=5e-4 * len(rows) + 1e-12)
+    for group, field in PARTS.items():  # and group by group, to the StepBreakdown field it lands in
+        charged = float(getattr(plan.step, field))
+        assert sum(float(r[-1]) for r in rows if r[0] == group) == pytest.approx(charged, abs=5e-4 * len(rows) + 1e-12)
+
+
+def test_every_charged_collective_has_its_bytes_algorithm_link_and_times(case):
+    plan, table = case
+    assert table.columns == COMMUNICATION_COLUMNS
+    groups = {r[0] for r in table.rows[:-1]}
+    assert {g for g, field in PARTS.items() if float(getattr(plan.step, field)) > 0} <= groups
+    for group, what, calls, size, algorithm, link, seconds, exposed in table.rows[:-1]:
+        assert float(calls.replace(",", "")) > 0 and size.split()[-1] in ("B", "KiB", "MiB", "GiB")
+        assert ("/" in algorithm) if group in ("TP", "DP") else algorithm in ("send/recv", "all-to-all")
+        assert "NVLink" in link or "network" in link
+        assert 0.0 <= float(exposed) <= float(seconds) + 5e-4
+
+
+def test_the_deepseek_v3_table_counts_the_mtp_module_with_the_layers():
+    """DeepSeek-V3 as `plan deepseek-v3 --gpu h100 --gpus 1024 --days 60` picks it (dp1024 ep64 ZeRO-3 mb1, full
+    recompute, 1 micro-batch a step): step_time counts the MTP module with the only stage's 61 layers in the
+    collectives (62), so the MoE layers the all-to-alls run in are 58 of 61 x 62 = 58.95 (first_k_dense_replace 3),
+    4 all-to-alls each (dispatch + combine, forward and backward) x 1 micro-batch = 235.8 calls, printed 236; the
+    parent's table counted 58 x 4 = 232 and summed 2.491 s exposed against the step's 2.527 s."""
+    ev = evaluator_for(PlanInputs(model="deepseek-v3", gpu="h100", gpus="1024", seq_len=4096))
+    plan = evaluate_layout(ev, ParallelLayout(dp=1024, ep=64, zero=3, micro_batch=1, global_batch=1024), "full", 1024.0)
+    table = communication_table(plan, ev)
+    assert 58 / 61 * 62 * 4 == pytest.approx(235.8, abs=0.05)
+    assert [r[2] for r in table.rows if r[0] == "EP"] == ["236"]
+    assert table.rows[-1][-1] == f"{float(plan.step.exposed_comm):.3f}"
