@@ -80,8 +80,10 @@ def check_offer_pick(inputs, result, best_index) -> None:
     if not checking_offer() or not len(table) or "days_with_failures" not in table.columns:
         return
     from gpuplan.jobs.plan.deadline import rank_by_of
+    from gpuplan.jobs.plan.schema import PlanInputs
 
-    i = best_index(result, rank_by_of(inputs) if hasattr(inputs, "rank_by") else "deadline")
+    # `plan` ranks as asked (--rank-by, or the deadline rule); `train`'s deadline search (BudgetInputs) by the deadline
+    i = best_index(result, rank_by_of(inputs) if isinstance(inputs, PlanInputs) else "deadline")
     if float(table["days_with_failures"][i]) <= OFFER_SLOWDOWN * float(table["days"][i]):
         return
     plans = [_group_plans(inputs, result.evaluator, inputs.budget_settings(), table, i)]
