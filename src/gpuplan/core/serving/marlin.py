@@ -106,10 +106,15 @@ def runs_marlin(release: EngineRelease, fabric: Accelerator | None, fmt_name: st
     return cc is not None and cc[0] == 8
 
 
+def marlin_arch(fabric: Accelerator) -> str:
+    """The MARLIN_TO_16BIT row of an sm8x ``fabric``: 'ada' (sm89), else 'ampere'."""
+    return "ada" if tuple(fabric.compute_capability) == ADA_COMPUTE_CAPABILITY else "ampere"
+
+
 def marlin_ratio(fabric: Accelerator) -> float:
     """Marlin's large-M GEMM fraction over the 16-bit one on an sm8x ``fabric`` (MARLIN_TO_16BIT): 0.82 on Ada
     (sm89), 0.567 on Ampere."""
-    return MARLIN_TO_16BIT["ada" if tuple(fabric.compute_capability) == ADA_COMPUTE_CAPABILITY else "ampere"]
+    return MARLIN_TO_16BIT[marlin_arch(fabric)]
 
 
 def gemm_fraction(setup: ServingSetup, fabric: Accelerator | None, fraction: float, moe: bool = False) -> float:

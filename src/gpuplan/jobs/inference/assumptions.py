@@ -55,7 +55,7 @@ def _marlin_clause(plan: Plan) -> str:
     fraction = [MG.gemm_fraction(setup, plan.gpu, c, moe) for c in setup.efficiency.compute]
     if fraction == list(setup.efficiency.compute):
         return ""
-    arch = "Ada" if tuple(plan.gpu.compute_capability) == MG.ADA_COMPUTE_CAPABILITY else "Ampere"
+    arch = MG.marlin_arch(plan.gpu).capitalize()  # the row marlin_ratio reads: Ada or Ampere
     return (f"; vLLM int4 on sm8x runs Marlin: {fraction[0]:.2f} ({fraction[1]:.2f}-{fraction[2]:.2f}) = this x "
             f"{MG.marlin_ratio(plan.gpu):.3g} ({arch}; core/serving/marlin.py)")
 
