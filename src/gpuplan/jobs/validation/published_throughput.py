@@ -123,8 +123,9 @@ def nemo2_layout(run: dict[str, Any]) -> dict[str, Any]:
 
 def megatron_ddp(run: dict[str, Any]) -> bool:
     """The row trains through Megatron-Core's DDP with NeMo 2's or Megatron-Bridge's comm-overlap setup (NeMo 25.02
-    on; NeMo 24.07's launcher: Apex's DistributedFusedAdam)."""
-    return run["id"].startswith(("nemo2502", "nemo2504", "mbridge-"))
+    on; NeMo 24.07's launcher: Apex's DistributedFusedAdam): by the row's family, its release or Megatron-Bridge's
+    own ('mbridge-...', no NeMo release), not by the id's prefix."""
+    return release(run["family"]) >= (25, 2) or run["family"].startswith("mbridge-")
 
 
 def bridge_release(run: dict[str, Any]) -> tuple[int, ...]:
@@ -301,7 +302,7 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
     gpu = load_accelerator(run["gpu"])
     cluster = cluster_for(gpu)
     lay = nemo2_layout(run)  # the ZeRO stage the memory check reads (NeMo rows' distributed optimizer)
-    torchtitan = run["family"].startswith("torchtitan")
+    torchtitan, ddp = run["family"].startswith("torchtitan"), megatron_ddp(run)
     moe_comm = run.get("moe_comm") or {}
     launch = moe_launch(moe_comm)
     recompute = recipe_recompute(run)
@@ -363,10 +364,10 @@ def predicted_step(run: dict[str, Any], **step_overrides: Any):
                             param_gather=param_gather(run),
                             # NeMo 2 / Megatron-Bridge: 128 Mi-parameter gradient buckets at dp > 1 under the
                             # distributed optimizer (core.comm.dp_overlap.NEMO_BUCKET_PARAMS); others Megatron-Core's default
-                            dp_bucket_params=NEMO_BUCKET_PARAMS if megatron_ddp(run) else None,
+                            dp_bucket_params=NEMO_BUCKET_PARAMS if ddp else None,
                             # Megatron DDP's hook adds the embedding's dense gradient (core.time.megatron_grad_passes);
                             # GPT-OSS recipes from Bridge v0.3.0 (26.02) set calculate_per_token_loss (the same module)
-                            embedding_grad_add=megatron_ddp(run),
+                            embedding_grad_add=ddp,
                             per_token_loss=run["model"]["catalog"].startswith("gpt-oss") and bridge_release(run) >= (26, 2))
     settings = replace(settings, **step_overrides)
     micro_batches = max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
