@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuplan.core.model.spec import norm_params
+
 FLOAT8_BYTES = 1.0
 
 
 def layer_norm_params(spec) -> float:
-    """Norm weights of one decoder layer (attention_norm, ffn_norm: hidden each), left in bf16."""
-    return 2.0 * spec.hidden_size
+    """Norm weights of one decoder layer, left in bf16 (Float8Linear converts the linears only): its norm modules
+    (torchtitan's Llama: attention_norm, ffn_norm) at core.model.spec.norm_params' count each, as the parameter
+    count has them."""
+    return float(spec.norms_per_layer * norm_params(spec, spec.hidden_size))
 
 
 def dp_shard_enabled(state_shards, cp=1):
