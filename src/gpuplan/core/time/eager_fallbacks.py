@@ -92,6 +92,7 @@ from __future__ import annotations
 
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS, TINY_KERNEL_SECONDS
+from gpuplan.core.time.megatron_ops import FUSED_ROPE, UNFUSED_ROPE
 
 EXPERT_BIAS = "expert-bias"
 YARN_ROPE = "yarn-rope"
@@ -101,8 +102,9 @@ MEGATRON_EAGER_FALLBACKS = (EXPERT_BIAS, YARN_ROPE, CLAMPED_GLU, UNFUSED_BDA)
 """What Megatron-Core runs eagerly by default (no TE op fuser), for a model that has each path."""
 EAGER_FC2_BIAS_BYTES_PER_ELEMENT = {"bf16": 28.0, "fp32": 68.0}
 """HBM bytes per element of an expert output row, forward + backward, by probability dtype."""
-EAGER_ROPE_EXTRA_BYTES_PER_ELEMENT = 50.0 - 8.0
-"""HBM bytes per element of q and k beyond a fused RoPE kernel's, forward + backward."""
+EAGER_ROPE_EXTRA_BYTES_PER_ELEMENT = UNFUSED_ROPE[1] + UNFUSED_ROPE[3] - FUSED_ROPE[1] - FUSED_ROPE[3]
+"""HBM bytes per element of q and k beyond a fused RoPE kernel's, forward + backward: 24 + 26 - (4 + 4) = 42
+(core.time.megatron_ops' counts of both)."""
 EAGER_GLU_CLAMP_FORWARD_BYTES_PER_ELEMENT = 8.0
 EAGER_GLU_CLAMP_BYTES_PER_ELEMENT = EAGER_GLU_CLAMP_FORWARD_BYTES_PER_ELEMENT + 15.0
 """HBM bytes per element of an expert's first-linear output (bf16), forward (8) + backward (15)."""
@@ -112,7 +114,7 @@ UNFUSED_BDA_BIAS_BYTES_PER_ELEMENT = 2.0 + 2.0
 """HBM bytes per element of h of the unfused bias add (read, write; bf16), forward."""
 UNFUSED_BDA_KERNELS = (1, 0)
 """(forward, backward) kernels per layer of the unfused bias add beyond the fused bias-dropout-add's."""
-EAGER_ROPE_EXTRA_KERNELS = (12 - 2, 14 - 2)
+EAGER_ROPE_EXTRA_KERNELS = (UNFUSED_ROPE[0] - FUSED_ROPE[0], UNFUSED_ROPE[2] - FUSED_ROPE[2])  # (12 - 2, 14 - 2)
 """(forward, backward) tensor-sized kernels per layer the unfused RoPE of q and k launches beyond TE's fused RoPE."""
 EAGER_ROPE_FACTOR_KERNELS = 2 * 6
 """Small forward kernels per layer that rebuild cos / sin x mscale from the frequencies (q and k: 6 each)."""

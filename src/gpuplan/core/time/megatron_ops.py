@@ -208,13 +208,18 @@ def _widths(spec: ModelSpec) -> tuple[float, float, float, float, float, bool]:
             float(a.num_kv_heads * a.value_head_dim), float(spec.mlp.intermediate_size), spec.mlp.gated)
 
 
+FUSED_ROPE = (2, 2 * BF16, 2, 2 * BF16)
+"""(fwd kernels, fwd bytes per element, bwd kernels, bwd bytes per element) of TE's FusedRoPEFunc on q and k: one
+kernel per tensor, read + write each way."""
+UNFUSED_ROPE = (2 * 6, 24.0, 2 * 7, 26.0)
+"""The same for _apply_rotary_pos_emb_bshd on q and k (core.time.eager_fallbacks' YaRN reading), per element: t*cos 4,
+rotate_half 6, *sin 4, the sum 6, the closing cat 4 = 24 B, 6 kernels a tensor; backward 26 B, 7 kernels a tensor."""
+
+
 def _rope(ops: MegatronOps, width: float) -> tuple[float, float, float, float]:
     """(fwd kernels, fwd bytes, bwd kernels, bwd bytes) of RoPE on q and k of ``width`` elements in all."""
-    if ops.rope_fusion:  # FusedRoPEFunc: one kernel per tensor, read + write each way
-        return 2, 2 * BF16 * width, 2, 2 * BF16 * width
-    # _apply_rotary_pos_emb_bshd per element (core.time.eager_fallbacks' YaRN reading): t*cos 4,
-    # rotate_half 6, *sin 4, the sum 6, the closing cat 4 = 24 B, 6 kernels; backward 26 B, 7 kernels
-    return 12, 24.0 * width, 14, 26.0 * width
+    fwd_kernels, fwd_bytes, bwd_kernels, bwd_bytes = FUSED_ROPE if ops.rope_fusion else UNFUSED_ROPE
+    return fwd_kernels, fwd_bytes * width, bwd_kernels, bwd_bytes * width
 
 
 def cp_class(spec: ModelSpec, cp) -> OpClass:
