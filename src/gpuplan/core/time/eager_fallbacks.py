@@ -192,13 +192,21 @@ def eager_fallback_kernels(spec: ModelSpec, fallbacks: tuple[str, ...], rerun_ro
         forward, backward = EAGER_ROPE_EXTRA_KERNELS
         passes += forward * (1 + rerun_rope) + backward
         small += EAGER_ROPE_FACTOR_KERNELS * (1 + rerun_rope)
-    if CLAMPED_GLU in fallbacks and eager_glu_clamp_bytes_per_token(spec):
-        forward, backward = EAGER_GLU_CLAMP_KERNELS
-        passes += (forward * (1 + rerun_clamp) + backward) * spec.num_moe_layers / spec.num_layers
-    if UNFUSED_BDA in fallbacks and unfused_bda_bytes_per_token(spec):
-        forward, backward = UNFUSED_BDA_KERNELS
-        passes += forward * (1 + rerun_rope) + backward  # full recompute re-runs the layer's forward
+    forward, backward = path_kernels(spec, fallbacks, CLAMPED_GLU)
+    passes += (forward * (1 + rerun_clamp) + backward) * spec.num_moe_layers / spec.num_layers
+    forward, backward = path_kernels(spec, fallbacks, UNFUSED_BDA)
+    passes += forward * (1 + rerun_rope) + backward  # full recompute re-runs the layer's forward
     return passes, small
+
+
+def path_kernels(spec: ModelSpec, fallbacks: tuple[str, ...], path: str) -> tuple[int, int]:
+    """(forward, backward) tensor-sized kernels one layer that has it launches for ``path`` (CLAMPED_GLU: a MoE
+    layer's eager clamp, EAGER_GLU_CLAMP_KERNELS; UNFUSED_BDA: the unfused bias add, UNFUSED_BDA_KERNELS) where
+    the run takes that fallback and the model has the path, else (0, 0): the one reading eager_fallback_kernels
+    (the mean layer) and core.time.moe_layer.eager_fallback_layer_seconds (a MoE layer's phases) share."""
+    has_path, kernels = {CLAMPED_GLU: (eager_glu_clamp_bytes_per_token, EAGER_GLU_CLAMP_KERNELS),
+                         UNFUSED_BDA: (unfused_bda_bytes_per_token, UNFUSED_BDA_KERNELS)}[path]
+    return kernels if path in fallbacks and has_path(spec) else (0, 0)
 
 
 def eager_rope_fixed_seconds(spec: ModelSpec, fallbacks: tuple[str, ...]) -> float:

@@ -83,10 +83,8 @@ Nothing is fitted. Units: seconds, counts, bytes.
 from __future__ import annotations
 
 from gpuplan.core.bulk import minimum
-from gpuplan.core.time.eager_fallbacks import (CLAMPED_GLU, EAGER_GLU_CLAMP_KERNELS, EXPERT_BIAS, UNFUSED_BDA,
-                                               UNFUSED_BDA_KERNELS, YARN_ROPE, eager_fallback_kernels,
-                                               eager_glu_clamp_bytes_per_token, routing_probs_dtype,
-                                               unfused_bda_bytes_per_token)
+from gpuplan.core.time.eager_fallbacks import (CLAMPED_GLU, EXPERT_BIAS, UNFUSED_BDA, YARN_ROPE,
+                                               eager_fallback_kernels, path_kernels, routing_probs_dtype)
 from gpuplan.core.time.memory_kernels import KERNEL_FIXED_SECONDS, TINY_KERNEL_SECONDS, memory_bound_seconds
 
 EXPERT_KERNEL_MODES = ("per-expert", "fused")
@@ -288,11 +286,9 @@ def eager_fallback_layer_seconds(spec, settings, ep, fixed: float = KERNEL_FIXED
                                                      routing_probs_dtype(settings.ep_dispatcher), fixed)
     # the clamp's and the unfused bias add's kernels (eager_fallbacks' counts; the RoPE's sit in the phases'
     # element-wise work: core.time.step, eager_fallbacks.eager_rope_fixed_seconds); no small ones among them
-    for name, has_path, (kernels_f, kernels_b) in ((UNFUSED_BDA, unfused_bda_bytes_per_token, UNFUSED_BDA_KERNELS),
-                                                   (CLAMPED_GLU, eager_glu_clamp_bytes_per_token,
-                                                    EAGER_GLU_CLAMP_KERNELS)):
-        if name in settings.eager_fallbacks and has_path(spec):
-            forward, backward = forward + fixed * kernels_f, backward + fixed * kernels_b
+    for path in (UNFUSED_BDA, CLAMPED_GLU):  # eager_fallback_kernels' counts, per MoE layer and split by pass
+        kernels_f, kernels_b = path_kernels(spec, settings.eager_fallbacks, path)
+        forward, backward = forward + fixed * kernels_f, backward + fixed * kernels_b
     return forward, backward
 
 
