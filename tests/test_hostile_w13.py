@@ -58,3 +58,18 @@ def test_a_negative_count_past_the_bound_reads_as_every_negative_at_every_door(r
 def test_the_plan_files_and_the_schema_read_a_lost_float_alike(text, number, lost):
     assert plan_formats._lost(text, number) is lost
     assert (units.overflowed(text, number) or units.lost_to_zero(text, number)) is lost
+
+
+# ---- (c) --group-size: a refusal names -1 ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["0", "-2", "1e9", "65537", "1e400", "-1e400"])
+def test_a_group_size_refusal_names_per_channel_at_both_doors(run_cli, client, text):
+    """'--group-size 0' / '-2' said 'must be a positive, finite number' and '1e9' 'must be > 0 and <= 65536', both
+    wrong of -1 (per channel), which is valid; the web's JSON number is refused in the same words."""
+    valid = "must be -1 (per channel) or a whole number from 1 to 65536, e.g. 32, 64 or 128"
+    flag = field_refusal(run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", "--quantization", "int4",
+                                 f"--group-size={text}"), "group_size", valid)
+    assert flag.strip().endswith(valid), flag
+    if abs(float(text)) < 1e300:
+        web_refusal(client.post("/api/inference", json={"model": "llama-3-8b", "gpu": "h100", "quantization": "int4",
+                                                        "group_size": int(float(text))}), "group_size", valid)

@@ -3,10 +3,12 @@ concurrent sequences), the engine's memory settings and the efficiency factors."
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from pydantic import model_validator
 
+from gpuplan.core import units
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import setup as SU
@@ -26,12 +28,25 @@ QUANTIZATIONS = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
 KV_DTYPES = ("auto", *K.KV_DTYPE_BYTES)
 
 
+MAX_GROUP_SIZE = 1 << 16
+"""The largest --group-size taken (a bound on input: real checkpoints use 32 to 256, or -1)."""
+GROUP_SIZES = f"-1 (per channel) or a whole number from 1 to {MAX_GROUP_SIZE}, e.g. 32, 64 or 128"
+"""What --group-size takes. A refusal of 0, -2 or 1e9 said 'must be a positive, finite number' or 'must be > 0 and
+<= 65536', wrong of -1 (per channel), which is valid (wave 13)."""
+
+
 def _group(value: Any, info) -> int | None:
     if isinstance(value, str) and value.strip().lower() in ("-1", "none"):
         return None
     if value == -1:
         return None
-    return T.count(1 << 16, whole=True)(value, info)
+    try:
+        size = T.count(math.inf, whole=True)(value, info)  # no bound here: the one below names -1 as well
+    except units.NotPositive as exc:  # 0, -2, 1e400 and -1e400 (units.Overflowed)
+        raise exc.retold(exc.field, exc.value, f"must be {GROUP_SIZES}") from None
+    if size > MAX_GROUP_SIZE:
+        raise InputError(T._name(info), value, f"must be {GROUP_SIZES}")
+    return size
 
 
 def _f(default, help: str, shown: str | None = None):
