@@ -36,6 +36,9 @@ peer. Charging one per batch instead (wave 12, W2-B) moves the 292 held-out thro
 fast (Qwen3-235B on 64 GB200 -7.3% -> +21.2%, GPT-OSS on GB200 +23.8 -> +30.2% bias), so the per-peer
 term stands in for a cost the model lacks there (docs/step.md, 'The expert all-to-all's latency').
 Measured (deepseek-ai/DeepEP#303, 8 H20, 128 B): 10.6 us, against 35 us per peer and 5 us per batch.
+Nor do the channels cap its bandwidth: published alltoall_perf runs at 0.5-16 GiB a rank (GB200 / GB300 NVL72
+at 4, 8 and 64 ranks, B300, 4 H100; collective_measurements.yaml) reach 87-101% of the link rate the model charges
+(docs/step.md, 'The all-to-all's bandwidth at large payloads').
 """
 
 from __future__ import annotations
