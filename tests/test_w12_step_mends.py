@@ -48,7 +48,13 @@ def test_cp_ring_hides_behind_the_models_own_forward_and_backward_attention():
     settings = StepSettings(seq_len=4096, attention_kernel="eager", attention_dropout=0.1)
     tp, cp, k = 8, 4, 4
     share = attention_forward_share(spec, cluster.gpu, settings, tp)
-    assert share == pytest.approx(0.3966, abs=5e-4)
+    # by hand (core.time.attention_core, eager): matmuls 4 x 4,096 x 4,096 / tp 8 / (989.4e12 x MAMF 0.803) = 10.56 ns
+    # a token; 32 / 8 x 4,096 = 16,384 scores at (8 + 5 dropout) B forward, (14 + 5) B backward, at 3.35e12 x 0.75:
+    # forward 10.56 + 84.77 = 95.33 ns, backward 2 x 10.56 + 123.90 = 145.02 ns: share 95.33 / 240.35 = 0.3966
+    matmul = 4 * 4096 * 4096 / tp / (989.4e12 * 0.803)
+    forward, backward = matmul + 16384 * 13 / (3.35e12 * 0.75), 2 * matmul + 16384 * 19 / (3.35e12 * 0.75)
+    assert share == pytest.approx(forward / (forward + backward), rel=1e-9)
+    assert forward == pytest.approx(95.33e-9, rel=1e-4)
     assert attention_forward_share(spec, cluster.gpu, StepSettings(seq_len=4096), tp) == pytest.approx(1 / 3.5)
     step = step_time(spec, cluster, settings, dp=1, tp=tp, cp=cp, micro_batch=1, micro_batches=k)
     layers = spec.num_layers
@@ -62,7 +68,15 @@ def test_cp_ring_hides_behind_the_models_own_forward_and_backward_attention():
     per_layer = (cp - 1) * max(0, t - a_f) + 2 * max(0, t - a_b) + (cp - 2) * max(0, 2 * t - a_b)
     assert per_layer > 0
     assert float(step.cp_comm) == pytest.approx(k * layers * per_layer, rel=1e-9)
-    assert float(step.cp_comm) == pytest.approx(5.004e-3, abs=2e-6)
+    # by hand: t = 524,288 B / 45 GB/s + 15 us = 26.65 us on the network (tp x cp = 32 spans 4 nodes); a layer's
+    # attention per ring step on 1,024 local tokens: forward 1,024 x 95.33 ns / 4 = 24.40 us, backward 1,024 x
+    # 145.02 ns / 4 = 37.12 us; exposed 3 x (26.65 - 24.40) + 2 x 0 + 2 x (53.30 - 37.12) = 39.10 us x 4 micro-batches
+    # x 32 layers = 5.004 ms
+    assert t == pytest.approx(524288 / 45e9 + 15e-6, rel=1e-12)
+    assert (a_f, a_b) == (pytest.approx(1024 * forward / cp, rel=1e-9), pytest.approx(1024 * backward / cp, rel=1e-9))
+    hand = 3 * (t - 1024 * forward / cp) + 2 * (2 * t - 1024 * backward / cp)
+    assert float(step.cp_comm) == pytest.approx(k * layers * hand, rel=1e-9)
+    assert hand == pytest.approx(39.10e-6, rel=1e-3)
 
 
 def test_te_ring_kernels_only_where_te_runs_the_ring():
@@ -82,6 +96,8 @@ def test_te_ring_kernels_only_where_te_runs_the_ring():
     ring = CP.ring_kernels(spec, 2, 4096, gpu.memory_bandwidth, 4) * 4096
     te, other = (microbatch_compute_time(spec, cluster, StepSettings(seq_len=8192, te_cp_ring=on), 4, 2, 1, 16,
                                          False).total for on in (True, False))
+    # ring: 0.0784 ms of kernels' fixed time + 4,096 x 76,032 B / 7.12 TB/s = 0.0784 + 0.0437 = 0.1221 ms a layer
+    # (the hand working of tests/test_context_parallel.py test_ring_kernels_at_the_405b_layout_by_hand)
     assert te - other == pytest.approx(16 * ring, rel=1e-9) and ring == pytest.approx(0.1221e-3, rel=1e-3)
     for framework, runs_te in (("megatron", True), ("generic", False), ("deepspeed", False)):
         inputs = PlanInputs(model="llama-3.1-8b", tokens=1e11, gpu="h100", gpus=16, framework=framework, cp=2)
