@@ -26,7 +26,9 @@ all-reduce-then-gather ZeRO-1 (3fa61ee, 9fd39b5), MPT-7B's recipe layout and sha
 fp32 gradient reduction (grad_dtype, read from its nanotron config after its -19.0% was seen; StarCoderBase's move to
 its own shape in wave 12 is a model reading, like SantaCoder's in wave 11); and in wave 12 llm.c's GPT-2 774M and
 1558M, whose stated framework moved to llm.c's own (framework: llmc, 8d29eb4) after their +31.4% / +9.9% were seen (the
-350M entered with it: held out, though its step was seen while the profile was built). docs/accuracy.md reports them
+350M entered with it: held out, though its step was seen while the profile was built); and in wave 13 LLaMA-65B's
+pipeline schedule (--vpp 1, fairscale's GPipe: training_runs.yaml schedule_source, 909189b) after its -9.8% was seen.
+docs/accuracy.md reports them
 apart from the untouched held-out runs (end_to_end_split_table)."""
 ISSUE_15_RUNS = ("llama1-65b", "bloom-176b", "palm-540b", "pythia-70m", "pythia-1b", "llama3.1-405b", "deepseek-v3",
                  "tinyllama-1.1b")
@@ -37,9 +39,13 @@ SECOND_SET = ("pythia-160m", "pythia-410m", "pythia-1.4b", "pythia-2.8b", "pythi
 THIRD_SET = ("santacoder-1.1b", "llmc-gpt2-774m", "llmc-gpt2-1558m", "llmc-gpt2-350m")
 """The third set by the same criterion (wave 7, 882de08 / bf88697; llm.c 350M entered in wave 12 once --framework llmc
 counts its memory; tests/test_gpu_hours_runs_third_set.py)."""
+FOURTH_SET = ("biomedlm-2.7b",)
+"""The fourth set by the same criterion (wave 13, e4f10d6): BioMedLM 2.7B, from its card, read in full in wave 13
+(tests/test_gpu_hours_w13.py)."""
 PREDICTED_SETS = (("issue 15's runs, the 15% bar", ISSUE_15_RUNS),
                   ("second set (issue 37), not in the bar", SECOND_SET),
-                  ("third set (wave 7), not in the bar", THIRD_SET))
+                  ("third set (wave 7), not in the bar", THIRD_SET),
+                  ("fourth set (wave 13), not in the bar", FOURTH_SET))
 STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
           "ep_dispatcher", "dp_overlap", "tp_overlap", "sequence_parallel",
           "grad_all_reduce", "grad_dtype")
