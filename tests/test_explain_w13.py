@@ -4,7 +4,8 @@ The table used to rebuild the costs beside step_time: the stage's layers worked 
 whose layers step_time adds to the collectives' count: core.model.mtp) and the compute window given as the finished
 step's compute (step_time passes the micro-batches' and the copies' before the host, expert-kernel and accumulation
 terms). DeepSeek-V3 on 1,024 H100 (dp1024 ep64 ZeRO-3, full recompute): its exposed column summed 2.491 s against
-the step's 2.527 s. The rows are now StepBreakdown.collectives, the costs step_time sums, so the columns add up to
+the step's 2.527 s, all of it the MTP module (EP all-to-alls 232 -> 236, DP calls 61 / 122 -> 62 / 124; the DP
+window's difference moved no exposed second on that layout). The rows are now StepBreakdown.collectives, the costs step_time sums, so the columns add up to
 the step exactly; the issue-37 acceptance: per collective the bytes, NCCL algorithm / protocol, link, s/step and
 exposed s, for every collective the step charges."""
 
