@@ -45,7 +45,8 @@ def test_a_negative_count_past_the_bound_reads_as_every_negative_at_every_door(r
     flag = field_refusal(run_cli("budget", "--model", "llama-3-8b", "--tokens=-1e20"), "tokens", units.NOT_POSITIVE)
     web = web_refusal(client.post("/api/budget", json={"model": "llama-3-8b", "gpu": "h100", "tokens": -1e20}),
                       "tokens", units.NOT_POSITIVE)
-    assert flag.strip().removeprefix("error: tokens: got '-1e20'") == web.removeprefix("tokens: got -1e+20"), (flag, web)
+    same = flag.strip().removeprefix("error: tokens: got '-1e20'") == web.removeprefix("tokens: got -1e+20")
+    assert same, (flag, web)
     field_refusal(run_cli("budget", "--model", "llama-3-8b", "--tokens=-1e400"), "tokens", "<= 1e+18")
 
 
@@ -73,3 +74,32 @@ def test_a_group_size_refusal_names_per_channel_at_both_doors(run_cli, client, t
     if abs(float(text)) < 1e300:
         web_refusal(client.post("/api/inference", json={"model": "llama-3-8b", "gpu": "h100", "quantization": "int4",
                                                         "group_size": int(float(text))}), "group_size", valid)
+
+
+# ---- (d) a whole count's text: its own forms; 'inf' / 'nan' as a number's ----------------------------------------
+
+@pytest.mark.parametrize("field, text, words", [
+    ("tp", "true", "expected a whole number such as 8 or 1K"),
+    ("micro_batch", "2%", "expected a whole number such as 8 or 1K"),
+    ("seq_len", "lots", "expected a number of tokens, e.g. 4096, 8K or 128K"), ("tp", "nan", "must be a finite number"),
+    ("seq_len", "-inf", "must be a finite number"),
+    ("tokens", "lots", "expected a number with an optional K/M/B/T suffix, e.g. 7B or 2T")])
+def test_a_counts_refused_text_says_what_the_field_takes_at_four_doors(run_cli, client, tmp_path, field, text, words):
+    """'--tp true', '--micro-batch 2%' were told 'expected a number with an optional K/M/B/T suffix, e.g. 7B or
+    2T' (a parameter count's forms); '--tp nan' too, where a plan file's `.nan`, the Python API's float('nan') and
+    `--rps nan` say 'must be a finite number'. The flag, a plan file, the web body and the Python API now agree."""
+    from gpuplan import BudgetInputs
+
+    line = f"{field}: got {text!r}; {words}"
+    flag = field_refusal(run_cli("budget", "--model", "llama-3-8b", "--gpu", "h100", f"--{field.replace('_', '-')}",
+                                 text), field, words)
+    assert flag.strip() == f"error: {line}", flag
+    plan = tmp_path / "p.yaml"
+    plan.write_text(f'model: llama-3-8b\ngpu: h100\n{field}: "{text}"\n')
+    code, _, from_file = run_cli("budget", str(plan))
+    assert code == 2 and from_file.strip() == f"error: {plan}: {line}", from_file
+    assert web_refusal(client.post("/api/budget", json={"model": "llama-3-8b", "gpu": "h100", field: text}),
+                       field, words) == line
+    with pytest.raises(InputError) as caught:
+        BudgetInputs(model="llama-3-8b", gpu="h100", **{field: text})
+    assert str(caught.value) == line

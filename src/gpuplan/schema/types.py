@@ -129,10 +129,26 @@ def _bounded(number: float, value: Any, field: str, low: float, high: float, low
     return number
 
 
+_NOT_FINITE = re.compile(r"[-+]?(?:inf|infinity|nan)")
+"""Text that float() reads as an infinity or NaN: a count refuses it as number() does, not by its form."""
+
+
+def _count_forms(whole: bool, suffix_base: float) -> str:
+    """What a count's text may look like, for the refusal of text that is not a count: a token length takes K
+    (1,024), a whole count a number such as 8, any other the K/M/B/T suffixes of a parameter or token count."""
+    if suffix_base == 1024:
+        return "expected a number of tokens, e.g. 4096, 8K or 128K"
+    if whole:
+        return "expected a whole number such as 8 or 1K"
+    return "expected a number with an optional K/M/B/T suffix, e.g. 7B or 2T"
+
+
 def count(high: float, *, low: float = 0.0, whole: bool = False, suffix_base: float = 1000.0):
     """A positive count with an optional K/M/B/T suffix ("7B", "2T", 1.5e12), in (0, ``high``]
     (or [``low``, ``high``]). ``whole``: refuse fractions. ``suffix_base`` 1024 reads K/M as
     2**10/2**20 (token lengths: "8K" = 8,192, "128K" = 131,072 as model cards name contexts)."""
+
+    forms = _count_forms(whole, suffix_base)
 
     def parse(value: Any, info: ValidationInfo) -> float | int:
         field = _name(info)
@@ -143,13 +159,19 @@ def count(high: float, *, low: float = 0.0, whole: bool = False, suffix_base: fl
             if match:
                 value = float(match.group(1)) * (1024 if match.group(2) in "kK" else 2**20)
         elif not isinstance(value, int | float):
-            _text(value, field)
+            text = _text(value, field)
+        if isinstance(value, str) and _NOT_FINITE.fullmatch(text.lower()):
+            raise InputError(field, value, "must be a finite number")  # as number() and a plan file's .inf say
         try:
             counted = units.parse_count(value, field)
         except units.Overflowed as exc:  # '1e400', '1e300T' overflow to inf: past the high bound (_past_bound)
             if isinstance(value, str):
                 _past_bound(value, value, field, low, high, low == 0)
             raise exc from None
+        except units.NotPositive:
+            raise
+        except InputError as exc:  # the text's form: say the field's ('--tp true' was told 'e.g. 7B or 2T')
+            raise exc.retold(exc.field, exc.value, forms) from None
         number = _bounded(counted, value, field, low, high, low == 0)
         if whole:
             if number != int(number):
