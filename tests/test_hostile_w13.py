@@ -103,3 +103,19 @@ def test_a_counts_refused_text_says_what_the_field_takes_at_four_doors(run_cli, 
     with pytest.raises(InputError) as caught:
         BudgetInputs(model="llama-3-8b", gpu="h100", **{field: text})
     assert str(caught.value) == line
+
+
+# ---- (e) a weight format a GPU cannot run quotes what was typed ----------------------------------------------------
+
+def test_int4_on_a_gpu_without_fp16_quotes_int4_at_both_doors(run_cli, client):
+    """'--quantization int4 --gpu gaudi3' was refused as "got 'int4-g128'; Intel Gaudi 3 (OAM) has no fp16 compute
+    path": a format name nobody typed, and fp16 unexplained (int4 weights are dequantised to fp16 for the matmuls,
+    core.serving.weights FORMATS). Gaudi 3's catalog peaks are bf16 and fp8 only."""
+    words = ("int4-g128 weights run their matmuls in fp16: Intel Gaudi 3 (OAM) has no fp16 compute path (it has bf16, "
+             "fp8); choose a format it runs: --quantization bf16 or fp8")
+    flag = field_refusal(run_cli("infer", "--model", "llama-3-8b", "--gpu", "gaudi3", "--quantization", "int4"),
+                         "quantization", words)
+    assert flag.strip() == f"error: quantization: got 'int4'; {words}", flag
+    web = web_refusal(client.post("/api/inference", json={"model": "llama-3-8b", "gpu": "gaudi3", "quantization": "int4"}),
+                      "quantization", words)
+    assert web == flag.strip().removeprefix("error: ")

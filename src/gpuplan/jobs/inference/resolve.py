@@ -196,8 +196,11 @@ def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: di
         runs = [q for q in QUANTIZATIONS if q != "auto" and gpu.has_dtype(W.weight_format(q).compute_dtype)]
         listed = ", ".join(runs[:-1]) + " or " + runs[-1] if len(runs) > 1 else "".join(runs)
         hint = f"choose a format it runs: --quantization {listed}" if runs else "no weight format runs on it"
-        raise InputError("quantization", fmt.name, f"{gpu.name} has no {fmt.compute_dtype} compute path "
-                         f"(it has {have}); {hint}")
+        # the value typed ('int4', not the format's name 'int4-g128'); int4 names the dtype its matmuls run in
+        runs_in = f"{fmt.name} weights run their matmuls in {fmt.compute_dtype}: " if fmt.name != fmt.compute_dtype \
+            else ""
+        raise InputError("quantization", fmt.name if choice == "auto" else choice, f"{runs_in}{gpu.name} has no "
+                         f"{fmt.compute_dtype} compute path (it has {have}); {hint}")
     return fmt, origin, notes
 
 
