@@ -116,6 +116,6 @@ def test_int4_on_a_gpu_without_fp16_quotes_int4_at_both_doors(run_cli, client):
     flag = field_refusal(run_cli("infer", "--model", "llama-3-8b", "--gpu", "gaudi3", "--quantization", "int4"),
                          "quantization", words)
     assert flag.strip() == f"error: quantization: got 'int4'; {words}", flag
-    web = web_refusal(client.post("/api/inference", json={"model": "llama-3-8b", "gpu": "gaudi3", "quantization": "int4"}),
-                      "quantization", words)
+    body = {"model": "llama-3-8b", "gpu": "gaudi3", "quantization": "int4"}
+    web = web_refusal(client.post("/api/inference", json=body), "quantization", words)
     assert web == flag.strip().removeprefix("error: ")
