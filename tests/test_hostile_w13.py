@@ -119,3 +119,18 @@ def test_int4_on_a_gpu_without_fp16_quotes_int4_at_both_doors(run_cli, client):
     body = {"model": "llama-3-8b", "gpu": "gaudi3", "quantization": "int4"}
     web = web_refusal(client.post("/api/inference", json=body), "quantization", words)
     assert web == flag.strip().removeprefix("error: ")
+
+
+# ---- (f) --engine's help names the default releases the code uses -------------------------------------------------
+
+def test_the_engine_help_names_the_newest_modelled_releases(run_cli):
+    """The help said the default was 'sglang==0.5.3' while a bare --engine sglang ran 0.5.6 (releases.NEWEST, the
+    answer's 'default: the newest release modelled'); the text is now built from NEWEST."""
+    from gpuplan.core.serving import releases as REL
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    described = InferenceInputs.model_fields["engine"].description
+    assert "vllm==0.29, sglang==0.5.6, trtllm==1.0" in described, described
+    assert all(REL.release_of(e).label in described for e in REL.NEWEST)
+    code, out, _ = run_cli("infer", "--help")
+    assert code == 0 and "sglang==0.5.6" in out and "sglang==0.5.3" not in out

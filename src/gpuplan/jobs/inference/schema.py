@@ -156,7 +156,7 @@ class InferenceInputs(ModelFields):
     engine: Annotated[T.typed(str, _engine, {"type": "string", "maxLength": 40}), _f(
         "vllm", "Serving engine and release whose memory rules are modelled: vllm, sglang or trtllm, optionally "
                 "with a release, e.g. vllm==0.19, sglang==0.4.9, trtllm==1.0 (default: each engine's newest "
-                "modelled release: vllm==0.29, sglang==0.5.3, trtllm==1.0; docs/inference.md).")]
+                f"modelled release: {', '.join(REL.release_of(e).label for e in REL.NEWEST)}; docs/inference.md).")]
     gpu_memory_utilization: Annotated[EngineFraction | None, _f(None, "vLLM share of GPU memory the instance may "
                                                                 "use.", "the release's: 0.9, 0.92 from 0.21")]
     mem_fraction_static: Annotated[EngineFraction | None, _f(None, "SGLang: share of GPU memory for weights + KV "
