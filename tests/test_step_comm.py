@@ -307,8 +307,7 @@ def test_block_scaled_factor_is_the_fit_of_its_named_subset_and_holds_out():
     predicted ratio rose where the gather is exposed, 405B +2.0 points; the refit then lowered the factor
     1.164 -> 1.149, lowering every held-out ratio ~0.4 point) and the 25.11 405B / B200 MXFP8 run gathers
     synchronously (its perf config's overlap_param_gather False: +0.9 point); the bound is that 2.97% (2.98% when set) +
-    0.1 point, so a regression past it fails. 3.08% -> 3.17% at 47d6132 (the GB300's FP8 GEMMs at cuDNN's FP8 backward
-    ratio, core/time/efficiency.py: its two GB300 pairs' predicted ratio -0.4 point each, read, not fitted); bound 3.17 + 0.1."""
+    0.1 point, so a regression past it fails."""
     from gpuplan.core.time.step import BLOCK_SCALED_GEMM_TIME_FACTOR
     from gpuplan.jobs.validation.fp8_recipes import fit_block_scaled_gemm_time_factor, recipe_pairs
 
@@ -319,7 +318,7 @@ def test_block_scaled_factor_is_the_fit_of_its_named_subset_and_holds_out():
                                          "mbridge-25.09-llama-3.1-405b-b200-128g-mxfp8"]
     assert fit_block_scaled_gemm_time_factor(fit) == pytest.approx(BLOCK_SCALED_GEMM_TIME_FACTOR, abs=0.01)
     held = [abs(p.predicted_ratio() / p.measured_ratio - 1) for p in pairs if p.same_layout and not p.in_fit_subset]
-    assert len(held) == 9 and sum(held) / len(held) < 0.0327, held
+    assert len(held) == 9 and sum(held) / len(held) < 0.031, held
     # the four MoE pairs also carry current scaling's per-expert amax pass (core.time.moe_layer): DeepSeek-V3
     # on 256 B200 (32 local experts) -9.0% (-3.8% before it); the other eight within 5%
     assert sorted(held)[-2] < 0.05 and max(held) < 0.10, held

@@ -33,17 +33,13 @@ FP8_MAMF_RATIO = 0.709 / 0.803
 # 1.141x faster on the GB300 (geometric mean of 18 shapes at s >= 8,192, range 1.08-1.22; FP8 backward
 # 1.23), while its memory-bound norm kernels (benchmark/norms/results) run 1.01x: the GB300 sustains
 # ~1.14x the GB200's tensor rate at equal spec peaks (160 / 148 SMs = 1.08, the rest clock under 1,400 vs
-# 1,200 W). Its BF16 fraction is the GB200's measured MAMF x that ratio (equal peaks); NVFP4,
+# 1,200 W). Its BF16 / FP8 fractions are the GB200's measured MAMF x that ratio (equal peaks); NVFP4,
 # never measured, keeps the B300's FP8 fraction (kernels_like). tests/test_gb300_kernel_rate.py.
+# The FP8 backward's 1.234 is not the FP8 GEMM ratio: it would put the GB300's FP8 GEMMs at 2.14x its BF16
+# ones on peaks 2.0x apart, and the same CSVs' MXFP8 backward gives 1.169 (docs/step.md "Blackwell twins").
 GB300_OVER_GB200_TENSOR_RATE = 1.141
-# Its FP8 fraction takes the same benchmark's FP8 backward passes instead (the same 18 shapes, geometric mean
-# 1.234, range 1.18-1.30): the FP8 tensor path gains more than the BF16 one, and not from the doubled SFU, since
-# the head-dim-192 shapes, furthest from the exponential roof (2 x (3 x 192 + 2 x 128) = 1,664 tensor FLOPs per
-# exponential against 1,024 that FP8 binds at), gain the most (12 shapes 1.243; head dim 128, 1,280 per
-# exponential: 6 shapes 1.217). docs/step.md "Blackwell twins"; tests/test_blackwell_twins_w13.py.
-GB300_OVER_GB200_FP8_TENSOR_RATE = 1.234
 MAMF_FRACTION["gb300"] = round(MAMF_FRACTION["gb200"] * GB300_OVER_GB200_TENSOR_RATE, 3)
-MAMF_FP8_FRACTION["gb300"] = round(MAMF_FP8_FRACTION["gb200"] * GB300_OVER_GB200_FP8_TENSOR_RATE, 3)
+MAMF_FP8_FRACTION["gb300"] = round(MAMF_FP8_FRACTION["gb200"] * GB300_OVER_GB200_TENSOR_RATE, 3)
 RATIO_DERIVED = ("gb300",)
 """Parts whose fractions above come from another part's MAMF and a measured BF16 / FP8 kernel ratio."""
 # Executed (causal) attention FLOPs per second / dense peak, forward+backward of the fused
