@@ -295,11 +295,12 @@ def predict_tokens_per_gpu_s(run: dict[str, Any], **step_overrides: Any) -> floa
     return lay["global_batch"] * run["model"]["seq_len"] / predicted_step(run, **step_overrides).total / run["gpus"]
 
 
-def predicted_step(run: dict[str, Any], **step_overrides: Any):
+def predicted_step(run: dict[str, Any], gpu=None, **step_overrides: Any):
     """The step model's StepBreakdown (seconds by term) at the run's layout, as predict_tokens_per_gpu_s
-    times it."""
+    times it; ``gpu``: an Accelerator to time it on instead of the catalog's run["gpu"] (a what-if copy with
+    other rates, scripts/blackwell_ultra_pairs.py step_split)."""
     spec = run_spec(run["model"])
-    gpu = load_accelerator(run["gpu"])
+    gpu = gpu or load_accelerator(run["gpu"])
     cluster = cluster_for(gpu)
     lay = nemo2_layout(run)  # the ZeRO stage the memory check reads (NeMo rows' distributed optimizer)
     torchtitan, ddp = run["family"].startswith("torchtitan"), megatron_ddp(run)
