@@ -11,6 +11,7 @@ from gpuplan.jobs.validation.estimate import (
     accuracy_markdown,
     validation_report,
 )
+from gpuplan.jobs.validation.gpu_hours import FOURTH_SET
 from helpers import validation_cases_once
 
 
@@ -88,7 +89,8 @@ def test_predicted_gpu_hours_note_quotes_the_held_out_end_to_end_means():
     """The same note quotes the end-to-end GPU-hours error of the held-out runs (docs/accuracy.md, kind
     'train --mfu predicted, end to end ... held out'): 'N% mean over sixteen held-out runs ... M% on the 7 runs
     fixed before TinyLlama, K% on the 8 chosen by a written criterion before their predictions were computed'
-    (training_runs.yaml's header). All three are recomputed here from the cases, to the note's one decimal."""
+    (training_runs.yaml's header), and the twenty-one with wave 13's fourth set. All are recomputed here from the
+    cases, to the note's one decimal."""
     import re
 
     from gpuplan.jobs.training.estimate import estimate_training
@@ -98,10 +100,14 @@ def test_predicted_gpu_hours_note_quotes_the_held_out_end_to_end_means():
     report = estimate_training(TrainingInputs(model="llama-3-8b", gpu="h100", gpus=64, tokens=1e12, mfu="predicted"))
     note = next(str(n) for n in report.notes if str(n).startswith("--mfu predicted is the steady state"))
     found = re.search(r"(\d+\.\d)% mean over twenty held-out runs.*? (\d+\.\d)% on the 7 runs fixed before TinyLlama, "
-                      r"(\d+\.\d)% on the 8 chosen by a written criterion.*? (\d+\.\d)% on the 4 of wave 7", note)
+                      r"(\d+\.\d)% on the 8 chosen by a written criterion.*? (\d+\.\d)% on the 4 of wave 7.*? "
+                      r"(\d+\.\d)% over twenty-one with wave 13's", note)
     assert found, note
-    held = [c for c in validation_cases_once() if c.kind == KIND_END_TO_END.format(role="held out")
-            and c.id != "biomedlm-2.7b"]  # wave 13's, quoted apart (tests/test_gpu_hours_w13.py)
+    every = [c for c in validation_cases_once() if c.kind == KIND_END_TO_END.format(role="held out")]
+    assert len(every) == 21 and [c.id for c in every if c.id in FOURTH_SET] == list(FOURTH_SET)
+    # the twenty-one: every held-out row, wave 13's fourth set (BioMedLM 2.7B) included, to the note's one decimal
+    assert float(found[5]) == round(100 * sum(abs(c.error) for c in every) / 21, 1)
+    held = [c for c in every if c.id not in FOURTH_SET]  # wave 13's, quoted apart (tests/test_gpu_hours_w13.py)
     second = [c for c in held if c.id in SECOND_SET]
     third = [c for c in held if c.id in THIRD_SET]
     before = [c for c in held if c.id not in SECOND_SET + THIRD_SET + ("tinyllama-1.1b",)]
@@ -204,7 +210,7 @@ def test_software_facts_passed_to_predicted_gpu_hours_carry_their_source():
     # tinyllama-1.1b: its lit-gpt pretrain script checkpoints no activations, its README runs flash attention 2
     assert {r["id"] for r in stated} == {"bloom-176b", "palm-540b", "pythia-70m", "pythia-1b", "deepseek-v3",
                                          "smollm3-3b", "llama1-65b", "tinyllama-1.1b", *SECOND_SET, *THIRD_SET,
-                                         "biomedlm-2.7b"}
+                                         *FOURTH_SET}
     assert all(r.get("cluster_source") for r in stated)
     # issue 15's bar holds on the runs it was set on; the second set (issue 37, chosen by training_runs.yaml's
     # criterion before its predictions were computed) is 21.9% mean on this kind at 0f09bc2 (the 29.1% quoted
@@ -212,7 +218,7 @@ def test_software_facts_passed_to_predicted_gpu_hours_carry_their_source():
     # 0f09bc2's SantaCoder shape: both stated in validate's 'by set' table (gpu_hours.predicted_sets_table,
     # tests/test_w3_mend_r2_predicted_sets) and docs/training.md
     errors = [abs(c.error) for i, c in cases_by(KIND_PREDICTED).items()
-              if i not in ("smollm3-3b", "biomedlm-2.7b") + SECOND_SET + THIRD_SET]  # + wave 13's fourth set
+              if i not in ("smollm3-3b",) + SECOND_SET + THIRD_SET + FOURTH_SET]
     assert len(errors) == 8 and sum(errors) / 8 <= 0.15
 
 

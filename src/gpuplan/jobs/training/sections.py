@@ -306,7 +306,7 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "405B, DeepSeek-V3 and llm.c's GPT-2 350M / 774M / 1558M, 2024, 0.83-1.09x: docs/accuracy.md); the "
                    "budget's failure and checkpoint lines hold part of that (with them and the stated batch ramps and "
                    "layouts, 10.6% mean over twenty "
-                   "held-out runs, predicted low on average; 11.8% on the 7 runs fixed before TinyLlama, 8.9% on the 8 "
+                   "held-out runs, predicted low on average; 11.9% on the 7 runs fixed before TinyLlama, 8.9% on the 8 "
                    "chosen by a written criterion before their predictions were computed, 13.2% on the 4 of wave 7 "
                    "chosen by the same criterion, llm.c's under --framework llmc; 12.9% over twenty-one with wave 13's "
                    "BioMedLM 2.7B, by the same criterion, -58.7%: docs/training.md)")

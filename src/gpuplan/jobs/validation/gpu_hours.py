@@ -26,9 +26,7 @@ all-reduce-then-gather ZeRO-1 (3fa61ee, 9fd39b5), MPT-7B's recipe layout and sha
 fp32 gradient reduction (grad_dtype, read from its nanotron config after its -19.0% was seen; StarCoderBase's move to
 its own shape in wave 12 is a model reading, like SantaCoder's in wave 11); and in wave 12 llm.c's GPT-2 774M and
 1558M, whose stated framework moved to llm.c's own (framework: llmc, 8d29eb4) after their +31.4% / +9.9% were seen (the
-350M entered with it: held out, though its step was seen while the profile was built); and in wave 13 LLaMA-65B's
-pipeline schedule (--vpp 1, fairscale's GPipe: training_runs.yaml schedule_source, 909189b) after its -9.8% was seen.
-docs/accuracy.md reports them
+350M entered with it: held out, though its step was seen while the profile was built). docs/accuracy.md reports them
 apart from the untouched held-out runs (end_to_end_split_table)."""
 ISSUE_15_RUNS = ("llama1-65b", "bloom-176b", "palm-540b", "pythia-70m", "pythia-1b", "llama3.1-405b", "deepseek-v3",
                  "tinyllama-1.1b")
