@@ -5,6 +5,24 @@ Leftovers: (a) units.parse_count / parse_duration report a number that overflowe
 (units.Overflowed, a NotPositive), so schema.types no longer compares the message's text to tell it; (b) the plan
 files' float readers (adapters.plan_formats._lost) and schema.types._no_underflow share units.overflowed /
 units.lost_to_zero instead of writing the underflow test twice.
+
+The sweep (scripts outside the suite, in-process `gpuplan.cli.main` under a SIGALRM time box of 20-60 s, the web app
+through its TestClient; 2026-12-06), about 20,000 cases: 1,584 --fsdp-float8-all-gather x 6 frameworks x 6 dtypes x
+5 layouts x 4 GPUs (train / memory / plan) and --fp8-recipe tensorwise / rowwise / mxfp8 / nvfp4 / '' on 8 GPUs;
+1,485 infer cases (--group-size -1 / 0 / 3 / 32 ... 256 / 1e9 / nan / fullwidth x 5 formats x 4 models with MoE,
+7 engine names x 22 release spellings and 6 separators, --speculative x 8 releases x 3 models, --rps / --ttft-p99 /
+--tpot and 20 other numbers x 29 values with units); 1,920 numeric flags of train / plan / budget / memory x 20
+values; 688 layouts (tp / pp / cp / ep / vpp / etp not dividing heads, layers, experts or GPUs, micro-batch past the
+global batch, --seq-len past the positions); 270 hostile plan files (54 files x 5 commands: alias bombs, 5,000-deep
+nesting, duplicate keys, 3 MiB, Latin-1, UTF-16, BOM, NUL, python tags, a directory, a FIFO, /dev/zero, symlink
+loops); 472 `report` runs (the same files x 8 --out targets: nothing written on a refusal); 160 config.json
+mutations (no vocab_size, 0, -5, '32000', 1e30, NaN, heads, MoE, quantization_config) x 5 commands; 3,600 infer
+weight formats x 15 GPUs x 5 engines x KV dtypes; 1,335 web bodies (the same values, raw bodies, content types,
+paths named in model / calibration / draft_model / gpu / provider, with open() spied: none opened) and their CLI
+twins; 943 values x 3 doors (flag, plan file, Python API) and 288 fsdp flag / web pairs; 7,500 random option
+combinations. No traceback, hang or refusal over one line; the slowest case took 22.8 s (`infer --prefill-tokens
+1`: 3,840 one-token chunks x 105 searched setups, within MAX_PREFILL_CHUNKS' documented ~30 s). The defects it
+found are (c)-(f) below and the --tp / --tp nan wording of (d).
 """
 
 import pytest
