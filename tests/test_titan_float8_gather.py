@@ -91,6 +91,42 @@ def test_the_removed_cast_is_the_fullest_stages():
     assert TF.removed_cast_seconds(spec, 3.35e12, pp=4, stage_layers=30, **args) == pytest.approx(got * 30 / 32)
 
 
+def test_the_removed_cast_is_the_pacing_stages(h100_cluster):
+    """Llama 3.1 8B at pp 3 splits 11, 11, 10 (stage_span); the last stage, one layer fewer but the 128,256-word
+    LM head, is the slower, so step_time's micro-batch is the last stage's and the float8 gather takes the weight
+    cast (and the amax pass) off its 10 layers, not the first stage's 11 (the cast each stage's time holds is its
+    own layers'). dp 16 x ZeRO-3, 8 micro-batches of 8,192 tokens, no recompute, 2.4 TB/s. One layer of matrices
+    (2 x 4,096^2 + 2 x 4,096 x 1,024 + 3 x 4,096 x 14,336 = 218,103,808) is, by hand, a cast of 5 B x 8 micro-batches
+    / (2.4e12 x 0.75) = 4.8468 ms less taken off, and an amax pass of 4 B / 16 ranks / (2.4e12 x 0.89) = 0.0255 ms
+    less run: the 11-layer choice would make the step 4.821 ms too short."""
+    from gpuplan.core.memory.model_states import stage_span
+    from gpuplan.core.time import step as S
+
+    spec, cl = load_model("llama-3.1-8b"), h100_cluster
+    settings = StepSettings(dtype="fp8", seq_len=8192, param_gather=ParamGather(fp8_matrices=True),
+                            titan_ops=TitanOps(norm="fused", compiled=True, fused_qkv=False))
+    first, last = stage_span(L, 3, 0)[1], stage_span(L, 3, 2)[1]
+    assert (first, last) == (11, 10) and TF.gathers_float8(settings) and settings.recompute == "none"
+    t_first = S.microbatch_compute_time(spec, cl, settings, 1, 1, 1, first, False).total
+    t_last = S.microbatch_compute_time(spec, cl, settings, 1, 1, 1, last, True).total
+    assert t_last > t_first * 1.05  # the head paces: 0.3126 vs 0.2807 s
+    assert TF.paced_stage_layers(first, last, t_first, t_last) == 10
+    kw = dict(tp=1, pp=3, shard=16, zero=3, micro_batches=8, cp=1)
+    paced, fullest = (TF.step_copy_seconds(spec, cl, settings, stage_layers=n, **kw) for n in (10, 11))
+    step = S.step_time(spec, cl, settings, dp=16, pp=3, zero=3, micro_batches=8)
+    assert step.compute == pytest.approx(8 * t_last + paced, rel=1e-12)
+    layer = 2 * H * H + 2 * H * KV + 3 * H * FFN
+    assert layer == 218_103_808 == MATRICES // L
+    amax_reduce = (K.collective_seconds("all_reduce", 4 * 7 * 10, cl.group(16, 1))
+                   - K.collective_seconds("all_reduce", 4 * 7 * 11, cl.group(16, 1)))  # -1.4 ns: 28 B
+    by_hand = 5 * layer * 8 / (2.4e12 * 0.75) - 4 * layer / 16 / (2.4e12 * HBM_STREAM_EFFICIENCY) + amax_reduce
+    assert paced - fullest == pytest.approx(by_hand, rel=1e-9)
+    assert paced - fullest == pytest.approx(4.821e-3, abs=0.001e-3)
+    # the first stage paces where it is the slower (and on a tie): its layers; arrays of layouts element-wise
+    assert TF.paced_stage_layers(11, 10, 0.3, 0.2) == TF.paced_stage_layers(11, 10, 0.3, 0.3) == 11
+    assert list(TF.paced_stage_layers([11, 16], [10, 14], [0.28, 0.53], [0.31, 0.52])) == [10, 16]
+
+
 def test_one_gate_for_memory_and_step():
     """torchtitan's dp_shard_enabled (parallel_dims.py@9dec370 L103-104: dp_shard > 1) is the one gate: FSDP's
     ranks (shard_group or dp x cp) over cp. HSDP with a shard group of 1 replica's cp ranks: off."""

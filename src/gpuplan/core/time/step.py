@@ -246,15 +246,15 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     layers, last_layers = stage_layers or (stage_span(spec.num_layers, pp, 0, shed)[1],  # the first (fullest) stage
                                            stage_span(spec.num_layers, pp, pp - 1, shed)[1])
     below_zero3 = np.asarray(zero) < 3  # the embedding's gradient add: Megatron DDP's hook, not Megatron FSDP's
-    t_mb, t_attn_mb, t_bwd_gemm_mb, phases = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
-                                                                      layers, pp == 1, ep, mtp_on_first, vpp,
-                                                                      embedding=below_zero3)
+    t_first, t_attn_mb, t_bwd_gemm_mb, phases = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
+                                                                         layers, pp == 1, ep, mtp_on_first, vpp,
+                                                                         embedding=below_zero3)
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
                                      ep=ep, mtp=mtp, vpp=vpp, embedding=below_zero3 & (np.asarray(pp) == 1)).total
-    t_mb = t_mb + (t_last - t_mb) * (t_last > t_mb)
+    t_mb = t_first + (t_last - t_first) * (t_last > t_first)
     compute = t_mb * micro_batches + TF.step_copy_seconds(  # torchtitan's FSDP2 copies, its float8 all-gather's change
         spec, cluster, settings, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches,
-        cp=cp, stage_layers=layers)  # the cast it takes off: on the stage microbatch_compute_time charged it
+        cp=cp, stage_layers=TF.paced_stage_layers(layers, last_layers, t_first, t_last))  # t_mb's stage
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
     trained = trained_params_per_gpu(spec, settings, tp, pp, ep)  # full: the local parameters; LoRA: the adapters
     costs = step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuplan.core.bulk import scalar_or_array
 from gpuplan.core.comm import collectives as K
 from gpuplan.core.comm.dp_costs import matrices_per_gpu
 from gpuplan.core.memory.float8_gather import dp_shard_enabled
@@ -72,6 +73,15 @@ def fullest_stage_layers(spec: ModelSpec, pp):
     return stage_span(spec.num_layers, pp, 0, mtp_stage_layer_shed(spec, spec.mtp_layers))[1]
 
 
+def paced_stage_layers(first_layers, last_layers, t_first, t_last):
+    """Decoder layers on the stage that paces core.time.step.step_time's micro-batch (its t_mb = max(t_first,
+    t_last), seconds): the last stage's ``last_layers`` where it is the slower (pp not dividing the layers: one
+    layer fewer but the LM head; Llama 3.1 8B at pp 3, 11 / 11 / 10 layers), else the first's ``first_layers``
+    (ties and pp 1 included). Each stage's time already holds its own layers' Float8Linear weight casts, so the
+    float8 gather takes the cast off the stage whose time the step keeps. Scalars or arrays."""
+    return scalar_or_array(np.where(np.asarray(t_last) > t_first, last_layers, first_layers))
+
+
 def recompute_rerun_share(settings, stage_layers):
     """Share of the forward's elementwise work (core.time.step: t_elem / 3, where the weight cast sits) that the
     recompute re-runs in backward (core.memory.recompute.recompute_seconds_per_token): all of it under full
@@ -102,7 +112,10 @@ def float8_gather_seconds(spec: ModelSpec, cluster, *, tp, pp, shard, zero, micr
     (removed_cast_seconds at ``hbm_efficiency`` with ``rerun``), and the precompute's amax pass and all-reduce
     once a step. ``shard``: the ranks FSDP shards over (dp_shard x cp). 0 without FSDP (zero < 2) or where
     torchtitan's dp_shard_enabled gate is false (shard / cp = 1: core.memory.float8_gather.dp_shard_enabled).
-    ``stage_layers``: the stage the step paces on (its weight cast, its amaxes), by default fullest_stage_layers."""
+    ``stage_layers``: the stage the step paces on (paced_stage_layers; by default fullest_stage_layers): its weight
+    cast, its amax pass and all-reduce. The copy-out saving stays on the average stage (matrices_per_gpu:
+    num_layers / pp), the stage titan_ops.fsdp_copy_seconds charges the bf16 copy-out on: the copy and its
+    saving on one stage (the saving alone on the paced stage would double the net copy's error)."""
     hbm = cluster.gpu.memory_bandwidth
     stage_layers = fullest_stage_layers(spec, pp) if stage_layers is None else stage_layers
     matrices = matrices_per_gpu(spec, tp, pp, 1)
@@ -112,7 +125,8 @@ def float8_gather_seconds(spec: ModelSpec, cluster, *, tp, pp, shard, zero, micr
     copy_out = memory_bound_seconds(COPY_OUT_SAVED_BYTES * gathered, 0, hbm)
     cast = removed_cast_seconds(spec, hbm, tp=tp, pp=pp, micro_batches=micro_batches, hbm_efficiency=hbm_efficiency,
                                 rerun=rerun, stage_layers=stage_layers)
-    amax_pass = memory_bound_seconds(SHARD_FP32 * matrices / np.maximum(shard, 1), 1, hbm)
+    stage_matrices = matrices * (stage_layers * np.asarray(pp) / spec.num_layers)  # 1.0 x where pp divides them
+    amax_pass = memory_bound_seconds(SHARD_FP32 * stage_matrices / np.maximum(shard, 1), 1, hbm)
     amax_reduce = K.collective_seconds("all_reduce", SHARD_FP32 * LINEARS_PER_BLOCK * stage_layers,
                                        cluster.group(np.asarray(shard) * tp, 1))
     out = (amax_pass + amax_reduce - copy_out - cast) * (((np.asarray(zero) >= 3) | kept)
@@ -125,8 +139,8 @@ def step_copy_seconds(spec: ModelSpec, cluster, settings, *, tp, pp, shard, zero
     """What torchtitan's FSDP2 adds to a step's compute stream (core.time.step): its copies
     (titan_ops.fsdp_copy_seconds) and, where the gathers carry float8 (gathers_float8), float8_gather_seconds
     (the weight cast off at settings.hbm_efficiency, with settings' recompute re-run; ``cp`` for the dp_shard
-    gate; ``stage_layers``: step_time's fullest stage, by default fullest_stage_layers). 0.0 for a step that is
-    not torchtitan's (settings.titan_ops None)."""
+    gate; ``stage_layers``: the stage step_time's micro-batch paces on, paced_stage_layers, by default
+    fullest_stage_layers). 0.0 for a step that is not torchtitan's (settings.titan_ops None)."""
     if settings.titan_ops is None:
         return 0.0
     copies = TT.fsdp_copy_seconds(spec, cluster.gpu.memory_bandwidth, tp=tp, pp=pp, shard=shard, zero=zero,
