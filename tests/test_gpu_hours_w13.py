@@ -42,6 +42,21 @@ def test_biomedlm_passes_fsdp_full_shard_and_flashattention_1_only(runs):
     assert inputs.tp is None and inputs.pp is None and inputs.micro_batch is None and inputs.recompute is None
 
 
+def test_biomedlm_runs_the_cards_gpt2_shape(runs):
+    """The card's 'standard GPT-2 implementation' at hidden 2,560, 20 heads, 32 layers, a 28,896-token vocabulary and
+    1,024 positions (review_w13_r2 S7), read by gpuplan's GPT-2 reader. Hand count: wte 28,896 x 2,560 = 73,973,760,
+    wpe 1,024 x 2,560 = 2,621,440, a layer 2,560 x 7,680 + 7,680 + 2,560^2 + 2,560 + 2 x 2,560 x 10,240 + 10,240
+    + 2,560 + 4 x 2,560 = 78,676,480 (x 32), ln_f 5,120: 2,594,247,680 (tied head)."""
+    from gpuplan.catalog import load_model
+    from gpuplan.core.model.spec import count_parameters
+
+    assert runs["biomedlm-2.7b"]["model"] == "biomedlm-2.7b" and "params" not in runs["biomedlm-2.7b"]
+    layer = 2560 * 7680 + 7680 + 2560 ** 2 + 2560 + 2 * 2560 * 10240 + 10240 + 2560 + 4 * 2560
+    assert layer == 78_676_480
+    assert count_parameters(load_model("biomedlm-2.7b")).total == 28896 * 2560 + 1024 * 2560 + 32 * layer + 5120 \
+        == 2_594_247_680
+
+
 def test_biomedlm_left_excluded(runs):
     from gpuplan.catalog import reference_runs
 
