@@ -152,3 +152,17 @@ def test_the_engine_help_names_the_newest_modelled_releases(run_cli):
     assert all(REL.release_of(e).label in described for e in REL.NEWEST)
     code, out, _ = run_cli("infer", "--help")
     assert code == 0 and "sglang==0.5.6" in out and "sglang==0.5.3" not in out
+
+
+# ---- (c, continued) --group-size -1 written as a decimal -----------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["-1.0", "-1.", " -1 "])
+def test_minus_one_written_as_a_decimal_is_per_channel_as_the_json_number_is(run_cli, client, text):
+    """The web's JSON -1.0 read as -1 (per channel) while the text '-1.0' (a flag, a plan file, a JSON string) was
+    refused; both now read as per channel, as '-1' does."""
+    code, out, err = run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", "--quantization", "int4",
+                             f"--group-size={text}", "--json")
+    assert code == 0, err
+    for value in (text, -1.0):
+        body = {"model": "llama-3-8b", "gpu": "h100", "quantization": "int4", "group_size": value}
+        assert client.post("/api/inference", json=body).status_code == 200

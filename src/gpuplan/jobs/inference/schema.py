@@ -4,6 +4,7 @@ concurrent sequences), the engine's memory settings and the efficiency factors."
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Any
 
 from pydantic import model_validator
@@ -36,8 +37,8 @@ GROUP_SIZES = f"-1 (per channel) or a whole number from 1 to {MAX_GROUP_SIZE}, e
 
 
 def _group(value: Any, info) -> int | None:
-    if isinstance(value, str) and value.strip().lower() in ("-1", "none"):
-        return None
+    if isinstance(value, str) and re.fullmatch(r"-1(?:\.0*)?|none", value.strip().lower()):
+        return None  # '-1.0' as the JSON number -1.0 reads (it was refused as text, 'must be -1 ...')
     if value == -1:
         return None
     try:
