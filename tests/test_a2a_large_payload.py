@@ -17,8 +17,9 @@ def _sweep(sweep_id):
 
 
 def test_sixty_four_ranks_of_a_gb200_rack_by_hand():
-    # 8 GiB a rank, 63/64 of it to peers: 8,455,716,239 B / 680.4 GB/s = 12.4276 ms, + 63 x 5 us = 12.7426 ms;
-    # busbw = 8,455,716,239 B / 12.7426 ms = 663.6 GB/s, against 622.92 measured (OCI GB200 guide L314): +6.5%
+    # 8 GiB a rank, 63/64 of it to peers: 8,589,934,592 x 63 / 64 = 8,455,716,864 B / 680.4 GB/s = 12.4276 ms,
+    # + 63 x 5 us = 12.7426 ms; busbw = 8,455,716,864 B / 12.7426 ms = 663.6 GB/s, against 622.92 measured
+    # (OCI GB200 guide L314): +6.5%
     sweep = _sweep("oci-gb200-alltoall-nvl72")
     series = next(s for s in sweep["series"] if s["gpus_per_node"] == 64)
     model = V.all_to_all_bus_bandwidth(sweep, series, 64, 8 * GIB)
@@ -32,6 +33,7 @@ def test_four_h100_at_500_mb_by_hand():
     sweep = _sweep("nccl2169-h100-alltoall-4gpus")
     model = V.all_to_all_bus_bandwidth(sweep, sweep["series"][0], 4, 524288000)
     assert model == pytest.approx(363.87e9, rel=1e-3)
+    assert model / 334.90e9 - 1 == pytest.approx(0.087, abs=0.002)
 
 
 def test_large_payload_all_to_all_runs_near_the_link_rate_the_model_charges():
