@@ -5,14 +5,17 @@ whose layers step_time adds to the collectives' count: core.model.mtp) and the c
 step's compute (step_time passes the micro-batches' and the copies' before the host, expert-kernel and accumulation
 terms). DeepSeek-V3 on 1,024 H100 (dp1024 ep64 ZeRO-3, full recompute): its exposed column summed 2.491 s against
 the step's 2.527 s, all of it the MTP module (EP all-to-alls 232 -> 236, DP calls 61 / 122 -> 62 / 124; the DP
-window's difference moved no exposed second on that layout). The rows are now StepBreakdown.collectives, the costs step_time sums, so the columns add up to
-the step exactly; the issue-37 acceptance: per collective the bytes, NCCL algorithm / protocol, link, s/step and
-exposed s, for every collective the step charges."""
+window's difference moved no exposed second on that layout). The rows are now StepBreakdown.collectives, the costs
+step_time sums into its communication fields, so the columns add up to them exactly; the issue-37 acceptance: per
+collective the bytes, NCCL algorithm / protocol, link, s/step and exposed s. Not rows (charged inside other parts):
+torchtitan's float8 amax all-reduce (compute) and the other stages' expert all-to-alls in the fill and drain (bubble).
+The link column reads how step_comm timed each send and all-to-all (CollectiveCost.links), not a rebuild of it."""
 
 from __future__ import annotations
 
 import pytest
 
+from gpuplan.core.comm.moe_overlap import ALL_TO_ALLS_PER_LAYER
 from gpuplan.core.parallel import ParallelLayout
 from gpuplan.jobs.plan.explain import COMMUNICATION_COLUMNS, communication_table
 from gpuplan.jobs.plan.schema import PlanInputs
@@ -39,7 +42,7 @@ def case(request):
     _, model, gpus, seq_len, layout, recompute = request.param
     ev = evaluator_for(PlanInputs(model=model, gpu="h100", gpus=str(gpus), seq_len=seq_len))
     plan = evaluate_layout(ev, layout, recompute, float(layout.global_batch))
-    return plan, communication_table(plan, ev)
+    return plan, communication_table(plan)
 
 
 def test_the_exposed_column_adds_up_to_the_steps_communication(case):
@@ -52,6 +55,9 @@ def test_the_exposed_column_adds_up_to_the_steps_communication(case):
     for group, field in PARTS.items():  # and group by group, to the StepBreakdown field it lands in
         charged = float(getattr(plan.step, field))
         assert sum(float(r[-1]) for r in rows if r[0] == group) == pytest.approx(charged, abs=5e-4 * len(rows) + 1e-12)
+    # the s/step column: the DP rows to the step's DP traffic (the one group whose total StepBreakdown keeps)
+    dp_total = sum(float(r[-2]) for r in rows if r[0] == "DP")
+    assert dp_total == pytest.approx(float(plan.step.dp_traffic), abs=5e-4 * len(rows) + 1e-12)
 
 
 def test_every_charged_collective_has_its_bytes_algorithm_link_and_times(case):
@@ -74,7 +80,43 @@ def test_the_deepseek_v3_table_counts_the_mtp_module_with_the_layers():
     parent's table counted 58 x 4 = 232 and summed 2.491 s exposed against the step's 2.527 s."""
     ev = evaluator_for(PlanInputs(model="deepseek-v3", gpu="h100", gpus="1024", seq_len=4096))
     plan = evaluate_layout(ev, ParallelLayout(dp=1024, ep=64, zero=3, micro_batch=1, global_batch=1024), "full", 1024.0)
-    table = communication_table(plan, ev)
-    assert 58 / 61 * 62 * 4 == pytest.approx(235.8, abs=0.05)
+    table = communication_table(plan)
+    spec = ev.spec
+    assert (spec.num_moe_layers, spec.num_layers, spec.mtp_layers, ALL_TO_ALLS_PER_LAYER) == (58, 61, 1, 4)
+    calls = spec.num_moe_layers / spec.num_layers * (spec.num_layers + spec.mtp_layers) * ALL_TO_ALLS_PER_LAYER
+    assert calls == pytest.approx(235.8, abs=0.05)
+    (ep,) = [c for c in plan.step.collectives if c.parallelism == "EP"]
+    assert float(ep.calls) == pytest.approx(calls, rel=1e-12)
     assert [r[2] for r in table.rows if r[0] == "EP"] == ["236"]
     assert table.rows[-1][-1] == f"{float(plan.step.exposed_comm):.3f}"
+
+
+def test_the_link_column_is_how_step_comm_timed_the_row(case):
+    """CollectiveCost.links is what step_comm handed the timing: the expert all-to-all's ranks per domain (8 H100
+    a domain over the expert group's stride, at most ep; the pp-8 DeepSeek-V3 layout's tp 8: 1 a domain), a send's
+    link (its seconds a call = volumes.p2p_time at the link it names + microseconds of latency); the column prints
+    those numbers, so a change to step_comm's rule reaches the text."""
+    from gpuplan.core.comm import volumes as C
+
+    plan, table = case
+    printed = {(r[0], r[1]): r[5] for r in table.rows[:-1]}
+    for c in plan.step.collectives:
+        if c.nccl or float(c.calls) <= 0:
+            continue
+        links, one = c.links, float(c.total) / float(c.calls)
+        up, out = float(links.nvlink) / 1e9, float(links.network) / 1e9
+        if c.parallelism == "EP":
+            ranks, local = int(links.ranks), int(links.per_domain)
+            etp = int(c.span) // ranks  # the expert group: etp x ep consecutive ranks, etp = tp here (expert_tp unset)
+            assert local == min(8 // etp, ranks)  # a domain's 8 GPUs hold 8 / etp of its ranks, at most ep
+            assert printed[("EP", c.collective)] == (f"NVLink ({ranks} ranks, {up:,.0f} GB/s)" if local >= ranks else
+                                                     f"{local}/domain x {ranks // local} domains: NVLink + {out:,.0f} "
+                                                     "GB/s NIC a GPU")
+            continue
+        inside = float(links.per_domain) >= 2
+        assert inside == (float(c.span) <= 8)
+        bandwidth = float(links.nvlink if inside else links.network)
+        latency = one - C.p2p_time(float(c.bytes_per_call), bandwidth)  # the link's: microseconds (H100: <= 15 us)
+        assert 0 <= latency <= 20e-6
+        assert printed[(c.parallelism, c.collective)] == (f"NVLink ({up:,.0f} GB/s)" if inside else
+                                                          f"network ({out:,.0f} GB/s a GPU)")

@@ -7,6 +7,21 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class DirectLinks:
+    """The links a cost outside NCCL's collective model was timed on (core.comm.volumes' alpha-beta links at
+    core.comm.topology.Cluster.link's rates), as core.comm.step_comm chose them: ``ranks`` exchanging, ``per_domain``
+    of them in one scale-up domain, talking over NVLink at ``nvlink`` B/s a GPU, the rest over the network at
+    ``network`` B/s a GPU (one direction each). The expert all-to-all: ep ranks, both links at once
+    (volumes.expert_all_to_all_time); a send between two pipeline stages or CP ranks: 2 ranks, per_domain 2 where
+    its group stays inside a domain (NVLink only), else 1 (the network only). Values may be numpy arrays."""
+
+    ranks: object
+    per_domain: object
+    nvlink: object
+    network: object
+
+
+@dataclass(frozen=True)
 class CollectiveCost:
     """One kind of collective in a step (values may be numpy arrays, one per layout)."""
 
@@ -27,3 +42,5 @@ class CollectiveCost:
     or all-to-all), for core.comm.collectives.chosen."""
     group: object = None
     """The group's links (core.comm.topology.GroupLinks) when ``nccl`` is set."""
+    links: DirectLinks | None = None
+    """The links a send or the expert all-to-all was timed on (``nccl`` unset; None for a row with no such cost)."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from gpuplan.core.comm import async_tp, volumes as C
 from gpuplan.core.time import context_parallel as CP
-from gpuplan.core.comm.collective_cost import CollectiveCost
+from gpuplan.core.comm.collective_cost import CollectiveCost, DirectLinks
 from gpuplan.core.comm.qkv_gather import qkv_gather_cost
 from gpuplan.core.parallel import kv_heads_below_tp
 from gpuplan.core.comm.dp_costs import ParamGather, data_parallel_costs, params_per_gpu, seconds_by_rows  # noqa: F401 (re-exported)
@@ -36,6 +36,13 @@ def link(cluster: Cluster, span):
     out_bw, out_lat = cluster.link(cluster.gpus_per_node + 1)
     inside = span <= cluster.gpus_per_node
     return inside * up_bw + (1 - inside) * out_bw, inside * up_lat + (1 - inside) * out_lat
+
+
+def send_links(cluster: Cluster, span) -> DirectLinks:
+    """The links ``link`` times a send on for a group of ``span`` consecutive ranks: NVLink where the group stays
+    inside a scale-up domain (2 ranks there), else the network (1 a domain); for plan --explain's link column."""
+    inside = np.asarray(span) <= cluster.gpus_per_node
+    return DirectLinks(2, 1 + inside, cluster.link(1)[0], cluster.link(cluster.gpus_per_node + 1)[0])
 
 
 def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, pp, vpp, cp, ep, zero,
@@ -77,7 +84,8 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     cp_one = C.p2p_time(kv_bytes, cp_bw, cp_lat)
     costs.append(CollectiveCost("CP", "K/V ring send/recv", cp_calls, kv_bytes, tp * cp, cp_calls * cp_one,
                                 micro_batches * layers * CP.ring_exposed_per_layer(cp_one, t_attn_mb / layers, cp,
-                                                                                   reruns, attention_forward_share)))
+                                                                                   reruns, attention_forward_share),
+                                links=send_links(cluster, tp * cp)))
     # EP: dispatch + combine all-to-all per MoE layer, forward and backward (4 per layer). With
     # TP and sequence parallelism each TP rank dispatches its own s/tp tokens (Megatron-Core
     # token_dispatcher.py, MoEAlltoAllTokenDispatcher). The expert group is etp x ep consecutive
@@ -88,7 +96,7 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
         etp = tp if settings.expert_tp is None else settings.expert_tp
         up_bw, up_lat = cluster.link(1)
         out_bw, out_lat = cluster.link(cluster.gpus_per_node + 1)
-        per_domain = np.maximum(1, cluster.gpus_per_node // etp)
+        per_domain = np.minimum(np.maximum(1, cluster.gpus_per_node // etp), ep)  # at most the group
         moe_layers = spec.num_moe_layers * layers / spec.num_layers
         routed = tokens / tp * spec.moe.experts_per_token * h * 2.0
         expert_parallel = np.asarray(ep) > 1
@@ -103,11 +111,13 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
                 one, moe_layers, micro_batches, pp, vpp, moe_phases, settings.ep_comm_sm_share)
             what += ", 1F1B-overlapped"
             combined, send_slack = expert_parallel, paired_send_slack(moe_phases, one)
-        costs.append(CollectiveCost("EP", what, ep_calls, routed, etp * ep, ep_total, ep_exposed))
+        costs.append(CollectiveCost("EP", what, ep_calls, routed, etp * ep, ep_total, ep_exposed,
+                                    links=DirectLinks(ep, per_domain, up_bw, out_bw)))
     costs.insert(1, CollectiveCost("PP", "send/recv" + ", combined 1F1B" * bool(np.any(combined)), pp_calls,
                                    act_bytes / tp,
                                    tp * cp * dp * pp, pp_calls * pp_one,
-                                   exposed_p2p_seconds(pp, vpp, micro_batches, pp_one, combined, send_slack)))
+                                   exposed_p2p_seconds(pp, vpp, micro_batches, pp_one, combined, send_slack),
+                                   links=send_links(cluster, tp * cp * dp * pp)))
     return tuple(costs)
 
 

@@ -116,41 +116,41 @@ def _algorithm(c) -> str:
     return f"{algorithm} / {protocol}"
 
 
-def _link(c, cluster, ep: int = 1, etp: int = 1) -> str:
+def _link(c) -> str:
     """Where the group's traffic runs, as its cost was timed: an NCCL group's ranks per scale-up domain over NVLink,
-    the rest over the domains' NICs (core.comm.topology.Cluster.group); the expert all-to-all's ``ep`` ranks, ``etp``
-    apart, split the same way, NVLink and the NICs at once (core.comm.volumes.expert_all_to_all_time); a
-    point-to-point send on one link, NVLink inside a domain, else the network (core.comm.step_comm.link)."""
-    gpn = cluster.gpus_per_node
+    the rest over the domains' NICs (core.comm.topology.Cluster.group); the expert all-to-all's ranks split per
+    domain as core.comm.step_comm passed them to core.comm.volumes.expert_all_to_all_time, NVLink and the NICs at
+    once; a send on one link, NVLink inside a domain, else the network (CollectiveCost.links: step_comm's own)."""
     if c.group is not None:
         per_node, nodes = int(float(c.group.per_node)), int(round(float(c.group.nodes)))
         if nodes <= 1:
             return f"NVLink ({per_node} GPUs)"
         return f"{per_node}/domain x {nodes} domains: NVLink + {float(c.group.net) / 1e9:,.0f} GB/s NICs"
-    up, out = cluster.link(1)[0] / 1e9, cluster.link(gpn + 1)[0] / 1e9  # achievable GB/s per GPU, one direction
+    links = c.links
+    up, out = float(links.nvlink) / 1e9, float(links.network) / 1e9  # achievable GB/s per GPU, one direction
+    ranks, local = int(float(links.ranks)), int(float(links.per_domain))
     if c.parallelism == "EP":
-        local = min(max(1, gpn // etp), ep)  # step_comm's per_domain, capped at the group (volumes: minimum)
-        if local >= ep:
-            return f"NVLink ({ep} ranks, {up:,.0f} GB/s)"
-        return f"{local}/domain x {ep / local:,.0f} domains: NVLink + {out:,.0f} GB/s NIC a GPU"
-    return f"NVLink ({up:,.0f} GB/s)" if float(c.span) <= gpn else f"network ({out:,.0f} GB/s a GPU)"
+        if local >= ranks:
+            return f"NVLink ({ranks} ranks, {up:,.0f} GB/s)"
+        return f"{local}/domain x {ranks / local:,.0f} domains: NVLink + {out:,.0f} GB/s NIC a GPU"
+    return f"NVLink ({up:,.0f} GB/s)" if local >= ranks else f"network ({out:,.0f} GB/s a GPU)"
 
 
-def communication_table(plan: Plan, ev) -> Table:
+def communication_table(plan: Plan) -> Table:
     """The plan's communication, collective by collective, for `plan --explain`: per collective the bytes of one
     call, NCCL's algorithm / protocol for that size, the link, and the seconds per step in all and on the critical
-    path. The rows are the very costs core.time.step.step_time summed into the plan's step (StepBreakdown.
-    collectives), so the exposed column adds up to its communication share and the s/step column to comm_total."""
-    cluster, lay = ev.cluster, plan.layout
-    expert_tp = ev.step_settings(plan.recompute).expert_tp
-    etp = lay.tp if expert_tp is None else expert_tp  # the expert group's stride (core.comm.step_comm)
+    path. The rows are the very costs core.time.step.step_time summed into the plan's communication fields
+    (StepBreakdown.collectives), so the exposed column adds up to those fields and the s/step column to comm_total.
+    Not rows: what step_time charges inside other parts, torchtitan's float8 amax all-reduce (in compute: core.time.
+    titan_float8) and the other stages' expert all-to-alls in the pipeline's fill and drain (in the bubble: core.comm.
+    moe_overlap.fill_drain_all_to_all)."""
     costs = plan.step.collectives
     rows = []
     for c in costs:
         if float(c.calls) <= 0:
             continue
         rows.append((c.parallelism, c.collective, f"{float(c.calls):,.0f}", format_bytes(float(c.bytes_per_call)),
-                     _algorithm(c), _link(c, cluster, lay.ep, etp), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
+                     _algorithm(c), _link(c), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
     total = sum(float(c.total) for c in costs)
     exposed = sum(float(c.exposed) for c in costs)
     rows.append(("all", "", "", "", "", "", f"{total:.3f}", f"{exposed:.3f}"))
