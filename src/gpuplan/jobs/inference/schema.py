@@ -3,13 +3,10 @@ concurrent sequences), the engine's memory settings and the efficiency factors."
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Annotated, Any
 
 from pydantic import model_validator
 
-from gpuplan.core import units
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import setup as SU
@@ -19,6 +16,7 @@ from gpuplan.core.serving import profile as P
 from gpuplan.core.serving import releases as REL
 from gpuplan.core.serving import speculative as S
 from gpuplan.errors import InputError
+from gpuplan.jobs.inference import inputs_group as IG
 from gpuplan.jobs.inference import inputs_releases as IR
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
@@ -27,27 +25,6 @@ from gpuplan.schema.model_fields import ModelFields
 GiB = 2**30
 QUANTIZATIONS = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
 KV_DTYPES = ("auto", *K.KV_DTYPE_BYTES)
-
-
-MAX_GROUP_SIZE = 1 << 16
-"""The largest --group-size taken (a bound on input: real checkpoints use 32 to 256, or -1)."""
-GROUP_SIZES = f"-1 (per channel) or a whole number from 1 to {MAX_GROUP_SIZE}, e.g. 32, 64 or 128"
-"""What --group-size takes. A refusal of 0, -2 or 1e9 said 'must be a positive, finite number' or 'must be > 0 and
-<= 65536', wrong of -1 (per channel), which is valid (wave 13)."""
-
-
-def _group(value: Any, info) -> int | None:
-    if isinstance(value, str) and re.fullmatch(r"-1(?:\.0*)?|none", value.strip().lower()):
-        return None  # '-1.0' as the JSON number -1.0 reads (it was refused as text, 'must be -1 ...')
-    if value == -1:
-        return None
-    try:
-        size = T.count(math.inf, whole=True)(value, info)  # no bound here: the one below names -1 as well
-    except units.NotPositive as exc:  # 0, -2, 1e400 and -1e400 (units.Overflowed)
-        raise exc.retold(exc.field, exc.value, f"must be {GROUP_SIZES}") from None
-    if size > MAX_GROUP_SIZE:
-        raise InputError(T._name(info), value, f"must be {GROUP_SIZES}")
-    return size
 
 
 def _f(default, help: str, shown: str | None = None):
@@ -150,7 +127,7 @@ class InferenceInputs(ModelFields):
     batch: Annotated[V.Sequences, _f(1, "Concurrent sequences decoding together.")]
     quantization: Annotated[T.choice(*QUANTIZATIONS), _f("auto", "Weight format: auto (the model's "
                             "quantization_config or dtype), fp32, bf16, fp16, fp8, int8, int4.")]
-    group_size: Annotated[T.typed(int | None, _group), _f(128, "int4 group size (scale + zero per group); -1 = "
+    group_size: Annotated[T.typed(int | None, IG.group_size), _f(128, "int4 group size (scale + zero per group); -1 = "
                                                                 "per channel.")]
     kv_dtype: Annotated[T.choice(*KV_DTYPES), _f("auto", "KV-cache dtype: auto (the model's), bf16, fp16, fp8, "
                                                           "fp32.")]
