@@ -182,10 +182,10 @@ def _trained_params(case: Case, settings: S.StepSettings) -> float:
     if settings.finetune == "full":
         shards = case.layout.dp if case.layout.zero >= 1 else 1
         return count_parameters(case.spec).total / shards
-    from gpuplan.core.model.finetune import lora_params, peft_counts_experts
+    from gpuplan.core.time.trained_params import trained_params_per_gpu
 
     # the one adapter count (peft's on MoE layers where the step runs hf's eager ops), as core.time.step reads it
-    return lora_params(case.spec, settings.lora_rank, peft_experts=peft_counts_experts(settings))
+    return trained_params_per_gpu(case.spec, settings, 1, 1)
 
 
 def cluster_of(case: Case, world_size: int) -> Cluster:
