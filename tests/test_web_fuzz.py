@@ -9,7 +9,8 @@ default ("Object with all required properties and 'storage'"): 51 of the ~880 /a
 they parse to only 4 distinct PlanInputs, and each full plan search took ~0.4 s (~20 s of the file's ~39 s on 2
 cores). So each job's estimate is memoised on its parsed inputs for this module (``_estimates_once``): every case
 still travels the whole request path (body reading, the schema, the bounds, translation, charts, the response
-schema check), and each distinct input still runs the real estimate once.
+schema check), and each distinct input still runs the real estimate once. Measured on 2 cores: 37.9 -> 17.2 s CPU;
+a plan_report raising on sequence_parallel still fails the fuzz.
 """
 
 import pytest
