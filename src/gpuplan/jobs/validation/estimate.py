@@ -227,7 +227,9 @@ def communication_cases() -> list[Case]:
 def planner_cases() -> list[Case]:
     """The planner's own choice against the best published run of its group (jobs/validation/planner_choice.py):
     the whole error, and its two factors — the model at the published layout, the planner's predicted advantage.
-    Groups whose batch is not published (layout_stated False) have a line of their own and no other."""
+    Groups whose batch is not published (layout_stated False) have a line of their own and no other. torchtitan's
+    groups also against other runs carried by the step model's ratio (planner_carried.KIND_CARRIED)."""
+    from gpuplan.jobs.validation.planner_carried import carried_cases
     from gpuplan.jobs.validation.planner_choice import DEGREES_ONLY_LINE, DEGREES_ONLY_NOTE, planner_choice_cases
 
     out = []
@@ -246,7 +248,7 @@ def planner_cases() -> list[Case]:
                         f"({c.framework})", c.at_published, c.planned, "tokens/s/GPU, predicted vs predicted"))
         out.append(Case(c.id, "planner: its own choice vs the best published run of the same model, GPU type and "
                         f"precision at any GPU count ({c.framework})", c.best_any_count, c.planned, basis))
-    return out
+    return out + [Case(*case) for case in carried_cases()]  # torchtitan's groups against carried runs too
 
 
 def allocator_cases() -> list[Case]:
