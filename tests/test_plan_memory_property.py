@@ -1,5 +1,5 @@
-"""One memory function: for 200 layouts the planner chose as fitting (25 a case; 2,000 until the ninth session, 800 until
-the tenth, 400 until the thirteenth, each cut to keep CI under 10 minutes), across models, GPUs, GPU
+"""One memory function: for 200 layouts the planner chose as fitting (25 a case; 2,000 until the ninth session, 800
+until the tenth, 400 until the thirteenth, each cut to keep CI under 10 minutes), across models, GPUs, GPU
 counts and sequence lengths, `gpuplan memory` of that layout reports the planner's figure
 (within 0.1%; in fact the same number) and says it fits.
 
