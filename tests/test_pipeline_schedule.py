@@ -11,7 +11,10 @@ then forward k + warm-up with backward k (as two steps, or as one combined step)
 backwards. A virtual chunk's forward needs the previous
 virtual stage's forward of the same micro-batch, its backward the next one's backward; outputs
 leave at the end of the step that made them (``early``: that much before the end of a combined
-step) and arrive ``p2p`` later on the other rank.
+step) and arrive ``p2p`` later on the other rank. Sends here do not block the sender: true of the
+interleaved schedule (overlap_p2p_comm); without interleaving Megatron's exchanges block, which
+tests/test_pp_blocking_w13.py replays (the count critical_path_transfers keeps for vpp 1), and the
+non-blocking replay of that order is a lower bound (test_plain_1f1b_nonblocking_replay_is_a_lower_bound).
 """
 
 import pytest
@@ -72,12 +75,12 @@ def test_hand_counts():
     # pp 2 x vpp 24 (Qwen3-30B-A3B's 48 layers one per chunk): 47 boundaries there and back
     assert critical_path_transfers(2, 24, 32) == 94
     assert critical_path_transfers(1, 1, 8) == 0
-    # plain 1F1B: 2 (pp - 1) fill / drain + 2 floor((pp - 1)(m - 1) / pp) in the steady state
+    # plain 1F1B, blocking exchanges: m + 1 at pp 2, else 2 (pp - 1) + 2 (m - 1) - 1 (m >= 2)
     assert critical_path_transfers(8, 1, 1) == 14
-    assert critical_path_transfers(2, 1, 8) == 2 + 2 * 3 == 8  # floor(7 / 2) = 3
-    assert critical_path_transfers(4, 1, 8) == 6 + 2 * 5 == 16  # floor(21 / 4) = 5
-    assert critical_path_transfers(8, 1, 16) == 14 + 2 * 13 == 40  # floor(105 / 8) = 13
-    assert critical_path_transfers(16, 1, 64) == 30 + 2 * 59 == 148  # floor(945 / 16) = 59
+    assert critical_path_transfers(2, 1, 8) == 9
+    assert critical_path_transfers(4, 1, 8) == 6 + 14 - 1 == 19
+    assert critical_path_transfers(8, 1, 16) == 14 + 30 - 1 == 43
+    assert critical_path_transfers(16, 1, 64) == 30 + 126 - 1 == 155
     assert paired_step_transfers(2, 24, 32) == 32 * 24 - 48 + 2 - 2 == 720
     assert paired_step_transfers(1, 1, 64) == 0
     # clamped at 0 where the count formula goes negative (layouts Megatron refuses)
@@ -102,15 +105,19 @@ def test_interleaved_counts_replay_megatron_order(pp, vpp, m):
 
 
 @pytest.mark.parametrize("forward,backward", [(1.0, 2.0), (1.0, 1.0), (1.0, 3.0)])
-def test_plain_1f1b_counts_replay_megatron_order(forward, backward):
-    """Without interleaving the steady state keeps about 2 (pp - 1) / pp transfers a micro-batch on
-    the critical path (pp 8, m 16: 40 = 14 fill / drain + 26, not 14): every pp, m from 1 to 20."""
+def test_plain_1f1b_nonblocking_replay_is_a_lower_bound(forward, backward):
+    """Were the sends not to block, the steady state would keep 2 floor((pp - 1)(m - 1) / pp) transfers on
+    the critical path besides the 2 (pp - 1) fill / drain (pp 8, m 16: 14 + 26 = 40); Megatron's blocking
+    exchanges keep 43 (2 (m + pp) - 5: tests/test_pp_blocking_w13.py): never fewer, every pp 2-8, m 1-20."""
     p2p = 0.01
     for pp in range(2, 9):
         for m in range(1, 21):
             extra = (simulated_seconds(pp, 1, m, p2p, False, forward, backward)
                      - simulated_seconds(pp, 1, m, 0.0, False, forward, backward))
-            assert extra == pytest.approx(exposed_p2p_seconds(pp, 1, m, p2p), abs=1e-6), (pp, m)
+            nonblocking = 2 * (pp - 1) + 2 * ((pp - 1) * (m - 1) // pp)
+            assert extra == pytest.approx(nonblocking * p2p, abs=1e-6), (pp, m)
+            assert critical_path_transfers(pp, 1, m) >= nonblocking, (pp, m)
+    assert critical_path_transfers(8, 1, 16) == 43 and 2 * 7 + 2 * (7 * 15 // 8) == 40
 
 
 def test_counts_do_not_depend_on_step_durations():

@@ -59,8 +59,11 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
         costs.append(qkv_gather_cost(spec, cluster, settings, tp, micro_batches, layers, tokens))
     # PP: activations forward and gradients backward at each stage boundary; interleaving crosses
     # vpp times as many boundaries (Narayanan et al. 2021 Sec. 2.2); exposed: the transfers on the
-    # schedule's critical path (fill and drain, plain 1F1B's steady-state round trips; every paired
-    # step under the combined 1F1B schedule: core.time.pipeline_schedule)
+    # schedule's critical path (fill and drain, plain 1F1B's blocking exchanges; every paired
+    # step under the combined 1F1B schedule: core.time.pipeline_schedule). Neighbouring stages sit
+    # tp cp dp ranks apart: once the grid leaves a scale-up domain every boundary is charged at the
+    # network's per-GPU rate (stride >= a node, as the 256-GPU B200 / 64-GPU H100 rows' 16, puts each
+    # boundary there; a smaller stride keeps some on NVLink, which this overcharges)
     pp_bw, pp_lat = link(cluster, tp * cp * dp * pp)
     pp_one = C.p2p_time(act_bytes / tp, pp_bw, pp_lat)
     pp_calls = 2 * micro_batches * vpp * (np.asarray(pp) > 1)
@@ -113,11 +116,12 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
             combined, send_slack = expert_parallel, paired_send_slack(moe_phases, one)
         costs.append(CollectiveCost("EP", what, ep_calls, routed, etp * ep, ep_total, ep_exposed,
                                     links=DirectLinks(ep, per_domain, up_bw, out_bw)))
+    # the line's seconds: a rank's own sends, or the critical path's where it holds more (plain 1F1B's
+    # blocking exchanges chain through every stage: 2 (m + pp) - 5 against a rank's 2 m, pipeline_schedule)
+    pp_exposed = exposed_p2p_seconds(pp, vpp, micro_batches, pp_one, combined, send_slack)
     costs.insert(1, CollectiveCost("PP", "send/recv" + ", combined 1F1B" * bool(np.any(combined)), pp_calls,
-                                   act_bytes / tp,
-                                   tp * cp * dp * pp, pp_calls * pp_one,
-                                   exposed_p2p_seconds(pp, vpp, micro_batches, pp_one, combined, send_slack),
-                                   links=send_links(cluster, tp * cp * dp * pp)))
+                                   act_bytes / tp, tp * cp * dp * pp, np.maximum(pp_calls * pp_one, pp_exposed),
+                                   pp_exposed, links=send_links(cluster, tp * cp * dp * pp)))
     return tuple(costs)
 
 

@@ -37,16 +37,32 @@ def critical_path_transfers(pp, vpp, micro_batches):
     two devices: virtual stage v lives on rank v mod pp), and the last backward crosses them back.
 
     Plain 1F1B (vpp 1; Megatron sets a virtual size of 1 to None, training/arguments.py L555-556,
-    L582-583, and runs forward_backward_pipelining_without_interleaving): 2 (pp - 1) +
-    2 floor((pp - 1)(m - 1) / pp). Its warm-up is only pp - rank - 1 forwards (schedules.py
-    L2069-2072), so the steady state is a loop: rank 0 starts micro-batch j + pp's forward once j's
-    backward is back, and that round trip (j's forward down the pipeline, its backward up) crosses
-    2 (pp - 1) boundaries for every pp micro-batches. Read off an event simulation of that order
-    (tests/test_pipeline_schedule.py, pp 2-16, m 1-64, three forward / backward ratios: 2,880 of
-    2,880) with sends that do not block; Megatron's send_forward_recv_backward and
-    send_backward_recv_forward (L2206, L2236) wait for their send too, so this is a lower bound."""
+    L582-583, and runs forward_backward_pipelining_without_interleaving): m + 1 at pp 2; at pp >= 3
+    2 (pp - 1) with one micro-batch, else 2 (m + pp) - 5. Its sends block: without interleaving
+    Megatron turns overlap_p2p_comm off (training/arguments.py@core_v0.15.0 L612-614; Megatron-Bridge
+    the same, training/comm_overlap.py@v0.2.2 L450-457), so batch_p2p_comm runs every exchange as one
+    batch_isend_irecv (p2p_communication.py@core_v0.15.0 L353-355, L48) and _communicate waits on all
+    of its requests, the send's too, then synchronises (L390-398; the same lines at core_v0.14.0 and
+    core_v0.16.0). A send of an activation (MBs, beyond NCCL's staging buffers) completes only once
+    the neighbour has posted the matching receive: every exchange is a rendezvous of two ranks, and a
+    rank's next forward or backward starts after it. The steady state (schedules.py L2206 / L2236)
+    has a middle rank exchange twice a micro-batch, send_forward_recv_backward with the next rank
+    after its forward and send_backward_recv_forward with the previous one after its backward. The
+    critical path: the first forward down (pp - 1 crossings), the last backward up (pp - 1), and
+    between them a zigzag between two middle neighbours with an exchange before every forward and
+    every backward, 2 a further micro-batch, one fewer where it leaves the fill: 2 (pp - 1) +
+    2 (m - 1) - 1. At pp 2 each rank has one neighbour and one exchange a micro-batch (m - 1 in the
+    steady state, the first forward's send, the last backward's). Read off an event simulation of
+    that code's order with rendezvous exchanges (warm-up pp - rank - 1 forwards, L2069-2072; pp 2-16,
+    m 1-64, equal stages, forward / backward 1:1-1:3: exact and independent of the transfer time up
+    to half a forward; tests/test_pp_blocking_w13.py replays a grid of it); with sends that do not block the
+    same order keeps 2 (pp - 1) + 2 floor((pp - 1)(m - 1) / pp) (this function's count before;
+    tests/test_pipeline_schedule.py replays both). Equal stages: step_time prices every stage at the
+    slowest one's micro-batch; where one stage is much slower its slack hides some transfers (the
+    last stage pacing: 2 (pp - 1) + m - 1 in the simulation), which this count does not credit."""
     interleaved = 2 * (pp * vpp - 1)
-    plain = 2 * (pp - 1) + 2 * np.floor((pp - 1) * (micro_batches - 1) / np.maximum(pp, 1))
+    m = np.asarray(micro_batches)
+    plain = np.where(np.asarray(pp) == 2, m + 1, np.where(m == 1, 2 * (np.asarray(pp) - 1), 2 * (m + pp) - 5))
     return np.where(np.asarray(vpp) > 1, interleaved, plain) * (np.asarray(pp) > 1)
 
 
