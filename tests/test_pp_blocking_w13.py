@@ -1,5 +1,5 @@
 """Plain 1F1B (vpp 1) with the blocking exchanges Megatron-Core runs (core.time.pipeline_schedule.
-critical_path_transfers).
+critical_path_transfers), and the FP8 weight casts charged on the stage that paces the step.
 
 The event simulation replays forward_backward_pipelining_without_interleaving
 (pipeline_parallel/schedules.py@core_v0.15.0 L1949-2270) rank by rank: warm-up pp - rank - 1 times
@@ -19,6 +19,8 @@ from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core.comm import volumes as C
 from gpuplan.core.comm.step_comm import link
 from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.time import megatron_ops as MO
+from gpuplan.core.time import megatron_ops_step as MS
 from gpuplan.core.time.pipeline_schedule import critical_path_transfers, exposed_p2p_seconds
 from gpuplan.core.time.step import StepSettings, step_time
 
@@ -130,3 +132,22 @@ def test_step_charges_the_blocking_count():
     assert one == pytest.approx(33.554e6 / 45e9 + 15e-6, rel=1e-3)
     assert step.pp_comm == pytest.approx(19 * one, rel=1e-9)
 
+
+def test_fp8_weight_casts_on_the_stage_that_paces_the_step(monkeypatch):
+    """Llama 3 8B, FP8 with Megatron's op list on H100, pp 4 with a recipe layout of 7 / 7 / 7 / 11 layers:
+    the last stage (11 layers and the LM head) sets t_mb, so the once-a-step weight casts are its 11 layers'
+    (current scaling, 6 B a weight: core.time.megatron_ops_step), not the first stage's 7; with 11 / 7 the
+    first stage paces and it is 11 again."""
+    spec, gpu = load_model("llama-3-8b"), load_accelerator("h100-sxm")
+    cluster = cluster_for(gpu)
+    settings = StepSettings(seq_len=4096, dtype="fp8", megatron_ops=MO.default_ops(spec))
+    layout = dict(dp=2, pp=4, vpp=1, micro_batch=1, micro_batches=8)
+    casts_11 = MS.weight_cast_seconds(spec, "current", False, gpu.memory_bandwidth, 1, 11)
+    assert casts_11 == pytest.approx(11 / 32 * MS.weight_cast_seconds(spec, "current", False, gpu.memory_bandwidth,
+                                                                       1, 32), rel=1e-9)
+    for split in ((7, 11), (11, 7)):
+        charged = step_time(spec, cluster, settings, stage_layers=split, **layout).compute
+        monkeypatch.setattr(MS, "weight_cast_seconds", lambda *a, **k: 0.0)
+        uncharged = step_time(spec, cluster, settings, stage_layers=split, **layout).compute
+        monkeypatch.undo()
+        assert charged - uncharged == pytest.approx(casts_11, rel=1e-9), split

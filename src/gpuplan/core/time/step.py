@@ -284,8 +284,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     optimizer = 2 * 16.0 * trained / shards / hbm  # read+write weights, grads, fp32 master, 2 Adam states (HBM-bound)
     if settings.eager_ops is not None:
         optimizer = eager_optimizer_seconds(spec, cluster, settings, trained / shards, pp)
-    mega = MS.step_extra_seconds(spec, settings, cluster.gpu, tp=tp, stage_layers=layers, local_params=trained,
-                                 shards=shards)  # Megatron: FP8 weight casts once a step, its distributed optimizer
+    mega = MS.step_extra_seconds(spec, settings, cluster.gpu, tp=tp, local_params=trained, shards=shards,  # Megatron's FP8
+                                 stage_layers=TF.paced_stage_layers(layers, last_layers, t_first, t_last))  # casts, t_mb's
     if mega is not None:
         compute, optimizer = compute + mega[0], mega[1]
     compute = compute + MG.loss_scale_seconds(settings, trained, cluster.gpu.memory_bandwidth)  # per-token loss
