@@ -42,6 +42,8 @@ graphs, or none captured) and vLLM's --enforce-eager steps (decode and prefill) 
 
 from __future__ import annotations
 
+import numpy as np
+
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import layer_kernels as LK
@@ -149,6 +151,10 @@ def eager_exposed_seconds(release: EngineRelease, spec: ModelSpec, gpu_s: float,
             for forward, layers in _issue_ends(release, spec, fabric, fmt_name, tokens, tp, prefill)]
     if which == 0:
         return ends[0]
+    if isinstance(gpu_s, np.ndarray):  # one forward a chunk (roofline.prefill_forward): max / min's pick per chunk
+        low, high = ends[1:]
+        first = low[2] >= high[2] if which == 1 else low[2] <= high[2]
+        return tuple(np.where(first, a, b) for a, b in zip(low, high))
     pick = max if which == 1 else min
     return pick(ends[1:], key=lambda end: end[2])
 
@@ -195,4 +201,4 @@ def exposed_host_seconds(issue_s: float, gpu_s: float) -> float:
     """Host time the layers add beyond their GPU work, seconds: they end at max(issue, GPU) (no sync inside
     the layers: module docstring), so max(0, issue - GPU). The per-forward host time outside the layers is
     added to it serially (eager_exposed_seconds)."""
-    return max(0.0, issue_s - gpu_s)
+    return np.maximum(0.0, issue_s - gpu_s) if isinstance(gpu_s, np.ndarray) else max(0.0, issue_s - gpu_s)

@@ -42,6 +42,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Sequence
 
+import numpy as np
+
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.serving.engines import sglang_defaults
 from gpuplan.core.serving.forward_time import StepTime
@@ -245,31 +247,56 @@ def split_budget(setup: ServingSetup, gpu: Accelerator | None, prompt: int, batc
     return budget if budget is not None and prompt - int(setup.prefix_hit * prompt) > budget else None
 
 
-def chunked_prefill(step: Callable[[ServingSetup, int], StepTime], setup: ServingSetup, prompt: int,
+def prefill_chunk_runs(prompt: int, cached: int, budget: int) -> tuple[tuple[int, np.ndarray], ...]:
+    """prefill_chunks as runs of equal chunks, in order: (new tokens a chunk, the cached prefix of each of the run's
+    chunks, an int64 array): the full ``budget`` chunks, then the remainder's one. The same chunks without a
+    Python step per chunk (a 1-token budget makes one chunk per prompt token)."""
+    if budget < 1:
+        raise ValueError(f"budget: got {budget}; must be at least 1 token")
+    done = min(cached, prompt - 1)
+    full, rest = divmod(prompt - done, budget)
+    runs = [(budget, done + budget * np.arange(full, dtype=np.int64))] if full else []
+    return tuple(runs + ([(rest, np.array([done + full * budget], dtype=np.int64))] if rest else []))
+
+
+def chunked_prefill(step: Callable[[ServingSetup, np.ndarray, int], StepTime], setup: ServingSetup, prompt: int,
                     budget: int) -> StepTime:
-    """The prefill of one request split into the scheduler's chunks: ``step(setup, prompt)`` (a
-    roofline.prefill_step with its other keywords bound) for each chunk, the chunk's cached prefix
-    given as the setup's prefix_hit (half a token up, so prefill_step's floor lands on the prefix),
-    summed into one roofline.StepTime (combine)."""
+    """The prefill of one request split into the scheduler's chunks: ``step(setup, prefixes, new)`` (roofline's
+    prefill of a run of ``new``-token chunks at the cached ``prefixes``, one value a chunk where a field differs
+    between them: the attention over the prefix) for each run of equal chunks (prefill_chunk_runs), given the
+    setup with the run's first chunk's prefix as its prefix_hit (half a token up, so a prefill_step of that chunk
+    alone floors onto the prefix), summed chunk by chunk into one roofline.StepTime (combine_runs)."""
+    def first_hit(prefix: int, new: int) -> float:
+        return (prefix + 0.5) / (prefix + new) if prefix else 0.0
+
     cached = int(setup.prefix_hit * prompt)
-    parts = [step(replace(setup, prefix_hit=(prefix + 0.5) / (prefix + new) if prefix else 0.0), prefix + new)
-             for prefix, new in prefill_chunks(prompt, cached, budget)]
-    return combine(parts)
+    return combine_runs([(len(prefixes), step(replace(setup, prefix_hit=first_hit(int(prefixes[0]), new)), prefixes,
+                                              new))
+                         for new, prefixes in prefill_chunk_runs(prompt, cached, budget)])
+
+
+STEP_SUMS = ("memory_s", "compute_s", "comm_s", "attention_s", "other_s", "moe_rows_s", "host_s", "kernel_floor_s",
+             "issue_s", "issue_forward_s", "issue_exposed_s")
+"""The StepTime fields that add up over steps run one after another (combine_runs); the rest are the first's."""
 
 
 def combine(parts: Sequence[StepTime]) -> StepTime:
-    """roofline.StepTimes run one after another as one StepTime: every term summed; the GEMM time
-    kept exact by choosing the exposed share of the summed shorter bound that gives the sum of the
+    """roofline.StepTimes run one after another as one StepTime (combine_runs, one step a part)."""
+    return combine_runs([(1, part) for part in parts])
+
+
+def combine_runs(runs: Sequence[tuple[int, StepTime]]) -> StepTime:
+    """Runs of (count, roofline.StepTime) steps run one after another as one StepTime: every term summed step by
+    step in order (a field either one value for the run's steps or an array of one per step; numpy's cumsum adds
+    left to right, as Python's sum over the steps did, so the totals are the loop's to the last bit); the GEMM
+    time kept exact by choosing the exposed share of the summed shorter bound that gives the sum of the
     parts' gemm_s (each between its longer bound and the sum of both, so the share lies in [0, 1])."""
-    first = parts[0]
-    memory, compute = sum(p.memory_s for p in parts), sum(p.compute_s for p in parts)
-    gemm = sum(p.gemm_s for p in parts)
+    def total(values) -> float:
+        return float(np.cumsum(np.concatenate([np.broadcast_to(np.asarray(v, dtype=float), (n,))
+                                               for n, v in zip(counts, values)]))[-1])
+    counts = [n for n, _ in runs]
+    sums = {name: total([getattr(p, name) for _, p in runs]) for name in STEP_SUMS}
+    memory, compute, gemm = sums["memory_s"], sums["compute_s"], total([p.gemm_s for _, p in runs])
     shorter, longer = min(memory, compute), max(memory, compute)
     exposed = min(1.0, max(0.0, (gemm - longer) / shorter)) if shorter > 0 else 0.0
-    return replace(first, memory_s=memory, compute_s=compute, comm_s=sum(p.comm_s for p in parts),
-                   attention_s=sum(p.attention_s for p in parts), other_s=sum(p.other_s for p in parts),
-                   moe_rows_s=sum(p.moe_rows_s for p in parts),
-                   host_s=sum(p.host_s for p in parts), kernel_floor_s=sum(p.kernel_floor_s for p in parts),
-                   issue_s=sum(p.issue_s for p in parts), issue_forward_s=sum(p.issue_forward_s for p in parts),
-                   issue_exposed_s=sum(p.issue_exposed_s for p in parts),
-                   exposed=exposed)
+    return replace(runs[0][1], **sums, exposed=exposed)

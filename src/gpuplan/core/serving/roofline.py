@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from gpuplan.core.model.flops import (
     attention_core_flops_per_token,
     layer_matmul_weights_per_token,
@@ -285,15 +287,37 @@ def prefill_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, t
     prefix caching only the uncached suffix is computed: causal FLOPs of the whole prompt minus
     those of the cached prefix (the suffix still attends to every cached key)."""
     budget = RP.split_budget(setup, fabric, prompt, batch)  # vLLM V1 prefills a long prompt in chunks (request_path)
+    hardware = dict(tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which, fabric=fabric)
     if budget is not None:
-        return RP.chunked_prefill(lambda s, p: prefill_step(spec, groups, s, tp=tp, pp=pp, prompt=p, bandwidth=bandwidth,
-                                                            peak=peak, link=link, which=which, fabric=fabric),
-                                  setup, prompt, budget)
+        return RP.chunked_prefill(lambda s, prefixes, new: prefill_forward(
+            spec, groups, s, new=new, attention=causal_attention_flops(spec, prefixes + new, prefixes), **hardware),
+            setup, prompt, budget)
     cached = math.floor(setup.prefix_hit * prompt)
-    new = max(1, prompt - cached)
+    return prefill_forward(spec, groups, setup, new=max(1, prompt - cached), batch=batch,
+                           attention=causal_attention_flops(spec, prompt, cached), **hardware)
+
+
+def causal_attention_flops(spec: ModelSpec, prompt, cached):
+    """Causal flash-attention FLOPs of computing a prompt's tokens past its ``cached`` prefix: those of the whole
+    ``prompt`` less those of the prefix (the new tokens still attend to every cached key). ``prompt`` and
+    ``cached`` one count each or int arrays of one per chunk (request_path.chunked_prefill), in which case an
+    array of FLOPs; a prefix of 0 takes nothing off."""
     attention = attention_core_flops_per_token(spec, prompt, "causal") * prompt
-    if cached:
+    if isinstance(cached, np.ndarray):
+        some = cached > 0
+        attention[some] -= attention_core_flops_per_token(spec, cached[some], "causal") * cached[some]
+    elif cached:
         attention -= attention_core_flops_per_token(spec, cached, "causal") * cached
+    return attention
+
+
+def prefill_forward(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, new: int, attention, tp: int,
+                    pp: int, bandwidth: float, peak: float, link: float | None, which: int = 0, batch: int = 1,
+                    fabric: Accelerator | None = None) -> StepTime:
+    """One prefill forward of ``new`` tokens for each of ``batch`` prompts whose flash attention is ``attention``
+    FLOPs a prompt (causal_attention_flops): the matmuls (weights read once), attention, elementwise and host
+    time, all-reduces. ``attention`` an array (one value a chunk of a run of equal chunks): the StepTime's
+    attention and the host terms that follow it are arrays too (request_path.combine_runs adds them up)."""
     flops = batch * (2.0 * layer_matmul_weights_per_token(spec) * new + 2.0 * spec.vocab_size * spec.hidden_size)
     weights = decode_weight_bytes_read(spec, groups, setup.fmt, tp, batch * new)
     if setup.lora is not None:

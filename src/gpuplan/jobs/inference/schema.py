@@ -108,9 +108,10 @@ EngineFraction = T.typed(float, _engine_fraction)
 
 MAX_PREFILL_CHUNKS = V.MAX_SEQ_LEN // 2048
 """Chunks one prefill may be split into (8,192): the most vLLM's smallest default budget (2,048 tokens,
-core.serving.releases.vllm_batch_defaults) makes of the longest --context (2^24). Each chunk is one roofline step
-(core.serving.request_path.chunked_prefill, ~20 us, timed for each of the search's ~240 prefills): `--context 16M
---prefill-tokens 1` ran for hours (wave 9); at this bound the search takes ~30 s on 2 cores, one setup ~1 s."""
+core.serving.releases.vllm_batch_defaults) makes of the longest --context (2^24). `--context 16M --prefill-tokens 1`
+ran for hours (wave 9), one roofline step a chunk; at this bound `--prefill-tokens 1 --rps 1 --context 8192` still took
+71 s on 2 cores (wave 13). Since, core.serving.request_path.chunked_prefill times each run of equal chunks in one numpy
+pass (roofline.prefill_forward): 0.6 s, and no sizing ask at the bound over 0.9 s (wave 13, helper S2's grid)."""
 
 
 class InferenceInputs(ModelFields):
