@@ -75,5 +75,5 @@ def test_report_checks_its_outputs_and_serving_fields_before_writing(run_cli, tm
     # serving fields of a report limited to training sections are still checked
     plan.write_text(plan.read_text() + "inference:\n  tp: 3\n")
     _refused(run_cli, "report", str(plan), "--sections", "budget", "--no-plots", "--out", str(tmp_path / "b.html"),
-             field="tp", fragment="must divide the 32 attention heads")
+             field=f"{plan}: tp", fragment="must divide the 32 attention heads")  # the file named
     assert not (tmp_path / "b.html").exists()

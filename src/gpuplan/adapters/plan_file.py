@@ -8,6 +8,8 @@ aliases, no duplicate keys, bounded nesting.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,3 +42,19 @@ def read_plan_file(path: str | Path) -> dict[str, Any]:
         raise InputError(f"{path}: {empty}", "null", "give a value, or leave the key out for the "
                          "default")
     return data
+
+
+@contextmanager
+def refusals_name(where: str | None) -> Iterator[None]:
+    """A job run on inputs read from the plan file ``where`` (None: flags only): any InputError raised inside
+    names the file before its field ('error: p.yaml: quantization: ...'), as the schema's own refusals of those
+    inputs do (schema.base.input_error's prefix), whichever later check raised it (a resolver's, a job's) and
+    whether the value came from the file or a flag given over it (the schema names the file for both). One
+    that names the file already is passed on as it is. The one place plan-file refusals get their prefix
+    (commands.build.job_command, commands.report)."""
+    try:
+        yield
+    except InputError as exc:
+        if where is None or exc.field.startswith(f"{where}: "):
+            raise
+        raise exc.retold(f"{where}: {exc.field}", exc.value, exc.expected) from None

@@ -218,15 +218,15 @@ def job_command(name: str, schema: type, run: Callable[[Any], Any], help: str,
 
     def callback(target: str | None = None, fmt: str = "table", as_json: bool = False, full: bool = False,
                  **flags: Any) -> None:
+        from gpuplan.adapters.plan_file import refusals_name
+
         check_format(fmt, as_json)
         raw, where = raw_inputs(target, flags, schema)
-        try:
-            report = run(schema.parse(raw, where))
-        except InputError as exc:  # a later check quoting a converted value: the text typed instead
-            typed = as_typed(exc, raw)
-            if where and typed.field in raw and flags.get(typed.field) is None:  # a plan file's own value: named
-                typed = typed.retold(f"{where}: {typed.field}", typed.value, typed.expected)  # as its schema's are
-            raise typed from None
+        with refusals_name(where):  # every refusal of a plan file's ask names the file (adapters.plan_file)
+            try:
+                report = run(schema.parse(raw, where))
+            except InputError as exc:  # a later check quoting a converted value: the text typed instead
+                raise as_typed(exc, raw) from None
         if report is not None:
             emit(report, fmt, as_json, full)
 

@@ -73,7 +73,7 @@ def command():
         from pathlib import Path
 
         from gpuplan.adapters.files import check_writable, write_atomic
-        from gpuplan.adapters.plan_file import is_plan_file, read_plan_file
+        from gpuplan.adapters.plan_file import is_plan_file, read_plan_file, refusals_name
         from gpuplan.errors import InputError
         from gpuplan.report.html import build_documents
         from gpuplan.report.i18n import translator
@@ -108,7 +108,8 @@ def command():
                                                                                  (".md", ".markdown"))):
             if target:  # nor over a file the plan names (its config.json); HTML / Markdown names only
                 check_writable(target, field, inputs=read, suffixes=suffixes)
-        reports = reports_for_plan(raw, inputs.plan, inputs.sections)
+        with refusals_name(inputs.plan):  # every refusal of the plan's jobs names the file (adapters.plan_file)
+            reports = reports_for_plan(raw, inputs.plan, inputs.sections)
         md_path = Path(inputs.markdown) if inputs.markdown else None
         image_dir = f"{md_path.stem}-plots" if md_path else "report-plots"
         docs = build_documents(reports, inputs.lang, inputs.plots, source=Path(inputs.plan).name, image_dir=image_dir)
