@@ -25,6 +25,8 @@ combinations. No traceback, hang or refusal over one line; the slowest case took
 found are (c)-(f) below and the --tp / --tp nan wording of (d).
 """
 
+import json
+
 import pytest
 from helpers import field_refusal, web_refusal
 
@@ -154,15 +156,37 @@ def test_the_engine_help_names_the_newest_modelled_releases(run_cli):
     assert code == 0 and "sglang==0.5.6" in out and "sglang==0.5.3" not in out
 
 
-# ---- (c, continued) --group-size -1 written as a decimal -----------------------------------------------------------
+# ---- review w13 r4 -----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", ["-1.0", "-1.", " -1 "])
-def test_minus_one_written_as_a_decimal_is_per_channel_as_the_json_number_is(run_cli, client, text):
-    """The web's JSON -1.0 read as -1 (per channel) while the text '-1.0' (a flag, a plan file, a JSON string) was
-    refused; both now read as per channel, as '-1' does."""
-    code, out, err = run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", "--quantization", "int4",
-                             f"--group-size={text}", "--json")
+INT4 = ("infer", "--model", "llama-3-8b", "--gpu", "h100", "--quantization", "int4", "--json")
+INT4_BODY = {"model": "llama-3-8b", "gpu": "h100", "quantization": "int4"}
+
+
+@pytest.mark.parametrize("text", ["-1.0", "-1.", " -1 ", "-1e0", "-01", "-1.0e0", "none"])
+def test_every_spelling_of_minus_one_answers_as_group_size_minus_one_at_every_door(run_cli, client, text):
+    """M1: the flag's regex of spellings refused '-1e0' and '-01', which the plan files and the web's JSON number
+    read as -1; the text is now read as a number. M2: the answer equals --group-size -1's (per channel), not only
+    exit 0: a group size of 1 divides every matrix and would pass a status check, and differs from -1's answer."""
+    code, minus_one, err = run_cli(*INT4, "--group-size=-1")
     assert code == 0, err
-    for value in (text, -1.0):
-        body = {"model": "llama-3-8b", "gpu": "h100", "quantization": "int4", "group_size": value}
-        assert client.post("/api/inference", json=body).status_code == 200
+    assert run_cli(*INT4, "--group-size=1")[1] != minus_one  # the comparison below can tell 1 from -1
+    code, out, err = run_cli(*INT4, f"--group-size={text}")
+    assert code == 0 and out == minus_one, err
+    web = client.post("/api/inference", json=INT4_BODY | {"group_size": -1}).json()
+    assert client.post("/api/inference", json=INT4_BODY | {"group_size": text}).json() == web
+    if text in {"-1.0", "-1e0", "-1.0e0"}:  # also as a JSON number (JSON has no '-1.' or '-01')
+        raw = json.dumps(INT4_BODY)[:-1] + f', "group_size": {text}}}'
+        assert client.post("/api/inference", content=raw, headers={"content-type": "application/json"}).json() == web
+
+
+@pytest.mark.parametrize("text", ["abc", "0x80", "+-1", "-1.0.0", "- 1"])
+def test_a_group_size_that_is_not_a_number_is_told_minus_one_and_none(run_cli, client, text):
+    """S1: text that is not a number was told 'expected a whole number such as 8 or 1K' (no -1 / none, and 1K =
+    1,000 divides no model's matrices); it is told the group sizes at the flag and the web alike."""
+    from gpuplan.jobs.inference.inputs_group import GROUP_SIZE_FORMS
+
+    flag = field_refusal(run_cli(*INT4, f"--group-size={text}"), "group_size", GROUP_SIZE_FORMS)
+    assert flag.strip() == f"error: group_size: got {text!r}; {GROUP_SIZE_FORMS}" and "1K" not in flag
+    assert "-1 or none" in GROUP_SIZE_FORMS
+    web = web_refusal(client.post("/api/inference", json=INT4_BODY | {"group_size": text}), "group_size")
+    assert web == flag.strip().removeprefix("error: ")

@@ -69,6 +69,12 @@ def _text(value: Any, field: str, valid: str = NUMBER_FORMS) -> str:
     return text
 
 
+def text_of(value: str | numbers.Number, field: str) -> str:
+    """``value`` as trimmed text, with the refusals every numeric field gives its text (_text): empty, over-long,
+    non-ASCII, '_'. For a reader with spellings of its own (jobs.inference.inputs_group's 'none')."""
+    return _text(value, field)
+
+
 def _not_ascii(text: str) -> str:
     """Why non-ASCII number text is refused, naming its first such character: a dash (wave 6c), another script's
     digit ('８' is 8), or anything else. 'must be written with ASCII digits' was said of `--tpot 5µs`, `--seq-len
@@ -133,7 +139,7 @@ _NOT_FINITE = re.compile(r"[-+]?(?:inf|infinity|nan)")
 """Text that float() reads as an infinity or NaN: a count refuses it as number() does, not by its form."""
 
 
-def _count_forms(whole: bool, suffix_base: float) -> str:
+def count_forms(whole: bool, suffix_base: float) -> str:
     """What a count's text may look like, for the refusal of text that is not a count: a token length takes K
     (1,024), a whole count a number such as 8, any other the K/M/B/T suffixes of a parameter or token count."""
     if suffix_base == 1024:
@@ -148,7 +154,7 @@ def count(high: float, *, low: float = 0.0, whole: bool = False, suffix_base: fl
     (or [``low``, ``high``]). ``whole``: refuse fractions. ``suffix_base`` 1024 reads K/M as
     2**10/2**20 (token lengths: "8K" = 8,192, "128K" = 131,072 as model cards name contexts)."""
 
-    forms = _count_forms(whole, suffix_base)
+    forms = count_forms(whole, suffix_base)
 
     def parse(value: Any, info: ValidationInfo) -> float | int:
         field = _name(info)

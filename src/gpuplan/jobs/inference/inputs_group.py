@@ -2,14 +2,16 @@
 
 One reader for the four doors (flag, plan file, web body, Python API): 0, -2, 1e9 and 1e400 are refused naming -1 as
 well as the whole sizes (they said 'must be a positive, finite number' or 'must be > 0 and <= 65536', wrong of -1,
-which is valid), and '-1.0' reads as the JSON number -1.0 does (wave 13)."""
+which is valid), and '-1.0' reads as the JSON number -1.0 does (wave 13). Text is read as a number, as a plan file's
+YAML reads it (adapters.plan_formats PLAIN_INT / PLAIN_FLOAT), not matched against spellings of -1: '-1e0', '-01' and
+'-1.0e0' are per channel at every door (review w13 r4 M1: the flag refused them while the plan files took them)."""
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
+from gpuplan.adapters.plan_formats import PLAIN_FLOAT, PLAIN_INT
 from gpuplan.core import units
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
@@ -18,20 +20,35 @@ MAX_GROUP_SIZE = 1 << 16
 """The largest --group-size taken (a bound on input: real checkpoints use 32 to 256, or -1)."""
 GROUP_SIZES = f"-1 (per channel) or a whole number from 1 to {MAX_GROUP_SIZE}, e.g. 32, 64 or 128"
 """What --group-size takes, as its refusals say."""
-_PER_CHANNEL = re.compile(r"-1(?:\.0*)?|none")
-"""Text for one group a channel: '-1', '-1.0' (as the JSON number -1.0 reads) or 'none'."""
+GROUP_SIZE_FORMS = f"expected -1 or none (per channel), or a whole number from 1 to {MAX_GROUP_SIZE}, e.g. 32, 64 or 128"
+"""The refusal of text that is not a number ('abc', '0x80', '+-1'): it names -1 / none (review w13 r4 S1)."""
+_COUNT_FORMS = T.count_forms(whole=True, suffix_base=1000.0)
+"""T.count's refusal of a whole count's text form, retold here as GROUP_SIZES (it offered '1K', no group size)."""
+
+
+def _per_channel(text: str) -> bool:
+    """Whether ``text`` (trimmed) means one group a channel: 'none', or a plain decimal number equal to -1 ('-1',
+    '-1.0', '-1.', '-1e0', '-01'), read as the YAML loader of a plan file reads numbers."""
+    if text.lower() == "none":
+        return True
+    return bool(PLAIN_INT.match(text) or PLAIN_FLOAT.match(text)) and float(text) == -1
 
 
 def group_size(value: Any, info) -> int | None:
     """The group size in weights, or None for per channel (-1); InputError naming GROUP_SIZES otherwise."""
-    if isinstance(value, str) and _PER_CHANNEL.fullmatch(value.strip().lower()):
+    field = info.field_name if info is not None and info.field_name else "group_size"
+    if isinstance(value, str) and _per_channel(T.text_of(value, field)):
         return None
     if value == -1:
         return None
     try:
         size = T.count(math.inf, whole=True)(value, info)  # no bound here: the one below names -1 as well
     except units.NotPositive as exc:  # 0, -2, 1e400 and -1e400 (units.Overflowed)
-        raise exc.retold(exc.field, exc.value, f"must be {GROUP_SIZES}") from None
+        raise InputError(exc.field, exc.value, f"must be {GROUP_SIZES}") from None  # a plain refusal (N4)
+    except InputError as exc:
+        if exc.expected != _COUNT_FORMS:  # 'nan', '1_0', fullwidth digits: their own words
+            raise
+        raise InputError(exc.field, exc.value, GROUP_SIZE_FORMS) from None
     if size > MAX_GROUP_SIZE:
-        raise InputError(T._name(info), value, f"must be {GROUP_SIZES}")
+        raise InputError(field, value, f"must be {GROUP_SIZES}")
     return size
