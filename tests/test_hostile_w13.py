@@ -190,3 +190,30 @@ def test_a_group_size_that_is_not_a_number_is_told_minus_one_and_none(run_cli, c
     assert "-1 or none" in GROUP_SIZE_FORMS
     web = web_refusal(client.post("/api/inference", json=INT4_BODY | {"group_size": text}), "group_size")
     assert web == flag.strip().removeprefix("error: ")
+
+
+@pytest.mark.parametrize("command, field, text", [("budget", "tp", ".nan"), ("budget", "seq_len", "-.inf"),
+                                                  ("budget", "tp", ".Inf"), ("infer", "rps", ".nan"),
+                                                  ("infer", "rps", ".inf")])
+def test_a_plan_files_unquoted_yaml_nan_and_inf_are_not_finite_as_the_flags_nan(run_cli, tmp_path, command, field,
+                                                                               text):
+    """S2: the plan loader keeps YAML's `.nan` / `.inf` as text (plan_formats), which the counts refused by their
+    form ('expected a whole number such as 8 or 1K') and number() as 'expected a number between 1e-06 and 1e+07',
+    while `--tp nan` and `--rps nan` say 'must be a finite number'. Written unquoted, as YAML's own values."""
+    plan = tmp_path / "p.yaml"
+    plan.write_text(f"model: llama-3-8b\ngpu: h100\n{field}: {text}\n")
+    code, _, err = run_cli(command, str(plan))
+    assert code == 2 and err.strip() == f"error: {plan}: {field}: got {text!r}; must be a finite number", err
+    field_refusal(run_cli(command, "--model", "llama-3-8b", "--gpu", "h100", f"--{field.replace('_', '-')}",
+                          text.replace(".", "")), field, "must be a finite number")
+
+
+@pytest.mark.parametrize("text, words", [("1e400ms", "must be at most 1min (60 s)"),
+                                         ("1e300h", "must be at most 1min (60 s)"), ("2h", "must be at most 1min (60 s)"),
+                                         ("-1e400ms", units.NOT_POSITIVE), ("-5ms", units.NOT_POSITIVE)])
+def test_a_duration_with_a_unit_that_overflows_is_past_the_bound(run_cli, text, words):
+    """S3: '--tpot 1e400ms' said 'must be a positive, finite number' (units.Overflowed let through) while '2h' and
+    '1e300h' named the bound; an overflow of a positive duration names the bound, a negative one is not
+    positive as '-5ms' is."""
+    err = field_refusal(run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", f"--tpot={text}"), "tpot", words)
+    assert err.strip() == f"error: tpot: got {text!r}; {words}", err

@@ -135,8 +135,16 @@ def _bounded(number: float, value: Any, field: str, low: float, high: float, low
     return number
 
 
-_NOT_FINITE = re.compile(r"[-+]?(?:inf|infinity|nan)")
-"""Text that float() reads as an infinity or NaN: a count refuses it as number() does, not by its form."""
+_NOT_FINITE = re.compile(r"[-+]?\.?(?:inf|infinity|nan)")
+"""Text that float() reads as an infinity or NaN, and YAML's own spellings '.nan', '.inf', '-.inf' (a plan file keeps
+them as text, adapters.plan_formats): a count and a number refuse them as 'must be a finite number', not by their
+form (review w13 r4 S2: a plan file's `tp: .nan` was told 'expected a whole number such as 8 or 1K')."""
+
+
+def _refuse_not_finite(text: Any, value: Any, field: str) -> None:
+    """InputError 'must be a finite number' where ``text`` is 'nan', 'inf', '.nan', '-.inf' ... (_NOT_FINITE)."""
+    if isinstance(text, str) and _NOT_FINITE.fullmatch(text.strip().lower()):
+        raise InputError(field, value, "must be a finite number")
 
 
 def count_forms(whole: bool, suffix_base: float) -> str:
@@ -166,8 +174,8 @@ def count(high: float, *, low: float = 0.0, whole: bool = False, suffix_base: fl
                 value = float(match.group(1)) * (1024 if match.group(2) in "kK" else 2**20)
         elif not isinstance(value, int | float):
             text = _text(value, field)
-        if isinstance(value, str) and _NOT_FINITE.fullmatch(text.lower()):
-            raise InputError(field, value, "must be a finite number")  # as number() and a plan file's .inf say
+        if isinstance(value, str):
+            _refuse_not_finite(text, value, field)  # as number() and the Python API's float('nan') say
         try:
             counted = units.parse_count(value, field)
         except units.Overflowed as exc:  # '1e400', '1e300T' overflow to inf: past the high bound (_past_bound)
@@ -197,6 +205,7 @@ def number(low: float, high: float, *, low_open: bool = False, whole: bool = Fal
         _finite(value, field)
         text = value if isinstance(value, int | float) else \
             _text(value, field, f"a number from {low:g} to {high:g} or its text")
+        _refuse_not_finite(text, value, field)  # '.nan' / '.inf' (a plan file's YAML) as 'nan' / 'inf' read
         share = percent and isinstance(text, str) and text.endswith("%")
         try:
             parsed = units.percent_share(text[:-1]) if share else float(text)
@@ -295,7 +304,12 @@ def seconds(high: float, positive: bool = False, examples: str = "30min, 2h or 9
 
     def parse(value: Any, info: ValidationInfo) -> float:
         field = _name(info)
-        number = value.total_seconds() if isinstance(value, timedelta) else _typed_seconds(value, field, examples)
+        try:
+            number = value.total_seconds() if isinstance(value, timedelta) else _typed_seconds(value, field, examples)
+        except units.Overflowed:  # '1e400ms', '1e300h': past the bound as '2h' is, named in its unit (r4 S3)
+            if str(value).strip().startswith("-"):
+                raise  # '-1e400ms': not positive, as '-5ms' is
+            raise InputError(field, value, f"must be at most {_duration_text(high)} ({high:,.0f} s)") from None
         if positive and number == 0:
             raise InputError(field, value, "must be a positive duration, e.g. 10min")
         return _bounded_duration(number, value, field, high, positive)
