@@ -144,3 +144,20 @@ def test_refusals_after_the_schema_name_the_plan_file(run_cli, tmp_path):
     # without a plan file: no prefix
     code, _, err = run_cli("infer", "llama-3-8b", "--pp", "40")
     assert code == 2 and err.startswith("error: pp: got 40; "), err
+
+
+def test_fp4_on_the_mi355x_is_named_mxfp4():
+    """--dtype fp4 runs at the part's fp4 peak; the MI355X's catalog row is its MXFP4 rate (catalog/hardware/
+    mi355x.toml: 10,066.4 TFLOP/s, 'mxfp4 10066.4' in its sources), so the help and plan's assumption say MXFP4
+    there and NVFP4 on Blackwell."""
+    from gpuplan.jobs.plan.estimate import _low_precision_assumption
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.schema import vocabulary as V
+
+    mi355x, b200 = VI._gpu("mi355x"), VI._gpu("b200")
+    assert mi355x.peak("fp4") == pytest.approx(10066.4e12) and any("mxfp4 10066.4" in s for s in mi355x.sources)
+    inputs = PlanInputs.parse({"model": "llama-3-8b", "dtype": "fp4"})
+    (amd,), (nvidia,) = _low_precision_assumption(inputs, mi355x), _low_precision_assumption(inputs, b200)
+    assert amd.value.startswith("MXFP4 at the AMD Instinct MI355X's FP4 (MXFP4) peak, costed as NVFP4")
+    assert nvidia.value.startswith("NVFP4 at the FP4 peak")
+    assert "MXFP4 on MI355X" in next(m.description for m in V.Dtype.__metadata__ if hasattr(m, "description"))

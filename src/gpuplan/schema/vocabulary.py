@@ -138,7 +138,7 @@ GPU_COUNT = field(None, "Total GPUs; `plan` also takes a list (256,512) or a ran
 GpuCount = Annotated[Gpus | None, GPU_COUNT]
 Days = option(T.Days | None, None, "Wall-clock deadline: 7, 7d, 36h or 2w (a bare number is days).")
 Dtype = option(T.choice(*DTYPES), "bf16", "Compute dtype whose dense peak FLOP/s is used: bf16, fp16, fp8, fp4 "
-               "(NVFP4 linear layers, Blackwell), tf32, fp32.")
+               "(4-bit linear layers at the part's FP4 peak: NVFP4 on Blackwell, MXFP4 on MI355X), tf32, fp32.")
 Price = option(OnDemandUsd | None, None, "On-demand USD per GPU-hour (overrides the price catalog).", "price catalog")
 
 # ---- layout ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import numpy as np
 
 from gpuplan.catalog import prediction_band
 from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
+from gpuplan.core.hardware import Accelerator
 from gpuplan.core.memory import training as M
 from gpuplan.core.units import (SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time, format_usd,
                                plural, signed_percent)
@@ -278,7 +279,7 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
                    "measurements (see the Calibration section)" if inputs.calibration is not None else
                    "stas00/ml-engineering MAMF table; fitted on llm-foundry benchmarks (docs/step.md)",
                    "--calibration", inputs.calibration is not None),
-        *_low_precision_assumption(inputs),
+        *_low_precision_assumption(inputs, result.evaluator.cluster.gpu),
         *_moe_all_to_all_assumption(inputs, result),
         _overlap_assumption(inputs, plan),
         _margin_assumption(inputs),
@@ -317,8 +318,9 @@ def _overlap_assumption(inputs: PlanInputs, plan: Plan) -> Assumption:
     return Assumption("overlap", "DP/FSDP overlap", value, source, "--dp-overlap", given)
 
 
-def _low_precision_assumption(inputs: PlanInputs) -> tuple[Assumption, ...]:
-    """How the FP8 / NVFP4 linears are costed (core/time/step.py), shown only for those dtypes."""
+def _low_precision_assumption(inputs: PlanInputs, gpu: Accelerator) -> tuple[Assumption, ...]:
+    """How the FP8 / NVFP4 linears are costed (core/time/step.py), shown only for those dtypes. An AMD part's FP4
+    peak is its MXFP4 rate (the only one, MI355X: catalog/hardware/mi355x.toml, 'mxfp4 10066.4'): said so."""
     from gpuplan.core.time import step as S
 
     recipe = S.low_precision_recipe(inputs.dtype, inputs.fp8_recipe)
@@ -329,6 +331,8 @@ def _low_precision_assumption(inputs: PlanInputs) -> tuple[Assumption, ...]:
                            f"{S.FP8_WEIGHT_CAST_BYTES:g} B/weight",
              "mxfp8": f"MXFP8: casts {S.MXFP8_CAST_BYTES_PER_ELEMENT:g} B/element, {block}",
              "nvfp4": f"NVFP4 at the FP4 peak: casts as FP8, {block}"}[recipe]
+    if recipe == "nvfp4" and gpu.vendor == "AMD":  # CDNA 4's FP4 is the OCP MX format, no NVFP4: timed alike
+        value = f"MXFP4 at the {gpu.name}'s FP4 (MXFP4) peak, costed as NVFP4: casts as FP8, {block}"
     return (Assumption("fp8_recipe", "low-precision linears", value, "docs/step.md (Transformer Engine recipes; "
                        "NeMo / Megatron-Bridge pairs)", "--dtype" if recipe == "nvfp4" else "--fp8-recipe",
                        "fp8_recipe" in inputs.given),)
