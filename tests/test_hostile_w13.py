@@ -217,3 +217,21 @@ def test_a_duration_with_a_unit_that_overflows_is_past_the_bound(run_cli, text, 
     positive as '-5ms' is."""
     err = field_refusal(run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", f"--tpot={text}"), "tpot", words)
     assert err.strip() == f"error: tpot: got {text!r}; {words}", err
+
+
+@pytest.mark.parametrize("field, text", [("price", "1e-400"), ("group_size", "1e-400"), ("tokens", "5e-999")])
+def test_a_web_json_number_that_underflows_is_quoted_as_written_as_at_the_flag(run_cli, client, field, text):
+    """S4: the web's JSON 1e-400 was read as 0.0 ('price: got 0.0; must be at least $0.0001/GPU-h ...') while the
+    flag and the plan files keep the text ('is too small to tell from 0'); the body reader now keeps it as the
+    YAML / TOML readers do (units.lost_to_zero), for a top-level field; a pasted config's number stays 0.0."""
+    command, path, extra = (("infer", "/api/inference", ("--quantization", "int4")) if field == "group_size" else
+                            ("budget", "/api/budget", ()))
+    flag = field_refusal(run_cli(command, "--model", "llama-3-8b", "--gpu", "h100", *extra,
+                                 f"--{field.replace('_', '-')}={text}"), field)
+    body = '{"model": "llama-3-8b", "gpu": "h100", ' + ('"quantization": "int4", ' if extra else "")
+    response = client.post(path, content=f'{body}"{field}": {text}}}', headers={"content-type": "application/json"})
+    assert web_refusal(response, field) == flag.strip().removeprefix("error: ")
+    from gpuplan.web.body import read_body
+
+    pasted = read_body(b'{"model": "x", "config": {"rms_norm_eps": 1e-400}}', "application/json")
+    assert pasted["config"]["rms_norm_eps"] == 0.0
