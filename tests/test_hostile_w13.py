@@ -235,3 +235,29 @@ def test_a_web_json_number_that_underflows_is_quoted_as_written_as_at_the_flag(r
 
     pasted = read_body(b'{"model": "x", "config": {"rms_norm_eps": 1e-400}}', "application/json")
     assert pasted["config"]["rms_norm_eps"] == 0.0
+
+
+@pytest.mark.parametrize("text, tokens", [("8K", 8192), ("8e0K", 8192), ("+8K", 8192), ("0.5e1K", 5120),
+                                          ("0.8e1k", 8192), ("1e1M", 10 * 2**20), ("8000", 8000), ("8e3", 8000)])
+def test_a_token_lengths_k_is_1024_after_any_plain_number(text, tokens):
+    """N2: '--seq-len 8e0K' read 8,000 (parse_count's K) and '8K' 8,192, silently; K / M after a token length's
+    number are 2**10 / 2**20 however the number is written (docs/cli.md, Units); a bare exponent is the number."""
+    from gpuplan import TrainingInputs
+
+    assert TrainingInputs(model="llama-3-8b", seq_len=text).seq_len == tokens
+
+
+def test_a_token_length_whose_k_overflows_names_the_bound(run_cli):
+    """'1e308K' overflows in the 1,024 reading; it is left to parse_count's Overflowed, which names the bound."""
+    field_refusal(run_cli("train", "--model", "llama-3-8b", "--seq-len=1e308K"), "seq_len", "must be > 0 and <=")
+
+
+def test_the_cli_docs_quote_the_refusal_the_code_gives(run_cli):
+    """M3: docs/cli.md's hand-written example quoted 'expected a number with an optional K/M/B/T suffix' for
+    `--seq-len 8KK`, which since d1695c0 says 'expected a number of tokens ...'."""
+    import re
+    from pathlib import Path
+
+    err = field_refusal(run_cli("train", "--model", "llama-3-8b", "--seq-len", "8KK"), "seq_len")
+    doc = re.sub(r"\s+", " ", (Path(__file__).parents[1] / "docs" / "cli.md").read_text(encoding="utf-8"))
+    assert f"`{err.strip()}`" in doc, err
