@@ -110,13 +110,13 @@ def test_sequential_sum_of_runs_is_pythons_sum():
 
 def test_one_token_budget_at_the_chunk_cap_answers_fast(run_cli):
     """T1's sweep: `infer --prefill-tokens 1 --rps 1 --context 8192` took 67 s (71 s here before), one
-    roofline a chunk; now one numpy pass a run of chunks. The bound is loose (2 s for ~0.4 s measured), so a
-    return of the per-chunk loop (~2,000x the work here) fails it."""
+    roofline a chunk; now one numpy pass a run of chunks. The bound is loose (3 s for 0.3-0.9 s measured here,
+    the machine loaded or not), and a return of the per-chunk loop (71 s) fails it."""
     import time
     start = time.perf_counter()
     code, out, err = run_cli("infer", "llama-3-8b", "--prefill-tokens", "1", "--context", "8192", "--rps", "1")
     assert code == 0, err
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 3.0
 
 
 def _plan(tmp_path, text: str) -> str:
