@@ -74,7 +74,7 @@ def test_readme_concurrency_1_serving_figures_are_the_accuracy_table():
 def test_readme_gpu_hours_figures_are_the_accuracy_table():
     cases, mean, worst, bias = KINDS["gpu_hours (train --mfu predicted, end to end: the run's batch and ramp, "
                                      "checkpoints, failures; held out)"]
-    words = {15: "fifteen", 16: "sixteen", 17: "seventeen", 18: "eighteen", 19: "nineteen", 20: "twenty"}
+    words = {15: "fifteen", 16: "sixteen", 17: "seventeen", 18: "eighteen", 19: "nineteen", 20: "twenty", 21: "twenty-one"}
     quoted = _quoted(rf"GPU-hours of {words.get(cases, cases)} published runs with `--mfu predicted` ([\d.]+)% mean "
                      r"\(max ([\d.]+)%, bias ([−+][\d.]+)%")
     assert quoted == pytest.approx((mean, worst, bias), abs=0.05)
@@ -94,7 +94,7 @@ def test_readme_band_is_the_packaged_band():
 
     quoted = _quoted(r"±([\d.]+)% dense BF16, ±([\d.]+)% dense FP8 and NVFP4, ±([\d.]+)% for any MoE")
     band = (prediction_band("bf16")[0], prediction_band("fp8")[0], prediction_band("bf16", moe=True)[0])
-    assert quoted == pytest.approx(tuple(100 * b for b in band), abs=0.05)
+    assert quoted == pytest.approx(tuple(100 * b for b in band), abs=0.05 + 1e-9)  # one decimal, rounded half up
 
 
 def test_readme_gpu_hours_split_by_revision_is_the_accuracy_table():
