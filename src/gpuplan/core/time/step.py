@@ -252,9 +252,10 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
                                      ep=ep, mtp=mtp, vpp=vpp, embedding=below_zero3 & (np.asarray(pp) == 1)).total
     t_mb = t_first + (t_last - t_first) * (t_last > t_first)
+    paced_layers = TF.paced_stage_layers(layers, last_layers, t_first, t_last)  # t_mb's stage (its weight casts)
     compute = t_mb * micro_batches + TF.step_copy_seconds(  # torchtitan's FSDP2 copies, its float8 all-gather's change
         spec, cluster, settings, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches,
-        cp=cp, stage_layers=TF.paced_stage_layers(layers, last_layers, t_first, t_last))  # t_mb's stage
+        cp=cp, stage_layers=paced_layers)
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
     trained = trained_params_per_gpu(spec, settings, tp, pp, ep)  # full: the local parameters; LoRA: the adapters
     costs = step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
@@ -284,8 +285,8 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     optimizer = 2 * 16.0 * trained / shards / hbm  # read+write weights, grads, fp32 master, 2 Adam states (HBM-bound)
     if settings.eager_ops is not None:
         optimizer = eager_optimizer_seconds(spec, cluster, settings, trained / shards, pp)
-    mega = MS.step_extra_seconds(spec, settings, cluster.gpu, tp=tp, local_params=trained, shards=shards,  # Megatron's FP8
-                                 stage_layers=TF.paced_stage_layers(layers, last_layers, t_first, t_last))  # casts, t_mb's
+    mega = MS.step_extra_seconds(spec, settings, cluster.gpu, tp=tp, stage_layers=paced_layers, local_params=trained,
+                                 shards=shards)  # Megatron: FP8 weight casts once a step, its distributed optimizer
     if mega is not None:
         compute, optimizer = compute + mega[0], mega[1]
     compute = compute + MG.loss_scale_seconds(settings, trained, cluster.gpu.memory_bandwidth)  # per-token loss
