@@ -50,6 +50,11 @@ def layout(run) -> tuple:
             lay["micro_batch"], lay["global_batch"])
 
 
+def layouts_text(same: bool, rows) -> str:
+    """'same', or each of ``rows``' layouts (tp pp vp cp ep micro / global batch) joined by ' vs '."""
+    return "same" if same else " vs ".join("tp{} pp{} vp{} cp{} ep{} mb{} gb{}".format(*layout(r)) for r in rows)
+
+
 def twin_rows():
     """{(release, model, precision, GPUs): {part: row}}: the scored rows (published_throughput.why_not empty, as
     published_throughput_cases takes them) with rows on at least two of PARTS."""
@@ -150,9 +155,7 @@ def gb300_tables() -> None:
     for p in pairs:
         if (p["a"], p["b"]) != ("gb200", "gb300"):
             continue
-        ra, rb = p["rows"]
-        lay = "same" if p["same"] else " vs ".join("tp{} pp{} vp{} cp{} ep{} mb{} gb{}".format(*layout(r))
-                                                   for r in (rb, ra))
+        lay = layouts_text(p["same"], p["rows"][::-1])  # GB300's first, as the column's ratio
         b300 = next((q for q in pairs if q["key"] == p["key"] and (q["a"], q["b"]) == ("gb200", "b300")), None)
         extra = f" (B300 / GB200 {b300['measured']:.2f} vs {b300['predicted']:.2f})" if b300 else ""
         print(f"| {'/'.join(map(str, p['key']))} | {p['measured']:.3f} | {p['predicted']:.3f} | {lay}{extra} |")
@@ -197,8 +200,7 @@ def twin_tables(every: bool) -> None:
             continue
         sa, sb = (step_split(r) for r in p["rows"])
         fmt = lambda s: " / ".join(f"{100 * s[t]:.0f}" for t in ("gemm", "attn", "hbm", "comm", "host"))  # noqa: E731
-        lay = "same" if p["same"] else " vs ".join("tp{} pp{} vp{} cp{} ep{} mb{} gb{}".format(*layout(r))
-                                                   for r in p["rows"])
+        lay = layouts_text(p["same"], p["rows"])
         print(f"| {' / '.join(map(str, p['key']))} | {p['b']} / {p['a']} | {lay} | {p['measured']:.3f} | "
               f"{p['predicted']:.3f} | {p['measured'] / p['predicted']:.3f} | {fmt(sa)} | {fmt(sb)} |")
 
