@@ -51,7 +51,7 @@ class CarriedRun:
     """measured x the step model at the group's GPU and count / the step model at the run's own (tokens/s/GPU)."""
     layout: str
     """The carried layout (dp scaled to the group's count, the run's tp, pp, cp, local batch and recompute)."""
-    degrees: tuple[int, int, int] = (1, 1, 1)
+    degrees: tuple[int, int, int]
     """The run's (tp, pp, cp)."""
 
 
@@ -63,11 +63,11 @@ class CarriedCheck:
     own_best: float
     planned: float
     carried: tuple[CarriedRun, ...]
-    id: str = ""
+    id: str
     """The group's best published row."""
-    planned_layout: str = ""
+    planned_layout: str
     """The planner's layout (planner.plan.Plan.text)."""
-    layout_measured: bool = True
+    layout_measured: bool
     """Whether a measured run, the group's own or a carried one, has the planner's (tp, pp, cp); False: the
     planner's figure against the reference is the step model's own ratio between two layouts, nothing more."""
 
