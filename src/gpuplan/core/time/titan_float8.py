@@ -67,9 +67,10 @@ def gathers_float8(settings) -> bool:
 
 
 def fullest_stage_layers(spec: ModelSpec, pp):
-    """Decoder layers on the first (fullest) pipeline stage, the stage core.time.step.step_time charges the weight
-    cast on by default (core.memory.model_states.stage_span, the MTP stage shedding layers: core.model.mtp):
-    ceil-like where pp does not divide the layers (Llama 3.1 405B, 126 layers at pp 4: 32, not 31.5)."""
+    """Decoder layers on the first (fullest) pipeline stage (core.memory.model_states.stage_span, the MTP stage
+    shedding layers: core.model.mtp): ceil-like where pp does not divide the layers (Llama 3.1 405B, 126 layers at
+    pp 4: 32, not 31.5). The stage this module's functions take the cast off where the caller names none;
+    core.time.step.step_time names its paced stage (paced_stage_layers)."""
     return stage_span(spec.num_layers, pp, 0, mtp_stage_layer_shed(spec, spec.mtp_layers))[1]
 
 
