@@ -26,6 +26,7 @@ from schemathesis.checks import (  # noqa: E402
     status_code_conformance,
 )
 
+from gpuplan.jobs import JOBS  # noqa: E402
 from gpuplan.web import create_app  # noqa: E402
 
 EXAMPLES_PER_OPERATION = 24  # 40 until the tenth session; cut to keep CI under 10 minutes (the hostile waves'
@@ -33,14 +34,9 @@ EXAMPLES_PER_OPERATION = 24  # 40 until the tenth session; cut to keep CI under 
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app())
 CALLS: dict[str, int] = {}
 ESTIMATES: dict[str, list[int]] = {}  # job -> [estimates computed, answered from the memo]
-MEMOISED = {"plan": ("gpuplan.jobs.plan.estimate", "plan_report")} | {
-    job: (path.partition(":")[0], path.partition(":")[2]) for job, path in (
-        ("training", "gpuplan.jobs.training.estimate:estimate_training"),
-        ("budget", "gpuplan.jobs.budget.estimate:estimate_budget"),
-        ("memory", "gpuplan.jobs.memory.estimate:estimate_memory"),
-        ("inference", "gpuplan.jobs.inference.estimate:estimate_inference"))}
-"""The estimate functions the web service calls (gpuplan.jobs.JOBS' estimate_path; web/service._report imports
-plan_report at call time), by job."""
+MEMOISED = {name: job.estimate_path.split(":") for name, job in JOBS.items()}
+"""The estimate functions the web service calls, by job: (module, attribute) of gpuplan.jobs.JOBS' estimate_path
+(web/service._report imports plan_report, JOBS' plan estimate, from its module at call time)."""
 
 
 def _memo(job: str, estimate):
