@@ -74,8 +74,8 @@ def test_vectorised_chunks_equal_the_per_chunk_loop(name):
 
 
 def test_sglang_eager_prefill_chunks_equal_the_loop():
-    """SGLang's prefill is eager (first_token_path: F + max(I, G) a chunk, the low / high ends picked per chunk); its own chunk size (8,192 on an 80 GB part, sglang_chunk_size) splits a
-    20,000-token prompt in 3."""
+    """SGLang's prefill is eager (first_token_path: F + max(I, G) a chunk, the low / high ends picked per chunk);
+    its own chunk size (8,192 on an 80 GB part, sglang_chunk_size) splits a 20,000-token prompt in 3."""
     spec, gpu, setup = _case({"release": "sglang==0.5.6", "gpu": "h100-sxm", "quantization": "bf16"})
     groups = VI.W.param_groups(spec)
     assert RP.split_budget(setup, gpu, 20000) == 8192
