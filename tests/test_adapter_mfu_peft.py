@@ -1,11 +1,11 @@
 """The MFU numerator under LoRA on an MoE follows the step model's peft rule (wave 9 polish, item 4).
 
-peft 0.21 on a fused-experts MoE under --framework hf folds the expert adapters into the expert weights once a
-step (core.time.eager_step), so a token multiplies only the attention adapters; core.time.trained_params.
-trained_params_per_gpu reads that count whenever StepSettings.eager_ops is set (--framework hf). The model-FLOPs numerator counted the
-per-token expert adapters anyway (core.model.flops.training_flops_per_token never passed ``peft_experts``):
-Qwen3-30B-A3B r16 at 4,096 tokens, 193.5 vs 80.2 MFLOP of adapter work a token, ~0.5% of the numerator, so the
-plan's MFU and `train`'s predicted budget stood on a count the timed step does not run.
+peft 0.21 on a fused-experts MoE under --framework hf folds the expert adapters into the expert weights once a step
+(core.time.eager_step), so a token multiplies only the attention adapters;
+core.time.trained_params.trained_params_per_gpu reads that count whenever StepSettings.eager_ops is set (--framework
+hf). The model-FLOPs numerator counted the per-token expert adapters anyway (core.model.flops.training_flops_per_token
+never passed ``peft_experts``): Qwen3-30B-A3B r16 at 4,096 tokens, 193.5 vs 80.2 MFLOP of adapter work a token, ~0.5% of
+the numerator, so the plan's MFU and `train`'s predicted budget stood on a count the timed step does not run.
 """
 
 import pytest

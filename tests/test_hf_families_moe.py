@@ -132,9 +132,9 @@ def test_lora_on_experts_folds_them_every_step():
 
 def test_lora_moe_optimizer_walks_peft_expert_adapters():
     """The optimizer step of a LoRA run on a MoE model updates peft's adapters (20,760,576 a Qwen3-30B-A3B
-    layer at r 16, above): the step's trained count (core.model.finetune.lora_params via core.time.trained_params.
-    trained_params_per_gpu, the one the DP gradient bytes use too) is 48 x 20,760,576 under --framework hf (eager ops), the dense rule's
-    48 x 671,744 otherwise."""
+    layer at r 16, above): the step's trained count (core.model.finetune.lora_params via
+    core.time.trained_params.trained_params_per_gpu, the one the DP gradient bytes use too) is 48 x 20,760,576 under
+    --framework hf (eager ops), the dense rule's 48 x 671,744 otherwise."""
     from gpuplan.core.time.eager_path import eager_optimizer_seconds
     from gpuplan.core.time.trained_params import trained_params_per_gpu
 

@@ -209,7 +209,8 @@ def test_a_plan_files_unquoted_yaml_nan_and_inf_are_not_finite_as_the_flags_nan(
 
 
 @pytest.mark.parametrize("text, words", [("1e400ms", "must be at most 1min (60 s)"),
-                                         ("1e300h", "must be at most 1min (60 s)"), ("2h", "must be at most 1min (60 s)"),
+                                         ("1e300h", "must be at most 1min (60 s)"),
+                                         ("2h", "must be at most 1min (60 s)"),
                                          ("-1e400ms", units.NOT_POSITIVE), ("-5ms", units.NOT_POSITIVE)])
 def test_a_duration_with_a_unit_that_overflows_is_past_the_bound(run_cli, text, words):
     """S3: '--tpot 1e400ms' said 'must be a positive, finite number' (units.Overflowed let through) while '2h' and
