@@ -146,6 +146,19 @@ def test_refusals_after_the_schema_name_the_plan_file(run_cli, tmp_path):
     assert code == 2 and err.startswith("error: pp: got 40; "), err
 
 
+def test_a_plan_file_named_with_a_tab_is_named_once(run_cli, tmp_path):
+    """review_w13_r5 M1: the schema names the file as errors.printable escapes it (a tab reads \\u0009);
+    refusals_name looked for the raw name, missed it and named the file twice ('error: t\\u0009b.yaml:
+    t\\u0009b.yaml: tp: ...'). The schema's refusal and a later check's (the V100's peaks) each name it once."""
+    path = tmp_path / "t\tb.yaml"
+    shown = str(path).replace("\t", "\\u0009")
+    for text, field in (("model: llama-3-8b\ngpu: h100\ngpus: 8\ntp: abc\n", "tp: got 'abc'; "),
+                        ("params: 7B\ngpu: v100\n", "dtype: got 'bf16'; ")):
+        path.write_text(text)
+        code, _, err = run_cli("train", str(path))
+        assert code == 2 and err.startswith(f"error: {shown}: {field}") and err.count(".yaml") == 1, err
+
+
 def test_fp4_on_the_mi355x_is_named_mxfp4():
     """--dtype fp4 runs at the part's fp4 peak; the MI355X's catalog row is its MXFP4 rate (catalog/hardware/
     mi355x.toml: 10,066.4 TFLOP/s, 'mxfp4 10066.4' in its sources), so the help and plan's assumption say MXFP4

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, printable
 
 PLAN_SUFFIXES = (".yaml", ".yml", ".toml")
 
@@ -50,11 +50,15 @@ def refusals_name(where: str | None) -> Iterator[None]:
     names the file before its field ('error: p.yaml: quantization: ...'), as the schema's own refusals of those
     inputs do (schema.base.input_error's prefix), whichever later check raised it (a resolver's, a job's) and
     whether the value came from the file or a flag given over it (the schema names the file for both). One
-    that names the file already is passed on as it is. The one place plan-file refusals get their prefix
-    (commands.build.job_command, commands.report)."""
+    that names the file already is passed on as it is: its field holds the name as InputError escapes it
+    (errors.printable: a tab or ESC in the name reads \\u0009), so the escaped name is what is looked for. The
+    one place plan-file refusals get their prefix (commands.build.job_command, commands.report)."""
     try:
         yield
     except InputError as exc:
-        if where is None or exc.field.startswith(f"{where}: "):
+        if where is None:
             raise
-        raise exc.retold(f"{where}: {exc.field}", exc.value, exc.expected) from None
+        named = f"{printable(str(where))}: "
+        if exc.field.startswith(named):
+            raise
+        raise exc.retold(named + exc.field, exc.value, exc.expected) from None
