@@ -5,14 +5,12 @@ adopted as the GB300's FP8 GEMM ratio (core/time/efficiency.py keeps 1.141 for B
 from __future__ import annotations
 
 import statistics
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cudnn" / "gb200_gb300_kernels.yaml"
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +69,12 @@ def test_head_dim_does_not_separate_the_fp8_explanations(backward):
     assert controlled == pytest.approx([1.080, 1.082], abs=1e-3) and abs(controlled[1] - controlled[0]) < 0.005
 
 
-def test_llama_8b_pair_at_the_fp8_backward_ratio_would_move_by_its_gemm_share(published_rows):
+def test_llama_8b_pair_at_the_fp8_backward_ratio_would_move_by_its_gemm_share(published_rows, load_script):
     """NeMo 25.11 Llama 3 8B FP8-CS on 8 GPUs, one layout on both: measured GB300 / GB200 37,556 / 31,508 = 1.192,
     predicted 1.106 (tests/test_gb300_kernel_rate.py). The FP8 GEMMs at 1.234 instead of 1.141 (the GB300's FP8
     peak x 1.234 / 1.141 on a copy, blackwell_ultra_pairs.scaled_part) move it by about that ratio to the power
     of the GEMM share, 0.44: 1.106 x (1.234 / 1.141) ** 0.44 = 1.144, docs/step.md's not-adopted 1.139."""
-    import blackwell_ultra_pairs as U
+    U = load_script("blackwell_ultra_pairs")
     from gpuplan.catalog import load_accelerator
     from gpuplan.jobs.validation.published_throughput import predicted_step
 
@@ -91,22 +89,22 @@ def test_llama_8b_pair_at_the_fp8_backward_ratio_would_move_by_its_gemm_share(pu
     assert would < measured
 
 
-def test_step_split_of_a_one_node_dense_row_adds_up(published_rows):
+def test_step_split_of_a_one_node_dense_row_adds_up(published_rows, load_script):
     """Llama 3 8B FP8-CS on 8 GB300 (dp 8, no pipeline, CUDA graphs): the step is matmuls, attention and
     HBM-bound kernels, so the shares of the step that scale with those three rates add up to ~1 (0.99: the
     optimizer and fixed kernel times scale with none of them exactly), the links' share is ~0 (the
     data-parallel reduction hides behind the backward) and no MoE host time exists."""
-    import blackwell_ultra_pairs as U
+    U = load_script("blackwell_ultra_pairs")
 
     split = U.step_split(published_rows["mbridge-25.11-llama-3-8b-gb300-8g-fp8cs"])
     assert split["gemm"] + split["attn"] + split["hbm"] == pytest.approx(0.99, abs=0.02)
     assert split["gemm"] == pytest.approx(0.44, abs=0.02) and abs(split["comm"]) < 0.01 and split["host"] == 0
 
 
-def test_twin_counts_the_doc_quotes():
+def test_twin_counts_the_doc_quotes(load_script):
     """docs/step.md "Blackwell twins": 69 groups, 159 pairs, 38 at one layout on both sides (the scored rows
     only: grouping needs no prediction)."""
-    import blackwell_ultra_pairs as U
+    U = load_script("blackwell_ultra_pairs")
 
     pairs = U.row_pairs()
     assert (len(U.twin_rows()), len(pairs), sum(p[-1] for p in pairs)) == (69, 159, 38)
