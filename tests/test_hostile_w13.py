@@ -21,8 +21,9 @@ weight formats x 15 GPUs x 5 engines x KV dtypes; 1,335 web bodies (the same val
 paths named in model / calibration / draft_model / gpu / provider, with open() spied: none opened) and their CLI
 twins; 943 values x 3 doors (flag, plan file, Python API) and 288 fsdp flag / web pairs; 7,500 random option
 combinations. No traceback, hang or refusal over one line; the slowest case took 22.8 s (`infer --prefill-tokens
-1`: 3,840 one-token chunks x 105 searched setups, within MAX_PREFILL_CHUNKS' documented ~30 s). The defects it
-found are (c)-(f) below and the --tp / --tp nan wording of (d).
+1`: 3,840 one-token chunks x 105 searched setups, one roofline a chunk then; one numpy pass a run of chunks since
+c6dcb938, under 1 s: tests/test_slow_inputs_w13.py, MAX_PREFILL_CHUNKS' docstring). The defects it found are
+(c)-(f) below and the --tp / --tp nan wording of (d).
 """
 
 import json
