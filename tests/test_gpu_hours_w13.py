@@ -91,4 +91,8 @@ def test_deepseek_v3_stated_layout_needs_more_than_the_h800s_memory_without_full
                   micro_batch=1, seq_len=4096, global_batch=15360)
     kept = estimate_memory(MemoryInputs(**stated, recompute="none"))
     assert kept.value("peak_activations") > load_accelerator("h800-sxm").memory_bytes  # 85,520,809,984 B (catalog)
-    assert estimate_memory(MemoryInputs(**stated, recompute="full")).value("peak_activations") < 10e9
+    # 93.3 GiB without recompute (docs/training.md's 93 GiB), 3.5 GiB (3.76e9 B) with every layer recomputed: the
+    # 10e9 bound is loose; the relation is that only full recompute fits the stated layout at all
+    full = estimate_memory(MemoryInputs(**stated, recompute="full"))
+    assert full.value("peak_activations") < 10e9
+    assert full.value("fits") and not kept.value("fits")
