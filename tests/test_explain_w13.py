@@ -120,3 +120,58 @@ def test_the_link_column_is_how_step_comm_timed_the_row(case):
         assert 0 <= latency <= 20e-6
         assert printed[(c.parallelism, c.collective)] == (f"NVLink ({up:,.0f} GB/s)" if inside else
                                                           f"network ({out:,.0f} GB/s a GPU)")
+
+
+# Llama 3.1 8B at pp 3 on 48 H100, dp16 ZeRO-3 mb1, 128 sequences: 8 micro-batches a step; stage_span splits the
+# 32 layers 11 / 11 / 10, and the last stage (10 layers + the 128,256-word LM head and its loss) paces the step
+PACED_LAYOUT = ParallelLayout(dp=16, tp=1, pp=3, zero=3, micro_batch=1, global_batch=128)
+LAYER_WEIGHTS = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336  # q, o, k, v, gate / up / down: 218,103,808
+
+
+def _paced_breakdown(framework: str, **ask):
+    from dataclasses import replace
+
+    from gpuplan.core.time import megatron_ops as MO
+    from gpuplan.jobs.step_classes import paced_stage, step_class_lines
+
+    ev = evaluator_for(PlanInputs(model="llama-3.1-8b", gpu="h100", gpus="48", dtype="fp8", framework=framework, **ask))
+    if framework == "megatron":  # the Python API's opt-in: the step charges Megatron's op list and FP8 weight casts
+        ev = replace(ev, step=replace(ev.step, megatron_ops=MO.default_ops(ev.spec)))
+    plan = evaluate_layout(ev, PACED_LAYOUT, "none", 128.0)
+    stage = paced_stage(ev, plan, ev.step_settings("none"))
+    assert (stage.name, stage.layers, PACED_LAYOUT.micro_batches_per_step) == ("last", 10, 8)
+    lines = {ln.key: ln for ln in step_class_lines(ev, plan, framework)}
+    assert sum(ln.value for ln in lines.values()) == pytest.approx(plan.step_seconds, rel=1e-9)
+    assert "(communication: the first stage's)" in lines["class_gemm"].label
+    return ev, lines
+
+
+def test_the_breakdown_charges_torchtitans_float8_gather_on_the_paced_stage():
+    """F1 (wave 13): step_time takes torchtitan's float8 all-gather change (no Float8Linear weight cast, its amax pass)
+    off the stage that paces it (titan_float8.paced_stage_layers: the last, 10 layers), the breakdown's copies line
+    took it off the first stage's 11 and summed 3.454 ms under the step (1.2831 vs 1.2865 s). One layer's difference
+    by hand: its cast, 5 B a weight (FP8_WEIGHT_CAST_BYTES) x 218,103,808 x 8 micro-batches at 3.35 TB/s x 0.75
+    (hbm_efficiency) = 3.4723 ms, less its amax pass, 4 B a shard element x 218,103,808 / 16 at 3.35 TB/s x 0.89
+    = 18.3 us; the amax all-reduce's 28 B more a layer is latency (under 0.1 us apart)."""
+    from gpuplan.core.time import titan_float8 as TF
+
+    ev, lines = _paced_breakdown("torchtitan", fsdp_float8_all_gather=True)
+    copies = lines["class_titan_fsdp_copies"]
+    assert "float8 all-gather" in copies.label
+    first = TF.step_copy_seconds(ev.spec, ev.cluster, ev.step_settings("none"), tp=1, pp=3, shard=16, zero=3,
+                                 micro_batches=8, stage_layers=11)  # the parent's: the first stage
+    by_hand = 5 * LAYER_WEIGHTS * 8 / (3.35e12 * 0.75) - 4 * LAYER_WEIGHTS / 16 / (3.35e12 * 0.89)
+    assert by_hand == pytest.approx(3.454e-3, abs=1e-6)
+    assert copies.value - first == pytest.approx(by_hand, abs=1e-7)
+
+
+def test_the_breakdown_charges_megatrons_fp8_weight_casts_on_the_paced_stage():
+    """The same for Megatron's FP8 weight casts (once a step, TE's weight cache): step_time casts the paced stage's
+    10 layers' weights; the breakdown cast the first stage's 11 and summed 0.533 ms over the step. By hand (TE's
+    current scaling, megatron_ops.quantize_cost: amax read 2 B + read 2 B + write 1 B + transpose 1 B, 3 kernels):
+    10 x 218,103,808 x 6 B at 3.35 TB/s x 0.89 = 4.3891 ms + 10 layers x 4 linears x 3 kernels x 7.84 us = 0.9408 ms,
+    5.3299 ms."""
+    _, lines = _paced_breakdown("megatron")
+    by_hand = 10 * LAYER_WEIGHTS * 6 / (3.35e12 * 0.89) + 10 * 4 * 3 * 7.84e-6
+    assert by_hand == pytest.approx(5.3299e-3, abs=1e-7)
+    assert lines["class_megatron_weight_casts"].value == pytest.approx(by_hand, rel=1e-9)

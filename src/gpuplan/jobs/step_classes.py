@@ -41,7 +41,10 @@ def stage_layers(spec, pp: int, rank: int) -> int:
 def paced_stage(ev, plan, settings) -> PacedStage:
     """The stage step_time's compute and bubble follow: the slower of its first and last stage's
     micro-batch (core/time/step.py step_time: t_mb = max(first, last), stage_span's split, no recipe split
-    in the plan search). The class lines describe it so that they add up to the step."""
+    in the plan search). The class lines describe it so that they add up to the step, and its ``layers`` are
+    the ones step_time's once-a-step terms take (titan_float8.paced_stage_layers, the same rule: the last
+    stage where it is the slower, else the first): torchtitan's float8 all-gather change, Megatron's FP8
+    weight casts."""
     from gpuplan.core.time.step import microbatch_compute_time
 
     lay, spec = plan.layout, ev.spec
@@ -69,7 +72,7 @@ def stage_tag(stage: PacedStage, pp: int) -> str:
     what = f"{stage.layers} layers" + (" + LM head and loss" if stage.head else "") + \
         (f" + {stage.mtp} MTP module{'s' * (stage.mtp > 1)}" if stage.mtp else "")
     return (f"; the {stage.name} of {pp} pipeline stages ({what}), which paces the step "
-            "(communication and once-a-step casts: the first stage's)")
+            "(communication: the first stage's)")
 
 
 def _line(key: str, label: str, seconds: float, step: float, formula: str) -> Line:
@@ -155,7 +158,7 @@ def _titan_lines(ev, plan, settings) -> list[Line]:
 
     copies = TF.step_copy_seconds(spec, ev.cluster, settings, tp=lay.tp, pp=lay.pp,
                                   shard=lay.shard_group or lay.dp * lay.cp, zero=lay.zero, micro_batches=k,
-                                  cp=lay.cp)
+                                  cp=lay.cp, stage_layers=stage.layers)  # the paced stage's, as step_time's
     if copies > 0:  # on the compute stream beside the micro-batches (core.time.step.step_time)
         what = "copy-out + gradient copy-in" + (" + fp32 accumulation" if lay.pp > 1 else "") + (
             "; float8 all-gather: 1 + 1 B copy-out, no Float8Linear weight cast" if TF.gathers_float8(settings) else "")
@@ -204,9 +207,8 @@ def _megatron_lines(ev, plan, settings) -> list[Line]:
                       "core/time/step.py: MAMF x d/(d+512); element-wise 6 x saved bytes at HBM (fitted, docs/step.md)")
                 ] + classes + lines[1:]
     if charged:
-        casts = MS.step_extra_seconds(spec, settings, gpu, tp=lay.tp, stage_layers=stage_layers(spec, lay.pp, 0),
-                                      local_params=1.0,
-                                      shards=1)[0]  # step_time casts the first stage's weights
+        casts = MS.step_extra_seconds(spec, settings, gpu, tp=lay.tp, stage_layers=stage.layers, local_params=1.0,
+                                      shards=1)[0]  # step_time casts the paced stage's weights
         if casts > 0:  # once a step, beside the micro-batches (core.time.step.step_time)
             classes.append(_line("class_megatron_weight_casts", "FP8 weight casts (once a step: TE's weight cache)", casts,
                                  step, "core/time/megatron_ops_step.py: one quantisation per weight, is_first_microbatch"))
