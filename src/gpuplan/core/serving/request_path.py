@@ -11,7 +11,7 @@ the rest the same way, one engine step each (@v0.9.1:185-206). The budget is max
 not A100s, else 2,048 (@v0.9.1:1554-1566; @v0.23.0:1605-1623; releases.vllm_batch_defaults). A partial
 prefill samples nothing, so the first token waits for every chunk: each chunk a forward of its new
 tokens attending to the cached prefix plus themselves (the chunk's causal attention = the causal
-attention of prefix + chunk less that of the prefix, roofline.prefill_step with prefix_hit), with its
+attention of prefix + chunk less that of the prefix, roofline.causal_attention_flops), with its
 own weight read, host and scheduler time. A 16,000-token prompt on an A100 is 8 steps (7 x 2,048 + 1,664).
 
 Modelled here too: the API server's tokeniser batch window (TOKENIZER_BATCH_WAIT_S), a wait the code
@@ -259,19 +259,15 @@ def prefill_chunk_runs(prompt: int, cached: int, budget: int) -> tuple[tuple[int
     return tuple(runs + ([(rest, np.array([done + full * budget], dtype=np.int64))] if rest else []))
 
 
-def chunked_prefill(step: Callable[[ServingSetup, np.ndarray, int], StepTime], setup: ServingSetup, prompt: int,
+def chunked_prefill(step: Callable[[np.ndarray, int], StepTime], setup: ServingSetup, prompt: int,
                     budget: int) -> StepTime:
-    """The prefill of one request split into the scheduler's chunks: ``step(setup, prefixes, new)`` (roofline's
+    """The prefill of one request split into the scheduler's chunks: ``step(prefixes, new)`` (roofline's
     prefill of a run of ``new``-token chunks at the cached ``prefixes``, one value a chunk where a field differs
-    between them: the attention over the prefix) for each run of equal chunks (prefill_chunk_runs), given the
-    setup with the run's first chunk's prefix as its prefix_hit (half a token up, so a prefill_step of that chunk
-    alone floors onto the prefix), summed chunk by chunk into one roofline.StepTime (combine_runs)."""
-    def first_hit(prefix: int, new: int) -> float:
-        return (prefix + 0.5) / (prefix + new) if prefix else 0.0
-
+    between them: the attention over the prefix) for each run of equal chunks (prefill_chunk_runs, from the
+    prompt's tokens the prefix cache holds: ``setup.prefix_hit`` of it), summed chunk by chunk into one
+    roofline.StepTime (combine_runs)."""
     cached = int(setup.prefix_hit * prompt)
-    return combine_runs([(len(prefixes), step(replace(setup, prefix_hit=first_hit(int(prefixes[0]), new)), prefixes,
-                                              new))
+    return combine_runs([(len(prefixes), step(prefixes, new))
                          for new, prefixes in prefill_chunk_runs(prompt, cached, budget)])
 
 

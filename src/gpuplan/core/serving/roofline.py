@@ -289,8 +289,8 @@ def prefill_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, t
     budget = RP.split_budget(setup, fabric, prompt, batch)  # vLLM V1 prefills a long prompt in chunks (request_path)
     hardware = dict(tp=tp, pp=pp, bandwidth=bandwidth, peak=peak, link=link, which=which, fabric=fabric)
     if budget is not None:
-        return RP.chunked_prefill(lambda s, prefixes, new: prefill_forward(
-            spec, groups, s, new=new, attention=causal_attention_flops(spec, prefixes + new, prefixes), **hardware),
+        return RP.chunked_prefill(lambda prefixes, new: prefill_forward(
+            spec, groups, setup, new=new, attention=causal_attention_flops(spec, prefixes + new, prefixes), **hardware),
             setup, prompt, budget)
     cached = math.floor(setup.prefix_hit * prompt)
     return prefill_forward(spec, groups, setup, new=max(1, prompt - cached), batch=batch,
