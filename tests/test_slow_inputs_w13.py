@@ -90,10 +90,16 @@ def test_sglang_eager_prefill_chunks_equal_the_loop():
 
 @pytest.mark.parametrize("prompt, cached, budget", [(16000, 0, 2048), (16000, 10000, 2048), (100, 100, 2048),
                                                     (2048, 0, 2048), (97, 0, 1), (10, 3, 4), (1, 0, 1)])
-def test_chunk_runs_are_the_chunks(prompt, cached, budget):
+def test_chunk_runs_are_the_schedulers_chunks(prompt, cached, budget):
+    """The runs, flattened, and prefill_chunks (made from them) are the V1 scheduler's loop: min(remaining, budget)
+    new tokens a step (v1/core/sched/scheduler.py@v0.9.1:396-406) from the cached prefix, the last token at least."""
+    done, loop = min(cached, prompt - 1), []
+    while done < prompt:
+        loop.append((done, min(prompt - done, budget)))
+        done += loop[-1][1]
     runs = RP.prefill_chunk_runs(prompt, cached, budget)
     flat = tuple((int(p), new) for new, prefixes in runs for p in prefixes)
-    assert flat == RP.prefill_chunks(prompt, cached, budget)
+    assert flat == RP.prefill_chunks(prompt, cached, budget) == tuple(loop)
     assert len(runs) <= 2 and all(isinstance(prefixes, np.ndarray) for _, prefixes in runs)
     with pytest.raises(ValueError, match="budget"):
         RP.prefill_chunk_runs(10, 0, 0)

@@ -99,16 +99,10 @@ def prefill_chunks(prompt: int, cached: int, budget: int) -> tuple[tuple[int, in
     """(cached prefix, new tokens) of each engine step that prefills a ``prompt``-token request of
     which ``cached`` tokens hit the prefix cache, at ``budget`` tokens a step (max_num_batched_tokens):
     the V1 scheduler's min(remaining, budget) per step. A fully cached prompt still computes its last
-    token (one step of 1, as roofline.prefill_step counts it)."""
-    if budget < 1:
-        raise ValueError(f"budget: got {budget}; must be at least 1 token")
-    done = min(cached, prompt - 1)
-    steps = []
-    while done < prompt:
-        new = min(prompt - done, budget)
-        steps.append((done, new))
-        done += new
-    return tuple(steps)
+    token (one step of 1, as roofline.prefill_step counts it). prefill_chunk_runs' chunks one by one: the one
+    chunking rule."""
+    return tuple((int(prefix), new) for new, prefixes in prefill_chunk_runs(prompt, cached, budget)
+                 for prefix in prefixes)
 
 
 CHAT_TEMPLATE_REPARSE_RELEASES = ((0, 11, 0), (0, 11, 1))
@@ -248,9 +242,10 @@ def split_budget(setup: ServingSetup, gpu: Accelerator | None, prompt: int, batc
 
 
 def prefill_chunk_runs(prompt: int, cached: int, budget: int) -> tuple[tuple[int, np.ndarray], ...]:
-    """prefill_chunks as runs of equal chunks, in order: (new tokens a chunk, the cached prefix of each of the run's
-    chunks, an int64 array): the full ``budget`` chunks, then the remainder's one. The same chunks without a
-    Python step per chunk (a 1-token budget makes one chunk per prompt token)."""
+    """The scheduler's chunks (prefill_chunks) as runs of equal chunks, in order: (new tokens a chunk, the cached
+    prefix of each of the run's chunks, an int64 array): the full ``budget`` chunks, then the remainder's one.
+    The chunking rule itself, without a Python step per chunk (a 1-token budget makes one chunk per prompt
+    token): min(remaining, budget) new tokens a step from the cached prefix on, at least the last token."""
     if budget < 1:
         raise ValueError(f"budget: got {budget}; must be at least 1 token")
     done = min(cached, prompt - 1)
