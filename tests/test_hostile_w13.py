@@ -193,6 +193,37 @@ def test_a_group_size_that_is_not_a_number_is_told_minus_one_and_none(run_cli, c
     assert web == flag.strip().removeprefix("error: ")
 
 
+def test_the_group_size_reader_tells_a_form_refusal_by_its_type(monkeypatch):
+    """review_w13_r5 S3: inputs_group told T.count's form refusal by comparing its message to count_forms' words, so a
+    change of those words would silently stop the retelling; it now catches schema.types.NotACount. With the words
+    changed, 'abc' is still told the group sizes (the parent's comparison let the new words through)."""
+    from gpuplan.jobs.inference.inputs_group import GROUP_SIZE_FORMS, group_size
+    from gpuplan.schema import types as T
+
+    with pytest.raises(T.NotACount):
+        T.count(8, whole=True)("abc", None)
+    for refused in ("nan", "-5", "1_0"):  # not-finite, not positive, '_': their own words, not the forms'
+        with pytest.raises(InputError) as caught:
+            T.count(8, whole=True)(refused, None)
+        assert not isinstance(caught.value, T.NotACount)
+    monkeypatch.setattr(T, "count_forms", lambda whole, suffix_base: "expected other words")
+    with pytest.raises(InputError) as caught:
+        group_size("abc", None)
+    assert caught.value.expected == GROUP_SIZE_FORMS
+
+
+@pytest.mark.parametrize("text", ["0.5", "1.5", "128.5"])
+def test_a_fractional_group_size_is_told_minus_one_at_both_doors(run_cli, client, text):
+    """review_w13_r5 S3: '0.5' and '1.5' were refused 'must be a whole number', naming no -1 where '-0.5' and '1e5'
+    did; every door now says the group sizes (the flag's text, the web's string and its JSON number)."""
+    valid = "must be -1 (per channel) or a whole number from 1 to 65536, e.g. 32, 64 or 128"
+    flag = field_refusal(run_cli(*INT4, f"--group-size={text}"), "group_size", valid)
+    assert flag.strip() == f"error: group_size: got {text!r}; {valid}", flag
+    assert web_refusal(client.post("/api/inference", json=INT4_BODY | {"group_size": text}), "group_size") == \
+        flag.strip().removeprefix("error: ")
+    web_refusal(client.post("/api/inference", json=INT4_BODY | {"group_size": float(text)}), "group_size", valid)
+
+
 @pytest.mark.parametrize("command, field, text", [("budget", "tp", ".nan"), ("budget", "seq_len", "-.inf"),
                                                   ("budget", "tp", ".Inf"), ("infer", "rps", ".nan"),
                                                   ("infer", "rps", ".inf")])

@@ -152,6 +152,12 @@ _TOKENS_1024 = re.compile(r"\+?((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?)\s
 ('8e0K' and '+8K' are 8,192 as '8K' is; they fell through to parse_count's K = 1,000, review w13 r4 N2)."""
 
 
+class NotACount(InputError):
+    """count()'s refusal of text that is no count in any form it reads ('abc', '0x80', '+-1'), in count_forms' words:
+    its own type, so a caller that retells the forms in its field's words (jobs.inference.inputs_group) tells it
+    from the other refusals by type, not by comparing the message (as units.NotPositive / Overflowed)."""
+
+
 def count_forms(whole: bool, suffix_base: float) -> str:
     """What a count's text may look like, for the refusal of text that is not a count: a token length takes K
     (1,024), a whole count a number such as 8, any other the K/M/B/T suffixes of a parameter or token count."""
@@ -187,7 +193,7 @@ def count(high: float, *, low: float = 0.0, whole: bool = False, suffix_base: fl
         except units.NotPositive:
             raise
         except InputError as exc:  # the text's form: say the field's ('--tp true' was told 'e.g. 7B or 2T')
-            raise exc.retold(exc.field, exc.value, forms) from None
+            raise NotACount(exc.field, exc.value, forms) from None
         number = _bounded(counted, value, field, low, high, low == 0)
         if whole:
             if number != int(number):

@@ -22,8 +22,6 @@ GROUP_SIZES = f"-1 (per channel) or a whole number from 1 to {MAX_GROUP_SIZE}, e
 """What --group-size takes, as its refusals say."""
 GROUP_SIZE_FORMS = f"expected -1 or none (per channel), or a whole number from 1 to {MAX_GROUP_SIZE}, e.g. 32, 64 or 128"
 """The refusal of text that is not a number ('abc', '0x80', '+-1'): it names -1 / none (review w13 r4 S1)."""
-_COUNT_FORMS = T.count_forms(whole=True, suffix_base=1000.0)
-"""T.count's refusal of a whole count's text form, retold here as GROUP_SIZES (it offered '1K', no group size)."""
 
 
 def _per_channel(text: str) -> bool:
@@ -42,13 +40,11 @@ def group_size(value: Any, info) -> int | None:
     if value == -1:
         return None
     try:
-        size = T.count(math.inf, whole=True)(value, info)  # no bound here: the one below names -1 as well
+        size = T.count(math.inf)(value, info)  # no bound, no whole check here: the ones below name -1 as well
     except units.NotPositive as exc:  # 0, -2, 1e400 and -1e400 (units.Overflowed)
         raise InputError(exc.field, exc.value, f"must be {GROUP_SIZES}") from None  # a plain refusal (N4)
-    except InputError as exc:
-        if exc.expected != _COUNT_FORMS:  # 'nan', '1_0', fullwidth digits: their own words
-            raise
-        raise InputError(exc.field, exc.value, GROUP_SIZE_FORMS) from None
-    if size > MAX_GROUP_SIZE:
+    except T.NotACount as exc:  # text that is no number ('abc', '0x80'): its forms offered '1K', no group size;
+        raise InputError(exc.field, exc.value, GROUP_SIZE_FORMS) from None  # 'nan', '1_0': their own words
+    if size > MAX_GROUP_SIZE or size != int(size):  # 65537, 1e9; 0.5, 1.5 ('must be a whole number' named no -1)
         raise InputError(field, value, f"must be {GROUP_SIZES}")
-    return size
+    return int(size)
