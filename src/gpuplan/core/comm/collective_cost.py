@@ -34,7 +34,10 @@ class CollectiveCost:
     span: object
     """Consecutive ranks the group covers: inside the scale-up domain it rides NVLink."""
     total: object
-    """Seconds per step, all calls, hidden or not."""
+    """Seconds per step, all calls, hidden or not; for PP send/recv the larger of a rank's own sends (``calls`` x one
+    call) and the critical path's exposed sends (plain 1F1B's blocking exchanges chain through every stage: 2 (m +
+    pp) - 5 transfers against a rank's 2 m, core.comm.step_comm, core.time.pipeline_schedule), so it may exceed
+    ``calls`` x one call's seconds."""
     exposed: object
     """Seconds per step on the critical path."""
     nccl: str = ""
