@@ -57,9 +57,9 @@ def critical_path_transfers(pp, vpp, micro_batches):
     m 1-64, equal stages, forward / backward 1:1-1:3: exact and independent of the transfer time up
     to half a forward; tests/test_pp_blocking_w13.py replays a grid of it); with sends that do not block the
     same order keeps 2 (pp - 1) + 2 floor((pp - 1)(m - 1) / pp) (this function's count before;
-    tests/test_pipeline_schedule.py replays it, a lower bound of the blocking count). Equal stages: step_time prices every stage at the
-    slowest one's micro-batch; where one stage is much slower its slack hides some transfers (the
-    last stage pacing: 2 (pp - 1) + m - 1 in the simulation), which this count does not credit."""
+    tests/test_pipeline_schedule.py replays it, a lower bound of the blocking count). Equal stages: step_time
+    prices every stage at the slowest one's micro-batch; where one stage is much slower its slack hides some
+    transfers (the last stage pacing: 2 (pp - 1) + m - 1 in the simulation), which this count does not credit."""
     interleaved = 2 * (pp * vpp - 1)
     m = np.asarray(micro_batches)
     plain = np.where(np.asarray(pp) == 2, m + 1, np.where(m == 1, 2 * (np.asarray(pp) - 1), 2 * (m + pp) - 5))
