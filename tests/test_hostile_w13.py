@@ -250,6 +250,10 @@ def test_a_duration_with_a_unit_that_overflows_is_past_the_bound(run_cli, text, 
     positive as '-5ms' is."""
     err = field_refusal(run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", f"--tpot={text}"), "tpot", words)
     assert err.strip() == f"error: tpot: got {text!r}; {words}", err
+    if "e400" in text:  # with spaces around it: quoted without them, the positive overflow as the negative one
+        # (review_w13_r5 N6: ' 1e400ms ' was quoted with its spaces, ' -1e400ms ' as '-1e400ms')
+        spaced = field_refusal(run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", f"--tpot= {text} "), "tpot")
+        assert spaced == err, spaced
 
 
 @pytest.mark.parametrize("field, text", [("price", "1e-400"), ("group_size", "1e-400"), ("tokens", "5e-999")])

@@ -315,9 +315,10 @@ def seconds(high: float, positive: bool = False, examples: str = "30min, 2h or 9
         try:
             number = value.total_seconds() if isinstance(value, timedelta) else _typed_seconds(value, field, examples)
         except units.Overflowed:  # '1e400ms', '1e300h': past the bound as '2h' is, named in its unit (r4 S3)
-            if str(value).strip().startswith("-"):
+            typed = str(value).strip()  # quoted as typed less spaces, as the '-1e400ms' refusal (units) quotes it
+            if typed.startswith("-"):
                 raise  # '-1e400ms': not positive, as '-5ms' is
-            raise InputError(field, value, f"must be at most {_duration_text(high)} ({high:,.0f} s)") from None
+            raise InputError(field, typed, f"must be at most {_duration_text(high)} ({high:,.0f} s)") from None
         if positive and number == 0:
             raise InputError(field, value, "must be a positive duration, e.g. 10min")
         return _bounded_duration(number, value, field, high, positive)
