@@ -308,8 +308,9 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "layouts, 10.6% mean over twenty "
                    "held-out runs, predicted low on average; 11.9% on the 7 runs fixed before TinyLlama, 8.9% on the 8 "
                    "chosen by a written criterion before their predictions were computed, 13.2% on the 4 of wave 7 "
-                   "chosen by the same criterion, llm.c's under --framework llmc; 12.9% over twenty-one with wave 13's "
-                   "BioMedLM 2.7B, by the same criterion, -58.4%: docs/training.md)")
+                   "chosen by the same criterion, llm.c's under --framework llmc; 11.4% over twenty-one with wave 13's "
+                   "BioMedLM 2.7B, by the same criterion, -28.2% with its stack read after its -58.4%: "
+                   "docs/training.md)")
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")
