@@ -1,0 +1,74 @@
+"""The five worst held-out step rows, all on Megatron's combined 1F1B schedule (--overlap-moe-expert-parallel-comm)
+with an interleaved pipeline, against what NVIDIA has published about them since (issue 37, wave 13 U2; docs/step.md,
+'What became of Megatron-Bridge#1998'). A negative result: no row is flagged, no model term changes.
+
+What NVIDIA publishes, read for this file:
+- Megatron-Bridge#1998 ('[Regression] Low QWEN3 30B B200 and H100 performance with dropless', 2026-01-20) is open,
+  with its description only; no known-issues entry (docs/releases/known-issues.md@v0.3.0 / v0.3.1 / v0.4.0 / v0.5.1)
+  and no performance-page footnote names a Qwen3 figure, and NVIDIA QA classed the 64-B200 row's slowdown
+  'RECIPE/CONFIG ... not code bug' (#1705, fixed by PR #1760's preset): nothing NVIDIA wrote marks these releases as
+  regressed the way the 26.06.01 GPT-OSS rows' page does (known_regression), so they stay scored.
+- Megatron-Bridge a4233d7bb (PR #2961, 2026-03-31, in v0.5.0), docs/training/communication-overlap.md L71-73, L127-128,
+  L141: 'On Qwen3-30B-A3B with EP=4 and alltoall on 2 H100 nodes, EP overlap is numerically safe at GBS=8 but provides
+  no speedup, and it is about 13% slower at GBS=64' (822 ms baseline vs 827 ms overlap; 4889 ms vs 5538 ms), and
+  'Small-EP alltoall MoE runs can get slower because scheduling overhead is larger than the communication being
+  hidden'. No layout beyond EP, dispatcher, nodes and batch is given, so it is not a row.
+
+What the step model does with the schedule on these rows (hand-checked by its terms in docs/step.md): it hides most
+of the forward's host window (core.time.moe_host) and of the expert all-to-all behind the paired micro-batch, a step
+1.33-1.36x shorter than with the overlap off, where NVIDIA measured the overlap costing time at EP <= 8 with alltoall
+(PR #1760 BF16 17.2 / 16.0 s = 1.075; PR #2961 5,538 / 4,889 ms = 1.133).
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+
+import pytest
+
+from gpuplan.jobs.validation.published_throughput import predict_tokens_per_gpu_s
+
+ROWS = ("mbridge-26.02.01-qwen3-235b-a22b-b300-256g-mxfp8", "mbridge-26.02-qwen3-235b-a22b-b300-256g-mxfp8",
+        "mbridge-26.02-qwen3-30b-a3b-h100-sxm-16g-fp8cs", "mbridge-25.11-qwen3-30b-a3b-h100-sxm-16g-fp8cs",
+        "mbridge-25.11-qwen3-235b-a22b-b200-64g-mxfp8")
+"""The five rows over issue 37's 25% bar (+104.8 / +101.2 / +93.9 / +78.3 / +60.4% at this wave's start)."""
+NVIDIA_LARGEST_OVERLAP_COST = 5538 / 4889
+"""1.133: the step with over without the EP overlap NVIDIA measured on small-EP alltoall Qwen3-30B-A3B (PR #2961,
+communication-overlap.md@a4233d7bb L128), the largest overlap cost NVIDIA has published (PR #1760's BF16: 1.075)."""
+ISSUE_37_MAX = 0.25
+
+
+@pytest.fixture(scope="module")
+def on_off(published_rows):
+    """Per row: (measured, predicted with the overlap, predicted with it off) tokens/s/GPU."""
+    out = {}
+    for rid in ROWS:
+        row = published_rows[rid]
+        off = deepcopy(row)
+        off["moe_comm"]["a2a_overlap"] = False
+        measured = row["measured"]["tokens_per_s_per_gpu"]
+        out[rid] = (measured, predict_tokens_per_gpu_s(row), predict_tokens_per_gpu_s(off))
+    return out
+
+
+def test_the_five_rows_run_the_combined_schedule_interleaved(published_rows):
+    for rid in ROWS:
+        row = published_rows[rid]
+        assert row["moe_comm"]["a2a_overlap"] is True and row["layout"]["pp"] > 1 and row["layout"]["vpp"] > 1
+        assert row["layout"]["ep"] == 8 and "known_regression" not in row
+
+
+@pytest.mark.parametrize("rid, ratio", tuple(zip(ROWS, (1.359, 1.359, 1.356, 1.342, 1.331))))
+def test_model_credits_the_schedule_where_nvidia_measured_a_cost(on_off, rid, ratio):
+    _, on, off = on_off[rid]
+    # a saving (step on / off < 1 in time, tokens/s on / off > 1), where NVIDIA's published on / off steps at EP <= 8
+    # with alltoall are all costs: 17.2 / 16.0 s (PR #1760 BF16), 827 / 822 and 5,538 / 4,889 ms (PR #2961)
+    assert on / off == pytest.approx(ratio, abs=0.02)
+
+
+def test_even_nvidias_largest_overlap_cost_leaves_three_rows_over_the_bar(on_off):
+    """Read the schedule at the worst NVIDIA measured (overlap-off step x 1.133): +33.0 / +30.7 / +26.3 / +17.3 /
+    +6.4%, three rows still over 25%: the documented mechanism is at most part of the gap."""
+    errors = [off / NVIDIA_LARGEST_OVERLAP_COST / measured - 1.0 for measured, _, off in on_off.values()]
+    assert errors == pytest.approx([0.330, 0.307, 0.263, 0.173, 0.064], abs=0.02)
+    assert sum(e > ISSUE_37_MAX for e in errors) == 3
