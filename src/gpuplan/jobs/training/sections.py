@@ -301,7 +301,7 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
         out.append("--mfu predicted is the steady state of the planner's layout on the kernels given (flash attention, FlashAttention-2 "
                    "class, unless --attention-kernel flash1 / eager); whole "
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
-                   "(the packaged 2022-23 runs used 0.88-2.43x their predicted GPU-hours with the recompute, attention "
+                   "(the packaged 2022-23 runs used 0.88-1.73x their predicted GPU-hours with the recompute, attention "
                    "kernel and network their sources state; Llama 3.1 "
                    "405B, DeepSeek-V3 and llm.c's GPT-2 350M / 774M / 1558M, 2024, 0.83-1.09x: docs/accuracy.md); the "
                    "budget's failure and checkpoint lines hold part of that (with them and the stated batch ramps and "
