@@ -47,10 +47,12 @@ def test_a_provider_or_a_price_is_named_as_the_bound(run_cli, extra, basis):
 @pytest.mark.parametrize("command", ["budget", "train", "plan"])
 def test_a_plan_files_spot_price_refusal_names_the_file(run_cli, tmp_path, command):
     """`spot_price: 1000000` in a plan file read 'error: spot_price: ...' (resolve_prices runs after parsing),
-    where a schema refusal reads 'error: <file>: <field>: ...'. A flag over the file's value is named bare."""
+    where a schema refusal reads 'error: <file>: <field>: ...'. A flag given over the file's value is named with the
+    file too since ee8ae454 (adapters.plan_file.refusals_name), as the schema already names it for `--tp abc` over a
+    plan file: one rule for every refusal of a plan file's ask."""
     plan = tmp_path / "p.yaml"
     plan.write_text("model: llama-3.1-8b\ngpu: a100\ngpus: 64\nspot_price: 1000000\n")
     code, _, err = run_cli(command, str(plan))
     one_line_refusal(code, err, f"error: {plan}: spot_price: got 1000000; must be at most the on-demand price, $1.71")
     code, _, err = run_cli(command, str(plan), "--spot-price", "9")
-    one_line_refusal(code, err, "error: spot_price: got 9; must be at most the on-demand price")
+    one_line_refusal(code, err, f"error: {plan}: spot_price: got 9; must be at most the on-demand price")
