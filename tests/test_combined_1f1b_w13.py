@@ -72,3 +72,85 @@ def test_even_nvidias_largest_overlap_cost_leaves_three_rows_over_the_bar(on_off
     errors = [off / NVIDIA_LARGEST_OVERLAP_COST / measured - 1.0 for measured, _, off in on_off.values()]
     assert errors == pytest.approx([0.330, 0.307, 0.263, 0.173, 0.064], abs=0.02)
     assert sum(e > ISSUE_37_MAX for e in errors) == 3
+
+
+# --- Every public on / off pair of the combined schedule, held out (wave 13 V3; docs/step.md, 'The combined-1F1B
+# credit against every published on / off pair'). Step seconds with the overlap over without it (< 1: it saves time).
+# PR #2961's two pairs (Qwen3-30B-A3B, EP 4, alltoall, 2 H100 nodes, GBS 8: 827 / 822 ms = 1.006; GBS 64: 5,538 /
+# 4,889 ms = 1.133; communication-overlap.md@a4233d7bb L127-128) give no TP / PP / micro-batch / sequence, so the
+# model is not run on them. Nothing below is fitted to these pairs.
+PAIRS = {
+    # name: (NVIDIA's on / off ratio, the step model's, scripts/combined_host_check.py's counted serialisation)
+    "PR #1760 64 B200 Qwen3-235B BF16 VP 4": (17.2 / 16.0, 0.832, 1.102),
+    "PR #1760 64 B200 Qwen3-235B MXFP8 on VP 4 / off VP 1": (20.1 / 16.9, 0.715, 1.041),
+    "skill 16 H100 Qwen3-30B BF16 EP 16 HybridEP": (20.992 / 24.7138, 0.773, 1.117),
+    "smoke 16 H100 Qwen3-30B BF16 EP 16 alltoall": (31.31 / 41.25, 0.642, 0.838),
+}
+"""PR #1760 (a6e92de5f): the B200 row's layout (pp 8 ep 8 mb 1 GBS 1,024 alltoall) at BF16 VP 4 both sides, and at
+MXFP8 with VP 4 on / VP 1 off (the pair confounds VP with the overlap); the EP-overlap skill (SKILL.md@067f987:
+20.992 / 24.7138 s); the alltoall smoke run (750d0d322, PR #3862: 31.31 / 41.25 s; graphs off, permute fusion off)."""
+
+
+def _pair_runs(published_rows):
+    from copy import deepcopy as dc
+
+    b200, skill = published_rows["mbridge-25.11-qwen3-235b-a22b-b200-64g-mxfp8"], \
+        published_rows["mbridge-skill-qwen3-30b-a3b-h100-16g-bf16-hybridep"]
+
+    def edit(row, overlap, precision=None, vpp=None, moe_comm=None):
+        run = dc(row)
+        run["precision"] = precision or run["precision"]
+        run["layout"]["vpp"] = vpp or run["layout"]["vpp"]
+        run["moe_comm"] = dict(moe_comm or run["moe_comm"], a2a_overlap=overlap)
+        return run
+
+    smoke = {"dispatcher": "alltoall", "backend": None, "cuda_graph": "none"}
+    return dict(zip(PAIRS, (
+        (edit(b200, True, "bf16", 4), edit(b200, False, "bf16", 4)),
+        (edit(b200, True, "mxfp8", 4), edit(b200, False, "mxfp8", 1)),
+        (edit(skill, True), edit(skill, False)),
+        (edit(skill, True, moe_comm=smoke), edit(skill, False, moe_comm=smoke)))))
+
+
+def _step_s(run):
+    return run["layout"]["global_batch"] * run["model"]["seq_len"] / run["gpus"] / predict_tokens_per_gpu_s(deepcopy(run))
+
+
+@pytest.fixture(scope="module")
+def pair_ratios(published_rows, load_script):
+    """Per pair: (the model's on / off step ratio, the counted serialisation's)."""
+    check = load_script("combined_host_check")
+    out = {}
+    for name, (on, off) in _pair_runs(published_rows).items():
+        model = _step_s(on) / _step_s(off)
+        with check.combined_host_term(1.0, True):
+            counted = _step_s(on) / _step_s(off)
+        out[name] = (model, counted)
+    return out
+
+
+@pytest.mark.parametrize("name", tuple(PAIRS))
+def test_model_credits_the_schedule_more_than_nvidia_measured_on_every_pair(pair_ratios, name):
+    measured, model, _ = PAIRS[name]
+    assert pair_ratios[name][0] == pytest.approx(model, abs=0.02)
+    assert pair_ratios[name][0] < measured - 0.05  # -22.6 / -39.9 / -9.0 / -15.4% of the measured ratio
+
+
+@pytest.mark.parametrize("name", tuple(PAIRS))
+def test_counted_serialisation_on_every_pair(pair_ratios, name):
+    _, _, counted = PAIRS[name]
+    assert pair_ratios[name][1] == pytest.approx(counted, abs=0.02)
+
+
+def test_counted_serialisation_flips_the_hybridep_skill_pair(pair_ratios):
+    """Why the code-read serialisation is not adopted: it gives PR #1760's BF16 pair its sign (1.102, NVIDIA 1.075) and
+    halves the smoke pair's miss (0.838 vs 0.759, was 0.642), but turns the skill's measured 1.18x saving into a 1.12x
+    cost, where its overlap-on Nsight has no host gap. Mean |ratio error| over the four pairs: model 21.7%, counted
+    14.2% (+2.5 / -12.4 / +31.6 / +10.4%)."""
+    skill, smoke = "skill 16 H100 Qwen3-30B BF16 EP 16 HybridEP", "smoke 16 H100 Qwen3-30B BF16 EP 16 alltoall"
+    assert PAIRS[skill][0] < 1.0 < pair_ratios[skill][1]
+    assert abs(pair_ratios[smoke][1] / PAIRS[smoke][0] - 1) < abs(pair_ratios[smoke][0] / PAIRS[smoke][0] - 1)
+    model_err = [abs(r[0] / PAIRS[n][0] - 1) for n, r in pair_ratios.items()]
+    counted_err = [abs(r[1] / PAIRS[n][0] - 1) for n, r in pair_ratios.items()]
+    assert sum(model_err) / 4 == pytest.approx(0.217, abs=0.015)
+    assert sum(counted_err) / 4 == pytest.approx(0.142, abs=0.015)
