@@ -11,6 +11,7 @@ from gpuplan.core.comm import collectives as K
 from gpuplan.core.comm.dp_costs import ParamGather, gather_bytes
 from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.time import titan_float8 as TF
+from gpuplan.core.time.stages import paced_stage_layers, rank_layers
 from gpuplan.core.time.memory_kernels import HBM_STREAM_EFFICIENCY, memory_bound_seconds
 from gpuplan.core.time.step import StepSettings
 from gpuplan.core.time.titan_ops import TitanOps
@@ -55,7 +56,7 @@ def test_float8_gather_seconds_by_hand(h100_cluster):
     assert TF.COPY_OUT_SAVED_BYTES == (2 + 2) - (1 + 1) and TF.FP8_WEIGHT_CAST_BYTES == 2 + 2 + 1
     amax = memory_bound_seconds(4 * MATRICES / 8, 1, hbm) + K.collective_seconds("all_reduce", 4 * 7 * 32,
                                                                                   h100_cluster.group(8, 1))
-    args = dict(tp=1, pp=1, shard=8, micro_batches=1, hbm_efficiency=0.75)
+    args = dict(tp=1, pp=1, shard=8, micro_batches=1, hbm_efficiency=0.75, stage_layers=32)  # pp 1: every layer
     got = TF.float8_gather_seconds(spec, h100_cluster, zero=3, **args)
     assert got == pytest.approx(amax - copy_out / (hbm * HBM_STREAM_EFFICIENCY) - cast / (hbm * 0.75), rel=1e-9)
     assert got == pytest.approx(-0.0306, abs=5e-4)  # 2.4 TB/s HBM2e: 12.9 ms of copy-out, 19.4 ms of cast (16.3 at 0.89)
@@ -81,14 +82,15 @@ def test_the_removed_cast_is_the_fullest_stages():
     spec = load_model("llama-3.1-405b")
     h = 16384
     per_layer = 2 * h * h + 2 * h * 1024 + 3 * h * 53248
-    assert per_layer == 3_187_671_040 and TF.fullest_stage_layers(spec, 4) == 32
+    assert per_layer == 3_187_671_040 and [rank_layers(spec, 4, r) for r in range(4)] == [32, 32, 31, 31]
     args = dict(tp=8, micro_batches=1, hbm_efficiency=0.75)
-    got = TF.removed_cast_seconds(spec, 3.35e12, pp=4, **args)
+    got = TF.removed_cast_seconds(spec, 3.35e12, stage_layers=rank_layers(spec, 4, 0), **args)
     assert got == pytest.approx(5 * per_layer / 8 * 32 / (3.35e12 * 0.75), rel=1e-12)
     assert got == pytest.approx(25.37e-3, abs=0.01e-3)
     # pp 2 divides the layers: 63 each, the average; a stage the step names (a recipe's split) is taken as given
-    assert TF.removed_cast_seconds(spec, 3.35e12, pp=2, **args) == pytest.approx(got * 63 / 32, rel=1e-12)
-    assert TF.removed_cast_seconds(spec, 3.35e12, pp=4, stage_layers=30, **args) == pytest.approx(got * 30 / 32)
+    assert TF.removed_cast_seconds(spec, 3.35e12, stage_layers=rank_layers(spec, 2, 0), **args) == pytest.approx(
+        got * 63 / 32, rel=1e-12)
+    assert TF.removed_cast_seconds(spec, 3.35e12, stage_layers=30, **args) == pytest.approx(got * 30 / 32)
 
 
 def test_the_removed_cast_is_the_pacing_stages(h100_cluster):
@@ -99,18 +101,17 @@ def test_the_removed_cast_is_the_pacing_stages(h100_cluster):
     (2 x 4,096^2 + 2 x 4,096 x 1,024 + 3 x 4,096 x 14,336 = 218,103,808) is, by hand, a cast of 5 B x 8 micro-batches
     / (2.4e12 x 0.75) = 4.8468 ms less taken off, and an amax pass of 4 B / 16 ranks / (2.4e12 x 0.89) = 0.0255 ms
     less run: the 11-layer choice would make the step 4.821 ms too short."""
-    from gpuplan.core.memory.model_states import stage_span
     from gpuplan.core.time import step as S
 
     spec, cl = load_model("llama-3.1-8b"), h100_cluster
     settings = StepSettings(dtype="fp8", seq_len=8192, param_gather=ParamGather(fp8_matrices=True),
                             titan_ops=TitanOps(norm="fused", compiled=True, fused_qkv=False))
-    first, last = stage_span(L, 3, 0)[1], stage_span(L, 3, 2)[1]
+    first, last = rank_layers(spec, 3, 0), rank_layers(spec, 3, 2)
     assert (first, last) == (11, 10) and TF.gathers_float8(settings) and settings.recompute == "none"
     t_first = S.microbatch_compute_time(spec, cl, settings, 1, 1, 1, first, False).total
     t_last = S.microbatch_compute_time(spec, cl, settings, 1, 1, 1, last, True).total
     assert t_last > t_first * 1.05  # the head paces: 0.3126 vs 0.2807 s
-    assert TF.paced_stage_layers(first, last, t_first, t_last) == 10
+    assert paced_stage_layers(first, last, t_first, t_last) == 10
     kw = dict(tp=1, pp=3, shard=16, zero=3, micro_batches=8, cp=1)
     paced, fullest = (TF.step_copy_seconds(spec, cl, settings, stage_layers=n, **kw) for n in (10, 11))
     step = S.step_time(spec, cl, settings, dp=16, pp=3, zero=3, micro_batches=8)
@@ -123,8 +124,8 @@ def test_the_removed_cast_is_the_pacing_stages(h100_cluster):
     assert paced - fullest == pytest.approx(by_hand, rel=1e-9)
     assert paced - fullest == pytest.approx(4.821e-3, abs=0.001e-3)
     # the first stage paces where it is the slower (and on a tie): its layers; arrays of layouts element-wise
-    assert TF.paced_stage_layers(11, 10, 0.3, 0.2) == TF.paced_stage_layers(11, 10, 0.3, 0.3) == 11
-    assert list(TF.paced_stage_layers([11, 16], [10, 14], [0.28, 0.53], [0.31, 0.52])) == [10, 16]
+    assert paced_stage_layers(11, 10, 0.3, 0.2) == paced_stage_layers(11, 10, 0.3, 0.3) == 11
+    assert list(paced_stage_layers([11, 16], [10, 14], [0.28, 0.53], [0.31, 0.52])) == [10, 16]
 
 
 def test_one_gate_for_memory_and_step():
@@ -177,7 +178,8 @@ def test_8b_row_step_by_hand(published_rows):
     on, off = pt.predicted_step(row), pt.predicted_step(row, param_gather=ParamGather())
     cluster = cluster_for(load_accelerator(row["gpu"]))
     delta = TF.float8_gather_seconds(load_model("llama-3.1-8b"), cluster, tp=1, pp=1, shard=8, zero=3,
-                                     micro_batches=1, hbm_efficiency=0.75, rerun=1.0)  # op SAC: the cast re-run
+                                     micro_batches=1, hbm_efficiency=0.75, rerun=1.0,  # op SAC: the cast re-run
+                                     stage_layers=32)  # pp 1: every layer
     assert on.compute - off.compute == pytest.approx(delta, rel=1e-6)
     assert on.dp_comm < off.dp_comm and on.total < off.total
 

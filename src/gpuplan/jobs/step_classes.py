@@ -18,7 +18,7 @@ class PacedStage:
     slower; without a pipeline, the only stage (every layer, the head, MTP modules on it)."""
 
     layers: int
-    """Decoder layers on the stage (core.memory.model_states.stage_span)."""
+    """Decoder layers on the stage (core.time.stages.rank_layers)."""
     head: bool
     """The LM head and its loss live here."""
     mtp: int
@@ -29,22 +29,14 @@ class PacedStage:
     """'only', 'first' or 'last'."""
 
 
-def stage_layers(spec, pp: int, rank: int) -> int:
-    """Decoder layers on pipeline rank ``rank`` of ``pp`` as step_time splits them (core.memory.model_states.
-    stage_span, the last stage shedding layers for MTP modules: core.model.mtp.mtp_stage_layer_shed)."""
-    from gpuplan.core.memory.model_states import stage_span
-    from gpuplan.core.model.mtp import mtp_stage_layer_shed
-
-    return int(stage_span(spec.num_layers, pp, rank, mtp_stage_layer_shed(spec, spec.mtp_layers))[1])
-
-
 def paced_stage(ev, plan, settings) -> PacedStage:
     """The stage step_time's compute and bubble follow: the slower of its first and last stage's
     micro-batch (core/time/step.py step_time: t_mb = max(first, last), stage_span's split, no recipe split
     in the plan search). The class lines describe it so that they add up to the step, and its ``layers`` are
-    the ones step_time's once-a-step terms take (titan_float8.paced_stage_layers, the same rule: the last
-    stage where it is the slower, else the first): torchtitan's float8 all-gather change, Megatron's FP8
+    the ones step_time's once-a-step terms take (core.time.stages: rank_layers' split, last_stage_paces'
+    rule, the one paced_stage_layers applies): torchtitan's float8 all-gather change, Megatron's FP8
     weight casts."""
+    from gpuplan.core.time.stages import last_stage_paces, rank_layers
     from gpuplan.core.time.step import microbatch_compute_time
 
     lay, spec = plan.layout, ev.spec
@@ -54,13 +46,13 @@ def paced_stage(ev, plan, settings) -> PacedStage:
         return microbatch_compute_time(spec, ev.cluster, settings, lay.tp, lay.cp, lay.micro_batch, layers, head,
                                        lay.ep, modules, vpp=lay.vpp, embedding=embedding)
 
-    first = stage_layers(spec, pp, 0)
+    first = int(rank_layers(spec, pp, 0))
     t_first = times(first, pp == 1, mtp * (pp == 1), lay.zero < 3)  # the embedding's gradient add, as step_time
     if pp == 1:
         return PacedStage(first, True, mtp, t_first, "only")
-    last = stage_layers(spec, pp, pp - 1)
+    last = int(rank_layers(spec, pp, pp - 1))
     t_last = times(last, True, mtp)
-    if float(t_last.total) > float(t_first.total):
+    if last_stage_paces(float(t_first.total), float(t_last.total)):
         return PacedStage(last, True, mtp, t_last, "last")
     return PacedStage(first, False, 0, t_first, "first")
 

@@ -30,19 +30,24 @@ from gpuplan.core.time.pipeline_schedule import exposed_p2p_seconds
 from gpuplan.core.time import sequence_parallel as SP
 
 
+def _domain_links(cluster: Cluster, span):
+    """(inside, scale-up link, network link) for a group spanning ``span`` consecutive ranks: ``inside`` where it
+    stays within a scale-up domain; each link (bandwidth B/s, latency s) as core.comm.topology.Cluster.link gives it
+    for 1 GPU and for one past the domain."""
+    return span <= cluster.gpus_per_node, cluster.link(1), cluster.link(cluster.gpus_per_node + 1)
+
+
 def link(cluster: Cluster, span):
     """Bandwidth and latency for a group spanning ``span`` consecutive ranks (array-friendly)."""
-    up_bw, up_lat = cluster.link(1)
-    out_bw, out_lat = cluster.link(cluster.gpus_per_node + 1)
-    inside = span <= cluster.gpus_per_node
+    inside, (up_bw, up_lat), (out_bw, out_lat) = _domain_links(cluster, span)
     return inside * up_bw + (1 - inside) * out_bw, inside * up_lat + (1 - inside) * out_lat
 
 
 def send_links(cluster: Cluster, span) -> DirectLinks:
     """The links ``link`` times a send on for a group of ``span`` consecutive ranks: NVLink where the group stays
     inside a scale-up domain (2 ranks there), else the network (1 a domain); for plan --explain's link column."""
-    inside = np.asarray(span) <= cluster.gpus_per_node
-    return DirectLinks(2, 1 + inside, cluster.link(1)[0], cluster.link(cluster.gpus_per_node + 1)[0])
+    inside, (up_bw, _), (out_bw, _) = _domain_links(cluster, np.asarray(span))
+    return DirectLinks(2, 1 + inside, up_bw, out_bw)
 
 
 def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, pp, vpp, cp, ep, zero,

@@ -30,9 +30,8 @@ from gpuplan.core.time.attention_core import attention_forward_share, layer_atte
 from gpuplan.core.bulk import minimum
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token, eager_rope_fixed_seconds
 from gpuplan.core.model.spec import ModelSpec, expert_matrix_params
-from gpuplan.core.memory.model_states import stage_span
+from gpuplan.core.time.stages import paced_stage_layers, rank_layers
 from gpuplan.core.comm.moe_overlap import MoeLayerPhases, fill_drain_all_to_all, pre_dispatch_mlp_weights
-from gpuplan.core.model.mtp import mtp_stage_layer_shed
 from gpuplan.core.time.moe_host import stage_exposed_host_seconds
 from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
 from gpuplan.core.time.pipeline_schedule import pipeline_bubble_fraction
@@ -234,17 +233,15 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     """Seconds per optimizer step. Rank order tp (innermost), cp, dp, pp (Megatron's default
     'tp-cp-ep-dp-pp'): a group rides NVLink when it spans no more than a node. ``shard_group``
     (HSDP): ZeRO shards within groups of that many data-parallel ranks and all-reduces the
-    shards across the groups (PyTorch HYBRID_SHARD). ``stage_layers``: (fullest, last) stage's layers
-    where a recipe fixes the split (core.time.pipeline_schedule.layout_stage_layers), else stage_span's."""
+    shards across the groups (PyTorch HYBRID_SHARD). ``stage_layers``: (fullest, last) stage's layers where a
+    recipe fixes the split (core.time.pipeline_schedule.layout_stage_layers), else core.time.stages.rank_layers'."""
     # uneven stages (core.memory.training.stage_layer_counts): the first ones take the remainder, the last
     # (with the LM head and any MTP modules, which shed layers to the others: core.model.mtp) never has
     # more; the slowest stage sets the pace. Collectives follow the first stage's layers (pp > 1:
     # never fewer than the MTP stage's layers + modules; pp 1: the modules join them, mtp_on_first)
     mtp = spec.mtp_layers
     mtp_on_first = mtp * (pp == 1)
-    shed = mtp_stage_layer_shed(spec, mtp)
-    layers, last_layers = stage_layers or (stage_span(spec.num_layers, pp, 0, shed)[1],  # the first (fullest) stage
-                                           stage_span(spec.num_layers, pp, pp - 1, shed)[1])
+    layers, last_layers = stage_layers or (rank_layers(spec, pp, 0), rank_layers(spec, pp, pp - 1))  # fullest, last
     below_zero3 = np.asarray(zero) < 3  # the embedding's gradient add: Megatron DDP's hook, not Megatron FSDP's
     t_first, t_attn_mb, t_bwd_gemm_mb, phases = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
                                                                          layers, pp == 1, ep, mtp_on_first, vpp,
@@ -252,7 +249,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
                                      ep=ep, mtp=mtp, vpp=vpp, embedding=below_zero3 & (np.asarray(pp) == 1)).total
     t_mb = t_first + (t_last - t_first) * (t_last > t_first)
-    paced_layers = TF.paced_stage_layers(layers, last_layers, t_first, t_last)  # t_mb's stage (its weight casts)
+    paced_layers = paced_stage_layers(layers, last_layers, t_first, t_last)  # t_mb's stage (its weight casts)
     compute = t_mb * micro_batches + TF.step_copy_seconds(  # torchtitan's FSDP2 copies, its float8 all-gather's change
         spec, cluster, settings, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches,
         cp=cp, stage_layers=paced_layers)

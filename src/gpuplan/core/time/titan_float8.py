@@ -37,16 +37,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.core.bulk import scalar_or_array
 from gpuplan.core.comm import collectives as K
 from gpuplan.core.comm.dp_costs import matrices_per_gpu
 from gpuplan.core.memory.float8_gather import dp_shard_enabled
-from gpuplan.core.memory.model_states import stage_span
 from gpuplan.core.memory.recompute import full_recompute_share
 from gpuplan.core.model import flops as F
-from gpuplan.core.model.mtp import mtp_stage_layer_shed
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.time import titan_ops as TT
+from gpuplan.core.time.stages import rank_layers
 from gpuplan.core.time.low_precision import FP8_WEIGHT_CAST_BYTES
 from gpuplan.core.time.memory_kernels import memory_bound_seconds
 
@@ -66,23 +64,6 @@ def gathers_float8(settings) -> bool:
             and settings.fp8_recipe == "tensorwise")
 
 
-def fullest_stage_layers(spec: ModelSpec, pp):
-    """Decoder layers on the first (fullest) pipeline stage (core.memory.model_states.stage_span, the MTP stage
-    shedding layers: core.model.mtp): ceil-like where pp does not divide the layers (Llama 3.1 405B, 126 layers at
-    pp 4: 32, not 31.5). The stage this module's functions take the cast off where the caller names none;
-    core.time.step.step_time names its paced stage (paced_stage_layers)."""
-    return stage_span(spec.num_layers, pp, 0, mtp_stage_layer_shed(spec, spec.mtp_layers))[1]
-
-
-def paced_stage_layers(first_layers, last_layers, t_first, t_last):
-    """Decoder layers on the stage that paces core.time.step.step_time's micro-batch (its t_mb = max(t_first,
-    t_last), seconds): the last stage's ``last_layers`` where it is the slower (pp not dividing the layers: one
-    layer fewer but the LM head; Llama 3.1 8B at pp 3, 11 / 11 / 10 layers), else the first's ``first_layers``
-    (ties and pp 1 included). Each stage's time already holds its own layers' Float8Linear weight casts, so the
-    float8 gather takes the cast off the stage whose time the step keeps. Scalars or arrays."""
-    return scalar_or_array(np.where(np.asarray(t_last) > t_first, last_layers, first_layers))
-
-
 def recompute_rerun_share(settings, stage_layers):
     """Share of the forward's elementwise work (core.time.step: t_elem / 3, where the weight cast sits) that the
     recompute re-runs in backward (core.memory.recompute.recompute_seconds_per_token): all of it under full
@@ -92,20 +73,19 @@ def recompute_rerun_share(settings, stage_layers):
     return 1.0 if settings.recompute == "selective" and settings.selective == "op-sac" else 0.0
 
 
-def removed_cast_seconds(spec: ModelSpec, memory_bandwidth: float, *, tp, pp, micro_batches, hbm_efficiency: float,
-                         rerun=0.0, stage_layers=None):
+def removed_cast_seconds(spec: ModelSpec, memory_bandwidth: float, *, tp, micro_batches, hbm_efficiency: float,
+                         rerun=0.0, stage_layers):
     """Seconds of Float8Linear weight casts a step no longer runs: FP8_WEIGHT_CAST_BYTES a stage weight each
     micro-batch, (1 + rerun / 3) times (the recompute's forward third, recompute_rerun_share), at
     ``memory_bandwidth`` (B/s) x ``hbm_efficiency``, the rate core.time.step charged the cast at (its hbm), on the
-    stage it charged it on: ``stage_layers`` (step_time's), by default fullest_stage_layers."""
-    layers = fullest_stage_layers(spec, pp) if stage_layers is None else stage_layers
-    weights = F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp * layers
+    stage it charged it on: ``stage_layers`` (step_time's paced stage: core.time.stages.paced_stage_layers)."""
+    weights = F.layer_matmul_weights_per_token(spec) / spec.num_layers / tp * stage_layers
     return FP8_WEIGHT_CAST_BYTES * weights * micro_batches * (1 + np.asarray(rerun) / 3) / (
         memory_bandwidth * hbm_efficiency)
 
 
 def float8_gather_seconds(spec: ModelSpec, cluster, *, tp, pp, shard, zero, micro_batches, hbm_efficiency: float,
-                          cp=1, rerun=0.0, stage_layers=None):
+                          cp=1, rerun=0.0, stage_layers):
     """Seconds a step's compute stream gains (negative) or spends under float8 all-gather, per GPU, against
     the bf16 gather the rest of the model costs: the copy-out of the gathered matrices at 1 + 1 B (as often as
     titan_ops.fsdp_copy_seconds gathers: each micro-batch the stage once plus the re-gathered blocks at pp 1,
@@ -113,18 +93,17 @@ def float8_gather_seconds(spec: ModelSpec, cluster, *, tp, pp, shard, zero, micr
     (removed_cast_seconds at ``hbm_efficiency`` with ``rerun``), and the precompute's amax pass and all-reduce
     once a step. ``shard``: the ranks FSDP shards over (dp_shard x cp). 0 without FSDP (zero < 2) or where
     torchtitan's dp_shard_enabled gate is false (shard / cp = 1: core.memory.float8_gather.dp_shard_enabled).
-    ``stage_layers``: the stage the step paces on (paced_stage_layers; by default fullest_stage_layers): its weight
+    ``stage_layers``: the stage the step paces on (core.time.stages.paced_stage_layers): its weight
     cast, its amax pass and all-reduce. The copy-out saving stays on the average stage (matrices_per_gpu:
     num_layers / pp), the stage titan_ops.fsdp_copy_seconds charges the bf16 copy-out on: the copy and its
     saving on one stage (the saving alone on the paced stage would double the net copy's error)."""
     hbm = cluster.gpu.memory_bandwidth
-    stage_layers = fullest_stage_layers(spec, pp) if stage_layers is None else stage_layers
     matrices = matrices_per_gpu(spec, tp, pp, 1)
     kept = np.asarray(zero) == 2
     regathered = np.where(kept, 0.0, (spec.num_layers - 1) / spec.num_layers) * matrices
     gathered = np.where(np.asarray(pp) == 1, micro_batches * (matrices + regathered), matrices)
     copy_out = memory_bound_seconds(COPY_OUT_SAVED_BYTES * gathered, 0, hbm)
-    cast = removed_cast_seconds(spec, hbm, tp=tp, pp=pp, micro_batches=micro_batches, hbm_efficiency=hbm_efficiency,
+    cast = removed_cast_seconds(spec, hbm, tp=tp, micro_batches=micro_batches, hbm_efficiency=hbm_efficiency,
                                 rerun=rerun, stage_layers=stage_layers)
     stage_matrices = matrices * (stage_layers * np.asarray(pp) / spec.num_layers)  # 1.0 x where pp divides them
     amax_pass = memory_bound_seconds(SHARD_FP32 * stage_matrices / np.maximum(shard, 1), 1, hbm)
@@ -140,15 +119,16 @@ def step_copy_seconds(spec: ModelSpec, cluster, settings, *, tp, pp, shard, zero
     """What torchtitan's FSDP2 adds to a step's compute stream (core.time.step): its copies
     (titan_ops.fsdp_copy_seconds) and, where the gathers carry float8 (gathers_float8), float8_gather_seconds
     (the weight cast off at settings.hbm_efficiency, with settings' recompute re-run; ``cp`` for the dp_shard
-    gate; ``stage_layers``: the stage step_time's micro-batch paces on, paced_stage_layers, by default
-    fullest_stage_layers). 0.0 for a step that is not torchtitan's (settings.titan_ops None)."""
+    gate; ``stage_layers``: the stage step_time's micro-batch paces on, core.time.stages.paced_stage_layers, by
+    default the first (fullest) one, core.time.stages.rank_layers). 0.0 for a step that is not torchtitan's
+    (settings.titan_ops None)."""
     if settings.titan_ops is None:
         return 0.0
     copies = TT.fsdp_copy_seconds(spec, cluster.gpu.memory_bandwidth, tp=tp, pp=pp, shard=shard, zero=zero,
                                   micro_batches=micro_batches)
     if not gathers_float8(settings):
         return copies
-    layers = fullest_stage_layers(spec, pp) if stage_layers is None else stage_layers
+    layers = rank_layers(spec, pp, 0) if stage_layers is None else stage_layers  # the one place it is resolved
     return copies + float8_gather_seconds(spec, cluster, tp=tp, pp=pp, shard=shard, zero=zero,
                                           micro_batches=micro_batches, cp=cp, hbm_efficiency=settings.hbm_efficiency,
                                           rerun=recompute_rerun_share(settings, layers), stage_layers=layers)
