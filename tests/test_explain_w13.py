@@ -148,7 +148,7 @@ def _paced_breakdown(framework: str, **ask):
 
 def test_the_breakdown_charges_torchtitans_float8_gather_on_the_paced_stage():
     """F1 (wave 13): step_time takes torchtitan's float8 all-gather change (no Float8Linear weight cast, its amax pass)
-    off the stage that paces it (titan_float8.paced_stage_layers: the last, 10 layers), the breakdown's copies line
+    off the stage that paces it (core.time.stages.paced_stage_layers: the last, 10 layers), the breakdown's copies line
     took it off the first stage's 11 and summed 3.454 ms under the step (1.2831 vs 1.2865 s). One layer's difference
     by hand: its cast, 5 B a weight (FP8_WEIGHT_CAST_BYTES) x 218,103,808 x 8 micro-batches at 3.35 TB/s x 0.75
     (hbm_efficiency) = 3.4723 ms, less its amax pass, 4 B a shard element x 218,103,808 / 16 at 3.35 TB/s x 0.89
