@@ -202,7 +202,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
               Table("Pareto front (GPUs vs ranked days: the slow end with failures at the range's high rate"
                     + (", vs cost with the same failures)" if price is not None else ")"), COLUMNS,
                     _rows(table, front[:20])),
-              communication_table(plan))
+              communication_table(plan, gpu))
     budget = _budget_for(plan, inputs, result, float(table["days"][best]) * SECONDS_PER_DAY,
                          float(table["gpu_hours"][best]))
     calibration = ()

@@ -116,7 +116,21 @@ def _algorithm(c) -> str:
     return f"{algorithm} / {protocol}"
 
 
-def _link(c) -> str:
+SCALE_UP_NAMES = {"nvidia": "NVLink", "amd": "Infinity Fabric", "google": "ICI", "huawei": "HCCS / UB",
+                  "intel": "RoCE"}
+"""The scale-up link a vendor's catalog entries name (catalog/hardware/*.toml scale_up.kind: 'NVLink 4 + NVSwitch',
+'Infinity Fabric (xGMI)', 'ICI, 3D torus', 'HCCS' / 'Unified Bus (UB)', Gaudi's 'integrated RoCE v2 NICs')."""
+
+
+def scale_up_name(gpu) -> str:
+    """What `plan --explain`'s link column calls ``gpu``'s scale-up link: PCIe for a PCIe card (scale_up.kind
+    'PCIe ...'), else its vendor's (SCALE_UP_NAMES); 'NVLink' was printed for an MI355X, a TPU and an L40S (w14)."""
+    if gpu is None:
+        return "NVLink"
+    return "PCIe" if gpu.scale_up_pcie else SCALE_UP_NAMES.get(gpu.vendor.lower(), "scale-up link")
+
+
+def _link(c, up_name: str = "NVLink") -> str:
     """Where the group's traffic runs, as its cost was timed: an NCCL group's ranks per scale-up domain over NVLink,
     the rest over the domains' NICs (core.comm.topology.Cluster.group); the expert all-to-all's ranks split per
     domain as core.comm.step_comm passed them to core.comm.volumes.expert_all_to_all_time, NVLink and the NICs at
@@ -124,19 +138,19 @@ def _link(c) -> str:
     if c.group is not None:
         per_node, nodes = int(float(c.group.per_node)), int(round(float(c.group.nodes)))
         if nodes <= 1:
-            return f"NVLink ({per_node} GPUs)"
-        return f"{per_node}/domain x {nodes} domains: NVLink + {float(c.group.net) / 1e9:,.0f} GB/s NICs"
+            return f"{up_name} ({per_node} GPUs)"
+        return f"{per_node}/domain x {nodes} domains: {up_name} + {float(c.group.net) / 1e9:,.0f} GB/s NICs"
     links = c.links
     up, out = float(links.nvlink) / 1e9, float(links.network) / 1e9  # achievable GB/s per GPU, one direction
     ranks, local = int(float(links.ranks)), int(float(links.per_domain))
     if c.parallelism == "EP":
         if local >= ranks:
-            return f"NVLink ({ranks} ranks, {up:,.0f} GB/s)"
-        return f"{local}/domain x {ranks / local:,.0f} domains: NVLink + {out:,.0f} GB/s NIC a GPU"
-    return f"NVLink ({up:,.0f} GB/s)" if local >= ranks else f"network ({out:,.0f} GB/s a GPU)"
+            return f"{up_name} ({ranks} ranks, {up:,.0f} GB/s)"
+        return f"{local}/domain x {ranks / local:,.0f} domains: {up_name} + {out:,.0f} GB/s NIC a GPU"
+    return f"{up_name} ({up:,.0f} GB/s)" if local >= ranks else f"network ({out:,.0f} GB/s a GPU)"
 
 
-def communication_table(plan: Plan) -> Table:
+def communication_table(plan: Plan, gpu=None) -> Table:
     """The plan's communication, collective by collective, for `plan --explain`: per collective the bytes of one
     call, NCCL's algorithm / protocol for that size, the link, and the seconds per step in all and on the critical
     path. The rows are the very costs core.time.step.step_time summed into the plan's communication fields
@@ -150,7 +164,7 @@ def communication_table(plan: Plan) -> Table:
         if float(c.calls) <= 0:
             continue
         rows.append((c.parallelism, c.collective, f"{float(c.calls):,.0f}", format_bytes(float(c.bytes_per_call)),
-                     _algorithm(c), _link(c), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
+                     _algorithm(c), _link(c, scale_up_name(gpu)), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
     total = sum(float(c.total) for c in costs)
     exposed = sum(float(c.exposed) for c in costs)
     rows.append(("all", "", "", "", "", "", f"{total:.3f}", f"{exposed:.3f}"))
