@@ -26,7 +26,10 @@ SECONDS_PER = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 36
 SECONDS_PER_DAY = 86400.0
 SECONDS_PER_HOUR = 3600.0
 
-_NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+UNSIGNED_NUMBER = r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?"
+"""A plain decimal as every parser here reads it ('8', '.5', '1.5e3'; not '8.'): schema.types' token lengths
+read the number before their K / M by it too."""
+_NUMBER = rf"([-+]?{UNSIGNED_NUMBER})"
 _COUNT_RE = re.compile(rf"^\s*{_NUMBER}\s*([KMBGTP]?)\s*$", re.IGNORECASE)
 _BYTES_RE = re.compile(rf"^\s*{_NUMBER}\s*([KMGTP]I?B|B)?\s*$", re.IGNORECASE)
 _DURATION_RE = re.compile(rf"^\s*{_NUMBER}\s*([a-z]*)\s*$", re.IGNORECASE)

@@ -147,9 +147,10 @@ def _refuse_not_finite(text: Any, value: Any, field: str) -> None:
         raise InputError(field, value, "must be a finite number")
 
 
-_TOKENS_1024 = re.compile(r"\+?((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?)\s*([km])")
+_TOKENS_1024 = re.compile(rf"\+?({units.UNSIGNED_NUMBER})\s*([km])", re.IGNORECASE)
 """A token length with a K (2**10) or M (2**20) suffix: any plain decimal before it, an exponent and a '+' included
-('8e0K' and '+8K' are 8,192 as '8K' is; they fell through to parse_count's K = 1,000, review w13 r4 N2)."""
+('8e0K' and '+8K' are 8,192 as '8K' is; they fell through to parse_count's K = 1,000, review w13 r4 N2), in the form
+units reads a number: '8.K' and '8.e0K' were 8,192 while '8.', '8.e0' and a count's '8.K' are refused (w14)."""
 
 
 class NotACount(InputError):

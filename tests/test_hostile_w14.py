@@ -1,0 +1,65 @@
+"""Hostile inputs, wave 14 (2026-12-06): the surfaces wave 13 changed, swept by scripts outside the suite (in-process
+`gpuplan.cli.main` under a SIGALRM time box, the web app through its TestClient, the Python API), and the defects the
+sweep found, each fixed at its cause. A refusal is one line naming the field and what is valid (exit status 2, 4xx).
+
+The sweep, about 3,300 cases: 839 numeric flags of infer / train x 47 forms (exponent, sign, K/M/G/k/Ki suffixes,
+whitespace, fullwidth and Arabic-Indic digits, thousands separators, overflow, durations with units); 440 token
+length / group / block size values x 3 doors (flag, YAML plan file, web body), answers compared; 306 refusals x 3 doors,
+messages compared; 131 plan files with odd names (spaces, tab, newline, BEL, ESC, RTL override, zero-width, emoji,
+200 characters, leading '-', quotes, '%s', '{x}') and UTF-16 / UTF-32 / Latin-1 / BOM encodings; 468 raw web JSON
+bodies (numbers huge, tiny, subnormal, underflowing, as strings, arrays, objects, null, true); 217 Python API values
+beside their flags; 66 extreme asks of plan / train / budget / memory / infer x (table, --json, --full), each timed
+(the slowest 0.26 s). No traceback, hang, refusal over one line or answer that differed between doors. Found:
+(a) a token length's '8.K' read as 8,192 while '8.' and every count's '8.K' are refused; (b) `plan --explain`'s link
+column said 'NVLink' for an MI355X, a TPU, a PCIe card and a Gaudi.
+"""
+
+import pytest
+from helpers import field_refusal, web_refusal
+
+from gpuplan.jobs.plan.explain import scale_up_name
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+ASK = ("infer", "--model", "llama-3-8b", "--gpu", "h100")
+
+
+# ---- (a) a token length reads the number before its K as every count does ----------------------------------------
+
+@pytest.mark.parametrize("text", ["8.K", "8.e0K", "1.M"])
+def test_a_token_length_with_a_bare_trailing_point_is_refused_as_the_plain_number_is(run_cli, client, text):
+    """'8.K' and '8.e0K' were 8,192 tokens (the token-length pattern took '8.') while '--context 8.' and
+    '--batch 8.K' are refused by their form: now every door refuses them in the token length's words."""
+    words = "expected a number of tokens, e.g. 4096, 8K or 128K"
+    flag = field_refusal(run_cli(*ASK, f"--context={text}"), "context", words)
+    assert field_refusal(run_cli(*ASK, "--context=8."), "context", words).replace("'8.'", f"'{text}'") == flag
+    web = web_refusal(client.post("/api/inference", json={"model": "llama-3-8b", "gpu": "h100", "context": text}),
+                      "context", words)
+    assert flag.strip() == f"error: {web}"
+
+
+@pytest.mark.parametrize("text, tokens", [("8K", 8192), ("+8K", 8192), ("8e0K", 8192), (".5K", 512), ("8 k", 8192),
+                                          ("1e1M", 10 * 2**20)])
+def test_the_token_length_forms_units_reads_keep_k_as_1024(run_json, text, tokens):
+    assert run_json(*ASK, f"--context={text}")["inputs"]["context"] == tokens
+
+
+# ---- (b) the communication table names the GPU's own scale-up link ------------------------------------------------
+
+@pytest.mark.parametrize("gpu, link", [("mi355x", "Infinity Fabric (8 GPUs)"), ("tpu-v5p", "ICI (16 GPUs)"),
+                                       ("h100", "NVLink (")])
+def test_plan_explain_names_the_scale_up_link_of_the_gpu_asked(run_cli, gpu, link):
+    """`plan --explain` printed 'NVLink (8 GPUs)' for an MI355X (catalog scale_up.kind 'Infinity Fabric 4th gen
+    (xGMI)'), 'NVLink (16 GPUs)' for a TPU v5p ('ICI, 3D torus')."""
+    code, out, err = run_cli("plan", "--model", "llama-3-8b", "--gpu", gpu, "--gpus", "16" if gpu == "tpu-v5p" else "8",
+                             "--explain")
+    assert code == 0, err
+    table = out[out.index("Communication per step"):]
+    assert link in table and (gpu == "h100" or "NVLink" not in table), table
+
+
+def test_a_pcie_card_and_a_vendor_without_a_name_are_not_called_nvlink():
+    from gpuplan.catalog import load_accelerator as get_gpu
+
+    assert scale_up_name(get_gpu("l40s")) == "PCIe" and scale_up_name(get_gpu("gaudi3")) == "RoCE"
+    assert scale_up_name(get_gpu("ascend-910b")) == "HCCS / UB"
