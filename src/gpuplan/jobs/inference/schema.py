@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import model_validator
 
+from gpuplan.core import units
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import setup as SU
@@ -56,17 +57,23 @@ def _target(high: float, examples: str):
     latency_units = [u for u, size in (("ms", 1e-3), ("s", 1.0), ("min", 60.0), ("h", 3600.0)) if size <= high]
     unit_list = ", ".join(latency_units[:-1]) + f" or {latency_units[-1]}"
 
+    positive = (f"must be a positive duration, at least 0.001ms (e.g. {examples.split(' or ')[0]}); omit it for no "
+                "limit")
+
     def check(value: Any, info) -> float:
         try:
             seconds = parse(value, info)
+        except units.NotPositive as exc:  # '1e-400ms' (0 once read) as '0' and '1e-20h' are told, not as '-5ms'
+            if isinstance(exc, units.Overflowed) or str(value).strip().startswith("-"):
+                raise
+            raise exc.retold(exc.field, exc.value, positive) from None
         except InputError as exc:  # core.units names days and weeks ('7d, 36h, 90min or 2w'): a latency's units
             if not exc.expected.startswith("expected a duration such as"):
                 raise
             raise exc.retold(exc.field, exc.value, f"expected a latency with a unit, e.g. {examples} ({unit_list}; "
                              "1us is 0.001ms)") from None
         if seconds < MIN_TARGET_S:
-            raise InputError(info.field_name or "target", value, "must be a positive duration, at least 0.001ms (e.g. "
-                             "500ms); omit it for no limit")
+            raise InputError(info.field_name or "target", value, positive)
         return seconds
 
     return check
