@@ -11,7 +11,8 @@ bodies (numbers huge, tiny, subnormal, underflowing, as strings, arrays, objects
 beside their flags; 66 extreme asks of plan / train / budget / memory / infer x (table, --json, --full), each timed
 (the slowest 0.26 s). No traceback, hang, refusal over one line or answer that differed between doors. Found:
 (a) a token length's '8.K' read as 8,192 while '8.' and every count's '8.K' are refused; (b) `plan --explain`'s link
-column said 'NVLink' for an MI355X, a TPU, a PCIe card and a Gaudi.
+column said 'NVLink' for an MI355X, a TPU, a PCIe card and a Gaudi; (c) `--tpot 1e-400ms` (0 once read) was told
+'must be a positive, finite number' while '0' and '1e-20h' were told the floor, and --tpot's floor offered 'e.g. 500ms'.
 """
 
 import pytest
@@ -63,3 +64,18 @@ def test_a_pcie_card_and_a_vendor_without_a_name_are_not_called_nvlink():
 
     assert scale_up_name(get_gpu("l40s")) == "PCIe" and scale_up_name(get_gpu("gaudi3")) == "RoCE"
     assert scale_up_name(get_gpu("ascend-910b")) == "HCCS / UB"
+
+
+# ---- (c) a latency target that reads as 0 is told its floor ---------------------------------------------------------
+
+@pytest.mark.parametrize("field, example", [("tpot", "50ms"), ("ttft_p99", "500ms")])
+@pytest.mark.parametrize("text", ["0", "0ms", "1e-20h", "1e-400ms", "0.0000001e-400s"])
+def test_a_latency_target_that_reads_as_zero_is_told_its_smallest_value(run_cli, client, field, example, text):
+    """'1e-400ms' (0 once read) was told 'must be a positive, finite number' while '0' and '1e-20h' were told the
+    target's floor; --tpot's floor offered ttft's 'e.g. 500ms', not its own example. A negative latency stays 'not
+    positive' (test_hostile_w13: '-5ms' and '-1e400ms')."""
+    words = f"must be a positive duration, at least 0.001ms (e.g. {example}); omit it for no limit"
+    flag = field_refusal(run_cli(*ASK, "--rps", "1", f"--{field.replace('_', '-')}={text}"), field, words)
+    web = web_refusal(client.post("/api/inference", json={"model": "llama-3-8b", "gpu": "h100", "rps": 1,
+                                                          field: text}), field, words)
+    assert flag.strip() == f"error: {web}"
