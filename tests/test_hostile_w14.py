@@ -12,7 +12,8 @@ beside their flags; 66 extreme asks of plan / train / budget / memory / infer x 
 (the slowest 0.26 s). No traceback, hang, refusal over one line or answer that differed between doors. Found:
 (a) a token length's '8.K' read as 8,192 while '8.' and every count's '8.K' are refused; (b) `plan --explain`'s link
 column said 'NVLink' for an MI355X, a TPU, a PCIe card and a Gaudi; (c) `--tpot 1e-400ms` (0 once read) was told
-'must be a positive, finite number' while '0' and '1e-20h' were told the floor, and --tpot's floor offered 'e.g. 500ms'.
+'must be a positive, finite number' while '0' and '1e-20h' were told the floor, and --tpot's floor offered 'e.g. 500ms';
+(d) `infer -lead.yaml` was told "No such option '-l'.", naming neither the file nor how to give it.
 """
 
 import pytest
@@ -79,3 +80,15 @@ def test_a_latency_target_that_reads_as_zero_is_told_its_smallest_value(run_cli,
     web = web_refusal(client.post("/api/inference", json={"model": "llama-3-8b", "gpu": "h100", "rps": 1,
                                                           field: text}), field, words)
     assert flag.strip() == f"error: {web}"
+
+
+# ---- (d) a file named with a leading '-' ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command, argument", [("infer", "target"), ("train", "target"), ("report", "plan")])
+def test_a_plan_file_whose_name_starts_with_a_dash_is_told_how_to_name_it(run_cli, command, argument):
+    """`gpuplan infer -lead.yaml` was told "No such option '-l'." (click splits the name into short options); the
+    refusal names the file and the two ways to give it. An unknown option beside such a value stays click's."""
+    err = field_refusal(run_cli(command, "-lead.yaml"), argument, "reads as options")
+    assert "write ./-lead.yaml, or put -- before it" in err
+    code, _, err = run_cli("train", "--model=-x.json", "--nope")
+    assert code == 2 and err.startswith("error: No such option '--nope'."), err

@@ -175,7 +175,7 @@ def _run(argv: list[str]) -> int:
         sys.stdout.write(exc.ctx.get_help() + "\n")
         return 0
     except click.ClickException as exc:
-        sys.stderr.write(f"error: {usage_line(exc)}\n")
+        sys.stderr.write(f"error: {usage_line(exc, argv)}\n")
         return 2
     except click.exceptions.Abort as exc:  # click turns a Ctrl-C inside a command into Abort (core.py, main)
         if isinstance(exc.__cause__, KeyboardInterrupt):  # 128 + SIGINT, as a shell reports it (was 'aborted', 1)
@@ -215,16 +215,27 @@ def _tolerant_output() -> None:
                 pass
 
 
-def usage_line(exc: click.ClickException) -> str:
+FILE_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
+"""The names a command's file argument takes (a plan file, a config.json)."""
+
+
+def usage_line(exc: click.ClickException, argv: list[str] = ()) -> str:
     """click's usage errors that name nothing valid, in the house style (what was given, what would
     be valid): an unknown command lists the commands ('No such command 'nope'.' before), extra
-    or missing arguments show the command's usage; the rest as click words them."""
+    or missing arguments show the command's usage, a file named with a leading '-' (read as options:
+    `infer -plan.yaml` was told "No such option '-p'.") how to name it; the rest as click words them."""
     import re
 
     ctx = getattr(exc, "ctx", None)
     message = exc.format_message()
     if ctx is None:
         return message
+    dashed = next((a for a in argv if isinstance(exc, click.NoSuchOption) and a.startswith(exc.option_name)
+                   and "=" not in a and a.lower().endswith(FILE_SUFFIXES)), None)  # the token click split
+    if dashed is not None:
+        argument = next((p.name for p in ctx.command.params if isinstance(p, click.Argument)), None) or "file"
+        return str(InputError(argument, dashed, f"reads as options (it starts with '-'); write ./{dashed}, or put "
+                              f"-- before it"))
     unknown = re.fullmatch(r"No such command '(.*)'\.(?: Did you mean .*)?", message, re.DOTALL)
     if unknown and isinstance(ctx.command, click.Group):
         from gpuplan.errors import closest_names
