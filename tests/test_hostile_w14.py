@@ -2,14 +2,15 @@
 `gpuplan.cli.main` under a SIGALRM time box, the web app through its TestClient, the Python API), and the defects the
 sweep found, each fixed at its cause. A refusal is one line naming the field and what is valid (exit status 2, 4xx).
 
-The sweep, about 3,300 cases: 839 numeric flags of infer / train x 47 forms (exponent, sign, K/M/G/k/Ki suffixes,
+The sweep, about 2,700 cases: 839 numeric flags of infer / train x 47 forms (exponent, sign, K/M/G/k/Ki suffixes,
 whitespace, fullwidth and Arabic-Indic digits, thousands separators, overflow, durations with units); 440 token
 length / group / block size values x 3 doors (flag, YAML plan file, web body), answers compared; 306 refusals x 3 doors,
 messages compared; 131 plan files with odd names (spaces, tab, newline, BEL, ESC, RTL override, zero-width, emoji,
 200 characters, leading '-', quotes, '%s', '{x}') and UTF-16 / UTF-32 / Latin-1 / BOM encodings; 468 raw web JSON
 bodies (numbers huge, tiny, subnormal, underflowing, as strings, arrays, objects, null, true); 217 Python API values
 beside their flags; 66 extreme asks of plan / train / budget / memory / infer x (table, --json, --full), each timed
-(the slowest 0.26 s). No traceback, hang, refusal over one line or answer that differed between doors. Found:
+(the slowest 0.26 s); 162 --seq-len forms x 3 doors of memory / budget / train. No traceback, hang, refusal over
+one line or answer that differed between doors. Found:
 (a) a token length's '8.K' read as 8,192 while '8.' and every count's '8.K' are refused; (b) `plan --explain`'s link
 column said 'NVLink' for an MI355X, a TPU, a PCIe card and a Gaudi; (c) `--tpot 1e-400ms` (0 once read) was told
 'must be a positive, finite number' while '0' and '1e-20h' were told the floor, and --tpot's floor offered 'e.g. 500ms';
