@@ -133,6 +133,43 @@ SKILL_STEPS = {True: 20.992, False: 24.7138}
 """skills/nemo-mbridge-perf-expert-parallel-overlap/SKILL.md@067f987: overlap on (independent validation) / off."""
 
 
+SKILL_PROFILE_SECONDS = {
+    # skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md@067f987 'HybridEP production-shape validation' (rank-0
+    # Nsight, one step of 64 micro-batches x 48 MoE layers): (overlap off, overlap on), seconds a step
+    "step": (24.7138, 20.992),  # the step table (on: the independent validation)
+    "gpu_active": (22.821, 21.221),  # 'GPU-active interval union'
+    "dispatch_with_permute": (4.253, 1.767),  # 'HybridEP dispatch-with-permute NVTX'
+    "metadata_preprocess": (3.109, 0.670),  # 'HybridEP metadata-preprocess NVTX' (inside the one above)
+}
+"""The profiled skill run's own figures (host-side NVTX ranges: CPU time between push and pop)."""
+SKILL_LAYER_MICRO_BATCHES = 64 * 48
+SKILL_MODEL_GPU_LAYER = (2.514e-3, 4.457e-3)
+"""The step model's GPU forward / backward of one skill MoE layer with its two all-to-alls each (core.time.moe_host
+MOE_LAYER_HOST_SECONDS' docstring; its GPU step is within 0.2% of the profile's GPU-active time)."""
+
+
+def profile_host_budget() -> dict[str, float]:
+    """What the skill profile's own figures allow the host, per MoE layer (off) or layer pair (on), seconds.
+
+    The metadata-preprocess range holds HybridEP's blocking count copy (fused_a2a.py@core_v0.16.0 L365-383,
+    non_blocking False): its host work is the same code in both runs, so the on run's range (0.218 ms) bounds it
+    and the off run waits at least the difference (``wait_off``, 0.794 ms). The rest of dispatch-with-permute
+    (permute, dispatch launch) is 0.372 / 0.357 ms: host work, equal in both. With the overlap off the host thread
+    is either working or waiting, and the GPU either busy or idle, over the same wall time, so the host's forward +
+    backward work is the model's GPU layer + the profile's idle - the wait: 6.58-6.79 ms (``host_off_low`` /
+    ``_high``, the wait read as the difference or as the whole range). With the overlap on the GPU is never idle
+    and the host works at most the wall time a pair (``host_on_max``, 6.83 ms)."""
+    n, f = SKILL_LAYER_MICRO_BATCHES, SKILL_PROFILE_SECONDS
+    per = {k: (v[0] / n, v[1] / n) for k, v in f.items()}
+    wait_low = per["metadata_preprocess"][0] - per["metadata_preprocess"][1]
+    gpu, idle = sum(SKILL_MODEL_GPU_LAYER), per["step"][0] - per["gpu_active"][0]
+    return {"wait_off": wait_low, "idle_off": idle,
+            "after_metadata_off": per["dispatch_with_permute"][0] - per["metadata_preprocess"][0],
+            "after_metadata_on": per["dispatch_with_permute"][1] - per["metadata_preprocess"][1],
+            "host_off_low": gpu + idle - per["metadata_preprocess"][0], "host_off_high": gpu + idle - wait_low,
+            "host_on_max": per["step"][1]}
+
+
 @contextlib.contextmanager
 def combined_host_term(scale: float = 1.0, node_overhead: bool = True):
     """Within the block, the step model charges stage_paired_host_seconds on combined-1F1B layouts."""

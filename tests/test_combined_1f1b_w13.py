@@ -154,3 +154,87 @@ def test_counted_serialisation_flips_the_hybridep_skill_pair(pair_ratios):
     counted_err = [abs(r[1] / PAIRS[n][0] - 1) for n, r in pair_ratios.items()]
     assert sum(model_err) / 4 == pytest.approx(0.217, abs=0.015)
     assert sum(counted_err) / 4 == pytest.approx(0.142, abs=0.015)
+
+
+# --- Why the counted host pair is 8.55 ms on the profiled skill run (wave 13 X1; docs/step.md, 'What the skill
+# profile's own figures allow the host'). A negative result: no code fact found brings the count to the profile, so
+# the package is unchanged; these pin the count, the profile's host budget and what a profile-sized count would do.
+SKILL_LOCAL_EXPERTS = 128 // 16
+"""Qwen3-30B-A3B's 128 experts over EP 16 (the skill row)."""
+
+
+def _count(check):
+    """(forward, backward, schedule nodes) host seconds of one skill layer pair as scripts/combined_host_check.py
+    counts them (HybridEP = 'flex', BF16, router and preprocess graphed)."""
+    return (check.forward_host_seconds("flex", SKILL_LOCAL_EXPERTS, None),
+            check.backward_host_seconds("flex", SKILL_LOCAL_EXPERTS, None),
+            check.SCHEDULE_NODE_HOST_OPS * check.forward_op_seconds())
+
+
+def test_counted_host_pair_on_the_profiled_run(load_script):
+    """2.938 (MOE_LAYER_HOST_SECONDS) + 0.143 after the sync = 3.081 ms; (3.081 - 0.052 launches) x 1.454 + 0.104 =
+    4.509 ms; 127 node ops x 7.55 us = 0.958 ms: 8.548 ms a pair."""
+    fwd, bwd, nodes = _count(load_script("combined_host_check"))
+    assert (fwd, bwd, nodes) == pytest.approx((3.081e-3, 4.509e-3, 0.958e-3), abs=5e-6)
+    assert fwd + bwd + nodes == pytest.approx(8.548e-3, abs=1e-5)
+
+
+def test_the_skill_profiles_host_budget(load_script):
+    """Per layer-micro-batch (64 x 48 = 3,072 a step): metadata-preprocess NVTX 3.109 / 0.670 s -> 1.012 / 0.218 ms
+    (off / on), so the off run waits >= 0.794 ms; dispatch-with-permute less it 0.372 / 0.357 ms (the same host work
+    both ways); GPU idle off (24.7138 - 22.821) / 3,072 = 0.616 ms; host work off = 2.514 + 4.457 + 0.616 - (1.012 ..
+    0.794) = 6.575 .. 6.793 ms; on, GPU never idle: host <= 20.992 s / 3,072 = 6.833 ms a pair."""
+    b = load_script("combined_host_check").profile_host_budget()
+    ms = {k: round(v * 1e3, 3) for k, v in b.items()}
+    assert ms == pytest.approx({"wait_off": 0.794, "idle_off": 0.616, "after_metadata_off": 0.372,
+                                "after_metadata_on": 0.357, "host_off_low": 6.575, "host_off_high": 6.793,
+                                "host_on_max": 6.833}, abs=0.002)
+
+
+def test_the_count_exceeds_the_profiled_host_with_the_overlap_on_and_off(load_script):
+    """Off: the count's forward + backward 7.590 ms against <= 6.793 (0.80 ms over: the fit's split of the 0.616 ms idle
+    into host excess, 0.566 + 0.052, leaves the host no wait, where the profile has >= 0.794 ms); on: 8.548 against
+    <= 6.833 (1.71 ms over). The backward the off run allows: <= 6.793 - 3.081 = 3.712 ms, 0.823 of its count; the
+    backward + nodes the on run allows: <= 3.752 ms, 0.686 of theirs."""
+    check = load_script("combined_host_check")
+    fwd, bwd, nodes = _count(check)
+    b = check.profile_host_budget()
+    assert fwd + bwd - b["host_off_high"] == pytest.approx(0.797e-3, abs=1e-5)
+    assert fwd + bwd + nodes - b["host_on_max"] == pytest.approx(1.714e-3, abs=1e-5)
+    assert (b["host_off_high"] - fwd) / bwd == pytest.approx(0.823, abs=0.002)
+    assert (b["host_on_max"] - fwd) / (bwd + nodes) == pytest.approx(0.686, abs=0.002)
+
+
+BOUND_RATIOS = {
+    # NVIDIA's on / off step ratio, scripts/combined_host_check.py's at the on run's bound (--scale 0.686)
+    "PR #1760 64 B200 Qwen3-235B BF16 VP 4": 0.918,
+    "PR #1760 64 B200 Qwen3-235B MXFP8 on VP 4 / off VP 1": 0.881,
+    "skill 16 H100 Qwen3-30B BF16 EP 16 HybridEP": 0.908,
+    "smoke 16 H100 Qwen3-30B BF16 EP 16 alltoall": 0.688,
+}
+"""The four pairs with the counted backward + nodes at the skill profile's bound: ratio errors -14.6 / -25.9 / +6.9 /
+-9.4% (mean 14.2%; the model's 21.7%, as counted 14.2%). Not adopted: 0.686 is set by one run's step (a new fitted
+scale), and it leaves PR #1760's pairs saving where NVIDIA measured a cost."""
+
+
+@pytest.fixture(scope="module")
+def bound_ratios(published_rows, load_script):
+    check = load_script("combined_host_check")
+    fwd, bwd, nodes = _count(check)
+    scale = (check.profile_host_budget()["host_on_max"] - fwd) / (bwd + nodes)
+    out = {}
+    with check.combined_host_term(scale, True):
+        for name, (on, off) in _pair_runs(published_rows).items():
+            out[name] = _step_s(on) / _step_s(off)
+    return out
+
+
+@pytest.mark.parametrize("name", tuple(BOUND_RATIOS))
+def test_the_count_at_the_profiles_bound_on_every_pair(bound_ratios, name):
+    assert bound_ratios[name] == pytest.approx(BOUND_RATIOS[name], abs=0.01)
+
+
+def test_at_the_profiles_bound_the_skill_keeps_its_saving_and_pr_1760_keeps_the_wrong_sign(bound_ratios):
+    skill = "skill 16 H100 Qwen3-30B BF16 EP 16 HybridEP"
+    assert bound_ratios[skill] < 1.0 and PAIRS[skill][0] < 1.0
+    assert all(bound_ratios[n] < 1.0 < PAIRS[n][0] for n in tuple(PAIRS)[:2])
