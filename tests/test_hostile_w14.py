@@ -93,3 +93,32 @@ def test_a_plan_file_whose_name_starts_with_a_dash_is_told_how_to_name_it(run_cl
     assert "write ./-lead.yaml, or put -- before it" in err
     code, _, err = run_cli("train", "--model=-x.json", "--nope")
     assert code == 2 and err.startswith("error: No such option '--nope'."), err
+
+
+# ---- (e) report reads a plan file named with a tab, as train does --------------------------------------------------
+
+def test_report_reads_a_plan_named_with_a_tab_and_names_it_escaped_once(run_cli, tmp_path, monkeypatch):
+    """`gpuplan report 'a<TAB>b.yaml'` was refused 'must not contain control characters' (T.Name) while train read
+    it; report writes only --out / --markdown, so it reads the file, shows its name escaped in the document and
+    names it escaped in a refusal, the words train uses (adapters.plan_file.refusals_name)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a\tb.yaml").write_text("model: llama-3-8b\ngpus: 8\ntokens: 1e9\n", encoding="utf-8")
+    code, out, err = run_cli("report", "a\tb.yaml", "--sections", "budget", "--no-plots", "--out", "r.html")
+    assert code == 0, err
+    assert "<title>gpuplan report: a\\u0009b.yaml</title>" in (tmp_path / "r.html").read_text(encoding="utf-8")
+    (tmp_path / "c\td.yaml").write_text("model: llama-3-8b\ngpus: 8\ntokens: 1e9\nmfu: 2\n", encoding="utf-8")
+    told = field_refusal(run_cli("report", "c\td.yaml", "--sections", "budget", "--no-plots"), "c\\u0009d.yaml: mfu")
+    assert told == field_refusal(run_cli("train", "c\td.yaml"), "c\\u0009d.yaml: mfu")
+    assert not (tmp_path / "report-plots").exists() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "a\tb.yaml", "c\td.yaml", "r.html"]  # nothing half-written
+
+
+def test_report_plan_without_control_characters_reads_as_before():
+    from gpuplan.errors import InputError
+    from gpuplan.report.schema import ReportInputs
+
+    assert ReportInputs.parse({"plan": " p.yaml "}).plan == "p.yaml"
+    assert ReportInputs.parse({"plan": "a\tb.yaml"}).plan == "a\tb.yaml"
+    with pytest.raises(InputError, match="must not be empty"):
+        ReportInputs.parse({"plan": "\t"})
+

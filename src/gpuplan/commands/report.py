@@ -74,7 +74,7 @@ def command():
 
         from gpuplan.adapters.files import check_writable, write_atomic
         from gpuplan.adapters.plan_file import is_plan_file, read_plan_file, refusals_name
-        from gpuplan.errors import InputError
+        from gpuplan.errors import InputError, printable
         from gpuplan.report.html import build_documents
         from gpuplan.report.i18n import translator
 
@@ -112,7 +112,8 @@ def command():
             reports = reports_for_plan(raw, inputs.plan, inputs.sections)
         md_path = Path(inputs.markdown) if inputs.markdown else None
         image_dir = f"{md_path.stem}-plots" if md_path else "report-plots"
-        docs = build_documents(reports, inputs.lang, inputs.plots, source=Path(inputs.plan).name, image_dir=image_dir)
+        docs = build_documents(reports, inputs.lang, inputs.plots, source=printable(Path(inputs.plan).name),
+                               image_dir=image_dir)  # a tab in the name: escaped, as refusals name it
         t = translator(inputs.lang)
         if md_path is not None:
             if docs.images:

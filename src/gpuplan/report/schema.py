@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from pydantic import BeforeValidator, WithJsonSchema
+
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
@@ -21,10 +23,29 @@ def _sections(value: Any, info) -> tuple[str, ...]:
     return chosen
 
 
+def _plan_path(value: Any, info) -> str:
+    """The plan file as the user named it: a name with a control character (a tab) is a file name the shell can
+    pass, and train / infer / memory / plan read such a plan, naming it escaped in refusals (adapters.plan_file.
+    refusals_name, errors.printable); report refused it (wave 14) though it writes only to --out / --markdown,
+    never a file named after the plan, and its document shows the name escaped (commands.report). Text without
+    control characters reads as T.Name does (trimmed); with one, it is kept as typed, since trimming would name
+    another file."""
+    if not isinstance(value, str) or not any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return T.name(value, info)
+    if not value.strip():
+        raise InputError("plan", value, "must not be empty")
+    if len(value) > T.MAX_TEXT:
+        raise InputError("plan", value[:40] + "...", f"is longer than {T.MAX_TEXT} characters")
+    return value
+
+
+PlanPath = Annotated[str, BeforeValidator(_plan_path), WithJsonSchema({"type": "string", "maxLength": T.MAX_TEXT})]
+
+
 class ReportInputs(JobInputs):
     """What to report and where to write it."""
 
-    plan: Annotated[T.Name, V.field(..., "A plan file (.yaml/.yml/.toml) with the fields of gpuplan train, "
+    plan: Annotated[PlanPath, V.field(..., "A plan file (.yaml/.yml/.toml) with the fields of gpuplan train, "
                                          "memory, plan (and serving fields for inference).")]
     out: V.Out
     markdown: Annotated[T.Name | None, V.field(None, "Also write Markdown here; its plots go to a <name>-plots "
