@@ -122,3 +122,22 @@ def test_report_plan_without_control_characters_reads_as_before():
     with pytest.raises(InputError, match="must not be empty"):
         ReportInputs.parse({"plan": "\t"})
 
+
+# ---- (f) a .json that is not a config is refused naming that file ----------------------------------------------------
+
+def test_a_json_that_is_no_config_is_refused_naming_the_file_given(run_cli, client, tmp_path):
+    """`gpuplan train p.json` (no model_type) was told 'config.json: model_type: ...', a file it was not given. A file
+    called config.json, and the web door's pasted config, keep the name 'config.json'."""
+    given = tmp_path / "p.json"
+    given.write_text('{"x": 1}', encoding="utf-8")
+    words = "got no value; supported: dbrx"
+    flag = field_refusal(run_cli("train", str(given), "--tokens", "1e9"), f"{given}: model_type", words)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text('{"x": 1}', encoding="utf-8")
+    named = field_refusal(run_cli("train", str(tmp_path / "m" / "config.json"), "--tokens", "1e9"),
+                          "config.json: model_type", words)
+    assert named == flag.replace(str(given), "config.json")
+    web = web_refusal(client.post("/api/training", json={"config": {"x": 1}, "tokens": "1e9"}), "config.json: model_type",
+                      words)
+    assert f"error: {web}" == named.strip()
+

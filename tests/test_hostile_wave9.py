@@ -146,7 +146,7 @@ def test_a_plan_written_as_json_is_told_apart_from_a_model_config(run_cli, tmp_p
     of the plan the user wrote. Now the line says it holds gpuplan's fields and that a plan file is YAML or TOML."""
     plan = tmp_path / "plan.json"
     plan.write_text('{"model": "llama-3.1-8b", "gpus": 8}')
-    line = field_refusal(run_cli("train", str(plan)), "config.json: model_type", "gpuplan's fields (model, gpus)")
+    line = field_refusal(run_cli("train", str(plan)), f"{plan}: model_type", "gpuplan's fields (model, gpus)")
     assert ".yaml, .yml, .toml" in line and "dbrx" not in line, line
 
 

@@ -37,7 +37,7 @@ from gpuplan.adapters.config_fields import (
 )
 from gpuplan.adapters.quant_fields import check_quantization_config
 from gpuplan.core.model.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec
-from gpuplan.errors import InputError
+from gpuplan.errors import InputError, printable
 
 
 @dataclass(frozen=True)
@@ -249,11 +249,28 @@ def model_spec_from_hf_config(config: dict[str, Any], name: str = "custom", sour
     the field, never another error."""
     try:
         return _model_spec(config, name, source, model_type, checkpoint_format)
-    except InputError:
-        raise
+    except InputError as exc:
+        raise _named_for(exc, source) from None
     except (TypeError, ValueError, KeyError, AttributeError, IndexError, ArithmeticError, RecursionError) as exc:
         raise InputError("config.json", name, f"could not be read as a Hugging Face config ({type(exc).__name__}: "
                          f"{str(exc)[:120]})") from None
+
+
+def _named_for(exc: InputError, source: str) -> InputError:
+    """A refusal naming 'config.json: <field>' retold to name the file the user gave when that file is called
+    something else (wave 14: `gpuplan train p.json` with no model_type was told "config.json: model_type", a file
+    it never named). A Hub source ('huggingface.co/...') or a file called config.json keeps the name; the web
+    door's temporary file is renamed config.json again by web.service._without_path."""
+    if not source or not exc.field.startswith("config.json") or source.startswith("huggingface.co/"):
+        return exc
+    try:
+        given = Path(source)
+        is_other_file = given.is_file() and given.name.lower() != "config.json"
+    except (OSError, ValueError):
+        return exc
+    if not is_other_file:
+        return exc
+    return exc.retold(printable(source) + exc.field[len("config.json"):], exc.value, exc.expected)
 
 
 def supported_model_types() -> tuple[str, ...]:
