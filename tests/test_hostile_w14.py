@@ -141,3 +141,19 @@ def test_a_json_that_is_no_config_is_refused_naming_the_file_given(run_cli, clie
                       words)
     assert f"error: {web}" == named.strip()
 
+
+# ---- (g) a GPU range with an end left off says what a range is -------------------------------------------------------
+
+@pytest.mark.parametrize("text, words", [
+    ("8-", "a GPU range needs both ends, low-high (e.g. 8-64), or give one count (e.g. 8)"),
+    ("8,,16", "a list of GPU counts has no empty entries (e.g. 256,512), or give one count (e.g. 8)")])
+def test_a_gpu_range_or_list_with_an_empty_part_says_what_is_valid(run_cli, client, tmp_path, text, words):
+    """`plan --gpus 8-` was told only 'must not be empty'. The flag, a plan file and the web body say the same."""
+    flag = field_refusal(run_cli("plan", "--model", "llama-3-8b", "--gpus", text), "gpus", words)
+    assert flag == f"error: gpus: got {text!r}; {words}\n"
+    plan = tmp_path / "p.yaml"
+    plan.write_text(f"model: llama-3-8b\ngpus: '{text}'\n", encoding="utf-8")
+    field_refusal(run_cli("plan", str(plan)), f"{plan}: gpus", words)
+    web = web_refusal(client.post("/api/plan", json={"model": "llama-3-8b", "gpus": text}), "gpus", words)
+    assert f"error: {web}" == flag.strip()
+

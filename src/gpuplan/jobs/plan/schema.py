@@ -68,10 +68,21 @@ def gpu_counts(value: Any, info=None) -> tuple[int, ...]:
                 counts = tuple(_one(x, "gpus") for x in text.split(","))
     except InputError as exc:
         raise InputError("gpus", value, "whole GPU counts, e.g. 1024 or 256,512 or 512-4096"
-                         if "expected" in exc.expected else exc.expected) from None
+                         if "expected" in exc.expected else _empty_part(value) or exc.expected) from None
     if not counts or len(counts) > MAX_COUNTS:
         raise InputError("gpus", f"{len(counts):,} GPU counts" if counts else value, f"1 to {MAX_COUNTS:,} GPU counts")
     return CountsAsked(dict.fromkeys(counts), span)
+
+
+def _empty_part(value: Any) -> str | None:
+    """What a range or list with an empty part ('8-', '8,,16') should be, where the part's own refusal read 'must
+    not be empty' (wave 14: `--gpus 8-` said only that); None for any other value."""
+    text = value.strip() if isinstance(value, str) else ""
+    if "-" in text and not text.startswith("-") and "" in (part.strip() for part in text.split("-", 1)):
+        return "a GPU range needs both ends, low-high (e.g. 8-64), or give one count (e.g. 8)"
+    if "," in text and "" in (part.strip() for part in text.split(",")):
+        return "a list of GPU counts has no empty entries (e.g. 256,512), or give one count (e.g. 8)"
+    return None
 
 
 def _f(default, help: str, shown: str | None = None):
