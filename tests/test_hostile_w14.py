@@ -157,3 +157,16 @@ def test_a_gpu_range_or_list_with_an_empty_part_says_what_is_valid(run_cli, clie
     web = web_refusal(client.post("/api/plan", json={"model": "llama-3-8b", "gpus": text}), "gpus", words)
     assert f"error: {web}" == flag.strip()
 
+
+# ---- (h) the algorithm column names the collective library of the GPU's vendor --------------------------------------
+
+@pytest.mark.parametrize("gpu, header", [("h100", "NCCL algorithm / protocol"), ("mi300x", "RCCL algorithm / protocol"),
+                                         ("tpu-v5p", "algorithm / protocol (NCCL's model)"),
+                                         ("gaudi3", "algorithm / protocol (NCCL's model)")])
+def test_the_explain_algorithm_column_names_the_vendors_library(gpu, header):
+    """`plan --explain` headed the column 'NCCL algorithm / protocol' on an MI300X (RCCL) and a TPU (XLA over ICI)."""
+    from gpuplan.catalog import load_accelerator
+    from gpuplan.jobs.plan.explain import COMMUNICATION_COLUMNS, communication_columns
+
+    columns = communication_columns(load_accelerator(gpu))
+    assert columns[4] == header and columns[:4] + columns[5:] == COMMUNICATION_COLUMNS[:4] + COMMUNICATION_COLUMNS[5:]

@@ -106,6 +106,20 @@ COMMUNICATION_COLUMNS = ("group", "collective", "calls", "bytes each", "NCCL alg
                          "exposed s")
 
 
+COLLECTIVE_LIBRARIES = {"nvidia": "NCCL", "amd": "RCCL"}
+"""The collective library whose algorithm / protocol choice the column shows, by catalog vendor: NCCL on NVIDIA;
+RCCL on AMD (ROCm's port of NCCL, whose collectives are "implemented using ring and tree algorithms":
+github.com/ROCm/rccl README). Other vendors' libraries (XLA's ICI collectives on TPU, HCCL, oneCCL) choose
+otherwise: their column says the choice shown is NCCL's model (wave 14: 'NCCL algorithm / protocol' on a TPU)."""
+
+
+def communication_columns(gpu=None) -> tuple[str, ...]:
+    """COMMUNICATION_COLUMNS with the algorithm column named for ``gpu``'s vendor (COLLECTIVE_LIBRARIES)."""
+    library = COLLECTIVE_LIBRARIES.get(gpu.vendor.lower()) if gpu is not None else "NCCL"
+    header = f"{library} algorithm / protocol" if library else "algorithm / protocol (NCCL's model)"
+    return tuple(header if column == COMMUNICATION_COLUMNS[4] else column for column in COMMUNICATION_COLUMNS)
+
+
 def _algorithm(c) -> str:
     """The NCCL algorithm / protocol of one call (core.comm.collectives), or what a non-NCCL-collective is."""
     from gpuplan.core.comm.collectives import chosen
@@ -168,5 +182,5 @@ def communication_table(plan: Plan, gpu=None) -> Table:
     total = sum(float(c.total) for c in costs)
     exposed = sum(float(c.exposed) for c in costs)
     rows.append(("all", "", "", "", "", "", f"{total:.3f}", f"{exposed:.3f}"))
-    return Table(f"Communication per step ({plan.step_seconds:.3f} s) of {plan.text()}", COMMUNICATION_COLUMNS,
+    return Table(f"Communication per step ({plan.step_seconds:.3f} s) of {plan.text()}", communication_columns(gpu),
                  tuple(rows))
