@@ -173,12 +173,13 @@ def communication_table(plan: Plan, gpu=None) -> Table:
     titan_float8) and the other stages' expert all-to-alls in the pipeline's fill and drain (in the bubble: core.comm.
     moe_overlap.fill_drain_all_to_all)."""
     costs = plan.step.collectives
+    up_name = scale_up_name(gpu)
     rows = []
     for c in costs:
         if float(c.calls) <= 0:
             continue
         rows.append((c.parallelism, c.collective, f"{float(c.calls):,.0f}", format_bytes(float(c.bytes_per_call)),
-                     _algorithm(c), _link(c, scale_up_name(gpu)), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
+                     _algorithm(c), _link(c, up_name), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
     total = sum(float(c.total) for c in costs)
     exposed = sum(float(c.exposed) for c in costs)
     rows.append(("all", "", "", "", "", "", f"{total:.3f}", f"{exposed:.3f}"))
