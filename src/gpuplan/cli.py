@@ -215,10 +215,6 @@ def _tolerant_output() -> None:
                 pass
 
 
-FILE_SUFFIXES = (".yaml", ".yml", ".toml", ".json")
-"""The names a command's file argument takes (a plan file, a config.json)."""
-
-
 def usage_line(exc: click.ClickException, argv: list[str] = ()) -> str:
     """click's usage errors that name nothing valid, in the house style (what was given, what would
     be valid): an unknown command lists the commands ('No such command 'nope'.' before), extra
@@ -226,12 +222,15 @@ def usage_line(exc: click.ClickException, argv: list[str] = ()) -> str:
     `infer -plan.yaml` was told "No such option '-p'.") how to name it; the rest as click words them."""
     import re
 
+    from gpuplan.adapters.plan_file import PLAN_SUFFIXES
+
     ctx = getattr(exc, "ctx", None)
     message = exc.format_message()
     if ctx is None:
         return message
+    file_suffixes = PLAN_SUFFIXES + (".json",)  # a command's file argument: a plan file or a config.json
     dashed = next((a for a in argv if isinstance(exc, click.NoSuchOption) and a.startswith(exc.option_name)
-                   and "=" not in a and a.lower().endswith(FILE_SUFFIXES)), None)  # the token click split
+                   and "=" not in a and a.lower().endswith(file_suffixes)), None)  # the token click split
     if dashed is not None:
         argument = next((p.name for p in ctx.command.params if isinstance(p, click.Argument)), None) or "file"
         return str(InputError(argument, dashed, f"reads as options (it starts with '-'); write ./{dashed}, or put "
