@@ -30,7 +30,7 @@ from gpuplan.core.time.attention_core import attention_forward_share, layer_atte
 from gpuplan.core.bulk import minimum
 from gpuplan.core.time.eager_fallbacks import CLAMPED_GLU, eager_fallback_bytes_per_token, eager_rope_fixed_seconds
 from gpuplan.core.model.spec import ModelSpec, expert_matrix_params
-from gpuplan.core.time.stages import paced_stage_layers, rank_layers
+from gpuplan.core.time.stages import last_stage_paces, paced_stage_layers, rank_layers
 from gpuplan.core.comm.moe_overlap import MoeLayerPhases, fill_drain_all_to_all, pre_dispatch_mlp_weights
 from gpuplan.core.time.moe_host import stage_exposed_host_seconds
 from gpuplan.core.time.moe_layer import stage_expert_kernel_seconds
@@ -248,7 +248,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                                                          embedding=below_zero3)
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
                                      ep=ep, mtp=mtp, vpp=vpp, embedding=below_zero3 & (np.asarray(pp) == 1)).total
-    t_mb = t_first + (t_last - t_first) * (t_last > t_first)
+    t_mb = t_first + (t_last - t_first) * last_stage_paces(t_first, t_last)  # the slower stage's micro-batch
     paced_layers = paced_stage_layers(layers, last_layers, t_first, t_last)  # t_mb's stage (its weight casts)
     compute = t_mb * micro_batches + TF.step_copy_seconds(  # torchtitan's FSDP2 copies, its float8 all-gather's change
         spec, cluster, settings, tp=tp, pp=pp, shard=shard_group or dp * cp, zero=zero, micro_batches=micro_batches,
