@@ -92,13 +92,11 @@ MXFP8 with VP 4 on / VP 1 off (the pair confounds VP with the overlap); the EP-o
 
 
 def _pair_runs(published_rows):
-    from copy import deepcopy as dc
-
     b200, skill = published_rows["mbridge-25.11-qwen3-235b-a22b-b200-64g-mxfp8"], \
         published_rows["mbridge-skill-qwen3-30b-a3b-h100-16g-bf16-hybridep"]
 
     def edit(row, overlap, precision=None, vpp=None, moe_comm=None):
-        run = dc(row)
+        run = deepcopy(row)
         run["precision"] = precision or run["precision"]
         run["layout"]["vpp"] = vpp or run["layout"]["vpp"]
         run["moe_comm"] = dict(moe_comm or run["moe_comm"], a2a_overlap=overlap)
@@ -113,7 +111,8 @@ def _pair_runs(published_rows):
 
 
 def _step_s(run):
-    return run["layout"]["global_batch"] * run["model"]["seq_len"] / run["gpus"] / predict_tokens_per_gpu_s(deepcopy(run))
+    tokens = run["layout"]["global_batch"] * run["model"]["seq_len"]
+    return tokens / run["gpus"] / predict_tokens_per_gpu_s(deepcopy(run))
 
 
 @pytest.fixture(scope="module")
