@@ -14,7 +14,10 @@ one line or answer that differed between doors. Found:
 (a) a token length's '8.K' read as 8,192 while '8.' and every count's '8.K' are refused; (b) `plan --explain`'s link
 column said 'NVLink' for an MI355X, a TPU, a PCIe card and a Gaudi; (c) `--tpot 1e-400ms` (0 once read) was told
 'must be a positive, finite number' while '0' and '1e-20h' were told the floor, and --tpot's floor offered 'e.g. 500ms';
-(d) `infer -lead.yaml` was told "No such option '-l'.", naming neither the file nor how to give it.
+(d) `infer -lead.yaml` was told "No such option '-l'.", naming neither the file nor how to give it; (e) `report`
+refused a plan file named with a tab that train reads; (f) a .json that is no config was refused as 'config.json';
+(g) `--gpus 8-` and '8,,16' were told only 'must not be empty'; (h) the explain table's algorithm column said NCCL on
+AMD and TPU parts.
 """
 
 import pytest
@@ -137,8 +140,8 @@ def test_a_json_that_is_no_config_is_refused_naming_the_file_given(run_cli, clie
     named = field_refusal(run_cli("train", str(tmp_path / "m" / "config.json"), "--tokens", "1e9"),
                           "config.json: model_type", words)
     assert named == flag.replace(str(given), "config.json")
-    web = web_refusal(client.post("/api/training", json={"config": {"x": 1}, "tokens": "1e9"}), "config.json: model_type",
-                      words)
+    web = web_refusal(client.post("/api/training", json={"config": {"x": 1}, "tokens": "1e9"}),
+                      "config.json: model_type", words)
     assert f"error: {web}" == named.strip()
 
 
