@@ -38,13 +38,14 @@ def test_biomedlm_passes_the_stack_its_code_ran(runs):
     -58.4% was seen (wave 13, U1): transformers' GPT-2 modules with FlashAttention 1 patched in (stanford-crfm/BioMedLM
     hf_flash_gpt_2.py@3d48933: --framework hf), and MosaicML's recipe for the same 32 x 2,560 / 20-head shape
     (mosaicml/examples 3b.yaml@7d04903d: activation_checkpointing true, device_train_microbatch_size 8 =
-    1,024 / 128 a GPU: full recompute, mb8). The planner keeps tp and pp; the row is listed as revised after its miss."""
+    1,024 / 128 a GPU: full recompute, mb8). The planner keeps tp and pp; the row is listed as revised after its
+    miss."""
     from gpuplan.jobs.validation.gpu_hours import REVISED_AFTER_MISS
 
     run = runs["biomedlm-2.7b"]
     inputs = run_inputs(run)
-    assert (inputs.zero, inputs.framework, inputs.recompute, inputs.micro_batch, inputs.gpus) == (3, "hf", "full", 8,
-                                                                                                  128)
+    assert (inputs.zero, inputs.framework, inputs.recompute, inputs.micro_batch, inputs.gpus) == \
+        (3, "hf", "full", 8, 128)
     assert inputs.tp is None and inputs.pp is None
     assert 1024 // 128 == 8  # the recipe's micro-batch 8 is the whole per-GPU batch: one micro-batch a step
     assert "hf_flash_gpt_2.py @3d48933" in run["framework_source"] and "3b.yaml @7d04903d" in run["layout_source"]
