@@ -18,9 +18,10 @@ from gpuplan.schema import types as T
 
 MAX_GROUP_SIZE = 1 << 16
 """The largest --group-size taken (a bound on input: real checkpoints use 32 to 256, or -1)."""
-GROUP_SIZES = f"-1 (per channel) or a whole number from 1 to {MAX_GROUP_SIZE}, e.g. 32, 64 or 128"
+_WHOLE_SIZES = f"a whole number from 1 to {MAX_GROUP_SIZE}, e.g. 32, 64 or 128"
+GROUP_SIZES = f"-1 (per channel) or {_WHOLE_SIZES}"
 """What --group-size takes, as its refusals say."""
-GROUP_SIZE_FORMS = f"expected -1 or none (per channel), or a whole number from 1 to {MAX_GROUP_SIZE}, e.g. 32, 64 or 128"
+GROUP_SIZE_FORMS = f"expected -1 or none (per channel), or {_WHOLE_SIZES}"
 """The refusal of text that is not a number ('abc', '0x80', '+-1'): it names -1 / none (review w13 r4 S1)."""
 
 
