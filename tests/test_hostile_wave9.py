@@ -154,8 +154,12 @@ def test_a_slow_inference_is_told_what_narrows_it(client, monkeypatch):
     """Past the web's time budget an estimate is answered 503 with what would narrow it: an inference request (no
     GPU counts, no top) was told 'fewer GPU counts, a smaller top'. Here the budget is cut to 1 ms."""
     import gpuplan.web.limits as limits
+    import gpuplan.web.service as service
 
     monkeypatch.setattr(limits, "REQUEST_SECONDS", 0.001)
+    # an empty result cache: under xdist another test on this worker may have asked the same (answered 200 from the
+    # cache at once, whatever the budget; CI stop 55 on a 4-worker host)
+    monkeypatch.setattr(service, "_CACHE", service._LRU(service.CACHE_SIZE))
     response = client.post("/api/inference", json={"model": "pythia-70m", "gpu": "h200", "context": "64K"})
     assert response.status_code == 503, response.text[:300]
     message = response.json()["message"]
