@@ -150,6 +150,21 @@ def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
     return wall * factor * gpus / 3600, basis
 
 
+def source_6nd_mfu(run: dict[str, Any]) -> float:
+    """The 6ND MFU a run's own figures imply on its stated GPU type: 6 x N x tokens / (reported GPU-hours x
+    3,600 x the type's dense peak at the run's dtype), N as `params_for_6nd` counts it (the catalog shape's
+    parameters, or the stated count). Criterion (e) of training_runs.yaml's header: a source whose figures
+    imply 1.0 or more (faster than the peak, before attention) cannot be a run on that GPU type and stays out
+    (llm.c's GPT-3 125M: '~150ms/iter' on 8 A100 for 524,288 tokens of a 125M model is 1.05)."""
+    from gpuplan.adapters.resolve import resolve_gpu, resolve_model
+    from gpuplan.core.model.spec import params_for_6nd
+
+    spec = resolve_model(run.get("model"), run.get("params"))
+    n = float(run["params"]) if "params" in run else params_for_6nd(spec)
+    peak = resolve_gpu(run["gpu"]).peak(run.get("dtype", "bf16"))
+    return 6 * n * float(run["tokens"]) / (float(run["measured_gpu_hours"]) * 3600 * peak)
+
+
 def reported_step_seconds(run: dict[str, Any]) -> float:
     """Seconds of one step at the run's main-phase global batch that its reported total amounts to on its
     GPUs: measured GPU-hours x 3,600 / GPUs / (tokens / (global batch x sequence length)). It holds whatever
