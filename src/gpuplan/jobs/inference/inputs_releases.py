@@ -149,3 +149,40 @@ def check_lora(field: str, value: object, release) -> None:
     if release.engine == "vllm" and release.version < VLLM_LORA_SINCE:
         raise InputError(field, value, f"{release.label} serves no LoRA adapters: vLLM has them from 0.3.0 (vllm PR "
                          "1804, 'Add multi-LoRA support', --enable-lora); give --engine vllm==0.3 or later")
+
+
+VLLM_KV_FP8_SINCE = (0, 3, 0)
+"""The first vLLM release with an FP8 KV cache: --kv-cache-dtype (choices ['auto', 'fp8_e5m2']) is first in the
+0.3.0 wheel's engine/arg_utils.py (L127-129; vllm PR 2279 'Support FP8-E5M2 KV Cache'); the 0.2.7 wheel's
+arg_utils.py has no kv_cache_dtype at all (read 2026-12-06, pip download vllm==X --no-deps, unzip)."""
+
+VLLM_WEIGHTS_SINCE = {"fp8": (0, 4, 1), "int8": (0, 4, 3)}
+"""The first vLLM release that serves each quantised weight format gpuplan names (core.serving.weights.FORMATS), by
+the dtype its matmuls run in, read from the release wheels (pip download vllm==X --no-deps, unzip; 2026-12-06):
+
+- fp8 (W8A8 FP8): 0.4.1. model_executor/layers/quantization/fp8.py is absent from the 0.4.0 wheel, whose
+  --quantization takes only awq, gptq, squeezellm (engine/arg_utils.py@v0.4.0 L249), and first in 0.4.1's
+  (QUANTIZATION_METHODS 'fp8': Fp8Config).
+- int8 (W8A8 INT8, SmoothQuant): 0.4.3. compressed_tensors/schemes/compressed_tensors_w8a8_statictensor.py (int8
+  weights, static_scaled_int8_quant + cutlass_scaled_mm_dq) is first in the 0.4.3 wheel; 0.4.2's quantization
+  methods are aqlm, awq, fp8, gptq, squeezellm, gptq_marlin, marlin.
+
+int4 (GPTQ / AWQ) is not gated: AWQ is in the oldest release modelled (0.2.0: --quantization choices ['awq'])."""
+
+
+def check_formats(weights: str, kv_dtype: str, release, quoted: str | None = None) -> None:
+    """InputError naming ``quantization`` where the vLLM ``release`` serves no ``weights`` (the dtype the format's
+    matmuls run in: --quantization as given, or a checkpoint's format, quoted as ``quoted``), or ``kv_dtype`` where it
+    has no FP8 KV cache (VLLM_WEIGHTS_SINCE, VLLM_KV_FP8_SINCE); other engines are not gated (their oldest releases
+    modelled were not read for these)."""
+    if release is None or release.engine != "vllm":
+        return
+    since = VLLM_WEIGHTS_SINCE.get(weights)
+    if since is not None and release.version < since:
+        raise InputError("quantization", quoted or weights, f"{release.label} serves no {weights} weights: vLLM "
+                         f"runs them from {_text(since)} (its quantization methods, read in the wheels); give "
+                         f"--engine vllm=={_text(since)} or later, or another --quantization")
+    if kv_dtype == "fp8" and release.version < VLLM_KV_FP8_SINCE:
+        raise InputError("kv_dtype", kv_dtype, f"{release.label} has no FP8 KV cache: vLLM has --kv-cache-dtype "
+                         f"from {_text(VLLM_KV_FP8_SINCE)} (vllm PR 2279); give --engine vllm==0.3.0 or later, "
+                         "or --kv-dtype auto")

@@ -256,6 +256,7 @@ class InferenceInputs(ModelFields):
                              f"{MAX_PREFILL_CHUNKS:,} prefill chunks; at least {-(-prompt // MAX_PREFILL_CHUNKS):,} "
                              "tokens per step, or a shorter --context / --prompt")
         IR.check_speculative(self.speculative, self.release)
+        IR.check_formats(self.quantization, self.kv_dtype, self.release)
         if self.draft_model is not None and self.speculative != "draft":
             raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
         for name in ("spec_tokens", "spec_acceptance"):
