@@ -10,7 +10,7 @@ model's prediction with the current term and with the substitute. ``--scale S`` 
 backward + node host seconds by S (what the skill pair's overlap-on profile allows, docs/step.md). Nothing is
 fitted into the model. ~10 s.
 
-    python scripts/combined_host_check.py [--scale 1.0] [--no-node-overhead]
+    python scripts/combined_host_check.py [--scale 1.0] [--no-node-overhead] [--refit high|low]
 
 Host time of a MoE layer pair under Megatron-Core's combined 1F1B schedule (the EP all-to-all overlap,
 ``--overlap-moe-expert-parallel-comm``), read from the code and priced at core.time.host's and
@@ -67,14 +67,16 @@ from gpuplan.core.bulk import maximum
 from gpuplan.core.time.moe_host import (  # the counted backward is the package's (plain-schedule term)
     FORWARD_ALL_TO_ALLS,
     backward_host_seconds,
-    backward_to_forward_host,  # noqa: F401 (the test reads it here)
+    backward_to_forward_host,
     exposed_host_seconds,
     forward_op_seconds,
+    host_after_sync_seconds,
     layer_host_seconds,
     stage_host_inputs,
 )
 from gpuplan.core.comm.moe_overlap import EP_COMM_SM_SHARE, paired_layer_exposed, unpaired_micro_batches
-from gpuplan.core.time.moe_layer import backward_launches_per_local_expert  # noqa: F401 (the test reads it here)
+from gpuplan.core.time.host import reference_scale
+from gpuplan.core.time.moe_layer import backward_launches_per_local_expert, forward_launches_per_local_expert
 
 forward_host_seconds = layer_host_seconds
 """core.time.moe_host's sync-to-sync host seconds of one MoE layer's forward (imported, not copied)."""
@@ -170,6 +172,40 @@ def profile_host_budget() -> dict[str, float]:
             "host_on_max": per["step"][1]}
 
 
+SKILL_HOST_LAYER = ("flex", 128 // 16, None)
+"""The profiled skill layer as core.time.moe_host prices it: HybridEP ('flex'), Qwen3-30B-A3B's 128 experts over EP 16,
+BF16 (no low-precision recipe); router and preprocessing graphed."""
+
+
+def refit_host_seconds(host_work: float) -> float:
+    """MOE_LAYER_HOST_SECONDS re-read from the skill profile's host work (issue 37, wave 14 A1; not adopted,
+    docs/step.md 'The host constant re-read from its own profile'): the C at which the plain schedule's counted host
+    of one layer, forward (C + host_after_sync_seconds) + backward ((C + after - forward launches) x
+    backward_to_forward_host() + backward launches), equals ``host_work`` (profile_host_budget's host_off_high
+    6.793 ms / host_off_low 6.575 ms: the off run's wall per layer less the host's wait the metadata-preprocess NVTX
+    shows) instead of reading the whole GPU idle as host excess. Solved for C: (host_work - L_b + L_f x r) / (1 + r)
+    - after. Seconds."""
+    dispatcher, experts, recipe = SKILL_HOST_LAYER
+    launch, ratio = reference_scale().launch, backward_to_forward_host()
+    forward_launches = forward_launches_per_local_expert(recipe) * experts * launch
+    backward_launches = backward_launches_per_local_expert(recipe) * experts * launch
+    after = host_after_sync_seconds(dispatcher, experts, recipe)
+    return (host_work - backward_launches + forward_launches * ratio) / (1 + ratio) - after
+
+
+@contextlib.contextmanager
+def host_constant(seconds: float):
+    """Within the block, core.time.moe_host.MOE_LAYER_HOST_SECONDS is ``seconds`` (layer_host_seconds reads the module
+    global at each call; nothing in the step model caches it)."""
+    import gpuplan.core.time.moe_host as M
+
+    fitted, M.MOE_LAYER_HOST_SECONDS = M.MOE_LAYER_HOST_SECONDS, seconds
+    try:
+        yield
+    finally:
+        M.MOE_LAYER_HOST_SECONDS = fitted
+
+
 @contextlib.contextmanager
 def combined_host_term(scale: float = 1.0, node_overhead: bool = True):
     """Within the block, the step model charges stage_paired_host_seconds on combined-1F1B layouts."""
@@ -248,13 +284,25 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--no-node-overhead", action="store_true")
+    parser.add_argument("--refit", choices=("high", "low"), help="both columns with MOE_LAYER_HOST_SECONDS re-read "
+                        "from the profile's host work (refit_host_seconds of host_off_high / host_off_low)")
     args = parser.parse_args(argv)
     node = not args.no_node_overhead
+    if args.refit:
+        seconds = refit_host_seconds(profile_host_budget()[f"host_off_{args.refit}"])
+        print(f"MOE_LAYER_HOST_SECONDS re-read from the profile ({args.refit}): {seconds * 1e3:.3f} ms")
+        with host_constant(seconds):
+            return _report(args.scale, node)
+    return _report(args.scale, node)
+
+
+def _report(scale: float, node: bool) -> int:
+    """Print the pairs and the a2a_overlap rows, now and with the substitute."""
     print(f"{'case':44s} {'NVIDIA s':>9s} {'now s':>7s} {'subst. s':>8s}")
-    for name, measured, now, new in pair_steps(args.scale, node):
+    for name, measured, now, new in pair_steps(scale, node):
         print(f"{name:44s} {measured:9.2f} {now:7.2f} {new:8.2f}")
     print(f"\n{'a2a_overlap row':62s} {'now':>8s} {'subst.':>8s}")
-    errors = row_errors(args.scale, node)
+    errors = row_errors(scale, node)
     for rid, (now, new) in errors.items():
         print(f"{rid:62s} {now:+8.1%} {new:+8.1%}")
     mean = [sum(abs(e[i]) for e in errors.values()) / len(errors) for i in (0, 1)]

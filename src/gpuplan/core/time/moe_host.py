@@ -109,7 +109,11 @@ docstring), (C + 0.143 - 0.052) x 1.454 + 0.104 - 4.457 (8 local experts, BF16: 
 3.25 us each): C = 2.938 ms splits it 0.566 + 0.052 ms (2.99 ms before the backward was counted;
 the same model's GPU step, 22.86 s, is within 0.2% of the profile's GPU-active time). Held out: every throughput
 row but mbridge-skill-qwen3-30b-a3b-h100-16g-bf16-hybridep, the profiled run's recipe and layout (its
-host term is 0 with its overlap on); the FP8-CS 16-H100 EP16 rows are that layout in FP8 (docs/step.md)."""
+host term is 0 with its overlap on); the FP8-CS 16-H100 EP16 rows are that layout in FP8 (docs/step.md).
+Read from the profile's host work instead of its idle (the off run's wall a layer less the >= 0.794 ms wait its
+metadata-preprocess NVTX range shows: forward + backward <= 6.793 ms), C would be 2.614 ms; not adopted (it leaves
+that run 0.242 ms of idle, and with the combined schedule counted the skill's overlap saving turns into a cost:
+docs/step.md, 'The host constant re-read from its own profile')."""
 
 
 DISPATCHER_HOST_OPS = {
