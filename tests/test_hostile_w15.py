@@ -1,0 +1,60 @@
+"""Hostile inputs, wave 15 (2026-12-06): impossible combinations and capability mismatches, swept by scripts outside
+the suite (in-process `gpuplan.cli.main` under a SIGALRM time box, plan files, the web app through its TestClient, the
+Python API) over train, budget, memory, plan and infer, and the defects the sweep found, each fixed at its cause. A
+refusal is one line naming the field and what is valid (exit status 2, 4xx), the same at every door.
+
+Found: (a) an FP8 KV cache, FP8 weights or INT8 (W8A8) weights on a vLLM release that has none were answered
+(`--engine vllm==0.2.7 --kv-dtype fp8`, `--engine vllm==0.4.0 --quantization fp8`, a checkpoint's fp8
+quantization_config on vllm==0.4.0), as LoRA and speculative decoding on too-old releases were before wave 10.
+"""
+
+import json
+
+import pytest
+from helpers import field_refusal, web_refusal
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+ASK = {"model": "llama-3-8b", "gpu": "h100"}
+
+
+# ---- (a) formats a vLLM release does not serve ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("field, value, release, first", [("kv_dtype", "fp8", "vllm==0.2.7", "0.3.0"),
+                                                          ("quantization", "fp8", "vllm==0.4.0", "0.4.1"),
+                                                          ("quantization", "int8", "vllm==0.4.2", "0.4.3")])
+def test_a_format_a_vllm_release_does_not_serve_is_refused_at_every_door(run_cli, client, field, value, release, first):
+    """The 0.2.7 wheel's engine/arg_utils.py has no --kv-cache-dtype (0.3.0's: choices ['auto', 'fp8_e5m2']); the
+    0.4.0 wheel has no quantization/fp8.py (0.4.1's does); compressed-tensors' W8A8 INT8 scheme is first in 0.4.3's.
+    Each was answered as if the release ran it."""
+    from gpuplan import InferenceInputs, InputError, estimate_inference
+
+    flag = field_refusal(run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", "--engine", release,
+                                 f"--{field.replace('_', '-')}", value), field, f"from {first}")
+    web = web_refusal(client.post("/api/inference", json={**ASK, "engine": release, field: value}), field)
+    with pytest.raises(InputError) as api:
+        estimate_inference(InferenceInputs(**ASK, engine=release, **{field: value}))
+    assert flag.strip() == f"error: {web}" == f"error: {api.value}"
+
+
+@pytest.mark.parametrize("field, value, release", [("kv_dtype", "fp8", "vllm==0.3.0"),
+                                                   ("quantization", "fp8", "vllm==0.4.1"),
+                                                   ("quantization", "int8", "vllm==0.4.3")])
+def test_the_first_release_with_the_format_answers(field, value, release):
+    from gpuplan import InferenceInputs, estimate_inference
+
+    report = estimate_inference(InferenceInputs(**ASK, engine=release, **{field: value}))
+    assert report.value("weights_per_gpu") > 0
+
+
+def test_a_checkpoints_fp8_format_is_gated_as_the_flag_is(run_cli, tmp_path):
+    """--quantization auto reads the checkpoint's quantization_config: its fp8 on vllm==0.4.0 is the flag's refusal,
+    quoting the format read."""
+    from gpuplan.catalog.paths import CATALOG
+
+    config = json.loads((CATALOG / "models" / "llama-3-8b.json").read_text())["config"]
+    config["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    ask = ("infer", "--model", str(tmp_path / "config.json"), "--gpu", "h100", "--engine")
+    field_refusal(run_cli(*ask, "vllm==0.4.0"), "quantization", "got 'fp8'; vllm==0.4 serves no fp8 weights")
+    assert run_cli(*ask, "vllm==0.4.1")[0] == 0
