@@ -1,0 +1,76 @@
+"""The load target (--rps with --ttft-p99 / --tpot) that no configuration the sizing searches can meet: refused in one
+line naming the target and the fastest a catalog GPU type reaches, as `plan` refuses a deadline no layout meets with
+the fastest (jobs.plan.deadline). Before (hostile wave 15) `infer --rps 1 --ttft-p99 1ms --tpot 1ms` answered
+'configuration: none meets the target' with exit status 0 at every door.
+
+A replica meets a target at some rate exactly when it meets it at a trickle (core.serving.load.max_rate asks first at
+1e-6 requests/s; more replicas carry any rate), so the fastest reachable TTFT p99 and TPOT are each replica's at that
+trickle: the server's hold + one prefill, and one decode step of one sequence. Units: seconds."""
+
+from __future__ import annotations
+
+import math
+
+from gpuplan.core.serving import request_path as RP
+from gpuplan.core.serving.load import LoadTarget, replica_at
+from gpuplan.errors import InputError
+
+TRICKLE = 1e-6
+"""Requests per second of the idle replica: max_rate's first probe (core.serving.load)."""
+
+
+NONE = "no configuration (a replica within one node, any catalog GPU type)"
+"""What the sizing searches (jobs.inference.sizing: SEARCH_TP within a node, every catalog GPU that serves the plan)."""
+
+
+def _ms(seconds: float) -> str:
+    """Milliseconds to 3 significant figures, rounded up: a floor given back as typed is met."""
+    ms = seconds * 1e3
+    scale = 10.0 ** (2 - math.floor(math.log10(ms))) if ms > 0 else 1.0
+    return f"{math.ceil(ms * scale - 1e-9) / scale:,g} ms"
+
+
+def idle_latencies(plan, steps: dict[str, dict]) -> list[tuple[float, float, str]]:
+    """(TTFT p99, TPOT, 'gpu tp N') of each (GPU type, TP) the sizing timed (``steps``: sizing.replica_steps_by_gpu)
+    at a trickle of requests: the fastest each replica answers."""
+    hold = RP.server_hold_seconds(plan.setup.runtime, plan.prompt)
+    found = []
+    for gpu_id, by_tp in steps.items():
+        for tp, (prefill, decode, cap) in by_tp.items():
+            load = replica_at(TRICKLE, prefill, decode, plan.output, cap, hold)
+            if load is not None:
+                found.append((load.ttft_p99, load.tpot, f"{gpu_id} tp {tp}"))
+    return found
+
+
+def check_target_met(inputs, plan, target: LoadTarget, steps: dict[str, dict]) -> None:
+    """InputError when no (GPU type, TP) within one node meets ``target`` even at a trickle (the sizing found no
+    configuration): naming ttft_p99 or tpot and the fastest reachable, or rps where no GPU type holds one sequence."""
+    idle = idle_latencies(plan, steps)
+    if not idle and inputs.max_num_seqs is not None:
+        from gpuplan.jobs.inference.sizing import refused_gpus
+
+        if refused := refused_gpus(plan):
+            raise InputError("max_num_seqs", inputs.max_num_seqs, "vLLM refuses it on every GPU type that holds "
+                             f"the model ({'; '.join(refused)}: default max_num_batched_tokens below it); give "
+                             "--prefill-tokens at least as large, or a smaller --max-num-seqs")
+    if not idle:
+        raise InputError("rps", f"{inputs.rps:g}", f"sizes replicas within one node, and no catalog GPU type holds "
+                         f"{plan.spec.name} ({plan.setup.fmt.name}) with one {plan.context:,}-token sequence on "
+                         "one node: a smaller format (--quantization) or a shorter --context / --prompt")
+    ttft, tpot = target.ttft_p99, target.tpot
+    fastest_ttft = min(idle)
+    if fastest_ttft[0] > ttft * (1 + 1e-9):
+        raise InputError("ttft_p99", inputs.ttft_p99, f"{NONE} reaches it: the fastest TTFT p99 of a {plan.prompt:,}-"
+                         f"token prompt is {_ms(fastest_ttft[0])} ({fastest_ttft[2]}, idle); give at least that, a "
+                         "shorter prompt or a smaller format")
+    fastest_tpot = min(idle, key=lambda row: row[1])
+    if fastest_tpot[1] > tpot * (1 + 1e-9):
+        raise InputError("tpot", inputs.tpot, f"{NONE} reaches it: the fastest time per output token is "
+                         f"{_ms(fastest_tpot[1])} ({fastest_tpot[2]}, one sequence); give at least that or a smaller "
+                         "format")
+    within = [row for row in idle if row[0] <= ttft * (1 + 1e-9)]
+    best = min(within, key=lambda row: row[1])
+    raise InputError("tpot", inputs.tpot, f"{NONE} reaches it together with ttft_p99 {_ms(ttft)}: the fastest time "
+                     f"per output token within that TTFT is {_ms(best[1])} ({best[2]}); give at least that, or a "
+                     "looser --ttft-p99")
