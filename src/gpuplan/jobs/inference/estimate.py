@@ -49,8 +49,12 @@ def estimate_inference(inputs: InferenceInputs) -> Report:
     configs = sizing.size_for_target(plan, target, inputs.price, timed=steps)
     asked = plan.gpu.id if "gpu" in inputs.given else None
     sections = [sizing.sizing_section(plan, target, configs, asked)]
+    options = sizing.disaggregated_by_gpu(plan, target, inputs.price, timed=steps) if inputs.disaggregate else {}
+    if not configs and not options:  # no configuration meets it: one line naming the target (inputs_target)
+        from gpuplan.jobs.inference.inputs_target import check_target_met
+
+        check_target_met(inputs, plan, target, steps)
     if inputs.disaggregate:
-        options = sizing.disaggregated_by_gpu(plan, target, inputs.price, timed=steps)
         sections.insert(0, sizing.disaggregated_section(plan, target, options, configs, asked))
     title = f"Sizing {plan.spec.name} for {inputs.rps:g} requests/s"
     return replace(report, title=title, sections=(*sections, *report.sections),
