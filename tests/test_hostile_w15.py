@@ -5,10 +5,13 @@ refusal is one line naming the field and what is valid (exit status 2, 4xx), the
 
 Found: (a) an FP8 KV cache, FP8 weights or INT8 (W8A8) weights on a vLLM release that has none were answered
 (`--engine vllm==0.2.7 --kv-dtype fp8`, `--engine vllm==0.4.0 --quantization fp8`, a checkpoint's fp8
-quantization_config on vllm==0.4.0), as LoRA and speculative decoding on too-old releases were before wave 10.
+quantization_config on vllm==0.4.0), as LoRA and speculative decoding on too-old releases were before wave 10;
+(b) an --rps sizing whose --ttft-p99 / --tpot no configuration meets answered 'configuration: none meets the target'
+with exit status 0 (web 200), where `plan` refuses a deadline no layout meets naming the fastest.
 """
 
 import json
+import re
 
 import pytest
 from helpers import field_refusal, web_refusal
@@ -58,3 +61,47 @@ def test_a_checkpoints_fp8_format_is_gated_as_the_flag_is(run_cli, tmp_path):
     ask = ("infer", "--model", str(tmp_path / "config.json"), "--gpu", "h100", "--engine")
     field_refusal(run_cli(*ask, "vllm==0.4.0"), "quantization", "got 'fp8'; vllm==0.4 serves no fp8 weights")
     assert run_cli(*ask, "vllm==0.4.1")[0] == 0
+
+
+# ---- (b) a latency target no configuration meets -------------------------------------------------------------------
+
+SIZE = ("infer", "--model", "llama-3-8b", "--rps", "1")
+
+
+def _floor(err: str) -> str:
+    """The '25.3 ms' a refusal gives as the fastest reachable, as a flag value ('25.3ms')."""
+    return re.search(r"(?:is|within that TTFT is) ([0-9.,]+) ms", err).group(1).replace(",", "") + "ms"
+
+
+@pytest.mark.parametrize("args, field", [(("--ttft-p99", "1ms", "--tpot", "1ms"), "ttft_p99"),
+                                         (("--ttft-p99", "0.001ms", "--tpot", "0.001ms", "--disaggregate"), "ttft_p99"),
+                                         (("--tpot", "0.5ms"), "tpot")])
+def test_a_latency_target_no_configuration_meets_is_refused_at_every_door(run_cli, client, args, field):
+    """'configuration: none meets the target' was an answer, exit status 0 (web 200), where `plan` refuses a deadline
+    no layout meets with the fastest. Now one line naming the target and the fastest any catalog GPU reaches."""
+    from gpuplan import InferenceInputs, InputError, estimate_inference
+
+    flag = field_refusal(run_cli(*SIZE, *args), field, "no configuration (a replica within one node")
+    pairs = [a for a in args if a != "--disaggregate"]
+    body = {"model": "llama-3-8b", "rps": 1, **{a[2:].replace("-", "_"): v for a, v in zip(pairs[::2], pairs[1::2])},
+            **({"disaggregate": True} if "--disaggregate" in args else {})}
+    web = web_refusal(client.post("/api/inference", json=body), field)
+    with pytest.raises(InputError) as api:
+        estimate_inference(InferenceInputs(**body))
+    assert flag.strip() == f"error: {web}" == f"error: {api.value}"
+
+
+def test_the_fastest_the_refusal_names_is_met():
+    """The floors the refusals give back (rounded up) are answered together: the fastest TTFT, then the fastest TPOT
+    within it (the joint refusal, after TPOT's own floor)."""
+    from gpuplan import InferenceInputs, InputError, estimate_inference
+
+    def told(**target) -> str:
+        with pytest.raises(InputError) as refused:
+            estimate_inference(InferenceInputs(model="llama-3-8b", rps=1, **target))
+        return _floor(str(refused.value))
+
+    ttft = told(ttft_p99="1ms")
+    tpot = told(ttft_p99=ttft, tpot=told(tpot="0.5ms"))
+    report = estimate_inference(InferenceInputs(model="llama-3-8b", rps=1, ttft_p99=ttft, tpot=tpot))
+    assert report.value("sized_config")["replicas"] >= 1
