@@ -145,6 +145,39 @@ VLLM_091_QWEN3 = LayerKernels(
            "GRAPH_KERNELS_DENSE + GRAPH_KERNELS_QK_NORM['vllm']")
 
 
+# --- Qwen3's per-head q / k reshape before its norms, SGLang 0.5.x ---------------------------------------
+QWEN3_QK_RESHAPE_MODEL_TYPES = ("qwen3", "qwen3_moe")
+"""Model types whose SGLang attention norms q and k per head through ``x.reshape(-1, head_dim)`` of the
+qkv projection's split (qwen3_moe.py@v0.5.6:369-389, _apply_qk_norm: eager L383 q and L385 k, under graph
+capture L376 q and L379 k; qwen3.py@v0.5.6:152-161 the same; forward_prepare_native splits q, k, v off one qkv
+tensor, qwen3_moe.py@v0.5.6:434-435, qwen3.py@v0.5.6:168-169)."""
+QWEN3_QK_RESHAPE_SINCE = (0, 5, 0)
+"""The first SGLang release read with that reshape: the 0.5.0rc0, 0.5.1-0.5.1.post3, 0.5.2 and 0.5.3 wheels'
+qwen3_moe.py have the two ``reshape(-1, self.head_dim)`` calls, as 0.5.6 does; the 0.4.x releases with Qwen3
+(0.4.6 on) were not read and keep the general rule."""
+
+
+def qk_reshape_copies(spec: ModelSpec, release: EngineRelease, tokens: float, tp: int) -> int:
+    """Copy kernels a Qwen3 layer of an SGLang forward of ``tokens`` tokens launches for the per-head reshape of q and
+    k before their RMSNorms, at ``tp`` ranks. q is a column slice of the qkv output, its rows qkv_size apart, not
+    q_size: reshaping it to (tokens x heads, head_dim) cannot be a view (tokens and heads do not merge: their strides
+    are qkv_size and head_dim, and qkv_size != heads x head_dim), so torch copies it, one kernel. With one token the
+    token dimension has size 1 and the reshape is a view (no kernel: a batch-1 decode step has none), and likewise
+    with one head a rank (the reshape keeps the shape). k copies by the same rule where a rank holds more than one KV
+    head (KV heads are replicated where there are fewer than ranks: one a rank). Checked with torch on the shapes
+    (Qwen3-235B-A22B at TP 8: q 8 heads of 128 in rows of 1,280 copies at 2+ tokens and is a view at 1; k, one
+    head, a view). Eagerly the copies are launched one by one: 1 for q, + 1 for k where it copies. Not counted on a
+    CUDA-graph step's path (graph_kernels): the decode steps timed are of batch 1 (no copy); a graph of two or more
+    sequences runs the q copy on the main stream, one kernel the floor leaves out. 0 for other models, engines and
+    releases before QWEN3_QK_RESHAPE_SINCE."""
+    if (release.engine != "sglang" or release.version < QWEN3_QK_RESHAPE_SINCE or tokens <= 1
+            or spec.model_type not in QWEN3_QK_RESHAPE_MODEL_TYPES or spec.attention.qk_norm != "per_head"):
+        return 0
+    heads_a_rank = spec.attention.num_heads // max(1, tp)
+    kv_heads_a_rank = max(1, spec.attention.num_kv_heads // max(1, tp))
+    return int(heads_a_rank > 1) + int(kv_heads_a_rank > 1)
+
+
 def _sm100(fabric: Accelerator | None) -> bool:
     return fabric is not None and (fabric.compute_capability or (0, 0)) >= (10, 0)
 
@@ -212,13 +245,14 @@ def issued_kernels(spec: ModelSpec, release: EngineRelease, fabric: Accelerator 
     """Mean launches the host issues a layer of an eager forward of ``tokens`` tokens, all-reduces
     included (kernels.allreduces_per_layer at tp > 1): the table's where it has the path, else the
     general rule, kernels.graph_kernels_per_layer with q and k normed by two launches (under graph
-    capture SGLang forks k_norm onto a second stream; eagerly both run: qwen3_moe.py@v0.5.6:373-386).
+    capture SGLang forks k_norm onto a second stream; eagerly both run: qwen3_moe.py@v0.5.6:373-386), plus
+    SGLang's Qwen3 per-head reshape copies at two tokens or more (qk_reshape_copies).
     Where the path fuses the norms into the all-reduces (NORMS_IN_ALLREDUCE_MAX_TOKENS), a step of more
     tokens, or one without TP, issues the two add + RMSNorm kernels again."""
     pair = table_entry(spec, release, fabric, fmt_name, prefill)
     if pair is None:
         extra = 2 - KR.GRAPH_KERNELS_QK_NORM.get(release.engine, 2) if spec.attention.qk_norm != "none" else 0
-        count = KR.graph_kernels_per_layer(spec, release.engine) + extra
+        count = KR.graph_kernels_per_layer(spec, release.engine) + extra + qk_reshape_copies(spec, release, tokens, tp)
     else:
         count = _mean(pair, spec, "issued") + (2 if _norms_apart(tp, tokens) else 0)
     return count + (KR.allreduces_per_layer(spec, release) if tp > 1 else 0)
