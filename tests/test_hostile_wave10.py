@@ -142,8 +142,8 @@ def test_a_latency_with_an_unknown_unit_is_told_latency_units(run_cli, option, t
     line = field_refusal(run_cli("infer", "llama-3.1-8b", "--rps", "1", option, typed), field,
                          f"expected a latency with a unit, e.g. {examples}")  # tests/test_w3_mend_r2_latency_units
     assert "7d" not in line and "1us is 0.001ms" in line, line
-    code, _, err = run_cli("infer", "llama-3.1-8b", "--rps", "1", option, "0.001ms")
-    assert code == 0, err
+    # 0.001ms reads (no unit refusal); no configuration reaches it (tests/test_hostile_w15)
+    field_refusal(run_cli("infer", "llama-3.1-8b", "--rps", "1", option, "0.001ms"), field, "no configuration")
 
 
 # ---- LoRA serving on a vLLM release that had none ------------------------------------------------------------
