@@ -124,7 +124,30 @@ def check_model(inputs, spec) -> None:
 
         if (reason := gpt2_shape_refusal(spec)) is not None:
             raise InputError("model", spec.name, reason)
+    check_sequence_split(inputs, spec)
     check_mtp(inputs, spec)
+
+
+def check_sequence_split(inputs, spec) -> None:
+    """Megatron's sequence parallelism splits each rank's tokens over the TP ranks and asserts they divide:
+    _split_along_first_dim / _reduce_scatter_along_first_dim, 'First dimension of the tensor should be divisible by
+    tensor parallel size' (megatron/core/tensor_parallel/mappings.py@00caa53 L67-70; the first dimension is
+    the sequence, [s, b, h], s = seq_len / cp on a context-parallel rank). torchtitan's sequence parallelism shards a
+    DTensor, which takes uneven shards, so only --framework megatron is held to it (hostile w15: `memory --tp 8
+    --seq-len 4100` answered). A tp the heads refuse, or a cp 2·cp of the sequence refuses, is left to those rules
+    (core.parallel.check_model_degrees), which name the more basic cause."""
+    get = lambda name, default=None: getattr(inputs, name, default)  # noqa: E731
+    tp, cp, seq = get("tp"), get("cp") or 1, get("seq_len")
+    if get("framework") != "megatron" or not get("sequence_parallel", True) or not tp or tp == 1 or not seq:
+        return
+    if spec.attention.num_heads % tp or (cp > 1 and seq % (2 * cp)):
+        return
+    if (seq // cp) % tp:
+        held = f"the {seq // cp:,} tokens a context-parallel rank holds (seq_len / cp)" if cp > 1 else \
+            f"the sequence length {seq:,}"
+        raise InputError("tp", tp, f"must divide {held}: Megatron's sequence parallelism splits them over the TP "
+                         "ranks and asserts they divide (tensor_parallel/mappings.py@00caa53 L67-70); give a "
+                         f"--seq-len multiple of tp x cp = {tp * cp}, another --tp, or --no-sequence-parallel")
 
 
 MTP_CODE = {  # where each framework without MTP training shows it has none (wave 6c)
