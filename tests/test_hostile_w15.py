@@ -105,3 +105,32 @@ def test_the_fastest_the_refusal_names_is_met():
     tpot = told(ttft_p99=ttft, tpot=told(tpot="0.5ms"))
     report = estimate_inference(InferenceInputs(model="llama-3-8b", rps=1, ttft_p99=ttft, tpot=tpot))
     assert report.value("sized_config")["replicas"] >= 1
+
+
+# ---- (c) Megatron's sequence parallelism splits each rank's tokens over TP -------------------------------------------
+
+def test_a_sequence_tp_does_not_divide_under_megatron_sequence_parallelism_is_refused_at_every_door(run_cli, client):
+    """Megatron asserts 'First dimension of the tensor should be divisible by tensor parallel size' when sequence
+    parallelism scatters [s, b, h] over TP (tensor_parallel/mappings.py@00caa53 L67-70): `memory --tp 8 --seq-len
+    4100` answered. On a context-parallel rank the tokens are seq_len / cp."""
+    from gpuplan import InputError, MemoryInputs, estimate_memory
+
+    ask = {"model": "llama-3-8b", "gpu": "h100", "gpus": 8, "tp": 8, "seq_len": 4100}
+    flag = field_refusal(run_cli("memory", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "8",
+                                 "--seq-len", "4100"), "tp", "must divide the sequence length 4,100")
+    web = web_refusal(client.post("/api/memory", json=ask), "tp")
+    with pytest.raises(InputError) as api:
+        estimate_memory(MemoryInputs(**ask))
+    assert flag.strip() == f"error: {web}" == f"error: {api.value}"
+    with pytest.raises(InputError, match="the 2,052 tokens a context-parallel rank holds"):
+        estimate_memory(MemoryInputs(**{**ask, "gpus": 16, "cp": 2, "seq_len": 4104}))  # 2 x cp divides 4,104
+
+
+@pytest.mark.parametrize("other", [{"sequence_parallel": False}, {"framework": "torchtitan"}, {"seq_len": 4096}])
+def test_the_neighbours_without_megatrons_split_answer(other):
+    """--no-sequence-parallel, torchtitan's DTensor (uneven shards) and a sequence the TP ranks divide answer."""
+    from gpuplan import MemoryInputs, estimate_memory
+
+    report = estimate_memory(MemoryInputs(**{"model": "llama-3-8b", "gpu": "h100", "gpus": 8, "tp": 8,
+                                             "seq_len": 4100, **other}))
+    assert report.value("model_states_total") > 0
