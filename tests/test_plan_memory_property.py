@@ -15,7 +15,7 @@ import pytest
 from gpuplan.jobs.memory.estimate import estimate_memory
 from gpuplan.jobs.memory.schema import MemoryInputs
 from gpuplan.jobs.plan.schema import PlanInputs
-from gpuplan.jobs.plan.search import evaluator_for, max_tp
+from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
 from gpuplan.planner.search import search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES
 
@@ -57,7 +57,8 @@ def _rows():
         inputs = PlanInputs(model=model, gpu=gpu, gpus=",".join(map(str, counts)), seq_len=seq_len, recipe=recipe,
                             implementation=impl)
         ev = evaluator_for(inputs)
-        table = search_layouts(ev, counts, inputs.target_batch(seq_len), max_tp(ev), exhaustive=True)
+        table = search_layouts(ev, counts, inputs.target_batch(seq_len), max_tp(ev), space_limits(inputs, True),
+                               exhaustive=True)  # the framework's rules, as `plan` searches (jobs.plan.search)
         fits = np.flatnonzero(table["fits"])
         assert len(fits), model
         sample = _covering_sample(table, fits, per_case, rng)
