@@ -104,9 +104,38 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         if self.shard_group is not None and zero == 0:  # it changed nothing (same peak), and said nothing
             raise InputError("shard_group", self.shard_group, "shards model states within groups (HSDP): give "
                              "--zero 1, 2 or 3; ZeRO 0 replicates them on every rank")
-        return ParallelLayout(dp=dp, tp=self.tp or 1, pp=self.pp or 1, vpp=self.vpp or 1, cp=cp, ep=self.ep or 1,
-                              zero=zero, shard_group=self.shard_group, micro_batch=self.micro_batch or 1,
-                              global_batch=self.global_batch, sequence_parallel=self.sequence_parallel)
+        layout = ParallelLayout(dp=dp, tp=self.tp or 1, pp=self.pp or 1, vpp=self.vpp or 1, cp=cp, ep=self.ep or 1,
+                                zero=zero, shard_group=self.shard_group, micro_batch=self.micro_batch or 1,
+                                global_batch=self.global_batch, sequence_parallel=self.sequence_parallel)
+        self._check_schedule(layout)
+        return layout
+
+    def _check_schedule(self, layout) -> None:
+        """The pipeline schedule runs the step's micro-batches (global batch / (dp x micro-batch)), as `plan`,
+        `train` and `budget` ask of every layout (planner.space; hostile w15: `memory --pp 8 --vpp 2 --global-batch
+        4` answered a layout those refuse): Megatron-Core's interleaved schedule needs at least pp of them
+        (framework_rules.interleaved_runs), torchtitan's torch.distributed.pipelining schedules theirs
+        (framework_rules.torch_pipeline_runs). A batch dp x micro-batch does not divide is check_layout's."""
+        from gpuplan.planner.framework_rules import interleaved_runs, rules_for, torch_pipeline_runs
+
+        per_step = layout.micro_batch * layout.dp
+        if layout.global_batch is None or layout.pp == 1 or layout.global_batch % per_step:
+            return
+        m = layout.global_batch // per_step
+        if layout.vpp > 1 and self.profile.interleaved_needs_pp_micro_batches and \
+                not interleaved_runs(layout.pp, layout.vpp, m):
+            why = ("Megatron-Core's interleaved schedule needs at least pp micro-batches a step (schedules.py"
+                   "@core_v0.15.0 L975-993)")
+        elif rules_for(self.framework).torch_pipelining and not bool(torch_pipeline_runs(layout.pp, layout.vpp, m)):
+            why = ("torch.distributed.pipelining's schedule refuses it (torch 2.13 schedules.py L1020-1024: 1F1B needs at least "
+                   "pp micro-batches; L2935-2942: interleaved 1F1B a multiple of its rounds)")
+        else:
+            return
+        raise InputError("global_batch", self.global_batch, f"gives {m:,} micro-batch{'es' if m != 1 else ''} a step "
+                         f"(global_batch / (dp {layout.dp} x micro_batch {layout.micro_batch})) for pp {layout.pp}"
+                         f"{f' x vpp {layout.vpp}' if layout.vpp > 1 else ''}: {why}; give a global batch of at "
+                         f"least {layout.pp * per_step:,}{f' (a multiple of {per_step:,})' if per_step > 1 else ''}, or fewer "
+                         "pipeline stages")
 
     def settings(self, spec=None):
         """The memory model's settings; ``spec`` (the model this job trains, ``self.spec()`` when
