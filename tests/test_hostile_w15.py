@@ -7,7 +7,10 @@ Found: (a) an FP8 KV cache, FP8 weights or INT8 (W8A8) weights on a vLLM release
 (`--engine vllm==0.2.7 --kv-dtype fp8`, `--engine vllm==0.4.0 --quantization fp8`, a checkpoint's fp8
 quantization_config on vllm==0.4.0), as LoRA and speculative decoding on too-old releases were before wave 10;
 (b) an --rps sizing whose --ttft-p99 / --tpot no configuration meets answered 'configuration: none meets the target'
-with exit status 0 (web 200), where `plan` refuses a deadline no layout meets naming the fastest.
+with exit status 0 (web 200), where `plan` refuses a deadline no layout meets naming the fastest; (c) a stated tp
+that does not divide the sequence under Megatron's sequence parallelism (`memory --tp 8 --seq-len 4100`) answered,
+where Megatron asserts; (d) `memory` answered pipeline layouts whose schedule cannot run the step's micro-batches
+(Megatron interleaved or torchtitan with fewer micro-batches than stages), which plan / train / budget leave out.
 """
 
 import json
@@ -134,3 +137,24 @@ def test_the_neighbours_without_megatrons_split_answer(other):
     report = estimate_memory(MemoryInputs(**{"model": "llama-3-8b", "gpu": "h100", "gpus": 8, "tp": 8,
                                              "seq_len": 4100, **other}))
     assert report.value("model_states_total") > 0
+
+
+# ---- (d) memory of a pipeline schedule that cannot run the step's micro-batches --------------------------------------
+
+@pytest.mark.parametrize("framework, vpp", [("megatron", 2), ("torchtitan", 1)])
+def test_a_pipeline_its_schedule_cannot_run_is_refused_by_memory_as_by_plan(run_cli, client, framework, vpp):
+    """`memory --pp 8 --vpp 2 --global-batch 4` (4 micro-batches on 8 stages) answered while plan / train / budget
+    leave the layout out: Megatron-Core's interleaved schedule needs at least pp micro-batches, torchtitan's 1F1B
+    (torch.distributed.pipelining) too. A plain Megatron 1F1B runs them (warm-up of min(pp - rank - 1, m))."""
+    from gpuplan import InputError, MemoryInputs, estimate_memory
+
+    ask = {"model": "llama-3-8b", "gpu": "h100", "compare": "h100", "gpus": 2, "pp": 2, "vpp": vpp,
+           "global_batch": 1, "micro_batch": 1, "framework": framework}
+    flag = field_refusal(run_cli("memory", *[f"--{k.replace('_', '-')}={v}" for k, v in ask.items()]), "global_batch",
+                         "give a global batch of at least 2")
+    web = web_refusal(client.post("/api/memory", json=ask), "global_batch")
+    with pytest.raises(InputError) as api:
+        estimate_memory(MemoryInputs(**ask))
+    assert flag.strip() == f"error: {web}" == f"error: {api.value}"
+    assert estimate_memory(MemoryInputs(**{**ask, "global_batch": 2})).value("model_states_total") > 0
+    assert estimate_memory(MemoryInputs(**{**ask, "framework": "megatron", "vpp": 1})).value("model_states_total") > 0
