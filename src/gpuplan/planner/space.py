@@ -69,6 +69,9 @@ class SpaceLimits:
     """The requested batch is exact (sequences given): dp must divide it, no rounding."""
     batch_per_gpu: float = 0.0
     """Sequences per GPU a default batch is raised to at each count (0: the asked batch holds)."""
+    sequence_split: bool = False
+    """Sequence parallelism splits each rank's seq_len / cp tokens over TP and the framework asserts they divide
+    (Megatron: schema.layout_rules.check_sequence_split): tp must divide them."""
     framework: str = "generic"
     """Whose data-parallel sharding rules the free search follows (planner.framework_rules); a ZeRO
     stage the user fixed is evaluated as asked."""
@@ -159,6 +162,8 @@ def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: Sp
             continue
         for cp in divisors(gpus // tp):
             if cp > limits.max_cp or (cp > 1 and (seq_len % (2 * cp) or no_cp)) or ("cp" in fixed and cp != fixed["cp"]):
+                continue
+            if limits.sequence_split and tp > 1 and (seq_len // cp) % tp:  # schema.layout_rules.check_sequence_split
                 continue
             for pp in divisors(gpus // (tp * cp)):
                 if pp > L or ("pp" in fixed and pp != fixed["pp"]) or (pp > 1 and no_pipeline and "pp" not in fixed):

@@ -246,7 +246,8 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
                        interleaved_needs_pp_micro_batches=inputs.profile.interleaved_needs_pp_micro_batches,
                        combined_1f1b=combined,
-                       batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len), framework=inputs.framework)
+                       batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len), framework=inputs.framework,
+                       sequence_split=inputs.framework == "megatron" and getattr(inputs, "sequence_parallel", True))
 
 
 @dataclass(frozen=True)
