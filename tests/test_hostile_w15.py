@@ -10,7 +10,8 @@ quantization_config on vllm==0.4.0), as LoRA and speculative decoding on too-old
 with exit status 0 (web 200), where `plan` refuses a deadline no layout meets naming the fastest; (c) a stated tp
 that does not divide the sequence under Megatron's sequence parallelism (`memory --tp 8 --seq-len 4100`) answered,
 where Megatron asserts; (d) `memory` answered pipeline layouts whose schedule cannot run the step's micro-batches
-(Megatron interleaved or torchtitan with fewer micro-batches than stages), which plan / train / budget leave out.
+(Megatron interleaved or torchtitan with fewer micro-batches than stages), which plan / train / budget leave out;
+(e) `plan`'s free search chose such a tp ((c)) for an odd sequence length (4,097 on llama-3-70b: dp4 tp4 pp4).
 """
 
 import json
@@ -158,3 +159,22 @@ def test_a_pipeline_its_schedule_cannot_run_is_refused_by_memory_as_by_plan(run_
     assert flag.strip() == f"error: {web}" == f"error: {api.value}"
     assert estimate_memory(MemoryInputs(**{**ask, "global_batch": 2})).value("model_states_total") > 0
     assert estimate_memory(MemoryInputs(**{**ask, "framework": "megatron", "vpp": 1})).value("model_states_total") > 0
+
+
+# ---- (e) the planner's free search under Megatron's sequence parallelism ---------------------------------------------
+
+def test_the_free_search_offers_no_tp_megatron_cannot_split_the_sequence_over():
+    """`plan --model llama-3-70b --gpus 64 --seq-len 4097` chose dp4 tp4 pp4 (4,097 tokens over 4 TP ranks: Megatron
+    asserts, (c)); the search now keeps tp dividing seq_len / cp under Megatron with sequence parallelism, and every
+    tp where sequence parallelism is off or the framework is torchtitan."""
+    from gpuplan import PlanInputs
+    from gpuplan.jobs.plan.search import space_limits
+    from gpuplan.planner.space import structures
+
+    ask = {"model": "llama-3-70b", "gpu": "h100", "gpus": 64, "seq_len": 4097, "tokens": 1e12}
+    spec = PlanInputs(**ask).spec()
+    tps = {tp for tp, cp, *_ in structures(spec, 64, 4097, 8, space_limits(PlanInputs(**ask)))}
+    assert tps == {1}  # 4,097 = 17 x 241: no TP degree up to 8 divides it
+    for other in ({"sequence_parallel": False}, {"framework": "torchtitan"}, {"seq_len": 4096}):
+        inputs = PlanInputs(**{**ask, **other})
+        assert {tp for tp, *_ in structures(spec, 64, inputs.seq_len, 8, space_limits(inputs))} == {1, 2, 4, 8}
