@@ -57,10 +57,22 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
             return {k: v for k, v in data.items() if k in serving_only or k in SHARED_WITH_INFERENCE} | (nested or {})
         return {k: v for k, v in data.items() if k in fields[name]}
 
+    def run(name: str):
+        """The section's job; a refusal after parsing quotes the text written for its field, as the command of
+        that job quotes it (errors.as_typed: `ttft_p99: 1ms` was told 'got 0.001' here, 'got '1ms'' by infer)."""
+        from gpuplan.errors import as_typed
+
+        raw = raw_for(name)
+        inputs = JOBS[name].schema.parse(raw, where)
+        try:
+            return JOBS[name].run(inputs)
+        except InputError as exc:
+            raise as_typed(exc, raw) from None
+
     if "inference" not in sections and (nested or any(k in serving_only for k in data)):
         # serving fields in a report without its inference section are still checked, not ignored
-        JOBS["inference"].run(JOBS["inference"].schema.parse(raw_for("inference"), where))
-    return [JOBS[name].run(JOBS[name].schema.parse(raw_for(name), where)) for name in sections]
+        run("inference")
+    return [run(name) for name in sections]
 
 
 def command():
