@@ -11,7 +11,9 @@ with exit status 0 (web 200), where `plan` refuses a deadline no layout meets na
 that does not divide the sequence under Megatron's sequence parallelism (`memory --tp 8 --seq-len 4100`) answered,
 where Megatron asserts; (d) `memory` answered pipeline layouts whose schedule cannot run the step's micro-batches
 (Megatron interleaved or torchtitan with fewer micro-batches than stages), which plan / train / budget leave out;
-(e) `plan`'s free search chose such a tp ((c)) for an odd sequence length (4,097 on llama-3-70b: dp4 tp4 pp4).
+(e) `plan`'s free search chose such a tp ((c)) for an odd sequence length (4,097 on llama-3-70b: dp4 tp4 pp4);
+(f) `report` quoted a refusal raised after parsing as the converted number ('output_tokens: got 2048' for '2K'),
+where the job's own command quotes the text written.
 """
 
 import json
@@ -178,3 +180,17 @@ def test_the_free_search_offers_no_tp_megatron_cannot_split_the_sequence_over():
     for other in ({"sequence_parallel": False}, {"framework": "torchtitan"}, {"seq_len": 4096}):
         inputs = PlanInputs(**{**ask, **other})
         assert {tp for tp, *_ in structures(spec, 64, inputs.seq_len, 8, space_limits(inputs))} == {1, 2, 4, 8}
+
+
+# ---- (f) report quotes a refusal after parsing as the job's own command does -------------------------------------
+
+@pytest.mark.parametrize("text, field, typed", [("context: 1K\noutput_tokens: 2K\n", "output_tokens", "'2K'"),
+                                                ("rps: 1\nttft_p99: 1ms\n", "ttft_p99", "'1ms'")])
+def test_report_quotes_a_refusal_after_parsing_as_written(run_cli, tmp_path, text, field, typed):
+    """`report` ran each section's job without errors.as_typed: `output_tokens: 2K` was told 'got 2048' there and
+    'got '2K'' by `infer` on the same plan file."""
+    plan = tmp_path / "p.yaml"
+    plan.write_text("model: llama-3-8b\ngpu: h100\n" + text, encoding="utf-8")
+    told = field_refusal(run_cli("report", str(plan), "--sections", "inference", "--no-plots"), f"{plan}: {field}",
+                         f"got {typed}")
+    assert told == field_refusal(run_cli("infer", str(plan)), f"{plan}: {field}")
