@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan import estimate_memory
+from gpuplan import estimate_inference, estimate_memory
 
 pytestmark = pytest.mark.usefixtures("time_box")
 PARTS = ("weights", "grads", "master", "optimizer", "activations", "outside_layers", "temporaries", "fsdp_working_set")
@@ -27,3 +27,17 @@ def test_full_recompute_parts_sum_to_the_allocated_peak(model, gpu, framework, m
     parts = sum(r[f"peak_{k}"] for k in PARTS)
     assert parts == pytest.approx(r["peak_allocated"], rel=1e-12), (parts, r["peak_allocated"])
     assert r["peak_temporaries"] > 0
+
+
+def test_weights_per_gpu_name_what_they_add_to_the_whole_model():
+    """On one GPU the per-GPU weights exceeded the whole model's with nothing printed to say why: vLLM pads
+    gpt-oss-20b's MXFP4 experts (core.serving.weights.mxfp4_padding_bytes): 2,880 x 2,880 -> 2,944 x 3,072 per
+    matrix, 3 x (2,944 x 3,072 - 2,880 x 2,880) x 32 experts x 24 layers = 1,727,004,672 weights at
+    4.25 bits = 917,471,232 B (0.92 GB). The per-GPU line's formula now names it (before: the split only)."""
+    report = estimate_inference({"model": "gpt-oss-20b", "gpu": "b300", "search": False})
+    whole, per_gpu = report.line("weights_total"), report.line("weights_per_gpu")
+    assert per_gpu.value - whole.value == pytest.approx(917_471_232, rel=1e-9)
+    assert per_gpu.formula.endswith("+ 0.92 GB (874.97 MiB) MXFP4 expert padding (vLLM's MoE layout)"), per_gpu.formula
+    plain = estimate_inference({"model": "llama-3.1-8b", "gpu": "h100", "search": False})
+    assert plain.value("weights_per_gpu") == plain.value("weights_total")
+    assert plain.line("weights_per_gpu").formula.endswith("embedding / LM head / tp")

@@ -22,7 +22,7 @@ from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.units import format_bytes, format_usd, plural
 from gpuplan.jobs.inference.alternatives import instead_section, search_section, search_table
 from gpuplan.jobs.inference.assumptions import assumptions
-from gpuplan.jobs.inference.memory_report import engine_log_section, memory_section
+from gpuplan.jobs.inference.memory_report import engine_log_section, memory_section, weights_added
 from gpuplan.jobs.inference.resolve import Plan, resolve_plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import Serving, evaluate, price_for, search_configurations
@@ -128,7 +128,8 @@ def _weights_section(plan: Plan, serving: Serving) -> Section:
              "layer weights x bits/8 + embeddings, LM head, norms in 16-bit" if fmt.keep_16bit
              else "parameters x bytes"),
         Line("weights_per_gpu", "weights per GPU", serving.memory.weights, "bytes", _gb(serving.memory.weights),
-             f"layers / (tp {serving.tp}) on ceil(L/pp) layers + embedding / LM head / tp"),
+             f"layers / (tp {serving.tp}) on ceil(L/pp) layers + embedding / LM head / tp"
+             + weights_added(plan, serving.memory, serving.tp, serving.pp)),
     ))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import profile as P
+from gpuplan.core.serving import weights as W
 from gpuplan.core.serving.kernels import VLLM_GRAPHS_SINCE
 from gpuplan.core.serving.releases import (VLLM_V1_SINCE, allreduce_dtype, fused_token_limit, graph_allreduce_path,
                                            reads_019_allreduce, registered_graph_addresses)
@@ -23,6 +24,16 @@ def gb(value: float) -> str:
 
 def _gib(value: float) -> str:
     return f"{value / GiB:.2f}"
+
+
+def weights_added(plan: Plan, m: M.Memory, tp: int, pp: int) -> str:
+    """What the per-GPU weights hold beyond the split checkpoint (core.serving.memory._engine_memory): vLLM's MXFP4
+    expert padding, a speculative proposer, LoRA slots; named, so that 'per GPU' above 'whole model' on one GPU
+    reads as what it is (gpt-oss-20b on one B300 printed 14.68 GB per GPU beside 13.76 GB whole, A8 w14)."""
+    split = W.weight_bytes_per_gpu(plan.groups, plan.setup.fmt, plan.spec.num_layers, tp, pp)
+    parts = ((m.weights - split - m.draft_weights - m.lora_slots, "MXFP4 expert padding (vLLM's MoE layout)"),
+             (m.draft_weights, "the speculative proposer"), (m.lora_slots, "LoRA adapter slots"))
+    return "".join(f" + {gb(v)} {name}" for v, name in parts if v > 1e-6 * m.weights)
 
 
 def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float) -> Section:
