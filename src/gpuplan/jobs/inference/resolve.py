@@ -100,6 +100,11 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
         who = {"vllm": " (vLLM)", "sglang": " (SGLang)"}.get(engine, "")
         notes.append(f"tp {inputs.tp_degree} > {kv_heads} KV heads: each KV head is replicated on {inputs.tp_degree // kv_heads} "
                      f"GPUs{who}, so the cache per GPU stops shrinking")
+    domain = gpu.scale_up_domain or gpu.devices_per_node or 8  # GPUs on one scale-up link (NVLink: 72 on GB200)
+    if inputs.tp_degree > domain:  # vLLM / SGLang run TP across nodes, so it is answered; the speed is not modelled
+        notes.append(f"tp {inputs.tp_degree} spans {-(-inputs.tp_degree // domain)} scale-up domains of {domain} "
+                     f"{gpu.name}: its all-reduces are timed on the scale-up link; between domains they cross the "
+                     "slower scale-out network, so the speeds are optimistic (--pp across nodes is the usual split)")
     if inputs.lora is not None:  # MLA: one clear line before any search
         from gpuplan.core.serving.lora import check_supported
 
