@@ -194,3 +194,15 @@ def test_report_quotes_a_refusal_after_parsing_as_written(run_cli, tmp_path, tex
     told = field_refusal(run_cli("report", str(plan), "--sections", "inference", "--no-plots"), f"{plan}: {field}",
                          f"got {typed}")
     assert told == field_refusal(run_cli("infer", str(plan)), f"{plan}: {field}")
+
+
+def test_a_serving_tp_past_the_scale_up_domain_is_answered_with_a_note():
+    """Questionable, not impossible (vLLM and SGLang run TP across nodes): tp 16 on 8-GPU H100 nodes was timed on
+    NVLink without a word; now a note says so. 16 of GB200's 72-GPU NVLink domain needs none."""
+    from gpuplan import InferenceInputs, estimate_inference
+
+    def spans(gpu: str) -> list[str]:
+        return [n for n in estimate_inference(InferenceInputs(model="llama-3-8b", gpu=gpu, tp=16)).notes if "spans" in n]
+
+    assert spans("h100") == [spans("h100")[0]] and "2 scale-up domains of 8" in spans("h100")[0]
+    assert spans("gb200") == []
