@@ -25,7 +25,8 @@ def _search_peak(model: str, exhaustive: bool, counts: list[int]) -> tuple[int, 
     from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
     from gpuplan.planner.search import layouts_to_evaluate, search_layouts
 
-    inputs = PlanInputs(model=model, seq_len=1, exhaustive=exhaustive, gpus=counts)
+    # generic: Megatron's sequence parallelism keeps tp 1 alone for a 1-token sequence (hostile w15 (e))
+    inputs = PlanInputs(model=model, seq_len=1, exhaustive=exhaustive, gpus=counts, framework="generic")
     ev, limits, target = evaluator_for(inputs), space_limits(inputs), inputs.target_batch(1)
     search_layouts(ev, (1024,), target, max_tp(ev), limits, exhaustive)  # caches filled outside the measurement
     grid = layouts_to_evaluate(ev, tuple(counts), target, max_tp(ev), limits, exhaustive)
@@ -64,15 +65,15 @@ def test_an_moe_layout_costs_no_more_than_a_dense_one_within_the_budget(exhausti
 
 
 def test_the_hostile_plan_file_one_past_the_budget_is_refused_naming_gpus(run_cli, tmp_path):
-    """deepseek-v3, seq_len 1, exhaustive, 256 counts 2^20 down: 266,690 layouts x 3 modes = 800,070,
-    70 past the budget's 800,000; refused before anything is evaluated (2^20-1 down: 779,280 answers,
-    606 MB and 4.8 s for the whole process on this machine)."""
+    """deepseek-v3, seq_len 1, exhaustive, --framework generic, 66 counts 2^20 down: 803,880 layouts x modes, past
+    the budget's 800,000; refused before anything is evaluated (65 counts answer). Under megatron (256 counts:
+    800,070 until hostile w15) the 1-token sequence keeps tp 1 alone (sequence parallelism splits it over TP)."""
     plan = tmp_path / "hostile.yaml"
-    plan.write_text(yaml.safe_dump({"model": "deepseek-v3", "seq_len": 1, "exhaustive": True,
-                                    "gpus": [2**20 - i for i in range(256)]}))
+    plan.write_text(yaml.safe_dump({"model": "deepseek-v3", "seq_len": 1, "exhaustive": True, "framework": "generic",
+                                    "gpus": [2**20 - i for i in range(66)]}))
     code, _, err = run_cli("plan", str(plan))
-    one_line_refusal(code, err, f"error: {plan}: gpus: got '256 GPU count(s) asked + 2 the planner weighs below irregular "
-                     "ones'; the search would evaluate 800,070 layouts x recompute modes, more than 800,000; "
+    one_line_refusal(code, err, f"error: {plan}: gpus: got '66 GPU count(s) asked + 4 the planner weighs below irregular "
+                     "ones'; the search would evaluate 803,880 layouts x recompute modes, more than 800,000; "
                      "leave --exhaustive off")
 
 
