@@ -63,7 +63,8 @@ def test_the_1e12_token_batch_is_answered_by_the_cli_the_api_and_python_alike(ru
 @pytest.mark.parametrize("fields, args, fragment", [
     ({"global_batch_tokens": "1e12", "exhaustive": True}, ["--global-batch-tokens", "1e12", "--exhaustive"],
      f"layouts x recompute modes, more than {MAX_EVALUATED:,}"),  # the API said 'exhaustive: ... at most 100,000 layouts'
-    ({"global_batch": 735134400, "seq_len": 1}, ["--global-batch", "735134400", "--seq-len", "1"],
+    ({"global_batch": 735134400, "seq_len": 1, "sequence_parallel": False},  # SP off: hostile w15 (e)
+     ["--global-batch", "735134400", "--seq-len", "1", "--no-sequence-parallel"],
      "error: gpus: got 'the default range, 29 GPU count(s)'; the search would evaluate "),
 ])
 def test_a_search_too_large_is_refused_in_the_same_line_by_all_three(run_cli, client, fields, args, fragment):
