@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan import estimate_inference, estimate_memory
+from gpuplan import estimate_budget, estimate_inference, estimate_memory, estimate_training
+from gpuplan.errors import InputError
 
 pytestmark = pytest.mark.usefixtures("time_box")
 PARTS = ("weights", "grads", "master", "optimizer", "activations", "outside_layers", "temporaries", "fsdp_working_set")
@@ -41,3 +42,22 @@ def test_weights_per_gpu_name_what_they_add_to_the_whole_model():
     plain = estimate_inference({"model": "llama-3.1-8b", "gpu": "h100", "search": False})
     assert plain.value("weights_per_gpu") == plain.value("weights_total")
     assert plain.line("weights_per_gpu").formula.endswith("embedding / LM head / tp")
+
+
+V100_FULL_RECOMPUTE = {"model": "llama-3.1-8b", "gpu": "v100-sxm2-32gb", "dtype": "fp16", "tokens": "100B", "gpus": 64,
+                       "recompute": "full"}
+"""No published MFU ceiling bounds a V100 (jobs/validation/mfu_ceiling.py), so only the dense peak does."""
+
+
+@pytest.mark.parametrize("estimate", [estimate_training, estimate_budget], ids=["train", "budget"])
+def test_gpus_and_days_whose_solved_mfu_needs_an_hfu_past_the_peak_are_refused(estimate):
+    """GPUs and days given, MFU solved: under --recompute full the GPUs run 1.31x the model's FLOPs (Llama-3.1-8B
+    at 4,096 tokens), so an MFU above 1 / 1.31 = 76.2% of 6ND (81.4% of the exact count) needs an HFU above the
+    dense peak. A given --mfu so high was refused (timing._check_hfu); a solved one printed 'MFU 83.6%,
+    HFU 110%' for 64 V100s in 10 days (before). Now refused as an MFU above 100% is, naming the GPUs that do it."""
+    with pytest.raises(InputError, match=r"above 81\.4%: with --recompute full the GPUs run 1\.31x the model's "
+                                         r"FLOPs, an HFU above 100%") as refused:
+        estimate(dict(V100_FULL_RECOMPUTE, days=10))
+    assert str(refused.value).startswith("gpus/days: got '64 GPUs in 10.00 days'; needs MFU 8"), refused.value
+    met = estimate(dict(V100_FULL_RECOMPUTE, days=12)).to_dict()["results"]  # a longer deadline: answered
+    assert 0 < met["hfu"] <= 1 and met["hfu"] == pytest.approx(met["mfu"] * 1.3129, rel=1e-3), met["hfu"]

@@ -18,7 +18,7 @@ from gpuplan.schema.vocabulary import MAX_GPUS
 def check_solved_mfu(solved: ComputeBudget, flops, inputs: TrainingInputs, spec, gpu,
                      deadline: float | None = None, gpus_within: Callable[[float], int] | None = None) -> None:
     """Refuse GPUs and days that need an MFU no GPU delivers: above 100% (faster than the dense
-    peak) or above the best MFU published for the GPU's class, model kind and precision
+    peak), an HFU above 100% (the recompute's hardware FLOPs past the peak) or above the best MFU published for the GPU's class, model kind and precision
     (jobs/validation/mfu_ceiling.py; compared on gpuplan's MFU definition, exact model FLOPs).
     The message names the GPUs for those days (``gpus_within(ceiling)``, each count solved with its
     own layout and failures; else in proportion) and the days on those GPUs at that ceiling. ``flops``:
@@ -35,6 +35,10 @@ def check_solved_mfu(solved: ComputeBudget, flops, inputs: TrainingInputs, spec,
             kind = "MoE" if spec.moe is not None else "dense"
             limit, why = best.mfu, (f"{best.mfu:.1%}, the best published {kind} {dtype} "
                                     f"MFU on {hardware_class(gpu.id)} ({best.run}; {best.source.split(', http')[0]})")
+    hfu_bound = flops.exact / flops.used / flops.hardware_ratio  # HFU = MFU x hardware / model FLOPs <= 1, the bound
+    if hfu_bound < limit:  # timing._check_hfu puts on a given MFU (A8 w14: 5,672 V100s in 109.9 days, --recompute full,
+        limit, why = hfu_bound, (f"{hfu_bound:.1%}: with --recompute {inputs.recompute_mode} the GPUs run "  # HFU 106%)
+                                 f"{flops.hardware_ratio:.3g}x the model's FLOPs, an HFU above 100%, the dense peak")
     if exact_mfu <= limit:
         return
     at = limit * flops.used / flops.exact  # the ceiling on the basis of the FLOPs used for time
