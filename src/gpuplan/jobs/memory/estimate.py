@@ -86,10 +86,16 @@ def verdict(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings,
             gpu: Accelerator, peaks: dict | None = None) -> tuple[bool, float, int]:
     """(fits, headroom bytes, largest micro-batch) on ``gpu`` (``peaks``: as _fits)."""
     fits, _, headroom = _fits(spec, layout, settings, overheads, gpu, peaks)
-    best = largest_micro_batch(spec, layout, settings, M.usable_bytes(gpu.memory_bytes, overheads, layout))
-    while best > 0 and not _fits(spec, replace(layout, micro_batch=best), settings, overheads, gpu, peaks)[0]:
-        best -= 1  # the framework's gap grows with the micro-batch's activations
-    return fits, headroom, best
+    # bisected: the framework's gap grows with the micro-batch's activations, so fitting is monotone in it; one
+    # step down at a time took 4,663 fits, 2.3 s, for `memory --pp 8 --global-batch 8 --framework torchtitan` (w15)
+    low, high = 0, largest_micro_batch(spec, layout, settings, M.usable_bytes(gpu.memory_bytes, overheads, layout))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if _fits(spec, replace(layout, micro_batch=mid), settings, overheads, gpu, peaks)[0]:
+            low = mid
+        else:
+            high = mid - 1
+    return fits, headroom, low
 
 
 def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings):
