@@ -85,7 +85,7 @@ def test_gb300_sequence_pair_is_modelled_within_three_percent(pairs):
     measured = (_measured_step(l3) / _tokens_per_gpu(l3)) / (_measured_step(s3) / _tokens_per_gpu(s3))
     modelled = (s3l.total / _tokens_per_gpu(l3)) / (s3s.total / _tokens_per_gpu(s3))
     assert measured == pytest.approx(19412 / 18347, rel=1e-9)
-    assert abs(modelled - measured) < 0.05
+    assert modelled == pytest.approx(measured, rel=0.03)  # within three percent, as the name says
     (l2, s2l), (s2, s2s) = pairs["gb200_s8192"], pairs["gb200_s4096"]
     measured2 = 15784 / 15876
     modelled2 = (s2l.total / _tokens_per_gpu(l2)) / (s2s.total / _tokens_per_gpu(s2))

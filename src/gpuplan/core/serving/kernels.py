@@ -116,7 +116,7 @@ the other (qwen3_moe.py@v0.19.0 L349 q_norm, L353 k_norm; its q/k-norm + RoPE fu
 enable_qk_norm_rope_fusion, is off by default, config/compilation.py@v0.19.0:135): 2. SGLang under
 graph capture puts k_norm on a second stream beside q_norm (qwen3_moe.py@sglang 0.5.3 _apply_qk_norm
 L382-390, alt_stream made for CUDA at L665; qwen3.py L137-145 the same): the two overlap and the
-stream fork / join are graph edges, not kernels, so 1 (0.5.6's file not read). Counting SGLang's two
+stream fork / join are graph edges, not kernels, so 1 (the same in 0.5.6's file, qwen3_moe.py@v0.5.6:369-389). Counting SGLang's two
 serially instead gives Qwen3-235B-A22B 17 kernels (77.3 us a layer) and the held-out B200 TPOT kind
 -6.2% instead of -10.4% (docs/inference.md section 7); the count follows the code."""
 
