@@ -18,7 +18,8 @@ from gpuplan.schema.vocabulary import MAX_GPUS
 def check_solved_mfu(solved: ComputeBudget, flops, inputs: TrainingInputs, spec, gpu,
                      deadline: float | None = None, gpus_within: Callable[[float], int] | None = None) -> None:
     """Refuse GPUs and days that need an MFU no GPU delivers: above 100% (faster than the dense
-    peak), an HFU above 100% (the recompute's hardware FLOPs past the peak) or above the best MFU published for the GPU's class, model kind and precision
+    peak), an HFU above 100% (the recompute's hardware FLOPs past the peak) or above the best MFU
+    published for the GPU's class, model kind and precision
     (jobs/validation/mfu_ceiling.py; compared on gpuplan's MFU definition, exact model FLOPs).
     The message names the GPUs for those days (``gpus_within(ceiling)``, each count solved with its
     own layout and failures; else in proportion) and the days on those GPUs at that ceiling. ``flops``:
