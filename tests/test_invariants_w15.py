@@ -61,3 +61,20 @@ def test_gpus_and_days_whose_solved_mfu_needs_an_hfu_past_the_peak_are_refused(e
     assert str(refused.value).startswith("gpus/days: got '64 GPUs in 10.00 days'; needs MFU 8"), refused.value
     met = estimate(dict(V100_FULL_RECOMPUTE, days=12)).to_dict()["results"]  # a longer deadline: answered
     assert 0 < met["hfu"] <= 1 and met["hfu"] == pytest.approx(met["mfu"] * 1.3129, rel=1e-3), met["hfu"]
+
+
+def test_a_deadline_met_on_more_gpus_than_it_needs_searches_the_larger_sizes_once(monkeypatch):
+    """--days that 1 GPU would meet, on a model that needs more GPUs to fit: jobs.training.timing._first_fitting
+    tried each larger common size in turn, and each refusal below the first that fits searched every larger size
+    again for its message's hint (planner.plan.smallest_fitting_count): `train qwen3-30b-a3b --gpu l4 --tokens 1e9
+    --days 1e4` took 3.4 s (before: a search after 1, 2, 3, 4, 6, 8, ... GPUs; on tpu-v5e 4.7 s). It goes to the
+    size the first refusal names; the answer is unchanged (40 L4s, dp 20 x cp 2, ep 4, ZeRO-3, full recompute)."""
+    from gpuplan.planner import plan as P
+
+    calls = []
+    counted = P.smallest_fitting_count
+    monkeypatch.setattr(P, "smallest_fitting_count", lambda *a, **k: calls.append(a[1]) or counted(*a, **k))
+    results = estimate_training({"model": "qwen3-30b-a3b", "gpu": "l4", "tokens": int(1e9), "days": 1e4}
+                                ).to_dict()["results"]
+    assert results["gpus"] == 40 and results["mem_layout"]["dp"] == 20, results["mem_layout"]
+    assert len(calls) <= 2, calls

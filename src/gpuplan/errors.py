@@ -34,6 +34,10 @@ class NoLayoutFits(InputError):
     """No layout fits the GPU on the count asked or fewer (planner.plan.best_plan): a caller free to pick
     the count may try larger ones (jobs.training.timing._first_fitting) rather than read the message."""
 
+    enough: int | None = None
+    """The smallest common cluster size above the count where a layout fits (planner.plan.smallest_fitting_count,
+    which the message names); None where none up to 64x the count does."""
+
 
 MAX_SHOWN_CHARS = 240
 """Characters of a value quoted in a message: a 5,000-character choice from a plan file was echoed

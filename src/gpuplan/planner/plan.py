@@ -338,9 +338,12 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
             break  # layouts exist but none fits: fewer GPUs hold more per GPU
     if not len(tables[0][1]):  # no layout at all on the count asked (a rule, not memory): plan's reason
         raise no_layout_error(limits, (gpus,))
-    raise NoLayoutFits("gpus", gpus, f"no layout fits {ev.cluster.gpu.name} on {plural(gpus, 'GPU')} or fewer (tried "
-                     f"{', '.join(f'{c:,}' for c in sorted(tried, reverse=True)[:6])}); "
-                     + more_gpus_hint(smallest_fitting_count(ev, gpus, target_batch, max_tp, limits)))
+    enough = smallest_fitting_count(ev, gpus, target_batch, max_tp, limits)
+    refused = NoLayoutFits("gpus", gpus, f"no layout fits {ev.cluster.gpu.name} on {plural(gpus, 'GPU')} or fewer "
+                           f"(tried {', '.join(f'{c:,}' for c in sorted(tried, reverse=True)[:6])}); "
+                           + more_gpus_hint(enough))
+    refused.enough = enough
+    raise refused
 
 
 def no_layout_error(limits: SpaceLimits | None, counts: tuple[int, ...]) -> InputError:

@@ -309,8 +309,10 @@ def _first_fitting(layout_for_gpus, inputs: TrainingInputs, count: int) -> tuple
 
     try:
         return count, layout_for_gpus(inputs, count)
-    except NoLayoutFits as first:
-        for larger in larger_counts(count):
+    except NoLayoutFits as first:  # from the smallest larger size where a layout fits, which its message names:
+        # each count below it is refused too, each refusal searching every larger size for that hint (A8 w14:
+        # `train qwen3-30b-a3b --gpu tpu-v5e --tokens 1e9 --days 1e4` took 4.7 s on 12 such searches)
+        for larger in (c for c in larger_counts(count) if first.enough is not None and c >= first.enough):
             try:
                 return larger, layout_for_gpus(inputs, larger)
             except NoLayoutFits:
