@@ -78,3 +78,14 @@ def test_a_deadline_met_on_more_gpus_than_it_needs_searches_the_larger_sizes_onc
                                 ).to_dict()["results"]
     assert results["gpus"] == 40 and results["mem_layout"]["dp"] == 20, results["mem_layout"]
     assert len(calls) <= 2, calls
+
+
+def test_a_deadline_whose_model_needs_over_64x_its_gpus_is_answered():
+    """--days that 1 L4 would meet (1e9 tokens in 1,000 days) for a 405B that fits on no fewer than 448 L4s: the
+    larger sizes _first_fitting tried stopped at 64x the count (planner.plan.larger_counts), so the valid ask was
+    refused 'gpus: got 1; no layout fits' though --gpus was not given (before); `plan` answered 448. Now the sizes
+    past 64x are searched too: 448 GPUs (dp 7 x tp 8 x cp 8, ZeRO-3, full recompute), the deadline met."""
+    results = estimate_training({"model": "llama-3.1-405b", "gpu": "l4", "tokens": int(1e9), "days": 1000}
+                                ).to_dict()["results"]
+    assert results["gpus"] == 448 and results["mem_fits"], results["mem_layout"]
+    assert 0 < results["deadline_met"] <= 1000

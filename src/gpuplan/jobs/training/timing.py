@@ -312,7 +312,14 @@ def _first_fitting(layout_for_gpus, inputs: TrainingInputs, count: int) -> tuple
     except NoLayoutFits as first:  # from the smallest larger size where a layout fits, which its message names:
         # each count below it is refused too, each refusal searching every larger size for that hint (A8 w14:
         # `train qwen3-30b-a3b --gpu tpu-v5e --tokens 1e9 --days 1e4` took 4.7 s on 12 such searches)
-        for larger in (c for c in larger_counts(count) if first.enough is not None and c >= first.enough):
+        at, refused = count, first
+        while refused.enough is None and larger_counts(at) and max(larger_counts(at)) <= MAX_GPUS:
+            at = max(larger_counts(at))  # none fits up to 64x: the sizes past it too (A8 w14: `train llama-3.1-405b
+            try:  # --gpu l4 --tokens 1e9 --days 1000`, 1 GPU for the time, was refused 'gpus: got 1'; plan: 448)
+                return at, layout_for_gpus(inputs, at)
+            except NoLayoutFits as again:
+                refused = again
+        for larger in (c for c in larger_counts(at) if refused.enough is not None and c >= refused.enough):
             try:
                 return larger, layout_for_gpus(inputs, larger)
             except NoLayoutFits:
