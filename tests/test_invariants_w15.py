@@ -89,3 +89,8 @@ def test_a_deadline_whose_model_needs_over_64x_its_gpus_is_answered():
                                 ).to_dict()["results"]
     assert results["gpus"] == 448 and results["mem_fits"], results["mem_layout"]
     assert 0 < results["deadline_met"] <= 1000
+    # where no size up to 131,072 fits (plan: 112.1 GiB at best on an L40S), the refusal is the first one, not
+    # that of a size searched past 64x, which names a count nobody gave ('gpus: got '4096'', e3019ac6)
+    with pytest.raises(InputError, match=r"^gpus: got 1; no layout fits NVIDIA L40S 48GB on 1 GPU or fewer"):
+        estimate_training({"model": "mixtral-8x7b", "gpu": "l40s", "tokens": 184_597_772, "days": 60,
+                           "framework": "hf", "dtype": "fp16", "seq_len": 7636})

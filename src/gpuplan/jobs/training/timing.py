@@ -319,6 +319,8 @@ def _first_fitting(layout_for_gpus, inputs: TrainingInputs, count: int) -> tuple
                 return at, layout_for_gpus(inputs, at)
             except NoLayoutFits as again:
                 refused = again
+            except InputError:  # no layout at all on that size (a rule): the first refusal stands
+                break
         for larger in (c for c in larger_counts(at) if refused.enough is not None and c >= refused.enough):
             try:
                 return larger, layout_for_gpus(inputs, larger)
