@@ -94,3 +94,25 @@ def test_a_deadline_whose_model_needs_over_64x_its_gpus_is_answered():
     with pytest.raises(InputError, match=r"^gpus: got 1; no layout fits NVIDIA L40S 48GB on 1 GPU or fewer"):
         estimate_training({"model": "mixtral-8x7b", "gpu": "l40s", "tokens": 184_597_772, "days": 60,
                            "framework": "hf", "dtype": "fp16", "seq_len": 7636})
+
+
+def test_the_largest_micro_batch_is_bisected_below_its_guess(monkeypatch):
+    """core.memory.micro_batch_fit.largest_micro_batch walked down one micro-batch at a time from a guess linear in
+    the activations per sequence: at --seq-len 2 that guess is ~1e5, each step a whole peak, and `memory
+    tinyllama-1.1b --gpu a10 --gpus 164 --framework torchtitan --seq-len 2 --tp 2 --pp 2 --recompute full` ran for
+    minutes (before). Now capped at the 1,024 it answers at most and bisected: a handful of peaks per GPU type."""
+    from gpuplan.core.memory import micro_batch_fit as MB
+
+    calls = []
+    counted = MB.peak_memory
+
+    def peak(*args, **kwargs):
+        calls.append(1)
+        assert len(calls) < 2000, "walked one micro-batch at a time"
+        return counted(*args, **kwargs)
+
+    monkeypatch.setattr(MB, "peak_memory", peak)
+    report = estimate_memory({"model": "tinyllama-1.1b", "gpu": "a10", "gpus": 164, "framework": "torchtitan",
+                              "seq_len": 2, "tp": 2, "pp": 2, "recompute": "full"})
+    rows = next(rows for title, rows in report.to_dict()["tables"].items() if title.startswith("verdict"))
+    assert rows[0]["gpu"] == "a10" and rows[0]["largest micro-batch"] == 1024, rows[0]
