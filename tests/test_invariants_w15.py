@@ -116,3 +116,15 @@ def test_the_largest_micro_batch_is_bisected_below_its_guess(monkeypatch):
                               "seq_len": 2, "tp": 2, "pp": 2, "recompute": "full"})
     rows = next(rows for title, rows in report.to_dict()["tables"].items() if title.startswith("verdict"))
     assert rows[0]["gpu"] == "a10" and rows[0]["largest micro-batch"] == 1024, rows[0]
+
+
+def test_a_batch_the_kv_budget_does_not_hold_does_not_print_fits_yes():
+    """TensorRT-LLM's KV budget is free_gpu_memory_fraction x what is free, so 'needed <= visible memory' held for
+    Qwen2.5-1.5B at 33,612 tokens on 2 H800s (pp 2) while the budget holds 305 sequences: 'fits: yes' beside 'only
+    305 sequences of 33,612 tokens fit, not 318' and no speed (before). Fits now also needs the batch held."""
+    ask = {"model": "qwen2.5-1.5b", "gpu": "h800-sxm", "search": False, "context": 33612, "output_tokens": 3,
+           "kv_dtype": "fp8", "engine": "trtllm", "pp": 2}
+    over = estimate_inference(dict(ask, batch=318)).to_dict()["results"]
+    assert over["max_sequences"] == 305 and over["fits"] is False and "tpot" not in over, over["fits"]
+    held = estimate_inference(dict(ask, batch=305)).to_dict()["results"]
+    assert held["fits"] is True and held["tpot"] > 0

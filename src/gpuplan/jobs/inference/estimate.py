@@ -82,7 +82,7 @@ def build_report(inputs: InferenceInputs, plan: Plan, serving: Serving, rows: li
     n = serving.gpus
     fits = serving.max_sequences >= inputs.batch
     sections = [_weights_section(plan, serving), _kv_section(plan, serving, inputs.batch),
-                memory_section(plan, serving.memory, inputs.batch, serving.layout.bytes_per_sequence(plan.context)),
+                memory_section(plan, serving.memory, inputs.batch, serving.layout.bytes_per_sequence(plan.context), fits),
                 _capacity_section(plan, serving, inputs.batch),
                 engine_log_section(plan, serving.memory, serving.kv_tokens, serving.tp, serving.pp),
                 _article_section(plan, inputs.batch),

@@ -36,10 +36,12 @@ def weights_added(plan: Plan, m: M.Memory, tp: int, pp: int) -> str:
     return "".join(f" + {gb(v)} {name}" for v, name in parts if v > 1e-6 * m.weights)
 
 
-def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float) -> Section:
-    """Weights, activation peak, runtime, KV budget and headroom per GPU, and whether the load fits."""
+def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float, held: bool = True) -> Section:
+    """Weights, activation peak, runtime, KV budget and headroom per GPU, and whether the load fits (``held``: the
+    KV budget holds the batch, max_sequences >= batch; TensorRT-LLM's budget is a fraction of the free memory, so
+    'needed <= visible' alone printed 'fits: yes' beside 'only 305 sequences fit, not 318', A8 w14)."""
     needed = m.weights + m.activations + m.fixed + batch * per_sequence
-    fits = needed <= m.usable
+    fits = needed <= m.usable and held
     engine = plan.setup.runtime.engine
     if engine == "sglang":
         usable = Line("usable", f"weights + KV pool at mem_fraction_static {m.fraction:.3f}", m.usable, "bytes",
