@@ -132,9 +132,12 @@ def test_a_sequence_tp_does_not_divide_under_megatron_sequence_parallelism_is_re
         estimate_memory(MemoryInputs(**{**ask, "gpus": 16, "cp": 2, "seq_len": 4104}))  # 2 x cp divides 4,104
 
 
-@pytest.mark.parametrize("other", [{"sequence_parallel": False}, {"framework": "torchtitan"}, {"seq_len": 4096}])
+@pytest.mark.parametrize("other", [{"sequence_parallel": False}, {"framework": "torchtitan", "micro_batch": 2},
+                                   {"seq_len": 4096}])
 def test_the_neighbours_without_megatrons_split_answer(other):
-    """--no-sequence-parallel, torchtitan's DTensor (uneven shards) and a sequence the TP ranks divide answer."""
+    """--no-sequence-parallel, torchtitan with a micro-batch whose tokens tp divides (2 x 4,100 = 8,200: its
+    trainer.py@b5bcd76 L296-308 counts micro_batch x seq_len; micro-batch 1 is refused, tests/test_mend_w14_a.py) and
+    a sequence the TP ranks divide answer."""
     from gpuplan import MemoryInputs, estimate_memory
 
     report = estimate_memory(MemoryInputs(**{"model": "llama-3-8b", "gpu": "h100", "gpus": 8, "tp": 8,
@@ -168,7 +171,8 @@ def test_a_pipeline_its_schedule_cannot_run_is_refused_by_memory_as_by_plan(run_
 def test_the_free_search_offers_no_tp_megatron_cannot_split_the_sequence_over():
     """`plan --model llama-3-70b --gpus 64 --seq-len 4097` chose dp4 tp4 pp4 (4,097 tokens over 4 TP ranks: Megatron
     asserts, (c)); the search now keeps tp dividing seq_len / cp under Megatron with sequence parallelism, and every
-    tp where sequence parallelism is off or the framework is torchtitan."""
+    tp where sequence parallelism is off. (torchtitan's form counts the micro-batch, so the search applies it where it
+    picks one: tests/test_mend_w14_a.py.)"""
     from gpuplan import PlanInputs
     from gpuplan.jobs.plan.search import space_limits
     from gpuplan.planner.space import structures
@@ -177,7 +181,7 @@ def test_the_free_search_offers_no_tp_megatron_cannot_split_the_sequence_over():
     spec = PlanInputs(**ask).spec()
     tps = {tp for tp, cp, *_ in structures(spec, 64, 4097, 8, space_limits(PlanInputs(**ask)))}
     assert tps == {1}  # 4,097 = 17 x 241: no TP degree up to 8 divides it
-    for other in ({"sequence_parallel": False}, {"framework": "torchtitan"}, {"seq_len": 4096}):
+    for other in ({"sequence_parallel": False}, {"seq_len": 4096}):
         inputs = PlanInputs(**{**ask, **other})
         assert {tp for tp, *_ in structures(spec, 64, inputs.seq_len, 8, space_limits(inputs))} == {1, 2, 4, 8}
 
