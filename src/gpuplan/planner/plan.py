@@ -1,7 +1,7 @@
 """A plan: one evaluated layout — its memory, step time, MFU and what a run of N tokens takes —
 from the same functions the layout search uses, so the search's figure for a layout and the
 plan's are the same number. ``best_plan`` is the planner's choice for a GPU count (any count:
-when no layout can use all of them, the largest count that works, with the rest idle)."""
+when no layout can use all of them, smaller counts that work, with the rest idle: planner.fallback)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from gpuplan.core.parallel import ParallelLayout
 from gpuplan.core.time.step import StepBreakdown, step_time
 from gpuplan.core.units import SECONDS_PER_DAY, plural
 from gpuplan.errors import InputError, NoLayoutFits
+from gpuplan.planner.fallback import exact_batch_counts, fallback_groups
 from gpuplan.planner.search import Evaluator, LayoutTable, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size, range_counts
 
@@ -250,14 +251,6 @@ def deadline_counts_between(searched, meets: int, per_node: int) -> tuple[int, .
     return tuple(sorted(c for c in found if low < c < meets))
 
 
-def fallback_counts(gpus: int, per_node: int) -> list[int]:
-    """Smaller counts to try when no layout uses all ``gpus``: multiples of the node, of 64, and
-    the common cluster sizes below it, largest first."""
-    found = {gpus - gpus % step for step in (per_node, 64, 256) if gpus - gpus % step > 0}
-    found |= {c for c in range_counts(1, gpus)}
-    return sorted((c for c in found if 0 < c < gpus), reverse=True)[:12]
-
-
 def larger_counts(gpus: int, most: int = 2**24) -> tuple[int, ...]:
     """Common cluster sizes above ``gpus`` (up to 64x it, at most ``most``), smallest first: where to
     look for the smallest cluster that holds a model when nothing fits on ``gpus``."""
@@ -276,13 +269,20 @@ def alternative_counts(gpus: int, per_node: int) -> tuple[int, ...]:
     return tuple(sorted((c for c in found if 0 < c < gpus), reverse=True))
 
 
-def counts_with_alternatives(counts: tuple[int, ...], per_node: int) -> tuple[tuple[int, ...], np.ndarray]:
+def counts_with_alternatives(counts: tuple[int, ...], per_node: int,
+                             smaller: Callable[[int], tuple[int, ...]] | None = None
+                             ) -> tuple[tuple[int, ...], np.ndarray]:
     """The counts to search for ``counts`` asked, with the asked count each stands for (an asked
-    count stands for itself; an alternative for the asked count it is below)."""
+    count stands for itself; an alternative for the asked count it is below; ``smaller(c)``: more counts
+    below ``c`` to weigh, each standing for the smallest asked count above it: planner.fallback's
+    exact_batch_counts)."""
     asked_of: dict[int, int] = {c: c for c in counts}
     for c in counts:
         for alt in alternative_counts(c, per_node):
             asked_of.setdefault(alt, c)
+    for c in sorted(counts) if smaller is not None else ():
+        for below in smaller(c):
+            asked_of.setdefault(below, c)
     searched = tuple(sorted(asked_of))
     return searched, np.array([asked_of[c] for c in searched], dtype=np.int64)
 
@@ -314,16 +314,28 @@ def more_gpus_hint(enough: int | None) -> str:
 
 
 def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits: SpaceLimits | None = None,
-              rank_by: str = "time", weigh: Callable[[LayoutTable], LayoutTable] | None = None
-              ) -> tuple[Plan, LayoutTable]:
+              rank_by: str = "time", weigh: Callable[[LayoutTable], LayoutTable] | None = None,
+              timed_by_steps: bool = True) -> tuple[Plan, LayoutTable]:
     """The planner's best layout on ``gpus`` GPUs — weighed against the counts just below an
-    irregular ``gpus`` (alternative_counts), or on the largest smaller count where some layout
-    fits — and the fitting rows it was chosen from. ``weigh``: the fitting rows as ranking should
-    see them (`train`'s: jobs.training.layout adds plan's failure_share, jobs.plan.completes)."""
-    searched, _ = counts_with_alternatives((gpus,), ev.cluster.gpus_per_node)
+    irregular ``gpus`` (alternative_counts) and, under an exact batch, every smaller count one allows
+    (planner.fallback.exact_batch_counts), or on the smaller counts where some layout fits (fallback_groups)
+    — and the fitting rows it was chosen from. ``weigh``: the fitting rows as ranking should see them
+    (`train`'s: jobs.training.layout adds plan's failure_share, jobs.plan.completes). ``timed_by_steps``: False
+    where the answer's time is a given MFU on the GPUs used (the article's mode), so fewer GPUs are always
+    slower: no smaller count is weighed against a layout on all of them, and a fallback takes the largest."""
+    smaller = ((lambda c: exact_batch_counts(ev, c, target_batch, max_tp, limits))
+               if rank_by == "time" and timed_by_steps else None)
+    for below in ((smaller, None) if smaller is not None else (None,)):  # past the search's limits: without them
+        searched, _ = counts_with_alternatives((gpus,), ev.cluster.gpus_per_node, below)
+        try:
+            tables = [(searched, search_layouts(ev, searched, target_batch, max_tp, limits))]
+            break
+        except InputError:
+            if below is None:
+                raise
     tried = list(searched)
-    tables = [(searched, search_layouts(ev, searched, target_batch, max_tp, limits))]
-    tables += [((count,), None) for count in fallback_counts(gpus, ev.cluster.gpus_per_node) if count < min(searched)]
+    tables += [(group, None) for group in fallback_groups(ev, gpus, min(searched), target_batch, max_tp, limits,
+                                                          together=timed_by_steps)]
     for counts, table in tables:
         table = table if table is not None else search_layouts(ev, counts, target_batch, max_tp, limits)
         fitting = table.take(table["fits"]) if len(table) else table

@@ -1,6 +1,6 @@
 """The layout search behind ``gpuplan plan``, ``train``/``budget`` (their layout) and the web page:
 the Evaluator a job's inputs describe, the search over the GPU counts asked (a count where nothing
-fits falls back to the largest smaller one that works, the rest idle), and days, GPU-hours and
+fits falls back to smaller ones that work, the rest idle: planner.fallback), and days, GPU-hours and
 cost for every layout that fits; for a deadline, a second search over the counts between the common
 sizes that bracket its answer (jobs.plan.deadline)."""
 
@@ -32,10 +32,11 @@ from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.jobs.plan.completes import check_offer_pick, with_completing_shares
 from gpuplan.jobs.plan.offer import offers_answering_batch
 from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_of, deadline_rows
-from gpuplan.planner.plan import (Plan, asked_column, counts_with_alternatives, evaluate_layout, fallback_counts,
+from gpuplan.planner.plan import (Plan, alternative_counts, asked_column, counts_with_alternatives, evaluate_layout,
                                   more_gpus_hint, no_layout_error, ranking, row_layout, smallest_fitting_count)
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
                                               MODEL_PARALLEL_DEGREES, rules_for)
+from gpuplan.planner.fallback import exact_batch_counts, fallback_groups, with_fallbacks
 from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, counts_label, search_layouts
 from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
 
@@ -291,46 +292,21 @@ def price_of(inputs, gpu_id: str) -> tuple[float | None, str]:
     return prices.on_demand, prices.on_demand_source
 
 
-def _rows_by_count(table: LayoutTable) -> dict[int, LayoutTable]:
-    """The rows of each GPU count in ``table``, in their order there."""
-    if not len(table):
-        return {}
-    order = np.argsort(table["gpus"], kind="stable")
-    counts, starts = np.unique(table["gpus"][order], return_index=True)
-    return {int(c): table.take(rows) for c, rows in zip(counts, np.split(order, starts[1:]))}
-
-
 def _with_fallbacks(ev: Evaluator, counts: tuple[int, ...], table: LayoutTable, target: float,
                     limits: SpaceLimits, exhaustive: bool) -> LayoutTable:
-    """Each asked count where nothing fits is replaced by the largest smaller count that has a
-    fitting layout (its rows carry ``gpus_asked``: the difference stays idle). A common cluster
-    size whose layouts exist but do not fit gets none: fewer GPUs hold more per GPU."""
-    extra, waiting = [], {}
+    """Each asked count where nothing fits gets the rows of the first group of smaller counts with a
+    fitting layout (planner.fallback: its rows carry ``gpus_asked``, the difference stays idle). A common
+    cluster size whose layouts exist but do not fit gets none: fewer GPUs hold more per GPU."""
+    waiting = {}
     for count in counts:
         mine = table["gpus_asked"] == count if len(table) else np.zeros(0, dtype=bool)
         if (table["fits"] & mine).any() if len(table) else False:
             continue
         if is_common_size(count) and mine.any():
             continue
-        waiting[count] = fallback_counts(count, ev.cluster.gpus_per_node)
-    # in rounds, largest first as before, but each round's new counts searched at once and a count
-    # already searched taken from its rows: `plan --gpus 1,2,...,4096` ran 647 one-count searches
-    rows_of = _rows_by_count(table) if waiting else {}  # split only when a count needs a fallback
-    while waiting:
-        tries = {count: smaller.pop(0) for count, smaller in waiting.items() if smaller}
-        if not tries:
-            break
-        new = tuple(sorted(set(tries.values()) - set(rows_of)))
-        if new:
-            rows_of |= dict.fromkeys(new, LayoutTable({})) | _rows_by_count(
-                search_layouts(ev, new, target, max_tp(ev), limits, exhaustive,
-                               label=f"{len(new):,} smaller GPU count(s) tried where nothing fit"))
-        for count, smaller in tries.items():
-            found = rows_of[smaller]
-            if len(found) and found["fits"].any():
-                extra.append(LayoutTable(found.columns | {"gpus_asked": np.full(len(found), count)}))
-                del waiting[count]
-    return LayoutTable.concat([table] + extra) if extra else table
+        below = min((count,) + alternative_counts(count, ev.cluster.gpus_per_node))  # what was searched for it
+        waiting[count] = fallback_groups(ev, count, below, target, max_tp(ev), limits)
+    return with_fallbacks(ev, waiting, table, target, max_tp(ev), limits, exhaustive)
 
 
 @offers_answering_batch  # the batch a no-completion refusal offers answers on this door (wave 10 review M1)
@@ -353,10 +329,23 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
     limits = space_limits(inputs)
     counts = deadline_counts(inputs, ev.cluster.gpus_per_node)
     start = time.perf_counter()
-    searched, asked = counts_with_alternatives(counts, ev.cluster.gpus_per_node)
-    label = (counts_label(len(searched), len(counts)) if inputs.gpus else
-             f"the default range, {len(searched):,} GPU count(s)")
-    table = search_layouts(ev, searched, target, max_tp(ev), limits, exhaustive, progress, label)
+    # more GPUs asked never slower (A9 w14): each count weighs the smaller ones an exact batch allows; not for a
+    # range or the default counts (power_counts: they name the counts their user means), nor another ranking
+    given = getattr(inputs, "gpus", None)
+    spans = getattr(given, "span", False) or (not given and counts == tuple(getattr(inputs, "gpu_counts", ())))
+    below = () if spans or getattr(inputs, "rank_by", "time") != "time" else exact_batch_counts(
+        ev, max(counts), target, max_tp(ev), limits)
+    smaller = (lambda c: tuple(b for b in below if b < c)) if below else None
+    for also in ((smaller, None) if smaller is not None else (None,)):  # past the search's limits: without them
+        searched, asked = counts_with_alternatives(counts, ev.cluster.gpus_per_node, also)
+        label = (counts_label(len(searched), len(counts)) if inputs.gpus else
+                 f"the default range, {len(searched):,} GPU count(s)")
+        try:
+            table = search_layouts(ev, searched, target, max_tp(ev), limits, exhaustive, progress, label)
+            break
+        except InputError:
+            if also is None:
+                raise
     table.columns["gpus_asked"] = asked_column(table, searched, asked)
     table = _with_fallbacks(ev, counts, table, target, limits, exhaustive)
     seconds = time.perf_counter() - start

@@ -1,0 +1,128 @@
+"""The smaller GPU counts the planner falls back to when no layout uses (or fits) every GPU asked, the rest
+left idle: planner.plan.best_plan (`train`, `budget`) and jobs.plan.search (`plan`) take them from here.
+
+Not just the largest smaller count where something fits: that made more GPUs answer slower. `train gpt2-xl --gpu
+tpu-v4 --tokens 7.05e13 --global-batch 8300 --tp 1` (4,096 chips a node) answered 61.4 days on 22,754 GPUs asked
+(20,480 used: the node multiple below it) but 126.1 days on 24,576 or 32,768 asked (6,144 used): 8,300 sequences
+split over no layout of 16,384 or 12,288, the common sizes tried first, and 20,480 = 5 x 4,096 was never tried
+(A9 w14). The first group here is the largest few counts below the ask that have a layout at all (enumerated,
+nothing timed), searched together and ranked, from the node multiples and multiples of 64 and 256 down to half
+the largest count already searched (the ask or the common size below an irregular ask, whose own fallbacks are
+the same window) and the common sizes; then, one at a time as before, the rest of fallback_counts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuplan.planner.search import Evaluator, LayoutTable, search_layouts
+from gpuplan.planner.space import SpaceLimits, batch_target, divisors, enumerate_layouts, range_counts
+
+STEPS_BELOW = 16
+"""Multiples of each step (the node, 64, 256) below a count that the first group may draw on: the 16 below
+24,576 on 4,096-chip TPU v4 nodes reach 20,480 (A9 w14); more only adds enumeration time (~1 ms a count)."""
+
+FIRST_GROUP = 4
+"""Counts with a layout in the first group, searched together: the largest usable ones; a 4th-largest count
+below is already at most the 4th multiple of the node below, slower wherever the step time scales."""
+
+
+EXACT_BATCH_COUNTS_MAX = 1024
+"""Most counts exact_batch_counts hands the search: gpt2-xl's 8,300 sequences on up to 32,768 TPU v4 chips have
+666 (71,766 layouts enumerated in 43 ms, searched in 0.17 s), up to 131,072 (a deadline's range) 830; past it
+none (the fallbacks above stand), so a batch with many divisors (735,134,400 one-token sequences, 1,875 counts up
+to 131,072: tests/test_hostile_inputs_2026_12_05.py) keeps the search it had, not a MAX_CANDIDATES refusal."""
+
+
+def exact_batch_counts(ev: Evaluator, gpus: int, target: float, max_tp: int,
+                       limits: SpaceLimits | None) -> tuple[int, ...]:
+    """Under an exact global batch (--global-batch: dp divides it), the counts up to ``gpus`` a layout can use:
+    dp x tp x cp x pp with dp a divisor of the batch, tp a divisor of the heads up to ``max_tp``, cp up to
+    ``limits.max_cp`` and pp up to the layers (planner.space.structures' ranges, or the degree fixed; a superset:
+    the search drops what its rules refuse). Searched beside the count asked, the rest idle, so more GPUs
+    asked never answer slower than fewer: each smaller ask's answer is among them (A9 w14: gpt2-xl on TPU v4
+    answered 61.4 days on 20,480 asked, 18.8 on 16,384). () without an exact batch: dp may then be any count
+    and the fallbacks above stand."""
+    if limits is None or not limits.exact_batch:
+        return ()
+    fixed, spec = limits.fixed, ev.spec
+    dps = [d for d in divisors(max(1, round(batch_target(target, gpus, limits)))) if fixed.get("dp", d) == d]
+    tps = [t for t in range(1, max_tp + 1) if spec.attention.num_heads % t == 0 and fixed.get("tp", t) == t]
+    cps = [c for c in range(1, limits.max_cp + 1) if (c == 1 or ev.memory.seq_len % (2 * c) == 0)
+           and fixed.get("cp", c) == c]
+    pps = [p for p in range(1, spec.num_layers + 1) if fixed.get("pp", p) == p]
+    found = {d * t * c * p for d in dps for t in tps for c in cps for p in pps if d * t * c * p <= gpus}
+    return tuple(sorted(found)) if len(found) <= EXACT_BATCH_COUNTS_MAX else ()
+
+
+def fallback_counts(gpus: int, per_node: int) -> list[int]:
+    """Smaller counts to try when no layout uses all ``gpus``: multiples of the node, of 64, and
+    the common cluster sizes below it, largest first."""
+    found = {gpus - gpus % step for step in (per_node, 64, 256) if gpus - gpus % step > 0}
+    found |= {c for c in range_counts(1, gpus)}
+    return sorted((c for c in found if 0 < c < gpus), reverse=True)[:12]
+
+
+def counts_below(gpus: int, below: int, per_node: int) -> tuple[int, ...]:
+    """Candidates under ``below`` (the smallest count already searched for ``gpus``): the STEPS_BELOW
+    multiples of the node, of 64 and of 256 under ``below`` down to half of it, the common sizes under it and
+    fallback_counts(gpus); largest first. below 24,576 on 4,096-chip TPU v4 nodes: 20,480, 16,384, 12,288, ..."""
+    found = {c for c in fallback_counts(gpus, per_node) if c < below}
+    for step in {per_node, 64, 256}:
+        top = (below - 1) // step * step
+        found |= {top - i * step for i in range(STEPS_BELOW) if top - i * step >= max(1, below // 2)}
+    found |= set(range_counts(1, below - 1))
+    return tuple(sorted((c for c in found if 0 < c < below), reverse=True))
+
+
+def fallback_groups(ev: Evaluator, gpus: int, below: int, target: float, max_tp: int,
+                    limits: SpaceLimits | None, together: bool = True) -> list[tuple[int, ...]]:
+    """The groups of counts to search in turn for ``gpus`` where nothing fits on the counts from ``below``
+    up: the FIRST_GROUP largest counts_below with any layout (enumerated only; ``together`` False: each on its
+    own, largest first, for an answer timed by a given MFU on the GPUs used), then each remaining
+    fallback_counts(gpus) under them on its own (fewer GPUs hold more per GPU), largest first."""
+    usable: list[int] = []
+    for count in counts_below(gpus, below, ev.cluster.gpus_per_node):
+        if len(enumerate_layouts(ev.spec, (count,), ev.memory.seq_len, target, max_tp, limits)["gpus"]):
+            usable.append(count)
+            if len(usable) == FIRST_GROUP:
+                break
+    rest = [(c,) for c in fallback_counts(gpus, ev.cluster.gpus_per_node) if c < min(usable, default=below)]
+    first = ([tuple(usable)] if usable else []) if together else [(c,) for c in usable]
+    return first + rest
+
+
+def rows_by_count(table: LayoutTable) -> dict[int, LayoutTable]:
+    """The rows of each GPU count in ``table``, in their order there."""
+    if not len(table):
+        return {}
+    order = np.argsort(table["gpus"], kind="stable")
+    counts, starts = np.unique(table["gpus"][order], return_index=True)
+    return {int(c): table.take(rows) for c, rows in zip(counts, np.split(order, starts[1:]))}
+
+
+def with_fallbacks(ev: Evaluator, waiting: dict[int, list[tuple[int, ...]]], table: LayoutTable, target: float,
+                   max_tp: int, limits: SpaceLimits, exhaustive: bool) -> LayoutTable:
+    """``table`` plus, for each asked count in ``waiting`` (its fallback_groups), the rows of the first group
+    with a fitting layout (carrying ``gpus_asked``: the difference stays idle). In rounds, each round's new
+    counts searched at once and a count already searched taken from its rows: `plan --gpus 1,2,...,4096`
+    ran 647 one-count searches."""
+    extra = []
+    rows_of = rows_by_count(table) if waiting else {}  # split only when a count needs a fallback
+    while waiting:
+        tries = {count: groups.pop(0) for count, groups in waiting.items() if groups}
+        if not tries:
+            break
+        new = tuple(sorted({c for group in tries.values() for c in group} - set(rows_of)))
+        if new:
+            rows_of |= dict.fromkeys(new, LayoutTable({})) | rows_by_count(
+                search_layouts(ev, new, target, max_tp, limits, exhaustive,
+                               label=f"{len(new):,} smaller GPU count(s) tried where nothing fit"))
+        for count, group in tries.items():
+            parts = [rows_of[c] for c in group if len(rows_of[c])]
+            shared = set.intersection(*(set(p.columns) for p in parts)) - {"gpus_asked"} if parts else set()
+            found = LayoutTable.concat([LayoutTable({k: p[k] for k in shared}) for p in parts])
+            if len(found) and found["fits"].any():
+                extra.append(LayoutTable(found.columns | {"gpus_asked": np.full(len(found), count)}))
+                del waiting[count]
+        waiting = {count: groups for count, groups in waiting.items() if groups}
+    return LayoutTable.concat([table] + extra) if extra else table

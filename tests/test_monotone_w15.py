@@ -1,0 +1,59 @@
+"""More GPUs asked never answer slower (A9 w14, from A8's sweep): `train gpt2-xl --gpu tpu-v4 --tokens 7.05e13
+--global-batch 8300 --tp 1` answered 61.4 days on 22,754 GPUs asked (20,480 used) but 126.1 days on 24,576, 32,768
+or 45,508 asked (6,144 used): the fallback over fewer GPUs never tried 20,480, and no count below the ask that an
+exact batch allows was weighed (planner.fallback.exact_batch_counts, fallback_groups)."""
+
+import pytest
+
+from gpuplan.errors import InputError
+from gpuplan.jobs.training.layout import layout_for_gpus
+from gpuplan.jobs.training.schema import TrainingInputs
+from gpuplan.planner.plan import PLATEAU_SHARE
+
+PLATEAU = PLATEAU_SHARE
+"""The ranking prefers the fewest GPUs within 1% of the fastest (planner.plan.PLATEAU_SHARE): an answer may sit that
+far above the fastest, so a larger ask may answer up to 1% slower than a smaller one."""
+
+
+def _days(inputs: TrainingInputs, asks) -> list[tuple[int, int, float]]:
+    """(asked, used, days) for each ask that has an answer (NoLayoutFits / InputError: none, skipped)."""
+    out = []
+    for ask in asks:
+        try:
+            plan = layout_for_gpus(inputs, ask)
+        except InputError:
+            continue
+        out.append((ask, plan.gpus, plan.days(inputs.tokens)))
+    return out
+
+
+def _assert_monotone(rows) -> None:
+    for (ask_a, used_a, days_a), (ask_b, used_b, days_b) in zip(rows, rows[1:]):
+        assert used_b <= ask_b
+        assert days_b <= days_a * (1 + PLATEAU), (ask_a, used_a, days_a, ask_b, used_b, days_b)
+
+
+def test_gpt2_xl_on_tpu_v4_more_chips_asked_never_slower():
+    inputs = TrainingInputs(model="gpt2-xl", gpu="tpu-v4", tokens=7.05e13, global_batch=8300, tp=1, mfu="predicted")
+    rows = _days(inputs, (6144, 16384, 22754, 24576, 45508))
+    assert [r[0] for r in rows] == [6144, 16384, 22754, 24576, 45508]
+    _assert_monotone(rows)
+    by_ask = {ask: (used, days) for ask, used, days in rows}
+    # before: 126.0 days on 6,144 of 24,576 asked, 61.4 on 20,480 of 22,754; every layout needs dp | 8,300
+    assert by_ask[24576][1] < 61.36 and by_ask[24576][0] % 83 == 0  # a dp with the batch's factor 83 is weighed
+    assert by_ask[24576][1] <= by_ask[22754][1]
+
+
+@pytest.mark.parametrize("model, gpu, batch, asks", [
+    ("gpt2-xl", "h100", 5 * 2**5, (40, 64, 80, 96, 128)),         # 160 = 5 x 32
+    ("gpt2-xl", "a100", 7 * 2**4, (48, 56, 64, 100, 112, 128)),   # 112 = 7 x 16
+    ("gpt2-xl", "tpu-v4", 13 * 2**3, (64, 100, 128, 200, 256)),   # 104 = 13 x 8
+])
+def test_awkward_exact_batches_more_gpus_asked_never_slower(model, gpu, batch, asks):
+    """A prime times a power of two as the global batch: dp divides it, so many counts asked have no layout of
+    their own or only slow ones; each ask's answer is at least as fast as every smaller ask's (within PLATEAU).
+    Before: h100 80 asked 0.385 days, 96 asked 0.405; a100 56 -> 1.41, 64 -> 1.52; tpu-v4 64 -> 2.41, 100 -> 3.76."""
+    rows = _days(TrainingInputs(model=model, gpu=gpu, tokens=1e11, global_batch=batch, mfu="predicted"), asks)
+    assert len(rows) >= 3
+    _assert_monotone(rows)
+
