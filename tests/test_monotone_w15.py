@@ -57,3 +57,21 @@ def test_awkward_exact_batches_more_gpus_asked_never_slower(model, gpu, batch, a
     assert len(rows) >= 3
     _assert_monotone(rows)
 
+
+def test_a_deadline_with_its_own_gpus_per_node_is_met_after_the_failures_it_prints():
+    """Issue 39's rule: a deadline picks the smallest count that meets it after every allowance the answer adds.
+    `budget qwen3-14b --gpu b200 --tokens 6.12e12 --days 0.37558 --mfu 0.415 --framework megatron --dtype fp16
+    --zero 0 --pp 4 --vpp 2 --gpus-per-node 72` was solved met at 0.3723 days on 25,216 GPUs while its Failures
+    section printed 0.3765 (0.25% past): the solve counted checkpoint-writing nodes at the catalog's 8 B200s a
+    node (3,152 nodes), the section at the 72 given (351). Both now count 72 a node: one number, within the days."""
+    from gpuplan.jobs.budget.estimate import estimate_budget
+    from gpuplan.jobs.budget.schema import BudgetInputs
+
+    days = 0.37558
+    report = estimate_budget(BudgetInputs(model="qwen3-14b", gpu="b200", tokens=6.12e12, days=days, mfu=0.415,
+                                          framework="megatron", dtype="fp16", zero=0, pp=4, vpp=2,
+                                          gpus_per_node=72))
+    solved, printed = report.value("deadline_met"), report.value("fail_wall_seconds") / 86400
+    assert solved == pytest.approx(printed, rel=1e-9)
+    assert printed <= days
+    assert report.value("gpus") % 72 == 0  # whole 72-GPU nodes
