@@ -282,3 +282,44 @@ def torch_pipeline_runs(pp, vpp, micro_batches):
     single = m >= pp
     interleaved = m % rounds == 0
     return (np.asarray(pp) == 1) | np.where(np.asarray(vpp) > 1, interleaved, single)
+
+
+PER_MICRO_BATCH_SPLIT = ("torchtitan",)
+"""Frameworks whose sequence-split rule counts the micro-batch's tokens (sequence_split_runs): the search applies it
+where it picks the micro-batch (planner.space.enumerate_layouts), the others' where it picks tp and cp (structures)."""
+
+
+def sequence_divisor(framework: str, sequence_parallel: bool, tp: int, cp: int) -> int:
+    """What the framework asserts divides split_tokens(...) (1: nothing to divide).
+
+    - megatron: sequence parallelism scatters each rank's [s, b, h] activations over the TP ranks along s and
+      asserts 'First dimension of the tensor should be divisible by tensor parallel size'
+      (megatron/core/tensor_parallel/mappings.py@00caa53 L67-70): tp, under sequence parallelism.
+    - torchtitan (b5bcd76): seq_len_divisor = (tp if enable_sequence_parallel else 1) x (2 cp if cp > 1 else 1),
+      and a ValueError unless it divides the tokens per pipeline micro-batch (torchtitan/trainer.py L296-308).
+    - every other name (generic, deepspeed, hf, llmc): none. generic is framework-neutral (it times Megatron-Core's
+      modules, core.frameworks, but holds no framework's assertion), so its --tp 8 --seq-len 4100 answers."""
+    split = tp if sequence_parallel else 1
+    if framework == "megatron":
+        return split
+    if framework == "torchtitan":
+        return split * (2 * cp if cp > 1 else 1)
+    return 1
+
+
+def split_tokens(framework: str, seq_len: int, cp: int, micro_batch: int) -> int:
+    """The tokens sequence_divisor must divide: Megatron's first dimension s on a context-parallel rank, seq_len / cp
+    (the [s, b, h] layout keeps the micro-batch b out of it); torchtitan's num_tokens_per_microbatch_per_dp_rank,
+    micro_batch x seq_len ("before context or tensor parallel sharding", config/configs.py@b5bcd76 L37-40)."""
+    return micro_batch * seq_len if framework in PER_MICRO_BATCH_SPLIT else seq_len // max(cp, 1)
+
+
+def sequence_split_runs(framework: str, sequence_parallel: bool, *, tp: int, cp: int, seq_len: int,
+                        micro_batch: int | None) -> bool:
+    """Whether the framework splits the sequence over this layout (sequence_divisor). ``micro_batch`` None: not
+    chosen yet (the search's tp / cp loop), so a framework whose rule counts it (PER_MICRO_BATCH_SPLIT) answers True
+    there and is asked again with each micro-batch."""
+    if micro_batch is None and framework in PER_MICRO_BATCH_SPLIT:
+        return True
+    return split_tokens(framework, seq_len, cp, micro_batch or 1) % sequence_divisor(framework, sequence_parallel,
+                                                                                     tp, cp) == 0

@@ -35,8 +35,8 @@ import numpy as np
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import virtual_stages_fit
 from gpuplan.errors import InputError
-from gpuplan.planner.framework_rules import (combined_1f1b_runs, interleaved_runs, rules_for, torch_pipeline_runs,
-                                             zero_allowed)
+from gpuplan.planner.framework_rules import (PER_MICRO_BATCH_SPLIT, combined_1f1b_runs, interleaved_runs, rules_for,
+                                             sequence_split_runs, torch_pipeline_runs, zero_allowed)
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 DEGREES = ("gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "micro_batches", "global_batch")
@@ -70,8 +70,9 @@ class SpaceLimits:
     batch_per_gpu: float = 0.0
     """Sequences per GPU a default batch is raised to at each count (0: the asked batch holds)."""
     sequence_split: bool = False
-    """Sequence parallelism splits each rank's seq_len / cp tokens over TP and the framework asserts they divide
-    (Megatron: schema.layout_rules.check_sequence_split): tp must divide them."""
+    """Sequence parallelism is on: the framework's sequence-split rule holds (framework_rules.sequence_split_runs,
+    the one schema.layout_rules.check_sequence_split states: Megatron's tp divides seq_len / cp, torchtitan's
+    tp x 2·cp divides micro_batch x seq_len; generic none)."""
     framework: str = "generic"
     """Whose data-parallel sharding rules the free search follows (planner.framework_rules); a ZeRO
     stage the user fixed is evaluated as asked."""
@@ -163,7 +164,8 @@ def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: Sp
         for cp in divisors(gpus // tp):
             if cp > limits.max_cp or (cp > 1 and (seq_len % (2 * cp) or no_cp)) or ("cp" in fixed and cp != fixed["cp"]):
                 continue
-            if limits.sequence_split and tp > 1 and (seq_len // cp) % tp:  # schema.layout_rules.check_sequence_split
+            if limits.sequence_split and not sequence_split_runs(limits.framework, True, tp=tp, cp=cp, seq_len=seq_len,
+                                                                 micro_batch=None):
                 continue
             for pp in divisors(gpus // (tp * cp)):
                 if pp > L or ("pp" in fixed and pp != fixed["pp"]) or (pp > 1 and no_pipeline and "pp" not in fixed):
@@ -228,14 +230,17 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
             # only interleaved layouts under that rule depend on pp
             needs_pp = vpp > 1 and (limits.interleaved_needs_pp_micro_batches or limits.combined_1f1b)
             torch_pp = rules.torch_pipelining and pp > 1  # torch.distributed.pipelining's micro-batch rules
-            mb_key = (per_rank, pp if needs_pp or torch_pp else 0, torch_pp and vpp > 1)
+            split = limits.sequence_split and limits.framework in PER_MICRO_BATCH_SPLIT  # counts the micro-batch
+            mb_key = (per_rank, pp if needs_pp or torch_pp else 0, torch_pp and vpp > 1, (tp, cp) if split else None)
             mbs = mb_choices.get(mb_key)
             if mbs is None:
                 mbs = mb_choices[mb_key] = tuple(
                     m for m in divisors(per_rank) if (limits.max_micro_batch is None or m <= limits.max_micro_batch)
                     and ("micro_batch" not in fixed or m == fixed["micro_batch"])
                     and (not needs_pp or interleaved_runs(pp, vpp, per_rank // m, limits.combined_1f1b))
-                    and (not torch_pp or bool(torch_pipeline_runs(pp, vpp, per_rank // m))))
+                    and (not torch_pp or bool(torch_pipeline_runs(pp, vpp, per_rank // m)))
+                    and (not split or sequence_split_runs(limits.framework, True, tp=tp, cp=cp, seq_len=seq_len,
+                                                          micro_batch=m)))
             key = (eps, zeros, mbs)
             grid = built.get(key)
             if grid is None:  # ep, ZeRO, micro-batch columns (3 x rows), in product order

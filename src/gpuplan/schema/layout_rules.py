@@ -129,25 +129,36 @@ def check_model(inputs, spec) -> None:
 
 
 def check_sequence_split(inputs, spec) -> None:
-    """Megatron's sequence parallelism splits each rank's tokens over the TP ranks and asserts they divide:
-    _split_along_first_dim / _reduce_scatter_along_first_dim, 'First dimension of the tensor should be divisible by
-    tensor parallel size' (megatron/core/tensor_parallel/mappings.py@00caa53 L67-70; the first dimension is
-    the sequence, [s, b, h], s = seq_len / cp on a context-parallel rank). torchtitan's sequence parallelism shards a
-    DTensor, which takes uneven shards, so only --framework megatron is held to it (hostile w15: `memory --tp 8
-    --seq-len 4100` answered). A tp the heads refuse, or a cp 2·cp of the sequence refuses, is left to those rules
-    (core.parallel.check_model_degrees), which name the more basic cause."""
+    """Sequence parallelism splits tokens over the TP ranks and the framework asserts they divide
+    (planner.framework_rules.sequence_divisor, which the search calls too). Megatron scatters the sequence s of
+    [s, b, h] (s = seq_len / cp on a context-parallel rank): tensor_parallel/mappings.py@00caa53 L67-70.
+    torchtitan divides micro_batch x seq_len by tp x 2·cp (trainer.py@b5bcd76 L296-308); with the micro-batch left
+    to the planner (plan, train, budget) the search picks one that divides, `memory` takes its 1. generic is
+    framework-neutral: no rule. A tp the heads refuse, or a cp 2·cp of the sequence refuses, is left to those
+    rules (core.parallel.check_model_degrees), which name the more basic cause."""
+    from gpuplan.planner.framework_rules import sequence_divisor, sequence_split_runs, split_tokens
+
     get = lambda name, default=None: getattr(inputs, name, default)  # noqa: E731
-    tp, cp, seq = get("tp"), get("cp") or 1, get("seq_len")
-    if get("framework") != "megatron" or not get("sequence_parallel", True) or not tp or tp == 1 or not seq:
+    framework, sp, tp, cp, seq = get("framework"), get("sequence_parallel", True), get("tp"), get("cp") or 1, \
+        get("seq_len")
+    mb = get("micro_batch") or (1 if get("unstated_degrees_are_one", False) else None)
+    if not sp or not tp or tp == 1 or not seq or mb is None:
         return
     if spec.attention.num_heads % tp or (cp > 1 and seq % (2 * cp)):
         return
-    if (seq // cp) % tp:
-        held = f"the {seq // cp:,} tokens a context-parallel rank holds (seq_len / cp)" if cp > 1 else \
-            f"the sequence length {seq:,}"
-        raise InputError("tp", tp, f"must divide {held}: Megatron's sequence parallelism splits them over the TP "
-                         "ranks and asserts they divide (tensor_parallel/mappings.py@00caa53 L67-70); give a "
-                         f"--seq-len multiple of tp x cp = {tp * cp}, another --tp, or --no-sequence-parallel")
+    if sequence_split_runs(framework, sp, tp=tp, cp=cp, seq_len=seq, micro_batch=mb):
+        return
+    if framework == "torchtitan":
+        divisor = sequence_divisor(framework, sp, tp, cp)
+        raise InputError("tp", tp, f"must divide the {split_tokens(framework, seq, cp, mb):,} tokens of a micro-batch "
+                         f"(micro_batch {mb} x seq_len {seq:,}): torchtitan raises 'The number of tokens per pipeline "
+                         f"microbatch ... must be divisible by {divisor}' (trainer.py@b5bcd76 L296-308); give a "
+                         f"--micro-batch x --seq-len multiple of {divisor}, another --tp, or --no-sequence-parallel")
+    held = f"the {seq // cp:,} tokens a context-parallel rank holds (seq_len / cp)" if cp > 1 else \
+        f"the sequence length {seq:,}"
+    raise InputError("tp", tp, f"must divide {held}: Megatron's sequence parallelism splits them over the TP "
+                     "ranks and asserts they divide (tensor_parallel/mappings.py@00caa53 L67-70); give a "
+                     f"--seq-len multiple of tp x cp = {tp * cp}, another --tp, or --no-sequence-parallel")
 
 
 MTP_CODE = {  # where each framework without MTP training shows it has none (wave 6c)
