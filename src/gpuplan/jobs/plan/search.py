@@ -246,7 +246,7 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
                        max_zero_with_pp=inputs.profile.max_zero_with_pp,
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
                        interleaved_needs_pp_micro_batches=inputs.profile.interleaved_needs_pp_micro_batches,
-                       combined_1f1b=combined, sequence_split=inputs.framework == "megatron" and inputs.sequence_parallel,
+                       combined_1f1b=combined, sequence_split=inputs.sequence_parallel,
                        batch_per_gpu=inputs.batch_per_gpu(inputs.seq_len), framework=inputs.framework)
 
 
