@@ -24,10 +24,12 @@ NONE = "no configuration (a replica within one node, any catalog GPU type)"
 
 
 def _ms(seconds: float) -> str:
-    """Milliseconds to 3 significant figures, rounded up: a floor given back as typed is met."""
+    """Milliseconds to 3 significant figures, rounded up, in plain digits (no thousands comma, no exponent: the
+    latency parser refuses '3,490ms', review w14 R2 M6): a floor given back as typed is met."""
     ms = seconds * 1e3
-    scale = 10.0 ** (2 - math.floor(math.log10(ms))) if ms > 0 else 1.0
-    return f"{math.ceil(ms * scale - 1e-9) / scale:,g} ms"
+    decimals = 2 - math.floor(math.log10(ms)) if ms > 0 else 0
+    text = f"{math.ceil(ms * 10.0 ** decimals - 1e-9) / 10.0 ** decimals:.{max(0, decimals)}f}"
+    return (text.rstrip("0").rstrip(".") if "." in text else text) + " ms"
 
 
 def idle_latencies(plan, steps: dict[str, dict]) -> list[tuple[float, float, str]]:

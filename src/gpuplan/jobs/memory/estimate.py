@@ -16,7 +16,8 @@ from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import training as M
 from gpuplan.core.memory.llmc_memory import CUDAMALLOC_ONCE, peak_labels
-from gpuplan.core.memory.micro_batch_fit import largest_micro_batch
+from gpuplan.core.memory.micro_batch_fit import (largest_allowed_fitting, largest_fitting, largest_micro_batch,
+                                              micro_batches_allowed)
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import ParallelLayout, check_layout
@@ -86,16 +87,15 @@ def verdict(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings,
             gpu: Accelerator, peaks: dict | None = None) -> tuple[bool, float, int]:
     """(fits, headroom bytes, largest micro-batch) on ``gpu`` (``peaks``: as _fits)."""
     fits, _, headroom = _fits(spec, layout, settings, overheads, gpu, peaks)
-    # bisected: the framework's gap grows with the micro-batch's activations, so fitting is monotone in it; one
-    # step down at a time took 4,663 fits, 2.3 s, for `memory --pp 8 --global-batch 8 --framework torchtitan` (w15)
-    low, high = 0, largest_micro_batch(spec, layout, settings, M.usable_bytes(gpu.memory_bytes, overheads, layout))
-    while low < high:
-        mid = (low + high + 1) // 2
-        if _fits(spec, replace(layout, micro_batch=mid), settings, overheads, gpu, peaks)[0]:
-            low = mid
-        else:
-            high = mid - 1
-    return fits, headroom, low
+    # bisected over the micro-batches the layout accepts (core.memory.micro_batch_fit.largest_micro_batch: with a
+    # global batch the divisors of global_batch / dp, where fitting is monotone; review w14 R2 M2), up to the peak-only bound: one step
+    # down at a time took 4,663 fits, 2.3 s, for `memory --pp 8 --global-batch 8 --framework torchtitan` (w15)
+    high = largest_micro_batch(spec, layout, settings, M.usable_bytes(gpu.memory_bytes, overheads, layout))
+    allowed = micro_batches_allowed(layout)
+    search = largest_fitting if allowed is None else largest_allowed_fitting
+    best = search(range(1, high + 1) if allowed is None else [mb for mb in allowed if mb <= high],
+                  lambda mb: _fits(spec, replace(layout, micro_batch=mb), settings, overheads, gpu, peaks)[0])
+    return fits, headroom, best
 
 
 def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings):
