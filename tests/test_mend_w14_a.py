@@ -72,3 +72,21 @@ def test_plan_search_limits_hold_torchtitan_to_its_form():
     generic = PlanInputs(**ask, framework="generic")  # framework-neutral: tp 8 at micro-batch 1 stays
     rows = enumerate_layouts(generic.spec(), (64,), 4097, 256, 8, space_limits(generic))
     assert np.any((rows["tp"] == 8) & (rows["micro_batch"] == 1))
+
+
+def test_the_no_fit_refusal_names_the_sequence_split_when_it_left_tp_1_only():
+    """Review w14 R2 N1: `plan --model llama-3.1-405b --gpus 64 --gpu h100 --seq-len 4097` named more GPUs only; 4,097
+    = 17 x 241, so Megatron's rule leaves tp 1 (4,096 fits on 128 GPUs, --no-sequence-parallel on 192)."""
+    from gpuplan import InputError, PlanInputs
+    from gpuplan.jobs.plan.search import search
+    from gpuplan.planner.space import SpaceLimits, sequence_split_note
+
+    spec = PlanInputs(model="llama-3.1-405b", gpu="h100", gpus=64, seq_len=4097, tokens=1e12).spec()
+    megatron = SpaceLimits(framework="megatron", sequence_split=True)
+    assert sequence_split_note(spec, 64, 4097, 8, megatron).endswith("--seq-len multiple of 8")
+    assert sequence_split_note(spec, 64, 4098, 8, megatron) == ""  # tp 2 divides 4,098
+    assert sequence_split_note(spec, 64, 4097, 8, SpaceLimits(framework="torchtitan", sequence_split=True)) == ""
+    assert sequence_split_note(spec, 64, 4097, 8, SpaceLimits(framework="megatron", sequence_split=True,
+                                                              fixed={"tp": 1})) == ""
+    with pytest.raises(InputError, match=r"256 GPUs.*sequence parallelism left tp 1 only.*--no-sequence-parallel"):
+        search(PlanInputs(model="llama-3.1-405b", gpu="h100", gpus=64, seq_len=4097, tokens=1e12))

@@ -187,6 +187,23 @@ def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: Sp
                         yield tp, cp, pp, vpp, dp
 
 
+def sequence_split_note(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: SpaceLimits | None) -> str:
+    """Words for the no-fit refusal where the framework's sequence-split rule (structures) left tp 1 only on up to
+    ``gpus`` GPUs: every tp > 1 the heads allow is refused at cp 1, and a cp never restores one (a cp passes only
+    when 2·cp divides seq_len, and tp then divides seq_len / cp only if it divides seq_len). '' otherwise, and
+    under a rule that counts the micro-batch (torchtitan's: the search picks one that divides). Review w14 R2 N1:
+    `plan --model llama-3.1-405b --gpus 64 --seq-len 4097` named more GPUs only."""
+    if limits is None or not limits.sequence_split or "tp" in limits.fixed:
+        return ""
+    tps = [tp for tp in tp_options(spec, gpus, max_tp) if tp > 1]
+    if not tps or any(sequence_split_runs(limits.framework, True, tp=tp, cp=1, seq_len=seq_len, micro_batch=None)
+                      for tp in tps):
+        return ""
+    return (f"; sequence parallelism left tp 1 only: Megatron asserts tp divides the sequence length {seq_len:,} "
+            "(tensor_parallel/mappings.py@00caa53 L67-70), so give --no-sequence-parallel or a --seq-len multiple "
+            f"of {max(tps)}")
+
+
 def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, target_batch: float,
                       max_tp: int, limits: SpaceLimits | None = None,
                       max_rows: int | None = None) -> dict[str, np.ndarray]:

@@ -38,7 +38,7 @@ from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CP
                                               MODEL_PARALLEL_DEGREES, rules_for)
 from gpuplan.planner.fallback import exact_batch_counts, fallback_groups, with_fallbacks
 from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, counts_label, search_layouts
-from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size
+from gpuplan.planner.space import RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size, sequence_split_note
 
 if TYPE_CHECKING:  # `train` searches its layout here too: it need not build plan's schema (~2 ms)
     from gpuplan.jobs.plan.schema import PlanInputs
@@ -359,7 +359,8 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
                          f"no layout fits {ev.cluster.gpu.name} ({format_bytes(ev.cluster.gpu.memory_bytes)}) with "
                          f"the {ev.overheads.margin:.0%} margin"
                          f"{_gap_words(ev.fit_reserve, inputs.framework, ev.fsdp2_pools)} on "
-                         f"{plural(max(counts), 'GPU')}; {more_gpus_hint(enough)}")
+                         f"{plural(max(counts), 'GPU')}; {more_gpus_hint(enough)}"
+                         f"{sequence_split_note(ev.spec, max(counts), ev.memory.seq_len, max_tp(ev), limits)}")
     price, price_source = price_of(inputs, ev.cluster.gpu.id)
     fitting = _with_days(inputs, ev, fitting, price)
     between = counts_between(inputs, fitting, counts, ev.cluster.gpus_per_node)
