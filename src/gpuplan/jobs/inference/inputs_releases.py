@@ -167,16 +167,51 @@ the dtype its matmuls run in, read from the release wheels (pip download vllm==X
   weights, static_scaled_int8_quant + cutlass_scaled_mm_dq) is first in the 0.4.3 wheel; 0.4.2's quantization
   methods are aqlm, awq, fp8, gptq, squeezellm, gptq_marlin, marlin.
 
-int4 (GPTQ / AWQ) is not gated: AWQ is in the oldest release modelled (0.2.0: --quantization choices ['awq'])."""
+--quantization int4 (GPTQ or AWQ) is not gated: AWQ is in the oldest release modelled (0.2.0: --quantization choices
+['awq']). A checkpoint's GPTQ is (VLLM_CHECKPOINT_SINCE)."""
+
+VLLM_CHECKPOINT_SINCE = {"gptq": (0, 2, 6), "gptq_marlin": (0, 4, 2), "nvfp4": (0, 8, 0), "mxfp4": (0, 10, 1)}
+"""The first vLLM release that loads each checkpoint format gpuplan reads (jobs.inference.quant_config), keyed by the
+checkpoint's quant_method (gptq, gptq_marlin) or by the format read (nvfp4, mxfp4: their compute dtype is not what
+VLLM_WEIGHTS_SINCE keys on), read from the release wheels (pip download vllm==X --no-deps, unzip; review w14 r2 M4):
+
+- gptq: 0.2.6. --quantization choices=['awq', 'squeezellm', None] at engine/arg_utils.py@v0.2.3, @v0.2.4, @v0.2.5
+  L182, and no model_executor/layers/quantization/gptq.py in those wheels; ['awq', 'gptq', 'squeezellm', None] at
+  @v0.2.6 L184, and quantization/__init__.py@v0.2.6 L10 '"gptq": GPTQConfig'.
+- gptq_marlin: 0.4.2. quantization/__init__.py@v0.4.1 lists marlin but no gptq_marlin; @v0.4.2 lists both.
+- nvfp4 (ModelOpt NVFP4): 0.8.0. modelopt.py@v0.7.3 has only ModelOptFp8Config (quantization/__init__.py@v0.7.3
+  L114 '"modelopt": ModelOptFp8Config'); modelopt.py@v0.8.0 L27 QUANT_ALGOS = ["FP8", "NVFP4"], L166
+  ModelOptNvFp4Config, __init__.py@v0.8.0 L116 '"nvfp4": ModelOptNvFp4Config'. (compressed-tensors NVFP4 came
+  later, compressed_tensors_w4a16_nvfp4.py first in the 0.9.0 wheel; gated here at 0.8.0 all the same.)
+- mxfp4 (gpt-oss): 0.10.1. quantization/mxfp4.py is absent from the 0.10.0 wheel and first in 0.10.1's
+  (quantization/__init__.py@v0.10.1 L150 '"mxfp4": Mxfp4Config').
+
+Not gated, for want of a wheel read at the first release: marlin (absent 0.3.0, present 0.3.3), awq_marlin (absent
+0.5.0)."""
 
 
-def check_formats(weights: str, kv_dtype: str, release, quoted: str | None = None) -> None:
+def checkpoint_key(quant_method: object, fmt_name: str) -> str | None:
+    """The VLLM_CHECKPOINT_SINCE key of a checkpoint: its quant_method where listed (gptq, gptq_marlin), else the
+    format read (``fmt_name`` without its '(attention bf16)' note) where listed (nvfp4, mxfp4); None: not gated."""
+    method = quant_method.strip().lower() if isinstance(quant_method, str) else ""
+    base = fmt_name.split(" ")[0]
+    return method if method in VLLM_CHECKPOINT_SINCE else base if base in VLLM_CHECKPOINT_SINCE else None
+
+
+def check_formats(weights: str, kv_dtype: str, release, quoted: str | None = None,
+                  checkpoint: str | None = None) -> None:
     """InputError naming ``quantization`` where the vLLM ``release`` serves no ``weights`` (the dtype the format's
-    matmuls run in: --quantization as given, or a checkpoint's format, quoted as ``quoted``), or ``kv_dtype`` where it
-    has no FP8 KV cache (VLLM_WEIGHTS_SINCE, VLLM_KV_FP8_SINCE); other engines are not gated (their oldest releases
-    modelled were not read for these)."""
+    matmuls run in: --quantization as given, or a checkpoint's format, quoted as ``quoted``) or cannot load the
+    ``checkpoint`` format (a checkpoint_key), or ``kv_dtype`` where it has no FP8 KV cache (VLLM_WEIGHTS_SINCE,
+    VLLM_CHECKPOINT_SINCE, VLLM_KV_FP8_SINCE); other engines are not gated (their oldest releases modelled were not
+    read for these)."""
     if release is None or release.engine != "vllm":
         return
+    since = VLLM_CHECKPOINT_SINCE.get(checkpoint) if checkpoint is not None else None
+    if since is not None and release.version < since:
+        raise InputError("quantization", quoted or checkpoint, f"{release.label} cannot load a {checkpoint} "
+                         f"checkpoint: vLLM loads them from {_text(since)} (its quantization methods, read in the "
+                         f"wheels); give --engine vllm=={_text(since)} or later, or another --quantization")
     since = VLLM_WEIGHTS_SINCE.get(weights)
     if since is not None and release.version < since:
         raise InputError("quantization", quoted or weights, f"{release.label} serves no {weights} weights: vLLM "

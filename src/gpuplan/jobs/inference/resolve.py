@@ -62,9 +62,11 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
         raise exc.retold(exc.field, exc.value, f"{exc.expected}; or name a GPU that runs it with --gpu ("
                          f"{inputs.gpu} is the default: --gpu was not given)") from None
     if inputs.quantization == "auto":  # a checkpoint's format: the release gate --quantization has (schema)
-        from gpuplan.jobs.inference.inputs_releases import check_formats
+        from gpuplan.jobs.inference.inputs_releases import check_formats, checkpoint_key
 
-        check_formats(fmt.compute_dtype, "auto", inputs.release, fmt.name)
+        qcfg = raw.get("quantization_config")
+        method = qcfg.get("quant_method") if isinstance(qcfg, dict) else None
+        check_formats(fmt.compute_dtype, "auto", inputs.release, fmt.name, checkpoint_key(method, fmt.name))
     if inputs.quantization == "int4" and inputs.group_size is not None:
         notes += group_size_check(inputs.group_size, spec, "group_size" in inputs.given)
     kv_dtype = _kv_dtype(inputs.kv_dtype, fmt, spec)
