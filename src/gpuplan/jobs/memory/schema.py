@@ -26,6 +26,17 @@ def _gpu_list(value, info) -> tuple[str, ...]:
     return names
 
 
+def next_interleaved_micro_batches(pp: int, micro_batches: int) -> int:
+    """The smallest micro-batch count m' >= ``micro_batches`` that torch.distributed.pipelining's
+    ScheduleInterleaved1F1B runs on ``pp`` stages: m' a multiple of its rounds max(1, m' // pp) (torch 2.13
+    torch/distributed/pipelining/schedules.py L2935-2942, as planner.framework_rules.torch_pipeline_runs).
+    Every multiple of pp qualifies, so the walk ends by the next one."""
+    m = micro_batches
+    while m % max(1, m // pp):
+        m += 1
+    return m
+
+
 def _f(default, help: str, shown: str | None = None):
     return V.field(default, help, shown)
 
@@ -127,8 +138,16 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
             why = ("Megatron-Core's interleaved schedule needs at least pp micro-batches a step (schedules.py"
                    "@core_v0.15.0 L975-993)")
         elif rules_for(self.framework).torch_pipelining and not bool(torch_pipeline_runs(layout.pp, layout.vpp, m)):
-            why = ("torch.distributed.pipelining's schedule refuses it (torch 2.13 schedules.py L1020-1024: 1F1B needs at least "
-                   "pp micro-batches; L2935-2942: interleaved 1F1B a multiple of its rounds)")
+            if layout.vpp > 1:  # m >= pp here (below pp one round always runs): "at least pp" is met already
+                valid = next_interleaved_micro_batches(layout.pp, m)
+                raise InputError("global_batch", self.global_batch, f"gives {m:,} micro-batches a step (global_batch"
+                                 f" / (dp {layout.dp} x micro_batch {layout.micro_batch})) for pp {layout.pp} x vpp "
+                                 f"{layout.vpp}, not a multiple of its {max(1, m // layout.pp)} rounds (m // pp): "
+                                 "torch.distributed.pipelining's ScheduleInterleaved1F1B refuses it (torch 2.13 "
+                                 f"schedules.py L2935-2942); give a global batch of {valid * per_step:,} ({valid:,} "
+                                 "micro-batches), or fewer pipeline stages")
+            why = ("torch.distributed.pipelining's Schedule1F1B refuses it (torch 2.13 schedules.py L1020-1024: it "
+                   "needs at least pp micro-batches)")
         else:
             return
         raise InputError("global_batch", self.global_batch, f"gives {m:,} micro-batch{'es' if m != 1 else ''} a step "
