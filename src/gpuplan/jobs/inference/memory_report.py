@@ -30,8 +30,9 @@ def weights_added(plan: Plan, m: M.Memory, tp: int, pp: int) -> str:
     """What the per-GPU weights hold beyond the split checkpoint (core.serving.memory._engine_memory): vLLM's MXFP4
     expert padding, a speculative proposer, LoRA slots; named, so that 'per GPU' above 'whole model' on one GPU
     reads as what it is (gpt-oss-20b on one B300 printed 14.68 GB per GPU beside 13.76 GB whole, A8 w14)."""
-    split = W.weight_bytes_per_gpu(plan.groups, plan.setup.fmt, plan.spec.num_layers, tp, pp)
-    parts = ((m.weights - split - m.draft_weights - m.lora_slots, "MXFP4 expert padding (vLLM's MoE layout)"),
+    padding = (W.mxfp4_padding_bytes(plan.spec, plan.groups, plan.setup.fmt, tp, pp)  # as _engine_memory adds it
+               if plan.setup.runtime.engine == "vllm" else 0.0)
+    parts = ((padding, "MXFP4 expert padding (vLLM's MoE layout)"),
              (m.draft_weights, "the speculative proposer"), (m.lora_slots, "LoRA adapter slots"))
     return "".join(f" + {gb(v)} {name}" for v, name in parts if v > 1e-6 * m.weights)
 
