@@ -9,6 +9,7 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.training.layout import layout_for_gpus
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.planner.plan import PLATEAU_SHARE
+from gpuplan.planner.space import is_common_size
 
 PLATEAU = PLATEAU_SHARE
 """The ranking prefers the fewest GPUs within 1% of the fastest (planner.plan.PLATEAU_SHARE): an answer may sit that
@@ -28,9 +29,17 @@ def _days(inputs: TrainingInputs, asks) -> list[tuple[int, int, float]]:
 
 
 def _assert_monotone(rows) -> None:
-    for (ask_a, used_a, days_a), (ask_b, used_b, days_b) in zip(rows, rows[1:]):
+    """Each ask answers no slower than every smaller ask (within PLATEAU), except a common cluster size that a
+    layout uses whole: that is the cluster its user has, planned whole (planner.plan.counts_with_alternatives weighs
+    smaller counts for an irregular ask only, as its alternatives; A9's first form weighed them for every ask and
+    moved `train llama-3.1-405b --gpus 16384 --global-batch 2048` to 14,336 GPUs, the validated Llama 3 run +5.3 ->
+    -16.0% GPU-hours). Where no layout uses a common size whole, the fallback weighs them (planner.fallback)."""
+    for i, (ask_b, used_b, days_b) in enumerate(rows):
         assert used_b <= ask_b
-        assert days_b <= days_a * (1 + PLATEAU), (ask_a, used_a, days_a, ask_b, used_b, days_b)
+        if is_common_size(ask_b) and used_b == ask_b:
+            continue
+        for ask_a, used_a, days_a in rows[:i]:
+            assert days_b <= days_a * (1 + PLATEAU), (ask_a, used_a, days_a, ask_b, used_b, days_b)
 
 
 def test_gpt2_xl_on_tpu_v4_more_chips_asked_never_slower():
