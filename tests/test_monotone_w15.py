@@ -84,3 +84,30 @@ def test_a_deadline_with_its_own_gpus_per_node_is_met_after_the_failures_it_prin
     assert solved == pytest.approx(printed, rel=1e-9)
     assert printed <= days
     assert report.value("gpus") % 72 == 0  # whole 72-GPU nodes
+
+
+def test_plans_row_failures_count_nodes_at_the_gpus_per_node_given():
+    """jobs.plan.completes (plan's failure shares) and its reference jobs.budget.compute.row_days_with_failures
+    counted checkpoint-writing nodes at the catalog's 8 B200s a node under --gpus-per-node 72, as the budget's
+    deadline solve did before A9's fix (the test above): a row's days with failures are now its budget's, 72 a node."""
+    import numpy as np
+
+    from gpuplan.jobs.budget.compute import row_days_with_failures, wall_with_failures
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+
+    inputs = PlanInputs(model="qwen3-14b", gpu="b200", tokens=6.12e12, gpus=25344, gpus_per_node=72)
+    ev = evaluator_for(inputs)
+    gpu, spec = ev.cluster.gpu, ev.spec
+    row = {"tp": [4], "pp": [4], "gpus": [25344], "global_batch": [7920], "tokens_per_second": [2.0e8],
+           "step_seconds": [0.16], "zero": [0]}
+    table = {k: np.array(v) for k, v in row.items()}
+    days = row_days_with_failures(inputs, ev, table)(0)
+
+    def wall(accelerator) -> float:
+        return wall_with_failures(spec, accelerator, inputs.budget_settings(), gpus=25344.0, work_seconds=6.12e12 / 2e8,
+                                  tokens=6.12e12, global_batch_tokens=7920.0 * inputs.seq_len, step_seconds=0.16,
+                                  recipe=inputs.recipe_name, zero=0, model_parallel=16) / 86400
+
+    assert days == pytest.approx(wall(inputs.node_accelerator(gpu)), rel=1e-12)
+    assert wall(inputs.node_accelerator(gpu)) != pytest.approx(wall(gpu), rel=1e-6)  # the node size matters here

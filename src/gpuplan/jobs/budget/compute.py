@@ -130,7 +130,8 @@ def row_days_with_failures(inputs, evaluator, table):
         tp, pp = int(table["tp"][i]), int(table["pp"][i])
         batch = float(table["global_batch"][i]) * inputs.seq_len
         work = inputs.tokens / float(table["tokens_per_second"][i])
-        wall = wall_with_failures(evaluator.spec, evaluator.cluster.gpu, inputs.budget_settings(),
+        node = inputs.node_accelerator(evaluator.cluster.gpu)  # --gpus-per-node, as the budget counts nodes
+        wall = wall_with_failures(evaluator.spec, node, inputs.budget_settings(),
                                   gpus=float(table["gpus"][i]), work_seconds=work, tokens=inputs.tokens,
                                   global_batch_tokens=batch, step_seconds=float(table["step_seconds"][i]),
                                   recipe=inputs.recipe_name, zero=int(table["zero"][i]), model_parallel=tp * pp)

@@ -116,7 +116,9 @@ def _group_plans(inputs, evaluator, settings, table, first: int) -> list[tuple[f
 
     tp, pp, gpus = int(table["tp"][first]), int(table["pp"][first]), float(table["gpus"][first])
     work = inputs.tokens / float(table["tokens_per_second"][first])
-    run = run_facts(evaluator.spec, evaluator.cluster.gpu, gpus=gpus, wall_seconds=work,
+    node = inputs.node_accelerator(evaluator.cluster.gpu)  # --gpus-per-node: the nodes that write checkpoints, as
+    # the budget's Failures section and its deadline solve count them (jobs.budget.estimate.failures_for_deadline)
+    run = run_facts(evaluator.spec, node, gpus=gpus, wall_seconds=work,
                     gpu_hours=work * gpus / 3600, tokens=inputs.tokens, recipe=inputs.recipe_name,
                     global_batch_tokens=float(table["global_batch"][first]) * inputs.seq_len,
                     zero=int(table["zero"][first]), model_parallel=tp * pp)
