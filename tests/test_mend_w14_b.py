@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from gpuplan import InferenceInputs, MemoryInputs, estimate_inference, estimate_memory, estimate_training
+from gpuplan import (InferenceInputs, MemoryInputs, estimate_budget, estimate_inference, estimate_memory,
+                     estimate_training)
 from gpuplan.errors import InputError
 
 pytestmark = pytest.mark.usefixtures("time_box")
@@ -40,10 +41,11 @@ def _linear_scan(inputs: MemoryInputs) -> list[tuple[str, int]]:
 ], ids=["pp8-gb8", "gb60-seq512", "gb60-seq1536", "gb24-pp2"])
 def test_the_largest_micro_batch_is_one_the_layout_accepts_and_the_largest_that_fits(ask, table):
     """With --global-batch and a pipeline the micro-batches in flight are min(pp, gb / (dp x mb)), floored, so fitting
-    goes up and down over the integers: the bisection printed 12 where 24 fits (torchtitan seq 512 gb 60 pp 4, H100),
-    14 on a B200 (seq 1536), which --micro-batch refuses ('must divide --global-batch 60'), and 41 for --global-batch 8
-    (above it: 'at most 8'). Now the search is over the divisors of gb / dp, as a linear scan of them answers: at
-    gb / dp itself (no accumulation, no gradients held) it can fit where 12 does not (gb 24 pp 2 on a B200)."""
+    goes up and down over the integers, and the bisection printed micro-batches --micro-batch refuses (before: 17, 63
+    and 88 on A100-80GB / H200 / B200 at seq 512, gb 60, pp 4; 14 on a B200 at seq 1536: 'must divide --global-batch
+    60'; 11 at gb 24, pp 2) or above the batch (142 on an MI300X for --global-batch 8). Now the search is over the
+    divisors of gb / dp and equals a linear scan of them; gb / dp itself (no accumulation, no gradients held) can
+    fit where 12 does not (gb 24 pp 2 on a B200: 24)."""
     inputs = MemoryInputs(model="llama-3-8b", framework="torchtitan", **ask)
     rows = [(row[0], row[-1]) for row in estimate_memory(inputs).tables[0].rows]
     assert rows == _linear_scan(inputs)
@@ -57,22 +59,24 @@ V100_FULL_RECOMPUTE = {"model": "llama-3.1-8b", "gpu": "v100-sxm2-32gb", "dtype"
 
 
 @pytest.mark.parametrize("days", [10, 10.98])
-def test_the_days_an_mfu_refusal_offers_answer_typed_back(days):
-    """'... or 11.02 days on 64 GPUs' was offered for 11.0207 (rounded to nearest) and '--days 11.02' refused again,
-    offering the same; and at 10.98 days 'needs MFU 81.4% ... above 81.4%' read as equal. Now the days are rounded up
-    at the printed 0.01 and the percents get a digit more where they would print alike."""
+@pytest.mark.parametrize("estimate", [estimate_training, estimate_budget], ids=["train", "budget"])
+def test_the_days_an_mfu_refusal_offers_answer_typed_back(estimate, days):
+    """The offered days were rounded to nearest: budget (`gpuplan train` with --days) offered '11.02 days on 64 GPUs'
+    at --days 10 and again at --days 11.02, refused; train offered '10.98 days' at 10.98, 'needs MFU 81.4% ...
+    above 81.4%', which read as equal. Now the days are rounded up at the printed 0.01 (11.03; train 10.99) and the
+    percents get a digit more where they would print alike (81.38% above 81.37%)."""
     with pytest.raises(InputError) as refused:
-        estimate_training(dict(V100_FULL_RECOMPUTE, days=days))
+        estimate(dict(V100_FULL_RECOMPUTE, days=days))
     text = str(refused.value)
     needs, above = re.search(r"needs MFU ([0-9.]+)%.*?, above ([0-9.]+)%", text).groups()
     assert needs != above and float(needs) > float(above), text
     offered = re.search(r"or ([0-9.]+) days on 64 GPUs", text).group(1)
-    results = estimate_training(dict(V100_FULL_RECOMPUTE, days=float(offered))).to_dict()["results"]
+    results = estimate(dict(V100_FULL_RECOMPUTE, days=float(offered))).to_dict()["results"]
     assert 0 < results["hfu"] <= 1, results["hfu"]
 
 
 def test_duration_up_rounds_up_at_the_printed_step():
-    """Hand-worked: 11.0207 days -> 11.03 days; 5.001 h -> 5.01 h; 42.01 s -> 42.1 s; already on a step: kept."""
+    """Hand-worked: 11.0207 days -> 11.03 days (nearest: 11.02, short of it); 5.001 h -> 5.01 h; 42.01 s -> 42.1 s; already on a step: kept."""
     from gpuplan.core.units import format_duration
     from gpuplan.jobs.training.mfu_refusal import duration_up
 

@@ -71,7 +71,7 @@ def largest_micro_batch(spec: ModelSpec, layout: ParallelLayout, settings: Memor
     Bisected, which needs fitting monotone in the micro-batch. With a global batch it is not over the integers: the
     pipeline holds min(pp, global_batch / (dp x mb)) micro-batches in flight (core.parallel.micro_batches_per_step,
     floored), so activations go like mb x that, up and down (review w14 R2 M2: torchtitan llama-3-8b seq 512, gb 60,
-    pp 4 on an H100 fits mb 1-12, 16-18, 21-24 and not 13-15, 19, 20). Over the divisors in-flight x mb is
+    pp 4 on an H100 fits mb 1-12, 16-17, 21-24 and not 13-15, 18-20). Over the divisors in-flight x mb is
     min(pp x mb, global_batch / dp), monotone, but for the largest (largest_allowed_fitting). Without a global batch (one micro-batch per step) the review found no
     non-monotone case in 267 layouts (six frameworks, three recompute modes, ZeRO-3, pp/vpp, both offloads)."""
     fits = (lambda mb: peak_memory(spec, replace(layout, micro_batch=mb), settings).allocated <= budget)

@@ -82,7 +82,7 @@ def _digits_apart(needed: float, limit: float) -> int:
 def duration_up(seconds: float) -> float:
     """``seconds`` rounded UP to the step core.units.format_duration prints in its unit (0.01 day, 0.01 h, 0.1 min,
     3 significant figures of s), so the time offered, typed back as --days, is at least the time needed: rounded
-    to nearest, '11.02 days' was offered for 11.0207 and refused typed back (review w14 R2 M3)."""
+    to nearest, budget offered '11.02 days on 64 GPUs' that --days 11.02 refused again (review w14 R2 M3)."""
     unit, scale = next(((name, size) for name, size in DURATION_UNITS if seconds >= size), DURATION_UNITS[-1])
     if unit == "s":
         step = 10.0 ** (math.floor(math.log10(seconds)) - 2) if seconds > 0 else 1.0
