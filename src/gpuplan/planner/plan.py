@@ -276,8 +276,9 @@ def counts_with_alternatives(counts: tuple[int, ...], per_node: int,
     count stands for itself; an alternative for the asked count it is below; ``smaller(c)``: more counts
     below ``c`` to weigh, each standing for the smallest asked count above it: planner.fallback's
     exact_batch_counts, for an irregular count only (any irregular count, node-sized or not): a common size
-    that a layout uses whole is the cluster its user has (`train llama-3.1-405b --gpus 16384 --global-batch 2048` stays on 16,384,
-    not the 14,336 the step model times 6% faster; where no layout uses it, planner.fallback weighs them))."""
+    that a layout uses whole is the cluster its user has (`train llama-3.1-405b --gpus 16384 --global-batch
+    2048` stays on 16,384, not the 14,336 the step model times 6% faster; where no layout uses it,
+    planner.fallback weighs them))."""
     asked_of: dict[int, int] = {c: c for c in counts}
     for c in counts:
         for alt in alternative_counts(c, per_node):
