@@ -99,3 +99,17 @@ def test_a_fastest_latency_past_a_second_is_printed_as_the_parser_takes_it():
     assert "," not in floor and float(floor) >= 1000, refused.value
     report = estimate_inference(InferenceInputs(ttft_p99=f"{floor}ms", **ask))
     assert report.value("sized_config")["replicas"] >= 1
+
+
+def test_the_largest_micro_batch_is_one_torchtitans_sequence_split_runs():
+    """Review w14 R3 M1: torchtitan needs (tp under sequence parallelism) to divide micro_batch x seq_len
+    (planner.framework_rules.sequence_divisor, trainer.py@b5bcd76 L296-308): at tp 8 and seq 4,100 only even
+    micro-batches run (4,100 x mb = 4 x 1,025 x mb). The verdict printed 11 on an H100, which memory refuses when typed
+    back; now the largest even one that fits, 10, and 11 is refused naming tp."""
+    ask = dict(model="llama-3-8b", gpu="h100", gpus=8, tp=8, seq_len=4100, framework="torchtitan")
+    largest = estimate_memory(MemoryInputs(**ask, micro_batch=2)).value("largest_micro_batch")
+    assert largest == 10
+    assert estimate_memory(MemoryInputs(**ask, micro_batch=largest)).value("fits") is True
+    with pytest.raises(InputError) as refused:
+        estimate_memory(MemoryInputs(**ask, micro_batch=11))
+    assert refused.value.field == "tp"

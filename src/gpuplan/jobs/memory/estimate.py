@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpuplan.planner.framework_rules import rules_for
+from gpuplan.planner.framework_rules import rules_for, sequence_split_runs
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import training as M
@@ -93,8 +93,12 @@ def verdict(spec: ModelSpec, layout: ParallelLayout, settings: M.MemorySettings,
     high = largest_micro_batch(spec, layout, settings, M.usable_bytes(gpu.memory_bytes, overheads, layout))
     allowed = micro_batches_allowed(layout)
     search = largest_fitting if allowed is None else largest_allowed_fitting
-    best = search(range(1, high + 1) if allowed is None else [mb for mb in allowed if mb <= high],
-                  lambda mb: _fits(spec, replace(layout, micro_batch=mb), settings, overheads, gpu, peaks)[0])
+    # only micro-batches the framework runs on this layout: torchtitan's sequence split counts micro_batch x seq_len
+    # (planner.framework_rules.sequence_split_runs; review w14 R3 M1: tp 8 at seq 4,100 printed 11, which it refuses)
+    runs = [mb for mb in (range(1, high + 1) if allowed is None else allowed) if mb <= high and sequence_split_runs(
+        settings.framework, layout.sequence_parallel, tp=layout.tp, cp=layout.cp, seq_len=settings.seq_len,
+        micro_batch=mb)]
+    best = search(runs, lambda mb: _fits(spec, replace(layout, micro_batch=mb), settings, overheads, gpu, peaks)[0])
     return fits, headroom, best
 
 
