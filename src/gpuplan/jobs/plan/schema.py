@@ -113,6 +113,12 @@ class PlanInputs(ModelFields, LayoutFields, SetupFields, StepFields, BudgetField
     exhaustive: Annotated[T.Bool, _f(False, "Time every layout and recompute mode (no pruning): the reference the "
                                             "pruned search is tested against.")]
 
+    @property
+    def time_predicted(self) -> bool:
+        """Always: `plan` times each layout by its modelled step (it takes no --mfu), as `train --mfu predicted` does
+        (TrainingInputs.time_predicted; jobs.training.layout passes it to planner.plan.best_plan)."""
+        return True
+
     def adjust_spec(self, spec):
         """The model with gpu_range_note among its notes (after sequence_note, schema.model_fields.job_spec), then
         the other field groups' checks."""

@@ -37,8 +37,7 @@ def layout_for_gpus(inputs: TrainingInputs, gpus: int, rank_by: str = "time") ->
     ev = evaluator_for(inputs)
     weigh = with_failure_shares(inputs, ev, gpus, rank_by == "time")
     plan, _ = best_plan(ev, gpus, inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs), rank_by,
-                        weigh, timed_by_steps=getattr(inputs, "time_predicted", True))  # a given MFU: fewer GPUs
-    # used, slower; plan's inputs (no --mfu) are always timed by their steps
+                        weigh, timed_by_steps=inputs.time_predicted)  # a given MFU: fewer GPUs used, slower
     return plan
 
 
