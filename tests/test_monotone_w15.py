@@ -111,3 +111,14 @@ def test_plans_row_failures_count_nodes_at_the_gpus_per_node_given():
 
     assert days == pytest.approx(wall(inputs.node_accelerator(gpu)), rel=1e-12)
     assert wall(inputs.node_accelerator(gpu)) != pytest.approx(wall(gpu), rel=1e-6)  # the node size matters here
+
+
+def test_a_deadline_answer_reports_no_idle_gpus_of_a_count_nobody_gave():
+    """Review w14 R3 S1: under a deadline (no --gpus) the search's 12,288 had no layout for 8,300 sequences and fell
+    back to 8,300 GPUs, and plan printed 'GPUs left idle 3,988 of 12,288' (train: '3,988 more of the 12,288 asked'),
+    a count nobody gave; the run and its cost are on 8,300. Idle GPUs are now said only of a count given."""
+    from gpuplan.jobs.plan.estimate import plan_report
+    from gpuplan.jobs.plan.schema import PlanInputs
+
+    report = plan_report(PlanInputs(model="gpt2-xl", gpu="h100", tokens=7.05e13, global_batch=8300, days=5))
+    assert report.value("best_gpus") == 8300 and report.value("idle_gpus") == 0

@@ -119,14 +119,16 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
 
     days, hours = float(t["days"][i]), float(t["gpu_hours"][i])
     cost = None if price is None else float(t["cost"][i])
+    # idle only of a count the user gave: a deadline's or the default range's search count is no cluster anyone has
+    # (review w14 R3 S1: `--global-batch 8300 --days 5` printed '3,988 of 12,288' left idle, 12,288 never asked)
+    idle = plan.idle_gpus if inputs.gpus else 0
     return (
         Line("best_layout", "your layout (best with the degrees given)" if inputs.layout_given else "best layout",
              plan.text(), text=f"{plural(plan.gpus, 'GPU')}, {plan.text()}: {t['days'][i]:,.1f} days, MFU {plan.mfu:.1%}",
              formula=f"ranked by {RANKED[rank_by_of(inputs)]}"),
         Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
-        Line("idle_gpus", "GPUs left idle", plan.idle_gpus, "GPUs",
-             f"{plan.idle_gpus:,} of {plan.gpus_asked:,}" if plan.idle_gpus else "none",
-             _why_idle(inputs) if plan.idle_gpus else ""),
+        Line("idle_gpus", "GPUs left idle", idle, "GPUs", f"{idle:,} of {plan.gpus_asked:,}" if idle else "none",
+             _why_idle(inputs) if idle else ""),
         Line("global_batch", "global batch", plan.global_batch, "sequences",
              f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({signed_percent(plan.batch_difference)} vs {asked:,.0f} "
              + ("asked)" if inputs.global_batch is not None or inputs.global_batch_tokens is not None else "by default)"),

@@ -195,12 +195,13 @@ def allowance_section(time: TimeEstimate, inputs: TrainingInputs) -> Section:
 
 def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
     """The layout the estimate stands on and its memory verdict (= `gpuplan memory` of it)."""
-    idle = f", {plan.idle_gpus:,} of {plan.gpus_asked:,} GPUs idle" if plan.idle_gpus else ""
+    left = plan.idle_gpus if inputs.gpus is not None else 0  # of a count given, not a deadline's search count
+    idle = f", {left:,} of {plan.gpus_asked:,} GPUs idle" if left else ""
     source = "your degrees" if inputs.layout_given else "the planner's best"
     m = plan.memory
     return Section(f"Layout and memory per GPU ({source}{idle})", (
         Line("mem_layout", "layout", plan.degrees(), text=f"{plan.text()} on {plural(plan.gpus, 'GPU')}"
-             + (f" ({plan.idle_gpus:,} more of the {plan.gpus_asked:,} asked left idle)" if plan.idle_gpus else ""),
+             + (f" ({left:,} more of the {plan.gpus_asked:,} asked left idle)" if left else ""),
              formula=f"{source}; step {plan.step_seconds:.3f} s, modelled MFU {plan.mfu:.1%}"),
         Line("mem_global_batch", "global batch", plan.global_batch, "sequences",
              f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({signed_percent(plan.batch_difference)} vs "
