@@ -136,7 +136,7 @@ def check_sequence_split(inputs, spec) -> None:
     to the planner (plan, train, budget) the search picks one that divides, `memory` takes its 1. generic is
     framework-neutral: no rule. A tp the heads refuse, or a cp 2·cp of the sequence refuses, is left to those
     rules (core.parallel.check_model_degrees), which name the more basic cause."""
-    from gpuplan.planner.framework_rules import sequence_divisor, sequence_split_runs, split_tokens
+    from gpuplan.planner.framework_rules import sequence_split_runs
 
     get = lambda name, default=None: getattr(inputs, name, default)  # noqa: E731
     framework, sp, tp, cp, seq = get("framework"), get("sequence_parallel", True), get("tp"), get("cp") or 1, \
@@ -149,11 +149,7 @@ def check_sequence_split(inputs, spec) -> None:
     if sequence_split_runs(framework, sp, tp=tp, cp=cp, seq_len=seq, micro_batch=mb):
         return
     if framework == "torchtitan":
-        divisor = sequence_divisor(framework, sp, tp, cp)
-        raise InputError("tp", tp, f"must divide the {split_tokens(framework, seq, cp, mb):,} tokens of a micro-batch "
-                         f"(micro_batch {mb} x seq_len {seq:,}): torchtitan raises 'The number of tokens per pipeline "
-                         f"microbatch ... must be divisible by {divisor}' (trainer.py@b5bcd76 L296-308); give a "
-                         f"--micro-batch x --seq-len multiple of {divisor}, another --tp, or --no-sequence-parallel")
+        raise torchtitan_split_error(tp, cp, seq, (mb,))
     held = f"the {seq // cp:,} tokens a context-parallel rank holds (seq_len / cp)" if cp > 1 else \
         f"the sequence length {seq:,}"
     raise InputError("tp", tp, f"must divide {held}: Megatron's sequence parallelism splits them over the TP "
@@ -184,3 +180,18 @@ def check_mtp(inputs, spec) -> None:
         return
     raise InputError("mtp_layers", mtp, f"{MTP_CODE[framework]}: give --framework megatron (Megatron-Core "
                      "mtp_num_layers) or leave --mtp-layers out")
+
+
+def torchtitan_split_error(tp: int, cp: int, seq: int, micro_batches: tuple[int, ...]) -> InputError:
+    """torchtitan's sequence-split refusal (check_sequence_split's words): no micro-batch in ``micro_batches`` (those
+    tried: memory's one, or every one the search allowed, planner.space.sequence_split_refusal) makes micro_batch x
+    seq_len a multiple of (tp under sequence parallelism) x (2 cp if cp > 1) (trainer.py@b5bcd76 L296-308)."""
+    from gpuplan.planner.framework_rules import sequence_divisor, split_tokens
+
+    divisor = sequence_divisor("torchtitan", True, tp, cp)
+    *rest, last = micro_batches
+    tokens = (f"the {split_tokens('torchtitan', seq, cp, last):,} tokens of a micro-batch (micro_batch {last} x "
+              if not rest else f"the tokens of a micro-batch (micro_batch {', '.join(map(str, rest))} or {last} x ")
+    return InputError("tp", tp, f"must divide {tokens}seq_len {seq:,}): torchtitan raises 'The number of tokens per "
+                      f"pipeline microbatch ... must be divisible by {divisor}' (trainer.py@b5bcd76 L296-308); give a "
+                      f"--micro-batch x --seq-len multiple of {divisor}, another --tp, or --no-sequence-parallel")
