@@ -5,6 +5,7 @@ Megatron asserts tp divides seq_len / cp (tensor_parallel/mappings.py@00caa53 L6
 
 import numpy as np
 import pytest
+from helpers import field_refusal, web_refusal
 
 from gpuplan.planner.framework_rules import sequence_divisor, sequence_split_runs, split_tokens
 
@@ -90,3 +91,25 @@ def test_the_no_fit_refusal_names_the_sequence_split_when_it_left_tp_1_only():
                                                               fixed={"tp": 1})) == ""
     with pytest.raises(InputError, match=r"256 GPUs.*sequence parallelism left tp 1 only.*--no-sequence-parallel"):
         search(PlanInputs(model="llama-3.1-405b", gpu="h100", gpus=64, seq_len=4097, tokens=1e12))
+
+
+def test_plans_empty_torchtitan_search_names_the_sequence_split_at_every_door(run_cli, client):
+    """Review w14 R3 S2: `plan --framework torchtitan --tp 8 --seq-len 4097 --global-batch 4` on 8 GPUs said only 'no
+    layout can use these GPU counts'. dp = 1 leaves micro-batches 1, 2 and 4; 4,097 x m is odd for each, so none is a
+    multiple of tp 8 (trainer.py@b5bcd76 L296-308). `memory`'s words (schema.layout_rules.torchtitan_split_error),
+    one line, exit 2, the same at the CLI, the web and the Python API; 4,096 answers."""
+    from gpuplan import InputError, PlanInputs
+    from gpuplan.jobs.plan.search import search
+
+    ask = {"model": "llama-3-8b", "gpu": "h100", "gpus": 8, "framework": "torchtitan", "tp": 8, "seq_len": 4097,
+           "global_batch": 4, "tokens": 1e9}
+    fragment = ("got 8; must divide the tokens of a micro-batch (micro_batch 1, 2 or 4 x seq_len 4,097): torchtitan "
+                "raises 'The number of tokens per pipeline microbatch ... must be divisible by 8'")
+    flag = field_refusal(run_cli("plan", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--framework",
+                                 "torchtitan", "--tp", "8", "--seq-len", "4097", "--global-batch", "4",
+                                 "--tokens", "1e9"), "tp", fragment)
+    web = web_refusal(client.post("/api/plan", json=ask), "tp", fragment)
+    with pytest.raises(InputError) as api:
+        search(PlanInputs(**ask))
+    assert flag.strip() == f"error: {web}" == f"error: {api.value}"
+    assert len(search(PlanInputs(**{**ask, "seq_len": 4096})).table)  # the rule, not the GPUs, was the cause

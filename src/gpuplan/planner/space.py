@@ -26,7 +26,7 @@ Arrays are built with numpy; the planner evaluates them in bulk (planner.search)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from itertools import product
 
@@ -202,6 +202,25 @@ def sequence_split_note(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, l
     return (f"; sequence parallelism left tp 1 only: Megatron asserts tp divides the sequence length {seq_len:,} "
             "(tensor_parallel/mappings.py@00caa53 L67-70), so give --no-sequence-parallel or a --seq-len multiple "
             f"of {max(tps)}")
+
+
+def sequence_split_refusal(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, target_batch: float,
+                           max_tp: int, limits: SpaceLimits | None) -> InputError | None:
+    """Why an empty search found no layout where the framework's sequence-split rule counts the micro-batch
+    (torchtitan's, PER_MICRO_BATCH_SPLIT): the same search without the rule finds layouts, and on the first one's
+    tp / cp no micro-batch it allowed makes micro_batch x seq_len divide (schema.layout_rules.torchtitan_split_error,
+    `memory`'s words). None otherwise (the rule is not the cause). Review w14 R3 S2: `plan --framework torchtitan
+    --tp 8 --seq-len 4097 --global-batch 4` said only 'no layout can use these GPU counts'."""
+    from gpuplan.schema.layout_rules import torchtitan_split_error
+
+    if limits is None or not limits.sequence_split or limits.framework not in PER_MICRO_BATCH_SPLIT:
+        return None
+    free = enumerate_layouts(spec, counts, seq_len, target_batch, max_tp, replace(limits, sequence_split=False))
+    if not len(free["tp"]):
+        return None
+    tp, cp = int(free["tp"][0]), int(free["cp"][0])
+    tried = np.unique(free["micro_batch"][(free["tp"] == tp) & (free["cp"] == cp)])
+    return torchtitan_split_error(tp, cp, seq_len, tuple(int(m) for m in tried))
 
 
 def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, target_batch: float,
