@@ -49,3 +49,21 @@ def test_eager_prefill_issue_by_hand(qwen3_235b):
     issue = FT.eager_issue_seconds(SGLANG, qwen3_235b, tokens=961, tp=8)
     assert issue == pytest.approx(94 * 20 * 41.957e-6 + 16.6e-3, rel=1e-3)
     assert issue == pytest.approx(95.48e-3, rel=1e-3)
+
+
+def test_graph_decode_counts_the_q_copy_from_two_tokens(qwen3_235b):
+    """Review w14 R1 S1: under CUDA-graph capture SGLang runs q.reshape(-1, head_dim) on the main stream
+    (qwen3_moe.py@v0.5.6:376) and k's (a view at TP 8 anyway) on the alternate stream with k_norm (L378-380). Qwen3-235B
+    TP 8 graph layer: 11 dense + 4 MoE + 1 q norm (k's on the alt stream) = 16 at batch 1 (a view), 17 from 2 tokens
+    (its floor x 17 / 16: 6.836 -> 7.264 ms a step at 94 layers); TP 2, where k copies too, still 17 (k's copy is off
+    the critical path). vLLM (17, no such copy) and SGLang 0.4.4 (16) do not move with the batch."""
+    assert LK.graph_kernels(qwen3_235b, SGLANG, tp=8, tokens=1) == 16
+    assert LK.graph_kernels(qwen3_235b, SGLANG, tp=8, tokens=2) == 17
+    assert LK.graph_kernels(qwen3_235b, SGLANG, tp=8, tokens=512) == 17
+    assert LK.graph_kernels(qwen3_235b, SGLANG, tp=2, tokens=64) == 17
+    assert LK.graph_floor_scale(qwen3_235b, SGLANG, None, "bf16", 8, tokens=2) == pytest.approx(17 / 16, rel=1e-9)
+    assert LK.graph_floor_scale(qwen3_235b, SGLANG, None, "bf16", 8) == 1.0  # batch 1: the held-out rows' floor
+    vllm, old = parse_release("vllm==0.11.0"), parse_release("sglang==0.4.4")
+    assert LK.graph_kernels(qwen3_235b, vllm, tp=8, tokens=64) == LK.graph_kernels(qwen3_235b, vllm, tp=8) == 17
+    assert LK.graph_kernels(qwen3_235b, old, tp=8, tokens=64) == LK.graph_kernels(qwen3_235b, old, tp=8) == 16
+    assert LK.graph_kernels(load_model("llama-3-8b"), SGLANG, tp=8, tokens=64) == 11  # no per-head norm

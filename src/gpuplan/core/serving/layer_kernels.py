@@ -166,10 +166,10 @@ def qk_reshape_copies(spec: ModelSpec, release: EngineRelease, tokens: float, tp
     with one head a rank (the reshape keeps the shape). k copies by the same rule where a rank holds more than one KV
     head (KV heads are replicated where there are fewer than ranks: one a rank). Checked with torch on the shapes
     (Qwen3-235B-A22B at TP 8: q 8 heads of 128 in rows of 1,280 copies at 2+ tokens and is a view at 1; k, one
-    head, a view). Eagerly the copies are launched one by one: 1 for q, + 1 for k where it copies. Not counted on a
-    CUDA-graph step's path (graph_kernels): the decode steps timed are of batch 1 (no copy); a graph of two or more
-    sequences runs the q copy on the main stream, one kernel the floor leaves out. 0 for other models, engines and
-    releases before QWEN3_QK_RESHAPE_SINCE."""
+    head, a view). Eagerly the copies are launched one by one: 1 for q, + 1 for k where it copies. A CUDA-graph step
+    (graph_kernels) runs q's copy on the main stream (qwen3_moe.py@v0.5.6:376) and k's on the alternate stream with
+    k_norm (L378-380, off the critical path): q's only. 0 for other models, engines and releases before
+    QWEN3_QK_RESHAPE_SINCE."""
     if (release.engine != "sglang" or release.version < QWEN3_QK_RESHAPE_SINCE or tokens <= 1
             or spec.model_type not in QWEN3_QK_RESHAPE_MODEL_TYPES or spec.attention.qk_norm != "per_head"):
         return 0
@@ -223,14 +223,15 @@ def _mean(pair: tuple[LayerKernels, LayerKernels], spec: ModelSpec, attr: str) -
 
 
 def graph_kernels(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None = None,
-                  fmt_name: str = "bf16", *, tp: int = 1) -> float:
-    """Mean kernels a layer of a CUDA-graph decode step runs on its critical path, all-reduces apart:
-    the table's where it has the path, else kernels.graph_kernels_per_layer. Where the table's path
-    fuses the norms into the all-reduces, a step without TP runs the two add + RMSNorm kernels
+                  fmt_name: str = "bf16", *, tp: int = 1, tokens: float = 1.0) -> float:
+    """Mean kernels a layer of a CUDA-graph decode step of ``tokens`` tokens runs on its critical path, all-reduces
+    apart: the table's where it has the path, else kernels.graph_kernels_per_layer, plus SGLang's Qwen3 q copy at two
+    tokens or more (qk_reshape_copies; k's runs on the alternate stream: at most 1; review w14 R1 S1). Where the
+    table's path fuses the norms into the all-reduces, a step without TP runs the two add + RMSNorm kernels
     (_norms_apart: issued_kernels' rule; a graph step is never past NORMS_IN_ALLREDUCE_MAX_TOKENS)."""
     pair = table_entry(spec, release, fabric, fmt_name, prefill=False)
     if pair is None:
-        return KR.graph_kernels_per_layer(spec, release.engine)
+        return KR.graph_kernels_per_layer(spec, release.engine) + min(1, qk_reshape_copies(spec, release, tokens, tp))
     return _mean(pair, spec, "graph") + (2 if _norms_apart(tp, 1.0) else 0)
 
 
@@ -259,7 +260,8 @@ def issued_kernels(spec: ModelSpec, release: EngineRelease, fabric: Accelerator 
 
 
 def graph_floor_scale(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None, fmt_name: str,
-                      tp: int = 1) -> float:
-    """graph_kernels / kernels.graph_kernels_per_layer: how much the table's count moves the general
-    rule's floor (1 where the table has no entry)."""
-    return graph_kernels(spec, release, fabric, fmt_name, tp=tp) / KR.graph_kernels_per_layer(spec, release.engine)
+                      tp: int = 1, tokens: float = 1.0) -> float:
+    """graph_kernels / kernels.graph_kernels_per_layer at ``tokens`` a step: how much the table's count (and SGLang's
+    Qwen3 q copy) moves the general rule's floor (1 where neither applies)."""
+    return (graph_kernels(spec, release, fabric, fmt_name, tp=tp, tokens=tokens)
+            / KR.graph_kernels_per_layer(spec, release.engine))
