@@ -106,7 +106,7 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     graph_max = graph_max_tokens_at(release, eff.graph_max_tokens, fabric, tp)
     graphed = (work.tokens <= graph_max and work.context <= KR.graph_context_limit_of(release)
                and (not work.prefill or KR.prefill_graphs_of(release)))
-    floor = layers * graph_layer_seconds(setup, spec, fabric, tp) if graphed else 0.0
+    floor = layers * graph_layer_seconds(setup, spec, fabric, tp, work.tokens) if graphed else 0.0
     # eager forwards launched from Python (SGLang's prefill, vLLM V1 --enforce-eager; not the proposer's
     # draft steps, spec_runner's): max(issue, GPU), first_token_path
     eager = not graphed and work.scheduled and FT.runs_issue_bound(release, graph_max)
@@ -137,16 +137,18 @@ def graph_max_tokens_at(release: EngineRelease, configured: int, fabric: Acceler
 
 
 def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec, fabric: Accelerator | None = None,
-                        tp: int = 1) -> float:
+                        tp: int = 1, tokens: float = 1.0) -> float:
     """A CUDA-graph step's small-kernel floor per layer: the given Efficiency.graph_layer_s (as given,
     whatever the layer), else the release's for ``spec``'s layers (kernels.graph_layer_seconds_of:
     scaled by their kernels), with the kernels counted for the path on ``fabric`` where
-    core.serving.layer_kernels has it (SGLang on sm100: DeepSeek-V3 FP8, GPT-OSS MXFP4)."""
+    core.serving.layer_kernels has it (SGLang on sm100: DeepSeek-V3 FP8, GPT-OSS MXFP4; SGLang's Qwen3 q copy at
+    ``tokens`` >= 2 a step)."""
     given = setup.efficiency.graph_layer_s
     if given is not None:
         return given
     release = setup.runtime.release
-    return KR.graph_layer_seconds_of(release, spec) * LK.graph_floor_scale(spec, release, fabric, setup.fmt.name, tp)
+    return KR.graph_layer_seconds_of(release, spec) * LK.graph_floor_scale(spec, release, fabric, setup.fmt.name, tp,
+                                                                              tokens)
 
 
 def allreduce_message_bytes(spec: ModelSpec, tokens, act_bytes: int = 2):
