@@ -113,3 +113,13 @@ def test_plans_empty_torchtitan_search_names_the_sequence_split_at_every_door(ru
         search(PlanInputs(**ask))
     assert flag.strip() == f"error: {web}" == f"error: {api.value}"
     assert len(search(PlanInputs(**{**ask, "seq_len": 4096})).table)  # the rule, not the GPUs, was the cause
+
+
+@pytest.mark.parametrize("command", ["train", "budget"])
+def test_train_and_budget_name_torchtitans_sequence_split_as_plan_does(run_cli, command):
+    """The same ask through `train` / `budget` (planner.plan.best_plan's empty search) said 'no layout can use these
+    GPU counts' after plan's refusal was given the cause (B2 w14): one line naming tp, exit 2, plan's words."""
+    args = ("--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--framework", "torchtitan", "--tp", "8",
+            "--seq-len", "4097", "--global-batch", "4", "--tokens", "1e9")
+    field_refusal(run_cli(command, *args), "tp", "must divide the tokens of a micro-batch (micro_batch 1, 2 or 4 x "
+                  "seq_len 4,097): torchtitan raises")
