@@ -18,6 +18,7 @@ from gpuplan.core.serving.engines import sglang_defaults
 from gpuplan.core.serving.releases import (CUSTOM_ALLREDUCE_MAX_BYTES, VLLM_V1_SINCE, EngineRelease,
                                            graph_capture_sizes, own_allreduce_max_bytes, reads_019_allreduce)
 from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.serving.tp_span import spans_domains  # a TP group past the NVLink domain: NCCL only
 
 COLLECTIVE_EFFICIENCY = 0.8
 """Share of a link's per-direction bandwidth a ring all-reduce achieves (NCCL's bus bandwidth on
@@ -349,8 +350,8 @@ def custom_allreduce_limit(release: EngineRelease, tp: int, fabric: Accelerator 
     capability'; TensorRT-LLM's AUTO: no P2P -> NCCL). Where releases.reads_019_allreduce holds (vLLM
     0.19.x, sm90, not PCIe-only, P2P), given the model's ``hidden`` size, the elements' ``dtype_bytes``
     / ``bf16`` (releases.allreduce_dtype of the weight format) and ``pp`` (the fusion needs pp 1): the
-    memory report's rule, releases.own_allreduce_max_bytes. Other releases keep 8 MiB."""
-    if tp <= 1 or not p2p or (on_pcie(fabric) and (tp > 2 or release.engine == "trtllm")):
+    memory report's rule, releases.own_allreduce_max_bytes. Other releases keep 8 MiB; 0 past the domain (tp_span)."""
+    if tp <= 1 or not p2p or (on_pcie(fabric) and (tp > 2 or release.engine == "trtllm")) or spans_domains(tp, fabric):
         return 0.0
     if given is not None:
         return given
@@ -409,10 +410,9 @@ def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None,
     0 without tensor parallelism."""
     if tp <= 1:
         return 0.0
-    if fabric is not None:
-        fabric = collective_fabric(fabric, p2p)
+    fabric = collective_fabric(fabric, p2p) if fabric is not None else None
     pcie = on_pcie(fabric)
-    custom = p2p and message_bytes <= custom_max_bytes and not (pcie and tp > 2)
+    custom = p2p and message_bytes <= custom_max_bytes and not (pcie and tp > 2) and not spans_domains(tp, fabric)
     if fabric is not None and not custom:
         slowdown = PCIE_NCCL_SLOWDOWN if pcie else 1.0
         return slowdown * nccl_all_reduce_seconds(message_bytes, tp, fabric)

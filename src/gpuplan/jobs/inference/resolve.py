@@ -11,6 +11,7 @@ from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import setup as SU
 from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
+from gpuplan.core.serving.tp_span import node_ranks, spans_domains
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
@@ -102,11 +103,13 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
         who = {"vllm": " (vLLM)", "sglang": " (SGLang)"}.get(engine, "")
         notes.append(f"tp {inputs.tp_degree} > {kv_heads} KV heads: each KV head is replicated on {inputs.tp_degree // kv_heads} "
                      f"GPUs{who}, so the cache per GPU stops shrinking")
-    domain = gpu.scale_up_domain or gpu.devices_per_node or 8  # GPUs on one scale-up link (NVLink: 72 on GB200)
-    if inputs.tp_degree > domain:  # vLLM / SGLang run TP across nodes, so it is answered; the speed is not modelled
-        notes.append(f"tp {inputs.tp_degree} spans {-(-inputs.tp_degree // domain)} scale-up domains of {domain} "
-                     f"{gpu.name}: its all-reduces are timed on the scale-up link; between domains they cross the "
-                     "slower scale-out network, so the speeds are optimistic (--pp across nodes is the usual split)")
+    domain = node_ranks(gpu)  # GPUs on one scale-up link (NVLink: 8 on HGX, 72 on GB200 NVL72) or PCIe server
+    if spans_domains(inputs.tp_degree, gpu):  # vLLM / SGLang run TP across nodes (core.serving.tp_span)
+        what = "PCIe servers" if gpu.pcie_only else "scale-up domains"
+        notes.append(f"tp {inputs.tp_degree} spans {-(-inputs.tp_degree // domain)} {what} of {domain} "
+                     f"{gpu.name}: the engines' own all-reduce kernels stay inside one domain, so every all-reduce "
+                     "is timed as NCCL's over the scale-out network between domains (the catalog's NIC bandwidth "
+                     "and latency); --pp across nodes is the usual split")
     if inputs.lora is not None:  # MLA: one clear line before any search
         from gpuplan.core.serving.lora import check_supported
 

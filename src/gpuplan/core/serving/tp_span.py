@@ -1,0 +1,23 @@
+"""Whether a serving TP group reaches past the GPUs one engine's own all-reduce kernel joins (issue 38,
+review w14 R2 N3): the scale-up (NVLink) domain, or the server of a PCIe-only part."""
+from __future__ import annotations
+
+from gpuplan.core.hardware import Accelerator
+
+
+def node_ranks(fabric: Accelerator) -> int:
+    """GPUs the engines' own all-reduce kernel can join: the scale-up domain (Accelerator.scale_up_ranks:
+    8 on HGX, 72 on GB200 NVL72); on a PCIe-only part, whose catalog domain is 1 (no NVLink), the GPUs of
+    its server (devices_per_node, else 8: the same default as scale_up_ranks), which vLLM's node check
+    counts (custom_all_reduce.py@00d618aa:90-96, in_the_same_node_as)."""
+    return (fabric.devices_per_node or 8) if fabric.pcie_only else fabric.scale_up_ranks
+
+
+def spans_domains(tp: int, fabric: Accelerator | None) -> bool:
+    """A TP group of ``tp`` GPUs larger than node_ranks(fabric), so its all-reduces cross the scale-out
+    network. The engines' own all-reduce kernels share IPC buffers inside one node and are off for such
+    a group (vLLM custom_all_reduce.py@00d618aa:90-96: 'Custom allreduce is disabled because this process
+    group spans across nodes'; SGLang's copy of the kernel logs the same); NCCL then runs every message,
+    timed by core.comm.collectives on cluster_for(fabric).group(tp): tp / scale_up_ranks domains joined by
+    the catalog's NIC bandwidth and latency (GroupLinks.nodes > 1). False without a part (``fabric`` None)."""
+    return fabric is not None and tp > node_ranks(fabric)
