@@ -54,7 +54,8 @@ def test_tp_inside_the_domain_keeps_the_engines_kernel(h100):
     per_direction = gb200.scale_up_bandwidth / 2 * 0.8
     assert KR.tp_allreduce_seconds(MESSAGE, 16, gb200.scale_up_bandwidth, LATENCY, fabric=gb200) == pytest.approx(
         LATENCY + 2 * 15 / 16 * MESSAGE / per_direction, rel=1e-9)
-    assert KR.custom_allreduce_limit(parse_release("vllm==0.10.1"), 16, gb200) == KR.CUSTOM_ALLREDUCE_MAX_BYTES
+    # vLLM refuses its kernel at world size 16 (tp_span.OWN_KERNEL_WORLD_SIZES, helper B3): NCCL inside the NVL72
+    assert KR.custom_allreduce_limit(parse_release("vllm==0.10.1"), 16, gb200) == 0.0
     # PCIe-only parts (catalog scale-up domain 1): the node is their server of 8, so tp 2 on one stays inside it
     rtx4090 = load_accelerator("rtx-4090")
     assert rtx4090.scale_up_ranks == 1 and not KR.spans_domains(2, rtx4090) and KR.spans_domains(16, rtx4090)
@@ -76,6 +77,7 @@ def test_tp16_on_h100_decode_pays_the_network_and_says_so(monkeypatch):
     after, notes = results()
     with monkeypatch.context() as patch:  # the rule off: the own kernel on the scale-up link, as before
         patch.setattr(KR, "spans_domains", lambda tp, fabric: False)
+        patch.setattr(KR, "own_kernel_off", lambda engine, tp, fabric: False)  # and vLLM's world-size rule (B3)
         before, _ = results()
     assert after["tpot"] - before["tpot"] == pytest.approx(160 * (26.400e-6 - 8.085e-6), rel=2e-3)
     assert after["ttft"] == pytest.approx(before["ttft"], rel=1e-12)

@@ -18,7 +18,7 @@ from gpuplan.core.serving.engines import sglang_defaults
 from gpuplan.core.serving.releases import (CUSTOM_ALLREDUCE_MAX_BYTES, VLLM_V1_SINCE, EngineRelease,
                                            graph_capture_sizes, own_allreduce_max_bytes, reads_019_allreduce)
 from gpuplan.core.comm.topology import cluster_for
-from gpuplan.core.serving.tp_span import spans_domains  # a TP group past the NVLink domain: NCCL only
+from gpuplan.core.serving.tp_span import own_kernel_off, spans_domains  # past the NVLink domain, tp 3: NCCL only
 
 COLLECTIVE_EFFICIENCY = 0.8
 """Share of a link's per-direction bandwidth a ring all-reduce achieves (NCCL's bus bandwidth on
@@ -350,8 +350,8 @@ def custom_allreduce_limit(release: EngineRelease, tp: int, fabric: Accelerator 
     capability'; TensorRT-LLM's AUTO: no P2P -> NCCL). Where releases.reads_019_allreduce holds (vLLM
     0.19.x, sm90, not PCIe-only, P2P), given the model's ``hidden`` size, the elements' ``dtype_bytes``
     / ``bf16`` (releases.allreduce_dtype of the weight format) and ``pp`` (the fusion needs pp 1): the
-    memory report's rule, releases.own_allreduce_max_bytes. Other releases keep 8 MiB; 0 past the domain (tp_span)."""
-    if tp <= 1 or not p2p or (on_pcie(fabric) and (tp > 2 or release.engine == "trtllm")) or spans_domains(tp, fabric):
+    memory report's rule, releases.own_allreduce_max_bytes. Other releases keep 8 MiB; 0 past the domain or, for vLLM / SGLang, at a tp outside 2 / 4 / 6 / 8 (tp_span)."""
+    if tp <= 1 or not p2p or (on_pcie(fabric) and (tp > 2 or release.engine == "trtllm")) or own_kernel_off(release.engine, tp, fabric):
         return 0.0
     if given is not None:
         return given

@@ -21,3 +21,19 @@ def spans_domains(tp: int, fabric: Accelerator | None) -> bool:
     timed by core.comm.collectives on cluster_for(fabric).group(tp): tp / scale_up_ranks domains joined by
     the catalog's NIC bandwidth and latency (GroupLinks.nodes > 1). False without a part (``fabric`` None)."""
     return fabric is not None and tp > node_ranks(fabric)
+
+
+OWN_KERNEL_WORLD_SIZES = (2, 4, 6, 8)
+"""TP sizes vLLM's and SGLang's own (custom) all-reduce kernel runs at: CustomAllreduce._SUPPORTED_WORLD_SIZES,
+the same list in every release read (vLLM parallel_utils/custom_all_reduce.py@v0.3.0:23 and @v0.4.0:24,
+distributed/device_communicators/custom_all_reduce.py@v0.6.0:38, @v0.10.1.1:51, @v0.19.0:52; SGLang
+srt/distributed/device_communicators/custom_all_reduce.py@v0.5.6:55); at any other size the constructor logs
+'Custom allreduce is disabled due to an unsupported world size' and returns (vLLM @v0.19.0:105-113, SGLang
+@v0.5.6:107-115), so NCCL runs every TP message (tp 3 / 5 / 7, tp 16 inside a GB200 NVL72)."""
+
+
+def own_kernel_off(engine: str, tp: int, fabric: Accelerator | None) -> bool:
+    """The engine's own all-reduce kernel is off for a TP group of ``tp`` GPUs: the group spans scale-up
+    domains (spans_domains, every engine), or vLLM / SGLang at a size outside OWN_KERNEL_WORLD_SIZES.
+    TensorRT-LLM's kernel keeps its own rule (kernels.custom_allreduce_bytes_of)."""
+    return spans_domains(tp, fabric) or (engine in ("vllm", "sglang") and tp not in OWN_KERNEL_WORLD_SIZES)

@@ -1,0 +1,56 @@
+"""Three small serving facts (issue 38, helper B3): vLLM's / SGLang's own all-reduce kernel runs only at TP
+world sizes 2, 4, 6, 8 (CustomAllreduce._SUPPORTED_WORLD_SIZES; core.serving.tp_span.OWN_KERNEL_WORLD_SIZES),
+NCCL at every other size."""
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.catalog import load_accelerator
+from gpuplan.core.serving import kernels as KR
+from gpuplan.core.serving.releases import parse_release
+
+MESSAGE = 1 * 8192 * 2
+"""One decode token of Llama-3-70B (hidden 8,192, bf16), bytes."""
+LATENCY = 8e-6
+"""setup.Efficiency.allreduce_latency_s over NVLink (the engine's own kernel)."""
+
+
+@pytest.fixture(scope="module")
+def parts():
+    return load_accelerator("h100"), load_accelerator("gb200")
+
+
+@pytest.mark.parametrize("engine", ["vllm==0.10.1", "vllm==0.19", "sglang==0.5.6"])
+def test_own_kernel_only_at_world_sizes_2_4_6_8(parts, engine):
+    """custom_all_reduce.py: vLLM @v0.10.1.1:51 / @v0.19.0:52, SGLang @v0.5.6:55 list [2, 4, 6, 8]; any other
+    size logs 'unsupported world size' and leaves the kernel off. On H100 (bf16, hidden 8,192, no table limit
+    given) the 8 MiB bound applies at 2 / 4 / 6 / 8 (vLLM 0.19 reads its sm90 tables: > 0), 0 at 3 / 5 / 7; on
+    a GB200 NVL72 tp 16 sits inside one NVLink domain yet gets 0 (NCCL), tp 8 keeps the kernel."""
+    h100, gb200 = parts
+    release = parse_release(engine)
+    for tp in (2, 4, 6, 8):
+        assert KR.custom_allreduce_limit(release, tp, h100, hidden=8192) > 0, tp
+    for tp in (3, 5, 7):
+        assert KR.custom_allreduce_limit(release, tp, h100, hidden=8192) == 0.0, tp
+    assert KR.custom_allreduce_limit(release, 16, gb200, hidden=8192) == 0.0
+    assert KR.custom_allreduce_limit(release, 8, gb200, hidden=8192) == KR.CUSTOM_ALLREDUCE_MAX_BYTES
+    assert KR.custom_allreduce_limit(release, 3, h100, given=4e6) == 0.0  # a given workspace cannot turn it on
+
+
+def test_trtllm_keeps_its_own_rule(parts):
+    """TensorRT-LLM's AUTO strategy is not vLLM's class: tp 3 on NVLink keeps its 8 MB workspace bound
+    (custom_allreduce_bytes_of: 8e6 above tp 2)."""
+    h100, _ = parts
+    assert KR.custom_allreduce_limit(parse_release("trtllm==1.0"), 3, h100) == 8e6
+
+
+def test_tp3_all_reduce_is_nccls_time(parts):
+    """vLLM tp 3 on H100: the step's limit is 0, so tp_allreduce_seconds times the 16 KiB message with NCCL's
+    model (core.comm.collectives), not the own kernel's 8 us + 2 x 2/3 x 16,384 / (450e9 x 0.8) = 8.061 us."""
+    h100, _ = parts
+    limit = KR.custom_allreduce_limit(parse_release("vllm==0.10.1"), 3, h100)
+    seconds = KR.tp_allreduce_seconds(MESSAGE, 3, h100.scale_up_bandwidth, LATENCY, fabric=h100, custom_max_bytes=limit)
+    assert seconds == pytest.approx(KR.nccl_all_reduce_seconds(MESSAGE, 3, h100), rel=1e-12)
+    own = KR.tp_allreduce_seconds(MESSAGE, 3, h100.scale_up_bandwidth, LATENCY, fabric=h100)
+    assert own == pytest.approx(8e-6 + 2 * 2 / 3 * MESSAGE / (900e9 / 2 * 0.8), rel=1e-9)
+    assert own == pytest.approx(8.061e-6, rel=1e-3) and seconds != pytest.approx(own, rel=1e-3)
