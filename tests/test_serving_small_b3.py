@@ -54,3 +54,29 @@ def test_tp3_all_reduce_is_nccls_time(parts):
     own = KR.tp_allreduce_seconds(MESSAGE, 3, h100.scale_up_bandwidth, LATENCY, fabric=h100)
     assert own == pytest.approx(8e-6 + 2 * 2 / 3 * MESSAGE / (900e9 / 2 * 0.8), rel=1e-9)
     assert own == pytest.approx(8.061e-6, rel=1e-3) and seconds != pytest.approx(own, rel=1e-3)
+
+
+def test_pipeline_hops_that_leave_the_domain(parts):
+    """Ranks TP innermost, domains of 8 on H100 (72 on GB200): tp 8 pp 2 crosses at its one boundary; tp 4 pp 2
+    stays in GPUs 0-7; tp 4 pp 4 crosses once (stage 2 starts at GPU 8); tp 3 pp 3 once (GPU 5 -> 8); tp 8 pp 4 on
+    a GB200 NVL72 never (32 of 72 GPUs), tp 8 pp 16 once (stage 9 starts at GPU 72)."""
+    from gpuplan.core.serving.pp_hops import hops_across_domains
+    h100, gb200 = parts
+    assert [hops_across_domains(tp, pp, h100) for tp, pp in ((8, 2), (4, 2), (4, 4), (3, 3), (1, 16))] == [1, 0, 1, 1, 1]
+    assert hops_across_domains(8, 4, gb200) == 0 and hops_across_domains(8, 16, gb200) == 1
+    assert hops_across_domains(8, 2, None) == 0 and hops_across_domains(8, 1, h100) == 0
+
+
+def test_pipeline_hop_seconds_on_the_network(parts):
+    """A 16 KiB hop (one decode token of Llama-3-70B): inside the domain 8 us + 16,384 / (900e9 / 2) = 8.036 us;
+    across H100 nodes core.comm.volumes.p2p_time on the catalog's 400 Gb/s = 50e9 B/s x 0.9 with 15 us:
+    15 us + 16,384 / 45e9 = 15.364 us. tp 4 pp 4: two hops inside, one across = 31.437 us."""
+    from gpuplan.core.serving.pp_hops import pipeline_hop_seconds
+    h100, _ = parts
+    inside = 8e-6 + MESSAGE / (900e9 / 2)
+    across = 15e-6 + MESSAGE / 45e9
+    assert inside == pytest.approx(8.0364e-6, rel=1e-4) and across == pytest.approx(15.3641e-6, rel=1e-4)
+    assert pipeline_hop_seconds(MESSAGE, 4, 2, h100, 900e9, LATENCY) == pytest.approx(inside, rel=1e-12)
+    assert pipeline_hop_seconds(MESSAGE, 8, 2, h100, 900e9, LATENCY) == pytest.approx(across, rel=1e-12)
+    assert pipeline_hop_seconds(MESSAGE, 4, 4, h100, 900e9, LATENCY) == pytest.approx(31.437e-6, rel=1e-4)
+    assert pipeline_hop_seconds(MESSAGE, 8, 1, h100, 900e9, LATENCY) == 0.0

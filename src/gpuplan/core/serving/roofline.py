@@ -25,6 +25,7 @@ from gpuplan.core.serving import moe_combine as MC
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving.memory import draft_kv_share
+from gpuplan.core.serving.pp_hops import pipeline_hop_seconds
 from gpuplan.core.serving.releases import EngineRelease, allreduce_dtype
 from gpuplan.core.serving.forward_time import StepTime  # re-exported: callers name roofline.StepTime
 from gpuplan.core.serving.setup import ServingSetup
@@ -80,7 +81,8 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     (layer_launch_s) or a graph step's small-kernel floor (graph_layer_s, GPU time), the
     scheduler's host time per step (kernels.host_step_seconds), then the TP
     all-reduces (kernels.tp_allreduce_seconds: the engine's kernel or NCCL on ``fabric``'s links)
-    and the pipeline hops. Summed over pp stages."""
+    and the pipeline hops (pp_hops: on the scale-out network where a hop leaves a scale-up domain). Summed over pp
+    stages."""
     eff = setup.efficiency
     bw, gemm, kv, attention = eff.rates(which, setup.fmt.compute_dtype not in ("fp32", "bf16", "fp16"))
     # vLLM's int4 linears on sm8x run Marlin, whose 64-row tiles cap its GEMM rate (marlin)
@@ -101,7 +103,7 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
                                        spec.hidden_size, dtype_bytes=ar_bytes, bf16=bf16, pp=pp)
     comm = forward_allreduces(spec, setup.runtime.release) * KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric,
                                                               custom_max_bytes=custom, p2p=p2p)
-    comm += (pp - 1) * (latency + message / ((link or 64e9) / 2)) if pp > 1 else 0.0
+    comm += pipeline_hop_seconds(message, tp, pp, fabric, link, latency)  # scale-out past a domain (pp_hops)
     release = setup.runtime.release
     graph_max = graph_max_tokens_at(release, eff.graph_max_tokens, fabric, tp)
     graphed = (work.tokens <= graph_max and work.context <= KR.graph_context_limit_of(release)

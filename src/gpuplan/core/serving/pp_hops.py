@@ -1,0 +1,39 @@
+"""A serving forward's pipeline hops (issue 38, helper B3): pp - 1 sends of the step's hidden states between
+neighbouring stages, each on the scale-up link, or on the scale-out network where the two stages' GPUs sit in
+different scale-up domains. Units: seconds, bytes, bytes/s."""
+from __future__ import annotations
+
+from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.comm.volumes import p2p_time
+from gpuplan.core.hardware import Accelerator
+from gpuplan.core.serving.tp_span import node_ranks
+
+
+def hops_across_domains(tp: int, pp: int, fabric: Accelerator | None) -> int:
+    """Stage boundaries (of pp - 1) whose send leaves a scale-up domain. Ranks are laid out TP innermost
+    (rank = stage x tp + tp_rank: vLLM parallel_state.py initialize_model_parallel, SGLang the same) and fill
+    domains of node_ranks(fabric) GPUs in order; TP rank i of stage s - 1 sends to TP rank i of stage s, tp GPUs
+    on, and the hop crosses when any such pair sits in two domains (its slowest pair sets its time). 0 without
+    a part."""
+    if fabric is None or pp <= 1:
+        return 0
+    domain = node_ranks(fabric)
+    return sum(1 for s in range(1, pp)
+               if any(((s - 1) * tp + i) // domain != (s * tp + i) // domain for i in range(tp)))
+
+
+def pipeline_hop_seconds(message_bytes: float, tp: int, pp: int, fabric: Accelerator | None,
+                         link_bytes_per_s: float | None, latency_s: float) -> float:
+    """Seconds of a forward's pp - 1 hops of ``message_bytes``: inside a domain latency_s + message over half
+    the (both-directions) scale-up ``link_bytes_per_s`` (64 GB/s without one), as step_time charged every hop
+    before; a hop across domains (hops_across_domains) is core.comm.volumes.p2p_time on the scale-out link of
+    cluster_for(fabric) (Cluster.link past a domain: the catalog's NIC bandwidth a GPU x 0.9, 15 us), the
+    training model's pipeline send (core.comm.step_comm)."""
+    if pp <= 1:
+        return 0.0
+    across = hops_across_domains(tp, pp, fabric)
+    seconds = (pp - 1 - across) * (latency_s + message_bytes / ((link_bytes_per_s or 64e9) / 2))
+    if across:
+        cluster = cluster_for(fabric)
+        seconds += across * p2p_time(message_bytes, *cluster.link(cluster.gpus_per_node + 1))
+    return seconds
