@@ -80,3 +80,28 @@ def test_pipeline_hop_seconds_on_the_network(parts):
     assert pipeline_hop_seconds(MESSAGE, 8, 2, h100, 900e9, LATENCY) == pytest.approx(across, rel=1e-12)
     assert pipeline_hop_seconds(MESSAGE, 4, 4, h100, 900e9, LATENCY) == pytest.approx(31.437e-6, rel=1e-4)
     assert pipeline_hop_seconds(MESSAGE, 8, 1, h100, 900e9, LATENCY) == 0.0
+
+
+def test_graph_floor_lines_state_the_reported_step():
+    """SGLang 0.5.6 Qwen3-235B-A22B TP 8 on 8 B200 at batch 2: the graph layer runs 17 kernels (its q copy from 2
+    tokens, layer_kernels.graph_kernels), 50 us x 17 / 11 = 77.27 us a layer (72.73 us at batch 1's 16), and the
+    step's floor is 94 x 77.27 us = 7.264 ms: the assumption and the per-step line state 77 us and 17 kernels,
+    not batch 1's 73 us and 16 (issue 38)."""
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    def lines(batch):
+        report = estimate_inference(InferenceInputs(search=False, model="qwen3-235b-a22b", gpu="b200", tp=8,
+                                                    engine="sglang==0.5.6", batch=batch)).to_dict()
+        floor = next(a for a in report["assumptions"] if a["key"] == "kernel_floor")
+        step = next(line for section in report["sections"] for line in section.get("lines", ())
+                    if line["key"] == "kernel_floor_per_step")
+        return floor, step
+
+    assert 50 * 17 / 11 == pytest.approx(77.27, rel=1e-4) and 94 * 50e-6 * 17 / 11 == pytest.approx(7.264e-3, rel=1e-4)
+    floor, step = lines(2)
+    assert floor["value"] == "77 us a layer" and "17 kernels a layer here (2-token step)" in floor["source"]
+    assert step["value"] == pytest.approx(7.264e-3, rel=1e-4) and step["formula"].startswith("94 layers x 77 us")
+    floor, step = lines(1)
+    assert floor["value"] == "73 us a layer" and "16 kernels a layer here (1-token step)" in floor["source"]
+    assert step["formula"].startswith("94 layers x 73 us")

@@ -32,7 +32,7 @@ def assumptions(plan: Plan, inputs: InferenceInputs, serving: Serving) -> tuple[
         *_engine_assumptions(plan, inputs, serving),
         Assumption("block_size", "KV block size", inputs.block_size, "vLLM default 16 tokens (PagedAttention)",
                    "--block-size", "block_size" in u),
-        *_speed_assumptions(plan, u, serving.tp, serving.pp),
+        *_speed_assumptions(plan, u, serving.tp, serving.pp, inputs.batch * R.decode_positions(plan.setup)),
         Assumption("allreduce_latency", "all-reduce latency", f"{e.latency(KR.collective_fabric(plan.gpu, plan.setup.runtime.p2p).scale_up_bandwidth) * 1e6:.0f} us",
                    "vLLM custom all-reduce on H100 (sgl-project/sglang#2904); x3 without NVLink",
                    "--allreduce-latency-us", "allreduce_latency_us" in u),
@@ -60,8 +60,9 @@ def _marlin_clause(plan: Plan) -> str:
             f"{MG.marlin_ratio(plan.gpu):.3g} ({arch}; core/serving/marlin.py)")
 
 
-def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption, ...]:
-    """The kernel fractions of the roofline, the decode kernel and the host time per step."""
+def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1, tokens: float = 1.0) -> tuple[Assumption, ...]:
+    """The kernel fractions of the roofline, the decode kernel and the host time per step; ``tokens``: the
+    reported decode step's (batch x decode_positions)."""
     e, release = plan.setup.efficiency, plan.setup.runtime.release
     host = KR.host_step_seconds(release, 0)
     graph_max = R.graph_max_tokens_at(release, e.graph_max_tokens, plan.gpu, tp)
@@ -88,7 +89,7 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1) -> tuple[Assumption,
                    _scheduler_source(release) + _eager_steps(e, release, graph_max) + _runner_source(plan),
                    "--engine" + (" / --launch-layer-us" if _launch_flag_moves(e, release, graph_max) else ""),
                    "launch_layer_us" in u),
-        _kernel_floor_assumption(plan, u, tp),
+        _kernel_floor_assumption(plan, u, tp, tokens),
         Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step"
                    + (" (vLLM V1: its scheduler's chunks) + the server's 2 ms tokeniser batch window"
                       if RP.api_server_seconds(release) else "")
@@ -172,19 +173,20 @@ def _eager_steps(e, release, graph_max: int) -> str:
     return f"{prefill}steps over {graph_max} tokens run eagerly: {launches}"
 
 
-def _kernel_floor_assumption(plan: Plan, u, tp: int) -> Assumption:
-    """A CUDA-graph step's small-kernel floor per layer (GPU time): the value, and which engine it
-    was fitted on (core.serving.kernels.graph_layer_seconds_of)."""
+def _kernel_floor_assumption(plan: Plan, u, tp: int, tokens: float = 1.0) -> Assumption:
+    """A CUDA-graph step's small-kernel floor per layer (GPU time) at the reported decode step's ``tokens``
+    (layer_kernels.graph_kernels counts SGLang's Qwen3 q copy from 2): the value, and which engine it was
+    fitted on (core.serving.kernels.graph_layer_seconds_of)."""
     release = plan.setup.runtime.release
-    value = R.graph_layer_seconds(plan.setup, plan.spec, plan.gpu, tp)
-    kernels = LK.graph_kernels(plan.spec, release, plan.gpu, plan.setup.fmt.name, tp=tp)
+    value = R.graph_layer_seconds(plan.setup, plan.spec, plan.gpu, tp, tokens)
+    kernels = LK.graph_kernels(plan.spec, release, plan.gpu, plan.setup.fmt.name, tp=tp, tokens=tokens)
     if "graph_layer_us" in u:
         source = "given"
     elif plan.setup.efficiency.graph_max_tokens <= 0:
         source = f"{release.label} as set up: every step runs eagerly (its launches: the host-time line)"
     elif value > 0:
         source = (f"{KR.VLLM_GRAPH_LAYER_S * 1e6:g} us a dense layer of {KR.GRAPH_KERNELS_DENSE} kernels, {kernels:g} "
-                  "kernels a layer here; fitted on vllm PR 23197's "
+                  f"kernels a layer here ({tokens:g}-token step); fitted on vllm PR 23197's "
                   "four Llama-3.1-8B TP 1 rows (vLLM V1); held out: V0's decode graphs (vllm PR 2192) and SGLang's "
                   "(its cookbook's concurrency-1 runs: same kernels a layer), docs/inference.md section 5")
     else:  # 0 for lack of data, not a measured difference: say what the batch-1 gap to vLLM owes to it
