@@ -208,7 +208,8 @@ def test_a_serving_tp_past_the_scale_up_domain_is_answered_with_a_note():
     def spans(gpu: str) -> list[str]:
         return [n for n in estimate_inference(InferenceInputs(model="llama-3-8b", gpu=gpu, tp=16)).notes if "spans" in n]
 
-    assert spans("h100") == [spans("h100")[0]] and "2 scale-up domains of 8" in spans("h100")[0]
+    h100 = spans("h100")
+    assert len(h100) == 1 and "2 scale-up domains of 8" in h100[0]
     assert spans("gb200") == []
 
 
@@ -227,6 +228,8 @@ def test_the_largest_micro_batch_is_bisected_not_walked_down(monkeypatch):
     monkeypatch.setattr(E, "_fits", lambda *a, **k: calls.append(1) or fits(*a, **k))
     report = estimate_memory(MemoryInputs(model="llama-3-8b", gpu="h100", gpus=8, pp=8, global_batch=8,
                                           framework="torchtitan"))
-    assert len(calls) < 200, len(calls)
+    # worked bound: 6 GPU rows x (1 check of the layout as given + the largest divisor alone + a bisection of the other
+    # three divisors, at most 2) = 24 (11 at 4464eebf); the walk-down made 4,663
+    assert len(calls) <= 24, len(calls)
     assert [(row[0], row[-1]) for row in report.tables[0].rows] == [  # linear scan over 1, 2, 4, 8 (w14 mender MB)
         ("h100-sxm", 8), ("a100-sxm4-40gb", 0), ("a100-sxm4-80gb", 8), ("h200-sxm", 8), ("b200", 8), ("mi300x", 8)]

@@ -252,6 +252,21 @@ def deadline_counts_between(searched, meets: int, per_node: int) -> tuple[int, .
     return tuple(sorted(c for c in found if low < c < meets))
 
 
+def search_smaller_first(search: Callable[[tuple[int, ...]], LayoutTable], counts: tuple[int, ...], per_node: int,
+                         smaller: Callable[[int], tuple[int, ...]] | None):
+    """(searched, asked column, table) of ``search`` on counts_with_alternatives(counts, per_node, smaller), and,
+    where that passes the search's limits (InputError), again without the smaller counts: best_plan's and
+    jobs.plan.search's one rule."""
+    if smaller is not None:
+        searched, asked = counts_with_alternatives(counts, per_node, smaller)
+        try:
+            return searched, asked, search(searched)
+        except InputError:
+            pass  # past the search's limits with them: the counts asked and their alternatives alone
+    searched, asked = counts_with_alternatives(counts, per_node)
+    return searched, asked, search(searched)
+
+
 def larger_counts(gpus: int, most: int = 2**24) -> tuple[int, ...]:
     """Common cluster sizes above ``gpus`` (up to 64x it, at most ``most``), smallest first: where to
     look for the smallest cluster that holds a model when nothing fits on ``gpus``."""
@@ -329,14 +344,9 @@ def best_plan(ev: Evaluator, gpus: int, target_batch: float, max_tp: int, limits
     slower: no smaller count is weighed against a layout on all of them, and a fallback takes the largest."""
     smaller = ((lambda c: exact_batch_counts(ev, c, target_batch, max_tp, limits))
                if rank_by == "time" and timed_by_steps else None)
-    for below in ((smaller, None) if smaller is not None else (None,)):  # past the search's limits: without them
-        searched, _ = counts_with_alternatives((gpus,), ev.cluster.gpus_per_node, below)
-        try:
-            tables = [(searched, search_layouts(ev, searched, target_batch, max_tp, limits))]
-            break
-        except InputError:
-            if below is None:
-                raise
+    searched, _, table = search_smaller_first(lambda counts: search_layouts(ev, counts, target_batch, max_tp, limits),
+                                              (gpus,), ev.cluster.gpus_per_node, smaller)
+    tables = [(searched, table)]
     tried = list(searched)
     tables += [(group, None) for group in fallback_groups(ev, gpus, min(searched), target_batch, max_tp, limits,
                                                           together=timed_by_steps)]

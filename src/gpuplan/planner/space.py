@@ -243,6 +243,7 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
     zero_choices: dict[tuple, tuple[int, ...]] = {}
     mb_choices: dict[tuple, tuple[int, ...]] = {}
     total = 0
+    split = limits.sequence_split and limits.framework in PER_MICRO_BATCH_SPLIT  # the rule counts the micro-batch
     for gpus in counts:
         target = batch_target(target_batch, gpus, limits)
         for tp, cp, pp, vpp, dp in structures(spec, gpus, seq_len, max_tp, limits):
@@ -266,7 +267,6 @@ def enumerate_layouts(spec: ModelSpec, counts: tuple[int, ...], seq_len: int, ta
             # only interleaved layouts under that rule depend on pp
             needs_pp = vpp > 1 and (limits.interleaved_needs_pp_micro_batches or limits.combined_1f1b)
             torch_pp = rules.torch_pipelining and pp > 1  # torch.distributed.pipelining's micro-batch rules
-            split = limits.sequence_split and limits.framework in PER_MICRO_BATCH_SPLIT  # counts the micro-batch
             mb_key = (per_rank, pp if needs_pp or torch_pp else 0, torch_pp and vpp > 1, (tp, cp) if split else None)
             mbs = mb_choices.get(mb_key)
             if mbs is None:

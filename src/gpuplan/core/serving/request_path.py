@@ -271,11 +271,6 @@ STEP_SUMS = ("memory_s", "compute_s", "comm_s", "attention_s", "other_s", "moe_r
 """The StepTime fields that add up over steps run one after another (combine_runs); the rest are the first's."""
 
 
-def combine(parts: Sequence[StepTime]) -> StepTime:
-    """roofline.StepTimes run one after another as one StepTime (combine_runs, one step a part)."""
-    return combine_runs([(1, part) for part in parts])
-
-
 def combine_runs(runs: Sequence[tuple[int, StepTime]]) -> StepTime:
     """Runs of (count, roofline.StepTime) steps run one after another as one StepTime: every term summed step by
     step in order (a field either one value for the run's steps or an array of one per step; numpy's cumsum adds

@@ -126,12 +126,14 @@ def row_days_with_failures(inputs, evaluator, table):
     """Row i of a layout table -> its days with failures and checkpoints, as the budget of that layout
     counts them, one budget a row: the reference tests/test_plan_range_failures.py holds plan's vectorised
     shares against (jobs.plan.completes; plan's deadline read this before 84205b4, and nothing in src since)."""
+    node = inputs.node_accelerator(evaluator.cluster.gpu)  # --gpus-per-node, as the budget counts nodes
+    settings = inputs.budget_settings()  # neither depends on the row
+
     def days(i: int) -> float:
         tp, pp = int(table["tp"][i]), int(table["pp"][i])
         batch = float(table["global_batch"][i]) * inputs.seq_len
         work = inputs.tokens / float(table["tokens_per_second"][i])
-        node = inputs.node_accelerator(evaluator.cluster.gpu)  # --gpus-per-node, as the budget counts nodes
-        wall = wall_with_failures(evaluator.spec, node, inputs.budget_settings(),
+        wall = wall_with_failures(evaluator.spec, node, settings,
                                   gpus=float(table["gpus"][i]), work_seconds=work, tokens=inputs.tokens,
                                   global_batch_tokens=batch, step_seconds=float(table["step_seconds"][i]),
                                   recipe=inputs.recipe_name, zero=int(table["zero"][i]), model_parallel=tp * pp)

@@ -103,8 +103,8 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
         who = {"vllm": " (vLLM)", "sglang": " (SGLang)"}.get(engine, "")
         notes.append(f"tp {inputs.tp_degree} > {kv_heads} KV heads: each KV head is replicated on {inputs.tp_degree // kv_heads} "
                      f"GPUs{who}, so the cache per GPU stops shrinking")
-    domain = node_ranks(gpu)  # GPUs on one scale-up link (NVLink: 8 on HGX, 72 on GB200 NVL72) or PCIe server
     if spans_domains(inputs.tp_degree, gpu):  # vLLM / SGLang run TP across nodes (core.serving.tp_span)
+        domain = node_ranks(gpu)  # GPUs on one scale-up link (NVLink: 8 on HGX, 72 on GB200 NVL72) or PCIe server
         what = "PCIe servers" if gpu.pcie_only else "scale-up domains"
         notes.append(f"tp {inputs.tp_degree} spans {-(-inputs.tp_degree // domain)} {what} of {domain} "
                      f"{gpu.name}: the engines' own all-reduce kernels stay inside one domain, so every all-reduce "

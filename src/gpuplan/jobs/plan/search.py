@@ -32,7 +32,7 @@ from gpuplan.jobs.eager_stack import eager_step_settings
 from gpuplan.jobs.plan.completes import check_offer_pick, with_completing_shares
 from gpuplan.jobs.plan.offer import offers_answering_batch
 from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_of, deadline_rows
-from gpuplan.planner.plan import (Plan, alternative_counts, asked_column, counts_with_alternatives, evaluate_layout,
+from gpuplan.planner.plan import (Plan, alternative_counts, asked_column, evaluate_layout, search_smaller_first,
                                   more_gpus_hint, no_layout_error, ranking, row_layout, smallest_fitting_count)
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
                                               MODEL_PARALLEL_DEGREES, rules_for)
@@ -337,16 +337,10 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
     below = () if spans or getattr(inputs, "rank_by", "time") != "time" else exact_batch_counts(
         ev, max(counts), target, max_tp(ev), limits)
     smaller = (lambda c: tuple(b for b in below if b < c)) if below else None
-    for also in ((smaller, None) if smaller is not None else (None,)):  # past the search's limits: without them
-        searched, asked = counts_with_alternatives(counts, ev.cluster.gpus_per_node, also)
-        label = (counts_label(len(searched), len(counts)) if inputs.gpus else
-                 f"the default range, {len(searched):,} GPU count(s)")
-        try:
-            table = search_layouts(ev, searched, target, max_tp(ev), limits, exhaustive, progress, label)
-            break
-        except InputError:
-            if also is None:
-                raise
+    searched, asked, table = search_smaller_first(lambda tried: search_layouts(
+        ev, tried, target, max_tp(ev), limits, exhaustive, progress,
+        counts_label(len(tried), len(counts)) if inputs.gpus else f"the default range, {len(tried):,} GPU count(s)"),
+        counts, ev.cluster.gpus_per_node, smaller)
     table.columns["gpus_asked"] = asked_column(table, searched, asked)
     table = _with_fallbacks(ev, counts, table, target, limits, exhaustive)
     seconds = time.perf_counter() - start

@@ -313,8 +313,8 @@ def _first_fitting(layout_for_gpus, inputs: TrainingInputs, count: int) -> tuple
         # each count below it is refused too, each refusal searching every larger size for that hint (A8 w14:
         # `train qwen3-30b-a3b --gpu tpu-v5e --tokens 1e9 --days 1e4` took 4.7 s on 12 such searches)
         at, refused = count, first
-        while refused.enough is None and larger_counts(at) and max(larger_counts(at)) <= MAX_GPUS:
-            at = max(larger_counts(at))  # none fits up to 64x: the sizes past it too (A8 w14: `train llama-3.1-405b
+        while refused.enough is None and (larger := larger_counts(at)) and larger[-1] <= MAX_GPUS:
+            at = larger[-1]  # none fits up to 64x: the sizes past it too (A8 w14: `train llama-3.1-405b
             try:  # --gpu l4 --tokens 1e9 --days 1000`, 1 GPU for the time, was refused 'gpus: got 1'; plan: 448)
                 return at, layout_for_gpus(inputs, at)
             except NoLayoutFits as again:
