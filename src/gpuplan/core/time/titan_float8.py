@@ -44,7 +44,6 @@ from gpuplan.core.memory.recompute import full_recompute_share
 from gpuplan.core.model import flops as F
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.time import titan_ops as TT
-from gpuplan.core.time.stages import rank_layers
 from gpuplan.core.time.low_precision import FP8_WEIGHT_CAST_BYTES
 from gpuplan.core.time.memory_kernels import memory_bound_seconds
 
@@ -114,21 +113,20 @@ def float8_gather_seconds(spec: ModelSpec, cluster, *, tp, pp, shard, zero, micr
     return float(out) if np.ndim(out) == 0 else out
 
 
-def step_copy_seconds(spec: ModelSpec, cluster, settings, *, tp, pp, shard, zero, micro_batches, cp=1,
-                      stage_layers=None):
+def step_copy_seconds(spec: ModelSpec, cluster, settings, *, tp, pp, shard, zero, micro_batches, stage_layers,
+                      cp=1):
     """What torchtitan's FSDP2 adds to a step's compute stream (core.time.step): its copies
     (titan_ops.fsdp_copy_seconds) and, where the gathers carry float8 (gathers_float8), float8_gather_seconds
     (the weight cast off at settings.hbm_efficiency, with settings' recompute re-run; ``cp`` for the dp_shard
-    gate; ``stage_layers``: the stage step_time's micro-batch paces on, core.time.stages.paced_stage_layers, by
-    default the first (fullest) one, core.time.stages.rank_layers). 0.0 for a step that is not torchtitan's
-    (settings.titan_ops None)."""
+    gate; ``stage_layers``: the stage step_time's micro-batch paces on, core.time.stages.paced_stage_layers).
+    0.0 for a step that is not torchtitan's (settings.titan_ops None)."""
     if settings.titan_ops is None:
         return 0.0
     copies = TT.fsdp_copy_seconds(spec, cluster.gpu.memory_bandwidth, tp=tp, pp=pp, shard=shard, zero=zero,
                                   micro_batches=micro_batches)
     if not gathers_float8(settings):
         return copies
-    layers = rank_layers(spec, pp, 0) if stage_layers is None else stage_layers  # the one place it is resolved
     return copies + float8_gather_seconds(spec, cluster, tp=tp, pp=pp, shard=shard, zero=zero,
                                           micro_batches=micro_batches, cp=cp, hbm_efficiency=settings.hbm_efficiency,
-                                          rerun=recompute_rerun_share(settings, layers), stage_layers=layers)
+                                          rerun=recompute_rerun_share(settings, stage_layers),
+                                          stage_layers=stage_layers)
