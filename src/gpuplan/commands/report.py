@@ -58,16 +58,11 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
         return {k: v for k, v in data.items() if k in fields[name]}
 
     def run(name: str):
-        """The section's job; a refusal after parsing quotes the text written for its field, as the command of
-        that job quotes it (errors.as_typed: `ttft_p99: 1ms` was told 'got 0.001' here, 'got '1ms'' by infer)."""
-        from gpuplan.errors import as_typed
+        """The section's job, through the door every command's job takes (commands.build.run_typed: a refusal
+        after parsing quotes the text written for its field; `ttft_p99: 1ms` was told 'got 0.001' here once)."""
+        from gpuplan.commands.build import run_typed
 
-        raw = raw_for(name)
-        inputs = JOBS[name].schema.parse(raw, where)
-        try:
-            return JOBS[name].run(inputs)
-        except InputError as exc:
-            raise as_typed(exc, raw) from None
+        return run_typed(JOBS[name].run, JOBS[name].schema, raw_for(name), where)
 
     if "inference" not in sections and (nested or any(k in serving_only for k in data)):
         # serving fields in a report without its inference section are still checked, not ignored
