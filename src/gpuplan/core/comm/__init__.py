@@ -3,7 +3,7 @@ takes and how much of it compute hides. Units: bytes, seconds.
 
   topology.py         scale-up domains (NVLink / NVSwitch) joined by a scale-out network
   volumes.py          collective volumes and alpha-beta times on the two-level topology
-  p2p_schedule.py     how NCCL spreads an all-to-all's send/recv pairs over its p2p channels (read, not adopted)
+  p2p_schedule.py     how NCCL spreads an all-to-all's send/recv pairs over its p2p channels, and its call cost
   collectives.py      NCCL collectives by message size: algorithm and protocol (ring, tree, NVLS, ...)
   collective_cost.py  one kind of collective in a step, as ``plan --explain`` lists it
   step_comm.py        the collectives of one step, parallelism by parallelism

@@ -30,12 +30,20 @@ node deltas x 8 local rounds, each delta's 8 on its own channel (2 with a second
 A second batch comes only past 32 channels' worth of node deltas: 33 nodes of 8 GPUs (one part a
 peer past 64 ranks).
 
-Not yet the step model's: core.comm.volumes.expert_all_to_all_time still charges one link latency per
-peer. Charging one per batch instead (wave 12, W2-B) moves the 292 held-out throughput rows from
-9.57% to 9.93% mean error: every NCCL 'alltoall' MoE family gets faster and was already predicted too
-fast (Qwen3-235B on 64 GB200 -7.3% -> +21.2%, GPT-OSS on GB200 +23.8 -> +30.2% bias), so the per-peer
-term stands in for a cost the model lacks there (docs/step.md, 'The expert all-to-all's latency').
-Measured (deepseek-ai/DeepEP#303, 8 H20, 128 B): 10.6 us, against 35 us per peer and 5 us per batch.
+The collective as NCCL runs it is core.comm.volumes.all_to_all_time (what nccl-tests' alltoall_perf
+measures; wave 15): bytes / bandwidth + sequential_batches x the link's step latency + call_seconds, NCCL's
+fixed cost of one p2p kernel call. That call cost is NCCL's own tuner constant for the protocol the
+pairs run (p2p_uses_ll: LL up to P2P_LL_THRESHOLD_BYTES a channel, enqueue.cc L783, L822-836): baseLat
+ring LL 6.6 us, Simple 8.4 us (src/graph/tuning.cc@v2.27.7-1 L134-137; core.comm.collectives.BASE_US).
+Nothing was fitted: measured (deepseek-ai/DeepEP#303, 8 H20, 128 B - 4 KiB, held out) 10.5-11.1 us,
+against 6.6 + 5 = 11.6 us (busbw -4 to -10%), where one link latency per peer charged 35 us (-70%).
+
+The step model's MoE token exchange is not this: core.comm.volumes.expert_all_to_all_time keeps one link
+latency per peer (volumes.dispatch_per_peer_seconds), which stands in for a cost the model lacks there.
+Charging one per batch instead (wave 12, W2-B) moves the 292 held-out throughput rows from 9.57% to
+9.93% mean error: every NCCL 'alltoall' MoE family gets faster and was already predicted too fast
+(Qwen3-235B on 64 GB200 -7.3% -> +21.2%, GPT-OSS on GB200 +23.8 -> +30.2% bias; docs/step.md, 'The
+expert all-to-all's latency').
 Nor do the channels cap its bandwidth: published alltoall_perf runs at 0.5-16 GiB a rank (GB200 / GB300 NVL72
 at 4, 8 and 64 ranks, B300, 4 H100; collective_measurements.yaml) reach 87-101% of the link rate the model charges
 (docs/step.md, 'The all-to-all's bandwidth at large payloads').
@@ -46,6 +54,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.core.bulk import scalar_or_array
+from gpuplan.core.comm.collectives import BASE_US
 
 P2P_CHANNELS = 32
 """p2pnChannels on NVLink systems: pow2Up(min(collective channels, 64)) -- '24 coll channels, ...,
@@ -61,6 +70,9 @@ NET_CHUNK_BYTES = 128 * 1024
 NET_CHANNELS_PER_PEER = 2
 """Channels NCCL starts a network peer with (graph/paths.cc@v2.27.7-1 L817-827: 'start from 2
 channels per NIC and reduce with scale'); one NIC per GPU (netCountByBw 1)."""
+P2P_LL_THRESHOLD_BYTES = 16384
+"""NCCL_P2P_LL_THRESHOLD default (src/enqueue.cc@v2.27.7-1 L783): a peer's bytes run the LL protocol while
+they are at most p2pnChannelsPerPeer x this (L822 thresholdLL, L835-836), else Simple."""
 
 
 def _arr(x):
@@ -105,3 +117,21 @@ def sequential_batches(ranks, per_node, nodes, per_peer_bytes):
     bases = np.ceil(k) * np.ceil(g / P2P_PER_BATCH)
     several = np.ceil(np.ceil(bases * parts / P2P_CHANNELS) * np.minimum(g, P2P_PER_BATCH) / P2P_PER_BATCH)
     return scalar_or_array(np.maximum(1.0, np.where(k > 1, several, one_domain)))
+
+
+def p2p_uses_ll(per_peer_bytes, ranks, nodes):
+    """Whether one peer's send runs NCCL's LL protocol: bytes <= p2pnChannelsPerPeer x P2P_LL_THRESHOLD_BYTES
+    (enqueue.cc@v2.27.7-1 L822, L835-836; 512 KiB a peer in one NVLink domain, 32 KiB across nodes up to 64
+    ranks). Works elementwise."""
+    return _arr(per_peer_bytes) <= channels_per_peer(ranks, nodes) * P2P_LL_THRESHOLD_BYTES
+
+
+def call_seconds(per_peer_bytes, ranks, nodes):
+    """NCCL's fixed cost of one all-to-all kernel call, seconds: its tuner's base latency for the protocol
+    the pairs run, ring LL 6.6 us or Simple 8.4 us (src/graph/tuning.cc@v2.27.7-1 L134-137 baseLat,
+    core.comm.collectives.BASE_US). NCCL has no p2p entry there; the ring's is the nearest -- the same LL /
+    Simple primitives over the same connections, one kernel launch a call. Checked, not fitted, against
+    deepseek-ai/DeepEP#303's nccl-tests floor on 8 H20 (held out): 10.5-11.1 us measured, 6.6 + one 5 us step
+    modelled. Eager launches (nccl-tests' default, no CUDA graph). Works elementwise."""
+    ll, simple = BASE_US["ring"][0], BASE_US["ring"][2]
+    return scalar_or_array(np.where(p2p_uses_ll(per_peer_bytes, ranks, nodes), ll, simple) * 1e-6)

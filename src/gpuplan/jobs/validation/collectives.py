@@ -178,11 +178,11 @@ def model_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) 
 
 
 def all_to_all_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) -> float:
-    """The model's all-to-all busbw in bytes/s, (n-1)/n x payload / seconds: the step model's expert
-    all-to-all (core.comm.volumes.all_to_all_time) on the scale-up link it rides (Cluster.link(1)),
-    ``payload`` = the bytes each rank sends, its own share included (nccl-tests alltoall_perf's size).
-    One scale-up domain only: the hierarchical time across domains is expert_all_to_all_time's,
-    which takes tokens, not a flat buffer."""
+    """The model's all-to-all busbw in bytes/s, (n-1)/n x payload / seconds: NCCL's all-to-all as its kernel
+    runs it (core.comm.volumes.all_to_all_time: one batch of the link's latency, NCCL's fixed call cost, the
+    bytes) on the scale-up link it rides (Cluster.link(1)), ``payload`` = the bytes each rank sends, its own
+    share included (nccl-tests alltoall_perf's size). One scale-up domain only: the step model's MoE token
+    exchange across domains is expert_all_to_all_time's, which takes tokens, not a flat buffer."""
     from gpuplan.core.comm.volumes import all_to_all_time
 
     if int(sweep["nodes"]) != 1:
