@@ -29,14 +29,8 @@ def _plan_path(value: Any, info) -> str:
     refusals_name, errors.printable); report refused it (wave 14) though it writes only to --out / --markdown,
     never a file named after the plan, and its document shows the name escaped (commands.report). Text without
     control characters reads as T.Name does (trimmed); with one, it is kept as typed, since trimming would name
-    another file."""
-    if not isinstance(value, str) or not any(ord(c) < 32 or ord(c) == 127 for c in value):
-        return T.name(value, info)
-    if not value.strip():
-        raise InputError("plan", value, "must not be empty")
-    if len(value) > T.MAX_TEXT:
-        raise InputError("plan", value[:40] + "...", f"is longer than {T.MAX_TEXT} characters")
-    return value
+    another file (T.name's ``controls``)."""
+    return T.name(value, info, controls=True)
 
 
 PlanPath = Annotated[str, BeforeValidator(_plan_path), WithJsonSchema({"type": "string", "maxLength": T.MAX_TEXT})]

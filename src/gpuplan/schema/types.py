@@ -381,17 +381,20 @@ def word(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
-def name(value: Any, info: ValidationInfo) -> str:
-    """A catalog name, a Hugging Face id or a path: non-empty text without control characters."""
+def name(value: Any, info: ValidationInfo, *, controls: bool = False) -> str:
+    """A catalog name, a Hugging Face id or a path: non-empty text without control characters, trimmed.
+    ``controls``: a name with a control character is taken as typed, untrimmed (a file name the shell can pass:
+    report.schema's plan), one without is trimmed as before."""
     field = _name(info)
     if not isinstance(value, str):
         raise InputError(field, value, "expected a name (text)")
-    text = value.strip()
-    if not text:
+    has_controls = any(ord(c) < 32 or ord(c) == 127 for c in value)  # before trimming: 'x.html\n' is not x.html
+    text = value if controls and has_controls else value.strip()
+    if not value.strip():
         raise InputError(field, value, "must not be empty")
     if len(text) > MAX_TEXT:
         raise InputError(field, text[:40] + "...", f"is longer than {MAX_TEXT} characters")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):  # before trimming: 'x.html\n' is not x.html
+    if has_controls and not controls:
         raise InputError(field, value, "must not contain control characters (a newline, a tab, ...)")
     return text
 
