@@ -72,12 +72,14 @@ def test_a_deadline_with_its_own_gpus_per_node_is_met_after_the_failures_it_prin
     `budget qwen3-14b --gpu b200 --tokens 6.12e12 --days 0.37558 --mfu 0.415 --framework megatron --dtype fp16
     --zero 0 --pp 4 --vpp 2 --gpus-per-node 72` was solved met at 0.3723 days on 25,216 GPUs while its Failures
     section printed 0.3765 (0.25% past): the solve counted checkpoint-writing nodes at the catalog's 8 B200s a
-    node (3,152 nodes), the section at the 72 given (351). Both now count 72 a node: one number, within the days."""
+    node (3,152 nodes), the section at the 72 given (351). Both now count 72 a node: one number, within the days.
+    Asked on GB200 since wave 16: 72 B200s a node is past an HGX board's 8-GPU NVLink domain and refused
+    (schema.device_rules); a GB200 NVL72 rack is 72 (its catalog node, a compute tray, 4)."""
     from gpuplan.jobs.budget.estimate import estimate_budget
     from gpuplan.jobs.budget.schema import BudgetInputs
 
     days = 0.37558
-    report = estimate_budget(BudgetInputs(model="qwen3-14b", gpu="b200", tokens=6.12e12, days=days, mfu=0.415,
+    report = estimate_budget(BudgetInputs(model="qwen3-14b", gpu="gb200", tokens=6.12e12, days=days, mfu=0.415,
                                           framework="megatron", dtype="fp16", zero=0, pp=4, vpp=2,
                                           gpus_per_node=72))
     solved, printed = report.value("deadline_met"), report.value("fail_wall_seconds") / 86400
@@ -96,7 +98,7 @@ def test_plans_row_failures_count_nodes_at_the_gpus_per_node_given():
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import evaluator_for
 
-    inputs = PlanInputs(model="qwen3-14b", gpu="b200", tokens=6.12e12, gpus=25344, gpus_per_node=72)
+    inputs = PlanInputs(model="qwen3-14b", gpu="gb200", tokens=6.12e12, gpus=25344, gpus_per_node=72)  # (b200: w16)
     ev = evaluator_for(inputs)
     gpu, spec = ev.cluster.gpu, ev.spec
     row = {"tp": [4], "pp": [4], "gpus": [25344], "global_batch": [7920], "tokens_per_second": [2.0e8],

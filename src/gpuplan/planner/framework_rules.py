@@ -13,7 +13,9 @@ parallelisms each combines with (the pipeline and virtual-stage rules live in co
   gpuplan does not time: no CP (cp_attention_untimed); a model with tied embeddings gets no pipeline
   (pipeline_with_tied_embeddings). A user-fixed cp > 1 or such pp > 1 is refused (schema.layout_rules).
 - Megatron-Core (0.16): DDP (ZeRO-0), the distributed optimizer (optimizer states sharded,
-  gradients reduce-scattered: gpuplan's ZeRO-1) or Megatron-FSDP (ZeRO-3); there is no ZeRO-2. Torch
+  gradients reduce-scattered: gpuplan's ZeRO-1) or Megatron-FSDP (ZeRO-3); Megatron-FSDP's optim_grads shards
+  gradients and optimizer states ("conceptually close to ZeRO-2", megatron_fsdp.py@core_v0.16.1 L87), so a
+  stated --zero 2 is taken, but the search offers 0, 1 and 3 (no published Megatron row runs optim_grads). Torch
   FSDP2 inside Megatron refuses pipeline and expert parallelism (megatron/training/arguments.py:
   '--use-torch-fsdp2 is not supported with pipeline parallelism'), and every Megatron-Bridge recipe
   published with FSDP runs it without a pipeline (catalog/reference/published_throughput.yaml: 15 of

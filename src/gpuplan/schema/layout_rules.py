@@ -92,6 +92,9 @@ def check_setup(inputs) -> None:
     if framework == "torchtitan" and cp is not None and cp > 1:
         raise InputError("cp", cp, "torchtitan (b5bcd76) runs context parallelism with FlexAttention only "
                          "(models/common/decoder.py L173-183 raises under SDPA), which gpuplan does not time: give --cp 1")
+    from gpuplan.schema.device_rules import check_device
+
+    check_device(inputs)  # a CUDA framework on a TPU, --gpus-per-node past the part's domain (schema.device_rules)
 
 
 def _check_float8_all_gather(framework, dtype, fp8_recipe) -> None:

@@ -1,0 +1,72 @@
+"""What the named accelerator can run of a training ask, from the hardware catalog: one line naming the field
+(InputError) at every door (schema.layout_rules.check_setup calls these for plan, train, budget and memory).
+
+- A training framework on a TPU (catalog vendor Google; catalog/hardware/tpu-*.toml): each of gpuplan's framework
+  profiles but ``generic`` models a CUDA / ROCm run. Megatron-Core allocates its buffers on
+  ``torch.cuda.current_device()`` (megatron/core/distributed/param_and_grad_buffer.py@core_v0.16.1 L783-806) and
+  runs Transformer Engine's CUDA kernels; torchtitan picks its device from torch's available device type, 'cuda'
+  when none (torchtitan/tools/utils.py@b5bcd76 L54-57: torch._utils._get_available_device_type knows cuda, xpu,
+  mtia and a registered privateuse1 backend, not XLA); DeepSpeed's accelerators are 'cuda', 'cpu', 'xpu', 'npu',
+  'mps', 'hpu', 'mlu', 'sdaa', 'supa' (accelerator/real_accelerator.py@edaa722 L23: no TPU); llm.c is CUDA C
+  (train_gpt2.cu@f1e2ace); the hf profile models transformers on CUDA tensors (the caching allocator, foreach
+  AdamW: core.frameworks), where a TPU runs it through PyTorch/XLA, which gpuplan does not model. A stated one
+  is refused naming ``--framework generic`` (gpuplan's framework-neutral model), the one that is not a CUDA run.
+  The default framework (megatron, not stated) is left as it was: the ask names no framework to refuse (the
+  report's framework assumption says which profile was modelled).
+- ``--gpus-per-node`` above the part's scale-up domain in the catalog: the link model times a group inside the
+  "node" on the scale-up fabric (core.comm.topology.Cluster.link), so 72 H100 SXM a node were timed on NVLink
+  although an HGX H100 board joins 8 (catalog/hardware/h100-sxm.toml domain_size 8); 72 is an NVL72 rack's
+  (gb200.toml, gb300.toml). A part whose devices reach each other over PCIe only (Accelerator.pcie_only) has no
+  such fabric: its node is the server the catalog states (devices_per_node), else 8, the link model's default node
+  (Accelerator.scale_up_ranks), and the link model times that node on PCIe. Fewer than the domain is taken (a
+  GB200 compute tray is 4).
+"""
+
+from __future__ import annotations
+
+from gpuplan.errors import InputError
+
+FRAMEWORK_OFF_CUDA = "generic"
+"""The one framework profile that models no CUDA / ROCm code: gpuplan's framework-neutral model (core.frameworks)."""
+TPU_VENDOR = "Google"
+"""The catalog's vendor of its TPUs (tpu-v4, tpu-v5e, tpu-v5p, tpu-v6e): the parts no CUDA framework runs on."""
+PCIE_NODE_DEFAULT = 8
+"""GPUs of a PCIe-only part's node where the catalog states none: Accelerator.scale_up_ranks's default."""
+
+
+def _accelerator(name):
+    """The catalog part ``name`` names, or None where it names none (the job's own gpu check refuses it)."""
+    from gpuplan.adapters.resolve import resolve_gpu
+
+    try:
+        return resolve_gpu(name)
+    except (InputError, TypeError, ValueError):
+        return None
+
+
+def largest_node(gpu) -> int:
+    """The most GPUs --gpus-per-node takes on ``gpu``: its scale-up domain, or for a PCIe-only part its stated
+    server (else PCIE_NODE_DEFAULT)."""
+    if gpu.pcie_only:
+        return max(gpu.scale_up_domain or 1, gpu.devices_per_node or PCIE_NODE_DEFAULT)
+    return gpu.scale_up_ranks
+
+
+def check_device(inputs) -> None:
+    """The two rules above for a job's fields (absent fields read as not given)."""
+    given = getattr(inputs, "given", frozenset())
+    names = (getattr(inputs, "gpu", None),) + tuple(getattr(inputs, "compare", None) or ())
+    if "framework" in given and inputs.framework != FRAMEWORK_OFF_CUDA:
+        for name in names:
+            gpu = _accelerator(name)
+            if gpu is not None and gpu.vendor == TPU_VENDOR:
+                raise InputError("framework", inputs.framework, f"{inputs.framework} runs on CUDA / ROCm devices, "
+                                 f"not on a {gpu.name} (TPUs run PyTorch through XLA, which no framework profile "
+                                 f"models): give --framework {FRAMEWORK_OFF_CUDA} (gpuplan's framework-neutral model)")
+    per_node = getattr(inputs, "gpus_per_node", None)
+    gpu = _accelerator(names[0]) if per_node is not None else None
+    if gpu is not None and per_node > (most := largest_node(gpu)):
+        what = (f"the catalog's {gpu.name} server holds {most} (over PCIe)" if gpu.pcie_only else
+                f"the catalog's {gpu.name} scale-up domain is {most} GPUs")
+        raise InputError("gpus_per_node", per_node, f"{what}, and the link model times the whole node on it: "
+                         f"give 1 to {most}")

@@ -1,0 +1,125 @@
+"""Hostile inputs, wave 16 (2026-12-06): questionable asks that were answered, decided from the framework's and the
+catalog's own facts, and a fresh sweep (scripts outside the suite: in-process `gpuplan.cli.main` under a SIGALRM time
+box, plan files, the web app through its TestClient, the Python API) over train, budget, memory, plan and infer. A
+refusal is one line naming the field and what is valid (exit status 2, 4xx), the same at every door.
+
+Found: (a) a stated CUDA / ROCm training framework on a TPU (`train --gpu tpu-v5e --framework megatron`, torchtitan,
+deepspeed, hf, llmc) was answered as if it ran there; (b) --gpus-per-node above the part's scale-up domain in the
+catalog (72 on H100 SXM, whose HGX board joins 8 over NVLink) was timed as one 72-GPU NVLink domain.
+Decided and left answered (see each test): --zero 2 under --framework megatron (Megatron-FSDP's optim_grads) and
+torchtitan (FSDP2 without reshard after forward); --contingency 100% and above (an additive reserve).
+"""
+
+import pytest
+from helpers import field_refusal, web_refusal
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+TRAIN = {"model": "llama-3-8b", "gpus": 16}
+
+
+def _four_doors(run_cli, client, tmp_path, job: str, route: str, ask: dict, field: str, fragment: str) -> str:
+    """The same one-line refusal from the CLI flags, a plan file, the web API and the Python API; returns it."""
+    import gpuplan
+    from gpuplan import InputError
+
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ask.items() if k != "model"]
+    flag = field_refusal(run_cli(job, "--model", ask["model"], *flags), field, fragment)
+    plan = tmp_path / "ask.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in ask.items()), encoding="utf-8")
+    planned = field_refusal(run_cli(job, str(plan)), f"{plan}: {field}", fragment)
+    web = web_refusal(client.post(f"/api/{route}", json=ask), field, fragment)
+    inputs, estimate = {"train": ("TrainingInputs", "estimate_training"), "budget": ("BudgetInputs", "estimate_budget"),
+                        "plan": ("PlanInputs", "plan_report"), "memory": ("MemoryInputs", "estimate_memory")}[job]
+    with pytest.raises(InputError) as api:
+        getattr(gpuplan, estimate)(getattr(gpuplan, inputs)(**ask))
+    assert flag.strip() == f"error: {web}" == f"error: {api.value}" == planned.strip().replace(f"{plan}: ", "")
+    return web
+
+
+# ---- (a) a CUDA / ROCm framework on a TPU ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("job, route, framework, gpu", [("train", "training", "megatron", "tpu-v5e"),
+                                                        ("budget", "budget", "torchtitan", "tpu-v5p"),
+                                                        ("plan", "plan", "deepspeed", "v6e"),
+                                                        ("train", "training", "hf", "tpu-v4")])
+def test_a_cuda_framework_on_a_tpu_is_refused_at_every_door(run_cli, client, tmp_path, job, route, framework, gpu):
+    """Megatron-Core allocates on torch.cuda.current_device() (param_and_grad_buffer.py@core_v0.16.1 L783-806),
+    torchtitan's device is torch's available type or 'cuda' (tools/utils.py@b5bcd76 L54-57; XLA is none of them),
+    DeepSpeed's accelerator list has no TPU (accelerator/real_accelerator.py@edaa722 L23), the hf profile is
+    transformers on CUDA tensors: each was answered on a TPU. The refusal names generic, the neutral model."""
+    _four_doors(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": gpu, "framework": framework}, "framework",
+                "runs on CUDA / ROCm devices, not on a Google Cloud TPU v")
+
+
+def test_memory_refuses_a_tpu_among_the_gpus_it_compares_under_a_cuda_framework(run_cli, client, tmp_path):
+    _four_doors(run_cli, client, tmp_path, "memory", "memory", {"model": "llama-3-8b", "gpu": "h100",
+                "compare": "h100,tpu-v5p", "framework": "torchtitan"}, "framework", "give --framework generic")
+
+
+def test_a_tpu_under_the_neutral_model_or_the_unstated_default_answers():
+    """--framework generic is what the refusal names; a framework left unstated stays the default's answer (the ask
+    names none; tests/test_budget.py and tests/test_monotone_w15.py plan TPUs that way)."""
+    from gpuplan import TrainingInputs, estimate_training
+
+    for ask in ({"framework": "generic"}, {}):
+        report = estimate_training(TrainingInputs(**TRAIN, gpu="tpu-v5e", **ask))
+        assert report.value("gpus") == 16
+
+
+# ---- (b) --gpus-per-node past the catalog's scale-up domain -----------------------------------------------------------
+
+@pytest.mark.parametrize("job, route, gpu, per_node, fragment, most", [
+    ("train", "training", "h100", 72, "NVIDIA H100 80GB SXM5 scale-up domain is 8 GPUs", 8),
+    ("budget", "budget", "b200", 16, "scale-up domain is 8 GPUs", 8),
+    ("plan", "plan", "h100-nvl", 8, "H100 NVL 94GB scale-up domain is 2 GPUs", 2),  # an NVLink bridge joins a pair
+    ("plan", "plan", "l40s", 10, "L40S 48GB server holds 8 (over PCIe)", 8),
+])
+def test_gpus_per_node_past_the_parts_domain_is_refused_at_every_door(run_cli, client, tmp_path, job, route, gpu,
+                                                                      per_node, fragment, most):
+    """The link model times a group inside the node on the scale-up fabric (core.comm.topology.Cluster.link): 72
+    H100s a node were 72 on NVLink, where an HGX board joins 8 (catalog h100-sxm.toml domain_size 8)."""
+    web = _four_doors(run_cli, client, tmp_path, job, route, {**TRAIN, "gpus": 144, "gpu": gpu,
+                                                              "gpus_per_node": per_node}, "gpus_per_node", fragment)
+    assert web.endswith(f"give 1 to {most}")
+
+
+@pytest.mark.parametrize("gpu, per_node", [("gb200", 72), ("gb200", 4), ("h100", 8), ("h100", 4), ("h100-pcie", 8),
+                                           ("tpu-v5e", 256)])
+def test_a_node_within_the_catalogs_domain_or_pcie_server_answers(gpu, per_node):
+    """An NVL72 rack (gb200.toml domain_size 72), a compute tray, an HGX board or part of one, a PCIe server of 8
+    (h100-pcie: domain 1, the link model's default node 8) and a v5e pod (domain_size 256) are taken."""
+    from gpuplan import TrainingInputs
+
+    assert TrainingInputs(**TRAIN, gpu=gpu, gpus_per_node=per_node).gpus_per_node == per_node
+
+
+# ---- decided: answered ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("framework", ["megatron", "torchtitan", "deepspeed"])
+def test_zero_2_answers_under_each_framework_that_runs_it(framework):
+    """Megatron-Core 0.16.1 has a gradient-and-optimizer sharding mode: Megatron-FSDP's
+    --data-parallel-sharding-strategy optim_grads ('Shards gradients and optimizer states, this is conceptually close
+    to "ZeRO-2"', megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py@core_v0.16.1 L87; choices at
+    megatron/training/arguments.py@core_v0.16.1 L2307-2309); torchtitan's is FSDP2 with
+    fsdp_reshard_after_forward 'never' (config/configs.py@b5bcd76 L145-157; core.frameworks zero2_is_fsdp2_no_reshard);
+    DeepSpeed runs stages 0-3. So --zero 2 is answered under each (without a pipeline)."""
+    from gpuplan import TrainingInputs, estimate_training
+
+    report = estimate_training(TrainingInputs(model="llama-3-8b", gpu="h100", gpus=8, zero=2, framework=framework))
+    assert report.value("mem_layout")["zero"] == 2 and report.value("mem_fits")
+
+
+def test_a_contingency_of_100_percent_or_more_is_an_additive_reserve_and_answers():
+    """The budget is run x (1 + contingency) (jobs.training.sections: 'GPU-hours budget incl. contingency'): 100% is
+    a reserve as large as the run, not a share of a whole that must stay below 1; the range 0 to 500% stands, and
+    past it or below 0 is refused."""
+    from gpuplan import InputError, TrainingInputs, estimate_training
+
+    ask = {"model": "llama-3-8b", "gpu": "h100", "gpus": 8}
+    plain = estimate_training(TrainingInputs(**ask, contingency=0))
+    doubled = estimate_training(TrainingInputs(**ask, contingency="100%"))
+    assert doubled.value("gpu_hours_budget") == pytest.approx(2 * plain.value("gpu_hours_budget"), rel=1e-9)
+    for bad in ("-1%", "501%", "nan"):
+        with pytest.raises(InputError, match="contingency"):
+            TrainingInputs(**ask, contingency=bad)
