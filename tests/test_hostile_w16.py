@@ -123,3 +123,29 @@ def test_a_contingency_of_100_percent_or_more_is_an_additive_reserve_and_answers
     for bad in ("-1%", "501%", "nan"):
         with pytest.raises(InputError, match="contingency"):
             TrainingInputs(**ask, contingency=bad)
+
+
+# ---- (c) a plan file of many values under the size limit ------------------------------------------------------------
+
+@pytest.mark.parametrize("body", ["x: [" + ",".join(["0"] * 400_000) + "]\n",  # 0.8 MB: 22 s to refuse before
+                                  "".join(f"k{i}: {i}\n" for i in range(60_000))])  # 0.7 MB of keys: 6 s
+def test_a_plan_file_of_many_values_is_refused_before_it_is_read_through(run_cli, tmp_path, body):
+    """PyYAML composes in Python (~55 us a node): a plan file under the 1 MiB limit holding 400,000 list items took
+    22 s to be told 'unknown field'. A plan file maps a few dozen names to values; past 10,000 nodes it is refused
+    where the 10,001st starts (adapters.plan_formats.MAX_NODES)."""
+    import time
+
+    plan = tmp_path / "p.yaml"
+    plan.write_text("model: llama-3-8b\ngpu: h100\n" + body, encoding="utf-8")
+    started = time.perf_counter()
+    field_refusal(run_cli("train", str(plan)), "plan file", "holds more than 10,000 values")
+    assert time.perf_counter() - started < 2
+
+
+def test_a_plan_file_of_ten_thousand_values_is_read():
+    from gpuplan.adapters.plan_formats import parse_yaml
+
+    text = "x: [" + ",".join(["0"] * 9_998) + "]\n"  # the mapping, its key, the list and 9,998 items: 10,001 nodes
+    with pytest.raises(Exception, match="more than 10,000 values"):
+        parse_yaml(text, "plan file", "p.yaml")
+    assert len(parse_yaml(text.replace("[0,", "["), "plan file", "p.yaml")["x"]) == 9_997  # 10,000 nodes

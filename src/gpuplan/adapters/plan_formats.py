@@ -23,6 +23,11 @@ def _yaml_loader():
             if isinstance(event, yaml.events.AliasEvent) or getattr(event, "anchor", None):  # used or not
                 raise yaml.constructor.ConstructorError(None, None, "anchors and aliases are not accepted",
                                                         event.start_mark)
+            self._nodes = getattr(self, "_nodes", 0) + 1  # pure-Python PyYAML: 400,000 list items took 22 s
+            if self._nodes > MAX_NODES:
+                raise yaml.constructor.ConstructorError(None, None, f"holds more than {MAX_NODES:,} values (a plan "
+                                                        "file maps a few dozen input names to values)",
+                                                        event.start_mark)
             self._depth = getattr(self, "_depth", 0) + 1
             try:
                 if self._depth > MAX_DEPTH:
@@ -89,6 +94,10 @@ def _yaml_loader():
     return Loader
 
 
+MAX_NODES = 10_000
+"""The most YAML nodes (keys, values, list items) a plan file holds: a plan file maps names to values, a few dozen
+(the largest YAML under examples/ and tests/ holds 932 nodes); a 1 MiB file of 400,000 list items took 22 s to
+refuse (PyYAML's Python composer, ~55 us a node), now it stops at the 10,001st node (wave 16)."""
 INT_TAG, FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 PLAIN_INT = re.compile(r"^[-+]?[0-9]+$")
 """A whole number as every door reads one (units.parse_number: decimal digits; '010' is 10, as YAML 1.2 reads it)."""
