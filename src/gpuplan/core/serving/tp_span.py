@@ -32,8 +32,19 @@ srt/distributed/device_communicators/custom_all_reduce.py@v0.5.6:55); at any oth
 @v0.5.6:107-115), so NCCL runs every TP message (tp 3 / 5 / 7, tp 16 inside a GB200 NVL72)."""
 
 
+def host_ranks(fabric: Accelerator) -> int:
+    """GPUs vLLM's and SGLang's node check counts as one node: in_the_same_node_as is a shared-memory probe, so one
+    host (vllm distributed/parallel_state.py@00d618aa in_the_same_node_as, 'shared access to shared memory'; SGLang's
+    copy the same). The catalog's devices_per_node where it is below node_ranks (a GB200 / GB300 compute tray: 4 of
+    the NVL72's 72), else node_ranks."""
+    domain = node_ranks(fabric)
+    return min(domain, fabric.devices_per_node or domain)
+
+
 def own_kernel_off(engine: str, tp: int, fabric: Accelerator | None) -> bool:
     """The engine's own all-reduce kernel is off for a TP group of ``tp`` GPUs: the group spans scale-up
-    domains (spans_domains, every engine), or vLLM / SGLang at a size outside OWN_KERNEL_WORLD_SIZES.
-    TensorRT-LLM's kernel keeps its own rule (kernels.custom_allreduce_bytes_of)."""
-    return spans_domains(tp, fabric) or (engine in ("vllm", "sglang") and tp not in OWN_KERNEL_WORLD_SIZES)
+    domains (spans_domains, every engine), or vLLM / SGLang at a size outside OWN_KERNEL_WORLD_SIZES or past one
+    host (host_ranks: tp 8 over two GB200 trays logs 'spans across nodes', custom_all_reduce.py@00d618aa:90-96;
+    NCCL then runs it over the NVLink domain). TensorRT-LLM's kernel keeps its own rule (kernels.custom_allreduce_bytes_of)."""
+    return spans_domains(tp, fabric) or (engine in ("vllm", "sglang") and (
+        tp not in OWN_KERNEL_WORLD_SIZES or (fabric is not None and tp > host_ranks(fabric))))
