@@ -52,9 +52,11 @@ NUMBER_FORMS = "a number or its text, e.g. 8, '8' or '7B'"
 """What a numeric field takes (the refusal of a value that is neither)."""
 
 
-def _text(value: Any, field: str, valid: str = NUMBER_FORMS) -> str:
-    """A raw value as text; refuses empty text, over-long values and a value that is neither text nor a number
-    (``valid`` says what is): str() read the Python API's Path("8") as 8 and any object by its str()."""
+def text_of(value: Any, field: str, valid: str = NUMBER_FORMS) -> str:
+    """A raw value as trimmed text, with the refusals every numeric field gives its text: empty, over-long,
+    non-ASCII, '_', and a value that is neither text nor a number (``valid`` says what is): str() read the Python
+    API's Path("8") as 8 and any object by its str(). Also for a reader with spellings of its own
+    (jobs.inference.inputs_group's 'none')."""
     if not isinstance(value, str | numbers.Number):
         raise InputError(field, value, f"expected {valid}, not a {type(value).__name__}")
     text = str(value).strip()
@@ -67,12 +69,6 @@ def _text(value: Any, field: str, valid: str = NUMBER_FORMS) -> str:
     if "_" in text:  # float() reads '0.4_0' as 0.4 and '1_0' as 10 (PEP 515); the unit parsers refused '1_000'
         raise InputError(field, value, "must be written without '_' (e.g. 1000, 1e3 or 40%)")
     return text
-
-
-def text_of(value: str | numbers.Number, field: str) -> str:
-    """``value`` as trimmed text, with the refusals every numeric field gives its text (_text): empty, over-long,
-    non-ASCII, '_'. For a reader with spellings of its own (jobs.inference.inputs_group's 'none')."""
-    return _text(value, field)
 
 
 def _not_ascii(text: str) -> str:
@@ -180,7 +176,7 @@ def count(high: float, *, low: float = 0.0, whole: bool = False, suffix_base: fl
         field = _name(info)
         _finite(value, field)
         if not isinstance(value, int | float):
-            text = _text(value, field)
+            text = text_of(value, field)
             _refuse_not_finite(text, value, field)  # as number() and the Python API's float('nan') say
             match = _TOKENS_1024.fullmatch(text.lower()) if suffix_base == 1024 else None
             if match and math.isfinite(tokens := float(match.group(1)) * (1024 if match.group(2) == "k" else 2**20)):
@@ -213,7 +209,7 @@ def number(low: float, high: float, *, low_open: bool = False, whole: bool = Fal
         field = _name(info)
         _finite(value, field)
         text = value if isinstance(value, int | float) else \
-            _text(value, field, f"a number from {low:g} to {high:g} or its text")
+            text_of(value, field, f"a number from {low:g} to {high:g} or its text")
         _refuse_not_finite(text, value, field)  # '.nan' / '.inf' (a plan file's YAML) as 'nan' / 'inf' read
         share = percent and isinstance(text, str) and text.endswith("%")
         try:
@@ -251,7 +247,7 @@ def fraction(value: Any, info: ValidationInfo) -> float:
     field = _name(info)
     _finite(value, field)
     parsed = units.parse_fraction(value if isinstance(value, int | float) else
-                                  _text(value, field, "a fraction or its text, e.g. 0.4 or '40%'"), field)
+                                  text_of(value, field, "a fraction or its text, e.g. 0.4 or '40%'"), field)
     _not_subnormal(parsed, value, field)
     return parsed
 
@@ -270,7 +266,7 @@ def share(high: float = 5.0):
         field = _name(info)
         _finite(value, field)
         text = value if isinstance(value, int | float) else \
-            _text(value, field, f"a share from 0 to {high:g} or its text, e.g. 0.2 or '20%'")
+            text_of(value, field, f"a share from 0 to {high:g} or its text, e.g. 0.2 or '20%'")
         parsed = units.parse_allowance(text, field, high)
         _no_underflow(parsed, text, field, f"expected a share from 0 to {high:g} (0.2 = 20%)")  # 1e-400 is not 0
         return _bounded(parsed, value, field, 0, high, False)
@@ -295,7 +291,7 @@ def days(value: Any, info: ValidationInfo) -> float:
         return _bounded(value.total_seconds() / units.SECONDS_PER_DAY, value, field, 0, MAX_DAYS, True)
     _finite(value, field)
     text = value if isinstance(value, int | float) else \
-        _text(value, field, f"a number of days, text such as '7d', '36h' or '2w', or a {DURATION_FORMS}")
+        text_of(value, field, f"a number of days, text such as '7d', '36h' or '2w', or a {DURATION_FORMS}")
     try:
         seconds = units.parse_duration(text, field)
     except units.Overflowed as exc:  # '1e308' (days, x 86,400 s) and '1e308h' overflow to inf: past the bound,
@@ -334,7 +330,7 @@ def _typed_seconds(value: Any, field: str, examples: str) -> float:
         # `restart: 15` in a plan file is the text typed after --restart, not 15 seconds (the API's unit)
         raise InputError(field, value, f"give a unit, e.g. {examples}")
     text = value if isinstance(value, int | float) else \
-        _text(value, field, f"text with a unit (e.g. {examples}), seconds as a number, or a {DURATION_FORMS}")
+        text_of(value, field, f"text with a unit (e.g. {examples}), seconds as a number, or a {DURATION_FORMS}")
     zero = re.fullmatch(r"0*\.?0*\s*([a-z]*)", text.lower()) if isinstance(text, str) and "0" in text else None
     if zero and zero.group(1) in {**units.SECONDS_PER, "": 0}:
         return 0.0  # zero with any unit (or none) is zero
@@ -367,7 +363,7 @@ def boolean(value: Any, info: ValidationInfo) -> bool:
     field = _name(info)
     if isinstance(value, bool):
         return value
-    return units.parse_bool(_text(value, field, "true or false (or text: yes/no, on/off, 1/0)")
+    return units.parse_bool(text_of(value, field, "true or false (or text: yes/no, on/off, 1/0)")
                             if not isinstance(value, int | float) else value, field)
 
 
@@ -382,19 +378,18 @@ def word(value: Any, info: ValidationInfo) -> Any:
 
 
 def name(value: Any, info: ValidationInfo, *, controls: bool = False) -> str:
-    """A catalog name, a Hugging Face id or a path: non-empty text without control characters, trimmed.
-    ``controls``: a name with a control character is taken as typed, untrimmed (a file name the shell can pass:
-    report.schema's plan), one without is trimmed as before."""
+    """A catalog name, a Hugging Face id or a path: non-empty text without control characters, trimmed (with
+    ``controls``, one with a control character is kept as typed: a file name the shell can pass, report's plan)."""
     field = _name(info)
     if not isinstance(value, str):
         raise InputError(field, value, "expected a name (text)")
-    has_controls = any(ord(c) < 32 or ord(c) == 127 for c in value)  # before trimming: 'x.html\n' is not x.html
-    text = value if controls and has_controls else value.strip()
+    odd = any(ord(c) < 32 or ord(c) == 127 for c in value)  # before trimming: 'x.html\n' is not x.html
+    text = value if controls and odd else value.strip()
     if not value.strip():
         raise InputError(field, value, "must not be empty")
     if len(text) > MAX_TEXT:
         raise InputError(field, text[:40] + "...", f"is longer than {MAX_TEXT} characters")
-    if has_controls and not controls:
+    if odd and not controls:
         raise InputError(field, value, "must not contain control characters (a newline, a tab, ...)")
     return text
 
