@@ -66,6 +66,13 @@ def check_setup(inputs) -> None:
         # @core_v0.15.0 L922-931); torchtitan's async TP has no TP group: the same wall-clock, exit 0 before
         raise InputError("tp_comm_overlap", True, "overlaps tensor-parallel collectives: with --tp 1 there are none "
                          "(Megatron asserts sequence parallelism, which it turns off at tp 1): give --tp 2 or more")
+    given = get("given", frozenset())
+    if "tp_overlap" in given and get("tp_overlap") and tp == 1:  # wave 16: same wall-clock, exit 0 (the rule above)
+        raise InputError("tp_overlap", get("tp_overlap"), "hides tensor-parallel communication: with --tp 1 there is "
+                         "none (the answer is the same with or without it): give --tp 2 or more, or leave it out")
+    if "ep_overlap" in given and get("ep_overlap") and get("ep") == 1:  # as --ep-a2a-overlap at --ep 1 (StepFields)
+        raise InputError("ep_overlap", get("ep_overlap"), "hides the expert-parallel all-to-all: with --ep 1 there "
+                         "is none (the answer is the same with or without it): give --ep 2 or more, or leave it out")
     if get("tp_comm_overlap", False) and framework == "torchtitan" and not get("compile", False):
         raise InputError("tp_comm_overlap", True, "is torchtitan's async TP, which runs only compiled (torchtitan "
                          "config/configs.py@b5bcd76 L306-313: 'Async TP requires ... --compile.enable'): give --compile")
