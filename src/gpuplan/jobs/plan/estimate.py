@@ -19,7 +19,7 @@ from gpuplan.jobs.plan.explain import comparison_lines, communication_table, mem
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
 from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
-from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan
+from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, idle_told
 from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
                                   row_layout, seconds_per_sequence)
 from gpuplan.planner.search import LayoutTable, pareto_front
@@ -119,9 +119,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
 
     days, hours = float(t["days"][i]), float(t["gpu_hours"][i])
     cost = None if price is None else float(t["cost"][i])
-    # idle only of a count the user gave: a deadline's or the default range's search count is no cluster anyone has
-    # (review w14 R3 S1: `--global-batch 8300 --days 5` printed '3,988 of 12,288' left idle, 12,288 never asked)
-    idle = plan.idle_gpus if inputs.gpus else 0
+    idle = idle_told(plan, inputs.gpus)  # of a count the user gave, not a search count
     return (
         Line("best_layout", "your layout (best with the degrees given)" if inputs.layout_given else "best layout",
              plan.text(), text=f"{plural(plan.gpus, 'GPU')}, {plan.text()}: {t['days'][i]:,.1f} days, MFU {plan.mfu:.1%}",

@@ -404,3 +404,11 @@ def chosen_plan(result: PlanSearch, i: int) -> Plan:
     layout, recompute = row_layout(result.table, i)
     return evaluate_layout(result.evaluator, layout, recompute, result.target_for(layout.world),
                            int(result.table["gpus_asked"][i]))
+
+
+def idle_told(plan: Plan, gpus_given: object) -> int:
+    """GPUs of ``plan``'s count the answer says it leaves idle: only of a count the user gave (``gpus_given``: the
+    ask's --gpus; None where the count was a deadline's or the default range's search count, a cluster nobody has:
+    review w14 R3 S1, `--global-batch 8300 --days 5` printed '3,988 of 12,288' left idle, 12,288 never asked).
+    plan's and train's printers both say it (jobs.plan.estimate, jobs.training.sections)."""
+    return plan.idle_gpus if gpus_given is not None else 0

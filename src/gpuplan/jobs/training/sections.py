@@ -195,7 +195,9 @@ def allowance_section(time: TimeEstimate, inputs: TrainingInputs) -> Section:
 
 def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
     """The layout the estimate stands on and its memory verdict (= `gpuplan memory` of it)."""
-    left = plan.idle_gpus if inputs.gpus is not None else 0  # of a count given, not a deadline's search count
+    from gpuplan.jobs.plan.search import idle_told  # the planner's (numpy), loaded with the plan
+
+    left = idle_told(plan, inputs.gpus)  # of a count given, not a deadline's search count
     idle = f", {left:,} of {plan.gpus_asked:,} GPUs idle" if left else ""
     source = "your degrees" if inputs.layout_given else "the planner's best"
     m = plan.memory
