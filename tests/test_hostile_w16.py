@@ -171,3 +171,27 @@ def test_an_overlap_of_zero_or_with_the_degree_left_to_the_planner_answers():
 
     for ask in ({"tp": 1, "tp_overlap": 0}, {"tp_overlap": 0.5}, {"model": "mixtral-8x7b", "ep_overlap": 0.5}):
         assert TrainingInputs(**{**TRAIN, "gpu": "h100", **ask})
+
+
+# ---- (e) QLoRA under a framework with no 4-bit base ------------------------------------------------------------------
+
+@pytest.mark.parametrize("job, route, framework", [("train", "training", "megatron"), ("memory", "memory", "torchtitan")])
+def test_qlora_under_a_framework_without_nf4_weights_is_refused_at_every_door(run_cli, client, tmp_path, job, route,
+                                                                             framework):
+    """git grep -il 'qlora|nf4|bitsandbytes': nothing in Megatron-LM core_v0.16.1, only a 'Future Enhancements' line
+    in Megatron-Bridge@067f987 (src/megatron/bridge/models/README.md L314), nothing under torchtitan/ at b5bcd76 (its
+    components/lora.py wraps Linear or Float8Linear). QLoRA's NF4 base is bitsandbytes' under transformers + peft."""
+    ask = {"model": "llama-3-8b", "gpu": "h100", "finetune": "qlora", "framework": framework,
+           **({"gpus": 8} if job == "train" else {})}
+    _four_doors(run_cli, client, tmp_path, job, route, ask, "finetune", "give --finetune lora, or --framework hf")
+
+
+@pytest.mark.parametrize("ask", [{"framework": "hf"}, {"framework": "deepspeed"}, {}, {"framework": "megatron",
+                                                                                      "finetune": "lora"}])
+def test_qlora_under_transformers_or_lora_under_megatron_answers(ask):
+    """The published QLoRA rows run transformers + peft under DeepSpeed ZeRO-3 or FSDP (published_memory.yaml
+    ds-peft-z3-qlora-llama2-70b-2x40gb, hf-fsdp-qlora-offload-llama2-70b-2x24gb); the default framework, unstated,
+    is not refused (the rule reads a stated framework, as the TPU rule does)."""
+    from gpuplan import TrainingInputs
+
+    assert TrainingInputs(**{"model": "llama-3-8b", "gpu": "h100", "gpus": 8, "finetune": "qlora", **ask})

@@ -50,6 +50,16 @@ framework deepspeed). Moving the Pythia rows to generic / deepspeed changes thei
 (docs/training.md)."""
 
 
+NO_QLORA_FRAMEWORKS = {
+    "megatron": "no 4-bit or NF4 weights in Megatron-Core core_v0.16.1 or in Megatron-Bridge@067f987's peft/ (lora, "
+                "dora, canonical_lora, multi_lora; its models/README.md lists QLoRA under 'Future Enhancements')",
+    "torchtitan": "b5bcd76's components/lora.py puts LoRA on Linear or Float8Linear only; no NF4 or bitsandbytes in "
+                  "torchtitan/"}
+"""Stated frameworks that run LoRA but not QLoRA (git grep -il 'qlora|nf4|bitsandbytes' over each tree, wave 16); the
+published QLoRA rows run transformers + peft under DeepSpeed or FSDP (published_memory.yaml ds-peft-z3-qlora-*,
+hf-fsdp-qlora-*). llm.c has no adapters at all (planner.framework_rules.LLMC_FIXED_OPTIONS)."""
+
+
 def check_setup(inputs) -> None:
     """The rules above that need no model (fields absent from a job's schema read as not given)."""
     get = lambda name, default=None: getattr(inputs, name, default)  # noqa: E731
@@ -67,6 +77,10 @@ def check_setup(inputs) -> None:
         raise InputError("tp_comm_overlap", True, "overlaps tensor-parallel collectives: with --tp 1 there are none "
                          "(Megatron asserts sequence parallelism, which it turns off at tp 1): give --tp 2 or more")
     given = get("given", frozenset())
+    if get("finetune") == "qlora" and "framework" in given and framework in NO_QLORA_FRAMEWORKS:
+        raise InputError("finetune", "qlora", f"is a 4-bit NF4 base under adapters (bitsandbytes' Linear4bit through "
+                         f"transformers + peft); --framework {framework} has none ({NO_QLORA_FRAMEWORKS[framework]}): "
+                         "give --finetune lora, or --framework hf or deepspeed")
     if "tp_overlap" in given and get("tp_overlap") and tp == 1:  # wave 16: same wall-clock, exit 0 (the rule above)
         raise InputError("tp_overlap", get("tp_overlap"), "hides tensor-parallel communication: with --tp 1 there is "
                          "none (the answer is the same with or without it): give --tp 2 or more, or leave it out")
