@@ -9,7 +9,8 @@ from gpuplan.core.units import format_usd, plural
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
-from gpuplan.jobs.inference.serving import SEARCH_TP, Serving, evaluate
+from gpuplan.jobs.inference.serving import Serving, evaluate, host_gpus, search_tps, tp_reach
+from gpuplan.jobs.inference.sizing_text import launch_line
 from gpuplan.report.model import Line, Section, Table
 
 GB = 1e9
@@ -17,11 +18,13 @@ GB = 1e9
 
 def instead_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Section:
     """What would serve the load when this setup does not: more GPUs of the same type (the
-    smallest tp within a node), or fewer sequences / a shorter context on this one."""
+    smallest tp of search_tps: within a node, or a GB200 / GB300 NVL72 domain), or fewer sequences / a shorter
+    context on this one."""
     gpu, batch = plan.gpu, inputs.batch
     lines = []
-    for tp in SEARCH_TP:
-        if tp <= serving.tp or tp > (gpu.devices_per_node or 8):
+    tps = search_tps(gpu)
+    for tp in tps:
+        if tp <= serving.tp:
             continue
         try:
             bigger = evaluate(plan, gpu, tp, serving.pp, batch)
@@ -31,11 +34,12 @@ def instead_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Se
             lines.append(Line("instead_gpus", "would fit on", tp * serving.pp, "GPUs",
                               f"tp {tp} x pp {serving.pp} = {tp * serving.pp} x {gpu.name} (holds "
                               f"{plural(bigger.max_sequences, 'sequence')})", "the smallest tensor-parallel degree in "
-                              f"{{{', '.join(map(str, SEARCH_TP))}}} within a node that holds the load"))
+                              f"{{{', '.join(map(str, tps))}}} (one {_reach_words(gpu)}) that holds the load"))
+            lines.extend(launch_line("instead_multi_node", plan.setup.runtime.engine, gpu, tp))
             break
     else:
         lines.append(Line("instead_gpus", "would fit on", None, "GPUs",
-                          f"no tp <= {gpu.devices_per_node or 8} x {gpu.name} holds it: a bigger GPU, pipeline "
+                          f"no tp <= {max(tps)} x {gpu.name} holds it: a bigger GPU, pipeline "
                           "stages (--pp) or a smaller format (--quantization)"))
     if serving.max_sequences >= 1:
         lines.append(Line("instead_batch", "fits here instead", serving.max_sequences, "sequences",
@@ -49,25 +53,44 @@ def instead_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Se
     return Section("Does not fit: what would", tuple(lines))
 
 
+UNPRICED_LAST = "GPU types with no catalog price after the priced, cost n/a"
+"""How search_table orders and marks a GPU type the price catalog does not know (shown, not dropped)."""
+
+
 def search_table(plan: Plan, rows: list, inputs: InferenceInputs) -> Table:
+    """search_configurations' rows, the priced first (fewest GPUs, then least memory, as searched), then the GPU
+    types the price catalog does not know, in the same order with 'n/a' for their prices: left out, the GPU asked
+    (a GB200, say) would vanish from the table that answers it; mixed in, an 'n/a' row reads as the cheapest."""
     out = []
-    for gpu, s, price, _ in rows:
+    for gpu, s, price, _ in sorted(rows, key=lambda r: r[2] is None):  # stable: the search's order within each
         rate = inputs.batch / s.tpot[0].total
         cost = f"{R.cost_per_million_tokens(price, s.gpus, rate):,.3f}" if price is not None else "n/a"
         out.append((gpu.id, f"{gpu.memory_bytes / GB:,.0f} GB", s.tp, s.max_sequences,
                     f"{s.tpot[0].total * 1e3:,.1f}", f"{rate:,.0f}", "n/a" if price is None else f"{price:,.2f}", cost))
-    return Table(f"catalog configurations that hold {inputs.batch} x {plan.context:,} tokens (smallest TP per GPU)",
+    return Table(f"catalog configurations that hold {inputs.batch} x {plan.context:,} tokens (smallest TP per GPU; "
+                 f"{UNPRICED_LAST})",
                  ("gpu", "memory", "tp", "max sequences", "TPOT ms", "tokens/s", "USD/GPU-h", "USD per 1M tokens"),
                  tuple(out))
 
 
+def _reach_words(gpu) -> str:
+    """Where search_tps(gpu) stops, in words: 'node of 8' or 'NVLink domain of 72 (compute trays of 4)'."""
+    reach = tp_reach(gpu)
+    return (f"NVLink domain of {reach} (compute trays of {host_gpus(gpu)})" if reach > host_gpus(gpu) else
+            f"node of {reach}")
+
+
 def search_section(rows: list, inputs: InferenceInputs) -> Section:
+    """The smallest configuration of search_configurations' rows and the cheapest priced one, and a line on the
+    multi-node launch where the smallest spans compute trays (sizing_text.multi_node_launch)."""
     if not rows:
         return Section("Smallest and cheapest configuration", (
-            Line("smallest_config", "smallest configuration", None, text="none within one node (TP <= 8)"),))
+            Line("smallest_config", "smallest configuration", None, text="none within one node (TP <= 8) or one "
+                 "NVLink domain (TP <= 16 on GB200 / GB300 NVL72)"),))
     gpu, s, _, _ = rows[0]
     lines = [Line("smallest_config", "smallest configuration", f"{s.tp} x {gpu.id}",
                   text=f"{s.tp} x {gpu.name} (fewest GPUs, then least memory)")]
+    lines.extend(launch_line("smallest_multi_node", inputs.release.engine, gpu, s.tp))
     priced = [(price * s.gpus, gpu, s) for gpu, s, price, _ in rows if price is not None]
     if priced:
         hourly, gpu, s = min(priced, key=lambda r: r[0])

@@ -12,10 +12,33 @@ from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
+from gpuplan.core.serving.tp_span import node_ranks
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan, group_tp_check
 
-SEARCH_TP = (1, 2, 4, 8)
+SEARCH_TP = (1, 2, 4, 8, 16)
+"""TP degrees the serving searches try, each up to tp_reach of the part: 16 only inside a scale-up domain of 16
+or more (GB200 / GB300 NVL72); on 8-GPU servers (HGX H100 / B200) the searches stop at 8, as before."""
+
+
+def host_gpus(gpu: Accelerator) -> int:
+    """GPUs of one host (the catalog's devices_per_node, else 8: a GB200 / GB300 compute tray holds 4)."""
+    return gpu.devices_per_node or 8
+
+
+def tp_reach(gpu: Accelerator) -> int:
+    """The largest TP group a serving search puts on ``gpu``: its host's GPUs, or on an NVIDIA NVLink domain that
+    spans hosts (GB200 / GB300 NVL72: 72 GPUs over NVLink switches, 4 a compute tray; core.serving.tp_span.node_ranks)
+    that domain, where vLLM, SGLang and TensorRT-LLM all run one TP group across trays with a multi-node launch
+    (sizing_text.multi_node_launch). Other vendors' pods (TPU slices, Ascend supernodes) keep the host: no engine's
+    launch across their hosts was read. A PCIe part's 'domain' is its server (node_ranks), so it keeps the host too."""
+    return max(host_gpus(gpu), node_ranks(gpu)) if gpu.vendor == "NVIDIA" else host_gpus(gpu)
+
+
+def search_tps(gpu: Accelerator) -> tuple[int, ...]:
+    """SEARCH_TP up to tp_reach(gpu): (1, 2, 4, 8, 16) on GB200 NVL72, (1, 2, 4, 8) on HGX H100 / B200, (1, 2, 4)
+    on a 4-GPU MI250X node."""
+    return tuple(tp for tp in SEARCH_TP if tp <= tp_reach(gpu))
 
 
 @dataclass(frozen=True)
@@ -122,13 +145,11 @@ def max_sequences_at(plan: Plan, gpu: Accelerator, tp: int) -> int:
 
 
 def search_configurations(plan: Plan, batch: int) -> list[tuple[Accelerator, Serving, float | None, str]]:
-    """For every catalog GPU that runs the format: the smallest TP in {1, 2, 4, 8} (within one
-    node) whose KV cache holds ``batch`` sequences of the plan's context."""
+    """For every catalog GPU that runs the format: the smallest TP of search_tps (1, 2, 4, 8 within an HGX node;
+    16 too inside a GB200 / GB300 NVL72 domain) whose KV cache holds ``batch`` sequences of the plan's context."""
     found = []
     for gpu in serving_gpus(plan):
-        for tp in SEARCH_TP:
-            if tp > (gpu.devices_per_node or 8):
-                break
+        for tp in search_tps(gpu):
             try:
                 if max_sequences_at(plan, gpu, tp) < batch:  # timed only where kept: a 16M-token prefill is ~8,000
                     continue  # chunks per setup; pythia-70m at 16M tries 99 setups and keeps 28 (31.5 -> 6.3 s, wave 9)

@@ -13,7 +13,7 @@ from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.units import format_usd, plural
+from gpuplan.core.units import format_usd
 from gpuplan.core.serving.load import (
     LoadTarget,
     ReplicaLoad,
@@ -26,9 +26,9 @@ from gpuplan.core.serving.load import (
 )
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan
-from gpuplan.jobs.inference.serving import (SEARCH_TP, max_sequences_at, price_for, scheduler_refusal, serves,
+from gpuplan.jobs.inference.serving import (max_sequences_at, price_for, scheduler_refusal, search_tps, serves,
                                               serving_gpus)
-from gpuplan.jobs.inference.sizing_text import POOL_SEARCH
+from gpuplan.jobs.inference.sizing_text import TP_SEARCH, disagg_gpu_lines, launch_line
 from gpuplan.jobs.inference.sizing_text import ms_text as _ms, placement as _placement, ttft_terms as _ttft_terms
 from gpuplan.report.model import Line, Section, Table
 
@@ -102,11 +102,9 @@ def _tp_steps(plan: Plan, gpu: Accelerator, tp: int):
 
 
 def _replica_steps(plan: Plan, gpu: Accelerator) -> dict:
-    """_tp_steps of each TP in SEARCH_TP within one node (``gpu``'s devices_per_node, else 8) that runs, by TP."""
+    """_tp_steps of each TP of search_tps(gpu) (within one node, or one GB200 / GB300 NVL72 domain) that runs, by TP."""
     steps = {}
-    for tp in SEARCH_TP:
-        if tp > (gpu.devices_per_node or 8):
-            break
+    for tp in search_tps(gpu):
         if (found := _tp_steps(plan, gpu, tp)) is not None:
             steps[tp] = found
     return steps
@@ -257,33 +255,22 @@ def disaggregated_section(plan: Plan, target: LoadTarget, options: dict[str, tup
              f"{plan.output:,} tokens (TTFT p99 {_ms(target.ttft_p99)}, TPOT {_ms(target.tpot)})")
     if not options:
         return Section(title, (Line("disagg_config", "configuration", None, text="no prefill or no decode "
-                                    "instance meets the target on one node: relax the targets"),))
+                                    "instance meets the target on one scale-up domain: relax the targets"),))
     cheapest = min(options.values(), key=_pools_cost)
     pools = options.get(asked_gpu, cheapest)
     lines = _disagg_pool_lines(plan, target, pools, [c for c in colocated if c.gpu.id == asked_gpu] or colocated)
-    beside = _disagg_gpu_lines(asked_gpu, pools, cheapest)
+    beside = disagg_gpu_lines(asked_gpu, pools, cheapest)
     where = 0 if beside and beside[0].key == "disagg_other_gpu" else 2  # the pools' GPU first, else after them
-    return Section(title, (*lines[:where], *beside, *lines[where:]))
+    engine, chosen = plan.setup.runtime.engine, _chosen(colocated, asked_gpu) if colocated else None
+    said_below = chosen is not None and launch_line("sized_multi_node", engine, chosen.gpu, chosen.tp)
+    widest = max(pools, key=lambda p: p.tp)
+    launch = () if said_below else launch_line("disagg_multi_node", engine, widest.gpu, widest.tp)  # said once
+    return Section(title, (*lines[:where], *beside, *lines[where:], *launch))
 
 
-def _disagg_gpu_lines(asked_gpu: str | None, pools: tuple[Pool, Pool], cheapest: tuple[Pool, Pool]) -> tuple:
-    """With a GPU asked: the cheapest pools on any type when they are not the answer, or a line
-    saying that none on the GPU asked meets the target (the answer is then on another type)."""
-    if asked_gpu is None:
-        return ()
-    if pools[0].gpu.id != asked_gpu:
-        return (Line("disagg_other_gpu", f"none on {asked_gpu} meets the target", None,
-                     text=f"pools below on {pools[0].gpu.name}, the cheapest GPU type that does",
-                     formula=POOL_SEARCH),)
-    if pools is cheapest:
-        return ()
-    prefill, decode = cheapest
-    hourly = [p.cost_per_hour for p in cheapest]
-    text = (f"prefill {prefill.instances} x (tp {prefill.tp}) + decode {decode.instances} x (tp {decode.tp}) on "
-            f"{prefill.gpu.name} = {plural(prefill.gpus + decode.gpus, 'GPU')}"
-            + ("" if None in hourly else f", {format_usd(sum(hourly), 2)}/h"))
-    return (Line("disagg_any_gpu", "cheapest on any GPU type", None, text=text,
-                 formula=POOL_SEARCH),)
+def _chosen(configs: list[SizedConfig], asked_gpu: str | None) -> SizedConfig:
+    """sizing_section's answer: the cheapest configuration on ``asked_gpu``, else the cheapest on any type."""
+    return next((c for c in configs if c.gpu.id == asked_gpu), configs[0])
 
 
 def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
@@ -339,10 +326,11 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
                      "< max_num_seqs at start-up; give --prefill-tokens to size them"),) if refused else ()
     if not configs:
         return Section(title, (Line("sized_config", "configuration", None, text="none meets the target on one "
-                                    "node per replica: relax the latency targets, shorten prompts or quantise"),
+                                    "scale-up domain per replica: relax the latency targets, shorten prompts or "
+                                    "quantise"),
                                *left_out))
     on_asked = [c for c in configs if c.gpu.id == asked_gpu]
-    best = on_asked[0] if on_asked else configs[0]
+    best = _chosen(configs, asked_gpu)
     r, (load, prefill_s) = best.replica, _at_load(plan, target, best)
     elsewhere = _elsewhere_line(asked_gpu, on_asked, configs[0])
     tokens_per_hour = target.requests_per_s * (plan.prompt + plan.output) * 3600
@@ -355,6 +343,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
              {"gpu": best.gpu.id, "tp": best.tp, "replicas": best.replicas},
              text=_placement(best.replicas, best.tp, best.gpu, best.gpus),
              formula="replicas = ceil(rate / rate one replica sustains within the targets)"),
+        *launch_line("sized_multi_node", plan.setup.runtime.engine, best.gpu, best.tp),
         *elsewhere,
         # the load asked beside the latencies: the table's row for this configuration gives them at the rate
         # a replica sustains (265 ms beside 454 ms for one B200, wave 7 invariant sweep, issue 39)
@@ -393,8 +382,7 @@ def _elsewhere_line(asked_gpu: str | None, on_asked: list[SizedConfig], cheapest
         return ()
     text = _placement(cheapest.replicas, cheapest.tp, cheapest.gpu, cheapest.gpus) + (
         "" if cheapest.cost_per_hour is None else f", {format_usd(cheapest.cost_per_hour, 2)}/h")
-    return (Line("sized_config_any_gpu", "cheapest on any GPU type", None, text=text,
-                 formula="every catalog GPU type and TP in {1, 2, 4, 8}, one node per replica"),)
+    return (Line("sized_config_any_gpu", "cheapest on any GPU type", None, text=text, formula=TP_SEARCH),)
 
 
 def sizing_table(configs: list[SizedConfig]) -> Table:
