@@ -77,8 +77,7 @@ def test_the_days_an_mfu_refusal_offers_answer_typed_back(estimate, days):
 
 def test_duration_up_rounds_up_at_the_printed_step():
     """Hand-worked: 11.0207 days -> 11.03 days (nearest: 11.02, short of it); 5.001 h -> 5.01 h; 42.01 s -> 42.1 s; already on a step: kept."""
-    from gpuplan.core.units import format_duration
-    from gpuplan.jobs.training.mfu_refusal import duration_up
+    from gpuplan.core.units import duration_up, format_duration
 
     assert format_duration(duration_up(11.0207 * 86400)) == "11.03 days"
     assert format_duration(duration_up(5.001 * 3600)) == "5.01 h"

@@ -208,6 +208,12 @@ DURATION_UNITS = (("days", SECONDS_PER_DAY), ("h", SECONDS_PER_HOUR), ("min", 60
 """The units format_duration picks from, largest first, with their seconds."""
 
 
+def duration_unit(seconds: float) -> tuple[str, float]:
+    """The unit format_duration writes ``seconds`` in and its seconds: the largest of DURATION_UNITS not above
+    them, else s."""
+    return next(((name, size) for name, size in DURATION_UNITS if seconds >= size), DURATION_UNITS[-1])
+
+
 def duration_in(seconds: float, unit: str) -> str:
     """Seconds written in ``unit`` (days, h, min, s or ms) at the precision format_duration uses
     for it, so a range reads like its value: '1,230.77 days', '2.00 h', '18.7 min', '36.1 s'."""
@@ -224,8 +230,19 @@ def duration_in(seconds: float, unit: str) -> str:
 
 def format_duration(seconds: float) -> str:
     """Seconds as the largest sensible unit: '7.00 days', '3.10 h', '42 s'."""
-    unit = next((name for name, scale in DURATION_UNITS if seconds >= scale), "s")
-    return duration_in(seconds, unit)
+    return duration_in(seconds, duration_unit(seconds)[0])
+
+
+def duration_up(seconds: float) -> float:
+    """``seconds`` rounded UP to the step format_duration prints in its unit (duration_in: 0.01 day, 0.01 h,
+    0.1 min, 3 significant figures of s), so a time offered, typed back as --days, is at least the time needed:
+    rounded to nearest, budget offered '11.02 days on 64 GPUs' that --days 11.02 refused again (review w14 R2 M3)."""
+    unit, scale = duration_unit(seconds)
+    if unit == "s":
+        step = 10.0 ** (math.floor(math.log10(seconds)) - 2) if seconds > 0 else 1.0
+    else:
+        step = scale * (0.1 if unit == "min" else 0.01)
+    return math.ceil(seconds / step) * step
 
 
 def plural(count: float, word: str, spec: str = ",") -> str:

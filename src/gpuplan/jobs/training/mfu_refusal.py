@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 
 from gpuplan.core.economics.gpu_time import ComputeBudget
-from gpuplan.core.units import DURATION_UNITS, SECONDS_PER_DAY, format_duration
+from gpuplan.core.units import SECONDS_PER_DAY, duration_up, format_duration
 from gpuplan.errors import InputError
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.schema.types import MAX_DAYS  # schema.types.days' bound
@@ -78,14 +78,3 @@ def _digits_apart(needed: float, limit: float) -> int:
         digits += 1
     return digits
 
-
-def duration_up(seconds: float) -> float:
-    """``seconds`` rounded UP to the step core.units.format_duration prints in its unit (0.01 day, 0.01 h, 0.1 min,
-    3 significant figures of s), so the time offered, typed back as --days, is at least the time needed: rounded
-    to nearest, budget offered '11.02 days on 64 GPUs' that --days 11.02 refused again (review w14 R2 M3)."""
-    unit, scale = next(((name, size) for name, size in DURATION_UNITS if seconds >= size), DURATION_UNITS[-1])
-    if unit == "s":
-        step = 10.0 ** (math.floor(math.log10(seconds)) - 2) if seconds > 0 else 1.0
-    else:
-        step = scale * (0.1 if unit == "min" else 0.01)
-    return math.ceil(seconds / step) * step
