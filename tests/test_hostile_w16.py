@@ -195,3 +195,22 @@ def test_qlora_under_transformers_or_lora_under_megatron_answers(ask):
     from gpuplan import TrainingInputs
 
     assert TrainingInputs(**{"model": "llama-3-8b", "gpu": "h100", "gpus": 8, "finetune": "qlora", **ask})
+
+
+# ---- (f) llm.c off NVIDIA ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("job, route, ask", [("train", "training", {"gpu": "mi300x", "gpus": 8}),
+                                             ("budget", "budget", {"gpu": "gaudi3", "gpus": 8}),
+                                             ("memory", "memory", {"gpu": "h100", "compare": "h100,mi355x"})])
+def test_llmc_on_a_part_that_is_not_nvidias_is_refused_at_every_door(run_cli, client, tmp_path, job, route, ask):
+    """karpathy/llm.c@f1e2ace is 'pure C/CUDA' (README L3); AMD support is a separate fork (README L203-206)."""
+    _four_doors(run_cli, client, tmp_path, job, route, {"model": "gpt2", "framework": "llmc", **ask}, "framework",
+                "is C and CUDA for NVIDIA GPUs only")
+
+
+def test_llmc_memory_with_the_default_comparison_list_answers():
+    """memory's default comparison list holds an MI300X the user did not name: its row is not refused for them."""
+    from gpuplan import MemoryInputs, estimate_memory
+
+    report = estimate_memory(MemoryInputs(model="gpt2", gpu="h100", framework="llmc"))
+    assert report.value("model_states_total") > 0

@@ -11,6 +11,7 @@
   (train_gpt2.cu@f1e2ace); the hf profile models transformers on CUDA tensors (the caching allocator, foreach
   AdamW: core.frameworks), where a TPU runs it through PyTorch/XLA, which gpuplan does not model. A stated one
   is refused naming ``--framework generic`` (gpuplan's framework-neutral model), the one that is not a CUDA run.
+  llm.c is refused on every non-NVIDIA part (AMD, Intel, Huawei, Google): its code is CUDA (LLMC_VENDORS).
   The default framework (megatron, not stated) is left as it was: the ask names no framework to refuse (the
   report's framework assumption says which profile was modelled).
 - ``--gpus-per-node`` above the part's scale-up domain in the catalog: the link model times a group inside the
@@ -30,6 +31,9 @@ FRAMEWORK_OFF_CUDA = "generic"
 """The one framework profile that models no CUDA / ROCm code: gpuplan's framework-neutral model (core.frameworks)."""
 TPU_VENDOR = "Google"
 """The catalog's vendor of its TPUs (tpu-v4, tpu-v5e, tpu-v5p, tpu-v6e): the parts no CUDA framework runs on."""
+LLMC_VENDORS = ("NVIDIA",)
+"""The vendors whose parts karpathy/llm.c@f1e2ace runs on: 'pure C/CUDA' (README L3); its README lists AMD support
+as a notable fork (anthonix/llm.c, L203-206), not the profile's code."""
 PCIE_NODE_DEFAULT = 8
 """GPUs of a PCIe-only part's node where the catalog states none: Accelerator.scale_up_ranks's default."""
 
@@ -55,10 +59,15 @@ def largest_node(gpu) -> int:
 def check_device(inputs) -> None:
     """The two rules above for a job's fields (absent fields read as not given)."""
     given = getattr(inputs, "given", frozenset())
-    names = (getattr(inputs, "gpu", None),) + tuple(getattr(inputs, "compare", None) or ())
+    compared = tuple(getattr(inputs, "compare", None) or ()) if "compare" in given else ()  # memory's default
+    names = (getattr(inputs, "gpu", None),) + compared  # list (an MI300X among them) is not the user's to answer for
     if "framework" in given and inputs.framework != FRAMEWORK_OFF_CUDA:
         for name in names:
             gpu = _accelerator(name)
+            if inputs.framework == "llmc" and gpu is not None and gpu.vendor not in LLMC_VENDORS:
+                raise InputError("framework", "llmc", f"llm.c (karpathy/llm.c@f1e2ace) is C and CUDA for NVIDIA "
+                                 f"GPUs only (README L3; AMD support is a separate fork, README L203-206), not the "
+                                 f"{gpu.name}: give --framework generic, or an NVIDIA GPU")
             if gpu is not None and gpu.vendor == TPU_VENDOR:
                 raise InputError("framework", inputs.framework, f"{inputs.framework} runs on CUDA / ROCm devices, "
                                  f"not on a {gpu.name} (TPUs run PyTorch through XLA, which no framework profile "
