@@ -131,9 +131,9 @@ def test_the_padding_is_mxfp4_padding_bytes_not_a_residual():
 
     plan = resolve_plan(InferenceInputs(model="gpt-oss-20b", gpu="h100", engine="vllm"))
     memory = M.serving_memory_on(plan.spec, plan.groups, plan.setup, 1, 1, plan.gpu)
-    text = weights_added(plan, memory, 1, 1)
+    text = weights_added(memory)
     assert text == " + 0.92 GB (874.97 MiB) MXFP4 expert padding (vLLM's MoE layout)", text
-    assert weights_added(plan, replace(memory, weights=memory.weights + 1e9), 1, 1) == text
+    assert weights_added(replace(memory, weights=memory.weights + 1e9)) == text
     dense = resolve_plan(InferenceInputs(model="llama-3-8b", gpu="h100", engine="vllm"))
-    assert "MXFP4" not in weights_added(dense, replace(memory, weights=memory.weights + 1e9, draft_weights=0.0,
-                                                       lora_slots=0.0), 1, 1)
+    dense_memory = M.serving_memory_on(dense.spec, dense.groups, dense.setup, 1, 1, dense.gpu)
+    assert "MXFP4" not in weights_added(replace(dense_memory, weights=dense_memory.weights + 1e9))

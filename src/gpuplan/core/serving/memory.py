@@ -51,6 +51,8 @@ class Memory:
     """The proposer's share of the KV memory (its cache grows with the target's, token for token)."""
     lora_slots: float = 0.0
     """Multi-LoRA adapter slots (included in ``weights``: engines allocate them at model load)."""
+    mxfp4_padding: float = 0.0
+    """vLLM's MXFP4 expert padding (weights.mxfp4_padding_bytes; included in ``weights``)."""
     comm: float = 0.0
     """Non-torch memory of the tensor / pipeline groups (included in ``fixed``)."""
     cuda_graphs: float = 0.0
@@ -137,14 +139,13 @@ def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
                    gpu_arch: str | None = None, tensor_core_dtypes: tuple[str, ...] | None = None) -> Memory:
     weights = weight_bytes_per_gpu(groups, setup.fmt, spec.num_layers, tp, pp)
     engine = setup.runtime.engine
-    if engine == "vllm":  # vLLM pads MXFP4 experts for its MoE kernels
-        weights += mxfp4_padding_bytes(spec, groups, setup.fmt, tp, pp)
     if engine == "sglang":
         return _sglang_memory(weights, memory_bytes, setup, tp, pp, scale_up_bandwidth)
     if engine == "trtllm":
         return _trtllm_memory(spec, weights, memory_bytes, setup, tp, pp, scale_up_bandwidth)
-    return _vllm_memory(spec, weights, memory_bytes, setup, tp, pp, gpu_name, scale_up_bandwidth, gpu_arch,
-                        tensor_core_dtypes)
+    padding = mxfp4_padding_bytes(spec, groups, setup.fmt, tp, pp)  # vLLM pads MXFP4 experts for its MoE kernels
+    return replace(_vllm_memory(spec, weights + padding, memory_bytes, setup, tp, pp, gpu_name, scale_up_bandwidth,
+                                gpu_arch, tensor_core_dtypes), mxfp4_padding=padding)
 
 
 def _vllm_memory(spec: ModelSpec, weights: float, memory_bytes: float, setup: ServingSetup, tp: int, pp: int,

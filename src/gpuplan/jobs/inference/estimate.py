@@ -129,7 +129,7 @@ def _weights_section(plan: Plan, serving: Serving) -> Section:
              else "parameters x bytes"),
         Line("weights_per_gpu", "weights per GPU", serving.memory.weights, "bytes", _gb(serving.memory.weights),
              f"layers / (tp {serving.tp}) on ceil(L/pp) layers + embedding / LM head / tp"
-             + weights_added(plan, serving.memory, serving.tp, serving.pp)),
+             + weights_added(serving.memory)),
     ))
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import profile as P
-from gpuplan.core.serving import weights as W
 from gpuplan.core.serving.kernels import VLLM_GRAPHS_SINCE
 from gpuplan.core.serving.releases import (VLLM_V1_SINCE, allreduce_dtype, fused_token_limit, graph_allreduce_path,
                                            reads_019_allreduce, registered_graph_addresses)
@@ -26,13 +25,11 @@ def _gib(value: float) -> str:
     return f"{value / GiB:.2f}"
 
 
-def weights_added(plan: Plan, m: M.Memory, tp: int, pp: int) -> str:
+def weights_added(m: M.Memory) -> str:
     """What the per-GPU weights hold beyond the split checkpoint (core.serving.memory._engine_memory): vLLM's MXFP4
     expert padding, a speculative proposer, LoRA slots; named, so that 'per GPU' above 'whole model' on one GPU
     reads as what it is (gpt-oss-20b on one B300 printed 14.68 GB per GPU beside 13.76 GB whole, A8 w14)."""
-    padding = (W.mxfp4_padding_bytes(plan.spec, plan.groups, plan.setup.fmt, tp, pp)  # as _engine_memory adds it
-               if plan.setup.runtime.engine == "vllm" else 0.0)
-    parts = ((padding, "MXFP4 expert padding (vLLM's MoE layout)"),
+    parts = ((m.mxfp4_padding, "MXFP4 expert padding (vLLM's MoE layout)"),
              (m.draft_weights, "the speculative proposer"), (m.lora_slots, "LoRA adapter slots"))
     return "".join(f" + {gb(v)} {name}" for v, name in parts if v > 1e-6 * m.weights)
 
