@@ -3,8 +3,9 @@
 256 ranks) + NCCL's fixed call cost, its tuner's ring base latency for the protocol the pairs run: LL 6.6 us up to
 32 channels x 16 KiB a peer in one NVLink domain, Simple 8.4 us beyond (src/graph/tuning.cc@v2.27.7-1 L134-137
 baseLat; src/enqueue.cc L783, L822-836). The MoE token exchange of a training step keeps one latency a peer
-(volumes.dispatch_per_peer_seconds). Every number below is worked by hand from those lines; nothing is fitted, and
-DeepEP#303's nccl-tests points (8 H20) stay held out: they are scored, not used."""
+(volumes.dispatch_per_peer_seconds). Every number below is worked by hand from those lines; nothing is fitted to
+DeepEP#303's nccl-tests points (8 H20), but the pairing of 6.6 us with the catalog's 5 us step was chosen with their
+floor known, so their kind is labelled so (docs/step.md)."""
 
 import pytest
 
@@ -43,8 +44,13 @@ def test_sixty_four_ranks_inside_one_nvl72_domain_by_hand():
     # the protocol turns at 512 KiB a peer: Simple's 8.4 us from one byte more (enqueue.cc L822, L835)
     assert S.call_seconds(512 * 1024, 64, 1) == pytest.approx(6.6e-6)
     assert S.call_seconds(512 * 1024 + 1, 64, 1) == pytest.approx(8.4e-6)
-    # across nodes a network peer starts on 2 channels: LL up to 32 KiB a peer (paths.cc L817-827)
+    # over two domains a network peer starts on 2 channels (paths.cc L817-827), so p2pnChannelsPerPeer is 2: the
+    # NVLink peers run LL up to 2 x 16 KiB = 32 KiB a peer; a network peer never runs LL (no LL buffer on p2p net
+    # connections unless NCCL_ALLOC_P2P_NET_LL_BUFFERS, default 0: net.cc L787, init.cc L658), so such a call pays
+    # Simple's 8.4 us
     assert S.p2p_uses_ll(32 * 1024, 16, 2) and not S.p2p_uses_ll(32 * 1024 + 1, 16, 2)
+    assert not S.p2p_uses_ll(16, 16, 2, network_peer=True)
+    assert S.call_seconds(16, 16, 2) == pytest.approx(8.4e-6)
 
 
 def test_a_group_of_one_costs_nothing():
@@ -71,19 +77,20 @@ def all_to_all_cases():
 
 
 def test_the_small_payload_kind_is_within_30_percent(all_to_all_cases):
-    # issue 37's acceptance: 'nccl-tests all-to-all, one node, payload < 16 MiB' (DeepEP#303, 6 points, held out)
-    # within 30%; it was 69.2% (bias -69.2%). Model 11.60-11.61 us against 10.48-11.13 us measured: -4.1 .. -9.6%
-    small = [c.predicted / c.measured - 1 for c in all_to_all_cases if "< 16 MiB" in c.kind]
+    # issue 37's acceptance: 'nccl-tests all-to-all, one node, payload < 16 MiB' (DeepEP#303, 6 points) within 30%;
+    # it was 69.2% (bias -69.2%). Its label says the model's form was chosen with this floor known
+    small = [c for c in all_to_all_cases if "< 16 MiB" in c.kind]
     assert len(small) == 6
-    assert max(abs(e) for e in small) < 0.30
-    assert sum(abs(e) for e in small) / 6 == pytest.approx(0.0715, abs=0.001)
-    assert max(small) < 0  # every point a little slower in the model: 6.6 + 5 us against a 10.5-11.1 us floor
+    assert all("the model's form chosen with this floor known" in c.kind for c in small)
+    errors = [c.predicted / c.measured - 1 for c in small]
+    assert max(abs(e) for e in errors) <= 0.30
+    # every point slower in the model: its fastest time, 128 B, is 112 B / 369 GB/s + 5 + 6.6 us = 11.6003 us,
+    # above the slowest measured, 11.13 us at 4 KiB
+    assert max(errors) < 0
 
 
 def test_the_large_payload_kind_stays_within_15_percent(all_to_all_cases):
-    # 'payload >= 16 MiB' (14 points): 5.6% before, 6.4% now (one batch + 8.4 us instead of n - 1 latencies makes
-    # the 64-rank points 2.5-5.5 points faster: GB200 4 GiB +14.4 -> +19.9%)
+    # 'payload >= 16 MiB' (14 points), issue 37's 15% bar; per-point arithmetic in tests/test_a2a_large_payload.py
     large = [c.predicted / c.measured - 1 for c in all_to_all_cases if ">= 16 MiB" in c.kind]
     assert len(large) == 14
-    assert sum(abs(e) for e in large) / 14 == pytest.approx(0.0644, abs=0.001)
     assert sum(abs(e) for e in large) / 14 <= 0.15

@@ -31,12 +31,22 @@ A second batch comes only past 32 channels' worth of node deltas: 33 nodes of 8 
 peer past 64 ranks).
 
 The collective as NCCL runs it is core.comm.volumes.all_to_all_time (what nccl-tests' alltoall_perf
-measures; wave 15): bytes / bandwidth + sequential_batches x the link's step latency + call_seconds, NCCL's
-fixed cost of one p2p kernel call. That call cost is NCCL's own tuner constant for the protocol the
-pairs run (p2p_uses_ll: LL up to P2P_LL_THRESHOLD_BYTES a channel, enqueue.cc L783, L822-836): baseLat
-ring LL 6.6 us, Simple 8.4 us (src/graph/tuning.cc@v2.27.7-1 L134-137; core.comm.collectives.BASE_US).
-Nothing was fitted: measured (deepseek-ai/DeepEP#303, 8 H20, 128 B - 4 KiB, held out) 10.5-11.1 us,
-against 6.6 + 5 = 11.6 us (busbw -4 to -10%), where one link latency per peer charged 35 us (-70%).
+measures; wave 15): bytes / bandwidth + sequential_batches x the link's step latency + call_seconds, a fixed
+cost a call. Both constants are sourced and predate wave 15 -- the call cost is NCCL's tuner's ring base
+latency for the protocol the pairs run (p2p_uses_ll: LL up to P2P_LL_THRESHOLD_BYTES a channel, enqueue.cc
+L783, L822-836; baseLat ring LL 6.6 us, Simple 8.4 us, src/graph/tuning.cc@v2.27.7-1 L134-137;
+core.comm.collectives.BASE_US), the step the catalog's NVLink latency every other p2p in the package pays
+(5 us, core.comm.topology.DEFAULT_SCALE_UP_LATENCY, a rounded alpha, not NCCL's hwLat) -- but the pairing
+was chosen with the held-out floor known (deepseek-ai/DeepEP#303, 8 H20, 128 B - 4 KiB: 10.5-11.1 us;
+6.6 + 5 = 11.6 us modelled, busbw -4 to -10%). NCCL's own tuner pairs baseLat with its hwLat per step
+(tuning.cc L329-338; NVLink ring LL 0.6 us, L144-145): 6.6 + 0.6 = 7.2 us would score those points +45 to
++54% (mean 49.6%). And the split is not what the same log shows: its 0-byte call takes 3.1 us, less than the
+6.6 us charged here as the fixed part, and it is the same p2p kernel with eight empty pairs -- nccl-tests
+sends / receives count 0 (alltoall.cu@a0b82b2 L328-333; the issue predates NCCL 2.28's ncclAlltoAll,
+v2.28.3-1 of 2025-09-02), NCCL 2.27 queues a 0-byte send / recv (enqueue.cc L2278-2296; only empty
+collectives are dropped, L2331-2332), a 0-byte leg gets one step (L973-975) and the device loop runs once
+(device/sendrecv.h L25-29, L42-46). So the sum matches the floor; the split between call and step is not
+measured. One link latency per peer charged 35 us (-70%).
 
 The step model's MoE token exchange is not this: core.comm.volumes.expert_all_to_all_time keeps one link
 latency per peer (volumes.dispatch_per_peer_seconds), which stands in for a cost the model lacks there.
@@ -119,19 +129,31 @@ def sequential_batches(ranks, per_node, nodes, per_peer_bytes):
     return scalar_or_array(np.maximum(1.0, np.where(k > 1, several, one_domain)))
 
 
-def p2p_uses_ll(per_peer_bytes, ranks, nodes):
-    """Whether one peer's send runs NCCL's LL protocol: bytes <= p2pnChannelsPerPeer x P2P_LL_THRESHOLD_BYTES
-    (enqueue.cc@v2.27.7-1 L822, L835-836; 512 KiB a peer in one NVLink domain, 32 KiB across nodes up to 64
-    ranks). Works elementwise."""
-    return _arr(per_peer_bytes) <= channels_per_peer(ranks, nodes) * P2P_LL_THRESHOLD_BYTES
+def p2p_uses_ll(per_peer_bytes, ranks, nodes, network_peer=False):
+    """Whether one peer's send runs NCCL's LL protocol. A peer across the network never does by default: p2p
+    net connections get an LL buffer only under NCCL_ALLOC_P2P_NET_LL_BUFFERS, default 0 (transport/net.cc@v2.27.7-1
+    L787; init.cc L658, L895), and addP2pToPlan drops LL where the connection has none (enqueue.cc L815).
+    An NVLink peer runs LL while its bytes are at most p2pnChannelsPerPeer x P2P_LL_THRESHOLD_BYTES (enqueue.cc
+    L822, L835-836): 512 KiB a peer in one NVLink domain; 32 KiB for the NVLink peers of a group over several
+    domains up to 64 ranks (p2pnChannelsPerPeer 2 there: its network peers start on 2 channels). Works
+    elementwise."""
+    ll = _arr(per_peer_bytes) <= channels_per_peer(ranks, nodes) * P2P_LL_THRESHOLD_BYTES
+    return ll & ~np.asarray(network_peer, dtype=bool)
 
 
 def call_seconds(per_peer_bytes, ranks, nodes):
-    """NCCL's fixed cost of one all-to-all kernel call, seconds: its tuner's base latency for the protocol
-    the pairs run, ring LL 6.6 us or Simple 8.4 us (src/graph/tuning.cc@v2.27.7-1 L134-137 baseLat,
-    core.comm.collectives.BASE_US). NCCL has no p2p entry there; the ring's is the nearest -- the same LL /
-    Simple primitives over the same connections, one kernel launch a call. Checked, not fitted, against
-    deepseek-ai/DeepEP#303's nccl-tests floor on 8 H20 (held out): 10.5-11.1 us measured, 6.6 + one 5 us step
-    modelled. Eager launches (nccl-tests' default, no CUDA graph). Works elementwise."""
+    """The fixed cost of one all-to-all kernel call, seconds: NCCL's tuner's ring base latency for the protocol
+    the pairs run, LL 6.6 us or Simple 8.4 us (src/graph/tuning.cc@v2.27.7-1 L134-137 baseLat,
+    core.comm.collectives.BASE_US); a call over several domains has network peers, which run Simple
+    (p2p_uses_ll), and pays Simple's. NCCL has no p2p entry there; the ring's is the nearest -- the same LL /
+    Simple primitives (device/sendrecv.h L160-169), though on p2p's own connector (enqueue.cc L797 connIndex 1),
+    one kernel launch a call. Not a clean hold-out: this base latency was paired with the catalog's 5 us link
+    step (all_to_all_time) with deepseek-ai/DeepEP#303's nccl-tests floor on 8 H20 known (10.5-11.1 us
+    measured, 6.6 + 5 = 11.6 us modelled). NCCL's tuner pairs it with its own 0.6 us NVLink LL step instead
+    (tuning.cc L144-145, L329-338): 7.2 us, those points +45 to +54%. The log's 0-byte call, one p2p kernel
+    with eight empty pairs (enqueue.cc L2278-2296, L973-975), takes 3.1 us, less than the 6.6 us charged here
+    as the fixed part: the sum matches the floor, the split is not measured. Eager launches (nccl-tests'
+    default, no CUDA graph). Works elementwise."""
     ll, simple = BASE_US["ring"][0], BASE_US["ring"][2]
-    return scalar_or_array(np.where(p2p_uses_ll(per_peer_bytes, ranks, nodes), ll, simple) * 1e-6)
+    uses_ll = p2p_uses_ll(per_peer_bytes, ranks, nodes, network_peer=_arr(nodes) > 1)
+    return scalar_or_array(np.where(uses_ll, ll, simple) * 1e-6)
