@@ -411,7 +411,8 @@ def accuracy_markdown(report: Report) -> str:
            "per-generation NVLink efficiency and NVLS gain come from two other sources (docs/step.md). A sweep run",
            "under a net / tuner plugin takes the plugin's published latency and choice (AWS's aws-ofi-nccl on P6-B200);",
            "points a sweep's own data rule out are listed under *excluded* with the reason. An all-to-all (one NVLink",
-           "domain) is NCCL's kernel: one link latency a p2p batch + NCCL's call cost, 6.6 / 8.4 us (p2p_schedule.py).",
+           "domain) is one link latency a p2p batch + a call cost, NCCL's ring base latency 6.6 / 8.4 us, a pairing",
+           "chosen with the < 16 MiB points' floor known, as that kind's label says (p2p_schedule.py, docs/step.md).",
            ""]
     for table in report.tables:
         out += table_markdown(table)
