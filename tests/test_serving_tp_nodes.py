@@ -10,6 +10,7 @@ import pytest
 from gpuplan.catalog import load_accelerator
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving.releases import parse_release
+from gpuplan.core.serving.tp_span import spans_domains
 
 MESSAGE = 1 * 8192 * 2
 """One decode token of Llama-3-70B (hidden 8,192, bf16): the TP all-reduce a batch-1 decode step sends, bytes."""
@@ -36,11 +37,13 @@ def test_tp16_on_h100_is_nccls_tree_across_two_nodes(h100):
                 two nodes) / 2) = 19.5 GB/s x 0.7 (tree correction at 16 KiB, log2(16384 / 64) = 8) = 13.65 GB/s
       -> 25.2 us + 16,384 / 13.65e9 = 26.400 us, against 8.085 us for the engine's kernel tp 16 was timed with."""
     release = parse_release("vllm==0.10.1")
-    assert KR.spans_domains(16, h100) and not KR.spans_domains(8, h100)
-    assert KR.custom_allreduce_limit(release, 16, h100) == 0.0
+    assert spans_domains(16, h100) and not spans_domains(8, h100)
+    limit = KR.custom_allreduce_limit(release, 16, h100)  # as roofline passes it: 0, the own kernel off
+    assert limit == 0.0
     hand = 25.2e-6 + MESSAGE / (0.7 * 39e9 / 2)
     assert hand == pytest.approx(26.400e-6, rel=1e-4)
-    seconds = KR.tp_allreduce_seconds(MESSAGE, 16, h100.scale_up_bandwidth, LATENCY, fabric=h100)
+    seconds = KR.tp_allreduce_seconds(MESSAGE, 16, h100.scale_up_bandwidth, LATENCY, fabric=h100,
+                                      custom_max_bytes=limit)
     assert seconds == pytest.approx(hand, rel=1e-6)
     assert own_kernel(16) == pytest.approx(8.085e-6, rel=1e-3)
 
@@ -48,7 +51,7 @@ def test_tp16_on_h100_is_nccls_tree_across_two_nodes(h100):
 def test_tp_inside_the_domain_keeps_the_engines_kernel(h100):
     """tp 8 on H100 and tp 16 on a GB200 NVL72 (72 GPUs on one NVLink domain): the own kernel, as before."""
     gb200 = load_accelerator("gb200")
-    assert gb200.scale_up_ranks == 72 and not KR.spans_domains(16, gb200)
+    assert gb200.scale_up_ranks == 72 and not spans_domains(16, gb200)
     assert KR.tp_allreduce_seconds(MESSAGE, 8, h100.scale_up_bandwidth, LATENCY, fabric=h100) == pytest.approx(
         own_kernel(8), rel=1e-9)
     per_direction = gb200.scale_up_bandwidth / 2 * 0.8
@@ -58,7 +61,7 @@ def test_tp_inside_the_domain_keeps_the_engines_kernel(h100):
     assert KR.custom_allreduce_limit(parse_release("vllm==0.10.1"), 16, gb200) == 0.0
     # PCIe-only parts (catalog scale-up domain 1): the node is their server of 8, so tp 2 on one stays inside it
     rtx4090 = load_accelerator("rtx-4090")
-    assert rtx4090.scale_up_ranks == 1 and not KR.spans_domains(2, rtx4090) and KR.spans_domains(16, rtx4090)
+    assert rtx4090.scale_up_ranks == 1 and not spans_domains(2, rtx4090) and spans_domains(16, rtx4090)
     assert KR.custom_allreduce_limit(parse_release("vllm==0.10.1"), 2, rtx4090) == KR.CUSTOM_ALLREDUCE_MAX_BYTES
 
 
@@ -76,8 +79,7 @@ def test_tp16_on_h100_decode_pays_the_network_and_says_so(monkeypatch):
 
     after, notes = results()
     with monkeypatch.context() as patch:  # the rule off: the own kernel on the scale-up link, as before
-        patch.setattr(KR, "spans_domains", lambda tp, fabric: False)
-        patch.setattr(KR, "own_kernel_off", lambda engine, tp, fabric: False)  # and vLLM's world-size rule (B3)
+        patch.setattr(KR, "own_kernel_off", lambda engine, tp, fabric: False)  # spans_domains and vLLM's sizes (B3)
         before, _ = results()
     assert after["tpot"] - before["tpot"] == pytest.approx(160 * (26.400e-6 - 8.085e-6), rel=2e-3)
     assert after["ttft"] == pytest.approx(before["ttft"], rel=1e-12)

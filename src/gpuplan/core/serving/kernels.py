@@ -18,7 +18,7 @@ from gpuplan.core.serving.engines import sglang_defaults
 from gpuplan.core.serving.releases import (CUSTOM_ALLREDUCE_MAX_BYTES, VLLM_V1_SINCE, EngineRelease,
                                            graph_capture_sizes, own_allreduce_max_bytes, reads_019_allreduce)
 from gpuplan.core.comm.topology import cluster_for
-from gpuplan.core.serving.tp_span import own_kernel_off, spans_domains  # past the NVLink domain, tp 3: NCCL only
+from gpuplan.core.serving.tp_span import own_kernel_off  # past the NVLink domain, tp 3: NCCL only
 
 COLLECTIVE_EFFICIENCY = 0.8
 """Share of a link's per-direction bandwidth a ring all-reduce achieves (NCCL's bus bandwidth on
@@ -407,12 +407,14 @@ def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None,
     group's links of ``fabric`` (NCCL's tuner picks ring / NVLS and LL / LL128 / Simple by size;
     without ``fabric`` the custom formula stands in), x PCIE_NCCL_SLOWDOWN between PCIe-only GPUs.
     Without GPU P2P (``p2p`` False): NCCL at every size on host_path(fabric), the PCIe-only rule.
-    0 without tensor parallelism."""
+    ``custom_max_bytes``: custom_allreduce_limit's for the layout (roofline passes it), 0 where the engine's kernel
+    is off (tp_span.own_kernel_off: a group past the scale-up domain, vLLM / SGLang at tp 3); the 8 MiB default
+    holds only inside one domain. 0 without tensor parallelism."""
     if tp <= 1:
         return 0.0
     fabric = collective_fabric(fabric, p2p) if fabric is not None else None
     pcie = on_pcie(fabric)
-    custom = p2p and message_bytes <= custom_max_bytes and not (pcie and tp > 2) and not spans_domains(tp, fabric)
+    custom = p2p and message_bytes <= custom_max_bytes and not (pcie and tp > 2)
     if fabric is not None and not custom:
         slowdown = PCIE_NCCL_SLOWDOWN if pcie else 1.0
         return slowdown * nccl_all_reduce_seconds(message_bytes, tp, fabric)
