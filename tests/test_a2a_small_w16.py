@@ -1,5 +1,5 @@
-"""NCCL's all-to-all as its kernel runs it, at small payloads (issue 37, wave 15 A1): core.comm.volumes.all_to_all_time
-= (n-1)/n x bytes / bandwidth + one link latency per sequential p2p batch (core.comm.p2p_schedule, one batch up to
+"""NCCL's all-to-all at small payloads, one batch of latency and a fixed call cost (issue 37, wave 15 A1):
+core.comm.volumes.all_to_all_time = (n-1)/n x bytes / bandwidth + one link latency per sequential p2p batch (core.comm.p2p_schedule, one batch up to
 256 ranks) + NCCL's fixed call cost, its tuner's ring base latency for the protocol the pairs run: LL 6.6 us up to
 32 channels x 16 KiB a peer in one NVLink domain, Simple 8.4 us beyond (src/graph/tuning.cc@v2.27.7-1 L134-137
 baseLat; src/enqueue.cc L783, L822-836). The MoE token exchange of a training step keeps one latency a peer

@@ -182,8 +182,8 @@ def model_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) 
 
 
 def all_to_all_bus_bandwidth(sweep: dict, series: dict, per_node: int, payload: int) -> float:
-    """The model's all-to-all busbw in bytes/s, (n-1)/n x payload / seconds: NCCL's all-to-all as its kernel
-    runs it (core.comm.volumes.all_to_all_time: one batch of the link's latency, NCCL's fixed call cost, the
+    """The model's all-to-all busbw in bytes/s, (n-1)/n x payload / seconds: NCCL's all-to-all as the model
+    times it (core.comm.volumes.all_to_all_time: one batch of the link's latency, a fixed call cost, the
     bytes) on the scale-up link it rides (Cluster.link(1)), ``payload`` = the bytes each rank sends, its own
     share included (nccl-tests alltoall_perf's size). One scale-up domain only: the step model's MoE token
     exchange across domains is expert_all_to_all_time's, which takes tokens, not a flat buffer."""
