@@ -13,13 +13,13 @@ def hops_across_domains(tp: int, pp: int, fabric: Accelerator | None) -> int:
     """Stage boundaries (of pp - 1) whose send leaves a scale-up domain. Ranks are laid out TP innermost
     (rank = stage x tp + tp_rank: vLLM parallel_state.py initialize_model_parallel, SGLang the same) and fill
     domains of node_ranks(fabric) GPUs in order; TP rank i of stage s - 1 sends to TP rank i of stage s, tp GPUs
-    on, and the hop crosses when any such pair sits in two domains (its slowest pair sets its time). 0 without
-    a part."""
+    on, and the hop crosses when any such pair sits in two domains (its slowest pair sets its time): exactly when
+    the two stages' 2 x tp GPUs, (s - 1) x tp .. (s + 1) x tp - 1, are not all in one domain (a boundary b among
+    them splits the pair of TP rank max(0, b - (s - 1) x tp - tp)). 0 without a part."""
     if fabric is None or pp <= 1:
         return 0
     domain = node_ranks(fabric)
-    return sum(1 for s in range(1, pp)
-               if any(((s - 1) * tp + i) // domain != (s * tp + i) // domain for i in range(tp)))
+    return sum(1 for s in range(1, pp) if (s - 1) * tp // domain != ((s + 1) * tp - 1) // domain)
 
 
 def pipeline_hop_seconds(message_bytes: float, tp: int, pp: int, fabric: Accelerator | None,
