@@ -133,28 +133,26 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         if layout.global_batch is None or layout.pp == 1 or layout.global_batch % per_step:
             return
         m = layout.global_batch // per_step
+        least = f"at least {layout.pp * per_step:,}{f' (a multiple of {per_step:,})' if per_step > 1 else ''}"
         if layout.vpp > 1 and self.profile.interleaved_needs_pp_micro_batches and \
                 not interleaved_runs(layout.pp, layout.vpp, m):
-            why = ("Megatron-Core's interleaved schedule needs at least pp micro-batches a step (schedules.py"
+            why = (": Megatron-Core's interleaved schedule needs at least pp micro-batches a step (schedules.py"
                    "@core_v0.15.0 L975-993)")
         elif rules_for(self.framework).torch_pipelining and not bool(torch_pipeline_runs(layout.pp, layout.vpp, m)):
             if layout.vpp > 1:  # m >= pp here (below pp one round always runs): "at least pp" is met already
                 valid = next_interleaved_micro_batches(layout.pp, m)
-                raise InputError("global_batch", self.global_batch, f"gives {m:,} micro-batches a step (global_batch"
-                                 f" / (dp {layout.dp} x micro_batch {layout.micro_batch})) for pp {layout.pp} x vpp "
-                                 f"{layout.vpp}, not a multiple of its {max(1, m // layout.pp)} rounds (m // pp): "
-                                 "torch.distributed.pipelining's ScheduleInterleaved1F1B refuses it (torch 2.13 "
-                                 f"schedules.py L2935-2942); give a global batch of {valid * per_step:,} ({valid:,} "
-                                 "micro-batches), or fewer pipeline stages")
-            why = ("torch.distributed.pipelining's Schedule1F1B refuses it (torch 2.13 schedules.py L1020-1024: it "
-                   "needs at least pp micro-batches)")
+                why = (f", not a multiple of its {max(1, m // layout.pp)} rounds (m // pp): torch.distributed."
+                       "pipelining's ScheduleInterleaved1F1B refuses it (torch 2.13 schedules.py L2935-2942)")
+                least = f"{valid * per_step:,} ({valid:,} micro-batches)"
+            else:
+                why = (": torch.distributed.pipelining's Schedule1F1B refuses it (torch 2.13 schedules.py L1020-1024: "
+                       "it needs at least pp micro-batches)")
         else:
             return
         raise InputError("global_batch", self.global_batch, f"gives {m:,} micro-batch{'es' if m != 1 else ''} a step "
                          f"(global_batch / (dp {layout.dp} x micro_batch {layout.micro_batch})) for pp {layout.pp}"
-                         f"{f' x vpp {layout.vpp}' if layout.vpp > 1 else ''}: {why}; give a global batch of at "
-                         f"least {layout.pp * per_step:,}{f' (a multiple of {per_step:,})' if per_step > 1 else ''}, or fewer "
-                         "pipeline stages")
+                         f"{f' x vpp {layout.vpp}' if layout.vpp > 1 else ''}{why}; give a global batch of {least}, "
+                         "or fewer pipeline stages")
 
     def settings(self, spec=None):
         """The memory model's settings; ``spec`` (the model this job trains, ``self.spec()`` when
