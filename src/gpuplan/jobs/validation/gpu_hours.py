@@ -42,10 +42,14 @@ counts its memory; tests/test_gpu_hours_runs_third_set.py)."""
 FOURTH_SET = ("biomedlm-2.7b",)
 """The fourth set by the same criterion (wave 13, e4f10d6): BioMedLM 2.7B, from its card, read in full in wave 13
 (tests/test_gpu_hours_w13.py)."""
+FIFTH_SET = ("llemma-7b", "llemma-34b")
+"""The fifth set by the same criterion (wave 15, 1fdd3d12): Llemma 7B and 34B, continued pre-training of Code Llama on 256
+A100 40GB with their GPT-NeoX configurations' layouts (tests/test_gpu_hours_w15.py)."""
 PREDICTED_SETS = (("issue 15's runs, the 15% bar", ISSUE_15_RUNS),
                   ("second set (issue 37), not in the bar", SECOND_SET),
                   ("third set (wave 7), not in the bar", THIRD_SET),
-                  ("fourth set (wave 13), not in the bar", FOURTH_SET))
+                  ("fourth set (wave 13), not in the bar", FOURTH_SET),
+                  ("fifth set (wave 15), not in the bar", FIFTH_SET))
 STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
           "ep_dispatcher", "dp_overlap", "tp_overlap", "sequence_parallel",
           "grad_all_reduce", "grad_dtype")
