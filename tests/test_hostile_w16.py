@@ -214,3 +214,48 @@ def test_llmc_memory_with_the_default_comparison_list_answers():
 
     report = estimate_memory(MemoryInputs(model="gpt2", gpu="h100", framework="llmc"))
     assert report.value("model_states_total") > 0
+
+
+# ---- (g) an optimizer the stated framework has not -------------------------------------------------------------------
+
+@pytest.mark.parametrize("job, route, framework, optimizer", [("train", "training", "megatron", "lion"),
+                                                              ("budget", "budget", "megatron", "adam8bit"),
+                                                              ("plan", "plan", "torchtitan", "sgd")])
+def test_an_optimizer_the_framework_has_not_is_refused_at_every_door(run_cli, client, tmp_path, job, route, framework,
+                                                                    optimizer):
+    """Megatron-Core's --optimizer choices are adam, sgd, muon, dist_muon (megatron/training/arguments.py@core_v0.16.1
+    L2056-2058); torchtitan's factories Adam, AdamW, DistMuon, else NotImplementedError('Optimizer {name} not added.')
+    (components/optimizer/optimizer.py@b5bcd76 L143-150)."""
+    _four_doors(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": "h100", "framework": framework,
+                                                        "optimizer": optimizer}, "optimizer", f"has no {optimizer}")
+
+
+@pytest.mark.parametrize("ask", [{"framework": "megatron", "optimizer": "muon"}, {"framework": "torchtitan",
+                                 "optimizer": "adamw"}, {"framework": "hf", "optimizer": "lion"},
+                                 {"framework": "deepspeed", "optimizer": "adafactor"}, {"optimizer": "lion"}])
+def test_an_optimizer_the_framework_runs_or_an_unstated_framework_answers(ask):
+    from gpuplan import TrainingInputs
+
+    assert TrainingInputs(**TRAIN, gpu="h100", **ask)
+
+
+# ---- (h) an attention option the kernel does not read ----------------------------------------------------------------
+
+@pytest.mark.parametrize("job, route, ask, field, fragment", [
+    ("train", "training", {"framework": "torchtitan", "attention_kernel": "flash1"}, "attention_kernel",
+     "imports no flash-attn"),
+    ("memory", "memory", {"framework": "deepspeed", "attention_kernel": "flash1"}, "attention_kernel",
+     "transformers' modules (--framework deepspeed)"),
+    ("train", "training", {"attention_kernel": "eager", "attention_efficiency": "30%"}, "attention_efficiency",
+     "--attention-kernel eager is timed at its own measured speed"),
+    ("plan", "plan", {"attention_kernel": "flash1", "attention_efficiency": 0.3}, "attention_efficiency",
+     "--attention-kernel flash1 is timed"),
+])
+def test_an_attention_option_that_changes_nothing_is_refused_at_every_door(run_cli, client, tmp_path, job, route, ask,
+                                                                          field, fragment):
+    """llama-3-8b on 16 H100 (tp 1, pp 1, ZeRO-1, mb 2, no recompute, predicted MFU): eager 11.3511 days with
+    --attention-efficiency 0.3 and without; flash1 7.46027 both; torchtitan with flash1 7.48173 = with flash (measured
+    before the rules). torchtitan's attention imports SDPA, FlexAttention and varlen_attn only
+    (models/common/attention.py@b5bcd76 L24-39); the deepspeed profile trains transformers' modules (FA2 or SDPA)."""
+    base = {"model": "llama-3-8b", "gpu": "h100", **({"gpus": 16} if job != "memory" else {})}
+    _four_doors(run_cli, client, tmp_path, job, route, {**base, **ask}, field, fragment)

@@ -77,6 +77,12 @@ def check_setup(inputs) -> None:
         raise InputError("tp_comm_overlap", True, "overlaps tensor-parallel collectives: with --tp 1 there are none "
                          "(Megatron asserts sequence parallelism, which it turns off at tp 1): give --tp 2 or more")
     given = get("given", frozenset())
+    _check_optimizer(framework, get("optimizer"), given)
+    if "attention_efficiency" in given and get("attention_kernel") in ("eager", "flash1"):  # their own speeds
+        raise InputError("attention_efficiency", get("attention_efficiency"), f"is the fused (flash / sdpa) kernel's "
+                         f"share of peak; --attention-kernel {get('attention_kernel')} is timed at its own measured "
+                         "speed (core.time.attention_core), so it changed nothing: give --attention-kernel flash, or "
+                         "leave it out")
     if get("finetune") == "qlora" and "framework" in given and framework in NO_QLORA_FRAMEWORKS:
         raise InputError("finetune", "qlora", f"is a 4-bit NF4 base under adapters (bitsandbytes' Linear4bit through "
                          f"transformers + peft); --framework {framework} has none ({NO_QLORA_FRAMEWORKS[framework]}): "
@@ -116,6 +122,23 @@ def check_setup(inputs) -> None:
     from gpuplan.schema.device_rules import check_device
 
     check_device(inputs)  # a CUDA framework on a TPU, --gpus-per-node past the part's domain (schema.device_rules)
+
+
+FRAMEWORK_OPTIMIZERS = {
+    "megatron": (("adamw", "sgd", "muon"), "Megatron-Core's --optimizer: adam (decoupled weight decay: AdamW), sgd, "
+                 "muon, dist_muon, megatron/training/arguments.py@core_v0.16.1 L2056-2058"),
+    "torchtitan": (("adamw", "muon"), "torchtitan's optimizer factories: Adam, AdamW, DistMuon, else "
+                   "NotImplementedError, components/optimizer/optimizer.py@b5bcd76 L143-150")}
+"""The --optimizer values a stated framework runs (wave 16: --optimizer lion / adafactor / adam8bit under megatron,
+sgd under torchtitan were answered); DeepSpeed and the Trainer take any torch optimizer, llm.c AdamW only
+(planner.framework_rules.LLMC_FIXED_OPTIONS)."""
+
+
+def _check_optimizer(framework, optimizer, given) -> None:
+    runs, where = FRAMEWORK_OPTIMIZERS.get(framework, ((optimizer,), ""))
+    if "framework" in given and "optimizer" in given and optimizer not in runs:
+        raise InputError("optimizer", optimizer, f"--framework {framework} has no {optimizer} ({where}): give "
+                         f"{' or '.join(runs)}, or --framework hf or deepspeed")
 
 
 def _check_float8_all_gather(framework, dtype, fp8_recipe) -> None:

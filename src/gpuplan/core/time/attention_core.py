@@ -199,8 +199,12 @@ def fa1_refusal(spec, framework: str | None, gpu=None, fp8_attention: bool = Fal
                 f"{a.qk_head_dim} (q, k) / {a.value_head_dim} (v): give flash or eager")
     if spec.num_sliding_layers:
         return f"FlashAttention 1 takes no sliding window ({spec.name} has sliding layers): give flash or eager"
-    if framework == "hf":
-        return "transformers' modules (--framework hf) run SDPA or FlashAttention 2, not 1: give flash or eager"
+    if framework in ("hf", "deepspeed"):  # the deepspeed profile trains transformers' modules (implementation hf)
+        return (f"transformers' modules (--framework {framework}) run SDPA or FlashAttention 2, not 1: give flash or "
+                "eager")
+    if framework == "torchtitan":  # wave 16: was answered as flash, the kernel ignored
+        return ("torchtitan's attention is PyTorch's SDPA, FlexAttention or varlen_attn (models/common/attention.py"
+                "@b5bcd76 L24-39 imports no flash-attn), not FlashAttention 1: give flash or eager")
     if gpu is not None and (gpu.collective_arch if gpu.vendor.lower() == "nvidia" else None) not in FA1_ARCHS:
         return (f"FlashAttention 1 (flash-attn 0.2.x) is CUDA code for Turing / Ampere and later (its README's "
                 f"requirements; setup.py builds sm75 / sm80); {gpu.name} is not: give flash or eager")
