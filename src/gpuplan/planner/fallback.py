@@ -83,16 +83,16 @@ def fallback_groups(ev: Evaluator, gpus: int, below: int, target: float, max_tp:
     own, largest first, for an answer timed by a given MFU on the GPUs used), then each remaining
     fallback_counts(gpus) under them on its own (fewer GPUs hold more per GPU), largest first."""
     usable: list[int] = []
-    exact = [c for c in exact_batch_counts(ev, below - 1, target, max_tp, limits)] if together and below > 1 else []
+    exact = exact_batch_counts(ev, below - 1, target, max_tp, limits) if together and below > 1 else ()
     for count in counts_below(gpus, below, ev.cluster.gpus_per_node):
         if len(enumerate_layouts(ev.spec, (count,), ev.memory.seq_len, target, max_tp, limits)["gpus"]):
             usable.append(count)
             if len(usable) == FIRST_GROUP:
                 break
     rest = [(c,) for c in fallback_counts(gpus, ev.cluster.gpus_per_node) if c < min(usable, default=below)]
-    first = ([tuple(sorted(set(usable) | set(exact), reverse=True))] if usable or exact else []) if together else [
-        (c,) for c in usable]
-    return first + rest
+    if not together:
+        return [(c,) for c in usable] + rest
+    return ([tuple(sorted(set(usable) | set(exact), reverse=True))] if usable or exact else []) + rest
 
 
 def rows_by_count(table: LayoutTable) -> dict[int, LayoutTable]:
@@ -111,11 +111,10 @@ def with_fallbacks(ev: Evaluator, waiting: dict[int, list[tuple[int, ...]]], tab
     counts searched at once and a count already searched taken from its rows: `plan --gpus 1,2,...,4096`
     ran 647 one-count searches."""
     extra = []
+    waiting = {count: groups for count, groups in waiting.items() if groups}
     rows_of = rows_by_count(table) if waiting else {}  # split only when a count needs a fallback
     while waiting:
-        tries = {count: groups.pop(0) for count, groups in waiting.items() if groups}
-        if not tries:
-            break
+        tries = {count: groups.pop(0) for count, groups in waiting.items()}
         new = tuple(sorted({c for group in tries.values() for c in group} - set(rows_of)))
         if new:
             rows_of |= dict.fromkeys(new, LayoutTable({})) | rows_by_count(
