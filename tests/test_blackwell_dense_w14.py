@@ -48,8 +48,9 @@ def test_measured_fp8cs_over_mxfp8_same_layout(published_rows):
               / published_rows[row + "-mxfp8"]["measured"]["tokens_per_s_per_gpu"]
               for row in ("mbridge-25.09-llama-3.1-405b-b200-128g", "mbridge-25.11-llama-3.1-405b-b200-128g",
                           "mbridge-25.09-llama-3-8b-b200-8g", "mbridge-25.11-llama-3-8b-b200-8g")}
+    # the published tokens/s/GPU, FP8-CS over MXFP8: 664 / 622 = 1.068, 661 / 624 = 1.059, 29,994 / 29,388 = 1.021,
+    # 30,624 / 29,521 = 1.037
     assert list(ratios.values()) == pytest.approx([664 / 622, 661 / 624, 29994 / 29388, 30624 / 29521])
-    assert [round(r, 3) for r in ratios.values()] == [1.068, 1.059, 1.021, 1.037]
 
 
 def test_current_scaling_not_under_charged_against_mxfp8(published_rows):
