@@ -259,3 +259,13 @@ def test_an_attention_option_that_changes_nothing_is_refused_at_every_door(run_c
     (models/common/attention.py@b5bcd76 L24-39); the deepspeed profile trains transformers' modules (FA2 or SDPA)."""
     base = {"model": "llama-3-8b", "gpu": "h100", **({"gpus": 16} if job != "memory" else {})}
     _four_doors(run_cli, client, tmp_path, job, route, {**base, **ask}, field, fragment)
+
+
+# ---- (i) a moment width the 8-bit optimizer does not have -------------------------------------------------------------
+
+@pytest.mark.parametrize("job, route", [("memory", "memory"), ("train", "training")])
+def test_a_moment_dtype_with_eight_bit_adam_is_refused_at_every_door(run_cli, client, tmp_path, job, route):
+    """memory llama-3-8b on 8 H100 with --optimizer adam8bit: 1.873 GiB of optimizer states with --moment-dtype bf16,
+    fp32 or neither (measured before the rule); with adamw 7.479 -> 3.739 GiB at bf16."""
+    ask = {"model": "llama-3-8b", "gpu": "h100", "gpus": 8, "optimizer": "adam8bit", "moment_dtype": "bf16"}
+    _four_doors(run_cli, client, tmp_path, job, route, ask, "moment_dtype", "keeps its moments in 8 bits")

@@ -78,6 +78,10 @@ def check_setup(inputs) -> None:
                          "(Megatron asserts sequence parallelism, which it turns off at tp 1): give --tp 2 or more")
     given = get("given", frozenset())
     _check_optimizer(framework, get("optimizer"), given)
+    if get("moment_dtype") is not None and get("optimizer") == "adam8bit":  # 1.873 GiB of states either way (w16)
+        raise InputError("moment_dtype", get("moment_dtype"), "is the width of Megatron-Core's precision-aware Adam "
+                         "moments; --optimizer adam8bit keeps its moments in 8 bits (bitsandbytes' block-quantized "
+                         "states), so it changed nothing: leave it out, or give --optimizer adamw")
     if "attention_efficiency" in given and get("attention_kernel") in ("eager", "flash1"):  # their own speeds
         raise InputError("attention_efficiency", get("attention_efficiency"), f"is the fused (flash / sdpa) kernel's "
                          f"share of peak; --attention-kernel {get('attention_kernel')} is timed at its own measured "
