@@ -25,8 +25,8 @@ def test_own_kernel_only_at_world_sizes_2_4_6_8(parts, engine):
     """custom_all_reduce.py: vLLM @v0.10.1.1:51 / @v0.19.0:52, SGLang @v0.5.6:55 list [2, 4, 6, 8]; any other
     size logs 'unsupported world size' and leaves the kernel off. On H100 (bf16, hidden 8,192, no table limit
     given) the 8 MiB bound applies at 2 / 4 / 6 / 8 (vLLM 0.19 reads its sm90 tables: > 0), 0 at 3 / 5 / 7; on
-    a GB200 NVL72 tp 16 sits inside one NVLink domain yet gets 0 (NCCL); so does tp 8, whose two compute trays of 4
-    are two hosts to the kernel's shared-memory node check ('spans across nodes', tp_span.host_ranks); tp 4 keeps it."""
+    a GB200 NVL72 tp 16 sits inside one NVLink domain yet gets 0 (NCCL). tp 8 / tp 4 on GB200 trays, by release:
+    test_serving_sizing_domain."""
     h100, gb200 = parts
     release = parse_release(engine)
     for tp in (2, 4, 6, 8):
@@ -34,8 +34,6 @@ def test_own_kernel_only_at_world_sizes_2_4_6_8(parts, engine):
     for tp in (3, 5, 7):
         assert KR.custom_allreduce_limit(release, tp, h100, hidden=8192) == 0.0, tp
     assert KR.custom_allreduce_limit(release, 16, gb200, hidden=8192) == 0.0
-    assert KR.custom_allreduce_limit(release, 8, gb200, hidden=8192) == 0.0
-    assert KR.custom_allreduce_limit(release, 4, gb200, hidden=8192) == KR.CUSTOM_ALLREDUCE_MAX_BYTES
     assert KR.custom_allreduce_limit(release, 3, h100, given=4e6) == 0.0  # a given workspace cannot turn it on
 
 

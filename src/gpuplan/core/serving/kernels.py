@@ -18,7 +18,7 @@ from gpuplan.core.serving.engines import sglang_defaults
 from gpuplan.core.serving.releases import (CUSTOM_ALLREDUCE_MAX_BYTES, VLLM_V1_SINCE, EngineRelease,
                                            graph_capture_sizes, own_allreduce_max_bytes, reads_019_allreduce)
 from gpuplan.core.comm.topology import cluster_for
-from gpuplan.core.serving.tp_span import own_kernel_off  # past the NVLink domain, tp 3: NCCL only
+from gpuplan.core.serving.tp_span import mnnvl_fused_max_bytes, own_kernel_off  # past the NVLink domain, tp 3: NCCL only
 
 COLLECTIVE_EFFICIENCY = 0.8
 """Share of a link's per-direction bandwidth a ring all-reduce achieves (NCCL's bus bandwidth on
@@ -350,14 +350,14 @@ def custom_allreduce_limit(release: EngineRelease, tp: int, fabric: Accelerator 
     capability'; TensorRT-LLM's AUTO: no P2P -> NCCL). Where releases.reads_019_allreduce holds (vLLM
     0.19.x, sm90, not PCIe-only, P2P), given the model's ``hidden`` size, the elements' ``dtype_bytes``
     / ``bf16`` (releases.allreduce_dtype of the weight format) and ``pp`` (the fusion needs pp 1): the
-    memory report's rule, releases.own_allreduce_max_bytes. Other releases keep 8 MiB; 0 past the domain or, for vLLM / SGLang, at a tp outside 2 / 4 / 6 / 8 (tp_span)."""
-    if tp <= 1 or not p2p or (on_pcie(fabric) and (tp > 2 or release.engine == "trtllm")) or own_kernel_off(release.engine, tp, fabric):
+    memory report's rule, releases.own_allreduce_max_bytes. Other releases keep 8 MiB; 0 past the domain or, for vLLM / SGLang, at a tp outside 2 / 4 / 6 / 8 or past one host (tp_span), but vLLM >= 0.19's MNNVL fused bound past one GB200 / GB300 tray (tp_span.mnnvl_fused_max_bytes)."""
+    mnnvl = mnnvl_fused_max_bytes(release, tp, fabric, pp, hidden, dtype_bytes)  # None: own_kernel_off's rule
+    if tp <= 1 or not p2p or (on_pcie(fabric) and (tp > 2 or release.engine == "trtllm")) or (mnnvl is None and own_kernel_off(release.engine, tp, fabric)):
         return 0.0
-    if given is not None:
-        return given
-    if hidden is not None and reads_019_allreduce(release, fabric, p2p):
-        return float(own_allreduce_max_bytes(hidden, tp, dtype_bytes, bf16, fused=pp <= 1))
-    return custom_allreduce_bytes_of(release, tp)
+    if mnnvl is not None or given is not None:
+        return float(mnnvl) if mnnvl is not None else given
+    return (float(own_allreduce_max_bytes(hidden, tp, dtype_bytes, bf16, fused=pp <= 1))
+            if hidden is not None and reads_019_allreduce(release, fabric, p2p) else custom_allreduce_bytes_of(release, tp))
 
 
 _NCCL_ALL_REDUCE_SECONDS: dict[tuple[float, int, Accelerator], float] = {}

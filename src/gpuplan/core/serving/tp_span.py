@@ -45,6 +45,42 @@ def own_kernel_off(engine: str, tp: int, fabric: Accelerator | None) -> bool:
     """The engine's own all-reduce kernel is off for a TP group of ``tp`` GPUs: the group spans scale-up
     domains (spans_domains, every engine), or vLLM / SGLang at a size outside OWN_KERNEL_WORLD_SIZES or past one
     host (host_ranks: tp 8 over two GB200 trays logs 'spans across nodes', custom_all_reduce.py@00d618aa:90-96;
-    NCCL then runs it over the NVLink domain). TensorRT-LLM's kernel keeps its own rule (kernels.custom_allreduce_bytes_of)."""
+    NCCL then runs it over the NVLink domain; vLLM >= 0.19 on sm100 / sm103 has its MNNVL fused kernel there instead,
+    mnnvl_fused_max_bytes, which kernels.custom_allreduce_limit reads first). TensorRT-LLM's kernel keeps its own rule
+    (kernels.custom_allreduce_bytes_of)."""
     return spans_domains(tp, fabric) or (engine in ("vllm", "sglang") and (
         tp not in OWN_KERNEL_WORLD_SIZES or (fabric is not None and tp > host_ranks(fabric))))
+
+
+MiB = 2**20
+VLLM_MNNVL_SINCE = (0, 19, 0)
+"""The first vLLM release whose fused all-reduce + RMSNorm runs across nodes (vLLM PR #38136): _resolve_fi_ar_backend
+picks FlashInfer's 'mnnvl' (multi-node NVLink) backend where get_node_count() > 1, 'trtllm backend does not support
+multi-node allreduce' (distributed/device_communicators/flashinfer_all_reduce.py@v0.19.0:92-112, @v0.23.0:94-112; the
+node count is parallel_config.nnodes under the mp launch, parallel_state.py@v0.19.0:1455-1456). vLLM 0.18.1 has no
+such choice: the backend is VLLM_FLASHINFER_ALLREDUCE_BACKEND, default 'trtllm' (envs.py@v0.18.1:171, 1303-1307),
+and the pass turns itself off when its workspace cannot be made (allreduce_rms_fusion.py@v0.18.1:756-784), so NCCL.
+The fusion is on by default (-O2, config/vllm.py@v0.19.0:208, 320) at tp > 1, pp = 1, dp = 1 on sm90 / the sm100
+family with flashinfer (a dependency of the wheel: flashinfer-python==0.6.6 in vllm-0.19.0's METADATA),
+enable_allreduce_rms_fusion (config/vllm.py@v0.19.0:116-135; @v0.23.0:129-156 drops the dp term)."""
+MNNVL_FUSION_MAX_BYTES = {(10, 0): {2: 64 * MiB, 4: 32 * MiB, 8: MiB}, (10, 3): {2: 64 * MiB, 4: 64 * MiB, 8: 2 * MiB}}
+"""Largest all-reduce (bytes) vLLM runs fused on sm100 (GB200 / B200) and sm103 (GB300), by tp: FI_ALLREDUCE_FUSION_MAX_SIZE_MB
+(compilation/passes/fusion/allreduce_rms_fusion.py@v0.19.0:54-70, the same at @v0.23.0:88-104) x MiB; world sizes
+2 / 4 / 8 only (FI_SUPPORTED_WORLD_SIZES, config/compilation.py@v0.19.0:183, @v0.23.0:193): tp 16 stays NCCL."""
+
+
+def mnnvl_fused_max_bytes(release, tp: int, fabric: Accelerator | None, pp: int = 1, hidden: int | None = None,
+                          dtype_bytes: int = 2) -> int | None:
+    """Largest TP message (bytes) vLLM's FlashInfer fused all-reduce + RMSNorm takes over MNNVL for a group of ``tp``
+    past one host inside one NVLink domain (tp 8 over two GB200 / GB300 trays), larger ones going to NCCL; None where
+    that path does not apply (another engine, vLLM before VLLM_MNNVL_SINCE, pp > 1, a group within one host or past
+    the domain, a part outside MNNVL_FUSION_MAX_BYTES), own_kernel_off's rule then. The fusion runs forwards of up to
+    max_size // (hidden x dtype bytes) tokens (the compile-range split, config/vllm.py@v0.19.0:1518-1528), so with
+    the model's ``hidden`` the bound is that many tokens' bytes. ``release``: a releases.EngineRelease."""
+    if (release.engine != "vllm" or release.version < VLLM_MNNVL_SINCE or fabric is None or pp > 1
+            or spans_domains(tp, fabric) or tp <= host_ranks(fabric)):
+        return None
+    limit = MNNVL_FUSION_MAX_BYTES.get(fabric.compute_capability, {}).get(tp)
+    if limit is None or not hidden:
+        return limit
+    return limit // (hidden * dtype_bytes) * hidden * dtype_bytes

@@ -226,7 +226,9 @@ def _allreduce_assumption(plan: Plan, tp: int, pp: int = 1) -> Assumption:
     if tp > 1 and KR.on_pcie(KR.collective_fabric(plan.gpu, p2p)):
         value += f"; NCCL's time x {KR.PCIE_NCCL_SLOWDOWN:g} on PCIe-only GPUs (the ring through host memory)"
     tables = ("vLLM 0.19's fused all-reduce + RMSNorm, custom and symmetric-memory limits on sm90, the memory "
-              "report's rule: releases.own_allreduce_max_bytes; " if reads_tables else "")
+              "report's rule: releases.own_allreduce_max_bytes; " if reads_tables else "") + (
+        "past one tray FlashInfer's fused all-reduce + RMSNorm over MNNVL, vLLM >= 0.19, PR #38136, timed as the own "
+        "one-shot kernel: tp_span.mnnvl_fused_max_bytes; " if p2p and KR.mnnvl_fused_max_bytes(release, tp, plan.gpu, pp) else "")
     return Assumption("tp_allreduce", "TP all-reduce implementation", value,
                       f"{release.label} ({tables}vllm PR 2192; TensorRT-LLM PluginConfig use_custom_all_reduce, AUTO: 16 MB "
                       "workspace at tp <= 2, 8 MB above); NCCL costed by its tuner model (core/comm/collectives.py); "
