@@ -1,7 +1,8 @@
 """The serving searches take TP up to the part's scale-up domain, not its host (issue 38 point 2, wave 15 helper B1):
 a GB200 / GB300 compute tray holds 4 GPUs but every GPU of an NVL72 reaches the other 71 over NVLink, so a replica
-may be tp 8 or 16 (a multi-node launch, its all-reduces timed as NCCL's for vLLM / SGLang); an HGX H100 / B200 node
-still stops at tp 8. And a GPU type with no catalog price is shown in the search table, after the priced ones."""
+may be tp 8 or 16 (a multi-node launch; tp 8's all-reduces are vLLM >= 0.19's FlashInfer MNNVL fused kernel up to
+1 MiB (GB200) / 2 MiB (GB300), NCCL's for older vLLM, SGLang 0.5.6 and at tp 16); an HGX H100 / B200 node still stops
+at tp 8. One launch line an answer, counting pp, with the flags the release has (review w15 R2 M1-M4). And a GPU type with no catalog price is shown in the search table, after the priced ones."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -18,6 +19,8 @@ from gpuplan.jobs.inference.alternatives import UNPRICED_LAST, search_table
 from gpuplan.jobs.inference.resolve import resolve_plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import max_sequences_at, search_tps
+from gpuplan.jobs.inference.sizing_text import multi_node_launch
+from gpuplan import estimate_inference
 
 GB = 1e9
 
@@ -65,20 +68,95 @@ def test_405b_needs_tp8_on_gb200_and_is_sized_there_with_the_launch_and_nccl_not
     assert lines["sized_config"].value["tp"] == 8 and lines["sized_config"].value["gpu"] == "gb200"
     launch = lines["sized_multi_node"]
     assert "tp 8 spans 2 compute trays of 4" in launch.text and "--nnodes 2" in launch.text
-    assert "NCCL" in launch.formula
-    assert sum(1 for line in section.lines if line.label == "launch across trays") == 1
+    assert "MNNVL" in launch.formula and "1 MiB at tp 8" in launch.formula  # the default vllm==0.29 (>= 0.19)
 
 
-def test_tp8_over_two_gb200_trays_is_nccls_for_vllm_and_sglang_not_trtllm():
-    """vLLM's CustomAllreduce leaves the kernel off when its group 'spans across nodes' (custom_all_reduce.py@00d618aa
-    :90-96; in_the_same_node_as is a shared-memory probe, one host): tp 8 over two 4-GPU trays gets 0 bytes (NCCL),
-    tp 4 inside one tray the 8 MiB bound. TensorRT-LLM keeps its own rule."""
+MiB = 2**20
+
+
+@pytest.mark.parametrize("engine, gpu, tp8", [
+    ("vllm==0.10.1", "gb200", 0.0),  # CustomAllreduce off across nodes (custom_all_reduce.py@00d618aa:90-96): NCCL
+    ("vllm==0.18.1", "gb200", 0.0),  # backend 'trtllm' (envs.py@v0.18.1:171), no multi-node: the fusion pass off
+    ("vllm==0.19", "gb200", 1 * MiB),  # 'mnnvl' past one node (flashinfer_all_reduce.py@v0.19.0:98-101), sm100 tp 8
+    ("vllm", "gb200", 1 * MiB),  # the default vllm==0.29, read at 0.23.0 (allreduce_rms_fusion.py@v0.23.0:94-98)
+    ("vllm", "gb300", 2 * MiB),  # sm103 tp 8: 2 MiB (@v0.23.0:99-103)
+    ("sglang==0.5.6", "gb200", 0.0),  # its FlashInfer fusion only where nnodes == 1 (server_args.py@v0.5.6:1028-1031)
+])
+def test_tp8_over_two_trays_by_release(engine, gpu, tp8):
+    """tp 8 over two 4-GPU trays: the bound the engine's own kernels take, by release; tp 4 inside one tray keeps
+    the 8 MiB custom-kernel bound; tp 16 is NCCL for every release (FI_SUPPORTED_WORLD_SIZES [2, 4, 8])."""
+    part, release = load_accelerator(gpu), parse_release(engine)
+    assert KR.custom_allreduce_limit(release, 8, part) == tp8
+    assert KR.custom_allreduce_limit(release, 4, part) == KR.CUSTOM_ALLREDUCE_MAX_BYTES
+    assert KR.custom_allreduce_limit(release, 16, part) == 0.0
+    assert KR.custom_allreduce_limit(parse_release("trtllm==1.0"), 8, part) > 0  # TensorRT-LLM keeps its own rule
+
+
+def test_mnnvl_bound_is_whole_tokens_and_needs_pp1():
+    """The fusion runs forwards of up to max_size // (hidden x 2 B) tokens (config/vllm.py@v0.19.0:1518-1528): hidden
+    16,384 (405B): 1 MiB / 32 KiB = 32 tokens = 1 MiB exactly; hidden 5,120: 10,240 B a token, floor(1,048,576 /
+    10,240) = 102 tokens = 1,044,480 B. pp 2 turns the fusion off (config/vllm.py@v0.19.0:116-135): NCCL, 0."""
+    gb200, release = load_accelerator("gb200"), parse_release("vllm==0.19")
+    assert KR.custom_allreduce_limit(release, 8, gb200, hidden=16384) == 1 * MiB
+    assert KR.custom_allreduce_limit(release, 8, gb200, hidden=5120) == 1_044_480
+    assert KR.custom_allreduce_limit(release, 8, gb200, hidden=16384, pp=2) == 0.0
+
+
+def test_tp8_decode_all_reduce_on_gb200_is_the_one_shot_kernels_time():
+    """Llama-3-70B decode at batch 1: 8,192 x 2 B = 16 KiB a message, under the 1 MiB bound, so vLLM >= 0.19 times it
+    as the own one-shot kernel (8 us + 2 x 7/8 x 16,384 B / (1,800e9 / 2 x 0.8) = 8.0398 us) over the same NVLink fabric;
+    vLLM 0.18.1 takes NCCL's model across the two trays, slower."""
+    gb200, message = load_accelerator("gb200"), 8192 * 2
+    times = {}
+    for engine in ("vllm", "vllm==0.18.1"):
+        limit = KR.custom_allreduce_limit(parse_release(engine), 8, gb200, hidden=8192)
+        times[engine] = KR.tp_allreduce_seconds(message, 8, gb200.scale_up_bandwidth, 8e-6, fabric=gb200,
+                                                custom_max_bytes=limit)
+    assert gb200.scale_up_bandwidth == 1800e9
+    assert times["vllm"] == pytest.approx(8e-6 + 2 * 7 / 8 * message / (900e9 * 0.8), rel=1e-9)
+    assert times["vllm"] == pytest.approx(8.0398e-6, rel=1e-4)
+    assert times["vllm==0.18.1"] == pytest.approx(KR.nccl_all_reduce_seconds(message, 8, gb200), rel=1e-12)
+    assert times["vllm==0.18.1"] > times["vllm"]
+
+
+@pytest.mark.parametrize("engine, tp, pp, has, lacks", [
+    ("vllm", 4, 2, ("tp 4 x pp 2 spans 2 compute trays", "--pipeline-parallel-size 2 --nnodes 2"), ("Ray",)),
+    ("vllm", 8, 2, ("tp 8 x pp 2 spans 4 compute trays", "--nnodes 4", "--headless"), ()),
+    ("vllm==0.11.1", 8, 1, ("--nnodes 2 --node-rank R --master-addr HEAD",), ("Ray",)),  # arg_utils.py@v0.11.1:757-760
+    ("vllm==0.11.0", 8, 1, ("--distributed-executor-backend ray", "ray start --head"), ("--nnodes 2", "--headless")),
+    ("vllm==0.4.0", 8, 1, ("--worker-use-ray", "vllm.entrypoints.openai.api_server"), ("--distributed-executor",)),
+    ("sglang==0.3.2", 8, 1, ("--nccl-init-addr", "--nnodes 2"), ("--dist-init-addr",)),  # server_args.py@v0.3.2:429
+    ("sglang==0.3.3", 8, 1, ("--dist-init-addr", "--nnodes 2"), ()),  # @v0.3.3:415
+    ("sglang==0.4.6.post2", 4, 2, ("--pp-size 2", "--nnodes 2"), ()),  # @v0.4.6.post2:656
+    ("sglang==0.4.6.post1", 4, 2, ("no --pp-size",), ("--pp-size 2",)),
+    ("trtllm==1.0", 8, 2, ("srun --ntasks 16 --ntasks-per-node 4", "trtllm-serve --tp_size 8 --pp_size 2"), ()),
+    ("trtllm==0.9", 8, 1, ("one MPI world of 8 ranks over the 2 trays",), ("trtllm-serve --tp_size",)),
+])
+def test_launch_counts_pp_and_follows_the_release(engine, tp, pp, has, lacks):
+    """Trays = ceil(tp x pp / 4) on GB200; the flags each release has (sizing_text's *_SINCE, read in the wheels)."""
+    text, _ = multi_node_launch(parse_release(engine), tp, load_accelerator("gb200"), 4, pp)
+    assert all(h in text for h in has), text
+    assert not any(word in text for word in lacks), text
+
+
+def test_no_launch_within_one_tray():
+    assert multi_node_launch(parse_release("vllm"), 4, load_accelerator("gb200"), 4) is None
+    assert multi_node_launch(parse_release("vllm"), 2, load_accelerator("gb200"), 4, pp=2) is None
+
+
+@pytest.mark.parametrize("disaggregate", [False, True])
+def test_launch_line_said_once_in_the_whole_answer(monkeypatch, disaggregate):
+    """Llama-3.1-405B on GB200 at 1 request/s: the sizing's answer (2 x tp 8), the disaggregated pools and 'Does not fit:
+    what would' (tp 8 would fit) each offer the line; the answer (every section, as every door renders it) says it
+    once (review w15 R2 M2: twice before)."""
     gb200 = load_accelerator("gb200")
-    for engine in ("vllm==0.10.1", "sglang==0.5.6"):
-        release = parse_release(engine)
-        assert KR.custom_allreduce_limit(release, 8, gb200) == 0.0
-        assert KR.custom_allreduce_limit(release, 4, gb200) == KR.CUSTOM_ALLREDUCE_MAX_BYTES
-    assert KR.custom_allreduce_limit(parse_release("trtllm==1.0"), 8, gb200) > 0
+    monkeypatch.setattr(sizing, "serving_gpus", lambda plan: iter([gb200]))
+    report = estimate_inference(InferenceInputs(model="llama-3.1-405b", gpu="gb200", rps=1, ttft_p99="2s",
+                                                tpot="50ms", disaggregate=disaggregate))
+    lines = [line for section in report.sections for line in section.lines]
+    assert any(line.key == "instead_gpus" and "tp 8" in line.text for line in lines)  # the second offer is there
+    launches = [line for line in lines if line.label == "launch across trays"]
+    assert len(launches) == 1 and "tp 8 spans 2 compute trays" in launches[0].text
 
 
 def test_unpriced_gpu_types_are_shown_after_the_priced_with_na():

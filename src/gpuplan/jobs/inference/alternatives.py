@@ -35,7 +35,7 @@ def instead_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Se
                               f"tp {tp} x pp {serving.pp} = {tp * serving.pp} x {gpu.name} (holds "
                               f"{plural(bigger.max_sequences, 'sequence')})", "the smallest tensor-parallel degree in "
                               f"{{{', '.join(map(str, tps))}}} (one {_reach_words(gpu)}) that holds the load"))
-            lines.extend(launch_line("instead_multi_node", plan.setup.runtime.engine, gpu, tp))
+            lines.extend(launch_line("instead_multi_node", plan.setup.runtime.release, gpu, tp, serving.pp))
             break
     else:
         lines.append(Line("instead_gpus", "would fit on", None, "GPUs",
@@ -90,7 +90,7 @@ def search_section(rows: list, inputs: InferenceInputs) -> Section:
     gpu, s, _, _ = rows[0]
     lines = [Line("smallest_config", "smallest configuration", f"{s.tp} x {gpu.id}",
                   text=f"{s.tp} x {gpu.name} (fewest GPUs, then least memory)")]
-    lines.extend(launch_line("smallest_multi_node", inputs.release.engine, gpu, s.tp))
+    lines.extend(launch_line("smallest_multi_node", inputs.release, gpu, s.tp, s.pp))
     priced = [(price * s.gpus, gpu, s) for gpu, s, price, _ in rows if price is not None]
     if priced:
         hourly, gpu, s = min(priced, key=lambda r: r[0])

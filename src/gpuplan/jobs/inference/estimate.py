@@ -26,6 +26,7 @@ from gpuplan.jobs.inference.memory_report import engine_log_section, memory_sect
 from gpuplan.jobs.inference.resolve import Plan, resolve_plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import Serving, evaluate, price_for, search_configurations
+from gpuplan.jobs.inference.sizing_text import launch_said_once
 from gpuplan.report.model import Line, Report, Section, Table
 from gpuplan.schema.base import job_inputs
 
@@ -57,7 +58,7 @@ def estimate_inference(inputs: InferenceInputs) -> Report:
     if inputs.disaggregate:
         sections.insert(0, sizing.disaggregated_section(plan, target, options, configs, asked))
     title = f"Sizing {plan.spec.name} for {inputs.rps:g} requests/s"
-    return replace(report, title=title, sections=(*sections, *report.sections),
+    return replace(report, title=title, sections=launch_said_once((*sections, *report.sections)),
                    tables=(sizing.sizing_table(configs), *report.tables),
                    headline=tuple(line.key for section in sections for line in section.lines),
                    summary_table="Configurations meeting the target (cheapest TP per GPU type)")
@@ -104,7 +105,7 @@ def build_report(inputs: InferenceInputs, plan: Plan, serving: Serving, rows: li
         Line("kv_dtype", "KV-cache dtype", plan.kv_dtype),
     )
     title = f"Serving {spec.name} on {n} x {gpu.name}"
-    return Report("infer", title, report_inputs, assumptions(plan, inputs, serving), tuple(sections),
+    return Report("infer", title, report_inputs, assumptions(plan, inputs, serving), launch_said_once(sections),
                   _notes(plan, serving, inputs), tuple(tables), headline=INFER_HEADLINE,
                   key_assumptions=("quantization", "bandwidth_efficiency", "gpu_memory_utilization"))
 

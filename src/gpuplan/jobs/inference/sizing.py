@@ -261,10 +261,8 @@ def disaggregated_section(plan: Plan, target: LoadTarget, options: dict[str, tup
     lines = _disagg_pool_lines(plan, target, pools, [c for c in colocated if c.gpu.id == asked_gpu] or colocated)
     beside = disagg_gpu_lines(asked_gpu, pools, cheapest)
     where = 0 if beside and beside[0].key == "disagg_other_gpu" else 2  # the pools' GPU first, else after them
-    engine, chosen = plan.setup.runtime.engine, _chosen(colocated, asked_gpu) if colocated else None
-    said_below = chosen is not None and launch_line("sized_multi_node", engine, chosen.gpu, chosen.tp)
-    widest = max(pools, key=lambda p: p.tp)
-    launch = () if said_below else launch_line("disagg_multi_node", engine, widest.gpu, widest.tp)  # said once
+    widest = max(pools, key=lambda p: p.tp)  # said once an answer: sizing_text.launch_said_once
+    launch = launch_line("disagg_multi_node", plan.setup.runtime.release, widest.gpu, widest.tp)
     return Section(title, (*lines[:where], *beside, *lines[where:], *launch))
 
 
@@ -343,7 +341,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
              {"gpu": best.gpu.id, "tp": best.tp, "replicas": best.replicas},
              text=_placement(best.replicas, best.tp, best.gpu, best.gpus),
              formula="replicas = ceil(rate / rate one replica sustains within the targets)"),
-        *launch_line("sized_multi_node", plan.setup.runtime.engine, best.gpu, best.tp),
+        *launch_line("sized_multi_node", plan.setup.runtime.release, best.gpu, best.tp),
         *elsewhere,
         # the load asked beside the latencies: the table's row for this configuration gives them at the rate
         # a replica sustains (265 ms beside 454 ms for one B200, wave 7 invariant sweep, issue 39)

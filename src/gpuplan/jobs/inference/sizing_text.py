@@ -4,7 +4,11 @@ launched. Units: seconds in, text out."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpuplan.core.hardware import Accelerator
+from gpuplan.core.serving.releases import EngineRelease
+from gpuplan.core.serving.tp_span import mnnvl_fused_max_bytes
 from gpuplan.core.serving.load import queue_wait
 from gpuplan.core.units import format_usd, plural
 from gpuplan.report.model import Line
@@ -17,50 +21,125 @@ TP_SEARCH = ("every catalog GPU type and TP in {1, 2, 4, 8}, 16 too inside an NV
              "GB300 NVL72: a replica may span compute trays), one scale-up domain per replica")
 """How the colocated sizing and the plain search try TP (serving.search_tps)."""
 
-LAUNCH_ACROSS_HOSTS = {
-    # vllm-project/recipes src/lib/command-synthesis.js@8959cf6:1074-1077 (multi_node_tp: the mp backend, one command
-    # a node, --headless past rank 0); a Ray cluster (--distributed-executor-backend ray) is the older way
-    "vllm": "vllm serve --tensor-parallel-size {tp} --nnodes {hosts} --node-rank R --master-addr HEAD on each tray, "
-            "--headless where R > 0",
-    # sgl-project/sgl-cookbook src/components/autoregressive/Ling25ConfigGenerator/index.js@7b5bd9c:11,50-76 (GB200
-    # tp 8 on 2 nodes)
-    "sglang": "sglang.launch_server --tp-size {tp} --nnodes {hosts} --node-rank R --dist-init-addr HEAD:PORT on each tray",
-    # NVIDIA/TensorRT-LLM docs/source/commands/trtllm-serve/trtllm-serve.rst, 'Multi-node Serving with Slurm'
-    "trtllm": "srun --ntasks {tp} --ntasks-per-node {per_host} --mpi=pmix trtllm-llmapi-launch trtllm-serve --tp_size {tp}",
-}
-"""How each engine starts one TP group over several hosts (a GB200 / GB300 NVL72's compute trays), as its own
-recipes and docs launch it."""
-
-KERNEL_ACROSS_HOSTS = {
-    "vllm": "vLLM's own all-reduce kernel is off past one host ('spans across nodes': custom_all_reduce.py@00d618aa:90-96, "
-            "a shared-memory probe) and at tp 16 (world sizes 2 / 4 / 6 / 8): its all-reduces are timed as NCCL's over "
-            "the NVLink domain (core.serving.tp_span.own_kernel_off)",
-    "sglang": "SGLang's own all-reduce kernel (vLLM's, copied) is off past one host and at tp 16: its all-reduces are "
-              "timed as NCCL's over the NVLink domain (core.serving.tp_span.own_kernel_off)",
-    "trtllm": "TensorRT-LLM's all-reduce keeps its own rule inside the NVLink domain (kernels.custom_allreduce_bytes_of)",
-}
-"""How a TP group across hosts is timed, by engine (the formula of the multi-node line)."""
+VLLM_MP_MULTI_NODE_SINCE = (0, 11, 1)
+"""The first vLLM release with --nnodes / --node-rank / --master-addr (vLLM PR #23691, 'Support MP Executor for multi
+node'): engine/arg_utils.py@v0.11.1:757-760 has them, @v0.11.0 has none (nor @v0.10.2); --headless serves a worker
+tray (entrypoints/cli/serve.py@v0.11.1:53-54). Before it a TP group across hosts ran on a Ray cluster."""
+VLLM_EXECUTOR_BACKEND_SINCE = (0, 6, 0)
+"""--distributed-executor-backend ray read from vLLM 0.6.0 (engine/arg_utils.py@v0.6.0:289, '--worker-use-ray' kept as
+its deprecated alias, :296-298); 0.3.0 and 0.4.0 have only --worker-use-ray (arg_utils.py@v0.3.0:140, @v0.4.0:167),
+so older releases are told that flag."""
+SGLANG_DIST_INIT_SINCE = (0, 3, 3)
+"""SGLang's --dist-init-addr (srt/server_args.py@v0.3.3:415, and @v0.5.6:2765); 0.3.0-0.3.2 call it --nccl-init-addr
+(server_args.py@v0.3.0:375, @v0.3.2:429), kept as an alias after. --nnodes / --node-rank in every release read
+(@v0.3.0:380-382)."""
+SGLANG_PP_SINCE = (0, 4, 6, 2)
+"""SGLang's --pp-size: first in 0.4.6.post2 (srt/server_args.py@v0.4.6.post2:656; none @v0.4.6.post1), @v0.5.6:2417."""
+TRTLLM_SERVE_LAUNCH_SINCE = (1, 0, 0)
+"""The first TensorRT-LLM release this launch is read for: srun ... trtllm-llmapi-launch trtllm-serve --tp_size
+(NVIDIA/TensorRT-LLM docs/source/commands/trtllm-serve/trtllm-serve.rst@0434755f, 'Multi-node Serving with Slurm';
+trtllm-llmapi-launch documented for trtllm-serve in PR #5220, merged 2025-06-30, before 1.0.0). Where each appeared
+first was not read (trtllm-serve is in the 0.18.2 docs, commands/trtllm-serve.html, with --tp_size / --pp_size): older
+releases are told the generic MPI launch."""
 
 
-def multi_node_launch(engine: str, tp: int, gpu: Accelerator, per_host: int) -> tuple[str, str] | None:
-    """(text, formula) of the one line a replica of ``tp`` GPUs on ``gpu`` needs when it spans hosts of ``per_host``
-    GPUs inside one NVLink domain (serving.tp_reach): the engine's multi-node launch, and how its all-reduces are
-    timed; None within a host."""
+def launch_command(release: EngineRelease, tp: int, pp: int, hosts: int, per_host: int) -> str:
+    """How ``release`` starts one replica of tp x pp GPUs over ``hosts`` hosts of ``per_host`` (a GB200 / GB300 NVL72's
+    compute trays), as its release's flags allow (the *_SINCE constants above)."""
+    engine, version = release.engine, release.version
+    if engine == "vllm":
+        sizes = f"--tensor-parallel-size {tp}" + (f" --pipeline-parallel-size {pp}" if pp > 1 else "")
+        if version >= VLLM_MP_MULTI_NODE_SINCE:
+            # vllm-project/recipes src/lib/command-synthesis.js@8959cf6:1090-1098 (multi-node TP over the mp backend,
+            # one command a node, --headless past rank 0)
+            return f"vllm serve {sizes} --nnodes {hosts} --node-rank R --master-addr HEAD on each tray, --headless where R > 0"
+        ray = ("--distributed-executor-backend ray" if version >= VLLM_EXECUTOR_BACKEND_SINCE else "--worker-use-ray")
+        server = "vllm serve" if version >= VLLM_EXECUTOR_BACKEND_SINCE else "python -m vllm.entrypoints.openai.api_server"
+        return (f"a Ray cluster over the {hosts} trays (ray start --head on one, ray start --address HEAD:6379 on the "
+                f"others), then {server} {sizes} {ray} on the head (no --nnodes before vllm==0.11.1)")
+    if engine == "sglang":
+        # sgl-project/sgl-cookbook src/components/autoregressive/Ling25ConfigGenerator/index.js@7b5bd9c:11,50-76
+        # (GB200 tp 8 on 2 nodes)
+        init = "--dist-init-addr" if version >= SGLANG_DIST_INIT_SINCE else "--nccl-init-addr"
+        stages = ("" if pp <= 1 else f" --pp-size {pp}" if version >= SGLANG_PP_SINCE else
+                  f" (pp {pp}: no --pp-size before sglang==0.4.6.post2)")
+        return (f"python -m sglang.launch_server --tp-size {tp}{stages} --nnodes {hosts} --node-rank R {init} "
+                "HEAD:PORT on each tray")
+    ranks = tp * pp
+    if version >= TRTLLM_SERVE_LAUNCH_SINCE:
+        return (f"srun --ntasks {ranks} --ntasks-per-node {per_host} --mpi=pmix trtllm-llmapi-launch trtllm-serve "
+                f"--tp_size {tp}" + (f" --pp_size {pp}" if pp > 1 else ""))
+    return (f"one MPI world of {ranks} ranks over the {hosts} trays (mpirun or srun --mpi=pmix, one rank a GPU) running "
+            f"this release's server at tp {tp} x pp {pp} (trtllm-serve / trtllm-llmapi-launch read from trtllm==1.0)")
+
+
+def kernel_across_hosts(release: EngineRelease, tp: int, pp: int, gpu: Accelerator, per_host: int) -> str:
+    """How a TP group of ``tp`` across hosts of ``per_host`` is timed for ``release`` (the formula of the launch line)."""
     if tp <= per_host:
+        return (f"each TP group of {tp} stays in one tray (the engine's own all-reduce kernel as on one host, "
+                "core.serving.tp_span.own_kernel_off); only the pipeline stages' hand-offs cross trays")
+    if release.engine == "trtllm":
+        return "TensorRT-LLM's all-reduce keeps its own rule inside the NVLink domain (kernels.custom_allreduce_bytes_of)"
+    if release.engine == "sglang":
+        return ("SGLang's own all-reduce kernel (vLLM's, copied) is off past one host and at tp 16, and its FlashInfer "
+                "fusion is on only where nnodes == 1 (server_args.py@v0.5.6:1028-1031, 1087-1089): its all-reduces "
+                "are timed as NCCL's over the NVLink domain (core.serving.tp_span.own_kernel_off)")
+    fused = mnnvl_fused_max_bytes(release, tp, gpu, pp)
+    if fused is not None:
+        return (f"vLLM >= 0.19 runs each all-reduce + RMSNorm across trays as FlashInfer's fused kernel over MNNVL "
+                f"(flashinfer_all_reduce.py@v0.19.0:92-112, vLLM PR #38136) up to {fused / 2**20:g} MiB at tp {tp} "
+                "(allreduce_rms_fusion.py@v0.19.0:54-70), timed as the own one-shot kernel on the same NVLink "
+                "fabric, NCCL above it (core.serving.tp_span.mnnvl_fused_max_bytes)")
+    return ("vLLM's own all-reduce kernel is off past one host ('spans across nodes': custom_all_reduce.py@00d618aa:"
+            "90-96, a shared-memory probe) and at tp 16 (world sizes 2 / 4 / 6 / 8); the fused MNNVL kernel needs "
+            "vllm >= 0.19, pp 1 and tp 2 / 4 / 8: its all-reduces are timed as NCCL's over the NVLink domain "
+            "(core.serving.tp_span.own_kernel_off)")
+
+
+def multi_node_launch(release: EngineRelease, tp: int, gpu: Accelerator, per_host: int,
+                      pp: int = 1) -> tuple[str, str] | None:
+    """(text, formula) of the one line a replica of tp x ``pp`` GPUs on ``gpu`` needs when it spans hosts of
+    ``per_host`` GPUs inside one NVLink domain (serving.tp_reach): ceil(tp x pp / per_host) hosts, the release's
+    multi-node launch, and how its all-reduces are timed; None within a host."""
+    gpus = tp * pp
+    if gpus <= per_host:
         return None
-    hosts = -(-tp // per_host)
-    launch = LAUNCH_ACROSS_HOSTS[engine].format(tp=tp, hosts=hosts, per_host=per_host)
-    return (f"tp {tp} spans {hosts} compute trays of {per_host} (one NVLink domain of {gpu.scale_up_ranks}): "
-            f"a multi-node launch per replica, {launch}", KERNEL_ACROSS_HOSTS[engine])
+    hosts = -(-gpus // per_host)
+    layout = f"tp {tp}" + (f" x pp {pp}" if pp > 1 else "")
+    return (f"{layout} spans {hosts} compute trays of {per_host} (one NVLink domain of {gpu.scale_up_ranks}): "
+            f"a multi-node launch per replica, {launch_command(release, tp, pp, hosts, per_host)}",
+            kernel_across_hosts(release, tp, pp, gpu, per_host))
 
 
-def launch_line(key: str, engine: str, gpu: Accelerator, tp: int) -> tuple[Line, ...]:
-    """The answer's one 'launch across trays' line where a TP group of ``tp`` on ``gpu`` spans hosts of its NVLink
-    domain (multi_node_launch; hosts of serving.host_gpus), else none."""
+LAUNCH_LABEL = "launch across trays"
+
+
+def launch_line(key: str, release: EngineRelease, gpu: Accelerator, tp: int, pp: int = 1) -> tuple[Line, ...]:
+    """A 'launch across trays' line where a replica of tp x ``pp`` on ``gpu`` spans hosts of its NVLink domain
+    (multi_node_launch; hosts of serving.host_gpus), else none. Each section offers its own; launch_said_once keeps one
+    an answer."""
     from gpuplan.jobs.inference.serving import host_gpus
 
-    said = multi_node_launch(engine, tp, gpu, host_gpus(gpu))
-    return (Line(key, "launch across trays", None, text=said[0], formula=said[1]),) if said else ()
+    said = multi_node_launch(release, tp, gpu, host_gpus(gpu), pp)
+    return (Line(key, LAUNCH_LABEL, None, text=said[0], formula=said[1]),) if said else ()
+
+
+def launch_said_once(sections) -> tuple:
+    """The answer's sections with at most one 'launch across trays' line: the first in the answer's order (the
+    disaggregated pools', the sizing's, 'would fit on' or the smallest configuration's), later ones dropped; the
+    launch for another tp differs only in its numbers. The one place that decides it (estimate.py calls it on every
+    answer), so sizing, the disaggregated section and the alternatives each offer theirs and no answer repeats it."""
+    out, said = [], False
+    for section in sections:
+        kept = []
+        for line in section.lines:
+            if line.label == LAUNCH_LABEL:
+                if said:
+                    continue
+                said = True
+            kept.append(line)
+        out.append(section if len(kept) == len(section.lines) else replace(section, lines=tuple(kept)))
+    return tuple(out)
 
 
 def placement(count: int, tp: int, gpu: Accelerator, gpus: int) -> str:
