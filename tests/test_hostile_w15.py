@@ -87,7 +87,7 @@ def test_a_latency_target_no_configuration_meets_is_refused_at_every_door(run_cl
     no layout meets with the fastest. Now one line naming the target and the fastest any catalog GPU reaches."""
     from gpuplan import InferenceInputs, InputError, estimate_inference
 
-    flag = field_refusal(run_cli(*SIZE, *args), field, "no configuration (a replica within one node")
+    flag = field_refusal(run_cli(*SIZE, *args), field, "no configuration (a replica within one NVLink domain")
     pairs = [a for a in args if a != "--disaggregate"]
     body = {"model": "llama-3-8b", "rps": 1, **{a[2:].replace("-", "_"): v for a, v in zip(pairs[::2], pairs[1::2])},
             **({"disaggregate": True} if "--disaggregate" in args else {})}

@@ -19,8 +19,9 @@ TRICKLE = 1e-6
 """Requests per second of the idle replica: max_rate's first probe (core.serving.load)."""
 
 
-NONE = "no configuration (a replica within one node, any catalog GPU type)"
-"""What the sizing searches (jobs.inference.sizing: SEARCH_TP within a node, every catalog GPU that serves the plan)."""
+NONE = "no configuration (a replica within one NVLink domain, any catalog GPU type)"
+"""What the sizing searches (jobs.inference.sizing: serving.search_tps, one scale-up domain per replica: tp 16 across
+GB200 / GB300 NVL72 trays, the host elsewhere; every catalog GPU that serves the plan)."""
 
 
 def _ms(seconds: float) -> str:
@@ -46,7 +47,7 @@ def idle_latencies(plan, steps: dict[str, dict]) -> list[tuple[float, float, str
 
 
 def check_target_met(inputs, plan, target: LoadTarget, steps: dict[str, dict]) -> None:
-    """InputError when no (GPU type, TP) within one node meets ``target`` even at a trickle (the sizing found no
+    """InputError when no (GPU type, TP) within one NVLink domain meets ``target`` even at a trickle (the sizing found no
     configuration): naming ttft_p99 or tpot and the fastest reachable, or rps where no GPU type holds one sequence."""
     idle = idle_latencies(plan, steps)
     if not idle and inputs.max_num_seqs is not None:
@@ -57,9 +58,9 @@ def check_target_met(inputs, plan, target: LoadTarget, steps: dict[str, dict]) -
                              f"the model ({'; '.join(refused)}: default max_num_batched_tokens below it); give "
                              "--prefill-tokens at least as large, or a smaller --max-num-seqs")
     if not idle:
-        raise InputError("rps", f"{inputs.rps:g}", f"sizes replicas within one node, and no catalog GPU type holds "
+        raise InputError("rps", f"{inputs.rps:g}", f"sizes replicas within one NVLink domain, and no catalog GPU type holds "
                          f"{plan.spec.name} ({plan.setup.fmt.name}) with one {plan.context:,}-token sequence on "
-                         "one node: a smaller format (--quantization) or a shorter --context / --prompt")
+                         "one such replica: a smaller format (--quantization) or a shorter --context / --prompt")
     ttft, tpot = target.ttft_p99, target.tpot
     fastest_ttft = min(idle)
     if fastest_ttft[0] > ttft * (1 + 1e-9):
