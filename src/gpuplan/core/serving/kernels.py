@@ -406,10 +406,8 @@ def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None,
     per-direction link bandwidth. Otherwise NCCL: core.comm.collectives.collective_seconds on the TP
     group's links of ``fabric`` (NCCL's tuner picks ring / NVLS and LL / LL128 / Simple by size;
     without ``fabric`` the custom formula stands in), x PCIE_NCCL_SLOWDOWN between PCIe-only GPUs.
-    Without GPU P2P (``p2p`` False): NCCL at every size on host_path(fabric), the PCIe-only rule.
-    ``custom_max_bytes``: custom_allreduce_limit's for the layout (roofline passes it), 0 where the engine's kernel
-    is off (tp_span.own_kernel_off: a group past the scale-up domain, vLLM / SGLang at tp 3); the 8 MiB default
-    holds only inside one domain. 0 without tensor parallelism."""
+    Without GPU P2P (``p2p`` False): NCCL at every size on host_path(fabric), the PCIe-only rule. 0 without TP.
+    ``custom_max_bytes``: custom_allreduce_limit's (roofline's; 0 past the domain, own_kernel_off), default 8 MiB."""
     if tp <= 1:
         return 0.0
     fabric = collective_fabric(fabric, p2p) if fabric is not None else None
