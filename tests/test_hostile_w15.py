@@ -202,7 +202,8 @@ def test_report_quotes_a_refusal_after_parsing_as_written(run_cli, tmp_path, tex
 
 def test_a_serving_tp_past_the_scale_up_domain_is_answered_with_a_note():
     """Questionable, not impossible (vLLM and SGLang run TP across nodes): tp 16 on 8-GPU H100 nodes was timed on
-    NVLink without a word; now a note says so. 16 of GB200's 72-GPU NVLink domain needs none."""
+    NVLink without a word; now a note says so. 16 of GB200's 72-GPU NVLink domain needs none, only the launch over
+    its 4-GPU trays (review w15 R2 S3)."""
     from gpuplan import InferenceInputs, estimate_inference
 
     def spans(gpu: str) -> list[str]:
@@ -210,7 +211,8 @@ def test_a_serving_tp_past_the_scale_up_domain_is_answered_with_a_note():
 
     h100 = spans("h100")
     assert len(h100) == 1 and "2 scale-up domains of 8" in h100[0]
-    assert spans("gb200") == []
+    gb200 = spans("gb200")
+    assert len(gb200) == 1 and gb200[0].startswith("launch across trays: tp 16 spans 4 compute trays of 4 ")
 
 
 # ---- timing: a valid ask past 2 s ------------------------------------------------------------------------------------

@@ -173,3 +173,17 @@ def test_unpriced_gpu_types_are_shown_after_the_priced_with_na():
     # h100: 1 sequence / 0.02 s = 50 tokens/s on 2 GPUs at $4/GPU-h: 8 / (50 x 3,600) x 1e6 = $44.444 per 1M tokens
     assert table.rows[0][-1] == "44.444"
     assert UNPRICED_LAST in table.title
+
+
+@pytest.mark.parametrize("gpu, tp, pp, said", [
+    ("gb200", 8, 1, "tp 8 spans 2 compute trays of 4"),
+    ("gb200", 4, 2, "tp 4 x pp 2 spans 2 compute trays of 4"),
+    ("gb200", 4, 1, None),  # one tray
+    ("h100", 8, 1, None),  # one HGX node
+    ("h100-nvl", 4, 1, None),  # past its NVLink pair: the 'spans scale-up domains' note instead, no tray launch
+])
+def test_a_tp_the_user_gives_past_a_tray_gets_the_launch_note(gpu, tp, pp, said):
+    """review w15 R2 S3: `--gpu gb200 --tp 8` showed no launch, although its timing assumes the multi-node launch."""
+    notes = resolve_plan(InferenceInputs(model="llama-3-70b", gpu=gpu, tp=tp, pp=pp)).notes
+    launch = [n for n in notes if n.startswith("launch across trays: ")]
+    assert (launch[0].startswith(f"launch across trays: {said}") and len(launch) == 1) if said else launch == []

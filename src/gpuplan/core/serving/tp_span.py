@@ -32,6 +32,13 @@ srt/distributed/device_communicators/custom_all_reduce.py@v0.5.6:55); at any oth
 @v0.5.6:107-115), so NCCL runs every TP message (tp 3 / 5 / 7, tp 16 inside a GB200 NVL72)."""
 
 
+def host_gpus(gpu: Accelerator) -> int:
+    """GPUs of one host as the serving searches and the 'launch across trays' line count them: the catalog's
+    devices_per_node, else 8 (a GB200 / GB300 compute tray holds 4). Not host_ranks: on an H100 NVL (NVLink pairs,
+    no devices_per_node) the searches keep the 8-GPU server, the node check the pair's domain of 2."""
+    return gpu.devices_per_node or 8
+
+
 def host_ranks(fabric: Accelerator) -> int:
     """GPUs vLLM's and SGLang's node check counts as one node: in_the_same_node_as is a shared-memory probe, so one
     host (vllm distributed/parallel_state.py@00d618aa in_the_same_node_as, 'shared access to shared memory'; SGLang's

@@ -11,7 +11,7 @@ from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import setup as SU
 from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
-from gpuplan.core.serving.tp_span import node_ranks, spans_domains
+from gpuplan.core.serving.tp_span import host_gpus, node_ranks, spans_domains
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.errors import InputError
@@ -110,6 +110,11 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
                      f"{gpu.name}: the engines' own all-reduce kernels stay inside one domain, so every all-reduce "
                      "is timed as NCCL's over the scale-out network between domains (the catalog's NIC bandwidth "
                      "and latency); --pp across nodes is the usual split")
+    elif gpu.vendor == "NVIDIA" and not gpu.pcie_only:  # a GB200 / GB300 replica over trays of one NVLink domain
+        from gpuplan.jobs.inference.sizing_text import multi_node_launch
+
+        said = multi_node_launch(inputs.release, inputs.tp_degree, gpu, host_gpus(gpu), inputs.pp_degree)
+        notes.extend([f"launch across trays: {said[0]} ({said[1]})"] if said else [])
     if inputs.lora is not None:  # MLA: one clear line before any search
         from gpuplan.core.serving.lora import check_supported
 

@@ -12,18 +12,13 @@ from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.serving.tp_span import node_ranks
+from gpuplan.core.serving.tp_span import host_gpus, node_ranks  # host_gpus re-exported (alternatives)
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan, group_tp_check
 
 SEARCH_TP = (1, 2, 4, 8, 16)
 """TP degrees the serving searches try, each up to tp_reach of the part: 16 only inside a scale-up domain of 16
 or more (GB200 / GB300 NVL72); on 8-GPU servers (HGX H100 / B200) the searches stop at 8, as before."""
-
-
-def host_gpus(gpu: Accelerator) -> int:
-    """GPUs of one host (the catalog's devices_per_node, else 8: a GB200 / GB300 compute tray holds 4)."""
-    return gpu.devices_per_node or 8
 
 
 def tp_reach(gpu: Accelerator) -> int:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.serving.releases import EngineRelease
-from gpuplan.core.serving.tp_span import mnnvl_fused_max_bytes
+from gpuplan.core.serving.tp_span import host_gpus, mnnvl_fused_max_bytes
 from gpuplan.core.serving.load import queue_wait
 from gpuplan.core.units import format_usd, plural
 from gpuplan.report.model import Line
@@ -116,10 +116,8 @@ LAUNCH_LABEL = "launch across trays"
 
 def launch_line(key: str, release: EngineRelease, gpu: Accelerator, tp: int, pp: int = 1) -> tuple[Line, ...]:
     """A 'launch across trays' line where a replica of tp x ``pp`` on ``gpu`` spans hosts of its NVLink domain
-    (multi_node_launch; hosts of serving.host_gpus), else none. Each section offers its own; launch_said_once keeps one
+    (multi_node_launch; hosts of tp_span.host_gpus), else none. Each section offers its own; launch_said_once keeps one
     an answer."""
-    from gpuplan.jobs.inference.serving import host_gpus
-
     said = multi_node_launch(release, tp, gpu, host_gpus(gpu), pp)
     return (Line(key, LAUNCH_LABEL, None, text=said[0], formula=said[1]),) if said else ()
 
