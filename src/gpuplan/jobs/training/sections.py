@@ -304,15 +304,12 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
         out.append("--mfu predicted is the steady state of the planner's layout on the kernels given (flash attention, FlashAttention-2 "
                    "class, unless --attention-kernel flash1 / eager); whole "
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
-                   "(the packaged 2022-23 runs used 0.88-1.73x their predicted GPU-hours with the recompute, attention "
+                   "(the packaged 2022-23 runs used 0.88-2.10x their predicted GPU-hours with the recompute, attention "
                    "kernel and network their sources state; Llama 3.1 "
                    "405B, DeepSeek-V3 and llm.c's GPT-2 350M / 774M / 1558M, 2024, 0.83-1.09x: docs/accuracy.md); the "
                    "budget's failure and checkpoint lines hold part of that (with them and the stated batch ramps and "
-                   "layouts, 10.6% mean over twenty "
-                   "held-out runs, predicted low on average; 11.9% on the 7 runs fixed before TinyLlama, 8.9% on the 8 "
-                   "chosen by a written criterion before their predictions were computed, 13.2% on the 4 of wave 7 "
-                   "chosen by the same criterion, llm.c's under --framework llmc; 11.4% over twenty-one with wave 13's "
-                   "BioMedLM 2.7B, by the same criterion, -28.2% with its stack read after its -58.4%: "
+                   "layouts, 12.8% mean over twenty-three held-out runs, predicted low on average; the worst Llemma "
+                   "7B / 34B, -22.5 / -32.6%, and BioMedLM 2.7B, -28.2% with its stack read after its -58.4%: "
                    "docs/training.md)")
     used = inputs.builtin_defaults_used()
     if used:
