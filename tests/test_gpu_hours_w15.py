@@ -70,7 +70,7 @@ def test_llemma_rows_are_held_out_calendar_totals_within_criterion_e(runs):
         assert rid not in FITTED_RUNS and rid not in REVISED_AFTER_MISS and reported_as(runs[rid]) is None, rid
 
 
-def test_codellama_shapes_are_the_configurations_counted_by_hand():
+def test_llemma_shapes_are_the_configurations_counted_by_hand():
     """GPT-NeoX's LLaMAParallelMLP (transformer.py @e59c873 L163-164): int(2 x 4 x h / 3) rounded up to 256, 11,008 at
     4,096 and 22,016 at 8,192; 32,016 vocabulary rows, untied. 7B: 2 x 32,016 x 4,096 + 32 x (4 x 4,096^2 +
     3 x 4,096 x 11,008 + 2 x 4,096) + 4,096 = 6,738,546,688; 34B (64 query heads on 8 K/V heads of 128):
@@ -84,8 +84,8 @@ def test_codellama_shapes_are_the_configurations_counted_by_hand():
         return 256 * ((ff + 255) // 256)
 
     assert (neox_llama_mlp(4_096), neox_llama_mlp(8_192)) == (11_008, 22_016)
-    for name, layers, width, kv, total in (("codellama-7b", 32, 4_096, 32, 6_738_546_688),
-                                           ("codellama-34b", 48, 8_192, 8, 33_744_232_448)):
+    for name, layers, width, kv, total in (("llemma-7b", 32, 4_096, 32, 6_738_546_688),
+                                           ("llemma-34b", 48, 8_192, 8, 33_744_232_448)):
         spec = resolve_model(name)
         assert (spec.num_layers, spec.hidden_size, spec.attention.num_kv_heads, spec.vocab_size) == \
             (layers, width, kv, 32_016), name
