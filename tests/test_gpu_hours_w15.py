@@ -1,7 +1,7 @@
 """GPU-hours end to end (issue 37 point 4), wave 15: Llemma 7B and 34B enter as the fifth held-out set by
 training_runs.yaml's written criterion, their rows committed (1fdd3d12) before their predictions were computed. Each
-row's inputs are checked here against the words of its sources: the paper (arXiv:2310.10631 Sec. 2.3), EleutherAI's
-post (math-lm blog/main.md @5a30d80 L52) and the run's GPT-NeoX configurations (math-lm pretraining/llemma_7b.yml,
+row's inputs are checked here against the words of its sources: the paper (arXiv:2310.10631 Sec. 2.3, as quoted by
+secondary reading notes only), EleutherAI's post (math-lm blog/main.md @5a30d80 L52) and the run's GPT-NeoX configurations (math-lm pretraining/llemma_7b.yml,
 llemma_34b.yml, 34b_launch_script.sh @e4f8ee6; GPT-NeoX @e59c873)."""
 
 import pytest
@@ -12,7 +12,7 @@ from gpuplan.jobs.validation.gpu_hours import (FIFTH_SET, FITTED_RUNS, PREDICTED
 from helpers import reference_runs_by_id
 
 SEQ = 4_096
-GPUS = 256  # 'across 256 A100 40GB GPUs' (paper); 34b_launch_script.sh --nodes=32 x --gres=gpu:8
+GPUS = 256  # math-lm pretraining/README.md @1bc7bf0 L5 '256 A100 GPUs'; 34b_launch_script.sh --nodes=32 x --gres=gpu:8
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,8 @@ def runs():
 
 def test_llemma_7b_row_is_its_sources_arithmetic(runs):
     """'trained for 42,000 steps with a global batch size of 4 million tokens and a 4096 token context length. This
-    corresponds to roughly 23,000 A100-hours'; llemma_7b.yml: model_parallel_size 2, micro-batch 4, 2 accumulation
+    corresponds to roughly 23,000 A100-hours' (Sec. 2.3 as secondary reading notes quote it; the primary post ties the
+    23,000 to 200B tokens and the configuration schedules 48,000 steps: the next test); llemma_7b.yml: model_parallel_size 2, micro-batch 4, 2 accumulation
     steps, so 256 / 2 = 128 replicas x 4 x 2 = 1,024 sequences (4,194,304 tokens). Tokens 42,000 x 1,024 x 4,096 =
     176,160,768,000; the total is 23,000 x 3,600 / 256 / 42,000 = 7.7009 s a step (hand-worked)."""
     run = runs["llemma-7b"]
@@ -31,6 +32,37 @@ def test_llemma_7b_row_is_its_sources_arithmetic(runs):
     assert (run["gpus"], run["seq_len"], run["measured_gpu_hours"], run["gpu"]) == (GPUS, SEQ, 23_000, "a100-sxm4-40gb")
     assert reported_step_seconds(run) == pytest.approx(7.7009, abs=5e-4)
     assert "roughly 23,000 A100-hours" in run["source"] and "blog/main.md @5a30d80 L52" in run["source"]
+
+
+def test_llemma_7b_row_names_its_secondary_fields_and_the_primary_length(runs):
+    """The 42,000 steps and '40GB' rest on secondary reading notes only; the primary post ties the 23,000 A100 hours to
+    '200B tokens' and llemma_7b.yml schedules train_iters 48,000 (48,000 x 4,194,304 = 201,326,592,000). The row
+    keeps the 42,000 written before its prediction and states the sensitivity, recomputed here from the row with only
+    its tokens changed: 200B -> 20,231 GPU-hours (-12.0%), 201.3B -> 20,365 (-11.5%), against 17,820 (-22.5%)."""
+    from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours
+
+    run = runs["llemma-7b"]
+    notes = run["notes"]
+    assert "secondary notes only" in notes and "'40GB' rests on the secondary notes" in notes
+    assert "200B tokens. This amounts to 23,000 A100 hours" in notes and "train_iters 48,000" in notes
+    assert "calendar" not in notes and "calendar" not in runs["llemma-34b"]["notes"]
+    for tokens, hours, error in ((200e9, "20,231", "-12.0%"), (48_000 * 1_024 * SEQ, "20,365", "-11.5%")):
+        predicted = end_to_end_gpu_hours({**run, "tokens": tokens})[0]
+        assert f"{predicted:,.0f}" == hours and f"{100 * (predicted / 23_000 - 1):+.1f}%" == error, tokens
+        assert f"{hours} GPU-hours, {error}" in notes or f"{hours}, {error}" in notes, tokens
+
+
+def test_llemma_rows_say_fp32_allreduce_is_the_tp_collectives(runs):
+    """GPT-NeoX @e59c873's fp32_allreduce casts the tensor-parallel all-reduce / split / gather (mpu/mappings.py), not
+    the gradients; grad_accum_dtype fp32 under ZeRO 1 and bf16 is DeeperSpeed's BF16_Optimizer (engine.py @0ae3578a
+    L1113-1115), which the deepspeed profile charges. The notes say both and size the uncharged part from `plan
+    --explain`'s TP all-reduce: 7B 384 x 128 MiB, 0.221 s of 5.94 s; 34B 4,608 x 128 MiB, 4.768 s of 36.82 s."""
+    for rid, line in (("llemma-7b", "384 x 128 MiB, 0.221 s exposed of the 5.94 s step"),
+                      ("llemma-34b", "4,608 x 128 MiB, 4.768 s exposed of the 36.82 s step")):
+        notes = runs[rid]["notes"]
+        assert line in notes and "BF16_Optimizer" in notes, rid
+        assert "fp32 reduction not charged" not in notes and "fp32 reduction is not charged" not in notes, rid
+    assert "mappings.py L38-45, L62-73, L89-104" in runs["llemma-7b"]["notes"]
 
 
 def test_llemma_34b_row_is_its_sources_arithmetic(runs):
@@ -60,7 +92,7 @@ def test_llemma_rows_pass_the_layout_their_configurations_state(runs):
         assert "@e4f8ee6" in runs[rid]["cluster_source"] and "L369-372" in runs[rid]["attention_kernel_source"], rid
 
 
-def test_llemma_rows_are_held_out_calendar_totals_within_criterion_e(runs):
+def test_llemma_rows_are_held_out_totals_within_criterion_e(runs):
     """Criterion (e), hand-worked: 6 x 6,738,546,688 x 176.16e9 / (23,000 x 3,600 x 312e12) = 0.2757 and
     6 x 33,744,232,448 x 50.33e9 / (47,000 x 3,600 x 312e12) = 0.1930, inside the 0.18-0.57 of the other rows."""
     assert source_6nd_mfu(runs["llemma-7b"]) == pytest.approx(0.2757, abs=5e-4)
