@@ -149,7 +149,7 @@ def test_kv_replication_note_names_the_engine_that_ran():
     def note(engine):
         r = estimate_inference(InferenceInputs(search=False, model="qwen3-235b-a22b", gpu="b200", tp=8, engine=engine))
         return next(n for n in r.notes if "KV heads: each KV head" in n)
-    assert note("sglang").endswith("replicated on 2 GPUs (SGLang), so the cache per GPU stops shrinking")
+    assert "replicated on 2 GPUs (SGLang), so the cache per GPU stops shrinking" in note("sglang")
     assert "(vLLM)" in note("vllm")
 
 

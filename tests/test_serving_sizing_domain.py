@@ -187,3 +187,21 @@ def test_a_tp_the_user_gives_past_a_tray_gets_the_launch_note(gpu, tp, pp, said)
     notes = resolve_plan(InferenceInputs(model="llama-3-70b", gpu=gpu, tp=tp, pp=pp)).notes
     launch = [n for n in notes if n.startswith("launch across trays: ")]
     assert (launch[0].startswith(f"launch across trays: {said}") and len(launch) == 1) if said else launch == []
+
+
+def test_kv_projections_are_whole_on_each_gpu_past_the_kv_heads(plan_405b):
+    """review w15 R2 S1: at tp 16 > 8 KV heads vLLM's QKVParallelLinear keeps one whole KV head's k/v_proj a rank
+    (linear.py@v0.23.0:1026-1041). Hand-worked, bf16: 405B (126 layers, hidden 16,384, head_dim 128) 0.5 x 2 x 16,384
+    x 128 x 126 x 2 B = 528,482,304 B; at pp 2 the fullest stage's 63 layers, half that; 70B (80 layers, hidden 8,192)
+    0.5 x 2 x 8,192 x 128 x 80 x 2 = 167,772,160 B; 0 at tp 8 (no replica)."""
+    from gpuplan.core.serving import weights as W
+
+    spec, fmt = plan_405b.spec, plan_405b.setup.fmt
+    assert W.kv_replica_bytes(spec, fmt, 16) == 528_482_304
+    assert W.kv_replica_bytes(spec, fmt, 16, pp=2) == 528_482_304 / 2
+    assert W.kv_replica_bytes(spec, fmt, 8) == 0.0
+    assert W.kv_replica_bytes(resolve_plan(InferenceInputs(model="llama-3-70b")).spec, fmt, 16) == 167_772_160
+    gb200 = load_accelerator("gb200")
+    memory = M.serving_memory_on(spec, plan_405b.groups, plan_405b.setup, 16, 1, gb200)
+    split = W.weight_bytes_per_gpu(plan_405b.groups, fmt, spec.num_layers, 16, 1)
+    assert memory.weights - split == pytest.approx(528_482_304, rel=1e-12)

@@ -21,6 +21,7 @@ from gpuplan.core.serving.speculative import Speculation
 from gpuplan.core.serving.weights import (
     ParamGroups,
     WeightFormat,
+    kv_replica_bytes,
     mxfp4_padding_bytes,
     param_groups,
     weight_bytes_per_gpu,
@@ -137,7 +138,7 @@ def serving_memory_on(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup,
 def _engine_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, setup: ServingSetup,
                    tp: int, pp: int, gpu_name: str = "", scale_up_bandwidth: float | None = None,
                    gpu_arch: str | None = None, tensor_core_dtypes: tuple[str, ...] | None = None) -> Memory:
-    weights = weight_bytes_per_gpu(groups, setup.fmt, spec.num_layers, tp, pp)
+    weights = weight_bytes_per_gpu(groups, setup.fmt, spec.num_layers, tp, pp) + kv_replica_bytes(spec, setup.fmt, tp, pp)
     engine = setup.runtime.engine
     if engine == "sglang":
         return _sglang_memory(weights, memory_bytes, setup, tp, pp, scale_up_bandwidth)

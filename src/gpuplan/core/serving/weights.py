@@ -147,6 +147,22 @@ def weight_bytes_per_gpu(groups: ParamGroups, fmt: WeightFormat, num_layers: int
     return layers + max(embedding, head)
 
 
+def kv_replica_bytes(spec: ModelSpec, fmt: WeightFormat, tp: int, pp: int = 1) -> float:
+    """Bytes a GPU holds beyond weight_bytes_per_gpu's 1/tp share of the k/v projections where tp > the KV heads:
+    vLLM's QKVParallelLinear keeps one whole KV head's k_proj and v_proj on each rank (num_kv_heads = 1,
+    num_kv_head_replicas = tp / KV heads: model_executor/layers/linear.py@v0.23.0:1026-1041; SGLang's copy,
+    layers/linear.py@v0.5.6:818-820), where the 1/tp split counts KV heads / tp of one: (1 - KV heads / tp) x 2 x
+    hidden x head_dim a layer on the fullest stage (biases left out), in the attention's bytes (16-bit where the
+    format keeps attention unquantized, as layer_linear_bytes). Llama-3.1-405B bf16 at tp 16 (8 KV heads, 126 layers,
+    hidden 16,384, head_dim 128): 0.5 x 2 x 16,384 x 128 x 126 x 2 B = 0.528 GB. 0 at tp <= KV heads and for MLA."""
+    attn = spec.attention
+    if attn.is_mla or tp <= attn.num_kv_heads:
+        return 0.0
+    per_param = 2.0 if fmt.quantized in ("experts", "mlp") else fmt.bits_per_weight / 8
+    return (layers_per_stage(spec.num_layers, pp) * (1 - attn.num_kv_heads / tp) * 2 * spec.hidden_size
+            * attn.head_dim * per_param)
+
+
 def expected_expert_fraction(experts: int, top_k: int, batch) -> float:
     """Share of routed experts a decode step of ``batch`` tokens touches, routing uniform and
     independent: 1 - (1 - k/E)^b (each expert is missed by one token with probability 1 - k/E)."""
@@ -160,8 +176,8 @@ def decode_weight_bytes_read(spec: ModelSpec, groups: ParamGroups, fmt: WeightFo
     if spec.moe is not None and routed:
         routed *= expected_expert_fraction(spec.moe.num_experts, spec.moe.experts_per_token, batch)
     head = groups.embedding if groups.tied else groups.lm_head
-    return (layer_linear_bytes(groups, fmt, routed)
-            + (groups.router + head) * fmt.other_bytes) / tp + groups.norms * fmt.other_bytes
+    return ((layer_linear_bytes(groups, fmt, routed) + (groups.router + head) * fmt.other_bytes) / tp
+            + groups.norms * fmt.other_bytes + kv_replica_bytes(spec, fmt, tp))  # every layer's replicated k/v head
 
 
 def _round_up(value: float, multiple: int) -> float:

@@ -101,8 +101,10 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     if not spec.attention.is_mla and inputs.tp_degree > kv_heads:
         # QKVParallelLinear num_kv_head_replicas = tp / KV heads: vLLM's, and SGLang's copy (layers/linear.py@v0.5.6:818-820)
         who = {"vllm": " (vLLM)", "sglang": " (SGLang)"}.get(engine, "")
+        extra = W.kv_replica_bytes(spec, fmt, inputs.tp_degree, inputs.pp_degree)  # its k/v projections whole
         notes.append(f"tp {inputs.tp_degree} > {kv_heads} KV heads: each KV head is replicated on {inputs.tp_degree // kv_heads} "
-                     f"GPUs{who}, so the cache per GPU stops shrinking")
+                     f"GPUs{who}, so the cache per GPU stops shrinking, and each GPU holds its head's k/v projection "
+                     f"weights whole (+{extra / 1e9:.2f} GB a GPU)")
     if spans_domains(inputs.tp_degree, gpu):  # vLLM / SGLang run TP across nodes (core.serving.tp_span)
         domain = node_ranks(gpu)  # GPUs on one scale-up link (NVLink: 8 on HGX, 72 on GB200 NVL72) or PCIe server
         what = "PCIe servers" if gpu.pcie_only else "scale-up domains"
