@@ -284,11 +284,13 @@ def test_mla_and_moe_examples_run():
 def test_search_finds_smallest_configuration():
     r = estimate_inference(InferenceInputs(model="llama-3.1-70b", gpu="h100", context=8192, batch=16))
     table = next(t for t in r.tables if t.title.startswith("catalog configurations"))
-    first = table.records()[0]
-    assert first["max sequences"] >= 16
-    gpus = [rec["tp"] for rec in table.records()]
-    assert gpus == sorted(gpus)  # fewest GPUs first
-    assert r.value("smallest_config") == f"{first['tp']} x {first['gpu']}"
+    records = table.records()
+    assert all(rec["max sequences"] >= 16 for rec in records)
+    for priced in (True, False):  # fewest GPUs first among the priced, then among the unpriced (alternatives.UNPRICED_LAST)
+        gpus = [rec["tp"] for rec in records if (rec["USD/GPU-h"] != "n/a") == priced]
+        assert gpus == sorted(gpus)
+    first = min(records, key=lambda rec: (rec["tp"], float(rec["memory"].split()[0].replace(",", ""))))  # the search's
+    assert r.value("smallest_config") == f"{first['tp']} x {first['gpu']}"  # first: fewest GPUs, then least memory
 
 
 @pytest.mark.parametrize("model", sorted(__import__("gpuplan.catalog", fromlist=["x"]).model_entries()))
