@@ -43,7 +43,7 @@ def plan_405b():
     return resolve_plan(InferenceInputs(model="llama-3.1-405b", gpu="gb200"))
 
 
-def test_405b_needs_tp8_on_gb200_and_is_sized_there_with_the_launch_and_nccl_note(plan_405b, monkeypatch):
+def test_405b_needs_tp8_on_gb200_and_is_sized_there_with_the_launch_and_allreduce_note(plan_405b, monkeypatch):
     """Hand-worked: Llama-3.1-405B bf16 is 811.7 GB of weights; a GB200 leaves (189,471 MiB - 512 MiB reserve) x 0.92
     = 169.77 GiB = 182.29 GB usable (vLLM gpu_memory_utilization). tp 4: 811.7 / 4 = 202.9 GB > 182.29, nothing fits
     (the sizing stopped here before: 'none on gb200 meets the target'); tp 8: 182.29 - 101.47 weights - 1.19 profiled
