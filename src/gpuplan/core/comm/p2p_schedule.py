@@ -64,7 +64,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.core.bulk import scalar_or_array
-from gpuplan.core.comm.collectives import BASE_US
+from gpuplan.core.comm.collectives import BASE_US, PROTOCOLS
 
 P2P_CHANNELS = 32
 """p2pnChannels on NVLink systems: pow2Up(min(collective channels, 64)) -- '24 coll channels, ...,
@@ -154,6 +154,6 @@ def call_seconds(per_peer_bytes, ranks, nodes):
     with eight empty pairs (enqueue.cc L2278-2296, L973-975), takes 3.1 us, less than the 6.6 us charged here
     as the fixed part: the sum matches the floor, the split is not measured. Eager launches (nccl-tests'
     default, no CUDA graph). Works elementwise."""
-    ll, simple = BASE_US["ring"][0], BASE_US["ring"][2]
+    ring = dict(zip(PROTOCOLS, BASE_US["ring"]))
     uses_ll = p2p_uses_ll(per_peer_bytes, ranks, nodes, network_peer=_arr(nodes) > 1)
-    return scalar_or_array(np.where(uses_ll, ll, simple) * 1e-6)
+    return scalar_or_array(np.where(uses_ll, ring["LL"], ring["Simple"]) * 1e-6)
