@@ -266,11 +266,6 @@ def disaggregated_section(plan: Plan, target: LoadTarget, options: dict[str, tup
     return Section(title, (*lines[:where], *beside, *lines[where:], *launch))
 
 
-def _chosen(configs: list[SizedConfig], asked_gpu: str | None) -> SizedConfig:
-    """sizing_section's answer: the cheapest configuration on ``asked_gpu``, else the cheapest on any type."""
-    return next((c for c in configs if c.gpu.id == asked_gpu), configs[0])
-
-
 def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
                        colocated: list[SizedConfig]) -> tuple:
     prefill, decode = pools
@@ -328,7 +323,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
                                     "quantise"),
                                *left_out))
     on_asked = [c for c in configs if c.gpu.id == asked_gpu]
-    best = _chosen(configs, asked_gpu)
+    best = on_asked[0] if on_asked else configs[0]  # the cheapest on the GPU asked, else on any type
     r, (load, prefill_s) = best.replica, _at_load(plan, target, best)
     elsewhere = _elsewhere_line(asked_gpu, on_asked, configs[0])
     tokens_per_hour = target.requests_per_s * (plan.prompt + plan.output) * 3600
