@@ -148,12 +148,9 @@ def call_seconds(per_peer_bytes, ranks, nodes):
     (p2p_uses_ll), and pays Simple's. NCCL has no p2p entry there; the ring's is the nearest -- the same LL /
     Simple primitives (device/sendrecv.h L160-169), though on p2p's own connector (enqueue.cc L797 connIndex 1),
     one kernel launch a call. Not a clean hold-out: this base latency was paired with the catalog's 5 us link
-    step (all_to_all_time) with deepseek-ai/DeepEP#303's nccl-tests floor on 8 H20 known (10.5-11.1 us
-    measured, 6.6 + 5 = 11.6 us modelled). NCCL's tuner pairs it with its own 0.6 us NVLink LL step instead
-    (tuning.cc L144-145, L329-338): 7.2 us, those points +45 to +54%. The log's 0-byte call, one p2p kernel
-    with eight empty pairs (enqueue.cc L2278-2296, L973-975), takes 3.1 us, less than the 6.6 us charged here
-    as the fixed part: the sum matches the floor, the split is not measured. Eager launches (nccl-tests'
-    default, no CUDA graph). Works elementwise."""
+    step (all_to_all_time) with deepseek-ai/DeepEP#303's nccl-tests floor on 8 H20 known; NCCL's own pairing and
+    the log's 0-byte call, which the split does not match, are in the module docstring. Eager launches
+    (nccl-tests' default, no CUDA graph). Works elementwise."""
     ring = dict(zip(PROTOCOLS, BASE_US["ring"]))
     uses_ll = p2p_uses_ll(per_peer_bytes, ranks, nodes, network_peer=_arr(nodes) > 1)
     return scalar_or_array(np.where(uses_ll, ring["LL"], ring["Simple"]) * 1e-6)

