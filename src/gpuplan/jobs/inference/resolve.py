@@ -19,6 +19,7 @@ from gpuplan.jobs.inference.quant_config import (  # noqa: F401 (re-exported: ca
     weight_format_from_hf,
 )
 from gpuplan.jobs.inference.schema import QUANTIZATIONS, InferenceInputs
+from gpuplan.jobs.inference.sizing_text import LAUNCH_LABEL, multi_node_launch
 
 
 @dataclass(frozen=True)
@@ -113,10 +114,8 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
                      "is timed as NCCL's over the scale-out network between domains (the catalog's NIC bandwidth "
                      "and latency); --pp across nodes is the usual split")
     elif gpu.vendor == "NVIDIA" and not gpu.pcie_only:  # a GB200 / GB300 replica over trays of one NVLink domain
-        from gpuplan.jobs.inference.sizing_text import multi_node_launch
-
         said = multi_node_launch(inputs.release, inputs.tp_degree, gpu, host_gpus(gpu), inputs.pp_degree)
-        notes.extend([f"launch across trays: {said[0]} ({said[1]})"] if said else [])
+        notes.extend([f"{LAUNCH_LABEL}: {said[0]} ({said[1]})"] if said else [])
     if inputs.lora is not None:  # MLA: one clear line before any search
         from gpuplan.core.serving.lora import check_supported
 
