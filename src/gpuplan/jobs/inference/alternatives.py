@@ -5,11 +5,12 @@ do, smallest and cheapest first."""
 from __future__ import annotations
 
 from gpuplan.core.serving import roofline as R
+from gpuplan.core.serving.tp_span import host_gpus
 from gpuplan.core.units import format_usd, plural
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
-from gpuplan.jobs.inference.serving import Serving, evaluate, host_gpus, search_tps, tp_reach
+from gpuplan.jobs.inference.serving import Serving, evaluate, search_tps, tp_reach
 from gpuplan.jobs.inference.sizing_text import launch_line
 from gpuplan.report.model import Line, Section, Table
 

@@ -12,7 +12,7 @@ from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.serving.tp_span import host_gpus, node_ranks  # host_gpus re-exported (alternatives)
+from gpuplan.core.serving.tp_span import host_gpus, node_ranks
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan, group_tp_check
 
