@@ -12,7 +12,7 @@ from gpuplan.jobs.validation.estimate import (
     validation_report,
 )
 from gpuplan.jobs.validation.gpu_hours import FIFTH_SET, FOURTH_SET
-from helpers import validation_cases_once
+from helpers import reference_runs_by_id, validation_cases_once
 
 
 def cases_by(kind):
@@ -35,11 +35,11 @@ def test_bloom_strips_recompute_from_hardware_tflops():
 
 
 def test_prior_kind_covers_every_run():
-    # + BioMedLM 2.7B (wave 13)
-    assert len(cases_by(KIND_PRIOR)) == 33  # 20 + Llama 3.1 8B / 70B, SmolLM3, TinyLlama 1.1B, MPT-7B, StarCoderBase (issue 37)
-    # + Llemma 7B / 34B (wave 15, the fifth set)
-    # + the third set (wave 7) and llm.c's 350M (wave 12)
-    # + the third set (wave 7): SantaCoder, llm.c GPT-2 774M / 1558M
+    # 33 = 20 + 6 (issue 37: Llama 3.1 8B / 70B, SmolLM3, TinyLlama 1.1B, MPT-7B, StarCoderBase) + 3 (the third set,
+    # wave 7: SantaCoder, llm.c GPT-2 774M / 1558M) + 1 (llm.c's 350M, wave 12) + 1 (BioMedLM 2.7B, wave 13)
+    # + 2 (Llemma 7B / 34B, wave 15, the fifth set): every row under training_runs.yaml's `runs`
+    assert len(cases_by(KIND_PRIOR)) == 33
+    assert set(cases_by(KIND_PRIOR)) == set(reference_runs_by_id())
     # Llama 2 7B, hand: 6 x 6,738,415,616 x 2e12 / (312e12 x 0.4 x 3600) = 179,979 vs 184,320 reported
     assert cases_by(KIND_PRIOR)["llama2-7b"].predicted == pytest.approx(179_979, abs=1)
 
