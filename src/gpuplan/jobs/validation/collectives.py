@@ -24,9 +24,10 @@ held out."""
 FITTED_SWEEPS = ("stas00-allreduce-p6-b200-1node",)
 """Sweeps whose points set a constant (TORCH_BENCH_CALL_SECONDS): their kind says 'fitted'."""
 FORM_CHOSEN_KNOWING = "held out; the model's form chosen with this floor known: docs/step.md"
-"""The held-out label of the nccl-tests all-to-all kind below 16 MiB (DeepEP#303's 8 H20): nothing is fitted to
-its points, but the all-to-all's fixed-cost pairing (NCCL's 6.6 us ring LL base latency + the catalog's 5 us
-NVLink step, core.comm.p2p_schedule.call_seconds) was chosen with their 10.5-11.1 us floor known (wave 15)."""
+"""The held-out label of a sweep whose yaml entry says ``form_chosen_knowing: true``: nothing is fitted to its
+points, but the model's form was chosen with them known. One sweep says so, DeepEP#303's 8 H20 (128 B - 4 KiB):
+the all-to-all's fixed-cost pairing (NCCL's 6.6 us ring LL base latency + the catalog's 5 us NVLink step,
+core.comm.p2p_schedule.call_seconds) was chosen with their 10.5-11.1 us floor known (wave 15)."""
 
 
 def nccl_btree_depths(nodes: int) -> list[int]:
@@ -205,7 +206,10 @@ def case_kind(sweep: dict, payload: int, collective: str = "") -> str:
     if transport:  # a network NCCL has no latency constants for (its plugin's latency unknown)
         where += f" over {transport.split(' (')[0]}"
     held = "fitted" if sweep["id"] in FITTED_SWEEPS or payload in (sweep.get("fitted") or ()) else "held out"
-    if held == "held out" and collective == "all_to_all" and payload < LATENCY_REGIME_BELOW_BYTES:
+    knowing = sweep.get("form_chosen_knowing", False)
+    if not isinstance(knowing, bool):
+        raise ValueError(f"sweep {sweep['id']}: form_chosen_knowing must be true or false, not {knowing!r}")
+    if held == "held out" and knowing:  # the sweep's own flag, as ``fitted`` (collective_measurements.yaml)
         held = FORM_CHOSEN_KNOWING
     return f"communication: busbw, {bench}, {where}, payload {regime} ({held})"
 
