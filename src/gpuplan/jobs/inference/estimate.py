@@ -403,10 +403,10 @@ def _curve_table(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Table
 
 def _notes(plan: Plan, serving: Serving, inputs: InferenceInputs) -> tuple[str, ...]:
     notes = list(plan.notes) + list(plan.spec.notes)
-    if serving.memory.kv_budget <= 0:
+    if inputs.rps is None and serving.memory.kv_budget <= 0:  # with --rps the sizing is the answer, not 1 GPU
         notes.append("no memory left for the KV cache on this layout: use more GPUs (tp), a smaller format "
                      "(int4, fp8) or a larger GPU")
-    elif serving.max_sequences < inputs.batch:
+    elif inputs.rps is None and serving.max_sequences < inputs.batch:
         notes.append(f"only {plural(serving.max_sequences, 'sequence')} of {plan.context:,} tokens fit, not {inputs.batch}: "
                      "the engine would queue or preempt the rest")
     if serving.pp > 1:
