@@ -30,6 +30,11 @@ from gpuplan.core.time.pipeline_schedule import exposed_p2p_seconds
 from gpuplan.core.time import sequence_parallel as SP
 
 
+FLEX_KERNELS = {"deepep": "DeepEP", "hybridep": "HybridEP"}
+"""The kernels the 'flex' dispatcher's backend (StepSettings.flex_backend) runs, as the EP row's label names them
+('all-to-all (DeepEP)'); plan --explain's algorithm column reads the name from the label."""
+
+
 def _domain_links(cluster: Cluster, span):
     """(inside, scale-up link, network link) for a group spanning ``span`` consecutive ranks: ``inside`` where it
     stays within a scale-up domain; each link (bandwidth B/s, latency s) as core.comm.topology.Cluster.link gives it
@@ -113,7 +118,7 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
                                        out_bw, up_lat, out_lat, deduplicate=settings.ep_dispatcher == "flex")
         ep_total = ep_calls * one  # ep_calls is 0 without expert parallelism
         ep_exposed = (1 - settings.ep_overlap) * ep_total
-        what = "all-to-all" + (" (DeepEP/HybridEP)" if settings.ep_dispatcher == "flex" else "")
+        what = "all-to-all" + (f" ({FLEX_KERNELS[settings.flex_backend]})" if settings.ep_dispatcher == "flex" else "")
         if settings.ep_a2a_overlap and moe_phases is not None:  # combined 1F1B schedule (core.comm.moe_overlap)
             ep_exposed = expert_parallel * exposed_all_to_all(
                 one, moe_layers, micro_batches, pp, vpp, moe_phases, settings.ep_comm_sm_share)

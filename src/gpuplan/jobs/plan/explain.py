@@ -120,14 +120,46 @@ def communication_columns(gpu=None) -> tuple[str, ...]:
     return tuple(header if column == COMMUNICATION_COLUMNS[4] else column for column in COMMUNICATION_COLUMNS)
 
 
-def _algorithm(c) -> str:
-    """The NCCL algorithm / protocol of one call (core.comm.collectives), or what a non-NCCL-collective is."""
+def _algorithm(c, pcie: bool = False) -> str:
+    """The NCCL algorithm / protocol of one call (core.comm.collectives); for the rows NCCL runs as send / recv pairs
+    (the 'alltoall' dispatcher's all-to-all, a PP or CP send) 'p2p / ' and the protocol of their pairs
+    (_p2p_protocol); for the 'flex' dispatcher the kernels its backend runs, DeepEP's or HybridEP's, which are not
+    NCCL's and have no NCCL protocol (core.comm.step_comm.FLEX_KERNELS, named in the row's label). ``pcie``: the
+    scale-up link is PCIe (Accelerator.scale_up_pcie)."""
     from gpuplan.core.comm.collectives import chosen
+    from gpuplan.core.comm.step_comm import FLEX_KERNELS
 
-    if not c.nccl or c.group is None:
+    if c.nccl and c.group is not None:
+        algorithm, protocol, _, _ = chosen(c.nccl, float(c.bytes_per_call), c.group)
+        return f"{algorithm} / {protocol}"
+    kernels = [name for name in FLEX_KERNELS.values() if f"({name})" in c.collective]
+    if kernels:
+        return f"{kernels[0]} kernels"
+    if c.links is None:
         return "all-to-all" if c.parallelism == "EP" else "send/recv"
-    algorithm, protocol, _, _ = chosen(c.nccl, float(c.bytes_per_call), c.group)
-    return f"{algorithm} / {protocol}"
+    return "p2p / " + _p2p_protocol(c, pcie)
+
+
+def _p2p_protocol(c, pcie: bool = False) -> str:
+    """The protocol NCCL runs a p2p row's pairs with (core.comm.p2p_schedule.p2p_uses_ll, NVIDIA/nccl@v2.27.7-1
+    enqueue.cc L822, L835-836): LL while a peer's bytes are at most p2pnChannelsPerPeer x 16 KiB, else Simple; a
+    network peer always Simple (no LL buffer on p2p net connections by default). A peer's bytes: the expert
+    all-to-all's call spread evenly over its ``links.ranks`` ranks (every token to top-k experts spread evenly:
+    core.comm.volumes.expert_all_to_all_time), a send's whole call. Channels a peer: 32 inside one NVLink domain,
+    2 for a group over several domains (its network peers set the communicator's minimum) and for PCIe peers
+    (graph/paths.cc@v2.27.7-1 L809-815: 2 for a local peer not on an NVLink path), which p2p_uses_ll's 'several
+    domains' case gives. A group over several domains whose NVLink peers run LL prints both protocols."""
+    from gpuplan.core.comm.p2p_schedule import p2p_uses_ll
+
+    links = c.links
+    ranks, local = float(links.ranks), float(links.per_domain)
+    nodes = float(np.ceil(ranks / local))
+    per_peer = float(c.bytes_per_call) / ranks if c.parallelism == "EP" else float(c.bytes_per_call)
+    two_channel = nodes > 1 or pcie  # p2pnChannelsPerPeer 2: p2p_uses_ll's several-domain case
+    nvlink_ll = local > 1 and bool(p2p_uses_ll(per_peer, ranks, 2 if two_channel else 1))
+    if nodes <= 1:
+        return "LL" if nvlink_ll else "Simple"
+    return "LL in-domain, Simple across domains" if nvlink_ll else "Simple"
 
 
 SCALE_UP_NAMES = {"nvidia": "NVLink", "amd": "Infinity Fabric", "google": "ICI", "huawei": "HCCS / UB",
@@ -166,20 +198,21 @@ def _link(c, up_name: str = "NVLink") -> str:
 
 def communication_table(plan: Plan, gpu=None) -> Table:
     """The plan's communication, collective by collective, for `plan --explain`: per collective the bytes of one
-    call, NCCL's algorithm / protocol for that size, the link, and the seconds per step in all and on the critical
-    path. The rows are the very costs core.time.step.step_time summed into the plan's communication fields
-    (StepBreakdown.collectives), so the exposed column adds up to those fields and the s/step column to comm_total.
+    call, NCCL's algorithm / protocol for that size (a send / recv row's p2p protocol: _algorithm), the link, and the
+    seconds per step in all and on the critical path. The rows are the very costs core.time.step.step_time summed
+    into the plan's communication fields (StepBreakdown.collectives), so the exposed column adds up to those fields
+    and the s/step column to comm_total.
     Not rows: what step_time charges inside other parts, torchtitan's float8 amax all-reduce (in compute: core.time.
     titan_float8) and the other stages' expert all-to-alls in the pipeline's fill and drain (in the bubble: core.comm.
     moe_overlap.fill_drain_all_to_all)."""
     costs = plan.step.collectives
-    up_name = scale_up_name(gpu)
+    up_name, pcie = scale_up_name(gpu), bool(gpu is not None and gpu.scale_up_pcie)
     rows = []
     for c in costs:
         if float(c.calls) <= 0:
             continue
         rows.append((c.parallelism, c.collective, f"{float(c.calls):,.0f}", format_bytes(float(c.bytes_per_call)),
-                     _algorithm(c), _link(c, up_name), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
+                     _algorithm(c, pcie), _link(c, up_name), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
     total = sum(float(c.total) for c in costs)
     exposed = sum(float(c.exposed) for c in costs)
     rows.append(("all", "", "", "", "", "", f"{total:.3f}", f"{exposed:.3f}"))
