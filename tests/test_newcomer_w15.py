@@ -19,3 +19,37 @@ def test_a_sizing_that_found_a_fit_does_not_say_nothing_fits(run_json):
     # the plain answer on that one GPU still says it, where it is the layout asked
     plain = run_json("infer", "llama-3.1-70b", "--gpu", "h100", "--no-search")
     assert any(NO_KV in note for note in plain["notes"]), plain["notes"]
+
+
+def test_an_unpriced_gpu_says_how_to_price_it(run_json):
+    """GB200 and GB300 have no row in the price catalog: its AWS source, instances.vantage.sh through
+    tsaol/aws-gpu data/p6e-gb200_instances.js (2026-08-26), lists p6e-gb200.36xlarge with an empty "pricing"
+    (Capacity Blocks only), and no other provider file has one. `infer --gpu gb200 --rps ...` and `plan --gpu gb200`
+    printed "n/a (no price)" where `infer` without --rps and `train` / `budget` say "give --price": all do now."""
+    sized = run_json("infer", "llama-3.1-8b", "--gpu", "gb200", "--rps", "2", "--no-search")
+    cost = next(line for s in sized["sections"] for line in s["lines"] if line["key"] == "sized_cost_per_hour")
+    assert cost["value"] is None and cost["text"] == "n/a (no price: give --price)", cost
+    plan = run_json("plan", "llama-3.1-8b", "--tokens", "100B", "--gpu", "gb200", "--gpus", "8")
+    cost = next(line for s in plan["sections"] for line in s["lines"] if line["key"] == "best_cost")
+    assert cost["value"] is None and cost["text"] == "n/a (no price: give --price)", cost
+    # the price given prices it: USD per GPU-hour x the GPUs of the configuration
+    priced = run_json("infer", "llama-3.1-8b", "--gpu", "gb200", "--rps", "2", "--no-search", "--price", "10")
+    cost = next(line for s in priced["sections"] for line in s["lines"] if line["key"] == "sized_cost_per_hour")
+    gpus = priced["results"]["sized_config"]["replicas"] * priced["results"]["sized_config"]["tp"]
+    assert cost["value"] == 10 * gpus, cost
+
+
+def test_the_priced_gpu_count_docs_budget_states_is_the_catalogs():
+    """docs/budget.md says how many catalog GPU types have a price row and names GB200 / GB300 among the rest."""
+    import re
+    from pathlib import Path
+
+    from gpuplan.catalog import hardware_entries
+    from gpuplan.catalog.pricing import lookup_price
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "budget.md").read_text(encoding="utf-8")
+    priced, total = map(int, re.search(r"(\d+) of the (\d+) catalog GPU types have a row", text).groups())
+    ids = sorted(hardware_entries())
+    have = [i for i in ids if lookup_price(i, "on_demand", None) is not None]
+    assert (priced, total) == (len(have), len(ids)), have
+    assert "gb200" not in have and "gb300" not in have

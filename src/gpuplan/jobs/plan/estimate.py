@@ -146,7 +146,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
         # failure-free, as the layouts table's; the Cost section bills the expected wall-clock with failures
         Line("best_gpu_hours", "GPU-hours, failure-free", hours, "GPU-hours", format_gpu_time(hours),
              "GPUs used x wall-clock", *band(hours)),
-        Line("best_cost", "cost, failure-free", cost, "USD", "n/a (no price)" if cost is None else format_usd(cost),
+        Line("best_cost", "cost, failure-free", cost, "USD", "n/a (no price: give --price)" if cost is None else format_usd(cost),
              f"GPU-hours x price; {result.price_source}", *(band(cost) if cost is not None else (None, None))),
         Line("best_peak_bytes", "peak memory per GPU", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
              "reserved + CUDA context + NCCL buffers (= gpuplan memory of this layout)"),
