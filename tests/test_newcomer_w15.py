@@ -53,3 +53,22 @@ def test_the_priced_gpu_count_docs_budget_states_is_the_catalogs():
     have = [i for i in ids if lookup_price(i, "on_demand", None) is not None]
     assert (priced, total) == (len(have), len(ids)), have
     assert "gb200" not in have and "gb300" not in have
+
+
+def test_the_readme_python_block_says_why_its_gpus_differ_from_gpuplan_train():
+    """The README's Python block prints 1336 GPUs for the inputs the quick start's `gpuplan train` answers with
+    1,352: both right (the training estimate's deadline counts the communication allowance; `train` is the
+    budget view, which adds failures), but the block did not say which, so the two read as a contradiction."""
+    import re
+    from pathlib import Path
+
+    from gpuplan import BudgetInputs, TrainingInputs, estimate_budget, estimate_training
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", readme, flags=re.S)[1]
+    said = int(re.search(r'report\.value\("gpus"\)\s+# (\d+):', block)[1])
+    train = int(re.search(r"`gpuplan train` prints ([\d,]+): it adds failures", block)[1].replace(",", ""))
+    asked = dict(params="7B", tokens="2T", gpu="a100", days=7)
+    assert estimate_training(TrainingInputs(**asked, mfu=0.4)).value("gpus") == said == 1336
+    assert estimate_budget(BudgetInputs(**asked)).value("gpus") == train == 1352
+    assert "1,352 GPUs" in readme.split("```bash", 2)[1]  # the quick start's figure, the same answer
