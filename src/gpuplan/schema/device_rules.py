@@ -18,9 +18,13 @@
   "node" on the scale-up fabric (core.comm.topology.Cluster.link), so 72 H100 SXM a node were timed on NVLink
   although an HGX H100 board joins 8 (catalog/hardware/h100-sxm.toml domain_size 8); 72 is an NVL72 rack's
   (gb200.toml, gb300.toml). A part whose devices reach each other over PCIe only (Accelerator.pcie_only) has no
-  such fabric: its node is the server the catalog states (devices_per_node), else 8, the link model's default node
-  (Accelerator.scale_up_ranks), and the link model times that node on PCIe. Fewer than the domain is taken (a
-  GB200 compute tray is 4).
+  such fabric, and the link model times its node on PCIe at any size: the cap is the server the catalog states
+  (devices_per_node: l40s, l4, a10g, ascend-910b 8), and where it states none (a10, a100-pcie, h100-pcie,
+  rtx-3090 / 4090: domain 1, no server size) there is none beyond the field's own range (review w15 R4 M6: 10-card
+  single-root PCIe servers are sold). H100 NVL (domain 2, no devices_per_node: "Sold and deployed as NVLink-bridged
+  pairs ... beyond the pair cards talk over PCIe Gen5 x16", h100-nvl.toml) stays at its pair: the link model has
+  two tiers, the node and the network (core.comm.topology.Cluster.group / link), so a node of 4 or 8 cards would
+  be timed on the bridge end to end; the refusal says so. Fewer than the domain is taken (a GB200 compute tray is 4).
 """
 
 from __future__ import annotations
@@ -34,11 +38,9 @@ TPU_VENDOR = "Google"
 LLMC_VENDORS = ("NVIDIA",)
 """The vendors whose parts karpathy/llm.c@f1e2ace runs on: 'pure C/CUDA' (README L3); its README lists AMD support
 as a notable fork (anthonix/llm.c, L203-206), not the profile's code."""
-PCIE_NODE_DEFAULT = 8
-"""GPUs of a PCIe-only part's node where the catalog states none: Accelerator.scale_up_ranks's default."""
 
 
-def _accelerator(name):
+def accelerator(name):
     """The catalog part ``name`` names, or None where it names none (the job's own gpu check refuses it)."""
     from gpuplan.adapters.resolve import resolve_gpu
 
@@ -48,12 +50,20 @@ def _accelerator(name):
         return None
 
 
-def largest_node(gpu) -> int:
-    """The most GPUs --gpus-per-node takes on ``gpu``: its scale-up domain, or for a PCIe-only part its stated
-    server (else PCIE_NODE_DEFAULT)."""
+def largest_node(gpu) -> int | None:
+    """The most GPUs --gpus-per-node takes on ``gpu``: its scale-up domain, or for a PCIe-only part the server
+    the catalog states (None where it states none: no cap beyond the field's range)."""
     if gpu.pcie_only:
-        return max(gpu.scale_up_domain or 1, gpu.devices_per_node or PCIE_NODE_DEFAULT)
+        return gpu.devices_per_node
     return gpu.scale_up_ranks
+
+
+def _runs_where(framework: str) -> str:
+    """What the TPU refusal says of ``framework``: transformers itself runs on TPUs through torch_xla (its
+    Trainer's TPU path), but gpuplan's hf profile models a CUDA run (review w15 R4 S3)."""
+    if framework == "hf":
+        return "gpuplan's hf profile models transformers on CUDA devices (the caching allocator, foreach AdamW)"
+    return f"{framework} runs on CUDA / ROCm devices"
 
 
 def check_device(inputs) -> None:
@@ -63,19 +73,24 @@ def check_device(inputs) -> None:
     names = (getattr(inputs, "gpu", None),) + compared  # list (an MI300X among them) is not the user's to answer for
     if "framework" in given and inputs.framework != FRAMEWORK_OFF_CUDA:
         for name in names:
-            gpu = _accelerator(name)
+            gpu = accelerator(name)
             if inputs.framework == "llmc" and gpu is not None and gpu.vendor not in LLMC_VENDORS:
                 raise InputError("framework", "llmc", f"llm.c (karpathy/llm.c@f1e2ace) is C and CUDA for NVIDIA "
                                  f"GPUs only (README L3; AMD support is a separate fork, README L203-206), not the "
                                  f"{gpu.name}: give --framework generic, or an NVIDIA GPU")
             if gpu is not None and gpu.vendor == TPU_VENDOR:
-                raise InputError("framework", inputs.framework, f"{inputs.framework} runs on CUDA / ROCm devices, "
-                                 f"not on a {gpu.name} (TPUs run PyTorch through XLA, which no framework profile "
+                raise InputError("framework", inputs.framework, f"{_runs_where(inputs.framework)}, not on a "
+                                 f"{gpu.name} (TPUs run PyTorch through XLA, which no framework profile "
                                  f"models): give --framework {FRAMEWORK_OFF_CUDA} (gpuplan's framework-neutral model)")
     per_node = getattr(inputs, "gpus_per_node", None)
-    gpu = _accelerator(names[0]) if per_node is not None else None
-    if gpu is not None and per_node > (most := largest_node(gpu)):
-        what = (f"the catalog's {gpu.name} server holds {most} (over PCIe)" if gpu.pcie_only else
-                f"the catalog's {gpu.name} scale-up domain is {most} GPUs")
-        raise InputError("gpus_per_node", per_node, f"{what}, and the link model times the whole node on it: "
-                         f"give 1 to {most}")
+    gpu = accelerator(names[0]) if per_node is not None else None
+    if gpu is None or (most := largest_node(gpu)) is None or per_node <= most:
+        return
+    if gpu.pcie_only:
+        raise InputError("gpus_per_node", per_node, f"the catalog's {gpu.name} server holds {most} GPUs (over "
+                         f"PCIe): give 1 to {most}")
+    beyond = ("" if gpu.devices_per_node else "; hosts of more cards, which reach each other past the domain over "
+              "PCIe, are not modelled (the link model has no tier between the domain and the network)")
+    unit = "chips" if gpu.vendor == TPU_VENDOR else "GPUs"
+    raise InputError("gpus_per_node", per_node, f"the catalog's {gpu.name} scale-up domain is {most} {unit}, and the "
+                     f"link model times the whole node on it{beyond}: give 1 to {most}")

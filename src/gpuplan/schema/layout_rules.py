@@ -77,16 +77,14 @@ def check_setup(inputs) -> None:
         raise InputError("tp_comm_overlap", True, "overlaps tensor-parallel collectives: with --tp 1 there are none "
                          "(Megatron asserts sequence parallelism, which it turns off at tp 1): give --tp 2 or more")
     given = get("given", frozenset())
-    _check_optimizer(framework, get("optimizer"), given)
-    if get("moment_dtype") is not None and get("optimizer") == "adam8bit":  # 1.873 GiB of states either way (w16)
-        raise InputError("moment_dtype", get("moment_dtype"), "is the width of Megatron-Core's precision-aware Adam "
-                         "moments; --optimizer adam8bit keeps its moments in 8 bits (bitsandbytes' block-quantized "
-                         "states), so it changed nothing: leave it out, or give --optimizer adamw")
-    if "attention_efficiency" in given and get("attention_kernel") in ("eager", "flash1"):  # their own speeds
-        raise InputError("attention_efficiency", get("attention_efficiency"), f"is the fused (flash / sdpa) kernel's "
-                         f"share of peak; --attention-kernel {get('attention_kernel')} is timed at its own measured "
-                         "speed (core.time.attention_core), so it changed nothing: give --attention-kernel flash, or "
-                         "leave it out")
+    _check_optimizer(framework, get("optimizer"), given, get("zero"), get("dtype"))
+    if get("moment_dtype") is not None and get("optimizer", "adamw") != "adamw":
+        raise InputError("moment_dtype", get("moment_dtype"), f"is the width of Adam's two moments (Megatron-Core's "
+                         f"precision-aware optimizer, torchtitan's fused_opt_states_bf16); --optimizer "
+                         f"{get('optimizer')} {MOMENTS_NOT_NARROWED.get(get('optimizer'), NOT_ADAM)}: leave it out, "
+                         "or give --optimizer adamw")
+    if "attention_efficiency" in given:
+        _check_attention_efficiency(framework, get("attention_kernel"), get("attention_efficiency"), get("gpu"))
     if get("finetune") == "qlora" and "framework" in given and framework in NO_QLORA_FRAMEWORKS:
         raise InputError("finetune", "qlora", f"is a 4-bit NF4 base under adapters (bitsandbytes' Linear4bit through "
                          f"transformers + peft); --framework {framework} has none ({NO_QLORA_FRAMEWORKS[framework]}): "
@@ -128,21 +126,77 @@ def check_setup(inputs) -> None:
     check_device(inputs)  # a CUDA framework on a TPU, --gpus-per-node past the part's domain (schema.device_rules)
 
 
+MOMENTS_NOT_NARROWED = {
+    "adam8bit": "keeps its moments in 8 bits already (bitsandbytes' block-quantized states; under --framework megatron "
+                "read as the precision-aware optimizer's fp8 moments), so it changed nothing (1.873 GiB of states "
+                "for llama-3-8b on 8 H100 with bf16, fp32 or neither)",
+    "sgd": "has one momentum buffer, which Megatron-Core never narrows: it passes the precision-aware dtypes to Adam "
+           "only (megatron/core/optimizer/__init__.py@core_v0.16.1 L365-368; the SGD branch L401-407 takes none), "
+           "and torchtitan has no SGD",
+    "muon": "keeps its momentum as zeros_like(p.data) ('TODO(boxiangw): support precision aware optimizer', "
+            "megatron/core/optimizer/muon.py@core_v0.16.1 L207-212; torchtitan's bf16 states hook Adam / AdamW only)"}
+NOT_ADAM = "is not Adam: the precision-aware dtypes reach Adam's exp_avg / exp_avg_sq only"
+"""Why --moment-dtype is refused with an optimizer other than adamw (review w15 R4 M4: memory llama-3-8b on 8 H100
+under megatron answered sgd 3.739 -> 1.870 GiB and muon 4.229 -> 2.114 GiB of states at bf16, which Megatron never
+narrows). Megatron-Core's --exp-avg-dtype / --exp-avg-sq-dtype (arguments.py@core_v0.16.1 L2848-2857) go to TE's
+FusedAdam; torchtitan's optimizer.implementation 'fused_opt_states_bf16' makes Adam / AdamW's exp_avg and exp_avg_sq
+bf16 ('Only supported for Adam/AdamW', components/optimizer/optimizer.py@b5bcd76 L109-123, the hook L332-371)."""
+
 FRAMEWORK_OPTIMIZERS = {
-    "megatron": (("adamw", "sgd", "muon"), "Megatron-Core's --optimizer: adam (decoupled weight decay: AdamW), sgd, "
-                 "muon, dist_muon, megatron/training/arguments.py@core_v0.16.1 L2056-2058"),
+    "megatron": (("adamw", "adam8bit", "sgd", "muon"), "Megatron-Core's --optimizer: adam (decoupled weight decay: "
+                 "AdamW), sgd, muon, dist_muon, megatron/training/arguments.py@core_v0.16.1 L2056-2058; 8-bit Adam "
+                 "moments are its precision-aware optimizer's --exp-avg-dtype / --exp-avg-sq-dtype fp8, L2848-2857"),
     "torchtitan": (("adamw", "muon"), "torchtitan's optimizer factories: Adam, AdamW, DistMuon, else "
                    "NotImplementedError, components/optimizer/optimizer.py@b5bcd76 L143-150")}
-"""The --optimizer values a stated framework runs (wave 16: --optimizer lion / adafactor / adam8bit under megatron,
-sgd under torchtitan were answered); DeepSpeed and the Trainer take any torch optimizer, llm.c AdamW only
-(planner.framework_rules.LLMC_FIXED_OPTIONS)."""
+"""The --optimizer values a stated framework runs (wave 16: --optimizer lion / adafactor under megatron, sgd under
+torchtitan were answered); DeepSpeed and the Trainer take any torch optimizer, llm.c AdamW only
+(planner.framework_rules.LLMC_FIXED_OPTIONS). adam8bit under megatron is read as Megatron-Core's precision-aware Adam
+with fp8 (torch.uint8, arguments.py L646) moments, 1 B each (review w15 R4 M3; the memory report's optimizer line
+says so: jobs.memory.assumptions)."""
+MEGATRON_MUON_SHARDING = ("Megatron-Core asserts 'Muon optimizer does not support distributed optimizer / "
+                          "Torch-FSDP2 / Megatron-FSDP for now', megatron/training/arguments.py@core_v0.16.1 L1178-1186")
+MEGATRON_MUON_FP16 = "'muon with fp16 is not supported.', megatron/core/optimizer/muon.py@core_v0.16.1 L192-196"
+"""Why --framework megatron --optimizer muon refuses --zero 2 / 3 (Megatron-FSDP's optim_grads / optim_grads_params,
+torch FSDP2) and --dtype fp16 (review w15 R4 M5). --zero 1 is taken: dist_muon's layer-wise sharding keeps
+ZeRO-1-like optimizer memory."""
 
 
-def _check_optimizer(framework, optimizer, given) -> None:
+def _check_attention_efficiency(framework, kernel, efficiency, gpu_name) -> None:
+    """--attention-efficiency where nothing reads it (wave 16, review w15 R4 M1 / S2). The eager kernel is timed as
+    its matmuls and the op profile's softmax (core.time.attention_core, core.time.eager_step._attention: 0 s of
+    kernel). Under --framework hf the SDPA path reads it only on a part without cuDNN measurements
+    (core.time.attention.sdpa_seconds_per_token: Hopper parts are timed from the measured tables; llama-3-8b hf
+    flash on 16 H100: 233.2085 days with none, 0.05 and 0.9). flash1 reads it: fa1_passes never falls below the
+    flash kernel's time, which the efficiency sets (attention_core.fa1_passes; 0.05 took 149.2 -> 236.6 days)."""
+    what = "is the fused (flash / sdpa) kernel's share of peak"
+    if kernel == "eager":
+        raise InputError("attention_efficiency", efficiency, f"{what}; --attention-kernel eager is timed as its "
+                         "matmuls and softmax ops (core.time.attention_core), so it changed nothing: give "
+                         "--attention-kernel flash or flash1, or leave it out")
+    if framework != "hf":
+        return
+    from gpuplan.core.time.attention import has_sdpa_measurements
+    from gpuplan.schema.device_rules import accelerator
+
+    if (gpu := accelerator(gpu_name)) is not None and has_sdpa_measurements(gpu):
+        raise InputError("attention_efficiency", efficiency, f"{what}; --framework hf times PyTorch's SDPA on the "
+                         f"{gpu.name} from cuDNN's measured speeds (core.time.attention.sdpa_seconds_per_token), so "
+                         "it changed nothing: leave it out, or give another --framework")
+
+
+def _check_optimizer(framework, optimizer, given, zero=None, dtype=None) -> None:
     runs, where = FRAMEWORK_OPTIMIZERS.get(framework, ((optimizer,), ""))
     if "framework" in given and "optimizer" in given and optimizer not in runs:
         raise InputError("optimizer", optimizer, f"--framework {framework} has no {optimizer} ({where}): give "
                          f"{' or '.join(runs)}, or --framework hf or deepspeed")
+    if not ("framework" in given and framework == "megatron" and optimizer == "muon"):
+        return
+    if zero is not None and zero >= 2:
+        raise InputError("zero", zero, f"--framework megatron --optimizer muon runs without sharded gradients or "
+                         f"parameters ({MEGATRON_MUON_SHARDING}): give --zero 0 or 1 (dist_muon), or --optimizer adamw")
+    if dtype == "fp16":
+        raise InputError("dtype", dtype, f"--framework megatron --optimizer muon runs bf16 only, without a loss scale "
+                         f"({MEGATRON_MUON_FP16}): give --dtype bf16, or --optimizer adamw")
 
 
 def _check_float8_all_gather(framework, dtype, fp8_recipe) -> None:

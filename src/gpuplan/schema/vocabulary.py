@@ -238,9 +238,10 @@ STATE_DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0}
 GradDtype = option(T.choice(*STATE_DTYPE_BYTES) | None, None, "Gradient buffer dtype: fp32 (Megatron-Core "
                    "grad_reduce_in_fp32) or bf16 (the parameters' dtype: grad_reduce_in_fp32 off, as Megatron-Bridge's "
                    "performance recipes run). Not given: the recipe's.", "the recipe's")
-MomentDtype = option(T.choice(*STATE_DTYPE_BYTES) | None, None, "Dtype of the optimizer's moments: bf16 = Megatron-Core's "
-                     "precision-aware optimizer with exp_avg_dtype / exp_avg_sq_dtype bf16 (2 B each instead of 4). "
-                     "Not given: the recipe's.", "the recipe's")
+MomentDtype = option(T.choice(*STATE_DTYPE_BYTES) | None, None, "Dtype of Adam's moments (--optimizer adamw): bf16 = "
+                     "Megatron-Core's precision-aware optimizer with exp_avg_dtype / exp_avg_sq_dtype bf16, or "
+                     "torchtitan's fused_opt_states_bf16 (2 B each instead of 4). Not given: the recipe's.",
+                     "the recipe's")
 LowPrecisionWeights = option(T.choice("primary", "cached") | None, None, "How Transformer Engine's linears hold "
                              "their weights under --dtype fp8 / fp4: primary (Megatron --fp8-param-gather / "
                              "fp4_param_gather: only the quantised row-wise + column-wise copies, 2 x 1 B for "

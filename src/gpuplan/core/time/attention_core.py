@@ -186,11 +186,15 @@ def step_kernel(option: str | None, executed: str) -> str:
     return "flash1" if option == "flash1" and executed == "flash" else executed
 
 
-def fa1_refusal(spec, framework: str | None, gpu=None, fp8_attention: bool = False) -> str | None:
+def fa1_refusal(spec, framework: str | None, gpu=None, fp8_attention: bool = False,
+                implementation: str = "hf") -> str | None:
     """Why FlashAttention 1 (flash-attn 0.2.x) cannot run ``spec``'s attention under ``framework``; None
     where it can: head dims multiples of 8 up to 128, one for q / k and v (fmha_api.cpp@v0.2.2 L245, L247-249),
     no sliding window (no window argument before flash-attn 2.3), and not under transformers' own modules
-    (their flash path needs flash-attn 2: SDPA or FlashAttention-2)."""
+    (their flash path needs flash-attn 2: SDPA or FlashAttention-2): --framework hf, and deepspeed with its
+    ``implementation`` hf (the profile's default). Under --implementation megatron the deepspeed profile is
+    Megatron-DeepSpeed, which runs FlashAttention 1 ('--use-flash-attn', '--use-flash-attn-v1',
+    megatron/arguments.py@4efb479 L927; args.use_flash_attn L433)."""
     if framework == "llmc":  # llmc/cudnn_att.cpp (USE_CUDNN=1) or llmc/attention.cuh's unfused kernels, no flash-attn
         return "--framework llmc runs cuDNN's fused attention or its own unfused kernels, not FlashAttention 1: give flash or eager"
     a = spec.attention
@@ -199,9 +203,10 @@ def fa1_refusal(spec, framework: str | None, gpu=None, fp8_attention: bool = Fal
                 f"{a.qk_head_dim} (q, k) / {a.value_head_dim} (v): give flash or eager")
     if spec.num_sliding_layers:
         return f"FlashAttention 1 takes no sliding window ({spec.name} has sliding layers): give flash or eager"
-    if framework in ("hf", "deepspeed"):  # the deepspeed profile trains transformers' modules (implementation hf)
-        return (f"transformers' modules (--framework {framework}) run SDPA or FlashAttention 2, not 1: give flash or "
-                "eager")
+    if framework == "hf" or (framework == "deepspeed" and implementation == "hf"):  # transformers' modules
+        where = "--framework hf" if framework == "hf" else "--framework deepspeed with --implementation hf"
+        also = "" if framework == "hf" else ", or --implementation megatron (Megatron-DeepSpeed's --use-flash-attn-v1)"
+        return (f"transformers' modules ({where}) run SDPA or FlashAttention 2, not 1: give flash or eager{also}")
     if framework == "torchtitan":  # wave 16: was answered as flash, the kernel ignored
         return ("torchtitan's attention is PyTorch's SDPA, FlexAttention or varlen_attn (models/common/attention.py"
                 "@b5bcd76 L24-39 imports no flash-attn), not FlashAttention 1: give flash or eager")

@@ -75,12 +75,23 @@ def _kernel_assumption(settings: M.MemorySettings, model_type: str) -> Assumptio
                       "flash/SDPA saves q, k, v, out + logsumexp; eager saves s x s scores", "--attention-kernel")
 
 
+def optimizer_source(settings: M.MemorySettings) -> str:
+    """The optimizer line's source; adam8bit under megatron says how it is read (schema.layout_rules
+    FRAMEWORK_OPTIMIZERS: Megatron-Core has no bitsandbytes, its 8-bit moments are the precision-aware fp8 ones)."""
+    source = M.OPTIMIZERS[settings.optimizer].source
+    if settings.optimizer == "adam8bit" and settings.framework == "megatron":
+        return (f"{source}; under megatron read as Megatron-Core's precision-aware Adam with fp8 moments, "
+                "--exp-avg-dtype / --exp-avg-sq-dtype fp8 (torch.uint8, 1 B each: megatron/training/arguments.py"
+                "@core_v0.16.1 L2848-2857, L646)")
+    return source
+
+
 def memory_assumptions(settings: M.MemorySettings, overheads: M.Overheads,
                  model_type: str = "") -> tuple[Assumption, ...]:
     recipe = recipe_of(settings)
     return (
         Assumption("recipe", "precision recipe", settings.recipe, recipe.source, "--recipe"),
-        Assumption("optimizer", "optimizer", settings.optimizer, M.OPTIMIZERS[settings.optimizer].source, "--optimizer"),
+        Assumption("optimizer", "optimizer", settings.optimizer, optimizer_source(settings), "--optimizer"),
         Assumption("framework", "framework profile", settings.framework,
                    "; ".join(F.framework(settings.framework).sources[:2]), "--framework"),
         *mtp_assumption(settings.mtp_layers, False),
