@@ -72,3 +72,20 @@ def test_the_readme_python_block_says_why_its_gpus_differ_from_gpuplan_train():
     assert estimate_training(TrainingInputs(**asked, mfu=0.4)).value("gpus") == said == 1336
     assert estimate_budget(BudgetInputs(**asked)).value("gpus") == train == 1352
     assert "1,352 GPUs" in readme.split("```bash", 2)[1]  # the quick start's figure, the same answer
+
+
+def test_the_readme_gpus_per_node_caps_are_the_refusals(run_cli):
+    """README said `--gpus-per-node` 'is at most 8,960 (the catalog's largest scale-up domain)', but this session
+    caps it per GPU type (schema/device_rules.largest_node): 9 on H100 is refused. The README now names the caps
+    it quotes; each is the refusal's own 'give 1 to N'."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "8 on HGX H100, 72 on GB200 NVL72" in readme and "never past 8,960 (a TPU v5p pod" in readme
+    for gpu, cap in (("h100", "8"), ("gb200", "72"), ("tpu-v5p", "8,960")):
+        over = str(int(cap.replace(",", "")) + 1)
+        code, out, err = run_cli("plan", "llama-3.1-8b", "--tokens", "1B", "--gpu", gpu, "--gpus", "64",
+                                 "--gpus-per-node", over)
+        assert code == 2 and not out and len(err.strip().splitlines()) == 1, err
+        assert err.startswith("error: gpus_per_node:"), err
+        assert f"from 1 to {cap}" in err or f"give 1 to {cap}" in err, err
