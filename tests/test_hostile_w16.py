@@ -362,3 +362,20 @@ def test_muon_at_zero_1_or_zero_3_outside_megatron_answers(ask):
     from gpuplan import TrainingInputs
 
     assert TrainingInputs(**{**TRAIN, "gpu": "h100", "framework": "megatron", "optimizer": "muon", **ask})
+
+
+def test_the_free_search_and_memory_advice_keep_megatron_muon_to_zero_0_or_1():
+    """R4 M5 in the search: llama-3-70b on 16 H100 under --framework megatron --optimizer muon was planned at ZeRO 3
+    (dp 8, tp 2), a layout Megatron-Core asserts against (arguments.py@core_v0.16.1 L1178-1186); now the search offers
+    0 and 1 (planner.framework_rules.OPTIMIZER_ZERO_STAGES), and memory's advice names ZeRO-1, not ZeRO-3. adamw
+    keeps all four stages."""
+    import json
+
+    from gpuplan import MemoryInputs, TrainingInputs, estimate_memory, estimate_training
+    from gpuplan.planner.framework_rules import optimizer_zero_stages
+
+    ask = {"model": "llama-3-70b", "gpu": "h100", "framework": "megatron", "optimizer": "muon"}
+    assert estimate_training(TrainingInputs(**ask, gpus=16)).value("mem_layout")["zero"] in (0, 1)
+    advice = json.dumps(estimate_memory(MemoryInputs(**ask, gpus=8)).to_dict())
+    assert "ZeRO-1" in advice and "ZeRO-2" not in advice and "ZeRO-3" not in advice
+    assert optimizer_zero_stages("megatron", "adamw") == optimizer_zero_stages("deepspeed", "muon") == (0, 1, 2, 3)

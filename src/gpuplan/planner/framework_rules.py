@@ -189,6 +189,19 @@ TENSOR_PARALLEL_OPTIONS = ("tp_comm_overlap", "sequence_parallel", "tp_overlap")
 llmc / hf took --tp-comm-overlap, --sequence-parallel and --tp-overlap 0.5 and answered as without them)."""
 
 
+OPTIMIZER_ZERO_STAGES = {("megatron", "muon"): (0, 1)}
+"""ZeRO stages a (framework, optimizer) runs where narrower than the framework's: Megatron-Core's Muon asserts no
+distributed optimizer, torch FSDP2 or Megatron-FSDP (megatron/training/arguments.py@core_v0.16.1 L1178-1186), while
+dist_muon's layer-wise sharding keeps ZeRO-1-like memory: 0 and 1. The free search and memory's advice keep to them
+(review w15 R4 M5: llama-3-70b on 16 H100 under megatron + muon was planned at ZeRO 3); a stated 2 / 3 under a stated
+framework is refused (schema.layout_rules._check_optimizer)."""
+
+
+def optimizer_zero_stages(framework: str, optimizer: str | None) -> tuple[int, ...]:
+    """The ZeRO stages ``optimizer`` runs with under ``framework`` (OPTIMIZER_ZERO_STAGES; else all four)."""
+    return OPTIMIZER_ZERO_STAGES.get((framework, optimizer), (0, 1, 2, 3))
+
+
 def rules_for(framework: str) -> FrameworkRules:
     """The rules of ``framework`` (generic's, which allow everything, for an unknown name)."""
     return RULES.get(framework, RULES["generic"])

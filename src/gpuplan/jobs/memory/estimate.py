@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpuplan.planner.framework_rules import rules_for, sequence_split_runs
+from gpuplan.planner.framework_rules import optimizer_zero_stages, rules_for, sequence_split_runs
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import training as M
@@ -117,7 +117,8 @@ def _candidate_changes(spec: ModelSpec, layout: ParallelLayout, settings: M.Memo
         yield "micro-batch 1", layout, replace(layout, micro_batch=1), settings, "more steps of accumulation"
     for stage, cost in ((1, "no extra communication"), (2, "no extra communication"),
                         (3, "parameter all-gathers: ~1.5x the DP communication volume")):
-        if data_ranks > 1 and layout.zero < stage and (stage in rules.zero_stages or not rules.refuses_other_zero):
+        if data_ranks > 1 and layout.zero < stage and (stage in rules.zero_stages or not rules.refuses_other_zero) \
+                and stage in optimizer_zero_stages(settings.framework, settings.optimizer):  # Megatron's Muon: 0, 1
             yield f"ZeRO-{stage}", layout, replace(layout, zero=stage), settings, cost
     offloading = settings.offload_layers > 0  # no recompute, no PP with it (framework_rules.CPU_OFFLOAD_PP)
     if settings.recompute == "none" and not offloading:
@@ -149,10 +150,11 @@ def fix_recompute(framework_name: str) -> str:
 def _no_single_fix(settings: M.MemorySettings) -> str:
     """What to combine when no single change fits; with --offload-layers neither recompute nor PP
     (Megatron-Core refuses both with CPU activation offloading)."""
+    zero = f"ZeRO-{max(optimizer_zero_stages(settings.framework, settings.optimizer))}"  # Megatron's Muon: 1
     if settings.offload_layers:
-        return "combine ZeRO-3, TP, more offloaded layers, or use more or larger GPUs"
+        return f"combine {zero}, TP, more offloaded layers, or use more or larger GPUs"
     parallel = "" if rules_for(settings.framework).data_parallel_only else ", TP/PP"
-    return f"combine ZeRO-3, recompute{parallel}, or use more or larger GPUs"
+    return f"combine {zero}, recompute{parallel}, or use more or larger GPUs"
 
 
 def _take_from_dp(layout: ParallelLayout, **degree: int) -> ParallelLayout:

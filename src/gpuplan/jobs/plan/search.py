@@ -35,7 +35,7 @@ from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline
 from gpuplan.planner.plan import (Plan, alternative_counts, asked_column, evaluate_layout, search_smaller_first,
                                   more_gpus_hint, no_layout_error, ranking, row_layout, smallest_fitting_count)
 from gpuplan.planner.framework_rules import (COMBINED_1F1B_REFUSED_RECOMPUTE, CPU_OFFLOAD_PP, CPU_OFFLOAD_RECOMPUTE,
-                                              MODEL_PARALLEL_DEGREES, rules_for)
+                                              MODEL_PARALLEL_DEGREES, optimizer_zero_stages, rules_for)
 from gpuplan.planner.fallback import exact_batch_counts, fallback_groups, with_fallbacks
 from gpuplan.planner.search import Evaluator, LayoutTable, UncertaintyTable, counts_label, search_layouts
 from gpuplan.planner.space import (RECOMPUTE_MODES, SpaceLimits, batch_target, is_common_size, sequence_split_note,
@@ -243,7 +243,9 @@ def space_limits(inputs, exhaustive: bool = False) -> SpaceLimits:
     only_data = dict.fromkeys(MODEL_PARALLEL_DEGREES, 1) if rules_for(inputs.framework).data_parallel_only else {}
     if getattr(inputs, "offload_layers", 0):  # Megatron-Core's CPU offloading: no pipeline, no recompute
         only_data, recompute = {**only_data, "pp": CPU_OFFLOAD_PP}, (CPU_OFFLOAD_RECOMPUTE,)
-    return SpaceLimits(fixed={**only_data, **inputs.fixed_degrees()}, recompute=recompute, exact_batch=inputs.global_batch is not None,
+    fixed = {**only_data, **inputs.fixed_degrees()}
+    zero = (0, 1, 2, 3) if "zero" in fixed else optimizer_zero_stages(inputs.framework, inputs.optimizer)
+    return SpaceLimits(fixed=fixed, zero=zero, recompute=recompute, exact_batch=inputs.global_batch is not None,
                        max_zero_with_pp=inputs.profile.max_zero_with_pp,
                        interleaved_pipeline=inputs.profile.interleaved_pipeline,
                        interleaved_needs_pp_micro_batches=inputs.profile.interleaved_needs_pp_micro_batches,
