@@ -35,10 +35,8 @@ FRAMEWORK_ONLY_OPTIONS = (
     ("grad_dtype", None, MEGATRON_CORE_FRAMEWORKS, "is Megatron-Core's gradient-buffer dtype (DDP "
      "grad_reduce_in_fp32); torchtitan's FSDP2 keeps gradients in the sharded parameters' dtype, DeepSpeed and the "
      "Trainer theirs"),
-    # torchtitan@b5bcd76: optimizer.implementation 'fused_opt_states_bf16' keeps Adam / AdamW's exp_avg and
-    # exp_avg_sq in bf16 (components/optimizer/optimizer.py L109-123, L241-242, L332-371; review w15 R4 S5)
     ("moment_dtype", None, MEGATRON_CORE_FRAMEWORKS + ("torchtitan",), "is Megatron-Core's precision-aware optimizer "
-     "(exp_avg_dtype / exp_avg_sq_dtype) or torchtitan's fused_opt_states_bf16"),
+     "(exp_avg_dtype / exp_avg_sq_dtype) or torchtitan's fused_opt_states_bf16"),  # cited: layout_rules.NOT_ADAM
     ("loss", "te-ce", MEGATRON_CORE_FRAMEWORKS, "is Transformer Engine's fused cross-entropy under Megatron-Core "
      "(cross_entropy_fusion_impl te)"),
     # Megatron-Core's --overlap-moe-expert-parallel-comm
@@ -272,9 +270,8 @@ class SetupFields(JobInputs):
                              f"only (_supports_sdpa = False) and --{flag} hf runs its modules: give eager (or leave "
                              f"it out), or --{flag} megatron / torchtitan")
         gpu = resolve_gpu(self.gpu) if kernel == "flash1" and getattr(self, "gpu", None) else None  # FA1's part
-        fp8_attention = bool(getattr(self, "fp8_attention", False))
-        if kernel == "flash1" and (why := fa1_refusal(spec, self.framework, gpu, fp8_attention,
-                                                      self.implementation_name)):
+        fp8_attention, implementation = bool(getattr(self, "fp8_attention", False)), self.implementation_name
+        if kernel == "flash1" and (why := fa1_refusal(spec, self.framework, gpu, fp8_attention, implementation)):
             raise InputError("attention_kernel", kernel, why)
         if self.finetune != "full" and self.lora_rank > spec.hidden_size:
             raise InputError("lora_rank", self.lora_rank, f"must be at most the hidden size {spec.hidden_size:,} "
