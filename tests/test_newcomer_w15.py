@@ -89,3 +89,19 @@ def test_the_readme_gpus_per_node_caps_are_the_refusals(run_cli):
         assert code == 2 and not out and len(err.strip().splitlines()) == 1, err
         assert err.startswith("error: gpus_per_node:"), err
         assert f"from 1 to {cap}" in err or f"give 1 to {cap}" in err, err
+
+
+def test_docs_catalog_models_has_a_row_for_every_catalog_model():
+    """docs/catalog-models.md (README: 'catalog sources and choices') had 63 rows for the 67 models `gpuplan catalog
+    models` lists: this session's llemma-7b / llemma-34b and the older mpt-7b / tinyllama-1.1b had none. Each row's
+    count is the entry's published_params."""
+    import re
+    from pathlib import Path
+
+    from gpuplan.catalog import model_entries
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "catalog-models.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `([^`]+)` \| [^|]+ \| ([\d,]+) \|", text, flags=re.M))
+    entries = model_entries()
+    assert sorted(rows) == sorted(entries)
+    assert {k: int(v.replace(",", "")) for k, v in rows.items()} == {k: e["published_params"] for k, e in entries.items()}
