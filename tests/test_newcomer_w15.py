@@ -105,3 +105,15 @@ def test_docs_catalog_models_has_a_row_for_every_catalog_model():
     entries = model_entries()
     assert sorted(rows) == sorted(entries)
     assert {k: int(v.replace(",", "")) for k, v in rows.items()} == {k: e["published_params"] for k, e in entries.items()}
+
+
+def test_the_explain_table_title_does_not_read_the_step_as_its_communication(run_json):
+    """README's `plan mixtral-8x7b --tokens 2T --gpu h100 --gpus 256 --explain` titled its table "Communication per
+    step (2.571 s) of dp64 ...": 2.571 s is the step time, while the collectives' rows add up to 0.707 s (its
+    'all' row). The title now says which: '..., in its 2.571 s step'; the 'all' row is the communication."""
+    out = run_json("plan", "mixtral-8x7b", "--tokens", "2T", "--gpu", "h100", "--gpus", "256", "--explain")
+    title, rows = next((k, t) for k, t in out["tables"].items() if k.startswith("Communication per step"))
+    step = out["results"]["best_step_seconds"]
+    assert title.endswith(f", in its {step:.3f} s step") and f"({step:.3f} s)" not in title, title
+    every = next(r for r in rows if r["group"] == "all")
+    assert float(every["s/step"]) < step  # the communication, less than the step it is in

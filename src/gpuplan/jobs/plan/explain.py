@@ -216,5 +216,5 @@ def communication_table(plan: Plan, gpu=None) -> Table:
     total = sum(float(c.total) for c in costs)
     exposed = sum(float(c.exposed) for c in costs)
     rows.append(("all", "", "", "", "", "", f"{total:.3f}", f"{exposed:.3f}"))
-    return Table(f"Communication per step ({plan.step_seconds:.3f} s) of {plan.text()}", communication_columns(gpu),
+    return Table(f"Communication per step of {plan.text()}, in its {plan.step_seconds:.3f} s step", communication_columns(gpu),
                  tuple(rows))
