@@ -224,6 +224,8 @@ def check_model(inputs, spec) -> None:
     if framework == "torchtitan" and spec.tie_embeddings and pp is not None and pp > 1:
         raise InputError("pp", pp, f"{spec.name} ties its embeddings, and torchtitan (b5bcd76) raises 'Weight tying is "
                          "not supported with Pipeline Parallel.' (models/common/decoder.py L168-170): give --pp 1")
+    if "attention_efficiency" in getattr(inputs, "given", ()):  # transformers falls back to eager: nothing reads it
+        _check_eager_fallback_efficiency(inputs, spec)
     if framework == "llmc":  # llm.c's train_gpt2.cu: GPT-2 blocks only (core.memory.llmc_memory)
         from gpuplan.core.memory.llmc_memory import gpt2_shape_refusal
 
@@ -231,6 +233,20 @@ def check_model(inputs, spec) -> None:
             raise InputError("model", spec.name, reason)
     check_sequence_split(inputs, spec)
     check_mtp(inputs, spec)
+
+
+def _check_eager_fallback_efficiency(inputs, spec) -> None:
+    """--attention-efficiency where transformers' modules run ``spec`` with eager attention whatever the kernel
+    (core.time.attention_core.runs_eager_only: gemma2, gpt_oss refuse SDPA): gemma-2-9b on 16 A100 (ZeRO 3, mb 1,
+    full recompute) 1,149.10 days under hf and 950.37 under deepspeed, with 0.05 and without (wave 16 mend)."""
+    from gpuplan.core.time.attention_core import SDPA_REFUSED_SOURCE, runs_eager_only
+
+    framework, implementation = getattr(inputs, "framework", None), getattr(inputs, "implementation_name", None)
+    if runs_eager_only(spec.model_type, framework, implementation):
+        flag = "framework" if framework == "hf" else "implementation"  # as training_fields' kernel refusal says
+        raise InputError("attention_efficiency", inputs.attention_efficiency, f"is the fused (flash / sdpa) kernel's "
+                         f"share of peak; {SDPA_REFUSED_SOURCE[spec.model_type]}, so transformers runs {spec.name} "
+                         f"with eager attention and it changed nothing: leave it out, or give --{flag} megatron")
 
 
 def check_sequence_split(inputs, spec) -> None:
