@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.planner.uncertainty import distinct_values
 
 PREFILTER_MIN_ROWS = 2_000
 """From this many rows the front is taken among the rows no row of their own first objective beats
@@ -18,8 +17,9 @@ def pareto_front(table, objectives: tuple[str, ...]) -> np.ndarray:
     lexicographic order of the objectives; among layouts with identical objective values the
     first is kept. Two or three objectives, vectorised: a sweep over the first objective's
     distinct values against the staircase (the 2-D front of the other two) of the points so far. The
-    prefilter (_beaten_in_group) loops over the first objective's distinct values, O(distinct x rows):
-    put a few-valued objective first (`plan` puts the GPU count: ~29 values), not a continuous one."""
+    prefilter (_beaten_in_group) sorts by the first objective and loops over its distinct values (a numpy call or
+    two each): put a few-valued objective first (`plan` puts the GPU count: ~29 values, ~760 under an exact
+    batch's fallbacks), not a continuous one."""
     values = np.stack([np.asarray(table[o], dtype=float) for o in objectives], axis=1)
     if not len(values):
         return np.zeros(0, dtype=int)
@@ -39,8 +39,15 @@ def _beaten_in_group(values: np.ndarray) -> np.ndarray:
     one that matches or beats it too; the stable sort keeps the rest in their order. NaN: never dropped."""
     beaten = np.zeros(len(values), dtype=bool)
     first = values[:, 0]
-    for value in distinct_values(first):
-        rows = np.flatnonzero(first == value)
+    order = np.argsort(first, kind="stable")  # each value's rows a run of it, in index order (NaN last, skipped:
+    # NaN == NaN is false); not a `first == value` pass over every row per value: O(distinct x rows), 1.8 s of
+    # `plan qwen3-30b-a3b --global-batch 1000 --days 120` (2.4 M rows on ~760 counts; w15 W4)
+    ordered = first[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    for start, stop in zip(starts, np.append(starts[1:], len(order))):
+        if ordered[start] != ordered[start]:
+            continue
+        rows = order[start:stop]
         best = rows
         for column in range(1, values.shape[1]):
             part = values[best, column]
