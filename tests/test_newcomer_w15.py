@@ -117,3 +117,16 @@ def test_the_explain_table_title_does_not_read_the_step_as_its_communication(run
     assert title.endswith(f", in its {step:.3f} s step") and f"({step:.3f} s)" not in title, title
     every = next(r for r in rows if r["group"] == "all")
     assert float(every["s/step"]) < step  # the communication, less than the step it is in
+
+
+def test_two_caveats_that_point_opposite_ways_say_so(run_json):
+    """README's `plan llama-3.1-70b --tokens 15T --gpu h100 --gpus 512-4096 --rank-by cost` printed two notes in a
+    row with opposite verdicts: 'treat this plan's time as optimistic' (51.4% MFU, above the best published Hopper
+    dense BF16 run, 46.7%) and then 'treat this plan's time as pessimistic by about that much' (6 published
+    llama-3.1-70b runs ran 6% faster than predicted). Both records stand; the second now says they disagree."""
+    notes = run_json("plan", "llama-3.1-70b", "--tokens", "15T", "--gpu", "h100", "--gpus", "512")["notes"]
+    above = next(i for i, n in enumerate(notes) if "is above the best published" in n)
+    record = notes[above + 1]
+    assert record.startswith("6 published runs of llama-3.1-70b") and "ran faster" in record, notes
+    assert "reads this plan as optimistic: the two records disagree here" in record
+    assert not record.endswith("pessimistic by about that much (docs/step.md)")
