@@ -130,3 +130,19 @@ def test_two_caveats_that_point_opposite_ways_say_so(run_json):
     assert record.startswith("6 published runs of llama-3.1-70b") and "ran faster" in record, notes
     assert "reads this plan as optimistic: the two records disagree here" in record
     assert not record.endswith("pessimistic by about that much (docs/step.md)")
+
+
+def test_the_tray_launch_is_said_only_where_there_are_trays(run_json):
+    """`infer llama-3.1-405b --gpu h100 --tp 8 --pp 2` noted "launch across trays: tp 8 x pp 2 spans 2 compute trays
+    of 8 (one NVLink domain of 8)": an HGX H100 node is its own NVLink domain and no compute tray, so the 16 GPUs
+    are two domains (this session counted pp in the tray launch, sizing_text.multi_node_launch, meant for the
+    GB200 / GB300 NVL72's 4-GPU trays). And on GB200 tp 16 x pp 8 = 128 GPUs said "(one NVLink domain of 72)"."""
+    def notes(*args):
+        return run_json("infer", "llama-3.1-405b", *args, "--no-search")["notes"]
+
+    h100 = notes("--gpu", "h100", "--tp", "8", "--pp", "2")
+    assert not any("tray" in n for n in h100) and any(n.startswith("pipeline parallel") for n in h100), h100
+    (wide,) = [n for n in notes("--gpu", "gb200", "--tp", "16", "--pp", "8") if n.startswith("launch across trays")]
+    assert "tp 16 x pp 8 spans 32 compute trays of 4 (2 NVLink domains of 72)" in wide, wide
+    (two,) = [n for n in notes("--gpu", "gb200", "--tp", "8", "--pp", "2") if n.startswith("launch across trays")]
+    assert "tp 8 x pp 2 spans 4 compute trays of 4 (one NVLink domain of 72)" in two, two

@@ -101,12 +101,13 @@ def multi_node_launch(release: EngineRelease, tp: int, gpu: Accelerator, per_hos
     """(text, formula) of the one line a replica of tp x ``pp`` GPUs on ``gpu`` needs when it spans hosts of
     ``per_host`` GPUs inside one NVLink domain (serving.tp_reach): ceil(tp x pp / per_host) hosts, the release's
     multi-node launch, and how its all-reduces are timed; None within a host."""
-    gpus = tp * pp
-    if gpus <= per_host:
+    gpus, domain = tp * pp, gpu.scale_up_ranks
+    if gpus <= per_host or domain <= per_host:  # one host, or hosts that are each their own NVLink domain (HGX)
         return None
-    hosts = -(-gpus // per_host)
+    hosts, domains = -(-gpus // per_host), -(-gpus // domain)
     layout = f"tp {tp}" + (f" x pp {pp}" if pp > 1 else "")
-    return (f"{layout} spans {hosts} compute trays of {per_host} (one NVLink domain of {gpu.scale_up_ranks}): "
+    within = f"one NVLink domain of {domain}" if domains == 1 else f"{domains} NVLink domains of {domain}"
+    return (f"{layout} spans {hosts} compute trays of {per_host} ({within}): "
             f"a multi-node launch per replica, {launch_command(release, tp, pp, hosts, per_host)}",
             kernel_across_hosts(release, tp, pp, gpu, per_host))
 
