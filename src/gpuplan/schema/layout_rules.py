@@ -191,7 +191,9 @@ def _check_optimizer(framework, optimizer, given, zero=None, dtype=None) -> None
                          f"{' or '.join(runs)}, or --framework hf or deepspeed")
     if not ("framework" in given and framework == "megatron" and optimizer == "muon"):
         return
-    if zero is not None and zero >= 2:
+    from gpuplan.planner.framework_rules import optimizer_zero_stages  # the search's and memory's stages too
+
+    if zero is not None and zero not in optimizer_zero_stages(framework, optimizer):
         raise InputError("zero", zero, f"--framework megatron --optimizer muon runs without sharded gradients or "
                          f"parameters ({MEGATRON_MUON_SHARDING}): give --zero 0 or 1 (dist_muon), or --optimizer adamw")
     if dtype == "fp16":
