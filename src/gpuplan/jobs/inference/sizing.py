@@ -331,7 +331,8 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
     return Section(title, (
         # its own key where the answer is on another GPU: a translated label (by key) must not hide it
         Line("sized_config" if on_asked or not asked_gpu else "sized_config_other_gpu",
-             "cheapest configuration on the GPU asked" if on_asked else (
+             ("cheapest configuration on the GPU asked" if best.cost_per_hour is not None else  # unpriced: by GPUs
+              "fewest GPUs on the GPU asked (no price to rank by)") if on_asked else (
             f"none on {asked_gpu} meets the target; cheapest on any GPU type" if asked_gpu else "cheapest configuration"),
              {"gpu": best.gpu.id, "tp": best.tp, "replicas": best.replicas},
              text=_placement(best.replicas, best.tp, best.gpu, best.gpus),
