@@ -35,6 +35,9 @@ def test_an_unpriced_gpu_says_how_to_price_it(run_json):
     plan = run_json("plan", "llama-3.1-8b", "--tokens", "100B", "--gpu", "gb200", "--gpus", "8")
     cost = next(line for s in plan["sections"] for line in s["lines"] if line["key"] == "best_cost")
     assert cost["value"] is None and cost["text"] == "n/a (no price: give --price)", cost
+    # its layouts table said nothing (an empty cell) where infer's tables say n/a
+    top = next(rows for title, rows in plan["tables"].items() if title.startswith("top "))
+    assert top and {row["cost"] for row in top} == {"n/a"}, top[0]
     # the price given prices it: USD per GPU-hour x the GPUs of the configuration
     priced = run_json("infer", "llama-3.1-8b", "--gpu", "gb200", "--rps", "2", "--no-search", "--price", "10")
     cost = next(line for s in priced["sections"] for line in s["lines"] if line["key"] == "sized_cost_per_hour")

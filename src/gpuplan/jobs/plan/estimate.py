@@ -54,7 +54,7 @@ def _rows(t: LayoutTable, idx) -> tuple:
     return tuple((int(t["gpus"][i]), layout_text(*row_layout(t, i)), f"{t['step_seconds'][i]:.2f}",
                   "" if spread is None else f"±{spread[i]:.0%}", f"{t['mfu'][i]:.1%}", f"{t['days'][i]:.1f}",
                   f"{t['days_with_failures'][i]:.1f}", format_gpu_time(t['gpu_hours'][i]),
-                  "" if np.isnan(t["cost"][i]) else format_usd(t['cost'][i]), format_bytes(t["total_bytes"][i]),
+                  "n/a" if np.isnan(t["cost"][i]) else format_usd(t['cost'][i]), format_bytes(t["total_bytes"][i]),
                   f"{t['exposed_comm_seconds'][i] / t['step_seconds'][i]:.0%}",
                   f"{t['bubble_seconds'][i] / t['step_seconds'][i]:.0%}", f"{t['ranked_days'][i]:.1f}") for i in idx)
 
