@@ -29,9 +29,10 @@ def test_an_unpriced_gpu_says_how_to_price_it(run_json):
     sized = run_json("infer", "llama-3.1-8b", "--gpu", "gb200", "--rps", "2", "--no-search")
     cost = next(line for s in sized["sections"] for line in s["lines"] if line["key"] == "sized_cost_per_hour")
     assert cost["value"] is None and cost["text"] == "n/a (no price: give --price)", cost
-    # and its configuration is not called the cheapest: with no price the sizing ranks it by GPUs (sizing.py)
+    # and its configuration says how it was picked: with no price the sizing ranks by GPUs (sizing.py); in the
+    # text, since the label is translated by its key (zh: the cheapest configuration)
     picked = next(line for s in sized["sections"] for line in s["lines"] if line["key"] == "sized_config")
-    assert picked["label"] == "fewest GPUs on the GPU asked (no price to rank by)", picked["label"]
+    assert picked["text"].endswith(" = 1 GPU (the fewest GPUs: no price to rank by)"), picked["text"]
     plan = run_json("plan", "llama-3.1-8b", "--tokens", "100B", "--gpu", "gb200", "--gpus", "8")
     cost = next(line for s in plan["sections"] for line in s["lines"] if line["key"] == "best_cost")
     assert cost["value"] is None and cost["text"] == "n/a (no price: give --price)", cost
@@ -44,7 +45,7 @@ def test_an_unpriced_gpu_says_how_to_price_it(run_json):
     gpus = priced["results"]["sized_config"]["replicas"] * priced["results"]["sized_config"]["tp"]
     assert cost["value"] == 10 * gpus, cost
     picked = next(line for s in priced["sections"] for line in s["lines"] if line["key"] == "sized_config")
-    assert picked["label"] == "cheapest configuration on the GPU asked"
+    assert picked["label"] == "cheapest configuration on the GPU asked" and "no price" not in picked["text"]
 
 
 def test_the_priced_gpu_count_docs_budget_states_is_the_catalogs():

@@ -331,11 +331,10 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
     return Section(title, (
         # its own key where the answer is on another GPU: a translated label (by key) must not hide it
         Line("sized_config" if on_asked or not asked_gpu else "sized_config_other_gpu",
-             ("cheapest configuration on the GPU asked" if best.cost_per_hour is not None else  # unpriced: by GPUs
-              "fewest GPUs on the GPU asked (no price to rank by)") if on_asked else (
+             "cheapest configuration on the GPU asked" if on_asked else (
             f"none on {asked_gpu} meets the target; cheapest on any GPU type" if asked_gpu else "cheapest configuration"),
-             {"gpu": best.gpu.id, "tp": best.tp, "replicas": best.replicas},
-             text=_placement(best.replicas, best.tp, best.gpu, best.gpus),
+             {"gpu": best.gpu.id, "tp": best.tp, "replicas": best.replicas},  # unpriced: ranked by GPUs, the text says
+             text=_placement(best.replicas, best.tp, best.gpu, best.gpus) + UNPRICED_PICK * (best.cost_per_hour is None),
              formula="replicas = ceil(rate / rate one replica sustains within the targets)"),
         *launch_line("sized_multi_node", plan.setup.runtime.release, best.gpu, best.tp),
         *elsewhere,
@@ -357,6 +356,11 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
              "n/a" if per_million is None else format_usd(per_million, 3), "prompt + output tokens served"),
         *left_out,
     ))
+
+
+UNPRICED_PICK = " (the fewest GPUs: no price to rank by)"
+"""Said after a configuration with no catalog price: the sizing ranks those by GPUs (size_for_target's sort). In the
+display text, not the label, which is translated by its key (zh 'sized_config': the cheapest configuration)."""
 
 
 def _at_load(plan: Plan, target: LoadTarget, config: SizedConfig) -> tuple[ReplicaLoad, float]:
