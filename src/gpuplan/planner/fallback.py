@@ -113,11 +113,17 @@ def with_fallbacks(ev: Evaluator, waiting: dict[int, list[tuple[int, ...]]], tab
     """``table`` plus, for each asked count in ``waiting`` (its fallback_groups), the rows of the first group
     with a fitting layout (carrying ``gpus_asked``: the difference stays idle). In rounds, each round's new
     counts searched at once and a count already searched taken from its rows: `plan --gpus 1,2,...,4096`
-    ran 647 one-count searches."""
+    ran 647 one-count searches. A smaller count's rows enter the table once, whichever asked counts fell back
+    on it: not again where the table already holds that count (searched for itself, or standing for a count
+    asked) nor for a second asked count whose group holds it too (the first keeps them: its ``gpus_asked``
+    and its place, so a tie broken by position breaks as before). `plan qwen3-30b-a3b --gpu h100 --tokens 2T
+    --global-batch 1000 --days 120`: 65,536, 98,304 and 131,072 GPUs (no layout) fell back on 694, 732 and
+    756 counts, 2.88 M rows, each of its 24-GPU layouts four times in the top-10 table; now 0.98 M once (w15 W5)."""
     extra: list[LayoutTable] = []
     waiting = {count: groups for count, groups in waiting.items() if groups}
     rows_of = rows_by_count(table) if waiting else {}  # split only when a count needs a fallback
-    parts_of: dict[tuple[int, ...], list[LayoutTable]] = {}  # a group's rows, per count, for every count it serves
+    held = set(rows_of)  # the counts whose rows the table (or extra) already holds
+    parts_of: dict[tuple[int, ...], list[tuple[int, LayoutTable]]] = {}  # a group's rows, per count
     while waiting:
         tries = {count: groups.pop(0) for count, groups in waiting.items()}
         new = tuple(sorted({c for group in tries.values() for c in group} - set(rows_of)))
@@ -129,18 +135,19 @@ def with_fallbacks(ev: Evaluator, waiting: dict[int, list[tuple[int, ...]]], tab
             if group not in parts_of:  # the same group serves many counts (an exact batch's counts below each)
                 parts_of[group] = _group_parts(rows_of, group)
             parts = parts_of[group]
-            if any(p["fits"].any() for p in parts):  # the group's rows go into the table once, in the one concat
-                # below (not gathered per group first: ~2.3 M rows of plan qwen3-30b-a3b --global-batch 1000
-                # --days 120 copied twice; w15 W4)
-                extra += [LayoutTable(p.columns | {"gpus_asked": np.full(len(p), count)}) for p in parts]
+            if any(p["fits"].any() for _, p in parts):  # the group's rows go into the table once, in the one
+                # concat below (not gathered per group first: ~2.3 M rows copied twice; w15 W4)
+                extra += [LayoutTable(p.columns | {"gpus_asked": np.full(len(p), count)})
+                          for c, p in parts if c not in held]
+                held |= {c for c, _ in parts}
                 del waiting[count]
         waiting = {count: groups for count, groups in waiting.items() if groups}
     return LayoutTable.concat([table] + extra) if extra else table
 
 
-def _group_parts(rows_of: dict[int, LayoutTable], group: tuple[int, ...]) -> list[LayoutTable]:
-    """The rows of ``group``'s counts (``rows_of``: each count's rows, all searched), one table per count with
-    rows, on the columns they all have but ``gpus_asked``."""
-    parts = [rows_of[c] for c in group if len(rows_of[c])]
-    shared = set.intersection(*(set(p.columns) for p in parts)) - {"gpus_asked"} if parts else set()
-    return [LayoutTable({k: p[k] for k in shared}) for p in parts]
+def _group_parts(rows_of: dict[int, LayoutTable], group: tuple[int, ...]) -> list[tuple[int, LayoutTable]]:
+    """(count, its rows) of ``group``'s counts with rows (``rows_of``: each count's rows, all searched), on the
+    columns they all have but ``gpus_asked``."""
+    parts = [(c, rows_of[c]) for c in group if len(rows_of[c])]
+    shared = set.intersection(*(set(p.columns) for _, p in parts)) - {"gpus_asked"} if parts else set()
+    return [(c, LayoutTable({k: p[k] for k in shared})) for c, p in parts]

@@ -151,6 +151,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
         Line("best_peak_bytes", "peak memory per GPU", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
              "reserved + CUDA context + NCCL buffers (= gpuplan memory of this layout)"),
         Line("searched", "layouts searched", result.searched, "", f"{result.searched:,}",
+             f"distinct layouts, each on its GPU count once (a fallback's counts too: planner.fallback); "
              f"{len(result.table):,} fit; {result.searched / max(result.seconds, 1e-9):,.0f} layouts/s"),
     )
 
@@ -226,7 +227,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   + tuple(a for a in budget.assumptions if a.key != "budget_global_batch"),
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
                   ((result.missed_default_deadline,) if result.missed_default_deadline else ())
-                  + (f"search: {result.searched:,} layouts in {result.seconds * 1e3:.0f} ms"  # --explain shows no
+                  + (f"search: {result.searched:,} distinct layouts in {result.seconds * 1e3:.0f} ms"  # --explain shows no
                      + (f"; ranked by {RANKED[rank_by]}" if inputs.explain else ""),)  # layouts table
                   + _point_fastest_note(table, best, rank_by)
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)

@@ -362,11 +362,13 @@ def search_on(inputs, ev: Evaluator, exhaustive: bool = False, progress=None) ->
     price, price_source = price_of(inputs, ev.cluster.gpu.id)
     fitting = _with_days(inputs, ev, fitting, price)
     between = counts_between(inputs, fitting, counts, ev.cluster.gpus_per_node)
+    held = set(np.unique(table["gpus"]).tolist()) if between else set()  # not again where a fallback has (w15 W5)
+    between, counts = tuple(c for c in between if c not in held), tuple(sorted(counts + between))
     if between:  # the common sizes bracket a deadline's answer: the counts between them, in one search
         more = search_layouts(ev, between, target, max_tp(ev), limits, exhaustive,
                               label=f"{len(between):,} GPU count(s) between the common sizes")
         more.columns["gpus_asked"] = more["gpus"] if len(more) else np.zeros(0, dtype=np.int64)
-        table, counts = LayoutTable.concat([table, more]), tuple(sorted(counts + between))
+        table = LayoutTable.concat([table, more])
         if len(more) and more["fits"].any():
             fitting = LayoutTable.concat([fitting, _with_days(inputs, ev, more.take(more["fits"]), price,
                                                               deadline_of(inputs))])
