@@ -3,6 +3,7 @@ field and what is valid, exit status 2, 422 on the web, no traceback, no hang), 
 a request body once. The invariant sweep over valid inputs is tests/test_invariants_wave9.py.
 """
 
+import time
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,10 @@ def test_a_slow_inference_is_told_what_narrows_it(client, monkeypatch):
     # an empty result cache: under xdist another test on this worker may have asked the same (answered 200 from the
     # cache at once, whatever the budget; CI stop 55 on a 4-worker host)
     monkeypatch.setattr(service, "_CACHE", service._LRU(service.CACHE_SIZE))
+    # and an estimate that surely outlasts the budget: on a loaded host the worker thread could finish before the
+    # event loop ran the 1 ms timeout, and Python 3.11's asyncio.wait_for then returns the finished result (200)
+    estimate = service.estimate
+    monkeypatch.setattr(service, "estimate", lambda *args: (time.sleep(0.2), estimate(*args))[1])
     response = client.post("/api/inference", json={"model": "pythia-70m", "gpu": "h200", "context": "64K"})
     assert response.status_code == 503, response.text[:300]
     message = response.json()["message"]
