@@ -221,3 +221,67 @@ def check_formats(weights: str, kv_dtype: str, release, quoted: str | None = Non
         raise InputError("kv_dtype", kv_dtype, f"{release.label} has no FP8 KV cache: vLLM has --kv-cache-dtype "
                          f"from {_text(VLLM_KV_FP8_SINCE)} (vllm PR 2279); give --engine vllm==0.3.0 or later, "
                          "or --kv-dtype auto")
+
+
+VLLM_PP_SINCE = (0, 5, 1)
+"""The first vLLM release that serves with --pipeline-parallel-size > 1: ParallelConfig._verify_args raises
+NotImplementedError('Pipeline parallelism is not supported yet.') at config.py@v0.5.0.post1 L629-631 (and in every
+older wheel); config.py@v0.5.1 L268-274 takes pp > 1 on the architectures of its _PP_SUPPORTED_MODELS (L29; vllm PR
+4412 '[Core] Pipeline Parallel Support'). Wheels read 2026-12-06 (pip download vllm==X --no-deps, unzip). The
+per-release architecture lists are not modelled."""
+
+SGLANG_PP_SINCE = "0.4.6.post2"
+"""The first SGLang build with --pp-size: pp_size and '--pipeline-parallel-size', '--pp-size' are absent from
+server_args.py in the 0.4.6 and 0.4.6.post1 wheels and first at server_args.py@0.4.6.post2 L81, L655-658
+(sgl-project/sglang PR 5724 '[PP] Add pipeline parallelism'; wheels read 2026-12-06). TensorRT-LLM's pp_size is in
+every release modelled (from 0.5.0) and is not gated."""
+
+VLLM_PREFIX_CACHING_SINCE = (0, 4, 0)
+"""The first vLLM release whose server caches prompt prefixes: --enable-prefix-caching is first in
+engine/arg_utils.py@v0.4.0 L199 (automatic prefix caching); the 0.3.3 wheel has only LLM.generate's offline
+prefix_pos (entrypoints/llm.py@v0.3.3 L127, absent from entrypoints/openai/serving_completion.py), the 0.2.0 wheel
+no prefix cache at all. SGLang's RadixAttention is in every release modelled (0.3.0 on); TensorRT-LLM's KV-cache
+reuse was not read at its first release and is not gated."""
+
+VLLM_CHUNKED_PREFILL_SINCE = (0, 4, 1)
+"""The first vLLM release that runs max_num_batched_tokens below max_model_len: SchedulerConfig._verify_args raises
+'max_num_batched_tokens (...) is smaller than max_model_len (...)' unconditionally at config.py@v0.2.0 L285-292,
+@v0.3.3 L471 and @v0.4.0 L563-570 (0.4.0 parses --enable-chunked-prefill, arg_utils.py@v0.4.0 L361, but does not
+read it there); config.py@v0.4.1 L596-597 lifts it under enable_chunked_prefill (wheels read 2026-12-06)."""
+
+
+def check_pipeline(pp: int, release) -> None:
+    """InputError naming ``pp`` where the ``release`` (core.serving.releases.EngineRelease) has no pipeline
+    parallelism (VLLM_PP_SINCE, SGLANG_PP_SINCE)."""
+    if pp <= 1 or release is None:
+        return
+    first = {"vllm": (VLLM_PP_SINCE, _text(VLLM_PP_SINCE), "NotImplementedError 'Pipeline parallelism is not "
+                      "supported yet.', config.py@v0.5.0.post1 L629-631; vllm PR 4412"),
+             "sglang": (parse_version(SGLANG_PP_SINCE, "sglang"), SGLANG_PP_SINCE, "--pp-size first in "
+                        "server_args.py of the 0.4.6.post2 wheel; sglang PR 5724")}.get(release.engine)
+    if first is not None and release.version < first[0]:
+        raise InputError("pp", pp, f"{release.label} has no pipeline parallelism: {ENGINE_NAMES[release.engine]} "
+                         f"serves pp > 1 from {first[1]} ({first[2]}); give --engine {release.engine}=={first[1]} "
+                         "or later, or --tp instead of --pp")
+
+
+def check_prefix_cache(prefix_hit: float, release) -> None:
+    """InputError naming ``prefix_hit`` where the vLLM ``release`` caches no prompt prefixes
+    (VLLM_PREFIX_CACHING_SINCE)."""
+    if prefix_hit > 0 and release is not None and release.engine == "vllm" \
+            and release.version < VLLM_PREFIX_CACHING_SINCE:
+        raise InputError("prefix_hit", prefix_hit, f"{release.label} has no prefix cache: vLLM's server caches "
+                         "prefixes from 0.4.0 (--enable-prefix-caching, engine/arg_utils.py@v0.4.0 L199); give "
+                         "--engine vllm==0.4.0 or later, or --prefix-hit 0")
+
+
+def check_prefill_chunks(prefill_tokens: int | None, context: int, release) -> None:
+    """InputError naming ``prefill_tokens`` where the vLLM ``release`` refuses a token budget per step below the
+    ``context`` (max_model_len): no chunked prefill before VLLM_CHUNKED_PREFILL_SINCE."""
+    if prefill_tokens is None or prefill_tokens >= context or release is None or release.engine != "vllm" \
+            or release.version >= VLLM_CHUNKED_PREFILL_SINCE:
+        return
+    raise InputError("prefill_tokens", prefill_tokens, f"is below the context ({context:,} tokens, max_model_len) "
+                     f"and {release.label} has no chunked prefill: its SchedulerConfig refuses max_num_batched_tokens "
+                     "smaller than max_model_len (config.py@v0.4.0 L563-570; lifted by --enable-chunked-prefill from "
+                     f"0.4.1); give --prefill-tokens {context} or more, or --engine vllm==0.4.1 or later")

@@ -1,0 +1,117 @@
+"""Hostile inputs, wave 16 (2026-12-06, helper X4): the serving doors (`infer`, its --rps sizing, POST
+/api/inference, gpuplan.estimate_inference) swept by scripts outside the suite: in-process `gpuplan.cli.main` under a
+SIGALRM time box and the web app through its TestClient, 316 cases (every infer option at 0 / negative / inf / nan /
+1e308 / fractional / fullwidth / look-alike values, engine releases from vllm==0.0.1 to ==99 with the features the
+release gates cover, pairs that cannot go together, GB200 tp 8 / 16 / 64 / 72, and 59 web bodies of wrong types, extra
+keys, duplicate keys, NaN / Infinity / 1e999 and non-object JSON). No traceback, hang or refusal over one line; the
+slowest case took 0.7 s. A refusal is one line naming the field and what is valid (exit status 2, 4xx), the same at
+every door.
+
+Found: an engine release answered a feature it does not have, where the wheels show its server refuses it -- (a) --pp
+> 1 on vLLM before 0.5.1 and SGLang before 0.4.6.post2 (`--engine vllm==0.5.0 --pp 2` put 8.03 GB of llama-3-8b's
+weights on each of two stages); (b) --prefix-hit > 0 on vLLM before 0.4.0 (no --enable-prefix-caching: --prefix-hit
+0.5 cut the TTFT 90.4 -> 51.4 ms for a cache the server does not have); (c) --prefill-tokens below the context on vLLM
+before 0.4.1 (no chunked prefill: SchedulerConfig refuses max_num_batched_tokens < max_model_len; it answered with
+exit status 0). Each is gated in jobs/inference/inputs_releases.py (VLLM_PP_SINCE, SGLANG_PP_SINCE,
+VLLM_PREFIX_CACHING_SINCE, VLLM_CHUNKED_PREFILL_SINCE), read from the release wheels.
+"""
+
+import pytest
+from helpers import field_refusal, web_refusal
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+ASK = {"model": "llama-3-8b", "gpu": "h100"}
+
+
+def _four_doors(run_cli, client, tmp_path, ask: dict, field: str, fragment: str) -> str:
+    """The same one-line refusal from infer's flags, an infer plan file, POST /api/inference and
+    gpuplan.estimate_inference; returns it."""
+    from gpuplan import InferenceInputs, InputError, estimate_inference
+
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ask.items() if k != "model"]
+    flag = field_refusal(run_cli("infer", "--model", ask["model"], *flags), field, fragment)
+    plan = tmp_path / "ask.yaml"
+    plan.write_text("".join(f"{k}: '{v}'\n" for k, v in ask.items()), encoding="utf-8")
+    planned = field_refusal(run_cli("infer", str(plan)), f"{plan}: {field}", fragment)
+    web = web_refusal(client.post("/api/inference", json=ask), field, fragment)
+    with pytest.raises(InputError) as api:
+        estimate_inference(InferenceInputs(**ask))
+    assert flag.strip() == f"error: {web}" == f"error: {api.value}" == planned.strip().replace(f"{plan}: ", "")
+    return web
+
+
+# ---- (a) pipeline parallelism on a release without it ---------------------------------------------------------------
+
+@pytest.mark.parametrize("release, first", [("vllm==0.5.0", "0.5.1"), ("vllm==0.2.7", "0.5.1"),
+                                            ("sglang==0.4.6.post1", "0.4.6.post2"), ("sglang==0.3.0", "0.4.6.post2")])
+def test_a_pipeline_on_a_release_without_one_is_refused_at_every_door(run_cli, client, tmp_path, release, first):
+    """config.py@v0.5.0.post1 L629-631: ParallelConfig raises NotImplementedError('Pipeline parallelism is not
+    supported yet.') for pipeline_parallel_size > 1; @v0.5.1 L268-274 takes it. SGLang's server_args.py has no
+    pp_size in the 0.4.6.post1 wheel, and L81 / L655-658 of the 0.4.6.post2 one. Both were answered with 2 stages
+    (8.03 GB of weights a stage)."""
+    web = _four_doors(run_cli, client, tmp_path, {**ASK, "engine": release, "pp": 2}, "pp",
+                      "has no pipeline parallelism")
+    assert web.endswith(f"give --engine {release.split('==')[0]}=={first} or later, or --tp instead of --pp")
+
+
+@pytest.mark.parametrize("release", ["vllm==0.5.1", "vllm", "sglang==0.4.6.post2", "sglang", "trtllm==0.5", "trtllm"])
+def test_a_pipeline_on_the_first_release_with_one_or_on_tensorrt_llm_answers(release):
+    """TensorRT-LLM's pp_size is in every release modelled (0.5.0 on), so it is not gated."""
+    from gpuplan import InferenceInputs, estimate_inference
+
+    report = estimate_inference(InferenceInputs(**ASK, engine=release, pp=2, search=False))
+    assert report.value("weights_per_gpu") > 0
+
+
+def test_one_stage_on_the_oldest_release_answers():
+    from gpuplan import InferenceInputs
+
+    assert InferenceInputs(**ASK, engine="vllm==0.2.0", pp=1).pp_degree == 1
+
+
+# ---- (b) a prefix-cache hit on a vLLM release without a prefix cache ------------------------------------------------
+
+@pytest.mark.parametrize("release", ["vllm==0.3.3", "vllm==0.2.0"])
+def test_a_prefix_hit_on_a_vllm_release_without_a_prefix_cache_is_refused_at_every_door(run_cli, client, tmp_path,
+                                                                                        release):
+    """--enable-prefix-caching is first in engine/arg_utils.py@v0.4.0 L199; 0.3.3's prefix_pos is LLM.generate's
+    (offline) only, absent from its OpenAI server. --prefix-hit 0.5 cut the TTFT 90.4 -> 51.4 ms (llama-3-8b, H100)."""
+    web = _four_doors(run_cli, client, tmp_path, {**ASK, "engine": release, "prefix_hit": 0.5}, "prefix_hit",
+                      "has no prefix cache")
+    assert web.endswith("give --engine vllm==0.4.0 or later, or --prefix-hit 0")
+
+
+@pytest.mark.parametrize("release, hit", [("vllm==0.4.0", 0.5), ("vllm==0.2.0", 0), ("sglang==0.3.0", 0.5)])
+def test_a_prefix_hit_with_a_prefix_cache_or_none_claimed_answers(release, hit):
+    """SGLang's RadixAttention is in every release modelled; a hit of 0 claims no cache."""
+    from gpuplan import InferenceInputs, estimate_inference
+
+    assert estimate_inference(InferenceInputs(**ASK, engine=release, prefix_hit=hit, search=False))
+
+
+# ---- (c) a token budget below the context on a vLLM release without chunked prefill ---------------------------------
+
+def test_prefill_tokens_below_the_context_without_chunked_prefill_is_refused_at_every_door(run_cli, client, tmp_path):
+    """SchedulerConfig._verify_args raises 'max_num_batched_tokens (512) is smaller than max_model_len (4096)' at
+    config.py@v0.4.0 L563-570 whatever --enable-chunked-prefill says; @v0.4.1 L596-597 lifts it under chunked
+    prefill. vllm==0.4.0 --prefill-tokens 512 answered (exit status 0) a setup its server refuses to start."""
+    web = _four_doors(run_cli, client, tmp_path, {**ASK, "engine": "vllm==0.4.0", "prefill_tokens": 512},
+                      "prefill_tokens", "is below the context (4,096 tokens, max_model_len)")
+    assert web.endswith("give --prefill-tokens 4096 or more, or --engine vllm==0.4.1 or later")
+
+
+def test_the_sizing_door_refuses_it_too(client):
+    """--rps sizes over the catalog through the same resolve: the same line."""
+    body = {**ASK, "engine": "vllm==0.2.0", "prefill_tokens": 512, "rps": 1, "ttft_p99": "500ms", "tpot": "50ms"}
+    body.pop("gpu")
+    web_refusal(client.post("/api/inference", json=body), "prefill_tokens", "has no chunked prefill")
+
+
+@pytest.mark.parametrize("release, ask", [("vllm==0.4.1", {"prefill_tokens": 512}),
+                                          ("vllm==0.4.0", {"prefill_tokens": 4096}),
+                                          ("vllm==0.4.0", {"prefill_tokens": 512, "context": 512})])
+def test_a_budget_at_the_context_or_on_a_release_with_chunked_prefill_answers(release, ask):
+    from gpuplan import InferenceInputs, estimate_inference
+
+    assert estimate_inference(InferenceInputs(**ASK, engine=release, search=False, **ask))
