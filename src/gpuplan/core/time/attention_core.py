@@ -164,10 +164,21 @@ L1882-1889); each one's file and line: SDPA_REFUSED_SOURCE (gpt_oss's concatenat
 The ModelSpec records neither sinks nor the modeling file's flag, so the model_type decides."""
 
 
+def runs_transformers_modules(framework: str | None, implementation: str | None) -> bool:
+    """True where transformers' own modules run the model: --framework hf, or --implementation hf under any
+    framework (deepspeed's profile default). One rule for runs_eager_only and fa1_refusal (wave 15c)."""
+    return framework == "hf" or implementation == "hf"
+
+
+def transformers_modules_flag(framework: str | None) -> str:
+    """The flag that put transformers' modules in charge (runs_transformers_modules), as a refusal names it."""
+    return "--framework hf" if framework == "hf" else f"--framework {framework} with --implementation hf"
+
+
 def runs_eager_only(model_type: str, framework: str | None = None, implementation: str | None = None) -> bool:
-    """True when transformers' own modules run the model (--framework hf, or --implementation hf
-    under any framework) and its modeling code refuses SDPA (SDPA_REFUSED): eager attention only."""
-    return (framework == "hf" or implementation == "hf") and model_type in SDPA_REFUSED
+    """True when transformers' own modules run the model (runs_transformers_modules) and its modeling code
+    refuses SDPA (SDPA_REFUSED): eager attention only."""
+    return runs_transformers_modules(framework, implementation) and model_type in SDPA_REFUSED
 
 
 def execution_kernel(option: str | None, model_type: str = "", framework: str | None = None,
@@ -186,14 +197,15 @@ def step_kernel(option: str | None, executed: str) -> str:
     return "flash1" if option == "flash1" and executed == "flash" else executed
 
 
-def fa1_refusal(spec, framework: str | None, gpu=None, fp8_attention: bool = False,
-                implementation: str = "hf") -> str | None:
+def fa1_refusal(spec, framework: str | None, gpu, fp8_attention: bool, implementation: str | None) -> str | None:
     """Why FlashAttention 1 (flash-attn 0.2.x) cannot run ``spec``'s attention under ``framework``; None
     where it can: head dims multiples of 8 up to 128, one for q / k and v (fmha_api.cpp@v0.2.2 L245, L247-249),
-    no sliding window (no window argument before flash-attn 2.3), and not under transformers' own modules
-    (their flash path needs flash-attn 2: SDPA or FlashAttention-2): --framework hf, and deepspeed with its
-    ``implementation`` hf (the profile's default). Under --implementation megatron the deepspeed profile is
-    Megatron-DeepSpeed, which runs FlashAttention 1 ('--use-flash-attn', '--use-flash-attn-v1',
+    no sliding window (no window argument before flash-attn 2.3), and not where transformers' own modules run
+    the model (runs_transformers_modules: --framework hf, or --implementation hf under any framework, deepspeed's
+    default): their attn_implementation is one of AttentionInterface's flash_attention_2 / 3 / 4, flex_attention,
+    sdpa or eager (modeling_utils.py@5.25.0 L5323-5330), flash_attention_2 needing flash-attn >= 2.3.3
+    (utils/import_utils.py@5.25.0 L1331-1334): no FlashAttention 1. Under --implementation megatron the deepspeed
+    profile is Megatron-DeepSpeed, which runs FlashAttention 1 ('--use-flash-attn', '--use-flash-attn-v1',
     megatron/arguments.py@4efb479 L927; args.use_flash_attn L433)."""
     if framework == "llmc":  # llmc/cudnn_att.cpp (USE_CUDNN=1) or llmc/attention.cuh's unfused kernels, no flash-attn
         return "--framework llmc runs cuDNN's fused attention or its own unfused kernels, not FlashAttention 1: give flash or eager"
@@ -203,10 +215,11 @@ def fa1_refusal(spec, framework: str | None, gpu=None, fp8_attention: bool = Fal
                 f"{a.qk_head_dim} (q, k) / {a.value_head_dim} (v): give flash or eager")
     if spec.num_sliding_layers:
         return f"FlashAttention 1 takes no sliding window ({spec.name} has sliding layers): give flash or eager"
-    if framework == "hf" or (framework == "deepspeed" and implementation == "hf"):  # transformers' modules
-        where = "--framework hf" if framework == "hf" else "--framework deepspeed with --implementation hf"
-        also = "" if framework == "hf" else ", or --implementation megatron (Megatron-DeepSpeed's --use-flash-attn-v1)"
-        return (f"transformers' modules ({where}) run SDPA or FlashAttention 2, not 1: give flash or eager{also}")
+    if runs_transformers_modules(framework, implementation):  # wave 15c: megatron / generic with hf were answered
+        also = "" if framework == "hf" else (", or --implementation megatron (Megatron-DeepSpeed's --use-flash-attn-v1)"
+                                             if framework == "deepspeed" else ", or leave --implementation hf out")
+        return (f"transformers' modules ({transformers_modules_flag(framework)}) run SDPA or FlashAttention 2, not 1: "
+                f"give flash or eager{also}")
     if framework == "torchtitan":  # wave 16: was answered as flash, the kernel ignored
         return ("torchtitan's attention is PyTorch's SDPA, FlexAttention or varlen_attn (models/common/attention.py"
                 "@b5bcd76 L24-39 imports no flash-attn), not FlashAttention 1: give flash or eager")
