@@ -95,6 +95,10 @@ def check_setup(inputs) -> None:
     if "ep_overlap" in given and get("ep_overlap") and get("ep") == 1:  # as --ep-a2a-overlap at --ep 1 (StepFields)
         raise InputError("ep_overlap", get("ep_overlap"), "hides the expert-parallel all-to-all: with --ep 1 there "
                          "is none (the answer is the same with or without it): give --ep 2 or more, or leave it out")
+    if "dp_overlap" in given and get("dp_overlap") and _data_group_is_one(get("gpus"), tp, pp, get("cp")):
+        raise InputError("dp_overlap", get("dp_overlap"), f"hides data-parallel communication: the layout stated puts "
+                         f"every GPU in tp {tp or 1} x pp {pp or 1} (dp 1, cp 1), so there is none (the answer is the "
+                         "same with or without it): give more --gpus than tp x pp, or leave it out")
     if get("tp_comm_overlap", False) and framework == "torchtitan" and not get("compile", False):
         raise InputError("tp_comm_overlap", True, "is torchtitan's async TP, which runs only compiled (torchtitan "
                          "config/configs.py@b5bcd76 L306-313: 'Async TP requires ... --compile.enable'): give --compile")
@@ -124,6 +128,16 @@ def check_setup(inputs) -> None:
     from gpuplan.schema.device_rules import check_device
 
     check_device(inputs)  # a CUDA framework on a TPU, --gpus-per-node past the part's domain (schema.device_rules)
+
+
+def _data_group_is_one(gpus, tp, pp, cp) -> bool:
+    """True where the stated layout leaves one data-parallel rank: one GPU count (plan's one-count list too) equal to
+    tp x pp (unstated: 1) and cp 1. The data group is dp x cp ranks (core.comm.dp_costs) and the expert data group
+    dp x cp x tp / (etp x ep) with etp = tp (StepSettings.expert_tp), so neither has a collective: llama-3.1-8b on 8
+    A100 at --tp 8 answered 1,239.44 days with --dp-overlap 0.9 and without (wave 15c), where --tp 4 --cp 2 moves
+    (945.18 days at 0.5, 945.14 without: the gradient reduce over the 2 cp ranks)."""
+    counts = gpus if isinstance(gpus, tuple) else (gpus,) if gpus else ()
+    return len(counts) == 1 and (cp or 1) == 1 and counts[0] == (tp or 1) * (pp or 1)
 
 
 MOMENTS_NOT_NARROWED = {
