@@ -1,0 +1,46 @@
+"""The note `plan` and `train` give where a GPU count the user asked has no layout at all (for the global batch
+asked, the degrees given and the framework's rules) and its rows come from smaller counts (planner.fallback), the
+rest of its GPUs idle: before wave 15c the answer showed the idle GPUs ('296 of 1,000') with a reason that also
+covered 'faster on fewer' and 'none fits' (jobs.plan.estimate._why_idle), never that no layout exists on the count
+asked. One function owns the words (fallback_note); each job says which of its counts had none (enumerated only,
+nothing timed: planner.space.enumerate_layouts, ~1 ms a count)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuplan.planner.space import enumerate_layouts
+
+
+def counts_without_layout(ev, counts, target: float, max_tp: int, limits) -> tuple[int, ...]:
+    """Of ``counts`` (GPUs asked), those on which no layout exists for ``target`` sequences a step (an exact
+    --global-batch: dp divides it) under ``limits`` (degrees given, framework rules): enumerated, not searched."""
+    return tuple(c for c in counts if not len(enumerate_layouts(ev.spec, (c,), ev.memory.seq_len, target, max_tp,
+                                                                limits)["gpus"]))
+
+
+def fallback_note(asked: tuple[int, ...], used: tuple[int, ...], target: float, limits) -> str:
+    """One note for ``asked`` counts with no layout, answered by layouts on the smaller ``used`` counts (GPU-hours
+    and cost count the GPUs used, not the idle ones: jobs.plan.estimate best_gpu_hours, jobs.training.sections)."""
+    batch = f" runs a {target:,.0f}-sequence global batch" if limits is not None and limits.exact_batch else " exists"
+    given = " with the degrees given" if limits is not None and limits.fixed else ""
+    names = " / ".join(f"{c:,}" for c in sorted(asked))
+    layouts, run = ("the layout", "runs") if len(used) == 1 else ("the layouts", "run")
+    where = (f"{used[0]:,} GPUs" if len(used) == 1 else
+             f"{len(used):,} smaller counts ({min(used):,} to {max(used):,} GPUs)") if used else "smaller counts"
+    return (f"no layout{given}{batch} on {names} GPUs: {layouts} answering for {'it' if len(asked) == 1 else 'them'} "
+            f"{run} on {where}, the rest left idle (GPU-hours and cost count the GPUs used)")
+
+
+def plan_fallback_note(inputs, result, max_tp: int) -> tuple[str, ...]:
+    """`plan`'s note (fallback_note) for the counts the user gave with no layout, their fallback rows those of
+    ``result.table`` (PlanSearch) standing for them (``gpus_asked``); () where every count given has one."""
+    given = getattr(inputs, "gpus", None)
+    if not given or not len(result.table):
+        return ()
+    none = counts_without_layout(result.evaluator, tuple(given), result.target_batch, max_tp, result.limits)
+    if not none:
+        return ()
+    rows = np.isin(result.table["gpus_asked"], none)
+    used = tuple(int(c) for c in np.unique(result.table["gpus"][rows]))
+    return (fallback_note(none, used, result.target_batch, result.limits),)

@@ -1,0 +1,111 @@
+"""Three consistency rules from wave 15's readers (helper X1, wave 15c).
+
+1. FlashAttention 1 is refused wherever transformers' own modules run the model (core.time.attention_core.
+   runs_transformers_modules: --framework hf, or --implementation hf under any framework), the rule runs_eager_only
+   already used: `--framework megatron|generic --implementation hf --attention-kernel flash1` was answered (llama-3-8b
+   on 8 A100: 1,117.10 days, as flash). transformers 5.25.0's AttentionInterface maps flash_attention_2 / 3 / 4,
+   flex_attention, sdpa and eager (modeling_utils.py L5323-5330): no FlashAttention 1.
+2. --dp-overlap where the stated layout leaves dp 1 (every GPU in tp x pp, cp 1) is refused as --tp-overlap at tp 1
+   is (schema.layout_rules): llama-3.1-8b on 8 A100 at --tp 8 answered 1,239.44 days with --dp-overlap 0.9 and
+   without (the whole --json identical); at --tp 4 --cp 2 the gradient reduce over the 2 cp ranks moves it (945.18
+   days at 0.5, 945.14 without), so that stays answered, as does any count the planner lays out.
+3. A GPU count asked with no layout (for the global batch, the degrees given) says so once in plan's and train's
+   notes, naming the count and the smaller counts answering for it (jobs.plan.fallbacks_told.fallback_note).
+"""
+
+import pytest
+from helpers import field_refusal, web_refusal
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+
+def _four_doors(run_cli, client, tmp_path, job: str, route: str, ask: dict, field: str, fragment: str) -> str:
+    """The same one-line refusal from the CLI flags, a plan file, the web API and the Python API; returns it."""
+    import gpuplan
+    from gpuplan import InputError
+
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ask.items() if k != "model"]
+    flag = field_refusal(run_cli(job, "--model", ask["model"], *flags), field, fragment)
+    plan = tmp_path / "ask.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in ask.items()), encoding="utf-8")
+    planned = field_refusal(run_cli(job, str(plan)), f"{plan}: {field}", fragment)
+    web = web_refusal(client.post(f"/api/{route}", json=ask), field, fragment)
+    inputs, estimate = {"train": ("TrainingInputs", "estimate_training"),
+                        "plan": ("PlanInputs", "plan_report")}[job]
+    with pytest.raises(InputError) as api:
+        getattr(gpuplan, estimate)(getattr(gpuplan, inputs)(**ask))
+    assert flag.strip() == f"error: {web}" == f"error: {api.value}" == planned.strip().replace(f"{plan}: ", "")
+    return web
+
+
+# ---- 1. FlashAttention 1 under transformers' modules, whatever the framework -----------------------------------------
+
+@pytest.mark.parametrize("job, route, framework", [("train", "training", "megatron"), ("plan", "plan", "generic")])
+def test_flash1_under_transformers_modules_is_refused_at_every_door(run_cli, client, tmp_path, job, route, framework):
+    web = _four_doors(run_cli, client, tmp_path, job, route,
+                      {"model": "llama-3-8b", "gpus": 8, "gpu": "a100", "framework": framework,
+                       "implementation": "hf", "attention_kernel": "flash1"},
+                      "attention_kernel", f"transformers' modules (--framework {framework} with --implementation hf)")
+    assert web.endswith("give flash or eager, or leave --implementation hf out")
+
+
+def test_one_rule_decides_eager_only_and_flash1():
+    """runs_eager_only (gemma2 / gpt_oss under transformers) and fa1_refusal ask the same question."""
+    from gpuplan.catalog import load_model
+    from gpuplan.core.time.attention_core import fa1_refusal, runs_eager_only, runs_transformers_modules
+
+    spec = load_model("llama-3-8b")
+    for framework in ("megatron", "generic", "deepspeed", "hf", "torchtitan"):
+        for implementation in ("hf", "megatron", "megatron-local", "torchtitan", None):
+            modules = runs_transformers_modules(framework, implementation)
+            assert modules == (framework == "hf" or implementation == "hf")
+            assert runs_eager_only("gemma2", framework, implementation) == modules
+            why = fa1_refusal(spec, framework, None, False, implementation) or ""
+            assert ("transformers' modules" in why) == modules, (framework, implementation, why)
+    # Megatron-DeepSpeed (--implementation megatron) runs FlashAttention 1: still answered
+    assert fa1_refusal(spec, "deepspeed", None, False, "megatron") is None
+
+
+# ---- 2. --dp-overlap with no data-parallel communication ------------------------------------------------------------
+
+@pytest.mark.parametrize("job, route, ask", [("train", "training", {"tp": 8}), ("plan", "plan", {"tp": 4, "pp": 2})])
+def test_a_dp_overlap_at_dp_1_is_refused_at_every_door(run_cli, client, tmp_path, job, route, ask):
+    web = _four_doors(run_cli, client, tmp_path, job, route,
+                      {"model": "llama-3.1-8b", "gpus": 8, **ask, "dp_overlap": 0.9}, "dp_overlap", "there is none")
+    assert f"every GPU in tp {ask['tp']} x pp {ask.get('pp', 1)} (dp 1, cp 1)" in web
+
+
+def test_a_dp_overlap_where_data_ranks_exist_or_the_planner_chooses_answers():
+    """cp 2 at dp 1 (the data group is dp x cp: core.comm.dp_costs), tp 4 on 8 (pp left to the planner), no --gpus
+    (a deadline's search), several counts, and 0 (claims nothing) are all answered."""
+    from gpuplan import PlanInputs, TrainingInputs
+
+    for ask in ({"gpus": 8, "tp": 4, "cp": 2}, {"gpus": 8, "tp": 4}, {"days": 30, "tp": 8}, {"gpus": 8, "tp": 8,
+                                                                                                "dp_overlap": 0}):
+        assert TrainingInputs(model="llama-3.1-8b", **{"dp_overlap": 0.9, **ask})
+    assert PlanInputs(model="llama-3.1-8b", gpus="8,16", tp=8, dp_overlap=0.9)
+
+
+# ---- 3. a count asked with no layout says what answered for it -------------------------------------------------------
+
+def test_plan_and_train_say_once_which_counts_answer_a_count_with_no_layout():
+    """llama-3.1-8b's 7-sequence batch on 1,000 A100s: dp divides 7 (1 or 7), tp up to 8, and cp x pp = 125 has no
+    cp (5, 25, 125) that halves 4,096 tokens evenly: no layout. plan weighs the 160 smaller counts an exact batch
+    allows (3 to 992: planner.fallback.exact_batch_counts) and answers 704 GPUs; train (its article MFU) 768."""
+    from gpuplan import PlanInputs, TrainingInputs, estimate_training, plan_report
+
+    ask = {"model": "llama-3.1-8b", "gpus": 1000, "global_batch": 7}
+    plan = [n for n in plan_report(PlanInputs(**ask)).notes if n.startswith("no layout")]
+    assert plan == ["no layout runs a 7-sequence global batch on 1,000 GPUs: the layouts answering for it run on 160 "
+                    "smaller counts (3 to 992 GPUs), the rest left idle (GPU-hours and cost count the GPUs used)"]
+    train = [n for n in estimate_training(TrainingInputs(**ask)).notes if n.startswith("no layout")]
+    assert train == ["no layout runs a 7-sequence global batch on 1,000 GPUs: the layout answering for it runs on 768 "
+                     "GPUs, the rest left idle (GPU-hours and cost count the GPUs used)"]
+
+
+def test_idle_gpus_by_choice_get_no_fallback_note():
+    """The article's 1,349 GPUs: layouts exist on 1,349, the answer runs on 1,344 (faster there): no such note."""
+    from gpuplan import TrainingInputs, estimate_training
+
+    report = estimate_training(TrainingInputs(model="llama-3-8b", gpus=1349))
+    assert not [n for n in report.notes if n.startswith("no layout")]
