@@ -115,3 +115,39 @@ def test_a_budget_at_the_context_or_on_a_release_with_chunked_prefill_answers(re
     from gpuplan import InferenceInputs, estimate_inference
 
     assert estimate_inference(InferenceInputs(**ASK, engine=release, search=False, **ask))
+
+
+# ---- (d) a checkpoint format an SGLang release cannot load ---------------------------------------------------------
+
+@pytest.mark.parametrize("release", ["sglang==0.4.10.post2", "sglang==0.3.0"])
+def test_gpt_oss_mxfp4_on_an_sglang_release_without_mxfp4_is_refused_at_every_door(run_cli, client, tmp_path, release):
+    """No quantization/mxfp4.py nor models/gpt_oss.py in the 0.4.10.post2 wheel; '"mxfp4": Mxfp4Config' at
+    quantization/__init__.py@0.5.0rc0 L100. gpt-oss-120b on sglang==0.3.0 was answered (exit status 0) as MXFP4."""
+    web = _four_doors(run_cli, client, tmp_path, {"model": "gpt-oss-120b", "gpu": "h100", "engine": release},
+                      "quantization", "cannot load a mxfp4 checkpoint: SGLang loads them from 0.5.0rc0")
+    assert web.startswith("quantization: got 'mxfp4'; ")
+
+
+@pytest.mark.parametrize("older, first", [("sglang==0.4.5", "sglang==0.4.5.post1")])
+def test_an_nvfp4_checkpoint_is_refused_before_sglangs_first_build_with_it(run_cli, tmp_path, older, first):
+    """ModelOptFp4Config is absent from modelopt_quant.py in the 0.4.5 wheel and at L224 of 0.4.5.post1's
+    ('"modelopt_fp4": ModelOptFp4Config', quantization/__init__.py@0.4.5.post1 L75)."""
+    import json
+
+    from gpuplan.catalog.paths import CATALOG
+
+    config = json.loads((CATALOG / "models" / "llama-3-8b.json").read_text())["config"]
+    config["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4"}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    ask = ("infer", "--model", str(tmp_path / "config.json"), "--gpu", "b200", "--engine")
+    field_refusal(run_cli(*ask, older), "quantization", "cannot load a nvfp4 checkpoint: SGLang loads them from "
+                  "0.4.5.post1")
+    assert run_cli(*ask, first)[0] == 0
+
+
+@pytest.mark.parametrize("release", ["sglang==0.5.0rc0", "sglang==0.5.1", "sglang"])
+def test_gpt_oss_on_the_first_sglang_build_with_mxfp4_answers(release):
+    from gpuplan import InferenceInputs, estimate_inference
+
+    report = estimate_inference(InferenceInputs(model="gpt-oss-120b", gpu="h100", engine=release, search=False))
+    assert report.value("weights_per_gpu") > 0

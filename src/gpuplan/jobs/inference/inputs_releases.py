@@ -190,6 +190,22 @@ Not gated, for want of a wheel read at the first release: marlin (absent 0.3.0, 
 0.5.0)."""
 
 
+SGLANG_CHECKPOINT_SINCE = {
+    "nvfp4": ("0.4.5.post1", "ModelOptFp4Config, 'modelopt_fp4', first in the 0.4.5.post1 wheel"),
+    "mxfp4": ("0.5.0rc0", "Mxfp4Config, 'mxfp4', first in the 0.5.0rc0 wheel")}
+"""The first SGLang build that loads each checkpoint format keyed as VLLM_CHECKPOINT_SINCE is (checkpoint_key), read
+from the release wheels (pip download --no-deps sglang==X, unzip; 2026-12-06, wave 16 X4):
+
+- nvfp4 (ModelOpt NVFP4): 0.4.5.post1. sglang/srt/layers/quantization/modelopt_quant.py has no ModelOptFp4Config in
+  the 0.3.0, 0.4.3, 0.4.4 and 0.4.5 wheels; it is at modelopt_quant.py@0.4.5.post1 L224, registered as
+  '"modelopt_fp4": ModelOptFp4Config' at quantization/__init__.py@0.4.5.post1 L75.
+- mxfp4 (gpt-oss): 0.5.0rc0. No quantization/mxfp4.py nor models/gpt_oss.py in the 0.4.9, 0.4.10 and 0.4.10.post2
+  wheels; both in 0.5.0rc0's ('"mxfp4": Mxfp4Config' at quantization/__init__.py@0.5.0rc0 L100). PyPI has no final
+  0.5.0: the next final build is 0.5.1.
+gpuplan reads 0.5.0rc0 as (0, 5, 0) (core.serving.releases.parse_version keeps no rc number), after 0.4.10.post2.
+TensorRT-LLM's first releases with either format were not read: not gated."""
+
+
 def checkpoint_key(quant_method: object, fmt_name: str) -> str | None:
     """The VLLM_CHECKPOINT_SINCE key of a checkpoint: its quant_method where listed (gptq, gptq_marlin), else the
     format read (``fmt_name`` without its '(attention bf16)' note) where listed (nvfp4, mxfp4); None: not gated."""
@@ -203,8 +219,15 @@ def check_formats(weights: str, kv_dtype: str, release, quoted: str | None = Non
     """InputError naming ``quantization`` where the vLLM ``release`` serves no ``weights`` (the dtype the format's
     matmuls run in: --quantization as given, or a checkpoint's format, quoted as ``quoted``) or cannot load the
     ``checkpoint`` format (a checkpoint_key), or ``kv_dtype`` where it has no FP8 KV cache (VLLM_WEIGHTS_SINCE,
-    VLLM_CHECKPOINT_SINCE, VLLM_KV_FP8_SINCE); other engines are not gated (their oldest releases modelled were not
-    read for these)."""
+    VLLM_CHECKPOINT_SINCE, VLLM_KV_FP8_SINCE), or where the SGLang ``release`` cannot load the ``checkpoint``
+    (SGLANG_CHECKPOINT_SINCE); SGLang's flags and TensorRT-LLM are not gated (their oldest releases modelled were
+    not read for these)."""
+    if release is not None and release.engine == "sglang" and checkpoint in SGLANG_CHECKPOINT_SINCE:
+        first, evidence = SGLANG_CHECKPOINT_SINCE[checkpoint]
+        if release.version < parse_version(first, "sglang"):
+            raise InputError("quantization", quoted or checkpoint, f"{release.label} cannot load a {checkpoint} "
+                             f"checkpoint: SGLang loads them from {first} ({evidence}); give --engine "
+                             f"sglang=={first} or later, or another --quantization")
     if release is None or release.engine != "vllm":
         return
     since = VLLM_CHECKPOINT_SINCE.get(checkpoint) if checkpoint is not None else None
