@@ -151,3 +151,29 @@ def test_gpt_oss_on_the_first_sglang_build_with_mxfp4_answers(release):
 
     report = estimate_inference(InferenceInputs(model="gpt-oss-120b", gpu="h100", engine=release, search=False))
     assert report.value("weights_per_gpu") > 0
+
+
+# ---- (e) LoRA adapters on the SGLang release before its LoRA ------------------------------------------------------
+
+@pytest.mark.parametrize("field, value", [("enable_lora", True), ("max_loras", 4)])
+def test_lora_on_sglang_0_3_0_is_refused_at_every_door(run_cli, client, tmp_path, field, value):
+    """The 0.3.0 wheel's server_args.py has no --lora-paths / --max-loras-per-batch and it ships no srt/lora/; both
+    are at server_args.py@0.3.1 L531 / L538. `--engine sglang==0.3.0 --enable-lora` sized adapter slots, exit 0."""
+    from gpuplan import InferenceInputs, InputError, estimate_inference
+
+    ask = {**ASK, "engine": "sglang==0.3.0", field: value}
+
+    flag = field_refusal(run_cli("infer", "--model", "llama-3-8b", "--gpu", "h100", "--engine", "sglang==0.3.0",
+                                 *(["--enable-lora"] if field == "enable_lora" else ["--max-loras", str(value)])),
+                         field, "serves no LoRA adapters: SGLang has them from 0.3.1")
+    web = web_refusal(client.post("/api/inference", json=ask), field)
+    with pytest.raises(InputError) as api:
+        estimate_inference(InferenceInputs(**ask))
+    assert flag.strip() == f"error: {web}" == f"error: {api.value}"
+    assert web.endswith("give --engine sglang==0.3.1 or later")
+
+
+def test_lora_on_sglang_0_3_1_answers():
+    from gpuplan import InferenceInputs, estimate_inference
+
+    assert estimate_inference(InferenceInputs(**ASK, engine="sglang==0.3.1", enable_lora=True, search=False))

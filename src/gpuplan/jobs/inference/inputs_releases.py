@@ -143,12 +143,22 @@ def check_eagle3_target(speculative: str, model_type: str, release) -> None:
                              f"only supported for ...'); give a {which} model{newer}, or --speculative eagle")
 
 
+SGLANG_LORA_SINCE = (0, 3, 1)
+"""The first SGLang build that serves LoRA adapters: --lora-paths and --max-loras-per-batch are absent from the
+0.3.0 wheel's server_args.py (and it ships no sglang/srt/lora/), first at server_args.py@0.3.1 L531 and L538 with
+srt/lora/ (wheels read 2026-12-06, wave 16 X4). 0.3.0 is the oldest SGLang release modelled."""
+
+
 def check_lora(field: str, value: object, release) -> None:
-    """InputError naming ``field`` (enable_lora or max_loras, whichever turned LoRA on) where the vLLM ``release``
-    serves no adapters."""
+    """InputError naming ``field`` (enable_lora or max_loras, whichever turned LoRA on) where the vLLM or SGLang
+    ``release`` serves no adapters (VLLM_LORA_SINCE, SGLANG_LORA_SINCE)."""
     if release.engine == "vllm" and release.version < VLLM_LORA_SINCE:
         raise InputError(field, value, f"{release.label} serves no LoRA adapters: vLLM has them from 0.3.0 (vllm PR "
                          "1804, 'Add multi-LoRA support', --enable-lora); give --engine vllm==0.3 or later")
+    if release.engine == "sglang" and release.version < SGLANG_LORA_SINCE:
+        raise InputError(field, value, f"{release.label} serves no LoRA adapters: SGLang has them from 0.3.1 "
+                         "(--lora-paths, --max-loras-per-batch first in server_args.py of the 0.3.1 wheel); give "
+                         "--engine sglang==0.3.1 or later")
 
 
 VLLM_KV_FP8_SINCE = (0, 3, 0)
