@@ -156,8 +156,10 @@ def write_big(path, first, line, end=""):
     return path
 
 
-def refused_quickly(path, *flags, fragment, seconds=1.0, megabytes=40):
-    """load_measurement refuses ``path`` within ``seconds`` and ``megabytes`` of Python memory."""
+def refused_quickly(path, *flags, fragment, seconds=5.0, megabytes=40):
+    """load_measurement refuses ``path`` within ``seconds`` and ``megabytes`` of Python memory. The memory bound is
+    what tells a reader that stopped at its limit from one that read the 24 MiB whole; ``seconds`` only guards a
+    hang (1 s was exceeded, 1.05 s, on a 2-core host running the suite on 4 workers under tracemalloc)."""
     import time
     import tracemalloc
 
