@@ -177,3 +177,23 @@ def test_lora_on_sglang_0_3_1_answers():
     from gpuplan import InferenceInputs, estimate_inference
 
     assert estimate_inference(InferenceInputs(**ASK, engine="sglang==0.3.1", enable_lora=True, search=False))
+
+
+# ---- (f) CUDA-graph memory on a release that captures no graph ----------------------------------------------------
+
+@pytest.mark.parametrize("release", ["trtllm==0.9", "vllm==0.2.0"])
+def test_cuda_graph_memory_on_a_release_without_graphs_is_refused_at_every_door(run_cli, client, tmp_path, release):
+    """gpuplan times every step of TensorRT-LLM before 1.0 and of vLLM before 0.2.6 eagerly (kernels.graph_max_tokens_of
+    is 0; --graph-layer-us is refused there). --cuda-graph-gib 5 on trtllm==0.9 still took 5 GiB from
+    llama-3-8b's KV cache on one H100 (113 -> 104 sequences at 4,096 tokens); on vllm==0.2.0 it changed only the
+    logged graph size."""
+    web = _four_doors(run_cli, client, tmp_path, {**ASK, "engine": release, "cuda_graph_gib": 5}, "cuda_graph_gib",
+                      "sizes CUDA-graph memory, and ")
+    assert "captures none (every step eager): drop it, or give a release with graphs" in web
+
+
+@pytest.mark.parametrize("release, gib", [("trtllm==0.9", 0), ("trtllm==1.0", 5), ("vllm==0.2.6", 5)])
+def test_cuda_graph_memory_of_zero_or_on_a_release_with_graphs_answers(release, gib):
+    from gpuplan import InferenceInputs, estimate_inference
+
+    assert estimate_inference(InferenceInputs(**ASK, engine=release, cuda_graph_gib=gib, search=False))
