@@ -197,3 +197,33 @@ def test_cuda_graph_memory_of_zero_or_on_a_release_with_graphs_answers(release, 
     from gpuplan import InferenceInputs, estimate_inference
 
     assert estimate_inference(InferenceInputs(**ASK, engine=release, cuda_graph_gib=gib, search=False))
+
+
+# ---- (g) disaggregated prefill / decode on a release without it ---------------------------------------------------
+
+@pytest.mark.parametrize("release, first", [("vllm==0.6.4", "0.6.5"), ("sglang==0.4.4.post1", "0.4.4.post2")])
+def test_disaggregation_on_a_release_without_it_is_refused_at_every_door(run_cli, client, tmp_path, release, first):
+    """vLLM's --kv-transfer-config (the prefill / decode connector) is first at engine/arg_utils.py@v0.6.5 L931 with
+    distributed/kv_transfer/, absent from the 0.6.4.post1 wheel; SGLang's --disaggregation-mode at
+    server_args.py@0.4.4.post2 L1089 with srt/disaggregation/, absent from 0.4.4.post1's. Both sized two pools."""
+    from gpuplan import InferenceInputs, InputError, estimate_inference
+
+    ask = {"model": "llama-3-8b", "rps": 1, "ttft_p99": "1s", "tpot": "100ms", "disaggregate": True,
+           "engine": release}
+
+    flag = field_refusal(run_cli("infer", "--model", "llama-3-8b", "--rps", "1", "--ttft-p99", "1s", "--tpot", "100ms",
+                                 "--disaggregate", "--engine", release), "disaggregate", f"has it from {first}")
+    web = web_refusal(client.post("/api/inference", json=ask), "disaggregate")
+    with pytest.raises(InputError) as api:
+        estimate_inference(InferenceInputs(**ask))
+    assert flag.strip() == f"error: {web}" == f"error: {api.value}"
+    assert web.endswith(f"give --engine {release.split('==')[0]}=={first} or later, or --no-disaggregate")
+
+
+@pytest.mark.parametrize("release", ["vllm==0.6.5", "sglang==0.4.4.post2", "trtllm==0.9"])
+def test_disaggregation_from_the_first_release_with_it_answers(release):
+    """TensorRT-LLM's first release with disaggregated serving was not read: not gated."""
+    from gpuplan import InferenceInputs
+
+    assert InferenceInputs(model="llama-3-8b", rps=1, ttft_p99="1s", tpot="100ms", disaggregate=True,
+                           engine=release).disaggregate

@@ -283,6 +283,26 @@ VLLM_CHUNKED_PREFILL_SINCE = (0, 4, 1)
 read it there); config.py@v0.4.1 L596-597 lifts it under enable_chunked_prefill (wheels read 2026-12-06)."""
 
 
+DISAGGREGATION_SINCE = {"vllm": ("0.6.5", "--kv-transfer-config and distributed/kv_transfer/ first in the 0.6.5 "
+                                   "wheel, engine/arg_utils.py@v0.6.5 L931; absent from 0.6.4.post1's"),
+                        "sglang": ("0.4.4.post2", "--disaggregation-mode and srt/disaggregation/ first in the "
+                                   "0.4.4.post2 wheel, server_args.py@0.4.4.post2 L1089; absent from 0.4.4.post1's")}
+"""The first build of each engine that splits prefill and decode into separate instances (--disaggregate), read
+from the release wheels (pip download --no-deps, unzip; 2026-12-06, wave 16 X4). TensorRT-LLM's first release with
+disaggregated serving was not read: not gated."""
+
+
+def check_features(release, pp: int, prefix_hit: float, disaggregate: bool) -> None:
+    """check_pipeline, check_prefix_cache and the DISAGGREGATION_SINCE gate for one ask (InferenceInputs)."""
+    check_pipeline(pp, release)
+    check_prefix_cache(prefix_hit, release)
+    first = DISAGGREGATION_SINCE.get(release.engine) if disaggregate and release is not None else None
+    if first is not None and release.version < parse_version(first[0], release.engine):
+        raise InputError("disaggregate", True, f"{release.label} runs no disaggregated prefill / decode: "
+                         f"{ENGINE_NAMES[release.engine]} has it from {first[0]} ({first[1]}); give --engine "
+                         f"{release.engine}=={first[0]} or later, or --no-disaggregate")
+
+
 def check_pipeline(pp: int, release) -> None:
     """InputError naming ``pp`` where the ``release`` (core.serving.releases.EngineRelease) has no pipeline
     parallelism (VLLM_PP_SINCE, SGLANG_PP_SINCE)."""

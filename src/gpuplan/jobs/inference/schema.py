@@ -257,8 +257,7 @@ class InferenceInputs(ModelFields):
                              "tokens per step, or a shorter --context / --prompt")
         IR.check_speculative(self.speculative, self.release)
         IR.check_formats(self.quantization, self.kv_dtype, self.release)
-        IR.check_pipeline(self.pp_degree, self.release)
-        IR.check_prefix_cache(self.prefix_hit, self.release)
+        IR.check_features(self.release, self.pp_degree, self.prefix_hit, self.disaggregate)
         if self.draft_model is not None and self.speculative != "draft":
             raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
         for name in ("spec_tokens", "spec_acceptance"):
