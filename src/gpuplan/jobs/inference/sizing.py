@@ -128,6 +128,13 @@ def replica_steps_by_gpu(plan: Plan) -> dict[str, dict]:
     return {gpu.id: _replica_steps(plan, gpu) for gpu in serving_gpus(plan)}
 
 
+def asked_price(plan: Plan, gpu, price: float | None) -> float | None:
+    """The user's --price (USD per GPU-hour) on the GPU type asked (plan.gpu), None (the price catalog's) on every
+    other type the sizing tries: it priced an A100 40GB PCIe at an H100's $2 (hostile w16 X4), where the search
+    without --rps prices the other types from the catalog (alternatives.search_table)."""
+    return price if gpu.id == plan.gpu.id else None
+
+
 def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None, *,
                     timed: dict[str, dict] | None = None) -> list[SizedConfig]:
     """Every (GPU type, TP) that meets the target, cheapest first; GPU types where vLLM would refuse
@@ -139,7 +146,7 @@ def size_for_target(plan: Plan, target: LoadTarget, price: float | None = None, 
                                RP.server_hold_seconds(plan.setup.runtime, plan.prompt))
             if replica is None:
                 continue
-            cost, source = price_for(gpu.id, price)
+            cost, source = price_for(gpu.id, asked_price(plan, gpu, price))
             found.append(SizedConfig(gpu, tp, replica, replicas_for(target, replica), cost, source,
                                      (prefill, decode, cap)))
     return sorted(found, key=lambda c: (c.cost_per_hour is None, c.cost_per_hour or 0.0, c.gpus))
@@ -200,7 +207,7 @@ def disaggregated_by_gpu(plan: Plan, target: LoadTarget, price: float | None = N
     ``timed``: replica_steps_by_gpu, if already timed."""
     found: dict[str, tuple[Pool, Pool]] = {}
     for gpu in serving_gpus(plan):
-        price_h, source = price_for(gpu.id, price)
+        price_h, source = price_for(gpu.id, asked_price(plan, gpu, price))
         steps = timed[gpu.id] if timed else _replica_steps(plan, gpu)
         decodes = {}
         for tp, (_, decode, cap) in steps.items():
