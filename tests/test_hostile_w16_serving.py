@@ -1,19 +1,21 @@
 """Hostile inputs, wave 16 (2026-12-06, helper X4): the serving doors (`infer`, its --rps sizing, POST
 /api/inference, gpuplan.estimate_inference) swept by scripts outside the suite: in-process `gpuplan.cli.main` under a
-SIGALRM time box and the web app through its TestClient, 316 cases (every infer option at 0 / negative / inf / nan /
-1e308 / fractional / fullwidth / look-alike values, engine releases from vllm==0.0.1 to ==99 with the features the
-release gates cover, pairs that cannot go together, GB200 tp 8 / 16 / 64 / 72, and 59 web bodies of wrong types, extra
-keys, duplicate keys, NaN / Infinity / 1e999 and non-object JSON). No traceback, hang or refusal over one line; the
-slowest case took 0.7 s. A refusal is one line naming the field and what is valid (exit status 2, 4xx), the same at
-every door.
+SIGALRM time box and the web app through its TestClient. About 300 CLI asks (every infer option at 0 / negative / inf
+/ nan / 1e308 / fractional / fullwidth / look-alike values, engine releases from vllm==0.0.1 to ==99 with the features
+the release gates cover, pairs that cannot go together, GB200 / GB300 tp 8 / 16 / 64 / 72), 59 web bodies (wrong
+types, extra and misspelt keys, duplicate keys, NaN / Infinity / 1e999, non-object JSON) and 266 asks through all four
+doors (flags, plan file, web, API: 29 numeric options x 9 edge values, and release pairs), every pair of doors giving
+the same line or both answering. No traceback, hang or refusal over one line; the slowest ask took 2.2 s (four doors).
 
-Found: an engine release answered a feature it does not have, where the wheels show its server refuses it -- (a) --pp
+Found, each answered with exit status 0 before: an engine release given a feature its wheel shows it lacks -- (a) --pp
 > 1 on vLLM before 0.5.1 and SGLang before 0.4.6.post2 (`--engine vllm==0.5.0 --pp 2` put 8.03 GB of llama-3-8b's
 weights on each of two stages); (b) --prefix-hit > 0 on vLLM before 0.4.0 (no --enable-prefix-caching: --prefix-hit
 0.5 cut the TTFT 90.4 -> 51.4 ms for a cache the server does not have); (c) --prefill-tokens below the context on vLLM
-before 0.4.1 (no chunked prefill: SchedulerConfig refuses max_num_batched_tokens < max_model_len; it answered with
-exit status 0). Each is gated in jobs/inference/inputs_releases.py (VLLM_PP_SINCE, SGLANG_PP_SINCE,
-VLLM_PREFIX_CACHING_SINCE, VLLM_CHUNKED_PREFILL_SINCE), read from the release wheels.
+before 0.4.1 (no chunked prefill: SchedulerConfig refuses max_num_batched_tokens < max_model_len); (d) an MXFP4
+(gpt-oss) checkpoint on SGLang before 0.5.0rc0, ModelOpt NVFP4 before 0.4.5.post1; (e) LoRA on SGLang 0.3.0; (f)
+--cuda-graph-gib > 0 on a release timed eagerly throughout (trtllm==0.9: 5 GiB off the KV cache); (g) --disaggregate
+on vLLM before 0.6.5 and SGLang before 0.4.4.post2. Each is gated in jobs/inference/inputs_releases.py (and
+InferenceInputs._check_graph_layer for (f)). And (h) --rps priced every catalog GPU type at the one --price given.
 """
 
 import pytest
