@@ -207,6 +207,26 @@ def web_refusal(response, field: str, fragment: str = "") -> str:
     return message
 
 
+def four_door_refusal(run_cli, client, tmp_path, job: str, route: str, ask: dict, field: str, fragment: str) -> str:
+    """The same one-line refusal from the CLI flags, a plan file, the web API and the Python API; returns it."""
+    import pytest
+
+    import gpuplan
+    from gpuplan import InputError
+
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ask.items() if k != "model"]
+    flag = field_refusal(run_cli(job, "--model", ask["model"], *flags), field, fragment)
+    plan = tmp_path / "ask.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in ask.items()), encoding="utf-8")
+    planned = field_refusal(run_cli(job, str(plan)), f"{plan}: {field}", fragment)
+    web = web_refusal(client.post(f"/api/{route}", json=ask), field, fragment)
+    inputs, estimate = {"train": ("TrainingInputs", "estimate_training"), "budget": ("BudgetInputs", "estimate_budget"),
+                        "plan": ("PlanInputs", "plan_report"), "memory": ("MemoryInputs", "estimate_memory")}[job]
+    with pytest.raises(InputError) as api:
+        getattr(gpuplan, estimate)(getattr(gpuplan, inputs)(**ask))
+    assert flag.strip() == f"error: {web}" == f"error: {api.value}" == planned.strip().replace(f"{plan}: ", "")
+    return web
+
 def debugmodel_config(folder: Path) -> str:
     """torchtitan's llama3 debugmodel (torchtitan/models/llama3/__init__.py@b5bcd76 _debugmodel: dim 256, 16 heads,
     6 layers, vocab 2048, untied lm_head; FFN compute_ffn_hidden_dim(256, multiple_of=256) = 768) as a config.json."""

@@ -14,35 +14,17 @@
 """
 
 import pytest
-from helpers import field_refusal, web_refusal
+from helpers import four_door_refusal
 
 pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
 
-
-def _four_doors(run_cli, client, tmp_path, job: str, route: str, ask: dict, field: str, fragment: str) -> str:
-    """The same one-line refusal from the CLI flags, a plan file, the web API and the Python API; returns it."""
-    import gpuplan
-    from gpuplan import InputError
-
-    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ask.items() if k != "model"]
-    flag = field_refusal(run_cli(job, "--model", ask["model"], *flags), field, fragment)
-    plan = tmp_path / "ask.yaml"
-    plan.write_text("".join(f"{k}: {v}\n" for k, v in ask.items()), encoding="utf-8")
-    planned = field_refusal(run_cli(job, str(plan)), f"{plan}: {field}", fragment)
-    web = web_refusal(client.post(f"/api/{route}", json=ask), field, fragment)
-    inputs, estimate = {"train": ("TrainingInputs", "estimate_training"),
-                        "plan": ("PlanInputs", "plan_report")}[job]
-    with pytest.raises(InputError) as api:
-        getattr(gpuplan, estimate)(getattr(gpuplan, inputs)(**ask))
-    assert flag.strip() == f"error: {web}" == f"error: {api.value}" == planned.strip().replace(f"{plan}: ", "")
-    return web
 
 
 # ---- 1. FlashAttention 1 under transformers' modules, whatever the framework -----------------------------------------
 
 @pytest.mark.parametrize("job, route, framework", [("train", "training", "megatron"), ("plan", "plan", "generic")])
 def test_flash1_under_transformers_modules_is_refused_at_every_door(run_cli, client, tmp_path, job, route, framework):
-    web = _four_doors(run_cli, client, tmp_path, job, route,
+    web = four_door_refusal(run_cli, client, tmp_path, job, route,
                       {"model": "llama-3-8b", "gpus": 8, "gpu": "a100", "framework": framework,
                        "implementation": "hf", "attention_kernel": "flash1"},
                       "attention_kernel", f"transformers' modules (--framework {framework} with --implementation hf)")
@@ -70,7 +52,7 @@ def test_one_rule_decides_eager_only_and_flash1():
 
 @pytest.mark.parametrize("job, route, ask", [("train", "training", {"tp": 8}), ("plan", "plan", {"tp": 4, "pp": 2})])
 def test_a_dp_overlap_at_dp_1_is_refused_at_every_door(run_cli, client, tmp_path, job, route, ask):
-    web = _four_doors(run_cli, client, tmp_path, job, route,
+    web = four_door_refusal(run_cli, client, tmp_path, job, route,
                       {"model": "llama-3.1-8b", "gpus": 8, **ask, "dp_overlap": 0.9}, "dp_overlap", "there is none")
     assert f"every GPU in tp {ask['tp']} x pp {ask.get('pp', 1)} (dp 1, cp 1)" in web
 

@@ -11,30 +11,12 @@ torchtitan (FSDP2 without reshard after forward); --contingency 100% and above (
 """
 
 import pytest
-from helpers import field_refusal, web_refusal
+from helpers import field_refusal, four_door_refusal
 
 pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
 
 TRAIN = {"model": "llama-3-8b", "gpus": 16}
 
-
-def _four_doors(run_cli, client, tmp_path, job: str, route: str, ask: dict, field: str, fragment: str) -> str:
-    """The same one-line refusal from the CLI flags, a plan file, the web API and the Python API; returns it."""
-    import gpuplan
-    from gpuplan import InputError
-
-    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ask.items() if k != "model"]
-    flag = field_refusal(run_cli(job, "--model", ask["model"], *flags), field, fragment)
-    plan = tmp_path / "ask.yaml"
-    plan.write_text("".join(f"{k}: {v}\n" for k, v in ask.items()), encoding="utf-8")
-    planned = field_refusal(run_cli(job, str(plan)), f"{plan}: {field}", fragment)
-    web = web_refusal(client.post(f"/api/{route}", json=ask), field, fragment)
-    inputs, estimate = {"train": ("TrainingInputs", "estimate_training"), "budget": ("BudgetInputs", "estimate_budget"),
-                        "plan": ("PlanInputs", "plan_report"), "memory": ("MemoryInputs", "estimate_memory")}[job]
-    with pytest.raises(InputError) as api:
-        getattr(gpuplan, estimate)(getattr(gpuplan, inputs)(**ask))
-    assert flag.strip() == f"error: {web}" == f"error: {api.value}" == planned.strip().replace(f"{plan}: ", "")
-    return web
 
 
 # ---- (a) a CUDA / ROCm framework on a TPU ---------------------------------------------------------------------------
@@ -48,7 +30,7 @@ def test_a_cuda_framework_on_a_tpu_is_refused_at_every_door(run_cli, client, tmp
     torchtitan's device is torch's available type or 'cuda' (tools/utils.py@b5bcd76 L54-57; XLA is none of them),
     DeepSpeed's accelerator list has no TPU (accelerator/real_accelerator.py@edaa722 L23), the hf profile is
     transformers on CUDA tensors: each was answered on a TPU. The refusal names generic, the neutral model."""
-    web = _four_doors(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": gpu, "framework": framework},
+    web = four_door_refusal(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": gpu, "framework": framework},
                       "framework", "CUDA devices" if framework == "hf" else "runs on CUDA / ROCm devices")
     assert "not on a Google Cloud TPU v" in web
     # transformers' Trainer does run on TPUs (torch_xla): for hf the line says what gpuplan's profile models (R4 S3)
@@ -56,7 +38,7 @@ def test_a_cuda_framework_on_a_tpu_is_refused_at_every_door(run_cli, client, tmp
 
 
 def test_memory_refuses_a_tpu_among_the_gpus_it_compares_under_a_cuda_framework(run_cli, client, tmp_path):
-    _four_doors(run_cli, client, tmp_path, "memory", "memory", {"model": "llama-3-8b", "gpu": "h100",
+    four_door_refusal(run_cli, client, tmp_path, "memory", "memory", {"model": "llama-3-8b", "gpu": "h100",
                 "compare": "h100,tpu-v5p", "framework": "torchtitan"}, "framework", "give --framework generic")
 
 
@@ -85,7 +67,7 @@ def test_gpus_per_node_past_the_parts_domain_is_refused_at_every_door(run_cli, c
                                                                       per_node, fragment, most):
     """The link model times a group inside the node on the scale-up fabric (core.comm.topology.Cluster.link): 72
     H100s a node were 72 on NVLink, where an HGX board joins 8 (catalog h100-sxm.toml domain_size 8)."""
-    web = _four_doors(run_cli, client, tmp_path, job, route, {**TRAIN, "gpus": 144, "gpu": gpu,
+    web = four_door_refusal(run_cli, client, tmp_path, job, route, {**TRAIN, "gpus": 144, "gpu": gpu,
                                                               "gpus_per_node": per_node}, "gpus_per_node", fragment)
     assert web.endswith(f"give 1 to {most}")
 
@@ -172,7 +154,7 @@ def test_an_overlap_of_communication_the_layout_lacks_is_refused_at_every_door(r
                                                                              ask, field):
     """llama-3-8b on 8 H100 at tp 1: 262.374 days with --tp-overlap 0.9 and without; mixtral-8x7b on 16 at ep 1:
     283.788 both (measured before the rule: the share multiplies a communication time of 0)."""
-    _four_doors(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": "h100", **ask}, field, "there is none")
+    four_door_refusal(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": "h100", **ask}, field, "there is none")
 
 
 def test_an_overlap_of_zero_or_with_the_degree_left_to_the_planner_answers():
@@ -194,7 +176,7 @@ def test_qlora_under_a_framework_without_nf4_weights_is_refused_at_every_door(ru
     components/lora.py wraps Linear or Float8Linear). QLoRA's NF4 base is bitsandbytes' under transformers + peft."""
     ask = {"model": "llama-3-8b", "gpu": "h100", "finetune": "qlora", "framework": framework,
            **({"gpus": 8} if job == "train" else {})}
-    _four_doors(run_cli, client, tmp_path, job, route, ask, "finetune", "give --finetune lora, or --framework hf")
+    four_door_refusal(run_cli, client, tmp_path, job, route, ask, "finetune", "give --finetune lora, or --framework hf")
 
 
 @pytest.mark.parametrize("ask", [{"framework": "hf"}, {"framework": "deepspeed"}, {}, {"framework": "megatron",
@@ -215,7 +197,7 @@ def test_qlora_under_transformers_or_lora_under_megatron_answers(ask):
                                              ("memory", "memory", {"gpu": "h100", "compare": "h100,mi355x"})])
 def test_llmc_on_a_part_that_is_not_nvidias_is_refused_at_every_door(run_cli, client, tmp_path, job, route, ask):
     """karpathy/llm.c@f1e2ace is 'pure C/CUDA' (README L3); AMD support is a separate fork (README L203-206)."""
-    _four_doors(run_cli, client, tmp_path, job, route, {"model": "gpt2", "framework": "llmc", **ask}, "framework",
+    four_door_refusal(run_cli, client, tmp_path, job, route, {"model": "gpt2", "framework": "llmc", **ask}, "framework",
                 "is C and CUDA for NVIDIA GPUs only")
 
 
@@ -237,7 +219,7 @@ def test_an_optimizer_the_framework_has_not_is_refused_at_every_door(run_cli, cl
     """Megatron-Core's --optimizer choices are adam, sgd, muon, dist_muon (megatron/training/arguments.py@core_v0.16.1
     L2056-2058); torchtitan's factories Adam, AdamW, DistMuon, else NotImplementedError('Optimizer {name} not added.')
     (components/optimizer/optimizer.py@b5bcd76 L143-150)."""
-    _four_doors(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": "h100", "framework": framework,
+    four_door_refusal(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": "h100", "framework": framework,
                                                         "optimizer": optimizer}, "optimizer", f"has no {optimizer}")
 
 
@@ -270,7 +252,7 @@ def test_an_attention_option_that_changes_nothing_is_refused_at_every_door(run_c
     before the rules). torchtitan's attention imports SDPA, FlexAttention and varlen_attn only
     (models/common/attention.py@b5bcd76 L24-39); the deepspeed profile trains transformers' modules (FA2 or SDPA)."""
     base = {"model": "llama-3-8b", "gpu": "h100", **({"gpus": 16} if job != "memory" else {})}
-    _four_doors(run_cli, client, tmp_path, job, route, {**base, **ask}, field, fragment)
+    four_door_refusal(run_cli, client, tmp_path, job, route, {**base, **ask}, field, fragment)
 
 
 # ---- (i) a moment width the 8-bit optimizer does not have -------------------------------------------------------------
@@ -280,7 +262,7 @@ def test_a_moment_dtype_with_eight_bit_adam_is_refused_at_every_door(run_cli, cl
     """memory llama-3-8b on 8 H100 with --optimizer adam8bit: 1.873 GiB of optimizer states with --moment-dtype bf16,
     fp32 or neither (measured before the rule); with adamw 7.479 -> 3.739 GiB at bf16."""
     ask = {"model": "llama-3-8b", "gpu": "h100", "gpus": 8, "optimizer": "adam8bit", "moment_dtype": "bf16"}
-    _four_doors(run_cli, client, tmp_path, job, route, ask, "moment_dtype", "keeps its moments in 8 bits")
+    four_door_refusal(run_cli, client, tmp_path, job, route, ask, "moment_dtype", "keeps its moments in 8 bits")
 
 
 # ---- review w15 R4: the rules above narrowed to where the option is a no-op or the framework refuses ---------------
@@ -328,7 +310,7 @@ def test_a_moment_dtype_with_an_optimizer_megatron_does_not_narrow_is_refused(ru
     (muon.py L207-212)."""
     ask = {"model": "llama-3-8b", "gpu": "h100", "gpus": 8, "framework": "megatron", "optimizer": optimizer,
            "moment_dtype": "bf16"}
-    _four_doors(run_cli, client, tmp_path, job, route, ask, "moment_dtype", fragment)
+    four_door_refusal(run_cli, client, tmp_path, job, route, ask, "moment_dtype", fragment)
 
 
 def test_bf16_moments_under_torchtitan_answer_and_halve_the_states():
@@ -351,7 +333,7 @@ def test_megatron_muon_with_a_layout_megatron_refuses_is_refused(run_cli, client
                                                                  fragment):
     """R4 M5: arguments.py@core_v0.16.1 L1178-1186 asserts no distributed optimizer, torch FSDP2 or Megatron-FSDP
     with Muon; muon.py L192-196 raises under fp16. Each was answered (exit 0)."""
-    _four_doors(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": "h100", "framework": "megatron",
+    four_door_refusal(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": "h100", "framework": "megatron",
                                                         "optimizer": "muon", **ask}, field, fragment)
 
 
@@ -388,7 +370,7 @@ def test_attention_efficiency_on_a_model_transformers_runs_eager_is_refused(run_
     kernel: gemma-2-9b on 16 A100 (ZeRO 3, mb 1, full recompute) 1,149.10 days under hf and 950.37 under deepspeed,
     with --attention-efficiency 0.05 and without (measured before the rule)."""
     ask = {"model": "gemma-2-9b", "gpu": "a100", "gpus": 16, "framework": framework, "attention_efficiency": 0.05}
-    _four_doors(run_cli, client, tmp_path, job, route, ask, "attention_efficiency", "with eager attention")
+    four_door_refusal(run_cli, client, tmp_path, job, route, ask, "attention_efficiency", "with eager attention")
 
 
 def test_attention_efficiency_on_that_model_under_megatron_deepspeed_answers():
