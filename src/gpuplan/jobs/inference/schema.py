@@ -19,7 +19,6 @@ from gpuplan.core.serving import speculative as S
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference import inputs_group as IG
 from gpuplan.jobs.inference import inputs_releases as IR
-from gpuplan.jobs.inference.inputs_price import check_price_asked
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.model_fields import ModelFields
@@ -249,7 +248,6 @@ class InferenceInputs(ModelFields):
         if (self.prompt or 0) + (self.output_tokens or 0) > V.MAX_SEQ_LEN:  # the --context bound (2^24)
             raise InputError("output_tokens", self.output_tokens, f"--prompt {self.prompt or 0:,} + --output-tokens "
                              f"{self.output_tokens or 0:,} is past the {V.MAX_SEQ_LEN:,}-token context bound")
-        check_price_asked(self.rps, self.price, self.given)
         self._check_engine_options()
         self._check_graph_layer()
         prompt = self.prompt or self.context or 0
