@@ -91,3 +91,15 @@ def test_idle_gpus_by_choice_get_no_fallback_note():
 
     report = estimate_training(TrainingInputs(model="llama-3-8b", gpus=1349))
     assert not [n for n in report.notes if n.startswith("no layout")]
+
+
+def test_the_fallback_note_names_five_counts_then_how_many_more():
+    """256 odd counts with no layout made a 2,496-character note (review w15 R5 S2): the first five by size are named,
+    then 'and 251 more counts' (256 - 5)."""
+    from gpuplan.jobs.plan.fallbacks_told import fallback_note
+
+    note = fallback_note(tuple(range(1001, 1513, 2)), (64, 128, 1000), 7, None)
+    assert note.startswith("no layout exists on 1,001 / 1,003 / 1,005 / 1,007 / 1,009 GPUs and 251 more counts: ")
+    assert len(note) < 300, len(note)
+    assert fallback_note((65536, 98304, 131072), (24,), 7, None).startswith(
+        "no layout exists on 65,536 / 98,304 / 131,072 GPUs: the layout answering for them runs on 24 GPUs")

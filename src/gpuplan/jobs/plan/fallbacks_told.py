@@ -24,11 +24,13 @@ def fallback_note(asked: tuple[int, ...], used: tuple[int, ...], target: float, 
     and cost count the GPUs used, not the idle ones: jobs.plan.estimate best_gpu_hours, jobs.training.sections)."""
     batch = f" runs a {target:,.0f}-sequence global batch" if limits is not None and limits.exact_batch else " exists"
     given = " with the degrees given" if limits is not None and limits.fixed else ""
-    names = " / ".join(f"{c:,}" for c in sorted(asked))
+    shown = sorted(asked)  # the first five by name, then how many more (256 odd counts made a 2,496-character note)
+    more = f" and {len(shown) - 5:,} more counts" if len(shown) > 5 else ""
+    names = " / ".join(f"{c:,}" for c in shown[:5]) + " GPUs" + more
     layouts, run = ("the layout", "runs") if len(used) == 1 else ("the layouts", "run")
     where = (f"{used[0]:,} GPUs" if len(used) == 1 else
              f"{len(used):,} smaller counts ({min(used):,} to {max(used):,} GPUs)") if used else "smaller counts"
-    return (f"no layout{given}{batch} on {names} GPUs: {layouts} answering for {'it' if len(asked) == 1 else 'them'} "
+    return (f"no layout{given}{batch} on {names}: {layouts} answering for {'it' if len(asked) == 1 else 'them'} "
             f"{run} on {where}, the rest left idle (GPU-hours and cost count the GPUs used)")
 
 
