@@ -54,6 +54,12 @@ def exact_batch_counts(ev: Evaluator, gpus: int, target: float, max_tp: int,
     return tuple(sorted(found)) if len(found) <= EXACT_BATCH_COUNTS_MAX else ()
 
 
+def has_layout(ev: Evaluator, gpus: int, target: float, max_tp: int, limits: SpaceLimits | None) -> bool:
+    """Whether any layout uses all ``gpus`` for ``target`` sequences a step under ``limits``: enumerated, nothing
+    timed (~1 ms a count); fallback_groups' test and jobs.plan.fallbacks_told's."""
+    return bool(len(enumerate_layouts(ev.spec, (gpus,), ev.memory.seq_len, target, max_tp, limits)["gpus"]))
+
+
 def fallback_counts(gpus: int, per_node: int) -> list[int]:
     """Smaller counts to try when no layout uses all ``gpus``: multiples of the node, of 64, and
     the common cluster sizes below it, largest first."""
@@ -85,7 +91,7 @@ def fallback_groups(ev: Evaluator, gpus: int, below: int, target: float, max_tp:
     usable: list[int] = []
     exact = exact_batch_counts(ev, below - 1, target, max_tp, limits) if together and below > 1 else ()
     for count in counts_below(gpus, below, ev.cluster.gpus_per_node):
-        if len(enumerate_layouts(ev.spec, (count,), ev.memory.seq_len, target, max_tp, limits)["gpus"]):
+        if has_layout(ev, count, target, max_tp, limits):
             usable.append(count)
             if len(usable) == FIRST_GROUP:
                 break

@@ -3,20 +3,19 @@ asked, the degrees given and the framework's rules) and its rows come from small
 rest of its GPUs idle: before wave 15c the answer showed the idle GPUs ('296 of 1,000') with a reason that also
 covered 'faster on fewer' and 'none fits' (jobs.plan.estimate._why_idle), never that no layout exists on the count
 asked. One function owns the words (fallback_note); each job says which of its counts had none (enumerated only,
-nothing timed: planner.space.enumerate_layouts, ~1 ms a count)."""
+nothing timed: planner.fallback.has_layout, ~1 ms a count)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.planner.space import enumerate_layouts
+from gpuplan.planner.fallback import has_layout
 
 
 def counts_without_layout(ev, counts, target: float, max_tp: int, limits) -> tuple[int, ...]:
     """Of ``counts`` (GPUs asked), those on which no layout exists for ``target`` sequences a step (an exact
     --global-batch: dp divides it) under ``limits`` (degrees given, framework rules): enumerated, not searched."""
-    return tuple(c for c in counts if not len(enumerate_layouts(ev.spec, (c,), ev.memory.seq_len, target, max_tp,
-                                                                limits)["gpus"]))
+    return tuple(c for c in counts if not has_layout(ev, c, target, max_tp, limits))
 
 
 def fallback_note(asked: tuple[int, ...], used: tuple[int, ...], target: float, limits) -> str:
