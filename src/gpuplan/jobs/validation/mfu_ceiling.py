@@ -129,21 +129,14 @@ def ceiling_note(gpu_id: str, moe: bool, dtype: str, mfu: float, band: float) ->
             f"({best.mfu:.1%}, {best.run}) by more than the ±{band:.0%} band: treat this plan's time as optimistic")
 
 
-PESSIMISTIC = "pessimistic by about that much (docs/step.md)"  # track_record_note's ending for a model run faster
-
-
 def predicted_mfu_notes(gpu_id: str, spec, dtype: str, mfu: float, band: float) -> tuple[str, ...]:
     """The caveats a predicted MFU carries (plan, train --mfu predicted): beyond the best published
     run of its class (ceiling_note), and the model's own published record outside the band
     (jobs/validation/track_record.py)."""
     from gpuplan.jobs.validation.track_record import track_record_note
 
-    above, record = ceiling_note(gpu_id, spec.moe is not None, dtype, mfu, band), track_record_note(spec, band)
-    if above and record and record.endswith(PESSIMISTIC):  # the two point opposite ways: say so, not two verdicts
-        record = (record[: -len(PESSIMISTIC)] + "pessimistic by about that much on those runs' layouts, while the "
-                  "note above, from the best MFU any published run of the class reached, reads this plan as "
-                  "optimistic: the two records disagree here (docs/step.md)")
-    return tuple(n for n in (above, record) if n)
+    above = ceiling_note(gpu_id, spec.moe is not None, dtype, mfu, band)
+    return tuple(n for n in (above, track_record_note(spec, band, above_ceiling=above is not None)) if n)
 
 
 if __name__ == "__main__":  # regenerate the shipped table from the reference YAML
