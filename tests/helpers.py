@@ -221,7 +221,8 @@ def four_door_refusal(run_cli, client, tmp_path, job: str, route: str, ask: dict
     planned = field_refusal(run_cli(job, str(plan)), f"{plan}: {field}", fragment)
     web = web_refusal(client.post(f"/api/{route}", json=ask), field, fragment)
     inputs, estimate = {"train": ("TrainingInputs", "estimate_training"), "budget": ("BudgetInputs", "estimate_budget"),
-                        "plan": ("PlanInputs", "plan_report"), "memory": ("MemoryInputs", "estimate_memory")}[job]
+                        "plan": ("PlanInputs", "plan_report"), "memory": ("MemoryInputs", "estimate_memory"),
+                        "infer": ("InferenceInputs", "estimate_inference")}[job]
     with pytest.raises(InputError) as api:
         getattr(gpuplan, estimate)(getattr(gpuplan, inputs)(**ask))
     assert flag.strip() == f"error: {web}" == f"error: {api.value}" == planned.strip().replace(f"{plan}: ", "")

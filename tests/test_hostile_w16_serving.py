@@ -19,28 +19,11 @@ InferenceInputs._check_graph_layer for (f)). And (h) --rps priced every catalog 
 """
 
 import pytest
-from helpers import field_refusal, web_refusal
+from helpers import field_refusal, four_door_refusal, web_refusal
 
 pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
 
 ASK = {"model": "llama-3-8b", "gpu": "h100"}
-
-
-def _four_doors(run_cli, client, tmp_path, ask: dict, field: str, fragment: str) -> str:
-    """The same one-line refusal from infer's flags, an infer plan file, POST /api/inference and
-    gpuplan.estimate_inference; returns it."""
-    from gpuplan import InferenceInputs, InputError, estimate_inference
-
-    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ask.items() if k != "model"]
-    flag = field_refusal(run_cli("infer", "--model", ask["model"], *flags), field, fragment)
-    plan = tmp_path / "ask.yaml"
-    plan.write_text("".join(f"{k}: '{v}'\n" for k, v in ask.items()), encoding="utf-8")
-    planned = field_refusal(run_cli("infer", str(plan)), f"{plan}: {field}", fragment)
-    web = web_refusal(client.post("/api/inference", json=ask), field, fragment)
-    with pytest.raises(InputError) as api:
-        estimate_inference(InferenceInputs(**ask))
-    assert flag.strip() == f"error: {web}" == f"error: {api.value}" == planned.strip().replace(f"{plan}: ", "")
-    return web
 
 
 # ---- (a) pipeline parallelism on a release without it ---------------------------------------------------------------
@@ -52,8 +35,9 @@ def test_a_pipeline_on_a_release_without_one_is_refused_at_every_door(run_cli, c
     supported yet.') for pipeline_parallel_size > 1; @v0.5.1 L268-274 takes it. SGLang's server_args.py has no
     pp_size in the 0.4.6.post1 wheel, and L81 / L655-658 of the 0.4.6.post2 one. Both were answered with 2 stages
     (8.03 GB of weights a stage)."""
-    web = _four_doors(run_cli, client, tmp_path, {**ASK, "engine": release, "pp": 2}, "pp",
-                      "has no pipeline parallelism")
+    web = four_door_refusal(run_cli, client, tmp_path, "infer", "inference",
+                            {**ASK, "engine": release, "pp": 2}, "pp",
+                            "has no pipeline parallelism")
     assert web.endswith(f"give --engine {release.split('==')[0]}=={first} or later, or --tp instead of --pp")
 
 
@@ -79,8 +63,9 @@ def test_a_prefix_hit_on_a_vllm_release_without_a_prefix_cache_is_refused_at_eve
                                                                                         release):
     """--enable-prefix-caching is first in engine/arg_utils.py@v0.4.0 L199; 0.3.3's prefix_pos is LLM.generate's
     (offline) only, absent from its OpenAI server. --prefix-hit 0.5 cut the TTFT 90.4 -> 51.4 ms (llama-3-8b, H100)."""
-    web = _four_doors(run_cli, client, tmp_path, {**ASK, "engine": release, "prefix_hit": 0.5}, "prefix_hit",
-                      "has no prefix cache")
+    web = four_door_refusal(run_cli, client, tmp_path, "infer", "inference",
+                            {**ASK, "engine": release, "prefix_hit": 0.5}, "prefix_hit",
+                            "has no prefix cache")
     assert web.endswith("give --engine vllm==0.4.0 or later, or --prefix-hit 0")
 
 
@@ -98,8 +83,9 @@ def test_prefill_tokens_below_the_context_without_chunked_prefill_is_refused_at_
     """SchedulerConfig._verify_args raises 'max_num_batched_tokens (512) is smaller than max_model_len (4096)' at
     config.py@v0.4.0 L563-570 whatever --enable-chunked-prefill says; @v0.4.1 L596-597 lifts it under chunked
     prefill. vllm==0.4.0 --prefill-tokens 512 answered (exit status 0) a setup its server refuses to start."""
-    web = _four_doors(run_cli, client, tmp_path, {**ASK, "engine": "vllm==0.4.0", "prefill_tokens": 512},
-                      "prefill_tokens", "is below the context (4,096 tokens, max_model_len)")
+    web = four_door_refusal(run_cli, client, tmp_path, "infer", "inference",
+                            {**ASK, "engine": "vllm==0.4.0", "prefill_tokens": 512},
+                            "prefill_tokens", "is below the context (4,096 tokens, max_model_len)")
     assert web.endswith("give --prefill-tokens 4096 or more, or --engine vllm==0.4.1 or later")
 
 
@@ -125,8 +111,9 @@ def test_a_budget_at_the_context_or_on_a_release_with_chunked_prefill_answers(re
 def test_gpt_oss_mxfp4_on_an_sglang_release_without_mxfp4_is_refused_at_every_door(run_cli, client, tmp_path, release):
     """No quantization/mxfp4.py nor models/gpt_oss.py in the 0.4.10.post2 wheel; '"mxfp4": Mxfp4Config' at
     quantization/__init__.py@0.5.0rc0 L100. gpt-oss-120b on sglang==0.3.0 was answered (exit status 0) as MXFP4."""
-    web = _four_doors(run_cli, client, tmp_path, {"model": "gpt-oss-120b", "gpu": "h100", "engine": release},
-                      "quantization", "cannot load a mxfp4 checkpoint: SGLang loads them from 0.5.0rc0")
+    web = four_door_refusal(run_cli, client, tmp_path, "infer", "inference",
+                            {"model": "gpt-oss-120b", "gpu": "h100", "engine": release},
+                            "quantization", "cannot load a mxfp4 checkpoint: SGLang loads them from 0.5.0rc0")
     assert web.startswith("quantization: got 'mxfp4'; ")
 
 
@@ -189,8 +176,9 @@ def test_cuda_graph_memory_on_a_release_without_graphs_is_refused_at_every_door(
     is 0; --graph-layer-us is refused there). --cuda-graph-gib 5 on trtllm==0.9 still took 5 GiB from
     llama-3-8b's KV cache on one H100 (113 -> 104 sequences at 4,096 tokens); on vllm==0.2.0 it changed only the
     logged graph size."""
-    web = _four_doors(run_cli, client, tmp_path, {**ASK, "engine": release, "cuda_graph_gib": 5}, "cuda_graph_gib",
-                      "sizes CUDA-graph memory, and ")
+    web = four_door_refusal(run_cli, client, tmp_path, "infer", "inference",
+                            {**ASK, "engine": release, "cuda_graph_gib": 5}, "cuda_graph_gib",
+                            "sizes CUDA-graph memory, and ")
     assert "captures none (every step eager): drop it, or give a release with graphs" in web
 
 
