@@ -321,12 +321,11 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
 def _fallback_note(inputs: TrainingInputs, plan: Plan) -> tuple[str, ...]:
     """plan's words (jobs.plan.fallbacks_told.fallback_note) where the --gpus given has no layout at all and the
     answer's layout runs on fewer, the rest idle; () otherwise (idle by choice: faster on fewer, or none fits)."""
-    from gpuplan.jobs.plan.search import idle_told
+    from gpuplan.jobs.plan.search import evaluator_for, idle_told, max_tp, space_limits  # loaded with the plan
 
     if not idle_told(plan, inputs.gpus):
         return ()
     from gpuplan.jobs.plan.fallbacks_told import counts_without_layout, fallback_note
-    from gpuplan.jobs.plan.search import evaluator_for, max_tp, space_limits
     from gpuplan.jobs.training.layout import with_budget_fields
 
     laid = with_budget_fields(inputs)
