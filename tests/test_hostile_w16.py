@@ -285,8 +285,12 @@ def test_attention_efficiency_answers_where_the_kernel_reads_it():
     flash1 = {**L, "gpu": "h100", "attention_kernel": "flash1"}
     assert _days(**flash1) == pytest.approx(149.205, abs=1e-3)
     assert _days(**flash1, attention_efficiency=0.05) == pytest.approx(236.573, abs=1e-3)
+    # the pins above are R4's measurements; the rule itself, a relation that can fail: flash1 never below flash
+    assert _days(**flash1, attention_efficiency=0.05) >= _days(**{**flash1, "attention_kernel": "flash"},
+                                                               attention_efficiency=0.05)
     hf = {**L, "gpu": "a100", "framework": "hf", "zero": 3, "micro_batch": 1, "recompute": "full"}
     assert _days(**hf, attention_efficiency=0.05) / _days(**hf) == pytest.approx(962.52 / 589.01, rel=1e-3)
+    assert _days(**hf, attention_efficiency=0.9) < _days(**hf)  # read both ways: 539.21 < 589.01 days (docstring)
 
 
 def test_flash1_under_megatron_deepspeed_answers():
