@@ -170,11 +170,6 @@ def runs_transformers_modules(framework: str | None, implementation: str | None)
     return framework == "hf" or implementation == "hf"
 
 
-def transformers_modules_flag(framework: str | None) -> str:
-    """The flag that put transformers' modules in charge (runs_transformers_modules), as a refusal names it."""
-    return "--framework hf" if framework == "hf" else f"--framework {framework} with --implementation hf"
-
-
 def runs_eager_only(model_type: str, framework: str | None = None, implementation: str | None = None) -> bool:
     """True when transformers' own modules run the model (runs_transformers_modules) and its modeling code
     refuses SDPA (SDPA_REFUSED): eager attention only."""
@@ -216,10 +211,11 @@ def fa1_refusal(spec, framework: str | None, gpu, fp8_attention: bool, implement
     if spec.num_sliding_layers:
         return f"FlashAttention 1 takes no sliding window ({spec.name} has sliding layers): give flash or eager"
     if runs_transformers_modules(framework, implementation):  # wave 15c: megatron / generic with hf were answered
-        also = "" if framework == "hf" else (", or --implementation megatron (Megatron-DeepSpeed's --use-flash-attn-v1)"
-                                             if framework == "deepspeed" else ", or leave --implementation hf out")
-        return (f"transformers' modules ({transformers_modules_flag(framework)}) run SDPA or FlashAttention 2, not 1: "
-                f"give flash or eager{also}")
+        where, also = ("--framework hf", "") if framework == "hf" else (
+            f"--framework {framework} with --implementation hf",
+            ", or --implementation megatron (Megatron-DeepSpeed's --use-flash-attn-v1)" if framework == "deepspeed"
+            else ", or leave --implementation hf out")
+        return f"transformers' modules ({where}) run SDPA or FlashAttention 2, not 1: give flash or eager{also}"
     if framework == "torchtitan":  # wave 16: was answered as flash, the kernel ignored
         return ("torchtitan's attention is PyTorch's SDPA, FlexAttention or varlen_attn (models/common/attention.py"
                 "@b5bcd76 L24-39 imports no flash-attn), not FlashAttention 1: give flash or eager")
