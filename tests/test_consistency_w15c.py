@@ -25,9 +25,9 @@ pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the c
 @pytest.mark.parametrize("job, route, framework", [("train", "training", "megatron"), ("plan", "plan", "generic")])
 def test_flash1_under_transformers_modules_is_refused_at_every_door(run_cli, client, tmp_path, job, route, framework):
     web = four_door_refusal(run_cli, client, tmp_path, job, route,
-                      {"model": "llama-3-8b", "gpus": 8, "gpu": "a100", "framework": framework,
-                       "implementation": "hf", "attention_kernel": "flash1"},
-                      "attention_kernel", f"transformers' modules (--framework {framework} with --implementation hf)")
+                            {"model": "llama-3-8b", "gpus": 8, "gpu": "a100", "framework": framework,
+                             "implementation": "hf", "attention_kernel": "flash1"},
+                            "attention_kernel", f"transformers' modules (--framework {framework} with --implementation hf)")
     assert web.endswith("give flash or eager, or leave --implementation hf out")
 
 
@@ -53,7 +53,7 @@ def test_one_rule_decides_eager_only_and_flash1():
 @pytest.mark.parametrize("job, route, ask", [("train", "training", {"tp": 8}), ("plan", "plan", {"tp": 4, "pp": 2})])
 def test_a_dp_overlap_at_dp_1_is_refused_at_every_door(run_cli, client, tmp_path, job, route, ask):
     web = four_door_refusal(run_cli, client, tmp_path, job, route,
-                      {"model": "llama-3.1-8b", "gpus": 8, **ask, "dp_overlap": 0.9}, "dp_overlap", "there is none")
+                            {"model": "llama-3.1-8b", "gpus": 8, **ask, "dp_overlap": 0.9}, "dp_overlap", "there is none")
     assert f"every GPU in tp {ask['tp']} x pp {ask.get('pp', 1)} (dp 1, cp 1)" in web
 
 

@@ -31,7 +31,7 @@ def test_a_cuda_framework_on_a_tpu_is_refused_at_every_door(run_cli, client, tmp
     DeepSpeed's accelerator list has no TPU (accelerator/real_accelerator.py@edaa722 L23), the hf profile is
     transformers on CUDA tensors: each was answered on a TPU. The refusal names generic, the neutral model."""
     web = four_door_refusal(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": gpu, "framework": framework},
-                      "framework", "CUDA devices" if framework == "hf" else "runs on CUDA / ROCm devices")
+                            "framework", "CUDA devices" if framework == "hf" else "runs on CUDA / ROCm devices")
     assert "not on a Google Cloud TPU v" in web
     # transformers' Trainer does run on TPUs (torch_xla): for hf the line says what gpuplan's profile models (R4 S3)
     assert ("gpuplan's hf profile models transformers on CUDA" in web) == (framework == "hf")
@@ -39,7 +39,7 @@ def test_a_cuda_framework_on_a_tpu_is_refused_at_every_door(run_cli, client, tmp
 
 def test_memory_refuses_a_tpu_among_the_gpus_it_compares_under_a_cuda_framework(run_cli, client, tmp_path):
     four_door_refusal(run_cli, client, tmp_path, "memory", "memory", {"model": "llama-3-8b", "gpu": "h100",
-                "compare": "h100,tpu-v5p", "framework": "torchtitan"}, "framework", "give --framework generic")
+                      "compare": "h100,tpu-v5p", "framework": "torchtitan"}, "framework", "give --framework generic")
 
 
 def test_a_tpu_under_the_neutral_model_or_the_unstated_default_answers():
@@ -68,7 +68,7 @@ def test_gpus_per_node_past_the_parts_domain_is_refused_at_every_door(run_cli, c
     """The link model times a group inside the node on the scale-up fabric (core.comm.topology.Cluster.link): 72
     H100s a node were 72 on NVLink, where an HGX board joins 8 (catalog h100-sxm.toml domain_size 8)."""
     web = four_door_refusal(run_cli, client, tmp_path, job, route, {**TRAIN, "gpus": 144, "gpu": gpu,
-                                                              "gpus_per_node": per_node}, "gpus_per_node", fragment)
+                                                                    "gpus_per_node": per_node}, "gpus_per_node", fragment)
     assert web.endswith(f"give 1 to {most}")
 
 
@@ -198,7 +198,7 @@ def test_qlora_under_transformers_or_lora_under_megatron_answers(ask):
 def test_llmc_on_a_part_that_is_not_nvidias_is_refused_at_every_door(run_cli, client, tmp_path, job, route, ask):
     """karpathy/llm.c@f1e2ace is 'pure C/CUDA' (README L3); AMD support is a separate fork (README L203-206)."""
     four_door_refusal(run_cli, client, tmp_path, job, route, {"model": "gpt2", "framework": "llmc", **ask}, "framework",
-                "is C and CUDA for NVIDIA GPUs only")
+                      "is C and CUDA for NVIDIA GPUs only")
 
 
 def test_llmc_memory_with_the_default_comparison_list_answers():
@@ -220,7 +220,7 @@ def test_an_optimizer_the_framework_has_not_is_refused_at_every_door(run_cli, cl
     L2056-2058); torchtitan's factories Adam, AdamW, DistMuon, else NotImplementedError('Optimizer {name} not added.')
     (components/optimizer/optimizer.py@b5bcd76 L143-150)."""
     four_door_refusal(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": "h100", "framework": framework,
-                                                        "optimizer": optimizer}, "optimizer", f"has no {optimizer}")
+                                                              "optimizer": optimizer}, "optimizer", f"has no {optimizer}")
 
 
 @pytest.mark.parametrize("ask", [{"framework": "megatron", "optimizer": "muon"}, {"framework": "megatron",
@@ -338,7 +338,7 @@ def test_megatron_muon_with_a_layout_megatron_refuses_is_refused(run_cli, client
     """R4 M5: arguments.py@core_v0.16.1 L1178-1186 asserts no distributed optimizer, torch FSDP2 or Megatron-FSDP
     with Muon; muon.py L192-196 raises under fp16. Each was answered (exit 0)."""
     four_door_refusal(run_cli, client, tmp_path, job, route, {**TRAIN, "gpu": "h100", "framework": "megatron",
-                                                        "optimizer": "muon", **ask}, field, fragment)
+                                                              "optimizer": "muon", **ask}, field, fragment)
 
 
 @pytest.mark.parametrize("ask", [{"zero": 1}, {"zero": 0, "dtype": "bf16"}, {"framework": "deepspeed", "zero": 3},
