@@ -228,6 +228,7 @@ def four_door_refusal(run_cli, client, tmp_path, job: str, route: str, ask: dict
     assert flag.strip() == f"error: {web}" == f"error: {api.value}" == planned.strip().replace(f"{plan}: ", "")
     return web
 
+
 def debugmodel_config(folder: Path) -> str:
     """torchtitan's llama3 debugmodel (torchtitan/models/llama3/__init__.py@b5bcd76 _debugmodel: dim 256, 16 heads,
     6 layers, vocab 2048, untied lm_head; FFN compute_ffn_hidden_dim(256, multiple_of=256) = 768) as a config.json."""
