@@ -19,7 +19,6 @@ from helpers import four_door_refusal
 pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
 
 
-
 # ---- 1. FlashAttention 1 under transformers' modules, whatever the framework -----------------------------------------
 
 @pytest.mark.parametrize("job, route, framework", [("train", "training", "megatron"), ("plan", "plan", "generic")])
