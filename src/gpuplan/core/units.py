@@ -169,6 +169,11 @@ def format_usd_per_gpu_hour(usd: float) -> str:
     return format_usd(usd, 2) + "/GPU-h"
 
 
+NO_PRICE_TEXT = "n/a (no price: give --price)"
+"""What a cost line prints where no price is known (no catalog row for the GPU and no --price): plan's, budget's and
+the serving sizes' cost lines (jobs.plan.estimate, jobs.budget.sections, jobs.inference.sizing) say it alike."""
+
+
 def format_usd(usd: float, decimals: int = 0) -> str:
     """Dollars to ``decimals`` places, thousands separated ('$93,792', '$2.49'); a non-zero amount under one unit of
     the last place keeps three significant digits ('$0.0094', '$0.007', '$1.23e-07'): '--price 1e-300' printed a $0

@@ -12,8 +12,8 @@ from gpuplan.core.economics import cost as K
 from gpuplan.core.economics import io as IO
 from gpuplan.core.memory import training as M
 from gpuplan.core.economics import reliability as R
-from gpuplan.core.units import (format_duration, format_gpu_time, format_usd, format_usd_per_gpu_hour, plural,
-                                signed_percent)
+from gpuplan.core.units import (NO_PRICE_TEXT, format_duration, format_gpu_time, format_usd, format_usd_per_gpu_hour,
+                                plural, signed_percent)
 from gpuplan.errors import InputError
 from gpuplan.jobs.budget.model import DEFAULT_GLOBAL_BATCH_TOKENS, BudgetSettings, Prices, RunFacts, Scenario
 from gpuplan.report.model import Assumption, Line, Section, Table
@@ -32,7 +32,7 @@ def _rate(n: float) -> str:
 
 
 def _usd(x: float | None) -> str:
-    return "n/a (no price: give --price)" if x is None else format_usd(x)
+    return NO_PRICE_TEXT if x is None else format_usd(x)
 
 
 def _gpus(count: float) -> str:

@@ -13,7 +13,7 @@ from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import kv_cache as K
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.units import format_usd
+from gpuplan.core.units import NO_PRICE_TEXT, format_usd
 from gpuplan.core.serving.load import (
     LoadTarget,
     ReplicaLoad,
@@ -301,7 +301,7 @@ def _disagg_pool_lines(plan: Plan, target: LoadTarget, pools: tuple[Pool, Pool],
         Line("disagg_tpot", "time per output token", decode.latency_s, "s",
              f"{_ms(decode.latency_s)} (target {_ms(target.tpot)})", "decode step at the batch in flight at "
              f"{target.requests_per_s / decode.instances:,.2f} requests/s an instance (the load asked)"),
-        Line("disagg_cost_per_hour", "cost", total, "USD/h", "n/a (no price: give --price)" if total is None else
+        Line("disagg_cost_per_hour", "cost", total, "USD/h", NO_PRICE_TEXT if total is None else
              f"{format_usd(total, 2)}/h" + ("" if together is None else f" (colocated: {format_usd(together, 2)}/h)"),
              prefill.price_source if prefill.price_source == decode.price_source  # one GPU type: one price
              else f"{prefill.price_source}; {decode.price_source}"),
@@ -358,7 +358,7 @@ def sizing_section(plan: Plan, target: LoadTarget, configs: list[SizedConfig], a
         Line("sized_tpot", "time per output token", load.tpot, "s", f"{_ms(load.tpot)} at that load (target {tpot})",
              f"at {load.rate:,.2f} requests/s a replica: decode step at the batch in flight / (1 - prefill share)"),
         Line("sized_cost_per_hour", "cost", best.cost_per_hour, "USD/h",
-             "n/a (no price: give --price)" if best.cost_per_hour is None else f"{format_usd(best.cost_per_hour, 2)}/h", best.price_source),
+             NO_PRICE_TEXT if best.cost_per_hour is None else f"{format_usd(best.cost_per_hour, 2)}/h", best.price_source),
         Line("sized_cost_per_million_tokens", "cost per million tokens", per_million, "USD",
              "n/a" if per_million is None else format_usd(per_million, 3), "prompt + output tokens served"),
         *left_out,

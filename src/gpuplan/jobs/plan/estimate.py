@@ -11,8 +11,8 @@ from gpuplan.catalog import prediction_band
 from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.memory import training as M
-from gpuplan.core.units import (SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time, format_usd,
-                               plural, signed_percent)
+from gpuplan.core.units import (NO_PRICE_TEXT, SECONDS_PER_DAY, format_bytes, format_count, format_duration,
+                               format_gpu_time, format_usd, plural, signed_percent)
 from gpuplan.errors import InputError
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
@@ -147,7 +147,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
         # failure-free, as the layouts table's; the Cost section bills the expected wall-clock with failures
         Line("best_gpu_hours", "GPU-hours, failure-free", hours, "GPU-hours", format_gpu_time(hours),
              "GPUs used x wall-clock", *band(hours)),
-        Line("best_cost", "cost, failure-free", cost, "USD", "n/a (no price: give --price)" if cost is None else format_usd(cost),
+        Line("best_cost", "cost, failure-free", cost, "USD", NO_PRICE_TEXT if cost is None else format_usd(cost),
              f"GPU-hours x price; {result.price_source}", *(band(cost) if cost is not None else (None, None))),
         Line("best_peak_bytes", "peak memory per GPU", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
              "reserved + CUDA context + NCCL buffers (= gpuplan memory of this layout)"),
