@@ -292,6 +292,14 @@ from the release wheels (pip download --no-deps, unzip; 2026-12-06, wave 16 X4).
 disaggregated serving was not read: not gated."""
 
 
+_PP_SINCE = {"vllm": (VLLM_PP_SINCE, _text(VLLM_PP_SINCE), "NotImplementedError 'Pipeline parallelism is not "
+                      "supported yet.', config.py@v0.5.0.post1 L629-631; vllm PR 4412"),
+             "sglang": (parse_version(SGLANG_PP_SINCE, "sglang"), SGLANG_PP_SINCE, "--pp-size first in "
+                        "server_args.py of the 0.4.6.post2 wheel; sglang PR 5724")}
+"""check_pipeline's table: an engine's first release with pipeline parallelism (version tuple), that version as
+printed, and where it was read (VLLM_PP_SINCE, SGLANG_PP_SINCE); an engine missing is not gated."""
+
+
 def check_features(release, pp: int, prefix_hit: float, disaggregate: bool) -> None:
     """check_pipeline, check_prefix_cache and the DISAGGREGATION_SINCE gate for one ask (InferenceInputs)."""
     check_pipeline(pp, release)
@@ -308,10 +316,7 @@ def check_pipeline(pp: int, release) -> None:
     parallelism (VLLM_PP_SINCE, SGLANG_PP_SINCE)."""
     if pp <= 1 or release is None:
         return
-    first = {"vllm": (VLLM_PP_SINCE, _text(VLLM_PP_SINCE), "NotImplementedError 'Pipeline parallelism is not "
-                      "supported yet.', config.py@v0.5.0.post1 L629-631; vllm PR 4412"),
-             "sglang": (parse_version(SGLANG_PP_SINCE, "sglang"), SGLANG_PP_SINCE, "--pp-size first in "
-                        "server_args.py of the 0.4.6.post2 wheel; sglang PR 5724")}.get(release.engine)
+    first = _PP_SINCE.get(release.engine)
     if first is not None and release.version < first[0]:
         raise InputError("pp", pp, f"{release.label} has no pipeline parallelism: {ENGINE_NAMES[release.engine]} "
                          f"serves pp > 1 from {first[1]} ({first[2]}); give --engine {release.engine}=={first[1]} "
