@@ -20,7 +20,7 @@ from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
 from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
 from gpuplan.jobs.plan.fallbacks_told import plan_fallback_note
-from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, idle_told, max_tp
+from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, idle_told
 from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
                                   row_layout, seconds_per_sequence)
 from gpuplan.planner.search import LayoutTable, pareto_front
@@ -231,7 +231,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   + (f"search: {result.searched:,} distinct layouts in {result.seconds * 1e3:.0f} ms"  # --explain shows no
                      + (f"; ranked by {RANKED[rank_by]}" if inputs.explain else ""),)  # layouts table
                   + _point_fastest_note(table, best, rank_by)
-                  + plan_fallback_note(inputs, result, max_tp(result.evaluator))  # a count asked with no layout
+                  + plan_fallback_note(inputs.gpus, result)  # a count asked with no layout
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
                   + caveats + budget.notes,
                   tables + budget.tables, headline=PLAN_HEADLINE,

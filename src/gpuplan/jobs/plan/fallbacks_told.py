@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuplan.jobs.plan.search import PlanSearch, max_tp
 from gpuplan.planner.fallback import has_layout
 
 
@@ -33,13 +34,14 @@ def fallback_note(asked: tuple[int, ...], used: tuple[int, ...], target: float, 
             f"{run} on {where}, the rest left idle (GPU-hours and cost count the GPUs used)")
 
 
-def plan_fallback_note(inputs, result, max_tp: int) -> tuple[str, ...]:
-    """`plan`'s note (fallback_note) for the counts the user gave with no layout, their fallback rows those of
-    ``result.table`` (PlanSearch) standing for them (``gpus_asked``); () where every count given has one."""
-    given = getattr(inputs, "gpus", None)
+def plan_fallback_note(given: tuple[int, ...] | None, result: PlanSearch) -> tuple[str, ...]:
+    """`plan`'s note (fallback_note) for the counts the user gave (``given``: PlanInputs.gpus, None with none given)
+    with no layout, their fallback rows those of ``result.table`` standing for them (``gpus_asked``); () where every
+    count given has one."""
     if not given or not len(result.table):
         return ()
-    none = counts_without_layout(result.evaluator, tuple(given), result.target_batch, max_tp, result.limits)
+    ev = result.evaluator
+    none = counts_without_layout(ev, tuple(given), result.target_batch, max_tp(ev), result.limits)
     if not none:
         return ()
     rows = np.isin(result.table["gpus_asked"], none)
