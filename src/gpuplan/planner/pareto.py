@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuplan.planner.sorted_runs import run_bounds
+
 
 PREFILTER_MIN_ROWS = 2_000
 """From this many rows the front is taken among the rows no row of their own first objective beats
@@ -43,8 +45,7 @@ def _beaten_in_group(values: np.ndarray) -> np.ndarray:
     # own run, skipped); not a `first == value` pass over every row per value: O(distinct x rows), 1.8 s of
     # `plan qwen3-30b-a3b --global-batch 1000 --days 120` (2.4 M rows on ~760 counts; w15 W4)
     ordered = first[order]
-    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-    for start, stop in zip(starts, np.append(starts[1:], len(order))):
+    for start, stop in zip(*run_bounds(ordered)):
         if np.isnan(ordered[start]):
             continue
         rows = order[start:stop]
@@ -66,8 +67,7 @@ def _front(values: np.ndarray) -> np.ndarray:
         return order[v[:, 1] < earlier]
     keep = np.zeros(len(v), dtype=bool)
     stair_b = stair_c = np.zeros(0)
-    starts = np.flatnonzero(np.concatenate(([True], v[1:, 0] != v[:-1, 0])))
-    for start, stop in zip(starts, np.append(starts[1:], len(v))):
+    for start, stop in zip(*run_bounds(v[:, 0])):
         b, c = v[start:stop, 1], v[start:stop, 2]  # one value of o1, sorted by (o2, o3)
         alive = c < np.concatenate(([np.inf], np.minimum.accumulate(c[:-1])))  # within the group
         if len(stair_b):  # dominated by an earlier group: the staircase point at or left of b
