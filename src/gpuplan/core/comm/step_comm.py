@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.core.comm import async_tp, volumes as C
+from gpuplan.core.comm import async_tp, tp_comm_dtype as TPD, volumes as C
 from gpuplan.core.time import context_parallel as CP
 from gpuplan.core.comm.collective_cost import CollectiveCost, DirectLinks
 from gpuplan.core.comm.qkv_gather import qkv_gather_cost
@@ -140,15 +140,19 @@ def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, lay
     on full recompute; run with sequence parallelism (Megatron-Bridge's TP recipes, torchtitan's TP
     plan) each is a reduce-scatter + all-gather of the same buffer: NCCL's ring (NVLS serves
     all-reduce only), timed by core.comm.collectives on the TP group's links; without it (StepSettings.
-    sequence_parallel False: Megatron-LM 2021, Megatron-DeepSpeed, GPT-NeoX v1.0) an all-reduce."""
+    sequence_parallel False: Megatron-LM 2021, Megatron-DeepSpeed, GPT-NeoX v1.0) an all-reduce. Under GPT-NeoX's
+    fp32_allreduce (StepSettings.tp_comm_bytes 4, core.comm.tp_comm_dtype) each call moves twice the bytes and adds
+    two cast kernels, charged exposed (they run on the compute stream)."""
     # without sequence parallelism: all-reduces, GPT-NeoX's parallel residual reduces once forward (core.time.sequence_parallel)
     per_layer = SP.tp_exchanges_per_layer(spec, settings.sequence_parallel, settings.recompute)
     group = cluster.group(tp, 1)
     kinds = SP.tp_collective_kinds(settings.sequence_parallel)
-    groups = group_rows(tp, act_bytes)  # the group and the buffer: each distinct (tp, bytes) costed once
-    each = {kind: seconds_by_rows(kind, act_bytes, group, groups) for kind in kinds}
+    wide = TPD.widened(act_bytes, settings.tp_comm_bytes)  # x 2 under GPT-NeoX's fp32_allreduce (core.comm.tp_comm_dtype)
+    groups = group_rows(tp, wide)  # the group and the buffer: each distinct (tp, bytes) costed once
+    each = {kind: seconds_by_rows(kind, wide, group, groups) for kind in kinds}
     one = sum(each.values())
     calls = micro_batches * layers * per_layer * (np.asarray(tp) > 1)
+    casts = calls * TPD.cast_seconds(act_bytes, settings.tp_comm_bytes, cluster.gpu.memory_bandwidth)  # never hidden
     total = calls * one
     exposed = (1 - settings.tp_overlap) * total
     if settings.tp_comm_overlap and settings.titan_ops is not None and settings.sequence_parallel:  # torch async TP
@@ -159,8 +163,9 @@ def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, lay
     elif settings.tp_comm_overlap:  # chunked AG/RS pipelined with the GEMMs: one chunk in tp exposed
         exposed = exposed / np.maximum(np.asarray(tp, dtype=float), 1.0)
     what = ("RS + AG (SP)" if settings.sequence_parallel else "all-reduce (no SP)") + (
-        ", chunked with GEMMs" if settings.tp_comm_overlap else "")
-    return CollectiveCost("TP", what, calls, act_bytes, tp, total, exposed, kinds[0], group)
+        ", chunked with GEMMs" if settings.tp_comm_overlap else "") + (
+        ", fp32 + bf16<->fp32 casts" if settings.tp_comm_bytes != TPD.ACTIVATION_BYTES else "")
+    return CollectiveCost("TP", what, calls, wide, tp, total + casts, exposed + casts, kinds[0], group)
 
 
 def by_parallelism(costs: tuple[CollectiveCost, ...], name: str, field: str = "exposed"):
