@@ -11,7 +11,7 @@ from pydantic import model_validator
 
 from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS, check_framework_runs
 from gpuplan.errors import InputError
-from gpuplan.schema import layout_rules as LR, te_kernels as TE, types as T, vocabulary as V
+from gpuplan.schema import layout_rules as LR, te_kernels as TE, tp_comm_dtype as TC, types as T, vocabulary as V
 from gpuplan.schema.base import JobInputs
 
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -334,7 +334,7 @@ def _f(default: Any, help: str, shown: str | None = None) -> Any:
     return V.field(default, help, shown)
 
 
-class StepFields(JobInputs):
+class StepFields(TC.TpCommFields):  # + --tp-comm-dtype (schema.tp_comm_dtype)
     """The cluster and the overlap knobs of the step model (core/time/step.py, core/comm/topology.py)."""
 
     gpus_per_node: Annotated[V.GpusPerNode | None, _f(None, "GPUs per node (the scale-up domain), 1 to 8,960.",
@@ -417,4 +417,4 @@ class StepFields(JobInputs):
 
     def kernel_step_settings(self) -> dict:
         """StepSettings fields of the Transformer Engine kernel choices (schema.te_kernels)."""
-        return TE.step_settings_of(self)  # incl. the CUDA-graph scope and the flex backend
+        return TE.step_settings_of(self) | self.tp_comm_settings()  # + CUDA-graph scope, flex backend, TP comm dtype
