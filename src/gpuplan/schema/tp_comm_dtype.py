@@ -80,7 +80,7 @@ def tp_comm_dtype_assumption(inputs) -> tuple:
     if not (given or where):
         return ()
     value = inputs.tp_comm_dtype or ("fp16" if getattr(inputs, "dtype", "bf16") == "fp16" else "bf16")
-    shown = (f"fp32 ({WHERE}: twice the bytes, a bf16 -> fp32 cast before and fp32 -> bf16 after each)"
-             if value == "fp32" else f"{value} (the compute dtype; fp32: {WHERE})")
+    shown = ("fp32 (GPT-NeoX's fp32_allreduce: twice the bytes, a bf16 -> fp32 / fp32 -> bf16 cast around each call)"
+             if value == "fp32" else f"{value} (the compute dtype; fp32 is GPT-NeoX's fp32_allreduce)")
     return (Assumption("tp_comm_dtype", "TP collectives' dtype", shown, "gpt-neox@e59c873 megatron/mpu/mappings.py "
                        "L36-46; core/comm/tp_comm_dtype.py", "--tp-comm-dtype", given),)
