@@ -10,6 +10,7 @@ from gpuplan.core.memory.llmc_memory import CUDAMALLOC_ONCE, peak_labels
 from gpuplan.core.units import (SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time, plural,
                                 signed_percent)
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
+from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
 from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, TrainingInputs
 from gpuplan.jobs.training.timing import Flops, TimeEstimate
 from gpuplan.report.model import Assumption, Line, Section
@@ -272,7 +273,8 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
                    "--micro-batch / --recompute / --recompute-modules / --recompute-layers", inputs.layout_given),
         Assumption("recipe", "precision recipe", inputs.recipe_name, "core/precision.py", "--recipe",
                    "recipe" in inputs.given),
-    ) + mtp_assumption(mtp_layers, "mtp_layers" in inputs.given) + compile_assumption(inputs)
+    ) + mtp_assumption(mtp_layers, "mtp_layers" in inputs.given) + compile_assumption(inputs) + tp_comm_dtype_assumption(
+        inputs)
 
 
 def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
