@@ -320,9 +320,9 @@ class InferenceInputs(ModelFields):
             raise InputError("graph_layer_us", self.graph_layer_us, "times CUDA-graph steps, and --cuda-graph-gib 0 "
                              "runs every step eagerly: drop one of the two (--launch-layer-us sets an eager step's)")
         if field and self._graph_max_tokens() <= 0:
-            raise InputError(field, getattr(self, field), ("times CUDA-graph steps" if self.graph_layer_us else
-                             "sizes CUDA-graph memory") + f", and {self.release.label} captures none (every step eager)"
-                             ": drop it, or give a release with graphs (vLLM >= 0.2.6, SGLang, TensorRT-LLM >= 1.0)")
+            what = "times CUDA-graph steps" if field == "graph_layer_us" else "sizes CUDA-graph memory"
+            raise InputError(field, getattr(self, field), f"{what}, and {self.release.label} captures none (every step "
+                             "eager): drop it, or give a release with graphs (vLLM >= 0.2.6, SGLang, TensorRT-LLM >= 1.0)")
 
     def _check_lora(self) -> None:
         if self.max_loras is not None and "enable_lora" in self.model_fields_set and not self.enable_lora:
