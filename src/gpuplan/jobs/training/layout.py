@@ -16,10 +16,12 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.budget.fields import BudgetFields
 from gpuplan.jobs.budget.schema import BudgetInputs
 from gpuplan.jobs.plan.completes import completing_rows, with_completing_shares
-from gpuplan.jobs.plan.search import best_index, chosen_plan, evaluator_for, max_tp, search_on, space_limits
+from gpuplan.jobs.plan.fallbacks_told import counts_without_layout, fallback_note
+from gpuplan.jobs.plan.search import best_index, chosen_plan, evaluator_for, idle_told, max_tp, search_on, space_limits
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.planner.plan import Plan, best_plan, slow_end_seconds_per_token
-from gpuplan.planner.search import LayoutTable
+from gpuplan.planner.search import Evaluator, LayoutTable
+from gpuplan.planner.space import SpaceLimits
 
 
 def with_budget_fields(inputs):
@@ -34,11 +36,29 @@ def layout_for_gpus(inputs: TrainingInputs, gpus: int, rank_by: str = "time") ->
     failure share as `plan --gpus` ranks them (with_failure_shares), so the two answer the same count and
     layout."""
     inputs = with_budget_fields(inputs)
-    ev = evaluator_for(inputs)
+    ev, target, limits = _search_terms(inputs)
     weigh = with_failure_shares(inputs, ev, gpus, rank_by == "time")
-    plan, _ = best_plan(ev, gpus, inputs.target_batch(inputs.seq_len), max_tp(ev), space_limits(inputs), rank_by,
-                        weigh, timed_by_steps=inputs.time_predicted)  # a given MFU: fewer GPUs used, slower
+    plan, _ = best_plan(ev, gpus, target, max_tp(ev), limits, rank_by, weigh,
+                        timed_by_steps=inputs.time_predicted)  # a given MFU: fewer GPUs used, slower
     return plan
+
+
+def no_layout_note(inputs: TrainingInputs, plan: Plan) -> tuple[str, ...]:
+    """plan's words (jobs.plan.fallbacks_told.fallback_note) where the --gpus given has no layout at all and
+    ``plan`` (layout_for_gpus's answer) runs on fewer, the rest idle; () otherwise (idle by choice: faster on
+    fewer, or none fits). The search's terms are built again (_search_terms: 0.5 ms warm, llama-3.1-8b, 7-sequence
+    batch on 1,000 A100s; only an answer leaving GPUs of a count given idle asks), not carried on the Plan."""
+    if not idle_told(plan, inputs.gpus):
+        return ()
+    ev, target, limits = _search_terms(with_budget_fields(inputs))
+    none = counts_without_layout(ev, (inputs.gpus,), target, max_tp(ev), limits)
+    return (fallback_note(none, (plan.gpus,), target, limits),) if none else ()
+
+
+def _search_terms(inputs: BudgetFields) -> tuple[Evaluator, float, SpaceLimits]:
+    """What layout_for_gpus searches ``inputs`` (with_budget_fields's) with: the evaluator, the sequences a step
+    asked for and the degrees' and framework's limits; no_layout_note enumerates with the same."""
+    return evaluator_for(inputs), inputs.target_batch(inputs.seq_len), space_limits(inputs)
 
 
 def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):

@@ -313,24 +313,10 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "layouts, 12.8% mean over twenty-three held-out runs, predicted low on average; the worst Llemma "
                    "7B / 34B, -22.5 / -32.6%, and BioMedLM 2.7B, -28.2% with its stack read after its -58.4%: "
                    "docs/training.md)")
-    out.extend(_fallback_note(inputs, plan))
+    from gpuplan.jobs.training.layout import no_layout_note  # loaded with the plan (numpy)
+
+    out.extend(no_layout_note(inputs, plan))
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")
     return tuple(out)
-
-
-def _fallback_note(inputs: TrainingInputs, plan: Plan) -> tuple[str, ...]:
-    """plan's words (jobs.plan.fallbacks_told.fallback_note) where the --gpus given has no layout at all and the
-    answer's layout runs on fewer, the rest idle; () otherwise (idle by choice: faster on fewer, or none fits)."""
-    from gpuplan.jobs.plan.search import evaluator_for, idle_told, max_tp, space_limits  # loaded with the plan
-
-    if not idle_told(plan, inputs.gpus):
-        return ()
-    from gpuplan.jobs.plan.fallbacks_told import counts_without_layout, fallback_note
-    from gpuplan.jobs.training.layout import with_budget_fields
-
-    laid = with_budget_fields(inputs)
-    ev, limits, target = evaluator_for(laid), space_limits(laid), laid.target_batch(laid.seq_len)
-    none = counts_without_layout(ev, (inputs.gpus,), target, max_tp(ev), limits)
-    return (fallback_note(none, (plan.gpus,), target, limits),) if none else ()
