@@ -71,17 +71,38 @@ def test_a_dp_overlap_where_data_ranks_exist_or_the_planner_chooses_answers():
 
 def test_plan_and_train_say_once_which_counts_answer_a_count_with_no_layout():
     """llama-3.1-8b's 7-sequence batch on 1,000 A100s: dp divides 7 (1 or 7), tp up to 8, and cp x pp = 125 has no
-    cp (5, 25, 125) that halves 4,096 tokens evenly: no layout. plan weighs the 160 smaller counts an exact batch
-    allows (3 to 992: planner.fallback.exact_batch_counts) and answers 704 GPUs; train (its article MFU) 768."""
-    from gpuplan import PlanInputs, TrainingInputs, estimate_training, plan_report
+    cp (5, 25, 125) that halves 4,096 tokens evenly: no layout. The counts in both notes, from the rules:
 
+    plan weighs the counts an exact batch allows below 1,000 (planner.fallback.exact_batch_counts): dp x tp x cp x pp
+    with dp in {1, 7}, tp in {1, 2, 4, 8} (divides the 32 heads, at most the 8-GPU node), cp a power of two to 32
+    (4,096 % 2cp == 0, max_cp 32) and pp 1 to 32 (the layers): 162 counts, 1 to 992 (= 8 x 4 x 31). 1 and 2 hold no
+    layout that fits: dp is 1 there (7 divides neither), so one or two GPUs hold the whole training state, 8.03 B
+    parameters x 16 B (BF16 weights and grads, FP32 master and two Adam moments) = 128.5 GB, 64.2 GB a GPU on 2
+    before activations (the least total the planner finds on 2: 84.4 GB > 80 GB). 162 - 2 = 160, 3 to 992.
+
+    train (its article MFU: timed_by_steps False, no exact-batch counts) weighs 1,000's alternatives
+    (planner.plan.alternative_counts): 1,000 - 1,000 % 64 = 960 and 1,000 - 1,000 % 256 = 768 (also the largest
+    common size below: 3 x 256; 1,000 % 8 = 0 leaves the node multiple 1,000 itself). 960 = 2^6 x 15 has no 7 (dp 1)
+    and tp x cp is a power of two up to 256, so pp is 15 or 30: with 7 micro-batches a 1F1B bubble of (pp - 1) /
+    (7 + pp - 1) = 14 / 21 at least; 768 = 3 x 2^8 allows pp 3 (2 / 9). 768's layout is the faster: train runs there."""
+    from gpuplan import PlanInputs, TrainingInputs, estimate_training, plan_report
+    from gpuplan.planner.plan import alternative_counts
+
+    rule = {d * t * c * p for d in (1, 7) for t in (1, 2, 4, 8) for c in (1, 2, 4, 8, 16, 32) for p in range(1, 33)}
+    below = sorted(n for n in rule if n < 1000)
+    assert (len(below), below[0], below[-1]) == (162, 1, 992)
+    held = [n for n in below if n > 2]  # 1 and 2 GPUs cannot hold the 128.5 GB of training state (docstring)
     ask = {"model": "llama-3.1-8b", "gpus": 1000, "global_batch": 7}
     plan = [n for n in plan_report(PlanInputs(**ask)).notes if n.startswith("no layout")]
-    assert plan == ["no layout runs a 7-sequence global batch on 1,000 GPUs: the layouts answering for it run on 160 "
-                    "smaller counts (3 to 992 GPUs), the rest left idle (GPU-hours and cost count the GPUs used)"]
+    assert plan == ["no layout runs a 7-sequence global batch on 1,000 GPUs: the layouts answering for it run on "
+                    f"{len(held)} smaller counts ({held[0]} to {held[-1]} GPUs), the rest left idle (GPU-hours and cost "
+                    "count the GPUs used)"]
+    assert len(held) == 160
+    assert alternative_counts(1000, 8) == (1000 - 1000 % 64, 1000 - 1000 % 256) == (960, 3 * 256)
+    assert {p for t in (1, 2, 4, 8) for c in (1, 2, 4, 8, 16, 32) for p in range(1, 33) if t * c * p == 960} == {15, 30}
     train = [n for n in estimate_training(TrainingInputs(**ask)).notes if n.startswith("no layout")]
-    assert train == ["no layout runs a 7-sequence global batch on 1,000 GPUs: the layout answering for it runs on 768 "
-                     "GPUs, the rest left idle (GPU-hours and cost count the GPUs used)"]
+    assert train == [f"no layout runs a 7-sequence global batch on 1,000 GPUs: the layout answering for it runs on "
+                     f"{3 * 256} GPUs, the rest left idle (GPU-hours and cost count the GPUs used)"]
 
 
 def test_idle_gpus_by_choice_get_no_fallback_note():
