@@ -38,7 +38,8 @@ def test_llemma_7b_row_names_its_secondary_fields_and_the_primary_length(runs):
     """The 42,000 steps and '40GB' rest on secondary reading notes only; the primary post ties the 23,000 A100 hours to
     '200B tokens' and llemma_7b.yml schedules train_iters 48,000 (48,000 x 4,194,304 = 201,326,592,000). The row
     keeps the 42,000 written before its prediction and states the sensitivity, recomputed here from the row with only
-    its tokens changed: 200B -> 20,231 GPU-hours (-12.0%), 201.3B -> 20,365 (-11.5%), against 17,820 (-22.5%)."""
+    its tokens changed: 200B -> 21,744 GPU-hours (-5.5%), 201.3B -> 21,888 (-4.8%), against 19,152 (-16.7%), with the fp32
+    TP collectives charged since wave 16 (tests/test_tp_comm_dtype.py; in bf16 20,231, 20,365 against 17,820)."""
     from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours
 
     run = runs["llemma-7b"]
@@ -46,7 +47,7 @@ def test_llemma_7b_row_names_its_secondary_fields_and_the_primary_length(runs):
     assert "secondary notes only" in notes and "'40GB' rests on the secondary notes" in notes
     assert "200B tokens. This amounts to 23,000 A100 hours" in notes and "train_iters 48,000" in notes
     assert "calendar" not in notes and "calendar" not in runs["llemma-34b"]["notes"]
-    for tokens, hours, error in ((200e9, "20,231", "-12.0%"), (48_000 * 1_024 * SEQ, "20,365", "-11.5%")):
+    for tokens, hours, error in ((200e9, "21,744", "-5.5%"), (48_000 * 1_024 * SEQ, "21,888", "-4.8%")):
         predicted = end_to_end_gpu_hours({**run, "tokens": tokens})[0]
         assert f"{predicted:,.0f}" == hours and f"{100 * (predicted / 23_000 - 1):+.1f}%" == error, tokens
         assert f"{hours} GPU-hours, {error}" in notes or f"{hours}, {error}" in notes, tokens
@@ -99,7 +100,8 @@ def test_llemma_rows_are_held_out_totals_within_criterion_e(runs):
     assert source_6nd_mfu(runs["llemma-34b"]) == pytest.approx(0.1930, abs=5e-4)
     assert FIFTH_SET == ("llemma-7b", "llemma-34b") and ("fifth set (wave 15), not in the bar", FIFTH_SET) in PREDICTED_SETS
     for rid in FIFTH_SET:
-        assert rid not in FITTED_RUNS and rid not in REVISED_AFTER_MISS and reported_as(runs[rid]) is None, rid
+        # revised after the miss in wave 16: the fp32 TP collectives (tests/test_tp_comm_dtype.py)
+        assert rid not in FITTED_RUNS and rid in REVISED_AFTER_MISS and reported_as(runs[rid]) is None, rid
 
 
 def test_llemma_shapes_are_the_configurations_counted_by_hand():
