@@ -310,9 +310,9 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "kernel and network their sources state; Llama 3.1 "
                    "405B, DeepSeek-V3 and llm.c's GPT-2 350M / 774M / 1558M, 2024, 0.83-1.09x: docs/accuracy.md); the "
                    "budget's failure and checkpoint lines hold part of that (with them and the stated batch ramps and "
-                   "layouts, 12.8% mean over twenty-three held-out runs, predicted low on average; the worst Llemma "
-                   "7B / 34B, -22.5 / -32.6%, and BioMedLM 2.7B, -28.2% with its stack read after its -58.4%: "
-                   "docs/training.md)")
+                   "layouts, 12.0% mean over twenty-three held-out runs, predicted low on average; the worst BioMedLM "
+                   "2.7B, -28.2% with its stack read after its -58.4%, llm.c's GPT-2 350M and Llemma 34B, +20.3 / "
+                   "-19.3%: docs/training.md)")
     from gpuplan.jobs.training.layout import no_layout_note  # loaded with the plan (numpy)
 
     out.extend(no_layout_note(inputs, plan))
