@@ -120,6 +120,8 @@ def accelerator_from_entry(entry: dict[str, Any]) -> Accelerator:
         scale_up_bandwidth=(up["bandwidth_gbyte_s_bidirectional"] * _GB
                             if up.get("bandwidth_gbyte_s_bidirectional") else None),
         scale_up_domain=up.get("domain_size"), scale_up_pcie=str(up.get("kind", "")).startswith("PCIe"),
+        host_link_bandwidth=(up["host_link_gbyte_s_bidirectional"] * _GB
+                             if up.get("host_link_gbyte_s_bidirectional") else None),
         scale_out_bandwidth=(out["gbit_s_per_device"] * _GB / 8 if out.get("gbit_s_per_device") else None),
         nics_per_node=out.get("nics_per_node"), rail_optimized=bool(out.get("rail_optimized", False)),
         in_network_reduction=bool(out.get("in_network_reduction", False)),

@@ -32,6 +32,10 @@ class Accelerator:
     scale_up_domain: int | None = None
     scale_up_pcie: bool = False
     """The scale-up path is PCIe (no NVLink / switch fabric): NCCL's PCI latencies apply."""
+    host_link_bandwidth: float | None = None
+    """PCIe link per device, bytes/s both directions summed, that joins the scale-up domains of one host where a
+    host holds several (H100 NVL: 4 NVLink-bridged pairs on PCIe Gen5 x16 in a server of devices_per_node 8);
+    None = a host is one domain (or the part is PCIe-only). core.comm.topology's host tier."""
     scale_out_bandwidth: float | None = None
     """Scale-out network per device, bytes/s per direction (its NICs' line rate / devices per node)."""
     nics_per_node: int | None = None

@@ -21,10 +21,11 @@
   such fabric, and the link model times its node on PCIe at any size: the cap is the server the catalog states
   (devices_per_node: l40s, l4, a10g, ascend-910b 8), and where it states none (a10, a100-pcie, h100-pcie,
   rtx-3090 / 4090: domain 1, no server size) there is none beyond the field's own range (review w15 R4 M6: 10-card
-  single-root PCIe servers are sold). H100 NVL (domain 2, no devices_per_node: "Sold and deployed as NVLink-bridged
-  pairs ... beyond the pair cards talk over PCIe Gen5 x16", h100-nvl.toml) stays at its pair: the link model has
-  two tiers, the node and the network (core.comm.topology.Cluster.group / link), so a node of 4 or 8 cards would
-  be timed on the bridge end to end; the refusal says so. Fewer than the domain is taken (a GB200 compute tray is 4).
+  single-root PCIe servers are sold). A part whose host joins several scale-up domains over PCIe
+  (Accelerator.host_link_bandwidth: H100 NVL, 4 NVLink-bridged pairs in a server of devices_per_node 8, MLPerf
+  Inference v4.1 Lenovo SR675 V3) is capped at that host: the link model times a group inside a pair on the bridge,
+  one past it on PCIe and one past the host on the network (core.comm.host_tier, core.comm.topology.Cluster.group).
+  Fewer than the domain or the host is taken (a GB200 compute tray is 4).
 """
 
 from __future__ import annotations
@@ -51,9 +52,10 @@ def accelerator(name):
 
 
 def largest_node(gpu) -> int | None:
-    """The most GPUs --gpus-per-node takes on ``gpu``: its scale-up domain, or for a PCIe-only part the server
-    the catalog states (None where it states none: no cap beyond the field's range)."""
-    if gpu.pcie_only:
+    """The most GPUs --gpus-per-node takes on ``gpu``: its scale-up domain, or for a PCIe-only part or a host of
+    several domains (host_link_bandwidth) the server the catalog states (None where a PCIe-only part states none:
+    no cap beyond the field's range)."""
+    if gpu.pcie_only or gpu.host_link_bandwidth:
         return gpu.devices_per_node
     return gpu.scale_up_ranks
 
@@ -86,11 +88,10 @@ def check_device(inputs) -> None:
     gpu = accelerator(names[0]) if per_node is not None else None
     if gpu is None or (most := largest_node(gpu)) is None or per_node <= most:
         return
-    if gpu.pcie_only:
-        raise InputError("gpus_per_node", per_node, f"the catalog's {gpu.name} server holds {most} GPUs (over "
-                         f"PCIe): give 1 to {most}")
-    beyond = ("" if gpu.devices_per_node else "; hosts of more cards, which reach each other past the domain over "
-              "PCIe, are not modelled (the link model has no tier between the domain and the network)")
+    if gpu.pcie_only or gpu.host_link_bandwidth:
+        how = (f"NVLink domains of {gpu.scale_up_ranks} on PCIe" if gpu.host_link_bandwidth else "over PCIe")
+        raise InputError("gpus_per_node", per_node, f"the catalog's {gpu.name} server holds {most} GPUs ({how}): "
+                         f"give 1 to {most}")
     unit = "chips" if gpu.vendor == TPU_VENDOR else "GPUs"
     raise InputError("gpus_per_node", per_node, f"the catalog's {gpu.name} scale-up domain is {most} {unit}, and the "
-                     f"link model times the whole node on it{beyond}: give 1 to {most}")
+                     f"link model times the whole node on it: give 1 to {most}")

@@ -42,6 +42,7 @@ import numpy as np
 from gpuplan.core.comm.nvls_tuner import NCCL_MAX_NVLS_ARITY, NVLS_TREE_ALGBW_RATIO, nvls_tuner_algbw
 # the load of NCCL's double binary tree on its busiest domain (src/graph/trees.cc)
 from gpuplan.core.comm.nccl_trees import tree_busiest_domain_load
+from gpuplan.core.comm.host_tier import intra_latency_us as intra_us  # NVLink / PCI steps (a host of several domains)
 
 PROTOCOLS = ("LL", "LL128", "Simple")
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat")
@@ -187,10 +188,10 @@ def _ring(kind: str, size, links, proto: int, parts=None):
     costs several protocols of one collective."""
     multi, single, raw, volume, intra_steps, inter_steps = parts or _ring_parts(kind, size, links)
     bus = _protocol_bus(raw, proto, links)
-    intra_lat = HW_US[links.intra_kind]["ring"][proto]
+    intra_lat = intra_us(HW_US, links, "ring", proto)
     overhead = NET_OVERHEAD_US * (3 if proto == 2 else 1)
-    if overhead > intra_lat:  # a multi-domain ring's steps cost at least the network post overhead
-        intra_lat = np.where(multi, overhead, intra_lat)
+    if np.ndim(intra_lat) or overhead > intra_lat:  # a multi-domain ring's steps: at least the network post overhead
+        intra_lat = np.where(multi & (overhead > intra_lat), overhead, intra_lat)
     # ppn = 1 takes the tree's network latency (the same for Simple: no array work then)
     tree_net, ring_net = HW_US["net"]["tree"][proto], HW_US["net"]["ring"][proto]
     inter_lat = (np.where(single, tree_net, ring_net) if tree_net != ring_net else ring_net) + (
@@ -219,7 +220,7 @@ def _tree(size, links, proto: int):
     n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
     alg = _tree_algbw(size, links, proto, links.net / tree_busiest_domain_load(k))
     tuner = _tree_algbw(size, links, proto, np.where(k <= 2, links.net, links.net / 2))
-    intra_lat = HW_US[links.intra_kind]["tree"][proto]
+    intra_lat = intra_us(HW_US, links, "tree", proto)
     inter_lat = HW_US["net"]["tree"][proto] + links.net_latency_us * (2 if proto == 2 else 1)
     lat = BASE_US["tree"][proto] + 2 * ((g - 1) * intra_lat + np.floor(np.log2(np.maximum(k, 1))) * inter_lat)
     fill = tree_chain_fill(size, links) if proto == 2 else 0.0
@@ -257,11 +258,11 @@ def _nvls(size, links, tree: bool):
     bus = links.intra * links.nvls_gain
     if tree:  # the NICs bound it, and its double binary tree runs at the busiest domain's rate (S, 1.5 S, 2 S)
         bus = np.minimum(bus, 2.0 * links.net) / tree_busiest_domain_load(k)  # ncclGetDtree, as the tree's
-        lat = HW_US[links.intra_kind]["nvls_tree"][2] + 2 * np.floor(np.log2(np.maximum(k, 1))) * (
+        lat = intra_us(HW_US, links, "nvls_tree", 2) + 2 * np.floor(np.log2(np.maximum(k, 1))) * (
             HW_US["net"]["nvls_tree"][2] + 2 * links.net_latency_us)
         usable = (k > 1) & (g >= NVLS_MIN_RANKS)
     else:
-        lat = HW_US[links.intra_kind]["nvls"][2] + 0 * n
+        lat = intra_us(HW_US, links, "nvls", 2) + 0 * n
         usable = (k <= 1) & (n >= NVLS_MIN_RANKS)
     usable = usable & (links.nvls_gain > 0)
     algbw = nvls_tree_tuner_algbw(links) if tree else nvls_tuner_algbw(links)
@@ -330,7 +331,7 @@ def _collnet(size, links):
     """(seconds, bus bandwidth) of CollNet chain all-reduce (IB SHARP), Simple protocol."""
     n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
     alg = np.minimum(np.where(g > 1, links.intra / 2, np.inf), links.net)
-    lat = 2 * (g - 1) * HW_US[links.intra_kind]["collnet"][2] + HW_US["net"]["collnet"][2] + 2 * links.net_latency_us
+    lat = 2 * (g - 1) * intra_us(HW_US, links, "collnet", 2) + HW_US["net"]["collnet"][2] + 2 * links.net_latency_us
     seconds = np.where((k > 1) & links.collnet, lat * 1e-6 + _arr(size) / alg, np.inf)
     return seconds, alg * 2 * (n - 1) / n
 

@@ -43,7 +43,10 @@ def _domain_links(cluster: Cluster, span):
 
 
 def link(cluster: Cluster, span):
-    """Bandwidth and latency for a group spanning ``span`` consecutive ranks (array-friendly)."""
+    """Bandwidth and latency for a group spanning ``span`` consecutive ranks (array-friendly); on a host of
+    several scale-up domains PCIe past one inside the host (Cluster.span_link, core.comm.host_tier)."""
+    if cluster.host_bandwidth:
+        return cluster.span_link(span)
     inside, (up_bw, up_lat), (out_bw, out_lat) = _domain_links(cluster, span)
     return inside * up_bw + (1 - inside) * out_bw, inside * up_lat + (1 - inside) * out_lat
 
@@ -52,6 +55,8 @@ def send_links(cluster: Cluster, span) -> DirectLinks:
     """The links ``link`` times a send on for a group of ``span`` consecutive ranks: NVLink where the group stays
     inside a scale-up domain (2 ranks there), else the network (1 a domain); for plan --explain's link column."""
     inside, (up_bw, _), (out_bw, _) = _domain_links(cluster, np.asarray(span))
+    if cluster.host_bandwidth:  # the node's link past a pair is the host tier's PCIe
+        up_bw = cluster.span_link(np.minimum(span, cluster.gpus_per_node))[0]
     return DirectLinks(2, 1 + inside, up_bw, out_bw)
 
 
@@ -107,9 +112,10 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     # the network, both at once (comm.expert_all_to_all_time).
     if spec.moe is not None:
         etp = tp if settings.expert_tp is None else settings.expert_tp
-        up_bw, up_lat = cluster.link(1)
-        out_bw, out_lat = cluster.link(cluster.gpus_per_node + 1)
         per_domain = np.minimum(np.maximum(1, cluster.gpus_per_node // etp), ep)  # at most the group
+        # the group's part in one node: on a host of several domains PCIe where it spans more than one
+        up_bw, up_lat = cluster.span_link(per_domain * etp) if cluster.host_bandwidth else cluster.link(1)
+        out_bw, out_lat = cluster.link(cluster.gpus_per_node + 1)
         moe_layers = spec.num_moe_layers * layers / spec.num_layers
         routed = tokens / tp * spec.moe.experts_per_token * h * 2.0
         expert_parallel = np.asarray(ep) > 1

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuplan.core.comm.host_tier import HOST_PCIE_EFFICIENCY, HOST_PCIE_LATENCY
 from gpuplan.core.hardware import Accelerator
 from gpuplan.errors import InputError
 
@@ -121,16 +122,37 @@ class Cluster:
     """Bytes of a collective the network path stages before forwarding (NETWORK_PROFILES); 0 = none."""
     net_stages: float = 0.0
     """Staging passes a collective across domains pays, each min(payload, net_stage_bytes) / algbw."""
+    host_bandwidth: float = 0.0
+    """The host tier: PCIe per GPU per direction, bytes/s, joining the node's scale-up domains where the node is
+    a host of several (H100 NVL: 4 bridged pairs in a server of 8; cluster_for sets it from the catalog's
+    host_link_gbyte_s_bidirectional / 2); 0 = the node is one scale-up domain."""
+    domain: int = 0
+    """GPUs of one scale-up domain inside the node where host_bandwidth > 0 (H100 NVL: the pair, 2)."""
+
+    def past_domain(self, per_node, stride):
+        """Where a group's ``per_node`` members in one node, ``stride`` ranks apart, span more than one of the
+        host's scale-up domains ((per_node - 1) x stride >= domain: tp 2 sits in a pair, tp 4 or a dp pair of
+        stride 2 does not); False without a host tier. Array-friendly."""
+        if not self.host_bandwidth:
+            return False
+        return (np.asarray(per_node) > 1) & ((np.asarray(per_node) - 1) * np.asarray(stride) >= self.domain)
 
     def group(self, ranks, stride=1) -> GroupLinks:
         """The links of a communicator of ``ranks`` ranks whose members are ``stride`` ranks apart
-        in the rank order (tp innermost): a domain holds domain // stride of them (at least 1)."""
+        in the rank order (tp innermost): a domain holds domain // stride of them (at least 1). On a host
+        of several scale-up domains (the host tier) a group whose members in the host span more than one
+        rides PCIe there (past_domain), NCCL's PCI latencies with it."""
         per_node = np.clip(self.gpus_per_node // np.maximum(np.asarray(stride), 1), 1, np.maximum(ranks, 1))
         nodes = np.maximum(np.asarray(ranks) / per_node, 1)
         pcie = self.gpu.pcie_only
-        return GroupLinks(ranks, per_node, nodes, self.scale_up_bandwidth * self.scale_up_efficiency,
+        intra, kind = self.scale_up_bandwidth * self.scale_up_efficiency, "pci" if pcie else "nvlink"
+        past = self.past_domain(per_node, stride)
+        if np.any(past):  # collectives.intra_latency_us reads a mixed array of kinds
+            intra = np.where(past, self.host_bandwidth * HOST_PCIE_EFFICIENCY, intra)
+            kind = "pci" if np.all(past) else np.where(past, "pci", kind)
+        return GroupLinks(ranks, per_node, nodes, intra,
                           per_node * self.scale_out_bandwidth * self.scale_out_efficiency,
-                          arch=self.gpu.collective_arch or "ampere", intra_kind="pci" if pcie else "nvlink",
+                          arch=self.gpu.collective_arch or "ampere", intra_kind=kind,
                           nvls_gain=self.nvls_gain, collnet=self.collnet, net_latency_us=self.net_latency_us,
                           algorithm=self.algorithm, protocol=self.protocol,
                           net_stage_bytes=self.net_stage_bytes, net_stages=self.net_stages,
@@ -138,10 +160,21 @@ class Cluster:
 
     def link(self, group_span: int) -> tuple[float, float]:
         """(achievable bandwidth per GPU per direction, latency) for a group spanning
-        ``group_span`` consecutive ranks: inside a node it rides the scale-up fabric."""
-        if group_span <= self.gpus_per_node:
-            return self.scale_up_bandwidth * self.scale_up_efficiency, self.scale_up_latency
-        return self.scale_out_bandwidth * self.scale_out_efficiency, self.scale_out_latency
+        ``group_span`` consecutive ranks: inside a node it rides the scale-up fabric, on a host of
+        several domains (host_bandwidth) only inside one of them and PCIe past it."""
+        bandwidth, latency = self.span_link(group_span)
+        return float(bandwidth), float(latency)
+
+    def span_link(self, span):
+        """Cluster.link for an array of spans: scale-up inside a domain, the host tier (PCIe) past one
+        inside the node where the node has one, the network past the node."""
+        span = np.asarray(span)
+        domain = self.domain if self.host_bandwidth else self.gpus_per_node
+        up = (self.scale_up_bandwidth * self.scale_up_efficiency, self.scale_up_latency)
+        host = (self.host_bandwidth * HOST_PCIE_EFFICIENCY, HOST_PCIE_LATENCY)
+        out = (self.scale_out_bandwidth * self.scale_out_efficiency, self.scale_out_latency)
+        return tuple(np.where(span <= domain, u, np.where(span <= self.gpus_per_node, h, o))
+                     for u, h, o in zip(up, host, out))
 
 
 def cluster_for(gpu: Accelerator, gpus_per_node: int | None = None, nic_gbit_per_gpu: float | None = None,
@@ -150,8 +183,9 @@ def cluster_for(gpu: Accelerator, gpus_per_node: int | None = None, nic_gbit_per
     """A cluster of ``gpu`` with catalog defaults: scale-up domain and bandwidth from the
     hardware catalog, scale-out from the catalog's per-device NIC figure or 400 Gb/s."""
     # the link model's "node" is the scale-up (NVLink) domain (Accelerator.scale_up_ranks: 8 on HGX, 72 on
-    # GB200 NVL72)
-    per_node = gpus_per_node or gpu.scale_up_ranks
+    # GB200 NVL72); on a part whose host joins several domains over PCIe (host_link_bandwidth: H100 NVL) the
+    # host (devices_per_node), its domains inside it (Cluster.host_bandwidth, domain)
+    per_node = gpus_per_node or (gpu.devices_per_node if gpu.host_link_bandwidth else None) or gpu.scale_up_ranks
     if per_node < 1:
         raise InputError("gpus_per_node", per_node, "must be a positive integer")
     up = (gpu.scale_up_bandwidth or 64e9) / 2  # catalog figures are both directions summed
@@ -164,5 +198,7 @@ def cluster_for(gpu: Accelerator, gpus_per_node: int | None = None, nic_gbit_per
     # NVLS needs the part's NVSwitch with SHARP and the whole domain on it (not a PCIe or pairwise fabric)
     nvls = gpu.nvls_gain or 0.0
     scale_up_efficiency = scale_up_efficiency or gpu.scale_up_efficiency or DEFAULT_SCALE_UP_EFFICIENCY
+    if gpu.host_link_bandwidth and per_node > gpu.scale_up_ranks:  # the host tier
+        network = {"host_bandwidth": gpu.host_link_bandwidth / 2, "domain": gpu.scale_up_ranks, **network}
     return Cluster(gpu, per_node, up, out, scale_up_efficiency, scale_out_efficiency,
                    nvls_gain=network.pop("nvls_gain", nvls), **network)

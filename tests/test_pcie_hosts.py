@@ -1,0 +1,149 @@
+"""The link model's host tier (core.comm.host_tier): an H100 NVL server of 8 cards as 4 NVLink-bridged pairs
+on PCIe Gen5 x16 (catalog h100-nvl.toml devices_per_node 8, domain_size 2, host_link_gbyte_s_bidirectional
+128). A group inside a pair rides the bridge, one past it inside the host rides PCIe, one past the host
+the network.
+
+Hand-worked figures, ring all-reduce / Simple (core.comm.collectives), S = 256 MiB = 268,435,456 B:
+- bridge 600 GB/s both ways -> 300 per direction x 0.8 = 240 GB/s; PCIe Gen5 x16 128 -> 64 x 0.8 = 51.2 GB/s;
+  the default NIC 400 Gb/s a GPU -> 50 GB/s x 0.9 = 45 GB/s, 8 a host = 360 GB/s.
+- latency (tuning.cc constants): base 8.4 us + steps x 3.4 us (NVLink) or 5.7 us (PCI), 14 us a network step.
+- tp 2: 8.4 + 2 x 3.4 = 15.2 us; S x 2 x 1 / 2 / 240e9 = 1.118481 ms -> 1.133681 ms.
+- tp 4: 8.4 + 6 x 5.7 = 42.6 us; 1.5 S / 51.2e9 = 7.864320 ms -> 7.906920 ms.
+- tp 8: 8.4 + 14 x 5.7 = 88.2 us; 1.75 S / 51.2e9 = 9.175040 ms -> 9.263240 ms.
+- dp 16 over 2 hosts: bus min(51.2 x 8 / 7, 360) = 58.514 GB/s; 1.875 S / 58.514e9 = 8.601600 ms; latency
+  (8.4 + 28 x 5.7 + 2 x 14) x 1.4 (ring plateau) = 274.4 us -> 8.876000 ms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpuplan.catalog import hardware_entries, load_accelerator
+from gpuplan.core.comm import host_tier
+from gpuplan.core.comm.collectives import chosen, collective_seconds
+from gpuplan.core.comm.topology import DEFAULT_SCALE_UP_EFFICIENCY, DEFAULT_SCALE_UP_LATENCY, cluster_for
+
+S = 256 * 2**20
+
+
+@pytest.fixture(scope="module")
+def nvl():
+    return load_accelerator("h100-nvl")
+
+
+@pytest.fixture(scope="module")
+def host(nvl):
+    return cluster_for(nvl)
+
+
+def test_the_catalog_states_the_host_its_pairs_and_their_pcie_link(nvl):
+    assert (nvl.devices_per_node, nvl.scale_up_ranks) == (8, 2)
+    assert nvl.host_link_bandwidth == pytest.approx(128e9)  # PCIe Gen5 x16, both directions
+    assert any("SR675_V3_8xH100_NVL" in s for s in nvl.sources)  # MLPerf Inference v4.1, 8 a node
+
+
+def test_only_parts_whose_catalog_states_a_host_tier_have_one():
+    """Every other part's cluster is the node it was (host_bandwidth 0: Cluster.group / link / step_comm.link take
+    their old path), so validate rows not on an H100 NVL are unchanged."""
+    tiered = sorted(i for i in hardware_entries() if load_accelerator(i).host_link_bandwidth)
+    assert tiered == ["h100-nvl"]
+    for gpu_id in hardware_entries():
+        if gpu_id not in tiered:
+            assert cluster_for(load_accelerator(gpu_id)).host_bandwidth == 0, gpu_id
+
+
+def test_the_default_node_is_the_host_and_a_pair_alone_has_no_tier(nvl, host):
+    assert (host.gpus_per_node, host.domain, host.host_bandwidth) == (8, 2, pytest.approx(64e9))
+    pair = cluster_for(nvl, 2)
+    assert (pair.gpus_per_node, pair.host_bandwidth) == (2, 0.0)
+
+
+def test_the_host_tier_takes_the_pcie_only_parts_efficiency_and_latency():
+    assert host_tier.HOST_PCIE_EFFICIENCY == DEFAULT_SCALE_UP_EFFICIENCY
+    assert host_tier.HOST_PCIE_LATENCY == DEFAULT_SCALE_UP_LATENCY
+
+
+@pytest.mark.parametrize("ranks, stride, intra, kind", [
+    (2, 1, 240e9, "nvlink"),  # tp 2: one pair
+    (4, 1, 51.2e9, "pci"),  # tp 4: two pairs
+    (8, 1, 51.2e9, "pci"),  # tp 8: the host
+    (2, 2, 51.2e9, "pci"),  # a dp pair past tp 2: ranks 0 and 2, two pairs
+    (4, 2, 51.2e9, "pci"),
+])
+def test_a_group_rides_the_bridge_only_inside_a_pair(host, ranks, stride, intra, kind):
+    links = host.group(ranks, stride)
+    assert links.intra == pytest.approx(intra) and links.intra_kind == kind
+
+
+@pytest.mark.parametrize("ranks, seconds", [(2, 1.1336810667e-3), (4, 7.90692e-3), (8, 9.26324e-3), (16, 8.876e-3)])
+def test_hand_worked_all_reduce_times(host, ranks, seconds):
+    algorithm, protocol, modelled, _ = chosen("all_reduce", S, host.group(ranks, 1))
+    assert (algorithm, protocol) == ("ring", "Simple")
+    assert modelled == pytest.approx(seconds, rel=1e-6)
+
+
+def test_dp_across_two_hosts_leaves_each_host_once(host):
+    links = host.group(16, 1)
+    assert (int(links.per_node), float(links.nodes)) == (8, 2.0)
+    assert float(links.net) == pytest.approx(8 * 45e9)
+
+
+def test_layouts_in_bulk_match_one_by_one(host):
+    """The planner costs arrays of layouts: a mixed array (tp 2 on the bridge, 4 and 8 on PCIe) reads NCCL's
+    per-step latencies per layout (host_tier.intra_latency_us)."""
+    tps = np.array([2, 4, 8])
+    for size in (2**14, 2**20, S):
+        bulk = collective_seconds("reduce_scatter", size, host.group(tps, np.ones(3, dtype=int)))
+        one = [float(collective_seconds("reduce_scatter", size, host.group(int(t), 1))) for t in tps]
+        assert bulk == pytest.approx(one, rel=1e-12)
+
+
+def test_point_to_point_links_have_three_tiers(host):
+    assert host.link(2) == (pytest.approx(240e9), 5e-6)
+    assert host.link(3) == (pytest.approx(51.2e9), 5e-6)
+    assert host.link(8) == (pytest.approx(51.2e9), 5e-6)
+    assert host.link(9) == (pytest.approx(45e9), 15e-6)
+
+
+@pytest.fixture(scope="module")
+def plans():
+    from gpuplan import plan_report
+
+    ask = {"model": "llama-3.1-8b", "gpu": "h100-nvl", "gpus_per_node": 8}
+    return {tp: plan_report({**ask, "gpus": 8, "tp": tp}) for tp in (2, 8)} | {
+        "two hosts": plan_report({**ask, "gpus": 16})}
+
+
+def test_the_plan_the_refusal_named_answers(plans):
+    """`plan llama-3.1-8b --gpu h100-nvl --gpus 16 --gpus-per-node 8` was refused (no tier between the pair and the
+    network); it answers on two hosts, below 100% MFU."""
+    answer = plans["two hosts"]
+    assert answer.value("best_gpus") == 16 and 0 < answer.value("best_mfu") < 1
+
+
+def test_tp_8_on_pcie_is_slower_per_gpu_than_tp_2_on_the_bridge(plans):
+    """8 GPUs, the same model and batch: tp 8 sends every layer's activations through PCIe at 51.2 GB/s where tp 2
+    keeps them on the 240 GB/s bridge."""
+    two, eight = plans[2], plans[8]
+    assert "tp2 " in two.value("best_layout") and "tp8 " in eight.value("best_layout")
+    assert eight.value("best_tokens_per_second") < two.value("best_tokens_per_second")
+    assert 0 < eight.value("best_mfu") < two.value("best_mfu") < 1
+
+
+def test_train_and_memory_answer_on_a_host_of_8():
+    from gpuplan import TrainingInputs
+    from gpuplan.jobs.memory.estimate import estimate_memory
+    from gpuplan.jobs.memory.schema import MemoryInputs
+    from gpuplan.jobs.training.estimate import estimate_training
+
+    trained = estimate_training(TrainingInputs(model="llama-3.1-8b", gpu="h100-nvl", gpus=16, gpus_per_node=8))
+    assert trained.value("params_total") == 8_030_261_248
+    memory = estimate_memory(MemoryInputs(model="llama-3.1-8b", gpu="h100-nvl", gpus=8, tp=8))
+    assert memory.value("bytes_per_param") == 18.0
+
+
+def test_a_node_past_the_host_is_refused_naming_it(nvl):
+    from gpuplan.schema.device_rules import largest_node
+
+    assert largest_node(nvl) == 8
