@@ -57,9 +57,8 @@ def test_a_tpu_under_the_neutral_model_or_the_unstated_default_answers():
 @pytest.mark.parametrize("job, route, gpu, per_node, fragment, most", [
     ("train", "training", "h100", 72, "NVIDIA H100 80GB SXM5 scale-up domain is 8 GPUs", 8),
     ("budget", "budget", "b200", 16, "scale-up domain is 8 GPUs", 8),
-    # an NVLink bridge joins a pair; the link model has no PCIe tier between it and the network (review w15 R4 S1)
-    ("plan", "plan", "h100-nvl", 8, "H100 NVL 94GB scale-up domain is 2 GPUs, and the link model times the whole node "
-     "on it; hosts of more cards, which reach each other past the domain over PCIe, are not modelled", 2),
+    # 4 bridged pairs on PCIe in a host of 8 (h100-nvl.toml devices_per_node; core.comm.host_tier, w16 A4)
+    ("plan", "plan", "h100-nvl", 16, "H100 NVL 94GB server holds 8 GPUs (NVLink domains of 2 on PCIe)", 8),
     ("plan", "plan", "l40s", 10, "L40S 48GB server holds 8 GPUs (over PCIe)", 8),  # l40s.toml devices_per_node 8
     ("train", "training", "tpu-v5e", 512, "scale-up domain is 256 chips", 256),
 ])
@@ -74,7 +73,7 @@ def test_gpus_per_node_past_the_parts_domain_is_refused_at_every_door(run_cli, c
 
 @pytest.mark.parametrize("gpu, per_node", [("gb200", 72), ("gb200", 4), ("h100", 8), ("h100", 4), ("h100-pcie", 8),
                                            ("h100-pcie", 10), ("a100-pcie-80gb", 16), ("rtx-4090", 10),
-                                           ("h100-nvl", 2), ("l40s", 8), ("tpu-v5e", 256)])
+                                           ("h100-nvl", 2), ("h100-nvl", 8), ("l40s", 8), ("tpu-v5e", 256)])
 def test_a_node_within_the_catalogs_domain_or_pcie_server_answers(gpu, per_node):
     """An NVL72 rack (gb200.toml domain_size 72), a compute tray, an HGX board or part of one, a v5e pod
     (domain_size 256), an H100 NVL pair and an L40S server of 8 (devices_per_node) are taken. A PCIe-only part whose
