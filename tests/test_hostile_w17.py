@@ -10,7 +10,9 @@ single ask and an --rps sizing, each pair compared with its two halves: an optio
 with and without it, where alone it changes the answer, is one the pair ignores.
 
 Found: (1) the refusal of --graph-layer-us on a release that captures no CUDA graph said "sizes CUDA-graph memory"
-(the words of --cuda-graph-gib) when the value was 0.
+(the words of --cuda-graph-gib) when the value was 0; (2) --grad-dtype bf16 with fp32 parameters (--dtype fp32 /
+tf32, memory's --recipe fp32) was answered with 2-byte gradients Megatron-Core cannot hold; (3) --moe-expert-kernels
+per-expert on a dense model was answered as if not given.
 """
 
 import pytest
@@ -36,3 +38,55 @@ def test_1_graph_refusal_on_an_eager_release_says_what_the_refused_field_does(ru
                             f"{words}, and trtllm==0.9 captures none (every step eager)")
     other = "sizes CUDA-graph memory" if words == "times CUDA-graph steps" else "times CUDA-graph steps"
     assert other not in web
+
+
+# ---- (2) a bf16 gradient buffer of fp32 parameters ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("job, route, ask, named", [
+    ("train", "training", {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "dtype": "fp32"}, "--dtype fp32"),
+    ("plan", "plan", {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "dtype": "tf32"}, "--dtype tf32"),
+    ("memory", "memory", {"model": "llama-3-8b", "gpu": "h100", "recipe": "fp32"}, "--recipe fp32")])
+def test_2_bf16_gradients_of_fp32_parameters_are_refused_at_every_door(run_cli, client, tmp_path, job, route, ask,
+                                                                       named):
+    """Megatron-Core's buffer is ``torch.float if grad_reduce_in_fp32 else param.dtype`` (distributed_data_parallel.py
+    @core_v0.16.0 L147): fp32 parameters give an fp32 buffer either way. Before, `train llama-3-8b --gpu h100 --gpus 16
+    --framework megatron --dtype fp32 --mfu predicted --grad-dtype bf16` was answered with 2-byte gradients, 25,772
+    GPU-days against 27,317 without it, and `memory --recipe fp32 --grad-dtype bf16` with bytes_grads 2 (4 without)."""
+    four_door_refusal(run_cli, client, tmp_path, job, route, {**ask, "framework": "megatron", "grad_dtype": "bf16"},
+                      "grad_dtype", f"{named} keeps fp32 parameters, so Megatron-Core's buffer is fp32 either way")
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp8", "fp16"])
+def test_2_a_bf16_gradient_buffer_stays_answered_where_the_parameters_are_16_bit(dtype):
+    """bf16 and FP8 runs hold bf16 parameters (FP8 beside --bf16); under fp16 'bf16' is the 2-byte buffer in the
+    parameters' dtype, the fp16 default's answer (tests/test_grad_width_one_rule.py)."""
+    from gpuplan import TrainingInputs
+
+    inputs = TrainingInputs(model="llama-3-8b", gpu="h100", gpus=16, framework="megatron", dtype=dtype,
+                            grad_dtype="bf16")
+    assert inputs.recipe_memory_settings()["grad_bytes"] == 2.0
+
+
+# ---- (3) MoE expert kernels chosen for a dense model ------------------------------------------------------------------
+
+@pytest.mark.parametrize("job, route, kernels, extra", [
+    ("train", "training", "per-expert", {"gpu": "h100"}),
+    ("plan", "plan", "per-expert", {"gpu": "h100"}),
+    ("budget", "budget", "fused", {"gpu": "b200", "dtype": "fp8", "fp8_recipe": "mxfp8"})])
+def test_3_moe_expert_kernels_on_a_dense_model_are_refused_at_every_door(run_cli, client, tmp_path, job, route, kernels,
+                                                                         extra):
+    """--moe-expert-kernels per-expert on llama-3-8b was answered byte-identically to the ask without it (a choice
+    nothing reads), where --ep-dispatcher alltoall, the dispatcher's own default, is refused on a dense model. 'fused'
+    was refused already, by the layout search (jobs/plan/search.py), with the first half of these words."""
+    four_door_refusal(run_cli, client, tmp_path, job, route,
+                      {"model": "llama-3-8b", "gpus": 16, "framework": "megatron", "moe_expert_kernels": kernels,
+                       **extra}, "moe_expert_kernels",
+                      "applies to mixture-of-experts models; llama-3-8b is dense (no expert kernels): leave it out")
+
+
+def test_3_per_expert_kernels_stay_answered_on_a_mixture_of_experts_model():
+    from gpuplan import TrainingInputs
+
+    inputs = TrainingInputs(model="mixtral-8x7b", gpu="h100", gpus=64, ep=8, framework="megatron",
+                            moe_expert_kernels="per-expert")
+    assert inputs.spec().moe is not None and inputs.moe_expert_kernels == "per-expert"

@@ -50,6 +50,14 @@ framework deepspeed). Moving the Pythia rows to generic / deepspeed changes thei
 (docs/training.md)."""
 
 
+FP32_PARAMETER_DTYPES = ("fp32", "tf32")
+"""--dtype values whose parameters Megatron-Core holds in fp32 (neither --fp16 nor --bf16): its gradient buffer is
+then fp32 whether grad_reduce_in_fp32 is on or off (grad_dtype = torch.float if grad_reduce_in_fp32 else
+param.dtype, distributed_data_parallel.py@core_v0.16.0 L147), never bf16; `--dtype fp32 --grad-dtype bf16` was
+answered with 2-byte gradients (wave 17). Under --dtype fp16 --grad-dtype bf16 stays the 2-byte buffer in the
+parameters' dtype (tests/test_grad_width_one_rule.py: the same answer as the fp16 default)."""
+
+
 NO_QLORA_FRAMEWORKS = {
     "megatron": "no 4-bit or NF4 weights in Megatron-Core core_v0.16.1 or in Megatron-Bridge@067f987's peft/ (lora, "
                 "dora, canonical_lora, multi_lora; its models/README.md lists QLoRA under 'Future Enhancements')",
@@ -83,6 +91,13 @@ def check_setup(inputs) -> None:
                          f"precision-aware optimizer, torchtitan's fused_opt_states_bf16); --optimizer "
                          f"{get('optimizer')} {MOMENTS_NOT_NARROWED.get(get('optimizer'), NOT_ADAM)}: leave it out, "
                          "or give --optimizer adamw")
+    fp32_parameters = ("dtype" if get("dtype") in FP32_PARAMETER_DTYPES else "recipe" if get("recipe") == "fp32"
+                       else None)  # memory has no --dtype; its --recipe fp32 holds 4-byte parameters (core.precision)
+    if get("grad_dtype") == "bf16" and fp32_parameters:
+        raise InputError("grad_dtype", "bf16", f"is the gradient buffer in the parameters' dtype "
+                         f"(grad_reduce_in_fp32 off), and --{fp32_parameters} {get(fp32_parameters)} keeps fp32 "
+                         "parameters, so Megatron-Core's buffer is fp32 either way (distributed_data_parallel.py"
+                         "@core_v0.16.0 L147): give --grad-dtype fp32, or leave it out")
     if "attention_efficiency" in given:
         _check_attention_efficiency(framework, get("attention_kernel"), get("attention_efficiency"), get("gpu"))
     if get("finetune") == "qlora" and "framework" in given and framework in NO_QLORA_FRAMEWORKS:
@@ -247,6 +262,10 @@ def check_model(inputs, spec) -> None:
 
         if (reason := gpt2_shape_refusal(spec)) is not None:
             raise InputError("model", spec.name, reason)
+    if spec.moe is None and "moe_expert_kernels" in getattr(inputs, "given", ()):  # per-expert too (wave 17), as
+        # ep_dispatcher on a dense model (training_fields.SetupFields.adjust_spec): a choice nothing reads
+        raise InputError("moe_expert_kernels", inputs.moe_expert_kernels, f"applies to mixture-of-experts models; "
+                         f"{spec.name} is dense (no expert kernels): leave it out")
     check_sequence_split(inputs, spec)
     check_mtp(inputs, spec)
 
