@@ -19,7 +19,8 @@ def spans_domains(tp: int, fabric: Accelerator | None) -> bool:
     a group (vLLM custom_all_reduce.py@00d618aa:90-96: 'Custom allreduce is disabled because this process
     group spans across nodes'; SGLang's copy of the kernel logs the same); NCCL then runs every message,
     timed by core.comm.collectives on cluster_for(fabric).group(tp): tp / scale_up_ranks domains joined by
-    the catalog's NIC bandwidth and latency (GroupLinks.nodes > 1). False without a part (``fabric`` None)."""
+    the catalog's NIC bandwidth and latency (GroupLinks.nodes > 1), on an H100 NVL's host of 8 by its PCIe first
+    (core.comm.host_tier). False without a part (``fabric`` None)."""
     return fabric is not None and tp > node_ranks(fabric)
 
 
@@ -34,8 +35,8 @@ srt/distributed/device_communicators/custom_all_reduce.py@v0.5.6:55); at any oth
 
 def host_gpus(gpu: Accelerator) -> int:
     """GPUs of one host as the serving searches and the 'launch across trays' line count them: the catalog's
-    devices_per_node, else 8 (a GB200 / GB300 compute tray holds 4). Not host_ranks: on an H100 NVL (NVLink pairs,
-    no devices_per_node) the searches keep the 8-GPU server, the node check the pair's domain of 2."""
+    devices_per_node, else 8 (a GB200 / GB300 compute tray holds 4). Not host_ranks: on an H100 NVL (NVLink pairs in
+    a server of devices_per_node 8) the searches keep the 8-GPU server, the node check the pair's domain of 2."""
     return gpu.devices_per_node or 8
 
 
