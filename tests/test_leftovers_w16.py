@@ -29,3 +29,40 @@ def test_rows_by_count_uses_the_runs():
     groups = rows_by_count(table)
     assert list(groups) == [4, 8, 16]
     assert {c: t["row"].tolist() for c, t in groups.items()} == {4: [1, 4], 8: [0, 2], 16: [3]}
+
+
+# ---- item 7: plan's 'GPUs left idle' line says which reason holds on the count asked -------------------------------
+
+def _idle_line(**ask):
+    from gpuplan import PlanInputs, plan_report
+
+    lines = [line for s in plan_report(PlanInputs(**ask)).sections for line in s.lines if line.key == "idle_gpus"]
+    assert len(lines) == 1
+    return lines[0]
+
+
+def test_idle_reason_no_layout_on_the_count_asked():
+    """llama-3.1-8b, a 7-sequence batch on 1,000 A100s: no layout at all (tests/test_consistency_w15c derives why);
+    704 GPUs answer (plan's note there), 1,000 - 704 = 296 idle. The reason says no layout, not 'faster on fewer'."""
+    line = _idle_line(model="llama-3.1-8b", gpus=1000, global_batch=7)
+    assert (line.value, line.text) == (1000 - 704, "296 of 1,000")
+    assert line.formula == ("no layout uses all 1,000 (the global batch, degrees given and framework rules allow "
+                            "none): the notes name the counts answering for them")
+
+
+def test_idle_reason_layouts_but_none_fits():
+    """llama-3.1-405b on 1,001 A100-40GB: 1,001 = 7 x 11 x 13 is odd, so tp 1 (tp divides the 128 heads) and cp 1
+    (a power of two): the layouts there split no layer's tensors (pp 1 to 91 x dp 11 to 1,001) and the least
+    needs 48.6 GB a GPU, over 40; 1,000 answer, 1 idle."""
+    line = _idle_line(model="llama-3.1-405b", gpus=1001, gpu="a100-40gb")
+    assert line.text == "1 of 1,001"
+    assert line.formula.endswith(" layouts use all 1,001 and none fits in memory"), line.formula
+
+
+def test_idle_reason_faster_on_fewer():
+    """The article's llama-3-8b on 1,349 A100s (tests/test_consistency_w15c: layouts exist there): 1,344 run faster,
+    5 idle; 'ranked first' where the ranking is by cost, not time."""
+    line = _idle_line(model="llama-3-8b", gpus=1349)
+    assert line.text == "5 of 1,349"
+    assert line.formula.startswith("faster on fewer: ") and line.formula.endswith(" on all 1,349 fit and rank behind it")
+    assert _idle_line(model="llama-3-8b", gpus=1349, rank_by="cost").formula.startswith("ranked first on fewer: ")

@@ -20,8 +20,8 @@ from gpuplan.jobs.plan.explain import comparison_lines, communication_table, mem
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
 from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
-from gpuplan.jobs.plan.fallbacks_told import plan_fallback_note
-from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, idle_told
+from gpuplan.jobs.plan.fallbacks_told import counts_without_layout, plan_fallback_note
+from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, idle_told, max_tp
 from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
                                   row_layout, seconds_per_sequence)
 from gpuplan.planner.search import LayoutTable, pareto_front
@@ -99,13 +99,26 @@ def _point_fastest_note(t: LayoutTable, best: int, rank_by: str) -> tuple[str, .
             f"{high(best)}){lost}",)
 
 
-def _why_idle(inputs: PlanInputs) -> str:
-    why = "faster on fewer (no layout on all of them is as fast), or none fits / is valid on all of them"
-    vpp = inputs.fixed_degrees().get("vpp", 1)
-    if vpp > 1 and inputs.profile.interleaved_needs_pp_micro_batches:
-        why += (f"; --framework {inputs.framework}'s interleaved schedule (vpp {vpp}) needs at least pp "
-                "micro-batches per step (Megatron-Core schedules.py)")
-    return why
+def _why_idle(inputs: PlanInputs, result: PlanSearch, plan: Plan) -> str:
+    """Why ``plan`` leaves GPUs of the count asked (plan.gpus_asked) idle, the one reason of three that holds there:
+    no layout at all (counts_without_layout, the test the no-layout note makes: that note names what answers for
+    it), layouts but none fits in memory, or some fit and a layout on fewer ranks first. Before wave 16 the line
+    gave all three at once ('faster on fewer ..., or none fits / is valid on all of them')."""
+    asked = plan.gpus_asked
+    if counts_without_layout(result.evaluator, (asked,), result.target_batch, max_tp(result.evaluator),
+                             result.limits):
+        why = (f"no layout uses all {asked:,} (the global batch, degrees given and framework rules allow none): the "
+               "notes name the counts answering for them")
+        vpp = inputs.fixed_degrees().get("vpp", 1)
+        if vpp > 1 and inputs.profile.interleaved_needs_pp_micro_batches:
+            why += (f"; --framework {inputs.framework}'s interleaved schedule (vpp {vpp}) needs at least pp "
+                    "micro-batches per step (Megatron-Core schedules.py)")
+        return why
+    fits = result.all["fits"][result.all["gpus"] == asked]
+    if not fits.any():
+        return f"{len(fits):,} layouts use all {asked:,} and none fits in memory"
+    first = "faster" if rank_by_of(inputs) == "time" else "ranked first"
+    return f"{first} on fewer: {int(fits.sum()):,} layouts on all {asked:,} fit and rank behind it"
 
 
 def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -> tuple[Line, ...]:
@@ -128,7 +141,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
              formula=f"ranked by {RANKED[rank_by_of(inputs)]}"),
         Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
         Line("idle_gpus", "GPUs left idle", idle, "GPUs", f"{idle:,} of {plan.gpus_asked:,}" if idle else "none",
-             _why_idle(inputs) if idle else ""),
+             _why_idle(inputs, result, plan) if idle else ""),
         Line("global_batch", "global batch", plan.global_batch, "sequences",
              f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({signed_percent(plan.batch_difference)} vs {asked:,.0f} "
              + ("asked)" if inputs.global_batch is not None or inputs.global_batch_tokens is not None else "by default)"),
