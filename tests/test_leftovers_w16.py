@@ -66,3 +66,25 @@ def test_idle_reason_faster_on_fewer():
     assert line.text == "5 of 1,349"
     assert line.formula.startswith("faster on fewer: ") and line.formula.endswith(" on all 1,349 fit and rank behind it")
     assert _idle_line(model="llama-3-8b", gpus=1349, rank_by="cost").formula.startswith("ranked first on fewer: ")
+
+
+# ---- item 9: the serving weights line names the k/v projections replicated past the KV heads -----------------------
+
+def test_the_weights_lines_name_the_kv_replicas():
+    """llama-3.1-405b bf16 at tp 16 on GB200 (8 KV heads): each KV head on 16 / 8 = 2 GPUs, each holding its head's
+    k/v projections whole, 0.5 x 2 x 16,384 x 128 x 126 layers x 2 B = 528,482,304 B = 504 MiB a GPU
+    (core.serving.weights.kv_replica_bytes; tests/test_serving_sizing_domain works the same number). At tp 8 none."""
+    from gpuplan.core.serving.memory import serving_memory_on
+    from gpuplan.jobs.inference.memory_report import memory_section, weights_added
+    from gpuplan.jobs.inference.resolve import resolve_plan
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    plan = resolve_plan(InferenceInputs(model="llama-3.1-405b", gpu="gb200", tp=16))
+    m = serving_memory_on(plan.spec, plan.groups, plan.setup, 16, 1, plan.gpu)
+    assert (m.kv_head_replicas, m.kv_replicas) == (2, 528_482_304)
+    named = "K/V replicas x 2 (k/v projections whole past the KV heads)"
+    weights = [line for line in memory_section(plan, m, 1, 0.0).lines if line.key == "weights"]
+    assert [line.formula for line in weights] == [f"incl. {named}: 0.53 GB (504.00 MiB)"]
+    assert weights_added(m) == f" + 0.53 GB (504.00 MiB) {named}"
+    m8 = serving_memory_on(plan.spec, plan.groups, plan.setup, 8, 1, plan.gpu)
+    assert (m8.kv_head_replicas, m8.kv_replicas, weights_added(m8)) == (1, 0.0, "")

@@ -54,6 +54,12 @@ class Memory:
     """Multi-LoRA adapter slots (included in ``weights``: engines allocate them at model load)."""
     mxfp4_padding: float = 0.0
     """vLLM's MXFP4 expert padding (weights.mxfp4_padding_bytes; included in ``weights``)."""
+    kv_replicas: float = 0.0
+    """The k/v projections a GPU holds whole where tp > the KV heads (weights.kv_replica_bytes; included in
+    ``weights``)."""
+    kv_head_replicas: int = 1
+    """GPUs each KV head's k/v projections are on: tp / KV heads past the KV heads (vLLM QKVParallelLinear
+    num_kv_head_replicas, model_executor/layers/linear.py@v0.23.0:1026-1041), else 1."""
     comm: float = 0.0
     """Non-torch memory of the tensor / pipeline groups (included in ``fixed``)."""
     cuda_graphs: float = 0.0
@@ -113,6 +119,9 @@ def serving_memory(spec: ModelSpec, groups: ParamGroups, memory_bytes: float, se
     GEMMs quantize their activations there, profile.quantizes_activations)."""
     memory = _engine_memory(spec, groups, memory_bytes, setup, tp, pp, gpu_name, scale_up_bandwidth, gpu_arch,
                             tensor_core_dtypes)
+    replicas = kv_replica_bytes(spec, setup.fmt, tp, pp)  # in the weights already (_engine_memory): named
+    if replicas:
+        memory = replace(memory, kv_replicas=replicas, kv_head_replicas=tp // spec.attention.num_kv_heads)
     if setup.lora is not None:  # slots are allocated with the weights, before the KV cache is sized
         slots = L.slot_bytes_per_gpu(spec, setup.lora, tp, pp)
         memory = replace(memory, weights=memory.weights + slots, kv_budget=memory.kv_budget - slots,

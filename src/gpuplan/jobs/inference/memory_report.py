@@ -27,11 +27,17 @@ def _gib(value: float) -> str:
 
 def weights_added(m: M.Memory) -> str:
     """What the per-GPU weights hold beyond the split checkpoint (core.serving.memory._engine_memory): vLLM's MXFP4
-    expert padding, a speculative proposer, LoRA slots; named, so that 'per GPU' above 'whole model' on one GPU
-    reads as what it is (gpt-oss-20b on one B300 printed 14.68 GB per GPU beside 13.76 GB whole, A8 w14)."""
-    parts = ((m.mxfp4_padding, "MXFP4 expert padding (vLLM's MoE layout)"),
+    expert padding, the k/v projections replicated past the KV heads, a speculative proposer, LoRA slots; named, so
+    that 'per GPU' above 'whole model' on one GPU reads as what it is (gpt-oss-20b on one B300 printed 14.68 GB per
+    GPU beside 13.76 GB whole, A8 w14)."""
+    parts = ((m.mxfp4_padding, "MXFP4 expert padding (vLLM's MoE layout)"), (m.kv_replicas, kv_replicas_named(m)),
              (m.draft_weights, "the speculative proposer"), (m.lora_slots, "LoRA adapter slots"))
     return "".join(f" + {gb(v)} {name}" for v, name in parts if v > 1e-6 * m.weights)
+
+
+def kv_replicas_named(m: M.Memory) -> str:
+    """'K/V replicas x N': each KV head's k/v projections whole on N GPUs (tp / KV heads, Memory.kv_head_replicas)."""
+    return f"K/V replicas x {m.kv_head_replicas} (k/v projections whole past the KV heads)"
 
 
 def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float, held: bool = True) -> Section:
@@ -51,7 +57,8 @@ def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float, hel
     else:
         usable = Line("usable", f"usable at gpu_memory_utilization {m.fraction:g}", m.usable,
                       "bytes", gb(m.usable), "(device total - driver reserve) x utilization")
-    extras = ([f"incl. the speculative proposer's {gb(m.draft_weights)}"] if m.draft_weights else []) + (
+    extras = ([f"incl. {kv_replicas_named(m)}: {gb(m.kv_replicas)}"] if m.kv_replicas else []) + (
+        [f"incl. the speculative proposer's {gb(m.draft_weights)}"] if m.draft_weights else []) + (
         [f"incl. LoRA adapter slots {gb(m.lora_slots)}"] if m.lora_slots else [])
     return Section(f"Memory per GPU ({plan.gpu.name})", (
         usable,
