@@ -2,8 +2,10 @@
 the web API and the Python API (schema.training_fields.StepFields inherits TpCommFields).
 
 Left out, they run in the compute dtype (the activations' bf16, fp16 under --dtype fp16): Megatron-Core's
-tensor_parallel mappings all-reduce the tensor they are given, torchtitan's TP plan runs DTensor collectives on the
-activations, the Hugging Face Trainer and llm.c have no tensor parallelism. ``fp32`` is GPT-NeoX's ``fp32_allreduce``
+tensor_parallel mappings all-reduce the tensor they are given (megatron/core/tensor_parallel/mappings.py@core_v0.16.1
+L22-33; no fp32 option under megatron/core), torchtitan's one reduction dtype is FSDP's (mixed_precision_reduce,
+torchtitan/config/configs.py@b5bcd76 L102-106: "reductions when applying mixed precision via FSDP"), the Hugging Face
+Trainer and llm.c have no tensor parallelism. ``fp32`` is GPT-NeoX's ``fp32_allreduce``
 (gpt-neox@e59c873 megatron/mpu/mappings.py L36-46: the bf16 tensor cast to fp32 before the all-reduce and back after;
 core.comm.tp_comm_dtype), GPT-NeoX's Megatron modules on DeepSpeed's engine, gpuplan's --framework deepspeed
 --implementation megatron (training_runs.yaml llemma-7b framework_source): taken there only, with --dtype bf16 (the
