@@ -52,7 +52,7 @@ def test_the_token_length_forms_units_reads_keep_k_as_1024(run_json, text, token
 
 # ---- (b) the communication table names the GPU's own scale-up link ------------------------------------------------
 
-@pytest.mark.parametrize("gpu, link", [("mi355x", "Infinity Fabric (8 GPUs)"), ("tpu-v5p", "ICI (16 GPUs)"),
+@pytest.mark.parametrize("gpu, link", [("mi355x", "Infinity Fabric (8 GPUs)"), ("tpu-v5p", "ICI (16 chips)"),
                                        ("h100", "NVLink (")])
 def test_plan_explain_names_the_scale_up_link_of_the_gpu_asked(run_cli, gpu, link):
     """`plan --explain` printed 'NVLink (8 GPUs)' for an MI355X (catalog scale_up.kind 'Infinity Fabric 4th gen
@@ -164,7 +164,7 @@ def test_a_gpu_range_or_list_with_an_empty_part_says_what_is_valid(run_cli, clie
 # ---- (h) the algorithm column names the collective library of the GPU's vendor --------------------------------------
 
 @pytest.mark.parametrize("gpu, header", [("h100", "NCCL algorithm / protocol"), ("mi300x", "RCCL algorithm / protocol"),
-                                         ("tpu-v5p", "algorithm / protocol (NCCL's model)"),
+                                         ("tpu-v5p", "XLA on ICI: timed as NCCL's"),  # w16 A5
                                          ("gaudi3", "algorithm / protocol (NCCL's model)")])
 def test_the_explain_algorithm_column_names_the_vendors_library(gpu, header):
     """`plan --explain` headed the column 'NCCL algorithm / protocol' on an MI300X (RCCL) and a TPU (XLA over ICI)."""

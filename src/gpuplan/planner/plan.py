@@ -129,7 +129,7 @@ def evaluate_layout(ev: Evaluator, layout: ParallelLayout, recompute: str, targe
                                   "step_seconds": np.array([float(step.total)]), "pp": np.array([layout.pp]),
                                   "vpp": np.array([layout.vpp]),
                                   "recompute": np.array([RECOMPUTE_MODES.index(recompute)])}))
-    return Plan(layout, recompute, step, memory, float(ev.overheads.fixed_bytes(layout)), ev.budget, ev.overheads.fragmentation,
+    return Plan(layout, recompute, step, memory, float(ev.overheads.fixed_bytes(layout)), ev.budget, ev.overheads.reserve,
                 float(rated["mfu"][0]), float(rated["hfu"][0]), ev.memory.seq_len, target_batch,
                 gpus_asked or layout.world, excess)
 

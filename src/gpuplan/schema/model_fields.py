@@ -53,8 +53,12 @@ class ModelFields(JobInputs):
                                             checkpoint_format=reads_checkpoint_format(self)))
 
     def follow_model(self) -> "ModelFields":
-        """The sequence length the model sets where none was given (follow_learned_positions)."""
+        """The sequence length the model sets where none was given (follow_learned_positions), and a training ask's
+        framework on a TPU with its CUDA-only options (schema.tpu_rules.follow_device)."""
+        from gpuplan.schema.tpu_rules import follow_device
+
         follow_learned_positions(self)
+        follow_device(self)
         return self
 
     def model_learned_positions(self) -> int | None:

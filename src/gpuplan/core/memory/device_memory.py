@@ -123,6 +123,10 @@ def hybrid_ep_bytes(layout: ParallelLayout, shape: HybridEPShape):
     return (ep > 1) * (combine + dispatch + staging)
 
 
+XLA_VENDOR = "Google"
+"""The catalog vendor whose parts (TPUs: catalog/hardware/tpu-*.toml) run XLA, not CUDA (Overheads.on_device)."""
+
+
 @dataclass(frozen=True)
 class Overheads:
     """Memory outside PyTorch's allocated tensors, bytes per GPU, and the safety margin."""
@@ -142,9 +146,26 @@ class Overheads:
     """Set when the MoE dispatcher is flex (HybridEP): its own buffers replace NCCL all-to-all's
     per-peer ones (no NCCL all-to-all runs; token_dispatcher.py MoEFlexTokenDispatcher)."""
 
+    xla: bool = False
+    """The part runs XLA (a TPU: on_device): no CUDA context, no NCCL communicators, no PyTorch caching allocator;
+    the runtime's own reserve is not modelled (schema.tpu_rules)."""
+
     def for_gpu(self, scale_up_bandwidth: float | None) -> Overheads:
         """The same overheads on a GPU with this scale-up bandwidth (bytes/s)."""
         return replace(self, channel_scale=nccl_channel_scale(scale_up_bandwidth))
+
+    def on_device(self, gpu) -> Overheads:
+        """The same overheads on ``gpu`` (core.hardware.Accelerator): for_gpu, and ``xla`` where it is a TPU (vendor
+        XLA_VENDOR). XLA:TPU allocates a program's buffers statically at compile time and keeps "reserved space for
+        the XLA runtime" of a size the page does not state (openxla.org/xla/errors/error_1000, 'System overhead'):
+        no CUDA context, NCCL buffer or caching-allocator reserve is counted there (fixed_bytes, reserve), and the
+        margin is what covers the runtime's own reserve."""
+        return replace(self.for_gpu(gpu.scale_up_bandwidth), xla=gpu.vendor == XLA_VENDOR)
+
+    @property
+    def reserve(self) -> float:
+        """Reserved / allocated - 1 as counted: the caching allocator's fragmentation, 0 under XLA."""
+        return 0.0 if self.xla else self.fragmentation
 
     def _group(self, ranks):
         ranks = np.asarray(ranks)
@@ -169,12 +190,14 @@ class Overheads:
         return data + tensor + pipeline + experts
 
     def fixed_bytes(self, layout: ParallelLayout):
-        """Runtime outside the allocator: CUDA context + NCCL buffers."""
+        """Runtime outside the allocator: CUDA context + NCCL buffers (none modelled under XLA)."""
+        if self.xla:
+            return _plain(0.0 * np.asarray(self.nccl_bytes(layout), dtype=float))  # the layouts' shape
         return _plain(self.cuda_context + self.nccl_bytes(layout))
 
     def reserved_bytes(self, allocated):
         """The caching allocator's reserved peak for an allocated peak."""
-        return _plain(np.asarray(allocated, dtype=float) * (1 + self.fragmentation))
+        return _plain(np.asarray(allocated, dtype=float) * (1 + self.reserve))
 
     def device_bytes(self, allocated, layout: ParallelLayout):
         """What the GPU must hold: reserved + runtime."""
@@ -197,7 +220,7 @@ def framework_gap_bytes(overheads: Overheads, share: float, allocated, model_sta
 
 def usable_bytes(capacity: float, overheads: Overheads, layout: ParallelLayout):
     """The largest *allocated* peak that fits: (capacity x (1 - margin) - runtime) / (1 + fragmentation)."""
-    return _plain((overheads.budget_bytes(capacity) - overheads.fixed_bytes(layout)) / (1 + overheads.fragmentation))
+    return _plain((overheads.budget_bytes(capacity) - overheads.fixed_bytes(layout)) / (1 + overheads.reserve))
 
 
 def _plain(value):

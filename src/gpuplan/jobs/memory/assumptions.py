@@ -4,6 +4,7 @@ holds its states."""
 
 from __future__ import annotations
 
+from gpuplan.schema import tpu_rules as X
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import recipe_facts as RF
 from gpuplan.core.memory import training as M
@@ -87,12 +88,14 @@ def optimizer_source(settings: M.MemorySettings) -> str:
 
 
 def memory_assumptions(settings: M.MemorySettings, overheads: M.Overheads,
-                 model_type: str = "") -> tuple[Assumption, ...]:
+                 model_type: str = "", gpu=None, framework_given: bool = True) -> tuple[Assumption, ...]:
+    """The memory answer's assumptions; ``gpu`` and ``framework_given``: the framework's value says why it is generic
+    on a TPU where none was stated (schema.tpu_rules.framework_shown)."""
     recipe = recipe_of(settings)
     return (
         Assumption("recipe", "precision recipe", settings.recipe, recipe.source, "--recipe"),
         Assumption("optimizer", "optimizer", settings.optimizer, optimizer_source(settings), "--optimizer"),
-        Assumption("framework", "framework profile", settings.framework,
+        Assumption("framework", "framework profile", X.framework_shown(settings.framework, framework_given, gpu),
                    "; ".join(F.framework(settings.framework).sources[:2]), "--framework"),
         *mtp_assumption(settings.mtp_layers, False),
         Assumption("optimizer_impl", "optimizer kernel", F.optimizer_impl_of(settings, recipe),
@@ -109,6 +112,18 @@ def memory_assumptions(settings: M.MemorySettings, overheads: M.Overheads,
                    LLMC_RECOMPUTE if settings.framework == "llmc" else
                    "full keeps each layer input (2·sbh); Megatron's modules free what core/memory/recompute.py lists",
                    "--recompute / --recompute-modules / --recompute-layers"),
+        *_runtime_assumptions(overheads),
+        Assumption("margin", "safety margin", f"{overheads.margin:.0%}", "beyond the modelled reserve and runtime "
+                   "(together the article's 15-20%)", "--margin"),
+    )
+
+
+def _runtime_assumptions(overheads: M.Overheads) -> tuple[Assumption, ...]:
+    """The CUDA context, NCCL buffers and caching-allocator reserve; on a TPU (Overheads.xla) one line saying none is
+    modelled (schema.tpu_rules)."""
+    if overheads.xla:
+        return (Assumption("runtime", "XLA runtime", "not modelled", X.XLA_RUNTIME_WHY, "--gpu"),)
+    return (
         Assumption("cuda_context", "CUDA context", _gib(overheads.cuda_context),
                    "~300 MB with lazy loading (pytorch/pytorch#107667) + cuBLAS workspaces", "--cuda-context-gib"),
         Assumption("comm_buffers", "NCCL buffers per communicator",
@@ -121,6 +136,4 @@ def memory_assumptions(settings: M.MemorySettings, overheads: M.Overheads,
         Assumption("allocator", "caching-allocator reserve", f"+{overheads.fragmentation:.0%} over allocated",
                    "fragmentation of cached blocks (expandable segments: +3%); fitted on published rows that report "
                    "both peaks (docs/accuracy.md)", "--allocator"),
-        Assumption("margin", "safety margin", f"{overheads.margin:.0%}", "beyond the modelled reserve and runtime "
-                   "(together the article's 15-20%)", "--margin"),
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gpuplan.schema import tpu_rules as X
 from gpuplan.planner.framework_rules import optimizer_zero_stages, rules_for, sequence_split_runs
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core import frameworks as F
@@ -216,16 +217,17 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
             ("outside_layers", peak.outside_layers), ("temporaries", peak.temporaries),
             ("fsdp_working_set", peak.fsdp_working_set)]
     lines = [Line(f"peak_{k}", k.replace("_", " "), v, "bytes", _gib(v)) for k, v in rows]
-    allocated_label, reserved_label = peak_labels(cached)
+    allocated_label, reserved_label = (X.XLA_ALLOCATED, X.XLA_RESERVED) if overheads.xla else peak_labels(cached)
     lines += [
         Line("peak_allocated", allocated_label, peak.allocated, "bytes", _gib(peak.allocated),
              f"at {peak.peak_phase}, pipeline stage {peak.stage}"),
-        Line("peak_reserved", reserved_label, reserved, "bytes", _gib(reserved),
-             f"allocated x {1 + overheads.fragmentation:.2f}: fragmentation of the allocator's cached blocks "
+        Line("peak_reserved", reserved_label, reserved, "bytes", _gib(reserved), X.XLA_RESERVED_WHY if overheads.xla
+             else f"allocated x {1 + overheads.fragmentation:.2f}: fragmentation of the allocator's cached blocks "
              "(core/memory/device_memory.py)" if cached else CUDAMALLOC_ONCE),
-        Line("overheads", "CUDA context + NCCL buffers", fixed, "bytes", _gib(fixed),
-             "outside the allocator; see assumptions"),
-        Line("peak_total", "device memory needed (reserved + runtime)", total, "bytes", _gib(total)),
+        Line("overheads", X.XLA_RUNTIME if overheads.xla else "CUDA context + NCCL buffers", fixed, "bytes",
+             _gib(fixed), X.XLA_RUNTIME_WHY if overheads.xla else "outside the allocator; see assumptions"),
+        Line("peak_total", X.XLA_TOTAL if overheads.xla else "device memory needed (reserved + runtime)", total,
+             "bytes", _gib(total)),
         Line("capacity", f"{gpu.name} memory", gpu.memory_bytes, "bytes", _gib(gpu.memory_bytes)),
         Line("margin", "safety margin", gpu.memory_bytes * overheads.margin, "bytes",
              f"{_gib(gpu.memory_bytes * overheads.margin)} ({overheads.margin:.0%})",
@@ -298,7 +300,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     sections.append(Section("Advice", tuple(advice)))
     sections.extend(calibration_sections)
     # the table's first row is --gpu's verdict, computed above (when its overheads are the same)
-    known = {gpu.id: (fits, headroom, best_mb)} if overheads.for_gpu(gpu.scale_up_bandwidth) == overheads else {}
+    known = {gpu.id: (fits, headroom, best_mb)} if overheads.on_device(gpu) == overheads else {}
     table = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare), known, peaks)
     layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}" + (f" (vpp {layout.vpp})" if layout.vpp > 1 else "")
                    + f" x cp {layout.cp}, ep {layout.ep}, ZeRO-{layout.zero}, micro-batch {layout.micro_batch}")
@@ -312,7 +314,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     )
     headline = MEMORY_HEADLINE + tuple(line.key for line in advice)
     return Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
-                  memory_assumptions(settings, overheads, spec.model_type) + recipe_fact_assumptions(settings, inputs.given)
+                  memory_assumptions(settings, overheads, spec.model_type, gpu, "framework" in inputs.given) + recipe_fact_assumptions(settings, inputs.given)
                   + compile_memory_assumption(inputs), tuple(sections), _notes(spec, settings), (table,),
                   headline=headline, key_assumptions=("recompute", "margin") if rules_for(settings.framework).fixed_options
                   else ("recipe", "implementation", "margin"),  # llm.c: no recipe / implementation to choose
@@ -334,7 +336,7 @@ def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None, peaks
             gpu = resolve_gpu(gpu_id)
         except InputError as exc:  # the first id is --gpu's; the others are --compare's
             raise InputError("compare" if i else "gpu", gpu_id, exc.expected) from None
-        on_gpu = overheads.for_gpu(gpu.scale_up_bandwidth)
+        on_gpu = overheads.on_device(gpu)
         if on_gpu.hybrid_ep is not None:  # HybridEP's buffers follow each GPU's NVLink domain
             on_gpu = replace(on_gpu, hybrid_ep=replace(on_gpu.hybrid_ep, domain=gpu.scale_up_ranks))
         fits, headroom, best = (known or {}).get(gpu.id) or verdict(spec, layout, settings, on_gpu, gpu, peaks)

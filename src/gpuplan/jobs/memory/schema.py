@@ -188,5 +188,5 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         (core.memory.device_memory.with_ep_dispatcher, as plan)."""
         from gpuplan.core.memory.device_memory import with_ep_dispatcher
 
-        return with_ep_dispatcher(self.overheads().for_gpu(gpu.scale_up_bandwidth), self.ep_dispatcher, self.seq_len,
+        return with_ep_dispatcher(self.overheads().on_device(gpu), self.ep_dispatcher, self.seq_len,
                                   spec, gpu, self.flex_backend or TE.DEFAULT_FLEX_BACKEND)

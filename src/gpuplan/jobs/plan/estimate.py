@@ -16,7 +16,9 @@ from gpuplan.core.units import (NO_PRICE_TEXT, SECONDS_PER_DAY, format_bytes, fo
 from gpuplan.errors import InputError
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
-from gpuplan.jobs.plan.explain import comparison_lines, communication_table, memory_lines, step_lines, why_lines
+from gpuplan.jobs.plan.explain import (comparison_lines, communication_table, memory_lines, peak_words, step_lines,
+                                       why_lines)
+from gpuplan.schema.tpu_rules import framework_shown
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
 from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
@@ -164,7 +166,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
         Line("best_cost", "cost, failure-free", cost, "USD", NO_PRICE_TEXT if cost is None else format_usd(cost),
              f"GPU-hours x price; {result.price_source}", *(band(cost) if cost is not None else (None, None))),
         Line("best_peak_bytes", "peak memory per GPU", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
-             "reserved + CUDA context + NCCL buffers (= gpuplan memory of this layout)"),
+             f"{peak_words(result.evaluator.cluster.gpu)} (= gpuplan memory of this layout)"),
         Line("searched", "layouts searched", result.searched, "", f"{result.searched:,}",
              f"distinct layouts, each on its GPU count once (a fallback's counts too: planner.fallback); "
              f"{len(result.table):,} fit; {result.searched / max(result.seconds, 1e-9):,.0f} layouts/s"),
@@ -187,7 +189,7 @@ def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tupl
                          f"{' or leave --exhaustive off' if inputs.exhaustive else ''}") from None
     best = chosen_plan(free, best_index(free, "time"))
     return (Section(f"Your layout: {mine.text()} on {plural(mine.gpus, 'GPU')}",
-                    step_lines(mine, "mine") + memory_lines(mine, "mine", inputs.profile.caching_allocator) + comparison_lines(mine, best, free.table)),)
+                    step_lines(mine, "mine") + memory_lines(mine, "mine", inputs.profile.caching_allocator, result.evaluator.cluster.gpu) + comparison_lines(mine, best, free.table)),)
 
 
 def _report_inputs(inputs: PlanInputs, model: str, gpu, counts, deadline: float | None) -> tuple[Line, ...]:
@@ -213,7 +215,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     front = pareto_front(table, ("gpus", "ranked_days") + (("ranked_cost",) if price is not None else ()))
     summary = Section("Recommendation", recommendation(plan, inputs, result, best) + why_lines(plan, result.all))
     checked = _check_my_layout(inputs, result, plan) if inputs.layout_given else ()
-    breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best", inputs.profile.caching_allocator))
+    breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best", inputs.profile.caching_allocator, gpu))
     tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]})", COLUMNS, _rows(table, top)),
               Table("Pareto front (GPUs vs ranked days: the slow end with failures at the range's high rate"
                     + (", vs cost with the same failures)" if price is not None else ")"), COLUMNS,
@@ -280,8 +282,9 @@ def _assumptions(inputs: PlanInputs, plan: Plan, result: PlanSearch) -> tuple[As
     return (
         Assumption("recipe", "precision recipe", inputs.recipe_name, M.RECIPES[inputs.recipe_name].source,
                    "--recipe", "recipe" in inputs.given),
-        Assumption("framework", "framework profile", inputs.framework, "; ".join(inputs.profile.sources[:2]),
-                   "--framework", "framework" in inputs.given),
+        Assumption("framework", "framework profile", framework_shown(inputs.framework, "framework" in inputs.given,
+                   result.evaluator.cluster.gpu), "; ".join(inputs.profile.sources[:2]), "--framework",
+                   "framework" in inputs.given),
         Assumption("implementation", "activation implementation", inputs.implementation_name, "docs/memory.md",
                    "--implementation", "implementation" in inputs.given),
         *mtp_assumption(result.evaluator.spec.mtp_layers, "mtp_layers" in inputs.given),

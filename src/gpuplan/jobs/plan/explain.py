@@ -10,6 +10,7 @@ from gpuplan.core.units import format_bytes
 from gpuplan.planner.plan import Plan
 from gpuplan.planner.search import LayoutTable
 from gpuplan.report.model import Line, Table
+from gpuplan.schema import tpu_rules as X
 
 STEP_PARTS = (("compute", "compute"), ("bubble", "pipeline bubble"), ("tp_comm", "exposed TP communication"),
               ("pp_comm", "exposed PP communication"), ("dp_comm", "exposed DP/FSDP communication"),
@@ -25,9 +26,18 @@ def step_lines(plan: Plan, prefix: str) -> tuple[Line, ...]:
     return tuple(lines)
 
 
-def memory_lines(plan: Plan, prefix: str, caching_allocator: bool = True) -> tuple[Line, ...]:
-    """The plan's memory lines; ``caching_allocator`` False (llm.c): reserved = allocated, labelled so."""
+def peak_words(gpu=None) -> str:
+    """What the plan's peak memory per GPU is on ``gpu``: the CUDA runtime's parts, or a TPU's (schema.tpu_rules)."""
+    return X.XLA_TOTAL if X.is_tpu(gpu) else "reserved + CUDA context + NCCL buffers"
+
+
+def memory_lines(plan: Plan, prefix: str, caching_allocator: bool = True, gpu=None) -> tuple[Line, ...]:
+    """The plan's memory lines; ``caching_allocator`` False (llm.c): reserved = allocated, labelled so; on a TPU
+    (``gpu``) in XLA's words: no allocator reserve, no CUDA context or NCCL buffers (schema.tpu_rules)."""
     m, (allocated, reserved) = plan.memory, peak_labels(caching_allocator)
+    xla = X.is_tpu(gpu)
+    if xla:
+        allocated, reserved = X.XLA_ALLOCATED, X.XLA_RESERVED
     parts = (("weights", m.weights), ("grads", m.grads), ("master", m.master), ("optimizer", m.optimizer),
              ("activations", m.activations), ("outside_layers", m.outside_layers),
              ("temporaries", m.temporaries), ("fsdp_working_set", m.fsdp_working_set))
@@ -35,11 +45,12 @@ def memory_lines(plan: Plan, prefix: str, caching_allocator: bool = True) -> tup
     lines += [Line(f"{prefix}_mem_allocated", allocated, m.allocated, "bytes",
                    format_bytes(m.allocated)),
               Line(f"{prefix}_mem_reserved", reserved, plan.reserved_bytes, "bytes", format_bytes(plan.reserved_bytes),
-                   f"allocated x {1 + plan.fragmentation:.2f}" if caching_allocator else CUDAMALLOC_ONCE),
-              Line(f"{prefix}_mem_fixed", "CUDA context + NCCL buffers", plan.fixed_bytes, "bytes",
-                   format_bytes(plan.fixed_bytes)),
-              Line(f"{prefix}_mem_total", "device memory needed (reserved + runtime)", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
-                   f"at {m.peak_phase}, pipeline stage {m.stage}"),
+                   X.XLA_RESERVED_WHY if xla else f"allocated x {1 + plan.fragmentation:.2f}" if caching_allocator
+                   else CUDAMALLOC_ONCE),
+              Line(f"{prefix}_mem_fixed", X.XLA_RUNTIME if xla else "CUDA context + NCCL buffers", plan.fixed_bytes,
+                   "bytes", format_bytes(plan.fixed_bytes), X.XLA_RUNTIME_WHY if xla else ""),
+              Line(f"{prefix}_mem_total", X.XLA_TOTAL if xla else "device memory needed (reserved + runtime)",
+                   plan.total_bytes, "bytes", format_bytes(plan.total_bytes), f"at {m.peak_phase}, pipeline stage {m.stage}"),
               Line(f"{prefix}_mem_fits", f"fits with the margin ({format_bytes(plan.budget_bytes)} usable)", plan.fits,
                    "", "yes" if plan.fits else f"NO: {format_bytes(-plan.headroom_bytes)} over")]
     return tuple(lines)
@@ -109,33 +120,38 @@ COMMUNICATION_COLUMNS = ("group", "collective", "calls", "bytes each", "NCCL alg
 COLLECTIVE_LIBRARIES = {"nvidia": "NCCL", "amd": "RCCL"}
 """The collective library whose algorithm / protocol choice the column shows, by catalog vendor: NCCL on NVIDIA;
 RCCL on AMD (ROCm's port of NCCL, whose collectives are "implemented using ring and tree algorithms":
-github.com/ROCm/rccl README). Other vendors' libraries (XLA's ICI collectives on TPU, HCCL, oneCCL) choose
-otherwise: their column says the choice shown is NCCL's model (wave 14: 'NCCL algorithm / protocol' on a TPU)."""
+github.com/ROCm/rccl README). Other vendors' libraries (HCCL, oneCCL) choose otherwise: their column says the
+choice shown is NCCL's model (wave 14: 'NCCL algorithm / protocol' on a TPU). On a TPU XLA runs the collectives
+over ICI, with no NCCL protocol: XLA_COLUMN, and the algorithm NCCL's model timed it as (no protocol)."""
+XLA_COLUMN = "XLA on ICI: timed as NCCL's"
+"""The algorithm column's header on a TPU (communication_columns)."""
 
 
 def communication_columns(gpu=None) -> tuple[str, ...]:
     """COMMUNICATION_COLUMNS with the algorithm column named for ``gpu``'s vendor (COLLECTIVE_LIBRARIES)."""
     library = COLLECTIVE_LIBRARIES.get(gpu.vendor.lower()) if gpu is not None else "NCCL"
-    header = f"{library} algorithm / protocol" if library else "algorithm / protocol (NCCL's model)"
+    header = f"{library} algorithm / protocol" if library else XLA_COLUMN if X.is_tpu(gpu) else \
+        "algorithm / protocol (NCCL's model)"
     return tuple(header if column == COMMUNICATION_COLUMNS[4] else column for column in COMMUNICATION_COLUMNS)
 
 
-def _algorithm(c, pcie: bool = False) -> str:
+def _algorithm(c, pcie: bool = False, xla: bool = False) -> str:
     """The NCCL algorithm / protocol of one call (core.comm.collectives); for the rows NCCL runs as send / recv pairs
     (the 'alltoall' dispatcher's all-to-all, a PP or CP send) 'p2p / ' and the protocol of their pairs
     (_p2p_protocol); for the 'flex' dispatcher the kernels its backend runs, DeepEP's or HybridEP's, which are not
     NCCL's and have no NCCL protocol (core.comm.step_comm.FLEX_KERNELS, named in the row's label). ``pcie``: the
-    scale-up link is PCIe (Accelerator.scale_up_pcie)."""
+    scale-up link is PCIe (Accelerator.scale_up_pcie). ``xla`` (a TPU): the algorithm only, no NCCL protocol, and
+    a send / recv or all-to-all row as such (XLA_COLUMN)."""
     from gpuplan.core.comm.collectives import chosen
     from gpuplan.core.comm.step_comm import FLEX_KERNELS
 
     if c.nccl and c.group is not None:
         algorithm, protocol, _, _ = chosen(c.nccl, float(c.bytes_per_call), c.group)
-        return f"{algorithm} / {protocol}"
+        return algorithm if xla else f"{algorithm} / {protocol}"
     kernels = [name for name in FLEX_KERNELS.values() if f"({name})" in c.collective]
     if kernels:
         return f"{kernels[0]} kernels"
-    if c.links is None:
+    if c.links is None or xla:
         return "all-to-all" if c.parallelism == "EP" else "send/recv"
     return "p2p / " + _p2p_protocol(c, pcie)
 
@@ -176,24 +192,27 @@ def scale_up_name(gpu) -> str:
     return "PCIe" if gpu.scale_up_pcie else SCALE_UP_NAMES.get(gpu.vendor.lower(), "scale-up link")
 
 
-def _link(c, up_name: str = "NVLink") -> str:
+def _link(c, up_name: str = "NVLink", xla: bool = False) -> str:
     """Where the group's traffic runs, as its cost was timed: an NCCL group's ranks per scale-up domain over NVLink,
     the rest over the domains' NICs (core.comm.topology.Cluster.group); the expert all-to-all's ranks split per
     domain as core.comm.step_comm passed them to core.comm.volumes.expert_all_to_all_time, NVLink and the NICs at
-    once; a send on one link, NVLink inside a domain, else the network (CollectiveCost.links: step_comm's own)."""
+    once; a send on one link, NVLink inside a domain, else the network (CollectiveCost.links: step_comm's own).
+    ``xla`` (a TPU): chips, and the data-center network (DCN: catalog/hardware/tpu-*.toml scale_out.kind), not NICs."""
+    unit, nics, nic = ("chips", "DCN", "DCN a chip") if xla else ("GPUs", "NICs", "NIC a GPU")
     if c.group is not None:
         per_node, nodes = int(float(c.group.per_node)), int(round(float(c.group.nodes)))
         if nodes <= 1:
-            return f"{up_name} ({per_node} GPUs)"
-        return f"{per_node}/domain x {nodes} domains: {up_name} + {float(c.group.net) / 1e9:,.0f} GB/s NICs"
+            return f"{up_name} ({per_node} {unit})"
+        return f"{per_node}/domain x {nodes} domains: {up_name} + {float(c.group.net) / 1e9:,.0f} GB/s {nics}"
     links = c.links
     up, out = float(links.nvlink) / 1e9, float(links.network) / 1e9  # achievable GB/s per GPU, one direction
     ranks, local = int(float(links.ranks)), int(float(links.per_domain))
     if c.parallelism == "EP":
         if local >= ranks:
             return f"{up_name} ({ranks} ranks, {up:,.0f} GB/s)"
-        return f"{local}/domain x {ranks / local:,.0f} domains: {up_name} + {out:,.0f} GB/s NIC a GPU"
-    return f"{up_name} ({up:,.0f} GB/s)" if local >= ranks else f"network ({out:,.0f} GB/s a GPU)"
+        return f"{local}/domain x {ranks / local:,.0f} domains: {up_name} + {out:,.0f} GB/s {nic}"
+    return f"{up_name} ({up:,.0f} GB/s)" if local >= ranks else f"{'DCN' if xla else 'network'} ({out:,.0f} GB/s " \
+        f"a {unit[:-1]})"
 
 
 def communication_table(plan: Plan, gpu=None) -> Table:
@@ -206,13 +225,13 @@ def communication_table(plan: Plan, gpu=None) -> Table:
     titan_float8) and the other stages' expert all-to-alls in the pipeline's fill and drain (in the bubble: core.comm.
     moe_overlap.fill_drain_all_to_all)."""
     costs = plan.step.collectives
-    up_name, pcie = scale_up_name(gpu), bool(gpu is not None and gpu.scale_up_pcie)
+    up_name, pcie, xla = scale_up_name(gpu), bool(gpu is not None and gpu.scale_up_pcie), X.is_tpu(gpu)
     rows = []
     for c in costs:
         if float(c.calls) <= 0:
             continue
         rows.append((c.parallelism, c.collective, f"{float(c.calls):,.0f}", format_bytes(float(c.bytes_per_call)),
-                     _algorithm(c, pcie), _link(c, up_name), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
+                     _algorithm(c, pcie, xla), _link(c, up_name, xla), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
     total = sum(float(c.total) for c in costs)
     exposed = sum(float(c.exposed) for c in costs)
     rows.append(("all", "", "", "", "", "", f"{total:.3f}", f"{exposed:.3f}"))

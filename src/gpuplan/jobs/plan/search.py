@@ -74,7 +74,7 @@ def evaluator_for(inputs, leave_out: str | None = None, kind_correction_rows: in
     tp_overlap = tp_overlap_by_recompute(inputs)
     step = _step_settings(inputs, spec, gpu, step_kernel(inputs.attention_kernel, kernel), dict(tp_overlap)["none"])
     # flex: its backend's buffers (DeepEP by default, as the step) in place of NCCL all-to-all peers (as memory)
-    overheads = with_ep_dispatcher(inputs.overheads().for_gpu(gpu.scale_up_bandwidth), inputs.ep_dispatcher,
+    overheads = with_ep_dispatcher(inputs.overheads().on_device(gpu), inputs.ep_dispatcher,
                                    inputs.seq_len, spec, gpu, inputs.flex_backend or DEFAULT_FLEX_BACKEND)
     scale = 1.0
     if inputs.calibration is not None:

@@ -11,6 +11,7 @@ from gpuplan.core.units import (SECONDS_PER_DAY, format_bytes, format_count, for
                                 signed_percent)
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
+from gpuplan.schema.tpu_rules import framework_shown
 from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, TrainingInputs
 from gpuplan.jobs.training.timing import Flops, TimeEstimate
 from gpuplan.report.model import Assumption, Line, Section
@@ -212,11 +213,7 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
                                                inputs.global_batch_tokens is not None else "by default)")),
         Line("mem_peak_allocated", "allocated peak", m.allocated, "bytes", format_bytes(m.allocated),
              f"at {m.peak_phase}, pipeline stage {m.stage}; `gpuplan memory` of this layout gives the same"),
-        Line("mem_peak_reserved", peak_labels(inputs.profile.caching_allocator)[1], plan.reserved_bytes, "bytes",
-             format_bytes(plan.reserved_bytes), f"allocated x {1 + plan.fragmentation:.2f} (fragmentation)"
-             if inputs.profile.caching_allocator else CUDAMALLOC_ONCE),
-        Line("mem_peak_total", "reserved + CUDA context + NCCL", plan.total_bytes, "bytes",
-             format_bytes(plan.total_bytes)),
+        *_peak_lines(plan, inputs),
         Line("mem_capacity", "usable memory (after the margin)", plan.budget_bytes, "bytes",
              format_bytes(plan.budget_bytes), f"{inputs.margin:.0%} kept free beyond the modelled reserve and runtime"),
         Line("mem_fits", "fits", plan.fits, "", "yes" if plan.fits else "NO",
@@ -224,6 +221,22 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
                                                                  "for the framework's published memory gap"
                                                                  if plan.fit_excess_bytes else "")),
     ))
+
+
+def _peak_lines(plan: Plan, inputs: TrainingInputs) -> tuple[Line, Line]:
+    """The reserved and total peak lines, in a TPU's words where the part is one (schema.tpu_rules)."""
+    from gpuplan.schema import tpu_rules as X
+
+    if X.is_tpu(X.accelerator(inputs.gpu)):
+        return (Line("mem_peak_reserved", X.XLA_RESERVED, plan.reserved_bytes, "bytes",
+                     format_bytes(plan.reserved_bytes), X.XLA_RESERVED_WHY),
+                Line("mem_peak_total", X.XLA_TOTAL, plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
+                     X.XLA_RUNTIME_WHY))
+    return (Line("mem_peak_reserved", peak_labels(inputs.profile.caching_allocator)[1], plan.reserved_bytes, "bytes",
+                 format_bytes(plan.reserved_bytes), f"allocated x {1 + plan.fragmentation:.2f} (fragmentation)"
+                 if inputs.profile.caching_allocator else CUDAMALLOC_ONCE),
+            Line("mem_peak_total", "reserved + CUDA context + NCCL", plan.total_bytes, "bytes",
+                 format_bytes(plan.total_bytes)))
 
 
 def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
@@ -273,6 +286,9 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
                    "--micro-batch / --recompute / --recompute-modules / --recompute-layers", inputs.layout_given),
         Assumption("recipe", "precision recipe", inputs.recipe_name, "core/precision.py", "--recipe",
                    "recipe" in inputs.given),
+        Assumption("framework", "framework profile", framework_shown(inputs.framework, "framework" in inputs.given,
+                                                                     gpu), "; ".join(inputs.profile.sources[:2]),
+                   "--framework", "framework" in inputs.given),
     ) + mtp_assumption(mtp_layers, "mtp_layers" in inputs.given) + compile_assumption(inputs) + tp_comm_dtype_assumption(
         inputs)
 
