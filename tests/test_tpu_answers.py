@@ -47,6 +47,8 @@ def test_plan_explain_names_xla_over_ici_with_no_nccl_protocol():
     assert all("chips" in row[column + 1] and "GPUs" not in row[column + 1] for row in rows), rows
     nvidia = next(t for t in plan_report({**ASK, "gpu": "h100"}).tables if t.title.startswith("Communication"))
     assert "NCCL algorithm / protocol" in nvidia.columns and " / " in nvidia.rows[0][4]
+    moe = {a["key"]: a["value"] for a in plan_report({**ASK, "model": "mixtral-8x7b"}).to_dict()["assumptions"]}
+    assert moe["ep_comm"] == "XLA all-to-all over ICI: one copy per remote expert; not overlapped"
 
 
 def test_memory_on_a_tpu_counts_the_tensors_alone_and_a_cuda_part_beside_it_its_runtime():

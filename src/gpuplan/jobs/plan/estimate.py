@@ -18,7 +18,7 @@ from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
 from gpuplan.jobs.plan.explain import (comparison_lines, communication_table, memory_lines, peak_words, step_lines,
                                        why_lines)
-from gpuplan.schema.tpu_rules import framework_shown
+from gpuplan.schema.tpu_rules import framework_shown, is_tpu
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
 from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
@@ -363,14 +363,15 @@ def _moe_all_to_all_assumption(inputs: PlanInputs, result: PlanSearch) -> tuple[
     if result.evaluator.spec.moe is None:
         return ()
     backend = inputs.flex_backend or TE.DEFAULT_FLEX_BACKEND
+    xla = is_tpu(result.evaluator.cluster.gpu)  # XLA runs a TPU's all-to-all, timed as NCCL's (schema.tpu_rules)
     copies = (f"flex ({backend}): one copy per remote node" if inputs.ep_dispatcher == "flex"
-              else "NCCL all-to-all: one copy per remote expert")
+              else f"{'XLA all-to-all over ICI' if xla else 'NCCL all-to-all'}: one copy per remote expert")
     if inputs.ep_a2a_overlap:
         hidden = f"combined 1F1B overlap, dispatcher SMs {result.evaluator.step.ep_comm_sm_share:.0%}"
     elif inputs.ep_overlap:
         hidden = f"{inputs.ep_overlap:.0%} hidden"
     else:
-        hidden = "not overlapped (Megatron-Core's default)"
+        hidden = "not overlapped" + ("" if xla else " (Megatron-Core's default)")
     given = any(k in inputs.given for k in ("ep_dispatcher", "ep_a2a_overlap", "ep_overlap", "flex_backend"))
     return (Assumption("ep_comm", "MoE all-to-all", f"{copies}; {hidden}",
                        "docs/step.md (Megatron-Core token dispatchers, model_chunk_schedule_plan.py)",
