@@ -12,8 +12,8 @@
   AdamW: core.frameworks), where a TPU runs it through PyTorch/XLA, which gpuplan does not model. A stated one
   is refused naming ``--framework generic`` (gpuplan's framework-neutral model), the one that is not a CUDA run.
   llm.c is refused on every non-NVIDIA part (AMD, Intel, Huawei, Google): its code is CUDA (LLMC_VENDORS).
-  The default framework (megatron, not stated) is left as it was: the ask names no framework to refuse (the
-  report's framework assumption says which profile was modelled).
+  The framework not stated is generic on a TPU (schema.tpu_rules, wave 16 A5): there is nothing to refuse, and the
+  report's framework assumption says which profile was modelled.
 - ``--gpus-per-node`` above the part's scale-up domain in the catalog: the link model times a group inside the
   "node" on the scale-up fabric (core.comm.topology.Cluster.link), so 72 H100 SXM a node were timed on NVLink
   although an HGX H100 board joins 8 (catalog/hardware/h100-sxm.toml domain_size 8); 72 is an NVL72 rack's
