@@ -43,8 +43,8 @@ def test_memory_refuses_a_tpu_among_the_gpus_it_compares_under_a_cuda_framework(
 
 
 def test_a_tpu_under_the_neutral_model_or_the_unstated_default_answers():
-    """--framework generic is what the refusal names; a framework left unstated stays the default's answer (the ask
-    names none; tests/test_budget.py and tests/test_monotone_w15.py plan TPUs that way)."""
+    """--framework generic is what the refusal names; a framework left unstated is generic on a TPU (schema.tpu_rules,
+    w16 A5; tests/test_budget.py and tests/test_monotone_w15.py plan TPUs that way)."""
     from gpuplan import TrainingInputs, estimate_training
 
     for ask in ({"framework": "generic"}, {}):
