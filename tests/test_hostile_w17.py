@@ -12,7 +12,8 @@ with and without it, where alone it changes the answer, is one the pair ignores.
 Found: (1) the refusal of --graph-layer-us on a release that captures no CUDA graph said "sizes CUDA-graph memory"
 (the words of --cuda-graph-gib) when the value was 0; (2) --grad-dtype bf16 with fp32 parameters (--dtype fp32 /
 tf32, memory's --recipe fp32) was answered with 2-byte gradients Megatron-Core cannot hold; (3) --moe-expert-kernels
-per-expert on a dense model was answered as if not given.
+per-expert on a dense model was answered as if not given; (4) --launch-layer-us under SGLang, and under vLLM 0.8+
+with --cuda-graph-gib 0, was answered as if not given (every eager step there is timed by its Python issue).
 """
 
 import pytest
@@ -90,3 +91,48 @@ def test_3_per_expert_kernels_stay_answered_on_a_mixture_of_experts_model():
     inputs = TrainingInputs(model="mixtral-8x7b", gpu="h100", gpus=64, ep=8, framework="megatron",
                             moe_expert_kernels="per-expert")
     assert inputs.spec().moe is not None and inputs.moe_expert_kernels == "per-expert"
+
+
+# ---- (4) a per-layer launch time where every eager step is timed by its Python issue ---------------------------------
+
+@pytest.mark.parametrize("extra, how", [
+    ({"engine": "sglang"}, "sglang==0.5.6 runs every eager step from Python"),
+    ({"engine": "vllm==0.8.0", "cuda_graph_gib": 0}, "vllm==0.8 with --cuda-graph-gib 0 (--enforce-eager) runs every "
+                                                     "step from Python"),
+    ({"engine": "vllm", "cuda_graph_gib": 0, "rps": 5}, "with --cuda-graph-gib 0 (--enforce-eager)")])
+def test_4_launch_layer_us_where_no_step_launches_layer_by_layer_is_refused_at_every_door(run_cli, client, tmp_path,
+                                                                                          extra, how):
+    """core.serving.roofline.step_time charges layer_launch_s only to an eager step that
+    core.serving.first_token_path.runs_issue_bound does not time by its issue (SGLang: none; vLLM 0.8+: none with
+    --cuda-graph-gib 0). These asks were answered byte-identically at --launch-layer-us 30 and 500 and without it
+    (llama-3-8b, h100; --rps 5 too)."""
+    four_door_refusal(run_cli, client, tmp_path, "infer", "inference", {**SERVE, **extra, "launch_layer_us": 500},
+                      "launch_layer_us", f"{how}")
+
+
+@pytest.mark.parametrize("extra", [["--engine", "vllm==0.7.3", "--cuda-graph-gib", "0"], ["--engine", "vllm"],
+                                   ["--engine", "trtllm==0.9"],
+                                   ["--engine", "sglang", "--speculative", "draft", "--draft-model", "llama-3.2-1b",
+                                    "--batch", "256"]])
+def test_4_launch_layer_us_moves_the_answer_where_a_step_launches_layer_by_layer(run_cli, extra):
+    """vLLM V0's eager steps, V1's prefill past its graphs, TensorRT-LLM 0.9's engine and a draft model's eager
+    steps (not scheduled steps, past SGLang's 256-sequence graphs at TP 1 on an H100) pay it: 30 us and 500 us a
+    layer give different answers."""
+    import json
+
+    def results(us):
+        code, out, err = run_cli("infer", "llama-3-8b", "--gpu", "h100", *extra, "--launch-layer-us", str(us), "--json")
+        assert code == 0, err
+        answer = json.loads(out)
+        return answer["results"], answer["tables"], answer["sections"]  # sglang: the searched batches move
+
+    assert results(30) != results(500)
+
+
+def test_4_graph_layer_refusal_under_enforce_eager_points_to_launch_layer_only_where_it_is_read():
+    from gpuplan import InferenceInputs, InputError
+
+    for engine, hint in (("vllm", False), ("vllm==0.7.3", True)):
+        with pytest.raises(InputError) as refused:
+            InferenceInputs(**SERVE, engine=engine, cuda_graph_gib=0, graph_layer_us=3)
+        assert ("--launch-layer-us sets an eager step's" in str(refused.value)) == hint

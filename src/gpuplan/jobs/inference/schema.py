@@ -313,16 +313,10 @@ class InferenceInputs(ModelFields):
         return 0 if self.cuda_graph_gib == 0 else KR.graph_max_tokens_of(self.release, self.max_num_seqs or 256)
 
     def _check_graph_layer(self) -> None:
-        """--graph-layer-us times CUDA-graph steps, --cuda-graph-gib > 0 sizes their memory: refused where none runs
-        (the first changed no number; the second took GiB from a TensorRT-LLM 0.9 KV cache, wave 16 X4)."""
-        field = "graph_layer_us" if self.graph_layer_us is not None else "cuda_graph_gib" if self.cuda_graph_gib else ""
-        if field == "graph_layer_us" and self.cuda_graph_gib == 0:
-            raise InputError("graph_layer_us", self.graph_layer_us, "times CUDA-graph steps, and --cuda-graph-gib 0 "
-                             "runs every step eagerly: drop one of the two (--launch-layer-us sets an eager step's)")
-        if field and self._graph_max_tokens() <= 0:
-            what = "times CUDA-graph steps" if field == "graph_layer_us" else "sizes CUDA-graph memory"
-            raise InputError(field, getattr(self, field), f"{what}, and {self.release.label} captures none (every step "
-                             "eager): drop it, or give a release with graphs (vLLM >= 0.2.6, SGLang, TensorRT-LLM >= 1.0)")
+        """The graph / launch timings and graph memory no step reads (jobs.inference.inputs_graphs)."""
+        from gpuplan.jobs.inference.inputs_graphs import check_graph_timings
+
+        check_graph_timings(self, self._graph_max_tokens())
 
     def _check_lora(self) -> None:
         if self.max_loras is not None and "enable_lora" in self.model_fields_set and not self.enable_lora:

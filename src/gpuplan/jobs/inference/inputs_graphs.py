@@ -1,0 +1,47 @@
+"""The per-layer host and graph timings of `infer` (--graph-layer-us, --launch-layer-us) and the CUDA-graph memory
+(--cuda-graph-gib), refused where no step the answer times reads them (InferenceInputs' validator, so every door:
+the CLI, plan files, the web API and the Python API).
+
+Which step reads which (core.serving.roofline.step_time): a step that replays a CUDA graph pays graph_layer_s per
+layer; an eager step pays layer_launch_s per layer, except where core.serving.first_token_path.runs_issue_bound
+times it by its Python issue time instead -- every eager SGLang step, and every step of vLLM V1 (0.8+) run eagerly
+(--cuda-graph-gib 0 = --enforce-eager). A separate draft model's steps are not scheduled steps (scheduled=False) and
+pay layer_launch_s wherever they run eagerly, so --speculative draft keeps the flag."""
+
+from __future__ import annotations
+
+from gpuplan.errors import InputError
+
+GRAPHS = "vLLM >= 0.2.6, SGLang, TensorRT-LLM >= 1.0"
+"""The releases that capture CUDA graphs (core.serving.kernels.graph_max_tokens_of)."""
+
+
+def launch_is_read(inputs, graph_max_tokens: int) -> bool:
+    """Whether some step of ``inputs`` (InferenceInputs) pays the per-layer launch time (module docstring)."""
+    from gpuplan.core.serving import first_token_path as FT
+
+    return inputs.speculative == "draft" or not FT.runs_issue_bound(inputs.release, graph_max_tokens)
+
+
+def check_graph_timings(inputs, graph_max_tokens: int) -> None:
+    """--graph-layer-us times CUDA-graph steps, --cuda-graph-gib > 0 sizes their memory: refused where none runs (the
+    first changed no number; the second took GiB from a TensorRT-LLM 0.9 KV cache, wave 16 X4). --launch-layer-us
+    times the eager steps that launch layer by layer: refused where none does (wave 17: `--engine sglang
+    --launch-layer-us 500` and `--cuda-graph-gib 0 --launch-layer-us 500` on vLLM 0.8+ answered byte-identically
+    to the asks without it). ``graph_max_tokens``: InferenceInputs._graph_max_tokens()."""
+    release, launch_read = inputs.release, launch_is_read(inputs, graph_max_tokens)
+    field = "graph_layer_us" if inputs.graph_layer_us is not None else "cuda_graph_gib" if inputs.cuda_graph_gib else ""
+    if field == "graph_layer_us" and inputs.cuda_graph_gib == 0:
+        raise InputError("graph_layer_us", inputs.graph_layer_us, "times CUDA-graph steps, and --cuda-graph-gib 0 "
+                         "runs every step eagerly: drop one of the two" + (" (--launch-layer-us sets an eager step's)"
+                                                                           if launch_read else ""))
+    if field and graph_max_tokens <= 0:
+        what = "times CUDA-graph steps" if field == "graph_layer_us" else "sizes CUDA-graph memory"
+        raise InputError(field, getattr(inputs, field), f"{what}, and {release.label} captures none (every step "
+                         f"eager): drop it, or give a release with graphs ({GRAPHS})")
+    if inputs.launch_layer_us is not None and not launch_read:
+        how = ("runs every eager step from Python, timed by its issue time (core.serving.first_token_path), and "
+               "replays CUDA graphs otherwise" if release.engine == "sglang" else "with --cuda-graph-gib 0 "
+               "(--enforce-eager) runs every step from Python, timed by its issue time (core.serving.first_token_path)")
+        raise InputError("launch_layer_us", inputs.launch_layer_us, f"times an eager step launched layer by layer; "
+                         f"{release.label} {how}: no step reads it, leave it out")
