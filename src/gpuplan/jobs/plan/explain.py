@@ -192,21 +192,26 @@ def scale_up_name(gpu) -> str:
     return "PCIe" if gpu.scale_up_pcie else SCALE_UP_NAMES.get(gpu.vendor.lower(), "scale-up link")
 
 
-def _link(c, up_name: str = "NVLink", xla: bool = False) -> str:
+def _link(c, up_name: str = "NVLink", xla: bool = False, host_line: float | None = None) -> str:
     """Where the group's traffic runs, as its cost was timed: an NCCL group's ranks per scale-up domain over NVLink,
     the rest over the domains' NICs (core.comm.topology.Cluster.group); the expert all-to-all's ranks split per
     domain as core.comm.step_comm passed them to core.comm.volumes.expert_all_to_all_time, NVLink and the NICs at
     once; a send on one link, NVLink inside a domain, else the network (CollectiveCost.links: step_comm's own).
-    ``xla`` (a TPU): chips, and the data-center network (DCN: catalog/hardware/tpu-*.toml scale_out.kind), not NICs."""
+    ``xla`` (a TPU): chips, and the data-center network (DCN: catalog/hardware/tpu-*.toml scale_out.kind), not NICs.
+    On a host of NVLink pairs joined by PCIe (``host_line``: Accelerator.host_link_bandwidth, H100 NVL) a group timed
+    on NCCL's PCI links (intra_kind 'pci') or a link at or below the host's PCIe line rate a direction is 'PCIe host'
+    (core.comm.host_tier)."""
     unit, nics, nic = ("chips", "DCN", "DCN a chip") if xla else ("GPUs", "NICs", "NIC a GPU")
     if c.group is not None:
         per_node, nodes = int(float(c.group.per_node)), int(round(float(c.group.nodes)))
+        up_name = "PCIe host" if host_line and np.any(np.asarray(c.group.intra_kind) == "pci") else up_name
         if nodes <= 1:
             return f"{up_name} ({per_node} {unit})"
         return f"{per_node}/domain x {nodes} domains: {up_name} + {float(c.group.net) / 1e9:,.0f} GB/s {nics}"
     links = c.links
     up, out = float(links.nvlink) / 1e9, float(links.network) / 1e9  # achievable GB/s per GPU, one direction
     ranks, local = int(float(links.ranks)), int(float(links.per_domain))
+    up_name = "PCIe host" if host_line and up * 1e9 <= host_line / 2 else up_name  # the bridge's rate is above it
     if c.parallelism == "EP":
         if local >= ranks:
             return f"{up_name} ({ranks} ranks, {up:,.0f} GB/s)"
@@ -231,7 +236,7 @@ def communication_table(plan: Plan, gpu=None) -> Table:
         if float(c.calls) <= 0:
             continue
         rows.append((c.parallelism, c.collective, f"{float(c.calls):,.0f}", format_bytes(float(c.bytes_per_call)),
-                     _algorithm(c, pcie, xla), _link(c, up_name, xla), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
+                     _algorithm(c, pcie, xla), _link(c, up_name, xla, gpu is not None and gpu.host_link_bandwidth), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
     total = sum(float(c.total) for c in costs)
     exposed = sum(float(c.exposed) for c in costs)
     rows.append(("all", "", "", "", "", "", f"{total:.3f}", f"{exposed:.3f}"))
