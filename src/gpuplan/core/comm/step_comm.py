@@ -68,7 +68,7 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     the forward's share of ``t_attn_mb`` (the CP ring's steps: core.time.context_parallel.ring_exposed_per_layer)."""
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
-    act_bytes = tokens * h * 2.0
+    act_bytes = tokens * h * TPD.activation_bytes(settings.dtype)  # 4 B an element under --dtype fp32 / tf32
     costs = [_tp_cost(spec, cluster, settings, tp, micro_batches, layers, act_bytes)]
     if np.any(kv_heads_below_tp(spec, np.asarray(tp))):  # Megatron-Core's QKV sub-sharding (core.comm.qkv_gather)
         costs.append(qkv_gather_cost(spec, cluster, settings, tp, micro_batches, layers, tokens))
@@ -153,12 +153,13 @@ def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, lay
     per_layer = SP.tp_exchanges_per_layer(spec, settings.sequence_parallel, settings.recompute)
     group = cluster.group(tp, 1)
     kinds = SP.tp_collective_kinds(settings.sequence_parallel)
-    wide = TPD.widened(act_bytes, settings.tp_comm_bytes)  # x 2 under GPT-NeoX's fp32_allreduce (core.comm.tp_comm_dtype)
+    width = TPD.activation_bytes(settings.dtype)
+    wide = TPD.widened(act_bytes, settings.tp_comm_bytes, width)  # x 2 under GPT-NeoX's fp32_allreduce (core.comm.tp_comm_dtype)
     groups = group_rows(tp, wide)  # the group and the buffer: each distinct (tp, bytes) costed once
     each = {kind: seconds_by_rows(kind, wide, group, groups) for kind in kinds}
     one = sum(each.values())
     calls = micro_batches * layers * per_layer * (np.asarray(tp) > 1)
-    casts = calls * TPD.cast_seconds(act_bytes, settings.tp_comm_bytes, cluster.gpu.memory_bandwidth)  # never hidden
+    casts = calls * TPD.cast_seconds(act_bytes, settings.tp_comm_bytes, cluster.gpu.memory_bandwidth, width)  # never hidden
     total = calls * one
     exposed = (1 - settings.tp_overlap) * total
     if settings.tp_comm_overlap and settings.titan_ops is not None and settings.sequence_parallel:  # torch async TP
@@ -170,7 +171,7 @@ def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, lay
         exposed = exposed / np.maximum(np.asarray(tp, dtype=float), 1.0)
     what = ("RS + AG (SP)" if settings.sequence_parallel else "all-reduce (no SP)") + (
         ", chunked with GEMMs" if settings.tp_comm_overlap else "") + (
-        ", fp32 + bf16<->fp32 casts" if settings.tp_comm_bytes != TPD.ACTIVATION_BYTES else "")
+        ", fp32 + bf16<->fp32 casts" if TPD.widens(settings.tp_comm_bytes, width) else "")
     return CollectiveCost("TP", what, calls, wide, tp, total + casts, exposed + casts, kinds[0], group)
 
 

@@ -28,23 +28,39 @@ from gpuplan.core.time.memory_kernels import memory_bound_seconds
 TP_COMM_DTYPE_BYTES = {"bf16": 2, "fp32": 4}
 """Bytes per element of the TP collectives' buffer for each --tp-comm-dtype (schema.tp_comm_dtype)."""
 ACTIVATION_BYTES = 2
-"""Bytes per element of the activations the TP collectives reduce (bf16 / fp16: core.comm.step_comm's act_bytes)."""
+"""Bytes per element of the bf16 / fp16 activations the TP collectives reduce (the only ones fp32_allreduce widens)."""
+FP32_ACTIVATION_DTYPES = ("fp32", "tf32")
+"""--dtype values whose activations, and so the TP collectives and pipeline sends of them, are fp32: 4 B an element
+(Megatron-Core's ``_reduce`` all-reduces the tensor it is given, mappings.py@core_v0.16.1 L22-33; tf32 is fp32 outside
+the GEMMs' tensor cores: core.time.activation_offload.FP32_ACTIVATION_DTYPES)."""
 CAST_KERNELS_PER_CALL = 2
 """``.float()`` before the collective and ``.bfloat16()`` after it (gpt-neox@e59c873 mappings.py L39, L46)."""
 CAST_HBM_BYTES_PER_ELEMENT = (ACTIVATION_BYTES + 4) + (4 + ACTIVATION_BYTES)
 """HBM bytes the two casts move per element: read bf16 + write fp32, then read fp32 + write bf16 (12)."""
 
 
-def widened(act_bytes, tp_comm_bytes: float):
-    """The collective's buffer in bytes when its ``act_bytes`` of activations (at ACTIVATION_BYTES an element) are
-    sent at ``tp_comm_bytes`` an element (StepSettings.tp_comm_bytes): act_bytes x 2 under fp32, unchanged at the compute dtype."""
-    return act_bytes * tp_comm_bytes / ACTIVATION_BYTES
+def activation_bytes(dtype: str) -> float:
+    """Bytes an element of the activations under ``--dtype`` (core.comm.step_comm's act_bytes): 4 under fp32 / tf32,
+    else 2 (bf16, fp16, and the fp8 / fp4 recipes, whose activations between the linears are bf16)."""
+    return 4.0 if dtype in FP32_ACTIVATION_DTYPES else float(ACTIVATION_BYTES)
 
 
-def cast_seconds(act_bytes, tp_comm_bytes: float, hbm_bytes_per_s: float):
+def widens(tp_comm_bytes: float, element_bytes: float = ACTIVATION_BYTES) -> bool:
+    """Whether the collectives run wider than activations of ``element_bytes`` an element (fp32_allreduce on bf16)."""
+    return tp_comm_bytes > element_bytes
+
+
+def widened(act_bytes, tp_comm_bytes: float, element_bytes: float = ACTIVATION_BYTES):
+    """The collective's buffer in bytes when its ``act_bytes`` of activations (at ``element_bytes`` an element) are
+    sent at ``tp_comm_bytes`` an element (StepSettings.tp_comm_bytes): act_bytes x 2 under fp32_allreduce on bf16,
+    unchanged where the activations are already that wide (--dtype fp32 / tf32) or the collective is not widened."""
+    return act_bytes * tp_comm_bytes / element_bytes if widens(tp_comm_bytes, element_bytes) else act_bytes
+
+
+def cast_seconds(act_bytes, tp_comm_bytes: float, hbm_bytes_per_s: float, element_bytes: float = ACTIVATION_BYTES):
     """Seconds of the two casts around one collective call on ``act_bytes`` of activations (0 when the collective
-    runs in the compute dtype): 12 bytes an element of HBM traffic over two memory-bound kernels."""
-    if tp_comm_bytes == ACTIVATION_BYTES:
+    runs in the activations' dtype): 12 bytes an element of HBM traffic over two memory-bound kernels."""
+    if not widens(tp_comm_bytes, element_bytes):
         return 0.0
-    elements = act_bytes / ACTIVATION_BYTES
+    elements = act_bytes / element_bytes
     return memory_bound_seconds(elements * CAST_HBM_BYTES_PER_ELEMENT, CAST_KERNELS_PER_CALL, hbm_bytes_per_s)
