@@ -59,9 +59,14 @@ def test_the_default_node_is_the_host_and_a_pair_alone_has_no_tier(nvl, host):
     assert (pair.gpus_per_node, pair.host_bandwidth) == (2, 0.0)
 
 
-def test_the_host_tier_takes_the_pcie_only_parts_efficiency_and_latency():
-    assert host_tier.HOST_PCIE_EFFICIENCY == DEFAULT_SCALE_UP_EFFICIENCY
-    assert host_tier.HOST_PCIE_LATENCY == DEFAULT_SCALE_UP_LATENCY
+def test_the_host_tier_is_the_pcie_only_parts_link_not_a_copy(host):
+    """One rule (review w16 R1 S2): the tier reads topology's DEFAULT_SCALE_UP_EFFICIENCY / _LATENCY, so an H100
+    PCIe in a server of 8 (PCIe Gen5 x16, 128 GB/s both directions) and an H100 NVL past its pair time the same hop
+    alike: 0.8 x 64 = 51.2 GB/s, 5 us; host_tier keeps no constants of its own."""
+    pcie = cluster_for(load_accelerator("h100-pcie"), 8)
+    assert float(host.group(4).intra) == pytest.approx(float(pcie.group(4).intra)) == pytest.approx(51.2e9)
+    assert host.link(3) == pcie.link(3) == (pytest.approx(DEFAULT_SCALE_UP_EFFICIENCY * 64e9), DEFAULT_SCALE_UP_LATENCY)
+    assert not [n for n in vars(host_tier) if n.isupper()]
 
 
 @pytest.mark.parametrize("ranks, stride, intra, kind", [
@@ -131,19 +136,104 @@ def test_tp_8_on_pcie_is_slower_per_gpu_than_tp_2_on_the_bridge(plans):
     assert 0 < eight.value("best_mfu") < two.value("best_mfu") < 1
 
 
-def test_train_and_memory_answer_on_a_host_of_8():
+def test_train_on_a_host_of_8_pays_the_tier_past_the_pair():
+    """train --mfu predicted at 8 per node (refused before the host tier): tp 8 puts every layer's TP traffic on the
+    host's PCIe, tp 2 on the bridge, so tp 8's communication per step is many times tp 2's and its MFU lower;
+    docs/step.md's figures, 54.2% and 16.7% MFU (0.05 pt). Memory has no node size, so no memory case here."""
     from gpuplan import TrainingInputs
-    from gpuplan.jobs.memory.estimate import estimate_memory
-    from gpuplan.jobs.memory.schema import MemoryInputs
     from gpuplan.jobs.training.estimate import estimate_training
 
-    trained = estimate_training(TrainingInputs(model="llama-3.1-8b", gpu="h100-nvl", gpus=16, gpus_per_node=8))
-    assert trained.value("params_total") == 8_030_261_248
-    memory = estimate_memory(MemoryInputs(model="llama-3.1-8b", gpu="h100-nvl", gpus=8, tp=8))
-    assert memory.value("bytes_per_param") == 18.0
+    ask = {"model": "llama-3.1-8b", "gpu": "h100-nvl", "gpus": 8, "gpus_per_node": 8, "mfu": "predicted"}
+    two, eight = (estimate_training(TrainingInputs(**ask, tp=tp)) for tp in (2, 8))
+    assert two.value("mfu") == pytest.approx(0.542, abs=5e-4) and eight.value("mfu") == pytest.approx(0.167, abs=5e-4)
+    assert eight.value("class_comm") > 10 * two.value("class_comm") > 0
 
 
 def test_a_node_past_the_host_is_refused_naming_it(nvl):
     from gpuplan.schema.device_rules import largest_node
 
     assert largest_node(nvl) == 8
+
+
+# -- review w16 R1's fixes (w16 MA) --
+
+def test_serving_all_reduce_past_the_pair_takes_the_pcie_rule(nvl):
+    """M1: NCCL past the pair is NCCL over PCIe, so kernels.PCIE_NCCL_SLOWDOWN (1.44) applies as on every PCIe-only
+    part (tp_span.on_pcie, one rule): tp 4, S, NCCL only -> 1.44 x 7.906920 ms = 11.385965 ms; tp 2 inside the pair
+    keeps NCCL's 1.133681 ms (no slowdown)."""
+    from gpuplan.core.serving.kernels import tp_allreduce_seconds
+    from gpuplan.core.serving.tp_span import on_pcie
+
+    assert (on_pcie(nvl), on_pcie(nvl, 2), on_pcie(nvl, 4), on_pcie(nvl, 8)) == (False, False, True, True)
+    assert not on_pcie(load_accelerator("h100"), 8) and on_pcie(load_accelerator("l40s"))
+    four = tp_allreduce_seconds(S, 4, None, 5e-6, fabric=nvl, custom_max_bytes=0)
+    assert four == pytest.approx(1.44 * 7.90692e-3, rel=1e-6)
+    assert tp_allreduce_seconds(S, 2, None, 5e-6, fabric=nvl, custom_max_bytes=0) == pytest.approx(1.1336811e-3, rel=1e-6)
+
+
+@pytest.fixture(scope="module")
+def served():
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    return {tp: estimate_inference(InferenceInputs(model="llama-3-70b", gpu="h100-nvl", tp=tp)) for tp in (2, 4)}
+
+
+def test_infer_says_the_host_pcie_and_its_slowdown_past_the_pair(served):
+    """M2: infer's note for tp 4 names the host's PCIe between the pairs (not the network, no '--pp across nodes'),
+    and the all-reduce assumption the 1.44; tp 2 has neither."""
+    four = served[4]
+    [note] = [n for n in four.notes if n.startswith("tp 4 spans")]
+    assert "host's PCIe between the NVLink pairs" in note and "network" not in note and "--pp" not in note
+    value = {a.key: a.value for a in four.assumptions}["tp_allreduce"]
+    assert "x 1.44" in value
+    assert "x 1.44" not in {a.key: a.value for a in served[2].assumptions}["tp_allreduce"]
+    assert not [n for n in served[2].notes if n.startswith("tp 2 spans")]
+    assert four.value("tpot") < served[2].value("tpot")  # half the weights a GPU still wins at batch 1
+
+
+def test_infer_past_the_host_names_the_network():
+    from gpuplan.jobs.inference.resolve import _span_note
+
+    note = _span_note(16, load_accelerator("h100-nvl"))
+    assert "scale-out network" in note and "PCIe between a server's NVLink pairs first" in note
+
+
+@pytest.mark.parametrize("tp, pp, seconds", [
+    (2, 2, 16384 / 51.2e9 + 5e-6),  # stages on two pairs of one host: PCIe
+    (1, 2, 5e-6 + 16384 / 300e9),  # both stages in one pair: the bridge (600 GB/s both ways, the caller's link)
+    (2, 8, 6 * (16384 / 51.2e9 + 5e-6) + 16384 / 45e9 + 15e-6),  # stage 3 -> 4 leaves the host: the network
+])
+def test_serving_pp_hops_between_pairs_ride_the_host(nvl, tp, pp, seconds):
+    """S1: a serving pipeline hop between two pairs of one host rides its PCIe (51.2 GB/s, 5 us), as training's
+    sends do; only a hop past the host of 8 the network (45 GB/s, 15 us). 16 KiB hidden states."""
+    from gpuplan.core.serving.pp_hops import pipeline_hop_seconds
+
+    assert pipeline_hop_seconds(16384.0, tp, pp, nvl, 600e9, 5e-6) == pytest.approx(seconds, rel=1e-9)
+
+
+def test_plan_names_the_server_it_assumed_once(plans):
+    """S3: without --gpus-per-node the plan's notes name the server of 8 as 4 NVLink pairs on PCIe once, with the
+    flag to change it; given the flag, or on a part of one domain a host, not."""
+    from gpuplan.core.comm.host_tier import assumed_host_note
+
+    [line] = assumed_host_note(load_accelerator("h100-nvl"), None)
+    assert line.startswith("host: 8 NVIDIA H100 NVL") and "4 NVLink domains of 2" in line
+    assert "64 GB/s" in line and "--gpus-per-node" in line
+    assert assumed_host_note(load_accelerator("h100-nvl"), 8) == () == assumed_host_note(load_accelerator("h100"), None)
+    assert not [n for n in plans[2].notes if n.startswith("host:")]  # --gpus-per-node 8 given
+
+
+def test_explain_labels_the_host_tier_pcie(plans):
+    """M3: plan --explain's link column says 'PCIe host' where the cost was timed on the tier: tp 2 pp 2 dp 2 on a
+    host of 8 -- the PP send spans 8 ranks (51 GB/s) and dp 2 at stride 2 is ranks 0 and 2, two pairs; TP stays
+    'NVLink (2 GPUs)'."""
+    from gpuplan import plan_report
+
+    report = plan_report({"model": "llama-3.1-8b", "gpu": "h100-nvl", "gpus": 8, "gpus_per_node": 8, "tp": 2,
+                          "pp": 2, "explain": True})
+    [table] = [t for t in report.tables if t.title.startswith("Communication per step")]
+    links = {(row[0], row[1]): row[5] for row in table.rows}
+    assert links[("TP", "RS + AG (SP)")] == "NVLink (2 GPUs)"
+    assert links[("PP", "send/recv")] == "PCIe host (51 GB/s)"
+    assert links[("DP", "grad reduce-scatter / all-reduce")] == "PCIe host (2 GPUs)"

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.core.comm.host_tier import HOST_PCIE_EFFICIENCY, HOST_PCIE_LATENCY
 from gpuplan.core.hardware import Accelerator
 from gpuplan.errors import InputError
 
@@ -148,7 +147,7 @@ class Cluster:
         intra, kind = self.scale_up_bandwidth * self.scale_up_efficiency, "pci" if pcie else "nvlink"
         past = self.past_domain(per_node, stride)
         if np.any(past):  # collectives.intra_latency_us reads a mixed array of kinds
-            intra = np.where(past, self.host_bandwidth * HOST_PCIE_EFFICIENCY, intra)
+            intra = np.where(past, self.host_bandwidth * DEFAULT_SCALE_UP_EFFICIENCY, intra)
             kind = "pci" if np.all(past) else np.where(past, "pci", kind)
         return GroupLinks(ranks, per_node, nodes, intra,
                           per_node * self.scale_out_bandwidth * self.scale_out_efficiency,
@@ -171,7 +170,7 @@ class Cluster:
         span = np.asarray(span)
         domain = self.domain if self.host_bandwidth else self.gpus_per_node
         up = (self.scale_up_bandwidth * self.scale_up_efficiency, self.scale_up_latency)
-        host = (self.host_bandwidth * HOST_PCIE_EFFICIENCY, HOST_PCIE_LATENCY)
+        host = (self.host_bandwidth * DEFAULT_SCALE_UP_EFFICIENCY, DEFAULT_SCALE_UP_LATENCY)  # PCIe-only parts'
         out = (self.scale_out_bandwidth * self.scale_out_efficiency, self.scale_out_latency)
         return tuple(np.where(span <= domain, u, np.where(span <= self.gpus_per_node, h, o))
                      for u, h, o in zip(up, host, out))

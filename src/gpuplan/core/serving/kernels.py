@@ -18,7 +18,7 @@ from gpuplan.core.serving.engines import sglang_defaults
 from gpuplan.core.serving.releases import (CUSTOM_ALLREDUCE_MAX_BYTES, VLLM_V1_SINCE, EngineRelease,
                                            graph_capture_sizes, own_allreduce_max_bytes, reads_019_allreduce)
 from gpuplan.core.comm.topology import cluster_for
-from gpuplan.core.serving.tp_span import mnnvl_fused_max_bytes, own_kernel_off  # past the NVLink domain, tp 3: NCCL only
+from gpuplan.core.serving.tp_span import mnnvl_fused_max_bytes, on_pcie, own_kernel_off  # past the domain, tp 3: NCCL only
 
 COLLECTIVE_EFFICIENCY = 0.8
 """Share of a link's per-direction bandwidth a ring all-reduce achieves (NCCL's bus bandwidth on
@@ -310,12 +310,8 @@ the bandwidth your CPU and memory can deliver' (NCCL maintainer, NVIDIA/nccl#163
 fit on four named rows, TensorRT-LLM v0.9.0's L40S FP8 first-token table at tp 4 / 8 (Llama-2-70B
 at 128 and 2,048 tokens, Falcon-180B at 128 and 2,048; per row 1.41, 1.44, 1.52, 1.43): 1 / 1.44 =
 0.69 of the modelled bandwidth, ~17 GB/s. The L40S throughput rows are held out. Serving only:
-core/comm's training collectives keep their PCIe figure."""
-
-
-def on_pcie(fabric: Accelerator | None) -> bool:
-    """GPUs that reach each other over PCIe only (no NVLink / Infinity Fabric link in the catalog)."""
-    return fabric is not None and fabric.pcie_only
+core/comm's training collectives keep their PCIe figure. Applied where tp_span.on_pcie holds: a PCIe-only
+part, or a TP group past an H100 NVL's bridged pair (its ring on the host's PCIe, core.comm.host_tier)."""
 
 
 def host_path(fabric: Accelerator) -> Accelerator:
@@ -352,7 +348,7 @@ def custom_allreduce_limit(release: EngineRelease, tp: int, fabric: Accelerator 
     / ``bf16`` (releases.allreduce_dtype of the weight format) and ``pp`` (the fusion needs pp 1): the
     memory report's rule, releases.own_allreduce_max_bytes. Other releases keep 8 MiB; 0 past the domain or, for vLLM / SGLang, at a tp outside 2 / 4 / 6 / 8 or past one host (tp_span), but vLLM >= 0.19's MNNVL fused bound past one GB200 / GB300 tray (tp_span.mnnvl_fused_max_bytes)."""
     mnnvl = mnnvl_fused_max_bytes(release, tp, fabric, pp, hidden, dtype_bytes)  # None: own_kernel_off's rule
-    if tp <= 1 or not p2p or (on_pcie(fabric) and (tp > 2 or release.engine == "trtllm")) or (mnnvl is None and own_kernel_off(release.engine, tp, fabric)):
+    if tp <= 1 or not p2p or (on_pcie(fabric, tp) and (tp > 2 or release.engine == "trtllm")) or (mnnvl is None and own_kernel_off(release.engine, tp, fabric)):
         return 0.0
     if mnnvl is not None or given is not None:
         return float(mnnvl) if mnnvl is not None else given
@@ -411,7 +407,7 @@ def tp_allreduce_seconds(message_bytes, tp: int, link_bytes_per_s: float | None,
     if tp <= 1:
         return 0.0
     fabric = collective_fabric(fabric, p2p) if fabric is not None else None
-    pcie = on_pcie(fabric)
+    pcie = on_pcie(fabric, tp)  # PCIe-only, or past the pair on an H100 NVL's host (tp_span.on_pcie)
     custom = p2p and message_bytes <= custom_max_bytes and not (pcie and tp > 2)
     if fabric is not None and not custom:
         slowdown = PCIE_NCCL_SLOWDOWN if pcie else 1.0

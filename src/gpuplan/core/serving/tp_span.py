@@ -13,6 +13,17 @@ def node_ranks(fabric: Accelerator) -> int:
     return (fabric.devices_per_node or 8) if fabric.pcie_only else fabric.scale_up_ranks
 
 
+def on_pcie(fabric: Accelerator | None, tp: int = 1) -> bool:
+    """A TP group of ``tp`` GPUs of ``fabric`` whose NCCL ring runs over PCIe: a PCIe-only part (no NVLink /
+    Infinity Fabric link in the catalog), or a group past the scale-up domain on a host of several domains joined
+    by PCIe (Accelerator.host_link_bandwidth: the H100 NVL's pairs in a server of 8, core.comm.host_tier) -- one
+    rule for both, so kernels.PCIE_NCCL_SLOWDOWN (NCCL's ring through host memory, no P2P across a CPU host
+    bridge: paths.cc p2pLevel PATH_PXB) and the own kernel's refusal on more than two such GPUs (vLLM
+    custom_all_reduce.py: world_size > 2 and not fully NVLink-connected) apply past the pair as on an H100 PCIe.
+    ``tp`` 1 (the default): the part alone. False without a part."""
+    return fabric is not None and (fabric.pcie_only or bool(fabric.host_link_bandwidth) and tp > fabric.scale_up_ranks)
+
+
 def spans_domains(tp: int, fabric: Accelerator | None) -> bool:
     """A TP group of ``tp`` GPUs larger than node_ranks(fabric), so its all-reduces cross the scale-out
     network. The engines' own all-reduce kernels share IPC buffers inside one node and are off for such

@@ -219,11 +219,11 @@ def _allreduce_assumption(plan: Plan, tp: int, pp: int = 1) -> Assumption:
         strict = reads_tables and (limit + 16) % 2**20 == 0  # a strict '<' limit (vLLM's size < max); the fusion's is '<='
         value = (f"own kernels below {_size(limit + 16)} at tp {tp}, NCCL from there" if strict  # vLLM's size < max
                  else f"own kernel up to {_size(limit)} at tp {tp}, NCCL above")
-    elif KR.on_pcie(plan.gpu) and KR.custom_allreduce_bytes_of(release, tp) > 0:
+    elif KR.on_pcie(plan.gpu, tp) and KR.custom_allreduce_bytes_of(release, tp) > 0:
         value = f"NCCL at every size (the own kernel is refused on {tp} PCIe-only GPUs)"
     else:
         value = "NCCL at every size"
-    if tp > 1 and KR.on_pcie(KR.collective_fabric(plan.gpu, p2p)):
+    if tp > 1 and KR.on_pcie(KR.collective_fabric(plan.gpu, p2p), tp):
         value += f"; NCCL's time x {KR.PCIE_NCCL_SLOWDOWN:g} on PCIe-only GPUs (the ring through host memory)"
     tables = ("vLLM 0.19's fused all-reduce + RMSNorm, custom and symmetric-memory limits on sm90, the memory "
               "report's rule: releases.own_allreduce_max_bytes; " if reads_tables else "") + (

@@ -109,12 +109,7 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
                      f"GPUs{who}, so the cache per GPU stops shrinking, and each GPU holds its head's k/v projection "
                      f"weights whole (+{extra / 1e9:.2f} GB a GPU)")
     if spans_domains(inputs.tp_degree, gpu):  # vLLM / SGLang run TP across nodes (core.serving.tp_span)
-        domain = node_ranks(gpu)  # GPUs on one scale-up link (NVLink: 8 on HGX, 72 on GB200 NVL72) or PCIe server
-        what = "PCIe servers" if gpu.pcie_only else "scale-up domains"
-        notes.append(f"tp {inputs.tp_degree} spans {-(-inputs.tp_degree // domain)} {what} of {domain} "
-                     f"{gpu.name}: the engines' own all-reduce kernels stay inside one domain, so every all-reduce "
-                     "is timed as NCCL's over the scale-out network between domains (the catalog's NIC bandwidth "
-                     "and latency); --pp across nodes is the usual split")
+        notes.append(_span_note(inputs.tp_degree, gpu))
     elif gpu.vendor == "NVIDIA" and not gpu.pcie_only:  # a GB200 / GB300 replica over trays of one NVLink domain
         said = multi_node_launch(inputs.release, inputs.tp_degree, gpu, host_gpus(gpu), inputs.pp_degree)
         notes.extend([f"{LAUNCH_LABEL}: {said[0]} ({said[1]})"] if said else [])
@@ -127,6 +122,26 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
                            mm_prefix_lm(*inputs.model_params))
     return Plan(spec, gpu, W.param_groups(spec), setup, origin, kv_dtype, context, context - output, output,
                 tuple(notes))
+
+
+def _span_note(tp: int, gpu: Accelerator) -> str:
+    """infer's note for a TP group past node_ranks(gpu) (tp_span.spans_domains): its all-reduces as timed -- NCCL
+    over the scale-out network between domains, or, on a host of several NVLink domains joined by PCIe (the H100
+    NVL's pairs in a server of 8, Accelerator.host_link_bandwidth) with the group inside one host, over the host's
+    PCIe (core.comm.topology's host tier), x kernels.PCIE_NCCL_SLOWDOWN as on PCIe-only GPUs (tp_span.on_pcie)."""
+    domain = node_ranks(gpu)  # GPUs on one scale-up link (NVLink: 8 on HGX, 72 on GB200 NVL72) or PCIe server
+    what = "PCIe servers" if gpu.pcie_only else "scale-up domains"
+    head = f"tp {tp} spans {-(-tp // domain)} {what} of {domain} {gpu.name}"
+    if gpu.host_link_bandwidth and tp <= host_gpus(gpu):
+        from gpuplan.core.serving.kernels import PCIE_NCCL_SLOWDOWN
+
+        return (f"{head} in one server of {host_gpus(gpu)}: the engines' own all-reduce kernels need the group on "
+                "NVLink, so every all-reduce is timed as NCCL's over the host's PCIe between the NVLink pairs "
+                f"(core.comm.host_tier), x {PCIE_NCCL_SLOWDOWN:g} as on PCIe-only GPUs")
+    past_host = " (PCIe between a server's NVLink pairs first)" if gpu.host_link_bandwidth else ""
+    return (f"{head}: the engines' own all-reduce kernels stay inside one domain, so every all-reduce is timed as "
+            f"NCCL's over the scale-out network between domains (the catalog's NIC bandwidth and latency){past_host}; "
+            "--pp across nodes is the usual split")
 
 
 def _speculation(inputs: InferenceInputs, spec: ModelSpec, raw: dict[str, Any]):
