@@ -329,6 +329,10 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "layouts, 12.0% mean over twenty-three held-out runs, predicted low on average; the worst BioMedLM "
                    "2.7B, -28.2% with its stack read after its -58.4%, llm.c's GPT-2 350M and Llemma 34B, +20.3 / "
                    "-19.3%: docs/training.md)")
+    from gpuplan.adapters.resolve import resolve_gpu
+    from gpuplan.core.comm.host_tier import assumed_host_note  # the server of NVLink pairs on PCIe it assumed
+
+    out.extend(assumed_host_note(resolve_gpu(inputs.gpu), inputs.gpus_per_node))
     from gpuplan.jobs.training.layout import no_layout_note  # loaded with the plan (numpy)
 
     out.extend(no_layout_note(inputs, plan))
