@@ -9,6 +9,7 @@ import numpy as np
 
 from gpuplan.catalog import prediction_band
 from gpuplan.jobs.validation.mfu_ceiling import predicted_mfu_notes
+from gpuplan.core.comm.host_tier import assumed_host_note  # the server of NVLink pairs on PCIe it assumed
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.memory import training as M
 from gpuplan.core.units import (NO_PRICE_TEXT, SECONDS_PER_DAY, format_bytes, format_count, format_duration,
@@ -246,6 +247,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   ((result.missed_default_deadline,) if result.missed_default_deadline else ())
                   + (f"search: {result.searched:,} distinct layouts in {result.seconds * 1e3:.0f} ms"  # --explain shows no
                      + (f"; ranked by {RANKED[rank_by]}" if inputs.explain else ""),)  # layouts table
+                  + assumed_host_note(gpu, inputs.gpus_per_node)  # H100 NVL's server of pairs on PCIe
                   + _point_fastest_note(table, best, rank_by)
                   + plan_fallback_note(inputs.gpus, result)  # a count asked with no layout
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
