@@ -54,35 +54,91 @@ def test_the_tp_all_reduce_row_doubles_its_bytes_and_adds_the_casts_exposed():
     assert "fp32" in fp32.collective and "fp32" not in bf16.collective
 
 
+def test_the_casts_stay_exposed_when_the_collective_is_half_hidden():
+    """At tp_overlap 0.5 the all-reduce's seconds are halved but the casts (compute-stream kernels between the GEMM and
+    the synchronous all-reduce) stay whole: exposed - casts = 0.5 x (total - casts), 0.4471 - 0.2295 = 0.2177 =
+    0.5 x 0.4353 s on Llemma 7B's step (review w16 R2 M3: at tp_overlap 0 any treatment of the casts passes)."""
+    from gpuplan.adapters.resolve import resolve_gpu, resolve_model
+    from gpuplan.core.comm.step_comm import _tp_cost
+    from gpuplan.core.comm.topology import cluster_for
+    from gpuplan.core.time.step_settings import StepSettings
+
+    spec, cluster = resolve_model("llemma-7b"), cluster_for(resolve_gpu("a100-sxm4-40gb"))
+    act = 4 * 4_096 * spec.hidden_size * 2.0
+    row = _tp_cost(spec, cluster, StepSettings(seq_len=4_096, dtype="bf16", recompute="full", tp_overlap=0.5,
+                                               sequence_parallel=False, tp_comm_bytes=4.0), 2, 2, 32, act)
+    casts = 384 * cast_seconds(act, 4.0, cluster.gpu.memory_bandwidth)
+    assert float(row.exposed) - casts == pytest.approx(0.5 * (float(row.total) - casts), rel=1e-9)
+    assert float(row.exposed) == pytest.approx(0.4471, abs=5e-4) and casts == pytest.approx(0.2295, abs=5e-4)
+
+
+def test_fp32_activations_move_four_bytes_an_element_and_no_casts():
+    """--dtype fp32 / tf32: the activations, so the TP all-reduce's and the pipeline send's buffers, are fp32 (4 B an
+    element; was 2 B under every dtype): Llemma 7B's micro-batch 4 x 4,096 x 4,096 = 128 MiB of TP buffer in bf16, 256
+    MiB in fp32, the stage send 64 -> 128 MiB at tp 2; no cast (the collective runs in the activations' dtype)."""
+    from gpuplan.adapters.resolve import resolve_gpu, resolve_model
+    from gpuplan.core.comm.step_comm import step_communication
+    from gpuplan.core.comm.tp_comm_dtype import activation_bytes
+    from gpuplan.core.comm.topology import cluster_for
+    from gpuplan.core.time.step_settings import StepSettings
+
+    assert [activation_bytes(d) for d in ("bf16", "fp16", "fp8", "fp4", "tf32", "fp32")] == [2, 2, 2, 2, 4, 4]
+    spec, cluster = resolve_model("llemma-7b"), cluster_for(resolve_gpu("a100-sxm4-40gb"))
+    rows = {d: step_communication(spec, cluster, StepSettings(seq_len=4_096, dtype=d, recompute="full",
+                                                              sequence_parallel=False),
+                                  dp=1, tp=2, pp=2, vpp=1, cp=1, ep=1, zero=0, micro_batch=4, micro_batches=2,
+                                  shard_group=1, layers=16, trained_params=7e9, t_attn_mb=0.01, t_bwd_gemm_mb=0.05,
+                                  compute=1.0)[:2] for d in ("bf16", "fp32", "tf32")}
+    for dtype, (tp, pp) in rows.items():
+        wide = 2 if dtype != "bf16" else 1
+        assert (tp.bytes_per_call, pp.bytes_per_call) == (wide * 128 * MIB, wide * 64 * MIB)
+        assert "casts" not in tp.collective
+
+
 @pytest.mark.parametrize("job, route, ask, fragment", [
     ("train", "training", {**TRAIN, "framework": "megatron", "tp_comm_dtype": "fp32"},
      "give --framework deepspeed --implementation megatron (not --framework megatron --implementation megatron)"),
     ("budget", "budget", {**TRAIN, "framework": "torchtitan", "tp_comm_dtype": "fp32"},
      "give --framework deepspeed --implementation megatron (not --framework torchtitan --implementation torchtitan)"),
-    ("plan", "plan", {**TRAIN, **NEOX, "dtype": "fp16", "tp_comm_dtype": "fp32"}, "casts bf16 tensors only"),
+    ("plan", "plan", {**TRAIN, **NEOX, "dtype": "fp16", "tp_comm_dtype": "fp32"}, "as at gpt-neox@e59c873 (Llemma's "
+     "commit), which casts bf16 tensors only (mappings.py L38; from gpt-neox 8b43196f (2024-08) it also casts fp16"),
     ("train", "training", {**TRAIN, **NEOX, "tp": 1, "tp_comm_dtype": "fp32"}, "needs tensor parallelism"),
-    ("plan", "plan", {**TRAIN, **NEOX, "tp_comm_dtype": "fp32"}, "give --no-sequence-parallel"),
+    ("budget", "budget", {**TRAIN, **NEOX, "tp_comm_dtype": "fp32"}, "without --tp the "
+     "layout search may choose tp 1"),
+    ("plan", "plan", {**TRAIN, **NEOX, "tp": 2, "tp_comm_dtype": "fp32"}, "which has no sequence parallelism (its TP "
+     "exchanges are all-reduces; from gpt-neox 8b43196f (2024-08) it also casts fp16 and SP's reduce-scatter"),
     ("train", "training", {**TRAIN, **NEOX, "dtype": "fp16", "tp_comm_dtype": "bf16"}, "run in fp16"),
+    ("train", "training", {**TRAIN, **NEOX, "dtype": "fp32", "tp_comm_dtype": "bf16"}, "run in fp32"),
+    ("plan", "plan", {**TRAIN, **NEOX, "dtype": "tf32", "tp_comm_dtype": "fp32"}, "already run in fp32"),
 ])
 def test_fp32_tp_collectives_are_refused_where_no_modelled_framework_has_them(run_cli, client, tmp_path, job, route,
                                                                              ask, fragment):
-    """Megatron-Core's and torchtitan's TP collectives run in the activations' dtype (no such option); GPT-NeoX casts
-    bf16 only (mappings.py L38), has no sequence parallelism at e59c873, and --tp 1 has no TP collective."""
+    """Megatron-Core's and torchtitan's TP collectives run in the activations' dtype (no such option); GPT-NeoX at
+    e59c873 casts bf16 only (mappings.py L38) and has no sequence parallelism, the words naming the commit and what
+    8b43196f changed (review w16 R2 M1); tp 1, or no --tp (the search may pick tp 1), has no TP collective (S3); under
+    --dtype fp32 / tf32 the collectives are fp32 already, neither narrowed to bf16 nor widened (M2)."""
     four_door_refusal(run_cli, client, tmp_path, job, route, ask, "tp_comm_dtype", fragment)
 
 
 def test_gpt_neox_fp32_tp_collectives_are_taken_and_named_in_the_assumptions():
     """The neighbour that answers: --framework deepspeed --implementation megatron, --dtype bf16, tp 2, no SP; its
-    StepSettings carry 4 B an element, and the default is said by name (bf16, the compute dtype)."""
+    StepSettings carry 4 B an element, and the default is said by name (the activations' bf16; fp32 under --dtype
+    fp32). The fp32 line says the transient copy is not charged in memory, with its size: 6 B x 2 x 4,096 tokens x
+    4,096 hidden = 201,326,592 B = 0.188 GiB at micro-batch 2 (Llemma 34B's 2 x 4,096 x 8,192: 0.375 GiB)."""
     from gpuplan.jobs.training.schema import TrainingInputs
-    from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
+    from gpuplan.schema.tp_comm_dtype import fp32_copy_bytes, tp_comm_dtype_assumption
 
     base = {**TRAIN, **NEOX, "tp": 2, "sequence_parallel": False}
     taken = TrainingInputs(**base, tp_comm_dtype="fp32")
     default = TrainingInputs(**base)
     assert taken.kernel_step_settings()["tp_comm_bytes"] == 4.0 and default.kernel_step_settings()["tp_comm_bytes"] == 2
     (line,) = tp_comm_dtype_assumption(default)
-    assert str(line.value).startswith("bf16 (the compute dtype") and not line.user_set
+    assert str(line.value).startswith("bf16 (the activations', 2 B an element") and not line.user_set
+    (wide,) = tp_comm_dtype_assumption(TrainingInputs(**base, dtype="fp32"))
+    assert str(wide.value).startswith("fp32 (the activations', 4 B an element")
+    (fp32,) = tp_comm_dtype_assumption(TrainingInputs(**base, micro_batch=2, tp_comm_dtype="fp32"))
+    assert "0.188 GiB at micro-batch 2, is not charged in memory" in str(fp32.value) and fp32.user_set
+    assert fp32_copy_bytes(2, 4_096, 8_192) == 402_653_184 == 0.375 * 2**30
     assert tp_comm_dtype_assumption(TrainingInputs(**TRAIN)) == ()  # Megatron-Core: no such choice, no line
 
 
