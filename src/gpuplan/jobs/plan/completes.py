@@ -16,6 +16,7 @@ import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.jobs.plan.offer import OFFER_SLOWDOWN, NoCompletion, checking_offer, offer_words
+from gpuplan.planner.sorted_runs import run_bounds
 
 
 class Completing(NamedTuple):
@@ -46,11 +47,11 @@ def completing_rows(inputs, evaluator, fitting) -> Completing:
     # one int64 per (count, writers): collision-free while writers <= gpus < 2^31 (MAX_GPUS is 10^7: schema.vocabulary)
     group = gpus * 2**32 + np.maximum(writers, 1)
     order = np.argsort(group, kind="stable")  # not np.unique: it imports numpy.ma (tests/test_startup.py)
-    starts = np.flatnonzero(np.concatenate(([True], group[order][1:] != group[order][:-1])))
+    starts, stops = run_bounds(group[order])  # the groups, in ascending order
     settings = inputs.budget_settings()
     plans = [_group_plans(inputs, evaluator, settings, fitting, int(first)) for first in order[starts]]
     which = np.empty(len(fitting), np.int64)
-    which[order] = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
+    which[order] = np.repeat(np.arange(len(starts)), stops - starts)
     steps, done, shares = fitting["step_seconds"], np.ones(len(fitting), bool), []
     for k in range(6):  # on-demand and spot at the point rate, then at the low and the high end of its range
         share, finishes = _wall_shares(*_plan_columns(plans, which, k), steps)
