@@ -25,14 +25,20 @@ def _gib(value: float) -> str:
     return f"{value / GiB:.2f}"
 
 
-def weights_added(m: M.Memory) -> str:
-    """What the per-GPU weights hold beyond the split checkpoint (core.serving.memory._engine_memory): vLLM's MXFP4
-    expert padding, the k/v projections replicated past the KV heads, a speculative proposer, LoRA slots; named, so
-    that 'per GPU' above 'whole model' on one GPU reads as what it is (gpt-oss-20b on one B300 printed 14.68 GB per
-    GPU beside 13.76 GB whole, A8 w14)."""
+def weight_extras(m: M.Memory) -> tuple[tuple[float, str], ...]:
+    """(bytes, name) of what the per-GPU weights hold beyond the split checkpoint (core.serving.memory._engine_memory):
+    vLLM's MXFP4 expert padding, the k/v projections replicated past the KV heads, a speculative proposer, LoRA slots,
+    each above 1e-6 of the weights. The one list both weights lines name (weights_added: 'weights per GPU';
+    memory_section: Memory per GPU's 'weights'): review w16 R3 S2, the second list had lost the MXFP4 padding."""
     parts = ((m.mxfp4_padding, "MXFP4 expert padding (vLLM's MoE layout)"), (m.kv_replicas, kv_replicas_named(m)),
              (m.draft_weights, "the speculative proposer"), (m.lora_slots, "LoRA adapter slots"))
-    return "".join(f" + {gb(v)} {name}" for v, name in parts if v > 1e-6 * m.weights)
+    return tuple((v, name) for v, name in parts if v > 1e-6 * m.weights)
+
+
+def weights_added(m: M.Memory) -> str:
+    """weight_extras as 'weights per GPU''s formula adds them, named, so that 'per GPU' above 'whole model' on one
+    GPU reads as what it is (gpt-oss-20b on one B300 printed 14.68 GB per GPU beside 13.76 GB whole, A8 w14)."""
+    return "".join(f" + {gb(v)} {name}" for v, name in weight_extras(m))
 
 
 def kv_replicas_named(m: M.Memory) -> str:
@@ -57,9 +63,7 @@ def memory_section(plan: Plan, m: M.Memory, batch: int, per_sequence: float, hel
     else:
         usable = Line("usable", f"usable at gpu_memory_utilization {m.fraction:g}", m.usable,
                       "bytes", gb(m.usable), "(device total - driver reserve) x utilization")
-    extras = ([f"incl. {kv_replicas_named(m)}: {gb(m.kv_replicas)}"] if m.kv_replicas else []) + (
-        [f"incl. the speculative proposer's {gb(m.draft_weights)}"] if m.draft_weights else []) + (
-        [f"incl. LoRA adapter slots {gb(m.lora_slots)}"] if m.lora_slots else [])
+    extras = [f"incl. {name}: {gb(v)}" for v, name in weight_extras(m)]  # the parts weights_added names
     return Section(f"Memory per GPU ({plan.gpu.name})", (
         usable,
         Line("weights", "weights", m.weights, "bytes", gb(m.weights), "; ".join(extras)),
