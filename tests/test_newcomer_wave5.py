@@ -330,7 +330,7 @@ def test_an_unpriced_gpu_names_the_price_flag_that_exists(run_cli):
 
     code, out, err = run_cli("infer", "--gpu", "h800")
     assert code == 0, err
-    flag = re.search(r"no price known \(give (--[\w-]+)", out)[1]
+    flag = re.search(r"no price: give (--[\w-]+)", out)[1]  # core.units.NO_PRICE_TEXT
     code, out, err = run_cli("infer", "--gpu", "h800", flag, "2")
     assert code == 0, err
     assert re.search(r"cost per million output tokens\s+\$[\d.]+ \(at \$2\.00/GPU-hour x 1\)", out)

@@ -19,7 +19,7 @@ from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
-from gpuplan.core.units import format_bytes, format_usd, plural
+from gpuplan.core.units import NO_PRICE_TEXT, format_bytes, format_usd, plural
 from gpuplan.jobs.inference.alternatives import instead_section, search_section, search_table
 from gpuplan.jobs.inference.assumptions import assumptions
 from gpuplan.jobs.inference.memory_report import engine_log_section, memory_section, weights_added
@@ -250,7 +250,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
     ]
     if cost is None:
         lines.append(Line("cost_per_million_tokens", "cost per million output tokens", None, "USD",
-                          "not available: no price known (give --price, USD per GPU-hour)", source))
+                          NO_PRICE_TEXT, source))  # one spelling with plan / budget / sizing (w16 R3 N6)
     else:
         lines.append(Line("cost_per_million_tokens", "cost per million output tokens", cost, "USD",
                           f"{format_usd(cost, 3)} (at {format_usd(price, 2)}/GPU-hour x {serving.gpus})", source))
