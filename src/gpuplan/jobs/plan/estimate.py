@@ -23,8 +23,8 @@ from gpuplan.schema.tpu_rules import framework_shown, is_tpu
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
 from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
-from gpuplan.jobs.plan.fallbacks_told import counts_without_layout, plan_fallback_note
-from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, idle_told, max_tp
+from gpuplan.jobs.plan.fallbacks_told import no_layout_causes, plan_counts_without_layout, plan_fallback_note
+from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, idle_told
 from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
                                   row_layout, seconds_per_sequence)
 from gpuplan.planner.search import LayoutTable, pareto_front
@@ -102,16 +102,18 @@ def _point_fastest_note(t: LayoutTable, best: int, rank_by: str) -> tuple[str, .
             f"{high(best)}){lost}",)
 
 
-def _why_idle(inputs: PlanInputs, result: PlanSearch, plan: Plan) -> str:
-    """Why ``plan`` leaves GPUs of the count asked (plan.gpus_asked) idle, the one reason of three that holds there:
-    no layout at all (counts_without_layout, the test the no-layout note makes: that note names what answers for
-    it), layouts but none fits in memory, or some fit and a layout on fewer ranks first. Before wave 16 the line
-    gave all three at once ('faster on fewer ..., or none fits / is valid on all of them')."""
+def _why_idle(inputs: PlanInputs, result: PlanSearch, plan: Plan, without_layout: tuple[int, ...]) -> str:
+    """Why ``plan`` leaves GPUs of the count asked (plan.gpus_asked) idle, the one reason that holds there: no layout
+    at all (``without_layout``: plan_counts_without_layout, the test the no-layout note makes; that note names what
+    answers for it), layouts but none fits in memory, some fit but none is ranked (each misses --days, or never
+    completes with failures: jobs.plan.deadline.deadline_rows, jobs.plan.completes), or some are ranked and a
+    layout on fewer ranks first. Before wave 16 the line gave them all at once ('faster on fewer ..., or none fits /
+    is valid on all of them'); review w16 R3 M1: `plan llama-3-8b --gpus 1349 --days 5.3` said 8 layouts on 1,349
+    'rank behind it' where all 8 (16.4 to 70 days with failures) had been dropped for the deadline."""
     asked = plan.gpus_asked
-    if counts_without_layout(result.evaluator, (asked,), result.target_batch, max_tp(result.evaluator),
-                             result.limits):
-        why = (f"no layout uses all {asked:,} (the global batch, degrees given and framework rules allow none): the "
-               "notes name the counts answering for them")
+    if asked in without_layout:
+        why = f"no layout uses all {asked:,} ({no_layout_causes(result.limits)} allow none): the notes name the " \
+              "counts answering for them"
         vpp = inputs.fixed_degrees().get("vpp", 1)
         if vpp > 1 and inputs.profile.interleaved_needs_pp_micro_batches:
             why += (f"; --framework {inputs.framework}'s interleaved schedule (vpp {vpp}) needs at least pp "
@@ -120,11 +122,20 @@ def _why_idle(inputs: PlanInputs, result: PlanSearch, plan: Plan) -> str:
     fits = result.all["fits"][result.all["gpus"] == asked]
     if not fits.any():
         return f"{len(fits):,} layouts use all {asked:,} and none fits in memory"
+    fit, total = f"{int(fits.sum()):,} layouts on all {asked:,} fit", int(fits.sum())
+    ranked = int((result.table["gpus"] == asked).sum())  # what the answer ranked: the rows left after the deadline
+    # and the failures (result.all holds every layout searched, result.table the ranked ones)
+    verb, what = (("meet", f" the deadline (--days {inputs.days:g}, with failures)") if inputs.days is not None
+                  else ("complete", " with failures"))
+    kept = f"{'none' if not ranked else f'{ranked:,}'} {verb}{'s' if ranked <= 1 else ''}{what}"
+    if not ranked:
+        return f"{fit} and {kept}"
     first = "faster" if rank_by_of(inputs) == "time" else "ranked first"
-    return f"{first} on fewer: {int(fits.sum()):,} layouts on all {asked:,} fit and rank behind it"
+    return f"{first} on fewer: {fit}" + ("" if ranked == total else f", {kept}") + " and rank behind it"
 
 
-def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -> tuple[Line, ...]:
+def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int,
+                   without_layout: tuple[int, ...]) -> tuple[Line, ...]:
     t, price = result.table, result.price
     dtype = inputs.dtype
     peak = result.evaluator.cluster.gpu.peak(dtype)
@@ -144,7 +155,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int) -
              formula=f"ranked by {RANKED[rank_by_of(inputs)]}"),
         Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
         Line("idle_gpus", "GPUs left idle", idle, "GPUs", f"{idle:,} of {plan.gpus_asked:,}" if idle else "none",
-             _why_idle(inputs, result, plan) if idle else ""),
+             _why_idle(inputs, result, plan, without_layout) if idle else ""),
         Line("global_batch", "global batch", plan.global_batch, "sequences",
              f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({signed_percent(plan.batch_difference)} vs {asked:,.0f} "
              + ("asked)" if inputs.global_batch is not None or inputs.global_batch_tokens is not None else "by default)"),
@@ -214,7 +225,9 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     plan = chosen_plan(result, best)
     spec, gpu = result.evaluator.spec, result.evaluator.cluster.gpu
     front = pareto_front(table, ("gpus", "ranked_days") + (("ranked_cost",) if price is not None else ()))
-    summary = Section("Recommendation", recommendation(plan, inputs, result, best) + why_lines(plan, result.all))
+    without_layout = plan_counts_without_layout(inputs.gpus, result)  # once: the idle reason and the note read it
+    summary = Section("Recommendation", recommendation(plan, inputs, result, best, without_layout)
+                      + why_lines(plan, result.all))
     checked = _check_my_layout(inputs, result, plan) if inputs.layout_given else ()
     breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best", inputs.profile.caching_allocator, gpu))
     tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]})", COLUMNS, _rows(table, top)),
@@ -249,7 +262,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                      + (f"; ranked by {RANKED[rank_by]}" if inputs.explain else ""),)  # layouts table
                   + assumed_host_note(gpu, inputs.gpus_per_node)  # H100 NVL's server of pairs on PCIe
                   + _point_fastest_note(table, best, rank_by)
-                  + plan_fallback_note(inputs.gpus, result)  # a count asked with no layout
+                  + plan_fallback_note(without_layout, result)  # a count asked with no layout
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
                   + caveats + budget.notes,
                   tables + budget.tables, headline=PLAN_HEADLINE,
