@@ -214,7 +214,7 @@ def four_door_refusal(run_cli, client, tmp_path, job: str, route: str, ask: dict
     import gpuplan
     from gpuplan import InputError
 
-    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ask.items() if k != "model"]
+    flags = [f"--{k.replace('_', '-')}" + ("" if v is True else f"={v}") for k, v in ask.items() if k != "model"]
     flag = field_refusal(run_cli(job, "--model", ask["model"], *flags), field, fragment)
     plan = tmp_path / "ask.yaml"
     plan.write_text("".join(f"{k}: {v}\n" for k, v in ask.items()), encoding="utf-8")
