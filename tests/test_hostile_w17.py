@@ -13,7 +13,8 @@ Found: (1) the refusal of --graph-layer-us on a release that captures no CUDA gr
 (the words of --cuda-graph-gib) when the value was 0; (2) --grad-dtype bf16 with fp32 parameters (--dtype fp32 /
 tf32, memory's --recipe fp32) was answered with 2-byte gradients Megatron-Core cannot hold; (3) --moe-expert-kernels
 per-expert on a dense model was answered as if not given; (4) --launch-layer-us under SGLang, and under vLLM 0.8+
-with --cuda-graph-gib 0, was answered as if not given (every eager step there is timed by its Python issue).
+with --cuda-graph-gib 0, was answered as if not given (every eager step there is timed by its Python issue); (5)
+--fsdp-float8-all-gather under torchtitan with --zero 0 or a stated dp 1 was answered as if not given.
 """
 
 import pytest
@@ -136,3 +137,32 @@ def test_4_graph_layer_refusal_under_enforce_eager_points_to_launch_layer_only_w
         with pytest.raises(InputError) as refused:
             InferenceInputs(**SERVE, engine=engine, cuda_graph_gib=0, graph_layer_us=3)
         assert ("--launch-layer-us sets an eager step's" in str(refused.value)) == hint
+
+
+# ---- (5) torchtitan's FSDP float8 all-gather where the stated layout shards nothing -----------------------------------
+
+FP8_TITAN = {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "framework": "torchtitan", "dtype": "fp8",
+             "fsdp_float8_all_gather": True}
+
+
+@pytest.mark.parametrize("job, route, layout, words", [
+    ("train", "training", {"zero": 0}, "--zero 0 replicates the weights (DDP)"),
+    ("plan", "plan", {"tp": 8, "pp": 2}, "the layout stated puts every GPU in tp 8 x pp 2 (dp 1)"),
+    ("budget", "budget", {"zero": 0}, "--zero 0 replicates the weights (DDP)")])
+def test_5_float8_all_gather_without_sharded_weights_is_refused_at_every_door(run_cli, client, tmp_path, job, route,
+                                                                              layout, words):
+    """torchtitan: ``enable_fsdp_float8_all_gather = parallel_dims.dp_shard_enabled and ...``
+    (components/quantization/float8.py@820504e L79-81). `train llama-3-8b --gpu h100 --gpus 16 --framework
+    torchtitan --dtype fp8 --mfu predicted --fsdp-float8-all-gather` with --zero 0 (2,190.88 GPU-days) or --tp 8 --pp 2
+    (3,496.57) answered byte-identically to the ask without it."""
+    four_door_refusal(run_cli, client, tmp_path, job, route, {**FP8_TITAN, **layout}, "fsdp_float8_all_gather",
+                      f"all-gathers FSDP2's sharded float8 weights, and {words}")
+
+
+def test_5_float8_all_gather_over_sharded_weights_still_moves_the_answer():
+    """At --zero 3 over 16 GPUs the gather runs in float8: 1,981.75 -> 1,901.25 GPU-days (the sweep's figures)."""
+    from gpuplan import TrainingInputs, estimate_training
+
+    days = [estimate_training(TrainingInputs(**{**FP8_TITAN, "fsdp_float8_all_gather": on}, zero=3,
+                                             mfu="predicted")).value("gpu_days") for on in (False, True)]
+    assert days[1] < days[0]

@@ -76,6 +76,7 @@ def check_setup(inputs) -> None:
         tp, pp = tp or 1, pp or 1
     if get("fsdp_float8_all_gather", False):
         _check_float8_all_gather(framework, get("dtype"), get("fp8_recipe", "tensorwise"))
+        _check_float8_gather_has_shards(get("zero"), _data_group_is_one(get("gpus"), tp, pp, get("cp")), tp, pp)
     if get("embedding_loss_slots", False) and pp == 1:  # first and last stage are one: nothing moves
         raise InputError("embedding_loss_slots", True, "moves a layer off the first and last pipeline stages: with "
                          "--pp 1 there is one stage and nothing moves (memory and time unchanged): give --pp 2 or "
@@ -243,6 +244,20 @@ def _check_float8_all_gather(framework, dtype, fp8_recipe) -> None:
         # MX formats run torchtitan's MXConverter (mx.py), which has no such option
         raise InputError("fsdp_float8_all_gather", True, f"{what}: give --fp8-recipe tensorwise (not {fp8_recipe}; "
                          "torchtitan asserts it off with a float8 recipe_name and its MX converter has none)")
+
+
+def _check_float8_gather_has_shards(zero, data_group_is_one: bool, tp, pp) -> None:
+    """--fsdp-float8-all-gather where the stated layout shards no weights: torchtitan sets
+    ``enable_fsdp_float8_all_gather = parallel_dims.dp_shard_enabled and float8_config.enable_fsdp_float8_all_gather``
+    (components/quantization/float8.py@820504e L79-81), so under DDP (--zero 0) or with one data-parallel rank it is
+    off; wave 17: `train llama-3-8b --gpu h100 --framework torchtitan --dtype fp8 --mfu predicted --gpus 16 --zero 0`
+    and `--tp 8 --pp 2` answered byte-identically with and without it."""
+    if zero == 0 or data_group_is_one:
+        layout = ("--zero 0 replicates the weights (DDP)" if zero == 0 else
+                  f"the layout stated puts every GPU in tp {tp or 1} x pp {pp or 1} (dp 1)")
+        raise InputError("fsdp_float8_all_gather", True, f"all-gathers FSDP2's sharded float8 weights, and {layout}: "
+                         "torchtitan turns it off without dp_shard (components/quantization/float8.py@820504e L79-81); "
+                         "leave it out, or shard the weights (--zero 3 over more GPUs than tp x pp)")
 
 
 def check_model(inputs, spec) -> None:
