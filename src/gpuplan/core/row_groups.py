@@ -43,8 +43,8 @@ def group_rows(*columns, floats=()):
     # heads first was slower)
     order = np.argsort(key, kind="stable")
     ordered = key[order]
-    starts = np.empty(rows, dtype=bool)
-    starts[0], starts[1:] = True, ordered[1:] != ordered[:-1]
+    starts = np.empty(rows, dtype=bool)  # the runs' starts as a mask, its cumsum the inverse (planner.sorted_runs.
+    starts[0], starts[1:] = True, ordered[1:] != ordered[:-1]  # run_bounds gives the same runs as bounds)
     inverse = np.empty(rows, dtype=np.intp)
     inverse[order] = np.cumsum(starts) - 1
     first = order[starts]
