@@ -171,7 +171,8 @@ def format_usd_per_gpu_hour(usd: float) -> str:
 
 NO_PRICE_TEXT = "n/a (no price: give --price)"
 """What a cost line prints where no price is known (no catalog row for the GPU and no --price): plan's, budget's and
-the serving sizes' cost lines (jobs.plan.estimate, jobs.budget.sections, jobs.inference.sizing) say it alike."""
+the serving sizes' cost lines and infer's cost per million tokens (jobs.plan.estimate, jobs.budget.sections,
+jobs.inference.sizing, jobs.inference.estimate) say it alike."""
 
 
 def format_usd(usd: float, decimals: int = 0) -> str:
