@@ -12,7 +12,7 @@ with and without it, where alone it changes the answer, is one the pair ignores.
 Found: (1) the refusal of --graph-layer-us on a release that captures no CUDA graph said "sizes CUDA-graph memory"
 (the words of --cuda-graph-gib) when the value was 0; (2) --grad-dtype bf16 with fp32 parameters (--dtype fp32 /
 tf32, memory's --recipe fp32) was answered with 2-byte gradients Megatron-Core cannot hold; (3) --moe-expert-kernels
-per-expert on a dense model was answered as if not given; (4) --launch-layer-us under SGLang, and under vLLM 0.8+
+per-expert, --full-iteration-graph and --cuda-graph-scope on a dense model were answered as if not given; (4) --launch-layer-us under SGLang, and under vLLM 0.8+
 with --cuda-graph-gib 0, was answered as if not given (every eager step there is timed by its Python issue); (5)
 --fsdp-float8-all-gather under torchtitan with --zero 0 or a stated dp 1 was answered as if not given.
 """
@@ -166,3 +166,26 @@ def test_5_float8_all_gather_over_sharded_weights_still_moves_the_answer():
     days = [estimate_training(TrainingInputs(**{**FP8_TITAN, "fsdp_float8_all_gather": on}, zero=3,
                                              mfu="predicted")).value("gpu_days") for on in (False, True)]
     assert days[1] < days[0]
+
+
+@pytest.mark.parametrize("job, route, field, value", [("train", "training", "full_iteration_graph", True),
+                                                      ("plan", "plan", "cuda_graph_scope", "full-iteration"),
+                                                      ("budget", "budget", "cuda_graph_scope", "none")])
+def test_3_moe_cuda_graph_choices_on_a_dense_model_are_refused_at_every_door(run_cli, client, tmp_path, job, route,
+                                                                           field, value):
+    """--full-iteration-graph and --cuda-graph-scope graph MoE host time only (core.time.moe_host: 0 without MoE
+    layers): llama-3-8b (16 H100: 2,102.98 GPU-days; 16 B200: 910.93), llama-3.2-1b and gpt2 under megatron
+    --mfu predicted answered byte-identically with and without --full-iteration-graph; moe-router was refused there
+    already, and its line offered the two values that changed nothing."""
+    web = four_door_refusal(run_cli, client, tmp_path, job, route,
+                            {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "framework": "megatron", field: value},
+                            field, "llama-3-8b is dense, timed without that host time: leave it out")
+    assert "full-iteration" not in web.split("leave it out")[0].split(";")[1]
+
+
+def test_3_moe_cuda_graph_choices_stay_answered_on_a_mixture_of_experts_model():
+    from gpuplan import TrainingInputs
+
+    for extra in ({"full_iteration_graph": True}, {"cuda_graph_scope": "moe-router"}):
+        inputs = TrainingInputs(model="mixtral-8x7b", gpu="h100", gpus=64, ep=8, framework="megatron", **extra)
+        assert inputs.spec().moe is not None

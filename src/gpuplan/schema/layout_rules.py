@@ -277,12 +277,27 @@ def check_model(inputs, spec) -> None:
 
         if (reason := gpt2_shape_refusal(spec)) is not None:
             raise InputError("model", spec.name, reason)
-    if spec.moe is None and "moe_expert_kernels" in getattr(inputs, "given", ()):  # per-expert too (wave 17), as
-        # ep_dispatcher on a dense model (training_fields.SetupFields.adjust_spec): a choice nothing reads
-        raise InputError("moe_expert_kernels", inputs.moe_expert_kernels, f"applies to mixture-of-experts models; "
-                         f"{spec.name} is dense (no expert kernels): leave it out")
+    if spec.moe is None:
+        _check_dense_moe_kernels(inputs, spec)
     check_sequence_split(inputs, spec)
     check_mtp(inputs, spec)
+
+
+def _check_dense_moe_kernels(inputs, spec) -> None:
+    """The MoE kernel and CUDA-graph choices on a dense model, refused as --ep-dispatcher is there
+    (training_fields.SetupFields.adjust_spec), whatever the value: --moe-expert-kernels (per-expert was answered as if
+    not given, wave 17); --full-iteration-graph / --cuda-graph-scope, which remove or replay MoE host time only
+    (core.time.moe_host.stage_exposed_host_seconds: 0 without MoE layers), so llama-3-8b, llama-3.2-1b and gpt2 on
+    H100 and B200 (megatron, --mfu predicted) answered byte-identically with and without them (wave 17)."""
+    given = getattr(inputs, "given", ())
+    if "moe_expert_kernels" in given:
+        raise InputError("moe_expert_kernels", inputs.moe_expert_kernels, f"applies to mixture-of-experts models; "
+                         f"{spec.name} is dense (no expert kernels): leave it out")
+    for name in ("full_iteration_graph", "cuda_graph_scope"):
+        if name in given and getattr(inputs, name):
+            raise InputError(name, getattr(inputs, name), f"sets the CUDA graphs of Megatron-Core's MoE host work "
+                             f"(router, dispatcher preprocessing, per-layer launches); {spec.name} is dense, timed "
+                             "without that host time: leave it out")
 
 
 def _check_eager_fallback_efficiency(inputs, spec) -> None:
