@@ -113,7 +113,8 @@ def test_no_layout_causes_follow_the_limits():
 
     words = {(e, bool(f)): no_layout_causes(SpaceLimits(exact_batch=e, fixed=f)) for e in (False, True)
              for f in ({}, {"tp": 8})}
-    assert words == {(False, False): "the framework's rules", (False, True): "the degrees given and the framework's rules",
+    assert words == {(False, False): "the framework's rules",
+                     (False, True): "the degrees given and the framework's rules",
                      (True, False): "the global batch and the framework's rules",
                      (True, True): "the global batch, the degrees given and the framework's rules"}
     assert no_layout_causes(None) == "the framework's rules"
@@ -180,15 +181,15 @@ def test_idle_reason_where_no_layout_on_the_count_completes():
     from types import SimpleNamespace
 
     from gpuplan import PlanInputs
-    from gpuplan.jobs.plan.estimate import _why_idle
+    from gpuplan.jobs.plan.fallbacks_told import idle_reason
 
     ask = PlanInputs(model="llama-3.1-8b", gpus=16)
     every = {"gpus": np.array([8, 16, 16, 16]), "fits": np.array([True, True, True, True])}
     plan = SimpleNamespace(gpus_asked=16)
     result = SimpleNamespace(all=every, table={"gpus": np.array([8])})
-    assert _why_idle(ask, result, plan, ()) == "3 layouts on all 16 fit and none completes with failures"
+    assert idle_reason(ask, result, plan, ()) == "3 layouts on all 16 fit and none completes with failures"
     result = SimpleNamespace(all=every, table={"gpus": np.array([8, 16])})
-    assert _why_idle(ask, result, plan, ()) == ("faster on fewer: 3 layouts on all 16 fit, 1 completes with failures "
+    assert idle_reason(ask, result, plan, ()) == ("faster on fewer: 3 layouts on all 16 fit, 1 completes with failures "
                                                 "and rank behind it")
 
 

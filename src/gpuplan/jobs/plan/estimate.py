@@ -23,7 +23,7 @@ from gpuplan.schema.tpu_rules import framework_shown, is_tpu
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
 from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
-from gpuplan.jobs.plan.fallbacks_told import no_layout_causes, plan_counts_without_layout, plan_fallback_note
+from gpuplan.jobs.plan.fallbacks_told import idle_reason, plan_counts_without_layout, plan_fallback_note
 from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, idle_told
 from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
                                   row_layout, seconds_per_sequence)
@@ -102,38 +102,6 @@ def _point_fastest_note(t: LayoutTable, best: int, rank_by: str) -> tuple[str, .
             f"{high(best)}){lost}",)
 
 
-def _why_idle(inputs: PlanInputs, result: PlanSearch, plan: Plan, without_layout: tuple[int, ...]) -> str:
-    """Why ``plan`` leaves GPUs of the count asked (plan.gpus_asked) idle, the one reason that holds there: no layout
-    at all (``without_layout``: plan_counts_without_layout, the test the no-layout note makes; that note names what
-    answers for it), layouts but none fits in memory, some fit but none is ranked (each misses --days, or never
-    completes with failures: jobs.plan.deadline.deadline_rows, jobs.plan.completes), or some are ranked and a
-    layout on fewer ranks first. Before wave 16 the line gave them all at once ('faster on fewer ..., or none fits /
-    is valid on all of them'); review w16 R3 M1: `plan llama-3-8b --gpus 1349 --days 5.3` said 8 layouts on 1,349
-    'rank behind it' where all 8 (16.4 to 70 days with failures) had been dropped for the deadline."""
-    asked = plan.gpus_asked
-    if asked in without_layout:
-        why = f"no layout uses all {asked:,} ({no_layout_causes(result.limits)} allow none): the notes name the " \
-              "counts answering for them"
-        vpp = inputs.fixed_degrees().get("vpp", 1)
-        if vpp > 1 and inputs.profile.interleaved_needs_pp_micro_batches:
-            why += (f"; --framework {inputs.framework}'s interleaved schedule (vpp {vpp}) needs at least pp "
-                    "micro-batches per step (Megatron-Core schedules.py)")
-        return why
-    fits = result.all["fits"][result.all["gpus"] == asked]
-    if not fits.any():
-        return f"{len(fits):,} layouts use all {asked:,} and none fits in memory"
-    fit, total = f"{int(fits.sum()):,} layouts on all {asked:,} fit", int(fits.sum())
-    ranked = int((result.table["gpus"] == asked).sum())  # what the answer ranked: the rows left after the deadline
-    # and the failures (result.all holds every layout searched, result.table the ranked ones)
-    verb, what = (("meet", f" the deadline (--days {inputs.days:g}, with failures)") if inputs.days is not None
-                  else ("complete", " with failures"))
-    kept = f"{'none' if not ranked else f'{ranked:,}'} {verb}{'s' if ranked <= 1 else ''}{what}"
-    if not ranked:
-        return f"{fit} and {kept}"
-    first = "faster" if rank_by_of(inputs) == "time" else "ranked first"
-    return f"{first} on fewer: {fit}" + ("" if ranked == total else f", {kept}") + " and rank behind it"
-
-
 def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int,
                    without_layout: tuple[int, ...]) -> tuple[Line, ...]:
     t, price = result.table, result.price
@@ -155,7 +123,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int,
              formula=f"ranked by {RANKED[rank_by_of(inputs)]}"),
         Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
         Line("idle_gpus", "GPUs left idle", idle, "GPUs", f"{idle:,} of {plan.gpus_asked:,}" if idle else "none",
-             _why_idle(inputs, result, plan, without_layout) if idle else ""),
+             idle_reason(inputs, result, plan, without_layout) if idle else ""),
         Line("global_batch", "global batch", plan.global_batch, "sequences",
              f"{plan.global_batch:,} x {inputs.seq_len:,} tokens ({signed_percent(plan.batch_difference)} vs {asked:,.0f} "
              + ("asked)" if inputs.global_batch is not None or inputs.global_batch_tokens is not None else "by default)"),

@@ -1,14 +1,16 @@
 """The note `plan` and `train` give where a GPU count the user asked has no layout at all (for the global batch
 asked, the degrees given and the framework's rules) and its rows come from smaller counts (planner.fallback), the
-rest of its GPUs idle: before wave 15c the answer showed the idle GPUs ('296 of 1,000') with a reason that also
-covered 'faster on fewer' and 'none fits' (jobs.plan.estimate._why_idle), never that no layout exists on the count
-asked. One function owns the words (fallback_note); each job says which of its counts had none (enumerated only,
-nothing timed: planner.fallback.has_layout, ~1 ms a count)."""
+rest of its GPUs idle, and `plan`'s 'GPUs left idle' reason (idle_reason): before wave 15c the answer showed the
+idle GPUs ('296 of 1,000') with a reason that also covered 'faster on fewer' and 'none fits', never that no layout
+exists on the count asked. One function owns the note's words (fallback_note), one the causes both name
+(binding_asks); each job says which of its counts had none (enumerated only, nothing timed:
+planner.fallback.has_layout, ~1 ms a count)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from gpuplan.jobs.plan.deadline import rank_by_of
 from gpuplan.jobs.plan.search import PlanSearch, max_tp
 from gpuplan.planner.fallback import has_layout
 
@@ -54,7 +56,7 @@ def fallback_note(asked: tuple[int, ...], used: tuple[int, ...], target: float, 
 def plan_counts_without_layout(given: tuple[int, ...] | None, result: PlanSearch) -> tuple[int, ...]:
     """Of the counts the user gave `plan` (``given``: PlanInputs.gpus, None with none given), those with no layout
     (counts_without_layout under ``result``'s target and limits); () with none given or nothing ranked. Made once
-    an answer: plan_fallback_note and the 'GPUs left idle' reason (jobs.plan.estimate._why_idle) both read it
+    an answer: plan_fallback_note and the 'GPUs left idle' reason (idle_reason) both read it
     (review w16 R3 S5)."""
     if not given or not len(result.table):
         return ()
@@ -71,3 +73,37 @@ def plan_fallback_note(none: tuple[int, ...], result: PlanSearch) -> tuple[str, 
     rows = np.isin(result.table["gpus_asked"], none)
     used = tuple(int(c) for c in np.unique(result.table["gpus"][rows]))
     return (fallback_note(none, used, result.target_batch, result.limits),)
+
+
+def idle_reason(inputs, result: PlanSearch, plan, without_layout: tuple[int, ...]) -> str:
+    """`plan --full`'s 'GPUs left idle' reason (jobs.plan.estimate.recommendation; ``inputs``: PlanInputs, ``plan``:
+    planner.plan.Plan): why ``plan`` leaves GPUs of the count asked (plan.gpus_asked) idle, the one reason that
+    holds there: no layout at all (``without_layout``: plan_counts_without_layout, the test the no-layout note
+    makes; that note names what answers for it), layouts but none fits in memory, some fit but none is ranked
+    (each misses --days, or never completes with failures: jobs.plan.deadline.deadline_rows, jobs.plan.completes),
+    or some are ranked and a layout on fewer ranks first. Before wave 16 the line gave them all at once ('faster on
+    fewer ..., or none fits / is valid on all of them'); review w16 R3 M1: `plan llama-3-8b --gpus 1349 --days 5.3`
+    said 8 layouts on 1,349 'rank behind it' where all 8 (16.4 to 70 days with failures) had been dropped for the
+    deadline."""
+    asked = plan.gpus_asked
+    if asked in without_layout:
+        why = f"no layout uses all {asked:,} ({no_layout_causes(result.limits)} allow none): the notes name the " \
+              "counts answering for them"
+        vpp = inputs.fixed_degrees().get("vpp", 1)
+        if vpp > 1 and inputs.profile.interleaved_needs_pp_micro_batches:
+            why += (f"; --framework {inputs.framework}'s interleaved schedule (vpp {vpp}) needs at least pp "
+                    "micro-batches per step (Megatron-Core schedules.py)")
+        return why
+    fits = result.all["fits"][result.all["gpus"] == asked]
+    if not fits.any():
+        return f"{len(fits):,} layouts use all {asked:,} and none fits in memory"
+    fit, total = f"{int(fits.sum()):,} layouts on all {asked:,} fit", int(fits.sum())
+    ranked = int((result.table["gpus"] == asked).sum())  # what the answer ranked: the rows left after the deadline
+    # and the failures (result.all holds every layout searched, result.table the ranked ones)
+    verb, what = (("meet", f" the deadline (--days {inputs.days:g}, with failures)") if inputs.days is not None
+                  else ("complete", " with failures"))
+    kept = f"{'none' if not ranked else f'{ranked:,}'} {verb}{'s' if ranked <= 1 else ''}{what}"
+    if not ranked:
+        return f"{fit} and {kept}"
+    first = "faster" if rank_by_of(inputs) == "time" else "ranked first"
+    return f"{first} on fewer: {fit}" + ("" if ranked == total else f", {kept}") + " and rank behind it"
