@@ -1,20 +1,29 @@
 """Hostile inputs, wave 17 (2026-12-06, helper A2). Swept by scripts outside the suite (in-process
 `gpuplan.cli.main` under a SIGALRM time box, the web app through its TestClient, the Python API), on a snapshot of
-HEAD so other helpers' edits in the shared tree did not mix in: every numeric option of train / infer at unit-suffixed
-and odd spellings ("2T", "1.5e3", "10%", "2 days", "5ms", "0x10", "1_000", "-0", "1e308", "nan", " 4 ", an Arabic
-digit: 1,152 asks), 47 model config.json files (missing keys, heads not dividing hidden, zero / 1e12 layers, negative
-vocab, top-k above the experts, strings for ints, 50 MB, a folder, /dev/zero, a FIFO, a symlink loop) through train
-and infer, 30 path-like values of every path-carrying field through the five web routes (no file opened), and
-every pair of 53 train options on a dense and an MoE Megatron ask (about 2,700 pairs) and of 48 infer options on a
-single ask and an --rps sizing, each pair compared with its two halves: an option whose answer is byte-identical
-with and without it, where alone it changes the answer, is one the pair ignores.
+HEAD so other helpers' edits in the shared tree did not mix in:
 
-Found: (1) the refusal of --graph-layer-us on a release that captures no CUDA graph said "sizes CUDA-graph memory"
+- every numeric option of train (44) and infer (32) at unit-suffixed and odd spellings ("2T", "1.5e3", "10%",
+  "2 days", "5ms", "0x10", "1_000", "-0", "1e308", "nan", " 4 ", an Arabic digit): 912 asks;
+- 52 model files through train and infer (missing keys, heads not dividing hidden, zero / 1e12 layers, negative or
+  zero vocab, top-k above the experts in three MoE layouts, strings / floats / bools for ints, NaN and Infinity, a
+  50 MB json, a folder, /dev/zero, /dev/null, a FIFO, a symlink loop, duplicate keys, 100,000-deep nesting);
+- 30 path-like values (absolute, relative, ~, file://, UNC, %-encoded, NUL) of model / calibration / draft_model /
+  config / storage fields through the five web routes, with open() and Path.read_* spied: no file opened;
+- 22 plan files (several jobs, unknown keys, 100,000 list items, deep nesting, !!python tags, merge keys, non-UTF-8,
+  UTF-16, BOM, NUL, multi-document, TOML dates and inf) through train, infer and report; report / calibrate /
+  measure / profile / catalog / validate / serve options at hostile values (60 asks);
+- 348 single options and 3,867 pairs of valid options (53 train options on dense and MoE asks under megatron and
+  torchtitan, 38 budget options, 48 infer options on one configuration and an --rps sizing), each pair's answer
+  compared with its halves': an option whose answer is byte-identical with and without it, where alone it moves
+  the answer, is one the pair ignores.
+
+No traceback, hang or multi-line refusal; the doors agreed. Found, each answered before as if the option were
+valid: (1) the refusal of --graph-layer-us on a release that captures no CUDA graph said "sizes CUDA-graph memory"
 (the words of --cuda-graph-gib) when the value was 0; (2) --grad-dtype bf16 with fp32 parameters (--dtype fp32 /
-tf32, memory's --recipe fp32) was answered with 2-byte gradients Megatron-Core cannot hold; (3) --moe-expert-kernels
-per-expert, --full-iteration-graph and --cuda-graph-scope on a dense model were answered as if not given; (4) --launch-layer-us under SGLang, and under vLLM 0.8+
-with --cuda-graph-gib 0, was answered as if not given (every eager step there is timed by its Python issue); (5)
---fsdp-float8-all-gather under torchtitan with --zero 0 or a stated dp 1 was answered as if not given.
+tf32, memory's --recipe fp32): 2-byte gradients Megatron-Core cannot hold; (3) --moe-expert-kernels per-expert,
+--full-iteration-graph and --cuda-graph-scope on a dense model, answered as without them; (4) --launch-layer-us under
+SGLang, and under vLLM 0.8+ with --cuda-graph-gib 0 (every eager step there is timed by its Python issue), answered
+as without it; (5) --fsdp-float8-all-gather under torchtitan with --zero 0 or a stated dp 1, answered as without it.
 """
 
 import pytest
@@ -25,7 +34,7 @@ pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the c
 SERVE = {"model": "llama-3-8b", "gpu": "h100"}
 
 
-# ---- (1) the graph-layer refusal names what its own field does --------------------------------------------------------
+# ---- (1) the graph-layer refusal names what its own field does -------------------------------------------------------
 
 @pytest.mark.parametrize("field, value, words", [("graph_layer_us", 0, "times CUDA-graph steps"),
                                                  ("graph_layer_us", 4, "times CUDA-graph steps"),
@@ -42,7 +51,7 @@ def test_1_graph_refusal_on_an_eager_release_says_what_the_refused_field_does(ru
     assert other not in web
 
 
-# ---- (2) a bf16 gradient buffer of fp32 parameters ---------------------------------------------------------------------
+# ---- (2) a bf16 gradient buffer of fp32 parameters -------------------------------------------------------------------
 
 @pytest.mark.parametrize("job, route, ask, named", [
     ("train", "training", {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "dtype": "fp32"}, "--dtype fp32"),
@@ -69,7 +78,7 @@ def test_2_a_bf16_gradient_buffer_stays_answered_where_the_parameters_are_16_bit
     assert inputs.recipe_memory_settings()["grad_bytes"] == 2.0
 
 
-# ---- (3) MoE expert kernels chosen for a dense model ------------------------------------------------------------------
+# ---- (3) MoE expert kernels and CUDA graphs chosen for a dense model -------------------------------------------------
 
 @pytest.mark.parametrize("job, route, kernels, extra", [
     ("train", "training", "per-expert", {"gpu": "h100"}),
@@ -92,6 +101,29 @@ def test_3_per_expert_kernels_stay_answered_on_a_mixture_of_experts_model():
     inputs = TrainingInputs(model="mixtral-8x7b", gpu="h100", gpus=64, ep=8, framework="megatron",
                             moe_expert_kernels="per-expert")
     assert inputs.spec().moe is not None and inputs.moe_expert_kernels == "per-expert"
+
+
+@pytest.mark.parametrize("job, route, field, value", [("train", "training", "full_iteration_graph", True),
+                                                      ("plan", "plan", "cuda_graph_scope", "full-iteration"),
+                                                      ("budget", "budget", "cuda_graph_scope", "none")])
+def test_3_moe_cuda_graph_choices_on_a_dense_model_are_refused_at_every_door(run_cli, client, tmp_path, job, route,
+                                                                           field, value):
+    """--full-iteration-graph and --cuda-graph-scope graph MoE host time only (core.time.moe_host: 0 without MoE
+    layers): llama-3-8b (16 H100: 2,102.98 GPU-days; 16 B200: 910.93), llama-3.2-1b and gpt2 under megatron
+    --mfu predicted answered byte-identically with and without --full-iteration-graph; moe-router was refused there
+    already, and its line offered the two values that changed nothing."""
+    web = four_door_refusal(run_cli, client, tmp_path, job, route,
+                            {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "framework": "megatron", field: value},
+                            field, "llama-3-8b is dense, timed without that host time: leave it out")
+    assert "full-iteration" not in web.split("leave it out")[0].split(";")[1]
+
+
+def test_3_moe_cuda_graph_choices_stay_answered_on_a_mixture_of_experts_model():
+    from gpuplan import TrainingInputs
+
+    for extra in ({"full_iteration_graph": True}, {"cuda_graph_scope": "moe-router"}):
+        inputs = TrainingInputs(model="mixtral-8x7b", gpu="h100", gpus=64, ep=8, framework="megatron", **extra)
+        assert inputs.spec().moe is not None
 
 
 # ---- (4) a per-layer launch time where every eager step is timed by its Python issue ---------------------------------
@@ -139,7 +171,7 @@ def test_4_graph_layer_refusal_under_enforce_eager_points_to_launch_layer_only_w
         assert ("--launch-layer-us sets an eager step's" in str(refused.value)) == hint
 
 
-# ---- (5) torchtitan's FSDP float8 all-gather where the stated layout shards nothing -----------------------------------
+# ---- (5) torchtitan's FSDP float8 all-gather where the stated layout shards nothing ----------------------------------
 
 FP8_TITAN = {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "framework": "torchtitan", "dtype": "fp8",
              "fsdp_float8_all_gather": True}
@@ -166,26 +198,3 @@ def test_5_float8_all_gather_over_sharded_weights_still_moves_the_answer():
     days = [estimate_training(TrainingInputs(**{**FP8_TITAN, "fsdp_float8_all_gather": on}, zero=3,
                                              mfu="predicted")).value("gpu_days") for on in (False, True)]
     assert days[1] < days[0]
-
-
-@pytest.mark.parametrize("job, route, field, value", [("train", "training", "full_iteration_graph", True),
-                                                      ("plan", "plan", "cuda_graph_scope", "full-iteration"),
-                                                      ("budget", "budget", "cuda_graph_scope", "none")])
-def test_3_moe_cuda_graph_choices_on_a_dense_model_are_refused_at_every_door(run_cli, client, tmp_path, job, route,
-                                                                           field, value):
-    """--full-iteration-graph and --cuda-graph-scope graph MoE host time only (core.time.moe_host: 0 without MoE
-    layers): llama-3-8b (16 H100: 2,102.98 GPU-days; 16 B200: 910.93), llama-3.2-1b and gpt2 under megatron
-    --mfu predicted answered byte-identically with and without --full-iteration-graph; moe-router was refused there
-    already, and its line offered the two values that changed nothing."""
-    web = four_door_refusal(run_cli, client, tmp_path, job, route,
-                            {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "framework": "megatron", field: value},
-                            field, "llama-3-8b is dense, timed without that host time: leave it out")
-    assert "full-iteration" not in web.split("leave it out")[0].split(";")[1]
-
-
-def test_3_moe_cuda_graph_choices_stay_answered_on_a_mixture_of_experts_model():
-    from gpuplan import TrainingInputs
-
-    for extra in ({"full_iteration_graph": True}, {"cuda_graph_scope": "moe-router"}):
-        inputs = TrainingInputs(model="mixtral-8x7b", gpu="h100", gpus=64, ep=8, framework="megatron", **extra)
-        assert inputs.spec().moe is not None
