@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from gpuplan.errors import InputError
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+XLA_VENDOR = "Google"
+"""The catalog's vendor of its TPUs (catalog/hardware/tpu-v4 / v5e / v5p / v6e.toml): parts that run XLA, not CUDA /
+ROCm (Accelerator.runs_xla; read by schema.device_rules, schema.tpu_rules and core.memory.device_memory)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,11 @@ class Accelerator:
     def pcie_only(self) -> bool:
         """Devices reach each other over PCIe only (the catalog names PCIe, or no scale-up fabric)."""
         return self.scale_up_pcie or self.scale_up_bandwidth is None
+
+    @property
+    def runs_xla(self) -> bool:
+        """A TPU: programs run through XLA, with no CUDA context, NCCL or PyTorch caching allocator (XLA_VENDOR)."""
+        return self.vendor == XLA_VENDOR
 
     @property
     def scale_up_ranks(self) -> int:

@@ -12,7 +12,7 @@
   AdamW: core.frameworks), where a TPU runs it through PyTorch/XLA, which gpuplan does not model. A stated one
   is refused naming ``--framework generic`` (gpuplan's framework-neutral model), the one that is not a CUDA run.
   llm.c is refused on every non-NVIDIA part (AMD, Intel, Huawei, Google): its code is CUDA (LLMC_VENDORS).
-  The framework not stated is generic on a TPU (schema.tpu_rules, wave 16 A5): there is nothing to refuse, and the
+  The framework not stated is generic where --gpu is a TPU (schema.tpu_rules, wave 16 A5): nothing to refuse, and the
   report's framework assumption says which profile was modelled.
 - ``--gpus-per-node`` above the part's scale-up domain in the catalog: the link model times a group inside the
   "node" on the scale-up fabric (core.comm.topology.Cluster.link), so 72 H100 SXM a node were timed on NVLink
@@ -30,12 +30,13 @@
 
 from __future__ import annotations
 
+from gpuplan.core.hardware import XLA_VENDOR
 from gpuplan.errors import InputError
 
 FRAMEWORK_OFF_CUDA = "generic"
 """The one framework profile that models no CUDA / ROCm code: gpuplan's framework-neutral model (core.frameworks)."""
-TPU_VENDOR = "Google"
-"""The catalog's vendor of its TPUs (tpu-v4, tpu-v5e, tpu-v5p, tpu-v6e): the parts no CUDA framework runs on."""
+TPU_VENDOR = XLA_VENDOR
+"""The catalog's vendor of its TPUs (core.hardware.XLA_VENDOR, one constant): the parts no CUDA framework runs on."""
 LLMC_VENDORS = ("NVIDIA",)
 """The vendors whose parts karpathy/llm.c@f1e2ace runs on: 'pure C/CUDA' (README L3); its README lists AMD support
 as a notable fork (anthonix/llm.c, L203-206), not the profile's code."""
@@ -80,7 +81,7 @@ def check_device(inputs) -> None:
                 raise InputError("framework", "llmc", f"llm.c (karpathy/llm.c@f1e2ace) is C and CUDA for NVIDIA "
                                  f"GPUs only (README L3; AMD support is a separate fork, README L203-206), not the "
                                  f"{gpu.name}: give --framework generic, or an NVIDIA GPU")
-            if gpu is not None and gpu.vendor == TPU_VENDOR:
+            if gpu is not None and gpu.runs_xla:
                 raise InputError("framework", inputs.framework, f"{_runs_where(inputs.framework)}, not on a "
                                  f"{gpu.name} (TPUs run PyTorch through XLA, which no framework profile "
                                  f"models): give --framework {FRAMEWORK_OFF_CUDA} (gpuplan's framework-neutral model)")
@@ -92,6 +93,6 @@ def check_device(inputs) -> None:
         how = (f"NVLink domains of {gpu.scale_up_ranks} on PCIe" if gpu.host_link_bandwidth else "over PCIe")
         raise InputError("gpus_per_node", per_node, f"the catalog's {gpu.name} server holds {most} GPUs ({how}): "
                          f"give 1 to {most}")
-    unit = "chips" if gpu.vendor == TPU_VENDOR else "GPUs"
+    unit = "chips" if gpu.runs_xla else "GPUs"
     raise InputError("gpus_per_node", per_node, f"the catalog's {gpu.name} scale-up domain is {most} {unit}, and the "
                      f"link model times the whole node on it: give 1 to {most}")

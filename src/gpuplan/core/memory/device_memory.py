@@ -123,10 +123,6 @@ def hybrid_ep_bytes(layout: ParallelLayout, shape: HybridEPShape):
     return (ep > 1) * (combine + dispatch + staging)
 
 
-XLA_VENDOR = "Google"
-"""The catalog vendor whose parts (TPUs: catalog/hardware/tpu-*.toml) run XLA, not CUDA (Overheads.on_device)."""
-
-
 @dataclass(frozen=True)
 class Overheads:
     """Memory outside PyTorch's allocated tensors, bytes per GPU, and the safety margin."""
@@ -155,12 +151,13 @@ class Overheads:
         return replace(self, channel_scale=nccl_channel_scale(scale_up_bandwidth))
 
     def on_device(self, gpu) -> Overheads:
-        """The same overheads on ``gpu`` (core.hardware.Accelerator): for_gpu, and ``xla`` where it is a TPU (vendor
-        XLA_VENDOR). XLA:TPU allocates a program's buffers statically at compile time and keeps "reserved space for
-        the XLA runtime" of a size the page does not state (openxla.org/xla/errors/error_1000, 'System overhead'):
-        no CUDA context, NCCL buffer or caching-allocator reserve is counted there (fixed_bytes, reserve), and the
-        margin is what covers the runtime's own reserve."""
-        return replace(self.for_gpu(gpu.scale_up_bandwidth), xla=gpu.vendor == XLA_VENDOR)
+        """The same overheads on ``gpu`` (core.hardware.Accelerator): for_gpu, and ``xla`` where it is a TPU
+        (core.hardware.Accelerator.runs_xla). XLA:TPU allocates a program's buffers statically at compile time and
+        keeps "reserved space for the XLA runtime" of a size the page does not state (openxla.org/xla/errors/
+        error_1000, 'System overhead'; the compiled binary, constants and compiler internals it also lists are
+        unsized too): no CUDA context, NCCL buffer or caching-allocator reserve is counted there (fixed_bytes,
+        reserve); those are unsized, assumed to fit inside the margin."""
+        return replace(self.for_gpu(gpu.scale_up_bandwidth), xla=gpu.runs_xla)
 
     @property
     def reserve(self) -> float:
@@ -191,8 +188,9 @@ class Overheads:
 
     def fixed_bytes(self, layout: ParallelLayout):
         """Runtime outside the allocator: CUDA context + NCCL buffers (none modelled under XLA)."""
-        if self.xla:
-            return _plain(0.0 * np.asarray(self.nccl_bytes(layout), dtype=float))  # the layouts' shape
+        if self.xla:  # zeros, one per layout (the layout's degrees may be arrays of candidates)
+            return _plain(np.zeros(np.broadcast_shapes(*(np.shape(getattr(layout, degree))
+                                                         for degree in ("dp", "cp", "tp", "pp", "ep")))))
         return _plain(self.cuda_context + self.nccl_bytes(layout))
 
     def reserved_bytes(self, allocated):
