@@ -164,7 +164,7 @@ def test_a_gpu_range_or_list_with_an_empty_part_says_what_is_valid(run_cli, clie
 # ---- (h) the algorithm column names the collective library of the GPU's vendor --------------------------------------
 
 @pytest.mark.parametrize("gpu, header", [("h100", "NCCL algorithm / protocol"), ("mi300x", "RCCL algorithm / protocol"),
-                                         ("tpu-v5p", "XLA on ICI: timed as NCCL's"),  # w16 A5
+                                         ("tpu-v5p", "XLA collective: timed as NCCL's"),  # w16 A5; ICI or DCN (R4 N2)
                                          ("gaudi3", "algorithm / protocol (NCCL's model)")])
 def test_the_explain_algorithm_column_names_the_vendors_library(gpu, header):
     """`plan --explain` headed the column 'NCCL algorithm / protocol' on an MI300X (RCCL) and a TPU (XLA over ICI)."""

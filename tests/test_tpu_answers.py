@@ -9,9 +9,12 @@ import pytest
 from helpers import four_door_refusal
 
 from gpuplan import MemoryInputs, PlanInputs, TrainingInputs, estimate_memory, estimate_training, plan_report
-from gpuplan.core.memory.device_memory import NCCL_GROUP_BYTES_A100, GiB
+from gpuplan.core.hardware import XLA_VENDOR
+from gpuplan.core.memory.device_memory import NCCL_GROUP_BYTES_A100, Overheads, GiB
+from gpuplan.errors import InputError
 from gpuplan.jobs.plan.explain import XLA_COLUMN
-from gpuplan.schema import tpu_rules as X
+from gpuplan.schema import device_rules, tpu_rules as X
+from gpuplan.schema.device_rules import accelerator
 
 pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
 
@@ -21,8 +24,8 @@ ASK = {"model": "llama-3.1-8b", "gpu": "tpu-v5p", "gpus": 64, "tokens": "100B"}
 def test_the_framework_not_stated_is_generic_on_a_tpu_and_megatron_elsewhere():
     assert TrainingInputs(**ASK).framework == "generic" and "framework" not in TrainingInputs(**ASK).given
     assert TrainingInputs(**{**ASK, "gpu": "h100"}).framework == "megatron"
-    # a TPU only compared (memory --compare) sets it too: the same rule device_rules refuses a stated CUDA one by
-    assert MemoryInputs(model="llama-3.1-8b", gpu="h100", compare="h100,tpu-v4").framework == "generic"
+    # a TPU only compared (memory --compare) leaves the --gpu part's default as it is (review w16 R4 M1)
+    assert MemoryInputs(model="llama-3.1-8b", gpu="h100", compare="h100,tpu-v4").framework == "megatron"
     stated = PlanInputs(**ASK, framework="generic")
     assert stated.framework == "generic" and "framework" in stated.given
 
@@ -76,7 +79,7 @@ def test_memory_on_a_tpu_counts_the_tensors_alone_and_a_cuda_part_beside_it_its_
     ("train", "training", {"allocator": "expandable"}, "allocator", "PYTORCH_CUDA_ALLOC_CONF"),
     ("plan", "plan", {"model": "mixtral-8x7b", "ep_dispatcher": "flex"}, "ep_dispatcher", "give alltoall"),
     ("budget", "budget", {"model": "mixtral-8x7b", "cuda_graph_scope": "moe-router"}, "cuda_graph_scope",
-     "captures CUDA graphs"),
+     "the layers CUDA graphs capture"),
     ("memory", "memory", {"cuda_context_gib": 1, "tokens": None}, "cuda_context_gib", "no CUDA context on a TPU"),
 ])
 def test_a_cuda_only_option_on_a_tpu_is_refused_at_every_door(run_cli, client, tmp_path, job, route, extra, field,
@@ -89,3 +92,80 @@ def test_a_cuda_only_option_on_a_tpu_is_refused_at_every_door(run_cli, client, t
 def test_the_same_options_answer_on_a_cuda_part_and_beside_a_tpu_only_compared():
     assert TrainingInputs(**{**ASK, "gpu": "h100", "allocator": "expandable"}).allocator == "expandable"
     assert MemoryInputs(model="llama-3.1-8b", gpu="h100", compare="tpu-v4", cuda_context_gib=1).cuda_context_gib == 1
+
+
+def test_a_tpu_only_compared_leaves_the_cuda_parts_answer_as_asked_and_says_how_the_rows_differ():
+    """review w16 R4 M1: `memory --gpu h100 --gpus 8 --compare tpu-v4` answered 74.30 GiB, fits (generic), where
+    `--gpu h100 --gpus 8` answers 86.66 GiB, does not fit (megatron). Now both answer megatron's, and the note says
+    the TPU row is modelled under it (its own default: generic); the reverse ask says the same of the CUDA part."""
+    ask = {"model": "llama-3.1-8b", "gpu": "h100", "gpus": 8}
+    alone = estimate_memory(MemoryInputs(**ask, compare="h100")).to_dict()["results"]
+    beside = estimate_memory(MemoryInputs(**ask, compare="h100,tpu-v4"))
+    assert beside.to_dict()["results"]["peak_total"] == alone["peak_total"] and not alone["fits"]
+    note = next(n for n in beside.notes if n.startswith("verdict table"))
+    assert "--framework megatron" in note and "tpu-v4's own default is generic" in note, note
+    reverse = estimate_memory(MemoryInputs(model="llama-3.1-8b", gpu="tpu-v4", gpus=8, compare="h100"))
+    note = next(n for n in reverse.notes if n.startswith("verdict table"))
+    assert "--framework generic" in note and "h100-sxm's own default is megatron" in note, note
+    stated = estimate_memory(MemoryInputs(**ask, compare="h100,h200"))  # same defaults: no note
+    assert not any(n.startswith("verdict table") for n in stated.notes)
+
+
+ON_GENERIC = [  # (model, the option; each refused under generic on an H100 too, by the framework's own rule)
+    ("llama-3.1-8b", {"recompute_layers": 2, "pp": 2, "recompute": "full"}),
+    ("llama-3.1-8b", {"recompute_modules": "mlp", "recompute": "selective"}),
+    ("llama-3.1-8b", {"compile": True}),
+    ("llama-3.1-8b", {"fsdp_float8_all_gather": True, "dtype": "fp8"}),
+    ("llama-3.1-8b", {"tp_comm_dtype": "fp32", "tp": 2}),
+]
+
+
+@pytest.mark.parametrize("model, extra", ON_GENERIC)
+def test_a_cuda_frameworks_option_on_a_tpu_says_to_leave_it_out_not_to_give_a_framework_the_tpu_refuses(model, extra):
+    """review w16 R4 M2: each of these answered 'give --framework megatron / torchtitan / deepspeed ...', which a TPU
+    refuses in turn ('give --framework generic'). On a TPU the line names the framework as one that does not run
+    there and what answers instead; the same option under generic on an H100 is refused by the framework's own
+    rule (so the TPU line is no stricter than generic's)."""
+    (field,) = [name for name, *_ in X.OTHER_FRAMEWORK_OPTIONS if name in extra]
+    with pytest.raises(InputError) as tpu:
+        TrainingInputs(**{**ASK, "model": model, **extra})
+    assert tpu.value.field == field and "give --framework" not in str(tpu.value), str(tpu.value)
+    assert "which does not run on a Google Cloud TPU v5p" in str(tpu.value) and "leave it out" in str(tpu.value)
+    with pytest.raises(InputError) as h100:
+        TrainingInputs(**{**ASK, "gpu": "h100", "framework": "generic", "model": model, **extra})
+    assert h100.value.field == field and "give --framework" in str(h100.value), str(h100.value)
+    if field == "recompute_layers":  # the neighbour it names answers on the TPU
+        assert TrainingInputs(**{**ASK, "pp": 2, "recompute": "full"}).recompute == "full"
+
+
+def test_deepep_and_cuda_graph_scope_none_on_a_tpu_say_what_they_are():
+    """review w16 R4 M2 / S1: --flex-backend pointed to --framework megatron; --cuda-graph-scope none said it
+    'captures CUDA graphs'."""
+    with pytest.raises(InputError) as flex:
+        TrainingInputs(**{**ASK, "model": "mixtral-8x7b", "flex_backend": "deepep"})
+    assert "give --framework" not in str(flex.value) and "NVSHMEM" in str(flex.value)
+    with pytest.raises(InputError) as none:
+        TrainingInputs(**{**ASK, "model": "mixtral-8x7b", "cuda_graph_scope": "none"})
+    assert "captures CUDA graphs" not in str(none.value) and "changes nothing" in str(none.value)
+
+
+def test_tp_comm_overlap_answers_on_a_tpu_as_xlas_collective_matmul():
+    """review w16 R4 M3: refused as 'Transformer Engine's userbuffers overlap'; XLA overlaps a TP collective with
+    its matmul on a TPU (Wang et al. ASPLOS 2023; MaxText's windowed-einsum flags): it answers, and the explain
+    row names it so."""
+    ask = {**ASK, "model": "llama-3.1-70b", "tp": 4, "pp": 2, "tp_comm_overlap": True}
+    table = next(t for t in plan_report(ask).tables if t.title.startswith("Communication per step"))
+    tp_row = next(row for row in table.rows if row[0] == "TP")
+    assert tp_row[1] == f"RS + AG (SP), {X.TP_OVERLAP_ON_TPU}" and XLA_COLUMN in table.columns
+    assert XLA_COLUMN == "XLA collective: timed as NCCL's"  # heads DCN rows too (review w16 R4 N2)
+
+
+def test_one_vendor_constant_says_which_parts_run_xla_and_the_runtime_line_says_what_it_leaves_unsized():
+    """review w16 R4 S5 / S4: device_rules' and device_memory's copies of 'Google' are one (core.hardware); the
+    memory line names the unsized parts openxla's error_1000 lists and that XLA's buffers may differ."""
+    assert device_rules.TPU_VENDOR is XLA_VENDOR
+    tpu, h100 = accelerator("tpu-v5p"), accelerator("h100")
+    assert (tpu.runs_xla, h100.runs_xla) == (True, False) and X.is_tpu(tpu) and not X.is_tpu(h100)
+    assert Overheads().on_device(tpu).xla and not Overheads().on_device(h100).xla
+    for words in ("unsized", "assumed to fit inside the margin", "compiled binary", "buffer assignment"):
+        assert words in X.XLA_RUNTIME_WHY

@@ -315,7 +315,8 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     headline = MEMORY_HEADLINE + tuple(line.key for line in advice)
     return Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
                   memory_assumptions(settings, overheads, spec.model_type, gpu, "framework" in inputs.given) + recipe_fact_assumptions(settings, inputs.given)
-                  + compile_memory_assumption(inputs), tuple(sections), _notes(spec, settings), (table,),
+                  + compile_memory_assumption(inputs), tuple(sections), _notes(spec, settings) + X.compared_note(
+                      settings.framework, "framework" in inputs.given, gpu, _compared(inputs.compare)), (table,),
                   headline=headline, key_assumptions=("recompute", "margin") if rules_for(settings.framework).fixed_options
                   else ("recipe", "implementation", "margin"),  # llm.c: no recipe / implementation to choose
                   summary_table=table.title)
@@ -343,6 +344,11 @@ def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None, peaks
         rows.append((gpu.id, _gib(gpu.memory_bytes), "fits" if fits else "does not fit", _gib(headroom), best))
     return Table("verdict per GPU type", ("gpu", "memory", "verdict", "headroom after margin",
                                           "largest micro-batch"), tuple(rows))
+
+
+def _compared(names) -> tuple[Accelerator, ...]:
+    """The --compare parts (resolved: _verdict_table has refused an unknown one)."""
+    return tuple(resolve_gpu(name) for name in dict.fromkeys(names))
 
 
 def _notes(spec: ModelSpec, settings: M.MemorySettings) -> tuple[str, ...]:

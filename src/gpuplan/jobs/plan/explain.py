@@ -122,8 +122,9 @@ COLLECTIVE_LIBRARIES = {"nvidia": "NCCL", "amd": "RCCL"}
 RCCL on AMD (ROCm's port of NCCL, whose collectives are "implemented using ring and tree algorithms":
 github.com/ROCm/rccl README). Other vendors' libraries (HCCL, oneCCL) choose otherwise: their column says the
 choice shown is NCCL's model (wave 14: 'NCCL algorithm / protocol' on a TPU). On a TPU XLA runs the collectives
-over ICI, with no NCCL protocol: XLA_COLUMN, and the algorithm NCCL's model timed it as (no protocol)."""
-XLA_COLUMN = "XLA on ICI: timed as NCCL's"
+over ICI or the data-center network (DCN), with no NCCL protocol: XLA_COLUMN, and the algorithm NCCL's model timed
+it as (no protocol)."""
+XLA_COLUMN = "XLA collective: timed as NCCL's"
 """The algorithm column's header on a TPU (communication_columns)."""
 
 
@@ -235,7 +236,7 @@ def communication_table(plan: Plan, gpu=None) -> Table:
     for c in costs:
         if float(c.calls) <= 0:
             continue
-        rows.append((c.parallelism, c.collective, f"{float(c.calls):,.0f}", format_bytes(float(c.bytes_per_call)),
+        rows.append((c.parallelism, X.collective_shown(c.collective) if xla else c.collective, f"{float(c.calls):,.0f}", format_bytes(float(c.bytes_per_call)),
                      _algorithm(c, pcie, xla), _link(c, up_name, xla, gpu is not None and gpu.host_link_bandwidth), f"{float(c.total):.3f}", f"{float(c.exposed):.3f}"))
     total = sum(float(c.total) for c in costs)
     exposed = sum(float(c.exposed) for c in costs)
