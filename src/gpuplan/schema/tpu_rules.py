@@ -58,7 +58,7 @@ OTHER_FRAMEWORK_OPTIONS = (
     # that answers on a TPU). Each is refused under generic on every part (schema.training_fields.
     # FRAMEWORK_ONLY_OPTIONS, _framework_rules' --compile, schema.layout_rules._check_float8_all_gather,
     # schema.tp_comm_dtype): on a TPU that framework cannot be given, so the refusal says what to do there instead.
-    ("recompute_layers", None, "Megatron-Core's --recompute-num-layers, block recompute of N layers a stage,",
+    ("recompute_layers", None, "Megatron-Core's block recompute of N layers a stage, --recompute-num-layers",
      "megatron", "leave it out, or give --recompute full (every layer recomputed)"),
     ("recompute_modules", None, "Megatron-Core's --recompute-modules", "megatron",
      "leave it out, or give --recompute selective or full"),
