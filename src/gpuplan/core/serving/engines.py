@@ -95,7 +95,8 @@ def option_refusal(option: str, engine: str) -> str | None:
 
 
 # Accelerator vendors an engine runs on; an engine not listed runs on every vendor in the catalog
-# (vLLM: CUDA, ROCm, TPU and the Gaudi / Ascend plugins; SGLang: CUDA, ROCm, Ascend, TPU).
+# (vLLM: CUDA, ROCm and the Gaudi / Ascend plugins; SGLang: CUDA, ROCm, Ascend). On a TPU infer models no
+# engine (vLLM's TPU worker has its own memory rule; SGLang's TPU port is sglang-jax): jobs/inference/tpu_serving.py.
 # TensorRT-LLM builds TensorRT engines from CUDA kernels: NVIDIA GPUs only (its README, "optimize
 # inference on NVIDIA GPUs"; the support matrix lists NVIDIA architectures only).
 ENGINE_VENDORS = {"trtllm": ("NVIDIA",)}

@@ -177,12 +177,12 @@ def _capacity_section(plan: Plan, serving: Serving, batch: int) -> Section:
 
 def memory_classes(dtype: str, engine: str = E.DEFAULT_ENGINE) -> list[tuple[float, float]]:
     """(marketed GB, device bytes) of the catalog accelerators that compute in ``dtype`` and run
-    ``engine`` (TensorRT-LLM: NVIDIA only), smallest first."""
+    ``engine`` (TensorRT-LLM: NVIDIA only; no TPU: tpu_serving), smallest first."""
     from gpuplan.catalog import hardware_entries
-
+    from gpuplan.jobs.inference.tpu_serving import engine_modelled_on
     return sorted({(float(e["memory_gb"]), float(e.get("memory_bytes") or e["memory_gb"] * GB))
                    for e in hardware_entries().values()
-                   if (e.get("peak_tflops") or {}).get(dtype) and E.runs_on(engine, str(e.get("vendor") or ""))})
+                   if (e.get("peak_tflops") or {}).get(dtype) and engine_modelled_on(engine, str(e.get("vendor") or ""))})
 
 
 def _article_section(plan: Plan, batch: int) -> Section:

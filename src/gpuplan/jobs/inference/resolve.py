@@ -21,6 +21,7 @@ from gpuplan.jobs.inference.quant_config import (  # noqa: F401 (re-exported: ca
 )
 from gpuplan.jobs.inference.schema import QUANTIZATIONS, InferenceInputs
 from gpuplan.jobs.inference.sizing_text import LAUNCH_LABEL, multi_node_launch
+from gpuplan.jobs.inference.tpu_serving import check_part
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     spec = inputs.spec()
     gpu = resolve_gpu(inputs.gpu)
     engine = inputs.engine_name
+    check_part(gpu, engine)  # a TPU: no engine modelled there (tpu_serving)
     if not E.runs_on(engine, gpu.vendor):
         valid = " or ".join(E.engines_on(gpu.vendor))
         raise InputError("engine", inputs.engine, f"{E.ENGINE_NAMES[engine]} runs on "

@@ -15,6 +15,7 @@ from gpuplan.core.hardware import Accelerator
 from gpuplan.core.serving.tp_span import host_gpus, node_ranks
 from gpuplan.errors import InputError
 from gpuplan.jobs.inference.resolve import Plan, group_tp_check
+from gpuplan.jobs.inference.tpu_serving import modelled_on
 
 SEARCH_TP = (1, 2, 4, 8, 16)
 """TP degrees the serving searches try, each up to tp_reach of the part: 16 only inside a scale-up domain of 16
@@ -101,8 +102,10 @@ def price_for(gpu_id: str, given: float | None) -> tuple[float | None, str]:
 
 def serves(plan: Plan, gpu: Accelerator) -> bool:
     """Whether a catalog ``gpu`` runs the plan at all: its weight format's compute dtype, and an
-    engine built for its vendor (TensorRT-LLM: NVIDIA only, core/serving/engines.py ENGINE_VENDORS)."""
-    return gpu.has_dtype(plan.setup.fmt.compute_dtype) and E.runs_on(plan.setup.runtime.engine, gpu.vendor)
+    engine built for its vendor (TensorRT-LLM: NVIDIA only, core/serving/engines.py ENGINE_VENDORS), modelled
+    there (no TPU: jobs/inference/tpu_serving.py)."""
+    return (gpu.has_dtype(plan.setup.fmt.compute_dtype) and E.runs_on(plan.setup.runtime.engine, gpu.vendor)
+            and modelled_on(gpu))
 
 
 def scheduler_refusal(plan: Plan, gpu: Accelerator) -> int | None:
