@@ -52,7 +52,7 @@ def _estimate(**fields):
     # 3. TensorRT-LLM off NVIDIA
     (("--engine", "trtllm", "--gpu", "mi300x"), "engine"),
     (("--engine", "trtllm", "--gpu", "gaudi3"), "engine"),
-    (("--engine", "trtllm", "--gpu", "tpu-v5p"), "engine"),
+    (("--engine", "trtllm", "--gpu", "tpu-v5p"), "gpu"),  # a TPU: no engine modelled there (tpu_serving)
     # 4. int4 groups that do not tile the matrices' input dimensions
     (("--quantization", "int4", "--group-size", "3"), "group_size"),
     (("--quantization", "int4", "--group-size", "96"), "group_size"),
@@ -63,7 +63,7 @@ def _estimate(**fields):
     # 6. a draft model's file named as the model's
     (("--speculative", "draft", "--draft-model", "/nonexistent/cfg.json"), "draft_model"),
     # 7. a format the accelerator lacks
-    (("--gpu", "tpu-v5e", "--quantization", "int4"), "quantization"),
+    (("--gpu", "gaudi3", "--quantization", "int4"), "quantization"),
 ])
 def test_refused_in_one_line_naming_the_field(run_cli, args, field):
     err = _refused(run_cli, *args)
@@ -109,7 +109,7 @@ def test_api_body_refused_when_resolved(body, field):
     ("--engine", "trtllm", "--gpu", "h100"),
     ("--engine", "vllm", "--gpu", "mi300x"),
     ("--engine", "sglang", "--gpu", "mi300x"),
-    ("--engine", "vllm", "--gpu", "tpu-v5p"),
+    ("--engine", "vllm", "--gpu", "gaudi3"),
     ("--quantization", "int4", "--group-size", "32"),
     ("--quantization", "int4", "--group-size", "64"),
     ("--quantization", "int4", "--group-size", "-1"),
@@ -229,10 +229,10 @@ def test_draft_model_file_errors_name_draft_model(run_cli, tmp_path):
 
 
 def test_format_suggestions_all_run_on_the_accelerator(run_cli):
-    err = _refused(run_cli, "--gpu", "tpu-v5e", "--quantization", "int4")
-    assert err.endswith("; choose a format it runs: --quantization bf16 or int8\n"), err
-    for fmt in ("bf16", "int8"):
-        code, _, err = run_cli(*BASE, "--gpu", "tpu-v5e", "--quantization", fmt)  # the suggestions run
+    err = _refused(run_cli, "--gpu", "gaudi3", "--quantization", "int4")  # a TPU is refused first (tpu_serving)
+    assert err.endswith("; choose a format it runs: --quantization bf16 or fp8\n"), err
+    for fmt in ("bf16", "fp8"):
+        code, _, err = run_cli(*BASE, "--gpu", "gaudi3", "--quantization", fmt)  # the suggestions run
         assert code == 0, err
     err = _refused(run_cli, "--gpu", "gaudi3", "--quantization", "int8")
     assert err.endswith("choose a format it runs: --quantization bf16 or fp8\n"), err
