@@ -13,6 +13,7 @@ from gpuplan import InferenceInputs, estimate_inference
 from gpuplan.catalog import hardware_entries, load_accelerator
 from gpuplan.core.hardware import XLA_VENDOR
 from gpuplan.core.serving import engines as E
+from gpuplan.errors import InputError
 from gpuplan.jobs.inference import estimate as IE
 from gpuplan.jobs.inference import tpu_serving as TS
 from gpuplan.jobs.inference.resolve import resolve_plan
@@ -41,6 +42,13 @@ def test_a_tpu_is_refused_at_every_door_naming_the_engines_reason(run_cli, clien
     assert web.startswith("gpu: got 'tpu-v6e'; is a Google Cloud TPU v6e (Trillium), where infer models no serving "
                           "engine: ")
     assert web.endswith(TS.VALID_ON_TPU)
+
+
+def test_the_refusal_names_the_part_as_given():
+    """An alias (the catalog's 'v5p' for tpu-v5p) is named as typed, as every other --gpu refusal names it."""
+    with pytest.raises(InputError) as info:
+        estimate_inference(InferenceInputs(model="llama-3-8b", gpu="v5p"))
+    assert str(info.value).startswith("gpu: got 'v5p'; is a Google Cloud TPU v5p, where infer models no serving")
 
 
 def test_the_valid_neighbour_named_answers():

@@ -52,7 +52,7 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
     spec = inputs.spec()
     gpu = resolve_gpu(inputs.gpu)
     engine = inputs.engine_name
-    check_part(gpu, engine)  # a TPU: no engine modelled there (tpu_serving)
+    check_part(gpu, engine, inputs.gpu)  # a TPU: no engine modelled there (tpu_serving)
     if not E.runs_on(engine, gpu.vendor):
         valid = " or ".join(E.engines_on(gpu.vendor))
         raise InputError("engine", inputs.engine, f"{E.ENGINE_NAMES[engine]} runs on "

@@ -58,10 +58,10 @@ def engine_modelled_on(engine: str, vendor: str) -> bool:
     return E.runs_on(engine, vendor) and vendor != XLA_VENDOR
 
 
-def check_part(gpu, engine: str) -> None:
-    """One line naming --gpu where ``gpu`` is a TPU: why ``engine`` (vllm, sglang, trtllm) is not modelled there
-    and what is valid."""
+def check_part(gpu, engine: str, given: str | None = None) -> None:
+    """One line naming --gpu (as ``given``, else the part's id) where ``gpu`` is a TPU: why ``engine`` (vllm,
+    sglang, trtllm) is not modelled there and what is valid."""
     if modelled_on(gpu):
         return
-    raise InputError("gpu", gpu.id, f"is a {gpu.name}, where infer models no serving engine: "
+    raise InputError("gpu", given or gpu.id, f"is a {gpu.name}, where infer models no serving engine: "
                      f"{WHY_NOT_ON_TPU[engine]}; {VALID_ON_TPU}")
