@@ -132,7 +132,9 @@ def test_3_moe_cuda_graph_choices_stay_answered_on_a_mixture_of_experts_model():
     ({"engine": "sglang"}, "sglang==0.5.6 runs every eager step from Python"),
     ({"engine": "vllm==0.8.0", "cuda_graph_gib": 0}, "vllm==0.8 with --cuda-graph-gib 0 (--enforce-eager) runs every "
                                                      "step from Python"),
-    ({"engine": "vllm", "cuda_graph_gib": 0, "rps": 5}, "with --cuda-graph-gib 0 (--enforce-eager)")])
+    ({"engine": "vllm", "cuda_graph_gib": 0, "rps": 5}, "with --cuda-graph-gib 0 (--enforce-eager)"),
+    ({"engine": "vllm==0.8.5", "speculative": "eagle", "cuda_graph_gib": 0},
+     "(its eagle drafts' launches counted one by one, core.serving.spec_runner)")])
 def test_4_launch_layer_us_where_no_step_launches_layer_by_layer_is_refused_at_every_door(run_cli, client, tmp_path,
                                                                                           extra, how):
     """core.serving.roofline.step_time charges layer_launch_s only to an eager step that
@@ -146,11 +148,15 @@ def test_4_launch_layer_us_where_no_step_launches_layer_by_layer_is_refused_at_e
 @pytest.mark.parametrize("extra", [["--engine", "vllm==0.7.3", "--cuda-graph-gib", "0"], ["--engine", "vllm"],
                                    ["--engine", "trtllm==0.9"],
                                    ["--engine", "sglang", "--speculative", "draft", "--draft-model", "llama-3.2-1b",
-                                    "--batch", "256"]])
+                                    "--batch", "256"],
+                                   ["--engine", "vllm", "--speculative", "eagle", "--batch", "8", "--cuda-graph-gib", "0"],
+                                   ["--engine", "vllm==0.10.1", "--speculative", "eagle3", "--batch", "8",
+                                    "--cuda-graph-gib", "0"]])
 def test_4_launch_layer_us_moves_the_answer_where_a_step_launches_layer_by_layer(run_cli, extra):
-    """vLLM V0's eager steps, V1's prefill past its graphs, TensorRT-LLM 0.9's engine and a draft model's eager
-    steps (not scheduled steps, past SGLang's 256-sequence graphs at TP 1 on an H100) pay it: 30 us and 500 us a
-    layer give different answers."""
+    """vLLM V0's eager steps, V1's prefill past its graphs, TensorRT-LLM 0.9's engine and a proposer's eager
+    forwards (not scheduled steps: a draft model past SGLang's 256-sequence graphs at TP 1 on an H100; the EAGLE /
+    EAGLE-3 head under vLLM >= 0.9 --enforce-eager, refused there before review w16 R5 M1) pay it: 30 us and 500 us
+    a layer give different answers."""
     import json
 
     def results(us):
@@ -165,9 +171,10 @@ def test_4_launch_layer_us_moves_the_answer_where_a_step_launches_layer_by_layer
 def test_4_graph_layer_refusal_under_enforce_eager_points_to_launch_layer_only_where_it_is_read():
     from gpuplan import InferenceInputs, InputError
 
-    for engine, hint in (("vllm", False), ("vllm==0.7.3", True)):
+    for engine, speculative, hint in (("vllm", "none", False), ("vllm==0.7.3", "none", True), ("vllm", "eagle", True),
+                                      ("vllm", "ngram", False), ("vllm==0.8.5", "eagle", False)):
         with pytest.raises(InputError) as refused:
-            InferenceInputs(**SERVE, engine=engine, cuda_graph_gib=0, graph_layer_us=3)
+            InferenceInputs(**SERVE, engine=engine, cuda_graph_gib=0, graph_layer_us=3, speculative=speculative)
         assert ("--launch-layer-us sets an eager step's" in str(refused.value)) == hint
 
 
@@ -198,3 +205,15 @@ def test_5_float8_all_gather_over_sharded_weights_still_moves_the_answer():
     days = [estimate_training(TrainingInputs(**{**FP8_TITAN, "fsdp_float8_all_gather": on}, zero=3,
                                              mfu="predicted")).value("gpu_days") for on in (False, True)]
     assert days[1] < days[0]
+
+
+def test_4_one_rule_for_the_launch_flag_refusal_and_the_host_time_assumption():
+    """review w16 R5 S1: the refusal and the assumption's flag line read one predicate (inputs_graphs.launch_is_read);
+    under vLLM 0.29 --enforce-eager with EAGLE the source line says the proposer's forwards pay the 80 us a layer
+    and names the flag, as the answer moves with it (test_4 above)."""
+    from gpuplan import InferenceInputs, estimate_inference
+
+    answer = estimate_inference(InferenceInputs(**SERVE, engine="vllm", speculative="eagle", batch=8, cuda_graph_gib=0))
+    host = next(a for a in answer.assumptions if a.key == "host_time")
+    assert host.flag == "--engine / --launch-layer-us"
+    assert "the eagle proposer's forwards (not scheduled steps) launch layer by layer" in host.source

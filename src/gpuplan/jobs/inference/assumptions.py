@@ -15,6 +15,7 @@ from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving.releases import allreduce_dtype, reads_019_allreduce
 from gpuplan.core.units import format_usd
+from gpuplan.jobs.inference.inputs_graphs import launch_is_read
 from gpuplan.jobs.inference.resolve import Plan
 from gpuplan.jobs.inference.schema import InferenceInputs
 from gpuplan.jobs.inference.serving import Serving, price_for
@@ -86,8 +87,10 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1, tokens: float = 1.0)
                     + (" + 0.1 ms a sequence" if KR.host_step_seconds(release, 1) > host else ""))
                    + ("; eager forwards: their issue time past the GPU work" if FT.runs_issue_bound(release, e.graph_max_tokens) else "")
                    + _runner_value(plan),
-                   _scheduler_source(release) + _eager_steps(e, release, graph_max) + _runner_source(plan),
-                   "--engine" + (" / --launch-layer-us" if _launch_flag_moves(e, release, graph_max) else ""),
+                   _scheduler_source(release) + _eager_steps(e, release, graph_max) + _proposer_launches(plan, graph_max)
+                   + _runner_source(plan),
+                   "--engine" + (" / --launch-layer-us" if launch_is_read(release, 0 if e.graph_max_tokens <= 0 else graph_max,
+                                                                     _method(plan)) else ""),
                    "launch_layer_us" in u),
         _kernel_floor_assumption(plan, u, tp, tokens),
         Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step"
@@ -126,10 +129,22 @@ def _scheduler_source(release) -> str:
     return f"{release.label}'s scheduler (core/serving/kernels.py host_step_seconds); "
 
 
-def _launch_flag_moves(e, release, graph_max: int) -> bool:
-    """Whether --launch-layer-us (Efficiency.layer_launch_s) moves the host time: only where an eager step is
-    priced at a layer's launches, not at the kernels' issue time (_eager_steps' two branches)."""
-    return not FT.runs_issue_bound(release, 0 if e.graph_max_tokens <= 0 else graph_max)
+def _method(plan: Plan) -> str:
+    """The speculative method the plan runs ('none' without speculation)."""
+    return "none" if plan.setup.speculation is None else plan.setup.speculation.method
+
+
+def _proposer_launches(plan: Plan, graph_max: int) -> str:
+    """Where the scheduled steps' eager host time is their issue (first_token_path) but the proposer's unscheduled
+    forwards pay a layer's launches (inputs_graphs.launch_is_read; core.serving.roofline.decode_step): say so, as
+    the flag line names --launch-layer-us there. Else ''."""
+    e, release, method = plan.setup.efficiency, plan.setup.runtime.release, _method(plan)
+    graph_max = 0 if e.graph_max_tokens <= 0 else graph_max
+    if not FT.runs_issue_bound(release, graph_max) or not launch_is_read(release, graph_max, method):
+        return ""
+    where = "always (no CUDA graphs)" if graph_max <= 0 else f"those over {graph_max} sequences (past the graphs)"
+    return (f"; the {method} proposer's forwards (not scheduled steps) launch layer by layer where they run eagerly, "
+            f"{where}: {e.layer_launch_s * 1e6:.0f} us a layer (what --launch-layer-us sets)")
 
 
 def _runner_value(plan: Plan) -> str:

@@ -5,8 +5,11 @@ the CLI, plan files, the web API and the Python API).
 Which step reads which (core.serving.roofline.step_time): a step that replays a CUDA graph pays graph_layer_s per
 layer; an eager step pays layer_launch_s per layer, except where core.serving.first_token_path.runs_issue_bound
 times it by its Python issue time instead -- every eager SGLang step, and every step of vLLM V1 (0.8+) run eagerly
-(--cuda-graph-gib 0 = --enforce-eager). A separate draft model's steps are not scheduled steps (scheduled=False) and
-pay layer_launch_s wherever they run eagerly, so --speculative draft keeps the flag."""
+(--cuda-graph-gib 0 = --enforce-eager). A proposer's forwards (a draft model, or the EAGLE / EAGLE-3 / MTP head:
+core.serving.roofline.decode_step's ``s.draft``) are not scheduled steps (scheduled=False) and pay layer_launch_s
+wherever they run eagerly, except where core.serving.spec_runner.runner_ops counted their launches (vLLM 0.8.x's
+EAGLE / EAGLE-3: the drafts' host time is their issue there), so --speculative draft / eagle / eagle3 / mtp keep the
+flag (launch_is_read)."""
 
 from __future__ import annotations
 
@@ -16,11 +19,26 @@ GRAPHS = "vLLM >= 0.2.6, SGLang, TensorRT-LLM >= 1.0"
 """The releases that capture CUDA graphs (core.serving.kernels.graph_max_tokens_of)."""
 
 
-def launch_is_read(inputs, graph_max_tokens: int) -> bool:
-    """Whether some step of ``inputs`` (InferenceInputs) pays the per-layer launch time (module docstring)."""
-    from gpuplan.core.serving import first_token_path as FT
+PROPOSER_FORWARDS = ("draft", "eagle", "eagle3", "mtp")
+"""Speculative methods whose proposer runs a forward of its own (core.serving.speculative.speculation gives them a
+``draft`` shape: the draft model, or one target-shaped layer); n-gram looks its tokens up in the prompt, no forward."""
 
-    return inputs.speculative == "draft" or not FT.runs_issue_bound(inputs.release, graph_max_tokens)
+
+def launch_is_read(release, graph_max_tokens: int, method: str = "none") -> bool:
+    """Whether --launch-layer-us (setup.Efficiency.layer_launch_s) moves an answer on ``release`` with
+    ``graph_max_tokens`` (0: --cuda-graph-gib 0) and speculative ``method``, as core.serving.roofline prices it: a
+    scheduled eager step pays it unless first_token_path.runs_issue_bound times it by its issue (step_time); a
+    proposer's forwards (PROPOSER_FORWARDS, run unscheduled) pay it wherever they run eagerly, unless
+    spec_runner.runner_ops counted their launches (decode_step subtracts their host time then). Under SGLang with
+    graphs the proposer's forward is eager past the graphs' batch only; taken as read (the batch may be searched).
+    The one rule behind the flag's refusal (check_graph_timings) and the host-time assumption's flag line
+    (jobs.inference.assumptions)."""
+    from gpuplan.core.serving import first_token_path as FT
+    from gpuplan.core.serving import spec_runner as SR
+
+    if not FT.runs_issue_bound(release, graph_max_tokens):
+        return True
+    return method in PROPOSER_FORWARDS and SR.runner_ops(release, method) is None
 
 
 def check_graph_timings(inputs, graph_max_tokens: int) -> None:
@@ -29,7 +47,8 @@ def check_graph_timings(inputs, graph_max_tokens: int) -> None:
     times the eager steps that launch layer by layer: refused where none does (wave 17: `--engine sglang
     --launch-layer-us 500` and `--cuda-graph-gib 0 --launch-layer-us 500` on vLLM 0.8+ answered byte-identically
     to the asks without it). ``graph_max_tokens``: InferenceInputs._graph_max_tokens()."""
-    release, launch_read = inputs.release, launch_is_read(inputs, graph_max_tokens)
+    release = inputs.release
+    launch_read = launch_is_read(release, graph_max_tokens, inputs.speculative)
     field = "graph_layer_us" if inputs.graph_layer_us is not None else "cuda_graph_gib" if inputs.cuda_graph_gib else ""
     if field == "graph_layer_us" and inputs.cuda_graph_gib == 0:
         raise InputError("graph_layer_us", inputs.graph_layer_us, "times CUDA-graph steps, and --cuda-graph-gib 0 "
@@ -43,5 +62,7 @@ def check_graph_timings(inputs, graph_max_tokens: int) -> None:
         how = ("runs every eager step from Python, timed by its issue time (core.serving.first_token_path), and "
                "replays CUDA graphs otherwise" if release.engine == "sglang" else "with --cuda-graph-gib 0 "
                "(--enforce-eager) runs every step from Python, timed by its issue time (core.serving.first_token_path)")
+        counted = (f" (its {inputs.speculative} drafts' launches counted one by one, core.serving.spec_runner)"
+                   if inputs.speculative in PROPOSER_FORWARDS else "")
         raise InputError("launch_layer_us", inputs.launch_layer_us, f"times an eager step launched layer by layer; "
-                         f"{release.label} {how}: no step reads it, leave it out")
+                         f"{release.label} {how}{counted}: no step reads it, leave it out")
