@@ -13,6 +13,7 @@ from gpuplan.errors import InputError
 from gpuplan.jobs.budget.fields import BudgetFields
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
+from gpuplan.schema.batch_ramp_field import BatchRampFields
 from gpuplan.schema.model_fields import ModelFields
 from gpuplan.schema.training_fields import LayoutFields, SetupFields, StepFields
 
@@ -95,7 +96,7 @@ GpuCounts = Annotated[tuple[int, ...], PlainValidator(gpu_counts), PlainSerializ
 dumped as the plain tuple it was (pydantic's tuple serializer warns on a subclass)."""
 
 
-class PlanInputs(ModelFields, LayoutFields, SetupFields, StepFields, BudgetFields):
+class PlanInputs(ModelFields, LayoutFields, SetupFields, StepFields, BudgetFields, BatchRampFields):
     """What the layout search needs (degrees given are fixed: `plan --tp 8 --pp 4` checks that
     layout), plus the budget assumptions of the chosen layout."""
 

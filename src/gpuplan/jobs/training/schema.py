@@ -12,6 +12,7 @@ from pydantic import model_validator
 from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
+from gpuplan.schema.batch_ramp_field import BatchRampFields
 from gpuplan.schema.model_fields import ModelFields
 from gpuplan.schema.training_fields import LayoutFields, SetupFields, StepFields
 
@@ -62,7 +63,7 @@ def _mfu_floor(mfu: float, value: Any) -> float:
 Mfu = T.typed(float | Literal["predicted"] | tuple[float, float], _mfu)
 
 
-class TrainingInputs(ModelFields, LayoutFields, SetupFields, StepFields):
+class TrainingInputs(ModelFields, LayoutFields, SetupFields, StepFields, BatchRampFields):
     """What a training estimate needs. Give at most two of gpus / days / mfu: the third is
     solved (mfu defaults to 0.40 when only one of gpus / days is given; with neither, the
     article's 7 days)."""

@@ -1,0 +1,184 @@
+"""--batch-ramp: a run's smaller global batches before its steady one, as ordered phases of (tokens, batch).
+
+One field for `train`, `budget`, `plan`, a plan file, the web API and the Python API (TrainingInputs and
+PlanInputs take BatchRampFields). Text: phases separated by commas, each ``TOKENS:BATCH``, the batch in
+sequences, or in tokens per step with a ``tok`` suffix, or a linear ramp ``FROM-TO`` over the phase:
+
+* DeepSeek-V3 (arXiv:2412.19437 Sec. 4.2: batch "gradually increased from 3072 to 15360 in the training
+  of the first 469B tokens"): ``--batch-ramp 469B:3072-15360`` (with --global-batch 15360 --seq-len 4K);
+* Llama 3 405B (arXiv:2407.21783 Sec. 3.4.1: "an initial batch size of 4M tokens ... double these values to
+  a batch size of 8M ... after pre-training 252M tokens. We double the batch size again to 16M after
+  pre-training on 2.87T tokens"): ``--batch-ramp 252M:4Mtok,2.618T:8Mtok`` (with --global-batch-tokens 16M;
+  the second phase is 2.87T - 252M tokens long).
+
+A plan file or an API body may give the same text, a list of such texts, or a list of mappings
+``{tokens: 469B, global_batch: 3072}`` / ``{tokens: ..., global_batch_tokens: 4M}`` / ``{tokens: ..., from:
+3072, to: 15360}``. The planner times each phase on the chosen layout (planner.batch_ramp)."""
+
+# No `from __future__ import annotations` here: pydantic reads the field's annotation as the object it is.
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import PlainSerializer, model_validator
+
+from gpuplan.core import units
+from gpuplan.errors import InputError
+from gpuplan.schema import types as T
+from gpuplan.schema import vocabulary as V
+from gpuplan.schema.base import JobInputs
+
+FIELD = "batch_ramp"
+MAX_PHASES = 32
+"""Phases one ramp may give: Megatron's --rampup-batch-size (start, increment, samples) steps by a fixed increment
+(BLOOM 176B: 192 -> 2,048 by 16, 116 steps) and is given here as one linear phase; stated schedules name 2-3
+(Llama 3 405B 2, PaLM 2: arXiv:2204.02311 Sec. 5). Each phase is timed on the chosen layout per ranked
+candidate (planner.batch_ramp), so the count bounds the work."""
+LINEAR_STEPS = 4
+"""A linear phase FROM-TO is timed as this many equal-token steps at their middle batches (the validation's
+reading of a 'gradually increased' batch, jobs.validation.gpu_hours before this field: BLOOM, DeepSeek-V3)."""
+FORMS = ("TOKENS:BATCH phases separated by commas, the batch in sequences, in tokens with a 'tok' suffix, or "
+         "linear FROM-TO, e.g. 469B:3072-15360 or 252M:4Mtok,2.618T:8Mtok")
+
+
+@dataclass(frozen=True)
+class RampPhase:
+    """One phase: ``tokens`` trained at a batch from ``start`` to ``end`` (equal: a constant batch), in sequences
+    (``in_tokens`` False) or tokens per step."""
+
+    tokens: float
+    start: float
+    end: float
+    in_tokens: bool = False
+
+    def text(self) -> str:
+        unit = "tok" if self.in_tokens else ""
+        batch = f"{_short(self.start)}{unit}" if self.start == self.end else \
+            f"{_short(self.start)}{unit}-{_short(self.end)}{unit}"
+        return f"{_short(self.tokens)}:{batch}"
+
+    def sequences(self, seq_len: int) -> list[tuple[float, float]]:
+        """(tokens, global batch in sequences) steps of the phase: one, or LINEAR_STEPS for FROM-TO."""
+        per = float(seq_len) if self.in_tokens else 1.0
+        if self.start == self.end:
+            return [(self.tokens, self.start / per)]
+        return [(self.tokens / LINEAR_STEPS, (self.start + (self.end - self.start) * (i + 0.5) / LINEAR_STEPS) / per)
+                for i in range(LINEAR_STEPS)]
+
+
+def _short(x: float) -> str:
+    for suffix, size in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
+        if x >= size and x / size == round(x / size, 4):
+            return f"{x / size:g}{suffix}"
+    return f"{x:g}"
+
+
+def _batch(text: Any, whole: Any) -> tuple[float, bool]:
+    """'3072' -> (3072, False), '4Mtok' -> (4e6, True)."""
+    raw = str(text).strip()
+    in_tokens = raw.lower().endswith("tok")
+    raw = raw[:-3] if in_tokens else raw
+    try:
+        value = units.parse_count(raw if in_tokens or not isinstance(text, int | float) else text, FIELD)
+    except InputError:
+        raise InputError(FIELD, whole, FORMS) from None
+    if not in_tokens and value != int(value):
+        raise InputError(FIELD, whole, "a batch in sequences is a whole number (or give tokens: 4Mtok)")
+    if value > V.MAX_BATCH * (V.MAX_SEQ_LEN if in_tokens else 1):
+        raise InputError(FIELD, whole, f"a batch of at most {V.MAX_BATCH:,} sequences")
+    return value, in_tokens
+
+
+def _phase(item: Any, whole: Any) -> RampPhase:
+    """One phase from 'TOKENS:BATCH' text, a [tokens, batch] pair or a mapping."""
+    if isinstance(item, RampPhase):
+        return item
+    if isinstance(item, dict):
+        tokens = item.get("tokens")
+        if "from" in item or "to" in item:
+            start, end = item.get("from"), item.get("to")
+        else:
+            one = item.get("global_batch", f"{item['global_batch_tokens']}tok" if "global_batch_tokens" in item
+                           else None)
+            start = end = one
+        if tokens is None or start is None or end is None or set(item) - {"tokens", "from", "to", "global_batch",
+                                                                          "global_batch_tokens"}:
+            raise InputError(FIELD, whole, "a phase mapping is {tokens, global_batch} or {tokens, "
+                             "global_batch_tokens} or {tokens, from, to}")
+    elif isinstance(item, list | tuple) and len(item) == 2:
+        tokens, start = item
+        end = start
+    elif isinstance(item, str) and item.count(":") == 1:
+        tokens, batch = item.split(":")
+        start, _, end = batch.strip().partition("-") if "-" in batch.strip()[1:] else (batch, "", batch)
+    else:
+        raise InputError(FIELD, whole, FORMS)
+    try:
+        count = units.parse_count(tokens if not isinstance(tokens, str) else tokens.strip(), FIELD)
+    except InputError:
+        raise InputError(FIELD, whole, f"each phase's tokens a positive count; {FORMS}") from None
+    (low, low_tok), (high, high_tok) = _batch(start, whole), _batch(end, whole)
+    if low_tok != high_tok:
+        raise InputError(FIELD, whole, "a linear phase gives both ends in one unit (sequences, or tokens: 'tok')")
+    if high < low:
+        raise InputError(FIELD, whole, "a linear phase grows its batch: FROM-TO with FROM below TO")
+    return RampPhase(count, low, high, low_tok)
+
+
+def parse_batch_ramp(value: Any, info=None) -> tuple[RampPhase, ...]:
+    """The phases of --batch-ramp text, a list of texts / pairs / mappings, or phases already parsed."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        items: Any = [part for part in T.name(value, info).split(",")]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        raise InputError(FIELD, value, FORMS)
+    if not items or len(items) > MAX_PHASES:
+        raise InputError(FIELD, f"{len(items)} phases" if items else value, f"1 to {MAX_PHASES} phases; {FORMS}")
+    return tuple(_phase(item, value) for item in items)
+
+
+BatchRamp = Annotated[T.typed(tuple[RampPhase, ...], parse_batch_ramp, {"type": "string", "maxLength": 256}),
+                      PlainSerializer(lambda phases: ",".join(p.text() for p in phases), return_type=str)]
+
+
+class BatchRampFields(JobInputs):
+    """--batch-ramp and its checks against the steady batch, the tokens and the time mode."""
+
+    batch_ramp: Annotated[BatchRamp | None, V.field(
+        None, "Smaller global batches before the steady one (--global-batch / --global-batch-tokens): phases "
+        "TOKENS:BATCH in order, the batch in sequences, in tokens with 'tok', or linear FROM-TO, e.g. "
+        "469B:3072-15360 (DeepSeek-V3) or 252M:4Mtok,2.618T:8Mtok (Llama 3 405B). Each phase is timed on the chosen "
+        "layout (planner/batch_ramp.py); needs a predicted time (--mfu predicted, plan).", "none")]
+
+    @model_validator(mode="after")
+    def _ramp_rules(self) -> "BatchRampFields":
+        if not self.batch_ramp:
+            return self
+        text = ",".join(p.text() for p in self.batch_ramp)
+        if not getattr(self, "time_predicted", True):
+            raise InputError(FIELD, text, "is timed by the step model on the chosen layout: give --mfu predicted "
+                             "(a given or solved MFU is the run's average already)")
+        seq_len = int(getattr(self, "seq_len"))
+        steady = self.target_batch(seq_len)  # type: ignore[attr-defined]
+        for phase in self.batch_ramp:
+            low, high = (x / (seq_len if phase.in_tokens else 1) for x in (phase.start, phase.end))
+            if low < 1:
+                raise InputError(FIELD, text, f"each phase's batch holds at least one sequence of --seq-len "
+                                 f"{seq_len:,} tokens")
+            if low >= steady or high > steady:
+                raise InputError(FIELD, text, f"each phase's batch is below the steady batch ({steady:,.6g} "
+                                 f"sequences of {seq_len:,} tokens: --global-batch / --global-batch-tokens)")
+        ramp_tokens = sum(p.tokens for p in self.batch_ramp)
+        tokens = float(getattr(self, "tokens"))
+        if ramp_tokens >= tokens:
+            raise InputError(FIELD, text, f"the phases' tokens ({ramp_tokens:,.4g}) must be fewer than --tokens "
+                             f"({tokens:,.4g}): the rest runs at the steady batch")
+        return self
+
+    def ramp_phases(self) -> list[tuple[float, float]]:
+        """(tokens, global batch in sequences) steps of the ramp, in order; [] without one."""
+        seq_len = int(getattr(self, "seq_len"))
+        return [step for phase in (self.batch_ramp or ()) for step in phase.sequences(seq_len)]
