@@ -172,6 +172,8 @@ def slow_end_seconds_per_token(table: LayoutTable) -> np.ndarray:
         seconds_per_token = seconds_per_token * (1 + table["uncertainty"])
     if "kind_bias" in table.columns:  # only where the search asked for it (UncertaintyTable.kind_correction_rows)
         seconds_per_token = seconds_per_token * (1 + table["kind_bias"])
+    if "ramp_factor" in table.columns:  # a --batch-ramp's time over the steady batch's (planner.batch_ramp)
+        seconds_per_token = seconds_per_token * table["ramp_factor"]
     return seconds_per_token
 
 
