@@ -51,7 +51,7 @@ def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | 
     )
     report = Report("train", f"Training estimate: {spec.name} on {format_count(inputs.tokens)} tokens, {gpu.name}",
                     report_inputs, S.assumptions(inputs, gpu, peak, time, spec.mtp_layers, asked), sections,
-                    ((time.deadline_note,) if time.deadline_note else ()) + S.notes(spec, counts, flops, inputs, plan, asked),
+                    ((time.deadline_note,) if time.deadline_note else ()) + S.notes(spec, counts, flops, inputs, plan, asked, time),
                     headline=TRAINING_HEADLINE,
                     key_assumptions=("mfu", "comm_allowance", "peak"))
     from gpuplan.jobs.calibration_notice import with_calibration_warning
@@ -62,5 +62,5 @@ def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | 
     return (with_step_classes(report, inputs, plan) if plan is not None else report), plan, inputs
 
 
-TRAINING_HEADLINE = ("flops_used", "gpu_days", "gpus", "gpus_compute_only", "deadline_met", "wall_days", "mfu",
+TRAINING_HEADLINE = ("flops_used", "gpu_days", "gpus", "gpus_compute_only", "deadline_met", "wall_days", "mfu", "batch_ramp",
                      "mem_layout", "mem_peak_total", "mem_fits", "wall_days_with_comm", "gpu_hours_with_comm", "gpu_hours_budget")

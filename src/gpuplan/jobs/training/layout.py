@@ -19,6 +19,7 @@ from gpuplan.jobs.plan.completes import completing_rows, with_completing_shares
 from gpuplan.jobs.plan.fallbacks_told import counts_without_layout, fallback_note
 from gpuplan.jobs.plan.search import best_index, chosen_plan, evaluator_for, idle_told, max_tp, search_on, space_limits
 from gpuplan.jobs.training.schema import TrainingInputs
+from gpuplan.planner.batch_ramp import with_ramp_factors
 from gpuplan.planner.plan import Plan, best_plan, slow_end_seconds_per_token
 from gpuplan.planner.search import Evaluator, LayoutTable
 from gpuplan.planner.space import SpaceLimits
@@ -69,14 +70,16 @@ def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):
     (ranking by time, where best_plan takes the first row only): just the rows that could come first. Where no row
     completes the rows stay unweighed: the budget's Failures section then says why (commit 875dd94's open
     point: train weighed the counts below an irregular N without the share)."""
+    phases = inputs.ramp_phases()  # --batch-ramp: the candidates ranked with their ramp (planner.batch_ramp)
+
     def weigh(fitting: LayoutTable) -> LayoutTable:
         try:
-            fitting = _could_win(inputs, ev, fitting) if first_only else fitting
+            fitting = _could_win(inputs, ev, fitting) if first_only and not phases else fitting
             kept, _ = with_completing_shares(inputs, ev, fitting)
         except InputError:
-            return fitting
+            return with_ramp_factors(ev, fitting, inputs.tokens, phases, gpus)
         kept.columns["gpus_asked"] = np.full(len(kept), gpus, dtype=np.int64)
-        return kept
+        return with_ramp_factors(ev, kept, inputs.tokens, phases, gpus)
 
     return weigh
 

@@ -10,6 +10,7 @@ from gpuplan.core.memory.llmc_memory import CUDAMALLOC_ONCE, peak_labels
 from gpuplan.core.units import (SECONDS_PER_DAY, format_bytes, format_count, format_duration, format_gpu_time, plural,
                                 signed_percent)
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
+from gpuplan.jobs.training.batch_ramp import ramp_line, ramp_notes
 from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
 from gpuplan.schema.tpu_rules import framework_shown
 from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, TrainingInputs
@@ -68,6 +69,7 @@ def time_section(gpu, peak: float, time: TimeEstimate, flops: Flops, inputs: Tra
              gpu.name),
         Line("mfu", f"MFU ({inputs.dtype} basis)" + (" (solved)" if solved == "mfu" else ""), budget.mfu, "fraction",
              f"{budget.mfu:.1%}", f"{basis}; {source}", *_mfu_band(time)),
+        *((ramp_line(time.ramp, inputs, plan),) if time.ramp is not None else ()),  # --batch-ramp: MFU / factor
         Line("hfu", "HFU (hardware FLOPs utilisation)", hfu, "fraction", f"{hfu:.1%}", "MFU x hardware/model FLOPs"),
         Line("flops_per_gpu_day", "useful FLOPs per GPU-day", budget.flops_per_gpu_day, "FLOPs",
              f"{budget.flops_per_gpu_day:.3e}", "peak x MFU x 86400 s"),
@@ -294,7 +296,7 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
 
 
 def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
-          asked: TrainingInputs | None = None) -> tuple[str, ...]:
+          asked: TrainingInputs | None = None, time: TimeEstimate | None = None) -> tuple[str, ...]:
     asked = asked or inputs
     out = list(spec.notes)
     if spec.declared_params is not None:
@@ -336,6 +338,7 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
     from gpuplan.jobs.training.layout import no_layout_note  # loaded with the plan (numpy)
 
     out.extend(no_layout_note(inputs, plan))
+    out.extend(ramp_notes(getattr(time, "ramp", None), plan) if time is not None else ())
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")

@@ -72,6 +72,9 @@ class TimeEstimate:
     deadline_note: str = ""
     """Set when the article's default week is met on no searched GPU count (--mfu predicted answers the fastest
     layout, as `plan` does: jobs.plan.deadline.deadline_rows): says so."""
+    ramp: object = None
+    """--batch-ramp's planner.batch_ramp.RampTiming on the layout (predicted mode): the MFU is the steady one / its
+    factor, so GPU-days, wall-clock and cost follow (jobs.training.batch_ramp)."""
 
 
 AfterAllowances = Callable[[int, "Plan", float], float]
@@ -116,8 +119,12 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
         inputs = inputs.replace(comm_allowance=0.0, flops_method="exact", attention_flops="full")
         flops = count_flops(spec, inputs, plan.recompute)
         error, source = prediction_band(inputs.dtype, moe=spec.moe is not None)
-        band = (plan.mfu / (1 + error), min(1.0, plan.mfu / max(1e-9, 1 - error)))
-        estimate = _budgets(flops.used, peak, plan.gpus, None, plan.mfu, band, source, "predicted")
+        from gpuplan.jobs.training.batch_ramp import ramp_on
+
+        ramp = ramp_on(inputs, plan)  # --batch-ramp: the run's MFU is the steady one / the ramp's time factor
+        mfu = plan.mfu / (ramp.factor if ramp is not None else 1.0)
+        band = (mfu / (1 + error), min(1.0, mfu / max(1e-9, 1 - error)))
+        estimate = replace(_budgets(flops.used, peak, plan.gpus, None, mfu, band, source, "predicted"), ramp=ramp)
         if gpus is not None:  # the search door (layout_for_deadline) refuses a run failures never let finish
             _check_completes(inputs, spec, gpu, plan, estimate, 0.0)  # the step model has communication in it
         return replace(estimate, deadline_note=missed), plan, inputs, flops
