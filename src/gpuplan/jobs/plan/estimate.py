@@ -25,6 +25,7 @@ from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
 from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
 from gpuplan.jobs.plan.fallbacks_told import idle_reason, plan_counts_without_layout, plan_fallback_note
 from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, idle_told
+from gpuplan.jobs.training.batch_ramp import ramp_line, ramp_notes, ramp_on
 from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
                                   row_layout, seconds_per_sequence)
 from gpuplan.planner.search import LayoutTable, pareto_front
@@ -48,7 +49,7 @@ wall-clock with failures"; 'ranked days': the time ranking by time compares, in 
 x the row's failure share at the high rate of its range (planner.plan.ranked_seconds_per_token), the Pareto
 front's time axis."""
 # The answer-first view of `gpuplan plan`: the winner, its time, MFU, money and memory, and why.
-PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "best_days", "fail_wall_seconds",
+PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "batch_ramp", "best_days", "fail_wall_seconds",
                  "best_mfu", "best_step_seconds", "best_gpu_hours", "best_cost", "best_peak_bytes", "check_rank",
                  "check_loses_by", "why_shortfall", "comm_ratio_exposed", "bubble_share", "budget_usd_on_demand",
                  "searched")
@@ -194,8 +195,9 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     spec, gpu = result.evaluator.spec, result.evaluator.cluster.gpu
     front = pareto_front(table, ("gpus", "ranked_days") + (("ranked_cost",) if price is not None else ()))
     without_layout = plan_counts_without_layout(inputs.gpus, result)  # once: the idle reason and the note read it
+    ramp = ramp_on(inputs, plan, result.evaluator)  # --batch-ramp: the table's days hold its factor already
     summary = Section("Recommendation", recommendation(plan, inputs, result, best, without_layout)
-                      + why_lines(plan, result.all))
+                      + ((ramp_line(ramp, inputs, plan),) if ramp else ()) + why_lines(plan, result.all))
     checked = _check_my_layout(inputs, result, plan) if inputs.layout_given else ()
     breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best", inputs.profile.caching_allocator, gpu))
     tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]})", COLUMNS, _rows(table, top)),
@@ -232,7 +234,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   + _point_fastest_note(table, best, rank_by)
                   + plan_fallback_note(without_layout, result)  # a count asked with no layout
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
-                  + caveats + budget.notes,
+                  + caveats + budget.notes + ramp_notes(ramp, plan),
                   tables + budget.tables, headline=PLAN_HEADLINE,
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,

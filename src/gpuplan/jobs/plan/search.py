@@ -29,6 +29,7 @@ from gpuplan.core.units import SECONDS_PER_DAY, format_bytes, plural
 from gpuplan.errors import InputError
 from gpuplan.schema.te_kernels import DEFAULT_FLEX_BACKEND
 from gpuplan.jobs.eager_stack import eager_step_settings
+from gpuplan.jobs.plan.ramp_days import with_ramp_days
 from gpuplan.jobs.plan.completes import check_offer_pick, with_completing_shares
 from gpuplan.jobs.plan.offer import offers_answering_batch
 from gpuplan.jobs.plan.deadline import counts_between, deadline_counts, deadline_of, deadline_rows
@@ -394,6 +395,7 @@ def _with_days(inputs: PlanInputs, ev: Evaluator, fitting: LayoutTable, price: f
     fitting.columns["gpu_hours"] = wall * fitting["gpus"] / 3600
     fitting.columns["cost"] = fitting["gpu_hours"] * (price if price is not None else np.nan)
     fitting, point_share = with_completing_shares(inputs, ev, fitting)  # the rows that finish with failures
+    fitting = with_ramp_days(inputs, ev, fitting, most_days or deadline_of(inputs))  # --batch-ramp
     fitting.columns["days_with_failures"] = fitting["days"] * point_share  # the answer's, row by row
     return fitting
 
