@@ -114,20 +114,31 @@ def run_inputs(run: dict[str, Any]):
     if _names_no_virtual_stages(degrees):
         degrees["vpp"] = UNSTATED_VPP
     stated |= degrees
+    if ramp_field(run) and reported_as(run) != "rate":  # a rate x tokens total is the steady state's
+        stated["batch_ramp"] = ramp_field(run)
     return BudgetInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"), params=run.get("params"),
                         gpus=int(run["gpus"]), mfu="predicted", dtype=run.get("dtype", "bf16"),
                         seq_len=int(run.get("seq_len", 2048)), **batch, **stated)
 
 
-def ramp_phases(run: dict[str, Any]) -> list[tuple[float, float]]:
-    """The run's batch ramp as (tokens, global batch) phases; a linear ramp is taken in four steps."""
+def ramp_field(run: dict[str, Any]) -> list[dict[str, float]]:
+    """The run's batch ramp as --batch-ramp's phase mappings (schema.batch_ramp_field): {tokens, global_batch}
+    each, or one linear {tokens, from, to} (timed in its four steps, batch_ramp_field.LINEAR_STEPS)."""
     ramp = run.get("batch_ramp")
     if not ramp:
         return []
     if "phases" in ramp:
-        return [(float(p["tokens"]), float(p["global_batch"])) for p in ramp["phases"]]
-    start, end, tokens = float(ramp["from"]), float(ramp["to"]), float(ramp["over_tokens"])
-    return [(tokens / 4, start + (end - start) * (i + 0.5) / 4) for i in range(4)]
+        return [{"tokens": float(p["tokens"]), "global_batch": int(p["global_batch"])} for p in ramp["phases"]]
+    return [{"tokens": float(ramp["over_tokens"]), "from": int(ramp["from"]), "to": int(ramp["to"])}]
+
+
+def ramp_phases(run: dict[str, Any]) -> list[tuple[float, float]]:
+    """The run's batch ramp as the (tokens, global batch in sequences) steps the planner times: a linear ramp in
+    four equal steps at their middle batches (schema.batch_ramp_field.RampPhase.sequences, --batch-ramp's)."""
+    from gpuplan.schema.batch_ramp_field import parse_batch_ramp
+
+    seq_len, field = int(run.get("seq_len", 2048)), ramp_field(run)
+    return [step for phase in parse_batch_ramp(field) for step in phase.sequences(seq_len)] if field else []
 
 
 def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
@@ -136,24 +147,18 @@ def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
     if "gpus" not in run:
         return None
     from gpuplan.jobs.budget.estimate import estimate_budget
-    from gpuplan.jobs.plan.search import evaluator_for
-    from gpuplan.jobs.training.layout import layout_for_gpus
-    from gpuplan.planner.batch_ramp import ramp_time_factor
 
     scope, inputs = reported_as(run), run_inputs(run)
-    report = estimate_budget(inputs)
+    report = estimate_budget(inputs)  # a stated ramp is the user's --batch-ramp (run_inputs): one path
     if scope == "rate":
         return report.value("gpu_hours_with_comm"), _rate_basis(run, report) + _step_text(run, report)
     wall, gpus = report.value("fail_wall_seconds"), report.value("gpus_rented")
-    factor = 1.0
-    if ramp_phases(run):
-        factor = ramp_time_factor(evaluator_for(inputs), layout_for_gpus(inputs, int(run["gpus"])),
-                                  float(run["tokens"]), ramp_phases(run))
+    factor = report.value("batch_ramp") if report.section_of("batch_ramp") else 1.0  # in the wall-clock already
     goodput = report.value("fail_goodput")
-    basis = (f"predicted MFU {report.value('mfu'):.3f}, goodput {goodput:.1%}"
+    basis = (f"predicted MFU {report.value('mfu') * factor:.3f}, goodput {goodput:.1%}"  # the steady MFU
              + (f", batch ramp x{factor:.3f}" if factor != 1.0 else "") + _stated_layout_text(run, report)
              + _step_text(run, report))
-    return wall * factor * gpus / 3600, basis
+    return wall * gpus / 3600, basis
 
 
 def source_6nd_mfu(run: dict[str, Any]) -> float:
