@@ -56,7 +56,9 @@ def test_1_graph_refusal_on_an_eager_release_says_what_the_refused_field_does(ru
 @pytest.mark.parametrize("job, route, ask, named", [
     ("train", "training", {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "dtype": "fp32"}, "--dtype fp32"),
     ("plan", "plan", {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "dtype": "tf32"}, "--dtype tf32"),
-    ("memory", "memory", {"model": "llama-3-8b", "gpu": "h100", "recipe": "fp32"}, "--recipe fp32")])
+    ("memory", "memory", {"model": "llama-3-8b", "gpu": "h100", "recipe": "fp32"}, "--recipe fp32"),
+    ("memory", "memory", {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "recipe": "amp"}, "--recipe amp"),
+    ("train", "training", {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "recipe": "amp"}, "--recipe amp")])
 def test_2_bf16_gradients_of_fp32_parameters_are_refused_at_every_door(run_cli, client, tmp_path, job, route, ask,
                                                                        named):
     """Megatron-Core's buffer is ``torch.float if grad_reduce_in_fp32 else param.dtype`` (distributed_data_parallel.py
@@ -65,6 +67,25 @@ def test_2_bf16_gradients_of_fp32_parameters_are_refused_at_every_door(run_cli, 
     GPU-days against 27,317 without it, and `memory --recipe fp32 --grad-dtype bf16` with bytes_grads 2 (4 without)."""
     four_door_refusal(run_cli, client, tmp_path, job, route, {**ask, "framework": "megatron", "grad_dtype": "bf16"},
                       "grad_dtype", f"{named} keeps fp32 parameters, so Megatron-Core's buffer is fp32 either way")
+
+
+def test_2_under_generic_the_line_names_the_buffer_it_models():
+    """review w16 R5 M2 / N1: `--framework generic --recipe fsdp2 --grad-dtype bf16` (4-byte parameters: core.precision
+    RECIPES['fsdp2'].weight_bytes) answered 2-byte gradients; refused, the reason naming what generic models."""
+    from gpuplan import InputError, MemoryInputs
+
+    with pytest.raises(InputError) as refused:
+        MemoryInputs(model="llama-3-8b", gpu="h100", gpus=16, framework="generic", recipe="fsdp2", grad_dtype="bf16")
+    assert "--recipe fsdp2 keeps fp32 parameters, so the buffer (--framework generic models Megatron-Core's DDP)" \
+        in str(refused.value)
+
+
+@pytest.mark.parametrize("recipe", ["article", "mixed", "megatron", "bf16"])
+def test_2_a_bf16_gradient_buffer_stays_answered_under_recipes_of_2_byte_parameters(recipe):
+    from gpuplan import MemoryInputs
+
+    inputs = MemoryInputs(model="llama-3-8b", gpu="h100", gpus=16, recipe=recipe, grad_dtype="bf16")
+    assert inputs.recipe_memory_settings()["grad_bytes"] == 2.0
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp8", "fp16"])

@@ -55,7 +55,20 @@ FP32_PARAMETER_DTYPES = ("fp32", "tf32")
 then fp32 whether grad_reduce_in_fp32 is on or off (grad_dtype = torch.float if grad_reduce_in_fp32 else
 param.dtype, distributed_data_parallel.py@core_v0.16.0 L147), never bf16; `--dtype fp32 --grad-dtype bf16` was
 answered with 2-byte gradients (wave 17). Under --dtype fp16 --grad-dtype bf16 stays the 2-byte buffer in the
-parameters' dtype (tests/test_grad_width_one_rule.py: the same answer as the fp16 default)."""
+parameters' dtype (tests/test_grad_width_one_rule.py: the same answer as the fp16 default). The other source of
+4-byte parameters is the precision recipe (fp32_parameters)."""
+
+
+def fp32_parameters(inputs) -> str | None:
+    """The field that makes ``inputs``' parameters 4 bytes -- 'dtype' (FP32_PARAMETER_DTYPES) or 'recipe' (the run's
+    recipe, stated or the framework's, whose core.precision.RECIPES weight_bytes, the one table of parameter widths,
+    is 4: amp, fsdp2, fp32) -- or None (16-bit parameters)."""
+    from gpuplan.core.precision import RECIPES
+
+    if getattr(inputs, "dtype", None) in FP32_PARAMETER_DTYPES:
+        return "dtype"
+    recipe = getattr(inputs, "recipe_name", None)
+    return "recipe" if recipe in RECIPES and RECIPES[recipe].weight_bytes >= 4 else None
 
 
 NO_QLORA_FRAMEWORKS = {
@@ -92,13 +105,14 @@ def check_setup(inputs) -> None:
                          f"precision-aware optimizer, torchtitan's fused_opt_states_bf16); --optimizer "
                          f"{get('optimizer')} {MOMENTS_NOT_NARROWED.get(get('optimizer'), NOT_ADAM)}: leave it out, "
                          "or give --optimizer adamw")
-    fp32_parameters = ("dtype" if get("dtype") in FP32_PARAMETER_DTYPES else "recipe" if get("recipe") == "fp32"
-                       else None)  # memory has no --dtype; its --recipe fp32 holds 4-byte parameters (core.precision)
-    if get("grad_dtype") == "bf16" and fp32_parameters:
+    if get("grad_dtype") == "bf16" and (wide := fp32_parameters(inputs)):
+        value = get("dtype") if wide == "dtype" else get("recipe_name")
+        buffer = ("the buffer (--framework generic models Megatron-Core's DDP)" if framework == "generic" else
+                  "Megatron-Core's buffer")  # review w16 R5 N1: generic is framework-neutral, not Megatron-Core
         raise InputError("grad_dtype", "bf16", f"is the gradient buffer in the parameters' dtype "
-                         f"(grad_reduce_in_fp32 off), and --{fp32_parameters} {get(fp32_parameters)} keeps fp32 "
-                         "parameters, so Megatron-Core's buffer is fp32 either way (distributed_data_parallel.py"
-                         "@core_v0.16.0 L147): give --grad-dtype fp32, or leave it out")
+                         f"(grad_reduce_in_fp32 off), and --{wide} {value} keeps fp32 parameters, so {buffer} is fp32 "
+                         "either way (distributed_data_parallel.py@core_v0.16.0 L147): give --grad-dtype fp32, or "
+                         "leave it out")
     if "attention_efficiency" in given:
         _check_attention_efficiency(framework, get("attention_kernel"), get("attention_efficiency"), get("gpu"))
     if get("finetune") == "qlora" and "framework" in given and framework in NO_QLORA_FRAMEWORKS:
