@@ -126,3 +126,17 @@ def test_too_many_phases_are_refused():
 
     with pytest.raises(InputError, match="1 to 32 phases"):
         BudgetInputs(**TRAIN, batch_ramp=",".join(["1B:128"] * 33))
+
+
+def test_a_phase_the_pipeline_schedule_does_not_run_is_noted():
+    """Megatron-Core's interleaved schedule needs at least pp micro-batches a step (schedules.py@core_v0.18.0
+    L1068-1076): tp4 pp8 vpp10 on 256 H100 at 16 sequences leaves fewer; at 512 it runs (the search's own rule)."""
+    import gpuplan
+    from gpuplan.jobs.budget.schema import BudgetInputs
+
+    ask = dict(model="llama-3.1-70b", gpu="h100", gpus=256, mfu="predicted", tokens="2T", global_batch=512,
+               framework="megatron", tp=4, pp=8, vpp=10)
+    noted = gpuplan.estimate_budget(BudgetInputs(**ask, batch_ramp="1T:16")).notes
+    assert any("16-sequence phase runs" in n and "fewer than --framework megatron's" in n for n in noted)
+    fine = gpuplan.estimate_budget(BudgetInputs(**{**ask, "cp": 1}, batch_ramp="1T:256")).notes
+    assert not any("pipeline schedule runs" in n for n in fine)

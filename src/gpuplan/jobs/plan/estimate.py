@@ -234,7 +234,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   + _point_fastest_note(table, best, rank_by)
                   + plan_fallback_note(without_layout, result)  # a count asked with no layout
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
-                  + caveats + budget.notes + ramp_notes(ramp, plan),
+                  + caveats + budget.notes + ramp_notes(ramp, plan, inputs),
                   tables + budget.tables, headline=PLAN_HEADLINE,
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,

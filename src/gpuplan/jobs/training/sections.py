@@ -338,7 +338,7 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
     from gpuplan.jobs.training.layout import no_layout_note  # loaded with the plan (numpy)
 
     out.extend(no_layout_note(inputs, plan))
-    out.extend(ramp_notes(getattr(time, "ramp", None), plan) if time is not None else ())
+    out.extend(ramp_notes(getattr(time, "ramp", None), plan, inputs) if time is not None else ())
     used = inputs.builtin_defaults_used()
     if used:
         out.append(f"built-in defaults used: {', '.join(used)}")
