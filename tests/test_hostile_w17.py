@@ -101,18 +101,17 @@ def test_2_a_bf16_gradient_buffer_stays_answered_where_the_parameters_are_16_bit
 
 # ---- (3) MoE expert kernels and CUDA graphs chosen for a dense model -------------------------------------------------
 
-@pytest.mark.parametrize("job, route, kernels, extra", [
-    ("train", "training", "per-expert", {"gpu": "h100"}),
-    ("plan", "plan", "per-expert", {"gpu": "h100"}),
-    ("budget", "budget", "fused", {"gpu": "b200", "dtype": "fp8", "fp8_recipe": "mxfp8"})])
-def test_3_moe_expert_kernels_on_a_dense_model_are_refused_at_every_door(run_cli, client, tmp_path, job, route, kernels,
-                                                                         extra):
-    """--moe-expert-kernels per-expert on llama-3-8b was answered byte-identically to the ask without it (a choice
-    nothing reads), where --ep-dispatcher alltoall, the dispatcher's own default, is refused on a dense model. 'fused'
-    was refused already, by the layout search (jobs/plan/search.py), with the first half of these words."""
+FUSED_READY = {"gpu": "b200", "dtype": "fp8", "fp8_recipe": "mxfp8"}  # where fused runs on an MoE model
+
+
+@pytest.mark.parametrize("job, route", [("train", "training"), ("plan", "plan"), ("budget", "budget")])
+def test_3_fused_moe_expert_kernels_on_a_dense_model_are_refused_at_every_door(run_cli, client, tmp_path, job, route):
+    """--moe-expert-kernels fused on a dense model is refused at spec resolution (schema.layout_rules.check_model);
+    the layout search's copy of it (schema.te_kernels.check_kernels_run_on) was unreachable and is gone (review w16
+    R5 S2). per-expert, the default, is answered (test_3_stated_defaults_...)."""
     four_door_refusal(run_cli, client, tmp_path, job, route,
-                      {"model": "llama-3-8b", "gpus": 16, "framework": "megatron", "moe_expert_kernels": kernels,
-                       **extra}, "moe_expert_kernels",
+                      {"model": "llama-3-8b", "gpus": 16, "framework": "megatron", "moe_expert_kernels": "fused",
+                       **FUSED_READY}, "moe_expert_kernels",
                       "applies to mixture-of-experts models; llama-3-8b is dense (no expert kernels): leave it out")
 
 
@@ -126,17 +125,44 @@ def test_3_per_expert_kernels_stay_answered_on_a_mixture_of_experts_model():
 
 @pytest.mark.parametrize("job, route, field, value", [("train", "training", "full_iteration_graph", True),
                                                       ("plan", "plan", "cuda_graph_scope", "full-iteration"),
-                                                      ("budget", "budget", "cuda_graph_scope", "none")])
+                                                      ("budget", "budget", "cuda_graph_scope", "moe-router")])
 def test_3_moe_cuda_graph_choices_on_a_dense_model_are_refused_at_every_door(run_cli, client, tmp_path, job, route,
                                                                            field, value):
     """--full-iteration-graph and --cuda-graph-scope graph MoE host time only (core.time.moe_host: 0 without MoE
     layers): llama-3-8b (16 H100: 2,102.98 GPU-days; 16 B200: 910.93), llama-3.2-1b and gpt2 under megatron
-    --mfu predicted answered byte-identically with and without --full-iteration-graph; moe-router was refused there
-    already, and its line offered the two values that changed nothing."""
+    --mfu predicted answered byte-identically with and without --full-iteration-graph; moe-router was refused by the
+    layout search's unreachable copy (review w16 R5 S2), whose line offered the two values that changed nothing."""
     web = four_door_refusal(run_cli, client, tmp_path, job, route,
                             {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "framework": "megatron", field: value},
                             field, "llama-3-8b is dense, timed without that host time: leave it out")
     assert "full-iteration" not in web.split("leave it out")[0].split(";")[1]
+
+
+@pytest.mark.parametrize("stated", [{"cuda_graph_scope": "none"}, {"moe_expert_kernels": "per-expert"},
+                                    {"full_iteration_graph": False}])
+def test_3_stated_defaults_on_a_dense_model_are_answered_as_unstated(stated):
+    """The lead's rule (review w16 R5 S3): a stated value equal to the default is answered, not refused. `--cuda-graph-
+    scope none` and `--moe-expert-kernels per-expert` on llama-3-8b were refused where `full_iteration_graph: false`
+    was answered; now all three answer the unstated ask's 2,102.98 GPU-days (16 H100, megatron, --mfu predicted)."""
+    from gpuplan import TrainingInputs, estimate_training
+
+    ask = {"model": "llama-3-8b", "gpu": "h100", "gpus": 16, "framework": "megatron", "mfu": "predicted"}
+    days = [estimate_training(TrainingInputs(**ask, **extra)).value("gpu_days") for extra in ({}, stated)]
+    assert days[1] == days[0] == pytest.approx(2102.98, abs=0.01)
+
+
+def test_3_the_layout_search_leaves_the_dense_model_rules_to_check_model():
+    """review w16 R5 S2: check_kernels_run_on checks the part only; given a dense spec with fused kernels and the
+    router scope (which check_model refuses first at every door) on a Blackwell part it raises nothing."""
+    from types import SimpleNamespace
+
+    from gpuplan import TrainingInputs
+    from gpuplan.catalog import load_accelerator
+    from gpuplan.schema.te_kernels import check_kernels_run_on
+
+    dense = TrainingInputs(model="llama-3-8b", gpu="b200", gpus=16).spec()
+    asked = SimpleNamespace(fp8_attention=False, moe_expert_kernels="fused", cuda_graph_scope="moe-router")
+    assert check_kernels_run_on(asked, load_accelerator("b200"), dense) is None
 
 
 def test_3_moe_cuda_graph_choices_stay_answered_on_a_mixture_of_experts_model():
@@ -187,6 +213,16 @@ def test_4_launch_layer_us_moves_the_answer_where_a_step_launches_layer_by_layer
         return answer["results"], answer["tables"], answer["sections"]  # sglang: the searched batches move
 
     assert results(30) != results(500)
+
+
+def test_4_launch_layer_us_at_its_default_is_answered_where_nothing_reads_it():
+    """The lead's rule (review w16 R5 S3): --launch-layer-us 80, setup.Efficiency's own 80 us, restates the default
+    and is answered under SGLang; 81 is refused there."""
+    from gpuplan import InferenceInputs, InputError
+
+    assert InferenceInputs(**SERVE, engine="sglang", launch_layer_us=80).launch_layer_us == 80
+    with pytest.raises(InputError, match="launch_layer_us"):
+        InferenceInputs(**SERVE, engine="sglang", launch_layer_us=81)
 
 
 def test_4_graph_layer_refusal_under_enforce_eager_points_to_launch_layer_only_where_it_is_read():

@@ -298,17 +298,22 @@ def check_model(inputs, spec) -> None:
 
 
 def _check_dense_moe_kernels(inputs, spec) -> None:
-    """The MoE kernel and CUDA-graph choices on a dense model, refused as --ep-dispatcher is there
-    (training_fields.SetupFields.adjust_spec), whatever the value: --moe-expert-kernels (per-expert was answered as if
-    not given, wave 17); --full-iteration-graph / --cuda-graph-scope, which remove or replay MoE host time only
-    (core.time.moe_host.stage_exposed_host_seconds: 0 without MoE layers), so llama-3-8b, llama-3.2-1b and gpt2 on
-    H100 and B200 (megatron, --mfu predicted) answered byte-identically with and without them (wave 17)."""
+    """The MoE kernel and CUDA-graph choices on a dense model that would change the answer on an MoE one, refused:
+    --moe-expert-kernels fused; --full-iteration-graph and --cuda-graph-scope moe-router / full-iteration, which
+    remove or replay MoE host time only (core.time.moe_host.stage_exposed_host_seconds: 0 without MoE layers), so
+    llama-3-8b, llama-3.2-1b and gpt2 on H100 and B200 (megatron, --mfu predicted) answered byte-identically with and
+    without them (wave 17). A stated value equal to the default (per-expert, none, --no-full-iteration-graph) is
+    answered, as no such value is a choice (the lead's rule, review w16 R5 S3: --cuda-graph-scope none was refused
+    where `full_iteration_graph: false` was not)."""
+    from gpuplan.schema.te_kernels import DEFAULT_CUDA_GRAPH_SCOPE, DEFAULT_EXPERT_KERNELS
+
     given = getattr(inputs, "given", ())
-    if "moe_expert_kernels" in given:
-        raise InputError("moe_expert_kernels", inputs.moe_expert_kernels, f"applies to mixture-of-experts models; "
-                         f"{spec.name} is dense (no expert kernels): leave it out")
-    for name in ("full_iteration_graph", "cuda_graph_scope"):
-        if name in given and getattr(inputs, name):
+    kernels = getattr(inputs, "moe_expert_kernels", None)
+    if "moe_expert_kernels" in given and kernels != DEFAULT_EXPERT_KERNELS:
+        raise InputError("moe_expert_kernels", kernels, f"applies to mixture-of-experts models; {spec.name} is dense "
+                         "(no expert kernels): leave it out")
+    for name, default in (("full_iteration_graph", False), ("cuda_graph_scope", DEFAULT_CUDA_GRAPH_SCOPE)):
+        if name in given and getattr(inputs, name) not in (None, default):
             raise InputError(name, getattr(inputs, name), f"sets the CUDA graphs of Megatron-Core's MoE host work "
                              f"(router, dispatcher preprocessing, per-layer launches); {spec.name} is dense, timed "
                              "without that host time: leave it out")

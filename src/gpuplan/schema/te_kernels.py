@@ -44,7 +44,9 @@ Fp8Attention = option(T.Bool, False, "FP8 attention core (Megatron --fp8-dot-pro
                       "fp8_dot_product_attention): cuDNN's FP8 fused attention; needs --dtype fp8, --framework "
                       "megatron and a Hopper or Blackwell part (timed from cuDNN's GB200 / GB300 benchmark; other "
                       "parts keep the BF16 time).")
-MoeExpertKernels = option(T.choice(*EXPERT_KERNELS), "per-expert", "MoE expert kernels: per-expert (TE "
+DEFAULT_EXPERT_KERNELS = "per-expert"
+"""TE's GroupedLinear, Megatron-Core's path unless the op fuser and NVTE_CUTEDSL_FUSED_GROUPED_MLP are set."""
+MoeExpertKernels = option(T.choice(*EXPERT_KERNELS), DEFAULT_EXPERT_KERNELS, "MoE expert kernels: per-expert (TE "
                           "GroupedLinear: a quantisation and a cuBLAS GEMM per local expert) or fused (TE's CuTe DSL "
                           "grouped MLP, use_transformer_engine_op_fuser + NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: one "
                           "kernel for all experts, SwiGLU and MXFP8 quantisation in its epilogues; needs --dtype fp8 "
@@ -143,18 +145,14 @@ def check_graph_fields(fields, framework: str) -> None:
 
 
 def check_kernels_run_on(inputs, gpu, spec) -> None:
-    """InputError where the part (core.hardware.Accelerator) or the model cannot run the asked kernels."""
+    """InputError where the part (core.hardware.Accelerator) cannot run the asked kernels. ``spec`` is kept for the
+    callers (jobs.plan.search._checked_gpu); the model's own refusals (fused expert kernels or a CUDA-graph scope on a
+    dense model) run earlier, at spec resolution (schema.layout_rules.check_model via SetupFields.adjust_spec), so
+    this no longer repeats them (review w16 R5 S2: they were unreachable)."""
     arch = gpu.collective_arch if gpu.vendor.lower() == "nvidia" else None
     if inputs.fp8_attention and arch not in FP8_ATTENTION_ARCHS:
         raise InputError("fp8_attention", True, f"cuDNN's FP8 fused attention runs on Hopper and Blackwell (sm90+), "
                          f"not {gpu.name}")
-    if inputs.moe_expert_kernels == "fused":
-        if arch not in FUSED_MLP_ARCHS:
-            raise InputError("moe_expert_kernels", "fused", f"TE's CuTe DSL grouped MLP is built for Blackwell "
-                             f"(sm100: b200, gb200, b300, gb300), not {gpu.name}: give per-expert")
-        if spec.moe is None:
-            raise InputError("moe_expert_kernels", "fused", f"applies to mixture-of-experts models; {spec.name} is "
-                             "dense")
-    if inputs.cuda_graph_scope == "moe-router" and spec.moe is None:
-        raise InputError("cuda_graph_scope", "moe-router", f"graphs the MoE router; {spec.name} is dense (no "
-                         "router): give none or full-iteration")
+    if inputs.moe_expert_kernels == "fused" and arch not in FUSED_MLP_ARCHS:
+        raise InputError("moe_expert_kernels", "fused", f"TE's CuTe DSL grouped MLP is built for Blackwell "
+                         f"(sm100: b200, gb200, b300, gb300), not {gpu.name}: give per-expert")
