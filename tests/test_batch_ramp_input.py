@@ -106,7 +106,7 @@ TRAIN = {"model": "llama-3-8b", "gpu": "h100", "gpus": 64, "mfu": "predicted", "
 
 @pytest.mark.parametrize("job, route", [("train", "training"), ("budget", "budget"), ("plan", "plan")])
 @pytest.mark.parametrize("ramp, fragment", [
-    ("100B:512", "each phase's batch is below the steady batch (512 sequences"),
+    ("100B:512", "each phase's batch must be below the steady batch (512 sequences"),
     ("600B:128,500B:256", "the phases' tokens (1.1e+12) must be fewer than --tokens"),
     ("100B", "TOKENS:BATCH phases separated by commas"),
     ("100B:256-128", "a linear phase grows its batch")])

@@ -169,7 +169,7 @@ class BatchRampFields(JobInputs):
                 raise InputError(FIELD, text, f"each phase's batch holds at least one sequence of --seq-len "
                                  f"{seq_len:,} tokens")
             if low >= steady or high > steady:
-                raise InputError(FIELD, text, f"each phase's batch is below the steady batch ({steady:,.6g} "
+                raise InputError(FIELD, text, f"each phase's batch must be below the steady batch ({steady:,.6g} "
                                  f"sequences of {seq_len:,} tokens: --global-batch / --global-batch-tokens)")
         ramp_tokens = sum(p.tokens for p in self.batch_ramp)
         tokens = float(getattr(self, "tokens"))
