@@ -140,7 +140,8 @@ def parse_batch_ramp(value: Any, info=None) -> tuple[RampPhase, ...]:
     return tuple(_phase(item, value) for item in items)
 
 
-BatchRamp = Annotated[T.typed(tuple[RampPhase, ...], parse_batch_ramp, {"type": "string", "maxLength": 256}),
+BatchRamp = Annotated[T.typed(tuple[RampPhase, ...], parse_batch_ramp, {"anyOf": [
+    {"type": "string", "maxLength": T.MAX_TEXT}, {"type": "array", "maxItems": MAX_PHASES}]}),
                       PlainSerializer(lambda phases: ",".join(p.text() for p in phases), return_type=str)]
 
 
