@@ -140,3 +140,23 @@ def test_a_phase_the_pipeline_schedule_does_not_run_is_noted():
     assert any("16-sequence phase runs" in n and "fewer than --framework megatron's" in n for n in noted)
     fine = gpuplan.estimate_budget(BudgetInputs(**{**ask, "cp": 1}, batch_ramp="1T:256")).notes
     assert not any("pipeline schedule runs" in n for n in fine)
+
+
+def test_plan_counts_the_ramp_once_in_its_ranked_days():
+    """ranked_days = days x the ranking's time / the step's (jobs.plan.estimate._with_ranked_columns): both carry the
+    ramp factor, so it is divided out once; with a ramp, ranked / days is what it is without (± model, failures)."""
+    import gpuplan
+
+    # dp2 pp4 mb1: the 2-sequence phase runs one micro-batch a pipeline, x2.5 (counted twice, ranked / days was x2.5)
+    ask = {**{k: v for k, v in FIXED.items() if k != "mfu"}, "pp": 4}
+    plain = gpuplan.plan_report(gpuplan.PlanInputs(**ask))
+    ramped = gpuplan.plan_report(gpuplan.PlanInputs(**ask, batch_ramp="500B:2"))
+    assert ramped.line("batch_ramp").value > 2
+
+    def first_row(report):  # days to 0.1: the ratios hold to ~0.4%
+        table = next(t for t in report.tables if t.title.startswith("top "))
+        row = dict(zip(table.columns, table.rows[0]))
+        return float(row["days"]), float(row["ranked days"])
+
+    (days, ranked), (ramp_days, ramp_ranked) = first_row(plain), first_row(ramped)
+    assert ramp_days > days and ramp_ranked / ramp_days == pytest.approx(ranked / days, rel=0.01)

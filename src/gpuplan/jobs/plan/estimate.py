@@ -70,7 +70,8 @@ def _with_ranked_columns(t: LayoutTable) -> LayoutTable:
     planner.plan.ranked_seconds_per_token) and cost with the same failure share (ranked_cost, as --rank-by cost
     compares it): the Pareto front's objectives, so a count fast only before failures is not on it (wave 7:
     405B over 1-10000000 GPUs listed 262,144 to 2,097,152, 7,910 days with failures at the last)."""
-    t.columns["ranked_days"] = t["days"] * (ranked_seconds_per_token(t) / seconds_per_sequence(t))
+    ramp = t["ramp_factor"] if "ramp_factor" in t.columns else 1.0  # in days and in the ranking's time: once
+    t.columns["ranked_days"] = t["days"] * (ranked_seconds_per_token(t) / seconds_per_sequence(t)) / ramp
     t.columns["ranked_cost"] = ranked_cost(t, t["cost"])
     return t
 
