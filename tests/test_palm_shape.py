@@ -67,13 +67,30 @@ def test_the_sec_4_layout_runs_on_6144_tpu_v4(palm):
     assert 0.30 < report.value("mfu") < 0.46  # below the paper's 46.2% MFU (Table 3), above the free search's
 
 
-def test_the_free_search_gives_a_one_kv_head_model_tp_1_only(palm):
-    """Why the row palm-540b keeps its params-only shape: `train --mfu predicted` (the planner free) keeps tp
-    dividing the K/V heads (planner/space.py tp_options; a tp that is a multiple of them only where a user fixes
-    it), so on this shape it searches tp 1 alone and picked dp512 tp1 pp3 cp4 (MFU 0.181, +69.4% on the
-    row; issue 15's bar group 13.8% -> 19.6%). When this fails the search has changed and the row can be
-    pointed at the shape again (docs/training.md, wave 16 C1)."""
-    from gpuplan.planner.space import tp_options
+def test_the_free_search_tries_tp_past_the_kv_heads_where_the_framework_replicates_them(palm):
+    """tp_options (planner/space.py) with framework_rules.kv_subsharding: Megatron-Core 0.16 accepts
+    num_query_groups 'a multiple or divisor of tensor_model_parallel_size' (transformer_config.py@core_v0.16.0
+    L939-946) and below tp keeps one query group a rank (attention.py@core_v0.16.0 L289-300: query groups per
+    partition 1, heads per partition num_heads / num_query_groups; L1397-1416 the mixed-QKV all-gather), which
+    --framework megatron and generic run. torchtitan views each rank's wk / wv shard as whole heads
+    (models/common/attention.py@b5bcd76 L697-705): tp must divide them there. Before wave 16 the free search
+    kept the divisors for every framework and searched PaLM (one K/V head) at tp 1 alone: dp512 tp1 pp3 cp4,
+    MFU 0.181, +69.4% on the row (wave 16 C1)."""
+    from dataclasses import replace
 
+    from gpuplan.planner.framework_rules import rules_for
+    from gpuplan.planner.space import SpaceLimits, structures, tp_options
+
+    # PaLM: 48 query heads, 1 K/V head; the divisors of 6,144 = 2^11 x 3 up to 64 that divide 48
     assert tp_options(palm, 6144, 64) == [1]
-    assert tp_options(palm, 6144, 64, fixed_multiple_of_kv=12) == [1, 12]
+    assert tp_options(palm, 6144, 64, kv_subsharding=True) == [1, 2, 3, 4, 6, 8, 12, 16, 24, 48]
+    # a GQA shape: 48 query heads in 8 K/V groups -> 1, 2, 4, 8 divide the groups, 16, 24, 48 are multiples
+    # (3, 6, 12 neither); on 32 GPUs the divisors of 32 that divide 48: 1 2 4 8 16
+    gqa = replace(palm, attention=replace(palm.attention, num_kv_heads=8))
+    assert tp_options(gqa, 6144, 64) == [1, 2, 4, 8]
+    assert tp_options(gqa, 6144, 64, kv_subsharding=True) == [1, 2, 4, 8, 16, 24, 48]
+    assert tp_options(gqa, 32, 64, kv_subsharding=True) == [1, 2, 4, 8, 16]
+    for framework, past in (("generic", True), ("megatron", True), ("torchtitan", False), ("deepspeed", False)):
+        assert rules_for(framework).kv_subsharding is past, framework
+        tps = {tp for tp, *_ in structures(palm, 64, 2048, 16, SpaceLimits(framework=framework))}
+        assert tps == ({1, 2, 4, 8, 16} if past else {1}), framework

@@ -107,13 +107,18 @@ def divisors(n: int) -> tuple[int, ...]:
     return tuple(sorted(found))
 
 
-def tp_options(spec: ModelSpec, gpus: int, max_tp: int, fixed_multiple_of_kv: int | None = None) -> list[int]:
-    """TP degrees dividing the heads and the K/V heads; ``fixed_multiple_of_kv``: a tp the user fixed that is
-    a multiple of the K/V heads, kept where the framework runs it (framework_rules.kv_subsharding)."""
+def tp_options(spec: ModelSpec, gpus: int, max_tp: int, kv_subsharding: bool = False) -> list[int]:
+    """TP degrees (dividing ``gpus``, up to ``max_tp``) that divide the query heads and either divide the K/V
+    heads or, where the framework sub-shards the QKV activation (``kv_subsharding``, framework_rules), are a
+    multiple of them: Megatron-Core 0.16 accepts num_query_groups 'a multiple or divisor of
+    tensor_model_parallel_size' (transformer_config.py@core_v0.16.0 L939-946) and, below tp, keeps one query
+    group a rank after all-gathering the mixed QKV (attention.py@core_v0.16.0 L289-300, L1397-1416; its
+    all-gather / reduce-scatter timed by core.comm.qkv_gather). Before wave 16 only a tp the user fixed got
+    the multiples, so a one-K/V-head model (PaLM, StarCoder) was searched at tp 1 alone."""
     a = spec.attention
     kv = a.num_heads if a.is_mla else a.num_kv_heads
     return [t for t in divisors(gpus) if t <= max_tp and a.num_heads % t == 0
-            and (kv % t == 0 or (t == fixed_multiple_of_kv and t % kv == 0))]
+            and (kv % t == 0 or (kv_subsharding and t % kv == 0))]
 
 
 def batch_for(dp: int, target: float) -> int:
@@ -157,8 +162,7 @@ def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: Sp
     L = spec.num_layers
     no_pipeline = spec.tie_embeddings and not rules_for(limits.framework).pipeline_with_tied_embeddings
     no_cp = rules_for(limits.framework).cp_attention_untimed and "cp" not in fixed  # CP needs an untimed kernel
-    kept = fixed.get("tp") if rules_for(limits.framework).kv_subsharding else None
-    for tp in tp_options(spec, gpus, max_tp, kept):
+    for tp in tp_options(spec, gpus, max_tp, rules_for(limits.framework).kv_subsharding):
         if "tp" in fixed and tp != fixed["tp"]:
             continue
         for cp in divisors(gpus // tp):
@@ -195,7 +199,7 @@ def sequence_split_note(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, l
     `plan --model llama-3.1-405b --gpus 64 --seq-len 4097` named more GPUs only."""
     if limits is None or not limits.sequence_split or "tp" in limits.fixed:
         return ""
-    tps = [tp for tp in tp_options(spec, gpus, max_tp) if tp > 1]
+    tps = [tp for tp in tp_options(spec, gpus, max_tp, rules_for(limits.framework).kv_subsharding) if tp > 1]
     if not tps or any(sequence_split_runs(limits.framework, True, tp=tp, cp=1, seq_len=seq_len, micro_batch=None)
                       for tp in tps):
         return ""
