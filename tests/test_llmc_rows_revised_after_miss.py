@@ -12,8 +12,10 @@ def test_llmc_774m_and_1558m_are_filed_as_revised_after_the_miss():
 
     assert {"llmc-gpt2-774m", "llmc-gpt2-1558m"} <= set(REVISED_AFTER_MISS)
     assert "llmc-gpt2-350m" not in REVISED_AFTER_MISS  # entered under llmc; its status is in its notes
+    # an untouched held-out row: TinyLlama's (PaLM's moved to its own shape and Sec. 4 layout after its miss was
+    # seen, wave 16 C2: REVISED_AFTER_MISS)
     table = end_to_end_split_table([Case("llmc-gpt2-774m", 0.160), Case("llmc-gpt2-1558m", -0.068),
-                                    Case("palm-540b", 0.10)])
+                                    Case("tinyllama-1.1b", 0.10)])
     revised, untouched = table.rows
     assert "revised" in revised[0] and "llmc-gpt2-774m, llmc-gpt2-1558m" in revised[0] and revised[1] == 2
     assert revised[2] == "11.4%" and revised[4] == "+4.6%"  # (16.0 + 6.8) / 2, (16.0 - 6.8) / 2
