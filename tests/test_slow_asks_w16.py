@@ -87,3 +87,24 @@ def test_primed_draft_steps_time_what_the_unprimed_ones_did(plans, monkeypatch, 
     assert len(calls) >= 2 * len(batches)  # unprimed: the verify step's and the draft's, one by one
     assert got == pytest.approx(alone, rel=1e-12)
     K._NCCL_ALL_REDUCE_SECONDS.clear()
+
+
+def test_a_sizers_decode_steps_work_out_the_proposer_once(plans):
+    """What a speculative decode step needs of its proposer and of the links without P2P does not depend on the
+    batch: roofline.draft_parts (the draft's plain setup, parameter groups and KV share) and kernels.host_path (the
+    part as its collectives see it without P2P) are worked out once for the 64 batches of one (GPU, TP), where each
+    was rebuilt at every step (79,143 dataclasses.replace calls in the 8B ask's profile; w16 B2)."""
+    from gpuplan.jobs.inference.sizing import _step_times
+
+    plan, gpu = plans["draft"], load_accelerator("h100")
+    _, decode = _step_times(plan, gpu, 2, 64)
+    R.draft_parts.cache_clear()
+    K.host_path.cache_clear()
+    for batch in range(1, 65):
+        decode(batch)
+    drafts, paths = R.draft_parts.cache_info(), K.host_path.cache_info()
+    assert (drafts.misses, drafts.hits) == (1, 63)
+    assert paths.misses == 1 and paths.hits == 2 * 64 - 1  # the verify step's all-reduces and the draft's
+    plain, draft_groups, share = R.draft_parts(plan.spec, plan.groups, plan.setup, 2, 1)
+    assert plain.speculation is None and plain.lora is None and plain.fmt == plan.setup.fmt
+    assert 0 < share < 1  # llama-3.2-1b's cache beside llama-3.1-8b's: a share of the KV pool

@@ -7,6 +7,7 @@ The achievable fractions themselves are ``core.serving.setup.Efficiency``. Units
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -314,6 +315,7 @@ core/comm's training collectives keep their PCIe figure. Applied where tp_span.o
 part, or a TP group past an H100 NVL's bridged pair (its ring on the host's PCIe, core.comm.host_tier)."""
 
 
+@lru_cache(maxsize=64)  # one part per GPU type: the sizer asks it twice a decode step (w16 B2)
 def host_path(fabric: Accelerator) -> Accelerator:
     """``fabric`` as its TP group's collectives see it without GPU peer-to-peer access: NCCL's P2P
     transport is refused (NCCL src/transport/p2p.cc p2pCanConnect asks cudaDeviceCanAccessPeer) and

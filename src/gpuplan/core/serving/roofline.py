@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -271,14 +272,7 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
     launch_s = FT.EAGER_HOST_PER_LAUNCH_RANGE_S[which]
     verify_ops_s, draft_s = SR.serial_host_seconds(ops, launch_s), 0.0
     if s.draft is not None:  # k proposer steps at the batch, plain decoding of the draft shape
-        plain = replace(setup, speculation=None, lora=None)  # adapters wrap the target only
-        if KR.drafter_runs_eager(setup.runtime.release, s.method):  # no graph: launches a layer
-            plain = replace(plain, efficiency=replace(plain.efficiency, graph_max_tokens=0))
-        draft_groups = param_groups(s.draft)
-        if s.shares_embeddings:  # EAGLE / MTP read the target's LM head, not a head of their own
-            draft_groups = replace(draft_groups, embedding=groups.embedding, lm_head=groups.lm_head,
-                                   tied=groups.tied)
-        share = draft_kv_share(spec, s, setup.kv_bytes, tp, pp)
+        plain, draft_groups, share = draft_parts(spec, groups, setup, tp, pp)
         draft_kv = kv_per_sequence * share / (1 - share) if share < 1 else 0.0
         one = decode_step(s.draft, draft_groups, plain, draft_kv, tp=tp, pp=1, batch=batch, context=context,
                           bandwidth=bandwidth, peak=peak, link=link, which=which, fabric=fabric, scheduled=False)
@@ -290,6 +284,23 @@ def decode_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, kv_pe
         if ops is not None:  # no sync between the draft forwards: max(issue, GPU)
             draft_s = SR.draft_segment_seconds(ops, s.tokens, launch_s, draft_s)
     return replace(step, host_s=step.host_s + verify_ops_s, draft_s=draft_s, tokens_per_step=s.mean_accepted_length)
+
+
+@lru_cache(maxsize=256)
+def draft_parts(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, tp: int,
+                pp: int) -> tuple[ServingSetup, ParamGroups, float]:
+    """decode_step's proposer (setup.speculation.draft), the same at every batch: its setup (plain decoding, no
+    adapters: they wrap the target only; no CUDA graph where the release runs the drafter eager), its parameter
+    groups (EAGLE / MTP read the target's embedding and LM head) and its share of the KV cache (draft_kv_share).
+    Remembered by value: a rate search asks ~170 batches of each (GPU, TP) (w16 B2)."""
+    s = setup.speculation
+    plain = replace(setup, speculation=None, lora=None)  # adapters wrap the target only
+    if KR.drafter_runs_eager(setup.runtime.release, s.method):  # no graph: launches a layer
+        plain = replace(plain, efficiency=replace(plain.efficiency, graph_max_tokens=0))
+    draft_groups = param_groups(s.draft)
+    if s.shares_embeddings:  # EAGLE / MTP read the target's LM head, not a head of their own
+        draft_groups = replace(draft_groups, embedding=groups.embedding, lm_head=groups.lm_head, tied=groups.tied)
+    return plain, draft_groups, draft_kv_share(spec, s, setup.kv_bytes, tp, pp)
 
 
 def prefill_step(spec: ModelSpec, groups: ParamGroups, setup: ServingSetup, *, tp: int, pp: int, prompt,
