@@ -94,6 +94,13 @@ def test_the_free_search_tries_tp_past_the_kv_heads_where_the_framework_replicat
         assert rules_for(framework).kv_subsharding is past, framework
         tps = {tp for tp, *_ in structures(palm, 64, 2048, 16, SpaceLimits(framework=framework))}
         assert tps == ({1, 2, 4, 8, 16} if past else {1}), framework
+    # a MoE model keeps the divisors in the free search (planner.space.free_kv_subsharding: the search limit), a tp
+    # the user fixes past them stays: Qwen3-30B-A3B, 32 heads over 4 K/V heads
+    moe = load_model("qwen3-30b-a3b")
+    assert (moe.attention.num_heads, moe.attention.num_kv_heads) == (32, 4) and moe.moe is not None
+    assert {tp for tp, *_ in structures(moe, 64, 4096, 8, SpaceLimits(framework="megatron"))} == {1, 2, 4}
+    fixed = SpaceLimits(framework="megatron", fixed={"tp": 8})
+    assert {tp for tp, *_ in structures(moe, 64, 4096, 8, fixed)} == {8}
 
 
 def test_the_row_names_the_shape_and_the_sec_4_layout_revised_after_its_miss():

@@ -137,8 +137,8 @@ class FrameworkRules:
     TP greater than num_kv_heads'); the generic model takes Megatron-Core's modules. torchtitan views each
     rank's K/V shard as whole heads (models/common/attention.py@b5bcd76 L697-705, L766-771: tp must divide
     them); transformers runs no TP (data_parallel_only); DeepSpeed's TP modules were not read for it: kept to
-    the divisor. The free search tries those multiples too (planner.space.tp_options; until wave 16 only a tp
-    the user fixed did, so PaLM's one K/V head was searched at tp 1 alone)."""
+    the divisor. The free search tries those multiples too on a dense model (planner.space.free_kv_subsharding;
+    until wave 16 only a tp the user fixed did, so PaLM's one K/V head was searched at tp 1 alone)."""
     fixed_options: tuple[FixedOption, ...] = ()
     """Setup options the framework has no choice of: given with another value, refused (check_fixed_options)."""
     fsdp2_stream_pools: bool = False

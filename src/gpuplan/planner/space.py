@@ -121,6 +121,17 @@ def tp_options(spec: ModelSpec, gpus: int, max_tp: int, kv_subsharding: bool = F
             and (kv % t == 0 or (kv_subsharding and t % kv == 0))]
 
 
+def free_kv_subsharding(spec: ModelSpec, limits: SpaceLimits, tp_fixed: bool = False) -> bool:
+    """Whether the free search tries tp past the K/V heads (tp_options): where the framework runs it
+    (framework_rules.kv_subsharding), on a dense model. A MoE model keeps the divisors unless the user fixes tp
+    (the fixed tp is checked by core.parallel.check_kv_heads): its grid is ep x tp wide, and the multiples took
+    `plan qwen3-30b-a3b` (32 heads, 4 K/V) on H100 from 691,522 to 951,954 layouts, past
+    planner.search.MAX_EVALUATED (800,000), on 25 of the catalog's GPUs, and qwen3-235b-a22b past it on four TPUs
+    (wave 16 C2); its expert weights, which EP splits, outweigh the attention share that tp past the K/V heads
+    would split further."""
+    return rules_for(limits.framework).kv_subsharding and (spec.moe is None or tp_fixed)
+
+
 def batch_for(dp: int, target: float) -> int:
     """Sequences per step: the target rounded to a multiple of dp (at least dp)."""
     return dp * max(1, round(target / dp))
@@ -162,7 +173,7 @@ def structures(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, limits: Sp
     L = spec.num_layers
     no_pipeline = spec.tie_embeddings and not rules_for(limits.framework).pipeline_with_tied_embeddings
     no_cp = rules_for(limits.framework).cp_attention_untimed and "cp" not in fixed  # CP needs an untimed kernel
-    for tp in tp_options(spec, gpus, max_tp, rules_for(limits.framework).kv_subsharding):
+    for tp in tp_options(spec, gpus, max_tp, free_kv_subsharding(spec, limits, "tp" in fixed)):
         if "tp" in fixed and tp != fixed["tp"]:
             continue
         for cp in divisors(gpus // tp):
@@ -199,7 +210,7 @@ def sequence_split_note(spec: ModelSpec, gpus: int, seq_len: int, max_tp: int, l
     `plan --model llama-3.1-405b --gpus 64 --seq-len 4097` named more GPUs only."""
     if limits is None or not limits.sequence_split or "tp" in limits.fixed:
         return ""
-    tps = [tp for tp in tp_options(spec, gpus, max_tp, rules_for(limits.framework).kv_subsharding) if tp > 1]
+    tps = [tp for tp in tp_options(spec, gpus, max_tp, free_kv_subsharding(spec, limits)) if tp > 1]
     if not tps or any(sequence_split_runs(limits.framework, True, tp=tp, cp=1, seq_len=seq_len, micro_batch=None)
                       for tp in tps):
         return ""
