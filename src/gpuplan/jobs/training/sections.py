@@ -67,7 +67,8 @@ def time_section(gpu, peak: float, time: TimeEstimate, flops: Flops, inputs: Tra
     return Section("GPU time", (
         Line("peak_flops", f"dense {inputs.dtype} peak per GPU", peak, "FLOP/s", f"{peak / 1e12:.4g} TFLOP/s",
              gpu.name),
-        Line("mfu", f"MFU ({inputs.dtype} basis)" + (" (solved)" if solved == "mfu" else ""), budget.mfu, "fraction",
+        Line("mfu", f"MFU ({inputs.dtype} basis{', with the ramp' if time.ramp is not None else ''})"
+             + (" (solved)" if solved == "mfu" else ""), budget.mfu, "fraction",
              f"{budget.mfu:.1%}", f"{basis}; {source}", *_mfu_band(time)),
         *((ramp_line(time.ramp, inputs, plan),) if time.ramp is not None else ()),  # --batch-ramp: MFU / factor
         Line("hfu", "HFU (hardware FLOPs utilisation)", hfu, "fraction", f"{hfu:.1%}", "MFU x hardware/model FLOPs"),
