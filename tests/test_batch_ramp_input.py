@@ -29,10 +29,11 @@ def test_phases_parse_in_sequences_tokens_and_linear_steps():
     # Llama 3 405B (arXiv:2407.21783 Sec. 3.4.1): 4M tokens for 252M, 8M to 2.87T; 4e6 / 8,192 = 488.28125 sequences
     llama = BudgetInputs(**ask, batch_ramp="252M:4Mtok,2.618T:8Mtok")
     assert llama.ramp_phases() == [(252e6, pytest.approx(488.28125)), (2.618e12, pytest.approx(976.5625))]
-    # a linear ramp 192 -> 2,048 over 20B tokens: four 5B steps at 192 + 1,856 x (i + 0.5) / 4 (BLOOM's)
+    # a linear ramp 192 -> 2,048 over 20B tokens: 256 steps of 78.125M at 192 + 1,856 x (i + 0.5) / 256 (BLOOM's)
     bloom = BudgetInputs(**{**ask, "global_batch_tokens": None, "global_batch": 2048, "seq_len": 2048},
                          batch_ramp=[{"tokens": 2e10, "from": 192, "to": 2048}])
-    assert bloom.ramp_phases() == [(5e9, 424.0), (5e9, 888.0), (5e9, 1352.0), (5e9, 1816.0)]
+    assert bloom.ramp_phases()[:2] == [(78.125e6, 195.625), (78.125e6, 202.875)] and len(bloom.ramp_phases()) == 256
+    assert bloom.ramp_phases()[-1] == (78.125e6, 2044.375)
     assert bloom.model_dump()["batch_ramp"] == "20B:192-2048"  # dumped as the flag's text, read back the same
     assert BudgetInputs(**bloom.given_values()).ramp_phases() == bloom.ramp_phases()
 
@@ -128,18 +129,21 @@ def test_too_many_phases_are_refused():
         BudgetInputs(**TRAIN, batch_ramp=",".join(["1B:128"] * 33))
 
 
-def test_a_phase_the_pipeline_schedule_does_not_run_is_noted():
-    """Megatron-Core's interleaved schedule needs at least pp micro-batches a step (schedules.py@core_v0.18.0
-    L1068-1076): tp4 pp8 vpp10 on 256 H100 at 16 sequences leaves fewer; at 512 it runs (the search's own rule)."""
+def test_a_phase_the_pipeline_schedule_refuses_is_not_ranked(run_cli):
+    """Megatron-Core's interleaved schedule raises ValueError below pp micro-batches a step (schedules.py@core_v0.18.0
+    L1068-1076; review w16 R6 S1): tp4 pp8 vpp10 cp1 mb1 on 256 H100 is dp8, so a 16-sequence phase runs 2 < 8:
+    that layout is refused; with cp free the search answers one whose phase runs (dp2 cp4: 8 micro-batches)."""
     import gpuplan
+    from gpuplan.errors import InputError
     from gpuplan.jobs.budget.schema import BudgetInputs
 
     ask = dict(model="llama-3.1-70b", gpu="h100", gpus=256, mfu="predicted", tokens="2T", global_batch=512,
                framework="megatron", tp=4, pp=8, vpp=10)
-    noted = gpuplan.estimate_budget(BudgetInputs(**ask, batch_ramp="1T:16")).notes
-    assert any("16-sequence phase runs" in n and "fewer than --framework megatron's" in n for n in noted)
-    fine = gpuplan.estimate_budget(BudgetInputs(**{**ask, "cp": 1}, batch_ramp="1T:256")).notes
-    assert not any("pipeline schedule runs" in n for n in fine)
+    with pytest.raises(InputError, match="no layout searched runs every phase"):
+        gpuplan.estimate_budget(BudgetInputs(**ask, cp=1, micro_batch=1, batch_ramp="1T:16"))
+    free = gpuplan.estimate_budget(BudgetInputs(**ask, batch_ramp="1T:16"))
+    layout = free.value("mem_layout")
+    assert layout["vpp"] == 10 and 16 // (layout["dp"] * layout["micro_batch"]) >= 8, layout
 
 
 def test_plan_counts_the_ramp_once_in_its_ranked_days():
@@ -148,7 +152,7 @@ def test_plan_counts_the_ramp_once_in_its_ranked_days():
     import gpuplan
 
     # dp2 pp4 mb1: the 2-sequence phase runs one micro-batch a pipeline, x2.5 (counted twice, ranked / days was x2.5)
-    ask = {**{k: v for k, v in FIXED.items() if k != "mfu"}, "pp": 4}
+    ask = {**{k: v for k, v in FIXED.items() if k != "mfu"}, "pp": 4, "vpp": 1}  # vpp > 1 refuses 1 micro-batch
     plain = gpuplan.plan_report(gpuplan.PlanInputs(**ask))
     ramped = gpuplan.plan_report(gpuplan.PlanInputs(**ask, batch_ramp="500B:2"))
     assert ramped.line("batch_ramp").value > 2
@@ -160,3 +164,110 @@ def test_plan_counts_the_ramp_once_in_its_ranked_days():
 
     (days, ranked), (ramp_days, ramp_ranked) = first_row(plain), first_row(ramped)
     assert ramp_days > days and ramp_ranked / ramp_days == pytest.approx(ranked / days, rel=0.01)
+
+
+# review w16 R6 (mender MF): the 16-row cap (M1), the linear integration (S2), MFU (S3), N2-N5, N10
+
+R6_ASK = dict(model="llama-3.1-70b", gpu="h100", gpus=1024, tokens="2T", batch_ramp="200B:128,200B:256")
+"""The reviewer's ask: over 16 near-tied vpp variants of dp32 tp4 pp8 lead by steady time, all with a real factor."""
+
+
+def _steady_days(report) -> float:
+    """plan's steady days of its chosen layout: tokens / its steady throughput."""
+    return 2e12 / report.value("best_tokens_per_second") / 86400
+
+
+def test_no_untimed_row_wins_past_the_ranking_cap():
+    """Before the fix row 17 kept factor 1 and won: plan printed dp32 tp4 pp8 vpp10 at its steady 21.66 days beside
+    'x1.132', and train answered it at 24.51 days; dp32 tp4 pp4 vpp20 cp2 runs the ramp at x1.027, 21.35 days."""
+    import gpuplan
+    from gpuplan.jobs.budget.schema import BudgetInputs
+
+    plan = gpuplan.plan_report(gpuplan.PlanInputs(**R6_ASK))
+    train = gpuplan.estimate_budget(BudgetInputs(**R6_ASK, mfu="predicted"))
+    factor = plan.value("batch_ramp")
+    assert plan.value("best_days") == pytest.approx(_steady_days(plan) * factor, rel=1e-9)  # the days hold the ramp
+    assert plan.value("best_days") == pytest.approx(train.value("wall_days"), rel=1e-9)
+    assert plan.value("best_days") < 21.66 * (1 - 0.01) and factor < 1.1
+    # S3: one MFU, the run's average, labelled so at both doors
+    assert plan.value("best_mfu") == pytest.approx(train.value("mfu"), rel=1e-9)
+    assert "with the ramp" in plan.line("best_mfu").label and "with the ramp" in train.line("mfu").label
+
+
+def test_a_deadline_is_met_with_the_ramp_not_before_it():
+    """`plan --days 30 --tokens 2T --batch-ramp 1T:128` answered 736 GPUs at 29.17 days (steady) beside x1.112:
+    32.4 days with the ramp, past the deadline. A row meets it on its ramp-inclusive days with failures."""
+    import gpuplan
+
+    plan = gpuplan.plan_report(gpuplan.PlanInputs(model="llama-3.1-70b", gpu="h100", days=30, tokens="2T",
+                                                  batch_ramp="1T:128"))
+    assert plan.value("best_days") == pytest.approx(_steady_days(plan) * plan.value("batch_ramp"), rel=1e-9)
+    assert plan.value("fail_wall_seconds") / 86400 <= 30
+
+
+def test_a_linear_phase_is_integrated_within_half_a_percent():
+    """1T:64-1024 on llama-3.1-70b's steady dp64 tp4 pp4 vpp20 (1,024 H100): the exact factor gives each runnable
+    batch (multiples of 64) the continuous ramp's token share; LINEAR_STEPS midpoints read it within 0.5% (4 read
+    x1.066 against x1.119). Past EXACT_BATCHES distinct batches, interpolating in 1/b is within 0.5% of timing all."""
+    from gpuplan.jobs.budget.schema import BudgetInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+    from gpuplan.jobs.training.layout import layout_for_gpus
+    from gpuplan.planner import batch_ramp as R
+    from gpuplan.schema.batch_ramp_field import RampPhase
+
+    inputs = BudgetInputs(model="llama-3.1-70b", gpu="h100", gpus=1024, mfu="predicted", tokens="2T")
+    ev, plan = evaluator_for(inputs), layout_for_gpus(inputs, 1024)
+    assert plan.layout.dp * plan.layout.micro_batch == 64 and plan.global_batch == 1024
+    steady = plan.step_seconds / (plan.global_batch * plan.seq_len)
+    edges = [64.0] + [(k + 0.5) * 64 for k in range(1, 16)] + [1024.0]  # b -> 64 round(b / 64): [96, 160) -> 128
+    ramp = sum(1e12 * (hi - lo) / 960 * R.phase_seconds_per_token(ev, plan, (lo + hi) / 2)
+               for lo, hi in zip(edges, edges[1:]))
+    exact = (ramp + 1e12 * steady) / (2e12 * steady)
+    read = R.ramp_timing(ev, plan, 2e12, RampPhase(1e12, 64, 1024).sequences(plan.seq_len)).factor
+    assert read == pytest.approx(exact, rel=0.005) and exact > 1.1
+    # 8 to 512 sequences on the 8-GPU dp8 fixed layout: 64 distinct batches, 24 timed and the rest interpolated
+    from gpuplan.jobs.budget.schema import BudgetInputs as B
+    from gpuplan.jobs.training.layout import layout_for_gpus as pick
+
+    small_inputs = B(**{**FIXED, "global_batch": 1024})
+    small, small_ev = pick(small_inputs, 8), evaluator_for(small_inputs)
+    steps = RampPhase(5e11, 8, 512).sequences(2048)
+    every = {b: R.phase_seconds_per_token(small_ev, small, b) for b in range(8, 513, 8)}
+    share = {}
+    for tokens, b in steps:
+        share[R.runnable_batch(small, b)] = share.get(R.runnable_batch(small, b), 0.0) + tokens
+    s_steady = small.step_seconds / (small.global_batch * small.seq_len)
+    timed_all = (sum(t * every[b] for b, t in share.items()) + 5e11 * s_steady) / (1e12 * s_steady)
+    assert len(share) > R.EXACT_BATCHES
+    assert R.ramp_timing(small_ev, small, 1e12, steps).factor == pytest.approx(timed_all, rel=0.005)
+
+
+def test_refusals_echo_the_text_typed_and_short_phases_are_refused():
+    """N2: '1e308:512' was echoed as '1e+296T:512'; N3: '1:1' and '0.5:512' (shorter than one step of their batch)
+    were answered x1.000; N4: 32 phases fit in the text form (256 characters held ~19)."""
+    from gpuplan.errors import InputError
+    from gpuplan.jobs.budget.schema import BudgetInputs
+
+    with pytest.raises(InputError, match="got '1e308:256'"):
+        BudgetInputs(**TRAIN, batch_ramp="1e308:256")
+    for short in ("1:1", "0.5:512"):
+        with pytest.raises(InputError, match="at least one step of its batch"):
+            BudgetInputs(**TRAIN, batch_ramp=short)
+    text = ",".join(["2.618B:1Mtok"] * 32)  # 415 characters: 32 x 13 less a comma
+    assert len(text) > 256 and len(BudgetInputs(**TRAIN, batch_ramp=text).batch_ramp) == 32
+    with pytest.raises(InputError, match="longer than 1024 characters"):
+        BudgetInputs(**TRAIN, batch_ramp=",".join(["2.618B:1Mtok"] * 80))
+
+
+def test_the_inputs_echo_the_ramp_and_the_models_step_is_the_steady_one():
+    """N10: train's inputs carry batch_ramp as typed; N5: the validation's 'the model's step' is the steady step
+    (io_step_seconds is the run's average, the steady step x the ramp's factor)."""
+    import gpuplan
+    from gpuplan.jobs.budget.schema import BudgetInputs
+    from gpuplan.jobs.validation.gpu_hours import _step_text
+
+    report = gpuplan.estimate_budget(BudgetInputs(**FIXED, batch_ramp="500B:32"))
+    assert [line.value for line in report.inputs if line.key == "batch_ramp"] == ["500B:32"]
+    factor, step = report.value("batch_ramp"), report.value("io_step_seconds")
+    run = {"global_batch": 64, "seq_len": 2048, "tokens": 1e12, "measured_gpu_hours": 1e4, "gpus": 8}
+    assert f"the model's step {step / factor:.3g} s" in _step_text(run, report) and factor > 1.01

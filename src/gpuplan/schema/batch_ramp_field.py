@@ -17,7 +17,7 @@ A plan file or an API body may give the same text, a list of such texts, or a li
 
 # No `from __future__ import annotations` here: pydantic reads the field's annotation as the object it is.
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import PlainSerializer, model_validator
@@ -30,13 +30,23 @@ from gpuplan.schema.base import JobInputs
 
 FIELD = "batch_ramp"
 MAX_PHASES = 32
-"""Phases one ramp may give: Megatron's --rampup-batch-size (start, increment, samples) steps by a fixed increment
-(BLOOM 176B: 192 -> 2,048 by 16, 116 steps) and is given here as one linear phase; stated schedules name 2-3
-(Llama 3 405B 2, PaLM 2: arXiv:2204.02311 Sec. 5). Each phase is timed on the chosen layout per ranked
-candidate (planner.batch_ramp), so the count bounds the work."""
-LINEAR_STEPS = 4
-"""A linear phase FROM-TO is timed as this many equal-token steps at their middle batches (the validation's
-reading of a 'gradually increased' batch, jobs.validation.gpu_hours before this field: BLOOM, DeepSeek-V3)."""
+"""Phases one ramp may give: a fixed-increment ramp (BLOOM 176B's Megatron-DeepSpeed --rampup-batch-size: 192 ->
+2,048 by 16, 116 steps) is given here as one linear phase; Megatron-Core at core_v0.18.0 deprecates
+--rampup-batch-size for --step-batch-size-schedule, a list of (threshold, batch) entries
+(megatron/core/num_microbatches_calculator.py@core_v0.18.0 L90-104); stated schedules name 2-3 (Llama 3 405B 2,
+PaLM 2: arXiv:2204.02311 Sec. 5). Each phase is timed on the chosen layout per ranked candidate
+(planner.batch_ramp), so the count bounds the work."""
+MAX_RAMP_TEXT = 1024
+"""Characters the text form may hold (the other text fields' schema.types.MAX_TEXT is 256, which held ~19 phases
+of '2.618T:8Mtok,'): 32 phases of up to 31 characters each with their commas."""
+LINEAR_STEPS = 256
+"""A linear phase FROM-TO is read as this many equal-token steps at their middle batches; each runs at its
+runnable batch (planner.batch_ramp.runnable_batch), and ramp_timing times each distinct runnable batch once (or,
+past EXACT_BATCHES of them, interpolates), so the step count sets only how finely each runnable batch's token
+share is read (to 1/256 of the phase), not the work. With 4 steps (the reading before review w16 R6 S2)
+llama-3.1-70b's 1T:64-1024 on dp64 tp4 pp4 vpp20 (1,024 H100) read x1.066, 16 steps x1.160 (the midpoints alias
+with the runnable batches, multiples of 64), 256 steps x1.1213 against the exact x1.1188 (each runnable batch at the
+continuous ramp's token share: 0.23% high; tests/test_batch_ramp_input.py holds it within 0.5%)."""
 FORMS = ("TOKENS:BATCH phases separated by commas, the batch in sequences, in tokens with a 'tok' suffix, or "
          "linear FROM-TO, e.g. 469B:3072-15360 or 252M:4Mtok,2.618T:8Mtok")
 
@@ -50,6 +60,8 @@ class RampPhase:
     start: float
     end: float
     in_tokens: bool = False
+    given: str = field(default="", compare=False)
+    """The phase's text as typed (refusals echo it); '' for a pair or a mapping."""
 
     def text(self) -> str:
         unit = "tok" if self.in_tokens else ""
@@ -122,7 +134,14 @@ def _phase(item: Any, whole: Any) -> RampPhase:
         raise InputError(FIELD, whole, "a linear phase gives both ends in one unit (sequences, or tokens: 'tok')")
     if high < low:
         raise InputError(FIELD, whole, "a linear phase grows its batch: FROM-TO with FROM below TO")
-    return RampPhase(count, low, high, low_tok)
+    return RampPhase(count, low, high, low_tok, item.strip() if isinstance(item, str) else "")
+
+
+def _long_text(value: str) -> list[str]:
+    """Text past schema.types.MAX_TEXT (up to MAX_RAMP_TEXT): each comma-separated part read as a name is."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InputError(FIELD, value[:40] + "...", "must not contain control characters (a newline, a tab, ...)")
+    return [part.strip() for part in value.strip().split(",")]
 
 
 def parse_batch_ramp(value: Any, info=None) -> tuple[RampPhase, ...]:
@@ -130,7 +149,10 @@ def parse_batch_ramp(value: Any, info=None) -> tuple[RampPhase, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        items: Any = [part for part in T.name(value, info).split(",")]
+        if len(value.strip()) > MAX_RAMP_TEXT:
+            raise InputError(FIELD, value.strip()[:40] + "...", f"is longer than {MAX_RAMP_TEXT} characters; give "
+                             "a list of phases (a plan file, the APIs)")
+        items: Any = T.name(value, info).split(",") if len(value) <= T.MAX_TEXT else _long_text(value)
     elif isinstance(value, list | tuple):
         items = list(value)
     else:
@@ -141,7 +163,7 @@ def parse_batch_ramp(value: Any, info=None) -> tuple[RampPhase, ...]:
 
 
 BatchRamp = Annotated[T.typed(tuple[RampPhase, ...], parse_batch_ramp, {"anyOf": [
-    {"type": "string", "maxLength": T.MAX_TEXT}, {"type": "array", "maxItems": MAX_PHASES}]}),
+    {"type": "string", "maxLength": MAX_RAMP_TEXT}, {"type": "array", "maxItems": MAX_PHASES}]}),
                       PlainSerializer(lambda phases: ",".join(p.text() for p in phases), return_type=str)]
 
 
@@ -158,7 +180,7 @@ class BatchRampFields(JobInputs):
     def _ramp_rules(self) -> "BatchRampFields":
         if not self.batch_ramp:
             return self
-        text = ",".join(p.text() for p in self.batch_ramp)
+        text = ",".join(p.given or p.text() for p in self.batch_ramp)  # as typed (review w16 R6 N2)
         if not getattr(self, "time_predicted", True):
             raise InputError(FIELD, text, "is timed by the step model on the chosen layout: give --mfu predicted "
                              "(a given or solved MFU is the run's average already)")
@@ -169,6 +191,10 @@ class BatchRampFields(JobInputs):
             if low < 1:
                 raise InputError(FIELD, text, f"each phase's batch holds at least one sequence of --seq-len "
                                  f"{seq_len:,} tokens")
+            if phase.tokens < low * seq_len:  # review w16 R6 N3: '1:1' or '0.5:512' was answered x1.000
+                raise InputError(FIELD, text, f"each phase trains at least one step of its batch: "
+                                 f"{phase.given or phase.text()} is {phase.tokens:,.6g} tokens, one step of "
+                                 f"{low:,.6g} sequences x {seq_len:,} tokens is {low * seq_len:,.6g}")
             if low >= steady or high > steady:
                 raise InputError(FIELD, text, f"each phase's batch must be below the steady batch ({steady:,.6g} "
                                  f"sequences of {seq_len:,} tokens: --global-batch / --global-batch-tokens)")

@@ -25,7 +25,7 @@ from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
 from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
 from gpuplan.jobs.plan.fallbacks_told import idle_reason, plan_counts_without_layout, plan_fallback_note
 from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, idle_told
-from gpuplan.jobs.training.batch_ramp import ramp_line, ramp_notes, ramp_on
+from gpuplan.jobs.training.batch_ramp import ramp_input, ramp_line, ramp_notes, ramp_on
 from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
                                   row_layout, seconds_per_sequence)
 from gpuplan.planner.search import LayoutTable, pareto_front
@@ -119,9 +119,11 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int,
     days, hours = float(t["days"][i]), float(t["gpu_hours"][i])
     cost = None if price is None else float(t["cost"][i])
     idle = idle_told(plan, inputs.gpus)  # of a count the user gave, not a search count
+    ramp = "ramp_factor" in t.columns and inputs.batch_ramp  # --batch-ramp: the run's MFU, train's (review w16 R6 S3)
+    mfu = plan.mfu / (float(t["ramp_factor"][i]) if ramp else 1.0)
     return (
         Line("best_layout", "your layout (best with the degrees given)" if inputs.layout_given else "best layout",
-             plan.text(), text=f"{plural(plan.gpus, 'GPU')}, {plan.text()}: {t['days'][i]:,.1f} days, MFU {plan.mfu:.1%}",
+             plan.text(), text=f"{plural(plan.gpus, 'GPU')}, {plan.text()}: {t['days'][i]:,.1f} days, MFU {mfu:.1%}",
              formula=f"ranked by {RANKED[rank_by_of(inputs)]}"),
         Line("best_gpus", "GPUs used", plan.gpus, "GPUs", f"{plan.gpus:,}"),
         Line("idle_gpus", "GPUs left idle", idle, "GPUs", f"{idle:,} of {plan.gpus_asked:,}" if idle else "none",
@@ -134,9 +136,10 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int,
         Line("best_days", "wall-clock", days, "days", format_duration(days * SECONDS_PER_DAY),  # 18.64 h, as failures'
              f"band ±{error:.1%}: {band_source}",
              *band(days)),
-        Line("best_mfu", f"predicted MFU ({dtype} basis)", plan.mfu, "fraction", f"{plan.mfu:.1%}",
-             f"exact model FLOPs (full-attention convention, LM head) / dense {dtype} peak "
-             f"{peak / 1e12:,.0f} TFLOP/s", plan.mfu / (1 + error), min(1.0, plan.mfu / (1 - error))),
+        Line("best_mfu", f"predicted MFU ({dtype} basis{', with the ramp' if ramp else ''})", mfu, "fraction",
+             f"{mfu:.1%}", f"exact model FLOPs (full-attention convention, LM head) / dense {dtype} peak "
+             f"{peak / 1e12:,.0f} TFLOP/s" + ("; the run's average: the steady MFU / the batch ramp's factor, as "
+             "train's" if ramp else ""), mfu / (1 + error), min(1.0, mfu / (1 - error))),
         Line("best_hfu", "predicted HFU", plan.hfu, "fraction", f"{plan.hfu:.1%}", "counts recomputed FLOPs"),
         Line("best_tokens_per_second", "throughput", plan.tokens_per_second, "tokens/s",
              f"{plan.tokens_per_second:,.0f} tokens/s"),
@@ -181,7 +184,7 @@ def _report_inputs(inputs: PlanInputs, model: str, gpu, counts, deadline: float 
             Line("gpu", "accelerator", gpu.id, text=gpu.name),
             Line("gpu_counts", "GPU counts", ",".join(map(str, counts))),
             Line("deadline", "deadline", deadline, "days", "none" if deadline is None
-                 else plural(deadline, "day", "g") + ("" if inputs.days else " (the article's default)")))
+                 else plural(deadline, "day", "g") + ("" if inputs.days else " (the article's default)"))) + ramp_input(inputs)
 
 
 def plan_report(inputs: PlanInputs, progress=None) -> Report:

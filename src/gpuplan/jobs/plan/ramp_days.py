@@ -1,28 +1,61 @@
 """`plan`'s rows with --batch-ramp: each candidate layout's ramp factor (planner.batch_ramp.with_ramp_factors)
-multiplies its days, GPU-hours and cost, and planner.plan.slow_end_seconds_per_token ranks by it; the rows
-`plan --gpus` and `train --mfu predicted` rank first by time are timed, and with a deadline the first rows of
-the deadline rule's order (fewest GPUs, then cheapest) as well."""
+multiplies its days, GPU-hours and cost, and planner.plan.slow_end_seconds_per_token ranks by it. The rows the
+answer's own ranking puts first (--rank-by time / cost / gpus, or a deadline's rule on each row's ramp-inclusive
+days with failures) are timed until the leaders are all timed (planner.batch_ramp.settle_ramp; `plan`'s top-N
+table's rows too), so no row wins on the factor 1 an untimed row holds (review w16 R6 M1)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from gpuplan.jobs.plan.deadline import deadline_of
 from gpuplan.planner.batch_ramp import with_ramp_factors
+from gpuplan.planner.plan import ranking
+
+SCALED = ("days", "gpu_hours", "cost")
+"""The columns a row's ramp factor multiplies (its wall-clock and what follows it)."""
 
 
-def with_ramp_days(inputs, ev, fitting, deadline: float | None = None):
-    """``fitting`` (rows with days, gpu_hours, cost) with ``ramp_factor`` and those three x it; unchanged without
-    a ramp. ``deadline`` (days): the rows meeting it at steady state, fewest GPUs then cheapest, are timed too."""
+def with_ramp_days(inputs, ev, fitting, most_days: float | None = None, point_share=1.0, limits=None):
+    """(``fitting`` (rows with days, gpu_hours, cost) with ``ramp_factor`` and those three x it, ``point_share``
+    of the rows kept); both unchanged without a ramp. The deadline (``most_days``, else the ask's: deadline_of):
+    a row meets it on its ramp-inclusive days x ``point_share`` (days with failures, jobs.plan.completes), and the
+    deadline rule orders the rows that do. ``limits``: the search's SpaceLimits; rows whose ramp phase the
+    framework's pipeline schedule refuses are dropped (planner.batch_ramp.phase_refused)."""
     phases = inputs.ramp_phases() if hasattr(inputs, "ramp_phases") else []
     if not phases or not len(fitting):
-        return fitting
-    also = None
-    if deadline is not None:
-        meets = np.flatnonzero(fitting["days"] <= deadline * (1 + 1e-12))
-        cheapest = fitting["cost"] if not np.isnan(fitting["cost"]).all() else fitting["gpu_hours"]
-        also = meets[np.lexsort((cheapest[meets], fitting["gpus"][meets]))]
-    fitting = with_ramp_factors(ev, fitting, float(inputs.tokens), phases, also=also)
-    for name in ("days", "gpu_hours", "cost"):
-        fitting.columns[name] = fitting[name] * fitting["ramp_factor"]
-    return fitting
+        return fitting, point_share
+    for name in SCALED:
+        fitting.columns["steady_" + name] = fitting[name]
+    fitting.columns["point_share"] = np.broadcast_to(np.asarray(point_share, dtype=float), (len(fitting),)).copy()
+    fitting = with_ramp_factors(ev, fitting, float(inputs.tokens), phases, order=_order(inputs, most_days
+                                                                                          or deadline_of(inputs)),
+                                lead=int(getattr(inputs, "top", 1) or 1), limits=limits, on_factors=_scale)
+    for name in SCALED:
+        fitting.columns.pop("steady_" + name)
+    return fitting, fitting.columns.pop("point_share")
 
+
+def _scale(fitting) -> None:
+    """days, gpu_hours and cost: the steady ones x the row's ramp factor."""
+    for name in SCALED:
+        fitting.columns[name] = fitting["steady_" + name] * fitting["ramp_factor"]
+
+
+def _order(inputs, deadline: float | None):
+    """The ranking the answer takes (jobs.plan.deadline.rank_by_of; planner.plan.ranking), on the rows as they
+    stand: a deadline's rule over the rows meeting it (or, none meeting the article's default week, the fastest
+    count's rows, as jobs.plan.deadline.deadline_rows answers)."""
+    told = "rank_by" in getattr(inputs, "given", ())
+    rank_by = getattr(inputs, "rank_by", "time") if told or deadline is None else "deadline"
+
+    def order(t) -> np.ndarray:
+        if deadline is None:
+            return ranking(t, rank_by, t["cost"])
+        with_failures = t["days"] * t["point_share"]
+        rows = np.flatnonzero(with_failures <= deadline)
+        if not len(rows):
+            rows = np.flatnonzero(t["gpus"] == t["gpus"][int(np.argmin(with_failures))])
+        return rows[ranking(t.take(rows), rank_by, t["cost"][rows])]
+
+    return order

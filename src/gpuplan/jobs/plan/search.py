@@ -395,7 +395,7 @@ def _with_days(inputs: PlanInputs, ev: Evaluator, fitting: LayoutTable, price: f
     fitting.columns["gpu_hours"] = wall * fitting["gpus"] / 3600
     fitting.columns["cost"] = fitting["gpu_hours"] * (price if price is not None else np.nan)
     fitting, point_share = with_completing_shares(inputs, ev, fitting)  # the rows that finish with failures
-    fitting = with_ramp_days(inputs, ev, fitting, most_days or deadline_of(inputs))  # --batch-ramp
+    fitting, point_share = with_ramp_days(inputs, ev, fitting, most_days, point_share, space_limits(inputs))
     fitting.columns["days_with_failures"] = fitting["days"] * point_share  # the answer's, row by row
     return fitting
 

@@ -23,6 +23,15 @@ def ramp_on(inputs, plan, evaluator=None):
     return ramp_timing(ev, plan, float(inputs.tokens), phases)
 
 
+def ramp_input(inputs) -> tuple[Line, ...]:
+    """The inputs' echo of --batch-ramp, as typed (review w16 R6 N10); () without one."""
+    phases = getattr(inputs, "batch_ramp", None)
+    if not phases:
+        return ()
+    text = ",".join(p.given or p.text() for p in phases)
+    return (Line("batch_ramp", "batch ramp", text, text=text),)
+
+
 def ramp_line(ramp, inputs, plan) -> Line:
     """'batch ramp: x1.050 (469B:3072-15360, then 15,360 sequences; steady MFU 40.6%)': the MFU line above it is
     the run's average, the steady one / the factor."""
@@ -33,47 +42,19 @@ def ramp_line(ramp, inputs, plan) -> Line:
 
 
 def ramp_notes(ramp, plan, inputs=None) -> tuple[str, ...]:
-    """Where a phase's batch is not a whole number of micro-batches per data-parallel rank: what it runs at; and
-    where the framework's pipeline schedule does not run a phase's micro-batches on the layout (schedule_note)."""
-    if ramp is None:
+    """Where a phase's batch is not a whole number of micro-batches per data-parallel rank: what it runs at. (A
+    layout one of whose phases the framework's pipeline schedule refuses is not ranked at all:
+    planner.batch_ramp.phase_refused.)"""
+    if ramp is None or not ramp.rounded:
         return ()
     lay = plan.layout
     per = lay.dp * lay.micro_batch
-    note = schedule_note(inputs, plan, ramp) if inputs is not None else ""
-    out = [note] if note else []
-    if ramp.rounded:
-        shown = ", ".join(f"{asked:,.6g} -> {run:,}" for asked, run in ramp.rounded)
-        out.insert(0, f"batch ramp: a phase's batch runs as a whole number of micro-batches per data-parallel rank "
-                   f"(dp {lay.dp} x micro-batch {lay.micro_batch} = {per:,} sequences), the nearest: {shown} "
-                   f"sequences; Megatron-Core asserts the ramp's batch divides into micro_batch x dp "
-                   f"(megatron/core/num_microbatches_calculator.py@core_v0.18.0 L381-388)")
-    return tuple(out)
-
-
-def schedule_note(inputs, plan, ramp) -> str:
-    """'' unless a phase leaves the layout fewer micro-batches a step than the framework's pipeline schedule runs
-    (the search's own rules for the steady batch, planner.space: Megatron-Core's interleaved schedule needs at least
-    pp, schedules.py@core_v0.18.0 L1068-1076, framework_rules.interleaved_runs; torch.distributed.pipelining's,
-    framework_rules.torch_pipeline_runs). The phase is timed as the step model runs it; the ranking does not
-    exclude such a layout (planner.batch_ramp)."""
-    from gpuplan.jobs.plan.search import space_limits
-    from gpuplan.jobs.training.layout import with_budget_fields
-    from gpuplan.planner.framework_rules import interleaved_runs, rules_for, torch_pipeline_runs
-
-    lay = plan.layout
-    if lay.pp == 1:
-        return ""
-    limits = space_limits(with_budget_fields(inputs))
-    needs_pp = lay.vpp > 1 and (limits.interleaved_needs_pp_micro_batches or limits.combined_1f1b)
-    torch_pp = rules_for(limits.framework).torch_pipelining
-    bad = [run for run in ramp.run
-           if (needs_pp and not interleaved_runs(lay.pp, lay.vpp, run // (lay.dp * lay.micro_batch),
-                                                 limits.combined_1f1b))
-           or (torch_pp and not bool(torch_pipeline_runs(lay.pp, lay.vpp, run // (lay.dp * lay.micro_batch))))]
-    if not bad:
-        return ""
-    per = lay.dp * lay.micro_batch
-    return (f"batch ramp: the {', '.join(f'{b:,}' for b in bad)}-sequence phase runs {bad[0] // per} micro-batch(es) a "
-            f"step on {plan.text()}, fewer than --framework {limits.framework}'s pipeline schedule runs on pp {lay.pp} "
-            f"(Megatron-Core's interleaved schedule: at least pp, schedules.py@core_v0.18.0 L1068-1076; "
-            f"planner.framework_rules); timed as the step model runs it, the ranking does not exclude the layout")
+    pairs = [f"{asked:,.6g} -> {run:,}" for asked, run in ramp.rounded]  # a linear phase: 256 steps, shown in short
+    shown = ", ".join(pairs) if len(pairs) <= 6 else \
+        f"{', '.join(pairs[:3])}, ..., {pairs[-1]} ({len(pairs)} steps rounded)"
+    return (f"batch ramp: a phase's batch runs as a whole number of micro-batches per data-parallel rank "
+            f"(dp {lay.dp} x micro-batch {lay.micro_batch} = {per:,} sequences), the nearest (this tool's choice): "
+            f"{shown} sequences; Megatron-Core does not round a schedule's batch, it asserts the batch divides into "
+            f"micro_batch x dp (megatron/core/num_microbatches_calculator.py@core_v0.18.0 L580-587) and refuses "
+            f"--decrease-batch-size-if-needed beside a --step-batch-size-schedule (L264-268): state the rounded "
+            f"batch in the schedule",)

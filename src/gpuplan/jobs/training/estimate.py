@@ -17,6 +17,7 @@ from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core.model.spec import count_parameters
 from gpuplan.core.units import format_count
 from gpuplan.jobs.training import sections as S
+from gpuplan.jobs.training.batch_ramp import ramp_input
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.jobs.training.timing import AfterAllowances, estimate_time
 from gpuplan.report.model import Line, Report
@@ -48,7 +49,7 @@ def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | 
         Line("dtype", "compute dtype", inputs.dtype),
         Line("finetune", "training", inputs.finetune if inputs.finetune == "full" else
              f"{inputs.finetune} (rank {inputs.lora_rank}, frozen base)"),
-    )
+    ) + ramp_input(inputs)
     report = Report("train", f"Training estimate: {spec.name} on {format_count(inputs.tokens)} tokens, {gpu.name}",
                     report_inputs, S.assumptions(inputs, gpu, peak, time, spec.mtp_layers, asked), sections,
                     ((time.deadline_note,) if time.deadline_note else ()) + S.notes(spec, counts, flops, inputs, plan, asked, time),

@@ -71,15 +71,16 @@ def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):
     completes the rows stay unweighed: the budget's Failures section then says why (commit 875dd94's open
     point: train weighed the counts below an irregular N without the share)."""
     phases = inputs.ramp_phases()  # --batch-ramp: the candidates ranked with their ramp (planner.batch_ramp)
+    limits = space_limits(inputs) if phases else None  # a phase the framework's schedule refuses: row dropped
 
     def weigh(fitting: LayoutTable) -> LayoutTable:
         try:
             fitting = _could_win(inputs, ev, fitting) if first_only and not phases else fitting
             kept, _ = with_completing_shares(inputs, ev, fitting)
         except InputError:
-            return with_ramp_factors(ev, fitting, inputs.tokens, phases, gpus)
+            return with_ramp_factors(ev, fitting, inputs.tokens, phases, gpus, limits=limits)
         kept.columns["gpus_asked"] = np.full(len(kept), gpus, dtype=np.int64)
-        return with_ramp_factors(ev, kept, inputs.tokens, phases, gpus)
+        return with_ramp_factors(ev, kept, inputs.tokens, phases, gpus, limits=limits)
 
     return weigh
 
