@@ -210,10 +210,11 @@ def test_end_to_end_gpu_hours_times_the_layout_a_run_states():
     runs = reference_runs_by_id()
     bloom = run_inputs(runs["bloom-176b"])
     assert (bloom.tp, bloom.pp, bloom.vpp, bloom.cp, bloom.ep, bloom.zero, bloom.micro_batch) == (4, 12, 1, 1, 1, 1, 2)
-    # four equal steps of the linear ramp: 192 + (2048 - 192) x (i + 0.5) / 4 sequences, 5e9 tokens each
+    # 256 equal steps of the linear ramp (batch_ramp_field.LINEAR_STEPS, review w16 R6 S2): 192 + (2048 - 192) x
+    # (i + 0.5) / 256 sequences, 2e10 / 256 = 78.125M tokens each
     phases = ramp_phases(runs["bloom-176b"])
-    assert [t for t, _ in phases] == pytest.approx([5e9] * 4)
-    assert [b for _, b in phases] == pytest.approx([424.0, 888.0, 1352.0, 1816.0])
+    assert [t for t, _ in phases] == pytest.approx([78.125e6] * 256)
+    assert [b for _, b in phases][:2] + [phases[-1][1]] == pytest.approx([195.625, 202.875, 2044.375])
     _, basis = end_to_end_gpu_hours(runs["bloom-176b"])
     assert "stated layout dp8 tp4 pp12 ZeRO-1 mb2" in basis and "batch ramp x1.0" in basis
     smol = run_inputs(runs["smollm3-3b"])
