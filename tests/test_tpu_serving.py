@@ -85,3 +85,28 @@ def test_the_memory_to_recommend_is_a_size_of_a_part_infer_answers_on():
     assert tpu_only == {16.0, 95.0} and not sizes & tpu_only
     assert TS.engine_modelled_on("vllm", "AMD") and not TS.engine_modelled_on("vllm", XLA_VENDOR)
     assert not TS.engine_modelled_on("trtllm", "AMD")
+
+
+def test_a_report_names_the_serving_sections_own_gpu_field():
+    """`gpuplan report` shares the plan file's gpu between training and serving: a TPU there was refused with '--gpu
+    h100', which would move the training sections off the TPU too (review w16 R7 M1). The line now names the nested
+    field the report reads, and that field answers: the training sections on the TPU, the serving one on the H100."""
+    from gpuplan.commands.report import reports_for_plan
+
+    plan = {"model": "llama-3-8b", "gpu": "tpu-v5p", "gpus": 64, "tokens": 1e11, "context": "8K", "batch": 8}
+    with pytest.raises(InputError) as info:
+        reports_for_plan(plan, "tpu_report.yaml", ("inference",))
+    line = str(info.value)
+    assert line.startswith("gpu: got 'tpu-v5p'; is a Google Cloud TPU v5p, where infer models no serving engine: ")
+    assert line.endswith(TS.VALID_IN_REPORT) and "inference: {gpu: h100}" in line and "--gpu h100" not in line
+    memory, serving = reports_for_plan({**plan, "inference": {"gpu": "h100"}}, "tpu_report.yaml",
+                                       ("memory", "inference"))
+    assert memory.line("gpu").value == "tpu-v5p" and serving.to_dict()["results"]["fits"] is True
+
+
+def test_the_refusal_names_every_kind_of_part_infer_answers_on():
+    """Gaudi 3 and Ascend 910B answer infer (core/serving/engines.py names their vLLM plugins): the line names them
+    with CUDA / ROCm (review w16 R7 N2: 'a CUDA / ROCm part' under-stated what is valid)."""
+    assert "CUDA / ROCm / Gaudi / Ascend" in TS.VALID_ON_TPU
+    for gpu in ("gaudi3", "ascend-910b"):
+        assert estimate_inference(InferenceInputs(model="llama-3-8b", gpu=gpu, search=False)).to_dict()["results"]

@@ -199,6 +199,21 @@ def test_errors_are_shown_inline_next_to_the_field(server, page):
     assert page.get_attribute("#panel-budget", "data-state") == "done"
 
 
+def test_a_tpu_is_refused_by_the_serving_panel_alone(server, page):
+    """The serving panel refuses a TPU (jobs/inference/tpu_serving.py) that the training panels answer on: its line
+    shows in that panel, the shared GPU select is not marked invalid (review w16 R7 M1: it was, with the serving
+    refusal written under it)."""
+    open_page(page, server)
+    pick_model(page, "llama-3-8b")
+    page.select_option("#gpu", "tpu-v5p")
+    page.fill("#gpus", "64")
+    calculate(page)
+    assert "infer models no serving engine" in page.text_content("#panel-inference .error-box")
+    assert page.get_attribute("#gpu", "aria-invalid") is None and page.text_content("#gpu-error") == ""
+    states = {name: page.get_attribute(f"#panel-{name}", "data-state") for name in ("budget", "memory", "plan")}
+    assert states == dict.fromkeys(states, "done"), [page.text_content(f"#panel-{n} .error-box") for n in states]
+
+
 def test_pasted_config_json(server, page):
     open_page(page, server)
     page.check("input[name=source][value=config]")

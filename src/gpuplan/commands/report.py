@@ -61,8 +61,14 @@ def reports_for_plan(data: dict[str, Any], where: str, sections: str | tuple[str
         """The section's job, through the door every command's job takes (commands.build.run_typed: a refusal
         after parsing quotes the text written for its field; `ttft_p99: 1ms` was told 'got 0.001' here once)."""
         from gpuplan.commands.build import run_typed
+        from gpuplan.jobs.inference.tpu_serving import NotServedOnTpu, in_report
 
-        return run_typed(JOBS[name].run, JOBS[name].schema, raw_for(name), where)
+        try:
+            return run_typed(JOBS[name].run, JOBS[name].schema, raw_for(name), where)
+        except NotServedOnTpu as refusal:  # the shared gpu is a TPU: name the serving section's own field
+            if name == "inference" and "gpu" not in (nested or {}):
+                raise in_report(refusal) from None
+            raise
 
     if "inference" not in sections and (nested or any(k in serving_only for k in data)):
         # serving fields in a report without its inference section are still checked, not ignored

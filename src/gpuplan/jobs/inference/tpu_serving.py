@@ -43,8 +43,21 @@ WHY_NOT_ON_TPU = {
 }
 """Why each engine's answer is not modelled on a TPU (module docstring; the sources are there)."""
 
-VALID_ON_TPU = "ask infer with a CUDA / ROCm part, e.g. --gpu h100 (gpuplan plan, train and memory answer on TPUs)"
-"""What the refusal names as valid."""
+VALID_ON_TPU = ("ask infer with any catalog part but a TPU (CUDA / ROCm / Gaudi / Ascend), e.g. --gpu h100 (gpuplan "
+                "plan, train and memory answer on TPUs)")
+"""What the refusal names as valid (gaudi3 and ascend-910b answer: core/serving/engines.py names their plugins)."""
+
+VALID_IN_REPORT = ("give the report's serving section a part of its own in the plan file, e.g. inference: {gpu: h100} "
+                   "(the budget, memory and plan sections keep the TPU: they answer on it)")
+"""What a report's refusal names as valid where its serving section took the plan file's shared gpu (commands.report:
+--gpu h100 there would move the training sections off the TPU too)."""
+
+
+class NotServedOnTpu(InputError):
+    """check_part's refusal: ``reason`` is its text before what it names as valid (VALID_ON_TPU), so a door that
+    shares the part with training (commands.report) can name its own fix."""
+
+    reason: str = ""
 
 
 def modelled_on(gpu) -> bool:
@@ -63,5 +76,13 @@ def check_part(gpu, engine: str, given: str | None = None) -> None:
     sglang, trtllm) is not modelled there and what is valid."""
     if modelled_on(gpu):
         return
-    raise InputError("gpu", given or gpu.id, f"is a {gpu.name}, where infer models no serving engine: "
-                     f"{WHY_NOT_ON_TPU[engine]}; {VALID_ON_TPU}")
+    reason = f"is a {gpu.name}, where infer models no serving engine: {WHY_NOT_ON_TPU[engine]}"
+    refusal = NotServedOnTpu("gpu", given or gpu.id, f"{reason}; {VALID_ON_TPU}")
+    refusal.reason = reason
+    raise refusal
+
+
+def in_report(refusal: NotServedOnTpu) -> InputError:
+    """``refusal`` as a report whose serving section shares the plan file's gpu with training tells it: the same
+    reason, naming the nested ``inference: {gpu: ...}`` the report reads (VALID_IN_REPORT)."""
+    return InputError(refusal.field, refusal.value, f"{refusal.reason}; {VALID_IN_REPORT}")

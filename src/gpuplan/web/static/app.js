@@ -236,8 +236,13 @@ function showError(panel, name, status, data) {
   const box = $(".error-box", panel);
   box.textContent = message;
   box.hidden = false;
-  formFieldsFor(name, data.field).forEach((field) => markField(field, message));
+  formFieldsFor(name, data.field).filter((field) => !(PANEL_ONLY_REFUSALS[name] || []).includes(field))
+    .forEach((field) => markField(field, message));
 }
+
+// Shared form fields a panel refuses for itself alone: the serving panel refuses a TPU (jobs/inference/tpu_serving.py)
+// that the budget, memory and plan panels answer on, so its refusal stays in its own panel, the GPU select unmarked.
+const PANEL_ONLY_REFUSALS = {inference: ["gpu"]};
 
 // ------------------------------------------------------------------ report rendering
 function el(tag, attrs = {}, ...children) {
@@ -491,14 +496,18 @@ function drawCharts(charts) {
   if (charts.memory) out.push(memoryChart(charts.memory));
   if (charts.cluster) {
     const c = charts.cluster, sel = c.selected ? [{x: c.selected, label: t("chart.selected")}] : [];
-    const pts = (ys) => c.gpus.map((g, i) => [g, ys[i], `${compact(g)} ${t("chart.gpus")}: ${compact(ys[i])}`]);
+    // a cost is null where the part has no price (the TPUs: 'n/a (no price: give --price)'): no point drawn for it
+    const pts = (ys) => c.gpus.map((g, i) => [g, ys[i], `${compact(g)} ${t("chart.gpus")}: ${compact(ys[i] ?? 0)}`])
+      .filter((p) => p[1] != null);
     out.push(plot({name: "cluster-time", title: t("chart.time_title"), xLabel: t("chart.gpus"), yLabel: t("chart.days"),
       xLog: true, yLog: true, xTicks: c.gpus, vlines: sel,
       series: [{name: "days", label: t("chart.days"), color: c.colors.on_demand, points: pts(c.days)}]}));
-    out.push(plot({name: "cluster-cost", title: t("chart.cost_title"), xLabel: t("chart.gpus"), yLabel: t("chart.usd"),
-      xLog: true, yZero: true, xTicks: c.gpus, vlines: sel,
-      series: [{name: "on_demand", label: t("chart.on_demand"), color: c.colors.on_demand, points: pts(c.on_demand_usd)},
-        {name: "spot", label: t("chart.spot"), color: c.colors.spot, points: pts(c.spot_usd)}]}));
+    const costs = [{name: "on_demand", label: t("chart.on_demand"), color: c.colors.on_demand, points: pts(c.on_demand_usd)},
+      {name: "spot", label: t("chart.spot"), color: c.colors.spot, points: pts(c.spot_usd)}].filter((s) => s.points.length);
+    if (costs.length) {
+      out.push(plot({name: "cluster-cost", title: t("chart.cost_title"), xLabel: t("chart.gpus"), yLabel: t("chart.usd"),
+        xLog: true, yZero: true, xTicks: c.gpus, vlines: sel, series: costs}));
+    }
   }
   if (charts.layouts) {
     const c = charts.layouts;
