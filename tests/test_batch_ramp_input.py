@@ -271,3 +271,14 @@ def test_the_inputs_echo_the_ramp_and_the_models_step_is_the_steady_one():
     factor, step = report.value("batch_ramp"), report.value("io_step_seconds")
     run = {"global_batch": 64, "seq_len": 2048, "tokens": 1e12, "measured_gpu_hours": 1e4, "gpus": 8}
     assert f"the model's step {step / factor:.3g} s" in _step_text(run, report) and factor > 1.01
+
+
+@pytest.mark.parametrize("rank_by", ["gpus", "cost"])
+def test_other_rankings_answer_a_timed_row(rank_by):
+    """`--gpus 256-2048 --rank-by gpus|cost --batch-ramp 500B:64` printed 79.10 days beside x1.037 (steady days of a
+    row the time-ordered loop never reached; train 82.01): the answer's own ranking now settles the leader."""
+    import gpuplan
+
+    plan = gpuplan.plan_report(gpuplan.PlanInputs(model="llama-3.1-70b", gpu="h100", gpus="256-2048", tokens="2T",
+                                                  batch_ramp="500B:64", rank_by=rank_by, top=1))
+    assert plan.value("best_days") == pytest.approx(_steady_days(plan) * plan.value("batch_ramp"), rel=1e-9)

@@ -171,34 +171,30 @@ def settle_ramp(ev, fitting, factors: np.ndarray, tokens: float, phases, gpus_as
     timed factors and 1 elsewhere; while the ranking's first ``lead`` rows hold an untimed one, time the untimed
     rows among its first max(lead, SETTLE_BATCH) and rank again. Factors only raise a row's time, cost and
     days, and only push it out of a deadline, so a leader that is timed is the ranking's true leader. Rows the
-    framework refuses (factor inf) are dropped at the end."""
+    framework refuses (factor inf) are dropped as they are found."""
     rank = order if order is not None else (lambda t: ranking(t, "time"))
     while True:
+        refused = np.isinf(factors)
+        if refused.all():
+            from gpuplan.errors import InputError
+
+            shown = ",".join(f"{t:.4g}:{b:g}" for t, b in phases)
+            raise InputError("batch_ramp", f"{shown} (tokens:sequences)", "no layout searched runs every phase: a "
+                             "phase leaves fewer micro-batches a step than the framework's pipeline schedule needs "
+                             "(Megatron-Core's interleaved schedule at least pp, schedules.py@core_v0.18.0 L1068-1076; "
+                             "planner.batch_ramp.phase_refused); give a larger phase batch, a smaller --pp or --vpp 1")
+        if refused.any():  # not ranked at all (--rank-by gpus would put a refused row with fewer GPUs first)
+            kept = np.flatnonzero(~refused)
+            fitting, factors = fitting.take(kept), factors[kept]
         fitting.columns["ramp_factor"] = np.where(np.isnan(factors), 1.0, factors)
         if on_factors is not None:
             on_factors(fitting)
-        first = rank(fitting)[: max(lead, 1)]
-        if not np.isnan(factors[first]).any() and not np.isinf(factors[first[:1]]).any():
-            break
-        untimed = [int(i) for i in rank(fitting)[: max(lead, SETTLE_BATCH)] if np.isnan(factors[i])]
-        if not untimed:  # the leaders are timed and refused: every row is (inf sorts last)
-            break
-        for i in untimed:
-            factors[i] = _row_factor(ev, fitting, i, tokens, phases, gpus_asked, limits)
-    runs = ~np.isinf(factors)
-    if not runs.any():
-        from gpuplan.errors import InputError
-
-        shown = ",".join(f"{t:.4g}:{b:g}" for t, b in phases)
-        raise InputError("batch_ramp", f"{shown} (tokens:sequences)", "no layout searched runs every phase: a phase "
-                         "leaves fewer micro-batches a step than the framework's pipeline schedule needs (Megatron-"
-                         "Core's interleaved schedule at least pp, schedules.py@core_v0.18.0 L1068-1076; planner."
-                         "batch_ramp.phase_refused); give a larger phase batch, a smaller --pp or --vpp 1")
-    if not runs.all():
-        fitting = fitting.take(np.flatnonzero(runs))
-        if on_factors is not None:
-            on_factors(fitting)
-    return fitting
+        leading = rank(fitting)[: max(lead, SETTLE_BATCH)]
+        if not np.isnan(factors[leading[: max(lead, 1)]]).any():
+            return fitting
+        for i in leading:
+            if np.isnan(factors[i]):
+                factors[i] = _row_factor(ev, fitting, int(i), tokens, phases, gpus_asked, limits)
 
 
 def _row_factor(ev, fitting, i: int, tokens: float, phases, gpus_asked: int | None, limits=None) -> float:
