@@ -282,3 +282,16 @@ def test_other_rankings_answer_a_timed_row(rank_by):
     plan = gpuplan.plan_report(gpuplan.PlanInputs(model="llama-3.1-70b", gpu="h100", gpus="256-2048", tokens="2T",
                                                   batch_ramp="500B:64", rank_by=rank_by, top=1))
     assert plan.value("best_days") == pytest.approx(_steady_days(plan) * plan.value("batch_ramp"), rel=1e-9)
+
+
+def test_the_tables_mark_rows_whose_ramp_was_not_timed():
+    """The top-N rows are all timed (plan's --top leads settle_ramp); a Pareto-front row the ranking never reached
+    holds the steady days, a lower bound, shown '>=' with a note (review w16 R6 M1: the table mixed the two)."""
+    import gpuplan
+
+    plan = gpuplan.plan_report(gpuplan.PlanInputs(model="llama-3.1-70b", gpu="h100", gpus="256-2048", tokens="2T",
+                                                  batch_ramp="500B:64", top=3))
+    top, front = plan.tables[0], plan.tables[1]
+    assert top.title.startswith("top ") and not any(">=" in str(cell) for row in top.rows for cell in row)
+    marked = [row for row in front.rows if str(row[5]).startswith(">=")]
+    assert marked and any("rows marked '>='" in n and "lower bound" in n for n in plan.notes)

@@ -191,6 +191,7 @@ def settle_ramp(ev, fitting, factors: np.ndarray, tokens: float, phases, gpus_as
             on_factors(fitting)
         leading = rank(fitting)[: max(lead, SETTLE_BATCH)]
         if not np.isnan(factors[leading[: max(lead, 1)]]).any():
+            fitting.columns["ramp_timed"] = ~np.isnan(factors)  # the rest hold factor 1, a lower bound (plan marks)
             return fitting
         for i in leading:
             if np.isnan(factors[i]):

@@ -57,12 +57,24 @@ PLAN_HEADLINE = ("best_layout", "best_gpus", "idle_gpus", "global_batch", "batch
 
 def _rows(t: LayoutTable, idx) -> tuple:
     spread = t["uncertainty"] if "uncertainty" in t.columns else None
+    low = (~t["ramp_timed"] if "ramp_timed" in t.columns else np.zeros(len(t), dtype=bool)).astype(int)  # >= days
     return tuple((int(t["gpus"][i]), layout_text(*row_layout(t, i)), f"{t['step_seconds'][i]:.2f}",
-                  "" if spread is None else f"±{spread[i]:.0%}", f"{t['mfu'][i]:.1%}", f"{t['days'][i]:.1f}",
-                  f"{t['days_with_failures'][i]:.1f}", format_gpu_time(t['gpu_hours'][i]),
-                  "n/a" if np.isnan(t["cost"][i]) else format_usd(t['cost'][i]), format_bytes(t["total_bytes"][i]),
+                  "" if spread is None else f"±{spread[i]:.0%}", f"{t['mfu'][i]:.1%}",
+                  ">=" * low[i] + f"{t['days'][i]:.1f}", ">=" * low[i] + f"{t['days_with_failures'][i]:.1f}",
+                  ">=" * low[i] + format_gpu_time(t['gpu_hours'][i]),
+                  "n/a" if np.isnan(t["cost"][i]) else ">=" * low[i] + format_usd(t['cost'][i]),
+                  format_bytes(t["total_bytes"][i]),
                   f"{t['exposed_comm_seconds'][i] / t['step_seconds'][i]:.0%}",
                   f"{t['bubble_seconds'][i] / t['step_seconds'][i]:.0%}", f"{t['ranked_days'][i]:.1f}") for i in idx)
+
+
+def _untimed_note(t: LayoutTable, shown) -> tuple[str, ...]:
+    """Where the Pareto front shows a row whose --batch-ramp was never timed (the ranking did not reach it): what
+    its '>=' marks mean (planner.batch_ramp.settle_ramp times the top rows; the front's others may be untimed)."""
+    if "ramp_timed" not in t.columns or t["ramp_timed"][shown].all():
+        return ()
+    return ("batch ramp: rows marked '>=' were not timed through the ramp (no ranking put them near the top): their "
+            "days, GPU-hours and cost are the steady ones, a lower bound (a smaller batch is no faster per token)",)
 
 
 def _with_ranked_columns(t: LayoutTable) -> LayoutTable:
@@ -238,7 +250,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   + _point_fastest_note(table, best, rank_by)
                   + plan_fallback_note(without_layout, result)  # a count asked with no layout
                   + tuple(n for n in spec.notes if n not in budget.notes)  # the model's own (a VLM's tower left out)
-                  + caveats + budget.notes + ramp_notes(ramp, plan, inputs),
+                  + caveats + budget.notes + ramp_notes(ramp, plan, inputs) + _untimed_note(table, front[:20]),
                   tables + budget.tables, headline=PLAN_HEADLINE,
                   key_assumptions=("efficiency", "global_batch", "price"),
                   summary_table=tables[2].title if inputs.explain else tables[0].title,
