@@ -58,10 +58,10 @@ class RealModelInputs(JobInputs):
         return job_spec(self, resolve_model(self.model, None, model_type=getattr(self, "model_type", None)))
 
     def follow_model(self) -> RealModelInputs:
-        """The sequence length the model sets where none was given (schema.model_fields.follow_learned_positions)."""
-        from gpuplan.schema.model_fields import follow_learned_positions
+        """The sequence length the model sets where none was given (schema.model_fields.follow_position_limit)."""
+        from gpuplan.schema.model_fields import follow_position_limit
 
-        follow_learned_positions(self)
+        follow_position_limit(self)
         return self
 
 

@@ -53,32 +53,39 @@ class ModelFields(JobInputs):
                                             checkpoint_format=reads_checkpoint_format(self)))
 
     def follow_model(self) -> "ModelFields":
-        """The sequence length the model sets where none was given (follow_learned_positions), and a training ask's
+        """The sequence length the model sets where none was given (follow_position_limit), and a training ask's
         framework on a TPU with its CUDA-only options (schema.tpu_rules.follow_device)."""
         from gpuplan.schema.tpu_rules import follow_device
 
-        follow_learned_positions(self)
+        follow_position_limit(self)
         follow_device(self)
         return self
 
-    def model_learned_positions(self) -> int | None:
-        """Rows of the learned position table of the model named (0: none, RoPE / ALiBi); None where there is no
-        model or it cannot be read (refused where the job reads it, spec, with the message it always had). The web
-        API's request models replace this with a reading that opens no path and calls no Hub
-        (web.models.door_learned_positions)."""
-        return learned_positions_of(self)
+    def model_position_limit(self) -> int | None:
+        """The model's position limit (position_limit: its learned table, else max_position_embeddings); None where
+        there is no model or it cannot be read (refused where the job reads it, spec, with the message it always
+        had). The web API's request models replace this with a reading that opens no path and calls no Hub
+        (web.models.door_position_limit)."""
+        return position_limit_of(self)
 
 
-def learned_positions_of(inputs) -> int | None:
-    """ModelFields.model_learned_positions for any job schema with ``model`` (and perhaps ``model_type``): the
+def position_limit(spec) -> int:
+    """Tokens a sequence of ``spec`` may hold as its config states it: the rows of a learned position table (GPT-2's
+    n_positions), else max_position_embeddings (a RoPE / ALiBi model's trained length: PaLM's 2,048, Pythia's
+    2,048; the spec's 4,096 where the config has none, core.model.spec.ModelSpec)."""
+    return spec.learned_positions or spec.max_position_embeddings
+
+
+def position_limit_of(inputs) -> int | None:
+    """ModelFields.model_position_limit for any job schema with ``model`` (and perhaps ``model_type``): the
     model resolved as the job resolves it (a catalog name, a config.json, a Hub id)."""
     if inputs.model is None:
         return None
     from gpuplan.adapters.resolve import resolve_model
 
     try:  # read as the job reads it (the same build, kept by adapters.resolve.spec_of_config)
-        return resolve_model(inputs.model, None, model_type=getattr(inputs, "model_type", None),
-                             checkpoint_format=reads_checkpoint_format(inputs)).learned_positions
+        return position_limit(resolve_model(inputs.model, None, model_type=getattr(inputs, "model_type", None),
+                                            checkpoint_format=reads_checkpoint_format(inputs)))
     except InputError:
         return None
 
@@ -89,30 +96,34 @@ def reads_checkpoint_format(inputs) -> bool:
     return getattr(inputs, "quantization", "auto") == "auto"
 
 
-def follow_learned_positions(inputs) -> None:
-    """A sequence length left to its default follows a learned position table shorter than it (GPT-2's
-    n_positions 1,024 against 4,096: no framework runs a row past the table, check_positions); a typed one is
-    checked as typed. RoPE / ALiBi models keep the default (they run longer sequences). Run by JobInputs' first
-    after-validator (``inputs``: a job schema with ``model`` and ``seq_len``), so every later check reads it.
-    The table is ``inputs.model_learned_positions()``: in the web API's request models a catalog entry or the
-    pasted config.json only, never a path or the Hub a request names (web.models.door_learned_positions)."""
+def follow_position_limit(inputs) -> None:
+    """A sequence length left to its default is min(default, the model's position limit): GPT-2's learned table of
+    1,024 (no framework runs a row past it, check_positions), PaLM's or Pythia's max_position_embeddings of 2,048
+    (the length they were trained at; a RoPE / ALiBi model may run longer, so a typed longer one is planned as
+    typed). One rule for train, budget, plan, memory, measure and profile: run by JobInputs' first after-validator
+    (``inputs``: a job schema with ``model`` and ``seq_len``), so every later check reads it; sequence_note says so
+    in the answer. The limit is ``inputs.model_position_limit()``: in the web API's request models a catalog entry
+    or the pasted config.json only, never a path or the Hub a request names (web.models.door_position_limit)."""
     if "seq_len" not in type(inputs).model_fields or "seq_len" in inputs.model_fields_set:
         return
-    reader = getattr(inputs, "model_learned_positions", None)  # ModelFields' (the web door's in request models)
-    positions = reader() if reader is not None else learned_positions_of(inputs)
-    if positions and positions < inputs.seq_len:
-        inputs.__dict__["seq_len"] = positions  # frozen for callers; set once, before any check reads it
+    reader = getattr(inputs, "model_position_limit", None)  # ModelFields' (the web door's in request models)
+    limit = reader() if reader is not None else position_limit_of(inputs)
+    if limit and limit < inputs.seq_len:
+        inputs.__dict__["seq_len"] = limit  # frozen for callers; set once, before any check reads it
 
 
 def sequence_note(inputs, spec) -> str | None:
-    """The note an answer carries where its sequence length is the model's position table in place of the
-    default (follow_learned_positions); None otherwise."""
+    """The note an answer carries where its sequence length is the model's position limit in place of the
+    default (follow_position_limit); None otherwise."""
     field = type(inputs).model_fields.get("seq_len")
-    if (field is None or "seq_len" in inputs.model_fields_set or not spec.learned_positions
-            or not inputs.seq_len == spec.learned_positions < field.default):
+    limit = position_limit(spec)
+    if (field is None or "seq_len" in inputs.model_fields_set or not inputs.seq_len == limit < field.default):
         return None
-    return (f"sequence length {inputs.seq_len:,}: {spec.name}'s learned position table has {spec.learned_positions:,} "
-            f"rows, fewer than the {field.default:,}-token default (--seq-len sets it, up to {spec.learned_positions:,})")
+    if spec.learned_positions:
+        return (f"sequence length {inputs.seq_len:,}: {spec.name}'s learned position table has {limit:,} rows, "
+                f"fewer than the {field.default:,}-token default (--seq-len sets it, up to {limit:,})")
+    return (f"sequence length {inputs.seq_len:,}: {spec.name}'s max_position_embeddings is {limit:,}, below the "
+            f"{field.default:,}-token default (--seq-len sets it; a longer one is planned as typed)")
 
 
 def job_spec(inputs, spec):

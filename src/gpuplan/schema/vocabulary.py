@@ -128,8 +128,8 @@ ParamCount = T.typed(float, T.count(1e15, low=1e6))
 Params = option(ParamCount | None, None, "Bare parameter count instead of a model, e.g. 7B (a generic Llama-style "
                 "shape whose heads divide 8).")
 Tokens = option(T.typed(float, T.count(MAX_TOKENS, low=1e3)), 2e12, "Training tokens, e.g. 2T.", "2T")
-SeqLen = option(TokenLength, 4096, "Tokens per sequence; K = 1,024 (8K = 8,192). Not given: 4096, or the model's learned "
-                "position table where shorter (GPT-2: 1,024).")
+SeqLen = option(TokenLength, 4096, "Tokens per sequence; K = 1,024 (8K = 8,192). Not given: 4096, or the model's "
+                "positions where fewer (GPT-2's learned table: 1,024; PaLM's max_position_embeddings: 2,048).")
 
 # ---- hardware and time ----------------------------------------------------------------------
 Gpu = option(T.Name, "a100", "Accelerator: catalog id or alias (`gpuplan catalog gpus`).")

@@ -45,25 +45,26 @@ def calibration_value(value: Any) -> Any:
     return value
 
 
-def door_learned_positions(inputs: Any) -> int | None:
-    """ModelFields.model_learned_positions in a request model: rows of the learned position table of a catalog
-    model, or of the pasted ``config`` (checked as web.service checks it before the estimate); None for
+def door_position_limit(inputs: Any) -> int | None:
+    """ModelFields.model_position_limit in a request model: the position limit (schema.model_fields.position_limit)
+    of a catalog model, or of the pasted ``config`` (checked as web.service checks it before the estimate); None for
     anything else, which opens no path and calls no Hub (the service refuses a name outside the catalog)."""
     from gpuplan.adapters.resolve import resolve_model
     from gpuplan.catalog import find_model_entry
+    from gpuplan.schema.model_fields import position_limit
 
     model, model_type = inputs.model, inputs.model_type
     try:
         if model is not None:
             entry = find_model_entry(model)  # model: a checked name (the after-validators run on checked fields)
             # a catalog id: resolve_model reads the catalog alone
-            return None if entry is None else resolve_model(entry["id"], None, model_type=model_type).learned_positions
+            return None if entry is None else position_limit(resolve_model(entry["id"], None, model_type=model_type))
         config = getattr(inputs, "config", None)
         if not isinstance(config, dict):
             return None
         from gpuplan.web.service import check_config
 
-        return check_config(config, model_type).learned_positions  # the layer / expert bounds before it is built
+        return position_limit(check_config(config, model_type))  # the layer / expert bounds before it is built
     except InputError:  # refused by the service with its own message
         return None
 
@@ -87,7 +88,7 @@ def request_model(name: str, schema: type[BaseModel]) -> type[BaseModel]:
         "model_config": ConfigDict(**{**schema.model_config, "defer_build": False,
                                       "json_schema_extra": {"examples": [example]} if example else None}),
         # the defaults that follow the model read the catalog or the pasted config.json: no path, no Hub
-        "model_learned_positions": door_learned_positions,
+        "model_position_limit": door_position_limit,
         "__doc__": schema.__doc__,
         "__module__": __name__,
     }

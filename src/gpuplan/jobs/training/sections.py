@@ -273,8 +273,9 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
                    "full = PaLM/Megatron MFU convention (no causal halving)", "--attention-flops",
                    "attention_flops" in asked.given),
         Assumption("seq_len", "sequence length", inputs.seq_len, f"gpuplan default {default_seq}"
-                   if inputs.seq_len == default_seq or "seq_len" in inputs.given else f"the model's learned positions: "
-                   f"the {default_seq} default is past them (schema ModelFields.follow_model)", "--seq-len",
+                   if inputs.seq_len == default_seq or "seq_len" in inputs.given else f"the model's position limit (learned "
+                   f"table or max_position_embeddings): the {default_seq} default is past it (schema.model_fields."
+                   f"follow_position_limit)", "--seq-len",
                    "seq_len" in inputs.given),
         Assumption("comm_allowance", "communication allowance", comm_value,
                    "article: add 10-30% for communication at scale", "--comm-allowance",
