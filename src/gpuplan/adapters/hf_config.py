@@ -346,6 +346,8 @@ def _model_spec(config: dict[str, Any], name: str, source: str, override: str | 
     norms_per_layer = traits.norms_per_layer
     if model_type == "falcon" and not cfg.get("new_decoder_architecture"):
         norms_per_layer = 1 if cfg.get("parallel_attn", True) else 2
+    elif cfg.get("parallel_attn") is True and cfg.get("use_parallel_residual") is True:
+        norms_per_layer = 1  # Falcon's key on a parallel block of another reader: one norm feeds both branches (PaLM)
     window, layer_types = _layer_types(cfg, layers)
     tie = cfg.get("tie_word_embeddings")
     return ModelSpec(
