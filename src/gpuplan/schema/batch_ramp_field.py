@@ -78,6 +78,12 @@ class RampPhase:
                 for i in range(LINEAR_STEPS)]
 
 
+def typed_text(phases) -> str:
+    """The phases as typed, comma-separated (each phase's own text where it came as a pair or a mapping): what a
+    refusal and the inputs' echo show (review w16 R6 N2 / N10)."""
+    return ",".join(p.given or p.text() for p in phases)
+
+
 def _short(x: float) -> str:
     for suffix, size in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
         if x >= size and x / size == round(x / size, 4):
@@ -180,7 +186,7 @@ class BatchRampFields(JobInputs):
     def _ramp_rules(self) -> "BatchRampFields":
         if not self.batch_ramp:
             return self
-        text = ",".join(p.given or p.text() for p in self.batch_ramp)  # as typed (review w16 R6 N2)
+        text = typed_text(self.batch_ramp)
         if not getattr(self, "time_predicted", True):
             raise InputError(FIELD, text, "is timed by the step model on the chosen layout: give --mfu predicted "
                              "(a given or solved MFU is the run's average already)")

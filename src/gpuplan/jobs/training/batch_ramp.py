@@ -5,6 +5,7 @@ is rounded to a whole number of micro-batches per data-parallel rank."""
 from __future__ import annotations
 
 from gpuplan.report.model import Line
+from gpuplan.schema.batch_ramp_field import typed_text
 
 RAMP_FORMULA = ("(sum of phase tokens x s/token at the phase batch + the rest x s/token at the steady batch) / "
                 "(tokens x s/token at the steady batch), same layout (planner/batch_ramp.py)")
@@ -28,7 +29,7 @@ def ramp_input(inputs) -> tuple[Line, ...]:
     phases = getattr(inputs, "batch_ramp", None)
     if not phases:
         return ()
-    text = ",".join(p.given or p.text() for p in phases)
+    text = typed_text(phases)
     return (Line("batch_ramp", "batch ramp", text, text=text),)
 
 
