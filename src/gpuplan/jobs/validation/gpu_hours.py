@@ -156,7 +156,7 @@ def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
     if scope == "rate":
         return report.value("gpu_hours_with_comm"), _rate_basis(run, report) + _step_text(run, report)
     wall, gpus = report.value("fail_wall_seconds"), report.value("gpus_rented")
-    factor = report.value("batch_ramp") if report.section_of("batch_ramp") else 1.0  # in the wall-clock already
+    factor = _ramp_factor(report)  # in the wall-clock already
     goodput = report.value("fail_goodput")
     basis = (f"predicted MFU {report.value('mfu') * factor:.3f}, goodput {goodput:.1%}"  # the steady MFU
              + (f", batch ramp x{factor:.3f}" if f"{factor:.3f}" != "1.000" else "")  # 1 + 2e-16: none
@@ -195,9 +195,14 @@ def _step_text(run: dict[str, Any], report) -> str:
         return ""
     # io_step_seconds is the run's average (global batch / (tokens / wall-clock)): with a stated ramp, the steady
     # step x the ramp's factor; the model's step is the steady one (review w16 R6 N5: 405B's 6.69 s read 6.92 s)
-    ramp = next((line.value for line in report.lines(("batch_ramp",))), 1.0)
     return (f", the total is {reported_step_seconds(run):.3g} s a step, "
-            f"the model's step {report.value('io_step_seconds') / ramp:.3g} s")
+            f"the model's step {report.value('io_step_seconds') / _ramp_factor(report):.3g} s")
+
+
+def _ramp_factor(report) -> float:
+    """The answer's batch-ramp factor (its 'batch ramp' result line), 1 without a ramp. The section's line, not
+    the inputs' echo of --batch-ramp under the same key (Report.line searches both; the echo holds the typed text)."""
+    return report.value("batch_ramp") if report.section_of("batch_ramp") else 1.0
 
 
 def _names_no_virtual_stages(degrees: dict[str, Any]) -> bool:
