@@ -122,7 +122,7 @@ def tp_comm_dtype_assumption(inputs) -> tuple:
         return ()
     dtype = getattr(inputs, "dtype", "bf16")
     value = inputs.tp_comm_dtype or _wire(dtype)
-    if value == "fp32" and inputs.tp_comm_dtype == "fp32":
+    if inputs.tp_comm_dtype == "fp32":  # given: the cast; fp32 left to --dtype fp32 / tf32 is the activations'
         mb = getattr(inputs, "micro_batch", None)
         size = (f": {fp32_copy_bytes(mb, inputs.seq_len, inputs.spec().hidden_size) / 2**30:.3f} GiB at micro-batch "
                 f"{mb}" if mb else "")
