@@ -44,11 +44,8 @@ def _domain_links(cluster: Cluster, span):
 
 def link(cluster: Cluster, span):
     """Bandwidth and latency for a group spanning ``span`` consecutive ranks (array-friendly); on a host of
-    several scale-up domains PCIe past one inside the host (Cluster.span_link, core.comm.host_tier)."""
-    if cluster.host_bandwidth:
-        return cluster.span_link(span)
-    inside, (up_bw, up_lat), (out_bw, out_lat) = _domain_links(cluster, span)
-    return inside * up_bw + (1 - inside) * out_bw, inside * up_lat + (1 - inside) * out_lat
+    several scale-up domains PCIe past one inside the host: Cluster's one rule (span_link, core.comm.host_tier)."""
+    return cluster.span_link(span) if np.ndim(span) else cluster.link(span)
 
 
 def send_links(cluster: Cluster, span) -> DirectLinks:
