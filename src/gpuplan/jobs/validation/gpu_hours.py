@@ -117,8 +117,8 @@ def run_inputs(run: dict[str, Any]):
     if _names_no_virtual_stages(degrees):
         degrees["vpp"] = UNSTATED_VPP
     stated |= degrees
-    if ramp_field(run) and reported_as(run) != "rate":  # a rate x tokens total is the steady state's
-        stated["batch_ramp"] = ramp_field(run)
+    if (ramp := ramp_field(run)) and reported_as(run) != "rate":  # a rate x tokens total is the steady state's
+        stated["batch_ramp"] = ramp
     return BudgetInputs(tokens=float(run["tokens"]), gpu=run["gpu"], model=run.get("model"), params=run.get("params"),
                         gpus=int(run["gpus"]), mfu="predicted", dtype=run.get("dtype", "bf16"),
                         seq_len=int(run.get("seq_len", 2048)), **batch, **stated)
