@@ -112,7 +112,8 @@ def test_the_free_search_tries_tp_past_the_kv_heads_where_the_framework_replicat
 
 
 def test_the_row_names_the_shape_and_the_sec_4_layout_revised_after_its_miss():
-    # wave 16 C2: end to end -11.1% -> -13.2%, --mfu predicted -22.9% -> -29.6% (row notes; docs/training.md)
+    # wave 16 C2: end to end -11.1% -> -13.2%, --mfu predicted -22.9% -> -29.6%; with one norm a layer (77399762)
+    # -13.3% and -29.7% (row notes; docs/training.md)
     from helpers import reference_runs_by_id
 
     from gpuplan.jobs.validation.gpu_hours import REVISED_AFTER_MISS
