@@ -78,8 +78,9 @@ def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):
             fitting = _could_win(inputs, ev, fitting) if first_only and not phases else fitting
             kept, _ = with_completing_shares(inputs, ev, fitting)
         except InputError:
-            return with_ramp_factors(ev, fitting, inputs.tokens, phases, gpus, limits=limits)
-        kept.columns["gpus_asked"] = np.full(len(kept), gpus, dtype=np.int64)
+            kept = fitting  # no row completes: unweighed (the Failures section says why)
+        else:
+            kept.columns["gpus_asked"] = np.full(len(kept), gpus, dtype=np.int64)
         return with_ramp_factors(ev, kept, inputs.tokens, phases, gpus, limits=limits)
 
     return weigh
