@@ -67,6 +67,7 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1, tokens: float = 1.0)
     e, release = plan.setup.efficiency, plan.setup.runtime.release
     host = KR.host_step_seconds(release, 0)
     graph_max = R.graph_max_tokens_at(release, e.graph_max_tokens, plan.gpu, tp)
+    eager_max = 0 if e.graph_max_tokens <= 0 else graph_max  # the graphs' reach as launch_is_read takes it (0: none)
     return (
         Assumption("bandwidth_efficiency", "HBM bandwidth fraction (weight GEMMs, elementwise)",
                    f"{e.bandwidth[0]:.2f} ({e.bandwidth[1]:.2f}-{e.bandwidth[2]:.2f})", FITTED,
@@ -87,10 +88,9 @@ def _speed_assumptions(plan: Plan, u, tp: int, pp: int = 1, tokens: float = 1.0)
                     + (" + 0.1 ms a sequence" if KR.host_step_seconds(release, 1) > host else ""))
                    + ("; eager forwards: their issue time past the GPU work" if FT.runs_issue_bound(release, e.graph_max_tokens) else "")
                    + _runner_value(plan),
-                   _scheduler_source(release) + _eager_steps(e, release, graph_max) + _proposer_launches(plan, graph_max)
+                   _scheduler_source(release) + _eager_steps(e, release, graph_max) + _proposer_launches(plan, eager_max)
                    + _runner_source(plan),
-                   "--engine" + (" / --launch-layer-us" if launch_is_read(release, 0 if e.graph_max_tokens <= 0 else graph_max,
-                                                                     _method(plan)) else ""),
+                   "--engine" + (" / --launch-layer-us" if launch_is_read(release, eager_max, _method(plan)) else ""),
                    "launch_layer_us" in u),
         _kernel_floor_assumption(plan, u, tp, tokens),
         Assumption("ttft_scope", "what the time to first token covers", "the engine's prefill step"
@@ -137,9 +137,8 @@ def _method(plan: Plan) -> str:
 def _proposer_launches(plan: Plan, graph_max: int) -> str:
     """Where the scheduled steps' eager host time is their issue (first_token_path) but the proposer's unscheduled
     forwards pay a layer's launches (inputs_graphs.launch_is_read; core.serving.roofline.decode_step): say so, as
-    the flag line names --launch-layer-us there. Else ''."""
+    the flag line names --launch-layer-us there. ``graph_max``: the graphs' reach, 0 without graphs. Else ''."""
     e, release, method = plan.setup.efficiency, plan.setup.runtime.release, _method(plan)
-    graph_max = 0 if e.graph_max_tokens <= 0 else graph_max
     if not FT.runs_issue_bound(release, graph_max) or not launch_is_read(release, graph_max, method):
         return ""
     where = "always (no CUDA graphs)" if graph_max <= 0 else f"those over {graph_max} sequences (past the graphs)"
