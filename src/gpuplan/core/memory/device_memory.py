@@ -1,7 +1,8 @@
 """Device memory beyond PyTorch's allocated tensors: the caching allocator's reserve and the
 runtime outside the allocator (CUDA context, NCCL buffers), and the fit rule built on them.
 
-What a GPU must hold = reserved + runtime, where reserved = allocated x (1 + fragmentation).
+What a GPU must hold = reserved + runtime, where reserved = allocated x (1 + fragmentation); on a TPU the
+tensors alone (Overheads.on_device: no reserve or runtime counted under XLA).
 The fit verdict is ``reserved + runtime <= capacity x (1 - margin)``: the margin is only a safety
 band now that fragmentation and runtime are modelled (the article's 15-20% "for fragmentation
 and framework overhead" is split into those two terms plus this band; docs/memory.md).
@@ -217,7 +218,8 @@ def framework_gap_bytes(overheads: Overheads, share: float, allocated, model_sta
 
 
 def usable_bytes(capacity: float, overheads: Overheads, layout: ParallelLayout):
-    """The largest *allocated* peak that fits: (capacity x (1 - margin) - runtime) / (1 + fragmentation)."""
+    """The largest *allocated* peak that fits: (capacity x (1 - margin) - runtime) / (1 + reserve) (Overheads.reserve:
+    the fragmentation, 0 under XLA, where the runtime is 0 too)."""
     return _plain((overheads.budget_bytes(capacity) - overheads.fixed_bytes(layout)) / (1 + overheads.reserve))
 
 
