@@ -11,6 +11,7 @@ from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import setup as SU
 from gpuplan.core.serving import weights as W
 from gpuplan.core.serving import kv_cache as K
+from gpuplan.core.serving.kernels import PCIE_NCCL_SLOWDOWN
 from gpuplan.core.serving.tp_span import host_gpus, node_ranks, spans_domains
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
@@ -135,8 +136,6 @@ def _span_note(tp: int, gpu: Accelerator) -> str:
     what = "PCIe servers" if gpu.pcie_only else "scale-up domains"
     head = f"tp {tp} spans {-(-tp // domain)} {what} of {domain} {gpu.name}"
     if gpu.host_link_bandwidth and tp <= host_gpus(gpu):
-        from gpuplan.core.serving.kernels import PCIE_NCCL_SLOWDOWN
-
         return (f"{head} in one server of {host_gpus(gpu)}: the engines' own all-reduce kernels need the group on "
                 "NVLink, so every all-reduce is timed as NCCL's over the host's PCIe between the NVLink pairs "
                 f"(core.comm.host_tier), x {PCIE_NCCL_SLOWDOWN:g} as on PCIe-only GPUs")
