@@ -190,8 +190,8 @@ def _ring(kind: str, size, links, proto: int, parts=None):
     bus = _protocol_bus(raw, proto, links)
     intra_lat = intra_us(HW_US, links, "ring", proto)
     overhead = NET_OVERHEAD_US * (3 if proto == 2 else 1)
-    if np.ndim(intra_lat) or overhead > intra_lat:  # a multi-domain ring's steps: at least the network post overhead
-        intra_lat = np.where(multi & (overhead > intra_lat), overhead, intra_lat)
+    if np.any(overhead > intra_lat):  # a multi-domain ring's steps: at least the network post overhead
+        intra_lat = np.where(multi, np.maximum(overhead, intra_lat), intra_lat)
     # ppn = 1 takes the tree's network latency (the same for Simple: no array work then)
     tree_net, ring_net = HW_US["net"]["tree"][proto], HW_US["net"]["ring"][proto]
     inter_lat = (np.where(single, tree_net, ring_net) if tree_net != ring_net else ring_net) + (
