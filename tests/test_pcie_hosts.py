@@ -44,8 +44,8 @@ def test_the_catalog_states_the_host_its_pairs_and_their_pcie_link(nvl):
 
 
 def test_only_parts_whose_catalog_states_a_host_tier_have_one():
-    """Every other part's cluster is the node it was (host_bandwidth 0: Cluster.group / link / step_comm.link take
-    their old path), so validate rows not on an H100 NVL are unchanged."""
+    """Every other part's cluster is the node it was (host_bandwidth 0: Cluster.group / link / span_link, which
+    step_comm.link reads, time them as before), so validate rows not on an H100 NVL are unchanged."""
     tiered = sorted(i for i in hardware_entries() if load_accelerator(i).host_link_bandwidth)
     assert tiered == ["h100-nvl"]
     for gpu_id in hardware_entries():
