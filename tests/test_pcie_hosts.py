@@ -187,6 +187,8 @@ def test_infer_says_the_host_pcie_and_its_slowdown_past_the_pair(served):
     assert "host's PCIe between the NVLink pairs" in note and "network" not in note and "--pp" not in note
     value = {a.key: a.value for a in four.assumptions}["tp_allreduce"]
     assert "x 1.44" in value
+    # an H100 NVL is not a PCIe-only part: its group of 4 crosses PCIe between two bridged pairs (final read a)
+    assert "past their NVLink pair" in value and "PCIe-only" not in value
     assert "x 1.44" not in {a.key: a.value for a in served[2].assumptions}["tp_allreduce"]
     assert not [n for n in served[2].notes if n.startswith("tp 2 spans")]
     assert four.value("tpot") < served[2].value("tpot")  # half the weights a GPU still wins at batch 1

@@ -215,6 +215,12 @@ def _kernel_floor_assumption(plan: Plan, u, tp: int, tokens: float = 1.0) -> Ass
                       shown, source, "--graph-layer-us", "graph_layer_us" in u)
 
 
+def _pcie_words(gpu) -> str:
+    """What joins a TP group whose ring runs over PCIe (tp_span.on_pcie): PCIe alone on a PCIe-only part, PCIe
+    between NVLink pairs on a host of several scale-up domains (the H100 NVL's server of 8, core.comm.host_tier)."""
+    return "PCIe-only GPUs" if gpu is None or gpu.pcie_only else "GPUs past their NVLink pair (PCIe between pairs)"
+
+
 def _allreduce_assumption(plan: Plan, tp: int, pp: int = 1) -> Assumption:
     """Which all-reduce the step time uses for this layout's TP messages: the same limit
     core.serving.roofline.step_time takes (kernels.custom_allreduce_limit: the release, tp, the
@@ -234,11 +240,11 @@ def _allreduce_assumption(plan: Plan, tp: int, pp: int = 1) -> Assumption:
         value = (f"own kernels below {_size(limit + 16)} at tp {tp}, NCCL from there" if strict  # vLLM's size < max
                  else f"own kernel up to {_size(limit)} at tp {tp}, NCCL above")
     elif KR.on_pcie(plan.gpu, tp) and KR.custom_allreduce_bytes_of(release, tp) > 0:
-        value = f"NCCL at every size (the own kernel is refused on {tp} PCIe-only GPUs)"
+        value = f"NCCL at every size (the own kernel is refused on {tp} {_pcie_words(plan.gpu)})"
     else:
         value = "NCCL at every size"
     if tp > 1 and KR.on_pcie(KR.collective_fabric(plan.gpu, p2p), tp):
-        value += f"; NCCL's time x {KR.PCIE_NCCL_SLOWDOWN:g} on PCIe-only GPUs (the ring through host memory)"
+        value += f"; NCCL's time x {KR.PCIE_NCCL_SLOWDOWN:g} on {_pcie_words(plan.gpu)} (the ring through host memory)"
     tables = ("vLLM 0.19's fused all-reduce + RMSNorm, custom and symmetric-memory limits on sm90, the memory "
               "report's rule: releases.own_allreduce_max_bytes; " if reads_tables else "") + (
         "past one tray FlashInfer's fused all-reduce + RMSNorm over MNNVL, vLLM >= 0.19, PR #38136, timed as the own "
