@@ -194,6 +194,18 @@ def test_infer_says_the_host_pcie_and_its_slowdown_past_the_pair(served):
     assert four.value("tpot") < served[2].value("tpot")  # half the weights a GPU still wins at batch 1
 
 
+def test_no_p2p_names_the_host_path_not_the_pair():
+    """Without GPU P2P the ring runs through host memory on any part (kernels.host_path: a PCIe-only part), so
+    the 1.44 is said of PCIe-only GPUs, not of GPUs past an NVLink pair an H100 SXM does not have (e0d7ab8d read
+    plan.gpu, not the collectives' part, and said the latter at --no-p2p)."""
+    from gpuplan.jobs.inference.estimate import estimate_inference
+    from gpuplan.jobs.inference.schema import InferenceInputs
+
+    value = {a.key: a.value for a in estimate_inference(InferenceInputs(
+        model="llama-3-8b", gpu="h100", tp=2, p2p=False)).assumptions}["tp_allreduce"]
+    assert "x 1.44 on PCIe-only GPUs" in value and "NVLink pair" not in value
+
+
 def test_infer_past_the_host_names_the_network():
     from gpuplan.jobs.inference.resolve import _span_note
 

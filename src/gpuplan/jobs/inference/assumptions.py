@@ -243,8 +243,9 @@ def _allreduce_assumption(plan: Plan, tp: int, pp: int = 1) -> Assumption:
         value = f"NCCL at every size (the own kernel is refused on {tp} {_pcie_words(plan.gpu)})"
     else:
         value = "NCCL at every size"
-    if tp > 1 and KR.on_pcie(KR.collective_fabric(plan.gpu, p2p), tp):
-        value += f"; NCCL's time x {KR.PCIE_NCCL_SLOWDOWN:g} on {_pcie_words(plan.gpu)} (the ring through host memory)"
+    fabric = KR.collective_fabric(plan.gpu, p2p)  # without P2P a PCIe-only part (kernels.host_path), whatever NVLink
+    if tp > 1 and KR.on_pcie(fabric, tp):
+        value += f"; NCCL's time x {KR.PCIE_NCCL_SLOWDOWN:g} on {_pcie_words(fabric)} (the ring through host memory)"
     tables = ("vLLM 0.19's fused all-reduce + RMSNorm, custom and symmetric-memory limits on sm90, the memory "
               "report's rule: releases.own_allreduce_max_bytes; " if reads_tables else "") + (
         "past one tray FlashInfer's fused all-reduce + RMSNorm over MNNVL, vLLM >= 0.19, PR #38136, timed as the own "
