@@ -110,7 +110,7 @@ def ramp_timing(ev, plan: Plan, tokens: float, phases: list[tuple[float, float]]
     batch) on ``plan``'s layout: the time factor over the plan's batch throughout, and each phase's batch run.
     Each distinct runnable batch is timed once (up to EXACT_BATCHES; past that, interpolated in 1/b)."""
     steady = plan.step_seconds / (plan.global_batch * plan.seq_len)
-    runs = tuple(runnable_batch(plan, b) for _, b in phases)
+    runs = ramp_runs(plan, phases)
     share: dict[int, float] = {}
     for (phase_tokens, _), run in zip(phases, runs):
         share[run] = share.get(run, 0.0) + phase_tokens
@@ -120,6 +120,11 @@ def ramp_timing(ev, plan: Plan, tokens: float, phases: list[tuple[float, float]]
     seconds = sum(share[run] * per_token[run] for run in share)
     seconds += max(0.0, tokens - sum(share.values())) * steady
     return RampTiming(seconds / (tokens * steady), tuple(b for _, b in phases), runs)
+
+
+def ramp_runs(plan: Plan, phases: list[tuple[float, float]]) -> tuple[int, ...]:
+    """Each phase's batch as ``plan``'s layout runs it (runnable_batch), in order."""
+    return tuple(runnable_batch(plan, b) for _, b in phases)
 
 
 def _seconds_per_token(ev, plan: Plan, batches: list[int]) -> dict[int, float]:

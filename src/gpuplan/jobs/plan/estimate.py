@@ -211,7 +211,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     spec, gpu = result.evaluator.spec, result.evaluator.cluster.gpu
     front = pareto_front(table, ("gpus", "ranked_days") + (("ranked_cost",) if price is not None else ()))
     without_layout = plan_counts_without_layout(inputs.gpus, result)  # once: the idle reason and the note read it
-    ramp = ramp_on(inputs, plan, result.evaluator)  # --batch-ramp: the table's days hold its factor already
+    timed = "ramp_timed" in table.columns and table["ramp_timed"][best]  # its factor: not timed twice
+    ramp = ramp_on(inputs, plan, result.evaluator, table["ramp_factor"][best] if timed else None)
     summary = Section("Recommendation", recommendation(plan, inputs, result, best, without_layout)
                       + ((ramp_line(ramp, inputs, plan),) if ramp else ()) + why_lines(plan, result.all))
     checked = _check_my_layout(inputs, result, plan) if inputs.layout_given else ()

@@ -11,15 +11,18 @@ RAMP_FORMULA = ("(sum of phase tokens x s/token at the phase batch + the rest x 
                 "(tokens x s/token at the steady batch), same layout (planner/batch_ramp.py)")
 
 
-def ramp_on(inputs, plan, evaluator=None):
-    """The RampTiming of ``inputs.batch_ramp`` on ``plan``'s layout; None without a ramp."""
+def ramp_on(inputs, plan, evaluator=None, factor=None):
+    """The RampTiming of ``inputs.batch_ramp`` on ``plan``'s layout; None without a ramp. ``factor``: the one its
+    search table's row holds, timed there (planner.batch_ramp._row_factor), so `plan` does not time it again."""
     phases = inputs.ramp_phases() if hasattr(inputs, "ramp_phases") else []
     if not phases:
         return None
     from gpuplan.jobs.plan.search import evaluator_for
     from gpuplan.jobs.training.layout import with_budget_fields
-    from gpuplan.planner.batch_ramp import ramp_timing
+    from gpuplan.planner.batch_ramp import RampTiming, ramp_runs, ramp_timing
 
+    if factor is not None:
+        return RampTiming(float(factor), tuple(b for _, b in phases), ramp_runs(plan, phases))
     ev = evaluator if evaluator is not None else evaluator_for(with_budget_fields(inputs))
     return ramp_timing(ev, plan, float(inputs.tokens), phases)
 
