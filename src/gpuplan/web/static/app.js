@@ -497,8 +497,8 @@ function drawCharts(charts) {
   if (charts.cluster) {
     const c = charts.cluster, sel = c.selected ? [{x: c.selected, label: t("chart.selected")}] : [];
     // a cost is null where the part has no price (the TPUs: 'n/a (no price: give --price)'): no point drawn for it
-    const pts = (ys) => c.gpus.map((g, i) => [g, ys[i], `${compact(g)} ${t("chart.gpus")}: ${compact(ys[i] ?? 0)}`])
-      .filter((p) => p[1] != null);
+    const pts = (ys) => c.gpus.flatMap((g, i) => ys[i] == null ? []
+      : [[g, ys[i], `${compact(g)} ${t("chart.gpus")}: ${compact(ys[i])}`]]);
     out.push(plot({name: "cluster-time", title: t("chart.time_title"), xLabel: t("chart.gpus"), yLabel: t("chart.days"),
       xLog: true, yLog: true, xTicks: c.gpus, vlines: sel,
       series: [{name: "days", label: t("chart.days"), color: c.colors.on_demand, points: pts(c.days)}]}));
