@@ -7,10 +7,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.serving.releases import EngineRelease
+from gpuplan.core.serving.releases import EngineRelease, parse_version
 from gpuplan.core.serving.tp_span import host_gpus, mnnvl_fused_max_bytes
 from gpuplan.core.serving.load import queue_wait
 from gpuplan.core.units import format_usd, plural
+from gpuplan.jobs.inference import inputs_releases as IR
 from gpuplan.report.model import Line
 
 POOL_SEARCH = ("every catalog GPU type and TP in {1, 2, 4, 8} per pool, 16 too inside an NVLink domain of 16 or "
@@ -33,8 +34,9 @@ SGLANG_DIST_INIT_SINCE = (0, 3, 3)
 """SGLang's --dist-init-addr (srt/server_args.py@v0.3.3:415, and @v0.5.6:2765); 0.3.0-0.3.2 call it --nccl-init-addr
 (server_args.py@v0.3.0:375, @v0.3.2:429), kept as an alias after. --nnodes / --node-rank in every release read
 (@v0.3.0:380-382)."""
-SGLANG_PP_SINCE = (0, 4, 6, 2)
-"""SGLang's --pp-size: first in 0.4.6.post2 (srt/server_args.py@v0.4.6.post2:656; none @v0.4.6.post1), @v0.5.6:2417."""
+SGLANG_PP_SINCE = parse_version(IR.SGLANG_PP_SINCE, "sglang")
+"""SGLang's --pp-size, first in 0.4.6.post2 (srt/server_args.py@v0.4.6.post2:656; none @v0.4.6.post1), @v0.5.6:2417:
+inputs_releases.SGLANG_PP_SINCE's version, read once there (its check_pipeline refuses pp > 1 before it)."""
 TRTLLM_SERVE_LAUNCH_SINCE = (1, 0, 0)
 """The first TensorRT-LLM release this launch is read for: srun ... trtllm-llmapi-launch trtllm-serve --tp_size
 (NVIDIA/TensorRT-LLM docs/source/commands/trtllm-serve/trtllm-serve.rst@0434755f, 'Multi-node Serving with Slurm';
