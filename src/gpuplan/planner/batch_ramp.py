@@ -115,8 +115,8 @@ def ramp_timing(ev, plan: Plan, tokens: float, phases: list[tuple[float, float]]
     for (phase_tokens, _), run in zip(phases, runs):
         share[run] = share.get(run, 0.0) + phase_tokens
     per_token = _seconds_per_token(ev, plan, sorted(share))
-    per_token.update({plan.global_batch: steady} if plan.global_batch in per_token else {})  # a phase rounded up
-    # to the steady batch is the steady step itself, not a re-timing that can differ in its last bit (x1.0000000000000002)
+    if plan.global_batch in per_token:  # a phase rounded up to the steady batch is the steady step itself, not a
+        per_token[plan.global_batch] = steady  # re-timing that can differ in its last bit (x1.0000000000000002)
     seconds = sum(share[run] * per_token[run] for run in share)
     seconds += max(0.0, tokens - sum(share.values())) * steady
     return RampTiming(seconds / (tokens * steady), tuple(b for _, b in phases), runs)
