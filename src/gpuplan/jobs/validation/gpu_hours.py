@@ -225,7 +225,7 @@ def _rate_basis(run: dict[str, Any], report) -> str:
     budget's steady-state GPU-hours are compared, its failures and checkpoints (and any batch ramp) shown
     but not added, since the source's figure holds none of them."""
     return (f"predicted MFU {report.value('mfu'):.3f}, steady state: the source's total is its rate x tokens "
-            f"(goodput {report.value('fail_goodput'):.1%}" + (", batch ramp" if ramp_phases(run) else "")
+            f"(goodput {report.value('fail_goodput'):.1%}" + (", batch ramp" if ramp_field(run) else "")
             + " not added)" + _stated_layout_text(run, report))
 
 
