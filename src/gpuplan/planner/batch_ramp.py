@@ -117,9 +117,10 @@ def ramp_timing(ev, plan: Plan, tokens: float, phases: list[tuple[float, float]]
     per_token = _seconds_per_token(ev, plan, sorted(share))
     if plan.global_batch in per_token:  # a phase rounded up to the steady batch is the steady step itself, not a
         per_token[plan.global_batch] = steady  # re-timing that can differ in its last bit (x1.0000000000000002)
-    seconds = sum(share[run] * per_token[run] for run in share)
-    seconds += max(0.0, tokens - sum(share.values())) * steady
-    return RampTiming(seconds / (tokens * steady), tuple(b for _, b in phases), runs)
+    # the factor as 1 + each phase's extra time over the steady step's: exactly 1 where every phase runs the steady
+    # step (phases past ``tokens`` are refused by the schema; the rest of the run is steady)
+    extra = sum(share[run] * (per_token[run] / steady - 1.0) for run in share)
+    return RampTiming(1.0 + extra / tokens, tuple(b for _, b in phases), runs)
 
 
 def ramp_runs(plan: Plan, phases: list[tuple[float, float]]) -> tuple[int, ...]:

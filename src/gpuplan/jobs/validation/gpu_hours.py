@@ -159,7 +159,7 @@ def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
     factor = _ramp_factor(report)  # in the wall-clock already
     goodput = report.value("fail_goodput")
     basis = (f"predicted MFU {report.value('mfu') * factor:.3f}, goodput {goodput:.1%}"  # the steady MFU
-             + (f", batch ramp x{factor:.3f}" if f"{factor:.3f}" != "1.000" else "")  # 1 + 2e-16: none
+             + (f", batch ramp x{factor:.3f}" if factor != 1.0 else "")
              + _stated_layout_text(run, report)
              + _step_text(run, report))
     return wall * gpus / 3600, basis
