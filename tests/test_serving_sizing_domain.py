@@ -14,6 +14,7 @@ from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving.load import LoadTarget
 from gpuplan.core.serving.releases import parse_release
+from gpuplan.errors import InputError
 from gpuplan.jobs.inference import sizing
 from gpuplan.jobs.inference.alternatives import UNPRICED_LAST, search_table
 from gpuplan.jobs.inference.resolve import resolve_plan
@@ -128,7 +129,6 @@ def test_tp8_decode_all_reduce_on_gb200_is_the_one_shot_kernels_time():
     ("sglang==0.3.2", 8, 1, ("--nccl-init-addr", "--nnodes 2"), ("--dist-init-addr",)),  # server_args.py@v0.3.2:429
     ("sglang==0.3.3", 8, 1, ("--dist-init-addr", "--nnodes 2"), ()),  # @v0.3.3:415
     ("sglang==0.4.6.post2", 4, 2, ("--pp-size 2", "--nnodes 2"), ()),  # @v0.4.6.post2:656
-    ("sglang==0.4.6.post1", 4, 2, ("no --pp-size",), ("--pp-size 2",)),
     ("trtllm==1.0", 8, 2, ("srun --ntasks 16 --ntasks-per-node 4", "trtllm-serve --tp_size 8 --pp_size 2"), ()),
     ("trtllm==0.9", 8, 1, ("one MPI world of 8 ranks over the 2 trays",), ("trtllm-serve --tp_size",)),
 ])
@@ -137,6 +137,16 @@ def test_launch_counts_pp_and_follows_the_release(engine, tp, pp, has, lacks):
     text, _ = multi_node_launch(parse_release(engine), tp, load_accelerator("gb200"), 4, pp)
     assert all(h in text for h in has), text
     assert not any(word in text for word in lacks), text
+
+
+def test_sglang_before_pp_size_never_reaches_the_launch():
+    """sizing_text.launch_command has no words for pp > 1 on an SGLang release before --pp-size (0.4.6.post2): the
+    only caller that passes a pp above 1 passes the one asked, and InferenceInputs refuses it first
+    (inputs_releases.check_pipeline; the searches try pp 1). The branch that worded it was dead (w17 D item 1)."""
+    with pytest.raises(InputError) as refused:
+        InferenceInputs(model="llama-3.1-405b", gpu="gb200", tp=4, pp=2, engine="sglang==0.4.6.post1")
+    assert refused.value.field == "pp" and "0.4.6.post2" in str(refused.value)
+    InferenceInputs(model="llama-3.1-405b", gpu="gb200", tp=4, pp=2, engine="sglang==0.4.6.post2")  # accepted
 
 
 def test_no_launch_within_one_tray():

@@ -7,11 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpuplan.core.hardware import Accelerator
-from gpuplan.core.serving.releases import EngineRelease, parse_version
+from gpuplan.core.serving.releases import EngineRelease
 from gpuplan.core.serving.tp_span import host_gpus, mnnvl_fused_max_bytes
 from gpuplan.core.serving.load import queue_wait
 from gpuplan.core.units import format_usd, plural
-from gpuplan.jobs.inference import inputs_releases as IR
 from gpuplan.report.model import Line
 
 POOL_SEARCH = ("every catalog GPU type and TP in {1, 2, 4, 8} per pool, 16 too inside an NVLink domain of 16 or "
@@ -34,9 +33,6 @@ SGLANG_DIST_INIT_SINCE = (0, 3, 3)
 """SGLang's --dist-init-addr (srt/server_args.py@v0.3.3:415, and @v0.5.6:2765); 0.3.0-0.3.2 call it --nccl-init-addr
 (server_args.py@v0.3.0:375, @v0.3.2:429), kept as an alias after. --nnodes / --node-rank in every release read
 (@v0.3.0:380-382)."""
-SGLANG_PP_SINCE = parse_version(IR.SGLANG_PP_SINCE, "sglang")
-"""SGLang's --pp-size, first in 0.4.6.post2 (srt/server_args.py@v0.4.6.post2:656; none @v0.4.6.post1), @v0.5.6:2417:
-inputs_releases.SGLANG_PP_SINCE's version, read once there (its check_pipeline refuses pp > 1 before it)."""
 TRTLLM_SERVE_LAUNCH_SINCE = (1, 0, 0)
 """The first TensorRT-LLM release this launch is read for: srun ... trtllm-llmapi-launch trtllm-serve --tp_size
 (NVIDIA/TensorRT-LLM docs/source/commands/trtllm-serve/trtllm-serve.rst@0434755f, 'Multi-node Serving with Slurm';
@@ -63,8 +59,9 @@ def launch_command(release: EngineRelease, tp: int, pp: int, hosts: int, per_hos
         # sgl-project/sgl-cookbook src/components/autoregressive/Ling25ConfigGenerator/index.js@7b5bd9c:11,50-76
         # (GB200 tp 8 on 2 nodes)
         init = "--dist-init-addr" if version >= SGLANG_DIST_INIT_SINCE else "--nccl-init-addr"
-        stages = ("" if pp <= 1 else f" --pp-size {pp}" if version >= SGLANG_PP_SINCE else
-                  f" (pp {pp}: no --pp-size before sglang==0.4.6.post2)")
+        # --pp-size: srt/server_args.py@v0.4.6.post2:656, @v0.5.6:2417. An older release with pp > 1 never gets here:
+        # InferenceInputs refuses it (inputs_releases.check_pipeline, SGLANG_PP_SINCE), and the searches try pp 1 only.
+        stages = f" --pp-size {pp}" if pp > 1 else ""
         return (f"python -m sglang.launch_server --tp-size {tp}{stages} --nnodes {hosts} --node-rank R {init} "
                 "HEAD:PORT on each tray")
     ranks = tp * pp
