@@ -98,16 +98,23 @@ def _text(version: tuple[int, ...]) -> str:
     return ".".join(str(part) for part in version)
 
 
+def _gates(table: dict[str, str], evidence: dict[str, str], engine: str) -> dict[str, tuple[tuple[int, ...], str, str]]:
+    """A table of first builds as written ({key: '0.4.1.post4'}) as {key: (version tuple, as written, evidence)},
+    parsed once at import (core.serving.releases.parse_version), not on every ask."""
+    return {key: (parse_version(text, engine), text, evidence[key]) for key, text in table.items()}
+
+
+_SPECULATIVE_GATES = {"sglang": _gates(SGLANG_SPECULATIVE_SINCE, _SGLANG_EVIDENCE, "sglang"),
+                      "trtllm": _gates(TRTLLM_SPECULATIVE_SINCE, _TRTLLM_EVIDENCE, "trtllm")}
+"""SGLANG_ / TRTLLM_SPECULATIVE_SINCE parsed (first_release; VLLM_SPECULATIVE_SINCE is written as tuples)."""
+
+
 def first_release(engine: str, speculative: str) -> tuple[tuple[int, ...], str, str] | None:
     """(gate, first build as written, what it was read from) of ``speculative`` on ``engine``; None: not gated."""
     if engine == "vllm":
         since = VLLM_SPECULATIVE_SINCE.get(speculative)
         return None if since is None else (since, _text(since), _SINCE_EVIDENCE[speculative])
-    table, evidence = {"sglang": (SGLANG_SPECULATIVE_SINCE, _SGLANG_EVIDENCE),
-                       "trtllm": (TRTLLM_SPECULATIVE_SINCE, _TRTLLM_EVIDENCE)}.get(engine, ({}, {}))
-    if speculative not in table:
-        return None
-    return parse_version(table[speculative], engine), table[speculative], evidence[speculative]
+    return _SPECULATIVE_GATES.get(engine, {}).get(speculative)
 
 
 def check_speculative(speculative: str, release) -> None:
@@ -215,6 +222,10 @@ from the release wheels (pip download --no-deps sglang==X, unzip; 2026-12-06, wa
 gpuplan reads 0.5.0rc0 as (0, 5, 0) (core.serving.releases.parse_version keeps no rc number), after 0.4.10.post2.
 TensorRT-LLM's first releases with either format were not read: not gated."""
 
+_SGLANG_CHECKPOINT_GATES = {key: (parse_version(first, "sglang"), first, evidence)
+                            for key, (first, evidence) in SGLANG_CHECKPOINT_SINCE.items()}
+"""SGLANG_CHECKPOINT_SINCE parsed once at import (check_formats): {key: (version tuple, as written, evidence)}."""
+
 
 def checkpoint_key(quant_method: object, fmt_name: str) -> str | None:
     """The VLLM_CHECKPOINT_SINCE key of a checkpoint: its quant_method where listed (gptq, gptq_marlin), else the
@@ -232,9 +243,9 @@ def check_formats(weights: str, kv_dtype: str, release, quoted: str | None = Non
     VLLM_CHECKPOINT_SINCE, VLLM_KV_FP8_SINCE), or where the SGLang ``release`` cannot load the ``checkpoint``
     (SGLANG_CHECKPOINT_SINCE); SGLang's flags and TensorRT-LLM are not gated (their oldest releases modelled were
     not read for these)."""
-    if release is not None and release.engine == "sglang" and checkpoint in SGLANG_CHECKPOINT_SINCE:
-        first, evidence = SGLANG_CHECKPOINT_SINCE[checkpoint]
-        if release.version < parse_version(first, "sglang"):
+    if release is not None and release.engine == "sglang" and checkpoint in _SGLANG_CHECKPOINT_GATES:
+        since, first, evidence = _SGLANG_CHECKPOINT_GATES[checkpoint]
+        if release.version < since:
             raise InputError("quantization", quoted or checkpoint, f"{release.label} cannot load a {checkpoint} "
                              f"checkpoint: SGLang loads them from {first} ({evidence}); give --engine "
                              f"sglang=={first} or later, or another --quantization")
@@ -291,6 +302,10 @@ DISAGGREGATION_SINCE = {"vllm": ("0.6.5", "--kv-transfer-config and distributed/
 from the release wheels (pip download --no-deps, unzip; 2026-12-06, wave 16 X4). TensorRT-LLM's first release with
 disaggregated serving was not read: not gated."""
 
+_DISAGGREGATION_GATES = {engine: (parse_version(first, engine), first, evidence)
+                         for engine, (first, evidence) in DISAGGREGATION_SINCE.items()}
+"""DISAGGREGATION_SINCE parsed once at import (check_features): {engine: (version tuple, as written, evidence)}."""
+
 
 _PP_SINCE = {"vllm": (VLLM_PP_SINCE, _text(VLLM_PP_SINCE), "NotImplementedError 'Pipeline parallelism is not "
                       "supported yet.', config.py@v0.5.0.post1 L629-631; vllm PR 4412"),
@@ -304,11 +319,11 @@ def check_features(release, pp: int, prefix_hit: float, disaggregate: bool) -> N
     """check_pipeline, check_prefix_cache and the DISAGGREGATION_SINCE gate for one ask (InferenceInputs)."""
     check_pipeline(pp, release)
     check_prefix_cache(prefix_hit, release)
-    first = DISAGGREGATION_SINCE.get(release.engine) if disaggregate and release is not None else None
-    if first is not None and release.version < parse_version(first[0], release.engine):
+    gate = _DISAGGREGATION_GATES.get(release.engine) if disaggregate and release is not None else None
+    if gate is not None and release.version < gate[0]:
         raise InputError("disaggregate", True, f"{release.label} runs no disaggregated prefill / decode: "
-                         f"{ENGINE_NAMES[release.engine]} has it from {first[0]} ({first[1]}); give --engine "
-                         f"{release.engine}=={first[0]} or later, or --no-disaggregate")
+                         f"{ENGINE_NAMES[release.engine]} has it from {gate[1]} ({gate[2]}); give --engine "
+                         f"{release.engine}=={gate[1]} or later, or --no-disaggregate")
 
 
 def check_pipeline(pp: int, release) -> None:
