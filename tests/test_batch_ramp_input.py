@@ -85,7 +85,7 @@ def test_ranking_prefers_the_layout_without_the_early_bubble():
     from gpuplan.jobs.budget.schema import BudgetInputs
     from gpuplan.jobs.plan.search import evaluator_for
     from gpuplan.jobs.training.layout import layout_for_gpus
-    from gpuplan.planner.batch_ramp import ramp_time_factor
+    from gpuplan.planner.batch_ramp import ramp_timing
 
     ask = dict(model="llama-3.1-70b", gpu="h100", gpus=256, mfu="predicted", tokens="2T", global_batch=512,
                framework="generic")
@@ -96,10 +96,10 @@ def test_ranking_prefers_the_layout_without_the_early_bubble():
     ev, phases = evaluator_for(steady_inputs), ramped_inputs.ramp_phases()
 
     def run_seconds_per_token(plan):
-        return plan.step_seconds / (plan.global_batch * plan.seq_len) * ramp_time_factor(ev, plan, 2e12, phases)
+        return plan.step_seconds / (plan.global_batch * plan.seq_len) * ramp_timing(ev, plan, 2e12, phases).factor
 
     assert run_seconds_per_token(ramped) < run_seconds_per_token(steady)
-    assert ramp_time_factor(ev, ramped, 2e12, phases) < ramp_time_factor(ev, steady, 2e12, phases)
+    assert ramp_timing(ev, ramped, 2e12, phases).factor < ramp_timing(ev, steady, 2e12, phases).factor
 
 
 TRAIN = {"model": "llama-3-8b", "gpu": "h100", "gpus": 64, "mfu": "predicted", "tokens": "1T", "global_batch": 512}

@@ -96,14 +96,15 @@ def test_a_batch_ramp_costs_time_on_the_same_layout():
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import evaluator_for
     from gpuplan.jobs.training.layout import layout_for_gpus
-    from gpuplan.planner.batch_ramp import ramp_time_factor
+    from gpuplan.planner.batch_ramp import ramp_timing
 
     inputs = PlanInputs(model="llama-3.1-8b", tokens=1e12, gpu="h100", gpus=64, seq_len=4096, global_batch=512)
     ev, plan = evaluator_for(inputs), layout_for_gpus(inputs, 64)
-    assert ramp_time_factor(ev, plan, 1e12, []) == pytest.approx(1.0)
-    assert ramp_time_factor(ev, plan, 1e12, [(1e12, plan.global_batch)]) == pytest.approx(1.0)
+    # no phase, or every token at the steady batch: the steady step itself, factor exactly 1 (1 + no extra time)
+    assert ramp_timing(ev, plan, 1e12, []).factor == 1.0
+    assert ramp_timing(ev, plan, 1e12, [(1e12, plan.global_batch)]).factor == 1.0
     # half the tokens at a quarter of the batch: fewer micro-batches per pipeline, never faster per token
-    assert ramp_time_factor(ev, plan, 1e12, [(0.5e12, plan.global_batch / 4)]) >= 1.0
+    assert ramp_timing(ev, plan, 1e12, [(0.5e12, plan.global_batch / 4)]).factor >= 1.0
 
 
 def test_end_to_end_gpu_hours_held_out_mean_within_a_point_of_its_level():
@@ -207,14 +208,14 @@ def test_end_to_end_gpu_hours_times_the_layout_a_run_states():
     384 GPUs, so dp = 384 / 48 = 8, and ramps its batch from 192 sequences over 9,765,625 samples
     (2.0e10 tokens, 5.5% of its 366B); SmolLM3's nanotron config runs DDP (zero_stage 0), which the
     free planner replaced by ZeRO-1."""
-    from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, ramp_phases, run_inputs
+    from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, run_inputs
 
     runs = reference_runs_by_id()
     bloom = run_inputs(runs["bloom-176b"])
     assert (bloom.tp, bloom.pp, bloom.vpp, bloom.cp, bloom.ep, bloom.zero, bloom.micro_batch) == (4, 12, 1, 1, 1, 1, 2)
     # 256 equal steps of the linear ramp (batch_ramp_field.LINEAR_STEPS, review w16 R6 S2): 192 + (2048 - 192) x
     # (i + 0.5) / 256 sequences, 2e10 / 256 = 78.125M tokens each
-    phases = ramp_phases(runs["bloom-176b"])
+    phases = bloom.ramp_phases()  # the row's ramp as the user's --batch-ramp (run_inputs): the one path
     assert [t for t, _ in phases] == pytest.approx([78.125e6] * 256)
     assert [b for _, b in phases][:2] + [phases[-1][1]] == pytest.approx([195.625, 202.875, 2044.375])
     _, basis = end_to_end_gpu_hours(runs["bloom-176b"])
@@ -238,11 +239,11 @@ def test_palm_runs_its_stated_batch_ramp():
     import yaml
     from importlib import resources
 
-    from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, ramp_phases
+    from gpuplan.jobs.validation.gpu_hours import end_to_end_gpu_hours, run_inputs
 
     text = (resources.files("gpuplan.catalog") / "reference" / "training_runs.yaml").read_text("utf-8")
     palm = next(r for r in yaml.safe_load(text)["runs"] if r["id"] == "palm-540b")
-    assert ramp_phases(palm) == [(pytest.approx(50_000 * 512 * 2048, rel=1e-3), 512.0),
+    assert run_inputs(palm).ramp_phases() == [(pytest.approx(50_000 * 512 * 2048, rel=1e-3), 512.0),
                                  (pytest.approx(65_000 * 1024 * 2048, rel=1e-3), 1024.0)]
     # Since wave 16 C2 the row states Sec. 4's layout, dp512 tp12 pp1 ZeRO-3, where the step model picks mb4: one
     # step is 512 x 4 = 2,048 sequences, so planner.batch_ramp.runnable_batch (a whole number of dp x micro-batch

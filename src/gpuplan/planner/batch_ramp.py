@@ -141,11 +141,6 @@ def _seconds_per_token(ev, plan: Plan, batches: list[int]) -> dict[int, float]:
     return dict(zip(batches, np.interp(inverse, xs, timed[::-1]).tolist()))
 
 
-def ramp_time_factor(ev, plan: Plan, tokens: float, phases: list[tuple[float, float]]) -> float:
-    """Time of a run with the batch ``phases`` over the same run at the plan's batch throughout (ramp_timing)."""
-    return ramp_timing(ev, plan, tokens, phases).factor if phases else 1.0
-
-
 def with_ramp_factors(ev, fitting, tokens: float, phases: list[tuple[float, float]], gpus_asked: int | None = None,
                       order=None, lead: int = 1, limits=None, on_factors=None):
     """``fitting`` (a LayoutTable of timed rows) with a ``ramp_factor`` column: each of the first rows by steady
@@ -207,7 +202,7 @@ def settle_ramp(ev, fitting, factors: np.ndarray, tokens: float, phases, gpus_as
 
 
 def _row_factor(ev, fitting, i: int, tokens: float, phases, gpus_asked: int | None, limits=None) -> float:
-    """ramp_time_factor of row ``i`` of a search table; inf where a phase's batch is one the framework's
+    """ramp_timing's factor of row ``i`` of a search table; inf where a phase's batch is one the framework's
     pipeline schedule refuses on the row's layout (phase_refused)."""
     layout, recompute = row_layout(fitting, i)
     plan = RowStep(layout, recompute, gpus_asked or layout.world, float(fitting["step_seconds"][i]),

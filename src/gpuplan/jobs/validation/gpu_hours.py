@@ -135,15 +135,6 @@ def ramp_field(run: dict[str, Any]) -> list[dict[str, float]]:
     return [{"tokens": float(ramp["over_tokens"]), "from": int(ramp["from"]), "to": int(ramp["to"])}]
 
 
-def ramp_phases(run: dict[str, Any]) -> list[tuple[float, float]]:
-    """The run's batch ramp as the (tokens, global batch in sequences) steps the planner times: a linear ramp in
-    LINEAR_STEPS equal steps at their middle batches (schema.batch_ramp_field.RampPhase.sequences, --batch-ramp's)."""
-    from gpuplan.schema.batch_ramp_field import parse_batch_ramp
-
-    seq_len, field = int(run.get("seq_len", 2048)), ramp_field(run)
-    return [step for phase in parse_batch_ramp(field) for step in phase.sequences(seq_len)] if field else []
-
-
 def end_to_end_gpu_hours(run: dict[str, Any]) -> tuple[float, str] | None:
     """(GPU-hours with the ramp, checkpoints and failures, basis) for a run that states its GPUs; for a run
     whose source gives its total as a steady rate x tokens (``reported_as: rate``), the steady state."""
