@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.core.comm import async_tp, tp_comm_dtype as TPD, volumes as C
+from gpuplan.core.comm.embedding_tp import cast_seconds_per_call, embedding_output_costs
 from gpuplan.core.time import context_parallel as CP
 from gpuplan.core.comm.collective_cost import CollectiveCost, DirectLinks
 from gpuplan.core.comm.qkv_gather import qkv_gather_cost
@@ -60,13 +61,19 @@ def send_links(cluster: Cluster, span) -> DirectLinks:
 def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, pp, vpp, cp, ep, zero,
                        micro_batch, micro_batches, shard_group, layers, trained_params, t_attn_mb,
                        t_bwd_gemm_mb, compute, moe_phases: MoeLayerPhases | None = None,
-                       attention_forward_share=CP.FLASH_FORWARD_SHARE) -> tuple[CollectiveCost, ...]:
+                       attention_forward_share=CP.FLASH_FORWARD_SHARE, output_pass=0.0) -> tuple[CollectiveCost, ...]:
     """Every collective of one step on the slowest pipeline stage (``layers`` of them); ``attention_forward_share``:
-    the forward's share of ``t_attn_mb`` (the CP ring's steps: core.time.context_parallel.ring_exposed_per_layer)."""
+    the forward's share of ``t_attn_mb`` (the CP ring's steps: core.time.context_parallel.ring_exposed_per_layer);
+    ``output_pass``: seconds of one pass of the output layer's GEMM a micro-batch (core.comm.embedding_tp)."""
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
     act_bytes = tokens * h * TPD.activation_bytes(settings.dtype)  # 4 B an element under --dtype fp32 / tf32
-    costs = [_tp_cost(spec, cluster, settings, tp, micro_batches, layers, act_bytes)]
+    wide, group, seconds = _tp_seconds(cluster, settings, tp, act_bytes)
+    costs = [_tp_cost(spec, cluster, settings, tp, micro_batches, layers, act_bytes, wide, group, seconds)]
+    # the vocabulary-parallel embedding's and the output layer's exchanges, outside the layers (core.comm.embedding_tp)
+    costs += embedding_output_costs(spec, settings, tp=tp, pp=pp, micro_batches=micro_batches, buffer=wide,
+                                    seconds=seconds, group=group, output_pass=output_pass,
+                                    casts=cast_seconds_per_call(settings, act_bytes, cluster.gpu.memory_bandwidth))
     if np.any(kv_heads_below_tp(spec, np.asarray(tp))):  # Megatron-Core's QKV sub-sharding (core.comm.qkv_gather)
         costs.append(qkv_gather_cost(spec, cluster, settings, tp, micro_batches, layers, tokens))
     # PP: activations forward and gradients backward at each stage boundary; interleaving crosses
@@ -138,7 +145,24 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     return tuple(costs)
 
 
-def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, layers, act_bytes) -> CollectiveCost:
+def _tp_seconds(cluster: Cluster, settings, tp, act_bytes):
+    """(bytes of one TP call, the TP group's links, seconds(kind): one call's seconds of an NCCL collective on that
+    buffer, each kind costed once) for ``act_bytes`` of activations: x 2 under GPT-NeoX's fp32_allreduce
+    (core.comm.tp_comm_dtype), each distinct (tp, bytes) row costed once (core.row_groups)."""
+    group = cluster.group(tp, 1)
+    wide = TPD.widened(act_bytes, settings.tp_comm_bytes, TPD.activation_bytes(settings.dtype))
+    groups = group_rows(tp, wide)
+    known = {}
+
+    def seconds(kind: str):
+        if kind not in known:
+            known[kind] = seconds_by_rows(kind, wide, group, groups)
+        return known[kind]
+    return wide, group, seconds
+
+
+def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, layers, act_bytes, wide=None, group=None,
+             seconds=None) -> CollectiveCost:
     """TP: 2 all-reduces forward + 2 backward per layer (Megatron, Shoeybi et al. 2019 Fig. 4), +2
     on full recompute; run with sequence parallelism (Megatron-Bridge's TP recipes, torchtitan's TP
     plan) each is a reduce-scatter + all-gather of the same buffer: NCCL's ring (NVLS serves
@@ -148,12 +172,11 @@ def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, lay
     two cast kernels, charged exposed (they run on the compute stream)."""
     # without sequence parallelism: all-reduces, GPT-NeoX's parallel residual reduces once forward (core.time.sequence_parallel)
     per_layer = SP.tp_exchanges_per_layer(spec, settings.sequence_parallel, settings.recompute)
-    group = cluster.group(tp, 1)
+    if seconds is None:  # called alone (tests): its own buffer, group and timing
+        wide, group, seconds = _tp_seconds(cluster, settings, tp, act_bytes)
     kinds = SP.tp_collective_kinds(settings.sequence_parallel)
     width = TPD.activation_bytes(settings.dtype)
-    wide = TPD.widened(act_bytes, settings.tp_comm_bytes, width)  # x 2 under GPT-NeoX's fp32_allreduce (core.comm.tp_comm_dtype)
-    groups = group_rows(tp, wide)  # the group and the buffer: each distinct (tp, bytes) costed once
-    each = {kind: seconds_by_rows(kind, wide, group, groups) for kind in kinds}
+    each = {kind: seconds(kind) for kind in kinds}  # on _tp_seconds' buffer: x 2 under fp32_allreduce
     one = sum(each.values())
     calls = micro_batches * layers * per_layer * (np.asarray(tp) > 1)
     casts = calls * TPD.cast_seconds(act_bytes, settings.tp_comm_bytes, cluster.gpu.memory_bandwidth, width)  # never hidden

@@ -42,6 +42,7 @@ from gpuplan.core.time import activation_offload as AO, context_parallel as CPK,
 from gpuplan.core.time import megatron_grad_passes as MG, megatron_ops as MO, megatron_ops_step as MS
 from gpuplan.core.time import sequence_parallel as SP, titan_float8 as TF, titan_ops as TT
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
+from gpuplan.core.comm.embedding_tp import output_gemm_pass_seconds
 from gpuplan.core.comm.step_comm import ParamGather, by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
     ATTENTION_EFFICIENCY, DEFAULT_ATTENTION_EFFICIENCY, DEFAULT_MAMF_FRACTION, FP8_MAMF_RATIO,
@@ -154,8 +155,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
         return MicroBatchTimes(*eager_microbatch_seconds(spec, cluster, settings, micro_batch, layers, head),
                                MoeLayerPhases(0.0, 0.0, 0.0, 0.0))
     gpu = cluster.gpu
-    peak = gpu.peak(settings.dtype)  # matmuls run at the compute dtype's peak (FP8 linears) ...
-    bf16_peak = attention_head_peak(gpu, settings.dtype)  # ... attention and the LM head in bf16 (fp32: fp32)
+    peak = gpu.peak(settings.dtype)  # matmuls at the compute dtype's peak (FP8 linears); the LM head: embedding_tp
     fp8 = settings.dtype in LOW_PRECISION  # FP8 or NVFP4 linears: scaled GEMMs with operand casts
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
@@ -212,9 +212,7 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     extra = tokens * recompute_seconds_per_token(spec, settings, rates, forward=fwd / tokens, matmuls=t_gemm,
                                                  elementwise=t_elem, stage_layers=layers, vpp=vpp)
     per_layer = fwd + bwd + extra
-    head_flops = 2.0 * spec.vocab_size * h / tp
-    head_time = (2 + weight_grads) * tokens * head_flops / (bf16_peak * gemm_efficiency(gpu, minimum(h, tokens),
-                                                                                         settings.gemm_d_half))
+    head_time = (2 + weight_grads) * output_gemm_pass_seconds(spec, gpu, settings, tp, tokens)  # 2 V h / tp a token
     passes, bandwidth = (fwd, bwd + extra), gpu.memory_bandwidth  # torchtitan's, Megatron's, llm.c's losses and host
     titan = (TT.microbatch_extra_seconds(spec, settings, tokens, bandwidth, tp, passes, layers, head)
              + MS.microbatch_extra_seconds(spec, settings, bandwidth, tokens, tp, passes, layers, head + mtp)
@@ -259,7 +257,9 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
                                micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
                                layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
                                t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases,
-                               attention_forward_share=attention_forward_share(spec, cluster.gpu, settings, tp))
+                               attention_forward_share=attention_forward_share(spec, cluster.gpu, settings, tp),
+                               output_pass=output_gemm_pass_seconds(spec, cluster.gpu, settings, tp,
+                                                                    micro_batch * settings.seq_len / cp))
     mb_tokens = micro_batch * settings.seq_len / cp  # core.time.moe_host, per micro-batch (the routed GEMMs: its syncs)
     routed_forward = (mb_tokens * routed_seconds_per_token(spec, cluster.gpu, settings, mb_tokens, tp, ep)
                       if settings.moe_launch == "eager" else 0.0)  # read only under eager launch (moe_host)
