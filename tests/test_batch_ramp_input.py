@@ -146,6 +146,21 @@ def test_a_phase_the_pipeline_schedule_refuses_is_not_ranked(run_cli):
     assert layout["vpp"] == 10 and 16 // (layout["dp"] * layout["micro_batch"]) >= 8, layout
 
 
+@pytest.mark.parametrize("job", ["budget", "plan"])
+def test_the_schedule_refusal_quotes_the_ramp_as_typed(run_cli, job):
+    """planner.batch_ramp.settle_ramp's refusal quoted the steps it timed: a linear 1T:16-64 is 256 steps of
+    3.906e+09 tokens (batch_ramp_field.LINEAR_STEPS), a 4,626-character value cut to '...'. It quotes what was typed
+    (batch_ramp_field.typed_text), on one line. tp4 pp8 vpp10 mb1 on 256 H100 is dp8: 16-64 sequences run 2-8
+    micro-batches a step, below pp 8 for all but the last (as the test above)."""
+    flags = ("llama-3.1-70b", "--gpu", "h100", "--gpus", "256", "--tokens", "2T", "--global-batch", "512",
+             "--framework", "megatron", "--tp", "4", "--pp", "8", "--vpp", "10", "--cp", "1", "--micro-batch", "1",
+             "--batch-ramp", "1T:16-64") + (("--mfu", "predicted") if job == "budget" else ())
+    code, out, err = run_cli(job, *flags)
+    assert code == 2, out
+    assert err.strip() == err.strip().splitlines()[0]
+    assert "batch_ramp: got '1T:16-64'; no layout searched runs every phase" in err, err
+
+
 def test_plan_counts_the_ramp_once_in_its_ranked_days():
     """ranked_days = days x the ranking's time / the step's (jobs.plan.estimate._with_ranked_columns): both carry the
     ramp factor, so it is divided out once; with a ramp, ranked / days is what it is without (± model, failures)."""

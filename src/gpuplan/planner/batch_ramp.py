@@ -141,8 +141,8 @@ def _seconds_per_token(ev, plan: Plan, batches: list[int]) -> dict[int, float]:
     return dict(zip(batches, np.interp(inverse, xs, timed[::-1]).tolist()))
 
 
-def with_ramp_factors(ev, fitting, tokens: float, phases: list[tuple[float, float]], gpus_asked: int | None = None,
-                      order=None, lead: int = 1, limits=None, on_factors=None):
+def with_ramp_factors(ev, fitting, tokens: float, phases: list[tuple[float, float]], *, typed: str,
+                      gpus_asked: int | None = None, order=None, lead: int = 1, limits=None, on_factors=None):
     """``fitting`` (a LayoutTable of timed rows) with a ``ramp_factor`` column: each of the first rows by steady
     ranked time (slow_end_seconds_per_token, x failure_share where present) timed through its ramp, until a row's
     steady time passes the best ramp-inclusive one by more than PLATEAU_SHARE (within it the fewest GPUs win) or
@@ -151,7 +151,8 @@ def with_ramp_factors(ev, fitting, tokens: float, phases: list[tuple[float, floa
     top-N table). ``limits``: the search's SpaceLimits; a row one of whose phases the framework's pipeline schedule
     refuses (phase_refused) is dropped. ``on_factors``: a callable the caller re-derives its columns in after each
     change (plan's days x factor). ``gpus_asked``: the count the rows stand for; ``fitting`` unchanged without
-    phases. InputError where no row runs the ramp."""
+    phases. ``typed``: the ramp as the user gave it (schema.batch_ramp_field.typed_text), which the refusal quotes
+    (InputError naming batch_ramp where no row runs the ramp), not the LINEAR_STEPS steps ``phases`` holds."""
     if not phases or not len(fitting):
         return fitting
     fitting.columns.pop("ramp_factor", None)  # a table weighed again: its steady time first
@@ -165,24 +166,25 @@ def with_ramp_factors(ev, fitting, tokens: float, phases: list[tuple[float, floa
             break
         factors[i] = _row_factor(ev, fitting, int(i), tokens, phases, gpus_asked, limits)
         best = min(best, steady[i] * factors[i])
-    return settle_ramp(ev, fitting, factors, tokens, phases, gpus_asked, order, lead, limits, on_factors)
+    return settle_ramp(ev, fitting, factors, tokens, phases, typed=typed, gpus_asked=gpus_asked, order=order,
+                       lead=lead, limits=limits, on_factors=on_factors)
 
 
-def settle_ramp(ev, fitting, factors: np.ndarray, tokens: float, phases, gpus_asked, order, lead: int, limits,
-                on_factors):
+def settle_ramp(ev, fitting, factors: np.ndarray, tokens: float, phases, *, typed: str, gpus_asked: int | None,
+                order, lead: int, limits, on_factors):
     """Review w16 R6 M1: an untimed row's factor 1 is a lower bound, not a value. Best first: rank with the
     timed factors and 1 elsewhere; while the ranking's first ``lead`` rows hold an untimed one, time the untimed
     rows among its first max(lead, SETTLE_BATCH) and rank again. Factors only raise a row's time, cost and
     days, and only push it out of a deadline, so a leader that is timed is the ranking's true leader. Rows the
-    framework refuses (factor inf) are dropped as they are found."""
+    framework refuses (factor inf) are dropped as they are found; none left: InputError naming batch_ramp, quoting
+    the ``typed`` ramp (with_ramp_factors' parameters)."""
     rank = order if order is not None else (lambda t: ranking(t, "time"))
     while True:
         refused = np.isinf(factors)
         if refused.all():
             from gpuplan.errors import InputError
 
-            shown = ",".join(f"{t:.4g}:{b:g}" for t, b in phases)
-            raise InputError("batch_ramp", f"{shown} (tokens:sequences)", "no layout searched runs every phase: a "
+            raise InputError("batch_ramp", typed, "no layout searched runs every phase: a "
                              "phase leaves fewer micro-batches a step than the framework's pipeline schedule needs "
                              "(Megatron-Core's interleaved schedule at least pp, schedules.py@core_v0.18.0 L1068-1076; "
                              "planner.batch_ramp.phase_refused); give a larger phase batch, a smaller --pp or --vpp 1")

@@ -11,6 +11,7 @@ import numpy as np
 from gpuplan.jobs.plan.deadline import deadline_of
 from gpuplan.planner.batch_ramp import with_ramp_factors
 from gpuplan.planner.plan import ranking
+from gpuplan.schema.batch_ramp_field import typed_text
 
 SCALED = ("days", "gpu_hours", "cost")
 """The columns a row's ramp factor multiplies (its wall-clock and what follows it)."""
@@ -28,8 +29,8 @@ def with_ramp_days(inputs, ev, fitting, most_days: float | None = None, point_sh
     for name in SCALED:
         fitting.columns["steady_" + name] = fitting[name]
     fitting.columns["point_share"] = np.broadcast_to(np.asarray(point_share, dtype=float), (len(fitting),)).copy()
-    fitting = with_ramp_factors(ev, fitting, float(inputs.tokens), phases, order=_order(inputs, most_days
-                                                                                          or deadline_of(inputs)),
+    fitting = with_ramp_factors(ev, fitting, float(inputs.tokens), phases, typed=typed_text(inputs.batch_ramp),
+                                order=_order(inputs, most_days or deadline_of(inputs)),
                                 lead=int(getattr(inputs, "top", 1) or 1), limits=limits, on_factors=_scale)
     for name in SCALED:
         fitting.columns.pop("steady_" + name)

@@ -23,6 +23,7 @@ from gpuplan.planner.batch_ramp import with_ramp_factors
 from gpuplan.planner.plan import Plan, best_plan, slow_end_seconds_per_token
 from gpuplan.planner.search import Evaluator, LayoutTable
 from gpuplan.planner.space import SpaceLimits
+from gpuplan.schema.batch_ramp_field import typed_text
 
 
 def with_budget_fields(inputs):
@@ -72,6 +73,7 @@ def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):
     point: train weighed the counts below an irregular N without the share)."""
     phases = inputs.ramp_phases()  # --batch-ramp: the candidates ranked with their ramp (planner.batch_ramp)
     limits = space_limits(inputs) if phases else None  # a phase the framework's schedule refuses: row dropped
+    ramp_text = typed_text(inputs.batch_ramp or ())  # what a refusal quotes
 
     def weigh(fitting: LayoutTable) -> LayoutTable:
         try:
@@ -81,7 +83,7 @@ def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):
             kept = fitting  # no row completes: unweighed (the Failures section says why)
         else:
             kept.columns["gpus_asked"] = np.full(len(kept), gpus, dtype=np.int64)
-        return with_ramp_factors(ev, kept, inputs.tokens, phases, gpus, limits=limits)
+        return with_ramp_factors(ev, kept, inputs.tokens, phases, typed=ramp_text, gpus_asked=gpus, limits=limits)
 
     return weigh
 
