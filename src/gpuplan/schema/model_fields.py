@@ -12,6 +12,7 @@ from gpuplan.errors import InputError
 from gpuplan.schema import types as T
 from gpuplan.schema import vocabulary as V
 from gpuplan.schema.base import JobInputs
+from gpuplan.schema.tpu_rules import follow_device
 
 DEFAULT_PARAMS = 7e9  # the article's 7B example
 
@@ -55,8 +56,6 @@ class ModelFields(JobInputs):
     def follow_model(self) -> "ModelFields":
         """The sequence length the model sets where none was given (follow_position_limit), and a training ask's
         framework on a TPU with its CUDA-only options (schema.tpu_rules.follow_device)."""
-        from gpuplan.schema.tpu_rules import follow_device
-
         follow_position_limit(self)
         follow_device(self)
         return self

@@ -4,7 +4,6 @@ holds its states."""
 
 from __future__ import annotations
 
-from gpuplan.schema import tpu_rules as X
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import recipe_facts as RF
 from gpuplan.core.memory import training as M
@@ -13,6 +12,7 @@ from gpuplan.core.memory.recompute import recompute_label
 from gpuplan.core.units import format_bytes
 from gpuplan.jobs.assumptions import mtp_assumption
 from gpuplan.report.model import Assumption
+from gpuplan.schema import tpu_rules as X
 from gpuplan.schema.vocabulary import STATE_DTYPE_BYTES
 
 _gib = format_bytes

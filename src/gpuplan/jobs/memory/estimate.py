@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpuplan.schema import tpu_rules as X
-from gpuplan.planner.framework_rules import optimizer_zero_stages, rules_for, sequence_split_runs
 from gpuplan.adapters.resolve import resolve_gpu
 from gpuplan.core import frameworks as F
 from gpuplan.core.memory import training as M
@@ -32,7 +30,9 @@ from gpuplan.jobs.memory.assumptions import (
     recipe_of,
 )
 from gpuplan.jobs.memory.schema import MemoryInputs
+from gpuplan.planner.framework_rules import optimizer_zero_stages, rules_for, sequence_split_runs
 from gpuplan.report.model import Line, Report, Section, Table
+from gpuplan.schema import tpu_rules as X
 from gpuplan.schema.base import job_inputs
 
 GiB = 2**30

@@ -11,11 +11,11 @@ from gpuplan.core.units import (SECONDS_PER_DAY, format_bytes, format_count, for
                                 signed_percent)
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.jobs.training.batch_ramp import ramp_line, ramp_notes
-from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
-from gpuplan.schema.tpu_rules import framework_shown
 from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTINGENCY, TrainingInputs
 from gpuplan.jobs.training.timing import Flops, TimeEstimate
 from gpuplan.report.model import Assumption, Line, Section
+from gpuplan.schema import tpu_rules as X
+from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
 
 if TYPE_CHECKING:  # the planner (numpy) is imported where a layout is searched
     from gpuplan.planner.plan import Plan
@@ -228,8 +228,6 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
 
 def _peak_lines(plan: Plan, inputs: TrainingInputs) -> tuple[Line, Line]:
     """The reserved and total peak lines, in a TPU's words where the part is one (schema.tpu_rules)."""
-    from gpuplan.schema import tpu_rules as X
-
     if X.is_tpu(X.accelerator(inputs.gpu)):
         return (Line("mem_peak_reserved", X.XLA_RESERVED, plan.reserved_bytes, "bytes",
                      format_bytes(plan.reserved_bytes), X.XLA_RESERVED_WHY),
@@ -290,7 +288,7 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
                    "--micro-batch / --recompute / --recompute-modules / --recompute-layers", inputs.layout_given),
         Assumption("recipe", "precision recipe", inputs.recipe_name, "core/precision.py", "--recipe",
                    "recipe" in inputs.given),
-        Assumption("framework", "framework profile", framework_shown(inputs.framework, "framework" in inputs.given,
+        Assumption("framework", "framework profile", X.framework_shown(inputs.framework, "framework" in inputs.given,
                                                                      gpu), "; ".join(inputs.profile.sources[:2]),
                    "--framework", "framework" in inputs.given),
     ) + mtp_assumption(mtp_layers, "mtp_layers" in inputs.given) + compile_assumption(inputs) + tp_comm_dtype_assumption(
