@@ -7,10 +7,11 @@ Units: bytes/s per GPU per direction, seconds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from gpuplan.core.comm.group_geometry import domain_split, split_label
 from gpuplan.core.hardware import Accelerator
 from gpuplan.errors import InputError
 
@@ -91,6 +92,9 @@ class GroupLinks:
     nvlink_line: float = 0.0
     """NVLink line rate per GPU per direction, bytes/s, before efficiency (NCCL's NVLS graph counts its
     links: core.comm.nvls_tuner); 0 = unknown."""
+    split: str = ""
+    """Where the group straddles domains it does not divide evenly, its slowest group's members per domain
+    ('over 6-GPU domains: 2 + 2', core.comm.group_geometry.split_label; scalar groups only): plan --explain's link."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,18 @@ class Cluster:
     host_link_gbyte_s_bidirectional / 2); 0 = the node is one scale-up domain."""
     domain: int = 0
     """GPUs of one scale-up domain inside the node where host_bandwidth > 0 (H100 NVL: the pair, 2)."""
+    host_gpus: int = 0
+    """GPUs of one host where the scale-up domain joins several (GB200 NVL72: a tray of 4 of the rack's 72), which
+    the scheduler fills in segments that keep a group inside one domain where it fits (core.comm.group_geometry);
+    0 = the domain is one host, filled by rank order."""
+    job_gpus: object = field(default=None, compare=False)
+    """The job's GPUs (a number, or an array of the planner's layouts: tp x cp x dp x pp; for_job), whose ranks fill
+    the domains in order: group() then times the slowest of the job's groups of a kind; None = the communicator
+    asked for is the job (a benchmark, a serving replica). Not compared (an array)."""
+
+    def for_job(self, gpus) -> "Cluster":
+        """This cluster for the groups of a job of ``gpus`` GPUs (number or array; core.time.step.step_time)."""
+        return replace(self, job_gpus=gpus)
 
     def past_domain(self, per_node, stride):
         """Where a group's ``per_node`` members in one node, ``stride`` ranks apart, span more than one of the
@@ -138,11 +154,14 @@ class Cluster:
 
     def group(self, ranks, stride=1) -> GroupLinks:
         """The links of a communicator of ``ranks`` ranks whose members are ``stride`` ranks apart
-        in the rank order (tp innermost): a domain holds domain // stride of them (at least 1). On a host
-        of several scale-up domains (the host tier) a group whose members in the host span more than one
-        rides PCIe there (past_domain), NCCL's PCI latencies with it."""
+        in the rank order (tp innermost): a domain holds domain // stride of them (at least 1). Where the
+        groups do not divide the domains evenly, the slowest group's split (core.comm.group_geometry: the
+        fewest members one domain holds of it, its NIC share there, and the domains it spans; tp 4 on 6-GPU
+        domains 2 + 2 over two). On a host of several scale-up domains (the host tier) a group whose members
+        in the host span more than one rides PCIe there (past_domain), NCCL's PCI latencies with it."""
         per_node = np.clip(self.gpus_per_node // np.maximum(np.asarray(stride), 1), 1, np.maximum(ranks, 1))
         nodes = np.maximum(np.asarray(ranks) / per_node, 1)
+        per_node, nodes = self._straddle(ranks, stride, per_node, nodes)
         pcie = self.gpu.pcie_only
         intra, kind = self.scale_up_bandwidth * self.scale_up_efficiency, "pci" if pcie else "nvlink"
         past = self.past_domain(per_node, stride)
@@ -155,7 +174,22 @@ class Cluster:
                           nvls_gain=self.nvls_gain, collnet=self.collnet, net_latency_us=self.net_latency_us,
                           algorithm=self.algorithm, protocol=self.protocol,
                           net_stage_bytes=self.net_stage_bytes, net_stages=self.net_stages,
-                          nvlink_line=0.0 if pcie else self.scale_up_bandwidth)
+                          nvlink_line=0.0 if pcie else self.scale_up_bandwidth,
+                          split=split_label(ranks, stride, self.gpus_per_node, self.host_gpus > 0, self.job_gpus))
+
+    def _straddle(self, ranks, stride, per_node, nodes):
+        """(per_node, nodes) of the even rule, replaced by the slowest group's split where the groups straddle
+        domains unevenly (core.comm.group_geometry.domain_split); the even rule's values untouched elsewhere."""
+        found = domain_split(ranks, stride, self.gpus_per_node, self.host_gpus > 0, self.job_gpus)
+        if found is None:
+            return per_node, nodes
+        fewest, spans = found
+        moved = (fewest != per_node) | (spans != nodes)
+        if not np.any(moved):
+            return per_node, nodes
+        if np.ndim(moved) == 0:
+            return np.int64(fewest), np.float64(spans)
+        return np.where(moved, fewest, per_node), np.where(moved, spans, nodes)
 
     def link(self, group_span: int) -> tuple[float, float]:
         """(achievable bandwidth per GPU per direction, latency) for a group spanning
@@ -199,5 +233,8 @@ def cluster_for(gpu: Accelerator, gpus_per_node: int | None = None, nic_gbit_per
     scale_up_efficiency = scale_up_efficiency or gpu.scale_up_efficiency or DEFAULT_SCALE_UP_EFFICIENCY
     if gpu.host_link_bandwidth and per_node > gpu.scale_up_ranks:  # the host tier
         network = {"host_bandwidth": gpu.host_link_bandwidth / 2, "domain": gpu.scale_up_ranks, **network}
+    elif gpu.devices_per_node and per_node > gpu.devices_per_node and per_node % gpu.devices_per_node == 0:
+        # a domain of several hosts (NVL72: 18 trays of 4), filled in segments (core.comm.group_geometry)
+        network = {"host_gpus": gpu.devices_per_node, **network}
     return Cluster(gpu, per_node, up, out, scale_up_efficiency, scale_out_efficiency,
                    nvls_gain=network.pop("nvls_gain", nvls), **network)

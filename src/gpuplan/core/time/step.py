@@ -233,6 +233,7 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     (HSDP): ZeRO shards within groups of that many data-parallel ranks and all-reduces the
     shards across the groups (PyTorch HYBRID_SHARD). ``stage_layers``: (fullest, last) stage's layers where a
     recipe fixes the split (core.time.pipeline_schedule.layout_stage_layers), else core.time.stages.rank_layers'."""
+    cluster = cluster.for_job(np.asarray(tp) * cp * dp * pp)  # its groups, as they fill the domains (Cluster.group)
     # uneven stages (core.memory.training.stage_layer_counts): the first ones take the remainder, the last
     # (with the LM head and any MTP modules, which shed layers to the others: core.model.mtp) never has
     # more; the slowest stage sets the pace. Collectives follow the first stage's layers (pp > 1:

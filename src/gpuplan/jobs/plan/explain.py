@@ -208,6 +208,9 @@ def _link(c, up_name: str = "NVLink", xla: bool = False, host_line: float | None
         up_name = "PCIe host" if host_line and np.any(np.asarray(c.group.intra_kind) == "pci") else up_name
         if nodes <= 1:
             return f"{up_name} ({per_node} {unit})"
+        if c.group.split:  # the slowest group straddles domains unevenly (core.comm.group_geometry)
+            return (f"{int(float(c.group.ranks))} {unit} {c.group.split}, {up_name} + "
+                    f"{float(c.group.net) / 1e9:,.0f} GB/s {nics}")
         return f"{per_node}/domain x {nodes} domains: {up_name} + {float(c.group.net) / 1e9:,.0f} GB/s {nics}"
     links = c.links
     up, out = float(links.nvlink) / 1e9, float(links.network) / 1e9  # achievable GB/s per GPU, one direction
