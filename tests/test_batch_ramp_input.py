@@ -161,6 +161,35 @@ def test_the_schedule_refusal_quotes_the_ramp_as_typed(run_cli, job):
     assert "batch_ramp: got '1T:16-64'; no layout searched runs every phase" in err, err
 
 
+@pytest.mark.parametrize("count", [("--gpus", "64"), ("--days", "60")])
+def test_train_times_its_ramp_on_the_evaluator_its_search_used(run_cli, monkeypatch, count):
+    """jobs.training.timing.estimate_time built a second evaluator for the ramp's phases (batch_ramp.ramp_on's
+    evaluator_for) after layout_for_gpus / layout_for_deadline had built one from the same inputs (w17 D item 6):
+    the ramp is timed on the search's own, on both doors (a count given; a deadline searched)."""
+    from gpuplan.jobs.plan import search as PS
+    from gpuplan.jobs.training import batch_ramp as TB
+    from gpuplan.jobs.training import layout as TL
+
+    built, timed_on = [], []
+
+    def counted(*args, **kwargs):
+        built.append(original(*args, **kwargs))
+        return built[-1]
+
+    def ramp_seen(inputs, plan, evaluator=None, factor=None):
+        timed_on.append(evaluator)
+        return ramp_on(inputs, plan, evaluator, factor)
+
+    original, ramp_on = PS.evaluator_for, TB.ramp_on
+    monkeypatch.setattr(PS, "evaluator_for", counted)
+    monkeypatch.setattr(TL, "evaluator_for", counted)
+    monkeypatch.setattr(TB, "ramp_on", ramp_seen)
+    code, out, err = run_cli("train", "llama-3-8b", "--gpu", "h100", *count, "--mfu", "predicted", "--tokens", "1T",
+                             "--global-batch", "512", "--batch-ramp", "100B:128")
+    assert code == 0, err
+    assert "batch ramp" in out and len(timed_on) == 1 and timed_on[0] is built[0], (timed_on, built)
+
+
 def test_plan_counts_the_ramp_once_in_its_ranked_days():
     """ranked_days = days x the ranking's time / the step's (jobs.plan.estimate._with_ranked_columns): both carry the
     ramp factor, so it is divided out once; with a ramp, ranked / days is what it is without (± model, failures)."""

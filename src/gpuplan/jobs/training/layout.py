@@ -33,12 +33,13 @@ def with_budget_fields(inputs):
     return inputs if isinstance(inputs, BudgetFields) else BudgetInputs(**inputs.given_values())
 
 
-def layout_for_gpus(inputs: TrainingInputs, gpus: int, rank_by: str = "time") -> Plan:
+def layout_for_gpus(inputs: TrainingInputs, gpus: int, rank_by: str = "time",
+                    evaluator: Evaluator | None = None) -> Plan:
     """The planner's best layout on ``gpus`` GPUs with the degrees the user fixed, ranked with each row's
     failure share as `plan --gpus` ranks them (with_failure_shares), so the two answer the same count and
-    layout."""
+    layout. ``evaluator``: evaluator_for(with_budget_fields(inputs)) where the caller holds it (built here else)."""
     inputs = with_budget_fields(inputs)
-    ev, target, limits = _search_terms(inputs)
+    ev, target, limits = _search_terms(inputs, evaluator)
     weigh = with_failure_shares(inputs, ev, gpus, rank_by == "time")
     plan, _ = best_plan(ev, gpus, target, max_tp(ev), limits, rank_by, weigh,
                         timed_by_steps=inputs.time_predicted)  # a given MFU: fewer GPUs used, slower
@@ -57,10 +58,12 @@ def no_layout_note(inputs: TrainingInputs, plan: Plan) -> tuple[str, ...]:
     return (fallback_note(none, (plan.gpus,), target, limits),) if none else ()
 
 
-def _search_terms(inputs: BudgetFields) -> tuple[Evaluator, float, SpaceLimits]:
-    """What layout_for_gpus searches ``inputs`` (with_budget_fields's) with: the evaluator, the sequences a step
-    asked for and the degrees' and framework's limits; no_layout_note enumerates with the same."""
-    return evaluator_for(inputs), inputs.target_batch(inputs.seq_len), space_limits(inputs)
+def _search_terms(inputs: BudgetFields, evaluator: Evaluator | None = None) -> tuple[Evaluator, float, SpaceLimits]:
+    """What layout_for_gpus searches ``inputs`` (with_budget_fields's) with: the evaluator (``evaluator`` where
+    given), the sequences a step asked for and the degrees' and framework's limits; no_layout_note enumerates with
+    the same."""
+    ev = evaluator if evaluator is not None else evaluator_for(inputs)
+    return ev, inputs.target_batch(inputs.seq_len), space_limits(inputs)
 
 
 def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):
@@ -88,15 +91,16 @@ def with_failure_shares(inputs, ev, gpus: int, first_only: bool = False):
     return weigh
 
 
-def layout_for_deadline(inputs: TrainingInputs) -> tuple[Plan, str]:
+def layout_for_deadline(inputs: TrainingInputs, evaluator: Evaluator | None = None) -> tuple[Plan, str]:
     """The fewest GPUs whose layouts train ``inputs.tokens`` within the deadline (--days, or the article's 7 days
     with neither --gpus nor --days: jobs.plan.deadline.deadline_of) with the budget's failures and checkpoints,
     and the cheapest layout there: `plan --days`'s answer, from the same search (jobs.plan.search.search_on:
     the common cluster sizes, then the counts between the two that bracket the answer; each row's own days
     with failures; planner.plan.deadline_order), and its note when the article's week is met on no count (the
-    fastest layout is answered). A --days no count meets is refused as `plan` refuses it."""
+    fastest layout is answered). A --days no count meets is refused as `plan` refuses it. ``evaluator``: as
+    layout_for_gpus's."""
     inputs = with_budget_fields(inputs)
-    found = search_on(inputs, evaluator_for(inputs))
+    found = search_on(inputs, evaluator if evaluator is not None else evaluator_for(inputs))
     return chosen_plan(found, best_index(found, "deadline")), found.missed_default_deadline
 
 

@@ -109,19 +109,22 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
     ``allowance``: the communication allowance the answer adds (article mode);
     ``after_allowances``: the budget's failures and checkpoints, when the answer adds them."""
     from gpuplan.catalog import prediction_band
-    from gpuplan.jobs.training.layout import layout_for_deadline, layout_for_gpus
+    from gpuplan.jobs.plan.search import evaluator_for
+    from gpuplan.jobs.training.batch_ramp import ramp_on
+    from gpuplan.jobs.training.layout import layout_for_deadline, layout_for_gpus, with_budget_fields
 
     gpus, days = inputs.gpus, inputs.days
     if gpus is None and days is None:
         days = DEFAULT_DAYS  # the article: "to finish in 7 days"
     if inputs.time_predicted:
-        plan, missed = (layout_for_gpus(inputs, gpus), "") if gpus is not None else layout_for_deadline(inputs)
+        # one evaluator for the search and the ramp's phases (it reads none of the fields replaced below)
+        ev = evaluator_for(with_budget_fields(inputs))
+        plan, missed = ((layout_for_gpus(inputs, gpus, evaluator=ev), "") if gpus is not None else
+                        layout_for_deadline(inputs, evaluator=ev))
         inputs = inputs.replace(comm_allowance=0.0, flops_method="exact", attention_flops="full")
         flops = count_flops(spec, inputs, plan.recompute)
         error, source = prediction_band(inputs.dtype, moe=spec.moe is not None)
-        from gpuplan.jobs.training.batch_ramp import ramp_on
-
-        ramp = ramp_on(inputs, plan)  # --batch-ramp: the run's MFU is the steady one / the ramp's time factor
+        ramp = ramp_on(inputs, plan, ev)  # --batch-ramp: the run's MFU is the steady one / the ramp's time factor
         mfu = plan.mfu / (ramp.factor if ramp is not None else 1.0)
         band = (mfu / (1 + error), min(1.0, mfu / max(1e-9, 1 - error)))
         estimate = replace(_budgets(flops.used, peak, plan.gpus, None, mfu, band, source, "predicted"), ramp=ramp)
