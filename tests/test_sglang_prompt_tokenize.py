@@ -17,7 +17,7 @@ ISSUE = 94 * 20 * 41.957e-6 + 16.6e-3
 """Qwen3-235B-A22B's eager prefill host time on 8 x B200 (first_token_path): 94 layers x 20 launches (the q
 reshape's copy included: layer_kernels.qk_reshape_copies) x 41.957 us = 78.88 ms + 16.6 ms a forward outside the
 layers = 95.48 ms (tests/test_sglang_speed_rows.py works it)."""
-GPU_7936 = 104.576e-3
+GPU_7936 = 104.576e-3 + 0.274e-3  # + the embedding all-reduce and logits all-gather (outside_layers, wave 17)
 """The 7,936-token prefill's GPU work on one rank of 8 B200s, worked by hand in tests/test_sglang_speed_rows.py:
 GEMMs 23.191 + attention 8.982 + elementwise 23.085 (of it 14.379 the MoE's per-expert rows, moe_combine) +
 all-reduces 49.318 ms."""
@@ -135,4 +135,4 @@ def test_full_answer_names_the_moe_rows_and_the_ttft_parts_sum(run_cli):
     assert "elementwise 23.09 ms (of it SGLang's MoE per-expert rows, moe_combine, 14.38 ms)" in line
     value = re.sub(r" \(of it [^)]*\)", "", line.split("(by part)")[1].split("kernels in sequence")[0])
     parts = [float(part.split()[-2]) for part in value.strip().split(", ")]
-    assert len(parts) == 5 and sum(parts) == pytest.approx(132.29, abs=0.06)
+    assert len(parts) == 5 and sum(parts) == pytest.approx(132.29 + 0.27, abs=0.06)  # + 0.27 ms outside the layers

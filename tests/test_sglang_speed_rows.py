@@ -14,6 +14,8 @@ import pytest
 from helpers import serving_cases_by_id as _cases
 from helpers import serving_rows_by_id as _rows
 
+from gpuplan.core.serving import outside_layers as OL
+from gpuplan.core.serving.releases import parse_release
 from gpuplan.jobs.validation import inference as I
 
 QUOTED = {  # id -> (input total, generated total, mean TTFT ms, mean TPOT ms) as the pages print them
@@ -114,8 +116,11 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
     so a row's request 1 finds its prompt cached: 1 new token, host-bound at the issue time."""
     cases = _cases()
     b200 = "sglang056-qwen3-235b-a22b-tp8-b200-8000-1000-c1"
-    assert cases[b200 + "-tpot"][3] == pytest.approx(9.1672e-3, rel=2e-3)
-    assert cases["sglang056-llama3.1-70b-tp8-a100-1000-1000-c1-tpot"][3] == pytest.approx(15.3942e-3, rel=2e-3)
+    # + since wave 17 the step's work outside the layers (outside_layers): 24 x 50 / 11 us of floor, one more
+    # all-reduce (B200: 8 us + 1.75 x 8,192 B / 720 GB/s = 8.020 us; A100: 8.119 us) and NCCL's logits
+    # all-gather (151,936 x 2 B over 8 B200s 11.74 us; 128,256 x 2 B over 8 A100s 13.36 us): +128.9 / +130.6 us
+    assert cases[b200 + "-tpot"][3] == pytest.approx(9.2960e-3, rel=2e-3)
+    assert cases["sglang056-llama3.1-70b-tp8-a100-1000-1000-c1-tpot"][3] == pytest.approx(15.5248e-3, rel=2e-3)
     # (9 x 95.48 + 91.53) / 10 = 95.085 ms + the tokenising of the mean prompt, 6,101 / 10 = 610.1 tokens x 1.4 us
     # = 0.854 ms: 95.94 ms
     mean_issue = (9 * ISSUE + ISSUE_ONE_TOKEN) / 10
@@ -127,8 +132,9 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
     # SGLang QKVParallelLinear replicas, weights.kv_replica_bytes): 2 x 4,096 x 128 x 2 B a rank a layer, less its
     # 1/8 share of 2 x 4,096 x 512 x 2 B = 1,048,576 B, x 94 layers = 98,566,144 B / 6.8e12 = 14.5 us: 0.8074 ms
     assert decode.memory_s == pytest.approx(0.8074e-3, rel=1e-3)
-    assert decode.comm_s == pytest.approx(1.5077e-3, rel=1e-3)
-    assert decode.kernel_floor_s == pytest.approx(6.8364e-3, rel=1e-4)
+    # 188 all-reduces (1.5077 ms) + the embedding's (8.020 us) and the logits all-gather (11.74 us) since wave 17
+    assert decode.comm_s == pytest.approx(1.5077e-3 + 8.020e-6 + 11.74e-6, rel=1e-3)
+    assert decode.kernel_floor_s == pytest.approx(6.8364e-3 + 0.1091e-3, rel=1e-4)  # + 24 x 50 / 11 us (wave 17)
     # a 236-token prefill: the weights' stream (all experts: 234.47e9 x 2 B / 8 / 6.8e12 = 8.62 ms) is far
     # under the eager issue time, so the prefill is the issue time (host_s carries the excess over the GPU)
     assert prefill.memory_s == pytest.approx(8.62e-3, rel=2e-3)
@@ -145,8 +151,11 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
     assert long.attention_s == pytest.approx(8.982e-3, rel=1e-3) and long.other_s == pytest.approx(23.085e-3, rel=1e-3)
     from gpuplan.core.serving import kernels as KR
     per_call = KR.tp_allreduce_seconds(65_011_712, 8, 1.8e12, 8e-6, fabric=I._gpu("b200"))
-    assert long.comm_s == pytest.approx(188 * per_call, rel=1e-9) and per_call == pytest.approx(262.3e-6, rel=1e-3)
-    gpu = 23.191e-3 + 8.982e-3 + 23.085e-3 + 49.318e-3
+    # + the embedding's all-reduce of the same message and the last token's logits all-gather (outside_layers, wave 17)
+    gather = OL.outside_layer_comm_seconds(parse_release("sglang==0.5.6"), I._model_of(e), 8, 0.0, 1, I._gpu("b200"))
+    assert gather == pytest.approx(11.74e-6, rel=1e-3)
+    assert long.comm_s == pytest.approx(189 * per_call + gather, rel=1e-9) and per_call == pytest.approx(262.3e-6, rel=1e-3)
+    gpu = 23.191e-3 + 8.982e-3 + 23.085e-3 + 49.318e-3 + 0.274e-3  # + 262.3 + 11.7 us outside the layers (wave 17)
     assert long.total - long.issue_exposed_s - 7936 * TOKENISE == pytest.approx(gpu, rel=1e-3)
     assert long.total == pytest.approx(gpu + 16.6e-3 + 7936 * TOKENISE, rel=1e-3)
     assert long.issue_exposed_s == pytest.approx(16.6e-3, abs=1e-9)
@@ -180,6 +189,7 @@ def test_the_graph_floor_counts_the_kernels_of_the_layer():
     rows = _rows("online")
     e = rows["sglang056-qwen3-235b-a22b-tp8-b200-1000-1000-c1"]
     _, decode = I._served_request(e, 38, 144)
-    assert decode.kernel_floor_s == pytest.approx(94 * 50e-6 * 16 / 11, rel=1e-12)  # 6.836 ms
+    # + 24 kernels outside the layers at TP 8 (outside_layers, wave 17): 6.945 ms
+    assert decode.kernel_floor_s == pytest.approx(94 * 50e-6 * 16 / 11 + 24 * 50e-6 / 11, rel=1e-12)
     _, decode = I._served_request(rows["sglang056-llama3.1-70b-tp8-a100-1000-1000-c1"], 38, 144)
-    assert decode.kernel_floor_s == pytest.approx(80 * 50e-6, rel=1e-12)
+    assert decode.kernel_floor_s == pytest.approx(80 * 50e-6 + 24 * 50e-6 / 11, rel=1e-12)

@@ -12,6 +12,7 @@ from pydantic import model_validator
 from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS, check_framework_runs
 from gpuplan.errors import InputError
 from gpuplan.schema import layout_rules as LR, te_kernels as TE, tp_comm_dtype as TC, types as T, vocabulary as V
+from gpuplan.schema import partition_activations as PA
 from gpuplan.schema.base import JobInputs
 
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -52,7 +53,7 @@ COMPILE_ELSEWHERE = {"megatron": "Transformer Engine's kernels are fused already
 """Why --compile is refused outside torchtitan (the one line's reason)."""
 
 
-class LayoutFields(JobInputs):
+class LayoutFields(PA.PartitionActivationsFields):  # + --partition-activations (schema.partition_activations)
     """The degrees of a parallel layout and the batch. Given ones are fixed; the planner chooses
     the rest (``gpuplan memory``: 1 / none / ZeRO-1 when data-parallel)."""
 
@@ -113,9 +114,8 @@ class LayoutFields(JobInputs):
         return "full" if self.recompute_layers is not None else None
 
     def recompute_settings(self) -> dict:
-        """The Megatron recompute options as the step and memory settings take them
-        (core.time.step.StepSettings, core.memory.training.MemorySettings): modules () = Megatron's default."""
-        return {"recompute_modules": self.recompute_modules or (), "recompute_layers": self.recompute_layers}
+        """Recompute options as StepSettings / MemorySettings take them (schema.partition_activations)."""
+        return self.recompute_fields(self.recompute_modules or (), self.recompute_layers)  # (): Megatron's default
 
     def global_batch_tokens_value(self) -> float | None:
         """Tokens per step: --global-batch-tokens, or --global-batch x --seq-len; None = default."""

@@ -17,6 +17,7 @@ import numpy as np
 
 from gpuplan.core.comm import async_tp, tp_comm_dtype as TPD, volumes as C
 from gpuplan.core.comm.embedding_tp import cast_seconds_per_call, embedding_output_costs
+from gpuplan.core.comm.partition_activations import checkpoint_gather_cost
 from gpuplan.core.time import context_parallel as CP
 from gpuplan.core.comm.collective_cost import CollectiveCost, DirectLinks
 from gpuplan.core.comm.qkv_gather import qkv_gather_cost
@@ -68,8 +69,16 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
     act_bytes = tokens * h * TPD.activation_bytes(settings.dtype)  # 4 B an element under --dtype fp32 / tf32
-    wide, group, seconds = _tp_seconds(cluster, settings, tp, act_bytes)
+    width = TPD.activation_bytes(settings.dtype)
+    wide = TPD.widened(act_bytes, settings.tp_comm_bytes, width)  # x 2 under GPT-NeoX's fp32_allreduce
+    group, seconds = _tp_seconds(cluster, tp, wide)
     costs = [_tp_cost(spec, cluster, settings, tp, micro_batches, layers, act_bytes, wide, group, seconds)]
+    # DeepSpeed's partition_activations: each checkpoint all-gathered before its recompute, in the activations' dtype
+    # (core.comm.partition_activations; fp32_allreduce does not reach it)
+    plain = seconds if not TPD.widens(settings.tp_comm_bytes, width) else _tp_seconds(cluster, tp, act_bytes)[1]
+    costs.append(checkpoint_gather_cost(settings, tp=tp, micro_batches=micro_batches, layers=layers,
+                                        act_bytes=act_bytes, seconds=plain, group=group,
+                                        hbm_bytes_per_s=cluster.gpu.memory_bandwidth))
     # the vocabulary-parallel embedding's and the output layer's exchanges, outside the layers (core.comm.embedding_tp)
     costs += embedding_output_costs(spec, settings, tp=tp, pp=pp, micro_batches=micro_batches, buffer=wide,
                                     seconds=seconds, group=group, output_pass=output_pass,
@@ -145,20 +154,18 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     return tuple(costs)
 
 
-def _tp_seconds(cluster: Cluster, settings, tp, act_bytes):
-    """(bytes of one TP call, the TP group's links, seconds(kind): one call's seconds of an NCCL collective on that
-    buffer, each kind costed once) for ``act_bytes`` of activations: x 2 under GPT-NeoX's fp32_allreduce
-    (core.comm.tp_comm_dtype), each distinct (tp, bytes) row costed once (core.row_groups)."""
+def _tp_seconds(cluster: Cluster, tp, buffer):
+    """(the TP group's links, seconds(kind): one call's seconds of an NCCL collective on ``buffer`` bytes, each kind
+    costed once, each distinct (tp, bytes) row once: core.row_groups)."""
     group = cluster.group(tp, 1)
-    wide = TPD.widened(act_bytes, settings.tp_comm_bytes, TPD.activation_bytes(settings.dtype))
-    groups = group_rows(tp, wide)
+    groups = group_rows(tp, buffer)
     known = {}
 
     def seconds(kind: str):
         if kind not in known:
-            known[kind] = seconds_by_rows(kind, wide, group, groups)
+            known[kind] = seconds_by_rows(kind, buffer, group, groups)
         return known[kind]
-    return wide, group, seconds
+    return group, seconds
 
 
 def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, layers, act_bytes, wide=None, group=None,
@@ -173,7 +180,8 @@ def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, lay
     # without sequence parallelism: all-reduces, GPT-NeoX's parallel residual reduces once forward (core.time.sequence_parallel)
     per_layer = SP.tp_exchanges_per_layer(spec, settings.sequence_parallel, settings.recompute)
     if seconds is None:  # called alone (tests): its own buffer, group and timing
-        wide, group, seconds = _tp_seconds(cluster, settings, tp, act_bytes)
+        wide = TPD.widened(act_bytes, settings.tp_comm_bytes, TPD.activation_bytes(settings.dtype))
+        group, seconds = _tp_seconds(cluster, tp, wide)
     kinds = SP.tp_collective_kinds(settings.sequence_parallel)
     width = TPD.activation_bytes(settings.dtype)
     each = {kind: seconds(kind) for kind in kinds}  # on _tp_seconds' buffer: x 2 under fp32_allreduce

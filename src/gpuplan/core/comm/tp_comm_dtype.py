@@ -12,8 +12,8 @@ and ``_gather`` L87-105). ``_reduce`` is the forward all-reduce of the row-paral
 parallel_output, and training.py L83 builds the model with parallel_output=True). Two more ``_reduce`` calls a
 micro-batch, the vocabulary-parallel embedding's forward all-reduce (mpu/layers.py L209) and the output layer's
 backward one (L553 ``copy_to_model_parallel_region``, output_layer_parallelism "column"), b x s x h each (~1% of
-Llemma 7B's 384 calls), are core.comm.embedding_tp's, widened and cast the same way (wave 17). At e59c873 the cast runs only
-for a bf16 tensor (``dt == torch.bfloat16``): under fp16 it is a no-op, and there is no sequence parallelism; from
+Llemma 7B's 384 calls), are core.comm.embedding_tp's, widened and cast the same way (wave 17).
+At e59c873 the cast runs only for a bf16 tensor (``dt == torch.bfloat16``): under fp16 it is a no-op, and there is no sequence parallelism; from
 8b43196f (2024-08) GPT-NeoX casts any dtype and its SP reduce-scatter / all-gather too (mappings.py@8b43196f L31-50,
 L186-230), not modelled (schema.tp_comm_dtype refuses those).
 Nothing else follows the flag: the data-parallel gradients run in DeepSpeed's communication_data_type (EleutherAI/

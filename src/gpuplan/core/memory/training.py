@@ -148,6 +148,7 @@ class MemorySettings:
     """Megatron's account_for_embedding_in_pipeline_split + account_for_loss_in_pipeline_split: the first
     and last pipeline stages hold one decoder layer fewer (core.memory.model_states.slot_stage_span)."""
     deepspeed_bf16: bool = False  # core.frameworks.deepspeed_bf16_engine: its BF16_Optimizer under a pipeline (core.memory.bf16_optimizer)
+    partition_activations: bool = False  # DeepSpeed's: checkpoints 1 / tp (core.comm.partition_activations)
     offload_layers: int = 0
     """Megatron-Core --cpu-offloading-num-layers: the saved activations of the first N layers go to host
     memory during forward and come back one layer ahead in backward (Transformer Engine's
@@ -201,7 +202,7 @@ def _saved_per_token(spec: ModelSpec, layout: ParallelLayout, settings: MemorySe
         dense, routed = R.discarded_bytes_per_token(spec, modules, kw["compute_bytes"], settings.moe_capacity_factor,
                                                     kw["linear_input_bytes"], kw["keeps_expert_output"])
         per_token = per_token - ((params.layers - params.moe_layers) * dense + params.moe_layers * routed) / layout.tp
-    return per_token
+    return per_token / (layout.tp if settings.partition_activations and mode == "full" else 1)  # split over tp
 
 
 def _stage_states(spec: ModelSpec, layout: ParallelLayout, settings: MemorySettings, recipe: PrecisionRecipe,
@@ -330,8 +331,9 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     backward_start = resident + grads_in_forward + working + activations + outside + loss_temp + weight_copies
     temporaries = loss_temp + weight_copies + buckets
     if settings.recompute == "full":  # later in backward: the loss gradient is gone, one layer recomputed
-        layer = A.recomputed_layer_bytes_per_token(spec, settings.seq_len, params.moe_layers, **kw) * tokens \
-            * settings.activation_scale
+        layer = (A.recomputed_layer_bytes_per_token(spec, settings.seq_len, params.moe_layers, **kw)  # + its input
+                 + settings.partition_activations * per_token * (layout.tp - 1) / params.layers) * tokens \
+            * settings.activation_scale  # whole again under partition_activations (gathered, less its own 1 / tp)
         recomputing = backward_start - loss_temp + layer + fold_temp  # the recomputed layer is a temporary: the
         # printed parts sum to the peak at either moment (an 8B on 8 H100s left 545 MiB out, A8 w14)
         temporaries = np.where(recomputing > backward_start, temporaries - loss_temp + layer + fold_temp, temporaries)

@@ -23,6 +23,7 @@ from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import lora as L
 from gpuplan.core.serving import marlin as MG
 from gpuplan.core.serving import moe_combine as MC
+from gpuplan.core.serving import outside_layers as OL
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import spec_runner as SR
 from gpuplan.core.serving.memory import draft_kv_share
@@ -102,14 +103,19 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     latency = eff.latency(link)
     custom = KR.custom_allreduce_limit(setup.runtime.release, tp, fabric, eff.custom_allreduce_bytes, p2p,
                                        spec.hidden_size, dtype_bytes=ar_bytes, bf16=bf16, pp=pp)
-    comm = forward_allreduces(spec, setup.runtime.release) * KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric,
-                                                              custom_max_bytes=custom, p2p=p2p)
+    one_allreduce = KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric, custom_max_bytes=custom, p2p=p2p)
+    comm = forward_allreduces(spec, setup.runtime.release) * one_allreduce
+    # + SGLang's embedding all-reduce and LM-head all-gather outside the layers (outside_layers)
+    comm += OL.outside_layer_comm_seconds(setup.runtime.release, spec, tp, one_allreduce,
+                                          OL.logits_rows(work.tokens, work.sequences, work.prefill), fabric, p2p)
     comm += pipeline_hop_seconds(message, tp, pp, fabric, link, latency)  # scale-out past a domain (pp_hops)
     release = setup.runtime.release
     graph_max = graph_max_tokens_at(release, eff.graph_max_tokens, fabric, tp)
     graphed = (work.tokens <= graph_max and work.context <= KR.graph_context_limit_of(release)
                and (not work.prefill or KR.prefill_graphs_of(release)))
-    floor = layers * graph_layer_seconds(setup, spec, fabric, tp, work.tokens) if graphed else 0.0
+    # + the kernels SGLang's graph step runs outside its layers, at the floor's rate a kernel (outside_layers)
+    floor = (layers * graph_layer_seconds(setup, spec, fabric, tp, work.tokens)
+             + OL.outside_layer_floor_seconds(release, tp, eff.graph_layer_s)) if graphed else 0.0
     # eager forwards launched from Python (SGLang's prefill, vLLM V1 --enforce-eager; not the proposer's
     # draft steps, spec_runner's): max(issue, GPU), first_token_path
     eager = not graphed and work.scheduled and FT.runs_issue_bound(release, graph_max)

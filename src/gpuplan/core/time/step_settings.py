@@ -148,6 +148,7 @@ class StepSettings:
     sequence_parallel: bool = True  # False: norms and residual adds whole on every TP rank, all-reduce (core.time.sequence_parallel)
     grad_all_reduce: bool = False  # ZeRO-1 gradients all-reduced in full, then the shards gathered (core.comm.dp_costs)
     tp_comm_bytes: float = 2.0  # bytes an element the TP collectives move: 4 = GPT-NeoX's fp32_allreduce (core.comm.tp_comm_dtype)
+    partition_activations: bool = False  # DeepSpeed's: checkpoints split over tp, gathered before recompute (core.comm.partition_activations)
     embedding_grad_add: bool = False
     """Megatron-Core's DDP adds the untied embedding's dense gradient into main_grad every micro-batch (NeMo 2 /
     Megatron-Bridge, --framework megatron): core.time.megatron_grad_passes."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import first_token_path as FT
-from gpuplan.core.serving import prompt_tokenize as PT
+from gpuplan.core.serving import outside_layers as OL, prompt_tokenize as PT
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import roofline as R
@@ -233,7 +233,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
         Line("kernel_floor_per_step", "small-kernel floor per decode step (GPU time)", tpot.kernel_floor_s, "s",
              f"{tpot.kernel_floor_s * 1e3:,.2f} ms" if tpot.kernel_floor_s else "none (eager step, or 0 us a layer)",
              f"{plan.spec.num_layers} layers x {R.graph_layer_seconds(plan.setup, plan.spec, plan.gpu, serving.tp, batch * R.decode_positions(plan.setup)) * 1e6:.0f} us of a CUDA-graph "
-             "step's small kernels (setup.Efficiency.graph_layer_s; not host time)"),
+             "step's small kernels (setup.Efficiency.graph_layer_s; not host time)" + OL.floor_note(plan.setup.runtime.release, serving.tp, plan.setup.efficiency.graph_layer_s)),
         Line("tokens_per_s_sequence", "output tokens/s per sequence", 1 / tpot.total, "tokens/s",
              f"{1 / tpot.total:,.1f}", low=1 / serving.tpot[1].total, high=1 / serving.tpot[2].total),
         Line("tokens_per_s", "output tokens/s, " + ("1 sequence" if batch == 1 else f"all {plural(batch, 'sequence')}"), rate, "tokens/s", f"{rate:,.0f}",
@@ -242,7 +242,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
              f"{comm * 1e3:,.2f} ms" if serving.gpus > 1 else "none (1 GPU)",
              f"{R.forward_allreduces(plan.spec, plan.setup.runtime.release)} all-reduces of batch x hidden x 2 B over "
              f"{(plan.gpu.scale_up_bandwidth or 0) / GB:,.0f} GB/s (the release's kernel or NCCL by size)"
-             if serving.gpus > 1 else ""),
+             + OL.comm_note(plan.setup.runtime.release, serving.tp) if serving.gpus > 1 else ""),
         *_speculation_lines(plan, tpot),
         Line("request_latency", f"latency of one request ({plan.prompt:,} in, {plan.output:,} out)",
              ttft[0].total + (plan.output - 1) * tpot.total, "s",

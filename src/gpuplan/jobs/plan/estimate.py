@@ -175,6 +175,9 @@ def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tupl
     free_degrees = {k: None for k in ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "recompute")}
     if inputs.grad_all_reduce:  # ZeRO-1's all-reduce then gather: only at the stated --zero 1 (schema.layout_rules)
         free_degrees.pop("zero")
+    held = ("tp",) * (inputs.tp_comm_dtype == "fp32") + ("tp", "recompute") * bool(inputs.partition_activations)
+    for name in set(held):  # taken only at a stated --tp 2+ (partitioned checkpoints: and full recompute)
+        free_degrees.pop(name)  # schema.tp_comm_dtype, schema.partition_activations
     try:
         free = plan_search.search(inputs.replace(**free_degrees))
     except InputError as exc:  # the free search past the size limit: not the degrees given

@@ -57,7 +57,7 @@ PREDICTED_SETS = (("issue 15's runs, the 15% bar", ISSUE_15_RUNS),
                   ("fifth set (wave 15), not in the bar", FIFTH_SET))
 STATED = ("recompute", "attention_kernel", "nic_gbit_per_gpu", "framework", "implementation", "ep_a2a_overlap",
           "ep_dispatcher", "dp_overlap", "tp_overlap", "sequence_parallel",
-          "grad_all_reduce", "grad_dtype", "tp_comm_dtype")
+          "grad_all_reduce", "grad_dtype", "tp_comm_dtype", "partition_activations")
 """Software facts a run's source or code states, passed as `train` takes them (--dp-overlap / --tp-overlap:
 the share of DP / TP communication the run's code hides, e.g. 0 where it issues them after the backward or
 synchronously, as GPT-NeoX v1.0 does for the Pythia rows: docs/training.md)."""

@@ -1,0 +1,137 @@
+"""What an SGLang forward runs outside its decoder layers (issue 38, wave 17): the small kernels a decode
+step puts on the GPU's critical path besides the layers' (its input preparation, the embedding, the final
+norm, the LM head, the sampler, the overlap scheduler's copies) and the two TP collectives of the vocabulary-
+parallel embedding and LM head.
+
+Read in the sglang 0.5.6 wheel (python/sglang/srt/..., file@v0.5.6:lines). Counted on the default decode path
+of a dense model on an A100 (FlashInfer attention, `server_args.py@v0.5.6:1293-1308`; page size 1; greedy
+sampling: `bench_serving.py@v0.5.6:216` sends temperature 0.0; no logprobs, penalties or grammar), at batch 1.
+Other attention backends (trtllm_mha / trtllm_mla on sm100, paged allocation) take the same count: their
+metadata and allocation kernels were not counted one by one.
+
+Units: kernels, bytes, seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gpuplan.core.comm.collectives import collective_seconds
+from gpuplan.core.comm.topology import cluster_for
+from gpuplan.core.hardware import Accelerator
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.serving import kernels as KR
+from gpuplan.core.serving.releases import EngineRelease
+from gpuplan.core.serving.tp_span import on_pcie
+
+
+@dataclass(frozen=True)
+class StepKernels:
+    """Kernels of one part of a decode step outside the layers, with where the code runs them."""
+
+    part: str
+    kernels: int
+    source: str
+    tp_only: int = 0
+    """Of ``kernels``, those that run only at TP > 1 (the embedding's vocabulary mask)."""
+
+
+SGLANG_OUTSIDE_LAYERS: tuple[StepKernels, ...] = (
+    # launched by the host between graph replays (the overlap scheduler issues them while the previous
+    # step runs; they queue behind it on the GPU: scheduler.py@v0.5.6:1994-2008)
+    StepKernels("future token ids resolved into the input ids", 1,
+                "managers/overlap_utils.py@v0.5.6:17-23 _resolve_future_token_ids, one torch.compile'd kernel"),
+    StepKernels("KV slot allocation", 3,
+                "mem_cache/common.py@v0.5.6:457-461 alloc_for_decode: locs clone, out_cache_loc.to(int32), "
+                "req_to_token_pool.write (page size 1: alloc_token_slots slices the free list, no kernel)"),
+    StepKernels("sequence lengths + 1", 2, "managers/schedule_batch.py@v0.5.6:1754-1756 (overlap: seq_lens, "
+                "orig_seq_lens on the GPU; seq_lens_cpu on the host)"),
+    StepKernels("positions", 1, "model_executor/forward_batch_info.py@v0.5.6:458 clamp_position, "
+                "torch.compile'd (L1169-1171)"),
+    StepKernels("graph input buffers", 5, "model_executor/input_buffers.py@v0.5.6:137-141: input_ids, "
+                "req_pool_indices, seq_lens, out_cache_loc, positions copied into the captured buffers"),
+    StepKernels("FlashInfer decode metadata", 4, "layers/attention/flashinfer_backend.py@v0.5.6:1026 "
+                "kv_indptr[1:bs+1] = cumsum (cumsum + copy), L1037 create_flashinfer_kv_indices_triton, and the "
+                "plan's copy to the device (fast_decode_plan, L580; flashinfer's code not read: 1 copy)"),
+    StepKernels("greedy sampling", 1, "layers/sampler.py@v0.5.6:92-94 torch.argmax (is_all_greedy)"),
+    StepKernels("next ids into the future map", 1, "managers/overlap_utils.py@v0.5.6:144 store_to_map"),
+    StepKernels("next ids to the host", 1, "managers/utils.py@v0.5.6:64 next_token_ids.to('cpu', "
+                "non_blocking=True)"),
+    # inside the captured graph, before and after the layers
+    StepKernels("vocabulary-parallel embedding", 3, "layers/vocab_parallel_embedding.py@v0.5.6:463-487: the "
+                "mask (get_masked_input_and_mask, torch.compile'd, L126-151) and masked_fill_ at TP > 1, the "
+                "embedding lookup", tp_only=2),
+    StepKernels("final add + RMSNorm", 1, "models/llama.py@v0.5.6:357 self.norm(hidden_states, residual)"),
+    StepKernels("LM head GEMM", 1, "layers/logits_processor.py@v0.5.6:850 torch.matmul (its weight bytes are "
+                "in the step's GEMMs; this is its floor, as each layer GEMM has one)"),
+)
+"""SGLang 0.5.6's decode-step kernels outside the layers, batch 1 (module docstring for the path)."""
+
+
+def outside_layer_kernels(release: EngineRelease | None, tp: int) -> int:
+    """Kernels an SGLang CUDA-graph decode step runs outside its layers (SGLANG_OUTSIDE_LAYERS: 24 at TP > 1, 22
+    at TP 1); 0 for other engines, whose out-of-layer kernels were not counted (vLLM's fitted floor,
+    kernels.VLLM_GRAPH_LAYER_S, absorbed its own on the TP 1 rows it was fitted on)."""
+    if release is None or release.engine != "sglang":
+        return 0
+    return sum(k.kernels - (k.tp_only if tp <= 1 else 0) for k in SGLANG_OUTSIDE_LAYERS)
+
+
+def outside_layer_floor_seconds(release: EngineRelease | None, tp: int, graph_layer_s: float | None) -> float:
+    """GPU seconds of those kernels on a graph step: each at the small-kernel floor's rate a kernel,
+    kernels.VLLM_GRAPH_LAYER_S / GRAPH_KERNELS_DENSE (50 us / 11 = 4.55 us), or a given ``graph_layer_s`` (a
+    dense layer's, --graph-layer-us) over the same 11. Not fitted on any row: the count is the code's, the rate
+    the floor's."""
+    per_layer = KR.VLLM_GRAPH_LAYER_S if graph_layer_s is None else graph_layer_s
+    return outside_layer_kernels(release, tp) * per_layer / KR.GRAPH_KERNELS_DENSE
+
+
+def floor_note(release: EngineRelease | None, tp: int, graph_layer_s: float | None) -> str:
+    """The answer's words for outside_layer_floor_seconds ('' where it is 0): '+ 24 kernels outside the layers x
+    4.5 us ...'."""
+    kernels = outside_layer_kernels(release, tp)
+    if not kernels:
+        return ""
+    per = outside_layer_floor_seconds(release, tp, graph_layer_s) / kernels
+    return (f" + {kernels} kernels outside the layers x {per * 1e6:.2f} us (input copies, metadata, embedding, final "
+            "norm, LM head, sampler; core/serving/outside_layers.py)")
+
+
+def comm_note(release: EngineRelease | None, tp: int) -> str:
+    """The answer's words for outside_layer_comm_seconds ('' where it is 0)."""
+    if release is None or release.engine != "sglang" or tp <= 1:
+        return ""
+    return (" + the embedding's all-reduce and the LM head's logits all-gather (NCCL) outside the layers "
+            "(core/serving/outside_layers.py)")
+
+
+def logits_rows(tokens: float, sequences: float, prefill: bool) -> float:
+    """Rows of logits a forward computes: the last token of each prompt in a prefill (logits_processor.py
+    @v0.5.6 prunes to the last position of each extend), every scored token in a decode step."""
+    return sequences if prefill else tokens
+
+
+def outside_layer_comm_seconds(release: EngineRelease | None, spec: ModelSpec, tp: int, one_allreduce_s: float,
+                               rows: float, fabric: Accelerator | None, p2p: bool = True) -> float:
+    """TP collectives of an SGLang forward outside its layers, seconds: the vocabulary-parallel embedding's
+    all-reduce of the step's hidden states (vocab_parallel_embedding.py@v0.5.6:484-486
+    tensor_model_parallel_all_reduce: the same message and kernel as a layer's, ``one_allreduce_s``) and the LM
+    head's all-gather of ``rows`` x vocab bf16 logits (logits_processor.py@v0.5.6:869-898
+    tensor_model_parallel_all_gather -> parallel_state.py@v0.5.6:772-834 -> all_gather_into_tensor, L733-741:
+    pynccl, NCCL's all-gather, captured in the graph), timed by core.comm.collectives on the TP group
+    (x kernels.PCIE_NCCL_SLOWDOWN over PCIe, as the all-reduces). 0 at TP 1 and for other engines."""
+    if release is None or release.engine != "sglang" or tp <= 1:
+        return 0.0
+    gather = 0.0
+    if fabric is not None:
+        part = KR.collective_fabric(fabric, p2p)
+        gather = _all_gather_seconds(float(rows * spec.vocab_size * 2), tp, part)
+        gather *= KR.PCIE_NCCL_SLOWDOWN if on_pcie(part, tp) else 1.0
+    return one_allreduce_s + gather
+
+
+@lru_cache(maxsize=4096)
+def _all_gather_seconds(output_bytes: float, tp: int, fabric: Accelerator) -> float:
+    """NCCL's all-gather producing ``output_bytes`` over ``tp`` GPUs of ``fabric`` (core.comm.collectives)."""
+    return float(collective_seconds("all_gather", output_bytes, cluster_for(fabric).group(tp)))
