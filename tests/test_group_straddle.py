@@ -118,3 +118,26 @@ def test_arrays_agree_with_scalars():
         assert (int(links.per_node[i]), float(links.nodes[i])) == (int(one.per_node), float(one.nodes))
     assert list(links.per_node) == [2, 2, 2, 6, 6, 4] and list(links.nodes) == [1, 2, 2, 1, 2, 1]
     assert links.split == ""  # arrays carry no label
+
+
+def test_plan_explain_names_the_straddle():
+    """plan --explain's link column: tp 4 on 12 GPUs of 6-GPU nodes (ranks 4-7: 2 + 2, two NICs) and dp 3 beside it
+    ({1, 5, 9}: 2 + 1, one NIC); on 8-GPU nodes the same TP groups sit in one node, on NVLink, and cost less."""
+    from gpuplan.core.parallel import ParallelLayout
+    from gpuplan.jobs.plan.explain import communication_table
+    from gpuplan.jobs.plan.schema import PlanInputs
+    from gpuplan.jobs.plan.search import evaluator_for
+    from gpuplan.planner.plan import evaluate_layout
+
+    layout = ParallelLayout(dp=3, tp=4, zero=1, micro_batch=1, global_batch=48)
+    rows = {}
+    for node in (6, 8):
+        ev = evaluator_for(PlanInputs(model="llama-3.1-8b", gpu="h100", gpus="12", gpus_per_node=node))
+        plan = evaluate_layout(ev, layout, "none", float(layout.global_batch))
+        rows[node] = {r[1]: r for r in communication_table(plan).rows[:-1]}
+    tp6, tp8 = rows[6]["RS + AG (SP)"], rows[8]["RS + AG (SP)"]
+    assert tp6[5] == "4 GPUs over 6-GPU domains: 2 + 2, NVLink + 90 GB/s NICs"
+    assert tp8[5] == "NVLink (4 GPUs)"
+    assert float(tp6[6]) > 2 * float(tp8[6])  # the network term: 90 against 369 GB/s at these sizes
+    dp6 = next(r for what, r in rows[6].items() if r[0] == "DP")
+    assert dp6[5] == "3 GPUs over 6-GPU domains: 2 + 1, NVLink + 45 GB/s NICs"
