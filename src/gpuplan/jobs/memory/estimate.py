@@ -301,7 +301,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     sections.extend(calibration_sections)
     # the table's first row is --gpu's verdict, computed above (when its overheads are the same)
     known = {gpu.id: (fits, headroom, best_mb)} if overheads.on_device(gpu) == overheads else {}
-    table = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare), known, peaks)
+    table, parts = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare), known, peaks)
     layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}" + (f" (vpp {layout.vpp})" if layout.vpp > 1 else "")
                    + f" x cp {layout.cp}, ep {layout.ep}, ZeRO-{layout.zero}, micro-batch {layout.micro_batch}")
     report_inputs = (
@@ -316,7 +316,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     return Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
                   memory_assumptions(settings, overheads, spec.model_type, gpu, "framework" in inputs.given) + recipe_fact_assumptions(settings, inputs.given)
                   + compile_memory_assumption(inputs), tuple(sections), _notes(spec, settings) + X.compared_note(
-                      settings.framework, "framework" in inputs.given, gpu, _compared(inputs.compare)), (table,),
+                      settings.framework, "framework" in inputs.given, gpu, parts[1:]), (table,),
                   headline=headline, key_assumptions=("recompute", "margin") if rules_for(settings.framework).fixed_options
                   else ("recipe", "implementation", "margin"),  # llm.c: no recipe / implementation to choose
                   summary_table=table.title)
@@ -329,9 +329,12 @@ MEMORY_HEADLINE = ("layout", "bytes_per_param", "model_states_total", "peak_acti
                    "peak_total", "capacity", "headroom", "fits")
 
 
-def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None, peaks=None) -> Table:
-    """One row per GPU type; ``known``: verdicts already computed, by GPU id (``peaks``: as _fits)."""
-    rows = []
+def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None,
+                   peaks=None) -> tuple[Table, tuple[Accelerator, ...]]:
+    """One row per GPU type, and the parts of its rows (resolved once here: the first --gpu's, then --compare's;
+    tpu_rules.compared_note reads the rest); ``known``: verdicts already computed, by GPU id (``peaks``: as
+    _fits)."""
+    rows, parts = [], []
     for i, gpu_id in enumerate(dict.fromkeys(gpu_ids)):
         try:
             gpu = resolve_gpu(gpu_id)
@@ -342,13 +345,9 @@ def _verdict_table(spec, layout, settings, overheads, gpu_ids, known=None, peaks
             on_gpu = replace(on_gpu, hybrid_ep=replace(on_gpu.hybrid_ep, domain=gpu.scale_up_ranks))
         fits, headroom, best = (known or {}).get(gpu.id) or verdict(spec, layout, settings, on_gpu, gpu, peaks)
         rows.append((gpu.id, _gib(gpu.memory_bytes), "fits" if fits else "does not fit", _gib(headroom), best))
+        parts.append(gpu)
     return Table("verdict per GPU type", ("gpu", "memory", "verdict", "headroom after margin",
-                                          "largest micro-batch"), tuple(rows))
-
-
-def _compared(names) -> tuple[Accelerator, ...]:
-    """The --compare parts (resolved: _verdict_table has refused an unknown one)."""
-    return tuple(resolve_gpu(name) for name in dict.fromkeys(names))
+                                          "largest micro-batch"), tuple(rows)), tuple(parts)
 
 
 def _notes(spec: ModelSpec, settings: M.MemorySettings) -> tuple[str, ...]:
