@@ -139,13 +139,13 @@ def test_tp_8_on_pcie_is_slower_per_gpu_than_tp_2_on_the_bridge(plans):
 def test_train_on_a_host_of_8_pays_the_tier_past_the_pair():
     """train --mfu predicted at 8 per node (refused before the host tier): tp 8 puts every layer's TP traffic on the
     host's PCIe, tp 2 on the bridge, so tp 8's communication per step is many times tp 2's and its MFU lower;
-    docs/step.md's figures, 54.2% and 16.7% MFU (0.05 pt). Memory has no node size, so no memory case here."""
+    docs/step.md's figures, 54.1% and 16.5% MFU (0.05 pt; 54.2% / 16.7% before wave 17's embedding / output exchanges). Memory has no node size, so no memory case here."""
     from gpuplan import TrainingInputs
     from gpuplan.jobs.training.estimate import estimate_training
 
     ask = {"model": "llama-3.1-8b", "gpu": "h100-nvl", "gpus": 8, "gpus_per_node": 8, "mfu": "predicted"}
     two, eight = (estimate_training(TrainingInputs(**ask, tp=tp)) for tp in (2, 8))
-    assert two.value("mfu") == pytest.approx(0.542, abs=5e-4) and eight.value("mfu") == pytest.approx(0.167, abs=5e-4)
+    assert two.value("mfu") == pytest.approx(0.541, abs=5e-4) and eight.value("mfu") == pytest.approx(0.165, abs=5e-4)
     assert eight.value("class_comm") > 10 * two.value("class_comm") > 0
 
 
