@@ -65,3 +65,22 @@ def test_sglang_decode_step_on_a100_by_hand():
     assert sg.value("allreduce_per_token") == pytest.approx(161 * one + gather, rel=1e-6)
     assert "24 kernels outside the layers x 4.55 us" in sg.line("kernel_floor_per_step").formula
     assert "outside the layers" not in vl.line("kernel_floor_per_step").formula
+
+
+def test_a_proposers_draft_step_keeps_the_collectives_not_the_scheduler_kernels():
+    """A step that is not scheduled (a proposer's draft step: it replays the drafter's graph, no input preparation
+    between) pays the layers' floor and the two collectives but not the 24 kernels: exactly 24 x 50 / 11 us less."""
+    from gpuplan.core.serving import roofline as R
+    from gpuplan.jobs.inference.resolve import resolve_plan
+
+    plan = resolve_plan(InferenceInputs(search=False, model="llama-3.1-70b", gpu="a100", tp=8, engine="sglang==0.5.6"))
+    keywords = R.gpu_keywords(plan.gpu, plan.setup)
+
+    def step(scheduled):
+        return R.step_time(R.StepWork(1e9, 1e9, 0.0, 0.0, 1, 1, scheduled), plan.spec, plan.setup, tp=8, pp=1,
+                           **keywords)
+
+    scheduled, draft = step(True), step(False)
+    assert scheduled.kernel_floor_s - draft.kernel_floor_s == pytest.approx(KERNELS_TP8 * PER_KERNEL, rel=1e-9)
+    assert draft.kernel_floor_s == pytest.approx(80 * 50e-6, rel=1e-12)
+    assert scheduled.comm_s == draft.comm_s
