@@ -91,3 +91,15 @@ def test_the_step_and_memory_settings_carry_it():
 ])
 def test_refused_where_it_does_nothing_or_does_not_exist(run_cli, client, tmp_path, job, route, ask, fragment):
     four_door_refusal(run_cli, client, tmp_path, job, route, ask, "partition_activations", fragment)
+
+
+def test_the_answer_names_it_where_taken():
+    """One assumption line, set by the user, naming the slice (1 / 2 at tp 2) and the code read; none when off."""
+    from gpuplan.jobs.training.schema import TrainingInputs
+    from gpuplan.schema.partition_activations import partition_activations_assumption
+
+    base = {**TRAIN, **NEOX, "tp": 2, "recompute": "full", "sequence_parallel": False}
+    (line,) = partition_activations_assumption(TrainingInputs(**base, partition_activations=True))
+    assert line.user_set and line.flag == "--partition-activations" and "1 / 2 slice" in str(line.value)
+    assert "checkpointing.py L366-418, L255-291" in line.source
+    assert partition_activations_assumption(TrainingInputs(**base)) == ()

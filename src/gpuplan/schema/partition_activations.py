@@ -67,3 +67,16 @@ class PartitionActivationsFields(JobInputs):
         Megatron's --recompute-modules and --recompute-layers (LayoutFields.recompute_settings), and this field."""
         return {"recompute_modules": modules, "recompute_layers": layers,
                 "partition_activations": bool(self.partition_activations)}
+
+
+def partition_activations_assumption(inputs) -> tuple:
+    """The assumption line where --partition-activations is taken (none otherwise: off is DeepSpeed's default)."""
+    from gpuplan.report.model import Assumption
+
+    if not getattr(inputs, "partition_activations", False):
+        return ()
+    shown = (f"on: each checkpointed layer input kept as its 1 / {inputs.tp} slice, all-gathered on the TP group "
+             "(exposed, with a zero fill and two copies) before its recompute")
+    return (Assumption("partition_activations", "activation checkpoints (DeepSpeed)", shown, "DeeperSpeed@0ae3578a "
+                       "deepspeed/runtime/activation_checkpointing/checkpointing.py L366-418, L255-291; "
+                       "core/comm/partition_activations.py", "--partition-activations", True),)

@@ -15,6 +15,7 @@ from gpuplan.jobs.training.schema import DEFAULT_COMM_ALLOWANCE, DEFAULT_CONTING
 from gpuplan.jobs.training.timing import Flops, TimeEstimate
 from gpuplan.report.model import Assumption, Line, Section
 from gpuplan.schema import tpu_rules as X
+from gpuplan.schema.partition_activations import partition_activations_assumption
 from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
 
 if TYPE_CHECKING:  # the planner (numpy) is imported where a layout is searched
@@ -292,7 +293,7 @@ def assumptions(inputs: TrainingInputs, gpu, peak: float, time: TimeEstimate,
                                                                      gpu), "; ".join(inputs.profile.sources[:2]),
                    "--framework", "framework" in inputs.given),
     ) + mtp_assumption(mtp_layers, "mtp_layers" in inputs.given) + compile_assumption(inputs) + tp_comm_dtype_assumption(
-        inputs)
+        inputs) + partition_activations_assumption(inputs)
 
 
 def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
