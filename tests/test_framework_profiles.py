@@ -110,10 +110,10 @@ def test_fit_rule_uses_reserved_plus_runtime():
 def test_nccl_buffers_follow_gpu_type_and_group_sizes():
     from gpuplan.adapters.resolve import resolve_gpu
 
-    a100 = Overheads().for_gpu(resolve_gpu("a100").scale_up_bandwidth)
-    h100 = Overheads().for_gpu(resolve_gpu("h100").scale_up_bandwidth)
-    b200 = Overheads().for_gpu(resolve_gpu("b200").scale_up_bandwidth)
+    a100, h100, b200 = (Overheads().on_device(resolve_gpu(name)) for name in ("a100", "h100", "b200"))
+    # nccl_channel_scale: min(NVLink bandwidth, H100's 900 GB/s) / A100's 600 GB/s, at least 1
     assert (a100.channel_scale, h100.channel_scale, b200.channel_scale) == (1.0, 1.5, 1.5)
+    assert not (a100.xla or h100.xla or b200.xla)
     # A100: dp 4 (group of 4: 688 MB) + tp 2 (pair: 544 MB) + pp 4 (two neighbours: 2 x 544 MB)
     layout = ParallelLayout(dp=4, tp=2, pp=4)
     assert a100.nccl_bytes(layout) == pytest.approx(688e6 + 544e6 + 2 * 544e6)

@@ -147,18 +147,15 @@ class Overheads:
     """The part runs XLA (a TPU: on_device): no CUDA context, no NCCL communicators, no PyTorch caching allocator;
     the runtime's own reserve is not modelled (schema.tpu_rules)."""
 
-    def for_gpu(self, scale_up_bandwidth: float | None) -> Overheads:
-        """The same overheads on a GPU with this scale-up bandwidth (bytes/s)."""
-        return replace(self, channel_scale=nccl_channel_scale(scale_up_bandwidth))
-
     def on_device(self, gpu) -> Overheads:
-        """The same overheads on ``gpu`` (core.hardware.Accelerator): for_gpu, and ``xla`` where it is a TPU
+        """The same overheads on ``gpu`` (core.hardware.Accelerator): its NCCL channel scale (nccl_channel_scale of
+        its scale-up bandwidth, bytes/s), and ``xla`` where it is a TPU
         (core.hardware.Accelerator.runs_xla). XLA:TPU allocates a program's buffers statically at compile time and
         keeps "reserved space for the XLA runtime" of a size the page does not state (openxla.org/xla/errors/
         error_1000, 'System overhead'; the compiled binary, constants and compiler internals it also lists are
         unsized too): no CUDA context, NCCL buffer or caching-allocator reserve is counted there (fixed_bytes,
         reserve); those are unsized, assumed to fit inside the margin."""
-        return replace(self.for_gpu(gpu.scale_up_bandwidth), xla=gpu.runs_xla)
+        return replace(self, channel_scale=nccl_channel_scale(gpu.scale_up_bandwidth), xla=gpu.runs_xla)
 
     @property
     def reserve(self) -> float:
