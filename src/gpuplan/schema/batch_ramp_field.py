@@ -47,6 +47,11 @@ share is read (to 1/256 of the phase), not the work. With 4 steps (the reading b
 llama-3.1-70b's 1T:64-1024 on dp64 tp4 pp4 vpp20 (1,024 H100) read x1.066, 16 steps x1.160 (the midpoints alias
 with the runnable batches, multiples of 64), 256 steps x1.1213 against the exact x1.1188 (each runnable batch at the
 continuous ramp's token share: 0.23% high; tests/test_batch_ramp_input.py holds it within 0.5%)."""
+MAPPING_KEYS = (frozenset({"tokens", "global_batch"}), frozenset({"tokens", "global_batch_tokens"}),
+                frozenset({"tokens", "from", "to"}))
+"""A phase mapping's keys: one batch, in sequences, in tokens or as a linear FROM-TO (wave 18: {tokens,
+global_batch, global_batch_tokens} was read as its global_batch and {tokens, from, to, global_batch} as from-to,
+the other key unsaid)."""
 FORMS = ("TOKENS:BATCH phases separated by commas, the batch in sequences, in tokens with a 'tok' suffix, or "
          "linear FROM-TO, e.g. 469B:3072-15360 or 252M:4Mtok,2.618T:8Mtok")
 
@@ -85,8 +90,8 @@ def typed_text(phases) -> str:
 
 
 def _short(x: float) -> str:
-    for suffix, size in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
-        if x >= size and x / size == round(x / size, 4):
+    for suffix, size in (("T", 1e12), ("B", 1e9), ("M", 1e6)):  # below 1e15: 1e30 reads '1e+30', not '1e+18T'
+        if size <= x < 1e15 and x / size == round(x / size, 4):
             return f"{x / size:g}{suffix}"
     return f"{x:g}"
 
@@ -98,8 +103,8 @@ def _batch(text: Any, whole: Any) -> tuple[float, bool]:
     raw = raw[:-3] if in_tokens else raw
     try:
         value = units.parse_count(raw if in_tokens or not isinstance(text, int | float) else text, FIELD)
-    except InputError:
-        raise InputError(FIELD, whole, FORMS) from None
+    except InputError:  # '0', '-64', 'nan', '1e400': said as the tokens' refusal says it (wave 18)
+        raise InputError(FIELD, whole, f"each phase's batch a positive count; {FORMS}") from None
     if not in_tokens and value != int(value):
         raise InputError(FIELD, whole, "a batch in sequences is a whole number (or give tokens: 4Mtok)")
     if value > V.MAX_BATCH * (V.MAX_SEQ_LEN if in_tokens else 1):
@@ -119,8 +124,7 @@ def _phase(item: Any, whole: Any) -> RampPhase:
             one = item.get("global_batch", f"{item['global_batch_tokens']}tok" if "global_batch_tokens" in item
                            else None)
             start = end = one
-        if tokens is None or start is None or end is None or set(item) - {"tokens", "from", "to", "global_batch",
-                                                                          "global_batch_tokens"}:
+        if tokens is None or start is None or end is None or frozenset(item) not in MAPPING_KEYS:  # one batch each
             raise InputError(FIELD, whole, "a phase mapping is {tokens, global_batch} or {tokens, "
                              "global_batch_tokens} or {tokens, from, to}")
     elif isinstance(item, list | tuple) and len(item) == 2:
@@ -188,12 +192,20 @@ class BatchRampFields(JobInputs):
             return self
         text = typed_text(self.batch_ramp)
         if not getattr(self, "time_predicted", True):
+            if getattr(self, "mfu", None) == "predicted":  # --gpus, --days and --mfu predicted: the 'give at most
+                return self  # two' refusal (TrainingInputs._two_of_three), not 'give --mfu predicted' (wave 18)
             raise InputError(FIELD, text, "is timed by the step model on the chosen layout: give --mfu predicted "
                              "(a given or solved MFU is the run's average already)")
         seq_len = int(getattr(self, "seq_len"))
         steady = self.target_batch(seq_len)  # type: ignore[attr-defined]
+        before = None  # the previous phase: (its text, its last batch in sequences)
         for phase in self.batch_ramp:
             low, high = (x / (seq_len if phase.in_tokens else 1) for x in (phase.start, phase.end))
+            if before is not None and low < before[1]:  # as a linear phase's FROM-TO (wave 18: '2B:512,1B:64')
+                raise InputError(FIELD, text, f"the batch grows from phase to phase, in training order: "
+                                 f"{phase.given or phase.text()} starts at {low:,.6g} sequences, below {before[0]}'s "
+                                 f"{before[1]:,.6g}")
+            before = (phase.given or phase.text(), high)
             if low < 1:
                 raise InputError(FIELD, text, f"each phase's batch holds at least one sequence of --seq-len "
                                  f"{seq_len:,} tokens")
