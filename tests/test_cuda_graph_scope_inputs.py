@@ -99,9 +99,8 @@ Q = ("plan", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "16")
 
 
 @pytest.mark.parametrize(("args", "field", "fragment"), [
-    (("--framework", "torchtitan", "--cuda-graph-scope", "none"), "cuda_graph_scope", "timed without CUDA graphs already"),
     (("--framework", "torchtitan", "--cuda-graph-scope", "moe-router"), "cuda_graph_scope", "--framework megatron"),
-    (("--framework", "deepspeed", "--ep-dispatcher", "alltoall", "--flex-backend", "deepep"), "flex_backend",
+    (("--framework", "deepspeed", "--ep-dispatcher", "alltoall", "--flex-backend", "hybridep"), "flex_backend",
      "--framework megatron"),
     (("--framework", "generic", "--cuda-graph-scope", "moe-router"), "cuda_graph_scope", "only full-iteration changes its answer"),
     (("--framework", "generic", "--ep-dispatcher", "flex", "--flex-backend", "hybridep"), "flex_backend",
@@ -112,6 +111,8 @@ Q = ("plan", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "16")
     (("--ep-dispatcher", "flex", "--flex-backend", "nccl"), "flex_backend", "deepep, hybridep"),
 ])
 def test_the_cli_refuses_in_one_line(run_cli, args, field, fragment):
+    """--cuda-graph-scope none under torchtitan and --flex-backend deepep without the flex dispatcher were refused
+    here until wave 18; as stated defaults they are answered now (tests/test_hostile_w18.py)."""
     code, out, err = run_cli(*Q, *args)
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert err.startswith(f"error: {field}:") and fragment in err and "Traceback" not in err
@@ -126,7 +127,7 @@ def test_the_python_api_refuses_as_the_cli_does():
     from gpuplan.jobs.plan.schema import PlanInputs
 
     with pytest.raises(InputError) as err:
-        PlanInputs(model="qwen3-30b-a3b", gpu="h100", gpus=16, flex_backend="deepep")
+        PlanInputs(model="qwen3-30b-a3b", gpu="h100", gpus=16, flex_backend="hybridep")
     assert err.value.field == "flex_backend"
 
 

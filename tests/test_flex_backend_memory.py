@@ -74,9 +74,9 @@ def test_memory_refuses_a_backend_without_the_flex_dispatcher(run_cli, tmp_path)
     one_line_refusal(code, err)
     assert err.startswith("error: flex_backend"), err
     plan = tmp_path / "memory.yaml"
-    plan.write_text("model: qwen3-30b-a3b\ngpu: h100\ngpus: 16\nep: 16\nflex_backend: deepep\n")
+    plan.write_text("model: qwen3-30b-a3b\ngpu: h100\ngpus: 16\nep: 16\nflex_backend: hybridep\n")
     code, _, err = run_cli("memory", str(plan))
-    one_line_refusal(code, err, f"{plan}: flex_backend: got 'deepep'")
+    one_line_refusal(code, err, f"{plan}: flex_backend: got 'hybridep'")  # deepep, the default: answered (wave 18)
 
 
 def test_web_api_memory_takes_the_backend():
@@ -91,5 +91,5 @@ def test_web_api_memory_takes_the_backend():
     hybridep = client.post("/api/memory", json={**body, "flex_backend": "hybridep"})
     assert deepep.status_code == hybridep.status_code == 200, deepep.text
     assert json.dumps(deepep.json()) != json.dumps(hybridep.json())
-    bad = client.post("/api/memory", json={**body, "ep_dispatcher": "alltoall", "flex_backend": "deepep"})
+    bad = client.post("/api/memory", json={**body, "ep_dispatcher": "alltoall", "flex_backend": "hybridep"})
     assert bad.status_code == 422 and "flex_backend" in bad.text

@@ -23,8 +23,8 @@ MOE = ("--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "64")
 @pytest.mark.parametrize(("refused", "field", "fragment", "accepted"), [
     (("train", "--spot-discount", "60%", "--spot-price", "1"), "spot_discount", "not both",
      ("train", "--spot-discount", "60%")),
-    (("train", "--finetune", "full", "--lora-rank", "16"), "lora_rank", "--finetune lora or qlora",
-     ("train", "--finetune", "lora", "--lora-rank", "16")),
+    (("train", "--finetune", "full", "--lora-rank", "32"), "lora_rank", "--finetune lora or qlora",  # 16, the
+     ("train", "--finetune", "lora", "--lora-rank", "32")),  # default, is answered since wave 18 (test_hostile_w18)
     (("train", "--lora-rank", "64"), "lora_rank", "--finetune lora or qlora", ("train", "--finetune", "qlora")),
     (("train", *MOE, "--framework", "hf", "--ep-a2a-overlap"), "ep_a2a_overlap", "--framework megatron",
      ("train", *MOE, "--framework", "megatron", "--ep-a2a-overlap")),

@@ -153,6 +153,12 @@ class JobInputs(BaseModel):
         """The fields the user set (the rest are defaults): marks assumptions as set."""
         return frozenset(self.model_fields_set)
 
+    def stated_otherwise(self, name: str) -> bool:
+        """Whether ``name`` was given a value other than its field default: a rule that refuses an option where
+        nothing reads it asks this, so a stated default is answered, as unstated (the lead's rule, review w16 R5
+        S3; wave 18: --lora-rank 16 without adapters, --sequence-parallel under --framework hf were refused)."""
+        return name in self.model_fields_set and getattr(self, name) != type(self).model_fields[name].default
+
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes`` applied and checked again (what was typed for the rest kept, and the text of
         ``changes``: a later refusal quotes `days='90min'`, not 0.0625)."""

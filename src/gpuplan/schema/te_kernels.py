@@ -67,6 +67,10 @@ DEFAULT_FLEX_BACKEND = "deepep"
 """Megatron-Core's moe_flex_dispatcher_backend default, "deepep" (transformer_config.py@core_v0.16.1 L682-685);
 Megatron-Bridge switches to HybridEP only where asked (training/flex_dispatcher_backend.py@v0.4.2
 apply_flex_dispatcher_backend, from a recipe or --moe_flex_dispatcher_backend)."""
+STATED_DEFAULTS = {"cuda_graph_scope": DEFAULT_CUDA_GRAPH_SCOPE, "flex_backend": DEFAULT_FLEX_BACKEND}
+"""Values a stated option shares with its unstated reading: answered where nothing reads them, as unstated (the
+lead's rule, review w16 R5 S3; wave 18: --cuda-graph-scope none under torchtitan, --flex-backend deepep without
+--ep-dispatcher flex were refused)."""
 CudaGraphScope = option(T.choice(*CUDA_GRAPH_SCOPES) | None, None, "CUDA graphs of Megatron-Core's MoE layers: none "
                         "(cuda_graph_impl 'none', Megatron-Core's default, transformer_config.py@core_v0.16.1 L776: the "
                         "router and the dispatcher's preprocessing issued op by op, 42-43 host ops per MoE layer and "
@@ -107,12 +111,9 @@ def check_kernel_fields(fields) -> None:
     """InputError for a choice the inputs' dtype / FP8 recipe / framework rule out (StepFields validator)."""
     dtype, framework = getattr(fields, "dtype", "fp8"), getattr(fields, "framework", "megatron")
     asked = [name for name in ("fp8_attention", "full_iteration_graph", "cuda_graph_scope", "flex_backend")
-             if getattr(fields, name)]
+             if getattr(fields, name) not in (None, False, STATED_DEFAULTS.get(name))]
     if fields.moe_expert_kernels == "fused":
         asked.append("moe_expert_kernels")
-    if asked == ["cuda_graph_scope"] and fields.cuda_graph_scope == "none" and framework not in MEGATRON_CORE_FRAMEWORKS:
-        raise InputError("cuda_graph_scope", "none", f"chooses among Megatron-Core's CUDA-graph scopes; --framework "
-                         f"{framework} is timed without CUDA graphs already: leave it out")
     if asked and framework not in MEGATRON_CORE_FRAMEWORKS:  # the first asked, as the CLI shows its value
         raise InputError(asked[0], getattr(fields, asked[0]), f"is a Transformer Engine / Megatron-Core path: give "
                          f"--framework megatron (not {framework})")
@@ -132,14 +133,14 @@ def check_graph_fields(fields, framework: str) -> None:
         raise InputError("cuda_graph_scope", scope, "--full-iteration-graph is --cuda-graph-scope full-iteration: "
                          "give one of the two")
     if framework_profile(framework).moe_launch != "eager":  # (the frameworks left: MEGATRON_CORE_FRAMEWORKS)
-        if scope in ("none", "moe-router"):
+        if scope == "moe-router":  # 'none', the default, is answered: it is how these frameworks run
             raise InputError("cuda_graph_scope", scope, f"--framework {framework} times no per-layer MoE host time "
                              "(graphed or not), so only full-iteration changes its answer: give --framework megatron "
                              "or leave it out")
-        if backend is not None:
+        if backend not in (None, DEFAULT_FLEX_BACKEND):
             raise InputError("flex_backend", backend, f"--framework {framework} does not time Megatron-Core's "
                              "FP8 padding of the flex dispatcher: give --framework megatron")
-    if backend is not None and getattr(fields, "ep_dispatcher", "alltoall") != "flex":
+    if backend not in (None, DEFAULT_FLEX_BACKEND) and getattr(fields, "ep_dispatcher", "alltoall") != "flex":
         raise InputError("flex_backend", backend, "is the backend of the flex dispatcher: give --ep-dispatcher flex "
                          "(not alltoall), or leave --flex-backend out")
 

@@ -52,9 +52,6 @@ TpCommDtype = option(T.choice(*TP_COMM_DTYPE_BYTES) | None, None, "Dtype of the 
                      "SP's reduce-scatter / all-gather: not modelled. Megatron-Core and torchtitan have no such "
                      "option; bf16 is the activations' dtype under --dtype bf16, fp8 or fp4.",
                      "the activations' dtype (bf16; fp16 under --dtype fp16; fp32 under --dtype fp32 / tf32)")
-BF16_ACTIVATIONS = ("bf16", "fp8", "fp4")
-"""--dtype values whose TP collectives run in bf16: the fp8 / fp4 recipes quantise inside the linears only
-(core.time.low_precision: the activations between them stay bf16)."""
 
 
 class TpCommFields(JobInputs):
@@ -65,9 +62,9 @@ class TpCommFields(JobInputs):
     @model_validator(mode="after")
     def _tp_comm_dtype_rules(self) -> "TpCommFields":
         value, dtype = self.tp_comm_dtype, getattr(self, "dtype", "bf16")
-        if value is None:
-            return self
-        if value == "bf16" and dtype not in BF16_ACTIVATIONS:
+        if value is None or value == _wire(dtype):  # the activations' dtype restated: the unstated answer (wave
+            return self  # 18: fp32 under --dtype fp32 was refused 'already run in fp32'; the lead's rule, w16 R5 S3)
+        if value == "bf16":
             raise InputError("tp_comm_dtype", value, f"under --dtype {dtype} the TP collectives run in {_wire(dtype)} "
                              "(the activations'; no modelled framework narrows them to bf16): give --dtype bf16, or "
                              "leave --tp-comm-dtype out")
@@ -79,9 +76,6 @@ class TpCommFields(JobInputs):
             raise InputError("tp_comm_dtype", value, f"is {WHERE}: give --framework deepspeed --implementation "
                              f"megatron (not --framework {framework} --implementation {implementation}); Megatron-Core and torchtitan run the "
                              "TP collectives in the compute dtype, the Trainer and llm.c have no TP")
-        if dtype in FP32_ACTIVATION_DTYPES:
-            raise InputError("tp_comm_dtype", value, f"under --dtype {dtype} the TP collectives already run in fp32 "
-                             "(the activations', charged at 4 B an element): leave --tp-comm-dtype out")
         if dtype != "bf16":
             raise InputError("tp_comm_dtype", value, f"is {WHERE}, which casts bf16 tensors only (mappings.py L38; "
                              f"{LATER}): give --dtype bf16 (not {dtype})")
@@ -101,7 +95,9 @@ class TpCommFields(JobInputs):
 
 
 def _wire(dtype: str) -> str:
-    """The dtype the TP collectives run in when --tp-comm-dtype is left out (module docstring)."""
+    """The dtype the TP collectives run in when --tp-comm-dtype is left out (module docstring): bf16 under bf16 and
+    the fp8 / fp4 recipes, which quantise inside the linears only (core.time.low_precision: the activations between
+    them stay bf16); a --tp-comm-dtype equal to it is answered as unstated."""
     return "fp32" if dtype in FP32_ACTIVATION_DTYPES else ("fp16" if dtype == "fp16" else "bf16")
 
 
@@ -122,7 +118,7 @@ def tp_comm_dtype_assumption(inputs) -> tuple:
         return ()
     dtype = getattr(inputs, "dtype", "bf16")
     value = inputs.tp_comm_dtype or _wire(dtype)
-    if inputs.tp_comm_dtype == "fp32":  # given: the cast; fp32 left to --dtype fp32 / tf32 is the activations'
+    if value != _wire(dtype):  # wider than the activations: the cast (fp32 under --dtype fp32 is theirs)
         mb = getattr(inputs, "micro_batch", None)
         size = (f": {fp32_copy_bytes(mb, inputs.seq_len, inputs.spec().hidden_size) / 2**30:.3f} GiB at micro-batch "
                 f"{mb}" if mb else "")

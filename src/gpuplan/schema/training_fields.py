@@ -194,7 +194,7 @@ class SetupFields(JobInputs):
         if zero is not None and pp is not None and pp > 1 and zero > limit:
             raise InputError("zero", zero, f"--framework {self.framework} runs pipeline parallelism with ZeRO "
                              f"0-{limit} only (give --zero {limit} or lower, or --pp 1)")
-        if "lora_rank" in self.given and self.finetune == "full":
+        if self.stated_otherwise("lora_rank") and self.finetune == "full":  # 16, the default: answered
             raise InputError("lora_rank", self.lora_rank, "applies to adapters: give --finetune lora or qlora "
                              "(full fine-tuning and pre-training train every weight)")
         if getattr(self, "ep_dispatcher", "alltoall") == "flex" and self.framework not in FLEX_DISPATCH_FRAMEWORKS:
@@ -242,7 +242,7 @@ class SetupFields(JobInputs):
         LR.check_model(self, spec)
         if spec.moe is None:
             for name in ("ep_dispatcher", "ep_a2a_overlap", "ep_overlap", "moe_capacity_factor"):
-                if name in given:
+                if self.stated_otherwise(name):  # a default (alltoall, False, 0, 1.0) is answered: unread here
                     raise InputError(name, getattr(self, name), f"applies to mixture-of-experts models; "
                                      f"{spec.name} is dense (no expert all-to-all)")
         if self.compile and not spec.is_dense_gated:  # the blocks core.time.titan_ops times

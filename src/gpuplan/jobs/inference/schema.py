@@ -27,6 +27,11 @@ GiB = 2**30
 QUANTIZATIONS = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
 KV_DTYPES = ("auto", *K.KV_DTYPE_BYTES)
 
+UNREAD_DEFAULTS = {"free_gpu_memory_fraction": E.TRTLLM_FREE_FRACTION,
+                   "allreduce_latency_us": SU.Efficiency().allreduce_latency_s * 1e6}
+"""Defaults of fields whose field default is None (TensorRT-LLM's share, the collective latency): restated where
+nothing reads them, answered as unstated (the lead's rule, review w16 R5 S3; wave 18)."""
+
 
 def _f(default, help: str, shown: str | None = None):
     return V.field(default, help, shown)
@@ -261,10 +266,10 @@ class InferenceInputs(ModelFields):
         if self.draft_model is not None and self.speculative != "draft":
             raise InputError("draft_model", self.draft_model, "applies to --speculative draft")
         for name in ("spec_tokens", "spec_acceptance"):
-            if name in self.model_fields_set and self.speculative == "none":
+            if self.stated_otherwise(name) and self.speculative == "none":  # 3 tokens, the default: answered
                 raise InputError(name, getattr(self, name), "applies with --speculative (draft, eagle, eagle3, mtp "
                                  "or ngram)")
-        if "group_size" in self.model_fields_set and self.quantization != "int4":
+        if self.stated_otherwise("group_size") and self.quantization != "int4":  # 128, the default: answered
             raise InputError("group_size", self.group_size if self.group_size is not None else -1,
                              "applies to --quantization int4 (a checkpoint's quantization_config sets its own)")
         if self.max_num_seqs is not None and self.batch > self.max_num_seqs:
@@ -287,19 +292,20 @@ class InferenceInputs(ModelFields):
     def _check_single_gpu_comm(self) -> None:
         """NCCL buffers and the collective latency of one configuration (--no-search, no --rps) on one GPU (tp x
         pp = 1) change nothing: the answer was the same with and without them (wave 7). The search and the --rps
-        sizing try larger TP, where they count."""
+        sizing try larger TP, where they count. --allreduce-latency-us 8, the default (setup.Efficiency), is answered."""
         if self.search or self.rps is not None or self.tp_degree * self.pp_degree != 1:
             return
         for field, what in (("nccl_gib", "sizes NCCL's buffers"), ("allreduce_latency_us", "times collectives")):
-            if getattr(self, field) is not None:
+            if getattr(self, field) not in (None, UNREAD_DEFAULTS.get(field)):
                 raise InputError(field, getattr(self, field), f"{what} between GPUs: with tp x pp = 1 there are none "
                                  "(give --tp or --pp > 1, or leave it out)")
 
     def _check_engine_options(self) -> None:
         """An option only another engine's memory rule reads (core/serving/engines.py ENGINE_OPTIONS) is
-        refused rather than ignored."""
+        refused rather than ignored; its default restated (--sampler auto, --free-gpu-memory-fraction 0.9) is answered
+        (the lead's rule, review w16 R5 S3; refused until wave 18)."""
         for name in E.ENGINE_OPTIONS:
-            if name in self.model_fields_set and getattr(self, name) is not None:
+            if self.stated_otherwise(name) and getattr(self, name) not in (None, UNREAD_DEFAULTS.get(name)):
                 why = E.option_refusal(name, self.engine_name)
                 if why:
                     raise InputError(name, getattr(self, name), why)
@@ -323,7 +329,7 @@ class InferenceInputs(ModelFields):
             raise InputError("max_loras", self.max_loras, "contradicts enable_lora false (--no-enable-lora): "
                              "max_loras turns LoRA serving on; drop --no-enable-lora, or --max-loras to serve "
                              "without adapters")
-        lora_fields = {"max_lora_rank", "max_cpu_loras"} & self.model_fields_set
+        lora_fields = {name for name in ("max_lora_rank", "max_cpu_loras") if self.stated_otherwise(name)}
         if not self.lora_enabled:
             if lora_fields:
                 name = min(lora_fields)

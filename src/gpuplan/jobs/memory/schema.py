@@ -85,10 +85,11 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         if self.ep_dispatcher == "flex" and (self.ep or 1) == 1:
             raise InputError("ep_dispatcher", "flex", "needs expert parallelism (--ep > 1): with --ep 1 there is no "
                              "all-to-all")
-        if self.flex_backend is not None and self.framework not in TE.MEGATRON_CORE_FRAMEWORKS:  # as train / plan
+        stated = self.flex_backend not in (None, TE.DEFAULT_FLEX_BACKEND)  # deepep, the default: answered
+        if stated and self.framework not in TE.MEGATRON_CORE_FRAMEWORKS:  # as train / plan
             raise InputError("flex_backend", self.flex_backend, f"is a Transformer Engine / Megatron-Core path: give "
                              f"--framework megatron (not {self.framework})")
-        if self.flex_backend is not None and self.ep_dispatcher != "flex":
+        if stated and self.ep_dispatcher != "flex":
             raise InputError("flex_backend", self.flex_backend, "is the backend of the flex dispatcher: give "
                              "--ep-dispatcher flex (not alltoall), or leave --flex-backend out")
         return self

@@ -1,0 +1,205 @@
+"""Hostile inputs, wave 18 (2026-12-06, helper C): the inputs of the last two sessions, swept in-process through the
+CLI, plan files, the web app's TestClient and the Python API before these tests were written:
+
+- `--batch-ramp` (train / budget / plan, plan files, web bodies): 44 texts (empty, '0:64', negative, 1e30 tokens, a
+  1e30 batch, 'Ntok', FROM-TO reversed and equal, duplicates, phases out of order, Arabic digits, nan / inf, a ramp
+  longer than --tokens, a batch below one sequence, a phase batch below one micro-batch per dp rank) and 47 list /
+  mapping bodies (booleans, lists, objects, null, 1e400, NaN, 33 phases, 1,800 characters, mixed keys);
+- `--tp-comm-dtype`, TPU asks with CUDA-only options, `memory --compare` of TPUs and GPUs, `infer` on TPUs,
+  `--gpus-per-node` 0 / 3 / 7 / 8.5 / 1e9 (h100, h100-nvl, gb200), `--seq-len` past learned positions, palm-540b at
+  tp 7 / 12 / 48, pp 118, vpp 30, cp 3;
+- plan files: anchors and a billion-laughs, 5,000-deep nesting, 5,000-digit numbers as text, duplicate keys (top
+  level and inside a phase), keys of another command, a folder, a FIFO, /dev/zero, bytes that are not UTF-8, TOML inf;
+- web bodies of the five routes: unknown fields, lists / objects / booleans where scalars go, 1e400, 3 MB bodies,
+  10,000-deep nesting, duplicate keys.
+
+No traceback or hang. Found, each fixed in the schema so every door has it: (1) a ramp whose phases shrink the batch
+('2B:512,1B:64') was answered although a linear phase that shrinks ('1B:512-64') is refused; (2) a phase mapping with
+two batches ({tokens, global_batch, global_batch_tokens}, or from / to beside global_batch) was answered with one of
+them, the other unsaid; (3) `train --gpus --days --mfu predicted --batch-ramp` said 'give --mfu predicted' (given)
+instead of the gpus/days/mfu refusal; (4) a zero or negative phase batch was refused with the forms alone, and 1e30
+tokens were echoed '1e+18T'. And the lead's rule (review w16 R5 S3: a stated value equal to the default is answered,
+not refused) was broken by older rules (each default below was refused where nothing reads it; swept by giving every
+field its default on train / memory / plan / budget / infer asks and running the estimate): (5) --lora-rank 16 without
+adapters, --sequence-parallel and --tp-overlap 0 under --framework hf / llmc, --cuda-graph-scope none under
+torchtitan / deepspeed / hf / generic, --flex-backend deepep without --ep-dispatcher flex, --tp-comm-dtype fp32 under
+--dtype fp32, on a dense model --ep-dispatcher alltoall, --no-ep-a2a-overlap, --ep-overlap 0 and memory's
+--moe-capacity-factor 1, and infer's --group-size 128 without int4, --spec-tokens 3 without --speculative,
+--max-lora-rank 16 without LoRA, --sampler auto under SGLang / TensorRT-LLM, --free-gpu-memory-fraction 0.9 under
+vLLM / SGLang and --allreduce-latency-us 8 on one GPU. Left as found: --recompute-modules core_attn outside megatron
+(Megatron-Core's option by name; schema/training_fields.py is at its 420-line cap); the TPU cases (6) are xfail for the
+lead (schema/tpu_rules.py, another helper's file this session).
+"""
+
+import json
+
+import pytest
+from helpers import field_refusal, four_door_refusal
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+RAMPED = {"model": "llama-3-8b", "gpu": "h100", "gpus": 64, "mfu": "predicted", "global_batch": 1024, "seq_len": 8192,
+          "tokens": "1T"}
+
+
+# ---- (1) a ramp's phases grow the batch, as its linear phases do -----------------------------------------------------
+
+@pytest.mark.parametrize("job, route", [("train", "training"), ("budget", "budget")])
+@pytest.mark.parametrize("ramp, words", [
+    ("2B:512,1B:64", "1B:64 starts at 64 sequences, below 2B:512's 512"),
+    ("1B:64-512,1B:256", "1B:256 starts at 256 sequences, below 1B:64-512's 512"),
+    ("1B:4Mtok,1B:256", "1B:256 starts at 256 sequences, below 1B:4Mtok's 488.281")])  # 4,000,000 / 8,192 tokens
+def test_1_phases_that_shrink_the_batch_are_refused_at_every_door(run_cli, client, tmp_path, job, route, ramp, words):
+    """Before: '2B:512,1B:64' answered (train x1.000 on dp32), while '1B:512-64' was refused 'a linear phase grows
+    its batch'. Megatron-Core's --step-batch-size-schedule sorts its entries by their sample thresholds
+    (num_microbatches_calculator.py@core_v0.18.0 L531-532), so a phase list has no order of its own there; ours is
+    training order, and a smaller batch after a larger one is read as phases typed out of order."""
+    four_door_refusal(run_cli, client, tmp_path, job, route, {**RAMPED, "batch_ramp": ramp}, "batch_ramp",
+                      f"the batch grows from phase to phase, in training order: {words}")
+
+
+def test_1_a_repeated_phase_is_the_one_phase_twice_as_long(run_cli):
+    """Equal batches in a row (and FROM-TO with FROM = TO) stay answered: the ramp's time is a sum over phases of
+    tokens x seconds per token at the phase's batch (planner.batch_ramp), so 1B:64 twice is 2B:64 exactly."""
+    days = []
+    for ramp in ("2B:64", "1B:64,1B:64", "1B:64-64,1B:64"):
+        flags = [f"--{k.replace('_', '-')}={v}" for k, v in RAMPED.items() if k != "model"]
+        code, out, err = run_cli("train", "--model", RAMPED["model"], *flags, f"--batch-ramp={ramp}", "--json")
+        assert code == 0, err
+        days.append(json.loads(out)["results"]["gpu_days"])
+    assert days[1] == pytest.approx(days[0], rel=1e-12) and days[2] == pytest.approx(days[0], rel=1e-12)
+
+
+# ---- (2) a phase mapping gives one batch ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("phase", [{"tokens": "1B", "global_batch": 64, "global_batch_tokens": "1M"},
+                                   {"tokens": "1B", "from": 64, "to": 128, "global_batch": 64}])
+def test_2_a_phase_mapping_with_two_batches_is_refused(run_cli, client, tmp_path, phase):
+    """Before: the first was read as its global_batch (64 sequences), the second as from-to, the other key unsaid."""
+    from gpuplan import InputError, TrainingInputs
+
+    words = "a phase mapping is {tokens, global_batch} or {tokens, global_batch_tokens} or {tokens, from, to}"
+    response = client.post("/api/training", json={**RAMPED, "batch_ramp": [phase]})
+    assert response.status_code == 422 and response.json()["field"] == "batch_ramp", response.text
+    assert words in response.json()["message"]
+    with pytest.raises(InputError) as api:
+        TrainingInputs(**RAMPED, batch_ramp=[phase])
+    assert words in str(api.value)
+    plan = tmp_path / "ramp.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in RAMPED.items()) + f"batch_ramp:\n  - {json.dumps(phase)}\n",
+                    encoding="utf-8")
+    field_refusal(run_cli("train", str(plan)), f"{plan}: batch_ramp", words)
+
+
+# ---- (3) all three of gpus / days / mfu with a ramp -------------------------------------------------------------------
+
+@pytest.mark.parametrize("job", ["train", "budget"])
+def test_3_gpus_days_and_a_predicted_mfu_with_a_ramp_say_give_at_most_two(run_cli, job):
+    """Before: 'batch_ramp: ... give --mfu predicted' on an ask that gave it (gpus and days given, the time is not
+    predicted, so the ramp's rule spoke first)."""
+    err = field_refusal(run_cli(job, "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "64", "--days", "10",
+                                "--mfu", "predicted", "--batch-ramp", "1B:64"), "gpus/days/mfu", "give at most two")
+    assert "batch_ramp" not in err
+
+
+# ---- (4) the words of a bad phase ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ramp", ["1B:0", "1B:-64", "1B:nan", "1B:64-inf"])
+def test_4_a_phase_batch_that_is_not_a_positive_count_says_so(run_cli, ramp):
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in RAMPED.items() if k != "model"]
+    field_refusal(run_cli("train", "--model", "llama-3-8b", *flags, f"--batch-ramp={ramp}"), "batch_ramp",
+                  "each phase's batch a positive count")
+
+
+def test_4_a_huge_phase_is_echoed_as_its_number(client):
+    """1e30 tokens were echoed '1e+18T:64' (the T suffix applied past 1e15)."""
+    response = client.post("/api/training", json={**RAMPED, "batch_ramp": [{"tokens": 1e30, "global_batch": 64}]})
+    assert response.status_code == 422 and "got '1e+30:64'; the phases' tokens (1e+30) must be fewer than --tokens" \
+        in response.json()["message"], response.text
+
+
+# ---- (5) stated defaults are answered as unstated ---------------------------------------------------------------------
+
+TRAIN = ("train", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "16", "--mfu", "0.4")
+MEMORY = ("memory", "--model", "llama-3-8b", "--gpu", "h100")
+INFER = ("infer", "--model", "llama-3-8b", "--gpu", "h100")
+STATED_DEFAULTS = [
+    (TRAIN, (), ("--lora-rank", "16")),  # VOCABULARY LoraRank default 16
+    (MEMORY, (), ("--lora-rank", "16")),
+    (TRAIN, ("--framework", "hf"), ("--sequence-parallel",)),  # field default True; hf has no TP to split
+    (TRAIN, ("--framework", "torchtitan"), ("--cuda-graph-scope", "none")),  # te_kernels.DEFAULT_CUDA_GRAPH_SCOPE
+    (TRAIN, ("--framework", "deepspeed"), ("--cuda-graph-scope", "none")),
+    (TRAIN, (), ("--flex-backend", "deepep")),  # te_kernels.DEFAULT_FLEX_BACKEND, read only with --ep-dispatcher flex
+    (MEMORY, (), ("--flex-backend", "deepep")),
+    (TRAIN, ("--framework", "deepspeed", "--implementation", "megatron", "--dtype", "fp32", "--tp", "2",
+             "--no-sequence-parallel"), ("--tp-comm-dtype", "fp32")),  # the activations' dtype under --dtype fp32
+    (INFER, (), ("--group-size", "128")),  # read only with --quantization int4
+    (INFER, (), ("--spec-tokens", "3")),  # read only with --speculative
+    (INFER, (), ("--max-lora-rank", "16")),  # read only with --enable-lora / --max-loras
+    (INFER, ("--engine", "sglang"), ("--sampler", "auto")),  # read only by vLLM's memory rule
+    (INFER, ("--engine", "trtllm"), ("--sampler", "auto")),
+    (INFER, (), ("--free-gpu-memory-fraction", "0.9")),  # TensorRT-LLM's kDefaultGpuMemFraction
+    (INFER, ("--engine", "sglang"), ("--free-gpu-memory-fraction", "0.9")),
+    (INFER, ("--no-search",), ("--allreduce-latency-us", "8")),  # setup.Efficiency's 8 us; one GPU has no collective
+    (TRAIN, ("--framework", "hf"), ("--tp-overlap", "0")),  # the framework's tp_overlap outside megatron (0)
+    (TRAIN, (), ("--ep-dispatcher", "alltoall")),  # on a dense model: no expert all-to-all to dispatch
+    (TRAIN, (), ("--no-ep-a2a-overlap",)),
+    (TRAIN, (), ("--ep-overlap", "0")),
+    (MEMORY, (), ("--moe-capacity-factor", "1")),
+]
+
+
+@pytest.mark.parametrize("ask, setting, stated", STATED_DEFAULTS)
+def test_5_a_stated_default_is_answered_as_unstated(run_cli, ask, setting, stated):
+    """Each of these was refused ('applies to adapters', 'has no tensor parallelism', 'timed without CUDA graphs
+    already', 'is the backend of the flex dispatcher', 'already run in fp32', 'applies to --quantization int4',
+    'applies with --speculative', 'applies with --enable-lora', "memory rule does not read it") while the same value
+    left out was answered; now the answer is the unstated one's, figure for figure."""
+    answers = []
+    for extra in ((), stated):
+        code, out, err = run_cli(*ask, *setting, *extra, "--json")
+        assert code == 0 and err == "", err
+        answers.append({k: json.loads(out)[k] for k in ("results", "headline")})
+    assert answers[1] == answers[0]
+
+
+@pytest.mark.parametrize("ask, setting, stated, field", [
+    (TRAIN, (), ("--lora-rank", "8"), "lora_rank"),
+    (TRAIN, ("--framework", "hf"), ("--tp-comm-overlap",), "tp_comm_overlap"),
+    (TRAIN, ("--framework", "torchtitan"), ("--cuda-graph-scope", "moe-router"), "cuda_graph_scope"),
+    (TRAIN, (), ("--flex-backend", "hybridep"), "flex_backend"),
+    (TRAIN, ("--dtype", "fp32"), ("--tp-comm-dtype", "bf16"), "tp_comm_dtype"),
+    (INFER, (), ("--group-size", "64"), "group_size"),
+    (INFER, (), ("--spec-tokens", "4"), "spec_tokens"),
+    (INFER, (), ("--max-lora-rank", "8"), "max_lora_rank"),
+    (INFER, ("--engine", "sglang"), ("--sampler", "triton"), "sampler"),
+    (INFER, (), ("--free-gpu-memory-fraction", "0.8"), "free_gpu_memory_fraction"),
+    (INFER, ("--no-search",), ("--allreduce-latency-us", "9"), "allreduce_latency_us"),
+    (TRAIN, ("--framework", "hf"), ("--tp-overlap", "0.25"), "tp_overlap"),
+    (TRAIN, (), ("--ep-dispatcher", "flex"), "ep_dispatcher"),
+    (TRAIN, (), ("--ep-overlap", "0.5"), "ep_overlap"),
+    (MEMORY, (), ("--moe-capacity-factor", "1.25"), "moe_capacity_factor")])
+def test_5_another_value_where_nothing_reads_it_stays_refused(run_cli, ask, setting, stated, field):
+    field_refusal(run_cli(*ask, *setting, *stated), field)
+
+
+# ---- (6) left for the lead: schema/tpu_rules.py (helper D's file this session) ----------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="schema/tpu_rules.py refuses these defaults on a TPU ('sizes a CUDA context, "
+                   "which a TPU does not run'; 'DeepEP / HybridEP's backend ... does not run'; cuda_graph_scope 'none' "
+                   "while its own line says 'none' is how every TPU step runs, and changes nothing'); by the lead's rule "
+                   "a stated default is answered where nothing reads it (tpu_rules is helper D's file this session)")
+@pytest.mark.parametrize("ask", [("memory", "--model", "llama-3-8b", "--gpu", "tpu-v5p", "--cuda-context-gib", "0.5"),
+                                 ("train", *TRAIN[1:4], "tpu-v5p", *TRAIN[5:], "--flex-backend", "deepep"),
+                                 ("train", *TRAIN[1:4], "tpu-v5p", *TRAIN[5:], "--cuda-graph-scope", "none")])
+def test_6_a_cuda_default_restated_on_a_tpu_is_answered(run_cli, ask):
+    code, _, err = run_cli(*ask)
+    assert code == 0, err
+
+
+@pytest.mark.xfail(strict=True, reason="--tp-comm-overlap (Megatron / Transformer Engine userbuffers, torchtitan "
+                   "async TP: CUDA paths) is answered on a TPU, where at --tp 4 it moves llama-3-8b on 16 tpu-v5p from "
+                   "5,715.5 to 5,477.9 GPU-days; a TPU rule for it belongs in schema/tpu_rules.py (helper D's file)")
+def test_6_tp_comm_overlap_on_a_tpu_is_refused(run_cli):
+    field_refusal(run_cli("train", "--model", "llama-3-8b", "--gpu", "tpu-v5p", "--gpus", "16", "--mfu", "predicted",
+                          "--tp", "4", "--tp-comm-overlap"), "tp_comm_overlap")
