@@ -18,17 +18,18 @@ No traceback or hang. Found, each fixed in the schema so every door has it: (1) 
 two batches ({tokens, global_batch, global_batch_tokens}, or from / to beside global_batch) was answered with one of
 them, the other unsaid; (3) `train --gpus --days --mfu predicted --batch-ramp` said 'give --mfu predicted' (given)
 instead of the gpus/days/mfu refusal; (4) a zero or negative phase batch was refused with the forms alone, and 1e30
-tokens were echoed '1e+18T'. And the lead's rule (review w16 R5 S3: a stated value equal to the default is answered,
-not refused) was broken by older rules (each default below was refused where nothing reads it; swept by giving every
-field its default on train / memory / plan / budget / infer asks and running the estimate): (5) --lora-rank 16 without
-adapters, --sequence-parallel and --tp-overlap 0 under --framework hf / llmc, --cuda-graph-scope none under
-torchtitan / deepspeed / hf / generic, --flex-backend deepep without --ep-dispatcher flex, --tp-comm-dtype fp32 under
---dtype fp32, on a dense model --ep-dispatcher alltoall, --no-ep-a2a-overlap, --ep-overlap 0 and memory's
---moe-capacity-factor 1, and infer's --group-size 128 without int4, --spec-tokens 3 without --speculative,
---max-lora-rank 16 without LoRA, --sampler auto under SGLang / TensorRT-LLM, --free-gpu-memory-fraction 0.9 under
-vLLM / SGLang and --allreduce-latency-us 8 on one GPU. Left as found: --recompute-modules core_attn outside megatron
-(Megatron-Core's option by name; schema/training_fields.py is at its 420-line cap); the TPU cases (6) are xfail for the
-lead (schema/tpu_rules.py, another helper's file this session).
+tokens were echoed '1e+18T'; (4b) `memory --compare a100,h100 --recipe fp8` printed an A100 row where `--gpu a100` is
+refused. And the lead's rule (review w16 R5 S3: a stated value equal to the default is answered, not refused) was broken
+by older rules (each default below was refused where nothing reads it; swept by giving every field its default on train
+/ memory / plan / budget / infer asks and running the estimate): (5) --lora-rank 16 without adapters,
+--sequence-parallel and --tp-overlap 0 under --framework hf / llmc, --cuda-graph-scope none under torchtitan / deepspeed
+/ hf / generic, --flex-backend deepep without --ep-dispatcher flex, --tp-comm-dtype fp32 under --dtype fp32, on a dense
+model --ep-dispatcher alltoall, --no-ep-a2a-overlap, --ep-overlap 0 and memory's --moe-capacity-factor 1, and infer's
+--group-size 128 without int4, --spec-tokens 3 without --speculative, --max-lora-rank 16 without LoRA, --sampler auto
+under SGLang / TensorRT-LLM, --free-gpu-memory-fraction 0.9 under vLLM / SGLang and --allreduce-latency-us 8 on one GPU.
+Left as found: --recompute-modules core_attn outside megatron (Megatron-Core's option by name; schema/training_fields.py
+is at its 420-line cap); the TPU cases (6) are xfail for the lead (schema/tpu_rules.py, another helper's file this
+session).
 """
 
 import json
@@ -116,6 +117,25 @@ def test_4_a_huge_phase_is_echoed_as_its_number(client):
     response = client.post("/api/training", json={**RAMPED, "batch_ramp": [{"tokens": 1e30, "global_batch": 64}]})
     assert response.status_code == 422 and "got '1e+30:64'; the phases' tokens (1e+30) must be fewer than --tokens" \
         in response.json()["message"], response.text
+
+
+# ---- (4b) a compared part with no path for the recipe ----------------------------------------------------------------
+
+@pytest.mark.parametrize("compare, part, dtype", [("a100,h100", "NVIDIA A100 80GB SXM4", "fp8"),
+                                                  ("tpu-v5p,h100", "Google Cloud TPU v5p", "fp8")])
+def test_4b_memory_compare_refuses_a_part_the_recipe_cannot_run_on(run_cli, client, tmp_path, compare, part, dtype):
+    """Before: `memory --gpu h100 --compare a100,h100 --recipe fp8` printed an A100 row ('does not fit -110.02 GiB')
+    where `memory --gpu a100 --recipe fp8` is refused (core.precision.check_recipe_runs_on: A100 has no fp8 path,
+    TPU v5p bf16 and int8 only)."""
+    four_door_refusal(run_cli, client, tmp_path, "memory", "memory", {"model": "llama-3-8b", "gpu": "h100",
+                                                                     "compare": compare, "recipe": dtype},
+                      "compare", f"{part} has no {dtype} path for --recipe {dtype}")
+
+
+def test_4b_the_default_table_keeps_its_rows_under_fp8(run_cli):
+    """The default verdict table (A100s among its six parts) is not the user's list: answered, as before."""
+    code, _, err = run_cli("memory", "--model", "llama-3-8b", "--gpu", "h100", "--recipe", "fp8")
+    assert code == 0, err
 
 
 # ---- (5) stated defaults are answered as unstated ---------------------------------------------------------------------

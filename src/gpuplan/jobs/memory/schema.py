@@ -67,6 +67,21 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
     flex_backend: TE.FlexBackend  # plan's field: the same default (DeepEP), so both count the same buffers
     calibration: V.Calibration
 
+    def _check_compared_recipe(self) -> None:
+        """A --compare part with no path for the recipe's compute dtype (core.precision.check_recipe_runs_on, the rule
+        --gpu meets in jobs.memory.estimate) is refused naming compare: `--gpu h100 --compare a100,h100 --recipe fp8`
+        printed an A100 row (and a tpu-v5p one) where `--gpu a100 --recipe fp8` is refused (wave 18). The default
+        table (compare not given) keeps its rows, as schema.device_rules.check_device does."""
+        from gpuplan.core.precision import RECIPE_COMPUTE_DTYPE
+        from gpuplan.schema.device_rules import accelerator
+
+        dtype = RECIPE_COMPUTE_DTYPE.get(self.recipe_name)
+        parts = ((name, accelerator(name)) for name in (self.compare if "compare" in self.given and dtype else ()))
+        for name, part in ((n, p) for n, p in parts if p is not None and not p.has_dtype(dtype)):
+            raise InputError("compare", name, f"{part.name} has no {dtype} path for --recipe {self.recipe_name} (it "
+                             f"has {', '.join(d for d, _ in part.peak_flops)}): leave it out, or choose another "
+                             "--recipe")
+
     @property
     def unstated_degrees_are_one(self) -> bool:
         """tp / pp not given are 1 here, not the planner's (schema.layout_rules.check_setup reads it)."""
@@ -85,6 +100,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         if self.ep_dispatcher == "flex" and (self.ep or 1) == 1:
             raise InputError("ep_dispatcher", "flex", "needs expert parallelism (--ep > 1): with --ep 1 there is no "
                              "all-to-all")
+        self._check_compared_recipe()
         stated = self.flex_backend not in (None, TE.DEFAULT_FLEX_BACKEND)  # deepep, the default: answered
         if stated and self.framework not in TE.MEGATRON_CORE_FRAMEWORKS:  # as train / plan
             raise InputError("flex_backend", self.flex_backend, f"is a Transformer Engine / Megatron-Core path: give "
