@@ -84,3 +84,17 @@ def test_a_proposers_draft_step_keeps_the_collectives_not_the_scheduler_kernels(
     assert scheduled.kernel_floor_s - draft.kernel_floor_s == pytest.approx(KERNELS_TP8 * PER_KERNEL, rel=1e-9)
     assert draft.kernel_floor_s == pytest.approx(80 * 50e-6, rel=1e-12)
     assert scheduled.comm_s == draft.comm_s
+
+
+def test_the_sm100_paths_count_their_own_metadata_and_paged_allocation():
+    """DeepSeek-V3 (R1-0528 shape) FP8 on B200 (trtllm_mla: 1 metadata kernel for FlashInfer's 4, + 4 of the page-64 allocation) 25
+    kernels; gpt-oss-120b MXFP4 on B200 (trtllm_mha: 6 metadata + 4 allocation) 30; Qwen3-235B-A22B BF16 on B200 and
+    Llama-3.1-70B on A100 (FlashInfer, page size 1) 24. Their floors: 25 / 30 x 50 / 11 us = 113.6 / 136.4 us."""
+    b200, a100 = load_accelerator("b200"), load_accelerator("a100")
+    path = {name: OL.decode_backend(load_model(model), SGLANG, gpu, fmt) for name, model, gpu, fmt in (
+        ("deepseek", "deepseek-v3", b200, "fp8"), ("gpt-oss", "gpt-oss-120b", b200, "mxfp4"),
+        ("qwen3", "qwen3-235b-a22b", b200, "bf16"), ("llama", "llama-3.1-70b", a100, "bf16"))}
+    assert path == {"deepseek": "trtllm_mla", "gpt-oss": "trtllm_mha", "qwen3": "flashinfer", "llama": "flashinfer"}
+    kernels = {backend: OL.outside_layer_kernels(SGLANG, 8, backend) for backend in ("flashinfer", "trtllm_mla", "trtllm_mha")}
+    assert kernels == {"flashinfer": 24, "trtllm_mla": 25, "trtllm_mha": 30}
+    assert OL.outside_layer_floor_seconds(SGLANG, 8, None, "trtllm_mha") == pytest.approx(136.3636e-6, rel=1e-5)

@@ -5,9 +5,11 @@ parallel embedding and LM head.
 
 Read in the sglang 0.5.6 wheel (python/sglang/srt/..., file@v0.5.6:lines). Counted on the default decode path
 of a dense model on an A100 (FlashInfer attention, `server_args.py@v0.5.6:1293-1308`; page size 1; greedy
-sampling: `bench_serving.py@v0.5.6:216` sends temperature 0.0; no logprobs, penalties or grammar), at batch 1.
-Other attention backends (trtllm_mha / trtllm_mla on sm100, paged allocation) take the same count: their
-metadata and allocation kernels were not counted one by one.
+sampling: `bench_serving.py@v0.5.6:216` sends temperature 0.0; no logprobs, penalties or grammar), at batch 1,
+and on the two sm100 paths layer_kernels reads (DeepSeek-V3/R1 FP8: trtllm_mla; GPT-OSS MXFP4: trtllm_mha), whose
+attention metadata differs and whose KV pages of 64 take the paged allocation (`server_args.py@v0.5.6:1367-1400`:
+trtllm_mla and trtllm_mha set page size 64).
+Other backends (fa3 on Hopper) take the FlashInfer count: theirs was not counted.
 
 Units: kernels, bytes, seconds.
 """
@@ -22,6 +24,7 @@ from gpuplan.core.comm.topology import cluster_for
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import kernels as KR
+from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving.releases import EngineRelease
 from gpuplan.core.serving.tp_span import on_pcie
 
@@ -51,9 +54,6 @@ SGLANG_OUTSIDE_LAYERS: tuple[StepKernels, ...] = (
                 "torch.compile'd (L1169-1171)"),
     StepKernels("graph input buffers", 5, "model_executor/input_buffers.py@v0.5.6:137-141: input_ids, "
                 "req_pool_indices, seq_lens, out_cache_loc, positions copied into the captured buffers"),
-    StepKernels("FlashInfer decode metadata", 4, "layers/attention/flashinfer_backend.py@v0.5.6:1026 "
-                "kv_indptr[1:bs+1] = cumsum (cumsum + copy), L1037 create_flashinfer_kv_indices_triton, and the "
-                "plan's copy to the device (fast_decode_plan, L580; flashinfer's code not read: 1 copy)"),
     StepKernels("greedy sampling", 1, "layers/sampler.py@v0.5.6:92-94 torch.argmax (is_all_greedy)"),
     StepKernels("next ids into the future map", 1, "managers/overlap_utils.py@v0.5.6:144 store_to_map"),
     StepKernels("next ids to the host", 1, "managers/utils.py@v0.5.6:64 next_token_ids.to('cpu', "
@@ -66,34 +66,61 @@ SGLANG_OUTSIDE_LAYERS: tuple[StepKernels, ...] = (
     StepKernels("LM head GEMM", 1, "layers/logits_processor.py@v0.5.6:850 torch.matmul (its weight bytes are "
                 "in the step's GEMMs; this is its floor, as each layer GEMM has one)"),
 )
-"""SGLang 0.5.6's decode-step kernels outside the layers, batch 1 (module docstring for the path)."""
+"""SGLang 0.5.6's decode-step kernels outside the layers, batch 1, but the attention backend's (DECODE_METADATA)."""
+
+DECODE_METADATA: dict[str, tuple[StepKernels, ...]] = {
+    "flashinfer": (StepKernels("FlashInfer decode metadata", 4, "layers/attention/flashinfer_backend.py@v0.5.6:1026 "
+                               "kv_indptr[1:bs+1] = cumsum (cumsum + copy), L1037 create_flashinfer_kv_indices_triton, "
+                               "and the plan's copy to the device (fast_decode_plan, L580; flashinfer's code not read: "
+                               "1 copy)"),),
+    "trtllm_mha": (StepKernels("TRT-LLM MHA decode metadata", 6, "layers/attention/trtllm_mha_backend.py@v0.5.6:"
+                               "338-357: cache_seqlens copy, cu_seqlens_k cumsum + copy, the page-table gather from "
+                               "req_to_token, // page_size, copy into page_table"),
+                   StepKernels("paged KV slot allocation", 4, "mem_cache/common.py@v0.5.6:441-451 last_loc (seq_lens - 1, "
+                               "the req_to_token gather), seq_lens + 1, mem_cache/allocator.py@v0.5.6:527-535 "
+                               "alloc_decode_kernel (page size 64)")),
+    "trtllm_mla": (StepKernels("TRT-LLM MLA decode metadata", 1, "layers/attention/trtllm_mla_backend.py@v0.5.6:"
+                               "529-538 create_flashmla_kv_indices_triton (the length copies above it, L508-527, are verify / draft-extend only)"),
+                   StepKernels("paged KV slot allocation", 4, "as trtllm_mha's (page size 64)")),
+}
+"""A decode step's attention metadata (and, on the paged paths, the allocation beyond page size 1's) by backend."""
 
 
-def outside_layer_kernels(release: EngineRelease | None, tp: int) -> int:
-    """Kernels an SGLang CUDA-graph decode step runs outside its layers (SGLANG_OUTSIDE_LAYERS: 24 at TP > 1, 22
-    at TP 1); 0 for other engines, whose out-of-layer kernels were not counted (vLLM's fitted floor,
-    kernels.VLLM_GRAPH_LAYER_S, absorbed its own on the TP 1 rows it was fitted on)."""
+def decode_backend(spec: ModelSpec, release: EngineRelease | None, fabric: Accelerator | None, fmt_name: str) -> str:
+    """The decode attention backend whose metadata kernels DECODE_METADATA counts: the sm100 paths layer_kernels reads
+    (trtllm_mla for DeepSeek-V3/R1 FP8, trtllm_mha for GPT-OSS MXFP4), else 'flashinfer'."""
+    if release is None or LK.table_entry(spec, release, fabric, fmt_name, prefill=False) is None:
+        return "flashinfer"
+    return "trtllm_mla" if spec.attention.is_mla else "trtllm_mha"
+
+
+def outside_layer_kernels(release: EngineRelease | None, tp: int, backend: str = "flashinfer") -> int:
+    """Kernels an SGLang CUDA-graph decode step runs outside its layers (SGLANG_OUTSIDE_LAYERS + the backend's
+    DECODE_METADATA: FlashInfer 24 at TP > 1, 22 at TP 1; trtllm_mha 30, trtllm_mla 25 at TP > 1); 0 for other
+    engines, whose out-of-layer kernels were not counted (vLLM's fitted floor, kernels.VLLM_GRAPH_LAYER_S, absorbed
+    its own on the TP 1 rows it was fitted on)."""
     if release is None or release.engine != "sglang":
         return 0
-    return sum(k.kernels - (k.tp_only if tp <= 1 else 0) for k in SGLANG_OUTSIDE_LAYERS)
+    return sum(k.kernels - (k.tp_only if tp <= 1 else 0) for k in SGLANG_OUTSIDE_LAYERS + DECODE_METADATA[backend])
 
 
-def outside_layer_floor_seconds(release: EngineRelease | None, tp: int, graph_layer_s: float | None) -> float:
+def outside_layer_floor_seconds(release: EngineRelease | None, tp: int, graph_layer_s: float | None,
+                                backend: str = "flashinfer") -> float:
     """GPU seconds of those kernels on a graph step: each at the small-kernel floor's rate a kernel,
     kernels.VLLM_GRAPH_LAYER_S / GRAPH_KERNELS_DENSE (50 us / 11 = 4.55 us), or a given ``graph_layer_s`` (a
     dense layer's, --graph-layer-us) over the same 11. Not fitted on any row: the count is the code's, the rate
     the floor's."""
     per_layer = KR.VLLM_GRAPH_LAYER_S if graph_layer_s is None else graph_layer_s
-    return outside_layer_kernels(release, tp) * per_layer / KR.GRAPH_KERNELS_DENSE
+    return outside_layer_kernels(release, tp, backend) * per_layer / KR.GRAPH_KERNELS_DENSE
 
 
-def floor_note(release: EngineRelease | None, tp: int, graph_layer_s: float | None) -> str:
+def floor_note(release: EngineRelease | None, tp: int, graph_layer_s: float | None, backend: str = "flashinfer") -> str:
     """The answer's words for outside_layer_floor_seconds ('' where it is 0): '+ 24 kernels outside the layers x
     4.5 us ...'."""
-    kernels = outside_layer_kernels(release, tp)
+    kernels = outside_layer_kernels(release, tp, backend)
     if not kernels:
         return ""
-    per = outside_layer_floor_seconds(release, tp, graph_layer_s) / kernels
+    per = outside_layer_floor_seconds(release, tp, graph_layer_s, backend) / kernels
     return (f" + {kernels} kernels outside the layers x {per * 1e6:.2f} us (input copies, metadata, embedding, final "
             "norm, LM head, sampler; core/serving/outside_layers.py)")
 

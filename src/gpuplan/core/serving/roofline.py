@@ -115,7 +115,8 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
                and (not work.prefill or KR.prefill_graphs_of(release)))
     # + the kernels SGLang's scheduled graph step runs outside its layers, at the floor's rate a kernel (outside_layers;
     # a proposer's draft steps replay the drafter's own graph without the scheduler's input preparation: not counted)
-    outside = OL.outside_layer_floor_seconds(release, tp, eff.graph_layer_s) if work.scheduled else 0.0
+    outside = OL.outside_layer_floor_seconds(release, tp, eff.graph_layer_s, OL.decode_backend(
+        spec, release, fabric, setup.fmt.name)) if work.scheduled else 0.0
     floor = layers * graph_layer_seconds(setup, spec, fabric, tp, work.tokens) + outside if graphed else 0.0
     # eager forwards launched from Python (SGLang's prefill, vLLM V1 --enforce-eager; not the proposer's
     # draft steps, spec_runner's): max(issue, GPU), first_token_path

@@ -233,7 +233,7 @@ def _speed_section(plan: Plan, serving: Serving, inputs: InferenceInputs) -> Sec
         Line("kernel_floor_per_step", "small-kernel floor per decode step (GPU time)", tpot.kernel_floor_s, "s",
              f"{tpot.kernel_floor_s * 1e3:,.2f} ms" if tpot.kernel_floor_s else "none (eager step, or 0 us a layer)",
              f"{plan.spec.num_layers} layers x {R.graph_layer_seconds(plan.setup, plan.spec, plan.gpu, serving.tp, batch * R.decode_positions(plan.setup)) * 1e6:.0f} us of a CUDA-graph "
-             "step's small kernels (setup.Efficiency.graph_layer_s; not host time)" + OL.floor_note(plan.setup.runtime.release, serving.tp, plan.setup.efficiency.graph_layer_s)),
+             "step's small kernels (setup.Efficiency.graph_layer_s; not host time)" + OL.floor_note(plan.setup.runtime.release, serving.tp, plan.setup.efficiency.graph_layer_s, OL.decode_backend(plan.spec, plan.setup.runtime.release, plan.gpu, plan.setup.fmt.name))),
         Line("tokens_per_s_sequence", "output tokens/s per sequence", 1 / tpot.total, "tokens/s",
              f"{1 / tpot.total:,.1f}", low=1 / serving.tpot[1].total, high=1 / serving.tpot[2].total),
         Line("tokens_per_s", "output tokens/s, " + ("1 sequence" if batch == 1 else f"all {plural(batch, 'sequence')}"), rate, "tokens/s", f"{rate:,.0f}",
