@@ -5,6 +5,8 @@ CUDA context, NCCL buffer or caching-allocator reserve is counted there (XLA all
 reserve has no published size: openxla.org/xla/errors/error_1000), the explain table names XLA over ICI with the
 algorithm only, and options that name a CUDA-only mechanism are refused in one line at every door."""
 
+import re
+
 import pytest
 from helpers import four_door_refusal
 
@@ -191,3 +193,24 @@ def test_one_vendor_constant_says_which_parts_run_xla_and_the_runtime_line_says_
     assert Overheads().on_device(tpu).xla and not Overheads().on_device(h100).xla
     for words in ("unsized", "assumed to fit inside the margin", "compiled binary", "buffer assignment"):
         assert words in X.XLA_RUNTIME_WHY
+
+
+@pytest.mark.parametrize("job", ["train", "budget", "plan"])
+def test_a_tpu_answer_counts_chips_and_a_gpu_answer_gpus(run_cli, job):
+    """The answer-first lines (headline) of a TPU answer said 'GPU-hours', 'GPUs', 'on 64 GPUs' (w17 D item 10): on a
+    TPU they say chips (schema.tpu_rules.device_noun, in_device_words: the one place), on an H100 GPUs as before;
+    the JSON keys stay (gpu_hours_with_comm, gpus, best_gpus)."""
+    flags = ("llama-3.1-8b", "--gpus", "64", "--tokens", "100B")
+    answers = {}
+    for gpu in ("tpu-v5p", "h100"):
+        code, out, err = run_cli(job, *flags, "--gpu", gpu)
+        assert code == 0, err
+        answers[gpu] = out.split("\n\n")[0]  # the answer-first lines, before the tables and notes
+    tpu, h100 = answers["tpu-v5p"], answers["h100"]
+    hours = {"train": "chip-hours with comm allowance", "budget": "chip-hours budget",
+             "plan": "chip-hours, failure-free"}[job]
+    assert hours in tpu and re.search(r"^chips( used)? +64$", tpu, re.M), tpu
+    assert not re.search(r"\bGPU", tpu.split("\n", 1)[1]), tpu  # the title names the part: 'Google Cloud TPU v5p'
+    assert hours.replace("chip", "GPU") in h100 and "chip" not in h100, h100
+    report = (plan_report if job == "plan" else estimate_training)({**ASK, "tokens": "100B"}).to_dict()["results"]
+    assert ("best_gpus" if job == "plan" else "gpu_hours_with_comm") in report

@@ -29,6 +29,9 @@ flags, plan files, the web API, Python).
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 from gpuplan.errors import InputError
 from gpuplan.schema.device_rules import FRAMEWORK_OFF_CUDA, accelerator
 
@@ -81,6 +84,35 @@ under generic (review w16 R4 M3)."""
 def is_tpu(gpu) -> bool:
     """Whether ``gpu`` (core.hardware.Accelerator, or None) is a TPU."""
     return gpu is not None and gpu.runs_xla
+
+
+def device_noun(gpu) -> str:
+    """What an answer calls one device of ``gpu`` (core.hardware.Accelerator): 'chip' on a TPU (Google's own word:
+    'TPU v5p chips', cloud.google.com/tpu/docs/v5p; the catalog's part kind, Accelerator.runs_xla), 'GPU' on every
+    other part."""
+    return "chip" if is_tpu(gpu) else "GPU"
+
+
+_GPU_WORD = re.compile(r"\bGPU(?=s?\b)")
+"""'GPU' as a word, alone or as 'GPUs', 'GPU-hours', 'GPU-days', 'per GPU' (not inside another word)."""
+
+
+def in_device_words(report, gpu):
+    """``report`` (report.model.Report) with its result and input lines' labels and display texts in ``gpu``'s
+    device_noun: on a TPU 'GPUs' / 'GPU-hours' / 'GPU-days' / 'per GPU' read 'chips' / 'chip-hours' / 'chip-days' /
+    'per chip'. Keys, values, units, formulas, section and table titles are unchanged (the JSON's keys, gpu_hours
+    among them, and the tables' columns, which are its record keys; section titles are looked up by the budget).
+    The one place train, budget, plan and memory word their device; any other part: ``report`` as it is."""
+    noun = device_noun(gpu)
+    if noun == "GPU":
+        return report
+
+    def reword(line):
+        shown = line.text or (line.display if _GPU_WORD.search(line.unit) else "")
+        return replace(line, label=_GPU_WORD.sub(noun, line.label), text=_GPU_WORD.sub(noun, shown))
+
+    return replace(report, inputs=tuple(reword(line) for line in report.inputs),
+                   sections=tuple(replace(s, lines=tuple(reword(line) for line in s.lines)) for s in report.sections))
 
 
 def follow_device(inputs) -> None:

@@ -10,6 +10,7 @@ from gpuplan.jobs.budget.schema import BudgetInputs
 from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.report.model import Line, Report, Section
 from gpuplan.schema.base import job_inputs
+from gpuplan.schema.tpu_rules import in_device_words
 
 
 def estimate_budget(inputs: TrainingInputs) -> Report:
@@ -46,9 +47,9 @@ def estimate_budget(inputs: TrainingInputs) -> Report:
     inputs_lines = train.inputs + (Line("gpus_rented", "GPUs rented", gpus, "GPUs", f"{gpus:,}"),)
     assumptions = tuple(a for a in train.assumptions if a.key != "contingency") + result.assumptions
     title = f"Training budget: {spec.name} on {train.line('tokens').text} tokens, {gpus:,} x {gpu.name}"
-    return Report("budget", title, inputs_lines, assumptions, time_sections + memory + result.sections,
-                  train.notes + result.notes, result.tables, headline=TRAIN_HEADLINE,
-                  key_assumptions=("mfu", "comm_allowance", "budget_price"))
+    return in_device_words(Report("budget", title, inputs_lines, assumptions, time_sections + memory + result.sections,
+                                  train.notes + result.notes, result.tables, headline=TRAIN_HEADLINE,
+                                  key_assumptions=("mfu", "comm_allowance", "budget_price")), gpu)
 
 
 def failures_for_deadline(inputs: BudgetInputs, spec, gpu):

@@ -313,13 +313,13 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
              f"{settings.finetune} (rank {settings.lora_rank})"),
     )
     headline = MEMORY_HEADLINE + tuple(line.key for line in advice)
-    return Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
+    return X.in_device_words(Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
                   memory_assumptions(settings, overheads, spec.model_type, gpu, "framework" in inputs.given) + recipe_fact_assumptions(settings, inputs.given)
                   + compile_memory_assumption(inputs), tuple(sections), _notes(spec, settings) + X.compared_note(
                       settings.framework, "framework" in inputs.given, gpu, parts[1:]), (table,),
                   headline=headline, key_assumptions=("recompute", "margin") if rules_for(settings.framework).fixed_options
                   else ("recipe", "implementation", "margin"),  # llm.c: no recipe / implementation to choose
-                  summary_table=table.title)
+                  summary_table=table.title), gpu)  # a TPU's answer in chips (tpu_rules.device_noun)
 
 
 # The answer-first view of `gpuplan memory`: the layout, the states per parameter, the peak by its

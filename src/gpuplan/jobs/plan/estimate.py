@@ -20,7 +20,7 @@ from gpuplan.schema.partition_activations import partition_activations_assumptio
 from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
 from gpuplan.jobs.plan.explain import (comparison_lines, communication_table, memory_lines, peak_words, step_lines,
                                        why_lines)
-from gpuplan.schema.tpu_rules import framework_shown, is_tpu
+from gpuplan.schema.tpu_rules import framework_shown, in_device_words, is_tpu
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
 from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
@@ -244,7 +244,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
 
     from gpuplan.jobs.step_classes import with_step_classes
 
-    return with_step_classes(with_calibration_warning(Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
+    report = with_step_classes(with_calibration_warning(Report("plan", f"Layout plan: {spec.name}, {format_count(inputs.tokens)} tokens on {gpu.name}",
                   report_inputs, _assumptions(inputs, plan, result)  # the plan states its own global batch
                   + tuple(a for a in budget.assumptions if a.key != "budget_global_batch"),
                   (summary,) + checked + (breakdown,) + calibration + budget.sections,
@@ -261,7 +261,8 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
                   summary_table=tables[2].title if inputs.explain else tables[0].title,
                   summary_columns=() if inputs.explain else ("GPUs", "layout", "step s", "± model", "MFU", "days",
                                                               "w/ failures", "cost", "peak/GPU")), inputs, gpu.id), inputs, plan,
-                             in_answer=inputs.explain)
+                               in_answer=inputs.explain)
+    return in_device_words(report, gpu)  # a TPU's answer in chips (schema.tpu_rules.device_noun)
 
 
 def _published_gap(inputs: PlanInputs) -> str:

@@ -22,6 +22,7 @@ from gpuplan.jobs.training.schema import TrainingInputs
 from gpuplan.jobs.training.timing import AfterAllowances, estimate_time
 from gpuplan.report.model import Line, Report
 from gpuplan.schema.base import job_inputs
+from gpuplan.schema.tpu_rules import in_device_words
 
 
 def estimate_training(inputs: TrainingInputs) -> Report:
@@ -60,7 +61,8 @@ def training_report(inputs: TrainingInputs, after_allowances: AfterAllowances | 
     from gpuplan.jobs.step_classes import with_step_classes
 
     report = with_calibration_warning(report, inputs, gpu.id)
-    return (with_step_classes(report, inputs, plan) if plan is not None else report), plan, inputs
+    report = with_step_classes(report, inputs, plan) if plan is not None else report
+    return in_device_words(report, gpu), plan, inputs  # a TPU's answer in chips (schema.tpu_rules.device_noun)
 
 
 TRAINING_HEADLINE = ("flops_used", "gpu_days", "gpus", "gpus_compute_only", "deadline_met", "wall_days", "mfu", "batch_ramp",
