@@ -98,3 +98,12 @@ def test_the_sm100_paths_count_their_own_metadata_and_paged_allocation():
     kernels = {backend: OL.outside_layer_kernels(SGLANG, 8, backend) for backend in ("flashinfer", "trtllm_mla", "trtllm_mha")}
     assert kernels == {"flashinfer": 24, "trtllm_mla": 25, "trtllm_mha": 30}
     assert OL.outside_layer_floor_seconds(SGLANG, 8, None, "trtllm_mha") == pytest.approx(136.3636e-6, rel=1e-5)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 256, 1024, 1500, 2.5])
+def test_the_vectorised_gathers_equal_the_scalar_ones(rows):
+    """_all_gather_seconds reads whole rows up to 1,024 from one vectorised pass; the same seconds as collective_seconds
+    asked alone (past 1,024 rows and for a fraction it asks alone)."""
+    a100 = load_accelerator("a100")
+    alone = float(collective_seconds("all_gather", rows * 128_256 * 2.0, cluster_for(a100).group(8)))
+    assert OL._all_gather_seconds(rows, 128_256 * 2, 8, a100) == pytest.approx(alone, rel=1e-12)
