@@ -173,6 +173,34 @@ def test_apply_to_memory_and_overheads():
     assert apply_to_overheads(cal, M.Overheads()).cuda_context == pytest.approx(0.5 * GiB + GiB)
 
 
+def test_a_memory_overhead_applies_on_a_tpu_too(tmp_path):
+    """memory_overhead is what a trial measured above the predicted allocated peak, not scaling with activations
+    (calibrate.fit._fit_memory: allocator rounding, workspaces, what the model leaves out; torch's allocated peak
+    holds no CUDA context), yet apply_to_overheads added it to cuda_context, which a TPU's fixed bytes never count:
+    `memory --gpu tpu-v5p --calibration` dropped it (w17 D item 11). It is counted there now (Overheads.xla_measured)
+    and the lines say it was measured; a CUDA part keeps it in its CUDA context, as before."""
+    from gpuplan import MemoryInputs, estimate_memory
+    from gpuplan.adapters.resolve import resolve_gpu
+    from gpuplan.core.parallel import ParallelLayout
+
+    cal = fit_calibration([_with_memory(_m(4096, micro_batch=b), 1.0, GiB) for b in (1, 2)])
+    assert cal.memory_overhead.value == pytest.approx(GiB, rel=1e-6)
+    tpu = apply_to_overheads(cal, M.Overheads().on_device(resolve_gpu("tpu-v5p")))
+    assert tpu.fixed_bytes(ParallelLayout(dp=8)) == pytest.approx(GiB, rel=1e-6) and tpu.reserve == 0.0
+    assert apply_to_overheads(cal, M.Overheads()).cuda_context == pytest.approx(0.5 * GiB + GiB, rel=1e-6)
+    path = save_calibration(cal, tmp_path / "cal.json")
+    ask = {"model": "llama-3.1-8b", "gpu": "tpu-v5p", "gpus": 8}
+    plain = estimate_memory(MemoryInputs(**ask)).to_dict()["results"]
+    report = estimate_memory(MemoryInputs(**ask, calibration=str(path)))
+    calibrated = report.to_dict()["results"]
+    # activation factor 1: the same tensors; total = allocated (no caching allocator on a TPU) + the 1 GiB measured
+    assert calibrated["peak_allocated"] == pytest.approx(plain["peak_allocated"], rel=1e-6)
+    assert calibrated["overheads"] == pytest.approx(GiB, rel=1e-6) and plain["overheads"] == 0
+    assert calibrated["peak_total"] == pytest.approx(plain["peak_total"] + GiB, rel=1e-6)
+    assert report.line("overheads").label == "measured above the tensors (calibration)"
+    assert report.line("peak_total").label == "device memory needed (tensors + calibrated overhead)"
+
+
 def test_calibrated_mfu_is_the_inverse_of_the_step_time_ratio():
     from gpuplan.adapters.resolve import resolve_gpu
     from gpuplan.calibrate import calibrated_mfu

@@ -81,6 +81,15 @@ Collective Matmul', xla_tpu_enable_windowed_einsum_for_all_gather / _reduce_scat
 under generic (review w16 R4 M3)."""
 
 
+def runtime_words(fixed_bytes) -> tuple[str, str, str]:
+    """(runtime label, its why, total label) of a TPU's memory lines: XLA_RUNTIME's 'not modelled', or where a
+    calibration's memory_overhead is counted (``fixed_bytes`` != 0: Overheads.fixed_bytes under XLA counts that
+    alone) XLA_MEASURED's."""
+    if float(fixed_bytes) != 0.0:
+        return XLA_MEASURED, XLA_MEASURED_WHY, XLA_TOTAL_MEASURED
+    return XLA_RUNTIME, XLA_RUNTIME_WHY, XLA_TOTAL
+
+
 def is_tpu(gpu) -> bool:
     """Whether ``gpu`` (core.hardware.Accelerator, or None) is a TPU."""
     return gpu is not None and gpu.runs_xla
@@ -185,6 +194,11 @@ XLA_RUNTIME_WHY = ("no CUDA context or NCCL buffers on a TPU; the XLA runtime's 
                    "and compiler internals (openxla.org/xla/errors/error_1000) are unsized: assumed to fit inside the "
                    "margin; XLA's buffer assignment and rematerialisation may differ from the tensors modelled")
 XLA_TOTAL = "device memory needed (tensors; XLA runtime not modelled)"
+XLA_MEASURED = "measured above the tensors (calibration)"
+XLA_MEASURED_WHY = ("the calibration's memory_overhead: bytes its trial measured above the modelled tensors, not "
+                    "scaling with activations (calibrate.apply.apply_to_overheads); on a TPU the XLA runtime's "
+                    "reserve, the compiled program and buffers the model leaves out")
+XLA_TOTAL_MEASURED = "device memory needed (tensors + calibrated overhead)"
 """The memory report lines' words on a TPU (train, plan --explain, memory), where the CUDA parts' read 'allocated
 peak (PyTorch tensors)', 'reserved peak (caching allocator)', 'CUDA context + NCCL buffers' and 'reserved + CUDA
 context + NCCL'."""

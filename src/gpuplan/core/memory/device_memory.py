@@ -146,6 +146,9 @@ class Overheads:
     xla: bool = False
     """The part runs XLA (a TPU: on_device): no CUDA context, no NCCL communicators, no PyTorch caching allocator;
     the runtime's own reserve is not modelled (schema.tpu_rules)."""
+    xla_measured: float = 0.0
+    """Bytes a calibration measured above the modelled tensors on a TPU (its memory_overhead, calibrate.apply.
+    apply_to_overheads): the one runtime part fixed_bytes counts under XLA; 0 without a calibration."""
 
     def on_device(self, gpu) -> Overheads:
         """The same overheads on ``gpu`` (core.hardware.Accelerator): its NCCL channel scale (nccl_channel_scale of
@@ -185,10 +188,11 @@ class Overheads:
         return data + tensor + pipeline + experts
 
     def fixed_bytes(self, layout: ParallelLayout):
-        """Runtime outside the allocator: CUDA context + NCCL buffers (none modelled under XLA)."""
-        if self.xla:  # zeros, one per layout (the layout's degrees may be arrays of candidates)
-            return _plain(np.zeros(np.broadcast_shapes(*(np.shape(getattr(layout, degree))
-                                                         for degree in ("dp", "cp", "tp", "pp", "ep")))))
+        """Runtime outside the allocator: CUDA context + NCCL buffers; under XLA none is modelled, only what a
+        calibration measured (xla_measured)."""
+        if self.xla:  # one per layout (the layout's degrees may be arrays of candidates)
+            shape = np.broadcast_shapes(*(np.shape(getattr(layout, degree)) for degree in ("dp", "cp", "tp", "pp", "ep")))
+            return _plain(self.xla_measured + np.zeros(shape))
         return _plain(self.cuda_context + self.nccl_bytes(layout))
 
     def reserved_bytes(self, allocated):

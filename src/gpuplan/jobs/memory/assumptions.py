@@ -13,6 +13,7 @@ from gpuplan.core.units import format_bytes
 from gpuplan.jobs.assumptions import mtp_assumption
 from gpuplan.report.model import Assumption
 from gpuplan.schema import tpu_rules as X
+from gpuplan.schema.partition_activations import partition_activations_assumption
 from gpuplan.schema.vocabulary import STATE_DTYPE_BYTES
 
 _gib = format_bytes
@@ -110,8 +111,9 @@ def memory_assumptions(settings: M.MemorySettings, overheads: M.Overheads,
         Assumption("recompute", "activation recompute",
                    recompute_label(settings.recompute, settings.recompute_modules, settings.recompute_layers),
                    LLMC_RECOMPUTE if settings.framework == "llmc" else
-                   "full keeps each layer input (2·sbh); Megatron's modules free what core/memory/recompute.py lists",
-                   "--recompute / --recompute-modules / --recompute-layers"),
+                   "full keeps each layer input (2·sbh; ÷ tp under --partition-activations); Megatron's modules free "
+                   "what core/memory/recompute.py lists", "--recompute / --recompute-modules / --recompute-layers"),
+        *partition_activations_assumption(settings),  # DeepSpeed's partitioned checkpoints (schema.partition_activations)
         *_runtime_assumptions(overheads),
         Assumption("margin", "safety margin", f"{overheads.margin:.0%}", "beyond the modelled reserve and runtime "
                    "(together the article's 15-20%)", "--margin"),
@@ -121,6 +123,9 @@ def memory_assumptions(settings: M.MemorySettings, overheads: M.Overheads,
 def _runtime_assumptions(overheads: M.Overheads) -> tuple[Assumption, ...]:
     """The CUDA context, NCCL buffers and caching-allocator reserve; on a TPU (Overheads.xla) one line saying none is
     modelled (schema.tpu_rules)."""
+    if overheads.xla and overheads.xla_measured:  # a calibration's memory_overhead (calibrate.apply)
+        return (Assumption("runtime", "XLA runtime", f"{_gib(overheads.xla_measured)} measured (calibration)",
+                           X.XLA_MEASURED_WHY, "--calibration"),)
     if overheads.xla:
         return (Assumption("runtime", "XLA runtime", "not modelled", X.XLA_RUNTIME_WHY, "--gpu"),)
     return (

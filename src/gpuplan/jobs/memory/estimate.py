@@ -218,16 +218,17 @@ def _peak_section(peak: M.MemoryBreakdown, overheads: M.Overheads, layout: Paral
             ("fsdp_working_set", peak.fsdp_working_set)]
     lines = [Line(f"peak_{k}", k.replace("_", " "), v, "bytes", _gib(v)) for k, v in rows]
     allocated_label, reserved_label = (X.XLA_ALLOCATED, X.XLA_RESERVED) if overheads.xla else peak_labels(cached)
+    runtime, runtime_why, total_label = X.runtime_words(fixed) if overheads.xla else (
+        "CUDA context + NCCL buffers", "outside the allocator; see assumptions",
+        "device memory needed (reserved + runtime)")
     lines += [
         Line("peak_allocated", allocated_label, peak.allocated, "bytes", _gib(peak.allocated),
              f"at {peak.peak_phase}, pipeline stage {peak.stage}"),
         Line("peak_reserved", reserved_label, reserved, "bytes", _gib(reserved), X.XLA_RESERVED_WHY if overheads.xla
              else f"allocated x {1 + overheads.fragmentation:.2f}: fragmentation of the allocator's cached blocks "
              "(core/memory/device_memory.py)" if cached else CUDAMALLOC_ONCE),
-        Line("overheads", X.XLA_RUNTIME if overheads.xla else "CUDA context + NCCL buffers", fixed, "bytes",
-             _gib(fixed), X.XLA_RUNTIME_WHY if overheads.xla else "outside the allocator; see assumptions"),
-        Line("peak_total", X.XLA_TOTAL if overheads.xla else "device memory needed (reserved + runtime)", total,
-             "bytes", _gib(total)),
+        Line("overheads", runtime, fixed, "bytes", _gib(fixed), runtime_why),
+        Line("peak_total", total_label, total, "bytes", _gib(total)),
         Line("capacity", f"{gpu.name} memory", gpu.memory_bytes, "bytes", _gib(gpu.memory_bytes)),
         Line("margin", "safety margin", gpu.memory_bytes * overheads.margin, "bytes",
              f"{_gib(gpu.memory_bytes * overheads.margin)} ({overheads.margin:.0%})",

@@ -164,7 +164,7 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int,
         Line("best_cost", "cost, failure-free", cost, "USD", NO_PRICE_TEXT if cost is None else format_usd(cost),
              f"GPU-hours x price; {result.price_source}", *(band(cost) if cost is not None else (None, None))),
         Line("best_peak_bytes", "peak memory per GPU", plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
-             f"{peak_words(result.evaluator.cluster.gpu)} (= gpuplan memory of this layout)"),
+             f"{peak_words(result.evaluator.cluster.gpu, plan.fixed_bytes)} (= gpuplan memory of this layout)"),
         Line("searched", "layouts searched", result.searched, "", f"{result.searched:,}",
              f"distinct layouts, each on its GPU count once (a fallback's counts too: planner.fallback); "
              f"{len(result.table):,} fit; {result.searched / max(result.seconds, 1e-9):,.0f} layouts/s"),

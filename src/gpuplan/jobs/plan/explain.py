@@ -26,9 +26,10 @@ def step_lines(plan: Plan, prefix: str) -> tuple[Line, ...]:
     return tuple(lines)
 
 
-def peak_words(gpu=None) -> str:
-    """What the plan's peak memory per GPU is on ``gpu``: the CUDA runtime's parts, or a TPU's (schema.tpu_rules)."""
-    return X.XLA_TOTAL if X.is_tpu(gpu) else "reserved + CUDA context + NCCL buffers"
+def peak_words(gpu=None, fixed_bytes: float = 0.0) -> str:
+    """What the plan's peak memory per GPU is on ``gpu``: the CUDA runtime's parts, or a TPU's (schema.tpu_rules;
+    ``fixed_bytes``, the plan's: a calibration's memory_overhead where not 0)."""
+    return X.runtime_words(fixed_bytes)[2] if X.is_tpu(gpu) else "reserved + CUDA context + NCCL buffers"
 
 
 def memory_lines(plan: Plan, prefix: str, caching_allocator: bool = True, gpu=None) -> tuple[Line, ...]:
@@ -36,6 +37,8 @@ def memory_lines(plan: Plan, prefix: str, caching_allocator: bool = True, gpu=No
     (``gpu``) in XLA's words: no allocator reserve, no CUDA context or NCCL buffers (schema.tpu_rules)."""
     m, (allocated, reserved) = plan.memory, peak_labels(caching_allocator)
     xla = X.is_tpu(gpu)
+    runtime, runtime_why, total = X.runtime_words(plan.fixed_bytes) if xla else (
+        "CUDA context + NCCL buffers", "", "device memory needed (reserved + runtime)")
     if xla:
         allocated, reserved = X.XLA_ALLOCATED, X.XLA_RESERVED
     parts = (("weights", m.weights), ("grads", m.grads), ("master", m.master), ("optimizer", m.optimizer),
@@ -47,10 +50,10 @@ def memory_lines(plan: Plan, prefix: str, caching_allocator: bool = True, gpu=No
               Line(f"{prefix}_mem_reserved", reserved, plan.reserved_bytes, "bytes", format_bytes(plan.reserved_bytes),
                    X.XLA_RESERVED_WHY if xla else f"allocated x {1 + plan.fragmentation:.2f}" if caching_allocator
                    else CUDAMALLOC_ONCE),
-              Line(f"{prefix}_mem_fixed", X.XLA_RUNTIME if xla else "CUDA context + NCCL buffers", plan.fixed_bytes,
-                   "bytes", format_bytes(plan.fixed_bytes), X.XLA_RUNTIME_WHY if xla else ""),
-              Line(f"{prefix}_mem_total", X.XLA_TOTAL if xla else "device memory needed (reserved + runtime)",
-                   plan.total_bytes, "bytes", format_bytes(plan.total_bytes), f"at {m.peak_phase}, pipeline stage {m.stage}"),
+              Line(f"{prefix}_mem_fixed", runtime, plan.fixed_bytes, "bytes", format_bytes(plan.fixed_bytes),
+                   runtime_why),
+              Line(f"{prefix}_mem_total", total, plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
+                   f"at {m.peak_phase}, pipeline stage {m.stage}"),
               Line(f"{prefix}_mem_fits", f"fits with the margin ({format_bytes(plan.budget_bytes)} usable)", plan.fits,
                    "", "yes" if plan.fits else f"NO: {format_bytes(-plan.headroom_bytes)} over")]
     return tuple(lines)

@@ -230,10 +230,10 @@ def layout_section(plan: Plan, inputs: TrainingInputs) -> Section:
 def _peak_lines(plan: Plan, inputs: TrainingInputs) -> tuple[Line, Line]:
     """The reserved and total peak lines, in a TPU's words where the part is one (schema.tpu_rules)."""
     if X.is_tpu(X.accelerator(inputs.gpu)):
+        _, why, total = X.runtime_words(plan.fixed_bytes)  # a calibration's memory_overhead, where counted
         return (Line("mem_peak_reserved", X.XLA_RESERVED, plan.reserved_bytes, "bytes",
                      format_bytes(plan.reserved_bytes), X.XLA_RESERVED_WHY),
-                Line("mem_peak_total", X.XLA_TOTAL, plan.total_bytes, "bytes", format_bytes(plan.total_bytes),
-                     X.XLA_RUNTIME_WHY))
+                Line("mem_peak_total", total, plan.total_bytes, "bytes", format_bytes(plan.total_bytes), why))
     return (Line("mem_peak_reserved", peak_labels(inputs.profile.caching_allocator)[1], plan.reserved_bytes, "bytes",
                  format_bytes(plan.reserved_bytes), f"allocated x {1 + plan.fragmentation:.2f} (fragmentation)"
                  if inputs.profile.caching_allocator else CUDAMALLOC_ONCE),
