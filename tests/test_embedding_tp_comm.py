@@ -117,3 +117,32 @@ def test_costs_take_the_callers_seconds():
     embed, out = embedding_output_costs(SPEC, replace(MEGATRON, sequence_parallel=False), tp=2, pp=1, micro_batches=5,
                                         buffer=1.0, seconds=unit.get, group=None, casts=0.0, output_pass=1.0)
     assert float(out.total) == 15.0 and float(out.exposed) == 5 * (3.0 - 1.0)  # the AR beside wgrad
+
+
+def test_stated_tp_overlap_0_keeps_the_output_layer_synchronous():
+    """--tp-overlap 0 stated (StepSettings.tp_synchronous: GPT-NeoX v1.0's synchronous _reduce, the Pythia rows under
+    the default --framework megatron): the output layer's AG + RS all exposed with any GEMM beside them, 2 x (ag +
+    rs) on 2 micro-batches (no wgrad re-gather: that is Megatron-Core's), not the hidden 2 x ag (wave 17 mend, S1)."""
+    group = CLUSTER.group(4, 1)
+    ag = float(K.collective_seconds("all_gather", 32 * 2 ** 20, group))
+    rs = float(K.collective_seconds("reduce_scatter", 32 * 2 ** 20, group))
+    out = _rows(replace(MEGATRON, tp_synchronous=True), output_pass=1.0)["output layer"]
+    assert float(out.total) == pytest.approx(2 * (ag + rs), rel=1e-12)
+    assert float(out.exposed) == pytest.approx(2 * (ag + rs), rel=1e-12)
+    assert "beside the output GEMMs" not in out.collective
+    assert "beside the output GEMMs" in _rows(MEGATRON, output_pass=1.0)["output layer"].collective
+
+
+def test_a_frozen_embedding_has_no_backward_gather_under_sp():
+    """LoRA (finetune 'lora'): the embedding computes no gradient, so under SP its reduce-scatter's backward
+    all-gather never runs: 2 x rs, where a full fine-tune pays 2 x (rs + ag) (wave 17 mend, N2); no SP: the
+    all-reduce forward either way."""
+    group = CLUSTER.group(4, 1)
+    ag = float(K.collective_seconds("all_gather", 32 * 2 ** 20, group))
+    rs = float(K.collective_seconds("reduce_scatter", 32 * 2 ** 20, group))
+    lora = _rows(replace(MEGATRON, finetune="lora"))["embedding (vocab-parallel)"]
+    assert float(lora.total) == pytest.approx(2 * rs, rel=1e-12) == float(lora.exposed)
+    full = _rows(MEGATRON)["embedding (vocab-parallel)"]
+    assert float(full.total) == pytest.approx(2 * (rs + ag), rel=1e-12)
+    ar = float(K.collective_seconds("all_reduce", 32 * 2 ** 20, group))
+    assert float(_rows(replace(NEOX, finetune="lora"))["embedding (vocab-parallel)"].total) == pytest.approx(2 * ar)

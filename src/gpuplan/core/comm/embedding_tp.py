@@ -25,13 +25,22 @@ Every framework gpuplan models with tp > 1 shards the vocabulary over the TP ran
   Replicate input and Shard(1) output -- a reduce-scatter forward, an all-gather of the gradient backward; ``output``
   ColwiseParallel with Shard(1) input and (loss_parallel, the default) Shard(-1) output -- an all-gather forward, a
   reduce-scatter of the input gradient backward. DTensor redistributes synchronously and torch.compile, which async
-  TP needs, wraps each TransformerBlock only (L262-267), so neither is hidden.
+  TP needs, wraps each TransformerBlock only (L262-267), so neither is hidden. That plan has no switch; torchtitan
+  since "Decouple SP with TP" (aa68af18e, 2026-03-29; at b5bcd76, config/configs.py L169 ``parallelism.
+  enable_sequence_parallel``, default True, read by trainer.py L299-301) has one, which --no-sequence-parallel is:
+  off, the embedding's Partial output goes to Replicate and the output layer takes a Replicate input
+  (models/common/decoder_sharding.py@b5bcd76 L341-376, ``set_decoder_sharding_config``) -- the embedding's
+  all-reduce forward and the output layer's of its input gradient backward, as charged here (no SP).
 
 So each is one TP exchange -- an all-reduce, or a reduce-scatter + all-gather pair under SP -- timed as the layers'
 (core.comm.step_comm: the same buffer, group and NCCL model), exposed but for Megatron-Core's output layer as above.
 Stages: pp 1 holds both; with pp > 1 the first stage holds the embedding and the last the output layer, and the
 step's collectives are counted on the first stage's (core.time.step.step_time), so the embedding's exchange
-alone -- never less exposed than the output layer's. Not charged: an MTP module's own lookup and head
+alone -- never less exposed than the output layer's. The 'output layer' row then shows 0 calls (core.time.step's
+first stage holds none), and the first stage's embedding charge stands as an upper bound for the last stage's output
+layer: a reduce-scatter + all-gather (SP) or an all-reduce either way, exposed on the first stage, partly hidden
+under Megatron-Core on the last. With LoRA (``finetune`` not 'full') the frozen embedding computes no gradient, so
+under SP its backward all-gather is not charged. Not charged: an MTP module's own lookup and head
 (core.model.mtp), torchtitan with loss parallelism turned off (a gather of the logits). Units: seconds, bytes.
 """
 
@@ -39,14 +48,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuplan.core.comm import tp_comm_dtype as TPD
-from gpuplan.core.comm.collective_cost import CollectiveCost
 from gpuplan.core.bulk import minimum
+from gpuplan.core.comm.collective_cost import CollectiveCost
+# re-exported: core.comm.step_comm imports it from here (its one definition is tp_comm_dtype's, which the layers' use)
+from gpuplan.core.comm.tp_comm_dtype import cast_seconds_per_call  # noqa: F401
 from gpuplan.core.time.efficiency import gemm_efficiency
 from gpuplan.core.time.low_precision import attention_head_peak
-
-EXCHANGES_PER_MICRO_BATCH = 2
-"""With pp 1: the embedding's and the output layer's (module docstring); with pp > 1 a stage holds one."""
 
 
 def output_gemm_pass_seconds(spec, gpu, settings, tp, tokens):
@@ -62,8 +69,10 @@ def output_gemm_pass_seconds(spec, gpu, settings, tp, tokens):
 def megatron_core_output(settings) -> bool:
     """Whether Megatron-Core's GPTModel runs the output layer (its async dgrad collectives): StepSettings.megatron_loss
     is set exactly where its vocab-parallel loss runs on that layer's logits (--framework megatron, the NeMo /
-    Megatron-Bridge rows); GPT-NeoX, Megatron-DeepSpeed, Megatron-LM 2021 and torchtitan leave it None."""
-    return bool(settings.megatron_loss)
+    Megatron-Bridge rows); GPT-NeoX, Megatron-DeepSpeed, Megatron-LM 2021 and torchtitan leave it None. Not where
+    --tp-overlap 0 is stated (StepSettings.tp_synchronous: the GPT-NeoX v1.0 Pythia rows, which run under the default
+    --framework megatron but whose mappings reduce synchronously)."""
+    return bool(settings.megatron_loss) and not settings.tp_synchronous
 
 
 def embedding_output_costs(spec, settings, *, tp, pp, micro_batches, buffer, seconds, group, casts, output_pass):
@@ -83,6 +92,8 @@ def embedding_output_costs(spec, settings, *, tp, pp, micro_batches, buffer, sec
             "RS + AG (SP)"
     else:
         embed_one, embed_kind, embed_what = seconds("all_reduce"), "all_reduce", "all-reduce (no SP)"
+    if sp and settings.finetune != "full":  # a frozen embedding (LoRA) has no gradient: its backward AG never runs
+        embed_one = embed_one - seconds("all_gather")
     embed_calls = micro_batches * on
     embed_seconds = embed_calls * (embed_one + casts)
     embed = CollectiveCost("TP", f"embedding (vocab-parallel), {embed_what}{fp32}", embed_calls, buffer, tp,
@@ -107,6 +118,3 @@ def embedding_output_costs(spec, settings, *, tp, pp, micro_batches, buffer, sec
     return embed, out
 
 
-def cast_seconds_per_call(settings, act_bytes, hbm_bytes_per_s):
-    """Seconds of fp32_allreduce's two casts around one call (0 unless it widens; core.comm.tp_comm_dtype)."""
-    return TPD.cast_seconds(act_bytes, settings.tp_comm_bytes, hbm_bytes_per_s, TPD.activation_bytes(settings.dtype))

@@ -70,3 +70,10 @@ def cast_seconds(act_bytes, tp_comm_bytes: float, hbm_bytes_per_s: float, elemen
         return 0.0
     elements = act_bytes / element_bytes
     return memory_bound_seconds(elements * CAST_HBM_BYTES_PER_ELEMENT, CAST_KERNELS_PER_CALL, hbm_bytes_per_s)
+
+
+def cast_seconds_per_call(settings, act_bytes, hbm_bytes_per_s: float):
+    """cast_seconds for a step's settings (StepSettings.tp_comm_bytes, its dtype's activation width): the one
+    expression the layers' TP calls and the embedding / output layer's share (core.comm.step_comm; 0 unless
+    fp32_allreduce widens)."""
+    return cast_seconds(act_bytes, settings.tp_comm_bytes, hbm_bytes_per_s, activation_bytes(settings.dtype))

@@ -44,6 +44,10 @@ class StepSettings:
     differs from dp_overlap (DeepSpeed's hook-driven fetches, core/frameworks.py); None = dp_overlap."""
     tp_overlap: float = 0.0
     """Megatron TP collectives sit on the critical path unless TP comm overlap is enabled."""
+    tp_synchronous: bool = False
+    """--tp-overlap 0 stated: nothing hides a TP collective, the output layer's backward ones included (the GPT-NeoX
+    v1.0 rows: its mappings' synchronous ``_reduce``, mappings.py L110-124), where Megatron-Core's own output layer
+    would hide them beside its GEMMs (core.comm.embedding_tp)."""
     tp_comm_overlap: bool = False
     """TP collectives split into tp chunks and pipelined with the GEMMs they feed: Transformer
     Engine userbuffers (Megatron --tp-comm-overlap; ring-exchange all-gather / reduce-scatter,

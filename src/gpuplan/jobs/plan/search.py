@@ -162,7 +162,7 @@ def _step_settings(inputs, spec, gpu, kernel: str, tp_overlap: float) -> StepSet
                         embedding_grad_add=inputs.framework == "megatron", te_cp_ring=inputs.framework == "megatron",
                         # its data-parallel schedule is Megatron-Bridge's comm-overlap setup, whose buckets go with it
                         dp_bucket_params=NEMO_BUCKET_PARAMS if inputs.framework == "megatron" else None,
-                        tp_overlap=tp_overlap,
+                        tp_overlap=tp_overlap, tp_synchronous="tp_overlap" in inputs.given and inputs.tp_overlap == 0,
                         tp_comm_overlap=inputs.tp_comm_overlap, sequence_parallel=inputs.sequence_parallel,
                         grad_all_reduce=inputs.grad_all_reduce,
                         ep_overlap=inputs.ep_overlap, ep_dispatcher=inputs.ep_dispatcher,
