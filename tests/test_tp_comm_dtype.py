@@ -152,14 +152,15 @@ def llemma():
 
 @pytest.mark.parametrize("rid, before, step, tp_bf16, calls, after", [
     # wave 17: + the embedding's and output layer's all-reduces (2 a micro-batch, core.comm.embedding_tp) and the rows'
-    # partition_activations (its gathers are DeepSpeed's, not widened); wave 16's figures in the docstring
-    ("llemma-7b", 17_943, 5.983, 0.223, 388, 19_289),
-    ("llemma-34b", 32_149, 37.384, 4.802, 4_640, 38_439),
+    # partition_activations (its gathers are DeepSpeed's, not widened; with PyTorch's copy back from its flat gather
+    # buffer since the wave-17 mend, S5); wave 16's figures in the docstring
+    ("llemma-7b", 17_983, 5.996, 0.223, 388, 19_329),
+    ("llemma-34b", 32_319, 37.581, 4.802, 4_640, 38_609),
 ])
 def test_llemma_rows_move_as_the_arithmetic_says(llemma, rid, before, step, tp_bf16, calls, after):
-    """Since wave 17 (`plan --explain` with --partition-activations, in bf16): 7B step 5.983 s, all-reduces 0.221 + 2 x
-    0.001 s on 384 + 4 calls; 34B 37.384 s, 4.768 + 2 x 0.017 s on 4,608 + 32 calls; the same bound holds (19,289 is
-    -0.1% below its 19,307; 38,439 -0.6% below 38,663). Wave 16: before (bf16, wave 15's `plan --explain`): 7B step 5.942 s with the TP all-reduce 0.221 s exposed, 34B 36.820 s
+    """Since wave 17 (`plan --explain` with --partition-activations, in bf16): 7B step 5.996 s, all-reduces 0.221 + 2 x
+    0.001 s on 384 + 4 calls; 34B 37.581 s, 4.768 + 2 x 0.017 s on 4,608 + 32 calls; the same bound holds (19,329 is
+    -0.1% below its 19,347; 38,609 -0.6% below 38,833). Wave 16: before (bf16, wave 15's `plan --explain`): 7B step 5.942 s with the TP all-reduce 0.221 s exposed, 34B 36.820 s
     with 4.768 s. At exactly twice the all-reduce seconds plus calls x 0.59757 ms of casts the step is 5.942 + 0.221 +
     0.2295 = 6.392 s (x 1.0758: 19,170 GPU-hours) and 36.820 + 4.768 + 2.7536 = 44.342 s (x 1.2043: 38,134); NCCL's
     per-call latency is not doubled, so the model lands at most 1% below that bound (19,152: -0.1%; 37,911: -0.6%)

@@ -12,7 +12,7 @@ from pydantic import model_validator
 from gpuplan.core.frameworks import MEGATRON_CORE_FRAMEWORKS, check_framework_runs
 from gpuplan.errors import InputError
 from gpuplan.schema import layout_rules as LR, te_kernels as TE, tp_comm_dtype as TC, types as T, vocabulary as V
-from gpuplan.schema import partition_activations as PA
+from gpuplan.schema import partition_activations as PA, recompute_options as RO
 from gpuplan.schema.base import JobInputs
 
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -114,8 +114,8 @@ class LayoutFields(PA.PartitionActivationsFields):  # + --partition-activations 
         return "full" if self.recompute_layers is not None else None
 
     def recompute_settings(self) -> dict:
-        """Recompute options as StepSettings / MemorySettings take them (schema.partition_activations)."""
-        return self.recompute_fields(self.recompute_modules or (), self.recompute_layers)  # (): Megatron's default
+        """Recompute options as StepSettings / MemorySettings take them (schema.recompute_options)."""
+        return RO.recompute_settings(self)
 
     def global_batch_tokens_value(self) -> float | None:
         """Tokens per step: --global-batch-tokens, or --global-batch x --seq-len; None = default."""

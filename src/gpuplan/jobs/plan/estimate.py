@@ -14,18 +14,17 @@ from gpuplan.core.hardware import Accelerator
 from gpuplan.core.memory import training as M
 from gpuplan.core.units import (NO_PRICE_TEXT, SECONDS_PER_DAY, format_bytes, format_count, format_duration,
                                format_gpu_time, format_usd, plural, signed_percent)
-from gpuplan.errors import InputError
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
 from gpuplan.schema.partition_activations import partition_activations_assumption
 from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
-from gpuplan.jobs.plan.explain import (comparison_lines, communication_table, memory_lines, peak_words, step_lines,
-                                       why_lines)
+from gpuplan.jobs.plan.check_layout import check_my_layout  # the user's layout against the free search
+from gpuplan.jobs.plan.explain import communication_table, memory_lines, peak_words, step_lines, why_lines
 from gpuplan.schema.tpu_rules import framework_shown, in_device_words, is_tpu
 from gpuplan.jobs.plan.schema import PlanInputs
 from gpuplan.jobs.plan.deadline import deadline_of, rank_by_of
 from gpuplan.jobs.plan import search as plan_search  # called through the module: a patched search is seen
 from gpuplan.jobs.plan.fallbacks_told import idle_reason, plan_counts_without_layout, plan_fallback_note
-from gpuplan.jobs.plan.search import PlanSearch, best_index, chosen_plan, idle_told
+from gpuplan.jobs.plan.search import PlanSearch, chosen_plan, idle_told
 from gpuplan.jobs.training.batch_ramp import ramp_input, ramp_line, ramp_notes, ramp_on
 from gpuplan.planner.plan import (Plan, layout_text, ranked_cost, ranked_seconds_per_token, ranking,
                                   row_layout, seconds_per_sequence)
@@ -171,28 +170,6 @@ def recommendation(plan: Plan, inputs: PlanInputs, result: PlanSearch, i: int,
     )
 
 
-def _check_my_layout(inputs: PlanInputs, result: PlanSearch, mine: Plan) -> tuple[Section, ...]:
-    """The user's layout against the planner's free choice on the same GPU counts."""
-    free_degrees = {k: None for k in ("tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "recompute")}
-    if inputs.grad_all_reduce:  # ZeRO-1's all-reduce then gather: only at the stated --zero 1 (schema.layout_rules)
-        free_degrees.pop("zero")
-    held = ("tp",) * (inputs.tp_comm_dtype == "fp32") + ("tp", "recompute") * bool(inputs.partition_activations)
-    for name in set(held):  # taken only at a stated --tp 2+ (partitioned checkpoints: and full recompute)
-        free_degrees.pop(name)  # schema.tp_comm_dtype, schema.partition_activations
-    try:
-        free = plan_search.search(inputs.replace(**free_degrees))
-    except InputError as exc:  # the free search past the size limit: not the degrees given
-        if exc.field != "gpus" or "the search would" not in exc.expected:
-            raise
-        size = exc.expected.split(";")[0].replace("the search would", "the planner's free search (to compare your "
-                                                  "layout with) would")
-        raise InputError("gpus", exc.value, f"{size}; give fewer GPU counts (--gpus) or a smaller global batch"
-                         f"{' or leave --exhaustive off' if inputs.exhaustive else ''}") from None
-    best = chosen_plan(free, best_index(free, "time"))
-    return (Section(f"Your layout: {mine.text()} on {plural(mine.gpus, 'GPU')}",
-                    step_lines(mine, "mine") + memory_lines(mine, "mine", inputs.profile.caching_allocator, result.evaluator.cluster.gpu) + comparison_lines(mine, best, free.table)),)
-
-
 def _report_inputs(inputs: PlanInputs, model: str, gpu, counts, deadline: float | None) -> tuple[Line, ...]:
     """The answer's inputs: model, tokens, accelerator, the GPU counts searched and the deadline (days)."""
     return (Line("model", "model", model),
@@ -219,7 +196,7 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     ramp = ramp_on(inputs, plan, result.evaluator, table["ramp_factor"][best] if timed else None)
     summary = Section("Recommendation", recommendation(plan, inputs, result, best, without_layout)
                       + ((ramp_line(ramp, inputs, plan),) if ramp else ()) + why_lines(plan, result.all))
-    checked = _check_my_layout(inputs, result, plan) if inputs.layout_given else ()
+    checked = check_my_layout(inputs, result, plan) if inputs.layout_given else ()
     breakdown = Section(f"Step time and memory of {plan.text()}", step_lines(plan, "best") + memory_lines(plan, "best", inputs.profile.caching_allocator, gpu))
     tables = (Table(f"top {len(top)} layouts (ranked by {RANKED[rank_by]})", COLUMNS, _rows(table, top)),
               Table("Pareto front (GPUs vs ranked days: the slow end with failures at the range's high rate"

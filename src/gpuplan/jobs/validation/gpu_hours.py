@@ -32,9 +32,10 @@ stack (--framework hf, full recompute, mb8: transformers' GPT-2 under Composer F
 read after its -58.4% was seen; and in wave 16 Llemma 7B's and 34B's fp32 TP collectives (tp_comm_dtype: GPT-NeoX's
 fp32_allreduce, a configuration line their notes cited before the prediction, charged once gpuplan had the input), after
 their -22.5% / -32.6% were seen; and in wave 16 PaLM 540B's own shape and Sec. 4 layout (model palm-540b, tp 12,
-pp 1, ZeRO-3: arXiv:2204.02311 Table 1, Secs. 2 and 4), after its -11.1% was seen. docs/accuracy.md reports them apart
-from the untouched held-out runs
-(end_to_end_split_table)."""
+pp 1, ZeRO-3: arXiv:2204.02311 Table 1, Secs. 2 and 4), after its -11.1% was seen; and in wave 17 Llemma's
+partition_activations (DeepSpeed's partitioned activation checkpoints, a configuration line their notes cited before the
+prediction, charged once gpuplan had the input: core/comm/partition_activations.py). docs/accuracy.md reports them
+apart from the untouched held-out runs (end_to_end_split_table)."""
 ISSUE_15_RUNS = ("llama1-65b", "bloom-176b", "palm-540b", "pythia-70m", "pythia-1b", "llama3.1-405b", "deepseek-v3",
                  "tinyllama-1.1b")
 """The `--mfu predicted` GPU-hours runs issue 15's bar (15% mean |error|) is held to (tests/test_validation.py)."""
