@@ -18,18 +18,18 @@ No traceback or hang. Found, each fixed in the schema so every door has it: (1) 
 two batches ({tokens, global_batch, global_batch_tokens}, or from / to beside global_batch) was answered with one of
 them, the other unsaid; (3) `train --gpus --days --mfu predicted --batch-ramp` said 'give --mfu predicted' (given)
 instead of the gpus/days/mfu refusal; (4) a zero or negative phase batch was refused with the forms alone, and 1e30
-tokens were echoed '1e+18T'; (4b) `memory --compare a100,h100 --recipe fp8` printed an A100 row where `--gpu a100` is
-refused. And the lead's rule (review w16 R5 S3: a stated value equal to the default is answered, not refused) was broken
-by older rules (each default below was refused where nothing reads it; swept by giving every field its default on train
-/ memory / plan / budget / infer asks and running the estimate): (5) --lora-rank 16 without adapters,
---sequence-parallel and --tp-overlap 0 under --framework hf / llmc, --cuda-graph-scope none under torchtitan / deepspeed
-/ hf / generic, --flex-backend deepep without --ep-dispatcher flex, --tp-comm-dtype fp32 under --dtype fp32, on a dense
-model --ep-dispatcher alltoall, --no-ep-a2a-overlap, --ep-overlap 0 and memory's --moe-capacity-factor 1, and infer's
---group-size 128 without int4, --spec-tokens 3 without --speculative, --max-lora-rank 16 without LoRA, --sampler auto
-under SGLang / TensorRT-LLM, --free-gpu-memory-fraction 0.9 under vLLM / SGLang and --allreduce-latency-us 8 on one GPU.
-Left as found: --recompute-modules core_attn outside megatron (Megatron-Core's option by name; schema/training_fields.py
-is at its 420-line cap); the TPU cases (6) are xfail for the lead (schema/tpu_rules.py, another helper's file this
-session).
+tokens were echoed '1e+18T', and a hand-built RampPhase(nan, 64, 64) passed the Python API and hung the estimate; (4b)
+`memory --compare a100,h100 --recipe fp8` printed an A100 row where `--gpu a100` is refused. And the lead's rule (review
+w16 R5 S3: a stated value equal to the default is answered, not refused) was broken by older rules (each default below
+was refused where nothing reads it; swept by giving every field its default on train / memory / plan / budget / infer
+asks and running the estimate): (5) --lora-rank 16 without adapters, --sequence-parallel and --tp-overlap 0 under
+--framework hf / llmc, --cuda-graph-scope none under torchtitan / deepspeed / hf / generic, --flex-backend deepep
+without --ep-dispatcher flex, --tp-comm-dtype fp32 under --dtype fp32, on a dense model --ep-dispatcher alltoall,
+--no-ep-a2a-overlap, --ep-overlap 0 and memory's --moe-capacity-factor 1, and infer's --group-size 128 without int4,
+--spec-tokens 3 without --speculative, --max-lora-rank 16 without LoRA, --sampler auto under SGLang / TensorRT-LLM,
+--free-gpu-memory-fraction 0.9 under vLLM / SGLang and --allreduce-latency-us 8 on one GPU. Left as found:
+--recompute-modules core_attn outside megatron (Megatron-Core's option by name; schema/training_fields.py is at its
+420-line cap); the TPU cases (6) are xfail for the lead (schema/tpu_rules.py, another helper's file this session).
 """
 
 import json
@@ -117,6 +117,29 @@ def test_4_a_huge_phase_is_echoed_as_its_number(client):
     response = client.post("/api/training", json={**RAMPED, "batch_ramp": [{"tokens": 1e30, "global_batch": 64}]})
     assert response.status_code == 422 and "got '1e+30:64'; the phases' tokens (1e+30) must be fewer than --tokens" \
         in response.json()["message"], response.text
+
+
+@pytest.mark.parametrize("phase, words", [((float("nan"), 64, 64), "each phase's tokens a positive count"),
+                                           ((1e9, float("nan"), float("nan")), "each phase's batch a positive count"),
+                                           ((1e9, 128, 64), "a linear phase grows its batch"),
+                                           ((1e9, 64.5, 64.5), "a batch in sequences is a whole number")])
+def test_4_a_hand_built_phase_is_checked_as_a_typed_one(phase, words):
+    """The Python API took RampPhase objects as they were: RampPhase(nan, 64, 64) passed, and estimate_training then
+    ran past a 120 s time box (a hang); each phase object is now checked as its mapping is."""
+    from gpuplan import InputError, TrainingInputs
+    from gpuplan.schema.batch_ramp_field import RampPhase
+
+    with pytest.raises(InputError) as refused:
+        TrainingInputs(**RAMPED, batch_ramp=[RampPhase(*phase)])
+    assert refused.value.field == "batch_ramp" and words in str(refused.value)
+
+
+def test_4_a_valid_phase_object_keeps_its_typed_text():
+    from gpuplan import TrainingInputs
+    from gpuplan.schema.batch_ramp_field import RampPhase
+
+    phase = RampPhase(1e9, 4e6, 4e6, True, "1B:4Mtok")
+    assert TrainingInputs(**RAMPED, batch_ramp=[phase]).batch_ramp == (phase,)
 
 
 # ---- (4b) a compared part with no path for the recipe ----------------------------------------------------------------

@@ -114,8 +114,11 @@ def _batch(text: Any, whole: Any) -> tuple[float, bool]:
 
 def _phase(item: Any, whole: Any) -> RampPhase:
     """One phase from 'TOKENS:BATCH' text, a [tokens, batch] pair or a mapping."""
-    if isinstance(item, RampPhase):
-        return item
+    if isinstance(item, RampPhase):  # checked again as its mapping: a hand-built RampPhase(nan, 64, 64) passed the
+        unit = "tok" if item.in_tokens else ""  # Python API unchecked and hung the estimate (wave 18)
+        again = _phase({"tokens": item.tokens, "from": f"{item.start!r}{unit}" if unit else item.start,
+                        "to": f"{item.end!r}{unit}" if unit else item.end}, whole)
+        return RampPhase(again.tokens, again.start, again.end, again.in_tokens, item.given)
     if isinstance(item, dict):
         tokens = item.get("tokens")
         if "from" in item or "to" in item:
