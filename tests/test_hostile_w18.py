@@ -142,6 +142,28 @@ def test_4_a_valid_phase_object_keeps_its_typed_text():
     assert TrainingInputs(**RAMPED, batch_ramp=[phase]).batch_ramp == (phase,)
 
 
+def test_4_a_hand_built_calibration_is_checked_as_its_document():
+    """A Calibration object passed to the Python API was taken as it was: a NaN factor was refused only inside the
+    estimate, as 'wall_seconds: got nan' (not naming calibration); now the object is read as its document is."""
+    import sys
+    from dataclasses import replace
+    from pathlib import Path
+
+    from gpuplan import InputError, TrainingInputs
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_calibrate_classes import _calibration  # a fitted H200 / hf calibration, built from synthetic trials
+
+    fitted = _calibration()
+    assert TrainingInputs(model="llama-3-8b", gpu="h200", gpus=8, framework="hf", calibration=fitted).calibration \
+        == fitted
+    bad = replace(fitted, compute_time=replace(fitted.compute_time, value=float("nan")))
+    with pytest.raises(InputError) as refused:
+        TrainingInputs(model="llama-3-8b", gpu="h200", gpus=8, framework="hf", calibration=bad)
+    assert refused.value.field == "calibration" and "compute_time.value must be a finite number, not nan" \
+        in str(refused.value)
+
+
 # ---- (4b) a compared part with no path for the recipe ----------------------------------------------------------------
 
 @pytest.mark.parametrize("compare, part, dtype", [("a100,h100", "NVIDIA A100 80GB SXM4", "fp8"),

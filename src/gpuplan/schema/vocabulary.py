@@ -58,10 +58,12 @@ def option(kind: Any, default: Any, help: str, shown: str | None = None) -> Any:
 
 def _calibration(value: Any, info) -> Any:
     """A calibration: a Calibration, its JSON document (a mapping), or a path to one."""
-    from gpuplan.calibrate.model import Calibration, calibration_from_dict, load_calibration
+    from gpuplan.calibrate.model import Calibration, calibration_from_dict, calibration_to_dict, load_calibration
 
-    if value is None or isinstance(value, Calibration):
+    if value is None:
         return value
+    if isinstance(value, Calibration):  # checked as its document is: a hand-built NaN factor was refused only later,
+        return calibration_from_dict(calibration_to_dict(value), "calibration")  # as 'wall_seconds' (wave 18)
     if isinstance(value, dict):
         return calibration_from_dict(value, "calibration")
     if isinstance(value, str):
