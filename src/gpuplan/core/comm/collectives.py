@@ -172,15 +172,15 @@ def _ring_parts(kind: str, size, links):
     """What a ring's three protocols share (issue 39: computed once per collective, not per protocol):
     (multi-domain mask, g <= 1 mask, raw bus bandwidth before the protocol, bytes each rank moves,
     intra-domain steps, inter-domain steps)."""
-    n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
-    multi = k > 1
+    n, g, k = _arr(links.ranks), _arr(links.per_node if links.most is None else links.most), _arr(links.nodes)
+    multi = k > 1  # g: the longest NVLink chain (a straddling group's most members a domain, GroupLinks.most)
     nvlink_bound = np.where(multi & (g > 1), links.intra * g / np.maximum(g - 1, 1), links.intra)
     nvlink_bound = np.where(multi & (g <= 1), np.inf, nvlink_bound)
     raw = np.minimum(nvlink_bound, np.where(multi, links.net, np.inf))
     factor = _busbw_factor(kind, n)
     steps = (2 if kind == "all_reduce" else 1) * (n - 1)
     inter_steps = np.where(multi, (2 if kind == "all_reduce" else 1) * (k - 1), 0)
-    return multi, g <= 1, raw, factor * _arr(size), steps - inter_steps, inter_steps
+    return multi, n <= k, raw, factor * _arr(size), steps - inter_steps, inter_steps  # tuning.cc ppn = nRanks / nNodes
 
 
 def _ring(kind: str, size, links, proto: int, parts=None):
@@ -204,7 +204,7 @@ def _ring(kind: str, size, links, proto: int, parts=None):
 
 def _tree_algbw(size, links, proto: int, across):
     """Tree all-reduce algorithm bandwidth given the across-domain rate ``across``."""
-    g = _arr(links.per_node)
+    g = _arr(links.per_node if links.most is None else links.most)  # the longest chain (GroupLinks.most)
     chain = np.where(g > 1, links.intra / 2, np.inf)
     alg = TREE_FACTOR * np.minimum(across, chain)
     if proto == 0:
@@ -217,7 +217,7 @@ def _tree_algbw(size, links, proto: int, across):
 def _tree(size, links, proto: int):
     """(seconds, bus bandwidth, seconds as NCCL's tuner estimates them) of the tree all-reduce
     (several domains only)."""
-    n, g, k = _arr(links.ranks), _arr(links.per_node), _arr(links.nodes)
+    n, g, k = _arr(links.ranks), _arr(links.per_node if links.most is None else links.most), _arr(links.nodes)
     alg = _tree_algbw(size, links, proto, links.net / tree_busiest_domain_load(k))
     tuner = _tree_algbw(size, links, proto, np.where(k <= 2, links.net, links.net / 2))
     intra_lat = intra_us(HW_US, links, "tree", proto)

@@ -222,10 +222,10 @@ def seconds_by_rows(kind: str, size, links, groups=None):
     (elementwise arithmetic on the same inputs). The contract: the groups' key must determine ``size`` and
     every field of ``links`` row by row -- a new per-row input to a size or to a group's ranks or stride must
     join the key (data_parallel_costs, step_comm._tp_cost) -- and what is the same for every row (the
-    StepSettings) must be a scalar. Checked here: each array is one value a row (ValueError otherwise), and each
-    link array one value a group (else every row is costed: a group straddling domains only in some rows' jobs,
-    core.comm.group_geometry);
-    that the key holds every input is checked by tests/test_search_dedup.py, searches grouped and not."""
+    StepSettings) must be a scalar. Checked here: each array is one value a row, and each link array one value a
+    group (ValueError otherwise: a key that leaves out the job's size, Cluster.job_gpus, where a group straddles
+    domains only in some rows' jobs, core.comm.group_geometry); that the key holds every input is checked by
+    tests/test_search_dedup.py, searches grouped and not, and tests/test_group_straddle.py on 6-GPU nodes."""
     if groups is None:
         return K.collective_seconds(kind, size, links)
     first, inverse = groups
@@ -233,7 +233,8 @@ def seconds_by_rows(kind: str, size, links, groups=None):
     if any(np.shape(v) != inverse.shape for v in (*arrays.values(), size) if np.ndim(v)):
         raise ValueError(f"seconds_by_rows: a size or link array is not one value for each of {len(inverse)} rows")
     if any(not np.array_equal(value, value[first][inverse]) for value in arrays.values()):
-        return K.collective_seconds(kind, size, links)  # a group's links vary by the job's size (Cluster.job_gpus)
+        raise ValueError("seconds_by_rows: a link array varies inside a group: the key leaves out an input "
+                         "(the job's size, Cluster.job_gpus?)")
     size = np.asarray(size)[first] if np.ndim(size) else size
     links = replace(links, **{name: value[first] for name, value in arrays.items()})
     seconds = K.collective_seconds(kind, size, links)

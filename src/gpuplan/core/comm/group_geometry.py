@@ -17,23 +17,28 @@ fewest NICs) bounds the whole group. The split this module gives is that: the fe
 the worst group (the NIC share core.comm.topology.Cluster.group gives it) and how many domains that group spans;
 of two groups with the same fewest, the one over more domains (more network steps).
 
-A scale-up domain of several hosts (GB200 / GB300 NVL72: 18 trays of 4 GPUs share NVLink; Cluster.host_gpus) is
-another case: the scheduler places a job's hosts in segments each inside one domain (Slurm's topology/block plugin
-and --segment; NVIDIA's recommendation for GB200 NVL72 is segments of 16 trays for large jobs and 4 for 32-64-GPU
-jobs, both 64 of a rack's 72 GPUs: NVIDIA technical blog 'Unlock Exascale Performance on NVIDIA GB200 NVL72 with
-Slurm Topology-Aware Job Scheduling'; CoreWeave SUNK 'Topology/Block Plugin' docs). So there a group that fits in a
-domain stays in one (tp 16 on NVL72: 4 groups in a rack's 64, NVLink), and a larger one is spread evenly over the
-fewest domains whose share divides it (an expert group of 128: 64 + 64).
+A scale-up domain of several hosts (GB200 / GB300 NVL72: 18 trays of 4 GPUs share NVLink; TPU pods of 4-chip
+hosts; Cluster.host_gpus) is another case: the scheduler places the job, not rank order. For NVL72 the model takes
+Slurm's topology/block plugin: a job that fits in one block (a rack) is placed in it (NVIDIA technical blog
+'Achieving Peak System and Workload Efficiency on GB200 NVL72 with Slurm Block Scheduling'), and a larger one in
+segments of whole trays, each inside one rack (--segment counts nodes, i.e. trays: NVIDIA recommends --segment 16
+= 64 GPUs a rack for jobs of 128 GPUs or more, 'Unlock Exascale Performance on NVIDIA GB200 NVL72 with Slurm
+Topology-Aware Job Scheduling'; CoreWeave SUNK 'Topology/Block Plugin' docs). So there a group that fits in a
+segment stays in one rack (tp 16 on NVL72: 4 groups in a rack's 64, NVLink), and a larger one is spread evenly
+over the fewest racks whose share divides it (an expert group of 128: 64 + 64). Not modelled: NVIDIA's own
+--segment 4 (16 GPUs) for 32-64-GPU jobs and --segment 1 for smaller ones, which let such a job spread over
+several racks; a job of up to 72 GPUs is taken as one rack's. TPU pods: a job runs on slices inside a pod (PaLM
+Sec. 4: 2 pods of 3,072 v4 chips, model parallelism inside a pod), the same rule.
 
 Counts only (integers). ``domain_split`` takes arrays (the planner's layouts) and computes each distinct
-(ranks, stride) once.
+(ranks, stride, world) once; ``divides_evenly`` is the one even rule, for numbers and arrays.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from math import lcm
+from math import frexp, lcm
 
 import numpy as np
 
@@ -49,38 +54,51 @@ class DomainSplit:
     members: tuple[int, ...] = ()
 
     @property
+    def most(self) -> int:
+        """The most members one domain holds of that group (its longest NVLink chain): max(members), else fewest."""
+        return max(self.members) if self.members else self.fewest
+
+    @property
     def straddles(self) -> bool:
         """Whether the worst group straddles a domain boundary the groups do not divide evenly (members named)."""
         return bool(self.members)
 
 
-def _even(ranks: int, stride: int, domain: int) -> DomainSplit | None:
-    """The split where the groups divide the domains evenly (the link model's rule before wave 17), else None."""
+def divides_evenly(ranks, stride, domain: int):
+    """Whether groups of ``ranks`` members ``stride`` apart divide domains of ``domain`` GPUs evenly (the link
+    model's rule before wave 17: one member a domain, whole groups a domain, or domain / stride of each group a
+    domain); integers or int64 arrays, broadcast (the one statement of the rule)."""
+    block = ranks * stride
+    return (ranks <= 1) | (stride >= domain) | (domain % block == 0) | ((block % domain == 0) & (domain % stride == 0))
+
+
+def _even_split(ranks: int, stride: int, domain: int) -> DomainSplit:
+    """The even rule's split where divides_evenly holds (its four cases in order)."""
     if ranks <= 1:
         return DomainSplit(1, 1)
     if stride >= domain:  # consecutive members at least a domain apart: one per domain
         return DomainSplit(1, ranks)
-    block = ranks * stride
-    if domain % block == 0:  # whole groups per domain
+    if domain % (ranks * stride) == 0:  # whole groups per domain
         return DomainSplit(ranks, 1)
-    if block % domain == 0 and domain % stride == 0:  # each domain holds domain / stride of each group it meets
-        return DomainSplit(domain // stride, block // domain)
-    return None
+    return DomainSplit(domain // stride, ranks * stride // domain)  # domain / stride of each group it meets
 
 
-@lru_cache(maxsize=4096)
 def worst_split(ranks: int, stride: int, domain: int, whole_hosts: bool = False, world: int | None = None
                 ) -> DomainSplit:
     """The worst group's split (module docstring) of groups of ``ranks`` members ``stride`` apart over domains of
     ``domain`` GPUs: ranks filling the domains in order, or, with ``whole_hosts`` (a domain of several hosts the
     scheduler fills in segments), groups kept whole where they fit and spread evenly otherwise. ``world``: the
     job's ranks (its groups are those that start below it); None = the one communicator is the job (a benchmark:
-    its ranks * stride)."""
+    its ranks * stride). The pattern repeats every lcm(ranks * stride, domain) ranks: a larger world is that."""
     block = ranks * stride
     world = block if world is None else world
-    even = _even(ranks, stride, domain)
-    if even is not None:
-        return even
+    return _worst_split(ranks, stride, domain, whole_hosts, min(world, lcm(block, domain)))
+
+
+@lru_cache(maxsize=4096)
+def _worst_split(ranks: int, stride: int, domain: int, whole_hosts: bool, world: int) -> DomainSplit:
+    if divides_evenly(ranks, stride, domain):
+        return _even_split(ranks, stride, domain)
     if world <= domain:  # the whole job sits in one domain
         return DomainSplit(ranks, 1)
     if whole_hosts:
@@ -89,52 +107,99 @@ def worst_split(ranks: int, stride: int, domain: int, whole_hosts: bool = False,
             return DomainSplit(ranks, 1)
         spans = next(k for k in range(2, ranks + 1) if ranks % k == 0 and ranks // k <= cap)
         return DomainSplit(ranks // spans, spans)
-    offsets = np.arange(ranks) * stride
-    worst, members = None, ()
-    blocks = max(min(lcm(block, domain), world) // block, 1)  # the pattern repeats every lcm(block, domain) ranks
-    for base in (outer * block + inner for outer in range(blocks) for inner in range(stride)):
-        where = (base + offsets) // domain
-        counts = np.bincount(where - where[0])  # consecutive domains: stride < domain here
-        key = (int(counts.min()), -len(counts))
-        if worst is None or key < worst:
-            worst, members = key, tuple(int(c) for c in counts)
-    return DomainSplit(worst[0], -worst[1], members if len(members) > 1 else ())
+    block = ranks * stride
+    # the groups' bases (outer x block + inner, inner < stride) below the world; a group's split depends only on
+    # its base modulo the domain (a domain further on is the same split), so each distinct remainder once, in
+    # the order the bases come (the first of equal splits names the members)
+    bases = (np.arange(max(world // block, 1))[:, None] * block + np.arange(stride)[None, :]).ravel() % domain
+    _, first = np.unique(bases, return_index=True)
+    bases = bases[np.sort(first)]
+    where = (bases[:, None] + np.arange(ranks)[None, :] * stride) // domain
+    where -= where[:, :1]  # consecutive domains from 0: stride < domain here
+    spans = where[:, -1] + 1
+    width = int(spans.max())
+    counts = np.bincount((np.arange(len(bases))[:, None] * width + where).ravel(),
+                         minlength=len(bases) * width).reshape(len(bases), width)
+    fewest = np.where(np.arange(width)[None, :] < spans[:, None], counts, ranks).min(axis=1)
+    worst = int(np.lexsort((-spans, fewest))[0])  # fewest members, then most domains; the first of ties
+    members = tuple(int(c) for c in counts[worst, :spans[worst]])
+    return DomainSplit(int(fewest[worst]), int(spans[worst]), members if len(members) > 1 else ())
 
 
-def _whole(x) -> bool:
-    return bool(np.all(np.asarray(x) == np.round(np.asarray(x))))
+def _is_whole(x):
+    """Per element: a finite whole number (integer arrays: all)."""
+    x = np.asarray(x)
+    if x.dtype.kind in "iub":
+        return True
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(x) & (x == np.round(x))
+
+
+_MANTISSA = (1 << 52) - 1
+"""A float64's mantissa bits: zero in a power of two (IEEE 754 binary64)."""
+
+
+def _powers_of_two(x) -> bool:
+    """Whether every element is a power of two, 1 or more (integers, or floats read by their mantissa bits: one
+    bitwise pass, the planner's arrays of 1,754 layouts in microseconds)."""
+    x = np.asarray(x)
+    if x.ndim == 0:
+        value = float(x)
+        return value >= 1 and frexp(value)[0] == 0.5
+    if x.dtype.kind in "iu":
+        return x.min() >= 1 and not np.bitwise_or.reduce(x & (x - 1), axis=None)
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    return x.min() >= 1 and not np.bitwise_or.reduce(x.view(np.int64) & _MANTISSA, axis=None)
 
 
 def domain_split(ranks, stride, domain: int, whole_hosts: bool = False, world=None):
-    """(fewest members in one domain, domains spanned) of the worst group for each (ranks, stride, world) (numbers
-    or arrays, broadcast; ``world`` None = each group is the job), worst_split's; None where every group divides the
-    domains evenly or the job sits in one domain (_even: the caller's own rule gives the same), or a ranks, stride
-    or world is not a whole number (a degree that does not divide: the caller keeps its own rule)."""
-    r, s = np.broadcast_arrays(np.asarray(ranks), np.maximum(np.asarray(stride), 1))
-    block = np.maximum(r, 1) * s
-    w = block if world is None else np.broadcast_to(np.asarray(world), block.shape)
-    if not (_whole(r) and _whole(s) and _whole(w)):
+    """(fewest members in one domain, domains spanned, most members in one domain, straddling mask) of the worst
+    group for each (ranks, stride, world) (numbers or arrays, broadcast; ``world`` None = each group is the job),
+    worst_split's; None where no row straddles: every group divides the domains evenly (divides_evenly: the caller's
+    own rule gives the same) or the job sits in one domain. A row whose ranks, stride or world is not a whole number
+    (a degree that does not divide) keeps the caller's rule (the mask False there), each row on its own."""
+    r, s = np.asarray(ranks), np.maximum(np.asarray(stride), 1)
+    if domain & (domain - 1) == 0 and _powers_of_two(r) and _powers_of_two(s):
+        return None  # powers of two throughout (the planner's usual degrees on 8-GPU nodes): every group even
+    w = r * s if world is None else np.asarray(world)
+    # on the values as given: whole numbers' remainders are exact in floating point; other rows are masked off
+    with np.errstate(invalid="ignore", divide="ignore"):
+        straddle = (_is_whole(r) & _is_whole(s) & _is_whole(w) & (w > domain)
+                    & ~divides_evenly(np.maximum(r, 1), s, domain))
+    if not np.any(straddle):  # the common case, no per-layout work (the planner's arrays)
         return None
-    block, w = block.astype(np.int64), w.astype(np.int64)
-    even = (r <= 1) | (s >= domain) | (domain % block == 0) | ((block % domain == 0) & (domain % s == 0))
-    if np.all(even | (w <= domain)):  # the common case, no per-layout work (the planner's arrays)
-        return None
-    triples = np.stack([np.maximum(r, 1).ravel(), s.ravel(), w.ravel()]).astype(np.int64)
-    unique, back = np.unique(triples, axis=1, return_inverse=True)
-    found = [worst_split(int(n), int(k), domain, whole_hosts, None if world is None else int(g))
-             for n, k, g in unique.T]
-    fewest = np.array([f.fewest for f in found])[np.ravel(back)].reshape(r.shape)
-    spans = np.array([f.domains for f in found])[np.ravel(back)].reshape(r.shape)
-    return fewest, spans
+    if np.ndim(straddle) == 0:
+        found = worst_split(max(int(r), 1), int(s), domain, whole_hosts, int(w))
+        return np.int64(found.fewest), np.float64(found.domains), np.int64(found.most), straddle
+    # each distinct (ranks, stride, world) once, on one packed int64 key (as core.row_groups packs its columns)
+    rows = np.flatnonzero(straddle.ravel())
+    cols = [np.broadcast_to(x, straddle.shape).ravel()[rows].astype(np.int64) for x in (np.maximum(r, 1), s, w)]
+    widths = [int(col.max()) + 1 for col in cols[1:]]
+    if int(cols[0].max()) * widths[0] * widths[1] < 2**62:
+        key = (cols[0] * widths[0] + cols[1]) * widths[1] + cols[2]
+        _, first, back = np.unique(key, return_index=True, return_inverse=True)
+    else:  # a key past int64: the columns themselves
+        _, first, back = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_inverse=True)
+    found = [worst_split(int(cols[0][i]), int(cols[1][i]), domain, whole_hosts, int(cols[2][i])) for i in first]
+    fewest, most = np.zeros(straddle.shape, np.int64), np.zeros(straddle.shape, np.int64)
+    spans = np.ones(straddle.shape)
+    fewest.ravel()[rows] = np.array([f.fewest for f in found])[np.ravel(back)]
+    spans.ravel()[rows] = np.array([f.domains for f in found], dtype=float)[np.ravel(back)]
+    most.ravel()[rows] = np.array([f.most for f in found])[np.ravel(back)]
+    return fewest, spans, most, straddle
 
 
 def split_label(ranks, stride, domain: int, whole_hosts: bool = False, world=None) -> str:
-    """'over 6-GPU domains: 2 + 2' where a scalar group straddles domains unevenly (plan --explain's link column),
-    '' otherwise or for arrays."""
-    if np.ndim(ranks) or np.ndim(stride) or np.ndim(world) or not (_whole(ranks) and _whole(stride)):
+    """'over 6-GPU domains: 2 + 2' where a scalar group straddles domains unevenly (plan --explain's link column);
+    on a domain of several hosts where the group is larger than a segment holds, the segments it is spread over
+    ('as 64 + 64 over 72-GPU domains in whole-host segments'); '' otherwise or for arrays."""
+    if np.ndim(ranks) or np.ndim(stride) or np.ndim(world):
         return ""
-    if world is not None and not _whole(world):
+    if not (_is_whole(ranks) and _is_whole(stride) and (world is None or _is_whole(world))):
         return ""
-    found = worst_split(max(int(ranks), 1), max(int(stride), 1), domain, whole_hosts,
-                        None if world is None else int(world))
+    ranks, stride = max(int(ranks), 1), max(int(stride), 1)
+    found = worst_split(ranks, stride, domain, whole_hosts, None if world is None else int(world))
+    if whole_hosts and not divides_evenly(ranks, stride, domain) and found.domains > 1:
+        share = " + ".join([str(found.fewest)] * found.domains)
+        return f"as {share} over {domain}-GPU domains in whole-host segments"
     return f"over {domain}-GPU domains: {' + '.join(map(str, found.members))}" if found.straddles else ""

@@ -50,7 +50,7 @@ def qkv_gather_cost(spec: ModelSpec, cluster, settings, tp, micro_batches, layer
     """The step's QKV all-gathers and reduce-scatters on one GPU (zero calls where tp divides the K/V heads)."""
     size = qkv_gather_bytes(spec, tokens)
     group = cluster.group(tp, 1)
-    groups = group_rows(tp, size)
+    groups = group_rows(tp, size, cluster.job_gpus)  # the job's size: where the TP groups straddle (Cluster.group)
     one_ag = seconds_by_rows("all_gather", size, group, groups)
     one_rs = seconds_by_rows("reduce_scatter", size, group, groups)
     per = micro_batches * layers * kv_heads_below_tp(spec, np.asarray(tp))

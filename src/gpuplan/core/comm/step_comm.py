@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.core.comm import async_tp, tp_comm_dtype as TPD, volumes as C
+from gpuplan.core.comm.group_geometry import domain_split
 from gpuplan.core.comm.embedding_tp import cast_seconds_per_call, embedding_output_costs
 from gpuplan.core.comm.partition_activations import checkpoint_gather_cost
 from gpuplan.core.time import context_parallel as CP
@@ -42,6 +43,21 @@ def _domain_links(cluster: Cluster, span):
     stays within a scale-up domain; each link (bandwidth B/s, latency s) as core.comm.topology.Cluster.link gives it
     for 1 GPU and for one past the domain."""
     return span <= cluster.gpus_per_node, cluster.link(1), cluster.link(cluster.gpus_per_node + 1)
+
+
+def placed_span(cluster: Cluster, ranks, stride):
+    """The span ``link`` and ``send_links`` time a group of ``ranks`` members ``stride`` apart on (its consecutive
+    ranks, ranks x stride), where its groups divide the domains evenly; where they straddle them unevenly
+    (core.comm.group_geometry, the job's groups as Cluster.group places them) a span inside one domain where the
+    slowest group sits in one (worst_split's domains == 1: NVLink) and one past the domain where it spans more (the
+    network): a CP group {4, 6} beside tp 2 on 6-GPU nodes sits in two."""
+    span = np.asarray(ranks) * np.asarray(stride)
+    found = domain_split(ranks, stride, cluster.gpus_per_node, cluster.host_gpus > 0, cluster.job_gpus)
+    if found is None:
+        return span
+    _, spans, _, straddle = found
+    inside = np.minimum(span, cluster.gpus_per_node)  # NVLink: one domain holds the slowest group
+    return np.where(straddle, np.where(spans <= 1, inside, cluster.gpus_per_node + 1), span)
 
 
 def link(cluster: Cluster, span):
@@ -92,7 +108,8 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     # tp cp dp ranks apart: once the grid leaves a scale-up domain every boundary is charged at the
     # network's per-GPU rate (stride >= a node, as the 256-GPU B200 / 64-GPU H100 rows' 16, puts each
     # boundary there; a smaller stride keeps some on NVLink, which this overcharges)
-    pp_bw, pp_lat = link(cluster, tp * cp * dp * pp)
+    pp_span = placed_span(cluster, pp, np.asarray(tp) * cp * dp)  # neighbours split by a domain: the network
+    pp_bw, pp_lat = link(cluster, pp_span)
     pp_one = C.p2p_time(act_bytes / tp, pp_bw, pp_lat)
     pp_calls = 2 * micro_batches * vpp * (np.asarray(pp) > 1)
     # under the combined 1F1B schedule (set with the EP line below): the paired steps and the
@@ -108,7 +125,8 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     # (Liu et al. 2023, Ring Attention; core.time.context_parallel)
     a = spec.attention
     kv_width = (a.num_heads if a.is_mla else a.num_kv_heads) * (a.qk_head_dim + a.value_head_dim)
-    cp_bw, cp_lat = link(cluster, tp * cp)
+    cp_span = placed_span(cluster, cp, tp)  # a ring split by a domain boundary: the network (core.comm.group_geometry)
+    cp_bw, cp_lat = link(cluster, cp_span)
     kv_bytes = tokens * kv_width * 2.0 / tp
     reruns = CP.attention_reruns(settings, layers, vpp)
     cp_calls = micro_batches * layers * CP.ring_transfers_per_layer(cp, reruns)
@@ -116,7 +134,7 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     costs.append(CollectiveCost("CP", "K/V ring send/recv", cp_calls, kv_bytes, tp * cp, cp_calls * cp_one,
                                 micro_batches * layers * CP.ring_exposed_per_layer(cp_one, t_attn_mb / layers, cp,
                                                                                    reruns, attention_forward_share),
-                                links=send_links(cluster, tp * cp)))
+                                links=send_links(cluster, cp_span)))
     # EP: dispatch + combine all-to-all per MoE layer, forward and backward (4 per layer). With
     # TP and sequence parallelism each TP rank dispatches its own s/tp tokens (Megatron-Core
     # token_dispatcher.py, MoEAlltoAllTokenDispatcher). The expert group is etp x ep consecutive
@@ -125,7 +143,9 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     # the network, both at once (comm.expert_all_to_all_time).
     if spec.moe is not None:
         etp = tp if settings.expert_tp is None else settings.expert_tp
-        per_domain = np.minimum(np.maximum(1, cluster.gpus_per_node // etp), ep)  # at most the group
+        # the slowest expert group's members in one domain, at most the group (Cluster.group: min(domain // etp, ep)
+        # where the groups divide the domains evenly, the fewest one domain holds where they straddle)
+        per_domain = cluster.group(ep, etp).per_node
         # the group's part in one node: on a host of several domains PCIe where it spans more than one
         up_bw, up_lat = cluster.span_link(per_domain * etp) if cluster.host_bandwidth else cluster.link(1)
         out_bw, out_lat = cluster.link(cluster.gpus_per_node + 1)
@@ -150,7 +170,7 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     pp_exposed = exposed_p2p_seconds(pp, vpp, micro_batches, pp_one, combined, send_slack)
     costs.insert(1, CollectiveCost("PP", "send/recv" + ", combined 1F1B" * bool(np.any(combined)), pp_calls,
                                    act_bytes / tp, tp * cp * dp * pp, np.maximum(pp_calls * pp_one, pp_exposed),
-                                   pp_exposed, links=send_links(cluster, tp * cp * dp * pp)))
+                                   pp_exposed, links=send_links(cluster, pp_span)))
     return tuple(costs)
 
 
@@ -158,7 +178,7 @@ def _tp_seconds(cluster: Cluster, tp, buffer):
     """(the TP group's links, seconds(kind): one call's seconds of an NCCL collective on ``buffer`` bytes, each kind
     costed once, each distinct (tp, bytes) row once: core.row_groups)."""
     group = cluster.group(tp, 1)
-    groups = group_rows(tp, buffer)
+    groups = group_rows(tp, buffer, cluster.job_gpus)  # the job's size: where the groups straddle (Cluster.group)
     known = {}
 
     def seconds(kind: str):

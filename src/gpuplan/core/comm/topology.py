@@ -92,6 +92,9 @@ class GroupLinks:
     nvlink_line: float = 0.0
     """NVLink line rate per GPU per direction, bytes/s, before efficiency (NCCL's NVLS graph counts its
     links: core.comm.nvls_tuner); 0 = unknown."""
+    most: object = None
+    """Where the slowest group straddles domains unevenly, the most members one domain holds of it (its longest
+    NVLink chain: the tree's intra steps, the ring's NVLink bound; core.comm.collectives); None = per_node."""
     split: str = ""
     """Where the group straddles domains it does not divide evenly, its slowest group's members per domain
     ('over 6-GPU domains: 2 + 2', core.comm.group_geometry.split_label; scalar groups only): plan --explain's link."""
@@ -138,7 +141,9 @@ class Cluster:
     job_gpus: object = field(default=None, compare=False)
     """The job's GPUs (a number, or an array of the planner's layouts: tp x cp x dp x pp; for_job), whose ranks fill
     the domains in order: group() then times the slowest of the job's groups of a kind; None = the communicator
-    asked for is the job (a benchmark, a serving replica). Not compared (an array)."""
+    asked for is the job (a benchmark, a serving replica). Not compared and not hashed (it may be an array): two
+    Clusters for jobs of different sizes are equal and hash alike, so a cache keyed on a Cluster must key on
+    job_gpus too (or be given the cluster before for_job)."""
 
     def for_job(self, gpus) -> "Cluster":
         """This cluster for the groups of a job of ``gpus`` GPUs (number or array; core.time.step.step_time)."""
@@ -161,7 +166,7 @@ class Cluster:
         in the host span more than one rides PCIe there (past_domain), NCCL's PCI latencies with it."""
         per_node = np.clip(self.gpus_per_node // np.maximum(np.asarray(stride), 1), 1, np.maximum(ranks, 1))
         nodes = np.maximum(np.asarray(ranks) / per_node, 1)
-        per_node, nodes = self._straddle(ranks, stride, per_node, nodes)
+        per_node, nodes, most = self._straddle(ranks, stride, per_node, nodes)
         pcie = self.gpu.pcie_only
         intra, kind = self.scale_up_bandwidth * self.scale_up_efficiency, "pci" if pcie else "nvlink"
         past = self.past_domain(per_node, stride)
@@ -174,22 +179,28 @@ class Cluster:
                           nvls_gain=self.nvls_gain, collnet=self.collnet, net_latency_us=self.net_latency_us,
                           algorithm=self.algorithm, protocol=self.protocol,
                           net_stage_bytes=self.net_stage_bytes, net_stages=self.net_stages,
-                          nvlink_line=0.0 if pcie else self.scale_up_bandwidth,
-                          split=split_label(ranks, stride, self.gpus_per_node, self.host_gpus > 0, self.job_gpus))
+                          nvlink_line=0.0 if pcie else self.scale_up_bandwidth, most=most,
+                          split=self._split_label(ranks, stride))
 
     def _straddle(self, ranks, stride, per_node, nodes):
-        """(per_node, nodes) of the even rule, replaced by the slowest group's split where the groups straddle
-        domains unevenly (core.comm.group_geometry.domain_split); the even rule's values untouched elsewhere."""
+        """(per_node, nodes, most) of the even rule, replaced by the slowest group's split in the rows where the
+        groups straddle domains unevenly (core.comm.group_geometry.domain_split); the even rule's values elsewhere
+        (most: None where no row straddles, per_node there)."""
         found = domain_split(ranks, stride, self.gpus_per_node, self.host_gpus > 0, self.job_gpus)
         if found is None:
-            return per_node, nodes
-        fewest, spans = found
-        moved = (fewest != per_node) | (spans != nodes)
-        if not np.any(moved):
-            return per_node, nodes
-        if np.ndim(moved) == 0:
-            return np.int64(fewest), np.float64(spans)
-        return np.where(moved, fewest, per_node), np.where(moved, spans, nodes)
+            return per_node, nodes, None
+        fewest, spans, most, straddle = found
+        if np.ndim(straddle) == 0:
+            return np.int64(fewest), np.float64(spans), np.int64(most)
+        return (np.where(straddle, fewest, per_node), np.where(straddle, spans, nodes),
+                np.where(straddle, most, per_node))
+
+    def _split_label(self, ranks, stride) -> str:
+        """GroupLinks.split: the straddle, or the scheduler's segments a group larger than one is spread over."""
+        label = split_label(ranks, stride, self.gpus_per_node, self.host_gpus > 0, self.job_gpus)
+        if label.startswith("as "):  # the placement the model assumes (core.comm.group_geometry)
+            label += " (TPU slices)" if self.gpu.runs_xla else " (Slurm topology/block)"
+        return label
 
     def link(self, group_span: int) -> tuple[float, float]:
         """(achievable bandwidth per GPU per direction, latency) for a group spanning
@@ -233,8 +244,11 @@ def cluster_for(gpu: Accelerator, gpus_per_node: int | None = None, nic_gbit_per
     scale_up_efficiency = scale_up_efficiency or gpu.scale_up_efficiency or DEFAULT_SCALE_UP_EFFICIENCY
     if gpu.host_link_bandwidth and per_node > gpu.scale_up_ranks:  # the host tier
         network = {"host_bandwidth": gpu.host_link_bandwidth / 2, "domain": gpu.scale_up_ranks, **network}
-    elif gpu.devices_per_node and per_node > gpu.devices_per_node and per_node % gpu.devices_per_node == 0:
-        # a domain of several hosts (NVL72: 18 trays of 4), filled in segments (core.comm.group_geometry)
+    elif (gpu.devices_per_node and per_node > gpu.devices_per_node and per_node % gpu.devices_per_node == 0
+          and (gpu.vendor == "NVIDIA" or gpu.runs_xla)):
+        # a domain of several hosts (NVL72: 18 trays of 4, Slurm's topology/block segments; a TPU pod's slices),
+        # filled by the scheduler (core.comm.group_geometry). Not for parts with no scheduler source (Ascend
+        # 910C's 384-NPU supernode of 8-NPU hosts: filled by rank order)
         network = {"host_gpus": gpu.devices_per_node, **network}
     return Cluster(gpu, per_node, up, out, scale_up_efficiency, scale_out_efficiency,
                    nvls_gain=network.pop("nvls_gain", nvls), **network)
