@@ -50,8 +50,6 @@ import numpy as np
 
 from gpuplan.core.bulk import minimum
 from gpuplan.core.comm.collective_cost import CollectiveCost
-# re-exported: core.comm.step_comm imports it from here (its one definition is tp_comm_dtype's, which the layers' use)
-from gpuplan.core.comm.tp_comm_dtype import cast_seconds_per_call  # noqa: F401
 from gpuplan.core.time.efficiency import gemm_efficiency
 from gpuplan.core.time.low_precision import attention_head_peak
 

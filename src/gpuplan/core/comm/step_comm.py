@@ -17,7 +17,7 @@ import numpy as np
 
 from gpuplan.core.comm import async_tp, tp_comm_dtype as TPD, volumes as C
 from gpuplan.core.comm.group_geometry import domain_split
-from gpuplan.core.comm.embedding_tp import cast_seconds_per_call, embedding_output_costs
+from gpuplan.core.comm.embedding_tp import embedding_output_costs
 from gpuplan.core.comm.partition_activations import checkpoint_gather_cost
 from gpuplan.core.time import context_parallel as CP
 from gpuplan.core.comm.collective_cost import CollectiveCost, DirectLinks
@@ -98,7 +98,7 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     # the vocabulary-parallel embedding's and the output layer's exchanges, outside the layers (core.comm.embedding_tp)
     costs += embedding_output_costs(spec, settings, tp=tp, pp=pp, micro_batches=micro_batches, buffer=wide,
                                     seconds=seconds, group=group, output_pass=output_pass,
-                                    casts=cast_seconds_per_call(settings, act_bytes, cluster.gpu.memory_bandwidth))
+                                    casts=TPD.cast_seconds_per_call(settings, act_bytes, cluster.gpu.memory_bandwidth))
     if np.any(kv_heads_below_tp(spec, np.asarray(tp))):  # Megatron-Core's QKV sub-sharding (core.comm.qkv_gather)
         costs.append(qkv_gather_cost(spec, cluster, settings, tp, micro_batches, layers, tokens))
     # PP: activations forward and gradients backward at each stage boundary; interleaving crosses
@@ -207,7 +207,7 @@ def _tp_cost(spec: ModelSpec, cluster: Cluster, settings, tp, micro_batches, lay
     each = {kind: seconds(kind) for kind in kinds}  # on _tp_seconds' buffer: x 2 under fp32_allreduce
     one = sum(each.values())
     calls = micro_batches * layers * per_layer * (np.asarray(tp) > 1)
-    casts = calls * TPD.cast_seconds(act_bytes, settings.tp_comm_bytes, cluster.gpu.memory_bandwidth, width)  # never hidden
+    casts = calls * TPD.cast_seconds_per_call(settings, act_bytes, cluster.gpu.memory_bandwidth)  # never hidden
     total = calls * one
     exposed = (1 - settings.tp_overlap) * total
     if settings.tp_comm_overlap and settings.titan_ops is not None and settings.sequence_parallel:  # torch async TP
