@@ -164,6 +164,20 @@ def test_4_a_hand_built_calibration_is_checked_as_its_document():
         in str(refused.value)
 
 
+@pytest.mark.parametrize("counts, words", [((0,), "must be a positive, finite number"), ((float("nan"),), "finite"),
+                                           ((), "1 to 256 GPU counts"), ((10**12,), "<= 10000000")])
+def test_4_hand_built_gpu_counts_are_checked_as_a_list_is(counts, words):
+    """plan's --gpus as a CountsAsked object was taken as it was: (0,), (nan,) and 10^12 GPUs passed the Python API
+    and () raised IndexError (a traceback); each is refused as the same list is."""
+    from gpuplan import InputError
+    from gpuplan.jobs.plan.schema import CountsAsked, PlanInputs
+
+    with pytest.raises(InputError) as refused:
+        PlanInputs(model="llama-3-8b", gpu="h100", gpus=CountsAsked(counts))
+    assert refused.value.field == "gpus" and words in str(refused.value)
+    assert PlanInputs(model="llama-3-8b", gpu="h100", gpus=CountsAsked((64, 128), True)).gpus.span
+
+
 # ---- (4b) a compared part with no path for the recipe ----------------------------------------------------------------
 
 @pytest.mark.parametrize("compare, part, dtype", [("a100,h100", "NVIDIA A100 80GB SXM4", "fp8"),

@@ -48,9 +48,9 @@ def gpu_counts(value: Any, info=None) -> tuple[int, ...]:
     (planner.space.power_counts), so a range without a power of two keeps both ends: '100-120' -> (100, 120),
     where it stood for 100 alone and the rest was dropped silently (wave 9). Returned as CountsAsked (list or
     range kept)."""
-    if isinstance(value, CountsAsked):
-        return value
-    span = False
+    span, asked = False, value if isinstance(value, CountsAsked) else None
+    if asked is not None:  # checked again as the list it holds (wave 18: the Python API took CountsAsked((0,)) or
+        value, span = tuple(asked), asked.span  # ((nan,)) unchecked, and () raised IndexError); kept where it passes
     try:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return (_one(value, "gpus"),)
@@ -72,7 +72,8 @@ def gpu_counts(value: Any, info=None) -> tuple[int, ...]:
                          if "expected" in exc.expected else _empty_part(value) or exc.expected) from None
     if not counts or len(counts) > MAX_COUNTS:
         raise InputError("gpus", f"{len(counts):,} GPU counts" if counts else value, f"1 to {MAX_COUNTS:,} GPU counts")
-    return CountsAsked(dict.fromkeys(counts), span)
+    made = CountsAsked(dict.fromkeys(counts), span)
+    return asked if asked is not None and tuple(asked) == tuple(made) else made
 
 
 def _empty_part(value: Any) -> str | None:
