@@ -128,15 +128,13 @@ def apply_to_memory(cal: Calibration, spec: ModelSpec, layout: ParallelLayout,
 
 
 def apply_to_overheads(cal: Calibration, overheads: M.Overheads) -> M.Overheads:
-    """Overheads with the fitted fixed memory overhead added to the per-GPU fixed bytes. The overhead is what a trial
-    measured above the predicted allocated peak that does not scale with activations (calibrate.fit._fit_memory:
-    allocator rounding, workspaces, what the model leaves out), not a CUDA context (torch's allocated peak has none),
-    so it applies on a TPU too, where no CUDA context is counted: there it is the one runtime part counted
-    (Overheads.xla_measured; XLA's own reserve, compiled program and buffers the model leaves out, all unsized
-    otherwise: schema.tpu_rules)."""
-    if overheads.xla:
-        return replace(overheads, xla_measured=overheads.xla_measured + cal.memory_overhead.value)
-    return replace(overheads, cuda_context=overheads.cuda_context + cal.memory_overhead.value)
+    """Overheads with the fitted fixed memory overhead added to the per-device fixed bytes (Overheads.measured). The
+    overhead is what a trial measured above the predicted allocated peak that does not scale with activations
+    (calibrate.fit._fit_memory: allocator rounding, workspaces, what the model leaves out), measured under PyTorch
+    (torch's allocated or reserved peak), not a CUDA context. It is kept in one device-neutral field, whatever part
+    --gpu is, so each memory --compare row re-targeted to its own part (Overheads.on_device) keeps it: beside the
+    CUDA context and NCCL buffers on a GPU, alone on a TPU, where it is carried as is (schema.tpu_rules)."""
+    return replace(overheads, measured=overheads.measured + cal.memory_overhead.value)
 
 
 def apply_to_memory_settings(cal: Calibration, settings: M.MemorySettings) -> M.MemorySettings:

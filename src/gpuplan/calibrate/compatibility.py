@@ -48,7 +48,33 @@ def calibration_device(cal) -> str:
 
 def compatibility(cal, gpu_id: str | None, framework: str | None) -> Compatibility:
     """What of ``cal`` applies to a plan on ``gpu_id`` under ``framework`` (None: unknown, taken as
-    the calibration's own)."""
+    the calibration's own); on a part that runs XLA (a TPU) the warning also says where the fixed memory
+    overhead was measured (_overhead_origin)."""
+    fits = _compatibility(cal, gpu_id, framework)
+    origin = _overhead_origin(cal, gpu_id)
+    if not origin:
+        return fits
+    return Compatibility(fits.time, fits.host, f"{fits.warning}; {origin}" if fits.warning else origin)
+
+
+def _overhead_origin(cal, gpu_id: str | None) -> str:
+    """Where ``cal``'s memory_overhead was measured, said where the planned part ``gpu_id`` runs XLA: the bytes are a
+    PyTorch peak (calibrate.measurement: allocated on CUDA, tracked on the CPU; torchtitan logs: reserved) above the
+    modelled tensors, carried to the TPU as is (Overheads.measured); '' on any other part or with no overhead."""
+    from gpuplan.schema.device_rules import accelerator  # the catalog part (schema imports calibrate: no cycle at load)
+
+    part = accelerator(gpu_id) if gpu_id is not None else None
+    overhead = getattr(getattr(cal, "memory_overhead", None), "value", 0.0) or 0.0
+    if part is None or not part.runs_xla or overhead == 0.0:
+        return ""
+    kinds = sorted({m.memory_kind for m in getattr(cal, "measurements", ()) if m.memory_kind
+                    and "memory" in (m.used_for or ())})
+    kind = f" (torch {' / '.join(kinds)} peak)" if kinds else ""
+    return (f"the fixed memory overhead was measured under PyTorch on {', '.join(cal.reference.gpus) or '?'}{kind}, "
+            "carried to the TPU as is")
+
+
+def _compatibility(cal, gpu_id: str | None, framework: str | None) -> Compatibility:
     measured_on = ", ".join(cal.reference.gpus) or "?"
     fw = calibration_framework(cal)
     versions = _versions(cal)

@@ -83,9 +83,9 @@ under generic (review w16 R4 M3)."""
 
 def runtime_words(fixed_bytes) -> tuple[str, str, str]:
     """(runtime label, its why, total label) of a TPU's memory lines: XLA_RUNTIME's 'not modelled', or where a
-    calibration's memory_overhead is counted (``fixed_bytes`` != 0: Overheads.fixed_bytes under XLA counts that
-    alone) XLA_MEASURED's."""
-    if float(fixed_bytes) != 0.0:
+    calibration's memory_overhead is counted (``fixed_bytes`` > 0: Overheads.fixed_bytes under XLA counts that
+    alone, clamped at 0) XLA_MEASURED's."""
+    if float(fixed_bytes) > 0.0:
         return XLA_MEASURED, XLA_MEASURED_WHY, XLA_TOTAL_MEASURED
     return XLA_RUNTIME, XLA_RUNTIME_WHY, XLA_TOTAL
 
@@ -194,11 +194,24 @@ XLA_RUNTIME_WHY = ("no CUDA context or NCCL buffers on a TPU; the XLA runtime's 
                    "and compiler internals (openxla.org/xla/errors/error_1000) are unsized: assumed to fit inside the "
                    "margin; XLA's buffer assignment and rematerialisation may differ from the tensors modelled")
 XLA_TOTAL = "device memory needed (tensors; XLA runtime not modelled)"
-XLA_MEASURED = "measured above the tensors (calibration)"
-XLA_MEASURED_WHY = ("the calibration's memory_overhead: bytes its trial measured above the modelled tensors, not "
-                    "scaling with activations (calibrate.apply.apply_to_overheads); on a TPU the XLA runtime's "
-                    "reserve, the compiled program and buffers the model leaves out")
-XLA_TOTAL_MEASURED = "device memory needed (tensors + calibrated overhead)"
 """The memory report lines' words on a TPU (train, plan --explain, memory), where the CUDA parts' read 'allocated
 peak (PyTorch tensors)', 'reserved peak (caching allocator)', 'CUDA context + NCCL buffers' and 'reserved + CUDA
 context + NCCL'."""
+
+XLA_MEASURED = "measured above the tensors (calibration)"
+XLA_MEASURED_WHY = ("the calibration's memory_overhead, measured under PyTorch on the part it names (torch's allocated, "
+                    "reserved or tracked peak above the modelled tensors: calibrate.fit._fit_memory), carried to the "
+                    "TPU as is; XLA's own reserve still not modelled")
+XLA_TOTAL_MEASURED = "device memory needed (tensors + calibrated overhead; XLA runtime not modelled)"
+"""A TPU's memory lines where a calibration's memory_overhead is counted (Overheads.measured, calibrate.apply): the
+bytes come from a PyTorch trial on CUDA or the CPU (calibrate.measurement: allocated on CUDA, tracked on the CPU;
+calibrate.training_logs: torchtitan's reserved), not from XLA, so the words do not call them XLA's reserve."""
+
+
+def measured_shown(size: str, measured: float) -> str:
+    """The runtime assumption's value on a TPU with a calibration: ``size`` (its memory_overhead formatted) measured;
+    a negative one (calibrate.fit allows it: the trial's peak under the modelled tensors) is counted as 0 there
+    (Overheads.fixed_bytes), so the tensors stay a floor of the memory needed."""
+    if measured < 0:
+        return f"{size} measured (calibration); counted as 0 on a TPU (not below the tensors)"
+    return f"{size} measured (calibration)"

@@ -146,9 +146,11 @@ class Overheads:
     xla: bool = False
     """The part runs XLA (a TPU: on_device): no CUDA context, no NCCL communicators, no PyTorch caching allocator;
     the runtime's own reserve is not modelled (schema.tpu_rules)."""
-    xla_measured: float = 0.0
-    """Bytes a calibration measured above the modelled tensors on a TPU (its memory_overhead, calibrate.apply.
-    apply_to_overheads): the one runtime part fixed_bytes counts under XLA; 0 without a calibration."""
+    measured: float = 0.0
+    """Bytes a calibration measured above the modelled tensors (its memory_overhead, calibrate.apply.
+    apply_to_overheads), on whichever part it is carried to: counted beside the CUDA context and NCCL buffers on a
+    GPU, alone under XLA (fixed_bytes; clamped at 0 there: a TPU's needed memory is not below its tensors). 0
+    without a calibration. One device-neutral field, so a memory --compare row of the other kind keeps it."""
 
     def on_device(self, gpu) -> Overheads:
         """The same overheads on ``gpu`` (core.hardware.Accelerator): its NCCL channel scale (nccl_channel_scale of
@@ -188,12 +190,12 @@ class Overheads:
         return data + tensor + pipeline + experts
 
     def fixed_bytes(self, layout: ParallelLayout):
-        """Runtime outside the allocator: CUDA context + NCCL buffers; under XLA none is modelled, only what a
-        calibration measured (xla_measured)."""
+        """Runtime outside the allocator: a calibration's measured bytes + CUDA context + NCCL buffers; under XLA
+        none is modelled, only what a calibration measured (``measured``, not below 0)."""
         if self.xla:  # one per layout (the layout's degrees may be arrays of candidates)
             shape = np.broadcast_shapes(*(np.shape(getattr(layout, degree)) for degree in ("dp", "cp", "tp", "pp", "ep")))
-            return _plain(self.xla_measured + np.zeros(shape))
-        return _plain(self.cuda_context + self.nccl_bytes(layout))
+            return _plain(max(self.measured, 0.0) + np.zeros(shape))
+        return _plain(self.measured + self.cuda_context + self.nccl_bytes(layout))
 
     def reserved_bytes(self, allocated):
         """The caching allocator's reserved peak for an allocated peak."""

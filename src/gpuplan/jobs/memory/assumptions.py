@@ -123,13 +123,13 @@ def memory_assumptions(settings: M.MemorySettings, overheads: M.Overheads,
 def _runtime_assumptions(overheads: M.Overheads) -> tuple[Assumption, ...]:
     """The CUDA context, NCCL buffers and caching-allocator reserve; on a TPU (Overheads.xla) one line saying none is
     modelled (schema.tpu_rules)."""
-    if overheads.xla and overheads.xla_measured:  # a calibration's memory_overhead (calibrate.apply)
-        return (Assumption("runtime", "XLA runtime", f"{_gib(overheads.xla_measured)} measured (calibration)",
+    if overheads.xla and overheads.measured:  # a calibration's memory_overhead (calibrate.apply)
+        return (Assumption("runtime", "XLA runtime", X.measured_shown(_gib(overheads.measured), overheads.measured),
                            X.XLA_MEASURED_WHY, "--calibration"),)
     if overheads.xla:
         return (Assumption("runtime", "XLA runtime", "not modelled", X.XLA_RUNTIME_WHY, "--gpu"),)
     return (
-        Assumption("cuda_context", "CUDA context", _gib(overheads.cuda_context),
+        Assumption("cuda_context", "CUDA context", _gib(overheads.cuda_context + overheads.measured),  # + calibration's
                    "~300 MB with lazy loading (pytorch/pytorch#107667) + cuBLAS workspaces", "--cuda-context-gib"),
         Assumption("comm_buffers", "NCCL buffers per communicator",
                    _gib(overheads.comm_per_group) if overheads.comm_per_group is not None else
