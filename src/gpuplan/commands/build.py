@@ -119,6 +119,10 @@ def emit(report: Any, fmt: str = "table", as_json: bool = False, full: bool = Fa
     """Render a Report to stdout in the chosen format: a table on a terminal through rich, plain
     text anywhere else (report/plain.py: no rich import, every column at its full width)."""
     check_format(fmt, as_json)
+    if not (as_json or fmt in ("json", "csv")):  # a TPU's titles, columns, formulas and notes in chips (not JSON keys)
+        from gpuplan.report.device_words import for_display
+
+        report = for_display(report)
     if as_json or fmt == "json":
         from gpuplan.report.render import to_json
 

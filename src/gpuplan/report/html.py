@@ -44,6 +44,7 @@ def build_documents(reports: list[Report], lang: str = "en", plots: bool = True,
     """Translate ``reports`` into ``lang``, draw their charts (``plots``), and lay out both
     documents. matplotlib is needed only when ``plots`` is true."""
     from gpuplan import __version__
+    from gpuplan.report.device_words import for_display
     from gpuplan.report.i18n import check_lang, translate_report, translator
 
     lang = check_lang(lang)
@@ -53,7 +54,7 @@ def build_documents(reports: list[Report], lang: str = "en", plots: bool = True,
     if plots:
         figures, note = _draw_all(reports, lang)
         notes += [note] if note else []
-    translated = [translate_report(r, lang) for r in reports]
+    translated = [for_display(translate_report(r, lang)) for r in reports]  # a TPU's titles in chips (device_words)
     title = t("report.document_title", plan=source or "gpuplan")
     intro = t("report.generated", version=__version__, plan=source or "-")
     images = {f"{image_dir}/{i + 1}-{fig.name}.svg": fig.data for i, figs in enumerate(figures) for fig in figs}

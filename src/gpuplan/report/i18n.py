@@ -93,11 +93,22 @@ def _patterns(lang: str) -> tuple[tuple[re.Pattern[str], str], ...]:
                  for k, v in phrases)
 
 
+_CHIP = re.compile(r"\bchip(?=s?\b)")
+"""'chip' as a word ('chips', 'chip-hours', 'per chip'): a TPU answer's device noun (schema.tpu_rules.device_noun)."""
+_ENGLISH_GPU = re.compile(r"(?<=[A-Za-z] )GPU(?=s?\b)")
+"""'GPU' after an English word: part of an untranslated English tail."""
+_SPACED = re.compile(r"(?<=[\u2e80-\u9fff\uff00-\uffef·]) (?=芯片)|(?<=芯片) (?=[\u2e80-\u9fff\uff00-\uffef·])")
+"""The space that set the Latin 'GPU' apart from Chinese characters ('每 GPU 峰值'), dropped beside 芯片."""
+
+
 def translate_report(report, lang: str):
     """A copy of ``report`` (gpuplan.report.model.Report) with labels and titles in ``lang``.
 
     Keys, values, units, display texts, formulas, sources and notes are unchanged, so the
-    numbers are the same in every language.
+    numbers are the same in every language. A TPU's answer (``report.device_noun`` 'chip', set by
+    schema.tpu_rules.in_device_words) is translated as its GPU wording would be ('chip' put back to 'GPU': by key
+    first, then by phrase), its own XLA labels by the catalog's ``tpu_lines``, and then every 'GPU' in its labels,
+    titles and columns reads 芯片 (its own XLA labels: catalog ``tpu_lines``, by English label).
     """
     lang = check_lang(lang)
     if lang == DEFAULT_LANG:
@@ -105,17 +116,30 @@ def translate_report(report, lang: str):
     table = catalog(lang)
     lines, inputs, assumptions = table.get("lines", {}), table.get("inputs", {}), table.get("assumptions", {})
     columns = table.get("columns", {})
+    chip = getattr(report, "device_noun", "GPU") == "chip"
+    tpu_lines: dict[str, str] = table.get("tpu_lines", {}) if chip else {}
+
+    def device(text: str) -> str:
+        if not chip:
+            return text
+        text = _ENGLISH_GPU.sub("chip", text)  # an untranslated English tail keeps English words ('worst chip: ...')
+        return _SPACED.sub("", text.replace("GPU", "芯片"))
 
     def line(item, names: dict[str, str]):
-        return replace(item, label=names.get(item.key) or phrase(item.label, lang))
+        english = _CHIP.sub("GPU", item.label) if chip else item.label
+        shown = tpu_lines.get(english) or names.get(item.key) or phrase(english, lang)
+        return replace(item, label=item.label if chip and shown == english else device(shown))  # untranslated: as is
+
+    def title(text: str) -> str:
+        return device(phrase(_CHIP.sub("GPU", text) if chip else text, lang))
 
     return replace(
         report,
-        title=phrase(report.title, lang),
+        title=title(report.title),
         inputs=tuple(line(item, inputs) for item in report.inputs),
         assumptions=tuple(line(a, assumptions) for a in report.assumptions),
-        sections=tuple(replace(s, title=phrase(s.title, lang), lines=tuple(line(x, lines) for x in s.lines))
+        sections=tuple(replace(s, title=title(s.title), lines=tuple(line(x, lines) for x in s.lines))
                        for s in report.sections),
-        tables=tuple(replace(t, title=phrase(t.title, lang), columns=tuple(columns.get(c, c) for c in t.columns))
+        tables=tuple(replace(t, title=title(t.title), columns=tuple(device(columns.get(c, c)) for c in t.columns))
                      for t in report.tables),
     )

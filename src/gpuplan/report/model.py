@@ -87,6 +87,9 @@ class Report:
     """Title of a table whose first rows the answer-first view shows (e.g. the ranked layouts)."""
     summary_columns: tuple[str, ...] = field(default=())
     """The columns of that table the answer-first view shows (all when empty)."""
+    device_noun: str = "GPU"
+    """What the answer calls one device: 'chip' on a TPU (schema.tpu_rules.in_device_words), which the renderers
+    apply to titles, columns, formulas and notes at render time (report.device_words; keys and titles stay)."""
 
     def line(self, key: str) -> Line:
         """The result line with ``key`` (searched across sections and inputs)."""
@@ -120,7 +123,7 @@ class Report:
             "notes": list(self.notes),
             # only the keys this report has (a deadline's "gpus_compute_only" is absent when GPUs are given)
             "headline": [line.key for line in self.lines(self.headline)],
-        }
+        } | ({"device_noun": self.device_noun} if self.device_noun != "GPU" else {})  # a GPU's JSON as before
 
     def lines(self, keys: tuple[str, ...]) -> list[Line]:
         """The lines with these keys that exist, in that order."""

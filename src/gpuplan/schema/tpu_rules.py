@@ -110,7 +110,9 @@ def in_device_words(report, gpu):
     """``report`` (report.model.Report) with its result and input lines' labels and display texts in ``gpu``'s
     device_noun: on a TPU 'GPUs' / 'GPU-hours' / 'GPU-days' / 'per GPU' read 'chips' / 'chip-hours' / 'chip-days' /
     'per chip'. Keys, values, units, formulas, section and table titles are unchanged (the JSON's keys, gpu_hours
-    among them, and the tables' columns, which are its record keys; section titles are looked up by the budget).
+    among them, and the tables' columns, which are its record keys; section titles are looked up by the budget):
+    the report's device_noun carries the word to the renderers, which apply it to those at render time
+    (report.device_words, report.i18n.translate_report, the web page's app.js).
     The one place train, budget, plan and memory word their device; any other part: ``report`` as it is."""
     noun = device_noun(gpu)
     if noun == "GPU":
@@ -120,7 +122,7 @@ def in_device_words(report, gpu):
         shown = line.text or (line.display if _GPU_WORD.search(line.unit) else "")
         return replace(line, label=_GPU_WORD.sub(noun, line.label), text=_GPU_WORD.sub(noun, shown))
 
-    return replace(report, inputs=tuple(reword(line) for line in report.inputs),
+    return replace(report, device_noun=noun, inputs=tuple(reword(line) for line in report.inputs),
                    sections=tuple(replace(s, lines=tuple(reword(line) for line in s.lines)) for s in report.sections))
 
 

@@ -33,6 +33,7 @@ from gpuplan.jobs.memory.schema import MemoryInputs
 from gpuplan.planner.framework_rules import optimizer_zero_stages, rules_for, sequence_split_runs
 from gpuplan.report.model import Line, Report, Section, Table
 from gpuplan.schema import tpu_rules as X
+from gpuplan.schema.tpu_rules import in_device_words  # by name, as train / budget / plan import it (review w17 N6)
 from gpuplan.schema.base import job_inputs
 
 GiB = 2**30
@@ -314,7 +315,7 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
              f"{settings.finetune} (rank {settings.lora_rank})"),
     )
     headline = MEMORY_HEADLINE + tuple(line.key for line in advice)
-    return X.in_device_words(Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
+    return in_device_words(Report("memory", f"Training memory: {spec.name} on {gpu.name}", report_inputs,
                   memory_assumptions(settings, overheads, spec.model_type, gpu, "framework" in inputs.given) + recipe_fact_assumptions(settings, inputs.given)
                   + compile_memory_assumption(inputs), tuple(sections), _notes(spec, settings) + X.compared_note(
                       settings.framework, "framework" in inputs.given, gpu, parts[1:]), (table,),

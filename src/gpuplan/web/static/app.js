@@ -39,7 +39,7 @@ const SUMMARY = {
 // the budget's "mem_layout" line become the memory request's.
 const PLAN_LAYOUT_FIELDS = ["gpus", "tp", "pp", "vpp", "cp", "ep", "zero", "micro_batch", "recompute", "global_batch"];
 
-const state = {lang: "en", messages: {}, english: {}, results: {}};
+const state = {lang: "en", messages: {}, english: {}, results: {}, noun: "GPU"};
 const $ = (selector, root = document) => root.querySelector(selector);
 const $$ = (selector, root = document) => Array.from(root.querySelectorAll(selector));
 
@@ -50,6 +50,20 @@ function t(key, values = {}) {
   if (typeof text !== "string") text = look(state.english);
   if (typeof text !== "string") return key;
   return text.replace(/\{(\w+)\}/g, (m, name) => (name in values ? String(values[name]) : m));
+}
+
+// A TPU answer's device noun (data.device_noun 'chip', schema.tpu_rules.device_noun) put into the page's own words
+// and the report's titles, columns, formulas and notes at render time (report/device_words.py does the same for the
+// CLI and the HTML report); a GPU answer's words as they are.
+function devWords(text) {
+  if (state.noun !== "chip" || typeof text !== "string") return text;
+  if (state.lang !== "zh") return text.replace(/\bGPU(?=s?\b)/g, "chip");
+  return text.replace(/([A-Za-z] )GPU(?=s?\b)/g, "$1chip").replace(/GPU/g, "芯片")
+    .replace(/([\u2e80-\u9fff\uff00-\uffef·]) 芯片/g, "$1芯片").replace(/芯片 ([\u2e80-\u9fff\uff00-\uffef·])/g, "芯片$1");
+}
+
+function tc(key) {
+  return devWords(t(key));
 }
 
 async function loadLanguage(lang) {
@@ -280,11 +294,12 @@ function inputLabel(key) {
 function renderPanel(panel, name, data) {
   panel.dataset.state = "done";
   panel.dataset.kind = data.kind;
+  state.noun = data.device_noun || "GPU";
   $(".status", panel).textContent = data.title;
   $(".error-box", panel).hidden = true;
   const cards = SUMMARY[name].map((key) => {
     const line = findLine(data, key);
-    const input = key in data.inputs ? {label: inputLabel(key), value: data.inputs[key], text: ""} : null;
+    const input = key in data.inputs ? {label: devWords(inputLabel(key)), value: data.inputs[key], text: ""} : null;
     const item = line || input;
     if (!item) return null;
     const cls = item.value === false ? "card bad" : item.value === true ? "card good" : "card";
@@ -309,20 +324,23 @@ function range(line) {
 function reportTables(data) {
   const out = [];
   for (const section of data.sections) {
-    out.push(el("h4", {}, section.title),
+    out.push(el("h4", {}, devWords(section.title)),
       table([t("ui.quantity"), t("ui.value"), t("ui.range"), t("ui.formula")],
-        section.lines.map((l) => [l.label, display(l), range(l), l.formula]), 3));
+        section.lines.map((l) => [l.label, display(l), range(l), devWords(l.formula)]), 3));
   }
   for (const [title, records] of Object.entries(data.tables)) {
     if (!records.length) continue;
     const head = Object.keys(records[0]);
-    out.push(el("h4", {}, title), table(head, records.map((r) => head.map((h) => r[h]))));
+    out.push(el("h4", {}, devWords(title)), table(head.map(devWords), records.map((r) => head.map((h) => r[h]))));
   }
   if (data.assumptions.length) {
     out.push(el("h4", {}, t("ui.assumptions")), table([t("ui.assumptions"), t("ui.value"), t("ui.source"), t("ui.flag")],
-      data.assumptions.map((a) => [a.label, `${a.value}${a.user_set ? ` (${t("ui.set")})` : ""}`, a.source, a.flag]), 2));
+      data.assumptions.map((a) => [devWords(a.label), `${devWords(a.value)}${a.user_set ? ` (${t("ui.set")})` : ""}`,
+        a.source, a.flag]), 2));  // sources are quotations: as written
   }
-  if (data.notes.length) out.push(el("h4", {}, t("ui.notes")), el("ul", {}, data.notes.map((n) => el("li", {}, n))));
+  if (data.notes.length) {
+    out.push(el("h4", {}, t("ui.notes")), el("ul", {}, data.notes.map((n) => el("li", {}, devWords(n)))));
+  }
   return out;
 }
 
@@ -449,20 +467,20 @@ function figure(name, svg) {
 
 function memoryChart(data) {
   const width = 640, rowH = 26, top = 30, cols = 3, colW = 200;
-  const items = data.parts.map((p) => [p.color, t(`chart.${p.key}`)])
-    .concat([["rgba(85,85,85,0.35)", t("chart.margin")], ["#000", t("chart.capacity")]]);
+  const items = data.parts.map((p) => [p.color, tc(`chart.${p.key}`)])
+    .concat([["rgba(85,85,85,0.35)", tc("chart.margin")], ["#000", tc("chart.capacity")]]);
   const axisY = top + data.gpus.length * rowH + 4;
   const height = axisY + 44 + Math.ceil(items.length / cols) * 15;
-  const svg = svgEl("svg", {viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": t("chart.memory_title")});
+  const svg = svgEl("svg", {viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": tc("chart.memory_title")});
   const gib = 2 ** 30, left = 120, right = width - 80;
   const max = Math.max(data.total, ...data.gpus.map((g) => g.capacity)) / gib * 1.05;
   const sx = (v) => left + v / max * (right - left);
-  svgText(svg, width / 2, 16, t("chart.memory_title"), {"text-anchor": "middle", "font-size": 13, "font-weight": 600});
+  svgText(svg, width / 2, 16, tc("chart.memory_title"), {"text-anchor": "middle", "font-size": 13, "font-weight": 600});
   for (const v of ticks(0, max, false)) {
     svgEl("line", {x1: sx(v), x2: sx(v), y1: top - 4, y2: axisY, class: "grid"}, svg);
     svgText(svg, sx(v), axisY + 12, compact(v), {"text-anchor": "middle", "font-size": 10});
   }
-  svgText(svg, (left + right) / 2, axisY + 26, t("chart.memory_axis"), {"text-anchor": "middle"});
+  svgText(svg, (left + right) / 2, axisY + 26, tc("chart.memory_axis"), {"text-anchor": "middle"});
   data.gpus.forEach((gpu, row) => {
     const y = top + row * rowH;
     const g = svgEl("g", {class: "bar", "data-gpu": gpu.id}, svg);
@@ -472,16 +490,16 @@ function memoryChart(data) {
       const w = part.bytes / gib;
       const rect = svgEl("rect", {x: sx(x), y: y + 3, width: Math.max(sx(x + w) - sx(x), 0), height: rowH - 8,
         fill: part.color, "data-part": part.key}, g);
-      svgEl("title", {}, rect).textContent = `${t(`chart.${part.key}`)}: ${compact(w)} GiB`;
+      svgEl("title", {}, rect).textContent = `${tc(`chart.${part.key}`)}: ${compact(w)} GiB`;
       x += w;
     }
     const cap = gpu.capacity / gib, band = cap * data.margin_fraction;
     const margin = svgEl("rect", {x: sx(cap - band), y: y + 1, width: sx(cap) - sx(cap - band), height: rowH - 4,
       fill: "rgba(85,85,85,0.18)", stroke: "#555", "stroke-dasharray": "3 2", class: "margin"}, g);
-    svgEl("title", {}, margin).textContent = `${t("chart.margin")}: ${compact(band)} GiB`;
+    svgEl("title", {}, margin).textContent = `${tc("chart.margin")}: ${compact(band)} GiB`;
     const capLine = svgEl("line", {x1: sx(cap), x2: sx(cap), y1: y, y2: y + rowH - 2, stroke: "#000", "stroke-width": 2.5,
       class: "capacity"}, g);
-    svgEl("title", {}, capLine).textContent = `${t("chart.capacity")}: ${compact(cap)} GiB`;
+    svgEl("title", {}, capLine).textContent = `${tc("chart.capacity")}: ${compact(cap)} GiB`;
     svgText(g, Math.max(sx(cap), sx(x)) + 5, y + 14, t(gpu.fits ? "chart.fits" : "chart.does_not_fit"),
       {"font-size": 10, fill: gpu.fits ? "#2e7d32" : "#c62828", class: "verdict"});
   });
@@ -495,42 +513,42 @@ function drawCharts(charts) {
   const out = [];
   if (charts.memory) out.push(memoryChart(charts.memory));
   if (charts.cluster) {
-    const c = charts.cluster, sel = c.selected ? [{x: c.selected, label: t("chart.selected")}] : [];
+    const c = charts.cluster, sel = c.selected ? [{x: c.selected, label: tc("chart.selected")}] : [];
     // a cost is null where the part has no price (the TPUs: 'n/a (no price: give --price)'): no point drawn for it
     const pts = (ys) => c.gpus.flatMap((g, i) => ys[i] == null ? []
-      : [[g, ys[i], `${compact(g)} ${t("chart.gpus")}: ${compact(ys[i])}`]]);
-    out.push(plot({name: "cluster-time", title: t("chart.time_title"), xLabel: t("chart.gpus"), yLabel: t("chart.days"),
+      : [[g, ys[i], `${compact(g)} ${tc("chart.gpus")}: ${compact(ys[i])}`]]);
+    out.push(plot({name: "cluster-time", title: tc("chart.time_title"), xLabel: tc("chart.gpus"), yLabel: tc("chart.days"),
       xLog: true, yLog: true, xTicks: c.gpus, vlines: sel,
-      series: [{name: "days", label: t("chart.days"), color: c.colors.on_demand, points: pts(c.days)}]}));
-    const costs = [{name: "on_demand", label: t("chart.on_demand"), color: c.colors.on_demand, points: pts(c.on_demand_usd)},
-      {name: "spot", label: t("chart.spot"), color: c.colors.spot, points: pts(c.spot_usd)}].filter((s) => s.points.length);
+      series: [{name: "days", label: tc("chart.days"), color: c.colors.on_demand, points: pts(c.days)}]}));
+    const costs = [{name: "on_demand", label: tc("chart.on_demand"), color: c.colors.on_demand, points: pts(c.on_demand_usd)},
+      {name: "spot", label: tc("chart.spot"), color: c.colors.spot, points: pts(c.spot_usd)}].filter((s) => s.points.length);
     if (costs.length) {
-      out.push(plot({name: "cluster-cost", title: t("chart.cost_title"), xLabel: t("chart.gpus"), yLabel: t("chart.usd"),
+      out.push(plot({name: "cluster-cost", title: tc("chart.cost_title"), xLabel: tc("chart.gpus"), yLabel: tc("chart.usd"),
         xLog: true, yZero: true, xTicks: c.gpus, vlines: sel, series: costs}));
     }
   }
   if (charts.layouts) {
     const c = charts.layouts;
-    const pts = (list) => list.map((p) => [p.gpus, p.days, `${p.layout}: ${compact(p.gpus)} GPUs, ${compact(p.days)} d`]);
+    const pts = (list) => list.map((p) => [p.gpus, p.days, `${p.layout}: ${compact(p.gpus)} ${devWords("GPUs")}, ${compact(p.days)} d`]);
     const gpus = [...new Set(c.top.concat(c.front).map((p) => p.gpus))].sort((a, b) => a - b);
-    const series = [{name: "top", label: t("chart.top_layouts"), color: c.colors.top, points: pts(c.top), line: false, radius: 5},
-      {name: "front", label: t("chart.pareto_front"), color: c.colors.front, points: pts(c.front)}];
+    const series = [{name: "top", label: tc("chart.top_layouts"), color: c.colors.top, points: pts(c.top), line: false, radius: 5},
+      {name: "front", label: tc("chart.pareto_front"), color: c.colors.front, points: pts(c.front)}];
     if (c.best && c.best.gpus) {
-      series.push({name: "best", label: t("chart.best"), color: "#000", marker: "star", line: false,
-        points: [[c.best.gpus, c.best.days, `${t("chart.best")}: ${c.best.layout}`]]});
+      series.push({name: "best", label: tc("chart.best"), color: "#000", marker: "star", line: false,
+        points: [[c.best.gpus, c.best.days, `${tc("chart.best")}: ${c.best.layout}`]]});
     }
-    out.push(plot({name: "layouts", title: t("chart.pareto_title"), xLabel: t("chart.gpus"), yLabel: t("chart.ranked_days"),
+    out.push(plot({name: "layouts", title: tc("chart.pareto_title"), xLabel: tc("chart.gpus"), yLabel: tc("chart.ranked_days"),
       xLog: true, yLog: true, xTicks: gpus, series}));
   }
   if (charts.capacity) {
-    const c = charts.capacity, limit = c.max_sequences ? [{x: c.max_sequences, label: t("chart.max_sequences")}] : [];
-    out.push(plot({name: "capacity", title: t("chart.capacity_title"), xLabel: t("chart.batch"), yLabel: t("chart.tokens_per_s"),
+    const c = charts.capacity, limit = c.max_sequences ? [{x: c.max_sequences, label: tc("chart.max_sequences")}] : [];
+    out.push(plot({name: "capacity", title: tc("chart.capacity_title"), xLabel: tc("chart.batch"), yLabel: tc("chart.tokens_per_s"),
       xLog: true, yZero: true, xTicks: c.batch, vlines: limit,
-      series: [{name: "throughput", label: t("chart.tokens_per_s"), color: c.colors.throughput,
+      series: [{name: "throughput", label: tc("chart.tokens_per_s"), color: c.colors.throughput,
         points: c.batch.map((b, i) => [b, c.tokens_per_s[i]])}]}));
-    out.push(plot({name: "latency", title: t("chart.tpot_ms"), xLabel: t("chart.batch"), yLabel: "ms",
+    out.push(plot({name: "latency", title: tc("chart.tpot_ms"), xLabel: tc("chart.batch"), yLabel: "ms",
       xLog: true, yZero: true, xTicks: c.batch, vlines: limit,
-      series: [{name: "latency", label: t("chart.tpot_ms"), color: c.colors.latency, points: c.batch.map((b, i) => [b, c.tpot_ms[i]])}]}));
+      series: [{name: "latency", label: tc("chart.tpot_ms"), color: c.colors.latency, points: c.batch.map((b, i) => [b, c.tpot_ms[i]])}]}));
   }
   return out;
 }
