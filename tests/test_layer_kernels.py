@@ -13,6 +13,7 @@ from gpuplan.core.serving.releases import parse_release
 from gpuplan.jobs.validation import inference as VI
 
 REL = 1e-3
+KERNEL = 32 * 50e-6 / (32 * 11 + 23)  # graph_floor.GRAPH_KERNEL_S: the fitted 32 x 50 us over 352 + 23 kernels
 SGLANG = parse_release("sglang==0.5.6")
 PER_LAUNCH = 41.957e-6  # first_token_path: 66.04 ms / 1,574.0 launches
 FORWARD = 16.6e-3  # first_token_path: an SGLang prefill forward's host time outside its layers, 23.10 - 6.5 ms
@@ -35,9 +36,9 @@ def test_deepseek_b200_counts():
     assert LK.graph_kernels(spec, SGLANG, b200, "fp8", tp=8) == pytest.approx(1507 / 61, rel=REL)
     assert LK.issued_kernels(spec, SGLANG, b200, "fp8", tokens=961, tp=8) == pytest.approx(1748 / 61 + 2, rel=REL)
     assert LK.issued_kernels(spec, SGLANG, b200, "fp8", tokens=5057, tp=8) == pytest.approx(1748 / 61 + 4, rel=REL)
-    # the floor: 50 us x 24.705 / 11 = 112.3 us a layer (general rule: 50 x 14.803 / 11 = 67.3 us)
+    # the floor: 4.267 us x 24.705 = 105.4 us a layer (general rule: 4.267 x 14.803 = 63.2 us)
     scale = LK.graph_floor_scale(spec, SGLANG, b200, "fp8", tp=8)
-    assert KR.graph_layer_seconds_of(SGLANG, spec) * scale == pytest.approx(50e-6 * 1507 / 61 / 11, rel=REL)
+    assert KR.graph_layer_seconds_of(SGLANG, spec) * scale == pytest.approx(KERNEL * 1507 / 61, rel=REL)
 
 
 def test_other_paths_keep_the_general_rule():
@@ -59,8 +60,8 @@ def test_the_confirmations_equal_the_general_rule():
 
 
 def test_gpt_oss_b200():
-    """GPT-OSS MXFP4 on sm100: 11 kernels on the graph's path (50 us a layer, 36 layers: 1.80 ms, was
-    36 x 50 x 15 / 11 = 2.45 ms); 8 launches + 2 all-reduces eagerly: 36 x 10 x 41.957 us = 15.10 ms, + the
+    """GPT-OSS MXFP4 on sm100: 11 kernels on the graph's path (46.9 us a layer, 36 layers: 1.69 ms, where
+    the general rule's 15 would give 2.30 ms); 8 launches + 2 all-reduces eagerly: 36 x 10 x 41.957 us = 15.10 ms, + the
     prefill forward's 16.6 ms outside the layers (first_token_path) = 31.70 ms."""
     spec, b200 = load_model("gpt-oss-120b"), _gpu((10, 0))
     assert LK.graph_kernels(spec, SGLANG, b200, "mxfp4", tp=8) == 11
@@ -70,13 +71,13 @@ def test_gpt_oss_b200():
 
 def test_tp_1_counts_the_norms_in_both_rules():
     """Final read 8 SHOULD 1: without TP no all-reduce fuses the two add + RMSNorm kernels, so the graph count
-    takes them as the issued count does. GPT-OSS MXFP4 on one B200: graph 11 + 2 = 13 (50 x 13 / 11 =
-    59.1 us a layer, was 50 us), issued 8 + 2 = 10; DeepSeek-V3 FP8: 1507 / 61 + 2."""
+    takes them as the issued count does. GPT-OSS MXFP4 on one B200: graph 11 + 2 = 13 (4.267 x 13 =
+    55.5 us a layer, was 46.9 us), issued 8 + 2 = 10; DeepSeek-V3 FP8: 1507 / 61 + 2."""
     spec, b200 = load_model("gpt-oss-120b"), _gpu((10, 0))
     assert LK.graph_kernels(spec, SGLANG, b200, "mxfp4", tp=1) == 13
     assert LK.issued_kernels(spec, SGLANG, b200, "mxfp4", tokens=1, tp=1) == 10
     assert KR.graph_layer_seconds_of(SGLANG, spec) * LK.graph_floor_scale(spec, SGLANG, b200, "mxfp4", 1) == (
-        pytest.approx(50e-6 * 13 / 11, rel=REL))
+        pytest.approx(KERNEL * 13, rel=REL))
     assert LK.graph_kernels(load_model("deepseek-v3"), SGLANG, b200, "fp8", tp=1) == pytest.approx(1507 / 61 + 2,
                                                                                                  rel=REL)
     # the general rule (no table entry) counts its norms already: unchanged by tp
@@ -88,14 +89,15 @@ def test_deepseek_rows_move_by_the_count():
     """The held-out DeepSeek-R1-0528 1000/1000 row: TTFT (every prompt <= 961 tokens host-bound) is
     61 x 30.656 x 41.957 us = 78.46 ms + 16.6 ms a forward outside the layers = 95.06 ms, + the server's
     tokenising of the mean prompt, 610.1 tokens x 1.4 us = 0.85 ms (prompt_tokenize): 95.91 ms (153.0 measured:
-    -37%); TPOT's floor 61 x 112.3 us = 6.85 ms."""
+    -37%); TPOT's floor 61 x 105.4 us = 6.43 ms."""
     row = "sglang056p1-deepseek-r1-0528-tp8-b200-1000-1000-c1"
     assert _case(row + "-ttft")[3] == pytest.approx(61 * (1748 / 61 + 2) * PER_LAUNCH + FORWARD + 610.1 * 1.4e-6,
                                                     rel=2e-3)
     e = next(x for x in VI.reference_measurements()["online"] if x["id"] == row)
     _, decode = VI._served_request(e, 236, 129)
-    # + the 25 kernels outside the layers on the trtllm_mla path at TP 8, 50 / 11 us each (outside_layers, wave 17)
-    assert decode.kernel_floor_s == pytest.approx(61 * 50e-6 * 1507 / 61 / 11 + 25 * 50e-6 / 11, rel=REL)
+    # + the 17 kernels outside the layers on the trtllm_mla path at TP 8 (overlap: its paged allocation off the
+    # path), 4.267 us each (outside_layers, wave 17, review w17 ME)
+    assert decode.kernel_floor_s == pytest.approx(KERNEL * 1507 + 17 * KERNEL, rel=REL)
 
 
 def test_vllm_enforce_eager_decode_is_issue_bound():

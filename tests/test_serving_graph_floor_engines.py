@@ -26,7 +26,10 @@ from gpuplan.jobs.inference.schema import InferenceInputs
 # (5.450816 ms, `git archive d781bd4~1 src`), before the graph step's floor existed.
 BY_HAND_TPOT = 5.45063e-3
 LAYERS = 32
-SGLANG_OUTSIDE_TP1 = 22  # SGLang 0.5.6's decode kernels outside the layers at TP 1 (core/serving/outside_layers.py)
+SGLANG_OUTSIDE_TP1 = 18  # SGLang 0.5.6's decode kernels outside the layers at TP 1 (core/serving/outside_kernels.py)
+VLLM_OUTSIDE = 23  # vLLM 0.10.1 V1's (outside_kernels.VLLM_V1_OUTSIDE), taken for every vLLM with graphs
+KERNEL = LAYERS * 50e-6 / (LAYERS * 11 + VLLM_OUTSIDE)  # graph_floor.GRAPH_KERNEL_S: the fit's 1.6 ms / 375 kernels
+LAYER = 11 * KERNEL  # 46.93 us a dense layer
 
 
 def _report(**kw):
@@ -44,7 +47,8 @@ def test_trtllm_keeps_the_tpot_before_the_vllm_fit(engine):
 
 
 def test_vllm_adds_its_fitted_floor_as_gpu_time_not_host_time():
-    """vLLM 0.29: 32 layers x 50 us = 1.6 ms on the same step, shown as its own part; the host part stays
+    """vLLM 0.29: 32 layers x 46.93 us + 23 kernels outside them x 4.267 us = 1.6 ms on the same step (the fit's
+    32 x 50 us, by construction: graph_floor), shown as its own part; the host part stays
     empty, as the host-time assumption ('scheduler: none (overlapped)', no eager forward) says."""
     vllm, trtllm = _report(), _report(engine="trtllm==1.0")  # TensorRT-LLM 1.0 keeps no floor
     assert vllm.value("tpot") - trtllm.value("tpot") == pytest.approx(LAYERS * 50e-6, rel=1e-9)
@@ -53,19 +57,20 @@ def test_vllm_adds_its_fitted_floor_as_gpu_time_not_host_time():
     assert vllm.assumption("host_time").value == "scheduler: none (overlapped)"
     assert vllm.value("kernel_floor_per_step") == pytest.approx(LAYERS * 50e-6, rel=1e-12)  # its own JSON number
     assert trtllm.value("kernel_floor_per_step") == 0.0
-    assert vllm.assumption("kernel_floor").value == "50 us a layer"
+    assert vllm.assumption("kernel_floor").value == "47 us a layer"
     assert "vllm PR 23197" in vllm.assumption("kernel_floor").source
 
 
 def test_release_rules():
     """The floor from vLLM 0.2.6 (its first CUDA graphs); prefill graphs from V1 (0.8) only. A dense
-    Llama layer: 11 kernels, 50 us."""
+    Llama layer: 11 kernels, 46.93 us."""
     from gpuplan.catalog import load_model
 
     dense = load_model("llama-3.1-8b")
     floor = {t: KR.graph_layer_seconds_of(parse_release(t), dense) for t in
              ("vllm==0.2.5", "vllm==0.2.7", "vllm==0.10.1", "sglang==0.5.3", "trtllm==1.0")}
-    assert floor == {"vllm==0.2.5": 0.0, "vllm==0.2.7": 50e-6, "vllm==0.10.1": 50e-6, "sglang==0.5.3": 50e-6,
+    assert floor == {"vllm==0.2.5": 0.0, "vllm==0.2.7": pytest.approx(LAYER, rel=1e-12),
+                     "vllm==0.10.1": pytest.approx(LAYER, rel=1e-12), "sglang==0.5.3": pytest.approx(LAYER, rel=1e-12),
                      "trtllm==1.0": 0.0}
     prefill = {t: KR.prefill_graphs_of(parse_release(t)) for t in
                ("vllm==0.7.3", "vllm==0.8.0", "vllm==0.19", "sglang==0.5.3", "trtllm==1.0")}
@@ -157,9 +162,10 @@ def test_kv_replication_note_names_the_engine_that_ran():
 
 def test_the_per_layer_constants_are_options():
     """--graph-layer-us / --launch-layer-us through the one schema: 20 us a graph layer gives TPOT
-    by hand + 32 x 20 us; under --cuda-graph-gib 0 on a release whose eager steps pay it (vLLM V0;
+    by hand + 32 x 20 us + the engine's kernels outside the layers at 20 / 11 us each (vLLM 23, SGLang 18); under --cuda-graph-gib 0 on a release whose eager steps pay it (vLLM V0;
     V1's are timed by their issue time) 100 us a launch costs 32 x 100 us more than 0 us."""
-    assert _report(graph_layer_us=20).value("tpot") == pytest.approx(BY_HAND_TPOT + LAYERS * 20e-6, rel=1e-4)
+    assert _report(graph_layer_us=20).value("tpot") == pytest.approx(
+        BY_HAND_TPOT + LAYERS * 20e-6 + VLLM_OUTSIDE * 20e-6 / 11, rel=1e-4)
     assert _report(engine="sglang", graph_layer_us=20).value("tpot") == pytest.approx(
         BY_HAND_TPOT + LAYERS * 20e-6 + SGLANG_OUTSIDE_TP1 * 20e-6 / 11, rel=1e-4)
     eager = _report(engine="vllm==0.7.3", cuda_graph_gib=0, launch_layer_us=100).value("tpot")
@@ -178,7 +184,7 @@ def test_bad_per_layer_values_are_refused_in_one_line(run_cli, flag, value):
 
 def test_a_plan_file_and_the_web_api_take_the_same_fields(run_cli, tmp_path):
     """The one schema: graph_layer_us in a plan file gives the CLI's TPOT (SGLang, 20 us: by hand +
-    32 x 20 us = 6.09 ms); the web API takes and refuses the same field."""
+    32 x 20 us + 18 x 20 / 11 us = 6.12 ms); the web API takes and refuses the same field."""
     plan = tmp_path / "p.yaml"
     plan.write_text("model: llama-3.1-8b\ngpu: h100\nengine: sglang\ngraph_layer_us: 20\n")
     code, out, err = run_cli("infer", str(plan), "--json")
@@ -218,11 +224,12 @@ def test_v0_replays_decode_graphs_up_to_8k_context(engine, context, extra):
 def test_the_answer_says_the_batch_1_gap_to_vllm_is_unmeasured(engine):
     """Review wave 6b item 8: the 0 us floor of TensorRT-LLM (SGLang's until 2026-12-05) is for lack of data; the assumption line
     (and its JSON) says the gap to vLLM at batch 1 is unmeasured and how much of it is this term:
-    32 layers x 50 us = 1.6 ms a decode step (the vLLM - TensorRT-LLM 1.0 floor difference of
+    32 layers x 46.9 us + 23 kernels outside them x 4.27 us = 1.6 ms a decode step (the vLLM - TensorRT-LLM 1.0
+    floor difference of
     test_vllm_adds_its_fitted_floor_as_gpu_time_not_host_time)."""
     source = _report(engine=engine).assumption("kernel_floor").source
     assert "0 for lack of data" in source and "gap to vLLM at batch 1 is unmeasured" in source
-    assert "1.6 ms a decode step of it (32 layers x 50 us)" in source
+    assert "1.6 ms a decode step of it (32 layers x 46.9 us + 23 kernels outside them x 4.27 us)" in source
     eager = _report(cuda_graph_gib=0).assumption("kernel_floor").source
     assert "every step runs eagerly" in eager and "unmeasured" not in eager
 
@@ -257,22 +264,24 @@ def test_graph_layer_us_refusal_in_a_plan_file_and_the_web_api(run_cli, tmp_path
 
 def test_sglang_pays_the_floor_a_kernel_of_its_layers():
     """SGLang's decode graph runs vLLM's kernels a layer (sglang 0.5.3 llama.py): Llama-3.1-8B pays the
-    same 32 x 50 us as vLLM (11 kernels a layer), by hand TPOT 5.45063 + 1.6 ms; the assumption says
+    same 32 x 46.93 us as vLLM (11 kernels a layer), by hand TPOT 5.45063 + 1.502 ms + its own 18 kernels outside the
+    layers x 4.267 us (vLLM's are 23); the assumption says
     what it was fitted on and that SGLang's rows are held out."""
     r = _report(engine="sglang")
-    outside = SGLANG_OUTSIDE_TP1 * 50e-6 / 11  # + its 22 kernels outside the layers at TP 1 (outside_layers)
-    assert r.value("tpot") == pytest.approx(BY_HAND_TPOT + LAYERS * 50e-6 + outside, rel=1e-4)
-    assert r.value("kernel_floor_per_step") == pytest.approx(LAYERS * 50e-6 + outside, rel=1e-12)
-    assert r.assumption("kernel_floor").value == "50 us a layer"
+    outside = SGLANG_OUTSIDE_TP1 * KERNEL  # + its 18 kernels outside the layers at TP 1 (outside_layers)
+    assert r.value("tpot") == pytest.approx(BY_HAND_TPOT + LAYERS * LAYER + outside, rel=1e-4)
+    assert r.value("kernel_floor_per_step") == pytest.approx(LAYERS * LAYER + outside, rel=1e-12)
+    assert r.assumption("kernel_floor").value == "47 us a layer"
     source = r.assumption("kernel_floor").source
     assert "vllm PR 23197" in source and "SGLang" in source and "11 kernels a layer here" in source
 
 
 def test_floor_assumption_text_follows_the_constants(monkeypatch):
-    """The answer's kernel_floor source is formatted from kernels.VLLM_GRAPH_LAYER_S and
-    GRAPH_KERNELS_DENSE (review wave 7 r1, item 8): a refit cannot leave the text at 50 us / 11."""
-    assert "50 us a dense layer of 11 kernels" in _report(engine="vllm==0.29").assumption("kernel_floor").source
-    monkeypatch.setattr(KR, "VLLM_GRAPH_LAYER_S", 45e-6)
+    """The answer's kernel_floor source is formatted from kernels.GRAPH_KERNEL_S and GRAPH_KERNELS_DENSE (review
+    wave 7 r1, item 8; the rate a kernel since w17 ME): a refit cannot leave the text at 4.267 us / 11."""
+    assert "4.267 us a kernel" in _report(engine="vllm==0.29").assumption("kernel_floor").source
+    monkeypatch.setattr(KR, "GRAPH_KERNEL_S", 4e-6)
     monkeypatch.setattr(KR, "GRAPH_KERNELS_DENSE", 12)
-    assert "45 us a dense layer of 12 kernels" in _report(engine="vllm==0.29").assumption("kernel_floor").source
-    assert "32 layers x 45 us" in _report(engine="trtllm==1.0").assumption("kernel_floor").source
+    assert "4.000 us a kernel" in _report(engine="vllm==0.29").assumption("kernel_floor").source
+    assert "32 layers x 48.0 us + 23 kernels outside them x 4.00 us" in _report(
+        engine="trtllm==1.0").assumption("kernel_floor").source

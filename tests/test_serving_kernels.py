@@ -147,8 +147,9 @@ def test_draft_steps_run_inside_the_engine_step_and_pay_no_scheduler_time():
     H100 at batch 1, k = 2: the host time is counted once, on the verify step, and each draft step
     (replayed from a CUDA graph from 0.9.0, kernels.drafter_runs_eager) costs its bytes: one Llama
     layer (218,112,000 weights) + the shared 128,256 x 4,096 LM head in bf16, 1.486e9 B at 0.85 x
-    3.35 TB/s = 0.52 ms. Every vLLM CUDA-graph step also pays its small-kernel floor (50 us a layer,
-    kernels.VLLM_GRAPH_LAYER_S; GPU time): 32 on the verify step, 1 on each draft step."""
+    3.35 TB/s = 0.52 ms. Every vLLM CUDA-graph step also pays its small-kernel floor (46.93 us a layer,
+    kernels.VLLM_GRAPH_LAYER_S; GPU time): 32 on the verify step with its 23 kernels outside the layers at 4.267 us
+    (1.6 ms), 1 layer on each draft step (no scheduler, no input preparation)."""
     from dataclasses import replace
 
     from gpuplan.core.serving import kv_cache as K
@@ -163,12 +164,13 @@ def test_draft_steps_run_inside_the_engine_step_and_pay_no_scheduler_time():
                   link=None)
     step = R.decode_step(spec, W.param_groups(spec), eagle, kv, **common)
     assert step.host_s == pytest.approx(0.6e-3)  # the scheduler, once
-    assert step.kernel_floor_s == pytest.approx(32 * 50e-6)  # GPU time of the graph layers, not host time
+    kernel = 32 * 50e-6 / (32 * 11 + 23)  # graph_floor.GRAPH_KERNEL_S
+    assert step.kernel_floor_s == pytest.approx((32 * 11 + 23) * kernel)  # GPU time of the graph step, not host time
     draft = R.decode_step(eagle.speculation.draft, W.param_groups(eagle.speculation.draft), plain, 0.0,
                           scheduled=False, **common)
-    assert draft.host_s == 0.0 and draft.kernel_floor_s == pytest.approx(50e-6)  # one graph layer, no scheduler
+    assert draft.host_s == 0.0 and draft.kernel_floor_s == pytest.approx(11 * kernel)  # one graph layer, no scheduler
     assert step.draft_s == pytest.approx(2 * draft.total, rel=0.05)
-    assert step.draft_s / 2 == pytest.approx(1.486e9 / (gpu.memory_bandwidth * 0.85) + 50e-6, rel=0.05)
+    assert step.draft_s / 2 == pytest.approx(1.486e9 / (gpu.memory_bandwidth * 0.85) + 11 * kernel, rel=0.05)
 
 
 def test_a_falcon_parallel_block_is_reduced_once_where_the_engine_code_does():

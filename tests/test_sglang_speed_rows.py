@@ -90,12 +90,13 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
     weights 4096 x (8192 + 2 x 512) + 8192 x 4096 + router 4096 x 128 + 8 x 3 x 4096 x 1536 = 222,822,400,
     x 94 + lm_head 151,936 x 4096 = 21,567,635,456 x 2 B / 8 = 5.3919 GB a GPU / 6.8e12 = 0.7929 ms;
     FLOPs 2 x 21.57e9 / 8 / 1.8e15 = 3.0 us x 0.75; KV 2 x 94 x 128 x 2 B = 48,128 B a token (one KV head
-    a GPU) / 7.6e12 = 6.333 ns x mean context (4,194.1 + 421.0 / 2 = 4,404.6) = 27.9 us; floor 94 x 50 x
-    16 / 11 us = 6.8364 ms; all-reduces 188 x (8 us + 14,336 B / 720 GB/s) = 1.5077 ms: 9.1672 ms.
+    a GPU) / 7.6e12 = 6.333 ns x mean context (4,194.1 + 421.0 / 2 = 4,404.6) = 27.9 us; floor 94 x 16 x
+    4.2667 us = 6.4171 ms (graph_floor.GRAPH_KERNEL_S; 94 x 50 x 16 / 11 us = 6.8364 ms before w17 ME); all-reduces
+    188 x (8 us + 14,336 B / 720 GB/s) = 1.5077 ms: 8.7479 ms (9.1672 before).
     Llama-3.1-70B TP 8 on A100 80 GB (2.039 TB/s, 312 TFLOP/s, 600 GB/s), 1000/1000: weights without
     the input embedding 69,503,033,344 x 2 B / 8 / (2.039e12 x 0.85) = 10.0255 ms; FLOPs 69.6 us x 0.75;
-    KV 40,960 B a token / 1.937e12 x (610.1 + 421.0 / 2 = 820.6) = 17.4 us; floor 80 x 50 us = 4.0 ms;
-    all-reduces 160 x (8 us + 28,672 B / 240 GB/s) = 1.2991 ms: 15.3942 ms.
+    KV 40,960 B a token / 1.937e12 x (610.1 + 421.0 / 2 = 820.6) = 17.4 us; floor 80 x 46.933 us = 3.7547 ms (4.0
+    ms before w17 ME); all-reduces 160 x (8 us + 28,672 B / 240 GB/s) = 1.2991 ms: 15.1489 ms (15.3942 before).
     The TTFT mean of the B200 1000/1000 row: SGLang 0.5.6 issues its prefill eagerly and the host runs
     ahead of the GPU (core.serving.first_token_path), so each prefill takes the longer of the issue time,
     94 layers x (17 launches + the q reshape's copy + 2 all-reduces) x 41.957 us = 78.88 ms + 16.6 ms a forward outside
@@ -116,11 +117,13 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
     so a row's request 1 finds its prompt cached: 1 new token, host-bound at the issue time."""
     cases = _cases()
     b200 = "sglang056-qwen3-235b-a22b-tp8-b200-8000-1000-c1"
-    # + since wave 17 the step's work outside the layers (outside_layers): 24 x 50 / 11 us of floor, one more
-    # all-reduce (B200: 8 us + 1.75 x 8,192 B / 720 GB/s = 8.020 us; A100: 8.119 us) and NCCL's logits
-    # all-gather (151,936 x 2 B over 8 B200s 11.74 us; 128,256 x 2 B over 8 A100s 13.36 us): +128.9 / +130.6 us
-    assert cases[b200 + "-tpot"][3] == pytest.approx(9.2960e-3, rel=2e-3)
-    assert cases["sglang056-llama3.1-70b-tp8-a100-1000-1000-c1-tpot"][3] == pytest.approx(15.5248e-3, rel=2e-3)
+    # + since wave 17 the step's work outside the layers (outside_layers): 20 kernels x 4.2667 us = 85.33 us of
+    # floor (w17 ME), one more all-reduce (B200: 8 us + 1.75 x 8,192 B / 720 GB/s = 8.020 us; A100: 8.119 us) and
+    # NCCL's logits all-gather (151,936 x 2 B over 8 B200s 11.74 us; 128,256 x 2 B over 8 A100s 13.36 us: worked in
+    # test_the_logits_gathers_by_nccls_ring_ll): +105.09 / +106.81 us: 8.8530 / 15.2557 ms; on the B200 + the
+    # 14.5 us of K/V projections each rank holds whole (worked below): 8.8675 ms
+    assert cases[b200 + "-tpot"][3] == pytest.approx(8.8675e-3, rel=2e-3)
+    assert cases["sglang056-llama3.1-70b-tp8-a100-1000-1000-c1-tpot"][3] == pytest.approx(15.2557e-3, rel=2e-3)
     # (9 x 95.48 + 91.53) / 10 = 95.085 ms + the tokenising of the mean prompt, 6,101 / 10 = 610.1 tokens x 1.4 us
     # = 0.854 ms: 95.94 ms
     mean_issue = (9 * ISSUE + ISSUE_ONE_TOKEN) / 10
@@ -134,7 +137,8 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
     assert decode.memory_s == pytest.approx(0.8074e-3, rel=1e-3)
     # 188 all-reduces (1.5077 ms) + the embedding's (8.020 us) and the logits all-gather (11.74 us) since wave 17
     assert decode.comm_s == pytest.approx(1.5077e-3 + 8.020e-6 + 11.74e-6, rel=1e-3)
-    assert decode.kernel_floor_s == pytest.approx(6.8364e-3 + 0.1091e-3, rel=1e-4)  # + 24 x 50 / 11 us (wave 17)
+    # 94 x 16 x 4.2667 us + 20 x 4.2667 us outside the layers (wave 17, review w17 ME)
+    assert decode.kernel_floor_s == pytest.approx(6.4171e-3 + 0.08533e-3, rel=1e-4)
     # a 236-token prefill: the weights' stream (all experts: 234.47e9 x 2 B / 8 / 6.8e12 = 8.62 ms) is far
     # under the eager issue time, so the prefill is the issue time (host_s carries the excess over the GPU)
     assert prefill.memory_s == pytest.approx(8.62e-3, rel=2e-3)
@@ -153,7 +157,7 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
     per_call = KR.tp_allreduce_seconds(65_011_712, 8, 1.8e12, 8e-6, fabric=I._gpu("b200"))
     # + the embedding's all-reduce of the same message and the last token's logits all-gather (outside_layers, wave 17)
     gather = OL.outside_layer_comm_seconds(parse_release("sglang==0.5.6"), I._model_of(e), 8, 0.0, 1, I._gpu("b200"))
-    assert gather == pytest.approx(11.74e-6, rel=1e-3)
+    assert gather == pytest.approx(11.74e-6, rel=1e-3)  # worked in test_the_logits_gathers_by_nccls_ring_ll
     assert long.comm_s == pytest.approx(189 * per_call + gather, rel=1e-9) and per_call == pytest.approx(262.3e-6, rel=1e-3)
     gpu = 23.191e-3 + 8.982e-3 + 23.085e-3 + 49.318e-3 + 0.274e-3  # + 262.3 + 11.7 us outside the layers (wave 17)
     assert long.total - long.issue_exposed_s - 7936 * TOKENISE == pytest.approx(gpu, rel=1e-3)
@@ -170,12 +174,12 @@ def test_a_row_is_scored_on_the_mean_of_its_requests():
 
 
 def test_the_graph_floor_counts_the_kernels_of_the_layer():
-    """A graph step's floor is vLLM's 50 us a dense layer of 11 kernels (kernels.VLLM_GRAPH_LAYER_S),
-    scaled by the layer's kernels: Qwen3-235B-A22B's 94 MoE layers with per-head q / k norms run
+    """A graph step's floor is 4.2667 us a kernel (graph_floor.GRAPH_KERNEL_S: the vLLM fit's 1.6 ms over 32 x 11
+    layer kernels + 23 outside them), times the layer's kernels: Qwen3-235B-A22B's 94 MoE layers with per-head q / k norms run
     11 + 4 (router, top-k, align, sum beyond the MLP's three) + the q / k norms: in SGLang k_norm runs on a
     second stream beside q_norm under graph capture (qwen3_moe.py@0.5.3 L382-390), 1 on the critical path,
-    16 kernels, 50 x 16 / 11 = 72.73 us a layer, 94 of them 6.836 ms a decode step; vLLM 0.19 runs the two
-    serially (qwen3_moe.py L349 / L353), 17. Llama-3.1-70B's dense layers 11, 80 x 50 us = 4.0 ms."""
+    16 kernels, 16 x 4.2667 = 68.27 us a layer, 94 of them 6.417 ms a decode step; vLLM 0.19 runs the two
+    serially (qwen3_moe.py L349 / L353), 17. Llama-3.1-70B's dense layers 11, 80 x 46.93 us = 3.755 ms."""
     from gpuplan.core.serving import kernels as KR
     from gpuplan.core.serving.releases import parse_release
 
@@ -184,12 +188,34 @@ def test_the_graph_floor_counts_the_kernels_of_the_layer():
     assert KR.graph_kernels_per_layer(qwen, "sglang") == 16 and KR.graph_kernels_per_layer(qwen, "vllm") == 17
     assert KR.graph_kernels_per_layer(llama, "sglang") == 11
     sglang = parse_release("sglang==0.5.6")
-    assert KR.graph_layer_seconds_of(sglang, qwen) == pytest.approx(50e-6 * 16 / 11, rel=1e-12)
-    assert KR.graph_layer_seconds_of(parse_release("vllm==0.19"), qwen) == pytest.approx(50e-6 * 17 / 11, rel=1e-12)
+    kernel = 32 * 50e-6 / (32 * 11 + 23)
+    assert KR.graph_layer_seconds_of(sglang, qwen) == pytest.approx(kernel * 16, rel=1e-12)
+    assert KR.graph_layer_seconds_of(parse_release("vllm==0.19"), qwen) == pytest.approx(kernel * 17, rel=1e-12)
     rows = _rows("online")
     e = rows["sglang056-qwen3-235b-a22b-tp8-b200-1000-1000-c1"]
     _, decode = I._served_request(e, 38, 144)
-    # + 24 kernels outside the layers at TP 8 (outside_layers, wave 17): 6.945 ms
-    assert decode.kernel_floor_s == pytest.approx(94 * 50e-6 * 16 / 11 + 24 * 50e-6 / 11, rel=1e-12)
+    # + 20 kernels outside the layers at TP 8 (outside_layers, wave 17, review w17 ME): 6.502 ms
+    assert decode.kernel_floor_s == pytest.approx(94 * 16 * kernel + 20 * kernel, rel=1e-12)
     _, decode = I._served_request(rows["sglang056-llama3.1-70b-tp8-a100-1000-1000-c1"], 38, 144)
-    assert decode.kernel_floor_s == pytest.approx(80 * 50e-6 + 24 * 50e-6 / 11, rel=1e-12)
+    assert decode.kernel_floor_s == pytest.approx(80 * 11 * kernel + 20 * kernel, rel=1e-12)
+
+
+def test_the_logits_gathers_by_nccls_ring_ll():
+    """The last token's logits all-gather (outside_layers) worked from the algorithm NCCL's tuner picks
+    (collectives.chosen: ring, LL at 256-304 KB on one NVLink domain of 8) and the ring's formula (collectives._ring):
+    BASE_US ring LL 6.6 us + 7 steps x 0.6 us (HW_US nvlink ring LL) = 10.8 us, + (7/8 x the bytes) over the LL bus,
+    min(NVLink x LL_FACTOR 0.5, LL_MAX_BUS_GBPS): B200 min(680.4 x 0.5, 282) = 282 GB/s, 7/8 x 303,872 B -> 0.943 us:
+    11.743 us; A100 min(240 x 0.5, 87.7) = 87.7 GB/s, 7/8 x 256,512 B -> 2.559 us: 13.359 us."""
+    from gpuplan.core.comm.collectives import chosen
+    from gpuplan.core.comm.topology import cluster_for
+
+    release = parse_release("sglang==0.5.6")
+    for gpu, model, vocab, bus in (("b200", "qwen3-235b-a22b", 151_936, 282e9), ("a100", "llama-3.1-70b", 128_256, 87.7e9)):
+        part = I._gpu(gpu)
+        algorithm, protocol, _, _ = chosen("all_gather", vocab * 2.0, cluster_for(part).group(8))
+        assert (algorithm, protocol) == ("ring", "LL")
+        by_hand = 10.8e-6 + 7 / 8 * vocab * 2 / bus
+        got = OL.outside_layer_comm_seconds(release, I._model_of({"model": model}), 8, 0.0, 1, part)
+        assert got == pytest.approx(by_hand, rel=1e-9)
+    assert 10.8e-6 + 7 / 8 * 151_936 * 2 / 282e9 == pytest.approx(11.743e-6, rel=1e-4)
+    assert 10.8e-6 + 7 / 8 * 128_256 * 2 / 87.7e9 == pytest.approx(13.359e-6, rel=1e-4)

@@ -16,6 +16,9 @@ from gpuplan.core.comm.volumes import all_reduce_time
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving.engines import sglang_defaults
+from gpuplan.core.serving.graph_floor import (  # noqa: F401  (re-exported: moved there in w17 ME)
+    GRAPH_KERNEL_S, GRAPH_KERNELS_DENSE, GRAPH_KERNELS_MOE_EXTRA, GRAPH_KERNELS_QK_NORM, VLLM_GRAPH_LAYER_S,
+    VLLM_GRAPHS_SINCE, graph_kernels_per_layer, graph_layer_seconds_of)
 from gpuplan.core.serving.releases import (CUSTOM_ALLREDUCE_MAX_BYTES, VLLM_V1_SINCE, EngineRelease,
                                            graph_capture_sizes, own_allreduce_max_bytes, reads_019_allreduce)
 from gpuplan.core.comm.topology import cluster_for
@@ -66,9 +69,6 @@ def allreduces_per_layer(spec: ModelSpec, release: EngineRelease | None) -> int:
     return 1 if since is not None and release.version >= since else 2
 
 
-VLLM_GRAPHS_SINCE = (0, 2, 6)
-"""The first vLLM release that replays CUDA graphs (vllm PR 1926, 'Optimize model execution with CUDA graph')."""
-
 
 def graph_max_tokens_of(release: EngineRelease, max_num_seqs: int = 256, gpu: Accelerator | None = None,
                         tp: int = 1) -> int:
@@ -89,68 +89,6 @@ def graph_max_tokens_of(release: EngineRelease, max_num_seqs: int = 256, gpu: Ac
     if version < VLLM_V1_SINCE:
         return 256
     return max(graph_capture_sizes(max_num_seqs)[0])
-
-
-VLLM_GRAPH_LAYER_S = 50e-6
-"""GPU time per decoder layer of a vLLM step that replays a CUDA graph, beyond its kernels' roofline:
-the small kernels' floor. A replayed graph has no launch cost, but a Llama layer still runs 11
-kernels (vLLM 0.19: 8 in the graph pieces, fused add + RMSNorm twice, QKV, rotary, o_proj, gate_up,
-SiLU-and-mul, down, and the cache write, attention and split-KV combine between them;
-scripts/graph_nodes_check.py), and each small one takes a few us whatever few bytes it moves (their
-roofline time at batch 1 is well under 1 us): 50 us is ~4.5 us a kernel. GPU time, not host time.
-Fitted by grid (5 us steps) on vllm PR 23197's four Llama-3.1-8B TP 1 H100 rows (vLLM 0.10 V1
-benchmark_latency, batch 1-16: 18.4% mean at 0 us -> 1.4% at 50 us); held out: its Llama-3.3-70B TP 4
-rows (same PR and machine), vllm PR 2192's four V0 0.2.7 A100 rows and the vLLM 0.23 L4 TPOT
-(docs/inference.md section 7)."""
-
-
-GRAPH_KERNELS_DENSE = 11
-"""Kernels of a dense (Llama) layer's graph step that VLLM_GRAPH_LAYER_S covers (its docstring's count)."""
-GRAPH_KERNELS_MOE_EXTRA = 4
-"""An MoE block's kernels beyond a dense MLP's three (gate_up, activation, down): router GEMM, top-k,
-align, w13, activation, w2, sum = 7 (SGLang 0.5.3 qwen3_moe.py L164-166, fused_moe.py
-fused_experts_impl L466-598: moe_align_block_size, invoke_fused_moe_kernel twice, silu_and_mul,
-moe_sum_reduce; topk.py fused_topk L458 topk_softmax with the renormalisation inside; vLLM's
-fused_moe path runs the same seven)."""
-GRAPH_KERNELS_QK_NORM = {"vllm": 2, "sglang": 1}
-"""Per-head RMSNorm on q and on k, kernels on a graph step's critical path. vLLM runs them one after
-the other (qwen3_moe.py@v0.19.0 L349 q_norm, L353 k_norm; its q/k-norm + RoPE fusion,
-enable_qk_norm_rope_fusion, is off by default, config/compilation.py@v0.19.0:135): 2. SGLang under
-graph capture puts k_norm on a second stream beside q_norm (qwen3_moe.py@sglang 0.5.3 _apply_qk_norm
-L382-390, alt_stream made for CUDA at L665; qwen3.py L137-145 the same): the two overlap and the
-stream fork / join are graph edges, not kernels, so 1 (the same in 0.5.6's file, qwen3_moe.py@v0.5.6:369-389). Counting SGLang's two
-serially instead gives Qwen3-235B-A22B 17 kernels (77.3 us a layer) and the held-out B200 TPOT kind
--6.2% instead of -10.4% (docs/inference.md section 7); the count follows the code."""
-
-
-def graph_kernels_per_layer(spec: ModelSpec, engine: str) -> float:
-    """Mean kernels a layer of ``engine``'s CUDA-graph step runs, all-reduces aside (timed on their own):
-    GRAPH_KERNELS_DENSE, + GRAPH_KERNELS_MOE_EXTRA on MoE layers, + GRAPH_KERNELS_QK_NORM[engine] where
-    q and k are normed per head (2, serially, for an engine whose code was not read). MLA and sliding-window
-    layers are counted as standard attention (not read)."""
-    moe = spec.num_moe_layers / spec.num_layers if spec.moe is not None else 0.0
-    qk = GRAPH_KERNELS_QK_NORM.get(engine, 2) if spec.attention.qk_norm != "none" else 0
-    return GRAPH_KERNELS_DENSE + GRAPH_KERNELS_MOE_EXTRA * moe + qk
-
-
-def graph_layer_seconds_of(release: EngineRelease, spec: ModelSpec) -> float:
-    """A graph step's per-layer kernel floor (setup.Efficiency.graph_layer_s when not given):
-    VLLM_GRAPH_LAYER_S a dense layer, scaled by ``spec``'s kernels a layer (graph_kernels_per_layer /
-    GRAPH_KERNELS_DENSE: ~4.5 us a kernel) for vLLM from 0.2.6, whose V0 replays one full graph per
-    decode batch (worker/model_runner.py@v0.2.7 CUDAGraphRunner L550-590 captures the whole model
-    forward, chosen at L193-196) running the same small kernels a layer as V1's piecewise graphs
-    (llama.py@v0.2.7 L76-78, L151-156, L204-216), and for SGLang, whose decode graph
-    (cuda_graph_runner) replays the same kernels a layer (sglang 0.5.3 llama.py L94-102, L188-198,
-    L253-275: fused add + RMSNorm twice, QKV, rotary, attention with its cache write, o_proj,
-    gate_up, SiLU-and-mul, down). Fitted on vLLM V1; held out: V0's PR 2192 rows (10.3% -> 4.5% mean)
-    and SGLang's cookbook rows (docs/inference.md section 7; SGLang took 0 until 2026-12-05, for lack
-    of a row). TensorRT-LLM returns 0: it fuses the norm, RoPE and cache write into its attention
-    plugin (fewer kernels), and no row of its graph steps (1.0+) checks it; vLLM before 0.2.6 and
-    TensorRT engines before 1.0 run eagerly (graph_max_tokens_of 0), so the term never applies."""
-    graphs = (release.engine == "vllm" and release.version >= VLLM_GRAPHS_SINCE) or release.engine == "sglang"
-    if not graphs:
-        return 0.0
-    return VLLM_GRAPH_LAYER_S * graph_kernels_per_layer(spec, release.engine) / GRAPH_KERNELS_DENSE
 
 
 def prefill_graphs_of(release: EngineRelease) -> bool:

@@ -196,17 +196,27 @@ _DEEPSEEK_SM100 = {prefill: (_plus(attention, DEEPSEEK_FP8_DENSE_MLP), _plus(att
 """(dense layer, MoE layer) of DeepSeek-V3 FP8 on sm100, by prefill: built once (table_entry runs per step)."""
 
 
-def table_entry(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None, fmt_name: str,
-                prefill: bool) -> tuple[LayerKernels, LayerKernels] | None:
-    """(dense layer, MoE layer) counts where the table has the path (SGLang on sm100: DeepSeek-V3-style
-    MLA + MoE in FP8, GPT-OSS in MXFP4); None where the general rule stands."""
+def table_path(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None, fmt_name: str) -> str | None:
+    """The decode attention backend of the path the table has (SGLang on sm100: 'trtllm_mla' for DeepSeek-V3-style
+    MLA + MoE in FP8, 'trtllm_mha' for GPT-OSS in MXFP4); None where the general rule stands. table_entry's entries
+    and outside_layers' metadata count both read it (review w17 ME N2)."""
     if release.engine != "sglang" or not _sm100(fabric):
         return None
     if _deepseek_fp8(spec, fmt_name):
-        return _DEEPSEEK_SM100[bool(prefill)]
+        return "trtllm_mla"
     if spec.model_type == "gpt_oss" and fmt_name == "mxfp4":
-        return GPT_OSS_SM100, GPT_OSS_SM100
+        return "trtllm_mha"
     return None
+
+
+def table_entry(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None, fmt_name: str,
+                prefill: bool) -> tuple[LayerKernels, LayerKernels] | None:
+    """(dense layer, MoE layer) counts where the table has the path (table_path); None where the general rule
+    stands."""
+    path = table_path(spec, release, fabric, fmt_name)
+    if path is None:
+        return None
+    return _DEEPSEEK_SM100[bool(prefill)] if path == "trtllm_mla" else (GPT_OSS_SM100, GPT_OSS_SM100)
 
 
 def layer_mean(pair: tuple[LayerKernels, LayerKernels], layers: int, moe_layers: int, attr: str) -> float:

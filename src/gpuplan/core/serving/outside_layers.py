@@ -1,22 +1,14 @@
-"""What an SGLang forward runs outside its decoder layers (issue 38, wave 17): the small kernels a decode
-step puts on the GPU's critical path besides the layers' (its input preparation, the embedding, the final
-norm, the LM head, the sampler, the overlap scheduler's copies) and the two TP collectives of the vocabulary-
-parallel embedding and LM head.
-
-Read in the sglang 0.5.6 wheel (python/sglang/srt/..., file@v0.5.6:lines). Counted on the default decode path
-of a dense model on an A100 (FlashInfer attention, `server_args.py@v0.5.6:1293-1308`; page size 1; greedy
-sampling: `bench_serving.py@v0.5.6:216` sends temperature 0.0; no logprobs, penalties or grammar), at batch 1,
-and on the two sm100 paths layer_kernels reads (DeepSeek-V3/R1 FP8: trtllm_mla; GPT-OSS MXFP4: trtllm_mha), whose
-attention metadata differs and whose KV pages of 64 take the paged allocation (`server_args.py@v0.5.6:1367-1400`:
-trtllm_mla and trtllm_mha set page size 64).
-Other backends (fa3 on Hopper) take the FlashInfer count: theirs was not counted.
+"""What a decode step runs outside its decoder layers (issue 38, wave 17; review w17 ME): the small kernels a
+CUDA-graph step puts on the GPU's critical path besides the layers' (outside_kernels counts them in each engine's
+code: SGLang 0.5.6, vLLM 0.10.1 V1), timed at the small-kernel floor's rate a kernel (graph_floor.GRAPH_KERNEL_S,
+whose fit rows carry vLLM's own), and the two TP collectives of the vocabulary-parallel embedding and the LM head
+(SGLang and vLLM). TensorRT-LLM: none (its graph floor is 0, its embedding and LM head not read).
 
 Units: kernels, bytes, seconds.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -27,109 +19,79 @@ from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
+from gpuplan.core.serving import outside_kernels as OK
+from gpuplan.core.serving import graph_floor as GF
 from gpuplan.core.serving.releases import EngineRelease
 from gpuplan.core.serving.tp_span import on_pcie
 
-
-@dataclass(frozen=True)
-class StepKernels:
-    """Kernels of one part of a decode step outside the layers, with where the code runs them."""
-
-    part: str
-    kernels: int
-    source: str
-    tp_only: int = 0
-    """Of ``kernels``, those that run only at TP > 1 (the embedding's vocabulary mask)."""
-
-
-SGLANG_OUTSIDE_LAYERS: tuple[StepKernels, ...] = (
-    # launched by the host between graph replays (the overlap scheduler issues them while the previous
-    # step runs; they queue behind it on the GPU: scheduler.py@v0.5.6:1994-2008)
-    StepKernels("future token ids resolved into the input ids", 1,
-                "managers/overlap_utils.py@v0.5.6:17-23 _resolve_future_token_ids, one torch.compile'd kernel"),
-    StepKernels("KV slot allocation", 3,
-                "mem_cache/common.py@v0.5.6:457-461 alloc_for_decode: locs clone, out_cache_loc.to(int32), "
-                "req_to_token_pool.write (page size 1: alloc_token_slots slices the free list, no kernel)"),
-    StepKernels("sequence lengths + 1", 2, "managers/schedule_batch.py@v0.5.6:1754-1756 (overlap: seq_lens, "
-                "orig_seq_lens on the GPU; seq_lens_cpu on the host)"),
-    StepKernels("positions", 1, "model_executor/forward_batch_info.py@v0.5.6:458 clamp_position, "
-                "torch.compile'd (L1169-1171)"),
-    StepKernels("graph input buffers", 5, "model_executor/input_buffers.py@v0.5.6:137-141: input_ids, "
-                "req_pool_indices, seq_lens, out_cache_loc, positions copied into the captured buffers"),
-    StepKernels("greedy sampling", 1, "layers/sampler.py@v0.5.6:92-94 torch.argmax (is_all_greedy)"),
-    StepKernels("next ids into the future map", 1, "managers/overlap_utils.py@v0.5.6:144 store_to_map"),
-    StepKernels("next ids to the host", 1, "managers/utils.py@v0.5.6:64 next_token_ids.to('cpu', "
-                "non_blocking=True)"),
-    # inside the captured graph, before and after the layers
-    StepKernels("vocabulary-parallel embedding", 3, "layers/vocab_parallel_embedding.py@v0.5.6:463-487: the "
-                "mask (get_masked_input_and_mask, torch.compile'd, L126-151) and masked_fill_ at TP > 1, the "
-                "embedding lookup", tp_only=2),
-    StepKernels("final add + RMSNorm", 1, "models/llama.py@v0.5.6:357 self.norm(hidden_states, residual)"),
-    StepKernels("LM head GEMM", 1, "layers/logits_processor.py@v0.5.6:850 torch.matmul (its weight bytes are "
-                "in the step's GEMMs; this is its floor, as each layer GEMM has one)"),
-)
-"""SGLang 0.5.6's decode-step kernels outside the layers, batch 1, but the attention backend's (DECODE_METADATA)."""
-
-DECODE_METADATA: dict[str, tuple[StepKernels, ...]] = {
-    "flashinfer": (StepKernels("FlashInfer decode metadata", 4, "layers/attention/flashinfer_backend.py@v0.5.6:1026 "
-                               "kv_indptr[1:bs+1] = cumsum (cumsum + copy), L1037 create_flashinfer_kv_indices_triton, "
-                               "and the plan's copy to the device (fast_decode_plan, L580; flashinfer's code not read: "
-                               "1 copy)"),),
-    "trtllm_mha": (StepKernels("TRT-LLM MHA decode metadata", 6, "layers/attention/trtllm_mha_backend.py@v0.5.6:"
-                               "338-357: cache_seqlens copy, cu_seqlens_k cumsum + copy, the page-table gather from "
-                               "req_to_token, // page_size, copy into page_table"),
-                   StepKernels("paged KV slot allocation", 4, "mem_cache/common.py@v0.5.6:441-451 last_loc (seq_lens - 1, "
-                               "the req_to_token gather), seq_lens + 1, mem_cache/allocator.py@v0.5.6:527-535 "
-                               "alloc_decode_kernel (page size 64)")),
-    "trtllm_mla": (StepKernels("TRT-LLM MLA decode metadata", 1, "layers/attention/trtllm_mla_backend.py@v0.5.6:"
-                               "529-538 create_flashmla_kv_indices_triton (the length copies above it, L508-527, are verify / draft-extend only)"),
-                   StepKernels("paged KV slot allocation", 4, "as trtllm_mha's (page size 64)")),
-}
-"""A decode step's attention metadata (and, on the paged paths, the allocation beyond page size 1's) by backend."""
+COLLECTIVE_ENGINES = ("sglang", "vllm")
+"""Engines whose embedding all-reduces and whose LM head all-gathers at TP > 1: SGLang (below) and vLLM
+(model_executor/layers/vocab_parallel_embedding.py@v0.10.1:414 tensor_model_parallel_all_reduce;
+logits_processor.py@v0.10.1:89-101 _gather_logits: an all-gather under V1 (platforms/interface.py@v0.10.1:476-486
+use_all_gather), a gather to rank 0 under V0, timed as the all-gather of the same bytes)."""
 
 
 def decode_backend(spec: ModelSpec, release: EngineRelease | None, fabric: Accelerator | None, fmt_name: str) -> str:
-    """The decode attention backend whose metadata kernels DECODE_METADATA counts: the sm100 paths layer_kernels reads
-    (trtllm_mla for DeepSeek-V3/R1 FP8, trtllm_mha for GPT-OSS MXFP4), else 'flashinfer'."""
-    if release is None or LK.table_entry(spec, release, fabric, fmt_name, prefill=False) is None:
-        return "flashinfer"
-    return "trtllm_mla" if spec.attention.is_mla else "trtllm_mha"
+    """The decode attention backend whose metadata kernels outside_kernels.DECODE_METADATA counts: the sm100 path
+    layer_kernels reads ('trtllm_mla' for DeepSeek-V3/R1 FP8, 'trtllm_mha' for GPT-OSS MXFP4), else 'flashinfer'."""
+    return (LK.table_path(spec, release, fabric, fmt_name) if release is not None else None) or "flashinfer"
 
 
-def outside_layer_kernels(release: EngineRelease | None, tp: int, backend: str = "flashinfer") -> int:
-    """Kernels an SGLang CUDA-graph decode step runs outside its layers (SGLANG_OUTSIDE_LAYERS + the backend's
-    DECODE_METADATA: FlashInfer 24 at TP > 1, 22 at TP 1; trtllm_mha 30, trtllm_mla 25 at TP > 1); 0 for other
-    engines, whose out-of-layer kernels were not counted (vLLM's fitted floor, kernels.VLLM_GRAPH_LAYER_S, absorbed
-    its own on the TP 1 rows it was fitted on)."""
-    if release is None or release.engine != "sglang":
+def overlapped(release: EngineRelease | None, pp: int, speculating: bool) -> bool:
+    """Whether SGLang's overlap scheduler runs (its prepare_for_decode off the critical path): off with speculative
+    decoding (server_args.py@v0.5.6:1693-1694, SGLANG_ENABLE_SPEC_V2 unset) and at PP > 1 (L1604-1605)."""
+    return release is not None and release.engine == "sglang" and pp <= 1 and not speculating
+
+
+def outside_layer_kernels(release: EngineRelease | None, tp: int, backend: str = "flashinfer", *, rows: float = 1.0,
+                          overlap: bool = True) -> int:
+    """Kernels a CUDA-graph decode step runs on its critical path outside its layers. SGLang: the forward stream's
+    (SGLANG_ON_PATH + the backend's DECODE_METADATA: FlashInfer 20 at TP > 1, 18 at TP 1; trtllm_mha 22, trtllm_mla 17
+    at TP > 1), + prepare_for_decode's without ``overlap`` (SGLANG_OFF_PATH 5, + the paged allocation's 4 on the
+    trtllm paths); vLLM from 0.2.6 (graphs): VLLM_V1_OUTSIDE's 23; + 1 copy in the logits all-gather's reshape at TP
+    > 1 and ``rows`` > 1 (GATHER_RESHAPE). 0 for other engines."""
+    if release is None:
         return 0
-    return sum(k.kernels - (k.tp_only if tp <= 1 else 0) for k in SGLANG_OUTSIDE_LAYERS + DECODE_METADATA[backend])
+    gather = OK.total((OK.GATHER_RESHAPE,), tp) if rows > 1 else 0
+    if release.engine == "sglang":
+        parts = OK.SGLANG_ON_PATH + OK.DECODE_METADATA[backend]
+        if not overlap:
+            parts += OK.SGLANG_OFF_PATH + ((OK.PAGED_ALLOCATION,) if backend != "flashinfer" else ())
+        return OK.total(parts, tp) + gather
+    if release.engine == "vllm" and release.version >= GF.VLLM_GRAPHS_SINCE:
+        return OK.total(OK.VLLM_V1_OUTSIDE, tp) + gather
+    return 0
 
 
-def outside_layer_floor_seconds(release: EngineRelease | None, tp: int, graph_layer_s: float | None,
-                                backend: str = "flashinfer") -> float:
-    """GPU seconds of those kernels on a graph step: each at the small-kernel floor's rate a kernel,
-    kernels.VLLM_GRAPH_LAYER_S / GRAPH_KERNELS_DENSE (50 us / 11 = 4.55 us), or a given ``graph_layer_s`` (a
-    dense layer's, --graph-layer-us) over the same 11. Not fitted on any row: the count is the code's, the rate
-    the floor's."""
-    per_layer = KR.VLLM_GRAPH_LAYER_S if graph_layer_s is None else graph_layer_s
-    return outside_layer_kernels(release, tp, backend) * per_layer / KR.GRAPH_KERNELS_DENSE
+def kernel_seconds(graph_layer_s: float | None, layer_kernels) -> float:
+    """The floor a kernel outside the layers: graph_floor.GRAPH_KERNEL_S (4.267 us), or a given --graph-layer-us (a layer's,
+    whatever the layer) over the kernels of this model's layer, ``layer_kernels()`` (layer_kernels.graph_kernels: 11
+    a dense Llama layer, 15 a Qwen3 MoE one; review w17 ME N4), so that the given value keeps one rate a kernel."""
+    if graph_layer_s is None:
+        return GF.GRAPH_KERNEL_S
+    return graph_layer_s / layer_kernels() if graph_layer_s > 0 else 0.0
 
 
-def floor_note(release: EngineRelease | None, tp: int, graph_layer_s: float | None, backend: str = "flashinfer") -> str:
-    """The answer's words for outside_layer_floor_seconds ('' where it is 0): '+ 24 kernels outside the layers x
-    4.5 us ...'."""
-    kernels = outside_layer_kernels(release, tp, backend)
-    if not kernels:
+def outside_layer_floor_seconds(release: EngineRelease | None, tp: int, per_kernel_s: float | None = None,
+                                backend: str = "flashinfer", *, rows: float = 1.0, overlap: bool = True) -> float:
+    """GPU seconds of outside_layer_kernels on a graph step, ``per_kernel_s`` each (kernel_seconds). Not fitted on
+    any row: the count is the code's, the rate the floor's (GRAPH_KERNEL_S where not given)."""
+    per_kernel_s = GF.GRAPH_KERNEL_S if per_kernel_s is None else per_kernel_s
+    return outside_layer_kernels(release, tp, backend, rows=rows, overlap=overlap) * per_kernel_s
+
+
+def floor_note(kernels: int, per_kernel_s: float) -> str:
+    """The answer's words for the kernels outside the layers ('' where none or 0 s): '+ 20 kernels outside the layers
+    x 4.27 us ...'."""
+    if not kernels or per_kernel_s <= 0:
         return ""
-    per = outside_layer_floor_seconds(release, tp, graph_layer_s, backend) / kernels
-    return (f" + {kernels} kernels outside the layers x {per * 1e6:.2f} us (input copies, metadata, embedding, final "
-            "norm, LM head, sampler; core/serving/outside_layers.py)")
+    return (f" + {kernels} kernels outside the layers x {per_kernel_s * 1e6:.2f} us (input copies, metadata, "
+            "embedding, final norm, LM head, sampler; core/serving/outside_layers.py)")
 
 
 def comm_note(release: EngineRelease | None, tp: int) -> str:
     """The answer's words for outside_layer_comm_seconds ('' where it is 0)."""
-    if release is None or release.engine != "sglang" or tp <= 1:
+    if release is None or release.engine not in COLLECTIVE_ENGINES or tp <= 1:
         return ""
     return (" + the embedding's all-reduce and the LM head's logits all-gather (NCCL) outside the layers "
             "(core/serving/outside_layers.py)")
@@ -143,14 +105,14 @@ def logits_rows(tokens: float, sequences: float, prefill: bool) -> float:
 
 def outside_layer_comm_seconds(release: EngineRelease | None, spec: ModelSpec, tp: int, one_allreduce_s: float,
                                rows: float, fabric: Accelerator | None, p2p: bool = True) -> float:
-    """TP collectives of an SGLang forward outside its layers, seconds: the vocabulary-parallel embedding's
+    """TP collectives of an SGLang or vLLM forward outside its layers (COLLECTIVE_ENGINES), seconds: the vocabulary-parallel embedding's
     all-reduce of the step's hidden states (vocab_parallel_embedding.py@v0.5.6:484-486
     tensor_model_parallel_all_reduce: the same message and kernel as a layer's, ``one_allreduce_s``) and the LM
     head's all-gather of ``rows`` x vocab bf16 logits (logits_processor.py@v0.5.6:869-898
     tensor_model_parallel_all_gather -> parallel_state.py@v0.5.6:772-834 -> all_gather_into_tensor, L733-741:
     pynccl, NCCL's all-gather, captured in the graph), timed by core.comm.collectives on the TP group
     (x kernels.PCIE_NCCL_SLOWDOWN over PCIe, as the all-reduces). 0 at TP 1 and for other engines."""
-    if release is None or release.engine != "sglang" or tp <= 1:
+    if release is None or release.engine not in COLLECTIVE_ENGINES or tp <= 1:
         return 0.0
     gather = 0.0
     if fabric is not None:

@@ -105,18 +105,23 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
                                        spec.hidden_size, dtype_bytes=ar_bytes, bf16=bf16, pp=pp)
     one_allreduce = KR.tp_allreduce_seconds(message, tp, link, latency, fabric=fabric, custom_max_bytes=custom, p2p=p2p)
     comm = forward_allreduces(spec, setup.runtime.release) * one_allreduce
-    # + SGLang's embedding all-reduce and LM-head all-gather outside the layers (outside_layers)
-    comm += OL.outside_layer_comm_seconds(setup.runtime.release, spec, tp, one_allreduce,
-                                          OL.logits_rows(work.tokens, work.sequences, work.prefill), fabric, p2p)
+    # + the embedding all-reduce and LM-head all-gather outside the layers (SGLang, vLLM: outside_layers)
+    rows = OL.logits_rows(work.tokens, work.sequences, work.prefill)
+    comm += OL.outside_layer_comm_seconds(setup.runtime.release, spec, tp, one_allreduce, rows, fabric, p2p)
     comm += pipeline_hop_seconds(message, tp, pp, fabric, link, latency)  # scale-out past a domain (pp_hops)
     release = setup.runtime.release
     graph_max = graph_max_tokens_at(release, eff.graph_max_tokens, fabric, tp)
     graphed = (work.tokens <= graph_max and work.context <= KR.graph_context_limit_of(release)
                and (not work.prefill or KR.prefill_graphs_of(release)))
-    # + the kernels SGLang's scheduled graph step runs outside its layers, at the floor's rate a kernel (outside_layers;
-    # a proposer's draft steps replay the drafter's own graph without the scheduler's input preparation: not counted)
-    outside = OL.outside_layer_floor_seconds(release, tp, eff.graph_layer_s, OL.decode_backend(
-        spec, release, fabric, setup.fmt.name)) if work.scheduled else 0.0
+    # + the kernels a scheduled graph step runs outside its layers, at the floor's rate a kernel (outside_layers; a
+    # proposer's draft steps replay the drafter's own graph without the scheduler's input preparation: not counted)
+    outside = 0.0
+    if graphed and work.scheduled:
+        per_kernel = OL.kernel_seconds(eff.graph_layer_s, lambda: LK.graph_kernels(
+            spec, release, fabric, setup.fmt.name, tp=tp, tokens=work.tokens))
+        outside = OL.outside_layer_floor_seconds(release, tp, per_kernel, OL.decode_backend(
+            spec, release, fabric, setup.fmt.name), rows=rows, overlap=OL.overlapped(
+            release, pp, setup.speculation is not None))
     floor = layers * graph_layer_seconds(setup, spec, fabric, tp, work.tokens) + outside if graphed else 0.0
     # eager forwards launched from Python (SGLang's prefill, vLLM V1 --enforce-eager; not the proposer's
     # draft steps, spec_runner's): max(issue, GPU), first_token_path
