@@ -14,23 +14,24 @@ CLI, plan files, the web app's TestClient and the Python API before these tests 
   10,000-deep nesting, duplicate keys.
 
 No traceback or hang. Found, each fixed in the schema so every door has it: (1) a ramp whose phases shrink the batch
-('2B:512,1B:64') was answered although a linear phase that shrinks ('1B:512-64') is refused; (2) a phase mapping with
-two batches ({tokens, global_batch, global_batch_tokens}, or from / to beside global_batch) was answered with one of
-them, the other unsaid; (3) `train --gpus --days --mfu predicted --batch-ramp` said 'give --mfu predicted' (given)
-instead of the gpus/days/mfu refusal; (4) a zero or negative phase batch was refused with the forms alone, and 1e30
-tokens were echoed '1e+18T', and a hand-built RampPhase(nan, 64, 64) passed the Python API and hung the estimate; (4b)
-`memory --compare a100,h100 --recipe fp8` printed an A100 row where `--gpu a100` is refused. And the lead's rule (review
-w16 R5 S3: a stated value equal to the default is answered, not refused) was broken by older rules (each default below
-was refused where nothing reads it; swept by giving every field its default on train / memory / plan / budget / infer
-asks and running the estimate): (5) --lora-rank 16 without adapters, --sequence-parallel and --tp-overlap 0 under
+('2B:512,1B:64') was answered although a linear phase that shrinks ('1B:512-64') is refused (refused in 78218d39,
+answered again after review: Megatron-Core runs such a schedule, and phases are lengths in training order); (2) a phase
+mapping with two batches ({tokens, global_batch, global_batch_tokens}, or from / to beside global_batch) was answered
+with one of them, the other unsaid; (3) `train --gpus --days --mfu predicted --batch-ramp` said 'give --mfu predicted'
+(given) instead of the gpus/days/mfu refusal; (4) a zero or negative phase batch was refused with the forms alone, and
+1e30 tokens were echoed '1e+18T', and a hand-built RampPhase(nan, 64, 64) passed the Python API and hung the estimate;
+(4b) `memory --compare a100,h100 --recipe fp8` printed an A100 row where `--gpu a100` is refused. And the lead's rule
+(review w16 R5 S3: a stated value equal to the default is answered, not refused) was broken by older rules (each default
+below was refused where nothing reads it; swept by giving every field its default on train / memory / plan / budget /
+infer asks and running the estimate): (5) --lora-rank 16 without adapters, --sequence-parallel and --tp-overlap 0 under
 --framework hf / llmc, --cuda-graph-scope none under torchtitan / deepspeed / hf / generic, --flex-backend deepep
 without --ep-dispatcher flex, --tp-comm-dtype fp32 under --dtype fp32, on a dense model --ep-dispatcher alltoall,
 --no-ep-a2a-overlap, --ep-overlap 0 and memory's --moe-capacity-factor 1, and infer's --group-size 128 without int4,
 --spec-tokens 3 without --speculative, --max-lora-rank 16 without LoRA, --sampler auto under SGLang / TensorRT-LLM,
 --free-gpu-memory-fraction 0.9 under vLLM / SGLang and --allreduce-latency-us 8 on one GPU. Left as found:
 --recompute-modules core_attn outside megatron (Megatron-Core's option by name; schema/training_fields.py is at its
-420-line cap); the TPU cases (6) are xfail for the lead (schema/tpu_rules.py, another helper's file this session).
-"""
+420-line cap); the TPU defaults (6) are xfail for the lead (schema/tpu_rules.py, another helper's file this session);
+--tp-comm-overlap on a TPU is answered by design (XLA collective matmul, review w16 R4 M3)."""
 
 import json
 
@@ -45,18 +46,43 @@ RAMPED = {"model": "llama-3-8b", "gpu": "h100", "gpus": 64, "mfu": "predicted", 
 
 # ---- (1) a ramp's phases grow the batch, as its linear phases do -----------------------------------------------------
 
+def _four_door_gpu_days(run_cli, client, tmp_path, ask: dict) -> list[float]:
+    """train's gpu_days from the CLI flags, a plan file, the web API and the Python API."""
+    from gpuplan import TrainingInputs, estimate_training
+
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ask.items() if k != "model"]
+    code, out, err = run_cli("train", "--model", ask["model"], *flags, "--json")
+    assert code == 0, err
+    plan = tmp_path / "ramp.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in ask.items()), encoding="utf-8")
+    planned, planned_out, planned_err = run_cli("train", str(plan), "--json")
+    assert planned == 0, planned_err
+    response = client.post("/api/training", json=ask)
+    assert response.status_code == 200, response.text
+    return [json.loads(out)["results"]["gpu_days"], json.loads(planned_out)["results"]["gpu_days"],
+            response.json()["results"]["gpu_days"], estimate_training(TrainingInputs(**ask)).value("gpu_days")]
+
+
+@pytest.mark.parametrize("shrinking, growing", [("2B:512,1B:64", "1B:64,2B:512"),
+                                                ("1B:64-512,1B:256", "1B:256,1B:64-512"),
+                                                ("1B:512,1B:4Mtok", "1B:4Mtok,1B:512")])  # 4,000,000 / 8,192 < 512
+def test_1_phases_that_shrink_the_batch_are_answered_at_every_door(run_cli, client, tmp_path, shrinking, growing):
+    """Review of wave 18 (M1): the refusal 78218d39 added is taken back. Megatron-Core's --step-batch-size-schedule
+    asserts only a first threshold of 0, strictly growing thresholds and batches > 0
+    (num_microbatches_calculator.py@core_v0.18.0 L536-556), so 512 sequences then 64 runs; our phases are lengths in
+    training order, so '2B:512,1B:64' is unambiguous. The ramp's time is a sum over phases (planner.batch_ramp), so
+    the shrinking order's gpu_days equal the growing order's, at every door."""
+    answers = _four_door_gpu_days(run_cli, client, tmp_path, {**RAMPED, "batch_ramp": shrinking})
+    expected = _four_door_gpu_days(run_cli, client, tmp_path, {**RAMPED, "batch_ramp": growing})[0]
+    assert answers == pytest.approx([expected] * 4, rel=1e-12)
+
+
 @pytest.mark.parametrize("job, route", [("train", "training"), ("budget", "budget")])
-@pytest.mark.parametrize("ramp, words", [
-    ("2B:512,1B:64", "1B:64 starts at 64 sequences, below 2B:512's 512"),
-    ("1B:64-512,1B:256", "1B:256 starts at 256 sequences, below 1B:64-512's 512"),
-    ("1B:4Mtok,1B:256", "1B:256 starts at 256 sequences, below 1B:4Mtok's 488.281")])  # 4,000,000 / 8,192 tokens
-def test_1_phases_that_shrink_the_batch_are_refused_at_every_door(run_cli, client, tmp_path, job, route, ramp, words):
-    """Before: '2B:512,1B:64' answered (train x1.000 on dp32), while '1B:512-64' was refused 'a linear phase grows
-    its batch'. Megatron-Core's --step-batch-size-schedule sorts its entries by their sample thresholds
-    (num_microbatches_calculator.py@core_v0.18.0 L531-532), so a phase list has no order of its own there; ours is
-    training order, and a smaller batch after a larger one is read as phases typed out of order."""
-    four_door_refusal(run_cli, client, tmp_path, job, route, {**RAMPED, "batch_ramp": ramp}, "batch_ramp",
-                      f"the batch grows from phase to phase, in training order: {words}")
+def test_1_a_linear_phase_that_shrinks_stays_refused(run_cli, client, tmp_path, job, route):
+    """Inside one phase FROM-TO is a ramp up (Megatron-LM's --rampup-batch-size grows the batch); '1B:512-64' is
+    refused at every door."""
+    four_door_refusal(run_cli, client, tmp_path, job, route, {**RAMPED, "batch_ramp": "1B:512-64"}, "batch_ramp",
+                      "a linear phase grows its batch: FROM-TO with FROM below TO")
 
 
 def test_1_a_repeated_phase_is_the_one_phase_twice_as_long(run_cli):
@@ -72,6 +98,15 @@ def test_1_a_repeated_phase_is_the_one_phase_twice_as_long(run_cli):
 
 
 # ---- (2) a phase mapping gives one batch ------------------------------------------------------------------------------
+
+def test_2_a_null_key_in_a_phase_mapping_is_unsaid():
+    """Review of wave 18 (N3): {tokens, global_batch, global_batch_tokens: null} was refused as two batches (read as
+    {tokens, global_batch} before 78218d39)."""
+    from gpuplan import TrainingInputs
+
+    nulled = TrainingInputs(**RAMPED, batch_ramp=[{"tokens": "1B", "global_batch": 64, "global_batch_tokens": None}])
+    assert nulled.batch_ramp == TrainingInputs(**RAMPED, batch_ramp="1B:64").batch_ramp
+
 
 @pytest.mark.parametrize("phase", [{"tokens": "1B", "global_batch": 64, "global_batch_tokens": "1M"},
                                    {"tokens": "1B", "from": 64, "to": 128, "global_batch": 64}])
@@ -132,6 +167,42 @@ def test_4_a_hand_built_phase_is_checked_as_a_typed_one(phase, words):
     with pytest.raises(InputError) as refused:
         TrainingInputs(**RAMPED, batch_ramp=[RampPhase(*phase)])
     assert refused.value.field == "batch_ramp" and words in str(refused.value)
+    assert "RampPhase(" not in str(refused.value)  # review N6: the phase's text is quoted, not the dataclass repr
+
+
+def test_4_a_hand_built_phase_is_quoted_as_its_text():
+    from gpuplan import InputError, TrainingInputs
+    from gpuplan.schema.batch_ramp_field import RampPhase
+
+    with pytest.raises(InputError) as refused:
+        TrainingInputs(**RAMPED, batch_ramp=[RampPhase(1e9, 128, 64)])
+    assert "got '1B:128-64'; a linear phase grows its batch" in str(refused.value)
+
+
+def test_4_a_phase_of_numpy_numbers_is_read_as_its_floats():
+    """Review of wave 18 (S2): RampPhase(1e9, np.float64(4e6), np.float64(4e6), True) was refused ('np.float64(
+    4000000.0)tok' was read as text); it is the phase 1B:4Mtok."""
+    import numpy as np
+
+    from gpuplan import TrainingInputs
+    from gpuplan.schema.batch_ramp_field import RampPhase
+
+    phases = TrainingInputs(**RAMPED, batch_ramp=[RampPhase(np.float64(1e9), np.float64(4e6), np.float64(4e6), True),
+                                                  RampPhase(1e9, np.int64(256), np.float64(256), False)]).batch_ramp
+    assert phases == (RampPhase(1e9, 4e6, 4e6, True), RampPhase(1e9, 256, 256, False))
+
+
+@pytest.mark.parametrize("given, kept", [("1B:64", "1B:64"), (" 1B:64 ", "1B:64"), ("1000M:64-64", "1000M:64-64"),
+                                         ("1B:999", ""), ("x" * 5000, ""), ("1B:64tok", ""), ("", "")])
+def test_4_a_phase_objects_given_text_is_kept_only_where_it_reads_as_the_phase(given, kept):
+    """Review of wave 18 (S3): RampPhase(1e9, 64, 64, False, '1B:999') was answered with '1B:999' echoed (and 5,000
+    characters of given text passed the 1,024-character bound); given text is kept only where it parses to the same
+    phase, else the phase's own text is echoed."""
+    from gpuplan import TrainingInputs
+    from gpuplan.schema.batch_ramp_field import RampPhase, typed_text
+
+    (phase,) = TrainingInputs(**RAMPED, batch_ramp=[RampPhase(1e9, 64, 64, False, given)]).batch_ramp
+    assert phase.given == kept and typed_text([phase]) == (kept or "1B:64")
 
 
 def test_4_a_valid_phase_object_keeps_its_typed_text():
@@ -162,6 +233,7 @@ def test_4_a_hand_built_calibration_is_checked_as_its_document():
         TrainingInputs(model="llama-3-8b", gpu="h200", gpus=8, framework="hf", calibration=bad)
     assert refused.value.field == "calibration" and "compute_time.value must be a finite number, not nan" \
         in str(refused.value)
+    assert "got 'a Calibration object'" in str(refused.value) and "calibration file" not in str(refused.value)  # N6
 
 
 @pytest.mark.parametrize("counts, words", [((0,), "must be a positive, finite number"), ((float("nan"),), "finite"),
@@ -242,6 +314,19 @@ def test_5_a_stated_default_is_answered_as_unstated(run_cli, ask, setting, state
     assert answers[1] == answers[0]
 
 
+@pytest.mark.parametrize("framework", [("--framework", "deepspeed", "--implementation", "megatron",
+                                        "--no-sequence-parallel"), ("--framework", "megatron")])
+def test_5_tp_comm_dtype_at_the_activations_dtype_adds_no_assumption(run_cli, framework):
+    """Review of wave 18 (N1): --tp-comm-dtype fp32 under --dtype fp32 added a 'TP collectives' dtype' line marked
+    as set (under megatron, where no line is shown unstated); its assumptions are now the unstated ask's."""
+    assumptions = []
+    for extra in ((), ("--tp-comm-dtype", "fp32")):
+        code, out, err = run_cli(*TRAIN, "--dtype", "fp32", "--tp", "2", *framework, *extra, "--json")
+        assert code == 0, err
+        assumptions.append([a for a in json.loads(out)["assumptions"] if a["key"] == "tp_comm_dtype"])
+    assert assumptions[1] == assumptions[0] and all(not a["user_set"] for a in assumptions[1])
+
+
 @pytest.mark.parametrize("ask, setting, stated, field", [
     (TRAIN, (), ("--lora-rank", "8"), "lora_rank"),
     (TRAIN, ("--framework", "hf"), ("--tp-comm-overlap",), "tp_comm_overlap"),
@@ -276,9 +361,12 @@ def test_6_a_cuda_default_restated_on_a_tpu_is_answered(run_cli, ask):
     assert code == 0, err
 
 
-@pytest.mark.xfail(strict=True, reason="--tp-comm-overlap (Megatron / Transformer Engine userbuffers, torchtitan "
-                   "async TP: CUDA paths) is answered on a TPU, where at --tp 4 it moves llama-3-8b on 16 tpu-v5p from "
-                   "5,715.5 to 5,477.9 GPU-days; a TPU rule for it belongs in schema/tpu_rules.py (helper D's file)")
-def test_6_tp_comm_overlap_on_a_tpu_is_refused(run_cli):
-    field_refusal(run_cli("train", "--model", "llama-3-8b", "--gpu", "tpu-v5p", "--gpus", "16", "--mfu", "predicted",
-                          "--tp", "4", "--tp-comm-overlap"), "tp_comm_overlap")
+def test_6_tp_comm_overlap_on_a_tpu_is_answered_as_xla_collective_matmul(run_cli):
+    """Review of wave 18 (S1): the strict xfail that asked for a refusal here contradicted a deliberate design (review
+    w16 R4 M3, 46680cab: --tp-comm-overlap on a TPU is XLA's collective matmul, schema/tpu_rules.TP_OVERLAP_ON_TPU,
+    docs/training.md); it is answered, and plan --explain names it."""
+    ask = ("--model", "llama-3-8b", "--gpu", "tpu-v5p", "--gpus", "16", "--tp", "4", "--tp-comm-overlap")
+    code, _, err = run_cli("train", *ask, "--mfu", "predicted")
+    assert code == 0, err
+    code, out, err = run_cli("plan", *ask, "--explain")
+    assert code == 0 and "XLA collective matmul" in out, err

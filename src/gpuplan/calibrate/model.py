@@ -130,8 +130,10 @@ def calibration_to_dict(cal: Calibration) -> dict[str, Any]:
             **{k: v for k, v in asdict(cal).items() if k != "schema_version"}}
 
 
-def calibration_from_dict(data: Any, source: str) -> Calibration:
-    expected = "a gpuplan calibration file (written by `gpuplan calibrate --out`)"
+def calibration_from_dict(data: Any, source: str, expected: str = "") -> Calibration:
+    """A Calibration from its JSON document; ``source`` is what a refusal quotes, ``expected`` what it asks for (a
+    file's words unless given: the Python API's Calibration object names the object, review of wave 18 N6)."""
+    expected = expected or "a gpuplan calibration file (written by `gpuplan calibrate --out`)"
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise InputError("calibration", source, f"is not {expected}")
     if data.get("schema_version") not in READS:

@@ -96,13 +96,18 @@ def _short(x: float) -> str:
     return f"{x:g}"
 
 
-def _batch(text: Any, whole: Any) -> tuple[float, bool]:
-    """'3072' -> (3072, False), '4Mtok' -> (4e6, True)."""
+def _batch(text: Any, whole: Any) -> tuple[Any, bool]:
+    """'3072' -> ('3072', False), '4Mtok' -> ('4M', True): the batch as given and its unit (_batch_value reads it)."""
     raw = str(text).strip()
-    in_tokens = raw.lower().endswith("tok")
-    raw = raw[:-3] if in_tokens else raw
+    if raw.lower().endswith("tok"):
+        return raw[:-3], True
+    return (raw if not isinstance(text, int | float) else text), False
+
+
+def _batch_value(given: Any, in_tokens: bool, whole: Any) -> tuple[float, bool]:
+    """('3072', False) -> (3072, False), ('4M', True) -> (4e6, True): the batch read and checked."""
     try:
-        value = units.parse_count(raw if in_tokens or not isinstance(text, int | float) else text, FIELD)
+        value = units.parse_count(given, FIELD)
     except InputError:  # '0', '-64', 'nan', '1e400': said as the tokens' refusal says it (wave 18)
         raise InputError(FIELD, whole, f"each phase's batch a positive count; {FORMS}") from None
     if not in_tokens and value != int(value):
@@ -115,11 +120,18 @@ def _batch(text: Any, whole: Any) -> tuple[float, bool]:
 def _phase(item: Any, whole: Any) -> RampPhase:
     """One phase from 'TOKENS:BATCH' text, a [tokens, batch] pair or a mapping."""
     if isinstance(item, RampPhase):  # checked again as its mapping: a hand-built RampPhase(nan, 64, 64) passed the
-        unit = "tok" if item.in_tokens else ""  # Python API unchecked and hung the estimate (wave 18)
-        again = _phase({"tokens": item.tokens, "from": f"{item.start!r}{unit}" if unit else item.start,
-                        "to": f"{item.end!r}{unit}" if unit else item.end}, whole)
-        return RampPhase(again.tokens, again.start, again.end, again.in_tokens, item.given)
+        # Python API unchecked and hung the estimate (wave 18); the batches go in as (value, unit), not as text (a
+        # numpy float's repr 'np.float64(4000000.0)tok' was refused: review of wave 18, S2)
+        unit = bool(item.in_tokens)
+        again = _checked(item.tokens, (item.start, unit), (item.end, unit), "", whole)
+        given = item.given.strip() if isinstance(item.given, str) and len(item.given) <= MAX_RAMP_TEXT else ""
+        try:  # its typed text kept only where it reads as this phase (review S3: '1B:999' was echoed for 1B:64)
+            kept = given if given and _phase(given, whole) == again else ""
+        except InputError:
+            kept = ""
+        return RampPhase(again.tokens, again.start, again.end, again.in_tokens, kept)
     if isinstance(item, dict):
+        item = {key: value for key, value in item.items() if value is not None}  # a null key is unsaid (review N3)
         tokens = item.get("tokens")
         if "from" in item or "to" in item:
             start, end = item.get("from"), item.get("to")
@@ -138,16 +150,30 @@ def _phase(item: Any, whole: Any) -> RampPhase:
         start, _, end = batch.strip().partition("-") if "-" in batch.strip()[1:] else (batch, "", batch)
     else:
         raise InputError(FIELD, whole, FORMS)
+    return _checked(tokens, _batch(start, whole), _batch(end, whole), item.strip() if isinstance(item, str) else "",
+                    whole)
+
+
+def _checked(tokens: Any, low_end: tuple[Any, bool], high_end: tuple[Any, bool], given: str, whole: Any) -> RampPhase:
+    """A phase from its tokens and its two ends, each (batch, in tokens), the batches checked by _batch's rules."""
     try:
         count = units.parse_count(tokens if not isinstance(tokens, str) else tokens.strip(), FIELD)
     except InputError:
         raise InputError(FIELD, whole, f"each phase's tokens a positive count; {FORMS}") from None
-    (low, low_tok), (high, high_tok) = _batch(start, whole), _batch(end, whole)
+    (low, low_tok), (high, high_tok) = (_batch_value(*end, whole) for end in (low_end, high_end))
     if low_tok != high_tok:
         raise InputError(FIELD, whole, "a linear phase gives both ends in one unit (sequences, or tokens: 'tok')")
     if high < low:
         raise InputError(FIELD, whole, "a linear phase grows its batch: FROM-TO with FROM below TO")
-    return RampPhase(count, low, high, low_tok, item.strip() if isinstance(item, str) else "")
+    return RampPhase(count, low, high, low_tok, given)
+
+
+def _shown(phase: RampPhase) -> str:
+    """A hand-built phase as a refusal quotes it: its values' text (its given text is not yet checked)."""
+    try:
+        return phase.text()
+    except (TypeError, ValueError):  # RampPhase('1B', ...): values that are not numbers
+        return f"{phase.tokens}:{phase.start}-{phase.end}"
 
 
 def _long_text(value: str) -> list[str]:
@@ -168,6 +194,8 @@ def parse_batch_ramp(value: Any, info=None) -> tuple[RampPhase, ...]:
         items: Any = T.name(value, info).split(",") if len(value) <= T.MAX_TEXT else _long_text(value)
     elif isinstance(value, list | tuple):
         items = list(value)
+        if items and all(isinstance(item, RampPhase) for item in items):  # a refusal quotes the phases' text, not
+            value = ",".join(_shown(item) for item in items)  # the dataclass repr (review of wave 18, N6)
     else:
         raise InputError(FIELD, value, FORMS)
     if not items or len(items) > MAX_PHASES:
@@ -195,20 +223,19 @@ class BatchRampFields(JobInputs):
             return self
         text = typed_text(self.batch_ramp)
         if not getattr(self, "time_predicted", True):
-            if getattr(self, "mfu", None) == "predicted":  # --gpus, --days and --mfu predicted: the 'give at most
-                return self  # two' refusal (TrainingInputs._two_of_three), not 'give --mfu predicted' (wave 18)
+            if getattr(self, "mfu", None) == "predicted":  # not predicted with --mfu predicted: --gpus and --days
+                raise InputError("gpus/days/mfu", "all three", "give at most two; the third is solved")  # given too:
+                # TrainingInputs._two_of_three's refusal, said here (this validator runs first), not 'give --mfu
+                # predicted' (wave 18; review N5)
             raise InputError(FIELD, text, "is timed by the step model on the chosen layout: give --mfu predicted "
                              "(a given or solved MFU is the run's average already)")
         seq_len = int(getattr(self, "seq_len"))
         steady = self.target_batch(seq_len)  # type: ignore[attr-defined]
-        before = None  # the previous phase: (its text, its last batch in sequences)
-        for phase in self.batch_ramp:
+        for phase in self.batch_ramp:  # phases are lengths in training order; a later phase may run a smaller
+            # batch ('2B:512,1B:64'): Megatron-Core's --step-batch-size-schedule checks only its first threshold 0,
+            # strictly growing thresholds and batches > 0 (num_microbatches_calculator.py@core_v0.18.0 L536-556), so
+            # 512 then 64 runs; the time is a sum over phases, whatever their order (review of wave 18, M1)
             low, high = (x / (seq_len if phase.in_tokens else 1) for x in (phase.start, phase.end))
-            if before is not None and low < before[1]:  # as a linear phase's FROM-TO (wave 18: '2B:512,1B:64')
-                raise InputError(FIELD, text, f"the batch grows from phase to phase, in training order: "
-                                 f"{phase.given or phase.text()} starts at {low:,.6g} sequences, below {before[0]}'s "
-                                 f"{before[1]:,.6g}")
-            before = (phase.given or phase.text(), high)
             if low < 1:
                 raise InputError(FIELD, text, f"each phase's batch holds at least one sequence of --seq-len "
                                  f"{seq_len:,} tokens")

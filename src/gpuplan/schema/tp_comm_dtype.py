@@ -112,11 +112,11 @@ def tp_comm_dtype_assumption(inputs) -> tuple:
     --implementation megatron) or where it was given."""
     from gpuplan.report.model import Assumption
 
-    given = "tp_comm_dtype" in inputs.given
+    dtype = getattr(inputs, "dtype", "bf16")  # stated at the activations' dtype, it is answered as unstated, no line
+    given = "tp_comm_dtype" in inputs.given and inputs.tp_comm_dtype != _wire(dtype)  # (review of wave 18, N1)
     where = (inputs.framework, getattr(inputs, "implementation_name", None)) == FP32_TP_COMM
     if not (given or where):
         return ()
-    dtype = getattr(inputs, "dtype", "bf16")
     value = inputs.tp_comm_dtype or _wire(dtype)
     if value != _wire(dtype):  # wider than the activations: the cast (fp32 under --dtype fp32 is theirs)
         mb = getattr(inputs, "micro_batch", None)

@@ -63,7 +63,8 @@ def _calibration(value: Any, info) -> Any:
     if value is None:
         return value
     if isinstance(value, Calibration):  # checked as its document is: a hand-built NaN factor was refused only later,
-        return calibration_from_dict(calibration_to_dict(value), "calibration")  # as 'wall_seconds' (wave 18)
+        return calibration_from_dict(calibration_to_dict(value), "a Calibration object",  # as 'wall_seconds' (wave
+                                     "a Calibration as `gpuplan calibrate` fits it or load_calibration reads it")  # 18)
     if isinstance(value, dict):
         return calibration_from_dict(value, "calibration")
     if isinstance(value, str):
