@@ -162,15 +162,18 @@ def test_a_cuda_frameworks_option_on_a_tpu_says_to_leave_it_out_not_to_give_a_fr
         assert TrainingInputs(**{**ASK, "pp": 2, "recompute": "full"}).recompute == "full"
 
 
-def test_deepep_and_cuda_graph_scope_none_on_a_tpu_say_what_they_are():
-    """review w16 R4 M2 / S1: --flex-backend pointed to --framework megatron; --cuda-graph-scope none said it
-    'captures CUDA graphs'."""
+def test_flex_backend_and_cuda_graph_scope_on_a_tpu_say_what_they_are():
+    """review w16 R4 M2 / S1: --flex-backend pointed to --framework megatron; --cuda-graph-scope said it 'captures
+    CUDA graphs'. Their defaults (deepep, none) are answered as unstated since the review of wave 18
+    (tests/test_hostile_w18.py); another value is refused saying what it is."""
     with pytest.raises(InputError) as flex:
-        TrainingInputs(**{**ASK, "model": "mixtral-8x7b", "flex_backend": "deepep"})
+        TrainingInputs(**{**ASK, "model": "mixtral-8x7b", "flex_backend": "hybridep"})
     assert "give --framework" not in str(flex.value) and "NVSHMEM" in str(flex.value)
-    with pytest.raises(InputError) as none:
-        TrainingInputs(**{**ASK, "model": "mixtral-8x7b", "cuda_graph_scope": "none"})
-    assert "captures CUDA graphs" not in str(none.value) and "changes nothing" in str(none.value)
+    with pytest.raises(InputError) as scope:
+        TrainingInputs(**{**ASK, "model": "mixtral-8x7b", "cuda_graph_scope": "moe-router"})
+    assert "captures CUDA graphs" not in str(scope.value) and "changes nothing" in str(scope.value)
+    for default in ({"flex_backend": "deepep"}, {"cuda_graph_scope": "none"}):
+        assert TrainingInputs(**{**ASK, "model": "mixtral-8x7b", **default})
 
 
 def test_tp_comm_overlap_answers_on_a_tpu_as_xlas_collective_matmul():

@@ -34,6 +34,7 @@ from dataclasses import replace
 
 from gpuplan.errors import InputError
 from gpuplan.schema.device_rules import FRAMEWORK_OFF_CUDA, accelerator
+from gpuplan.schema.te_kernels import STATED_DEFAULTS
 
 TPU_FRAMEWORK = FRAMEWORK_OFF_CUDA
 """The framework a training ask on a TPU is modelled with when none is stated (module docstring)."""
@@ -42,8 +43,8 @@ CUDA_ONLY_OPTIONS = (
     # (field, the values that name the CUDA mechanism (None: any value given), what it is, what is valid on a TPU)
     ("allocator", None, "sets PyTorch's CUDA caching allocator (PYTORCH_CUDA_ALLOC_CONF expandable_segments)",
      "leave it out (XLA allocates a TPU's buffers itself)"),
-    # 'none' too: it names no mechanism a TPU has, and changes nothing there (generic refuses it on every part for
-    # that reason, schema.te_kernels.check_graph_fields); the line says so rather than "captures" (review w16 R4 S1)
+    # 'none', the default, is answered as unstated (the lead's rule, review w16 R5 S3; generic answers it on every
+    # part since wave 18, schema.te_kernels.STATED_DEFAULTS); another value names graphs a TPU does not capture
     ("cuda_graph_scope", None, "chooses the layers CUDA graphs capture", "leave it out (a TPU captures no CUDA "
      "graphs: 'none' is how every TPU step runs, and changes nothing)"),
     ("full_iteration_graph", (True,), "captures the step in one CUDA graph", "leave it out"),
@@ -54,7 +55,9 @@ CUDA_ONLY_OPTIONS = (
     ("cuda_context_gib", None, "sizes a CUDA context", "leave it out (no CUDA context on a TPU)"),
     ("comm_buffer_gib", None, "sizes NCCL's buffers", "leave it out (XLA runs a TPU's collectives, not NCCL)"),
 )
-"""The options check_tpu_options refuses on a TPU."""
+"""The options check_tpu_options refuses on a TPU, each at a value other than its default (a stated default is
+answered as unstated where nothing reads it: --cuda-context-gib 0.5, --flex-backend deepep, --cuda-graph-scope none;
+review of wave 18)."""
 
 OTHER_FRAMEWORK_OPTIONS = (
     # (field, the values the framework alone takes (None: any value given), the option, its framework, the neighbour
@@ -165,12 +168,18 @@ def _named(value, values) -> bool:
     return value not in (None, False) if values is None else value in values
 
 
+def _stated_otherwise(inputs, name: str) -> bool:
+    """Whether ``name`` holds a value other than its default: the field's (JobInputs.stated_otherwise), or where that
+    is None the unstated reading schema.te_kernels.STATED_DEFAULTS names."""
+    return inputs.stated_otherwise(name) and getattr(inputs, name) != STATED_DEFAULTS.get(name)
+
+
 def check_tpu_options(inputs, gpu) -> None:
     """CUDA_ONLY_OPTIONS and OTHER_FRAMEWORK_OPTIONS given where --gpu is the TPU ``gpu``: one line naming the field
     and what is valid there."""
     given = inputs.model_fields_set
     for name, values, what, valid in CUDA_ONLY_OPTIONS:
-        if name in given and _named(shown := getattr(inputs, name), values):
+        if name in given and _named(shown := getattr(inputs, name), values) and _stated_otherwise(inputs, name):
             raise InputError(name, shown, f"{what}, which a {gpu.name} does not run: {valid}")
     for name, values, what, framework, valid in OTHER_FRAMEWORK_OPTIONS:
         if name in given and _named(shown := getattr(inputs, name), values):
