@@ -227,8 +227,7 @@ def check_data_parallel_only(framework: str, inputs) -> None:
     unread = {"tp_overlap": profile(framework).tp_overlap}  # the framework's own (0): answered as unstated
     for name in TENSOR_PARALLEL_OPTIONS:  # a stated default (--sequence-parallel) is answered: nothing reads it
         value = getattr(inputs, name, None)
-        if name in getattr(inputs, "given", ()) and value not in (type(inputs).model_fields[name].default,
-                                                                  unread.get(name)):
+        if inputs.stated_otherwise(name, unread.get(name)):
             raise InputError(name, value, f"--framework {framework} has no tensor parallelism "
                              f"({rules.data_parallel_engine} trains with data parallelism only): leave it out, or "
                              "give --framework torchtitan / megatron")

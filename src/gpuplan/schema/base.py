@@ -153,11 +153,17 @@ class JobInputs(BaseModel):
         """The fields the user set (the rest are defaults): marks assumptions as set."""
         return frozenset(self.model_fields_set)
 
-    def stated_otherwise(self, name: str) -> bool:
-        """Whether ``name`` was given a value other than its field default: a rule that refuses an option where
-        nothing reads it asks this, so a stated default is answered, as unstated (the lead's rule, review w16 R5
-        S3; wave 18: --lora-rank 16 without adapters, --sequence-parallel under --framework hf were refused)."""
-        return name in self.model_fields_set and getattr(self, name) != type(self).model_fields[name].default
+    def stated_otherwise(self, name: str, unstated: Any = None) -> bool:
+        """Whether ``name`` was given a value other than its default: a rule that refuses an option where nothing
+        reads it asks this, so a stated default is answered, as unstated (the lead's rule, review w16 R5 S3; wave
+        18: --lora-rank 16 without adapters, --sequence-parallel under --framework hf were refused). The default is
+        the field's, and ``unstated`` too where given: the value the option is read as when left out, where the
+        field default is None or another (--flex-backend deepep, infer's --free-gpu-memory-fraction 0.9, the
+        framework's --tp-overlap). The one shape of the rule (review of wave 18, N4)."""
+        if name not in self.model_fields_set:  # first: a rule may ask of a field this job does not have
+            return False
+        value = getattr(self, name)
+        return value != type(self).model_fields[name].default and (unstated is None or value != unstated)
 
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes`` applied and checked again (what was typed for the rest kept, and the text of

@@ -168,18 +168,13 @@ def _named(value, values) -> bool:
     return value not in (None, False) if values is None else value in values
 
 
-def _stated_otherwise(inputs, name: str) -> bool:
-    """Whether ``name`` holds a value other than its default: the field's (JobInputs.stated_otherwise), or where that
-    is None the unstated reading schema.te_kernels.STATED_DEFAULTS names."""
-    return inputs.stated_otherwise(name) and getattr(inputs, name) != STATED_DEFAULTS.get(name)
-
-
 def check_tpu_options(inputs, gpu) -> None:
     """CUDA_ONLY_OPTIONS and OTHER_FRAMEWORK_OPTIONS given where --gpu is the TPU ``gpu``: one line naming the field
     and what is valid there."""
     given = inputs.model_fields_set
     for name, values, what, valid in CUDA_ONLY_OPTIONS:
-        if name in given and _named(shown := getattr(inputs, name), values) and _stated_otherwise(inputs, name):
+        if name in given and _named(shown := getattr(inputs, name), values) \
+                and inputs.stated_otherwise(name, STATED_DEFAULTS.get(name)):
             raise InputError(name, shown, f"{what}, which a {gpu.name} does not run: {valid}")
     for name, values, what, framework, valid in OTHER_FRAMEWORK_OPTIONS:
         if name in given and _named(shown := getattr(inputs, name), values):

@@ -296,7 +296,7 @@ class InferenceInputs(ModelFields):
         if self.search or self.rps is not None or self.tp_degree * self.pp_degree != 1:
             return
         for field, what in (("nccl_gib", "sizes NCCL's buffers"), ("allreduce_latency_us", "times collectives")):
-            if getattr(self, field) not in (None, UNREAD_DEFAULTS.get(field)):
+            if self.stated_otherwise(field, UNREAD_DEFAULTS.get(field)) and getattr(self, field) is not None:
                 raise InputError(field, getattr(self, field), f"{what} between GPUs: with tp x pp = 1 there are none "
                                  "(give --tp or --pp > 1, or leave it out)")
 
@@ -305,7 +305,7 @@ class InferenceInputs(ModelFields):
         refused rather than ignored; its default restated (--sampler auto, --free-gpu-memory-fraction 0.9) is answered
         (the lead's rule, review w16 R5 S3; refused until wave 18)."""
         for name in E.ENGINE_OPTIONS:
-            if self.stated_otherwise(name) and getattr(self, name) not in (None, UNREAD_DEFAULTS.get(name)):
+            if self.stated_otherwise(name, UNREAD_DEFAULTS.get(name)) and getattr(self, name) is not None:
                 why = E.option_refusal(name, self.engine_name)
                 if why:
                     raise InputError(name, getattr(self, name), why)

@@ -101,7 +101,7 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
             raise InputError("ep_dispatcher", "flex", "needs expert parallelism (--ep > 1): with --ep 1 there is no "
                              "all-to-all")
         self._check_compared_recipe()
-        stated = self.flex_backend not in (None, TE.DEFAULT_FLEX_BACKEND)  # deepep, the default: answered
+        stated = self.stated_otherwise("flex_backend", TE.DEFAULT_FLEX_BACKEND)  # deepep, the default: answered
         if stated and self.framework not in TE.MEGATRON_CORE_FRAMEWORKS:  # as train / plan
             raise InputError("flex_backend", self.flex_backend, f"is a Transformer Engine / Megatron-Core path: give "
                              f"--framework megatron (not {self.framework})")
