@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from math import frexp, lcm
+from math import frexp, gcd, lcm
 
 import numpy as np
 
@@ -89,24 +89,48 @@ def worst_split(ranks: int, stride: int, domain: int, whole_hosts: bool = False,
     ``domain`` GPUs: ranks filling the domains in order, or, with ``whole_hosts`` (a domain of several hosts the
     scheduler fills in segments), groups kept whole where they fit and spread evenly otherwise. ``world``: the
     job's ranks (its groups are those that start below it); None = the one communicator is the job (a benchmark:
-    its ranks * stride). The pattern repeats every lcm(ranks * stride, domain) ranks: a larger world is that."""
+    its ranks * stride). The pattern repeats every lcm(ranks * stride, domain) ranks: a larger world is that.
+    ``members`` is built here for the one group asked of (plan --explain's label, one number a domain it spans);
+    the planner's arrays read _worst_shape, which holds no per-domain list."""
+    fewest, spans, most, offset = _worst_shape(ranks, stride, domain, whole_hosts, _world(ranks, stride, domain, world))
+    if offset < 0 or spans <= 1:
+        return DomainSplit(fewest, spans)
+    members = _members_in(offset, stride, ranks, domain, np.arange(spans))
+    return DomainSplit(fewest, spans, tuple(int(c) for c in members))
+
+
+def _world(ranks: int, stride: int, domain: int, world: int | None) -> int:
+    """worst_split's world, cut to one period of the pattern: min(world, lcm(ranks * stride, domain))."""
     block = ranks * stride
-    world = block if world is None else world
-    return _worst_split(ranks, stride, domain, whole_hosts, min(world, lcm(block, domain)))
+    return min(block if world is None else world, lcm(block, domain))
+
+
+def _members_in(offset, stride: int, ranks: int, domain: int, k):
+    """Members of the group whose first rank sits ``offset`` into its domain (offset < domain; ``offset`` an array
+    of one a row against ``k`` of one a column, or numbers) in its k-th domain from its first: of the members
+    offset + i * stride (i < ranks), those in [k * domain, (k + 1) * domain), as the count of members below each
+    bound, ceil((k * domain - offset) / stride) clipped to [0, ranks] (integers, exact)."""
+    def below(domains):  # members below domains x domain: ceil((domains x domain - offset) / stride), clipped
+        return np.clip(-((np.asarray(offset) - domains * domain) // stride), 0, ranks)
+    return below(np.asarray(k) + 1) - below(np.asarray(k))
 
 
 @lru_cache(maxsize=4096)
-def _worst_split(ranks: int, stride: int, domain: int, whole_hosts: bool, world: int) -> DomainSplit:
+def _worst_shape(ranks: int, stride: int, domain: int, whole_hosts: bool, world: int) -> tuple[int, int, int, int]:
+    """(fewest, domains, most, the worst group's offset into its first domain, -1 where no group straddles
+    unevenly) of worst_split, with no array of a group's members or domains (issue 37's planner arrays: a data
+    group of ~10^6 ranks beside tp 1 is ~1.3 x 10^5 domains, its list held in this cache per distinct job)."""
     if divides_evenly(ranks, stride, domain):
-        return _even_split(ranks, stride, domain)
+        found = _even_split(ranks, stride, domain)
+        return found.fewest, found.domains, found.fewest, -1
     if world <= domain:  # the whole job sits in one domain
-        return DomainSplit(ranks, 1)
+        return ranks, 1, ranks, -1
     if whole_hosts:
         cap = domain // stride  # members of one group a domain can hold
         if ranks <= cap:
-            return DomainSplit(ranks, 1)
+            return ranks, 1, ranks, -1
         spans = next(k for k in range(2, ranks + 1) if ranks % k == 0 and ranks // k <= cap)
-        return DomainSplit(ranks // spans, spans)
+        return ranks // spans, spans, ranks // spans, -1
     block = ranks * stride
     # the groups' bases (outer x block + inner, inner < stride) below the world; a group's split depends only on
     # its base modulo the domain (a domain further on is the same split), so each distinct remainder once, in
@@ -114,16 +138,21 @@ def _worst_split(ranks: int, stride: int, domain: int, whole_hosts: bool, world:
     bases = (np.arange(max(world // block, 1))[:, None] * block + np.arange(stride)[None, :]).ravel() % domain
     _, first = np.unique(bases, return_index=True)
     bases = bases[np.sort(first)]
-    where = (bases[:, None] + np.arange(ranks)[None, :] * stride) // domain
-    where -= where[:, :1]  # consecutive domains from 0: stride < domain here
-    spans = where[:, -1] + 1
-    width = int(spans.max())
-    counts = np.bincount((np.arange(len(bases))[:, None] * width + where).ravel(),
-                         minlength=len(bases) * width).reshape(len(bases), width)
-    fewest = np.where(np.arange(width)[None, :] < spans[:, None], counts, ranks).min(axis=1)
+    spans = (bases + (ranks - 1) * stride) // domain + 1  # consecutive domains from the first: stride < domain here
+    # a domain strictly inside the span holds ceil(((k+1) D - o) / s) - ceil((k D - o) / s) members, which depends
+    # only on (k D - o) mod s: its values repeat every s / gcd(D, s) domains, so the first and last domains and one
+    # period of the inner ones give the same fewest and most as every domain (_members_in's count, exact)
+    period = stride // gcd(domain, stride)
+    inner = np.broadcast_to(np.arange(1, period + 1), (len(bases), period))
+    k = np.concatenate([np.zeros((len(bases), 1), np.int64), inner, (spans - 1)[:, None]], axis=1)
+    inside = k < spans[:, None]
+    counts = _members_in(bases[:, None], stride, ranks, domain, k)
+    fewest = np.where(inside, counts, ranks).min(axis=1)
+    most = np.where(inside, counts, 0).max(axis=1)
     worst = int(np.lexsort((-spans, fewest))[0])  # fewest members, then most domains; the first of ties
-    members = tuple(int(c) for c in counts[worst, :spans[worst]])
-    return DomainSplit(int(fewest[worst]), int(spans[worst]), members if len(members) > 1 else ())
+    straddles = spans[worst] > 1
+    return (int(fewest[worst]), int(spans[worst]), int(most[worst]) if straddles else int(fewest[worst]),
+            int(bases[worst]) if straddles else -1)
 
 
 def _is_whole(x):
@@ -169,8 +198,9 @@ def domain_split(ranks, stride, domain: int, whole_hosts: bool = False, world=No
     if not np.any(straddle):  # the common case, no per-layout work (the planner's arrays)
         return None
     if np.ndim(straddle) == 0:
-        found = worst_split(max(int(r), 1), int(s), domain, whole_hosts, int(w))
-        return np.int64(found.fewest), np.float64(found.domains), np.int64(found.most), straddle
+        ranks, stride = max(int(r), 1), int(s)
+        fewest, spans, most, _ = _worst_shape(ranks, stride, domain, whole_hosts, _world(ranks, stride, domain, int(w)))
+        return np.int64(fewest), np.float64(spans), np.int64(most), straddle
     # each distinct (ranks, stride, world) once, on one packed int64 key (as core.row_groups packs its columns)
     rows = np.flatnonzero(straddle.ravel())
     cols = [np.broadcast_to(x, straddle.shape).ravel()[rows].astype(np.int64) for x in (np.maximum(r, 1), s, w)]
@@ -180,12 +210,13 @@ def domain_split(ranks, stride, domain: int, whole_hosts: bool = False, world=No
         _, first, back = np.unique(key, return_index=True, return_inverse=True)
     else:  # a key past int64: the columns themselves
         _, first, back = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_inverse=True)
-    found = [worst_split(int(cols[0][i]), int(cols[1][i]), domain, whole_hosts, int(cols[2][i])) for i in first]
+    found = np.array([_worst_shape(ranks, stride, domain, whole_hosts, _world(ranks, stride, domain, world))[:3]
+                      for ranks, stride, world in zip(*(col[first].tolist() for col in cols))], np.int64)
     fewest, most = np.zeros(straddle.shape, np.int64), np.zeros(straddle.shape, np.int64)
     spans = np.ones(straddle.shape)
-    fewest.ravel()[rows] = np.array([f.fewest for f in found])[np.ravel(back)]
-    spans.ravel()[rows] = np.array([f.domains for f in found], dtype=float)[np.ravel(back)]
-    most.ravel()[rows] = np.array([f.most for f in found])[np.ravel(back)]
+    fewest.ravel()[rows] = found[:, 0][np.ravel(back)]
+    spans.ravel()[rows] = found[:, 1].astype(float)[np.ravel(back)]
+    most.ravel()[rows] = found[:, 2][np.ravel(back)]
     return fewest, spans, most, straddle
 
 
