@@ -327,11 +327,11 @@ def notes(spec, counts, flops: Flops, inputs: TrainingInputs, plan: Plan,
                    "campaigns also spend GPU-hours on restarts, evaluation and slower early configurations "
                    "(the packaged 2022-23 runs used 0.88-2.10x their predicted GPU-hours with the recompute, attention "
                    "kernel and network their sources state; Llama 3.1 "
-                   "405B, DeepSeek-V3 and llm.c's GPT-2 350M / 774M / 1558M, 2024, 0.83-1.09x: docs/accuracy.md); the "
+                   "405B, DeepSeek-V3 and llm.c's GPT-2 350M / 774M / 1558M, 2024, 0.83-1.08x: docs/accuracy.md); the "
                    "budget's failure and checkpoint lines hold part of that (with them and the stated batch ramps and "
-                   "layouts, 12.4% mean over twenty-three held-out runs, predicted low on average; the worst BioMedLM "
-                   "2.7B, -28.2% with its stack read after its -58.4%, llm.c's GPT-2 350M and Llemma 34B, +20.3 / "
-                   "-19.3%: docs/training.md)")
+                   "layouts, 12.2% mean over twenty-three held-out runs, predicted low on average; the worst BioMedLM "
+                   "2.7B, -28.2% with its stack read after its -58.4%, llm.c's GPT-2 350M and MPT-7B, +20.3 / "
+                   "-18.5%: docs/training.md)")
     from gpuplan.adapters.resolve import resolve_gpu
     from gpuplan.core.comm.host_tier import assumed_host_note  # the server of NVLink pairs on PCIe it assumed
 
