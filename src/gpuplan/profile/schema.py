@@ -131,6 +131,7 @@ class TrialInputs(RealModelInputs):
 
         return TrialSettings(model=self.model, layers=self.layers, micro_batch=self.micro_batch or 1,
                              seq_len=self.seq_len, steps=self.steps, warmup=self.warmup, precision=self.precision,
+                             precision_stated="precision" in self.given,
                              recompute=self.recompute or "none", optimizer=self.optimizer, device=self.device,
                              parallelism=self.parallelism,
                              attention="eager" if self.attention_kernel == "eager" else "sdpa",

@@ -61,6 +61,7 @@ def run_trial(settings: TrialSettings, out: str | Path | None = None) -> dict:
     torch, transformers = R.import_backends()
     rt = R.start(torch, settings.device)
     try:
+        settings, choice = _precision(rt, settings)
         parallelism = "none" if rt.world_size == 1 else (
             "fsdp2" if settings.parallelism == "auto" else settings.parallelism)
         usable, usable_how = R.device_memory(rt)
@@ -71,12 +72,28 @@ def run_trial(settings: TrialSettings, out: str | Path | None = None) -> dict:
                               hf_config=measured_config)
         data["environment"]["planned_memory"] = {"usable_bytes": usable, "how": usable_how,
                                                  "estimated_peak_bytes_per_rank": estimate}
+        data["environment"]["precision_choice"] = asdict(choice)
         data["results"]["estimate"] = _estimate(data)
         if out is not None and rt.rank == 0:
             write_json_atomic(out, data)
         return data
     finally:
         rt.close()
+
+
+def _precision(rt, settings: TrialSettings):
+    """The precision this device runs (unstated bf16 on a CPU without native bf16: fp32); warns on stderr
+    where a stated bf16 is emulated."""
+    import sys
+    from dataclasses import replace
+
+    from gpuplan.profile.cpu_precision import choose_precision, cpu_has_native_bf16
+
+    native = cpu_has_native_bf16(rt.torch) if rt.device_type == "cpu" else None
+    choice = choose_precision(settings.precision, settings.precision_stated, rt.device_type, native)
+    if choice.warning and rt.rank == 0:
+        print(f"warning: {choice.warning}", file=sys.stderr)
+    return replace(settings, precision=choice.precision), choice
 
 
 def _measure(rt, transformers, settings: TrialSettings, hf_config: dict, parallelism: str) -> dict:

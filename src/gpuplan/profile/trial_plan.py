@@ -45,6 +45,9 @@ class TrialSettings:
     steps: int = 10
     warmup: int = 3
     precision: str = "bf16"
+    precision_stated: bool = True
+    """False where the user left --precision out: a CPU without native bf16 then runs fp32
+    (gpuplan.profile.cpu_precision)."""
     recompute: str = "none"
     optimizer: str = "adamw"
     device: str = "auto"

@@ -48,6 +48,15 @@ def _estimated(est: dict) -> Section:
     return estimate
 
 
+def _precision_text(precision: str, env: dict) -> str:
+    """The precision that ran and, where gpuplan chose fp32 for it or a stated bf16 is emulated, why (one line;
+    environment.precision_choice, gpuplan.profile.cpu_precision)."""
+    choice = env.get("precision_choice") or {}
+    reason = choice.get("reason") or ""
+    why = choice.get("warning") or (reason if reason.startswith("bf16 is emulated") else "")
+    return f"{precision} ({why})" if why else precision
+
+
 def trial_report(data: dict, written_to: str | None) -> Report:
     env, cfg, res = data["environment"], data["config"], data["results"]
     s = cfg["settings"]
@@ -57,7 +66,7 @@ def trial_report(data: dict, written_to: str | None) -> Report:
         Line("model", "model", cfg["model"], text=f"{cfg['model']} ({summary['num_hidden_layers']} of "
              f"{cfg['config_num_layers']} layers, {summary['num_params']:,} parameters)"),
         Line("shape", "micro-batch x sequence", s["micro_batch"], text=f"{s['micro_batch']} x {s['seq_len']}"),
-        Line("precision", "precision", s["precision"]),
+        Line("precision", "precision", s["precision"], text=_precision_text(s["precision"], env)),
         Line("recompute", "recompute", s["recompute"]),
         Line("optimizer", "optimizer", s["optimizer"]),
         Line("device", "device", env["device_name"],
@@ -73,7 +82,9 @@ def trial_report(data: dict, written_to: str | None) -> Report:
                    "n/a" if env["peak_flops"] is None else f"{env['peak_flops'] / 1e12:.4g} TFLOP/s",
                    env["peak_source"], "--peak-tflops", env["peak_source"] == "--peak-tflops"),
     )
-    notes = [f"measurement written to {written_to}" if written_to else "measurement not written (--out)",
+    why = _precision_text(s["precision"], env)
+    notes = ([f"precision {why}"] if why != s["precision"] else []) + [
+             f"measurement written to {written_to}" if written_to else "measurement not written (--out)",
              "several GPUs or nodes: torchrun --nproc-per-node N -m gpuplan profile MODEL ... (FSDP2; "
              "--parallelism ddp)", "next: gpuplan calibrate FILE... --out calibration.json"]
     return Report("profile", f"Trial run: {cfg['model']}", inputs, assumptions, (measured, estimate), tuple(notes),
