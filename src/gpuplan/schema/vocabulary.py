@@ -226,7 +226,8 @@ AttentionKernel = option(T.choice(*ATTENTION_KERNELS), "flash", "Attention kerne
                          "measured 1.8-2.2x time at s 2,048, Dao 2023 Fig. 4; head dims up to 128) or eager "
                          "(materialised s x s scores).")
 Precision = option(T.choice(*PRECISIONS), "bf16", "Trial precision: bf16 (pure), fp32, or fp32-autocast (fp32 "
-                   "params, bf16 compute).")
+                   "params, bf16 compute). Not given, `profile` on a CPU without native bf16 (no AVX512-BF16 / AMX; "
+                   "torch.cpu.get_capabilities) runs fp32 and says why (profile/cpu_precision.py).")
 Finetune = option(T.choice(*FINETUNES), "full", "full, lora or qlora (a frozen base + adapters: no "
                   "weight-gradient matmuls for the base, its states not trained).")
 LoraRank = option(Degree, 16, "LoRA rank (adapters on every linear layer).")
