@@ -114,11 +114,7 @@ def outside_layer_comm_seconds(release: EngineRelease | None, spec: ModelSpec, t
     (x kernels.PCIE_NCCL_SLOWDOWN over PCIe, as the all-reduces). 0 at TP 1 and for other engines."""
     if release is None or release.engine not in COLLECTIVE_ENGINES or tp <= 1:
         return 0.0
-    gather = 0.0
-    if fabric is not None:
-        part = KR.collective_fabric(fabric, p2p)
-        gather = _all_gather_seconds(rows, spec.vocab_size * 2, tp, part)
-        gather *= KR.PCIE_NCCL_SLOWDOWN if on_pcie(part, tp) else 1.0
+    gather = _all_gather_seconds(rows, spec.vocab_size * 2, tp, fabric, p2p) if fabric is not None else 0.0
     return one_allreduce_s + gather
 
 
@@ -127,17 +123,30 @@ _GATHER_ROWS = 1024
 
 
 @lru_cache(maxsize=256)
-def _gathers_by_row(row_bytes: int, tp: int, fabric: Accelerator) -> np.ndarray:
-    """NCCL's all-gather of 1 .. _GATHER_ROWS rows of ``row_bytes`` over ``tp`` GPUs of ``fabric``, seconds, index =
-    rows - 1: one numpy pass (collective_seconds takes arrays), where one scalar evaluation costs ~0.5 ms and a
-    sizing search asks for every batch on every layout (infer --rps: 3,204 scalar evaluations, +2 s, before)."""
+def _gathers_by_row(row_bytes: int, tp: int, fabric: Accelerator, p2p: bool = True) -> np.ndarray:
+    """NCCL's all-gather of 1 .. _GATHER_ROWS rows of ``row_bytes`` over ``tp`` GPUs of ``fabric`` (with GPU P2P or
+    not: the links are kernels.collective_fabric's, x PCIE_NCCL_SLOWDOWN over PCIe), seconds, index = rows - 1: one
+    numpy pass (collective_seconds takes arrays), where one scalar evaluation costs ~0.5 ms and a sizing search asks
+    for every batch on every layout (infer --rps: 3,204 scalar evaluations, +2 s, before). Keyed on the part as given
+    and ``p2p``, so the collective part (host_path without P2P) is worked out once a (GPU, TP), not at every step:
+    a speculative step's verify and draft forwards each asked it again (tests/test_slow_asks_w16.py)."""
+    part = KR.collective_fabric(fabric, p2p)
     rows = np.arange(1, _GATHER_ROWS + 1, dtype=float)
-    return np.asarray(collective_seconds("all_gather", rows * row_bytes, cluster_for(fabric).group(tp)), dtype=float)
+    seconds = np.asarray(collective_seconds("all_gather", rows * row_bytes, cluster_for(part).group(tp)), dtype=float)
+    return seconds * _slowdown(part, tp)
 
 
-def _all_gather_seconds(rows: float, row_bytes: int, tp: int, fabric: Accelerator) -> float:
-    """NCCL's all-gather producing ``rows`` x ``row_bytes`` over ``tp`` GPUs of ``fabric`` (core.comm.collectives):
-    read from _gathers_by_row for whole rows up to _GATHER_ROWS, else evaluated alone."""
+def _slowdown(part: Accelerator, tp: int) -> float:
+    """kernels.PCIE_NCCL_SLOWDOWN where the TP group's ring runs over PCIe (tp_span.on_pcie), else 1."""
+    return KR.PCIE_NCCL_SLOWDOWN if on_pcie(part, tp) else 1.0
+
+
+def _all_gather_seconds(rows: float, row_bytes: int, tp: int, fabric: Accelerator, p2p: bool = True) -> float:
+    """NCCL's all-gather producing ``rows`` x ``row_bytes`` over ``tp`` GPUs of ``fabric`` (core.comm.collectives,
+    on kernels.collective_fabric(fabric, p2p), x PCIE_NCCL_SLOWDOWN over PCIe): read from _gathers_by_row for whole
+    rows up to _GATHER_ROWS, else evaluated alone."""
     if float(rows).is_integer() and 1 <= rows <= _GATHER_ROWS:
-        return float(_gathers_by_row(int(row_bytes), tp, fabric)[int(rows) - 1])
-    return float(collective_seconds("all_gather", float(rows * row_bytes), cluster_for(fabric).group(tp)))
+        return float(_gathers_by_row(int(row_bytes), tp, fabric, p2p)[int(rows) - 1])
+    part = KR.collective_fabric(fabric, p2p)
+    seconds = float(collective_seconds("all_gather", float(rows * row_bytes), cluster_for(part).group(tp)))
+    return seconds * _slowdown(part, tp)
