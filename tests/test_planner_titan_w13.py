@@ -116,7 +116,10 @@ def test_the_groups_whose_planned_layout_no_run_measured(checks):
 
 def test_validates_line_is_the_checks(checks, monkeypatch):
     """validate's KIND_CARRIED line: one case per group, the reference against the planner's figure, its label
-    counting the groups that rest on no measured layout; the summary's mean over its errors is the table's 6.1%."""
+    counting the groups that rest on no measured layout; the summary's mean over its errors is the table's 6.1%, its
+    bias the table's -0.1% (docs/accuracy.md, each to the printed digit: +-0.05%). The bias was -0.04% (printed
+    -0.0%) until the embedding's and output layer's TP exchanges (core/comm/embedding_tp.py, 31278dd5) slowed the
+    seven tp 2 / tp 4 plans 0.01-0.08% (llama-3.1-8b 64-GPU bf16 7,206.9 -> 7,202.0 tokens/s/GPU): -0.06%."""
     from gpuplan.jobs.validation import planner_carried
 
     monkeypatch.setattr(planner_carried, "carried_checks", lambda: list(checks.values()))
@@ -131,4 +134,4 @@ def test_validates_line_is_the_checks(checks, monkeypatch):
         assert (note == UNMEASURED_NOTE) == (not check.layout_measured)
     errors = [p / m - 1 for _, _, m, p, _, _ in cases]
     assert sum(map(abs, errors)) / 13 == pytest.approx(0.061, abs=0.0005)
-    assert abs(sum(errors) / 13) < 0.0005
+    assert sum(errors) / 13 == pytest.approx(-0.001, abs=0.0005)
