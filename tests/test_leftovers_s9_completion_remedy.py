@@ -31,13 +31,15 @@ def test_the_batch_offered_answers(run_cli, run_json):
     8.8832e11 (dp 4 x micro-batch 5 x 10,843,750 sequences; before that 8.88e11, refused), the completion
     cut-off's batch; review w10 r4 M1 holds it within twice the failure-free time: 6.6816e10 (815,625 granules of
     81,920 tokens), answered 204.66 days with failures on 102.53 failure-free (1.996x; 1.999x since wave 12's step-model
-    commits lengthened the step a little: the same batch, still within 2x)."""
+    commits lengthened the step a little: the same batch, still within 2x). 6.6304e10 (809,375 granules) since
+    31278dd5 charged tp 8's embedding / output-layer exchanges a micro-batch: the step is longer, so the batch within
+    twice the failure-free time is smaller; it answers 206.56 days with failures on 103.42 failure-free (1.997x)."""
     line = field_refusal(run_cli("train", *ASK, "--global-batch-tokens", "9.9e11"), "global_batch_tokens",
                          "completes with failures")
     offered = re.search(r"at most ([\d.e+,]+) tokens a step", line).group(1)
-    assert offered == "6.6816e+10", line
-    assert 6.6816e10 / 81_920 == 815_625
+    assert offered == "6.6304e+10", line
+    assert 6.6304e10 / 81_920 == 809_375
     data = run_json("train", *ASK, "--global-batch-tokens", offered)
     assert data["results"]["gpus"] == 768
     ratio = data["results"]["fail_wall_seconds"] / 86400 / data["results"]["wall_days_with_comm"]
-    assert 1 <= ratio <= 2 and ratio == pytest.approx(1.999, abs=1e-3)
+    assert 1 <= ratio <= 2 and ratio == pytest.approx(1.997, abs=1e-3)

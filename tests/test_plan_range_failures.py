@@ -203,7 +203,10 @@ def test_a_deadline_keeps_only_layouts_that_meet_it_by_their_own_budget():
     65536-262144 --days 2.15` kept 14 ZeRO-0 layouts on 131,072 GPUs whose own budget needs up to 2.35 days with
     failures. Now it reads each row's own 'w/ failures' (the column printed): every layout kept meets 2.15 days
     by its own budget. The deadline is 2.25 days since the embedding's gradient add (W2-A) slowed the short-stage
-    layouts: 2.15 keeps 3 layouts, 2.25 keeps 10."""
+    layouts: 2.15 keeps 3 layouts, 2.25 keeps 10; 8 since 31278dd5 charged the embedding's and output layer's TP
+    exchanges a micro-batch (its search at f25d721c keeps 8 on 131,072 / 262,144 GPUs, the slowest at 2.2377 days;
+    the same at d8bc6048's parent, so not the straddle model): every kept layout still meets the deadline by its
+    own budget, the rule tested)."""
     from gpuplan.jobs.budget.compute import row_days_with_failures
     from gpuplan.jobs.plan.schema import PlanInputs
     from gpuplan.jobs.plan.search import search
@@ -211,7 +214,7 @@ def test_a_deadline_keeps_only_layouts_that_meet_it_by_their_own_budget():
     inputs = PlanInputs(model="llama-3.1-405b", gpu="h100", gpus="65536-262144", days=2.25)
     found = search(inputs)
     own = row_days_with_failures(inputs, found.evaluator, found.table)
-    assert len(found.table) >= 10
+    assert len(found.table) >= 8
     assert all(own(i) <= 2.25 for i in range(len(found.table)))
     assert (found.table["days_with_failures"] <= 2.25).all()
 

@@ -79,8 +79,9 @@ def test_the_widest_range_keeps_its_answer_and_stays_quick(run_json):
     two_bytes = plan_report({"model": "llama-3.1-405b", "gpu": "h100", "gpus": "1-10000000", "grad_dtype": "bf16"})
     assert answer.value("best_gpus") == two_bytes.value("best_gpus") == 131_072
     # 2.09 -> 2.14 since Megatron DDP's embedding-gradient add is charged on the first stage (W2-A: 1 ms a micro-batch
-    # at tp 8 against 2 layers' work a stage) with Bridge's 128 Mi buckets
-    assert two_bytes.value("fail_wall_seconds") / 86_400 == pytest.approx(2.14, abs=0.01)
+    # at tp 8 against 2 layers' work a stage) with Bridge's 128 Mi buckets; 2.14 (2.1365) -> 2.15 (2.1530) since
+    # 31278dd5 charged the vocabulary-parallel embedding's and output layer's TP exchanges a micro-batch at tp 8
+    assert two_bytes.value("fail_wall_seconds") / 86_400 == pytest.approx(2.15, abs=0.01)
     assert two_bytes.value("best_layout").startswith("dp256 tp8 pp32 cp2 ZeRO-1 mb1")
     its_layout_at_4_bytes = run_json("train", "llama-3.1-405b", "--gpu", "h100", "--gpus", "131072", "--tp", "8",
                                      "--pp", "32", "--cp", "2", "--zero", "1", "--micro-batch", "1", "--recompute",
