@@ -332,7 +332,7 @@ def stage_memory_parts(spec: ModelSpec, layout: ParallelLayout, settings: Memory
     temporaries = loss_temp + weight_copies + buckets
     if settings.recompute == "full":  # later in backward: the loss gradient is gone, one layer recomputed
         layer = (A.recomputed_layer_bytes_per_token(spec, settings.seq_len, params.moe_layers, **kw)  # + its input
-                 + settings.partition_activations * per_token * (layout.tp - 1) / params.layers) * tokens \
+                 + settings.partition_activations * per_token * (layout.tp - 1) / np.maximum(params.layers, 1)) * tokens \
             * settings.activation_scale  # whole again under partition_activations (gathered, less its own 1 / tp)
         recomputing = backward_start - loss_temp + layer + fold_temp  # the recomputed layer is a temporary: the
         # printed parts sum to the peak at either moment (an 8B on 8 H100s left 545 MiB out, A8 w14)
