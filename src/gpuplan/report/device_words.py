@@ -11,12 +11,10 @@ Units: none.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
-_GPU_WORD = re.compile(r"\bGPU(?=s?\b)")
-"""'GPU' as a word, alone or in 'GPUs', 'GPU-hours', 'per GPU', 'Per-GPU' (the one tpu_rules rewords lines by)."""
+from gpuplan.schema.tpu_rules import GPU_WORD  # the one word pattern in_device_words rewords the lines by
 
 
 def for_display(report: Any) -> Any:
@@ -29,7 +27,7 @@ def for_display(report: Any) -> Any:
         return report
 
     def w(text):
-        return _GPU_WORD.sub(noun, text) if isinstance(text, str) else text
+        return GPU_WORD.sub(noun, text) if isinstance(text, str) else text
 
     return replace(
         report,

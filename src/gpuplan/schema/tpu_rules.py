@@ -105,8 +105,9 @@ def device_noun(gpu) -> str:
     return "chip" if is_tpu(gpu) else "GPU"
 
 
-_GPU_WORD = re.compile(r"\bGPU(?=s?\b)")
-"""'GPU' as a word, alone or as 'GPUs', 'GPU-hours', 'GPU-days', 'per GPU' (not inside another word)."""
+GPU_WORD = re.compile(r"\bGPU(?=s?\b)")
+"""'GPU' as a word, alone or as 'GPUs', 'GPU-hours', 'GPU-days', 'per GPU' (not inside another word): what
+in_device_words rewords lines by and report.device_words the titles, columns and notes at render time."""
 
 
 def in_device_words(report, gpu):
@@ -122,8 +123,8 @@ def in_device_words(report, gpu):
         return report
 
     def reword(line):
-        shown = line.text or (line.display if _GPU_WORD.search(line.unit) else "")
-        return replace(line, label=_GPU_WORD.sub(noun, line.label), text=_GPU_WORD.sub(noun, shown))
+        shown = line.text or (line.display if GPU_WORD.search(line.unit) else "")
+        return replace(line, label=GPU_WORD.sub(noun, line.label), text=GPU_WORD.sub(noun, shown))
 
     return replace(report, device_noun=noun, inputs=tuple(reword(line) for line in report.inputs),
                    sections=tuple(replace(s, lines=tuple(reword(line) for line in s.lines)) for s in report.sections))
