@@ -7,6 +7,7 @@ from helpers import serving_cases_by_id
 
 from gpuplan.catalog import load_accelerator, load_model
 from gpuplan.core.serving import first_token_path as FT
+from gpuplan.core.serving import graph_floor as GF
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving.releases import parse_release
@@ -38,24 +39,24 @@ def test_deepseek_b200_counts():
     assert LK.issued_kernels(spec, SGLANG, b200, "fp8", tokens=5057, tp=8) == pytest.approx(1748 / 61 + 4, rel=REL)
     # the floor: 4.267 us x 24.705 = 105.4 us a layer (general rule: 4.267 x 14.803 = 63.2 us)
     scale = LK.graph_floor_scale(spec, SGLANG, b200, "fp8", tp=8)
-    assert KR.graph_layer_seconds_of(SGLANG, spec) * scale == pytest.approx(KERNEL * 1507 / 61, rel=REL)
+    assert GF.graph_layer_seconds_of(SGLANG, spec) * scale == pytest.approx(KERNEL * 1507 / 61, rel=REL)
 
 
 def test_other_paths_keep_the_general_rule():
     """Hopper DeepSeek, bf16 DeepSeek on a B200, other engines: no table entry, the general rule."""
     spec = load_model("deepseek-v3")
-    general = KR.graph_kernels_per_layer(spec, "sglang")
+    general = GF.graph_kernels_per_layer(spec, "sglang")
     assert LK.graph_kernels(spec, SGLANG, _gpu((9, 0)), "fp8") == general
     assert LK.graph_kernels(spec, SGLANG, _gpu((10, 0)), "bf16") == general
-    assert LK.graph_kernels(spec, parse_release("vllm==0.11"), _gpu((10, 0)), "fp8") == KR.graph_kernels_per_layer(
+    assert LK.graph_kernels(spec, parse_release("vllm==0.11"), _gpu((10, 0)), "fp8") == GF.graph_kernels_per_layer(
         spec, "vllm")
 
 
 def test_the_confirmations_equal_the_general_rule():
     """The two paths counted to check the general rule: SGLang's Llama layer on an A100 (11) and vLLM
     0.9.1's Qwen3 layer (11 + 2 q/k norms = 13)."""
-    assert LK.SGLANG_DENSE_A100.issued == KR.graph_kernels_per_layer(load_model("llama-3.1-70b"), "sglang")
-    assert LK.VLLM_091_QWEN3.issued == KR.graph_kernels_per_layer(load_model("qwen3-14b"), "vllm")
+    assert LK.SGLANG_DENSE_A100.issued == GF.graph_kernels_per_layer(load_model("llama-3.1-70b"), "sglang")
+    assert LK.VLLM_091_QWEN3.issued == GF.graph_kernels_per_layer(load_model("qwen3-14b"), "vllm")
     assert LK.issued_kernels(load_model("qwen3-14b"), parse_release("vllm==0.9.1"), tp=1) == 13
 
 
@@ -76,7 +77,7 @@ def test_tp_1_counts_the_norms_in_both_rules():
     spec, b200 = load_model("gpt-oss-120b"), _gpu((10, 0))
     assert LK.graph_kernels(spec, SGLANG, b200, "mxfp4", tp=1) == 13
     assert LK.issued_kernels(spec, SGLANG, b200, "mxfp4", tokens=1, tp=1) == 10
-    assert KR.graph_layer_seconds_of(SGLANG, spec) * LK.graph_floor_scale(spec, SGLANG, b200, "mxfp4", 1) == (
+    assert GF.graph_layer_seconds_of(SGLANG, spec) * LK.graph_floor_scale(spec, SGLANG, b200, "mxfp4", 1) == (
         pytest.approx(KERNEL * 13, rel=REL))
     assert LK.graph_kernels(load_model("deepseek-v3"), SGLANG, b200, "fp8", tp=1) == pytest.approx(1507 / 61 + 2,
                                                                                                  rel=REL)

@@ -12,6 +12,7 @@ import pytest
 from helpers import one_line_refusal
 
 from gpuplan.core.serving import first_token_path as FT
+from gpuplan.core.serving import graph_floor as GF
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving.releases import parse_release
 from gpuplan.jobs.inference.estimate import estimate_inference
@@ -67,7 +68,7 @@ def test_release_rules():
     from gpuplan.catalog import load_model
 
     dense = load_model("llama-3.1-8b")
-    floor = {t: KR.graph_layer_seconds_of(parse_release(t), dense) for t in
+    floor = {t: GF.graph_layer_seconds_of(parse_release(t), dense) for t in
              ("vllm==0.2.5", "vllm==0.2.7", "vllm==0.10.1", "sglang==0.5.3", "trtllm==1.0")}
     assert floor == {"vllm==0.2.5": 0.0, "vllm==0.2.7": pytest.approx(LAYER, rel=1e-12),
                      "vllm==0.10.1": pytest.approx(LAYER, rel=1e-12), "sglang==0.5.3": pytest.approx(LAYER, rel=1e-12),
@@ -277,11 +278,11 @@ def test_sglang_pays_the_floor_a_kernel_of_its_layers():
 
 
 def test_floor_assumption_text_follows_the_constants(monkeypatch):
-    """The answer's kernel_floor source is formatted from kernels.GRAPH_KERNEL_S and GRAPH_KERNELS_DENSE (review
+    """The answer's kernel_floor source is formatted from graph_floor.GRAPH_KERNEL_S and GRAPH_KERNELS_DENSE (review
     wave 7 r1, item 8; the rate a kernel since w17 ME): a refit cannot leave the text at 4.267 us / 11."""
     assert "4.267 us a kernel" in _report(engine="vllm==0.29").assumption("kernel_floor").source
-    monkeypatch.setattr(KR, "GRAPH_KERNEL_S", 4e-6)
-    monkeypatch.setattr(KR, "GRAPH_KERNELS_DENSE", 12)
+    monkeypatch.setattr(GF, "GRAPH_KERNEL_S", 4e-6)
+    monkeypatch.setattr(GF, "GRAPH_KERNELS_DENSE", 12)
     assert "4.000 us a kernel" in _report(engine="vllm==0.29").assumption("kernel_floor").source
     assert "32 layers x 48.0 us + 23 kernels outside them x 4.00 us" in _report(
         engine="trtllm==1.0").assumption("kernel_floor").source

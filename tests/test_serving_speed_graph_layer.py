@@ -9,7 +9,6 @@ from helpers import serving_cases_by_id as _cases
 from helpers import serving_rows_by_id as _rows
 
 from gpuplan.core.serving import graph_floor as GF
-from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import setup as SU
 from gpuplan.jobs.validation import inference as I
 
@@ -27,8 +26,8 @@ def test_default_and_the_other_engines_prior():
     Efficiency leaves it None); 0 for llama.cpp / MLC / ExLlama, whose bandwidth prior (0.65) was read
     from whole measured steps; an eager layer keeps its 80 us launch time."""
     assert SU.Efficiency().graph_layer_s is None
-    assert KR.VLLM_GRAPH_LAYER_S == pytest.approx(11 * KERNEL, rel=1e-12)
-    assert KR.GRAPH_KERNEL_S == pytest.approx(4.26667e-6, rel=1e-5)
+    assert GF.VLLM_GRAPH_LAYER_S == pytest.approx(11 * KERNEL, rel=1e-12)
+    assert GF.GRAPH_KERNEL_S == pytest.approx(4.26667e-6, rel=1e-5)
     assert SU.Efficiency().layer_launch_s == pytest.approx(80e-6)
     assert SU.OTHER_ENGINES.graph_layer_s == 0.0
 

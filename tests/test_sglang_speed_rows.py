@@ -180,17 +180,17 @@ def test_the_graph_floor_counts_the_kernels_of_the_layer():
     second stream beside q_norm under graph capture (qwen3_moe.py@0.5.3 L382-390), 1 on the critical path,
     16 kernels, 16 x 4.2667 = 68.27 us a layer, 94 of them 6.417 ms a decode step; vLLM 0.19 runs the two
     serially (qwen3_moe.py L349 / L353), 17. Llama-3.1-70B's dense layers 11, 80 x 46.93 us = 3.755 ms."""
-    from gpuplan.core.serving import kernels as KR
+    from gpuplan.core.serving import graph_floor as GF
     from gpuplan.core.serving.releases import parse_release
 
     qwen = I._model_of({"model": "qwen3-235b-a22b"})
     llama = I._model_of({"model": "llama-3.1-70b"})
-    assert KR.graph_kernels_per_layer(qwen, "sglang") == 16 and KR.graph_kernels_per_layer(qwen, "vllm") == 17
-    assert KR.graph_kernels_per_layer(llama, "sglang") == 11
+    assert GF.graph_kernels_per_layer(qwen, "sglang") == 16 and GF.graph_kernels_per_layer(qwen, "vllm") == 17
+    assert GF.graph_kernels_per_layer(llama, "sglang") == 11
     sglang = parse_release("sglang==0.5.6")
     kernel = 32 * 50e-6 / (32 * 11 + 23)
-    assert KR.graph_layer_seconds_of(sglang, qwen) == pytest.approx(kernel * 16, rel=1e-12)
-    assert KR.graph_layer_seconds_of(parse_release("vllm==0.19"), qwen) == pytest.approx(kernel * 17, rel=1e-12)
+    assert GF.graph_layer_seconds_of(sglang, qwen) == pytest.approx(kernel * 16, rel=1e-12)
+    assert GF.graph_layer_seconds_of(parse_release("vllm==0.19"), qwen) == pytest.approx(kernel * 17, rel=1e-12)
     rows = _rows("online")
     e = rows["sglang056-qwen3-235b-a22b-tp8-b200-1000-1000-c1"]
     _, decode = I._served_request(e, 38, 144)

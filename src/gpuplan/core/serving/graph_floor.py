@@ -1,6 +1,6 @@
 """The small-kernel floor of a CUDA-graph step (GPU time beyond its kernels' roofline): the rate a kernel, fitted
 once on vLLM V1 rows with their out-of-layer kernels counted (GRAPH_KERNEL_S), and the kernels a layer each engine
-runs. Moved out of kernels.py (which re-exports these names) in wave 17 (review w17 ME). Units: kernels, seconds.
+runs. Moved out of kernels.py in wave 17 (review w17 ME). Units: kernels, seconds.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ VLLM_GRAPHS_SINCE = (0, 2, 6)
 
 GRAPH_FIT_LAYERS = 32
 """Decoder layers of Llama-3.1-8B, the model of the floor's fit rows."""
+GRAPH_KERNELS_DENSE = 11
+"""Kernels a dense (Llama) layer runs on a graph step (VLLM_GRAPH_LAYER_S's docstring names them)."""
 GRAPH_FIT_LAYER_S = 50e-6
 """The fitted floor a dense layer, as fitted: GPU time per decoder layer of a vLLM step that replays a CUDA graph,
 beyond its kernels' roofline, by grid (5 us steps) on vllm PR 23197's four Llama-3.1-8B TP 1 H100 rows (vLLM 0.10 V1
@@ -26,20 +28,17 @@ GRAPH_KERNEL_S is the rate the same fit gives a kernel (review w17 ME S1)."""
 VLLM_OUTSIDE_KERNELS = total(VLLM_V1_OUTSIDE, 1)
 """vLLM 0.10.1 V1's kernels outside the layers on the fit rows' steps (TP 1, batch 1): 23."""
 
-GRAPH_KERNEL_S = GRAPH_FIT_LAYER_S * GRAPH_FIT_LAYERS / (GRAPH_FIT_LAYERS * 11 + VLLM_OUTSIDE_KERNELS)
+GRAPH_KERNEL_S = GRAPH_FIT_LAYER_S * GRAPH_FIT_LAYERS / (GRAPH_FIT_LAYERS * GRAPH_KERNELS_DENSE + VLLM_OUTSIDE_KERNELS)
 """The small-kernel floor a kernel, seconds: 1.6 ms / (32 x 11 + 23) = 1.6 ms / 375 = 4.267 us. A replayed graph has
 no launch cost, but each small kernel takes a few us whatever few bytes it moves (their roofline time at batch 1 is
 well under 1 us). The fit rows are unchanged by construction (32 x 11 + 23 kernels x 4.267 us = 1.6 ms); every
 graphed engine pays its own count outside the layers at this rate (outside_layers). GPU time, not host time."""
 
-VLLM_GRAPH_LAYER_S = GRAPH_KERNEL_S * 11
+VLLM_GRAPH_LAYER_S = GRAPH_KERNEL_S * GRAPH_KERNELS_DENSE
 """A dense (Llama) layer's floor, 11 x 4.267 = 46.93 us: a Llama layer runs 11 kernels (vLLM 0.19: 8 in the graph
 pieces, fused add + RMSNorm twice, QKV, rotary, o_proj, gate_up, SiLU-and-mul, down, and the cache write, attention
 and split-KV combine between them; scripts/graph_nodes_check.py)."""
 
-
-GRAPH_KERNELS_DENSE = 11  # the count above
-"""Kernels of a dense (Llama) layer's graph step that VLLM_GRAPH_LAYER_S covers (its docstring's count)."""
 GRAPH_KERNELS_MOE_EXTRA = 4
 """An MoE block's kernels beyond a dense MLP's three (gate_up, activation, down): router GEMM, top-k,
 align, w13, activation, w2, sum = 7 (SGLang 0.5.3 qwen3_moe.py L164-166, fused_moe.py

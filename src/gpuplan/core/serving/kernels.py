@@ -16,9 +16,7 @@ from gpuplan.core.comm.volumes import all_reduce_time
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving.engines import sglang_defaults
-from gpuplan.core.serving.graph_floor import (  # noqa: F401  (re-exported: moved there in w17 ME)
-    GRAPH_KERNEL_S, GRAPH_KERNELS_DENSE, GRAPH_KERNELS_MOE_EXTRA, GRAPH_KERNELS_QK_NORM, VLLM_GRAPH_LAYER_S,
-    VLLM_GRAPHS_SINCE, graph_kernels_per_layer, graph_layer_seconds_of)
+from gpuplan.core.serving.graph_floor import VLLM_GRAPHS_SINCE
 from gpuplan.core.serving.releases import (CUSTOM_ALLREDUCE_MAX_BYTES, VLLM_V1_SINCE, EngineRelease,
                                            graph_capture_sizes, own_allreduce_max_bytes, reads_019_allreduce)
 from gpuplan.core.comm.topology import cluster_for

@@ -9,12 +9,12 @@ those). One count serves two rules, so they cannot disagree:
   all-reduces) x its per-launch host time.
 - ``graph``: the kernels on the critical path of a CUDA-graph decode step of that layer (a library
   call counted by the kernels it runs; work forked onto a second stream under graph capture counted
-  once, the longer branch). kernels.graph_layer_seconds_of's floor is VLLM_GRAPH_LAYER_S x graph /
-  GRAPH_KERNELS_DENSE (~4.5 us a kernel).
+  once, the longer branch). graph_floor.graph_layer_seconds_of's floor is GRAPH_KERNEL_S x graph
+  (4.267 us a kernel).
 
 Sources: the sglang 0.5.6 wheel (python/sglang/srt/...), flashinfer-python 0.5.3 (sglang 0.5.6's pin,
 its METADATA: flashinfer_python==0.5.3; data/csrc/...) and the vllm 0.9.1 wheel, cited file@version:line.
-Where no entry matches, the counting rule of kernels.graph_kernels_per_layer stands (it is the count
+Where no entry matches, the counting rule of graph_floor.graph_kernels_per_layer stands (it is the count
 below for a bf16 dense layer in SGLang 0.5.6 and for Qwen3 in vLLM 0.9.1: SGLANG_DENSE_A100, VLLM_091_QWEN3).
 """
 
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.serving import graph_floor as GF
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving.releases import EngineRelease
 
@@ -129,7 +130,7 @@ GPT_OSS_SM100 = LayerKernels(
 
 # --- confirmations of the general rule ------------------------------------------------------------
 # Citations only: no rule reads these two (the general rule gives the same counts); tests/test_layer_kernels.py
-# checks that they stay equal to kernels.graph_kernels_per_layer.
+# checks that they stay equal to graph_floor.graph_kernels_per_layer.
 SGLANG_DENSE_A100 = LayerKernels(
     issued=11, graph=11,
     source="Llama on A100 (attention flashinfer): models/llama.py@v0.5.6 L188-199, L253-272: input fused add + "
@@ -235,13 +236,13 @@ def _mean(pair: tuple[LayerKernels, LayerKernels], spec: ModelSpec, attr: str) -
 def graph_kernels(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None = None,
                   fmt_name: str = "bf16", *, tp: int = 1, tokens: float = 1.0) -> float:
     """Mean kernels a layer of a CUDA-graph decode step of ``tokens`` tokens runs on its critical path, all-reduces
-    apart: the table's where it has the path, else kernels.graph_kernels_per_layer, plus SGLang's Qwen3 q copy at two
+    apart: the table's where it has the path, else graph_floor.graph_kernels_per_layer, plus SGLang's Qwen3 q copy at two
     tokens or more (qk_reshape_copies; k's runs on the alternate stream: at most 1; review w14 R1 S1). Where the
     table's path fuses the norms into the all-reduces, a step without TP runs the two add + RMSNorm kernels
     (_norms_apart: issued_kernels' rule; a graph step is never past NORMS_IN_ALLREDUCE_MAX_TOKENS)."""
     pair = table_entry(spec, release, fabric, fmt_name, prefill=False)
     if pair is None:
-        return KR.graph_kernels_per_layer(spec, release.engine) + min(1, qk_reshape_copies(spec, release, tokens, tp))
+        return GF.graph_kernels_per_layer(spec, release.engine) + min(1, qk_reshape_copies(spec, release, tokens, tp))
     return _mean(pair, spec, "graph") + (2 if _norms_apart(tp, 1.0) else 0)
 
 
@@ -255,15 +256,15 @@ def issued_kernels(spec: ModelSpec, release: EngineRelease, fabric: Accelerator 
                    fmt_name: str = "bf16", *, prefill: bool = True, tokens: float = 1.0, tp: int = 1) -> float:
     """Mean launches the host issues a layer of an eager forward of ``tokens`` tokens, all-reduces
     included (kernels.allreduces_per_layer at tp > 1): the table's where it has the path, else the
-    general rule, kernels.graph_kernels_per_layer with q and k normed by two launches (under graph
+    general rule, graph_floor.graph_kernels_per_layer with q and k normed by two launches (under graph
     capture SGLang forks k_norm onto a second stream; eagerly both run: qwen3_moe.py@v0.5.6:373-386), plus
     SGLang's Qwen3 per-head reshape copies at two tokens or more (qk_reshape_copies).
     Where the path fuses the norms into the all-reduces (NORMS_IN_ALLREDUCE_MAX_TOKENS), a step of more
     tokens, or one without TP, issues the two add + RMSNorm kernels again."""
     pair = table_entry(spec, release, fabric, fmt_name, prefill)
     if pair is None:
-        extra = 2 - KR.GRAPH_KERNELS_QK_NORM.get(release.engine, 2) if spec.attention.qk_norm != "none" else 0
-        count = KR.graph_kernels_per_layer(spec, release.engine) + extra + qk_reshape_copies(spec, release, tokens, tp)
+        extra = 2 - GF.GRAPH_KERNELS_QK_NORM.get(release.engine, 2) if spec.attention.qk_norm != "none" else 0
+        count = GF.graph_kernels_per_layer(spec, release.engine) + extra + qk_reshape_copies(spec, release, tokens, tp)
     else:
         count = _mean(pair, spec, "issued") + (2 if _norms_apart(tp, tokens) else 0)
     return count + (KR.allreduces_per_layer(spec, release) if tp > 1 else 0)
@@ -271,7 +272,7 @@ def issued_kernels(spec: ModelSpec, release: EngineRelease, fabric: Accelerator 
 
 def graph_floor_scale(spec: ModelSpec, release: EngineRelease, fabric: Accelerator | None, fmt_name: str,
                       tp: int = 1, tokens: float = 1.0) -> float:
-    """graph_kernels / kernels.graph_kernels_per_layer at ``tokens`` a step: how much the table's count (and SGLang's
+    """graph_kernels / graph_floor.graph_kernels_per_layer at ``tokens`` a step: how much the table's count (and SGLang's
     Qwen3 q copy) moves the general rule's floor (1 where neither applies)."""
     return (graph_kernels(spec, release, fabric, fmt_name, tp=tp, tokens=tokens)
-            / KR.graph_kernels_per_layer(spec, release.engine))
+            / GF.graph_kernels_per_layer(spec, release.engine))

@@ -18,6 +18,7 @@ from gpuplan.core.model.flops import (
 from gpuplan.core.hardware import Accelerator
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.serving import first_token_path as FT
+from gpuplan.core.serving import graph_floor as GF
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import lora as L
@@ -163,7 +164,7 @@ def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec, fabric: Accelerato
     if given is not None:
         return given
     release = setup.runtime.release
-    return KR.graph_layer_seconds_of(release, spec) * LK.graph_floor_scale(spec, release, fabric, setup.fmt.name, tp,
+    return GF.graph_layer_seconds_of(release, spec) * LK.graph_floor_scale(spec, release, fabric, setup.fmt.name, tp,
                                                                               tokens)
 
 

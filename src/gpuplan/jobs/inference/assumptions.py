@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpuplan.core.serving import engines as E
 from gpuplan.core.serving import first_token_path as FT
+from gpuplan.core.serving import graph_floor as GF
 from gpuplan.core.serving import kernels as KR
 from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import marlin as MG
@@ -13,7 +14,6 @@ from gpuplan.core.serving import prompt_tokenize as PT
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
 from gpuplan.core.serving import spec_runner as SR
-from gpuplan.core.serving.graph_floor import VLLM_OUTSIDE_KERNELS
 from gpuplan.core.serving.releases import allreduce_dtype, reads_019_allreduce
 from gpuplan.core.units import format_usd
 from gpuplan.jobs.inference.inputs_graphs import launch_is_read
@@ -200,18 +200,18 @@ def _kernel_floor_assumption(plan: Plan, u, tp: int, tokens: float = 1.0) -> Ass
     elif plan.setup.efficiency.graph_max_tokens <= 0:
         source = f"{release.label} as set up: every step runs eagerly (its launches: the host-time line)"
     elif value > 0:
-        source = (f"{KR.GRAPH_KERNEL_S * 1e6:.3f} us a kernel, {kernels:g} kernels a layer here ({tokens:g}-token "
+        source = (f"{GF.GRAPH_KERNEL_S * 1e6:.3f} us a kernel, {kernels:g} kernels a layer here ({tokens:g}-token "
                   "step), and the engine's kernels outside the layers at that rate; fitted on vllm PR 23197's four "
                   "Llama-3.1-8B TP 1 rows (vLLM V1: 50 us a layer over 32 x 11 layer + 23 outside kernels); held out: V0's decode graphs (vllm PR 2192) and SGLang's "
                   "(its cookbook's concurrency-1 runs: same kernels a layer), docs/inference.md section 5")
     else:  # 0 for lack of data, not a measured difference: say what the batch-1 gap to vLLM owes to it
-        layer_s = KR.GRAPH_KERNEL_S * KR.GRAPH_KERNELS_DENSE
-        vllm = plan.spec.num_layers * layer_s + VLLM_OUTSIDE_KERNELS * KR.GRAPH_KERNEL_S  # + vLLM's outside the layers
+        layer_s = GF.GRAPH_KERNEL_S * GF.GRAPH_KERNELS_DENSE
+        vllm = plan.spec.num_layers * layer_s + GF.VLLM_OUTSIDE_KERNELS * GF.GRAPH_KERNEL_S  # + vLLM's outside the layers
         per_layer = f"{layer_s * 1e6:.1f} us"
         source = (f"{release.label}: 0 for lack of data (no {release.engine} row measures it; vLLM's {per_layer} was "
                   f"fitted on vLLM V1 only): the engine gap to vLLM at batch 1 is unmeasured here, {vllm * 1e3:.1f} "
-                  f"ms a decode step of it ({plan.spec.num_layers} layers x {per_layer} + {VLLM_OUTSIDE_KERNELS} kernels "
-                  f"outside them x {KR.GRAPH_KERNEL_S * 1e6:.2f} us) is this term alone")
+                  f"ms a decode step of it ({plan.spec.num_layers} layers x {per_layer} + {GF.VLLM_OUTSIDE_KERNELS} kernels "
+                  f"outside them x {GF.GRAPH_KERNEL_S * 1e6:.2f} us) is this term alone")
     shown = "none (no CUDA graphs)" if plan.setup.efficiency.graph_max_tokens <= 0 else (
         f"{value * 1e6:.0f} us a layer" if value > 0 else "none (0 us a layer)")
     return Assumption("kernel_floor", "CUDA-graph step: small kernels' GPU time per layer beyond the roofline",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gpuplan.core.serving import memory as M
 from gpuplan.core.serving import profile as P
-from gpuplan.core.serving.kernels import VLLM_GRAPHS_SINCE
+from gpuplan.core.serving.graph_floor import VLLM_GRAPHS_SINCE
 from gpuplan.core.serving.releases import (VLLM_V1_SINCE, allreduce_dtype, fused_token_limit, graph_allreduce_path,
                                            reads_019_allreduce, registered_graph_addresses)
 from gpuplan.core.units import format_bytes, plural
