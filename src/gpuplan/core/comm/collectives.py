@@ -170,10 +170,10 @@ def _protocol_bus(bus, proto: int, links):
 
 def _ring_parts(kind: str, size, links):
     """What a ring's three protocols share (issue 39: computed once per collective, not per protocol):
-    (multi-domain mask, g <= 1 mask, raw bus bandwidth before the protocol, bytes each rank moves,
-    intra-domain steps, inter-domain steps)."""
-    n, g, k = _arr(links.ranks), _arr(links.per_node if links.most is None else links.most), _arr(links.nodes)
-    multi = k > 1  # g: the longest NVLink chain (a straddling group's most members a domain, GroupLinks.most)
+    (multi-domain mask, one-rank-a-domain mask (n <= k: NCCL's ppn = nRanks / nNodes of 1), raw bus bandwidth before
+    the protocol, bytes each rank moves, intra-domain steps, inter-domain steps)."""
+    n, g, k = _arr(links.ranks), _arr(links.chain), _arr(links.nodes)
+    multi = k > 1  # g: the longest NVLink chain (GroupLinks.chain: a straddling group's most members a domain)
     nvlink_bound = np.where(multi & (g > 1), links.intra * g / np.maximum(g - 1, 1), links.intra)
     nvlink_bound = np.where(multi & (g <= 1), np.inf, nvlink_bound)
     raw = np.minimum(nvlink_bound, np.where(multi, links.net, np.inf))
@@ -204,7 +204,7 @@ def _ring(kind: str, size, links, proto: int, parts=None):
 
 def _tree_algbw(size, links, proto: int, across):
     """Tree all-reduce algorithm bandwidth given the across-domain rate ``across``."""
-    g = _arr(links.per_node if links.most is None else links.most)  # the longest chain (GroupLinks.most)
+    g = _arr(links.chain)  # the longest chain (GroupLinks.chain)
     chain = np.where(g > 1, links.intra / 2, np.inf)
     alg = TREE_FACTOR * np.minimum(across, chain)
     if proto == 0:
@@ -217,7 +217,7 @@ def _tree_algbw(size, links, proto: int, across):
 def _tree(size, links, proto: int):
     """(seconds, bus bandwidth, seconds as NCCL's tuner estimates them) of the tree all-reduce
     (several domains only)."""
-    n, g, k = _arr(links.ranks), _arr(links.per_node if links.most is None else links.most), _arr(links.nodes)
+    n, g, k = _arr(links.ranks), _arr(links.chain), _arr(links.nodes)
     alg = _tree_algbw(size, links, proto, links.net / tree_busiest_domain_load(k))
     tuner = _tree_algbw(size, links, proto, np.where(k <= 2, links.net, links.net / 2))
     intra_lat = intra_us(HW_US, links, "tree", proto)

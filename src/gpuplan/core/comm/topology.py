@@ -99,6 +99,12 @@ class GroupLinks:
     """Where the group straddles domains it does not divide evenly, its slowest group's members per domain
     ('over 6-GPU domains: 2 + 2', core.comm.group_geometry.split_label; scalar groups only): plan --explain's link."""
 
+    @property
+    def chain(self):
+        """The longest NVLink chain of the slowest group: ``most`` where it straddles domains unevenly, else
+        per_node (the ring's NVLink bound and the tree's intra steps, core.comm.collectives)."""
+        return self.per_node if self.most is None else self.most
+
 
 @dataclass(frozen=True)
 class Cluster:
