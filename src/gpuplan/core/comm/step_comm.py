@@ -84,8 +84,8 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
     ``output_pass``: seconds of one pass of the output layer's GEMM a micro-batch (core.comm.embedding_tp)."""
     tokens = micro_batch * settings.seq_len / cp
     h = spec.hidden_size
-    act_bytes = tokens * h * TPD.activation_bytes(settings.dtype)  # 4 B an element under --dtype fp32 / tf32
-    width = TPD.activation_bytes(settings.dtype)
+    width = TPD.activation_bytes(settings.dtype)  # 4 B an element under --dtype fp32 / tf32
+    act_bytes = tokens * h * width
     wide = TPD.widened(act_bytes, settings.tp_comm_bytes, width)  # x 2 under GPT-NeoX's fp32_allreduce
     group, seconds = _tp_seconds(cluster, tp, wide)
     costs = [_tp_cost(spec, cluster, settings, tp, micro_batches, layers, act_bytes, wide, group, seconds)]

@@ -254,14 +254,13 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
         cp=cp, stage_layers=paced_layers)
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
     trained = trained_params_per_gpu(spec, settings, tp, pp, ep)  # full: the local parameters; LoRA: the adapters
+    mb_tokens = micro_batch * settings.seq_len / cp  # per micro-batch: the output GEMM's and core.time.moe_host's
     costs = step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
                                micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
                                layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
                                t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases,
                                attention_forward_share=attention_forward_share(spec, cluster.gpu, settings, tp),
-                               output_pass=output_gemm_pass_seconds(spec, cluster.gpu, settings, tp,
-                                                                    micro_batch * settings.seq_len / cp))
-    mb_tokens = micro_batch * settings.seq_len / cp  # core.time.moe_host, per micro-batch (the routed GEMMs: its syncs)
+                               output_pass=output_gemm_pass_seconds(spec, cluster.gpu, settings, tp, mb_tokens))
     routed_forward = (mb_tokens * routed_seconds_per_token(spec, cluster.gpu, settings, mb_tokens, tp, ep)
                       if settings.moe_launch == "eager" else 0.0)  # read only under eager launch (moe_host)
     t_host = stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed_forward=routed_forward)
