@@ -76,11 +76,14 @@ class MemoryInputs(ModelFields, LayoutFields, SetupFields):
         from gpuplan.schema.device_rules import accelerator
 
         dtype = RECIPE_COMPUTE_DTYPE.get(self.recipe_name)
-        parts = ((name, accelerator(name)) for name in (self.compare if "compare" in self.given and dtype else ()))
-        for name, part in ((n, p) for n, p in parts if p is not None and not p.has_dtype(dtype)):
-            raise InputError("compare", name, f"{part.name} has no {dtype} path for --recipe {self.recipe_name} (it "
-                             f"has {', '.join(d for d, _ in part.peak_flops)}): leave it out, or choose another "
-                             "--recipe")
+        if dtype is None or "compare" not in self.given:
+            return
+        for name in self.compare:
+            part = accelerator(name)
+            if part is not None and not part.has_dtype(dtype):
+                raise InputError("compare", name, f"{part.name} has no {dtype} path for --recipe {self.recipe_name} "
+                                 f"(it has {', '.join(d for d, _ in part.peak_flops)}): leave it out, or choose "
+                                 "another --recipe")
 
     @property
     def unstated_degrees_are_one(self) -> bool:
