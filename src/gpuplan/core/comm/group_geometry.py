@@ -54,11 +54,6 @@ class DomainSplit:
     members: tuple[int, ...] = ()
 
     @property
-    def most(self) -> int:
-        """The most members one domain holds of that group (its longest NVLink chain): max(members), else fewest."""
-        return max(self.members) if self.members else self.fewest
-
-    @property
     def straddles(self) -> bool:
         """Whether the worst group straddles a domain boundary the groups do not divide evenly (members named)."""
         return bool(self.members)
