@@ -22,6 +22,7 @@ from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import outside_kernels as OK
 from gpuplan.core.serving import graph_floor as GF
 from gpuplan.core.serving.releases import EngineRelease
+from gpuplan.core.serving.setup import ServingSetup
 from gpuplan.core.serving.tp_span import on_pcie
 
 COLLECTIVE_ENGINES = ("sglang", "vllm")
@@ -70,6 +71,19 @@ def kernel_seconds(graph_layer_s: float | None, layer_kernels) -> float:
     if graph_layer_s is None:
         return GF.GRAPH_KERNEL_S
     return graph_layer_s / layer_kernels() if graph_layer_s > 0 else 0.0
+
+
+def graph_step_outside(spec: ModelSpec, setup: ServingSetup, fabric: Accelerator | None, tp: int, pp: int,
+                       tokens: float, rows: float) -> tuple[int, float]:
+    """(kernels, seconds a kernel) outside the layers of a scheduled CUDA-graph step of ``tokens`` with ``rows`` of
+    logits: outside_layer_kernels on the decode backend (decode_backend) and the overlap scheduler's state
+    (overlapped), at kernel_seconds' rate. The one reading roofline.step_time's floor and the answer's note share."""
+    release = setup.runtime.release
+    per_kernel = kernel_seconds(setup.efficiency.graph_layer_s, lambda: LK.graph_kernels(
+        spec, release, fabric, setup.fmt.name, tp=tp, tokens=tokens))
+    kernels = outside_layer_kernels(release, tp, decode_backend(spec, release, fabric, setup.fmt.name), rows=rows,
+                                    overlap=overlapped(release, pp, setup.speculation is not None))
+    return kernels, per_kernel
 
 
 def outside_layer_floor_seconds(release: EngineRelease | None, tp: int, per_kernel_s: float | None = None,

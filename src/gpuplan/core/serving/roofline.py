@@ -118,11 +118,8 @@ def step_time(work: StepWork, spec: ModelSpec, setup: ServingSetup, *, tp: int, 
     # proposer's draft steps replay the drafter's own graph without the scheduler's input preparation: not counted)
     outside = 0.0
     if graphed and work.scheduled:
-        per_kernel = OL.kernel_seconds(eff.graph_layer_s, lambda: LK.graph_kernels(
-            spec, release, fabric, setup.fmt.name, tp=tp, tokens=work.tokens))
-        outside = OL.outside_layer_floor_seconds(release, tp, per_kernel, OL.decode_backend(
-            spec, release, fabric, setup.fmt.name), rows=rows, overlap=OL.overlapped(
-            release, pp, setup.speculation is not None))
+        kernels, per_kernel = OL.graph_step_outside(spec, setup, fabric, tp, pp, work.tokens, rows)
+        outside = kernels * per_kernel
     floor = layers * graph_layer_seconds(setup, spec, fabric, tp, work.tokens) + outside if graphed else 0.0
     # eager forwards launched from Python (SGLang's prefill, vLLM V1 --enforce-eager; not the proposer's
     # draft steps, spec_runner's): max(issue, GPU), first_token_path

@@ -6,7 +6,6 @@ request path, speculation and the runner's host time, and the small-kernel floor
 from __future__ import annotations
 
 from gpuplan.core.serving import first_token_path as FT
-from gpuplan.core.serving import layer_kernels as LK
 from gpuplan.core.serving import outside_layers as OL, prompt_tokenize as PT
 from gpuplan.core.serving import request_path as RP
 from gpuplan.core.serving import roofline as R
@@ -18,16 +17,13 @@ from gpuplan.report.model import Line
 def kernel_floor_line(plan: Plan, tp: int, pp: int, batch: int, tpot: R.StepTime) -> Line:
     """The small-kernel floor of a decode step: the layers' and, on a graphed step with a floor, the kernels outside
     the layers (outside_layers; none on an eager step or at --graph-layer-us 0: review w17 ME N1)."""
-    setup, release = plan.setup, plan.setup.runtime.release
+    setup = plan.setup
     tokens = batch * R.decode_positions(setup)
     floor = tpot.kernel_floor_s
     note = ""
     if floor > 0:  # kernel_floor_s is 0 on an eager step (roofline.step_time)
-        per_kernel = OL.kernel_seconds(setup.efficiency.graph_layer_s, lambda: LK.graph_kernels(
-            plan.spec, release, plan.gpu, setup.fmt.name, tp=tp, tokens=tokens))
-        kernels = OL.outside_layer_kernels(release, tp, OL.decode_backend(plan.spec, release, plan.gpu, setup.fmt.name),
-                                           rows=tokens, overlap=OL.overlapped(release, pp, setup.speculation is not None))
-        note = OL.floor_note(kernels, per_kernel)
+        # a decode step's rows of logits are its tokens (outside_layers.logits_rows)
+        note = OL.floor_note(*OL.graph_step_outside(plan.spec, setup, plan.gpu, tp, pp, tokens, tokens))
     return Line("kernel_floor_per_step", "small-kernel floor per decode step (GPU time)", floor, "s",
                 f"{floor * 1e3:,.2f} ms" if floor else "none (eager step, or 0 us a layer)",
                 f"{plan.spec.num_layers} layers x {R.graph_layer_seconds(setup, plan.spec, plan.gpu, tp, tokens) * 1e6:.0f}"
