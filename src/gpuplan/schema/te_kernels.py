@@ -111,7 +111,7 @@ def check_kernel_fields(fields) -> None:
     """InputError for a choice the inputs' dtype / FP8 recipe / framework rule out (StepFields validator)."""
     dtype, framework = getattr(fields, "dtype", "fp8"), getattr(fields, "framework", "megatron")
     asked = [name for name in ("fp8_attention", "full_iteration_graph", "cuda_graph_scope", "flex_backend")
-             if getattr(fields, name) not in (None, False) and fields.stated_otherwise(name, STATED_DEFAULTS.get(name))]
+             if fields.stated_otherwise(name, STATED_DEFAULTS.get(name))]  # each default (None / False) unread
     if fields.moe_expert_kernels == "fused":
         asked.append("moe_expert_kernels")
     if asked and framework not in MEGATRON_CORE_FRAMEWORKS:  # the first asked, as the CLI shows its value
