@@ -18,6 +18,9 @@ ISSUE = 94 * 20 * 41.957e-6 + 16.6e-3
 reshape's copy included: layer_kernels.qk_reshape_copies) x 41.957 us = 78.88 ms + 16.6 ms a forward outside the
 layers = 95.48 ms (tests/test_sglang_speed_rows.py works it)."""
 GPU_7936 = 104.576e-3 + 0.274e-3  # + the embedding all-reduce and logits all-gather (outside_layers, wave 17)
+# (262.3 us: the embedding's all-reduce of the prefill's 7,936 x 4,096 x 2 B = 65,011,712 B, the message of each of
+# the layers' 188; + 11.74 us: one row of 151,936 bf16 logits gathered over 8 B200s; both worked in
+# tests/test_sglang_speed_rows.py: 274.0 us)
 """The 7,936-token prefill's GPU work on one rank of 8 B200s, worked by hand in tests/test_sglang_speed_rows.py:
 GEMMs 23.191 + attention 8.982 + elementwise 23.085 (of it 14.379 the MoE's per-expert rows, moe_combine) +
 all-reduces 49.318 ms."""
