@@ -196,8 +196,8 @@ class Cluster:
         if found is None:
             return per_node, nodes, None
         fewest, spans, most, straddle = found
-        if np.ndim(straddle) == 0:
-            return np.int64(fewest), np.float64(spans), np.int64(most)
+        if np.ndim(straddle) == 0:  # one layout that straddles: domain_split's numbers as they are
+            return fewest, spans, most
         return (np.where(straddle, fewest, per_node), np.where(straddle, spans, nodes),
                 np.where(straddle, most, per_node))
 
