@@ -67,7 +67,6 @@ def allreduces_per_layer(spec: ModelSpec, release: EngineRelease | None) -> int:
     return 1 if since is not None and release.version >= since else 2
 
 
-
 def graph_max_tokens_of(release: EngineRelease, max_num_seqs: int = 256, gpu: Accelerator | None = None,
                         tp: int = 1) -> int:
     """Steps of up to this many tokens replay CUDA graphs (no host launch time): none for TensorRT

@@ -103,9 +103,15 @@ def floor_note(kernels: int, per_kernel_s: float) -> str:
             "embedding, final norm, LM head, sampler; core/serving/outside_layers.py)")
 
 
+def _exchanges(release: EngineRelease | None, tp: int) -> bool:
+    """Whether a forward exchanges its embedding and logits outside the layers: a COLLECTIVE_ENGINES release at TP
+    > 1 (comm_note and outside_layer_comm_seconds ask the same)."""
+    return release is not None and release.engine in COLLECTIVE_ENGINES and tp > 1
+
+
 def comm_note(release: EngineRelease | None, tp: int) -> str:
     """The answer's words for outside_layer_comm_seconds ('' where it is 0)."""
-    if release is None or release.engine not in COLLECTIVE_ENGINES or tp <= 1:
+    if not _exchanges(release, tp):
         return ""
     return (" + the embedding's all-reduce and the LM head's logits all-gather (NCCL) outside the layers "
             "(core/serving/outside_layers.py)")
@@ -126,7 +132,7 @@ def outside_layer_comm_seconds(release: EngineRelease | None, spec: ModelSpec, t
     tensor_model_parallel_all_gather -> parallel_state.py@v0.5.6:772-834 -> all_gather_into_tensor, L733-741:
     pynccl, NCCL's all-gather, captured in the graph), timed by core.comm.collectives on the TP group
     (x kernels.PCIE_NCCL_SLOWDOWN over PCIe, as the all-reduces). 0 at TP 1 and for other engines."""
-    if release is None or release.engine not in COLLECTIVE_ENGINES or tp <= 1:
+    if not _exchanges(release, tp):
         return 0.0
     gather = _all_gather_seconds(rows, spec.vocab_size * 2, tp, fabric, p2p) if fabric is not None else 0.0
     return one_allreduce_s + gather
