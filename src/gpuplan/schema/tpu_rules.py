@@ -174,8 +174,7 @@ def check_tpu_options(inputs, gpu) -> None:
     and what is valid there."""
     given = inputs.model_fields_set
     for name, values, what, valid in CUDA_ONLY_OPTIONS:
-        if name in given and _named(shown := getattr(inputs, name), values) \
-                and inputs.stated_otherwise(name, STATED_DEFAULTS.get(name)):
+        if inputs.stated_otherwise(name, STATED_DEFAULTS.get(name)) and _named(shown := getattr(inputs, name), values):
             raise InputError(name, shown, f"{what}, which a {gpu.name} does not run: {valid}")
     for name, values, what, framework, valid in OTHER_FRAMEWORK_OPTIONS:
         if name in given and _named(shown := getattr(inputs, name), values):
