@@ -1,6 +1,6 @@
 """Where a CUDA-graph step's small-kernel floor (setup.Efficiency.graph_layer_s) applies: vLLM from
 0.2.6 and SGLang (since 2026-12-05: its decode graph runs the same kernels a layer), 0 for TensorRT-LLM
-(kernels.graph_layer_seconds_of); it is GPU time, its own
+(graph_floor.graph_layer_seconds_of); it is GPU time, its own
 part of the step (roofline.StepTime.kernel_floor_s), not host time; prefill steps replay graphs only
 under vLLM V1 (kernels.prefill_graphs_of); --cuda-graph-gib 0 times eager steps; the two per-layer
 constants are options of the one schema (review wave 6, items 1, 2, 6, 8)."""

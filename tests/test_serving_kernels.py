@@ -148,7 +148,7 @@ def test_draft_steps_run_inside_the_engine_step_and_pay_no_scheduler_time():
     (replayed from a CUDA graph from 0.9.0, kernels.drafter_runs_eager) costs its bytes: one Llama
     layer (218,112,000 weights) + the shared 128,256 x 4,096 LM head in bf16, 1.486e9 B at 0.85 x
     3.35 TB/s = 0.52 ms. Every vLLM CUDA-graph step also pays its small-kernel floor (46.93 us a layer,
-    kernels.VLLM_GRAPH_LAYER_S; GPU time): 32 on the verify step with its 23 kernels outside the layers at 4.267 us
+    graph_floor.VLLM_GRAPH_LAYER_S; GPU time): 32 on the verify step with its 23 kernels outside the layers at 4.267 us
     (1.6 ms), 1 layer on each draft step (no scheduler, no input preparation)."""
     from dataclasses import replace
 

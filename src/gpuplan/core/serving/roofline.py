@@ -153,7 +153,7 @@ def graph_max_tokens_at(release: EngineRelease, configured: int, fabric: Acceler
 def graph_layer_seconds(setup: ServingSetup, spec: ModelSpec, fabric: Accelerator | None = None,
                         tp: int = 1, tokens: float = 1.0) -> float:
     """A CUDA-graph step's small-kernel floor per layer: the given Efficiency.graph_layer_s (as given,
-    whatever the layer), else the release's for ``spec``'s layers (kernels.graph_layer_seconds_of:
+    whatever the layer), else the release's for ``spec``'s layers (graph_floor.graph_layer_seconds_of:
     scaled by their kernels), with the kernels counted for the path on ``fabric`` where
     core.serving.layer_kernels has it (SGLang on sm100: DeepSeek-V3 FP8, GPT-OSS MXFP4; SGLang's Qwen3 q copy at
     ``tokens`` >= 2 a step)."""

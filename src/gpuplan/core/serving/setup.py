@@ -149,10 +149,11 @@ class Efficiency:
     graph_layer_s: float | None = None
     """GPU time per decoder layer of a step that replays a CUDA graph, beyond its kernels' roofline
     (the small kernels' floor: roofline.StepTime.kernel_floor_s, not host time); None = the
-    release's (core.serving.kernels.graph_layer_seconds_of: 50 us a dense layer for vLLM from 0.2.6
-    and SGLang, fitted on vllm PR 23197's Llama-3.1-8B rows, scaled by the layer's kernels (MoE,
+    release's (core.serving.graph_floor.graph_layer_seconds_of: 4.267 us a kernel, 46.9 us a dense layer, for
+    vLLM from 0.2.6 and SGLang, fitted on vllm PR 23197's Llama-3.1-8B rows, times the layer's kernels (MoE,
     q / k norms); 0 for TensorRT-LLM, unmeasured there); --graph-layer-us (taken as given, per
-    layer). Eager steps pay layer_launch_s instead."""
+    layer; over the layer's kernels, the rate of the kernels outside the layers: outside_layers.kernel_seconds).
+    Eager steps pay layer_launch_s instead."""
     allreduce_latency_s: float = 8e-6
     """Small-message all-reduce latency over NVLink: vLLM custom all-reduce 8.5-11.8 us at 4-32 KB on
     H100, TP 2-8 (sgl-project/sglang#2904)."""

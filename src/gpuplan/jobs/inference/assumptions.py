@@ -191,7 +191,7 @@ def _eager_steps(e, release, graph_max: int) -> str:
 def _kernel_floor_assumption(plan: Plan, u, tp: int, tokens: float = 1.0) -> Assumption:
     """A CUDA-graph step's small-kernel floor per layer (GPU time) at the reported decode step's ``tokens``
     (layer_kernels.graph_kernels counts SGLang's Qwen3 q copy from 2): the value, and which engine it was
-    fitted on (core.serving.kernels.graph_layer_seconds_of)."""
+    fitted on (core.serving.graph_floor.graph_layer_seconds_of)."""
     release = plan.setup.runtime.release
     value = R.graph_layer_seconds(plan.setup, plan.spec, plan.gpu, tp, tokens)
     kernels = LK.graph_kernels(plan.spec, release, plan.gpu, plan.setup.fmt.name, tp=tp, tokens=tokens)
