@@ -224,9 +224,8 @@ class BatchRampFields(JobInputs):
         text = typed_text(self.batch_ramp)
         if not getattr(self, "time_predicted", True):
             if getattr(self, "mfu", None) == "predicted":  # not predicted with --mfu predicted: --gpus and --days
-                raise InputError("gpus/days/mfu", "all three", "give at most two; the third is solved")  # given too:
-                # TrainingInputs._two_of_three's refusal, said here (this validator runs first), not 'give --mfu
-                # predicted' (wave 18; review N5)
+                return self  # given too, which TrainingInputs._two_of_three refuses ('give at most two'), not this
+                # rule's 'give --mfu predicted' (wave 18; review N5)
             raise InputError(FIELD, text, "is timed by the step model on the chosen layout: give --mfu predicted "
                              "(a given or solved MFU is the run's average already)")
         seq_len = int(getattr(self, "seq_len"))
