@@ -150,23 +150,22 @@ def _gathers_by_row(row_bytes: int, tp: int, fabric: Accelerator, p2p: bool = Tr
     for every batch on every layout (infer --rps: 3,204 scalar evaluations, +2 s, before). Keyed on the part as given
     and ``p2p``, so the collective part (host_path without P2P) is worked out once a (GPU, TP), not at every step:
     a speculative step's verify and draft forwards each asked it again (tests/test_slow_asks_w16.py)."""
+    return np.asarray(_gather_seconds(np.arange(1, _GATHER_ROWS + 1, dtype=float) * row_bytes, tp, fabric, p2p),
+                      dtype=float)
+
+
+def _gather_seconds(total_bytes, tp: int, fabric: Accelerator, p2p: bool):
+    """core.comm.collectives' all-gather producing ``total_bytes`` (a number or an array) over ``tp`` GPUs on
+    kernels.collective_fabric(fabric, p2p)'s links, x kernels.PCIE_NCCL_SLOWDOWN where the TP group's ring runs over
+    PCIe (tp_span.on_pcie)."""
     part = KR.collective_fabric(fabric, p2p)
-    rows = np.arange(1, _GATHER_ROWS + 1, dtype=float)
-    seconds = np.asarray(collective_seconds("all_gather", rows * row_bytes, cluster_for(part).group(tp)), dtype=float)
-    return seconds * _slowdown(part, tp)
-
-
-def _slowdown(part: Accelerator, tp: int) -> float:
-    """kernels.PCIE_NCCL_SLOWDOWN where the TP group's ring runs over PCIe (tp_span.on_pcie), else 1."""
-    return KR.PCIE_NCCL_SLOWDOWN if on_pcie(part, tp) else 1.0
+    slowdown = KR.PCIE_NCCL_SLOWDOWN if on_pcie(part, tp) else 1.0
+    return collective_seconds("all_gather", total_bytes, cluster_for(part).group(tp)) * slowdown
 
 
 def _all_gather_seconds(rows: float, row_bytes: int, tp: int, fabric: Accelerator, p2p: bool = True) -> float:
-    """NCCL's all-gather producing ``rows`` x ``row_bytes`` over ``tp`` GPUs of ``fabric`` (core.comm.collectives,
-    on kernels.collective_fabric(fabric, p2p), x PCIE_NCCL_SLOWDOWN over PCIe): read from _gathers_by_row for whole
-    rows up to _GATHER_ROWS, else evaluated alone."""
+    """NCCL's all-gather producing ``rows`` x ``row_bytes`` over ``tp`` GPUs of ``fabric`` (_gather_seconds): read
+    from _gathers_by_row for whole rows up to _GATHER_ROWS, else evaluated alone."""
     if float(rows).is_integer() and 1 <= rows <= _GATHER_ROWS:
         return float(_gathers_by_row(int(row_bytes), tp, fabric, p2p)[int(rows) - 1])
-    part = KR.collective_fabric(fabric, p2p)
-    seconds = float(collective_seconds("all_gather", float(rows * row_bytes), cluster_for(part).group(tp)))
-    return seconds * _slowdown(part, tp)
+    return float(_gather_seconds(float(rows * row_bytes), tp, fabric, p2p))
