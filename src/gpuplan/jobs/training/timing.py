@@ -117,10 +117,12 @@ def estimate_time(inputs: TrainingInputs, spec, peak: float, gpu=None, after_all
     if gpus is None and days is None:
         days = DEFAULT_DAYS  # the article: "to finish in 7 days"
     if inputs.time_predicted:
-        # one evaluator for the search and the ramp's phases (it reads none of the fields replaced below)
-        ev = evaluator_for(with_budget_fields(inputs))
-        plan, missed = ((layout_for_gpus(inputs, gpus, evaluator=ev), "") if gpus is not None else
-                        layout_for_deadline(inputs, evaluator=ev))
+        # one evaluator for the search and the ramp's phases (it reads none of the fields replaced below), from the
+        # budget's inputs built once (layout_for_gpus / _for_deadline take them as they are)
+        searched = with_budget_fields(inputs)
+        ev = evaluator_for(searched)
+        plan, missed = ((layout_for_gpus(searched, gpus, evaluator=ev), "") if gpus is not None else
+                        layout_for_deadline(searched, evaluator=ev))
         inputs = inputs.replace(comm_allowance=0.0, flops_method="exact", attention_flops="full")
         flops = count_flops(spec, inputs, plan.recompute)
         error, source = prediction_band(inputs.dtype, moe=spec.moe is not None)
