@@ -202,7 +202,9 @@ def _kernel_floor_assumption(plan: Plan, u, tp: int, tokens: float = 1.0) -> Ass
     elif value > 0:
         source = (f"{GF.GRAPH_KERNEL_S * 1e6:.3f} us a kernel, {kernels:g} kernels a layer here ({tokens:g}-token "
                   "step), and the engine's kernels outside the layers at that rate; fitted on vllm PR 23197's four "
-                  "Llama-3.1-8B TP 1 rows (vLLM V1: 50 us a layer over 32 x 11 layer + 23 outside kernels); held out: V0's decode graphs (vllm PR 2192) and SGLang's "
+                  f"Llama-3.1-8B TP 1 rows (vLLM V1: {GF.GRAPH_FIT_LAYER_S * 1e6:g} us a layer over {GF.GRAPH_FIT_LAYERS} x "
+                  f"{GF.GRAPH_KERNELS_DENSE} layer + {GF.VLLM_OUTSIDE_KERNELS} outside kernels); held out: V0's decode "
+                  "graphs (vllm PR 2192) and SGLang's "
                   "(its cookbook's concurrency-1 runs: same kernels a layer), docs/inference.md section 5")
     else:  # 0 for lack of data, not a measured difference: say what the batch-1 gap to vLLM owes to it
         layer_s = GF.GRAPH_KERNEL_S * GF.GRAPH_KERNELS_DENSE
