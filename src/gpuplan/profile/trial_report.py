@@ -62,11 +62,12 @@ def trial_report(data: dict, written_to: str | None) -> Report:
     s = cfg["settings"]
     measured, estimate = _measured(res, s), _estimated(res["estimate"])
     summary = cfg["summary"]
+    precision = _precision_text(s["precision"], env)  # the line's text and, where it says why, the first note
     inputs = (
         Line("model", "model", cfg["model"], text=f"{cfg['model']} ({summary['num_hidden_layers']} of "
              f"{cfg['config_num_layers']} layers, {summary['num_params']:,} parameters)"),
         Line("shape", "micro-batch x sequence", s["micro_batch"], text=f"{s['micro_batch']} x {s['seq_len']}"),
-        Line("precision", "precision", s["precision"], text=_precision_text(s["precision"], env)),
+        Line("precision", "precision", s["precision"], text=precision),
         Line("recompute", "recompute", s["recompute"]),
         Line("optimizer", "optimizer", s["optimizer"]),
         Line("device", "device", env["device_name"],
@@ -82,8 +83,7 @@ def trial_report(data: dict, written_to: str | None) -> Report:
                    "n/a" if env["peak_flops"] is None else f"{env['peak_flops'] / 1e12:.4g} TFLOP/s",
                    env["peak_source"], "--peak-tflops", env["peak_source"] == "--peak-tflops"),
     )
-    why = _precision_text(s["precision"], env)
-    notes = ([f"precision {why}"] if why != s["precision"] else []) + [
+    notes = ([f"precision {precision}"] if precision != s["precision"] else []) + [
              f"measurement written to {written_to}" if written_to else "measurement not written (--out)",
              "several GPUs or nodes: torchrun --nproc-per-node N -m gpuplan profile MODEL ... (FSDP2; "
              "--parallelism ddp)", "next: gpuplan calibrate FILE... --out calibration.json"]
