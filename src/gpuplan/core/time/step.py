@@ -43,15 +43,14 @@ from gpuplan.core.time import megatron_grad_passes as MG, megatron_ops as MO, me
 from gpuplan.core.time import sequence_parallel as SP, titan_float8 as TF, titan_ops as TT
 from gpuplan.core.memory.recompute import ForwardRates, recompute_seconds_per_token
 from gpuplan.core.comm.embedding_tp import output_gemm_pass_seconds
-from gpuplan.core.comm.step_comm import ParamGather, by_parallelism, params_per_gpu, step_communication  # noqa: F401
+from gpuplan.core.comm.step_comm import by_parallelism, params_per_gpu, step_communication  # noqa: F401
 from gpuplan.core.time.efficiency import (  # noqa: F401  (re-exported: the kernel tables' old home)
-    ATTENTION_EFFICIENCY, DEFAULT_ATTENTION_EFFICIENCY, DEFAULT_MAMF_FRACTION, FP8_MAMF_RATIO,
-    HOPPER_TUNED_ATTENTION_SPEEDUP, MAMF_FP8_FRACTION, MAMF_FRACTION, _kernel_ids, _lookup, _mamf,
+    ATTENTION_EFFICIENCY, DEFAULT_MAMF_FRACTION, HOPPER_TUNED_ATTENTION_SPEEDUP, MAMF_FRACTION, _lookup,
     attention_efficiency, gemm_efficiency)
 from gpuplan.core.comm.topology import Cluster
 from gpuplan.core.time.low_precision import (  # noqa: F401  (re-exported: their old home)
     BLOCK_SCALED, BLOCK_SCALED_GEMM_TIME_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, FP8_WEIGHT_CAST_BYTES, LOW_PRECISION,
-    MXFP8_CAST_BYTES_PER_ELEMENT, attention_head_peak, fp8_attention_seconds, low_precision_recipe, precision_class)
+    MXFP8_CAST_BYTES_PER_ELEMENT, low_precision_recipe, precision_class)
 
 
 @dataclass(frozen=True)
@@ -147,10 +146,13 @@ def routed_seconds_per_token(spec: ModelSpec, gpu, settings: StepSettings, token
 
 
 def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, tp, cp, micro_batch,
-                            layers, head: bool, ep=1, mtp: int = 0, vpp=1, embedding=0) -> MicroBatchTimes:
+                            layers, head: bool, ep=1, mtp: int = 0, vpp=1, embedding=0,
+                            output_pass=None) -> MicroBatchTimes:
     """Forward + backward (+ recompute) seconds for one micro-batch on one GPU of a stage with
     ``layers`` layers (``head``: the LM head lives here; ``mtp``: MTP modules too, core.model.mtp; ``embedding``:
-    1 where the word embedding does and Megatron DDP adds its dense gradient, core.time.megatron_grad_passes)."""
+    1 where the word embedding does and Megatron DDP adds its dense gradient, core.time.megatron_grad_passes).
+    ``output_pass``: seconds of one pass of the output layer's GEMM on this micro-batch's tokens
+    (core.comm.embedding_tp.output_gemm_pass_seconds; step_time works it out once a step), computed here if None."""
     if settings.eager_ops is not None:
         return MicroBatchTimes(*eager_microbatch_seconds(spec, cluster, settings, micro_batch, layers, head),
                                MoeLayerPhases(0.0, 0.0, 0.0, 0.0))
@@ -212,7 +214,9 @@ def microbatch_compute_time(spec: ModelSpec, cluster: Cluster, settings: StepSet
     extra = tokens * recompute_seconds_per_token(spec, settings, rates, forward=fwd / tokens, matmuls=t_gemm,
                                                  elementwise=t_elem, stage_layers=layers, vpp=vpp)
     per_layer = fwd + bwd + extra
-    head_time = (2 + weight_grads) * output_gemm_pass_seconds(spec, gpu, settings, tp, tokens)  # 2 V h / tp a token
+    if output_pass is None:
+        output_pass = output_gemm_pass_seconds(spec, gpu, settings, tp, tokens)
+    head_time = (2 + weight_grads) * output_pass  # 2 V h / tp a token
     passes, bandwidth = (fwd, bwd + extra), gpu.memory_bandwidth  # torchtitan's, Megatron's, llm.c's losses and host
     titan = (TT.microbatch_extra_seconds(spec, settings, tokens, bandwidth, tp, passes, layers, head)
              + MS.microbatch_extra_seconds(spec, settings, bandwidth, tokens, tp, passes, layers, head + mtp)
@@ -242,11 +246,14 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
     mtp_on_first = mtp * (pp == 1)
     layers, last_layers = stage_layers or (rank_layers(spec, pp, 0), rank_layers(spec, pp, pp - 1))  # fullest, last
     below_zero3 = np.asarray(zero) < 3  # the embedding's gradient add: Megatron DDP's hook, not Megatron FSDP's
+    mb_tokens = micro_batch * settings.seq_len / cp  # per micro-batch: the output GEMM's and core.time.moe_host's
+    output_pass = output_gemm_pass_seconds(spec, cluster.gpu, settings, tp, mb_tokens)  # the head's time, its hiding
     t_first, t_attn_mb, t_bwd_gemm_mb, phases = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch,
                                                                          layers, pp == 1, ep, mtp_on_first, vpp,
-                                                                         embedding=below_zero3)
+                                                                         embedding=below_zero3, output_pass=output_pass)
     t_last = microbatch_compute_time(spec, cluster, settings, tp, cp, micro_batch, last_layers, head=True,
-                                     ep=ep, mtp=mtp, vpp=vpp, embedding=below_zero3 & (np.asarray(pp) == 1)).total
+                                     ep=ep, mtp=mtp, vpp=vpp, embedding=below_zero3 & (np.asarray(pp) == 1),
+                                     output_pass=output_pass).total
     t_mb = t_first + (t_last - t_first) * last_stage_paces(t_first, t_last)  # the slower stage's micro-batch
     paced_layers = paced_stage_layers(layers, last_layers, t_first, t_last)  # t_mb's stage (its weight casts)
     compute = t_mb * micro_batches + TF.step_copy_seconds(  # torchtitan's FSDP2 copies, its float8 all-gather's change
@@ -254,13 +261,12 @@ def step_time(spec: ModelSpec, cluster: Cluster, settings: StepSettings, *, dp=1
         cp=cp, stage_layers=paced_layers)
     bubble = t_mb * pipeline_bubble_fraction(pp, vpp, micro_batches)
     trained = trained_params_per_gpu(spec, settings, tp, pp, ep)  # full: the local parameters; LoRA: the adapters
-    mb_tokens = micro_batch * settings.seq_len / cp  # per micro-batch: the output GEMM's and core.time.moe_host's
     costs = step_communication(spec, cluster, settings, dp=dp, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, zero=zero,
                                micro_batch=micro_batch, micro_batches=micro_batches, shard_group=shard_group,
                                layers=layers + mtp_on_first, trained_params=trained, t_attn_mb=t_attn_mb,
                                t_bwd_gemm_mb=t_bwd_gemm_mb, compute=compute, moe_phases=phases,
                                attention_forward_share=attention_forward_share(spec, cluster.gpu, settings, tp),
-                               output_pass=output_gemm_pass_seconds(spec, cluster.gpu, settings, tp, mb_tokens))
+                               output_pass=output_pass)
     routed_forward = (mb_tokens * routed_seconds_per_token(spec, cluster.gpu, settings, mb_tokens, tp, ep)
                       if settings.moe_launch == "eager" else 0.0)  # read only under eager launch (moe_host)
     t_host = stage_exposed_host_seconds(spec, settings, phases, ep, layers, costs, routed_forward=routed_forward)
