@@ -40,55 +40,79 @@ def test_plan_times_a_megatron_row_as_the_validation_does(published_rows, plan, 
     assert planned.tokens_per_second / planned.gpus_asked == pytest.approx(predict_tokens_per_gpu_s(run), rel=1e-9)
 
 
-def _embedding_pairs(run, pairs_a_layer: int, exposed_share: float) -> tuple[float, float]:
-    """(the layers' exposed RS + AG pairs, the embedding's) a micro-batch on the first pipeline stage, in units of one
-    pair. Llama 3 70B's 80 layers over pp stages (vpp chunks included): 80 / pp a stage, ``pairs_a_layer`` each, of
-    which ``exposed_share`` is exposed; + one RS + AG pair of the same [s, b, h] buffer for the vocabulary-parallel
-    embedding (core/comm/embedding_tp.py: Megatron-Core's own VocabParallelEmbedding, reduce-scatter forward and its
-    all-gather backward; TE's overlap and userbuffers do not reach it, so it stays exposed whatever --tp-overlap;
-    at pp > 1 the first stage holds it and not the output layer, so --tp-overlap 0's synchronous output layer,
-    StepSettings.tp_synchronous, changes nothing here)."""
-    return 80 / run["layout"]["pp"] * pairs_a_layer * exposed_share, 1.0
+EMBEDDING = 1.0
+"""Exposed RS + AG pairs a micro-batch of the vocabulary-parallel embedding on the first pipeline stage, in units of
+one layer pair (the same [s, b, h] buffer): core/comm/embedding_tp.py, Megatron-Core's own VocabParallelEmbedding,
+reduce-scatter forward and its all-gather backward; TE's overlap and userbuffers do not reach it, so it stays exposed
+whatever --tp-overlap; at pp > 1 the first stage holds it and not the output layer, so --tp-overlap 0's synchronous
+output layer, StepSettings.tp_synchronous, changes nothing here. test_the_embedding_is_one_exposed_pair_a_micro_batch
+reads it from the plan's own collectives."""
+
+
+def _layer_pairs(run, pairs_a_layer: int, exposed_share: float) -> float:
+    """The layers' exposed RS + AG pairs a micro-batch on the first pipeline stage, in units of one pair. Llama 3 70B's
+    80 layers over pp stages (vpp chunks included): 80 / pp a stage, ``pairs_a_layer`` each, of which
+    ``exposed_share`` is exposed."""
+    return 80 / run["layout"]["pp"] * pairs_a_layer * exposed_share
+
+
+@pytest.mark.parametrize("row", [NVFP4, FP8_UB])
+@pytest.mark.parametrize("tp_overlap", [None, 0.0])
+def test_the_embedding_is_one_exposed_pair_a_micro_batch(published_rows, plan, row, tp_overlap):
+    """EMBEDDING read from the step's own rows (core.comm.embedding_tp.embedding_output_costs): the embedding's row
+    holds one call a micro-batch (global batch 256 / (dp x micro-batch 1): 256 / 8 = 32 on NVFP4, 256 / 2 = 128 on
+    FP8), all exposed, whatever --tp-overlap; each call one RS + AG pair of the layers' buffer, the layers' row's
+    seconds a call (4 pairs a layer: 32 x 20 x 4 = 2,560 calls, 128 x 10 x 4 = 5,120); the output layer's row 0 calls
+    on this first stage (pp 4, 8). Exact up to float rounding (rel 1e-12)."""
+    run = published_rows[row]
+    lay = run["layout"]
+    costs = plan(run, **({} if tp_overlap is None else {"tp_overlap": tp_overlap})).step.collectives
+    layers, = (c for c in costs if c.parallelism == "TP" and c.collective.startswith("RS + AG (SP)"))
+    embedding, = (c for c in costs if c.collective.startswith("embedding (vocab-parallel)"))
+    output, = (c for c in costs if c.collective.startswith("output layer"))
+    micro_batches = {NVFP4: 32, FP8_UB: 128}[row]
+    assert micro_batches == lay["global_batch"] // (lay["dp"] * lay["micro_batch"])
+    assert layers.calls == micro_batches * 80 / lay["pp"] * 4
+    assert embedding.calls == micro_batches * EMBEDDING and output.calls == 0
+    assert embedding.exposed == embedding.total > 0
+    assert embedding.total / embedding.calls == pytest.approx(layers.total / layers.calls, rel=1e-12)
 
 
 @pytest.mark.parametrize(("row", "exposed"), [(NVFP4, 0.75), (FP8_UB, 0.75 / 4)])
 def test_the_default_leaves_three_quarters_of_the_tp_time_exposed(published_rows, plan, row, exposed):
     """2 of the 8 collectives a layer is charged hidden: 0.75 of the layers' TP time exposed; with userbuffers
     one chunk in tp of that, (1 - 0.25) / 4 at tp 4. The embedding's pair a micro-batch is exposed either way
-    (_embedding_pairs): NVFP4 (pp 4, 20 layers a stage, no userbuffers) --tp-overlap 0 = 80 + 1 pairs a micro-batch,
+    (EMBEDDING): NVFP4 (pp 4, 20 layers a stage, no userbuffers) --tp-overlap 0 = 80 + 1 pairs a micro-batch,
     the default 0.75 x 80 + 1 = 61; FP8 (pp 8, 10 layers, tp 4 userbuffers) 40 / 4 + 1 = 11 and 0.1875 x 40 + 1 = 8.5."""
     run = published_rows[row]
     default, all_exposed = plan(run).step.tp_comm, plan(run, tp_overlap=0.0).step.tp_comm
     chunks = run["layout"]["tp"] if row == FP8_UB else 1  # --tp-overlap 0: 1 or 1/tp of the layers' time exposed
-    layers_all, embedding = _embedding_pairs(run, 4, 1 / chunks)
-    pair = all_exposed / (layers_all + embedding)  # one RS + AG pair's seconds x the micro-batches
-    layers_default, _ = _embedding_pairs(run, 4, exposed)
-    assert pair > 0 and default == pytest.approx((layers_default + embedding) * pair, rel=1e-9)
+    pair = all_exposed / (_layer_pairs(run, 4, 1 / chunks) + EMBEDDING)  # one RS + AG pair's seconds x micro-batches
+    assert pair > 0 and default == pytest.approx((_layer_pairs(run, 4, exposed) + EMBEDDING) * pair, rel=1e-9)
 
 
 def test_full_recompute_keeps_the_same_two_collectives_hidden(published_rows, plan):
     """Full recompute adds the re-run forward's 2 blocking pairs a layer (12 counted, not 8): TE still hides
     the same 2, so 10/12 of the layers' TP time is exposed (a fixed 0.25 would have left 9/12). The embedding's pair
-    a micro-batch (core/comm/embedding_tp.py, _embedding_pairs) is exposed either way and not re-run by recompute:
+    a micro-batch (core/comm/embedding_tp.py, EMBEDDING) is exposed either way and not re-run by recompute:
     20 layers x 6 pairs + 1 = 121 pairs with --tp-overlap 0, 10/12 x 120 + 1 = 101 by default."""
     run = published_rows[NVFP4]
     full, all_exposed = plan(run, "full").step.tp_comm, plan(run, "full", tp_overlap=0.0).step.tp_comm
-    layers_all, embedding = _embedding_pairs(run, 6, 1.0)
-    layers_default, _ = _embedding_pairs(run, 6, 10 / 12)
-    assert (layers_all + embedding, layers_default + embedding) == pytest.approx((121, 101))
-    assert full == pytest.approx((layers_default + embedding) / (layers_all + embedding) * all_exposed, rel=1e-9)
+    every, default = _layer_pairs(run, 6, 1.0) + EMBEDDING, _layer_pairs(run, 6, 10 / 12) + EMBEDDING
+    assert (every, default) == pytest.approx((121, 101))
+    assert full == pytest.approx(default / every * all_exposed, rel=1e-9)
     assert FRAMEWORKS["megatron"].tp_overlap_for("full") == pytest.approx(2 / 12)
 
 
 def test_tp_overlap_goes_with_tp_comm_overlap(published_rows, plan):
     """Both given: (1 - tp_overlap) / tp of the layers' TP time exposed (tp 4: 0.5 / 4), + the embedding's exposed
-    pair a micro-batch (core/comm/embedding_tp.py, _embedding_pairs): pp 8, 10 layers x 4 pairs: 0.5 x 40 / 4 + 1 = 6
+    pair a micro-batch (core/comm/embedding_tp.py, EMBEDDING): pp 8, 10 layers x 4 pairs: 0.5 x 40 / 4 + 1 = 6
     pairs against 40 / 4 + 1 = 11."""
     run = published_rows[FP8_UB]
     half, none = plan(run, tp_overlap=0.5).step.tp_comm, plan(run, tp_overlap=0.0).step.tp_comm
-    (layers_half, embedding), (layers_none, _) = _embedding_pairs(run, 4, 0.5 / 4), _embedding_pairs(run, 4, 1 / 4)
-    assert (layers_half + embedding, layers_none + embedding) == pytest.approx((6, 11))
-    assert half == pytest.approx((layers_half + embedding) / (layers_none + embedding) * none, rel=1e-9)
+    pairs_half, pairs_none = _layer_pairs(run, 4, 0.5 / 4) + EMBEDDING, _layer_pairs(run, 4, 1 / 4) + EMBEDDING
+    assert (pairs_half, pairs_none) == pytest.approx((6, 11))
+    assert half == pytest.approx(pairs_half / pairs_none * none, rel=1e-9)
 
 
 def test_only_megatron_hides_tp_by_default():
