@@ -207,12 +207,12 @@ def gather_populations(spec: ModelSpec, settings, populations, weights, *, tp, p
     return ((1 - by_bytes, dense), (by_bytes, experts))
 
 
-def _per_unit(kind: str, size, populations, groups=None):
+def _per_unit(kind: str, size, populations, timers):
     """Seconds of one unit's collective: each population's part on its own group, one after the
-    other on the communication stream (``groups``: core.row_groups.group_rows, each group costed once). A
+    other on the communication stream (``timers``: rows_seconds of each population's links, in order). A
     population with no share anywhere (a dense model's experts) is not costed: its finite seconds x False
     added 0."""
-    return sum(seconds_by_rows(kind, size * share, links, groups) * (share > 0) for share, links in populations
+    return sum(seconds(kind, size * share) * (share > 0) for (share, _), seconds in zip(populations, timers)
                if np.ndim(share) or share > 0)
 
 
@@ -226,19 +226,34 @@ def seconds_by_rows(kind: str, size, links, groups=None):
     group (ValueError otherwise: a key that leaves out the job's size, Cluster.job_gpus, where a group straddles
     domains only in some rows' jobs, core.comm.group_geometry); that the key holds every input is checked by
     tests/test_search_dedup.py, searches grouped and not, and tests/test_group_straddle.py on 6-GPU nodes."""
-    if groups is None:
-        return K.collective_seconds(kind, size, links)
-    first, inverse = groups
-    arrays = {f.name: value for f in fields(links) if np.ndim(value := getattr(links, f.name))}
-    if any(np.shape(v) != inverse.shape for v in (*arrays.values(), size) if np.ndim(v)):
-        raise ValueError(f"seconds_by_rows: a size or link array is not one value for each of {len(inverse)} rows")
-    if any(not np.array_equal(value, value[first][inverse]) for value in arrays.values()):
-        raise ValueError("seconds_by_rows: a link array varies inside a group: the key leaves out an input "
-                         "(the job's size, Cluster.job_gpus?)")
-    size = np.asarray(size)[first] if np.ndim(size) else size
-    links = replace(links, **{name: value[first] for name, value in arrays.items()})
-    seconds = K.collective_seconds(kind, size, links)
-    return seconds[inverse] if np.ndim(seconds) else seconds
+    return rows_seconds(links, groups)(kind, size)
+
+
+def rows_seconds(links, groups=None):
+    """seconds(kind, size): seconds_by_rows on one group's ``links`` for every kind and size a caller costs on
+    them. The links' checks (O(rows) an array, the same answer for every size) and their cut to the groups'
+    first rows run once, at the first call (links never costed are never checked); each size is checked at
+    its call."""
+    cut = None
+
+    def seconds(kind: str, size):
+        nonlocal cut
+        if groups is None:
+            return K.collective_seconds(kind, size, links)
+        first, inverse = groups
+        arrays = {} if cut is not None else {
+            f.name: value for f in fields(links) if np.ndim(value := getattr(links, f.name))}
+        if any(np.shape(v) != inverse.shape for v in (*arrays.values(), size) if np.ndim(v)):
+            raise ValueError(f"seconds_by_rows: a size or link array is not one value for each of {len(inverse)} rows")
+        if cut is None:
+            if any(not np.array_equal(value, value[first][inverse]) for value in arrays.values()):
+                raise ValueError("seconds_by_rows: a link array varies inside a group: the key leaves out an input "
+                                 "(the job's size, Cluster.job_gpus?)")
+            cut = replace(links, **{name: value[first] for name, value in arrays.items()})
+        size = np.asarray(size)[first] if np.ndim(size) else size
+        found = K.collective_seconds(kind, size, cut)
+        return found[inverse] if np.ndim(found) else found
+    return seconds
 
 
 def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, ep, zero, micro_batches,
@@ -274,9 +289,10 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     grads_emb = embedding * settings.grad_comm_bytes * (settings.finetune == "full")
     grads = grads - grads_emb
     gathers_by = gather_populations(spec, settings, populations, weights, tp=tp, pp=pp, ep=ep)  # the bytes' split
+    timers = tuple(rows_seconds(links, groups) for _, links in populations)  # gathers_by's links: the same groups
     reduce_scatter, rs_one, ag_one, ar_across = _unit_seconds(settings, (populations, gathers_by), across, grads,
                                                               weights, (units, gather_units), shard, replicas, zero,
-                                                              groups)
+                                                              groups, timers)
     # ZeRO-3 gathers for every micro-batch (FSDP2 under a pipeline keeps the stage gathered); FSDP2 also
     # reduce-scatters every micro-batch, DeepSpeed once a step (ZeRO-2 every micro-batch: each_mb above)
     gather_each = zero3 & ((np.asarray(pp) == 1) | (settings.dp_schedule == "deepspeed"))
@@ -302,26 +318,26 @@ def data_parallel_costs(spec: ModelSpec, cluster, settings, *, dp, tp, pp, cp, e
     costs = [CollectiveCost("DP", label, calls, size, tp * shard if name != "across" else tp * data, totals[name],
                             exposed[name], nccl, links)
              for name, (label, calls, size, nccl, links) in what.items()]
-    return costs + [_embedding_cost(settings, embedding, grads_emb, micro_batches, tp * shard, group, groups)]
+    return costs + [_embedding_cost(settings, embedding, grads_emb, micro_batches, tp * shard, group, timers[0])]
 
 
-def _embedding_cost(settings, embedding, grads_emb, micro_batches, ranks, group, groups) -> CollectiveCost:
+def _embedding_cost(settings, embedding, grads_emb, micro_batches, ranks, group, seconds) -> CollectiveCost:
     """FSDP2's embedding unit (``embedding`` parameters a GPU, ``grads_emb`` gradient bytes; _embedding_unit):
     gathered before the first block's forward and reduced after the last block's backward, every
-    micro-batch, with no compute to hide behind."""
+    micro-batch, with no compute to hide behind (``seconds``: rows_seconds of the data group's links)."""
     emb_calls = 2 * micro_batches * (np.asarray(embedding) > 0)
-    emb = emb_calls / 2 * ((seconds_by_rows("all_gather", embedding * settings.param_gather.bytes, group, groups)
-                            + seconds_by_rows("reduce_scatter", grads_emb, group, groups) * (np.asarray(grads_emb) > 0))
+    emb = emb_calls / 2 * ((seconds("all_gather", embedding * settings.param_gather.bytes)
+                            + seconds("reduce_scatter", grads_emb) * (np.asarray(grads_emb) > 0))
                            if np.any(emb_calls) else 0.0)  # none: 0 calls x finite seconds
     return CollectiveCost("DP", "embedding unit all-gather + reduce-scatter (FSDP2)", emb_calls,
                           embedding * settings.param_gather.bytes, ranks, emb, emb, "all_gather", group)
 
 
-def _unit_seconds(settings, populations, across, grads, weights, units, shard, replicas, zero, groups):
+def _unit_seconds(settings, populations, across, grads, weights, units, shard, replicas, zero, groups, timers):
     """(where the gradients are reduce-scattered, seconds of one unit's gradient reduce-scatter or all-reduce,
     of its parameter all-gather, of its units' HSDP all-reduce across the replicas: ``units`` x one);
     ``units``: (gradient units, gather units), _units; ``populations``: (the gradients', the gather's:
-    gather_populations)."""
+    gather_populations); ``timers``: rows_seconds of their links (both lists': the same groups)."""
     units, gather_units = units
     populations, gathers_by = populations
     zero3 = zero >= 3
@@ -337,9 +353,9 @@ def _unit_seconds(settings, populations, across, grads, weights, units, shard, r
     # each kind costed only where some row runs it (np.where takes the other's 0.0 nowhere)
     size = grads / units
     rs_one = np.where(reduce_scatter,
-                      _per_unit("reduce_scatter", size, populations, groups) if np.any(reduce_scatter) else 0.0,
-                      0.0 if np.all(reduce_scatter) else _per_unit("all_reduce", size, populations, groups))
-    ag_one = _per_unit("all_gather", weights / gather_units, gathers_by, groups)
+                      _per_unit("reduce_scatter", size, populations, timers) if np.any(reduce_scatter) else 0.0,
+                      0.0 if np.all(reduce_scatter) else _per_unit("all_reduce", size, populations, timers))
+    ag_one = _per_unit("all_gather", weights / gather_units, gathers_by, timers)
     if settings.dp_schedule == "deepspeed":  # ZeRO-3's hook-driven fetches reach a fitted share of NCCL's rate,
         # fitted on ZeRO-3 rows only (core.comm.dp_overlap): ZeRO-0-2's bucketed reductions keep NCCL's own rate
         share = np.where(zero3, O.DEEPSPEED_ZERO3_BANDWIDTH_SHARE, 1.0)
