@@ -23,6 +23,7 @@ from gpuplan.core.parallel import ParallelLayout, check_layout
 from gpuplan.core.precision import check_recipe_runs_on
 from gpuplan.core.units import format_bytes
 from gpuplan.errors import InputError
+from gpuplan.jobs.calibrated_plan import check_calibrated_memory
 from gpuplan.jobs.memory.assumptions import (
     compile_memory_assumption,
     memory_assumptions,
@@ -282,6 +283,9 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
         calibration_sections = (Section("Calibration (measured factors replace the defaults)",
                                         calibrated_vs_default_lines(inputs.calibration)),)
     peak = M.peak_memory(spec, layout, settings)
+    layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}" + (f" (vpp {layout.vpp})" if layout.vpp > 1 else "")
+                   + f" x cp {layout.cp}, ep {layout.ep}, ZeRO-{layout.zero}, micro-batch {layout.micro_batch}")
+    check_calibrated_memory(inputs.calibration, peak, layout_text, gpu)  # not below the model states it holds
     peaks = {(layout, settings): peak.allocated}  # the verdicts below ask it again, per GPU
     gap = framework_gap(spec, layout, settings, overheads)
     sections = [_recipe_section(spec, settings), _peak_section(peak, overheads, layout, gpu, gap,
@@ -304,8 +308,6 @@ def estimate_memory(inputs: MemoryInputs) -> Report:
     # the table's first row is --gpu's verdict, computed above (when its overheads are the same)
     known = {gpu.id: (fits, headroom, best_mb)} if overheads.on_device(gpu) == overheads else {}
     table, parts = _verdict_table(spec, layout, settings, overheads, (gpu.id, *inputs.compare), known, peaks)
-    layout_text = (f"dp {layout.dp} x tp {layout.tp} x pp {layout.pp}" + (f" (vpp {layout.vpp})" if layout.vpp > 1 else "")
-                   + f" x cp {layout.cp}, ep {layout.ep}, ZeRO-{layout.zero}, micro-batch {layout.micro_batch}")
     report_inputs = (
         Line("model", "model", spec.name),
         Line("gpu", "accelerator", gpu.id, text=f"{gpu.name} ({_gib(gpu.memory_bytes)})"),

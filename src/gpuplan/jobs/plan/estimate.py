@@ -15,6 +15,7 @@ from gpuplan.core.memory import training as M
 from gpuplan.core.units import (NO_PRICE_TEXT, SECONDS_PER_DAY, format_bytes, format_count, format_duration,
                                format_gpu_time, format_usd, plural, signed_percent)
 from gpuplan.jobs.assumptions import compile_assumption, mtp_assumption
+from gpuplan.jobs.calibrated_plan import check_calibrated_mfu, check_calibrated_plan
 from gpuplan.schema.partition_activations import partition_activations_assumption
 from gpuplan.schema.tp_comm_dtype import tp_comm_dtype_assumption
 from gpuplan.jobs.plan.check_layout import check_my_layout  # the user's layout against the free search
@@ -190,6 +191,10 @@ def plan_report(inputs: PlanInputs, progress=None) -> Report:
     best = int(top[0])
     plan = chosen_plan(result, best)
     spec, gpu = result.evaluator.spec, result.evaluator.cluster.gpu
+    check_calibrated_plan(inputs.calibration, plan, inputs.dtype, gpu)  # its rows too: none past 100% MFU
+    fastest = int(np.argmax(table["mfu"]))
+    check_calibrated_mfu(inputs.calibration, float(table["mfu"][fastest]), layout_text(*row_layout(table, fastest)),
+                         int(table["gpus"][fastest]), gpu, inputs.dtype)
     front = pareto_front(table, ("gpus", "ranked_days") + (("ranked_cost",) if price is not None else ()))
     without_layout = plan_counts_without_layout(inputs.gpus, result)  # once: the idle reason and the note read it
     timed = "ramp_timed" in table.columns and table["ramp_timed"][best]  # its factor: not timed twice

@@ -15,6 +15,7 @@ import numpy as np
 from gpuplan.errors import InputError
 from gpuplan.jobs.budget.fields import BudgetFields
 from gpuplan.jobs.budget.schema import BudgetInputs
+from gpuplan.jobs.calibrated_plan import check_calibrated_plan
 from gpuplan.jobs.plan.completes import completing_rows, with_completing_shares
 from gpuplan.jobs.plan.fallbacks_told import counts_without_layout, fallback_note
 from gpuplan.jobs.plan.search import best_index, chosen_plan, evaluator_for, idle_told, max_tp, search_on, space_limits
@@ -43,6 +44,7 @@ def layout_for_gpus(inputs: TrainingInputs, gpus: int, rank_by: str = "time",
     weigh = with_failure_shares(inputs, ev, gpus, rank_by == "time")
     plan, _ = best_plan(ev, gpus, target, max_tp(ev), limits, rank_by, weigh,
                         timed_by_steps=inputs.time_predicted)  # a given MFU: fewer GPUs used, slower
+    check_calibrated_plan(inputs.calibration, plan, inputs.dtype, ev.cluster.gpu)  # MFU <= 100%, states held
     return plan
 
 
@@ -101,7 +103,9 @@ def layout_for_deadline(inputs: TrainingInputs, evaluator: Evaluator | None = No
     layout_for_gpus's."""
     inputs = with_budget_fields(inputs)
     found = search_on(inputs, evaluator if evaluator is not None else evaluator_for(inputs))
-    return chosen_plan(found, best_index(found, "deadline")), found.missed_default_deadline
+    plan = chosen_plan(found, best_index(found, "deadline"))
+    check_calibrated_plan(inputs.calibration, plan, inputs.dtype, found.evaluator.cluster.gpu)
+    return plan, found.missed_default_deadline
 
 
 def _could_win(inputs, ev, fitting: LayoutTable) -> LayoutTable:

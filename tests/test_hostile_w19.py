@@ -1,0 +1,160 @@
+"""Hostile inputs, wave 19 (2026-12-07, helper H1): the newer inputs swept through the CLI (in-process, 20 s a case),
+plan files, the web app's TestClient and the Python API before these tests were written:
+
+- every option of `infer` added since wave 12 (--spec-tokens / --spec-acceptance / --prefix-hit / LoRA slots / the
+  graph and launch floors / engine memory shares) with nan, inf, -1, 0, 1e309, true, '2K', '8x', Arabic and
+  full-width digits, blanks, '0x10', '1_0'; --engine vllm==x / == / 0.0.1 / 99 / 0.19==1 / v0.19 / rc1 / '٠.19';
+  speculative decoding without its draft, with a larger or other-vocabulary draft, a path as draft, MTP on a model
+  without it; --rps / --ttft-p99 / --tpot / --disaggregate alone and beside --gpus / --tp / --batch / --pp;
+  --quantization and --kv-dtype on V100, A100, L4, TPU v5p, MI300X, Gaudi 3, Ascend 910B and B200 under each engine;
+- train / memory / plan / budget: --partition-activations, --tp-comm-dtype, --tp-overlap, --step-time, --mtp-layers,
+  --offload-layers, --recompute-layers / -modules, the budget's failure, restart, checkpoint, storage and spot
+  options; `profile` options (layers, steps, warm-up, peak, seed, sweep budget, --out at a folder, /dev/full, a
+  missing folder), `validate --out`, `report --sections / --out / --markdown`, `catalog --filter`;
+- plan files with YAML dates, octal / hex / binary numbers, .inf / .nan, lists and mappings where names go, a ramp as
+  pairs; web bodies with the same (and paths named by model, draft_model, calibration);
+- every pair of 50-80 valid-alone options of `train --mfu predicted` (2,816 pairs, mixtral-8x7b on 64 H100s),
+  `memory` (1,739) and `infer` (1,368), each answer's JSON read for a NaN, an inf, a negative count or an MFU > 1.
+
+No traceback, hang or multi-line refusal. Found, each fixed where every door passes (jobs/calibrated_plan.py):
+
+(1) a calibration document whose time factors are within the loader's 0.001-1000 bounds (calibrate.model.MAX_RATIO)
+    but faster than the GPU: `train --mfu predicted` answered llama-3-8b on 8 H200s at 32,849% MFU (GPU-days 3.67,
+    its band inverted: '3.84 - 1,204'), exit 0, and `plan` refused it naming --step-time, which nobody gave;
+(2) a calibration memory_overhead of -1e12 bytes (within its +-1 TiB bound): `memory` answered -858.09 GiB needed,
+    991 GiB of headroom on a 140 GiB part, 'fits: yes'; `train` and `plan` chose a layout on -125.70 GiB.
+"""
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from helpers import field_refusal, web_refusal
+
+pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
+
+ASK = {"model": "llama-3-8b", "gpu": "h200", "gpus": 8, "framework": "hf"}
+"""The setup the synthetic calibration was fitted for (tests/test_calibrate_classes.py: Llama-3.2-1B trials on one
+H200 under the hf framework), so its time factors carry over (calibrate.compatibility) and are applied."""
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    """A calibration fitted by calibrate.fit_calibration on synthetic H200 / hf trials (compute 1.10, attention 0.85,
+    memory 1.30: tests/test_calibrate_classes.TRUE)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_calibrate_classes import _calibration
+
+    return _calibration()
+
+
+def _document(cal) -> dict:
+    from gpuplan.calibrate.model import calibration_to_dict
+
+    return json.loads(json.dumps(calibration_to_dict(cal)))
+
+
+def _scaled(cal, **values):
+    """``cal`` with the named factors' values replaced (status kept: fitted factors are applied)."""
+    return replace(cal, **{name: replace(getattr(cal, name), value=v) for name, v in values.items()})
+
+
+def _doors(run_cli, client, tmp_path, job: str, route: str, ask: dict, cal, fragment: str) -> None:
+    """The one refusal naming calibration from the CLI flags, a plan file (the calibration as a path in both: its
+    path quoted), the web API and the Python API (the document: its faulty factors quoted), each one line."""
+    import gpuplan
+    from gpuplan import InputError
+
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(_document(cal)), encoding="utf-8")
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in ask.items() if k != "model"]
+    flag = field_refusal(run_cli(job, "--model", ask["model"], *flags, f"--calibration={path}"), "calibration",
+                         fragment)
+    assert f"got '{path}'; " in flag
+    plan = tmp_path / "ask.yaml"
+    plan.write_text("".join(f"{k}: {v}\n" for k, v in ask.items()) + f"calibration: {path}\n", encoding="utf-8")
+    planned = field_refusal(run_cli(job, str(plan)), f"{plan}: calibration", fragment)
+    assert planned.replace(f"{plan}: ", "") == flag
+    web = web_refusal(client.post(f"/api/{route}", json={**ask, "calibration": _document(cal)}), "calibration",
+                      fragment)
+    assert web.split("; ", 1)[1] == flag.strip().split("; ", 1)[1]  # the same words after the value quoted
+    schema, estimate = {"train": ("TrainingInputs", "estimate_training"), "budget": ("BudgetInputs", "estimate_budget"),
+                        "plan": ("PlanInputs", "plan_report"), "memory": ("MemoryInputs", "estimate_memory")}[job]
+    with pytest.raises(InputError) as api:
+        getattr(gpuplan, estimate)(getattr(gpuplan, schema)(**ask, calibration=_document(cal)))
+    assert api.value.field == "calibration" and str(api.value).split("; ", 1)[1] == flag.strip().split("; ", 1)[1]
+
+
+# ---- (1) time factors faster than the GPU's peak ---------------------------------------------------------------------
+
+FAST = {"compute_time": 0.001, "attention_time": 0.001, "memory_time": 0.001}
+"""Each at the loader's lower bound (calibrate.model.MAX_RATIO = 1e3): the eager step's GEMM, attention and
+memory-bound classes 1,000x faster than the step model times them (calibrate.apply: eager_factors)."""
+TIME_WORDS = "MFU, faster than the bf16 dense peak (989 TFLOP/s a GPU) computes the model's FLOPs"
+"""H200's dense bf16 peak: 989 TFLOP/s (catalog/hardware h200-sxm, NVIDIA's H200 datasheet, without sparsity)."""
+
+
+@pytest.mark.parametrize("job, route, extra", [("train", "training", {"mfu": "predicted"}),
+                                               ("budget", "budget", {"mfu": "predicted"}),
+                                               ("plan", "plan", {})])
+def test_1_time_factors_faster_than_the_peak_are_refused_at_every_door(run_cli, client, tmp_path, fitted, job,
+                                                                       route, extra):
+    """Before: `train --mfu predicted` answered 32,849% MFU, exit 0; `plan` said 'step_time: got 0.083 s', a field
+    nobody gave (jobs.budget.model._check_step_time, the rule for a typed --step-time)."""
+    _doors(run_cli, client, tmp_path, job, route, {**ASK, **extra}, _scaled(fitted, **FAST), TIME_WORDS)
+
+
+def test_1_the_web_and_python_quote_the_factors_at_fault(client, fitted):
+    response = client.post("/api/training", json={**ASK, "mfu": "predicted",
+                                                  "calibration": _document(_scaled(fitted, **FAST))})
+    assert response.status_code == 422 and response.json()["field"] == "calibration", response.text
+    assert "'compute_time': 0.001" in response.json()["message"] and "step_time" not in response.json()["message"]
+
+
+def test_1_the_fitted_calibration_stays_answered_below_the_peak(run_json, tmp_path, fitted):
+    """The control: the fitter's own factors (its classes are bounded by their rooflines, calibrate.classes.
+    LOWER_BOUND) time the same ask below 100% MFU, and it is answered."""
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(_document(fitted)), encoding="utf-8")
+    report = run_json("train", "--model", ASK["model"], "--gpu", "h200", "--gpus", "8", "--framework", "hf",
+                      "--mfu", "predicted", f"--calibration={path}")
+    assert 0 < report["results"]["mfu"] < 1
+
+
+# ---- (2) a memory overhead that takes back more than the model over-counted -------------------------------------------
+
+MEM_WORDS = "of model states (weights, gradients, master weights, optimizer states) a GPU holds at its peak"
+
+
+@pytest.mark.parametrize("job, route, extra", [("memory", "memory", {"zero": 3}), ("train", "training", {}),
+                                               ("plan", "plan", {})])
+def test_2_a_memory_overhead_below_the_model_states_is_refused_at_every_door(run_cli, client, tmp_path, fitted, job,
+                                                                             route, extra):
+    """Before: `memory` answered 'device memory needed -858.09 GiB', 'headroom after margin 991.47 GiB' on a
+    140.40 GiB H200, fits: yes; train chose dp8 ZeRO-0 mb16 on '-125.70 GiB'."""
+    _doors(run_cli, client, tmp_path, job, route, {**ASK, **extra}, _scaled(fitted, memory_overhead=-1e12),
+           MEM_WORDS)
+
+
+def test_2_the_memory_refusal_names_the_overhead_and_the_states(run_cli, tmp_path, fitted):
+    """llama-3-8b's 8.03e9 parameters under ZeRO-3 on 8 GPUs, the hf framework's amp recipe: at the backward start,
+    where the peak falls, a GPU holds its shard of the fp32 weights (4 B) and of Adam's two fp32 moments (8 B), the
+    gradients not yet made: 8.03e9 x 12 B / 8 = 12.05e9 B = 11.22 GiB of states; -1e12 B is -931.32 GiB."""
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(_document(_scaled(fitted, memory_overhead=-1e12))), encoding="utf-8")
+    err = field_refusal(run_cli("memory", "--model", "llama-3-8b", "--gpu", "h200", "--gpus", "8", "--framework", "hf",
+                                "--zero", "3", f"--calibration={path}"), "calibration")
+    assert "its memory_overhead (-931.32 GiB)" in err and "below the 11.22 GiB of model states" in err and "(backward start)" in err
+
+
+def test_2_a_negative_overhead_above_the_states_stays_answered(run_json, tmp_path, fitted):
+    """-1 GiB takes back bytes the model over-counted beyond the states: answered, 1 GiB below the uncalibrated
+    need (the overhead is counted with the runtime, core.memory.device_memory.Overheads.measured)."""
+    ask = ("memory", "--model", "llama-3-8b", "--gpu", "h200", "--gpus", "8", "--framework", "hf", "--zero", "3")
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(_document(_scaled(fitted, memory_overhead=-2.0**30))), encoding="utf-8")
+    needed = run_json(*ask, f"--calibration={path}")["results"]["peak_total"]
+    path.write_text(json.dumps(_document(_scaled(fitted, memory_overhead=0.0))), encoding="utf-8")
+    assert needed == pytest.approx(run_json(*ask, f"--calibration={path}")["results"]["peak_total"] - 2**30, rel=1e-9)
