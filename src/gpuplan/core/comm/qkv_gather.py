@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuplan.core.comm.collective_cost import CollectiveCost
-from gpuplan.core.comm.dp_costs import seconds_by_rows
+from gpuplan.core.comm.dp_costs import rows_seconds
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.parallel import kv_heads_below_tp
 from gpuplan.core.row_groups import group_rows
@@ -46,13 +46,20 @@ def forward_gathers(recompute: str) -> int:
     return 1 + (recompute == "full")
 
 
+def tp_row_groups(cluster, group, tp, size):
+    """core.row_groups.group_rows of a collective of ``size`` bytes on the TP group ``group`` (cluster.group(tp, 1)),
+    keyed on what its seconds depend on row by row: tp and the bytes, and the job's size (Cluster.job_gpus) only
+    where some row's group straddles a scale-up domain unevenly, the one place it enters the links (Cluster._straddle,
+    core.comm.group_geometry.domain_split; GroupLinks.most is None where no row does). Also core.comm.step_comm's."""
+    return group_rows(tp, size, *(() if group.most is None else (cluster.job_gpus,)))
+
+
 def qkv_gather_cost(spec: ModelSpec, cluster, settings, tp, micro_batches, layers, tokens) -> CollectiveCost:
     """The step's QKV all-gathers and reduce-scatters on one GPU (zero calls where tp divides the K/V heads)."""
     size = qkv_gather_bytes(spec, tokens)
     group = cluster.group(tp, 1)
-    groups = group_rows(tp, size, cluster.job_gpus)  # the job's size: where the TP groups straddle (Cluster.group)
-    one_ag = seconds_by_rows("all_gather", size, group, groups)
-    one_rs = seconds_by_rows("reduce_scatter", size, group, groups)
+    seconds = rows_seconds(group, tp_row_groups(cluster, group, tp, size))
+    one_ag, one_rs = seconds("all_gather", size), seconds("reduce_scatter", size)
     per = micro_batches * layers * kv_heads_below_tp(spec, np.asarray(tp))
     forward = forward_gathers(settings.recompute)
     calls = per * (forward + 1)

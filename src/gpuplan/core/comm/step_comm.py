@@ -21,11 +21,10 @@ from gpuplan.core.comm.embedding_tp import embedding_output_costs
 from gpuplan.core.comm.partition_activations import checkpoint_gather_cost
 from gpuplan.core.time import context_parallel as CP
 from gpuplan.core.comm.collective_cost import CollectiveCost, DirectLinks
-from gpuplan.core.comm.qkv_gather import qkv_gather_cost
+from gpuplan.core.comm.qkv_gather import qkv_gather_cost, tp_row_groups
 from gpuplan.core.parallel import kv_heads_below_tp
-from gpuplan.core.comm.dp_costs import ParamGather, data_parallel_costs, params_per_gpu, seconds_by_rows  # noqa: F401 (re-exported)
+from gpuplan.core.comm.dp_costs import data_parallel_costs, params_per_gpu, rows_seconds  # noqa: F401 (re-exported)
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.row_groups import group_rows
 from gpuplan.core.comm.moe_overlap import (ALL_TO_ALLS_PER_LAYER, MoeLayerPhases, exposed_all_to_all,
                                            paired_send_slack)
 from gpuplan.core.comm.topology import Cluster
@@ -176,14 +175,14 @@ def step_communication(spec: ModelSpec, cluster: Cluster, settings, *, dp, tp, p
 
 def _tp_seconds(cluster: Cluster, tp, buffer):
     """(the TP group's links, seconds(kind): one call's seconds of an NCCL collective on ``buffer`` bytes, each kind
-    costed once, each distinct (tp, bytes) row once: core.row_groups)."""
+    costed once, each distinct row once: core.row_groups, keyed by qkv_gather.tp_row_groups)."""
     group = cluster.group(tp, 1)
-    groups = group_rows(tp, buffer, cluster.job_gpus)  # the job's size: where the groups straddle (Cluster.group)
+    on_group = rows_seconds(group, tp_row_groups(cluster, group, tp, buffer))
     known = {}
 
     def seconds(kind: str):
         if kind not in known:
-            known[kind] = seconds_by_rows(kind, buffer, group, groups)
+            known[kind] = on_group(kind, buffer)
         return known[kind]
     return group, seconds
 
