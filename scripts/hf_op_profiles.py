@@ -13,10 +13,10 @@ that express the step's bytes, kernels and dispatched ops as sums of dimension f
                      (+ MoE: T*k*h, T*k*Ie, T*E)
                      (+ LoRA: T*r, R)
                      (+ MoE under amp: Pc, the parameters autocast casts: P less the routed experts')
-  the rest:          T*h, T*q, T*kv, T*I, T*V, V*h, s*d, T*s, T, 1  (the first layer's differences:
+  the rest:          T*h, T*q, T*kv, T*I, T*V, V*h, Pos*h, s*d, T*s, T, 1  (the first layer's differences:
                      with a frozen base its input needs no gradient)
 
-T tokens of the micro-batch, h hidden, q = heads x head_dim, kv = kv_heads x head_dim, I the MLP
+T tokens of the micro-batch, Pos the learned positions (GPT-2's n_positions, else 0), h hidden, q = heads x head_dim, kv = kv_heads x head_dim, I the MLP
 width, d the head dim, s the sequence, P the layer's parameters, V the vocabulary, E experts, k
 experts per token, Ie the expert width, r the LoRA rank, R the layer's adapter parameters. The
 counts are exact (the residual of the solve is written beside each setting and must be ~0), so
@@ -48,7 +48,7 @@ MODELS = ROOT / "src" / "gpuplan" / "catalog" / "models"
 FAMILIES = {  # model_type -> the catalog model whose config is the family's template
     "llama": "llama-3.2-1b", "mistral": "mistral-7b-v0.1", "qwen2": "qwen2.5-1.5b", "qwen3": "qwen3-1.7b",
     "qwen3_moe": "qwen3-30b-a3b", "mixtral": "mixtral-8x7b", "phi3": "phi-3-mini-4k", "gemma2": "gemma-2-2b",
-    "gemma3_text": "gemma-3-1b", "gpt_neox": "pythia-160m", "olmo2": "olmo-2-7b",
+    "gemma3_text": "gemma-3-1b", "gpt_neox": "pythia-160m", "olmo2": "olmo-2-7b", "gpt2": "gpt2",
 }
 EAGER_ONLY = ("gemma2",)
 """Families transformers runs with eager attention only (Gemma 2's logit soft-capping: SDPA is
@@ -66,7 +66,9 @@ norms), the weights autocast casts to bf16 each forward. The experts stay fp32 (
 tokens to them instead, integrations/moe.py@5.17.0 L332), so P alone cannot carry the cast: without Pc the
 amp solve traded P against T*E and the sequence terms (residual 8.6%, bytes below bf16's from s ~7k). For a
 dense layer Pc = P (collinear), so dense profiles keep P alone and are unchanged."""
-REST_FEATURES = ("T*h", "T*q", "T*kv", "T*I", "T*V", "V*h", "s*d", "T*s", "T", "1")
+REST_FEATURES = ("T*h", "T*q", "T*kv", "T*I", "T*V", "V*h", "Pos*h", "s*d", "T*s", "T", "1")
+"""Pos*h: a learned position table's parameters (GPT-2's wpe, n_positions x n_embd): its gradient and AdamW
+update; 0 for the rotary and ALiBi families."""
 # Small variants: (hidden, heads, kv_heads, head_dim, intermediate, seq, batch, vocab, experts, top_k, rank)
 
 
@@ -105,6 +107,10 @@ def variant_config(base: dict, v: tuple, moe: bool) -> dict:
         cfg.pop("head_dim", None)
         cfg["num_attention_heads"] = heads
         cfg["hidden_size"] = heads * d
+    if cfg.get("model_type") == "gpt2":  # GPT2Config's own names (n_embd, n_head, n_inner, n_positions); no GQA,
+        for key in ("n_embd", "n_head", "n_inner", "n_positions", "n_ctx", "head_dim", "num_key_value_heads"):
+            cfg.pop(key, None)  # head dim = n_embd / n_head (modeling_gpt2.py@5.17.0 GPT2Attention)
+        cfg.update(n_embd=heads * d, n_head=heads, n_inner=inter, n_positions=4096, hidden_size=heads * d)
     if "layer_types" in cfg:
         cfg.pop("layer_types")
     for key in ("pad_token_id", "bos_token_id", "eos_token_id"):  # ids of the full vocabulary (Phi3Config's
@@ -134,7 +140,8 @@ def features(cfg: dict, v: tuple, layer_params: float, adapter_params: float) ->
                       "T*E": t * experts,
                       "Pc": layer_params - experts * 3 * h * expert_width})  # gate_up (E, 2Ie, h) + down (E, h, Ie)
     layer.update({"T*r": t * rank, "R": adapter_params})
-    rest = {"T*h": t * h, "T*q": layer["T*q"], "T*kv": layer["T*kv"], "T*I": layer["T*I"], "T*V": t * cfg["vocab_size"], "V*h": cfg["vocab_size"] * h, "s*d": seq * d, "T*s": t * seq,
+    rest = {"T*h": t * h, "T*q": layer["T*q"], "T*kv": layer["T*kv"], "T*I": layer["T*I"], "T*V": t * cfg["vocab_size"], "V*h": cfg["vocab_size"] * h,
+            "Pos*h": (cfg["n_positions"] if cfg.get("model_type") == "gpt2" else 0) * h, "s*d": seq * d, "T*s": t * seq,
             "T": t, "1": 1.0}
     return layer, rest
 

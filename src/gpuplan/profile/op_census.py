@@ -12,8 +12,9 @@ The counts are what the framework's own code dispatches (transformers' modeling 
 LoRA layers, torch.optim's foreach / fused AdamW, torch.utils.checkpoint), so the closed-form op
 lists of gpuplan.core.steptime are tested against them (tests/test_op_census.py). Two caveats:
 the CPU dispatch picks CPU kernels where they differ (SDPA's CPU flash kernel stands for the CUDA
-one: same tensors saved), and CPU autocast has its own op lists (the linears are cast to bf16 as
-on CUDA; docs/step.md). torch is imported inside the functions only.
+one: same tensors saved); where a CUDA step dispatches otherwise (dropout's fused kernel, SDPA's in-kernel
+dropout, autocast's fp32 op list) the census takes CUDA's path (gpuplan.profile.cuda_dispatch). torch is
+imported inside the functions only.
 
 Units: bytes, FLOPs, counts; per micro-batch of ``micro_batch`` x ``seq_len`` tokens.
 """
@@ -258,6 +259,7 @@ def take_census(hf_config: dict, layers: int, settings: CensusSettings) -> Censu
     import transformers.masking_utils as masking_utils
     from torch._subclasses.fake_tensor import FakeTensorMode
 
+    from gpuplan.profile.cuda_dispatch import cuda_autocast_policy, cuda_dropout_dispatch
     from gpuplan.profile.measure import _build_config
     from gpuplan.profile.recompute import apply_selective_recompute
 
@@ -269,6 +271,9 @@ def take_census(hf_config: dict, layers: int, settings: CensusSettings) -> Censu
         masking_utils.find_packed_sequence_indices = lambda *a, **k: None
         stack.callback(setattr, masking_utils, "find_packed_sequence_indices", orig_find)
         model = _meta_model(torch, transformers, text_cfg, settings, param_dtype)
+        stack.enter_context(cuda_dropout_dispatch(torch))
+        if fp32:
+            stack.enter_context(cuda_autocast_policy(torch))
         stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
         model.to_empty(device="cpu")  # trap 1: peft's adapter .to() fails on fake tensors; build on meta
         if hasattr(model, "tie_weights"):

@@ -6,7 +6,7 @@ shapes, solved per phase (forward, backward, optimizer) and op class for the coe
 
   per decoder layer   T*h, T*q, T*kv, T*I, T*d, s*d, T*s, T*heads*s, T, P, 1
                       (MoE: T*k*h, T*k*Ie, T*E; LoRA: T*r, R; MoE under amp: Pc)
-  the rest            T*h, T*q, T*kv, T*I, T*V, V*h, s*d, T*s, T, 1
+  the rest            T*h, T*q, T*kv, T*I, T*V, V*h, Pos*h, s*d, T*s, T, 1 (Pos: learned positions)
 
 for three quantities: bytes the memory-bound kernels move, kernels launched, and ATen ops
 dispatched (host work, core.time.host; 'view' ops launch no kernel). T = tokens of the micro-batch, h hidden,
@@ -150,4 +150,4 @@ def rest_features(spec: ModelSpec, tokens, seq_len) -> dict:
     a, h, t = spec.attention, spec.hidden_size, tokens
     return {"T*h": t * h, "T*q": t * a.num_heads * a.qk_head_dim, "T*kv": t * a.num_kv_heads * a.qk_head_dim,
             "T*I": t * spec.mlp.intermediate_size, "T*V": t * spec.vocab_size, "V*h": spec.vocab_size * h,
-            "s*d": seq_len * a.qk_head_dim, "T*s": t * seq_len, "T": t, "1": 1.0}
+            "Pos*h": spec.learned_positions * h, "s*d": seq_len * a.qk_head_dim, "T*s": t * seq_len, "T": t, "1": 1.0}
