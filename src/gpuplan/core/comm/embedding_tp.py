@@ -82,6 +82,8 @@ def embedding_output_costs(spec, settings, *, tp, pp, micro_batches, buffer, sec
     sp = settings.sequence_parallel
     on = np.asarray(tp) > 1
     mega = megatron_core_output(settings)
+    # one label for every row: ``casts`` is 0.0, or > 0 in every row (tp_comm_dtype.cast_seconds: two kernels' fixed
+    # time + their bytes) -- never mixed, as fp32_allreduce is one setting for all rows; any() names what is charged
     fp32 = ", fp32 + bf16<->fp32 casts" if np.any(casts) else ""
     if sp and mega and spec.learned_positions:  # all-reduce, then the split whose backward all-gathers (L135-138)
         embed_one, embed_kind, embed_what = seconds("all_reduce") + seconds("all_gather"), "all_reduce", "AR + AG (SP)"
