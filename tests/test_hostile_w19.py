@@ -158,3 +158,49 @@ def test_2_a_negative_overhead_above_the_states_stays_answered(run_json, tmp_pat
     needed = run_json(*ask, f"--calibration={path}")["results"]["peak_total"]
     path.write_text(json.dumps(_document(_scaled(fitted, memory_overhead=0.0))), encoding="utf-8")
     assert needed == pytest.approx(run_json(*ask, f"--calibration={path}")["results"]["peak_total"] - 2**30, rel=1e-9)
+
+
+# ---- (3) a checkpoint's int groups that do not tile its layers ---------------------------------------------------------
+
+GROUP_WORDS = "must divide the input size of every quantised matrix"
+
+
+def _grouped_config(folder: Path, method: str, group) -> dict:
+    """examples/llama-2-7b's config.json (hidden 4,096, intermediate 11,008) as a 4-bit ``method`` checkpoint."""
+    config = json.loads((Path(__file__).parents[1] / "examples" / "llama-2-7b" / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": method, "bits": 4, "group_size": group}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return config
+
+
+@pytest.mark.parametrize("method, group, shown", [("gptq", 7, "hidden_size 4,096, o_proj input 4,096, "
+                                                                  "intermediate_size 11,008"),
+                                                   ("awq", 7, "hidden_size 4,096"),
+                                                   ("gptq", 8192, "intermediate_size 11,008")])
+def test_3_a_checkpoint_group_size_that_does_not_tile_its_layers_is_refused_at_every_door(run_cli, client, tmp_path,
+                                                                                          method, group, shown):
+    """vLLM's GPTQ / AWQ create_weights raise 'The input size is not aligned with the quantized weight shape' where a
+    layer's input is not a multiple of group_size: `--quantization int4 --group-size 7` was refused so (jobs.inference.
+    resolve.group_size_check), a checkpoint's own group_size 7 (or 8,192 > 4,096) answered, exit 0."""
+    from gpuplan import InferenceInputs, InputError, estimate_inference
+
+    config = _grouped_config(tmp_path, method, group)
+    flag = field_refusal(run_cli("infer", "--model", str(tmp_path), "--gpu", "h100", "--no-search"),
+                         "quantization_config.group_size", GROUP_WORDS)
+    assert f"got {group}; " in flag and shown in flag and "the checkpoint does not load" in flag
+    plan = tmp_path / "ask.yaml"
+    plan.write_text(f"model: {tmp_path}\ngpu: h100\nsearch: false\n", encoding="utf-8")
+    field_refusal(run_cli("infer", str(plan)), f"{plan}: quantization_config.group_size", GROUP_WORDS)
+    web_refusal(client.post("/api/inference", json={"config": config, "gpu": "h100", "search": False}),
+                "quantization_config.group_size", GROUP_WORDS)
+    with pytest.raises(InputError) as api:
+        estimate_inference(InferenceInputs(model=str(tmp_path), gpu="h100", search=False))
+    assert api.value.field == "quantization_config.group_size" and GROUP_WORDS in str(api.value)
+
+
+@pytest.mark.parametrize("group", [128, -1])
+def test_3_a_checkpoint_group_size_that_tiles_its_layers_stays_answered(run_json, tmp_path, group):
+    """128 divides 4,096 and 11,008 (= 86 x 128); -1 is one group per output channel (transformers' GPTQConfig)."""
+    _grouped_config(tmp_path, "gptq", group)
+    report = run_json("infer", "--model", str(tmp_path), "--gpu", "h100", "--no-search")
+    assert report["results"]["weights_per_gpu"] > 0

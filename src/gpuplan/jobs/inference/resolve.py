@@ -75,6 +75,9 @@ def resolve_plan(inputs: InferenceInputs) -> Plan:
         check_formats(fmt.compute_dtype, "auto", inputs.release, fmt.name, checkpoint_key(method, fmt.name))
     if inputs.quantization == "int4" and inputs.group_size is not None:
         notes += group_size_check(inputs.group_size, spec, "group_size" in inputs.given)
+    elif inputs.quantization == "auto" and (fmt.group_size or 0) > 0 and fmt.name.startswith("int"):
+        # a checkpoint's groups, as a typed --group-size (wave 19: GPTQ group_size 7 on a 4,096 input was answered)
+        group_size_check(fmt.group_size, spec, True, "quantization_config.group_size")
     kv_dtype = _kv_dtype(inputs.kv_dtype, fmt, spec)
     if inputs.prompt is not None:  # prompt + output make the context
         output = inputs.output_tokens if inputs.output_tokens is not None else 256
@@ -242,11 +245,12 @@ def resolve_format(choice: str, group_size: int | None, spec: ModelSpec, raw: di
     return fmt, origin, notes
 
 
-def group_size_check(group: int, spec: ModelSpec, given: bool) -> list[str]:
+def group_size_check(group: int, spec: ModelSpec, given: bool, field: str = "group_size") -> list[str]:
     """int4 groups must tile the input dimension of every quantised matrix: vLLM's GPTQ and AWQ
     refuse a layer whose input size is not a multiple of group_size ("The input size is not
     aligned with the quantized weight shape", quantization/gptq.py and awq.py create_weights).
-    A given --group-size that does not is refused; the default 128 is kept with a note."""
+    A given --group-size that does not is refused; the default 128 is kept with a note. ``field``:
+    quantization_config.group_size for a checkpoint's own groups (refused: the checkpoint does not load)."""
     dims = quantized_input_dims(spec)
     bad = {name: size for name, size in dims.items() if size % group}
     if not bad:
@@ -256,6 +260,10 @@ def group_size_check(group: int, spec: ModelSpec, given: bool) -> list[str]:
                                                                      if common % d == 0][:3] or [1]
     shown = ", ".join(f"{name} {size:,}" for name, size in bad.items())
     valid = f"{', '.join(map(str, fits))} or -1 (per channel)"
+    if given and field != "group_size":
+        raise InputError(field, group, f"must divide the input size of every quantised matrix ({spec.name}: {shown}; "
+                         "vLLM's GPTQ / AWQ refuse a layer otherwise, so the checkpoint does not load); a checkpoint "
+                         f"of it is grouped by {valid}")
     if given:
         raise InputError("group_size", group, f"must divide the input size of every quantised matrix ({spec.name}: "
                          f"{shown}; vLLM's GPTQ / AWQ refuse a layer otherwise), e.g. {valid}")
