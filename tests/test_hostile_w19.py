@@ -204,3 +204,20 @@ def test_3_a_checkpoint_group_size_that_tiles_its_layers_stays_answered(run_json
     _grouped_config(tmp_path, "gptq", group)
     report = run_json("infer", "--model", str(tmp_path), "--gpu", "h100", "--no-search")
     assert report["results"]["weights_per_gpu"] > 0
+
+
+# ---- (4) the web catalog's filter bound is the schema's -------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["models", "gpus"])
+def test_4_the_web_catalog_filter_takes_what_the_cli_takes(run_cli, client, kind):
+    """The route's own Query(max_length=100) refused 101-256 characters that `gpuplan catalog --filter` answers (the
+    shared CatalogInputs: schema.types.MAX_TEXT = 256), in pydantic's words 'String should have at most 100
+    characters'; both doors now answer 150 characters (no match) and refuse 257 with the one line."""
+    long, longer = "x" * 150, "x" * 257
+    assert run_cli("catalog", kind, "--filter", long)[0] == 0
+    answered = client.get(f"/api/catalog/{kind}", params={"filter": long})
+    assert answered.status_code == 200, answered.text
+    flag = field_refusal(run_cli("catalog", kind, "--filter", longer), "filter", "is longer than 256 characters")
+    web = web_refusal(client.get(f"/api/catalog/{kind}", params={"filter": longer}), "filter",
+                      "is longer than 256 characters")
+    assert flag.strip() == f"error: {web}"

@@ -22,7 +22,11 @@ from gpuplan.web.limits import guarded
 from gpuplan.web.models import ErrorResponse, Health, ReportResponse, request_model
 
 Lang = Annotated[Literal["en", "zh"], Query(description="Language of labels and titles; numbers are unchanged.")]
-Filter = Annotated[Optional[str], Query(max_length=100, description="Case-insensitive text filter.")]
+Filter = Annotated[Optional[str], Query(description="Case-insensitive text filter (at most 256 characters, no control "
+                                                    "characters: `gpuplan catalog --filter`'s own check, "
+                                                    "jobs.catalog.schema.CatalogInputs).")]
+"""No max_length of the query's own: it refused 101-256 characters `gpuplan catalog --filter` answers, in pydantic's
+words ('String should have at most 100 characters'), not the schema's (wave 19)."""
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorResponse, "description": "A malformed request (a body that is not JSON is 422, `field` "
                                                  "`body`)."},
