@@ -46,12 +46,26 @@ def test_overlap_is_off_with_speculation_and_pipeline_stages():
     assert not OL.overlapped(SGLANG, 1, True) and not OL.overlapped(SGLANG, 2, False)
 
 
+def _outside(model="llama-3.1-70b", gpu="a100", **kw):
+    """(kernels, seconds a kernel) outside the layers of a one-token decode step of SGLang 0.5.6 at TP 8, as
+    roofline.step_time reads them (OL.graph_step_outside; their product is the step's outside floor)."""
+    from gpuplan.jobs.inference.resolve import resolve_plan
+
+    plan = resolve_plan(InferenceInputs(search=False, model=model, gpu=gpu, tp=8, engine="sglang==0.5.6", **kw))
+    return OL.graph_step_outside(plan.spec, plan.setup, plan.gpu, 8, 1, 1, 1)
+
+
 def test_floor_seconds_by_hand():
-    """20 x 4.2667 us = 85.33 us; a given --graph-layer-us 33 over a dense layer's 11 kernels -> 3 us a kernel, 60 us;
-    over a Qwen3 MoE layer's 15 -> 2.2 us a kernel (review N4); 0 -> 0."""
+    """20 x 4.2667 us = 85.33 us; a given --graph-layer-us 33 over a dense layer's 11 kernels -> 3 us a kernel, 60 us
+    (the step's floor: 80 x 33 + 20 x 3 us = 2.7 ms); over a Qwen3 MoE layer's 15 -> 2.2 us a kernel (review N4);
+    0 -> 0."""
     assert PER_KERNEL == pytest.approx(4.26667e-6, rel=1e-5)
-    assert OL.outside_layer_floor_seconds(SGLANG, 8) == pytest.approx(85.3333e-6, rel=1e-5)
-    assert OL.outside_layer_floor_seconds(SGLANG, 8, OL.kernel_seconds(33e-6, lambda: 11)) == pytest.approx(60e-6)
+    kernels, per_kernel = _outside()
+    assert kernels == KERNELS_TP8 and kernels * per_kernel == pytest.approx(85.3333e-6, rel=1e-5)
+    kernels, per_kernel = _outside(graph_layer_us=33.0)
+    assert kernels == KERNELS_TP8 and kernels * per_kernel == pytest.approx(60e-6, rel=1e-12)
+    floor = _answer("sglang==0.5.6", graph_layer_us=33.0).value("kernel_floor_per_step")
+    assert floor == pytest.approx(80 * 33e-6 + 20 * 3e-6, rel=1e-12)
     assert OL.kernel_seconds(33e-6, lambda: 15) == pytest.approx(2.2e-6, rel=1e-12)
     assert OL.kernel_seconds(0.0, lambda: 11) == 0.0
 
@@ -142,7 +156,7 @@ def test_the_sm100_paths_count_their_own_metadata():
         "flashinfer": 20, "trtllm_mla": 17, "trtllm_mha": 22}
     assert {b: OL.outside_layer_kernels(SGLANG, 8, b, overlap=False) for b in backends} == {
         "flashinfer": 25, "trtllm_mla": 26, "trtllm_mha": 31}
-    assert OL.outside_layer_floor_seconds(SGLANG, 8, None, "trtllm_mha") == pytest.approx(22 * PER_KERNEL, rel=1e-12)
+    assert _outside("gpt-oss-120b", "b200") == pytest.approx((22, PER_KERNEL), rel=1e-12)  # the step's: trtllm_mha
 
 
 @pytest.mark.parametrize("rows", [1, 7, 256, 1024, 1500, 2.5])

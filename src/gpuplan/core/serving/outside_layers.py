@@ -77,21 +77,14 @@ def graph_step_outside(spec: ModelSpec, setup: ServingSetup, fabric: Accelerator
                        tokens: float, rows: float) -> tuple[int, float]:
     """(kernels, seconds a kernel) outside the layers of a scheduled CUDA-graph step of ``tokens`` with ``rows`` of
     logits: outside_layer_kernels on the decode backend (decode_backend) and the overlap scheduler's state
-    (overlapped), at kernel_seconds' rate. The one reading roofline.step_time's floor and the answer's note share."""
+    (overlapped), at kernel_seconds' rate. The one reading roofline.step_time's floor (kernels x seconds a kernel: GPU
+    seconds, not fitted on any row: the count is the code's, the rate the floor's) and the answer's note share."""
     release = setup.runtime.release
     per_kernel = kernel_seconds(setup.efficiency.graph_layer_s, lambda: LK.graph_kernels(
         spec, release, fabric, setup.fmt.name, tp=tp, tokens=tokens))
     kernels = outside_layer_kernels(release, tp, decode_backend(spec, release, fabric, setup.fmt.name), rows=rows,
                                     overlap=overlapped(release, pp, setup.speculation is not None))
     return kernels, per_kernel
-
-
-def outside_layer_floor_seconds(release: EngineRelease | None, tp: int, per_kernel_s: float | None = None,
-                                backend: str = "flashinfer", *, rows: float = 1.0, overlap: bool = True) -> float:
-    """GPU seconds of outside_layer_kernels on a graph step, ``per_kernel_s`` each (kernel_seconds). Not fitted on
-    any row: the count is the code's, the rate the floor's (GRAPH_KERNEL_S where not given)."""
-    per_kernel_s = GF.GRAPH_KERNEL_S if per_kernel_s is None else per_kernel_s
-    return outside_layer_kernels(release, tp, backend, rows=rows, overlap=overlap) * per_kernel_s
 
 
 def floor_note(kernels: int, per_kernel_s: float) -> str:
