@@ -120,7 +120,14 @@ def ramp_timing(ev, plan: Plan, tokens: float, phases: list[tuple[float, float]]
     # the factor as 1 + each phase's extra time over the steady step's: exactly 1 where every phase runs the steady
     # step (phases past ``tokens`` are refused by the schema; the rest of the run is steady)
     extra = sum(share[run] * (per_token[run] / steady - 1.0) for run in share)
-    return RampTiming(1.0 + extra / tokens, tuple(b for _, b in phases), runs)
+    return ramp_at(1.0 + extra / tokens, plan, phases, runs)
+
+
+def ramp_at(factor: float, plan: Plan, phases: list[tuple[float, float]], runs=None) -> RampTiming:
+    """The RampTiming of ``phases`` on ``plan``'s layout at a time ``factor`` worked out already (ramp_timing's, or a
+    search table's row's: jobs.training.batch_ramp.ramp_on): each phase's batch asked, and run (``runs``, or
+    ramp_runs where None)."""
+    return RampTiming(factor, tuple(b for _, b in phases), ramp_runs(plan, phases) if runs is None else runs)
 
 
 def ramp_runs(plan: Plan, phases: list[tuple[float, float]]) -> tuple[int, ...]:

@@ -19,10 +19,10 @@ def ramp_on(inputs, plan, evaluator=None, factor=None):
         return None
     from gpuplan.jobs.plan.search import evaluator_for
     from gpuplan.jobs.training.layout import with_budget_fields
-    from gpuplan.planner.batch_ramp import RampTiming, ramp_runs, ramp_timing
+    from gpuplan.planner.batch_ramp import ramp_at, ramp_timing
 
     if factor is not None:
-        return RampTiming(float(factor), tuple(b for _, b in phases), ramp_runs(plan, phases))
+        return ramp_at(float(factor), plan, phases)
     ev = evaluator if evaluator is not None else evaluator_for(with_budget_fields(inputs))
     return ramp_timing(ev, plan, float(inputs.tokens), phases)
 
