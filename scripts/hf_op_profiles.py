@@ -49,7 +49,10 @@ FAMILIES = {  # model_type -> the catalog model whose config is the family's tem
     "llama": "llama-3.2-1b", "mistral": "mistral-7b-v0.1", "qwen2": "qwen2.5-1.5b", "qwen3": "qwen3-1.7b",
     "qwen3_moe": "qwen3-30b-a3b", "mixtral": "mixtral-8x7b", "phi3": "phi-3-mini-4k", "gemma2": "gemma-2-2b",
     "gemma3_text": "gemma-3-1b", "gpt_neox": "pythia-160m", "olmo2": "olmo-2-7b", "gpt2": "gpt2",
+    "gpt_bigcode": "santacoder",
 }
+LEARNED_POSITION_FAMILIES = ("gpt2", "gpt_bigcode")
+"""Families with a learned position table (wpe, n_positions x n_embd) and GPT-2's config names."""
 EAGER_ONLY = ("gemma2",)
 """Families transformers runs with eager attention only (Gemma 2's logit soft-capping: SDPA is
 refused): every setting is profiled with attention='eager' and the 'eager' setting is the base."""
@@ -107,10 +110,12 @@ def variant_config(base: dict, v: tuple, moe: bool) -> dict:
         cfg.pop("head_dim", None)
         cfg["num_attention_heads"] = heads
         cfg["hidden_size"] = heads * d
-    if cfg.get("model_type") == "gpt2":  # GPT2Config's own names (n_embd, n_head, n_inner, n_positions); no GQA,
+    if cfg.get("model_type") in LEARNED_POSITION_FAMILIES:  # GPT-2's names (n_embd, n_head, n_inner, n_positions)
         for key in ("n_embd", "n_head", "n_inner", "n_positions", "n_ctx", "head_dim", "num_key_value_heads"):
-            cfg.pop(key, None)  # head dim = n_embd / n_head (modeling_gpt2.py@5.17.0 GPT2Attention)
+            cfg.pop(key, None)  # head dim = n_embd / n_head (modeling_gpt2.py / modeling_gpt_bigcode.py@5.17.0)
         cfg.update(n_embd=heads * d, n_head=heads, n_inner=inter, n_positions=4096, hidden_size=heads * d)
+        if cfg.get("multi_query"):  # GPT-BigCode's MQA: one key/value head (kv is the template's, not the draw's)
+            cfg["num_key_value_heads"] = 1
     if "layer_types" in cfg:
         cfg.pop("layer_types")
     for key in ("pad_token_id", "bos_token_id", "eos_token_id"):  # ids of the full vocabulary (Phi3Config's
@@ -141,7 +146,7 @@ def features(cfg: dict, v: tuple, layer_params: float, adapter_params: float) ->
                       "Pc": layer_params - experts * 3 * h * expert_width})  # gate_up (E, 2Ie, h) + down (E, h, Ie)
     layer.update({"T*r": t * rank, "R": adapter_params})
     rest = {"T*h": t * h, "T*q": layer["T*q"], "T*kv": layer["T*kv"], "T*I": layer["T*I"], "T*V": t * cfg["vocab_size"], "V*h": cfg["vocab_size"] * h,
-            "Pos*h": (cfg["n_positions"] if cfg.get("model_type") == "gpt2" else 0) * h, "s*d": seq * d, "T*s": t * seq,
+            "Pos*h": (cfg["n_positions"] if cfg.get("model_type") in LEARNED_POSITION_FAMILIES else 0) * h, "s*d": seq * d, "T*s": t * seq,
             "T": t, "1": 1.0}
     return layer, rest
 

@@ -106,3 +106,19 @@ def test_cuda_autocast_policy_applies_inside_and_restores():
             assert torch.nn.functional.layer_norm(x, (4,)).dtype == torch.float32
         assert torch.pow(x, 3).dtype == torch.bfloat16  # the CPU's own lists again
         assert torch.nn.functional.cross_entropy(x, target).dtype == torch.float32  # CPU's fp32 nll_loss kept
+
+
+@pytest.mark.parametrize("setting,h_bytes", [("bf16", 30.0), ("amp", 58.0)])
+def test_gpt_bigcode_layer_forward_bytes(setting, h_bytes):
+    """GPT-BigCode (SantaCoder / StarCoder; modeling_gpt_bigcode.py@5.17.0) has GPT-2's block around multi-query
+    attention: the same h terms as GPT-2 (bf16 30 h, amp 58 h: the docstrings above), but gelu_pytorch_tanh is one
+    kernel (F.gelu, approximate='tanh': 2 I read, 2 I written) and not on autocast's fp32 list, so the MLP's
+    element-wise bytes are 4 I in bf16 and amp alike (c_proj's input stays bf16: no cast back)."""
+    f = family_profiles("gpt_bigcode")[setting].counts["layer"]["forward.memory"]["bytes"]
+    assert sum(f.get(k, 0.0) for k in H_TERMS if k != "T*kv") == pytest.approx(h_bytes, abs=0.2)
+    assert f["T*I"] == pytest.approx(4.0, abs=0.1)
+
+
+def test_santacoder_reads_its_own_profile():
+    ops = eager_ops_for("gpt_bigcode", "amp", "full", "flash")
+    assert "llama's used" not in (ops.note or "")
