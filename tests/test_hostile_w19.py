@@ -221,3 +221,21 @@ def test_4_the_web_catalog_filter_takes_what_the_cli_takes(run_cli, client, kind
     web = web_refusal(client.get(f"/api/catalog/{kind}", params={"filter": longer}), "filter",
                       "is longer than 256 characters")
     assert flag.strip() == f"error: {web}"
+
+
+# ---- (5) a --peak-tflops below what the run computed ------------------------------------------------------------------
+
+def test_5_a_peak_below_the_measured_rate_is_refused_and_nothing_is_written(run_cli, tmp_path):
+    """`profile --peak-tflops 0.0001` on a CPU printed 'MFU 6903.5%' and wrote it into the measurement that calibrate
+    reads; a device's dense peak bounds every rate it runs at, so a given peak below the model FLOP rate the run
+    computed (profile.trial._check_given_peak) is refused, and --out is not written. The rate is this machine's:
+    the words are asserted, not the figure."""
+    pytest.importorskip("torch")
+    from helpers import debugmodel_config
+
+    out = tmp_path / "trial.json"
+    err = field_refusal(run_cli("profile", "--model", debugmodel_config(tmp_path), "--device", "cpu", "--seq-len",
+                                "64", "--steps", "1", "--warmup", "0", "--layers", "1", "--peak-tflops", "1e-9",
+                                f"--out={out}"), "peak_tflops", "TFLOP/s a device this run computed (model FLOPs: MFU ")
+    assert "got 1e-09; is below the " in err and "or leave it out" in err
+    assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "config.json"]

@@ -68,6 +68,7 @@ def run_trial(settings: TrialSettings, out: str | Path | None = None) -> dict:
         sharing = rt.local_world_size if rt.device_type == "cpu" else 1
         estimate = check_fits(settings, config, model_id, rt.world_size, parallelism, rt.device_type, usable, sharing)
         data = _measure(rt, transformers, settings, measured_config, parallelism)
+        _check_given_peak(settings, data["results"], data["environment"]["peak_dtype"])  # before anything is written
         data["config"].update(model=model_id, model_source=settings.model, config_num_layers=full_layers,
                               hf_config=measured_config)
         data["environment"]["planned_memory"] = {"usable_bytes": usable, "how": usable_how,
@@ -188,6 +189,18 @@ def _environment(rt, transformers, settings: TrialSettings, parallelism: str, be
             "device_memory_bytes": memory, "world_size": rt.world_size, "backend": rt.backend,
             "parallelism": parallelism, "cpu_threads": torch.get_num_threads(), "catalog_gpu": catalog,
             "peak_flops": peak, "peak_dtype": dtype, "peak_source": source, "cpu_microbenchmarks": bench}
+
+
+def _check_given_peak(settings: TrialSettings, results: dict, dtype: str) -> None:
+    """A --peak-tflops below the model FLOP rate the run computed (MFU above 100%) is refused before the measurement
+    is written: a device's dense peak bounds every rate it runs at (wave 19: `--peak-tflops 0.0001` on a CPU
+    printed 'MFU 6903.5%' and wrote it into the measurement calibrate reads)."""
+    if settings.peak_tflops is None or not (results.get("mfu") or 0.0) > 1.0:
+        return
+    achieved = results["achieved_tflops_per_device"]
+    raise InputError("peak_tflops", settings.peak_tflops, f"is below the {achieved:.3g} TFLOP/s a device this run "
+                     f"computed (model FLOPs: MFU {results['mfu']:,.0%}); give the device's dense {dtype} peak, at "
+                     f"least {achieved:.3g}, or leave it out")
 
 
 def _cpu_name() -> str:
