@@ -31,7 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import field_refusal, web_refusal
+from helpers import field_refusal, four_door_refusal, web_refusal
 
 pytestmark = pytest.mark.usefixtures("time_box")  # conftest: a hang fails the case, not the suite
 
@@ -239,3 +239,37 @@ def test_5_a_peak_below_the_measured_rate_is_refused_and_nothing_is_written(run_
                                 f"--out={out}"), "peak_tflops", "TFLOP/s a device this run computed (model FLOPs: MFU ")
     assert "got 1e-09; is below the " in err and "or leave it out" in err
     assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "config.json"]
+
+
+# ---- (6) CUDA-only options on a TPU, answered under its generic framework --------------------------------------------
+
+TPU_ASK = {"model": "llama-3-8b", "gpu": "tpu-v5p", "gpus": 16, "mfu": "predicted"}
+
+
+@pytest.mark.parametrize("job, route", [("train", "training"), ("memory", "memory")])
+@pytest.mark.parametrize("field, value, valid", [("loss", "te-ce", "give fp32-ce, vocab-parallel-ce or chunked"),
+                                                 ("finetune", "qlora", "give --finetune lora (a 16-bit base)"),
+                                                 ("offload_layers", 2, "leave it out")])
+def test_6_a_cuda_only_option_on_a_tpu_is_refused_at_every_door(run_cli, client, tmp_path, job, route, field, value,
+                                                                valid):
+    """A TPU's ask is modelled under --framework generic, which takes Megatron-Core / Transformer Engine options
+    (core.frameworks.MEGATRON_CORE_FRAMEWORKS): TE's fused cross-entropy (Triton kernels), bitsandbytes' NF4 base
+    (no XLA backend) and Megatron-Core's CPU offloading (TE's offload context on CUDA streams) were answered on a
+    TPU v5p, te-ce and qlora moving the layout chosen (mixtral-8x7b on 64 chips: ZeRO-1 mb2 -> ZeRO-2 mb4 / ZeRO-0
+    mb4); now refused as --attention-kernel flash1 and --allocator expandable are (schema.tpu_rules)."""
+    ask = {**TPU_ASK, field: value} if job == "train" else {"model": "llama-3-8b", "gpu": "tpu-v5p", field: value}
+    four_door_refusal(run_cli, client, tmp_path, job, route, ask, field,
+                      f"which a Google Cloud TPU v5p does not run: {valid}")
+
+
+@pytest.mark.parametrize("extra", [("--loss", "te-ce"), ("--finetune", "qlora"), ("--offload-layers", "2")])
+def test_6_the_same_options_stay_answered_on_a_gpu_under_generic(run_cli, extra):
+    code, _, err = run_cli("train", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "16", "--mfu", "predicted",
+                           "--framework", "generic", *extra)
+    assert code == 0, err
+
+
+def test_6_offload_layers_at_its_default_is_answered_on_a_tpu(run_json):
+    """0, the default, offloads nothing: answered as unstated (the lead's rule, review w16 R5 S3)."""
+    ask = ("train", "--model", "llama-3-8b", "--gpu", "tpu-v5p", "--gpus", "16", "--mfu", "predicted")
+    assert run_json(*ask, "--offload-layers", "0")["results"] == run_json(*ask)["results"]

@@ -54,6 +54,14 @@ CUDA_ONLY_OPTIONS = (
     ("attention_kernel", ("flash1",), "is the flash-attn < 2 CUDA package", "give flash or eager"),
     ("cuda_context_gib", None, "sizes a CUDA context", "leave it out (no CUDA context on a TPU)"),
     ("comm_buffer_gib", None, "sizes NCCL's buffers", "leave it out (XLA runs a TPU's collectives, not NCCL)"),
+    # wave 19: each answered on a TPU (generic takes Megatron-Core / TE options: core.frameworks.
+    # MEGATRON_CORE_FRAMEWORKS), te-ce and qlora moving the layout chosen
+    ("loss", ("te-ce",), "is Transformer Engine's fused cross-entropy (Triton kernels: transformer_engine/pytorch/"
+     "triton/cross_entropy.py)", "give fp32-ce, vocab-parallel-ce or chunked, or leave it out"),
+    ("finetune", ("qlora",), "is a 4-bit NF4 base through bitsandbytes' Linear4bit (CUDA, ROCm, XPU, Gaudi, Apple "
+     "Silicon and CPU backends: its installation guide, v0.50.2; no XLA)", "give --finetune lora (a 16-bit base)"),
+    ("offload_layers", None, "is Megatron-Core's CPU activation offloading through Transformer Engine's offload "
+     "context (CUDA streams)", "leave it out"),
 )
 """The options check_tpu_options refuses on a TPU, each at a value other than its default (a stated default is
 answered as unstated where nothing reads it: --cuda-context-gib 0.5, --flex-backend deepep, --cuda-graph-scope none;
